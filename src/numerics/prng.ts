@@ -1,0 +1,79 @@
+// The house generator of solvers.md §1: xoshiro128** seeded from SHA-256 of the canonical inputs
+// (or of the decimal string of an explicit integer `seed`). Same inputs → same stream on every node.
+import { createHash } from 'node:crypto';
+import { canonicalJson } from '../kernel/canonical.js';
+
+const TWO_POW_53 = 9007199254740992;
+
+export class Xoshiro128 {
+  private s0: number;
+  private s1: number;
+  private s2: number;
+  private s3: number;
+
+  constructor(state: readonly [number, number, number, number]) {
+    let [a, b, c, d] = state.map((w) => w >>> 0);
+    if ((a | b | c | d) === 0) [a, b, c, d] = [1, 0, 0, 0];
+    this.s0 = a;
+    this.s1 = b;
+    this.s2 = c;
+    this.s3 = d;
+  }
+
+  /** Next 32-bit output (unsigned). */
+  nextU32(): number {
+    const result = Math.imul(rotl(Math.imul(this.s1, 5) >>> 0, 7), 9) >>> 0;
+    const t = (this.s1 << 9) >>> 0;
+    this.s2 = (this.s2 ^ this.s0) >>> 0;
+    this.s3 = (this.s3 ^ this.s1) >>> 0;
+    this.s1 = (this.s1 ^ this.s2) >>> 0;
+    this.s0 = (this.s0 ^ this.s3) >>> 0;
+    this.s2 = (this.s2 ^ t) >>> 0;
+    this.s3 = rotl(this.s3, 11);
+    return result;
+  }
+
+  /** Uniform in [0, 1) with 53 random bits, from two draws. */
+  uniform(): number {
+    const a = this.nextU32();
+    const b = this.nextU32();
+    return ((a >>> 5) * 67108864 + (b >>> 6)) / TWO_POW_53;
+  }
+
+  /** Uniform in [lo, hi). */
+  range(lo: number, hi: number): number {
+    return lo + (hi - lo) * this.uniform();
+  }
+
+  /** Integer in [0, n). */
+  int(n: number): number {
+    return Math.floor(this.uniform() * n);
+  }
+
+  /** Standard normal by Box–Muller, one normal per two uniforms (the sine is discarded). */
+  gaussian(): number {
+    const u1 = this.uniform();
+    const u2 = this.uniform();
+    return Math.sqrt(-2 * Math.log(1 - u1)) * Math.cos(2 * Math.PI * u2);
+  }
+}
+
+function rotl(x: number, k: number): number {
+  return ((x << k) | (x >>> (32 - k))) >>> 0;
+}
+
+/** State words: the first 16 bytes (big-endian) of SHA-256 of the given text. */
+export function stateFromText(text: string): [number, number, number, number] {
+  const digest = createHash('sha256').update(text).digest();
+  return [digest.readUInt32BE(0), digest.readUInt32BE(4), digest.readUInt32BE(8), digest.readUInt32BE(12)];
+}
+
+/**
+ * The generator for a solver run: seeded from the decimal string of `inputs.seed` when it is an integer,
+ * otherwise from the RFC 8785 JSON of the resolved inputs.
+ */
+export function rngForInputs(inputs: Record<string, unknown>): Xoshiro128 {
+  const seed = inputs.seed;
+  const text = typeof seed === 'number' && Number.isInteger(seed) ? String(seed) : canonicalJson(inputs);
+  return new Xoshiro128(stateFromText(text));
+}

@@ -1,0 +1,82 @@
+// The solver contract of solvers.md §1. Solvers are pure: a function of (id, resolved inputs, initialState).
+
+export type OutputClass = 'field' | 'spectrum' | 'profile' | 'scalar';
+
+/** One gated comparison: computed vs an independently computed reference. */
+export interface CheckPart {
+  name: string;
+  quantity: string;
+  computed: number;
+  reference: number;
+  rel_error: number;
+  tolerance: number;
+  passed: boolean;
+}
+
+/**
+ * The reality check. Where a check has several parts, `parts` lists them all and the top-level fields are
+ * those of the worst part (rel_error is the largest). `refused` names a reason the check cannot certify the
+ * result at all (e.g. "not finished: raise t_end_days"); a refused check never passes.
+ */
+export interface Check extends CheckPart {
+  parts?: CheckPart[];
+  refused?: string;
+}
+
+/** One entry of the receipt's continuum state fields (spec 2.2). */
+export interface StateField {
+  value: number;
+  unit: string;
+}
+
+export interface SolverOutput {
+  mode: string | null;
+  value: number;
+  unit: string;
+  /** Defaults to check.rel_error × |value|; Monte Carlo solvers give their standard error. */
+  uncertainty?: number;
+  output_class: OutputClass;
+  /**
+   * The samples of the rule-8 array (solvers.md §2 `rule8_array`): a 1-D array for profiles and spectra,
+   * a 2-D array (rows) for fields; null for scalar solvers. Already bounded (≤ 512, ≤ 64×64, ≤ 64).
+   */
+  rule8: number[] | number[][] | null;
+  /** Name of the output that rule8 was taken from (e.g. 'temperature'); null for scalar. */
+  rule8_array: string | null;
+  outputs: Record<string, unknown>;
+  check: Check;
+  /** Stateful solvers only: accepted back as initialState. */
+  state?: unknown;
+  /** Explicit receipt state fields (react, fracture, evolve); unit-mapped fields are added by the kernel. */
+  receipt_fields?: Record<string, StateField>;
+}
+
+export interface InputSpec {
+  key: string;
+  unit: string;
+  default: unknown;
+  range: string;
+}
+
+export interface SolverDef<I extends Record<string, unknown> = Record<string, unknown>> {
+  id: string;
+  /** The catalogue kind in words, e.g. 'heat diffusion (1-D and 2-D)'. */
+  kind: string;
+  /** Own endpoint path (e.g. '/api/svc/heat'), or null when reached only through /api/svc/solve. */
+  endpoint: string | null;
+  /** False only for `multibody` (the 27th id). */
+  catalogue: boolean;
+  modes: string[] | null;
+  stateful: boolean;
+  /** Accepted input keys with units, defaults and ranges, for discovery and operator-spec. */
+  inputs: InputSpec[];
+  /**
+   * Validate raw inputs (unknown key, wrong type, out of range, work limit) and fill defaults.
+   * Throws InputError. Must do no numerical work beyond the work-limit estimate.
+   */
+  resolve(raw: unknown): I;
+  /** Validate an initialState (throws InputError with field 'initialState'). Stateful solvers only. */
+  resolveState?(raw: unknown, inputs: I): unknown;
+  /** Run on resolved inputs. Pure and deterministic. May throw SolverFailure. */
+  run(inputs: I, initialState?: unknown): SolverOutput;
+}
