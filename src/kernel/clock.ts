@@ -12,8 +12,10 @@ export interface Clock {
   nowNs(): bigint;
 }
 
+// Wall time anchored once, then advanced by the monotonic high-resolution timer (ns resolution, never backwards).
+const anchorNs = BigInt(Date.now()) * 1_000_000n - process.hrtime.bigint();
 export const systemClock: Clock = {
-  nowNs: () => BigInt(Date.now()) * 1_000_000n + (process.hrtime.bigint() % 1_000_000n),
+  nowNs: () => anchorNs + process.hrtime.bigint(),
 };
 
 /** A clock tests can set and advance. */
