@@ -1,0 +1,123 @@
+// Loads and layers the configuration. A bad configuration is a ConfigError with a one-line reason.
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { configSchema, type NodeConfig } from './schema.js';
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const DEFAULT_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'config', 'default.json');
+
+type Partial = Record<string, unknown>;
+
+/** Environment variables and the config path they set (dots = nesting). */
+const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'bool' | 'list' | 'number' }> = {
+  SVC_HOST: { path: 'host', kind: 'string' },
+  SVC_PORT: { path: 'port', kind: 'int' },
+  SVC_DATA_DIR: { path: 'dataDir', kind: 'string' },
+  SVC_RECEIPT_SECRET: { path: 'receiptSecret', kind: 'string' },
+  SVC_LOG_LEVEL: { path: 'logLevel', kind: 'string' },
+  SVC_SYNC_WRITES: { path: 'syncWrites', kind: 'bool' },
+  SVC_PUBLIC_URL: { path: 'publicUrl', kind: 'string' },
+  SVC_ENFORCE_DAILY_QUOTA: { path: 'limits.enforceDailyQuota', kind: 'bool' },
+  SVC_TIER: { path: 'limits.tier', kind: 'string' },
+  SVC_P2P_PORT: { path: 'mesh.p2pPort', kind: 'int' },
+  SVC_BOOTSTRAP: { path: 'mesh.bootstrap', kind: 'list' },
+  SVC_MESH_SECRET: { path: 'mesh.secret', kind: 'string' },
+  SVC_MESH_TICK_EVERY: { path: 'mesh.tickEvery', kind: 'int' },
+};
+
+function parseScalar(name: string, raw: string, kind: string): unknown {
+  switch (kind) {
+    case 'int': {
+      if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+      return Number(raw);
+    }
+    case 'number': {
+      const n = Number(raw);
+      if (!Number.isFinite(n)) throw new ConfigError(`${name} must be a number, got "${raw}"`);
+      return n;
+    }
+    case 'bool': {
+      const v = raw.trim().toLowerCase();
+      if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+      if (['0', 'false', 'no', 'off'].includes(v)) return false;
+      throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+    }
+    case 'list':
+      return raw.split(',').map((s) => s.trim()).filter(Boolean);
+    default:
+      return raw;
+  }
+}
+
+function setPath(target: Partial, path: string, value: unknown): void {
+  const parts = path.split('.');
+  let obj = target;
+  for (const p of parts.slice(0, -1)) {
+    if (typeof obj[p] !== 'object' || obj[p] === null) obj[p] = {};
+    obj = obj[p] as Partial;
+  }
+  obj[parts[parts.length - 1]!] = value;
+}
+
+function merge(base: Partial, over: Partial): Partial {
+  const out: Partial = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    if (v && typeof v === 'object' && !Array.isArray(v) && base[k] && typeof base[k] === 'object' && !Array.isArray(base[k])) {
+      out[k] = merge(base[k] as Partial, v as Partial);
+    } else {
+      out[k] = v;
+    }
+  }
+  return out;
+}
+
+function readJson(file: string): Partial {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`);
+  }
+  try {
+    const value = JSON.parse(text) as unknown;
+    if (!value || typeof value !== 'object' || Array.isArray(value)) throw new Error('not a JSON object');
+    return value as Partial;
+  } catch (err) {
+    throw new ConfigError(`config file ${file} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+export interface LoadOptions {
+  configFile?: string;
+  env?: NodeJS.ProcessEnv;
+  /** CLI flags already mapped to config paths (e.g. {port: 9000, 'mesh.secret': 'x'}). */
+  flags?: Record<string, unknown>;
+  /** Programmatic overrides (tests): applied last. */
+  overrides?: Partial;
+}
+
+export function loadConfig(options: LoadOptions = {}): NodeConfig {
+  let layered = readJson(DEFAULT_FILE);
+  if (options.configFile) layered = merge(layered, readJson(options.configFile));
+  const env = options.env ?? process.env;
+  const fromEnv: Partial = {};
+  for (const [name, spec] of Object.entries(ENV_MAP)) {
+    const raw = env[name];
+    if (raw !== undefined && raw !== '') setPath(fromEnv, spec.path, parseScalar(name, raw, spec.kind));
+  }
+  layered = merge(layered, fromEnv);
+  const fromFlags: Partial = {};
+  for (const [path, value] of Object.entries(options.flags ?? {})) if (value !== undefined) setPath(fromFlags, path, value);
+  layered = merge(layered, fromFlags);
+  if (options.overrides) layered = merge(layered, options.overrides);
+  const parsed = configSchema.safeParse(layered);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(`invalid configuration at ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,43 @@
+// The node's configuration, validated with zod. Layers: config/default.json < --config FILE < SVC_* env < CLI flags.
+import { z } from 'zod';
+
+export const configSchema = z
+  .object({
+    host: z.string().min(1),
+    port: z.number().int().min(0).max(65535),
+    dataDir: z.string().min(1),
+    /** HMAC key for receipts; when null the node generates one and keeps it in the data dir. */
+    receiptSecret: z.string().min(16).nullable(),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    /** fsync every batch. */
+    syncWrites: z.boolean(),
+    /** URL other nodes use to reach this node's HTTP API; defaults to http://host:port. */
+    publicUrl: z.string().url().nullable(),
+    kernel: z
+      .object({
+        version: z.string().regex(/^\d+\.\d+\.\d+$/),
+        phi0: z.number().finite(),
+      })
+      .strict(),
+    limits: z
+      .object({
+        proveperMinute: z.number().int().positive(),
+        demoKeyPerDay: z.number().int().positive(),
+        anonymousComputePerDay: z.number().int().positive(),
+        enforceDailyQuota: z.boolean(),
+        freeDailyComputations: z.number().int().positive(),
+        tier: z.enum(['free', 'standard', 'professional']),
+      })
+      .strict(),
+    mesh: z
+      .object({
+        p2pPort: z.number().int().min(0).max(65535),
+        bootstrap: z.array(z.string().min(1)),
+        secret: z.string().min(16).nullable(),
+        tickEvery: z.number().int().min(1).max(1000),
+      })
+      .strict(),
+  })
+  .strict();
+
+export type NodeConfig = z.infer<typeof configSchema>;
