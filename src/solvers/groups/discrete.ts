@@ -1,6 +1,7 @@
 // One group of solvers, owned by one author at a time; registry.ts assembles the groups.
 import type { SolverDef } from '../types.js';
 import { quant } from '../quant.js';
+import { zeta } from '../zeta.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const solvers: SolverDef<any>[] = [quant];
+export const solvers: SolverDef<any>[] = [quant, zeta];
