@@ -1,5 +1,7 @@
 // One group of solvers, owned by one author at a time; registry.ts assembles the groups.
+// Dynamics: ODE and particle integrators (lorenz, epi, predator_prey, blackhole, kalman, action, multibody, evolve).
 import type { SolverDef } from '../types.js';
+import { lorenz } from '../lorenz.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const solvers: SolverDef<any>[] = [];
+export const solvers: SolverDef<any>[] = [lorenz];

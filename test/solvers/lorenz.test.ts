@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import { lorenz, type LorenzState } from '../../src/solvers/lorenz.js';
+import { InputError } from '../../src/solvers/errors.js';
+import type { Check } from '../../src/solvers/types.js';
+
+function expectInputError(fn: () => unknown, field: string): void {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(InputError);
+    expect((e as InputError).field).toBe(field);
+    return;
+  }
+  throw new Error('expected InputError');
+}
+
+function perturbedErrors(check: Check): number[] {
+  const parts = check.parts ?? [check];
+  return parts.map((p) => Math.abs(p.computed * 1.01 - p.reference) / Math.abs(p.reference));
+}
+
+describe('lorenz', () => {
+  it('defaults: RK4 agrees with the Dormand–Prince reference and the check passes', () => {
+    const inputs = lorenz.resolve({});
+    expect(inputs).toEqual({ sigma: 10, rho: 28, beta: 8 / 3, x0: 1, y0: 1, z0: 1, t_end: 10, dt: 1e-3 });
+    const out = lorenz.run(inputs);
+    expect(out.check.passed).toBe(true);
+    expect(out.check.rel_error).toBeLessThan(1e-6);
+    expect(out.unit).toBe('1');
+    expect(out.mode).toBeNull();
+    expect(out.output_class).toBe('profile');
+    expect(out.rule8_array).toBe('trajectory');
+    const rule8 = out.rule8 as number[];
+    expect(rule8.length).toBe(512);
+    expect(rule8[511]).toBe(out.value);
+    const traj = out.outputs.trajectory as { t: number[]; x: number[]; y: number[]; z: number[] };
+    expect(traj.t.length).toBe(2000);
+    expect(traj.z.length).toBe(2000);
+    expect(traj.t[0]).toBe(0);
+    expect(traj.t[1999]).toBeCloseTo(10, 12);
+    // The attractor is bounded: z stays within (0, 50) for the classic parameters.
+    for (const v of traj.z) expect(v > 0 && v < 50).toBe(true);
+    const lyap = out.outputs.max_lyapunov_estimate as number;
+    expect(Number.isFinite(lyap)).toBe(true);
+    expect((out.state as LorenzState).t).toBeCloseTo(10, 12);
+  });
+
+  it('x = y = 0 is invariant: z decays exactly as z0·exp(−βt)', () => {
+    for (const [beta, tEnd] of [
+      [2, 3],
+      [0.5, 7],
+    ] as const) {
+      const out = lorenz.run(lorenz.resolve({ x0: 0, y0: 0, z0: 5, beta, t_end: tEnd }));
+      expect(out.check.passed).toBe(true);
+      expect(Math.abs(out.value / (5 * Math.exp(-beta * tEnd)) - 1)).toBeLessThan(1e-10);
+    }
+  });
+
+  it('below the Hopf threshold the orbit settles on the fixed point z = ρ − 1', () => {
+    const out = lorenz.run(lorenz.resolve({ rho: 10, t_end: 20 }));
+    expect(out.check.passed).toBe(true);
+    expect(Math.abs(out.value - 9)).toBeLessThan(1e-3);
+    const s = out.outputs.state as { x: number; y: number };
+    const xStar = Math.sqrt((8 / 3) * 9);
+    expect(Math.abs(Math.abs(s.x) - xStar)).toBeLessThan(1e-3);
+  });
+
+  it('rejects bad inputs with the right field', () => {
+    expectInputError(() => lorenz.resolve({ omega: 1 }), 'omega');
+    expectInputError(() => lorenz.resolve({ sigma: 'ten' }), 'sigma');
+    expectInputError(() => lorenz.resolve({ rho: 101 }), 'rho');
+    expectInputError(() => lorenz.resolve({ t_end: 0 }), 't_end');
+    expectInputError(() => lorenz.resolve({ t_end: 21 }), 't_end');
+    expectInputError(() => lorenz.resolve({ dt: 1e-6 }), 'dt');
+    expectInputError(() => lorenz.resolve({ x0: -101 }), 'x0');
+    expectInputError(() => lorenz.resolveState!({ x: 1, y: 2 }, lorenz.resolve({})), 'initialState');
+    expectInputError(() => lorenz.resolveState!({ x: 1, y: 2, z: 3, t: 0, w: 1 }, lorenz.resolve({})), 'initialState');
+  });
+
+  it('is deterministic', () => {
+    const a = lorenz.run(lorenz.resolve({ t_end: 3 }));
+    const b = lorenz.run(lorenz.resolve({ t_end: 3 }));
+    expect(Object.is(a.value, b.value)).toBe(true);
+    expect(JSON.stringify(a.outputs)).toBe(JSON.stringify(b.outputs));
+  });
+
+  it('two half runs equal one whole run bit for bit', () => {
+    const whole = lorenz.run(lorenz.resolve({ t_end: 8 }));
+    const first = lorenz.run(lorenz.resolve({ t_end: 4 }));
+    const state = lorenz.resolveState!(JSON.parse(JSON.stringify(first.state)), lorenz.resolve({ t_end: 4 }));
+    const second = lorenz.run(lorenz.resolve({ t_end: 4 }), state);
+    expect(second.state).toEqual(whole.state);
+    expect(Object.is(second.value, whole.value)).toBe(true);
+    expect(second.check.passed).toBe(true);
+  });
+
+  it('a 1 % error in the computed quantity fails the gate', () => {
+    const out = lorenz.run(lorenz.resolve({}));
+    for (const e of perturbedErrors(out.check)) expect(e).toBeGreaterThan(1e-3);
+  });
+});
