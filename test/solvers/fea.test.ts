@@ -1,0 +1,179 @@
+import { describe, expect, it } from 'vitest';
+import { fea } from '../../src/solvers/fea.js';
+import { InputError } from '../../src/solvers/errors.js';
+
+const E = 200e9;
+const b = 0.05;
+const h = 0.1;
+const I = (b * h ** 3) / 12;
+const A = b * h;
+const EI = E * I;
+
+function runRaw(raw: Record<string, unknown>) {
+  const inputs = fea.resolve(raw);
+  return { inputs, out: fea.run(inputs) };
+}
+
+function rel(a: number, b: number): number {
+  return Math.abs(a - b) / Math.abs(b);
+}
+
+function expectInputError(raw: unknown, field: string): void {
+  try {
+    fea.resolve(raw);
+  } catch (err) {
+    expect(err).toBeInstanceOf(InputError);
+    expect((err as InputError).field).toBe(field);
+    return;
+  }
+  throw new Error(`expected InputError on ${field}`);
+}
+
+describe('fea static', () => {
+  it('defaults: tip deflection PL³/3EI = 4e-4 m, exact at the nodes', () => {
+    const { inputs, out } = runRaw({});
+    expect(inputs).toEqual({
+      analysis: 'static', length_m: 1, youngs_modulus_Pa: 200e9, width_m: 0.05, height_m: 0.1, density_kg_m3: 7850,
+      tip_load_N: 1000, distributed_load_N_m: 0, elements: 20, mode_number: 1,
+    });
+    expect(out.mode).toBe('static');
+    expect(out.unit).toBe('m');
+    expect(out.output_class).toBe('profile');
+    expect(out.rule8_array).toBe('deflection');
+    expect(rel(out.value, (1000 * 1) / (3 * EI))).toBeLessThan(1e-9);
+    expect(out.check.passed).toBe(true);
+    expect(out.check.rel_error).toBeLessThan(1e-9);
+    const d = out.outputs.deflection as { x_m: number[]; w_m: number[] };
+    expect(d.x_m).toHaveLength(21);
+    expect(d.w_m).toHaveLength(21);
+    expect(out.rule8).toEqual(d.w_m);
+    // Whole deflection line against w(x) = P x²(3L − x)/(6EI).
+    d.x_m.forEach((x, j) => expect(Math.abs(d.w_m[j]! - (1000 * x * x * (3 - x)) / (6 * EI))).toBeLessThan(1e-12));
+    expect(rel(out.outputs.root_moment_N_m as number, 1000)).toBeLessThan(1e-9);
+    expect(rel(out.outputs.max_bending_stress_Pa as number, (1000 * h) / 2 / I)).toBeLessThan(1e-9);
+  });
+
+  it('distributed load only: wL⁴/8EI and root moment wL²/2', () => {
+    const { out } = runRaw({ tip_load_N: 0, distributed_load_N_m: 2500, length_m: 2.5, elements: 7 });
+    expect(rel(out.value, (2500 * 2.5 ** 4) / (8 * EI))).toBeLessThan(1e-9);
+    expect(rel(out.outputs.root_moment_N_m as number, (2500 * 2.5 ** 2) / 2)).toBeLessThan(1e-9);
+    expect(out.check.passed).toBe(true);
+    // Uniform-load deflection line q x²(6L² − 4Lx + x²)/(24EI) at the nodes.
+    const d = out.outputs.deflection as { x_m: number[]; w_m: number[] };
+    d.x_m.forEach((x, j) => {
+      const exact = (2500 * x * x * (6 * 2.5 ** 2 - 4 * 2.5 * x + x * x)) / (24 * EI);
+      expect(Math.abs(d.w_m[j]! - exact)).toBeLessThan(1e-12 + 1e-9 * Math.abs(exact));
+    });
+  });
+
+  it('combined loads, one element, other section and modulus', () => {
+    const raw = { tip_load_N: -300, distributed_load_N_m: 800, elements: 1, youngs_modulus_Pa: 70e9, width_m: 0.02, height_m: 0.04, length_m: 0.6 };
+    const { out } = runRaw(raw);
+    const ei = (70e9 * 0.02 * 0.04 ** 3) / 12;
+    expect(rel(out.value, (-300 * 0.6 ** 3) / (3 * ei) + (800 * 0.6 ** 4) / (8 * ei))).toBeLessThan(1e-9);
+    expect(rel(out.outputs.root_moment_N_m as number, -300 * 0.6 + (800 * 0.36) / 2)).toBeLessThan(1e-9);
+    expect(out.check.passed).toBe(true);
+  });
+
+  it('1000 elements: profile bounded to 512 samples, still exact', () => {
+    const { out } = runRaw({ elements: 1000 });
+    const d = out.outputs.deflection as { x_m: number[]; w_m: number[] };
+    expect(d.w_m.length).toBeLessThanOrEqual(512);
+    expect(d.x_m.length).toBe(d.w_m.length);
+    expect(d.x_m[0]).toBe(0);
+    expect(d.x_m[d.x_m.length - 1]).toBe(1);
+    expect(out.check.passed).toBe(true);
+  });
+
+  it('no load: the check refuses (nothing to compare)', () => {
+    const { out } = runRaw({ tip_load_N: 0 });
+    expect(out.value).toBe(0);
+    expect(out.check.passed).toBe(false);
+    expect(out.check.refused).toBeTruthy();
+  });
+});
+
+describe('fea modal', () => {
+  const fExact = (betaL: number, L: number, ei: number, rhoA: number) => ((betaL * betaL) / (2 * Math.PI * L * L)) * Math.sqrt(ei / rhoA);
+
+  it('defaults modal: f1 = (1.8751)²/(2πL²)·√(EI/ρA)', () => {
+    const { out } = runRaw({ analysis: 'modal' });
+    expect(out.mode).toBe('modal');
+    expect(out.unit).toBe('Hz');
+    expect(out.rule8_array).toBe('mode_shape');
+    // 81.538 Hz for the default steel section.
+    expect(rel(out.value, fExact(1.875104068712, 1, EI, 7850 * A))).toBeLessThan(1e-6);
+    expect(out.check.passed).toBe(true);
+    const s = out.outputs.mode_shape as { x_m: number[]; w: number[] };
+    expect(s.w).toHaveLength(21);
+    expect(s.w[0]).toBe(0);
+    expect(s.w[20]).toBe(1);
+    // First mode has no interior node: monotone rising.
+    for (let j = 1; j < s.w.length; j++) expect(s.w[j]!).toBeGreaterThan(s.w[j - 1]!);
+    expect(out.outputs.root_moment_N_m).toBeNull();
+  });
+
+  it('mode 2 and mode 3 at 40 elements, other geometry', () => {
+    const L = 2.0;
+    const ei = (110e9 * 0.03 * 0.02 ** 3) / 12;
+    const rhoA = 8900 * 0.03 * 0.02;
+    const base = { analysis: 'modal', elements: 40, length_m: L, youngs_modulus_Pa: 110e9, width_m: 0.03, height_m: 0.02, density_kg_m3: 8900 };
+    const m2 = runRaw({ ...base, mode_number: 2 }).out;
+    expect(rel(m2.value, fExact(4.694091132974, L, ei, rhoA))).toBeLessThan(1e-6);
+    expect(m2.check.passed).toBe(true);
+    const m3 = runRaw({ ...base, mode_number: 3 }).out;
+    expect(rel(m3.value, fExact(7.854757438238, L, ei, rhoA))).toBeLessThan(1e-5);
+    expect(m3.check.passed).toBe(true);
+    // Mode n has n − 1 interior nodes: count sign changes of the shape.
+    const w = (m3.outputs.mode_shape as { w: number[] }).w;
+    let changes = 0;
+    for (let j = 2; j < w.length; j++) if (w[j]! * w[j - 1]! < 0) changes++;
+    expect(changes).toBe(2);
+  });
+
+  it('mode 5 at 200 elements (subspace iteration on 400 DOF)', () => {
+    const { out } = runRaw({ analysis: 'modal', elements: 200, mode_number: 5 });
+    expect(rel(out.value, fExact(14.137168391046, 1, EI, 7850 * A))).toBeLessThan(1e-7);
+    expect(out.check.passed).toBe(true);
+  });
+
+  it('one element: the discretisation error (0.48 %) is above the gate', () => {
+    const { out } = runRaw({ analysis: 'modal', elements: 1 });
+    expect(out.check.passed).toBe(false);
+  });
+});
+
+describe('fea inputs', () => {
+  it('rejects unknown keys, wrong types, out-of-range values', () => {
+    expectInputError({ span_m: 1 }, 'span_m');
+    expectInputError({ length_m: '1' }, 'length_m');
+    expectInputError({ length_m: 2000 }, 'length_m');
+    expectInputError({ youngs_modulus_Pa: 1e5 }, 'youngs_modulus_Pa');
+    expectInputError({ width_m: 0 }, 'width_m');
+    expectInputError({ elements: 0 }, 'elements');
+    expectInputError({ elements: 1001 }, 'elements');
+    expectInputError({ elements: 2.5 }, 'elements');
+    expectInputError({ mode_number: 6 }, 'mode_number');
+    expectInputError({ analysis: 'dynamic' }, 'analysis');
+    expectInputError({ analysis: 'modal', elements: 2, mode_number: 5 }, 'mode_number');
+  });
+});
+
+describe('fea determinism and gate', () => {
+  it('same inputs, same bits', () => {
+    for (const raw of [{}, { analysis: 'modal', mode_number: 3 }]) {
+      const a = runRaw(raw).out;
+      const b2 = runRaw(raw).out;
+      expect(Object.is(a.value, b2.value)).toBe(true);
+      expect(JSON.stringify(a.outputs)).toBe(JSON.stringify(b2.outputs));
+    }
+  });
+
+  it('a 1 % wrong result fails the gate', () => {
+    for (const raw of [{}, { analysis: 'modal' }]) {
+      const { check } = runRaw(raw).out;
+      const wrong = check.computed * 1.01;
+      expect(Math.abs(wrong - check.reference) / Math.abs(check.reference)).toBeGreaterThan(1e-3);
+    }
+  });
+});
