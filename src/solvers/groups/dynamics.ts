@@ -2,6 +2,7 @@
 // Dynamics: ODE and particle integrators (lorenz, epi, predator_prey, blackhole, kalman, action, multibody, evolve).
 import type { SolverDef } from '../types.js';
 import { lorenz } from '../lorenz.js';
+import { epi } from '../epi.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const solvers: SolverDef<any>[] = [lorenz];
+export const solvers: SolverDef<any>[] = [lorenz, epi];
