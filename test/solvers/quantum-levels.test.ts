@@ -1,0 +1,166 @@
+import { describe, expect, it } from 'vitest';
+import { quantumLevels } from '../../src/solvers/quantum-levels.js';
+import { InputError } from '../../src/solvers/errors.js';
+import { bisect } from '../../src/numerics/roots.js';
+
+const HBAR = 6.62607015e-34 / (2 * Math.PI);
+const EV = 1.602176634e-19;
+const ME = 9.1093837015e-31;
+
+// Independent references, written here from the textbook formulas.
+function harmonic(omega: number, n: number): number {
+  return HBAR * omega * (n + 0.5);
+}
+function infiniteWell(m: number, L: number, n: number): number {
+  return ((n + 1) * Math.PI * HBAR) ** 2 / (2 * m * L * L);
+}
+function morse(m: number, de: number, a: number, n: number): number {
+  const w0 = a * Math.sqrt((2 * de) / m);
+  const e = HBAR * w0 * (n + 0.5);
+  return e - (e * e) / (4 * de);
+}
+// Finite well by bisection on the matching condition written with k and κ (not the z-form the solver uses):
+// even: κ = k tan(kL/2); odd: κ = −k cot(kL/2), with k² + κ² = 2mV0/ħ².
+function finiteWell(m: number, L: number, v0: number, n: number): number {
+  const q2 = (2 * m * v0) / (HBAR * HBAR);
+  const g = (k: number) => {
+    const kappa = Math.sqrt(Math.max(q2 - k * k, 0));
+    const s = Math.sin((k * L) / 2);
+    const c = Math.cos((k * L) / 2);
+    return n % 2 === 0 ? k * s - kappa * c : k * c + kappa * s;
+  };
+  const lo = (n * Math.PI) / L;
+  const hi = Math.min(((n + 1) * Math.PI) / L, Math.sqrt(q2));
+  const k = bisect(g, lo, hi, 1e-14 * hi);
+  return (HBAR * k) ** 2 / (2 * m);
+}
+
+const cases: [Record<string, unknown>, () => number, number][] = [
+  [{}, () => harmonic(1e15, 0), 2e-5],
+  [{ level: 3, omega_rad_s: 3e14 }, () => harmonic(3e14, 3), 1e-4],
+  [{ level: 10, mass_kg: 1e-29, grid_points: 4000 }, () => harmonic(1e15, 10), 1e-4],
+  [{ potential: 'infinite_well' }, () => infiniteWell(ME, 1e-9, 0), 1e-6],
+  [{ potential: 'infinite_well', level: 7, grid_points: 500, width_m: 2e-8 }, () => infiniteWell(ME, 2e-8, 7), 5e-4],
+  [{ potential: 'finite_well' }, () => finiteWell(ME, 1e-9, EV, 0), 1e-4],
+  [{ potential: 'finite_well', level: 1 }, () => finiteWell(ME, 1e-9, EV, 1), 1e-4],
+  [{ potential: 'finite_well', depth_J: 10 * EV, level: 4, cells_in_well: 400 }, () => finiteWell(ME, 1e-9, 10 * EV, 4), 2e-4],
+  [{ potential: 'morse' }, () => morse(8.367664e-28, 4.746 * EV, 1.9426e10, 0), 1e-4],
+  [{ potential: 'morse', level: 5 }, () => morse(8.367664e-28, 4.746 * EV, 1.9426e10, 5), 3e-4],
+  [{ potential: 'morse', level: 2, grid_points: 6000 }, () => morse(8.367664e-28, 4.746 * EV, 1.9426e10, 2), 2e-5],
+];
+
+describe('quantum_levels', () => {
+  for (const [raw, expected, tol] of cases) {
+    it(`matches the closed form: ${JSON.stringify(raw)}`, () => {
+      const inputs = quantumLevels.resolve(raw);
+      const out = quantumLevels.run(inputs);
+      const ref = expected();
+      expect(out.check.passed).toBe(true);
+      expect(Math.abs(out.check.reference - ref) / ref).toBeLessThan(1e-10);
+      expect(Math.abs(out.value - ref) / ref).toBeLessThan(tol);
+      expect(out.check.computed).toBe(out.value);
+      expect(out.unit).toBe('J');
+      expect(out.mode).toBe(inputs.potential);
+      expect(out.output_class).toBe('spectrum');
+      expect(out.rule8_array).toBe('levels');
+      const levels = out.outputs.levels as number[];
+      expect(out.rule8).toEqual(levels);
+      expect(levels.length).toBe(Math.max(inputs.level + 1, Math.min(inputs.level + 5, 20)));
+      expect(levels[inputs.level]).toBe(out.value);
+      for (let i = 1; i < levels.length; i++) expect(levels[i]!).toBeGreaterThan(levels[i - 1]!);
+      const psi = out.outputs.wavefunction as number[];
+      const x = out.outputs.x_m as number[];
+      expect(psi.length).toBeLessThanOrEqual(512);
+      expect(x.length).toBe(psi.length);
+      expect((out.outputs.levels_eV as number[])[0]).toBeCloseTo(levels[0]! / EV, 12);
+    });
+  }
+
+  it('Sturm eigenvalues equal the exact eigenvalues of the FD infinite-well matrix', () => {
+    // The 3-point Laplacian on N interior nodes has eigenvalues (2t)(1 − cos((k+1)πh/L)), t = ħ²/(2mh²).
+    const inputs = quantumLevels.resolve({ potential: 'infinite_well', grid_points: 300, level: 4 });
+    const out = quantumLevels.run(inputs);
+    const n = 300;
+    const h = 1e-9 / (n + 1);
+    const t = (HBAR * HBAR) / (2 * ME * h * h);
+    (out.outputs.levels as number[]).forEach((e, k) => {
+      const exact = 4 * t * Math.sin(((k + 1) * Math.PI) / (2 * (n + 1))) ** 2;
+      expect(Math.abs(e - exact) / exact).toBeLessThan(1e-10);
+    });
+  });
+
+  it('the wavefunction is normalised and has `level` nodes', () => {
+    const out = quantumLevels.run(quantumLevels.resolve({ level: 3 }));
+    const h = out.outputs.grid_spacing_m as number;
+    expect(out.outputs.grid_points).toBe(2000);
+    // The bounded profile strides the grid; with the full normalisation Σ ψ² h = 1, the strided sum approximates it.
+    const psi = out.outputs.wavefunction as number[];
+    const stride = (2000 - 1) / (psi.length - 1);
+    const norm = psi.reduce((s, p) => s + p * p, 0) * h * stride;
+    expect(norm).toBeCloseTo(1, 2);
+    let signChanges = 0;
+    const big = Math.max(...psi.map(Math.abs));
+    let prev = 0;
+    for (const p of psi) {
+      if (Math.abs(p) < 1e-6 * big) continue;
+      if (prev !== 0 && Math.sign(p) !== Math.sign(prev)) signChanges++;
+      prev = p;
+    }
+    expect(signChanges).toBe(3);
+  });
+
+  it('defaults resolve and echo the keys of the potential', () => {
+    expect(quantumLevels.resolve({})).toEqual({ potential: 'harmonic', mass_kg: ME, level: 0, omega_rad_s: 1e15, grid_points: 2000 });
+    expect(quantumLevels.resolve({ potential: 'morse' })).toEqual({
+      potential: 'morse', mass_kg: 8.367664e-28, level: 0, dissociation_energy_J: 4.746 * EV, morse_a_1_m: 1.9426e10, grid_points: 2000,
+    });
+    expect(quantumLevels.resolve({ potential: 'finite_well' })).toEqual({
+      potential: 'finite_well', mass_kg: ME, level: 0, width_m: 1e-9, depth_J: EV, cells_in_well: 200,
+    });
+  });
+
+  const bad: [Record<string, unknown>, string][] = [
+    [{ colour: 1 }, 'colour'],
+    [{ potential: 'coulomb' }, 'potential'],
+    [{ level: 'two' }, 'level'],
+    [{ level: 21 }, 'level'],
+    [{ level: 1.5 }, 'level'],
+    [{ mass_kg: 1e-20 }, 'mass_kg'],
+    [{ omega_rad_s: -1 }, 'omega_rad_s'],
+    [{ grid_points: 100 }, 'grid_points'],
+    [{ grid_points: 60000 }, 'grid_points'],
+    [{ width_m: 1e-9 }, 'width_m'], // not a harmonic key
+    [{ potential: 'finite_well', level: 2 }, 'level'], // the 1 eV, 1 nm well holds 2 bound states
+    [{ potential: 'morse', level: 17 }, 'level'], // H2 holds 17 (0 … 16)
+    [{ potential: 'finite_well', cells_in_well: 49 }, 'cells_in_well'],
+    [{ potential: 'finite_well', width_m: 1e-12, depth_J: 1e-19, cells_in_well: 5000 }, 'cells_in_well'], // work limit
+  ];
+  for (const [raw, field] of bad) {
+    it(`rejects ${JSON.stringify(raw)} on ${field}`, () => {
+      try {
+        quantumLevels.resolve(raw);
+        expect.unreachable();
+      } catch (e) {
+        expect(e).toBeInstanceOf(InputError);
+        expect((e as InputError).field).toBe(field);
+      }
+    });
+  }
+
+  it('is deterministic', () => {
+    for (const raw of [{}, { potential: 'finite_well', level: 1 }]) {
+      const a = quantumLevels.run(quantumLevels.resolve(raw));
+      const b = quantumLevels.run(quantumLevels.resolve(raw));
+      expect(Object.is(a.value, b.value)).toBe(true);
+      expect(JSON.stringify(a.outputs)).toBe(JSON.stringify(b.outputs));
+    }
+  });
+
+  it('a result 1 % off fails the gate', () => {
+    for (const raw of [{}, { potential: 'finite_well' }, { potential: 'morse' }]) {
+      const c = quantumLevels.run(quantumLevels.resolve(raw)).check;
+      const wrong = c.computed * 1.01;
+      expect(Math.abs(wrong - c.reference) / Math.abs(c.reference)).toBeGreaterThan(1e-3);
+    }
+  });
+});
