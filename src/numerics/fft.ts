@@ -1,0 +1,193 @@
+// Radix-2 complex FFT (iterative Cooley–Tukey, in place on split real/imaginary Float64Arrays) and the 2-D helpers
+// the pseudo-spectral solvers share. Convention: forward X[k] = Σ x[j] e^(−2πi jk/n) (unnormalised); inverse carries
+// the 1/n. Deterministic: fixed operation order, twiddles from Math.cos/Math.sin of exact multiples of 2π/n.
+
+export function isPowerOfTwo(n: number): boolean {
+  return Number.isInteger(n) && n >= 1 && (n & (n - 1)) === 0;
+}
+
+export interface FftPlan {
+  n: number;
+  /** bitReverse[i] = i with its log2(n) bits reversed. */
+  bitReverse: Uint32Array;
+  /** cos(2πt/n), sin(2πt/n) for t < n/2. */
+  cos: Float64Array;
+  sin: Float64Array;
+}
+
+export function createFftPlan(n: number): FftPlan {
+  if (!isPowerOfTwo(n)) throw new RangeError(`FFT length must be a power of two, got ${n}`);
+  const bits = Math.round(Math.log2(n));
+  const bitReverse = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    let r = 0;
+    for (let b = 0; b < bits; b++) r |= ((i >>> b) & 1) << (bits - 1 - b);
+    bitReverse[i] = r;
+  }
+  const half = Math.max(1, n >>> 1);
+  const cos = new Float64Array(half);
+  const sin = new Float64Array(half);
+  for (let t = 0; t < half; t++) {
+    cos[t] = Math.cos((2 * Math.PI * t) / n);
+    sin[t] = Math.sin((2 * Math.PI * t) / n);
+  }
+  return { n, bitReverse, cos, sin };
+}
+
+/**
+ * In-place transform of the n elements re/im[offset + j·stride], j = 0 … n−1. Forward (sign −) is unnormalised;
+ * inverse (sign +) does not scale either — callers scale (fft / ifft below do).
+ */
+export function fftStrided(plan: FftPlan, re: Float64Array, im: Float64Array, offset: number, stride: number, inverse: boolean): void {
+  const { n, bitReverse, cos, sin } = plan;
+  for (let i = 0; i < n; i++) {
+    const j = bitReverse[i]!;
+    if (i < j) {
+      const a = offset + i * stride;
+      const b = offset + j * stride;
+      const tr = re[a]!;
+      re[a] = re[b]!;
+      re[b] = tr;
+      const ti = im[a]!;
+      im[a] = im[b]!;
+      im[b] = ti;
+    }
+  }
+  const sign = inverse ? 1 : -1;
+  for (let size = 2; size <= n; size <<= 1) {
+    const half = size >>> 1;
+    const tableStep = n / size;
+    for (let k = 0; k < half; k++) {
+      const wr = cos[k * tableStep]!;
+      const wi = sign * sin[k * tableStep]!;
+      for (let start = 0; start < n; start += size) {
+        const a = offset + (start + k) * stride;
+        const b = a + half * stride;
+        const br = re[b]!;
+        const bi = im[b]!;
+        const tr = wr * br - wi * bi;
+        const ti = wr * bi + wi * br;
+        const ar = re[a]!;
+        const ai = im[a]!;
+        re[b] = ar - tr;
+        im[b] = ai - ti;
+        re[a] = ar + tr;
+        im[a] = ai + ti;
+      }
+    }
+  }
+}
+
+/** Forward 1-D FFT in place (unnormalised). */
+export function fft(re: Float64Array, im: Float64Array, plan: FftPlan = createFftPlan(re.length)): void {
+  fftStrided(plan, re, im, 0, 1, false);
+}
+
+/** Inverse 1-D FFT in place, including the 1/n. */
+export function ifft(re: Float64Array, im: Float64Array, plan: FftPlan = createFftPlan(re.length)): void {
+  fftStrided(plan, re, im, 0, 1, true);
+  const s = 1 / plan.n;
+  for (let i = 0; i < plan.n; i++) {
+    re[i] = re[i]! * s;
+    im[i] = im[i]! * s;
+  }
+}
+
+/**
+ * Signed Fourier indices of an n-point transform in FFT order: 0, 1, …, n/2−1, −n/2, …, −1 (the Nyquist index is
+ * reported as −n/2).
+ */
+export function fftIndices(n: number): Int32Array {
+  const m = new Int32Array(n);
+  for (let i = 0; i < n; i++) m[i] = i < n / 2 ? i : i - n;
+  return m;
+}
+
+/**
+ * Angular wavenumbers 2πm/L of an n-point periodic grid of length L for a first derivative: the Nyquist entry is
+ * 0 (its derivative is not representable as a real field).
+ */
+export function derivativeWavenumbers(n: number, length: number): Float64Array {
+  const idx = fftIndices(n);
+  const k = new Float64Array(n);
+  for (let i = 0; i < n; i++) k[i] = n > 1 && idx[i] === -n / 2 ? 0 : (2 * Math.PI * idx[i]!) / length;
+  return k;
+}
+
+/**
+ * 2-D FFT on row-major arrays of ny rows × nx columns (index j·nx + i; i runs along x). Forward is unnormalised;
+ * inverse carries 1/(nx·ny).
+ */
+export class Fft2d {
+  readonly nx: number;
+  readonly ny: number;
+  private readonly planX: FftPlan;
+  private readonly planY: FftPlan;
+  /** mirrorIndex[q] = index of the wavevector −k of entry q (Hermitian partner for real fields). */
+  readonly mirrorIndex: Uint32Array;
+
+  constructor(nx: number, ny: number) {
+    this.nx = nx;
+    this.ny = ny;
+    this.planX = createFftPlan(nx);
+    this.planY = ny === nx ? this.planX : createFftPlan(ny);
+    this.mirrorIndex = new Uint32Array(nx * ny);
+    for (let j = 0; j < ny; j++) {
+      for (let i = 0; i < nx; i++) this.mirrorIndex[j * nx + i] = ((ny - j) % ny) * nx + ((nx - i) % nx);
+    }
+  }
+
+  forward(re: Float64Array, im: Float64Array): void {
+    this.transform(re, im, false);
+  }
+
+  inverse(re: Float64Array, im: Float64Array): void {
+    this.transform(re, im, true);
+    const s = 1 / (this.nx * this.ny);
+    const size = this.nx * this.ny;
+    for (let q = 0; q < size; q++) {
+      re[q] = re[q]! * s;
+      im[q] = im[q]! * s;
+    }
+  }
+
+  private transform(re: Float64Array, im: Float64Array, inverse: boolean): void {
+    const { nx, ny } = this;
+    for (let j = 0; j < ny; j++) fftStrided(this.planX, re, im, j * nx, 1, inverse);
+    for (let i = 0; i < nx; i++) fftStrided(this.planY, re, im, i, nx, inverse);
+  }
+
+  /**
+   * Inverse-transform two real fields at once: given the spectra A and B of real fields, packs Z = A + iB, inverts
+   * in place into (zr, zi), after which zr holds a and zi holds b.
+   */
+  inverseTwoReal(aRe: Float64Array, aIm: Float64Array, bRe: Float64Array, bIm: Float64Array, zr: Float64Array, zi: Float64Array): void {
+    const size = this.nx * this.ny;
+    for (let q = 0; q < size; q++) {
+      zr[q] = aRe[q]! - bIm[q]!;
+      zi[q] = aIm[q]! + bRe[q]!;
+    }
+    this.inverse(zr, zi);
+  }
+
+  /**
+   * Forward-transform two real fields at once: zr holds a, zi holds b on entry (both are overwritten);
+   * their spectra are written to (aRe, aIm) and (bRe, bIm) via A[k] = (Z[k] + Z̄[−k])/2, B[k] = (Z[k] − Z̄[−k])/(2i).
+   */
+  forwardTwoReal(zr: Float64Array, zi: Float64Array, aRe: Float64Array, aIm: Float64Array, bRe: Float64Array, bIm: Float64Array): void {
+    this.forward(zr, zi);
+    const size = this.nx * this.ny;
+    const mirror = this.mirrorIndex;
+    for (let q = 0; q < size; q++) {
+      const m = mirror[q]!;
+      const zR = zr[q]!;
+      const zI = zi[q]!;
+      const wR = zr[m]!;
+      const wI = zi[m]!;
+      aRe[q] = 0.5 * (zR + wR);
+      aIm[q] = 0.5 * (zI - wI);
+      bRe[q] = 0.5 * (zI + wI);
+      bIm[q] = 0.5 * (wR - zR);
+    }
+  }
+}
