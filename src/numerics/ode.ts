@@ -155,3 +155,54 @@ function initialStepEstimate(y: Float64Array, f: Float64Array, rtol: number, ato
   const h = d0 < 1e-5 || d1 < 1e-5 ? 1e-6 * span : (0.01 * d0) / d1;
   return Math.min(h, span);
 }
+
+/**
+ * Records a run of unknown length with bounded memory: every stride-th step is kept; when the buffer is full,
+ * every other kept sample is dropped and the stride doubles, so the kept samples stay uniformly spaced in step
+ * index. `finish` appends the final step if it was not kept. Deterministic: depends only on the step count.
+ */
+export class DecimatingRecorder {
+  readonly t: number[] = [];
+  readonly channels: number[][];
+  private stride = 1;
+  private lastIndex = -1;
+
+  constructor(
+    channelCount: number,
+    private readonly capacity = 8192,
+  ) {
+    this.channels = Array.from({ length: channelCount }, () => []);
+  }
+
+  /** Offer step `index` (0, 1, 2, … in order) with its time and channel values. */
+  offer(index: number, t: number, values: ArrayLike<number>): void {
+    if (index % this.stride !== 0) return;
+    if (this.t.length >= this.capacity) {
+      this.compact();
+      if (index % this.stride !== 0) return;
+    }
+    this.push(index, t, values);
+  }
+
+  /** Make sure the last step is present. */
+  finish(index: number, t: number, values: ArrayLike<number>): void {
+    if (this.lastIndex !== index) this.push(index, t, values);
+  }
+
+  private push(index: number, t: number, values: ArrayLike<number>): void {
+    this.t.push(t);
+    for (let c = 0; c < this.channels.length; c++) this.channels[c]!.push(values[c]!);
+    this.lastIndex = index;
+  }
+
+  private compact(): void {
+    const keepEven = (a: number[]) => {
+      let w = 0;
+      for (let r = 0; r < a.length; r += 2) a[w++] = a[r]!;
+      a.length = w;
+    };
+    keepEven(this.t);
+    for (const c of this.channels) keepEven(c);
+    this.stride *= 2;
+  }
+}
