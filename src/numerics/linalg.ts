@@ -339,3 +339,82 @@ export function generalizedSymmetricEigen(A: readonly (readonly number[])[], B: 
   });
   return { values: eig.values, vectors };
 }
+
+/** Weyl-sequence start vectors: deterministic and generic (not orthogonal to any particular low mode). */
+function weylStartVectors(n: number, q: number): Float64Array[] {
+  const primes = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71];
+  return Array.from({ length: q }, (_, k) => {
+    const alpha = Math.sqrt(primes[k % primes.length]!) + Math.floor(k / primes.length);
+    const v = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      const t = (i + 1) * alpha;
+      v[i] = t - Math.floor(t) - 0.5;
+    }
+    return v;
+  });
+}
+
+/**
+ * The lowest m eigenpairs of K φ = λ M φ with K and M symmetric positive definite in the lower-banded layout of
+ * bandedCholesky, by subspace iteration with q = min(n, max(2m, m + 8)) vectors: X̄ = K⁻¹ M X, then Rayleigh–Ritz on
+ * (X̄ᵀ K X̄, X̄ᵀ M X̄) with generalizedSymmetricEigen. Converged when the m Ritz values change by ≤ relTol between
+ * sweeps (immediately when q = n: the Ritz step is then exact). Vectors are M-orthonormal.
+ * Throws RangeError when K or a projected M is not positive definite or after maxSweeps sweeps.
+ */
+export function bandedSubspaceEigen(
+  K: ArrayLike<number>,
+  M: ArrayLike<number>,
+  n: number,
+  bw: number,
+  m: number,
+  relTol = 1e-12,
+  maxSweeps = 500,
+): { values: number[]; vectors: Float64Array[]; sweeps: number } {
+  const Lk = bandedCholesky(K, n, bw);
+  if (Lk === null) throw new RangeError('bandedSubspaceEigen: K is not positive definite');
+  const q = Math.min(n, Math.max(2 * m, m + 8));
+  let X = weylStartVectors(n, q);
+  let previous: number[] | null = null;
+  for (let sweep = 1; sweep <= maxSweeps; sweep++) {
+    const Y = X.map((x) => bandedSymmetricMultiply(M, n, bw, x));
+    const Xbar = Y.map((y) => bandedCholeskySolve(Lk, n, bw, y));
+    const MXbar = Xbar.map((x) => bandedSymmetricMultiply(M, n, bw, x));
+    const Kq: number[][] = Array.from({ length: q }, () => new Array<number>(q).fill(0));
+    const Mq: number[][] = Array.from({ length: q }, () => new Array<number>(q).fill(0));
+    for (let a = 0; a < q; a++) {
+      const xa = Xbar[a]!;
+      for (let b = 0; b <= a; b++) {
+        // K X̄ = M X = Y, so X̄ᵀ K X̄ = X̄ᵀ Y without another product with K.
+        let kab = 0;
+        let mab = 0;
+        const yb = Y[b]!;
+        const mb = MXbar[b]!;
+        for (let i = 0; i < n; i++) {
+          kab += xa[i]! * yb[i]!;
+          mab += xa[i]! * mb[i]!;
+        }
+        Kq[a]![b] = kab;
+        Kq[b]![a] = kab;
+        Mq[a]![b] = mab;
+        Mq[b]![a] = mab;
+      }
+    }
+    const ritz = generalizedSymmetricEigen(Kq, Mq);
+    if (ritz === null) throw new RangeError('bandedSubspaceEigen: the subspace lost rank');
+    X = ritz.vectors.map((c) => {
+      const x = new Float64Array(n);
+      for (let a = 0; a < q; a++) {
+        const ca = c[a]!;
+        const xa = Xbar[a]!;
+        for (let i = 0; i < n; i++) x[i] += ca * xa[i]!;
+      }
+      return x;
+    });
+    const values = Array.from(ritz.values.subarray(0, m));
+    const prev = previous;
+    const converged = q === n || (prev !== null && values.every((v, k) => Math.abs(v - prev[k]!) <= relTol * Math.abs(v)));
+    if (converged) return { values, vectors: X.slice(0, m), sweeps: sweep };
+    previous = values;
+  }
+  throw new RangeError(`bandedSubspaceEigen: not converged after ${maxSweeps} sweeps`);
+}

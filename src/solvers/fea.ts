@@ -5,7 +5,7 @@
 // modal: consistent mass, K φ = ω² M φ by subspace iteration (banded Cholesky of K, Rayleigh–Ritz on the projected
 // pencil); the check is (β_n L)²/(2πL²)·√(EI/ρA) with the roots of 1 + cos x cosh x = 0.
 import { z } from 'zod';
-import { bandedCholesky, bandedCholeskySolve, bandedSymmetricMultiply, generalizedSymmetricEigen } from '../numerics/linalg.js';
+import { bandedCholesky, bandedCholeskySolve, bandedSubspaceEigen } from '../numerics/linalg.js';
 import {
   BEAM_BANDWIDTH,
   assembleBanded,
@@ -132,81 +132,6 @@ function runStatic(inputs: FeaInputs): SolverOutput {
   };
 }
 
-/** Weyl-sequence start vectors: deterministic, generic (not M-orthogonal to any low mode). */
-function startVectors(n: number, q: number): Float64Array[] {
-  const primes = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71];
-  return Array.from({ length: q }, (_, k) => {
-    const alpha = Math.sqrt(primes[k % primes.length]!) + Math.floor(k / primes.length);
-    const v = new Float64Array(n);
-    for (let i = 0; i < n; i++) {
-      const t = (i + 1) * alpha;
-      v[i] = t - Math.floor(t) - 0.5;
-    }
-    return v;
-  });
-}
-
-/**
- * The lowest `m` eigenpairs of K φ = λ M φ (K, M banded SPD) by subspace iteration with q = min(n, max(2m, m + 8))
- * vectors: X̄ = K⁻¹ M X, then Rayleigh–Ritz on (X̄ᵀ K X̄, X̄ᵀ M X̄). Converged when the m Ritz values change by
- * < 1e-12 relative between sweeps. Vectors are M-normalised.
- */
-function subspaceIteration(K: Float64Array, M: Float64Array, n: number, m: number): { values: number[]; vectors: Float64Array[]; sweeps: number } {
-  const bw = BEAM_BANDWIDTH;
-  const Lk = bandedCholesky(K, n, bw);
-  if (Lk === null) throw new SolverFailure('stiffness matrix is not positive definite', { dofs: n });
-  const q = Math.min(n, Math.max(2 * m, m + 8));
-  let X = startVectors(n, q);
-  let previous: number[] | null = null;
-  const maxSweeps = 500;
-  for (let sweep = 1; sweep <= maxSweeps; sweep++) {
-    const Y = X.map((x) => bandedSymmetricMultiply(M, n, bw, x));
-    const Xbar = Y.map((y) => bandedCholeskySolve(Lk, n, bw, y));
-    const MXbar = Xbar.map((x) => bandedSymmetricMultiply(M, n, bw, x));
-    const Kq: number[][] = [];
-    const Mq: number[][] = [];
-    for (let a = 0; a < q; a++) {
-      Kq.push(new Array<number>(q).fill(0));
-      Mq.push(new Array<number>(q).fill(0));
-    }
-    for (let a = 0; a < q; a++) {
-      for (let b = 0; b <= a; b++) {
-        let kab = 0;
-        let mab = 0;
-        const xa = Xbar[a]!;
-        const yb = Y[b]!;
-        const mb = MXbar[b]!;
-        for (let i = 0; i < n; i++) {
-          kab += xa[i]! * yb[i]!;
-          mab += xa[i]! * mb[i]!;
-        }
-        Kq[a]![b] = kab;
-        Kq[b]![a] = kab;
-        Mq[a]![b] = mab;
-        Mq[b]![a] = mab;
-      }
-    }
-    const ritz = generalizedSymmetricEigen(Kq, Mq);
-    if (ritz === null) throw new SolverFailure('subspace iteration lost rank (projected mass not positive definite)', { sweep });
-    X = ritz.vectors.map((c) => {
-      const x = new Float64Array(n);
-      for (let a = 0; a < q; a++) {
-        const ca = c[a]!;
-        const xa = Xbar[a]!;
-        for (let i = 0; i < n; i++) x[i] += ca * xa[i]!;
-      }
-      return x;
-    });
-    const values = Array.from(ritz.values.subarray(0, m));
-    const converged =
-      q === n ||
-      (previous !== null && values.every((v, k) => Math.abs(v - previous![k]!) <= 1e-12 * Math.abs(v)));
-    if (converged) return { values, vectors: X.slice(0, m), sweeps: sweep };
-    previous = values;
-  }
-  throw new SolverFailure('subspace iteration did not converge', { sweeps: maxSweeps, modes: m });
-}
-
 function runModal(inputs: FeaInputs): SolverOutput {
   const { elements, length_m: L, mode_number: n } = inputs;
   const { EI, A } = section(inputs);
@@ -216,7 +141,12 @@ function runModal(inputs: FeaInputs): SolverOutput {
   const K = assembleBanded(beamStiffness(EI, le), map);
   const M = assembleBanded(beamConsistentMass(rhoA, le), map);
   const wanted = Math.max(n, Math.min(5, map.nFree));
-  const eig = subspaceIteration(K, M, map.nFree, wanted);
+  let eig: ReturnType<typeof bandedSubspaceEigen>;
+  try {
+    eig = bandedSubspaceEigen(K, M, map.nFree, BEAM_BANDWIDTH, wanted);
+  } catch (err) {
+    throw new SolverFailure('modal eigen solve failed', { reason: String(err) });
+  }
   const frequencies = eig.values.map((lam) => Math.sqrt(lam) / (2 * Math.PI));
   const f = frequencies[n - 1]!;
 
