@@ -411,7 +411,7 @@ export function bandedSubspaceEigen(
       return x;
     });
     const values = Array.from(ritz.values.subarray(0, m));
-    const prev = previous;
+    const prev: number[] | null = previous;
     const converged = q === n || (prev !== null && values.every((v, k) => Math.abs(v - prev[k]!) <= relTol * Math.abs(v)));
     if (converged) return { values, vectors: X.slice(0, m), sweeps: sweep };
     previous = values;
