@@ -1,0 +1,162 @@
+// Transparency oracle: once per 4-tick slot the node writes a signed network snapshot
+// {svcond, node, sealedCount, chainHeadsDigest, kernelVersion, peers, signature}, keyed by its svcond. A snapshot
+// is written once and never rewritten (an existing key is left alone). The signature is base64 Ed25519 by the
+// node key over the canonical JSON of the snapshot without its signature; verifySnapshot checks it.
+import { peerIdFromString } from '@libp2p/peer-id';
+import { canonicalJson } from '../kernel/canonical.js';
+import type { Store, Sublevel } from '../store/db.js';
+import { padNum } from '../store/db.js';
+
+export const SNAPSHOT_EVERY_TICKS = 4;
+export const HISTORY_MAX = 100;
+
+export interface HeadState {
+  sealedCount: number;
+  chainHeadsDigest: string;
+  kernelVersion: string;
+}
+
+export interface SnapshotPeer {
+  peerId: string;
+  url: string | null;
+  lastTick: number | null;
+  sealedCount: number | null;
+  chainHeadsDigest: string | null;
+}
+
+export interface NetworkSnapshot {
+  svcond: number;
+  node: string;
+  sealedCount: number;
+  chainHeadsDigest: string;
+  kernelVersion: string;
+  peers: SnapshotPeer[];
+  signature: string;
+}
+
+export interface RevenueFigures {
+  burned: number;
+  foundation: number;
+}
+
+export interface OracleOptions {
+  store: Store;
+  nodeId: () => string;
+  sign: (text: string) => Promise<string>;
+  headState: () => HeadState | Promise<HeadState>;
+  peers: () => SnapshotPeer[];
+  revenue?: () => RevenueFigures | Promise<RevenueFigures>;
+}
+
+export function snapshotSigningText(s: Omit<NetworkSnapshot, 'signature'> | NetworkSnapshot): string {
+  const { signature: _sig, ...rest } = s as NetworkSnapshot;
+  return canonicalJson(rest);
+}
+
+export async function verifySnapshot(s: NetworkSnapshot): Promise<boolean> {
+  try {
+    const pid = peerIdFromString(s.node);
+    if (pid.type !== 'Ed25519' || !pid.publicKey) return false;
+    const sig = Buffer.from(s.signature, 'base64');
+    return await pid.publicKey.verify(new TextEncoder().encode(snapshotSigningText(s)), sig);
+  } catch {
+    return false;
+  }
+}
+
+export class TransparencyOracle {
+  private readonly sub: Sublevel;
+  private latest: NetworkSnapshot | null = null;
+  private lastSlot = -1;
+  private revenueProvider: (() => RevenueFigures | Promise<RevenueFigures>) | undefined;
+
+  constructor(private readonly opts: OracleOptions) {
+    this.sub = opts.store.sub('mesh-snapshots');
+    this.revenueProvider = opts.revenue;
+  }
+
+  static key(svcond: number): string {
+    return padNum(svcond, 16);
+  }
+
+  async load(): Promise<void> {
+    const [last] = await this.opts.store.range<NetworkSnapshot>(this.sub, { reverse: true, limit: 1 });
+    this.latest = last ? last.value : null;
+    this.lastSlot = this.latest ? Math.floor(this.latest.svcond / SNAPSHOT_EVERY_TICKS) : -1;
+  }
+
+  setRevenueProvider(fn: () => RevenueFigures | Promise<RevenueFigures>): void {
+    this.revenueProvider = fn;
+  }
+
+  /** Write the snapshot of the current 4-tick slot if this slot has none yet. */
+  async maybeSnapshot(svcond: number): Promise<NetworkSnapshot | null> {
+    const slot = Math.floor(svcond / SNAPSHOT_EVERY_TICKS);
+    if (slot <= this.lastSlot) return null;
+    this.lastSlot = slot;
+    const key = TransparencyOracle.key(svcond);
+    if ((await this.opts.store.get(this.sub, key)) !== undefined) return null;
+    const head = await this.opts.headState();
+    const unsigned = {
+      svcond,
+      node: this.opts.nodeId(),
+      sealedCount: head.sealedCount,
+      chainHeadsDigest: head.chainHeadsDigest,
+      kernelVersion: head.kernelVersion,
+      peers: this.opts.peers(),
+    };
+    const snapshot: NetworkSnapshot = { ...unsigned, signature: await this.opts.sign(snapshotSigningText(unsigned)) };
+    await this.opts.store.commit([{ type: 'put', sub: this.sub, key, value: snapshot }]);
+    this.latest = snapshot;
+    return snapshot;
+  }
+
+  /** The latest snapshot, or null before the first one. */
+  now(): NetworkSnapshot | null {
+    return this.latest;
+  }
+
+  /** The last n snapshots, newest first (1 ≤ n ≤ HISTORY_MAX). */
+  async history(n = 10): Promise<NetworkSnapshot[]> {
+    const limit = Math.max(1, Math.min(HISTORY_MAX, Number.isFinite(n) ? Math.floor(n) : 10));
+    return (await this.opts.store.range<NetworkSnapshot>(this.sub, { reverse: true, limit })).map((e) => e.value);
+  }
+
+  /** How the latest snapshot splits across this node and its peers. */
+  breakdown(): {
+    svcond: number | null;
+    nodes: { nodeId: string; self: boolean; url: string | null; lastTick: number | null; sealedCount: number | null; chainHeadsDigest: string | null }[];
+    totalSealed: number;
+    reportingNodes: number;
+  } {
+    const s = this.latest;
+    if (!s) return { svcond: null, nodes: [], totalSealed: 0, reportingNodes: 0 };
+    const nodes = [
+      { nodeId: s.node, self: true, url: null, lastTick: s.svcond, sealedCount: s.sealedCount, chainHeadsDigest: s.chainHeadsDigest },
+      ...s.peers.map((p) => ({ nodeId: p.peerId, self: false, url: p.url, lastTick: p.lastTick, sealedCount: p.sealedCount, chainHeadsDigest: p.chainHeadsDigest })),
+    ];
+    let total = 0;
+    let reporting = 0;
+    for (const n of nodes) {
+      if (n.sealedCount !== null) {
+        total += n.sealedCount;
+        reporting++;
+      }
+    }
+    return { svcond: s.svcond, nodes, totalSealed: total, reportingNodes: reporting };
+  }
+
+  /** Revenue totals from the provider (credits): burned and foundation shares, and their sum. */
+  async revenue(): Promise<{ svcond: number | null; burned: number; foundation: number; total: number; burnedShare: number; foundationShare: number }> {
+    const r = this.revenueProvider ? await this.revenueProvider() : { burned: 0, foundation: 0 };
+    const total = r.burned + r.foundation;
+    return {
+      svcond: this.latest ? this.latest.svcond : null,
+      burned: r.burned,
+      foundation: r.foundation,
+      total,
+      burnedShare: total > 0 ? r.burned / total : 0,
+      foundationShare: total > 0 ? r.foundation / total : 0,
+    };
+  }
+}

@@ -1,0 +1,606 @@
+// MeshService: the node's mesh as one domain service. It owns the node key, the libp2p host, the one validator
+// for both entrances, the accepted-event log (a bounded sublevel), tick events and the peer table, the mesh DNS
+// and the transparency oracle. It never imports the HTTP layer: routes call acceptHttpEvent, status,
+// recentEvents, dns.* and oracle.*.
+import { stampAt, type Clock } from '../kernel/clock.js';
+import { ServiceError } from '../kernel/errors.js';
+import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
+import { DnsRegistry, DNS_EVENT_TYPE, parseDnsBody } from './dns.js';
+import { MeshHost, silentLogger, type MeshLogger } from './host.js';
+import { loadOrCreateNodeKey, type NodeIdentity } from './identity.js';
+import { TransparencyOracle, type HeadState, type RevenueFigures, type SnapshotPeer } from './oracle.js';
+import { MeshValidator, MAX_SKEW_TICKS, checkShape, gossipVerdict, type GossipVerdict, type Validation } from './validator.js';
+import {
+  TOPICS,
+  bodyDigest,
+  decodeEnvelope,
+  encodeEnvelope,
+  eventId,
+  handshakeFor,
+  isMeshTopic,
+  signEvent,
+  topicForType,
+  type MeshEvent,
+  type MeshTopic,
+} from './wire.js';
+
+export const TICK_EVENT_TYPE = 'tick';
+
+export interface MeshConfig {
+  /** Shared mesh secret; null → the node runs alone and the HTTP entrance answers 503. */
+  secret: string | null;
+  p2pPort: number;
+  bootstrap: string[];
+  /** Publish a tick event every this many ticks (default 4). */
+  tickEvery?: number;
+  /** Interface libp2p listens on (default 127.0.0.1). */
+  host?: string;
+}
+
+export interface MeshLimits {
+  /** Accepted events kept in the store (oldest pruned). */
+  eventsMax: number;
+  /** Entries of the in-memory seen cache. */
+  seenMax: number;
+  /** Peers kept in the peer table. */
+  peersMax: number;
+  /** Names kept by the DNS registry. */
+  dnsMaxNames: number;
+}
+
+export interface MeshServiceOptions {
+  store: Store;
+  clock: Clock;
+  config: MeshConfig;
+  dataDir: string;
+  /** This node's HTTP URL, carried in tick events. */
+  httpUrl: string;
+  headState: () => HeadState | Promise<HeadState>;
+  logger?: MeshLogger;
+  limits?: Partial<MeshLimits>;
+  /** Revenue figures for the transparency oracle (can also be set later with oracle.setRevenueProvider). */
+  revenue?: () => RevenueFigures | Promise<RevenueFigures>;
+  /** Poll the clock and run pulse() on a timer (default true). Tests with a ManualClock call pulse() themselves. */
+  autoPulse?: boolean;
+  /** Redial backoff bounds for bootstrap peers (ms). */
+  redialMinMs?: number;
+  redialMaxMs?: number;
+  /** gossipsub seen-cache TTL (ms). */
+  gossipSeenTtlMs?: number;
+}
+
+export type Entrance = 'gossip' | 'http' | 'self';
+
+export interface StoredEvent {
+  id: string;
+  topic: MeshTopic;
+  via: Entrance;
+  /** Peer the message came from on libp2p ('' on other entrances). */
+  from: string;
+  receivedSvcond: number;
+  event: MeshEvent;
+}
+
+export interface EventMeta {
+  id: string;
+  topic: MeshTopic;
+  via: Entrance;
+  from: string;
+}
+
+export type EventHandler = (event: MeshEvent, meta: EventMeta) => void | Promise<void>;
+
+export interface PeerInfo {
+  peerId: string;
+  url: string | null;
+  /** svcond of the last tick event received from the peer. */
+  lastTick: number | null;
+  /** Local svcond when that tick event arrived. */
+  receivedSvcond: number | null;
+  kernelVersion: string | null;
+  sealedCount: number | null;
+  chainHeadsDigest: string | null;
+  connected: boolean;
+}
+
+export interface MeshStatus {
+  nodeId: string;
+  enabled: boolean;
+  coherenceScore: number | null;
+  recentGossipCount: number;
+  lastGossip: number;
+  lastGossipZeqond: number | null;
+  peers: { peerId: string; url: string | null; lastTick: number | null; connected: boolean }[];
+  meshSize: number;
+  multiaddrs: string[];
+  tickEvery: number;
+  svcond: number;
+  rejected: { http: Record<string, number>; gossip: Record<string, number> };
+  gossipVerdicts: Record<GossipVerdict, number>;
+  duplicates: { http: number; gossip: number };
+  storedEvents: number;
+}
+
+export interface AcceptResult {
+  accepted: boolean;
+  duplicate: boolean;
+  id: string;
+}
+
+const RECENT_WINDOW_TICKS = MAX_SKEW_TICKS;
+
+export class MeshService {
+  readonly dns: DnsRegistry;
+  readonly oracle: TransparencyOracle;
+  private identity: NodeIdentity | null = null;
+  private readonly validator: MeshValidator;
+  private host: MeshHost | null = null;
+  private readonly sub: Sublevel;
+  private readonly log: MeshLogger;
+  private readonly limits: MeshLimits;
+  private readonly tickEvery: number;
+  private readonly handlers = new Map<string, Set<EventHandler>>();
+  private readonly peerTable = new Map<string, PeerInfo>();
+  private readonly pendingGossip = new WeakMap<Uint8Array, Validation>();
+  private readonly recentBuckets = new Map<number, number>();
+  private storedCount = 0;
+  private pruning = false;
+  private totalGossip = 0;
+  private lastGossipSvcond: number | null = null;
+  private lastTickSlot = -1;
+  private timer: NodeJS.Timeout | null = null;
+  private pulseChain: Promise<void> = Promise.resolve();
+  private running = false;
+  private readonly stats = {
+    rejected: { http: {} as Record<string, number>, gossip: {} as Record<string, number> },
+    verdicts: { accept: 0, ignore: 0, reject: 0 } as Record<GossipVerdict, number>,
+    duplicates: { http: 0, gossip: 0 },
+  };
+
+  constructor(private readonly opts: MeshServiceOptions) {
+    this.log = opts.logger ?? silentLogger;
+    this.limits = { eventsMax: 10_000, seenMax: 20_000, peersMax: 1_024, dnsMaxNames: 10_000, ...opts.limits };
+    this.tickEvery = opts.config.tickEvery ?? 4;
+    this.validator = new MeshValidator({ secret: opts.config.secret, clock: opts.clock, seenMax: this.limits.seenMax });
+    this.sub = opts.store.sub('mesh-events');
+    this.dns = new DnsRegistry({
+      store: opts.store,
+      nodeId: () => this.nodeId,
+      nowSvcond: () => this.nowSvcond(),
+      publish: async (body) => {
+        await this.publish(DNS_EVENT_TYPE, body, TOPICS.dns);
+      },
+      maxNames: this.limits.dnsMaxNames,
+    });
+    this.oracle = new TransparencyOracle({
+      store: opts.store,
+      nodeId: () => this.nodeId,
+      sign: (text) => this.signText(text),
+      headState: opts.headState,
+      peers: () => this.snapshotPeers(),
+      revenue: opts.revenue,
+    });
+  }
+
+  /** This node's id (its libp2p peer id). Available after start(). */
+  get nodeId(): string {
+    if (!this.identity) throw new Error('mesh service is not started');
+    return this.identity.nodeId;
+  }
+
+  /** True when a mesh secret is configured. */
+  get enabled(): boolean {
+    return this.validator.enabled;
+  }
+
+  nowSvcond(): number {
+    return stampAt(this.opts.clock.nowNs()).svcond;
+  }
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.identity = await loadOrCreateNodeKey(this.opts.dataDir);
+    const nodeId = this.identity.nodeId;
+    await this.loadEvents();
+    await this.dns.load();
+    await this.oracle.load();
+    if (this.enabled) {
+      this.host = new MeshHost({
+        privateKey: this.identity.privateKey,
+        host: this.opts.config.host ?? '127.0.0.1',
+        port: this.opts.config.p2pPort,
+        bootstrap: this.opts.config.bootstrap,
+        logger: this.log,
+        validate: (topic, data, from) => this.validateGossip(topic, data, from),
+        onMessage: (topic, data, from) => this.onGossip(topic, data, from),
+        onPeerChange: (peerId, connected) => this.onPeerChange(peerId, connected),
+        redialMinMs: this.opts.redialMinMs,
+        redialMaxMs: this.opts.redialMaxMs,
+        seenTtlMs: this.opts.gossipSeenTtlMs,
+      });
+      await this.host.start();
+    } else {
+      this.log.info({ nodeId }, 'mesh disabled: no mesh secret configured; the node runs alone');
+    }
+    this.running = true;
+    if (this.opts.autoPulse !== false) {
+      const every = Math.max(50, Math.min(250, Math.floor(777 / 4)));
+      this.timer = setInterval(() => void this.pulse().catch(() => {}), every);
+      this.timer.unref();
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.pulseChain.catch(() => {});
+    const host = this.host;
+    this.host = null;
+    if (host) await host.stop();
+    while (this.pruning) await new Promise((r) => setTimeout(r, 5));
+  }
+
+  // ---------------------------------------------------------------- entrances
+
+  /**
+   * The HTTP entrance (POST /api/mesh/gossip, header x-node-handshake). Throws ServiceError with the part-7
+   * status and code on every failure (503 MESH_DISABLED, 400 INVALID_EVENT, 401 MISSING_HANDSHAKE /
+   * INVALID_HANDSHAKE / STALE_HANDSHAKE / INVALID_SIGNATURE). A new event is stored, dispatched and published
+   * into the mesh; a duplicate is acknowledged ({accepted: true, duplicate: true}) and not stored again.
+   */
+  async acceptHttpEvent(event: unknown, handshakeHeader: string | string[] | undefined): Promise<AcceptResult> {
+    const hs = Array.isArray(handshakeHeader) ? handshakeHeader[0] : handshakeHeader;
+    const v = await this.validator.validate(event, hs);
+    if (!v.ok) {
+      bump(this.stats.rejected.http, v.error.code);
+      throw v.error;
+    }
+    if (v.duplicate) {
+      this.stats.duplicates.http++;
+      return { accepted: true, duplicate: true, id: v.id };
+    }
+    const topic = topicForType(v.event.type);
+    try {
+      await this.ingest(v.event, v.id, topic, 'http', '');
+    } catch (err) {
+      this.validator.release(v.id);
+      throw err;
+    }
+    if (this.host) {
+      try {
+        await this.host.publish(topic, encodeEnvelope({ event: v.event, handshake: hs }));
+      } catch (err) {
+        this.log.warn({ err: String(err), id: v.id }, 'mesh relay of an HTTP event failed');
+      }
+    }
+    return { accepted: true, duplicate: false, id: v.id };
+  }
+
+  private async validateGossip(topic: string, data: Uint8Array, from: string): Promise<GossipVerdict> {
+    const env = decodeEnvelope(data);
+    const v: Validation = env
+      ? await this.validator.validate(env.event, env.handshake)
+      : { ok: false, error: new ServiceError(400, 'INVALID_EVENT', 'message data is not a JSON envelope') };
+    const verdict = isMeshTopic(topic) ? gossipVerdict(v) : 'reject';
+    this.stats.verdicts[verdict]++;
+    if (!v.ok) {
+      bump(this.stats.rejected.gossip, v.error.code);
+      this.log.debug({ topic, from, code: v.error.code }, 'mesh gossip refused');
+    } else if (v.duplicate) {
+      this.stats.duplicates.gossip++;
+    } else {
+      this.pendingGossip.set(data, v);
+    }
+    return verdict;
+  }
+
+  private onGossip(topic: string, data: Uint8Array, from: string): void {
+    let v = this.pendingGossip.get(data);
+    this.pendingGossip.delete(data);
+    if (!v) {
+      const env = decodeEnvelope(data);
+      const shape = env ? checkShape(env.event) : 'undecodable';
+      if (typeof shape === 'string' || !isMeshTopic(topic)) return;
+      v = { ok: true, duplicate: false, id: eventId(shape.event.sender, shape.event.svcond, shape.digest), digest: shape.digest, event: shape.event };
+    }
+    if (!v.ok || !isMeshTopic(topic)) return;
+    const ok = v;
+    this.ingest(ok.event, ok.id, topic, 'gossip', from).catch((err: unknown) => {
+      this.validator.release(ok.id);
+      this.log.warn({ err: String(err), id: ok.id }, 'mesh could not store a gossiped event');
+    });
+  }
+
+  /** Store an accepted event, apply it to the mesh's own state (ticks, DNS), then call subscribers. */
+  private async ingest(event: MeshEvent, id: string, topic: MeshTopic, via: Entrance, from: string): Promise<void> {
+    const now = this.nowSvcond();
+    const stored: StoredEvent = { id, topic, via, from, receivedSvcond: now, event };
+    await this.opts.store.commit([{ type: 'put', sub: this.sub, key: eventKey(event.svcond, id), value: stored }]);
+    this.storedCount++;
+    if (this.storedCount > this.limits.eventsMax) void this.prune();
+    if (via === 'self') return;
+    this.totalGossip++;
+    this.lastGossipSvcond = now;
+    this.recentBuckets.set(now, (this.recentBuckets.get(now) ?? 0) + 1);
+    if (this.recentBuckets.size > RECENT_WINDOW_TICKS * 2) this.pruneBuckets(now);
+    await this.applyInternal(event, topic, now);
+    const meta: EventMeta = { id, topic, via, from };
+    for (const key of [topic, '*']) {
+      const set = this.handlers.get(key);
+      if (!set) continue;
+      for (const h of set) {
+        try {
+          await h(event, meta);
+        } catch (err) {
+          this.log.warn({ err: String(err), topic, id }, 'mesh event handler threw');
+        }
+      }
+    }
+  }
+
+  private async applyInternal(event: MeshEvent, topic: MeshTopic, now: number): Promise<void> {
+    if (topic === TOPICS.ticks && event.type === TICK_EVENT_TYPE) {
+      const b = event.body as Record<string, unknown> | null;
+      if (!b || typeof b !== 'object') return;
+      const prev = this.peerTable.get(event.sender);
+      if (prev && prev.lastTick !== null && prev.lastTick > event.svcond) return;
+      this.peerTable.delete(event.sender);
+      this.peerTable.set(event.sender, {
+        peerId: event.sender,
+        url: typeof b.url === 'string' ? b.url : (prev?.url ?? null),
+        lastTick: event.svcond,
+        receivedSvcond: now,
+        kernelVersion: typeof b.kernelVersion === 'string' ? b.kernelVersion : null,
+        sealedCount: typeof b.sealedCount === 'number' ? b.sealedCount : null,
+        chainHeadsDigest: typeof b.chainHeadsDigest === 'string' ? b.chainHeadsDigest : null,
+        connected: prev?.connected ?? (this.host?.connectedPeers().includes(event.sender) ?? false),
+      });
+      this.boundPeers();
+    } else if (topic === TOPICS.dns && event.type === DNS_EVENT_TYPE) {
+      try {
+        const rec = parseDnsBody(event.body, event.sender);
+        // A claim may not be dated after the event that carries it (re-announcements carry older claims).
+        if (rec.svcond > event.svcond + MAX_SKEW_TICKS) return;
+        await this.dns.apply(rec);
+      } catch (err) {
+        this.log.debug({ err: String(err), sender: event.sender }, 'mesh DNS registration ignored');
+      }
+    }
+  }
+
+  private onPeerChange(peerId: string, connected: boolean): void {
+    const p = this.peerTable.get(peerId);
+    if (p) p.connected = connected;
+    else if (connected) {
+      this.peerTable.set(peerId, {
+        peerId, url: null, lastTick: null, receivedSvcond: null, kernelVersion: null, sealedCount: null, chainHeadsDigest: null, connected: true,
+      });
+      this.boundPeers();
+    }
+  }
+
+  private boundPeers(): void {
+    while (this.peerTable.size > this.limits.peersMax) {
+      // Evict a disconnected peer heard from longest ago, else the oldest entry.
+      let victim: string | null = null;
+      let oldest = Infinity;
+      for (const p of this.peerTable.values()) {
+        if (p.connected) continue;
+        const t = p.receivedSvcond ?? -1;
+        if (t < oldest) {
+          oldest = t;
+          victim = p.peerId;
+        }
+      }
+      this.peerTable.delete(victim ?? (this.peerTable.keys().next().value as string));
+    }
+  }
+
+  // ---------------------------------------------------------------- publishing
+
+  /**
+   * Sign an event as this node and publish it on a topic (default: by type, see topicForType). The event is
+   * stored in the accepted-event log (via 'self'); this node's subscribers are not called for its own events.
+   * Without a mesh secret the event is signed and stored but not sent (published: false).
+   */
+  async publish(type: string, body: unknown, topic?: MeshTopic): Promise<{ id: string; event: MeshEvent; published: boolean; recipients: number }> {
+    if (!this.identity) throw new Error('mesh service is not started');
+    const t = topic ?? topicForType(type);
+    const svcond = this.nowSvcond();
+    const event = await signEvent(this.identity.privateKey, this.identity.nodeId, type, svcond, body);
+    const shape = checkShape(event);
+    if (typeof shape === 'string') throw new ServiceError(400, 'INVALID_EVENT', shape);
+    const id = eventId(event.sender, svcond, shape.digest);
+    this.validator.markSeen(id, svcond);
+    await this.ingest(event, id, t, 'self', '');
+    const secret = this.opts.config.secret;
+    if (!this.host || secret === null) return { id, event, published: false, recipients: 0 };
+    const handshake = handshakeFor(secret, event.sender, svcond, bodyDigest(body));
+    const recipients = await this.host.publish(t, encodeEnvelope({ event, handshake }));
+    return { id, event, published: true, recipients };
+  }
+
+  /** Subscribe to accepted events from other nodes on a topic ('*' = every topic). Returns the unsubscriber. */
+  onEvent(topic: MeshTopic | '*', handler: EventHandler): () => void {
+    let set = this.handlers.get(topic);
+    if (!set) {
+      set = new Set();
+      this.handlers.set(topic, set);
+    }
+    set.add(handler);
+    return () => {
+      set.delete(handler);
+    };
+  }
+
+  private async signText(text: string): Promise<string> {
+    if (!this.identity) throw new Error('mesh service is not started');
+    const sig = await this.identity.privateKey.sign(new TextEncoder().encode(text));
+    return Buffer.from(sig).toString('base64');
+  }
+
+  // ---------------------------------------------------------------- ticks
+
+  /**
+   * One step of the node's mesh clock: publishes the tick event of the current tickEvery slot (once per slot),
+   * writes the oracle snapshot of the current 4-tick slot (once per slot) and re-announces DNS records.
+   * Runs on a timer unless autoPulse is false; calls are serialised.
+   */
+  pulse(): Promise<void> {
+    const run = this.pulseChain.then(() => this.pulseOnce());
+    this.pulseChain = run.catch((err: unknown) => {
+      this.log.warn({ err: String(err) }, 'mesh pulse failed');
+    });
+    return run;
+  }
+
+  private async pulseOnce(): Promise<void> {
+    if (!this.running) return;
+    const now = this.nowSvcond();
+    const slot = Math.floor(now / this.tickEvery);
+    if (this.enabled && slot > this.lastTickSlot) {
+      this.lastTickSlot = slot;
+      const head = await this.opts.headState();
+      await this.publish(TICK_EVENT_TYPE, {
+        svcond: now,
+        sealedCount: head.sealedCount,
+        chainHeadsDigest: head.chainHeadsDigest,
+        kernelVersion: head.kernelVersion,
+        url: this.opts.httpUrl,
+      }, TOPICS.ticks);
+    }
+    await this.oracle.maybeSnapshot(now);
+    if (this.enabled) await this.dns.reannounce(now);
+    this.pruneBuckets(now);
+  }
+
+  // ---------------------------------------------------------------- status
+
+  /**
+   * coherenceScore (docs/decisions.md, "Mesh: coherenceScore"): of the peers whose tick events arrived in the
+   * last 120 ticks, the fraction that agree with this node — last tick arrived within 2·tickEvery+1 ticks, its
+   * svcond within 1 tick of this node's clock on arrival, and the same kernel version. null when no peer is heard.
+   */
+  coherenceScore(kernelVersion: string | null): number | null {
+    const now = this.nowSvcond();
+    let heard = 0;
+    let agree = 0;
+    for (const p of this.peerTable.values()) {
+      if (p.receivedSvcond === null || p.lastTick === null || now - p.receivedSvcond > RECENT_WINDOW_TICKS) continue;
+      heard++;
+      const fresh = now - p.receivedSvcond <= 2 * this.tickEvery + 1;
+      const inStep = Math.abs(p.lastTick - p.receivedSvcond) <= 1;
+      const sameKernel = kernelVersion === null || p.kernelVersion === kernelVersion;
+      if (fresh && inStep && sameKernel) agree++;
+    }
+    return heard === 0 ? null : Math.round((agree / heard) * 10_000) / 10_000;
+  }
+
+  async status(): Promise<MeshStatus> {
+    const head = await this.opts.headState();
+    const now = this.nowSvcond();
+    this.pruneBuckets(now);
+    let recent = 0;
+    for (const n of this.recentBuckets.values()) recent += n;
+    const connected = new Set(this.host?.connectedPeers() ?? []);
+    const peers = [...this.peerTable.values()]
+      .map((p) => ({ peerId: p.peerId, url: p.url, lastTick: p.lastTick, connected: connected.has(p.peerId) }))
+      .sort((a, b) => (a.peerId < b.peerId ? -1 : 1));
+    return {
+      nodeId: this.nodeId,
+      enabled: this.enabled,
+      coherenceScore: this.coherenceScore(head.kernelVersion),
+      recentGossipCount: recent,
+      lastGossip: this.totalGossip,
+      lastGossipZeqond: this.lastGossipSvcond,
+      peers,
+      meshSize: 1 + connected.size,
+      multiaddrs: this.host?.multiaddrs() ?? [],
+      tickEvery: this.tickEvery,
+      svcond: now,
+      rejected: { http: { ...this.stats.rejected.http }, gossip: { ...this.stats.rejected.gossip } },
+      gossipVerdicts: { ...this.stats.verdicts },
+      duplicates: { ...this.stats.duplicates },
+      storedEvents: this.storedCount,
+    };
+  }
+
+  /** Peers known to the node (tick senders and connected peers). */
+  peers(): PeerInfo[] {
+    return [...this.peerTable.values()].map((p) => ({ ...p }));
+  }
+
+  /** Listening multiaddrs (with /p2p/<nodeId>); empty when the mesh is disabled. */
+  multiaddrs(): string[] {
+    return this.host?.multiaddrs() ?? [];
+  }
+
+  /** The libp2p host (tests and diagnostics). */
+  get p2p(): MeshHost | null {
+    return this.host;
+  }
+
+  /** Accepted events, newest (by event svcond) first; 1 ≤ limit ≤ 500. */
+  async recentEvents(limit = 50): Promise<StoredEvent[]> {
+    const n = Math.max(1, Math.min(500, Number.isFinite(limit) ? Math.floor(limit) : 50));
+    return (await this.opts.store.range<StoredEvent>(this.sub, { reverse: true, limit: n })).map((e) => e.value);
+  }
+
+  /** Has an event with this id been stored? */
+  async hasEvent(id: string): Promise<boolean> {
+    for await (const key of this.sub.keys()) if (key.endsWith(`!${id}`)) return true;
+    return false;
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private snapshotPeers(): SnapshotPeer[] {
+    return [...this.peerTable.values()]
+      .filter((p) => p.lastTick !== null)
+      .map((p) => ({ peerId: p.peerId, url: p.url, lastTick: p.lastTick, sealedCount: p.sealedCount, chainHeadsDigest: p.chainHeadsDigest }))
+      .sort((a, b) => (a.peerId < b.peerId ? -1 : 1));
+  }
+
+  private pruneBuckets(now: number): void {
+    for (const t of this.recentBuckets.keys()) if (now - t > RECENT_WINDOW_TICKS || t > now + RECENT_WINDOW_TICKS) this.recentBuckets.delete(t);
+  }
+
+  private async loadEvents(): Promise<void> {
+    let count = 0;
+    for await (const _ of this.sub.keys()) count++;
+    this.storedCount = count;
+    // Events still inside the staleness window are remembered, so a replay after a restart is a duplicate.
+    const from = Math.max(0, this.nowSvcond() - 2 * MAX_SKEW_TICKS);
+    const recent = await this.opts.store.range<StoredEvent>(this.sub, { gte: padNum(from, 16), limit: this.limits.seenMax });
+    for (const { value } of recent) this.validator.markSeen(value.id, value.event.svcond);
+  }
+
+  private async prune(): Promise<void> {
+    if (this.pruning) return;
+    this.pruning = true;
+    try {
+      while (this.storedCount > this.limits.eventsMax) {
+        const excess = Math.min(this.storedCount - this.limits.eventsMax, 1_000);
+        const oldest = await this.opts.store.range<StoredEvent>(this.sub, { limit: excess });
+        if (oldest.length === 0) break;
+        const ops: Op[] = oldest.map((e) => ({ type: 'del', sub: this.sub, key: e.key }));
+        await this.opts.store.commit(ops);
+        this.storedCount -= oldest.length;
+      }
+    } catch (err) {
+      this.log.warn({ err: String(err) }, 'mesh event pruning failed');
+    } finally {
+      this.pruning = false;
+    }
+  }
+}
+
+function eventKey(svcond: number, id: string): string {
+  return `${padNum(svcond, 16)}!${id}`;
+}
+
+function bump(rec: Record<string, number>, code: string): void {
+  rec[code] = (rec[code] ?? 0) + 1;
+}

@@ -1,0 +1,89 @@
+// Helpers for mesh tests: real MeshService nodes on 127.0.0.1 (port 0) with temp data dirs.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Store } from '../../src/store/db.js';
+import type { Clock } from '../../src/kernel/clock.js';
+import { MeshService, type MeshServiceOptions } from '../../src/mesh/service.js';
+
+export const SECRET = 'test-mesh-secret-0123456789abcdef';
+
+export interface TestNode {
+  mesh: MeshService;
+  store: Store;
+  dataDir: string;
+  sealedCount: number;
+  stop(): Promise<void>;
+}
+
+export async function makeDataDir(prefix = 'svc-mesh-'): Promise<string> {
+  return mkdtemp(join(tmpdir(), prefix));
+}
+
+export async function startNode(opts: {
+  clock: Clock;
+  bootstrap?: string[];
+  secret?: string | null;
+  dataDir?: string;
+  port?: number;
+  tickEvery?: number;
+  autoPulse?: boolean;
+  extra?: Partial<MeshServiceOptions>;
+}): Promise<TestNode> {
+  const dataDir = opts.dataDir ?? (await makeDataDir());
+  const store = await Store.open(join(dataDir, 'db'), { sync: false });
+  const node: TestNode = {
+    mesh: undefined as unknown as MeshService,
+    store,
+    dataDir,
+    sealedCount: 0,
+    async stop() {
+      await node.mesh.stop();
+      await store.close();
+    },
+  };
+  node.mesh = new MeshService({
+    store,
+    clock: opts.clock,
+    config: {
+      secret: opts.secret === undefined ? SECRET : opts.secret,
+      p2pPort: opts.port ?? 0,
+      bootstrap: opts.bootstrap ?? [],
+      tickEvery: opts.tickEvery ?? 4,
+      host: '127.0.0.1',
+    },
+    dataDir,
+    httpUrl: `http://127.0.0.1:${10_000 + Math.floor(Math.random() * 1000)}`,
+    headState: () => ({ sealedCount: node.sealedCount, chainHeadsDigest: 'ab'.repeat(32), kernelVersion: '1.287.6' }),
+    autoPulse: opts.autoPulse ?? false,
+    redialMinMs: 100,
+    redialMaxMs: 1_000,
+    ...opts.extra,
+  });
+  await node.mesh.start();
+  return node;
+}
+
+export async function removeDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+}
+
+/** Poll until fn() is truthy or the time runs out. */
+export async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs = 8_000, what = 'condition'): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Wait until every node sees every other node subscribed to a topic. */
+export async function waitForTopicMesh(nodes: TestNode[], topic: string, timeoutMs = 8_000): Promise<void> {
+  await waitFor(
+    () => nodes.every((n) => (n.mesh.p2p?.topicPeers(topic).length ?? 0) >= nodes.length - 1),
+    timeoutMs,
+    `topic ${topic} subscriptions`,
+  );
+}

@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/kernel/clock.js';
+import { TOPICS } from '../../src/mesh/wire.js';
+import { removeDir, startNode, waitFor, waitForTopicMesh, type TestNode } from './helpers.js';
+
+describe('mesh: tick events among three real nodes', () => {
+  const nodes: TestNode[] = [];
+
+  beforeAll(async () => {
+    const a = await startNode({ clock: systemClock, tickEvery: 1, autoPulse: true });
+    nodes.push(a);
+    const b = await startNode({ clock: systemClock, tickEvery: 1, autoPulse: true, bootstrap: a.mesh.multiaddrs() });
+    nodes.push(b);
+    const c = await startNode({ clock: systemClock, tickEvery: 1, autoPulse: true, bootstrap: [...a.mesh.multiaddrs(), ...b.mesh.multiaddrs()] });
+    nodes.push(c);
+    await waitForTopicMesh(nodes, TOPICS.ticks);
+  });
+
+  afterAll(async () => {
+    for (const n of nodes) {
+      await n.stop();
+      await removeDir(n.dataDir);
+    }
+  });
+
+  it('every node hears tick events from both others, with their head state and URL', async () => {
+    await waitFor(async () => {
+      for (const n of nodes) {
+        const s = await n.mesh.status();
+        if (s.peers.filter((p) => p.lastTick !== null).length < 2) return false;
+      }
+      return true;
+    }, 10_000, 'tick events from both peers');
+    for (const n of nodes) {
+      const s = await n.mesh.status();
+      expect(s.meshSize).toBe(3);
+      expect(s.coherenceScore).toBe(1);
+      expect(s.recentGossipCount).toBeGreaterThanOrEqual(2);
+      expect(s.lastGossipZeqond).not.toBeNull();
+      expect(s.multiaddrs.length).toBeGreaterThan(0);
+      expect(s.multiaddrs[0]).toContain(`/p2p/${s.nodeId}`);
+      const others = nodes.filter((o) => o !== n).map((o) => o.mesh.nodeId).sort();
+      expect(s.peers.map((p) => p.peerId).sort()).toEqual(others);
+      for (const p of s.peers) {
+        expect(p.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+        expect(p.connected).toBe(true);
+      }
+      const ticks = (await n.mesh.recentEvents(50)).filter((e) => e.event.type === 'tick' && e.via === 'gossip');
+      expect(ticks.length).toBeGreaterThanOrEqual(2);
+      const body = ticks[0].event.body as Record<string, unknown>;
+      expect(Object.keys(body).sort()).toEqual(['chainHeadsDigest', 'kernelVersion', 'sealedCount', 'svcond', 'url']);
+    }
+  });
+
+  it('subscribers of svc/ticks/1 receive the events of other nodes only', async () => {
+    const seen: string[] = [];
+    const off = nodes[0].mesh.onEvent(TOPICS.ticks, (e) => {
+      seen.push(e.sender);
+    });
+    await waitFor(() => new Set(seen).size >= 2, 6_000, 'two tick senders');
+    off();
+    expect(seen).not.toContain(nodes[0].mesh.nodeId);
+  });
+});
