@@ -4,6 +4,7 @@ import type { SolverDef } from '../types.js';
 import { lorenz } from '../lorenz.js';
 import { epi } from '../epi.js';
 import { predatorPrey } from '../predator-prey.js';
+import { blackhole } from '../blackhole.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const solvers: SolverDef<any>[] = [lorenz, epi, predatorPrey];
+export const solvers: SolverDef<any>[] = [lorenz, epi, predatorPrey, blackhole];
