@@ -2,6 +2,7 @@
 import type { SolverDef } from '../types.js';
 import { quant } from '../quant.js';
 import { zeta } from '../zeta.js';
+import { sat } from '../sat.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const solvers: SolverDef<any>[] = [quant, zeta];
+export const solvers: SolverDef<any>[] = [quant, zeta, sat];

@@ -1,0 +1,512 @@
+// `sat` — 3-SAT (solvers.md §3.11): iterative DPLL (unit propagation, pure literals, DLIS branching) or WalkSAT.
+// Check: a SAT answer is re-evaluated clause by clause by a separate evaluator; an UNSAT answer is certified by
+// bit-parallel exhaustive enumeration (n_vars ≤ 22), otherwise it cannot be certified.
+import { z } from 'zod';
+import { rngForInputs, type Xoshiro128 } from '../numerics/prng.js';
+import { InputError, SolverFailure } from './errors.js';
+import type { Check, SolverDef, SolverOutput } from './types.js';
+import { checkWorkLimit, intIn, makeCheck, parseInputs, refuseCheck, seedSchema } from './util.js';
+
+const MAX_VARS = 1000;
+/** Enumeration certifies UNSAT up to this many variables (2^22 assignments, 32 per machine word). */
+const MAX_ENUMERATION_VARS = 22;
+/** Budget × cost of one decision or flip (literal occurrences it may touch); ≈ 10–30 ns per unit → a few seconds. */
+const WORK_LIMIT = 1e9;
+const WALKSAT_NOISE = 0.5;
+
+const literal = z
+  .number()
+  .int()
+  .min(-MAX_VARS)
+  .max(MAX_VARS)
+  .refine((v) => v !== 0, 'literal 0 is not allowed (DIMACS literals are ±1 … ±n_vars)');
+
+const schema = z.strictObject({
+  clauses: z.array(z.array(literal).min(1).max(10)).min(1).max(10_000).optional(),
+  n_vars: intIn(1, MAX_VARS).optional(),
+  n_clauses: intIn(1, 5000).optional(),
+  method: z.enum(['dpll', 'walksat']).default('dpll'),
+  max_decisions: intIn(1, 1e7).default(1e6),
+  max_flips: intIn(1, 1e7).default(1e5),
+  seed: seedSchema().optional(),
+});
+
+export interface SatInputs extends Record<string, unknown> {
+  clauses?: number[][];
+  n_vars: number;
+  n_clauses: number;
+  method: 'dpll' | 'walksat';
+  max_decisions: number;
+  max_flips: number;
+  seed?: number;
+}
+
+/** Clauses in compressed form: literals of clause c are lits[start[c] … start[c+1]). */
+interface Cnf {
+  nVars: number;
+  start: Int32Array;
+  lits: Int32Array;
+}
+
+/** Literal l (±v) → index 2v (positive) or 2v + 1 (negative). */
+const litIndex = (l: number) => (l > 0 ? 2 * l : -2 * l + 1);
+
+/** Drop duplicate literals and tautological clauses (they constrain nothing); keeps clause order. */
+function simplify(clauses: readonly (readonly number[])[], nVars: number): Cnf {
+  const start: number[] = [0];
+  const lits: number[] = [];
+  for (const clause of clauses) {
+    const kept: number[] = [];
+    let tautology = false;
+    for (const l of clause) {
+      if (kept.includes(-l)) tautology = true;
+      if (!kept.includes(l)) kept.push(l);
+    }
+    if (tautology) continue;
+    lits.push(...kept);
+    start.push(lits.length);
+  }
+  return { nVars, start: Int32Array.from(start), lits: Int32Array.from(lits) };
+}
+
+/** Literal → clauses containing it (CSR over literal indices 2 … 2n+1). */
+function occurrences(cnf: Cnf): { occStart: Int32Array; occ: Int32Array } {
+  const nClauses = cnf.start.length - 1;
+  const counts = new Int32Array(2 * cnf.nVars + 3);
+  for (let i = 0; i < cnf.lits.length; i++) counts[litIndex(cnf.lits[i]!) + 1]!++;
+  const occStart = new Int32Array(2 * cnf.nVars + 3);
+  for (let k = 1; k < occStart.length; k++) occStart[k] = occStart[k - 1]! + counts[k]!;
+  const fill = occStart.slice();
+  const occ = new Int32Array(cnf.lits.length);
+  for (let c = 0; c < nClauses; c++) {
+    for (let i = cnf.start[c]!; i < cnf.start[c + 1]!; i++) occ[fill[litIndex(cnf.lits[i]!)]!++] = c;
+  }
+  return { occStart, occ };
+}
+
+/** Uniform random 3-SAT: three distinct variables per clause (uniform), fair signs. */
+function generateInstance(nVars: number, nClauses: number, rng: Xoshiro128): number[][] {
+  const clauses: number[][] = [];
+  for (let c = 0; c < nClauses; c++) {
+    const vars: number[] = [];
+    while (vars.length < 3) {
+      const v = 1 + rng.int(nVars);
+      if (!vars.includes(v)) vars.push(v);
+    }
+    clauses.push(vars.map((v) => (rng.uniform() < 0.5 ? -v : v)));
+  }
+  return clauses;
+}
+
+type Outcome = { status: 'SAT'; model: Int8Array; work: number } | { status: 'UNSAT'; work: number };
+
+/**
+ * Iterative DPLL. Assignment values: 1 true, −1 false, 0 open. Per clause: counts of true and of false literals;
+ * per literal: in how many open (not yet satisfied) clauses it occurs unassigned — all updated incrementally on
+ * assign/undo, so that between decisions the pure literals (assigned without branching) and the most frequent open
+ * literal (ties: lowest variable, positive first) come from one pass over the variables. The branch literal is
+ * tried true first, then false.
+ */
+function dpll(cnf: Cnf, maxDecisions: number): Outcome {
+  const { nVars, start, lits } = cnf;
+  const nClauses = start.length - 1;
+  const { occStart, occ } = occurrences(cnf);
+  const value = new Int8Array(nVars + 1);
+  const nTrue = new Int32Array(nClauses);
+  const nFalse = new Int32Array(nClauses);
+  const litCount = new Int32Array(2 * nVars + 2);
+  for (let i = 0; i < lits.length; i++) litCount[litIndex(lits[i]!)]!++;
+  let nSatisfied = 0;
+  const trail = new Int32Array(nVars);
+  let trailLen = 0;
+  // Decision stack: trail position of each decision and whether its second branch is already taken.
+  const decisionPos: number[] = [];
+  const decisionFlipped: boolean[] = [];
+  const pure = new Int32Array(nVars);
+  let decisions = 0;
+
+  /** Assign literal l true; returns false on a conflict (some clause has all literals false). */
+  const assign = (l: number): boolean => {
+    const pos = litIndex(l);
+    for (let k = occStart[pos]!; k < occStart[pos + 1]!; k++) {
+      const c = occ[k]!;
+      if (nTrue[c]!++ !== 0) continue;
+      nSatisfied++;
+      // c leaves the open set: its unassigned literals (l among them) lose one occurrence.
+      for (let i = start[c]!; i < start[c + 1]!; i++) {
+        const li = lits[i]!;
+        if (value[Math.abs(li)] === 0) litCount[litIndex(li)]!--;
+      }
+    }
+    const neg = pos ^ 1;
+    let ok = true;
+    for (let k = occStart[neg]!; k < occStart[neg + 1]!; k++) {
+      const c = occ[k]!;
+      nFalse[c]!++;
+      if (nTrue[c] === 0) {
+        litCount[neg]!--;
+        if (nFalse[c] === start[c + 1]! - start[c]!) ok = false;
+      }
+    }
+    value[Math.abs(l)] = l > 0 ? 1 : -1;
+    trail[trailLen++] = l;
+    return ok;
+  };
+
+  const unassignTo = (target: number) => {
+    while (trailLen > target) {
+      const l = trail[--trailLen]!;
+      value[Math.abs(l)] = 0;
+      const pos = litIndex(l);
+      const neg = pos ^ 1;
+      for (let k = occStart[neg]!; k < occStart[neg + 1]!; k++) {
+        const c = occ[k]!;
+        nFalse[c]!--;
+        if (nTrue[c] === 0) litCount[neg]!++;
+      }
+      for (let k = occStart[pos]!; k < occStart[pos + 1]!; k++) {
+        const c = occ[k]!;
+        if (--nTrue[c]! !== 0) continue;
+        nSatisfied--;
+        for (let i = start[c]!; i < start[c + 1]!; i++) {
+          const li = lits[i]!;
+          if (value[Math.abs(li)] === 0) litCount[litIndex(li)]!++;
+        }
+      }
+    }
+  };
+
+  /** Unit propagation of the trail from position `from` on; false on conflict. */
+  const propagate = (from: number): boolean => {
+    let head = from;
+    while (head < trailLen) {
+      const neg = litIndex(trail[head++]!) ^ 1;
+      for (let k = occStart[neg]!; k < occStart[neg + 1]!; k++) {
+        const c = occ[k]!;
+        if (nTrue[c] !== 0) continue;
+        const open = start[c + 1]! - start[c]! - nFalse[c]!;
+        if (open === 0) return false;
+        if (open === 1) {
+          let unit = 0;
+          for (let i = start[c]!; i < start[c + 1]!; i++) {
+            if (value[Math.abs(lits[i]!)] === 0) {
+              unit = lits[i]!;
+              break;
+            }
+          }
+          if (!assign(unit)) return false;
+        }
+      }
+    }
+    return true;
+  };
+
+  /** Undo to the last decision with an untried branch and take it; false when none is left (UNSAT). */
+  const backtrack = (): boolean => {
+    for (;;) {
+      const d = decisionPos.length - 1;
+      if (d < 0) return false;
+      const pos = decisionPos[d]!;
+      const lit = trail[pos]!;
+      unassignTo(pos);
+      if (!decisionFlipped[d]) {
+        decisionFlipped[d] = true;
+        // The second branch stays at this level: undone with it if it fails too.
+        if (assign(-lit) && propagate(pos)) return true;
+        continue;
+      }
+      decisionPos.pop();
+      decisionFlipped.pop();
+    }
+  };
+
+  // Level 0: unit clauses and their consequences.
+  for (let c = 0; c < nClauses; c++) {
+    if (start[c + 1]! - start[c]! !== 1) continue;
+    const l = lits[start[c]!]!;
+    const v = value[Math.abs(l)]!;
+    if (v === 0) {
+      const from = trailLen;
+      if (!(assign(l) && propagate(from))) return { status: 'UNSAT', work: 0 };
+    } else if (v !== (l > 0 ? 1 : -1)) {
+      return { status: 'UNSAT', work: 0 };
+    }
+  }
+
+  for (;;) {
+    if (nSatisfied === nClauses) {
+      const model = new Int8Array(nVars + 1);
+      for (let v = 1; v <= nVars; v++) model[v] = value[v] === 0 ? -1 : value[v]!;
+      return { status: 'SAT', model, work: decisions };
+    }
+    // Pure literals and the most frequent open literal, in one pass.
+    let nPure = 0;
+    let best = 0;
+    let bestCount = 0;
+    for (let v = 1; v <= nVars; v++) {
+      if (value[v] !== 0) continue;
+      const p = litCount[2 * v]!;
+      const n = litCount[2 * v + 1]!;
+      if (p > 0 && n === 0) pure[nPure++] = v;
+      else if (n > 0 && p === 0) pure[nPure++] = -v;
+      if (p > bestCount) {
+        bestCount = p;
+        best = v;
+      }
+      if (n > bestCount) {
+        bestCount = n;
+        best = -v;
+      }
+    }
+    if (nPure > 0) {
+      // Pure literals only satisfy clauses: they cannot cause a conflict.
+      for (let i = 0; i < nPure; i++) assign(pure[i]!);
+      continue;
+    }
+    if (decisions >= maxDecisions) {
+      throw new SolverFailure('DPLL decision budget exhausted', { max_decisions: maxDecisions });
+    }
+    decisions++;
+    decisionPos.push(trailLen);
+    decisionFlipped.push(false);
+    const from = trailLen;
+    if (!(assign(best) && propagate(from)) && !backtrack()) return { status: 'UNSAT', work: decisions };
+  }
+}
+
+/**
+ * WalkSAT with noise p: pick a random unsatisfied clause; flip a variable with zero break count if there is one,
+ * otherwise with probability p a random variable of the clause, else the one with the smallest break count
+ * (first in clause order). Random start assignment. Cannot prove UNSAT.
+ */
+function walksat(cnf: Cnf, maxFlips: number, rng: Xoshiro128): Outcome {
+  const { nVars, start, lits } = cnf;
+  const nClauses = start.length - 1;
+  const { occStart, occ } = occurrences(cnf);
+  const value = new Int8Array(nVars + 1);
+  for (let v = 1; v <= nVars; v++) value[v] = rng.uniform() < 0.5 ? 1 : -1;
+  const isTrue = (l: number) => (l > 0 ? value[l] === 1 : value[-l] === -1);
+  const nTrue = new Int32Array(nClauses);
+  const unsat = new Int32Array(nClauses);
+  const unsatPos = new Int32Array(nClauses).fill(-1);
+  let nUnsat = 0;
+  const addUnsat = (c: number) => {
+    unsatPos[c] = nUnsat;
+    unsat[nUnsat++] = c;
+  };
+  const removeUnsat = (c: number) => {
+    const p = unsatPos[c]!;
+    const last = unsat[--nUnsat]!;
+    unsat[p] = last;
+    unsatPos[last] = p;
+    unsatPos[c] = -1;
+  };
+  for (let c = 0; c < nClauses; c++) {
+    for (let i = start[c]!; i < start[c + 1]!; i++) if (isTrue(lits[i]!)) nTrue[c]!++;
+    if (nTrue[c] === 0) addUnsat(c);
+  }
+  /** Clauses that become unsatisfied when v flips: those where v's true literal is the only true one. */
+  const breakCount = (v: number) => {
+    const p = litIndex(value[v] === 1 ? v : -v);
+    let b = 0;
+    for (let k = occStart[p]!; k < occStart[p + 1]!; k++) if (nTrue[occ[k]!] === 1) b++;
+    return b;
+  };
+  const flip = (v: number) => {
+    const oldTrue = litIndex(value[v] === 1 ? v : -v);
+    const newTrue = oldTrue ^ 1;
+    value[v] = value[v] === 1 ? -1 : 1;
+    for (let k = occStart[newTrue]!; k < occStart[newTrue + 1]!; k++) {
+      const c = occ[k]!;
+      if (nTrue[c]!++ === 0) removeUnsat(c);
+    }
+    for (let k = occStart[oldTrue]!; k < occStart[oldTrue + 1]!; k++) {
+      const c = occ[k]!;
+      if (--nTrue[c]! === 0) addUnsat(c);
+    }
+  };
+
+  let flips = 0;
+  while (nUnsat > 0) {
+    if (flips >= maxFlips) {
+      throw new SolverFailure('WalkSAT flip budget exhausted (instance may be unsatisfiable)', { max_flips: maxFlips });
+    }
+    const c = unsat[rng.int(nUnsat)]!;
+    let chosen = 0;
+    let bestBreak = Number.POSITIVE_INFINITY;
+    for (let i = start[c]!; i < start[c + 1]!; i++) {
+      const v = Math.abs(lits[i]!);
+      const b = breakCount(v);
+      if (b < bestBreak) {
+        bestBreak = b;
+        chosen = v;
+      }
+    }
+    if (bestBreak > 0 && rng.uniform() < WALKSAT_NOISE) {
+      chosen = Math.abs(lits[start[c]! + rng.int(start[c + 1]! - start[c]!)]!);
+    }
+    flip(chosen);
+    flips++;
+  }
+  return { status: 'SAT', model: value, work: flips };
+}
+
+/** Separate evaluator for the check: fraction of the original clauses satisfied by the assignment. */
+function satisfiedFraction(clauses: readonly (readonly number[])[], assignment: readonly number[]): number {
+  const truth = new Map<number, boolean>();
+  for (const l of assignment) truth.set(Math.abs(l), l > 0);
+  let satisfied = 0;
+  for (const clause of clauses) {
+    if (clause.some((l) => truth.get(Math.abs(l)) === l > 0)) satisfied++;
+  }
+  return satisfied / clauses.length;
+}
+
+/**
+ * Number of satisfying assignments by exhaustive enumeration, 32 at a time: variables 1 … 5 vary across the bits of
+ * a 32-bit word, variables 6 … n across the word index w. Per clause, the literals on variables 6 … n are true for
+ * the whole word or for none of it (two index masks), and those on variables 1 … 5 give one fixed bit mask.
+ * Clauses are tried shortest first so that words die early.
+ */
+export function countModels(clauses: readonly (readonly number[])[], nVars: number): number {
+  if (nVars > 30) throw new RangeError('countModels: at most 30 variables');
+  const inWord = [0xaaaaaaaa | 0, 0xcccccccc | 0, 0xf0f0f0f0 | 0, 0xff00ff00 | 0, 0xffff0000 | 0];
+  const lowVars = Math.min(nVars, 5);
+  const validMask = lowVars === 5 ? -1 : 2 ** (2 ** lowVars) - 1;
+  const words = 2 ** Math.max(nVars - 5, 0);
+  const ordered = [...clauses].sort((p, q) => p.length - q.length);
+  const m = ordered.length;
+  const lowMask = new Int32Array(m);
+  const highPos = new Int32Array(m);
+  const highNeg = new Int32Array(m);
+  for (let c = 0; c < m; c++) {
+    for (const l of ordered[c]!) {
+      const v = Math.abs(l);
+      if (v <= 5) lowMask[c] |= l > 0 ? inWord[v - 1]! : ~inWord[v - 1]!;
+      else if (l > 0) highPos[c] |= 1 << (v - 6);
+      else highNeg[c] |= 1 << (v - 6);
+    }
+  }
+  let count = 0;
+  for (let w = 0; w < words; w++) {
+    const notW = ~w;
+    let alive = validMask;
+    for (let c = 0; c < m; c++) {
+      if ((w & highPos[c]!) !== 0 || (notW & highNeg[c]!) !== 0) continue; // clause true on the whole word
+      alive &= lowMask[c]!;
+      if (alive === 0) break;
+    }
+    for (let x = alive; x !== 0; x &= x - 1) count++;
+  }
+  return count;
+}
+
+/** Work of one WalkSAT flip: longest clause × most occurrences of a variable (generated: twice the mean). */
+function flipCost(inputs: SatInputs): number {
+  if (!inputs.clauses) return 3 * 2 * Math.ceil((3 * inputs.n_clauses) / inputs.n_vars);
+  const occ = new Int32Array(inputs.n_vars + 1);
+  let longest = 0;
+  for (const clause of inputs.clauses) {
+    longest = Math.max(longest, clause.length);
+    for (const l of clause) occ[Math.abs(l)]!++;
+  }
+  let most = 0;
+  for (let v = 1; v <= inputs.n_vars; v++) most = Math.max(most, occ[v]!);
+  return longest * most;
+}
+
+export const sat: SolverDef<SatInputs> = {
+  id: 'sat',
+  kind: '3-SAT',
+  endpoint: '/api/svc/sat',
+  catalogue: true,
+  modes: ['dpll', 'walksat'],
+  stateful: false,
+  inputs: [
+    { key: 'clauses', unit: '—', default: 'generated', range: '≤ 10000 clauses, each 1 … 10 literals ±(1 … n_vars)' },
+    { key: 'n_vars', unit: '1', default: '50 (or max |literal|)', range: '1 … 1000 (≥ 3 for generated instances)' },
+    { key: 'n_clauses', unit: '1', default: 200, range: '1 … 5000 (generated instances)' },
+    { key: 'method', unit: '—', default: 'dpll', range: 'dpll, walksat' },
+    { key: 'max_decisions', unit: '1', default: 1e6, range: '1 … 1e7 (× literal occurrences ≤ 1e9)' },
+    { key: 'max_flips', unit: '1', default: 1e5, range: '1 … 1e7 (× flip cost ≤ 1e9)' },
+    { key: 'seed', unit: '1', default: 'from inputs', range: 'integer 0 … 2^53−1' },
+  ],
+
+  resolve(raw: unknown): SatInputs {
+    const p = parseInputs(schema, raw);
+    let resolved: SatInputs;
+    if (p.clauses) {
+      let maxVar = 0;
+      for (const clause of p.clauses) for (const l of clause) maxVar = Math.max(maxVar, Math.abs(l));
+      const nVars = p.n_vars ?? maxVar;
+      if (maxVar > nVars) throw new InputError('clauses', `literal ±${maxVar} exceeds n_vars = ${nVars}`, { max: nVars });
+      if (p.n_clauses !== undefined && p.n_clauses !== p.clauses.length) {
+        throw new InputError('n_clauses', 'n_clauses must equal the number of clauses given', p.clauses.length);
+      }
+      resolved = { clauses: p.clauses, n_vars: nVars, n_clauses: p.clauses.length, method: p.method,
+        max_decisions: p.max_decisions, max_flips: p.max_flips };
+    } else {
+      const nVars = p.n_vars ?? 50;
+      if (nVars < 3) throw new InputError('n_vars', 'generated 3-SAT needs at least 3 variables', { min: 3 });
+      resolved = { n_vars: nVars, n_clauses: p.n_clauses ?? 200, method: p.method, max_decisions: p.max_decisions,
+        max_flips: p.max_flips };
+    }
+    if (p.seed !== undefined) resolved.seed = p.seed;
+    if (resolved.method === 'dpll') {
+      // Propagation after one decision may touch every literal occurrence.
+      const occurrencesTotal = resolved.clauses
+        ? resolved.clauses.reduce((s, c) => s + c.length, 0)
+        : 3 * resolved.n_clauses;
+      checkWorkLimit('max_decisions', resolved.max_decisions * occurrencesTotal, WORK_LIMIT);
+    } else {
+      // Each flip computes break counts: clause length × occurrences of each of its variables.
+      checkWorkLimit('max_flips', resolved.max_flips * flipCost(resolved), WORK_LIMIT);
+    }
+    return resolved;
+  },
+
+  run(inputs: SatInputs): SolverOutput {
+    const rng = rngForInputs(inputs);
+    const generated = inputs.clauses === undefined;
+    const clauses = inputs.clauses ?? generateInstance(inputs.n_vars, inputs.n_clauses, rng);
+    const cnf = simplify(clauses, inputs.n_vars);
+    const outcome = inputs.method === 'dpll' ? dpll(cnf, inputs.max_decisions) : walksat(cnf, inputs.max_flips, rng);
+
+    let check: Check;
+    let assignment: number[] = [];
+    if (outcome.status === 'SAT') {
+      for (let v = 1; v <= inputs.n_vars; v++) assignment.push(outcome.model[v] === 1 ? v : -v);
+      check = makeCheck('clause re-evaluation', 'satisfied clause fraction', satisfiedFraction(clauses, assignment), 1);
+    } else if (inputs.n_vars <= MAX_ENUMERATION_VARS) {
+      // Claimed model count 0, compared as (count + 1) so that a single missed model is a 100 % disagreement.
+      const models = countModels(clauses, inputs.n_vars);
+      check = makeCheck('exhaustive enumeration', 'model count + 1', 1, models + 1);
+    } else {
+      assignment = [];
+      check = refuseCheck(
+        makeCheck('exhaustive enumeration', 'enumerated fraction of the assignment space', 0, 1),
+        `UNSAT cannot be certified for n_vars > ${MAX_ENUMERATION_VARS}`,
+      );
+    }
+
+    const outputs: Record<string, unknown> = {
+      status: outcome.status,
+      assignment,
+      n_vars: inputs.n_vars,
+      n_clauses: clauses.length,
+    };
+    if (inputs.method === 'dpll') outputs.decisions = outcome.work;
+    else outputs.flips = outcome.work;
+    if (generated) outputs.clauses = clauses;
+    return {
+      mode: inputs.method,
+      value: outcome.status === 'SAT' ? 1 : 0,
+      unit: '1',
+      output_class: 'scalar',
+      rule8: null,
+      rule8_array: null,
+      outputs,
+      check,
+    };
+  },
+};
