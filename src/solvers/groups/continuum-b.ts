@@ -3,6 +3,7 @@ import type { SolverDef } from '../types.js';
 import { quantumLevels } from '../quantum-levels.js';
 import { acoustic } from '../acoustic.js';
 import { react } from '../react.js';
+import { tumour } from '../tumour.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const solvers: SolverDef<any>[] = [react, quantumLevels, acoustic];
+export const solvers: SolverDef<any>[] = [react, tumour, quantumLevels, acoustic];
