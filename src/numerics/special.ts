@@ -105,3 +105,26 @@ export function lambertW0(x: number): number {
   }
   return w;
 }
+
+/**
+ * Modified Bessel function of the first kind I_n(x) for integer order n (I_{−n} = I_n) and 0 ≤ x ≤ 700, by its
+ * power series I_n(x) = Σ_k (x/2)^{2k+n} / (k! (k+n)!). All terms are positive, so there is no cancellation and
+ * the sum is accurate to a few ulps; the terms peak near k ≈ x/2, so the cost grows linearly with x.
+ */
+export function besselI(n: number, x: number): number {
+  if (!Number.isInteger(n)) throw new RangeError('besselI needs an integer order');
+  if (!(x >= 0 && x <= 700)) throw new RangeError('besselI needs 0 <= x <= 700');
+  const order = Math.abs(n);
+  const half = x / 2;
+  let term = 1; // (x/2)^n / n!
+  for (let j = 1; j <= order; j++) term *= half / j;
+  if (term === 0) return 0;
+  const q = half * half;
+  let sum = term;
+  for (let k = 1; k < 10_000; k++) {
+    term *= q / (k * (k + order));
+    sum += term;
+    if (term < 1e-17 * sum && k > half) break;
+  }
+  return sum;
+}
