@@ -1,5 +1,6 @@
 // One group of solvers, owned by one author at a time; registry.ts assembles the groups.
 import type { SolverDef } from '../types.js';
+import { opt } from '../opt.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const solvers: SolverDef<any>[] = [];
+export const solvers: SolverDef<any>[] = [opt];

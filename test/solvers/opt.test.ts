@@ -1,0 +1,223 @@
+import { describe, expect, it } from 'vitest';
+import { opt } from '../../src/solvers/opt.js';
+import { InputError, SolverFailure } from '../../src/solvers/errors.js';
+import type { Check } from '../../src/solvers/types.js';
+
+function solve(raw: unknown) {
+  return opt.run(opt.resolve(raw));
+}
+
+function expectInputError(raw: unknown, field: string) {
+  try {
+    opt.resolve(raw);
+  } catch (e) {
+    expect(e).toBeInstanceOf(InputError);
+    expect((e as InputError).field).toBe(field);
+    expect((e as InputError).status).toBe(400);
+    return;
+  }
+  throw new Error(`expected InputError on ${field}`);
+}
+
+function expectPerturbedFails(check: Check) {
+  const parts = check.parts ?? [check];
+  for (const p of parts) {
+    const computed = p.computed === 0 ? 1e-2 : p.computed * 1.01;
+    expect(Math.abs(computed - p.reference) / Math.abs(p.reference)).toBeGreaterThan(1e-3);
+  }
+}
+
+/** Cycloid time by plain bisection (a different root finder from the solver's brent). */
+function cycloidReference(X: number, Y: number, g: number): number {
+  const h = (t: number) => (t - Math.sin(t)) / (1 - Math.cos(t)) - X / Y;
+  let lo = 1e-9;
+  let hi = 2 * Math.PI - 1e-9;
+  for (let i = 0; i < 200; i++) {
+    const mid = 0.5 * (lo + hi);
+    if (h(mid) > 0) hi = mid;
+    else lo = mid;
+  }
+  const theta = 0.5 * (lo + hi);
+  const R = Y / (1 - Math.cos(theta));
+  return theta * Math.sqrt(R / g);
+}
+
+describe('opt: rosenbrock', () => {
+  it('defaults: BFGS reaches the known minimiser (1, 1) with f* = 0', () => {
+    const inputs = opt.resolve({});
+    expect(inputs).toEqual({ problem: 'rosenbrock', method: 'bfgs', max_iterations: 10000, gtol: 1e-10, dimension: 2, x0: [-1.2, 1] });
+    const r = opt.run(inputs);
+    expect(r.mode).toBe('rosenbrock');
+    expect(r.unit).toBe('1');
+    expect(r.output_class).toBe('scalar');
+    expect(r.rule8).toBeNull();
+    expect(r.rule8_array).toBeNull();
+    expect(r.value).toBeLessThan(1e-20);
+    const x = r.outputs.x as number[];
+    expect(x).toHaveLength(2);
+    for (const xi of x) expect(Math.abs(xi - 1)).toBeLessThan(1e-9);
+    expect(r.outputs.gradient_norm as number).toBeLessThan(1e-10);
+    expect(r.outputs.iterations as number).toBeGreaterThan(0);
+    expect(r.check.passed).toBe(true);
+    expect(r.check.reference).toBe(1);
+    expect(r.check.rel_error).toBeLessThan(1e-9);
+  });
+
+  it('dimension 10 from the alternating start and a custom 3-D start', () => {
+    for (const raw of [{ dimension: 10 }, { x0: [0.5, -0.3, 2] }]) {
+      const r = solve(raw);
+      const x = r.outputs.x as number[];
+      expect(x).toHaveLength(raw.dimension ?? 3);
+      for (const xi of x) expect(Math.abs(xi - 1)).toBeLessThan(1e-8);
+      expect(r.check.passed).toBe(true);
+    }
+  });
+
+  it('Nelder–Mead in 2-D and 3-D reaches the minimiser', () => {
+    for (const dimension of [2, 3]) {
+      const r = solve({ method: 'nelder_mead', dimension });
+      for (const xi of r.outputs.x as number[]) expect(Math.abs(xi - 1)).toBeLessThan(1e-8);
+      expect(r.value).toBeLessThan(1e-18);
+      expect(r.check.passed).toBe(true);
+    }
+  });
+
+  it('not converged within max_iterations is a SolverFailure (500)', () => {
+    const inputs = opt.resolve({ max_iterations: 5 });
+    expect(() => opt.run(inputs)).toThrow(SolverFailure);
+    try {
+      opt.run(inputs);
+    } catch (e) {
+      expect((e as SolverFailure).status).toBe(500);
+      expect((e as SolverFailure).code).toBe('SVC_SOLVER_ERROR');
+    }
+  });
+});
+
+describe('opt: quadratic', () => {
+  it('default A, b: f* = −½ bᵀA⁻¹b = −431/168', () => {
+    // Solved by hand (substitution): x* = (13/84, 8/21, 59/42), bᵀx* = 431/84.
+    const r = solve({ problem: 'quadratic' });
+    const x = r.outputs.x as number[];
+    expect(x[0]).toBeCloseTo(13 / 84, 11);
+    expect(x[1]).toBeCloseTo(8 / 21, 11);
+    expect(x[2]).toBeCloseTo(59 / 42, 11);
+    expect(r.value).toBeCloseTo(-431 / 168, 12);
+    expect(r.unit).toBe('1');
+    expect(r.check.passed).toBe(true);
+    expect(r.check.reference).toBeCloseTo(-431 / 168, 13);
+  });
+
+  it('a diagonal 2-D system and a 4-D system by BFGS', () => {
+    const r = solve({ problem: 'quadratic', matrix: [[2, 0], [0, 8]], vector: [2, 4] });
+    expect(r.outputs.x as number[]).toHaveLength(2);
+    expect((r.outputs.x as number[])[0]).toBeCloseTo(1, 10);
+    expect((r.outputs.x as number[])[1]).toBeCloseTo(0.5, 10);
+    expect(r.value).toBeCloseTo(-2, 12);
+    expect(r.check.passed).toBe(true);
+
+    // Tridiagonal [2, −1] (1-D Laplacian), b = (1, 0, 0, 1): x* = (1, 1, 1, 1), f* = −1.
+    const lap = [
+      [2, -1, 0, 0],
+      [-1, 2, -1, 0],
+      [0, -1, 2, -1],
+      [0, 0, -1, 2],
+    ];
+    const r2 = solve({ problem: 'quadratic', matrix: lap, vector: [1, 0, 0, 1] });
+    for (const xi of r2.outputs.x as number[]) expect(xi).toBeCloseTo(1, 10);
+    expect(r2.value).toBeCloseTo(-1, 12);
+    expect(r2.check.passed).toBe(true);
+  });
+
+  it('Nelder–Mead with a reachable gtol; at gtol 1e-10 f cannot resolve further and it is a 500', () => {
+    const r = solve({ problem: 'quadratic', matrix: [[2, 0], [0, 8]], vector: [2, 4], method: 'nelder_mead', gtol: 1e-6 });
+    expect(r.value).toBeCloseTo(-2, 10);
+    expect(r.check.passed).toBe(true);
+    expect(() => solve({ problem: 'quadratic', method: 'nelder_mead' })).toThrow(SolverFailure);
+  });
+
+  it('b = 0 cannot be certified relatively: refused check', () => {
+    const r = solve({ problem: 'quadratic', matrix: [[1, 0], [0, 1]], vector: [0, 0] });
+    expect(r.value).toBe(0);
+    expect(r.check.passed).toBe(false);
+    expect(r.check.refused).toMatch(/b = 0/);
+  });
+});
+
+describe('opt: brachistochrone', () => {
+  it('defaults: discrete descent time just above the cycloid time (X = Y = 1 m)', () => {
+    const inputs = opt.resolve({ problem: 'brachistochrone' });
+    expect(inputs).toEqual({
+      problem: 'brachistochrone', method: 'bfgs', max_iterations: 10000, gtol: 1e-10,
+      horizontal_m: 1, drop_m: 1, gravity_m_s2: 9.80665, segments: 50,
+    });
+    const r = opt.run(inputs);
+    const tStar = cycloidReference(1, 1, 9.80665);
+    expect(tStar).toBeCloseTo(0.5829954, 6);
+    expect(r.unit).toBe('s');
+    // Any polyline is an admissible curve, so it cannot beat the cycloid.
+    expect(r.value).toBeGreaterThan(tStar);
+    expect((r.value - tStar) / tStar).toBeLessThan(1e-4);
+    expect(r.check.passed).toBe(true);
+    expect(r.check.reference).toBeCloseTo(tStar, 12);
+    const heights = r.outputs.x as number[];
+    const axis = r.outputs.node_x_m as number[];
+    expect(heights).toHaveLength(49);
+    expect(axis).toHaveLength(49);
+    for (const y of heights) expect(y).toBeLessThan(0);
+    expect(r.outputs.gradient_norm as number).toBeLessThan(1e-10);
+  });
+
+  it('a long shallow track (X/Y = 10) dips below the end point; a steep one (X/Y = 0.1)', () => {
+    const shallow = solve({ problem: 'brachistochrone', horizontal_m: 10, drop_m: 1 });
+    const tShallow = cycloidReference(10, 1, 9.80665);
+    expect(Math.abs(shallow.value - tShallow) / tShallow).toBeLessThan(1e-3);
+    expect(shallow.value).toBeGreaterThan(tShallow);
+    expect(Math.min(...(shallow.outputs.x as number[]))).toBeLessThan(-1);
+    expect(shallow.check.passed).toBe(true);
+
+    const steep = solve({ problem: 'brachistochrone', horizontal_m: 0.5, drop_m: 5, gravity_m_s2: 3.71, segments: 80 });
+    const tSteep = cycloidReference(0.5, 5, 3.71);
+    expect(Math.abs(steep.value - tSteep) / tSteep).toBeLessThan(1e-4);
+    expect(steep.check.passed).toBe(true);
+  });
+});
+
+describe('opt: input validation', () => {
+  it('rejects unknown keys, wrong types, out-of-range values and keys of another problem', () => {
+    expectInputError({ bogus: 1 }, 'bogus');
+    expectInputError({ problem: 5 }, 'problem');
+    expectInputError({ problem: 'knapsack' }, 'problem');
+    expectInputError({ dimension: 51 }, 'dimension');
+    expectInputError({ dimension: 1 }, 'dimension');
+    expectInputError({ dimension: 3, x0: [1, 2] }, 'x0');
+    expectInputError({ segments: 50 }, 'segments');
+    expectInputError({ problem: 'quadratic', matrix: [[1, 2], [2, 1]], vector: [1, 1] }, 'matrix');
+    expectInputError({ problem: 'quadratic', matrix: [[1, 0.5], [0.4, 1]], vector: [1, 1] }, 'matrix.1.0');
+    expectInputError({ problem: 'quadratic', matrix: [[1, 0], [0, 1]], vector: [1, 1, 1] }, 'vector');
+    expectInputError({ problem: 'brachistochrone', method: 'nelder_mead' }, 'method');
+    expectInputError({ problem: 'brachistochrone', horizontal_m: 20, drop_m: 1 }, 'horizontal_m');
+    expectInputError({ problem: 'brachistochrone', segments: 9 }, 'segments');
+    expectInputError({ gtol: 0 }, 'gtol');
+  });
+
+  it('work limit: unknowns² × max_iterations', () => {
+    expectInputError({ problem: 'brachistochrone', segments: 400, max_iterations: 100000 }, 'max_iterations');
+    expect(() => opt.resolve({ problem: 'brachistochrone', segments: 400 })).not.toThrow();
+  });
+});
+
+describe('opt: determinism and the gate', () => {
+  it('two runs give identical bits', () => {
+    for (const raw of [{}, { problem: 'quadratic' }, { problem: 'brachistochrone' }]) {
+      const a = solve(raw);
+      const b = solve(raw);
+      expect(Object.is(a.value, b.value)).toBe(true);
+      expect(JSON.stringify(a.outputs)).toBe(JSON.stringify(b.outputs));
+    }
+  });
+
+  it('a 1 % error in the compared quantity fails the gate', () => {
+    for (const raw of [{}, { problem: 'quadratic' }, { problem: 'brachistochrone' }]) expectPerturbedFails(solve(raw).check);
+  });
+});
