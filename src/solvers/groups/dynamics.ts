@@ -5,6 +5,7 @@ import { lorenz } from '../lorenz.js';
 import { epi } from '../epi.js';
 import { predatorPrey } from '../predator-prey.js';
 import { blackhole } from '../blackhole.js';
+import { kalman } from '../kalman.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const solvers: SolverDef<any>[] = [lorenz, epi, predatorPrey, blackhole];
+export const solvers: SolverDef<any>[] = [lorenz, epi, predatorPrey, blackhole, kalman];

@@ -1,0 +1,154 @@
+import { describe, expect, it } from 'vitest';
+import { kalman, type KalmanState } from '../../src/solvers/kalman.js';
+import { InputError } from '../../src/solvers/errors.js';
+import type { Check } from '../../src/solvers/types.js';
+
+function expectInputError(fn: () => unknown, field: string): void {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(InputError);
+    expect((e as InputError).field).toBe(field);
+    return;
+  }
+  throw new Error('expected InputError');
+}
+
+function perturbedErrors(check: Check): number[] {
+  const parts = check.parts ?? [check];
+  return parts.map((p) => Math.abs(p.computed * 1.01 - p.reference) / Math.abs(p.reference));
+}
+
+/** Kalata: λ = σ_a T²/σ_v → optimal steady α (position gain). */
+function kalataAlpha(sigmaA: number, T: number, sigmaV: number): number {
+  const l = (sigmaA * T * T) / sigmaV;
+  return -(l * l + 8 * l - (l + 4) * Math.sqrt(l * l + 8 * l)) / 8;
+}
+
+describe('kalman', () => {
+  it('defaults (constant velocity): σ_x matches √(α)σ_v; the gains satisfy β = 2(2 − α) − 4√(1 − α)', () => {
+    const inputs = kalman.resolve({});
+    expect(inputs).toEqual({
+      model: 'constant_velocity',
+      dt_s: 1,
+      accel_noise_m_s2: 0.5,
+      process_noise_m2: 1,
+      measurement_noise_m: 10,
+      steps: 200,
+      true_x0_m: 0,
+      true_v0_m_s: 10,
+    });
+    const out = kalman.run(inputs);
+    expect(out.check.passed).toBe(true);
+    expect(out.check.rel_error).toBeLessThan(1e-12);
+    const alpha = kalataAlpha(0.5, 1, 10);
+    expect(Math.abs(out.value - Math.sqrt(alpha) * 10) / out.value).toBeLessThan(1e-12);
+    // Piecewise-constant white acceleration (Kalata; Bar-Shalom et al.): the optimal steady gains obey
+    // β = 2(2 − α) − 4√(1 − α) and λ² = β²/(1 − α), velocity gain = β/T.
+    const [ka, kb] = out.outputs.gain as number[];
+    expect(Math.abs(ka! - alpha)).toBeLessThan(1e-12);
+    expect(Math.abs(kb! - (2 * (2 - alpha) - 4 * Math.sqrt(1 - alpha)))).toBeLessThan(1e-12);
+    expect(Math.abs(kb! ** 2 / (1 - ka!) - 0.05 ** 2)).toBeLessThan(1e-12);
+    expect(out.unit).toBe('m');
+    expect(out.mode).toBe('constant_velocity');
+    expect(out.output_class).toBe('profile');
+    expect(out.rule8_array).toBe('estimate');
+    const est = out.outputs.estimate as { t_s: number[]; x_m: number[]; v_m_s: number[] };
+    expect(est.t_s.length).toBe(200);
+    expect(est.x_m).toEqual(out.rule8);
+    expect(est.v_m_s.length).toBe(200);
+    expect((out.outputs.measurements as { z_m: number[] }).z_m.length).toBe(200);
+    // Filtering beats the raw measurement noise.
+    expect(out.outputs.rmse_m as number).toBeLessThan(10);
+    const st = out.state as KalmanState;
+    expect(st.x).toHaveLength(2);
+    expect(Math.sqrt(st.P[0]![0]!)).toBe(out.value);
+  });
+
+  it('random walk: P matches the scalar Riccati closed form', () => {
+    for (const [q, sv] of [
+      [1, 10],
+      [0.01, 3],
+      [25, 1],
+    ] as const) {
+      const out = kalman.run(kalman.resolve({ model: 'random_walk', process_noise_m2: q, measurement_noise_m: sv }));
+      expect(out.check.passed).toBe(true);
+      const r = sv * sv;
+      const prior = (q + Math.sqrt(q * q + 4 * q * r)) / 2;
+      const expected = Math.sqrt((prior * r) / (prior + r));
+      expect(Math.abs(out.value - expected) / expected).toBeLessThan(1e-5);
+      // Steady gain of the scalar filter: K = P⁻/(P⁻ + R).
+      expect(Math.abs((out.outputs.gain as number[])[0]! - prior / (prior + r))).toBeLessThan(1e-5);
+      expect(out.mode).toBe('random_walk');
+    }
+  });
+
+  it('constant velocity at other settings (fast sampling, large noise)', () => {
+    const out = kalman.run(kalman.resolve({ accel_noise_m_s2: 5, dt_s: 0.1, measurement_noise_m: 2, steps: 400 }));
+    expect(out.check.passed).toBe(true);
+    expect(Math.abs(out.value - Math.sqrt(kalataAlpha(5, 0.1, 2)) * 2) / out.value).toBeLessThan(1e-6);
+  });
+
+  it('given noiseless measurements of a straight track: the estimate follows it, rmse is absent', () => {
+    const steps = 300;
+    const measurements = Array.from({ length: steps }, (_, k) => 5 + 3 * (k + 1));
+    const out = kalman.run(kalman.resolve({ measurements }));
+    expect(out.check.passed).toBe(true);
+    expect(out.outputs.rmse_m).toBeUndefined();
+    const st = out.state as KalmanState;
+    expect(Math.abs(st.x[0]! - (5 + 3 * steps))).toBeLessThan(1e-6);
+    expect(Math.abs(st.x[1]! - 3)).toBeLessThan(1e-6);
+  });
+
+  it('too few steps to converge: the check refuses', () => {
+    const out = kalman.run(kalman.resolve({ steps: 10 }));
+    expect(out.check.passed).toBe(false);
+    expect(out.check.refused).toMatch(/raise steps/);
+  });
+
+  it('rejects bad inputs with the right field', () => {
+    expectInputError(() => kalman.resolve({ gain: 1 }), 'gain');
+    expectInputError(() => kalman.resolve({ model: 'ekf' }), 'model');
+    expectInputError(() => kalman.resolve({ dt_s: 0 }), 'dt_s');
+    expectInputError(() => kalman.resolve({ measurement_noise_m: 'big' }), 'measurement_noise_m');
+    expectInputError(() => kalman.resolve({ steps: 5 }), 'steps');
+    expectInputError(() => kalman.resolve({ steps: 200_000 }), 'steps');
+    expectInputError(() => kalman.resolve({ steps: 20, measurements: Array(30).fill(1) }), 'measurements');
+    expectInputError(() => kalman.resolve({ measurements: [1, 'x', 3] }), 'measurements.1');
+    expectInputError(() => kalman.resolve({ seed: -1 }), 'seed');
+    const cv = kalman.resolve({});
+    expectInputError(() => kalman.resolveState!({ x: [0], P: [[1]] }, cv), 'initialState');
+    expectInputError(() => kalman.resolveState!({ x: [0, 0], P: [[1, 2], [2, 1]] }, cv), 'initialState');
+  });
+
+  it('is deterministic; the seed changes the synthesized data but not the covariance', () => {
+    const a = kalman.run(kalman.resolve({}));
+    const b = kalman.run(kalman.resolve({}));
+    expect(Object.is(a.value, b.value)).toBe(true);
+    expect(JSON.stringify(a.outputs)).toBe(JSON.stringify(b.outputs));
+    const c = kalman.run(kalman.resolve({ seed: 7 }));
+    expect(Object.is(c.value, a.value)).toBe(true);
+    expect(c.outputs.rmse_m).not.toBe(a.outputs.rmse_m);
+  });
+
+  it('two half runs over given measurements equal one whole run bit for bit', () => {
+    for (const model of ['constant_velocity', 'random_walk'] as const) {
+      const synthesized = kalman.run(kalman.resolve({ model, steps: 400 }));
+      const z = (synthesized.outputs.measurements as { z_m: number[] }).z_m; // 400 ≤ 512 samples: all kept
+      expect(z).toHaveLength(400);
+      const whole = kalman.run(kalman.resolve({ model, measurements: z }));
+      const firstInputs = kalman.resolve({ model, measurements: z.slice(0, 200) });
+      const first = kalman.run(firstInputs);
+      const secondInputs = kalman.resolve({ model, measurements: z.slice(200) });
+      const state = kalman.resolveState!(JSON.parse(JSON.stringify(first.state)), secondInputs);
+      const second = kalman.run(secondInputs, state);
+      expect(second.state).toEqual(whole.state);
+      expect(Object.is(second.value, whole.value)).toBe(true);
+    }
+  });
+
+  it('a 1 % error in the computed quantity fails the gate', () => {
+    const out = kalman.run(kalman.resolve({}));
+    for (const e of perturbedErrors(out.check)) expect(e).toBeGreaterThan(1e-3);
+  });
+});
