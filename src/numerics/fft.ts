@@ -153,8 +153,102 @@ export class Fft2d {
 
   private transform(re: Float64Array, im: Float64Array, inverse: boolean): void {
     const { nx, ny } = this;
-    for (let j = 0; j < ny; j++) fftStrided(this.planX, re, im, j * nx, 1, inverse);
-    for (let i = 0; i < nx; i++) fftStrided(this.planY, re, im, i, nx, inverse);
+    this.rows(re, im, inverse);
+    this.columns(re, im, inverse);
+  }
+
+  /** All row transforms at once (inner loop over the rows, stride nx); same butterflies and order as fftStrided. */
+  private rows(re: Float64Array, im: Float64Array, inverse: boolean): void {
+    const { nx, ny } = this;
+    const size2 = nx * ny;
+    const { bitReverse, cos, sin } = this.planX;
+    for (let i = 0; i < nx; i++) {
+      const r = bitReverse[i]!;
+      if (i < r) {
+        for (let a = i, b = r; a < size2; a += nx, b += nx) {
+          const tr = re[a]!;
+          re[a] = re[b]!;
+          re[b] = tr;
+          const ti = im[a]!;
+          im[a] = im[b]!;
+          im[b] = ti;
+        }
+      }
+    }
+    const sign = inverse ? 1 : -1;
+    for (let size = 2; size <= nx; size <<= 1) {
+      const half = size >>> 1;
+      const tableStep = nx / size;
+      for (let k = 0; k < half; k++) {
+        const wr = cos[k * tableStep]!;
+        const wi = sign * sin[k * tableStep]!;
+        for (let start = 0; start < nx; start += size) {
+          for (let a = start + k, b = a + half; a < size2; a += nx, b += nx) {
+            const br = re[b]!;
+            const bi = im[b]!;
+            const tr = wr * br - wi * bi;
+            const ti = wr * bi + wi * br;
+            const ar = re[a]!;
+            const ai = im[a]!;
+            re[b] = ar - tr;
+            im[b] = ai - ti;
+            re[a] = ar + tr;
+            im[a] = ai + ti;
+          }
+        }
+      }
+    }
+  }
+
+  /**
+   * All column transforms at once: the same radix-2 butterflies as fftStrided, applied to whole rows, so the inner
+   * loop runs contiguously over x (the per-column arithmetic and its order are unchanged).
+   */
+  private columns(re: Float64Array, im: Float64Array, inverse: boolean): void {
+    const { nx, ny } = this;
+    const { bitReverse, cos, sin } = this.planY;
+    for (let j = 0; j < ny; j++) {
+      const r = bitReverse[j]!;
+      if (j < r) {
+        const a = j * nx;
+        const b = r * nx;
+        for (let i = 0; i < nx; i++) {
+          const tr = re[a + i]!;
+          re[a + i] = re[b + i]!;
+          re[b + i] = tr;
+          const ti = im[a + i]!;
+          im[a + i] = im[b + i]!;
+          im[b + i] = ti;
+        }
+      }
+    }
+    const sign = inverse ? 1 : -1;
+    for (let size = 2; size <= ny; size <<= 1) {
+      const half = size >>> 1;
+      const tableStep = ny / size;
+      for (let k = 0; k < half; k++) {
+        const wr = cos[k * tableStep]!;
+        const wi = sign * sin[k * tableStep]!;
+        for (let start = 0; start < ny; start += size) {
+          const a0 = (start + k) * nx;
+          const b0 = a0 + half * nx;
+          for (let i = 0; i < nx; i++) {
+            const a = a0 + i;
+            const b = b0 + i;
+            const br = re[b]!;
+            const bi = im[b]!;
+            const tr = wr * br - wi * bi;
+            const ti = wr * bi + wi * br;
+            const ar = re[a]!;
+            const ai = im[a]!;
+            re[b] = ar - tr;
+            im[b] = ai - ti;
+            re[a] = ar + tr;
+            im[a] = ai + ti;
+          }
+        }
+      }
+    }
   }
 
   /**

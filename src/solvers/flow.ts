@@ -25,7 +25,7 @@ const schema = z.strictObject({
   velocity_m_s: numIn(1e-6, 1e3).optional(),
   viscosity_m2_s: numIn(1e-7, 10).optional(),
   t_end_s: positive().optional(),
-  n: z.union([z.literal(16), z.literal(32), z.literal(64), z.literal(128)]).optional(),
+  n: z.literal([16, 32, 64, 128]).optional(),
   cfl: numIn(0.05, 1).optional(),
   wavenumber: z.number().int().min(1).max(16).optional(),
 });

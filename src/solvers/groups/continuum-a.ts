@@ -3,6 +3,7 @@ import type { SolverDef } from '../types.js';
 import { heat } from '../heat.js';
 import { wave } from '../wave.js';
 import { flow } from '../flow.js';
+import { climate } from '../climate.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const solvers: SolverDef<any>[] = [heat, wave, flow];
+export const solvers: SolverDef<any>[] = [heat, wave, flow, climate];
