@@ -78,12 +78,21 @@ export function editDistance(a: string, b: string): number {
   return prev[b.length]!;
 }
 
-/** Candidates sorted by case-insensitive edit distance to `name`; ties keep the candidates' order. */
+/**
+ * Candidates sorted by case-insensitive edit distance to `name`, where a candidate is also measured by its
+ * prefix of the same length as `name` (so an abbreviation such as 'thermo' or 'MECH_KIN' finds its target
+ * instead of the shortest unrelated word); ties by the full distance, then the candidates' order.
+ */
 function rankBySimilarity(name: string, candidates: readonly string[]): string[] {
   const target = name.toUpperCase();
   return candidates
-    .map((c, index) => ({ c, index, d: editDistance(target, c.toUpperCase()) }))
-    .sort((x, y) => x.d - y.d || x.index - y.index)
+    .map((c, index) => {
+      const upper = c.toUpperCase();
+      const full = editDistance(target, upper);
+      const prefix = target.length < upper.length ? editDistance(target, upper.slice(0, target.length)) : full;
+      return { c, index, d: Math.min(full, prefix), full };
+    })
+    .sort((x, y) => x.d - y.d || x.full - y.full || x.index - y.index)
     .map((x) => x.c);
 }
 
