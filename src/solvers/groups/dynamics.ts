@@ -7,6 +7,7 @@ import { predatorPrey } from '../predator-prey.js';
 import { blackhole } from '../blackhole.js';
 import { kalman } from '../kalman.js';
 import { action } from '../action.js';
+import { multibody } from '../multibody.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const solvers: SolverDef<any>[] = [action, lorenz, epi, predatorPrey, blackhole, kalman];
+export const solvers: SolverDef<any>[] = [action, lorenz, epi, multibody, predatorPrey, kalman, blackhole];

@@ -1,0 +1,131 @@
+import { describe, expect, it } from 'vitest';
+import { multibody, type Body, type MultibodyState } from '../../src/solvers/multibody.js';
+import { InputError } from '../../src/solvers/errors.js';
+import type { Check } from '../../src/solvers/types.js';
+
+function expectInputError(fn: () => unknown, field: string): void {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(InputError);
+    expect((e as InputError).field).toBe(field);
+    return;
+  }
+  throw new Error('expected InputError');
+}
+
+function perturbedErrors(check: Check): number[] {
+  const parts = check.parts ?? [check];
+  return parts.map((p) => Math.abs(p.computed * 1.01 - p.reference) / Math.abs(p.reference));
+}
+
+const G = 6.6743e-11;
+const M_SUN = 1.98847e30;
+const M_EARTH = 5.9722e24;
+const A_EARTH = 1.495978707e11;
+
+function separation(bodies: Body[], i: number, j: number): number {
+  const a = bodies[i]!.position_m;
+  const b = bodies[j]!.position_m;
+  return Math.hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
+}
+
+describe('multibody', () => {
+  it('defaults (Sun–Earth–Moon, one Julian year): energy and angular momentum conserved', () => {
+    const inputs = multibody.resolve({});
+    expect(inputs).toEqual({ preset: 'sun_earth_moon', t_end_s: 3.15576e7, dt_s: 3600, G });
+    const out = multibody.run(inputs);
+    expect(out.check.passed).toBe(true);
+    expect(out.check.parts).toHaveLength(2);
+    expect(out.check.rel_error).toBeLessThan(1e-7);
+    expect(out.unit).toBe('J');
+    expect(out.mode).toBeNull();
+    expect(out.output_class).toBe('profile');
+    expect(out.rule8_array).toBe('trajectories');
+    expect((out.rule8 as number[]).length).toBe(512);
+    const traj = out.outputs.trajectories as { t_s: number[]; bodies: { x_m: number[] }[] };
+    expect(traj.t_s.length).toBe(512);
+    expect(traj.bodies).toHaveLength(3);
+    for (const b of traj.bodies) expect(b.x_m.length).toBe(512);
+    expect((out.outputs.energy_series as { E_J: number[] }).E_J.length).toBe(512);
+    expect(out.outputs.orbital_period_s).toBeNull();
+    // The Moon stays bound to Earth all year: its distance stays near 3.844e8 m.
+    const end = (out.state as MultibodyState).bodies;
+    expect(Math.abs(separation(end, 1, 2) / 3.844e8 - 1)).toBeLessThan(0.05);
+    // Total energy ≈ Sun–(Earth+Moon) orbit −G M☉ m/(2a) plus the Earth–Moon binding −G m⊕ m☾/(2d).
+    const approx = (-G * M_SUN * (M_EARTH + 7.342e22)) / (2 * A_EARTH) - (G * M_EARTH * 7.342e22) / (2 * 3.844e8);
+    expect(Math.abs(out.value / approx - 1)).toBeLessThan(1e-3);
+  });
+
+  it('Sun–Earth: E = −G M m/(2a) exactly, Kepler period, return to perihelion', () => {
+    const out = multibody.run(multibody.resolve({ preset: 'sun_earth' }));
+    expect(out.check.passed).toBe(true);
+    const energy = (-G * M_SUN * M_EARTH) / (2 * A_EARTH);
+    expect(Math.abs(out.value / energy - 1)).toBeLessThan(1e-8);
+    const period = 2 * Math.PI * Math.sqrt(A_EARTH ** 3 / (G * (M_SUN + M_EARTH)));
+    expect(Math.abs((out.outputs.orbital_period_s as number) / period - 1)).toBeLessThan(1e-12);
+
+    const back = multibody.run(multibody.resolve({ preset: 'sun_earth', t_end_s: period, dt_s: period / 20000 }));
+    expect(back.check.passed).toBe(true);
+    const bodies = (back.state as MultibodyState).bodies;
+    expect(Math.abs(separation(bodies, 0, 1) / 1.47098e11 - 1)).toBeLessThan(1e-7);
+  });
+
+  it('custom bodies: an equal-mass circular binary keeps its separation and returns after one period', () => {
+    const m = 1e30;
+    const d = 1e11;
+    const v = Math.sqrt((G * m) / (2 * d));
+    const bodies: Body[] = [
+      { mass_kg: m, position_m: [-d / 2, 0, 0], velocity_m_s: [0, -v, 0] },
+      { mass_kg: m, position_m: [d / 2, 0, 0], velocity_m_s: [0, v, 0] },
+    ];
+    const period = 2 * Math.PI * Math.sqrt(d ** 3 / (2 * G * m));
+    const out = multibody.run(multibody.resolve({ bodies, t_end_s: period, dt_s: period / 5000 }));
+    expect(out.check.passed).toBe(true);
+    expect(Math.abs(out.value / ((-G * m * m) / (2 * d)) - 1)).toBeLessThan(1e-12);
+    expect(Math.abs((out.outputs.orbital_period_s as number) / period - 1)).toBeLessThan(1e-12);
+    const end = (out.state as MultibodyState).bodies;
+    expect(Math.abs(end[1]!.position_m[0] - d / 2) / d).toBeLessThan(1e-6);
+    // Leapfrog's phase lag per orbit is O((ωh)²) ≈ 1e-6 here.
+    expect(Math.abs(end[1]!.position_m[1]) / d).toBeLessThan(1e-5);
+  });
+
+  it('rejects bad inputs with the right field', () => {
+    expectInputError(() => multibody.resolve({ softening: 1 }), 'softening');
+    expectInputError(() => multibody.resolve({ preset: 'jupiter' }), 'preset');
+    expectInputError(() => multibody.resolve({ dt_s: 0 }), 'dt_s');
+    expectInputError(() => multibody.resolve({ G: 'big' }), 'G');
+    const one = [{ mass_kg: 1, position_m: [0, 0, 0], velocity_m_s: [0, 0, 0] }];
+    expectInputError(() => multibody.resolve({ bodies: one }), 'bodies');
+    expectInputError(
+      () => multibody.resolve({ bodies: [...one, { mass_kg: 1, position_m: [1, 0], velocity_m_s: [0, 0, 0] }] }),
+      'bodies.1.position_m',
+    );
+    // Work limit: 9 × 3.16e7 steps > 2e8.
+    expectInputError(() => multibody.resolve({ dt_s: 1 }), 'dt_s');
+    expectInputError(() => multibody.resolveState!({ bodies: one, t_s: 0 }, multibody.resolve({})), 'initialState');
+  });
+
+  it('is deterministic', () => {
+    const a = multibody.run(multibody.resolve({ t_end_s: 1e6 }));
+    const b = multibody.run(multibody.resolve({ t_end_s: 1e6 }));
+    expect(Object.is(a.value, b.value)).toBe(true);
+    expect(JSON.stringify(a.outputs)).toBe(JSON.stringify(b.outputs));
+  });
+
+  it('two half runs equal one whole run bit for bit', () => {
+    const whole = multibody.run(multibody.resolve({}));
+    const half = multibody.resolve({ t_end_s: 3.15576e7 / 2 });
+    const first = multibody.run(half);
+    const state = multibody.resolveState!(JSON.parse(JSON.stringify(first.state)), half);
+    const second = multibody.run(half, state);
+    expect(second.state).toEqual(whole.state);
+    expect(Object.is(second.value, whole.value)).toBe(true);
+    expect(second.check.passed).toBe(true);
+  });
+
+  it('a 1 % error in the computed quantities fails the gate', () => {
+    const out = multibody.run(multibody.resolve({}));
+    for (const e of perturbedErrors(out.check)) expect(e).toBeGreaterThan(1e-3);
+  });
+});
