@@ -491,6 +491,13 @@ describe('published anchors', () => {
       const parity = v.spot * Math.exp(-v.dividend_yield * v.maturity_years) - v.strike * Math.exp(-v.rate * v.maturity_years);
       expectRel(ev('FIN_BLACK_SCHOLES_CALL', req) - ev('FIN_BLACK_SCHOLES_PUT', req), parity, 1e-12);
     }
+    // σ√T = 0: the discounted intrinsic value of the forward (the limit the shared closed form returns).
+    expectRel(ev('FIN_BLACK_SCHOLES_CALL', { volatility: 0 }), 100 - 100 * Math.exp(-0.05), 1e-14);
+    expect(ev('FIN_BLACK_SCHOLES_PUT', { volatility: 0 })).toBe(0);
+    expect(ev('FIN_BLACK_SCHOLES_PUT', { maturity_years: 0, spot: 90 })).toBe(10);
+    expect(op('FIN_BLACK_SCHOLES_CALL').equation({ volatility: 0 }, ev('FIN_BLACK_SCHOLES_CALL', { volatility: 0 }))).toContain(
+      'C = max(S e^(-qT) - K e^(-rT), 0) (σ sqrt(T) = 0) = max(100 USD · e^(-0 · 1) - 100 USD · e^(-0.05 · 1), 0)',
+    );
     expect(ev('FIN_ANNUITY_PAYMENT')).toBeCloseTo(954.83, 2); // $200k, 30 y, 4 %
     expect(ev('FIN_ANNUITY_PAYMENT', { principal: 1200, rate: 0, years: 1 })).toBe(100); // zero-rate limit P/N
     expect(ev('FIN_COMPOUND_INTEREST')).toBeCloseTo(1647.01, 2);

@@ -33,7 +33,10 @@ export const MECH_PENDULUM_PERIOD = defineOperator({
   formula: 'T = 2π√(L/g)',
   unit: 's',
   inputs: [['length_m', 'm', 1], ['gravity_m_s2', 'm/s^2', G0]],
-  compute: (v, g) => 2 * Math.PI * g.sqrt(g.div(v.length_m!, v.gravity_m_s2!, 'gravity_m_s2'), negKey(v, 'length_m', 'gravity_m_s2')),
+  compute: (v, g) => {
+    const ratio = g.div(v.length_m!, v.gravity_m_s2!, 'gravity_m_s2');
+    return 2 * Math.PI * g.sqrt(ratio, negKey(v, 'length_m', 'gravity_m_s2'));
+  },
   equation: (v, r) =>
     `T = 2π sqrt(L/g) = 2π · sqrt(${q(v.length_m!, 'm')} / ${q(v.gravity_m_s2!, 'm/s^2')}) = ${res(r, 's')}`,
 });
@@ -44,8 +47,10 @@ export const MECH_SPRING_PERIOD = defineOperator({
   formula: 'T = 2π√(m/k)',
   unit: 's',
   inputs: [['mass_kg', 'kg', 1], ['spring_constant_N_m', 'N/m', 1]],
-  compute: (v, g) =>
-    2 * Math.PI * g.sqrt(g.div(v.mass_kg!, v.spring_constant_N_m!, 'spring_constant_N_m'), negKey(v, 'mass_kg', 'spring_constant_N_m')),
+  compute: (v, g) => {
+    const ratio = g.div(v.mass_kg!, v.spring_constant_N_m!, 'spring_constant_N_m');
+    return 2 * Math.PI * g.sqrt(ratio, negKey(v, 'mass_kg', 'spring_constant_N_m'));
+  },
   equation: (v, r) =>
     `T = 2π sqrt(m/k) = 2π · sqrt(${q(v.mass_kg!, 'kg')} / ${q(v.spring_constant_N_m!, 'N/m')}) = ${res(r, 's')}`,
 });
@@ -71,7 +76,8 @@ export const MECH_ORBITAL_PERIOD = defineOperator({
   inputs: [['semi_major_axis_m', 'm', 1.495978707e11], ['central_mass_kg', 'kg', 1.98847e30]],
   compute: (v, g) => {
     const a = v.semi_major_axis_m!;
-    return 2 * Math.PI * g.sqrt(g.div(a * a * a, G_NEWTON * v.central_mass_kg!, 'central_mass_kg'), negKey(v, 'semi_major_axis_m', 'central_mass_kg'));
+    const ratio = g.div(a * a * a, G_NEWTON * v.central_mass_kg!, 'central_mass_kg');
+    return 2 * Math.PI * g.sqrt(ratio, negKey(v, 'semi_major_axis_m', 'central_mass_kg'));
   },
   equation: (v, r) =>
     `T = 2π sqrt(a^3/(G M)) = 2π · sqrt(${pw(v.semi_major_axis_m!, 'm', 3)} / (${num(G_NEWTON)} ${G_UNIT} · ` +
@@ -84,7 +90,10 @@ export const MECH_ESCAPE_VELOCITY = defineOperator({
   formula: 'v = √(2GM/r)',
   unit: 'm/s',
   inputs: [['central_mass_kg', 'kg', 5.9722e24], ['radius_m', 'm', 6.371e6]],
-  compute: (v, g) => g.sqrt(g.div(2 * G_NEWTON * v.central_mass_kg!, v.radius_m!, 'radius_m'), negKey(v, 'central_mass_kg', 'radius_m')),
+  compute: (v, g) => {
+    const ratio = g.div(2 * G_NEWTON * v.central_mass_kg!, v.radius_m!, 'radius_m');
+    return g.sqrt(ratio, negKey(v, 'central_mass_kg', 'radius_m'));
+  },
   equation: (v, r) =>
     `v = sqrt(2 G M / r) = sqrt(2 · ${num(G_NEWTON)} ${G_UNIT} · ${q(v.central_mass_kg!, 'kg')} / ` +
     `${q(v.radius_m!, 'm')}) = ${res(r, 'm/s')}`,
