@@ -25,9 +25,26 @@ export class Counters {
     return { type: 'put', sub: this.sub, key: name, value: next };
   }
 
+  /** Reserve in memory only (e.g. a day quota slot taken before the work); persist with persistOp at seal time. */
+  reserve(name: string, delta = 1): number {
+    const next = this.get(name) + delta;
+    this.values.set(name, next);
+    return next;
+  }
+
+  /** The op that persists a counter's current in-memory value. */
+  persistOp(name: string): Op {
+    return { type: 'put', sub: this.sub, key: name, value: this.get(name) };
+  }
+
   /** Undo in-memory increments whose batch failed. */
   revert(name: string, delta: number): void {
     this.values.set(name, this.get(name) - delta);
+  }
+
+  /** Counters whose name starts with prefix, sorted by name. */
+  withPrefix(prefix: string): [string, number][] {
+    return [...this.values.entries()].filter(([k]) => k.startsWith(prefix)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   }
 
   /** Drop counters with a given prefix below a cutoff key (old day counters). Returns the ops. */

@@ -1,0 +1,144 @@
+// State machines and their hash-chained audit logs. Appends to one chain are serialised: the next row is
+// built synchronously from the in-memory head, and its op goes into the caller's atomic batch.
+import { canonicalJson, sha256Hex } from '../kernel/canonical.js';
+import { ServiceError } from '../kernel/errors.js';
+import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
+
+export type Role = 'viewer' | 'operator' | 'admin' | 'owner';
+
+export interface MachineRecord {
+  slug: string;
+  owner: string;
+  genesis_svcond: number;
+  is_public: boolean;
+  /** SHA-256 of the machine's zsm_ admin key (1:1 with the machine). */
+  key_digest: string;
+  roles: Record<string, Role>;
+  inject_agent_rail: boolean;
+  inject_pulse_orb: boolean;
+  home: string;
+  created_unix_ms: number;
+}
+
+export interface AuditRow {
+  seq: number;
+  svcond: number;
+  transitionType: string;
+  /** SHA-256 of the payload: the chain commits the digest, never the bytes. */
+  payload_sha256: string;
+  prev_hash: string;
+  hash: string;
+}
+
+export const GENESIS_HASH = '0'.repeat(64);
+
+export function rowHash(row: Omit<AuditRow, 'hash'>): string {
+  return sha256Hex(canonicalJson({ seq: row.seq, svcond: row.svcond, transitionType: row.transitionType, payload_sha256: row.payload_sha256, prev_hash: row.prev_hash }));
+}
+
+interface Head {
+  seq: number;
+  hash: string;
+}
+
+export class ChainService {
+  private readonly machines: Sublevel;
+  private readonly rows: Sublevel;
+  private readonly heads = new Map<string, Head>();
+
+  constructor(private readonly store: Store) {
+    this.machines = store.sub('machines');
+    this.rows = store.sub('chain_rows');
+  }
+
+  async getMachine(slug: string): Promise<MachineRecord | undefined> {
+    return this.store.get<MachineRecord>(this.machines, slug);
+  }
+
+  /** Ops that create a machine; the caller commits them with its own records (one batch). */
+  machineOps(machine: MachineRecord): Op[] {
+    this.heads.set(machine.slug, { seq: 0, hash: GENESIS_HASH });
+    return [{ type: 'put', sub: this.machines, key: machine.slug, value: machine }];
+  }
+
+  private async head(slug: string): Promise<Head> {
+    const cached = this.heads.get(slug);
+    if (cached) return cached;
+    const last = await this.store.range<AuditRow>(this.rows, { gte: `${slug}!`, lt: `${slug}!~`, reverse: true, limit: 1 });
+    const head = last[0] ? { seq: last[0].value.seq, hash: last[0].value.hash } : { seq: 0, hash: GENESIS_HASH };
+    // Another caller may have loaded it meanwhile; the first loaded head wins.
+    const again = this.heads.get(slug);
+    if (again) return again;
+    this.heads.set(slug, head);
+    return head;
+  }
+
+  /** Make sure the head is cached, so appendOps can run synchronously. */
+  async prepare(slug: string): Promise<void> {
+    await this.head(slug);
+  }
+
+  /**
+   * Build the next row and its op (synchronous after prepare). Returns a rollback to call when the batch fails,
+   * so the cached head never points at a row that was not written.
+   */
+  appendOps(slug: string, svcond: number, transitionType: string, payload: unknown): { row: AuditRow; op: Op; rollback: () => void } {
+    const head = this.heads.get(slug);
+    if (!head) throw new Error(`chain head of ${slug} not prepared`);
+    const base = { seq: head.seq + 1, svcond, transitionType, payload_sha256: sha256Hex(canonicalJson(payload)), prev_hash: head.hash };
+    const row: AuditRow = { ...base, hash: rowHash(base) };
+    const previous = { ...head };
+    this.heads.set(slug, { seq: row.seq, hash: row.hash });
+    return {
+      row,
+      op: { type: 'put', sub: this.rows, key: `${slug}!${padNum(row.seq)}`, value: row },
+      rollback: () => {
+        const now = this.heads.get(slug);
+        if (now && now.seq === row.seq) this.heads.set(slug, previous);
+        else this.heads.delete(slug);
+      },
+    };
+  }
+
+  async headOf(slug: string): Promise<Head> {
+    return { ...(await this.head(slug)) };
+  }
+
+  /** Rows from seq `from` to `to` inclusive (bounded). */
+  async explore(slug: string, from = 1, to = from + 99): Promise<AuditRow[]> {
+    const hi = Math.min(to, from + 999);
+    const rows = await this.store.range<AuditRow>(this.rows, { gte: `${slug}!${padNum(from)}`, lt: `${slug}!${padNum(hi + 1)}` });
+    return rows.map((r) => r.value);
+  }
+
+  /** Walk the whole chain; name the first bad row. */
+  async validate(slug: string): Promise<{ slug: string; valid: boolean; rows: number; head: string; first_bad: null | { seq: number; reason: string } }> {
+    if (!(await this.getMachine(slug))) throw new ServiceError(404, 'NOT_FOUND', `no state machine ${slug}`);
+    let prev = GENESIS_HASH;
+    let expectedSeq = 1;
+    let count = 0;
+    const it = this.rows.iterator({ gte: `${slug}!`, lt: `${slug}!~` });
+    try {
+      for await (const [, value] of it) {
+        const row = value as AuditRow;
+        count++;
+        let reason: string | null = null;
+        if (row.seq !== expectedSeq) reason = `sequence gap: expected ${expectedSeq}, found ${row.seq}`;
+        else if (row.prev_hash !== prev) reason = 'prev_hash does not match the previous row';
+        else if (rowHash(row) !== row.hash) reason = 'row hash does not match its contents';
+        if (reason) return { slug, valid: false, rows: count, head: prev, first_bad: { seq: row.seq, reason } };
+        prev = row.hash;
+        expectedSeq++;
+      }
+    } finally {
+      await it.close();
+    }
+    return { slug, valid: true, rows: count, head: prev, first_bad: null };
+  }
+
+  /** The digest of every chain head this node holds (for mesh head state). */
+  headsDigest(): string {
+    const entries = [...this.heads.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return sha256Hex(canonicalJson(entries.map(([slug, h]) => [slug, h.seq, h.hash])));
+  }
+}

@@ -1,0 +1,134 @@
+#!/usr/bin/env node
+// The svc-node command: start, verify FILE, keys (and cluster, see cluster.ts).
+import '../polyfill.js';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Command, Option } from 'commander';
+import { ConfigError, loadConfig } from '../config/load.js';
+import { SvcNode, RECEIPT_SECRET_FILE, keyFingerprint } from '../node.js';
+import { deriveKey, verifyBody } from '../kernel/receipt.js';
+import { loadOrCreateNodeKey } from '../mesh/identity.js';
+
+const program = new Command();
+program.name('svc-node').description('Deterministic Computation Service node').version('0.1.0');
+
+function configFlags(cmd: Command): Command {
+  return cmd
+    .option('-c, --config <file>', 'JSON config file (layered over config/default.json)')
+    .option('--host <host>', 'HTTP listen address')
+    .addOption(new Option('--port <port>', 'HTTP port (0 = any free port)').argParser(parseIntStrict))
+    .option('--data-dir <dir>', 'data directory (LevelDB, keys)')
+    .option('--log-level <level>', 'fatal | error | warn | info | debug | trace | silent')
+    .addOption(new Option('--p2p-port <port>', 'libp2p TCP port (0 = any)').argParser(parseIntStrict))
+    .option('--bootstrap <multiaddrs>', 'comma-separated bootstrap multiaddrs')
+    .option('--mesh-secret <secret>', 'shared mesh secret (unset: node runs alone)');
+}
+
+function parseIntStrict(v: string): number {
+  if (!/^\d+$/.test(v)) throw new ConfigError(`expected a non-negative integer, got "${v}"`);
+  return Number(v);
+}
+
+function flagsToPaths(o: Record<string, unknown>): Record<string, unknown> {
+  return {
+    host: o.host,
+    port: o.port,
+    dataDir: o.dataDir,
+    logLevel: o.logLevel,
+    'mesh.p2pPort': o.p2pPort,
+    'mesh.bootstrap': typeof o.bootstrap === 'string' ? o.bootstrap.split(',').map((s) => s.trim()).filter(Boolean) : undefined,
+    'mesh.secret': o.meshSecret,
+  };
+}
+
+function fail(message: string, code = 2): never {
+  process.stderr.write(`svc-node: ${message}\n`);
+  process.exit(code);
+}
+
+configFlags(program.command('start').description('run a node')).action(async (opts: Record<string, unknown>) => {
+  let config;
+  try {
+    config = loadConfig({ configFile: opts.config as string | undefined, flags: flagsToPaths(opts) });
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+  const node = new SvcNode(config);
+  try {
+    await node.start();
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'EADDRINUSE' || e.code === 'EACCES' || e.code === 'EADDRNOTAVAIL') fail(`cannot listen on ${config.host}:${config.port}: ${e.code}`);
+    if (/LOCK|lock/.test(e.message ?? '')) fail(`data dir ${config.dataDir} is in use by another node`);
+    throw err;
+  }
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    node.logger.info({ signal }, 'shutting down');
+    node.stop().then(
+      () => process.exit(0),
+      (err) => {
+        node.logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+});
+
+program
+  .command('verify <file>')
+  .description('verify a saved compute or solver response offline with the receipt secret')
+  .option('--secret <secret>', 'the receipt secret (SVC_RECEIPT_SECRET)')
+  .option('--data-dir <dir>', 'read the secret kept in this data dir')
+  .action(async (file: string, opts: { secret?: string; dataDir?: string }) => {
+    let secret: Buffer;
+    const fromEnv = opts.secret ?? process.env.SVC_RECEIPT_SECRET;
+    if (fromEnv) secret = Buffer.from(fromEnv, 'utf8');
+    else {
+      const dir = opts.dataDir ?? process.env.SVC_DATA_DIR ?? './data';
+      try {
+        secret = Buffer.from((await readFile(join(dir, RECEIPT_SECRET_FILE), 'utf8')).trim(), 'hex');
+      } catch {
+        fail(`no receipt secret: give --secret, SVC_RECEIPT_SECRET or --data-dir holding ${RECEIPT_SECRET_FILE}`);
+      }
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(await readFile(file, 'utf8'));
+    } catch (err) {
+      fail(`cannot read ${file} as JSON: ${(err as Error).message}`);
+    }
+    if (!body || typeof body !== 'object' || Array.isArray(body)) fail(`${file} is not a result object`);
+    const valid = verifyBody(deriveKey(secret, 'RECEIPT'), body as Record<string, unknown>);
+    const b = body as Record<string, unknown>;
+    process.stdout.write(`${JSON.stringify({ valid, result_id: b.result_id ?? null, svcond: b.svcond ?? null, value: b.value ?? null, unit: b.unit ?? null })}\n`);
+    process.exit(valid ? 0 : 1);
+  });
+
+program
+  .command('keys')
+  .description('show the node identity (peer id) and the receipt-key fingerprint')
+  .option('--data-dir <dir>', 'data directory', process.env.SVC_DATA_DIR ?? './data')
+  .action(async (opts: { dataDir: string }) => {
+    const ident = await loadOrCreateNodeKey(opts.dataDir);
+    let fingerprint: string | null = null;
+    const env = process.env.SVC_RECEIPT_SECRET;
+    try {
+      const secret = env ? Buffer.from(env, 'utf8') : Buffer.from((await readFile(join(opts.dataDir, RECEIPT_SECRET_FILE), 'utf8')).trim(), 'hex');
+      fingerprint = keyFingerprint(deriveKey(secret, 'RECEIPT'));
+    } catch {
+      fingerprint = null;
+    }
+    process.stdout.write(`${JSON.stringify({ nodeId: ident.nodeId, keyType: 'Ed25519', receiptKeyFingerprint: fingerprint, dataDir: opts.dataDir })}\n`);
+  });
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  if (err instanceof ConfigError) fail(err.message);
+  process.stderr.write(`svc-node: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,454 @@
+// The computation pipeline of architecture.md §3: validate → protocol → run → gate → parity → seal.
+// Every route that computes (compute, solver endpoints, /solve, /auto, prove) goes through here.
+import { randomBytes } from 'node:crypto';
+import { canonicalDigest, canonicalJson } from '../kernel/canonical.js';
+import { ServiceError } from '../kernel/errors.js';
+import { stampAt, TICK_NS_NUMBER, type Clock, type TickStamp } from '../kernel/clock.js';
+import { gateClosedForm, gateSolverCheck } from '../kernel/gate.js';
+import { fieldTerms } from '../kernel/master.js';
+import { ko42Line, modulationFactor, PRECISION_BOUND, tickAverage } from '../kernel/modulation.js';
+import { metricShift, metricShiftFromVariance } from '../kernel/parity.js';
+import { protocolSteps } from '../kernel/protocol.js';
+import { hmacHex, hexEqual, signBody, stateFields, tickReceipt, verifyBody } from '../kernel/receipt.js';
+import { evaluateChain, type ChainRequest, type ChainResult } from '../kernel/operators/chain.js';
+import { InputError } from '../solvers/errors.js';
+import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
+import type { SolverOutput } from '../solvers/types.js';
+import { routeQuery, splitConstants } from '../solvers/auto.js';
+import type { Caller, Ledger, SealContext } from '../tally/ledger.js';
+import type { QuotaService } from '../tally/quota.js';
+
+export const COST = { computePerOperator: 1, solver: 10, auto: 10 } as const;
+export const TIME_LIMIT_SECONDS = { free: 30, standard: 120, professional: 600 } as const;
+
+export interface ComputeDeps {
+  clock: Clock;
+  registry: SolverRegistry;
+  ledger: Ledger;
+  quota: QuotaService;
+  receiptKey: Buffer;
+  proveKey: Buffer;
+  phi0: number;
+  kernelVersion: string;
+  tier: keyof typeof TIME_LIMIT_SECONDS;
+  /** Override of the tier time limit (tests). */
+  timeLimitSeconds?: number;
+  nodeId: () => string;
+  /** Called after a result is durable (events go out only then). */
+  onSealed?: (body: Record<string, unknown>) => void;
+}
+
+export type { ChainRequest };
+
+/** JSON round trip: what a client will see (typed arrays → arrays, NaN → null, no undefined). */
+function plain<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+function elapsedTicks(startNs: bigint, endNs: bigint): number {
+  return Number(endNs - startNs) / TICK_NS_NUMBER;
+}
+
+export class ComputeService {
+  constructor(private readonly deps: ComputeDeps) {}
+
+  get registry(): SolverRegistry {
+    return this.deps.registry;
+  }
+
+  private timeLimit(): number {
+    return this.deps.timeLimitSeconds ?? TIME_LIMIT_SECONDS[this.deps.tier];
+  }
+
+  private assertInTime(startNs: bigint, endNs: bigint): void {
+    const elapsed = Number(endNs - startNs) / 1e9;
+    const limit = this.timeLimit();
+    if (elapsed > limit) {
+      throw new ServiceError(500, 'SVC_TIMEOUT', `computation took ${elapsed.toFixed(3)} s, over the ${limit} s limit of the ${this.deps.tier} tier`, {
+        time_limit_seconds: limit,
+        elapsed_seconds: Math.round(elapsed * 1000) / 1000,
+        suggestion: 'reduce the problem size (grid points, steps) or use a higher tier',
+      });
+    }
+  }
+
+  /** Common tail: quota slot, balance, seal. `core` is everything but the stamp-dependent parts. */
+  private async sealResult(args: {
+    caller: Caller;
+    action: string;
+    cost: number;
+    startNs: bigint;
+    reservation: { names: string[]; release(): void };
+    digestCore: Record<string, unknown>;
+    build: (stamp: TickStamp, R_t: number, resultId: string, resultDigest: string, shift: ReturnType<typeof metricShift>) => Record<string, unknown>;
+  }): Promise<Record<string, unknown>> {
+    const { caller } = args;
+    try {
+      await this.deps.ledger.prepare(caller);
+      const endNs = this.deps.clock.nowNs();
+      this.assertInTime(args.startNs, endNs);
+      const stamp = stampAt(endNs);
+      const startStamp = stampAt(args.startNs);
+      const shift = metricShift(startStamp.phase, elapsedTicks(args.startNs, endNs), this.deps.phi0);
+      const R_t = modulationFactor(stamp.phase, this.deps.phi0);
+      const resultDigest = canonicalDigest(args.digestCore);
+      const resultId = `res_${stamp.svcond}_${randomBytes(8).toString('hex')}`;
+      const body = await this.deps.ledger.seal({
+        caller,
+        action: args.action,
+        cost: args.cost,
+        resultId,
+        resultDigest,
+        svcond: stamp.svcond,
+        unixMs: Number(endNs / 1_000_000n),
+        counterNames: args.reservation.names,
+        build: (ctx: SealContext) => {
+          const unsigned: Record<string, unknown> = plain({ ...args.build(stamp, R_t, resultId, resultDigest, shift), tally_charge: ctx.tally_charge, envelope: ctx.envelope ? envelopeView(ctx.envelope) : null, audit: ctx.audit ? { slug: caller.kind === 'identity' ? caller.slug : null, seq: ctx.audit.seq, hash: ctx.audit.hash } : null });
+          const proof = signBody(this.deps.receiptKey, unsigned);
+          const cko = { ...(unsigned.cko as Record<string, unknown>), svcProof: proof };
+          return { ...unsigned, cko, svcProof: proof };
+        },
+      });
+      this.deps.onSealed?.(body);
+      return body;
+    } catch (err) {
+      args.reservation.release();
+      throw err;
+    }
+  }
+
+  private reserve(caller: Caller): { names: string[]; release(): void } {
+    return this.deps.quota.reserve(caller, Number(this.deps.clock.nowNs() / 1_000_000n));
+  }
+
+  /** POST /api/svc/compute: a closed-form operator chain (solvers.md §6). */
+  async compute(caller: Caller, req: ChainRequest, options: { seal: boolean } = { seal: true }): Promise<Record<string, unknown>> {
+    const startNs = this.deps.clock.nowNs();
+    const probe = stampAt(startNs);
+    // Validation happens inside evaluateChain (400s) before any charge; the KO42 line is re-rendered at the stamp.
+    const preview = evaluateChain(req, { R_t: modulationFactor(probe.phase, this.deps.phi0), svcond: probe.svcond, phase: probe.phase });
+    const cost = Math.min(20, Math.max(1, preview.operator_count - 1) * COST.computePerOperator);
+    if (!options.seal) return this.unsealedChain(req, preview, startNs);
+    const reservation = this.reserve(caller);
+    try {
+      await this.deps.ledger.assertCanPay(caller, cost);
+    } catch (err) {
+      reservation.release();
+      throw err;
+    }
+    const values = preview.master_sum.terms.slice(1).map((t: { value: number }) => t.value);
+    const digestCore = { operators: preview.operators, domain: preview.domain, inputs: preview.resolved, value: preview.value, unit: preview.unit, fields: null };
+    return this.sealResult({
+      caller,
+      action: 'compute',
+      cost,
+      startNs,
+      reservation,
+      digestCore,
+      build: (stamp, R_t, resultId, resultDigest, shift) => {
+        const gate = gateClosedForm(values, preview.value, R_t, this.deps.phi0);
+        if (!gate.passed) throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${gate.reason}`, { rel_error: gate.rel_error }, { reason: gate.reason });
+        const chain = evaluateChain(req, { R_t, svcond: stamp.svcond, phase: stamp.phase });
+        return this.chainBody(req, chain, stamp, R_t, resultId, resultDigest, shift, gate.tick_average, gate.rel_error);
+      },
+    });
+  }
+
+  private unsealedChain(req: ChainRequest, chain: ChainResult, startNs: bigint): Record<string, unknown> {
+    const stamp = stampAt(startNs);
+    const R_t = modulationFactor(stamp.phase, this.deps.phi0);
+    const values = chain.master_sum.terms.slice(1).map((t: { value: number }) => t.value);
+    const gate = gateClosedForm(values, chain.value, R_t, this.deps.phi0);
+    if (!gate.passed) throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${gate.reason}`, { rel_error: gate.rel_error });
+    const digest = canonicalDigest({ operators: chain.operators, domain: chain.domain, inputs: chain.resolved, value: chain.value, unit: chain.unit, fields: null });
+    const body: Record<string, unknown> = plain({ ...this.chainBody(req, chain, stamp, R_t, null, digest, metricShift(stamp.phase, 0, this.deps.phi0), gate.tick_average, gate.rel_error), sealed: false });
+    const proof = signBody(this.deps.receiptKey, body);
+    return { ...body, cko: { ...(body.cko as object), svcProof: proof }, svcProof: proof };
+  }
+
+  private chainBody(
+    _req: ChainRequest,
+    chain: ChainResult,
+    stamp: TickStamp,
+    R_t: number,
+    resultId: string | null,
+    resultDigest: string,
+    shift: ReturnType<typeof metricShift>,
+    average: number,
+    relError: number,
+  ): Record<string, unknown> {
+    const masterSum = { ...chain.master_sum, terms: chain.master_sum.terms.map((t: { operator: string; value: number; unit: string }, i: number) => (i === 0 ? { ...t, value: R_t } : t)) };
+    const protocol = protocolSteps({
+      operatorChain: chain.operators,
+      domainOperatorCount: chain.domain_operator_count,
+      domain: chain.domain,
+      relError,
+      fieldTerms: false,
+      value: chain.value,
+      unit: chain.unit,
+      R_t,
+      phase: stamp.phase,
+      svcond: stamp.svcond,
+    });
+    return {
+      result_id: resultId,
+      kind: 'compute',
+      domain: chain.domain,
+      value: chain.value,
+      unit: chain.unit,
+      uncertainty: Math.abs(chain.value) * PRECISION_BOUND,
+      operator_id: chain.operator_id,
+      operators: chain.operators,
+      inputs: chain.resolved,
+      unused_inputs: chain.unused_inputs ?? [],
+      equations: chain.equations,
+      master_sum: masterSum,
+      masterEquation: `${chain.operators.join(' ∘ ')}: S = ${chain.value} ${chain.unit}; field terms null (scalar result, rule 8)`,
+      master_equation: null,
+      functional_equation: null,
+      spectral_propagator: null,
+      protocol,
+      R_t,
+      phase: stamp.phase,
+      svcond: stamp.svcond,
+      unix_ns: stamp.unix_ns,
+      precisionBound: PRECISION_BOUND,
+      result_digest: resultDigest,
+      node: this.deps.nodeId(),
+      kernel_version: this.deps.kernelVersion,
+      cko: { operatorChain: chain.operators, masterSum, R_t, phase: stamp.phase, svcond: stamp.svcond, precisionBound: PRECISION_BOUND, metric_shift: shift },
+      svcond_receipt: tickReceipt(this.deps.receiptKey, { svcond: stamp.svcond, phase: stamp.phase, R_t, value: chain.value, unit: chain.unit, result_digest: resultDigest, fields: stateFields(chain.value, chain.unit) }),
+      svcond_averaged: { value: average, unit: chain.unit, samples: 64, method: 'trapezoid of R(t)·S over one tick', standard_value: chain.value },
+    };
+  }
+
+  /** Resolve and validate a solver request (400s) without running it. */
+  resolveSolver(solverId: string, rawInputs: unknown, rawState: unknown): { solver: AnySolver; inputs: Record<string, unknown>; state: unknown } {
+    const solver = this.deps.registry.get(solverId);
+    if (!solver) throw new InputError('solver', `unknown solver ${JSON.stringify(solverId)}`, this.deps.registry.ids());
+    const inputs = solver.resolve(rawInputs ?? {});
+    let state: unknown = undefined;
+    if (rawState !== undefined && rawState !== null) {
+      if (!solver.stateful || !solver.resolveState) throw new InputError('initialState', `${solver.id} is not stateful`, null);
+      state = solver.resolveState(rawState, inputs);
+    }
+    return { solver, inputs, state };
+  }
+
+  /** A solver run, sealed (every solver endpoint, /solve and /auto). */
+  async solve(caller: Caller, solverId: string, rawInputs: unknown, rawState: unknown, extra: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+    const startNs = this.deps.clock.nowNs();
+    const { solver, inputs, state } = this.resolveSolver(solverId, rawInputs, rawState);
+    const cost = extra.router ? COST.auto : COST.solver;
+    const reservation = this.reserve(caller);
+    let out: SolverOutput;
+    try {
+      await this.deps.ledger.assertCanPay(caller, cost);
+      out = solver.run(inputs, state);
+    } catch (err) {
+      reservation.release();
+      throw err;
+    }
+    const verdict = gateSolverCheck(out.check, out.value);
+    if (!verdict.passed) {
+      reservation.release();
+      throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `reality check failed: ${verdict.reason}`, { rel_error: verdict.rel_error, solver: solver.id }, { check: plain(out.check), reason: verdict.reason });
+    }
+    const outputs = plain(out.outputs);
+    const digestCore = { solver: solver.id, inputs, value: out.value, unit: out.unit, fields: canonicalDigest(outputs) };
+    return this.sealResult({
+      caller,
+      action: solver.id,
+      cost,
+      startNs,
+      reservation,
+      digestCore,
+      build: (stamp, R_t, resultId, resultDigest, shift) => this.solverBody(solver, inputs, out, outputs, stamp, R_t, resultId, resultDigest, shift, verdict.rel_error, extra),
+    });
+  }
+
+  private solverBody(
+    solver: AnySolver,
+    inputs: Record<string, unknown>,
+    out: SolverOutput,
+    outputs: Record<string, unknown>,
+    stamp: TickStamp,
+    R_t: number,
+    resultId: string,
+    resultDigest: string,
+    shift: ReturnType<typeof metricShift>,
+    relError: number,
+    extra: Record<string, unknown>,
+  ): Record<string, unknown> {
+    const operatorChain = ['KO42', `SOLVER:${solver.id}`];
+    const terms = out.output_class !== 'scalar' && out.rule8 ? fieldTerms(out.rule8, R_t) : null;
+    const masterSum = {
+      terms: [
+        { operator: 'KO42', value: R_t, unit: '1' },
+        { operator: `SOLVER:${solver.id}`, value: out.value, unit: out.unit },
+      ],
+      total: out.value,
+      unit: out.unit,
+      field_terms: terms ? terms.master_equation.masterSum : null,
+    };
+    const uncertainty = out.uncertainty ?? out.check.rel_error * Math.abs(out.value);
+    const protocol = protocolSteps({
+      operatorChain,
+      domainOperatorCount: 1,
+      domain: solver.kind,
+      relError,
+      fieldTerms: terms !== null,
+      value: out.value,
+      unit: out.unit,
+      R_t,
+      phase: stamp.phase,
+      svcond: stamp.svcond,
+    });
+    return {
+      ...extra,
+      result_id: resultId,
+      kind: 'solver',
+      solver: solver.id,
+      mode: out.mode,
+      value: out.value,
+      unit: out.unit,
+      uncertainty,
+      operator_id: solver.id,
+      inputs,
+      output_class: out.output_class,
+      rule8_array: out.rule8_array,
+      outputs,
+      check: out.check,
+      ...(out.state !== undefined ? { state: out.state } : {}),
+      equations: [ko42Line(R_t, stamp.svcond, this.deps.phi0), `${solver.id}: ${out.check.name}: ${out.check.quantity} = ${out.value} ${out.unit} (reference ${out.check.reference}, rel. error ${out.check.rel_error.toExponential(3)})`],
+      master_sum: masterSum,
+      masterEquation: terms ? `${terms.master_equation.equation} from ${out.rule8_array}` : `${solver.id}: scalar result; field terms null (rule 8)`,
+      master_equation: terms ? terms.master_equation : null,
+      functional_equation: terms ? terms.functional_equation : null,
+      spectral_propagator: terms ? terms.spectral_propagator : null,
+      protocol,
+      R_t,
+      phase: stamp.phase,
+      svcond: stamp.svcond,
+      unix_ns: stamp.unix_ns,
+      precisionBound: PRECISION_BOUND,
+      result_digest: resultDigest,
+      node: this.deps.nodeId(),
+      kernel_version: this.deps.kernelVersion,
+      cko: { operatorChain, masterSum, R_t, phase: stamp.phase, svcond: stamp.svcond, precisionBound: PRECISION_BOUND, metric_shift: shift },
+      svcond_receipt: tickReceipt(this.deps.receiptKey, { svcond: stamp.svcond, phase: stamp.phase, R_t, value: out.value, unit: out.unit, result_digest: resultDigest, fields: stateFields(out.value, out.unit, out.receipt_fields) }),
+      svcond_averaged: { value: tickAverage(out.value, this.deps.phi0), unit: out.unit, samples: 64, method: 'trapezoid of R(t)·S over one tick', standard_value: out.value },
+    };
+  }
+
+  /** POST /api/svc/auto: route the query, then run the chosen solver with the accepted constants. */
+  async auto(caller: Caller, query: string, constants: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const route = routeQuery(query);
+    const solver = this.deps.registry.get(route.solver);
+    if (!solver) throw new ServiceError(500, 'SVC_SOLVER_ERROR', `router chose unregistered solver ${route.solver}`, { details: {} });
+    const { inputs, ignored_constants } = splitConstants(solver, constants);
+    const result = await this.solve(caller, route.solver, inputs, undefined, { router: true });
+    return { solver: route.solver, confidence: route.confidence, matched: route.matched, ignored_constants, result };
+  }
+
+  /** POST /api/svc/verify: genuine → valid; any tampered field → invalid. */
+  verifyResult(body: unknown): { valid: boolean; proof_valid: boolean; receipt_valid: boolean; result_id: unknown; svcond: unknown; reason: string | null } {
+    if (!body || typeof body !== 'object' || Array.isArray(body)) return { valid: false, proof_valid: false, receipt_valid: false, result_id: null, svcond: null, reason: 'body is not a result object' };
+    const b = body as Record<string, unknown>;
+    const proofValid = verifyBody(this.deps.receiptKey, b);
+    let receiptValid = false;
+    const r = b.svcond_receipt as Record<string, unknown> | undefined;
+    if (r && typeof r === 'object') {
+      const { hmac, ...base } = r;
+      try {
+        receiptValid = hexEqual(hmac, hmacHex(this.deps.receiptKey, canonicalJson({ ...base, value: b.value, unit: b.unit, result_digest: b.result_digest })));
+      } catch {
+        receiptValid = false;
+      }
+    }
+    const valid = proofValid && receiptValid;
+    return { valid, proof_valid: proofValid, receipt_valid: receiptValid, result_id: b.result_id ?? null, svcond: b.svcond ?? null, reason: valid ? null : !proofValid ? 'svcProof does not match the body' : 'tick receipt HMAC does not match' };
+  }
+
+  /** POST /api/svc/prove: a signed 7-step receipt for a chain (default: kinetic energy at its defaults). */
+  prove(req: { domain?: string; operators?: string[]; inputs?: Record<string, number> }): Record<string, unknown> {
+    const domain = req.domain ?? 'mechanics';
+    const operators = req.operators ?? ['KO42', 'MECH_KINETIC_ENERGY'];
+    const request: ChainRequest = { domain, operators, inputs: req.inputs ?? {} };
+    const stamp = stampAt(this.deps.clock.nowNs());
+    const R_t = modulationFactor(stamp.phase, this.deps.phi0);
+    const chain = evaluateChain(request, { R_t, svcond: stamp.svcond, phase: stamp.phase });
+    const values = chain.master_sum.terms.slice(1).map((t: { value: number }) => t.value);
+    const gate = gateClosedForm(values, chain.value, R_t, this.deps.phi0);
+    if (!gate.passed) throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${gate.reason}`, { rel_error: gate.rel_error });
+    const steps = protocolSteps({ operatorChain: chain.operators, domainOperatorCount: chain.domain_operator_count, domain: chain.domain, relError: gate.rel_error, fieldTerms: false, value: chain.value, unit: chain.unit, R_t, phase: stamp.phase, svcond: stamp.svcond });
+    const receipt = plain({
+      keyPrefix: 'PROVE',
+      domain,
+      operatorIds: operators,
+      inputs: chain.resolved,
+      value: chain.value,
+      unit: chain.unit,
+      equations: chain.equations,
+      steps,
+      R_t,
+      phase: stamp.phase,
+      svcond: stamp.svcond,
+      unix_ns: stamp.unix_ns,
+      precisionBound: PRECISION_BOUND,
+      node: this.deps.nodeId(),
+    });
+    return { receipt, signature: hmacHex(this.deps.proveKey, canonicalJson(receipt)), algorithm: 'HMAC-SHA256' };
+  }
+
+  proveVerify(body: unknown): { valid: boolean; R_t: number | null; svcond: number | null; operatorIds: string[]; keyPrefix: 'PROVE' } {
+    const b = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+    const receipt = b.receipt as Record<string, unknown> | undefined;
+    let valid = false;
+    if (receipt && typeof receipt === 'object' && !Array.isArray(receipt)) {
+      try {
+        valid = receipt.keyPrefix === 'PROVE' && hexEqual(b.signature, hmacHex(this.deps.proveKey, canonicalJson(receipt)));
+      } catch {
+        valid = false;
+      }
+    }
+    const r = receipt ?? {};
+    return {
+      valid,
+      R_t: valid && typeof r.R_t === 'number' ? r.R_t : null,
+      svcond: valid && typeof r.svcond === 'number' ? r.svcond : null,
+      operatorIds: valid && Array.isArray(r.operatorIds) ? (r.operatorIds as string[]) : [],
+      keyPrefix: 'PROVE',
+    };
+  }
+
+  /** POST /api/svc/shift: the metric shift for a given tick variance (rule 6). */
+  shift(variance: number, phase?: number): Record<string, unknown> {
+    const stamp = stampAt(this.deps.clock.nowNs());
+    const p = phase ?? stamp.phase;
+    return { ...metricShiftFromVariance(variance, p, this.deps.phi0), phase: p, svcond: stamp.svcond };
+  }
+
+  /** POST /api/svc/lattice: a closed-form chain swept over one input (≤ 64 points), stamped and signed. */
+  lattice(req: { domain: string; operators: string[]; inputs: Record<string, number>; sweep: { key: string; from: number; to: number; points: number } }): Record<string, unknown> {
+    const stamp = stampAt(this.deps.clock.nowNs());
+    const R_t = modulationFactor(stamp.phase, this.deps.phi0);
+    const { key, from, to, points } = req.sweep;
+    const xs: number[] = [];
+    const ys: number[] = [];
+    let unit = '';
+    for (let i = 0; i < points; i++) {
+      const x = points === 1 ? from : from + ((to - from) * i) / (points - 1);
+      const chain = evaluateChain({ ...req, inputs: { ...req.inputs, [key]: x } }, { R_t, svcond: stamp.svcond, phase: stamp.phase });
+      xs.push(x);
+      ys.push(chain.value);
+      unit = chain.unit;
+    }
+    const body = plain({ kind: 'lattice', domain: req.domain, operators: req.operators, sweep: { key, values: xs }, values: ys, unit, R_t, phase: stamp.phase, svcond: stamp.svcond, unix_ns: stamp.unix_ns, precisionBound: PRECISION_BOUND, node: this.deps.nodeId() });
+    return { ...body, svcProof: signBody(this.deps.receiptKey, body) };
+  }
+}
+
+function envelopeView(e: { token_id: string; face_value: number; folder: string; funding: string; soulbound: boolean; svcond: number; hash: string }): Record<string, unknown> {
+  return { token_id: e.token_id, face_value: e.face_value, folder: e.folder, funding: e.funding, soulbound: e.soulbound, tick: e.svcond, hash: e.hash };
+}

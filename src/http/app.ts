@@ -1,0 +1,122 @@
+// The Koa application: middleware order is trace id → error rendering → body parsing → routes → 404/405.
+import { randomBytes } from 'node:crypto';
+import Koa from 'koa';
+import Router from '@koa/router';
+import { bodyParser } from '@koa/bodyparser';
+import { ServiceError } from '../kernel/errors.js';
+import { KEY_PREFIX } from '../identity/keys.js';
+import { categories } from '../kernel/operators/registry.js';
+import { Library } from '../compute/library.js';
+import type { HttpServices } from './context.js';
+import { errorMiddleware, errorPayload, sendError } from './errors.js';
+import { systemRoutes } from './routes/system.js';
+import { computeRoutes } from './routes/compute.js';
+import { identityRoutes } from './routes/identity.js';
+import { ledgerRoutes } from './routes/ledger.js';
+
+/** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
+const QUERY_ROUTES = [
+  '/api/svc/operator-spec',
+  '/api/svc/lib-search',
+  '/api/svc/verify',
+  '/api/svc/prove/verify',
+  '/api/svc/shift',
+  '/api/svc/lattice',
+  '/api/playground/compute',
+];
+
+/** Spec route groups this node does not serve (yet); listed in discovery so clients know. */
+const NOT_HERE = [
+  '/api/svc/reactor/*',
+  '/api/svc/agent/*',
+  '/api/svc/llm/credentials/*',
+  '/api/llm/chat',
+  '/api/genesis/execute',
+  '/api/svc/streams/*',
+  '/ws/stream',
+  '/api/svc/mmio',
+  '/api/contribute/*',
+  '/api/tally/envelopes/folder',
+  '/api/tally/envelopes/transfer-bulk',
+  '/api/protocol/pohc/*',
+  'webhooks (planned, part 6)',
+];
+
+export function createApp(s: HttpServices): { app: Koa; router: Router; library: Library } {
+  const app = new Koa({ proxy: false });
+  const router = new Router();
+  const library = new Library(s.compute.registry);
+
+  const endpoints = (): { method: string; path: string }[] => {
+    const seen = new Set<string>();
+    const out: { method: string; path: string }[] = [];
+    for (const layer of router.stack) {
+      for (const method of layer.methods) {
+        if (method === 'HEAD') continue;
+        const key = `${method} ${layer.path}`;
+        if (!seen.has(key)) {
+          seen.add(key);
+          out.push({ method, path: String(layer.path) });
+        }
+      }
+    }
+    return out;
+  };
+  const discovery = (): Record<string, unknown> => ({
+    ok: true,
+    node: s.nodeId(),
+    kernel_version: s.config.kernel.version,
+    counts: { libraries: library.entries.length, categories: categories().length, solvers: s.compute.registry.ids().length, keys: Object.keys(KEY_PREFIX).length },
+    endpoints: endpoints(),
+    not_here: NOT_HERE,
+  });
+
+  app.use(async (ctx, next) => {
+    const traceId = `tr_${randomBytes(8).toString('hex')}`;
+    ctx.state.traceId = traceId;
+    ctx.set('X-Trace-Id', traceId);
+    await next();
+    if (ctx.status >= 400) s.logger.info({ trace_id: traceId, method: ctx.method, path: ctx.path, status: ctx.status }, 'request failed');
+    else s.logger.debug({ trace_id: traceId, method: ctx.method, path: ctx.path, status: ctx.status }, 'request');
+  });
+  app.use(errorMiddleware(s.logger));
+  app.use(
+    bodyParser({
+      enableTypes: ['json'],
+      jsonLimit: '1mb',
+      parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE', 'QUERY'],
+      onError: (err) => {
+        throw new ServiceError(400, 'SVC_INVALID_JSON', `request body is not valid JSON: ${err.message}`);
+      },
+    }),
+  );
+
+  systemRoutes(router, s, library, discovery);
+  computeRoutes(router, s);
+  identityRoutes(router, s);
+  ledgerRoutes(router, s);
+  for (const register of s.extraRouters ?? []) register(router);
+
+  for (const path of QUERY_ROUTES) {
+    const layer = router.stack.find((l) => l.path === path && l.methods.includes('POST'));
+    if (layer) router.register(path, ['QUERY'], layer.stack);
+  }
+
+  app.use(router.routes());
+  app.use(router.allowedMethods({ throw: false }));
+  app.use(async (ctx) => {
+    if (ctx.status === 405) {
+      sendError(ctx, new ServiceError(405, 'SVC_METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}`, { allow: ctx.response.get('Allow') }));
+      return;
+    }
+    if (ctx.status === 501) {
+      sendError(ctx, new ServiceError(501, 'SVC_NOT_IMPLEMENTED', `method ${ctx.method} is not implemented`));
+      return;
+    }
+    if (ctx.body === undefined || ctx.body === null) {
+      ctx.status = 404;
+      ctx.body = { ...errorPayload(ctx, 404, 'SVC_NOT_FOUND', `no route ${ctx.method} ${ctx.path}`), discovery: discovery() };
+    }
+  });
+  return { app, router, library };
+}

@@ -1,0 +1,66 @@
+// Part 5 at the door: a Bearer header or ?key= resolves to a caller. A key that is present but bad is always
+// 401 SVC_INVALID_KEY (never an anonymous fallback); no key at all is anonymous on computing routes and
+// 401 SVC_NO_KEY elsewhere.
+import type { Context, Next } from 'koa';
+import { ServiceError } from '../kernel/errors.js';
+import type { IdentityService } from '../identity/service.js';
+import type { Caller } from '../tally/ledger.js';
+import type { ChainService } from '../chain/service.js';
+
+export function presentedKey(ctx: Context): string | null {
+  const header = ctx.get('authorization');
+  if (header) {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!m) throw new ServiceError(401, 'SVC_INVALID_KEY', 'Authorization header must be "Bearer <API_KEY>"', { key_id: null, revoked_at: null, reason: 'malformed header' });
+    return m[1]!;
+  }
+  const q = ctx.query.key;
+  if (typeof q === 'string' && q.length > 0) return q;
+  return null;
+}
+
+export function noKeyError(): ServiceError {
+  return new ServiceError(401, 'SVC_NO_KEY', 'this route needs an API key', {
+    auth_header_example: 'Authorization: Bearer sk_…',
+    docs_url: 'https://svc.local/docs/auth',
+  });
+}
+
+export interface AuthDeps {
+  identity: IdentityService;
+  chain: ChainService;
+}
+
+/** Resolve the key of the request into a Caller (throws SVC_INVALID_KEY / SVC_NO_KEY). */
+export async function resolveCaller(ctx: Context, deps: AuthDeps, allowAnonymous: boolean): Promise<Caller> {
+  const key = presentedKey(ctx);
+  if (!key) {
+    if (allowAnonymous) return { kind: 'anonymous', ip: ctx.ip };
+    throw noKeyError();
+  }
+  const rec = await deps.identity.resolveKey(key);
+  if (rec.kind === 'zsm_pub') {
+    throw new ServiceError(401, 'SVC_INVALID_KEY', 'public embed keys are read-only and valid on the embed ingest endpoint only', { key_id: rec.key_id, revoked_at: null, reason: 'read-only embed key' });
+  }
+  if (rec.plan === 'demo' || !rec.zid) return { kind: 'demo', key: rec };
+  if (rec.kind === 'zsm' && rec.slug) return { kind: 'identity', zid: rec.zid, key: rec, slug: rec.slug };
+  const ident = await deps.identity.getIdentity(rec.zid);
+  if (!ident) throw new ServiceError(401, 'SVC_INVALID_KEY', 'the identity of this key no longer exists', { key_id: rec.key_id, revoked_at: null, reason: 'unknown identity' });
+  return { kind: 'identity', zid: rec.zid, key: rec, slug: ident.default_machine ?? deps.identity.defaultSlug(rec.zid) };
+}
+
+/** Middleware: authenticated route (no anonymous). */
+export function requireKey(deps: AuthDeps) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    ctx.state.caller = await resolveCaller(ctx, deps, false);
+    await next();
+  };
+}
+
+/** Middleware: computing route (anonymous callers allowed, counted by IP). */
+export function computeCaller(deps: AuthDeps) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    ctx.state.caller = await resolveCaller(ctx, deps, true);
+    await next();
+  };
+}

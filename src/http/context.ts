@@ -1,0 +1,27 @@
+// What the routes get from the composition root (node.ts): services only, never the store directly.
+import type { Logger } from 'pino';
+import type { Clock } from '../kernel/clock.js';
+import type { NodeConfig } from '../config/schema.js';
+import type { ComputeService } from '../compute/service.js';
+import type { IdentityService } from '../identity/service.js';
+import type { ChainService } from '../chain/service.js';
+import type { Ledger } from '../tally/ledger.js';
+import type { QuotaService } from '../tally/quota.js';
+import type { Counters } from '../store/counters.js';
+import type { DemoKeys } from '../identity/demo.js';
+
+export interface HttpServices {
+  config: NodeConfig;
+  logger: Logger;
+  clock: Clock;
+  compute: ComputeService;
+  identity: IdentityService;
+  chain: ChainService;
+  ledger: Ledger;
+  quota: QuotaService;
+  counters: Counters;
+  demoKeys: DemoKeys;
+  nodeId: () => string;
+  /** Extra route groups (the mesh) register themselves here. */
+  extraRouters?: ((router: import('@koa/router').default) => void)[];
+}

@@ -1,0 +1,61 @@
+// Part 7: every error is {error:{code, message, details?, trace_id, timestamp, documentation_url, …extra}}.
+// The trace id is also in the X-Trace-Id header and in the log line. A client mistake is never a 500.
+import type { Context, Next } from 'koa';
+import type { Logger } from 'pino';
+import { ServiceError } from '../kernel/errors.js';
+
+export const DOCS_URL = 'https://svc.local/docs/errors';
+
+export function errorPayload(ctx: Context, status: number, code: string, message: string, extra: Record<string, unknown> = {}, details?: unknown): Record<string, unknown> {
+  const code_ = code;
+  return {
+    error: {
+      code: code_,
+      message,
+      ...(details !== undefined ? { details } : {}),
+      ...extra,
+      status,
+      trace_id: ctx.state.traceId as string,
+      timestamp: new Date().toISOString(),
+      documentation_url: `${DOCS_URL}#${code_.toLowerCase()}`,
+    },
+  };
+}
+
+export function sendError(ctx: Context, err: ServiceError): void {
+  ctx.status = err.status;
+  const retry = err.extra.retry_after_seconds;
+  if (err.status === 429 && typeof retry === 'number') ctx.set('Retry-After', String(Math.max(1, Math.ceil(retry))));
+  if (err.status === 429 && !ctx.response.get('Retry-After')) ctx.set('Retry-After', '1');
+  ctx.body = errorPayload(ctx, err.status, err.code, err.message, err.extra, err.details);
+}
+
+/** Map errors thrown by Koa, body parsing and libraries onto part-7 codes. */
+function classify(err: unknown): ServiceError {
+  if (err instanceof ServiceError) return err;
+  const e = err as { status?: number; statusCode?: number; type?: string; message?: string; expose?: boolean };
+  const status = e.status ?? e.statusCode;
+  if (e.type === 'entity.parse.failed' || (status === 400 && /json/i.test(e.message ?? ''))) {
+    return new ServiceError(400, 'SVC_INVALID_JSON', 'request body is not valid JSON');
+  }
+  if (e.type === 'entity.too.large' || status === 413) return new ServiceError(413, 'SVC_PAYLOAD_TOO_LARGE', 'request body is too large', { limit_bytes: 1_048_576 });
+  if (e.type === 'encoding.unsupported' || status === 415) return new ServiceError(415, 'SVC_UNSUPPORTED_MEDIA_TYPE', e.message ?? 'unsupported content type');
+  if (typeof status === 'number' && status >= 400 && status < 500) return new ServiceError(status, 'SVC_BAD_REQUEST', e.expose && e.message ? e.message : 'bad request');
+  return new ServiceError(500, 'SVC_INTERNAL_ERROR', 'internal error');
+}
+
+export function errorMiddleware(logger: Logger) {
+  return async function renderErrors(ctx: Context, next: Next): Promise<void> {
+    try {
+      await next();
+    } catch (err) {
+      const se = classify(err);
+      if (se.status >= 500 && !(err instanceof ServiceError)) {
+        logger.error({ err, trace_id: ctx.state.traceId, path: ctx.path }, 'unhandled error');
+      } else {
+        logger.debug({ trace_id: ctx.state.traceId, code: se.code, status: se.status, path: ctx.path }, 'request error');
+      }
+      sendError(ctx, se);
+    }
+  };
+}

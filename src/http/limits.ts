@@ -1,0 +1,24 @@
+// Per-minute request limits (keyless prove and prove/verify: 10/min/IP) with rate-limiter-flexible.
+// Day quotas that must survive a restart live in tally/quota.ts, not here.
+import type { Context, Next } from 'koa';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { ServiceError } from '../kernel/errors.js';
+
+export function perMinuteLimit(points: number, scope: string) {
+  const limiter = new RateLimiterMemory({ points, duration: 60, keyPrefix: scope });
+  return async function rateLimit(ctx: Context, next: Next): Promise<void> {
+    try {
+      await limiter.consume(ctx.ip);
+    } catch (rej) {
+      if (!(rej instanceof RateLimiterRes)) throw rej;
+      const retry = Math.max(1, Math.ceil(rej.msBeforeNext / 1000));
+      throw new ServiceError(429, 'SVC_RATE_LIMIT', `too many requests: ${points} per minute per IP on ${scope}`, {
+        limit: points,
+        window_seconds: 60,
+        retry_after_seconds: retry,
+        reset_at: new Date(Date.now() + rej.msBeforeNext).toISOString(),
+      });
+    }
+    await next();
+  };
+}

@@ -1,0 +1,96 @@
+// Compute and verification routes (spec 4.1, 4.2, 4.3): thin — validate with zod, call the compute service.
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import type { HttpServices } from '../context.js';
+import { computeCaller, requireKey } from '../auth.js';
+import { perMinuteLimit } from '../limits.js';
+import { validate } from '../validate.js';
+import type { Caller } from '../../tally/ledger.js';
+
+const chainBody = z.object({ domain: z.any(), operators: z.any(), inputs: z.any().optional() }).strict();
+const proveBody = z
+  .object({
+    operators: z.array(z.string()).min(1).max(10).optional(),
+    domain: z.string().optional(),
+    inputs: z.record(z.string(), z.number()).optional(),
+  })
+  .strict();
+const shiftBody = z.object({ variance: z.number().min(0).max(100), phase: z.number().min(0).lt(1).optional() }).strict();
+const latticeBody = z
+  .object({
+    domain: z.string(),
+    operators: z.array(z.string()).min(2).max(10),
+    inputs: z.record(z.string(), z.number()).default({}),
+    sweep: z.object({ key: z.string().min(1), from: z.number(), to: z.number(), points: z.number().int().min(1).max(64) }).strict(),
+  })
+  .strict();
+const solveBody = z.object({ solver: z.string(), inputs: z.any().optional(), initialState: z.any().optional() }).strict();
+const autoBody = z.object({ query: z.string().min(1).max(2000), constants: z.record(z.string(), z.any()).default({}) }).strict();
+
+/** A solver endpoint takes the inputs object itself as the body, plus an optional initialState. */
+function splitSolverBody(body: unknown): { inputs: unknown; initialState: unknown } {
+  if (body === undefined || body === null) return { inputs: {}, initialState: undefined };
+  if (typeof body !== 'object' || Array.isArray(body)) return { inputs: body, initialState: undefined };
+  const { initialState, ...inputs } = body as Record<string, unknown>;
+  return { inputs, initialState };
+}
+
+export function computeRoutes(router: Router, s: HttpServices): void {
+  const auth = { identity: s.identity, chain: s.chain };
+  const caller = (ctx: Context) => ctx.state.caller as Caller;
+
+  router.post('/api/svc/compute', computeCaller(auth), async (ctx) => {
+    const body = validate(chainBody, ctx.request.body);
+    ctx.body = await s.compute.compute(caller(ctx), body);
+  });
+
+  router.post('/api/playground/compute', requireKey(auth), async (ctx) => {
+    const body = validate(chainBody, ctx.request.body);
+    ctx.body = await s.compute.compute(caller(ctx), body, { seal: false });
+  });
+
+  router.post('/api/svc/verify', requireKey(auth), (ctx) => {
+    const body = ctx.request.body as Record<string, unknown> | undefined;
+    const candidate = body && typeof body === 'object' && 'result' in body && Object.keys(body).length === 1 ? body.result : body;
+    ctx.body = s.compute.verifyResult(candidate);
+  });
+
+  const proveLimit = perMinuteLimit(s.config.limits.proveperMinute, 'prove');
+  const proveVerifyLimit = perMinuteLimit(s.config.limits.proveperMinute, 'prove-verify');
+  router.post('/api/svc/prove', proveLimit, (ctx) => {
+    const body = validate(proveBody, ctx.request.body);
+    ctx.body = s.compute.prove(body);
+  });
+  router.post('/api/svc/prove/verify', proveVerifyLimit, (ctx) => {
+    ctx.body = s.compute.proveVerify(ctx.request.body);
+  });
+
+  router.post('/api/svc/shift', requireKey(auth), (ctx) => {
+    const body = validate(shiftBody, ctx.request.body);
+    ctx.body = s.compute.shift(body.variance, body.phase);
+  });
+
+  router.post('/api/svc/lattice', requireKey(auth), (ctx) => {
+    const body = validate(latticeBody, ctx.request.body);
+    ctx.body = s.compute.lattice(body);
+  });
+
+  for (const solver of s.compute.registry.list()) {
+    if (!solver.endpoint) continue;
+    router.post(solver.endpoint, computeCaller(auth), async (ctx) => {
+      const { inputs, initialState } = splitSolverBody(ctx.request.body);
+      ctx.body = await s.compute.solve(caller(ctx), solver.id, inputs, initialState);
+    });
+  }
+
+  router.post('/api/svc/solve', computeCaller(auth), async (ctx) => {
+    const body = validate(solveBody, ctx.request.body);
+    ctx.body = await s.compute.solve(caller(ctx), body.solver, body.inputs ?? {}, body.initialState);
+  });
+
+  router.post('/api/svc/auto', computeCaller(auth), async (ctx) => {
+    const body = validate(autoBody, ctx.request.body);
+    ctx.body = await s.compute.auto(caller(ctx), body.query, body.constants);
+  });
+}

@@ -1,0 +1,99 @@
+// Identity routes (spec 2.4, 4.4, part 5): v1 /api/auth/*, v3 /api/svc-auth/*-v3, demo keys.
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { stampAt } from '../../kernel/clock.js';
+import { ServiceError } from '../../kernel/errors.js';
+import type { HttpServices } from '../context.js';
+import { validate } from '../validate.js';
+import { resolveCaller } from '../auth.js';
+
+const credentials = z.object({ email: z.string().trim().email().max(254), password: z.string().min(8).max(1024) }).strict();
+const loginBody = z.object({ email: z.string().trim().min(1).max(254), password: z.string().min(1).max(1024) }).strict();
+const zkBody = z.object({ equation_sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters: SHA-256 of the client-held equation') }).strict();
+const apiKeyBody = z.object({ kind: z.enum(['sk', 'sk_test', 'svc_ak']).default('sk') }).strict();
+const SESSION_COOKIE = 'session';
+
+function setSessionCookie(ctx: Context, token: string, expiresMs: number): void {
+  ctx.cookies.set(SESSION_COOKIE, token, { httpOnly: true, sameSite: 'lax', path: '/', expires: new Date(expiresMs), overwrite: true });
+}
+
+export function identityRoutes(router: Router, s: HttpServices): void {
+  router.post('/api/auth/register', async (ctx) => {
+    const body = validate(credentials, ctx.request.body);
+    ctx.status = 201;
+    ctx.body = await s.identity.register(body.email, body.password);
+  });
+
+  router.post('/api/auth/login', async (ctx) => {
+    const body = validate(loginBody, ctx.request.body);
+    const session = await s.identity.login(body.email, body.password);
+    setSessionCookie(ctx, session.token, session.expires_unix_ms);
+    ctx.body = { zid: session.zid, expiresAt: new Date(session.expires_unix_ms).toISOString(), message: 'logged in; session cookie set' };
+  });
+
+  router.post('/api/auth/logout', async (ctx) => {
+    const token = ctx.cookies.get(SESSION_COOKIE);
+    if (token) await s.identity.logout(token);
+    ctx.cookies.set(SESSION_COOKIE, '', { httpOnly: true, sameSite: 'lax', path: '/', expires: new Date(0) });
+    ctx.body = { ok: true };
+  });
+
+  router.post('/api/auth/verify', async (ctx) => {
+    ctx.body = await s.identity.verifySession(ctx.cookies.get(SESSION_COOKIE));
+  });
+
+  router.post('/api/auth/session-key', async (ctx) => {
+    ctx.body = await s.identity.sessionKey(ctx.cookies.get(SESSION_COOKIE));
+  });
+
+  router.post('/api/auth/api-key', async (ctx) => {
+    const body = validate(apiKeyBody, ctx.request.body);
+    const session = await s.identity.verifySession(ctx.cookies.get(SESSION_COOKIE));
+    if (!session.valid || !session.zid) throw new ServiceError(401, 'SVC_NO_SESSION', 'a valid session cookie is required');
+    const { key, record } = await s.identity.mintKeyFor(session.zid, body.kind, null);
+    ctx.status = 201;
+    ctx.body = { key, key_id: record.key_id, kind: record.kind, plan: record.plan, message: 'shown once; only its digest is stored' };
+  });
+
+  router.get('/api/auth/salt/:email', async (ctx) => {
+    const email = String(ctx.params.email ?? '');
+    if (email.length < 3 || email.length > 254) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'email is not valid', { field: 'email', reason: 'length 3 … 254', allowed: null });
+    ctx.body = { email: email.trim().toLowerCase(), salt: await s.identity.saltFor(email), algorithm: 'scrypt', params: { N: 16384, r: 8, p: 1, keylen: 32 } };
+  });
+
+  router.post('/api/svc-auth/register-v3', async (ctx) => {
+    const body = validate(zkBody, ctx.request.body);
+    const svcond = stampAt(s.clock.nowNs()).svcond;
+    const { zid, machine, adminKey } = await s.identity.registerV3(body.equation_sha256, svcond);
+    ctx.status = 201;
+    ctx.body = {
+      zid,
+      message: 'identity registered; the admin key of your default state machine is shown once',
+      state_machine: { slug: machine.slug, owner: machine.owner, genesis_svcond: machine.genesis_svcond, is_public: machine.is_public, inject_agent_rail: machine.inject_agent_rail, inject_pulse_orb: machine.inject_pulse_orb, roles: machine.roles },
+      admin_key: adminKey,
+    };
+  });
+
+  router.post('/api/svc-auth/login-v3', async (ctx) => {
+    const body = validate(zkBody, ctx.request.body);
+    const session = await s.identity.loginV3(body.equation_sha256);
+    setSessionCookie(ctx, session.token, session.expires_unix_ms);
+    ctx.body = { zid: session.zid, expiresAt: new Date(session.expires_unix_ms).toISOString() };
+  });
+
+  router.get('/api/demo-key', async (ctx) => {
+    ctx.body = { key: await s.demoKeys.sharedKey(), plan: 'demo', dailyLimit: s.config.limits.demoKeyPerDay };
+  });
+
+  router.post('/api/demo-key/mint', async (ctx) => {
+    ctx.status = 201;
+    ctx.body = { key: await s.demoKeys.mint(), plan: 'demo', dailyLimit: s.config.limits.demoKeyPerDay, message: 'your own demo key; shown once' };
+  });
+
+  // Who am I (useful to clients holding only a key).
+  router.get('/api/auth/whoami', async (ctx) => {
+    const caller = await resolveCaller(ctx, { identity: s.identity, chain: s.chain }, false);
+    ctx.body = caller.kind === 'identity' ? { kind: 'identity', zid: caller.zid, key_id: caller.key.key_id, key_kind: caller.key.kind, machine: caller.slug } : { kind: caller.kind };
+  });
+}

@@ -1,0 +1,97 @@
+// Usage, envelopes, balances and state-machine chains (spec 2.4, 4.6, 4.8).
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { stampAt } from '../../kernel/clock.js';
+import { ServiceError } from '../../kernel/errors.js';
+import type { HttpServices } from '../context.js';
+import { presentedKey, requireKey, resolveCaller } from '../auth.js';
+import { validate } from '../validate.js';
+import type { Caller } from '../../tally/ledger.js';
+
+const envelopeQuery = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(500).default(50),
+    offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+    folder: z.string().min(1).max(64).optional(),
+    q: z.string().min(1).max(128).optional(),
+    key: z.string().optional(),
+  })
+  .strict();
+const machineBody = z.object({ slug: z.string().regex(/^[a-z0-9][a-z0-9-]{2,47}$/, '3 … 48 of a-z, 0-9 and -'), is_public: z.boolean().default(false) }).strict();
+const exploreQuery = z.object({ from: z.coerce.number().int().min(1).default(1), to: z.coerce.number().int().min(1).optional(), key: z.string().optional() }).strict();
+
+function forbidden(message: string): ServiceError {
+  return new ServiceError(403, 'SVC_FORBIDDEN', message);
+}
+
+export function ledgerRoutes(router: Router, s: HttpServices): void {
+  const auth = { identity: s.identity, chain: s.chain };
+  const identityOf = (ctx: Context): Extract<Caller, { kind: 'identity' }> => {
+    const c = ctx.state.caller as Caller;
+    if (c.kind !== 'identity') throw forbidden('this route needs a key that belongs to an identity');
+    return c;
+  };
+
+  router.get('/api/compute/usage', requireKey(auth), (ctx) => {
+    const c = ctx.state.caller as Caller;
+    const now = Number(s.clock.nowNs() / 1_000_000n);
+    const bundle = c.kind === 'demo' ? s.config.limits.demoKeyPerDay : s.config.limits.freeDailyComputations;
+    const used = c.kind === 'identity' ? s.quota.usedToday(c.zid, now) : c.kind === 'demo' ? s.counters.get(`demo:${new Date(now).toISOString().slice(0, 10)}:${c.key.key_id}`) : 0;
+    ctx.body = { used, bundle, remaining: Math.max(0, bundle - used), overage: Math.max(0, used - bundle), enforced: s.config.limits.enforceDailyQuota };
+  });
+
+  router.get('/api/tally/balance', requireKey(auth), async (ctx) => {
+    const c = identityOf(ctx);
+    const w = await s.ledger.wallet(c.zid);
+    ctx.body = { zid: c.zid, free: w.free, paid: w.paid, total: w.free + w.paid };
+  });
+
+  router.get('/api/tally/envelopes/:zid', requireKey(auth), async (ctx) => {
+    const c = identityOf(ctx);
+    const zid = String(ctx.params.zid);
+    if (zid !== c.zid) throw forbidden('envelopes are listed to their owner only');
+    const q = validate(envelopeQuery, ctx.query);
+    const { total, items } = await s.ledger.listEnvelopes(zid, { limit: q.limit, offset: q.offset, folder: q.folder, q: q.q });
+    ctx.body = { zid, total, limit: q.limit, offset: q.offset, folder: q.folder ?? null, items };
+  });
+
+  router.get('/api/tally/envelopes/:zid/folders', requireKey(auth), (ctx) => {
+    const c = identityOf(ctx);
+    const zid = String(ctx.params.zid);
+    if (zid !== c.zid) throw forbidden('folders are listed to their owner only');
+    const prefix = `envf:${zid}:`;
+    ctx.body = { zid, folders: s.counters.withPrefix(prefix).map(([name, count]) => ({ folder: name.slice(prefix.length), count })).filter((f) => f.count > 0) };
+  });
+
+  router.post('/api/chain/state-machines', requireKey(auth), async (ctx) => {
+    const c = identityOf(ctx);
+    const body = validate(machineBody, ctx.request.body);
+    const { machine, adminKey } = await s.identity.createMachine(c.zid, body.slug, stampAt(s.clock.nowNs()).svcond, body.is_public);
+    ctx.status = 201;
+    ctx.body = { slug: machine.slug, owner: machine.owner, genesis_svcond: machine.genesis_svcond, is_public: machine.is_public, admin_key: adminKey, message: 'the admin key is shown once' };
+  });
+
+  /** Routes under /api/chain/:slug accept the machine's key or its owner's; public machines are readable without a key. */
+  async function readableMachine(ctx: Context): Promise<string> {
+    const slug = String(ctx.params.slug);
+    const machine = await s.chain.getMachine(slug);
+    if (!machine) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
+    if (machine.is_public && !presentedKey(ctx)) return slug;
+    const caller = await resolveCaller(ctx, auth, false);
+    if (caller.kind !== 'identity' || (caller.slug !== slug && machine.roles[caller.zid] === undefined)) throw forbidden(`no access to state machine ${slug}`);
+    return slug;
+  }
+
+  router.get('/api/chain/:slug/pohc/validate', async (ctx) => {
+    const slug = await readableMachine(ctx);
+    ctx.body = await s.chain.validate(slug);
+  });
+
+  router.get('/api/chain/:slug/explore', async (ctx) => {
+    const slug = await readableMachine(ctx);
+    const q = validate(exploreQuery, ctx.query);
+    const head = await s.chain.headOf(slug);
+    ctx.body = { slug, head, rows: await s.chain.explore(slug, q.from, q.to ?? q.from + 99) };
+  });
+}

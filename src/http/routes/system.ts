@@ -1,0 +1,165 @@
+// Keyless system routes: health, discovery, clock and pulse (JSON and SSE), kernel, operators, library.
+import type Router from '@koa/router';
+import { createSession } from 'better-sse';
+import { z } from 'zod';
+import { PULSE_HZ, stampAt, TICK_NS, TICK_NS_NUMBER, TICK_SECONDS_DISPLAY, TICK_SECONDS_EXACT } from '../../kernel/clock.js';
+import { modulationFactor, MODULATION_AMPLITUDE, PRECISION_BOUND, TOLERANCE_GATE } from '../../kernel/modulation.js';
+import { VARIANCE_THRESHOLD } from '../../kernel/parity.js';
+import { categories, listOperators, operatorSpec } from '../../kernel/operators/registry.js';
+import { DOMAINS } from '../../kernel/operators/types.js';
+import { KEY_PREFIX } from '../../identity/keys.js';
+import { KERNEL_DOCS, type Library } from '../../compute/library.js';
+import { InputError } from '../../solvers/errors.js';
+import type { HttpServices } from '../context.js';
+import { validate } from '../validate.js';
+
+const libSearchBody = z.object({ query: z.string().min(1).max(500), limit: z.number().int().min(1).max(100).default(10), kind: z.enum(['operator', 'solver', 'kernel_doc']).optional() }).strict();
+
+export function pulseObject(s: HttpServices): Record<string, unknown> {
+  const ns = s.clock.nowNs();
+  const st = stampAt(ns);
+  const nextNs = (BigInt(st.svcond) + 1n) * TICK_NS;
+  return {
+    svcond: st.svcond,
+    phase: st.phase,
+    R_t: modulationFactor(st.phase, s.config.kernel.phi0),
+    pulse_hz: PULSE_HZ,
+    zeqond_ns: TICK_NS_NUMBER,
+    zeqond_sec: TICK_SECONDS_DISPLAY,
+    zeqond_sec_exact: TICK_SECONDS_EXACT,
+    unix_ns: st.unix_ns,
+    next_tick_in_ms: Number(nextNs - ns) / 1e6,
+    node: s.nodeId(),
+  };
+}
+
+export function kernelPrompt(s: HttpServices): string {
+  const lines = [
+    `# svc kernel v${s.config.kernel.version}`,
+    '',
+    'You are talking to a node of the Deterministic Computation Service. Every result is stamped to a fixed',
+    `${PULSE_HZ} Hz clock (tick period ${TICK_SECONDS_EXACT} s = ${TICK_NS_NUMBER} ns), wrapped in a result envelope (CKO) and signed`,
+    'with an HMAC-SHA256 receipt (svcProof).',
+    '',
+    '## Rules',
+    ...KERNEL_DOCS.filter((d) => d.id.startsWith('rule-')).map((d, i) => `${i + 1}. **${d.title}.** ${d.text}`),
+    '',
+    '## How to compute',
+    '- Closed form: `POST /api/svc/compute` with `{"domain": "mechanics", "operators": ["KO42", "MECH_KINETIC_ENERGY"], "inputs": {"mass_kg": 2, "velocity_m_s": 3}}`.',
+    '- A solver: `POST /api/svc/<solver>` with its inputs, or `POST /api/svc/solve` with `{"solver": "<id>", "inputs": {}}`.',
+    '- In words: `POST /api/svc/auto` with `{"query": "..."}`.',
+    '- Verify a result: `POST /api/svc/verify` with the response body.',
+    '',
+    `## Domains\n${DOMAINS.map((d) => `- ${d}`).join('\n')}`,
+    '',
+    `## Solvers\n${s.compute.registry.list().map((x) => `- \`${x.id}\` — ${x.kind} (${x.endpoint ?? 'POST /api/svc/solve'})`).join('\n')}`,
+    '',
+  ];
+  return lines.join('\n');
+}
+
+export function systemRoutes(router: Router, s: HttpServices, library: Library, discovery: () => Record<string, unknown>): void {
+  router.get('/api/health', (ctx) => {
+    ctx.body = { ok: true, status: 'live', node: s.nodeId(), kernel_version: s.config.kernel.version, svcond: stampAt(s.clock.nowNs()).svcond, uptime_s: Math.round(process.uptime()) };
+  });
+
+  router.get('/api', (ctx) => {
+    ctx.body = discovery();
+  });
+
+  router.get('/api/svc/pulse', (ctx) => {
+    ctx.body = pulseObject(s);
+  });
+
+  router.get('/api/tally/clock', (ctx) => {
+    const st = stampAt(s.clock.nowNs());
+    ctx.body = { zeqond_sec: TICK_SECONDS_DISPLAY, zeqond_sec_exact: TICK_SECONDS_EXACT, zeqond_ns: TICK_NS_NUMBER, pulse_hz: PULSE_HZ, svcond: st.svcond, phase: st.phase, unix_ns: st.unix_ns };
+  });
+
+  // One SSE event per tick, sent at the tick boundary.
+  router.get('/api/svc/pulse/stream', async (ctx) => {
+    ctx.respond = false;
+    const session = await createSession(ctx.req, ctx.res, { keepAlive: null, retry: 1000 });
+    let timer: NodeJS.Timeout | null = null;
+    const schedule = (): void => {
+      const wait = Number(pulseObject(s).next_tick_in_ms);
+      timer = setTimeout(() => {
+        if (!session.isConnected) return;
+        session.push(pulseObject(s), 'tick');
+        schedule();
+      }, Math.max(1, Math.ceil(wait)));
+    };
+    session.push(pulseObject(s), 'tick');
+    schedule();
+    session.on('disconnected', () => {
+      if (timer) clearTimeout(timer);
+    });
+  });
+
+  router.get('/api/operators', (ctx) => {
+    const ops = listOperators();
+    ctx.body = { count: ops.length, operators: ops };
+  });
+
+  router.get('/api/operators/categories', (ctx) => {
+    ctx.body = { categories: categories() };
+  });
+
+  router.post('/api/svc/operator-spec', (ctx) => {
+    const body = ctx.request.body as Record<string, unknown> | undefined;
+    if (body && typeof body === 'object' && typeof body.solver === 'string') {
+      const solver = s.compute.registry.get(body.solver);
+      if (!solver) throw new InputError('solver', `unknown solver ${body.solver}`, s.compute.registry.ids());
+      ctx.body = { solver: solver.id, endpoint: solver.endpoint ?? '/api/svc/solve', modes: solver.modes, stateful: solver.stateful, inputs: solver.inputs, accepted_keys: solver.inputs.map((i) => i.key) };
+      return;
+    }
+    ctx.body = operatorSpec(body ?? {});
+  });
+
+  router.post('/api/svc/lib-search', (ctx) => {
+    const body = validate(libSearchBody, ctx.request.body);
+    ctx.body = { query: body.query, ...library.search(body.query, body.limit, body.kind) };
+  });
+
+  router.get('/api/kernel', (ctx) => {
+    ctx.body = {
+      version: s.config.kernel.version,
+      interface_version: '1.287.0',
+      clock: { pulse_hz: PULSE_HZ, zeqond_ns: TICK_NS_NUMBER, zeqond_sec: TICK_SECONDS_DISPLAY, zeqond_sec_exact: TICK_SECONDS_EXACT },
+      modulation: { amplitude: MODULATION_AMPLITUDE, phi0: s.config.kernel.phi0, formula: 'R(t) = S(t)[1 + a·sin(2π·f·t + φ0)]' },
+      gate: { tolerance: TOLERANCE_GATE, precision_bound: PRECISION_BOUND },
+      parity: { variance_threshold: VARIANCE_THRESHOLD },
+      rules: KERNEL_DOCS.filter((d) => d.id.startsWith('rule-')).map((d) => ({ id: d.id, title: d.title, text: d.text })),
+      domains: DOMAINS,
+      operators: listOperators().length,
+      solvers: s.compute.registry.ids(),
+    };
+  });
+
+  router.get('/api/kernel/prompt', (ctx) => {
+    ctx.type = 'text/markdown; charset=utf-8';
+    ctx.body = kernelPrompt(s);
+  });
+
+  router.get('/api/system/capabilities', (ctx) => {
+    ctx.body = {
+      node: s.nodeId(),
+      kernel_version: s.config.kernel.version,
+      storage: 'leveldb',
+      methods: ['GET', 'POST', 'PATCH', 'DELETE', 'QUERY'],
+      key_kinds: Object.values(KEY_PREFIX),
+      domains: DOMAINS,
+      operators: listOperators().length,
+      solvers: s.compute.registry.list().map((x) => ({ id: x.id, kind: x.kind, endpoint: x.endpoint ?? '/api/svc/solve', catalogue: x.catalogue, modes: x.modes, stateful: x.stateful })),
+      limits: {
+        keyless_prove_per_minute: s.config.limits.proveperMinute,
+        demo_key_per_day: s.config.limits.demoKeyPerDay,
+        anonymous_compute_per_day: s.config.limits.anonymousComputePerDay,
+        max_operators: 10,
+        daily_quota_enforced: s.config.limits.enforceDailyQuota,
+        tier: s.config.limits.tier,
+      },
+      mesh: { enabled: s.config.mesh.secret !== null },
+    };
+  });
+}

@@ -1,0 +1,9 @@
+// zod at the route: a body that does not fit its schema is 400 SVC_INVALID_INPUT (field, reason, allowed).
+import type { z } from 'zod';
+import { zodIssueToInputError } from '../solvers/util.js';
+
+export function validate<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
+  const result = schema.safeParse(body === undefined ? {} : body);
+  if (result.success) return result.data;
+  throw zodIssueToInputError(result.error.issues[0]!);
+}

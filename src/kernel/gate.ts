@@ -1,0 +1,41 @@
+// The tolerance gate (rule 4). It does not trust a solver's own verdict alone: every part's relative error is
+// recomputed from computed and reference, and a refused check never passes.
+import type { Check, CheckPart } from '../solvers/types.js';
+import { MODULATION_AMPLITUDE, PRECISION_BOUND, TOLERANCE_GATE, tickAverage } from './modulation.js';
+
+export interface GateVerdict {
+  passed: boolean;
+  rel_error: number;
+  reason: string | null;
+}
+
+function relError(p: CheckPart): number {
+  const r = Math.abs(p.computed - p.reference) / Math.abs(p.reference);
+  return Number.isFinite(r) ? r : Number.POSITIVE_INFINITY;
+}
+
+export function gateSolverCheck(check: Check, value: number): GateVerdict {
+  if (!Number.isFinite(value)) return { passed: false, rel_error: Number.POSITIVE_INFINITY, reason: 'value is not finite' };
+  const parts = check.parts && check.parts.length > 0 ? check.parts : [check];
+  let worst = 0;
+  for (const p of parts) worst = Math.max(worst, relError(p));
+  if (check.refused) return { passed: false, rel_error: worst, reason: check.refused };
+  if (!check.passed) return { passed: false, rel_error: worst, reason: `${check.name}: check did not pass` };
+  if (!(worst <= TOLERANCE_GATE)) {
+    return { passed: false, rel_error: worst, reason: `${check.name}: relative error ${worst.toExponential(3)} exceeds ${TOLERANCE_GATE}` };
+  }
+  return { passed: true, rel_error: worst, reason: null };
+}
+
+/**
+ * The gate of a closed-form chain (solvers.md §6 step 6): every value finite, the tick average of R(t)·S
+ * recovers S within the precision bound, and |R_t − 1| ≤ a.
+ */
+export function gateClosedForm(values: number[], primary: number, R_t: number, phi0: number): GateVerdict & { tick_average: number } {
+  const avg = tickAverage(primary, phi0);
+  if (!values.every(Number.isFinite)) return { passed: false, rel_error: Number.POSITIVE_INFINITY, reason: 'an operator value is not finite', tick_average: avg };
+  const rel = primary === 0 ? Math.abs(avg) : Math.abs(avg - primary) / Math.abs(primary);
+  if (!(rel <= PRECISION_BOUND)) return { passed: false, rel_error: rel, reason: 'tick average does not recover S', tick_average: avg };
+  if (!(Math.abs(R_t - 1) <= MODULATION_AMPLITUDE * (1 + 1e-12))) return { passed: false, rel_error: rel, reason: '|R_t - 1| exceeds 1e-3', tick_average: avg };
+  return { passed: true, rel_error: rel, reason: null, tick_average: avg };
+}

@@ -1,0 +1,92 @@
+// Receipts: svcProof = hex HMAC-SHA256 over the RFC 8785 canonical JSON of the sealed body, the tick receipt
+// (spec 2.2) with its own HMAC, and the continuum state fields mapped from the result unit.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { canonicalJson } from './canonical.js';
+import { PULSE_HZ, TICK_NS_NUMBER, TICK_SECONDS_EXACT } from './clock.js';
+import type { StateField } from '../solvers/types.js';
+
+export function hmacHex(key: Buffer | string, text: string): string {
+  return createHmac('sha256', key).update(text).digest('hex');
+}
+
+/** Constant-time comparison of two hex strings (false on any length or format mismatch). */
+export function hexEqual(a: unknown, b: unknown): boolean {
+  if (typeof a !== 'string' || typeof b !== 'string') return false;
+  if (!/^[0-9a-f]*$/i.test(a) || a.length !== b.length || a.length % 2 !== 0) return false;
+  return timingSafeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'));
+}
+
+/** A key derived from the receipt secret for one purpose (e.g. 'PROVE'), so proofs of one family never verify in another. */
+export function deriveKey(secret: Buffer, label: string): Buffer {
+  return createHmac('sha256', secret).update(`svc-key:${label}`).digest();
+}
+
+/** Fields excluded from the signed body: the proof itself (top level and inside the CKO). */
+export function unsignedView(body: Record<string, unknown>): Record<string, unknown> {
+  const { svcProof: _p, ...rest } = body;
+  if (rest.cko && typeof rest.cko === 'object') {
+    const { svcProof: _c, ...cko } = rest.cko as Record<string, unknown>;
+    rest.cko = cko;
+  }
+  return rest;
+}
+
+export function signBody(key: Buffer, body: Record<string, unknown>): string {
+  return hmacHex(key, canonicalJson(unsignedView(body)));
+}
+
+export function verifyBody(key: Buffer, body: Record<string, unknown>): boolean {
+  let expected: string;
+  try {
+    expected = signBody(key, body);
+  } catch {
+    return false;
+  }
+  return hexEqual(body.svcProof, expected);
+}
+
+const UNIT_FIELDS: Record<string, string> = {
+  Pa: 'pressure',
+  'm/s': 'velocity',
+  V: 'potential',
+  T: 'magnetic_field',
+  'kg*m/s': 'momentum',
+  K: 'temperature',
+};
+
+/** Continuum state fields: the unit-mapped one (if the unit maps) plus a solver's explicit set. */
+export function stateFields(value: number, unit: string, explicit?: Record<string, StateField>): Record<string, StateField> {
+  const out: Record<string, StateField> = {};
+  const mapped = UNIT_FIELDS[unit];
+  if (mapped) out[mapped] = { value, unit };
+  if (explicit) for (const [k, v] of Object.entries(explicit)) out[k] = v;
+  return out;
+}
+
+export interface TickReceipt {
+  pulse_hz: number;
+  tick_period_s: number;
+  zeqond_ns: number;
+  svcond: number;
+  phase: number;
+  R_t: number;
+  fields: Record<string, StateField>;
+  hmac: string;
+}
+
+export function tickReceipt(
+  key: Buffer,
+  args: { svcond: number; phase: number; R_t: number; value: number; unit: string; result_digest: string; fields: Record<string, StateField> },
+): TickReceipt {
+  const base = {
+    pulse_hz: PULSE_HZ,
+    tick_period_s: TICK_SECONDS_EXACT,
+    zeqond_ns: TICK_NS_NUMBER,
+    svcond: args.svcond,
+    phase: args.phase,
+    R_t: args.R_t,
+    fields: args.fields,
+  };
+  const hmac = hmacHex(key, canonicalJson({ ...base, value: args.value, unit: args.unit, result_digest: args.result_digest }));
+  return { ...base, hmac };
+}

@@ -1,0 +1,166 @@
+// The composition root: the only file that knows every part. Builds store, kernel keys, services and HTTP,
+// starts and stops them in order.
+import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { randomBytes, createHash } from 'node:crypto';
+import pino, { type Logger } from 'pino';
+import type { NodeConfig } from './config/schema.js';
+import { systemClock, type Clock } from './kernel/clock.js';
+import { deriveKey } from './kernel/receipt.js';
+import { Store } from './store/db.js';
+import { Counters } from './store/counters.js';
+import { ChainService } from './chain/service.js';
+import { IdentityService } from './identity/service.js';
+import { DemoKeys } from './identity/demo.js';
+import { Ledger } from './tally/ledger.js';
+import { QuotaService } from './tally/quota.js';
+import { ComputeService } from './compute/service.js';
+import { defaultRegistry, type SolverRegistry } from './solvers/registry.js';
+import { createApp } from './http/app.js';
+import { loadOrCreateNodeKey, type NodeIdentity } from './mesh/identity.js';
+
+export const RECEIPT_SECRET_FILE = 'receipt-secret';
+
+export interface NodeOptions {
+  clock?: Clock;
+  registry?: SolverRegistry;
+  logger?: Logger;
+  /** Tests: override the tier time limit to force SVC_TIMEOUT. */
+  timeLimitSeconds?: number;
+  /** Credits a new identity starts with (default 128, the daily claim amount). */
+  initialCredits?: number;
+}
+
+/** The receipt secret: from config, else kept in the data dir (created once, mode 0600). */
+async function receiptSecret(config: NodeConfig): Promise<Buffer> {
+  if (config.receiptSecret) return Buffer.from(config.receiptSecret, 'utf8');
+  const file = join(config.dataDir, RECEIPT_SECRET_FILE);
+  try {
+    return Buffer.from((await readFile(file, 'utf8')).trim(), 'hex');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const secret = randomBytes(32);
+  const tmp = `${file}.${process.pid}.tmp`;
+  const fh = await open(tmp, 'wx', 0o600);
+  try {
+    await fh.writeFile(secret.toString('hex'));
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, file);
+  return secret;
+}
+
+export function keyFingerprint(key: Buffer): string {
+  return createHash('sha256').update(key).digest('hex').slice(0, 16);
+}
+
+export class SvcNode {
+  readonly config: NodeConfig;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  store!: Store;
+  counters!: Counters;
+  chain!: ChainService;
+  identity!: IdentityService;
+  ledger!: Ledger;
+  quota!: QuotaService;
+  compute!: ComputeService;
+  nodeIdentity!: NodeIdentity;
+  receiptKey!: Buffer;
+  private server: Server | null = null;
+  private readonly options: NodeOptions;
+  url = '';
+
+  constructor(config: NodeConfig, options: NodeOptions = {}) {
+    this.config = config;
+    this.options = options;
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? pino({ level: config.logLevel, base: { svc: 'svc-node' } });
+  }
+
+  get nodeId(): string {
+    return this.nodeIdentity.nodeId;
+  }
+
+  async start(): Promise<this> {
+    const { config } = this;
+    await mkdir(config.dataDir, { recursive: true });
+    this.nodeIdentity = await loadOrCreateNodeKey(config.dataDir);
+    const secret = await receiptSecret(config);
+    this.receiptKey = deriveKey(secret, 'RECEIPT');
+    this.store = await Store.open(join(config.dataDir, 'db'), { sync: config.syncWrites });
+    this.counters = new Counters(this.store);
+    await this.counters.load();
+    const nodeId = () => this.nodeIdentity.nodeId;
+    this.chain = new ChainService(this.store);
+    this.identity = new IdentityService({ store: this.store, clock: this.clock, chain: this.chain, nodeId, kernelVersion: config.kernel.version, saltSecret: deriveKey(secret, 'SALT') });
+    this.ledger = new Ledger(this.store, this.counters, this.chain, { initialCredits: this.options.initialCredits ?? 128 });
+    this.quota = new QuotaService(this.counters, {
+      anonymousPerDay: config.limits.anonymousComputePerDay,
+      demoPerDay: config.limits.demoKeyPerDay,
+      freeDailyComputations: config.limits.freeDailyComputations,
+      enforceDailyQuota: config.limits.enforceDailyQuota,
+    });
+    this.compute = new ComputeService({
+      clock: this.clock,
+      registry: this.options.registry ?? defaultRegistry(),
+      ledger: this.ledger,
+      quota: this.quota,
+      receiptKey: this.receiptKey,
+      proveKey: deriveKey(secret, 'PROVE'),
+      phi0: config.kernel.phi0,
+      kernelVersion: config.kernel.version,
+      tier: config.limits.tier,
+      timeLimitSeconds: this.options.timeLimitSeconds,
+      nodeId,
+    });
+    const demoKeys = new DemoKeys(this.store, this.identity);
+    const { app } = createApp({
+      config,
+      logger: this.logger,
+      clock: this.clock,
+      compute: this.compute,
+      identity: this.identity,
+      chain: this.chain,
+      ledger: this.ledger,
+      quota: this.quota,
+      counters: this.counters,
+      demoKeys,
+      nodeId,
+    });
+    this.server = createServer(app.callback());
+    this.server.keepAliveTimeout = 5000;
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once('error', reject);
+      this.server!.listen(config.port, config.host, () => resolve());
+    });
+    const addr = this.server.address() as AddressInfo;
+    this.url = config.publicUrl ?? `http://${config.host}:${addr.port}`;
+    this.logger.info({ url: this.url, node: this.nodeId, dataDir: config.dataDir }, 'listening');
+    return this;
+  }
+
+  /** Stop accepting, finish in-flight requests, close LevelDB. */
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    if (server) {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+    }
+    if (this.store) await this.store.close();
+    this.logger.info({ node: this.nodeIdentity?.nodeId }, 'stopped');
+  }
+}
+
+export async function startNode(config: NodeConfig, options: NodeOptions = {}): Promise<SvcNode> {
+  return new SvcNode(config, options).start();
+}

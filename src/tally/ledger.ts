@@ -1,0 +1,229 @@
+// Wallets, envelopes, charges and day counters, and the one sealing batch of architecture.md §3 step 7:
+// result record + caller's envelope + audit-chain row + wallet charge + counters, written atomically.
+// Everything that depends on in-memory state (balances, chain head, counters) is computed synchronously,
+// so concurrent seals serialise without locks; the batch itself is group-committed by the store.
+import { randomBytes } from 'node:crypto';
+import { canonicalJson, sha256Hex } from '../kernel/canonical.js';
+import { ServiceError } from '../kernel/errors.js';
+import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
+import type { Counters } from '../store/counters.js';
+import type { ChainService, AuditRow } from '../chain/service.js';
+import type { KeyRecord } from '../identity/service.js';
+
+export const FOUNDATION_SHARE_PERCENT = 20;
+
+export type Caller =
+  | { kind: 'identity'; zid: string; key: KeyRecord; slug: string }
+  | { kind: 'demo'; key: KeyRecord }
+  | { kind: 'anonymous'; ip: string };
+
+export interface Wallet {
+  free: number;
+  paid: number;
+}
+
+export interface TallyCharge {
+  action: string;
+  cost: number;
+  charged: number;
+  burned: number;
+  foundation: number;
+  funded_by: 'free' | 'paid' | 'demo' | 'anonymous';
+  balance_after: Wallet | null;
+}
+
+export interface EnvelopeRecord {
+  token_id: string;
+  owner: string;
+  face_value: number;
+  folder: string;
+  funding: 'free' | 'paid';
+  soulbound: boolean;
+  svcond: number;
+  result_id: string;
+  hash: string;
+  seq: number;
+}
+
+export interface SealContext {
+  tally_charge: TallyCharge;
+  envelope: EnvelopeRecord | null;
+  audit: AuditRow | null;
+}
+
+export interface LedgerOptions {
+  initialCredits: number;
+}
+
+/** UTC day key, e.g. '2026-11-21'. */
+export function dayKey(unixMs: number): string {
+  return new Date(unixMs).toISOString().slice(0, 10);
+}
+
+export function nextMidnightUtc(unixMs: number): number {
+  const d = new Date(unixMs);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1);
+}
+
+export function splitCharge(cost: number): { burned: number; foundation: number } {
+  const foundation = Math.floor((cost * FOUNDATION_SHARE_PERCENT) / 100);
+  return { burned: cost - foundation, foundation };
+}
+
+export class Ledger {
+  private readonly wallets: Sublevel;
+  private readonly envelopes: Sublevel;
+  private readonly byOwner: Sublevel;
+  private readonly byFolder: Sublevel;
+  private readonly results: Sublevel;
+  private readonly walletCache = new Map<string, Wallet>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly counters: Counters,
+    private readonly chain: ChainService,
+    private readonly options: LedgerOptions,
+  ) {
+    this.wallets = store.sub('wallets');
+    this.envelopes = store.sub('envelopes');
+    this.byOwner = store.sub('env_owner');
+    this.byFolder = store.sub('env_folder');
+    this.results = store.sub('results');
+  }
+
+  async wallet(zid: string): Promise<Wallet> {
+    const cached = this.walletCache.get(zid);
+    if (cached) return cached;
+    const stored = await this.store.get<Wallet>(this.wallets, zid);
+    const again = this.walletCache.get(zid);
+    if (again) return again;
+    const w = stored ?? { free: this.options.initialCredits, paid: 0 };
+    this.walletCache.set(zid, w);
+    return w;
+  }
+
+  /** 402 before any work when the wallet cannot pay. */
+  async assertCanPay(caller: Caller, cost: number): Promise<void> {
+    if (caller.kind !== 'identity') return;
+    const w = await this.wallet(caller.zid);
+    if (w.free + w.paid < cost) {
+      throw new ServiceError(402, 'INSUFFICIENT_BALANCE', `this action costs ${cost} credits; balance is ${w.free + w.paid}`, { cost, balance: w.free + w.paid });
+    }
+  }
+
+  /** Load what seal() needs synchronously (wallet and chain head). */
+  async prepare(caller: Caller): Promise<void> {
+    if (caller.kind === 'identity') {
+      await this.wallet(caller.zid);
+      await this.chain.prepare(caller.slug);
+    }
+  }
+
+  /**
+   * Seal a result atomically. `build` receives the charge, envelope and audit row and returns the final signed
+   * body; the body is stored under resultId. Resolves after the batch is durable. On failure every in-memory
+   * change is rolled back and nothing is written.
+   */
+  async seal(args: {
+    caller: Caller;
+    action: string;
+    cost: number;
+    resultId: string;
+    resultDigest: string;
+    svcond: number;
+    unixMs: number;
+    counterNames: string[];
+    build: (ctx: SealContext) => Record<string, unknown>;
+  }): Promise<Record<string, unknown>> {
+    const { caller, cost } = args;
+    const ops: Op[] = [];
+    const rollbacks: (() => void)[] = [];
+    let charge: TallyCharge;
+    let envelope: EnvelopeRecord | null = null;
+    let audit: AuditRow | null = null;
+
+    if (caller.kind === 'identity') {
+      const w = this.walletCache.get(caller.zid);
+      if (!w) throw new Error('wallet not prepared');
+      if (w.free + w.paid < cost) {
+        throw new ServiceError(402, 'INSUFFICIENT_BALANCE', `this action costs ${cost} credits; balance is ${w.free + w.paid}`, { cost, balance: w.free + w.paid });
+      }
+      const fromFree = Math.min(w.free, cost);
+      const next: Wallet = { free: w.free - fromFree, paid: w.paid - (cost - fromFree) };
+      const prev = { ...w };
+      this.walletCache.set(caller.zid, next);
+      rollbacks.push(() => this.walletCache.set(caller.zid, prev));
+      ops.push({ type: 'put', sub: this.wallets, key: caller.zid, value: next });
+      const { burned, foundation } = splitCharge(cost);
+      const funding = fromFree === cost ? 'free' : 'paid';
+      charge = { action: args.action, cost, charged: cost, burned, foundation, funded_by: funding, balance_after: next };
+      for (const [name, delta] of [['burned_total', burned], ['foundation_total', foundation], ['envelope_seq', 1], [`env:${caller.zid}`, 1], [`envf:${caller.zid}:inbox`, 1]] as const) {
+        ops.push(this.counters.add(name, delta));
+        rollbacks.push(() => this.counters.revert(name, delta));
+      }
+      const seq = this.counters.get('envelope_seq');
+      const tokenId = `env_${randomBytes(12).toString('hex')}`;
+      const core = { token_id: tokenId, owner: caller.zid, face_value: burned, result_id: args.resultId, result_digest: args.resultDigest, svcond: args.svcond };
+      envelope = {
+        token_id: tokenId,
+        owner: caller.zid,
+        face_value: burned,
+        folder: 'inbox',
+        funding,
+        soulbound: funding === 'free',
+        svcond: args.svcond,
+        result_id: args.resultId,
+        hash: sha256Hex(canonicalJson(core)),
+        seq,
+      };
+      ops.push({ type: 'put', sub: this.envelopes, key: tokenId, value: envelope });
+      ops.push({ type: 'put', sub: this.byOwner, key: `${caller.zid}!${padNum(seq)}`, value: tokenId });
+      ops.push({ type: 'put', sub: this.byFolder, key: `${caller.zid}!inbox!${padNum(seq)}`, value: tokenId });
+      const appended = this.chain.appendOps(caller.slug, args.svcond, 'compute_sealed', {
+        result_id: args.resultId,
+        result_digest: args.resultDigest,
+        token_id: tokenId,
+        face_value: burned,
+      });
+      audit = appended.row;
+      ops.push(appended.op);
+      rollbacks.push(appended.rollback);
+    } else {
+      charge = { action: args.action, cost, charged: 0, burned: 0, foundation: 0, funded_by: caller.kind, balance_after: null };
+    }
+    ops.push(this.counters.add('sealed_total', 1));
+    rollbacks.push(() => this.counters.revert('sealed_total', 1));
+    for (const name of args.counterNames) ops.push(this.counters.persistOp(name));
+
+    let body: Record<string, unknown>;
+    try {
+      body = args.build({ tally_charge: charge, envelope, audit });
+      ops.push({ type: 'put', sub: this.results, key: args.resultId, value: body });
+      await this.store.commit(ops);
+    } catch (err) {
+      for (const undo of rollbacks.reverse()) undo();
+      throw err;
+    }
+    return body;
+  }
+
+  async getResult(resultId: string): Promise<Record<string, unknown> | undefined> {
+    return this.store.get<Record<string, unknown>>(this.results, resultId);
+  }
+
+  /** Envelopes of an owner, newest first; total from the counter (never a scan). */
+  async listEnvelopes(zid: string, opts: { limit: number; offset: number; folder?: string; q?: string }): Promise<{ total: number; items: EnvelopeRecord[] }> {
+    if (opts.q) {
+      const env = await this.store.get<EnvelopeRecord>(this.envelopes, opts.q);
+      const hit = env && env.owner === zid && (!opts.folder || env.folder === opts.folder) ? [env] : [];
+      return { total: hit.length, items: hit.slice(opts.offset, opts.offset + opts.limit) };
+    }
+    const total = this.counters.get(opts.folder ? `envf:${zid}:${opts.folder}` : `env:${zid}`);
+    const prefix = opts.folder ? `${zid}!${opts.folder}!` : `${zid}!`;
+    const sub = opts.folder ? this.byFolder : this.byOwner;
+    const ids = await this.store.range<string>(sub, { gte: prefix, lt: `${prefix}~`, reverse: true, limit: opts.offset + opts.limit });
+    const page = ids.slice(opts.offset).map((e) => e.value);
+    const items = (await this.store.getMany<EnvelopeRecord>(this.envelopes, page)).filter((e): e is EnvelopeRecord => !!e);
+    return { total, items };
+  }
+}

@@ -1,0 +1,67 @@
+// Day quotas that span a restart (architecture.md §4 Limits): anonymous computing 5/day/IP, demo keys
+// 10/day, and the free ZID allowance when enforcement is switched on. A slot is reserved in memory before
+// the work and persisted in the sealing batch; a failed computation gives its slot back.
+import { ServiceError } from '../kernel/errors.js';
+import type { Counters } from '../store/counters.js';
+import { dayKey, nextMidnightUtc, type Caller } from './ledger.js';
+
+export interface QuotaOptions {
+  anonymousPerDay: number;
+  demoPerDay: number;
+  freeDailyComputations: number;
+  enforceDailyQuota: boolean;
+}
+
+export interface Reservation {
+  /** Counter names to persist in the sealing batch. */
+  names: string[];
+  release(): void;
+}
+
+export function dailyLimitError(limit: number, used: number, unixMs: number): ServiceError {
+  const reset = nextMidnightUtc(unixMs);
+  const seconds = Math.max(1, Math.ceil((reset - unixMs) / 1000));
+  return new ServiceError(429, 'SVC_DAILY_LIMIT', `daily quota of ${limit} used up`, {
+    daily_limit: limit,
+    used_today: used,
+    reset_at: new Date(reset).toISOString(),
+    hours_until_reset: Math.round((seconds / 3600) * 100) / 100,
+    retry_after_seconds: seconds,
+  });
+}
+
+export class QuotaService {
+  constructor(private readonly counters: Counters, private readonly options: QuotaOptions) {}
+
+  usedToday(zid: string, unixMs: number): number {
+    return this.counters.get(`used:${dayKey(unixMs)}:${zid}`);
+  }
+
+  /** Reserve one computation for the caller today, or throw 429 SVC_DAILY_LIMIT. */
+  reserve(caller: Caller, unixMs: number): Reservation {
+    const day = dayKey(unixMs);
+    let name: string;
+    let limit: number | null;
+    if (caller.kind === 'anonymous') {
+      name = `anon:${day}:${caller.ip}`;
+      limit = this.options.anonymousPerDay;
+    } else if (caller.kind === 'demo') {
+      name = `demo:${day}:${caller.key.key_id}`;
+      limit = this.options.demoPerDay;
+    } else {
+      name = `used:${day}:${caller.zid}`;
+      limit = this.options.enforceDailyQuota ? this.options.freeDailyComputations : null;
+    }
+    const used = this.counters.get(name);
+    if (limit !== null && used >= limit) throw dailyLimitError(limit, used, unixMs);
+    this.counters.reserve(name, 1);
+    let released = false;
+    return {
+      names: [name],
+      release: () => {
+        if (!released) this.counters.revert(name, 1);
+        released = true;
+      },
+    };
+  }
+}
