@@ -2,8 +2,9 @@
 import type { SolverDef } from '../types.js';
 import { quantumLevels } from '../quantum-levels.js';
 import { acoustic } from '../acoustic.js';
+import { device } from '../device.js';
 import { react } from '../react.js';
 import { tumour } from '../tumour.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const solvers: SolverDef<any>[] = [react, tumour, quantumLevels, acoustic];
+export const solvers: SolverDef<any>[] = [device, react, tumour, quantumLevels, acoustic];

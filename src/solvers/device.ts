@@ -1,0 +1,540 @@
+// device (solvers.md §3.15): equilibrium PN junction electrostatics with Boltzmann carriers,
+// ∇·(ε∇ψ) = −q(p − n + N_D − N_A), n = n_i e^(ψ/V_T), p = n_i e^(−ψ/V_T). Cell-centred finite volumes,
+// Newton on ψ (update clipped to ±2 V_T, stop at max|Δψ| < 1e-12 V). The p contact is Dirichlet at the
+// neutral p potential (half-cell at the face); every other boundary is zero-field, so the n-side potential is
+// computed. pn1d: tridiagonal Newton solves on an automatically refined grid; pn2d: CG preconditioned by
+// modified incomplete Cholesky MIC(0).
+// Checked against V_bi = V_T[asinh(N_D/2n_i) + asinh(N_A/2n_i)] and (pn1d, planar) the peak field from the
+// exact first integral of the Poisson–Boltzmann equation.
+import { z } from 'zod';
+import { InputError, SolverFailure } from './errors.js';
+import type { CheckPart, InputSpec, SolverDef, SolverOutput } from './types.js';
+import { boundField, boundProfile, checkPart, combineChecks, intIn, numIn, parseInputs, positive, refuseCheck } from './util.js';
+import { solveTridiagonal } from '../numerics/linalg.js';
+import { pcg, stencil5FactorSolve, stencil5IncompleteCholesky, stencil5Multiply, type Stencil5 } from '../numerics/sparse.js';
+
+const Q = 1.602176634e-19;
+const KB = 1.380649e-23;
+const EPS0 = 8.8541878128e-12;
+
+const MODES = ['pn1d', 'pn2d'] as const;
+const GEOMETRIES = ['well', 'planar'] as const;
+type Mode = (typeof MODES)[number];
+type Geometry = (typeof GEOMETRIES)[number];
+
+const MAX_CELLS_1D = 100_000;
+const MAX_CELLS_2D = 40_000;
+const MAX_NEWTON = 200;
+const NEWTON_STEP_TOL_V = 1e-12;
+const CG_REL_TOL = 1e-10;
+
+export interface DeviceInputs extends Record<string, unknown> {
+  mode: Mode;
+  acceptor_m3: number;
+  donor_m3: number;
+  intrinsic_m3: number;
+  temperature_K: number;
+  rel_permittivity: number;
+  length_p_m?: number;
+  length_n_m?: number;
+  cells?: number;
+  geometry?: Geometry;
+  width_m?: number;
+  depth_m?: number;
+  well_width_m?: number;
+  well_depth_m?: number;
+  nx?: number;
+  ny?: number;
+}
+
+const doping = () => numIn(1e18, 1e25).optional();
+const length = () => numIn(1e-8, 1e-3).optional();
+const common = {
+  mode: z.enum(MODES).optional(),
+  acceptor_m3: doping(),
+  donor_m3: doping(),
+  intrinsic_m3: numIn(1e6, 1e22).optional(),
+  temperature_K: numIn(50, 800).optional(),
+  rel_permittivity: numIn(1, 100).optional(),
+};
+const grid2d = {
+  geometry: z.enum(GEOMETRIES).optional(),
+  width_m: length(),
+  depth_m: length(),
+  nx: intIn(4, MAX_CELLS_2D).optional(),
+  ny: intIn(4, MAX_CELLS_2D).optional(),
+};
+// One strict schema per mode (and geometry): keys another mode uses are refused as unknown.
+const schemas = {
+  pn1d: z.object({ ...common, length_p_m: length(), length_n_m: length(), cells: intIn(100, MAX_CELLS_1D).optional() }).strict(),
+  well: z.object({ ...common, ...grid2d, well_width_m: positive().optional(), well_depth_m: positive().optional() }).strict(),
+  planar: z.object({ ...common, ...grid2d }).strict(),
+} as const;
+const selectorSchema = z.object({ mode: z.enum(MODES).optional(), geometry: z.enum(GEOMETRIES).optional() }).loose();
+
+/** Physical scales: thermal voltage, Debye length of the heavier doping, and the 1-D grid it implies. */
+function thermalVoltage(T: number): number {
+  return (KB * T) / Q;
+}
+function debyeLength(inp: DeviceInputs): number {
+  const eps = inp.rel_permittivity * EPS0;
+  return Math.sqrt((eps * thermalVoltage(inp.temperature_K)) / (Q * Math.max(inp.acceptor_m3, inp.donor_m3)));
+}
+
+/** pn1d cell counts on each side: dx ≤ min(L/cells, L_D/16), the junction on a cell face. */
+function grid1d(inp: DeviceInputs): { cellsP: number; cellsN: number } {
+  const L = inp.length_p_m! + inp.length_n_m!;
+  const target = Math.min(L / inp.cells!, debyeLength(inp) / 16);
+  const count = (len: number) => Math.max(1, Math.ceil(len / target - 1e-9));
+  return { cellsP: count(inp.length_p_m!), cellsN: count(inp.length_n_m!) };
+}
+
+/** pn2d cell classification: p region and contacted faces (top faces for the well, left faces for planar). */
+function layout2d(inp: DeviceInputs): { isP: Uint8Array; contact: Uint8Array } {
+  const nx = inp.nx!;
+  const ny = inp.ny!;
+  const W = inp.width_m!;
+  const dx = W / nx;
+  const dy = inp.depth_m! / ny;
+  const isP = new Uint8Array(nx * ny);
+  const contact = new Uint8Array(nx * ny); // 1 where the cell's outer face carries the p contact
+  if (inp.geometry === 'planar') {
+    for (let j = 0; j < ny; j++) {
+      for (let i = 0; i < nx; i++) if ((i + 0.5) * dx < W / 2) isP[j * nx + i] = 1;
+      contact[j * nx] = 1;
+    }
+  } else {
+    const ww = inp.well_width_m!;
+    const wd = inp.well_depth_m!;
+    for (let j = 0; j < ny; j++) {
+      for (let i = 0; i < nx; i++) {
+        const xc = (i + 0.5) * dx;
+        const yc = (j + 0.5) * dy;
+        if (Math.abs(xc - W / 2) < ww / 2 && yc < wd) {
+          isP[j * nx + i] = 1;
+          if (j === 0 && Math.abs(xc - W / 2) < ww / 4) contact[i] = 1;
+        }
+      }
+    }
+  }
+  return { isP, contact };
+}
+
+function resolve(raw: unknown): DeviceInputs {
+  const sel = parseInputs(selectorSchema, raw);
+  const mode: Mode = sel.mode ?? 'pn1d';
+  const geometry: Geometry = sel.geometry ?? 'well';
+  const schema = mode === 'pn1d' ? schemas.pn1d : schemas[geometry];
+  const p = parseInputs(schema, raw) as Record<string, number | string | undefined>;
+  const num = (key: string, fallback: number) => (p[key] as number | undefined) ?? fallback;
+  const out: DeviceInputs = {
+    mode,
+    acceptor_m3: num('acceptor_m3', mode === 'pn1d' ? 1e22 : 1e23),
+    donor_m3: num('donor_m3', mode === 'pn1d' ? 1e22 : 1e21),
+    intrinsic_m3: num('intrinsic_m3', 1e16),
+    temperature_K: num('temperature_K', 300),
+    rel_permittivity: num('rel_permittivity', 11.7),
+  };
+  if (mode === 'pn1d') {
+    out.length_p_m = num('length_p_m', 2e-6);
+    out.length_n_m = num('length_n_m', 2e-6);
+    out.cells = num('cells', 2000);
+    const { cellsP, cellsN } = grid1d(out);
+    if (cellsP + cellsN > MAX_CELLS_1D) {
+      throw new InputError('cells', `the grid refined to dx ≤ L_D/16 needs ${cellsP + cellsN} cells (> ${MAX_CELLS_1D})`, { min: 100, max: MAX_CELLS_1D });
+    }
+    return out;
+  }
+  out.geometry = geometry;
+  out.width_m = num('width_m', 4e-6);
+  out.depth_m = num('depth_m', 2e-6);
+  out.nx = num('nx', 100);
+  out.ny = num('ny', 50);
+  if (out.nx * out.ny > MAX_CELLS_2D) throw new InputError('nx', `nx·ny = ${out.nx * out.ny} exceeds ${MAX_CELLS_2D}`, { max: MAX_CELLS_2D });
+  if (geometry === 'well') {
+    out.well_width_m = num('well_width_m', 2e-6);
+    out.well_depth_m = num('well_depth_m', 0.5e-6);
+    if (!(out.well_width_m < out.width_m)) throw new InputError('well_width_m', 'the well must lie inside the domain', { max: out.width_m, inclusive: false });
+    if (!(out.well_depth_m < out.depth_m)) throw new InputError('well_depth_m', 'the well must lie inside the domain', { max: out.depth_m, inclusive: false });
+  }
+  const { isP, contact } = layout2d(out);
+  let pCells = 0;
+  let nCells = 0;
+  for (let k = 0; k < isP.length; k++) if (isP[k]) pCells++; else nCells++;
+  if (!contact.some((c) => c === 1) || pCells === 0 || nCells === 0) {
+    const field = geometry === 'well' ? 'well_width_m' : 'nx';
+    throw new InputError(field, 'the grid resolves no p region, n region or contact face: refine nx, ny or enlarge the well', null);
+  }
+  return out;
+}
+
+/** Equilibrium quantities of the closed-form references (SI). */
+function references(inp: DeviceInputs) {
+  const vt = thermalVoltage(inp.temperature_K);
+  const ni = inp.intrinsic_m3;
+  const NA = inp.acceptor_m3;
+  const ND = inp.donor_m3;
+  const psiP = -vt * Math.asinh(NA / (2 * ni));
+  const psiN = vt * Math.asinh(ND / (2 * ni));
+  const n = (psi: number) => ni * Math.exp(psi / vt);
+  const p = (psi: number) => ni * Math.exp(-psi / vt);
+  const psiJ = (NA * psiP + ND * psiN + vt * (p(psiP) + n(psiP) - p(psiN) - n(psiN))) / (NA + ND);
+  const eps = inp.rel_permittivity * EPS0;
+  const eMax2 = ((2 * Q) / eps) * (vt * (p(psiJ) - p(psiP) + n(psiJ) - n(psiP)) + NA * (psiJ - psiP));
+  return { vt, psiP, psiN, vbi: psiN - psiP, eMax: Math.sqrt(eMax2) };
+}
+
+/** The scaled problem: φ = ψ/V_T, lengths in L_D0 = √(εV_T/(qN0)), concentrations in N0 = max(N_A, N_D). */
+interface Scaled {
+  vt: number;
+  lengthScale: number;
+  n0: number;
+  niScaled: number;
+  phiP: number;
+}
+function scaling(inp: DeviceInputs): Scaled {
+  const vt = thermalVoltage(inp.temperature_K);
+  const n0 = Math.max(inp.acceptor_m3, inp.donor_m3);
+  return {
+    vt,
+    lengthScale: debyeLength(inp),
+    n0,
+    niScaled: inp.intrinsic_m3 / n0,
+    phiP: -Math.asinh(inp.acceptor_m3 / (2 * inp.intrinsic_m3)),
+  };
+}
+
+interface Solution {
+  phi: Float64Array;
+  iterations: number;
+}
+
+/**
+ * Newton on R(φ) = Σ_faces g (φ_nb − φ) + vol (ñ e^(−φ) − ñ e^(φ) + d) = 0, where `coupling` holds the face
+ * conductances. `solveStep` solves (−J) Δ = R for the given diagonal of −J.
+ */
+function newton(
+  phi: Float64Array,
+  residual: (phi: Float64Array, r: Float64Array, jDiag: Float64Array) => void,
+  solveStep: (jDiag: Float64Array, r: Float64Array) => Float64Array,
+  vt: number,
+): number {
+  const n = phi.length;
+  const r = new Float64Array(n);
+  const jDiag = new Float64Array(n);
+  for (let it = 1; it <= MAX_NEWTON; it++) {
+    residual(phi, r, jDiag);
+    const delta = solveStep(jDiag, r);
+    let maxStep = 0;
+    for (let k = 0; k < n; k++) {
+      const d = Math.max(-2, Math.min(2, delta[k]!));
+      phi[k] = phi[k]! + d;
+      if (Math.abs(d) > maxStep) maxStep = Math.abs(d);
+    }
+    if (!Number.isFinite(maxStep)) throw new SolverFailure('device: Newton produced a non-finite update', { iteration: it });
+    if (maxStep * vt < NEWTON_STEP_TOL_V) return it;
+  }
+  throw new SolverFailure(`device: Newton did not converge in ${MAX_NEWTON} iterations`, { max_iterations: MAX_NEWTON });
+}
+
+function solve1d(inp: DeviceInputs, s: Scaled) {
+  const { cellsP, cellsN } = grid1d(inp);
+  const m = cellsP + cellsN;
+  const hP = inp.length_p_m! / cellsP / s.lengthScale;
+  const hN = inp.length_n_m! / cellsN / s.lengthScale;
+  const h = new Float64Array(m);
+  const dop = new Float64Array(m); // (N_D − N_A)/N0
+  for (let j = 0; j < m; j++) {
+    h[j] = j < cellsP ? hP : hN;
+    dop[j] = j < cellsP ? -inp.acceptor_m3 / s.n0 : inp.donor_m3 / s.n0;
+  }
+  const g = new Float64Array(m - 1); // conductance of the face between j and j+1
+  for (let j = 0; j < m - 1; j++) g[j] = 2 / (h[j]! + h[j + 1]!);
+  const gContact = 2 / h[0]!;
+  const ni = s.niScaled;
+  const phi = new Float64Array(m);
+  for (let j = 0; j < m; j++) phi[j] = Math.asinh((dop[j]! * s.n0) / (2 * inp.intrinsic_m3));
+
+  const sub = new Float64Array(m);
+  const sup = new Float64Array(m);
+  for (let j = 1; j < m; j++) sub[j] = -g[j - 1]!;
+  for (let j = 0; j < m - 1; j++) sup[j] = -g[j]!;
+  const residual = (f: Float64Array, r: Float64Array, jDiag: Float64Array) => {
+    for (let j = 0; j < m; j++) {
+      const eP = ni * Math.exp(-f[j]!);
+      const eN = ni * Math.exp(f[j]!);
+      let flux = 0;
+      let cond = 0;
+      if (j === 0) {
+        flux += gContact * (s.phiP - f[0]!);
+        cond += gContact;
+      } else {
+        flux += g[j - 1]! * (f[j - 1]! - f[j]!);
+        cond += g[j - 1]!;
+      }
+      if (j < m - 1) {
+        flux += g[j]! * (f[j + 1]! - f[j]!);
+        cond += g[j]!;
+      }
+      r[j] = flux + h[j]! * (eP - eN + dop[j]!);
+      jDiag[j] = cond + h[j]! * (eP + eN);
+    }
+  };
+  const iterations = newton(phi, residual, (jDiag, r) => solveTridiagonal(sub, jDiag, sup, r), s.vt);
+  return { phi, h, dop, cellsP, iterations };
+}
+
+function solve2d(inp: DeviceInputs, s: Scaled) {
+  const nx = inp.nx!;
+  const ny = inp.ny!;
+  const n = nx * ny;
+  const dx = inp.width_m! / nx / s.lengthScale;
+  const dy = inp.depth_m! / ny / s.lengthScale;
+  const vol = dx * dy;
+  const gx = dy / dx;
+  const gy = dx / dy;
+  const { isP, contact } = layout2d(inp);
+  const gContact = inp.geometry === 'planar' ? dy / (dx / 2) : dx / (dy / 2);
+  const dop = new Float64Array(n);
+  for (let k = 0; k < n; k++) dop[k] = isP[k] ? -inp.acceptor_m3 / s.n0 : inp.donor_m3 / s.n0;
+  const ni = s.niScaled;
+  const phi = new Float64Array(n);
+  for (let k = 0; k < n; k++) phi[k] = Math.asinh((dop[k]! * s.n0) / (2 * inp.intrinsic_m3));
+
+  // −J is the 5-point operator: couplings −g to the east and south neighbours, diagonal set per Newton step.
+  const east = new Float64Array(n);
+  const south = new Float64Array(n);
+  const cond = new Float64Array(n); // Σ face conductances of each cell, contact included
+  for (let j = 0; j < ny; j++) {
+    for (let i = 0; i < nx; i++) {
+      const k = j * nx + i;
+      if (i < nx - 1) east[k] = -gx;
+      if (j < ny - 1) south[k] = -gy;
+      cond[k] = (contact[k] ? gContact : 0) + (i > 0 ? gx : 0) + (i < nx - 1 ? gx : 0) + (j > 0 ? gy : 0) + (j < ny - 1 ? gy : 0);
+    }
+  }
+  const A: Stencil5 = { nx, ny, diag: new Float64Array(n), east, south };
+
+  const residual = (f: Float64Array, r: Float64Array, jDiag: Float64Array) => {
+    for (let j = 0; j < ny; j++) {
+      for (let i = 0; i < nx; i++) {
+        const k = j * nx + i;
+        const fk = f[k]!;
+        let flux = contact[k] ? gContact * (s.phiP - fk) : 0;
+        if (j > 0) flux += gy * (f[k - nx]! - fk);
+        if (i > 0) flux += gx * (f[k - 1]! - fk);
+        if (i < nx - 1) flux += gx * (f[k + 1]! - fk);
+        if (j < ny - 1) flux += gy * (f[k + nx]! - fk);
+        const eP = ni * Math.exp(-fk);
+        const eN = ni * Math.exp(fk);
+        r[k] = flux + vol * (eP - eN + dop[k]!);
+        jDiag[k] = cond[k]! + vol * (eP + eN);
+      }
+    }
+  };
+  let cgIterations = 0;
+  const solveStep = (jDiag: Float64Array, r: Float64Array) => {
+    A.diag.set(jDiag);
+    const L = stencil5IncompleteCholesky(A, true); // MIC(0): about half the CG iterations of IC(0) here
+    if (!L) throw new SolverFailure('device: incomplete Cholesky breakdown (Jacobian not an M-matrix)', {});
+    const delta = new Float64Array(n);
+    const res = pcg(n, (v, out) => stencil5Multiply(A, v, out), r, delta, (rr, zz) => stencil5FactorSolve(L, rr, zz), CG_REL_TOL, 20 * n + 100);
+    cgIterations += res.iterations;
+    if (!res.converged) {
+      throw new SolverFailure('device: preconditioned CG did not reach the relative residual 1e-10', { rel_residual: res.relResidual });
+    }
+    return delta;
+  };
+  const iterations = newton(phi, residual, solveStep, s.vt);
+  return { phi, dop, dx, dy, iterations, cgIterations };
+}
+
+/** Charge |p − n + N_D − N_A| relative to the local doping. */
+function relativeCharge(phi: number, dop: number, ni: number): number {
+  return Math.abs(ni * Math.exp(-phi) - ni * Math.exp(phi) + dop) / Math.abs(dop);
+}
+
+function run(inp: DeviceInputs): SolverOutput {
+  const s = scaling(inp);
+  const ref = references(inp);
+  const { vt } = s;
+  const ni = s.niScaled;
+  const log10n = (f: number) => Math.log10(inp.intrinsic_m3) + f / Math.LN10;
+  const log10p = (f: number) => Math.log10(inp.intrinsic_m3) - f / Math.LN10;
+  const notNeutralReason = 'a region is too short: the bulk never becomes charge neutral (lengthen the n region / domain)';
+
+  if (inp.mode === 'pn1d') {
+    const { phi, h, dop, cellsP, iterations } = solve1d(inp, s);
+    const m = phi.length;
+    const psi = Float64Array.from(phi, (f) => f * vt);
+    const x = new Float64Array(m);
+    let pos = 0;
+    for (let j = 0; j < m; j++) {
+      x[j] = (pos + h[j]! / 2) * s.lengthScale;
+      pos += h[j]!;
+    }
+    const vbi = psi[m - 1]! - ref.psiP;
+    const faceField = (j: number) => (Math.abs(phi[j + 1]! - phi[j]!) * vt) / (((h[j]! + h[j + 1]!) / 2) * s.lengthScale);
+    const junctionField = faceField(cellsP - 1);
+    let peak = 0;
+    for (let j = 0; j < m - 1; j++) peak = Math.max(peak, faceField(j));
+    // Depletion: the span of cells whose charge exceeds half the local doping.
+    let first = -1;
+    let last = -1;
+    for (let j = 0; j < m; j++) {
+      if (relativeCharge(phi[j]!, dop[j]!, ni) > 0.5) {
+        if (first < 0) first = j;
+        last = j;
+      }
+    }
+    const depletion = first < 0 ? 0 : x[last]! - x[first]! + ((h[first]! + h[last]!) / 2) * s.lengthScale;
+    const parts: CheckPart[] = [
+      checkPart('V_bi = V_T[asinh(N_D/2n_i) + asinh(N_A/2n_i)]', 'built-in potential', vbi, ref.vbi),
+      checkPart('exact first integral of Poisson–Boltzmann', 'peak field at the junction', junctionField, ref.eMax),
+    ];
+    let check = combineChecks(parts);
+    if (!check.passed && relativeCharge(phi[m - 1]!, dop[m - 1]!, ni) > 1e-2) check = refuseCheck(check, notNeutralReason);
+    const potential = boundProfile(psi);
+    return {
+      mode: 'pn1d',
+      value: vbi,
+      unit: 'V',
+      output_class: 'profile',
+      rule8: potential,
+      rule8_array: 'potential',
+      outputs: {
+        potential,
+        x_m: boundProfile(x),
+        n_m3: boundProfile(Float64Array.from(phi, log10n)),
+        p_m3: boundProfile(Float64Array.from(phi, log10p)),
+        log10: true,
+        peak_field_V_m: peak,
+        junction_field_V_m: junctionField,
+        depletion_width_m: depletion,
+        newton_iterations: iterations,
+        cells_used: m,
+        cell_width_p_m: h[0]! * s.lengthScale,
+        cell_width_n_m: h[m - 1]! * s.lengthScale,
+      },
+      check,
+    };
+  }
+
+  const { phi, dop, dx, dy, iterations, cgIterations } = solve2d(inp, s);
+  const nx = inp.nx!;
+  const ny = inp.ny!;
+  const rows = (f: (k: number) => number) => {
+    const out: Float64Array[] = [];
+    for (let j = 0; j < ny; j++) {
+      const row = new Float64Array(nx);
+      for (let i = 0; i < nx; i++) row[i] = f(j * nx + i);
+      out.push(row);
+    }
+    return out;
+  };
+  const psiRows = rows((k) => phi[k]! * vt);
+  // n-bulk potential: mean of the bottom row (well) or of the right column (planar).
+  let bulk = 0;
+  const bulkCells: number[] = [];
+  if (inp.geometry === 'planar') for (let j = 0; j < ny; j++) bulkCells.push(j * nx + nx - 1);
+  else for (let i = 0; i < nx; i++) bulkCells.push((ny - 1) * nx + i);
+  for (const k of bulkCells) bulk += phi[k]! * vt;
+  bulk /= bulkCells.length;
+  const vbi = bulk - ref.psiP;
+
+  const dxM = dx * s.lengthScale;
+  const dyM = dy * s.lengthScale;
+  let peak = 0;
+  for (let j = 0; j < ny; j++) {
+    for (let i = 0; i < nx; i++) {
+      const k = j * nx + i;
+      if (i < nx - 1) peak = Math.max(peak, (Math.abs(phi[k + 1]! - phi[k]!) * vt) / dxM);
+      if (j < ny - 1) peak = Math.max(peak, (Math.abs(phi[k + nx]! - phi[k]!) * vt) / dyM);
+    }
+  }
+  const parts: CheckPart[] = [checkPart('V_bi = V_T[asinh(N_D/2n_i) + asinh(N_A/2n_i)]', 'built-in potential', vbi, ref.vbi)];
+  let junctionField: number | null = null;
+  let depletion = 0;
+  if (inp.geometry === 'planar') {
+    // Junction face: between the last p column and the first n column; the mean over rows.
+    let iJ = 0;
+    while (dop[iJ]! < 0) iJ++;
+    let sum = 0;
+    for (let j = 0; j < ny; j++) sum += (Math.abs(phi[j * nx + iJ]! - phi[j * nx + iJ - 1]!) * vt) / dxM;
+    junctionField = sum / ny;
+    parts.push(checkPart('exact first integral of Poisson–Boltzmann', 'peak field at the junction', junctionField, ref.eMax));
+    const jMid = Math.floor(ny / 2);
+    let count = 0;
+    for (let i = 0; i < nx; i++) if (relativeCharge(phi[jMid * nx + i]!, dop[jMid * nx + i]!, ni) > 0.5) count++;
+    depletion = count * dxM;
+  } else {
+    // Along the vertical line through the well centre.
+    const iMid = Math.floor(nx / 2);
+    let count = 0;
+    for (let j = 0; j < ny; j++) if (relativeCharge(phi[j * nx + iMid]!, dop[j * nx + iMid]!, ni) > 0.5) count++;
+    depletion = count * dyM;
+  }
+  let check = combineChecks(parts);
+  let bulkCharge = 0;
+  for (const k of bulkCells) bulkCharge = Math.max(bulkCharge, relativeCharge(phi[k]!, dop[k]!, ni));
+  if (!check.passed && bulkCharge > 1e-2) check = refuseCheck(check, notNeutralReason);
+
+  const potential = boundField(psiRows);
+  const x = Float64Array.from({ length: nx }, (_, i) => (i + 0.5) * dxM);
+  const y = Float64Array.from({ length: ny }, (_, j) => (j + 0.5) * dyM);
+  return {
+    mode: 'pn2d',
+    value: vbi,
+    unit: 'V',
+    output_class: 'field',
+    rule8: potential,
+    rule8_array: 'potential',
+    outputs: {
+      potential,
+      x_m: boundProfile(x, 64),
+      y_m: boundProfile(y, 64),
+      n_m3: boundField(rows((k) => log10n(phi[k]!))),
+      p_m3: boundField(rows((k) => log10p(phi[k]!))),
+      log10: true,
+      peak_field_V_m: peak,
+      junction_field_V_m: junctionField,
+      depletion_width_m: depletion,
+      newton_iterations: iterations,
+      cg_iterations: cgIterations,
+      dx_m: dxM,
+      dy_m: dyM,
+    },
+    check,
+  };
+}
+
+const inputs: InputSpec[] = [
+  { key: 'mode', unit: '', default: 'pn1d', range: 'pn1d | pn2d' },
+  { key: 'acceptor_m3', unit: '1/m^3', default: '1e22 (pn1d) / 1e23 (pn2d)', range: '1e18 … 1e25' },
+  { key: 'donor_m3', unit: '1/m^3', default: '1e22 (pn1d) / 1e21 (pn2d)', range: '1e18 … 1e25' },
+  { key: 'intrinsic_m3', unit: '1/m^3', default: 1e16, range: '1e6 … 1e22' },
+  { key: 'temperature_K', unit: 'K', default: 300, range: '50 … 800' },
+  { key: 'rel_permittivity', unit: '1', default: 11.7, range: '1 … 100' },
+  { key: 'length_p_m', unit: 'm', default: 2e-6, range: '1e-8 … 1e-3 (pn1d)' },
+  { key: 'length_n_m', unit: 'm', default: 2e-6, range: '1e-8 … 1e-3 (pn1d)' },
+  { key: 'cells', unit: '1', default: 2000, range: '100 … 100000 after refinement to dx ≤ L_D/16 (pn1d)' },
+  { key: 'geometry', unit: '', default: 'well', range: 'well | planar (pn2d)' },
+  { key: 'width_m', unit: 'm', default: 4e-6, range: '1e-8 … 1e-3 (pn2d)' },
+  { key: 'depth_m', unit: 'm', default: 2e-6, range: '1e-8 … 1e-3 (pn2d)' },
+  { key: 'well_width_m', unit: 'm', default: 2e-6, range: '< width_m (pn2d well)' },
+  { key: 'well_depth_m', unit: 'm', default: 0.5e-6, range: '< depth_m (pn2d well)' },
+  { key: 'nx', unit: '1', default: 100, range: '≥ 4, nx·ny ≤ 40000 (pn2d)' },
+  { key: 'ny', unit: '1', default: 50, range: '≥ 4, nx·ny ≤ 40000 (pn2d)' },
+];
+
+export const device: SolverDef<DeviceInputs> = {
+  id: 'device',
+  kind: 'semiconductor device (1-D PN junction, 2-D diode)',
+  endpoint: '/api/svc/device',
+  catalogue: true,
+  modes: [...MODES],
+  stateful: false,
+  inputs,
+  resolve,
+  run: (inp) => run(inp),
+};
