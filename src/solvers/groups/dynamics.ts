@@ -8,6 +8,7 @@ import { blackhole } from '../blackhole.js';
 import { kalman } from '../kalman.js';
 import { action } from '../action.js';
 import { multibody } from '../multibody.js';
+import { evolve } from '../evolve.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const solvers: SolverDef<any>[] = [action, lorenz, epi, multibody, predatorPrey, kalman, blackhole];
+export const solvers: SolverDef<any>[] = [action, evolve, lorenz, epi, multibody, predatorPrey, kalman, blackhole];
