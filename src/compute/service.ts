@@ -126,7 +126,7 @@ export class ComputeService {
     const startNs = this.deps.clock.nowNs();
     const probe = stampAt(startNs);
     // Validation happens inside evaluateChain (400s) before any charge; the KO42 line is re-rendered at the stamp.
-    const preview = evaluateChain(req, { R_t: modulationFactor(probe.phase, this.deps.phi0), svcond: probe.svcond, phase: probe.phase });
+    const preview = evaluateChain(req, { R_t: modulationFactor(probe.phase, this.deps.phi0), svcond: probe.svcond, phase: probe.phase, phi0: this.deps.phi0 });
     const cost = Math.min(20, Math.max(1, preview.operator_count - 1) * COST.computePerOperator);
     if (!options.seal) return this.unsealedChain(req, preview, startNs);
     const reservation = this.reserve(caller);
@@ -148,7 +148,7 @@ export class ComputeService {
       build: (stamp, R_t, resultId, resultDigest, shift) => {
         const gate = gateClosedForm(values, preview.value, R_t, this.deps.phi0);
         if (!gate.passed) throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${gate.reason}`, { rel_error: gate.rel_error }, { reason: gate.reason });
-        const chain = evaluateChain(req, { R_t, svcond: stamp.svcond, phase: stamp.phase });
+        const chain = evaluateChain(req, { R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: this.deps.phi0 });
         return this.chainBody(req, chain, stamp, R_t, resultId, resultDigest, shift, gate.tick_average, gate.rel_error);
       },
     });
@@ -377,7 +377,7 @@ export class ComputeService {
     const request: ChainRequest = { domain, operators, inputs: req.inputs ?? {} };
     const stamp = stampAt(this.deps.clock.nowNs());
     const R_t = modulationFactor(stamp.phase, this.deps.phi0);
-    const chain = evaluateChain(request, { R_t, svcond: stamp.svcond, phase: stamp.phase });
+    const chain = evaluateChain(request, { R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: this.deps.phi0 });
     const values = chain.master_sum.terms.slice(1).map((t: { value: number }) => t.value);
     const gate = gateClosedForm(values, chain.value, R_t, this.deps.phi0);
     if (!gate.passed) throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${gate.reason}`, { rel_error: gate.rel_error });

@@ -103,17 +103,15 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   }
 
   app.use(router.routes());
-  app.use(router.allowedMethods({ throw: false }));
   app.use(async (ctx) => {
-    if (ctx.status === 405) {
-      sendError(ctx, new ServiceError(405, 'SVC_METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}`, { allow: ctx.response.get('Allow') }));
+    if (ctx.body !== undefined && ctx.body !== null) return;
+    const allowed = new Set(router.match(ctx.path, ctx.method).path.flatMap((l) => l.methods));
+    if (allowed.size > 0) {
+      ctx.set('Allow', [...allowed].join(', '));
+      sendError(ctx, new ServiceError(405, 'SVC_METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}`, { allow: [...allowed] }));
       return;
     }
-    if (ctx.status === 501) {
-      sendError(ctx, new ServiceError(501, 'SVC_NOT_IMPLEMENTED', `method ${ctx.method} is not implemented`));
-      return;
-    }
-    if (ctx.body === undefined || ctx.body === null) {
+    {
       ctx.status = 404;
       ctx.body = { ...errorPayload(ctx, 404, 'SVC_NOT_FOUND', `no route ${ctx.method} ${ctx.path}`), discovery: discovery() };
     }

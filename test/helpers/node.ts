@@ -1,0 +1,86 @@
+// Start a real node on 127.0.0.1:0 with a temp data dir, and speak HTTP to it.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { loadConfig } from '../../src/config/load.js';
+import { SvcNode, type NodeOptions } from '../../src/node.js';
+
+export interface TestNode {
+  node: SvcNode;
+  url: string;
+  dataDir: string;
+  /** Stop and start again on the same data dir (and same config). */
+  restart(): Promise<TestNode>;
+  stop(): Promise<void>;
+  /** Stop and remove the data dir. */
+  destroy(): Promise<void>;
+}
+
+export async function startTestNode(overrides: Record<string, unknown> = {}, options: NodeOptions = {}, dataDir?: string): Promise<TestNode> {
+  const dir = dataDir ?? (await mkdtemp(join(tmpdir(), 'svc-test-')));
+  const config = loadConfig({ env: {}, overrides: { port: 0, host: '127.0.0.1', dataDir: dir, logLevel: 'silent', syncWrites: false, ...overrides } });
+  const node = await new SvcNode(config, { logger: pino({ level: 'silent' }), ...options }).start();
+  const t: TestNode = {
+    node,
+    url: node.url,
+    dataDir: dir,
+    restart: async () => {
+      await node.stop();
+      return startTestNode(overrides, options, dir);
+    },
+    stop: () => node.stop(),
+    destroy: async () => {
+      await node.stop().catch(() => undefined);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+  return t;
+}
+
+export interface Reply<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+  text: string;
+}
+
+export async function call<T = any>(url: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply<T>> {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+    (init.headers as Record<string, string>)['content-type'] = 'application/json';
+  }
+  const res = await fetch(url + path, init);
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    /* not JSON: keep text */
+  }
+  return { status: res.status, body: parsed as T, headers: res.headers, text };
+}
+
+export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+/** Register a ZK identity and return its zid and the admin key of its default machine. */
+export async function zkIdentity(url: string, seed: string): Promise<{ zid: string; key: string; slug: string }> {
+  const { createHash } = await import('node:crypto');
+  const digest = createHash('sha256').update(`equation:${seed}`).digest('hex');
+  const r = await call(url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: digest });
+  if (r.status !== 201) throw new Error(`register-v3 failed: ${r.status} ${r.text}`);
+  return { zid: r.body.zid, key: r.body.admin_key, slug: r.body.state_machine.slug };
+}
+
+/** The part-7 error shape, asserted field by field. */
+export function expectError(r: Reply, status: number, code: string): Record<string, any> {
+  if (r.status !== status) throw new Error(`expected ${status} ${code}, got ${r.status}: ${r.text}`);
+  const e = r.body?.error;
+  if (!e || e.code !== code) throw new Error(`expected code ${code}, got ${r.text}`);
+  for (const f of ['message', 'trace_id', 'timestamp', 'documentation_url']) {
+    if (typeof e[f] !== 'string' || e[f].length === 0) throw new Error(`error body lacks ${f}: ${r.text}`);
+  }
+  if (r.headers.get('x-trace-id') !== e.trace_id) throw new Error('X-Trace-Id header does not match trace_id');
+  return e;
+}

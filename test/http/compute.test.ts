@@ -1,0 +1,306 @@
+// POST /api/svc/compute, verify, prove, shift, lattice, playground against a real node.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { TICK_NS } from '../../src/kernel/clock.js';
+
+let t: TestNode;
+let key: string;
+let zid: string;
+
+beforeAll(async () => {
+  t = await startTestNode();
+  ({ key, zid } = await zkIdentity(t.url, 'compute-suite'));
+});
+afterAll(async () => t.destroy());
+
+const ke = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } };
+
+describe('POST /api/svc/compute', () => {
+  it('returns every field of spec 2.2 with the closed-form value', async () => {
+    const r = await call(t.url, 'POST', '/api/svc/compute', ke, bearer(key));
+    expect(r.status).toBe(200);
+    const b = r.body;
+    expect(b.value).toBe(9); // ½·2·3² exactly
+    expect(b.unit).toBe('J');
+    expect(b.uncertainty).toBeCloseTo(9e-4, 12);
+    expect(b.operator_id).toBe('MECH_KINETIC_ENERGY');
+    expect(b.equations[0]).toMatch(/^KO42: R\(t\) = S\(t\)\[1 \+ 0\.001·sin\(2π·1\.287·t \+ 0\)\] = S·1\.\d{6}|^KO42: R\(t\) = S\(t\)\[1 \+ 0\.001·sin\(2π·1\.287·t \+ 0\)\] = S·0\.\d{6}/);
+    expect(b.equations[0]).toContain(`svcond ${b.svcond}`);
+    expect(b.equations[1]).toContain('9 J');
+    expect(b.master_sum.terms).toEqual([
+      { operator: 'KO42', value: b.R_t, unit: '1' },
+      { operator: 'MECH_KINETIC_ENERGY', value: 9, unit: 'J' },
+    ]);
+    expect(b.master_sum.total).toBe(9);
+    expect(b.master_sum.unit).toBe('J');
+    expect(typeof b.masterEquation).toBe('string');
+    expect(Math.abs(b.R_t - 1)).toBeLessThanOrEqual(1e-3);
+    expect(b.phase).toBeGreaterThanOrEqual(0);
+    expect(b.phase).toBeLessThan(1);
+    expect(Number.isInteger(b.svcond)).toBe(true);
+    // svcond is floor(unix_ns / T) and phase the position inside the tick.
+    expect(BigInt(b.unix_ns) / TICK_NS).toBe(BigInt(b.svcond));
+    expect(b.svcProof).toMatch(/^[0-9a-f]{64}$/);
+    // R_t = 1 + 1e-3 sin(2π phase).
+    expect(b.R_t).toBeCloseTo(1 + 1e-3 * Math.sin(2 * Math.PI * b.phase), 12);
+    // Rule 8: scalar result → field terms null.
+    expect(b.master_equation).toBeNull();
+    expect(b.functional_equation).toBeNull();
+    expect(b.spectral_propagator).toBeNull();
+    // Rule 9: the CKO.
+    expect(Object.keys(b.cko).sort()).toEqual(['R_t', 'masterSum', 'metric_shift', 'operatorChain', 'phase', 'precisionBound', 'svcProof', 'svcond'].sort());
+    expect(b.cko.operatorChain).toEqual(['KO42', 'MECH_KINETIC_ENERGY']);
+    expect(b.cko.svcProof).toBe(b.svcProof);
+    expect(b.cko.precisionBound).toBe(1e-4);
+    expect(b.cko.metric_shift.threshold).toBe(0.0091);
+    // Seven protocol steps, all passed.
+    expect(b.protocol.map((s: { step: number }) => s.step)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(b.protocol.every((s: { passed: boolean }) => s.passed)).toBe(true);
+    // Tick receipt and average.
+    expect(b.svcond_receipt).toMatchObject({ pulse_hz: 1.287, tick_period_s: 0.777000777, zeqond_ns: 777000777, svcond: b.svcond });
+    expect(b.svcond_receipt.hmac).toMatch(/^[0-9a-f]{64}$/);
+    expect(b.svcond_receipt.fields).toEqual({}); // bare J maps to no continuum field
+    expect(Math.abs(b.svcond_averaged.value - 9) / 9).toBeLessThan(1e-12);
+    // Charge: 1 domain operator → 1 credit, 80/20 split in integers.
+    expect(b.tally_charge).toEqual({ action: 'compute', cost: 1, charged: 1, burned: 1, foundation: 0, funded_by: 'free', balance_after: { free: 127, paid: 0 } });
+    expect(b.envelope).toMatchObject({ face_value: 1, folder: 'inbox', funding: 'free', soulbound: true, tick: b.svcond });
+    expect(b.envelope.token_id).toMatch(/^env_[0-9a-f]{24}$/);
+    expect(b.audit.seq).toBeGreaterThanOrEqual(1);
+  });
+
+  it('maps result units to receipt continuum fields (Pa → pressure)', async () => {
+    const r = await call(t.url, 'POST', '/api/svc/compute', { domain: 'fluids', operators: ['KO42', 'FLUID_HYDROSTATIC_PRESSURE'], inputs: {} }, bearer(key));
+    expect(r.status).toBe(200);
+    expect(r.body.value).toBeCloseTo(101325 + 1000 * 9.80665 * 10, 9);
+    expect(r.body.svcond_receipt.fields).toEqual({ pressure: { value: r.body.value, unit: 'Pa' } });
+  });
+
+  it('is deterministic: the same request twice gives identical value bits and a new stamp and proof', async () => {
+    const req = { domain: 'relativity', operators: ['KO42', 'REL_LORENTZ_FACTOR', 'REL_REST_ENERGY'], inputs: { velocity_m_s: 2.5e8, mass_kg: 0.3 } };
+    const a = await call(t.url, 'POST', '/api/svc/compute', req, bearer(key));
+    await new Promise((r) => setTimeout(r, 5));
+    const b = await call(t.url, 'POST', '/api/svc/compute', req, bearer(key));
+    expect(Object.is(a.body.value, b.body.value)).toBe(true);
+    expect(a.body.value).toBeCloseTo(1 / Math.sqrt(1 - (2.5e8 / 299792458) ** 2), 12);
+    expect(a.body.result_digest).toBe(b.body.result_digest);
+    expect(a.body.unix_ns).not.toBe(b.body.unix_ns);
+    expect(a.body.svcProof).not.toBe(b.body.svcProof);
+  });
+
+  it('rejects an unknown domain with SVC_INVALID_DOMAIN and a suggestion', async () => {
+    const e = expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, domain: 'mechanic' }, bearer(key)), 400, 'SVC_INVALID_DOMAIN');
+    expect(e.suggestion).toBe('mechanics');
+  });
+
+  it('rejects an unknown operator with SVC_INVALID_OPERATOR and similar ids', async () => {
+    const e = expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, operators: ['KO42', 'MECH_KINETIC_ENERGI'] }, bearer(key)), 400, 'SVC_INVALID_OPERATOR');
+    expect(e.available_similar).toContain('MECH_KINETIC_ENERGY');
+    expect(e.available_similar.length).toBeLessThanOrEqual(5);
+  });
+
+  it('rejects a chain without KO42 first', async () => {
+    expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, operators: ['MECH_KINETIC_ENERGY', 'KO42'] }, bearer(key)), 400, 'SVC_INVALID_OPERATOR');
+  });
+
+  it('rejects more than 10 operators with SVC_TOO_MANY_OPERATORS', async () => {
+    const ops = ['KO42', ...Array(10).fill('MECH_KINETIC_ENERGY')];
+    const e = expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, operators: ops }, bearer(key)), 400, 'SVC_TOO_MANY_OPERATORS');
+    expect(e.requested_operators).toBe(11);
+    expect(e.limit).toBe(10);
+  });
+
+  it('accepts 5 … 10 operators but reports protocol step 2 as not passed', async () => {
+    const ops = ['KO42', 'MECH_KINETIC_ENERGY', 'MECH_POTENTIAL_ENERGY', 'MECH_PENDULUM_PERIOD', 'MECH_SPRING_PERIOD'];
+    const r = await call(t.url, 'POST', '/api/svc/compute', { ...ke, operators: ops }, bearer(key));
+    expect(r.status).toBe(200);
+    expect(r.body.protocol[1]).toMatchObject({ step: 2, passed: false });
+    expect(r.body.master_sum.terms).toHaveLength(5);
+  });
+
+  it('rejects non-numeric and domain-violating inputs with SVC_INVALID_INPUT', async () => {
+    const a = expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, inputs: { mass_kg: 'heavy' } }, bearer(key)), 400, 'SVC_INVALID_INPUT');
+    expect(a.field).toBe('mass_kg');
+    const b = expectError(await call(t.url, 'POST', '/api/svc/compute', { domain: 'relativity', operators: ['KO42', 'REL_LORENTZ_FACTOR'], inputs: { velocity_m_s: 3.1e8 } }, bearer(key)), 400, 'SVC_INVALID_INPUT');
+    expect(b.field).toBe('velocity_m_s');
+  });
+
+  it('rejects unknown body fields, malformed JSON and non-object bodies with a part-7 400, never a 500', async () => {
+    expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, extra: 1 }, bearer(key)), 400, 'SVC_INVALID_INPUT');
+    expectError(await call(t.url, 'POST', '/api/svc/compute', '{"domain": "mechanics", ', bearer(key)), 400, 'SVC_INVALID_JSON');
+    expectError(await call(t.url, 'POST', '/api/svc/compute', '[1,2]', bearer(key)), 400, 'SVC_INVALID_INPUT');
+  });
+
+  it('rejects a present but bad key with SVC_INVALID_KEY, never falling back to anonymous', async () => {
+    const malformed = expectError(await call(t.url, 'POST', '/api/svc/compute', ke, bearer('not-a-key')), 401, 'SVC_INVALID_KEY');
+    expect(malformed.reason).toBe('malformed');
+    expect(malformed).toHaveProperty('key_id');
+    expect(malformed).toHaveProperty('revoked_at');
+    const unknown = expectError(await call(t.url, 'POST', '/api/svc/compute', ke, bearer(`sk_${'A'.repeat(32)}`)), 401, 'SVC_INVALID_KEY');
+    expect(unknown.reason).toBe('unknown');
+    expect(unknown.key_id).toMatch(/^sk_[0-9a-f]{8}$/);
+    // The key may also come as ?key=.
+    const viaQuery = await call(t.url, 'POST', `/api/svc/compute?key=${encodeURIComponent(key)}`, ke);
+    expect(viaQuery.status).toBe(200);
+    expect(viaQuery.body.envelope).not.toBeNull();
+  });
+});
+
+describe('POST /api/svc/verify', () => {
+  it('says valid for a genuine result and invalid for any tampered field', async () => {
+    const r = await call(t.url, 'POST', '/api/svc/compute', ke, bearer(key));
+    const genuine = r.body;
+    const ok = await call(t.url, 'POST', '/api/svc/verify', genuine, bearer(key));
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ valid: true, proof_valid: true, receipt_valid: true, result_id: genuine.result_id, svcond: genuine.svcond });
+    const tamper = (f: (b: any) => void) => {
+      const copy = JSON.parse(JSON.stringify(genuine));
+      f(copy);
+      return copy;
+    };
+    for (const mutated of [
+      tamper((b) => (b.value = 9.000001)),
+      tamper((b) => (b.unit = 'kJ')),
+      tamper((b) => (b.svcond += 1)),
+      tamper((b) => (b.phase = 0.5)),
+      tamper((b) => (b.R_t = 1)),
+      tamper((b) => (b.equations[1] = 'E = 10 J')),
+      tamper((b) => (b.cko.operatorChain = ['KO42'])),
+      tamper((b) => (b.tally_charge.cost = 0)),
+      tamper((b) => (b.envelope.face_value = 1000)),
+      tamper((b) => (b.svcProof = b.svcProof.replace(/^./, (c: string) => (c === 'a' ? 'b' : 'a')))),
+      tamper((b) => delete b.inputs),
+      tamper((b) => (b.svcond_receipt.hmac = '00')),
+    ]) {
+      const v = await call(t.url, 'POST', '/api/svc/verify', mutated, bearer(key));
+      expect(v.status).toBe(200);
+      expect(v.body.valid).toBe(false);
+    }
+  });
+
+  it('needs a key (SVC_NO_KEY with its fields)', async () => {
+    const e = expectError(await call(t.url, 'POST', '/api/svc/verify', {}), 401, 'SVC_NO_KEY');
+    expect(e.auth_header_example).toMatch(/^Authorization: Bearer/);
+    expect(typeof e.docs_url).toBe('string');
+  });
+
+  it('answers the QUERY method like POST (safe read with a body)', async () => {
+    const r = await call(t.url, 'POST', '/api/svc/compute', ke, bearer(key));
+    const q = await call(t.url, 'QUERY', '/api/svc/verify', r.body, bearer(key));
+    expect(q.status).toBe(200);
+    expect(q.body.valid).toBe(true);
+  });
+});
+
+describe('POST /api/svc/prove and /prove/verify (keyless)', () => {
+  it('signs a 7-step receipt that verifies, and tampering fails', async () => {
+    const p = await call(t.url, 'POST', '/api/svc/prove', { domain: 'quantum', operators: ['KO42', 'QM_HYDROGEN_LEVEL'], inputs: { level_n: 2 } });
+    expect(p.status).toBe(200);
+    expect(p.body.receipt.steps).toHaveLength(7);
+    expect(p.body.receipt.keyPrefix).toBe('PROVE');
+    expect(p.body.receipt.value).toBeCloseTo(-2.1798723611035e-18 / 4, 30);
+    const v = await call(t.url, 'POST', '/api/svc/prove/verify', p.body);
+    expect(v.body).toEqual({ valid: true, R_t: p.body.receipt.R_t, svcond: p.body.receipt.svcond, operatorIds: ['KO42', 'QM_HYDROGEN_LEVEL'], keyPrefix: 'PROVE' });
+    const bad = JSON.parse(JSON.stringify(p.body));
+    bad.receipt.value = -1;
+    const v2 = await call(t.url, 'POST', '/api/svc/prove/verify', bad);
+    expect(v2.body).toEqual({ valid: false, R_t: null, svcond: null, operatorIds: [], keyPrefix: 'PROVE' });
+  });
+
+  it('a compute proof does not verify as a PROVE receipt (separate keys)', async () => {
+    const r = await call(t.url, 'POST', '/api/svc/compute', ke, bearer(key));
+    const v = await call(t.url, 'POST', '/api/svc/prove/verify', { receipt: { ...r.body, keyPrefix: 'PROVE' }, signature: r.body.svcProof });
+    expect(v.body.valid).toBe(false);
+  });
+
+  it('works with no body (default chain)', async () => {
+    const p = await call(t.url, 'POST', '/api/svc/prove');
+    expect(p.status).toBe(200);
+    expect(p.body.receipt.operatorIds).toEqual(['KO42', 'MECH_KINETIC_ENERGY']);
+    expect(p.body.receipt.value).toBe(0.5);
+  });
+});
+
+describe('shift, lattice, playground', () => {
+  it('POST /api/svc/shift applies a metric shift only above variance 0.0091', async () => {
+    const low = await call(t.url, 'POST', '/api/svc/shift', { variance: 0.009, phase: 0.1 }, bearer(key));
+    expect(low.body).toMatchObject({ applied: false, delta_alpha: 0, threshold: 0.0091 });
+    const high = await call(t.url, 'POST', '/api/svc/shift', { variance: 0.01, phase: 0.1 }, bearer(key));
+    expect(high.body.applied).toBe(true);
+    // Δ = 2√0.01 = 0.2 tick; δα = −a[sin(2π·0.3) − sin(2π·0.1)].
+    expect(high.body.delta_alpha).toBeCloseTo(-1e-3 * (Math.sin(2 * Math.PI * 0.3) - Math.sin(2 * Math.PI * 0.1)), 15);
+    expectError(await call(t.url, 'POST', '/api/svc/shift', { variance: -1 }, bearer(key)), 400, 'SVC_INVALID_INPUT');
+    expectError(await call(t.url, 'POST', '/api/svc/shift', { variance: 0.01 }), 401, 'SVC_NO_KEY');
+  });
+
+  it('POST /api/svc/lattice sweeps an input and signs the table', async () => {
+    const r = await call(t.url, 'POST', '/api/svc/lattice', { domain: 'mechanics', operators: ['KO42', 'MECH_PENDULUM_PERIOD'], sweep: { key: 'length_m', from: 1, to: 4, points: 4 } }, bearer(key));
+    expect(r.status).toBe(200);
+    expect(r.body.sweep.values).toEqual([1, 2, 3, 4]);
+    r.body.values.forEach((v: number, i: number) => expect(v).toBeCloseTo(2 * Math.PI * Math.sqrt((i + 1) / 9.80665), 12));
+    expect(r.body.svcProof).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('POST /api/playground/compute computes without sealing or charging', async () => {
+    const before = await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key));
+    const r = await call(t.url, 'POST', '/api/playground/compute', ke, bearer(key));
+    expect(r.status).toBe(200);
+    expect(r.body.value).toBe(9);
+    expect(r.body.sealed).toBe(false);
+    expect(r.body.result_id).toBeNull();
+    const after = await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key));
+    expect(after.body.total).toBe(before.body.total);
+  });
+});
+
+describe('errors at the edges', () => {
+  it('unknown routes get 404 in the part-7 shape with the discovery object', async () => {
+    const r = await call(t.url, 'GET', '/api/nope');
+    const e = expectError(r, 404, 'SVC_NOT_FOUND');
+    expect(e.message).toContain('/api/nope');
+    expect(r.body.discovery.ok).toBe(true);
+    expect(r.body.discovery.counts).toMatchObject({ categories: 8, keys: 5 });
+  });
+
+  it('a wrong method is 405 in the part-7 shape', async () => {
+    const r = await call(t.url, 'DELETE', '/api/svc/compute');
+    expectError(r, 405, 'SVC_METHOD_NOT_ALLOWED');
+  });
+
+  it('balance is spent down to INSUFFICIENT_BALANCE (402) with no work done', async () => {
+    const poor = await startTestNode({}, { initialCredits: 2 });
+    try {
+      const id = await zkIdentity(poor.url, 'poor');
+      const chain = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY', 'MECH_POTENTIAL_ENERGY'], inputs: {} };
+      const ok = await call(poor.url, 'POST', '/api/svc/compute', chain, bearer(id.key));
+      expect(ok.body.tally_charge.cost).toBe(2);
+      const e = expectError(await call(poor.url, 'POST', '/api/svc/compute', chain, bearer(id.key)), 402, 'INSUFFICIENT_BALANCE');
+      expect(e.cost).toBe(2);
+      expect(e.balance).toBe(0);
+      const list = await call(poor.url, 'GET', `/api/tally/envelopes/${id.zid}`, undefined, bearer(id.key));
+      expect(list.body.total).toBe(1);
+    } finally {
+      await poor.destroy();
+    }
+  });
+
+  it('a computation over the tier time limit is SVC_TIMEOUT and seals nothing', async () => {
+    const slow = await startTestNode({}, { timeLimitSeconds: 1e-9 });
+    try {
+      const id = await zkIdentity(slow.url, 'slow');
+      const e = expectError(await call(slow.url, 'POST', '/api/svc/heat', {}, bearer(id.key)), 500, 'SVC_TIMEOUT');
+      expect(e.time_limit_seconds).toBe(1e-9);
+      expect(e.elapsed_seconds).toBeGreaterThanOrEqual(0);
+      expect(typeof e.suggestion).toBe('string');
+      const list = await call(slow.url, 'GET', `/api/tally/envelopes/${id.zid}`, undefined, bearer(id.key));
+      expect(list.body.total).toBe(0);
+    } finally {
+      await slow.destroy();
+    }
+  });
+});
+
+describe('identity of the caller', () => {
+  it('the zid of the suite is a 32-hex zid', () => {
+    expect(zid).toMatch(/^zid_[0-9a-f]{32}$/);
+  });
+});
