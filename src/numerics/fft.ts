@@ -151,21 +151,43 @@ export class Fft2d {
     }
   }
 
-  private transform(re: Float64Array, im: Float64Array, inverse: boolean): void {
-    const { nx, ny } = this;
+  /** Unnormalised transform in either direction (callers that fold the 1/(nx·ny) into their own loops use it). */
+  transform(re: Float64Array, im: Float64Array, inverse: boolean): void {
     this.rows(re, im, inverse);
-    this.columns(re, im, inverse);
+    this.columns(re, im, inverse, 0, this.nx);
   }
 
-  /** All row transforms at once (inner loop over the rows, stride nx); same butterflies and order as fftStrided. */
+  /**
+   * Unnormalised transform of band-limited data: only the x-wavenumber columns i < cut and i ≥ nx − cut + 1
+   * (signed |m_x| < cut) are kept. Inverse: the input must vanish outside those columns (their column transforms
+   * are skipped; the result is exact). Forward: only those output columns are computed (the others are left
+   * holding partial sums and must not be read).
+   */
+  transformBand(re: Float64Array, im: Float64Array, inverse: boolean, cut: number): void {
+    const { nx } = this;
+    if (inverse) {
+      this.columns(re, im, true, 0, cut);
+      this.columns(re, im, true, nx - cut + 1, nx);
+      this.rows(re, im, true);
+    } else {
+      this.rows(re, im, false);
+      this.columns(re, im, false, 0, cut);
+      this.columns(re, im, false, nx - cut + 1, nx);
+    }
+  }
+
+  /**
+   * All row transforms at once (inner loop over the rows, stride nx). Two consecutive radix-2 stages are fused into
+   * one pass over memory (a radix-4 pass) with the same twiddles and the same arithmetic as fftStrided.
+   */
   private rows(re: Float64Array, im: Float64Array, inverse: boolean): void {
     const { nx, ny } = this;
-    const size2 = nx * ny;
+    const total = nx * ny;
     const { bitReverse, cos, sin } = this.planX;
     for (let i = 0; i < nx; i++) {
       const r = bitReverse[i]!;
       if (i < r) {
-        for (let a = i, b = r; a < size2; a += nx, b += nx) {
+        for (let a = i, b = r; a < total; a += nx, b += nx) {
           const tr = re[a]!;
           re[a] = re[b]!;
           re[b] = tr;
@@ -176,35 +198,32 @@ export class Fft2d {
       }
     }
     const sign = inverse ? 1 : -1;
-    for (let size = 2; size <= nx; size <<= 1) {
-      const half = size >>> 1;
-      const tableStep = nx / size;
-      for (let k = 0; k < half; k++) {
-        const wr = cos[k * tableStep]!;
-        const wi = sign * sin[k * tableStep]!;
-        for (let start = 0; start < nx; start += size) {
-          for (let a = start + k, b = a + half; a < size2; a += nx, b += nx) {
-            const br = re[b]!;
-            const bi = im[b]!;
-            const tr = wr * br - wi * bi;
-            const ti = wr * bi + wi * br;
-            const ar = re[a]!;
-            const ai = im[a]!;
-            re[b] = ar - tr;
-            im[b] = ai - ti;
-            re[a] = ar + tr;
-            im[a] = ai + ti;
-          }
+    let size = 2;
+    if (this.oddStages(nx)) {
+      for (let start = 0; start < nx; start += 2) singleStage(re, im, start, start + 1, total, nx, cos[0]!, sign * sin[0]!);
+      size = 4;
+    }
+    for (; size < nx; size <<= 2) {
+      const h = size >>> 1;
+      const step1 = nx / size;
+      const step2 = step1 >>> 1;
+      for (let start = 0; start < nx; start += 2 * size) {
+        for (let k = 0; k < h; k++) {
+          const a0 = start + k;
+          fusedStages(re, im, a0, a0 + h, a0 + size, a0 + size + h, total, nx,
+            cos[k * step1]!, sign * sin[k * step1]!, cos[k * step2]!, sign * sin[k * step2]!,
+            cos[(k + h) * step2]!, sign * sin[(k + h) * step2]!);
         }
       }
     }
   }
 
   /**
-   * All column transforms at once: the same radix-2 butterflies as fftStrided, applied to whole rows, so the inner
-   * loop runs contiguously over x (the per-column arithmetic and its order are unchanged).
+   * The column transforms of columns lo ≤ i < hi at once: inner loop contiguous over x; fused radix-2 stage pairs
+   * as in rows().
    */
-  private columns(re: Float64Array, im: Float64Array, inverse: boolean): void {
+  private columns(re: Float64Array, im: Float64Array, inverse: boolean, lo: number, hi: number): void {
+    if (hi <= lo) return;
     const { nx, ny } = this;
     const { bitReverse, cos, sin } = this.planY;
     for (let j = 0; j < ny; j++) {
@@ -212,7 +231,7 @@ export class Fft2d {
       if (j < r) {
         const a = j * nx;
         const b = r * nx;
-        for (let i = 0; i < nx; i++) {
+        for (let i = lo; i < hi; i++) {
           const tr = re[a + i]!;
           re[a + i] = re[b + i]!;
           re[b + i] = tr;
@@ -223,32 +242,29 @@ export class Fft2d {
       }
     }
     const sign = inverse ? 1 : -1;
-    for (let size = 2; size <= ny; size <<= 1) {
-      const half = size >>> 1;
-      const tableStep = ny / size;
-      for (let k = 0; k < half; k++) {
-        const wr = cos[k * tableStep]!;
-        const wi = sign * sin[k * tableStep]!;
-        for (let start = 0; start < ny; start += size) {
-          const a0 = (start + k) * nx;
-          const b0 = a0 + half * nx;
-          for (let i = 0; i < nx; i++) {
-            const a = a0 + i;
-            const b = b0 + i;
-            const br = re[b]!;
-            const bi = im[b]!;
-            const tr = wr * br - wi * bi;
-            const ti = wr * bi + wi * br;
-            const ar = re[a]!;
-            const ai = im[a]!;
-            re[b] = ar - tr;
-            im[b] = ai - ti;
-            re[a] = ar + tr;
-            im[a] = ai + ti;
-          }
+    let size = 2;
+    if (this.oddStages(ny)) {
+      for (let start = 0; start < ny; start += 2) singleStage(re, im, start * nx + lo, (start + 1) * nx + lo, start * nx + hi, 1, cos[0]!, sign * sin[0]!);
+      size = 4;
+    }
+    for (; size < ny; size <<= 2) {
+      const h = size >>> 1;
+      const step1 = ny / size;
+      const step2 = step1 >>> 1;
+      for (let start = 0; start < ny; start += 2 * size) {
+        for (let k = 0; k < h; k++) {
+          const a0 = (start + k) * nx + lo;
+          fusedStages(re, im, a0, a0 + h * nx, a0 + size * nx, a0 + (size + h) * nx, a0 + (hi - lo), 1,
+            cos[k * step1]!, sign * sin[k * step1]!, cos[k * step2]!, sign * sin[k * step2]!,
+            cos[(k + h) * step2]!, sign * sin[(k + h) * step2]!);
         }
       }
     }
+  }
+
+  /** True when log2(n) is odd: one plain radix-2 stage precedes the fused pairs. */
+  private oddStages(n: number): boolean {
+    return Math.round(Math.log2(n)) % 2 === 1;
   }
 
   /**
@@ -283,5 +299,68 @@ export class Fft2d {
       bRe[q] = 0.5 * (zI + wI);
       bIm[q] = 0.5 * (wR - zR);
     }
+  }
+}
+
+/**
+ * One radix-2 butterfly (twiddle w) along a run: a = a0, a0 + step, … while a < end, each paired with a + (b0 − a0).
+ * Used for the size-2 stage when the number of stages is odd.
+ */
+function singleStage(re: Float64Array, im: Float64Array, a0: number, b0: number, end: number, step: number, wr: number, wi: number): void {
+  const delta = b0 - a0;
+  for (let a = a0; a < end; a += step) butterfly(re, im, a, a + delta, wr, wi);
+}
+
+function butterfly(re: Float64Array, im: Float64Array, a: number, b: number, wr: number, wi: number): void {
+  const br = re[b]!;
+  const bi = im[b]!;
+  const tr = wr * br - wi * bi;
+  const ti = wr * bi + wi * br;
+  const ar = re[a]!;
+  const ai = im[a]!;
+  re[b] = ar - tr;
+  im[b] = ai - ti;
+  re[a] = ar + tr;
+  im[a] = ai + ti;
+}
+
+/**
+ * Two consecutive radix-2 stages on the quadruple (p0, p1, p2, p3) = (a, a+h, a+s, a+s+h) of each run position:
+ * stage s pairs (p0,p1) and (p2,p3) with twiddle w1; stage 2s pairs (p0,p2) with w2 and (p1,p3) with w3. The run
+ * advances all four by `step` while p0 < end. Arithmetic is exactly that of the two separate stages.
+ */
+function fusedStages(
+  re: Float64Array, im: Float64Array, p0: number, p1: number, p2: number, p3: number, end: number, step: number,
+  w1r: number, w1i: number, w2r: number, w2i: number, w3r: number, w3i: number,
+): void {
+  const d1 = p1 - p0;
+  const d2 = p2 - p0;
+  const d3 = p3 - p0;
+  for (let a = p0; a < end; a += step) {
+    const b = a + d1;
+    const c = a + d2;
+    const d = a + d3;
+    const x0r = re[a]!, x0i = im[a]!, x1r = re[b]!, x1i = im[b]!;
+    const x2r = re[c]!, x2i = im[c]!, x3r = re[d]!, x3i = im[d]!;
+    // Stage s.
+    let tr = w1r * x1r - w1i * x1i;
+    let ti = w1r * x1i + w1i * x1r;
+    const y0r = x0r + tr, y0i = x0i + ti, y1r = x0r - tr, y1i = x0i - ti;
+    tr = w1r * x3r - w1i * x3i;
+    ti = w1r * x3i + w1i * x3r;
+    const y2r = x2r + tr, y2i = x2i + ti, y3r = x2r - tr, y3i = x2i - ti;
+    // Stage 2s.
+    tr = w2r * y2r - w2i * y2i;
+    ti = w2r * y2i + w2i * y2r;
+    re[a] = y0r + tr;
+    im[a] = y0i + ti;
+    re[c] = y0r - tr;
+    im[c] = y0i - ti;
+    tr = w3r * y3r - w3i * y3i;
+    ti = w3r * y3i + w3i * y3r;
+    re[b] = y1r + tr;
+    im[b] = y1i + ti;
+    re[d] = y1r - tr;
+    im[d] = y1i - ti;
   }
 }

@@ -108,16 +108,27 @@ class ShallowWaterModel {
   private readonly kx: Float64Array;
   private readonly ky: Float64Array;
   private readonly mask: Float64Array;
-  // Physical-space pairs and the spectra of the products.
-  private readonly uv: Float64Array[];
-  private readonly ez: Float64Array[];
-  private readonly zeta: Float64Array[];
-  private readonly prod: Float64Array[];
+  private readonly mirror: Uint32Array;
+  /**
+   * Indices of the modes inside the 2/3 band, ascending. The state is band-limited (the start is masked, the
+   * products are masked and the linear terms do not couple wavevectors), so spectral loops run over these only.
+   */
+  readonly band: Uint32Array;
+  /** Signed x-index cut of the band (|m_x| < bandCut) for the pruned transforms. */
+  private readonly bandCut: number;
+  // Three complex work arrays: each holds two real physical fields (re, im) or their packed spectrum.
+  private readonly aR: Float64Array;
+  private readonly aI: Float64Array;
+  private readonly bR: Float64Array;
+  private readonly bI: Float64Array;
+  private readonly cR: Float64Array;
+  private readonly cI: Float64Array;
 
   constructor(nx: number, ny: number, lx: number, ly: number, readonly f: number, readonly g: number, readonly depth: number) {
     this.fft = new Fft2d(nx, ny);
     const size = nx * ny;
     this.size = size;
+    this.mirror = this.fft.mirrorIndex;
     const kxd = derivativeWavenumbers(nx, lx);
     const kyd = derivativeWavenumbers(ny, ly);
     const ix = fftIndices(nx);
@@ -133,65 +144,82 @@ class ShallowWaterModel {
         this.mask[q] = 3 * Math.abs(ix[i]!) < nx && 3 * Math.abs(iy[j]!) < ny ? 1 : 0;
       }
     }
-    const buf = () => new Float64Array(size);
-    this.uv = [buf(), buf()];
-    this.ez = [buf(), buf()];
-    this.zeta = [buf(), buf()];
-    // Spectra: (ηu)^, (ηv)^, (ζv)^, (ζu)^, K^ — each re, im.
-    this.prod = Array.from({ length: 10 }, buf);
+    const inBand: number[] = [];
+    for (let q = 0; q < size; q++) if (this.mask[q] === 1) inBand.push(q);
+    this.band = Uint32Array.from(inBand);
+    this.bandCut = Math.floor((nx - 1) / 3) + 1;
+    this.aR = new Float64Array(size);
+    this.aI = new Float64Array(size);
+    this.bR = new Float64Array(size);
+    this.bI = new Float64Array(size);
+    this.cR = new Float64Array(size);
+    this.cI = new Float64Array(size);
   }
 
-  /** Time derivative of the spectral state (er, ei, ur, ui, vr, vi) into d[0..5]. */
-  rhs(s: Float64Array[], d: Float64Array[]): void {
-    const [er, ei, ur, ui, vr, vi] = s as [Float64Array, Float64Array, Float64Array, Float64Array, Float64Array, Float64Array];
-    const { kx, ky, mask, size, fft, f, g, depth } = this;
-    const [pu, pv] = this.uv as [Float64Array, Float64Array];
-    const [pe, pz] = this.ez as [Float64Array, Float64Array];
-    // ζ̂ = i kx v̂ − i ky û.
-    const [zr, zi] = this.zeta as [Float64Array, Float64Array];
-    for (let q = 0; q < size; q++) {
-      zr[q] = -kx[q]! * vi[q]! + ky[q]! * ui[q]!;
-      zi[q] = kx[q]! * vr[q]! - ky[q]! * ur[q]!;
+  /**
+   * Time derivative of the spectral state s = (η̂re, η̂im, ûre, ûim, v̂re, v̂im) into d. Two real fields share each
+   * complex FFT: inverse (u, v) and (η, ζ); forward (ηu, ηv), (ζv, ζu) and (K, 0), K = |u|²/2.
+   */
+  rhs(s: readonly Float64Array[], d: readonly Float64Array[]): void {
+    const er = s[0]!, ei = s[1]!, ur = s[2]!, ui = s[3]!, vr = s[4]!, vi = s[5]!;
+    const der = d[0]!, dei = d[1]!, dur = d[2]!, dui = d[3]!, dvr = d[4]!, dvi = d[5]!;
+    const { kx, ky, mask, mirror, size, fft, f, g, depth, aR, aI, bR, bI, cR, cI, band, bandCut } = this;
+    const inv = 1 / size;
+    const nBand = band.length;
+    // Pack û + i v̂ and η̂ + i ζ̂ (ζ̂ = i kx v̂ − i ky û), with the inverse transform's 1/N folded in.
+    aR.fill(0);
+    aI.fill(0);
+    bR.fill(0);
+    bI.fill(0);
+    for (let n = 0; n < nBand; n++) {
+      const q = band[n]!;
+      const zr = -kx[q]! * vi[q]! + ky[q]! * ui[q]!;
+      const zi = kx[q]! * vr[q]! - ky[q]! * ur[q]!;
+      aR[q] = (ur[q]! - vi[q]!) * inv;
+      aI[q] = (ui[q]! + vr[q]!) * inv;
+      bR[q] = (er[q]! - zi) * inv;
+      bI[q] = (ei[q]! + zr) * inv;
     }
-    fft.inverseTwoReal(ur, ui, vr, vi, pu, pv);
-    fft.inverseTwoReal(er, ei, zr, zi, pe, pz);
-    const [fuR, fuI, fvR, fvI, avR, avI, auR, auI, kR, kI] = this.prod as [
-      Float64Array, Float64Array, Float64Array, Float64Array, Float64Array,
-      Float64Array, Float64Array, Float64Array, Float64Array, Float64Array,
-    ];
-    // Physical products, written into the buffers that the paired forward transforms then overwrite.
-    const a = this.zeta[0]!;
-    const b = this.zeta[1]!;
+    fft.transformBand(aR, aI, true, bandCut);
+    fft.transformBand(bR, bI, true, bandCut);
     for (let q = 0; q < size; q++) {
-      const u = pu[q]!;
-      const v = pv[q]!;
-      const eta = pe[q]!;
-      const zeta = pz[q]!;
-      a[q] = eta * u;
-      b[q] = eta * v;
-      pe[q] = zeta * v;
-      pz[q] = zeta * u;
-      pu[q] = 0.5 * (u * u + v * v);
-      pv[q] = 0;
+      const u = aR[q]!;
+      const v = aI[q]!;
+      const eta = bR[q]!;
+      const zeta = bI[q]!;
+      aR[q] = eta * u;
+      aI[q] = eta * v;
+      bR[q] = zeta * v;
+      bI[q] = zeta * u;
+      cR[q] = 0.5 * (u * u + v * v);
+      cI[q] = 0;
     }
-    fft.forwardTwoReal(a, b, fuR, fuI, fvR, fvI);
-    fft.forwardTwoReal(pe, pz, avR, avI, auR, auI);
-    fft.forward(pu, pv);
-    kR.set(pu);
-    kI.set(pv);
-    const [der, dei, dur, dui, dvr, dvi] = d as [Float64Array, Float64Array, Float64Array, Float64Array, Float64Array, Float64Array];
-    for (let q = 0; q < size; q++) {
+    fft.transformBand(aR, aI, false, bandCut);
+    fft.transformBand(bR, bI, false, bandCut);
+    fft.transformBand(cR, cI, false, bandCut);
+    for (let n = 0; n < nBand; n++) {
+      const q = band[n]!;
       const k1 = kx[q]!;
       const k2 = ky[q]!;
       const m = mask[q]!;
+      const p = mirror[q]!;
+      // Split the packed spectra: X = (Z[k] + Z̄[−k])/2, Y = (Z[k] − Z̄[−k])/(2i).
+      const azR = aR[q]!, azI = aI[q]!, awR = aR[p]!, awI = aI[p]!;
+      const fuR = 0.5 * (azR + awR), fuI = 0.5 * (azI - awI);
+      const fvR = 0.5 * (azI + awI), fvI = 0.5 * (awR - azR);
+      const bzR = bR[q]!, bzI = bI[q]!, bwR = bR[p]!, bwI = bI[p]!;
+      const zvR = 0.5 * (bzR + bwR), zvI = 0.5 * (bzI - bwI);
+      const zuR = 0.5 * (bzI + bwI), zuI = 0.5 * (bwR - bzR);
+      const kR = cR[q]!, kI = cI[q]!;
+      const uR = ur[q]!, uI = ui[q]!, vR = vr[q]!, vI = vi[q]!, eR = er[q]!, eI = ei[q]!;
       // η_t = −H ∇·u − ∇·(η u)
-      der[q] = -depth * (-k1 * ui[q]! - k2 * vi[q]!) - m * (-k1 * fuI[q]! - k2 * fvI[q]!);
-      dei[q] = -depth * (k1 * ur[q]! + k2 * vr[q]!) - m * (k1 * fuR[q]! + k2 * fvR[q]!);
+      der[q] = depth * (k1 * uI + k2 * vI) + m * (k1 * fuI + k2 * fvI);
+      dei[q] = -depth * (k1 * uR + k2 * vR) - m * (k1 * fuR + k2 * fvR);
       // u_t = −K_x + ζ v + f v − g η_x ; v_t = −K_y − ζ u − f u − g η_y
-      dur[q] = m * (k1 * kI[q]! + avR[q]!) + f * vr[q]! + g * k1 * ei[q]!;
-      dui[q] = m * (-k1 * kR[q]! + avI[q]!) + f * vi[q]! - g * k1 * er[q]!;
-      dvr[q] = m * (k2 * kI[q]! - auR[q]!) - f * ur[q]! + g * k2 * ei[q]!;
-      dvi[q] = m * (-k2 * kR[q]! - auI[q]!) - f * ui[q]! - g * k2 * er[q]!;
+      dur[q] = m * (k1 * kI + zvR) + f * vR + g * k1 * eI;
+      dui[q] = m * (-k1 * kR + zvI) + f * vI - g * k1 * eR;
+      dvr[q] = m * (k2 * kI - zuR) - f * uR + g * k2 * eI;
+      dvi[q] = m * (-k2 * kR - zuI) - f * uI - g * k2 * eR;
     }
   }
 }
@@ -225,7 +253,13 @@ function run(inputs: ClimateInputs): SolverOutput {
   }
   model.fft.forward(er, ei);
   model.fft.forwardTwoReal(pu, pv, ur, ui, vr, vi);
+  // De-alias the start as well (it is one in-band mode; this only clears round-off), so the state stays in the band.
+  const band = model.band;
+  const keep = new Uint8Array(size);
+  for (let n = 0; n < band.length; n++) keep[band[n]!] = 1;
+  for (const a of state) for (let q = 0; q < size; q++) if (keep[q] === 0) a[q] = 0;
   const mass0 = er[0]!;
+  const nBand = band.length;
 
   // Phase of the tracked mode: the DFT coefficient at +k is Σ η e^(−ik·x) = P_cos − i P_sin.
   const qk = inputs.mode_y * nx + inputs.mode_x;
@@ -243,7 +277,10 @@ function run(inputs: ClimateInputs): SolverOutput {
       const t = tmp[c]!;
       const s0 = state[c]!;
       const d = from[c]!;
-      for (let q = 0; q < size; q++) t[q] = s0[q]! + scale * d[q]!;
+      for (let n = 0; n < nBand; n++) {
+        const q = band[n]!;
+        t[q] = s0[q]! + scale * d[q]!;
+      }
     }
   };
   for (let step = 1; step <= steps; step++) {
@@ -257,7 +294,10 @@ function run(inputs: ClimateInputs): SolverOutput {
     for (let c = 0; c < 6; c++) {
       const s0 = state[c]!;
       const a = k1[c]!, b = k2[c]!, cc = k3[c]!, d = k4[c]!;
-      for (let q = 0; q < size; q++) s0[q] = s0[q]! + (dt / 6) * (a[q]! + 2 * b[q]! + 2 * cc[q]! + d[q]!);
+      for (let n = 0; n < nBand; n++) {
+        const q = band[n]!;
+        s0[q] = s0[q]! + (dt / 6) * (a[q]! + 2 * b[q]! + 2 * cc[q]! + d[q]!);
+      }
     }
     const raw = Math.atan2(-ei[qk]!, er[qk]!);
     let delta = raw - rawPrev;
