@@ -1,5 +1,6 @@
 // `epi` — epidemics (solvers.md §3.8). SIR / SEIR in population fractions, classical RK4 at dt_days, stopped
 // early once (E + I) < 1e-12. Checked against the final-size relation (Lambert W, principal branch).
+// A run from initialState starts at the state's compartments and clock t_days and advances t_end_days further.
 import { z } from 'zod';
 import { Rk4Stepper } from '../numerics/ode.js';
 import { lambertW0 } from '../numerics/special.js';

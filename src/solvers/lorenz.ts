@@ -2,7 +2,7 @@
 // independent adaptive Dormand–Prince 5(4) integration of the same initial value problem.
 import { z } from 'zod';
 import { dormandPrince45, Rk4Stepper, type OdeRhs } from '../numerics/ode.js';
-import { InputError } from './errors.js';
+import { InputError, SolverFailure } from './errors.js';
 import type { SolverDef, SolverOutput } from './types.js';
 import { checkWorkLimit, makeCheck, numIn, parseInputs, strideIndices, zodIssueToInputError } from './util.js';
 
@@ -128,7 +128,12 @@ function run(inputs: LorenzInputs, initialState?: unknown): SolverOutput {
   const tFinal = t0 + steps * h;
 
   // Independent reference: adaptive Dormand–Prince 5(4) on the same IVP.
-  const reference = dormandPrince45(rhs, t0, s0, tFinal, { rtol: 1e-10, atol: 1e-12 }).y;
+  let reference: Float64Array;
+  try {
+    reference = dormandPrince45(rhs, t0, s0, tFinal, { rtol: 1e-10, atol: 1e-12 }).y;
+  } catch (e) {
+    throw new SolverFailure('lorenz: the Dormand–Prince reference integration failed', { reason: String(e) });
+  }
   const ex = s[0]! - reference[0]!;
   const ey = s[1]! - reference[1]!;
   const ez = s[2]! - reference[2]!;
