@@ -16,7 +16,7 @@ export interface MinimizeResult {
   iterations: number;
   evaluations: number;
   converged: boolean;
-  /** Why the iteration stopped: 'gtol', 'max_iterations', 'line_search', 'simplex', 'stagnated' or 'non_finite'. */
+  /** Why the iteration stopped: 'gtol', 'max_iterations', 'max_evaluations', 'line_search', 'simplex', 'stagnated' or 'non_finite'. */
   reason: string;
 }
 
@@ -204,6 +204,8 @@ export interface BfgsOptions {
    * with it.
    */
   initialInverseHessianDiagonal?: ArrayLike<number>;
+  /** Stop (reason 'max_evaluations') once this many objective-with-gradient calls have been made. */
+  maxEvaluations?: number;
 }
 
 /**
@@ -239,6 +241,8 @@ export function bfgs(fg: ObjectiveWithGradient, x0: ArrayLike<number>, options: 
   // True while H is the initial matrix (no update since the last reset).
   let initialH = true;
   const lsOptions: LineSearchOptions = { c1: options.c1, c2: options.c2, feasible: options.feasible };
+  // With an evaluation budget one line search may use a quarter of it, so the total stays ≤ 1.5 × budget.
+  if (options.maxEvaluations !== undefined) lsOptions.maxEvaluations = Math.min(80, Math.max(4, Math.floor(options.maxEvaluations / 4)));
   if (!Number.isFinite(f)) {
     return { x, f, gradient: g, gradientNorm: normInf(g), iterations: 0, evaluations, converged: false, reason: 'non_finite' };
   }
@@ -251,6 +255,10 @@ export function bfgs(fg: ObjectiveWithGradient, x0: ArrayLike<number>, options: 
       break;
     }
     if (iterations >= options.maxIterations) break;
+    if (options.maxEvaluations !== undefined && evaluations >= options.maxEvaluations) {
+      reason = 'max_evaluations';
+      break;
+    }
 
     for (let i = 0; i < n; i++) p[i] = -Hg[i]!;
     let dphi0 = dot(g, p);
