@@ -1,0 +1,150 @@
+// Sealing and storage: one atomic batch per result, envelopes, the audit chain, charges, usage, and a restart.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Level } from 'level';
+import { join } from 'node:path';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { rowHash } from '../../src/chain/service.js';
+
+let t: TestNode;
+let id: { zid: string; key: string; slug: string };
+
+beforeAll(async () => {
+  t = await startTestNode();
+  id = await zkIdentity(t.url, 'ledger-suite');
+});
+afterAll(async () => t.destroy());
+
+const chain3 = { domain: 'thermodynamics', operators: ['KO42', 'THERMO_CARNOT_EFFICIENCY', 'THERMO_WIEN_PEAK', 'THERMO_IDEAL_GAS_PRESSURE'], inputs: {} };
+
+describe('sealing', () => {
+  it('each sealed result writes result, envelope, chain row, charge and counters together', async () => {
+    const before = (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body;
+    const r = await call(t.url, 'POST', '/api/svc/compute', chain3, bearer(id.key));
+    expect(r.status).toBe(200);
+    expect(r.body.value).toBe(0.5); // Carnot 1 − 300/600
+    // 3 domain operators → 3 credits; 20 % of 3 floors to 0 foundation, so 3 burned.
+    expect(r.body.tally_charge).toMatchObject({ cost: 3, charged: 3, burned: 3, foundation: 0 });
+    const after = (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body;
+    expect(after.total).toBe(before.total - 3);
+    // A solver costs 10: 8 burned, 2 to the foundation; the envelope's face value is what was burned.
+    const s = await call(t.url, 'POST', '/api/svc/heat', {}, bearer(id.key));
+    expect(s.body.tally_charge).toMatchObject({ cost: 10, burned: 8, foundation: 2 });
+    expect(s.body.envelope.face_value).toBe(8);
+
+    const list = await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}?limit=1`, undefined, bearer(id.key));
+    expect(list.status).toBe(200);
+    expect(list.body.total).toBe(2);
+    expect(list.body.items).toHaveLength(1);
+    expect(list.body.items[0]).toMatchObject({ token_id: s.body.envelope.token_id, owner: id.zid, face_value: 8, folder: 'inbox', funding: 'free', soulbound: true, result_id: s.body.result_id });
+    const page2 = await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}?limit=1&offset=1`, undefined, bearer(id.key));
+    expect(page2.body.items[0].token_id).toBe(r.body.envelope.token_id);
+    const byQ = await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}?q=${r.body.envelope.token_id}`, undefined, bearer(id.key));
+    expect(byQ.body.items.map((e: { token_id: string }) => e.token_id)).toEqual([r.body.envelope.token_id]);
+    const folders = await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}/folders`, undefined, bearer(id.key));
+    expect(folders.body.folders).toEqual([{ folder: 'inbox', count: 2 }]);
+
+    const explore = await call(t.url, 'GET', `/api/chain/${id.slug}/explore?from=1`, undefined, bearer(id.key));
+    expect(explore.body.rows).toHaveLength(2);
+    expect(explore.body.rows[1]).toMatchObject({ seq: 2, transitionType: 'compute_sealed', prev_hash: explore.body.rows[0].hash });
+    expect(explore.body.rows[1].payload_sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(explore.body.rows[1].hash).toBe(rowHash(explore.body.rows[1]));
+    const valid = await call(t.url, 'GET', `/api/chain/${id.slug}/pohc/validate`, undefined, bearer(id.key));
+    expect(valid.body).toMatchObject({ slug: id.slug, valid: true, rows: 2, first_bad: null });
+  });
+
+  it('another identity cannot list these envelopes or read the private chain', async () => {
+    const other = await zkIdentity(t.url, 'ledger-other');
+    expectError(await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}`, undefined, bearer(other.key)), 403, 'SVC_FORBIDDEN');
+    expectError(await call(t.url, 'GET', `/api/chain/${id.slug}/pohc/validate`, undefined, bearer(other.key)), 403, 'SVC_FORBIDDEN');
+    expectError(await call(t.url, 'GET', `/api/chain/${id.slug}/pohc/validate`), 401, 'SVC_NO_KEY');
+    expectError(await call(t.url, 'GET', `/api/chain/nope-nope/pohc/validate`), 404, 'SVC_NOT_FOUND');
+  });
+
+  it('a public machine is readable without a key', async () => {
+    const made = await call(t.url, 'POST', '/api/chain/state-machines', { slug: 'open-book', is_public: true }, bearer(id.key));
+    expect(made.status).toBe(201);
+    expect(made.body.admin_key).toMatch(/^zsm_/);
+    const r = await call(t.url, 'POST', '/api/svc/compute', chain3, bearer(made.body.admin_key));
+    expect(r.body.audit).toMatchObject({ slug: 'open-book', seq: 1 });
+    const v = await call(t.url, 'GET', '/api/chain/open-book/pohc/validate');
+    expect(v.body).toMatchObject({ valid: true, rows: 1 });
+  });
+
+  it('a 422 seals nothing: no envelope, no chain row, no charge, no counter', async () => {
+    const before = (await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}`, undefined, bearer(id.key))).body.total;
+    const bal = (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body.total;
+    const usage = (await call(t.url, 'GET', '/api/compute/usage', undefined, bearer(id.key))).body.used;
+    const sealed = t.node.counters.get('sealed_total');
+    // r = 1/2 on an 11-node rod with a sine start is first-order inaccurate: the Fourier check refuses it.
+    const r = await call(t.url, 'POST', '/api/svc/heat', { nx: 11, fourier_number: 0.5 }, bearer(id.key));
+    expectError(r, 422, 'SVC_TOLERANCE_GATE');
+    expect(r.body.error.details.check.name).toBeTruthy();
+    expect(r.body.error.details.check.rel_error).toBeGreaterThan(1e-3);
+    expect((await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}`, undefined, bearer(id.key))).body.total).toBe(before);
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body.total).toBe(bal);
+    expect((await call(t.url, 'GET', '/api/compute/usage', undefined, bearer(id.key))).body.used).toBe(usage);
+    expect(t.node.counters.get('sealed_total')).toBe(sealed);
+    expect((await call(t.url, 'GET', `/api/chain/${id.slug}/pohc/validate`, undefined, bearer(id.key))).body.rows).toBe(2);
+  });
+
+  it('usage reports bundle, remaining, overage and enforced: false', async () => {
+    const u = await call(t.url, 'GET', '/api/compute/usage', undefined, bearer(id.key));
+    // Two seals on the default machine and one on 'open-book': usage counts per identity.
+    expect(u.body).toEqual({ used: 3, bundle: 10, remaining: 7, overage: 0, enforced: false });
+  });
+
+  it('concurrent seals on one chain serialise: 30 at once give 30 rows that validate', async () => {
+    const fresh = await zkIdentity(t.url, 'ledger-concurrent');
+    const rs = await Promise.all(Array.from({ length: 30 }, () => call(t.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(fresh.key))));
+    expect(rs.every((r) => r.status === 200)).toBe(true);
+    expect(new Set(rs.map((r) => r.body.audit.seq)).size).toBe(30);
+    const v = await call(t.url, 'GET', `/api/chain/${fresh.slug}/pohc/validate`, undefined, bearer(fresh.key));
+    expect(v.body).toMatchObject({ valid: true, rows: 30 });
+    const bal = await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(fresh.key));
+    expect(bal.body.total).toBe(128 - 30);
+  });
+});
+
+describe('restart on the same data dir', () => {
+  it('keeps results, envelopes, chain, usage and day counters; the chain validates; tampering is named', async () => {
+    const anonBefore = await call(t.url, 'POST', '/api/svc/compute', chain3);
+    expect(anonBefore.status).toBe(200);
+    const anonKey = Object.keys(Object.fromEntries(t.node.counters.withPrefix('anon:')))[0]!;
+    const anonCount = t.node.counters.get(anonKey);
+    const envBefore = (await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}`, undefined, bearer(id.key))).body;
+    const usageBefore = (await call(t.url, 'GET', '/api/compute/usage', undefined, bearer(id.key))).body;
+    const balBefore = (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body;
+    const resultId = envBefore.items[0].result_id;
+
+    t = await t.restart();
+
+    const envAfter = (await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}`, undefined, bearer(id.key))).body;
+    expect(envAfter.total).toBe(envBefore.total);
+    expect(envAfter.items).toEqual(envBefore.items);
+    expect((await call(t.url, 'GET', '/api/compute/usage', undefined, bearer(id.key))).body).toEqual(usageBefore);
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body).toEqual(balBefore);
+    expect(t.node.counters.get(anonKey)).toBe(anonCount);
+    const stored = await t.node.ledger.getResult(resultId);
+    expect(stored?.result_id).toBe(resultId);
+    // The stored result still verifies after the restart (receipt secret kept in the data dir).
+    expect((await call(t.url, 'POST', '/api/svc/verify', stored, bearer(id.key))).body.valid).toBe(true);
+    expect((await call(t.url, 'GET', `/api/chain/${id.slug}/pohc/validate`, undefined, bearer(id.key))).body).toMatchObject({ valid: true, rows: 2 });
+    // Appending after the restart continues the chain.
+    await call(t.url, 'POST', '/api/svc/compute', chain3, bearer(id.key));
+    expect((await call(t.url, 'GET', `/api/chain/${id.slug}/pohc/validate`, undefined, bearer(id.key))).body).toMatchObject({ valid: true, rows: 3 });
+
+    // Tamper with row 2 directly in LevelDB: validation names it.
+    await t.stop();
+    const db = new Level<string, string>(join(t.dataDir, 'db'));
+    await db.open();
+    const rows = db.sublevel<string, string>('chain_rows');
+    const k = `${id.slug}!${String(2).padStart(16, '0')}`;
+    const row = JSON.parse(await rows.get(k) as string);
+    row.payload_sha256 = 'f'.repeat(64);
+    await rows.put(k, JSON.stringify(row));
+    await db.close();
+    t = await t.restart();
+    const bad = await call(t.url, 'GET', `/api/chain/${id.slug}/pohc/validate`, undefined, bearer(id.key));
+    expect(bad.body).toMatchObject({ valid: false, first_bad: { seq: 2, reason: 'row hash does not match its contents' } });
+  });
+});
