@@ -1,0 +1,91 @@
+// Part 8 limits as architecture.md §4 reads them; day counters survive a restart.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+
+let t: TestNode;
+beforeAll(async () => {
+  t = await startTestNode();
+});
+afterAll(async () => t.destroy());
+
+const compute = { domain: 'biology', operators: ['KO42', 'BIO_DOUBLING_TIME'], inputs: {} };
+
+function expect429Fields(e: Record<string, any>, retryAfter: string | null): void {
+  expect(retryAfter).not.toBeNull();
+  expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+}
+
+describe('anonymous computing: 5 per 24 h per IP', () => {
+  it('allows 5, then 429 SVC_DAILY_LIMIT with its fields and Retry-After; the count survives a restart', async () => {
+    for (let i = 0; i < 5; i++) {
+      const r = await call(t.url, 'POST', '/api/svc/compute', compute);
+      expect(r.status).toBe(200);
+      expect(r.body.value).toBeCloseTo(Math.log(2) / 0.1, 12);
+      expect(r.body.tally_charge.funded_by).toBe('anonymous');
+    }
+    const r = await call(t.url, 'POST', '/api/svc/heat', {});
+    const e = expectError(r, 429, 'SVC_DAILY_LIMIT');
+    expect(e).toMatchObject({ daily_limit: 5, used_today: 5 });
+    expect(Date.parse(e.reset_at)).toBeGreaterThan(Date.now());
+    expect(new Date(e.reset_at).toISOString().slice(11)).toBe('00:00:00.000Z'); // midnight UTC
+    expect(e.hours_until_reset).toBeGreaterThan(0);
+    expect(e.hours_until_reset).toBeLessThanOrEqual(24);
+    expect429Fields(e, r.headers.get('retry-after'));
+    // An authenticated caller is not affected.
+    const id = await zkIdentity(t.url, 'limits-authed');
+    expect((await call(t.url, 'POST', '/api/svc/compute', compute, bearer(id.key))).status).toBe(200);
+    t = await t.restart();
+    expectError(await call(t.url, 'POST', '/api/svc/compute', compute), 429, 'SVC_DAILY_LIMIT');
+  });
+});
+
+describe('keyless prove: 10 per minute per IP', () => {
+  it('allows 10 prove calls, then 429 SVC_RATE_LIMIT with limit, window, retry and Retry-After', async () => {
+    for (let i = 0; i < 10; i++) expect((await call(t.url, 'POST', '/api/svc/prove')).status).toBe(200);
+    const r = await call(t.url, 'POST', '/api/svc/prove');
+    const e = expectError(r, 429, 'SVC_RATE_LIMIT');
+    expect(e).toMatchObject({ limit: 10, window_seconds: 60 });
+    expect(e.retry_after_seconds).toBeGreaterThanOrEqual(1);
+    expect(e.retry_after_seconds).toBeLessThanOrEqual(60);
+    expect(Date.parse(e.reset_at)).toBeGreaterThan(Date.now());
+    expect429Fields(e, r.headers.get('retry-after'));
+  });
+
+  it('prove/verify has its own 10 per minute', async () => {
+    for (let i = 0; i < 10; i++) expect((await call(t.url, 'POST', '/api/svc/prove/verify', {})).status).toBe(200);
+    expectError(await call(t.url, 'POST', '/api/svc/prove/verify', {}), 429, 'SVC_RATE_LIMIT');
+  });
+});
+
+describe('demo keys: 10 per day', () => {
+  it('the shared demo key computes 10 times, then 429 SVC_DAILY_LIMIT', async () => {
+    const key = (await call(t.url, 'GET', '/api/demo-key')).body.key;
+    for (let i = 0; i < 10; i++) expect((await call(t.url, 'POST', '/api/svc/compute', compute, bearer(key))).status).toBe(200);
+    const usage = await call(t.url, 'GET', '/api/compute/usage', undefined, bearer(key));
+    expect(usage.body).toEqual({ used: 10, bundle: 10, remaining: 0, overage: 0, enforced: false });
+    const e = expectError(await call(t.url, 'POST', '/api/svc/compute', compute, bearer(key)), 429, 'SVC_DAILY_LIMIT');
+    expect(e.daily_limit).toBe(10);
+  });
+});
+
+describe('free ZID quota when enforcement is switched on', () => {
+  it('10 computations, then 429; off by default (enforced: false)', async () => {
+    const strict = await startTestNode({ limits: { enforceDailyQuota: true } });
+    try {
+      const id = await zkIdentity(strict.url, 'strict');
+      for (let i = 0; i < 10; i++) expect((await call(strict.url, 'POST', '/api/svc/compute', compute, bearer(id.key))).status).toBe(200);
+      expectError(await call(strict.url, 'POST', '/api/svc/compute', compute, bearer(id.key)), 429, 'SVC_DAILY_LIMIT');
+      const u = await call(strict.url, 'GET', '/api/compute/usage', undefined, bearer(id.key));
+      expect(u.body).toEqual({ used: 10, bundle: 10, remaining: 0, overage: 0, enforced: true });
+    } finally {
+      await strict.destroy();
+    }
+  });
+
+  it('without enforcement the meter reports overage instead', async () => {
+    const id = await zkIdentity(t.url, 'over');
+    for (let i = 0; i < 12; i++) expect((await call(t.url, 'POST', '/api/svc/compute', compute, bearer(id.key))).status).toBe(200);
+    const u = await call(t.url, 'GET', '/api/compute/usage', undefined, bearer(id.key));
+    expect(u.body).toEqual({ used: 12, bundle: 10, remaining: 0, overage: 2, enforced: false });
+  });
+});
