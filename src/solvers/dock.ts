@@ -256,7 +256,8 @@ class Scorer {
         const dy = y - this.ry[j]!;
         const dz = zc - this.rz[j]!;
         const r2 = dx * dx + dy * dy + dz * dz;
-        const s6 = (this.sigma2[row + j]! / r2) ** 3;
+        const s2 = this.sigma2[row + j]! / r2;
+        const s6 = s2 * s2 * s2;
         e += this.eps4[row + j]! * (s6 * s6 - s6);
         if (this.hasCharge) e += this.qq[row + j]! / Math.sqrt(r2);
       }
