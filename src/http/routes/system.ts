@@ -79,6 +79,7 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
   // One SSE event per tick, sent at the tick boundary.
   router.get('/api/svc/pulse/stream', async (ctx) => {
     ctx.respond = false;
+    ctx.res.statusCode = 200;
     const session = await createSession(ctx.req, ctx.res, { keepAlive: null, retry: 1000 });
     let timer: NodeJS.Timeout | null = null;
     const schedule = (): void => {
