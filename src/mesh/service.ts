@@ -19,6 +19,7 @@ import {
   handshakeFor,
   isMeshTopic,
   signEvent,
+  signText,
   topicForType,
   type MeshEvent,
   type MeshTopic,
@@ -263,11 +264,12 @@ export class MeshService {
     }
     const topic = topicForType(v.event.type);
     try {
-      await this.ingest(v.event, v.id, topic, 'http', '');
+      await this.store(v.event, v.id, topic, 'http', '');
     } catch (err) {
       this.validator.release(v.id);
       throw err;
     }
+    await this.dispatch(v.event, v.id, topic, 'http', '');
     if (this.host) {
       try {
         await this.host.publish(topic, encodeEnvelope({ event: v.event, handshake: hs }));
@@ -307,20 +309,28 @@ export class MeshService {
     }
     if (!v.ok || !isMeshTopic(topic)) return;
     const ok = v;
-    this.ingest(ok.event, ok.id, topic, 'gossip', from).catch((err: unknown) => {
-      this.validator.release(ok.id);
+    // Gossip has no acknowledgement: the write and the dispatch run side by side, so delivery to subscribers
+    // does not wait for LevelDB's completion callback behind a burst of incoming messages.
+    this.store(ok.event, ok.id, topic, 'gossip', from).catch((err: unknown) => {
       this.log.warn({ err: String(err), id: ok.id }, 'mesh could not store a gossiped event');
+    });
+    this.dispatch(ok.event, ok.id, topic, 'gossip', from).catch((err: unknown) => {
+      this.log.warn({ err: String(err), id: ok.id }, 'mesh could not apply a gossiped event');
     });
   }
 
-  /** Store an accepted event, apply it to the mesh's own state (ticks, DNS), then call subscribers. */
-  private async ingest(event: MeshEvent, id: string, topic: MeshTopic, via: Entrance, from: string): Promise<void> {
+  /** Write an accepted event to the bounded event log. */
+  private store(event: MeshEvent, id: string, topic: MeshTopic, via: Entrance, from: string): Promise<void> {
+    const stored: StoredEvent = { id, topic, via, from, receivedSvcond: this.nowSvcond(), event };
+    return this.opts.store.commit([{ type: 'put', sub: this.sub, key: eventKey(event.svcond, id), value: stored }]).then(() => {
+      this.storedCount++;
+      if (this.storedCount > this.limits.eventsMax) void this.prune();
+    });
+  }
+
+  /** Count an event from another node, apply it to the mesh's own state (ticks, DNS), then call subscribers. */
+  private async dispatch(event: MeshEvent, id: string, topic: MeshTopic, via: Entrance, from: string): Promise<void> {
     const now = this.nowSvcond();
-    const stored: StoredEvent = { id, topic, via, from, receivedSvcond: now, event };
-    await this.opts.store.commit([{ type: 'put', sub: this.sub, key: eventKey(event.svcond, id), value: stored }]);
-    this.storedCount++;
-    if (this.storedCount > this.limits.eventsMax) void this.prune();
-    if (via === 'self') return;
     this.totalGossip++;
     this.lastGossipSvcond = now;
     this.recentBuckets.set(now, (this.recentBuckets.get(now) ?? 0) + 1);
@@ -414,11 +424,16 @@ export class MeshService {
     if (typeof shape === 'string') throw new ServiceError(400, 'INVALID_EVENT', shape);
     const id = eventId(event.sender, svcond, shape.digest);
     this.validator.markSeen(id, svcond);
-    await this.ingest(event, id, t, 'self', '');
+    const stored = this.store(event, id, t, 'self', '');
     const secret = this.opts.config.secret;
-    if (!this.host || secret === null) return { id, event, published: false, recipients: 0 };
+    if (!this.host || secret === null) {
+      await stored;
+      return { id, event, published: false, recipients: 0 };
+    }
     const handshake = handshakeFor(secret, event.sender, svcond, bodyDigest(body));
-    const recipients = await this.host.publish(t, encodeEnvelope({ event, handshake }));
+    // Send first, then wait for the local write: the event's delivery does not queue behind the disk.
+    const sent = this.host.publish(t, encodeEnvelope({ event, handshake }));
+    const [recipients] = await Promise.all([sent, stored]);
     return { id, event, published: true, recipients };
   }
 
@@ -437,8 +452,7 @@ export class MeshService {
 
   private async signText(text: string): Promise<string> {
     if (!this.identity) throw new Error('mesh service is not started');
-    const sig = await this.identity.privateKey.sign(new TextEncoder().encode(text));
-    return Buffer.from(sig).toString('base64');
+    return signText(this.identity.privateKey, text);
   }
 
   // ---------------------------------------------------------------- ticks

@@ -5,7 +5,7 @@
 //   handshake = 'v1=' + hex HMAC-SHA256(meshSecret, `${sender}|${svcond}|${sha256hex(canonicalJson(body))}`)
 // On HTTP the handshake travels in the x-node-handshake header; on libp2p the message data is the UTF-8 JSON
 // of {event, handshake} (the handshake field beside the event).
-import { createHmac } from 'node:crypto';
+import { createHmac, createPrivateKey, createPublicKey, sign as edSign, verify as edVerify, type KeyObject } from 'node:crypto';
 import type { PrivateKey } from '@libp2p/interface';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { canonicalJson, sha256Hex } from '../kernel/canonical.js';
@@ -72,6 +72,49 @@ export function handshakeFor(secret: string, sender: string, svcond: number, dig
   return HANDSHAKE_VERSION + createHmac('sha256', secret).update(`${sender}|${svcond}|${digest}`).digest('hex');
 }
 
+// Ed25519 through node:crypto with KeyObjects made once: building a key from its encoding on every call costs
+// more than the signature itself. DER prefixes of RFC 8410 (SubjectPublicKeyInfo / PKCS#8 for Ed25519).
+const SPKI_ED25519 = Buffer.from('302a300506032b6570032100', 'hex');
+const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
+const signers = new WeakMap<PrivateKey, KeyObject>();
+const verifiers = new Map<string, KeyObject | null>();
+const VERIFIER_CACHE_MAX = 4_096;
+
+function signerFor(privateKey: PrivateKey): KeyObject {
+  let k = signers.get(privateKey);
+  if (!k) {
+    if (privateKey.type !== 'Ed25519') throw new Error('the node key must be Ed25519');
+    // libp2p's raw Ed25519 private key is seed (32 bytes) followed by the public key.
+    const seed = Buffer.from(privateKey.raw.subarray(0, 32));
+    k = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519, seed]), format: 'der', type: 'pkcs8' });
+    signers.set(privateKey, k);
+  }
+  return k;
+}
+
+/** The public key of an Ed25519 peer id, or null when the sender is not one. Cached (bounded). */
+function verifierFor(sender: string): KeyObject | null {
+  const hit = verifiers.get(sender);
+  if (hit !== undefined) return hit;
+  let k: KeyObject | null = null;
+  try {
+    const pid = peerIdFromString(sender);
+    if (pid.type === 'Ed25519' && pid.publicKey !== undefined) {
+      k = createPublicKey({ key: Buffer.concat([SPKI_ED25519, Buffer.from(pid.publicKey.raw)]), format: 'der', type: 'spki' });
+    }
+  } catch {
+    k = null;
+  }
+  if (verifiers.size >= VERIFIER_CACHE_MAX) verifiers.delete(verifiers.keys().next().value as string);
+  verifiers.set(sender, k);
+  return k;
+}
+
+/** base64 Ed25519 signature of a text with the node key. */
+export function signText(privateKey: PrivateKey, text: string): string {
+  return edSign(null, Buffer.from(text, 'utf8'), signerFor(privateKey)).toString('base64');
+}
+
 export async function signEvent(
   privateKey: PrivateKey,
   sender: string,
@@ -79,9 +122,8 @@ export async function signEvent(
   svcond: number,
   body: unknown,
 ): Promise<MeshEvent> {
-  const text = signingText({ type, sender, svcond, body });
-  const sig = await privateKey.sign(new TextEncoder().encode(text));
-  return { type, sender, svcond, body, signature: Buffer.from(sig).toString('base64') };
+  const signature = signText(privateKey, signingText({ type, sender, svcond, body }));
+  return { type, sender, svcond, body, signature };
 }
 
 /** A signed event together with its handshake (what a node sends on either entrance). */
@@ -102,15 +144,13 @@ export async function buildEnvelope(
  * False when the sender is not a parseable Ed25519 peer id or the signature does not verify.
  */
 export async function verifyEventSignature(e: MeshEvent): Promise<boolean> {
-  let sig: Buffer;
   try {
-    const pid = peerIdFromString(e.sender);
-    if (pid.type !== 'Ed25519' || pid.publicKey === undefined) return false;
+    const key = verifierFor(e.sender);
+    if (key === null) return false;
     if (!/^[A-Za-z0-9+/]+={0,2}$/.test(e.signature)) return false;
-    sig = Buffer.from(e.signature, 'base64');
+    const sig = Buffer.from(e.signature, 'base64');
     if (sig.length !== 64) return false;
-    const text = new TextEncoder().encode(signingText(e));
-    return await pid.publicKey.verify(text, sig);
+    return edVerify(null, Buffer.from(signingText(e), 'utf8'), key, sig);
   } catch {
     return false;
   }
