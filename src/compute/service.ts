@@ -252,7 +252,7 @@ export class ComputeService {
     const verdict = gateSolverCheck(out.check, out.value);
     if (!verdict.passed) {
       reservation.release();
-      throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `reality check failed: ${verdict.reason}`, { rel_error: verdict.rel_error, solver: solver.id }, { check: plain(out.check), reason: verdict.reason });
+      throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `reality check failed: ${verdict.reason}`, { rel_error: verdict.rel_error, solver: solver.id }, { check: plain({ ...out.check, rel_error: verdict.rel_error, passed: false }), reason: verdict.reason });
     }
     const outputs = plain(out.outputs);
     const digestCore = { solver: solver.id, inputs, value: out.value, unit: out.unit, fields: canonicalDigest(outputs) };
