@@ -145,7 +145,7 @@ function quatMul(a: ArrayLike<number>, b: ArrayLike<number>, out: Float64Array):
   const x = a[0]! * b[1]! + a[1]! * b[0]! + a[2]! * b[3]! - a[3]! * b[2]!;
   const y = a[0]! * b[2]! - a[1]! * b[3]! + a[2]! * b[0]! + a[3]! * b[1]!;
   const zq = a[0]! * b[3]! + a[1]! * b[2]! - a[2]! * b[1]! + a[3]! * b[0]!;
-  const n = Math.hypot(w, x, y, zq);
+  const n = Math.sqrt(w * w + x * x + y * y + zq * zq);
   out[0] = w / n;
   out[1] = x / n;
   out[2] = y / n;
@@ -154,7 +154,7 @@ function quatMul(a: ArrayLike<number>, b: ArrayLike<number>, out: Float64Array):
 
 /** Quaternion of the rotation by |ω| about ω/|ω|. */
 function quatFromRotationVector(wx: number, wy: number, wz: number, out: Float64Array): void {
-  const angle = Math.hypot(wx, wy, wz);
+  const angle = Math.sqrt(wx * wx + wy * wy + wz * wz);
   if (angle === 0) {
     out[0] = 1;
     out[1] = 0;

@@ -381,12 +381,11 @@ const EMPTY_PAIRS = new Int32Array(0);
 
 /**
  * Bond accelerations into acc (zeroed first): each intact bond pulls its points together with accel·s per unit of
- * deformed direction (accel = c V/ρ; s/r = 1/|ξ| − 1/r). Records every bond's stretch and lists the bonds over their
- * critical stretch in overList. out[0] = Σ s²|ξ| (strain energy / ½cV²), out[1] = number of listed bonds.
+ * deformed direction (accel = c V/ρ; s/r = 1/|ξ| − 1/r). Lists the bonds over their critical stretch in overList. out[0] = Σ s²|ξ| (strain energy / ½cV²), out[1] = number of listed bonds.
  */
 function bondForces(
   pos: Float64Array, pair: Int32Array, length0: Float64Array, inverseLength0: Float64Array, critical: Float64Array,
-  stretch: Float64Array, live: number, acc: Float64Array, accel: number, overList: Int32Array, out: Float64Array,
+  live: number, acc: Float64Array, accel: number, overList: Int32Array, out: Float64Array,
 ): void {
   acc.fill(0);
   let energySum = 0;
@@ -399,7 +398,6 @@ function bondForces(
     const r = Math.sqrt(ex * ex + ey * ey);
     const inv0 = inverseLength0[b]!;
     const s = r * inv0 - 1;
-    stretch[b] = s;
     energySum += s * s * length0[b]!;
     if (s > critical[b]!) overList[over++] = b;
     const f = accel * (inv0 - 1 / r);
@@ -468,7 +466,7 @@ function kick(vel: Float64Array, acc: Float64Array, n2: number, halfDt: number):
 }
 
 /**
- * Remove the listed over-stretched bonds (stretches as recorded by the last bondForces), highest index first, each
+ * Remove the listed over-stretched bonds (listed by the last bondForces at the same positions), highest index first, each
  * replaced by the last live bond. A removed bond's own acceleration contribution is taken back out, which is the
  * force recomputation without it. Returns the new live count; out[0] = Σ s²|ξ| of the removed bonds (their energy
  * / ½cV²), out[1] = the earliest fraction of the step at which a removed bond reached its critical stretch (linear in
@@ -476,7 +474,7 @@ function kick(vel: Float64Array, acc: Float64Array, n2: number, halfDt: number):
  */
 function breakBonds(
   pos: Float64Array, posPrev: Float64Array, pair: Int32Array, length0: Float64Array, inverseLength0: Float64Array,
-  critical: Float64Array, stretch: Float64Array, live: number, acc: Float64Array, intact: Int32Array, accel: number,
+  critical: Float64Array, live: number, acc: Float64Array, intact: Int32Array, accel: number,
   overList: Int32Array, overCount: number, out: Float64Array,
 ): number {
   let removedSum = 0;
@@ -485,13 +483,15 @@ function breakBonds(
     const b = overList[k]!;
     const i = pair[2 * b]!;
     const j = pair[2 * b + 1]!;
-    const s = stretch[b]!;
     const sc = critical[b]!;
     const inv0 = inverseLength0[b]!;
-    removedSum += s * s * length0[b]!;
     const ex = pos[j]! - pos[i]!;
     const ey = pos[j + 1]! - pos[i + 1]!;
-    const f = accel * (inv0 - 1 / Math.sqrt(ex * ex + ey * ey));
+    const r = Math.sqrt(ex * ex + ey * ey);
+    // The same operations as bondForces: the same stretch and force bits.
+    const s = r * inv0 - 1;
+    removedSum += s * s * length0[b]!;
+    const f = accel * (inv0 - 1 / r);
     acc[i] -= f * ex;
     acc[i + 1] -= f * ey;
     acc[j] += f * ex;
@@ -510,7 +510,6 @@ function breakBonds(
       length0[b] = length0[last]!;
       inverseLength0[b] = inverseLength0[last]!;
       critical[b] = critical[last]!;
-      stretch[b] = stretch[last]!;
     }
     live = last;
   }
@@ -519,11 +518,7 @@ function breakBonds(
   return live;
 }
 
-interface RunResult {
-  output: SolverOutput;
-}
-
-function simulate(inputs: FractureInputs): RunResult {
+function run(inputs: FractureInputs): SolverOutput {
   const model = modelOf(inputs);
   const lat = inputs.mode === 'plate' ? buildPlate(inputs, model) : buildBar(inputs, model);
   const { N, V, dx } = model;
@@ -552,7 +547,6 @@ function simulate(inputs: FractureInputs): RunResult {
   const acc = new Float64Array(n2);
   const pair = new Int32Array(2 * lat.bi.length);
   const inverseLength0 = new Float64Array(lat.bi.length);
-  const stretch = new Float64Array(lat.bi.length);
   const overList = new Int32Array(lat.bi.length);
   const intact = new Int32Array(N);
   for (let b = 0; b < live; b++) {
@@ -576,7 +570,7 @@ function simulate(inputs: FractureInputs): RunResult {
 
   /** Accelerations and strain energy (bonds + contact) at the current positions. */
   const computeForces = (maxU2: number): number => {
-    bondForces(pos, pair, length0, inverseLength0, critical, stretch, live, acc, accel, overList, scratch);
+    bondForces(pos, pair, length0, inverseLength0, critical, live, acc, accel, overList, scratch);
     overCount = scratch[1]!;
     let energy = 0.5 * cVV * scratch[0]!;
     contacts = maxU2 < contactFreeDisplacement2 ? EMPTY_PAIRS : contactPairs(pos, N, dc);
@@ -611,7 +605,7 @@ function simulate(inputs: FractureInputs): RunResult {
     if (overCount > 0) {
       // The step is complete and recorded with every bond intact; now break the over-stretched ones for good.
       const before = live;
-      live = breakBonds(pos, posPrev, pair, length0, inverseLength0, critical, stretch, live, acc, intact, accel, overList, overCount, breakOut);
+      live = breakBonds(pos, posPrev, pair, length0, inverseLength0, critical, live, acc, intact, accel, overList, overCount, breakOut);
       const removedEnergy = 0.5 * cVV * breakOut[0]!;
       dissipated += removedEnergy;
       strainEnergy -= removedEnergy;
@@ -636,20 +630,19 @@ function simulate(inputs: FractureInputs): RunResult {
 
   // ---- Diagnostics at t_end ----
   const contactCount = contacts.length / 2;
-  const N1 = N;
-  const damage = new Float64Array(N1);
+  const damage = new Float64Array(N);
   let maxDamage = 0;
-  for (let i = 0; i < N1; i++) {
+  for (let i = 0; i < N; i++) {
     damage[i] = lat.familySize[i]! > 0 ? 1 - intact[i]! / lat.familySize[i]! : 0;
     if (damage[i]! > maxDamage) maxDamage = damage[i]!;
   }
 
   // Peridynamic stress σ_i = ½ Σ_j f_ij ⊗ ξ_ij V_j with f_ij = c s e_ij (force density along the deformed bond);
   // a bond adds the same tensor to both of its points. Resultant across the mid-plane from the same bond forces.
-  const sxx = new Float64Array(N1);
-  const sxy = new Float64Array(N1);
-  const syx = new Float64Array(N1);
-  const syy = new Float64Array(N1);
+  const sxx = new Float64Array(N);
+  const sxy = new Float64Array(N);
+  const syx = new Float64Array(N);
+  const syy = new Float64Array(N);
   let maxStretch = live > 0 ? -Infinity : 0;
   let midForce = 0;
   const plate = inputs.mode === 'plate';
@@ -702,7 +695,7 @@ function simulate(inputs: FractureInputs): RunResult {
     midForce += ci < mid ? -f * normal : f * normal;
   }
   let maxStress = 0;
-  for (let i = 0; i < N1; i++) {
+  for (let i = 0; i < N; i++) {
     let magnitude: number;
     if (plate) {
       // Largest absolute principal value of the symmetrised tensor.
@@ -760,7 +753,7 @@ function simulate(inputs: FractureInputs): RunResult {
     const axis = strideIndices(n, 64).map((k) => (k + 0.5) * dx);
     let minX = Infinity;
     let maxX = -Infinity;
-    for (let i = 0; i < N1; i++) {
+    for (let i = 0; i < N; i++) {
       if (damage[i]! >= CRACK_DAMAGE) {
         if (X[i]! < minX) minX = X[i]!;
         if (X[i]! > maxX) maxX = X[i]!;
@@ -788,22 +781,16 @@ function simulate(inputs: FractureInputs): RunResult {
   }
 
   return {
-    output: {
-      mode: inputs.mode,
-      value: dissipated,
-      unit: 'J',
-      output_class: inputs.mode === 'plate' ? 'field' : 'profile',
-      rule8,
-      rule8_array: 'damage',
-      outputs,
-      check,
-      receipt_fields: receipt,
-    },
+    mode: inputs.mode,
+    value: dissipated,
+    unit: 'J',
+    output_class: inputs.mode === 'plate' ? 'field' : 'profile',
+    rule8,
+    rule8_array: 'damage',
+    outputs,
+    check,
+    receipt_fields: receipt,
   };
-}
-
-function run(inputs: FractureInputs): SolverOutput {
-  return simulate(inputs).output;
 }
 
 const inputSpecs: InputSpec[] = [
