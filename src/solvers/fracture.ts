@@ -381,7 +381,8 @@ const EMPTY_PAIRS = new Int32Array(0);
 
 /**
  * Bond accelerations into acc (zeroed first): each intact bond pulls its points together with accel·s per unit of
- * deformed direction (accel = c V/ρ; s/r = 1/|ξ| − 1/r). Lists the bonds over their critical stretch in overList. out[0] = Σ s²|ξ| (strain energy / ½cV²), out[1] = number of listed bonds.
+ * deformed direction (accel = c V/ρ; s/r = 1/|ξ| − 1/r). Lists the bonds over their critical stretch in overList.
+ * out[0] = Σ s²|ξ| (strain energy / ½cV²), out[1] = number of listed bonds.
  */
 function bondForces(
   pos: Float64Array, pair: Int32Array, length0: Float64Array, inverseLength0: Float64Array, critical: Float64Array,
