@@ -111,7 +111,9 @@ function metropolisSweep(lat: Lattice, rng: Xoshiro128, counts: { proposals: num
           const dS = -beta * (newC1 + newC2 - c1 - c2);
           if (dS <= 0 || rng.uniform() < Math.exp(-dS)) {
             accepted++;
-            links[site] = wrap(links[site]! + d);
+            // Links stay in (−π, π]; |d| ≤ δ ≤ √2 < π, so one 2π correction suffices.
+            const link = links[site]! + d;
+            links[site] = link > Math.PI ? link - TWO_PI : link <= -Math.PI ? link + TWO_PI : link;
             cp[p1] = newC1;
             sp[p1] = sn1 * cd + s1 * c1 * sd;
             cp[p2] = newC2;
