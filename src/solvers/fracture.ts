@@ -375,8 +375,6 @@ export function contactPairs(pos: Float64Array, N: number, dc: number): Int32Arr
   return Int32Array.from(pairs);
 }
 
-const EMPTY_PAIRS = new Int32Array(0);
-
 // The hot loops below work on interleaved (x, y) arrays: pos[2i], pos[2i+1]; a bond stores the offsets 2i, 2j.
 
 /**
@@ -413,15 +411,21 @@ function bondForces(
   out[1] = over;
 }
 
-/** Contact repulsion accel·s_c per unit direction for every pair closer than dc; returns Σ s_c² (energy / ½cV²d_c). */
-function contactForces(pos: Float64Array, pairs: Int32Array, dc: number, acc: Float64Array, accel: number): number {
+/**
+ * Contact repulsion accel·s_c per unit direction for every candidate pair now closer than dc. out[0] = Σ s_c²
+ * (energy / ½cV²d_c), out[1] = number of pairs in contact.
+ */
+function contactForces(pos: Float64Array, candidates: Int32Array, dc: number, acc: Float64Array, accel: number, out: Float64Array): void {
   let sum = 0;
-  for (let k = 0; k < pairs.length; k += 2) {
-    const i = 2 * pairs[k]!;
-    const j = 2 * pairs[k + 1]!;
+  let count = 0;
+  for (let k = 0; k < candidates.length; k += 2) {
+    const i = 2 * candidates[k]!;
+    const j = 2 * candidates[k + 1]!;
     const ex = pos[j]! - pos[i]!;
     const ey = pos[j + 1]! - pos[i + 1]!;
     const r = Math.sqrt(ex * ex + ey * ey);
+    if (!(r < dc)) continue;
+    count++;
     const sc = (dc - r) / dc;
     sum += sc * sc;
     if (r > 0) {
@@ -432,10 +436,11 @@ function contactForces(pos: Float64Array, pairs: Int32Array, dc: number, acc: Fl
       acc[j + 1] += f * ey;
     }
   }
-  return sum;
+  out[0] = sum;
+  out[1] = count;
 }
 
-/** First half-kick and drift over the 2N interleaved components; returns the largest squared displacement. */
+/** First half-kick and drift over the 2N interleaved components; returns the largest squared displacement from ref. */
 function kickDrift(pos: Float64Array, vel: Float64Array, acc: Float64Array, ref: Float64Array, n2: number, halfDt: number, dt: number): number {
   let u2max = 0;
   for (let k = 0; k < n2; k += 2) {
@@ -531,8 +536,10 @@ function run(inputs: FractureInputs): SolverOutput {
   const cVV = c * V * V;
   const accel = (c * V) / rho; // bond force c·s·V_i·V_j divided by the point mass ρV, per unit stretch
   const dc = CONTACT_FACTOR * dx;
-  // No pair can come closer than d_c while every displacement is below (dx − d_c)/2.
-  const contactFreeDisplacement2 = (0.5 * (dx - dc)) ** 2;
+  // Contact candidates: pairs closer than d_c + skin when the list was built. While no point has moved skin/2 since,
+  // no other pair can be closer than d_c. (The reference lattice has no pair below dx > d_c + skin.)
+  const skin = 0.05 * dx;
+  const rebuildDisplacement2 = (0.5 * skin) ** 2;
 
   const { X, Y, length0, critical } = lat;
   let live = lat.liveCount;
@@ -566,16 +573,26 @@ function run(inputs: FractureInputs): SolverOutput {
   }
 
   const scratch = new Float64Array(2);
-  let contacts: Int32Array = EMPTY_PAIRS;
+  const posAtBuild = Float64Array.from(pos);
+  let candidates: Int32Array = contactPairs(pos, N, dc + skin);
+  let contactCount = 0;
   let overCount = 0;
 
   /** Accelerations and strain energy (bonds + contact) at the current positions. */
-  const computeForces = (maxU2: number): number => {
+  const computeForces = (movedSinceBuild2: number): number => {
     bondForces(pos, pair, length0, inverseLength0, critical, live, acc, accel, overList, scratch);
     overCount = scratch[1]!;
     let energy = 0.5 * cVV * scratch[0]!;
-    contacts = maxU2 < contactFreeDisplacement2 ? EMPTY_PAIRS : contactPairs(pos, N, dc);
-    if (contacts.length > 0) energy += 0.5 * cVV * dc * contactForces(pos, contacts, dc, acc, accel);
+    if (movedSinceBuild2 >= rebuildDisplacement2) {
+      candidates = contactPairs(pos, N, dc + skin);
+      posAtBuild.set(pos);
+    }
+    contactCount = 0;
+    if (candidates.length > 0) {
+      contactForces(pos, candidates, dc, acc, accel, scratch);
+      energy += 0.5 * cVV * dc * scratch[0]!;
+      contactCount = scratch[1]!;
+    }
     return energy;
   };
 
@@ -592,9 +609,9 @@ function run(inputs: FractureInputs): SolverOutput {
 
   const breakOut = new Float64Array(2);
   for (let step = 1; step <= steps; step++) {
-    posPrev.set(pos);
-    const maxU2 = kickDrift(pos, vel, acc, ref, n2, halfDt, dt);
-    strainEnergy = computeForces(maxU2);
+    // The previous positions only serve to interpolate the first failure time.
+    if (firstFailure === null) posPrev.set(pos);
+    strainEnergy = computeForces(kickDrift(pos, vel, acc, posAtBuild, n2, halfDt, dt));
     kinetic = 0.5 * rho * V * kick(vel, acc, n2, halfDt);
     const total = kinetic + strainEnergy + dissipated;
     const deviation = Math.abs(total - E0);
@@ -630,7 +647,6 @@ function run(inputs: FractureInputs): SolverOutput {
   }
 
   // ---- Diagnostics at t_end ----
-  const contactCount = contacts.length / 2;
   const damage = new Float64Array(N);
   let maxDamage = 0;
   for (let i = 0; i < N; i++) {
@@ -681,16 +697,16 @@ function run(inputs: FractureInputs): SolverOutput {
       midForce += ci < mid ? f * normal : -f * normal;
     }
   }
-  for (let k = 0; k < contacts.length; k += 2) {
-    const i = contacts[k]!;
-    const j = contacts[k + 1]!;
+  for (let k = 0; k < candidates.length; k += 2) {
+    const i = candidates[k]!;
+    const j = candidates[k + 1]!;
     const ci = plate ? Y[i]! : X[i]!;
     const cj = plate ? Y[j]! : X[j]!;
     if ((ci < mid) === (cj < mid)) continue;
     const ex = x[j]! - x[i]!;
     const ey = y[j]! - y[i]!;
     const r = Math.sqrt(ex * ex + ey * ey);
-    if (!(r > 0)) continue;
+    if (!(r > 0 && r < dc)) continue;
     const f = (cVV * ((dc - r) / dc)) / r;
     const normal = plate ? ey : ex;
     midForce += ci < mid ? -f * normal : f * normal;
