@@ -30,7 +30,7 @@ export interface NodeOptions {
   logger?: Logger;
   /** Tests: override the tier time limit to force SVC_TIMEOUT. */
   timeLimitSeconds?: number;
-  /** Credits a new identity starts with (default 128, the daily claim amount). */
+  /** Credits a new identity starts with (overrides limits.initialCredits). */
   initialCredits?: number;
 }
 
@@ -100,7 +100,7 @@ export class SvcNode {
     const nodeId = () => this.nodeIdentity.nodeId;
     this.chain = new ChainService(this.store);
     this.identity = new IdentityService({ store: this.store, clock: this.clock, chain: this.chain, nodeId, kernelVersion: config.kernel.version, saltSecret: deriveKey(secret, 'SALT') });
-    this.ledger = new Ledger(this.store, this.counters, this.chain, { initialCredits: this.options.initialCredits ?? 128 });
+    this.ledger = new Ledger(this.store, this.counters, this.chain, { initialCredits: this.options.initialCredits ?? config.limits.initialCredits });
     this.quota = new QuotaService(this.counters, {
       anonymousPerDay: config.limits.anonymousComputePerDay,
       demoPerDay: config.limits.demoKeyPerDay,

@@ -6,11 +6,11 @@ import { ServiceError } from '../kernel/errors.js';
 import { stampAt, TICK_NS_NUMBER, type Clock, type TickStamp } from '../kernel/clock.js';
 import { gateClosedForm, gateSolverCheck } from '../kernel/gate.js';
 import { fieldTerms } from '../kernel/master.js';
-import { ko42Line, modulationFactor, PRECISION_BOUND, tickAverage } from '../kernel/modulation.js';
+import { modulationFactor, PRECISION_BOUND, tickAverage } from '../kernel/modulation.js';
 import { metricShift, metricShiftFromVariance } from '../kernel/parity.js';
 import { protocolSteps } from '../kernel/protocol.js';
 import { hmacHex, hexEqual, signBody, stateFields, tickReceipt, verifyBody } from '../kernel/receipt.js';
-import { evaluateChain, type ChainRequest, type ChainResult } from '../kernel/operators/chain.js';
+import { evaluateChain, ko42Equation, type ChainRequest, type ChainResult } from '../kernel/operators/chain.js';
 import { InputError } from '../solvers/errors.js';
 import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
@@ -148,7 +148,8 @@ export class ComputeService {
       build: (stamp, R_t, resultId, resultDigest, shift) => {
         const gate = gateClosedForm(values, preview.value, R_t, this.deps.phi0);
         if (!gate.passed) throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${gate.reason}`, { rel_error: gate.rel_error }, { reason: gate.reason });
-        const chain = evaluateChain(req, { R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: this.deps.phi0 });
+        // The value does not depend on the tick; only the KO42 line does (rule 5).
+        const chain = { ...preview, equations: [ko42Equation({ R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: this.deps.phi0 }), ...preview.equations.slice(1)] };
         return this.chainBody(req, chain, stamp, R_t, resultId, resultDigest, shift, gate.tick_average, gate.rel_error);
       },
     });
@@ -320,7 +321,7 @@ export class ComputeService {
       outputs,
       check: out.check,
       ...(out.state !== undefined ? { state: out.state } : {}),
-      equations: [ko42Line(R_t, stamp.svcond, this.deps.phi0), `${solver.id}: ${out.check.name}: ${out.check.quantity} = ${out.value} ${out.unit} (reference ${out.check.reference}, rel. error ${out.check.rel_error.toExponential(3)})`],
+      equations: [ko42Equation({ R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: this.deps.phi0 }), `${solver.id}: ${out.check.name}: ${out.check.quantity} = ${out.value} ${out.unit} (reference ${out.check.reference}, rel. error ${out.check.rel_error.toExponential(3)})`],
       master_sum: masterSum,
       masterEquation: terms ? `${terms.master_equation.equation} from ${out.rule8_array}` : `${solver.id}: scalar result; field terms null (rule 8)`,
       master_equation: terms ? terms.master_equation : null,

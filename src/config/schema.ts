@@ -27,6 +27,8 @@ export const configSchema = z
         enforceDailyQuota: z.boolean(),
         freeDailyComputations: z.number().int().positive(),
         tier: z.enum(['free', 'standard', 'professional']),
+        /** Credits a new identity starts with (the daily-claim amount). */
+        initialCredits: z.number().int().min(0),
       })
       .strict(),
     mesh: z

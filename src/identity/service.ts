@@ -72,12 +72,19 @@ export class IdentityService {
   private readonly emails: Sublevel;
   private readonly keys: Sublevel;
   private readonly sessions: Sublevel;
+  /** Key records by digest: a hot read on every authenticated request. Bounded; writes go through it. */
+  private readonly keyCache = new Map<string, KeyRecord>();
 
   constructor(private readonly deps: IdentityDeps) {
     this.identities = deps.store.sub('identities');
     this.emails = deps.store.sub('emails');
     this.keys = deps.store.sub('keys');
     this.sessions = deps.store.sub('sessions');
+  }
+
+  private cacheKey(digest: string, rec: KeyRecord): void {
+    if (this.keyCache.size >= 10_000) this.keyCache.delete(this.keyCache.keys().next().value as string);
+    this.keyCache.set(digest, rec);
   }
 
   private now(): number {
@@ -189,7 +196,9 @@ export class IdentityService {
     const digest = keyDigest(key);
     const rec = await this.deps.store.get<KeyRecord>(this.keys, digest);
     if (!rec) return;
-    await this.deps.store.commit([{ type: 'put', sub: this.keys, key: digest, value: { ...rec, revoked_unix_ms: this.now() } }]);
+    const revoked = { ...rec, revoked_unix_ms: this.now() };
+    await this.deps.store.commit([{ type: 'put', sub: this.keys, key: digest, value: revoked }]);
+    this.cacheKey(digest, revoked);
   }
 
   /**
@@ -203,8 +212,13 @@ export class IdentityService {
     if (kind === 'svc_ak' && compareVersions(this.deps.kernelVersion, LEGACY_KEY_REMOVED_IN) >= 0) {
       throw invalidKey(key, `legacy svc_ak_ keys are removed in ${LEGACY_KEY_REMOVED_IN}`);
     }
-    const rec = await this.deps.store.get<KeyRecord>(this.keys, keyDigest(key));
-    if (!rec) throw invalidKey(key, 'unknown');
+    const digest = keyDigest(key);
+    let rec = this.keyCache.get(digest);
+    if (!rec) {
+      rec = await this.deps.store.get<KeyRecord>(this.keys, digest);
+      if (!rec) throw invalidKey(key, 'unknown');
+      this.cacheKey(digest, rec);
+    }
     if (rec.revoked_unix_ms !== null) throw invalidKey(key, 'revoked', new Date(rec.revoked_unix_ms).toISOString());
     if (rec.expires_unix_ms !== null && rec.expires_unix_ms <= this.now()) throw invalidKey(key, 'expired');
     return rec;

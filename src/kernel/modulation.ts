@@ -24,8 +24,3 @@ export function tickAverage(standardValue: number, phi0 = 0): number {
   }
   return sum / n;
 }
-
-/** The KO42 equation line of solvers.md §6 step 4. */
-export function ko42Line(R_t: number, svcond: number, phi0 = 0): string {
-  return `KO42: R(t) = S(t)[1 + 0.001·sin(2π·1.287·t + ${phi0})] = S·${R_t.toFixed(6)} (svcond ${svcond})`;
-}

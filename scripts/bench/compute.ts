@@ -1,0 +1,121 @@
+// HTTP throughput of sealed computes vs a bare Koa JSON route, in the same run (autocannon, 50 connections, 10 s).
+// Line 1: sealing with buffered writes; line 2: durable (fsync) writes. Each line is one JSON object.
+// Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50]
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+
+const args = process.argv.slice(2);
+const arg = (name: string, def: number): number => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : def;
+};
+const duration = arg('duration', 10);
+const connections = arg('connections', 50);
+const root = join(import.meta.dirname, '..', '..');
+const tsx = join(root, 'node_modules', '.bin', 'tsx');
+
+function startProcess(cmd: string, argv: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, argv, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let buf = '';
+    const timer = setTimeout(() => reject(new Error('process did not report its url in 30 s')), 30_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const m = /"url":"([^"]+)"/.exec(buf);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1]! });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`process exited early with ${code}`)));
+  });
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    child.removeAllListeners('exit');
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+async function load(url: string, path: string, body: string | undefined, headers: Record<string, string>): Promise<autocannon.Result> {
+  return autocannon({
+    url: url + path,
+    method: body ? 'POST' : 'GET',
+    body,
+    headers: { 'content-type': 'application/json', ...headers },
+    connections,
+    duration,
+  });
+}
+
+const computeBody = JSON.stringify({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } });
+
+async function runNode(sync: boolean): Promise<{ rps: number; p50: number; p99: number; non2xx: number; sealed: number }> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
+  const { child, url } = await startProcess(tsx, ['src/cli/index.ts', 'start'], {
+    SVC_PORT: '0',
+    SVC_DATA_DIR: dataDir,
+    SVC_LOG_LEVEL: 'info',
+    SVC_SYNC_WRITES: String(sync),
+    SVC_INITIAL_CREDITS: '100000000',
+  });
+  try {
+    const digest = createHash('sha256').update(`bench ${Date.now()}`).digest('hex');
+    const reg = await fetch(`${url}/api/svc-auth/register-v3`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ equation_sha256: digest }) });
+    const key = ((await reg.json()) as { admin_key: string }).admin_key;
+    // Warm-up, then the measured run.
+    await autocannon({ url: `${url}/api/svc/compute`, method: 'POST', body: computeBody, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, connections, duration: 2 });
+    const r = await load(url, '/api/svc/compute', computeBody, { authorization: `Bearer ${key}` });
+    return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, sealed: r['2xx'] / duration };
+  } finally {
+    await stop(child);
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function runBaseline(): Promise<number> {
+  const { child, url } = await startProcess(tsx, ['scripts/bench/bare-koa.ts'], {});
+  try {
+    await autocannon({ url: `${url}/ping`, connections, duration: 2 });
+    const r = await load(url, '/ping', JSON.stringify({ ping: 1 }), {});
+    return r.requests.average;
+  } finally {
+    await stop(child);
+  }
+}
+
+const baselineRps = await runBaseline();
+const buffered = await runNode(false);
+console.log(
+  JSON.stringify({
+    computeRps: Math.round(buffered.rps),
+    baselineRps: Math.round(baselineRps),
+    ratio: Math.round((buffered.rps / baselineRps) * 1000) / 1000,
+    p50Ms: buffered.p50,
+    p99Ms: buffered.p99,
+    non2xx: buffered.non2xx,
+    syncWrites: false,
+    connections,
+    durationS: duration,
+  }),
+);
+const durable = await runNode(true);
+console.log(
+  JSON.stringify({
+    durableComputeRps: Math.round(durable.rps),
+    sealedPerSec: Math.round(durable.sealed),
+    ratio: Math.round((durable.rps / baselineRps) * 1000) / 1000,
+    p50Ms: durable.p50,
+    p99Ms: durable.p99,
+    non2xx: durable.non2xx,
+    syncWrites: true,
+    connections,
+    durationS: duration,
+  }),
+);
