@@ -7,7 +7,9 @@
 // bonds before the second half-kick makes the energy error first order in dt and the check fails.)
 // Point pairs closer than d_c = 0.9 dx repel with c·s_c·V_i·V_j (s_c = (d_c − r)/d_c), energy ½ c s_c² d_c V_i V_j.
 // The check is the energy balance max_t |KE + SE + D − E0| / E0 (E0 = initial kinetic energy; undeformed start).
-// Bonds live in flat typed arrays; broken bonds are compacted out, so the force loop has no liveness branch.
+// dt = t_end / ceil(t_end / (cfl·stable step)), so the run ends exactly at t_end with dt ≤ cfl × the stable step.
+// Bonds live in flat typed arrays; a broken bond's slot is taken by the last live bond, so the force loop has no
+// liveness branch.
 import { z } from 'zod';
 import { InputError } from './errors.js';
 import type { Check, InputSpec, SolverDef, SolverOutput, StateField } from './types.js';
