@@ -12,7 +12,7 @@ export class Xoshiro128 {
   private s3: number;
 
   constructor(state: readonly [number, number, number, number]) {
-    let [a, b, c, d] = state.map((w) => w >>> 0);
+    let [a, b, c, d] = state.map((w) => w | 0);
     if ((a | b | c | d) === 0) [a, b, c, d] = [1, 0, 0, 0];
     this.s0 = a;
     this.s1 = b;
@@ -20,17 +20,21 @@ export class Xoshiro128 {
     this.s3 = d;
   }
 
-  /** Next 32-bit output (unsigned). */
+  /** Next 32-bit output (unsigned). State words are kept as signed int32 (`| 0`): V8 keeps them as small ints. */
   nextU32(): number {
-    const result = Math.imul(rotl(Math.imul(this.s1, 5) >>> 0, 7), 9) >>> 0;
-    const t = (this.s1 << 9) >>> 0;
-    this.s2 = (this.s2 ^ this.s0) >>> 0;
-    this.s3 = (this.s3 ^ this.s1) >>> 0;
-    this.s1 = (this.s1 ^ this.s2) >>> 0;
-    this.s0 = (this.s0 ^ this.s3) >>> 0;
-    this.s2 = (this.s2 ^ t) >>> 0;
-    this.s3 = rotl(this.s3, 11);
-    return result;
+    const s0 = this.s0;
+    const s1 = this.s1;
+    const r = Math.imul(s1, 5);
+    const result = Math.imul((r << 7) | (r >>> 25), 9);
+    const t = s1 << 9;
+    let s2 = this.s2 ^ s0;
+    let s3 = this.s3 ^ s1;
+    this.s1 = s1 ^ s2;
+    this.s0 = s0 ^ s3;
+    s2 ^= t;
+    this.s2 = s2;
+    this.s3 = (s3 << 11) | (s3 >>> 21);
+    return result >>> 0;
   }
 
   /** Uniform in [0, 1) with 53 random bits, from two draws. */
@@ -56,10 +60,6 @@ export class Xoshiro128 {
     const u2 = this.uniform();
     return Math.sqrt(-2 * Math.log(1 - u1)) * Math.cos(2 * Math.PI * u2);
   }
-}
-
-function rotl(x: number, k: number): number {
-  return ((x << k) | (x >>> (32 - k))) >>> 0;
 }
 
 /** State words: the first 16 bytes (big-endian) of SHA-256 of the given text. */
