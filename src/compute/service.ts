@@ -1,6 +1,6 @@
 // The computation pipeline of architecture.md §3: validate → protocol → run → gate → parity → seal.
 // Every route that computes (compute, solver endpoints, /solve, /auto, prove) goes through here.
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { canonicalDigest, canonicalJson } from '../kernel/canonical.js';
 import { ServiceError } from '../kernel/errors.js';
 import { stampAt, TICK_NS_NUMBER, type Clock, type TickStamp } from '../kernel/clock.js';
@@ -39,6 +39,12 @@ export interface ComputeDeps {
 }
 
 export type { ChainRequest };
+
+/** A sealed (or signed) result: the body and its JSON text, serialised once for storage and the response. */
+export interface Sealed {
+  body: Record<string, unknown>;
+  json: string;
+}
 
 /** JSON round trip: what a client will see (typed arrays → arrays, NaN → null, no undefined). */
 function plain<T>(value: T): T {
@@ -81,7 +87,7 @@ export class ComputeService {
     reservation: { names: string[]; release(): void };
     digestCore: Record<string, unknown>;
     build: (stamp: TickStamp, R_t: number, resultId: string, resultDigest: string, shift: ReturnType<typeof metricShift>) => Record<string, unknown>;
-  }): Promise<Record<string, unknown>> {
+  }): Promise<Sealed> {
     const { caller } = args;
     try {
       await this.deps.ledger.prepare(caller);
@@ -92,8 +98,8 @@ export class ComputeService {
       const shift = metricShift(startStamp.phase, elapsedTicks(args.startNs, endNs), this.deps.phi0);
       const R_t = modulationFactor(stamp.phase, this.deps.phi0);
       const resultDigest = canonicalDigest(args.digestCore);
-      const resultId = `res_${stamp.svcond}_${randomBytes(8).toString('hex')}`;
-      const body = await this.deps.ledger.seal({
+      const resultId = `res_${stamp.svcond}_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+      const sealed = await this.deps.ledger.seal({
         caller,
         action: args.action,
         cost: args.cost,
@@ -103,14 +109,15 @@ export class ComputeService {
         unixMs: Number(endNs / 1_000_000n),
         counterNames: args.reservation.names,
         build: (ctx: SealContext) => {
-          const unsigned: Record<string, unknown> = plain({ ...args.build(stamp, R_t, resultId, resultDigest, shift), tally_charge: ctx.tally_charge, envelope: ctx.envelope ? envelopeView(ctx.envelope) : null, audit: ctx.audit ? { slug: caller.kind === 'identity' ? caller.slug : null, seq: ctx.audit.seq, hash: ctx.audit.hash } : null });
+          // Bodies are built from plain JSON values (solver arrays are made plain before), so no round trip here.
+          const unsigned: Record<string, unknown> = ({ ...args.build(stamp, R_t, resultId, resultDigest, shift), tally_charge: ctx.tally_charge, envelope: ctx.envelope ? envelopeView(ctx.envelope) : null, audit: ctx.audit ? { slug: caller.kind === 'identity' ? caller.slug : null, seq: ctx.audit.seq, hash: ctx.audit.hash } : null });
           const proof = signBody(this.deps.receiptKey, unsigned);
           const cko = { ...(unsigned.cko as Record<string, unknown>), svcProof: proof };
           return { ...unsigned, cko, svcProof: proof };
         },
       });
-      this.deps.onSealed?.(body);
-      return body;
+      this.deps.onSealed?.(sealed.body);
+      return sealed;
     } catch (err) {
       args.reservation.release();
       throw err;
@@ -122,13 +129,16 @@ export class ComputeService {
   }
 
   /** POST /api/svc/compute: a closed-form operator chain (solvers.md §6). */
-  async compute(caller: Caller, req: ChainRequest, options: { seal: boolean } = { seal: true }): Promise<Record<string, unknown>> {
+  async compute(caller: Caller, req: ChainRequest, options: { seal: boolean } = { seal: true }): Promise<Sealed> {
     const startNs = this.deps.clock.nowNs();
     const probe = stampAt(startNs);
     // Validation happens inside evaluateChain (400s) before any charge; the KO42 line is re-rendered at the stamp.
     const preview = evaluateChain(req, { R_t: modulationFactor(probe.phase, this.deps.phi0), svcond: probe.svcond, phase: probe.phase, phi0: this.deps.phi0 });
     const cost = Math.min(20, Math.max(1, preview.operator_count - 1) * COST.computePerOperator);
-    if (!options.seal) return this.unsealedChain(req, preview, startNs);
+    if (!options.seal) {
+      const body = this.unsealedChain(req, preview, startNs);
+      return { body, json: JSON.stringify(body) };
+    }
     const reservation = this.reserve(caller);
     try {
       await this.deps.ledger.assertCanPay(caller, cost);
@@ -237,7 +247,7 @@ export class ComputeService {
   }
 
   /** A solver run, sealed (every solver endpoint, /solve and /auto). */
-  async solve(caller: Caller, solverId: string, rawInputs: unknown, rawState: unknown, extra: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+  async solve(caller: Caller, solverId: string, rawInputs: unknown, rawState: unknown, extra: Record<string, unknown> = {}): Promise<Sealed> {
     const startNs = this.deps.clock.nowNs();
     const { solver, inputs, state } = this.resolveSolver(solverId, rawInputs, rawState);
     const cost = extra.router ? COST.auto : COST.solver;
@@ -256,6 +266,8 @@ export class ComputeService {
       throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `reality check failed: ${verdict.reason}`, { rel_error: verdict.rel_error, solver: solver.id }, { check: plain({ ...out.check, rel_error: verdict.rel_error, passed: false }), reason: verdict.reason });
     }
     const outputs = plain(out.outputs);
+    const plainInputs = plain(inputs);
+    const plainOut: SolverOutput = { ...out, check: plain(out.check), ...(out.state !== undefined ? { state: plain(out.state) } : {}) };
     const digestCore = { solver: solver.id, inputs, value: out.value, unit: out.unit, fields: canonicalDigest(outputs) };
     return this.sealResult({
       caller,
@@ -264,7 +276,7 @@ export class ComputeService {
       startNs,
       reservation,
       digestCore,
-      build: (stamp, R_t, resultId, resultDigest, shift) => this.solverBody(solver, inputs, out, outputs, stamp, R_t, resultId, resultDigest, shift, verdict.rel_error, extra),
+      build: (stamp, R_t, resultId, resultDigest, shift) => this.solverBody(solver, plainInputs, plainOut, outputs, stamp, R_t, resultId, resultDigest, shift, verdict.rel_error, extra),
     });
   }
 
@@ -349,7 +361,7 @@ export class ComputeService {
     if (!solver) throw new ServiceError(500, 'SVC_SOLVER_ERROR', `router chose unregistered solver ${route.solver}`, { details: {} });
     const { inputs, ignored_constants } = splitConstants(solver, constants);
     const result = await this.solve(caller, route.solver, inputs, undefined, { router: true });
-    return { solver: route.solver, confidence: route.confidence, matched: route.matched, ignored_constants, result };
+    return { solver: route.solver, confidence: route.confidence, matched: route.matched, ignored_constants, result: result.body };
   }
 
   /** POST /api/svc/verify: genuine → valid; any tampered field → invalid. */

@@ -43,10 +43,11 @@ export class Store {
     return new Store(db, options);
   }
 
-  sub(name: string): Sublevel {
+  /** A named sublevel; 'utf8' for values that are already text (e.g. serialised results). */
+  sub(name: string, encoding: 'json' | 'utf8' = 'json'): Sublevel {
     let s = this.subs.get(name);
     if (!s) {
-      s = this.db.sublevel<string, Json>(name, { valueEncoding: 'json' }) as Sublevel;
+      s = this.db.sublevel<string, Json>(name, { valueEncoding: encoding }) as Sublevel;
       this.subs.set(name, s);
     }
     return s;

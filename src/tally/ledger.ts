@@ -2,7 +2,7 @@
 // result record + caller's envelope + audit-chain row + wallet charge + counters, written atomically.
 // Everything that depends on in-memory state (balances, chain head, counters) is computed synchronously,
 // so concurrent seals serialise without locks; the batch itself is group-committed by the store.
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { canonicalJson, sha256Hex } from '../kernel/canonical.js';
 import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
@@ -88,7 +88,7 @@ export class Ledger {
     this.envelopes = store.sub('envelopes');
     this.byOwner = store.sub('env_owner');
     this.byFolder = store.sub('env_folder');
-    this.results = store.sub('results');
+    this.results = store.sub('results', 'utf8');
   }
 
   async wallet(zid: string): Promise<Wallet> {
@@ -134,7 +134,7 @@ export class Ledger {
     unixMs: number;
     counterNames: string[];
     build: (ctx: SealContext) => Record<string, unknown>;
-  }): Promise<Record<string, unknown>> {
+  }): Promise<{ body: Record<string, unknown>; json: string }> {
     const { caller, cost } = args;
     const ops: Op[] = [];
     const rollbacks: (() => void)[] = [];
@@ -162,7 +162,7 @@ export class Ledger {
         rollbacks.push(() => this.counters.revert(name, delta));
       }
       const seq = this.counters.get('envelope_seq');
-      const tokenId = `env_${randomBytes(12).toString('hex')}`;
+      const tokenId = `env_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
       const core = { token_id: tokenId, owner: caller.zid, face_value: burned, result_id: args.resultId, result_digest: args.resultDigest, svcond: args.svcond };
       envelope = {
         token_id: tokenId,
@@ -196,19 +196,23 @@ export class Ledger {
     for (const name of args.counterNames) ops.push(this.counters.persistOp(name));
 
     let body: Record<string, unknown>;
+    let json: string;
     try {
       body = args.build({ tally_charge: charge, envelope, audit });
-      ops.push({ type: 'put', sub: this.results, key: args.resultId, value: body });
+      // Serialised once: the same text is stored and sent.
+      json = JSON.stringify(body);
+      ops.push({ type: 'put', sub: this.results, key: args.resultId, value: json });
       await this.store.commit(ops);
     } catch (err) {
       for (const undo of rollbacks.reverse()) undo();
       throw err;
     }
-    return body;
+    return { body, json };
   }
 
   async getResult(resultId: string): Promise<Record<string, unknown> | undefined> {
-    return this.store.get<Record<string, unknown>>(this.results, resultId);
+    const json = await this.store.get<string>(this.results, resultId);
+    return json === undefined ? undefined : (JSON.parse(json) as Record<string, unknown>);
   }
 
   /** Envelopes of an owner, newest first; total from the counter (never a scan). */

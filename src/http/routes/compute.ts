@@ -7,6 +7,13 @@ import { computeCaller, requireKey } from '../auth.js';
 import { perMinuteLimit } from '../limits.js';
 import { validate } from '../validate.js';
 import type { Caller } from '../../tally/ledger.js';
+import type { Sealed } from '../../compute/service.js';
+
+/** Send a sealed result as the JSON text that was stored (serialised once). */
+function sendSealed(ctx: Context, sealed: Sealed): void {
+  ctx.type = 'application/json';
+  ctx.body = sealed.json;
+}
 
 const chainBody = z.object({ domain: z.any(), operators: z.any(), inputs: z.any().optional() }).strict();
 const proveBody = z
@@ -42,12 +49,12 @@ export function computeRoutes(router: Router, s: HttpServices): void {
 
   router.post('/api/svc/compute', computeCaller(auth), async (ctx) => {
     const body = validate(chainBody, ctx.request.body);
-    ctx.body = await s.compute.compute(caller(ctx), body);
+    sendSealed(ctx, await s.compute.compute(caller(ctx), body));
   });
 
   router.post('/api/playground/compute', requireKey(auth), async (ctx) => {
     const body = validate(chainBody, ctx.request.body);
-    ctx.body = await s.compute.compute(caller(ctx), body, { seal: false });
+    sendSealed(ctx, await s.compute.compute(caller(ctx), body, { seal: false }));
   });
 
   router.post('/api/svc/verify', requireKey(auth), (ctx) => {
@@ -80,13 +87,13 @@ export function computeRoutes(router: Router, s: HttpServices): void {
     if (!solver.endpoint) continue;
     router.post(solver.endpoint, computeCaller(auth), async (ctx) => {
       const { inputs, initialState } = splitSolverBody(ctx.request.body);
-      ctx.body = await s.compute.solve(caller(ctx), solver.id, inputs, initialState);
+      sendSealed(ctx, await s.compute.solve(caller(ctx), solver.id, inputs, initialState));
     });
   }
 
   router.post('/api/svc/solve', computeCaller(auth), async (ctx) => {
     const body = validate(solveBody, ctx.request.body);
-    ctx.body = await s.compute.solve(caller(ctx), body.solver, body.inputs ?? {}, body.initialState);
+    sendSealed(ctx, await s.compute.solve(caller(ctx), body.solver, body.inputs ?? {}, body.initialState));
   });
 
   router.post('/api/svc/auto', computeCaller(auth), async (ctx) => {

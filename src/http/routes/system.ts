@@ -82,16 +82,19 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
     ctx.res.statusCode = 200;
     const session = await createSession(ctx.req, ctx.res, { keepAlive: null, retry: 1000 });
     let timer: NodeJS.Timeout | null = null;
-    const schedule = (): void => {
-      const wait = Number(pulseObject(s).next_tick_in_ms);
+    let lastSent = -1;
+    const send = (): void => {
+      const pulse = pulseObject(s);
+      // A timer may fire a hair before the boundary: never send the same tick twice.
+      if (pulse.svcond !== lastSent) {
+        lastSent = pulse.svcond as number;
+        session.push(pulse, 'tick');
+      }
       timer = setTimeout(() => {
-        if (!session.isConnected) return;
-        session.push(pulseObject(s), 'tick');
-        schedule();
-      }, Math.max(1, Math.ceil(wait)));
+        if (session.isConnected) send();
+      }, Math.max(1, Math.ceil(Number(pulse.next_tick_in_ms))));
     };
-    session.push(pulseObject(s), 'tick');
-    schedule();
+    send();
     session.on('disconnected', () => {
       if (timer) clearTimeout(timer);
     });
