@@ -21,6 +21,13 @@ import { ComputeService } from './compute/service.js';
 import { defaultRegistry, type SolverRegistry } from './solvers/registry.js';
 import { createApp } from './http/app.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './mesh/identity.js';
+import { MeshService, type MeshServiceOptions } from './mesh/service.js';
+import { signEvent, TOPICS, verifyEventSignature, type MeshEvent } from './mesh/wire.js';
+import { IDENTITY_ASSERT } from './http/routes/mesh.js';
+import { stampAt } from './kernel/clock.js';
+
+const KEY_LOOKUP_TIMEOUT_MS = 2000;
+const MAX_ASSERTION_SKEW_TICKS = 120;
 
 export const RECEIPT_SECRET_FILE = 'receipt-secret';
 
@@ -32,6 +39,8 @@ export interface NodeOptions {
   timeLimitSeconds?: number;
   /** Credits a new identity starts with (overrides limits.initialCredits). */
   initialCredits?: number;
+  /** Mesh overrides (tests: autoPulse, redial bounds). */
+  mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits'>>;
 }
 
 /** The receipt secret: from config, else kept in the data dir (created once, mode 0600). */
@@ -73,6 +82,7 @@ export class SvcNode {
   compute!: ComputeService;
   nodeIdentity!: NodeIdentity;
   receiptKey!: Buffer;
+  mesh!: MeshService;
   private server: Server | null = null;
   private readonly options: NodeOptions;
   url = '';
@@ -121,6 +131,20 @@ export class SvcNode {
       nodeId,
     });
     const demoKeys = new DemoKeys(this.store, this.identity);
+    const meshOptions: MeshServiceOptions = {
+      store: this.store,
+      clock: this.clock,
+      config: { secret: config.mesh.secret, p2pPort: config.mesh.p2pPort, bootstrap: config.mesh.bootstrap, tickEvery: config.mesh.tickEvery, host: config.host },
+      dataDir: config.dataDir,
+      httpUrl: '',
+      headState: () => ({ sealedCount: this.counters.get('sealed_total'), chainHeadsDigest: this.chain.headsDigest(), kernelVersion: config.kernel.version }),
+      revenue: () => ({ burned: this.counters.get('burned_total'), foundation: this.counters.get('foundation_total') }),
+      logger: this.logger,
+      ...this.options.mesh,
+    };
+    this.mesh = new MeshService(meshOptions);
+    const signMeshEvent = (type: string, body: unknown): Promise<MeshEvent> =>
+      signEvent(this.nodeIdentity.privateKey, this.nodeId, type, stampAt(this.clock.nowNs()).svcond, body);
     const { app } = createApp({
       config,
       logger: this.logger,
@@ -133,6 +157,9 @@ export class SvcNode {
       counters: this.counters,
       demoKeys,
       nodeId,
+      publicUrl: () => this.url,
+      mesh: this.mesh,
+      signMeshEvent,
     });
     this.server = createServer(app.callback());
     this.server.keepAliveTimeout = 5000;
@@ -142,11 +169,50 @@ export class SvcNode {
     });
     const addr = this.server.address() as AddressInfo;
     this.url = config.publicUrl ?? `http://${config.host}:${addr.port}`;
-    this.logger.info({ url: this.url, node: this.nodeId, dataDir: config.dataDir }, 'listening');
+    meshOptions.httpUrl = this.url;
+    await this.mesh.start();
+    this.wireIdentityGossip();
+    this.logger.info({ url: this.url, node: this.nodeId, dataDir: config.dataDir, multiaddrs: this.mesh.multiaddrs(), mesh: this.mesh.enabled }, 'listening');
     return this;
   }
 
-  /** Stop accepting, finish in-flight requests, close LevelDB. */
+  /**
+   * Identity assertions (architecture.md §5): keys minted here are gossiped on svc/identity/1, assertions from
+   * their home nodes are applied, and a key nobody told us about is looked up on the peers, accepted only as an
+   * event signed by its home node.
+   */
+  private wireIdentityGossip(): void {
+    if (!this.mesh.enabled) return;
+    this.identity.onAssertions((assertions) => {
+      for (const a of assertions) {
+        void this.mesh.publish(IDENTITY_ASSERT, a, TOPICS.identity).catch((err: unknown) => this.logger.warn({ err: String(err) }, 'identity assertion not published'));
+      }
+    });
+    this.mesh.onEvent(TOPICS.identity, async (event) => {
+      if (event.type === IDENTITY_ASSERT) await this.identity.applyAssertion(event.body, event.sender);
+    });
+    this.identity.onRemoteLookup(async (digest) => {
+      const now = stampAt(this.clock.nowNs()).svcond;
+      const peers = this.mesh.peers().filter((p) => p.url);
+      const answers = await Promise.all(
+        peers.map(async (p) => {
+          try {
+            const res = await fetch(`${p.url}/api/mesh/keys/${digest}`, { signal: AbortSignal.timeout(KEY_LOOKUP_TIMEOUT_MS) });
+            if (!res.ok) return null;
+            const event = (await res.json()) as MeshEvent;
+            const fresh = typeof event.svcond === 'number' && Math.abs(event.svcond - now) <= MAX_ASSERTION_SKEW_TICKS;
+            if (event.type !== IDENTITY_ASSERT || event.sender !== p.peerId || !fresh || !(await verifyEventSignature(event))) return null;
+            return { assertion: event.body, sender: event.sender };
+          } catch {
+            return null;
+          }
+        }),
+      );
+      return answers.find((a) => a !== null) ?? null;
+    });
+  }
+
+  /** Stop accepting, finish in-flight requests, leave the mesh, close LevelDB. */
   async stop(): Promise<void> {
     const server = this.server;
     this.server = null;
@@ -156,6 +222,7 @@ export class SvcNode {
         server.closeIdleConnections();
       });
     }
+    if (this.mesh) await this.mesh.stop();
     if (this.store) await this.store.close();
     this.logger.info({ node: this.nodeIdentity?.nodeId }, 'stopped');
   }

@@ -13,6 +13,7 @@ import { systemRoutes } from './routes/system.js';
 import { computeRoutes } from './routes/compute.js';
 import { identityRoutes } from './routes/identity.js';
 import { ledgerRoutes } from './routes/ledger.js';
+import { meshRoutes } from './routes/mesh.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -95,6 +96,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   computeRoutes(router, s);
   identityRoutes(router, s);
   ledgerRoutes(router, s);
+  meshRoutes(router, s);
   for (const register of s.extraRouters ?? []) register(router);
 
   for (const path of QUERY_ROUTES) {

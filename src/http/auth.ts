@@ -29,6 +29,7 @@ export function noKeyError(): ServiceError {
 export interface AuthDeps {
   identity: IdentityService;
   chain: ChainService;
+  nodeId: () => string;
 }
 
 /** Resolve the key of the request into a Caller (throws SVC_INVALID_KEY / SVC_NO_KEY). */
@@ -43,10 +44,11 @@ export async function resolveCaller(ctx: Context, deps: AuthDeps, allowAnonymous
     throw new ServiceError(401, 'SVC_INVALID_KEY', 'public embed keys are read-only and valid on the embed ingest endpoint only', { key_id: rec.key_id, revoked_at: null, reason: 'read-only embed key' });
   }
   if (rec.plan === 'demo' || !rec.zid) return { kind: 'demo', key: rec };
-  if (rec.kind === 'zsm' && rec.slug) return { kind: 'identity', zid: rec.zid, key: rec, slug: rec.slug };
+  const home = rec.home ?? deps.nodeId();
+  if (rec.kind === 'zsm' && rec.slug) return { kind: 'identity', zid: rec.zid, key: rec, slug: rec.slug, home };
   const ident = await deps.identity.getIdentity(rec.zid);
   if (!ident) throw new ServiceError(401, 'SVC_INVALID_KEY', 'the identity of this key no longer exists', { key_id: rec.key_id, revoked_at: null, reason: 'unknown identity' });
-  return { kind: 'identity', zid: rec.zid, key: rec, slug: ident.default_machine ?? deps.identity.defaultSlug(rec.zid) };
+  return { kind: 'identity', zid: rec.zid, key: rec, slug: ident.default_machine ?? deps.identity.defaultSlug(rec.zid), home };
 }
 
 /** Middleware: authenticated route (no anonymous). */

@@ -9,6 +9,7 @@ import type { Ledger } from '../tally/ledger.js';
 import type { QuotaService } from '../tally/quota.js';
 import type { Counters } from '../store/counters.js';
 import type { DemoKeys } from '../identity/demo.js';
+import type { MeshService } from '../mesh/service.js';
 
 export interface HttpServices {
   config: NodeConfig;
@@ -22,6 +23,12 @@ export interface HttpServices {
   counters: Counters;
   demoKeys: DemoKeys;
   nodeId: () => string;
+  /** This node's HTTP URL as other nodes reach it. */
+  publicUrl: () => string;
+  /** A mesh event signed by this node's Ed25519 key at the current tick. */
+  signMeshEvent: (type: string, body: unknown) => Promise<import('../mesh/wire.js').MeshEvent>;
+  /** The mesh; null only in configurations without one (never in a running node). */
+  mesh: MeshService | null;
   /** Extra route groups (the mesh) register themselves here. */
   extraRouters?: ((router: import('@koa/router').default) => void)[];
 }

@@ -17,7 +17,8 @@ export const LEGACY_KEY_REMOVED_IN = '1.287.7';
 
 export interface IdentityRecord {
   zid: string;
-  kind: 'password' | 'zk';
+  /** 'remote': an identity whose home is another node, known here from its signed assertion. */
+  kind: 'password' | 'zk' | 'remote';
   email?: string;
   password_hash?: string;
   /** ZK flow: scrypt of the client's equation digest; the equation never reaches the server. */
@@ -37,6 +38,18 @@ export interface KeyRecord {
   created_unix_ms: number;
   expires_unix_ms: number | null;
   revoked_unix_ms: number | null;
+  /** The node that minted the key (the identity's home); absent on records written before the mesh. */
+  home?: string;
+}
+
+/**
+ * What a home node tells the mesh about its identities (svc/identity/1): key digests with their records, and the
+ * identity's home and default machine. Secrets (password hashes, ZK hashes, salts, keys) never leave the home.
+ */
+export interface IdentityAssertion {
+  digest: string;
+  key: KeyRecord;
+  identity: { zid: string; home: string; default_machine: string | null } | null;
 }
 
 interface SessionRecord {
@@ -59,6 +72,12 @@ export interface IdentityDeps {
   saltSecret: Buffer;
 }
 
+export type AssertionSink = (assertions: IdentityAssertion[]) => void;
+/** Ask other nodes for a key minted elsewhere; resolves to a verified assertion and its signer, or null. */
+export type RemoteKeyLookup = (digest: string) => Promise<{ assertion: unknown; sender: string } | null>;
+
+const NEGATIVE_LOOKUP_MS = 30_000;
+
 function nowMs(clock: Clock): number {
   return Number(clock.nowNs() / 1_000_000n);
 }
@@ -74,6 +93,10 @@ export class IdentityService {
   private readonly sessions: Sublevel;
   /** Key records by digest: a hot read on every authenticated request. Bounded; writes go through it. */
   private readonly keyCache = new Map<string, KeyRecord>();
+  private assertionSink: AssertionSink | null = null;
+  private remoteLookup: RemoteKeyLookup | null = null;
+  /** Digests no peer knew, so a stream of bad keys does not fan out to the mesh. */
+  private readonly unknownRemote = new Map<string, number>();
 
   constructor(private readonly deps: IdentityDeps) {
     this.identities = deps.store.sub('identities');
@@ -89,6 +112,70 @@ export class IdentityService {
 
   private now(): number {
     return nowMs(this.deps.clock);
+  }
+
+  /** Where assertions about identities homed here go (the mesh); set by the composition root. */
+  onAssertions(sink: AssertionSink): void {
+    this.assertionSink = sink;
+  }
+
+  private assert(digest: string, key: KeyRecord, identity: IdentityAssertion['identity'] = null): void {
+    if (key.zid && key.home === this.deps.nodeId() && this.assertionSink) this.assertionSink([{ digest, key, identity }]);
+  }
+
+  /** How unknown keys are looked up on other nodes (the mesh); set by the composition root. */
+  onRemoteLookup(lookup: RemoteKeyLookup): void {
+    this.remoteLookup = lookup;
+  }
+
+  /** The assertion for a key homed here, by digest (what a peer asks for), or null. */
+  async assertionFor(digest: string): Promise<IdentityAssertion | null> {
+    const rec = this.keyCache.get(digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, digest));
+    if (!rec || !rec.zid || rec.home !== this.deps.nodeId()) return null;
+    const ident = await this.getIdentity(rec.zid);
+    return { digest, key: rec, identity: { zid: rec.zid, home: rec.home, default_machine: ident?.default_machine ?? null } };
+  }
+
+  private async lookupRemote(digest: string): Promise<KeyRecord | undefined> {
+    if (!this.remoteLookup) return undefined;
+    const until = this.unknownRemote.get(digest);
+    if (until !== undefined && until > this.now()) return undefined;
+    const found = await this.remoteLookup(digest);
+    if (found && (await this.applyAssertion(found.assertion, found.sender))) return this.keyCache.get(digest);
+    if (this.unknownRemote.size >= 10_000) this.unknownRemote.delete(this.unknownRemote.keys().next().value as string);
+    this.unknownRemote.set(digest, this.now() + NEGATIVE_LOOKUP_MS);
+    return undefined;
+  }
+
+  /** Assertions for every key minted here (re-announced to peers that join later). */
+  async localAssertions(limit = 10_000): Promise<IdentityAssertion[]> {
+    const out: IdentityAssertion[] = [];
+    for (const { key, value } of await this.deps.store.range<KeyRecord>(this.keys, { limit })) {
+      if (value.home !== this.deps.nodeId() || !value.zid) continue;
+      const ident = await this.getIdentity(value.zid);
+      out.push({ digest: key, key: value, identity: { zid: value.zid, home: value.home, default_machine: ident?.default_machine ?? null } });
+    }
+    return out;
+  }
+
+  /**
+   * Apply an assertion received from the mesh. `sender` is the verified signer of the event: only the home node
+   * may assert its identities' keys. A revocation wins over an earlier live record; nothing overwrites a record
+   * homed here. Returns whether anything was written.
+   */
+  async applyAssertion(a: unknown, sender: string): Promise<boolean> {
+    if (!isAssertion(a) || a.key.home !== sender || sender === this.deps.nodeId()) return false;
+    const existing = this.keyCache.get(a.digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, a.digest));
+    if (existing && existing.home === this.deps.nodeId()) return false;
+    if (existing && existing.revoked_unix_ms !== null && a.key.revoked_unix_ms === null) return false;
+    const ops: Op[] = [{ type: 'put', sub: this.keys, key: a.digest, value: a.key }];
+    if (a.identity && a.identity.home === sender && !(await this.getIdentity(a.identity.zid))) {
+      const stub: IdentityRecord = { zid: a.identity.zid, kind: 'remote', salt: '', home: sender, default_machine: a.identity.default_machine ?? undefined, created_unix_ms: this.now() };
+      ops.push({ type: 'put', sub: this.identities, key: a.identity.zid, value: stub });
+    }
+    await this.deps.store.commit(ops);
+    this.cacheKey(a.digest, a.key);
+    return true;
   }
 
   async getIdentity(zid: string): Promise<IdentityRecord | undefined> {
@@ -171,8 +258,10 @@ export class IdentityService {
     }
     const key = mintKey(kind);
     const now = this.now();
-    const record: KeyRecord = { key_id: keyId(key), kind, zid, slug: null, plan: kind === 'sk_test' ? 'test' : 'standard', created_unix_ms: now, expires_unix_ms: ttlMs === null ? null : now + ttlMs, revoked_unix_ms: null };
+    const record: KeyRecord = { key_id: keyId(key), kind, zid, slug: null, plan: kind === 'sk_test' ? 'test' : 'standard', created_unix_ms: now, expires_unix_ms: ttlMs === null ? null : now + ttlMs, revoked_unix_ms: null, home: this.deps.nodeId() };
     await this.deps.store.commit([{ type: 'put', sub: this.keys, key: keyDigest(key), value: record }]);
+    const ident = await this.getIdentity(zid);
+    this.assert(keyDigest(key), record, { zid, home: this.deps.nodeId(), default_machine: ident?.default_machine ?? null });
     return { key, record };
   }
 
@@ -199,6 +288,7 @@ export class IdentityService {
     const revoked = { ...rec, revoked_unix_ms: this.now() };
     await this.deps.store.commit([{ type: 'put', sub: this.keys, key: digest, value: revoked }]);
     this.cacheKey(digest, revoked);
+    this.assert(digest, revoked);
   }
 
   /**
@@ -215,7 +305,7 @@ export class IdentityService {
     const digest = keyDigest(key);
     let rec = this.keyCache.get(digest);
     if (!rec) {
-      rec = await this.deps.store.get<KeyRecord>(this.keys, digest);
+      rec = (await this.deps.store.get<KeyRecord>(this.keys, digest)) ?? (await this.lookupRemote(digest));
       if (!rec) throw invalidKey(key, 'unknown');
       this.cacheKey(digest, rec);
     }
@@ -229,7 +319,7 @@ export class IdentityService {
   }
 
   /** Ops creating a machine with its zsm_ admin key (returned once). */
-  private machineFor(zid: string, slug: string, svcond: number, isPublic = false): { ops: Op[]; adminKey: string; machine: MachineRecord } {
+  private machineFor(zid: string, slug: string, svcond: number, isPublic = false): { ops: Op[]; adminKey: string; machine: MachineRecord; announce: () => void } {
     const adminKey = mintKey('zsm');
     const machine: MachineRecord = {
       slug,
@@ -243,8 +333,13 @@ export class IdentityService {
       home: this.deps.nodeId(),
       created_unix_ms: this.now(),
     };
-    const keyRecord: KeyRecord = { key_id: keyId(adminKey), kind: 'zsm', zid, slug, plan: 'standard', created_unix_ms: this.now(), expires_unix_ms: null, revoked_unix_ms: null };
-    return { ops: [...this.deps.chain.machineOps(machine), { type: 'put', sub: this.keys, key: keyDigest(adminKey), value: keyRecord }], adminKey, machine };
+    const keyRecord: KeyRecord = { key_id: keyId(adminKey), kind: 'zsm', zid, slug, plan: 'standard', created_unix_ms: this.now(), expires_unix_ms: null, revoked_unix_ms: null, home: this.deps.nodeId() };
+    return {
+      ops: [...this.deps.chain.machineOps(machine), { type: 'put', sub: this.keys, key: keyDigest(adminKey), value: keyRecord }],
+      adminKey,
+      machine,
+      announce: () => this.assert(keyDigest(adminKey), keyRecord, { zid, home: this.deps.nodeId(), default_machine: slug }),
+    };
   }
 
   /**
@@ -259,8 +354,9 @@ export class IdentityService {
     const hash = (await scrypt(digest, Buffer.from(salt, 'hex'), 32)).toString('hex');
     const slug = this.defaultSlug(zid);
     const record: IdentityRecord = { zid, kind: 'zk', hash, salt, home: this.deps.nodeId(), default_machine: slug, created_unix_ms: this.now() };
-    const { ops, adminKey, machine } = this.machineFor(zid, slug, svcond);
+    const { ops, adminKey, machine, announce } = this.machineFor(zid, slug, svcond);
     await this.deps.store.commit([{ type: 'put', sub: this.identities, key: zid, value: record }, ...ops]);
+    announce();
     return { zid, machine, adminKey };
   }
 
@@ -279,8 +375,25 @@ export class IdentityService {
   /** Create a further state machine for an identity (returns the admin key once). */
   async createMachine(zid: string, slug: string, svcond: number, isPublic: boolean): Promise<{ machine: MachineRecord; adminKey: string }> {
     if (await this.deps.chain.getMachine(slug)) throw new ServiceError(409, 'SVC_CONFLICT', `state machine ${slug} exists`, { field: 'slug' });
-    const { ops, adminKey, machine } = this.machineFor(zid, slug, svcond, isPublic);
+    const { ops, adminKey, machine, announce } = this.machineFor(zid, slug, svcond, isPublic);
     await this.deps.store.commit(ops);
+    announce();
     return { machine, adminKey };
   }
+}
+
+function isAssertion(a: unknown): a is IdentityAssertion {
+  if (!a || typeof a !== 'object') return false;
+  const x = a as Record<string, unknown>;
+  const k = x.key as Record<string, unknown> | undefined;
+  if (typeof x.digest !== 'string' || !/^[0-9a-f]{64}$/.test(x.digest) || !k || typeof k !== 'object') return false;
+  if (typeof k.key_id !== 'string' || typeof k.zid !== 'string' || typeof k.home !== 'string') return false;
+  if (!['sk', 'sk_test', 'svc_ak', 'zsm', 'zsm_pub'].includes(k.kind as string)) return false;
+  if (!['standard', 'demo', 'test'].includes(k.plan as string)) return false;
+  for (const f of ['created_unix_ms'] as const) if (typeof k[f] !== 'number') return false;
+  for (const f of ['expires_unix_ms', 'revoked_unix_ms'] as const) if (k[f] !== null && typeof k[f] !== 'number') return false;
+  if (k.slug !== null && typeof k.slug !== 'string') return false;
+  const i = x.identity as Record<string, unknown> | null | undefined;
+  if (i !== null && i !== undefined && (typeof i !== 'object' || typeof i.zid !== 'string' || typeof i.home !== 'string')) return false;
+  return true;
 }

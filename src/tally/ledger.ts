@@ -13,7 +13,7 @@ import type { KeyRecord } from '../identity/service.js';
 export const FOUNDATION_SHARE_PERCENT = 20;
 
 export type Caller =
-  | { kind: 'identity'; zid: string; key: KeyRecord; slug: string }
+  | { kind: 'identity'; zid: string; key: KeyRecord; slug: string; /** Node that keeps this identity's ledgers. */ home: string }
   | { kind: 'demo'; key: KeyRecord }
   | { kind: 'anonymous'; ip: string };
 

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { HttpServices } from '../context.js';
 import { computeCaller, requireKey } from '../auth.js';
 import { perMinuteLimit } from '../limits.js';
+import { forwardToHome } from '../forward.js';
 import { validate } from '../validate.js';
 import type { Caller } from '../../tally/ledger.js';
 import type { Sealed } from '../../compute/service.js';
@@ -44,10 +45,11 @@ function splitSolverBody(body: unknown): { inputs: unknown; initialState: unknow
 }
 
 export function computeRoutes(router: Router, s: HttpServices): void {
-  const auth = { identity: s.identity, chain: s.chain };
+  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
   const caller = (ctx: Context) => ctx.state.caller as Caller;
+  const home = forwardToHome(s);
 
-  router.post('/api/svc/compute', computeCaller(auth), async (ctx) => {
+  router.post('/api/svc/compute', computeCaller(auth), home, async (ctx) => {
     const body = validate(chainBody, ctx.request.body);
     sendSealed(ctx, await s.compute.compute(caller(ctx), body));
   });
@@ -85,18 +87,18 @@ export function computeRoutes(router: Router, s: HttpServices): void {
 
   for (const solver of s.compute.registry.list()) {
     if (!solver.endpoint) continue;
-    router.post(solver.endpoint, computeCaller(auth), async (ctx) => {
+    router.post(solver.endpoint, computeCaller(auth), home, async (ctx) => {
       const { inputs, initialState } = splitSolverBody(ctx.request.body);
       sendSealed(ctx, await s.compute.solve(caller(ctx), solver.id, inputs, initialState));
     });
   }
 
-  router.post('/api/svc/solve', computeCaller(auth), async (ctx) => {
+  router.post('/api/svc/solve', computeCaller(auth), home, async (ctx) => {
     const body = validate(solveBody, ctx.request.body);
     sendSealed(ctx, await s.compute.solve(caller(ctx), body.solver, body.inputs ?? {}, body.initialState));
   });
 
-  router.post('/api/svc/auto', computeCaller(auth), async (ctx) => {
+  router.post('/api/svc/auto', computeCaller(auth), home, async (ctx) => {
     const body = validate(autoBody, ctx.request.body);
     ctx.body = await s.compute.auto(caller(ctx), body.query, body.constants);
   });

@@ -93,7 +93,7 @@ export function identityRoutes(router: Router, s: HttpServices): void {
 
   // Who am I (useful to clients holding only a key).
   router.get('/api/auth/whoami', async (ctx) => {
-    const caller = await resolveCaller(ctx, { identity: s.identity, chain: s.chain }, false);
+    const caller = await resolveCaller(ctx, { identity: s.identity, chain: s.chain, nodeId: s.nodeId }, false);
     ctx.body = caller.kind === 'identity' ? { kind: 'identity', zid: caller.zid, key_id: caller.key.key_id, key_kind: caller.key.kind, machine: caller.slug } : { kind: caller.kind };
   });
 }

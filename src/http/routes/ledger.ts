@@ -7,6 +7,7 @@ import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
 import { presentedKey, requireKey, resolveCaller } from '../auth.js';
 import { validate } from '../validate.js';
+import { forwardToHome } from '../forward.js';
 import type { Caller } from '../../tally/ledger.js';
 
 const envelopeQuery = z
@@ -26,14 +27,15 @@ function forbidden(message: string): ServiceError {
 }
 
 export function ledgerRoutes(router: Router, s: HttpServices): void {
-  const auth = { identity: s.identity, chain: s.chain };
+  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+  const home = forwardToHome(s);
   const identityOf = (ctx: Context): Extract<Caller, { kind: 'identity' }> => {
     const c = ctx.state.caller as Caller;
     if (c.kind !== 'identity') throw forbidden('this route needs a key that belongs to an identity');
     return c;
   };
 
-  router.get('/api/compute/usage', requireKey(auth), (ctx) => {
+  router.get('/api/compute/usage', requireKey(auth), home, (ctx) => {
     const c = ctx.state.caller as Caller;
     const now = Number(s.clock.nowNs() / 1_000_000n);
     const bundle = c.kind === 'demo' ? s.config.limits.demoKeyPerDay : s.config.limits.freeDailyComputations;
@@ -41,13 +43,13 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     ctx.body = { used, bundle, remaining: Math.max(0, bundle - used), overage: Math.max(0, used - bundle), enforced: s.config.limits.enforceDailyQuota };
   });
 
-  router.get('/api/tally/balance', requireKey(auth), async (ctx) => {
+  router.get('/api/tally/balance', requireKey(auth), home, async (ctx) => {
     const c = identityOf(ctx);
     const w = await s.ledger.wallet(c.zid);
     ctx.body = { zid: c.zid, free: w.free, paid: w.paid, total: w.free + w.paid };
   });
 
-  router.get('/api/tally/envelopes/:zid', requireKey(auth), async (ctx) => {
+  router.get('/api/tally/envelopes/:zid', requireKey(auth), home, async (ctx) => {
     const c = identityOf(ctx);
     const zid = String(ctx.params.zid);
     if (zid !== c.zid) throw forbidden('envelopes are listed to their owner only');
@@ -56,7 +58,7 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     ctx.body = { zid, total, limit: q.limit, offset: q.offset, folder: q.folder ?? null, items };
   });
 
-  router.get('/api/tally/envelopes/:zid/folders', requireKey(auth), (ctx) => {
+  router.get('/api/tally/envelopes/:zid/folders', requireKey(auth), home, (ctx) => {
     const c = identityOf(ctx);
     const zid = String(ctx.params.zid);
     if (zid !== c.zid) throw forbidden('folders are listed to their owner only');
@@ -64,7 +66,7 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     ctx.body = { zid, folders: s.counters.withPrefix(prefix).map(([name, count]) => ({ folder: name.slice(prefix.length), count })).filter((f) => f.count > 0) };
   });
 
-  router.post('/api/chain/state-machines', requireKey(auth), async (ctx) => {
+  router.post('/api/chain/state-machines', requireKey(auth), home, async (ctx) => {
     const c = identityOf(ctx);
     const body = validate(machineBody, ctx.request.body);
     const { machine, adminKey } = await s.identity.createMachine(c.zid, body.slug, stampAt(s.clock.nowNs()).svcond, body.is_public);

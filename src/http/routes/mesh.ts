@@ -1,0 +1,126 @@
+// Mesh, DNS and transparency routes (spec 2.7, 4.8, part 5 item 8). Thin: the mesh service does the work.
+import type Router from '@koa/router';
+import { z } from 'zod';
+import { ServiceError } from '../../kernel/errors.js';
+import type { MeshService } from '../../mesh/service.js';
+import type { HttpServices } from '../context.js';
+import { requireKey } from '../auth.js';
+import { validate } from '../validate.js';
+
+const eventsQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).default(50) }).strict();
+const verifyBody = z.object({ zid: z.string().regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters') }).strict();
+const dnsName = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/, 'lower-case DNS-style name').max(253);
+const dnsRegisterBody = z.object({ name: dnsName, url: z.string().url().optional(), multiaddrs: z.array(z.string().min(1)).max(16).optional() }).strict();
+const resolveQuery = z.object({ name: dnsName }).strict();
+const lookupQuery = z.object({ peerId: z.string().min(1).max(128) }).strict();
+const historyQuery = z.object({ n: z.coerce.number().int().min(1).max(100).default(10) }).strict();
+const PEER_TIMEOUT_MS = 3000;
+export const IDENTITY_ASSERT = 'identity.assert';
+
+export function meshRoutes(router: Router, s: HttpServices): void {
+  const mesh = (): MeshService => {
+    if (!s.mesh) throw new ServiceError(503, 'MESH_DISABLED', 'this node runs without a mesh');
+    return s.mesh;
+  };
+  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+
+  router.post('/api/mesh/gossip', async (ctx) => {
+    ctx.body = await mesh().acceptHttpEvent(ctx.request.body, ctx.get('x-node-handshake') || undefined);
+  });
+
+  router.get('/api/mesh/status', async (ctx) => {
+    ctx.body = await mesh().status();
+  });
+
+  router.get('/api/mesh/events', async (ctx) => {
+    const q = validate(eventsQuery, ctx.query);
+    const events = await mesh().recentEvents(q.limit);
+    ctx.body = { count: events.length, events };
+  });
+
+  /** What this node knows of a zid (asked by peers during /api/mesh/verify). */
+  router.get('/api/mesh/identity/:zid', async (ctx) => {
+    const zid = String(ctx.params.zid);
+    const ident = await s.identity.getIdentity(zid);
+    ctx.body = { nodeId: s.nodeId(), zid, verified: !!ident, home: ident?.home ?? null, svcond: mesh().nowSvcond() };
+  });
+
+  /** A key homed here, as an assertion signed by this node (peers verify the signature and that we are its home). */
+  router.get('/api/mesh/keys/:digest', async (ctx) => {
+    const digest = String(ctx.params.digest);
+    if (!/^[0-9a-f]{64}$/.test(digest)) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'digest must be 64 hex characters', { field: 'digest', reason: 'format', allowed: null });
+    const assertion = await s.identity.assertionFor(digest);
+    if (!assertion) throw new ServiceError(404, 'SVC_NOT_FOUND', 'no key with this digest is homed here');
+    ctx.body = await s.signMeshEvent(IDENTITY_ASSERT, assertion);
+  });
+
+  router.post('/api/mesh/verify', async (ctx) => {
+    const { zid } = validate(verifyBody, ctx.request.body);
+    const m = mesh();
+    const local = await s.identity.getIdentity(zid);
+    const meshNodes: { nodeId: string; verified: boolean; svcond: number | null }[] = [{ nodeId: s.nodeId(), verified: !!local, svcond: m.nowSvcond() }];
+    const peers = m.peers().filter((p) => p.url);
+    const answers = await Promise.all(
+      peers.map(async (p) => {
+        try {
+          const res = await fetch(`${p.url}/api/mesh/identity/${zid}`, { signal: AbortSignal.timeout(PEER_TIMEOUT_MS) });
+          const b = (await res.json()) as { nodeId?: unknown; verified?: unknown; svcond?: unknown };
+          // The answer must come from the peer we asked.
+          if (b.nodeId !== p.peerId) return { nodeId: p.peerId, verified: false, svcond: null };
+          return { nodeId: p.peerId, verified: b.verified === true, svcond: typeof b.svcond === 'number' ? b.svcond : null };
+        } catch {
+          return { nodeId: p.peerId, verified: false, svcond: null };
+        }
+      }),
+    );
+    meshNodes.push(...answers);
+    const quorum = Math.floor(meshNodes.length / 2) + 1;
+    const yes = meshNodes.filter((n) => n.verified).length;
+    const status = await m.status();
+    ctx.body = { zid, verified: yes >= quorum, consensusReached: yes >= quorum || meshNodes.length - yes >= quorum, coherenceScore: status.coherenceScore, quorum, meshNodes };
+  });
+
+  router.post('/api/dns/register', requireKey(auth), async (ctx) => {
+    const body = validate(dnsRegisterBody, ctx.request.body);
+    const m = mesh();
+    const { record, winner, won } = await m.dns.register(body.name, { peerId: s.nodeId(), url: body.url ?? s.publicUrl(), multiaddrs: body.multiaddrs ?? m.multiaddrs() });
+    ctx.status = won ? 201 : 409;
+    ctx.body = { name: body.name, won, record, winner };
+  });
+
+  router.get('/api/dns/resolve', (ctx) => {
+    const { name } = validate(resolveQuery, ctx.query);
+    const rec = mesh().dns.resolve(name);
+    if (!rec) throw new ServiceError(404, 'SVC_NOT_FOUND', `no DNS record for ${name}`);
+    ctx.body = rec;
+  });
+
+  router.get('/api/dns/lookup', (ctx) => {
+    const { peerId } = validate(lookupQuery, ctx.query);
+    ctx.body = { peerId, names: mesh().dns.lookup(peerId) };
+  });
+
+  router.get('/api/dns/status', (ctx) => {
+    ctx.body = mesh().dns.status();
+  });
+
+  router.get('/api/transparency/now', (ctx) => {
+    const snap = mesh().oracle.now();
+    if (!snap) throw new ServiceError(404, 'SVC_NOT_FOUND', 'no network snapshot yet: one is written every 4 ticks');
+    ctx.body = snap;
+  });
+
+  router.get('/api/transparency/history', async (ctx) => {
+    const { n } = validate(historyQuery, ctx.query);
+    const snapshots = await mesh().oracle.history(n);
+    ctx.body = { count: snapshots.length, snapshots };
+  });
+
+  router.get('/api/transparency/breakdown', (ctx) => {
+    ctx.body = mesh().oracle.breakdown();
+  });
+
+  router.get('/api/transparency/revenue', async (ctx) => {
+    ctx.body = await mesh().oracle.revenue();
+  });
+}
