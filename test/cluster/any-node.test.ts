@@ -1,0 +1,193 @@
+// Three real nodes (HTTP + libp2p on 127.0.0.1) sharing a mesh secret: any-node API, identity assertions,
+// forwarding to the home node, gossip entrance over HTTP, mesh verify, DNS, transparency.
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { keyDigest } from '../../src/identity/keys.js';
+import { buildEnvelope } from '../../src/mesh/wire.js';
+import { stampAt } from '../../src/kernel/clock.js';
+
+const MESH_SECRET = 'cluster-test-secret-0123456789abcdef';
+const RECEIPT_SECRET = 'cluster-receipt-secret-0123456789ab';
+
+async function waitFor<T>(fn: () => Promise<T | null | false | undefined> | T | null | false | undefined, what: string, timeoutMs = 10_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v as T;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+let a: TestNode;
+let b: TestNode;
+let c: TestNode;
+
+const meshConfig = (bootstrap: string[]) => ({ receiptSecret: RECEIPT_SECRET, mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 } });
+const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
+
+beforeAll(async () => {
+  a = await startTestNode(meshConfig([]), opts);
+  const addrA = a.node.mesh.multiaddrs()[0]!;
+  b = await startTestNode(meshConfig([addrA]), opts);
+  c = await startTestNode(meshConfig([addrA, b.node.mesh.multiaddrs()[0]!]), opts);
+  // Every node has heard a tick event (with its URL) from both others.
+  await waitFor(async () => {
+    const urls = [a, b, c].map((n) => n.node.mesh.peers().filter((p) => p.url).length);
+    return urls.every((n) => n >= 2);
+  }, 'tick events from every peer', 15_000);
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all([a, b, c].map((n) => n?.destroy()));
+});
+
+describe('tick events and status', () => {
+  it('every node sees the other two, with a coherence score', async () => {
+    for (const n of [a, b, c]) {
+      const s = await call(n.url, 'GET', '/api/mesh/status');
+      expect(s.status).toBe(200);
+      expect(s.body.meshSize).toBe(3);
+      expect(s.body.peers).toHaveLength(2);
+      expect(s.body.coherenceScore).toBeGreaterThan(0);
+      expect(s.body.coherenceScore).toBeLessThanOrEqual(1);
+      expect(s.body.recentGossipCount).toBeGreaterThan(0);
+      expect(Number.isInteger(s.body.lastGossipZeqond)).toBe(true);
+      expect(s.body.multiaddrs[0]).toContain('/p2p/');
+    }
+    const ev = await call(b.url, 'GET', '/api/mesh/events?limit=5');
+    expect(ev.body.events.length).toBeGreaterThan(0);
+    expect(ev.body.events.length).toBeLessThanOrEqual(5);
+  });
+});
+
+describe('any-node API', () => {
+  it('a key minted on A authenticates on B, and a write through B lands exactly once at A', async () => {
+    const id = await zkIdentity(a.url, 'any-node');
+    // Gossip (or the signed lookup) brings the key to B.
+    const r = await call(b.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(id.key));
+    expect(r.status, r.text).toBe(200);
+    expect(r.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
+    expect(r.body.node).toBe(a.node.nodeId);
+    expect(r.body.envelope).not.toBeNull();
+    // Exactly once, at A: one envelope and one chain row there; nothing sealed on B.
+    expect(a.node.counters.get(`env:${id.zid}`)).toBe(1);
+    expect(b.node.counters.get(`env:${id.zid}`)).toBe(0);
+    expect(b.node.counters.get('sealed_total')).toBe(0);
+    const list = await call(c.url, 'GET', `/api/tally/envelopes/${id.zid}`, undefined, bearer(id.key));
+    expect(list.body.total).toBe(1);
+    expect(list.body.items[0].token_id).toBe(r.body.envelope.token_id);
+    // Any node verifies any node's receipt (shared receipt secret).
+    expect((await call(c.url, 'POST', '/api/svc/verify', r.body, bearer(id.key))).body.valid).toBe(true);
+  });
+
+  it('a key that was never gossiped to B is found by B from A\'s signed answer', async () => {
+    const { key } = await a.node.identity.mintKeyFor((await zkIdentity(a.url, 'lookup')).zid, 'sk', null);
+    const digest = keyDigest(key);
+    const signed = await call(a.url, 'GET', `/api/mesh/keys/${digest}`);
+    expect(signed.status).toBe(200);
+    expect(signed.body).toMatchObject({ type: 'identity.assert', sender: a.node.nodeId, body: { digest } });
+    expect((await call(b.url, 'GET', `/api/mesh/keys/${digest}`)).status).toBe(404);
+    const who = await call(c.url, 'GET', '/api/auth/whoami', undefined, bearer(key));
+    expect(who.status).toBe(200);
+  });
+
+  it('a revocation on A reaches B', async () => {
+    const id = await zkIdentity(a.url, 'revoke-me');
+    await waitFor(async () => (await call(b.url, 'GET', '/api/auth/whoami', undefined, bearer(id.key))).status === 200, 'key on B');
+    await a.node.identity.revokeKey(id.key);
+    await waitFor(async () => (await call(b.url, 'GET', '/api/auth/whoami', undefined, bearer(id.key))).status === 401, 'revocation on B');
+    const e = expectError(await call(b.url, 'GET', '/api/auth/whoami', undefined, bearer(id.key)), 401, 'SVC_INVALID_KEY');
+    expect(e.reason).toBe('revoked');
+  });
+
+  it('POST /api/mesh/verify asks the peers and reaches consensus', async () => {
+    const id = await zkIdentity(a.url, 'verify-me');
+    await waitFor(async () => (await call(c.url, 'GET', `/api/mesh/identity/${id.zid}`)).body.verified, 'identity on C');
+    const v = await call(b.url, 'POST', '/api/mesh/verify', { zid: id.zid });
+    expect(v.body).toMatchObject({ zid: id.zid, verified: true, consensusReached: true, quorum: 2 });
+    expect(v.body.meshNodes).toHaveLength(3);
+    expect(v.body.meshNodes.map((n: { nodeId: string }) => n.nodeId).sort()).toEqual([a, b, c].map((n) => n.node.nodeId).sort());
+    const unknown = await call(b.url, 'POST', '/api/mesh/verify', { zid: `zid_${'0'.repeat(32)}` });
+    expect(unknown.body).toMatchObject({ verified: false, consensusReached: true });
+  });
+});
+
+describe('the HTTP gossip entrance', () => {
+  it('refuses missing, wrong, moved and stale handshakes and bad signatures; accepts a good event once', async () => {
+    const priv = a.node.nodeIdentity.privateKey;
+    const sender = a.node.nodeId;
+    const now = stampAt(BigInt(Date.now()) * 1_000_000n).svcond;
+    const good = await buildEnvelope(priv, sender, MESH_SECRET, 'note', now, { text: 'hello' });
+    const before = (await call(b.url, 'GET', '/api/mesh/status')).body.storedEvents;
+    expectError(await call(b.url, 'POST', '/api/mesh/gossip', good.event), 401, 'MISSING_HANDSHAKE');
+    expectError(await call(b.url, 'POST', '/api/mesh/gossip', good.event, { 'x-node-handshake': 'v1=' + '0'.repeat(64) }), 401, 'INVALID_HANDSHAKE');
+    const other = await buildEnvelope(priv, sender, MESH_SECRET, 'note', now, { text: 'other body' });
+    expectError(await call(b.url, 'POST', '/api/mesh/gossip', good.event, { 'x-node-handshake': other.handshake }), 401, 'INVALID_HANDSHAKE');
+    const stale = await buildEnvelope(priv, sender, MESH_SECRET, 'note', now - 500, { text: 'old' });
+    expectError(await call(b.url, 'POST', '/api/mesh/gossip', stale.event, { 'x-node-handshake': stale.handshake }), 401, 'STALE_HANDSHAKE');
+    const forged = { ...good.event, signature: good.event.signature.replace(/^./, (ch) => (ch === 'A' ? 'B' : 'A')) };
+    expectError(await call(b.url, 'POST', '/api/mesh/gossip', forged, { 'x-node-handshake': good.handshake }), 401, 'INVALID_SIGNATURE');
+    expect((await call(b.url, 'GET', '/api/mesh/status')).body.storedEvents).toBe(before);
+    const ok = await call(b.url, 'POST', '/api/mesh/gossip', good.event, { 'x-node-handshake': good.handshake });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ accepted: true, duplicate: false });
+    const dup = await call(b.url, 'POST', '/api/mesh/gossip', good.event, { 'x-node-handshake': good.handshake });
+    expect(dup.body).toMatchObject({ accepted: true, duplicate: true });
+    expect((await call(b.url, 'GET', '/api/mesh/status')).body.storedEvents).toBe(before + 1);
+  });
+
+  it('a node without a mesh secret answers 503', async () => {
+    const alone = await startTestNode();
+    try {
+      const r = await call(alone.url, 'POST', '/api/mesh/gossip', {}, { 'x-node-handshake': 'v1=00' });
+      expect(r.status).toBe(503);
+      expect(r.body.error.code).toBe('MESH_DISABLED');
+    } finally {
+      await alone.destroy();
+    }
+  });
+});
+
+describe('DNS and transparency over HTTP', () => {
+  it('a name registered on A resolves on C', async () => {
+    const id = await zkIdentity(a.url, 'dns');
+    const reg = await call(a.url, 'POST', '/api/dns/register', { name: 'alpha.svc' }, bearer(id.key));
+    expect(reg.status).toBe(201);
+    expect(reg.body.record).toMatchObject({ name: 'alpha.svc', peerId: a.node.nodeId, url: a.url });
+    const res = await waitFor(async () => {
+      const r = await call(c.url, 'GET', '/api/dns/resolve?name=alpha.svc');
+      return r.status === 200 ? r : null;
+    }, 'name on C');
+    expect(res.body.peerId).toBe(a.node.nodeId);
+    const look = await call(c.url, 'GET', `/api/dns/lookup?peerId=${a.node.nodeId}`);
+    expect(look.body.names.map((n: { name: string }) => n.name)).toContain('alpha.svc');
+    expectError(await call(c.url, 'GET', '/api/dns/resolve?name=nobody.svc'), 404, 'SVC_NOT_FOUND');
+    expectError(await call(a.url, 'POST', '/api/dns/register', { name: 'x.svc' }), 401, 'SVC_NO_KEY');
+  });
+
+  it('snapshots every 4 ticks: now, history, breakdown, revenue', async () => {
+    const snap = await waitFor(async () => {
+      const r = await call(b.url, 'GET', '/api/transparency/history?n=2');
+      return r.body.count >= 2 ? r : null;
+    }, 'two snapshots', 12_000);
+    const [newer, older] = snap.body.snapshots;
+    // One snapshot per 4-tick slot: consecutive snapshots sit in consecutive slots.
+    expect(Math.floor(newer.svcond / 4) - Math.floor(older.svcond / 4)).toBe(1);
+    expect(newer.node).toBe(b.node.nodeId);
+    const now = await call(b.url, 'GET', '/api/transparency/now');
+    expect(now.body.svcond).toBeGreaterThanOrEqual(newer.svcond);
+    const br = await call(b.url, 'GET', '/api/transparency/breakdown');
+    expect(br.body.nodes[0]).toMatchObject({ self: true, nodeId: b.node.nodeId });
+    const rev = await call(a.url, 'GET', '/api/transparency/revenue');
+    expect(rev.body.total).toBe(rev.body.burned + rev.body.foundation);
+    expect(rev.body.burned).toBe(a.node.counters.get('burned_total'));
+    expectError(await call(b.url, 'GET', '/api/transparency/history?n=1000'), 400, 'SVC_INVALID_INPUT');
+  });
+});
+
+// Keep the digest helper honest: the key route takes SHA-256 hex of the key.
+it('keyDigest is SHA-256 hex', () => {
+  expect(keyDigest('sk_x')).toBe(createHash('sha256').update('sk_x').digest('hex'));
+});
