@@ -8,6 +8,7 @@ import { ConfigError, loadConfig } from '../config/load.js';
 import { SvcNode, RECEIPT_SECRET_FILE, keyFingerprint } from '../node.js';
 import { deriveKey, verifyBody } from '../kernel/receipt.js';
 import { loadOrCreateNodeKey } from '../mesh/identity.js';
+import { runCluster } from './cluster.js';
 
 const program = new Command();
 program.name('svc-node').description('Deterministic Computation Service node').version('0.1.0');
@@ -125,6 +126,20 @@ program
       fingerprint = null;
     }
     process.stdout.write(`${JSON.stringify({ nodeId: ident.nodeId, keyType: 'Ed25519', receiptKeyFingerprint: fingerprint, dataDir: opts.dataDir })}\n`);
+  });
+
+program
+  .command('cluster')
+  .description('run N real nodes on 127.0.0.1 that form a mesh; one JSON line per node when healthy')
+  .addOption(new Option('--nodes <n>', 'number of nodes').argParser(parseIntStrict).default(3))
+  .addOption(new Option('--base-port <port>', 'HTTP port of node 1 (node i: base + i - 1; libp2p: base + 100 + i - 1); 0 = any free ports').argParser(parseIntStrict).default(8787))
+  .option('--mesh-secret <secret>', 'shared mesh secret (random when not given)')
+  .option('--data-root <dir>', 'parent of the nodes\' data dirs', './data/cluster')
+  .option('--log-level <level>', 'log level of the nodes (their logs go to <dataDir>/node.log)', 'info')
+  .action(async (opts: { nodes: number; basePort: number; meshSecret?: string; dataRoot: string; logLevel: string }) => {
+    if (opts.nodes < 1 || opts.nodes > 64) fail('--nodes must be 1 … 64');
+    if (opts.meshSecret !== undefined && opts.meshSecret.length < 16) fail('--mesh-secret must be at least 16 characters');
+    await runCluster({ nodes: opts.nodes, basePort: opts.basePort, meshSecret: opts.meshSecret, dataRoot: opts.dataRoot, logLevel: opts.logLevel });
   });
 
 program.parseAsync(process.argv).catch((err: unknown) => {
