@@ -174,8 +174,10 @@ export class DnsRegistry {
     // Keep the best owners only (the winner is always kept).
     owners.sort((a, b) => a.first - b.first || (a.peerId < b.peerId ? -1 : a.peerId > b.peerId ? 1 : 0));
     const next: NameEntry = { owners: owners.slice(0, MAX_OWNERS_PER_NAME) };
-    await this.opts.store.commit([{ type: 'put', sub: this.sub, key: record.name, value: next }]);
+    // Update memory before the write: concurrent applies on one name then compose (each reads the previous
+    // result), and the store's FIFO group commit writes their snapshots in the same order.
     this.names.set(record.name, next);
+    await this.opts.store.commit([{ type: 'put', sub: this.sub, key: record.name, value: next }]);
     return true;
   }
 
