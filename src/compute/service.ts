@@ -9,7 +9,7 @@ import { fieldTerms } from '../kernel/master.js';
 import { modulationFactor, PRECISION_BOUND, tickAverage } from '../kernel/modulation.js';
 import { metricShift, metricShiftFromVariance } from '../kernel/parity.js';
 import { protocolSteps } from '../kernel/protocol.js';
-import { hmacHex, hexEqual, signBody, stateFields, tickReceipt, verifyBody } from '../kernel/receipt.js';
+import { attachProof, hmacHex, hexEqual, signBody, stateFields, tickReceipt, verifyBody } from '../kernel/receipt.js';
 import { evaluateChain, ko42Equation, type ChainRequest, type ChainResult } from '../kernel/operators/chain.js';
 import { InputError } from '../solvers/errors.js';
 import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
@@ -110,10 +110,12 @@ export class ComputeService {
         counterNames: args.reservation.names,
         build: (ctx: SealContext) => {
           // Bodies are built from plain JSON values (solver arrays are made plain before), so no round trip here.
-          const unsigned: Record<string, unknown> = ({ ...args.build(stamp, R_t, resultId, resultDigest, shift), tally_charge: ctx.tally_charge, envelope: ctx.envelope ? envelopeView(ctx.envelope) : null, audit: ctx.audit ? { slug: caller.kind === 'identity' ? caller.slug : null, seq: ctx.audit.seq, hash: ctx.audit.hash } : null });
-          const proof = signBody(this.deps.receiptKey, unsigned);
-          const cko = { ...(unsigned.cko as Record<string, unknown>), svcProof: proof };
-          return { ...unsigned, cko, svcProof: proof };
+          // The built body is a fresh object: complete it and sign it in place (no copies).
+          const body = args.build(stamp, R_t, resultId, resultDigest, shift);
+          body.tally_charge = ctx.tally_charge;
+          body.envelope = ctx.envelope ? envelopeView(ctx.envelope) : null;
+          body.audit = ctx.audit ? { slug: caller.kind === 'identity' ? caller.slug : null, seq: ctx.audit.seq, hash: ctx.audit.hash } : null;
+          return attachProof(this.deps.receiptKey, body);
         },
       });
       this.deps.onSealed?.(sealed.body);

@@ -35,6 +35,20 @@ export function signBody(key: Buffer, body: Record<string, unknown>): string {
   return hmacHex(key, canonicalJson(unsignedView(body)));
 }
 
+/**
+ * Sign a freshly built body that has no proof yet and add the proof in place (top level and in the CKO), without
+ * copying the body. The proof is the same as signBody's: the HMAC over the canonical JSON of the body minus the
+ * two svcProof fields (which it does not have yet). Returns the body.
+ */
+export function attachProof<T extends Record<string, unknown>>(key: Buffer, body: T): T {
+  const cko = body.cko as Record<string, unknown> | undefined;
+  if ('svcProof' in body || (cko && typeof cko === 'object' && 'svcProof' in cko)) throw new Error('body is already signed');
+  const proof = hmacHex(key, canonicalJson(body));
+  if (cko && typeof cko === 'object') cko.svcProof = proof;
+  (body as Record<string, unknown>).svcProof = proof;
+  return body;
+}
+
 export function verifyBody(key: Buffer, body: Record<string, unknown>): boolean {
   let expected: string;
   try {
