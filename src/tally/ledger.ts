@@ -138,6 +138,8 @@ export class Ledger {
     const { caller, cost } = args;
     const ops: Op[] = [];
     const rollbacks: (() => void)[] = [];
+    /** Counter increments applied in memory, as name, delta pairs (reverted if the batch fails). */
+    const bumped: (string | number)[] = [];
     let charge: TallyCharge;
     let envelope: EnvelopeRecord | null = null;
     let audit: AuditRow | null = null;
@@ -157,10 +159,14 @@ export class Ledger {
       const { burned, foundation } = splitCharge(cost);
       const funding = fromFree === cost ? 'free' : 'paid';
       charge = { action: args.action, cost, charged: cost, burned, foundation, funded_by: funding, balance_after: next };
-      for (const [name, delta] of [['burned_total', burned], ['foundation_total', foundation], ['envelope_seq', 1], [`env:${caller.zid}`, 1], [`envf:${caller.zid}:inbox`, 1]] as const) {
-        ops.push(this.counters.add(name, delta));
-        rollbacks.push(() => this.counters.revert(name, delta));
-      }
+      const envName = `env:${caller.zid}`;
+      const folderName = `envf:${caller.zid}:inbox`;
+      bumped.push('burned_total', burned, 'foundation_total', foundation, 'envelope_seq', 1, envName, 1, folderName, 1);
+      this.counters.bump('burned_total', burned);
+      this.counters.bump('foundation_total', foundation);
+      this.counters.bump('envelope_seq', 1);
+      this.counters.bump(envName, 1);
+      this.counters.bump(folderName, 1);
       const seq = this.counters.get('envelope_seq');
       const tokenId = `env_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
       const core = { token_id: tokenId, owner: caller.zid, face_value: burned, result_id: args.resultId, result_digest: args.resultDigest, svcond: args.svcond };
@@ -191,9 +197,13 @@ export class Ledger {
     } else {
       charge = { action: args.action, cost, charged: 0, burned: 0, foundation: 0, funded_by: caller.kind, balance_after: null };
     }
-    ops.push(this.counters.add('sealed_total', 1));
-    rollbacks.push(() => this.counters.revert('sealed_total', 1));
-    for (const name of args.counterNames) ops.push(this.counters.persistOp(name));
+    this.counters.bump('sealed_total', 1);
+    bumped.push('sealed_total', 1);
+    // One op per counter record: the node totals, the identity's envelope counts, the day-quota slot(s).
+    const names: string[] = [];
+    for (let i = 0; i < bumped.length; i += 2) names.push(bumped[i] as string);
+    this.counters.persistOps(names, ops);
+    this.counters.persistOps(args.counterNames, ops);
 
     let body: Record<string, unknown>;
     let json: string;
@@ -204,6 +214,7 @@ export class Ledger {
       ops.push({ type: 'put', sub: this.results, key: args.resultId, value: json });
       await this.store.commit(ops);
     } catch (err) {
+      for (let i = 0; i < bumped.length; i += 2) this.counters.revert(bumped[i] as string, bumped[i + 1] as number);
       for (const undo of rollbacks.reverse()) undo();
       throw err;
     }
