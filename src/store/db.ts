@@ -17,7 +17,8 @@ export interface StoreOptions {
 }
 
 interface Pending {
-  ops: Op[];
+  /** Encoded ops: root key, then the value text (put) or null (del). */
+  encoded: (string | null)[];
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -25,6 +26,8 @@ interface Pending {
 export class Store {
   readonly db: Level<string, Json>;
   private readonly subs = new Map<string, Sublevel>();
+  /** Value encoding of each sublevel made by sub(): 'json' values are JSON text on disk, 'utf8' values as is. */
+  private readonly jsonSubs = new WeakSet<Sublevel>();
   private queue: Pending[] = [];
   private flushing = false;
   private closed = false;
@@ -38,7 +41,9 @@ export class Store {
   }
 
   static async open(dir: string, options: StoreOptions = { sync: true }): Promise<Store> {
-    const db = new Level<string, Json>(dir, { valueEncoding: 'json' });
+    // Every record lives in a sublevel with its own value encoding; the root's utf8 encoding is what `flush`
+    // writes through (keys prefixed and values encoded here, so abstract-level's per-op work stays monomorphic).
+    const db = new Level<string, Json>(dir, { valueEncoding: 'utf8' });
     await db.open();
     return new Store(db, options);
   }
@@ -49,6 +54,7 @@ export class Store {
     if (!s) {
       s = this.db.sublevel<string, Json>(name, { valueEncoding: encoding }) as Sublevel;
       this.subs.set(name, s);
+      if (encoding === 'json') this.jsonSubs.add(s);
     }
     return s;
   }
@@ -85,8 +91,21 @@ export class Store {
   commit(ops: Op[]): Promise<void> {
     if (this.closed) return Promise.reject(new Error('store is closed'));
     if (ops.length === 0) return Promise.resolve();
+    // Encode now, in the caller's turn: a value that cannot be encoded fails this caller only.
+    // Same bytes as put(key, value, { sublevel }): the sublevel's key prefix and its value encoding
+    // (level-transcoder's json is JSON.stringify), without abstract-level's per-op option cloning.
+    const encoded: (string | null)[] = new Array(ops.length * 2);
+    try {
+      for (let i = 0; i < ops.length; i++) {
+        const op = ops[i]!;
+        encoded[2 * i] = op.sub.prefixKey(op.key, 'utf8');
+        encoded[2 * i + 1] = op.type === 'put' ? this.encode(op.sub, op.value) : null;
+      }
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ ops, resolve, reject });
+      this.queue.push({ encoded, resolve, reject });
       if (!this.flushing) void this.flush();
     });
   }
@@ -99,14 +118,16 @@ export class Store {
         this.queue = [];
         const batch = this.db.batch();
         let count = 0;
-        for (const p of group) {
-          for (const op of p.ops) {
-            if (op.type === 'put') batch.put(op.key, op.value, { sublevel: op.sub });
-            else batch.del(op.key, { sublevel: op.sub });
-            count++;
-          }
-        }
         try {
+          for (const p of group) {
+            const e = p.encoded;
+            for (let i = 0; i < e.length; i += 2) {
+              const value = e[i + 1] ?? null;
+              if (value === null) batch.del(e[i]!);
+              else batch.put(e[i]!, value);
+              count++;
+            }
+          }
           await batch.write({ sync: this.sync });
           this.stats.batches++;
           this.stats.ops += count;
@@ -118,6 +139,12 @@ export class Store {
     } finally {
       this.flushing = false;
     }
+  }
+
+  private encode(sub: Sublevel, value: Json): string {
+    if (this.jsonSubs.has(sub)) return JSON.stringify(value);
+    if (typeof value !== 'string') throw new TypeError('a utf8 sublevel takes string values');
+    return value;
   }
 
   /** Wait for queued writes, then close LevelDB. */
