@@ -9,7 +9,7 @@ import { fieldTerms } from '../kernel/master.js';
 import { modulationFactor, PRECISION_BOUND, tickAverage } from '../kernel/modulation.js';
 import { metricShift, metricShiftFromVariance } from '../kernel/parity.js';
 import { protocolSteps } from '../kernel/protocol.js';
-import { attachProof, hmacHex, hexEqual, signBody, stateFields, tickReceipt, verifyBody } from '../kernel/receipt.js';
+import { hmacHex, hexEqual, sealBody, signBody, stateFields, tickReceipt, verifyBody } from '../kernel/receipt.js';
 import { evaluateChain, ko42Equation, type ChainRequest, type ChainResult } from '../kernel/operators/chain.js';
 import { InputError } from '../solvers/errors.js';
 import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
@@ -110,12 +110,13 @@ export class ComputeService {
         counterNames: args.reservation.names,
         build: (ctx: SealContext) => {
           // Bodies are built from plain JSON values (solver arrays are made plain before), so no round trip here.
-          // The built body is a fresh object: complete it and sign it in place (no copies).
+          // The built body is a fresh object: complete it and sign it in place (no copies); its JSON text is the
+          // canonical text that was signed, with the proofs inserted.
           const body = args.build(stamp, R_t, resultId, resultDigest, shift);
           body.tally_charge = ctx.tally_charge;
           body.envelope = ctx.envelope ? envelopeView(ctx.envelope) : null;
           body.audit = ctx.audit ? { slug: caller.kind === 'identity' ? caller.slug : null, seq: ctx.audit.seq, hash: ctx.audit.hash } : null;
-          return attachProof(this.deps.receiptKey, body);
+          return sealBody(this.deps.receiptKey, body);
         },
       });
       this.deps.onSealed?.(sealed.body);

@@ -92,6 +92,76 @@ export function canonicalJson(value: unknown): string {
   return ser(value, new Set());
 }
 
+/** Where a member would be inserted into canonical text: offset, and whether a comma goes before or after it. */
+export interface Slot {
+  offset: number;
+  commaBefore: boolean;
+  commaAfter: boolean;
+}
+
+/**
+ * Canonical JSON of an object, plus the places where a member named `slot` would go in sorted order: in the
+ * object itself and, when its member `nested` is a plain object, in that one too (slots[0] top, slots[1] nested).
+ * The object must not have such a member yet. Inserting `"slot":value` at those places (see insertAtSlots) gives
+ * the canonical JSON of the object with the member added, without serialising it again.
+ */
+export function canonicalJsonWithSlots(value: Record<string, unknown>, slot: string, nested: string): { text: string; slots: Slot[] } {
+  const slots: Slot[] = [];
+  const seen = new Set<object>();
+  const text = objectWithSlot(value, slot, nested, 0, seen, slots);
+  return { text, slots };
+}
+
+function objectWithSlot(obj: Record<string, unknown>, slot: string, nested: string | null, base: number, seen: Set<object>, slots: Slot[]): string {
+  if (seen.has(obj)) throw new Error('Circular reference detected');
+  seen.add(obj);
+  const keys = Object.keys(obj).sort();
+  let out = '{';
+  let members = 0;
+  let placed = false;
+  let mine: Slot | null = null;
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
+    const v = obj[k];
+    if (v === undefined || typeof v === 'symbol') continue;
+    if (k === slot) throw new Error(`object already has a ${slot} member`);
+    if (members > 0) out += ',';
+    if (!placed && k > slot) {
+      // Before this member: `"slot":…,` at the start of its key.
+      mine = { offset: base + out.length, commaBefore: false, commaAfter: true };
+      placed = true;
+    }
+    out += str(k);
+    out += ':';
+    if (k === nested && v !== null && typeof v === 'object' && !Array.isArray(v) && typeof (v as { toJSON?: unknown }).toJSON !== 'function') {
+      out += objectWithSlot(v as Record<string, unknown>, slot, null, base + out.length, seen, slots);
+    } else {
+      out += ser(v, seen);
+    }
+    members++;
+  }
+  // After every member: `,"slot":…` before the closing brace (no comma in an empty object).
+  if (!placed) mine = { offset: base + out.length, commaBefore: members > 0, commaAfter: false };
+  out += '}';
+  seen.delete(obj);
+  slots.unshift(mine!);
+  return out;
+}
+
+/** Insert `"name":valueJson` at each slot of canonicalJsonWithSlots (slots in any order). */
+export function insertAtSlots(text: string, slots: readonly Slot[], name: string, valueJson: string): string {
+  const member = str(name) + ':' + valueJson;
+  const ordered = [...slots].sort((a, b) => a.offset - b.offset);
+  let out = '';
+  let from = 0;
+  for (const s of ordered) {
+    out += text.slice(from, s.offset);
+    out += (s.commaBefore ? ',' : '') + member + (s.commaAfter ? ',' : '');
+    from = s.offset;
+  }
+  return out + text.slice(from);
+}
+
 export function sha256Hex(data: string | Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
 }

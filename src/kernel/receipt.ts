@@ -1,7 +1,7 @@
 // Receipts: svcProof = hex HMAC-SHA256 over the RFC 8785 canonical JSON of the sealed body, the tick receipt
 // (spec 2.2) with its own HMAC, and the continuum state fields mapped from the result unit.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { canonicalJson } from './canonical.js';
+import { canonicalJson, canonicalJsonWithSlots, insertAtSlots } from './canonical.js';
 import { PULSE_HZ, TICK_NS_NUMBER, TICK_SECONDS_EXACT } from './clock.js';
 import type { StateField } from '../solvers/types.js';
 
@@ -36,17 +36,18 @@ export function signBody(key: Buffer, body: Record<string, unknown>): string {
 }
 
 /**
- * Sign a freshly built body that has no proof yet and add the proof in place (top level and in the CKO), without
- * copying the body. The proof is the same as signBody's: the HMAC over the canonical JSON of the body minus the
- * two svcProof fields (which it does not have yet). Returns the body.
+ * Seal a freshly built body that has no proof yet: the proof is signBody's (the HMAC over the canonical JSON of
+ * the body minus the two svcProof fields, which it does not have yet); it is added in place, top level and in the
+ * CKO, and the returned JSON text is the canonical JSON of the signed body, made from the text that was signed
+ * (the body is serialised once).
  */
-export function attachProof<T extends Record<string, unknown>>(key: Buffer, body: T): T {
-  const cko = body.cko as Record<string, unknown> | undefined;
-  if ('svcProof' in body || (cko && typeof cko === 'object' && 'svcProof' in cko)) throw new Error('body is already signed');
-  const proof = hmacHex(key, canonicalJson(body));
-  if (cko && typeof cko === 'object') cko.svcProof = proof;
-  (body as Record<string, unknown>).svcProof = proof;
-  return body;
+export function sealBody(key: Buffer, body: Record<string, unknown>): { body: Record<string, unknown>; json: string } {
+  const { text, slots } = canonicalJsonWithSlots(body, 'svcProof', 'cko');
+  if (slots.length !== 2) throw new Error('a sealed body has a cko object');
+  const proof = hmacHex(key, text);
+  (body.cko as Record<string, unknown>).svcProof = proof;
+  body.svcProof = proof;
+  return { body, json: insertAtSlots(text, slots, 'svcProof', `"${proof}"`) };
 }
 
 export function verifyBody(key: Buffer, body: Record<string, unknown>): boolean {

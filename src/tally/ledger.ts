@@ -121,7 +121,7 @@ export class Ledger {
 
   /**
    * Seal a result atomically. `build` receives the charge, envelope and audit row and returns the final signed
-   * body; the body is stored under resultId. Resolves after the batch is durable. On failure every in-memory
+   * body and its JSON text; the text is stored under resultId. Resolves after the batch is durable. On failure every in-memory
    * change is rolled back and nothing is written.
    */
   async seal(args: {
@@ -133,7 +133,7 @@ export class Ledger {
     svcond: number;
     unixMs: number;
     counterNames: string[];
-    build: (ctx: SealContext) => Record<string, unknown>;
+    build: (ctx: SealContext) => { body: Record<string, unknown>; json: string };
   }): Promise<{ body: Record<string, unknown>; json: string }> {
     const { caller, cost } = args;
     const ops: Op[] = [];
@@ -208,9 +208,8 @@ export class Ledger {
     let body: Record<string, unknown>;
     let json: string;
     try {
-      body = args.build({ tally_charge: charge, envelope, audit });
-      // Serialised once: the same text is stored and sent.
-      json = JSON.stringify(body);
+      // Serialised once by build: the same text is stored and sent.
+      ({ body, json } = args.build({ tally_charge: charge, envelope, audit }));
       ops.push({ type: 'put', sub: this.results, key: args.resultId, value: json });
       await this.store.commit(ops);
     } catch (err) {

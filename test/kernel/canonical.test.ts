@@ -4,7 +4,7 @@
 // cycles), plus the RFC 8785 appendix examples.
 import { describe, expect, it } from 'vitest';
 import canonicalizeImpl from 'canonicalize';
-import { canonicalJson } from '../../src/kernel/canonical.js';
+import { canonicalJson, canonicalJsonWithSlots, insertAtSlots } from '../../src/kernel/canonical.js';
 
 const oracle = canonicalizeImpl as unknown as (value: unknown) => string | undefined;
 
@@ -144,5 +144,46 @@ describe('canonicalJson (RFC 8785) against the canonicalize oracle', () => {
     const shared = { k: 1 };
     const v = { a: shared, b: shared, c: [shared, shared] };
     expect(canonicalJson(v)).toBe(oracle(v));
+  });
+});
+
+describe('canonicalJsonWithSlots', () => {
+  it('inserting a member at the slots equals serialising the object with the member (top level and nested)', () => {
+    const rand = prng(4242);
+    let checked = 0;
+    for (let i = 0; i < 5000; i++) {
+      const v = generate(rand);
+      if (!v || typeof v !== 'object' || Array.isArray(v)) continue;
+      const obj = v as Record<string, unknown>;
+      delete obj.svcProof;
+      const withNested = i % 3 !== 0;
+      if (withNested) {
+        const inner = generate(rand);
+        obj.cko = inner && typeof inner === 'object' && !Array.isArray(inner) ? inner : {};
+        delete (obj.cko as Record<string, unknown>).svcProof;
+      }
+      const { text, slots } = canonicalJsonWithSlots(obj, 'svcProof', 'cko');
+      expect(text).toBe(oracle(obj));
+      expect(slots).toHaveLength(withNested ? 2 : 1);
+      const proof = `p${i}é`;
+      const signed = JSON.parse(JSON.stringify(obj)) as Record<string, unknown>;
+      signed.svcProof = proof;
+      if (withNested) (signed.cko as Record<string, unknown>).svcProof = proof;
+      expect(insertAtSlots(text, slots, 'svcProof', JSON.stringify(proof))).toBe(oracle(signed));
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(1000);
+  });
+
+  it('handles empty objects, first and last positions, and refuses an existing member', () => {
+    for (const obj of [{}, { a: 1 }, { z: 1 }, { a: 1, z: 2 }, { cko: {} }, { cko: { a: 1 }, zz: [] }, { cko: { zz: 1 } }]) {
+      const { text, slots } = canonicalJsonWithSlots(obj, 'svcProof', 'cko');
+      const signed = JSON.parse(JSON.stringify(obj)) as Record<string, unknown>;
+      signed.svcProof = 'x';
+      if (signed.cko) (signed.cko as Record<string, unknown>).svcProof = 'x';
+      expect(insertAtSlots(text, slots, 'svcProof', '"x"')).toBe(oracle(signed));
+    }
+    expect(() => canonicalJsonWithSlots({ svcProof: 'x' }, 'svcProof', 'cko')).toThrow();
+    expect(() => canonicalJsonWithSlots({ cko: { svcProof: 'x' } }, 'svcProof', 'cko')).toThrow();
   });
 });

@@ -1,0 +1,55 @@
+// sealBody (the sealing path) against signBody/verifyBody: same proof, proofs in place, the JSON text is the
+// canonical JSON of the signed body, and any tampered field fails verification.
+import { describe, expect, it } from 'vitest';
+import { canonicalJson } from '../../src/kernel/canonical.js';
+import { deriveKey, sealBody, signBody, verifyBody } from '../../src/kernel/receipt.js';
+
+const key = deriveKey(Buffer.from('test secret'), 'RECEIPT');
+
+function body(): Record<string, unknown> {
+  return {
+    result_id: 'res_1_ab',
+    kind: 'compute',
+    value: 9,
+    unit: 'J',
+    equations: ['E = 1/2 m v^2 = 9 J', 'KO42 · ∘ → π'],
+    R_t: 0.9997184238014513,
+    cko: { operatorChain: ['KO42', 'MECH_KINETIC_ENERGY'], R_t: 0.9997184238014513, metric_shift: { applied: false, variance: 3.168821468741362e-7 } },
+    tally_charge: { cost: 1, balance_after: { free: 127, paid: 0 } },
+    envelope: null,
+    zeta: -0,
+  };
+}
+
+describe('sealBody', () => {
+  it('gives the proof signBody gives, in place, and canonical text of the signed body', () => {
+    const expected = signBody(key, body());
+    const { body: sealed, json } = sealBody(key, body());
+    expect(sealed.svcProof).toBe(expected);
+    expect((sealed.cko as Record<string, unknown>).svcProof).toBe(expected);
+    expect(json).toBe(canonicalJson(sealed));
+    expect(JSON.parse(json)).toEqual(JSON.parse(JSON.stringify(sealed)));
+    expect(verifyBody(key, JSON.parse(json))).toBe(true);
+  });
+
+  it('any tampered field fails verification', () => {
+    const { json } = sealBody(key, body());
+    for (const mutate of [
+      (b: any) => (b.value = 10),
+      (b: any) => (b.tally_charge.balance_after.free = 1000),
+      (b: any) => (b.cko.metric_shift.applied = true),
+      (b: any) => (b.equations[1] = 'x'),
+      (b: any) => (b.extra = 1),
+      (b: any) => delete b.envelope,
+    ]) {
+      const b = JSON.parse(json);
+      mutate(b);
+      expect(verifyBody(key, b)).toBe(false);
+    }
+  });
+
+  it('refuses a body that already carries a proof or has no CKO object', () => {
+    expect(() => sealBody(key, { ...body(), svcProof: 'x' })).toThrow();
+    expect(() => sealBody(key, { value: 1 })).toThrow();
+  });
+});
