@@ -22,6 +22,57 @@ function str(s: string): string {
   return '"' + s + '"';
 }
 
+/** Quoted forms of object keys seen before (keys repeat from body to body); bounded. */
+const quotedKeys = new Map<string, string>();
+const QUOTED_KEYS_MAX = 4096;
+
+function key(k: string): string {
+  let q = quotedKeys.get(k);
+  if (q === undefined) {
+    q = str(k);
+    if (quotedKeys.size < QUOTED_KEYS_MAX) quotedKeys.set(k, q);
+  }
+  return q;
+}
+
+/**
+ * Sorted key lists of object shapes seen before, by first key: an object with the same own keys in the same
+ * order (compared element by element) reuses the sorted list instead of sorting again. Bounded.
+ */
+const sortedShapes = new Map<string, { keys: string[]; sorted: string[] }[]>();
+let shapeCount = 0;
+const SHAPES_MAX = 2048;
+
+function sortedKeys(obj: object): string[] {
+  const keys = Object.keys(obj);
+  const n = keys.length;
+  if (n < 2) return keys;
+  const first = keys[0]!;
+  const candidates = sortedShapes.get(first);
+  if (candidates !== undefined) {
+    for (let c = 0; c < candidates.length; c++) {
+      const cand = candidates[c]!;
+      const ck = cand.keys;
+      if (ck.length !== n) continue;
+      let same = true;
+      for (let i = 1; i < n; i++) {
+        if (ck[i] !== keys[i]) {
+          same = false;
+          break;
+        }
+      }
+      if (same) return cand.sorted;
+    }
+  }
+  const sorted = keys.slice().sort();
+  if (shapeCount < SHAPES_MAX) {
+    shapeCount++;
+    if (candidates === undefined) sortedShapes.set(first, [{ keys, sorted }]);
+    else candidates.push({ keys, sorted });
+  }
+  return sorted;
+}
+
 function num(n: number): string {
   if (n !== n) throw new Error('NaN is not allowed');
   if (n === Infinity || n === -Infinity) throw new Error('Infinity is not allowed');
@@ -67,7 +118,7 @@ function ser(value: unknown, seen: Set<object>): string {
     }
   } else {
     const obj = value as Record<string, unknown>;
-    const keys = Object.keys(obj).sort();
+    const keys = sortedKeys(obj);
     out = '{';
     let first = true;
     for (let i = 0; i < keys.length; i++) {
@@ -76,7 +127,7 @@ function ser(value: unknown, seen: Set<object>): string {
       if (v === undefined || typeof v === 'symbol') continue;
       if (first) first = false;
       else out += ',';
-      out += str(k);
+      out += key(k);
       out += ':';
       out += ser(v, seen);
     }
@@ -115,7 +166,7 @@ export function canonicalJsonWithSlots(value: Record<string, unknown>, slot: str
 function objectWithSlot(obj: Record<string, unknown>, slot: string, nested: string | null, base: number, seen: Set<object>, slots: Slot[]): string {
   if (seen.has(obj)) throw new Error('Circular reference detected');
   seen.add(obj);
-  const keys = Object.keys(obj).sort();
+  const keys = sortedKeys(obj);
   let out = '{';
   let members = 0;
   let placed = false;
@@ -131,7 +182,7 @@ function objectWithSlot(obj: Record<string, unknown>, slot: string, nested: stri
       mine = { offset: base + out.length, commaBefore: false, commaAfter: true };
       placed = true;
     }
-    out += str(k);
+    out += key(k);
     out += ':';
     if (k === nested && v !== null && typeof v === 'object' && !Array.isArray(v) && typeof (v as { toJSON?: unknown }).toJSON !== 'function') {
       out += objectWithSlot(v as Record<string, unknown>, slot, null, base + out.length, seen, slots);

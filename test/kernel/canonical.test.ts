@@ -140,6 +140,15 @@ describe('canonicalJson (RFC 8785) against the canonicalize oracle', () => {
     expect(() => canonicalJson(undefined)).toThrow(TypeError);
   });
 
+  it('same keys in other insertion orders, repeated shapes and many shapes (sorted-key cache)', () => {
+    const shapes = [{ a: 1, b: 2, c: 3 }, { a: 1, c: 3, b: 2 }, { b: 2, a: 1, c: 3 }, { a: 1, b: 2 }, { a: 1, b: 2, c: 3, d: 4 }, { a: 1, b: 2, c: 3 }];
+    for (let r = 0; r < 3; r++) for (const o of shapes) expect(canonicalJson(o)).toBe(oracle(o));
+    for (let i = 0; i < 5000; i++) {
+      const o: Record<string, number> = { [`k${i % 7}`]: 1, [`z${i}`]: 2, [`a${i % 13}`]: 3 };
+      expect(canonicalJson(o)).toBe(oracle(o));
+    }
+  });
+
   it('a shared (non-circular) sub-object is not a cycle', () => {
     const shared = { k: 1 };
     const v = { a: shared, b: shared, c: [shared, shared] };
