@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { climate } from '../../src/solvers/climate.js';
-import { InputError } from '../../src/solvers/errors.js';
+import { expectInputError, perturbedError } from '../helpers/solver.js';
 
 // Poincaré (inertia–gravity) wave dispersion ω² = f² + gH|k|², f = 2Ω sin φ: phase speed ω/|k|.
 function poincare(raw: Record<string, unknown>): { speed: number; omega: number; f: number } {
@@ -80,13 +80,7 @@ describe('climate', () => {
   ];
   for (const [raw, field] of bad) {
     it(`rejects ${JSON.stringify(raw)} on ${field}`, () => {
-      try {
-        climate.resolve(raw);
-        expect.unreachable();
-      } catch (e) {
-        expect(e).toBeInstanceOf(InputError);
-        expect((e as InputError).field).toBe(field);
-      }
+      expectInputError(() => climate.resolve(raw), field);
     });
   }
 
@@ -99,6 +93,6 @@ describe('climate', () => {
 
   it('a result perturbed by 1 % fails the gate', () => {
     const c = climate.run(climate.resolve({})).check;
-    expect(Math.abs(c.computed * 1.01 - c.reference) / Math.abs(c.reference)).toBeGreaterThan(1e-3);
+    expect(perturbedError(c)).toBeGreaterThan(1e-3);
   });
 });

@@ -1,23 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { evolve, type EvolveState } from '../../src/solvers/evolve.js';
-import { InputError } from '../../src/solvers/errors.js';
-import type { Check } from '../../src/solvers/types.js';
-
-function expectInputError(fn: () => unknown, field: string): void {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(InputError);
-    expect((e as InputError).field).toBe(field);
-    return;
-  }
-  throw new Error('expected InputError');
-}
-
-function perturbedErrors(check: Check): number[] {
-  const parts = check.parts ?? [check];
-  return parts.map((p) => Math.abs(p.computed * 1.01 - p.reference) / Math.abs(p.reference));
-}
+import { expectInputError, perturbedErrors } from '../helpers/solver.js';
 
 const KB = 1.380649e-23;
 const U = 1.6605390666e-27;

@@ -1,21 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { cosSmall, gauge, sinSmall, torusMeanPlaquette } from '../../src/solvers/gauge.js';
 import { besselI } from '../../src/numerics/special.js';
-import { InputError } from '../../src/solvers/errors.js';
 import { checkPart } from '../../src/solvers/util.js';
+import { inputErrorOnResolve } from '../helpers/solver.js';
 
 const run = (raw: unknown) => gauge.run(gauge.resolve(raw));
 
-function expectInputError(raw: unknown, field: string): void {
-  try {
-    gauge.resolve(raw);
-  } catch (e) {
-    expect(e).toBeInstanceOf(InputError);
-    expect((e as InputError).field).toBe(field);
-    return;
-  }
-  throw new Error('expected InputError');
-}
+const expectInputError = inputErrorOnResolve(gauge);
 
 describe('besselI', () => {
   it('matches tabulated values (Abramowitz & Stegun table 9.8; mpmath)', () => {

@@ -1,23 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { multibody, type Body, type MultibodyState } from '../../src/solvers/multibody.js';
-import { InputError } from '../../src/solvers/errors.js';
-import type { Check } from '../../src/solvers/types.js';
-
-function expectInputError(fn: () => unknown, field: string): void {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(InputError);
-    expect((e as InputError).field).toBe(field);
-    return;
-  }
-  throw new Error('expected InputError');
-}
-
-function perturbedErrors(check: Check): number[] {
-  const parts = check.parts ?? [check];
-  return parts.map((p) => Math.abs(p.computed * 1.01 - p.reference) / Math.abs(p.reference));
-}
+import { expectInputError, perturbedErrors } from '../helpers/solver.js';
 
 const G = 6.6743e-11;
 const M_SUN = 1.98847e30;

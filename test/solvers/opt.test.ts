@@ -1,23 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { opt } from '../../src/solvers/opt.js';
-import { InputError, SolverFailure } from '../../src/solvers/errors.js';
+import { SolverFailure } from '../../src/solvers/errors.js';
 import type { Check } from '../../src/solvers/types.js';
+import { inputErrorOnResolve } from '../helpers/solver.js';
 
 function solve(raw: unknown) {
   return opt.run(opt.resolve(raw));
 }
 
-function expectInputError(raw: unknown, field: string) {
-  try {
-    opt.resolve(raw);
-  } catch (e) {
-    expect(e).toBeInstanceOf(InputError);
-    expect((e as InputError).field).toBe(field);
-    expect((e as InputError).status).toBe(400);
-    return;
-  }
-  throw new Error(`expected InputError on ${field}`);
-}
+const expectInputError = inputErrorOnResolve(opt, { status: 400 });
 
 function expectPerturbedFails(check: Check) {
   const parts = check.parts ?? [check];

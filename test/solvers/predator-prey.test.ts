@@ -1,25 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { predatorPrey, type PredatorPreyState } from '../../src/solvers/predator-prey.js';
-import { InputError, SolverFailure } from '../../src/solvers/errors.js';
-import type { Check } from '../../src/solvers/types.js';
+import { SolverFailure } from '../../src/solvers/errors.js';
 import { dormandPrince45 } from '../../src/numerics/ode.js';
 import { bisect } from '../../src/numerics/roots.js';
-
-function expectInputError(fn: () => unknown, field: string): void {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(InputError);
-    expect((e as InputError).field).toBe(field);
-    return;
-  }
-  throw new Error('expected InputError');
-}
-
-function perturbedErrors(check: Check): number[] {
-  const parts = check.parts ?? [check];
-  return parts.map((p) => Math.abs(p.computed * 1.01 - p.reference) / Math.abs(p.reference));
-}
+import { expectInputError, perturbedErrors } from '../helpers/solver.js';
 
 /**
  * Independent period: start on the orbit's upward crossing of y = α/β (x from the conserved V by bisection),

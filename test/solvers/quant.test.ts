@@ -2,21 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { quant } from '../../src/solvers/quant.js';
 import { blackScholes } from '../../src/numerics/black-scholes.js';
 import { normCdf } from '../../src/numerics/special.js';
-import { InputError } from '../../src/solvers/errors.js';
 import { checkPart } from '../../src/solvers/util.js';
+import { inputErrorOnResolve } from '../helpers/solver.js';
 
 const run = (raw: unknown) => quant.run(quant.resolve(raw));
 
-function expectInputError(raw: unknown, field: string): void {
-  try {
-    quant.resolve(raw);
-  } catch (e) {
-    expect(e).toBeInstanceOf(InputError);
-    expect((e as InputError).field).toBe(field);
-    return;
-  }
-  throw new Error('expected InputError');
-}
+const expectInputError = inputErrorOnResolve(quant);
 
 // Closed-form Greeks with dividend yield (independent of the PDE).
 function greeks(S: number, K: number, r: number, sigma: number, T: number, q: number, call: boolean) {

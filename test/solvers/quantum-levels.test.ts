@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { quantumLevels } from '../../src/solvers/quantum-levels.js';
-import { InputError } from '../../src/solvers/errors.js';
 import { bisect } from '../../src/numerics/roots.js';
+import { expectInputError, perturbedError } from '../helpers/solver.js';
 
 const HBAR = 6.62607015e-34 / (2 * Math.PI);
 const EV = 1.602176634e-19;
@@ -137,13 +137,7 @@ describe('quantum_levels', () => {
   ];
   for (const [raw, field] of bad) {
     it(`rejects ${JSON.stringify(raw)} on ${field}`, () => {
-      try {
-        quantumLevels.resolve(raw);
-        expect.unreachable();
-      } catch (e) {
-        expect(e).toBeInstanceOf(InputError);
-        expect((e as InputError).field).toBe(field);
-      }
+      expectInputError(() => quantumLevels.resolve(raw), field);
     });
   }
 
@@ -159,8 +153,7 @@ describe('quantum_levels', () => {
   it('a result 1 % off fails the gate', () => {
     for (const raw of [{}, { potential: 'finite_well' }, { potential: 'morse' }]) {
       const c = quantumLevels.run(quantumLevels.resolve(raw)).check;
-      const wrong = c.computed * 1.01;
-      expect(Math.abs(wrong - c.reference) / Math.abs(c.reference)).toBeGreaterThan(1e-3);
+      expect(perturbedError(c)).toBeGreaterThan(1e-3);
     }
   });
 });

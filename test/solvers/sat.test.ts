@@ -1,20 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { countModels, sat } from '../../src/solvers/sat.js';
-import { InputError, SolverFailure } from '../../src/solvers/errors.js';
+import { SolverFailure } from '../../src/solvers/errors.js';
 import { checkPart } from '../../src/solvers/util.js';
+import { inputErrorOnResolve } from '../helpers/solver.js';
 
 const run = (raw: unknown) => sat.run(sat.resolve(raw));
 
-function expectInputError(raw: unknown, field: string): void {
-  try {
-    sat.resolve(raw);
-  } catch (e) {
-    expect(e).toBeInstanceOf(InputError);
-    expect((e as InputError).field).toBe(field);
-    return;
-  }
-  throw new Error('expected InputError');
-}
+const expectInputError = inputErrorOnResolve(sat);
 
 /** Pigeonhole principle PHP(p, h): p pigeons in h holes, unsatisfiable for p > h; p·h variables. */
 function pigeonhole(p: number, h: number): number[][] {

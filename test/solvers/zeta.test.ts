@@ -1,20 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { gramPoint, hardyZEulerMaclaurin, hardyZRiemannSiegel, zeta } from '../../src/solvers/zeta.js';
-import { InputError } from '../../src/solvers/errors.js';
 import { checkPart } from '../../src/solvers/util.js';
+import { inputErrorOnResolve } from '../helpers/solver.js';
 
 const run = (raw: unknown) => zeta.run(zeta.resolve(raw));
 
-function expectInputError(raw: unknown, field: string): void {
-  try {
-    zeta.resolve(raw);
-  } catch (e) {
-    expect(e).toBeInstanceOf(InputError);
-    expect((e as InputError).field).toBe(field);
-    return;
-  }
-  throw new Error('expected InputError');
-}
+const expectInputError = inputErrorOnResolve(zeta);
 
 // Published zeros (Odlyzko's tables; Lehmer's close pair 6709/6710; 126/127 straddle the first bad Gram point).
 const PUBLISHED: Record<number, number> = {
