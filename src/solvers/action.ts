@@ -7,7 +7,7 @@ import { DecimatingRecorder } from '../numerics/ode.js';
 import { ellipticKE } from '../numerics/special.js';
 import { InputError, SolverFailure } from './errors.js';
 import type { SolverDef, SolverOutput } from './types.js';
-import { boundProfile, checkWorkLimit, makeCheck, parseInputs, zodIssueToInputError } from './util.js';
+import { boundProfile, checkWorkLimit, makeCheck, parseInputs, parseState } from './util.js';
 
 export interface ActionInputs extends Record<string, unknown> {
   mass_kg: number;
@@ -178,12 +178,7 @@ export const action: SolverDef<ActionInputs> = {
     return inputs;
   },
   resolveState(raw, inputs) {
-    const parsed = stateSchema.safeParse(raw);
-    if (!parsed.success) {
-      const e = zodIssueToInputError(parsed.error.issues[0]!);
-      throw new InputError('initialState', `${e.field}: ${e.reason}`, e.allowed);
-    }
-    const s = parsed.data;
+    const s = parseState(stateSchema, raw);
     const mgl = inputs.mass_kg * inputs.gravity_m_s2 * inputs.length_m;
     const k = modulusFromEnergy(stateEnergy(s, inputs), mgl);
     if (!(k <= Math.sin(MAX_AMPLITUDE / 2))) {

@@ -6,7 +6,7 @@ import { Rk4Stepper } from '../numerics/ode.js';
 import { lambertW0 } from '../numerics/special.js';
 import { InputError } from './errors.js';
 import type { SolverDef, SolverOutput } from './types.js';
-import { boundProfile, checkWorkLimit, makeCheck, numIn, parseInputs, refuseCheck, zodIssueToInputError } from './util.js';
+import { boundProfile, checkWorkLimit, makeCheck, numIn, parseInputs, parseState, refuseCheck } from './util.js';
 
 export interface EpiInputs extends Record<string, unknown> {
   model: 'sir' | 'seir';
@@ -214,12 +214,7 @@ export const epi: SolverDef<EpiInputs> = {
     return inputs;
   },
   resolveState(raw, inputs) {
-    const parsed = stateSchema.safeParse(raw);
-    if (!parsed.success) {
-      const e = zodIssueToInputError(parsed.error.issues[0]!);
-      throw new InputError('initialState', `${e.field}: ${e.reason}`, e.allowed);
-    }
-    const s = parsed.data;
+    const s = parseState(stateSchema, raw);
     const sum = s.S + s.E + s.I + s.R;
     if (Math.abs(sum - 1) > 1e-9) {
       throw new InputError('initialState', `compartments must sum to 1 (got ${sum})`, { sum: 1, tolerance: 1e-9 });

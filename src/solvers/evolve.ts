@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { rngForInputs } from '../numerics/prng.js';
 import { InputError } from './errors.js';
 import type { SolverDef, SolverOutput } from './types.js';
-import { checkWorkLimit, makeCheck, parseInputs, seedSchema, strideIndices, zodIssueToInputError } from './util.js';
+import { checkWorkLimit, makeCheck, parseInputs, parseState, seedSchema, strideIndices } from './util.js';
 
 export interface EvolveInputs extends Record<string, unknown> {
   n_cells: number;
@@ -339,12 +339,7 @@ export const evolve: SolverDef<EvolveInputs> = {
     return inputs;
   },
   resolveState(raw, inputs) {
-    const parsed = stateSchema.safeParse(raw);
-    if (!parsed.success) {
-      const e = zodIssueToInputError(parsed.error.issues[0]!);
-      throw new InputError('initialState', `${e.field}: ${e.reason}`, e.allowed);
-    }
-    const s = parsed.data;
+    const s = parseState(stateSchema, raw);
     if (s.velocities_m_s.length !== s.positions_m.length) {
       throw new InputError('initialState', 'positions_m and velocities_m_s must have the same length', {
         length: s.positions_m.length,

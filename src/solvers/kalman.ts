@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { rngForInputs } from '../numerics/prng.js';
 import { InputError } from './errors.js';
 import type { SolverDef, SolverOutput } from './types.js';
-import { boundProfile, makeCheck, parseInputs, refuseCheck, seedSchema, zodIssueToInputError } from './util.js';
+import { boundProfile, makeCheck, parseInputs, parseState, refuseCheck, seedSchema } from './util.js';
 
 export type KalmanModel = 'constant_velocity' | 'random_walk';
 
@@ -234,12 +234,7 @@ export const kalman: SolverDef<KalmanInputs> = {
     return inputs;
   },
   resolveState(raw, inputs) {
-    const parsed = stateSchema.safeParse(raw);
-    if (!parsed.success) {
-      const e = zodIssueToInputError(parsed.error.issues[0]!);
-      throw new InputError('initialState', `${e.field}: ${e.reason}`, e.allowed);
-    }
-    const s = parsed.data;
+    const s = parseState(stateSchema, raw);
     const dim = inputs.model === 'constant_velocity' ? 2 : 1;
     if (s.x.length !== dim || s.P.length !== dim || s.P.some((row) => row.length !== dim)) {
       throw new InputError('initialState', `x must have ${dim} entries and P must be ${dim}×${dim} for ${inputs.model}`, {

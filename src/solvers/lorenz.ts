@@ -2,9 +2,9 @@
 // independent adaptive Dormand–Prince 5(4) integration of the same initial value problem.
 import { z } from 'zod';
 import { dormandPrince45, Rk4Stepper, type OdeRhs } from '../numerics/ode.js';
-import { InputError, SolverFailure } from './errors.js';
+import { SolverFailure } from './errors.js';
 import type { SolverDef, SolverOutput } from './types.js';
-import { checkWorkLimit, makeCheck, numIn, parseInputs, strideIndices, zodIssueToInputError } from './util.js';
+import { checkWorkLimit, makeCheck, numIn, parseInputs, parseState, strideIndices } from './util.js';
 
 export interface LorenzInputs extends Record<string, unknown> {
   sigma: number;
@@ -194,12 +194,7 @@ export const lorenz: SolverDef<LorenzInputs> = {
     return inputs;
   },
   resolveState(raw) {
-    const parsed = stateSchema.safeParse(raw);
-    if (!parsed.success) {
-      const e = zodIssueToInputError(parsed.error.issues[0]!);
-      throw new InputError('initialState', `${e.field}: ${e.reason}`, e.allowed);
-    }
-    return parsed.data;
+    return parseState(stateSchema, raw);
   },
   run,
 };

@@ -2,9 +2,8 @@
 // Newtonian gravity without softening, kick–drift–kick leapfrog at a fixed step. Checked by conservation of
 // the total energy and the total angular momentum against their initial values (a separate pair sum).
 import { z } from 'zod';
-import { InputError } from './errors.js';
 import type { CheckPart, SolverDef, SolverOutput } from './types.js';
-import { checkPart, checkWorkLimit, combineChecks, parseInputs, strideIndices, zodIssueToInputError } from './util.js';
+import { checkPart, checkWorkLimit, combineChecks, parseInputs, parseState, strideIndices } from './util.js';
 
 export interface Body {
   mass_kg: number;
@@ -299,14 +298,10 @@ export const multibody: SolverDef<MultibodyInputs> = {
     return inputs;
   },
   resolveState(raw, inputs) {
-    const parsed = stateSchema.safeParse(raw);
-    if (!parsed.success) {
-      const e = zodIssueToInputError(parsed.error.issues[0]!);
-      throw new InputError('initialState', `${e.field}: ${e.reason}`, e.allowed);
-    }
-    const n = parsed.data.bodies.length;
+    const parsed = parseState(stateSchema, raw);
+    const n = parsed.bodies.length;
     checkWorkLimit('initialState', n * n * multibodyStepCount(inputs.t_end_s, inputs.dt_s), MAX_WORK);
-    return parsed.data as MultibodyState;
+    return parsed as MultibodyState;
   },
   run,
 };

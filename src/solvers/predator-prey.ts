@@ -3,9 +3,9 @@
 // ⟨x⟩ = γ/δ and ⟨y⟩ = α/β (they follow from integrating d ln y/dt and d ln x/dt over one closed orbit).
 import { z } from 'zod';
 import { DecimatingRecorder, Rk4Stepper } from '../numerics/ode.js';
-import { InputError, SolverFailure } from './errors.js';
+import { SolverFailure } from './errors.js';
 import type { SolverDef, SolverOutput } from './types.js';
-import { boundProfile, checkPart, checkWorkLimit, combineChecks, parseInputs, zodIssueToInputError } from './util.js';
+import { boundProfile, checkPart, checkWorkLimit, combineChecks, parseInputs, parseState } from './util.js';
 
 export interface PredatorPreyInputs extends Record<string, unknown> {
   prey0: number;
@@ -170,12 +170,7 @@ export const predatorPrey: SolverDef<PredatorPreyInputs> = {
     return inputs;
   },
   resolveState(raw) {
-    const parsed = stateSchema.safeParse(raw);
-    if (!parsed.success) {
-      const e = zodIssueToInputError(parsed.error.issues[0]!);
-      throw new InputError('initialState', `${e.field}: ${e.reason}`, e.allowed);
-    }
-    return parsed.data;
+    return parseState(stateSchema, raw);
   },
   run,
 };

@@ -19,6 +19,17 @@ export function parseInputs<S extends z.ZodType>(schema: S, raw: unknown): z.inf
   throw zodIssueToInputError(result.error.issues[0]!);
 }
 
+/**
+ * Parse a stateful solver's initialState with its zod schema; the first issue becomes an InputError on
+ * 'initialState' whose reason names the path inside the state (`x: …`, `bodies.0.mass_kg: …`).
+ */
+export function parseState<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
+  const result = schema.safeParse(raw);
+  if (result.success) return result.data;
+  const e = zodIssueToInputError(result.error.issues[0]!);
+  throw new InputError('initialState', `${e.field}: ${e.reason}`, e.allowed);
+}
+
 export function zodIssueToInputError(issue: z.core.$ZodIssue): InputError {
   const field = issue.path.length ? issue.path.map(String).join('.') : 'inputs';
   const anyIssue = issue as unknown as Record<string, unknown>;
