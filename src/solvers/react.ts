@@ -7,7 +7,7 @@ import type { InputSpec, SolverDef, SolverOutput } from './types.js';
 import { boundProfile, checkWorkLimit, makeCheck, numIn, parseInputs, positive } from './util.js';
 import { Rk4Stepper } from '../numerics/ode.js';
 import { decreasingCrossing } from '../numerics/front.js';
-import { SolverFailure } from './errors.js';
+import { checkFrontEndTime, frontNxRange, frontSpeed, frontStepCount } from './front-common.js';
 
 const WORK_LIMIT = 2e8;
 const NX_MAX = 20_001;
@@ -39,13 +39,6 @@ function frontScales(D: number, k: number, a: number): { w: number; c: number } 
   return { w: Math.sqrt((2 * D) / k), c: Math.sqrt((k * D) / 2) * (1 - 2 * a) };
 }
 
-/** RK4 steps: an even count (so t_end/2 is a step boundary) with D dt/dx² ≤ cfl. */
-function stepCount(inp: ReactInputs): number {
-  const dx = inp.length_m / (inp.nx - 1);
-  const dtMax = (inp.cfl * dx * dx) / inp.diffusivity_m2_s;
-  return 2 * Math.max(1, Math.ceil(inp.t_end_s / (2 * dtMax)));
-}
-
 function resolve(raw: unknown): ReactInputs {
   const p = parseInputs(schema, raw);
   const D = p.diffusivity_m2_s ?? 1e-9;
@@ -54,17 +47,14 @@ function resolve(raw: unknown): ReactInputs {
   const { w, c } = frontScales(D, k, a);
   const length = p.length_m ?? 40 * w;
   if (length < 20 * w) throw new InputError('length_m', `length must be ≥ 20 front widths (w = ${w.toExponential(4)} m)`, { min: 20 * w });
-  const widths = length / w;
-  // nx − 1 intervals at 5 … 40 per front width, and at most NX_MAX nodes.
-  const nxMin = Math.ceil(5 * widths) + 1;
-  const nxMax = Math.min(Math.floor(40 * widths) + 1, NX_MAX);
-  if (nxMin > nxMax) throw new InputError('length_m', `5 nodes per front width need more than ${NX_MAX} nodes`, { max: ((NX_MAX - 1) / 5) * w });
-  const nx = p.nx ?? Math.min(Math.max(Math.round(10 * widths) + 1, nxMin), nxMax);
-  if (nx < nxMin || nx > nxMax) throw new InputError('nx', 'nx − 1 must be 5 … 40 intervals per front width, nx ≤ 20001', { min: nxMin, max: nxMax });
+  const nxRange = frontNxRange(length / w, NX_MAX);
+  if (nxRange.min > nxRange.max) throw new InputError('length_m', `5 nodes per front width need more than ${NX_MAX} nodes`, { max: ((NX_MAX - 1) / 5) * w });
+  const nx = p.nx ?? nxRange.fallback;
+  if (nx < nxRange.min || nx > nxRange.max) {
+    throw new InputError('nx', 'nx − 1 must be 5 … 40 intervals per front width, nx ≤ 20001', { min: nxRange.min, max: nxRange.max });
+  }
   const tEnd = p.t_end_s ?? (10 * w) / c;
-  // The front starts at L/4 and moves right at c: it must still be inside [0.1 L, 0.9 L] at t_end.
-  const tMax = (0.65 * length) / c;
-  if (tEnd > tMax) throw new InputError('t_end_s', 'the front would leave [0.1 L, 0.9 L] before t_end', { max: tMax });
+  checkFrontEndTime(tEnd, length, c);
   const inputs: ReactInputs = {
     diffusivity_m2_s: D,
     rate_constant_1_s: k,
@@ -75,7 +65,7 @@ function resolve(raw: unknown): ReactInputs {
     t_end_s: tEnd,
     cfl: p.cfl ?? 0.4,
   };
-  checkWorkLimit('nx', nx * stepCount(inputs), WORK_LIMIT);
+  checkWorkLimit('nx', nx * frontStepCount(inputs), WORK_LIMIT);
   return inputs;
 }
 
@@ -83,7 +73,7 @@ function run(inp: ReactInputs): SolverOutput {
   const { diffusivity_m2_s: D, rate_constant_1_s: k, threshold: a, length_m: L, nx } = inp;
   const { w, c } = frontScales(D, k, a);
   const dx = L / (nx - 1);
-  const steps = stepCount(inp);
+  const steps = frontStepCount(inp);
   const dt = inp.t_end_s / steps;
   const coef = D / (dx * dx);
   const last = nx - 1;
@@ -108,10 +98,7 @@ function run(inp: ReactInputs): SolverOutput {
     if (s + 1 === steps / 2) xHalf = decreasingCrossing(u, 0, dx, 0.5);
   }
   const xEnd = decreasingCrossing(u, 0, dx, 0.5);
-  if (!Number.isFinite(xHalf) || !Number.isFinite(xEnd)) {
-    throw new SolverFailure('react: the u = ½ front was lost (no crossing on the grid)', { x_half_m: xHalf, x_end_m: xEnd });
-  }
-  const speed = (xEnd - xHalf) / (inp.t_end_s / 2);
+  const speed = frontSpeed('react', 'u = ½', xHalf, xEnd, inp.t_end_s);
 
   const cmax = inp.c_max_mol_m3;
   const concentration = new Float64Array(nx);

@@ -2,11 +2,12 @@
 // exact travelling wave with both ends held at that exact solution (time-dependent Dirichlet); central
 // differences + RK4 as in `react`. The K/2 front speed is checked against c = (5/√6)√(Dρ).
 import { z } from 'zod';
-import { InputError, SolverFailure } from './errors.js';
+import { InputError } from './errors.js';
 import type { InputSpec, SolverDef, SolverOutput } from './types.js';
 import { boundProfile, checkWorkLimit, makeCheck, numIn, parseInputs, positive } from './util.js';
 import { Rk4Stepper } from '../numerics/ode.js';
 import { decreasingCrossing } from '../numerics/front.js';
+import { checkFrontEndTime, frontNxRange, frontSpeed, frontStepCount } from './front-common.js';
 
 const WORK_LIMIT = 2e8;
 const SECONDS_PER_YEAR = 365.25 * 86_400;
@@ -36,12 +37,6 @@ function scales(D: number, rho: number): { ell: number; c: number } {
   return { ell: Math.sqrt(D / rho), c: (5 / Math.sqrt(6)) * Math.sqrt(D * rho) };
 }
 
-function stepCount(inp: TumourInputs): number {
-  const dx = inp.length_m / (inp.nx - 1);
-  const dtMax = (inp.cfl * dx * dx) / inp.diffusivity_m2_s;
-  return 2 * Math.max(1, Math.ceil(inp.t_end_s / (2 * dtMax)));
-}
-
 function resolve(raw: unknown): TumourInputs {
   const p = parseInputs(schema, raw);
   const D = p.diffusivity_m2_s ?? 1.5e-11;
@@ -49,14 +44,11 @@ function resolve(raw: unknown): TumourInputs {
   const { ell, c } = scales(D, rho);
   const length = p.length_m ?? 60 * ell;
   if (length < 30 * ell) throw new InputError('length_m', `length must be ≥ 30 ℓ (ℓ = √(D/ρ) = ${ell.toExponential(4)} m)`, { min: 30 * ell });
-  const lengths = length / ell;
-  const nxMin = Math.ceil(5 * lengths) + 1;
-  const nxMax = Math.floor(40 * lengths) + 1;
-  const nx = p.nx ?? Math.round(10 * lengths) + 1;
-  if (nx < nxMin || nx > nxMax) throw new InputError('nx', 'nx − 1 must be 5 … 40 intervals per ℓ', { min: nxMin, max: nxMax });
+  const nxRange = frontNxRange(length / ell);
+  const nx = p.nx ?? nxRange.fallback;
+  if (nx < nxRange.min || nx > nxRange.max) throw new InputError('nx', 'nx − 1 must be 5 … 40 intervals per ℓ', { min: nxRange.min, max: nxRange.max });
   const tEnd = p.t_end_s ?? (10 * ell) / c;
-  const tMax = (0.65 * length) / c; // the front starts at L/4 and must stay left of 0.9 L
-  if (tEnd > tMax) throw new InputError('t_end_s', 'the front would leave [0.1 L, 0.9 L] before t_end', { max: tMax });
+  checkFrontEndTime(tEnd, length, c);
   const inputs: TumourInputs = {
     diffusivity_m2_s: D,
     proliferation_rate_1_s: rho,
@@ -66,7 +58,7 @@ function resolve(raw: unknown): TumourInputs {
     t_end_s: tEnd,
     cfl: p.cfl ?? 0.4,
   };
-  checkWorkLimit('nx', nx * stepCount(inputs), WORK_LIMIT);
+  checkWorkLimit('nx', nx * frontStepCount(inputs), WORK_LIMIT);
   return inputs;
 }
 
@@ -74,7 +66,7 @@ function run(inp: TumourInputs): SolverOutput {
   const { diffusivity_m2_s: D, proliferation_rate_1_s: rho, length_m: L, nx } = inp;
   const { ell, c } = scales(D, rho);
   const dx = L / (nx - 1);
-  const steps = stepCount(inp);
+  const steps = frontStepCount(inp);
   const dt = inp.t_end_s / steps;
   const coef = D / (dx * dx);
   const x0 = L / 4;
@@ -116,10 +108,7 @@ function run(inp: TumourInputs): SolverOutput {
   }
   fill(inp.t_end_s);
   const xEnd = decreasingCrossing(full, 0, dx, 0.5);
-  if (!Number.isFinite(xHalf) || !Number.isFinite(xEnd)) {
-    throw new SolverFailure('tumour: the K/2 front was lost (no crossing on the grid)', { x_half_m: xHalf, x_end_m: xEnd });
-  }
-  const speed = (xEnd - xHalf) / (inp.t_end_s / 2);
+  const speed = frontSpeed('tumour', 'K/2', xHalf, xEnd, inp.t_end_s);
 
   const K = inp.carrying_capacity_cells_m3;
   const density = Float64Array.from(full, (w) => w * K);
