@@ -80,7 +80,14 @@ function num(n: number): string {
   return '' + n;
 }
 
-function ser(value: unknown, seen: Set<object>): string {
+/**
+ * Cycle check: ancestors deeper than CYCLE_DEPTH are tracked in `seen` (created on first need). A cycle repeats
+ * forever, so it always reaches the tracked depth and is refused there, as canonicalize refuses it; shallow
+ * values (every body we sign) pay nothing for it.
+ */
+const CYCLE_DEPTH = 24;
+
+function ser(value: unknown, depth: number, seen: Set<object> | null): string {
   switch (typeof value) {
     case 'string':
       return str(value);
@@ -95,14 +102,17 @@ function ser(value: unknown, seen: Set<object>): string {
       throw new TypeError(`${typeof value} has no canonical JSON form`);
   }
   if (value === null) return 'null';
-  if (seen.has(value)) throw new Error('Circular reference detected');
-  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+  if (depth > CYCLE_DEPTH) {
+    if (seen === null) seen = new Set();
+    else if (seen.has(value)) throw new Error('Circular reference detected');
     seen.add(value);
-    const text = ser((value as { toJSON(): unknown }).toJSON(), seen);
-    seen.delete(value);
+  }
+  const d = depth + 1;
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+    const text = ser((value as { toJSON(): unknown }).toJSON(), d, seen);
+    if (depth > CYCLE_DEPTH) seen!.delete(value);
     return text;
   }
-  seen.add(value);
   let out: string;
   if (Array.isArray(value)) {
     const n = value.length;
@@ -112,7 +122,7 @@ function ser(value: unknown, seen: Set<object>): string {
       for (let i = 0; i < n; i++) {
         const v: unknown = value[i];
         if (i > 0) out += ',';
-        out += v === undefined || typeof v === 'symbol' ? 'null' : ser(v, seen);
+        out += v === undefined || typeof v === 'symbol' ? 'null' : ser(v, d, seen);
       }
       out += ']';
     }
@@ -129,18 +139,18 @@ function ser(value: unknown, seen: Set<object>): string {
       else out += ',';
       out += key(k);
       out += ':';
-      out += ser(v, seen);
+      out += ser(v, d, seen);
     }
     out += '}';
   }
-  seen.delete(value);
+  if (depth > CYCLE_DEPTH) seen!.delete(value);
   return out;
 }
 
 /** RFC 8785 canonical JSON text of a JSON value. Throws on values JSON cannot carry (undefined at top, NaN). */
 export function canonicalJson(value: unknown): string {
   if (value === undefined || typeof value === 'symbol') throw new TypeError('value has no canonical JSON form');
-  return ser(value, new Set());
+  return ser(value, 0, null);
 }
 
 /** Where a member would be inserted into canonical text: offset, and whether a comma goes before or after it. */
@@ -158,14 +168,11 @@ export interface Slot {
  */
 export function canonicalJsonWithSlots(value: Record<string, unknown>, slot: string, nested: string): { text: string; slots: Slot[] } {
   const slots: Slot[] = [];
-  const seen = new Set<object>();
-  const text = objectWithSlot(value, slot, nested, 0, seen, slots);
+  const text = objectWithSlot(value, slot, nested, 0, 0, slots);
   return { text, slots };
 }
 
-function objectWithSlot(obj: Record<string, unknown>, slot: string, nested: string | null, base: number, seen: Set<object>, slots: Slot[]): string {
-  if (seen.has(obj)) throw new Error('Circular reference detected');
-  seen.add(obj);
+function objectWithSlot(obj: Record<string, unknown>, slot: string, nested: string | null, base: number, depth: number, slots: Slot[]): string {
   const keys = sortedKeys(obj);
   let out = '{';
   let members = 0;
@@ -185,16 +192,15 @@ function objectWithSlot(obj: Record<string, unknown>, slot: string, nested: stri
     out += key(k);
     out += ':';
     if (k === nested && v !== null && typeof v === 'object' && !Array.isArray(v) && typeof (v as { toJSON?: unknown }).toJSON !== 'function') {
-      out += objectWithSlot(v as Record<string, unknown>, slot, null, base + out.length, seen, slots);
+      out += objectWithSlot(v as Record<string, unknown>, slot, null, base + out.length, depth + 1, slots);
     } else {
-      out += ser(v, seen);
+      out += ser(v, depth + 1, null);
     }
     members++;
   }
   // After every member: `,"slot":…` before the closing brace (no comma in an empty object).
   if (!placed) mine = { offset: base + out.length, commaBefore: members > 0, commaAfter: false };
   out += '}';
-  seen.delete(obj);
   slots.unshift(mine!);
   return out;
 }
