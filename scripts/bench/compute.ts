@@ -1,5 +1,7 @@
 // HTTP throughput of sealed computes vs a bare Koa JSON route, in the same run (autocannon, 50 connections, 10 s).
-// Line 1: sealing with buffered writes; line 2: durable (fsync) writes. Each line is one JSON object.
+// Line 1: sealing with buffered writes; line 2: durable (fsync) writes; line 3: the same sealed compute in process
+// (no HTTP, durable writes, 50 at a time), which separates the cost of sealing from the cost of the HTTP layer.
+// Each line is one JSON object.
 // Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -7,6 +9,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import pino from 'pino';
+import { loadConfig } from '../../src/config/load.js';
+import { resolveCaller } from '../../src/http/auth.js';
+import { SvcNode } from '../../src/node.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string, def: number): number => {
@@ -119,3 +125,52 @@ console.log(
     durationS: duration,
   }),
 );
+
+/** Sealed computes through ComputeService.compute in this process, `connections` at a time, durable writes. */
+async function runInProcess(): Promise<Record<string, unknown>> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
+  const config = loadConfig({ env: {}, overrides: { port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', syncWrites: true } });
+  const node = await new SvcNode(config, { logger: pino({ level: 'silent' }), initialCredits: 100_000_000 }).start();
+  try {
+    const digest = createHash('sha256').update(`bench in-process ${Date.now()}`).digest('hex');
+    const reg = await fetch(`${node.url}/api/svc-auth/register-v3`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ equation_sha256: digest }) });
+    const key = ((await reg.json()) as { admin_key: string }).admin_key;
+    const ctx = { get: (h: string) => (h === 'authorization' ? `Bearer ${key}` : ''), query: {}, ip: '127.0.0.1' } as unknown as Parameters<typeof resolveCaller>[0];
+    const deps = { identity: node.identity, chain: node.chain };
+    const run = async (ms: number): Promise<number> => {
+      const end = performance.now() + ms;
+      let done = 0;
+      const worker = async () => {
+        while (performance.now() < end) {
+          const caller = await resolveCaller(ctx, deps, true);
+          await node.compute.compute(caller, JSON.parse(computeBody));
+          done++;
+        }
+      };
+      await Promise.all(Array.from({ length: connections }, worker));
+      return done;
+    };
+    await run(2000);
+    const before = { ...node.store.stats };
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    const n = await run(duration * 1000);
+    const seconds = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    const batches = node.store.stats.batches - before.batches;
+    return {
+      inProcessSealedPerSec: Math.round(n / seconds),
+      cpuUsPerSeal: Math.round((cpu.user + cpu.system) / n),
+      storeOpsPerSeal: Math.round(((node.store.stats.ops - before.ops) / n) * 10) / 10,
+      sealsPerBatch: Math.round((n / batches) * 10) / 10,
+      syncWrites: true,
+      concurrency: connections,
+      durationS: duration,
+    };
+  } finally {
+    await node.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+console.log(JSON.stringify(await runInProcess()));
