@@ -4,7 +4,8 @@
 // cycles), plus the RFC 8785 appendix examples.
 import { describe, expect, it } from 'vitest';
 import canonicalizeImpl from 'canonicalize';
-import { canonicalJson, canonicalJsonWithSlots, insertAtSlots } from '../../src/kernel/canonical.js';
+import { createHash } from 'node:crypto';
+import { canonicalJson, canonicalJsonWithSlots, insertAtSlots, sha256Hex } from '../../src/kernel/canonical.js';
 
 const oracle = canonicalizeImpl as unknown as (value: unknown) => string | undefined;
 
@@ -194,5 +195,15 @@ describe('canonicalJsonWithSlots', () => {
     }
     expect(() => canonicalJsonWithSlots({ svcProof: 'x' }, 'svcProof', 'cko')).toThrow();
     expect(() => canonicalJsonWithSlots({ cko: { svcProof: 'x' } }, 'svcProof', 'cko')).toThrow();
+  });
+});
+
+describe('sha256Hex', () => {
+  it('is SHA-256 of the UTF-8 bytes of a string, or of the bytes given', () => {
+    for (const v of ['', 'abc', 'é·∘→π 😀', '{"a":1}'.repeat(500)]) {
+      expect(sha256Hex(v)).toBe(createHash('sha256').update(v, 'utf8').digest('hex'));
+      expect(sha256Hex(Buffer.from(v))).toBe(sha256Hex(v));
+    }
+    expect(sha256Hex('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
   });
 });
