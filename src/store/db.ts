@@ -43,7 +43,10 @@ export class Store {
   static async open(dir: string, options: StoreOptions = { sync: true }): Promise<Store> {
     // Every record lives in a sublevel with its own value encoding; the root's utf8 encoding is what `flush`
     // writes through (keys prefixed and values encoded here, so abstract-level's per-op work stays monomorphic).
-    const db = new Level<string, Json>(dir, { valueEncoding: 'utf8' });
+    // A 16 MiB write buffer (LevelDB's default is 4 MiB): 4× fewer memtable flushes and level-0 files to compact
+    // under sustained sealing (~4.5 KB per seal); measured ~10 % less CPU per seal, all threads. Memory: two
+    // memtables at most (active + flushing).
+    const db = new Level<string, Json>(dir, { valueEncoding: 'utf8', writeBufferSize: 16 * 1024 * 1024 });
     await db.open();
     return new Store(db, options);
   }
