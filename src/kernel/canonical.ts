@@ -22,14 +22,14 @@ function str(s: string): string {
   return '"' + s + '"';
 }
 
-/** Quoted forms of object keys seen before (keys repeat from body to body); bounded. */
+/** `"key":` of object keys seen before (keys repeat from body to body); bounded. */
 const quotedKeys = new Map<string, string>();
 const QUOTED_KEYS_MAX = 4096;
 
 function key(k: string): string {
   let q = quotedKeys.get(k);
   if (q === undefined) {
-    q = str(k);
+    q = str(k) + ':';
     if (quotedKeys.size < QUOTED_KEYS_MAX) quotedKeys.set(k, q);
   }
   return q;
@@ -138,7 +138,6 @@ function ser(value: unknown, depth: number, seen: Set<object> | null): string {
       if (first) first = false;
       else out += ',';
       out += key(k);
-      out += ':';
       out += ser(v, d, seen);
     }
     out += '}';
@@ -190,7 +189,6 @@ function objectWithSlot(obj: Record<string, unknown>, slot: string, nested: stri
       placed = true;
     }
     out += key(k);
-    out += ':';
     if (k === nested && v !== null && typeof v === 'object' && !Array.isArray(v) && typeof (v as { toJSON?: unknown }).toJSON !== 'function') {
       out += objectWithSlot(v as Record<string, unknown>, slot, null, base + out.length, depth + 1, slots);
     } else {
