@@ -72,13 +72,17 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     not_here: NOT_HERE,
   });
 
+  // Trace ids: a random per-process prefix and a counter — unique, cheap, and not a secret.
+  const tracePrefix = `tr_${randomBytes(4).toString('hex')}`;
+  let traceCounter = 0;
+  const debug = s.logger.isLevelEnabled('debug');
   app.use(async (ctx, next) => {
-    const traceId = `tr_${randomBytes(8).toString('hex')}`;
+    const traceId = `${tracePrefix}${(traceCounter++).toString(16).padStart(8, '0')}`;
     ctx.state.traceId = traceId;
     ctx.set('X-Trace-Id', traceId);
     await next();
     if (ctx.status >= 400) s.logger.info({ trace_id: traceId, method: ctx.method, path: ctx.path, status: ctx.status }, 'request failed');
-    else s.logger.debug({ trace_id: traceId, method: ctx.method, path: ctx.path, status: ctx.status }, 'request');
+    else if (debug) s.logger.debug({ trace_id: traceId, method: ctx.method, path: ctx.path, status: ctx.status }, 'request');
   });
   app.use(errorMiddleware(s.logger));
   app.use(
