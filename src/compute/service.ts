@@ -222,17 +222,7 @@ export class ComputeService {
       functional_equation: null,
       spectral_propagator: null,
       protocol,
-      R_t,
-      phase: stamp.phase,
-      svcond: stamp.svcond,
-      unix_ns: stamp.unix_ns,
-      precisionBound: PRECISION_BOUND,
-      result_digest: resultDigest,
-      node: this.deps.nodeId(),
-      kernel_version: this.deps.kernelVersion,
-      cko: { operatorChain: chain.operators, masterSum, R_t, phase: stamp.phase, svcond: stamp.svcond, precisionBound: PRECISION_BOUND, metric_shift: shift },
-      svcond_receipt: tickReceipt(this.deps.receiptKey, { svcond: stamp.svcond, phase: stamp.phase, R_t, value: chain.value, unit: chain.unit, result_digest: resultDigest, fields: stateFields(chain.value, chain.unit) }),
-      svcond_averaged: { value: average, unit: chain.unit, samples: 64, method: 'trapezoid of R(t)·S over one tick', standard_value: chain.value },
+      ...this.stampedFields({ stamp, R_t, resultDigest, shift, operatorChain: chain.operators, masterSum, value: chain.value, unit: chain.unit, fields: stateFields(chain.value, chain.unit), average }),
     };
   }
 
@@ -343,17 +333,36 @@ export class ComputeService {
       functional_equation: terms ? terms.functional_equation : null,
       spectral_propagator: terms ? terms.spectral_propagator : null,
       protocol,
+      ...this.stampedFields({ stamp, R_t, resultDigest, shift, operatorChain, masterSum, value: out.value, unit: out.unit, fields: stateFields(out.value, out.unit, out.receipt_fields), average: tickAverage(out.value, this.deps.phi0) }),
+    };
+  }
+
+  /** The stamp, CKO (rule 9) and tick receipts every sealed result carries (spec 2.2). */
+  private stampedFields(a: {
+    stamp: TickStamp;
+    R_t: number;
+    resultDigest: string;
+    shift: ReturnType<typeof metricShift>;
+    operatorChain: string[];
+    masterSum: unknown;
+    value: number;
+    unit: string;
+    fields: ReturnType<typeof stateFields>;
+    average: number;
+  }): Record<string, unknown> {
+    const { stamp, R_t } = a;
+    return {
       R_t,
       phase: stamp.phase,
       svcond: stamp.svcond,
       unix_ns: stamp.unix_ns,
       precisionBound: PRECISION_BOUND,
-      result_digest: resultDigest,
+      result_digest: a.resultDigest,
       node: this.deps.nodeId(),
       kernel_version: this.deps.kernelVersion,
-      cko: { operatorChain, masterSum, R_t, phase: stamp.phase, svcond: stamp.svcond, precisionBound: PRECISION_BOUND, metric_shift: shift },
-      svcond_receipt: tickReceipt(this.deps.receiptKey, { svcond: stamp.svcond, phase: stamp.phase, R_t, value: out.value, unit: out.unit, result_digest: resultDigest, fields: stateFields(out.value, out.unit, out.receipt_fields) }),
-      svcond_averaged: { value: tickAverage(out.value, this.deps.phi0), unit: out.unit, samples: 64, method: 'trapezoid of R(t)·S over one tick', standard_value: out.value },
+      cko: { operatorChain: a.operatorChain, masterSum: a.masterSum, R_t, phase: stamp.phase, svcond: stamp.svcond, precisionBound: PRECISION_BOUND, metric_shift: a.shift },
+      svcond_receipt: tickReceipt(this.deps.receiptKey, { svcond: stamp.svcond, phase: stamp.phase, R_t, value: a.value, unit: a.unit, result_digest: a.resultDigest, fields: a.fields }),
+      svcond_averaged: { value: a.average, unit: a.unit, samples: 64, method: 'trapezoid of R(t)·S over one tick', standard_value: a.value },
     };
   }
 

@@ -165,6 +165,9 @@ export class IdentityService {
    */
   async applyAssertion(a: unknown, sender: string): Promise<boolean> {
     if (!isAssertion(a) || a.key.home !== sender || sender === this.deps.nodeId()) return false;
+    // A node may speak only for identities homed at itself: a key for a zid known here with another home is refused.
+    const known = await this.getIdentity(a.key.zid!);
+    if (known && known.home !== sender) return false;
     const existing = this.keyCache.get(a.digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, a.digest));
     if (existing && existing.home === this.deps.nodeId()) return false;
     if (existing && existing.revoked_unix_ms !== null && a.key.revoked_unix_ms === null) return false;

@@ -93,6 +93,22 @@ describe('any-node API', () => {
     expect(who.status).toBe(200);
   });
 
+  it('a node cannot assert keys for an identity homed elsewhere', async () => {
+    const id = await zkIdentity(a.url, 'victim');
+    await waitFor(async () => (await call(b.url, 'GET', `/api/mesh/identity/${id.zid}`)).body.verified, 'identity stub on B');
+    const forgedKey = `sk_${'F'.repeat(32)}`;
+    const now = Date.now();
+    const forged = {
+      digest: keyDigest(forgedKey),
+      key: { key_id: 'sk_forged', kind: 'sk', zid: id.zid, slug: null, plan: 'standard', created_unix_ms: now, expires_unix_ms: null, revoked_unix_ms: null, home: c.node.nodeId },
+      identity: { zid: id.zid, home: c.node.nodeId, default_machine: null },
+    };
+    expect(await b.node.identity.applyAssertion(forged, c.node.nodeId)).toBe(false);
+    // Claiming to be A does not help either: the signer must be the home.
+    expect(await b.node.identity.applyAssertion({ ...forged, key: { ...forged.key, home: a.node.nodeId } }, c.node.nodeId)).toBe(false);
+    expectError(await call(b.url, 'GET', '/api/auth/whoami', undefined, bearer(forgedKey)), 401, 'SVC_INVALID_KEY');
+  });
+
   it('a revocation on A reaches B', async () => {
     const id = await zkIdentity(a.url, 'revoke-me');
     await waitFor(async () => (await call(b.url, 'GET', '/api/auth/whoami', undefined, bearer(id.key))).status === 200, 'key on B');
