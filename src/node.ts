@@ -18,6 +18,7 @@ import { DemoKeys } from './identity/demo.js';
 import { Ledger } from './tally/ledger.js';
 import { QuotaService } from './tally/quota.js';
 import { ComputeService } from './compute/service.js';
+import { InlineExecutor, WorkerPoolExecutor, type SolverExecutor } from './compute/executor.js';
 import { defaultRegistry, type SolverRegistry } from './solvers/registry.js';
 import { createApp } from './http/app.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './mesh/identity.js';
@@ -83,6 +84,7 @@ export class SvcNode {
   nodeIdentity!: NodeIdentity;
   receiptKey!: Buffer;
   mesh!: MeshService;
+  private executor: SolverExecutor | null = null;
   private server: Server | null = null;
   private readonly options: NodeOptions;
   url = '';
@@ -117,9 +119,13 @@ export class SvcNode {
       freeDailyComputations: config.limits.freeDailyComputations,
       enforceDailyQuota: config.limits.enforceDailyQuota,
     });
+    const registry = this.options.registry ?? defaultRegistry();
+    // An injected registry (tests) holds functions a worker cannot receive: run it inline.
+    this.executor = this.options.registry || config.solverThreads === 0 ? new InlineExecutor(registry) : new WorkerPoolExecutor(config.solverThreads, config.limits.tier);
     this.compute = new ComputeService({
       clock: this.clock,
-      registry: this.options.registry ?? defaultRegistry(),
+      registry,
+      executor: this.executor,
       ledger: this.ledger,
       quota: this.quota,
       receiptKey: this.receiptKey,
@@ -223,6 +229,7 @@ export class SvcNode {
       });
     }
     if (this.mesh) await this.mesh.stop();
+    if (this.executor) await this.executor.close();
     if (this.store) await this.store.close();
     this.logger.info({ node: this.nodeIdentity?.nodeId }, 'stopped');
   }

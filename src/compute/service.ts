@@ -16,6 +16,7 @@ import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
 import { routeQuery, splitConstants } from '../solvers/auto.js';
 import type { Caller, Ledger, SealContext } from '../tally/ledger.js';
+import { timeoutError, type SolverExecutor } from './executor.js';
 import type { QuotaService } from '../tally/quota.js';
 
 export const COST = { computePerOperator: 1, solver: 10, auto: 10 } as const;
@@ -26,6 +27,8 @@ export interface ComputeDeps {
   registry: SolverRegistry;
   ledger: Ledger;
   quota: QuotaService;
+  /** Where solver runs execute (worker threads in a running node). */
+  executor: SolverExecutor;
   receiptKey: Buffer;
   proveKey: Buffer;
   phi0: number;
@@ -69,13 +72,7 @@ export class ComputeService {
   private assertInTime(startNs: bigint, endNs: bigint): void {
     const elapsed = Number(endNs - startNs) / 1e9;
     const limit = this.timeLimit();
-    if (elapsed > limit) {
-      throw new ServiceError(500, 'SVC_TIMEOUT', `computation took ${elapsed.toFixed(3)} s, over the ${limit} s limit of the ${this.deps.tier} tier`, {
-        time_limit_seconds: limit,
-        elapsed_seconds: Math.round(elapsed * 1000) / 1000,
-        suggestion: 'reduce the problem size (grid points, steps) or use a higher tier',
-      });
-    }
+    if (elapsed > limit) throw timeoutError(limit, elapsed, this.deps.tier);
   }
 
   /** Common tail: quota slot, balance, seal. `core` is everything but the stamp-dependent parts. */
@@ -85,6 +82,8 @@ export class ComputeService {
     cost: number;
     startNs: bigint;
     reservation: { names: string[]; release(): void };
+    /** Check the elapsed time against the tier limit here (false when the executor already enforced it). */
+    checkTime: boolean;
     digestCore: Record<string, unknown>;
     build: (stamp: TickStamp, R_t: number, resultId: string, resultDigest: string, shift: ReturnType<typeof metricShift>) => Record<string, unknown>;
   }): Promise<Sealed> {
@@ -92,7 +91,7 @@ export class ComputeService {
     try {
       await this.deps.ledger.prepare(caller);
       const endNs = this.deps.clock.nowNs();
-      this.assertInTime(args.startNs, endNs);
+      if (args.checkTime) this.assertInTime(args.startNs, endNs);
       const stamp = stampAt(endNs);
       const startStamp = stampAt(args.startNs);
       const shift = metricShift(startStamp.phase, elapsedTicks(args.startNs, endNs), this.deps.phi0);
@@ -157,6 +156,7 @@ export class ComputeService {
       cost,
       startNs,
       reservation,
+      checkTime: true,
       digestCore,
       build: (stamp, R_t, resultId, resultDigest, shift) => {
         const gate = gateClosedForm(values, preview.value, R_t, this.deps.phi0);
@@ -248,7 +248,7 @@ export class ComputeService {
     let out: SolverOutput;
     try {
       await this.deps.ledger.assertCanPay(caller, cost);
-      out = solver.run(inputs, state);
+      out = await this.deps.executor.run(solver.id, inputs, state, this.timeLimit());
     } catch (err) {
       reservation.release();
       throw err;
@@ -268,6 +268,7 @@ export class ComputeService {
       cost,
       startNs,
       reservation,
+      checkTime: !this.deps.executor.enforcesTimeLimit,
       digestCore,
       build: (stamp, R_t, resultId, resultDigest, shift) => this.solverBody(solver, plainInputs, plainOut, outputs, stamp, R_t, resultId, resultDigest, shift, verdict.rel_error, extra),
     });

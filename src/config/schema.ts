@@ -11,6 +11,8 @@ export const configSchema = z
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     /** fsync every batch. */
     syncWrites: z.boolean(),
+    /** Worker threads for solver runs (0 = run on the main thread). */
+    solverThreads: z.number().int().min(0).max(64),
     /** URL other nodes use to reach this node's HTTP API; defaults to http://host:port. */
     publicUrl: z.string().url().nullable(),
     kernel: z

@@ -299,6 +299,33 @@ describe('errors at the edges', () => {
   });
 });
 
+describe('solver runs on worker threads', () => {
+  it('a long run neither blocks the API nor outlives the time limit: the worker is ended and replaced', async () => {
+    const node = await startTestNode({}, { timeLimitSeconds: 0.4, initialCredits: 1000 });
+    try {
+      const id = await zkIdentity(node.url, 'workers');
+      // A gauge run near its work limit takes seconds; the limit is 0.4 s.
+      const started = Date.now();
+      const long = call(node.url, 'POST', '/api/svc/gauge', { L: 24, max_sweeps: 50000, target_rel_error: 1e-5 }, bearer(id.key));
+      await new Promise((r) => setTimeout(r, 100));
+      const t0 = Date.now();
+      const health = await call(node.url, 'GET', '/api/health');
+      expect(health.status).toBe(200);
+      expect(Date.now() - t0).toBeLessThan(300);
+      const e = expectError(await long, 500, 'SVC_TIMEOUT');
+      expect(e.time_limit_seconds).toBe(0.4);
+      expect(e.elapsed_seconds).toBeGreaterThanOrEqual(0.39);
+      expect(Date.now() - started).toBeLessThan(3000);
+      // The replacement worker serves the next run.
+      const next = await call(node.url, 'POST', '/api/svc/zeta', {}, bearer(id.key));
+      expect(next.status, next.text).toBe(200);
+      expect(next.body.value).toBeCloseTo(14.134725141734693, 9);
+    } finally {
+      await node.destroy();
+    }
+  });
+});
+
 describe('identity of the caller', () => {
   it('the zid of the suite is a 32-hex zid', () => {
     expect(zid).toMatch(/^zid_[0-9a-f]{32}$/);
