@@ -1,5 +1,15 @@
 // The node's configuration, validated with zod. Layers: config/default.json < --config FILE < SVC_* env < CLI flags.
 import { z } from 'zod';
+import { multiaddr } from '@multiformats/multiaddr';
+
+function isMultiaddr(text: string): boolean {
+  try {
+    multiaddr(text);
+    return text.startsWith('/');
+  } catch {
+    return false;
+  }
+}
 
 export const configSchema = z
   .object({
@@ -36,7 +46,7 @@ export const configSchema = z
     mesh: z
       .object({
         p2pPort: z.number().int().min(0).max(65535),
-        bootstrap: z.array(z.string().min(1)),
+        bootstrap: z.array(z.string().min(1).refine(isMultiaddr, 'each bootstrap peer must be a multiaddr such as /ip4/127.0.0.1/tcp/4001/p2p/<peer id>')),
         secret: z.string().min(16).nullable(),
         tickEvery: z.number().int().min(1).max(1000),
       })

@@ -65,6 +65,9 @@ describe('svc-node start', () => {
     expect(bad.status).toBe(2);
     expect(bad.stderr.trim().split('\n')).toHaveLength(1);
     expect(bad.stderr).toMatch(/SVC_PORT must be an integer/);
+    const badPeer = run(['start'], { SVC_BOOTSTRAP: 'not-a-multiaddr', SVC_PORT: '0' });
+    expect(badPeer.status).toBe(2);
+    expect(badPeer.stderr).toMatch(/mesh\.bootstrap\.0: each bootstrap peer must be a multiaddr/);
     const dir = await tempDir();
     await writeFile(join(dir, 'c.json'), '{"port": 99999}');
     const range = run(['start', '--config', join(dir, 'c.json')]);
