@@ -59,9 +59,13 @@ configFlags(program.command('start').description('run a node')).action(async (op
   try {
     await node.start();
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
+    const e = err as NodeJS.ErrnoException & { cause?: { code?: string } };
     if (e.code === 'EADDRINUSE' || e.code === 'EACCES' || e.code === 'EADDRNOTAVAIL') fail(`cannot listen on ${config.host}:${config.port}: ${e.code}`);
-    if (/LOCK|lock/.test(e.message ?? '')) fail(`data dir ${config.dataDir} is in use by another node`);
+    if (e.cause?.code === 'LEVEL_LOCKED' || e.code === 'LEVEL_LOCKED') fail(`data dir ${config.dataDir} is in use by another node`);
+    if (e.name === 'UnsupportedListenAddressesError') {
+      const why = /EADDRINUSE|EACCES|EADDRNOTAVAIL/.exec(e.message)?.[0] ?? 'listen failed';
+      fail(`cannot listen for libp2p on ${config.host}:${config.mesh.p2pPort}: ${why}`);
+    }
     throw err;
   }
   let stopping = false;

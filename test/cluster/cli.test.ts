@@ -83,6 +83,10 @@ describe('svc-node start', () => {
     const id = await zkIdentity(listening.url, 'cli');
     const r = await call(listening.url, 'POST', '/api/svc/heat', {}, { authorization: `Bearer ${id.key}` });
     expect(r.status).toBe(200);
+    // A second node on the same data dir is refused with one line and exit 2 (LevelDB's lock).
+    const second = run(['start', '--port', '0', '--data-dir', dir]);
+    expect(second.status).toBe(2);
+    expect(second.stderr.trim()).toBe(`svc-node: data dir ${dir} is in use by another node`);
     child.kill('SIGTERM');
     expect(await exitOf(child)).toBe(0);
 
