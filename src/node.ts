@@ -28,6 +28,7 @@ import { IDENTITY_ASSERT } from './http/routes/mesh.js';
 import { stampAt } from './kernel/clock.js';
 
 const KEY_LOOKUP_TIMEOUT_MS = 2000;
+export const RESULT_SEALED = 'result.sealed';
 const MAX_ASSERTION_SKEW_TICKS = 120;
 
 export const RECEIPT_SECRET_FILE = 'receipt-secret';
@@ -135,6 +136,8 @@ export class SvcNode {
       tier: config.limits.tier,
       timeLimitSeconds: this.options.timeLimitSeconds,
       nodeId,
+      // After the batch is durable (never before): announce the result to the mesh.
+      onSealed: (body) => this.announceSealed(body),
     });
     const demoKeys = new DemoKeys(this.store, this.identity);
     const meshOptions: MeshServiceOptions = {
@@ -216,6 +219,22 @@ export class SvcNode {
       );
       return answers.find((a) => a !== null) ?? null;
     });
+  }
+
+  /** A compact signed announcement of a sealed result on svc/events/1 (what re-execution will key on). */
+  private announceSealed(body: Record<string, unknown>): void {
+    if (!this.mesh?.enabled) return;
+    const announcement = {
+      result_id: body.result_id,
+      result_digest: body.result_digest,
+      kind: body.kind,
+      solver: body.solver ?? null,
+      operators: body.operators ?? null,
+      svcond: body.svcond,
+      value: body.value,
+      unit: body.unit,
+    };
+    void this.mesh.publish(RESULT_SEALED, announcement, TOPICS.events).catch((err: unknown) => this.logger.warn({ err: String(err) }, 'sealed-result announcement not published'));
   }
 
   /** Stop accepting, finish in-flight requests, leave the mesh, close LevelDB. */

@@ -78,6 +78,11 @@ describe('any-node API', () => {
     const list = await call(c.url, 'GET', `/api/tally/envelopes/${id.zid}`, undefined, bearer(id.key));
     expect(list.body.total).toBe(1);
     expect(list.body.items[0].token_id).toBe(r.body.envelope.token_id);
+    // The home announced the sealed result to the mesh once it was durable.
+    await waitFor(async () => {
+      const ev = await call(c.url, 'GET', '/api/mesh/events?limit=200');
+      return ev.body.events.find((e: { event: { type: string; sender: string; body: { result_id: string } } }) => e.event.type === 'result.sealed' && e.event.body.result_id === r.body.result_id && e.event.sender === a.node.nodeId);
+    }, 'result.sealed on C');
     // Any node verifies any node's receipt (shared receipt secret).
     expect((await call(c.url, 'POST', '/api/svc/verify', r.body, bearer(id.key))).body.valid).toBe(true);
   });
