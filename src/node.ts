@@ -112,6 +112,7 @@ export class SvcNode {
     await this.counters.load();
     const nodeId = () => this.nodeIdentity.nodeId;
     this.chain = new ChainService(this.store);
+    await this.chain.loadHeads();
     this.identity = new IdentityService({ store: this.store, clock: this.clock, chain: this.chain, nodeId, kernelVersion: config.kernel.version, saltSecret: deriveKey(secret, 'SALT') });
     this.ledger = new Ledger(this.store, this.counters, this.chain, { initialCredits: this.options.initialCredits ?? config.limits.initialCredits });
     this.quota = new QuotaService(this.counters, {

@@ -74,6 +74,21 @@ export class ChainService {
   }
 
   /** Make sure the head is cached, so appendOps can run synchronously. */
+  /** Load the head of every machine (at start), so headsDigest() covers all chains, not just those touched since. */
+  async loadHeads(): Promise<number> {
+    const it = this.machines.keys();
+    let n = 0;
+    try {
+      for await (const slug of it) {
+        await this.head(slug as string);
+        n++;
+      }
+    } finally {
+      await it.close();
+    }
+    return n;
+  }
+
   async prepare(slug: string): Promise<void> {
     await this.head(slug);
   }
