@@ -29,7 +29,10 @@ function startLines(args: string[], env: Record<string, string>, done: (lines: R
     const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     const lines: Record<string, any>[] = [];
     let buf = '';
-    const timer = setTimeout(() => reject(new Error(`timed out; got ${lines.length} lines`)), 45_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL'); // never leave a node behind
+      reject(new Error(`timed out; got ${lines.length} lines`));
+    }, 45_000);
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
       let nl: number;
@@ -78,16 +81,20 @@ describe('svc-node start', () => {
   it('logs {"msg":"listening","url"} when ready, serves, and exits 0 on SIGTERM; verify and keys work offline', async () => {
     const dir = await tempDir();
     const { child, lines } = await startLines(['start', '--port', '0', '--data-dir', dir], { SVC_LOG_LEVEL: 'info' }, (ls) => ls.some((l) => l.msg === 'listening'));
-    const listening = lines.find((l) => l.msg === 'listening')!;
-    expect(listening.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    const id = await zkIdentity(listening.url, 'cli');
-    const r = await call(listening.url, 'POST', '/api/svc/heat', {}, { authorization: `Bearer ${id.key}` });
-    expect(r.status).toBe(200);
-    // A second node on the same data dir is refused with one line and exit 2 (LevelDB's lock).
-    const second = run(['start', '--port', '0', '--data-dir', dir]);
-    expect(second.status).toBe(2);
-    expect(second.stderr.trim()).toBe(`svc-node: data dir ${dir} is in use by another node`);
-    child.kill('SIGTERM');
+    let r: Awaited<ReturnType<typeof call>>;
+    try {
+      const listening = lines.find((l) => l.msg === 'listening')!;
+      expect(listening.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const id = await zkIdentity(listening.url, 'cli');
+      r = await call(listening.url, 'POST', '/api/svc/heat', {}, { authorization: `Bearer ${id.key}` });
+      expect(r.status).toBe(200);
+      // A second node on the same data dir is refused with one line and exit 2 (LevelDB's lock).
+      const second = run(['start', '--port', '0', '--data-dir', dir]);
+      expect(second.status).toBe(2);
+      expect(second.stderr.trim()).toBe(`svc-node: data dir ${dir} is in use by another node`);
+    } finally {
+      child.kill('SIGTERM');
+    }
     expect(await exitOf(child)).toBe(0);
 
     const file = join(dir, 'result.json');
