@@ -62,17 +62,7 @@ export function fftStrided(plan: FftPlan, re: Float64Array, im: Float64Array, of
       const wi = sign * sin[k * tableStep]!;
       for (let start = 0; start < n; start += size) {
         const a = offset + (start + k) * stride;
-        const b = a + half * stride;
-        const br = re[b]!;
-        const bi = im[b]!;
-        const tr = wr * br - wi * bi;
-        const ti = wr * bi + wi * br;
-        const ar = re[a]!;
-        const ai = im[a]!;
-        re[b] = ar - tr;
-        im[b] = ai - ti;
-        re[a] = ar + tr;
-        im[a] = ai + ti;
+        butterfly(re, im, a, a + half * stride, wr, wi);
       }
     }
   }
@@ -112,6 +102,30 @@ export function derivativeWavenumbers(n: number, length: number): Float64Array {
   const k = new Float64Array(n);
   for (let i = 0; i < n; i++) k[i] = n > 1 && idx[i] === -n / 2 ? 0 : (2 * Math.PI * idx[i]!) / length;
   return k;
+}
+
+/**
+ * Row-major (j·nx + i) derivative wavenumbers of a doubly periodic nx × ny grid of size lx × ly, and the 2/3-rule
+ * de-aliasing mask (1 where 3|i| < nx and 3|j| < ny in signed FFT indices, else 0).
+ */
+export function spectralGrid(nx: number, ny: number, lx: number, ly: number): { kx: Float64Array; ky: Float64Array; mask: Float64Array } {
+  const kxd = derivativeWavenumbers(nx, lx);
+  const kyd = derivativeWavenumbers(ny, ly);
+  const ix = fftIndices(nx);
+  const iy = fftIndices(ny);
+  const size = nx * ny;
+  const kx = new Float64Array(size);
+  const ky = new Float64Array(size);
+  const mask = new Float64Array(size);
+  for (let j = 0; j < ny; j++) {
+    for (let i = 0; i < nx; i++) {
+      const q = j * nx + i;
+      kx[q] = kxd[i]!;
+      ky[q] = kyd[j]!;
+      mask[q] = 3 * Math.abs(ix[i]!) < nx && 3 * Math.abs(iy[j]!) < ny ? 1 : 0;
+    }
+  }
+  return { kx, ky, mask };
 }
 
 /**

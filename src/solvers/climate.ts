@@ -6,7 +6,7 @@
 // The momentum advection is written in the vector-invariant form u·∇u = ∇(|u|²/2) + ζ ẑ×u (ζ = v_x − u_y), identical
 // to u·∇u in the continuum and needing five FFTs per right-hand side instead of six.
 import { z } from 'zod';
-import { Fft2d, derivativeWavenumbers, fftIndices } from '../numerics/fft.js';
+import { Fft2d, spectralGrid } from '../numerics/fft.js';
 import { InputError, SolverFailure } from './errors.js';
 import type { InputSpec, SolverDef, SolverOutput } from './types.js';
 import { boundField, checkWorkLimit, makeCheck, numIn, parseInputs, strideIndices } from './util.js';
@@ -129,21 +129,7 @@ class ShallowWaterModel {
     const size = nx * ny;
     this.size = size;
     this.mirror = this.fft.mirrorIndex;
-    const kxd = derivativeWavenumbers(nx, lx);
-    const kyd = derivativeWavenumbers(ny, ly);
-    const ix = fftIndices(nx);
-    const iy = fftIndices(ny);
-    this.kx = new Float64Array(size);
-    this.ky = new Float64Array(size);
-    this.mask = new Float64Array(size);
-    for (let j = 0; j < ny; j++) {
-      for (let i = 0; i < nx; i++) {
-        const q = j * nx + i;
-        this.kx[q] = kxd[i]!;
-        this.ky[q] = kyd[j]!;
-        this.mask[q] = 3 * Math.abs(ix[i]!) < nx && 3 * Math.abs(iy[j]!) < ny ? 1 : 0;
-      }
-    }
+    ({ kx: this.kx, ky: this.ky, mask: this.mask } = spectralGrid(nx, ny, lx, ly));
     const inBand: number[] = [];
     for (let q = 0; q < size; q++) if (this.mask[q] === 1) inBand.push(q);
     this.band = Uint32Array.from(inBand);

@@ -3,7 +3,7 @@
 // de-aliasing of the advection product, classical RK4. Start: the Taylor–Green vortex, whose amplitude decays as
 // U0 e^(−2νk²t) exactly — the check.
 import { z } from 'zod';
-import { Fft2d, derivativeWavenumbers, fftIndices } from '../numerics/fft.js';
+import { Fft2d, fftIndices, spectralGrid } from '../numerics/fft.js';
 import { InputError, SolverFailure } from './errors.js';
 import type { InputSpec, SolverDef, SolverOutput } from './types.js';
 import { boundField, checkWorkLimit, makeCheck, numIn, parseInputs, positive, strideIndices } from './util.js';
@@ -76,24 +76,18 @@ class VorticityModel {
     this.n = n;
     this.fft = new Fft2d(n, n);
     const size = n * n;
-    const kd = derivativeWavenumbers(n, length);
     const idx = fftIndices(n);
-    this.kx = new Float64Array(size);
-    this.ky = new Float64Array(size);
+    ({ kx: this.kx, ky: this.ky, mask: this.mask } = spectralGrid(n, n, length, length));
     this.k2 = new Float64Array(size);
     this.invK2 = new Float64Array(size);
-    this.mask = new Float64Array(size);
     for (let j = 0; j < n; j++) {
       for (let i = 0; i < n; i++) {
         const q = j * n + i;
-        this.kx[q] = kd[i]!;
-        this.ky[q] = kd[j]!;
         const kxFull = (2 * Math.PI * idx[i]!) / length;
         const kyFull = (2 * Math.PI * idx[j]!) / length;
         const k2 = kxFull * kxFull + kyFull * kyFull;
         this.k2[q] = k2;
         this.invK2[q] = q === 0 ? 0 : 1 / k2;
-        this.mask[q] = 3 * Math.abs(idx[i]!) < n && 3 * Math.abs(idx[j]!) < n ? 1 : 0;
       }
     }
     this.zr = new Float64Array(size);
