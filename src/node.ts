@@ -120,7 +120,8 @@ export class SvcNode {
       demoPerDay: config.limits.demoKeyPerDay,
       freeDailyComputations: config.limits.freeDailyComputations,
       enforceDailyQuota: config.limits.enforceDailyQuota,
-    });
+    }, (ops) => this.store.commit(ops));
+    await this.quota.pruneOldDays(Number(this.clock.nowNs() / 1_000_000n));
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
     this.executor = this.options.registry || config.solverThreads === 0 ? new InlineExecutor(registry) : new WorkerPoolExecutor(config.solverThreads, config.limits.tier);

@@ -1,6 +1,6 @@
 // The curated library catalogue behind POST /api/svc/lib-search and the discovery counts: every operator,
 // every solver and the kernel's documents, shipped with the node. Search is deterministic token scoring.
-import { listOperators, categories } from '../kernel/operators/registry.js';
+import { listOperators } from '../kernel/operators/registry.js';
 import type { SolverRegistry } from '../solvers/registry.js';
 
 export interface LibraryEntry {
@@ -50,10 +50,6 @@ export class Library {
       })),
       ...KERNEL_DOCS.map((d) => ({ id: d.id, kind: 'kernel_doc' as const, title: d.title, text: d.text, path: '/api/kernel/prompt' })),
     ];
-  }
-
-  categoryCount(): number {
-    return categories().length;
   }
 
   search(query: string, limit: number, kind?: LibraryEntry['kind']): { total: number; results: (LibraryEntry & { score: number })[] } {

@@ -147,17 +147,6 @@ export class IdentityService {
     return undefined;
   }
 
-  /** Assertions for every key minted here (re-announced to peers that join later). */
-  async localAssertions(limit = 10_000): Promise<IdentityAssertion[]> {
-    const out: IdentityAssertion[] = [];
-    for (const { key, value } of await this.deps.store.range<KeyRecord>(this.keys, { limit })) {
-      if (value.home !== this.deps.nodeId() || !value.zid) continue;
-      const ident = await this.getIdentity(value.zid);
-      out.push({ digest: key, key: value, identity: { zid: value.zid, home: value.home, default_machine: ident?.default_machine ?? null } });
-    }
-    return out;
-  }
-
   /**
    * Apply an assertion received from the mesh. `sender` is the verified signer of the event: only the home node
    * may assert its identities' keys. A revocation wins over an earlier live record; nothing overwrites a record

@@ -50,8 +50,3 @@ export function stampAt(ns: bigint): TickStamp {
 export function stamp(clock: Clock): TickStamp {
   return stampAt(clock.nowNs());
 }
-
-/** Start of a tick, in unix ns. */
-export function tickStartNs(svcond: number): bigint {
-  return BigInt(svcond) * TICK_NS;
-}

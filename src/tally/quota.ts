@@ -3,6 +3,7 @@
 // the work and persisted in the sealing batch; a failed computation gives its slot back.
 import { ServiceError } from '../kernel/errors.js';
 import type { Counters } from '../store/counters.js';
+import type { Op } from '../store/db.js';
 import { dayKey, nextMidnightUtc, type Caller } from './ledger.js';
 
 export interface QuotaOptions {
@@ -30,8 +31,29 @@ export function dailyLimitError(limit: number, used: number, unixMs: number): Se
   });
 }
 
+const DAY_PREFIXES = ['anon:', 'demo:', 'used:'] as const;
+
 export class QuotaService {
-  constructor(private readonly counters: Counters, private readonly options: QuotaOptions) {}
+  private currentDay: string | null = null;
+
+  constructor(
+    private readonly counters: Counters,
+    private readonly options: QuotaOptions,
+    /** Writes the deletions of past days' counters (the store's commit). */
+    private readonly commit: (ops: Op[]) => Promise<void>,
+  ) {}
+
+  /**
+   * Day counters of past days are never read again: drop them when a new UTC day is first seen (and at start),
+   * so the counters do not grow with every IP and identity that ever called.
+   */
+  async pruneOldDays(unixMs: number): Promise<number> {
+    const day = dayKey(unixMs);
+    this.currentDay = day;
+    const ops = DAY_PREFIXES.flatMap((prefix) => this.counters.pruneBefore(prefix, `${prefix}${day}`));
+    if (ops.length > 0) await this.commit(ops);
+    return ops.length;
+  }
 
   usedToday(zid: string, unixMs: number): number {
     return this.counters.get(`used:${dayKey(unixMs)}:${zid}`);
@@ -40,6 +62,7 @@ export class QuotaService {
   /** Reserve one computation for the caller today, or throw 429 SVC_DAILY_LIMIT. */
   reserve(caller: Caller, unixMs: number): Reservation {
     const day = dayKey(unixMs);
+    if (day !== this.currentDay) void this.pruneOldDays(unixMs).catch(() => undefined);
     let name: string;
     let limit: number | null;
     if (caller.kind === 'anonymous') {

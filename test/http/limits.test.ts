@@ -89,3 +89,28 @@ describe('free ZID quota when enforcement is switched on', () => {
     expect(u.body).toEqual({ used: 12, bundle: 10, remaining: 0, overage: 2, enforced: false });
   });
 });
+
+describe('day counters of past days', () => {
+  it('are dropped when a new UTC day starts, in memory and on disk', async () => {
+    const { ManualClock } = await import('../../src/kernel/clock.js');
+    const day1 = Date.UTC(2026, 10, 21, 23, 59, 0);
+    const clock = new ManualClock(BigInt(day1) * 1_000_000n);
+    const node = await startTestNode({}, { clock });
+    try {
+      expect((await call(node.url, 'POST', '/api/svc/compute', compute)).status).toBe(200);
+      expect(node.node.counters.withPrefix('anon:2026-11-21')).toHaveLength(1);
+      clock.set(BigInt(day1 + 120_000) * 1_000_000n); // two minutes later: 2026-11-22
+      expect((await call(node.url, 'POST', '/api/svc/compute', compute)).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(node.node.counters.withPrefix('anon:2026-11-21')).toHaveLength(0);
+      expect(node.node.counters.withPrefix('anon:2026-11-22')).toHaveLength(1);
+      const again = await node.restart();
+      expect(again.node.counters.withPrefix('anon:2026-11-21')).toHaveLength(0);
+      expect(again.node.counters.withPrefix('anon:2026-11-22')[0]![1]).toBe(1);
+      await again.destroy();
+    } catch (err) {
+      await node.destroy();
+      throw err;
+    }
+  });
+});
