@@ -165,6 +165,16 @@ describe('key kinds by prefix', () => {
 });
 
 describe('demo keys', () => {
+  it('concurrent first requests on a fresh node all get the one shared key', async () => {
+    const fresh = await startTestNode();
+    try {
+      const keys = await Promise.all(Array.from({ length: 8 }, () => call(fresh.url, 'GET', '/api/demo-key')));
+      expect(new Set(keys.map((k) => k.body.key)).size).toBe(1);
+    } finally {
+      await fresh.destroy();
+    }
+  });
+
   it('GET /api/demo-key returns the shared key, the same every time', async () => {
     const a = await call(t.url, 'GET', '/api/demo-key');
     const b = await call(t.url, 'GET', '/api/demo-key');
