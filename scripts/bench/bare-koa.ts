@@ -1,7 +1,7 @@
-// The baseline of the compute benchmark: a bare Koa app with the same body parser, one JSON route.
+// The baseline of the compute benchmark: a bare Koa app with the node's JSON body middleware, one JSON route.
 import Koa from 'koa';
 import Router from '@koa/router';
-import { bodyParser } from '@koa/bodyparser';
+import { jsonBody } from '../../src/http/body.js';
 
 const app = new Koa();
 const router = new Router();
@@ -10,7 +10,7 @@ const handler = (ctx: Koa.Context) => {
 };
 router.get('/ping', handler);
 router.post('/ping', handler);
-app.use(bodyParser({ enableTypes: ['json'] }));
+app.use(jsonBody());
 app.use(router.routes());
 const server = app.listen(0, '127.0.0.1', () => {
   const addr = server.address() as { port: number };

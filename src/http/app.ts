@@ -2,13 +2,13 @@
 import { randomBytes } from 'node:crypto';
 import Koa from 'koa';
 import Router from '@koa/router';
-import { bodyParser } from '@koa/bodyparser';
 import { ServiceError } from '../kernel/errors.js';
 import { KEY_PREFIX } from '../identity/keys.js';
 import { categories } from '../kernel/operators/registry.js';
 import { Library } from '../compute/library.js';
 import type { HttpServices } from './context.js';
 import { errorMiddleware, errorPayload, sendError } from './errors.js';
+import { jsonBody } from './body.js';
 import { systemRoutes } from './routes/system.js';
 import { computeRoutes } from './routes/compute.js';
 import { identityRoutes } from './routes/identity.js';
@@ -85,16 +85,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     else if (debug) s.logger.debug({ trace_id: traceId, method: ctx.method, path: ctx.path, status: ctx.status }, 'request');
   });
   app.use(errorMiddleware(s.logger));
-  app.use(
-    bodyParser({
-      enableTypes: ['json'],
-      jsonLimit: '1mb',
-      parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE', 'QUERY'],
-      onError: (err) => {
-        throw new ServiceError(400, 'SVC_INVALID_JSON', `request body is not valid JSON: ${err.message}`);
-      },
-    }),
-  );
+  app.use(jsonBody());
 
   systemRoutes(router, s, library, discovery);
   computeRoutes(router, s);

@@ -1,4 +1,4 @@
-// @koa/bodyparser sets request.body and request.rawBody.
+// jsonBody (src/http/body.ts) sets request.body and request.rawBody.
 import 'koa';
 
 declare module 'koa' {

@@ -1,0 +1,92 @@
+// Request bodies (src/http/body.ts) against a real node: JSON types, lenient types, limits, encodings, poisoning.
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+
+let t: TestNode;
+let key: string;
+
+beforeAll(async () => {
+  t = await startTestNode();
+  ({ key } = await zkIdentity(t.url, 'body-suite'));
+});
+afterAll(async () => t.destroy());
+
+const ke = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } };
+
+async function post(path: string, body: string | Buffer, headers: Record<string, string>): Promise<{ status: number; body: any }> {
+  const res = await fetch(t.url + path, { method: 'POST', headers: { ...bearer(key), ...headers }, body });
+  const text = await res.text();
+  return { status: res.status, body: JSON.parse(text) };
+}
+
+describe('JSON request bodies', () => {
+  it('parses application/json with a charset parameter and +json types', async () => {
+    const a = await post('/api/svc/compute', JSON.stringify(ke), { 'content-type': 'application/json; charset=utf-8' });
+    expect(a.status).toBe(200);
+    expect(a.body.value).toBe(9);
+    const b = await post('/api/svc/compute', JSON.stringify(ke), { 'content-type': 'application/vnd.api+json' });
+    expect(b.status).toBe(200);
+    expect(b.body.value).toBe(9);
+  });
+
+  it('reads JSON sent as a form or without a content type (curl -d), but refuses a form body that is not JSON', async () => {
+    const form = await post('/api/svc/compute', JSON.stringify(ke), { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(form.status).toBe(200);
+    expect(form.body.value).toBe(9);
+    const plain = await post('/api/svc/compute', JSON.stringify(ke), { 'content-type': 'text/plain' });
+    expect(plain.status).toBe(200);
+    const notJson = await post('/api/svc/compute', 'domain=mechanics&operators=KO42', { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(notJson.status).toBe(415);
+    expect(notJson.body.error.code).toBe('SVC_UNSUPPORTED_MEDIA_TYPE');
+    expect(notJson.body.error.message).toContain('application/json');
+  });
+
+  it('refuses other media types with 415 and nothing sealed', async () => {
+    const before = (await call(t.url, 'GET', '/api/compute/usage', undefined, bearer(key))).body;
+    const r = await post('/api/svc/compute', '<compute/>', { 'content-type': 'application/xml' });
+    expect(r.status).toBe(415);
+    expect(r.body.error.code).toBe('SVC_UNSUPPORTED_MEDIA_TYPE');
+    expect(typeof r.body.error.trace_id).toBe('string');
+    const after = (await call(t.url, 'GET', '/api/compute/usage', undefined, bearer(key))).body;
+    expect(after).toEqual(before);
+  });
+
+  it('answers 400 SVC_INVALID_JSON for a scalar at the top level, broken JSON and prototype-poisoning keys', async () => {
+    for (const text of ['42', '"text"', '{"domain": ', '{"__proto__": {"admin": true}, "domain": "mechanics"}', '{"inputs": {"constructor": {"prototype": {"x": 1}}}}']) {
+      const r = await post('/api/svc/compute', text, { 'content-type': 'application/json' });
+      expect(r.status, text).toBe(400);
+      expect(r.body.error.code, text).toBe('SVC_INVALID_JSON');
+    }
+  });
+
+  it('accepts a legitimate "constructor" string value (only constructor.prototype objects are refused)', async () => {
+    const r = await post('/api/svc/lib-search', JSON.stringify({ query: 'constructor' }), { 'content-type': 'application/json' });
+    expect(r.status).toBe(200);
+  });
+
+  it('answers 413 with the limit for a body over 1 MiB', async () => {
+    const big = JSON.stringify({ ...ke, padding: 'x'.repeat(1_100_000) });
+    const r = await post('/api/svc/compute', big, { 'content-type': 'application/json' });
+    expect(r.status).toBe(413);
+    expect(r.body.error.code).toBe('SVC_PAYLOAD_TOO_LARGE');
+    expect(r.body.error.limit_bytes).toBe(1_048_576);
+  });
+
+  it('decodes a gzip body and refuses an unknown content encoding', async () => {
+    const r = await post('/api/svc/compute', gzipSync(JSON.stringify(ke)), { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+    expect(r.status).toBe(200);
+    expect(r.body.value).toBe(9);
+    const bad = await post('/api/svc/compute', JSON.stringify(ke), { 'content-type': 'application/json', 'content-encoding': 'compress' });
+    expect(bad.status).toBe(415);
+    expect(bad.body.error.code).toBe('SVC_UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  it('treats a POST without a body as {} (the route then names the missing field)', async () => {
+    const r = await fetch(t.url + '/api/svc/compute', { method: 'POST', headers: bearer(key) });
+    expect(r.status).toBe(400);
+    const b = (await r.json()) as any;
+    expect(b.error.code).toMatch(/^SVC_/);
+    expect(b.error.code).not.toBe('SVC_INVALID_JSON');
+  });
+});
