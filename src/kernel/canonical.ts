@@ -9,17 +9,15 @@ const stringify = JSON.stringify;
 /** String.prototype.isWellFormed (ES2024, in Node ≥ 20); the project's TypeScript lib predates it. */
 type WellFormed = { isWellFormed(): boolean };
 
+/** Characters JSON.stringify would escape, and surrogates (possibly lone). */
+const NEEDS_CARE = /[\u0000-\u001f"\\\ud800-\udfff]/;
+
 function str(s: string): string {
-  // Fast path: nothing to escape (no control character, quote, backslash or surrogate) → quote as is.
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) {
-      // isWellFormed is native (Node ≥ 20); JSON.stringify escapes exactly as RFC 8785 §3.2.2.2 asks.
-      if (!(s as unknown as WellFormed).isWellFormed()) throw new Error('Lone surrogate is not allowed');
-      return stringify(s);
-    }
-  }
-  return '"' + s + '"';
+  // Fast path (native scan): nothing to escape and no surrogate → quote as is.
+  if (!NEEDS_CARE.test(s)) return '"' + s + '"';
+  // isWellFormed is native (Node ≥ 20); JSON.stringify escapes exactly as RFC 8785 §3.2.2.2 asks.
+  if (!(s as unknown as WellFormed).isWellFormed()) throw new Error('Lone surrogate is not allowed');
+  return stringify(s);
 }
 
 /** `"key":` of object keys seen before (keys repeat from body to body); bounded. */
