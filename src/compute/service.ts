@@ -43,10 +43,10 @@ export interface ComputeDeps {
 
 export type { ChainRequest };
 
-/** A sealed (or signed) result: the body and its JSON text, serialised once for storage and the response. */
+/** A sealed (or signed) result: the body and its UTF-8 JSON, serialised once for storage and the response. */
 export interface Sealed {
   body: Record<string, unknown>;
-  json: string;
+  bytes: Buffer;
 }
 
 /** JSON round trip: what a client will see (typed arrays → arrays, NaN → null, no undefined). */
@@ -110,7 +110,7 @@ export class ComputeService {
         build: (ctx: SealContext) => {
           // Bodies are built from plain JSON values (solver arrays are made plain before), so no round trip here.
           // The built body is a fresh object: complete it and sign it in place (no copies); its JSON text is the
-          // canonical text that was signed, with the proofs inserted.
+          // canonical text that was signed, with the proofs inserted, as UTF-8.
           const body = args.build(stamp, R_t, resultId, resultDigest, shift);
           body.tally_charge = ctx.tally_charge;
           body.envelope = ctx.envelope ? envelopeView(ctx.envelope) : null;
@@ -139,7 +139,7 @@ export class ComputeService {
     const cost = Math.min(20, Math.max(1, preview.operator_count - 1) * COST.computePerOperator);
     if (!options.seal) {
       const body = this.unsealedChain(req, preview, startNs);
-      return { body, json: JSON.stringify(body) };
+      return { body, bytes: Buffer.from(JSON.stringify(body), 'utf8') };
     }
     const reservation = this.reserve(caller);
     try {

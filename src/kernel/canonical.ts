@@ -201,18 +201,35 @@ function objectWithSlot(obj: Record<string, unknown>, slot: string, nested: stri
   return out;
 }
 
-/** Insert `"name":valueJson` at each slot of canonicalJsonWithSlots (slots in any order). */
-export function insertAtSlots(text: string, slots: readonly Slot[], name: string, valueJson: string): string {
-  const member = str(name) + ':' + valueJson;
+/**
+ * The canonical text cut at the slots of canonicalJsonWithSlots, each piece as UTF-8 bytes (one conversion of the
+ * whole text), and `join`, which puts `"name":valueJson` at every slot: join(…) is the UTF-8 of the text with the
+ * member inserted. The pieces, in order, are the bytes of the text itself (what a proof over the text hashes).
+ */
+export function piecesAtSlots(text: string, slots: readonly Slot[]): { pieces: Buffer[]; join(name: string, valueJson: string): Buffer } {
   const ordered = [...slots].sort((a, b) => a.offset - b.offset);
-  let out = '';
+  const pieces: Buffer[] = [];
   let from = 0;
   for (const s of ordered) {
-    out += text.slice(from, s.offset);
-    out += (s.commaBefore ? ',' : '') + member + (s.commaAfter ? ',' : '');
+    pieces.push(Buffer.from(text.slice(from, s.offset), 'utf8'));
     from = s.offset;
   }
-  return out + text.slice(from);
+  pieces.push(Buffer.from(text.slice(from), 'utf8'));
+  return {
+    pieces,
+    join(name: string, valueJson: string): Buffer {
+      const member = str(name) + ':' + valueJson;
+      const parts: Buffer[] = [pieces[0]!];
+      let length = pieces[0]!.length;
+      for (let i = 0; i < ordered.length; i++) {
+        const s = ordered[i]!;
+        const inserted = Buffer.from((s.commaBefore ? ',' : '') + member + (s.commaAfter ? ',' : ''), 'utf8');
+        parts.push(inserted, pieces[i + 1]!);
+        length += inserted.length + pieces[i + 1]!.length;
+      }
+      return Buffer.concat(parts, length);
+    },
+  };
 }
 
 /** One-shot crypto.hash (Node ≥ 20.12): no Hash object per digest. */

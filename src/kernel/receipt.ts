@@ -1,7 +1,7 @@
 // Receipts: svcProof = hex HMAC-SHA256 over the RFC 8785 canonical JSON of the sealed body, the tick receipt
 // (spec 2.2) with its own HMAC, and the continuum state fields mapped from the result unit.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { canonicalJson, canonicalJsonWithSlots, insertAtSlots } from './canonical.js';
+import { canonicalJson, canonicalJsonWithSlots, piecesAtSlots } from './canonical.js';
 import { PULSE_HZ, TICK_NS_NUMBER, TICK_SECONDS_EXACT } from './clock.js';
 import type { StateField } from '../solvers/types.js';
 
@@ -38,16 +38,19 @@ export function signBody(key: Buffer, body: Record<string, unknown>): string {
 /**
  * Seal a freshly built body that has no proof yet: the proof is signBody's (the HMAC over the canonical JSON of
  * the body minus the two svcProof fields, which it does not have yet); it is added in place, top level and in the
- * CKO, and the returned JSON text is the canonical JSON of the signed body, made from the text that was signed
- * (the body is serialised once).
+ * CKO, and the returned bytes are the UTF-8 canonical JSON of the signed body, made from the text that was signed:
+ * the body is serialised once and converted to UTF-8 once (the bytes are what is stored and sent).
  */
-export function sealBody(key: Buffer, body: Record<string, unknown>): { body: Record<string, unknown>; json: string } {
+export function sealBody(key: Buffer, body: Record<string, unknown>): { body: Record<string, unknown>; bytes: Buffer } {
   const { text, slots } = canonicalJsonWithSlots(body, 'svcProof', 'cko');
   if (slots.length !== 2) throw new Error('a sealed body has a cko object');
-  const proof = hmacHex(key, text);
+  const cut = piecesAtSlots(text, slots);
+  const hmac = createHmac('sha256', key);
+  for (const piece of cut.pieces) hmac.update(piece);
+  const proof = hmac.digest('hex');
   (body.cko as Record<string, unknown>).svcProof = proof;
   body.svcProof = proof;
-  return { body, json: insertAtSlots(text, slots, 'svcProof', `"${proof}"`) };
+  return { body, bytes: cut.join('svcProof', `"${proof}"`) };
 }
 
 export function verifyBody(key: Buffer, body: Record<string, unknown>): boolean {

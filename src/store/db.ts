@@ -17,17 +17,21 @@ export interface StoreOptions {
 }
 
 interface Pending {
-  /** Encoded ops: root key, then the value text (put) or null (del). */
-  encoded: (string | null)[];
+  /** Encoded ops: root key, then the value text or bytes (put) or null (del). */
+  encoded: (string | Uint8Array | null)[];
   resolve: () => void;
   reject: (err: unknown) => void;
 }
 
+/** Per-op option of a put whose value is bytes (the root's default value encoding is utf8). */
+const BYTES = { valueEncoding: 'view' } as const;
+
 export class Store {
   readonly db: Level<string, Json>;
   private readonly subs = new Map<string, Sublevel>();
-  /** Value encoding of each sublevel made by sub(): 'json' values are JSON text on disk, 'utf8' values as is. */
+  /** Value encoding of each sublevel made by sub(): 'json' values are JSON text on disk, 'utf8' and 'bytes' as is. */
   private readonly jsonSubs = new WeakSet<Sublevel>();
+  private readonly bytesSubs = new WeakSet<Sublevel>();
   private queue: Pending[] = [];
   private flushing = false;
   private closed = false;
@@ -51,13 +55,17 @@ export class Store {
     return new Store(db, options);
   }
 
-  /** A named sublevel; 'utf8' for values that are already text (e.g. serialised results). */
-  sub(name: string, encoding: 'json' | 'utf8' = 'json'): Sublevel {
+  /**
+   * A named sublevel; 'utf8' for values that are already text, 'bytes' for values that are already UTF-8 bytes
+   * (serialised results: written as given, read back as a Buffer).
+   */
+  sub(name: string, encoding: 'json' | 'utf8' | 'bytes' = 'json'): Sublevel {
     let s = this.subs.get(name);
     if (!s) {
-      s = this.db.sublevel<string, Json>(name, { valueEncoding: encoding }) as Sublevel;
+      s = this.db.sublevel<string, Json>(name, { valueEncoding: encoding === 'bytes' ? 'buffer' : encoding }) as Sublevel;
       this.subs.set(name, s);
       if (encoding === 'json') this.jsonSubs.add(s);
+      if (encoding === 'bytes') this.bytesSubs.add(s);
     }
     return s;
   }
@@ -97,7 +105,7 @@ export class Store {
     // Encode now, in the caller's turn: a value that cannot be encoded fails this caller only.
     // Same bytes as put(key, value, { sublevel }): the sublevel's key prefix and its value encoding
     // (level-transcoder's json is JSON.stringify), without abstract-level's per-op option cloning.
-    const encoded: (string | null)[] = new Array(ops.length * 2);
+    const encoded: (string | Uint8Array | null)[] = new Array(ops.length * 2);
     try {
       for (let i = 0; i < ops.length; i++) {
         const op = ops[i]!;
@@ -126,8 +134,9 @@ export class Store {
             const e = p.encoded;
             for (let i = 0; i < e.length; i += 2) {
               const value = e[i + 1] ?? null;
-              if (value === null) batch.del(e[i]!);
-              else batch.put(e[i]!, value);
+              if (value === null) batch.del(e[i] as string);
+              else if (typeof value === 'string') batch.put(e[i] as string, value);
+              else batch.put(e[i] as string, value as unknown as string, BYTES);
               count++;
             }
           }
@@ -144,8 +153,12 @@ export class Store {
     }
   }
 
-  private encode(sub: Sublevel, value: Json): string {
+  private encode(sub: Sublevel, value: Json): string | Uint8Array {
     if (this.jsonSubs.has(sub)) return JSON.stringify(value);
+    if (this.bytesSubs.has(sub)) {
+      if (!(value instanceof Uint8Array)) throw new TypeError('a bytes sublevel takes Uint8Array values');
+      return value;
+    }
     if (typeof value !== 'string') throw new TypeError('a utf8 sublevel takes string values');
     return value;
   }

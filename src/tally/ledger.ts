@@ -95,7 +95,7 @@ export class Ledger {
     this.envelopes = store.sub('envelopes');
     this.byOwner = store.sub('env_owner');
     this.byFolder = store.sub('env_folder');
-    this.results = store.sub('results', 'utf8');
+    this.results = store.sub('results', 'bytes');
   }
 
   async wallet(zid: string): Promise<Wallet> {
@@ -128,7 +128,7 @@ export class Ledger {
 
   /**
    * Seal a result atomically. `build` receives the charge, envelope and audit row and returns the final signed
-   * body and its JSON text; the text is stored under resultId. Resolves after the batch is durable. On failure every in-memory
+   * body and its JSON bytes; the bytes are stored under resultId. Resolves after the batch is durable. On failure every in-memory
    * change is rolled back and nothing is written.
    */
   async seal(args: {
@@ -140,8 +140,8 @@ export class Ledger {
     svcond: number;
     unixMs: number;
     counterNames: string[];
-    build: (ctx: SealContext) => { body: Record<string, unknown>; json: string };
-  }): Promise<{ body: Record<string, unknown>; json: string }> {
+    build: (ctx: SealContext) => { body: Record<string, unknown>; bytes: Buffer };
+  }): Promise<{ body: Record<string, unknown>; bytes: Buffer }> {
     const { caller, cost } = args;
     const ops: Op[] = [];
     const rollbacks: (() => void)[] = [];
@@ -213,23 +213,23 @@ export class Ledger {
     this.counters.persistOps(args.counterNames, ops);
 
     let body: Record<string, unknown>;
-    let json: string;
+    let bytes: Buffer;
     try {
-      // Serialised once by build: the same text is stored and sent.
-      ({ body, json } = args.build({ tally_charge: charge, envelope, audit }));
-      ops.push({ type: 'put', sub: this.results, key: args.resultId, value: json });
+      // Serialised once by build: the same bytes are stored and sent.
+      ({ body, bytes } = args.build({ tally_charge: charge, envelope, audit }));
+      ops.push({ type: 'put', sub: this.results, key: args.resultId, value: bytes });
       await this.store.commit(ops);
     } catch (err) {
       for (let i = 0; i < bumped.length; i += 2) this.counters.revert(bumped[i] as string, bumped[i + 1] as number);
       for (const undo of rollbacks.reverse()) undo();
       throw err;
     }
-    return { body, json };
+    return { body, bytes };
   }
 
   async getResult(resultId: string): Promise<Record<string, unknown> | undefined> {
-    const json = await this.store.get<string>(this.results, resultId);
-    return json === undefined ? undefined : (JSON.parse(json) as Record<string, unknown>);
+    const bytes = await this.store.get<Buffer>(this.results, resultId);
+    return bytes === undefined ? undefined : (JSON.parse(bytes.toString('utf8')) as Record<string, unknown>);
   }
 
   /** Envelopes of an owner, newest first; total from the counter (never a scan). */

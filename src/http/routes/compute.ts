@@ -10,10 +10,10 @@ import { validate } from '../validate.js';
 import type { Caller } from '../../tally/ledger.js';
 import type { Sealed } from '../../compute/service.js';
 
-/** Send a sealed result as the JSON text that was stored (serialised once). */
+/** Send a sealed result as the JSON bytes that were stored (serialised once). */
 function sendSealed(ctx: Context, sealed: Sealed): void {
-  ctx.type = 'application/json';
-  ctx.body = sealed.json;
+  ctx.type = 'application/json; charset=utf-8';
+  ctx.body = sealed.bytes;
 }
 
 const chainBody = z.object({ domain: z.any(), operators: z.any(), inputs: z.any().optional() }).strict();
