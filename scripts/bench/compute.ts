@@ -85,8 +85,8 @@ async function runNode(sync: boolean): Promise<{ rps: number; p50: number; p99: 
   }
 }
 
-async function runBaseline(): Promise<number> {
-  const { child, url } = await startProcess(tsx, ['scripts/bench/bare-koa.ts'], {});
+async function runBaseline(body: 'koa' | 'node'): Promise<number> {
+  const { child, url } = await startProcess(tsx, ['scripts/bench/bare-koa.ts'], body === 'node' ? { BARE_BODY: 'node' } : {});
   try {
     await autocannon({ url: `${url}/ping`, connections, duration: 2 });
     const r = await load(url, '/ping', JSON.stringify({ ping: 1 }), {});
@@ -96,13 +96,17 @@ async function runBaseline(): Promise<number> {
   }
 }
 
-const baselineRps = await runBaseline();
+const baselineRps = await runBaseline('koa');
+const leanBaselineRps = await runBaseline('node');
 const buffered = await runNode(false);
 console.log(
   JSON.stringify({
     computeRps: Math.round(buffered.rps),
     baselineRps: Math.round(baselineRps),
     ratio: Math.round((buffered.rps / baselineRps) * 1000) / 1000,
+    // The same bare route with the node's own JSON body middleware instead of @koa/bodyparser.
+    leanBaselineRps: Math.round(leanBaselineRps),
+    leanRatio: Math.round((buffered.rps / leanBaselineRps) * 1000) / 1000,
     p50Ms: buffered.p50,
     p99Ms: buffered.p99,
     non2xx: buffered.non2xx,
