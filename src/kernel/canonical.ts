@@ -233,11 +233,16 @@ export function piecesAtSlots(text: string, slots: readonly Slot[]): { pieces: B
 }
 
 /** One-shot crypto.hash (Node ≥ 20.12): no Hash object per digest. */
-const oneShot = (crypto as unknown as { hash?: (algorithm: string, data: string | Uint8Array, encoding: 'hex') => string }).hash;
+const oneShot = (crypto as unknown as { hash?: (algorithm: string, data: string | Uint8Array, encoding: 'hex' | 'buffer') => string | Buffer }).hash;
 
 export function sha256Hex(data: string | Uint8Array): string {
-  if (oneShot !== undefined) return oneShot('sha256', data, 'hex');
+  if (oneShot !== undefined) return oneShot('sha256', data, 'hex') as string;
   return createHash('sha256').update(data).digest('hex');
+}
+
+export function sha256Bytes(data: string | Uint8Array): Buffer {
+  if (oneShot !== undefined) return oneShot('sha256', data, 'buffer') as Buffer;
+  return createHash('sha256').update(data).digest();
 }
 
 /** SHA-256 (hex) of the canonical JSON of a value. */

@@ -54,3 +54,23 @@ describe('sealBody', () => {
     expect(() => sealBody(key, { value: 1 })).toThrow();
   });
 });
+
+describe('hmacSha256Hex', () => {
+  it('equals createHmac for keys shorter than, equal to and longer than the block, over any split of the message', async () => {
+    const { createHmac, randomBytes } = await import('node:crypto');
+    const { hmacSha256Hex, hmacHex } = await import('../../src/kernel/receipt.js');
+    // RFC 4231 test case 2: key "Jefe", "what do ya want for nothing?".
+    expect(hmacSha256Hex(Buffer.from('Jefe'), ['what do ya want ', 'for nothing?'])).toBe('5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
+    // RFC 4231 test case 6: 131-byte key (hashed first), "Test Using Larger Than Block-Size Key - Hash Key First".
+    expect(hmacHex(Buffer.alloc(131, 0xaa), 'Test Using Larger Than Block-Size Key - Hash Key First')).toBe('60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54');
+    for (const size of [0, 1, 32, 63, 64, 65, 200]) {
+      const key = randomBytes(size);
+      for (const message of ['', 'a', 'é∘→ "x"', 'x'.repeat(5000)]) {
+        const expected = createHmac('sha256', key).update(message).digest('hex');
+        expect(hmacHex(key, message)).toBe(expected);
+        const cut = Math.floor(message.length / 2);
+        expect(hmacSha256Hex(key, [Buffer.from(message.slice(0, cut)), message.slice(cut)])).toBe(expected);
+      }
+    }
+  });
+});
