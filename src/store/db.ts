@@ -36,7 +36,7 @@ export class Store {
   private flushing = false;
   private closed = false;
   private readonly sync: boolean;
-  /** Batches written and ops written, for the bench and status. */
+  /** Batches written and ops written (after dropping ops replaced within their batch), for the bench and status. */
   readonly stats = { batches: 0, ops: 0 };
 
   private constructor(db: Level<string, Json>, options: StoreOptions) {
@@ -130,9 +130,14 @@ export class Store {
         const batch = this.db.batch();
         let count = 0;
         try {
+          // Within one batch a later op on a key replaces an earlier one, so only the last op per key is written:
+          // the totals record, and a busy identity's wallet, counters and quota slot, are rewritten by every seal.
+          const last = group.length > 1 ? lastOpIndex(group) : null;
+          let index = 0;
           for (const p of group) {
             const e = p.encoded;
             for (let i = 0; i < e.length; i += 2) {
+              if (last !== null && last.get(e[i] as string) !== index++) continue;
               const value = e[i + 1] ?? null;
               if (value === null) batch.del(e[i] as string);
               else if (typeof value === 'string') batch.put(e[i] as string, value);
@@ -169,6 +174,17 @@ export class Store {
     this.closed = true;
     await this.db.close();
   }
+}
+
+/** Root key → position of its last op across the group's ops (in queue order). */
+function lastOpIndex(group: readonly Pending[]): Map<string, number> {
+  const last = new Map<string, number>();
+  let index = 0;
+  for (const p of group) {
+    const e = p.encoded;
+    for (let i = 0; i < e.length; i += 2) last.set(e[i] as string, index++);
+  }
+  return last;
 }
 
 /** Fixed-width decimal so that lexicographic key order is numeric order. */
