@@ -30,6 +30,8 @@ const SELF = fileURLToPath(import.meta.url);
 const FROM_SOURCE = SELF.endsWith('.ts');
 const CLI = join(dirname(SELF), FROM_SOURCE ? 'index.ts' : 'index.js');
 const NODE_ARGS = FROM_SOURCE ? ['--import', 'tsx', CLI, 'start'] : [CLI, 'start'];
+/** Heap-size flags the cluster command was started with (npm run cluster sets the young generation) pass to each node. */
+const HEAP_FLAGS = process.execArgv.filter((a) => /^--max-(semi|old)-space-size=/.test(a));
 const START_TIMEOUT_MS = 30_000;
 
 /** The receipt secret shared by the cluster, kept in the data root so receipts stay verifiable across restarts. */
@@ -46,7 +48,7 @@ async function sharedSecret(dataRoot: string, file: string): Promise<string> {
 
 function startOne(name: string, dataDir: string, env: Record<string, string>): Promise<Started> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, NODE_ARGS, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...HEAP_FLAGS, ...NODE_ARGS], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     const log = createWriteStream(join(dataDir, 'node.log'), { flags: 'a' });
     child.stderr!.pipe(log);
     let buffer = '';
