@@ -152,6 +152,7 @@ export class SvcNode {
       revenue: () => ({ burned: this.counters.get('burned_total'), foundation: this.counters.get('foundation_total') }),
       logger: this.logger,
       ...this.options.mesh,
+      limits: { snapshotsMax: config.mesh.snapshotRetention, ...this.options.mesh?.limits },
     };
     this.mesh = new MeshService(meshOptions);
     const signMeshEvent = (type: string, body: unknown): Promise<MeshEvent> =>

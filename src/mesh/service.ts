@@ -8,7 +8,7 @@ import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { DnsRegistry, DNS_EVENT_TYPE, parseDnsBody } from './dns.js';
 import { MeshHost, silentLogger, type MeshLogger } from './host.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './identity.js';
-import { TransparencyOracle, type HeadState, type RevenueFigures, type SnapshotPeer } from './oracle.js';
+import { SNAPSHOT_RETENTION_DEFAULT, TransparencyOracle, type HeadState, type RevenueFigures, type SnapshotPeer } from './oracle.js';
 import { MeshValidator, MAX_SKEW_TICKS, checkShape, gossipVerdict, type GossipVerdict, type Validation } from './validator.js';
 import {
   TOPICS,
@@ -47,6 +47,8 @@ export interface MeshLimits {
   peersMax: number;
   /** Names kept by the DNS registry. */
   dnsMaxNames: number;
+  /** Oracle snapshots kept in the store (the oldest pruned in the batch that writes a new one). */
+  snapshotsMax: number;
 }
 
 export interface MeshServiceOptions {
@@ -160,7 +162,7 @@ export class MeshService {
 
   constructor(private readonly opts: MeshServiceOptions) {
     this.log = opts.logger ?? silentLogger;
-    this.limits = { eventsMax: 10_000, seenMax: 20_000, peersMax: 1_024, dnsMaxNames: 10_000, ...opts.limits };
+    this.limits = { eventsMax: 10_000, seenMax: 20_000, peersMax: 1_024, dnsMaxNames: 10_000, snapshotsMax: SNAPSHOT_RETENTION_DEFAULT, ...opts.limits };
     this.tickEvery = opts.config.tickEvery ?? 4;
     this.validator = new MeshValidator({ secret: opts.config.secret, clock: opts.clock, seenMax: this.limits.seenMax });
     this.sub = opts.store.sub('mesh-events');
@@ -180,6 +182,7 @@ export class MeshService {
       headState: opts.headState,
       peers: () => this.snapshotPeers(),
       revenue: opts.revenue,
+      retention: this.limits.snapshotsMax,
     });
   }
 
