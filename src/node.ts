@@ -201,7 +201,10 @@ export class SvcNode {
       }
     });
     this.mesh.onEvent(TOPICS.identity, async (event) => {
-      if (event.type === IDENTITY_ASSERT) await this.identity.applyAssertion(event.body, event.sender);
+      if (event.type !== IDENTITY_ASSERT) return;
+      await this.identity.applyAssertion(event.body, event.sender);
+      // A machine's admin key names its slug: the signer (its home) holds that machine.
+      await this.mesh.machines.learnFromAssertion(event.body, event.sender);
     });
     this.identity.onRemoteLookup(async (digest) => {
       const now = stampAt(this.clock.nowNs()).svcond;

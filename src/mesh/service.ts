@@ -1,11 +1,12 @@
 // MeshService: the node's mesh as one domain service. It owns the node key, the libp2p host, the one validator
-// for both entrances, the accepted-event log (a bounded sublevel), tick events and the peer table, the mesh DNS
-// and the transparency oracle. It never imports the HTTP layer: routes call acceptHttpEvent, status,
-// recentEvents, dns.* and oracle.*.
+// for both entrances, the accepted-event log (a bounded sublevel), tick events and the peer table, the mesh DNS,
+// the transparency oracle and the directory of machine homes. It never imports the HTTP layer: routes call
+// acceptHttpEvent, status, recentEvents, dns.*, oracle.* and machines.*.
 import { stampAt, type Clock } from '../kernel/clock.js';
 import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { DnsRegistry, DNS_EVENT_TYPE, parseDnsBody } from './dns.js';
+import { MachineDirectory } from './machines.js';
 import { MeshHost, silentLogger, type MeshLogger } from './host.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './identity.js';
 import { SNAPSHOT_RETENTION_DEFAULT, TransparencyOracle, type HeadState, type RevenueFigures, type SnapshotPeer } from './oracle.js';
@@ -135,6 +136,8 @@ const RECENT_WINDOW_TICKS = MAX_SKEW_TICKS;
 export class MeshService {
   readonly dns: DnsRegistry;
   readonly oracle: TransparencyOracle;
+  /** Homes of state machines held by other nodes. */
+  readonly machines: MachineDirectory;
   private identity: NodeIdentity | null = null;
   private readonly validator: MeshValidator;
   private host: MeshHost | null = null;
@@ -184,6 +187,13 @@ export class MeshService {
       revenue: opts.revenue,
       retention: this.limits.snapshotsMax,
     });
+    this.machines = new MachineDirectory({
+      store: opts.store,
+      nodeId: () => this.nodeId,
+      nowSvcond: () => this.nowSvcond(),
+      nowMs: () => Number(opts.clock.nowNs() / 1_000_000n),
+      peers: () => this.peers(),
+    });
   }
 
   /** This node's id (its libp2p peer id). Available after start(). */
@@ -208,6 +218,7 @@ export class MeshService {
     await this.loadEvents();
     await this.dns.load();
     await this.oracle.load();
+    await this.machines.load();
     if (this.enabled) {
       this.host = new MeshHost({
         privateKey: this.identity.privateKey,
