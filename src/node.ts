@@ -152,6 +152,7 @@ export class SvcNode {
       revenue: () => ({ burned: this.counters.get('burned_total'), foundation: this.counters.get('foundation_total') }),
       logger: this.logger,
       ...this.options.mesh,
+      limits: { snapshotsMax: config.mesh.snapshotRetention, ...this.options.mesh?.limits },
     };
     this.mesh = new MeshService(meshOptions);
     const signMeshEvent = (type: string, body: unknown): Promise<MeshEvent> =>
@@ -200,7 +201,10 @@ export class SvcNode {
       }
     });
     this.mesh.onEvent(TOPICS.identity, async (event) => {
-      if (event.type === IDENTITY_ASSERT) await this.identity.applyAssertion(event.body, event.sender);
+      if (event.type !== IDENTITY_ASSERT) return;
+      await this.identity.applyAssertion(event.body, event.sender);
+      // A machine's admin key names its slug: the signer (its home) holds that machine.
+      await this.mesh.machines.learnFromAssertion(event.body, event.sender);
     });
     this.identity.onRemoteLookup(async (digest) => {
       const now = stampAt(this.clock.nowNs()).svcond;

@@ -29,6 +29,7 @@ const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'bool' | 
   SVC_BOOTSTRAP: { path: 'mesh.bootstrap', kind: 'list' },
   SVC_MESH_SECRET: { path: 'mesh.secret', kind: 'string' },
   SVC_MESH_TICK_EVERY: { path: 'mesh.tickEvery', kind: 'int' },
+  SVC_MESH_SNAPSHOT_RETENTION: { path: 'mesh.snapshotRetention', kind: 'int' },
 };
 
 function parseScalar(name: string, raw: string, kind: string): unknown {

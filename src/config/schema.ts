@@ -49,6 +49,8 @@ export const configSchema = z
         bootstrap: z.array(z.string().min(1).refine(isMultiaddr, 'each bootstrap peer must be a multiaddr such as /ip4/127.0.0.1/tcp/4001/p2p/<peer id>')),
         secret: z.string().min(16).nullable(),
         tickEvery: z.number().int().min(1).max(1000),
+        /** Oracle snapshots kept (one per 4 ticks; 10 000 ≈ 8.6 h); the oldest are deleted as new ones are written. */
+        snapshotRetention: z.number().int().min(1).max(1_000_000),
       })
       .strict(),
   })

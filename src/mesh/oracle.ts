@@ -2,6 +2,9 @@
 // {svcond, node, sealedCount, chainHeadsDigest, kernelVersion, peers, signature}, keyed by its svcond. A snapshot
 // is written once and never rewritten (an existing key is left alone). The signature is base64 Ed25519 by the
 // node key over the canonical JSON of the snapshot without its signature; verifySnapshot checks it.
+// Retention: the store keeps the newest `retention` snapshots (keys sort by svcond); each write deletes the
+// oldest beyond that in the same atomic batch, and load() trims a store that holds more (e.g. written before
+// retention existed, or under a larger setting).
 import { peerIdFromString } from '@libp2p/peer-id';
 import { canonicalJson } from '../kernel/canonical.js';
 import type { Store, Sublevel } from '../store/db.js';
@@ -9,6 +12,10 @@ import { padNum } from '../store/db.js';
 
 export const SNAPSHOT_EVERY_TICKS = 4;
 export const HISTORY_MAX = 100;
+/** Snapshots kept by default: 10 000 × 4 ticks × 0.777 s ≈ 8.6 hours. */
+export const SNAPSHOT_RETENTION_DEFAULT = 10_000;
+/** Deletes per batch when load() trims an oversized store. */
+const TRIM_BATCH = 1_000;
 
 export interface HeadState {
   sealedCount: number;
@@ -46,6 +53,8 @@ export interface OracleOptions {
   headState: () => HeadState | Promise<HeadState>;
   peers: () => SnapshotPeer[];
   revenue?: () => RevenueFigures | Promise<RevenueFigures>;
+  /** Snapshots kept in the store, newest first (default SNAPSHOT_RETENTION_DEFAULT). */
+  retention?: number;
 }
 
 export function snapshotSigningText(s: Omit<NetworkSnapshot, 'signature'> | NetworkSnapshot): string {
@@ -69,8 +78,14 @@ export class TransparencyOracle {
   private latest: NetworkSnapshot | null = null;
   private lastSlot = -1;
   private revenueProvider: (() => RevenueFigures | Promise<RevenueFigures>) | undefined;
+  private readonly retention: number;
+  /** svconds of the stored snapshots, oldest first (at most `retention`): what the next write prunes. */
+  private kept: number[] = [];
 
   constructor(private readonly opts: OracleOptions) {
+    const r = opts.retention ?? SNAPSHOT_RETENTION_DEFAULT;
+    if (!Number.isSafeInteger(r) || r < 1) throw new RangeError(`snapshot retention must be a positive integer, got ${r}`);
+    this.retention = r;
     this.sub = opts.store.sub('mesh-snapshots');
     this.revenueProvider = opts.revenue;
   }
@@ -79,10 +94,37 @@ export class TransparencyOracle {
     return padNum(svcond, 16);
   }
 
+  /** Load the latest snapshot and the keys kept; delete snapshots beyond the retention (oldest first). */
   async load(): Promise<void> {
     const [last] = await this.opts.store.range<NetworkSnapshot>(this.sub, { reverse: true, limit: 1 });
     this.latest = last ? last.value : null;
     this.lastSlot = this.latest ? Math.floor(this.latest.svcond / SNAPSHOT_EVERY_TICKS) : -1;
+    const newest = await this.keys({ reverse: true, limit: this.retention });
+    this.kept = newest.map(Number).reverse();
+    if (newest.length === this.retention) {
+      const cutoff = newest[newest.length - 1]!;
+      for (;;) {
+        const older = await this.keys({ lt: cutoff, limit: TRIM_BATCH });
+        if (older.length === 0) break;
+        await this.opts.store.commit(older.map((key) => ({ type: 'del' as const, sub: this.sub, key })));
+      }
+    }
+  }
+
+  private async keys(opts: { lt?: string; limit: number; reverse?: boolean }): Promise<string[]> {
+    const out: string[] = [];
+    const it = this.sub.keys(opts);
+    try {
+      for await (const key of it) out.push(key as string);
+    } finally {
+      await it.close();
+    }
+    return out;
+  }
+
+  /** Snapshots in the store (at most the retention). */
+  get stored(): number {
+    return this.kept.length;
   }
 
   setRevenueProvider(fn: () => RevenueFigures | Promise<RevenueFigures>): void {
@@ -106,7 +148,21 @@ export class TransparencyOracle {
       peers: this.opts.peers(),
     };
     const snapshot: NetworkSnapshot = { ...unsigned, signature: await this.opts.sign(snapshotSigningText(unsigned)) };
-    await this.opts.store.commit([{ type: 'put', sub: this.sub, key, value: snapshot }]);
+    // From here to the commit nothing awaits: the kept list and the batch agree. The slot guard makes svcond
+    // newer than every stored key, so it goes at the end and the oldest beyond the retention go in the same batch.
+    this.kept.push(svcond);
+    const dropped = this.kept.length > this.retention ? this.kept.splice(0, this.kept.length - this.retention) : [];
+    try {
+      await this.opts.store.commit([
+        { type: 'put', sub: this.sub, key, value: snapshot },
+        ...dropped.map((t) => ({ type: 'del' as const, sub: this.sub, key: TransparencyOracle.key(t) })),
+      ]);
+    } catch (err) {
+      const at = this.kept.indexOf(svcond);
+      if (at >= 0) this.kept.splice(at, 1);
+      this.kept.unshift(...dropped);
+      throw err;
+    }
     this.latest = snapshot;
     return snapshot;
   }

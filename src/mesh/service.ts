@@ -1,14 +1,15 @@
 // MeshService: the node's mesh as one domain service. It owns the node key, the libp2p host, the one validator
-// for both entrances, the accepted-event log (a bounded sublevel), tick events and the peer table, the mesh DNS
-// and the transparency oracle. It never imports the HTTP layer: routes call acceptHttpEvent, status,
-// recentEvents, dns.* and oracle.*.
+// for both entrances, the accepted-event log (a bounded sublevel), tick events and the peer table, the mesh DNS,
+// the transparency oracle and the directory of machine homes. It never imports the HTTP layer: routes call
+// acceptHttpEvent, status, recentEvents, dns.*, oracle.* and machines.*.
 import { stampAt, type Clock } from '../kernel/clock.js';
 import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { DnsRegistry, DNS_EVENT_TYPE, parseDnsBody } from './dns.js';
+import { MachineDirectory } from './machines.js';
 import { MeshHost, silentLogger, type MeshLogger } from './host.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './identity.js';
-import { TransparencyOracle, type HeadState, type RevenueFigures, type SnapshotPeer } from './oracle.js';
+import { SNAPSHOT_RETENTION_DEFAULT, TransparencyOracle, type HeadState, type RevenueFigures, type SnapshotPeer } from './oracle.js';
 import { MeshValidator, MAX_SKEW_TICKS, checkShape, gossipVerdict, type GossipVerdict, type Validation } from './validator.js';
 import {
   TOPICS,
@@ -47,6 +48,8 @@ export interface MeshLimits {
   peersMax: number;
   /** Names kept by the DNS registry. */
   dnsMaxNames: number;
+  /** Oracle snapshots kept in the store (the oldest pruned in the batch that writes a new one). */
+  snapshotsMax: number;
 }
 
 export interface MeshServiceOptions {
@@ -133,6 +136,8 @@ const RECENT_WINDOW_TICKS = MAX_SKEW_TICKS;
 export class MeshService {
   readonly dns: DnsRegistry;
   readonly oracle: TransparencyOracle;
+  /** Homes of state machines held by other nodes. */
+  readonly machines: MachineDirectory;
   private identity: NodeIdentity | null = null;
   private readonly validator: MeshValidator;
   private host: MeshHost | null = null;
@@ -160,7 +165,7 @@ export class MeshService {
 
   constructor(private readonly opts: MeshServiceOptions) {
     this.log = opts.logger ?? silentLogger;
-    this.limits = { eventsMax: 10_000, seenMax: 20_000, peersMax: 1_024, dnsMaxNames: 10_000, ...opts.limits };
+    this.limits = { eventsMax: 10_000, seenMax: 20_000, peersMax: 1_024, dnsMaxNames: 10_000, snapshotsMax: SNAPSHOT_RETENTION_DEFAULT, ...opts.limits };
     this.tickEvery = opts.config.tickEvery ?? 4;
     this.validator = new MeshValidator({ secret: opts.config.secret, clock: opts.clock, seenMax: this.limits.seenMax });
     this.sub = opts.store.sub('mesh-events');
@@ -180,6 +185,14 @@ export class MeshService {
       headState: opts.headState,
       peers: () => this.snapshotPeers(),
       revenue: opts.revenue,
+      retention: this.limits.snapshotsMax,
+    });
+    this.machines = new MachineDirectory({
+      store: opts.store,
+      nodeId: () => this.nodeId,
+      nowSvcond: () => this.nowSvcond(),
+      nowMs: () => Number(opts.clock.nowNs() / 1_000_000n),
+      peers: () => this.peers(),
     });
   }
 
@@ -205,6 +218,7 @@ export class MeshService {
     await this.loadEvents();
     await this.dns.load();
     await this.oracle.load();
+    await this.machines.load();
     if (this.enabled) {
       this.host = new MeshHost({
         privateKey: this.identity.privateKey,

@@ -16,8 +16,10 @@ export interface MinimizeResult {
   iterations: number;
   evaluations: number;
   converged: boolean;
-  /** Why the iteration stopped: 'gtol', 'max_iterations', 'max_evaluations', 'line_search', 'simplex', 'stagnated' or 'non_finite'. */
+  /** Why the iteration stopped: 'gtol', 'max_iterations', 'max_evaluations', 'line_search', 'simplex', 'restarts' or 'non_finite'. */
   reason: string;
+  /** Nelder–Mead only: how many times the simplex was rebuilt from a better probe point. */
+  restarts?: number;
 }
 
 export function normInf(v: ArrayLike<number>): number {
@@ -335,28 +337,52 @@ export function bfgs(fg: ObjectiveWithGradient, x0: ArrayLike<number>, options: 
 
 export interface NelderMeadOptions {
   maxIterations: number;
-  /** Stopping test ‖∇f(best)‖∞ < gtol when a gradient is given. */
+  /** ∇f for the stopping test and the descent probe; without it, central differences of f. */
   gradient?: (x: Float64Array, grad: Float64Array) => void;
+  /** Stop as soon as ‖∇f(best vertex)‖∞ < gtol (default 0: never early). */
   gtol?: number;
-  /** Without a gradient: stop when the simplex's f spread and diameter fall below these. */
-  ftol?: number;
+  /** Own test, part 1: simplex diameter (∞-norm, from the best vertex) ≤ xtol·max(1, ‖x_best‖∞). Default 1e-10. */
   xtol?: number;
-  /** Edge length of the initial simplex (relative to |x_i| where x_i ≠ 0, as in Gao & Han). */
+  /** Own test, part 2: f_worst − f_best ≤ ftol·|f_best| + fatol. Defaults 8ε and 0. */
+  ftol?: number;
+  fatol?: number;
+  /** Edge of the initial (and every restart) simplex relative to |x_i| (0.00025 where x_i = 0), as in Gao & Han. */
   initialStep?: number;
+  /** Most simplex runs (the first plus restarts) before giving up with reason 'restarts'. Default 64. */
+  maxRuns?: number;
 }
 
+const EPS = Number.EPSILON;
+
 /**
- * Nelder–Mead with the dimension-adaptive coefficients of Gao & Han (2012): reflection 1, expansion 1 + 2/n,
- * contraction 0.75 − 1/(2n), shrink 1 − 1/n. Ties in the ordering keep the earlier vertex (stable sort by
- * index). When the simplex collapses before the gradient test passes it is rebuilt around the best vertex
- * with edges of 10× its last diameter (a restart), which frees it from degenerate directions.
+ * Nelder–Mead (contraction rules of Lagarias et al. 1998) with the dimension-adaptive coefficients of
+ * Gao & Han (2012) for n ≥ 3 — reflection 1, expansion 1 + 2/n, contraction 0.75 − 1/(2n), shrink 1 − 1/n —
+ * and the standard 1, 2, ½, ½ for n ≤ 2. Ties in the ordering keep the earlier vertex (stable sort by index).
+ *
+ * A run of the simplex ends at its own test (diameter ≤ xtol·max(1, ‖x_best‖∞) and f spread ≤ ftol·|f_best| +
+ * fatol, or a simplex collapsed to rounding level), or early when ‖∇f(best)‖∞ < gtol. The best vertex is then
+ * certified by probes that look for a lower f than rounding can explain: steps along −∇f from the initial simplex
+ * size down to rounding level, and a compass poll x ± h·e_i on dyadic scales h from 2·max(1, ‖x‖∞) down to the
+ * initial simplex size. A probe that finds one restarts the simplex (fresh, initial size) from it; none means the
+ * point is a minimum to f's resolution (reason 'simplex'). The restarts free the simplex from degenerate
+ * shapes (McKinnon 1998) and, through the coarse poll, from some local minima (the chained Rosenbrock's x_1 ≈ −1
+ * minimum for n ≥ 5); a restart that cannot improve on its probe point ends the search, so rounding noise cannot
+ * keep it going. Without a gradient the early gtol test is skipped and ∇f is estimated only for the probes.
+ * Pure and deterministic.
  */
 export function nelderMead(f: Objective, x0: ArrayLike<number>, options: NelderMeadOptions): MinimizeResult {
   const n = x0.length;
+  const adaptive = n >= 3;
   const alpha = 1;
-  const beta = 1 + 2 / n;
-  const gamma = 0.75 - 1 / (2 * n);
-  const delta = 1 - 1 / n;
+  const beta = adaptive ? 1 + 2 / n : 2;
+  const gamma = adaptive ? 0.75 - 1 / (2 * n) : 0.5;
+  const delta = adaptive ? 1 - 1 / n : 0.5;
+  const gtol = options.gtol ?? 0;
+  const xtol = options.xtol ?? 1e-10;
+  const ftol = options.ftol ?? 8 * EPS;
+  const fatol = options.fatol ?? 0;
+  const step0 = options.initialStep ?? 0.05;
+  const maxRuns = options.maxRuns ?? 64;
   const verts: Float64Array[] = Array.from({ length: n + 1 }, () => new Float64Array(n));
   const fv = new Float64Array(n + 1);
   const order = Array.from({ length: n + 1 }, (_, i) => i);
@@ -364,22 +390,42 @@ export function nelderMead(f: Objective, x0: ArrayLike<number>, options: NelderM
   const xr = new Float64Array(n);
   const xe = new Float64Array(n);
   const xc = new Float64Array(n);
-  const grad = new Float64Array(options.gradient ? n : 0);
+  const xp = new Float64Array(n);
+  const grad = new Float64Array(n);
   let evaluations = 0;
   const evalF = (x: Float64Array): number => {
     evaluations++;
     const v = f(x);
     return Number.isNaN(v) ? Number.POSITIVE_INFINITY : v;
   };
+  // ∇f into grad: the given gradient, or central differences with h_i = ε^(1/3)·max(1, |x_i|).
+  const gradientAt = (x: Float64Array): number => {
+    if (options.gradient) options.gradient(x, grad);
+    else {
+      xp.set(x);
+      for (let i = 0; i < n; i++) {
+        const h = Math.cbrt(EPS) * Math.max(1, Math.abs(x[i]!));
+        xp[i] = x[i]! + h;
+        const hp = xp[i]! - x[i]!;
+        const fp = evalF(xp);
+        xp[i] = x[i]! - h;
+        const hm = x[i]! - xp[i]!;
+        const fm = evalF(xp);
+        xp[i] = x[i]!;
+        grad[i] = (fp - fm) / (hp + hm);
+      }
+    }
+    return normInf(grad);
+  };
 
-  const build = (base: Float64Array, step: number, relative: boolean): void => {
+  const build = (base: Float64Array): void => {
     verts[0]!.set(base);
     fv[0] = evalF(verts[0]!);
     for (let i = 0; i < n; i++) {
       const v = verts[i + 1]!;
       v.set(base);
       const bi = base[i]!;
-      v[i] = relative && bi !== 0 ? bi * (1 + step) : bi + (relative ? 0.00025 : step);
+      v[i] = bi !== 0 ? bi * (1 + step0) : 0.00025;
       fv[i + 1] = evalF(v);
     }
   };
@@ -397,50 +443,102 @@ export function nelderMead(f: Objective, x0: ArrayLike<number>, options: NelderM
     return d;
   };
 
-  build(Float64Array.from(x0), options.initialStep ?? 0.05, true);
+  /**
+   * Probes around the best vertex xb (f = fb, grad = ∇f(xb)). Returns the lowest probe point when it beats fb by
+   * more than the rounding level of f, else null.
+   */
+  const probeBest = new Float64Array(n);
+  let probeValue = Number.NaN;
+  const certify = (xb: Float64Array, fb: number, gInf: number): Float64Array | null => {
+    const scale = Math.max(1, normInf(xb));
+    const eta = 8 * EPS * Math.abs(fb);
+    let best = fb;
+    let found = false;
+    const tryPoint = (): void => {
+      const fp = evalF(xp);
+      if (fp < best) {
+        best = fp;
+        probeBest.set(xp);
+        found = true;
+      }
+    };
+    if (gInf > 0 && Number.isFinite(gInf)) {
+      for (let t = step0 * scale; t >= EPS * scale; t *= 0.5) {
+        for (let i = 0; i < n; i++) xp[i] = xb[i]! - (t * grad[i]!) / gInf;
+        tryPoint();
+      }
+    }
+    for (let h = 2 ** (Math.ceil(Math.log2(scale)) + 1); h >= step0 * scale; h *= 0.5) {
+      for (let i = 0; i < n; i++) {
+        for (const sign of [1, -1]) {
+          xp.set(xb);
+          xp[i] = xb[i]! + sign * h;
+          tryPoint();
+        }
+      }
+    }
+    probeValue = best;
+    return found && best < fb - eta ? probeBest : null;
+  };
+
+  build(Float64Array.from(x0));
   sortOrder();
   let iterations = 0;
+  let runs = 1;
   let reason = 'max_iterations';
   let gradientNorm = Number.NaN;
-  let fAtRestart = Number.POSITIVE_INFINITY;
+  // The best vertex whose gradient was last tested (skip the test while it is unchanged).
+  let testedIdx = -1;
+  let testedF = Number.NaN;
+  // f at the probe point the current run started from (null for the first run).
+  let probeF: number | null = null;
   for (;;) {
-    const best = verts[order[0]!]!;
-    if (!Number.isFinite(fv[order[0]!]!)) {
+    const bestIdx = order[0]!;
+    const best = verts[bestIdx]!;
+    const fBest = fv[bestIdx]!;
+    if (!Number.isFinite(fBest)) {
       reason = 'non_finite';
       break;
     }
-    if (options.gradient) {
-      options.gradient(best, grad);
-      gradientNorm = normInf(grad);
-      if (gradientNorm < (options.gtol ?? 0)) {
+    if (gtol > 0 && options.gradient && (bestIdx !== testedIdx || !Object.is(fBest, testedF))) {
+      testedIdx = bestIdx;
+      testedF = fBest;
+      gradientNorm = gradientAt(best);
+      if (gradientNorm < gtol) {
         reason = 'gtol';
         break;
       }
-    } else {
-      const spread = fv[order[n]!]! - fv[order[0]!]!;
-      if (spread <= (options.ftol ?? 1e-12) * Math.max(1, Math.abs(fv[order[0]!]!)) && diameter() <= (options.xtol ?? 1e-10)) {
+    }
+    const diam = diameter();
+    const scale = Math.max(1, normInf(best));
+    const spread = fv[order[n]!]! - fBest;
+    if ((diam <= xtol * scale && spread <= ftol * Math.abs(fBest) + fatol) || diam <= 8 * EPS * scale) {
+      // The run's own test passed: certify the best vertex or restart from a better probe point.
+      gradientNorm = gradientAt(best);
+      if (gradientNorm < gtol) {
+        reason = 'gtol';
+        break;
+      }
+      // A restart that could not improve on the probe point it started from: what the probe found was rounding.
+      const stalled = probeF !== null && !(fBest < probeF - 8 * EPS * Math.abs(probeF));
+      const better = stalled ? null : certify(best, fBest, gradientNorm);
+      if (!better) {
         reason = 'simplex';
         break;
       }
+      probeF = probeValue;
+      if (runs >= maxRuns) {
+        reason = 'restarts';
+        break;
+      }
+      runs++;
+      build(Float64Array.from(better));
+      sortOrder();
+      testedIdx = -1;
+      continue;
     }
     if (iterations >= options.maxIterations) break;
     iterations++;
-
-    // Collapsed simplex with the gradient test still failing: restart around the best vertex.
-    const diam = diameter();
-    const scale = Math.max(1, normInf(best));
-    if (options.gradient && diam <= 4 * Number.EPSILON * scale) {
-      // A restart that found nothing better since the previous one means f cannot resolve further progress.
-      if (!(fv[order[0]!]! < fAtRestart)) {
-        reason = 'stagnated';
-        break;
-      }
-      fAtRestart = fv[order[0]!]!;
-      const base = Float64Array.from(best);
-      build(base, Math.max(10 * diam, 64 * Number.EPSILON * scale), false);
-      sortOrder();
-      continue;
-    }
 
     const worst = order[n]!;
     centroid.fill(0);
@@ -451,7 +549,6 @@ export function nelderMead(f: Objective, x0: ArrayLike<number>, options: NelderM
     const xw = verts[worst]!;
     for (let i = 0; i < n; i++) xr[i] = centroid[i]! + alpha * (centroid[i]! - xw[i]!);
     const fr = evalF(xr);
-    const fBest = fv[order[0]!]!;
     const fSecondWorst = fv[order[n - 1]!]!;
     const fWorst = fv[worst]!;
     if (fr < fBest) {
@@ -497,14 +594,17 @@ export function nelderMead(f: Objective, x0: ArrayLike<number>, options: NelderM
     sortOrder();
   }
   const bestIdx = order[0]!;
+  const xBest = Float64Array.from(verts[bestIdx]!);
+  if (reason === 'max_iterations' || reason === 'restarts') gradientNorm = gradientAt(xBest);
   return {
-    x: Float64Array.from(verts[bestIdx]!),
+    x: xBest,
     f: fv[bestIdx]!,
-    gradient: grad,
+    gradient: Float64Array.from(grad),
     gradientNorm,
     iterations,
     evaluations,
     converged: reason === 'gtol' || reason === 'simplex',
     reason,
+    restarts: runs - 1,
   };
 }

@@ -3,7 +3,8 @@
 // Newton on ψ (update clipped to ±2 V_T, stop at max|Δψ| < 1e-12 V). The p contact is Dirichlet at the
 // neutral p potential (half-cell at the face); every other boundary is zero-field, so the n-side potential is
 // computed. pn1d: tridiagonal Newton solves on an automatically refined grid; pn2d: CG preconditioned by
-// modified incomplete Cholesky MIC(0).
+// modified incomplete Cholesky MIC(0), on uniform cells (well) or, planar, on nx columns graded towards the junction
+// so that it is resolved at L_D/16 as in pn1d (columns2d).
 // Checked against V_bi = V_T[asinh(N_D/2n_i) + asinh(N_A/2n_i)] and (pn1d, planar) the peak field from the
 // exact first integral of the Poisson–Boltzmann equation.
 import { z } from 'zod';
@@ -11,6 +12,7 @@ import { InputError, SolverFailure } from './errors.js';
 import type { CheckPart, InputSpec, SolverDef, SolverOutput } from './types.js';
 import { boundField, boundProfile, checkPart, combineChecks, intIn, numIn, parseInputs, positive, refuseCheck } from './util.js';
 import { solveTridiagonal } from '../numerics/linalg.js';
+import { bisect } from '../numerics/roots.js';
 import { pcg, stencil5FactorSolve, stencil5IncompleteCholesky, stencil5Multiply, type Stencil5 } from '../numerics/sparse.js';
 
 const Q = 1.602176634e-19;
@@ -27,6 +29,13 @@ const MAX_CELLS_2D = 40_000;
 const MAX_NEWTON = 200;
 const NEWTON_STEP_TOL_V = 1e-12;
 const CG_REL_TOL = 1e-10;
+// Planar pn2d columns (see columns2d): the two at the junction are L_D/PLANAR_FINE wide (pn1d's dx ≤ L_D/16); each
+// side's active zone (its depletion-approximation width plus PLANAR_TAIL Debye lengths of its doping) is graded
+// gently, the neutral bulk beyond it coarsely (widths growing by about e^PLANAR_BULK_GROWTH per cell).
+const PLANAR_FINE = 16;
+const PLANAR_TAIL = 3;
+const PLANAR_BULK_GROWTH = 0.7;
+const PLANAR_MAX_GRADING = 64; // beyond it the cells no longer fit: they are stretched instead (a failing check)
 
 export interface DeviceInputs extends Record<string, unknown> {
   mode: Mode;
@@ -89,6 +98,90 @@ function grid1d(inp: DeviceInputs): { cellsP: number; cellsN: number } {
   return { cellsP: count(inp.length_p_m!), cellsN: count(inp.length_n_m!) };
 }
 
+/** ln(1 + g x)/g and its inverse (e^(g ξ) − 1)/g, both the identity at g = 0. */
+const logGrowth = (x: number, g: number) => (g === 0 ? x : Math.log1p(g * x) / g);
+const expGrowth = (xi: number, g: number) => (g === 0 ? xi : Math.expm1(g * xi) / g);
+
+/**
+ * One side of the planar junction, s = distance from it in [0, length]. Target cell width h(s) = c + g s in the
+ * active zone s ≤ active, then h(active) + G (s − active) in the bulk (G = PLANAR_BULK_GROWTH). Cell faces sit where
+ * the cell count ξ(s) = ∫ ds/h is an integer; c = fine·g/(e^g − 1) makes the first cell exactly `fine` wide.
+ */
+class GradedSide {
+  constructor(
+    readonly length: number,
+    readonly active: number,
+    readonly fine: number,
+  ) {}
+  private shape(g: number): { c: number; hActive: number; xiActive: number } {
+    const c = g === 0 ? this.fine : (this.fine * g) / Math.expm1(g);
+    return { c, hActive: c + g * this.active, xiActive: logGrowth(this.active / c, g) };
+  }
+  /** ξ(length): the number of cells the grading g asks for (decreasing in g, → 1 as g → ∞). */
+  count(g: number): number {
+    const { hActive, xiActive } = this.shape(g);
+    return xiActive + logGrowth((this.length - this.active) / hActive, PLANAR_BULK_GROWTH);
+  }
+  /** Widths of `cells` cells filling the side, the first at the junction: g solved from count(g) = cells. */
+  widths(cells: number): Float64Array {
+    const w = new Float64Array(cells);
+    if (cells === 1) return w.fill(this.length);
+    const { g, stretch } = grading((x) => this.count(x), cells);
+    const { c, hActive, xiActive } = this.shape(g);
+    const at = (xi: number) => (xi <= xiActive ? c * expGrowth(xi, g) : this.active + hActive * expGrowth(xi - xiActive, PLANAR_BULK_GROWTH));
+    let prev = 0;
+    for (let k = 0; k < cells; k++) {
+      const face = k === cells - 1 ? this.length : Math.min(this.length, at((k + 1) * stretch));
+      w[k] = face - prev;
+      prev = face;
+    }
+    return w;
+  }
+}
+
+/**
+ * The grading g at which the decreasing cell count(g) equals `cells`, and the factor by which ξ advances per cell:
+ * 1, except with more cells than g = 0 asks for (g = 0, every cell finer) or fewer than the steepest grading asks for
+ * (g = PLANAR_MAX_GRADING, every cell coarser).
+ */
+function grading(count: (g: number) => number, cells: number): { g: number; stretch: number } {
+  const most = count(0);
+  if (most <= cells) return { g: 0, stretch: most / cells };
+  const least = count(PLANAR_MAX_GRADING);
+  if (least >= cells) return { g: PLANAR_MAX_GRADING, stretch: least / cells };
+  return { g: bisect((g) => count(g) - cells, 0, PLANAR_MAX_GRADING, 1e-14), stretch: 1 };
+}
+
+/**
+ * pn2d column widths [m]: uniform width/nx for the well. Planar: the junction (x = width/2) is a column face and
+ * the nx columns are graded towards it, so the Debye length there is resolved at any nx (the work, nx·ny, is
+ * unchanged): the column on either side of it is L_D/16 wide, L_D = √(εV_T/(q·max(N_A, N_D))); each side's active
+ * zone (x_p or x_n of the depletion approximation plus PLANAR_TAIL Debye lengths of that side's doping) is graded
+ * gently and its neutral bulk coarsely. The sides share the columns as one common grading asks of each.
+ */
+function columns2d(inp: DeviceInputs): { widths: Float64Array; pColumns: number } {
+  const nx = inp.nx!;
+  if (inp.geometry !== 'planar') return { widths: new Float64Array(nx).fill(inp.width_m! / nx), pColumns: 0 };
+  const eps = inp.rel_permittivity * EPS0;
+  const vt = thermalVoltage(inp.temperature_K);
+  const NA = inp.acceptor_m3;
+  const ND = inp.donor_m3;
+  const vbi = vt * (Math.asinh(NA / (2 * inp.intrinsic_m3)) + Math.asinh(ND / (2 * inp.intrinsic_m3)));
+  const depletion = Math.sqrt((2 * eps * Math.max(vbi - 2 * vt, 0) * (NA + ND)) / (Q * NA * ND));
+  const half = inp.width_m! / 2;
+  const fine = debyeLength(inp) / PLANAR_FINE;
+  const side = (x: number, N: number) => new GradedSide(half, Math.min(half, x + PLANAR_TAIL * Math.sqrt((eps * vt) / (Q * N))), fine);
+  const pSide = side((depletion * ND) / (NA + ND), NA);
+  const nSide = side((depletion * NA) / (NA + ND), ND);
+  const total = (g: number) => pSide.count(g) + nSide.count(g);
+  const { g } = grading(total, nx);
+  const pColumns = Math.min(nx - 1, Math.max(1, Math.round((nx * pSide.count(g)) / total(g))));
+  const widths = new Float64Array(nx);
+  widths.set(pSide.widths(pColumns).reverse(), 0);
+  widths.set(nSide.widths(nx - pColumns), pColumns);
+  return { widths, pColumns };
+}
+
 /** pn2d cell classification: p region and contacted faces (top faces for the well, left faces for planar). */
 function layout2d(inp: DeviceInputs): { isP: Uint8Array; contact: Uint8Array } {
   const nx = inp.nx!;
@@ -99,8 +192,9 @@ function layout2d(inp: DeviceInputs): { isP: Uint8Array; contact: Uint8Array } {
   const isP = new Uint8Array(nx * ny);
   const contact = new Uint8Array(nx * ny); // 1 where the cell's outer face carries the p contact
   if (inp.geometry === 'planar') {
+    const { pColumns } = columns2d(inp);
     for (let j = 0; j < ny; j++) {
-      for (let i = 0; i < nx; i++) if ((i + 0.5) * dx < W / 2) isP[j * nx + i] = 1;
+      for (let i = 0; i < pColumns; i++) isP[j * nx + i] = 1;
       contact[j * nx] = 1;
     }
   } else {
@@ -288,13 +382,15 @@ function solve2d(inp: DeviceInputs, s: Scaled) {
   const nx = inp.nx!;
   const ny = inp.ny!;
   const n = nx * ny;
-  const dx = inp.width_m! / nx / s.lengthScale;
+  const hx = Float64Array.from(columns2d(inp).widths, (w) => w / s.lengthScale); // column widths (scaled)
   const dy = inp.depth_m! / ny / s.lengthScale;
-  const vol = dx * dy;
-  const gx = dy / dx;
-  const gy = dx / dy;
+  // Per column i: cell volume, conductance of its east face (to column i+1) and of its horizontal faces.
+  const vol = Float64Array.from(hx, (h) => h * dy);
+  const gx = new Float64Array(nx);
+  for (let i = 0; i < nx - 1; i++) gx[i] = dy / ((hx[i]! + hx[i + 1]!) / 2);
+  const gy = Float64Array.from(hx, (h) => h / dy);
   const { isP, contact } = layout2d(inp);
-  const gContact = inp.geometry === 'planar' ? dy / (dx / 2) : dx / (dy / 2);
+  const gContact = (i: number) => (inp.geometry === 'planar' ? dy / (hx[0]! / 2) : hx[i]! / (dy / 2));
   const dop = new Float64Array(n);
   for (let k = 0; k < n; k++) dop[k] = isP[k] ? -inp.acceptor_m3 / s.n0 : inp.donor_m3 / s.n0;
   const ni = s.niScaled;
@@ -308,9 +404,9 @@ function solve2d(inp: DeviceInputs, s: Scaled) {
   for (let j = 0; j < ny; j++) {
     for (let i = 0; i < nx; i++) {
       const k = j * nx + i;
-      if (i < nx - 1) east[k] = -gx;
-      if (j < ny - 1) south[k] = -gy;
-      cond[k] = (contact[k] ? gContact : 0) + (i > 0 ? gx : 0) + (i < nx - 1 ? gx : 0) + (j > 0 ? gy : 0) + (j < ny - 1 ? gy : 0);
+      if (i < nx - 1) east[k] = -gx[i]!;
+      if (j < ny - 1) south[k] = -gy[i]!;
+      cond[k] = (contact[k] ? gContact(i) : 0) + (i > 0 ? gx[i - 1]! : 0) + (i < nx - 1 ? gx[i]! : 0) + (j > 0 ? gy[i]! : 0) + (j < ny - 1 ? gy[i]! : 0);
     }
   }
   const A: Stencil5 = { nx, ny, diag: new Float64Array(n), east, south };
@@ -320,15 +416,15 @@ function solve2d(inp: DeviceInputs, s: Scaled) {
       for (let i = 0; i < nx; i++) {
         const k = j * nx + i;
         const fk = f[k]!;
-        let flux = contact[k] ? gContact * (s.phiP - fk) : 0;
-        if (j > 0) flux += gy * (f[k - nx]! - fk);
-        if (i > 0) flux += gx * (f[k - 1]! - fk);
-        if (i < nx - 1) flux += gx * (f[k + 1]! - fk);
-        if (j < ny - 1) flux += gy * (f[k + nx]! - fk);
+        let flux = contact[k] ? gContact(i) * (s.phiP - fk) : 0;
+        if (j > 0) flux += gy[i]! * (f[k - nx]! - fk);
+        if (i > 0) flux += gx[i - 1]! * (f[k - 1]! - fk);
+        if (i < nx - 1) flux += gx[i]! * (f[k + 1]! - fk);
+        if (j < ny - 1) flux += gy[i]! * (f[k + nx]! - fk);
         const eP = ni * Math.exp(-fk);
         const eN = ni * Math.exp(fk);
-        r[k] = flux + vol * (eP - eN + dop[k]!);
-        jDiag[k] = cond[k]! + vol * (eP + eN);
+        r[k] = flux + vol[i]! * (eP - eN + dop[k]!);
+        jDiag[k] = cond[k]! + vol[i]! * (eP + eN);
       }
     }
   };
@@ -346,7 +442,7 @@ function solve2d(inp: DeviceInputs, s: Scaled) {
     return delta;
   };
   const iterations = newton(phi, residual, solveStep, s.vt);
-  return { phi, dop, dx, dy, iterations, cgIterations };
+  return { phi, dop, hx, dy, iterations, cgIterations };
 }
 
 /** Charge |p − n + N_D − N_A| relative to the local doping. */
@@ -420,7 +516,7 @@ function run(inp: DeviceInputs): SolverOutput {
     };
   }
 
-  const { phi, dop, dx, dy, iterations, cgIterations } = solve2d(inp, s);
+  const { phi, dop, hx, dy, iterations, cgIterations } = solve2d(inp, s);
   const nx = inp.nx!;
   const ny = inp.ny!;
   const rows = (f: (k: number) => number) => {
@@ -442,13 +538,14 @@ function run(inp: DeviceInputs): SolverOutput {
   bulk /= bulkCells.length;
   const vbi = bulk - ref.psiP;
 
-  const dxM = dx * s.lengthScale;
+  // Distance between the centres of columns i and i+1 [m] (the column width on a uniform grid).
+  const centreGap = (i: number) => ((hx[i]! + hx[i + 1]!) / 2) * s.lengthScale;
   const dyM = dy * s.lengthScale;
   let peak = 0;
   for (let j = 0; j < ny; j++) {
     for (let i = 0; i < nx; i++) {
       const k = j * nx + i;
-      if (i < nx - 1) peak = Math.max(peak, (Math.abs(phi[k + 1]! - phi[k]!) * vt) / dxM);
+      if (i < nx - 1) peak = Math.max(peak, (Math.abs(phi[k + 1]! - phi[k]!) * vt) / centreGap(i));
       if (j < ny - 1) peak = Math.max(peak, (Math.abs(phi[k + nx]! - phi[k]!) * vt) / dyM);
     }
   }
@@ -460,13 +557,11 @@ function run(inp: DeviceInputs): SolverOutput {
     let iJ = 0;
     while (dop[iJ]! < 0) iJ++;
     let sum = 0;
-    for (let j = 0; j < ny; j++) sum += (Math.abs(phi[j * nx + iJ]! - phi[j * nx + iJ - 1]!) * vt) / dxM;
+    for (let j = 0; j < ny; j++) sum += (Math.abs(phi[j * nx + iJ]! - phi[j * nx + iJ - 1]!) * vt) / centreGap(iJ - 1);
     junctionField = sum / ny;
     parts.push(checkPart('exact first integral of Poisson–Boltzmann', 'peak field at the junction', junctionField, ref.eMax));
     const jMid = Math.floor(ny / 2);
-    let count = 0;
-    for (let i = 0; i < nx; i++) if (relativeCharge(phi[jMid * nx + i]!, dop[jMid * nx + i]!, ni) > 0.5) count++;
-    depletion = count * dxM;
+    for (let i = 0; i < nx; i++) if (relativeCharge(phi[jMid * nx + i]!, dop[jMid * nx + i]!, ni) > 0.5) depletion += hx[i]! * s.lengthScale;
   } else {
     // Along the vertical line through the well centre.
     const iMid = Math.floor(nx / 2);
@@ -480,7 +575,12 @@ function run(inp: DeviceInputs): SolverOutput {
   if (!check.passed && bulkCharge > 1e-2) check = refuseCheck(check, notNeutralReason);
 
   const potential = boundField(psiRows);
-  const x = Float64Array.from({ length: nx }, (_, i) => (i + 0.5) * dxM);
+  const x = new Float64Array(nx); // column centres [m]
+  let left = 0;
+  for (let i = 0; i < nx; i++) {
+    x[i] = inp.geometry === 'planar' ? (left + hx[i]! / 2) * s.lengthScale : (i + 0.5) * (hx[0]! * s.lengthScale);
+    left += hx[i]!;
+  }
   const y = Float64Array.from({ length: ny }, (_, j) => (j + 0.5) * dyM);
   return {
     mode: 'pn2d',
@@ -501,7 +601,8 @@ function run(inp: DeviceInputs): SolverOutput {
       depletion_width_m: depletion,
       newton_iterations: iterations,
       cg_iterations: cgIterations,
-      dx_m: dxM,
+      dx_m: hx.reduce((a, b) => Math.min(a, b)) * s.lengthScale, // planar: the junction columns' width
+      dx_max_m: hx.reduce((a, b) => Math.max(a, b)) * s.lengthScale,
       dy_m: dyM,
     },
     check,

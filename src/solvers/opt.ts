@@ -75,7 +75,12 @@ const inputs: InputSpec[] = [
   { key: 'segments', unit: '1', default: 50, range: '10 … 400 (brachistochrone)' },
   { key: 'method', unit: '', default: 'bfgs', range: 'bfgs, nelder_mead (nelder_mead: rosenbrock and quadratic)' },
   { key: 'max_iterations', unit: '1', default: 10000, range: '1 … 100000; unknowns² × max_iterations ≤ 1.6e9' },
-  { key: 'gtol', unit: '1', default: 1e-10, range: '0 < gtol ≤ 1 (stop at ‖∇f‖∞ < gtol)' },
+  {
+    key: 'gtol',
+    unit: '1',
+    default: 1e-10,
+    range: '0 < gtol ≤ 1 (stop at ‖∇f‖∞ < gtol; nelder_mead also stops where f can resolve no smaller gradient)',
+  },
 ];
 
 function resolve(raw: unknown): OptInputs {
@@ -239,11 +244,35 @@ export function cycloidTime(X: number, Y: number, gravity: number): number {
   return theta * Math.sqrt(R / gravity);
 }
 
-function fail(problem: string, result: MinimizeResult, maxIterations: number): never {
-  throw new SolverFailure(`opt (${problem}) did not converge: ${result.reason}`, {
+/** Why a minimisation stopped unconverged, in words (MinimizeResult.reason → message). */
+function failureText(reason: string, method: Method, maxIterations: number): string {
+  switch (reason) {
+    case 'max_iterations':
+      return method === 'bfgs'
+        ? `‖∇f‖∞ still ≥ gtol after max_iterations = ${maxIterations}; raise max_iterations or gtol`
+        : `the simplex had not converged after max_iterations = ${maxIterations}; raise max_iterations`;
+    case 'line_search':
+      return 'no step along the search direction lowers f (line search failed before ‖∇f‖∞ < gtol)';
+    case 'restarts':
+      return 'the simplex kept finding lower values after every restart (restart limit reached)';
+    case 'non_finite':
+      return 'f is not finite at the starting point';
+    default:
+      return reason;
+  }
+}
+
+/**
+ * Non-convergence before the check: 500 SVC_SOLVER_ERROR (solvers.md §1 and §3.17), with the reason, the method
+ * and where the iteration stopped in details.
+ */
+function fail(problem: string, method: Method, result: MinimizeResult, maxIterations: number): never {
+  throw new SolverFailure(`opt (${problem}, ${method}) did not converge: ${failureText(result.reason, method, maxIterations)}`, {
     reason: result.reason,
+    method,
     iterations: result.iterations,
     max_iterations: maxIterations,
+    function_evaluations: result.evaluations,
     gradient_norm: result.gradientNorm,
     f: result.f,
   });
@@ -262,7 +291,7 @@ function run(inp: OptInputs): SolverOutput {
       method === 'bfgs'
         ? bfgs((x, g) => rosenbrock(x, g), x0, { gtol, maxIterations })
         : nelderMead((x) => rosenbrock(x, null), x0, { maxIterations, gtol, gradient: (x, g) => void rosenbrock(x, g) });
-    if (!result.converged) fail(problem, result, maxIterations);
+    if (!result.converged) fail(problem, method, result, maxIterations);
     // f* = 0, so the check is on the minimiser: the component farthest from 1.
     let worst = 0;
     for (let i = 1; i < result.x.length; i++) if (Math.abs(result.x[i]! - 1) > Math.abs(result.x[worst]! - 1)) worst = i;
@@ -278,7 +307,7 @@ function run(inp: OptInputs): SolverOutput {
       method === 'bfgs'
         ? bfgs((x, g) => objective(x, g), inp.x0!, { gtol, maxIterations })
         : nelderMead((x) => objective(x, null), inp.x0!, { maxIterations, gtol, gradient: (x, g) => void objective(x, g) });
-    if (!result.converged) fail(problem, result, maxIterations);
+    if (!result.converged) fail(problem, method, result, maxIterations);
     // Independent reference: f* = −½ bᵀA⁻¹b from a Cholesky solve.
     const L = cholesky(Arows);
     if (!L) throw new SolverFailure('matrix lost positive definiteness', {});
@@ -307,7 +336,7 @@ function run(inp: OptInputs): SolverOutput {
     };
     const initialInverseHessianDiagonal = inverseHessianDiagonal(objective, start);
     result = bfgs((x, g) => objective(x, g), start, { gtol, maxIterations, feasible, initialInverseHessianDiagonal });
-    if (!result.converged) fail(problem, result, maxIterations);
+    if (!result.converged) fail(problem, method, result, maxIterations);
     check = makeCheck('cycloid', 'descent time T vs the cycloid θ√(R/g) [s]', result.f, cycloidTime(X, Y, gravity));
     // The axis of `x`: abscissae of the interior nodes y_1 … y_{N−1}.
     extra.node_x_m = Array.from(nodeX.subarray(1, N));

@@ -135,6 +135,156 @@ describe('any-node API', () => {
   });
 });
 
+describe('chain reads on any node', () => {
+  const kinetic = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
+  const validate = (slug: string, q = '') => `/api/chain/${slug}/pohc/validate${q}`;
+  const explore = (slug: string, q = '') => `/api/chain/${slug}/explore${q}`;
+  const servedBy = (r: { headers: Headers }) => r.headers.get('x-svc-served-by');
+  let owner: { zid: string; key: string; slug: string };
+
+  beforeAll(async () => {
+    owner = await zkIdentity(a.url, 'chain-reads');
+    for (let i = 0; i < 2; i++) {
+      const r = await call(a.url, 'POST', '/api/svc/compute', kinetic, bearer(owner.key));
+      expect(r.status, r.text).toBe(200);
+    }
+  });
+
+  it('validate and explore of a chain homed on A answer the same through B and C, with X-Svc-Served-By', async () => {
+    // B learnt the machine's home from the gossiped assertion of its admin key; it does not hold the chain.
+    expect(await waitFor(() => b.node.mesh.machines.known(owner.slug), 'machine home on B')).toBe(a.node.nodeId);
+    expect(await b.node.chain.getMachine(owner.slug)).toBeUndefined();
+
+    const onA = await call(a.url, 'GET', validate(owner.slug), undefined, bearer(owner.key));
+    expect(onA.status, onA.text).toBe(200);
+    expect(onA.body).toMatchObject({ slug: owner.slug, valid: true, rows: 2, first_bad: null });
+    expect(servedBy(onA)).toBeNull();
+    for (const n of [b, c]) {
+      const r = await call(n.url, 'GET', validate(owner.slug), undefined, bearer(owner.key));
+      expect(r.status, r.text).toBe(200);
+      expect(r.body).toEqual(onA.body);
+      expect(servedBy(r)).toBe(a.node.nodeId);
+      expect(r.headers.get('content-type')).toContain('application/json');
+    }
+
+    const exA = await call(a.url, 'GET', explore(owner.slug, '?from=1&to=2'), undefined, bearer(owner.key));
+    expect(exA.status, exA.text).toBe(200);
+    expect(exA.body.rows.map((r: { seq: number }) => r.seq)).toEqual([1, 2]);
+    expect(exA.body.head).toEqual({ seq: 2, hash: exA.body.rows[1].hash });
+    const exB = await call(b.url, 'GET', explore(owner.slug, '?from=1&to=2'), undefined, bearer(owner.key));
+    expect(exB.status, exB.text).toBe(200);
+    expect(exB.body).toEqual(exA.body);
+    expect(servedBy(exB)).toBe(a.node.nodeId);
+    // The key as ?key= travels with the query.
+    const byQuery = await call(b.url, 'GET', explore(owner.slug, `?from=2&key=${owner.key}`));
+    expect(byQuery.status, byQuery.text).toBe(200);
+    expect(byQuery.body.rows.map((r: { seq: number }) => r.seq)).toEqual([2]);
+    expect(servedBy(byQuery)).toBe(a.node.nodeId);
+    // A bad query is the home's 400, relayed.
+    const bad = expectError(await call(b.url, 'GET', explore(owner.slug, '?from=0'), undefined, bearer(owner.key)), 400, 'SVC_INVALID_INPUT');
+    expect(bad.status).toBe(400);
+
+    // Nothing is cached on B: a new row at A is there on the next read through B.
+    expect((await call(b.url, 'POST', '/api/svc/compute', kinetic, bearer(owner.key))).status).toBe(200);
+    const again = await call(b.url, 'GET', validate(owner.slug), undefined, bearer(owner.key));
+    expect(again.body).toMatchObject({ valid: true, rows: 3 });
+    expect(again.body).toEqual((await call(a.url, 'GET', validate(owner.slug), undefined, bearer(owner.key))).body);
+  });
+
+  it('keys and public-machine rules are those of the home: bad key 401, no access 403, private without a key 401, public without a key 200', async () => {
+    const unknownKey = `zsm_${'0'.repeat(32)}`;
+    const e = expectError(await call(b.url, 'GET', validate(owner.slug), undefined, bearer(unknownKey)), 401, 'SVC_INVALID_KEY');
+    expect(e.reason).toBe('unknown');
+    expectError(await call(b.url, 'GET', validate(owner.slug), undefined, bearer('not-a-key')), 401, 'SVC_INVALID_KEY');
+    expectError(await call(b.url, 'GET', explore(owner.slug, '?key=sk_short')), 401, 'SVC_INVALID_KEY');
+    expectError(await call(b.url, 'GET', validate(owner.slug), undefined, { authorization: 'Basic abc' }), 401, 'SVC_INVALID_KEY');
+
+    // Another identity homed on A: forwarded, and A refuses it.
+    const otherA = await zkIdentity(a.url, 'chain-reads-other-a');
+    const fa = await call(b.url, 'GET', validate(owner.slug), undefined, bearer(otherA.key));
+    expectError(fa, 403, 'SVC_FORBIDDEN');
+    expect(servedBy(fa)).toBe(a.node.nodeId);
+    // Another identity homed on C: its key never leaves for A (a key opens only machines homed with it).
+    const otherC = await zkIdentity(c.url, 'chain-reads-other-c');
+    const fc = await call(b.url, 'GET', validate(owner.slug), undefined, bearer(otherC.key));
+    expectError(fc, 403, 'SVC_FORBIDDEN');
+    expect(servedBy(fc)).toBeNull();
+
+    // A private chain without a key: the home's 401, nothing of the chain leaks.
+    const nokey = await call(b.url, 'GET', explore(owner.slug));
+    expectError(nokey, 401, 'SVC_NO_KEY');
+    expect(servedBy(nokey)).toBe(a.node.nodeId);
+    expect(nokey.text).not.toContain('"rows"');
+
+    // A public machine is readable without a key through any node.
+    const made = await call(b.url, 'POST', '/api/chain/state-machines', { slug: 'any-node-open-book', is_public: true }, bearer(owner.key));
+    expect(made.status, made.text).toBe(201);
+    expect(servedBy(made)).toBe(a.node.nodeId);
+    expect(await a.node.chain.getMachine('any-node-open-book')).toMatchObject({ is_public: true, home: a.node.nodeId });
+    expect((await call(a.url, 'POST', '/api/svc/compute', kinetic, bearer(made.body.admin_key))).status).toBe(200);
+    const pubA = await call(a.url, 'GET', validate('any-node-open-book'));
+    expect(pubA.body).toMatchObject({ slug: 'any-node-open-book', valid: true, rows: 1 });
+    for (const n of [b, c]) {
+      const r = await call(n.url, 'GET', validate('any-node-open-book'));
+      expect(r.status, r.text).toBe(200);
+      expect(r.body).toEqual(pubA.body);
+      expect(servedBy(r)).toBe(a.node.nodeId);
+      const ex = await call(n.url, 'GET', explore('any-node-open-book'));
+      expect(ex.body).toEqual((await call(a.url, 'GET', explore('any-node-open-book'))).body);
+    }
+    // With a key that is not the machine's, a public machine is refused on the home and through B alike.
+    expectError(await call(a.url, 'GET', validate('any-node-open-book'), undefined, bearer(otherA.key)), 403, 'SVC_FORBIDDEN');
+    expectError(await call(b.url, 'GET', validate('any-node-open-book'), undefined, bearer(otherA.key)), 403, 'SVC_FORBIDDEN');
+  });
+
+  it('an unknown slug is 404 on every node, with or without a key', async () => {
+    for (const n of [a, b, c]) {
+      expectError(await call(n.url, 'GET', validate('no-such-machine')), 404, 'SVC_NOT_FOUND');
+      expectError(await call(n.url, 'GET', explore('no-such-machine'), undefined, bearer(owner.key)), 404, 'SVC_NOT_FOUND');
+      expectError(await call(n.url, 'GET', validate('BAD%20SLUG!')), 404, 'SVC_NOT_FOUND');
+      expectError(await call(n.url, 'GET', validate('x'.repeat(300))), 404, 'SVC_NOT_FOUND');
+    }
+    expect(await b.node.mesh.machines.known('no-such-machine')).toBeNull();
+  });
+
+  it('a machine nobody announced is found from its home\'s signed answer', async () => {
+    // v1 registration creates a default machine and announces nothing.
+    const reg = await call(a.url, 'POST', '/api/auth/register', { email: 'chain-v1@example.com', password: 'correct horse battery' });
+    expect(reg.status, reg.text).toBe(201);
+    const slug = `m-${reg.body.zid.slice(4, 20)}`;
+    expect(await a.node.chain.getMachine(slug)).toMatchObject({ home: a.node.nodeId });
+    expect(await b.node.mesh.machines.known(slug)).toBeNull();
+
+    const signed = await call(a.url, 'GET', `/api/mesh/machines/${slug}`);
+    expect(signed.status).toBe(200);
+    expect(signed.body).toMatchObject({ type: 'machine.home', sender: a.node.nodeId, body: { slug, home: a.node.nodeId } });
+    expectError(await call(b.url, 'GET', `/api/mesh/machines/${slug}`), 404, 'SVC_NOT_FOUND');
+    expectError(await call(a.url, 'GET', '/api/mesh/machines/NOT_A_SLUG'), 400, 'SVC_INVALID_INPUT');
+
+    const r = await call(b.url, 'GET', validate(slug));
+    expectError(r, 401, 'SVC_NO_KEY');
+    expect(servedBy(r)).toBe(a.node.nodeId);
+    expect(await b.node.mesh.machines.known(slug)).toBe(a.node.nodeId);
+    // Its owner's key (minted on A) reads it through C.
+    const { key } = await a.node.identity.mintKeyFor(reg.body.zid, 'sk', null);
+    const v = await call(c.url, 'GET', validate(slug), undefined, bearer(key));
+    expect(v.status, v.text).toBe(200);
+    expect(v.body).toEqual({ slug, valid: true, rows: 0, head: '0'.repeat(64), first_bad: null });
+    expect(servedBy(v)).toBe(a.node.nodeId);
+  });
+
+  it('a forwarded request is never forwarded again, and an unreachable home is 503 with retry_after_seconds', async () => {
+    const loop = await call(b.url, 'GET', validate(owner.slug), undefined, { ...bearer(owner.key), 'x-svc-forwarded-by': c.node.nodeId });
+    expectError(loop, 503, 'SVC_HOME_UNREACHABLE');
+    expect(servedBy(loop)).toBeNull();
+    // A home the mesh knows but has no URL for.
+    expect(await b.node.mesh.machines.learn({ slug: 'ghost-machine', home: 'ghost-peer-not-in-the-mesh', created_unix_ms: 1 })).toBe(true);
+    const ghost = expectError(await call(b.url, 'GET', validate('ghost-machine')), 503, 'SVC_HOME_UNREACHABLE');
+    expect(ghost.retry_after_seconds).toBe(5);
+    expect(ghost.home).toBe('ghost-peer-not-in-the-mesh');
+  });
+});
+
 describe('the HTTP gossip entrance', () => {
   it('refuses missing, wrong, moved and stale handshakes and bad signatures; accepts a good event once', async () => {
     const priv = a.node.nodeIdentity.privateKey;

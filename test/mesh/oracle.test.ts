@@ -1,9 +1,12 @@
 // Transparency oracle with an injected clock: one signed snapshot per 4-tick slot, never rewritten.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, TICK_NS } from '../../src/kernel/clock.js';
-import { verifySnapshot } from '../../src/mesh/oracle.js';
+import { TransparencyOracle, verifySnapshot, type NetworkSnapshot } from '../../src/mesh/oracle.js';
 import { TOPICS } from '../../src/mesh/wire.js';
-import { removeDir, startNode, waitFor, waitForTopicMesh, type TestNode } from './helpers.js';
+import { ConfigError, loadConfig } from '../../src/config/load.js';
+import type { Store } from '../../src/store/db.js';
+import { startTestNode } from '../helpers/node.js';
+import { makeDataDir, removeDir, startNode, waitFor, waitForTopicMesh, type TestNode } from './helpers.js';
 
 describe('transparency oracle', () => {
   // Start on a tick that is a multiple of 4, near real time.
@@ -90,5 +93,119 @@ describe('transparency oracle', () => {
     expect((await a.mesh.status()).coherenceScore).toBe(0);
     clock.advanceTicks(121);
     expect((await a.mesh.status()).coherenceScore).toBeNull();
+  });
+});
+
+/** The snapshot keys in LevelDB, read straight from the 'mesh-snapshots' sublevel, as svconds in key order. */
+async function storedSnapshots(store: Store): Promise<{ svcond: number; value: NetworkSnapshot }[]> {
+  const out: { svcond: number; value: NetworkSnapshot }[] = [];
+  for await (const [key, value] of store.sub('mesh-snapshots').iterator()) out.push({ svcond: Number(key), value: value as NetworkSnapshot });
+  return out;
+}
+
+describe('snapshot retention', () => {
+  const nowNs = BigInt(Date.now()) * 1_000_000n;
+  const start = (nowNs / TICK_NS / 4n) * 4n;
+
+  it('keeps exactly the newest N snapshots, pruning in the write batch and across restarts', async () => {
+    const clock = new ManualClock(start * TICK_NS + 1000n);
+    const dataDir = await makeDataDir();
+    const open = (max: number) => startNode({ clock, secret: null, dataDir, extra: { limits: { snapshotsMax: max } } });
+    let n = await open(5);
+    try {
+      const written: number[] = [];
+      const write = async (count: number) => {
+        for (let i = 0; i < count; i++) {
+          await n.mesh.pulse();
+          written.push(n.mesh.oracle.now()!.svcond);
+          clock.advanceTicks(4);
+        }
+      };
+      await write(3);
+      // Below the retention nothing is deleted.
+      expect((await storedSnapshots(n.store)).map((e) => e.svcond)).toEqual(written);
+      await write(9);
+      expect(new Set(written).size).toBe(12);
+      let stored = await storedSnapshots(n.store);
+      expect(stored.map((e) => e.svcond)).toEqual(written.slice(-5));
+      for (const e of stored) {
+        expect(e.value.svcond).toBe(e.svcond);
+        expect(await verifySnapshot(e.value)).toBe(true);
+      }
+      // History reads what is kept, newest first, still bounded by n.
+      expect((await n.mesh.oracle.history(100)).map((s) => s.svcond)).toEqual(written.slice(-5).reverse());
+      expect((await n.mesh.oracle.history(2)).map((s) => s.svcond)).toEqual(written.slice(-2).reverse());
+      expect(n.mesh.oracle.stored).toBe(5);
+
+      // A restart counts what is there and keeps pruning.
+      await n.stop();
+      n = await open(5);
+      expect(n.mesh.oracle.now()!.svcond).toBe(written.at(-1));
+      await write(4);
+      stored = await storedSnapshots(n.store);
+      expect(stored.map((e) => e.svcond)).toEqual(written.slice(-5));
+
+      // A smaller retention trims the store at start, before any new write.
+      await n.stop();
+      n = await open(3);
+      expect((await storedSnapshots(n.store)).map((e) => e.svcond)).toEqual(written.slice(-3));
+      expect((await n.mesh.oracle.history(100)).map((s) => s.svcond)).toEqual(written.slice(-3).reverse());
+      expect(n.mesh.oracle.now()!.svcond).toBe(written.at(-1));
+      await write(2);
+      expect((await storedSnapshots(n.store)).map((e) => e.svcond)).toEqual(written.slice(-3));
+
+      // A larger one deletes nothing until it is reached.
+      await n.stop();
+      n = await open(6);
+      await write(2);
+      expect((await storedSnapshots(n.store)).map((e) => e.svcond)).toEqual(written.slice(-5));
+      await write(2);
+      expect((await storedSnapshots(n.store)).map((e) => e.svcond)).toEqual(written.slice(-6));
+    } finally {
+      await n.stop();
+      await removeDir(dataDir);
+    }
+  });
+
+  it('a store holding far more than N (written before retention existed) is trimmed at start', async () => {
+    const clock = new ManualClock(start * TICK_NS + 1000n);
+    const dataDir = await makeDataDir();
+    let n = await startNode({ clock, secret: null, dataDir, extra: { limits: { snapshotsMax: 1_000_000 } } });
+    try {
+      // 2 500 snapshots (more than one trim batch of 1 000), written directly as an unbounded node would have.
+      const sub = n.store.sub('mesh-snapshots');
+      const svconds = Array.from({ length: 2_500 }, (_, i) => Number(start) - 4 * (2_500 - i));
+      await n.store.commit(svconds.map((t) => ({ type: 'put' as const, sub, key: TransparencyOracle.key(t), value: { svcond: t } })));
+      await n.stop();
+      n = await startNode({ clock, secret: null, dataDir, extra: { limits: { snapshotsMax: 7 } } });
+      expect((await storedSnapshots(n.store)).map((e) => e.svcond)).toEqual(svconds.slice(-7));
+      await n.mesh.pulse();
+      const newest = n.mesh.oracle.now()!.svcond;
+      expect(newest).toBe(Number(start));
+      expect((await storedSnapshots(n.store)).map((e) => e.svcond)).toEqual([...svconds.slice(-6), newest]);
+    } finally {
+      await n.stop();
+      await removeDir(dataDir);
+    }
+  });
+
+  it('is the config key mesh.snapshotRetention (env SVC_MESH_SNAPSHOT_RETENTION), wired through the node', async () => {
+    expect(loadConfig({ env: {} }).mesh.snapshotRetention).toBe(10_000);
+    expect(loadConfig({ env: { SVC_MESH_SNAPSHOT_RETENTION: '42' } }).mesh.snapshotRetention).toBe(42);
+    expect(() => loadConfig({ env: { SVC_MESH_SNAPSHOT_RETENTION: '0' } })).toThrow(ConfigError);
+    expect(() => loadConfig({ env: { SVC_MESH_SNAPSHOT_RETENTION: 'many' } })).toThrow(ConfigError);
+    expect(() => new TransparencyOracle({ store: {} as Store, nodeId: () => 'x', sign: async () => '', headState: () => ({ sealedCount: 0, chainHeadsDigest: '', kernelVersion: '' }), peers: () => [], retention: 0 })).toThrow(RangeError);
+
+    const clock = new ManualClock(start * TICK_NS + 1000n);
+    const t = await startTestNode({ solverThreads: 0, mesh: { snapshotRetention: 2 } }, { clock, mesh: { autoPulse: false } });
+    try {
+      for (let i = 0; i < 4; i++) {
+        await t.node.mesh.pulse();
+        clock.advanceTicks(4);
+      }
+      expect((await storedSnapshots(t.node.store)).map((e) => e.svcond)).toEqual([Number(start) + 8, Number(start) + 12]);
+    } finally {
+      await t.destroy();
+    }
   });
 });

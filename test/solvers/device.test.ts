@@ -130,9 +130,71 @@ describe('device pn2d', () => {
     expect(Math.abs((out.outputs.junction_field_V_m as number) - ref.eMax) / ref.eMax).toBeLessThan(2e-4);
   });
 
-  it('planar with a grid coarser than the Debye length fails the field check (a 422, not a seal)', () => {
-    const out = device.run(device.resolve({ mode: 'pn2d', geometry: 'planar' }));
+  it('planar at the defaults passes: V_bi and the junction face field match the closed forms', () => {
+    const raw = { mode: 'pn2d', geometry: 'planar' };
+    const inputs = device.resolve(raw);
+    expect(inputs).toMatchObject({ nx: 100, ny: 50, width_m: 4e-6, depth_m: 2e-6, acceptor_m3: 1e23, donor_m3: 1e21 });
+    const out = device.run(inputs);
+    const ref = closedForms(1e23, 1e21);
+    expect(out.check.passed).toBe(true);
+    expect(out.check.refused).toBeUndefined();
+    expect(out.check.parts).toHaveLength(2);
+    const [vbiPart, fieldPart] = out.check.parts!;
+    expect(vbiPart!.reference).toBeCloseTo(ref.vbi, 12);
+    expect(fieldPart!.reference / ref.eMax).toBeCloseTo(1, 12);
+    expect(Math.abs(out.value - ref.vbi) / ref.vbi).toBeLessThan(1e-4);
+    const eJ = out.outputs.junction_field_V_m as number;
+    expect(fieldPart!.computed).toBe(eJ);
+    expect(Math.abs(eJ - ref.eMax) / ref.eMax).toBeLessThan(8e-4);
+    expect(Math.abs(eJ - ref.eMax) / ref.eMax).toBeLessThan(fieldPart!.tolerance);
+    expect(out.outputs.peak_field_V_m as number).toBeGreaterThanOrEqual(eJ * (1 - 1e-9));
+    // The columns at the junction resolve the Debye length of the heavier side (L_D/16, as pn1d), within nx·ny.
+    const LD = Math.sqrt((11.7 * EPS0 * ref.vt) / (Q * 1e23));
+    expect(out.outputs.dx_m as number).toBeLessThanOrEqual((LD / 16) * (1 + 1e-9));
+    expect(out.outputs.dx_max_m as number).toBeLessThan(4e-6 / 2);
+    // Depletion width near the depletion approximation √(2ε(V_bi − 2V_T)(N_A+N_D)/(qN_AN_D)).
+    const w = Math.sqrt((2 * 11.7 * EPS0 * (ref.vbi - 2 * ref.vt) * (1e23 + 1e21)) / (Q * 1e23 * 1e21));
+    expect(Math.abs((out.outputs.depletion_width_m as number) - w) / w).toBeLessThan(0.1);
+    // Column centres increase from 0 to width_m; the potential is independent of depth (rows agree).
+    const x = out.outputs.x_m as number[];
+    for (let i = 1; i < x.length; i++) expect(x[i]!).toBeGreaterThan(x[i - 1]!);
+    expect(x[0]!).toBeGreaterThan(0);
+    expect(x[x.length - 1]!).toBeLessThan(4e-6);
+    const psi = out.outputs.potential as number[][];
+    for (const row of psi) row.forEach((v, i) => expect(Math.abs(v - psi[0]![i]!)).toBeLessThan(1e-9));
+  });
+
+  it('planar at the defaults with other dopings and temperatures passes', () => {
+    for (const [raw, NA, ND, T] of [
+      [{ acceptor_m3: 1e21, donor_m3: 1e23 }, 1e21, 1e23, 300],
+      [{ acceptor_m3: 1e22, donor_m3: 1e22 }, 1e22, 1e22, 300],
+      [{ acceptor_m3: 1e24, donor_m3: 1e22 }, 1e24, 1e22, 300],
+      [{ temperature_K: 400 }, 1e23, 1e21, 400],
+    ] as [Record<string, unknown>, number, number, number][]) {
+      const out = device.run(device.resolve({ mode: 'pn2d', geometry: 'planar', ny: 8, ...raw }));
+      const ref = closedForms(NA, ND, 1e16, T);
+      expect(out.check.passed).toBe(true);
+      expect(Math.abs(out.value - ref.vbi) / ref.vbi).toBeLessThan(1e-3);
+      expect(Math.abs((out.outputs.junction_field_V_m as number) - ref.eMax) / ref.eMax).toBeLessThan(1e-3);
+    }
+  });
+
+  it('planar converges to the closed-form peak field as nx grows', () => {
+    const ref = closedForms(1e23, 1e21);
+    const err = (nx: number) => {
+      const out = device.run(device.resolve({ mode: 'pn2d', geometry: 'planar', nx, ny: 4 }));
+      return Math.abs((out.outputs.junction_field_V_m as number) - ref.eMax) / ref.eMax;
+    };
+    const [e50, e100, e400] = [err(50), err(100), err(400)];
+    expect(e100).toBeLessThan(e50 / 3);
+    expect(e400).toBeLessThan(e100 / 2);
+    expect(e400).toBeLessThan(2e-4);
+  });
+
+  it('planar with too few columns to resolve the Debye length fails the field check (a 422, not a seal)', () => {
+    const out = device.run(device.resolve({ mode: 'pn2d', geometry: 'planar', nx: 40, ny: 10 }));
     expect(out.check.passed).toBe(false);
+    expect(out.check.refused).toBeUndefined();
     expect(out.check.parts![0]!.passed).toBe(true);
     expect(out.check.parts![1]!.passed).toBe(false);
   });
@@ -177,7 +239,7 @@ describe('device inputs', () => {
   }
 
   it('is deterministic', () => {
-    for (const raw of [{}, { mode: 'pn2d', nx: 40, ny: 20 }]) {
+    for (const raw of [{}, { mode: 'pn2d', nx: 40, ny: 20 }, { mode: 'pn2d', geometry: 'planar' }]) {
       const a = device.run(device.resolve(raw));
       const b = device.run(device.resolve(raw));
       expect(Object.is(a.value, b.value)).toBe(true);

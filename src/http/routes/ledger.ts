@@ -1,14 +1,15 @@
 // Usage, envelopes, balances and state-machine chains (spec 2.4, 4.6, 4.8).
 import type Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Next } from 'koa';
 import { z } from 'zod';
 import { stampAt } from '../../kernel/clock.js';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
 import { presentedKey, requireKey, resolveCaller } from '../auth.js';
 import { validate } from '../validate.js';
-import { forwardToHome } from '../forward.js';
+import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import type { Caller } from '../../tally/ledger.js';
+import { MACHINE_HOME, SLUG_PATTERN } from '../../mesh/machines.js';
 
 const envelopeQuery = z
   .object({
@@ -19,7 +20,7 @@ const envelopeQuery = z
     key: z.string().optional(),
   })
   .strict();
-const machineBody = z.object({ slug: z.string().regex(/^[a-z0-9][a-z0-9-]{2,47}$/, '3 … 48 of a-z, 0-9 and -'), is_public: z.boolean().default(false) }).strict();
+const machineBody = z.object({ slug: z.string().regex(SLUG_PATTERN, '3 … 48 of a-z, 0-9 and -'), is_public: z.boolean().default(false) }).strict();
 const exploreQuery = z.object({ from: z.coerce.number().int().min(1).default(1), to: z.coerce.number().int().min(1).optional(), key: z.string().optional() }).strict();
 
 function forbidden(message: string): ServiceError {
@@ -74,26 +75,60 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     ctx.body = { slug: machine.slug, owner: machine.owner, genesis_svcond: machine.genesis_svcond, is_public: machine.is_public, admin_key: adminKey, message: 'the admin key is shown once' };
   });
 
+  const notFound = (slug: string) => new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
+  const noAccess = (slug: string) => forbidden(`no access to state machine ${slug}`);
+
+  /**
+   * Every route under /api/chain/:slug goes through here first. A machine held here is served here. One held by
+   * another node (its home, from the mesh's directory or a signed answer of the home) is read there: the request
+   * is forwarded once and the answer relayed with X-Svc-Served-By; the home enforces keys and public-machine
+   * rules. A presented key is checked here first and goes only to its own home (a key grants access only to
+   * machines homed with its identity), so a key never travels to a node that is not its home.
+   */
+  async function atMachineHome(ctx: Context, next: Next): Promise<void> {
+    const slug = String(ctx.params.slug);
+    if (await s.chain.getMachine(slug)) return next();
+    if (wasForwarded(ctx)) {
+      throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `this request was forwarded here but this node does not hold state machine ${slug}`, { slug, retry_after_seconds: 5 });
+    }
+    const home = s.mesh?.enabled && SLUG_PATTERN.test(slug) ? await s.mesh.machines.homeOf(slug) : null;
+    if (!home || home === s.nodeId()) throw notFound(slug);
+    if (presentedKey(ctx)) {
+      const caller = await resolveCaller(ctx, auth, false);
+      if (caller.kind !== 'identity' || caller.home !== home) throw noAccess(slug);
+    }
+    await relayToHome(ctx, s, home, 'state machine', { slug });
+  }
+
   /** Routes under /api/chain/:slug accept the machine's key or its owner's; public machines are readable without a key. */
   async function readableMachine(ctx: Context): Promise<string> {
     const slug = String(ctx.params.slug);
     const machine = await s.chain.getMachine(slug);
-    if (!machine) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
+    if (!machine) throw notFound(slug);
     if (machine.is_public && !presentedKey(ctx)) return slug;
     const caller = await resolveCaller(ctx, auth, false);
-    if (caller.kind !== 'identity' || (caller.slug !== slug && machine.roles[caller.zid] === undefined)) throw forbidden(`no access to state machine ${slug}`);
+    if (caller.kind !== 'identity' || (caller.slug !== slug && machine.roles[caller.zid] === undefined)) throw noAccess(slug);
     return slug;
   }
 
-  router.get('/api/chain/:slug/pohc/validate', async (ctx) => {
+  router.get('/api/chain/:slug/pohc/validate', atMachineHome, async (ctx) => {
     const slug = await readableMachine(ctx);
     ctx.body = await s.chain.validate(slug);
   });
 
-  router.get('/api/chain/:slug/explore', async (ctx) => {
+  router.get('/api/chain/:slug/explore', atMachineHome, async (ctx) => {
     const slug = await readableMachine(ctx);
     const q = validate(exploreQuery, ctx.query);
     const head = await s.chain.headOf(slug);
     ctx.body = { slug, head, rows: await s.chain.explore(slug, q.from, q.to ?? q.from + 99) };
+  });
+
+  /** Peers ask where a machine lives: answered only by its home, as a `machine.home` event signed by this node. */
+  router.get('/api/mesh/machines/:slug', async (ctx) => {
+    const slug = String(ctx.params.slug);
+    if (!SLUG_PATTERN.test(slug)) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'slug must be 3 … 48 of a-z, 0-9 and -', { field: 'slug', reason: 'format', allowed: null });
+    const machine = await s.chain.getMachine(slug);
+    if (!machine || machine.home !== s.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug} is homed here`);
+    ctx.body = await s.signMeshEvent(MACHINE_HOME, { slug, home: s.nodeId(), created_unix_ms: machine.created_unix_ms });
   });
 }

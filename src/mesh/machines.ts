@@ -1,0 +1,162 @@
+// Where state machines live. A machine's home is the node that created it (architecture.md §5); machines are not
+// replicated, so a node asked about a machine it does not hold needs the home's peer id. It learns it from the
+// identity assertions homes gossip when they create a machine (the machine's zsm_ admin key carries its slug and
+// home, signed by the home), keeps it in a bounded sublevel, and otherwise asks its peers: an answer counts only
+// when it is a `machine.home` event signed by the peer asked, naming itself as the home, at a tick near now.
+// Two homes claiming one slug (slugs are unique per node only): the earlier creation wins, ties to the smaller
+// peer id, so every node picks the same home whatever order it learnt them in.
+import type { Store, Sublevel } from '../store/db.js';
+import { verifyEventSignature, type MeshEvent } from './wire.js';
+
+export const MACHINE_HOME = 'machine.home';
+/** What a state-machine slug can look like (creation enforces it; default slugs are m- and 16 hex). */
+export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{2,47}$/;
+const LOOKUP_TIMEOUT_MS = 2_000;
+const NEGATIVE_MS = 30_000;
+const MAX_SKEW_TICKS = 120;
+const NEGATIVE_MAX = 10_000;
+
+export interface MachineHome {
+  slug: string;
+  /** Peer id of the node that holds the machine. */
+  home: string;
+  /** Creation time the home states; decides between two homes claiming one slug. */
+  created_unix_ms: number;
+}
+
+export interface MachineDirectoryOptions {
+  store: Store;
+  nodeId: () => string;
+  nowSvcond: () => number;
+  nowMs: () => number;
+  /** Peers and their HTTP URLs (from tick events). */
+  peers: () => { peerId: string; url: string | null }[];
+  /** Entries kept in the store; beyond it homes are still looked up, not remembered. */
+  maxEntries?: number;
+}
+
+export function isMachineHome(v: unknown): v is MachineHome {
+  if (!v || typeof v !== 'object') return false;
+  const o = v as Record<string, unknown>;
+  return typeof o.slug === 'string' && SLUG_PATTERN.test(o.slug) && typeof o.home === 'string' && o.home.length > 0 && o.home.length <= 128
+    && typeof o.created_unix_ms === 'number' && Number.isSafeInteger(o.created_unix_ms) && o.created_unix_ms >= 0;
+}
+
+/** The claim that wins a slug: earlier creation, then the smaller peer id. */
+function better(a: MachineHome, b: MachineHome): MachineHome {
+  if (a.created_unix_ms !== b.created_unix_ms) return a.created_unix_ms < b.created_unix_ms ? a : b;
+  return a.home <= b.home ? a : b;
+}
+
+export class MachineDirectory {
+  private readonly sub: Sublevel;
+  private readonly maxEntries: number;
+  private count = 0;
+  /** Slugs no peer claimed, until when (ms): a stream of unknown slugs does not fan out to the mesh. */
+  private readonly unknown = new Map<string, number>();
+  private readonly inflight = new Map<string, Promise<string | null>>();
+  private writes: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly opts: MachineDirectoryOptions) {
+    this.sub = opts.store.sub('mesh-machines');
+    this.maxEntries = opts.maxEntries ?? 100_000;
+  }
+
+  async load(): Promise<void> {
+    let n = 0;
+    for await (const _ of this.sub.keys()) n++;
+    this.count = n;
+  }
+
+  /** Entries in the store. */
+  get size(): number {
+    return this.count;
+  }
+
+  /** Remember that a peer holds a machine (this node's own machines are in the chain store, not here). */
+  learn(rec: MachineHome): Promise<boolean> {
+    // One at a time: each learn reads the entry the previous one wrote.
+    const run = this.writes.then(() => this.learnNow(rec));
+    this.writes = run.catch(() => undefined);
+    return run;
+  }
+
+  private async learnNow(rec: MachineHome): Promise<boolean> {
+    if (!isMachineHome(rec) || rec.home === this.opts.nodeId()) return false;
+    const existing = await this.opts.store.get<MachineHome>(this.sub, rec.slug);
+    const next = existing ? better(existing, rec) : rec;
+    if (existing && next.home === existing.home && next.created_unix_ms === existing.created_unix_ms) return false;
+    if (!existing && this.count >= this.maxEntries) return false;
+    await this.opts.store.commit([{ type: 'put', sub: this.sub, key: rec.slug, value: { slug: next.slug, home: next.home, created_unix_ms: next.created_unix_ms } }]);
+    if (!existing) this.count++;
+    this.unknown.delete(rec.slug);
+    return true;
+  }
+
+  /**
+   * Learn from an identity assertion (svc/identity/1) whose signature the mesh verified: a zsm_ key names its
+   * machine's slug, and the machine is homed where the key is. Only the signer's own machines are taken.
+   */
+  async learnFromAssertion(body: unknown, sender: string): Promise<boolean> {
+    const key = (body as { key?: Record<string, unknown> } | null)?.key;
+    if (!key || typeof key !== 'object' || key.kind !== 'zsm' || key.home !== sender || typeof key.slug !== 'string') return false;
+    return this.learn({ slug: key.slug, home: sender, created_unix_ms: typeof key.created_unix_ms === 'number' ? key.created_unix_ms : 0 });
+  }
+
+  /** The home recorded here, without asking anyone. */
+  async known(slug: string): Promise<string | null> {
+    if (!SLUG_PATTERN.test(slug)) return null;
+    return (await this.opts.store.get<MachineHome>(this.sub, slug))?.home ?? null;
+  }
+
+  /** The peer id of the machine's home: recorded here, else asked of the peers; null when nobody holds it. */
+  async homeOf(slug: string): Promise<string | null> {
+    if (!SLUG_PATTERN.test(slug)) return null;
+    const known = await this.known(slug);
+    if (known) return known;
+    const until = this.unknown.get(slug);
+    if (until !== undefined && until > this.opts.nowMs()) return null;
+    let pending = this.inflight.get(slug);
+    if (!pending) {
+      pending = this.lookup(slug).finally(() => this.inflight.delete(slug));
+      this.inflight.set(slug, pending);
+    }
+    return pending;
+  }
+
+  private async lookup(slug: string): Promise<string | null> {
+    const self = this.opts.nodeId();
+    const now = this.opts.nowSvcond();
+    const peers = this.opts.peers().filter((p) => p.url && p.peerId !== self);
+    const claims = await Promise.all(
+      peers.map(async (p): Promise<MachineHome | null> => {
+        try {
+          const res = await fetch(`${p.url}/api/mesh/machines/${slug}`, { signal: AbortSignal.timeout(LOOKUP_TIMEOUT_MS) });
+          if (!res.ok) return null;
+          const event = (await res.json()) as MeshEvent;
+          if (!event || event.type !== MACHINE_HOME || event.sender !== p.peerId) return null;
+          if (typeof event.svcond !== 'number' || Math.abs(event.svcond - now) > MAX_SKEW_TICKS) return null;
+          const body = event.body;
+          if (!isMachineHome(body) || body.slug !== slug || body.home !== p.peerId) return null;
+          if (!(await verifyEventSignature(event))) return null;
+          return { slug, home: body.home, created_unix_ms: body.created_unix_ms };
+        } catch {
+          return null;
+        }
+      }),
+    );
+    let winner: MachineHome | null = null;
+    for (const c of claims) {
+      if (!c) continue;
+      await this.learn(c);
+      winner = winner ? better(winner, c) : c;
+    }
+    if (winner) {
+      // A stored claim (learnt meanwhile from gossip) may be better than the answers.
+      return (await this.known(slug)) ?? winner.home;
+    }
+    if (this.unknown.size >= NEGATIVE_MAX) this.unknown.delete(this.unknown.keys().next().value as string);
+    this.unknown.set(slug, this.opts.nowMs() + NEGATIVE_MS);
+    return null;
+  }
+}
