@@ -19,6 +19,8 @@ import { Ledger } from './tally/ledger.js';
 import { QuotaService } from './tally/quota.js';
 import { ComputeService } from './compute/service.js';
 import { InlineExecutor, WorkerPoolExecutor, type SolverExecutor } from './compute/executor.js';
+import { InlineSealer, WorkerSealer, type Sealer } from './compute/sealer.js';
+import type { SealedSummary } from './compute/service.js';
 import { defaultRegistry, type SolverRegistry } from './solvers/registry.js';
 import { createApp } from './http/app.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './mesh/identity.js';
@@ -86,6 +88,7 @@ export class SvcNode {
   receiptKey!: Buffer;
   mesh!: MeshService;
   private executor: SolverExecutor | null = null;
+  private sealer: Sealer | null = null;
   private server: Server | null = null;
   private readonly options: NodeOptions;
   url = '';
@@ -125,10 +128,12 @@ export class SvcNode {
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
     this.executor = this.options.registry || config.solverThreads === 0 ? new InlineExecutor(registry) : new WorkerPoolExecutor(config.solverThreads, config.limits.tier);
+    this.sealer = config.sealWorker ? new WorkerSealer(this.receiptKey) : new InlineSealer(this.receiptKey);
     this.compute = new ComputeService({
       clock: this.clock,
       registry,
       executor: this.executor,
+      sealer: this.sealer,
       ledger: this.ledger,
       quota: this.quota,
       receiptKey: this.receiptKey,
@@ -139,7 +144,7 @@ export class SvcNode {
       timeLimitSeconds: this.options.timeLimitSeconds,
       nodeId,
       // After the batch is durable (never before): announce the result to the mesh.
-      onSealed: (body) => this.announceSealed(body),
+      onSealed: (summary) => this.announceSealed(summary),
     });
     const demoKeys = new DemoKeys(this.store, this.identity);
     const meshOptions: MeshServiceOptions = {
@@ -228,18 +233,8 @@ export class SvcNode {
   }
 
   /** A compact signed announcement of a sealed result on svc/events/1 (what re-execution will key on). */
-  private announceSealed(body: Record<string, unknown>): void {
+  private announceSealed(announcement: SealedSummary): void {
     if (!this.mesh?.enabled) return;
-    const announcement = {
-      result_id: body.result_id,
-      result_digest: body.result_digest,
-      kind: body.kind,
-      solver: body.solver ?? null,
-      operators: body.operators ?? null,
-      svcond: body.svcond,
-      value: body.value,
-      unit: body.unit,
-    };
     void this.mesh.publish(RESULT_SEALED, announcement, TOPICS.events).catch((err: unknown) => this.logger.warn({ err: String(err) }, 'sealed-result announcement not published'));
   }
 
@@ -255,6 +250,7 @@ export class SvcNode {
     }
     if (this.mesh) await this.mesh.stop();
     if (this.executor) await this.executor.close();
+    if (this.sealer) await this.sealer.close();
     if (this.store) await this.store.close();
     this.logger.info({ node: this.nodeIdentity?.nodeId }, 'stopped');
   }

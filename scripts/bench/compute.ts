@@ -3,7 +3,7 @@
 // (no HTTP, durable writes, 50 at a time), which separates the cost of sealing from the cost of the HTTP layer.
 // Each line is one JSON object.
 // Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50]
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -64,7 +64,8 @@ const computeBody = JSON.stringify({ domain: 'mechanics', operators: ['KO42', 'M
 
 async function runNode(sync: boolean): Promise<{ rps: number; p50: number; p99: number; non2xx: number; sealed: number }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
-  const { child, url } = await startProcess(tsx, ['src/cli/index.ts', 'start'], {
+  // The built node, as npm start runs it (the bench builds first).
+  const { child, url } = await startProcess(process.execPath, ['dist/cli/index.js', 'start'], {
     SVC_PORT: '0',
     SVC_DATA_DIR: dataDir,
     SVC_LOG_LEVEL: 'info',
@@ -98,6 +99,7 @@ async function runBaseline(body: 'koa' | 'node'): Promise<number> {
   }
 }
 
+execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
 const baselineRps = await runBaseline('koa');
 const leanBaselineRps = await runBaseline('node');
 const buffered = await runNode(false);

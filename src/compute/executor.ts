@@ -11,6 +11,19 @@ function tsxEsmApi(): string {
   const pkg = createRequire(import.meta.url).resolve('tsx/package.json');
   return pathToFileURL(join(dirname(pkg), 'dist/esm/api/index.mjs')).href;
 }
+
+const FROM_SOURCE = fileURLToPath(import.meta.url).endsWith('.ts');
+
+/**
+ * A worker thread running the module `name` of this directory (solver-worker, seal-worker): the .js file from
+ * dist, or, from source (tests, tsx), the .ts file loaded through a bootstrap that registers tsx first.
+ */
+export function spawnWorker(name: string, workerData?: unknown): Worker {
+  const entry = new URL(`./${name}${FROM_SOURCE ? '.ts' : '.js'}`, import.meta.url);
+  if (!FROM_SOURCE) return new Worker(entry, { workerData });
+  const bootstrap = `import(${JSON.stringify(tsxEsmApi())}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); });`;
+  return new Worker(bootstrap, { eval: true, workerData });
+}
 import { ServiceError } from '../kernel/errors.js';
 import type { SolverRegistry } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
@@ -69,23 +82,13 @@ export class WorkerPoolExecutor implements SolverExecutor {
   private readonly queue: Pending[] = [];
   private nextId = 1;
   private closed = false;
-  private readonly entry: URL;
-  /** From source (tests, tsx), a bootstrap that registers tsx in the worker before loading the .ts entry. */
-  private readonly bootstrap: string | null;
 
   constructor(size: number, private readonly tier: string) {
-    // From dist the entry is solver-worker.js; from source (tests, tsx) it is the .ts file loaded through tsx.
-    const self = fileURLToPath(import.meta.url);
-    const fromSource = self.endsWith('.ts');
-    this.entry = new URL(fromSource ? './solver-worker.ts' : './solver-worker.js', import.meta.url);
-    this.bootstrap = fromSource
-      ? `import(${JSON.stringify(tsxEsmApi())}).then((m) => { m.register(); return import(${JSON.stringify(this.entry.href)}); });`
-      : null;
     for (let i = 0; i < Math.max(1, size); i++) this.slots.push(this.spawn());
   }
 
   private spawn(): Slot {
-    const worker = this.bootstrap ? new Worker(this.bootstrap, { eval: true }) : new Worker(this.entry);
+    const worker = spawnWorker('solver-worker');
     worker.unref();
     const slot: Slot = { worker, ready: false, job: null, timer: null, startedAt: 0 };
     worker.on('message', (reply: WorkerReply | { ready: true }) => {

@@ -1,21 +1,22 @@
 // The computation pipeline of architecture.md §3: validate → protocol → run → gate → parity → seal.
 // Every route that computes (compute, solver endpoints, /solve, /auto, prove) goes through here.
 import { randomUUID } from 'node:crypto';
-import { canonicalDigest, canonicalJson } from '../kernel/canonical.js';
+import { canonicalDigest, canonicalJson, type MemberSlots } from '../kernel/canonical.js';
 import { ServiceError } from '../kernel/errors.js';
 import { stampAt, TICK_NS_NUMBER, type Clock, type TickStamp } from '../kernel/clock.js';
 import { gateClosedForm, gateSolverCheck } from '../kernel/gate.js';
-import { fieldTerms } from '../kernel/master.js';
-import { modulationFactor, PRECISION_BOUND, tickAverage } from '../kernel/modulation.js';
+import { modulationFactor, PRECISION_BOUND } from '../kernel/modulation.js';
 import { metricShift, metricShiftFromVariance } from '../kernel/parity.js';
 import { protocolSteps } from '../kernel/protocol.js';
-import { hmacHex, hexEqual, sealBody, signBody, stateFields, tickReceipt, verifyBody } from '../kernel/receipt.js';
-import { evaluateChain, ko42Equation, type ChainRequest, type ChainResult } from '../kernel/operators/chain.js';
+import { finishSeal, hmacHex, hexEqual, signBody, verifyBody } from '../kernel/receipt.js';
+import { evaluateChain, type ChainRequest, type ChainResult } from '../kernel/operators/chain.js';
 import { InputError } from '../solvers/errors.js';
 import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
 import { routeQuery, splitConstants } from '../solvers/auto.js';
 import type { Caller, Ledger, SealContext } from '../tally/ledger.js';
+import { buildBody, type BodyJob, type StampParts } from './sealed-body.js';
+import type { Sealer } from './sealer.js';
 import { timeoutError, type SolverExecutor } from './executor.js';
 import type { QuotaService } from '../tally/quota.js';
 
@@ -29,6 +30,8 @@ export interface ComputeDeps {
   quota: QuotaService;
   /** Where solver runs execute (worker threads in a running node). */
   executor: SolverExecutor;
+  /** Where sealed bodies are built and serialised (the seal worker in a running node). */
+  sealer: Sealer;
   receiptKey: Buffer;
   proveKey: Buffer;
   phi0: number;
@@ -38,15 +41,26 @@ export interface ComputeDeps {
   timeLimitSeconds?: number;
   nodeId: () => string;
   /** Called after a result is durable (events go out only then). */
-  onSealed?: (body: Record<string, unknown>) => void;
+  onSealed?: (summary: SealedSummary) => void;
 }
 
 export type { ChainRequest };
 
-/** A sealed (or signed) result: the body and its UTF-8 JSON, serialised once for storage and the response. */
+/** A sealed (or signed) result: its UTF-8 JSON, serialised once for storage and the response. */
 export interface Sealed {
-  body: Record<string, unknown>;
   bytes: Buffer;
+}
+
+/** What the mesh announces about a sealed result. */
+export interface SealedSummary {
+  result_id: string;
+  result_digest: string;
+  kind: 'compute' | 'solver';
+  solver: string | null;
+  operators: string[] | null;
+  svcond: number;
+  value: number;
+  unit: string;
 }
 
 /** JSON round trip: what a client will see (typed arrays → arrays, NaN → null, no undefined). */
@@ -75,7 +89,16 @@ export class ComputeService {
     if (elapsed > limit) throw timeoutError(limit, elapsed, this.deps.tier);
   }
 
-  /** Common tail: quota slot, balance, seal. `core` is everything but the stamp-dependent parts. */
+  /** The parts of a body that depend on the stamp. */
+  private stampParts(stamp: TickStamp, R_t: number, resultId: string | null, resultDigest: string, shift: ReturnType<typeof metricShift>): StampParts {
+    return { stamp, R_t, resultId, resultDigest, shift, phi0: this.deps.phi0, node: this.deps.nodeId(), kernelVersion: this.deps.kernelVersion };
+  }
+
+  /**
+   * Common tail: stamp, body (built and serialised by the sealer), then the ledger's atomic seal, which adds the
+   * charge, envelope and audit row and signs. Nothing of the ledger changes before the body is ready, so a
+   * failure up to the commit leaves no trace but the released quota slot.
+   */
   private async sealResult(args: {
     caller: Caller;
     action: string;
@@ -85,7 +108,9 @@ export class ComputeService {
     /** Check the elapsed time against the tier limit here (false when the executor already enforced it). */
     checkTime: boolean;
     digestCore: Record<string, unknown>;
-    build: (stamp: TickStamp, R_t: number, resultId: string, resultDigest: string, shift: ReturnType<typeof metricShift>) => Record<string, unknown>;
+    /** The body job at the stamp (may throw, e.g. the tolerance gate). */
+    job: (parts: StampParts) => BodyJob;
+    summary: Omit<SealedSummary, 'result_id' | 'result_digest' | 'svcond'>;
   }): Promise<Sealed> {
     const { caller } = args;
     try {
@@ -98,6 +123,7 @@ export class ComputeService {
       const R_t = modulationFactor(stamp.phase, this.deps.phi0);
       const resultDigest = canonicalDigest(args.digestCore);
       const resultId = `res_${stamp.svcond}_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+      const prepared: MemberSlots = await this.deps.sealer.prepare(args.job(this.stampParts(stamp, R_t, resultId, resultDigest, shift)));
       const sealed = await this.deps.ledger.seal({
         caller,
         action: args.action,
@@ -107,18 +133,16 @@ export class ComputeService {
         svcond: stamp.svcond,
         unixMs: Number(endNs / 1_000_000n),
         counterNames: args.reservation.names,
-        build: (ctx: SealContext) => {
-          // Bodies are built from plain JSON values (solver arrays are made plain before), so no round trip here.
-          // The built body is a fresh object: complete it and sign it in place (no copies); its JSON text is the
-          // canonical text that was signed, with the proofs inserted, as UTF-8.
-          const body = args.build(stamp, R_t, resultId, resultDigest, shift);
-          body.tally_charge = ctx.tally_charge;
-          body.envelope = ctx.envelope ? envelopeView(ctx.envelope) : null;
-          body.audit = ctx.audit ? { slug: caller.kind === 'identity' ? caller.slug : null, seq: ctx.audit.seq, hash: ctx.audit.hash } : null;
-          return sealBody(this.deps.receiptKey, body);
-        },
+        // The ledger's members go into the prepared text at their slots; the proof signs the whole body.
+        build: (ctx: SealContext) => ({
+          bytes: finishSeal(this.deps.receiptKey, prepared, {
+            tally_charge: ctx.tally_charge,
+            envelope: ctx.envelope ? envelopeView(ctx.envelope) : null,
+            audit: ctx.audit ? { slug: caller.kind === 'identity' ? caller.slug : null, seq: ctx.audit.seq, hash: ctx.audit.hash } : null,
+          }).bytes,
+        }),
       });
-      this.deps.onSealed?.(sealed.body);
+      this.deps.onSealed?.({ ...args.summary, result_id: resultId, result_digest: resultDigest, svcond: stamp.svcond });
       return sealed;
     } catch (err) {
       args.reservation.release();
@@ -139,7 +163,7 @@ export class ComputeService {
     const cost = Math.min(20, Math.max(1, preview.operator_count - 1) * COST.computePerOperator);
     if (!options.seal) {
       const body = this.unsealedChain(req, preview, startNs);
-      return { body, bytes: Buffer.from(JSON.stringify(body), 'utf8') };
+      return { bytes: Buffer.from(JSON.stringify(body), 'utf8') };
     }
     const reservation = this.reserve(caller);
     try {
@@ -158,13 +182,12 @@ export class ComputeService {
       reservation,
       checkTime: true,
       digestCore,
-      build: (stamp, R_t, resultId, resultDigest, shift) => {
-        const gate = gateClosedForm(values, preview.value, R_t, this.deps.phi0);
+      job: (parts) => {
+        const gate = gateClosedForm(values, preview.value, parts.R_t, this.deps.phi0);
         if (!gate.passed) throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${gate.reason}`, { rel_error: gate.rel_error }, { reason: gate.reason });
-        // The value does not depend on the tick; only the KO42 line does (rule 5).
-        const chain = { ...preview, equations: [ko42Equation({ R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: this.deps.phi0 }), ...preview.equations.slice(1)] };
-        return this.chainBody(req, chain, stamp, R_t, resultId, resultDigest, shift, gate.tick_average, gate.rel_error);
+        return { kind: 'compute', parts, chain: preview, average: gate.tick_average, relError: gate.rel_error };
       },
+      summary: { kind: 'compute', solver: null, operators: preview.operators, value: preview.value, unit: preview.unit },
     });
   }
 
@@ -175,55 +198,10 @@ export class ComputeService {
     const gate = gateClosedForm(values, chain.value, R_t, this.deps.phi0);
     if (!gate.passed) throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${gate.reason}`, { rel_error: gate.rel_error });
     const digest = canonicalDigest({ operators: chain.operators, domain: chain.domain, inputs: chain.resolved, value: chain.value, unit: chain.unit, fields: null });
-    const body: Record<string, unknown> = plain({ ...this.chainBody(req, chain, stamp, R_t, null, digest, metricShift(stamp.phase, 0, this.deps.phi0), gate.tick_average, gate.rel_error), sealed: false });
+    const parts = this.stampParts(stamp, R_t, null, digest, metricShift(stamp.phase, 0, this.deps.phi0));
+    const body: Record<string, unknown> = plain({ ...buildBody(this.deps.receiptKey, { kind: 'compute', parts, chain, average: gate.tick_average, relError: gate.rel_error }), sealed: false });
     const proof = signBody(this.deps.receiptKey, body);
     return { ...body, cko: { ...(body.cko as object), svcProof: proof }, svcProof: proof };
-  }
-
-  private chainBody(
-    _req: ChainRequest,
-    chain: ChainResult,
-    stamp: TickStamp,
-    R_t: number,
-    resultId: string | null,
-    resultDigest: string,
-    shift: ReturnType<typeof metricShift>,
-    average: number,
-    relError: number,
-  ): Record<string, unknown> {
-    const masterSum = { ...chain.master_sum, terms: chain.master_sum.terms.map((t: { operator: string; value: number; unit: string }, i: number) => (i === 0 ? { ...t, value: R_t } : t)) };
-    const protocol = protocolSteps({
-      operatorChain: chain.operators,
-      domainOperatorCount: chain.domain_operator_count,
-      domain: chain.domain,
-      relError,
-      fieldTerms: false,
-      value: chain.value,
-      unit: chain.unit,
-      R_t,
-      phase: stamp.phase,
-      svcond: stamp.svcond,
-    });
-    return {
-      result_id: resultId,
-      kind: 'compute',
-      domain: chain.domain,
-      value: chain.value,
-      unit: chain.unit,
-      uncertainty: Math.abs(chain.value) * PRECISION_BOUND,
-      operator_id: chain.operator_id,
-      operators: chain.operators,
-      inputs: chain.resolved,
-      unused_inputs: chain.unused_inputs ?? [],
-      equations: chain.equations,
-      master_sum: masterSum,
-      masterEquation: `${chain.operators.join(' ∘ ')}: S = ${chain.value} ${chain.unit}; field terms null (scalar result, rule 8)`,
-      master_equation: null,
-      functional_equation: null,
-      spectral_propagator: null,
-      protocol,
-      ...this.stampedFields({ stamp, R_t, resultDigest, shift, operatorChain: chain.operators, masterSum, value: chain.value, unit: chain.unit, fields: stateFields(chain.value, chain.unit), average }),
-    };
   }
 
   /** Resolve and validate a solver request (400s) without running it. */
@@ -270,101 +248,9 @@ export class ComputeService {
       reservation,
       checkTime: !this.deps.executor.enforcesTimeLimit,
       digestCore,
-      build: (stamp, R_t, resultId, resultDigest, shift) => this.solverBody(solver, plainInputs, plainOut, outputs, stamp, R_t, resultId, resultDigest, shift, verdict.rel_error, extra),
+      job: (parts) => ({ kind: 'solver', parts, solver: { id: solver.id, kind: solver.kind }, inputs: plainInputs, out: plainOut, outputs, relError: verdict.rel_error, extra }),
+      summary: { kind: 'solver', solver: solver.id, operators: null, value: out.value, unit: out.unit },
     });
-  }
-
-  private solverBody(
-    solver: AnySolver,
-    inputs: Record<string, unknown>,
-    out: SolverOutput,
-    outputs: Record<string, unknown>,
-    stamp: TickStamp,
-    R_t: number,
-    resultId: string,
-    resultDigest: string,
-    shift: ReturnType<typeof metricShift>,
-    relError: number,
-    extra: Record<string, unknown>,
-  ): Record<string, unknown> {
-    const operatorChain = ['KO42', `SOLVER:${solver.id}`];
-    const terms = out.output_class !== 'scalar' && out.rule8 ? fieldTerms(out.rule8, R_t) : null;
-    const masterSum = {
-      terms: [
-        { operator: 'KO42', value: R_t, unit: '1' },
-        { operator: `SOLVER:${solver.id}`, value: out.value, unit: out.unit },
-      ],
-      total: out.value,
-      unit: out.unit,
-      field_terms: terms ? terms.master_equation.masterSum : null,
-    };
-    const uncertainty = out.uncertainty ?? out.check.rel_error * Math.abs(out.value);
-    const protocol = protocolSteps({
-      operatorChain,
-      domainOperatorCount: 1,
-      domain: solver.kind,
-      relError,
-      fieldTerms: terms !== null,
-      value: out.value,
-      unit: out.unit,
-      R_t,
-      phase: stamp.phase,
-      svcond: stamp.svcond,
-    });
-    return {
-      ...extra,
-      result_id: resultId,
-      kind: 'solver',
-      solver: solver.id,
-      mode: out.mode,
-      value: out.value,
-      unit: out.unit,
-      uncertainty,
-      operator_id: solver.id,
-      inputs,
-      output_class: out.output_class,
-      rule8_array: out.rule8_array,
-      outputs,
-      check: out.check,
-      ...(out.state !== undefined ? { state: out.state } : {}),
-      equations: [ko42Equation({ R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: this.deps.phi0 }), `${solver.id}: ${out.check.name}: ${out.check.quantity} = ${out.value} ${out.unit} (reference ${out.check.reference}, rel. error ${out.check.rel_error.toExponential(3)})`],
-      master_sum: masterSum,
-      masterEquation: terms ? `${terms.master_equation.equation} from ${out.rule8_array}` : `${solver.id}: scalar result; field terms null (rule 8)`,
-      master_equation: terms ? terms.master_equation : null,
-      functional_equation: terms ? terms.functional_equation : null,
-      spectral_propagator: terms ? terms.spectral_propagator : null,
-      protocol,
-      ...this.stampedFields({ stamp, R_t, resultDigest, shift, operatorChain, masterSum, value: out.value, unit: out.unit, fields: stateFields(out.value, out.unit, out.receipt_fields), average: tickAverage(out.value, this.deps.phi0) }),
-    };
-  }
-
-  /** The stamp, CKO (rule 9) and tick receipts every sealed result carries (spec 2.2). */
-  private stampedFields(a: {
-    stamp: TickStamp;
-    R_t: number;
-    resultDigest: string;
-    shift: ReturnType<typeof metricShift>;
-    operatorChain: string[];
-    masterSum: unknown;
-    value: number;
-    unit: string;
-    fields: ReturnType<typeof stateFields>;
-    average: number;
-  }): Record<string, unknown> {
-    const { stamp, R_t } = a;
-    return {
-      R_t,
-      phase: stamp.phase,
-      svcond: stamp.svcond,
-      unix_ns: stamp.unix_ns,
-      precisionBound: PRECISION_BOUND,
-      result_digest: a.resultDigest,
-      node: this.deps.nodeId(),
-      kernel_version: this.deps.kernelVersion,
-      cko: { operatorChain: a.operatorChain, masterSum: a.masterSum, R_t, phase: stamp.phase, svcond: stamp.svcond, precisionBound: PRECISION_BOUND, metric_shift: a.shift },
-      svcond_receipt: tickReceipt(this.deps.receiptKey, { svcond: stamp.svcond, phase: stamp.phase, R_t, value: a.value, unit: a.unit, result_digest: a.resultDigest, fields: a.fields }),
-      svcond_averaged: { value: a.average, unit: a.unit, samples: 64, method: 'trapezoid of R(t)·S over one tick', standard_value: a.value },
-    };
   }
 
   /** POST /api/svc/auto: route the query, then run the chosen solver with the accepted constants. */
@@ -374,7 +260,7 @@ export class ComputeService {
     if (!solver) throw new ServiceError(500, 'SVC_SOLVER_ERROR', `router chose unregistered solver ${route.solver}`, { details: {} });
     const { inputs, ignored_constants } = splitConstants(solver, constants);
     const result = await this.solve(caller, route.solver, inputs, undefined, { router: true });
-    return { solver: route.solver, confidence: route.confidence, matched: route.matched, ignored_constants, result: result.body };
+    return { solver: route.solver, confidence: route.confidence, matched: route.matched, ignored_constants, result: JSON.parse(result.bytes.toString('utf8')) as Record<string, unknown> };
   }
 
   /** POST /api/svc/verify: genuine → valid; any tampered field → invalid. */

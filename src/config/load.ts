@@ -21,6 +21,7 @@ const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'bool' | 
   SVC_LOG_LEVEL: { path: 'logLevel', kind: 'string' },
   SVC_SYNC_WRITES: { path: 'syncWrites', kind: 'bool' },
   SVC_SOLVER_THREADS: { path: 'solverThreads', kind: 'int' },
+  SVC_SEAL_WORKER: { path: 'sealWorker', kind: 'bool' },
   SVC_PUBLIC_URL: { path: 'publicUrl', kind: 'string' },
   SVC_ENFORCE_DAILY_QUOTA: { path: 'limits.enforceDailyQuota', kind: 'bool' },
   SVC_TIER: { path: 'limits.tier', kind: 'string' },

@@ -23,6 +23,7 @@ export const configSchema = z
     syncWrites: z.boolean(),
     /** Worker threads for solver runs (0 = run on the main thread). */
     solverThreads: z.number().int().min(0).max(64),
+    sealWorker: z.boolean(),
     /** URL other nodes use to reach this node's HTTP API; defaults to http://host:port. */
     publicUrl: z.string().url().nullable(),
     kernel: z

@@ -150,86 +150,108 @@ export function canonicalJson(value: unknown): string {
   return ser(value, 0, null);
 }
 
-/** Where a member would be inserted into canonical text: offset, and whether a comma goes before or after it. */
+/**
+ * Where a member named `name` would be inserted into canonical text: offset, and whether a comma goes before or
+ * after it. Slots at the same offset share their commas (see MemberSlots.join).
+ */
 export interface Slot {
+  name: string;
   offset: number;
   commaBefore: boolean;
   commaAfter: boolean;
 }
 
 /**
- * Canonical JSON of an object, plus the places where a member named `slot` would go in sorted order: in the
- * object itself and, when its member `nested` is a plain object, in that one too (slots[0] top, slots[1] nested).
- * The object must not have such a member yet. Inserting `"slot":value` at those places (see insertAtSlots) gives
- * the canonical JSON of the object with the member added, without serialising it again.
+ * Canonical JSON of an object, plus the places where members named `top` would go in sorted order in the object
+ * itself and, when its member `nested` is a plain object, where members named `inNested` would go in that one.
+ * The object must not have such members yet. Inserting `"name":value` at those places (MemberSlots.join) gives the
+ * canonical JSON of the object with the members added, without serialising the rest again.
  */
-export function canonicalJsonWithSlots(value: Record<string, unknown>, slot: string, nested: string): { text: string; slots: Slot[] } {
+export function canonicalJsonWithSlots(value: Record<string, unknown>, top: readonly string[], nested: string, inNested: readonly string[]): { text: string; slots: Slot[] } {
   const slots: Slot[] = [];
-  const text = objectWithSlot(value, slot, nested, 0, 0, slots);
+  const text = objectWithSlots(value, [...top].sort(), nested, [...inNested].sort(), 0, 0, slots);
+  slots.sort((a, b) => a.offset - b.offset || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return { text, slots };
 }
 
-function objectWithSlot(obj: Record<string, unknown>, slot: string, nested: string | null, base: number, depth: number, slots: Slot[]): string {
+function objectWithSlots(obj: Record<string, unknown>, names: readonly string[], nested: string | null, inNested: readonly string[], base: number, depth: number, slots: Slot[]): string {
   const keys = sortedKeys(obj);
   let out = '{';
   let members = 0;
-  let placed = false;
-  let mine: Slot | null = null;
+  let next = 0;
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!;
     const v = obj[k];
     if (v === undefined || typeof v === 'symbol') continue;
-    if (k === slot) throw new Error(`object already has a ${slot} member`);
+    if (names.includes(k)) throw new Error(`object already has a ${k} member`);
     if (members > 0) out += ',';
-    if (!placed && k > slot) {
-      // Before this member: `"slot":…,` at the start of its key.
-      mine = { offset: base + out.length, commaBefore: false, commaAfter: true };
-      placed = true;
-    }
+    // Names that sort before this member go at the start of its key, each followed by a comma.
+    while (next < names.length && names[next]! < k) slots.push({ name: names[next++]!, offset: base + out.length, commaBefore: false, commaAfter: true });
     out += key(k);
     if (k === nested && v !== null && typeof v === 'object' && !Array.isArray(v) && typeof (v as { toJSON?: unknown }).toJSON !== 'function') {
-      out += objectWithSlot(v as Record<string, unknown>, slot, null, base + out.length, depth + 1, slots);
+      out += objectWithSlots(v as Record<string, unknown>, inNested, null, [], base + out.length, depth + 1, slots);
     } else {
       out += ser(v, depth + 1, null);
     }
     members++;
   }
-  // After every member: `,"slot":…` before the closing brace (no comma in an empty object).
-  if (!placed) mine = { offset: base + out.length, commaBefore: members > 0, commaAfter: false };
+  // The rest go before the closing brace, after a comma (none in an empty object).
+  while (next < names.length) slots.push({ name: names[next++]!, offset: base + out.length, commaBefore: members > 0, commaAfter: false });
   out += '}';
-  slots.unshift(mine!);
   return out;
 }
 
-/**
- * The canonical text cut at the slots of canonicalJsonWithSlots, each piece as UTF-8 bytes (one conversion of the
- * whole text), and `join`, which puts `"name":valueJson` at every slot: join(…) is the UTF-8 of the text with the
- * member inserted. The pieces, in order, are the bytes of the text itself (what a proof over the text hashes).
- */
-export function piecesAtSlots(text: string, slots: readonly Slot[]): { pieces: Buffer[]; join(name: string, valueJson: string): Buffer } {
-  const ordered = [...slots].sort((a, b) => a.offset - b.offset);
+/** Canonical text as UTF-8 with its slots at byte offsets: what crosses a thread, and what join assembles. */
+export interface MemberSlots {
+  bytes: Uint8Array;
+  slots: Slot[];
+}
+
+/** The UTF-8 of canonicalJsonWithSlots' text (converted once) with the slots moved to byte offsets. */
+export function memberSlots(text: string, slots: readonly Slot[]): MemberSlots {
   const pieces: Buffer[] = [];
+  const out: Slot[] = [];
   let from = 0;
-  for (const s of ordered) {
-    pieces.push(Buffer.from(text.slice(from, s.offset), 'utf8'));
+  let at = 0;
+  for (const s of slots) {
+    if (s.offset !== from) {
+      const piece = Buffer.from(text.slice(from, s.offset), 'utf8');
+      pieces.push(piece);
+      at += piece.length;
+      from = s.offset;
+    }
+    out.push({ ...s, offset: at });
+  }
+  const last = Buffer.from(text.slice(from), 'utf8');
+  pieces.push(last);
+  return { bytes: Buffer.concat(pieces, at + last.length), slots: out };
+}
+
+/**
+ * The parts of the text with `"name":valueJson` inserted at the slots of the names in `values` (slots of other
+ * names stay empty), in order: their concatenation is the UTF-8 canonical JSON with those members added. Members
+ * sharing an offset are joined by commas and take that offset's commas once.
+ */
+export function joinAtSlots(m: MemberSlots, values: ReadonlyMap<string, string>): Buffer[] {
+  const parts: Buffer[] = [];
+  const bytes = Buffer.from(m.bytes.buffer, m.bytes.byteOffset, m.bytes.length);
+  let from = 0;
+  for (let i = 0; i < m.slots.length; ) {
+    const s = m.slots[i]!;
+    const here: string[] = [];
+    let j = i;
+    for (; j < m.slots.length && m.slots[j]!.offset === s.offset; j++) {
+      const v = values.get(m.slots[j]!.name);
+      if (v !== undefined) here.push(str(m.slots[j]!.name) + ':' + v);
+    }
+    i = j;
+    if (here.length === 0) continue;
+    if (s.offset > from) parts.push(bytes.subarray(from, s.offset));
+    parts.push(Buffer.from((s.commaBefore ? ',' : '') + here.join(',') + (s.commaAfter ? ',' : ''), 'utf8'));
     from = s.offset;
   }
-  pieces.push(Buffer.from(text.slice(from), 'utf8'));
-  return {
-    pieces,
-    join(name: string, valueJson: string): Buffer {
-      const member = str(name) + ':' + valueJson;
-      const parts: Buffer[] = [pieces[0]!];
-      let length = pieces[0]!.length;
-      for (let i = 0; i < ordered.length; i++) {
-        const s = ordered[i]!;
-        const inserted = Buffer.from((s.commaBefore ? ',' : '') + member + (s.commaAfter ? ',' : ''), 'utf8');
-        parts.push(inserted, pieces[i + 1]!);
-        length += inserted.length + pieces[i + 1]!.length;
-      }
-      return Buffer.concat(parts, length);
-    },
-  };
+  parts.push(bytes.subarray(from));
+  return parts;
 }
 
 /** One-shot crypto.hash (Node ≥ 20.12): no Hash object per digest. */

@@ -1,7 +1,7 @@
 // Receipts: svcProof = hex HMAC-SHA256 over the RFC 8785 canonical JSON of the sealed body, the tick receipt
 // (spec 2.2) with its own HMAC, and the continuum state fields mapped from the result unit.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { canonicalJson, canonicalJsonWithSlots, piecesAtSlots, sha256Bytes, sha256Hex } from './canonical.js';
+import { canonicalJson, canonicalJsonWithSlots, joinAtSlots, memberSlots, sha256Bytes, sha256Hex, type MemberSlots } from './canonical.js';
 import { PULSE_HZ, TICK_NS_NUMBER, TICK_SECONDS_EXACT } from './clock.js';
 import type { StateField } from '../solvers/types.js';
 
@@ -79,19 +79,38 @@ export function signBody(key: Buffer, body: Record<string, unknown>): string {
 }
 
 /**
- * Seal a freshly built body that has no proof yet: the proof is signBody's (the HMAC over the canonical JSON of
- * the body minus the two svcProof fields, which it does not have yet); it is added in place, top level and in the
- * CKO, and the returned bytes are the UTF-8 canonical JSON of the signed body, made from the text that was signed:
- * the body is serialised once and converted to UTF-8 once (the bytes are what is stored and sent).
+ * The first half of sealing a freshly built body that has neither a proof nor the members named in `later` yet
+ * (the ledger's charge, envelope and audit row, which are known only when the seal is committed): its canonical
+ * JSON as UTF-8, with slots for those members and for the two svcProof fields (top level and in the CKO). Pure
+ * and key-free, so it can run on another thread; the text is serialised and converted once.
  */
+export function prepareSeal(body: Record<string, unknown>, later: readonly string[]): MemberSlots {
+  if (!body.cko || typeof body.cko !== 'object' || Array.isArray(body.cko)) throw new Error('a sealed body has a cko object');
+  const { text, slots } = canonicalJsonWithSlots(body, [...later, 'svcProof'], 'cko', ['svcProof']);
+  return memberSlots(text, slots);
+}
+
+/**
+ * The second half: add the `later` members, sign (signBody's proof: the HMAC over the canonical JSON of the whole
+ * body without its two svcProof fields) and return the UTF-8 canonical JSON of the signed body with the proofs in.
+ */
+export function finishSeal(key: Buffer, prepared: MemberSlots, later: Readonly<Record<string, unknown>>): { proof: string; bytes: Buffer } {
+  const values = new Map<string, string>();
+  for (const [name, value] of Object.entries(later)) values.set(name, canonicalJson(value));
+  const proof = hmacSha256Hex(key, joinAtSlots(prepared, values));
+  values.set('svcProof', `"${proof}"`);
+  const parts = joinAtSlots(prepared, values);
+  let length = 0;
+  for (const p of parts) length += p.length;
+  return { proof, bytes: Buffer.concat(parts, length) };
+}
+
+/** Seal a freshly built body in one step: the proofs are added in place; the bytes are its canonical JSON. */
 export function sealBody(key: Buffer, body: Record<string, unknown>): { body: Record<string, unknown>; bytes: Buffer } {
-  const { text, slots } = canonicalJsonWithSlots(body, 'svcProof', 'cko');
-  if (slots.length !== 2) throw new Error('a sealed body has a cko object');
-  const cut = piecesAtSlots(text, slots);
-  const proof = hmacSha256Hex(key, cut.pieces);
+  const { proof, bytes } = finishSeal(key, prepareSeal(body, []), {});
   (body.cko as Record<string, unknown>).svcProof = proof;
   body.svcProof = proof;
-  return { body, bytes: cut.join('svcProof', `"${proof}"`) };
+  return { body, bytes };
 }
 
 export function verifyBody(key: Buffer, body: Record<string, unknown>): boolean {

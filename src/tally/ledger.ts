@@ -140,8 +140,8 @@ export class Ledger {
     svcond: number;
     unixMs: number;
     counterNames: string[];
-    build: (ctx: SealContext) => { body: Record<string, unknown>; bytes: Buffer };
-  }): Promise<{ body: Record<string, unknown>; bytes: Buffer }> {
+    build: (ctx: SealContext) => { bytes: Buffer };
+  }): Promise<{ bytes: Buffer }> {
     const { caller, cost } = args;
     const ops: Op[] = [];
     const rollbacks: (() => void)[] = [];
@@ -212,11 +212,10 @@ export class Ledger {
     this.counters.persistOps(names, ops);
     this.counters.persistOps(args.counterNames, ops);
 
-    let body: Record<string, unknown>;
     let bytes: Buffer;
     try {
       // Serialised once by build: the same bytes are stored and sent.
-      ({ body, bytes } = args.build({ tally_charge: charge, envelope, audit }));
+      ({ bytes } = args.build({ tally_charge: charge, envelope, audit }));
       ops.push({ type: 'put', sub: this.results, key: args.resultId, value: bytes });
       await this.store.commit(ops);
     } catch (err) {
@@ -224,7 +223,7 @@ export class Ledger {
       for (const undo of rollbacks.reverse()) undo();
       throw err;
     }
-    return { body, bytes };
+    return { bytes };
   }
 
   async getResult(resultId: string): Promise<Record<string, unknown> | undefined> {

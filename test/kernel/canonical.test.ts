@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import canonicalizeImpl from 'canonicalize';
 import { createHash } from 'node:crypto';
-import { canonicalJson, canonicalJsonWithSlots, piecesAtSlots, sha256Hex } from '../../src/kernel/canonical.js';
+import { canonicalJson, canonicalJsonWithSlots, joinAtSlots, memberSlots, sha256Hex } from '../../src/kernel/canonical.js';
 
 const oracle = canonicalizeImpl as unknown as (value: unknown) => string | undefined;
 
@@ -158,45 +158,59 @@ describe('canonicalJson (RFC 8785) against the canonicalize oracle', () => {
 });
 
 describe('canonicalJsonWithSlots', () => {
-  it('inserting a member at the slots equals serialising the object with the member (top level and nested)', () => {
+  const names = ['audit', 'envelope', 'tally_charge', 'svcProof'];
+  const nestedNames = ['svcProof'];
+  /** The UTF-8 canonical JSON of obj with the members of `add` inserted through the slots. */
+  function joined(obj: Record<string, unknown>, add: Record<string, unknown>): string {
+    const { text, slots } = canonicalJsonWithSlots(obj, names, 'cko', nestedNames);
+    expect(text).toBe(oracle(obj));
+    const m = memberSlots(text, slots);
+    expect(Buffer.from(m.bytes).toString('utf8')).toBe(text);
+    const values = new Map(Object.entries(add).map(([k, v]) => [k, canonicalJson(v)] as [string, string]));
+    return Buffer.concat(joinAtSlots(m, values)).toString('utf8');
+  }
+
+  it('inserting members at the slots equals serialising the object with the members (top level and nested)', () => {
     const rand = prng(4242);
     let checked = 0;
     for (let i = 0; i < 5000; i++) {
       const v = generate(rand);
       if (!v || typeof v !== 'object' || Array.isArray(v)) continue;
       const obj = v as Record<string, unknown>;
-      delete obj.svcProof;
+      for (const n of names) delete obj[n];
       const withNested = i % 3 !== 0;
       if (withNested) {
         const inner = generate(rand);
         obj.cko = inner && typeof inner === 'object' && !Array.isArray(inner) ? inner : {};
         delete (obj.cko as Record<string, unknown>).svcProof;
       }
-      const { text, slots } = canonicalJsonWithSlots(obj, 'svcProof', 'cko');
-      expect(text).toBe(oracle(obj));
-      expect(slots).toHaveLength(withNested ? 2 : 1);
-      const proof = `p${i}é`;
-      const signed = JSON.parse(JSON.stringify(obj)) as Record<string, unknown>;
-      signed.svcProof = proof;
-      if (withNested) (signed.cko as Record<string, unknown>).svcProof = proof;
-      const cut = piecesAtSlots(text, slots);
-      expect(Buffer.concat(cut.pieces).toString('utf8')).toBe(text);
-      expect(cut.join('svcProof', JSON.stringify(proof)).toString('utf8')).toBe(oracle(signed));
+      // Any subset of the names, including none and all.
+      const add: Record<string, unknown> = {};
+      names.forEach((n, k) => {
+        if ((i >> k) & 1) add[n] = k === 0 ? null : { n: i, s: `é${k}` };
+      });
+      const expected = JSON.parse(JSON.stringify(obj)) as Record<string, unknown>;
+      Object.assign(expected, add);
+      const text = joined(obj, add);
+      if (withNested && 'svcProof' in add) (expected.cko as Record<string, unknown>).svcProof = add.svcProof;
+      expect(text).toBe(oracle(expected));
       checked++;
     }
     expect(checked).toBeGreaterThan(1000);
   });
 
-  it('handles empty objects, first and last positions, and refuses an existing member', () => {
-    for (const obj of [{}, { a: 1 }, { z: 1 }, { a: 1, z: 2 }, { cko: {} }, { cko: { a: 1 }, zz: [] }, { cko: { zz: 1 } }]) {
-      const { text, slots } = canonicalJsonWithSlots(obj, 'svcProof', 'cko');
-      const signed = JSON.parse(JSON.stringify(obj)) as Record<string, unknown>;
-      signed.svcProof = 'x';
-      if (signed.cko) (signed.cko as Record<string, unknown>).svcProof = 'x';
-      expect(piecesAtSlots(text, slots).join('svcProof', '"x"').toString('utf8')).toBe(oracle(signed));
+  it('handles empty objects, adjacent names, first and last positions, and refuses an existing member', () => {
+    const all = { audit: 1, envelope: 'e', tally_charge: [2], svcProof: 'x' };
+    for (const obj of [{}, { a: 1 }, { z: 1 }, { a: 1, z: 2 }, { cko: {} }, { cko: { a: 1 }, zz: [] }, { cko: { zz: 1 } }, { b: 1, f: 2, t: 3 }]) {
+      const expected = JSON.parse(JSON.stringify(obj)) as Record<string, unknown>;
+      Object.assign(expected, all);
+      if (expected.cko) (expected.cko as Record<string, unknown>).svcProof = 'x';
+      expect(joined(obj, all)).toBe(oracle(expected));
+      expect(joined(obj, {})).toBe(oracle(obj));
     }
-    expect(() => canonicalJsonWithSlots({ svcProof: 'x' }, 'svcProof', 'cko')).toThrow();
-    expect(() => canonicalJsonWithSlots({ cko: { svcProof: 'x' } }, 'svcProof', 'cko')).toThrow();
+    expect(() => canonicalJsonWithSlots({ svcProof: 'x' }, names, 'cko', nestedNames)).toThrow();
+    expect(() => canonicalJsonWithSlots({ envelope: 1 }, names, 'cko', nestedNames)).toThrow();
+    expect(() => canonicalJsonWithSlots({ cko: { svcProof: 'x' } }, names, 'cko', nestedNames)).toThrow();
   });
 });
 

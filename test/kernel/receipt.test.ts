@@ -2,7 +2,7 @@
 // canonical JSON of the signed body, and any tampered field fails verification.
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/kernel/canonical.js';
-import { deriveKey, sealBody, signBody, verifyBody } from '../../src/kernel/receipt.js';
+import { deriveKey, finishSeal, prepareSeal, sealBody, signBody, verifyBody } from '../../src/kernel/receipt.js';
 
 const key = deriveKey(Buffer.from('test secret'), 'RECEIPT');
 
@@ -72,5 +72,26 @@ describe('hmacSha256Hex', () => {
         expect(hmacSha256Hex(key, [Buffer.from(message.slice(0, cut)), message.slice(cut)])).toBe(expected);
       }
     }
+  });
+});
+
+describe('prepareSeal + finishSeal (ledger members added after serialisation)', () => {
+  it('give the bytes and proof of sealing the whole body at once', () => {
+    const whole = body();
+    const { tally_charge, envelope, ...rest } = body();
+    const later = { tally_charge, envelope, audit: { slug: 'm-1', seq: 7, hash: 'ab'.repeat(32) } };
+    whole.audit = later.audit;
+    const expectedProof = signBody(key, whole);
+    const prepared = prepareSeal(rest, ['audit', 'envelope', 'tally_charge']);
+    const { proof, bytes } = finishSeal(key, prepared, later);
+    expect(proof).toBe(expectedProof);
+    const signed = { ...whole, cko: { ...(whole.cko as object), svcProof: proof }, svcProof: proof };
+    expect(bytes.toString('utf8')).toBe(canonicalJson(signed));
+    expect(verifyBody(key, JSON.parse(bytes.toString('utf8')))).toBe(true);
+  });
+
+  it('refuses a body that already has a ledger member or has no CKO', () => {
+    expect(() => prepareSeal(body(), ['tally_charge'])).toThrow();
+    expect(() => prepareSeal({ value: 1 }, [])).toThrow();
   });
 });

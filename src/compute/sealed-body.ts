@@ -1,0 +1,168 @@
+// The body of a sealed result (spec 2.2), built from what the pipeline decided: pure (kernel only) and key-free
+// except for the tick receipt's HMAC, so the seal worker can build and serialise it off the main thread. The
+// ledger's members (charge, envelope, audit row) and the proof are added afterwards (prepareSeal / finishSeal).
+import type { TickStamp } from '../kernel/clock.js';
+import type { MemberSlots } from '../kernel/canonical.js';
+import { fieldTerms } from '../kernel/master.js';
+import { PRECISION_BOUND, tickAverage } from '../kernel/modulation.js';
+import type { MetricShift } from '../kernel/parity.js';
+import { protocolSteps } from '../kernel/protocol.js';
+import { prepareSeal, stateFields, tickReceipt } from '../kernel/receipt.js';
+import { ko42Equation, type ChainResult } from '../kernel/operators/chain.js';
+import type { SolverOutput } from '../solvers/types.js';
+
+/** Members of a sealed body that come from the ledger when the seal is committed. */
+export const LEDGER_MEMBERS = ['audit', 'envelope', 'tally_charge'] as const;
+
+/** What every sealed body carries about its stamp and origin. */
+export interface StampParts {
+  stamp: TickStamp;
+  R_t: number;
+  /** null for an unsealed (playground) result. */
+  resultId: string | null;
+  resultDigest: string;
+  shift: MetricShift;
+  phi0: number;
+  node: string;
+  kernelVersion: string;
+}
+
+export type BodyJob =
+  | { kind: 'compute'; parts: StampParts; chain: ChainResult; average: number; relError: number }
+  | {
+      kind: 'solver';
+      parts: StampParts;
+      solver: { id: string; kind: string };
+      /** Plain JSON values (the pipeline makes solver arrays plain first). */
+      inputs: Record<string, unknown>;
+      out: SolverOutput;
+      outputs: Record<string, unknown>;
+      relError: number;
+      extra: Record<string, unknown>;
+    };
+
+/** The body without the ledger's members and the proof. */
+export function buildBody(receiptKey: Buffer, job: BodyJob): Record<string, unknown> {
+  return job.kind === 'compute' ? chainBody(receiptKey, job) : solverBody(receiptKey, job);
+}
+
+/** buildBody, serialised for sealing: canonical UTF-8 with slots for the ledger's members and the proofs. */
+export function prepareBody(receiptKey: Buffer, job: BodyJob): MemberSlots {
+  return prepareSeal(buildBody(receiptKey, job), LEDGER_MEMBERS);
+}
+
+function chainBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'compute' }>): Record<string, unknown> {
+  const { parts, chain } = job;
+  const { stamp, R_t } = parts;
+  // The value does not depend on the tick; only the KO42 line does (rule 5): it is rendered at the stamp.
+  const equations = [ko42Equation({ R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: parts.phi0 }), ...chain.equations.slice(1)];
+  const masterSum = { ...chain.master_sum, terms: chain.master_sum.terms.map((t, i) => (i === 0 ? { ...t, value: R_t } : t)) };
+  const protocol = protocolSteps({
+    operatorChain: chain.operators,
+    domainOperatorCount: chain.domain_operator_count,
+    domain: chain.domain,
+    relError: job.relError,
+    fieldTerms: false,
+    value: chain.value,
+    unit: chain.unit,
+    R_t,
+    phase: stamp.phase,
+    svcond: stamp.svcond,
+  });
+  return {
+    result_id: parts.resultId,
+    kind: 'compute',
+    domain: chain.domain,
+    value: chain.value,
+    unit: chain.unit,
+    uncertainty: Math.abs(chain.value) * PRECISION_BOUND,
+    operator_id: chain.operator_id,
+    operators: chain.operators,
+    inputs: chain.resolved,
+    unused_inputs: chain.unused_inputs ?? [],
+    equations,
+    master_sum: masterSum,
+    masterEquation: `${chain.operators.join(' ∘ ')}: S = ${chain.value} ${chain.unit}; field terms null (scalar result, rule 8)`,
+    master_equation: null,
+    functional_equation: null,
+    spectral_propagator: null,
+    protocol,
+    ...stampedFields(receiptKey, parts, { operatorChain: chain.operators, masterSum, value: chain.value, unit: chain.unit, fields: stateFields(chain.value, chain.unit), average: job.average }),
+  };
+}
+
+function solverBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'solver' }>): Record<string, unknown> {
+  const { parts, solver, out } = job;
+  const { stamp, R_t } = parts;
+  const operatorChain = ['KO42', `SOLVER:${solver.id}`];
+  const terms = out.output_class !== 'scalar' && out.rule8 ? fieldTerms(out.rule8, R_t) : null;
+  const masterSum = {
+    terms: [
+      { operator: 'KO42', value: R_t, unit: '1' },
+      { operator: `SOLVER:${solver.id}`, value: out.value, unit: out.unit },
+    ],
+    total: out.value,
+    unit: out.unit,
+    field_terms: terms ? terms.master_equation.masterSum : null,
+  };
+  const uncertainty = out.uncertainty ?? out.check.rel_error * Math.abs(out.value);
+  const protocol = protocolSteps({
+    operatorChain,
+    domainOperatorCount: 1,
+    domain: solver.kind,
+    relError: job.relError,
+    fieldTerms: terms !== null,
+    value: out.value,
+    unit: out.unit,
+    R_t,
+    phase: stamp.phase,
+    svcond: stamp.svcond,
+  });
+  return {
+    ...job.extra,
+    result_id: parts.resultId,
+    kind: 'solver',
+    solver: solver.id,
+    mode: out.mode,
+    value: out.value,
+    unit: out.unit,
+    uncertainty,
+    operator_id: solver.id,
+    inputs: job.inputs,
+    output_class: out.output_class,
+    rule8_array: out.rule8_array,
+    outputs: job.outputs,
+    check: out.check,
+    ...(out.state !== undefined ? { state: out.state } : {}),
+    equations: [ko42Equation({ R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: parts.phi0 }), `${solver.id}: ${out.check.name}: ${out.check.quantity} = ${out.value} ${out.unit} (reference ${out.check.reference}, rel. error ${out.check.rel_error.toExponential(3)})`],
+    master_sum: masterSum,
+    masterEquation: terms ? `${terms.master_equation.equation} from ${out.rule8_array}` : `${solver.id}: scalar result; field terms null (rule 8)`,
+    master_equation: terms ? terms.master_equation : null,
+    functional_equation: terms ? terms.functional_equation : null,
+    spectral_propagator: terms ? terms.spectral_propagator : null,
+    protocol,
+    ...stampedFields(receiptKey, parts, { operatorChain, masterSum, value: out.value, unit: out.unit, fields: stateFields(out.value, out.unit, out.receipt_fields), average: tickAverage(out.value, parts.phi0) }),
+  };
+}
+
+/** The stamp, CKO (rule 9) and tick receipts every sealed result carries (spec 2.2). */
+function stampedFields(
+  receiptKey: Buffer,
+  parts: StampParts,
+  a: { operatorChain: string[]; masterSum: unknown; value: number; unit: string; fields: ReturnType<typeof stateFields>; average: number },
+): Record<string, unknown> {
+  const { stamp, R_t } = parts;
+  return {
+    R_t,
+    phase: stamp.phase,
+    svcond: stamp.svcond,
+    unix_ns: stamp.unix_ns,
+    precisionBound: PRECISION_BOUND,
+    result_digest: parts.resultDigest,
+    node: parts.node,
+    kernel_version: parts.kernelVersion,
+    cko: { operatorChain: a.operatorChain, masterSum: a.masterSum, R_t, phase: stamp.phase, svcond: stamp.svcond, precisionBound: PRECISION_BOUND, metric_shift: parts.shift },
+    svcond_receipt: tickReceipt(receiptKey, { svcond: stamp.svcond, phase: stamp.phase, R_t, value: a.value, unit: a.unit, result_digest: parts.resultDigest, fields: a.fields }),
+    svcond_averaged: { value: a.average, unit: a.unit, samples: 64, method: 'trapezoid of R(t)·S over one tick', standard_value: a.value },
+  };
+}

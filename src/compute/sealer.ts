@@ -1,0 +1,75 @@
+// Where sealed bodies are built and serialised: on the seal worker (default: the main thread keeps HTTP and the
+// ledger, and the ~40 µs of building, canonical serialisation and UTF-8 conversion per result run on another
+// core), or inline on the calling thread (sealWorker: false, e.g. on one core).
+import type { Worker } from 'node:worker_threads';
+import type { MemberSlots } from '../kernel/canonical.js';
+import { prepareBody, type BodyJob } from './sealed-body.js';
+import { spawnWorker } from './executor.js';
+
+export interface Sealer {
+  prepare(job: BodyJob): Promise<MemberSlots>;
+  close(): Promise<void>;
+}
+
+export class InlineSealer implements Sealer {
+  constructor(private readonly receiptKey: Buffer) {}
+
+  async prepare(job: BodyJob): Promise<MemberSlots> {
+    return prepareBody(this.receiptKey, job);
+  }
+
+  async close(): Promise<void> {}
+}
+
+type Reply = { id: number; ok: true; bytes: Uint8Array; slots: MemberSlots['slots'] } | { id: number; ok: false; message: string };
+
+export class WorkerSealer implements Sealer {
+  private worker: Worker;
+  private readonly pending = new Map<number, { resolve: (m: MemberSlots) => void; reject: (e: unknown) => void }>();
+  private nextId = 1;
+  private closed = false;
+
+  constructor(private readonly receiptKey: Buffer) {
+    this.worker = this.spawn();
+  }
+
+  private spawn(): Worker {
+    const worker = spawnWorker('seal-worker', { receiptKey: new Uint8Array(this.receiptKey) });
+    worker.unref();
+    worker.on('message', (reply: Reply) => {
+      const p = this.pending.get(reply.id);
+      if (!p) return;
+      this.pending.delete(reply.id);
+      if (reply.ok) p.resolve({ bytes: reply.bytes, slots: reply.slots });
+      else p.reject(new Error(`sealing failed: ${reply.message}`));
+    });
+    // A worker that dies fails the jobs it held (nothing of theirs was written: the ledger comes after) and is
+    // replaced.
+    const failAll = (err: unknown) => {
+      if (this.worker !== worker) return;
+      for (const p of this.pending.values()) p.reject(err);
+      this.pending.clear();
+      if (!this.closed) this.worker = this.spawn();
+    };
+    worker.on('error', failAll);
+    worker.on('exit', (code) => failAll(new Error(`seal worker exited with code ${code}`)));
+    return worker;
+  }
+
+  prepare(job: BodyJob): Promise<MemberSlots> {
+    if (this.closed) return Promise.reject(new Error('sealer is closed'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ id, job });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const worker = this.worker;
+    for (const p of this.pending.values()) p.reject(new Error('sealer is closed'));
+    this.pending.clear();
+    await worker.terminate();
+  }
+}

@@ -1,0 +1,85 @@
+// The seal worker builds and serialises bodies exactly as the inline sealer does; a job that cannot be sealed
+// fails alone; a closed sealer refuses work. And a node with sealWorker off seals verifiable results.
+import { afterAll, describe, expect, it } from 'vitest';
+import { deriveKey, finishSeal, verifyBody } from '../../src/kernel/receipt.js';
+import { stampAt } from '../../src/kernel/clock.js';
+import { modulationFactor } from '../../src/kernel/modulation.js';
+import { metricShift } from '../../src/kernel/parity.js';
+import { evaluateChain } from '../../src/kernel/operators/chain.js';
+import { InlineSealer, WorkerSealer } from '../../src/compute/sealer.js';
+import type { BodyJob } from '../../src/compute/sealed-body.js';
+import { bearer, call, startTestNode, zkIdentity } from '../helpers/node.js';
+
+const key = deriveKey(Buffer.from('sealer test secret'), 'RECEIPT');
+
+function job(mass: number): BodyJob {
+  const stamp = stampAt(1_790_000_000_123_456_789n);
+  const R_t = modulationFactor(stamp.phase, 0);
+  const chain = evaluateChain({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: mass, velocity_m_s: 3 } }, { R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: 0 });
+  return {
+    kind: 'compute',
+    parts: { stamp, R_t, resultId: `res_${stamp.svcond}_x`, resultDigest: 'cd'.repeat(32), shift: metricShift(stamp.phase, 0, 0), phi0: 0, node: 'node-a', kernelVersion: '1.287.6' },
+    chain,
+    average: chain.value,
+    relError: 0,
+  };
+}
+
+const ledger = { tally_charge: { action: 'compute', cost: 1 }, envelope: null, audit: { slug: 'm-1', seq: 3, hash: 'ef'.repeat(32) } };
+
+describe('sealers', () => {
+  const worker = new WorkerSealer(key);
+  afterAll(() => worker.close());
+
+  it('the worker gives the same bytes and slots as inline, and the finished body verifies', async () => {
+    const inline = new InlineSealer(key);
+    for (const mass of [2, 0.5, 1e6]) {
+      const a = await inline.prepare(job(mass));
+      const b = await worker.prepare(job(mass));
+      expect(Buffer.from(b.bytes).equals(Buffer.from(a.bytes))).toBe(true);
+      expect(b.slots).toEqual(a.slots);
+      const bytes = finishSeal(key, b, ledger).bytes;
+      const body = JSON.parse(bytes.toString('utf8'));
+      expect(body.value).toBe(0.5 * mass * 9);
+      expect(body.audit).toEqual(ledger.audit);
+      expect(verifyBody(key, body)).toBe(true);
+    }
+  });
+
+  it('answers many concurrent jobs, each with its own body', async () => {
+    const masses = Array.from({ length: 200 }, (_, i) => i + 1);
+    const results = await Promise.all(masses.map((m) => worker.prepare(job(m))));
+    results.forEach((r, i) => expect(JSON.parse(Buffer.from(finishSeal(key, r, ledger).bytes).toString()).value).toBe(0.5 * masses[i]! * 9));
+  });
+
+  it('a job that cannot be serialised fails alone; the worker goes on', async () => {
+    const bad = job(2);
+    (bad as Extract<BodyJob, { kind: 'compute' }>).chain = { ...(bad as Extract<BodyJob, { kind: 'compute' }>).chain, value: Number.NaN };
+    await expect(worker.prepare(bad)).rejects.toThrow(/sealing failed/);
+    const ok = await worker.prepare(job(2));
+    expect(ok.slots.length).toBe(5);
+  });
+
+  it('a closed sealer refuses work', async () => {
+    const s = new WorkerSealer(key);
+    await s.close();
+    await expect(s.prepare(job(2))).rejects.toThrow(/closed/);
+  });
+});
+
+describe('a node with sealWorker off', () => {
+  it('seals results that verify, with the same value', async () => {
+    const t = await startTestNode({ sealWorker: false });
+    try {
+      const { key: apiKey } = await zkIdentity(t.url, 'inline-sealer');
+      const r = await call(t.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } }, bearer(apiKey));
+      expect(r.status).toBe(200);
+      expect(r.body.value).toBe(9);
+      expect(r.body.audit.seq).toBe(1);
+      const v = await call(t.url, 'POST', '/api/svc/verify', r.body, bearer(apiKey));
+      expect(v.body.valid).toBe(true);
+    } finally {
+      await t.destroy();
+    }
+  });
+});
