@@ -6,8 +6,12 @@ import { prepareBody, type BodyJob } from './sealed-body.js';
 
 const receiptKey = Buffer.from(workerData.receiptKey as Uint8Array);
 
-parentPort!.on('message', ({ id, job }: { id: number; job: BodyJob }) => {
+parentPort!.on('message', (message: string) => {
+  // `<id>\n<job as JSON>` (see WorkerSealer.prepare).
+  const cut = message.indexOf('\n');
+  const id = Number(message.slice(0, cut));
   try {
+    const job = JSON.parse(message.slice(cut + 1)) as BodyJob;
     const { bytes, slots } = prepareBody(receiptKey, job);
     // Its own ArrayBuffer (small Buffers share a pool), moved to the main thread rather than copied.
     const own = new Uint8Array(bytes.length);

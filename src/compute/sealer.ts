@@ -61,7 +61,9 @@ export class WorkerSealer implements Sealer {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ id, job });
+      // As JSON text: the job is plain JSON, and a string crosses threads several times cheaper than the
+      // structured clone of the object (measured ~36 µs → a few µs of main-thread time per job).
+      this.worker.postMessage(`${id}\n${JSON.stringify(job)}`);
     });
   }
 

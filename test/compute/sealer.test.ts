@@ -53,8 +53,9 @@ describe('sealers', () => {
   });
 
   it('a job that cannot be serialised fails alone; the worker goes on', async () => {
-    const bad = job(2);
-    (bad as Extract<BodyJob, { kind: 'compute' }>).chain = { ...(bad as Extract<BodyJob, { kind: 'compute' }>).chain, value: Number.NaN };
+    const bad = job(2) as Extract<BodyJob, { kind: 'compute' }>;
+    // A lone surrogate has no canonical form (RFC 8785): serialisation refuses it.
+    bad.chain = { ...bad.chain, equations: [...bad.chain.equations, 'broken \ud800 text'] };
     await expect(worker.prepare(bad)).rejects.toThrow(/sealing failed/);
     const ok = await worker.prepare(job(2));
     expect(ok.slots.length).toBe(5);
