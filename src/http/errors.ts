@@ -25,7 +25,8 @@ export function errorPayload(ctx: Context, status: number, code: string, message
 export function sendError(ctx: Context, err: ServiceError): void {
   ctx.status = err.status;
   const retry = err.extra.retry_after_seconds;
-  if (err.status === 429 && typeof retry === 'number') ctx.set('Retry-After', String(Math.max(1, Math.ceil(retry))));
+  // Every 429, and any error that says when to come back (e.g. 503 SVC_HOME_UNREACHABLE), carries Retry-After.
+  if (typeof retry === 'number') ctx.set('Retry-After', String(Math.max(1, Math.ceil(retry))));
   if (err.status === 429 && !ctx.response.get('Retry-After')) ctx.set('Retry-After', '1');
   ctx.body = errorPayload(ctx, err.status, err.code, err.message, err.extra, err.details);
 }

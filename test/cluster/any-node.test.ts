@@ -279,8 +279,10 @@ describe('chain reads on any node', () => {
     expect(servedBy(loop)).toBeNull();
     // A home the mesh knows but has no URL for.
     expect(await b.node.mesh.machines.learn({ slug: 'ghost-machine', home: 'ghost-peer-not-in-the-mesh', created_unix_ms: 1 })).toBe(true);
-    const ghost = expectError(await call(b.url, 'GET', validate('ghost-machine')), 503, 'SVC_HOME_UNREACHABLE');
+    const ghostReply = await call(b.url, 'GET', validate('ghost-machine'));
+    const ghost = expectError(ghostReply, 503, 'SVC_HOME_UNREACHABLE');
     expect(ghost.retry_after_seconds).toBe(5);
+    expect(ghostReply.headers.get('retry-after')).toBe('5');
     expect(ghost.home).toBe('ghost-peer-not-in-the-mesh');
   });
 });
