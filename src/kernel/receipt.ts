@@ -105,14 +105,6 @@ export function finishSeal(key: Buffer, prepared: MemberSlots, later: Readonly<R
   return { proof, bytes: Buffer.concat(parts, length) };
 }
 
-/** Seal a freshly built body in one step: the proofs are added in place; the bytes are its canonical JSON. */
-export function sealBody(key: Buffer, body: Record<string, unknown>): { body: Record<string, unknown>; bytes: Buffer } {
-  const { proof, bytes } = finishSeal(key, prepareSeal(body, []), {});
-  (body.cko as Record<string, unknown>).svcProof = proof;
-  body.svcProof = proof;
-  return { body, bytes };
-}
-
 export function verifyBody(key: Buffer, body: Record<string, unknown>): boolean {
   let expected: string;
   try {

@@ -1,8 +1,8 @@
-// sealBody (the sealing path) against signBody/verifyBody: same proof, proofs in place, the JSON text is the
+// prepareSeal + finishSeal (the sealing path) against signBody/verifyBody: same proof, the JSON bytes are the
 // canonical JSON of the signed body, and any tampered field fails verification.
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/kernel/canonical.js';
-import { deriveKey, finishSeal, prepareSeal, sealBody, signBody, verifyBody } from '../../src/kernel/receipt.js';
+import { deriveKey, finishSeal, prepareSeal, signBody, verifyBody } from '../../src/kernel/receipt.js';
 
 const key = deriveKey(Buffer.from('test secret'), 'RECEIPT');
 
@@ -21,20 +21,27 @@ function body(): Record<string, unknown> {
   };
 }
 
-describe('sealBody', () => {
-  it('gives the proof signBody gives, in place, and canonical text of the signed body', () => {
+/** Seal a body in one step (no ledger members added later). */
+function seal(b: Record<string, unknown>): { proof: string; json: string } {
+  const { proof, bytes } = finishSeal(key, prepareSeal(b, []), {});
+  return { proof, json: bytes.toString('utf8') };
+}
+
+describe('sealing a whole body', () => {
+  it('gives the proof signBody gives, and canonical text of the signed body', () => {
     const expected = signBody(key, body());
-    const { body: sealed, bytes } = sealBody(key, body());
-    const json = bytes.toString('utf8');
-    expect(sealed.svcProof).toBe(expected);
-    expect((sealed.cko as Record<string, unknown>).svcProof).toBe(expected);
+    const { proof, json } = seal(body());
+    expect(proof).toBe(expected);
+    const sealed = { ...body(), cko: { ...(body().cko as object), svcProof: proof }, svcProof: proof };
+    expect(JSON.parse(json).svcProof).toBe(expected);
+    expect(JSON.parse(json).cko.svcProof).toBe(expected);
     expect(json).toBe(canonicalJson(sealed));
     expect(JSON.parse(json)).toEqual(JSON.parse(JSON.stringify(sealed)));
     expect(verifyBody(key, JSON.parse(json))).toBe(true);
   });
 
   it('any tampered field fails verification', () => {
-    const json = sealBody(key, body()).bytes.toString('utf8');
+    const { json } = seal(body());
     for (const mutate of [
       (b: any) => (b.value = 10),
       (b: any) => (b.tally_charge.balance_after.free = 1000),
@@ -50,8 +57,8 @@ describe('sealBody', () => {
   });
 
   it('refuses a body that already carries a proof or has no CKO object', () => {
-    expect(() => sealBody(key, { ...body(), svcProof: 'x' })).toThrow();
-    expect(() => sealBody(key, { value: 1 })).toThrow();
+    expect(() => seal({ ...body(), svcProof: 'x' })).toThrow();
+    expect(() => seal({ value: 1 })).toThrow();
   });
 });
 
