@@ -5,6 +5,9 @@ import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ServiceError } from '../kernel/errors.js';
+import type { SolverRegistry } from '../solvers/registry.js';
+import type { SolverOutput } from '../solvers/types.js';
 
 /** tsx's ESM register API (dev only: running from source). */
 function tsxEsmApi(): string {
@@ -24,9 +27,6 @@ export function spawnWorker(name: string, workerData?: unknown): Worker {
   const bootstrap = `import(${JSON.stringify(tsxEsmApi())}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); });`;
   return new Worker(bootstrap, { eval: true, workerData });
 }
-import { ServiceError } from '../kernel/errors.js';
-import type { SolverRegistry } from '../solvers/registry.js';
-import type { SolverOutput } from '../solvers/types.js';
 
 export interface SolverExecutor {
   /** True when run() itself stops a job at its time limit (so callers need not check afterwards). */

@@ -162,7 +162,7 @@ export class ComputeService {
     const preview = evaluateChain(req, { R_t: modulationFactor(probe.phase, this.deps.phi0), svcond: probe.svcond, phase: probe.phase, phi0: this.deps.phi0 });
     const cost = Math.min(20, Math.max(1, preview.operator_count - 1) * COST.computePerOperator);
     if (!options.seal) {
-      const body = this.unsealedChain(req, preview, startNs);
+      const body = this.unsealedChain(preview, startNs);
       return { bytes: Buffer.from(JSON.stringify(body), 'utf8') };
     }
     const reservation = this.reserve(caller);
@@ -191,7 +191,7 @@ export class ComputeService {
     });
   }
 
-  private unsealedChain(req: ChainRequest, chain: ChainResult, startNs: bigint): Record<string, unknown> {
+  private unsealedChain(chain: ChainResult, startNs: bigint): Record<string, unknown> {
     const stamp = stampAt(startNs);
     const R_t = modulationFactor(stamp.phase, this.deps.phi0);
     const values = chain.master_sum.terms.slice(1).map((t: { value: number }) => t.value);

@@ -16,6 +16,8 @@ export const BODY_LIMIT_BYTES = 1_048_576;
 const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'QUERY']);
 /** RFC 8259 whitespace, then the start of an object or array. */
 const OBJECT_OR_ARRAY = /^[\x20\x09\x0a\x0d]*[[{]/;
+/** Empty or RFC 8259 whitespace only. */
+const BLANK = /^[\x20\x09\x0a\x0d]*$/;
 const LENIENT_TYPES = new Set(['text/plain', 'application/x-www-form-urlencoded']);
 
 type BodyKind = 'json' | 'lenient' | 'other';
@@ -58,7 +60,7 @@ function hasPoisonedKey(value: unknown): boolean {
 
 /** Parse JSON request text: an object or array, {} when empty. Throws SVC_INVALID_JSON. */
 export function parseJsonBody(text: string): unknown {
-  if (text.length === 0 || /^[\x20\x09\x0a\x0d]*$/.test(text)) return {};
+  if (BLANK.test(text)) return {};
   if (!OBJECT_OR_ARRAY.test(text)) throw new ServiceError(400, 'SVC_INVALID_JSON', 'request body is not valid JSON: only an object or an array is accepted');
   let parsed: unknown;
   try {
@@ -105,7 +107,7 @@ export function jsonBody() {
     if (kind === 'other' && text.length > 0) {
       throw new ServiceError(415, 'SVC_UNSUPPORTED_MEDIA_TYPE', `content type ${req.headers['content-type']} is not accepted: send JSON with Content-Type: application/json`);
     }
-    if (kind === 'lenient' && text.length > 0 && !OBJECT_OR_ARRAY.test(text) && !/^[\x20\x09\x0a\x0d]*$/.test(text)) {
+    if (kind === 'lenient' && !BLANK.test(text) && !OBJECT_OR_ARRAY.test(text)) {
       throw new ServiceError(415, 'SVC_UNSUPPORTED_MEDIA_TYPE', `this body is not JSON: send JSON with Content-Type: application/json`);
     }
     ctx.request.body = parseJsonBody(text);
