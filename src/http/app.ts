@@ -9,6 +9,7 @@ import { Library } from '../compute/library.js';
 import type { HttpServices } from './context.js';
 import { errorMiddleware, errorPayload, sendError } from './errors.js';
 import { jsonBody } from './body.js';
+import { routes } from './dispatch.js';
 import { systemRoutes } from './routes/system.js';
 import { computeRoutes } from './routes/compute.js';
 import { identityRoutes } from './routes/identity.js';
@@ -99,7 +100,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     if (layer) router.register(path, ['QUERY'], layer.stack);
   }
 
-  app.use(router.routes());
+  app.use(routes(router));
   app.use(async (ctx) => {
     if (ctx.body !== undefined && ctx.body !== null) return;
     const allowed = new Set(router.match(ctx.path, ctx.method).path.flatMap((l) => l.methods));
@@ -115,3 +116,4 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   });
   return { app, router, library };
 }
+
