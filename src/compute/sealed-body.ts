@@ -1,13 +1,16 @@
 // The body of a sealed result (spec 2.2), built from what the pipeline decided: pure (kernel only) and key-free
 // except for the tick receipt's HMAC, so the seal worker can build and serialise it off the main thread. The
-// ledger's members (charge, envelope, audit row) and the proof are added afterwards (prepareSeal / finishSeal).
+// ledger's members (charge, envelope, audit row) and the proof are added afterwards (finishSeal).
+// A body is a template with holes where the stamp's values go (the stamp, the result's identity, and what is
+// computed from the stamp), filled per result. A closed-form chain's template depends on its request only (rule 5),
+// so it is serialised once per distinct request and only the holes are serialised per result.
 import type { TickStamp } from '../kernel/clock.js';
-import type { MemberSlots } from '../kernel/canonical.js';
+import { fillHoles, fillTemplate, Hole, type MemberSlots, type Template } from '../kernel/canonical.js';
 import { fieldTerms } from '../kernel/master.js';
 import { PRECISION_BOUND, tickAverage } from '../kernel/modulation.js';
 import type { MetricShift } from '../kernel/parity.js';
-import { protocolSteps } from '../kernel/protocol.js';
-import { prepareSeal, stateFields, tickReceipt } from '../kernel/receipt.js';
+import { unstampedSteps, verifyStep } from '../kernel/protocol.js';
+import { sealTemplate, stateFields, tickReceipt } from '../kernel/receipt.js';
 import { ko42Equation, type ChainResult } from '../kernel/operators/chain.js';
 import type { SolverOutput } from '../solvers/types.js';
 
@@ -28,7 +31,18 @@ export interface StampParts {
 }
 
 export type BodyJob =
-  | { kind: 'compute'; parts: StampParts; chain: ChainResult; average: number; relError: number }
+  | {
+      kind: 'compute';
+      parts: StampParts;
+      chain: ChainResult;
+      average: number;
+      relError: number;
+      /**
+       * A text that determines everything in the body but the holes (the chain's request, and phi0): bodies with
+       * the same key share one serialised template. Without it the template is made for this body alone.
+       */
+      templateKey?: string;
+    }
   | {
       kind: 'solver';
       parts: StampParts;
@@ -41,23 +55,75 @@ export type BodyJob =
       extra: Record<string, unknown>;
     };
 
+/** The holes of a body: values that change from result to result of the same request. */
+const HOLE = {
+  result_id: new Hole('result_id'),
+  R_t: new Hole('R_t'),
+  phase: new Hole('phase'),
+  svcond: new Hole('svcond'),
+  unix_ns: new Hole('unix_ns'),
+  result_digest: new Hole('result_digest'),
+  node: new Hole('node'),
+  kernel_version: new Hole('kernel_version'),
+  ko42_equation: new Hole('ko42_equation'),
+  verify_step: new Hole('verify_step'),
+  metric_shift: new Hole('metric_shift'),
+  svcond_receipt: new Hole('svcond_receipt'),
+} as const;
+
+type HoleValues = { [K in keyof typeof HOLE]: unknown };
+
 /** The body without the ledger's members and the proof. */
 export function buildBody(receiptKey: Buffer, job: BodyJob): Record<string, unknown> {
-  return job.kind === 'compute' ? chainBody(receiptKey, job) : solverBody(receiptKey, job);
+  return fillHoles(template(job), holeValues(receiptKey, job));
 }
+
+/** Serialised chain templates by templateKey; bounded (oldest out first). */
+const templates = new Map<string, Template>();
+const TEMPLATES_MAX = 512;
 
 /** buildBody, serialised for sealing: canonical UTF-8 with slots for the ledger's members and the proofs. */
 export function prepareBody(receiptKey: Buffer, job: BodyJob): MemberSlots {
-  return prepareSeal(buildBody(receiptKey, job), LEDGER_MEMBERS);
+  let t = job.kind === 'compute' && job.templateKey !== undefined ? templates.get(job.templateKey) : undefined;
+  if (t === undefined) {
+    t = sealTemplate(template(job), LEDGER_MEMBERS);
+    if (job.kind === 'compute' && job.templateKey !== undefined) {
+      if (templates.size >= TEMPLATES_MAX) templates.delete(templates.keys().next().value!);
+      templates.set(job.templateKey, t);
+    }
+  }
+  return fillTemplate(t, holeValues(receiptKey, job));
 }
 
-function chainBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'compute' }>): Record<string, unknown> {
-  const { parts, chain } = job;
+function template(job: BodyJob): Record<string, unknown> {
+  return job.kind === 'compute' ? chainTemplate(job) : solverTemplate(job);
+}
+
+function holeValues(receiptKey: Buffer, job: BodyJob): HoleValues {
+  const { parts } = job;
   const { stamp, R_t } = parts;
-  // The value does not depend on the tick; only the KO42 line does (rule 5): it is rendered at the stamp.
-  const equations = [ko42Equation({ R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: parts.phi0 }), ...chain.equations.slice(1)];
-  const masterSum = { ...chain.master_sum, terms: chain.master_sum.terms.map((t, i) => (i === 0 ? { ...t, value: R_t } : t)) };
-  const protocol = protocolSteps({
+  const result = job.kind === 'compute' ? { value: job.chain.value, unit: job.chain.unit, fields: stateFields(job.chain.value, job.chain.unit) } : { value: job.out.value, unit: job.out.unit, fields: stateFields(job.out.value, job.out.unit, job.out.receipt_fields) };
+  return {
+    result_id: parts.resultId,
+    R_t,
+    phase: stamp.phase,
+    svcond: stamp.svcond,
+    unix_ns: stamp.unix_ns,
+    result_digest: parts.resultDigest,
+    node: parts.node,
+    kernel_version: parts.kernelVersion,
+    ko42_equation: ko42Equation({ R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: parts.phi0 }),
+    verify_step: verifyStep({ R_t, phase: stamp.phase, svcond: stamp.svcond }),
+    metric_shift: parts.shift,
+    svcond_receipt: tickReceipt(receiptKey, { svcond: stamp.svcond, phase: stamp.phase, R_t, value: result.value, unit: result.unit, result_digest: parts.resultDigest, fields: result.fields }),
+  };
+}
+
+/** A closed-form chain's body: everything but the holes comes from the request (the KO42 line and term are holes). */
+function chainTemplate(job: Extract<BodyJob, { kind: 'compute' }>): Record<string, unknown> {
+  const { chain } = job;
+  const masterSum = { ...chain.master_sum, terms: chain.master_sum.terms.map((t, i) => (i === 0 ? { ...t, value: HOLE.R_t } : t)) };
+  const protocol = unstampedSteps({
     operatorChain: chain.operators,
     domainOperatorCount: chain.domain_operator_count,
     domain: chain.domain,
@@ -65,12 +131,9 @@ function chainBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'compute' }
     fieldTerms: false,
     value: chain.value,
     unit: chain.unit,
-    R_t,
-    phase: stamp.phase,
-    svcond: stamp.svcond,
   });
   return {
-    result_id: parts.resultId,
+    result_id: HOLE.result_id,
     kind: 'compute',
     domain: chain.domain,
     value: chain.value,
@@ -80,25 +143,25 @@ function chainBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'compute' }
     operators: chain.operators,
     inputs: chain.resolved,
     unused_inputs: chain.unused_inputs ?? [],
-    equations,
+    equations: [HOLE.ko42_equation, ...chain.equations.slice(1)],
     master_sum: masterSum,
     masterEquation: `${chain.operators.join(' ∘ ')}: S = ${chain.value} ${chain.unit}; field terms null (scalar result, rule 8)`,
     master_equation: null,
     functional_equation: null,
     spectral_propagator: null,
-    protocol,
-    ...stampedFields(receiptKey, parts, { operatorChain: chain.operators, masterSum, value: chain.value, unit: chain.unit, fields: stateFields(chain.value, chain.unit), average: job.average }),
+    protocol: [...protocol, HOLE.verify_step],
+    ...stampedFields({ operatorChain: chain.operators, masterSum, value: chain.value, unit: chain.unit, average: job.average }),
   };
 }
 
-function solverBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'solver' }>): Record<string, unknown> {
+/** A solver's body. Its field terms are computed at the stamp's R_t, so it is never shared (no templateKey). */
+function solverTemplate(job: Extract<BodyJob, { kind: 'solver' }>): Record<string, unknown> {
   const { parts, solver, out } = job;
-  const { stamp, R_t } = parts;
   const operatorChain = ['KO42', `SOLVER:${solver.id}`];
-  const terms = out.output_class !== 'scalar' && out.rule8 ? fieldTerms(out.rule8, R_t) : null;
+  const terms = out.output_class !== 'scalar' && out.rule8 ? fieldTerms(out.rule8, parts.R_t) : null;
   const masterSum = {
     terms: [
-      { operator: 'KO42', value: R_t, unit: '1' },
+      { operator: 'KO42', value: HOLE.R_t, unit: '1' },
       { operator: `SOLVER:${solver.id}`, value: out.value, unit: out.unit },
     ],
     total: out.value,
@@ -106,7 +169,7 @@ function solverBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'solver' }
     field_terms: terms ? terms.master_equation.masterSum : null,
   };
   const uncertainty = out.uncertainty ?? out.check.rel_error * Math.abs(out.value);
-  const protocol = protocolSteps({
+  const protocol = unstampedSteps({
     operatorChain,
     domainOperatorCount: 1,
     domain: solver.kind,
@@ -114,13 +177,10 @@ function solverBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'solver' }
     fieldTerms: terms !== null,
     value: out.value,
     unit: out.unit,
-    R_t,
-    phase: stamp.phase,
-    svcond: stamp.svcond,
   });
   return {
     ...job.extra,
-    result_id: parts.resultId,
+    result_id: HOLE.result_id,
     kind: 'solver',
     solver: solver.id,
     mode: out.mode,
@@ -134,35 +194,30 @@ function solverBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'solver' }
     outputs: job.outputs,
     check: out.check,
     ...(out.state !== undefined ? { state: out.state } : {}),
-    equations: [ko42Equation({ R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: parts.phi0 }), `${solver.id}: ${out.check.name}: ${out.check.quantity} = ${out.value} ${out.unit} (reference ${out.check.reference}, rel. error ${out.check.rel_error.toExponential(3)})`],
+    equations: [HOLE.ko42_equation, `${solver.id}: ${out.check.name}: ${out.check.quantity} = ${out.value} ${out.unit} (reference ${out.check.reference}, rel. error ${out.check.rel_error.toExponential(3)})`],
     master_sum: masterSum,
     masterEquation: terms ? `${terms.master_equation.equation} from ${out.rule8_array}` : `${solver.id}: scalar result; field terms null (rule 8)`,
     master_equation: terms ? terms.master_equation : null,
     functional_equation: terms ? terms.functional_equation : null,
     spectral_propagator: terms ? terms.spectral_propagator : null,
-    protocol,
-    ...stampedFields(receiptKey, parts, { operatorChain, masterSum, value: out.value, unit: out.unit, fields: stateFields(out.value, out.unit, out.receipt_fields), average: tickAverage(out.value, parts.phi0) }),
+    protocol: [...protocol, HOLE.verify_step],
+    ...stampedFields({ operatorChain, masterSum, value: out.value, unit: out.unit, average: tickAverage(out.value, parts.phi0) }),
   };
 }
 
 /** The stamp, CKO (rule 9) and tick receipts every sealed result carries (spec 2.2). */
-function stampedFields(
-  receiptKey: Buffer,
-  parts: StampParts,
-  a: { operatorChain: string[]; masterSum: unknown; value: number; unit: string; fields: ReturnType<typeof stateFields>; average: number },
-): Record<string, unknown> {
-  const { stamp, R_t } = parts;
+function stampedFields(a: { operatorChain: string[]; masterSum: unknown; value: number; unit: string; average: number }): Record<string, unknown> {
   return {
-    R_t,
-    phase: stamp.phase,
-    svcond: stamp.svcond,
-    unix_ns: stamp.unix_ns,
+    R_t: HOLE.R_t,
+    phase: HOLE.phase,
+    svcond: HOLE.svcond,
+    unix_ns: HOLE.unix_ns,
     precisionBound: PRECISION_BOUND,
-    result_digest: parts.resultDigest,
-    node: parts.node,
-    kernel_version: parts.kernelVersion,
-    cko: { operatorChain: a.operatorChain, masterSum: a.masterSum, R_t, phase: stamp.phase, svcond: stamp.svcond, precisionBound: PRECISION_BOUND, metric_shift: parts.shift },
-    svcond_receipt: tickReceipt(receiptKey, { svcond: stamp.svcond, phase: stamp.phase, R_t, value: a.value, unit: a.unit, result_digest: parts.resultDigest, fields: a.fields }),
+    result_digest: HOLE.result_digest,
+    node: HOLE.node,
+    kernel_version: HOLE.kernel_version,
+    cko: { operatorChain: a.operatorChain, masterSum: a.masterSum, R_t: HOLE.R_t, phase: HOLE.phase, svcond: HOLE.svcond, precisionBound: PRECISION_BOUND, metric_shift: HOLE.metric_shift },
+    svcond_receipt: HOLE.svcond_receipt,
     svcond_averaged: { value: a.average, unit: a.unit, samples: 64, method: 'trapezoid of R(t)·S over one tick', standard_value: a.value },
   };
 }

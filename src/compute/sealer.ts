@@ -1,6 +1,7 @@
 // Where sealed bodies are built and serialised: on the seal worker (default: the main thread keeps HTTP and the
-// ledger, and the ~40 µs of building, canonical serialisation and UTF-8 conversion per result run on another
-// core), or inline on the calling thread (sealWorker: false, e.g. on one core).
+// ledger, and a solver body's building, canonical serialisation and UTF-8 conversion run on another core), or
+// inline on the calling thread (sealWorker: false, e.g. on one core). A closed-form chain's body is filled from its
+// cached template (sealed-body.ts) on the calling thread either way: a few µs, less than a round trip to the worker.
 import type { Worker } from 'node:worker_threads';
 import type { MemberSlots } from '../kernel/canonical.js';
 import { prepareBody, type BodyJob } from './sealed-body.js';
@@ -58,6 +59,13 @@ export class WorkerSealer implements Sealer {
 
   prepare(job: BodyJob): Promise<MemberSlots> {
     if (this.closed) return Promise.reject(new Error('sealer is closed'));
+    if (job.kind === 'compute' && job.templateKey !== undefined) {
+      try {
+        return Promise.resolve(prepareBody(this.receiptKey, job));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });

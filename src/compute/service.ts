@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { canonicalDigest, canonicalJson, type MemberSlots } from '../kernel/canonical.js';
 import { ServiceError } from '../kernel/errors.js';
 import { stampAt, TICK_NS_NUMBER, type Clock, type TickStamp } from '../kernel/clock.js';
-import { gateClosedForm, gateSolverCheck } from '../kernel/gate.js';
+import { gateChainValues, gateClosedForm, gateModulation, gateSolverCheck } from '../kernel/gate.js';
 import { modulationFactor, PRECISION_BOUND } from '../kernel/modulation.js';
 import { metricShift, metricShiftFromVariance } from '../kernel/parity.js';
 import { protocolSteps } from '../kernel/protocol.js';
@@ -68,11 +68,45 @@ function plain<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
 }
 
+/**
+ * What determines a chain's evaluation and sealed body but the stamp (rule 5): phi0 and the request. JSON.stringify
+ * writes -0 as 0, so the places of any -0 are added.
+ */
+export function chainTemplateKey(req: ChainRequest, phi0: number): string {
+  const negativeZeros: (string | number)[][] = [];
+  findNegativeZeros(req, [], negativeZeros);
+  return `${phi0}\n${JSON.stringify(req)}${negativeZeros.length > 0 ? `\n-0 at ${JSON.stringify(negativeZeros)}` : ''}`;
+}
+
+function findNegativeZeros(v: unknown, path: (string | number)[], out: (string | number)[][]): void {
+  if (typeof v === 'number') {
+    if (Object.is(v, -0)) out.push(path);
+  } else if (Array.isArray(v)) {
+    v.forEach((x, i) => findNegativeZeros(x, [...path, i], out));
+  } else if (v !== null && typeof v === 'object') {
+    for (const [k, x] of Object.entries(v)) findNegativeZeros(x, [...path, k], out);
+  }
+}
+
+/** A validated chain request and what follows from it alone (ComputeService.compiledChain). */
+interface CompiledChain {
+  key: string;
+  /** The chain evaluated at the first request's stamp: only its KO42 line and term belong to that stamp. */
+  preview: ChainResult;
+  cost: number;
+  resultDigest: string;
+  gate: ReturnType<typeof gateChainValues>;
+}
+const COMPILED_CHAINS_MAX = 512;
+
 function elapsedTicks(startNs: bigint, endNs: bigint): number {
   return Number(endNs - startNs) / TICK_NS_NUMBER;
 }
 
 export class ComputeService {
+  /** Compiled chains by request (compiledChain). */
+  private readonly chains = new Map<string, CompiledChain>();
+
   constructor(private readonly deps: ComputeDeps) {}
 
   get registry(): SolverRegistry {
@@ -107,7 +141,8 @@ export class ComputeService {
     reservation: { names: string[]; release(): void };
     /** Check the elapsed time against the tier limit here (false when the executor already enforced it). */
     checkTime: boolean;
-    digestCore: Record<string, unknown>;
+    /** SHA-256 of the canonical core of the result (what the mesh and re-execution compare). */
+    resultDigest: string;
     /** The body job at the stamp (may throw, e.g. the tolerance gate). */
     job: (parts: StampParts) => BodyJob;
     summary: Omit<SealedSummary, 'result_id' | 'result_digest' | 'svcond'>;
@@ -121,7 +156,7 @@ export class ComputeService {
       const startStamp = stampAt(args.startNs);
       const shift = metricShift(startStamp.phase, elapsedTicks(args.startNs, endNs), this.deps.phi0);
       const R_t = modulationFactor(stamp.phase, this.deps.phi0);
-      const resultDigest = canonicalDigest(args.digestCore);
+      const { resultDigest } = args;
       const resultId = `res_${stamp.svcond}_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
       const prepared: MemberSlots = await this.deps.sealer.prepare(args.job(this.stampParts(stamp, R_t, resultId, resultDigest, shift)));
       const sealed = await this.deps.ledger.seal({
@@ -154,15 +189,38 @@ export class ComputeService {
     return this.deps.quota.reserve(caller, Number(this.deps.clock.nowNs() / 1_000_000n));
   }
 
+  /**
+   * A chain request evaluated and validated (400s thrown here, before any charge), with what follows from it
+   * alone: cost, result digest, the stamp-free part of the gate, and the template key. The same request gives the
+   * same chain at every stamp (rule 5) but for the KO42 line and term, which the body takes from its own stamp,
+   * so evaluations are kept by request (bounded; never mutated).
+   */
+  private compiledChain(req: ChainRequest, startNs: bigint): CompiledChain {
+    const key = chainTemplateKey(req, this.deps.phi0);
+    const known = this.chains.get(key);
+    if (known !== undefined) return known;
+    const probe = stampAt(startNs);
+    const preview = evaluateChain(req, { R_t: modulationFactor(probe.phase, this.deps.phi0), svcond: probe.svcond, phase: probe.phase, phi0: this.deps.phi0 });
+    const values = preview.master_sum.terms.slice(1).map((t: { value: number }) => t.value);
+    const compiled: CompiledChain = {
+      key,
+      preview,
+      cost: Math.min(20, Math.max(1, preview.operator_count - 1) * COST.computePerOperator),
+      resultDigest: canonicalDigest({ operators: preview.operators, domain: preview.domain, inputs: preview.resolved, value: preview.value, unit: preview.unit, fields: null }),
+      gate: gateChainValues(values, preview.value, this.deps.phi0),
+    };
+    if (this.chains.size >= COMPILED_CHAINS_MAX) this.chains.delete(this.chains.keys().next().value!);
+    this.chains.set(key, compiled);
+    return compiled;
+  }
+
   /** POST /api/svc/compute: a closed-form operator chain (solvers.md §6). */
   async compute(caller: Caller, req: ChainRequest, options: { seal: boolean } = { seal: true }): Promise<Sealed> {
     const startNs = this.deps.clock.nowNs();
-    const probe = stampAt(startNs);
-    // Validation happens inside evaluateChain (400s) before any charge; the KO42 line is re-rendered at the stamp.
-    const preview = evaluateChain(req, { R_t: modulationFactor(probe.phase, this.deps.phi0), svcond: probe.svcond, phase: probe.phase, phi0: this.deps.phi0 });
-    const cost = Math.min(20, Math.max(1, preview.operator_count - 1) * COST.computePerOperator);
+    const chain = this.compiledChain(req, startNs);
+    const { preview, cost } = chain;
     if (!options.seal) {
-      const body = this.unsealedChain(preview, startNs);
+      const body = this.unsealedChain(chain, startNs);
       return { bytes: Buffer.from(JSON.stringify(body), 'utf8') };
     }
     const reservation = this.reserve(caller);
@@ -172,8 +230,6 @@ export class ComputeService {
       reservation.release();
       throw err;
     }
-    const values = preview.master_sum.terms.slice(1).map((t: { value: number }) => t.value);
-    const digestCore = { operators: preview.operators, domain: preview.domain, inputs: preview.resolved, value: preview.value, unit: preview.unit, fields: null };
     return this.sealResult({
       caller,
       action: 'compute',
@@ -181,24 +237,23 @@ export class ComputeService {
       startNs,
       reservation,
       checkTime: true,
-      digestCore,
+      resultDigest: chain.resultDigest,
       job: (parts) => {
-        const gate = gateClosedForm(values, preview.value, parts.R_t, this.deps.phi0);
+        const gate = gateModulation(chain.gate, parts.R_t);
         if (!gate.passed) throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${gate.reason}`, { rel_error: gate.rel_error }, { reason: gate.reason });
-        return { kind: 'compute', parts, chain: preview, average: gate.tick_average, relError: gate.rel_error };
+        return { kind: 'compute', parts, chain: preview, average: gate.tick_average, relError: gate.rel_error, templateKey: chain.key };
       },
       summary: { kind: 'compute', solver: null, operators: preview.operators, value: preview.value, unit: preview.unit },
     });
   }
 
-  private unsealedChain(chain: ChainResult, startNs: bigint): Record<string, unknown> {
+  private unsealedChain(compiled: CompiledChain, startNs: bigint): Record<string, unknown> {
+    const chain = compiled.preview;
     const stamp = stampAt(startNs);
     const R_t = modulationFactor(stamp.phase, this.deps.phi0);
-    const values = chain.master_sum.terms.slice(1).map((t: { value: number }) => t.value);
-    const gate = gateClosedForm(values, chain.value, R_t, this.deps.phi0);
+    const gate = gateModulation(compiled.gate, R_t);
     if (!gate.passed) throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${gate.reason}`, { rel_error: gate.rel_error });
-    const digest = canonicalDigest({ operators: chain.operators, domain: chain.domain, inputs: chain.resolved, value: chain.value, unit: chain.unit, fields: null });
-    const parts = this.stampParts(stamp, R_t, null, digest, metricShift(stamp.phase, 0, this.deps.phi0));
+    const parts = this.stampParts(stamp, R_t, null, compiled.resultDigest, metricShift(stamp.phase, 0, this.deps.phi0));
     const body: Record<string, unknown> = plain({ ...buildBody(this.deps.receiptKey, { kind: 'compute', parts, chain, average: gate.tick_average, relError: gate.rel_error }), sealed: false });
     const proof = signBody(this.deps.receiptKey, body);
     return { ...body, cko: { ...(body.cko as object), svcProof: proof }, svcProof: proof };
@@ -239,7 +294,7 @@ export class ComputeService {
     const outputs = plain(out.outputs);
     const plainInputs = plain(inputs);
     const plainOut: SolverOutput = { ...out, check: plain(out.check), ...(out.state !== undefined ? { state: plain(out.state) } : {}) };
-    const digestCore = { solver: solver.id, inputs, value: out.value, unit: out.unit, fields: canonicalDigest(outputs) };
+    const resultDigest = canonicalDigest({ solver: solver.id, inputs, value: out.value, unit: out.unit, fields: canonicalDigest(outputs) });
     return this.sealResult({
       caller,
       action: solver.id,
@@ -247,7 +302,7 @@ export class ComputeService {
       startNs,
       reservation,
       checkTime: !this.deps.executor.enforcesTimeLimit,
-      digestCore,
+      resultDigest,
       job: (parts) => ({ kind: 'solver', parts, solver: { id: solver.id, kind: solver.kind }, inputs: plainInputs, out: plainOut, outputs, relError: verdict.rel_error, extra }),
       summary: { kind: 'solver', solver: solver.id, operators: null, value: out.value, unit: out.unit },
     });

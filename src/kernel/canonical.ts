@@ -100,6 +100,7 @@ function ser(value: unknown, depth: number, seen: Set<object> | null): string {
       throw new TypeError(`${typeof value} has no canonical JSON form`);
   }
   if (value === null) return 'null';
+  if (value instanceof Hole) return holeMark(value);
   if (depth > CYCLE_DEPTH) {
     if (seen === null) seen = new Set();
     else if (seen.has(value)) throw new Error('Circular reference detected');
@@ -142,6 +143,23 @@ function ser(value: unknown, depth: number, seen: Set<object> | null): string {
   }
   if (depth > CYCLE_DEPTH) seen!.delete(value);
   return out;
+}
+
+/**
+ * A value left open in a template (see canonicalTemplate): serialised as a marker that no JSON text contains (a raw
+ * control character, which JSON strings always escape), so the text can be cut there.
+ */
+export class Hole {
+  constructor(readonly name: string) {}
+}
+
+const HOLE_MARK = '\u0001';
+/** Set only while canonicalTemplate serialises: anywhere else a Hole is not a JSON value. */
+let holesAllowed = false;
+
+function holeMark(hole: Hole): string {
+  if (!holesAllowed) throw new TypeError(`hole ${hole.name} has no canonical JSON form (fill it first)`);
+  return HOLE_MARK + hole.name + HOLE_MARK;
 }
 
 /** RFC 8785 canonical JSON text of a JSON value. Throws on values JSON cannot carry (undefined at top, NaN). */
@@ -188,7 +206,7 @@ function objectWithSlots(obj: Record<string, unknown>, names: readonly string[],
     // Names that sort before this member go at the start of its key, each followed by a comma.
     while (next < names.length && names[next]! < k) slots.push({ name: names[next++]!, offset: base + out.length, commaBefore: false, commaAfter: true });
     out += key(k);
-    if (k === nested && v !== null && typeof v === 'object' && !Array.isArray(v) && typeof (v as { toJSON?: unknown }).toJSON !== 'function') {
+    if (k === nested && v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Hole) && typeof (v as { toJSON?: unknown }).toJSON !== 'function') {
       out += objectWithSlots(v as Record<string, unknown>, inNested, null, [], base + out.length, depth + 1, slots);
     } else {
       out += ser(v, depth + 1, null);
@@ -201,30 +219,102 @@ function objectWithSlots(obj: Record<string, unknown>, names: readonly string[],
   return out;
 }
 
+/**
+ * The canonical JSON of an object that has Holes in it, cut at the holes, with the member slots of
+ * canonicalJsonWithSlots: made once, then filled (fillTemplate) with the holes' values many times. Filling gives
+ * the same text as serialising the object with the values in place of the holes, because canonical order depends
+ * on keys only, never on values.
+ */
+export interface Template {
+  /** Text between the holes: pieces.length === holes.length + 1. */
+  pieces: string[];
+  /** UTF-8 length of each piece. */
+  pieceBytes: number[];
+  /** Name of each hole, in text order (a name may repeat). */
+  holes: string[];
+  /** The member slots, each in a piece at a byte offset from that piece's start. */
+  slots: (Omit<Slot, 'offset'> & { piece: number; at: number })[];
+}
+
+export function canonicalTemplate(value: Record<string, unknown>, top: readonly string[], nested: string, inNested: readonly string[]): Template {
+  let text: string;
+  let slots: Slot[];
+  holesAllowed = true;
+  try {
+    ({ text, slots } = canonicalJsonWithSlots(value, top, nested, inNested));
+  } finally {
+    holesAllowed = false;
+  }
+  const cut = text.split(HOLE_MARK);
+  const pieces: string[] = [];
+  const holes: string[] = [];
+  for (let i = 0; i < cut.length; i++) (i % 2 === 0 ? pieces : holes).push(cut[i]!);
+  // Slots sit between members, never inside a hole: find each one's piece by its offset in the marked text.
+  const out: Template['slots'] = [];
+  let piece = 0;
+  let start = 0;
+  for (const s of slots) {
+    while (s.offset > start + pieces[piece]!.length) {
+      start += pieces[piece]!.length + holes[piece]!.length + 2 * HOLE_MARK.length;
+      piece++;
+    }
+    out.push({ name: s.name, commaBefore: s.commaBefore, commaAfter: s.commaAfter, piece, at: Buffer.byteLength(pieces[piece]!.slice(0, s.offset - start), 'utf8') });
+  }
+  return { pieces, pieceBytes: pieces.map((p) => Buffer.byteLength(p, 'utf8')), holes, slots: out };
+}
+
+/** Only ASCII: its UTF-8 length is its length. */
+const ASCII = /^[\x00-\x7f]*$/;
+
+/**
+ * The template with each hole's value serialised in its place, as UTF-8 with the member slots at byte offsets
+ * (what prepareSeal gives for the filled object). Every hole needs a JSON value.
+ */
+export function fillTemplate(t: Template, values: Readonly<Record<string, unknown>>): MemberSlots {
+  const texts = new Map<string, string>();
+  const starts = new Array<number>(t.pieces.length);
+  let text = t.pieces[0]!;
+  starts[0] = 0;
+  let at = t.pieceBytes[0]!;
+  for (let i = 0; i < t.holes.length; i++) {
+    const name = t.holes[i]!;
+    let h = texts.get(name);
+    if (h === undefined) {
+      const v = values[name];
+      if (v === undefined) throw new TypeError(`no value for hole ${name}`);
+      h = canonicalJson(v);
+      texts.set(name, h);
+    }
+    text += h;
+    text += t.pieces[i + 1]!;
+    at += ASCII.test(h) ? h.length : Buffer.byteLength(h, 'utf8');
+    starts[i + 1] = at;
+    at += t.pieceBytes[i + 1]!;
+  }
+  const slots: Slot[] = t.slots.map((s) => ({ name: s.name, offset: starts[s.piece]! + s.at, commaBefore: s.commaBefore, commaAfter: s.commaAfter }));
+  return { bytes: Buffer.from(text, 'utf8'), slots };
+}
+
+/** A copy of a value with every Hole replaced by its value (the object form of fillTemplate). */
+export function fillHoles<T>(value: T, values: Readonly<Record<string, unknown>>): T {
+  if (value instanceof Hole) {
+    const v = values[value.name];
+    if (v === undefined) throw new TypeError(`no value for hole ${value.name}`);
+    return v as T;
+  }
+  if (Array.isArray(value)) return value.map((v) => fillHoles(v, values)) as T;
+  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = fillHoles(v, values);
+    return out as T;
+  }
+  return value;
+}
+
 /** Canonical text as UTF-8 with its slots at byte offsets: what crosses a thread, and what join assembles. */
 export interface MemberSlots {
   bytes: Uint8Array;
   slots: Slot[];
-}
-
-/** The UTF-8 of canonicalJsonWithSlots' text (converted once) with the slots moved to byte offsets. */
-export function memberSlots(text: string, slots: readonly Slot[]): MemberSlots {
-  const pieces: Buffer[] = [];
-  const out: Slot[] = [];
-  let from = 0;
-  let at = 0;
-  for (const s of slots) {
-    if (s.offset !== from) {
-      const piece = Buffer.from(text.slice(from, s.offset), 'utf8');
-      pieces.push(piece);
-      at += piece.length;
-      from = s.offset;
-    }
-    out.push({ ...s, offset: at });
-  }
-  const last = Buffer.from(text.slice(from), 'utf8');
-  pieces.push(last);
-  return { bytes: Buffer.concat(pieces, at + last.length), slots: out };
 }
 
 /**

@@ -32,10 +32,21 @@ export function gateSolverCheck(check: Check, value: number): GateVerdict {
  * recovers S within the precision bound, and |R_t − 1| ≤ a.
  */
 export function gateClosedForm(values: number[], primary: number, R_t: number, phi0: number): GateVerdict & { tick_average: number } {
+  return gateModulation(gateChainValues(values, primary, phi0), R_t);
+}
+
+/** The part of the closed-form gate that does not depend on the stamp: a chain's values decide it once. */
+export function gateChainValues(values: number[], primary: number, phi0: number): GateVerdict & { tick_average: number } {
   const avg = tickAverage(primary, phi0);
   if (!values.every(Number.isFinite)) return { passed: false, rel_error: Number.POSITIVE_INFINITY, reason: 'an operator value is not finite', tick_average: avg };
   const rel = primary === 0 ? Math.abs(avg) : Math.abs(avg - primary) / Math.abs(primary);
   if (!(rel <= PRECISION_BOUND)) return { passed: false, rel_error: rel, reason: 'tick average does not recover S', tick_average: avg };
-  if (!(Math.abs(R_t - 1) <= MODULATION_AMPLITUDE * (1 + 1e-12))) return { passed: false, rel_error: rel, reason: '|R_t - 1| exceeds 1e-3', tick_average: avg };
   return { passed: true, rel_error: rel, reason: null, tick_average: avg };
+}
+
+/** The stamp's part of the closed-form gate, after gateChainValues: |R_t − 1| ≤ a. */
+export function gateModulation(verdict: GateVerdict & { tick_average: number }, R_t: number): GateVerdict & { tick_average: number } {
+  if (!verdict.passed) return verdict;
+  if (!(Math.abs(R_t - 1) <= MODULATION_AMPLITUDE * (1 + 1e-12))) return { passed: false, rel_error: verdict.rel_error, reason: '|R_t - 1| exceeds 1e-3', tick_average: verdict.tick_average };
+  return verdict;
 }

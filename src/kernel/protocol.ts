@@ -21,11 +21,18 @@ export interface ProtocolFacts {
   svcond: number;
 }
 
+/** What the stamp gives the protocol: only step 7 depends on it. */
+export type StampFacts = Pick<ProtocolFacts, 'R_t' | 'phase' | 'svcond'>;
+
 export function protocolSteps(f: ProtocolFacts): ProtocolStep[] {
+  return [...unstampedSteps(f), verifyStep(f)];
+}
+
+/** Steps 1–6: from the chain and its result alone. */
+export function unstampedSteps(f: Omit<ProtocolFacts, keyof StampFacts>): ProtocolStep[] {
   const ko42First = f.operatorChain[0] === 'KO42';
   const countOk = f.domainOperatorCount >= 1 && f.domainOperatorCount <= 3;
   const precisionOk = f.relError <= TOLERANCE_GATE;
-  const verifyOk = Math.abs(f.R_t - 1) <= MODULATION_AMPLITUDE * (1 + 1e-12) && f.phase >= 0 && f.phase < 1;
   return [
     { step: 1, name: 'KO42 included', passed: ko42First, detail: `chain ${f.operatorChain.join(' → ')}` },
     {
@@ -43,11 +50,16 @@ export function protocolSteps(f: ProtocolFacts): ProtocolStep[] {
       detail: f.fieldTerms ? 'six terms computed from the returned field' : 'scalar result: field terms null (rule 8)',
     },
     { step: 6, name: 'execute functional equation', passed: true, detail: `S = ${f.value} ${f.unit}` },
-    {
-      step: 7,
-      name: 'verify',
-      passed: verifyOk,
-      detail: `R_t ${f.R_t.toFixed(9)}, phase ${f.phase.toFixed(6)}, svcond ${f.svcond}, precision bound 1e-4, proof HMAC-SHA256`,
-    },
   ];
+}
+
+/** Step 7: the modulation at the stamp. */
+export function verifyStep(f: StampFacts): ProtocolStep {
+  const verifyOk = Math.abs(f.R_t - 1) <= MODULATION_AMPLITUDE * (1 + 1e-12) && f.phase >= 0 && f.phase < 1;
+  return {
+    step: 7,
+    name: 'verify',
+    passed: verifyOk,
+    detail: `R_t ${f.R_t.toFixed(9)}, phase ${f.phase.toFixed(6)}, svcond ${f.svcond}, precision bound 1e-4, proof HMAC-SHA256`,
+  };
 }

@@ -1,7 +1,7 @@
 // Receipts: svcProof = hex HMAC-SHA256 over the RFC 8785 canonical JSON of the sealed body, the tick receipt
 // (spec 2.2) with its own HMAC, and the continuum state fields mapped from the result unit.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { canonicalJson, canonicalJsonWithSlots, joinAtSlots, memberSlots, sha256Bytes, sha256Hex, type MemberSlots } from './canonical.js';
+import { canonicalJson, canonicalTemplate, fillTemplate, joinAtSlots, sha256Bytes, sha256Hex, type MemberSlots, type Template } from './canonical.js';
 import { PULSE_HZ, TICK_NS_NUMBER, TICK_SECONDS_EXACT } from './clock.js';
 import type { StateField } from '../solvers/types.js';
 
@@ -85,9 +85,13 @@ export function signBody(key: Buffer, body: Record<string, unknown>): string {
  * and key-free, so it can run on another thread; the text is serialised and converted once.
  */
 export function prepareSeal(body: Record<string, unknown>, later: readonly string[]): MemberSlots {
+  return fillTemplate(sealTemplate(body, later), {});
+}
+
+/** prepareSeal for a body with Holes: fillTemplate with the holes' values gives prepareSeal of the filled body. */
+export function sealTemplate(body: Record<string, unknown>, later: readonly string[]): Template {
   if (!body.cko || typeof body.cko !== 'object' || Array.isArray(body.cko)) throw new Error('a sealed body has a cko object');
-  const { text, slots } = canonicalJsonWithSlots(body, [...later, 'svcProof'], 'cko', ['svcProof']);
-  return memberSlots(text, slots);
+  return canonicalTemplate(body, [...later, 'svcProof'], 'cko', ['svcProof']);
 }
 
 /**

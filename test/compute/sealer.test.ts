@@ -1,19 +1,20 @@
 // The seal worker builds and serialises bodies exactly as the inline sealer does; a job that cannot be sealed
 // fails alone; a closed sealer refuses work. And a node with sealWorker off seals verifiable results.
 import { afterAll, describe, expect, it } from 'vitest';
-import { deriveKey, finishSeal, verifyBody } from '../../src/kernel/receipt.js';
+import { deriveKey, finishSeal, prepareSeal, verifyBody } from '../../src/kernel/receipt.js';
 import { stampAt } from '../../src/kernel/clock.js';
 import { modulationFactor } from '../../src/kernel/modulation.js';
 import { metricShift } from '../../src/kernel/parity.js';
 import { evaluateChain } from '../../src/kernel/operators/chain.js';
 import { InlineSealer, WorkerSealer } from '../../src/compute/sealer.js';
-import type { BodyJob } from '../../src/compute/sealed-body.js';
+import { buildBody, LEDGER_MEMBERS, prepareBody, type BodyJob } from '../../src/compute/sealed-body.js';
+import { chainTemplateKey } from '../../src/compute/service.js';
 import { bearer, call, startTestNode, zkIdentity } from '../helpers/node.js';
 
 const key = deriveKey(Buffer.from('sealer test secret'), 'RECEIPT');
 
-function job(mass: number): BodyJob {
-  const stamp = stampAt(1_790_000_000_123_456_789n);
+function job(mass: number, ns = 1_790_000_000_123_456_789n): BodyJob {
+  const stamp = stampAt(ns);
   const R_t = modulationFactor(stamp.phase, 0);
   const chain = evaluateChain({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: mass, velocity_m_s: 3 } }, { R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: 0 });
   return {
@@ -65,6 +66,53 @@ describe('sealers', () => {
     const s = new WorkerSealer(key);
     await s.close();
     await expect(s.prepare(job(2))).rejects.toThrow(/closed/);
+  });
+});
+
+describe('chain templates', () => {
+  it('a chain key tells apart every pair of different requests, -0 and 0 included', () => {
+    const base = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 0, velocity_m_s: 3 } };
+    const variants = [
+      base,
+      { ...base, inputs: { mass_kg: -0, velocity_m_s: 3 } },
+      { ...base, inputs: { mass_kg: '-0', velocity_m_s: 3 } },
+      { ...base, inputs: { mass_kg: '0', velocity_m_s: 3 } },
+      { ...base, inputs: { mass_kg: -0, velocity_m_s: -0 } },
+      { ...base, inputs: { mass_kg: 0, velocity_m_s: -0 } },
+      { ...base, inputs: { velocity_m_s: 3, mass_kg: 0 } },
+      { ...base, domain: 'relativity' },
+    ];
+    const keys = variants.map((v) => chainTemplateKey(v as never, 0));
+    expect(new Set(keys).size).toBe(variants.length);
+    expect(chainTemplateKey(JSON.parse(JSON.stringify(base)), 0)).toBe(keys[0]);
+    expect(chainTemplateKey(base as never, 0.5)).not.toBe(keys[0]);
+  });
+
+  it('a body filled from the shared template of its request equals the body built and serialised whole', async () => {
+    const worker = new WorkerSealer(key);
+    try {
+      for (const mass of [2, 0.5]) {
+        // Stamps across many ticks and phases; the first one makes the template, the others reuse it.
+        for (let i = 0; i < 40; i++) {
+          const j = { ...(job(mass, 1_790_000_000_000_000_000n + BigInt(i) * 97_531_000_123n) as Extract<BodyJob, { kind: 'compute' }>), templateKey: `test ${mass}` };
+          const reference = prepareSeal(buildBody(key, j), LEDGER_MEMBERS);
+          const cached = prepareBody(key, j);
+          expect(Buffer.from(cached.bytes).equals(Buffer.from(reference.bytes))).toBe(true);
+          expect(cached.slots).toEqual(reference.slots);
+          // A compute job with a template key is filled on the calling thread by the worker sealer too.
+          const viaWorker = await worker.prepare(j);
+          expect(Buffer.from(viaWorker.bytes).equals(Buffer.from(reference.bytes))).toBe(true);
+          const body = JSON.parse(finishSeal(key, cached, ledger).bytes.toString('utf8'));
+          expect(body.svcond).toBe(j.parts.stamp.svcond);
+          expect(body.R_t).toBe(j.parts.R_t);
+          expect(body.cko.masterSum.terms[0].value).toBe(j.parts.R_t);
+          expect(body.protocol[6].detail).toContain(`svcond ${j.parts.stamp.svcond}`);
+          expect(verifyBody(key, body)).toBe(true);
+        }
+      }
+    } finally {
+      await worker.close();
+    }
   });
 });
 

@@ -87,6 +87,32 @@ describe('POST /api/svc/compute', () => {
     expect(a.body.svcProof).not.toBe(b.body.svcProof);
   });
 
+  it('a repeated request (its evaluation and body template kept) is stamped afresh in every stamped field', async () => {
+    const req = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 7, velocity_m_s: 0.5 } };
+    const a = (await call(t.url, 'POST', '/api/svc/compute', req, bearer(key))).body;
+    // More than one tick (0.777 s) later: another svcond and phase.
+    await new Promise((r) => setTimeout(r, 800));
+    const b = (await call(t.url, 'POST', '/api/svc/compute', req, bearer(key))).body;
+    expect(b.svcond).toBeGreaterThan(a.svcond);
+    for (const r of [a, b]) {
+      expect(r.value).toBe(0.875);
+      expect(r.equations[0]).toContain(`S·${r.R_t.toFixed(6)} (svcond ${r.svcond})`);
+      expect(r.master_sum.terms[0].value).toBe(r.R_t);
+      expect(r.cko).toMatchObject({ R_t: r.R_t, phase: r.phase, svcond: r.svcond });
+      expect(r.cko.masterSum.terms[0].value).toBe(r.R_t);
+      expect(r.protocol[6].detail).toBe(`R_t ${r.R_t.toFixed(9)}, phase ${r.phase.toFixed(6)}, svcond ${r.svcond}, precision bound 1e-4, proof HMAC-SHA256`);
+      expect(r.svcond_receipt).toMatchObject({ svcond: r.svcond, phase: r.phase, R_t: r.R_t });
+      expect(BigInt(r.unix_ns) / TICK_NS).toBe(BigInt(r.svcond));
+      const v = await call(t.url, 'POST', '/api/svc/verify', r, bearer(key));
+      expect(v.body).toMatchObject({ valid: true, proof_valid: true, receipt_valid: true });
+    }
+    expect(a.result_digest).toBe(b.result_digest);
+    expect(a.result_id).not.toBe(b.result_id);
+    // A string where a number goes is refused even after the number was served.
+    const strings = await call(t.url, 'POST', '/api/svc/compute', { ...req, inputs: { mass_kg: '7', velocity_m_s: 0.5 } }, bearer(key));
+    expectError(strings, 400, 'SVC_INVALID_INPUT');
+  });
+
   it('rejects an unknown domain with SVC_INVALID_DOMAIN and a suggestion', async () => {
     const e = expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, domain: 'mechanic' }, bearer(key)), 400, 'SVC_INVALID_DOMAIN');
     expect(e.suggestion).toBe('mechanics');

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import canonicalizeImpl from 'canonicalize';
 import { createHash } from 'node:crypto';
-import { canonicalJson, canonicalJsonWithSlots, joinAtSlots, memberSlots, sha256Hex } from '../../src/kernel/canonical.js';
+import { canonicalJson, canonicalJsonWithSlots, canonicalTemplate, fillHoles, fillTemplate, Hole, joinAtSlots, sha256Hex } from '../../src/kernel/canonical.js';
 
 const oracle = canonicalizeImpl as unknown as (value: unknown) => string | undefined;
 
@@ -164,8 +164,10 @@ describe('canonicalJsonWithSlots', () => {
   function joined(obj: Record<string, unknown>, add: Record<string, unknown>): string {
     const { text, slots } = canonicalJsonWithSlots(obj, names, 'cko', nestedNames);
     expect(text).toBe(oracle(obj));
-    const m = memberSlots(text, slots);
+    // A template without holes: what prepareSeal makes.
+    const m = fillTemplate(canonicalTemplate(obj, names, 'cko', nestedNames), {});
     expect(Buffer.from(m.bytes).toString('utf8')).toBe(text);
+    expect(m.slots.map((s) => s.name)).toEqual(slots.map((s) => s.name));
     const values = new Map(Object.entries(add).map(([k, v]) => [k, canonicalJson(v)] as [string, string]));
     return Buffer.concat(joinAtSlots(m, values)).toString('utf8');
   }
@@ -211,6 +213,66 @@ describe('canonicalJsonWithSlots', () => {
     expect(() => canonicalJsonWithSlots({ svcProof: 'x' }, names, 'cko', nestedNames)).toThrow();
     expect(() => canonicalJsonWithSlots({ envelope: 1 }, names, 'cko', nestedNames)).toThrow();
     expect(() => canonicalJsonWithSlots({ cko: { svcProof: 'x' } }, names, 'cko', nestedNames)).toThrow();
+  });
+});
+
+describe('canonicalTemplate', () => {
+  const names = ['audit', 'envelope', 'tally_charge', 'svcProof'];
+  /** A copy of v with some values (never the cko member itself) replaced by holes; a name may repeat for one value. */
+  function punch(v: unknown, rand: () => number, holes: Map<string, unknown>, top: boolean): unknown {
+    if (v === null || typeof v !== 'object') return v;
+    const take = (x: unknown): unknown => {
+      if (x !== undefined && typeof x !== 'symbol' && rand() < 0.25) {
+        const reuse = holes.size > 0 && rand() < 0.3 ? [...holes].find(([, y]) => y === x) : undefined;
+        const name = reuse ? reuse[0] : `h${holes.size}·é`;
+        holes.set(name, x);
+        return new Hole(name);
+      }
+      return punch(x, rand, holes, false);
+    };
+    if (Array.isArray(v)) return v.map(take);
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, top && k === 'cko' ? punch(x, rand, holes, false) : take(x)]));
+  }
+
+  it('filling the holes gives the bytes and slots of the object with its values in place', () => {
+    const rand = prng(77);
+    let checked = 0;
+    for (let i = 0; i < 3000; i++) {
+      const v = generate(rand);
+      if (!v || typeof v !== 'object' || Array.isArray(v)) continue;
+      const obj = v as Record<string, unknown>;
+      for (const n of names) delete obj[n];
+      if (i % 2 === 0) obj.cko = { b: 'é', z: [1, 'x'] };
+      const holes = new Map<string, unknown>();
+      const punched = punch(obj, rand, holes, true) as Record<string, unknown>;
+      const values = Object.fromEntries(holes);
+      const filled = fillTemplate(canonicalTemplate(punched, names, 'cko', ['svcProof']), values);
+      const reference = fillTemplate(canonicalTemplate(obj, names, 'cko', ['svcProof']), {});
+      expect(Buffer.from(filled.bytes).toString('utf8')).toBe(oracle(obj));
+      expect(Buffer.from(filled.bytes).equals(Buffer.from(reference.bytes))).toBe(true);
+      expect(filled.slots).toEqual(reference.slots);
+      expect(canonicalJson(fillHoles(punched, values))).toBe(oracle(obj));
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(500);
+  });
+
+  it('puts members next to holes and non-ASCII text where they belong', () => {
+    const t = canonicalTemplate({ a: new Hole('x'), cko: { y: new Hole('y') }, zz: new Hole('x') }, ['b', 'svcProof'], 'cko', ['svcProof', 'z']);
+    const m = fillTemplate(t, { x: 'π·∘', y: [1, 'é'] });
+    const values = new Map([['b', '"B"'], ['svcProof', '"P"'], ['z', '0']]);
+    expect(Buffer.concat(joinAtSlots(m, values)).toString('utf8')).toBe(oracle({ a: 'π·∘', b: 'B', cko: { svcProof: 'P', y: [1, 'é'], z: 0 }, svcProof: 'P', zz: 'π·∘' }));
+  });
+
+  it('refuses a hole outside a template, a hole without a value and a value without a JSON form', () => {
+    expect(() => canonicalJson({ a: new Hole('x') })).toThrow(/hole x/);
+    const t = canonicalTemplate({ a: new Hole('x'), cko: {} }, [], 'cko', []);
+    expect(() => fillTemplate(t, {})).toThrow(/no value for hole x/);
+    expect(() => fillTemplate(t, { x: Number.NaN })).toThrow();
+    expect(() => fillHoles({ a: new Hole('x') }, {})).toThrow(/no value for hole x/);
+    // After a failed template, holes are refused again.
+    expect(() => canonicalTemplate({ a: new Hole('x'), b: Number.NaN }, [], 'cko', [])).toThrow();
+    expect(() => canonicalJson({ a: new Hole('x') })).toThrow(/hole x/);
   });
 });
 
