@@ -228,7 +228,8 @@ function objectWithSlots(obj: Record<string, unknown>, names: readonly string[],
 export interface Template {
   /** Text between the holes: pieces.length === holes.length + 1. */
   pieces: string[];
-  /** UTF-8 length of each piece. */
+  /** Each piece as UTF-8, and its length. */
+  pieceUtf8: Buffer[];
   pieceBytes: number[];
   /** Name of each hole, in text order (a name may repeat). */
   holes: string[];
@@ -260,39 +261,44 @@ export function canonicalTemplate(value: Record<string, unknown>, top: readonly 
     }
     out.push({ name: s.name, commaBefore: s.commaBefore, commaAfter: s.commaAfter, piece, at: Buffer.byteLength(pieces[piece]!.slice(0, s.offset - start), 'utf8') });
   }
-  return { pieces, pieceBytes: pieces.map((p) => Buffer.byteLength(p, 'utf8')), holes, slots: out };
+  const pieceUtf8 = pieces.map((p) => Buffer.from(p, 'utf8'));
+  return { pieces, pieceUtf8, pieceBytes: pieceUtf8.map((b) => b.length), holes, slots: out };
 }
-
-/** Only ASCII: its UTF-8 length is its length. */
-const ASCII = /^[\x00-\x7f]*$/;
 
 /**
  * The template with each hole's value serialised in its place, as UTF-8 with the member slots at byte offsets
  * (what prepareSeal gives for the filled object). Every hole needs a JSON value.
  */
 export function fillTemplate(t: Template, values: Readonly<Record<string, unknown>>): MemberSlots {
-  const texts = new Map<string, string>();
-  const starts = new Array<number>(t.pieces.length);
-  let text = t.pieces[0]!;
-  starts[0] = 0;
-  let at = t.pieceBytes[0]!;
+  const byName = new Map<string, { text: string; bytes: number }>();
+  const filled = new Array<{ text: string; bytes: number }>(t.holes.length);
+  let total = 0;
+  for (const b of t.pieceBytes) total += b;
   for (let i = 0; i < t.holes.length; i++) {
     const name = t.holes[i]!;
-    let h = texts.get(name);
+    let h = byName.get(name);
     if (h === undefined) {
       const v = values[name];
       if (v === undefined) throw new TypeError(`no value for hole ${name}`);
-      h = canonicalJson(v);
-      texts.set(name, h);
+      const text = canonicalJson(v);
+      h = { text, bytes: utf8Length(text) };
+      byName.set(name, h);
     }
-    text += h;
-    text += t.pieces[i + 1]!;
-    at += ASCII.test(h) ? h.length : Buffer.byteLength(h, 'utf8');
-    starts[i + 1] = at;
-    at += t.pieceBytes[i + 1]!;
+    filled[i] = h;
+    total += h.bytes;
+  }
+  // Written straight into the result: the pieces as UTF-8 made once, the holes' text converted in place.
+  const out = Buffer.allocUnsafe(total);
+  const starts = new Array<number>(t.pieces.length);
+  let at = 0;
+  for (let i = 0; i < t.pieceUtf8.length; i++) {
+    starts[i] = at;
+    out.set(t.pieceUtf8[i]!, at);
+    at += t.pieceBytes[i]!;
+    if (i < filled.length) at += out.write(filled[i]!.text, at, filled[i]!.bytes, 'utf8');
   }
   const slots: Slot[] = t.slots.map((s) => ({ name: s.name, offset: starts[s.piece]! + s.at, commaBefore: s.commaBefore, commaAfter: s.commaAfter }));
-  return { bytes: Buffer.from(text, 'utf8'), slots };
+  return { bytes: out, slots };
 }
 
 /** A copy of a value with every Hole replaced by its value (the object form of fillTemplate). */
@@ -318,30 +324,47 @@ export interface MemberSlots {
 }
 
 /**
- * The parts of the text with `"name":valueJson` inserted at the slots of the names in `values` (slots of other
- * names stay empty), in order: their concatenation is the UTF-8 canonical JSON with those members added. Members
- * sharing an offset are joined by commas and take that offset's commas once.
+ * The UTF-8 canonical JSON with `"name":valueJson` inserted at the slots of the names in `values` (slots of other
+ * names stay empty), written into one buffer after `lead` bytes left free for the caller (e.g. an HMAC pad).
+ * Members sharing an offset are joined by commas and take that offset's commas once.
  */
-export function joinAtSlots(m: MemberSlots, values: ReadonlyMap<string, string>): Buffer[] {
-  const parts: Buffer[] = [];
-  const bytes = Buffer.from(m.bytes.buffer, m.bytes.byteOffset, m.bytes.length);
-  let from = 0;
+export function joinAtSlots(m: MemberSlots, values: ReadonlyMap<string, string>, lead = 0): Buffer {
+  const inserts: { offset: number; text: string; bytes: number }[] = [];
+  let extra = 0;
   for (let i = 0; i < m.slots.length; ) {
     const s = m.slots[i]!;
-    const here: string[] = [];
+    let text = '';
     let j = i;
     for (; j < m.slots.length && m.slots[j]!.offset === s.offset; j++) {
       const v = values.get(m.slots[j]!.name);
-      if (v !== undefined) here.push(str(m.slots[j]!.name) + ':' + v);
+      if (v === undefined) continue;
+      text += (text === '' ? '' : ',') + key(m.slots[j]!.name) + v;
     }
     i = j;
-    if (here.length === 0) continue;
-    if (s.offset > from) parts.push(bytes.subarray(from, s.offset));
-    parts.push(Buffer.from((s.commaBefore ? ',' : '') + here.join(',') + (s.commaAfter ? ',' : ''), 'utf8'));
-    from = s.offset;
+    if (text === '') continue;
+    text = (s.commaBefore ? ',' : '') + text + (s.commaAfter ? ',' : '');
+    const bytes = utf8Length(text);
+    inserts.push({ offset: s.offset, text, bytes });
+    extra += bytes;
   }
-  parts.push(bytes.subarray(from));
-  return parts;
+  const out = Buffer.allocUnsafe(lead + m.bytes.length + extra);
+  let from = 0;
+  let at = lead;
+  for (const ins of inserts) {
+    out.set(m.bytes.subarray(from, ins.offset), at);
+    at += ins.offset - from;
+    at += out.write(ins.text, at, ins.bytes, 'utf8');
+    from = ins.offset;
+  }
+  out.set(m.bytes.subarray(from), at);
+  return out;
+}
+
+/** Only ASCII: its UTF-8 length is its length. */
+const ASCII = /^[\x00-\x7f]*$/;
+
+function utf8Length(text: string): number {
+  return ASCII.test(text) ? text.length : Buffer.byteLength(text, 'utf8');
 }
 
 /** One-shot crypto.hash (Node ≥ 20.12): no Hash object per digest. */
