@@ -5,12 +5,12 @@
 // computed from the stamp), filled per result. A closed-form chain's template depends on its request only (rule 5),
 // so it is serialised once per distinct request and only the holes are serialised per result.
 import type { TickStamp } from '../kernel/clock.js';
-import { fillHoles, fillTemplate, Hole, type MemberSlots, type Template } from '../kernel/canonical.js';
+import { CanonicalText, fillHoles, fillTemplate, Hole, type MemberSlots, type Template } from '../kernel/canonical.js';
 import { fieldTerms } from '../kernel/master.js';
 import { PRECISION_BOUND, tickAverage } from '../kernel/modulation.js';
 import type { MetricShift } from '../kernel/parity.js';
 import { unstampedSteps, verifyStep } from '../kernel/protocol.js';
-import { sealTemplate, stateFields, tickReceipt } from '../kernel/receipt.js';
+import { sealTemplate, stateFields, tickReceiptText } from '../kernel/receipt.js';
 import { ko42Equation, type ChainResult } from '../kernel/operators/chain.js';
 import type { SolverOutput } from '../solvers/types.js';
 
@@ -115,7 +115,7 @@ function holeValues(receiptKey: Buffer, job: BodyJob): HoleValues {
     ko42_equation: ko42Equation({ R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: parts.phi0 }),
     verify_step: verifyStep({ R_t, phase: stamp.phase, svcond: stamp.svcond }),
     metric_shift: parts.shift,
-    svcond_receipt: tickReceipt(receiptKey, { svcond: stamp.svcond, phase: stamp.phase, R_t, value: result.value, unit: result.unit, result_digest: parts.resultDigest, fields: result.fields }),
+    svcond_receipt: new CanonicalText(tickReceiptText(receiptKey, { svcond: stamp.svcond, phase: stamp.phase, R_t, value: result.value, unit: result.unit, result_digest: parts.resultDigest, fields: result.fields })),
   };
 }
 

@@ -101,6 +101,7 @@ function ser(value: unknown, depth: number, seen: Set<object> | null): string {
   }
   if (value === null) return 'null';
   if (value instanceof Hole) return holeMark(value);
+  if (value instanceof CanonicalText) return value.text;
   if (depth > CYCLE_DEPTH) {
     if (seen === null) seen = new Set();
     else if (seen.has(value)) throw new Error('Circular reference detected');
@@ -151,6 +152,14 @@ function ser(value: unknown, depth: number, seen: Set<object> | null): string {
  */
 export class Hole {
   constructor(readonly name: string) {}
+}
+
+/**
+ * A value given as its canonical JSON text, written as it is (what a caller serialised already, e.g. to sign it).
+ * Only for text made by canonicalJson or checked against it: nothing here re-validates it.
+ */
+export class CanonicalText {
+  constructor(readonly text: string) {}
 }
 
 const HOLE_MARK = '\u0001';
@@ -306,8 +315,9 @@ export function fillHoles<T>(value: T, values: Readonly<Record<string, unknown>>
   if (value instanceof Hole) {
     const v = values[value.name];
     if (v === undefined) throw new TypeError(`no value for hole ${value.name}`);
-    return v as T;
+    return (v instanceof CanonicalText ? JSON.parse(v.text) : v) as T;
   }
+  if (value instanceof CanonicalText) return JSON.parse(value.text) as T;
   if (Array.isArray(value)) return value.map((v) => fillHoles(v, values)) as T;
   if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
     const out: Record<string, unknown> = {};

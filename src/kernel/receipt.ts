@@ -150,19 +150,37 @@ export interface TickReceipt {
   hmac: string;
 }
 
-export function tickReceipt(
-  key: Buffer,
-  args: { svcond: number; phase: number; R_t: number; value: number; unit: string; result_digest: string; fields: Record<string, StateField> },
-): TickReceipt {
-  const base = {
-    pulse_hz: PULSE_HZ,
-    tick_period_s: TICK_SECONDS_EXACT,
-    zeqond_ns: TICK_NS_NUMBER,
-    svcond: args.svcond,
-    phase: args.phase,
-    R_t: args.R_t,
-    fields: args.fields,
-  };
-  const hmac = hmacHex(key, canonicalJson({ ...base, value: args.value, unit: args.unit, result_digest: args.result_digest }));
-  return { ...base, hmac };
+export interface TickReceiptFacts {
+  svcond: number;
+  phase: number;
+  R_t: number;
+  value: number;
+  unit: string;
+  result_digest: string;
+  fields: Record<string, StateField>;
+}
+
+export function tickReceipt(key: Buffer, args: TickReceiptFacts): TickReceipt {
+  return JSON.parse(tickReceiptText(key, args)) as TickReceipt;
+}
+
+const PULSE_HZ_JSON = canonicalJson(PULSE_HZ);
+const TICK_SECONDS_JSON = canonicalJson(TICK_SECONDS_EXACT);
+const TICK_NS_JSON = canonicalJson(TICK_NS_NUMBER);
+
+/**
+ * The tick receipt's canonical JSON, made in one pass: each member is serialised once for both the HMAC input
+ * (the receipt without hmac, plus value, unit and result_digest: what verification recomputes) and the receipt.
+ * Members are written in canonical (sorted) order; the tests hold it to canonicalJson of the same objects.
+ */
+export function tickReceiptText(key: Buffer, args: TickReceiptFacts): string {
+  const R = canonicalJson(args.R_t);
+  const fields = canonicalJson(args.fields);
+  const phase = canonicalJson(args.phase);
+  const svcond = canonicalJson(args.svcond);
+  const signed =
+    `{"R_t":${R},"fields":${fields},"phase":${phase},"pulse_hz":${PULSE_HZ_JSON},"result_digest":${canonicalJson(args.result_digest)},` +
+    `"svcond":${svcond},"tick_period_s":${TICK_SECONDS_JSON},"unit":${canonicalJson(args.unit)},"value":${canonicalJson(args.value)},"zeqond_ns":${TICK_NS_JSON}}`;
+  const hmac = hmacHex(key, signed);
+  return `{"R_t":${R},"fields":${fields},"hmac":"${hmac}","phase":${phase},"pulse_hz":${PULSE_HZ_JSON},"svcond":${svcond},"tick_period_s":${TICK_SECONDS_JSON},"zeqond_ns":${TICK_NS_JSON}}`;
 }

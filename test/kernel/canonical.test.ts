@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import canonicalizeImpl from 'canonicalize';
 import { createHash } from 'node:crypto';
-import { canonicalJson, canonicalJsonWithSlots, canonicalTemplate, fillHoles, fillTemplate, Hole, joinAtSlots, sha256Hex } from '../../src/kernel/canonical.js';
+import { CanonicalText, canonicalJson, canonicalJsonWithSlots, canonicalTemplate, fillHoles, fillTemplate, Hole, joinAtSlots, sha256Hex } from '../../src/kernel/canonical.js';
 
 const oracle = canonicalizeImpl as unknown as (value: unknown) => string | undefined;
 
@@ -267,6 +267,13 @@ describe('canonicalTemplate', () => {
     const m = fillTemplate(t, { x: 'π·∘', y: [1, 'é'] });
     const values = new Map([['b', '"B"'], ['svcProof', '"P"'], ['z', '0']]);
     expect(joinAtSlots(m, values).toString('utf8')).toBe(oracle({ a: 'π·∘', b: 'B', cko: { svcProof: 'P', y: [1, 'é'], z: 0 }, svcProof: 'P', zz: 'π·∘' }));
+  });
+
+  it('a hole filled with canonical text takes the text as it is; the object form takes the parsed value', () => {
+    const t = canonicalTemplate({ a: new Hole('x'), cko: { b: new CanonicalText('{"k":[1,2]}') } }, [], 'cko', []);
+    const filled = fillTemplate(t, { x: new CanonicalText('{"p":"é","q":0.5}') });
+    expect(Buffer.from(filled.bytes).toString('utf8')).toBe('{"a":{"p":"é","q":0.5},"cko":{"b":{"k":[1,2]}}}');
+    expect(fillHoles({ a: new Hole('x'), b: [new CanonicalText('3')] }, { x: new CanonicalText('{"p":1}') })).toEqual({ a: { p: 1 }, b: [3] });
   });
 
   it('refuses a hole outside a template, a hole without a value and a value without a JSON form', () => {

@@ -102,3 +102,25 @@ describe('prepareSeal + finishSeal (ledger members added after serialisation)', 
     expect(() => prepareSeal({ value: 1 }, [])).toThrow();
   });
 });
+
+describe('tickReceiptText', () => {
+  it('is the canonical JSON of the receipt, whose hmac is what verification recomputes', async () => {
+    const { canonicalJson } = await import('../../src/kernel/canonical.js');
+    const { hmacHex, tickReceipt, tickReceiptText } = await import('../../src/kernel/receipt.js');
+    const key = Buffer.from('tick receipt key');
+    const cases = [
+      { svcond: 2310558463, phase: 0.6909045986706909, R_t: 0.9990681462116127, value: 9, unit: 'J', result_digest: 'ab'.repeat(32), fields: {} },
+      { svcond: 1, phase: 0, R_t: 1, value: -2.5e-300, unit: 'kg*m/s', result_digest: 'cd'.repeat(32), fields: { momentum: { value: -2.5e-300, unit: 'kg*m/s' } } },
+      { svcond: 99, phase: 0.999999, R_t: 1.000999, value: 1e21, unit: 'Ω·m', result_digest: '00'.repeat(32), fields: { z: { value: 1, unit: 'K' }, a: { value: 2, unit: 'Pa' } } },
+    ];
+    for (const c of cases) {
+      const text = tickReceiptText(key, c);
+      const receipt = JSON.parse(text);
+      const { hmac, ...base } = receipt;
+      expect(base).toEqual({ pulse_hz: 1.287, tick_period_s: 0.777000777, zeqond_ns: 777000777, svcond: c.svcond, phase: c.phase, R_t: c.R_t, fields: c.fields });
+      expect(text).toBe(canonicalJson(receipt));
+      expect(hmac).toBe(hmacHex(key, canonicalJson({ ...base, value: c.value, unit: c.unit, result_digest: c.result_digest })));
+      expect(tickReceipt(key, c)).toEqual(receipt);
+    }
+  });
+});
