@@ -74,8 +74,16 @@ function plain<T>(value: T): T {
  */
 export function chainTemplateKey(req: ChainRequest, phi0: number): string {
   const negativeZeros: (string | number)[][] = [];
-  findNegativeZeros(req, [], negativeZeros);
+  if (hasNegativeZero(req)) findNegativeZeros(req, [], negativeZeros);
   return `${phi0}\n${JSON.stringify(req)}${negativeZeros.length > 0 ? `\n-0 at ${JSON.stringify(negativeZeros)}` : ''}`;
+}
+
+function hasNegativeZero(v: unknown): boolean {
+  if (typeof v === 'number') return Object.is(v, -0);
+  if (v === null || typeof v !== 'object') return false;
+  if (Array.isArray(v)) return v.some(hasNegativeZero);
+  for (const k in v) if (hasNegativeZero((v as Record<string, unknown>)[k])) return true;
+  return false;
 }
 
 function findNegativeZeros(v: unknown, path: (string | number)[], out: (string | number)[][]): void {
