@@ -279,35 +279,35 @@ export function canonicalTemplate(value: Record<string, unknown>, top: readonly 
  * (what prepareSeal gives for the filled object). Every hole needs a JSON value.
  */
 export function fillTemplate(t: Template, values: Readonly<Record<string, unknown>>): MemberSlots {
-  const byName = new Map<string, { text: string; bytes: number }>();
-  const filled = new Array<{ text: string; bytes: number }>(t.holes.length);
-  let total = 0;
-  for (const b of t.pieceBytes) total += b;
+  const byName = new Map<string, string>();
+  const filled = new Array<string>(t.holes.length);
+  let most = 0;
+  for (const b of t.pieceBytes) most += b;
   for (let i = 0; i < t.holes.length; i++) {
     const name = t.holes[i]!;
-    let h = byName.get(name);
-    if (h === undefined) {
+    let text = byName.get(name);
+    if (text === undefined) {
       const v = values[name];
       if (v === undefined) throw new TypeError(`no value for hole ${name}`);
-      const text = canonicalJson(v);
-      h = { text, bytes: utf8Length(text) };
-      byName.set(name, h);
+      text = canonicalJson(v);
+      byName.set(name, text);
     }
-    filled[i] = h;
-    total += h.bytes;
+    filled[i] = text;
+    most += UTF8_MAX * text.length;
   }
-  // Written straight into the result: the pieces as UTF-8 made once, the holes' text converted in place.
-  const out = Buffer.allocUnsafe(total);
+  // Written straight into the result (sized for the longest UTF-8 the holes can take, then cut): the pieces as
+  // UTF-8 made once, the holes' text converted in place.
+  const out = Buffer.allocUnsafe(most);
   const starts = new Array<number>(t.pieces.length);
   let at = 0;
   for (let i = 0; i < t.pieceUtf8.length; i++) {
     starts[i] = at;
     out.set(t.pieceUtf8[i]!, at);
     at += t.pieceBytes[i]!;
-    if (i < filled.length) at += out.write(filled[i]!.text, at, filled[i]!.bytes, 'utf8');
+    if (i < filled.length) at += out.write(filled[i]!, at, 'utf8');
   }
   const slots: Slot[] = t.slots.map((s) => ({ name: s.name, offset: starts[s.piece]! + s.at, commaBefore: s.commaBefore, commaAfter: s.commaAfter }));
-  return { bytes: out, slots };
+  return { bytes: out.subarray(0, at), slots };
 }
 
 /** A copy of a value with every Hole replaced by its value (the object form of fillTemplate). */
@@ -339,8 +339,8 @@ export interface MemberSlots {
  * Members sharing an offset are joined by commas and take that offset's commas once.
  */
 export function joinAtSlots(m: MemberSlots, values: ReadonlyMap<string, string>, lead = 0): Buffer {
-  const inserts: { offset: number; text: string; bytes: number }[] = [];
-  let extra = 0;
+  const inserts: { offset: number; text: string }[] = [];
+  let most = 0;
   for (let i = 0; i < m.slots.length; ) {
     const s = m.slots[i]!;
     let text = '';
@@ -353,29 +353,25 @@ export function joinAtSlots(m: MemberSlots, values: ReadonlyMap<string, string>,
     i = j;
     if (text === '') continue;
     text = (s.commaBefore ? ',' : '') + text + (s.commaAfter ? ',' : '');
-    const bytes = utf8Length(text);
-    inserts.push({ offset: s.offset, text, bytes });
-    extra += bytes;
+    inserts.push({ offset: s.offset, text });
+    most += UTF8_MAX * text.length;
   }
-  const out = Buffer.allocUnsafe(lead + m.bytes.length + extra);
+  // Sized for the longest UTF-8 the inserts can take, written once, then cut to what was written.
+  const out = Buffer.allocUnsafe(lead + m.bytes.length + most);
   let from = 0;
   let at = lead;
   for (const ins of inserts) {
     out.set(m.bytes.subarray(from, ins.offset), at);
     at += ins.offset - from;
-    at += out.write(ins.text, at, ins.bytes, 'utf8');
+    at += out.write(ins.text, at, 'utf8');
     from = ins.offset;
   }
   out.set(m.bytes.subarray(from), at);
-  return out;
+  return out.subarray(0, at + m.bytes.length - from);
 }
 
-/** Only ASCII: its UTF-8 length is its length. */
-const ASCII = /^[\x00-\x7f]*$/;
-
-function utf8Length(text: string): number {
-  return ASCII.test(text) ? text.length : Buffer.byteLength(text, 'utf8');
-}
+/** UTF-8 bytes per UTF-16 code unit, at most (a surrogate pair is 2 units and 4 bytes). */
+const UTF8_MAX = 3;
 
 /** One-shot crypto.hash (Node ≥ 20.12): no Hash object per digest. */
 const oneShot = (crypto as unknown as { hash?: (algorithm: string, data: string | Uint8Array, encoding: 'hex' | 'buffer') => string | Buffer }).hash;
