@@ -1,8 +1,12 @@
-// HTTP throughput of sealed computes vs a bare Koa JSON route, in the same run (autocannon, 50 connections, 10 s).
-// Line 1: sealing with buffered writes; line 2: durable (fsync) writes; line 3: the same sealed compute in process
-// (no HTTP, durable writes, 50 at a time), which separates the cost of sealing from the cost of the HTTP layer.
+// HTTP throughput of sealed computes vs a bare Koa JSON route, in the same run (autocannon, 50 connections, 10 s
+// per target). Line 1: sealing with buffered writes; line 2: durable (fsync) writes; line 3: the same sealed compute
+// in process (no HTTP, durable writes, 50 at a time), which separates the cost of sealing from the cost of HTTP.
 // Each line is one JSON object.
-// Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50]
+// The targets (bare Koa, bare Koa with the node's body middleware, the node buffered, the node durable) all run
+// from the start, and their 10 s are taken in turns of duration/rounds seconds (round robin), so that a ratio
+// compares figures taken under the same machine conditions: on a shared machine the speed drifts by ±20 % from
+// one minute to the next, which separate 10 s runs put straight into the ratio.
+// Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50] [--rounds 5]
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -21,6 +25,7 @@ const arg = (name: string, def: number): number => {
 };
 const duration = arg('duration', 10);
 const connections = arg('connections', 50);
+const rounds = Math.max(1, Math.floor(arg('rounds', 5)));
 const root = join(import.meta.dirname, '..', '..');
 const tsx = join(root, 'node_modules', '.bin', 'tsx');
 
@@ -44,27 +49,30 @@ function startProcess(cmd: string, argv: string[], env: Record<string, string>):
 function stop(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
     child.removeAllListeners('exit');
+    if (child.exitCode !== null) return resolve();
     child.once('exit', () => resolve());
     child.kill('SIGTERM');
   });
 }
 
-async function load(url: string, path: string, body: string | undefined, headers: Record<string, string>): Promise<autocannon.Result> {
-  return autocannon({
-    url: url + path,
-    method: body ? 'POST' : 'GET',
-    body,
-    headers: { 'content-type': 'application/json', ...headers },
-    connections,
-    duration,
-  });
-}
-
 const computeBody = JSON.stringify({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } });
 
-async function runNode(sync: boolean): Promise<{ rps: number; p50: number; p99: number; non2xx: number; sealed: number }> {
+interface Target {
+  name: string;
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+  /** Per round: requests answered 2xx, all requests, non-2xx, seconds, p50 and p99 latency. */
+  turns: { ok: number; total: number; non2xx: number; seconds: number; p50: number; p99: number }[];
+}
+
+async function load(t: Target, seconds: number): Promise<autocannon.Result> {
+  return autocannon({ url: t.url, method: 'POST', body: t.body, headers: { 'content-type': 'application/json', ...t.headers }, connections, duration: seconds });
+}
+
+/** The built node, as npm start runs it (the bench builds first), with a registered key. */
+async function startNode(sync: boolean): Promise<{ child: ChildProcess; url: string; key: string; dataDir: string }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
-  // The built node, as npm start runs it (the bench builds first).
   const { child, url } = await startProcess(process.execPath, ['dist/cli/index.js', 'start'], {
     SVC_PORT: '0',
     SVC_DATA_DIR: dataDir,
@@ -74,63 +82,81 @@ async function runNode(sync: boolean): Promise<{ rps: number; p50: number; p99: 
     // As npm start runs it.
     NODE_OPTIONS: '--max-semi-space-size=64',
   });
-  try {
-    const digest = createHash('sha256').update(`bench ${Date.now()}`).digest('hex');
-    const reg = await fetch(`${url}/api/svc-auth/register-v3`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ equation_sha256: digest }) });
-    const key = ((await reg.json()) as { admin_key: string }).admin_key;
-    // Warm-up, then the measured run.
-    await autocannon({ url: `${url}/api/svc/compute`, method: 'POST', body: computeBody, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, connections, duration: 2 });
-    const r = await load(url, '/api/svc/compute', computeBody, { authorization: `Bearer ${key}` });
-    return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, sealed: r['2xx'] / duration };
-  } finally {
-    await stop(child);
-    await rm(dataDir, { recursive: true, force: true });
-  }
+  const digest = createHash('sha256').update(`bench ${sync} ${Date.now()}`).digest('hex');
+  const reg = await fetch(`${url}/api/svc-auth/register-v3`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ equation_sha256: digest }) });
+  const key = ((await reg.json()) as { admin_key: string }).admin_key;
+  return { child, url, key, dataDir };
 }
 
-async function runBaseline(body: 'koa' | 'node'): Promise<number> {
-  const { child, url } = await startProcess(tsx, ['scripts/bench/bare-koa.ts'], body === 'node' ? { BARE_BODY: 'node' } : {});
-  try {
-    await autocannon({ url: `${url}/ping`, connections, duration: 2 });
-    const r = await load(url, '/ping', JSON.stringify({ ping: 1 }), {});
-    return r.requests.average;
-  } finally {
-    await stop(child);
-  }
-}
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const rate = (t: Target): number => t.turns.reduce((n, r) => n + r.ok, 0) / t.turns.reduce((n, r) => n + r.seconds, 0);
+const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
-const baselineRps = await runBaseline('koa');
-const leanBaselineRps = await runBaseline('node');
-const buffered = await runNode(false);
+const koa = await startProcess(tsx, ['scripts/bench/bare-koa.ts'], {});
+const lean = await startProcess(tsx, ['scripts/bench/bare-koa.ts'], { BARE_BODY: 'node' });
+const buffered = await startNode(false);
+const durable = await startNode(true);
+const ping = JSON.stringify({ ping: 1 });
+const targets: Target[] = [
+  { name: 'baseline', url: `${koa.url}/ping`, body: ping, headers: {}, turns: [] },
+  { name: 'lean', url: `${lean.url}/ping`, body: ping, headers: {}, turns: [] },
+  { name: 'buffered', url: `${buffered.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${buffered.key}` }, turns: [] },
+  { name: 'durable', url: `${durable.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${durable.key}` }, turns: [] },
+];
+try {
+  // Warm-up, then the measured turns.
+  for (const t of targets) await load(t, 2);
+  const seconds = duration / rounds;
+  for (let r = 0; r < rounds; r++) {
+    for (const t of targets) {
+      const res = await load(t, seconds);
+      t.turns.push({ ok: res['2xx'], total: res.requests.total, non2xx: res.non2xx, seconds, p50: res.latency.p50, p99: res.latency.p99 });
+    }
+  }
+} finally {
+  await Promise.all([stop(koa.child), stop(lean.child), stop(buffered.child), stop(durable.child)]);
+  await Promise.all([rm(buffered.dataDir, { recursive: true, force: true }), rm(durable.dataDir, { recursive: true, force: true })]);
+}
+const [baseline, leanBaseline, bufferedT, durableT] = targets as [Target, Target, Target, Target];
+const baselineRps = rate(baseline);
+const leanBaselineRps = rate(leanBaseline);
+const sum = (t: Target, k: 'non2xx'): number => t.turns.reduce((n, r) => n + r[k], 0);
 console.log(
   JSON.stringify({
-    computeRps: Math.round(buffered.rps),
+    computeRps: Math.round(rate(bufferedT)),
     baselineRps: Math.round(baselineRps),
-    ratio: Math.round((buffered.rps / baselineRps) * 1000) / 1000,
+    ratio: round3(rate(bufferedT) / baselineRps),
     // The same bare route with the node's own JSON body middleware instead of @koa/bodyparser.
     leanBaselineRps: Math.round(leanBaselineRps),
-    leanRatio: Math.round((buffered.rps / leanBaselineRps) * 1000) / 1000,
-    p50Ms: buffered.p50,
-    p99Ms: buffered.p99,
-    non2xx: buffered.non2xx,
+    leanRatio: round3(rate(bufferedT) / leanBaselineRps),
+    // Median p50 and worst p99 of the turns.
+    p50Ms: median(bufferedT.turns.map((r) => r.p50)),
+    p99Ms: Math.max(...bufferedT.turns.map((r) => r.p99)),
+    // The ratio of each turn (compute turn / the baseline turn just before it).
+    turnRatios: bufferedT.turns.map((r, i) => round3(r.ok / r.seconds / (baseline.turns[i]!.ok / baseline.turns[i]!.seconds))),
+    non2xx: sum(bufferedT, 'non2xx'),
     syncWrites: false,
     connections,
     durationS: duration,
+    rounds,
   }),
 );
-const durable = await runNode(true);
 console.log(
   JSON.stringify({
-    durableComputeRps: Math.round(durable.rps),
-    sealedPerSec: Math.round(durable.sealed),
-    ratio: Math.round((durable.rps / baselineRps) * 1000) / 1000,
-    p50Ms: durable.p50,
-    p99Ms: durable.p99,
-    non2xx: durable.non2xx,
+    durableComputeRps: Math.round(rate(durableT)),
+    sealedPerSec: Math.round(rate(durableT)),
+    ratio: round3(rate(durableT) / baselineRps),
+    p50Ms: median(durableT.turns.map((r) => r.p50)),
+    p99Ms: Math.max(...durableT.turns.map((r) => r.p99)),
+    non2xx: sum(durableT, 'non2xx'),
     syncWrites: true,
     connections,
     durationS: duration,
+    rounds,
   }),
 );
 
@@ -144,7 +170,7 @@ async function runInProcess(): Promise<Record<string, unknown>> {
     const reg = await fetch(`${node.url}/api/svc-auth/register-v3`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ equation_sha256: digest }) });
     const key = ((await reg.json()) as { admin_key: string }).admin_key;
     const ctx = { get: (h: string) => (h === 'authorization' ? `Bearer ${key}` : ''), query: {}, ip: '127.0.0.1' } as unknown as Parameters<typeof resolveCaller>[0];
-    const deps = { identity: node.identity, chain: node.chain };
+    const deps = { identity: node.identity, chain: node.chain, nodeId: () => node.nodeId };
     const run = async (ms: number): Promise<number> => {
       const end = performance.now() + ms;
       let done = 0;
