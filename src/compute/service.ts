@@ -98,7 +98,8 @@ function findNegativeZeros(v: unknown, path: (string | number)[], out: (string |
 
 /** A validated chain request and what follows from it alone (ComputeService.compiledChain). */
 interface CompiledChain {
-  key: string;
+  /** The chain key, when the evaluation is kept (and its body template shared); null for a request too large to keep. */
+  key: string | null;
   /** The chain evaluated at the first request's stamp: only its KO42 line and term belong to that stamp. */
   preview: ChainResult;
   cost: number;
@@ -106,6 +107,8 @@ interface CompiledChain {
   gate: ReturnType<typeof gateChainValues>;
 }
 const COMPILED_CHAINS_MAX = 512;
+/** Longest request kept (its key): a request may carry up to 1 MiB of unused inputs, which is not worth keeping. */
+const COMPILED_CHAIN_KEY_MAX = 4096;
 
 function elapsedTicks(startNs: bigint, endNs: bigint): number {
   return Number(endNs - startNs) / TICK_NS_NUMBER;
@@ -217,6 +220,7 @@ export class ComputeService {
       resultDigest: canonicalDigest({ operators: preview.operators, domain: preview.domain, inputs: preview.resolved, value: preview.value, unit: preview.unit, fields: null }),
       gate: gateChainValues(values, preview.value, this.deps.phi0),
     };
+    if (key.length > COMPILED_CHAIN_KEY_MAX) return { ...compiled, key: null };
     if (this.chains.size >= COMPILED_CHAINS_MAX) this.chains.delete(this.chains.keys().next().value!);
     this.chains.set(key, compiled);
     return compiled;
@@ -249,7 +253,7 @@ export class ComputeService {
       job: (parts) => {
         const gate = gateModulation(chain.gate, parts.R_t);
         if (!gate.passed) throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${gate.reason}`, { rel_error: gate.rel_error }, { reason: gate.reason });
-        return { kind: 'compute', parts, chain: preview, average: gate.tick_average, relError: gate.rel_error, templateKey: chain.key };
+        return { kind: 'compute', parts, chain: preview, average: gate.tick_average, relError: gate.rel_error, ...(chain.key !== null ? { templateKey: chain.key } : {}) };
       },
       summary: { kind: 'compute', solver: null, operators: preview.operators, value: preview.value, unit: preview.unit },
     });

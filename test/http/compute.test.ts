@@ -113,6 +113,22 @@ describe('POST /api/svc/compute', () => {
     expectError(strings, 400, 'SVC_INVALID_INPUT');
   });
 
+  it('a request too large to keep (many unused inputs) is sealed the same way', async () => {
+    const inputs: Record<string, number> = { mass_kg: 2, velocity_m_s: 3 };
+    for (let i = 0; i < 300; i++) inputs[`extra_input_${String(i).padStart(3, '0')}`] = i / 7;
+    const req = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs };
+    expect(JSON.stringify(req).length).toBeGreaterThan(4096);
+    for (let k = 0; k < 2; k++) {
+      const r = await call(t.url, 'POST', '/api/svc/compute', req, bearer(key));
+      expect(r.status).toBe(200);
+      expect(r.body.value).toBe(9);
+      expect(r.body.unused_inputs).toHaveLength(300);
+      expect(r.body.unused_inputs[0]).toBe('extra_input_000');
+      const v = await call(t.url, 'POST', '/api/svc/verify', r.body, bearer(key));
+      expect(v.body.valid).toBe(true);
+    }
+  });
+
   it('rejects an unknown domain with SVC_INVALID_DOMAIN and a suggestion', async () => {
     const e = expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, domain: 'mechanic' }, bearer(key)), 400, 'SVC_INVALID_DOMAIN');
     expect(e.suggestion).toBe('mechanics');
