@@ -2,8 +2,8 @@
 // per target). Line 1: sealing with buffered writes; line 2: durable (fsync) writes; line 3: the same sealed compute
 // in process (no HTTP, durable writes, 50 at a time), which separates the cost of sealing from the cost of HTTP.
 // Each line is one JSON object.
-// The targets (bare Koa, bare Koa with the node's body middleware, the node buffered, the node durable) all run
-// from the start, and their 10 s are taken in turns of duration/rounds seconds (round robin), so that a ratio
+// The targets (bare Koa, bare Koa with the node's body middleware, the node buffered, the node durable, and the
+// node buffered with a new chain in every request) all run from the start, and their 10 s are taken in turns of duration/rounds seconds (round robin), so that a ratio
 // compares figures taken under the same machine conditions: on a shared machine the speed drifts by ±20 % from
 // one minute to the next, which separate 10 s runs put straight into the ratio.
 // Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50] [--rounds 5]
@@ -61,14 +61,22 @@ interface Target {
   name: string;
   url: string;
   body: string;
+  /** A new body for every request (each a chain the node has not seen), instead of the same body. */
+  fresh?: () => string;
   headers: Record<string, string>;
   /** Per round: requests answered 2xx, all requests, non-2xx, seconds, p50 and p99 latency. */
   turns: { ok: number; total: number; non2xx: number; seconds: number; p50: number; p99: number }[];
 }
 
 async function load(t: Target, seconds: number): Promise<autocannon.Result> {
-  return autocannon({ url: t.url, method: 'POST', body: t.body, headers: { 'content-type': 'application/json', ...t.headers }, connections, duration: seconds });
+  const fresh = t.fresh;
+  const requests = fresh ? [{ setupRequest: (req: { body?: string }) => ({ ...req, body: fresh() }) }] : undefined;
+  return autocannon({ url: t.url, method: 'POST', body: t.body, headers: { 'content-type': 'application/json', ...t.headers }, connections, duration: seconds, ...(requests ? { requests } : {}) } as autocannon.Options);
 }
+
+/** Kinetic energy with a mass no earlier request had: every request a new chain (no kept evaluation or template). */
+let freshCount = 0;
+const freshBody = (): string => JSON.stringify({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 1 + ++freshCount / 1e6, velocity_m_s: 3 } });
 
 /** The built node, as npm start runs it (the bench builds first), with a registered key. */
 async function startNode(sync: boolean): Promise<{ child: ChildProcess; url: string; key: string; dataDir: string }> {
@@ -106,6 +114,7 @@ const targets: Target[] = [
   { name: 'lean', url: `${lean.url}/ping`, body: ping, headers: {}, turns: [] },
   { name: 'buffered', url: `${buffered.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${buffered.key}` }, turns: [] },
   { name: 'durable', url: `${durable.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${durable.key}` }, turns: [] },
+  { name: 'fresh', url: `${buffered.url}/api/svc/compute`, body: computeBody, fresh: freshBody, headers: { authorization: `Bearer ${buffered.key}` }, turns: [] },
 ];
 try {
   // Warm-up, then the measured turns.
@@ -121,7 +130,7 @@ try {
   await Promise.all([stop(koa.child), stop(lean.child), stop(buffered.child), stop(durable.child)]);
   await Promise.all([rm(buffered.dataDir, { recursive: true, force: true }), rm(durable.dataDir, { recursive: true, force: true })]);
 }
-const [baseline, leanBaseline, bufferedT, durableT] = targets as [Target, Target, Target, Target];
+const [baseline, leanBaseline, bufferedT, durableT, freshT] = targets as [Target, Target, Target, Target, Target];
 const baselineRps = rate(baseline);
 const leanBaselineRps = rate(leanBaseline);
 const sum = (t: Target, k: 'non2xx'): number => t.turns.reduce((n, r) => n + r[k], 0);
@@ -133,6 +142,10 @@ console.log(
     // The same bare route with the node's own JSON body middleware instead of @koa/bodyparser.
     leanBaselineRps: Math.round(leanBaselineRps),
     leanRatio: round3(rate(bufferedT) / leanBaselineRps),
+    // Every request a chain the node has not seen (buffered writes): the cost without kept evaluations and templates.
+    freshComputeRps: Math.round(rate(freshT)),
+    freshRatio: round3(rate(freshT) / baselineRps),
+    freshNon2xx: sum(freshT, 'non2xx'),
     // Median p50 and worst p99 of the turns.
     p50Ms: median(bufferedT.turns.map((r) => r.p50)),
     p99Ms: Math.max(...bufferedT.turns.map((r) => r.p99)),
