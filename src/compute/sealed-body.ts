@@ -80,16 +80,26 @@ export function buildBody(receiptKey: Buffer, job: BodyJob): Record<string, unkn
 
 /** Serialised chain templates by templateKey; bounded (oldest out first). */
 const templates = new Map<string, Template>();
+/** Keys seen once, without a kept template yet; bounded like the templates. */
+const seenOnce = new Set<string>();
 const TEMPLATES_MAX = 512;
 
 /** buildBody, serialised for sealing: canonical UTF-8 with slots for the ledger's members and the proofs. */
 export function prepareBody(receiptKey: Buffer, job: BodyJob): MemberSlots {
-  let t = job.kind === 'compute' && job.templateKey !== undefined ? templates.get(job.templateKey) : undefined;
+  const key = job.kind === 'compute' ? job.templateKey : undefined;
+  let t = key === undefined ? undefined : templates.get(key);
   if (t === undefined) {
     t = sealTemplate(template(job), LEDGER_MEMBERS);
-    if (job.kind === 'compute' && job.templateKey !== undefined) {
-      if (templates.size >= TEMPLATES_MAX) templates.delete(templates.keys().next().value!);
-      templates.set(job.templateKey, t);
+    // Kept when a request comes a second time: a request seen once (most of a varied load) would only churn
+    // the cache and the old generation.
+    if (key !== undefined) {
+      if (seenOnce.delete(key)) {
+        if (templates.size >= TEMPLATES_MAX) templates.delete(templates.keys().next().value!);
+        templates.set(key, t);
+      } else {
+        if (seenOnce.size >= TEMPLATES_MAX) seenOnce.delete(seenOnce.values().next().value!);
+        seenOnce.add(key);
+      }
     }
   }
   return fillTemplate(t, holeValues(receiptKey, job));

@@ -92,7 +92,8 @@ describe('chain templates', () => {
     const worker = new WorkerSealer(key);
     try {
       for (const mass of [2, 0.5]) {
-        // Stamps across many ticks and phases; the first one makes the template, the others reuse it.
+        // Stamps across many ticks and phases: the first is serialised whole, the second makes the template, the
+        // others reuse it.
         for (let i = 0; i < 40; i++) {
           const j = { ...(job(mass, 1_790_000_000_000_000_000n + BigInt(i) * 97_531_000_123n) as Extract<BodyJob, { kind: 'compute' }>), templateKey: `test ${mass}` };
           const reference = prepareSeal(buildBody(key, j), LEDGER_MEMBERS);
