@@ -84,25 +84,32 @@ const templates = new Map<string, Template>();
 const seenOnce = new Set<string>();
 const TEMPLATES_MAX = 512;
 
-/** buildBody, serialised for sealing: canonical UTF-8 with slots for the ledger's members and the proofs. */
-export function prepareBody(receiptKey: Buffer, job: BodyJob): MemberSlots {
+/**
+ * A chain body filled from its request's kept template, or undefined when the body has to be made whole
+ * (prepareBody): a solver body, a chain without a template key, or a request seen for the first time. A template
+ * is kept from a request's second sighting on: a request seen once (most of a varied load) would only churn the
+ * cache and the old generation. The templates live on the calling thread (the main thread in a running node).
+ */
+export function prepareFromTemplate(receiptKey: Buffer, job: BodyJob): MemberSlots | undefined {
   const key = job.kind === 'compute' ? job.templateKey : undefined;
-  let t = key === undefined ? undefined : templates.get(key);
+  if (key === undefined) return undefined;
+  let t = templates.get(key);
   if (t === undefined) {
-    t = sealTemplate(template(job), LEDGER_MEMBERS);
-    // Kept when a request comes a second time: a request seen once (most of a varied load) would only churn
-    // the cache and the old generation.
-    if (key !== undefined) {
-      if (seenOnce.delete(key)) {
-        if (templates.size >= TEMPLATES_MAX) templates.delete(templates.keys().next().value!);
-        templates.set(key, t);
-      } else {
-        if (seenOnce.size >= TEMPLATES_MAX) seenOnce.delete(seenOnce.values().next().value!);
-        seenOnce.add(key);
-      }
+    if (!seenOnce.delete(key)) {
+      if (seenOnce.size >= TEMPLATES_MAX) seenOnce.delete(seenOnce.values().next().value!);
+      seenOnce.add(key);
+      return undefined;
     }
+    t = sealTemplate(template(job), LEDGER_MEMBERS);
+    if (templates.size >= TEMPLATES_MAX) templates.delete(templates.keys().next().value!);
+    templates.set(key, t);
   }
   return fillTemplate(t, holeValues(receiptKey, job));
+}
+
+/** buildBody, serialised for sealing: canonical UTF-8 with slots for the ledger's members and the proofs. */
+export function prepareBody(receiptKey: Buffer, job: BodyJob): MemberSlots {
+  return fillTemplate(sealTemplate(template(job), LEDGER_MEMBERS), holeValues(receiptKey, job));
 }
 
 function template(job: BodyJob): Record<string, unknown> {

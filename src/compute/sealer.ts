@@ -1,10 +1,10 @@
 // Where sealed bodies are built and serialised: on the seal worker (default: the main thread keeps HTTP and the
-// ledger, and a solver body's building, canonical serialisation and UTF-8 conversion run on another core), or
-// inline on the calling thread (sealWorker: false, e.g. on one core). A closed-form chain's body is filled from its
-// cached template (sealed-body.ts) on the calling thread either way: a few µs, less than a round trip to the worker.
+// ledger, and a body's building, canonical serialisation and UTF-8 conversion run on another core), or inline on
+// the calling thread (sealWorker: false, e.g. on one core). A chain body whose request has a kept template
+// (sealed-body.ts) is filled on the calling thread either way: a few µs, less than a round trip to the worker.
 import type { Worker } from 'node:worker_threads';
 import type { MemberSlots } from '../kernel/canonical.js';
-import { prepareBody, type BodyJob } from './sealed-body.js';
+import { prepareBody, prepareFromTemplate, type BodyJob } from './sealed-body.js';
 import { spawnWorker } from './executor.js';
 
 export interface Sealer {
@@ -16,7 +16,7 @@ export class InlineSealer implements Sealer {
   constructor(private readonly receiptKey: Buffer) {}
 
   async prepare(job: BodyJob): Promise<MemberSlots> {
-    return prepareBody(this.receiptKey, job);
+    return prepareFromTemplate(this.receiptKey, job) ?? prepareBody(this.receiptKey, job);
   }
 
   async close(): Promise<void> {}
@@ -59,12 +59,11 @@ export class WorkerSealer implements Sealer {
 
   prepare(job: BodyJob): Promise<MemberSlots> {
     if (this.closed) return Promise.reject(new Error('sealer is closed'));
-    if (job.kind === 'compute' && job.templateKey !== undefined) {
-      try {
-        return Promise.resolve(prepareBody(this.receiptKey, job));
-      } catch (err) {
-        return Promise.reject(err);
-      }
+    try {
+      const filled = prepareFromTemplate(this.receiptKey, job);
+      if (filled !== undefined) return Promise.resolve(filled);
+    } catch (err) {
+      return Promise.reject(err);
     }
     const id = this.nextId++;
     return new Promise((resolve, reject) => {

@@ -7,7 +7,7 @@ import { modulationFactor } from '../../src/kernel/modulation.js';
 import { metricShift } from '../../src/kernel/parity.js';
 import { evaluateChain } from '../../src/kernel/operators/chain.js';
 import { InlineSealer, WorkerSealer } from '../../src/compute/sealer.js';
-import { buildBody, LEDGER_MEMBERS, prepareBody, type BodyJob } from '../../src/compute/sealed-body.js';
+import { buildBody, LEDGER_MEMBERS, prepareBody, prepareFromTemplate, type BodyJob } from '../../src/compute/sealed-body.js';
 import { chainTemplateKey } from '../../src/compute/service.js';
 import { bearer, call, startTestNode, zkIdentity } from '../helpers/node.js';
 
@@ -92,17 +92,25 @@ describe('chain templates', () => {
     const worker = new WorkerSealer(key);
     try {
       for (const mass of [2, 0.5]) {
-        // Stamps across many ticks and phases: the first is serialised whole, the second makes the template, the
-        // others reuse it.
+        // Stamps across many ticks and phases: the first sighting of a request has no template (its body is made
+        // whole), the second makes it, the others reuse it.
         for (let i = 0; i < 40; i++) {
           const j = { ...(job(mass, 1_790_000_000_000_000_000n + BigInt(i) * 97_531_000_123n) as Extract<BodyJob, { kind: 'compute' }>), templateKey: `test ${mass}` };
           const reference = prepareSeal(buildBody(key, j), LEDGER_MEMBERS);
-          const cached = prepareBody(key, j);
+          const whole = prepareBody(key, j);
+          expect(Buffer.from(whole.bytes).equals(Buffer.from(reference.bytes))).toBe(true);
+          const fromTemplate = prepareFromTemplate(key, j);
+          if (i === 0) {
+            expect(fromTemplate).toBeUndefined();
+            continue;
+          }
+          const cached = fromTemplate!;
           expect(Buffer.from(cached.bytes).equals(Buffer.from(reference.bytes))).toBe(true);
           expect(cached.slots).toEqual(reference.slots);
-          // A compute job with a template key is filled on the calling thread by the worker sealer too.
-          const viaWorker = await worker.prepare(j);
+          // The worker sealer: the first sighting of its own key goes to the worker, later ones are filled here.
+          const viaWorker = await worker.prepare({ ...j, templateKey: `worker ${mass}` });
           expect(Buffer.from(viaWorker.bytes).equals(Buffer.from(reference.bytes))).toBe(true);
+          expect(viaWorker.slots).toEqual(reference.slots);
           const body = JSON.parse(finishSeal(key, cached, ledger).bytes.toString('utf8'));
           expect(body.svcond).toBe(j.parts.stamp.svcond);
           expect(body.R_t).toBe(j.parts.R_t);
