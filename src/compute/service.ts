@@ -70,30 +70,13 @@ function plain<T>(value: T): T {
 
 /**
  * What determines a chain's evaluation and sealed body but the stamp (rule 5): phi0 and the request. JSON.stringify
- * writes -0 as 0, so the places of any -0 are added.
+ * writes -0 as 0, so the inputs that are -0 are named too. Only a valid request is kept, and in a valid request the
+ * inputs' values are its only numbers; so two requests with the same key, one of them valid, are the same request.
  */
 export function chainTemplateKey(req: ChainRequest, phi0: number): string {
-  const negativeZeros: (string | number)[][] = [];
-  if (hasNegativeZero(req)) findNegativeZeros(req, [], negativeZeros);
-  return `${phi0}\n${JSON.stringify(req)}${negativeZeros.length > 0 ? `\n-0 at ${JSON.stringify(negativeZeros)}` : ''}`;
-}
-
-function hasNegativeZero(v: unknown): boolean {
-  if (typeof v === 'number') return Object.is(v, -0);
-  if (v === null || typeof v !== 'object') return false;
-  if (Array.isArray(v)) return v.some(hasNegativeZero);
-  for (const k in v) if (hasNegativeZero((v as Record<string, unknown>)[k])) return true;
-  return false;
-}
-
-function findNegativeZeros(v: unknown, path: (string | number)[], out: (string | number)[][]): void {
-  if (typeof v === 'number') {
-    if (Object.is(v, -0)) out.push(path);
-  } else if (Array.isArray(v)) {
-    v.forEach((x, i) => findNegativeZeros(x, [...path, i], out));
-  } else if (v !== null && typeof v === 'object') {
-    for (const [k, x] of Object.entries(v)) findNegativeZeros(x, [...path, k], out);
-  }
+  const inputs = req.inputs as Record<string, unknown> | null | undefined;
+  const negativeZeros = inputs !== null && typeof inputs === 'object' ? Object.keys(inputs).filter((k) => Object.is(inputs[k], -0)) : [];
+  return `${phi0}\n${JSON.stringify(req)}${negativeZeros.length > 0 ? `\n-0: ${JSON.stringify(negativeZeros)}` : ''}`;
 }
 
 /** A validated chain request and what follows from it alone (ComputeService.compiledChain). */
