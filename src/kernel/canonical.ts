@@ -179,7 +179,7 @@ export function canonicalJson(value: unknown): string {
 
 /**
  * Where a member named `name` would be inserted into canonical text: offset, and whether a comma goes before or
- * after it. Slots at the same offset share their commas (see MemberSlots.join).
+ * after it. Slots at the same offset share their commas (see joinAtSlots).
  */
 export interface Slot {
   name: string;
@@ -191,7 +191,7 @@ export interface Slot {
 /**
  * Canonical JSON of an object, plus the places where members named `top` would go in sorted order in the object
  * itself and, when its member `nested` is a plain object, where members named `inNested` would go in that one.
- * The object must not have such members yet. Inserting `"name":value` at those places (MemberSlots.join) gives the
+ * The object must not have such members yet. Inserting `"name":value` at those places (joinAtSlots) gives the
  * canonical JSON of the object with the members added, without serialising the rest again.
  */
 export function canonicalJsonWithSlots(value: Record<string, unknown>, top: readonly string[], nested: string, inNested: readonly string[]): { text: string; slots: Slot[] } {
@@ -235,11 +235,8 @@ function objectWithSlots(obj: Record<string, unknown>, names: readonly string[],
  * on keys only, never on values.
  */
 export interface Template {
-  /** Text between the holes: pieces.length === holes.length + 1. */
-  pieces: string[];
-  /** Each piece as UTF-8, and its length. */
-  pieceUtf8: Buffer[];
-  pieceBytes: number[];
+  /** The text between the holes, as UTF-8: pieces.length === holes.length + 1. */
+  pieces: Buffer[];
   /** Name of each hole, in text order (a name may repeat). */
   holes: string[];
   /** The member slots, each in a piece at a byte offset from that piece's start. */
@@ -270,8 +267,7 @@ export function canonicalTemplate(value: Record<string, unknown>, top: readonly 
     }
     out.push({ name: s.name, commaBefore: s.commaBefore, commaAfter: s.commaAfter, piece, at: Buffer.byteLength(pieces[piece]!.slice(0, s.offset - start), 'utf8') });
   }
-  const pieceUtf8 = pieces.map((p) => Buffer.from(p, 'utf8'));
-  return { pieces, pieceUtf8, pieceBytes: pieceUtf8.map((b) => b.length), holes, slots: out };
+  return { pieces: pieces.map((p) => Buffer.from(p, 'utf8')), holes, slots: out };
 }
 
 /**
@@ -282,7 +278,7 @@ export function fillTemplate(t: Template, values: Readonly<Record<string, unknow
   const byName = new Map<string, string>();
   const filled = new Array<string>(t.holes.length);
   let most = 0;
-  for (const b of t.pieceBytes) most += b;
+  for (const p of t.pieces) most += p.length;
   for (let i = 0; i < t.holes.length; i++) {
     const name = t.holes[i]!;
     let text = byName.get(name);
@@ -300,10 +296,10 @@ export function fillTemplate(t: Template, values: Readonly<Record<string, unknow
   const out = Buffer.allocUnsafe(most);
   const starts = new Array<number>(t.pieces.length);
   let at = 0;
-  for (let i = 0; i < t.pieceUtf8.length; i++) {
+  for (let i = 0; i < t.pieces.length; i++) {
     starts[i] = at;
-    out.set(t.pieceUtf8[i]!, at);
-    at += t.pieceBytes[i]!;
+    out.set(t.pieces[i]!, at);
+    at += t.pieces[i]!.length;
     if (i < filled.length) at += out.write(filled[i]!, at, 'utf8');
   }
   const slots: Slot[] = t.slots.map((s) => ({ name: s.name, offset: starts[s.piece]! + s.at, commaBefore: s.commaBefore, commaAfter: s.commaAfter }));
@@ -315,7 +311,7 @@ export function fillHoles<T>(value: T, values: Readonly<Record<string, unknown>>
   if (value instanceof Hole) {
     const v = values[value.name];
     if (v === undefined) throw new TypeError(`no value for hole ${value.name}`);
-    return (v instanceof CanonicalText ? JSON.parse(v.text) : v) as T;
+    return fillHoles(v as T, values);
   }
   if (value instanceof CanonicalText) return JSON.parse(value.text) as T;
   if (Array.isArray(value)) return value.map((v) => fillHoles(v, values)) as T;
