@@ -1,7 +1,7 @@
 // The tolerance gate (rule 4). It does not trust a solver's own verdict alone: every part's relative error is
 // recomputed from computed and reference, and a refused check never passes.
 import type { Check, CheckPart } from '../solvers/types.js';
-import { MODULATION_AMPLITUDE, PRECISION_BOUND, TOLERANCE_GATE, tickAverage } from './modulation.js';
+import { PRECISION_BOUND, TOLERANCE_GATE, tickAverage, withinModulationBound } from './modulation.js';
 
 export interface GateVerdict {
   passed: boolean;
@@ -47,6 +47,6 @@ export function gateChainValues(values: number[], primary: number, phi0: number)
 /** The stamp's part of the closed-form gate, after gateChainValues: |R_t − 1| ≤ a. */
 export function gateModulation(verdict: GateVerdict & { tick_average: number }, R_t: number): GateVerdict & { tick_average: number } {
   if (!verdict.passed) return verdict;
-  if (!(Math.abs(R_t - 1) <= MODULATION_AMPLITUDE * (1 + 1e-12))) return { passed: false, rel_error: verdict.rel_error, reason: '|R_t - 1| exceeds 1e-3', tick_average: verdict.tick_average };
+  if (!withinModulationBound(R_t)) return { passed: false, rel_error: verdict.rel_error, reason: '|R_t - 1| exceeds 1e-3', tick_average: verdict.tick_average };
   return verdict;
 }

@@ -6,6 +6,11 @@ export const PRECISION_BOUND = 1e-4;
 export const TOLERANCE_GATE = 1e-3;
 export const TICK_AVERAGE_SAMPLES = 64;
 
+/** |R_t − 1| ≤ a, allowing for rounding: the bound every modulation factor keeps (gate and protocol step 7). */
+export function withinModulationBound(R_t: number): boolean {
+  return Math.abs(R_t - 1) <= MODULATION_AMPLITUDE * (1 + 1e-12);
+}
+
 /** R_t = 1 + a·sin(2π·phase + φ0). */
 export function modulationFactor(phase: number, phi0 = 0): number {
   return 1 + MODULATION_AMPLITUDE * Math.sin(2 * Math.PI * phase + phi0);

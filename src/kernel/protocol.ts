@@ -1,5 +1,5 @@
 // The seven-step protocol of rule 7, recorded in every result as {step, name, passed, detail}.
-import { MODULATION_AMPLITUDE, TOLERANCE_GATE } from './modulation.js';
+import { TOLERANCE_GATE, withinModulationBound } from './modulation.js';
 
 export interface ProtocolStep {
   step: number;
@@ -55,7 +55,7 @@ export function unstampedSteps(f: Omit<ProtocolFacts, keyof StampFacts>): Protoc
 
 /** Step 7: the modulation at the stamp. */
 export function verifyStep(f: StampFacts): ProtocolStep {
-  const verifyOk = Math.abs(f.R_t - 1) <= MODULATION_AMPLITUDE * (1 + 1e-12) && f.phase >= 0 && f.phase < 1;
+  const verifyOk = withinModulationBound(f.R_t) && f.phase >= 0 && f.phase < 1;
   return {
     step: 7,
     name: 'verify',

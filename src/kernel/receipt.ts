@@ -29,20 +29,17 @@ function padsOf(key: Buffer): Pads {
 }
 
 /**
- * Hex HMAC-SHA256 of the concatenation of `parts` (text as UTF-8). Same result as createHmac, computed as
- * H(K⊕opad ‖ H(K⊕ipad ‖ m)) with two one-shot hashes and the key's pads made once: an Hmac object per call
- * (OpenSSL context set-up) cost ~5 µs under load, several times the hashing itself.
+ * Hex HMAC-SHA256 of the UTF-8 of `text`. Same result as createHmac, computed as H(K⊕opad ‖ H(K⊕ipad ‖ m)) with two
+ * one-shot hashes and the key's pads made once: an Hmac object per call (OpenSSL context set-up) cost ~5 µs under
+ * load, several times the hashing itself.
  */
-export function hmacSha256Hex(key: Buffer, parts: readonly (string | Buffer)[]): string {
-  let length = 64;
-  for (const p of parts) length += typeof p === 'string' ? Buffer.byteLength(p, 'utf8') : p.length;
-  const led = Buffer.allocUnsafe(length);
-  let at = 64;
-  for (const p of parts) at += typeof p === 'string' ? led.write(p, at, 'utf8') : p.copy(led, at);
+export function hmacHex(key: Buffer, text: string): string {
+  const led = Buffer.allocUnsafe(64 + Buffer.byteLength(text, 'utf8'));
+  led.write(text, 64, 'utf8');
   return hmacOfLed(key, led);
 }
 
-/** hmacSha256Hex of `led` without its first 64 bytes, which are overwritten with the inner pad. */
+/** hmacHex of `led` without its first 64 bytes, which are overwritten with the inner pad. */
 function hmacOfLed(key: Buffer, led: Buffer): string {
   const pads = padsOf(key);
   pads.inner.copy(led, 0);
@@ -50,10 +47,6 @@ function hmacOfLed(key: Buffer, led: Buffer): string {
   pads.outer.copy(outer, 0);
   sha256Bytes(led).copy(outer, 64);
   return sha256Hex(outer);
-}
-
-export function hmacHex(key: Buffer, text: string): string {
-  return hmacSha256Hex(key, [text]);
 }
 
 /** Constant-time comparison of two hex strings (false on any length or format mismatch). */
@@ -139,17 +132,6 @@ export function stateFields(value: number, unit: string, explicit?: Record<strin
   return out;
 }
 
-export interface TickReceipt {
-  pulse_hz: number;
-  tick_period_s: number;
-  zeqond_ns: number;
-  svcond: number;
-  phase: number;
-  R_t: number;
-  fields: Record<string, StateField>;
-  hmac: string;
-}
-
 export interface TickReceiptFacts {
   svcond: number;
   phase: number;
@@ -158,10 +140,6 @@ export interface TickReceiptFacts {
   unit: string;
   result_digest: string;
   fields: Record<string, StateField>;
-}
-
-export function tickReceipt(key: Buffer, args: TickReceiptFacts): TickReceipt {
-  return JSON.parse(tickReceiptText(key, args)) as TickReceipt;
 }
 
 const PULSE_HZ_JSON = canonicalJson(PULSE_HZ);

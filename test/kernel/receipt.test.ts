@@ -62,12 +62,12 @@ describe('sealing a whole body', () => {
   });
 });
 
-describe('hmacSha256Hex', () => {
-  it('equals createHmac for keys shorter than, equal to and longer than the block, over any split of the message', async () => {
+describe('hmacHex', () => {
+  it('equals createHmac for keys shorter than, equal to and longer than the block', async () => {
     const { createHmac, randomBytes } = await import('node:crypto');
-    const { hmacSha256Hex, hmacHex } = await import('../../src/kernel/receipt.js');
+    const { hmacHex } = await import('../../src/kernel/receipt.js');
     // RFC 4231 test case 2: key "Jefe", "what do ya want for nothing?".
-    expect(hmacSha256Hex(Buffer.from('Jefe'), ['what do ya want ', 'for nothing?'])).toBe('5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
+    expect(hmacHex(Buffer.from('Jefe'), 'what do ya want for nothing?')).toBe('5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
     // RFC 4231 test case 6: 131-byte key (hashed first), "Test Using Larger Than Block-Size Key - Hash Key First".
     expect(hmacHex(Buffer.alloc(131, 0xaa), 'Test Using Larger Than Block-Size Key - Hash Key First')).toBe('60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54');
     for (const size of [0, 1, 32, 63, 64, 65, 200]) {
@@ -75,8 +75,6 @@ describe('hmacSha256Hex', () => {
       for (const message of ['', 'a', 'é∘→ "x"', 'x'.repeat(5000)]) {
         const expected = createHmac('sha256', key).update(message).digest('hex');
         expect(hmacHex(key, message)).toBe(expected);
-        const cut = Math.floor(message.length / 2);
-        expect(hmacSha256Hex(key, [Buffer.from(message.slice(0, cut)), message.slice(cut)])).toBe(expected);
       }
     }
   });
@@ -106,7 +104,7 @@ describe('prepareSeal + finishSeal (ledger members added after serialisation)', 
 describe('tickReceiptText', () => {
   it('is the canonical JSON of the receipt, whose hmac is what verification recomputes', async () => {
     const { canonicalJson } = await import('../../src/kernel/canonical.js');
-    const { hmacHex, tickReceipt, tickReceiptText } = await import('../../src/kernel/receipt.js');
+    const { hmacHex, tickReceiptText } = await import('../../src/kernel/receipt.js');
     const key = Buffer.from('tick receipt key');
     const cases = [
       { svcond: 2310558463, phase: 0.6909045986706909, R_t: 0.9990681462116127, value: 9, unit: 'J', result_digest: 'ab'.repeat(32), fields: {} },
@@ -120,7 +118,6 @@ describe('tickReceiptText', () => {
       expect(base).toEqual({ pulse_hz: 1.287, tick_period_s: 0.777000777, zeqond_ns: 777000777, svcond: c.svcond, phase: c.phase, R_t: c.R_t, fields: c.fields });
       expect(text).toBe(canonicalJson(receipt));
       expect(hmac).toBe(hmacHex(key, canonicalJson({ ...base, value: c.value, unit: c.unit, result_digest: c.result_digest })));
-      expect(tickReceipt(key, c)).toEqual(receipt);
     }
   });
 });
