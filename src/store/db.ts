@@ -30,8 +30,7 @@ export class Store {
   readonly db: Level<string, Json>;
   private readonly subs = new Map<string, Sublevel>();
   /** Value encoding of each sublevel made by sub(): 'json' values are JSON text on disk, 'utf8' and 'bytes' as is. */
-  private readonly jsonSubs = new WeakSet<Sublevel>();
-  private readonly bytesSubs = new WeakSet<Sublevel>();
+  private readonly encodings = new WeakMap<Sublevel, 'json' | 'utf8' | 'bytes'>();
   private queue: Pending[] = [];
   private flushing = false;
   private closed = false;
@@ -64,8 +63,7 @@ export class Store {
     if (!s) {
       s = this.db.sublevel<string, Json>(name, { valueEncoding: encoding === 'bytes' ? 'buffer' : encoding }) as Sublevel;
       this.subs.set(name, s);
-      if (encoding === 'json') this.jsonSubs.add(s);
-      if (encoding === 'bytes') this.bytesSubs.add(s);
+      this.encodings.set(s, encoding);
     }
     return s;
   }
@@ -159,8 +157,9 @@ export class Store {
   }
 
   private encode(sub: Sublevel, value: Json): string | Uint8Array {
-    if (this.jsonSubs.has(sub)) return JSON.stringify(value);
-    if (this.bytesSubs.has(sub)) {
+    const encoding = this.encodings.get(sub);
+    if (encoding === 'json') return JSON.stringify(value);
+    if (encoding === 'bytes') {
       if (!(value instanceof Uint8Array)) throw new TypeError('a bytes sublevel takes Uint8Array values');
       return value;
     }
