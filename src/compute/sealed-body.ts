@@ -5,7 +5,8 @@
 // computed from the stamp), filled per result. A closed-form chain's template depends on its request only (rule 5),
 // so it is serialised once per distinct request and only the holes are serialised per result.
 import type { TickStamp } from '../kernel/clock.js';
-import { CanonicalText, fillHoles, fillTemplate, Hole, type MemberSlots, type Template } from '../kernel/canonical.js';
+import { CanonicalText, fillHoles, fillTemplate, fillTemplateTexts, Hole, holeTexts, type MemberSlots, type Template } from '../kernel/canonical.js';
+import { storedTemplate, type StoredTemplate } from '../tally/stored-result.js';
 import { fieldTerms } from '../kernel/master.js';
 import { PRECISION_BOUND, tickAverage } from '../kernel/modulation.js';
 import type { MetricShift } from '../kernel/parity.js';
@@ -78,8 +79,13 @@ export function buildBody(receiptKey: Buffer, job: BodyJob): Record<string, unkn
   return fillHoles(template(job), holeValues(receiptKey, job));
 }
 
-/** Serialised chain templates by templateKey; bounded (oldest out first). */
-const templates = new Map<string, Template>();
+/** A body prepared for sealing; one filled from a kept template also carries what its compact record needs. */
+export interface PreparedBody extends MemberSlots {
+  fromTemplate?: { template: StoredTemplate; holes: ReadonlyMap<string, string> };
+}
+
+/** Serialised chain templates by templateKey, with their stored form; bounded (oldest out first). */
+const templates = new Map<string, { template: Template; stored: StoredTemplate }>();
 /** Keys seen once, without a kept template yet; bounded like the templates. */
 const seenOnce = new Set<string>();
 const TEMPLATES_MAX = 512;
@@ -90,7 +96,7 @@ const TEMPLATES_MAX = 512;
  * is kept from a request's second sighting on: a request seen once (most of a varied load) would only churn the
  * cache and the old generation. The templates live on the calling thread (the main thread in a running node).
  */
-export function prepareFromTemplate(receiptKey: Buffer, job: BodyJob): MemberSlots | undefined {
+export function prepareFromTemplate(receiptKey: Buffer, job: BodyJob): PreparedBody | undefined {
   const key = job.kind === 'compute' ? job.templateKey : undefined;
   if (key === undefined) return undefined;
   let t = templates.get(key);
@@ -100,11 +106,14 @@ export function prepareFromTemplate(receiptKey: Buffer, job: BodyJob): MemberSlo
       seenOnce.add(key);
       return undefined;
     }
-    t = sealTemplate(template(job), LEDGER_MEMBERS);
+    const made = sealTemplate(template(job), LEDGER_MEMBERS);
+    t = { template: made, stored: storedTemplate(made) };
     if (templates.size >= TEMPLATES_MAX) templates.delete(templates.keys().next().value!);
     templates.set(key, t);
   }
-  return fillTemplate(t, holeValues(receiptKey, job));
+  const holes = holeTexts(t.template, holeValues(receiptKey, job));
+  const { bytes, slots } = fillTemplateTexts(t.template, holes);
+  return { bytes, slots, fromTemplate: { template: t.stored, holes } };
 }
 
 /** buildBody, serialised for sealing: canonical UTF-8 with slots for the ledger's members and the proofs. */

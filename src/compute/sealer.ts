@@ -4,18 +4,18 @@
 // (sealed-body.ts) is filled on the calling thread either way: a few µs, less than a round trip to the worker.
 import type { Worker } from 'node:worker_threads';
 import type { MemberSlots } from '../kernel/canonical.js';
-import { prepareBody, prepareFromTemplate, type BodyJob } from './sealed-body.js';
+import { prepareBody, prepareFromTemplate, type BodyJob, type PreparedBody } from './sealed-body.js';
 import { spawnWorker } from './executor.js';
 
 export interface Sealer {
-  prepare(job: BodyJob): Promise<MemberSlots>;
+  prepare(job: BodyJob): Promise<PreparedBody>;
   close(): Promise<void>;
 }
 
 export class InlineSealer implements Sealer {
   constructor(private readonly receiptKey: Buffer) {}
 
-  async prepare(job: BodyJob): Promise<MemberSlots> {
+  async prepare(job: BodyJob): Promise<PreparedBody> {
     return prepareFromTemplate(this.receiptKey, job) ?? prepareBody(this.receiptKey, job);
   }
 
@@ -57,7 +57,7 @@ export class WorkerSealer implements Sealer {
     return worker;
   }
 
-  prepare(job: BodyJob): Promise<MemberSlots> {
+  prepare(job: BodyJob): Promise<PreparedBody> {
     if (this.closed) return Promise.reject(new Error('sealer is closed'));
     try {
       const filled = prepareFromTemplate(this.receiptKey, job);

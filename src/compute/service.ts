@@ -1,7 +1,7 @@
 // The computation pipeline of architecture.md §3: validate → protocol → run → gate → parity → seal.
 // Every route that computes (compute, solver endpoints, /solve, /auto, prove) goes through here.
 import { randomUUID } from 'node:crypto';
-import { canonicalDigest, canonicalJson, type MemberSlots } from '../kernel/canonical.js';
+import { canonicalDigest, canonicalJson } from '../kernel/canonical.js';
 import { ServiceError } from '../kernel/errors.js';
 import { stampAt, TICK_NS_NUMBER, type Clock, type TickStamp } from '../kernel/clock.js';
 import { gateChainValues, gateClosedForm, gateModulation, gateSolverCheck } from '../kernel/gate.js';
@@ -15,7 +15,7 @@ import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
 import { routeQuery, splitConstants } from '../solvers/auto.js';
 import type { Caller, Ledger, SealContext } from '../tally/ledger.js';
-import { buildBody, type BodyJob, type StampParts } from './sealed-body.js';
+import { buildBody, type BodyJob, type PreparedBody, type StampParts } from './sealed-body.js';
 import type { Sealer } from './sealer.js';
 import { timeoutError, type SolverExecutor } from './executor.js';
 import type { QuotaService } from '../tally/quota.js';
@@ -152,7 +152,7 @@ export class ComputeService {
       const R_t = modulationFactor(stamp.phase, this.deps.phi0);
       const { resultDigest } = args;
       const resultId = `res_${stamp.svcond}_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
-      const prepared: MemberSlots = await this.deps.sealer.prepare(args.job(this.stampParts(stamp, R_t, resultId, resultDigest, shift)));
+      const prepared: PreparedBody = await this.deps.sealer.prepare(args.job(this.stampParts(stamp, R_t, resultId, resultDigest, shift)));
       const sealed = await this.deps.ledger.seal({
         caller,
         action: args.action,
@@ -163,13 +163,16 @@ export class ComputeService {
         unixMs: Number(endNs / 1_000_000n),
         counterNames: args.reservation.names,
         // The ledger's members go into the prepared text at their slots; the proof signs the whole body.
-        build: (ctx: SealContext) => ({
-          bytes: finishSeal(this.deps.receiptKey, prepared, {
+        build: (ctx: SealContext) => {
+          const { bytes, members } = finishSeal(this.deps.receiptKey, prepared, {
             tally_charge: ctx.tally_charge,
             envelope: ctx.envelope ? envelopeView(ctx.envelope) : null,
             audit: ctx.audit ? { slug: caller.kind === 'identity' ? caller.slug : null, seq: ctx.audit.seq, hash: ctx.audit.hash } : null,
-          }).bytes,
-        }),
+          });
+          // A body from a kept template is stored as the template's id plus its own texts (stored-result.ts).
+          const from = prepared.fromTemplate;
+          return { bytes, compact: from ? { template: from.template, holes: from.holes, members } : undefined };
+        },
       });
       this.deps.onSealed?.({ ...args.summary, result_id: resultId, result_digest: resultDigest, svcond: stamp.svcond });
       return sealed;

@@ -275,19 +275,29 @@ export function canonicalTemplate(value: Record<string, unknown>, top: readonly 
  * (what prepareSeal gives for the filled object). Every hole needs a JSON value.
  */
 export function fillTemplate(t: Template, values: Readonly<Record<string, unknown>>): MemberSlots {
-  const byName = new Map<string, string>();
+  return fillTemplateTexts(t, holeTexts(t, values));
+}
+
+/** The canonical JSON text of each hole's value, by hole name (a name that repeats is serialised once). */
+export function holeTexts(t: Template, values: Readonly<Record<string, unknown>>): Map<string, string> {
+  const texts = new Map<string, string>();
+  for (const name of t.holes) {
+    if (texts.has(name)) continue;
+    const v = values[name];
+    if (v === undefined) throw new TypeError(`no value for hole ${name}`);
+    texts.set(name, canonicalJson(v));
+  }
+  return texts;
+}
+
+/** fillTemplate with the holes' canonical JSON texts given (holeTexts), e.g. as a stored result keeps them. */
+export function fillTemplateTexts(t: Template, texts: ReadonlyMap<string, string>): MemberSlots {
   const filled = new Array<string>(t.holes.length);
   let most = 0;
   for (const p of t.pieces) most += p.length;
   for (let i = 0; i < t.holes.length; i++) {
-    const name = t.holes[i]!;
-    let text = byName.get(name);
-    if (text === undefined) {
-      const v = values[name];
-      if (v === undefined) throw new TypeError(`no value for hole ${name}`);
-      text = canonicalJson(v);
-      byName.set(name, text);
-    }
+    const text = texts.get(t.holes[i]!);
+    if (text === undefined) throw new TypeError(`no text for hole ${t.holes[i]}`);
     filled[i] = text;
     most += UTF8_MAX * text.length;
   }

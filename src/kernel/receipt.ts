@@ -93,15 +93,16 @@ export function sealTemplate(body: Record<string, unknown>, later: readonly stri
 
 /**
  * The second half: add the `later` members, sign (signBody's proof: the HMAC over the canonical JSON of the whole
- * body without its two svcProof fields) and return the UTF-8 canonical JSON of the signed body with the proofs in.
+ * body without its two svcProof fields) and return the UTF-8 canonical JSON of the signed body with the proofs in,
+ * and the JSON text of every member added at a slot (the later ones and svcProof), which a compact stored result keeps.
  */
-export function finishSeal(key: Buffer, prepared: MemberSlots, later: Readonly<Record<string, unknown>>): { proof: string; bytes: Buffer } {
+export function finishSeal(key: Buffer, prepared: MemberSlots, later: Readonly<Record<string, unknown>>): { proof: string; bytes: Buffer; members: Map<string, string> } {
   const values = new Map<string, string>();
   for (const [name, value] of Object.entries(later)) values.set(name, canonicalJson(value));
   // The signed text is written after room for the HMAC's inner pad, so it is hashed where it lies.
   const proof = hmacOfLed(key, joinAtSlots(prepared, values, 64));
   values.set('svcProof', `"${proof}"`);
-  return { proof, bytes: joinAtSlots(prepared, values) };
+  return { proof, bytes: joinAtSlots(prepared, values), members: values };
 }
 
 export function verifyBody(key: Buffer, body: Record<string, unknown>): boolean {

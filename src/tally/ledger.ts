@@ -9,8 +9,10 @@ import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { Counters } from '../store/counters.js';
 import type { ChainService, AuditRow } from '../chain/service.js';
 import type { KeyRecord } from '../identity/service.js';
+import { decodeCompact, encodeCompact, isCompact, rebuildBody, templateFromStored, type CompactResult } from './stored-result.js';
 
 export const FOUNDATION_SHARE_PERCENT = 20;
+const STORED_TEMPLATE_IDS_MAX = 4096;
 
 export type Caller =
   | { kind: 'identity'; zid: string; key: KeyRecord; slug: string; /** Node that keeps this identity's ledgers. */ home: string }
@@ -83,6 +85,10 @@ export class Ledger {
   private readonly byOwner: Sublevel;
   private readonly byFolder: Sublevel;
   private readonly results: Sublevel;
+  /** Stored body templates of compact results, by id (stored-result.ts). */
+  private readonly templates: Sublevel;
+  /** Ids of templates known to be stored, so a template is written once, not with every result (bounded). */
+  private readonly storedTemplateIds = new Set<string>();
   private readonly walletCache = new Map<string, Wallet>();
 
   constructor(
@@ -96,6 +102,7 @@ export class Ledger {
     this.byOwner = store.sub('env_owner');
     this.byFolder = store.sub('env_folder');
     this.results = store.sub('results', 'bytes');
+    this.templates = store.sub('result_templates', 'utf8');
   }
 
   async wallet(zid: string): Promise<Wallet> {
@@ -140,7 +147,8 @@ export class Ledger {
     svcond: number;
     unixMs: number;
     counterNames: string[];
-    build: (ctx: SealContext) => { bytes: Buffer };
+    /** The body's bytes; with `compact` when the body came from a kept template (stored as stored-result.ts says). */
+    build: (ctx: SealContext) => { bytes: Buffer; compact?: CompactResult };
   }): Promise<{ bytes: Buffer }> {
     const { caller, cost } = args;
     const ops: Op[] = [];
@@ -213,21 +221,47 @@ export class Ledger {
     this.counters.persistOps(args.counterNames, ops);
 
     let bytes: Buffer;
+    let newTemplate: string | null = null;
     try {
-      // Serialised once by build: the same bytes are stored and sent.
-      ({ bytes } = args.build({ tally_charge: charge, envelope, audit }));
-      ops.push({ type: 'put', sub: this.results, key: args.resultId, value: bytes });
+      // Serialised once by build: the same bytes are sent and stored (whole, or as their template's id and texts).
+      let compact: CompactResult | undefined;
+      ({ bytes, compact } = args.build({ tally_charge: charge, envelope, audit }));
+      if (compact) {
+        const { id, json } = compact.template;
+        // The template goes in with the first result that uses it (again after a failed batch or once forgotten).
+        if (!this.storedTemplateIds.has(id)) {
+          newTemplate = id;
+          ops.push({ type: 'put', sub: this.templates, key: id, value: json });
+        }
+        ops.push({ type: 'put', sub: this.results, key: args.resultId, value: encodeCompact(compact) });
+      } else {
+        ops.push({ type: 'put', sub: this.results, key: args.resultId, value: bytes });
+      }
       await this.store.commit(ops);
     } catch (err) {
       for (let i = 0; i < bumped.length; i += 2) this.counters.revert(bumped[i] as string, bumped[i + 1] as number);
       for (const undo of rollbacks.reverse()) undo();
       throw err;
     }
+    if (newTemplate !== null) {
+      if (this.storedTemplateIds.size >= STORED_TEMPLATE_IDS_MAX) this.storedTemplateIds.delete(this.storedTemplateIds.values().next().value!);
+      this.storedTemplateIds.add(newTemplate);
+    }
     return { bytes };
   }
 
+  /** A sealed result's body as it was sent, or undefined. */
+  async getResultBytes(resultId: string): Promise<Buffer | undefined> {
+    const record = await this.store.get<Buffer>(this.results, resultId);
+    if (record === undefined || !isCompact(record)) return record;
+    const { templateId, holes, members } = decodeCompact(record);
+    const json = await this.store.get<string>(this.templates, templateId);
+    if (json === undefined) throw new Error(`result ${resultId}: its template ${templateId} is missing`);
+    return rebuildBody(templateFromStored(json), holes, members);
+  }
+
   async getResult(resultId: string): Promise<Record<string, unknown> | undefined> {
-    const bytes = await this.store.get<Buffer>(this.results, resultId);
+    const bytes = await this.getResultBytes(resultId);
     return bytes === undefined ? undefined : (JSON.parse(bytes.toString('utf8')) as Record<string, unknown>);
   }
 

@@ -4,6 +4,7 @@ import { Level } from 'level';
 import { join } from 'node:path';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { rowHash } from '../../src/chain/service.js';
+import { isCompact } from '../../src/tally/stored-result.js';
 
 let t: TestNode;
 let id: { zid: string; key: string; slug: string };
@@ -149,5 +150,49 @@ describe('restart on the same data dir', () => {
     t = await t.restart();
     const bad = await call(t.url, 'GET', `/api/chain/${id.slug}/pohc/validate`, undefined, bearer(id.key));
     expect(bad.body).toMatchObject({ valid: false, first_bad: { seq: 2, reason: 'row hash does not match its contents' } });
+  });
+});
+
+describe('stored results', () => {
+  it('a repeated request is stored as its template and its own texts, and read back byte for byte, after a restart too', async () => {
+    let n = await startTestNode();
+    try {
+      const who = await zkIdentity(n.url, 'stored-results');
+      // Kinetic energy with a mass no other test uses: a template of its own, kept from the second sighting on.
+      const request = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 7.25, velocity_m_s: 2 } };
+      const sent: { id: string; text: string }[] = [];
+      for (let i = 0; i < 4; i++) {
+        const r = await call(n.url, 'POST', '/api/svc/compute', request, bearer(who.key));
+        expect(r.status).toBe(200);
+        expect(r.body.value).toBe(0.5 * 7.25 * 4);
+        sent.push({ id: r.body.result_id, text: r.text });
+      }
+      const results = n.node.store.sub('results', 'bytes');
+      const templates = n.node.store.sub('result_templates', 'utf8');
+      const records = await Promise.all(sent.map((s) => n.node.store.get<Buffer>(results, s.id)));
+      // The first sighting is stored whole; the later ones as a template id plus ~1 KB of their own.
+      expect(records[0]!.toString('utf8')).toBe(sent[0]!.text);
+      for (let i = 1; i < 4; i++) {
+        expect(isCompact(records[i]!)).toBe(true);
+        expect(records[i]!.length).toBeLessThan(0.5 * Buffer.byteLength(sent[i]!.text));
+      }
+      const countTemplates = async () => (await n.node.store.range(templates)).length;
+      expect(await countTemplates()).toBe(1);
+      for (const s of sent) expect((await n.node.ledger.getResultBytes(s.id))!.toString('utf8')).toBe(s.text);
+
+      // After a restart the template is read from LevelDB; a new result of the same request uses the same template.
+      n = await n.restart();
+      for (const s of sent) expect((await n.node.ledger.getResultBytes(s.id))!.toString('utf8')).toBe(s.text);
+      const again = await call(n.url, 'POST', '/api/svc/compute', request, bearer(who.key));
+      const againRecord = await n.node.store.get<Buffer>(n.node.store.sub('results', 'bytes'), again.body.result_id);
+      expect((await n.node.ledger.getResultBytes(again.body.result_id))!.toString('utf8')).toBe(again.text);
+      // The new ledger does not know the template is stored and writes it again: the same key, still one record.
+      expect(isCompact(againRecord!)).toBe(true);
+      expect(await n.node.store.range(n.node.store.sub('result_templates', 'utf8'))).toHaveLength(1);
+      const stored = await n.node.ledger.getResult(sent[3]!.id);
+      expect((await call(n.url, 'POST', '/api/svc/verify', stored, bearer(who.key))).body.valid).toBe(true);
+    } finally {
+      await n.destroy();
+    }
   });
 });
