@@ -5,7 +5,7 @@
 // computed from the stamp), filled per result. A closed-form chain's template depends on its request only (rule 5),
 // so it is serialised once per distinct request and only the holes are serialised per result.
 import type { TickStamp } from '../kernel/clock.js';
-import { CanonicalText, fillHoles, fillTemplate, fillTemplateTexts, Hole, holeTexts, type MemberSlots, type Template } from '../kernel/canonical.js';
+import { CanonicalText, fillHoles, fillTemplate, fillTemplateTexts, Hole, holeTexts, Scratch, type MemberSlots, type Template } from '../kernel/canonical.js';
 import { storedTemplate, type StoredTemplate } from '../tally/stored-result.js';
 import { fieldTerms } from '../kernel/master.js';
 import { PRECISION_BOUND, tickAverage } from '../kernel/modulation.js';
@@ -79,10 +79,23 @@ export function buildBody(receiptKey: Buffer, job: BodyJob): Record<string, unkn
   return fillHoles(template(job), holeValues(receiptKey, job));
 }
 
-/** A body prepared for sealing; one filled from a kept template also carries what its compact record needs. */
-export interface PreparedBody extends MemberSlots {
+/** A body ready to be finished (finishSeal): its text with member slots, and for a kept template's body what its compact record needs. */
+export interface PreparedBody {
+  /**
+   * The body's canonical UTF-8 with member slots. A kept template's body is filled when this is called, into a buffer
+   * reused by the next such call: use it synchronously (a fresh 3–8 KB ArrayBuffer per result is an allocation and GC
+   * work saved).
+   */
+  memberSlots(): MemberSlots;
   fromTemplate?: { template: StoredTemplate; holes: ReadonlyMap<string, string> };
 }
+
+/** A body made whole (its own buffer). */
+export function wholeBody(m: MemberSlots): PreparedBody {
+  return { memberSlots: () => m };
+}
+
+const fillScratch = new Scratch();
 
 /** Serialised chain templates by templateKey, with their stored form; bounded (oldest out first). */
 const templates = new Map<string, { template: Template; stored: StoredTemplate }>();
@@ -111,9 +124,9 @@ export function prepareFromTemplate(receiptKey: Buffer, job: BodyJob): PreparedB
     if (templates.size >= TEMPLATES_MAX) templates.delete(templates.keys().next().value!);
     templates.set(key, t);
   }
-  const holes = holeTexts(t.template, holeValues(receiptKey, job));
-  const { bytes, slots } = fillTemplateTexts(t.template, holes);
-  return { bytes, slots, fromTemplate: { template: t.stored, holes } };
+  const { template: kept, stored } = t;
+  const holes = holeTexts(kept, holeValues(receiptKey, job));
+  return { memberSlots: () => fillTemplateTexts(kept, holes, fillScratch), fromTemplate: { template: stored, holes } };
 }
 
 /** buildBody, serialised for sealing: canonical UTF-8 with slots for the ledger's members and the proofs. */

@@ -4,7 +4,7 @@
 // (sealed-body.ts) is filled on the calling thread either way: a few µs, less than a round trip to the worker.
 import type { Worker } from 'node:worker_threads';
 import type { MemberSlots } from '../kernel/canonical.js';
-import { prepareBody, prepareFromTemplate, type BodyJob, type PreparedBody } from './sealed-body.js';
+import { prepareBody, prepareFromTemplate, wholeBody, type BodyJob, type PreparedBody } from './sealed-body.js';
 import { spawnWorker } from './executor.js';
 
 export interface Sealer {
@@ -16,7 +16,7 @@ export class InlineSealer implements Sealer {
   constructor(private readonly receiptKey: Buffer) {}
 
   async prepare(job: BodyJob): Promise<PreparedBody> {
-    return prepareFromTemplate(this.receiptKey, job) ?? prepareBody(this.receiptKey, job);
+    return prepareFromTemplate(this.receiptKey, job) ?? wholeBody(prepareBody(this.receiptKey, job));
   }
 
   async close(): Promise<void> {}
@@ -26,7 +26,7 @@ type Reply = { id: number; ok: true; bytes: Uint8Array; slots: MemberSlots['slot
 
 export class WorkerSealer implements Sealer {
   private worker: Worker;
-  private readonly pending = new Map<number, { resolve: (m: MemberSlots) => void; reject: (e: unknown) => void }>();
+  private readonly pending = new Map<number, { resolve: (m: PreparedBody) => void; reject: (e: unknown) => void }>();
   private nextId = 1;
   private closed = false;
 
@@ -41,7 +41,7 @@ export class WorkerSealer implements Sealer {
       const p = this.pending.get(reply.id);
       if (!p) return;
       this.pending.delete(reply.id);
-      if (reply.ok) p.resolve({ bytes: reply.bytes, slots: reply.slots });
+      if (reply.ok) p.resolve(wholeBody({ bytes: reply.bytes, slots: reply.slots }));
       else p.reject(new Error(`sealing failed: ${reply.message}`));
     });
     // A worker that dies fails the jobs it held (nothing of theirs was written: the ledger comes after) and is

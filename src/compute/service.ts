@@ -164,7 +164,7 @@ export class ComputeService {
         counterNames: args.reservation.names,
         // The ledger's members go into the prepared text at their slots; the proof signs the whole body.
         build: (ctx: SealContext) => {
-          const { bytes, members } = finishSeal(this.deps.receiptKey, prepared, {
+          const { bytes, members } = finishSeal(this.deps.receiptKey, prepared.memberSlots(), {
             tally_charge: ctx.tally_charge,
             envelope: ctx.envelope ? envelopeView(ctx.envelope) : null,
             audit: ctx.audit ? { slug: caller.kind === 'identity' ? caller.slug : null, seq: ctx.audit.seq, hash: ctx.audit.hash } : null,

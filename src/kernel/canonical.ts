@@ -290,8 +290,23 @@ export function holeTexts(t: Template, values: Readonly<Record<string, unknown>>
   return texts;
 }
 
-/** fillTemplate with the holes' canonical JSON texts given (holeTexts), e.g. as a stored result keeps them. */
-export function fillTemplateTexts(t: Template, texts: ReadonlyMap<string, string>): MemberSlots {
+/**
+ * A buffer reused for output that is read before the next call that uses it (synchronously): a sealed body's
+ * intermediate texts are 3–8 KB, and a fresh ArrayBuffer for each costs an allocation and GC work per result.
+ */
+export class Scratch {
+  private buf = Buffer.allocUnsafe(0);
+  get(size: number): Buffer {
+    if (this.buf.length < size) this.buf = Buffer.allocUnsafe(Math.max(size, 2 * this.buf.length));
+    return this.buf;
+  }
+}
+
+/**
+ * fillTemplate with the holes' canonical JSON texts given (holeTexts), e.g. as a stored result keeps them. With a
+ * Scratch the bytes are written into it: valid until that Scratch's next use.
+ */
+export function fillTemplateTexts(t: Template, texts: ReadonlyMap<string, string>, scratch?: Scratch): MemberSlots {
   const filled = new Array<string>(t.holes.length);
   let most = 0;
   for (const p of t.pieces) most += p.length;
@@ -303,7 +318,7 @@ export function fillTemplateTexts(t: Template, texts: ReadonlyMap<string, string
   }
   // Written straight into the result (sized for the longest UTF-8 the holes can take, then cut): the pieces as
   // UTF-8 made once, the holes' text converted in place.
-  const out = Buffer.allocUnsafe(most);
+  const out = scratch ? scratch.get(most) : Buffer.allocUnsafe(most);
   const starts = new Array<number>(t.pieces.length);
   let at = 0;
   for (let i = 0; i < t.pieces.length; i++) {
@@ -344,7 +359,7 @@ export interface MemberSlots {
  * names stay empty), written into one buffer after `lead` bytes left free for the caller (e.g. an HMAC pad).
  * Members sharing an offset are joined by commas and take that offset's commas once.
  */
-export function joinAtSlots(m: MemberSlots, values: ReadonlyMap<string, string>, lead = 0): Buffer {
+export function joinAtSlots(m: MemberSlots, values: ReadonlyMap<string, string>, lead = 0, scratch?: Scratch): Buffer {
   const inserts: { offset: number; text: string }[] = [];
   let most = 0;
   for (let i = 0; i < m.slots.length; ) {
@@ -363,7 +378,7 @@ export function joinAtSlots(m: MemberSlots, values: ReadonlyMap<string, string>,
     most += UTF8_MAX * text.length;
   }
   // Sized for the longest UTF-8 the inserts can take, written once, then cut to what was written.
-  const out = Buffer.allocUnsafe(lead + m.bytes.length + most);
+  const out = scratch ? scratch.get(lead + m.bytes.length + most) : Buffer.allocUnsafe(lead + m.bytes.length + most);
   let from = 0;
   let at = lead;
   for (const ins of inserts) {

@@ -1,7 +1,7 @@
 // Receipts: svcProof = hex HMAC-SHA256 over the RFC 8785 canonical JSON of the sealed body, the tick receipt
 // (spec 2.2) with its own HMAC, and the continuum state fields mapped from the result unit.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { canonicalJson, canonicalTemplate, fillTemplate, joinAtSlots, sha256Bytes, sha256Hex, type MemberSlots, type Template } from './canonical.js';
+import { canonicalJson, canonicalTemplate, fillTemplate, joinAtSlots, Scratch, sha256Bytes, sha256Hex, type MemberSlots, type Template } from './canonical.js';
 import { PULSE_HZ, TICK_NS_NUMBER, TICK_SECONDS_EXACT } from './clock.js';
 import type { StateField } from '../solvers/types.js';
 
@@ -96,11 +96,14 @@ export function sealTemplate(body: Record<string, unknown>, later: readonly stri
  * body without its two svcProof fields) and return the UTF-8 canonical JSON of the signed body with the proofs in,
  * and the JSON text of every member added at a slot (the later ones and svcProof), which a compact stored result keeps.
  */
+/** The signed text is hashed at once and dropped: one buffer serves every seal. */
+const signScratch = new Scratch();
+
 export function finishSeal(key: Buffer, prepared: MemberSlots, later: Readonly<Record<string, unknown>>): { proof: string; bytes: Buffer; members: Map<string, string> } {
   const values = new Map<string, string>();
   for (const [name, value] of Object.entries(later)) values.set(name, canonicalJson(value));
   // The signed text is written after room for the HMAC's inner pad, so it is hashed where it lies.
-  const proof = hmacOfLed(key, joinAtSlots(prepared, values, 64));
+  const proof = hmacOfLed(key, joinAtSlots(prepared, values, 64, signScratch));
   values.set('svcProof', `"${proof}"`);
   return { proof, bytes: joinAtSlots(prepared, values), members: values };
 }
