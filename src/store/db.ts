@@ -115,12 +115,16 @@ export class Store {
     }
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ encoded, resolve, reject });
-      if (!this.flushing) void this.flush();
+      if (!this.flushing) {
+        // Started after the current round of I/O callbacks (setImmediate), so one batch takes the seals of the whole
+        // round, not the first alone: one log write (and one fsync) for all of them.
+        this.flushing = true;
+        void nextRound().then(() => this.flush());
+      }
     });
   }
 
   private async flush(): Promise<void> {
-    this.flushing = true;
     try {
       while (this.queue.length > 0) {
         const group = this.queue;
@@ -150,6 +154,8 @@ export class Store {
         } catch (err) {
           for (const p of group) p.reject(err);
         }
+        // The next batch starts after this round of I/O callbacks, so it takes every seal the round makes.
+        await nextRound();
       }
     } finally {
       this.flushing = false;
@@ -173,6 +179,11 @@ export class Store {
     this.closed = true;
     await this.db.close();
   }
+}
+
+/** Resolves in the event loop's check phase, after the I/O callbacks of the current round. */
+function nextRound(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** Root key → position of its last op across the group's ops (in queue order). */
