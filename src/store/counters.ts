@@ -29,7 +29,7 @@ export class Counters {
   private readonly sub: Sublevel;
 
   constructor(private readonly store: Store) {
-    this.sub = store.sub('counters');
+    this.sub = store.sub('counters', 'json', { rewritten: true });
   }
 
   async load(): Promise<void> {

@@ -19,6 +19,8 @@ export interface StoreOptions {
 interface Pending {
   /** Encoded ops: root key, then the value text or bytes (put) or null (del). */
   encoded: (string | Uint8Array | null)[];
+  /** Positions (op numbers) of the ops on records that are rewritten (sub(…, { rewritten: true })), or null. */
+  rewritten: number[] | null;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -31,6 +33,7 @@ export class Store {
   private readonly subs = new Map<string, Sublevel>();
   /** Value encoding of each sublevel made by sub(): 'json' values are JSON text on disk, 'utf8' and 'bytes' as is. */
   private readonly encodings = new WeakMap<Sublevel, 'json' | 'utf8' | 'bytes'>();
+  private readonly rewrittenSubs = new WeakSet<Sublevel>();
   private queue: Pending[] = [];
   private flushing = false;
   private closed = false;
@@ -58,13 +61,17 @@ export class Store {
    * A named sublevel; 'utf8' for values that are already text, 'bytes' for values that are already UTF-8 bytes
    * (serialised results: written as given, read back as a Buffer).
    */
-  sub(name: string, encoding: 'json' | 'utf8' | 'bytes' = 'json'): Sublevel {
+  sub(name: string, encoding: 'json' | 'utf8' | 'bytes' = 'json', options: { rewritten?: boolean } = {}): Sublevel {
     let s = this.subs.get(name);
     if (!s) {
       s = this.db.sublevel<string, Json>(name, { valueEncoding: encoding === 'bytes' ? 'buffer' : encoding }) as Sublevel;
       this.subs.set(name, s);
       this.encodings.set(s, encoding);
     }
+    // Records of this sublevel are rewritten by many commits (counters, wallets): within one batch only the last
+    // op on each of its keys is written. Other keys are written as given (LevelDB applies a batch in order, so a
+    // repeated key still ends with its last value; this only saves writing the ones that would be replaced).
+    if (options.rewritten) this.rewrittenSubs.add(s);
     return s;
   }
 
@@ -104,17 +111,19 @@ export class Store {
     // Same bytes as put(key, value, { sublevel }): the sublevel's key prefix and its value encoding
     // (level-transcoder's json is JSON.stringify), without abstract-level's per-op option cloning.
     const encoded: (string | Uint8Array | null)[] = new Array(ops.length * 2);
+    let rewritten: number[] | null = null;
     try {
       for (let i = 0; i < ops.length; i++) {
         const op = ops[i]!;
         encoded[2 * i] = op.sub.prefixKey(op.key, 'utf8');
         encoded[2 * i + 1] = op.type === 'put' ? this.encode(op.sub, op.value) : null;
+        if (this.rewrittenSubs.has(op.sub)) (rewritten ??= []).push(i);
       }
     } catch (err) {
       return Promise.reject(err);
     }
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ encoded, resolve, reject });
+      this.queue.push({ encoded, rewritten, resolve, reject });
       if (!this.flushing) {
         // Started after the current round of I/O callbacks (setImmediate), so one batch takes the seals of the whole
         // round, not the first alone: one log write (and one fsync) for all of them.
@@ -132,14 +141,17 @@ export class Store {
         const batch = this.db.batch();
         let count = 0;
         try {
-          // Within one batch a later op on a key replaces an earlier one, so only the last op per key is written:
-          // the totals record, and a busy identity's wallet, counters and quota slot, are rewritten by every seal.
-          const last = group.length > 1 ? lastOpIndex(group) : null;
-          let index = 0;
-          for (const p of group) {
-            const e = p.encoded;
+          // Within one batch a later op on a key replaces an earlier one, so only the last op per rewritten key is
+          // written: the totals record, and a busy identity's wallet, counters and quota slot, are rewritten by every seal.
+          const last = group.length > 1 ? lastRewrite(group) : null;
+          for (let g = 0; g < group.length; g++) {
+            const { encoded: e, rewritten } = group[g]!;
+            let r = 0;
             for (let i = 0; i < e.length; i += 2) {
-              if (last !== null && last.get(e[i] as string) !== index++) continue;
+              if (last !== null && rewritten !== null && rewritten[r] === i / 2) {
+                r++;
+                if (last.get(e[i] as string) !== g) continue;
+              }
               const value = e[i + 1] ?? null;
               if (value === null) batch.del(e[i] as string);
               else if (typeof value === 'string') batch.put(e[i] as string, value);
@@ -186,13 +198,15 @@ function nextRound(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-/** Root key → position of its last op across the group's ops (in queue order). */
-function lastOpIndex(group: readonly Pending[]): Map<string, number> {
+/**
+ * Root key of each rewritten record → the caller (position in the group) whose op on it comes last. Only that
+ * caller's ops on it are written (should it have two, both go in, in order, and LevelDB keeps the later).
+ */
+function lastRewrite(group: readonly Pending[]): Map<string, number> {
   const last = new Map<string, number>();
-  let index = 0;
-  for (const p of group) {
-    const e = p.encoded;
-    for (let i = 0; i < e.length; i += 2) last.set(e[i] as string, index++);
+  for (let g = 0; g < group.length; g++) {
+    const { encoded, rewritten } = group[g]!;
+    if (rewritten !== null) for (const i of rewritten) last.set(encoded[2 * i] as string, g);
   }
   return last;
 }

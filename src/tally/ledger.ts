@@ -97,7 +97,7 @@ export class Ledger {
     private readonly chain: ChainService,
     private readonly options: LedgerOptions,
   ) {
-    this.wallets = store.sub('wallets');
+    this.wallets = store.sub('wallets', 'json', { rewritten: true });
     this.envelopes = store.sub('envelopes');
     this.byOwner = store.sub('env_owner');
     this.byFolder = store.sub('env_folder');

@@ -47,14 +47,24 @@ describe('Store', () => {
 
   it('groups concurrent commits into batches; every caller resolves after its batch', async () => {
     const s = await open();
-    const sub = s.sub('counters');
+    const sub = s.sub('counters', 'json', { rewritten: true });
     const commits = Array.from({ length: 40 }, (_, i) => s.commit([{ type: 'put', sub, key: `k${String(i).padStart(2, '0')}`, value: i }, { type: 'put', sub, key: 'last', value: i }]));
     await Promise.all(commits);
     expect(s.stats.batches).toBeLessThan(40);
-    // 'last' is rewritten by every commit: once per batch on disk.
+    // 'last' is rewritten by every commit, in a sublevel declared rewritten: once per batch on disk.
     expect(s.stats.ops).toBe(40 + s.stats.batches);
     expect(await s.get(sub, 'last')).toBe(39);
     expect((await s.range(sub)).length).toBe(41);
+    await s.close();
+  });
+
+  it('a key repeated in a sublevel not declared rewritten is written every time and ends with its last value', async () => {
+    const s = await open();
+    const sub = s.sub('plain');
+    await Promise.all(Array.from({ length: 20 }, (_, i) => s.commit([{ type: 'put', sub, key: 'same', value: i }, { type: 'put', sub, key: `own${i}`, value: i }])));
+    expect(s.stats.batches).toBeLessThan(20);
+    expect(s.stats.ops).toBe(40);
+    expect(await s.get(sub, 'same')).toBe(19);
     await s.close();
   });
 
@@ -65,9 +75,9 @@ describe('Store', () => {
     await s.close();
   });
 
-  it('within one batch the last op on a key wins (put after del, del after put), as LevelDB applies them', async () => {
+  it.each([true, false])('within one batch the last op on a key wins (put after del, del after put), as LevelDB applies them (rewritten %s)', async (rewritten) => {
     const s = await open();
-    const sub = s.sub('counters');
+    const sub = s.sub('counters', 'json', { rewritten });
     await s.commit([{ type: 'put', sub, key: 'gone', value: 1 }]);
     const writes = [
       s.commit([{ type: 'put', sub, key: 'a', value: 1 }, { type: 'del', sub, key: 'gone' }]),
