@@ -3,6 +3,7 @@
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import { ServiceError } from '../kernel/errors.js';
+import { StoreWriteError } from '../store/db.js';
 
 export const DOCS_URL = 'https://svc.local/docs/errors';
 
@@ -42,6 +43,9 @@ function classify(err: unknown): ServiceError {
   if (e.type === 'entity.too.large' || status === 413) return new ServiceError(413, 'SVC_PAYLOAD_TOO_LARGE', 'request body is too large', { limit_bytes: 1_048_576 });
   if (e.type === 'encoding.unsupported' || status === 415) return new ServiceError(415, 'SVC_UNSUPPORTED_MEDIA_TYPE', e.message ?? 'unsupported content type');
   if (typeof status === 'number' && status >= 400 && status < 500) return new ServiceError(status, 'SVC_BAD_REQUEST', e.expose && e.message ? e.message : 'bad request');
+  if (err instanceof StoreWriteError) {
+    return new ServiceError(503, 'SVC_STORAGE_UNAVAILABLE', 'the node could not write to its store: nothing was sealed or charged; try again', { retry_after_seconds: 1 });
+  }
   return new ServiceError(500, 'SVC_INTERNAL_ERROR', 'internal error');
 }
 

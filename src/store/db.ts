@@ -25,6 +25,17 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
+/**
+ * A batch could not be written (disk full, I/O error, store closed under it). Nothing of it is on disk; the callers
+ * roll back what they changed in memory.
+ */
+export class StoreWriteError extends Error {
+  constructor(cause: unknown) {
+    super(`the store could not write: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    this.name = 'StoreWriteError';
+  }
+}
+
 /** Per-op option of a put whose value is bytes (the root's default value encoding is utf8). */
 const BYTES = { valueEncoding: 'view' } as const;
 
@@ -164,7 +175,14 @@ export class Store {
           this.stats.ops += count;
           for (const p of group) p.resolve();
         } catch (err) {
-          for (const p of group) p.reject(err);
+          // The callers queued meanwhile built their ops on this group's in-memory changes (a chain row's previous
+          // hash, a counter's new total): written without this group they would leave a gap on disk, so they fail
+          // with it, and every caller rolls back.
+          const failed = new StoreWriteError(err);
+          const queued = this.queue;
+          this.queue = [];
+          for (const p of group) p.reject(failed);
+          for (const p of queued) p.reject(failed);
         }
         // The next batch starts after this round of I/O callbacks, so it takes every seal the round makes.
         await nextRound();

@@ -166,10 +166,15 @@ export class Ledger {
         throw new ServiceError(402, 'INSUFFICIENT_BALANCE', `this action costs ${cost} credits; balance is ${w.free + w.paid}`, { cost, balance: w.free + w.paid });
       }
       const fromFree = Math.min(w.free, cost);
-      const next: Wallet = { free: w.free - fromFree, paid: w.paid - (cost - fromFree) };
-      const prev = { ...w };
+      const fromPaid = cost - fromFree;
+      const next: Wallet = { free: w.free - fromFree, paid: w.paid - fromPaid };
       this.walletCache.set(caller.zid, next);
-      rollbacks.push(() => this.walletCache.set(caller.zid, prev));
+      // Undone by giving the charge back, not by restoring a copy: seals of the same wallet made after this one
+      // (in this batch or queued) keep their own charges when they roll back in any order.
+      rollbacks.push(() => {
+        const now = this.walletCache.get(caller.zid);
+        if (now) this.walletCache.set(caller.zid, { free: now.free + fromFree, paid: now.paid + fromPaid });
+      });
       ops.push({ type: 'put', sub: this.wallets, key: caller.zid, value: next });
       const { burned, foundation } = splitCharge(cost);
       const funding = fromFree === cost ? 'free' : 'paid';

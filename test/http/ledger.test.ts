@@ -196,3 +196,52 @@ describe('stored results', () => {
     }
   });
 });
+
+describe('a batch that cannot be written', () => {
+  it('fails its seals and those queued behind it with 503, rolls every one back, and the next seal continues the chain', async () => {
+    let n = await startTestNode();
+    try {
+      const who = await zkIdentity(n.url, 'failing-batch');
+      const request = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 3, velocity_m_s: 1 } };
+      expect((await call(n.url, 'POST', '/api/svc/compute', request, bearer(who.key))).status).toBe(200);
+      const balance = async () => (await call(n.url, 'GET', '/api/tally/balance', undefined, bearer(who.key))).body.total;
+      const envelopes = async () => (await call(n.url, 'GET', `/api/tally/envelopes/${who.zid}`, undefined, bearer(who.key))).body.total;
+      const before = { balance: await balance(), envelopes: await envelopes(), sealed: n.node.counters.get('sealed_total') };
+
+      // The next batch fails after 50 ms (disk full, say): the other seals queue behind it meanwhile.
+      const db = n.node.store.db as unknown as { batch: (...a: unknown[]) => { write: (o?: unknown) => Promise<void> } };
+      const batch = db.batch.bind(db);
+      let failures = 0;
+      db.batch = (...a: unknown[]) => {
+        const b = batch(...a);
+        if (failures++ === 0) b.write = async () => {
+          await new Promise((r) => setTimeout(r, 50));
+          throw new Error('No space left on device (injected)');
+        };
+        return b;
+      };
+      const replies = await Promise.all(Array.from({ length: 4 }, () => call(n.url, 'POST', '/api/svc/compute', request, bearer(who.key))));
+      for (const r of replies) {
+        expect(r.status).toBe(503);
+        expect(r.body.error).toMatchObject({ code: 'SVC_STORAGE_UNAVAILABLE', retry_after_seconds: 1 });
+        expect(r.headers.get('retry-after')).toBe('1');
+      }
+      // Nothing of the four is left: not in memory, not on disk.
+      expect(await balance()).toBe(before.balance);
+      expect(await envelopes()).toBe(before.envelopes);
+      expect(n.node.counters.get('sealed_total')).toBe(before.sealed);
+      const ok = await call(n.url, 'POST', '/api/svc/compute', request, bearer(who.key));
+      expect(ok.status).toBe(200);
+      expect(ok.body.audit.seq).toBe(2);
+      expect((await call(n.url, 'GET', `/api/chain/${who.slug}/pohc/validate`, undefined, bearer(who.key))).body).toMatchObject({ valid: true, rows: 2 });
+      expect(await balance()).toBe(before.balance - 1);
+
+      n = await n.restart();
+      expect(await balance()).toBe(before.balance - 1);
+      expect(await envelopes()).toBe(before.envelopes + 1);
+      expect((await call(n.url, 'GET', `/api/chain/${who.slug}/pohc/validate`, undefined, bearer(who.key))).body).toMatchObject({ valid: true, rows: 2 });
+    } finally {
+      await n.destroy();
+    }
+  });
+});
