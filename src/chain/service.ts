@@ -55,10 +55,17 @@ export class ChainService {
     return this.store.get<MachineRecord>(this.machines, slug);
   }
 
-  /** Ops that create a machine; the caller commits them with its own records (one batch). */
+  /** Ops that create a machine; the caller commits them with its own records (one batch), then calls created(). */
   machineOps(machine: MachineRecord): Op[] {
-    this.heads.set(machine.slug, { seq: 0, hash: GENESIS_HASH });
     return [{ type: 'put', sub: this.machines, key: machine.slug, value: machine }];
+  }
+
+  /**
+   * A machine's ops were written: its (empty) chain joins the heads, as every machine's does at start, so
+   * headsDigest() is the same before and after a restart. Not before the write: a batch that fails leaves no head.
+   */
+  created(slug: string): void {
+    if (!this.heads.has(slug)) this.heads.set(slug, { seq: 0, hash: GENESIS_HASH });
   }
 
   private async head(slug: string): Promise<Head> {

@@ -310,7 +310,7 @@ export class IdentityService {
     return `m-${zid.slice(4, 20)}`;
   }
 
-  /** Ops creating a machine with its zsm_ admin key (returned once). */
+  /** Ops creating a machine with its zsm_ admin key (returned once); `announce` once they are written. */
   private machineFor(zid: string, slug: string, svcond: number, isPublic = false): { ops: Op[]; adminKey: string; machine: MachineRecord; announce: () => void } {
     const adminKey = mintKey('zsm');
     const machine: MachineRecord = {
@@ -330,7 +330,10 @@ export class IdentityService {
       ops: [...this.deps.chain.machineOps(machine), { type: 'put', sub: this.keys, key: keyDigest(adminKey), value: keyRecord }],
       adminKey,
       machine,
-      announce: () => this.assert(keyDigest(adminKey), keyRecord, { zid, home: this.deps.nodeId(), default_machine: slug }),
+      announce: () => {
+        this.deps.chain.created(slug);
+        this.assert(keyDigest(adminKey), keyRecord, { zid, home: this.deps.nodeId(), default_machine: slug });
+      },
     };
   }
 

@@ -197,7 +197,43 @@ describe('stored results', () => {
   });
 });
 
+/** Make the store's next batch fail after `delayMs` (disk full, say); later batches are written as usual. */
+function failNextBatch(t: TestNode, delayMs: number): void {
+  const db = t.node.store.db as unknown as { batch: (...a: unknown[]) => { write: (o?: unknown) => Promise<void> } };
+  const batch = db.batch.bind(db);
+  let failures = 0;
+  db.batch = (...a: unknown[]) => {
+    const b = batch(...a);
+    if (failures++ === 0) {
+      b.write = async () => {
+        await new Promise((r) => setTimeout(r, delayMs));
+        throw new Error('No space left on device (injected)');
+      };
+    }
+    return b;
+  };
+}
+
 describe('a batch that cannot be written', () => {
+  it('a registration that fails leaves no identity and no chain head behind (it can be made again)', async () => {
+    const n = await startTestNode();
+    try {
+      const heads = n.node.chain.headsDigest();
+      failNextBatch(n, 0);
+      const digest = 'ab'.repeat(32);
+      const r = await call(n.url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: digest });
+      expect(r.status).toBe(503);
+      expect(r.body.error.code).toBe('SVC_STORAGE_UNAVAILABLE');
+      expect(n.node.chain.headsDigest()).toBe(heads);
+      // The same registration goes through once the store writes again.
+      const again = await call(n.url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: digest });
+      expect(again.status).toBe(201);
+      expect(n.node.chain.headsDigest()).not.toBe(heads);
+    } finally {
+      await n.destroy();
+    }
+  });
+
   it('fails its seals and those queued behind it with 503, rolls every one back, and the next seal continues the chain', async () => {
     let n = await startTestNode();
     try {
@@ -208,18 +244,8 @@ describe('a batch that cannot be written', () => {
       const envelopes = async () => (await call(n.url, 'GET', `/api/tally/envelopes/${who.zid}`, undefined, bearer(who.key))).body.total;
       const before = { balance: await balance(), envelopes: await envelopes(), sealed: n.node.counters.get('sealed_total') };
 
-      // The next batch fails after 50 ms (disk full, say): the other seals queue behind it meanwhile.
-      const db = n.node.store.db as unknown as { batch: (...a: unknown[]) => { write: (o?: unknown) => Promise<void> } };
-      const batch = db.batch.bind(db);
-      let failures = 0;
-      db.batch = (...a: unknown[]) => {
-        const b = batch(...a);
-        if (failures++ === 0) b.write = async () => {
-          await new Promise((r) => setTimeout(r, 50));
-          throw new Error('No space left on device (injected)');
-        };
-        return b;
-      };
+      // The next batch fails after 50 ms: the other seals queue behind it meanwhile.
+      failNextBatch(n, 50);
       const replies = await Promise.all(Array.from({ length: 4 }, () => call(n.url, 'POST', '/api/svc/compute', request, bearer(who.key))));
       for (const r of replies) {
         expect(r.status).toBe(503);
