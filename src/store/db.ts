@@ -184,8 +184,11 @@ export class Store {
           for (const p of group) p.reject(failed);
           for (const p of queued) p.reject(failed);
         }
-        // The next batch starts after this round of I/O callbacks, so it takes every seal the round makes.
-        await nextRound();
+        // Buffered, a write returns fast and few callers are queued by then: the next batch waits for the end of
+        // this round of I/O callbacks to take every seal it makes. Durable (fsync), callers pile up during the
+        // write, and starting the next batch at once, before the answers of this one go out, is what shortens the
+        // cycle (measured: +7 % durable sealed/s at 50 connections, 6 pairs; deferring here won 2 of 3 buffered).
+        if (!this.sync) await nextRound();
       }
     } finally {
       this.flushing = false;
