@@ -16,6 +16,7 @@ const BODY = Buffer.from(JSON.stringify({ ok: true, filler: 'x'.repeat(3300) }).
 
 async function serve(mode: string): Promise<void> {
   let handler: http.RequestListener;
+  let cleanUp = async (): Promise<void> => {};
   if (mode === 'koa') {
     const Koa = (await import('koa')).default;
     const app = new Koa();
@@ -32,7 +33,11 @@ async function serve(mode: string): Promise<void> {
     const dir = mkdtempSync(join(tmpdir(), 'svc-ceiling-'));
     const db = mode === 'durable' ? new Level<string, Buffer>(dir, { valueEncoding: 'buffer' }) : null;
     await db?.open();
-    process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+    // Closed before its directory goes: LevelDB's own threads may still be writing files in it.
+    cleanUp = async () => {
+      await db?.close();
+      rmSync(dir, { recursive: true, force: true });
+    };
     let queue: { key: string; res: http.ServerResponse }[] = [];
     let writing = false;
     let n = 0;
@@ -70,7 +75,10 @@ async function serve(mode: string): Promise<void> {
     const addr = server.address() as { port: number };
     console.log(JSON.stringify({ msg: 'listening', url: `http://127.0.0.1:${addr.port}` }));
   });
-  process.on('SIGTERM', () => process.exit(0));
+  process.on('SIGTERM', () => {
+    server.close();
+    void cleanUp().finally(() => process.exit(0));
+  });
 }
 
 if (process.env.CEILING_SERVER) {
