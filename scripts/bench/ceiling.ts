@@ -4,12 +4,12 @@
 // seal's (result, envelope, chain row, wallet; group-committed, fsync, one batch in flight, as the Store does).
 // Targets run side by side and take their seconds in turns (as compute.ts does). Linux: server CPU from /proc.
 // Prints one JSON line. Usage: npx tsx scripts/bench/ceiling.ts [--duration 10] [--connections 50] [--rounds 5]
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { numberArg, startProcess, stop } from './lib.js';
 
 /** A JSON body of a sealed compute's size (3,339 bytes in the quick start), the same for every request. */
 const BODY = Buffer.from(JSON.stringify({ ok: true, filler: 'x'.repeat(3300) }).slice(0, 3339 - 2) + '"}');
@@ -84,26 +84,10 @@ async function serve(mode: string): Promise<void> {
 if (process.env.CEILING_SERVER) {
   await serve(process.env.CEILING_SERVER);
 } else {
-  const args = process.argv.slice(2);
-  const arg = (name: string, def: number): number => {
-    const i = args.indexOf(`--${name}`);
-    return i >= 0 ? Number(args[i + 1]) : def;
-  };
-  const duration = arg('duration', 10);
-  const connections = arg('connections', 50);
-  const rounds = Math.max(1, Math.floor(arg('rounds', 5)));
-  const start = (mode: string): Promise<{ child: ChildProcess; url: string }> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [...process.execArgv, import.meta.filename], { env: { ...process.env, CEILING_SERVER: mode }, stdio: ['ignore', 'pipe', 'inherit'] });
-      const timer = setTimeout(() => reject(new Error(`${mode} server did not start in 30 s`)), 30_000);
-      child.stdout!.on('data', (d: Buffer) => {
-        const m = /"url":"([^"]+)"/.exec(d.toString());
-        if (m) {
-          clearTimeout(timer);
-          resolve({ child, url: m[1]! });
-        }
-      });
-    });
+  const duration = numberArg('duration', 10);
+  const connections = numberArg('connections', 50);
+  const rounds = Math.max(1, Math.floor(numberArg('rounds', 5)));
+  const start = (mode: string) => startProcess(process.execPath, [...process.execArgv, import.meta.filename], { CEILING_SERVER: mode });
   /** CPU time of a process in ms (utime + stime from /proc), or null off Linux. */
   const cpuMs = (pid: number): number | null => {
     try {
@@ -134,7 +118,7 @@ if (process.env.CEILING_SERVER) {
       }
     }
   } finally {
-    for (const t of targets) t.child.kill('SIGTERM');
+    await Promise.all(targets.map((t) => stop(t.child)));
   }
   const out: Record<string, unknown> = {};
   for (const t of targets) {

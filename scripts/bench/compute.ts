@@ -7,7 +7,7 @@
 // compares figures taken under the same machine conditions: on a shared machine the speed drifts by ±20 % from
 // one minute to the next, which separate 10 s runs put straight into the ratio.
 // Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50] [--rounds 5]
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,43 +17,12 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { resolveCaller } from '../../src/http/auth.js';
 import { SvcNode } from '../../src/node.js';
+import { numberArg, root, startProcess, stop } from './lib.js';
 
-const args = process.argv.slice(2);
-const arg = (name: string, def: number): number => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : def;
-};
-const duration = arg('duration', 10);
-const connections = arg('connections', 50);
-const rounds = Math.max(1, Math.floor(arg('rounds', 5)));
-const root = join(import.meta.dirname, '..', '..');
+const duration = numberArg('duration', 10);
+const connections = numberArg('connections', 50);
+const rounds = Math.max(1, Math.floor(numberArg('rounds', 5)));
 const tsx = join(root, 'node_modules', '.bin', 'tsx');
-
-function startProcess(cmd: string, argv: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, argv, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-    let buf = '';
-    const timer = setTimeout(() => reject(new Error('process did not report its url in 30 s')), 30_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const m = /"url":"([^"]+)"/.exec(buf);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1]! });
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`process exited early with ${code}`)));
-  });
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    child.removeAllListeners('exit');
-    if (child.exitCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
-}
 
 const computeBody = JSON.stringify({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } });
 

@@ -17,28 +17,24 @@ import { systemClock } from '../../src/kernel/clock.js';
 import { MeshService } from '../../src/mesh/service.js';
 import { TOPICS } from '../../src/mesh/wire.js';
 import { Store } from '../../src/store/db.js';
+import { numberArg } from './lib.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
-function arg(name: string, def: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : def;
-}
-
-const NODES = arg('nodes', 10);
-const EVENTS = arg('events', 1_000);
-const HEAP_EVENTS = arg('heap-events', 10_000);
+const NODES = numberArg('nodes', 10);
+const EVENTS = numberArg('events', 1_000);
+const HEAP_EVENTS = numberArg('heap-events', 10_000);
 // Events in flight at once: 1 for the latency phase (one event at a time, as ticks and announcements travel),
 // more for the heap phase, which only needs volume.
-const WINDOW = arg('window', 1);
-const HEAP_WINDOW = arg('heap-window', 16);
+const WINDOW = numberArg('window', 1);
+const HEAP_WINDOW = numberArg('heap-window', 16);
 // Heap phase: the caches that remember messages are bounded by size and age; growth is measured once they are
 // full (after WARMUP events), with the gossipsub seen-cache TTL and the mesh seen-cache size given here.
 // 9,000 warm-up events outlast gossipsub's fixed 120 s peer-score delivery records at this bench's rate.
-const WARMUP = arg('warmup-events', 9_000);
-const GOSSIP_SEEN_TTL_MS = arg('gossip-seen-ttl-ms', 10_000);
-const SEEN_MAX = arg('seen-max', 2_000);
+const WARMUP = numberArg('warmup-events', 9_000);
+const GOSSIP_SEEN_TTL_MS = numberArg('gossip-seen-ttl-ms', 10_000);
+const SEEN_MAX = numberArg('seen-max', 2_000);
 const SECRET = 'bench-mesh-secret-0123456789abcdef';
 
 interface BenchNode {

@@ -1,0 +1,39 @@
+// What the bench scripts share: numeric --name value arguments, and child servers that report their url.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+
+export const root = join(import.meta.dirname, '..', '..');
+
+/** The number after --name on the command line, or def. */
+export function numberArg(name: string, def: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : def;
+}
+
+/** Spawn a server (cwd: the project root) and wait for the `"url":…` of its listening line (30 s at most). */
+export function startProcess(cmd: string, argv: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, argv, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let buf = '';
+    const timer = setTimeout(() => reject(new Error('process did not report its url in 30 s')), 30_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const m = /"url":"([^"]+)"/.exec(buf);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1]! });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`process exited early with ${code}`)));
+  });
+}
+
+/** SIGTERM a server and wait for it to exit. */
+export function stop(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    child.removeAllListeners('exit');
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
