@@ -116,4 +116,3 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   });
   return { app, router, library };
 }
-

@@ -91,14 +91,14 @@ export function sealTemplate(body: Record<string, unknown>, later: readonly stri
   return canonicalTemplate(body, [...later, 'svcProof'], 'cko', ['svcProof']);
 }
 
+/** The signed text is hashed at once and dropped: one buffer serves every seal. */
+const signScratch = new Scratch();
+
 /**
  * The second half: add the `later` members, sign (signBody's proof: the HMAC over the canonical JSON of the whole
  * body without its two svcProof fields) and return the UTF-8 canonical JSON of the signed body with the proofs in,
  * and the JSON text of every member added at a slot (the later ones and svcProof), which a compact stored result keeps.
  */
-/** The signed text is hashed at once and dropped: one buffer serves every seal. */
-const signScratch = new Scratch();
-
 export function finishSeal(key: Buffer, prepared: MemberSlots, later: Readonly<Record<string, unknown>>): { proof: string; bytes: Buffer; members: Map<string, string> } {
   const values = new Map<string, string>();
   for (const [name, value] of Object.entries(later)) values.set(name, canonicalJson(value));
