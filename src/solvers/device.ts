@@ -85,9 +85,20 @@ const selectorSchema = z.object({ mode: z.enum(MODES).optional(), geometry: z.en
 function thermalVoltage(T: number): number {
   return (KB * T) / Q;
 }
+/** √(εV_T/(q·density)): the nondimensional length unit with density = max(N_A, N_D) (scaling). */
+function debyeLengthAt(inp: DeviceInputs, density: number): number {
+  return Math.sqrt((inp.rel_permittivity * EPS0 * thermalVoltage(inp.temperature_K)) / (Q * density));
+}
+/**
+ * Debye length of a neutral bulk with net doping N, what a grid must resolve: screening is by its carriers,
+ * n + p = √(N² + 4n_i²), so a doping at or below n_i is screened by the intrinsic carriers, on a shorter length.
+ */
+function bulkDebyeLength(inp: DeviceInputs, N: number): number {
+  return debyeLengthAt(inp, Math.hypot(N, 2 * inp.intrinsic_m3));
+}
+/** The shorter bulk Debye length of the two sides (the heavier doping's). */
 function debyeLength(inp: DeviceInputs): number {
-  const eps = inp.rel_permittivity * EPS0;
-  return Math.sqrt((eps * thermalVoltage(inp.temperature_K)) / (Q * Math.max(inp.acceptor_m3, inp.donor_m3)));
+  return bulkDebyeLength(inp, Math.max(inp.acceptor_m3, inp.donor_m3));
 }
 
 /** pn1d cell counts on each side: dx ≤ min(L/cells, L_D/16), the junction on a cell face. */
@@ -170,7 +181,7 @@ function columns2d(inp: DeviceInputs): { widths: Float64Array; pColumns: number 
   const depletion = Math.sqrt((2 * eps * Math.max(vbi - 2 * vt, 0) * (NA + ND)) / (Q * NA * ND));
   const half = inp.width_m! / 2;
   const fine = debyeLength(inp) / PLANAR_FINE;
-  const side = (x: number, N: number) => new GradedSide(half, Math.min(half, x + PLANAR_TAIL * Math.sqrt((eps * vt) / (Q * N))), fine);
+  const side = (x: number, N: number) => new GradedSide(half, Math.min(half, x + PLANAR_TAIL * bulkDebyeLength(inp, N)), fine);
   const pSide = side((depletion * ND) / (NA + ND), NA);
   const nSide = side((depletion * NA) / (NA + ND), ND);
   const total = (g: number) => pSide.count(g) + nSide.count(g);
@@ -291,7 +302,7 @@ function scaling(inp: DeviceInputs): Scaled {
   const n0 = Math.max(inp.acceptor_m3, inp.donor_m3);
   return {
     vt,
-    lengthScale: debyeLength(inp),
+    lengthScale: debyeLengthAt(inp, n0),
     n0,
     niScaled: inp.intrinsic_m3 / n0,
     phiP: -Math.asinh(inp.acceptor_m3 / (2 * inp.intrinsic_m3)),
@@ -457,7 +468,10 @@ function run(inp: DeviceInputs): SolverOutput {
   const ni = s.niScaled;
   const log10n = (f: number) => Math.log10(inp.intrinsic_m3) + f / Math.LN10;
   const log10p = (f: number) => Math.log10(inp.intrinsic_m3) - f / Math.LN10;
-  const notNeutralReason = 'a region is too short: the bulk never becomes charge neutral (lengthen the n region / domain)';
+  // The closed forms hold for a junction between two neutral bulks: a side whose far end is still charged is too
+  // short for its doping (depletion width plus a few Debye lengths), and the check cannot certify the result.
+  const tooShort = (side: 'p' | 'n', lengthen: string) => `the ${side} region is too short: its bulk never becomes charge neutral (lengthen ${lengthen})`;
+  const NEUTRAL = 1e-2;
 
   if (inp.mode === 'pn1d') {
     const { phi, h, dop, cellsP, iterations } = solve1d(inp, s);
@@ -489,7 +503,9 @@ function run(inp: DeviceInputs): SolverOutput {
       checkPart('exact first integral of Poisson–Boltzmann', 'peak field at the junction', junctionField, ref.eMax),
     ];
     let check = combineChecks(parts);
-    if (!check.passed && relativeCharge(phi[m - 1]!, dop[m - 1]!, ni) > 1e-2) check = refuseCheck(check, notNeutralReason);
+    if (!check.passed && relativeCharge(phi[m - 1]!, dop[m - 1]!, ni) > NEUTRAL) check = refuseCheck(check, tooShort('n', 'length_n_m'));
+    // The p contact holds its cell near the neutral potential, so a short p side shows as a field at the contact.
+    else if (!check.passed && (relativeCharge(phi[0]!, dop[0]!, ni) > NEUTRAL || faceField(0) > NEUTRAL * junctionField)) check = refuseCheck(check, tooShort('p', 'length_p_m'));
     const potential = boundProfile(psi);
     return {
       mode: 'pn1d',
@@ -570,9 +586,20 @@ function run(inp: DeviceInputs): SolverOutput {
     depletion = count * dyM;
   }
   let check = combineChecks(parts);
-  let bulkCharge = 0;
-  for (const k of bulkCells) bulkCharge = Math.max(bulkCharge, relativeCharge(phi[k]!, dop[k]!, ni));
-  if (!check.passed && bulkCharge > 1e-2) check = refuseCheck(check, notNeutralReason);
+  const mostCharge = (cells: Iterable<number>) => {
+    let most = 0;
+    for (const k of cells) most = Math.max(most, relativeCharge(phi[k]!, dop[k]!, ni));
+    return most;
+  };
+  if (!check.passed) {
+    const lengthen = inp.geometry === 'planar' ? 'width_m' : 'depth_m / width_m';
+    if (mostCharge(bulkCells) > NEUTRAL) check = refuseCheck(check, tooShort('n', lengthen));
+    // Planar: the p bulk is the column at the p contact.
+    else if (inp.geometry === 'planar' && mostCharge(Array.from({ length: ny }, (_, j) => j * nx)) > NEUTRAL) check = refuseCheck(check, tooShort('p', 'width_m'));
+    // Both bulks neutral and V_bi right: the graded columns are too coarse for the junction's field at this
+    // doping ratio (the error falls as nx grows).
+    else if (inp.geometry === 'planar' && check.parts![0]!.passed) check = refuseCheck(check, `the ${nx} columns do not resolve the junction field at this doping ratio: raise nx`);
+  }
 
   const potential = boundField(psiRows);
   const x = new Float64Array(nx); // column centres [m]

@@ -85,7 +85,33 @@ describe('device pn1d', () => {
   it('too short an n region fails V_bi with the reason', () => {
     const out = device.run(device.resolve({ length_n_m: 5e-8 }));
     expect(out.check.passed).toBe(false);
-    expect(out.check.refused).toMatch(/charge neutral/);
+    expect(out.check.refused).toMatch(/n region is too short.*charge neutral.*length_n_m/);
+  });
+
+  it('a p side shorter than its depletion width is refused naming the p region; long enough, it passes', () => {
+    // N_A = 1e20 against N_D = 1e22: nearly all of the ~3 µm depletion lies on the p side, beyond its 2 µm.
+    const short = device.run(device.resolve({ acceptor_m3: 1e20, donor_m3: 1e22 }));
+    expect(short.check.passed).toBe(false);
+    expect(short.check.refused).toMatch(/p region is too short.*length_p_m/);
+    const long = device.run(device.resolve({ acceptor_m3: 1e20, donor_m3: 1e22, length_p_m: 1e-4, length_n_m: 2e-6 }));
+    const ref = closedForms(1e20, 1e22);
+    expect(long.check.passed).toBe(true);
+    expect(Math.abs(long.value - ref.vbi) / ref.vbi).toBeLessThan(1e-4);
+    expect(Math.abs((long.outputs.junction_field_V_m as number) - ref.eMax) / ref.eMax).toBeLessThan(1e-3);
+  });
+
+  it('a doping below n_i (screened by the intrinsic carriers) matches the closed forms', () => {
+    for (const [NA, ND] of [
+      [1e20, 1e20],
+      [1e18, 1e20],
+    ]) {
+      const out = device.run(device.resolve({ acceptor_m3: NA, donor_m3: ND, intrinsic_m3: 1e22 }));
+      const ref = closedForms(NA!, ND!, 1e22);
+      expect(out.check.passed).toBe(true);
+      // V_bi ≈ V_T (N_A + N_D)/(2 n_i) here: microvolts.
+      expect(ref.vbi).toBeLessThan(1e-3);
+      expect(Math.abs(out.value - ref.vbi) / ref.vbi).toBeLessThan(1e-3);
+    }
   });
 });
 
@@ -191,12 +217,41 @@ describe('device pn2d', () => {
     expect(e400).toBeLessThan(2e-4);
   });
 
-  it('planar with too few columns to resolve the Debye length fails the field check (a 422, not a seal)', () => {
+  it('planar with too few columns to resolve the Debye length fails the field check (a 422, not a seal), saying to raise nx', () => {
     const out = device.run(device.resolve({ mode: 'pn2d', geometry: 'planar', nx: 40, ny: 10 }));
     expect(out.check.passed).toBe(false);
-    expect(out.check.refused).toBeUndefined();
+    expect(out.check.refused).toMatch(/40 columns do not resolve the junction field.*raise nx/);
     expect(out.check.parts![0]!.passed).toBe(true);
     expect(out.check.parts![1]!.passed).toBe(false);
+  });
+
+  it('planar at a 1000:1 doping ratio: the default 100 columns say to raise nx, and 200 pass against the closed forms', () => {
+    const raw = { mode: 'pn2d', geometry: 'planar', acceptor_m3: 1e22, donor_m3: 1e25, ny: 4 };
+    const coarse = device.run(device.resolve(raw));
+    expect(coarse.check.passed).toBe(false);
+    expect(coarse.check.refused).toMatch(/raise nx/);
+    const fine = device.run(device.resolve({ ...raw, nx: 200 }));
+    const ref = closedForms(1e22, 1e25);
+    expect(fine.check.passed).toBe(true);
+    expect(Math.abs(fine.value - ref.vbi) / ref.vbi).toBeLessThan(1e-4);
+    expect(Math.abs((fine.outputs.junction_field_V_m as number) - ref.eMax) / ref.eMax).toBeLessThan(1e-3);
+  });
+
+  it('planar with a doping below n_i: the columns resolve the intrinsic Debye length and match the closed forms', () => {
+    const out = device.run(device.resolve({ mode: 'pn2d', geometry: 'planar', acceptor_m3: 1e20, donor_m3: 1e20, intrinsic_m3: 1e22, ny: 4 }));
+    const ref = closedForms(1e20, 1e20, 1e22);
+    expect(out.check.passed).toBe(true);
+    expect(Math.abs(out.value - ref.vbi) / ref.vbi).toBeLessThan(1e-3);
+    expect(Math.abs((out.outputs.junction_field_V_m as number) - ref.eMax) / ref.eMax).toBeLessThan(1e-3);
+    // The junction columns are L_D/16 of the carriers n + p = √(N² + 4n_i²), not of the doping alone.
+    const LD = Math.sqrt((11.7 * EPS0 * ref.vt) / (Q * Math.hypot(1e20, 2e22)));
+    expect(out.outputs.dx_m as number).toBeLessThanOrEqual((LD / 16) * (1 + 1e-9));
+  });
+
+  it('planar with a p side too short for its doping is refused naming the p region', () => {
+    const out = device.run(device.resolve({ mode: 'pn2d', geometry: 'planar', acceptor_m3: 1e20, donor_m3: 1e22, ny: 4 }));
+    expect(out.check.passed).toBe(false);
+    expect(out.check.refused).toMatch(/p region is too short.*width_m/);
   });
 });
 
