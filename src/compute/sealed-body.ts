@@ -38,11 +38,6 @@ export type BodyJob =
       chain: ChainResult;
       average: number;
       relError: number;
-      /**
-       * A text that determines everything in the body but the holes (the chain's request, and phi0): bodies with
-       * the same key share one serialised template. Without it the template is made for this body alone.
-       */
-      templateKey?: string;
     }
   | {
       kind: 'solver';
@@ -76,7 +71,7 @@ type HoleValues = { [K in keyof typeof HOLE]: unknown };
 
 /** The body without the ledger's members and the proof. */
 export function buildBody(receiptKey: Buffer, job: BodyJob): Record<string, unknown> {
-  return fillHoles(template(job), holeValues(receiptKey, job));
+  return fillHoles(bodyTemplate(job), holeValues(receiptKey, job));
 }
 
 /** A body ready to be finished (finishSeal): its text with member slots, and for a kept template's body what its compact record needs. */
@@ -90,51 +85,40 @@ export interface PreparedBody {
   fromTemplate?: { template: StoredTemplate; holes: ReadonlyMap<string, string> };
 }
 
-/** A body made whole (its own buffer). */
+/** A body made whole (its own buffer, e.g. from the sealer). */
 export function wholeBody(m: MemberSlots): PreparedBody {
   return { memberSlots: () => m };
 }
 
-const fillScratch = new Scratch();
-
-/** Serialised chain templates by templateKey, with their stored form; bounded (oldest out first). */
-const templates = new Map<string, { template: Template; stored: StoredTemplate }>();
-/** Keys seen once, without a kept template yet; bounded like the templates. */
-const seenOnce = new Set<string>();
-const TEMPLATES_MAX = 512;
+/** A request's serialised body template, kept by its owner (ComputeService keeps one per repeated chain request). */
+export interface KeptTemplate {
+  template: Template;
+  stored: StoredTemplate;
+}
 
 /**
- * A chain body filled from its request's kept template, or undefined when the body has to be made whole
- * (prepareBody): a solver body, a chain without a template key, or a request seen for the first time. A template
- * is kept from a request's second sighting on: a request seen once (most of a varied load) would only churn the
- * cache and the old generation. The templates live on the calling thread (the main thread in a running node).
+ * The template of a job's body: everything but the holes serialised once. For a closed-form chain it depends on the
+ * request only (rule 5), so every later result of the same request is filled from it (fillKept).
  */
-export function prepareFromTemplate(receiptKey: Buffer, job: BodyJob): PreparedBody | undefined {
-  const key = job.kind === 'compute' ? job.templateKey : undefined;
-  if (key === undefined) return undefined;
-  let t = templates.get(key);
-  if (t === undefined) {
-    if (!seenOnce.delete(key)) {
-      if (seenOnce.size >= TEMPLATES_MAX) seenOnce.delete(seenOnce.values().next().value!);
-      seenOnce.add(key);
-      return undefined;
-    }
-    const made = sealTemplate(template(job), LEDGER_MEMBERS);
-    t = { template: made, stored: storedTemplate(made) };
-    if (templates.size >= TEMPLATES_MAX) templates.delete(templates.keys().next().value!);
-    templates.set(key, t);
-  }
-  const { template: kept, stored } = t;
-  const holes = holeTexts(kept, holeValues(receiptKey, job));
-  return { memberSlots: () => fillTemplateTexts(kept, holes, fillScratch), fromTemplate: { template: stored, holes } };
+export function keptTemplate(job: BodyJob): KeptTemplate {
+  const template = sealTemplate(bodyTemplate(job), LEDGER_MEMBERS);
+  return { template, stored: storedTemplate(template) };
+}
+
+const fillScratch = new Scratch();
+
+/** A body filled from its request's kept template, on the calling thread (a few µs: less than a worker round trip). */
+export function fillKept(receiptKey: Buffer, kept: KeptTemplate, job: BodyJob): PreparedBody {
+  const holes = holeTexts(kept.template, holeValues(receiptKey, job));
+  return { memberSlots: () => fillTemplateTexts(kept.template, holes, fillScratch), fromTemplate: { template: kept.stored, holes } };
 }
 
 /** buildBody, serialised for sealing: canonical UTF-8 with slots for the ledger's members and the proofs. */
 export function prepareBody(receiptKey: Buffer, job: BodyJob): MemberSlots {
-  return fillTemplate(sealTemplate(template(job), LEDGER_MEMBERS), holeValues(receiptKey, job));
+  return fillTemplate(sealTemplate(bodyTemplate(job), LEDGER_MEMBERS), holeValues(receiptKey, job));
 }
 
-function template(job: BodyJob): Record<string, unknown> {
+function bodyTemplate(job: BodyJob): Record<string, unknown> {
   return job.kind === 'compute' ? chainTemplate(job) : solverTemplate(job);
 }
 
@@ -193,7 +177,7 @@ function chainTemplate(job: Extract<BodyJob, { kind: 'compute' }>): Record<strin
   };
 }
 
-/** A solver's body. Its field terms are computed at the stamp's R_t, so it is never shared (no templateKey). */
+/** A solver's body. Its field terms are computed at the stamp's R_t, so it is never kept. */
 function solverTemplate(job: Extract<BodyJob, { kind: 'solver' }>): Record<string, unknown> {
   const { parts, solver, out } = job;
   const operatorChain = ['KO42', `SOLVER:${solver.id}`];

@@ -1,22 +1,22 @@
-// Where sealed bodies are built and serialised: on the seal worker (default: the main thread keeps HTTP and the
+// Where bodies made whole are built and serialised: on the seal worker (default: the main thread keeps HTTP and the
 // ledger, and a body's building, canonical serialisation and UTF-8 conversion run on another core), or inline on
-// the calling thread (sealWorker: false, e.g. on one core). A chain body whose request has a kept template
-// (sealed-body.ts) is filled on the calling thread either way: a few µs, less than a round trip to the worker.
+// the calling thread (sealWorker: false, e.g. on one core). A body filled from its request's kept template does
+// not come here (ComputeService fills it: a few µs, less than a round trip to the worker).
 import type { Worker } from 'node:worker_threads';
 import type { MemberSlots } from '../kernel/canonical.js';
-import { prepareBody, prepareFromTemplate, wholeBody, type BodyJob, type PreparedBody } from './sealed-body.js';
+import { prepareBody, type BodyJob } from './sealed-body.js';
 import { spawnWorker } from './executor.js';
 
 export interface Sealer {
-  prepare(job: BodyJob): Promise<PreparedBody>;
+  prepare(job: BodyJob): Promise<MemberSlots>;
   close(): Promise<void>;
 }
 
 export class InlineSealer implements Sealer {
   constructor(private readonly receiptKey: Buffer) {}
 
-  async prepare(job: BodyJob): Promise<PreparedBody> {
-    return prepareFromTemplate(this.receiptKey, job) ?? wholeBody(prepareBody(this.receiptKey, job));
+  async prepare(job: BodyJob): Promise<MemberSlots> {
+    return prepareBody(this.receiptKey, job);
   }
 
   async close(): Promise<void> {}
@@ -26,7 +26,7 @@ type Reply = { id: number; ok: true; bytes: Uint8Array; slots: MemberSlots['slot
 
 export class WorkerSealer implements Sealer {
   private worker: Worker;
-  private readonly pending = new Map<number, { resolve: (m: PreparedBody) => void; reject: (e: unknown) => void }>();
+  private readonly pending = new Map<number, { resolve: (m: MemberSlots) => void; reject: (e: unknown) => void }>();
   private nextId = 1;
   private closed = false;
 
@@ -41,7 +41,7 @@ export class WorkerSealer implements Sealer {
       const p = this.pending.get(reply.id);
       if (!p) return;
       this.pending.delete(reply.id);
-      if (reply.ok) p.resolve(wholeBody({ bytes: reply.bytes, slots: reply.slots }));
+      if (reply.ok) p.resolve({ bytes: reply.bytes, slots: reply.slots });
       else p.reject(new Error(`sealing failed: ${reply.message}`));
     });
     // A worker that dies fails the jobs it held (nothing of theirs was written: the ledger comes after) and is
@@ -57,14 +57,8 @@ export class WorkerSealer implements Sealer {
     return worker;
   }
 
-  prepare(job: BodyJob): Promise<PreparedBody> {
+  prepare(job: BodyJob): Promise<MemberSlots> {
     if (this.closed) return Promise.reject(new Error('sealer is closed'));
-    try {
-      const filled = prepareFromTemplate(this.receiptKey, job);
-      if (filled !== undefined) return Promise.resolve(filled);
-    } catch (err) {
-      return Promise.reject(err);
-    }
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });

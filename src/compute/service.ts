@@ -15,7 +15,7 @@ import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
 import { routeQuery, splitConstants } from '../solvers/auto.js';
 import type { Caller, Ledger, SealContext } from '../tally/ledger.js';
-import { buildBody, type BodyJob, type PreparedBody, type StampParts } from './sealed-body.js';
+import { buildBody, fillKept, keptTemplate, wholeBody, type BodyJob, type KeptTemplate, type PreparedBody, type StampParts } from './sealed-body.js';
 import type { Sealer } from './sealer.js';
 import { timeoutError, type SolverExecutor } from './executor.js';
 import type { QuotaService } from '../tally/quota.js';
@@ -81,8 +81,13 @@ export function chainTemplateKey(req: ChainRequest, phi0: number): string {
 
 /** A validated chain request and what follows from it alone (ComputeService.compiledChain). */
 interface CompiledChain {
-  /** The chain key, when the evaluation is kept (and its body template shared); null for a request too large to keep. */
+  /** The chain key, when the evaluation is kept; null for a request too large to keep. */
   key: string | null;
+  /**
+   * The sealed body's template, made at the request's second sighting (a request seen once, most of a varied load,
+   * would only churn the old generation) and shared by every later result of it.
+   */
+  kept: KeptTemplate | null;
   /** The chain evaluated at the first request's stamp: only its KO42 line and term belong to that stamp. */
   preview: ChainResult;
   cost: number;
@@ -139,6 +144,8 @@ export class ComputeService {
     resultDigest: string;
     /** The body job at the stamp (may throw, e.g. the tolerance gate). */
     job: (parts: StampParts) => BodyJob;
+    /** The kept template to fill the body from, if the request has one (else the sealer makes the body whole). */
+    kept?: (job: BodyJob) => KeptTemplate | null;
     summary: Omit<SealedSummary, 'result_id' | 'result_digest' | 'svcond'>;
   }): Promise<Sealed> {
     const { caller } = args;
@@ -152,7 +159,9 @@ export class ComputeService {
       const R_t = modulationFactor(stamp.phase, this.deps.phi0);
       const { resultDigest } = args;
       const resultId = `res_${stamp.svcond}_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
-      const prepared: PreparedBody = await this.deps.sealer.prepare(args.job(this.stampParts(stamp, R_t, resultId, resultDigest, shift)));
+      const job = args.job(this.stampParts(stamp, R_t, resultId, resultDigest, shift));
+      const kept = args.kept?.(job) ?? null;
+      const prepared: PreparedBody = kept ? fillKept(this.deps.receiptKey, kept, job) : wholeBody(await this.deps.sealer.prepare(job));
       const sealed = await this.deps.ledger.seal({
         caller,
         action: args.action,
@@ -188,34 +197,35 @@ export class ComputeService {
 
   /**
    * A chain request evaluated and validated (400s thrown here, before any charge), with what follows from it
-   * alone: cost, result digest, the stamp-free part of the gate, and the template key. The same request gives the
-   * same chain at every stamp (rule 5) but for the KO42 line and term, which the body takes from its own stamp,
-   * so evaluations are kept by request (bounded; never mutated).
+   * alone: cost, result digest, the stamp-free part of the gate, and (from its second sighting) its body template.
+   * The same request gives the same chain at every stamp (rule 5) but for the KO42 line and term, which the body
+   * takes from its own stamp, so evaluations are kept by request (bounded; only `kept` is filled in later).
    */
-  private compiledChain(req: ChainRequest, startNs: bigint): CompiledChain {
+  private compiledChain(req: ChainRequest, startNs: bigint): { chain: CompiledChain; seenBefore: boolean } {
     const key = chainTemplateKey(req, this.deps.phi0);
     const known = this.chains.get(key);
-    if (known !== undefined) return known;
+    if (known !== undefined) return { chain: known, seenBefore: true };
     const probe = stampAt(startNs);
     const preview = evaluateChain(req, { R_t: modulationFactor(probe.phase, this.deps.phi0), svcond: probe.svcond, phase: probe.phase, phi0: this.deps.phi0 });
     const values = preview.master_sum.terms.slice(1).map((t: { value: number }) => t.value);
     const compiled: CompiledChain = {
       key,
+      kept: null,
       preview,
       cost: Math.min(20, Math.max(1, preview.operator_count - 1) * COST.computePerOperator),
       resultDigest: canonicalDigest({ operators: preview.operators, domain: preview.domain, inputs: preview.resolved, value: preview.value, unit: preview.unit, fields: null }),
       gate: gateChainValues(values, preview.value, this.deps.phi0),
     };
-    if (key.length > COMPILED_CHAIN_KEY_MAX) return { ...compiled, key: null };
+    if (key.length > COMPILED_CHAIN_KEY_MAX) return { chain: { ...compiled, key: null }, seenBefore: false };
     if (this.chains.size >= COMPILED_CHAINS_MAX) this.chains.delete(this.chains.keys().next().value!);
     this.chains.set(key, compiled);
-    return compiled;
+    return { chain: compiled, seenBefore: false };
   }
 
   /** POST /api/svc/compute: a closed-form operator chain (solvers.md §6). */
   async compute(caller: Caller, req: ChainRequest, options: { seal: boolean } = { seal: true }): Promise<Sealed> {
     const startNs = this.deps.clock.nowNs();
-    const chain = this.compiledChain(req, startNs);
+    const { chain, seenBefore } = this.compiledChain(req, startNs);
     const { preview, cost } = chain;
     if (!options.seal) {
       const body = this.unsealedChain(chain, startNs);
@@ -239,8 +249,9 @@ export class ComputeService {
       job: (parts) => {
         const gate = gateModulation(chain.gate, parts.R_t);
         if (!gate.passed) throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${gate.reason}`, { rel_error: gate.rel_error }, { reason: gate.reason });
-        return { kind: 'compute', parts, chain: preview, average: gate.tick_average, relError: gate.rel_error, ...(chain.key !== null ? { templateKey: chain.key } : {}) };
+        return { kind: 'compute', parts, chain: preview, average: gate.tick_average, relError: gate.rel_error };
       },
+      kept: chain.key !== null && seenBefore ? (job) => (chain.kept ??= keptTemplate(job)) : undefined,
       summary: { kind: 'compute', solver: null, operators: preview.operators, value: preview.value, unit: preview.unit },
     });
   }

@@ -7,7 +7,7 @@ import { modulationFactor } from '../../src/kernel/modulation.js';
 import { metricShift } from '../../src/kernel/parity.js';
 import { evaluateChain } from '../../src/kernel/operators/chain.js';
 import { InlineSealer, WorkerSealer } from '../../src/compute/sealer.js';
-import { buildBody, LEDGER_MEMBERS, prepareBody, prepareFromTemplate, type BodyJob } from '../../src/compute/sealed-body.js';
+import { buildBody, fillKept, keptTemplate, LEDGER_MEMBERS, prepareBody, type BodyJob } from '../../src/compute/sealed-body.js';
 import { chainTemplateKey } from '../../src/compute/service.js';
 import { bearer, call, startTestNode, zkIdentity } from '../helpers/node.js';
 
@@ -35,8 +35,8 @@ describe('sealers', () => {
   it('the worker gives the same bytes and slots as inline, and the finished body verifies', async () => {
     const inline = new InlineSealer(key);
     for (const mass of [2, 0.5, 1e6]) {
-      const a = (await inline.prepare(job(mass))).memberSlots();
-      const b = (await worker.prepare(job(mass))).memberSlots();
+      const a = await inline.prepare(job(mass));
+      const b = await worker.prepare(job(mass));
       expect(Buffer.from(b.bytes).equals(Buffer.from(a.bytes))).toBe(true);
       expect(b.slots).toEqual(a.slots);
       const bytes = finishSeal(key, b, ledger).bytes;
@@ -50,7 +50,7 @@ describe('sealers', () => {
   it('answers many concurrent jobs, each with its own body', async () => {
     const masses = Array.from({ length: 200 }, (_, i) => i + 1);
     const results = await Promise.all(masses.map((m) => worker.prepare(job(m))));
-    results.forEach((r, i) => expect(JSON.parse(Buffer.from(finishSeal(key, r.memberSlots(), ledger).bytes).toString()).value).toBe(0.5 * masses[i]! * 9));
+    results.forEach((r, i) => expect(JSON.parse(Buffer.from(finishSeal(key, r, ledger).bytes).toString()).value).toBe(0.5 * masses[i]! * 9));
   });
 
   it('a job that cannot be serialised fails alone; the worker goes on', async () => {
@@ -59,7 +59,7 @@ describe('sealers', () => {
     bad.chain = { ...bad.chain, equations: [...bad.chain.equations, 'broken \ud800 text'] };
     await expect(worker.prepare(bad)).rejects.toThrow(/sealing failed/);
     const ok = await worker.prepare(job(2));
-    expect(ok.memberSlots().slots.length).toBe(5);
+    expect(ok.slots.length).toBe(5);
   });
 
   it('a closed sealer refuses work', async () => {
@@ -92,23 +92,21 @@ describe('chain templates', () => {
     const worker = new WorkerSealer(key);
     try {
       for (const mass of [2, 0.5]) {
-        // Stamps across many ticks and phases: the first sighting of a request has no template (its body is made
-        // whole), the second makes it, the others reuse it.
+        // One template, made from the first job, filled at stamps across many ticks and phases.
+        let kept: ReturnType<typeof keptTemplate> | null = null;
         for (let i = 0; i < 40; i++) {
-          const j = { ...(job(mass, 1_790_000_000_000_000_000n + BigInt(i) * 97_531_000_123n) as Extract<BodyJob, { kind: 'compute' }>), templateKey: `test ${mass}` };
+          const j = job(mass, 1_790_000_000_000_000_000n + BigInt(i) * 97_531_000_123n) as Extract<BodyJob, { kind: 'compute' }>;
           const reference = prepareSeal(buildBody(key, j), LEDGER_MEMBERS);
           const whole = prepareBody(key, j);
           expect(Buffer.from(whole.bytes).equals(Buffer.from(reference.bytes))).toBe(true);
-          const fromTemplate = prepareFromTemplate(key, j);
-          if (i === 0) {
-            expect(fromTemplate).toBeUndefined();
-            continue;
-          }
-          const cached = fromTemplate!.memberSlots();
+          kept ??= keptTemplate(j);
+          const filled = fillKept(key, kept, j);
+          expect(filled.fromTemplate!.template.id).toBe(kept.stored.id);
+          const cached = filled.memberSlots();
           expect(Buffer.from(cached.bytes).equals(Buffer.from(reference.bytes))).toBe(true);
           expect(cached.slots).toEqual(reference.slots);
-          // The worker sealer: the first sighting of its own key goes to the worker, later ones are filled here.
-          const viaWorker = (await worker.prepare({ ...j, templateKey: `worker ${mass}` })).memberSlots();
+          // The worker sealer makes the same body whole.
+          const viaWorker = await worker.prepare(j);
           expect(Buffer.from(viaWorker.bytes).equals(Buffer.from(reference.bytes))).toBe(true);
           expect(viaWorker.slots).toEqual(reference.slots);
           const body = JSON.parse(finishSeal(key, cached, ledger).bytes.toString('utf8'));

@@ -180,14 +180,17 @@ describe('stored results', () => {
       expect(await countTemplates()).toBe(1);
       for (const s of sent) expect((await n.node.ledger.getResultBytes(s.id))!.toString('utf8')).toBe(s.text);
 
-      // After a restart the template is read from LevelDB; a new result of the same request uses the same template.
+      // After a restart the template is read from LevelDB. The restarted node sees the request for the first time
+      // (stored whole), then keeps its template again: the same template, so the same key.
       n = await n.restart();
       for (const s of sent) expect((await n.node.ledger.getResultBytes(s.id))!.toString('utf8')).toBe(s.text);
-      const again = await call(n.url, 'POST', '/api/svc/compute', request, bearer(who.key));
-      const againRecord = await n.node.store.get<Buffer>(n.node.store.sub('results', 'bytes'), again.body.result_id);
-      expect((await n.node.ledger.getResultBytes(again.body.result_id))!.toString('utf8')).toBe(again.text);
+      const again = [];
+      for (let i = 0; i < 2; i++) again.push(await call(n.url, 'POST', '/api/svc/compute', request, bearer(who.key)));
+      const againRecords = await Promise.all(again.map((r) => n.node.store.get<Buffer>(n.node.store.sub('results', 'bytes'), r.body.result_id)));
+      for (const r of again) expect((await n.node.ledger.getResultBytes(r.body.result_id))!.toString('utf8')).toBe(r.text);
+      expect(isCompact(againRecords[0]!)).toBe(false);
       // The new ledger does not know the template is stored and writes it again: the same key, still one record.
-      expect(isCompact(againRecord!)).toBe(true);
+      expect(isCompact(againRecords[1]!)).toBe(true);
       expect(await n.node.store.range(n.node.store.sub('result_templates', 'utf8'))).toHaveLength(1);
       const stored = await n.node.ledger.getResult(sent[3]!.id);
       expect((await call(n.url, 'POST', '/api/svc/verify', stored, bearer(who.key))).body.valid).toBe(true);
