@@ -5,7 +5,7 @@
 // computed from the stamp), filled per result. A closed-form chain's template depends on its request only (rule 5),
 // so it is serialised once per distinct request and only the holes are serialised per result.
 import type { TickStamp } from '../kernel/clock.js';
-import { CanonicalText, fillHoles, fillTemplate, fillTemplateTexts, Hole, holeTexts, Scratch, type MemberSlots, type Template } from '../kernel/canonical.js';
+import { CanonicalText, fillHoles, fillTemplate, Hole, holeTexts, type MemberSlots, type Template, type TemplateTexts } from '../kernel/canonical.js';
 import { storedTemplate, type StoredTemplate } from '../tally/stored-result.js';
 import { fieldTerms } from '../kernel/master.js';
 import { PRECISION_BOUND, tickAverage } from '../kernel/modulation.js';
@@ -74,20 +74,15 @@ export function buildBody(receiptKey: Buffer, job: BodyJob): Record<string, unkn
   return fillHoles(bodyTemplate(job), holeValues(receiptKey, job));
 }
 
-/** A body ready to be finished (finishSeal): its text with member slots, and for a kept template's body what its compact record needs. */
+/** A body ready to be finished (finishSeal): its texts, and for a body filled from a kept template, that template as stored. */
 export interface PreparedBody {
-  /**
-   * The body's canonical UTF-8 with member slots. A kept template's body is filled when this is called, into a buffer
-   * reused by the next such call: use it synchronously (a fresh 3–8 KB ArrayBuffer per result is an allocation and GC
-   * work saved).
-   */
-  memberSlots(): MemberSlots;
-  fromTemplate?: { template: StoredTemplate; holes: ReadonlyMap<string, string> };
+  texts: MemberSlots | TemplateTexts;
+  fromTemplate?: StoredTemplate;
 }
 
 /** A body made whole (its own buffer, e.g. from the sealer). */
 export function wholeBody(m: MemberSlots): PreparedBody {
-  return { memberSlots: () => m };
+  return { texts: m };
 }
 
 /** A request's serialised body template, kept by its owner (ComputeService keeps one per repeated chain request). */
@@ -105,12 +100,9 @@ export function keptTemplate(job: BodyJob): KeptTemplate {
   return { template, stored: storedTemplate(template) };
 }
 
-const fillScratch = new Scratch();
-
 /** A body filled from its request's kept template, on the calling thread (a few µs: less than a worker round trip). */
 export function fillKept(receiptKey: Buffer, kept: KeptTemplate, job: BodyJob): PreparedBody {
-  const holes = holeTexts(kept.template, holeValues(receiptKey, job));
-  return { memberSlots: () => fillTemplateTexts(kept.template, holes, fillScratch), fromTemplate: { template: kept.stored, holes } };
+  return { texts: { template: kept.template, holes: holeTexts(kept.template, holeValues(receiptKey, job)) }, fromTemplate: kept.stored };
 }
 
 /** buildBody, serialised for sealing: canonical UTF-8 with slots for the ledger's members and the proofs. */

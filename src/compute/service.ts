@@ -19,6 +19,7 @@ import { buildBody, fillKept, keptTemplate, wholeBody, type BodyJob, type KeptTe
 import type { Sealer } from './sealer.js';
 import { timeoutError, type SolverExecutor } from './executor.js';
 import type { QuotaService } from '../tally/quota.js';
+import { encodeCompact } from '../tally/stored-result.js';
 
 export const COST = { computePerOperator: 1, solver: 10, auto: 10 } as const;
 export const TIME_LIMIT_SECONDS = { free: 30, standard: 120, professional: 600 } as const;
@@ -173,14 +174,14 @@ export class ComputeService {
         counterNames: args.reservation.names,
         // The ledger's members go into the prepared text at their slots; the proof signs the whole body.
         build: (ctx: SealContext) => {
-          const { bytes, members } = finishSeal(this.deps.receiptKey, prepared.memberSlots(), {
+          const sealed = finishSeal(this.deps.receiptKey, prepared.texts, {
             tally_charge: ctx.tally_charge,
             envelope: ctx.envelope ? envelopeView(ctx.envelope) : null,
             audit: ctx.audit ? { slug: caller.kind === 'identity' ? caller.slug : null, seq: ctx.audit.seq, hash: ctx.audit.hash } : null,
           });
           // A body from a kept template is stored as the template's id plus its own texts (stored-result.ts).
           const from = prepared.fromTemplate;
-          return { bytes, compact: from ? { template: from.template, holes: from.holes, members } : undefined };
+          return { bytes: sealed.bytes, compact: from ? { template: from, record: encodeCompact(from, sealed.layout) } : undefined };
         },
       });
       this.deps.onSealed?.({ ...args.summary, result_id: resultId, result_digest: resultDigest, svcond: stamp.svcond });

@@ -394,6 +394,167 @@ export function joinAtSlots(m: MemberSlots, values: ReadonlyMap<string, string>,
 /** UTF-8 bytes per UTF-16 code unit, at most (a surrogate pair is 2 units and 4 bytes). */
 const UTF8_MAX = 3;
 
+/** Canonical text as a template and its holes' texts (holeTexts): what joinTemplate writes out. */
+export interface TemplateTexts {
+  template: Template;
+  holes: ReadonlyMap<string, string>;
+}
+
+/** A text with member slots as a template of one piece and no holes. */
+export function asTemplate(m: MemberSlots): TemplateTexts {
+  const bytes = Buffer.from(m.bytes.buffer, m.bytes.byteOffset, m.bytes.byteLength);
+  return { template: { pieces: [bytes], holes: [], slots: m.slots.map((s) => ({ name: s.name, commaBefore: s.commaBefore, commaAfter: s.commaAfter, piece: 0, at: s.offset })) }, holes: new Map() };
+}
+
+/** A template's distinct hole names in the order they first appear, and each hole's place among them. */
+export interface HoleOrder {
+  names: string[];
+  /** For each hole of the template (text order), the index of its name in `names`. */
+  index: number[];
+}
+const holeOrders = new WeakMap<Template, HoleOrder>();
+
+export function holeOrder(t: Template): HoleOrder {
+  let order = holeOrders.get(t);
+  if (order === undefined) {
+    const names: string[] = [];
+    const index = t.holes.map((name) => {
+      const i = names.indexOf(name);
+      return i >= 0 ? i : names.push(name) - 1;
+    });
+    order = { names, index };
+    holeOrders.set(t, order);
+  }
+  return order;
+}
+
+/** Where joinTemplate put a member: its value's bytes, and the bytes that removing the member takes out (with one comma). */
+export interface JoinedMember {
+  name: string;
+  start: number;
+  end: number;
+  cutStart: number;
+  cutEnd: number;
+}
+
+/** What joinTemplate wrote: the text's end, and where its variable texts are (byte offsets into the buffer). */
+export interface Joined {
+  end: number;
+  /** [start, end) of each distinct hole's text (holeOrder), as flat pairs. */
+  holes: number[];
+  /** The members written, in text order. */
+  members: JoinedMember[];
+}
+
+/** `"key":` as UTF-8, by name (slot names repeat from body to body); bounded. */
+const keyBytes = new Map<string, Buffer>();
+
+function keyBytesOf(name: string): Buffer {
+  let b = keyBytes.get(name);
+  if (b === undefined) {
+    b = Buffer.from(key(name), 'utf8');
+    if (keyBytes.size < QUOTED_KEYS_MAX) keyBytes.set(name, b);
+  }
+  return b;
+}
+
+/** The most bytes joinTemplate can write for these texts. */
+export function joinedBound(tt: TemplateTexts, members: ReadonlyMap<string, string>): number {
+  const { template: t, holes } = tt;
+  let most = 0;
+  for (const p of t.pieces) most += p.length;
+  for (const name of t.holes) {
+    const text = holes.get(name);
+    if (text === undefined) throw new TypeError(`no text for hole ${name}`);
+    most += UTF8_MAX * text.length;
+  }
+  // A member: a comma, its key, its value, and the group's other comma.
+  for (const s of t.slots) {
+    const text = members.get(s.name);
+    if (text !== undefined) most += 2 + UTF8_MAX * (s.name.length + 3 + text.length);
+  }
+  return most;
+}
+
+const COMMA = 0x2c;
+
+/**
+ * The template's text with its holes filled and `members` inserted at their slots (slots of other names stay empty),
+ * written as UTF-8 into `buf` from offset `lead`, after which it holds joinedBound bytes. The same bytes as
+ * joinAtSlots(fillTemplateTexts(…), members), made in one pass that converts each text once (a repeated hole is
+ * copied from its first place), and it tells where every variable text landed, so that other views of the result
+ * (the signed text without some members, a compact record) are made by copying bytes instead of converting again.
+ */
+export function joinTemplate(tt: TemplateTexts, members: ReadonlyMap<string, string>, buf: Buffer, lead = 0): Joined {
+  const { template: t, holes } = tt;
+  const order = holeOrder(t);
+  const holeRanges = new Array<number>(2 * order.names.length).fill(-1);
+  const written: JoinedMember[] = [];
+  const slots = t.slots;
+  let at = lead;
+  let s = 0;
+  for (let p = 0; p < t.pieces.length; p++) {
+    const piece = t.pieces[p]!;
+    let from = 0;
+    while (s < slots.length && slots[s]!.piece === p) {
+      const first = slots[s]!;
+      if (first.at > from) {
+        buf.set(piece.subarray(from, first.at), at);
+        at += first.at - from;
+        from = first.at;
+      }
+      // The slots at one place share its commas: a comma before the first member written (if the place has one),
+      // commas between members, and a comma after the last (if the place has one).
+      let group = 0;
+      let openCut: JoinedMember | null = null;
+      for (; s < slots.length && slots[s]!.piece === p && slots[s]!.at === first.at; s++) {
+        const name = slots[s]!.name;
+        const text = members.get(name);
+        if (text === undefined) continue;
+        const member: JoinedMember = { name, start: 0, end: 0, cutStart: at, cutEnd: 0 };
+        const comma = group > 0 || first.commaBefore;
+        if (comma) buf[at++] = COMMA;
+        if (openCut !== null) openCut.cutEnd = at;
+        const k = keyBytesOf(name);
+        buf.set(k, at);
+        at += k.length;
+        member.start = at;
+        at += buf.write(text, at, 'utf8');
+        member.end = at;
+        // Led by a comma, the member goes with it; the first member of a place without one goes with the comma after it.
+        member.cutEnd = at;
+        openCut = comma ? null : member;
+        written.push(member);
+        group++;
+      }
+      if (group > 0 && first.commaAfter) {
+        buf[at++] = COMMA;
+        if (openCut !== null) openCut.cutEnd = at;
+      }
+    }
+    if (from < piece.length) {
+      buf.set(from === 0 ? piece : piece.subarray(from), at);
+      at += piece.length - from;
+    }
+    if (p < t.holes.length) {
+      const i = order.index[p]!;
+      const start = at;
+      const first = holeRanges[2 * i]!;
+      if (first >= 0) {
+        buf.copyWithin(at, first, holeRanges[2 * i + 1]!);
+        at += holeRanges[2 * i + 1]! - first;
+      } else {
+        const text = holes.get(t.holes[p]!);
+        if (text === undefined) throw new TypeError(`no text for hole ${t.holes[p]}`);
+        at += buf.write(text, at, 'utf8');
+        holeRanges[2 * i] = start;
+        holeRanges[2 * i + 1] = at;
+      }
+    }
+  }
+  return { end: at, holes: holeRanges, members: written };
+}
+
 /** One-shot crypto.hash (Node ≥ 20.12): no Hash object per digest. */
 const oneShot = (crypto as unknown as { hash?: (algorithm: string, data: string | Uint8Array, encoding: 'hex' | 'buffer') => string | Buffer }).hash;
 

@@ -1,7 +1,7 @@
 // Receipts: svcProof = hex HMAC-SHA256 over the RFC 8785 canonical JSON of the sealed body, the tick receipt
 // (spec 2.2) with its own HMAC, and the continuum state fields mapped from the result unit.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { canonicalJson, canonicalTemplate, fillTemplate, joinAtSlots, Scratch, sha256Bytes, sha256Hex, type MemberSlots, type Template } from './canonical.js';
+import { asTemplate, canonicalJson, canonicalTemplate, fillTemplate, joinedBound, joinTemplate, Scratch, sha256Bytes, sha256Hex, type Joined, type JoinedMember, type MemberSlots, type Template, type TemplateTexts } from './canonical.js';
 import { PULSE_HZ, TICK_NS_NUMBER, TICK_SECONDS_EXACT } from './clock.js';
 import type { StateField } from '../solvers/types.js';
 
@@ -45,7 +45,8 @@ function hmacOfLed(key: Buffer, led: Buffer): string {
   pads.inner.copy(led, 0);
   const outer = Buffer.allocUnsafe(96);
   pads.outer.copy(outer, 0);
-  sha256Bytes(led).copy(outer, 64);
+  // The inner digest as hex, written back as bytes: a Buffer result of the one-shot hash costs ~0.5–1 µs more.
+  outer.write(sha256Hex(led), 64, 'hex');
   return sha256Hex(outer);
 }
 
@@ -91,21 +92,75 @@ export function sealTemplate(body: Record<string, unknown>, later: readonly stri
   return canonicalTemplate(body, [...later, 'svcProof'], 'cko', ['svcProof']);
 }
 
-/** The signed text is hashed at once and dropped: one buffer serves every seal. */
-const signScratch = new Scratch();
+/** A sealed body's texts are assembled here, signed and copied out within one call: one buffer serves every seal. */
+const sealScratch = new Scratch();
+
+/** svcProof's text while the body is assembled: a hex digest's length, overwritten with the proof once it is known. */
+const PROOF_PLACEHOLDER = `"${'0'.repeat(64)}"`;
+
+/** A body sealed by finishSeal. */
+export interface FinishedSeal {
+  proof: string;
+  /** The UTF-8 canonical JSON of the signed body, proofs in (its own buffer). */
+  bytes: Buffer;
+  /** The JSON text of every member added at a slot (the later ones and svcProof), by name. */
+  members: Map<string, string>;
+  /**
+   * Where the body's variable texts are in `buf` (joinTemplate): for copies such as a compact record, made before the
+   * next finishSeal reuses the buffer.
+   */
+  layout: { buf: Buffer; joined: Joined };
+}
 
 /**
  * The second half: add the `later` members, sign (signBody's proof: the HMAC over the canonical JSON of the whole
- * body without its two svcProof fields) and return the UTF-8 canonical JSON of the signed body with the proofs in,
- * and the JSON text of every member added at a slot (the later ones and svcProof), which a compact stored result keeps.
+ * body without its two svcProof fields) and return the UTF-8 canonical JSON of the signed body with the proofs in.
+ * The body is written once, with a placeholder where each proof goes; the signed text is that text without the
+ * proofs (copied, not written again), and the proof is then written over the placeholders.
  */
-export function finishSeal(key: Buffer, prepared: MemberSlots, later: Readonly<Record<string, unknown>>): { proof: string; bytes: Buffer; members: Map<string, string> } {
+export function finishSeal(key: Buffer, prepared: MemberSlots | TemplateTexts, later: Readonly<Record<string, unknown>>): FinishedSeal {
+  const texts = 'template' in prepared ? prepared : asTemplate(prepared);
   const values = new Map<string, string>();
   for (const [name, value] of Object.entries(later)) values.set(name, canonicalJson(value));
-  // The signed text is written after room for the HMAC's inner pad, so it is hashed where it lies.
-  const proof = hmacOfLed(key, joinAtSlots(prepared, values, 64, signScratch));
+  values.set('svcProof', PROOF_PLACEHOLDER);
+  const bound = joinedBound(texts, values);
+  // The body, then (after room for the HMAC's inner pad) the signed text.
+  const buf = sealScratch.get(2 * bound + 64);
+  const joined = joinTemplate(texts, values, buf);
+  const signStart = joined.end;
+  let at = signStart + 64;
+  let from = 0;
+  const proofs: JoinedMember[] = [];
+  for (const m of joined.members) {
+    if (m.name !== 'svcProof') continue;
+    // Two proofs in one place would share a comma: then the signed text is written on its own (no body has that).
+    if (m.cutStart < from) return finishSealApart(key, texts, values, joined, buf);
+    buf.copyWithin(at, from, m.cutStart);
+    at += m.cutStart - from;
+    from = m.cutEnd;
+    proofs.push(m);
+  }
+  buf.copyWithin(at, from, joined.end);
+  at += joined.end - from;
+  const proof = hmacOfLed(key, buf.subarray(signStart, at));
+  return sealed(proof, values, joined, buf, proofs);
+}
+
+/** finishSeal's end: the proof written over its placeholders, and the body copied out of the scratch buffer. */
+function sealed(proof: string, values: Map<string, string>, joined: Joined, buf: Buffer, proofs: JoinedMember[]): FinishedSeal {
+  for (const m of proofs) buf.write(proof, m.start + 1, 'latin1');
   values.set('svcProof', `"${proof}"`);
-  return { proof, bytes: joinAtSlots(prepared, values), members: values };
+  const bytes = Buffer.allocUnsafe(joined.end);
+  bytes.set(buf.subarray(0, joined.end));
+  return { proof, bytes, members: values, layout: { buf, joined } };
+}
+
+function finishSealApart(key: Buffer, texts: TemplateTexts, values: Map<string, string>, joined: Joined, buf: Buffer): FinishedSeal {
+  const unsigned = new Map(values);
+  unsigned.delete('svcProof');
+  const led = Buffer.allocUnsafe(64 + joinedBound(texts, unsigned));
+  const proof = hmacOfLed(key, led.subarray(0, joinTemplate(texts, unsigned, led, 64).end));
+  return sealed(proof, values, joined, buf, joined.members.filter((m) => m.name === 'svcProof'));
 }
 
 export function verifyBody(key: Buffer, body: Record<string, unknown>): boolean {

@@ -9,7 +9,7 @@ import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { Counters } from '../store/counters.js';
 import type { ChainService, AuditRow } from '../chain/service.js';
 import type { KeyRecord } from '../identity/service.js';
-import { decodeCompact, encodeCompact, isCompact, rebuildBody, templateFromStored, type CompactResult } from './stored-result.js';
+import { compactTemplateId, decodeCompact, isCompact, rebuildBody, templateFromStored, type StoredTemplate } from './stored-result.js';
 
 export const FOUNDATION_SHARE_PERCENT = 20;
 const STORED_TEMPLATE_IDS_MAX = 4096;
@@ -147,8 +147,11 @@ export class Ledger {
     svcond: number;
     unixMs: number;
     counterNames: string[];
-    /** The body's bytes; with `compact` when the body came from a kept template (stored as stored-result.ts says). */
-    build: (ctx: SealContext) => { bytes: Buffer; compact?: CompactResult };
+    /**
+     * The body's bytes; with `compact` when the body came from a kept template: its compact record (stored-result.ts)
+     * is stored instead of the bytes, and the template with the first result that uses it.
+     */
+    build: (ctx: SealContext) => { bytes: Buffer; compact?: { template: StoredTemplate; record: Buffer } };
   }): Promise<{ bytes: Buffer }> {
     const { caller, cost } = args;
     const ops: Op[] = [];
@@ -229,7 +232,7 @@ export class Ledger {
     let newTemplate: string | null = null;
     try {
       // Serialised once by build: the same bytes are sent and stored (whole, or as their template's id and texts).
-      let compact: CompactResult | undefined;
+      let compact: { template: StoredTemplate; record: Buffer } | undefined;
       ({ bytes, compact } = args.build({ tally_charge: charge, envelope, audit }));
       if (compact) {
         const { id, json } = compact.template;
@@ -238,7 +241,7 @@ export class Ledger {
           newTemplate = id;
           ops.push({ type: 'put', sub: this.templates, key: id, value: json });
         }
-        ops.push({ type: 'put', sub: this.results, key: args.resultId, value: encodeCompact(compact) });
+        ops.push({ type: 'put', sub: this.results, key: args.resultId, value: compact.record });
       } else {
         ops.push({ type: 'put', sub: this.results, key: args.resultId, value: bytes });
       }
@@ -259,10 +262,12 @@ export class Ledger {
   async getResultBytes(resultId: string): Promise<Buffer | undefined> {
     const record = await this.store.get<Buffer>(this.results, resultId);
     if (record === undefined || !isCompact(record)) return record;
-    const { templateId, holes, members } = decodeCompact(record);
+    const templateId = compactTemplateId(record);
     const json = await this.store.get<string>(this.templates, templateId);
     if (json === undefined) throw new Error(`result ${resultId}: its template ${templateId} is missing`);
-    return rebuildBody(templateFromStored(json), holes, members);
+    const template = templateFromStored(json);
+    const { holes, members } = decodeCompact(record, template);
+    return rebuildBody(template, holes, members);
   }
 
   async getResult(resultId: string): Promise<Record<string, unknown> | undefined> {

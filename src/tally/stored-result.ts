@@ -5,7 +5,7 @@
 // Rebuilding runs the same fill and join as sealing did, so the bytes are the ones that were sent.
 // Why: a repeated request's body is ~3.3 KB, of which ~1 KB changes from result to result. Storing the whole body
 // made the result ~75 % of the bytes each seal writes, and LevelDB's log, memtable and compactions cost CPU per byte.
-import { fillTemplateTexts, joinAtSlots, sha256Hex, type Template } from '../kernel/canonical.js';
+import { fillTemplateTexts, holeOrder, joinAtSlots, sha256Hex, type Joined, type Template } from '../kernel/canonical.js';
 
 /** A template in its stored form, and its id (the SHA-256 of that form). */
 export interface StoredTemplate {
@@ -15,21 +15,16 @@ export interface StoredTemplate {
   json: string;
 }
 
-/** What a sealed result filled from a kept template stores instead of its body. */
-export interface CompactResult {
-  template: StoredTemplate;
-  /** Each hole's JSON text, by hole name. */
-  holes: ReadonlyMap<string, string>;
-  /** Each member added at a slot (ledger members and proofs), by name: its JSON text. */
-  members: ReadonlyMap<string, string>;
-}
-
 /** A whole body starts with `{`; a compact record with this byte, then its format version. */
 const COMPACT_MARK = 0x00;
-const COMPACT_VERSION = 0x01;
+/** Version 1 named every text; version 2 (written now) leaves out the holes' names, which the template has. */
+const COMPACT_V1 = 0x01;
+const COMPACT_V2 = 0x02;
 /** Separators in the record's text: canonical JSON never holds a raw control character (RFC 8785 escapes them). */
 const FIELD = '\x01';
 const PART = '\x02';
+const FIELD_BYTE = 0x01;
+const PART_BYTE = 0x02;
 
 export function storedTemplate(t: Template): StoredTemplate {
   const json = JSON.stringify({ pieces: t.pieces.map((p) => p.toString('utf8')), holes: t.holes, slots: t.slots });
@@ -47,35 +42,67 @@ export function isCompact(record: Uint8Array): boolean {
 }
 
 /**
- * The record: mark, version, the template id (32 bytes), then one UTF-8 text: each hole as name, FIELD, text,
- * FIELD; then PART; then each member the same way. Made as one string and written once (one UTF-8 conversion).
+ * The compact record of a body sealed from `template` (finishSeal's layout): mark, version 2, the template id
+ * (32 bytes), then each distinct hole's text (in holeOrder) followed by FIELD, then PART, then each member added at a
+ * slot as name, FIELD, text, FIELD. The texts are copied from where the seal wrote them, not converted again.
  */
-export function encodeCompact(c: CompactResult): Buffer {
-  let text = '';
-  for (const [name, json] of c.holes) text += name + FIELD + json + FIELD;
-  text += PART;
-  for (const [name, json] of c.members) text += name + FIELD + json + FIELD;
-  const out = Buffer.allocUnsafe(34 + 3 * text.length);
+export function encodeCompact(template: StoredTemplate, layout: { buf: Buffer; joined: Joined }): Buffer {
+  const { buf, joined } = layout;
+  const h = joined.holes;
+  const members = joined.members.filter((m, i) => joined.members.findIndex((o) => o.name === m.name) === i);
+  let size = 35;
+  for (let i = 0; i < h.length; i += 2) size += h[i + 1]! - h[i]! + 1;
+  for (const m of members) size += Buffer.byteLength(m.name, 'utf8') + m.end - m.start + 2;
+  const out = Buffer.allocUnsafe(size);
   out[0] = COMPACT_MARK;
-  out[1] = COMPACT_VERSION;
-  out.set(c.template.idBytes, 2);
-  return out.subarray(0, 34 + out.write(text, 34, 'utf8'));
+  out[1] = COMPACT_V2;
+  out.set(template.idBytes, 2);
+  let at = 34;
+  for (let i = 0; i < h.length; i += 2) {
+    out.set(buf.subarray(h[i]!, h[i + 1]!), at);
+    at += h[i + 1]! - h[i]!;
+    out[at++] = FIELD_BYTE;
+  }
+  out[at++] = PART_BYTE;
+  for (const m of members) {
+    at += out.write(m.name, at, 'utf8');
+    out[at++] = FIELD_BYTE;
+    out.set(buf.subarray(m.start, m.end), at);
+    at += m.end - m.start;
+    out[at++] = FIELD_BYTE;
+  }
+  return out;
 }
 
-export function decodeCompact(record: Uint8Array): { templateId: string; holes: Map<string, string>; members: Map<string, string> } {
+/** The id of the template a compact record was filled from. */
+export function compactTemplateId(record: Uint8Array): string {
+  if (record.length < 35 || record[0] !== COMPACT_MARK || (record[1] !== COMPACT_V1 && record[1] !== COMPACT_V2)) throw new Error('not a compact result record');
+  return Buffer.from(record.buffer, record.byteOffset, record.byteLength).toString('hex', 2, 34);
+}
+
+/** A compact record's texts: each hole's and each member's JSON text, by name. `template` is the record's own. */
+export function decodeCompact(record: Uint8Array, template: Template): { holes: Map<string, string>; members: Map<string, string> } {
+  compactTemplateId(record);
   const buf = Buffer.from(record.buffer, record.byteOffset, record.byteLength);
-  if (buf.length < 35 || buf[0] !== COMPACT_MARK || buf[1] !== COMPACT_VERSION) throw new Error('not a compact result record');
   const parts = buf.toString('utf8', 34).split(PART);
   if (parts.length !== 2) throw new Error('compact result record: damaged text');
-  const [holes, members] = parts.map((part) => {
+  const fieldsOf = (part: string, each: number): string[] => {
     const fields = part.split(FIELD);
-    // name, text, name, text, …, then '' after the last FIELD
-    if (fields.length % 2 !== 1 || fields[fields.length - 1] !== '') throw new Error('compact result record: damaged text');
+    // `each` texts per entry, then '' after the last FIELD
+    if ((fields.length - 1) % each !== 0 || fields[fields.length - 1] !== '') throw new Error('compact result record: damaged text');
+    return fields.slice(0, -1);
+  };
+  const named = (fields: string[]): Map<string, string> => {
     const map = new Map<string, string>();
     for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i]!, fields[i + 1]!);
     return map;
-  }) as [Map<string, string>, Map<string, string>];
-  return { templateId: buf.toString('hex', 2, 34), holes, members };
+  };
+  const members = named(fieldsOf(parts[1]!, 2));
+  if (record[1] === COMPACT_V1) return { holes: named(fieldsOf(parts[0]!, 2)), members };
+  const names = holeOrder(template).names;
+  const texts = fieldsOf(parts[0]!, 1);
+  if (texts.length !== names.length) throw new Error('compact result record: damaged text (its holes do not match its template)');
+  return { holes: new Map(names.map((name, i) => [name, texts[i]!])), members };
 }
 
 /** The body's bytes from its compact record and its template (the same fill and join as sealing). */

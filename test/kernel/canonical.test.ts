@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import canonicalizeImpl from 'canonicalize';
 import { createHash } from 'node:crypto';
-import { CanonicalText, canonicalJson, canonicalJsonWithSlots, canonicalTemplate, fillHoles, fillTemplate, Hole, joinAtSlots, sha256Hex } from '../../src/kernel/canonical.js';
+import { CanonicalText, canonicalJson, canonicalJsonWithSlots, canonicalTemplate, fillHoles, fillTemplate, fillTemplateTexts, Hole, holeOrder, holeTexts, joinAtSlots, joinedBound, joinTemplate, sha256Hex } from '../../src/kernel/canonical.js';
 
 const oracle = canonicalizeImpl as unknown as (value: unknown) => string | undefined;
 
@@ -257,6 +257,46 @@ describe('canonicalTemplate', () => {
       expect(Buffer.from(filled.bytes).equals(Buffer.from(reference.bytes))).toBe(true);
       expect(filled.slots).toEqual(reference.slots);
       expect(canonicalJson(fillHoles(punched, values))).toBe(oracle(obj));
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(500);
+  });
+
+  it('joinTemplate writes what filling and joining write, and says where each text is and what removing a member takes', () => {
+    const rand = prng(991);
+    let checked = 0;
+    for (let i = 0; i < 3000; i++) {
+      const v = generate(rand);
+      if (!v || typeof v !== 'object' || Array.isArray(v)) continue;
+      const obj = v as Record<string, unknown>;
+      for (const n of names) delete obj[n];
+      if (i % 2 === 0) obj.cko = { b: 'é', z: [1, 'x'] };
+      const holes = new Map<string, unknown>();
+      const punched = punch(obj, rand, holes, true) as Record<string, unknown>;
+      const t = canonicalTemplate(punched, names, 'cko', ['svcProof']);
+      const texts = holeTexts(t, Object.fromEntries(holes));
+      // Any subset of the members, with multi-byte text.
+      const members = new Map<string, string>();
+      names.forEach((n, k) => {
+        if ((i >> k) & 1) members.set(n, canonicalJson({ n: i, s: `∘${k}` }));
+      });
+      const expected = joinAtSlots(fillTemplateTexts(t, texts), members);
+      const lead = i % 5;
+      const buf = Buffer.alloc(lead + joinedBound({ template: t, holes: texts }, members));
+      const joined = joinTemplate({ template: t, holes: texts }, members, buf, lead);
+      const out = buf.subarray(lead, joined.end);
+      expect(out.equals(expected)).toBe(true);
+      const order = holeOrder(t);
+      order.names.forEach((name, h) => expect(buf.toString('utf8', joined.holes[2 * h]!, joined.holes[2 * h + 1]!)).toBe(texts.get(name)));
+      for (const m of joined.members) {
+        expect(buf.toString('utf8', m.start, m.end)).toBe(members.get(m.name));
+        // Cutting one member out gives the text joined without it (at every place it has).
+        if (joined.members.filter((o) => o.name === m.name).length > 1) continue;
+        const without = new Map(members);
+        without.delete(m.name);
+        const cut = Buffer.concat([buf.subarray(lead, m.cutStart), buf.subarray(m.cutEnd, joined.end)]);
+        expect(cut.toString('utf8')).toBe(joinAtSlots(fillTemplateTexts(t, texts), without).toString('utf8'));
+      }
       checked++;
     }
     expect(checked).toBeGreaterThan(500);

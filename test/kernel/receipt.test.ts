@@ -95,6 +95,16 @@ describe('prepareSeal + finishSeal (ledger members added after serialisation)', 
     expect(verifyBody(key, JSON.parse(bytes.toString('utf8')))).toBe(true);
   });
 
+  it('signs the text without its proofs when two proofs share one place (written apart, not cut out)', async () => {
+    const { hmacHex } = await import('../../src/kernel/receipt.js');
+    // Hand-made slots: two svcProof members and an audit member at the start of the key "b".
+    const slot = (name: string) => ({ name, commaBefore: false, commaAfter: true, piece: 0, at: 7 });
+    const template = { pieces: [Buffer.from('{"a":1,"b":2}')], holes: [], slots: [slot('audit'), slot('svcProof'), slot('svcProof')] };
+    const { proof, bytes } = finishSeal(key, { template, holes: new Map() }, { audit: 5 });
+    expect(proof).toBe(hmacHex(key, '{"a":1,"audit":5,"b":2}'));
+    expect(bytes.toString('utf8')).toBe(`{"a":1,"audit":5,"svcProof":"${proof}","svcProof":"${proof}","b":2}`);
+  });
+
   it('refuses a body that already has a ledger member or has no CKO', () => {
     expect(() => prepareSeal(body(), ['tally_charge'])).toThrow();
     expect(() => prepareSeal({ value: 1 }, [])).toThrow();
