@@ -2,7 +2,7 @@
 // built synchronously from the in-memory head, and its op goes into the caller's atomic batch.
 import { canonicalJson, sha256Hex } from '../kernel/canonical.js';
 import { ServiceError } from '../kernel/errors.js';
-import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
+import { JsonText, padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 
 export type Role = 'viewer' | 'operator' | 'admin' | 'owner';
 
@@ -33,7 +33,12 @@ export interface AuditRow {
 export const GENESIS_HASH = '0'.repeat(64);
 
 export function rowHash(row: Omit<AuditRow, 'hash'>): string {
-  return sha256Hex(canonicalJson({ seq: row.seq, svcond: row.svcond, transitionType: row.transitionType, payload_sha256: row.payload_sha256, prev_hash: row.prev_hash }));
+  return sha256Hex(rowText(row));
+}
+
+/** The canonical JSON a row's hash is taken over: the row without its hash. */
+function rowText(row: Omit<AuditRow, 'hash'>): string {
+  return canonicalJson({ seq: row.seq, svcond: row.svcond, transitionType: row.transitionType, payload_sha256: row.payload_sha256, prev_hash: row.prev_hash });
 }
 
 interface Head {
@@ -108,12 +113,14 @@ export class ChainService {
     const head = this.heads.get(slug);
     if (!head) throw new Error(`chain head of ${slug} not prepared`);
     const base = { seq: head.seq + 1, svcond, transitionType, payload_sha256: sha256Hex(canonicalJson(payload)), prev_hash: head.hash };
-    const row: AuditRow = { ...base, hash: rowHash(base) };
+    const text = rowText(base);
+    const row: AuditRow = { ...base, hash: sha256Hex(text) };
     const previous = { ...head };
     this.heads.set(slug, { seq: row.seq, hash: row.hash });
     return {
       row,
-      op: { type: 'put', sub: this.rows, key: `${slug}!${padNum(row.seq)}`, value: row },
+      // Stored as the hashed text plus the hash (parsed back, the same row): the row is serialised once.
+      op: { type: 'put', sub: this.rows, key: `${slug}!${padNum(row.seq)}`, value: new JsonText(`${text.slice(0, -1)},"hash":"${row.hash}"}`) },
       rollback: () => {
         const now = this.heads.get(slug);
         if (now && now.seq === row.seq) this.heads.set(slug, previous);

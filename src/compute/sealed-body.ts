@@ -5,7 +5,7 @@
 // computed from the stamp), filled per result. A closed-form chain's template depends on its request only (rule 5),
 // so it is serialised once per distinct request and only the holes are serialised per result.
 import type { TickStamp } from '../kernel/clock.js';
-import { CanonicalText, fillHoles, fillTemplate, Hole, holeTexts, type MemberSlots, type Template, type TemplateTexts } from '../kernel/canonical.js';
+import { CanonicalText, canonicalJson, fillHoles, fillTemplate, Hole, holeTexts, type MemberSlots, type Template, type TemplateTexts } from '../kernel/canonical.js';
 import { storedTemplate, type StoredTemplate } from '../tally/stored-result.js';
 import { fieldTerms } from '../kernel/master.js';
 import { PRECISION_BOUND, tickAverage } from '../kernel/modulation.js';
@@ -118,11 +118,13 @@ function holeValues(receiptKey: Buffer, job: BodyJob): HoleValues {
   const { parts } = job;
   const { stamp, R_t } = parts;
   const result = job.kind === 'compute' ? { value: job.chain.value, unit: job.chain.unit, fields: stateFields(job.chain.value, job.chain.unit) } : { value: job.out.value, unit: job.out.unit, fields: stateFields(job.out.value, job.out.unit, job.out.receipt_fields) };
+  // The stamp's numbers are serialised once, for the body and for its tick receipt.
+  const texts = { R_t: canonicalJson(R_t), phase: canonicalJson(stamp.phase), svcond: canonicalJson(stamp.svcond) };
   return {
     result_id: parts.resultId,
-    R_t,
-    phase: stamp.phase,
-    svcond: stamp.svcond,
+    R_t: new CanonicalText(texts.R_t),
+    phase: new CanonicalText(texts.phase),
+    svcond: new CanonicalText(texts.svcond),
     unix_ns: stamp.unix_ns,
     result_digest: parts.resultDigest,
     node: parts.node,
@@ -130,7 +132,9 @@ function holeValues(receiptKey: Buffer, job: BodyJob): HoleValues {
     ko42_equation: ko42Equation({ R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: parts.phi0 }),
     verify_step: verifyStep({ R_t, phase: stamp.phase, svcond: stamp.svcond }),
     metric_shift: parts.shift,
-    svcond_receipt: new CanonicalText(tickReceiptText(receiptKey, { svcond: stamp.svcond, phase: stamp.phase, R_t, value: result.value, unit: result.unit, result_digest: parts.resultDigest, fields: result.fields })),
+    svcond_receipt: new CanonicalText(
+      tickReceiptText(receiptKey, { svcond: stamp.svcond, phase: stamp.phase, R_t, value: result.value, unit: result.unit, result_digest: parts.resultDigest, fields: result.fields }, texts),
+    ),
   };
 }
 

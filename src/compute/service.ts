@@ -159,7 +159,9 @@ export class ComputeService {
       const shift = metricShift(startStamp.phase, elapsedTicks(args.startNs, endNs), this.deps.phi0);
       const R_t = modulationFactor(stamp.phase, this.deps.phi0);
       const { resultDigest } = args;
-      const resultId = `res_${stamp.svcond}_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+      const uuid = randomUUID();
+      // The UUID's first 16 hex digits (without its dashes).
+      const resultId = `res_${stamp.svcond}_${uuid.slice(0, 8)}${uuid.slice(9, 13)}${uuid.slice(14, 18)}`;
       const job = args.job(this.stampParts(stamp, R_t, resultId, resultDigest, shift));
       const kept = args.kept?.(job) ?? null;
       const prepared: PreparedBody = kept ? fillKept(this.deps.receiptKey, kept, job) : wholeBody(await this.deps.sealer.prepare(job));

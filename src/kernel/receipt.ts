@@ -210,11 +210,12 @@ const TICK_NS_JSON = canonicalJson(TICK_NS_NUMBER);
  * (the receipt without hmac, plus value, unit and result_digest: what verification recomputes) and the receipt.
  * Members are written in canonical (sorted) order; the tests hold it to canonicalJson of the same objects.
  */
-export function tickReceiptText(key: Buffer, args: TickReceiptFacts): string {
-  const R = canonicalJson(args.R_t);
+export function tickReceiptText(key: Buffer, args: TickReceiptFacts, texts?: { R_t: string; phase: string; svcond: string }): string {
+  // The stamp's numbers, when the caller has serialised them already (a sealed body holds them too).
+  const R = texts?.R_t ?? canonicalJson(args.R_t);
   const fields = canonicalJson(args.fields);
-  const phase = canonicalJson(args.phase);
-  const svcond = canonicalJson(args.svcond);
+  const phase = texts?.phase ?? canonicalJson(args.phase);
+  const svcond = texts?.svcond ?? canonicalJson(args.svcond);
   const signed =
     `{"R_t":${R},"fields":${fields},"phase":${phase},"pulse_hz":${PULSE_HZ_JSON},"result_digest":${canonicalJson(args.result_digest)},` +
     `"svcond":${svcond},"tick_period_s":${TICK_SECONDS_JSON},"unit":${canonicalJson(args.unit)},"value":${canonicalJson(args.value)},"zeqond_ns":${TICK_NS_JSON}}`;

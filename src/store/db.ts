@@ -17,10 +17,8 @@ export interface StoreOptions {
 }
 
 interface Pending {
-  /** Encoded ops: root key, then the value text or bytes (put) or null (del). */
+  /** Encoded ops (those not on rewritten records): root key, then the value text or bytes (put) or null (del). */
   encoded: (string | Uint8Array | null)[];
-  /** Positions (op numbers) of the ops on records that are rewritten (sub(…, { rewritten: true })), or null. */
-  rewritten: number[] | null;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -36,6 +34,14 @@ export class StoreWriteError extends Error {
   }
 }
 
+/**
+ * A value of a 'json' sublevel given as its JSON text, written as it is: for a record whose JSON a caller made
+ * already (e.g. to hash it). Read back, it is the parsed value like any other.
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
 /** Per-op option of a put whose value is bytes (the root's default value encoding is utf8). */
 const BYTES = { valueEncoding: 'view' } as const;
 
@@ -46,6 +52,12 @@ export class Store {
   private readonly encodings = new WeakMap<Sublevel, 'json' | 'utf8' | 'bytes'>();
   private readonly rewrittenSubs = new WeakSet<Sublevel>();
   private queue: Pending[] = [];
+  /**
+   * The queued commits' ops on rewritten records (sub(…, { rewritten: true })), by root key: only the last op on
+   * each is written, and its value is encoded then (a counter or wallet record, rewritten by every seal of a batch,
+   * is serialised once per batch, not once per seal).
+   */
+  private rewrites = new Map<string, Op>();
   private flushing = false;
   private closed = false;
   private readonly sync: boolean;
@@ -121,20 +133,25 @@ export class Store {
     // Encode now, in the caller's turn: a value that cannot be encoded fails this caller only.
     // Same bytes as put(key, value, { sublevel }): the sublevel's key prefix and its value encoding
     // (level-transcoder's json is JSON.stringify), without abstract-level's per-op option cloning.
-    const encoded: (string | Uint8Array | null)[] = new Array(ops.length * 2);
-    let rewritten: number[] | null = null;
+    const encoded: (string | Uint8Array | null)[] = [];
+    let rewrites: Op[] | null = null;
     try {
       for (let i = 0; i < ops.length; i++) {
         const op = ops[i]!;
-        encoded[2 * i] = op.sub.prefixKey(op.key, 'utf8');
-        encoded[2 * i + 1] = op.type === 'put' ? this.encode(op.sub, op.value) : null;
-        if (this.rewrittenSubs.has(op.sub)) (rewritten ??= []).push(i);
+        if (this.rewrittenSubs.has(op.sub)) {
+          // Checked now, encoded when the batch is written (values of rewritten records are never changed after a commit).
+          if (op.type === 'put') this.checkEncodable(op.sub, op.value);
+          (rewrites ??= []).push(op);
+          continue;
+        }
+        encoded.push(op.sub.prefixKey(op.key, 'utf8'), op.type === 'put' ? this.encode(op.sub, op.value) : null);
       }
     } catch (err) {
       return Promise.reject(err);
     }
+    if (rewrites !== null) for (const op of rewrites) this.rewrites.set(op.sub.prefixKey(op.key, 'utf8'), op);
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ encoded, rewritten, resolve, reject });
+      this.queue.push({ encoded, resolve, reject });
       if (!this.flushing) {
         // Started after the current round of I/O callbacks (setImmediate), so one batch takes the seals of the whole
         // round, not the first alone: one log write (and one fsync) for all of them.
@@ -148,27 +165,32 @@ export class Store {
     try {
       while (this.queue.length > 0) {
         const group = this.queue;
+        const rewrites = this.rewrites;
         this.queue = [];
+        this.rewrites = new Map();
         const batch = this.db.batch();
         let count = 0;
         try {
-          // Within one batch a later op on a key replaces an earlier one, so only the last op per rewritten key is
-          // written: the totals record, and a busy identity's wallet, counters and quota slot, are rewritten by every seal.
-          const last = group.length > 1 ? lastRewrite(group) : null;
           for (let g = 0; g < group.length; g++) {
-            const { encoded: e, rewritten } = group[g]!;
-            let r = 0;
+            const e = group[g]!.encoded;
             for (let i = 0; i < e.length; i += 2) {
-              if (last !== null && rewritten !== null && rewritten[r] === i / 2) {
-                r++;
-                if (last.get(e[i] as string) !== g) continue;
-              }
               const value = e[i + 1] ?? null;
               if (value === null) batch.del(e[i] as string);
               else if (typeof value === 'string') batch.put(e[i] as string, value);
               else batch.put(e[i] as string, value as unknown as string, BYTES);
               count++;
             }
+          }
+          // A rewritten record's last op in this batch: the totals record, and a busy identity's wallet, counters
+          // and quota slot, are rewritten by every seal.
+          for (const [key, op] of rewrites) {
+            if (op.type === 'del') batch.del(key);
+            else {
+              const value = this.encode(op.sub, op.value);
+              if (typeof value === 'string') batch.put(key, value);
+              else batch.put(key, value as unknown as string, BYTES);
+            }
+            count++;
           }
           await batch.write({ sync: this.sync });
           this.stats.batches++;
@@ -181,6 +203,7 @@ export class Store {
           const failed = new StoreWriteError(err);
           const queued = this.queue;
           this.queue = [];
+          this.rewrites = new Map();
           for (const p of group) p.reject(failed);
           for (const p of queued) p.reject(failed);
         }
@@ -197,13 +220,16 @@ export class Store {
 
   private encode(sub: Sublevel, value: Json): string | Uint8Array {
     const encoding = this.encodings.get(sub);
-    if (encoding === 'json') return JSON.stringify(value);
-    if (encoding === 'bytes') {
-      if (!(value instanceof Uint8Array)) throw new TypeError('a bytes sublevel takes Uint8Array values');
-      return value;
-    }
-    if (typeof value !== 'string') throw new TypeError('a utf8 sublevel takes string values');
-    return value;
+    if (encoding === 'json') return value instanceof JsonText ? value.text : JSON.stringify(value);
+    this.checkEncodable(sub, value);
+    return value as string | Uint8Array;
+  }
+
+  /** Throws the TypeError encode would throw for this value, without encoding it. */
+  private checkEncodable(sub: Sublevel, value: Json): void {
+    const encoding = this.encodings.get(sub);
+    if (encoding === 'bytes' && !(value instanceof Uint8Array)) throw new TypeError('a bytes sublevel takes Uint8Array values');
+    if (encoding === 'utf8' && typeof value !== 'string') throw new TypeError('a utf8 sublevel takes string values');
   }
 
   /** Wait for queued writes, then close LevelDB. */
@@ -217,19 +243,6 @@ export class Store {
 /** Resolves in the event loop's check phase, after the I/O callbacks of the current round. */
 function nextRound(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
-}
-
-/**
- * Root key of each rewritten record → the caller (position in the group) whose op on it comes last. Only that
- * caller's ops on it are written (should it have two, both go in, in order, and LevelDB keeps the later).
- */
-function lastRewrite(group: readonly Pending[]): Map<string, number> {
-  const last = new Map<string, number>();
-  for (let g = 0; g < group.length; g++) {
-    const { encoded, rewritten } = group[g]!;
-    if (rewritten !== null) for (const i of rewritten) last.set(encoded[2 * i] as string, g);
-  }
-  return last;
 }
 
 /** Fixed-width decimal so that lexicographic key order is numeric order. */

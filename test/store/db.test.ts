@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Store } from '../../src/store/db.js';
+import { JsonText, Store } from '../../src/store/db.js';
 
 const dirs: string[] = [];
 async function open(): Promise<Store> {
@@ -72,6 +72,29 @@ describe('Store', () => {
     const s = await open();
     await expect(s.commit([{ type: 'put', sub: s.sub('counters'), key: 'x', value: 1 }, { type: 'put', sub: s.sub('results', 'utf8'), key: 'r', value: { not: 'text' } }])).rejects.toThrow(TypeError);
     expect(await s.get(s.sub('counters'), 'x')).toBeUndefined();
+    await s.close();
+  });
+
+  it('a commit refused for a bad value leaves none of its ops, rewritten records included', async () => {
+    const s = await open();
+    const counters = s.sub('counters', 'json', { rewritten: true });
+    await s.commit([{ type: 'put', sub: counters, key: 'total', value: 1 }]);
+    const good = s.commit([{ type: 'put', sub: counters, key: 'total', value: 2 }]);
+    const bad = s.commit([{ type: 'put', sub: counters, key: 'total', value: 99 }, { type: 'put', sub: s.sub('results', 'bytes'), key: 'r', value: 'not bytes' }]);
+    await expect(bad).rejects.toThrow(TypeError);
+    await good;
+    expect(await s.get(counters, 'total')).toBe(2);
+    // A bad value for a rewritten record itself is refused at commit too.
+    await expect(s.commit([{ type: 'put', sub: s.sub('tmpl', 'utf8', { rewritten: true }), key: 'x', value: 5 }])).rejects.toThrow(TypeError);
+    expect(await s.get(s.sub('tmpl', 'utf8'), 'x')).toBeUndefined();
+    await s.close();
+  });
+
+  it('a JSON sublevel takes a value given as its JSON text, and reads it back parsed', async () => {
+    const s = await open();
+    const sub = s.sub('chain_rows');
+    await s.commit([{ type: 'put', sub, key: 'a', value: new JsonText('{"seq":1,"hash":"ab","n":[1,null]}') }]);
+    expect(await s.get(sub, 'a')).toEqual({ seq: 1, hash: 'ab', n: [1, null] });
     await s.close();
   });
 
