@@ -105,6 +105,11 @@ export class ChainService {
     await this.head(slug);
   }
 
+  /** Is the head of this chain in memory (appendOps can run)? */
+  isPrepared(slug: string): boolean {
+    return this.heads.has(slug);
+  }
+
   /**
    * Build the next row and its op (synchronous after prepare). Returns a rollback to call when the batch fails,
    * so the cached head never points at a row that was not written.

@@ -80,6 +80,14 @@ export function chainTemplateKey(req: ChainRequest, phi0: number): string {
   return `${phi0}\n${JSON.stringify(req)}${negativeZeros.length > 0 ? `\n-0: ${JSON.stringify(negativeZeros)}` : ''}`;
 }
 
+/**
+ * The same key from the request's JSON text as the client sent it (one text parses to one request): what the compute
+ * route has at hand, with no second serialisation. Distinct from every chainTemplateKey (whose second line starts with {).
+ */
+export function chainTextKey(text: string, phi0: number): string {
+  return `${phi0}\ntext\n${text}`;
+}
+
 /** A validated chain request and what follows from it alone (ComputeService.compiledChain). */
 interface CompiledChain {
   /** The chain key, when the evaluation is kept; null for a request too large to keep. */
@@ -151,7 +159,8 @@ export class ComputeService {
   }): Promise<Sealed> {
     const { caller } = args;
     try {
-      await this.deps.ledger.prepare(caller);
+      const loading = this.deps.ledger.prepare(caller);
+      if (loading !== undefined) await loading;
       const endNs = this.deps.clock.nowNs();
       if (args.checkTime) this.assertInTime(args.startNs, endNs);
       const stamp = stampAt(endNs);
@@ -204,8 +213,8 @@ export class ComputeService {
    * The same request gives the same chain at every stamp (rule 5) but for the KO42 line and term, which the body
    * takes from its own stamp, so evaluations are kept by request (bounded; only `kept` is filled in later).
    */
-  private compiledChain(req: ChainRequest, startNs: bigint): { chain: CompiledChain; seenBefore: boolean } {
-    const key = chainTemplateKey(req, this.deps.phi0);
+  private compiledChain(req: ChainRequest, startNs: bigint, requestText: string | undefined): { chain: CompiledChain; seenBefore: boolean } {
+    const key = requestText !== undefined ? chainTextKey(requestText, this.deps.phi0) : chainTemplateKey(req, this.deps.phi0);
     const known = this.chains.get(key);
     if (known !== undefined) return { chain: known, seenBefore: true };
     const probe = stampAt(startNs);
@@ -225,10 +234,13 @@ export class ComputeService {
     return { chain: compiled, seenBefore: false };
   }
 
-  /** POST /api/svc/compute: a closed-form operator chain (solvers.md §6). */
-  async compute(caller: Caller, req: ChainRequest, options: { seal: boolean } = { seal: true }): Promise<Sealed> {
+  /**
+   * POST /api/svc/compute: a closed-form operator chain (solvers.md §6). `requestText`: the JSON text `req` was
+   * parsed from, when the caller has it (it keys the kept evaluation without serialising `req` again).
+   */
+  async compute(caller: Caller, req: ChainRequest, options: { seal: boolean; requestText?: string } = { seal: true }): Promise<Sealed> {
     const startNs = this.deps.clock.nowNs();
-    const { chain, seenBefore } = this.compiledChain(req, startNs);
+    const { chain, seenBefore } = this.compiledChain(req, startNs, options.requestText);
     const { preview, cost } = chain;
     if (!options.seal) {
       const body = this.unsealedChain(chain, startNs);
@@ -236,7 +248,8 @@ export class ComputeService {
     }
     const reservation = this.reserve(caller);
     try {
-      await this.deps.ledger.assertCanPay(caller, cost);
+      const checking = this.deps.ledger.assertCanPay(caller, cost);
+      if (checking !== undefined) await checking;
     } catch (err) {
       reservation.release();
       throw err;

@@ -1,4 +1,5 @@
-// JSON request bodies: read with raw-body (length check, size limit, decoding), parsed with JSON.parse.
+// JSON request bodies: taken from the request's buffer when they came whole with the headers, else read with
+// raw-body (length check, size limit, decoding); parsed with JSON.parse.
 // Replaces @koa/bodyparser, whose content-type matching and parser layers cost ~10 % of a sealed compute.
 // What it accepts:
 // - JSON media types (application/json, anything +json): an object or array; an empty body is {}.
@@ -7,6 +8,7 @@
 // - Anything else with a body: 415. A body over the limit: 413. Invalid JSON, a scalar at the top level or a
 //   __proto__ / constructor.prototype key (prototype poisoning): 400.
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Context, Next } from 'koa';
 import getRawBody from 'raw-body';
@@ -84,6 +86,20 @@ function readError(err: unknown): ServiceError {
   return new ServiceError(400, 'SVC_INVALID_BODY', `request body could not be read: ${e.message ?? 'unknown error'}`);
 }
 
+/**
+ * The whole body of a request whose `length` bytes are all in its buffer, as text; undefined otherwise. (The parser
+ * never buffers more than the declared length, so then the body is whole, even before the request is marked complete.)
+ */
+function bufferedText(req: IncomingMessage, length: number): string | undefined {
+  if (req.readableLength !== length) return undefined;
+  if (length === 0) return '';
+  const bytes = req.read(length) as Buffer | null;
+  if (bytes === null || bytes.length !== length) return undefined;
+  const text = bytes.toString('utf8');
+  // As raw-body's decoder does: a UTF-8 byte order mark is not part of the text.
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
 /** Middleware: sets ctx.request.body (parsed JSON, {} when there is none) and ctx.request.rawBody (the text). */
 export function jsonBody() {
   return async function parseBody(ctx: Context, next: Next): Promise<void> {
@@ -96,10 +112,17 @@ export function jsonBody() {
       ctx.request.rawBody = '';
       return next();
     }
-    let text: string;
+    let text: string | undefined;
     try {
       const { stream, length } = decoded(req);
-      text = await getRawBody(stream, { length, limit: BODY_LIMIT_BYTES, encoding: 'utf8' });
+      if (stream === req && length !== undefined && length <= BODY_LIMIT_BYTES) {
+        // A small body comes in the packet of its headers: the parser delivers it after the handlers of the headers
+        // return, so one microtask later it is in the request's buffer, whole, and is taken from there (raw-body's
+        // listeners, decoder and events cost ~4 µs per request). A body still on its way is read with raw-body.
+        await null;
+        text = bufferedText(ctx.req, length);
+      }
+      text ??= await getRawBody(stream, { length, limit: BODY_LIMIT_BYTES, encoding: 'utf8' });
     } catch (err) {
       throw readError(err);
     }

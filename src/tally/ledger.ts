@@ -80,6 +80,13 @@ function randomHex24(): string {
   return u.slice(0, 8) + u.slice(9, 13) + u.slice(14, 18) + u.slice(19, 23) + u.slice(24, 28);
 }
 
+/** 402 when a wallet cannot pay `cost`. */
+function checkBalance(w: Wallet, cost: number): void {
+  if (w.free + w.paid < cost) {
+    throw new ServiceError(402, 'INSUFFICIENT_BALANCE', `this action costs ${cost} credits; balance is ${w.free + w.paid}`, { cost, balance: w.free + w.paid });
+  }
+}
+
 export function splitCharge(cost: number): { burned: number; foundation: number } {
   const foundation = Math.floor((cost * FOUNDATION_SHARE_PERCENT) / 100);
   return { burned: cost - foundation, foundation };
@@ -122,21 +129,25 @@ export class Ledger {
     return w;
   }
 
-  /** 402 before any work when the wallet cannot pay. */
-  async assertCanPay(caller: Caller, cost: number): Promise<void> {
-    if (caller.kind !== 'identity') return;
-    const w = await this.wallet(caller.zid);
-    if (w.free + w.paid < cost) {
-      throw new ServiceError(402, 'INSUFFICIENT_BALANCE', `this action costs ${cost} credits; balance is ${w.free + w.paid}`, { cost, balance: w.free + w.paid });
-    }
+  /**
+   * 402 before any work when the wallet cannot pay. Synchronous (undefined, or a throw) when the wallet is in memory,
+   * as it is for every caller after its first request: an await per step of every request is work saved.
+   */
+  assertCanPay(caller: Caller, cost: number): Promise<void> | undefined {
+    if (caller.kind !== 'identity') return undefined;
+    const cached = this.walletCache.get(caller.zid);
+    if (cached === undefined) return this.wallet(caller.zid).then((w) => checkBalance(w, cost));
+    checkBalance(cached, cost);
+    return undefined;
   }
 
-  /** Load what seal() needs synchronously (wallet and chain head). */
-  async prepare(caller: Caller): Promise<void> {
-    if (caller.kind === 'identity') {
+  /** Load what seal() needs synchronously (wallet and chain head); undefined when both are in memory already. */
+  prepare(caller: Caller): Promise<void> | undefined {
+    if (caller.kind !== 'identity' || (this.walletCache.has(caller.zid) && this.chain.isPrepared(caller.slug))) return undefined;
+    return (async () => {
       await this.wallet(caller.zid);
       await this.chain.prepare(caller.slug);
-    }
+    })();
   }
 
   /**
@@ -171,9 +182,7 @@ export class Ledger {
     if (caller.kind === 'identity') {
       const w = this.walletCache.get(caller.zid);
       if (!w) throw new Error('wallet not prepared');
-      if (w.free + w.paid < cost) {
-        throw new ServiceError(402, 'INSUFFICIENT_BALANCE', `this action costs ${cost} credits; balance is ${w.free + w.paid}`, { cost, balance: w.free + w.paid });
-      }
+      checkBalance(w, cost);
       const fromFree = Math.min(w.free, cost);
       const fromPaid = cost - fromFree;
       const next: Wallet = { free: w.free - fromFree, paid: w.paid - fromPaid };

@@ -1,4 +1,5 @@
 // Request bodies (src/http/body.ts) against a real node: JSON types, lenient types, limits, encodings, poisoning.
+import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
@@ -88,5 +89,67 @@ describe('JSON request bodies', () => {
     const b = (await r.json()) as any;
     expect(b.error.code).toMatch(/^SVC_/);
     expect(b.error.code).not.toBe('SVC_INVALID_JSON');
+  });
+});
+
+/** Raw HTTP/1.1 over one socket: each chunk written as its own packet (`gapMs` apart); the responses parsed in order. */
+async function rawExchange(chunks: (string | Buffer)[], gapMs: number): Promise<{ status: number; body: any }[]> {
+  const { hostname, port } = new URL(t.url);
+  const socket = connect(Number(port), hostname);
+  socket.setNoDelay(true);
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  const received: Buffer[] = [];
+  socket.on('data', (d) => received.push(d));
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  for (const c of chunks) {
+    socket.write(c);
+    await new Promise((r) => setTimeout(r, gapMs));
+  }
+  await closed;
+  let rest = Buffer.concat(received).toString('latin1');
+  const out: { status: number; body: any }[] = [];
+  while (rest.length > 0) {
+    const head = rest.slice(0, rest.indexOf('\r\n\r\n'));
+    const length = Number(/content-length: (\d+)/i.exec(head)![1]);
+    const start = head.length + 4;
+    out.push({ status: Number(head.slice(9, 12)), body: JSON.parse(Buffer.from(rest.slice(start, start + length), 'latin1').toString('utf8')) });
+    rest = rest.slice(start + length);
+  }
+  return out;
+}
+
+function rawRequest(body: Buffer, last: boolean): { head: string; body: Buffer } {
+  const head = `POST /api/svc/compute HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n${last ? 'Connection: close\r\n' : ''}\r\n`;
+  return { head, body };
+}
+
+describe('request bodies as they arrive', () => {
+  const bom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(ke))]);
+
+  it('reads a body that comes with its headers, and one that comes later in its own packets', async () => {
+    const whole = rawRequest(Buffer.from(JSON.stringify(ke)), true);
+    const [a] = await rawExchange([whole.head + whole.body.toString('latin1')], 0);
+    expect(a).toMatchObject({ status: 200, body: { value: 9, unit: 'J' } });
+    const later = rawRequest(Buffer.from(JSON.stringify({ ...ke, inputs: { mass_kg: 4, velocity_m_s: 3 } })), true);
+    const [b] = await rawExchange([later.head, later.body.subarray(0, 10), later.body.subarray(10)], 30);
+    expect(b).toMatchObject({ status: 200, body: { value: 18 } });
+  });
+
+  it('drops a UTF-8 byte order mark, whole or split', async () => {
+    const r = rawRequest(bom, true);
+    const [whole] = await rawExchange([Buffer.concat([Buffer.from(r.head), r.body])], 0);
+    expect(whole).toMatchObject({ status: 200, body: { value: 9 } });
+    const [split] = await rawExchange([r.head, r.body.subarray(0, 2), r.body.subarray(2)], 30);
+    expect(split).toMatchObject({ status: 200, body: { value: 9 } });
+  });
+
+  it('answers pipelined requests in one packet, each with its own body', async () => {
+    const first = rawRequest(Buffer.from(JSON.stringify(ke)), false);
+    const second = rawRequest(Buffer.from(JSON.stringify({ ...ke, inputs: { mass_kg: 1, velocity_m_s: 2 } })), true);
+    const answers = await rawExchange([first.head + first.body.toString('latin1') + second.head + second.body.toString('latin1')], 0);
+    expect(answers.map((x) => [x.status, x.body.value])).toEqual([
+      [200, 9],
+      [200, 2],
+    ]);
   });
 });

@@ -51,12 +51,12 @@ export function computeRoutes(router: Router, s: HttpServices): void {
 
   router.post('/api/svc/compute', computeCaller(auth), home, async (ctx) => {
     const body = validate(chainBody, ctx.request.body);
-    sendSealed(ctx, await s.compute.compute(caller(ctx), body));
+    sendSealed(ctx, await s.compute.compute(caller(ctx), body, { seal: true, requestText: ctx.request.rawBody }));
   });
 
   router.post('/api/playground/compute', requireKey(auth), async (ctx) => {
     const body = validate(chainBody, ctx.request.body);
-    sendSealed(ctx, await s.compute.compute(caller(ctx), body, { seal: false }));
+    sendSealed(ctx, await s.compute.compute(caller(ctx), body, { seal: false, requestText: ctx.request.rawBody }));
   });
 
   router.post('/api/svc/verify', requireKey(auth), (ctx) => {
