@@ -94,6 +94,7 @@ export function sealTemplate(body: Record<string, unknown>, later: readonly stri
 
 /** A sealed body's texts are assembled here, signed and copied out within one call: one buffer serves every seal. */
 const sealScratch = new Scratch();
+const SEAL_SCRATCH_MAX = 1 << 20;
 
 /** svcProof's text while the body is assembled: a hex digest's length, overwritten with the proof once it is known. */
 const PROOF_PLACEHOLDER = `"${'0'.repeat(64)}"`;
@@ -124,8 +125,10 @@ export function finishSeal(key: Buffer, prepared: MemberSlots | TemplateTexts, l
   for (const [name, value] of Object.entries(later)) values.set(name, canonicalJson(value));
   values.set('svcProof', PROOF_PLACEHOLDER);
   const bound = joinedBound(texts, values);
-  // The body, then (after room for the HMAC's inner pad) the signed text.
-  const buf = sealScratch.get(2 * bound + 64);
+  // The body, then (after room for the HMAC's inner pad) the signed text. A rare huge body (a solver's large outputs)
+  // gets a buffer of its own, so the one kept between seals stays small.
+  const size = 2 * bound + 64;
+  const buf = size > SEAL_SCRATCH_MAX ? Buffer.allocUnsafe(size) : sealScratch.get(size);
   const joined = joinTemplate(texts, values, buf);
   const signStart = joined.end;
   let at = signStart + 64;
