@@ -1,7 +1,7 @@
 // Receipts: svcProof = hex HMAC-SHA256 over the RFC 8785 canonical JSON of the sealed body, the tick receipt
 // (spec 2.2) with its own HMAC, and the continuum state fields mapped from the result unit.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { asTemplate, canonicalJson, canonicalTemplate, fillTemplate, joinedBound, joinTemplate, Scratch, sha256Bytes, sha256Hex, type Joined, type JoinedMember, type MemberSlots, type Template, type TemplateTexts } from './canonical.js';
+import { asTemplate, canonicalJson, canonicalTemplate, fillTemplate, joinedBound, joinTemplate, Scratch, Slab, sha256Bytes, sha256Hex, type Joined, type JoinedMember, type MemberSlots, type Template, type TemplateTexts } from './canonical.js';
 import { PULSE_HZ, TICK_NS_NUMBER, TICK_SECONDS_EXACT } from './clock.js';
 import type { StateField } from '../solvers/types.js';
 
@@ -39,11 +39,13 @@ export function hmacHex(key: Buffer, text: string): string {
   return hmacOfLed(key, led);
 }
 
+/** The outer hash's input (pad and inner digest): filled and hashed within one call. */
+const outer = Buffer.allocUnsafe(96);
+
 /** hmacHex of `led` without its first 64 bytes, which are overwritten with the inner pad. */
 function hmacOfLed(key: Buffer, led: Buffer): string {
   const pads = padsOf(key);
   pads.inner.copy(led, 0);
-  const outer = Buffer.allocUnsafe(96);
   pads.outer.copy(outer, 0);
   // The inner digest as hex, written back as bytes: a Buffer result of the one-shot hash costs ~0.5–1 µs more.
   outer.write(sha256Hex(led), 64, 'hex');
@@ -95,6 +97,8 @@ export function sealTemplate(body: Record<string, unknown>, later: readonly stri
 /** A sealed body's texts are assembled here, signed and copied out within one call: one buffer serves every seal. */
 const sealScratch = new Scratch();
 const SEAL_SCRATCH_MAX = 1 << 20;
+/** Where sealed bodies (and their compact records) get their own bytes. */
+export const sealedBytes = new Slab();
 
 /** svcProof's text while the body is assembled: a hex digest's length, overwritten with the proof once it is known. */
 const PROOF_PLACEHOLDER = `"${'0'.repeat(64)}"`;
@@ -153,7 +157,7 @@ export function finishSeal(key: Buffer, prepared: MemberSlots | TemplateTexts, l
 function sealed(proof: string, values: Map<string, string>, joined: Joined, buf: Buffer, proofs: JoinedMember[]): FinishedSeal {
   for (const m of proofs) buf.write(proof, m.start + 1, 'latin1');
   values.set('svcProof', `"${proof}"`);
-  const bytes = Buffer.allocUnsafe(joined.end);
+  const bytes = sealedBytes.take(joined.end);
   bytes.set(buf.subarray(0, joined.end));
   return { proof, bytes, members: values, layout: { buf, joined } };
 }

@@ -6,6 +6,7 @@
 // Why: a repeated request's body is ~3.3 KB, of which ~1 KB changes from result to result. Storing the whole body
 // made the result ~75 % of the bytes each seal writes, and LevelDB's log, memtable and compactions cost CPU per byte.
 import { fillTemplateTexts, holeOrder, joinAtSlots, sha256Hex, type Joined, type Template } from '../kernel/canonical.js';
+import { sealedBytes } from '../kernel/receipt.js';
 
 /** A template in its stored form, and its id (the SHA-256 of that form). */
 export interface StoredTemplate {
@@ -53,7 +54,7 @@ export function encodeCompact(template: StoredTemplate, layout: { buf: Buffer; j
   let size = 35;
   for (let i = 0; i < h.length; i += 2) size += h[i + 1]! - h[i]! + 1;
   for (const m of members) size += Buffer.byteLength(m.name, 'utf8') + m.end - m.start + 2;
-  const out = Buffer.allocUnsafe(size);
+  const out = sealedBytes.take(size);
   out[0] = COMPACT_MARK;
   out[1] = COMPACT_V2;
   out.set(template.idBytes, 2);

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import canonicalizeImpl from 'canonicalize';
 import { createHash } from 'node:crypto';
-import { CanonicalText, canonicalJson, canonicalJsonWithSlots, canonicalTemplate, fillHoles, fillTemplate, fillTemplateTexts, Hole, holeOrder, holeTexts, joinAtSlots, joinedBound, joinTemplate, sha256Hex } from '../../src/kernel/canonical.js';
+import { CanonicalText, canonicalJson, canonicalJsonWithSlots, canonicalTemplate, fillHoles, fillTemplate, fillTemplateTexts, Hole, holeOrder, holeTexts, joinAtSlots, joinedBound, joinTemplate, sha256Hex, Slab } from '../../src/kernel/canonical.js';
 
 const oracle = canonicalizeImpl as unknown as (value: unknown) => string | undefined;
 
@@ -335,5 +335,26 @@ describe('sha256Hex', () => {
       expect(sha256Hex(Buffer.from(v))).toBe(sha256Hex(v));
     }
     expect(sha256Hex('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+});
+
+describe('Slab', () => {
+  it('hands out regions that never overlap, across slabs, and big ones on their own', () => {
+    const slab = new Slab(1024, 256);
+    const sizes = [10, 100, 256, 7, 250, 1, 200, 250, 256, 90];
+    const regions = sizes.map((n, i) => {
+      const r = slab.take(n);
+      expect(r.length).toBe(n);
+      r.fill(i);
+      return r;
+    });
+    // Each region still holds what was written into it: nothing was handed out twice.
+    regions.forEach((r, i) => expect(r.every((b) => b === i)).toBe(true));
+    // More than one slab of 1 KiB was needed, and every region lies inside its slab.
+    expect(new Set(regions.map((r) => r.buffer)).size).toBeGreaterThan(1);
+    regions.forEach((r) => expect(r.byteOffset + r.length).toBeLessThanOrEqual(1024));
+    const big = slab.take(300);
+    expect(big.length).toBe(300);
+    expect(regions.some((r) => r.buffer === big.buffer)).toBe(false);
   });
 });
