@@ -3,7 +3,7 @@
 // Everything that depends on in-memory state (balances, chain head, counters) is computed synchronously,
 // so concurrent seals serialise without locks; the batch itself is group-committed by the store.
 import { randomUUID } from 'node:crypto';
-import { canonicalJson, sha256Hex } from '../kernel/canonical.js';
+import { canonicalJson, sha256Hex, type Template } from '../kernel/canonical.js';
 import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { Counters } from '../store/counters.js';
@@ -13,6 +13,7 @@ import { compactTemplateId, decodeCompact, isCompact, rebuildBody, templateFromS
 
 export const FOUNDATION_SHARE_PERCENT = 20;
 const STORED_TEMPLATE_IDS_MAX = 4096;
+const READ_TEMPLATES_MAX = 256;
 
 export type Caller =
   | { kind: 'identity'; zid: string; key: KeyRecord; slug: string; /** Node that keeps this identity's ledgers. */ home: string }
@@ -103,6 +104,8 @@ export class Ledger {
   /** Ids of templates known to be stored, so a template is written once, not with every result (bounded). */
   private readonly storedTemplateIds = new Set<string>();
   private readonly walletCache = new Map<string, Wallet>();
+  /** Templates read back for compact results, by id (a template never changes under its id: it is its SHA-256). */
+  private readonly readTemplates = new Map<string, Template>();
 
   constructor(
     private readonly store: Store,
@@ -278,9 +281,15 @@ export class Ledger {
     const record = await this.store.get<Buffer>(this.results, resultId);
     if (record === undefined || !isCompact(record)) return record;
     const templateId = compactTemplateId(record);
-    const json = await this.store.get<string>(this.templates, templateId);
-    if (json === undefined) throw new Error(`result ${resultId}: its template ${templateId} is missing`);
-    const template = templateFromStored(json);
+    let template = this.readTemplates.get(templateId);
+    if (template === undefined) {
+      const json = await this.store.get<string>(this.templates, templateId);
+      if (json === undefined) throw new Error(`result ${resultId}: its template ${templateId} is missing`);
+      template = templateFromStored(json);
+      // Many results share a template (a repeated request): it is read and parsed once.
+      if (this.readTemplates.size >= READ_TEMPLATES_MAX) this.readTemplates.delete(this.readTemplates.keys().next().value!);
+      this.readTemplates.set(templateId, template);
+    }
     const { holes, members } = decodeCompact(record, template);
     return rebuildBody(template, holes, members);
   }

@@ -183,7 +183,17 @@ describe('stored results', () => {
       // After a restart the template is read from LevelDB. The restarted node sees the request for the first time
       // (stored whole), then keeps its template again: the same template, so the same key.
       n = await n.restart();
+      // Three compact results of one template: the template is read from the store once.
+      const store = n.node.store;
+      const get = store.get.bind(store);
+      let templateReads = 0;
+      store.get = (async (sub: Parameters<typeof get>[0], key: string) => {
+        if (sub === store.sub('result_templates', 'utf8')) templateReads++;
+        return get(sub, key);
+      }) as typeof store.get;
       for (const s of sent) expect((await n.node.ledger.getResultBytes(s.id))!.toString('utf8')).toBe(s.text);
+      expect(templateReads).toBe(1);
+      store.get = get;
       const again = [];
       for (let i = 0; i < 2; i++) again.push(await call(n.url, 'POST', '/api/svc/compute', request, bearer(who.key)));
       const againRecords = await Promise.all(again.map((r) => n.node.store.get<Buffer>(n.node.store.sub('results', 'bytes'), r.body.result_id)));
