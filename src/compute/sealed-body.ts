@@ -2,8 +2,9 @@
 // except for the tick receipt's HMAC, so the seal worker can build and serialise it off the main thread. The
 // ledger's members (charge, envelope, audit row) and the proof are added afterwards (finishSeal).
 // A body is a template with holes where the stamp's values go (the stamp, the result's identity, and what is
-// computed from the stamp), filled per result. A closed-form chain's template depends on its request only (rule 5),
-// so it is serialised once per distinct request and only the holes are serialised per result.
+// computed from the stamp), filled per result. A closed-form chain's template depends on its request (rule 5) and on
+// the node that seals it (its digest, node id and kernel version are text in it), so it is serialised once per
+// distinct request and only the holes are serialised per result.
 import type { TickStamp } from '../kernel/clock.js';
 import { CanonicalText, canonicalJson, fillHoles, fillTemplate, Hole, holeTexts, type MemberSlots, type Template, type TemplateTexts } from '../kernel/canonical.js';
 import { storedTemplate, type StoredTemplate } from '../tally/stored-result.js';
@@ -58,9 +59,6 @@ const HOLE = {
   phase: new Hole('phase'),
   svcond: new Hole('svcond'),
   unix_ns: new Hole('unix_ns'),
-  result_digest: new Hole('result_digest'),
-  node: new Hole('node'),
-  kernel_version: new Hole('kernel_version'),
   ko42_equation: new Hole('ko42_equation'),
   verify_step: new Hole('verify_step'),
   metric_shift: new Hole('metric_shift'),
@@ -89,7 +87,12 @@ export function wholeBody(m: MemberSlots): PreparedBody {
 export interface KeptTemplate {
   template: Template;
   stored: StoredTemplate;
+  /** What the template holds as text and not as holes: the same for every result of its request on this node. */
+  origin: Origin;
 }
+
+/** The parts of a body that are neither the stamp's nor the result's own: its request's digest and the node that seals it. */
+type Origin = Pick<StampParts, 'resultDigest' | 'node' | 'kernelVersion'>;
 
 /**
  * The template of a job's body: everything but the holes serialised once. For a closed-form chain it depends on the
@@ -97,7 +100,15 @@ export interface KeptTemplate {
  */
 export function keptTemplate(job: BodyJob): KeptTemplate {
   const template = sealTemplate(bodyTemplate(job), LEDGER_MEMBERS);
-  return { template, stored: storedTemplate(template) };
+  const { resultDigest, node, kernelVersion } = job.parts;
+  return { template, stored: storedTemplate(template), origin: { resultDigest, node, kernelVersion } };
+}
+
+/** Can this job's body be filled from `kept`? (Its digest, node and kernel version are the template's own.) */
+export function fitsKept(kept: KeptTemplate, job: BodyJob): boolean {
+  const o = kept.origin;
+  const p = job.parts;
+  return o.resultDigest === p.resultDigest && o.node === p.node && o.kernelVersion === p.kernelVersion;
 }
 
 /** A body filled from its request's kept template, on the calling thread (a few µs: less than a worker round trip). */
@@ -126,9 +137,6 @@ function holeValues(receiptKey: Buffer, job: BodyJob): HoleValues {
     phase: new CanonicalText(texts.phase),
     svcond: new CanonicalText(texts.svcond),
     unix_ns: stamp.unix_ns,
-    result_digest: parts.resultDigest,
-    node: parts.node,
-    kernel_version: parts.kernelVersion,
     ko42_equation: ko42Equation({ R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: parts.phi0 }),
     verify_step: verifyStep({ R_t, phase: stamp.phase, svcond: stamp.svcond }),
     metric_shift: parts.shift,
@@ -169,7 +177,7 @@ function chainTemplate(job: Extract<BodyJob, { kind: 'compute' }>): Record<strin
     functional_equation: null,
     spectral_propagator: null,
     protocol: [...protocol, HOLE.verify_step],
-    ...stampedFields({ operatorChain: chain.operators, masterSum, value: chain.value, unit: chain.unit, average: job.average }),
+    ...stampedFields(job.parts, { operatorChain: chain.operators, masterSum, value: chain.value, unit: chain.unit, average: job.average }),
   };
 }
 
@@ -220,21 +228,21 @@ function solverTemplate(job: Extract<BodyJob, { kind: 'solver' }>): Record<strin
     functional_equation: terms ? terms.functional_equation : null,
     spectral_propagator: terms ? terms.spectral_propagator : null,
     protocol: [...protocol, HOLE.verify_step],
-    ...stampedFields({ operatorChain, masterSum, value: out.value, unit: out.unit, average: tickAverage(out.value, parts.phi0) }),
+    ...stampedFields(parts, { operatorChain, masterSum, value: out.value, unit: out.unit, average: tickAverage(out.value, parts.phi0) }),
   };
 }
 
-/** The stamp, CKO (rule 9) and tick receipts every sealed result carries (spec 2.2). */
-function stampedFields(a: { operatorChain: string[]; masterSum: unknown; value: number; unit: string; average: number }): Record<string, unknown> {
+/** The stamp, CKO (rule 9), tick receipts and origin (digest, node, kernel version) every sealed result carries (spec 2.2). */
+function stampedFields(origin: Origin, a: { operatorChain: string[]; masterSum: unknown; value: number; unit: string; average: number }): Record<string, unknown> {
   return {
     R_t: HOLE.R_t,
     phase: HOLE.phase,
     svcond: HOLE.svcond,
     unix_ns: HOLE.unix_ns,
     precisionBound: PRECISION_BOUND,
-    result_digest: HOLE.result_digest,
-    node: HOLE.node,
-    kernel_version: HOLE.kernel_version,
+    result_digest: origin.resultDigest,
+    node: origin.node,
+    kernel_version: origin.kernelVersion,
     cko: { operatorChain: a.operatorChain, masterSum: a.masterSum, R_t: HOLE.R_t, phase: HOLE.phase, svcond: HOLE.svcond, precisionBound: PRECISION_BOUND, metric_shift: HOLE.metric_shift },
     svcond_receipt: HOLE.svcond_receipt,
     svcond_averaged: { value: a.average, unit: a.unit, samples: 64, method: 'trapezoid of R(t)·S over one tick', standard_value: a.value },

@@ -15,7 +15,7 @@ import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
 import { routeQuery, splitConstants } from '../solvers/auto.js';
 import type { Caller, Ledger, SealContext } from '../tally/ledger.js';
-import { buildBody, fillKept, keptTemplate, wholeBody, type BodyJob, type KeptTemplate, type PreparedBody, type StampParts } from './sealed-body.js';
+import { buildBody, fillKept, fitsKept, keptTemplate, wholeBody, type BodyJob, type KeptTemplate, type PreparedBody, type StampParts } from './sealed-body.js';
 import type { Sealer } from './sealer.js';
 import { timeoutError, type SolverExecutor } from './executor.js';
 import type { QuotaService } from '../tally/quota.js';
@@ -267,7 +267,13 @@ export class ComputeService {
         if (!gate.passed) throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${gate.reason}`, { rel_error: gate.rel_error }, { reason: gate.reason });
         return { kind: 'compute', parts, chain: preview, average: gate.tick_average, relError: gate.rel_error };
       },
-      kept: chain.key !== null && seenBefore ? (job) => (chain.kept ??= keptTemplate(job)) : undefined,
+      kept:
+        chain.key !== null && seenBefore
+          ? (job) => {
+              const kept = (chain.kept ??= keptTemplate(job));
+              return fitsKept(kept, job) ? kept : null;
+            }
+          : undefined,
       summary: { kind: 'compute', solver: null, operators: preview.operators, value: preview.value, unit: preview.unit },
     });
   }

@@ -7,7 +7,7 @@ import { modulationFactor } from '../../src/kernel/modulation.js';
 import { metricShift } from '../../src/kernel/parity.js';
 import { evaluateChain } from '../../src/kernel/operators/chain.js';
 import { InlineSealer, WorkerSealer } from '../../src/compute/sealer.js';
-import { buildBody, fillKept, keptTemplate, LEDGER_MEMBERS, prepareBody, type BodyJob } from '../../src/compute/sealed-body.js';
+import { buildBody, fillKept, fitsKept, keptTemplate, LEDGER_MEMBERS, prepareBody, type BodyJob } from '../../src/compute/sealed-body.js';
 import { chainTemplateKey } from '../../src/compute/service.js';
 import { fillTemplateTexts, type TemplateTexts } from '../../src/kernel/canonical.js';
 import { bearer, call, startTestNode, zkIdentity } from '../helpers/node.js';
@@ -123,6 +123,26 @@ describe('chain templates', () => {
       }
     } finally {
       await worker.close();
+    }
+  });
+});
+
+describe('kept templates and their origin', () => {
+  it('a template holds its digest, node and kernel version as text, and only fits jobs with the same ones', () => {
+    const j = job(2) as Extract<BodyJob, { kind: 'compute' }>;
+    const kept = keptTemplate(j);
+    expect(fitsKept(kept, j)).toBe(true);
+    const text = kept.template.pieces.map((p) => p.toString('utf8')).join('');
+    expect(kept.template.holes).not.toContain('node');
+    expect(text).toContain(`"node":"${j.parts.node}"`);
+    expect(text).toContain(`"result_digest":"${j.parts.resultDigest}"`);
+    for (const change of [{ node: 'another-node' }, { kernelVersion: '9.9.9' }, { resultDigest: 'ab'.repeat(32) }]) {
+      const other = { ...j, parts: { ...j.parts, ...change } };
+      expect(fitsKept(kept, other)).toBe(false);
+      // Filled anyway, the body would carry the template's values, not the job's: hence the check.
+      const filled = JSON.parse(finishSeal(key, fillKept(key, kept, other).texts, ledger).bytes.toString('utf8'));
+      const whole = JSON.parse(finishSeal(key, prepareBody(key, other), ledger).bytes.toString('utf8'));
+      expect(filled).not.toEqual(whole);
     }
   });
 });
