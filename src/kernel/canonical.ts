@@ -179,7 +179,7 @@ export function canonicalJson(value: unknown): string {
 
 /**
  * Where a member named `name` would be inserted into canonical text: offset, and whether a comma goes before or
- * after it. Slots at the same offset share their commas (see joinAtSlots).
+ * after it. Slots at the same offset share their commas (see joinTemplate).
  */
 export interface Slot {
   name: string;
@@ -191,7 +191,7 @@ export interface Slot {
 /**
  * Canonical JSON of an object, plus the places where members named `top` would go in sorted order in the object
  * itself and, when its member `nested` is a plain object, where members named `inNested` would go in that one.
- * The object must not have such members yet. Inserting `"name":value` at those places (joinAtSlots) gives the
+ * The object must not have such members yet. Inserting `"name":value` at those places (joinTemplate) gives the
  * canonical JSON of the object with the members added, without serialising the rest again.
  */
 export function canonicalJsonWithSlots(value: Record<string, unknown>, top: readonly string[], nested: string, inNested: readonly string[]): { text: string; slots: Slot[] } {
@@ -327,11 +327,8 @@ export class Slab {
   }
 }
 
-/**
- * fillTemplate with the holes' canonical JSON texts given (holeTexts), e.g. as a stored result keeps them. With a
- * Scratch the bytes are written into it: valid until that Scratch's next use.
- */
-export function fillTemplateTexts(t: Template, texts: ReadonlyMap<string, string>, scratch?: Scratch): MemberSlots {
+/** fillTemplate with the holes' canonical JSON texts given (holeTexts). */
+export function fillTemplateTexts(t: Template, texts: ReadonlyMap<string, string>): MemberSlots {
   const filled = new Array<string>(t.holes.length);
   let most = 0;
   for (const p of t.pieces) most += p.length;
@@ -343,7 +340,7 @@ export function fillTemplateTexts(t: Template, texts: ReadonlyMap<string, string
   }
   // Written straight into the result (sized for the longest UTF-8 the holes can take, then cut): the pieces as
   // UTF-8 made once, the holes' text converted in place.
-  const out = scratch ? scratch.get(most) : Buffer.allocUnsafe(most);
+  const out = Buffer.allocUnsafe(most);
   const starts = new Array<number>(t.pieces.length);
   let at = 0;
   for (let i = 0; i < t.pieces.length; i++) {
@@ -373,47 +370,10 @@ export function fillHoles<T>(value: T, values: Readonly<Record<string, unknown>>
   return value;
 }
 
-/** Canonical text as UTF-8 with its slots at byte offsets: what crosses a thread, and what join assembles. */
+/** Canonical text as UTF-8 with its slots at byte offsets: what crosses a thread (asTemplate makes it joinable). */
 export interface MemberSlots {
   bytes: Uint8Array;
   slots: Slot[];
-}
-
-/**
- * The UTF-8 canonical JSON with `"name":valueJson` inserted at the slots of the names in `values` (slots of other
- * names stay empty), written into one buffer after `lead` bytes left free for the caller (e.g. an HMAC pad).
- * Members sharing an offset are joined by commas and take that offset's commas once.
- */
-export function joinAtSlots(m: MemberSlots, values: ReadonlyMap<string, string>, lead = 0, scratch?: Scratch): Buffer {
-  const inserts: { offset: number; text: string }[] = [];
-  let most = 0;
-  for (let i = 0; i < m.slots.length; ) {
-    const s = m.slots[i]!;
-    let text = '';
-    let j = i;
-    for (; j < m.slots.length && m.slots[j]!.offset === s.offset; j++) {
-      const v = values.get(m.slots[j]!.name);
-      if (v === undefined) continue;
-      text += (text === '' ? '' : ',') + key(m.slots[j]!.name) + v;
-    }
-    i = j;
-    if (text === '') continue;
-    text = (s.commaBefore ? ',' : '') + text + (s.commaAfter ? ',' : '');
-    inserts.push({ offset: s.offset, text });
-    most += UTF8_MAX * text.length;
-  }
-  // Sized for the longest UTF-8 the inserts can take, written once, then cut to what was written.
-  const out = scratch ? scratch.get(lead + m.bytes.length + most) : Buffer.allocUnsafe(lead + m.bytes.length + most);
-  let from = 0;
-  let at = lead;
-  for (const ins of inserts) {
-    out.set(m.bytes.subarray(from, ins.offset), at);
-    at += ins.offset - from;
-    at += out.write(ins.text, at, 'utf8');
-    from = ins.offset;
-  }
-  out.set(m.bytes.subarray(from), at);
-  return out.subarray(0, at + m.bytes.length - from);
 }
 
 /** UTF-8 bytes per UTF-16 code unit, at most (a surrogate pair is 2 units and 4 bytes). */
@@ -505,8 +465,8 @@ const COMMA = 0x2c;
 
 /**
  * The template's text with its holes filled and `members` inserted at their slots (slots of other names stay empty),
- * written as UTF-8 into `buf` from offset `lead`, after which it holds joinedBound bytes. The same bytes as
- * joinAtSlots(fillTemplateTexts(…), members), made in one pass that converts each text once (a repeated hole is
+ * written as UTF-8 into `buf` from offset `lead`, after which it holds joinedBound bytes. Members sharing a slot's
+ * place are joined by commas and take that place's commas once. One pass converts each text once (a repeated hole is
  * copied from its first place), and it tells where every variable text landed, so that other views of the result
  * (the signed text without some members, a compact record) are made by copying bytes instead of converting again.
  */
@@ -578,6 +538,12 @@ export function joinTemplate(tt: TemplateTexts, members: ReadonlyMap<string, str
     }
   }
   return { end: at, holes: holeRanges, members: written };
+}
+
+/** joinTemplate into a buffer of its own: the text's UTF-8 bytes. */
+export function joinedBytes(tt: TemplateTexts, members: ReadonlyMap<string, string>): Buffer {
+  const buf = Buffer.allocUnsafe(joinedBound(tt, members));
+  return buf.subarray(0, joinTemplate(tt, members, buf).end);
 }
 
 /** One-shot crypto.hash (Node ≥ 20.12): no Hash object per digest. */

@@ -5,7 +5,7 @@
 // Rebuilding runs the same fill and join as sealing did, so the bytes are the ones that were sent.
 // Why: a repeated request's body is ~3.3 KB, of which ~1 KB changes from result to result. Storing the whole body
 // made the result ~75 % of the bytes each seal writes, and LevelDB's log, memtable and compactions cost CPU per byte.
-import { fillTemplateTexts, holeOrder, joinAtSlots, sha256Hex, type Joined, type Template } from '../kernel/canonical.js';
+import { holeOrder, joinedBytes, sha256Hex, type Joined, type Template } from '../kernel/canonical.js';
 import { sealedBytes } from '../kernel/receipt.js';
 
 /** A template in its stored form, and its id (the SHA-256 of that form). */
@@ -108,5 +108,5 @@ export function decodeCompact(record: Uint8Array, template: Template): { holes: 
 
 /** The body's bytes from its compact record and its template (the same fill and join as sealing). */
 export function rebuildBody(template: Template, holes: ReadonlyMap<string, string>, members: ReadonlyMap<string, string>): Buffer {
-  return joinAtSlots(fillTemplateTexts(template, holes), members);
+  return joinedBytes({ template, holes }, members);
 }

@@ -2,7 +2,7 @@
 // a body rebuilt from its template and texts is the body that was sealed, and records of the earlier format (v1)
 // still read.
 import { describe, expect, it } from 'vitest';
-import { canonicalTemplate, fillTemplate, Hole, holeTexts, joinAtSlots } from '../../src/kernel/canonical.js';
+import { asTemplate, canonicalTemplate, fillTemplate, Hole, holeTexts, joinedBytes } from '../../src/kernel/canonical.js';
 import { deriveKey, finishSeal } from '../../src/kernel/receipt.js';
 import { compactTemplateId, decodeCompact, encodeCompact, isCompact, rebuildBody, storedTemplate, templateFromStored } from '../../src/tally/stored-result.js';
 
@@ -42,7 +42,7 @@ describe('compact result records', () => {
     const { holes, members } = decodeCompact(encodeCompact(storedTemplate(template), sealed.layout), t);
     expect(rebuildBody(t, holes, members).equals(sealed.bytes)).toBe(true);
     // The same bytes as filling the template and joining the members as separate steps.
-    expect(joinAtSlots(fillTemplate(template, values), members).equals(sealed.bytes)).toBe(true);
+    expect(joinedBytes(asTemplate(fillTemplate(template, values)), members).equals(sealed.bytes)).toBe(true);
     expect(JSON.parse(sealed.bytes.toString('utf8'))).toMatchObject({ a: 'v ∘ 1', k: 'v ∘ 1', audit: { seq: 3 }, cko: { n: { deep: [1, 'two'] }, svcProof: sealed.proof }, svcProof: sealed.proof });
   });
 
@@ -54,7 +54,7 @@ describe('compact result records', () => {
     const back = decodeCompact(record, template);
     expect(back.holes).toEqual(holeTexts(template, values));
     expect(back.members).toEqual(members);
-    expect(rebuildBody(template, back.holes, back.members).equals(joinAtSlots(fillTemplate(template, values), members))).toBe(true);
+    expect(rebuildBody(template, back.holes, back.members).equals(joinedBytes(asTemplate(fillTemplate(template, values)), members))).toBe(true);
   });
 
   it('refuses a record with an unknown version, extra text, a cut, or holes that do not match its template', () => {
