@@ -1,6 +1,5 @@
 // The computation pipeline of architecture.md §3: validate → protocol → run → gate → parity → seal.
 // Every route that computes (compute, solver endpoints, /solve, /auto, prove) goes through here.
-import { randomUUID } from 'node:crypto';
 import { canonicalDigest, canonicalJson } from '../kernel/canonical.js';
 import { ServiceError } from '../kernel/errors.js';
 import { stampAt, TICK_NS_NUMBER, type Clock, type TickStamp } from '../kernel/clock.js';
@@ -14,7 +13,7 @@ import { InputError } from '../solvers/errors.js';
 import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
 import { routeQuery, splitConstants } from '../solvers/auto.js';
-import type { Caller, Ledger, SealContext } from '../tally/ledger.js';
+import { randomHex, type Caller, type Ledger, type SealContext } from '../tally/ledger.js';
 import { buildBody, fillKept, fitsKept, keptTemplate, wholeBody, type BodyJob, type KeptTemplate, type PreparedBody, type StampParts } from './sealed-body.js';
 import type { Sealer } from './sealer.js';
 import { timeoutError, type SolverExecutor } from './executor.js';
@@ -168,9 +167,7 @@ export class ComputeService {
       const shift = metricShift(startStamp.phase, elapsedTicks(args.startNs, endNs), this.deps.phi0);
       const R_t = modulationFactor(stamp.phase, this.deps.phi0);
       const { resultDigest } = args;
-      const uuid = randomUUID();
-      // The UUID's first 16 hex digits (without its dashes).
-      const resultId = `res_${stamp.svcond}_${uuid.slice(0, 8)}${uuid.slice(9, 13)}${uuid.slice(14, 18)}`;
+      const resultId = `res_${stamp.svcond}_${randomHex(16)}`;
       const job = args.job(this.stampParts(stamp, R_t, resultId, resultDigest, shift));
       const kept = args.kept?.(job) ?? null;
       const prepared: PreparedBody = kept ? fillKept(this.deps.receiptKey, kept, job) : wholeBody(await this.deps.sealer.prepare(job));

@@ -9,7 +9,7 @@ import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { Counters } from '../store/counters.js';
 import type { ChainService, AuditRow } from '../chain/service.js';
 import type { KeyRecord } from '../identity/service.js';
-import { compactTemplateId, decodeCompact, isCompact, rebuildBody, templateFromStored, type StoredTemplate } from './stored-result.js';
+import { compactTemplateId, decodeCompact, isCompact, rebuildBody, templateFromStored, type CompactRecord } from './stored-result.js';
 
 export const FOUNDATION_SHARE_PERCENT = 20;
 const STORED_TEMPLATE_IDS_MAX = 4096;
@@ -75,10 +75,10 @@ export function nextMidnightUtc(unixMs: number): number {
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1);
 }
 
-/** 24 random hex digits: a UUID's first 24 without its dashes (what replace(/-/g, '').slice(0, 24) gives, without a regex). */
-function randomHex24(): string {
+/** `digits` (at most 32) random hex digits for an id: a UUID's, without its dashes (sliced out: no regex per id). */
+export function randomHex(digits: number): string {
   const u = randomUUID();
-  return u.slice(0, 8) + u.slice(9, 13) + u.slice(14, 18) + u.slice(19, 23) + u.slice(24, 28);
+  return (u.slice(0, 8) + u.slice(9, 13) + u.slice(14, 18) + u.slice(19, 23) + u.slice(24)).slice(0, digits);
 }
 
 /** 402 when a wallet cannot pay `cost`. */
@@ -171,7 +171,7 @@ export class Ledger {
      * The body's bytes; with `compact` when the body came from a kept template: its compact record (stored-result.ts)
      * is stored instead of the bytes, and the template with the first result that uses it.
      */
-    build: (ctx: SealContext) => { bytes: Buffer; compact?: { template: StoredTemplate; record: Buffer } };
+    build: (ctx: SealContext) => { bytes: Buffer; compact?: CompactRecord };
   }): Promise<{ bytes: Buffer }> {
     const { caller, cost } = args;
     const ops: Op[] = [];
@@ -209,7 +209,7 @@ export class Ledger {
       this.counters.bump(envName, 1);
       this.counters.bump(folderName, 1);
       const seq = this.counters.get('envelope_seq');
-      const tokenId = `env_${randomHex24()}`;
+      const tokenId = `env_${randomHex(24)}`;
       const core = { token_id: tokenId, owner: caller.zid, face_value: burned, result_id: args.resultId, result_digest: args.resultDigest, svcond: args.svcond };
       envelope = {
         token_id: tokenId,
@@ -250,7 +250,7 @@ export class Ledger {
     let newTemplate: string | null = null;
     try {
       // Serialised once by build: the same bytes are sent and stored (whole, or as their template's id and texts).
-      let compact: { template: StoredTemplate; record: Buffer } | undefined;
+      let compact: CompactRecord | undefined;
       ({ bytes, compact } = args.build({ tally_charge: charge, envelope, audit }));
       if (compact) {
         const { id, json } = compact.template;

@@ -16,6 +16,12 @@ export interface StoredTemplate {
   json: string;
 }
 
+/** A result stored compact: its record (encodeCompact), and the template the record names. */
+export interface CompactRecord {
+  template: StoredTemplate;
+  record: Buffer;
+}
+
 /** A whole body starts with `{`; a compact record with this byte, then its format version. */
 const COMPACT_MARK = 0x00;
 /** Version 1 named every text; version 2 (written now) leaves out the holes' names, which the template has. */

@@ -65,6 +65,7 @@ describe('POST /api/svc/compute', () => {
     expect(b.tally_charge).toEqual({ action: 'compute', cost: 1, charged: 1, burned: 1, foundation: 0, funded_by: 'free', balance_after: { free: 127, paid: 0 } });
     expect(b.envelope).toMatchObject({ face_value: 1, folder: 'inbox', funding: 'free', soulbound: true, tick: b.svcond });
     expect(b.envelope.token_id).toMatch(/^env_[0-9a-f]{24}$/);
+    expect(b.result_id).toMatch(new RegExp(`^res_${b.svcond}_[0-9a-f]{16}$`));
     expect(b.audit.seq).toBeGreaterThanOrEqual(1);
   });
 

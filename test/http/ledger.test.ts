@@ -107,6 +107,15 @@ describe('sealing', () => {
 });
 
 describe('restart on the same data dir', () => {
+  it('makes ids of the sizes and shape clients see: res_<tick>_<16 hex>, env_<24 hex>, all different', async () => {
+    const { randomHex } = await import('../../src/tally/ledger.js');
+    const many = Array.from({ length: 200 }, () => randomHex(24));
+    for (const id of many) expect(id).toMatch(/^[0-9a-f]{24}$/);
+    expect(new Set(many).size).toBe(many.length);
+    expect(randomHex(16)).toMatch(/^[0-9a-f]{16}$/);
+    expect(randomHex(32)).toMatch(/^[0-9a-f]{32}$/);
+  });
+
   it('keeps results, envelopes, chain, usage and day counters; the chain validates; tampering is named', async () => {
     const anonBefore = await call(t.url, 'POST', '/api/svc/compute', chain3);
     expect(anonBefore.status).toBe(200);
