@@ -120,7 +120,7 @@ export function jsonBody() {
         // return, so one microtask later it is in the request's buffer, whole, and is taken from there (raw-body's
         // listeners, decoder and events cost ~4 µs per request). A body still on its way is read with raw-body.
         await null;
-        text = bufferedText(ctx.req, length);
+        text = bufferedText(req, length);
       }
       text ??= await getRawBody(stream, { length, limit: BODY_LIMIT_BYTES, encoding: 'utf8' });
     } catch (err) {
