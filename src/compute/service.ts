@@ -192,7 +192,11 @@ export class ComputeService {
           return { bytes: sealed.bytes, compact: from ? { template: from, record: encodeCompact(from, sealed.layout) } : undefined };
         },
       });
-      this.deps.onSealed?.({ ...args.summary, result_id: resultId, result_digest: resultDigest, svcond: stamp.svcond });
+      if (this.deps.onSealed) {
+        // Written out, not spread and extended (a new hidden class per call in V8; see ChainService.appendOps).
+        const s = args.summary;
+        this.deps.onSealed({ result_id: resultId, result_digest: resultDigest, kind: s.kind, solver: s.solver, operators: s.operators, svcond: stamp.svcond, value: s.value, unit: s.unit });
+      }
       return sealed;
     } catch (err) {
       args.reservation.release();
