@@ -9,6 +9,7 @@
 // Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50] [--rounds 5]
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,17 +48,19 @@ async function load(t: Target, seconds: number): Promise<autocannon.Result> {
 let freshCount = 0;
 const freshBody = (): string => JSON.stringify({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 1 + ++freshCount / 1e6, velocity_m_s: 3 } });
 
+/** The heap flags of package.json's start script. */
+const START_HEAP_FLAGS: string[] = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.match(/--(max|min)-semi-space-size=\d+/g) ?? [];
+
 /** The built node, as npm start runs it (the bench builds first), with a registered key. */
 async function startNode(sync: boolean): Promise<{ child: ChildProcess; url: string; key: string; dataDir: string }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
-  const { child, url } = await startProcess(process.execPath, ['dist/cli/index.js', 'start'], {
+  // With the heap flags npm start gives node (V8 refuses --min-semi-space-size in NODE_OPTIONS).
+  const { child, url } = await startProcess(process.execPath, [...START_HEAP_FLAGS, 'dist/cli/index.js', 'start'], {
     SVC_PORT: '0',
     SVC_DATA_DIR: dataDir,
     SVC_LOG_LEVEL: 'info',
     SVC_SYNC_WRITES: String(sync),
     SVC_INITIAL_CREDITS: '100000000',
-    // As npm start runs it.
-    NODE_OPTIONS: '--max-semi-space-size=64',
   });
   const digest = createHash('sha256').update(`bench ${sync} ${Date.now()}`).digest('hex');
   const reg = await fetch(`${url}/api/svc-auth/register-v3`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ equation_sha256: digest }) });

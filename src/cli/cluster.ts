@@ -31,7 +31,7 @@ const FROM_SOURCE = SELF.endsWith('.ts');
 const CLI = join(dirname(SELF), FROM_SOURCE ? 'index.ts' : 'index.js');
 const NODE_ARGS = FROM_SOURCE ? ['--import', 'tsx', CLI, 'start'] : [CLI, 'start'];
 /** Heap-size flags the cluster command was started with (npm run cluster sets the young generation) pass to each node. */
-const HEAP_FLAGS = process.execArgv.filter((a) => /^--max-(semi|old)-space-size=/.test(a));
+const HEAP_FLAGS = process.execArgv.filter((a) => /^--(max|min)-(semi|old)-space-size=/.test(a));
 const START_TIMEOUT_MS = 30_000;
 
 /** The receipt secret shared by the cluster, kept in the data root so receipts stay verifiable across restarts. */

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=64
+#!/usr/bin/env -S node --max-semi-space-size=64 --min-semi-space-size=64
 // The svc-node command: start, verify FILE, keys (and cluster, see cluster.ts).
 import '../polyfill.js';
 import { readFile } from 'node:fs/promises';
