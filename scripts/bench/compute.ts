@@ -88,11 +88,31 @@ const targets: Target[] = [
   { name: 'durable', url: `${durable.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${durable.key}` }, turns: [] },
   { name: 'fresh', url: `${buffered.url}/api/svc/compute`, body: computeBody, fresh: freshBody, headers: { authorization: `Bearer ${buffered.key}` }, turns: [] },
 ];
+/**
+ * A fixed piece of CPU work (JSON, SHA-256, string building), timed: the same code on the same machine, so its time
+ * says how fast the machine ran then. This VM's speed moves by ±30 % from minute to minute, which moves every figure
+ * here with it; the probe lets runs be compared.
+ */
+function machineProbeMs(): number {
+  const t0 = performance.now();
+  let text = computeBody;
+  for (let i = 0; i < 20_000; i++) {
+    const o = JSON.parse(text) as { inputs: { mass_kg: number } };
+    o.inputs.mass_kg = i;
+    text = JSON.stringify(o);
+    createHash('sha256').update(text).digest('hex');
+  }
+  return Math.round((performance.now() - t0) * 10) / 10;
+}
+const probes: number[] = [];
+
 try {
-  // Warm-up, then the measured turns.
+  // Warm-up (the probe's too), then the measured turns.
+  machineProbeMs();
   for (const t of targets) await load(t, 2);
   const seconds = duration / rounds;
   for (let r = 0; r < rounds; r++) {
+    probes.push(machineProbeMs());
     for (const t of targets) {
       const res = await load(t, seconds);
       t.turns.push({ ok: res['2xx'], total: res.requests.total, non2xx: res.non2xx, seconds, p50: res.latency.p50, p99: res.latency.p99 });
@@ -138,6 +158,8 @@ console.log(
     p50Ms: median(durableT.turns.map((r) => r.p50)),
     p99Ms: Math.max(...durableT.turns.map((r) => r.p99)),
     non2xx: sum(durableT, 'non2xx'),
+    // Median time of the fixed CPU probe taken before each round (lower: a faster machine at the time).
+    machineProbeMs: median(probes),
     syncWrites: true,
     connections,
     durationS: duration,
