@@ -1,6 +1,6 @@
 // The computation pipeline of architecture.md §3: validate → protocol → run → gate → parity → seal.
 // Every route that computes (compute, solver endpoints, /solve, /auto, prove) goes through here.
-import { canonicalDigest, canonicalJson } from '../kernel/canonical.js';
+import { CanonicalText, canonicalDigest, canonicalJson, jsonNumber, jsonString } from '../kernel/canonical.js';
 import { ServiceError } from '../kernel/errors.js';
 import { stampAt, TICK_NS_NUMBER, type Clock, type TickStamp } from '../kernel/clock.js';
 import { gateChainValues, gateClosedForm, gateModulation, gateSolverCheck } from '../kernel/gate.js';
@@ -13,7 +13,7 @@ import { InputError } from '../solvers/errors.js';
 import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
 import { routeQuery, splitConstants } from '../solvers/auto.js';
-import { randomHex, type Caller, type Ledger, type SealContext } from '../tally/ledger.js';
+import { randomHex, tallyChargeText, type Caller, type EnvelopeRecord, type Ledger, type SealContext } from '../tally/ledger.js';
 import { buildBody, fillKept, fitsKept, keptTemplate, wholeBody, type BodyJob, type KeptTemplate, type PreparedBody, type StampParts } from './sealed-body.js';
 import type { Sealer } from './sealer.js';
 import { timeoutError, type SolverExecutor } from './executor.js';
@@ -183,9 +183,9 @@ export class ComputeService {
         // The ledger's members go into the prepared text at their slots; the proof signs the whole body.
         build: (ctx: SealContext) => {
           const sealed = finishSeal(this.deps.receiptKey, prepared.texts, {
-            tally_charge: ctx.tally_charge,
-            envelope: ctx.envelope ? envelopeView(ctx.envelope) : null,
-            audit: ctx.audit ? { slug: caller.kind === 'identity' ? caller.slug : null, seq: ctx.audit.seq, hash: ctx.audit.hash } : null,
+            tally_charge: new CanonicalText(tallyChargeText(ctx.tally_charge)),
+            envelope: ctx.envelope ? new CanonicalText(envelopeViewText(ctx.envelope)) : null,
+            audit: ctx.audit ? new CanonicalText(auditText(caller.kind === 'identity' ? caller.slug : null, ctx.audit.seq, ctx.audit.hash)) : null,
           });
           // A body from a kept template is stored as the template's id plus its own texts (stored-result.ts).
           const from = prepared.fromTemplate;
@@ -448,6 +448,15 @@ export class ComputeService {
   }
 }
 
-function envelopeView(e: { token_id: string; face_value: number; folder: string; funding: string; soulbound: boolean; svcond: number; hash: string }): Record<string, unknown> {
-  return { token_id: e.token_id, face_value: e.face_value, folder: e.folder, funding: e.funding, soulbound: e.soulbound, tick: e.svcond, hash: e.hash };
+/**
+ * The sealed body's `envelope` member: the caller's envelope as the result shows it (its svcond as `tick`), in
+ * canonical JSON written directly (one per seal).
+ */
+export function envelopeViewText(e: Pick<EnvelopeRecord, 'token_id' | 'face_value' | 'folder' | 'funding' | 'soulbound' | 'svcond' | 'hash'>): string {
+  return `{"face_value":${jsonNumber(e.face_value)},"folder":${jsonString(e.folder)},"funding":${jsonString(e.funding)},"hash":${jsonString(e.hash)},"soulbound":${e.soulbound ? 'true' : 'false'},"tick":${jsonNumber(e.svcond)},"token_id":${jsonString(e.token_id)}}`;
+}
+
+/** The sealed body's `audit` member: where the seal's row is in the caller's chain (slug null when there is none). */
+export function auditText(slug: string | null, seq: number, hash: string): string {
+  return `{"hash":${jsonString(hash)},"seq":${jsonNumber(seq)},"slug":${slug === null ? 'null' : jsonString(slug)}}`;
 }

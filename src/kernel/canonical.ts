@@ -171,6 +171,14 @@ function holeMark(hole: Hole): string {
   return HOLE_MARK + hole.name + HOLE_MARK;
 }
 
+/**
+ * The canonical text of one string and of one number, for writers of fixed-shape records (members in sorted order,
+ * each value written with these): a record made on every seal is written directly instead of walked. Such a writer
+ * is held to canonicalJson of the same object by its tests, and takes only values of its record's types.
+ */
+export const jsonString: (s: string) => string = str;
+export const jsonNumber: (n: number) => string = num;
+
 /** RFC 8785 canonical JSON text of a JSON value. Throws on values JSON cannot carry (undefined at top, NaN). */
 export function canonicalJson(value: unknown): string {
   if (value === undefined || typeof value === 'symbol') throw new TypeError('value has no canonical JSON form');

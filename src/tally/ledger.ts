@@ -3,7 +3,7 @@
 // Everything that depends on in-memory state (balances, chain head, counters) is computed synchronously,
 // so concurrent seals serialise without locks; the batch itself is group-committed by the store.
 import { randomUUID } from 'node:crypto';
-import { canonicalJson, sha256Hex, type Template } from '../kernel/canonical.js';
+import { jsonNumber, jsonString, sha256Hex, type Template } from '../kernel/canonical.js';
 import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { Counters } from '../store/counters.js';
@@ -46,6 +46,28 @@ export interface EnvelopeRecord {
   result_id: string;
   hash: string;
   seq: number;
+}
+
+/** What an envelope's hash commits to. */
+export interface EnvelopeCore {
+  token_id: string;
+  owner: string;
+  face_value: number;
+  result_id: string;
+  result_digest: string;
+  svcond: number;
+}
+
+/** The canonical JSON of an envelope's core, written directly (one per seal; canonicalJson's walk cost ~0.7 µs). */
+export function envelopeCoreText(c: EnvelopeCore): string {
+  return `{"face_value":${jsonNumber(c.face_value)},"owner":${jsonString(c.owner)},"result_digest":${jsonString(c.result_digest)},"result_id":${jsonString(c.result_id)},"svcond":${jsonNumber(c.svcond)},"token_id":${jsonString(c.token_id)}}`;
+}
+
+/** The canonical JSON of a charge, the sealed body's `tally_charge` member, written directly (one per seal). */
+export function tallyChargeText(c: TallyCharge): string {
+  const b = c.balance_after;
+  const balance = b === null ? 'null' : `{"free":${jsonNumber(b.free)},"paid":${jsonNumber(b.paid)}}`;
+  return `{"action":${jsonString(c.action)},"balance_after":${balance},"burned":${jsonNumber(c.burned)},"charged":${jsonNumber(c.charged)},"cost":${jsonNumber(c.cost)},"foundation":${jsonNumber(c.foundation)},"funded_by":${jsonString(c.funded_by)}}`;
 }
 
 export interface SealContext {
@@ -210,7 +232,7 @@ export class Ledger {
       this.counters.bump(folderName, 1);
       const seq = this.counters.get('envelope_seq');
       const tokenId = `env_${randomHex(24)}`;
-      const core = { token_id: tokenId, owner: caller.zid, face_value: burned, result_id: args.resultId, result_digest: args.resultDigest, svcond: args.svcond };
+      const core: EnvelopeCore = { token_id: tokenId, owner: caller.zid, face_value: burned, result_id: args.resultId, result_digest: args.resultDigest, svcond: args.svcond };
       envelope = {
         token_id: tokenId,
         owner: caller.zid,
@@ -220,7 +242,7 @@ export class Ledger {
         soulbound: funding === 'free',
         svcond: args.svcond,
         result_id: args.resultId,
-        hash: sha256Hex(canonicalJson(core)),
+        hash: sha256Hex(envelopeCoreText(core)),
         seq,
       };
       ops.push({ type: 'put', sub: this.envelopes, key: tokenId, value: envelope });
