@@ -25,10 +25,10 @@ describe('hidden classes of per-seal records', () => {
     };
     const written = (i: number) => ({ seq: i, svcond: 1, hash: `h${i}` });
     // The first calls share a map; once the site is warm, every call makes a new one.
-    const a = Array.from({ length: 100 }, (_, i) => extend(i));
-    const b = Array.from({ length: 100 }, (_, i) => written(i));
-    expect(sameMap(a[98]!, a[99]!)).toBe(false);
-    expect(sameMap(b[98]!, b[99]!)).toBe(true);
+    const a = Array.from({ length: 1000 }, (_, i) => extend(i));
+    const b = Array.from({ length: 1000 }, (_, i) => written(i));
+    expect(sameMap(a[998]!, a[999]!)).toBe(false);
+    expect(sameMap(b[998]!, b[999]!)).toBe(true);
   });
 
   let dir: string;
