@@ -1,6 +1,7 @@
 // Where solver runs execute. Inline runs on the calling thread (tests that inject their own registry);
 // the worker pool runs them on worker threads, keeps the event loop free, and enforces the tier time limit by
 // terminating a worker that overruns (SVC_TIMEOUT), replacing it with a fresh one.
+import v8 from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -18,10 +19,25 @@ function tsxEsmApi(): string {
 const FROM_SOURCE = fileURLToPath(import.meta.url).endsWith('.ts');
 
 /**
+ * `--min-semi-space-size` (npm start gives node 64 MiB; docs/decisions.md) is meant for the main thread, which serves
+ * HTTP and seals. V8 applies it to every isolate it creates, workers too, and there it would pin the whole young
+ * generation, ~128 MiB per worker (measured: RSS 207 → 432 MiB after 40 solver runs); a worker's resourceLimits do
+ * not override the flag. So it is reset before the first worker is made: heap flags are read when an isolate is
+ * created, so the main isolate keeps what it started with and workers get V8's growing young generation.
+ */
+let workerHeapFlagsSet = false;
+export function resetWorkerHeapFlags(): void {
+  if (workerHeapFlagsSet) return;
+  v8.setFlagsFromString('--min-semi-space-size=0');
+  workerHeapFlagsSet = true;
+}
+
+/**
  * A worker thread running the module `name` of this directory (solver-worker, seal-worker): the .js file from
  * dist, or, from source (tests, tsx), the .ts file loaded through a bootstrap that registers tsx first.
  */
 export function spawnWorker(name: string, workerData?: unknown): Worker {
+  resetWorkerHeapFlags();
   const entry = new URL(`./${name}${FROM_SOURCE ? '.ts' : '.js'}`, import.meta.url);
   if (!FROM_SOURCE) return new Worker(entry, { workerData });
   const bootstrap = `import(${JSON.stringify(tsxEsmApi())}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); });`;
