@@ -160,6 +160,9 @@ console.log(
     non2xx: sum(durableT, 'non2xx'),
     // Median time of the fixed CPU probe taken before each round (lower: a faster machine at the time).
     machineProbeMs: median(probes),
+    // Each round's durable rate beside that round's probe: how far the figure moves with the machine's speed.
+    turnRps: durableT.turns.map((r) => Math.round(r.ok / r.seconds)),
+    turnProbeMs: probes,
     syncWrites: true,
     connections,
     durationS: duration,
