@@ -10,21 +10,32 @@ export function numberArg(name: string, def: number): number {
   return i >= 0 ? Number(process.argv[i + 1]) : def;
 }
 
-/** Spawn a server (cwd: the project root) and wait for the `"url":…` of its listening line (30 s at most). */
+/**
+ * Spawn a server (cwd: the project root) and wait for the `"url":…` of its listening line (30 s at most; a server
+ * that has not said it by then is killed). Its output after that line is read and dropped.
+ */
 export function startProcess(cmd: string, argv: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, argv, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
     let buf = '';
-    const timer = setTimeout(() => reject(new Error('process did not report its url in 30 s')), 30_000);
-    child.stdout!.on('data', (d: Buffer) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error('process did not report its url in 30 s'));
+    }, 30_000);
+    const onData = (d: Buffer): void => {
       buf += d.toString();
       const m = /"url":"([^"]+)"/.exec(buf);
       if (m) {
         clearTimeout(timer);
+        child.stdout!.off('data', onData);
         resolve({ child, url: m[1]! });
       }
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`process exited early with ${code ?? signal}`));
     });
-    child.once('exit', (code) => reject(new Error(`process exited early with ${code}`)));
   });
 }
 

@@ -2,11 +2,12 @@
 // records of each seal (chain row, envelope and its indexes, wallet charge, counters) agree with each other, because a
 // seal is one atomic batch and its answer goes out only after the batch is written. Seals that were written but not
 // yet answered when the process died may be there too; a half-written one may not.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startProcess } from '../../scripts/bench/lib.js';
 import { bearer, call, zkIdentity } from '../helpers/node.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -21,33 +22,19 @@ afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-/** `svc-node start` on a free port with durable writes; resolves with its url once it logs that it listens. */
-function startNode(dataDir: string, slowDisk = false): Promise<{ child: ChildProcess; url: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, slowDisk ? [...SLOW_DISK, ...CLI.slice(2)] : CLI, {
-      cwd: ROOT,
-      env: { ...process.env, SLOW_DISK_MS: '40', SVC_HOST: '127.0.0.1', SVC_PORT: '0', SVC_DATA_DIR: dataDir, SVC_SYNC_WRITES: 'true', SVC_LOG_LEVEL: 'info', SVC_INITIAL_CREDITS: String(CREDITS) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.push(child);
-    let buf = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error('the node did not report its url in 30 s'));
-    }, 30_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const m = /"url":"([^"]+)"/.exec(buf);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1]! });
-      }
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`the node exited early (${code ?? signal})`));
-    });
+/** `svc-node start` on a free port with durable writes, once it logs that it listens. */
+async function startNode(dataDir: string, slowDisk = false): Promise<{ child: ChildProcess; url: string }> {
+  const started = await startProcess(process.execPath, slowDisk ? [...SLOW_DISK, ...CLI.slice(2)] : CLI, {
+    SLOW_DISK_MS: '40',
+    SVC_HOST: '127.0.0.1',
+    SVC_PORT: '0',
+    SVC_DATA_DIR: dataDir,
+    SVC_SYNC_WRITES: 'true',
+    SVC_LOG_LEVEL: 'info',
+    SVC_INITIAL_CREDITS: String(CREDITS),
   });
+  children.push(started.child);
+  return started;
 }
 
 interface Answer {
