@@ -4,12 +4,12 @@
 // seal's (result, envelope, chain row, wallet; group-committed, fsync, one batch in flight, as the Store does).
 // Targets run side by side and take their seconds in turns (as compute.ts does). Linux: server CPU from /proc.
 // Prints one JSON line. Usage: npx tsx scripts/bench/ceiling.ts [--duration 10] [--connections 50] [--rounds 5]
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { numberArg, startProcess, stop } from './lib.js';
+import { numberArg, processCpuMs, startProcess, stop } from './lib.js';
 
 /** A JSON body of a sealed compute's size (3,339 bytes in the quick start), the same for every request. */
 const BODY = Buffer.from(JSON.stringify({ ok: true, filler: 'x'.repeat(3300) }).slice(0, 3339 - 2) + '"}');
@@ -89,14 +89,6 @@ if (process.env.CEILING_SERVER) {
   const rounds = Math.max(1, Math.floor(numberArg('rounds', 5)));
   const start = (mode: string) => startProcess(process.execPath, [...process.execArgv, import.meta.filename], { CEILING_SERVER: mode });
   /** CPU time of a process in ms (utime + stime from /proc), or null off Linux. */
-  const cpuMs = (pid: number): number | null => {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return (Number(fields[11]) + Number(fields[12])) * 10;
-    } catch {
-      return null;
-    }
-  };
   const body = JSON.stringify({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } });
   const modes = ['raw', 'koa', 'durable'] as const;
   const targets = [];
@@ -106,11 +98,11 @@ if (process.env.CEILING_SERVER) {
     for (const t of targets) await load(t.url, 2);
     for (let r = 0; r < rounds; r++) {
       for (const t of targets) {
-        const s0 = cpuMs(t.child.pid!);
+        const s0 = processCpuMs(t.child.pid!);
         const c0 = process.cpuUsage();
         const res = await load(t.url, duration / rounds);
         const c = process.cpuUsage(c0);
-        const s1 = cpuMs(t.child.pid!);
+        const s1 = processCpuMs(t.child.pid!);
         t.ok += res['2xx'];
         t.seconds += duration / rounds;
         t.serverMs = t.serverMs === null || s0 === null || s1 === null ? null : t.serverMs + (s1 - s0);

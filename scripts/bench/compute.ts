@@ -18,7 +18,7 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { resolveCaller } from '../../src/http/auth.js';
 import { SvcNode } from '../../src/node.js';
-import { numberArg, root, startProcess, stop } from './lib.js';
+import { numberArg, processCpuMs, root, startProcess, stop } from './lib.js';
 
 const duration = numberArg('duration', 10);
 const connections = numberArg('connections', 50);
@@ -34,8 +34,10 @@ interface Target {
   /** A new body for every request (each a chain the node has not seen), instead of the same body. */
   fresh?: () => string;
   headers: Record<string, string>;
+  /** The process serving the target. */
+  server: ChildProcess;
   /** Per round: requests answered 2xx, all requests, non-2xx, seconds, p50 and p99 latency. */
-  turns: { ok: number; total: number; non2xx: number; seconds: number; p50: number; p99: number }[];
+  turns: { ok: number; total: number; non2xx: number; seconds: number; p50: number; p99: number; backgroundCpuMs: number | null }[];
 }
 
 async function load(t: Target, seconds: number): Promise<autocannon.Result> {
@@ -82,11 +84,11 @@ const buffered = await startNode(false);
 const durable = await startNode(true);
 const ping = JSON.stringify({ ping: 1 });
 const targets: Target[] = [
-  { name: 'baseline', url: `${koa.url}/ping`, body: ping, headers: {}, turns: [] },
-  { name: 'lean', url: `${lean.url}/ping`, body: ping, headers: {}, turns: [] },
-  { name: 'buffered', url: `${buffered.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${buffered.key}` }, turns: [] },
-  { name: 'durable', url: `${durable.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${durable.key}` }, turns: [] },
-  { name: 'fresh', url: `${buffered.url}/api/svc/compute`, body: computeBody, fresh: freshBody, headers: { authorization: `Bearer ${buffered.key}` }, turns: [] },
+  { name: 'baseline', server: koa.child, url: `${koa.url}/ping`, body: ping, headers: {}, turns: [] },
+  { name: 'lean', server: lean.child, url: `${lean.url}/ping`, body: ping, headers: {}, turns: [] },
+  { name: 'buffered', server: buffered.child, url: `${buffered.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${buffered.key}` }, turns: [] },
+  { name: 'durable', server: durable.child, url: `${durable.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${durable.key}` }, turns: [] },
+  { name: 'fresh', server: buffered.child, url: `${buffered.url}/api/svc/compute`, body: computeBody, fresh: freshBody, headers: { authorization: `Bearer ${buffered.key}` }, turns: [] },
 ];
 /**
  * A fixed piece of CPU work (JSON, SHA-256, string building), timed: the same code on the same machine, so its time
@@ -114,8 +116,12 @@ try {
   for (let r = 0; r < rounds; r++) {
     probes.push(machineProbeMs());
     for (const t of targets) {
+      const background = targets.map((o) => o.server).filter((server, i, all) => server !== t.server && all.indexOf(server) === i);
+      const before = background.map((server) => processCpuMs(server.pid!));
       const res = await load(t, seconds);
-      t.turns.push({ ok: res['2xx'], total: res.requests.total, non2xx: res.non2xx, seconds, p50: res.latency.p50, p99: res.latency.p99 });
+      const after = background.map((server) => processCpuMs(server.pid!));
+      const backgroundCpuMs = before.every((ms) => ms !== null) && after.every((ms) => ms !== null) ? after.reduce((n, ms, i) => n! + ms! - before[i]!, 0) : null;
+      t.turns.push({ ok: res['2xx'], total: res.requests.total, non2xx: res.non2xx, seconds, p50: res.latency.p50, p99: res.latency.p99, backgroundCpuMs });
     }
   }
 } finally {
@@ -163,6 +169,8 @@ console.log(
     // Each round's durable rate beside that round's probe: how far the figure moves with the machine's speed.
     turnRps: durableT.turns.map((r) => Math.round(r.ok / r.seconds)),
     turnProbeMs: probes,
+    // CPU the other servers used during each durable turn (their own background work, e.g. LevelDB compaction).
+    turnBackgroundCpuMs: durableT.turns.map((r) => r.backgroundCpuMs),
     syncWrites: true,
     connections,
     durationS: duration,

@@ -1,5 +1,6 @@
 // What the bench scripts share: numeric --name value arguments, and child servers that report their url.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const root = join(import.meta.dirname, '..', '..');
@@ -47,4 +48,21 @@ export function stop(child: ChildProcess): Promise<void> {
     child.once('exit', () => resolve());
     child.kill('SIGTERM');
   });
+}
+
+/**
+ * CPU time (user + system, ms) a process and its descendants have used so far (Linux /proc; null elsewhere or once
+ * it has exited). Descendants count because tsx runs its script in a child process.
+ */
+export function processCpuMs(pid: number): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    let ms = (Number(fields[11]) + Number(fields[12])) * 10;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      for (const child of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean)) ms += processCpuMs(Number(child)) ?? 0;
+    }
+    return ms;
+  } catch {
+    return null;
+  }
 }
