@@ -88,7 +88,6 @@ if (process.env.CEILING_SERVER) {
   const connections = numberArg('connections', 50);
   const rounds = Math.max(1, Math.floor(numberArg('rounds', 5)));
   const start = (mode: string) => startProcess(process.execPath, [...process.execArgv, import.meta.filename], { CEILING_SERVER: mode });
-  /** CPU time of a process in ms (utime + stime from /proc), or null off Linux. */
   const body = JSON.stringify({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } });
   const modes = ['raw', 'koa', 'durable'] as const;
   const targets = [];

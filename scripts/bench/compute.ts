@@ -2,8 +2,8 @@
 // per target). Line 1: sealing with buffered writes; line 2: durable (fsync) writes; line 3: the same sealed compute
 // in process (no HTTP, durable writes, 50 at a time), which separates the cost of sealing from the cost of HTTP.
 // Each line is one JSON object.
-// The targets (bare Koa, bare Koa with the node's body middleware, the node buffered, the node durable, and the
-// node buffered with a new chain in every request) all run from the start, and their 10 s are taken in turns of duration/rounds seconds (round robin), so that a ratio
+// The targets (bare Koa, bare Koa with the node's body middleware, the node buffered, the node durable, the bare
+// durable pipeline of ceiling.ts, and the node buffered with a new chain in every request) all run from the start, and their 10 s are taken in turns of duration/rounds seconds (round robin), so that a ratio
 // compares figures taken under the same machine conditions: on a shared machine the speed drifts by ±20 % from
 // one minute to the next, which separate 10 s runs put straight into the ratio.
 // Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50] [--rounds 5]
@@ -82,12 +82,16 @@ const koa = await startProcess(tsx, ['scripts/bench/bare-koa.ts'], {});
 const lean = await startProcess(tsx, ['scripts/bench/bare-koa.ts'], { BARE_BODY: 'node' });
 const buffered = await startNode(false);
 const durable = await startNode(true);
+// The bare durable pipeline of ceiling.ts (raw node:http, one seal-shaped LevelDB batch per group, fsync): what the
+// machine allows a durable answer at the time, so the node's durable rate can be read against it.
+const bareDurable = await startProcess(process.execPath, [...process.execArgv, join(root, 'scripts', 'bench', 'ceiling.ts')], { CEILING_SERVER: 'durable' });
 const ping = JSON.stringify({ ping: 1 });
 const targets: Target[] = [
   { name: 'baseline', server: koa.child, url: `${koa.url}/ping`, body: ping, headers: {}, turns: [] },
   { name: 'lean', server: lean.child, url: `${lean.url}/ping`, body: ping, headers: {}, turns: [] },
   { name: 'buffered', server: buffered.child, url: `${buffered.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${buffered.key}` }, turns: [] },
   { name: 'durable', server: durable.child, url: `${durable.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${durable.key}` }, turns: [] },
+  { name: 'bareDurable', server: bareDurable.child, url: `${bareDurable.url}/`, body: computeBody, headers: {}, turns: [] },
   { name: 'fresh', server: buffered.child, url: `${buffered.url}/api/svc/compute`, body: computeBody, fresh: freshBody, headers: { authorization: `Bearer ${buffered.key}` }, turns: [] },
 ];
 /**
@@ -125,10 +129,10 @@ try {
     }
   }
 } finally {
-  await Promise.all([stop(koa.child), stop(lean.child), stop(buffered.child), stop(durable.child)]);
+  await Promise.all([stop(koa.child), stop(lean.child), stop(buffered.child), stop(durable.child), stop(bareDurable.child)]);
   await Promise.all([rm(buffered.dataDir, { recursive: true, force: true }), rm(durable.dataDir, { recursive: true, force: true })]);
 }
-const [baseline, leanBaseline, bufferedT, durableT, freshT] = targets as [Target, Target, Target, Target, Target];
+const [baseline, leanBaseline, bufferedT, durableT, bareDurableT, freshT] = targets as [Target, Target, Target, Target, Target, Target];
 const baselineRps = rate(baseline);
 const leanBaselineRps = rate(leanBaseline);
 const sum = (t: Target, k: 'non2xx'): number => t.turns.reduce((n, r) => n + r[k], 0);
@@ -164,6 +168,9 @@ console.log(
     p50Ms: median(durableT.turns.map((r) => r.p50)),
     p99Ms: Math.max(...durableT.turns.map((r) => r.p99)),
     non2xx: sum(durableT, 'non2xx'),
+    // The bare durable pipeline (ceiling.ts) in the same turns, and the node's share of it.
+    bareDurableRps: Math.round(rate(bareDurableT)),
+    ofBareDurable: round3(rate(durableT) / rate(bareDurableT)),
     // Median time of the fixed CPU probe taken before each round (lower: a faster machine at the time).
     machineProbeMs: median(probes),
     // Each round's durable rate beside that round's probe: how far the figure moves with the machine's speed.
