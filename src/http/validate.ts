@@ -5,5 +5,6 @@ import { zodIssueToInputError } from '../solvers/util.js';
 export function validate<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   const result = schema.safeParse(body === undefined ? {} : body);
   if (result.success) return result.data;
-  throw zodIssueToInputError(result.error.issues[0]!);
+  // An issue with the body as a whole (an array, a string) names the body, not a field in it.
+  throw zodIssueToInputError(result.error.issues[0]!, 'body');
 }

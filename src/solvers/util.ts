@@ -30,8 +30,8 @@ export function parseState<S extends z.ZodType>(schema: S, raw: unknown): z.infe
   throw new InputError('initialState', `${e.field}: ${e.reason}`, e.allowed);
 }
 
-export function zodIssueToInputError(issue: z.core.$ZodIssue): InputError {
-  const field = issue.path.length ? issue.path.map(String).join('.') : 'inputs';
+export function zodIssueToInputError(issue: z.core.$ZodIssue, root = 'inputs'): InputError {
+  const field = issue.path.length ? issue.path.map(String).join('.') : root;
   const anyIssue = issue as unknown as Record<string, unknown>;
   switch (issue.code) {
     case 'unrecognized_keys': {

@@ -170,7 +170,12 @@ describe('POST /api/svc/compute', () => {
   it('rejects unknown body fields, malformed JSON and non-object bodies with a part-7 400, never a 500', async () => {
     expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, extra: 1 }, bearer(key)), 400, 'SVC_INVALID_INPUT');
     expectError(await call(t.url, 'POST', '/api/svc/compute', '{"domain": "mechanics", ', bearer(key)), 400, 'SVC_INVALID_JSON');
-    expectError(await call(t.url, 'POST', '/api/svc/compute', '[1,2]', bearer(key)), 400, 'SVC_INVALID_INPUT');
+    // A body that is not an object is named as the body, not as a field of it.
+    const whole = expectError(await call(t.url, 'POST', '/api/svc/compute', '[1,2]', bearer(key)), 400, 'SVC_INVALID_INPUT');
+    expect(whole.field).toBe('body');
+    expect(whole.message).toMatch(/^invalid input body: .*object/);
+    const extra = expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, extra: 1 }, bearer(key)), 400, 'SVC_INVALID_INPUT');
+    expect(extra.field).toBe('extra');
   });
 
   it('rejects a present but bad key with SVC_INVALID_KEY, never falling back to anonymous', async () => {
