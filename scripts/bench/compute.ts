@@ -5,7 +5,8 @@
 // The targets (bare Koa, bare Koa with the node's body middleware, the node buffered, the node durable, the bare
 // durable pipeline of ceiling.ts, and the node buffered with a new chain in every request) all run from the start, and their 10 s are taken in turns of duration/rounds seconds (round robin), so that a ratio
 // compares figures taken under the same machine conditions: on a shared machine the speed drifts by ±20 % from
-// one minute to the next, which separate 10 s runs put straight into the ratio.
+// one minute to the next, which separate 10 s runs put straight into the ratio. Each turn starts once the other
+// servers are quiet (a node compacts LevelDB for a while after its writes; settle).
 // Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50] [--rounds 5]
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -112,6 +113,33 @@ function machineProbeMs(): number {
 }
 const probes: number[] = [];
 
+/** Summed CPU ms of these processes so far (null off Linux). */
+const cpuOf = (servers: ChildProcess[]): number | null => {
+  let ms = 0;
+  for (const server of servers) {
+    const m = processCpuMs(server.pid!);
+    if (m === null) return null;
+    ms += m;
+  }
+  return ms;
+};
+const settleWaitsMs: number[] = [];
+/**
+ * Wait (3 s at most) until the other servers are quiet: at most 10 ms of CPU in 200 ms. A node keeps compacting
+ * LevelDB for a while after its turn's writes (seen: 600 ms of CPU in the next 2-s turn), which would otherwise be
+ * charged to whichever target comes next. Every target's turn starts this way. Returns the wait in ms.
+ */
+async function settle(others: ChildProcess[]): Promise<number> {
+  const t0 = performance.now();
+  for (let i = 0; i < 15; i++) {
+    const before = cpuOf(others);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const after = cpuOf(others);
+    if (before === null || after === null || after - before <= 10) break;
+  }
+  return Math.round(performance.now() - t0);
+}
+
 try {
   // Warm-up (the probe's too), then the measured turns.
   machineProbeMs();
@@ -121,6 +149,7 @@ try {
     probes.push(machineProbeMs());
     for (const t of targets) {
       const background = targets.map((o) => o.server).filter((server, i, all) => server !== t.server && all.indexOf(server) === i);
+      settleWaitsMs.push(await settle(background));
       const before = background.map((server) => processCpuMs(server.pid!));
       const res = await load(t, seconds);
       const after = background.map((server) => processCpuMs(server.pid!));
@@ -176,8 +205,10 @@ console.log(
     // Each round's durable rate beside that round's probe: how far the figure moves with the machine's speed.
     turnRps: durableT.turns.map((r) => Math.round(r.ok / r.seconds)),
     turnProbeMs: probes,
-    // CPU the other servers used during each durable turn (their own background work, e.g. LevelDB compaction).
+    // CPU the other servers used during each durable turn (their own background work, e.g. LevelDB compaction),
+    // and the longest wait for them to be quiet before a turn (settle).
     turnBackgroundCpuMs: durableT.turns.map((r) => r.backgroundCpuMs),
+    maxSettleMs: Math.max(...settleWaitsMs),
     syncWrites: true,
     connections,
     durationS: duration,
