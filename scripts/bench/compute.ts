@@ -150,10 +150,10 @@ try {
     for (const t of targets) {
       const background = targets.map((o) => o.server).filter((server, i, all) => server !== t.server && all.indexOf(server) === i);
       settleWaitsMs.push(await settle(background));
-      const before = background.map((server) => processCpuMs(server.pid!));
+      const before = cpuOf(background);
       const res = await load(t, seconds);
-      const after = background.map((server) => processCpuMs(server.pid!));
-      const backgroundCpuMs = before.every((ms) => ms !== null) && after.every((ms) => ms !== null) ? after.reduce((n, ms, i) => n! + ms! - before[i]!, 0) : null;
+      const after = cpuOf(background);
+      const backgroundCpuMs = before === null || after === null ? null : after - before;
       t.turns.push({ ok: res['2xx'], total: res.requests.total, non2xx: res.non2xx, seconds, p50: res.latency.p50, p99: res.latency.p99, backgroundCpuMs });
     }
   }
