@@ -1,13 +1,14 @@
 // The composition root: the only file that knows every part. Builds store, kernel keys, services and HTTP,
 // starts and stops them in order.
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { randomBytes, createHash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import pino, { type Logger } from 'pino';
 import type { NodeConfig } from './config/schema.js';
+import { decodeReceiptSecret, loadOrCreateReceiptSecret, RECEIPT_SECRET_FILE } from './config/receipt-secret.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { deriveKey } from './kernel/receipt.js';
 import { Store } from './store/db.js';
@@ -33,7 +34,7 @@ const KEY_LOOKUP_TIMEOUT_MS = 2000;
 export const RESULT_SEALED = 'result.sealed';
 const MAX_ASSERTION_SKEW_TICKS = 120;
 
-export const RECEIPT_SECRET_FILE = 'receipt-secret';
+export { RECEIPT_SECRET_FILE };
 
 export interface NodeOptions {
   clock?: Clock;
@@ -47,26 +48,13 @@ export interface NodeOptions {
   mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits'>>;
 }
 
-/** The receipt secret: from config, else kept in the data dir (created once, mode 0600). */
+/**
+ * The receipt secret's bytes: from config (hex, as SVC_RECEIPT_SECRET), else kept in the data dir (hex, created once,
+ * mode 0600). One encoding on every path (config/receipt-secret.ts), so a data dir's file and the env var name one key.
+ */
 async function receiptSecret(config: NodeConfig): Promise<Buffer> {
-  if (config.receiptSecret) return Buffer.from(config.receiptSecret, 'utf8');
-  const file = join(config.dataDir, RECEIPT_SECRET_FILE);
-  try {
-    return Buffer.from((await readFile(file, 'utf8')).trim(), 'hex');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  const secret = randomBytes(32);
-  const tmp = `${file}.${process.pid}.tmp`;
-  const fh = await open(tmp, 'wx', 0o600);
-  try {
-    await fh.writeFile(secret.toString('hex'));
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, file);
-  return secret;
+  if (config.receiptSecret) return decodeReceiptSecret(config.receiptSecret, 'receiptSecret (SVC_RECEIPT_SECRET)');
+  return loadOrCreateReceiptSecret(config.dataDir);
 }
 
 export function keyFingerprint(key: Buffer): string {

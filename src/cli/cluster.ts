@@ -4,7 +4,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
+import { loadOrCreateReceiptSecret } from '../config/receipt-secret.js';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -34,16 +35,13 @@ const NODE_ARGS = FROM_SOURCE ? ['--import', 'tsx', CLI, 'start'] : [CLI, 'start
 const HEAP_FLAGS = process.execArgv.filter((a) => /^--(max|min)-(semi|old)-space-size=/.test(a));
 const START_TIMEOUT_MS = 30_000;
 
-/** The receipt secret shared by the cluster, kept in the data root so receipts stay verifiable across restarts. */
-async function sharedSecret(dataRoot: string, file: string): Promise<string> {
-  const path = join(dataRoot, file);
-  try {
-    return (await readFile(path, 'utf8')).trim();
-  } catch {
-    const secret = randomBytes(32).toString('hex');
-    await writeFile(path, secret, { mode: 0o600 });
-    return secret;
-  }
+/**
+ * The receipt secret shared by the cluster, kept in the data root's receipt-secret file as a data dir keeps its own
+ * (hex, config/receipt-secret.ts) and handed to the nodes as the same hex in SVC_RECEIPT_SECRET: so receipts stay
+ * verifiable across restarts, and `svc-node verify --data-dir <data root>` uses the key the nodes use.
+ */
+async function sharedReceiptSecret(dataRoot: string): Promise<string> {
+  return (await loadOrCreateReceiptSecret(dataRoot)).toString('hex');
 }
 
 function startOne(name: string, dataDir: string, env: Record<string, string>): Promise<Started> {
@@ -104,7 +102,7 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
   const root = resolve(o.dataRoot);
   await mkdir(root, { recursive: true });
   const meshSecret = o.meshSecret ?? randomBytes(32).toString('hex');
-  const receiptSecret = await sharedSecret(root, 'receipt-secret');
+  const receiptSecret = await sharedReceiptSecret(root);
   const started: Started[] = [];
   let stopping = false;
   const stopAll = async (code: number): Promise<never> => {

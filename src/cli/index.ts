@@ -2,10 +2,10 @@
 // The svc-node command: start, verify FILE, keys (and cluster, see cluster.ts).
 import '../polyfill.js';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config/load.js';
-import { SvcNode, RECEIPT_SECRET_FILE, keyFingerprint } from '../node.js';
+import { SvcNode, keyFingerprint } from '../node.js';
+import { decodeReceiptSecret, readReceiptSecretFile, RECEIPT_SECRET_FILE } from '../config/receipt-secret.js';
 import { deriveKey, verifyBody } from '../kernel/receipt.js';
 import { loadOrCreateNodeKey } from '../mesh/identity.js';
 import { runCluster } from './cluster.js';
@@ -85,23 +85,32 @@ configFlags(program.command('start').description('run a node')).action(async (op
   process.on('SIGTERM', () => shutdown('SIGTERM'));
 });
 
+/**
+ * The receipt secret for verify and keys, flags before environment (as in the config's layers): --secret (hex),
+ * else --data-dir's receipt-secret file, else SVC_RECEIPT_SECRET (hex), else the file in SVC_DATA_DIR or ./data.
+ * A cluster's data root holds its receipt-secret file like a data dir. The same hex means the same key everywhere.
+ */
+async function receiptSecretFor(opts: { secret?: string; dataDir?: string }): Promise<Buffer | null> {
+  if (opts.secret !== undefined) return decodeReceiptSecret(opts.secret, '--secret');
+  if (opts.dataDir !== undefined) return readReceiptSecretFile(opts.dataDir);
+  const env = process.env.SVC_RECEIPT_SECRET;
+  if (env) return decodeReceiptSecret(env, 'SVC_RECEIPT_SECRET');
+  return readReceiptSecretFile(process.env.SVC_DATA_DIR ?? './data');
+}
+
 program
   .command('verify <file>')
   .description('verify a saved compute or solver response offline with the receipt secret')
-  .option('--secret <secret>', 'the receipt secret (SVC_RECEIPT_SECRET)')
-  .option('--data-dir <dir>', 'read the secret kept in this data dir')
+  .option('--secret <hex>', 'the receipt secret, hex (as SVC_RECEIPT_SECRET and the receipt-secret file)')
+  .option('--data-dir <dir>', 'read the secret kept in this data dir (or a cluster\'s data root)')
   .action(async (file: string, opts: { secret?: string; dataDir?: string }) => {
-    let secret: Buffer;
-    const fromEnv = opts.secret ?? process.env.SVC_RECEIPT_SECRET;
-    if (fromEnv) secret = Buffer.from(fromEnv, 'utf8');
-    else {
-      const dir = opts.dataDir ?? process.env.SVC_DATA_DIR ?? './data';
-      try {
-        secret = Buffer.from((await readFile(join(dir, RECEIPT_SECRET_FILE), 'utf8')).trim(), 'hex');
-      } catch {
-        fail(`no receipt secret: give --secret, SVC_RECEIPT_SECRET or --data-dir holding ${RECEIPT_SECRET_FILE}`);
-      }
+    let secret: Buffer | null = null;
+    try {
+      secret = await receiptSecretFor(opts);
+    } catch (err) {
+      fail(err instanceof ConfigError ? err.message : `cannot read the receipt secret: ${(err as Error).message}`);
     }
+    if (secret === null) fail(`no receipt secret: give --secret, SVC_RECEIPT_SECRET or --data-dir holding ${RECEIPT_SECRET_FILE} (for a cluster, its data root)`);
     let body: unknown;
     try {
       body = JSON.parse(await readFile(file, 'utf8'));
@@ -122,11 +131,13 @@ program
   .action(async (opts: { dataDir: string }) => {
     const ident = await loadOrCreateNodeKey(opts.dataDir);
     let fingerprint: string | null = null;
-    const env = process.env.SVC_RECEIPT_SECRET;
     try {
-      const secret = env ? Buffer.from(env, 'utf8') : Buffer.from((await readFile(join(opts.dataDir, RECEIPT_SECRET_FILE), 'utf8')).trim(), 'hex');
-      fingerprint = keyFingerprint(deriveKey(secret, 'RECEIPT'));
-    } catch {
+      // What the node started on this data dir uses: SVC_RECEIPT_SECRET when set, else the dir's file.
+      const env = process.env.SVC_RECEIPT_SECRET;
+      const secret = env ? decodeReceiptSecret(env, 'SVC_RECEIPT_SECRET') : await readReceiptSecretFile(opts.dataDir);
+      fingerprint = secret === null ? null : keyFingerprint(deriveKey(secret, 'RECEIPT'));
+    } catch (err) {
+      if (err instanceof ConfigError) fail(err.message);
       fingerprint = null;
     }
     process.stdout.write(`${JSON.stringify({ nodeId: ident.nodeId, keyType: 'Ed25519', receiptKeyFingerprint: fingerprint, dataDir: opts.dataDir })}\n`);

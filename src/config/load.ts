@@ -3,10 +3,9 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { configSchema, type NodeConfig } from './schema.js';
+import { ConfigError } from './error.js';
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
+export { ConfigError };
 
 const DEFAULT_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'config', 'default.json');
 

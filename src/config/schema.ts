@@ -1,6 +1,7 @@
 // The node's configuration, validated with zod. Layers: config/default.json < --config FILE < SVC_* env < CLI flags.
 import { z } from 'zod';
 import { multiaddr } from '@multiformats/multiaddr';
+import { RECEIPT_SECRET_HEX, RECEIPT_SECRET_RULE } from './receipt-secret.js';
 
 function isMultiaddr(text: string): boolean {
   try {
@@ -16,8 +17,8 @@ export const configSchema = z
     host: z.string().min(1),
     port: z.number().int().min(0).max(65535),
     dataDir: z.string().min(1),
-    /** HMAC key for receipts; when null the node generates one and keeps it in the data dir. */
-    receiptSecret: z.string().min(16).nullable(),
+    /** The receipt secret as hex (receipt-secret.ts); when null the node generates one and keeps it in the data dir. */
+    receiptSecret: z.string().trim().regex(RECEIPT_SECRET_HEX, RECEIPT_SECRET_RULE).nullable(),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     /** fsync every batch. */
     syncWrites: z.boolean(),

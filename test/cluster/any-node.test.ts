@@ -8,7 +8,8 @@ import { buildEnvelope } from '../../src/mesh/wire.js';
 import { stampAt } from '../../src/kernel/clock.js';
 
 const MESH_SECRET = 'cluster-test-secret-0123456789abcdef';
-const RECEIPT_SECRET = 'cluster-receipt-secret-0123456789ab';
+// Hex, as every receipt secret is (docs/protocol.md): the UTF-8 of the text this test used before.
+const RECEIPT_SECRET = Buffer.from('cluster-receipt-secret-0123456789ab', 'utf8').toString('hex');
 
 async function waitFor<T>(fn: () => Promise<T | null | false | undefined> | T | null | false | undefined, what: string, timeoutMs = 10_000): Promise<T> {
   const end = Date.now() + timeoutMs;

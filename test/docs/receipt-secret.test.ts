@@ -1,0 +1,144 @@
+// One receipt secret, one encoding (hex) on every path: a standalone data dir's receipt-secret file, a cluster's data
+// root, SVC_RECEIPT_SECRET and `svc-node verify --secret`. The same text names the same key wherever it is put.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import canonicalize from 'canonicalize';
+import { afterAll, describe, expect, it } from 'vitest';
+import { call, startTestNode, zkIdentity, bearer } from '../helpers/node.js';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const CLI = ['--import', 'tsx', join(ROOT, 'src/cli/index.ts')];
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+async function tempDir(): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), 'svc-secret-'));
+  dirs.push(d);
+  return d;
+}
+
+/** The CLI with a clean environment for the secret (no SVC_RECEIPT_SECRET / SVC_DATA_DIR from the caller). */
+function run(args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
+  const base = { ...process.env };
+  delete base.SVC_RECEIPT_SECRET;
+  delete base.SVC_DATA_DIR;
+  const r = spawnSync(process.execPath, [...CLI, ...args], { cwd: ROOT, env: { ...base, ...env }, encoding: 'utf8', timeout: 60_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** svcProof recomputed from first principles (docs/protocol.md): key = HMAC(secret bytes, "svc-key:RECEIPT"). */
+function proofWith(secret: Buffer, body: Record<string, any>): string {
+  const key = createHmac('sha256', secret).update('svc-key:RECEIPT').digest();
+  const { svcProof: _p, ...rest } = body;
+  const { svcProof: _c, ...cko } = rest.cko;
+  return createHmac('sha256', key).update(canonicalize({ ...rest, cko })!, 'utf8').digest('hex');
+}
+
+const REQUEST = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } };
+
+async function computeOn(url: string, seed: string): Promise<{ body: Record<string, any>; text: string }> {
+  const id = await zkIdentity(url, seed);
+  const r = await call(url, 'POST', '/api/svc/compute', REQUEST, bearer(id.key));
+  expect(r.status).toBe(200);
+  return { body: r.body, text: r.text };
+}
+
+function exitOf(child: ChildProcess): Promise<number | null> {
+  return new Promise((r) => (child.exitCode !== null ? r(child.exitCode) : child.once('exit', (code) => r(code))));
+}
+
+describe('the receipt secret is hex on every path', () => {
+  it('a standalone data dir written before keeps its key; its file copied into SVC_RECEIPT_SECRET names the same key', async () => {
+    // A data dir as a node of any earlier version left it: 32 bytes as 64 hex digits.
+    const dir = await tempDir();
+    const hex = '00112233445566778899aabbccddeeff0123456789abcdeffedcba9876543210';
+    await writeFile(join(dir, 'receipt-secret'), hex, { mode: 0o600 });
+    const standalone = await startTestNode({}, {}, dir);
+    let first: { body: Record<string, any>; text: string };
+    try {
+      first = await computeOn(standalone.url, 'standalone');
+    } finally {
+      await standalone.stop();
+    }
+    expect(first.body.svcProof).toBe(proofWith(Buffer.from(hex, 'hex'), first.body));
+
+    // The file's text as the env var, on another data dir: the same key (before, its UTF-8 was the key).
+    const text = (await readFile(join(dir, 'receipt-secret'), 'utf8')).trim();
+    const other = await startTestNode({ receiptSecret: text });
+    let second: { body: Record<string, any>; text: string };
+    try {
+      second = await computeOn(other.url, 'env');
+      // The online verifier of the env-keyed node accepts the standalone node's result too.
+      const v = await call(other.url, 'POST', '/api/svc/verify', first.body, bearer((await zkIdentity(other.url, 'env-verify')).key));
+      expect(v.body).toMatchObject({ valid: true, proof_valid: true, receipt_valid: true });
+    } finally {
+      await other.destroy();
+    }
+    expect(second.body.svcProof).toBe(proofWith(Buffer.from(hex, 'hex'), second.body));
+    // Offline (each CLI run is a process: a few, under load they take seconds each).
+    const file = join(dir, 'result.json');
+    await writeFile(file, second.text);
+    expect(JSON.parse(run(['verify', file, '--data-dir', dir]).stdout).valid).toBe(true);
+    expect(JSON.parse(run(['verify', file, '--secret', text]).stdout).valid).toBe(true);
+    // SVC_RECEIPT_SECRET: upper-case hex and a trailing newline are the same bytes.
+    expect(JSON.parse(run(['verify', file], { SVC_RECEIPT_SECRET: `${text.toUpperCase()}\n` }).stdout).valid).toBe(true);
+  }, 180_000);
+
+  it('text that is not hex is refused with a reason (exit 2), never taken as another key', async () => {
+    const start = run(['start', '--port', '0', '--data-dir', await tempDir()], { SVC_RECEIPT_SECRET: 'a passphrase that is not hex' });
+    expect(start.status).toBe(2);
+    expect(start.stderr).toMatch(/receiptSecret: must be hex of at least 16 bytes/);
+    const short = run(['start', '--port', '0', '--data-dir', await tempDir()], { SVC_RECEIPT_SECRET: 'abcdef0123456789' });
+    expect(short.status).toBe(2);
+    const dir = await tempDir();
+    await writeFile(join(dir, 'r.json'), '{"svcProof":"00"}');
+    const verify = run(['verify', join(dir, 'r.json'), '--secret', 'not hex at all, sorry']);
+    expect(verify.status).toBe(2);
+    expect(verify.stderr).toMatch(/--secret must be hex/);
+    await writeFile(join(dir, 'receipt-secret'), 'a passphrase in the file\n');
+    const fromFile = run(['verify', join(dir, 'r.json'), '--data-dir', dir]);
+    expect(fromFile.status).toBe(2);
+    expect(fromFile.stderr).toMatch(/receipt-secret must be hex/);
+  }, 180_000);
+
+  it('svc-node cluster keys its nodes with the data root file: verify --data-dir <data root> says valid', async () => {
+    const root = await tempDir();
+    const child = spawn(process.execPath, [...CLI, 'cluster', '--nodes', '1', '--base-port', '0', '--data-root', root, '--mesh-secret', 'secret-test-mesh-0123456789'], {
+      cwd: ROOT,
+      env: { ...process.env, SVC_RECEIPT_SECRET: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let result: { body: Record<string, any>; text: string };
+    try {
+      const line = await new Promise<Record<string, any>>((resolve, reject) => {
+        let buf = '';
+        const timer = setTimeout(() => reject(new Error('the cluster did not start')), 45_000);
+        child.stdout!.on('data', (d: Buffer) => {
+          buf += d.toString();
+          const nl = buf.indexOf('\n');
+          if (nl >= 0) {
+            clearTimeout(timer);
+            resolve(JSON.parse(buf.slice(0, nl)));
+          }
+        });
+        child.once('exit', (code) => reject(new Error(`cluster exited with ${code}`)));
+      });
+      result = await computeOn(line.url, 'cluster');
+    } finally {
+      child.kill('SIGINT');
+      await exitOf(child);
+    }
+    const text = (await readFile(join(root, 'receipt-secret'), 'utf8')).trim();
+    expect(text).toMatch(/^[0-9a-f]{64}$/);
+    expect(result.body.svcProof).toBe(proofWith(Buffer.from(text, 'hex'), result.body));
+    const file = join(root, 'result.json');
+    await writeFile(file, result.text);
+    const v = run(['verify', file, '--data-dir', root]);
+    expect(v.status).toBe(0);
+    expect(JSON.parse(v.stdout)).toMatchObject({ valid: true, result_id: result.body.result_id });
+  }, 180_000);
+});
