@@ -81,9 +81,15 @@ export interface StoredEvent {
   via: Entrance;
   /** Peer the message came from on libp2p ('' on other entrances). */
   from: string;
+  /** Local tick when the event arrived. */
   receivedSvcond: number;
+  /** Arrival number on this node (increasing, kept across restarts): the order of GET /api/mesh/events. */
+  arrival: number;
   event: MeshEvent;
 }
+
+/** Orders of the event log: by arrival here (default), or by the event's own tick (svcond). */
+export type EventOrder = 'arrival' | 'tick';
 
 export interface EventMeta {
   id: string;
@@ -114,6 +120,7 @@ export interface MeshStatus {
   recentGossipCount: number;
   lastGossip: number;
   lastGossipZeqond: number | null;
+  /** Connected peers and peers whose tick event arrived in the last 120 ticks, at most STATUS_PEERS_MAX. */
   peers: { peerId: string; url: string | null; lastTick: number | null; connected: boolean }[];
   meshSize: number;
   multiaddrs: string[];
@@ -132,6 +139,8 @@ export interface AcceptResult {
 }
 
 const RECENT_WINDOW_TICKS = MAX_SKEW_TICKS;
+/** Most peers listed in status (connected first, then the most recently heard). */
+export const STATUS_PEERS_MAX = 64;
 
 export class MeshService {
   readonly dns: DnsRegistry;
@@ -142,6 +151,10 @@ export class MeshService {
   private readonly validator: MeshValidator;
   private host: MeshHost | null = null;
   private readonly sub: Sublevel;
+  /** Arrival index of the event log: padded arrival number → the event's key in `sub`. */
+  private readonly arrivals: Sublevel;
+  private nextArrival = 0;
+  private arrivalCount = 0;
   private readonly log: MeshLogger;
   private readonly limits: MeshLimits;
   private readonly tickEvery: number;
@@ -169,6 +182,7 @@ export class MeshService {
     this.tickEvery = opts.config.tickEvery ?? 4;
     this.validator = new MeshValidator({ secret: opts.config.secret, clock: opts.clock, seenMax: this.limits.seenMax });
     this.sub = opts.store.sub('mesh-events');
+    this.arrivals = opts.store.sub('mesh-arrivals');
     this.dns = new DnsRegistry({
       store: opts.store,
       nodeId: () => this.nodeId,
@@ -333,12 +347,15 @@ export class MeshService {
     });
   }
 
-  /** Write an accepted event to the bounded event log. */
+  /** Write an accepted event to the bounded event log, with its place in the arrival index (one batch). */
   private store(event: MeshEvent, id: string, topic: MeshTopic, via: Entrance, from: string): Promise<void> {
-    const stored: StoredEvent = { id, topic, via, from, receivedSvcond: this.nowSvcond(), event };
-    return this.opts.store.commit([{ type: 'put', sub: this.sub, key: eventKey(event.svcond, id), value: stored }]).then(() => {
+    const arrival = this.nextArrival++;
+    const key = eventKey(event.svcond, id);
+    const stored: StoredEvent = { id, topic, via, from, receivedSvcond: this.nowSvcond(), arrival, event };
+    return this.opts.store.commit([{ type: 'put', sub: this.sub, key, value: stored }, { type: 'put', sub: this.arrivals, key: padNum(arrival, 16), value: key }]).then(() => {
       this.storedCount++;
-      if (this.storedCount > this.limits.eventsMax) void this.prune();
+      this.arrivalCount++;
+      if (this.arrivalCount > this.limits.eventsMax) void this.prune();
     });
   }
 
@@ -396,7 +413,9 @@ export class MeshService {
 
   private onPeerChange(peerId: string, connected: boolean): void {
     const p = this.peerTable.get(peerId);
-    if (p) p.connected = connected;
+    // A peer that leaves without ever sending a valid tick event (e.g. one that only forged) is forgotten.
+    if (p && !connected && p.lastTick === null) this.peerTable.delete(peerId);
+    else if (p) p.connected = connected;
     else if (connected) {
       this.peerTable.set(peerId, {
         peerId, url: null, lastTick: null, receivedSvcond: null, kernelVersion: null, sealedCount: null, chainHeadsDigest: null, connected: true,
@@ -533,9 +552,7 @@ export class MeshService {
     let recent = 0;
     for (const n of this.recentBuckets.values()) recent += n;
     const connected = new Set(this.host?.connectedPeers() ?? []);
-    const peers = [...this.peerTable.values()]
-      .map((p) => ({ peerId: p.peerId, url: p.url, lastTick: p.lastTick, connected: connected.has(p.peerId) }))
-      .sort((a, b) => (a.peerId < b.peerId ? -1 : 1));
+    const peers = this.statusPeers(connected, now);
     return {
       nodeId: this.nodeId,
       enabled: this.enabled,
@@ -555,6 +572,24 @@ export class MeshService {
     };
   }
 
+  /**
+   * The peers status shows: connected now, or heard (a valid tick event) in the last 120 ticks; connected first,
+   * then by the latest tick heard; at most STATUS_PEERS_MAX; listed in peer id order.
+   */
+  private statusPeers(connected: ReadonlySet<string>, now: number): MeshStatus['peers'] {
+    const shown: PeerInfo[] = [];
+    for (const p of this.peerTable.values()) {
+      const recent = p.receivedSvcond !== null && now - p.receivedSvcond <= RECENT_WINDOW_TICKS;
+      if (connected.has(p.peerId) || recent) shown.push(p);
+    }
+    const heard = (p: PeerInfo): number => p.receivedSvcond ?? -1;
+    shown.sort((a, b) => Number(connected.has(b.peerId)) - Number(connected.has(a.peerId)) || heard(b) - heard(a));
+    return shown
+      .slice(0, STATUS_PEERS_MAX)
+      .map((p) => ({ peerId: p.peerId, url: p.url, lastTick: p.lastTick, connected: connected.has(p.peerId) }))
+      .sort((a, b) => (a.peerId < b.peerId ? -1 : 1));
+  }
+
   /** Peers known to the node (tick senders and connected peers). */
   peers(): PeerInfo[] {
     return [...this.peerTable.values()].map((p) => ({ ...p }));
@@ -570,10 +605,27 @@ export class MeshService {
     return this.host;
   }
 
-  /** Accepted events, newest (by event svcond) first; 1 ≤ limit ≤ 500. */
-  async recentEvents(limit = 50): Promise<StoredEvent[]> {
+  /**
+   * Accepted events, newest first: by arrival on this node (default), or by the event's own tick (`'tick'`, where a
+   * late-stamped event sorts among older ones); 1 ≤ limit ≤ 500.
+   */
+  async recentEvents(limit = 50, order: EventOrder = 'arrival'): Promise<StoredEvent[]> {
     const n = Math.max(1, Math.min(500, Number.isFinite(limit) ? Math.floor(limit) : 50));
-    return (await this.opts.store.range<StoredEvent>(this.sub, { reverse: true, limit: n })).map((e) => e.value);
+    if (order === 'tick') return (await this.opts.store.range<StoredEvent>(this.sub, { reverse: true, limit: n })).map((e) => e.value);
+    const out: StoredEvent[] = [];
+    let lt: string | undefined;
+    // An index entry whose event was stored again later (a replay after the seen cache let it go) is skipped.
+    while (out.length < n) {
+      const page = await this.opts.store.range<string>(this.arrivals, { reverse: true, limit: n - out.length, ...(lt !== undefined ? { lt } : {}) });
+      if (page.length === 0) break;
+      lt = page[page.length - 1]!.key;
+      const events = await this.opts.store.getMany<StoredEvent>(this.sub, page.map((e) => e.value));
+      for (let i = 0; i < page.length; i++) {
+        const e = events[i];
+        if (e !== undefined && e.arrival === Number(page[i]!.key)) out.push(e);
+      }
+    }
+    return out;
   }
 
   /** Has an event with this id been stored? */
@@ -599,23 +651,59 @@ export class MeshService {
     let count = 0;
     for await (const _ of this.sub.keys()) count++;
     this.storedCount = count;
+    let arrivals = 0;
+    for await (const _ of this.arrivals.keys()) arrivals++;
+    this.arrivalCount = arrivals;
+    const last = await this.opts.store.range<string>(this.arrivals, { reverse: true, limit: 1 });
+    this.nextArrival = last.length > 0 ? Number(last[0]!.key) + 1 : 0;
+    if (arrivals === 0 && count > 0) await this.indexArrivals();
     // Events still inside the staleness window are remembered, so a replay after a restart is a duplicate.
     const from = Math.max(0, this.nowSvcond() - 2 * MAX_SKEW_TICKS);
     const recent = await this.opts.store.range<StoredEvent>(this.sub, { gte: padNum(from, 16), limit: this.limits.seenMax });
     for (const { value } of recent) this.validator.markSeen(value.id, value.event.svcond);
   }
 
+  /**
+   * A log written before the arrival index: its events get arrival numbers in the order they arrived (their
+   * receivedSvcond, then their key), once.
+   */
+  private async indexArrivals(): Promise<void> {
+    const all = await this.opts.store.range<StoredEvent>(this.sub);
+    all.sort((a, b) => a.value.receivedSvcond - b.value.receivedSvcond || (a.key < b.key ? -1 : 1));
+    for (let i = 0; i < all.length; i += 1_000) {
+      const ops: Op[] = [];
+      for (const { key, value } of all.slice(i, i + 1_000)) {
+        const arrival = this.nextArrival++;
+        ops.push({ type: 'put', sub: this.sub, key, value: { ...value, arrival } }, { type: 'put', sub: this.arrivals, key: padNum(arrival, 16), value: key });
+      }
+      await this.opts.store.commit(ops);
+    }
+    this.arrivalCount = all.length;
+  }
+
+  /** Keep the newest eventsMax arrivals: the oldest arrivals and their events are deleted. */
   private async prune(): Promise<void> {
     if (this.pruning) return;
     this.pruning = true;
     try {
-      while (this.storedCount > this.limits.eventsMax) {
-        const excess = Math.min(this.storedCount - this.limits.eventsMax, 1_000);
-        const oldest = await this.opts.store.range<StoredEvent>(this.sub, { limit: excess });
+      while (this.arrivalCount > this.limits.eventsMax) {
+        const excess = Math.min(this.arrivalCount - this.limits.eventsMax, 1_000);
+        const oldest = await this.opts.store.range<string>(this.arrivals, { limit: excess });
         if (oldest.length === 0) break;
-        const ops: Op[] = oldest.map((e) => ({ type: 'del', sub: this.sub, key: e.key }));
+        const events = await this.opts.store.getMany<StoredEvent>(this.sub, oldest.map((e) => e.value));
+        const ops: Op[] = [];
+        let removed = 0;
+        for (let i = 0; i < oldest.length; i++) {
+          ops.push({ type: 'del', sub: this.arrivals, key: oldest[i]!.key });
+          // An event stored again since (a later arrival) stays with its later index entry.
+          if (events[i] !== undefined && events[i]!.arrival === Number(oldest[i]!.key)) {
+            ops.push({ type: 'del', sub: this.sub, key: oldest[i]!.value });
+            removed++;
+          }
+        }
         await this.opts.store.commit(ops);
-        this.storedCount -= oldest.length;
+        this.arrivalCount -= oldest.length;
+        this.storedCount -= removed;
       }
     } catch (err) {
       this.log.warn({ err: String(err) }, 'mesh event pruning failed');

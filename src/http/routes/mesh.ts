@@ -7,7 +7,7 @@ import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
 import { validate } from '../validate.js';
 
-const eventsQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).default(50) }).strict();
+const eventsQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).default(50), order: z.enum(['arrival', 'tick']).default('arrival') }).strict();
 const verifyBody = z.object({ zid: z.string().regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters') }).strict();
 const dnsName = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/, 'lower-case DNS-style name').max(253);
 const dnsRegisterBody = z.object({ name: dnsName, url: z.string().url().optional(), multiaddrs: z.array(z.string().min(1)).max(16).optional() }).strict();
@@ -34,8 +34,8 @@ export function meshRoutes(router: Router, s: HttpServices): void {
 
   router.get('/api/mesh/events', async (ctx) => {
     const q = validate(eventsQuery, ctx.query);
-    const events = await mesh().recentEvents(q.limit);
-    ctx.body = { count: events.length, events };
+    const events = await mesh().recentEvents(q.limit, q.order);
+    ctx.body = { count: events.length, order: q.order, events };
   });
 
   /** What this node knows of a zid (asked by peers during /api/mesh/verify). */

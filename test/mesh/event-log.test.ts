@@ -1,0 +1,170 @@
+// The accepted-event log in arrival order (GET /api/mesh/events; ?order=tick gives the event's own tick order), and
+// the peers mesh status lists: connected now or heard in the last 120 ticks, bounded; a peer that only forged is
+// forgotten when it leaves.
+import { afterAll, describe, expect, it } from 'vitest';
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import type { PrivateKey } from '@libp2p/interface';
+import { join } from 'node:path';
+import { ManualClock, stampAt, systemClock, TICK_NS } from '../../src/kernel/clock.js';
+import { padNum, Store } from '../../src/store/db.js';
+import { bodyDigest, eventId, handshakeFor, HANDSHAKE_HEADER, signEvent, TOPICS } from '../../src/mesh/wire.js';
+import { STATUS_PEERS_MAX, type StoredEvent } from '../../src/mesh/service.js';
+import { call, startTestNode, type TestNode as HttpNode } from '../helpers/node.js';
+import { makeDataDir, removeDir, SECRET, startNode, waitFor, waitForTopicMesh, type TestNode } from './helpers.js';
+
+const cleanup: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const f of cleanup.reverse()) await f().catch(() => undefined);
+});
+
+async function newKey(): Promise<{ key: PrivateKey; sender: string }> {
+  const key = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
+  return { key, sender: peerIdFromPrivateKey(key as never).toString() };
+}
+
+async function signed(k: { key: PrivateKey; sender: string }, type: string, svcond: number, body: unknown, secret = SECRET) {
+  const event = await signEvent(k.key, k.sender, type, svcond, body);
+  return { event, handshake: handshakeFor(secret, k.sender, svcond, bodyDigest(body)) };
+}
+
+describe('GET /api/mesh/events: arrival order', () => {
+  it('a late-stamped accepted event is the newest by arrival (and stays in ?limit=50); ?order=tick sorts it by its tick', async () => {
+    const secret = SECRET;
+    let node: HttpNode = await startTestNode({ mesh: { secret, p2pPort: 0, bootstrap: [] } }, { mesh: { autoPulse: false } });
+    cleanup.push(() => node.destroy());
+    const k = await newKey();
+    const post = async (svcond: number, n: number) => {
+      const { event, handshake } = await signed(k, 'test.note', svcond, { n }, secret);
+      const r = await call(node.url, 'POST', '/api/mesh/gossip', event, { [HANDSHAKE_HEADER]: handshake });
+      expect(r.status, r.text).toBe(200);
+      expect(r.body).toEqual({ accepted: true, duplicate: false, id: eventId(k.sender, svcond, bodyDigest({ n })) });
+      return r.body.id as string;
+    };
+    const t = stampAt(systemClock.nowNs()).svcond;
+    for (let i = 0; i < 50; i++) await post(t, i);
+    // Stamped 100 ticks ago (inside the 120-tick window, so accepted), arriving last.
+    const late = await post(t - 100, 50);
+
+    const byArrival = await call(node.url, 'GET', '/api/mesh/events?limit=50');
+    expect(byArrival.status).toBe(200);
+    expect(byArrival.body.order).toBe('arrival');
+    expect(byArrival.body.count).toBe(50);
+    expect(byArrival.body.events[0].id).toBe(late);
+    expect(byArrival.body.events[0].event.svcond).toBe(t - 100);
+    const arrivals = byArrival.body.events.map((e: StoredEvent) => e.arrival);
+    expect(arrivals).toEqual([...arrivals].sort((a: number, b: number) => b - a));
+    expect(new Set(arrivals).size).toBe(50);
+
+    const byTick = await call(node.url, 'GET', '/api/mesh/events?limit=50&order=tick');
+    expect(byTick.body.order).toBe('tick');
+    expect(byTick.body.events.map((e: StoredEvent) => e.id)).not.toContain(late);
+    expect((await call(node.url, 'GET', '/api/mesh/events?limit=51&order=tick')).body.events[50].id).toBe(late);
+    expect((await call(node.url, 'GET', '/api/mesh/events?order=newest')).status).toBe(400);
+
+    // Arrival numbers go on after a restart: a new event is newer than everything before it.
+    node = await node.restart();
+    const after = await post(stampAt(systemClock.nowNs()).svcond, 51);
+    const again = await call(node.url, 'GET', '/api/mesh/events?limit=2');
+    expect(again.body.events.map((e: StoredEvent) => e.id)).toEqual([after, late]);
+    expect(again.body.events[0].arrival).toBeGreaterThan(again.body.events[1].arrival);
+  }, 60_000);
+
+  it('a log written before the arrival index is indexed at start by arrival tick; pruning drops the oldest arrivals', async () => {
+    const dataDir = await makeDataDir();
+    cleanup.push(() => removeDir(dataDir));
+    const T = 2_000_000_000;
+    // Three events as an older node stored them (no arrival number): event ticks 30, 10, 20, arrived 5, 6, 7 ticks later.
+    const store = await Store.open(join(dataDir, 'db'), { sync: false });
+    const sub = store.sub('mesh-events');
+    const legacy = [
+      { svcond: T + 30, received: T + 35, id: 'a'.repeat(64) },
+      { svcond: T + 10, received: T + 36, id: 'b'.repeat(64) },
+      { svcond: T + 20, received: T + 37, id: 'c'.repeat(64) },
+    ];
+    await store.commit(
+      legacy.map((l) => ({
+        type: 'put' as const,
+        sub,
+        key: `${padNum(l.svcond, 16)}!${l.id}`,
+        value: { id: l.id, topic: TOPICS.events, via: 'gossip', from: '', receivedSvcond: l.received, event: { type: 'test.note', sender: 'x', svcond: l.svcond, body: {}, signature: 's' } },
+      })),
+    );
+    await store.close();
+
+    const clock = new ManualClock(BigInt(T + 40) * TICK_NS);
+    const node: TestNode = await startNode({ clock, secret: null, dataDir, extra: { limits: { eventsMax: 5 } } });
+    cleanup.push(() => node.stop());
+    expect((await node.mesh.recentEvents(10)).map((e) => e.id)).toEqual(['c'.repeat(64), 'b'.repeat(64), 'a'.repeat(64)]);
+    expect((await node.mesh.recentEvents(10, 'tick')).map((e) => e.id)).toEqual(['a'.repeat(64), 'c'.repeat(64), 'b'.repeat(64)]);
+
+    // Two events now, one stamped at T + 5 (the clock set back), one now: five in all.
+    clock.set(BigInt(T + 5) * TICK_NS);
+    const early = await node.mesh.publish('test.note', { n: 1 });
+    clock.set(BigInt(T + 41) * TICK_NS);
+    const now = await node.mesh.publish('test.note', { n: 2 });
+    expect((await node.mesh.recentEvents(1))[0]!.id).toBe(now.id);
+    // A sixth arrival: the oldest arrival ('a', event tick T + 30) goes, not the oldest tick (early, T + 5).
+    const sixth = await node.mesh.publish('test.note', { n: 3 });
+    await waitFor(async () => (await node.mesh.recentEvents(500)).length === 5, 5_000, 'pruning to 5');
+    expect((await node.mesh.recentEvents(500)).map((e) => e.id)).toEqual([sixth.id, now.id, early.id, 'c'.repeat(64), 'b'.repeat(64)]);
+    expect((await node.mesh.status()).storedEvents).toBe(5);
+  });
+});
+
+describe('mesh status: peers', () => {
+  it('lists connected and recently heard peers; a peer that only forged is forgotten when it leaves; a quiet one after 120 ticks', async () => {
+    const clock = new ManualClock(BigInt(1_900_000_000) * TICK_NS);
+    const a = await startNode({ clock, tickEvery: 1 });
+    cleanup.push(async () => {
+      await a.stop();
+      await removeDir(a.dataDir);
+    });
+    const b = await startNode({ clock, tickEvery: 1, bootstrap: a.mesh.multiaddrs() });
+    // The forger connects but does not know the mesh secret: its tick events are refused.
+    const forger = await startNode({ clock, tickEvery: 1, secret: 'not-the-mesh-secret-0123456789', bootstrap: a.mesh.multiaddrs() });
+    cleanup.push(async () => {
+      await b.stop().catch(() => undefined);
+      await forger.stop().catch(() => undefined);
+      await removeDir(b.dataDir);
+      await removeDir(forger.dataDir);
+    });
+    await waitForTopicMesh([a, b], TOPICS.ticks);
+    await waitFor(() => (a.mesh.p2p?.topicPeers(TOPICS.ticks).length ?? 0) >= 2, 8_000, 'forger subscribed at a');
+    await b.mesh.pulse();
+    await forger.mesh.pulse();
+    await waitFor(() => a.mesh.peers().some((p) => p.peerId === b.mesh.nodeId && p.lastTick !== null), 8_000, 'b ticks at a');
+    await waitFor(async () => ((await a.mesh.status()).rejected.gossip.INVALID_HANDSHAKE ?? 0) >= 1, 8_000, 'forged tick refused');
+
+    const ids = async () => (await a.mesh.status()).peers.map((p) => p.peerId);
+    expect((await ids()).sort()).toEqual([b.mesh.nodeId, forger.mesh.nodeId].sort());
+
+    await forger.stop();
+    await waitFor(async () => !(await ids()).includes(forger.mesh.nodeId), 8_000, 'forger gone from status');
+    expect(a.mesh.peers().map((p) => p.peerId)).not.toContain(forger.mesh.nodeId);
+
+    await b.stop();
+    await waitFor(async () => (await a.mesh.status()).peers.every((p) => !p.connected), 8_000, 'b disconnected');
+    // Heard within 120 ticks: still listed, as not connected.
+    expect((await a.mesh.status()).peers).toEqual([{ peerId: b.mesh.nodeId, url: expect.any(String), lastTick: expect.any(Number), connected: false }]);
+    clock.advanceTicks(121);
+    expect((await a.mesh.status()).peers).toEqual([]);
+    // The peer table keeps what it learnt (its URL serves key lookups and forwarding).
+    expect(a.mesh.peers().map((p) => p.peerId)).toContain(b.mesh.nodeId);
+
+    // Bounded: of 70 peers heard, the 64 heard last are listed.
+    const keys = await Promise.all(Array.from({ length: 70 }, () => newKey()));
+    const heardOrder: string[] = [];
+    for (const k of keys) {
+      const svcond = stampAt(clock.nowNs()).svcond;
+      const body = { svcond, sealedCount: 0, chainHeadsDigest: 'ab'.repeat(32), kernelVersion: '1.287.6', url: 'http://127.0.0.1:9' };
+      const { event, handshake } = await signed(k, 'tick', svcond, body);
+      await a.mesh.acceptHttpEvent(event, handshake);
+      heardOrder.push(k.sender);
+      clock.advanceTicks(1);
+    }
+    const listed = await ids();
+    expect(listed).toHaveLength(STATUS_PEERS_MAX);
+    expect([...listed].sort()).toEqual(heardOrder.slice(70 - STATUS_PEERS_MAX).sort());
+  }, 60_000);
+});
