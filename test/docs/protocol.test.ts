@@ -1,0 +1,299 @@
+// docs/protocol.md is true: every worked example is read out of the document and recomputed from the document's own
+// numbers with node:crypto and the RFC 8785 package `canonicalize` (not the node's code), and a running node is then
+// held to the same examples (it verifies the document's receipts, accepts its event, refuses its malformed ones).
+import { createHash, createHmac, createPrivateKey, createPublicKey, sign as edSign, verify as edVerify } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import canonicalize from 'canonicalize';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peerIdFromString } from '@libp2p/peer-id';
+import { ManualClock } from '../../src/kernel/clock.js';
+import { deriveKey, signBody } from '../../src/kernel/receipt.js';
+import { bodyDigest, decodeEnvelope, eventId, handshakeFor, signingText, topicForType } from '../../src/mesh/wire.js';
+import { call, bearer, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+
+const DOC = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'protocol.md'), 'utf8');
+
+/** The JSON of the block fenced as ```json example=<name>. */
+function example<T = any>(name: string): T {
+  const m = new RegExp('```json example=' + name + '\\n([\\s\\S]*?)\\n```').exec(DOC);
+  if (!m) throw new Error(`docs/protocol.md has no example=${name}`);
+  return JSON.parse(m[1]!) as T;
+}
+
+// ---- independent implementations of the document's primitives
+const jcs = (v: unknown): string => {
+  const t = canonicalize(v);
+  if (t === undefined) throw new Error('no JCS form');
+  return t;
+};
+const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
+const hmac = (key: Buffer | string, text: string): string => createHmac('sha256', key).update(text, 'utf8').digest('hex');
+const keyOf = (secretHex: string, label: string): Buffer => createHmac('sha256', Buffer.from(secretHex, 'hex')).update(`svc-key:${label}`, 'ascii').digest();
+
+const B58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
+function base58(bytes: Buffer): string {
+  let n = BigInt('0x' + bytes.toString('hex'));
+  let out = '';
+  while (n > 0n) {
+    out = B58[Number(n % 58n)] + out;
+    n /= 58n;
+  }
+  for (const b of bytes) {
+    if (b !== 0) break;
+    out = '1' + out;
+  }
+  return out;
+}
+function unbase58(text: string): Buffer {
+  let n = 0n;
+  for (const c of text) n = n * 58n + BigInt(B58.indexOf(c));
+  let hex = n.toString(16);
+  if (hex.length % 2) hex = '0' + hex;
+  const lead = /^1*/.exec(text)![0].length;
+  return Buffer.concat([Buffer.alloc(lead), Buffer.from(hex, 'hex')]);
+}
+const PEER_ID_PREFIX = Buffer.from([0x00, 0x24, 0x08, 0x01, 0x12, 0x20]);
+const edPrivate = (seedHex: string) => createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(seedHex, 'hex')]), format: 'der', type: 'pkcs8' });
+const edPublicRaw = (seedHex: string): Buffer => (createPublicKey(edPrivate(seedHex)).export({ format: 'der', type: 'spki' }) as Buffer).subarray(-32);
+const edPublicFromPeerId = (peerId: string) => {
+  const bytes = unbase58(peerId);
+  expect(bytes.subarray(0, 6).equals(PEER_ID_PREFIX)).toBe(true);
+  return createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), bytes.subarray(6)]), format: 'der', type: 'spki' });
+};
+const unsigned = (body: Record<string, any>) => {
+  const { svcProof: _p, ...rest } = body;
+  const { svcProof: _c, ...cko } = rest.cko;
+  return { ...rest, cko };
+};
+
+const keys = example('receipt-keys');
+const compute = example('sealed-compute');
+const event = example('event');
+const handshake = example('handshake');
+
+describe('docs/protocol.md, recomputed from its own numbers', () => {
+  it('§2 the three keys are HMAC(secret bytes, "svc-key:" + label)', () => {
+    for (const label of ['RECEIPT', 'PROVE', 'SALT']) expect(keyOf(keys.secret_hex, label).toString('hex'), label).toBe(keys[`K_${label}`]);
+    expect(new Set([keys.K_RECEIPT, keys.K_PROVE, keys.K_SALT]).size).toBe(3);
+  });
+
+  it('§1 the example stamp: tick, phase and R_t from unix_ns', () => {
+    const ns = BigInt(compute.unix_ns);
+    expect(compute.svcond).toBe(Number(ns / 777000777n));
+    expect(compute.phase).toBe(Number(ns % 777000777n) / 777000777);
+    expect(compute.R_t).toBe(1 + 0.001 * Math.sin(2 * Math.PI * compute.phase));
+    expect(compute.cko).toMatchObject({ svcond: compute.svcond, phase: compute.phase, R_t: compute.R_t });
+  });
+
+  it('§3 svcProof = HMAC(K_RECEIPT, JCS(body without its two svcProof members)), and covers every other member', () => {
+    const proof = example('sealed-compute-proof');
+    const text = jcs(unsigned(compute));
+    expect(Buffer.byteLength(text, 'utf8')).toBe(proof.signed_bytes);
+    expect(sha256(text)).toBe(proof.signed_sha256);
+    const expected = hmac(Buffer.from(keys.K_RECEIPT, 'hex'), text);
+    expect(expected).toBe(proof.svcProof);
+    expect(compute.svcProof).toBe(expected);
+    expect(compute.cko.svcProof).toBe(expected);
+    // The document says so: the signed text begins as it shows.
+    expect(DOC).toContain(`is ${proof.signed_bytes} bytes of UTF-8`);
+    expect(DOC).toContain(`begins \`${text.slice(0, 72)}…\``);
+    for (const tamper of [
+      (b: any) => (b.tally_charge.charged = 2),
+      (b: any) => (b.envelope.folder = 'elsewhere'),
+      (b: any) => (b.svcond_receipt.hmac = '0'.repeat(64)),
+      (b: any) => (b.result_digest = '0'.repeat(64)),
+      (b: any) => (b.node = 'someone else'),
+    ]) {
+      const b = structuredClone(compute);
+      tamper(b);
+      expect(hmac(Buffer.from(keys.K_RECEIPT, 'hex'), jcs(unsigned(b)))).not.toBe(expected);
+    }
+  });
+
+  it('§4 the tick receipt HMAC covers the receipt without hmac plus the body\'s value, unit and result_digest', () => {
+    const r = example('tick-receipt');
+    const { hmac: given, ...base } = compute.svcond_receipt;
+    expect(r.hmac_input).toEqual({ ...base, value: compute.value, unit: compute.unit, result_digest: compute.result_digest });
+    expect(Object.keys(compute.svcond_receipt).sort()).toEqual(['R_t', 'fields', 'hmac', 'phase', 'pulse_hz', 'svcond', 'tick_period_s', 'zeqond_ns']);
+    expect(compute.svcond_receipt).toMatchObject({ pulse_hz: 1.287, tick_period_s: 0.777000777, zeqond_ns: 777000777 });
+    expect(hmac(Buffer.from(keys.K_RECEIPT, 'hex'), jcs(r.hmac_input))).toBe(r.hmac);
+    expect(given).toBe(r.hmac);
+  });
+
+  it('§5 result_digest of a chain = sha256(JCS({domain, fields: null, inputs, operators, unit, value}))', () => {
+    const d = example('result-digest');
+    expect(d.digest_input).toEqual({ domain: compute.domain, fields: null, inputs: compute.inputs, operators: compute.operators, unit: compute.unit, value: compute.value });
+    expect(sha256(jcs(d.digest_input))).toBe(d.result_digest);
+    expect(compute.result_digest).toBe(d.result_digest);
+  });
+
+  it('§6 a prove signature = HMAC(K_PROVE, JCS(receipt)), and not with K_RECEIPT', () => {
+    const p = example('prove');
+    expect(p.receipt.keyPrefix).toBe('PROVE');
+    expect(p.algorithm).toBe('HMAC-SHA256');
+    expect(hmac(Buffer.from(keys.K_PROVE, 'hex'), jcs(p.receipt))).toBe(p.signature);
+    expect(hmac(Buffer.from(keys.K_RECEIPT, 'hex'), jcs(p.receipt))).not.toBe(p.signature);
+  });
+
+  it('§7 the peer id embeds the Ed25519 public key; the signature is Ed25519 over JCS({body, sender, svcond, type})', () => {
+    expect(edPublicRaw(event.seed_hex).toString('hex')).toBe(event.public_key_hex);
+    expect(base58(Buffer.concat([PEER_ID_PREFIX, Buffer.from(event.public_key_hex, 'hex')]))).toBe(event.peer_id);
+    expect(event.peer_id.startsWith('12D3KooW')).toBe(true);
+    const e = event.event;
+    expect(e.sender).toBe(event.peer_id);
+    expect(Object.keys(e).sort()).toEqual(['body', 'sender', 'signature', 'svcond', 'type']);
+    expect(jcs({ body: e.body, sender: e.sender, svcond: e.svcond, type: e.type })).toBe(event.signing_text);
+    // Ed25519 is deterministic: the seed signs to exactly the document's signature, which the peer id's key verifies.
+    expect(edSign(null, Buffer.from(event.signing_text, 'utf8'), edPrivate(event.seed_hex)).toString('base64')).toBe(e.signature);
+    expect(edVerify(null, Buffer.from(event.signing_text, 'utf8'), edPublicFromPeerId(e.sender), Buffer.from(e.signature, 'base64'))).toBe(true);
+    expect(Object.keys(e.body).sort()).toEqual(['chainHeadsDigest', 'kernelVersion', 'sealedCount', 'svcond', 'url']);
+  });
+
+  it('§8 handshake = "v1=" + HMAC(UTF-8 of the mesh secret, sender|svcond|body digest); event id = sha256 of the same text', () => {
+    const e = event.event;
+    expect(handshake.sender).toBe(e.sender);
+    expect(handshake.svcond).toBe(e.svcond);
+    expect(sha256(jcs(e.body))).toBe(handshake.body_digest);
+    expect(`${e.sender}|${e.svcond}|${handshake.body_digest}`).toBe(handshake.handshake_message);
+    expect('v1=' + hmac(Buffer.from(handshake.mesh_secret, 'utf8'), handshake.handshake_message)).toBe(handshake.handshake);
+    expect(sha256(handshake.handshake_message)).toBe(handshake.event_id);
+  });
+
+  it('§9 the libp2p message data is the UTF-8 JSON of {event, handshake}; the HTTP exchange carries the same', () => {
+    const m = example('gossip-message');
+    expect(m.topic).toBe('svc/ticks/1');
+    expect(JSON.parse(m.data_utf8)).toEqual({ event: event.event, handshake: handshake.handshake });
+    const a = example('gossip-accepted');
+    expect(a.request.body).toEqual(event.event);
+    expect(a.request.headers['x-node-handshake']).toBe(handshake.handshake);
+    expect(a.response).toEqual({ accepted: true, duplicate: false, id: handshake.event_id });
+    expect(example('gossip-duplicate').response).toEqual({ accepted: true, duplicate: true, id: handshake.event_id });
+  });
+
+  it('§11 the size example: {"p": 65528 × "x"} is exactly 65 536 bytes of JCS', () => {
+    const s = example('size-limits');
+    expect(Buffer.byteLength(jcs({ [s.member]: s.fill.repeat(s.accepted_fill_length) }))).toBe(s.max_body_bytes);
+    expect(Buffer.byteLength(jcs({ [s.member]: s.fill.repeat(s.refused_fill_length) }))).toBe(s.max_body_bytes + 1);
+  });
+});
+
+describe('docs/protocol.md: the project\'s code agrees', () => {
+  let node: TestNode;
+  let bare: TestNode;
+  let key: string;
+
+  beforeAll(async () => {
+    // The document's receipt secret and mesh secret, and a clock at the document's stamp (so its event is fresh).
+    const clock = new ManualClock(BigInt(compute.unix_ns));
+    node = await startTestNode({ receiptSecret: keys.secret_hex, mesh: { secret: handshake.mesh_secret, p2pPort: 0, bootstrap: [] } }, { clock, mesh: { autoPulse: false } });
+    bare = await startTestNode({}, { mesh: { autoPulse: false } });
+    key = (await zkIdentity(node.url, 'protocol-doc')).key;
+  });
+  afterAll(async () => {
+    await node?.destroy();
+    await bare?.destroy();
+  });
+
+  it('the kernel derives the same keys and the same proof', () => {
+    const secret = Buffer.from(keys.secret_hex, 'hex');
+    for (const label of ['RECEIPT', 'PROVE', 'SALT']) expect(deriveKey(secret, label).toString('hex')).toBe(keys[`K_${label}`]);
+    expect(signBody(deriveKey(secret, 'RECEIPT'), compute)).toBe(compute.svcProof);
+  });
+
+  it('a node keyed with the document\'s secret verifies its sealed result and prove receipt, and refuses them tampered', async () => {
+    const v = await call(node.url, 'POST', '/api/svc/verify', compute, bearer(key));
+    expect(v.body).toMatchObject({ valid: true, proof_valid: true, receipt_valid: true, result_id: compute.result_id, svcond: compute.svcond });
+    const t = await call(node.url, 'POST', '/api/svc/verify', { ...compute, value: 10 }, bearer(key));
+    expect(t.body).toMatchObject({ valid: false, proof_valid: false, receipt_valid: false });
+    const p = example('prove');
+    const pv = await call(node.url, 'POST', '/api/svc/prove/verify', { receipt: p.receipt, signature: p.signature });
+    expect(pv.body).toEqual({ valid: true, R_t: p.receipt.R_t, svcond: p.receipt.svcond, operatorIds: p.receipt.operatorIds, keyPrefix: 'PROVE' });
+    const other = await call(node.url, 'POST', '/api/svc/prove/verify', { receipt: { ...p.receipt, keyPrefix: 'RECEIPT' }, signature: p.signature });
+    expect(other.body.valid).toBe(false);
+  });
+
+  it('the same request sealed here has the document\'s result_digest, and its proofs follow §3-§4', async () => {
+    const r = await call(node.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } }, bearer(key));
+    expect(r.status).toBe(200);
+    expect(r.body.result_digest).toBe(compute.result_digest);
+    expect(r.body.svcProof).toBe(hmac(Buffer.from(keys.K_RECEIPT, 'hex'), jcs(unsigned(r.body))));
+    const { hmac: h, ...base } = r.body.svcond_receipt;
+    expect(h).toBe(hmac(Buffer.from(keys.K_RECEIPT, 'hex'), jcs({ ...base, value: r.body.value, unit: r.body.unit, result_digest: r.body.result_digest })));
+    // The stored body is the one sent: the kept template and the whole body give the same bytes.
+    const again = await call(node.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } }, bearer(key));
+    expect(again.body.svcProof).toBe(hmac(Buffer.from(keys.K_RECEIPT, 'hex'), jcs(unsigned(again.body))));
+  });
+
+  it('a solver result\'s result_digest follows §5 (outputs digested first)', async () => {
+    const r = await call(node.url, 'POST', '/api/svc/zeta', {}, bearer(key));
+    expect(r.status, r.text).toBe(200);
+    const b = r.body;
+    expect(b.kind).toBe('solver');
+    expect(b.result_digest).toBe(sha256(jcs({ fields: sha256(jcs(b.outputs)), inputs: b.inputs, solver: b.solver, unit: b.unit, value: b.value })));
+    expect(b.svcProof).toBe(hmac(Buffer.from(keys.K_RECEIPT, 'hex'), jcs(unsigned(b))));
+  });
+
+  it('the mesh code computes the document\'s signing text, digest, handshake, id, topic and reads its message data', () => {
+    const e = event.event;
+    expect(signingText(e)).toBe(event.signing_text);
+    expect(bodyDigest(e.body)).toBe(handshake.body_digest);
+    expect(handshakeFor(handshake.mesh_secret, e.sender, e.svcond, handshake.body_digest)).toBe(handshake.handshake);
+    expect(eventId(e.sender, e.svcond, handshake.body_digest)).toBe(handshake.event_id);
+    expect(topicForType(e.type)).toBe(example('gossip-message').topic);
+    expect(Buffer.from(peerIdFromString(e.sender).publicKey!.raw).toString('hex')).toBe(event.public_key_hex);
+    expect(decodeEnvelope(new TextEncoder().encode(example('gossip-message').data_utf8))).toEqual({ event: e, handshake: handshake.handshake });
+  });
+
+  it('POST /api/mesh/gossip: the document\'s request gets the document\'s answers (accepted, then duplicate)', async () => {
+    const a = example('gossip-accepted');
+    const first = await call(node.url, a.request.method, a.request.path, a.request.body, { 'x-node-handshake': a.request.headers['x-node-handshake'] });
+    expect(first.status).toBe(a.status);
+    expect(first.body).toEqual(a.response);
+    const d = example('gossip-duplicate');
+    const second = await call(node.url, a.request.method, a.request.path, a.request.body, { 'x-node-handshake': a.request.headers['x-node-handshake'] });
+    expect(second.status).toBe(d.status);
+    expect(second.body).toEqual(d.response);
+  });
+
+  it('every malformed event of §10 is 400 INVALID_EVENT with the document\'s message', async () => {
+    const cases = example<{ rule: string; set?: Record<string, unknown>; remove?: string[]; as_array?: boolean; message: string }[]>('invalid-events');
+    expect(cases.length).toBeGreaterThanOrEqual(10);
+    for (const c of cases) {
+      const e: Record<string, unknown> = { ...event.event, ...c.set };
+      for (const k of c.remove ?? []) delete e[k];
+      const r = await call(node.url, 'POST', '/api/mesh/gossip', c.as_array ? [e] : e, { 'x-node-handshake': handshake.handshake });
+      expect(r.status, c.rule).toBe(400);
+      expect(r.body.error.code, c.rule).toBe('INVALID_EVENT');
+      expect(r.body.error.message, c.rule).toBe(c.message);
+    }
+  });
+
+  it('§10 MESH_DISABLED: a node without a mesh secret answers the document\'s 503 before looking at the body', async () => {
+    const d = example('mesh-disabled');
+    const r = await call(bare.url, d.request.method, d.request.path, d.request.body);
+    expect(r.status).toBe(d.status);
+    expect(r.body.error).toMatchObject({ code: d.response.error.code, message: d.response.error.message, status: d.status });
+    expect(Object.keys(r.body.error).sort()).toEqual(Object.keys(d.response.error).sort());
+  });
+
+  it('§11 sizes: the 65 536-byte body is accepted and one byte more refused; an HTTP body over 1 MiB is 413', async () => {
+    const s = example('size-limits');
+    const send = async (length: number) => {
+      const body = { [s.member]: s.fill.repeat(length) };
+      const e = { type: 'test.size', sender: event.peer_id, svcond: event.event.svcond, body };
+      const signature = edSign(null, Buffer.from(jcs({ body, sender: e.sender, svcond: e.svcond, type: e.type }), 'utf8'), edPrivate(event.seed_hex)).toString('base64');
+      const hs = 'v1=' + hmac(Buffer.from(handshake.mesh_secret, 'utf8'), `${e.sender}|${e.svcond}|${sha256(jcs(body))}`);
+      return call(node.url, 'POST', '/api/mesh/gossip', { ...e, signature }, { 'x-node-handshake': hs });
+    };
+    const ok = await send(s.accepted_fill_length);
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.body.accepted).toBe(true);
+    const refused = await send(s.refused_fill_length);
+    expect(refused.status).toBe(s.refused.status);
+    expect(refused.body.error).toMatchObject({ code: s.refused.code, message: s.refused.message });
+    const big = await call(node.url, 'POST', '/api/mesh/gossip', JSON.stringify({ pad: 'x'.repeat(s.http_body_limit_bytes) }), { 'x-node-handshake': handshake.handshake });
+    expect(big.status).toBe(s.http_refused.status);
+    expect(big.body.error).toMatchObject({ code: s.http_refused.code, limit_bytes: s.http_refused.limit_bytes });
+  });
+});
