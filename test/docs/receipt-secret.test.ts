@@ -120,7 +120,7 @@ describe('the receipt secret is hex on every path', () => {
     try {
       const line = await new Promise<Record<string, any>>((resolve, reject) => {
         let buf = '';
-        const timer = setTimeout(() => reject(new Error('the cluster did not start')), 45_000);
+        const timer = setTimeout(() => reject(new Error('the cluster did not start')), 120_000);
         child.stdout!.on('data', (d: Buffer) => {
           buf += d.toString();
           const nl = buf.indexOf('\n');
