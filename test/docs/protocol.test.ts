@@ -10,6 +10,7 @@ import { peerIdFromString } from '@libp2p/peer-id';
 import { ManualClock } from '../../src/kernel/clock.js';
 import { deriveKey, signBody } from '../../src/kernel/receipt.js';
 import { bodyDigest, decodeEnvelope, eventId, handshakeFor, signingText, topicForType } from '../../src/mesh/wire.js';
+import { keyFingerprint } from '../../src/node.js';
 import { call, bearer, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 
 const DOC = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'protocol.md'), 'utf8');
@@ -76,6 +77,7 @@ describe('docs/protocol.md, recomputed from its own numbers', () => {
   it('§2 the three keys are HMAC(secret bytes, "svc-key:" + label)', () => {
     for (const label of ['RECEIPT', 'PROVE', 'SALT']) expect(keyOf(keys.secret_hex, label).toString('hex'), label).toBe(keys[`K_${label}`]);
     expect(new Set([keys.K_RECEIPT, keys.K_PROVE, keys.K_SALT]).size).toBe(3);
+    expect(createHash('sha256').update(Buffer.from(keys.K_RECEIPT, 'hex')).digest('hex').slice(0, 16)).toBe(keys.receiptKeyFingerprint);
   });
 
   it('§1 the example stamp: tick, phase and R_t from unix_ns', () => {
@@ -198,6 +200,7 @@ describe('docs/protocol.md: the project\'s code agrees', () => {
   it('the kernel derives the same keys and the same proof', () => {
     const secret = Buffer.from(keys.secret_hex, 'hex');
     for (const label of ['RECEIPT', 'PROVE', 'SALT']) expect(deriveKey(secret, label).toString('hex')).toBe(keys[`K_${label}`]);
+    expect(keyFingerprint(deriveKey(secret, 'RECEIPT'))).toBe(keys.receiptKeyFingerprint);
     expect(signBody(deriveKey(secret, 'RECEIPT'), compute)).toBe(compute.svcProof);
   });
 
