@@ -1,6 +1,6 @@
 // The tolerance gate (rule 4). It does not trust a solver's own verdict alone: every part's relative error is
 // recomputed from computed and reference, and a refused check never passes.
-import type { Check, CheckPart } from '../solvers/types.js';
+import type { Check, CheckPart } from './check.js';
 import { PRECISION_BOUND, TOLERANCE_GATE, tickAverage, withinModulationBound } from './modulation.js';
 
 export interface GateVerdict {
