@@ -289,8 +289,9 @@ export class MeshService {
   /**
    * The HTTP entrance (POST /api/mesh/gossip, header x-node-handshake). Throws ServiceError with the part-7
    * status and code on every failure (503 MESH_DISABLED, 400 INVALID_EVENT, 401 MISSING_HANDSHAKE /
-   * INVALID_HANDSHAKE / STALE_HANDSHAKE / INVALID_SIGNATURE). A new event is stored, dispatched and published
-   * into the mesh; a duplicate is acknowledged ({accepted: true, duplicate: true}) and not stored again.
+   * INVALID_HANDSHAKE / STALE_HANDSHAKE / INVALID_SIGNATURE), then the handler table's refusals (400 INVALID_EVENT
+   * for a body failing its type's schema, or the handler's own GossipError). A new event is stored, dispatched and
+   * published into the mesh; a duplicate is acknowledged ({accepted: true, duplicate: true}) and not stored again.
    */
   async acceptHttpEvent(event: unknown, handshakeHeader: string | string[] | undefined): Promise<AcceptResult> {
     const hs = Array.isArray(handshakeHeader) ? handshakeHeader[0] : handshakeHeader;
