@@ -26,13 +26,12 @@ import { defaultRegistry, type SolverRegistry } from './solvers/registry.js';
 import { createApp } from './http/app.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './mesh/identity.js';
 import { MeshService, type MeshServiceOptions } from './mesh/service.js';
-import { signEvent, TOPICS, verifyEventSignature, type MeshEvent } from './mesh/wire.js';
-import { IDENTITY_ASSERT } from './http/routes/mesh.js';
+import { signEvent, TOPICS, type MeshEvent } from './mesh/wire.js';
+import { IDENTITY_ASSERT, identityAssertHandler } from './mesh/identity-assert.js';
+import { remoteKeyLookup } from './mesh/key-lookup.js';
 import { stampAt } from './kernel/clock.js';
 
-const KEY_LOOKUP_TIMEOUT_MS = 2000;
 export const RESULT_SEALED = 'result.sealed';
-const MAX_ASSERTION_SKEW_TICKS = 120;
 
 export { RECEIPT_SECRET_FILE };
 
@@ -175,16 +174,16 @@ export class SvcNode {
     const addr = this.server.address() as AddressInfo;
     this.url = config.publicUrl ?? `http://${config.host}:${addr.port}`;
     meshOptions.httpUrl = this.url;
-    await this.mesh.start();
     this.wireIdentityGossip();
+    await this.mesh.start();
     this.logger.info({ url: this.url, node: this.nodeId, dataDir: config.dataDir, multiaddrs: this.mesh.multiaddrs(), mesh: this.mesh.enabled }, 'listening');
     return this;
   }
 
   /**
    * Identity assertions (architecture.md §5): keys minted here are gossiped on svc/identity/1, assertions from
-   * their home nodes are applied, and a key nobody told us about is looked up on the peers, accepted only as an
-   * event signed by its home node.
+   * their home nodes are applied (a row of the gossip handler table, registered before the mesh starts), and a key
+   * nobody told us about is looked up on the peers, accepted only as an event signed by its home node.
    */
   private wireIdentityGossip(): void {
     if (!this.mesh.enabled) return;
@@ -193,31 +192,14 @@ export class SvcNode {
         void this.mesh.publish(IDENTITY_ASSERT, a, TOPICS.identity).catch((err: unknown) => this.logger.warn({ err: String(err) }, 'identity assertion not published'));
       }
     });
-    this.mesh.onEvent(TOPICS.identity, async (event) => {
-      if (event.type !== IDENTITY_ASSERT) return;
-      await this.identity.applyAssertion(event.body, event.sender);
-      // A machine's admin key names its slug: the signer (its home) holds that machine.
-      await this.mesh.machines.learnFromAssertion(event.body, event.sender);
-    });
-    this.identity.onRemoteLookup(async (digest) => {
-      const now = stampAt(this.clock.nowNs()).svcond;
-      const peers = this.mesh.peers().filter((p) => p.url);
-      const answers = await Promise.all(
-        peers.map(async (p) => {
-          try {
-            const res = await fetch(`${p.url}/api/mesh/keys/${digest}`, { signal: AbortSignal.timeout(KEY_LOOKUP_TIMEOUT_MS) });
-            if (!res.ok) return null;
-            const event = (await res.json()) as MeshEvent;
-            const fresh = typeof event.svcond === 'number' && Math.abs(event.svcond - now) <= MAX_ASSERTION_SKEW_TICKS;
-            if (event.type !== IDENTITY_ASSERT || event.sender !== p.peerId || !fresh || !(await verifyEventSignature(event))) return null;
-            return { assertion: event.body, sender: event.sender };
-          } catch {
-            return null;
-          }
-        }),
-      );
-      return answers.find((a) => a !== null) ?? null;
-    });
+    this.mesh.gossip.register(
+      identityAssertHandler(async (assertion, sender) => {
+        await this.identity.applyAssertion(assertion, sender);
+        // A machine's admin key names its slug: the signer (its home) holds that machine.
+        await this.mesh.machines.learnFromAssertion(assertion, sender);
+      }),
+    );
+    this.identity.onRemoteLookup(remoteKeyLookup({ peers: () => this.mesh.peers(), nowSvcond: () => this.mesh.nowSvcond() }));
   }
 
   /** A compact signed announcement of a sealed result on svc/events/1 (what re-execution will key on). */

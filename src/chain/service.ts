@@ -158,7 +158,7 @@ export class ChainService {
 
   /** Walk the whole chain; name the first bad row. */
   async validate(slug: string): Promise<{ slug: string; valid: boolean; rows: number; head: string; first_bad: null | { seq: number; reason: string } }> {
-    if (!(await this.getMachine(slug))) throw new ServiceError(404, 'NOT_FOUND', `no state machine ${slug}`);
+    if (!(await this.getMachine(slug))) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
     let prev = GENESIS_HASH;
     let expectedSeq = 1;
     let count = 0;

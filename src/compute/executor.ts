@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { ServiceError } from '../kernel/errors.js';
+import { ServiceError, type ErrorCode } from '../kernel/errors.js';
 import type { SolverRegistry } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
 
@@ -90,7 +90,7 @@ interface Slot {
   startedAt: number;
 }
 
-type WorkerReply = { id: number; ok: true; output: SolverOutput } | { id: number; ok: false; error: { service: boolean; status?: number; code?: string; message: string; extra?: Record<string, unknown>; details?: unknown } };
+type WorkerReply = { id: number; ok: true; output: SolverOutput } | { id: number; ok: false; error: { service: boolean; status?: number; code?: ErrorCode; message: string; extra?: Record<string, unknown>; details?: unknown } };
 
 export class WorkerPoolExecutor implements SolverExecutor {
   readonly enforcesTimeLimit = true;

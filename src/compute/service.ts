@@ -1,9 +1,9 @@
 // The computation pipeline of architecture.md §3: validate → protocol → run → gate → parity → seal.
 // Every route that computes (compute, solver endpoints, /solve, /auto, prove) goes through here.
 import { CanonicalText, canonicalDigest, canonicalJson, jsonNumber, jsonString } from '../kernel/canonical.js';
-import { ServiceError } from '../kernel/errors.js';
+import { SolverFailure } from '../kernel/errors.js';
 import { stampAt, TICK_NS_NUMBER, type Clock, type TickStamp } from '../kernel/clock.js';
-import { gateChainValues, gateClosedForm, gateModulation, gateSolverCheck } from '../kernel/gate.js';
+import { gateChainValues, gateClosedForm, gateModulation, gateSolverCheck, toleranceGateError } from '../kernel/gate.js';
 import { modulationFactor, PRECISION_BOUND } from '../kernel/modulation.js';
 import { metricShift, metricShiftFromVariance } from '../kernel/parity.js';
 import { protocolSteps } from '../kernel/protocol.js';
@@ -19,6 +19,7 @@ import type { Sealer } from './sealer.js';
 import { timeoutError, type SolverExecutor } from './executor.js';
 import type { QuotaService } from '../tally/quota.js';
 import { encodeCompact } from '../tally/stored-result.js';
+import { BoundedMap } from '../util/bounded-map.js';
 
 export const COST = { computePerOperator: 1, solver: 10, auto: 10 } as const;
 export const TIME_LIMIT_SECONDS = { free: 30, standard: 120, professional: 600 } as const;
@@ -112,7 +113,7 @@ function elapsedTicks(startNs: bigint, endNs: bigint): number {
 
 export class ComputeService {
   /** Compiled chains by request (compiledChain). */
-  private readonly chains = new Map<string, CompiledChain>();
+  private readonly chains = new BoundedMap<string, CompiledChain>(COMPILED_CHAINS_MAX);
 
   constructor(private readonly deps: ComputeDeps) {}
 
@@ -230,7 +231,6 @@ export class ComputeService {
       gate: gateChainValues(values, preview.value, this.deps.phi0),
     };
     if (key.length > COMPILED_CHAIN_KEY_MAX) return { chain: { ...compiled, key: null }, seenBefore: false };
-    if (this.chains.size >= COMPILED_CHAINS_MAX) this.chains.delete(this.chains.keys().next().value!);
     this.chains.set(key, compiled);
     return { chain: compiled, seenBefore: false };
   }
@@ -265,7 +265,7 @@ export class ComputeService {
       resultDigest: chain.resultDigest,
       job: (parts) => {
         const gate = gateModulation(chain.gate, parts.R_t);
-        if (!gate.passed) throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${gate.reason}`, { rel_error: gate.rel_error }, { reason: gate.reason });
+        if (!gate.passed) throw toleranceGateError(gate);
         return { kind: 'compute', parts, chain: preview, average: gate.tick_average, relError: gate.rel_error };
       },
       kept:
@@ -284,7 +284,7 @@ export class ComputeService {
     const stamp = stampAt(startNs);
     const R_t = modulationFactor(stamp.phase, this.deps.phi0);
     const gate = gateModulation(compiled.gate, R_t);
-    if (!gate.passed) throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${gate.reason}`, { rel_error: gate.rel_error });
+    if (!gate.passed) throw toleranceGateError(gate);
     const parts = this.stampParts(stamp, R_t, null, compiled.resultDigest, metricShift(stamp.phase, 0, this.deps.phi0));
     const body: Record<string, unknown> = plain({ ...buildBody(this.deps.receiptKey, { kind: 'compute', parts, chain, average: gate.tick_average, relError: gate.rel_error }), sealed: false });
     const proof = signBody(this.deps.receiptKey, body);
@@ -321,7 +321,7 @@ export class ComputeService {
     const verdict = gateSolverCheck(out.check, out.value);
     if (!verdict.passed) {
       reservation.release();
-      throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `reality check failed: ${verdict.reason}`, { rel_error: verdict.rel_error, solver: solver.id }, { check: plain({ ...out.check, rel_error: verdict.rel_error, passed: false }), reason: verdict.reason });
+      throw toleranceGateError(verdict, { id: solver.id, check: plain(out.check) });
     }
     const outputs = plain(out.outputs);
     const plainInputs = plain(inputs);
@@ -344,7 +344,7 @@ export class ComputeService {
   async auto(caller: Caller, query: string, constants: Record<string, unknown>): Promise<Record<string, unknown>> {
     const route = routeQuery(query);
     const solver = this.deps.registry.get(route.solver);
-    if (!solver) throw new ServiceError(500, 'SVC_SOLVER_ERROR', `router chose unregistered solver ${route.solver}`, { details: {} });
+    if (!solver) throw new SolverFailure(`router chose unregistered solver ${route.solver}`);
     const { inputs, ignored_constants } = splitConstants(solver, constants);
     const result = await this.solve(caller, route.solver, inputs, undefined, { router: true });
     return { solver: route.solver, confidence: route.confidence, matched: route.matched, ignored_constants, result: JSON.parse(result.bytes.toString('utf8')) as Record<string, unknown> };
@@ -379,7 +379,7 @@ export class ComputeService {
     const chain = evaluateChain(request, { R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: this.deps.phi0 });
     const values = chain.master_sum.terms.slice(1).map((t: { value: number }) => t.value);
     const gate = gateClosedForm(values, chain.value, R_t, this.deps.phi0);
-    if (!gate.passed) throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${gate.reason}`, { rel_error: gate.rel_error });
+    if (!gate.passed) throw toleranceGateError(gate);
     const steps = protocolSteps({ operatorChain: chain.operators, domainOperatorCount: chain.domain_operator_count, domain: chain.domain, relError: gate.rel_error, fieldTerms: false, value: chain.value, unit: chain.unit, R_t, phase: stamp.phase, svcond: stamp.svcond });
     const receipt = plain({
       keyPrefix: 'PROVE',

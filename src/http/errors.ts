@@ -2,23 +2,22 @@
 // The trace id is also in the X-Trace-Id header and in the log line. A client mistake is never a 500.
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
-import { ServiceError } from '../kernel/errors.js';
+import { ServiceError, type ErrorCode } from '../kernel/errors.js';
 import { StoreWriteError } from '../store/db.js';
 
 export const DOCS_URL = 'https://svc.local/docs/errors';
 
-export function errorPayload(ctx: Context, status: number, code: string, message: string, extra: Record<string, unknown> = {}, details?: unknown): Record<string, unknown> {
-  const code_ = code;
+export function errorPayload(ctx: Context, status: number, code: ErrorCode, message: string, extra: Record<string, unknown> = {}, details?: unknown): Record<string, unknown> {
   return {
     error: {
-      code: code_,
+      code,
       message,
       ...(details !== undefined ? { details } : {}),
       ...extra,
       status,
       trace_id: ctx.state.traceId as string,
       timestamp: new Date().toISOString(),
-      documentation_url: `${DOCS_URL}#${code_.toLowerCase()}`,
+      documentation_url: `${DOCS_URL}#${code.toLowerCase()}`,
     },
   };
 }

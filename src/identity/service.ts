@@ -6,6 +6,7 @@ import { sha256Hex } from '../kernel/canonical.js';
 import { ServiceError } from '../kernel/errors.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
+import { BoundedMap } from '../util/bounded-map.js';
 import type { ChainService, MachineRecord } from '../chain/service.js';
 import { compareVersions, keyDigest, keyId, keyKind, mintKey, randomToken, type KeyKind } from './keys.js';
 
@@ -92,11 +93,11 @@ export class IdentityService {
   private readonly keys: Sublevel;
   private readonly sessions: Sublevel;
   /** Key records by digest: a hot read on every authenticated request. Bounded; writes go through it. */
-  private readonly keyCache = new Map<string, KeyRecord>();
+  private readonly keyCache = new BoundedMap<string, KeyRecord>(10_000);
   private assertionSink: AssertionSink | null = null;
   private remoteLookup: RemoteKeyLookup | null = null;
   /** Digests no peer knew, so a stream of bad keys does not fan out to the mesh. */
-  private readonly unknownRemote = new Map<string, number>();
+  private readonly unknownRemote = new BoundedMap<string, number>(10_000);
 
   constructor(private readonly deps: IdentityDeps) {
     this.identities = deps.store.sub('identities');
@@ -106,7 +107,6 @@ export class IdentityService {
   }
 
   private cacheKey(digest: string, rec: KeyRecord): void {
-    if (this.keyCache.size >= 10_000) this.keyCache.delete(this.keyCache.keys().next().value as string);
     this.keyCache.set(digest, rec);
   }
 
@@ -142,7 +142,6 @@ export class IdentityService {
     if (until !== undefined && until > this.now()) return undefined;
     const found = await this.remoteLookup(digest);
     if (found && (await this.applyAssertion(found.assertion, found.sender))) return this.keyCache.get(digest);
-    if (this.unknownRemote.size >= 10_000) this.unknownRemote.delete(this.unknownRemote.keys().next().value as string);
     this.unknownRemote.set(digest, this.now() + NEGATIVE_LOOKUP_MS);
     return undefined;
   }

@@ -1,17 +1,92 @@
 // The one error type that carries a part-7 code. Pure: the HTTP layer renders it, services and solvers throw it.
 
+/**
+ * Every error code the node answers with: one closed union, so a new code is a deliberate change here.
+ * Part 7 of the spec names the first group; the rest are this node's own (docs/decisions.md gives their reasons).
+ */
+export type ErrorCode =
+  // part 7
+  | 'SVC_INVALID_DOMAIN'
+  | 'SVC_INVALID_OPERATOR'
+  | 'SVC_TOO_MANY_OPERATORS'
+  | 'SVC_NO_KEY'
+  | 'SVC_INVALID_KEY'
+  | 'INSUFFICIENT_BALANCE'
+  | 'SVC_TIER_LOCKED'
+  | 'SVC_TOLERANCE_GATE' // part 7 gives the 422 without a code
+  | 'SVC_RATE_LIMIT'
+  | 'SVC_DAILY_LIMIT'
+  | 'SVC_SOLVER_ERROR'
+  | 'SVC_TIMEOUT'
+  // part 7's gossip rows (503 no mesh secret, 401 handshake or signature) and the mesh event shape
+  | 'MESH_DISABLED'
+  | 'MISSING_HANDSHAKE'
+  | 'INVALID_HANDSHAKE'
+  | 'STALE_HANDSHAKE'
+  | 'INVALID_SIGNATURE'
+  | 'INVALID_EVENT'
+  // requests: input, body, route
+  | 'SVC_INVALID_INPUT'
+  | 'SVC_INVALID_JSON'
+  | 'SVC_INVALID_BODY'
+  | 'SVC_PAYLOAD_TOO_LARGE'
+  | 'SVC_UNSUPPORTED_MEDIA_TYPE'
+  | 'SVC_BAD_REQUEST'
+  | 'SVC_METHOD_NOT_ALLOWED'
+  | 'SVC_NOT_FOUND'
+  // identities, sessions and access
+  | 'SVC_FORBIDDEN'
+  | 'SVC_CONFLICT'
+  | 'SVC_INVALID_CREDENTIALS'
+  | 'SVC_NO_SESSION'
+  // the node itself
+  | 'SVC_HOME_UNREACHABLE'
+  | 'SVC_STORAGE_UNAVAILABLE'
+  | 'SVC_INTERNAL_ERROR'
+  // mesh DNS
+  | 'DNS_INVALID_RECORD'
+  | 'DNS_REGISTRY_FULL';
+
 export class ServiceError extends Error {
   readonly status: number;
-  readonly code: string;
+  readonly code: ErrorCode;
   /** The code's own extra fields of part 7 (e.g. suggestion, available_similar, limit). */
   readonly extra: Record<string, unknown>;
   readonly details: unknown;
-  constructor(status: number, code: string, message: string, extra: Record<string, unknown> = {}, details?: unknown) {
+  constructor(status: number, code: ErrorCode, message: string, extra: Record<string, unknown> = {}, details?: unknown) {
     super(message);
     this.name = 'ServiceError';
     this.status = status;
     this.code = code;
     this.extra = extra;
     this.details = details;
+  }
+}
+
+/** Bad solver or operator input (solvers.md §1): 400 SVC_INVALID_INPUT with field, reason, allowed. */
+export class InputError extends ServiceError {
+  readonly field: string;
+  readonly reason: string;
+  readonly allowed: unknown;
+  constructor(field: string, reason: string, allowed: unknown = null) {
+    super(400, 'SVC_INVALID_INPUT', `invalid input ${field}: ${reason}`, { field, reason, allowed });
+    this.name = 'InputError';
+    this.field = field;
+    this.reason = reason;
+    this.allowed = allowed;
+  }
+}
+
+/**
+ * Where part 7's SVC_SOLVER_ERROR sends a client to see whether the node is up: the node's own health route,
+ * relative to the node that answered (a pure error cannot know the node's public URL).
+ */
+export const SOLVER_ERROR_STATUS_PAGE = '/api/health';
+
+/** A numerical failure before the check (non-convergence, budget exhausted): 500 SVC_SOLVER_ERROR. */
+export class SolverFailure extends ServiceError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super(500, 'SVC_SOLVER_ERROR', message, { details, status_page: SOLVER_ERROR_STATUS_PAGE }, details);
+    this.name = 'SolverFailure';
   }
 }

@@ -1,6 +1,7 @@
 // The tolerance gate (rule 4). It does not trust a solver's own verdict alone: every part's relative error is
 // recomputed from computed and reference, and a refused check never passes.
-import type { Check, CheckPart } from '../solvers/types.js';
+import type { Check, CheckPart } from './check.js';
+import { ServiceError } from './errors.js';
 import { PRECISION_BOUND, TOLERANCE_GATE, tickAverage, withinModulationBound } from './modulation.js';
 
 export interface GateVerdict {
@@ -49,4 +50,14 @@ export function gateModulation(verdict: GateVerdict & { tick_average: number }, 
   if (!verdict.passed) return verdict;
   if (!withinModulationBound(R_t)) return { passed: false, rel_error: verdict.rel_error, reason: '|R_t - 1| exceeds 1e-3', tick_average: verdict.tick_average };
   return verdict;
+}
+
+/**
+ * The one 422 of part 7: the result failed the tolerance gate and nothing was sealed (code SVC_TOLERANCE_GATE,
+ * docs/decisions.md). A solver's failure names the solver and carries its check, with the recomputed rel_error.
+ */
+export function toleranceGateError(verdict: GateVerdict, solver?: { id: string; check: Check }): ServiceError {
+  if (!solver) return new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${verdict.reason}`, { rel_error: verdict.rel_error }, { reason: verdict.reason });
+  const check = { ...solver.check, rel_error: verdict.rel_error, passed: false };
+  return new ServiceError(422, 'SVC_TOLERANCE_GATE', `reality check failed: ${verdict.reason}`, { rel_error: verdict.rel_error, solver: solver.id }, { check, reason: verdict.reason });
 }

@@ -3,7 +3,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { asTemplate, canonicalJson, canonicalTemplate, fillTemplate, joinedBound, joinTemplate, Scratch, Slab, sha256Bytes, sha256Hex, type Joined, type JoinedMember, type MemberSlots, type Template, type TemplateTexts } from './canonical.js';
 import { PULSE_HZ, TICK_NS_NUMBER, TICK_SECONDS_EXACT } from './clock.js';
-import type { StateField } from '../solvers/types.js';
+import type { StateField } from './state-field.js';
 
 /** HMAC-SHA256 key pads (RFC 2104): K ⊕ ipad and K ⊕ opad, K hashed first when longer than the 64-byte block. */
 interface Pads {

@@ -11,6 +11,7 @@ import { peerIdFromString } from '@libp2p/peer-id';
 import { canonicalDigest } from '../kernel/canonical.js';
 import { ServiceError } from '../kernel/errors.js';
 import type { Store, Sublevel } from '../store/db.js';
+import { MAX_SKEW_TICKS } from './validator.js';
 
 export const DNS_EVENT_TYPE = 'dns.register';
 export const REANNOUNCE_TICKS = 64;
@@ -112,7 +113,7 @@ export class DnsRegistry {
   constructor(private readonly opts: DnsRegistryOptions) {
     this.sub = opts.store.sub('mesh-dns');
     this.maxNames = opts.maxNames ?? 10_000;
-    this.maxSkew = opts.maxSkewTicks ?? 120;
+    this.maxSkew = opts.maxSkewTicks ?? MAX_SKEW_TICKS;
   }
 
   async load(): Promise<void> {

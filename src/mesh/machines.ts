@@ -6,6 +6,9 @@
 // Two homes claiming one slug (slugs are unique per node only): the earlier creation wins, ties to the smaller
 // peer id, so every node picks the same home whatever order it learnt them in.
 import type { Store, Sublevel } from '../store/db.js';
+import { BoundedMap } from '../util/bounded-map.js';
+import { askPeers } from './ask-peers.js';
+import { MAX_SKEW_TICKS } from './validator.js';
 import { verifyEventSignature, type MeshEvent } from './wire.js';
 
 export const MACHINE_HOME = 'machine.home';
@@ -13,7 +16,6 @@ export const MACHINE_HOME = 'machine.home';
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{2,47}$/;
 const LOOKUP_TIMEOUT_MS = 2_000;
 const NEGATIVE_MS = 30_000;
-const MAX_SKEW_TICKS = 120;
 const NEGATIVE_MAX = 10_000;
 
 export interface MachineHome {
@@ -53,7 +55,7 @@ export class MachineDirectory {
   private readonly maxEntries: number;
   private count = 0;
   /** Slugs no peer claimed, until when (ms): a stream of unknown slugs does not fan out to the mesh. */
-  private readonly unknown = new Map<string, number>();
+  private readonly unknown = new BoundedMap<string, number>(NEGATIVE_MAX);
   private readonly inflight = new Map<string, Promise<string | null>>();
   private writes: Promise<unknown> = Promise.resolve();
 
@@ -127,24 +129,17 @@ export class MachineDirectory {
   private async lookup(slug: string): Promise<string | null> {
     const self = this.opts.nodeId();
     const now = this.opts.nowSvcond();
-    const peers = this.opts.peers().filter((p) => p.url && p.peerId !== self);
-    const claims = await Promise.all(
-      peers.map(async (p): Promise<MachineHome | null> => {
-        try {
-          const res = await fetch(`${p.url}/api/mesh/machines/${slug}`, { signal: AbortSignal.timeout(LOOKUP_TIMEOUT_MS) });
-          if (!res.ok) return null;
-          const event = (await res.json()) as MeshEvent;
-          if (!event || event.type !== MACHINE_HOME || event.sender !== p.peerId) return null;
-          if (typeof event.svcond !== 'number' || Math.abs(event.svcond - now) > MAX_SKEW_TICKS) return null;
-          const body = event.body;
-          if (!isMachineHome(body) || body.slug !== slug || body.home !== p.peerId) return null;
-          if (!(await verifyEventSignature(event))) return null;
-          return { slug, home: body.home, created_unix_ms: body.created_unix_ms };
-        } catch {
-          return null;
-        }
-      }),
-    );
+    const peers = this.opts.peers().filter((p) => p.peerId !== self);
+    const answers = await askPeers(peers, `/api/mesh/machines/${slug}`, LOOKUP_TIMEOUT_MS, async (body, p): Promise<MachineHome | null> => {
+      const event = body as MeshEvent | null;
+      if (!event || event.type !== MACHINE_HOME || event.sender !== p.peerId) return null;
+      if (typeof event.svcond !== 'number' || Math.abs(event.svcond - now) > MAX_SKEW_TICKS) return null;
+      const claim = event.body;
+      if (!isMachineHome(claim) || claim.slug !== slug || claim.home !== p.peerId) return null;
+      if (!(await verifyEventSignature(event))) return null;
+      return { slug, home: claim.home, created_unix_ms: claim.created_unix_ms };
+    });
+    const claims = answers.map((a) => a.answer);
     let winner: MachineHome | null = null;
     for (const c of claims) {
       if (!c) continue;
@@ -155,7 +150,6 @@ export class MachineDirectory {
       // A stored claim (learnt meanwhile from gossip) may be better than the answers.
       return (await this.known(slug)) ?? winner.home;
     }
-    if (this.unknown.size >= NEGATIVE_MAX) this.unknown.delete(this.unknown.keys().next().value as string);
     this.unknown.set(slug, this.opts.nowMs() + NEGATIVE_MS);
     return null;
   }

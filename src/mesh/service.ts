@@ -1,11 +1,14 @@
 // MeshService: the node's mesh as one domain service. It owns the node key, the libp2p host, the one validator
 // for both entrances, the accepted-event log (a bounded sublevel), tick events and the peer table, the mesh DNS,
 // the transparency oracle and the directory of machine homes. It never imports the HTTP layer: routes call
-// acceptHttpEvent, status, recentEvents, dns.*, oracle.* and machines.*.
+// acceptHttpEvent, status, recentEvents, dns.*, oracle.* and machines.*. Events are applied by the gossip handler
+// table (`gossip`, gossip-handlers.ts): this service registers the tick and DNS rows, other capabilities their own.
+import { z } from 'zod';
 import { stampAt, type Clock } from '../kernel/clock.js';
-import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { DnsRegistry, DNS_EVENT_TYPE, parseDnsBody } from './dns.js';
+import { GossipError, invalidEvent } from './gossip-error.js';
+import { GossipHandlerTable } from './gossip-handlers.js';
 import { MachineDirectory } from './machines.js';
 import { MeshHost, silentLogger, type MeshLogger } from './host.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './identity.js';
@@ -27,6 +30,26 @@ import {
 } from './wire.js';
 
 export const TICK_EVENT_TYPE = 'tick';
+
+/** A tick event's body (pulseOnce writes it); fields a newer node adds are ignored. */
+const tickBody = z.object({
+  svcond: z.number().int().optional(),
+  sealedCount: z.number().optional(),
+  chainHeadsDigest: z.string().optional(),
+  kernelVersion: z.string().optional(),
+  url: z.string().max(2048).optional(),
+});
+type TickBody = z.infer<typeof tickBody>;
+
+/** A DNS registration's shape; parseDnsBody checks the name, peer id, URL and multiaddrs themselves. */
+const dnsBody = z.object({
+  name: z.string().max(253),
+  peerId: z.string().max(128),
+  url: z.string().max(2048),
+  multiaddrs: z.array(z.string().max(512)).max(8).optional(),
+  svcond: z.number().int().nonnegative(),
+});
+type DnsBody = z.infer<typeof dnsBody>;
 
 export interface MeshConfig {
   /** Shared mesh secret; null → the node runs alone and the HTTP entrance answers 503. */
@@ -143,6 +166,8 @@ const RECENT_WINDOW_TICKS = MAX_SKEW_TICKS;
 export const STATUS_PEERS_MAX = 64;
 
 export class MeshService {
+  /** Event type → body schema → handler; register a capability's events here (see gossip-handlers.ts). */
+  readonly gossip = new GossipHandlerTable();
   readonly dns: DnsRegistry;
   readonly oracle: TransparencyOracle;
   /** Homes of state machines held by other nodes. */
@@ -208,6 +233,8 @@ export class MeshService {
       nowMs: () => Number(opts.clock.nowNs() / 1_000_000n),
       peers: () => this.peers(),
     });
+    this.gossip.register({ type: TICK_EVENT_TYPE, body: tickBody, handle: (body, event) => this.applyTick(body, event) });
+    this.gossip.register({ type: DNS_EVENT_TYPE, body: dnsBody, handle: (body, event) => this.applyDns(body, event) });
   }
 
   /** This node's id (its libp2p peer id). Available after start(). */
@@ -276,8 +303,9 @@ export class MeshService {
   /**
    * The HTTP entrance (POST /api/mesh/gossip, header x-node-handshake). Throws ServiceError with the part-7
    * status and code on every failure (503 MESH_DISABLED, 400 INVALID_EVENT, 401 MISSING_HANDSHAKE /
-   * INVALID_HANDSHAKE / STALE_HANDSHAKE / INVALID_SIGNATURE). A new event is stored, dispatched and published
-   * into the mesh; a duplicate is acknowledged ({accepted: true, duplicate: true}) and not stored again.
+   * INVALID_HANDSHAKE / STALE_HANDSHAKE / INVALID_SIGNATURE), then the handler table's refusals (400 INVALID_EVENT
+   * for a body failing its type's schema, or the handler's own GossipError). A new event is stored, dispatched and
+   * published into the mesh; a duplicate is acknowledged ({accepted: true, duplicate: true}) and not stored again.
    */
   async acceptHttpEvent(event: unknown, handshakeHeader: string | string[] | undefined): Promise<AcceptResult> {
     const hs = Array.isArray(handshakeHeader) ? handshakeHeader[0] : handshakeHeader;
@@ -291,6 +319,11 @@ export class MeshService {
       return { accepted: true, duplicate: true, id: v.id };
     }
     const topic = topicForType(v.event.type);
+    const applied = await this.applyHandlers(v, topic);
+    if (!applied.ok) {
+      bump(this.stats.rejected.http, applied.error.code);
+      throw applied.error;
+    }
     try {
       await this.store(v.event, v.id, topic, 'http', '');
     } catch (err) {
@@ -310,9 +343,8 @@ export class MeshService {
 
   private async validateGossip(topic: string, data: Uint8Array, from: string): Promise<GossipVerdict> {
     const env = decodeEnvelope(data);
-    const v: Validation = env
-      ? await this.validator.validate(env.event, env.handshake)
-      : { ok: false, error: new ServiceError(400, 'INVALID_EVENT', 'message data is not a JSON envelope') };
+    let v: Validation = env ? await this.validator.validate(env.event, env.handshake) : { ok: false, error: invalidEvent('message data is not a JSON envelope') };
+    if (v.ok && !v.duplicate && isMeshTopic(topic)) v = await this.applyHandlers(v, topic);
     const verdict = isMeshTopic(topic) ? gossipVerdict(v) : 'reject';
     this.stats.verdicts[verdict]++;
     if (!v.ok) {
@@ -327,15 +359,26 @@ export class MeshService {
   }
 
   private onGossip(topic: string, data: Uint8Array, from: string): void {
-    let v = this.pendingGossip.get(data);
+    const v = this.pendingGossip.get(data);
     this.pendingGossip.delete(data);
+    if (!isMeshTopic(topic)) return;
     if (!v) {
+      // Delivered without passing validateGossip here: the table still decides before anything is kept.
       const env = decodeEnvelope(data);
       const shape = env ? checkShape(env.event) : 'undecodable';
-      if (typeof shape === 'string' || !isMeshTopic(topic)) return;
-      v = { ok: true, duplicate: false, id: eventId(shape.event.sender, shape.event.svcond, shape.digest), digest: shape.digest, event: shape.event };
+      if (typeof shape === 'string') return;
+      const claimed: Validation = { ok: true, duplicate: false, id: eventId(shape.event.sender, shape.event.svcond, shape.digest), digest: shape.digest, event: shape.event };
+      void this.gossip.run(shape.event, topic).then(
+        () => this.keepGossip(claimed, topic, from),
+        () => undefined,
+      );
+      return;
     }
-    if (!v.ok || !isMeshTopic(topic)) return;
+    if (v.ok) this.keepGossip(v, topic, from);
+  }
+
+  private keepGossip(v: Validation, topic: MeshTopic, from: string): void {
+    if (!v.ok) return;
     const ok = v;
     // Gossip has no acknowledgement: the write and the dispatch run side by side, so delivery to subscribers
     // does not wait for LevelDB's completion callback behind a burst of incoming messages.
@@ -359,14 +402,29 @@ export class MeshService {
     });
   }
 
-  /** Count an event from another node, apply it to the mesh's own state (ticks, DNS), then call subscribers. */
+  /**
+   * Run the handler table on a new event (after the validator, before it is stored or relayed). A refusal gives
+   * the claimed id back, so the same event sent again is judged again rather than taken for a duplicate.
+   */
+  private async applyHandlers(v: Validation & { ok: true }, topic: MeshTopic): Promise<Validation> {
+    try {
+      await this.gossip.run(v.event, topic);
+      return v;
+    } catch (err) {
+      this.validator.release(v.id);
+      if (!(err instanceof GossipError)) throw err;
+      if (err.status >= 500) this.log.warn({ err: err.message, type: v.event.type, id: v.id }, 'mesh event handler failed');
+      return { ok: false, error: err };
+    }
+  }
+
+  /** Count an event from another node, then call subscribers (the handler table has applied it already). */
   private async dispatch(event: MeshEvent, id: string, topic: MeshTopic, via: Entrance, from: string): Promise<void> {
     const now = this.nowSvcond();
     this.totalGossip++;
     this.lastGossipSvcond = now;
     this.recentBuckets.set(now, (this.recentBuckets.get(now) ?? 0) + 1);
     if (this.recentBuckets.size > RECENT_WINDOW_TICKS * 2) this.pruneBuckets(now);
-    await this.applyInternal(event, topic, now);
     const meta: EventMeta = { id, topic, via, from };
     for (const key of [topic, '*']) {
       const set = this.handlers.get(key);
@@ -381,34 +439,36 @@ export class MeshService {
     }
   }
 
-  private async applyInternal(event: MeshEvent, topic: MeshTopic, now: number): Promise<void> {
-    if (topic === TOPICS.ticks && event.type === TICK_EVENT_TYPE) {
-      const b = event.body as Record<string, unknown> | null;
-      if (!b || typeof b !== 'object') return;
-      const prev = this.peerTable.get(event.sender);
-      if (prev && prev.lastTick !== null && prev.lastTick > event.svcond) return;
-      this.peerTable.delete(event.sender);
-      this.peerTable.set(event.sender, {
-        peerId: event.sender,
-        url: typeof b.url === 'string' ? b.url : (prev?.url ?? null),
-        lastTick: event.svcond,
-        receivedSvcond: now,
-        kernelVersion: typeof b.kernelVersion === 'string' ? b.kernelVersion : null,
-        sealedCount: typeof b.sealedCount === 'number' ? b.sealedCount : null,
-        chainHeadsDigest: typeof b.chainHeadsDigest === 'string' ? b.chainHeadsDigest : null,
-        connected: prev?.connected ?? (this.host?.connectedPeers().includes(event.sender) ?? false),
-      });
-      this.boundPeers();
-    } else if (topic === TOPICS.dns && event.type === DNS_EVENT_TYPE) {
-      try {
-        const rec = parseDnsBody(event.body, event.sender);
-        // A claim may not be dated after the event that carries it (re-announcements carry older claims).
-        if (rec.svcond > event.svcond + MAX_SKEW_TICKS) return;
-        await this.dns.apply(rec);
-      } catch (err) {
-        this.log.debug({ err: String(err), sender: event.sender }, 'mesh DNS registration ignored');
-      }
+  /** The tick row: a peer's latest tick (an older one arriving late changes nothing) updates its peer entry. */
+  private applyTick(b: TickBody, event: MeshEvent): void {
+    const now = this.nowSvcond();
+    const prev = this.peerTable.get(event.sender);
+    if (prev && prev.lastTick !== null && prev.lastTick > event.svcond) return;
+    this.peerTable.delete(event.sender);
+    this.peerTable.set(event.sender, {
+      peerId: event.sender,
+      url: b.url ?? prev?.url ?? null,
+      lastTick: event.svcond,
+      receivedSvcond: now,
+      kernelVersion: b.kernelVersion ?? null,
+      sealedCount: b.sealedCount ?? null,
+      chainHeadsDigest: b.chainHeadsDigest ?? null,
+      connected: prev?.connected ?? (this.host?.connectedPeers().includes(event.sender) ?? false),
+    });
+    this.boundPeers();
+  }
+
+  /** The DNS row: a registration folded into the registry (a full registry or a losing claim changes nothing). */
+  private async applyDns(body: DnsBody, event: MeshEvent): Promise<void> {
+    let rec;
+    try {
+      rec = parseDnsBody(body, event.sender);
+    } catch (err) {
+      throw new GossipError('reject', 400, 'DNS_INVALID_RECORD', (err as Error).message);
     }
+    // [REJECT] A claim may not be dated after the event that carries it (re-announcements carry older claims).
+    if (rec.svcond > event.svcond + MAX_SKEW_TICKS) throw new GossipError('reject', 400, 'DNS_INVALID_RECORD', 'the claim is dated after the event that carries it');
+    await this.dns.apply(rec);
   }
 
   private onPeerChange(peerId: string, connected: boolean): void {
@@ -454,7 +514,7 @@ export class MeshService {
     const svcond = this.nowSvcond();
     const event = await signEvent(this.identity.privateKey, this.identity.nodeId, type, svcond, body);
     const shape = checkShape(event);
-    if (typeof shape === 'string') throw new ServiceError(400, 'INVALID_EVENT', shape);
+    if (typeof shape === 'string') throw invalidEvent(shape);
     const id = eventId(event.sender, svcond, shape.digest);
     this.validator.markSeen(id, svcond);
     const stored = this.store(event, id, t, 'self', '');

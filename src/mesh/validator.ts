@@ -3,24 +3,30 @@
 // HMAC matches this sender/tick/body (401 INVALID_HANDSHAKE, constant-time) → tick within 120 of now
 // (401 STALE_HANDSHAKE) → Ed25519 signature by the sender's key (401 INVALID_SIGNATURE) → duplicate check.
 // The duplicate check claims the event id synchronously, so of two concurrent deliveries exactly one is new.
+// Each refusal is a GossipError carrying its gossipsub action: stale and no-secret are Ignore, the rest Reject.
 import { timingSafeEqual } from 'node:crypto';
-import type { TopicValidatorResult } from '@libp2p/interface';
 import type { Clock } from '../kernel/clock.js';
 import { stampAt } from '../kernel/clock.js';
 import { canonicalJson, sha256Hex } from '../kernel/canonical.js';
-import { ServiceError } from '../kernel/errors.js';
+import type { ErrorCode } from '../kernel/errors.js';
+import { BoundedMap } from '../util/bounded-map.js';
+import { GossipError, type GossipAction, type GossipVerdict } from './gossip-error.js';
 import { HANDSHAKE_VERSION, eventId, handshakeFor, verifyEventSignature, type MeshEvent } from './wire.js';
 
+export type { GossipVerdict } from './gossip-error.js';
+
+/**
+ * How far (in ticks) a mesh event's svcond may be from this node's clock: the staleness window of the handshake
+ * (architecture.md §5), also used for signed answers of peers (key and machine lookups) and DNS claims.
+ */
 export const MAX_SKEW_TICKS = 120;
 export const MAX_BODY_BYTES = 64 * 1024;
 const TYPE_RE = /^[a-z][a-z0-9._-]{0,63}$/i;
 const HANDSHAKE_RE = /^v1=[0-9a-f]{64}$/;
 
-export type GossipVerdict = 'accept' | 'ignore' | 'reject';
-
 export type Validation =
   | { ok: true; duplicate: boolean; id: string; digest: string; event: MeshEvent }
-  | { ok: false; error: ServiceError };
+  | { ok: false; error: GossipError };
 
 export interface ValidatorOptions {
   secret: string | null;
@@ -32,8 +38,10 @@ export interface ValidatorOptions {
 
 /** Seen cache bounded in size (insertion order eviction) and age (an entry lives until its event would be stale). */
 export class SeenCache {
-  private readonly map = new Map<string, number>();
-  constructor(private readonly max: number) {}
+  private readonly map: BoundedMap<string, number>;
+  constructor(max: number) {
+    this.map = new BoundedMap(max);
+  }
 
   get size(): number {
     return this.map.size;
@@ -46,10 +54,6 @@ export class SeenCache {
   /** Record an id with the tick after which its event is stale anyway. */
   add(id: string, expiresAfterSvcond: number, nowSvcond: number): void {
     this.map.set(id, expiresAfterSvcond);
-    while (this.map.size > this.max) {
-      const first = this.map.keys().next().value as string;
-      this.map.delete(first);
-    }
     this.sweep(nowSvcond);
   }
 
@@ -66,19 +70,14 @@ export class SeenCache {
   }
 }
 
-function fail(status: number, code: string, message: string): Validation {
-  return { ok: false, error: new ServiceError(status, code, message) };
+function fail(action: GossipAction, status: number, code: ErrorCode, message: string): Validation {
+  return { ok: false, error: new GossipError(action, status, code, message) };
 }
 
+/** The gossipsub verdict of a validation: a duplicate is ignored, a refusal carries its own action. */
 export function gossipVerdict(v: Validation): GossipVerdict {
   if (v.ok) return v.duplicate ? 'ignore' : 'accept';
-  const code = v.error.code;
-  if (code === 'STALE_HANDSHAKE' || code === 'MESH_DISABLED') return 'ignore';
-  return 'reject';
-}
-
-export function toTopicValidatorResult(v: GossipVerdict): TopicValidatorResult {
-  return v as TopicValidatorResult;
+  return v.error.action;
 }
 
 export class MeshValidator {
@@ -104,28 +103,28 @@ export class MeshValidator {
 
   /** Validate an event and its handshake. On success the id is claimed in the seen cache (see release). */
   async validate(raw: unknown, handshake: unknown): Promise<Validation> {
-    if (this.secret === null) return fail(503, 'MESH_DISABLED', 'this node has no mesh secret configured');
+    if (this.secret === null) return fail('ignore', 503, 'MESH_DISABLED', 'this node has no mesh secret configured');
     const shape = checkShape(raw);
-    if (typeof shape === 'string') return fail(400, 'INVALID_EVENT', shape);
+    if (typeof shape === 'string') return fail('reject', 400, 'INVALID_EVENT', shape);
     const event = shape.event;
 
     if (handshake === undefined || handshake === null || handshake === '') {
-      return fail(401, 'MISSING_HANDSHAKE', 'the x-node-handshake is missing');
+      return fail('reject', 401, 'MISSING_HANDSHAKE', 'the x-node-handshake is missing');
     }
     if (typeof handshake !== 'string' || !HANDSHAKE_RE.test(handshake)) {
-      return fail(401, 'INVALID_HANDSHAKE', `the handshake must be ${HANDSHAKE_VERSION} followed by 64 hex digits`);
+      return fail('reject', 401, 'INVALID_HANDSHAKE', `the handshake must be ${HANDSHAKE_VERSION} followed by 64 hex digits`);
     }
     const expected = Buffer.from(handshakeFor(this.secret, event.sender, event.svcond, shape.digest), 'utf8');
     const given = Buffer.from(handshake, 'utf8');
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
-      return fail(401, 'INVALID_HANDSHAKE', 'the handshake does not match this sender, tick and body');
+      return fail('reject', 401, 'INVALID_HANDSHAKE', 'the handshake does not match this sender, tick and body');
     }
     const now = this.nowSvcond();
     if (Math.abs(event.svcond - now) > this.maxSkew) {
-      return fail(401, 'STALE_HANDSHAKE', `the event tick ${event.svcond} is more than ${this.maxSkew} ticks from now (${now})`);
+      return fail('ignore', 401, 'STALE_HANDSHAKE', `the event tick ${event.svcond} is more than ${this.maxSkew} ticks from now (${now})`);
     }
     if (!(await verifyEventSignature(event))) {
-      return fail(401, 'INVALID_SIGNATURE', "the event signature does not verify with the sender's key");
+      return fail('reject', 401, 'INVALID_SIGNATURE', "the event signature does not verify with the sender's key");
     }
     const id = eventId(event.sender, event.svcond, shape.digest);
     const nowAfter = this.nowSvcond();

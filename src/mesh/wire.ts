@@ -9,6 +9,7 @@ import { createHmac, createPrivateKey, createPublicKey, sign as edSign, verify a
 import type { PrivateKey } from '@libp2p/interface';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { canonicalJson, sha256Hex } from '../kernel/canonical.js';
+import { BoundedMap } from '../util/bounded-map.js';
 
 export const HANDSHAKE_HEADER = 'x-node-handshake';
 export const HANDSHAKE_VERSION = 'v1=';
@@ -77,8 +78,8 @@ export function handshakeFor(secret: string, sender: string, svcond: number, dig
 const SPKI_ED25519 = Buffer.from('302a300506032b6570032100', 'hex');
 const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
 const signers = new WeakMap<PrivateKey, KeyObject>();
-const verifiers = new Map<string, KeyObject | null>();
 const VERIFIER_CACHE_MAX = 4_096;
+const verifiers = new BoundedMap<string, KeyObject | null>(VERIFIER_CACHE_MAX);
 
 function signerFor(privateKey: PrivateKey): KeyObject {
   let k = signers.get(privateKey);
@@ -105,7 +106,6 @@ function verifierFor(sender: string): KeyObject | null {
   } catch {
     k = null;
   }
-  if (verifiers.size >= VERIFIER_CACHE_MAX) verifiers.delete(verifiers.keys().next().value as string);
   verifiers.set(sender, k);
   return k;
 }

@@ -1,7 +1,6 @@
-// The house generator of solvers.md §1: xoshiro128** seeded from SHA-256 of the canonical inputs
-// (or of the decimal string of an explicit integer `seed`). Same inputs → same stream on every node.
+// The house generator of solvers.md §1: xoshiro128** seeded from SHA-256 of a text. solvers/rng.ts seeds it
+// from a run's inputs (it needs the kernel's canonical JSON, and numerics/ imports nothing from the kernel).
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../kernel/canonical.js';
 
 const TWO_POW_53 = 9007199254740992;
 
@@ -68,12 +67,3 @@ export function stateFromText(text: string): [number, number, number, number] {
   return [digest.readUInt32BE(0), digest.readUInt32BE(4), digest.readUInt32BE(8), digest.readUInt32BE(12)];
 }
 
-/**
- * The generator for a solver run: seeded from the decimal string of `inputs.seed` when it is an integer,
- * otherwise from the RFC 8785 JSON of the resolved inputs.
- */
-export function rngForInputs(inputs: Record<string, unknown>): Xoshiro128 {
-  const seed = inputs.seed;
-  const text = typeof seed === 'number' && Number.isInteger(seed) ? String(seed) : canonicalJson(inputs);
-  return new Xoshiro128(stateFromText(text));
-}

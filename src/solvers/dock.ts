@@ -5,7 +5,7 @@
 // under ±0.01 Å and ±0.1° perturbations.
 import { z } from 'zod';
 import { bfgs } from '../numerics/optimize.js';
-import { rngForInputs, type Xoshiro128 } from '../numerics/prng.js';
+import { rngForInputs, type Xoshiro128 } from './rng.js';
 import type { CheckPart, InputSpec, SolverDef, SolverOutput } from './types.js';
 import { checkPart, checkWorkLimit, combineChecks, intIn, num, numIn, parseInputs, positive, seedSchema } from './util.js';
 

@@ -7,7 +7,7 @@
 // dimensionless ratio (σ/r)². Reduced units would need an SI ↔ reduced conversion when a run continues from a
 // returned state, and that conversion is not exact in floating point: SI state keeps half + half == whole bitwise.
 import { z } from 'zod';
-import { rngForInputs } from '../numerics/prng.js';
+import { rngForInputs } from './rng.js';
 import { InputError } from './errors.js';
 import type { SolverDef, SolverOutput } from './types.js';
 import { checkWorkLimit, makeCheck, parseInputs, parseState, seedSchema, strideIndices } from './util.js';

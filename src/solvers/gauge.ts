@@ -2,7 +2,7 @@
 // adaptive stop on the binned standard error; checked against the exact torus partition-function (Bessel) sum.
 import { z } from 'zod';
 import { besselI } from '../numerics/special.js';
-import { rngForInputs, type Xoshiro128 } from '../numerics/prng.js';
+import { rngForInputs, type Xoshiro128 } from './rng.js';
 import type { SolverDef, SolverOutput } from './types.js';
 import { boundField, checkWorkLimit, intIn, makeCheck, numIn, parseInputs, seedSchema } from './util.js';
 

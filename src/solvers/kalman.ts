@@ -3,7 +3,7 @@
 // (house PRNG). The covariance recursion does not depend on the data; its steady state is checked against the
 // closed-form solution of the discrete algebraic Riccati equation (Kalata's α for constant velocity).
 import { z } from 'zod';
-import { rngForInputs } from '../numerics/prng.js';
+import { rngForInputs } from './rng.js';
 import { InputError } from './errors.js';
 import type { SolverDef, SolverOutput } from './types.js';
 import { boundProfile, makeCheck, parseInputs, parseState, refuseCheck, seedSchema } from './util.js';

@@ -2,7 +2,7 @@
 // Check: a SAT answer is re-evaluated clause by clause by a separate evaluator; an UNSAT answer is certified by
 // bit-parallel exhaustive enumeration (n_vars ≤ 22), otherwise it cannot be certified.
 import { z } from 'zod';
-import { rngForInputs, type Xoshiro128 } from '../numerics/prng.js';
+import { rngForInputs, type Xoshiro128 } from './rng.js';
 import { InputError, SolverFailure } from './errors.js';
 import type { Check, SolverDef, SolverOutput } from './types.js';
 import { checkWorkLimit, intIn, makeCheck, parseInputs, refuseCheck, seedSchema } from './util.js';

@@ -1,33 +1,13 @@
 // The solver contract of solvers.md §1. Solvers are pure: a function of (id, resolved inputs, initialState).
 
+import type { Check } from '../kernel/check.js';
+import type { StateField } from '../kernel/state-field.js';
+
+// Check (kernel/check.ts) and StateField (kernel/state-field.ts) live in the kernel, which judges and seals them.
+export type { Check, CheckPart } from '../kernel/check.js';
+export type { StateField } from '../kernel/state-field.js';
+
 export type OutputClass = 'field' | 'spectrum' | 'profile' | 'scalar';
-
-/** One gated comparison: computed vs an independently computed reference. */
-export interface CheckPart {
-  name: string;
-  quantity: string;
-  computed: number;
-  reference: number;
-  rel_error: number;
-  tolerance: number;
-  passed: boolean;
-}
-
-/**
- * The reality check. Where a check has several parts, `parts` lists them all and the top-level fields are
- * those of the worst part (rel_error is the largest). `refused` names a reason the check cannot certify the
- * result at all (e.g. "not finished: raise t_end_days"); a refused check never passes.
- */
-export interface Check extends CheckPart {
-  parts?: CheckPart[];
-  refused?: string;
-}
-
-/** One entry of the receipt's continuum state fields (spec 2.2). */
-export interface StateField {
-  value: number;
-  unit: string;
-}
 
 export interface SolverOutput {
   mode: string | null;

@@ -6,9 +6,11 @@ import { randomUUID } from 'node:crypto';
 import { jsonNumber, jsonString, sha256Hex, type Template } from '../kernel/canonical.js';
 import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
+import { BoundedMap, BoundedSet } from '../util/bounded-map.js';
 import type { Counters } from '../store/counters.js';
 import type { ChainService, AuditRow } from '../chain/service.js';
 import type { KeyRecord } from '../identity/service.js';
+import { envelopeCounter, folderCounter, folderCounterPrefix } from './counter-keys.js';
 import { compactTemplateId, decodeCompact, isCompact, rebuildBody, templateFromStored, type CompactRecord } from './stored-result.js';
 
 export const FOUNDATION_SHARE_PERCENT = 20;
@@ -124,10 +126,10 @@ export class Ledger {
   /** Stored body templates of compact results, by id (stored-result.ts). */
   private readonly templates: Sublevel;
   /** Ids of templates known to be stored, so a template is written once, not with every result (bounded). */
-  private readonly storedTemplateIds = new Set<string>();
+  private readonly storedTemplateIds = new BoundedSet<string>(STORED_TEMPLATE_IDS_MAX);
   private readonly walletCache = new Map<string, Wallet>();
   /** Templates read back for compact results, by id (a template never changes under its id: it is its SHA-256). */
-  private readonly readTemplates = new Map<string, Template>();
+  private readonly readTemplates = new BoundedMap<string, Template>(READ_TEMPLATES_MAX);
 
   constructor(
     private readonly store: Store,
@@ -222,8 +224,8 @@ export class Ledger {
       const { burned, foundation } = splitCharge(cost);
       const funding = fromFree === cost ? 'free' : 'paid';
       charge = { action: args.action, cost, charged: cost, burned, foundation, funded_by: funding, balance_after: next };
-      const envName = `env:${caller.zid}`;
-      const folderName = `envf:${caller.zid}:inbox`;
+      const envName = envelopeCounter(caller.zid);
+      const folderName = folderCounter(caller.zid, 'inbox');
       bumped.push('burned_total', burned, 'foundation_total', foundation, 'envelope_seq', 1, envName, 1, folderName, 1);
       this.counters.bump('burned_total', burned);
       this.counters.bump('foundation_total', foundation);
@@ -292,7 +294,6 @@ export class Ledger {
       throw err;
     }
     if (newTemplate !== null) {
-      if (this.storedTemplateIds.size >= STORED_TEMPLATE_IDS_MAX) this.storedTemplateIds.delete(this.storedTemplateIds.values().next().value!);
       this.storedTemplateIds.add(newTemplate);
     }
     return { bytes };
@@ -309,7 +310,6 @@ export class Ledger {
       if (json === undefined) throw new Error(`result ${resultId}: its template ${templateId} is missing`);
       template = templateFromStored(json);
       // Many results share a template (a repeated request): it is read and parsed once.
-      if (this.readTemplates.size >= READ_TEMPLATES_MAX) this.readTemplates.delete(this.readTemplates.keys().next().value!);
       this.readTemplates.set(templateId, template);
     }
     const { holes, members } = decodeCompact(record, template);
@@ -321,6 +321,12 @@ export class Ledger {
     return bytes === undefined ? undefined : (JSON.parse(bytes.toString('utf8')) as Record<string, unknown>);
   }
 
+  /** An owner's folders with their envelope counts (from the counters; empty folders left out). */
+  folders(zid: string): { folder: string; count: number }[] {
+    const prefix = folderCounterPrefix(zid);
+    return this.counters.withPrefix(prefix).map(([name, count]) => ({ folder: name.slice(prefix.length), count })).filter((f) => f.count > 0);
+  }
+
   /** Envelopes of an owner, newest first; total from the counter (never a scan). */
   async listEnvelopes(zid: string, opts: { limit: number; offset: number; folder?: string; q?: string }): Promise<{ total: number; items: EnvelopeRecord[] }> {
     if (opts.q) {
@@ -328,7 +334,7 @@ export class Ledger {
       const hit = env && env.owner === zid && (!opts.folder || env.folder === opts.folder) ? [env] : [];
       return { total: hit.length, items: hit.slice(opts.offset, opts.offset + opts.limit) };
     }
-    const total = this.counters.get(opts.folder ? `envf:${zid}:${opts.folder}` : `env:${zid}`);
+    const total = this.counters.get(opts.folder ? folderCounter(zid, opts.folder) : envelopeCounter(zid));
     const prefix = opts.folder ? `${zid}!${opts.folder}!` : `${zid}!`;
     const sub = opts.folder ? this.byFolder : this.byOwner;
     const ids = await this.store.range<string>(sub, { gte: prefix, lt: `${prefix}~`, reverse: true, limit: opts.offset + opts.limit });

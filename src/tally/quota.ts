@@ -4,6 +4,7 @@
 import { ServiceError } from '../kernel/errors.js';
 import type { Counters } from '../store/counters.js';
 import type { Op } from '../store/db.js';
+import { DAY_COUNTER_PREFIXES, anonymousDayCounter, demoDayCounter, identityDayCounter } from './counter-keys.js';
 import { dayKey, nextMidnightUtc, type Caller } from './ledger.js';
 
 export interface QuotaOptions {
@@ -31,8 +32,6 @@ export function dailyLimitError(limit: number, used: number, unixMs: number): Se
   });
 }
 
-const DAY_PREFIXES = ['anon:', 'demo:', 'used:'] as const;
-
 export class QuotaService {
   private currentDay: string | null = null;
 
@@ -50,13 +49,18 @@ export class QuotaService {
   async pruneOldDays(unixMs: number): Promise<number> {
     const day = dayKey(unixMs);
     this.currentDay = day;
-    const ops = DAY_PREFIXES.flatMap((prefix) => this.counters.pruneBefore(prefix, `${prefix}${day}`));
+    const ops = DAY_COUNTER_PREFIXES.flatMap((prefix) => this.counters.pruneBefore(prefix, `${prefix}${day}`));
     if (ops.length > 0) await this.commit(ops);
     return ops.length;
   }
 
   usedToday(zid: string, unixMs: number): number {
-    return this.counters.get(`used:${dayKey(unixMs)}:${zid}`);
+    return this.counters.get(identityDayCounter(dayKey(unixMs), zid));
+  }
+
+  /** Computations of a demo key today. */
+  demoUsedToday(keyId: string, unixMs: number): number {
+    return this.counters.get(demoDayCounter(dayKey(unixMs), keyId));
   }
 
   /** Reserve one computation for the caller today, or throw 429 SVC_DAILY_LIMIT. */
@@ -66,13 +70,13 @@ export class QuotaService {
     let name: string;
     let limit: number | null;
     if (caller.kind === 'anonymous') {
-      name = `anon:${day}:${caller.ip}`;
+      name = anonymousDayCounter(day, caller.ip);
       limit = this.options.anonymousPerDay;
     } else if (caller.kind === 'demo') {
-      name = `demo:${day}:${caller.key.key_id}`;
+      name = demoDayCounter(day, caller.key.key_id);
       limit = this.options.demoPerDay;
     } else {
-      name = `used:${day}:${caller.zid}`;
+      name = identityDayCounter(day, caller.zid);
       limit = this.options.enforceDailyQuota ? this.options.freeDailyComputations : null;
     }
     const used = this.counters.get(name);

@@ -1,6 +1,7 @@
 // The house generator against the xoshiro128** reference outputs and an independent unsigned implementation.
 import { describe, expect, it } from 'vitest';
-import { Xoshiro128, rngForInputs, stateFromText } from '../../src/numerics/prng.js';
+import { Xoshiro128, stateFromText } from '../../src/numerics/prng.js';
+import { rngForInputs } from '../../src/solvers/rng.js';
 import { createHash } from 'node:crypto';
 
 function reference(state: number[]): () => number {

@@ -40,7 +40,7 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     const c = ctx.state.caller as Caller;
     const now = Number(s.clock.nowNs() / 1_000_000n);
     const bundle = c.kind === 'demo' ? s.config.limits.demoKeyPerDay : s.config.limits.freeDailyComputations;
-    const used = c.kind === 'identity' ? s.quota.usedToday(c.zid, now) : c.kind === 'demo' ? s.counters.get(`demo:${new Date(now).toISOString().slice(0, 10)}:${c.key.key_id}`) : 0;
+    const used = c.kind === 'identity' ? s.quota.usedToday(c.zid, now) : c.kind === 'demo' ? s.quota.demoUsedToday(c.key.key_id, now) : 0;
     ctx.body = { used, bundle, remaining: Math.max(0, bundle - used), overage: Math.max(0, used - bundle), enforced: s.config.limits.enforceDailyQuota };
   });
 
@@ -63,8 +63,7 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     const c = identityOf(ctx);
     const zid = String(ctx.params.zid);
     if (zid !== c.zid) throw forbidden('folders are listed to their owner only');
-    const prefix = `envf:${zid}:`;
-    ctx.body = { zid, folders: s.counters.withPrefix(prefix).map(([name, count]) => ({ folder: name.slice(prefix.length), count })).filter((f) => f.count > 0) };
+    ctx.body = { zid, folders: s.ledger.folders(zid) };
   });
 
   router.post('/api/chain/state-machines', requireKey(auth), home, async (ctx) => {

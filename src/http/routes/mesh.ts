@@ -3,6 +3,8 @@ import type Router from '@koa/router';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import type { MeshService } from '../../mesh/service.js';
+import { askPeers } from '../../mesh/ask-peers.js';
+import { IDENTITY_ASSERT } from '../../mesh/identity-assert.js';
 import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
 import { validate } from '../validate.js';
@@ -15,7 +17,6 @@ const resolveQuery = z.object({ name: dnsName }).strict();
 const lookupQuery = z.object({ peerId: z.string().min(1).max(128) }).strict();
 const historyQuery = z.object({ n: z.coerce.number().int().min(1).max(100).default(10) }).strict();
 const PEER_TIMEOUT_MS = 3000;
-export const IDENTITY_ASSERT = 'identity.assert';
 
 export function meshRoutes(router: Router, s: HttpServices): void {
   const mesh = (): MeshService => {
@@ -59,21 +60,13 @@ export function meshRoutes(router: Router, s: HttpServices): void {
     const m = mesh();
     const local = await s.identity.getIdentity(zid);
     const meshNodes: { nodeId: string; verified: boolean; svcond: number | null }[] = [{ nodeId: s.nodeId(), verified: !!local, svcond: m.nowSvcond() }];
-    const peers = m.peers().filter((p) => p.url);
-    const answers = await Promise.all(
-      peers.map(async (p) => {
-        try {
-          const res = await fetch(`${p.url}/api/mesh/identity/${zid}`, { signal: AbortSignal.timeout(PEER_TIMEOUT_MS) });
-          const b = (await res.json()) as { nodeId?: unknown; verified?: unknown; svcond?: unknown };
-          // The answer must come from the peer we asked.
-          if (b.nodeId !== p.peerId) return { nodeId: p.peerId, verified: false, svcond: null };
-          return { nodeId: p.peerId, verified: b.verified === true, svcond: typeof b.svcond === 'number' ? b.svcond : null };
-        } catch {
-          return { nodeId: p.peerId, verified: false, svcond: null };
-        }
-      }),
-    );
-    meshNodes.push(...answers);
+    const answers = await askPeers(m.peers(), `/api/mesh/identity/${zid}`, PEER_TIMEOUT_MS, (body, p) => {
+      const b = body as { nodeId?: unknown; verified?: unknown; svcond?: unknown } | null;
+      // The answer must come from the peer we asked.
+      if (!b || b.nodeId !== p.peerId) return null;
+      return { nodeId: p.peerId, verified: b.verified === true, svcond: typeof b.svcond === 'number' ? b.svcond : null };
+    });
+    meshNodes.push(...answers.map((a) => a.answer ?? { nodeId: a.peer.peerId, verified: false, svcond: null }));
     const quorum = Math.floor(meshNodes.length / 2) + 1;
     const yes = meshNodes.filter((n) => n.verified).length;
     const status = await m.status();

@@ -1,7 +1,6 @@
 // Evaluating an operator chain, solvers.md §6 "Evaluating a chain" steps 1–5. Pure: the modulation (R_t at the
 // stamping tick) is handed in by the caller, which also runs the step-6 gate, seals and stores.
-import { ServiceError } from '../errors.js';
-import { InputError } from '../../solvers/errors.js';
+import { InputError, ServiceError } from '../errors.js';
 import { num, resolveOperatorInputs } from './define.js';
 import {
   invalidDomainError,

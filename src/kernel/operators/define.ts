@@ -1,7 +1,7 @@
 // Building blocks for the closed-form operators of solvers.md §6: a builder that turns a compact spec into an
 // OperatorDef, the guarded arithmetic that reports domain violations as 400 SVC_INVALID_INPUT naming the
 // operator and the key, and the number formatting of the equation strings. Pure.
-import { InputError } from '../../solvers/errors.js';
+import { InputError } from '../errors.js';
 import type { Domain, OperatorDef, OperatorInput } from './types.js';
 
 /**

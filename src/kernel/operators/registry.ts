@@ -1,7 +1,6 @@
 // The closed-form operator registry of solvers.md §6: KO42 plus the domain operators, lookups, and the shapes of
 // GET /api/operators, GET /api/operators/categories and POST /api/svc/operator-spec. Pure.
-import { ServiceError } from '../errors.js';
-import { InputError } from '../../solvers/errors.js';
+import { InputError, ServiceError } from '../errors.js';
 import { BIOLOGY_OPERATORS } from './biology.js';
 import { ELECTROMAGNETISM_OPERATORS } from './electromagnetism.js';
 import { FINANCE_OPERATORS } from './finance.js';

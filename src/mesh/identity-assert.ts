@@ -1,0 +1,35 @@
+// Identity assertions on svc/identity/1 (architecture.md §5): a key minted at its home node, gossiped as an event
+// signed by that home, so any node authenticates any key. The body is the identity service's IdentityAssertion;
+// the schema here is the mesh's gate (shape, and that the signer is the key's home), the identity service checks
+// the rest when it applies it.
+import { z } from 'zod';
+import { GossipError } from './gossip-error.js';
+import type { GossipHandler } from './gossip-handlers.js';
+import type { MeshEvent } from './wire.js';
+
+export const IDENTITY_ASSERT = 'identity.assert';
+
+export const identityAssertBody = z.looseObject({
+  digest: z.string().regex(/^[0-9a-f]{64}$/, 'the key digest: 64 hex characters'),
+  key: z.looseObject({ home: z.string().min(1), zid: z.string().min(1), kind: z.string().min(1) }),
+});
+export type IdentityAssertBody = z.infer<typeof identityAssertBody>;
+
+/** [REJECT] an assertion signed by a node that is not the key's home: only the home speaks for its keys. */
+export function checkAssertionSigner(body: IdentityAssertBody, event: Pick<MeshEvent, 'sender'>): void {
+  if (body.key.home !== event.sender) {
+    throw new GossipError('reject', 400, 'INVALID_EVENT', 'an identity assertion must be signed by the home node of its key');
+  }
+}
+
+/** The table row: `apply` writes the assertion (the identity service) and what follows from it (machine homes). */
+export function identityAssertHandler(apply: (body: IdentityAssertBody, sender: string) => Promise<void>): GossipHandler<IdentityAssertBody> {
+  return {
+    type: IDENTITY_ASSERT,
+    body: identityAssertBody,
+    handle: async (body, event) => {
+      checkAssertionSigner(body, event);
+      await apply(body, event.sender);
+    },
+  };
+}

@@ -1,0 +1,35 @@
+// The names of the tally's counters (kept by store/counters.ts): one place for their formats. store/counters.ts
+// groups `env:` and `envf:` names by identity; QuotaService prunes the day counters by their prefixes.
+
+/** Envelopes of an identity. */
+export function envelopeCounter(zid: string): string {
+  return `env:${zid}`;
+}
+
+/** Envelopes of an identity in one folder. */
+export function folderCounter(zid: string, folder: string): string {
+  return `${folderCounterPrefix(zid)}${folder}`;
+}
+
+/** The prefix of all folder counters of an identity (the folder name follows it). */
+export function folderCounterPrefix(zid: string): string {
+  return `envf:${zid}:`;
+}
+
+/** The prefixes of the per-day quota counters: each is followed by the UTC day (YYYY-MM-DD) and the caller. */
+export const DAY_COUNTER_PREFIXES = ['anon:', 'demo:', 'used:'] as const;
+
+/** Computations of an anonymous caller (by IP) on a UTC day. */
+export function anonymousDayCounter(day: string, ip: string): string {
+  return `anon:${day}:${ip}`;
+}
+
+/** Computations of a demo key on a UTC day. */
+export function demoDayCounter(day: string, keyId: string): string {
+  return `demo:${day}:${keyId}`;
+}
+
+/** Computations of an identity on a UTC day. */
+export function identityDayCounter(day: string, zid: string): string {
+  return `used:${day}:${zid}`;
+}

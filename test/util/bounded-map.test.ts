@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { BoundedMap, BoundedSet } from '../../src/util/bounded-map.js';
+
+describe('BoundedMap', () => {
+  it('drops the oldest inserted entry when a new key would pass the limit', () => {
+    const m = new BoundedMap<string, number>(3);
+    for (const [i, k] of ['a', 'b', 'c', 'd', 'e'].entries()) m.set(k, i);
+    expect([...m.entries()]).toEqual([['c', 2], ['d', 3], ['e', 4]]);
+    expect(m.size).toBe(3);
+  });
+
+  it('setting a key already present changes its value in place: nothing is evicted, its place is kept', () => {
+    const m = new BoundedMap<string, number>(2);
+    m.set('a', 1).set('b', 2).set('a', 10);
+    expect([...m.entries()]).toEqual([['a', 10], ['b', 2]]);
+    m.set('c', 3);
+    expect([...m.keys()]).toEqual(['b', 'c']);
+  });
+
+  it('a deleted entry frees its room', () => {
+    const m = new BoundedMap<number, string>(2);
+    m.set(1, 'x').set(2, 'y');
+    m.delete(1);
+    m.set(3, 'z');
+    expect([...m.keys()]).toEqual([2, 3]);
+  });
+
+  it('refuses a limit below 1', () => {
+    expect(() => new BoundedMap(0)).toThrow(RangeError);
+    expect(() => new BoundedSet(1.5)).toThrow(RangeError);
+  });
+});
+
+describe('BoundedSet', () => {
+  it('keeps the newest `max` values, a repeated value neither moves nor evicts', () => {
+    const s = new BoundedSet<number>(3);
+    for (const v of [1, 2, 3, 1, 4, 5]) s.add(v);
+    expect([...s]).toEqual([3, 4, 5]);
+  });
+});
