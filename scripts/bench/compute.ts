@@ -11,7 +11,9 @@
 // which separate 10 s runs put straight into the ratio. Each turn starts once the other servers are quiet (a node
 // compacts LevelDB for a while after its writes; settle). cpuUsPerRequest is the node process's CPU time (all its
 // threads) over its turns per request answered: what the micro-benchmarks (scripts/bench/micro) measure savings against.
-// Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50] [--rounds 5]
+// With --compare DIR (another checkout of the project, built), a second buffered node runs from DIR's dist beside this
+// one, fresh and repeated, in the same turns; a last line gives its figures and this node's ratio to them.
+// Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50] [--rounds 5] [--compare DIR]
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -59,7 +61,7 @@ const freshBody = (): string => JSON.stringify({ domain: 'mechanics', operators:
 const START_HEAP_FLAGS: string[] = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.match(/--(max|min)-semi-space-size=\d+/g) ?? [];
 
 /** The built node, as npm start runs it (the bench builds first), with a registered key. */
-async function startNode(sync: boolean): Promise<{ child: ChildProcess; url: string; key: string; dataDir: string }> {
+async function startNode(sync: boolean, from = root): Promise<{ child: ChildProcess; url: string; key: string; dataDir: string }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
   // With the heap flags npm start gives node (V8 refuses --min-semi-space-size in NODE_OPTIONS).
   const { child, url } = await startProcess(process.execPath, [...START_HEAP_FLAGS, 'dist/cli/index.js', 'start'], {
@@ -68,7 +70,7 @@ async function startNode(sync: boolean): Promise<{ child: ChildProcess; url: str
     SVC_LOG_LEVEL: 'info',
     SVC_SYNC_WRITES: String(sync),
     SVC_INITIAL_CREDITS: '100000000',
-  });
+  }, from);
   const digest = createHash('sha256').update(`bench ${sync} ${Date.now()}`).digest('hex');
   const reg = await fetch(`${url}/api/svc-auth/register-v3`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ equation_sha256: digest }) });
   const key = ((await reg.json()) as { admin_key: string }).admin_key;
@@ -90,6 +92,9 @@ const durable = await startNode(true);
 // The bare durable pipeline of ceiling.ts (raw node:http, one seal-shaped LevelDB batch per group, fsync): what the
 // machine allows a durable answer at the time, so the node's durable rate can be read against it.
 const bareDurable = await startProcess(process.execPath, [...process.execArgv, join(root, 'scripts', 'bench', 'ceiling.ts')], { CEILING_SERVER: 'durable' });
+const compareIndex = process.argv.indexOf('--compare');
+const compareRoot = compareIndex >= 0 ? process.argv[compareIndex + 1]! : null;
+const other = compareRoot !== null ? await startNode(false, compareRoot) : null;
 const ping = JSON.stringify({ ping: 1 });
 const targets: Target[] = [
   { name: 'baseline', server: koa.child, url: `${koa.url}/ping`, body: ping, headers: {}, turns: [] },
@@ -99,6 +104,10 @@ const targets: Target[] = [
   { name: 'durable', server: durable.child, url: `${durable.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${durable.key}` }, turns: [] },
   { name: 'bareDurable', server: bareDurable.child, url: `${bareDurable.url}/`, body: computeBody, headers: {}, turns: [] },
 ];
+if (other !== null) {
+  targets.push({ name: 'otherFresh', server: other.child, url: `${other.url}/api/svc/compute`, body: computeBody, fresh: freshBody, headers: { authorization: `Bearer ${other.key}` }, turns: [] });
+  targets.push({ name: 'otherRepeated', server: other.child, url: `${other.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${other.key}` }, turns: [] });
+}
 /**
  * A fixed piece of CPU work (JSON, SHA-256, string building), timed: the same code on the same machine, so its time
  * says how fast the machine ran then. This VM's speed moves by ±30 % from minute to minute, which moves every figure
@@ -165,8 +174,8 @@ try {
     }
   }
 } finally {
-  await Promise.all([stop(koa.child), stop(lean.child), stop(buffered.child), stop(durable.child), stop(bareDurable.child)]);
-  await Promise.all([rm(buffered.dataDir, { recursive: true, force: true }), rm(durable.dataDir, { recursive: true, force: true })]);
+  await Promise.all([stop(koa.child), stop(lean.child), stop(buffered.child), stop(durable.child), stop(bareDurable.child), ...(other ? [stop(other.child)] : [])]);
+  await Promise.all([rm(buffered.dataDir, { recursive: true, force: true }), rm(durable.dataDir, { recursive: true, force: true }), ...(other ? [rm(other.dataDir, { recursive: true, force: true })] : [])]);
 }
 const [baseline, leanBaseline, freshT, bufferedT, durableT, bareDurableT] = targets as [Target, Target, Target, Target, Target, Target];
 const baselineRps = rate(baseline);
@@ -236,6 +245,27 @@ console.log(
     rounds,
   }),
 );
+
+if (other !== null) {
+  const [otherFresh, otherRepeated] = targets.slice(6) as [Target, Target];
+  console.log(
+    JSON.stringify({
+      compare: compareRoot,
+      freshComputeRps: Math.round(rate(otherFresh)),
+      freshRatio: round3(rate(otherFresh) / baselineRps),
+      cpuUsPerRequest: cpuUsPerRequest(otherFresh),
+      computeRps: Math.round(rate(otherRepeated)),
+      ratio: round3(rate(otherRepeated) / baselineRps),
+      repeatedCpuUsPerRequest: cpuUsPerRequest(otherRepeated),
+      // This node's figure over the other's, fresh and repeated.
+      freshThisOverOther: round3(rate(freshT) / rate(otherFresh)),
+      repeatedThisOverOther: round3(rate(bufferedT) / rate(otherRepeated)),
+      // Per round: this node's fresh rate over the other's in the same round.
+      freshTurnRatios: freshT.turns.map((r, i) => round3(r.ok / r.seconds / (otherFresh.turns[i]!.ok / otherFresh.turns[i]!.seconds))),
+      non2xx: sum(otherFresh, 'non2xx') + sum(otherRepeated, 'non2xx'),
+    }),
+  );
+}
 
 /** Sealed computes through ComputeService.compute in this process, `connections` at a time, durable writes. */
 async function runInProcess(): Promise<Record<string, unknown>> {

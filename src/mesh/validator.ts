@@ -7,7 +7,8 @@ import { timingSafeEqual } from 'node:crypto';
 import type { TopicValidatorResult } from '@libp2p/interface';
 import type { Clock } from '../kernel/clock.js';
 import { stampAt } from '../kernel/clock.js';
-import { canonicalJson, sha256Hex } from '../kernel/canonical.js';
+import { canonicalJson } from '../kernel/canonical.js';
+import { sha256Hex } from '../kernel/bytes.js';
 import { ServiceError } from '../kernel/errors.js';
 import { HANDSHAKE_VERSION, eventId, handshakeFor, verifyEventSignature, type MeshEvent } from './wire.js';
 

@@ -1,0 +1,22 @@
+import { CanonicalText } from '/tmp/seal-before/src/kernel/canonical.js';
+import { finishSeal as oldFinish } from '/tmp/seal-before/src/kernel/receipt.js';
+import { prepareBody as oldPrepare } from '/tmp/seal-before/src/compute/sealed-body.js';
+import { tallyChargeText } from '/tmp/seal-before/src/tally/ledger.js';
+import { auditText, envelopeViewText } from '/tmp/seal-before/src/compute/service.js';
+import { finishSeal } from '../../../src/kernel/receipt.js';
+import { prepareBody } from '../../../src/compute/sealed-body.js';
+import { auditMember, envelopeView } from '../../../src/compute/service.js';
+import { compare, report } from './lib.js';
+import { audit, charge, computeJob, envelope, receiptKey } from './fixture.js';
+
+const job = computeJob(2.5);
+const oldPrepared = oldPrepare(receiptKey, job as never);
+const prepared = prepareBody(receiptKey, job);
+const oldSeal = () => oldFinish(receiptKey, oldPrepared, { tally_charge: new CanonicalText(tallyChargeText(charge)), envelope: new CanonicalText(envelopeViewText(envelope)), audit: new CanonicalText(auditText(audit.slug, audit.seq, audit.hash)) }).bytes;
+const newSeal = () => finishSeal(receiptKey, prepared, { tally_charge: charge, envelope: envelopeView(envelope), audit: auditMember(audit.slug, audit.seq, audit.hash) }).bytes;
+if (!Buffer.from(oldSeal()).equals(newSeal())) throw new Error('differ');
+report('finish-old-vs-new', compare(oldSeal, newSeal, { iterations: 5000 }), { optimised: 'old finishSeal (one write, placeholder proofs, pads HMAC, Slab, fixed writers)', plain: 'new finishSeal (two inserts, createHmac, canonicalJson members)', perFreshSeal: 1, where: 'main thread' });
+const oldP = () => oldPrepare(receiptKey, job as never);
+const newP = () => prepareBody(receiptKey, job);
+if (!Buffer.from(oldP().bytes).equals(Buffer.from(newP().bytes))) throw new Error('differ');
+report('prepare-old-vs-new', compare(oldP, newP, { iterations: 3000 }), { optimised: 'old prepareBody (holes, template, fill, tickReceiptText)', plain: 'new prepareBody (object, canonicalJsonWithSlots, tickReceipt)', perFreshSeal: 1, where: 'seal worker' });
