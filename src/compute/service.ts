@@ -68,9 +68,9 @@ function plain<T>(value: T): T {
 }
 
 /**
- * What determines a chain's evaluation but the stamp (rule 5): phi0 and the request. JSON.stringify
- * writes -0 as 0, so the inputs that are -0 are named too. Only a valid request is kept, and in a valid request the
- * inputs' values are its only numbers; so two requests with the same key, one of them valid, are the same request.
+ * What determines a chain's evaluation but the stamp (rule 5): phi0 and the request. JSON.stringify writes -0 as 0,
+ * so the inputs that are -0 are named too. Only a valid request is kept, and in a valid request the inputs' values are
+ * its only numbers; so two requests with the same key, one of them valid, are the same request.
  */
 export function chainKey(req: ChainRequest, phi0: number): string {
   const inputs = req.inputs as Record<string, unknown> | null | undefined;
@@ -129,8 +129,9 @@ export class ComputeService {
 
   /**
    * Common tail: stamp, body (built and serialised by the sealer), then the ledger's atomic seal, whose build step
-   * adds the charge, envelope and audit row to the serialised body and signs it (finishSeal). Nothing of the ledger changes before the body is ready, so a
-   * failure up to the commit leaves no trace but the released quota slot.
+   * adds the charge, envelope and audit row to the serialised body and signs it (finishSeal; docs/sealing.md).
+   * Nothing of the ledger changes before the body is ready, so a failure up to the commit leaves no trace but the
+   * released quota slot.
    */
   private async sealResult(args: {
     caller: Caller;

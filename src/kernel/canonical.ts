@@ -1,8 +1,9 @@
-// RFC 8785 (JSON Canonicalization Scheme), plus the digests built on it.
+// RFC 8785 (JSON Canonicalization Scheme): the one serializer of everything the node hashes or signs, and the digest
+// built on it. (Canonical text with room for members added later: member-slots.ts; SHA-256: bytes.ts.)
 // A direct serializer: keys sorted by UTF-16 code units, numbers in ECMAScript Number-to-string form (-0 → 0,
 // NaN/Infinity refused), strings escaped as JSON.stringify does, lone surrogates refused. It produces the same
 // text as the `canonicalize` package (the test oracle in test/kernel/canonical.test.ts) for every JSON value,
-// about 3× faster (no intermediate arrays, no per-character surrogate scan in JS).
+// several times faster (scripts/bench/micro/canonical.ts; no intermediate arrays, no per-character surrogate scan in JS).
 import { sha256Hex } from './bytes.js';
 
 const stringify = JSON.stringify;
