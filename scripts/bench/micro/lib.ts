@@ -3,9 +3,6 @@
 // a realistic sealed compute's inputs (kinetic energy, as the compute bench sends).
 import { numberArg } from '../lib.js';
 
-/** cpuUsPerRequest of a fresh compute, from the compute bench (see report). */
-const FRESH_CPU_US = 250;
-
 /**
  * Median µs per call of each function, over `rounds` alternating blocks of `iterations` calls (after a warm-up). The
  * time is this process's CPU time, not the wall clock: on a machine shared with other work the wall clock counts the
@@ -40,13 +37,14 @@ const median = (xs: number[]): number => {
 const round = (x: number): number => Math.round(x * 1000) / 1000;
 
 /**
- * The node's CPU time per fresh sealed compute over HTTP, all its threads (--fresh-cpu-us; the compute bench's first
- * line reports it as cpuUsPerRequest): what a saving is a share of.
+ * The node's CPU time per fresh sealed compute over HTTP, all its threads (--fresh-cpu-us: the compute bench's first
+ * line reports it as cpuUsPerRequest; take it from a run under the same machine conditions): what a saving is a share
+ * of. Without it the share is not given.
  */
-const freshCpuUs = numberArg('fresh-cpu-us', FRESH_CPU_US);
+const freshCpuUs = numberArg('fresh-cpu-us', NaN);
 
 /** One JSON line: both figures, the saving per sealed compute, and that saving as a share of a fresh request. */
 export function report(name: string, r: { optimisedUs: number; plainUs: number }, extra: Record<string, unknown> & { perFreshSeal: number }): void {
   const savedUs = (r.plainUs - r.optimisedUs) * extra.perFreshSeal;
-  console.log(JSON.stringify({ bench: name, ...r, ...extra, savedUsPerFreshSeal: round(savedUs), shareOfFresh: round(savedUs / freshCpuUs), freshCpuUs }));
+  console.log(JSON.stringify({ bench: name, ...r, ...extra, savedUsPerFreshSeal: round(savedUs), shareOfFresh: Number.isNaN(freshCpuUs) ? null : round(savedUs / freshCpuUs), freshCpuUs: Number.isNaN(freshCpuUs) ? null : freshCpuUs }));
 }
