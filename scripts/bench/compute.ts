@@ -1,13 +1,19 @@
 // HTTP throughput of sealed computes vs a bare Koa JSON route, in the same run (autocannon, 50 connections, 10 s
-// per target). Line 1: sealing with buffered writes; line 2: durable (fsync) writes; line 3: the same sealed compute
-// in process (no HTTP, durable writes, 50 at a time), which separates the cost of sealing from the cost of HTTP.
-// Each line is one JSON object.
-// The targets (bare Koa, bare Koa with the node's body middleware, the node buffered, the node durable, the bare
-// durable pipeline of ceiling.ts, and the node buffered with a new chain in every request) all run from the start, and their 10 s are taken in turns of duration/rounds seconds (round robin), so that a ratio
-// compares figures taken under the same machine conditions: on a shared machine the speed drifts by ±20 % from
-// one minute to the next, which separate 10 s runs put straight into the ratio. Each turn starts once the other
-// servers are quiet (a node compacts LevelDB for a while after its writes; settle).
-// Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50] [--rounds 5]
+// per target). Line 1: fresh requests (every request a chain the node has not seen: a new mass each time), buffered
+// writes: the figure that counts, since a real load varies its inputs. Line 2: the same request repeated (the node's
+// kept evaluation of a request helps here only), buffered writes. Line 3: durable (fsync) writes, repeated request.
+// Line 4: the repeated sealed compute in process (no HTTP, durable writes, 50 at a time), which separates the cost of
+// sealing from the cost of HTTP. Each line is one JSON object.
+// The targets (bare Koa, bare Koa with the node's body middleware, the node buffered with fresh requests, the same
+// node with the repeated request, the node durable, and the bare durable pipeline of ceiling.ts) all run from the
+// start, and their 10 s are taken in turns of duration/rounds seconds (round robin), so that a ratio compares figures
+// taken under the same machine conditions: on a shared machine the speed drifts by ±20 % from one minute to the next,
+// which separate 10 s runs put straight into the ratio. Each turn starts once the other servers are quiet (a node
+// compacts LevelDB for a while after its writes; settle). cpuUsPerRequest is the node process's CPU time (all its
+// threads) over its turns per request answered: what the micro-benchmarks (scripts/bench/micro) measure savings against.
+// With --compare DIR (another checkout of the project, built), a second buffered node runs from DIR's dist beside this
+// one, fresh and repeated, in the same turns; a last line gives its figures and this node's ratio to them.
+// Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50] [--rounds 5] [--compare DIR]
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -38,7 +44,7 @@ interface Target {
   /** The process serving the target. */
   server: ChildProcess;
   /** Per round: requests answered 2xx, all requests, non-2xx, seconds, p50 and p99 latency. */
-  turns: { ok: number; total: number; non2xx: number; seconds: number; p50: number; p99: number; backgroundCpuMs: number | null }[];
+  turns: { ok: number; total: number; non2xx: number; seconds: number; p50: number; p99: number; backgroundCpuMs: number | null; serverCpuMs: number | null }[];
 }
 
 async function load(t: Target, seconds: number): Promise<autocannon.Result> {
@@ -47,15 +53,15 @@ async function load(t: Target, seconds: number): Promise<autocannon.Result> {
   return autocannon({ url: t.url, method: 'POST', body: t.body, headers: { 'content-type': 'application/json', ...t.headers }, connections, duration: seconds, ...(requests ? { requests } : {}) } as autocannon.Options);
 }
 
-/** Kinetic energy with a mass no earlier request had: every request a new chain (no kept evaluation or template). */
+/** Kinetic energy with a mass and velocity no earlier request had: every request a new chain (no kept evaluation). */
 let freshCount = 0;
-const freshBody = (): string => JSON.stringify({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 1 + ++freshCount / 1e6, velocity_m_s: 3 } });
+const freshBody = (): string => JSON.stringify({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 1 + ++freshCount / 1e6, velocity_m_s: 3 + (freshCount % 1000) / 1000 } });
 
 /** The heap flags of package.json's start script. */
 const START_HEAP_FLAGS: string[] = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.match(/--(max|min)-semi-space-size=\d+/g) ?? [];
 
 /** The built node, as npm start runs it (the bench builds first), with a registered key. */
-async function startNode(sync: boolean): Promise<{ child: ChildProcess; url: string; key: string; dataDir: string }> {
+async function startNode(sync: boolean, from = root): Promise<{ child: ChildProcess; url: string; key: string; dataDir: string }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
   // With the heap flags npm start gives node (V8 refuses --min-semi-space-size in NODE_OPTIONS).
   const { child, url } = await startProcess(process.execPath, [...START_HEAP_FLAGS, 'dist/cli/index.js', 'start'], {
@@ -64,7 +70,7 @@ async function startNode(sync: boolean): Promise<{ child: ChildProcess; url: str
     SVC_LOG_LEVEL: 'info',
     SVC_SYNC_WRITES: String(sync),
     SVC_INITIAL_CREDITS: '100000000',
-  });
+  }, from);
   const digest = createHash('sha256').update(`bench ${sync} ${Date.now()}`).digest('hex');
   const reg = await fetch(`${url}/api/svc-auth/register-v3`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ equation_sha256: digest }) });
   const key = ((await reg.json()) as { admin_key: string }).admin_key;
@@ -86,15 +92,22 @@ const durable = await startNode(true);
 // The bare durable pipeline of ceiling.ts (raw node:http, one seal-shaped LevelDB batch per group, fsync): what the
 // machine allows a durable answer at the time, so the node's durable rate can be read against it.
 const bareDurable = await startProcess(process.execPath, [...process.execArgv, join(root, 'scripts', 'bench', 'ceiling.ts')], { CEILING_SERVER: 'durable' });
+const compareIndex = process.argv.indexOf('--compare');
+const compareRoot = compareIndex >= 0 ? process.argv[compareIndex + 1]! : null;
+const other = compareRoot !== null ? await startNode(false, compareRoot) : null;
 const ping = JSON.stringify({ ping: 1 });
 const targets: Target[] = [
   { name: 'baseline', server: koa.child, url: `${koa.url}/ping`, body: ping, headers: {}, turns: [] },
   { name: 'lean', server: lean.child, url: `${lean.url}/ping`, body: ping, headers: {}, turns: [] },
+  { name: 'fresh', server: buffered.child, url: `${buffered.url}/api/svc/compute`, body: computeBody, fresh: freshBody, headers: { authorization: `Bearer ${buffered.key}` }, turns: [] },
   { name: 'buffered', server: buffered.child, url: `${buffered.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${buffered.key}` }, turns: [] },
   { name: 'durable', server: durable.child, url: `${durable.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${durable.key}` }, turns: [] },
   { name: 'bareDurable', server: bareDurable.child, url: `${bareDurable.url}/`, body: computeBody, headers: {}, turns: [] },
-  { name: 'fresh', server: buffered.child, url: `${buffered.url}/api/svc/compute`, body: computeBody, fresh: freshBody, headers: { authorization: `Bearer ${buffered.key}` }, turns: [] },
 ];
+if (other !== null) {
+  targets.push({ name: 'otherFresh', server: other.child, url: `${other.url}/api/svc/compute`, body: computeBody, fresh: freshBody, headers: { authorization: `Bearer ${other.key}` }, turns: [] });
+  targets.push({ name: 'otherRepeated', server: other.child, url: `${other.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${other.key}` }, turns: [] });
+}
 /**
  * A fixed piece of CPU work (JSON, SHA-256, string building), timed: the same code on the same machine, so its time
  * says how fast the machine ran then. This VM's speed moves by ±30 % from minute to minute, which moves every figure
@@ -151,42 +164,59 @@ try {
       const background = targets.map((o) => o.server).filter((server, i, all) => server !== t.server && all.indexOf(server) === i);
       settleWaitsMs.push(await settle(background));
       const before = cpuOf(background);
+      const serverBefore = cpuOf([t.server]);
       const res = await load(t, seconds);
       const after = cpuOf(background);
+      const serverAfter = cpuOf([t.server]);
       const backgroundCpuMs = before === null || after === null ? null : after - before;
-      t.turns.push({ ok: res['2xx'], total: res.requests.total, non2xx: res.non2xx, seconds, p50: res.latency.p50, p99: res.latency.p99, backgroundCpuMs });
+      const serverCpuMs = serverBefore === null || serverAfter === null ? null : serverAfter - serverBefore;
+      t.turns.push({ ok: res['2xx'], total: res.requests.total, non2xx: res.non2xx, seconds, p50: res.latency.p50, p99: res.latency.p99, backgroundCpuMs, serverCpuMs });
     }
   }
 } finally {
-  await Promise.all([stop(koa.child), stop(lean.child), stop(buffered.child), stop(durable.child), stop(bareDurable.child)]);
-  await Promise.all([rm(buffered.dataDir, { recursive: true, force: true }), rm(durable.dataDir, { recursive: true, force: true })]);
+  await Promise.all([stop(koa.child), stop(lean.child), stop(buffered.child), stop(durable.child), stop(bareDurable.child), ...(other ? [stop(other.child)] : [])]);
+  await Promise.all([rm(buffered.dataDir, { recursive: true, force: true }), rm(durable.dataDir, { recursive: true, force: true }), ...(other ? [rm(other.dataDir, { recursive: true, force: true })] : [])]);
 }
-const [baseline, leanBaseline, bufferedT, durableT, bareDurableT, freshT] = targets as [Target, Target, Target, Target, Target, Target];
+const [baseline, leanBaseline, freshT, bufferedT, durableT, bareDurableT] = targets as [Target, Target, Target, Target, Target, Target];
 const baselineRps = rate(baseline);
 const leanBaselineRps = rate(leanBaseline);
 const sum = (t: Target, k: 'non2xx'): number => t.turns.reduce((n, r) => n + r[k], 0);
+/** The server's CPU µs per request answered over a target's turns (null off Linux). */
+const cpuUsPerRequest = (t: Target): number | null => (t.turns.some((r) => r.serverCpuMs === null) ? null : Math.round((t.turns.reduce((n, r) => n + r.serverCpuMs!, 0) * 1000) / t.turns.reduce((n, r) => n + r.total, 0)));
 console.log(
   JSON.stringify({
-    computeRps: Math.round(rate(bufferedT)),
+    // Every request a chain the node has not seen (buffered writes).
+    freshComputeRps: Math.round(rate(freshT)),
     baselineRps: Math.round(baselineRps),
-    ratio: round3(rate(bufferedT) / baselineRps),
+    freshRatio: round3(rate(freshT) / baselineRps),
     // The same bare route with the node's own JSON body middleware instead of @koa/bodyparser.
     leanBaselineRps: Math.round(leanBaselineRps),
-    leanRatio: round3(rate(bufferedT) / leanBaselineRps),
-    // Every request a chain the node has not seen (buffered writes): the cost without kept evaluations and templates.
-    freshComputeRps: Math.round(rate(freshT)),
-    freshRatio: round3(rate(freshT) / baselineRps),
-    freshNon2xx: sum(freshT, 'non2xx'),
+    freshLeanRatio: round3(rate(freshT) / leanBaselineRps),
+    cpuUsPerRequest: cpuUsPerRequest(freshT),
     // Median p50 and worst p99 of the turns.
-    p50Ms: median(bufferedT.turns.map((r) => r.p50)),
-    p99Ms: Math.max(...bufferedT.turns.map((r) => r.p99)),
-    // The ratio of each turn (compute turn / the baseline turn just before it).
-    turnRatios: bufferedT.turns.map((r, i) => round3(r.ok / r.seconds / (baseline.turns[i]!.ok / baseline.turns[i]!.seconds))),
-    non2xx: sum(bufferedT, 'non2xx'),
+    p50Ms: median(freshT.turns.map((r) => r.p50)),
+    p99Ms: Math.max(...freshT.turns.map((r) => r.p99)),
+    // The ratio of each turn (fresh turn / the baseline turn of the same round).
+    turnRatios: freshT.turns.map((r, i) => round3(r.ok / r.seconds / (baseline.turns[i]!.ok / baseline.turns[i]!.seconds))),
+    non2xx: sum(freshT, 'non2xx'),
     syncWrites: false,
     connections,
     durationS: duration,
     rounds,
+  }),
+);
+console.log(
+  JSON.stringify({
+    // The bench's one request, repeated (buffered writes).
+    computeRps: Math.round(rate(bufferedT)),
+    ratio: round3(rate(bufferedT) / baselineRps),
+    leanRatio: round3(rate(bufferedT) / leanBaselineRps),
+    cpuUsPerRequest: cpuUsPerRequest(bufferedT),
+    p50Ms: median(bufferedT.turns.map((r) => r.p50)),
+    p99Ms: Math.max(...bufferedT.turns.map((r) => r.p99)),
+    turnRatios: bufferedT.turns.map((r, i) => round3(r.ok / r.seconds / (baseline.turns[i]!.ok / baseline.turns[i]!.seconds))),
+    non2xx: sum(bufferedT, 'non2xx'),
+    syncWrites: false,
   }),
 );
 console.log(
@@ -215,6 +245,27 @@ console.log(
     rounds,
   }),
 );
+
+if (other !== null) {
+  const [otherFresh, otherRepeated] = targets.slice(6) as [Target, Target];
+  console.log(
+    JSON.stringify({
+      compare: compareRoot,
+      freshComputeRps: Math.round(rate(otherFresh)),
+      freshRatio: round3(rate(otherFresh) / baselineRps),
+      cpuUsPerRequest: cpuUsPerRequest(otherFresh),
+      computeRps: Math.round(rate(otherRepeated)),
+      ratio: round3(rate(otherRepeated) / baselineRps),
+      repeatedCpuUsPerRequest: cpuUsPerRequest(otherRepeated),
+      // This node's figure over the other's, fresh and repeated.
+      freshThisOverOther: round3(rate(freshT) / rate(otherFresh)),
+      repeatedThisOverOther: round3(rate(bufferedT) / rate(otherRepeated)),
+      // Per round: this node's fresh rate over the other's in the same round.
+      freshTurnRatios: freshT.turns.map((r, i) => round3(r.ok / r.seconds / (otherFresh.turns[i]!.ok / otherFresh.turns[i]!.seconds))),
+      non2xx: sum(otherFresh, 'non2xx') + sum(otherRepeated, 'non2xx'),
+    }),
+  );
+}
 
 /** Sealed computes through ComputeService.compute in this process, `connections` at a time, durable writes. */
 async function runInProcess(): Promise<Record<string, unknown>> {

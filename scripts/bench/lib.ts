@@ -12,12 +12,12 @@ export function numberArg(name: string, def: number): number {
 }
 
 /**
- * Spawn a server (cwd: the project root) and wait for the `"url":…` of its listening line (30 s at most; a server
+ * Spawn a server (cwd: the project root, or `cwd`) and wait for the `"url":…` of its listening line (30 s at most; a server
  * that has not said it by then is killed). Its output after that line is read and dropped.
  */
-export function startProcess(cmd: string, argv: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+export function startProcess(cmd: string, argv: string[], env: Record<string, string>, cwd = root): Promise<{ child: ChildProcess; url: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, argv, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(cmd, argv, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
     let buf = '';
     const timer = setTimeout(() => {
       child.kill('SIGKILL');

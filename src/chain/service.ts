@@ -1,6 +1,7 @@
 // State machines and their hash-chained audit logs. Appends to one chain are serialised: the next row is
 // built synchronously from the in-memory head, and its op goes into the caller's atomic batch.
-import { canonicalJson, jsonNumber, jsonString, sha256Hex } from '../kernel/canonical.js';
+import { canonicalJson } from '../kernel/canonical.js';
+import { sha256Hex } from '../kernel/bytes.js';
 import { ServiceError } from '../kernel/errors.js';
 import { JsonText, padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 
@@ -37,15 +38,11 @@ export function rowHash(row: Omit<AuditRow, 'hash'>): string {
 }
 
 /**
- * The canonical JSON a row's hash is taken over: the row without its hash. Written directly for a row of the row's
- * types (every append); a row read back with a member of another type (tampered) is serialised as it is, so its hash
- * differs as it should (a "5" where 5 was must not hash the same).
+ * The canonical JSON a row's hash is taken over: the row without its hash, as it is (a row read back with a member
+ * of another type, tampered, hashes differently: a "5" where 5 was must not hash the same).
  */
 export function rowText(row: Omit<AuditRow, 'hash'>): string {
   const { seq, svcond, transitionType, payload_sha256, prev_hash } = row;
-  if (typeof seq === 'number' && typeof svcond === 'number' && typeof transitionType === 'string' && typeof payload_sha256 === 'string' && typeof prev_hash === 'string') {
-    return `{"payload_sha256":${jsonString(payload_sha256)},"prev_hash":${jsonString(prev_hash)},"seq":${jsonNumber(seq)},"svcond":${jsonNumber(svcond)},"transitionType":${jsonString(transitionType)}}`;
-  }
   return canonicalJson({ seq, svcond, transitionType, payload_sha256, prev_hash });
 }
 

@@ -1,18 +1,13 @@
 // The body of a sealed result (spec 2.2), built from what the pipeline decided: pure (kernel only) and key-free
 // except for the tick receipt's HMAC, so the seal worker can build and serialise it off the main thread. The
 // ledger's members (charge, envelope, audit row) and the proof are added afterwards (finishSeal).
-// A body is a template with holes where the stamp's values go (the stamp, the result's identity, and what is
-// computed from the stamp), filled per result. A closed-form chain's template depends on its request (rule 5) and on
-// the node that seals it (its digest, node id and kernel version are text in it), so it is serialised once per
-// distinct request and only the holes are serialised per result.
 import type { TickStamp } from '../kernel/clock.js';
-import { CanonicalText, canonicalJson, fillHoles, fillTemplate, Hole, holeTexts, type MemberSlots, type Template, type TemplateTexts } from '../kernel/canonical.js';
-import { storedTemplate, type StoredTemplate } from '../tally/stored-result.js';
+import type { SlottedJson } from '../kernel/member-slots.js';
 import { fieldTerms } from '../kernel/master.js';
 import { PRECISION_BOUND, tickAverage } from '../kernel/modulation.js';
 import type { MetricShift } from '../kernel/parity.js';
 import { unstampedSteps, verifyStep } from '../kernel/protocol.js';
-import { sealTemplate, stateFields, tickReceiptText } from '../kernel/receipt.js';
+import { prepareSeal, stateFields, tickReceipt } from '../kernel/receipt.js';
 import { ko42Equation, type ChainResult } from '../kernel/operators/chain.js';
 import type { SolverOutput } from '../solvers/types.js';
 
@@ -52,104 +47,34 @@ export type BodyJob =
       extra: Record<string, unknown>;
     };
 
-/** The holes of a body: values that change from result to result of the same request. */
-const HOLE = {
-  result_id: new Hole('result_id'),
-  R_t: new Hole('R_t'),
-  phase: new Hole('phase'),
-  svcond: new Hole('svcond'),
-  unix_ns: new Hole('unix_ns'),
-  ko42_equation: new Hole('ko42_equation'),
-  verify_step: new Hole('verify_step'),
-  metric_shift: new Hole('metric_shift'),
-  svcond_receipt: new Hole('svcond_receipt'),
-} as const;
-
-type HoleValues = { [K in keyof typeof HOLE]: unknown };
-
 /** The body without the ledger's members and the proof. */
 export function buildBody(receiptKey: Buffer, job: BodyJob): Record<string, unknown> {
-  return fillHoles(bodyTemplate(job), holeValues(receiptKey, job));
-}
-
-/** A body ready to be finished (finishSeal): its texts, and for a body filled from a kept template, that template as stored. */
-export interface PreparedBody {
-  texts: MemberSlots | TemplateTexts;
-  fromTemplate?: StoredTemplate;
-}
-
-/** A body made whole (its own buffer, e.g. from the sealer). */
-export function wholeBody(m: MemberSlots): PreparedBody {
-  return { texts: m };
-}
-
-/** A request's serialised body template, kept by its owner (ComputeService keeps one per repeated chain request). */
-export interface KeptTemplate {
-  template: Template;
-  stored: StoredTemplate;
-  /** What the template holds as text and not as holes: the same for every result of its request on this node. */
-  origin: Origin;
-}
-
-/** The parts of a body that are neither the stamp's nor the result's own: its request's digest and the node that seals it. */
-type Origin = Pick<StampParts, 'resultDigest' | 'node' | 'kernelVersion'>;
-
-/**
- * The template of a job's body: everything but the holes serialised once. For a closed-form chain it depends on the
- * request only (rule 5), so every later result of the same request is filled from it (fillKept).
- */
-export function keptTemplate(job: BodyJob): KeptTemplate {
-  const template = sealTemplate(bodyTemplate(job), LEDGER_MEMBERS);
-  const { resultDigest, node, kernelVersion } = job.parts;
-  return { template, stored: storedTemplate(template), origin: { resultDigest, node, kernelVersion } };
-}
-
-/** Can this job's body be filled from `kept`? (Its digest, node and kernel version are the template's own.) */
-export function fitsKept(kept: KeptTemplate, job: BodyJob): boolean {
-  const o = kept.origin;
-  const p = job.parts;
-  return o.resultDigest === p.resultDigest && o.node === p.node && o.kernelVersion === p.kernelVersion;
-}
-
-/** A body filled from its request's kept template, on the calling thread (a few µs: less than a worker round trip). */
-export function fillKept(receiptKey: Buffer, kept: KeptTemplate, job: BodyJob): PreparedBody {
-  return { texts: { template: kept.template, holes: holeTexts(kept.template, holeValues(receiptKey, job)) }, fromTemplate: kept.stored };
+  return job.kind === 'compute' ? chainBody(receiptKey, job) : solverBody(receiptKey, job);
 }
 
 /** buildBody, serialised for sealing: canonical UTF-8 with slots for the ledger's members and the proofs. */
-export function prepareBody(receiptKey: Buffer, job: BodyJob): MemberSlots {
-  return fillTemplate(sealTemplate(bodyTemplate(job), LEDGER_MEMBERS), holeValues(receiptKey, job));
+export function prepareBody(receiptKey: Buffer, job: BodyJob): SlottedJson {
+  return prepareSeal(buildBody(receiptKey, job), LEDGER_MEMBERS);
 }
 
-function bodyTemplate(job: BodyJob): Record<string, unknown> {
-  return job.kind === 'compute' ? chainTemplate(job) : solverTemplate(job);
-}
-
-function holeValues(receiptKey: Buffer, job: BodyJob): HoleValues {
-  const { parts } = job;
+/** What every body computes from its stamp: the KO42 line, step 7, and the tick receipt. */
+function stampValues(receiptKey: Buffer, parts: StampParts, result: { value: number; unit: string; fields: ReturnType<typeof stateFields> }) {
   const { stamp, R_t } = parts;
-  const result = job.kind === 'compute' ? { value: job.chain.value, unit: job.chain.unit, fields: stateFields(job.chain.value, job.chain.unit) } : { value: job.out.value, unit: job.out.unit, fields: stateFields(job.out.value, job.out.unit, job.out.receipt_fields) };
-  // The stamp's numbers are serialised once, for the body and for its tick receipt.
-  const texts = { R_t: canonicalJson(R_t), phase: canonicalJson(stamp.phase), svcond: canonicalJson(stamp.svcond) };
   return {
-    result_id: parts.resultId,
-    R_t: new CanonicalText(texts.R_t),
-    phase: new CanonicalText(texts.phase),
-    svcond: new CanonicalText(texts.svcond),
-    unix_ns: stamp.unix_ns,
-    ko42_equation: ko42Equation({ R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: parts.phi0 }),
-    verify_step: verifyStep({ R_t, phase: stamp.phase, svcond: stamp.svcond }),
-    metric_shift: parts.shift,
-    svcond_receipt: new CanonicalText(
-      tickReceiptText(receiptKey, { svcond: stamp.svcond, phase: stamp.phase, R_t, value: result.value, unit: result.unit, result_digest: parts.resultDigest, fields: result.fields }, texts),
-    ),
+    ko42Equation: ko42Equation({ R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: parts.phi0 }),
+    verifyStep: verifyStep({ R_t, phase: stamp.phase, svcond: stamp.svcond }),
+    receipt: tickReceipt(receiptKey, { svcond: stamp.svcond, phase: stamp.phase, R_t, value: result.value, unit: result.unit, result_digest: parts.resultDigest, fields: result.fields }),
   };
 }
 
-/** A closed-form chain's body: everything but the holes comes from the request (the KO42 line and term are holes). */
-function chainTemplate(job: Extract<BodyJob, { kind: 'compute' }>): Record<string, unknown> {
-  const { chain } = job;
-  const masterSum = { ...chain.master_sum, terms: chain.master_sum.terms.map((t, i) => (i === 0 ? { ...t, value: HOLE.R_t } : t)) };
+/**
+ * A closed-form chain's body. The chain may have been evaluated at another stamp (ComputeService keeps a request's
+ * evaluation, rule 5): its KO42 line and term are taken from this body's own stamp.
+ */
+function chainBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'compute' }>): Record<string, unknown> {
+  const { chain, parts } = job;
+  const stamped = stampValues(receiptKey, parts, { value: chain.value, unit: chain.unit, fields: stateFields(chain.value, chain.unit) });
+  const masterSum = { ...chain.master_sum, terms: chain.master_sum.terms.map((t, i) => (i === 0 ? { ...t, value: parts.R_t } : t)) };
   const protocol = unstampedSteps({
     operatorChain: chain.operators,
     domainOperatorCount: chain.domain_operator_count,
@@ -160,7 +85,7 @@ function chainTemplate(job: Extract<BodyJob, { kind: 'compute' }>): Record<strin
     unit: chain.unit,
   });
   return {
-    result_id: HOLE.result_id,
+    result_id: parts.resultId,
     kind: 'compute',
     domain: chain.domain,
     value: chain.value,
@@ -170,25 +95,26 @@ function chainTemplate(job: Extract<BodyJob, { kind: 'compute' }>): Record<strin
     operators: chain.operators,
     inputs: chain.resolved,
     unused_inputs: chain.unused_inputs ?? [],
-    equations: [HOLE.ko42_equation, ...chain.equations.slice(1)],
+    equations: [stamped.ko42Equation, ...chain.equations.slice(1)],
     master_sum: masterSum,
     masterEquation: `${chain.operators.join(' ∘ ')}: S = ${chain.value} ${chain.unit}; field terms null (scalar result, rule 8)`,
     master_equation: null,
     functional_equation: null,
     spectral_propagator: null,
-    protocol: [...protocol, HOLE.verify_step],
-    ...stampedFields(job.parts, { operatorChain: chain.operators, masterSum, value: chain.value, unit: chain.unit, average: job.average }),
+    protocol: [...protocol, stamped.verifyStep],
+    ...stampedFields(parts, stamped.receipt, { operatorChain: chain.operators, masterSum, value: chain.value, unit: chain.unit, average: job.average }),
   };
 }
 
-/** A solver's body. Its field terms are computed at the stamp's R_t, so it is never kept. */
-function solverTemplate(job: Extract<BodyJob, { kind: 'solver' }>): Record<string, unknown> {
+/** A solver's body (its field terms are computed at the stamp's R_t). */
+function solverBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'solver' }>): Record<string, unknown> {
   const { parts, solver, out } = job;
+  const stamped = stampValues(receiptKey, parts, { value: out.value, unit: out.unit, fields: stateFields(out.value, out.unit, out.receipt_fields) });
   const operatorChain = ['KO42', `SOLVER:${solver.id}`];
   const terms = out.output_class !== 'scalar' && out.rule8 ? fieldTerms(out.rule8, parts.R_t) : null;
   const masterSum = {
     terms: [
-      { operator: 'KO42', value: HOLE.R_t, unit: '1' },
+      { operator: 'KO42', value: parts.R_t, unit: '1' },
       { operator: `SOLVER:${solver.id}`, value: out.value, unit: out.unit },
     ],
     total: out.value,
@@ -207,7 +133,7 @@ function solverTemplate(job: Extract<BodyJob, { kind: 'solver' }>): Record<strin
   });
   return {
     ...job.extra,
-    result_id: HOLE.result_id,
+    result_id: parts.resultId,
     kind: 'solver',
     solver: solver.id,
     mode: out.mode,
@@ -221,30 +147,31 @@ function solverTemplate(job: Extract<BodyJob, { kind: 'solver' }>): Record<strin
     outputs: job.outputs,
     check: out.check,
     ...(out.state !== undefined ? { state: out.state } : {}),
-    equations: [HOLE.ko42_equation, `${solver.id}: ${out.check.name}: ${out.check.quantity} = ${out.value} ${out.unit} (reference ${out.check.reference}, rel. error ${out.check.rel_error.toExponential(3)})`],
+    equations: [stamped.ko42Equation, `${solver.id}: ${out.check.name}: ${out.check.quantity} = ${out.value} ${out.unit} (reference ${out.check.reference}, rel. error ${out.check.rel_error.toExponential(3)})`],
     master_sum: masterSum,
     masterEquation: terms ? `${terms.master_equation.equation} from ${out.rule8_array}` : `${solver.id}: scalar result; field terms null (rule 8)`,
     master_equation: terms ? terms.master_equation : null,
     functional_equation: terms ? terms.functional_equation : null,
     spectral_propagator: terms ? terms.spectral_propagator : null,
-    protocol: [...protocol, HOLE.verify_step],
-    ...stampedFields(parts, { operatorChain, masterSum, value: out.value, unit: out.unit, average: tickAverage(out.value, parts.phi0) }),
+    protocol: [...protocol, stamped.verifyStep],
+    ...stampedFields(parts, stamped.receipt, { operatorChain, masterSum, value: out.value, unit: out.unit, average: tickAverage(out.value, parts.phi0) }),
   };
 }
 
 /** The stamp, CKO (rule 9), tick receipts and origin (digest, node, kernel version) every sealed result carries (spec 2.2). */
-function stampedFields(origin: Origin, a: { operatorChain: string[]; masterSum: unknown; value: number; unit: string; average: number }): Record<string, unknown> {
+function stampedFields(parts: StampParts, receipt: Record<string, unknown>, a: { operatorChain: string[]; masterSum: unknown; value: number; unit: string; average: number }): Record<string, unknown> {
+  const { stamp, R_t } = parts;
   return {
-    R_t: HOLE.R_t,
-    phase: HOLE.phase,
-    svcond: HOLE.svcond,
-    unix_ns: HOLE.unix_ns,
+    R_t,
+    phase: stamp.phase,
+    svcond: stamp.svcond,
+    unix_ns: stamp.unix_ns,
     precisionBound: PRECISION_BOUND,
-    result_digest: origin.resultDigest,
-    node: origin.node,
-    kernel_version: origin.kernelVersion,
-    cko: { operatorChain: a.operatorChain, masterSum: a.masterSum, R_t: HOLE.R_t, phase: HOLE.phase, svcond: HOLE.svcond, precisionBound: PRECISION_BOUND, metric_shift: HOLE.metric_shift },
-    svcond_receipt: HOLE.svcond_receipt,
+    result_digest: parts.resultDigest,
+    node: parts.node,
+    kernel_version: parts.kernelVersion,
+    cko: { operatorChain: a.operatorChain, masterSum: a.masterSum, R_t, phase: stamp.phase, svcond: stamp.svcond, precisionBound: PRECISION_BOUND, metric_shift: parts.shift },
+    svcond_receipt: receipt,
     svcond_averaged: { value: a.average, unit: a.unit, samples: 64, method: 'trapezoid of R(t)·S over one tick', standard_value: a.value },
   };
 }

@@ -1,32 +1,31 @@
-// Where bodies made whole are built and serialised: on the seal worker (default: the main thread keeps HTTP and the
+// Where sealed bodies are built and serialised: on the seal worker (default: the main thread keeps HTTP and the
 // ledger, and a body's building, canonical serialisation and UTF-8 conversion run on another core), or inline on
-// the calling thread (sealWorker: false, e.g. on one core). A body filled from its request's kept template does
-// not come here (ComputeService fills it: a few µs, less than a round trip to the worker).
+// the calling thread (sealWorker: false, e.g. on one core).
 import type { Worker } from 'node:worker_threads';
-import type { MemberSlots } from '../kernel/canonical.js';
+import type { SlottedJson } from '../kernel/member-slots.js';
 import { prepareBody, type BodyJob } from './sealed-body.js';
 import { spawnWorker } from './executor.js';
 
 export interface Sealer {
-  prepare(job: BodyJob): Promise<MemberSlots>;
+  prepare(job: BodyJob): Promise<SlottedJson>;
   close(): Promise<void>;
 }
 
 export class InlineSealer implements Sealer {
   constructor(private readonly receiptKey: Buffer) {}
 
-  async prepare(job: BodyJob): Promise<MemberSlots> {
+  async prepare(job: BodyJob): Promise<SlottedJson> {
     return prepareBody(this.receiptKey, job);
   }
 
   async close(): Promise<void> {}
 }
 
-type Reply = { id: number; ok: true; bytes: Uint8Array; slots: MemberSlots['slots'] } | { id: number; ok: false; message: string };
+type Reply = { id: number; ok: true; bytes: Uint8Array; slots: SlottedJson['slots'] } | { id: number; ok: false; message: string };
 
 export class WorkerSealer implements Sealer {
   private worker: Worker;
-  private readonly pending = new Map<number, { resolve: (m: MemberSlots) => void; reject: (e: unknown) => void }>();
+  private readonly pending = new Map<number, { resolve: (m: SlottedJson) => void; reject: (e: unknown) => void }>();
   private nextId = 1;
   private closed = false;
 
@@ -57,7 +56,7 @@ export class WorkerSealer implements Sealer {
     return worker;
   }
 
-  prepare(job: BodyJob): Promise<MemberSlots> {
+  prepare(job: BodyJob): Promise<SlottedJson> {
     if (this.closed) return Promise.reject(new Error('sealer is closed'));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {

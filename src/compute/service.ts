@@ -1,6 +1,6 @@
 // The computation pipeline of architecture.md §3: validate → protocol → run → gate → parity → seal.
 // Every route that computes (compute, solver endpoints, /solve, /auto, prove) goes through here.
-import { CanonicalText, canonicalDigest, canonicalJson, jsonNumber, jsonString } from '../kernel/canonical.js';
+import { canonicalDigest, canonicalJson } from '../kernel/canonical.js';
 import { SolverFailure } from '../kernel/errors.js';
 import { stampAt, TICK_NS_NUMBER, type Clock, type TickStamp } from '../kernel/clock.js';
 import { gateChainValues, gateClosedForm, gateModulation, gateSolverCheck, toleranceGateError } from '../kernel/gate.js';
@@ -13,12 +13,11 @@ import { InputError } from '../solvers/errors.js';
 import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
 import { routeQuery, splitConstants } from '../solvers/auto.js';
-import { randomHex, tallyChargeText, type Caller, type EnvelopeRecord, type Ledger, type SealContext } from '../tally/ledger.js';
-import { buildBody, fillKept, fitsKept, keptTemplate, wholeBody, type BodyJob, type KeptTemplate, type PreparedBody, type StampParts } from './sealed-body.js';
+import { randomHex, type Caller, type EnvelopeRecord, type Ledger, type SealContext } from '../tally/ledger.js';
+import { buildBody, type BodyJob, type StampParts } from './sealed-body.js';
 import type { Sealer } from './sealer.js';
 import { timeoutError, type SolverExecutor } from './executor.js';
 import type { QuotaService } from '../tally/quota.js';
-import { encodeCompact } from '../tally/stored-result.js';
 import { BoundedMap } from '../util/bounded-map.js';
 
 export const COST = { computePerOperator: 1, solver: 10, auto: 10 } as const;
@@ -70,11 +69,11 @@ function plain<T>(value: T): T {
 }
 
 /**
- * What determines a chain's evaluation and sealed body but the stamp (rule 5): phi0 and the request. JSON.stringify
- * writes -0 as 0, so the inputs that are -0 are named too. Only a valid request is kept, and in a valid request the
- * inputs' values are its only numbers; so two requests with the same key, one of them valid, are the same request.
+ * What determines a chain's evaluation but the stamp (rule 5): phi0 and the request. JSON.stringify writes -0 as 0,
+ * so the inputs that are -0 are named too. Only a valid request is kept, and in a valid request the inputs' values are
+ * its only numbers; so two requests with the same key, one of them valid, are the same request.
  */
-export function chainTemplateKey(req: ChainRequest, phi0: number): string {
+export function chainKey(req: ChainRequest, phi0: number): string {
   const inputs = req.inputs as Record<string, unknown> | null | undefined;
   const negativeZeros = inputs !== null && typeof inputs === 'object' ? Object.keys(inputs).filter((k) => Object.is(inputs[k], -0)) : [];
   return `${phi0}\n${JSON.stringify(req)}${negativeZeros.length > 0 ? `\n-0: ${JSON.stringify(negativeZeros)}` : ''}`;
@@ -82,7 +81,7 @@ export function chainTemplateKey(req: ChainRequest, phi0: number): string {
 
 /**
  * The same key from the request's JSON text as the client sent it (one text parses to one request): what the compute
- * route has at hand, with no second serialisation. Distinct from every chainTemplateKey (whose second line starts with {).
+ * route has at hand, with no second serialisation. Distinct from every chainKey (whose second line starts with {).
  */
 export function chainTextKey(text: string, phi0: number): string {
   return `${phi0}\ntext\n${text}`;
@@ -90,13 +89,6 @@ export function chainTextKey(text: string, phi0: number): string {
 
 /** A validated chain request and what follows from it alone (ComputeService.compiledChain). */
 interface CompiledChain {
-  /** The chain key, when the evaluation is kept; null for a request too large to keep. */
-  key: string | null;
-  /**
-   * The sealed body's template, made at the request's second sighting (a request seen once, most of a varied load,
-   * would only churn the old generation) and shared by every later result of it.
-   */
-  kept: KeptTemplate | null;
   /** The chain evaluated at the first request's stamp: only its KO42 line and term belong to that stamp. */
   preview: ChainResult;
   cost: number;
@@ -137,9 +129,10 @@ export class ComputeService {
   }
 
   /**
-   * Common tail: stamp, body (built and serialised by the sealer), then the ledger's atomic seal, which adds the
-   * charge, envelope and audit row and signs. Nothing of the ledger changes before the body is ready, so a
-   * failure up to the commit leaves no trace but the released quota slot.
+   * Common tail: stamp, body (built and serialised by the sealer), then the ledger's atomic seal, whose build step
+   * adds the charge, envelope and audit row to the serialised body and signs it (finishSeal; docs/sealing.md).
+   * Nothing of the ledger changes before the body is ready, so a failure up to the commit leaves no trace but the
+   * released quota slot.
    */
   private async sealResult(args: {
     caller: Caller;
@@ -153,8 +146,6 @@ export class ComputeService {
     resultDigest: string;
     /** The body job at the stamp (may throw, e.g. the tolerance gate). */
     job: (parts: StampParts) => BodyJob;
-    /** The kept template to fill the body from, if the request has one (else the sealer makes the body whole). */
-    kept?: (job: BodyJob) => KeptTemplate | null;
     summary: Omit<SealedSummary, 'result_id' | 'result_digest' | 'svcond'>;
   }): Promise<Sealed> {
     const { caller } = args;
@@ -170,8 +161,7 @@ export class ComputeService {
       const { resultDigest } = args;
       const resultId = `res_${stamp.svcond}_${randomHex(16)}`;
       const job = args.job(this.stampParts(stamp, R_t, resultId, resultDigest, shift));
-      const kept = args.kept?.(job) ?? null;
-      const prepared: PreparedBody = kept ? fillKept(this.deps.receiptKey, kept, job) : wholeBody(await this.deps.sealer.prepare(job));
+      const prepared = await this.deps.sealer.prepare(job);
       const sealed = await this.deps.ledger.seal({
         caller,
         action: args.action,
@@ -182,16 +172,12 @@ export class ComputeService {
         unixMs: Number(endNs / 1_000_000n),
         counterNames: args.reservation.names,
         // The ledger's members go into the prepared text at their slots; the proof signs the whole body.
-        build: (ctx: SealContext) => {
-          const sealed = finishSeal(this.deps.receiptKey, prepared.texts, {
-            tally_charge: new CanonicalText(tallyChargeText(ctx.tally_charge)),
-            envelope: ctx.envelope ? new CanonicalText(envelopeViewText(ctx.envelope)) : null,
-            audit: ctx.audit ? new CanonicalText(auditText(caller.kind === 'identity' ? caller.slug : null, ctx.audit.seq, ctx.audit.hash)) : null,
-          });
-          // A body from a kept template is stored as the template's id plus its own texts (stored-result.ts).
-          const from = prepared.fromTemplate;
-          return { bytes: sealed.bytes, compact: from ? { template: from, record: encodeCompact(from, sealed.layout) } : undefined };
-        },
+        build: (ctx: SealContext) =>
+          finishSeal(this.deps.receiptKey, prepared, {
+            tally_charge: ctx.tally_charge,
+            envelope: ctx.envelope ? envelopeView(ctx.envelope) : null,
+            audit: ctx.audit ? auditMember(caller.kind === 'identity' ? caller.slug : null, ctx.audit.seq, ctx.audit.hash) : null,
+          }).bytes,
       });
       if (this.deps.onSealed) {
         // Written out, not spread and extended (a new hidden class per call in V8; see ChainService.appendOps).
@@ -211,28 +197,26 @@ export class ComputeService {
 
   /**
    * A chain request evaluated and validated (400s thrown here, before any charge), with what follows from it
-   * alone: cost, result digest, the stamp-free part of the gate, and (from its second sighting) its body template.
-   * The same request gives the same chain at every stamp (rule 5) but for the KO42 line and term, which the body
-   * takes from its own stamp, so evaluations are kept by request (bounded; only `kept` is filled in later).
+   * alone: cost, result digest and the stamp-free part of the gate. The same request gives the same chain at every
+   * stamp (rule 5) but for the KO42 line and term, which the body takes from its own stamp, so evaluations are kept
+   * by request (bounded).
    */
-  private compiledChain(req: ChainRequest, startNs: bigint, requestText: string | undefined): { chain: CompiledChain; seenBefore: boolean } {
-    const key = requestText !== undefined ? chainTextKey(requestText, this.deps.phi0) : chainTemplateKey(req, this.deps.phi0);
+  private compiledChain(req: ChainRequest, startNs: bigint, requestText: string | undefined): CompiledChain {
+    const key = requestText !== undefined ? chainTextKey(requestText, this.deps.phi0) : chainKey(req, this.deps.phi0);
     const known = this.chains.get(key);
-    if (known !== undefined) return { chain: known, seenBefore: true };
+    if (known !== undefined) return known;
     const probe = stampAt(startNs);
     const preview = evaluateChain(req, { R_t: modulationFactor(probe.phase, this.deps.phi0), svcond: probe.svcond, phase: probe.phase, phi0: this.deps.phi0 });
     const values = preview.master_sum.terms.slice(1).map((t: { value: number }) => t.value);
     const compiled: CompiledChain = {
-      key,
-      kept: null,
       preview,
       cost: Math.min(20, Math.max(1, preview.operator_count - 1) * COST.computePerOperator),
       resultDigest: canonicalDigest({ operators: preview.operators, domain: preview.domain, inputs: preview.resolved, value: preview.value, unit: preview.unit, fields: null }),
       gate: gateChainValues(values, preview.value, this.deps.phi0),
     };
-    if (key.length > COMPILED_CHAIN_KEY_MAX) return { chain: { ...compiled, key: null }, seenBefore: false };
+    if (key.length > COMPILED_CHAIN_KEY_MAX) return compiled;
     this.chains.set(key, compiled);
-    return { chain: compiled, seenBefore: false };
+    return compiled;
   }
 
   /**
@@ -241,7 +225,7 @@ export class ComputeService {
    */
   async compute(caller: Caller, req: ChainRequest, options: { seal: boolean; requestText?: string } = { seal: true }): Promise<Sealed> {
     const startNs = this.deps.clock.nowNs();
-    const { chain, seenBefore } = this.compiledChain(req, startNs, options.requestText);
+    const chain = this.compiledChain(req, startNs, options.requestText);
     const { preview, cost } = chain;
     if (!options.seal) {
       const body = this.unsealedChain(chain, startNs);
@@ -268,13 +252,6 @@ export class ComputeService {
         if (!gate.passed) throw toleranceGateError(gate);
         return { kind: 'compute', parts, chain: preview, average: gate.tick_average, relError: gate.rel_error };
       },
-      kept:
-        chain.key !== null && seenBefore
-          ? (job) => {
-              const kept = (chain.kept ??= keptTemplate(job));
-              return fitsKept(kept, job) ? kept : null;
-            }
-          : undefined,
       summary: { kind: 'compute', solver: null, operators: preview.operators, value: preview.value, unit: preview.unit },
     });
   }
@@ -448,15 +425,12 @@ export class ComputeService {
   }
 }
 
-/**
- * The sealed body's `envelope` member: the caller's envelope as the result shows it (its svcond as `tick`), in
- * canonical JSON written directly (one per seal).
- */
-export function envelopeViewText(e: Pick<EnvelopeRecord, 'token_id' | 'face_value' | 'folder' | 'funding' | 'soulbound' | 'svcond' | 'hash'>): string {
-  return `{"face_value":${jsonNumber(e.face_value)},"folder":${jsonString(e.folder)},"funding":${jsonString(e.funding)},"hash":${jsonString(e.hash)},"soulbound":${e.soulbound ? 'true' : 'false'},"tick":${jsonNumber(e.svcond)},"token_id":${jsonString(e.token_id)}}`;
+/** The sealed body's `envelope` member: the caller's envelope as the result shows it (its svcond as `tick`). */
+export function envelopeView(e: Pick<EnvelopeRecord, 'token_id' | 'face_value' | 'folder' | 'funding' | 'soulbound' | 'svcond' | 'hash'>): Record<string, unknown> {
+  return { token_id: e.token_id, face_value: e.face_value, folder: e.folder, funding: e.funding, soulbound: e.soulbound, tick: e.svcond, hash: e.hash };
 }
 
 /** The sealed body's `audit` member: where the seal's row is in the caller's chain (slug null when there is none). */
-export function auditText(slug: string | null, seq: number, hash: string): string {
-  return `{"hash":${jsonString(hash)},"seq":${jsonNumber(seq)},"slug":${slug === null ? 'null' : jsonString(slug)}}`;
+export function auditMember(slug: string | null, seq: number, hash: string): Record<string, unknown> {
+  return { slug, seq, hash };
 }

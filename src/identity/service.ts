@@ -2,7 +2,7 @@
 // tokens stored as SHA-256 digests; every secret comparison in constant time.
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, createHmac } from 'node:crypto';
 import { promisify } from 'node:util';
-import { sha256Hex } from '../kernel/canonical.js';
+import { sha256Hex } from '../kernel/bytes.js';
 import { ServiceError } from '../kernel/errors.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';

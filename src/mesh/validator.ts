@@ -7,7 +7,8 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../kernel/clock.js';
 import { stampAt } from '../kernel/clock.js';
-import { canonicalJson, sha256Hex } from '../kernel/canonical.js';
+import { canonicalJson } from '../kernel/canonical.js';
+import { sha256Hex } from '../kernel/bytes.js';
 import type { ErrorCode } from '../kernel/errors.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import { GossipError, type GossipAction, type GossipVerdict } from './gossip-error.js';

@@ -8,7 +8,8 @@
 import { createHmac, createPrivateKey, createPublicKey, sign as edSign, verify as edVerify, type KeyObject } from 'node:crypto';
 import type { PrivateKey } from '@libp2p/interface';
 import { peerIdFromString } from '@libp2p/peer-id';
-import { canonicalJson, sha256Hex } from '../kernel/canonical.js';
+import { canonicalJson } from '../kernel/canonical.js';
+import { sha256Hex } from '../kernel/bytes.js';
 import { BoundedMap } from '../util/bounded-map.js';
 
 export const HANDSHAKE_HEADER = 'x-node-handshake';

@@ -3,18 +3,18 @@
 // Everything that depends on in-memory state (balances, chain head, counters) is computed synchronously,
 // so concurrent seals serialise without locks; the batch itself is group-committed by the store.
 import { randomUUID } from 'node:crypto';
-import { jsonNumber, jsonString, sha256Hex, type Template } from '../kernel/canonical.js';
+import { canonicalJson } from '../kernel/canonical.js';
+import { sha256Hex } from '../kernel/bytes.js';
 import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
-import { BoundedMap, BoundedSet } from '../util/bounded-map.js';
+import { BoundedMap } from '../util/bounded-map.js';
 import type { Counters } from '../store/counters.js';
 import type { ChainService, AuditRow } from '../chain/service.js';
 import type { KeyRecord } from '../identity/service.js';
 import { envelopeCounter, folderCounter, folderCounterPrefix } from './counter-keys.js';
-import { compactTemplateId, decodeCompact, isCompact, rebuildBody, templateFromStored, type CompactRecord } from './stored-result.js';
+import { compactTemplateId, decodeCompact, isCompact, rebuildBody, templateFromStored, type StoredTemplate } from './stored-result.js';
 
 export const FOUNDATION_SHARE_PERCENT = 20;
-const STORED_TEMPLATE_IDS_MAX = 4096;
 const READ_TEMPLATES_MAX = 256;
 
 export type Caller =
@@ -58,18 +58,6 @@ export interface EnvelopeCore {
   result_id: string;
   result_digest: string;
   svcond: number;
-}
-
-/** The canonical JSON of an envelope's core, written directly (one per seal; canonicalJson's walk cost ~0.7 µs). */
-export function envelopeCoreText(c: EnvelopeCore): string {
-  return `{"face_value":${jsonNumber(c.face_value)},"owner":${jsonString(c.owner)},"result_digest":${jsonString(c.result_digest)},"result_id":${jsonString(c.result_id)},"svcond":${jsonNumber(c.svcond)},"token_id":${jsonString(c.token_id)}}`;
-}
-
-/** The canonical JSON of a charge, the sealed body's `tally_charge` member, written directly (one per seal). */
-export function tallyChargeText(c: TallyCharge): string {
-  const b = c.balance_after;
-  const balance = b === null ? 'null' : `{"free":${jsonNumber(b.free)},"paid":${jsonNumber(b.paid)}}`;
-  return `{"action":${jsonString(c.action)},"balance_after":${balance},"burned":${jsonNumber(c.burned)},"charged":${jsonNumber(c.charged)},"cost":${jsonNumber(c.cost)},"foundation":${jsonNumber(c.foundation)},"funded_by":${jsonString(c.funded_by)}}`;
 }
 
 export interface SealContext {
@@ -123,13 +111,11 @@ export class Ledger {
   private readonly byOwner: Sublevel;
   private readonly byFolder: Sublevel;
   private readonly results: Sublevel;
-  /** Stored body templates of compact results, by id (stored-result.ts). */
+  /** Body templates of results stored compact by earlier versions, by id (stored-result.ts); read only. */
   private readonly templates: Sublevel;
-  /** Ids of templates known to be stored, so a template is written once, not with every result (bounded). */
-  private readonly storedTemplateIds = new BoundedSet<string>(STORED_TEMPLATE_IDS_MAX);
   private readonly walletCache = new Map<string, Wallet>();
   /** Templates read back for compact results, by id (a template never changes under its id: it is its SHA-256). */
-  private readonly readTemplates = new BoundedMap<string, Template>(READ_TEMPLATES_MAX);
+  private readonly readTemplates = new BoundedMap<string, StoredTemplate>(READ_TEMPLATES_MAX);
 
   constructor(
     private readonly store: Store,
@@ -178,8 +164,8 @@ export class Ledger {
   }
 
   /**
-   * Seal a result atomically. `build` receives the charge, envelope and audit row and returns the final signed
-   * body and its JSON bytes; the bytes are stored under resultId. Resolves after the batch is durable. On failure every in-memory
+   * Seal a result atomically. `build` receives the charge, envelope and audit row and returns the signed body's
+   * JSON bytes, which are stored under resultId and returned. Resolves after the batch is durable. On failure every in-memory
    * change is rolled back and nothing is written.
    */
   async seal(args: {
@@ -191,11 +177,7 @@ export class Ledger {
     svcond: number;
     unixMs: number;
     counterNames: string[];
-    /**
-     * The body's bytes; with `compact` when the body came from a kept template: its compact record (stored-result.ts)
-     * is stored instead of the bytes, and the template with the first result that uses it.
-     */
-    build: (ctx: SealContext) => { bytes: Buffer; compact?: CompactRecord };
+    build: (ctx: SealContext) => Buffer;
   }): Promise<{ bytes: Buffer }> {
     const { caller, cost } = args;
     const ops: Op[] = [];
@@ -244,7 +226,7 @@ export class Ledger {
         soulbound: funding === 'free',
         svcond: args.svcond,
         result_id: args.resultId,
-        hash: sha256Hex(envelopeCoreText(core)),
+        hash: sha256Hex(canonicalJson(core)),
         seq,
       };
       ops.push({ type: 'put', sub: this.envelopes, key: tokenId, value: envelope });
@@ -271,35 +253,20 @@ export class Ledger {
     this.counters.persistOps(args.counterNames, ops);
 
     let bytes: Buffer;
-    let newTemplate: string | null = null;
     try {
-      // Serialised once by build: the same bytes are sent and stored (whole, or as their template's id and texts).
-      let compact: CompactRecord | undefined;
-      ({ bytes, compact } = args.build({ tally_charge: charge, envelope, audit }));
-      if (compact) {
-        const { id, json } = compact.template;
-        // The template goes in with the first result that uses it (again after a failed batch or once forgotten).
-        if (!this.storedTemplateIds.has(id)) {
-          newTemplate = id;
-          ops.push({ type: 'put', sub: this.templates, key: id, value: json });
-        }
-        ops.push({ type: 'put', sub: this.results, key: args.resultId, value: compact.record });
-      } else {
-        ops.push({ type: 'put', sub: this.results, key: args.resultId, value: bytes });
-      }
+      // Serialised once by build: the same bytes are sent and stored.
+      bytes = args.build({ tally_charge: charge, envelope, audit });
+      ops.push({ type: 'put', sub: this.results, key: args.resultId, value: bytes });
       await this.store.commit(ops);
     } catch (err) {
       for (let i = 0; i < bumped.length; i += 2) this.counters.revert(bumped[i] as string, bumped[i + 1] as number);
       for (const undo of rollbacks.reverse()) undo();
       throw err;
     }
-    if (newTemplate !== null) {
-      this.storedTemplateIds.add(newTemplate);
-    }
     return { bytes };
   }
 
-  /** A sealed result's body as it was sent, or undefined. */
+  /** A sealed result's body as it was sent, or undefined (a record in the old compact format is rebuilt). */
   async getResultBytes(resultId: string): Promise<Buffer | undefined> {
     const record = await this.store.get<Buffer>(this.results, resultId);
     if (record === undefined || !isCompact(record)) return record;

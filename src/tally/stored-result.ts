@@ -1,84 +1,39 @@
-// How a sealed result is kept in the `results` sublevel. A body filled from a kept template (sealed-body.ts) is
-// stored as the template's id plus its own texts: the holes' JSON and the members the ledger and the proof add.
-// The template itself is stored once, under its id, in the same batch as the first result that uses it. Any other
-// body is stored whole, as its UTF-8 JSON.
-// Rebuilding runs the same fill and join as sealing did, so the bytes are the ones that were sent.
-// Why: a repeated request's body is ~3.3 KB, of which ~1 KB changes from result to result. Storing the whole body
-// made the result ~75 % of the bytes each seal writes, and LevelDB's log, memtable and compactions cost CPU per byte.
-import { holeOrder, joinedBytes, sha256Hex, type Joined, type Template } from '../kernel/canonical.js';
-import { sealedBytes } from '../kernel/receipt.js';
+// Reading result records of the compact format that nodes wrote before session 8, when a repeated request's body was
+// filled from a kept template: such a record holds the template's id plus the result's own texts (the holes' JSON and
+// the members the ledger and the proof added), and the template is stored once under its id (`result_templates`).
+// Every result is now stored whole, as its UTF-8 JSON; records already written this way are still read, rebuilt
+// byte for byte as they were sent.
+// Record layout: 0x00 (a whole body starts with `{`), the format version, the template id (32 bytes), then
+// version 2: each distinct hole's text in the order the holes first appear in the template, each followed by 0x01;
+// version 1: each hole as name, 0x01, text, 0x01; then (both) 0x02, then each member as name, 0x01, text, 0x01.
+// Canonical JSON never holds a raw control character (RFC 8785 escapes them), so the separators cannot occur in a text.
 
-/** A template in its stored form, and its id (the SHA-256 of that form). */
+/**
+ * A stored template: the canonical text of a body cut at its holes (pieces.length === holes.length + 1, a hole name
+ * may repeat), and the slots where members were inserted, each at a UTF-8 byte offset `at` into piece `piece`. Slots
+ * at one place share their commas: one before the first member written if `commaBefore`, one after the last if
+ * `commaAfter`, and one between members.
+ */
 export interface StoredTemplate {
-  id: string;
-  /** The id as its 32 bytes (what a compact record holds). */
-  idBytes: Buffer;
-  json: string;
+  pieces: string[];
+  holes: string[];
+  slots: { name: string; commaBefore: boolean; commaAfter: boolean; piece: number; at: number }[];
 }
 
-/** A result stored compact: its record (encodeCompact), and the template the record names. */
-export interface CompactRecord {
-  template: StoredTemplate;
-  record: Buffer;
-}
-
-/** A whole body starts with `{`; a compact record with this byte, then its format version. */
 const COMPACT_MARK = 0x00;
-/** Version 1 named every text; version 2 (written now) leaves out the holes' names, which the template has. */
 const COMPACT_V1 = 0x01;
 const COMPACT_V2 = 0x02;
-/** Separators in the record's text: canonical JSON never holds a raw control character (RFC 8785 escapes them). */
 const FIELD = '\x01';
 const PART = '\x02';
-const FIELD_BYTE = 0x01;
-const PART_BYTE = 0x02;
 
-export function storedTemplate(t: Template): StoredTemplate {
-  const json = JSON.stringify({ pieces: t.pieces.map((p) => p.toString('utf8')), holes: t.holes, slots: t.slots });
-  const id = sha256Hex(json);
-  return { id, idBytes: Buffer.from(id, 'hex'), json };
-}
-
-export function templateFromStored(json: string): Template {
-  const o = JSON.parse(json) as { pieces: string[]; holes: string[]; slots: Template['slots'] };
-  return { pieces: o.pieces.map((p) => Buffer.from(p, 'utf8')), holes: o.holes, slots: o.slots };
+export function templateFromStored(json: string): StoredTemplate {
+  const o = JSON.parse(json) as StoredTemplate;
+  if (!Array.isArray(o.pieces) || !Array.isArray(o.holes) || !Array.isArray(o.slots) || o.pieces.length !== o.holes.length + 1) throw new Error('stored result template: damaged');
+  return { pieces: o.pieces, holes: o.holes, slots: o.slots };
 }
 
 export function isCompact(record: Uint8Array): boolean {
   return record[0] === COMPACT_MARK;
-}
-
-/**
- * The compact record of a body sealed from `template` (finishSeal's layout): mark, version 2, the template id
- * (32 bytes), then each distinct hole's text (in holeOrder) followed by FIELD, then PART, then each member added at a
- * slot as name, FIELD, text, FIELD. The texts are copied from where the seal wrote them, not converted again.
- */
-export function encodeCompact(template: StoredTemplate, layout: { buf: Buffer; joined: Joined }): Buffer {
-  const { buf, joined } = layout;
-  const h = joined.holes;
-  const members = joined.members.filter((m, i) => joined.members.findIndex((o) => o.name === m.name) === i);
-  let size = 35;
-  for (let i = 0; i < h.length; i += 2) size += h[i + 1]! - h[i]! + 1;
-  for (const m of members) size += Buffer.byteLength(m.name, 'utf8') + m.end - m.start + 2;
-  const out = sealedBytes.take(size);
-  out[0] = COMPACT_MARK;
-  out[1] = COMPACT_V2;
-  out.set(template.idBytes, 2);
-  let at = 34;
-  for (let i = 0; i < h.length; i += 2) {
-    out.set(buf.subarray(h[i]!, h[i + 1]!), at);
-    at += h[i + 1]! - h[i]!;
-    out[at++] = FIELD_BYTE;
-  }
-  out[at++] = PART_BYTE;
-  for (const m of members) {
-    at += out.write(m.name, at, 'utf8');
-    out[at++] = FIELD_BYTE;
-    out.set(buf.subarray(m.start, m.end), at);
-    at += m.end - m.start;
-    out[at++] = FIELD_BYTE;
-  }
-  return out;
 }
 
 /** The id of the template a compact record was filled from. */
@@ -88,10 +43,9 @@ export function compactTemplateId(record: Uint8Array): string {
 }
 
 /** A compact record's texts: each hole's and each member's JSON text, by name. `template` is the record's own. */
-export function decodeCompact(record: Uint8Array, template: Template): { holes: Map<string, string>; members: Map<string, string> } {
+export function decodeCompact(record: Uint8Array, template: StoredTemplate): { holes: Map<string, string>; members: Map<string, string> } {
   compactTemplateId(record);
-  const buf = Buffer.from(record.buffer, record.byteOffset, record.byteLength);
-  const parts = buf.toString('utf8', 34).split(PART);
+  const parts = Buffer.from(record.buffer, record.byteOffset, record.byteLength).toString('utf8', 34).split(PART);
   if (parts.length !== 2) throw new Error('compact result record: damaged text');
   const fieldsOf = (part: string, each: number): string[] => {
     const fields = part.split(FIELD);
@@ -106,13 +60,41 @@ export function decodeCompact(record: Uint8Array, template: Template): { holes: 
   };
   const members = named(fieldsOf(parts[1]!, 2));
   if (record[1] === COMPACT_V1) return { holes: named(fieldsOf(parts[0]!, 2)), members };
-  const names = holeOrder(template).names;
+  const names = [...new Set(template.holes)];
   const texts = fieldsOf(parts[0]!, 1);
   if (texts.length !== names.length) throw new Error('compact result record: damaged text (its holes do not match its template)');
   return { holes: new Map(names.map((name, i) => [name, texts[i]!])), members };
 }
 
-/** The body's bytes from its compact record and its template (the same fill and join as sealing). */
-export function rebuildBody(template: Template, holes: ReadonlyMap<string, string>, members: ReadonlyMap<string, string>): Buffer {
-  return joinedBytes({ template, holes }, members);
+/** The body's bytes from its template and its texts: the pieces with the members at their slots, and the holes filled. */
+export function rebuildBody(template: StoredTemplate, holes: ReadonlyMap<string, string>, members: ReadonlyMap<string, string>): Buffer {
+  const out: Buffer[] = [];
+  let s = 0;
+  for (let p = 0; p < template.pieces.length; p++) {
+    const piece = Buffer.from(template.pieces[p]!, 'utf8');
+    let from = 0;
+    while (s < template.slots.length && template.slots[s]!.piece === p) {
+      const first = template.slots[s]!;
+      let text = '';
+      let group = 0;
+      for (; s < template.slots.length && template.slots[s]!.piece === p && template.slots[s]!.at === first.at; s++) {
+        const value = members.get(template.slots[s]!.name);
+        if (value === undefined) continue;
+        if (group > 0 || first.commaBefore) text += ',';
+        text += `${JSON.stringify(template.slots[s]!.name)}:${value}`;
+        group++;
+      }
+      if (group === 0) continue;
+      if (first.commaAfter) text += ',';
+      out.push(piece.subarray(from, first.at), Buffer.from(text, 'utf8'));
+      from = first.at;
+    }
+    out.push(piece.subarray(from));
+    if (p < template.holes.length) {
+      const text = holes.get(template.holes[p]!);
+      if (text === undefined) throw new Error(`compact result record: no text for hole ${template.holes[p]}`);
+      out.push(Buffer.from(text, 'utf8'));
+    }
+  }
+  return Buffer.concat(out);
 }

@@ -1,5 +1,6 @@
 // The seal worker builds and serialises bodies exactly as the inline sealer does; a job that cannot be sealed
-// fails alone; a closed sealer refuses work. And a node with sealWorker off seals verifiable results.
+// fails alone; a closed sealer refuses work; a body of a chain evaluated at another stamp carries its own stamp.
+// And a node with sealWorker off seals verifiable results.
 import { afterAll, describe, expect, it } from 'vitest';
 import { deriveKey, finishSeal, prepareSeal, verifyBody } from '../../src/kernel/receipt.js';
 import { stampAt } from '../../src/kernel/clock.js';
@@ -7,17 +8,18 @@ import { modulationFactor } from '../../src/kernel/modulation.js';
 import { metricShift } from '../../src/kernel/parity.js';
 import { evaluateChain } from '../../src/kernel/operators/chain.js';
 import { InlineSealer, WorkerSealer } from '../../src/compute/sealer.js';
-import { buildBody, fillKept, fitsKept, keptTemplate, LEDGER_MEMBERS, prepareBody, type BodyJob } from '../../src/compute/sealed-body.js';
-import { chainTemplateKey } from '../../src/compute/service.js';
-import { fillTemplateTexts, type TemplateTexts } from '../../src/kernel/canonical.js';
+import { buildBody, LEDGER_MEMBERS, prepareBody, type BodyJob } from '../../src/compute/sealed-body.js';
+import { chainKey } from '../../src/compute/service.js';
 import { bearer, call, startTestNode, zkIdentity } from '../helpers/node.js';
 
 const key = deriveKey(Buffer.from('sealer test secret'), 'RECEIPT');
 
-function job(mass: number, ns = 1_790_000_000_123_456_789n): BodyJob {
+/** A compute job at stamp `ns`, its chain evaluated at `evaluatedAt` (a kept evaluation: another stamp). */
+function job(mass: number, ns = 1_790_000_000_123_456_789n, evaluatedAt = ns): BodyJob {
   const stamp = stampAt(ns);
   const R_t = modulationFactor(stamp.phase, 0);
-  const chain = evaluateChain({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: mass, velocity_m_s: 3 } }, { R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: 0 });
+  const at = stampAt(evaluatedAt);
+  const chain = evaluateChain({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: mass, velocity_m_s: 3 } }, { R_t: modulationFactor(at.phase, 0), svcond: at.svcond, phase: at.phase, phi0: 0 });
   return {
     kind: 'compute',
     parts: { stamp, R_t, resultId: `res_${stamp.svcond}_x`, resultDigest: 'cd'.repeat(32), shift: metricShift(stamp.phase, 0, 0), phi0: 0, node: 'node-a', kernelVersion: '1.287.6' },
@@ -83,66 +85,43 @@ describe('chain templates', () => {
       { ...base, inputs: { velocity_m_s: 3, mass_kg: 0 } },
       { ...base, domain: 'relativity' },
     ];
-    const keys = variants.map((v) => chainTemplateKey(v as never, 0));
+    const keys = variants.map((v) => chainKey(v as never, 0));
     expect(new Set(keys).size).toBe(variants.length);
-    expect(chainTemplateKey(JSON.parse(JSON.stringify(base)), 0)).toBe(keys[0]);
-    expect(chainTemplateKey(base as never, 0.5)).not.toBe(keys[0]);
+    expect(chainKey(JSON.parse(JSON.stringify(base)), 0)).toBe(keys[0]);
+    expect(chainKey(base as never, 0.5)).not.toBe(keys[0]);
   });
 
-  it('a body filled from the shared template of its request equals the body built and serialised whole', async () => {
+  it('a body of a chain evaluated at another stamp carries its own stamp in every stamped field, on the worker as inline', async () => {
     const worker = new WorkerSealer(key);
     try {
       for (const mass of [2, 0.5]) {
-        // One template, made from the first job, filled at stamps across many ticks and phases.
-        let kept: ReturnType<typeof keptTemplate> | null = null;
+        // One evaluation (at the first stamp), sealed at stamps across many ticks and phases.
+        const first = 1_790_000_000_000_000_000n;
         for (let i = 0; i < 40; i++) {
-          const j = job(mass, 1_790_000_000_000_000_000n + BigInt(i) * 97_531_000_123n) as Extract<BodyJob, { kind: 'compute' }>;
+          const j = job(mass, first + BigInt(i) * 97_531_000_123n, first) as Extract<BodyJob, { kind: 'compute' }>;
           const reference = prepareSeal(buildBody(key, j), LEDGER_MEMBERS);
-          const whole = prepareBody(key, j);
-          expect(Buffer.from(whole.bytes).equals(Buffer.from(reference.bytes))).toBe(true);
-          kept ??= keptTemplate(j);
-          const filled = fillKept(key, kept, j);
-          expect(filled.fromTemplate!.id).toBe(kept.stored.id);
-          const cached = fillTemplateTexts(kept.template, (filled.texts as TemplateTexts).holes);
-          expect(Buffer.from(cached.bytes).equals(Buffer.from(reference.bytes))).toBe(true);
-          expect(cached.slots).toEqual(reference.slots);
-          // The worker sealer makes the same body whole.
+          const inline = prepareBody(key, j);
+          expect(Buffer.from(inline.bytes).equals(Buffer.from(reference.bytes))).toBe(true);
           const viaWorker = await worker.prepare(j);
           expect(Buffer.from(viaWorker.bytes).equals(Buffer.from(reference.bytes))).toBe(true);
           expect(viaWorker.slots).toEqual(reference.slots);
-          // Finished from the template's texts (as a node seals it) and from the whole body: the same bytes.
-          const finished = finishSeal(key, filled.texts, ledger).bytes;
-          expect(finished.equals(finishSeal(key, reference, ledger).bytes)).toBe(true);
-          const body = JSON.parse(finished.toString('utf8'));
-          expect(body.svcond).toBe(j.parts.stamp.svcond);
-          expect(body.R_t).toBe(j.parts.R_t);
-          expect(body.cko.masterSum.terms[0].value).toBe(j.parts.R_t);
-          expect(body.protocol[6].detail).toContain(`svcond ${j.parts.stamp.svcond}`);
+          const body = JSON.parse(finishSeal(key, viaWorker, ledger).bytes.toString('utf8'));
+          const { stamp, R_t } = j.parts;
+          expect(body.svcond).toBe(stamp.svcond);
+          expect(body.phase).toBe(stamp.phase);
+          expect(body.R_t).toBe(R_t);
+          expect(body.cko.R_t).toBe(R_t);
+          expect(body.master_sum.terms[0].value).toBe(R_t);
+          expect(body.cko.masterSum.terms[0].value).toBe(R_t);
+          expect(body.svcond_receipt.svcond).toBe(stamp.svcond);
+          expect(body.svcond_receipt.R_t).toBe(R_t);
+          expect(body.equations[0]).toContain(String(stamp.svcond));
+          expect(body.protocol[6].detail).toContain(`svcond ${stamp.svcond}`);
           expect(verifyBody(key, body)).toBe(true);
         }
       }
     } finally {
       await worker.close();
-    }
-  });
-});
-
-describe('kept templates and their origin', () => {
-  it('a template holds its digest, node and kernel version as text, and only fits jobs with the same ones', () => {
-    const j = job(2) as Extract<BodyJob, { kind: 'compute' }>;
-    const kept = keptTemplate(j);
-    expect(fitsKept(kept, j)).toBe(true);
-    const text = kept.template.pieces.map((p) => p.toString('utf8')).join('');
-    expect(kept.template.holes).not.toContain('node');
-    expect(text).toContain(`"node":"${j.parts.node}"`);
-    expect(text).toContain(`"result_digest":"${j.parts.resultDigest}"`);
-    for (const change of [{ node: 'another-node' }, { kernelVersion: '9.9.9' }, { resultDigest: 'ab'.repeat(32) }]) {
-      const other = { ...j, parts: { ...j.parts, ...change } };
-      expect(fitsKept(kept, other)).toBe(false);
-      // Filled anyway, the body would carry the template's values, not the job's: hence the check.
-      const filled = JSON.parse(finishSeal(key, fillKept(key, kept, other).texts, ledger).bytes.toString('utf8'));
-      const whole = JSON.parse(finishSeal(key, prepareBody(key, other), ledger).bytes.toString('utf8'));
-      expect(filled).not.toEqual(whole);
     }
   });
 });

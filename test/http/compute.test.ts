@@ -88,7 +88,7 @@ describe('POST /api/svc/compute', () => {
     expect(a.body.svcProof).not.toBe(b.body.svcProof);
   });
 
-  it('a repeated request (its evaluation and body template kept) is stamped afresh in every stamped field', async () => {
+  it('a repeated request (its evaluation kept) is stamped afresh in every stamped field', async () => {
     const req = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 7, velocity_m_s: 0.5 } };
     const a = (await call(t.url, 'POST', '/api/svc/compute', req, bearer(key))).body;
     // More than one tick (0.777 s) later: another svcond and phase.

@@ -4,6 +4,7 @@ import { Level } from 'level';
 import { join } from 'node:path';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { rowHash } from '../../src/chain/service.js';
+import { readFileSync } from 'node:fs';
 import { isCompact } from '../../src/tally/stored-result.js';
 
 let t: TestNode;
@@ -163,56 +164,56 @@ describe('restart on the same data dir', () => {
 });
 
 describe('stored results', () => {
-  it('a repeated request is stored as its template and its own texts, and read back byte for byte, after a restart too', async () => {
+  it('a result is stored as the bytes that were sent, and read back byte for byte, after a restart too', async () => {
     let n = await startTestNode();
     try {
       const who = await zkIdentity(n.url, 'stored-results');
-      // Kinetic energy with a mass no other test uses: a template of its own, kept from the second sighting on.
-      const request = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 7.25, velocity_m_s: 2 } };
+      // Kinetic energy with a mass no other test uses, repeated (a kept evaluation) and with a new mass each time.
+      const requests = [7.25, 7.25, 7.25, 7.5].map((mass_kg) => ({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg, velocity_m_s: 2 } }));
       const sent: { id: string; text: string }[] = [];
-      for (let i = 0; i < 4; i++) {
+      for (const request of requests) {
         const r = await call(n.url, 'POST', '/api/svc/compute', request, bearer(who.key));
         expect(r.status).toBe(200);
-        expect(r.body.value).toBe(0.5 * 7.25 * 4);
+        expect(r.body.value).toBe(0.5 * request.inputs.mass_kg * 4);
         sent.push({ id: r.body.result_id, text: r.text });
       }
       const results = n.node.store.sub('results', 'bytes');
-      const templates = n.node.store.sub('result_templates', 'utf8');
-      const records = await Promise.all(sent.map((s) => n.node.store.get<Buffer>(results, s.id)));
-      // The first sighting is stored whole; the later ones as a template id plus ~1 KB of their own.
-      expect(records[0]!.toString('utf8')).toBe(sent[0]!.text);
-      for (let i = 1; i < 4; i++) {
-        expect(isCompact(records[i]!)).toBe(true);
-        expect(records[i]!.length).toBeLessThan(0.5 * Buffer.byteLength(sent[i]!.text));
+      for (const s of sent) {
+        const record = (await n.node.store.get<Buffer>(results, s.id))!;
+        expect(isCompact(record)).toBe(false);
+        expect(record.toString('utf8')).toBe(s.text);
+        expect((await n.node.ledger.getResultBytes(s.id))!.toString('utf8')).toBe(s.text);
       }
-      const countTemplates = async () => (await n.node.store.range(templates)).length;
-      expect(await countTemplates()).toBe(1);
-      for (const s of sent) expect((await n.node.ledger.getResultBytes(s.id))!.toString('utf8')).toBe(s.text);
-
-      // After a restart the template is read from LevelDB. The restarted node sees the request for the first time
-      // (stored whole), then keeps its template again: the same template, so the same key.
       n = await n.restart();
-      // Three compact results of one template: the template is read from the store once.
+      for (const s of sent) expect((await n.node.ledger.getResultBytes(s.id))!.toString('utf8')).toBe(s.text);
+      const stored = await n.node.ledger.getResult(sent[3]!.id);
+      expect((await call(n.url, 'POST', '/api/svc/verify', stored, bearer(who.key))).body.valid).toBe(true);
+    } finally {
+      await n.destroy();
+    }
+  });
+
+  it('results stored compact by earlier versions (template + own texts) are read back as the bytes that were sent', async () => {
+    // Records written by the kept-template path before its removal (see test/tally/stored-result.test.ts).
+    const fixture = JSON.parse(readFileSync(new URL('../tally/fixtures/compact-records.json', import.meta.url), 'utf8')) as { templateId: string; template: string; results: { record: string; body: string }[] };
+    const n = await startTestNode();
+    try {
       const store = n.node.store;
+      const ids = fixture.results.map((_, i) => `res_1_fixture${i}`);
+      await store.commit([
+        { type: 'put', sub: store.sub('result_templates', 'utf8'), key: fixture.templateId, value: fixture.template },
+        ...fixture.results.map((r, i) => ({ type: 'put' as const, sub: store.sub('results', 'bytes'), key: ids[i]!, value: Buffer.from(r.record, 'base64') })),
+      ]);
+      // Several results of one template: the template is read from the store once.
       const get = store.get.bind(store);
       let templateReads = 0;
       store.get = (async (sub: Parameters<typeof get>[0], key: string) => {
         if (sub === store.sub('result_templates', 'utf8')) templateReads++;
         return get(sub, key);
       }) as typeof store.get;
-      for (const s of sent) expect((await n.node.ledger.getResultBytes(s.id))!.toString('utf8')).toBe(s.text);
+      for (const [i, r] of fixture.results.entries()) expect((await n.node.ledger.getResultBytes(ids[i]!))!.equals(Buffer.from(r.body, 'base64'))).toBe(true);
       expect(templateReads).toBe(1);
       store.get = get;
-      const again = [];
-      for (let i = 0; i < 2; i++) again.push(await call(n.url, 'POST', '/api/svc/compute', request, bearer(who.key)));
-      const againRecords = await Promise.all(again.map((r) => n.node.store.get<Buffer>(n.node.store.sub('results', 'bytes'), r.body.result_id)));
-      for (const r of again) expect((await n.node.ledger.getResultBytes(r.body.result_id))!.toString('utf8')).toBe(r.text);
-      expect(isCompact(againRecords[0]!)).toBe(false);
-      // The new ledger does not know the template is stored and writes it again: the same key, still one record.
-      expect(isCompact(againRecords[1]!)).toBe(true);
-      expect(await n.node.store.range(n.node.store.sub('result_templates', 'utf8'))).toHaveLength(1);
-      const stored = await n.node.ledger.getResult(sent[3]!.id);
-      expect((await call(n.url, 'POST', '/api/svc/verify', stored, bearer(who.key))).body.valid).toBe(true);
     } finally {
       await n.destroy();
     }

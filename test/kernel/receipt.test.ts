@@ -75,6 +75,7 @@ describe('hmacHex', () => {
       for (const message of ['', 'a', 'é∘→ "x"', 'x'.repeat(5000)]) {
         const expected = createHmac('sha256', key).update(message).digest('hex');
         expect(hmacHex(key, message)).toBe(expected);
+        expect(hmacHex(key, Buffer.from(message, 'utf8'))).toBe(expected);
       }
     }
   });
@@ -95,12 +96,12 @@ describe('prepareSeal + finishSeal (ledger members added after serialisation)', 
     expect(verifyBody(key, JSON.parse(bytes.toString('utf8')))).toBe(true);
   });
 
-  it('signs the text without its proofs when two proofs share one place (written apart, not cut out)', async () => {
+  it('signs the text without its proofs when two proofs share one place', async () => {
     const { hmacHex } = await import('../../src/kernel/receipt.js');
     // Hand-made slots: two svcProof members and an audit member at the start of the key "b".
-    const slot = (name: string) => ({ name, commaBefore: false, commaAfter: true, piece: 0, at: 7 });
-    const template = { pieces: [Buffer.from('{"a":1,"b":2}')], holes: [], slots: [slot('audit'), slot('svcProof'), slot('svcProof')] };
-    const { proof, bytes } = finishSeal(key, { template, holes: new Map() }, { audit: 5 });
+    const slot = (name: string) => ({ name, commaBefore: false, commaAfter: true, offset: 7 });
+    const prepared = { bytes: Buffer.from('{"a":1,"b":2}'), slots: [slot('audit'), slot('svcProof'), slot('svcProof')] };
+    const { proof, bytes } = finishSeal(key, prepared, { audit: 5 });
     expect(proof).toBe(hmacHex(key, '{"a":1,"audit":5,"b":2}'));
     expect(bytes.toString('utf8')).toBe(`{"a":1,"audit":5,"svcProof":"${proof}","svcProof":"${proof}","b":2}`);
   });
@@ -111,10 +112,10 @@ describe('prepareSeal + finishSeal (ledger members added after serialisation)', 
   });
 });
 
-describe('tickReceiptText', () => {
-  it('is the canonical JSON of the receipt, whose hmac is what verification recomputes', async () => {
+describe('tickReceipt', () => {
+  it('is the receipt of spec 2.2, whose hmac is what verification recomputes', async () => {
     const { canonicalJson } = await import('../../src/kernel/canonical.js');
-    const { hmacHex, tickReceiptText } = await import('../../src/kernel/receipt.js');
+    const { hmacHex, tickReceipt } = await import('../../src/kernel/receipt.js');
     const key = Buffer.from('tick receipt key');
     const cases = [
       { svcond: 2310558463, phase: 0.6909045986706909, R_t: 0.9990681462116127, value: 9, unit: 'J', result_digest: 'ab'.repeat(32), fields: {} },
@@ -122,11 +123,9 @@ describe('tickReceiptText', () => {
       { svcond: 99, phase: 0.999999, R_t: 1.000999, value: 1e21, unit: 'Ω·m', result_digest: '00'.repeat(32), fields: { z: { value: 1, unit: 'K' }, a: { value: 2, unit: 'Pa' } } },
     ];
     for (const c of cases) {
-      const text = tickReceiptText(key, c);
-      const receipt = JSON.parse(text);
+      const receipt = JSON.parse(canonicalJson(tickReceipt(key, c)));
       const { hmac, ...base } = receipt;
       expect(base).toEqual({ pulse_hz: 1.287, tick_period_s: 0.777000777, zeqond_ns: 777000777, svcond: c.svcond, phase: c.phase, R_t: c.R_t, fields: c.fields });
-      expect(text).toBe(canonicalJson(receipt));
       expect(hmac).toBe(hmacHex(key, canonicalJson({ ...base, value: c.value, unit: c.unit, result_digest: c.result_digest })));
     }
   });

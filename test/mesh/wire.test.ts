@@ -6,7 +6,8 @@ import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import type { PrivateKey } from '@libp2p/interface';
 import { ManualClock, TICK_NS } from '../../src/kernel/clock.js';
-import { canonicalJson, sha256Hex } from '../../src/kernel/canonical.js';
+import { canonicalJson } from '../../src/kernel/canonical.js';
+import { sha256Hex } from '../../src/kernel/bytes.js';
 import { MeshValidator, SeenCache } from '../../src/mesh/validator.js';
 import { bodyDigest, handshakeFor, signEvent, signingText, topicForType, verifyEventSignature } from '../../src/mesh/wire.js';
 
