@@ -277,10 +277,16 @@ export class IdentityService {
 
   /** Demo keys carry plan 'demo'; the shared one is created once per node. */
   async demoKey(shared: boolean): Promise<{ key: string; record: KeyRecord }> {
+    const made = this.demoKeyOps(shared);
+    await this.deps.store.commit(made.ops);
+    return made;
+  }
+
+  /** A new demo key and the ops that store it, for a caller that commits them with its own (a mint counter). */
+  demoKeyOps(shared: boolean): { key: string; record: KeyRecord; ops: Op[] } {
     const key = mintKey('sk');
     const record: KeyRecord = { key_id: keyId(key), kind: 'sk', zid: null, slug: null, plan: 'demo', created_unix_ms: this.now(), expires_unix_ms: null, revoked_unix_ms: null };
-    await this.deps.store.commit([{ type: 'put', sub: this.keys, key: keyDigest(key), value: { ...record, shared } }]);
-    return { key, record };
+    return { key, record, ops: [{ type: 'put', sub: this.keys, key: keyDigest(key), value: { ...record, shared } }] };
   }
 
   async revokeKey(key: string): Promise<void> {
