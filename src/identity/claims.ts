@@ -9,12 +9,15 @@ import { ServiceError } from '../kernel/errors.js';
 export type ClaimSpace = 'slug' | 'email' | 'zid';
 
 const FIELD: Record<ClaimSpace, string> = { slug: 'slug', email: 'email', zid: 'equation_sha256' };
-const WHAT: Record<ClaimSpace, string> = { slug: 'a state machine with this slug', email: 'an identity with this email', zid: 'this identity' };
+const MESSAGE: Record<ClaimSpace, (name: string) => string> = {
+  slug: (slug) => `state machine ${slug} exists`,
+  email: () => 'an identity with this email already exists',
+  zid: () => 'this identity is already registered',
+};
 
 /** 409 SVC_CONFLICT naming the field of the name that is taken. */
 export function conflict(space: ClaimSpace, name: string): ServiceError {
-  const message = space === 'slug' ? `state machine ${name} exists` : `${WHAT[space]} already exists`;
-  return new ServiceError(409, 'SVC_CONFLICT', message, { field: FIELD[space] });
+  return new ServiceError(409, 'SVC_CONFLICT', MESSAGE[space](name), { field: FIELD[space] });
 }
 
 export interface Claim {
