@@ -92,7 +92,7 @@ describe('svc-node start', () => {
     const range = run(['start', '--config', join(dir, 'c.json')]);
     expect(range.status).toBe(2);
     expect(range.stderr).toMatch(/port/);
-  });
+  }, 90_000);
 
   it('logs {"msg":"listening","url"} when ready, serves, and exits 0 on SIGTERM; verify and keys work offline', async () => {
     const dir = await tempDir();
@@ -126,7 +126,7 @@ describe('svc-node start', () => {
     const keys = run(['keys', '--data-dir', dir]);
     expect(keys.status).toBe(0);
     expect(JSON.parse(keys.stdout)).toMatchObject({ nodeId: r.body.node, keyType: 'Ed25519', receiptKeyFingerprint: expect.stringMatching(/^[0-9a-f]{16}$/) });
-  }, 60_000);
+  }, 150_000);
 });
 
 describe('svc-node cluster', () => {
