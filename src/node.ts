@@ -133,7 +133,7 @@ export class SvcNode {
       // After the batch is durable (never before): announce the result to the mesh.
       onSealed: (summary) => this.announceSealed(summary),
     });
-    const demoKeys = new DemoKeys(this.store, this.identity);
+    const demoKeys = new DemoKeys(this.store, this.identity, { counters: this.counters, clock: this.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
     const meshOptions: MeshServiceOptions = {
       store: this.store,
       clock: this.clock,

@@ -1,6 +1,8 @@
 // `svc-node cluster`: N real node processes on 127.0.0.1 with their own data dirs, one shared mesh secret and
 // receipt secret, each bootstrapping to the nodes started before it. Prints one JSON line per node once it is
-// healthy; SIGINT/SIGTERM stops them all.
+// healthy. A node that exits leaves the others running (said on stderr): killing one to watch the others carry on
+// is the first thing one does with a test cluster. With --restart an exited node is started again on the same data
+// dir and ports (so the same peer id and URL). Only SIGINT/SIGTERM stop the cluster.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -15,6 +17,8 @@ export interface ClusterOptions {
   meshSecret?: string;
   dataRoot: string;
   logLevel: string;
+  /** Start a node that exited again, on the same data dir and ports. */
+  restart?: boolean;
 }
 
 interface Started {
@@ -34,6 +38,10 @@ const NODE_ARGS = FROM_SOURCE ? ['--import', 'tsx', CLI, 'start'] : [CLI, 'start
 /** Heap-size flags the cluster command was started with (npm run cluster sets the young generation) pass to each node. */
 const HEAP_FLAGS = process.execArgv.filter((a) => /^--(max|min)-(semi|old)-space-size=/.test(a));
 const START_TIMEOUT_MS = 30_000;
+/** A node that keeps exiting soon after its start is restarted later and later: from 1 s, doubling, to 30 s. */
+const RESTART_DELAY_MS = { first: 1000, max: 30_000 };
+/** A node that ran this long before it exited starts again at the first delay. */
+const RESTART_STABLE_MS = 60_000;
 
 /**
  * The receipt secret shared by the cluster, kept in the data root's receipt-secret file as a data dir keeps its own
@@ -44,9 +52,10 @@ async function sharedReceiptSecret(dataRoot: string): Promise<string> {
   return (await loadOrCreateReceiptSecret(dataRoot)).toString('hex');
 }
 
-function startOne(name: string, dataDir: string, env: Record<string, string>): Promise<Started> {
+function startOne(name: string, dataDir: string, env: Record<string, string>, onSpawn: (child: ChildProcess) => void): Promise<Started> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [...HEAP_FLAGS, ...NODE_ARGS], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    onSpawn(child);
     const log = createWriteStream(join(dataDir, 'node.log'), { flags: 'a' });
     child.stderr!.pipe(log);
     let buffer = '';
@@ -98,22 +107,52 @@ async function healthy(url: string): Promise<void> {
   throw new Error(`${url} is not healthy`);
 }
 
+/** The port of a URL or of a multiaddr's /tcp/ part (what a restarted node listens on again). */
+function portOf(url: string): string {
+  return new URL(url).port;
+}
+function p2pPortOf(multiaddr: string): string | null {
+  return /\/tcp\/(\d+)/.exec(multiaddr)?.[1] ?? null;
+}
+
+function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
+  return signal ? `on signal ${signal}` : `with code ${code}`;
+}
+
+interface Member {
+  name: string;
+  dataDir: string;
+  env: Record<string, string>;
+  /** The running process (null while it is down or being started again). */
+  current: Started | null;
+  startedAt: number;
+  restartDelayMs: number;
+}
+
 export async function runCluster(o: ClusterOptions): Promise<void> {
   const root = resolve(o.dataRoot);
   await mkdir(root, { recursive: true });
   const meshSecret = o.meshSecret ?? randomBytes(32).toString('hex');
   const receiptSecret = await sharedReceiptSecret(root);
-  const started: Started[] = [];
+  const members: Member[] = [];
+  /** Every node process spawned and not yet exited (including one still starting). */
+  const children = new Set<ChildProcess>();
+  const timers = new Set<NodeJS.Timeout>();
   let stopping = false;
+  const onSpawn = (child: ChildProcess): void => {
+    children.add(child);
+    child.once('exit', () => children.delete(child));
+  };
   const stopAll = async (code: number): Promise<never> => {
     stopping = true;
+    for (const t of timers) clearTimeout(t);
     await Promise.all(
-      started.map(
-        (s) =>
+      [...children].map(
+        (child) =>
           new Promise<void>((r) => {
-            if (s.child.exitCode !== null) return r();
-            s.child.once('exit', () => r());
-            s.child.kill('SIGTERM');
+            if (child.exitCode !== null || child.signalCode !== null) return r();
+            child.once('exit', () => r());
+            child.kill('SIGTERM');
           }),
       ),
     );
@@ -121,6 +160,61 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
   };
   process.on('SIGINT', () => void stopAll(0));
   process.on('SIGTERM', () => void stopAll(0));
+
+  const announce = (m: Member, node: Started, restarted: boolean): void => {
+    const line: Record<string, unknown> = { name: m.name, url: node.url, peerId: node.peerId, multiaddr: node.multiaddr, dataDir: m.dataDir, pid: node.child.pid };
+    if (restarted) line.restarted = true;
+    process.stdout.write(`${JSON.stringify(line)}\n`);
+  };
+
+  /** Watch a running node: when it exits, say so, and start it again (--restart) or leave the others running. */
+  const watch = (m: Member, node: Started): void => {
+    node.child.once('exit', (code, signal) => {
+      if (stopping) return;
+      m.current = null;
+      const how = describeExit(code, signal);
+      if (!o.restart) {
+        const left = members.filter((x) => x.current !== null).length;
+        process.stderr.write(`svc-node cluster: ${m.name} exited ${how}; the other nodes keep running (${left} of ${members.length}; --restart brings an exited node back)\n`);
+        if (left === 0) {
+          process.stderr.write('svc-node cluster: no node is left running; stopping\n');
+          void stopAll(1);
+        }
+        return;
+      }
+      if (Date.now() - m.startedAt >= RESTART_STABLE_MS) m.restartDelayMs = RESTART_DELAY_MS.first;
+      process.stderr.write(`svc-node cluster: ${m.name} exited ${how}; restarting it in ${m.restartDelayMs / 1000} s on ${m.dataDir}\n`);
+      scheduleRestart(m);
+    });
+  };
+
+  const scheduleRestart = (m: Member): void => {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      void restartOne(m);
+    }, m.restartDelayMs);
+    timers.add(timer);
+    m.restartDelayMs = Math.min(RESTART_DELAY_MS.max, m.restartDelayMs * 2);
+  };
+
+  const restartOne = async (m: Member): Promise<void> => {
+    if (stopping) return;
+    // Bootstrap to the nodes running now (the node's own address book is in its data dir too).
+    const env = { ...m.env, SVC_BOOTSTRAP: members.filter((x) => x !== m && x.current).map((x) => x.current!.multiaddr).filter(Boolean).join(',') };
+    m.startedAt = Date.now();
+    try {
+      const node = await startOne(m.name, m.dataDir, env, onSpawn);
+      await healthy(node.url);
+      if (stopping) return;
+      m.current = node;
+      announce(m, node, true);
+      watch(m, node);
+    } catch (err) {
+      if (stopping) return;
+      process.stderr.write(`svc-node cluster: ${m.name} did not come back: ${(err as Error).message}; trying again in ${m.restartDelayMs / 1000} s\n`);
+      scheduleRestart(m);
+    }
+  };
 
   try {
     for (let i = 0; i < o.nodes; i++) {
@@ -134,19 +228,19 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
         SVC_DATA_DIR: dataDir,
         SVC_MESH_SECRET: meshSecret,
         SVC_RECEIPT_SECRET: receiptSecret,
-        SVC_BOOTSTRAP: started.map((s) => s.multiaddr).filter(Boolean).join(','),
+        SVC_BOOTSTRAP: members.map((m) => m.current?.multiaddr ?? '').filter(Boolean).join(','),
         SVC_LOG_LEVEL: o.logLevel,
       };
-      const node = await startOne(name, dataDir, env);
-      started.push(node);
+      const member: Member = { name, dataDir, env, current: null, startedAt: Date.now(), restartDelayMs: RESTART_DELAY_MS.first };
+      const node = await startOne(name, dataDir, env, onSpawn);
+      member.current = node;
+      members.push(member);
       await healthy(node.url);
-      process.stdout.write(`${JSON.stringify({ name, url: node.url, peerId: node.peerId, multiaddr: node.multiaddr, dataDir })}\n`);
-      node.child.once('exit', (code) => {
-        if (!stopping) {
-          process.stderr.write(`svc-node cluster: ${name} exited with code ${code}; stopping the cluster\n`);
-          void stopAll(1);
-        }
-      });
+      // A restart listens where the node listened (any-free-port nodes keep the ports they were given).
+      env.SVC_PORT = portOf(node.url);
+      env.SVC_P2P_PORT = p2pPortOf(node.multiaddr) ?? env.SVC_P2P_PORT!;
+      announce(member, node, false);
+      watch(member, node);
     }
   } catch (err) {
     process.stderr.write(`svc-node cluster: ${(err as Error).message}\n`);

@@ -151,10 +151,11 @@ program
   .option('--mesh-secret <secret>', 'shared mesh secret (random when not given)')
   .option('--data-root <dir>', 'parent of the nodes\' data dirs', './data/cluster')
   .option('--log-level <level>', 'log level of the nodes (their logs go to <dataDir>/node.log)', 'info')
-  .action(async (opts: { nodes: number; basePort: number; meshSecret?: string; dataRoot: string; logLevel: string }) => {
+  .option('--restart', 'start a node that exits again, on the same data dir and ports (without it, the others keep running)', false)
+  .action(async (opts: { nodes: number; basePort: number; meshSecret?: string; dataRoot: string; logLevel: string; restart: boolean }) => {
     if (opts.nodes < 1 || opts.nodes > 64) fail('--nodes must be 1 … 64');
     if (opts.meshSecret !== undefined && opts.meshSecret.length < 16) fail('--mesh-secret must be at least 16 characters');
-    await runCluster({ nodes: opts.nodes, basePort: opts.basePort, meshSecret: opts.meshSecret, dataRoot: opts.dataRoot, logLevel: opts.logLevel });
+    await runCluster({ nodes: opts.nodes, basePort: opts.basePort, meshSecret: opts.meshSecret, dataRoot: opts.dataRoot, logLevel: opts.logLevel, restart: opts.restart });
   });
 
 program.parseAsync(process.argv).catch((err: unknown) => {

@@ -25,11 +25,13 @@ const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'bool' | 
   SVC_ENFORCE_DAILY_QUOTA: { path: 'limits.enforceDailyQuota', kind: 'bool' },
   SVC_TIER: { path: 'limits.tier', kind: 'string' },
   SVC_INITIAL_CREDITS: { path: 'limits.initialCredits', kind: 'int' },
+  SVC_DEMO_KEY_MINTS_PER_DAY: { path: 'limits.demoKeyMintsPerDay', kind: 'int' },
   SVC_P2P_PORT: { path: 'mesh.p2pPort', kind: 'int' },
   SVC_BOOTSTRAP: { path: 'mesh.bootstrap', kind: 'list' },
   SVC_MESH_SECRET: { path: 'mesh.secret', kind: 'string' },
   SVC_MESH_TICK_EVERY: { path: 'mesh.tickEvery', kind: 'int' },
   SVC_MESH_SNAPSHOT_RETENTION: { path: 'mesh.snapshotRetention', kind: 'int' },
+  SVC_MESH_FORWARD_TIMEOUT_MS: { path: 'mesh.forwardTimeoutMs', kind: 'int' },
 };
 
 function parseScalar(name: string, raw: string, kind: string): unknown {

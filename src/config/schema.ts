@@ -43,6 +43,8 @@ export const configSchema = z
         tier: z.enum(['free', 'standard', 'professional']),
         /** Credits a new identity starts with (the daily-claim amount). */
         initialCredits: z.number().int().min(0),
+        /** Own demo keys one IP may mint per UTC day (POST /api/demo-key/mint); counted in the store. */
+        demoKeyMintsPerDay: z.number().int().min(0),
       })
       .strict(),
     mesh: z
@@ -53,6 +55,8 @@ export const configSchema = z
         tickEvery: z.number().int().min(1).max(1000),
         /** Oracle snapshots kept (one per 4 ticks; 10 000 ≈ 8.6 h); the oldest are deleted as new ones are written. */
         snapshotRetention: z.number().int().min(1).max(1_000_000),
+        /** How long a home node has to show life when a request is forwarded to it (answer, or its health probe). */
+        forwardTimeoutMs: z.number().int().min(50).max(120_000),
       })
       .strict(),
   })

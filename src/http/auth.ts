@@ -5,7 +5,7 @@ import type { Context, Next } from 'koa';
 import { ServiceError } from '../kernel/errors.js';
 import type { IdentityService } from '../identity/service.js';
 import type { Caller } from '../tally/ledger.js';
-import type { ChainService } from '../chain/service.js';
+import type { ChainService, MachineRecord } from '../chain/service.js';
 
 export function presentedKey(ctx: Context): string | null {
   const header = ctx.get('authorization');
@@ -65,4 +65,20 @@ export function computeCaller(deps: AuthDeps) {
     ctx.state.caller = await resolveCaller(ctx, deps, true);
     await next();
   };
+}
+
+/**
+ * Who may read a state machine's chain: anyone when it is public, keyed or not (a key that is present must still be
+ * good: 401, never read as no key); a private one only an identity holding a role on it. Not "the key's own slug":
+ * a role is what grants access, so an admin key whose machine record no longer names its identity opens nothing.
+ */
+export async function authorizeMachineRead(ctx: Context, deps: AuthDeps, machine: MachineRecord): Promise<void> {
+  if (machine.is_public) {
+    if (presentedKey(ctx)) await resolveCaller(ctx, deps, false);
+    return;
+  }
+  const caller = await resolveCaller(ctx, deps, false);
+  if (caller.kind !== 'identity' || machine.roles[caller.zid] === undefined) {
+    throw new ServiceError(403, 'SVC_FORBIDDEN', `no access to state machine ${machine.slug}`);
+  }
 }

@@ -2,55 +2,135 @@
 // machine's chain lives only on its home node. A request for a remote identity or machine that reaches this node
 // is forwarded to the home node's HTTP API once, and the answer relayed as it came. A request that was already
 // forwarded is never forwarded again (no loops).
+//
+// A home that is stopped (not dead: its socket accepts and never answers) must not hang its callers: it has
+// mesh.forwardTimeoutMs to show life, by answering or by answering a probe of its health sent while the request is
+// pending (a home busy with a long solver run answers its probes, and is waited for up to the tier time limit).
+// Past that, 503 SVC_HOME_UNREACHABLE with Retry-After, and the home is skipped until a probe finds it again.
 import type { Context, Next } from 'koa';
 import { ServiceError } from '../kernel/errors.js';
+import { TIME_LIMIT_SECONDS } from '../compute/service.js';
 import type { Caller } from '../tally/ledger.js';
 import type { HttpServices } from './context.js';
+import { answersHealth, HungHomes } from './home-health.js';
 
 export const FORWARDED_HEADER = 'x-svc-forwarded-by';
 export const SERVED_BY_HEADER = 'X-Svc-Served-By';
-const FORWARD_TIMEOUT_MS = 130_000;
-const RETRY_AFTER_SECONDS = 5;
+
+/** Each node's hung homes, kept beside its services (one HttpServices per node). */
+const hungHomes = new WeakMap<HttpServices, HungHomes>();
+
+export function hungHomesOf(s: HttpServices): HungHomes {
+  let h = hungHomes.get(s);
+  if (!h) hungHomes.set(s, (h = new HungHomes()));
+  return h;
+}
 
 /** Did this request come from another node's forward? (Such a request is never forwarded again.) */
 export function wasForwarded(ctx: Context): boolean {
   return ctx.get(FORWARDED_HEADER) !== '';
 }
 
+export interface RelayOptions {
+  /**
+   * Send no key: the caller's key belongs to another home and must not travel to this one (a public machine is
+   * then read as by anyone). The Authorization header and a ?key= are left out.
+   */
+  withoutKey?: boolean;
+}
+
+export interface HomeAnswer {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+function retryAfterSeconds(s: HttpServices): number {
+  return Math.max(1, Math.ceil(s.config.mesh.forwardTimeoutMs / 1000));
+}
+
+/** The request's path and query, without a ?key= when the key stays here. */
+function pathFor(ctx: Context, withoutKey: boolean): string {
+  if (!withoutKey || !('key' in ctx.query)) return ctx.originalUrl;
+  const u = new URL(ctx.originalUrl, 'http://local');
+  u.searchParams.delete('key');
+  return u.pathname + u.search;
+}
+
 /**
- * Forward the request once to `home`'s HTTP API (same method, path, query, Authorization and body) and relay the
- * answer with X-Svc-Served-By: <home>. `subject` names what the home is the home of, in error messages. 503
- * SVC_HOME_UNREACHABLE when the request was itself forwarded here, when the home's URL is unknown, or when it
- * does not answer.
+ * Send the request once to `home`'s HTTP API (same method, path, query, Authorization and body) and return its
+ * answer. 503 SVC_HOME_UNREACHABLE when the request was itself forwarded here, when the home's URL is unknown, when
+ * it does not answer, when it shows no life within the deadline, and at once while it is marked hung.
  */
-export async function relayToHome(ctx: Context, s: HttpServices, home: string, subject = 'identity', extra: Record<string, unknown> = {}): Promise<void> {
+export async function askHome(ctx: Context, s: HttpServices, home: string, subject = 'identity', extra: Record<string, unknown> = {}, opts: RelayOptions = {}): Promise<HomeAnswer> {
   if (wasForwarded(ctx)) {
     throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `this request was forwarded here but this node is not the ${subject}'s home`, { home, ...extra });
   }
+  const retry = retryAfterSeconds(s);
   const url = s.mesh?.peers().find((p) => p.peerId === home)?.url ?? null;
-  if (!url) throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this ${subject} is not reachable from here`, { home, ...extra, retry_after_seconds: RETRY_AFTER_SECONDS });
+  if (!url) throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this ${subject} is not reachable from here`, { home, ...extra, retry_after_seconds: retry });
+  const deadlineMs = s.config.mesh.forwardTimeoutMs;
+  const hung = hungHomesOf(s);
+  if (hung.isHung(home)) {
+    hung.recheck(home, url, deadlineMs);
+    throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this ${subject} did not answer within ${deadlineMs} ms; it is skipped until it answers again`, { home, ...extra, deadline_ms: deadlineMs, retry_after_seconds: retry });
+  }
   const headers: Record<string, string> = { [FORWARDED_HEADER]: s.nodeId(), 'x-forwarded-for': ctx.ip };
   const auth = ctx.get('authorization');
-  if (auth) headers.authorization = auth;
+  if (auth && !opts.withoutKey) headers.authorization = auth;
   const raw = ctx.request.rawBody;
   const hasBody = !['GET', 'HEAD'].includes(ctx.method) && typeof raw === 'string' && raw.length > 0;
   if (hasBody) headers['content-type'] = 'application/json';
-  let res: Response;
-  let text: string;
+
+  // The request's own bound: a live home answers within its time limit (a solver run), plus the deadline.
+  const controller = new AbortController();
+  const cap = setTimeout(() => controller.abort(new Error('no answer within the time limit')), TIME_LIMIT_SECONDS[s.config.limits.tier] * 1000 + deadlineMs);
+  // Liveness: every half deadline without an answer, the home's health is probed with half the deadline to answer.
+  // A home that shows no life is known within one deadline of the request, or of its last sign of life.
+  let hungNow = false;
+  let probing = false;
+  const watch = setInterval(() => {
+    if (probing) return;
+    probing = true;
+    void answersHealth(url, Math.max(1, Math.floor(deadlineMs / 2))).then((alive) => {
+      probing = false;
+      if (alive || controller.signal.aborted) return;
+      hungNow = true;
+      controller.abort(new Error(`no sign of life within ${deadlineMs} ms`));
+    });
+  }, Math.max(1, Math.floor(deadlineMs / 2)));
   try {
-    res = await fetch(url + ctx.originalUrl, { method: ctx.method, headers, body: hasBody ? raw : undefined, signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS) });
-    text = await res.text();
+    const res = await fetch(url + pathFor(ctx, !!opts.withoutKey), { method: ctx.method, headers, body: hasBody ? raw : undefined, signal: controller.signal });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, text };
   } catch (err) {
-    throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node did not answer: ${(err as Error).message}`, { home, ...extra, retry_after_seconds: RETRY_AFTER_SECONDS });
+    if (hungNow) {
+      hung.mark(home, Date.now());
+      throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this ${subject} did not answer within ${deadlineMs} ms (nor its health probe); it is skipped until it answers again`, { home, ...extra, deadline_ms: deadlineMs, retry_after_seconds: retry });
+    }
+    const reason = controller.signal.aborted ? (controller.signal.reason as Error).message : (err as Error).message;
+    throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node did not answer: ${reason}`, { home, ...extra, retry_after_seconds: retry });
+  } finally {
+    clearTimeout(cap);
+    clearInterval(watch);
   }
-  ctx.status = res.status;
+}
+
+/** Relay a home's answer as it came, with X-Svc-Served-By: <home>. */
+export function relayAnswer(ctx: Context, home: string, answer: HomeAnswer): void {
+  ctx.status = answer.status;
   // The home's trace id too: a relayed error's trace_id is then the one in X-Trace-Id (part 7), as logged at the home.
   for (const h of ['content-type', 'retry-after', 'x-trace-id']) {
-    const v = res.headers.get(h);
+    const v = answer.headers.get(h);
     if (v) ctx.set(h, v);
   }
   ctx.set(SERVED_BY_HEADER, home);
-  ctx.body = text;
+  ctx.body = answer.text;
+}
+
+/** Forward the request once to `home` and relay its answer (see askHome). `subject` names what home is the home of. */
+export async function relayToHome(ctx: Context, s: HttpServices, home: string, subject = 'identity', extra: Record<string, unknown> = {}, opts: RelayOptions = {}): Promise<void> {
+  relayAnswer(ctx, home, await askHome(ctx, s, home, subject, extra, opts));
 }
 
 /** Middleware for ledger routes: a caller whose identity is homed on another node is served by that node. */

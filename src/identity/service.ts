@@ -9,12 +9,15 @@ import type { Op, Store, Sublevel } from '../store/db.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import type { ChainService, MachineRecord } from '../chain/service.js';
 import { compareVersions, keyDigest, keyId, keyKind, mintKey, randomToken, type KeyKind } from './keys.js';
+import { Claims, conflict, type Claim, type ClaimSpace } from './claims.js';
 
 const scrypt = promisify(scryptCb) as (pw: string | Buffer, salt: string | Buffer, len: number) => Promise<Buffer>;
 
 export const SESSION_TTL_MS = 24 * 3600 * 1000;
 export const SESSION_KEY_TTL_MS = 24 * 3600 * 1000;
 export const LEGACY_KEY_REMOVED_IN = '1.287.7';
+/** Slugs of identities' default machines: never chosen by callers, so no registration finds its slug taken. */
+export const DEFAULT_SLUG_PREFIX = 'm-';
 
 export interface IdentityRecord {
   zid: string;
@@ -98,6 +101,8 @@ export class IdentityService {
   private remoteLookup: RemoteKeyLookup | null = null;
   /** Digests no peer knew, so a stream of bad keys does not fan out to the mesh. */
   private readonly unknownRemote = new BoundedMap<string, number>(10_000);
+  /** Slugs, emails and zids being created right now (see claims.ts). */
+  private readonly claims = new Claims();
 
   constructor(private readonly deps: IdentityDeps) {
     this.identities = deps.store.sub('identities');
@@ -176,21 +181,26 @@ export class IdentityService {
   /** v1: {email, password} → {zid, message}. */
   async register(email: string, password: string): Promise<{ zid: string; message: string }> {
     const normalised = email.trim().toLowerCase();
-    if (await this.deps.store.get(this.emails, normalised)) {
-      throw new ServiceError(409, 'SVC_CONFLICT', 'an identity with this email already exists', { field: 'email' });
+    // Claimed before the first await: of concurrent registrations of one email, one goes on.
+    const claims = [this.claims.take('email', normalised)];
+    try {
+      if (await this.deps.store.get(this.emails, normalised)) throw conflict('email', normalised);
+      const salt = await this.saltFor(normalised, true);
+      const hash = (await scrypt(password, Buffer.from(salt, 'hex'), 32)).toString('hex');
+      const zid = `zid_${randomBytes(16).toString('hex')}`;
+      const slug = await this.claimDefaultSlug(zid, 'email', claims);
+      const record: IdentityRecord = { zid, kind: 'password', email: normalised, password_hash: hash, salt, home: this.deps.nodeId(), default_machine: slug, created_unix_ms: this.now() };
+      const { ops } = this.machineFor(zid, slug, 0);
+      await this.deps.store.commit([
+        { type: 'put', sub: this.identities, key: zid, value: record },
+        { type: 'put', sub: this.emails, key: normalised, value: zid },
+        ...ops,
+      ]);
+      return { zid, message: 'identity registered; log in to obtain a session' };
+    } finally {
+      // Written (the store answers for the names now) or failed (they are free again).
+      for (const c of claims) c.release();
     }
-    const salt = await this.saltFor(normalised, true);
-    const hash = (await scrypt(password, Buffer.from(salt, 'hex'), 32)).toString('hex');
-    const zid = `zid_${randomBytes(16).toString('hex')}`;
-    const slug = this.defaultSlug(zid);
-    const record: IdentityRecord = { zid, kind: 'password', email: normalised, password_hash: hash, salt, home: this.deps.nodeId(), default_machine: slug, created_unix_ms: this.now() };
-    const { ops } = this.machineFor(zid, slug, 0);
-    await this.deps.store.commit([
-      { type: 'put', sub: this.identities, key: zid, value: record },
-      { type: 'put', sub: this.emails, key: normalised, value: zid },
-      ...ops,
-    ]);
-    return { zid, message: 'identity registered; log in to obtain a session' };
   }
 
   /**
@@ -266,10 +276,16 @@ export class IdentityService {
 
   /** Demo keys carry plan 'demo'; the shared one is created once per node. */
   async demoKey(shared: boolean): Promise<{ key: string; record: KeyRecord }> {
+    const made = this.demoKeyOps(shared);
+    await this.deps.store.commit(made.ops);
+    return made;
+  }
+
+  /** A new demo key and the ops that store it, for a caller that commits them with its own (a mint counter). */
+  demoKeyOps(shared: boolean): { key: string; record: KeyRecord; ops: Op[] } {
     const key = mintKey('sk');
     const record: KeyRecord = { key_id: keyId(key), kind: 'sk', zid: null, slug: null, plan: 'demo', created_unix_ms: this.now(), expires_unix_ms: null, revoked_unix_ms: null };
-    await this.deps.store.commit([{ type: 'put', sub: this.keys, key: keyDigest(key), value: { ...record, shared } }]);
-    return { key, record };
+    return { key, record, ops: [{ type: 'put', sub: this.keys, key: keyDigest(key), value: { ...record, shared } }] };
   }
 
   async revokeKey(key: string): Promise<void> {
@@ -306,7 +322,25 @@ export class IdentityService {
   }
 
   defaultSlug(zid: string): string {
-    return `m-${zid.slice(4, 20)}`;
+    return `${DEFAULT_SLUG_PREFIX}${zid.slice(4, 20)}`;
+  }
+
+  /**
+   * Claim the slug of a new identity's default machine (pushed onto `claims`). The usual one, unless a machine is
+   * already stored under it (written before callers were kept out of the m-… space): then the zid's full hex, so a
+   * registration never takes over a machine that is not its own.
+   */
+  private async claimDefaultSlug(zid: string, space: ClaimSpace, claims: Claim[]): Promise<string> {
+    for (const slug of [this.defaultSlug(zid), `${DEFAULT_SLUG_PREFIX}${zid.slice(4)}`]) {
+      const claim = this.claims.tryTake('slug', slug);
+      if (!claim) continue;
+      if (!(await this.deps.chain.getMachine(slug))) {
+        claims.push(claim);
+        return slug;
+      }
+      claim.release();
+    }
+    throw conflict(space, zid);
   }
 
   /** Ops creating a machine with its zsm_ admin key (returned once); `announce` once they are written. */
@@ -343,15 +377,21 @@ export class IdentityService {
   async registerV3(equationSha256: string, svcond: number): Promise<{ zid: string; machine: MachineRecord; adminKey: string }> {
     const digest = equationSha256.toLowerCase();
     const zid = `zid_${digest.slice(0, 32)}`;
-    if (await this.getIdentity(zid)) throw new ServiceError(409, 'SVC_CONFLICT', 'this identity is already registered', { field: 'equation_sha256' });
-    const salt = randomBytes(16).toString('hex');
-    const hash = (await scrypt(digest, Buffer.from(salt, 'hex'), 32)).toString('hex');
-    const slug = this.defaultSlug(zid);
-    const record: IdentityRecord = { zid, kind: 'zk', hash, salt, home: this.deps.nodeId(), default_machine: slug, created_unix_ms: this.now() };
-    const { ops, adminKey, machine, announce } = this.machineFor(zid, slug, svcond);
-    await this.deps.store.commit([{ type: 'put', sub: this.identities, key: zid, value: record }, ...ops]);
-    announce();
-    return { zid, machine, adminKey };
+    // Claimed before the first await: of concurrent registrations of one equation, one goes on.
+    const claims = [this.claims.take('zid', zid)];
+    try {
+      if (await this.getIdentity(zid)) throw conflict('zid', zid);
+      const salt = randomBytes(16).toString('hex');
+      const hash = (await scrypt(digest, Buffer.from(salt, 'hex'), 32)).toString('hex');
+      const slug = await this.claimDefaultSlug(zid, 'zid', claims);
+      const record: IdentityRecord = { zid, kind: 'zk', hash, salt, home: this.deps.nodeId(), default_machine: slug, created_unix_ms: this.now() };
+      const { ops, adminKey, machine, announce } = this.machineFor(zid, slug, svcond);
+      await this.deps.store.commit([{ type: 'put', sub: this.identities, key: zid, value: record }, ...ops]);
+      announce();
+      return { zid, machine, adminKey };
+    } finally {
+      for (const c of claims) c.release();
+    }
   }
 
   /** v3 login: proves knowledge of the equation digest; opens a session. */
@@ -366,13 +406,25 @@ export class IdentityService {
     return this.openSession(zid);
   }
 
-  /** Create a further state machine for an identity (returns the admin key once). */
+  /**
+   * Create a further state machine for an identity (returns the admin key once). Of concurrent creations of one
+   * slug, one goes on (the claim is taken before the first await); m-… slugs are identities' default machines.
+   */
   async createMachine(zid: string, slug: string, svcond: number, isPublic: boolean): Promise<{ machine: MachineRecord; adminKey: string }> {
-    if (await this.deps.chain.getMachine(slug)) throw new ServiceError(409, 'SVC_CONFLICT', `state machine ${slug} exists`, { field: 'slug' });
-    const { ops, adminKey, machine, announce } = this.machineFor(zid, slug, svcond, isPublic);
-    await this.deps.store.commit(ops);
-    announce();
-    return { machine, adminKey };
+    if (slug.startsWith(DEFAULT_SLUG_PREFIX)) {
+      const reason = `slugs starting with "${DEFAULT_SLUG_PREFIX}" name identities' default machines and cannot be chosen`;
+      throw new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input slug: ${reason}`, { field: 'slug', reason, allowed: null });
+    }
+    const claim = this.claims.take('slug', slug);
+    try {
+      if (await this.deps.chain.getMachine(slug)) throw conflict('slug', slug);
+      const { ops, adminKey, machine, announce } = this.machineFor(zid, slug, svcond, isPublic);
+      await this.deps.store.commit(ops);
+      announce();
+      return { machine, adminKey };
+    } finally {
+      claim.release();
+    }
   }
 }
 

@@ -6,6 +6,8 @@
 //   - the winning owner of a name is the one with the earliest first claim, ties to the smaller peer id;
 //   - resolve(name) answers the winner's latest record.
 // A node re-announces the records it registered every REANNOUNCE_TICKS so nodes that join later learn them.
+// A record names the peer id of the node that signs it (registrations for other peers are refused on every
+// entrance), and the HTTP route registers this node's own URL and multiaddrs only.
 import { multiaddr } from '@multiformats/multiaddr';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { canonicalDigest } from '../kernel/canonical.js';
@@ -55,7 +57,7 @@ function winnerOf(e: NameEntry): OwnerClaim {
   return best;
 }
 
-/** Parse and check a registration body; throws ServiceError 400 DNS_INVALID_RECORD. */
+/** Parse and check a registration body signed by `registrar`; throws ServiceError 400 DNS_INVALID_RECORD. */
 export function parseDnsBody(body: unknown, registrar: string): DnsRecord {
   const bad = (m: string): never => {
     throw new ServiceError(400, 'DNS_INVALID_RECORD', m);
@@ -70,6 +72,8 @@ export function parseDnsBody(body: unknown, registrar: string): DnsRecord {
   } catch {
     return bad('peerId is not a libp2p peer id');
   }
+  // A name points at the node that signs its claim: no node can send another's callers elsewhere.
+  if (o.peerId !== registrar) return bad('a node registers names for its own peer id only');
   if (typeof o.url !== 'string' || o.url.length > 2048) return bad('url is required');
   let u: URL;
   try {
@@ -119,7 +123,10 @@ export class DnsRegistry {
   async load(): Promise<void> {
     this.names.clear();
     for (const { key, value } of await this.opts.store.range<NameEntry>(this.sub, { limit: this.maxNames })) {
-      if (value && Array.isArray(value.owners) && value.owners.length > 0) this.names.set(key, value);
+      if (!value || !Array.isArray(value.owners)) continue;
+      // Claims stored before a record had to name its own signer are dropped as they are read.
+      const owners = value.owners.filter((o) => o.latest && o.latest.peerId === o.latest.registrar);
+      if (owners.length > 0) this.names.set(key, { owners });
     }
   }
 

@@ -233,9 +233,20 @@ describe('chain reads on any node', () => {
       const ex = await call(n.url, 'GET', explore('any-node-open-book'));
       expect(ex.body).toEqual((await call(a.url, 'GET', explore('any-node-open-book'))).body);
     }
-    // With a key that is not the machine's, a public machine is refused on the home and through B alike.
-    expectError(await call(a.url, 'GET', validate('any-node-open-book'), undefined, bearer(otherA.key)), 403, 'SVC_FORBIDDEN');
-    expectError(await call(b.url, 'GET', validate('any-node-open-book'), undefined, bearer(otherA.key)), 403, 'SVC_FORBIDDEN');
+    // A public machine is readable by anyone keyed or not: another identity's key homed on A (forwarded with its key),
+    // one homed on C (forwarded without it: the key never leaves for A), a demo key. A bad key is still 401.
+    for (const [n, key] of [[a, otherA.key], [b, otherA.key], [b, otherC.key], [c, otherC.key], [b, (await call(b.url, 'GET', '/api/demo-key')).body.key]] as const) {
+      const r = await call(n.url, 'GET', validate('any-node-open-book'), undefined, bearer(key));
+      expect(r.status, r.text).toBe(200);
+      expect(r.body).toEqual(pubA.body);
+    }
+    const byQuery = await call(b.url, 'GET', explore('any-node-open-book', `?key=${otherC.key}`));
+    expect(byQuery.status, byQuery.text).toBe(200);
+    expect(servedBy(byQuery)).toBe(a.node.nodeId);
+    expectError(await call(b.url, 'GET', validate('any-node-open-book'), undefined, bearer(`sk_${'B'.repeat(32)}`)), 401, 'SVC_INVALID_KEY');
+    // A private machine stays closed to them: 403 on the home and through B.
+    expectError(await call(a.url, 'GET', validate(owner.slug), undefined, bearer(otherA.key)), 403, 'SVC_FORBIDDEN');
+    expectError(await call(c.url, 'GET', explore(owner.slug, `?key=${otherC.key}`)), 403, 'SVC_FORBIDDEN');
   });
 
   it('an unknown slug is 404 on every node, with or without a key', async () => {

@@ -23,16 +23,32 @@ function run(args: string[], env: Record<string, string> = {}): { status: number
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** Start a long-running command and collect JSON lines from its stdout. */
-function startLines(args: string[], env: Record<string, string>, done: (lines: Record<string, any>[]) => boolean): Promise<{ child: ChildProcess; lines: Record<string, any>[] }> {
+/** Nodes of a cluster start one after the other, each compiling the sources under tsx: slow on a loaded machine. */
+const START_TIMEOUT_MS = 90_000;
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    /* already gone */
+  }
+}
+
+/** Start a long-running command and collect JSON lines from its stdout (and its stderr as text, in `stderr`). */
+function startLines(args: string[], env: Record<string, string>, done: (lines: Record<string, any>[]) => boolean): Promise<{ child: ChildProcess; lines: Record<string, any>[]; stderr: string[] }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     const lines: Record<string, any>[] = [];
+    const stderr: string[] = [];
+    child.stderr!.on('data', (d: Buffer) => stderr.push(d.toString()));
     let buf = '';
     const timer = setTimeout(() => {
-      child.kill('SIGKILL'); // never leave a node behind
+      // SIGTERM: a cluster stops its nodes on it (SIGKILL would leave them running); then make sure of it.
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+      for (const l of lines) if (typeof l.pid === 'number') killQuietly(l.pid);
       reject(new Error(`timed out; got ${lines.length} lines`));
-    }, 45_000);
+    }, START_TIMEOUT_MS);
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
       let nl: number;
@@ -46,7 +62,7 @@ function startLines(args: string[], env: Record<string, string>, done: (lines: R
         }
         if (done(lines)) {
           clearTimeout(timer);
-          resolve({ child, lines });
+          resolve({ child, lines, stderr });
         }
       }
     });
@@ -76,7 +92,7 @@ describe('svc-node start', () => {
     const range = run(['start', '--config', join(dir, 'c.json')]);
     expect(range.status).toBe(2);
     expect(range.stderr).toMatch(/port/);
-  });
+  }, 90_000);
 
   it('logs {"msg":"listening","url"} when ready, serves, and exits 0 on SIGTERM; verify and keys work offline', async () => {
     const dir = await tempDir();
@@ -110,7 +126,7 @@ describe('svc-node start', () => {
     const keys = run(['keys', '--data-dir', dir]);
     expect(keys.status).toBe(0);
     expect(JSON.parse(keys.stdout)).toMatchObject({ nodeId: r.body.node, keyType: 'Ed25519', receiptKeyFingerprint: expect.stringMatching(/^[0-9a-f]{16}$/) });
-  }, 60_000);
+  }, 150_000);
 });
 
 describe('svc-node cluster', () => {
@@ -120,7 +136,8 @@ describe('svc-node cluster', () => {
     try {
       expect(lines.map((l) => l.name)).toEqual(['node1', 'node2']);
       for (const l of lines) {
-        expect(Object.keys(l).sort()).toEqual(['dataDir', 'multiaddr', 'name', 'peerId', 'url']);
+        expect(Object.keys(l).sort()).toEqual(['dataDir', 'multiaddr', 'name', 'peerId', 'pid', 'url']);
+        expect(Number.isInteger(l.pid)).toBe(true);
         expect(l.multiaddr).toContain(`/p2p/${l.peerId}`);
         expect((await call(l.url, 'GET', '/api/health')).status).toBe(200);
       }
@@ -136,5 +153,102 @@ describe('svc-node cluster', () => {
       expect(await exitOf(child)).toBe(0);
     }
     for (const l of lines) await expect(fetch(`${l.url}/api/health`)).rejects.toThrow();
-  }, 90_000);
+  }, 150_000);
+
+  /** Wait until fn() is truthy (polling), or fail naming what. */
+  async function until<T>(fn: () => Promise<T | null | false> | T | null | false, what: string, timeoutMs = 30_000): Promise<T> {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const v = await fn();
+      if (v) return v as T;
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  const health = async (url: string): Promise<number> => {
+    try {
+      return (await fetch(`${url}/api/health`, { signal: AbortSignal.timeout(5000) })).status;
+    } catch {
+      return 0;
+    }
+  };
+  const alive = (pid: number): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it('a node that exits leaves the others running (said on stderr); the cluster stops on SIGTERM only', async () => {
+    const root = await tempDir();
+    let code: number | null = null;
+    let leftover: string[] = [];
+    const { child, lines, stderr } = await startLines(['cluster', '--nodes', '3', '--base-port', '0', '--data-root', root, '--mesh-secret', 'cluster-cli-secret-123456'], {}, (ls) => ls.length >= 3);
+    try {
+      const [n1, n2, n3] = lines as [Record<string, any>, Record<string, any>, Record<string, any>];
+      process.kill(n2.pid, 'SIGKILL');
+      await until(() => stderr.join('').includes('node2 exited'), 'the exit on stderr');
+      expect(stderr.join('')).toMatch(/node2 exited .*signal SIGKILL.*the other nodes keep running/);
+      expect(await health(n2.url)).toBe(0);
+      for (const n of [n1, n3]) expect(await health(n.url)).toBe(200);
+      // Still running a while later, and the survivors still serve (and still form a mesh of two).
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(child.exitCode).toBeNull();
+      expect(await health(n1.url)).toBe(200);
+      const size = await until(async () => {
+        const st = await call(n3.url, 'GET', '/api/mesh/status');
+        return st.body.peers?.some((p: { peerId: string }) => p.peerId === n1.peerId) ? st : null;
+      }, 'node3 sees node1');
+      expect(size.status).toBe(200);
+      // Without --restart, node2 stays down.
+      expect(lines.filter((l) => l.name === 'node2')).toHaveLength(1);
+    } finally {
+      child.kill('SIGTERM');
+      code = await exitOf(child);
+      // Nodes the cluster left behind would fail the test below; they are ended here either way.
+      await new Promise((r) => setTimeout(r, 200));
+      leftover = lines.filter((l) => alive(l.pid)).map((l) => l.name);
+      for (const l of lines) if (alive(l.pid)) killQuietly(l.pid);
+    }
+    expect(code).toBe(0);
+    expect(leftover).toEqual([]);
+    for (const l of lines) expect(await health(l.url)).toBe(0);
+  }, 200_000);
+
+  it('--restart brings an exited node back on the same data dir, ports and peer id', async () => {
+    const root = await tempDir();
+    let code: number | null = null;
+    let leftover: string[] = [];
+    const { child, lines, stderr } = await startLines(['cluster', '--nodes', '2', '--base-port', '0', '--data-root', root, '--mesh-secret', 'cluster-cli-secret-123456', '--restart'], {}, (ls) => ls.length >= 2);
+    try {
+      const [n1, n2] = lines as [Record<string, any>, Record<string, any>];
+      const id = await zkIdentity(n1.url, 'cluster-restart');
+      process.kill(n1.pid, 'SIGKILL');
+      const back = await until(() => lines.find((l, i) => i >= 2 && l.name === 'node1'), 'node1 restarted', 60_000);
+      expect(back).toMatchObject({ name: 'node1', url: n1.url, peerId: n1.peerId, multiaddr: n1.multiaddr, dataDir: n1.dataDir, restarted: true });
+      expect(back.pid).not.toBe(n1.pid);
+      expect(stderr.join('')).toMatch(/node1 exited .*signal SIGKILL.*restarting/);
+      expect(await health(n1.url)).toBe(200);
+      expect(await health(n2.url)).toBe(200);
+      // It is the same node: an identity registered before is still there.
+      expect((await call(n1.url, 'GET', '/api/tally/balance', undefined, { authorization: `Bearer ${id.key}` })).body.zid).toBe(id.zid);
+      // A clean exit is brought back too (SIGTERM to the node, not to the cluster).
+      process.kill(n2.pid, 'SIGTERM');
+      const back2 = await until(() => lines.find((l, i) => i >= 3 && l.name === 'node2'), 'node2 restarted', 60_000);
+      expect(back2).toMatchObject({ url: n2.url, peerId: n2.peerId });
+      expect(child.exitCode).toBeNull();
+    } finally {
+      child.kill('SIGINT');
+      code = await exitOf(child);
+      // Nodes the cluster left behind would fail the test below; they are ended here either way.
+      await new Promise((r) => setTimeout(r, 200));
+      leftover = lines.filter((l) => alive(l.pid)).map((l) => l.name);
+      for (const l of lines) if (alive(l.pid)) killQuietly(l.pid);
+    }
+    expect(code).toBe(0);
+    expect(leftover).toEqual([]);
+    for (const l of lines) expect(await health(l.url)).toBe(0);
+  }, 200_000);
 });

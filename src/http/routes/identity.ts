@@ -88,7 +88,7 @@ export function identityRoutes(router: Router, s: HttpServices): void {
 
   router.post('/api/demo-key/mint', async (ctx) => {
     ctx.status = 201;
-    ctx.body = { key: await s.demoKeys.mint(), plan: 'demo', dailyLimit: s.config.limits.demoKeyPerDay, message: 'your own demo key; shown once' };
+    ctx.body = { key: await s.demoKeys.mint(ctx.ip), plan: 'demo', dailyLimit: s.config.limits.demoKeyPerDay, message: 'your own demo key; shown once' };
   });
 
   // Who am I (useful to clients holding only a key).

@@ -5,9 +5,9 @@ import { z } from 'zod';
 import { stampAt } from '../../kernel/clock.js';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
-import { presentedKey, requireKey, resolveCaller } from '../auth.js';
+import { authorizeMachineRead, presentedKey, requireKey, resolveCaller } from '../auth.js';
 import { validate } from '../validate.js';
-import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
+import { askHome, forwardToHome, relayAnswer, relayToHome, wasForwarded } from '../forward.js';
 import type { Caller } from '../../tally/ledger.js';
 import { MACHINE_HOME, SLUG_PATTERN } from '../../mesh/machines.js';
 
@@ -81,8 +81,9 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
    * Every route under /api/chain/:slug goes through here first. A machine held here is served here. One held by
    * another node (its home, from the mesh's directory or a signed answer of the home) is read there: the request
    * is forwarded once and the answer relayed with X-Svc-Served-By; the home enforces keys and public-machine
-   * rules. A presented key is checked here first and goes only to its own home (a key grants access only to
-   * machines homed with its identity), so a key never travels to a node that is not its home.
+   * rules. A presented key is checked here first and goes only to its own home, so a key never travels to a node
+   * that is not its home: any other key (another home's identity, a demo key) can open only a public machine, so the
+   * request goes without it, and the home's "no key" for a private machine is this key's 403.
    */
   async function atMachineHome(ctx: Context, next: Next): Promise<void> {
     const slug = String(ctx.params.slug);
@@ -94,19 +95,21 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     if (!home || home === s.nodeId()) throw notFound(slug);
     if (presentedKey(ctx)) {
       const caller = await resolveCaller(ctx, auth, false);
-      if (caller.kind !== 'identity' || caller.home !== home) throw noAccess(slug);
+      if (caller.kind !== 'identity' || caller.home !== home) {
+        const answer = await askHome(ctx, s, home, 'state machine', { slug }, { withoutKey: true });
+        if (answer.status === 401) throw noAccess(slug);
+        return relayAnswer(ctx, home, answer);
+      }
     }
     await relayToHome(ctx, s, home, 'state machine', { slug });
   }
 
-  /** Routes under /api/chain/:slug accept the machine's key or its owner's; public machines are readable without a key. */
+  /** Routes under /api/chain/:slug: public machines are readable by anyone, keyed or not; private ones by role. */
   async function readableMachine(ctx: Context): Promise<string> {
     const slug = String(ctx.params.slug);
     const machine = await s.chain.getMachine(slug);
     if (!machine) throw notFound(slug);
-    if (machine.is_public && !presentedKey(ctx)) return slug;
-    const caller = await resolveCaller(ctx, auth, false);
-    if (caller.kind !== 'identity' || (caller.slug !== slug && machine.roles[caller.zid] === undefined)) throw noAccess(slug);
+    await authorizeMachineRead(ctx, auth, machine);
     return slug;
   }
 

@@ -73,11 +73,24 @@ export function meshRoutes(router: Router, s: HttpServices): void {
     ctx.body = { zid, verified: yes >= quorum, consensusReached: yes >= quorum || meshNodes.length - yes >= quorum, coherenceScore: status.coherenceScore, quorum, meshNodes };
   });
 
+  /**
+   * A name for this node: its peer id, its URL and its multiaddrs, nothing a caller picks (any identity may register,
+   * so a name must not be made to point elsewhere). A url or multiaddrs in the body must be this node's own.
+   */
   router.post('/api/dns/register', requireKey(auth), async (ctx) => {
     const body = validate(dnsRegisterBody, ctx.request.body);
     const m = mesh();
-    const { record, winner, won } = await m.dns.register(body.name, { peerId: s.nodeId(), url: body.url ?? s.publicUrl(), multiaddrs: body.multiaddrs ?? m.multiaddrs() });
-    ctx.status = won ? 201 : 409;
+    const own = { url: s.publicUrl(), multiaddrs: m.multiaddrs() };
+    if (body.url !== undefined && body.url !== own.url) {
+      throw new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input url: a name points at the node that registers it (${own.url})`, { field: 'url', reason: 'not this node', allowed: [own.url] });
+    }
+    const foreign = body.multiaddrs?.find((a) => !own.multiaddrs.includes(a));
+    if (foreign !== undefined) {
+      throw new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input multiaddrs: ${foreign} is not an address of this node`, { field: 'multiaddrs', reason: 'not this node', allowed: own.multiaddrs });
+    }
+    const { record, winner, won } = await m.dns.register(body.name, { peerId: s.nodeId(), url: own.url, multiaddrs: body.multiaddrs ?? own.multiaddrs });
+    if (!won) throw new ServiceError(409, 'SVC_CONFLICT', `the name ${body.name} is held by ${winner.peerId}, which claimed it first`, { field: 'name', name: body.name, record, winner });
+    ctx.status = 201;
     ctx.body = { name: body.name, won, record, winner };
   });
 

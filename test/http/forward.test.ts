@@ -1,0 +1,133 @@
+// A hung home node (issue 17, defect 8). The home here is an in-test HTTP server that accepts and never answers,
+// as a stopped process does; it joins the node's mesh as a peer by a signed tick event carrying its URL, and an
+// identity and a machine homed on it are asserted by events it signs. Requests forwarded to it answer 503
+// SVC_HOME_UNREACHABLE with Retry-After once the deadline passes; the home is then skipped (no request reaches it)
+// until it answers a health probe again.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import type { PrivateKey } from '@libp2p/interface';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, type TestNode } from '../helpers/node.js';
+import { loadConfig } from '../../src/config/load.js';
+import { keyDigest, keyId, mintKey } from '../../src/identity/keys.js';
+import { buildEnvelope } from '../../src/mesh/wire.js';
+import { stampAt, systemClock } from '../../src/kernel/clock.js';
+
+const MESH_SECRET = 'forward-test-secret-0123456789abcdef';
+const DEADLINE_MS = 600;
+
+/** An HTTP server that plays a home node: it hangs (accepts, never answers) or answers, and records what reached it. */
+class FakeHome {
+  hang = true;
+  readonly seen: string[] = [];
+  private readonly server: Server;
+  url = '';
+  constructor() {
+    this.server = createServer((req: IncomingMessage, res: ServerResponse) => {
+      this.seen.push(`${req.method} ${req.url}`);
+      if (this.hang) return; // a stopped process: the connection is accepted, nothing comes back
+      res.setHeader('content-type', 'application/json');
+      res.setHeader('x-trace-id', 'tr_fakehome');
+      res.end(JSON.stringify(req.url === '/api/health' ? { ok: true } : { from: 'home', path: req.url, auth: req.headers.authorization ?? null }));
+    });
+  }
+  async start(): Promise<void> {
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', () => r()));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+  requests(): string[] {
+    return this.seen.filter((s) => !s.endsWith('/api/health'));
+  }
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+}
+
+let t: TestNode;
+let home: FakeHome;
+let homeKey: PrivateKey;
+let homeId: string;
+let key: string;
+const zid = `zid_${'ab'.repeat(16)}`;
+
+async function gossip(type: string, body: unknown): Promise<void> {
+  const now = stampAt(systemClock.nowNs()).svcond;
+  const env = await buildEnvelope(homeKey, homeId, MESH_SECRET, type, now, body);
+  const r = await call(t.url, 'POST', '/api/mesh/gossip', env.event, { 'x-node-handshake': env.handshake });
+  expect(r.status, r.text).toBe(200);
+}
+
+beforeAll(async () => {
+  home = new FakeHome();
+  await home.start();
+  homeKey = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
+  homeId = peerIdFromPrivateKey(homeKey as never).toString();
+  t = await startTestNode({ mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap: [], tickEvery: 1, forwardTimeoutMs: DEADLINE_MS } });
+  // The fake home joins: a tick event with its URL, then its identity's key and its machine.
+  await gossip('tick', { url: home.url, kernelVersion: '1.287.6', sealedCount: 0, chainHeadsDigest: '0'.repeat(64) });
+  expect(t.node.mesh.peers().find((p) => p.peerId === homeId)?.url).toBe(home.url);
+  key = mintKey('sk');
+  const now = Date.now();
+  await gossip('identity.assert', {
+    digest: keyDigest(key),
+    key: { key_id: keyId(key), kind: 'sk', zid, slug: null, plan: 'standard', created_unix_ms: now, expires_unix_ms: null, revoked_unix_ms: null, home: homeId },
+    identity: { zid, home: homeId, default_machine: null },
+  });
+  await t.node.mesh.machines.learn({ slug: 'far-away-book', home: homeId, created_unix_ms: now });
+}, 30_000);
+
+afterAll(async () => {
+  await t.destroy();
+  await home.stop();
+});
+
+describe('a hung home node', () => {
+  it('a forwarded ledger request answers 503 SVC_HOME_UNREACHABLE with Retry-After, and the home is then skipped', async () => {
+    const r = await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key));
+    const e = expectError(r, 503, 'SVC_HOME_UNREACHABLE');
+    expect(e).toMatchObject({ home: homeId, deadline_ms: DEADLINE_MS, retry_after_seconds: 1 });
+    expect(r.headers.get('retry-after')).toBe('1');
+    expect(home.requests()).toEqual(['GET /api/tally/balance']);
+    // Marked: the next requests (a ledger read, a solver run, a chain read) do not reach it at all.
+    for (const [method, path, body] of [['GET', '/api/tally/balance'], ['POST', '/api/svc/heat', {}], ['GET', '/api/chain/far-away-book/pohc/validate']] as const) {
+      const again = await call(t.url, method, path, body, bearer(key));
+      expect(expectError(again, 503, 'SVC_HOME_UNREACHABLE').home).toBe(homeId);
+      expect(again.headers.get('retry-after')).toBe('1');
+    }
+    expect(home.requests()).toEqual(['GET /api/tally/balance']);
+  }, 20_000);
+
+  it('once it answers its health again, requests reach it and its answers are relayed', async () => {
+    home.hang = false;
+    let r = await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key));
+    const end = Date.now() + 10_000;
+    while (r.status === 503 && Date.now() < end) {
+      await new Promise((res) => setTimeout(res, 100));
+      r = await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key));
+    }
+    expect(r.status, r.text).toBe(200);
+    expect(r.body).toEqual({ from: 'home', path: '/api/tally/balance', auth: `Bearer ${key}` });
+    expect(r.headers.get('x-svc-served-by')).toBe(homeId);
+    expect(r.headers.get('x-trace-id')).toBe('tr_fakehome');
+  }, 20_000);
+
+  it('a chain read with no key to a home that hangs again: 503 after the deadline, not a wait without end', async () => {
+    home.hang = true;
+    const before = home.requests().length;
+    const r = await call(t.url, 'GET', '/api/chain/far-away-book/explore?from=1');
+    expect(expectError(r, 503, 'SVC_HOME_UNREACHABLE')).toMatchObject({ home: homeId, slug: 'far-away-book', retry_after_seconds: 1 });
+    expect(home.requests().slice(before)).toEqual(['GET /api/chain/far-away-book/explore?from=1']);
+  }, 20_000);
+});
+
+describe('the deadline setting', () => {
+  it('mesh.forwardTimeoutMs defaults to 5000, is set by SVC_MESH_FORWARD_TIMEOUT_MS, and is bounded', () => {
+    expect(loadConfig({ env: {} }).mesh.forwardTimeoutMs).toBe(5000);
+    expect(loadConfig({ env: { SVC_MESH_FORWARD_TIMEOUT_MS: '1500' } }).mesh.forwardTimeoutMs).toBe(1500);
+    expect(() => loadConfig({ env: { SVC_MESH_FORWARD_TIMEOUT_MS: '0' } })).toThrow(/mesh\.forwardTimeoutMs/);
+    expect(() => loadConfig({ env: { SVC_MESH_FORWARD_TIMEOUT_MS: 'soon' } })).toThrow(/SVC_MESH_FORWARD_TIMEOUT_MS must be an integer/);
+  });
+});
