@@ -255,8 +255,8 @@ function buildPlate(p: FracturePlateInputs, model: Model): Lattice {
         const jy = iy + b;
         if (jx < 0 || jx >= n || jy >= n) continue;
         const j = jy * n + jx;
-        familySize[i]++;
-        familySize[j]++;
+        familySize[i]!++;
+        familySize[j]!++;
         // A bond is cut by the pre-crack when it joins the two halves and meets y = a/2 within the crack.
         let cut = false;
         if (half > 0 && (Y[i]! < yc) !== (Y[j]! < yc)) {
@@ -300,8 +300,8 @@ function buildBar(p: FractureBarInputs, model: Model): Lattice {
       length0[b] = k * dx;
       // Bonds across mid-span carry the notch: a reduced critical stretch.
       critical[b] = (X[i]! < mid) !== (X[j]! < mid) ? p.notch_factor * model.criticalStretch : model.criticalStretch;
-      familySize[i]++;
-      familySize[j]++;
+      familySize[i]!++;
+      familySize[j]!++;
       b++;
     }
   }
@@ -337,9 +337,9 @@ export function contactPairs(pos: Float64Array, N: number, dc: number): Int32Arr
     const cx = Math.min(ncx - 1, Math.floor((pos[2 * i]! - minX) / size));
     const cy = Math.min(ncy - 1, Math.floor((pos[2 * i + 1]! - minY) / size));
     cellOf[i] = cy * ncx + cx;
-    start[cellOf[i]! + 1]++;
+    start[cellOf[i]! + 1]!++;
   }
-  for (let c = 0; c < ncx * ncy; c++) start[c + 1] += start[c]!;
+  for (let c = 0; c < ncx * ncy; c++) start[c + 1]! += start[c]!;
   const fill = start.slice(0, ncx * ncy);
   const members = new Int32Array(N);
   for (let i = 0; i < N; i++) members[fill[cellOf[i]!]!++] = i;
@@ -404,10 +404,10 @@ function bondForces(
     const f = accel * (inv0 - 1 / r);
     const fx = f * ex;
     const fy = f * ey;
-    acc[i] += fx;
-    acc[i + 1] += fy;
-    acc[j] -= fx;
-    acc[j + 1] -= fy;
+    acc[i]! += fx;
+    acc[i + 1]! += fy;
+    acc[j]! -= fx;
+    acc[j + 1]! -= fy;
   }
   out[0] = energySum;
   out[1] = over;
@@ -432,10 +432,10 @@ function contactForces(pos: Float64Array, candidates: Int32Array, dc: number, ac
     sum += sc * sc;
     if (r > 0) {
       const f = (accel * sc) / r;
-      acc[i] -= f * ex;
-      acc[i + 1] -= f * ey;
-      acc[j] += f * ex;
-      acc[j + 1] += f * ey;
+      acc[i]! -= f * ex;
+      acc[i + 1]! -= f * ey;
+      acc[j]! += f * ex;
+      acc[j + 1]! += f * ey;
     }
   }
   out[0] = sum;
@@ -500,12 +500,12 @@ function breakBonds(
     const s = r * inv0 - 1;
     removedSum += s * s * length0[b]!;
     const f = accel * (inv0 - 1 / r);
-    acc[i] -= f * ex;
-    acc[i + 1] -= f * ey;
-    acc[j] += f * ex;
-    acc[j + 1] += f * ey;
-    intact[i >> 1]--;
-    intact[j >> 1]--;
+    acc[i]! -= f * ex;
+    acc[i + 1]! -= f * ey;
+    acc[j]! += f * ex;
+    acc[j + 1]! += f * ey;
+    intact[i >> 1]!--;
+    intact[j >> 1]!--;
     const px = posPrev[j]! - posPrev[i]!;
     const py = posPrev[j + 1]! - posPrev[i + 1]!;
     const sPrev = Math.sqrt(px * px + py * py) * inv0 - 1;
@@ -563,8 +563,8 @@ function run(inputs: FractureInputs): SolverOutput {
     pair[2 * b] = 2 * lat.bi[b]!;
     pair[2 * b + 1] = 2 * lat.bj[b]!;
     inverseLength0[b] = 1 / length0[b]!;
-    intact[lat.bi[b]!]++;
-    intact[lat.bj[b]!]++;
+    intact[lat.bi[b]!]!++;
+    intact[lat.bj[b]!]!++;
   }
 
   if (inputs.mode === 'plate') {
@@ -682,14 +682,14 @@ function run(inputs: FractureInputs): SolverOutput {
     const txy = k * ex * eta;
     const tyx = k * ey * xi;
     const tyy = k * ey * eta;
-    sxx[i] += txx;
-    sxy[i] += txy;
-    syx[i] += tyx;
-    syy[i] += tyy;
-    sxx[j] += txx;
-    sxy[j] += txy;
-    syx[j] += tyx;
-    syy[j] += tyy;
+    sxx[i]! += txx;
+    sxy[i]! += txy;
+    syx[i]! += tyx;
+    syy[i]! += tyy;
+    sxx[j]! += txx;
+    sxy[j]! += txy;
+    syx[j]! += tyx;
+    syy[j]! += tyy;
     const ci = plate ? Y[i]! : X[i]!;
     const cj = plate ? Y[j]! : X[j]!;
     if ((ci < mid) !== (cj < mid)) {

@@ -382,9 +382,9 @@ export function countModels(clauses: readonly (readonly number[])[], nVars: numb
   for (let c = 0; c < m; c++) {
     for (const l of ordered[c]!) {
       const v = Math.abs(l);
-      if (v <= 5) lowMask[c] |= l > 0 ? inWord[v - 1]! : ~inWord[v - 1]!;
-      else if (l > 0) highPos[c] |= 1 << (v - 6);
-      else highNeg[c] |= 1 << (v - 6);
+      if (v <= 5) lowMask[c]! |= l > 0 ? inWord[v - 1]! : ~inWord[v - 1]!;
+      else if (l > 0) highPos[c]! |= 1 << (v - 6);
+      else highNeg[c]! |= 1 << (v - 6);
     }
   }
   let count = 0;
