@@ -156,7 +156,7 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
       operators: listOperators().length,
       solvers: s.compute.registry.list().map((x) => ({ id: x.id, kind: x.kind, endpoint: x.endpoint ?? '/api/svc/solve', catalogue: x.catalogue, modes: x.modes, stateful: x.stateful })),
       limits: {
-        keyless_prove_per_minute: s.config.limits.proveperMinute,
+        keyless_prove_per_minute: s.config.limits.provePerMinute,
         demo_key_per_day: s.config.limits.demoKeyPerDay,
         anonymous_compute_per_day: s.config.limits.anonymousComputePerDay,
         max_operators: 10,
