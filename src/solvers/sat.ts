@@ -108,30 +108,71 @@ type Outcome = { status: 'SAT'; model: Int8Array; work: number } | { status: 'UN
  * tried true first, then false.
  */
 function dpll(cnf: Cnf, maxDecisions: number): Outcome {
-  const { nVars, start, lits } = cnf;
-  const nClauses = start.length - 1;
-  const { occStart, occ } = occurrences(cnf);
-  const value = new Int8Array(nVars + 1);
-  const nTrue = new Int32Array(nClauses);
-  const nFalse = new Int32Array(nClauses);
-  const litCount = new Int32Array(2 * nVars + 2);
-  for (let i = 0; i < lits.length; i++) litCount[litIndex(lits[i]!)]!++;
-  let nSatisfied = 0;
-  const trail = new Int32Array(nVars);
-  let trailLen = 0;
+  const search = new DpllSearch(cnf);
+  if (!search.assignUnitClauses()) return { status: 'UNSAT', work: 0 };
+  for (;;) {
+    if (search.allSatisfied()) return { status: 'SAT', model: search.model(), work: search.decisions };
+    const best = search.scanOpenLiterals();
+    if (search.nPure > 0) {
+      search.assignPureLiterals();
+      continue;
+    }
+    if (search.decisions >= maxDecisions) {
+      throw new SolverFailure('DPLL decision budget exhausted', { max_decisions: maxDecisions });
+    }
+    if (!search.decide(best)) return { status: 'UNSAT', work: search.decisions };
+  }
+}
+
+/** The state of one DPLL search and its steps: assign, undo, propagate, backtrack, choose, decide. */
+class DpllSearch {
+  private readonly nVars: number;
+  private readonly nClauses: number;
+  private readonly start: Int32Array;
+  private readonly lits: Int32Array;
+  private readonly occStart: Int32Array;
+  private readonly occ: Int32Array;
+  private readonly value: Int8Array;
+  private readonly nTrue: Int32Array;
+  private readonly nFalse: Int32Array;
+  private readonly litCount: Int32Array;
+  private nSatisfied = 0;
+  private readonly trail: Int32Array;
+  private trailLen = 0;
   // Decision stack: trail position of each decision and whether its second branch is already taken.
-  const decisionPos: number[] = [];
-  const decisionFlipped: boolean[] = [];
-  const pure = new Int32Array(nVars);
-  let decisions = 0;
+  private readonly decisionPos: number[] = [];
+  private readonly decisionFlipped: boolean[] = [];
+  /** Pure literals found by the last scanOpenLiterals: pure[0 … nPure). */
+  private readonly pure: Int32Array;
+  nPure = 0;
+  decisions = 0;
+
+  constructor(cnf: Cnf) {
+    const { nVars, start, lits } = cnf;
+    this.nVars = nVars;
+    this.nClauses = start.length - 1;
+    this.start = start;
+    this.lits = lits;
+    const { occStart, occ } = occurrences(cnf);
+    this.occStart = occStart;
+    this.occ = occ;
+    this.value = new Int8Array(nVars + 1);
+    this.nTrue = new Int32Array(this.nClauses);
+    this.nFalse = new Int32Array(this.nClauses);
+    this.litCount = new Int32Array(2 * nVars + 2);
+    for (let i = 0; i < lits.length; i++) this.litCount[litIndex(lits[i]!)]!++;
+    this.trail = new Int32Array(nVars);
+    this.pure = new Int32Array(nVars);
+  }
 
   /** Assign literal l true; returns false on a conflict (some clause has all literals false). */
-  const assign = (l: number): boolean => {
+  assign(l: number): boolean {
+    const { occStart, occ, nTrue, nFalse, start, lits, value, litCount } = this;
     const pos = litIndex(l);
     for (let k = occStart[pos]!; k < occStart[pos + 1]!; k++) {
       const c = occ[k]!;
       if (nTrue[c]!++ !== 0) continue;
-      nSatisfied++;
+      this.nSatisfied++;
       // c leaves the open set: its unassigned literals (l among them) lose one occurrence.
       for (let i = start[c]!; i < start[c + 1]!; i++) {
         const li = lits[i]!;
@@ -149,13 +190,15 @@ function dpll(cnf: Cnf, maxDecisions: number): Outcome {
       }
     }
     value[Math.abs(l)] = l > 0 ? 1 : -1;
-    trail[trailLen++] = l;
+    this.trail[this.trailLen++] = l;
     return ok;
-  };
+  }
 
-  const unassignTo = (target: number) => {
-    while (trailLen > target) {
-      const l = trail[--trailLen]!;
+  /** Undo assignments down to trail length `target`. */
+  unassignTo(target: number): void {
+    const { occStart, occ, nTrue, nFalse, start, lits, value, litCount, trail } = this;
+    while (this.trailLen > target) {
+      const l = trail[--this.trailLen]!;
       value[Math.abs(l)] = 0;
       const pos = litIndex(l);
       const neg = pos ^ 1;
@@ -167,19 +210,20 @@ function dpll(cnf: Cnf, maxDecisions: number): Outcome {
       for (let k = occStart[pos]!; k < occStart[pos + 1]!; k++) {
         const c = occ[k]!;
         if (--nTrue[c]! !== 0) continue;
-        nSatisfied--;
+        this.nSatisfied--;
         for (let i = start[c]!; i < start[c + 1]!; i++) {
           const li = lits[i]!;
           if (value[Math.abs(li)] === 0) litCount[litIndex(li)]!++;
         }
       }
     }
-  };
+  }
 
   /** Unit propagation of the trail from position `from` on; false on conflict. */
-  const propagate = (from: number): boolean => {
+  propagate(from: number): boolean {
+    const { occStart, occ, nTrue, nFalse, start, lits, value, trail } = this;
     let head = from;
-    while (head < trailLen) {
+    while (head < this.trailLen) {
       const neg = litIndex(trail[head++]!) ^ 1;
       for (let k = occStart[neg]!; k < occStart[neg + 1]!; k++) {
         const c = occ[k]!;
@@ -194,56 +238,68 @@ function dpll(cnf: Cnf, maxDecisions: number): Outcome {
               break;
             }
           }
-          if (!assign(unit)) return false;
+          if (!this.assign(unit)) return false;
         }
       }
     }
     return true;
-  };
+  }
 
   /** Undo to the last decision with an untried branch and take it; false when none is left (UNSAT). */
-  const backtrack = (): boolean => {
+  backtrack(): boolean {
+    const { decisionPos, decisionFlipped } = this;
     for (;;) {
       const d = decisionPos.length - 1;
       if (d < 0) return false;
       const pos = decisionPos[d]!;
-      const lit = trail[pos]!;
-      unassignTo(pos);
+      const lit = this.trail[pos]!;
+      this.unassignTo(pos);
       if (!decisionFlipped[d]) {
         decisionFlipped[d] = true;
         // The second branch stays at this level: undone with it if it fails too.
-        if (assign(-lit) && propagate(pos)) return true;
+        if (this.assign(-lit) && this.propagate(pos)) return true;
         continue;
       }
       decisionPos.pop();
       decisionFlipped.pop();
     }
-  };
-
-  // Level 0: unit clauses and their consequences.
-  for (let c = 0; c < nClauses; c++) {
-    if (start[c + 1]! - start[c]! !== 1) continue;
-    const l = lits[start[c]!]!;
-    const v = value[Math.abs(l)]!;
-    if (v === 0) {
-      const from = trailLen;
-      if (!(assign(l) && propagate(from))) return { status: 'UNSAT', work: 0 };
-    } else if (v !== (l > 0 ? 1 : -1)) {
-      return { status: 'UNSAT', work: 0 };
-    }
   }
 
-  for (;;) {
-    if (nSatisfied === nClauses) {
-      const model = new Int8Array(nVars + 1);
-      for (let v = 1; v <= nVars; v++) model[v] = value[v] === 0 ? -1 : value[v]!;
-      return { status: 'SAT', model, work: decisions };
+  /** Level 0: unit clauses and their consequences; false when they conflict (UNSAT). */
+  assignUnitClauses(): boolean {
+    const { start, lits, value } = this;
+    for (let c = 0; c < this.nClauses; c++) {
+      if (start[c + 1]! - start[c]! !== 1) continue;
+      const l = lits[start[c]!]!;
+      const v = value[Math.abs(l)]!;
+      if (v === 0) {
+        const from = this.trailLen;
+        if (!(this.assign(l) && this.propagate(from))) return false;
+      } else if (v !== (l > 0 ? 1 : -1)) {
+        return false;
+      }
     }
-    // Pure literals and the most frequent open literal, in one pass.
+    return true;
+  }
+
+  allSatisfied(): boolean {
+    return this.nSatisfied === this.nClauses;
+  }
+
+  /** The satisfying assignment (open variables false). */
+  model(): Int8Array {
+    const model = new Int8Array(this.nVars + 1);
+    for (let v = 1; v <= this.nVars; v++) model[v] = this.value[v] === 0 ? -1 : this.value[v]!;
+    return model;
+  }
+
+  /** Pure literals (into pure[0 … nPure)) and the most frequent open literal (returned), in one pass. */
+  scanOpenLiterals(): number {
+    const { value, litCount, pure } = this;
     let nPure = 0;
     let best = 0;
     let bestCount = 0;
-    for (let v = 1; v <= nVars; v++) {
+    for (let v = 1; v <= this.nVars; v++) {
       if (value[v] !== 0) continue;
       const p = litCount[2 * v]!;
       const n = litCount[2 * v + 1]!;
@@ -258,19 +314,22 @@ function dpll(cnf: Cnf, maxDecisions: number): Outcome {
         best = -v;
       }
     }
-    if (nPure > 0) {
-      // Pure literals only satisfy clauses: they cannot cause a conflict.
-      for (let i = 0; i < nPure; i++) assign(pure[i]!);
-      continue;
-    }
-    if (decisions >= maxDecisions) {
-      throw new SolverFailure('DPLL decision budget exhausted', { max_decisions: maxDecisions });
-    }
-    decisions++;
-    decisionPos.push(trailLen);
-    decisionFlipped.push(false);
-    const from = trailLen;
-    if (!(assign(best) && propagate(from)) && !backtrack()) return { status: 'UNSAT', work: decisions };
+    this.nPure = nPure;
+    return best;
+  }
+
+  /** Pure literals only satisfy clauses: they cannot cause a conflict. */
+  assignPureLiterals(): void {
+    for (let i = 0; i < this.nPure; i++) this.assign(this.pure[i]!);
+  }
+
+  /** Branch on `lit` (true first); on conflict backtrack. False when the search space is used up (UNSAT). */
+  decide(lit: number): boolean {
+    this.decisions++;
+    this.decisionPos.push(this.trailLen);
+    this.decisionFlipped.push(false);
+    const from = this.trailLen;
+    return (this.assign(lit) && this.propagate(from)) || this.backtrack();
   }
 }
 
