@@ -5,13 +5,18 @@ import { z } from 'zod';
 import { rngForInputs, type Xoshiro128 } from '../numerics/prng.js';
 import { InputError, SolverFailure } from './errors.js';
 import type { Check, SolverDef, SolverOutput } from './types.js';
-import { checkWorkLimit, intIn, makeCheck, parseInputs, refuseCheck, seedSchema } from './util.js';
+import { intIn, makeCheck, parseInputs, refuseCheck, seedSchema } from './util.js';
 
 const MAX_VARS = 1000;
 /** Enumeration certifies UNSAT up to this many variables (2^22 assignments, 32 per machine word). */
 const MAX_ENUMERATION_VARS = 22;
-/** Budget × cost of one decision or flip (literal occurrences it may touch); ≈ 10–30 ns per unit → a few seconds. */
-const WORK_LIMIT = 1e9;
+/**
+ * Work of one run, counted as it goes: literal occurrences visited by assignments, undos, break counts and flips
+ * (≈ 10–30 ns each → some seconds). A run that reaches it ends with SolverFailure (500 SVC_SOLVER_ERROR), like one
+ * that uses up max_decisions or max_flips; the budgets are not refused up front, since the worst case
+ * (budget × all occurrences) is far above what typical instances use.
+ */
+export const WORK_LIMIT = 1e9;
 const WALKSAT_NOISE = 0.5;
 
 const literal = z
@@ -42,7 +47,7 @@ export interface SatInputs extends Record<string, unknown> {
 }
 
 /** Clauses in compressed form: literals of clause c are lits[start[c] … start[c+1]). */
-interface Cnf {
+export interface Cnf {
   nVars: number;
   start: Int32Array;
   lits: Int32Array;
@@ -52,7 +57,7 @@ interface Cnf {
 const litIndex = (l: number) => (l > 0 ? 2 * l : -2 * l + 1);
 
 /** Drop duplicate literals and tautological clauses (they constrain nothing); keeps clause order. */
-function simplify(clauses: readonly (readonly number[])[], nVars: number): Cnf {
+export function simplify(clauses: readonly (readonly number[])[], nVars: number): Cnf {
   const start: number[] = [0];
   const lits: number[] = [];
   for (const clause of clauses) {
@@ -98,7 +103,7 @@ function generateInstance(nVars: number, nClauses: number, rng: Xoshiro128): num
   return clauses;
 }
 
-type Outcome = { status: 'SAT'; model: Int8Array; work: number } | { status: 'UNSAT'; work: number };
+export type Outcome = { status: 'SAT'; model: Int8Array; work: number } | { status: 'UNSAT'; work: number };
 
 /**
  * Iterative DPLL. Assignment values: 1 true, −1 false, 0 open. Per clause: counts of true and of false literals;
@@ -107,7 +112,7 @@ type Outcome = { status: 'SAT'; model: Int8Array; work: number } | { status: 'UN
  * literal (ties: lowest variable, positive first) come from one pass over the variables. The branch literal is
  * tried true first, then false.
  */
-function dpll(cnf: Cnf, maxDecisions: number): Outcome {
+export function dpll(cnf: Cnf, maxDecisions: number, workLimit = WORK_LIMIT): Outcome {
   const search = new DpllSearch(cnf);
   if (!search.assignUnitClauses()) return { status: 'UNSAT', work: 0 };
   for (;;) {
@@ -119,6 +124,9 @@ function dpll(cnf: Cnf, maxDecisions: number): Outcome {
     }
     if (search.decisions >= maxDecisions) {
       throw new SolverFailure('DPLL decision budget exhausted', { max_decisions: maxDecisions });
+    }
+    if (search.work > workLimit) {
+      throw new SolverFailure('DPLL work budget exhausted', { work_limit: workLimit, work: search.work, decisions: search.decisions });
     }
     if (!search.decide(best)) return { status: 'UNSAT', work: search.decisions };
   }
@@ -146,6 +154,8 @@ class DpllSearch {
   private readonly pure: Int32Array;
   nPure = 0;
   decisions = 0;
+  /** Literal occurrences visited so far (the work budget's unit). */
+  work = 0;
 
   constructor(cnf: Cnf) {
     const { nVars, start, lits } = cnf;
@@ -180,6 +190,7 @@ class DpllSearch {
       }
     }
     const neg = pos ^ 1;
+    this.work += occStart[pos + 1]! - occStart[pos]! + occStart[neg + 1]! - occStart[neg]!;
     let ok = true;
     for (let k = occStart[neg]!; k < occStart[neg + 1]!; k++) {
       const c = occ[k]!;
@@ -202,6 +213,7 @@ class DpllSearch {
       value[Math.abs(l)] = 0;
       const pos = litIndex(l);
       const neg = pos ^ 1;
+      this.work += occStart[pos + 1]! - occStart[pos]! + occStart[neg + 1]! - occStart[neg]!;
       for (let k = occStart[neg]!; k < occStart[neg + 1]!; k++) {
         const c = occ[k]!;
         nFalse[c]!--;
@@ -338,7 +350,7 @@ class DpllSearch {
  * otherwise with probability p a random variable of the clause, else the one with the smallest break count
  * (first in clause order). Random start assignment. Cannot prove UNSAT.
  */
-function walksat(cnf: Cnf, maxFlips: number, rng: Xoshiro128): Outcome {
+export function walksat(cnf: Cnf, maxFlips: number, rng: Xoshiro128, workLimit = WORK_LIMIT): Outcome {
   const { nVars, start, lits } = cnf;
   const nClauses = start.length - 1;
   const { occStart, occ } = occurrences(cnf);
@@ -365,8 +377,10 @@ function walksat(cnf: Cnf, maxFlips: number, rng: Xoshiro128): Outcome {
     if (nTrue[c] === 0) addUnsat(c);
   }
   /** Clauses that become unsatisfied when v flips: those where v's true literal is the only true one. */
+  let work = 0;
   const breakCount = (v: number) => {
     const p = litIndex(value[v] === 1 ? v : -v);
+    work += occStart[p + 1]! - occStart[p]!;
     let b = 0;
     for (let k = occStart[p]!; k < occStart[p + 1]!; k++) if (nTrue[occ[k]!] === 1) b++;
     return b;
@@ -374,6 +388,7 @@ function walksat(cnf: Cnf, maxFlips: number, rng: Xoshiro128): Outcome {
   const flip = (v: number) => {
     const oldTrue = litIndex(value[v] === 1 ? v : -v);
     const newTrue = oldTrue ^ 1;
+    work += occStart[oldTrue + 1]! - occStart[oldTrue]! + occStart[newTrue + 1]! - occStart[newTrue]!;
     value[v] = value[v] === 1 ? -1 : 1;
     for (let k = occStart[newTrue]!; k < occStart[newTrue + 1]!; k++) {
       const c = occ[k]!;
@@ -389,6 +404,9 @@ function walksat(cnf: Cnf, maxFlips: number, rng: Xoshiro128): Outcome {
   while (nUnsat > 0) {
     if (flips >= maxFlips) {
       throw new SolverFailure('WalkSAT flip budget exhausted (instance may be unsatisfiable)', { max_flips: maxFlips });
+    }
+    if (work > workLimit) {
+      throw new SolverFailure('WalkSAT work budget exhausted', { work_limit: workLimit, work, flips });
     }
     const c = unsat[rng.int(nUnsat)]!;
     let chosen = 0;
@@ -460,20 +478,6 @@ export function countModels(clauses: readonly (readonly number[])[], nVars: numb
   return count;
 }
 
-/** Work of one WalkSAT flip: longest clause × most occurrences of a variable (generated: twice the mean). */
-function flipCost(inputs: SatInputs): number {
-  if (!inputs.clauses) return 3 * 2 * Math.ceil((3 * inputs.n_clauses) / inputs.n_vars);
-  const occ = new Int32Array(inputs.n_vars + 1);
-  let longest = 0;
-  for (const clause of inputs.clauses) {
-    longest = Math.max(longest, clause.length);
-    for (const l of clause) occ[Math.abs(l)]!++;
-  }
-  let most = 0;
-  for (let v = 1; v <= inputs.n_vars; v++) most = Math.max(most, occ[v]!);
-  return longest * most;
-}
-
 export const sat: SolverDef<SatInputs> = {
   id: 'sat',
   kind: '3-SAT',
@@ -486,8 +490,8 @@ export const sat: SolverDef<SatInputs> = {
     { key: 'n_vars', unit: '1', default: '50 (or max |literal|)', range: '1 … 1000 (≥ 3 for generated instances)' },
     { key: 'n_clauses', unit: '1', default: 200, range: '1 … 5000 (generated instances)' },
     { key: 'method', unit: '—', default: 'dpll', range: 'dpll, walksat' },
-    { key: 'max_decisions', unit: '1', default: 1e6, range: '1 … 1e7 (× literal occurrences ≤ 1e9)' },
-    { key: 'max_flips', unit: '1', default: 1e5, range: '1 … 1e7 (× flip cost ≤ 1e9)' },
+    { key: 'max_decisions', unit: '1', default: 1e6, range: '1 … 1e7 (a run also ends after 1e9 literal visits)' },
+    { key: 'max_flips', unit: '1', default: 1e5, range: '1 … 1e7 (a run also ends after 1e9 literal visits)' },
     { key: 'seed', unit: '1', default: 'from inputs', range: 'integer 0 … 2^53−1' },
   ],
 
@@ -511,16 +515,6 @@ export const sat: SolverDef<SatInputs> = {
         max_flips: p.max_flips };
     }
     if (p.seed !== undefined) resolved.seed = p.seed;
-    if (resolved.method === 'dpll') {
-      // Propagation after one decision may touch every literal occurrence.
-      const occurrencesTotal = resolved.clauses
-        ? resolved.clauses.reduce((s, c) => s + c.length, 0)
-        : 3 * resolved.n_clauses;
-      checkWorkLimit('max_decisions', resolved.max_decisions * occurrencesTotal, WORK_LIMIT);
-    } else {
-      // Each flip computes break counts: clause length × occurrences of each of its variables.
-      checkWorkLimit('max_flips', resolved.max_flips * flipCost(resolved), WORK_LIMIT);
-    }
     return resolved;
   },
 
