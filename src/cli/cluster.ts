@@ -7,6 +7,7 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NODE_HEAP_FLAGS } from '../config/heap-flags.js';
 
 export interface ClusterOptions {
   nodes: number;
@@ -30,8 +31,8 @@ const SELF = fileURLToPath(import.meta.url);
 const FROM_SOURCE = SELF.endsWith('.ts');
 const CLI = join(dirname(SELF), FROM_SOURCE ? 'index.ts' : 'index.js');
 const NODE_ARGS = FROM_SOURCE ? ['--import', 'tsx', CLI, 'start'] : [CLI, 'start'];
-/** Heap-size flags the cluster command was started with (npm run cluster sets the young generation) pass to each node. */
-const HEAP_FLAGS = process.execArgv.filter((a) => /^--(max|min)-(semi|old)-space-size=/.test(a));
+/** Each node gets the node heap flags, then any heap-size flags the cluster command itself was started with (the later wins). */
+const HEAP_FLAGS = [...NODE_HEAP_FLAGS, ...process.execArgv.filter((a) => /^--(max|min)-(semi|old)-space-size=/.test(a))];
 const START_TIMEOUT_MS = 30_000;
 
 /** The receipt secret shared by the cluster, kept in the data root so receipts stay verifiable across restarts. */
