@@ -16,12 +16,12 @@
 // Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50] [--rounds 5] [--compare DIR]
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pino from 'pino';
+import { NODE_HEAP_FLAGS } from '../../src/config/heap-flags.js';
 import { loadConfig } from '../../src/config/load.js';
 import { resolveCaller } from '../../src/http/auth.js';
 import { SvcNode } from '../../src/node.js';
@@ -57,8 +57,8 @@ async function load(t: Target, seconds: number): Promise<autocannon.Result> {
 let freshCount = 0;
 const freshBody = (): string => JSON.stringify({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 1 + ++freshCount / 1e6, velocity_m_s: 3 + (freshCount % 1000) / 1000 } });
 
-/** The heap flags of package.json's start script. */
-const START_HEAP_FLAGS: string[] = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.match(/--(max|min)-semi-space-size=\d+/g) ?? [];
+/** The heap flags npm start gives node. */
+const START_HEAP_FLAGS: string[] = [...NODE_HEAP_FLAGS];
 
 /** The built node, as npm start runs it (the bench builds first), with a registered key. */
 async function startNode(sync: boolean, from = root): Promise<{ child: ChildProcess; url: string; key: string; dataDir: string }> {

@@ -10,6 +10,7 @@ import { mkdir } from 'node:fs/promises';
 import { loadOrCreateReceiptSecret } from '../config/receipt-secret.js';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NODE_HEAP_FLAGS } from '../config/heap-flags.js';
 
 export interface ClusterOptions {
   nodes: number;
@@ -35,8 +36,8 @@ const SELF = fileURLToPath(import.meta.url);
 const FROM_SOURCE = SELF.endsWith('.ts');
 const CLI = join(dirname(SELF), FROM_SOURCE ? 'index.ts' : 'index.js');
 const NODE_ARGS = FROM_SOURCE ? ['--import', 'tsx', CLI, 'start'] : [CLI, 'start'];
-/** Heap-size flags the cluster command was started with (npm run cluster sets the young generation) pass to each node. */
-const HEAP_FLAGS = process.execArgv.filter((a) => /^--(max|min)-(semi|old)-space-size=/.test(a));
+/** Each node gets the node heap flags, then any heap-size flags the cluster command itself was started with (the later wins). */
+const HEAP_FLAGS = [...NODE_HEAP_FLAGS, ...process.execArgv.filter((a) => /^--(max|min)-(semi|old)-space-size=/.test(a))];
 const START_TIMEOUT_MS = 30_000;
 /** A node that keeps exiting soon after its start is restarted later and later: from 1 s, doubling, to 30 s. */
 const RESTART_DELAY_MS = { first: 1000, max: 30_000 };

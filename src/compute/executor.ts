@@ -6,6 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { WORKER_HEAP_RESET_FLAGS } from '../config/heap-flags.js';
 import { ServiceError, type ErrorCode } from '../kernel/errors.js';
 import type { SolverRegistry } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
@@ -28,7 +29,7 @@ const FROM_SOURCE = fileURLToPath(import.meta.url).endsWith('.ts');
 let workerHeapFlagsSet = false;
 export function resetWorkerHeapFlags(): void {
   if (workerHeapFlagsSet) return;
-  v8.setFlagsFromString('--min-semi-space-size=0');
+  for (const flag of WORKER_HEAP_RESET_FLAGS) v8.setFlagsFromString(flag);
   workerHeapFlagsSet = true;
 }
 

@@ -35,7 +35,7 @@ export const configSchema = z
       .strict(),
     limits: z
       .object({
-        proveperMinute: z.number().int().positive(),
+        provePerMinute: z.number().int().positive(),
         demoKeyPerDay: z.number().int().positive(),
         anonymousComputePerDay: z.number().int().positive(),
         enforceDailyQuota: z.boolean(),

@@ -10,6 +10,7 @@ import type { HttpServices } from './context.js';
 import { errorMiddleware, errorPayload, sendError } from './errors.js';
 import { jsonBody } from './body.js';
 import { routes } from './dispatch.js';
+import { notHere } from './spec-routes.js';
 import { systemRoutes } from './routes/system.js';
 import { computeRoutes } from './routes/compute.js';
 import { identityRoutes } from './routes/identity.js';
@@ -25,23 +26,6 @@ const QUERY_ROUTES = [
   '/api/svc/shift',
   '/api/svc/lattice',
   '/api/playground/compute',
-];
-
-/** Spec route groups this node does not serve (yet); listed in discovery so clients know. */
-const NOT_HERE = [
-  '/api/svc/reactor/*',
-  '/api/svc/agent/*',
-  '/api/svc/llm/credentials/*',
-  '/api/llm/chat',
-  '/api/genesis/execute',
-  '/api/svc/streams/*',
-  '/ws/stream',
-  '/api/svc/mmio',
-  '/api/contribute/*',
-  '/api/tally/envelopes/folder',
-  '/api/tally/envelopes/transfer-bulk',
-  '/api/protocol/pohc/*',
-  'webhooks (planned, part 6)',
 ];
 
 export function createApp(s: HttpServices): { app: Koa; router: Router; library: Library } {
@@ -70,7 +54,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     kernel_version: s.config.kernel.version,
     counts: { libraries: library.entries.length, categories: categories().length, solvers: s.compute.registry.ids().length, keys: Object.keys(KEY_PREFIX).length },
     endpoints: endpoints(),
-    not_here: NOT_HERE,
+    not_here: notHere(endpoints()),
   });
 
   // Trace ids: a random per-process prefix and a counter — unique, cheap, and not a secret.

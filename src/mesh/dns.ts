@@ -50,7 +50,7 @@ function recordKey(r: DnsRecord): string {
 }
 
 function winnerOf(e: NameEntry): OwnerClaim {
-  let best = e.owners[0];
+  let best = e.owners[0]!;
   for (const o of e.owners) {
     if (o.first < best.first || (o.first === best.first && o.peerId < best.peerId)) best = o;
   }

@@ -195,7 +195,7 @@ export class MeshHost {
     });
     this.log.info({ peerId: node.peerId.toString(), multiaddrs: this.multiaddrs() }, 'mesh listening');
     const self = node.peerId.toString();
-    for (let i = this.targets.length - 1; i >= 0; i--) if (this.targets[i].peerId === self) this.targets.splice(i, 1);
+    for (let i = this.targets.length - 1; i >= 0; i--) if (this.targets[i]!.peerId === self) this.targets.splice(i, 1);
     await Promise.all(this.targets.map((t) => this.dialTarget(t)));
     this.timer = setInterval(() => this.maintain(), Math.max(100, Math.min(this.redialMin, 500)));
     this.timer.unref();

@@ -2,6 +2,9 @@
 // {svcond, node, sealedCount, chainHeadsDigest, kernelVersion, peers, signature}, keyed by its svcond. A snapshot
 // is written once and never rewritten (an existing key is left alone). The signature is base64 Ed25519 by the
 // node key over the canonical JSON of the snapshot without its signature; verifySnapshot checks it.
+// Snapshots sit on the 4-tick grid: a node that starts mid-slot writes nothing for that slot (it would be keyed off
+// the grid, e.g. at 4k + 1) and writes its first snapshot at the next slot's first tick; after that, the first pulse
+// in each slot (pulses come several times a tick) writes it.
 // Retention: the store keeps the newest `retention` snapshots (keys sort by svcond); each write deletes the
 // oldest beyond that in the same atomic batch, and load() trims a store that holds more (e.g. written before
 // retention existed, or under a larger setting).
@@ -77,6 +80,8 @@ export class TransparencyOracle {
   private readonly sub: Sublevel;
   private latest: NetworkSnapshot | null = null;
   private lastSlot = -1;
+  /** False until the first maybeSnapshot after this start: a start mid-slot skips that slot. */
+  private pulsed = false;
   private revenueProvider: (() => RevenueFigures | Promise<RevenueFigures>) | undefined;
   private readonly retention: number;
   /** svconds of the stored snapshots, oldest first (at most `retention`): what the next write prunes. */
@@ -136,6 +141,9 @@ export class TransparencyOracle {
     const slot = Math.floor(svcond / SNAPSHOT_EVERY_TICKS);
     if (slot <= this.lastSlot) return null;
     this.lastSlot = slot;
+    const startedMidSlot = !this.pulsed && svcond % SNAPSHOT_EVERY_TICKS !== 0;
+    this.pulsed = true;
+    if (startedMidSlot) return null;
     const key = TransparencyOracle.key(svcond);
     if ((await this.opts.store.get(this.sub, key)) !== undefined) return null;
     const head = await this.opts.headState();

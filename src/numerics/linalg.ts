@@ -107,11 +107,11 @@ export function bandedSymmetricMultiply(band: ArrayLike<number>, n: number, bw: 
   const w = bw + 1;
   const y = new Float64Array(n);
   for (let i = 0; i < n; i++) {
-    y[i] += band[i * w]! * x[i]!;
+    y[i]! += band[i * w]! * x[i]!;
     for (let k = Math.max(0, i - bw); k < i; k++) {
       const a = band[i * w + (i - k)]!;
-      y[i] += a * x[k]!;
-      y[k] += a * x[i]!;
+      y[i]! += a * x[k]!;
+      y[k]! += a * x[i]!;
     }
   }
   return y;
@@ -406,7 +406,7 @@ export function bandedSubspaceEigen(
       for (let a = 0; a < q; a++) {
         const ca = c[a]!;
         const xa = Xbar[a]!;
-        for (let i = 0; i < n; i++) x[i] += ca * xa[i]!;
+        for (let i = 0; i < n; i++) x[i]! += ca * xa[i]!;
       }
       return x;
     });

@@ -371,69 +371,183 @@ const EPS = Number.EPSILON;
  * Pure and deterministic.
  */
 export function nelderMead(f: Objective, x0: ArrayLike<number>, options: NelderMeadOptions): MinimizeResult {
-  const n = x0.length;
-  const adaptive = n >= 3;
-  const alpha = 1;
-  const beta = adaptive ? 1 + 2 / n : 2;
-  const gamma = adaptive ? 0.75 - 1 / (2 * n) : 0.5;
-  const delta = adaptive ? 1 - 1 / n : 0.5;
+  const s = new NelderMeadSearch(f, x0.length, options);
   const gtol = options.gtol ?? 0;
-  const xtol = options.xtol ?? 1e-10;
-  const ftol = options.ftol ?? 8 * EPS;
-  const fatol = options.fatol ?? 0;
-  const step0 = options.initialStep ?? 0.05;
-  const maxRuns = options.maxRuns ?? 64;
-  const verts: Float64Array[] = Array.from({ length: n + 1 }, () => new Float64Array(n));
-  const fv = new Float64Array(n + 1);
-  const order = Array.from({ length: n + 1 }, (_, i) => i);
-  const centroid = new Float64Array(n);
-  const xr = new Float64Array(n);
-  const xe = new Float64Array(n);
-  const xc = new Float64Array(n);
-  const xp = new Float64Array(n);
-  const grad = new Float64Array(n);
-  let evaluations = 0;
-  const evalF = (x: Float64Array): number => {
-    evaluations++;
-    const v = f(x);
-    return Number.isNaN(v) ? Number.POSITIVE_INFINITY : v;
+  s.build(Float64Array.from(x0));
+  let iterations = 0;
+  let runs = 1;
+  let reason = 'max_iterations';
+  let gradientNorm = Number.NaN;
+  // The best vertex whose gradient was last tested (skip the test while it is unchanged).
+  let testedIdx = -1;
+  let testedF = Number.NaN;
+  // f at the probe point the current run started from (null for the first run).
+  let probeF: number | null = null;
+  for (;;) {
+    const bestIdx = s.order[0]!;
+    const best = s.verts[bestIdx]!;
+    const fBest = s.fv[bestIdx]!;
+    if (!Number.isFinite(fBest)) {
+      reason = 'non_finite';
+      break;
+    }
+    if (gtol > 0 && options.gradient && (bestIdx !== testedIdx || !Object.is(fBest, testedF))) {
+      testedIdx = bestIdx;
+      testedF = fBest;
+      gradientNorm = s.gradientAt(best);
+      if (gradientNorm < gtol) {
+        reason = 'gtol';
+        break;
+      }
+    }
+    if (s.runConverged()) {
+      // The run's own test passed: certify the best vertex or restart from a better probe point.
+      gradientNorm = s.gradientAt(best);
+      if (gradientNorm < gtol) {
+        reason = 'gtol';
+        break;
+      }
+      // A restart that could not improve on the probe point it started from: what the probe found was rounding.
+      const stalled = probeF !== null && !(fBest < probeF - 8 * EPS * Math.abs(probeF));
+      const better = stalled ? null : s.certify(best, fBest, gradientNorm);
+      if (!better) {
+        reason = 'simplex';
+        break;
+      }
+      probeF = s.probeValue;
+      if (runs >= s.maxRuns) {
+        reason = 'restarts';
+        break;
+      }
+      runs++;
+      s.build(Float64Array.from(better));
+      testedIdx = -1;
+      continue;
+    }
+    if (iterations >= options.maxIterations) break;
+    iterations++;
+    s.iterate();
+  }
+  const bestIdx = s.order[0]!;
+  const xBest = Float64Array.from(s.verts[bestIdx]!);
+  if (reason === 'max_iterations' || reason === 'restarts') gradientNorm = s.gradientAt(xBest);
+  return {
+    x: xBest,
+    f: s.fv[bestIdx]!,
+    gradient: Float64Array.from(s.grad),
+    gradientNorm,
+    iterations,
+    evaluations: s.evaluations,
+    converged: reason === 'gtol' || reason === 'simplex',
+    reason,
+    restarts: runs - 1,
   };
-  // ∇f into grad: the given gradient, or central differences with h_i = ε^(1/3)·max(1, |x_i|).
-  const gradientAt = (x: Float64Array): number => {
-    if (options.gradient) options.gradient(x, grad);
+}
+
+/** The simplex of one Nelder–Mead search and its steps: build, order, test, iterate, certify. */
+class NelderMeadSearch {
+  private readonly n: number;
+  private readonly alpha = 1;
+  private readonly beta: number;
+  private readonly gamma: number;
+  private readonly delta: number;
+  private readonly xtol: number;
+  private readonly ftol: number;
+  private readonly fatol: number;
+  private readonly step0: number;
+  readonly maxRuns: number;
+  readonly verts: Float64Array[];
+  readonly fv: Float64Array;
+  /** Vertex indices, best first. */
+  readonly order: number[];
+  private readonly centroid: Float64Array;
+  private readonly xr: Float64Array;
+  private readonly xe: Float64Array;
+  private readonly xc: Float64Array;
+  private readonly xp: Float64Array;
+  readonly grad: Float64Array;
+  private readonly probeBest: Float64Array;
+  /** The lowest f the last certify found (fb when none was lower). */
+  probeValue = Number.NaN;
+  evaluations = 0;
+
+  constructor(
+    private readonly f: Objective,
+    n: number,
+    private readonly options: NelderMeadOptions,
+  ) {
+    this.n = n;
+    const adaptive = n >= 3;
+    this.beta = adaptive ? 1 + 2 / n : 2;
+    this.gamma = adaptive ? 0.75 - 1 / (2 * n) : 0.5;
+    this.delta = adaptive ? 1 - 1 / n : 0.5;
+    this.xtol = options.xtol ?? 1e-10;
+    this.ftol = options.ftol ?? 8 * EPS;
+    this.fatol = options.fatol ?? 0;
+    this.step0 = options.initialStep ?? 0.05;
+    this.maxRuns = options.maxRuns ?? 64;
+    this.verts = Array.from({ length: n + 1 }, () => new Float64Array(n));
+    this.fv = new Float64Array(n + 1);
+    this.order = Array.from({ length: n + 1 }, (_, i) => i);
+    this.centroid = new Float64Array(n);
+    this.xr = new Float64Array(n);
+    this.xe = new Float64Array(n);
+    this.xc = new Float64Array(n);
+    this.xp = new Float64Array(n);
+    this.grad = new Float64Array(n);
+    this.probeBest = new Float64Array(n);
+  }
+
+  private evalF(x: Float64Array): number {
+    this.evaluations++;
+    const v = this.f(x);
+    return Number.isNaN(v) ? Number.POSITIVE_INFINITY : v;
+  }
+
+  /** ∇f into grad: the given gradient, or central differences with h_i = ε^(1/3)·max(1, |x_i|). Returns ‖∇f‖∞. */
+  gradientAt(x: Float64Array): number {
+    const { n, grad, xp } = this;
+    if (this.options.gradient) this.options.gradient(x, grad);
     else {
       xp.set(x);
       for (let i = 0; i < n; i++) {
         const h = Math.cbrt(EPS) * Math.max(1, Math.abs(x[i]!));
         xp[i] = x[i]! + h;
         const hp = xp[i]! - x[i]!;
-        const fp = evalF(xp);
+        const fp = this.evalF(xp);
         xp[i] = x[i]! - h;
         const hm = x[i]! - xp[i]!;
-        const fm = evalF(xp);
+        const fm = this.evalF(xp);
         xp[i] = x[i]!;
         grad[i] = (fp - fm) / (hp + hm);
       }
     }
     return normInf(grad);
-  };
+  }
 
-  const build = (base: Float64Array): void => {
+  /** A fresh simplex of initial size around `base`, ordered. */
+  build(base: Float64Array): void {
+    const { n, verts, fv } = this;
     verts[0]!.set(base);
-    fv[0] = evalF(verts[0]!);
+    fv[0] = this.evalF(verts[0]!);
     for (let i = 0; i < n; i++) {
       const v = verts[i + 1]!;
       v.set(base);
       const bi = base[i]!;
-      v[i] = bi !== 0 ? bi * (1 + step0) : 0.00025;
-      fv[i + 1] = evalF(v);
+      v[i] = bi !== 0 ? bi * (1 + this.step0) : 0.00025;
+      fv[i + 1] = this.evalF(v);
     }
-  };
-  const sortOrder = (): void => {
-    for (let i = 0; i <= n; i++) order[i] = i;
+    this.sortOrder();
+  }
+
+  private sortOrder(): void {
+    const { order, fv } = this;
+    for (let i = 0; i <= this.n; i++) order[i] = i;
     order.sort((a, b) => fv[a]! - fv[b]! || a - b);
-  };
-  const diameter = (): number => {
+  }
+
+  private diameter(): number {
+    const { n, verts, order } = this;
     const best = verts[order[0]!]!;
     let d = 0;
     for (let k = 1; k <= n; k++) {
@@ -441,21 +555,92 @@ export function nelderMead(f: Objective, x0: ArrayLike<number>, options: NelderM
       for (let i = 0; i < n; i++) d = Math.max(d, Math.abs(v[i]! - best[i]!));
     }
     return d;
-  };
+  }
+
+  /** The run's own test: small diameter and f spread, or a simplex collapsed to rounding level. */
+  runConverged(): boolean {
+    const { n, order, fv } = this;
+    const best = this.verts[order[0]!]!;
+    const fBest = fv[order[0]!]!;
+    const diam = this.diameter();
+    const scale = Math.max(1, normInf(best));
+    const spread = fv[order[n]!]! - fBest;
+    return (diam <= this.xtol * scale && spread <= this.ftol * Math.abs(fBest) + this.fatol) || diam <= 8 * EPS * scale;
+  }
+
+  /** One Nelder–Mead step: reflect the worst vertex, then expand, contract or shrink; reorder. */
+  iterate(): void {
+    const { n, verts, fv, order, centroid, xr, xe, xc } = this;
+    const fBest = fv[order[0]!]!;
+    const worst = order[n]!;
+    centroid.fill(0);
+    for (let k = 0; k < n; k++) {
+      const v = verts[order[k]!]!;
+      for (let i = 0; i < n; i++) centroid[i] = centroid[i]! + v[i]! / n;
+    }
+    const xw = verts[worst]!;
+    for (let i = 0; i < n; i++) xr[i] = centroid[i]! + this.alpha * (centroid[i]! - xw[i]!);
+    const fr = this.evalF(xr);
+    const fSecondWorst = fv[order[n - 1]!]!;
+    const fWorst = fv[worst]!;
+    if (fr < fBest) {
+      for (let i = 0; i < n; i++) xe[i] = centroid[i]! + this.beta * (xr[i]! - centroid[i]!);
+      const fe = this.evalF(xe);
+      if (fe < fr) {
+        xw.set(xe);
+        fv[worst] = fe;
+      } else {
+        xw.set(xr);
+        fv[worst] = fr;
+      }
+    } else if (fr < fSecondWorst) {
+      xw.set(xr);
+      fv[worst] = fr;
+    } else {
+      let shrink = false;
+      if (fr < fWorst) {
+        for (let i = 0; i < n; i++) xc[i] = centroid[i]! + this.gamma * (xr[i]! - centroid[i]!);
+        const fc = this.evalF(xc);
+        if (fc <= fr) {
+          xw.set(xc);
+          fv[worst] = fc;
+        } else shrink = true;
+      } else {
+        for (let i = 0; i < n; i++) xc[i] = centroid[i]! - this.gamma * (xr[i]! - centroid[i]!);
+        const fc = this.evalF(xc);
+        if (fc < fWorst) {
+          xw.set(xc);
+          fv[worst] = fc;
+        } else shrink = true;
+      }
+      if (shrink) this.shrink();
+    }
+    this.sortOrder();
+  }
+
+  private shrink(): void {
+    const { n, verts, fv, order } = this;
+    const b = verts[order[0]!]!;
+    for (let k = 1; k <= n; k++) {
+      const idx = order[k]!;
+      const v = verts[idx]!;
+      for (let i = 0; i < n; i++) v[i] = b[i]! + this.delta * (v[i]! - b[i]!);
+      fv[idx] = this.evalF(v);
+    }
+  }
 
   /**
    * Probes around the best vertex xb (f = fb, grad = ∇f(xb)). Returns the lowest probe point when it beats fb by
    * more than the rounding level of f, else null.
    */
-  const probeBest = new Float64Array(n);
-  let probeValue = Number.NaN;
-  const certify = (xb: Float64Array, fb: number, gInf: number): Float64Array | null => {
+  certify(xb: Float64Array, fb: number, gInf: number): Float64Array | null {
+    const { n, xp, grad, probeBest, step0 } = this;
     const scale = Math.max(1, normInf(xb));
     const eta = 8 * EPS * Math.abs(fb);
     let best = fb;
     let found = false;
     const tryPoint = (): void => {
-      const fp = evalF(xp);
+      const fp = this.evalF(xp);
       if (fp < best) {
         best = fp;
         probeBest.set(xp);
@@ -477,134 +662,7 @@ export function nelderMead(f: Objective, x0: ArrayLike<number>, options: NelderM
         }
       }
     }
-    probeValue = best;
+    this.probeValue = best;
     return found && best < fb - eta ? probeBest : null;
-  };
-
-  build(Float64Array.from(x0));
-  sortOrder();
-  let iterations = 0;
-  let runs = 1;
-  let reason = 'max_iterations';
-  let gradientNorm = Number.NaN;
-  // The best vertex whose gradient was last tested (skip the test while it is unchanged).
-  let testedIdx = -1;
-  let testedF = Number.NaN;
-  // f at the probe point the current run started from (null for the first run).
-  let probeF: number | null = null;
-  for (;;) {
-    const bestIdx = order[0]!;
-    const best = verts[bestIdx]!;
-    const fBest = fv[bestIdx]!;
-    if (!Number.isFinite(fBest)) {
-      reason = 'non_finite';
-      break;
-    }
-    if (gtol > 0 && options.gradient && (bestIdx !== testedIdx || !Object.is(fBest, testedF))) {
-      testedIdx = bestIdx;
-      testedF = fBest;
-      gradientNorm = gradientAt(best);
-      if (gradientNorm < gtol) {
-        reason = 'gtol';
-        break;
-      }
-    }
-    const diam = diameter();
-    const scale = Math.max(1, normInf(best));
-    const spread = fv[order[n]!]! - fBest;
-    if ((diam <= xtol * scale && spread <= ftol * Math.abs(fBest) + fatol) || diam <= 8 * EPS * scale) {
-      // The run's own test passed: certify the best vertex or restart from a better probe point.
-      gradientNorm = gradientAt(best);
-      if (gradientNorm < gtol) {
-        reason = 'gtol';
-        break;
-      }
-      // A restart that could not improve on the probe point it started from: what the probe found was rounding.
-      const stalled = probeF !== null && !(fBest < probeF - 8 * EPS * Math.abs(probeF));
-      const better = stalled ? null : certify(best, fBest, gradientNorm);
-      if (!better) {
-        reason = 'simplex';
-        break;
-      }
-      probeF = probeValue;
-      if (runs >= maxRuns) {
-        reason = 'restarts';
-        break;
-      }
-      runs++;
-      build(Float64Array.from(better));
-      sortOrder();
-      testedIdx = -1;
-      continue;
-    }
-    if (iterations >= options.maxIterations) break;
-    iterations++;
-
-    const worst = order[n]!;
-    centroid.fill(0);
-    for (let k = 0; k < n; k++) {
-      const v = verts[order[k]!]!;
-      for (let i = 0; i < n; i++) centroid[i] = centroid[i]! + v[i]! / n;
-    }
-    const xw = verts[worst]!;
-    for (let i = 0; i < n; i++) xr[i] = centroid[i]! + alpha * (centroid[i]! - xw[i]!);
-    const fr = evalF(xr);
-    const fSecondWorst = fv[order[n - 1]!]!;
-    const fWorst = fv[worst]!;
-    if (fr < fBest) {
-      for (let i = 0; i < n; i++) xe[i] = centroid[i]! + beta * (xr[i]! - centroid[i]!);
-      const fe = evalF(xe);
-      if (fe < fr) {
-        xw.set(xe);
-        fv[worst] = fe;
-      } else {
-        xw.set(xr);
-        fv[worst] = fr;
-      }
-    } else if (fr < fSecondWorst) {
-      xw.set(xr);
-      fv[worst] = fr;
-    } else {
-      let shrink = false;
-      if (fr < fWorst) {
-        for (let i = 0; i < n; i++) xc[i] = centroid[i]! + gamma * (xr[i]! - centroid[i]!);
-        const fc = evalF(xc);
-        if (fc <= fr) {
-          xw.set(xc);
-          fv[worst] = fc;
-        } else shrink = true;
-      } else {
-        for (let i = 0; i < n; i++) xc[i] = centroid[i]! - gamma * (xr[i]! - centroid[i]!);
-        const fc = evalF(xc);
-        if (fc < fWorst) {
-          xw.set(xc);
-          fv[worst] = fc;
-        } else shrink = true;
-      }
-      if (shrink) {
-        const b = verts[order[0]!]!;
-        for (let k = 1; k <= n; k++) {
-          const idx = order[k]!;
-          const v = verts[idx]!;
-          for (let i = 0; i < n; i++) v[i] = b[i]! + delta * (v[i]! - b[i]!);
-          fv[idx] = evalF(v);
-        }
-      }
-    }
-    sortOrder();
   }
-  const bestIdx = order[0]!;
-  const xBest = Float64Array.from(verts[bestIdx]!);
-  if (reason === 'max_iterations' || reason === 'restarts') gradientNorm = gradientAt(xBest);
-  return {
-    x: xBest,
-    f: fv[bestIdx]!,
-    gradient: Float64Array.from(grad),
-    gradientNorm,
-    iterations,
-    evaluations,
-    converged: reason === 'gtol' || reason === 'simplex',
-    reason,
-    restarts: runs - 1,
-  };
 }

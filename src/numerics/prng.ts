@@ -11,7 +11,7 @@ export class Xoshiro128 {
   private s3: number;
 
   constructor(state: readonly [number, number, number, number]) {
-    let [a, b, c, d] = state.map((w) => w | 0);
+    let [a, b, c, d] = state.map((w) => w | 0) as [number, number, number, number];
     if ((a | b | c | d) === 0) [a, b, c, d] = [1, 0, 0, 0];
     this.s0 = a;
     this.s1 = b;

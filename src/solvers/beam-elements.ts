@@ -82,7 +82,7 @@ export function assembleBanded(elementMatrix: Float64Array, map: BeamDofMap): Fl
       for (let b = 0; b < 4; b++) {
         const j = map.free[2 * e + b]!;
         if (j < 0 || j > i) continue;
-        band[i * w + (i - j)] += elementMatrix[a * 4 + b]!;
+        band[i * w + (i - j)]! += elementMatrix[a * 4 + b]!;
       }
     }
   }
@@ -99,7 +99,7 @@ export function assembleDense(elementMatrix: Float64Array, map: BeamDofMap): num
       for (let b = 0; b < 4; b++) {
         const j = map.free[2 * e + b]!;
         if (j < 0) continue;
-        A[i]![j] += elementMatrix[a * 4 + b]!;
+        A[i]![j]! += elementMatrix[a * 4 + b]!;
       }
     }
   }
@@ -112,7 +112,7 @@ export function assembleLoad(elementLoad: Float64Array, map: BeamDofMap): Float6
   for (let e = 0; e < map.elements; e++) {
     for (let a = 0; a < 4; a++) {
       const i = map.free[2 * e + a]!;
-      if (i >= 0) f[i] += elementLoad[a]!;
+      if (i >= 0) f[i]! += elementLoad[a]!;
     }
   }
   return f;

@@ -461,77 +461,109 @@ function relativeCharge(phi: number, dop: number, ni: number): number {
   return Math.abs(ni * Math.exp(-phi) - ni * Math.exp(phi) + dop) / Math.abs(dop);
 }
 
+type References = ReturnType<typeof references>;
+type DeviceCheck = ReturnType<typeof combineChecks>;
+
+/** A bulk whose charge stays above this share of its doping is not neutral. */
+const NEUTRAL = 1e-2;
+
+/**
+ * The closed forms hold for a junction between two neutral bulks: a side whose far end is still charged is too
+ * short for its doping (depletion width plus a few Debye lengths), and the check cannot certify the result.
+ */
+const tooShort = (side: 'p' | 'n', lengthen: string) => `the ${side} region is too short: its bulk never becomes charge neutral (lengthen ${lengthen})`;
+
+/** log10 of the electron and hole densities [1/m³] at scaled potential f. */
+function log10Densities(inp: DeviceInputs): { log10n: (f: number) => number; log10p: (f: number) => number } {
+  return {
+    log10n: (f: number) => Math.log10(inp.intrinsic_m3) + f / Math.LN10,
+    log10p: (f: number) => Math.log10(inp.intrinsic_m3) - f / Math.LN10,
+  };
+}
+
 function run(inp: DeviceInputs): SolverOutput {
   const s = scaling(inp);
   const ref = references(inp);
+  return inp.mode === 'pn1d' ? run1d(inp, s, ref) : run2d(inp, s, ref);
+}
+
+function run1d(inp: DeviceInputs, s: Scaled, ref: References): SolverOutput {
   const { vt } = s;
   const ni = s.niScaled;
-  const log10n = (f: number) => Math.log10(inp.intrinsic_m3) + f / Math.LN10;
-  const log10p = (f: number) => Math.log10(inp.intrinsic_m3) - f / Math.LN10;
-  // The closed forms hold for a junction between two neutral bulks: a side whose far end is still charged is too
-  // short for its doping (depletion width plus a few Debye lengths), and the check cannot certify the result.
-  const tooShort = (side: 'p' | 'n', lengthen: string) => `the ${side} region is too short: its bulk never becomes charge neutral (lengthen ${lengthen})`;
-  const NEUTRAL = 1e-2;
+  const { log10n, log10p } = log10Densities(inp);
+  const { phi, h, dop, cellsP, iterations } = solve1d(inp, s);
+  const m = phi.length;
+  const psi = Float64Array.from(phi, (f) => f * vt);
+  const x = cellCentres1d(h, s.lengthScale);
+  const vbi = psi[m - 1]! - ref.psiP;
+  const faceField = (j: number) => (Math.abs(phi[j + 1]! - phi[j]!) * vt) / (((h[j]! + h[j + 1]!) / 2) * s.lengthScale);
+  const junctionField = faceField(cellsP - 1);
+  let peak = 0;
+  for (let j = 0; j < m - 1; j++) peak = Math.max(peak, faceField(j));
+  const depletion = depletionWidth1d(phi, dop, h, x, ni, s.lengthScale);
+  const parts: CheckPart[] = [
+    checkPart('V_bi = V_T[asinh(N_D/2n_i) + asinh(N_A/2n_i)]', 'built-in potential', vbi, ref.vbi),
+    checkPart('exact first integral of Poisson–Boltzmann', 'peak field at the junction', junctionField, ref.eMax),
+  ];
+  let check = combineChecks(parts);
+  if (!check.passed && relativeCharge(phi[m - 1]!, dop[m - 1]!, ni) > NEUTRAL) check = refuseCheck(check, tooShort('n', 'length_n_m'));
+  // The p contact holds its cell near the neutral potential, so a short p side shows as a field at the contact.
+  else if (!check.passed && (relativeCharge(phi[0]!, dop[0]!, ni) > NEUTRAL || faceField(0) > NEUTRAL * junctionField)) check = refuseCheck(check, tooShort('p', 'length_p_m'));
+  const potential = boundProfile(psi);
+  return {
+    mode: 'pn1d',
+    value: vbi,
+    unit: 'V',
+    output_class: 'profile',
+    rule8: potential,
+    rule8_array: 'potential',
+    outputs: {
+      potential,
+      x_m: boundProfile(x),
+      n_m3: boundProfile(Float64Array.from(phi, log10n)),
+      p_m3: boundProfile(Float64Array.from(phi, log10p)),
+      log10: true,
+      peak_field_V_m: peak,
+      junction_field_V_m: junctionField,
+      depletion_width_m: depletion,
+      newton_iterations: iterations,
+      cells_used: m,
+      cell_width_p_m: h[0]! * s.lengthScale,
+      cell_width_n_m: h[m - 1]! * s.lengthScale,
+    },
+    check,
+  };
+}
 
-  if (inp.mode === 'pn1d') {
-    const { phi, h, dop, cellsP, iterations } = solve1d(inp, s);
-    const m = phi.length;
-    const psi = Float64Array.from(phi, (f) => f * vt);
-    const x = new Float64Array(m);
-    let pos = 0;
-    for (let j = 0; j < m; j++) {
-      x[j] = (pos + h[j]! / 2) * s.lengthScale;
-      pos += h[j]!;
-    }
-    const vbi = psi[m - 1]! - ref.psiP;
-    const faceField = (j: number) => (Math.abs(phi[j + 1]! - phi[j]!) * vt) / (((h[j]! + h[j + 1]!) / 2) * s.lengthScale);
-    const junctionField = faceField(cellsP - 1);
-    let peak = 0;
-    for (let j = 0; j < m - 1; j++) peak = Math.max(peak, faceField(j));
-    // Depletion: the span of cells whose charge exceeds half the local doping.
-    let first = -1;
-    let last = -1;
-    for (let j = 0; j < m; j++) {
-      if (relativeCharge(phi[j]!, dop[j]!, ni) > 0.5) {
-        if (first < 0) first = j;
-        last = j;
-      }
-    }
-    const depletion = first < 0 ? 0 : x[last]! - x[first]! + ((h[first]! + h[last]!) / 2) * s.lengthScale;
-    const parts: CheckPart[] = [
-      checkPart('V_bi = V_T[asinh(N_D/2n_i) + asinh(N_A/2n_i)]', 'built-in potential', vbi, ref.vbi),
-      checkPart('exact first integral of Poisson–Boltzmann', 'peak field at the junction', junctionField, ref.eMax),
-    ];
-    let check = combineChecks(parts);
-    if (!check.passed && relativeCharge(phi[m - 1]!, dop[m - 1]!, ni) > NEUTRAL) check = refuseCheck(check, tooShort('n', 'length_n_m'));
-    // The p contact holds its cell near the neutral potential, so a short p side shows as a field at the contact.
-    else if (!check.passed && (relativeCharge(phi[0]!, dop[0]!, ni) > NEUTRAL || faceField(0) > NEUTRAL * junctionField)) check = refuseCheck(check, tooShort('p', 'length_p_m'));
-    const potential = boundProfile(psi);
-    return {
-      mode: 'pn1d',
-      value: vbi,
-      unit: 'V',
-      output_class: 'profile',
-      rule8: potential,
-      rule8_array: 'potential',
-      outputs: {
-        potential,
-        x_m: boundProfile(x),
-        n_m3: boundProfile(Float64Array.from(phi, log10n)),
-        p_m3: boundProfile(Float64Array.from(phi, log10p)),
-        log10: true,
-        peak_field_V_m: peak,
-        junction_field_V_m: junctionField,
-        depletion_width_m: depletion,
-        newton_iterations: iterations,
-        cells_used: m,
-        cell_width_p_m: h[0]! * s.lengthScale,
-        cell_width_n_m: h[m - 1]! * s.lengthScale,
-      },
-      check,
-    };
+/** Cell centres [m] of a 1-D grid of scaled widths h. */
+function cellCentres1d(h: Float64Array, lengthScale: number): Float64Array {
+  const m = h.length;
+  const x = new Float64Array(m);
+  let pos = 0;
+  for (let j = 0; j < m; j++) {
+    x[j] = (pos + h[j]! / 2) * lengthScale;
+    pos += h[j]!;
   }
+  return x;
+}
 
+/** Depletion: the span of cells whose charge exceeds half the local doping [m]. */
+function depletionWidth1d(phi: Float64Array, dop: Float64Array, h: Float64Array, x: Float64Array, ni: number, lengthScale: number): number {
+  let first = -1;
+  let last = -1;
+  for (let j = 0; j < phi.length; j++) {
+    if (relativeCharge(phi[j]!, dop[j]!, ni) > 0.5) {
+      if (first < 0) first = j;
+      last = j;
+    }
+  }
+  return first < 0 ? 0 : x[last]! - x[first]! + ((h[first]! + h[last]!) / 2) * lengthScale;
+}
+
+function run2d(inp: DeviceInputs, s: Scaled, ref: References): SolverOutput {
+  const { vt } = s;
+  const ni = s.niScaled;
+  const { log10n, log10p } = log10Densities(inp);
   const { phi, dop, hx, dy, iterations, cgIterations } = solve2d(inp, s);
   const nx = inp.nx!;
   const ny = inp.ny!;
@@ -546,10 +578,8 @@ function run(inp: DeviceInputs): SolverOutput {
   };
   const psiRows = rows((k) => phi[k]! * vt);
   // n-bulk potential: mean of the bottom row (well) or of the right column (planar).
+  const bulkCells = nBulkCells(inp.geometry === 'planar', nx, ny);
   let bulk = 0;
-  const bulkCells: number[] = [];
-  if (inp.geometry === 'planar') for (let j = 0; j < ny; j++) bulkCells.push(j * nx + nx - 1);
-  else for (let i = 0; i < nx; i++) bulkCells.push((ny - 1) * nx + i);
   for (const k of bulkCells) bulk += phi[k]! * vt;
   bulk /= bulkCells.length;
   const vbi = bulk - ref.psiP;
@@ -557,14 +587,7 @@ function run(inp: DeviceInputs): SolverOutput {
   // Distance between the centres of columns i and i+1 [m] (the column width on a uniform grid).
   const centreGap = (i: number) => ((hx[i]! + hx[i + 1]!) / 2) * s.lengthScale;
   const dyM = dy * s.lengthScale;
-  let peak = 0;
-  for (let j = 0; j < ny; j++) {
-    for (let i = 0; i < nx; i++) {
-      const k = j * nx + i;
-      if (i < nx - 1) peak = Math.max(peak, (Math.abs(phi[k + 1]! - phi[k]!) * vt) / centreGap(i));
-      if (j < ny - 1) peak = Math.max(peak, (Math.abs(phi[k + nx]! - phi[k]!) * vt) / dyM);
-    }
-  }
+  const peak = peakField2d(phi, nx, ny, vt, centreGap, dyM);
   const parts: CheckPart[] = [checkPart('V_bi = V_T[asinh(N_D/2n_i) + asinh(N_A/2n_i)]', 'built-in potential', vbi, ref.vbi)];
   let junctionField: number | null = null;
   let depletion = 0;
@@ -585,29 +608,10 @@ function run(inp: DeviceInputs): SolverOutput {
     for (let j = 0; j < ny; j++) if (relativeCharge(phi[j * nx + iMid]!, dop[j * nx + iMid]!, ni) > 0.5) count++;
     depletion = count * dyM;
   }
-  let check = combineChecks(parts);
-  const mostCharge = (cells: Iterable<number>) => {
-    let most = 0;
-    for (const k of cells) most = Math.max(most, relativeCharge(phi[k]!, dop[k]!, ni));
-    return most;
-  };
-  if (!check.passed) {
-    const lengthen = inp.geometry === 'planar' ? 'width_m' : 'depth_m / width_m';
-    if (mostCharge(bulkCells) > NEUTRAL) check = refuseCheck(check, tooShort('n', lengthen));
-    // Planar: the p bulk is the column at the p contact.
-    else if (inp.geometry === 'planar' && mostCharge(Array.from({ length: ny }, (_, j) => j * nx)) > NEUTRAL) check = refuseCheck(check, tooShort('p', 'width_m'));
-    // Both bulks neutral and V_bi right: the graded columns are too coarse for the junction's field at this
-    // doping ratio (the error falls as nx grows).
-    else if (inp.geometry === 'planar' && check.parts![0]!.passed) check = refuseCheck(check, `the ${nx} columns do not resolve the junction field at this doping ratio: raise nx`);
-  }
+  const check = refuse2dCheck(inp, combineChecks(parts), phi, dop, ni, bulkCells);
 
   const potential = boundField(psiRows);
-  const x = new Float64Array(nx); // column centres [m]
-  let left = 0;
-  for (let i = 0; i < nx; i++) {
-    x[i] = inp.geometry === 'planar' ? (left + hx[i]! / 2) * s.lengthScale : (i + 0.5) * (hx[0]! * s.lengthScale);
-    left += hx[i]!;
-  }
+  const x = columnCentres2d(inp.geometry === 'planar', hx, s.lengthScale);
   const y = Float64Array.from({ length: ny }, (_, j) => (j + 0.5) * dyM);
   return {
     mode: 'pn2d',
@@ -634,6 +638,59 @@ function run(inp: DeviceInputs): SolverOutput {
     },
     check,
   };
+}
+
+/** The n bulk: the right column (planar) or the bottom row (well). */
+function nBulkCells(planar: boolean, nx: number, ny: number): number[] {
+  const bulkCells: number[] = [];
+  if (planar) for (let j = 0; j < ny; j++) bulkCells.push(j * nx + nx - 1);
+  else for (let i = 0; i < nx; i++) bulkCells.push((ny - 1) * nx + i);
+  return bulkCells;
+}
+
+/** Largest field magnitude across any horizontal or vertical face [V/m]. */
+function peakField2d(phi: Float64Array, nx: number, ny: number, vt: number, centreGap: (i: number) => number, dyM: number): number {
+  let peak = 0;
+  for (let j = 0; j < ny; j++) {
+    for (let i = 0; i < nx; i++) {
+      const k = j * nx + i;
+      if (i < nx - 1) peak = Math.max(peak, (Math.abs(phi[k + 1]! - phi[k]!) * vt) / centreGap(i));
+      if (j < ny - 1) peak = Math.max(peak, (Math.abs(phi[k + nx]! - phi[k]!) * vt) / dyM);
+    }
+  }
+  return peak;
+}
+
+/** A failed 2-D check that the grid or geometry explains is refused with the reason and the input to change. */
+function refuse2dCheck(inp: DeviceInputs, check: DeviceCheck, phi: Float64Array, dop: Float64Array, ni: number, bulkCells: number[]): DeviceCheck {
+  if (check.passed) return check;
+  const nx = inp.nx!;
+  const ny = inp.ny!;
+  const mostCharge = (cells: Iterable<number>) => {
+    let most = 0;
+    for (const k of cells) most = Math.max(most, relativeCharge(phi[k]!, dop[k]!, ni));
+    return most;
+  };
+  const lengthen = inp.geometry === 'planar' ? 'width_m' : 'depth_m / width_m';
+  if (mostCharge(bulkCells) > NEUTRAL) return refuseCheck(check, tooShort('n', lengthen));
+  // Planar: the p bulk is the column at the p contact.
+  if (inp.geometry === 'planar' && mostCharge(Array.from({ length: ny }, (_, j) => j * nx)) > NEUTRAL) return refuseCheck(check, tooShort('p', 'width_m'));
+  // Both bulks neutral and V_bi right: the graded columns are too coarse for the junction's field at this
+  // doping ratio (the error falls as nx grows).
+  if (inp.geometry === 'planar' && check.parts![0]!.passed) return refuseCheck(check, `the ${nx} columns do not resolve the junction field at this doping ratio: raise nx`);
+  return check;
+}
+
+/** Column centres [m]: graded columns (planar) or uniform ones (well). */
+function columnCentres2d(planar: boolean, hx: Float64Array, lengthScale: number): Float64Array {
+  const nx = hx.length;
+  const x = new Float64Array(nx);
+  let left = 0;
+  for (let i = 0; i < nx; i++) {
+    x[i] = planar ? (left + hx[i]! / 2) * lengthScale : (i + 0.5) * (hx[0]! * lengthScale);
+    left += hx[i]!;
+  }
+  return x;
 }
 
 const inputs: InputSpec[] = [

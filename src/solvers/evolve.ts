@@ -181,7 +181,7 @@ function initialConfiguration(inputs: EvolveInputs, mass: number): EvolveState {
   const rng = rngForInputs(inputs);
   const velocities: number[][] = positions.map(() => [rng.gaussian(), rng.gaussian(), rng.gaussian()]);
   const mean = [0, 0, 0];
-  for (const v of velocities) for (let d = 0; d < 3; d++) mean[d] += v[d]! / atoms;
+  for (const v of velocities) for (let d = 0; d < 3; d++) mean[d]! += v[d]! / atoms;
   for (const v of velocities) for (let d = 0; d < 3; d++) v[d] = v[d]! - mean[d]!;
   const ke = kineticEnergy(mass, velocities.flat());
   const target = 1.5 * (atoms - 1) * KB * inputs.temperature_K;
@@ -264,7 +264,7 @@ function run(inputs: EvolveInputs, initialState?: unknown): SolverOutput {
   }
 
   const momentum = [0, 0, 0];
-  for (let i = 0; i < n; i++) for (let d = 0; d < 3; d++) momentum[d] += mass * vel[3 * i + d]!;
+  for (let i = 0; i < n; i++) for (let d = 0; d < 3; d++) momentum[d]! += mass * vel[3 * i + d]!;
   const momentumNorm = Math.hypot(momentum[0]!, momentum[1]!, momentum[2]!);
   const pressure = (n * KB * temperature) / volume + pv[1]! / (3 * volume);
 

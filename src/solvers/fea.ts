@@ -94,7 +94,7 @@ function runStatic(inputs: FeaInputs): SolverOutput {
   const K = assembleBanded(ke, map);
   const fe = beamUniformLoad(q, le);
   const F = assembleLoad(fe, map);
-  F[map.free[2 * elements]!] += P;
+  F[map.free[2 * elements]!]! += P;
   const Lfac = bandedCholesky(K, map.nFree, BEAM_BANDWIDTH);
   if (Lfac === null) throw new SolverFailure('stiffness matrix is not positive definite', { elements });
   const u = bandedCholeskySolve(Lfac, map.nFree, BEAM_BANDWIDTH, F);

@@ -255,8 +255,8 @@ function buildPlate(p: FracturePlateInputs, model: Model): Lattice {
         const jy = iy + b;
         if (jx < 0 || jx >= n || jy >= n) continue;
         const j = jy * n + jx;
-        familySize[i]++;
-        familySize[j]++;
+        familySize[i]!++;
+        familySize[j]!++;
         // A bond is cut by the pre-crack when it joins the two halves and meets y = a/2 within the crack.
         let cut = false;
         if (half > 0 && (Y[i]! < yc) !== (Y[j]! < yc)) {
@@ -300,8 +300,8 @@ function buildBar(p: FractureBarInputs, model: Model): Lattice {
       length0[b] = k * dx;
       // Bonds across mid-span carry the notch: a reduced critical stretch.
       critical[b] = (X[i]! < mid) !== (X[j]! < mid) ? p.notch_factor * model.criticalStretch : model.criticalStretch;
-      familySize[i]++;
-      familySize[j]++;
+      familySize[i]!++;
+      familySize[j]!++;
       b++;
     }
   }
@@ -337,9 +337,9 @@ export function contactPairs(pos: Float64Array, N: number, dc: number): Int32Arr
     const cx = Math.min(ncx - 1, Math.floor((pos[2 * i]! - minX) / size));
     const cy = Math.min(ncy - 1, Math.floor((pos[2 * i + 1]! - minY) / size));
     cellOf[i] = cy * ncx + cx;
-    start[cellOf[i]! + 1]++;
+    start[cellOf[i]! + 1]!++;
   }
-  for (let c = 0; c < ncx * ncy; c++) start[c + 1] += start[c]!;
+  for (let c = 0; c < ncx * ncy; c++) start[c + 1]! += start[c]!;
   const fill = start.slice(0, ncx * ncy);
   const members = new Int32Array(N);
   for (let i = 0; i < N; i++) members[fill[cellOf[i]!]!++] = i;
@@ -404,10 +404,10 @@ function bondForces(
     const f = accel * (inv0 - 1 / r);
     const fx = f * ex;
     const fy = f * ey;
-    acc[i] += fx;
-    acc[i + 1] += fy;
-    acc[j] -= fx;
-    acc[j + 1] -= fy;
+    acc[i]! += fx;
+    acc[i + 1]! += fy;
+    acc[j]! -= fx;
+    acc[j + 1]! -= fy;
   }
   out[0] = energySum;
   out[1] = over;
@@ -432,10 +432,10 @@ function contactForces(pos: Float64Array, candidates: Int32Array, dc: number, ac
     sum += sc * sc;
     if (r > 0) {
       const f = (accel * sc) / r;
-      acc[i] -= f * ex;
-      acc[i + 1] -= f * ey;
-      acc[j] += f * ex;
-      acc[j + 1] += f * ey;
+      acc[i]! -= f * ex;
+      acc[i + 1]! -= f * ey;
+      acc[j]! += f * ex;
+      acc[j + 1]! += f * ey;
     }
   }
   out[0] = sum;
@@ -500,12 +500,12 @@ function breakBonds(
     const s = r * inv0 - 1;
     removedSum += s * s * length0[b]!;
     const f = accel * (inv0 - 1 / r);
-    acc[i] -= f * ex;
-    acc[i + 1] -= f * ey;
-    acc[j] += f * ex;
-    acc[j + 1] += f * ey;
-    intact[i >> 1]--;
-    intact[j >> 1]--;
+    acc[i]! -= f * ex;
+    acc[i + 1]! -= f * ey;
+    acc[j]! += f * ex;
+    acc[j + 1]! += f * ey;
+    intact[i >> 1]!--;
+    intact[j >> 1]!--;
     const px = posPrev[j]! - posPrev[i]!;
     const py = posPrev[j + 1]! - posPrev[i + 1]!;
     const sPrev = Math.sqrt(px * px + py * py) * inv0 - 1;
@@ -529,6 +529,110 @@ function breakBonds(
 function run(inputs: FractureInputs): SolverOutput {
   const model = modelOf(inputs);
   const lat = inputs.mode === 'plate' ? buildPlate(inputs, model) : buildBar(inputs, model);
+  const sim = integrate(inputs, model, lat);
+  const { N } = model;
+  const { X, Y } = lat;
+  const { pos, pair, live, E0 } = sim;
+
+  // De-interleave for the diagnostics.
+  const x = new Float64Array(N);
+  const y = new Float64Array(N);
+  for (let i = 0; i < N; i++) {
+    x[i] = pos[2 * i]!;
+    y[i] = pos[2 * i + 1]!;
+  }
+  const bi = new Int32Array(live);
+  const bj = new Int32Array(live);
+  for (let b = 0; b < live; b++) {
+    bi[b] = pair[2 * b]! >> 1;
+    bj[b] = pair[2 * b + 1]! >> 1;
+  }
+
+  // ---- Diagnostics at t_end ----
+  const damage = new Float64Array(N);
+  let maxDamage = 0;
+  for (let i = 0; i < N; i++) {
+    damage[i] = lat.familySize[i]! > 0 ? 1 - sim.intact[i]! / lat.familySize[i]! : 0;
+    if (damage[i]! > maxDamage) maxDamage = damage[i]!;
+  }
+  const plate = inputs.mode === 'plate';
+  const stress = bondStresses(plate, model, lat, x, y, bi, bj);
+  const midForce = contactTraction(plate, model, lat, x, y, sim.candidates, stress.midForce);
+  const maxStress = maxPrincipalStress(plate, stress, N);
+
+  let check: Check = makeCheck('energy_balance', 'KE + SE + D at the worst step vs E0 = initial kinetic energy [J]', sim.worstEnergy, E0);
+  if (!(E0 > 0)) check = refuseCheck(check, 'no loading: the initial kinetic energy E0 is zero, the balance cannot be normalised');
+
+  const receipt: Record<string, StateField> = {
+    stress: { value: maxStress, unit: 'Pa' },
+    strain: { value: stress.maxStretch, unit: '1' },
+    damage: { value: maxDamage, unit: '1' },
+    elasticity: { value: inputs.youngs_modulus_Pa, unit: 'Pa' },
+    traction: { value: midForce / lat.midPlaneArea, unit: 'Pa' },
+    contact: { value: sim.contactCount, unit: '1' },
+  };
+
+  const common = {
+    broken_bonds: sim.broken,
+    first_failure_time_s: sim.firstFailure,
+    kinetic_energy_J: sim.kinetic,
+    strain_energy_J: sim.strainEnergy,
+    dissipated_energy_J: sim.dissipated,
+    initial_energy_J: E0,
+    max_energy_error: E0 > 0 ? sim.worstDeviation / E0 : null,
+    bonds: model.bondCount,
+    intact_bonds: live,
+    precrack_bonds: lat.precrackBonds,
+    time_steps: sim.steps,
+    dt_s: sim.dt,
+    stable_dt_s: model.stableDt,
+    horizon_m: model.horizon,
+    micromodulus: model.micromodulus,
+    critical_stretch: model.criticalStretch,
+    contact_pairs: sim.contactCount,
+  };
+  const { outputs, rule8 } = inputs.mode === 'plate' ? plateOutputs(inputs, model, X, damage, common) : barOutputs(inputs, model, X, damage, common);
+
+  return {
+    mode: inputs.mode,
+    value: sim.dissipated,
+    unit: 'J',
+    output_class: inputs.mode === 'plate' ? 'field' : 'profile',
+    rule8,
+    rule8_array: 'damage',
+    outputs,
+    check,
+    receipt_fields: receipt,
+  };
+}
+
+/** The state at t_end of one run of the lattice, and the energy record of the run. */
+interface Integrated {
+  /** Interleaved positions (x0, y0, x1, y1, …). */
+  pos: Float64Array;
+  /** Intact bonds 0 … live−1 as interleaved position indices of their two points. */
+  pair: Int32Array;
+  live: number;
+  /** Intact bonds per point. */
+  intact: Int32Array;
+  /** Contact candidate pairs of the last list. */
+  candidates: Int32Array;
+  contactCount: number;
+  steps: number;
+  dt: number;
+  E0: number;
+  kinetic: number;
+  strainEnergy: number;
+  dissipated: number;
+  broken: number;
+  /** KE + SE + D at the step furthest from E0, and that distance. */
+  worstEnergy: number;
+  worstDeviation: number;
+  firstFailure: number | null;
+}
+
+/** Velocity Verlet from the initial velocity field to t_end; over-stretched bonds break after each complete step. */
+function integrate(inputs: FractureInputs, model: Model, lat: Lattice): Integrated {
   const { N, V, dx } = model;
   const c = model.micromodulus;
   const rho = inputs.density_kg_m3;
@@ -553,7 +657,7 @@ function run(inputs: FractureInputs): SolverOutput {
   }
   const pos = Float64Array.from(ref);
   const posPrev = new Float64Array(n2);
-  const vel = new Float64Array(n2);
+  const vel = initialVelocities(inputs, lat, N);
   const acc = new Float64Array(n2);
   const pair = new Int32Array(2 * lat.bi.length);
   const inverseLength0 = new Float64Array(lat.bi.length);
@@ -563,15 +667,8 @@ function run(inputs: FractureInputs): SolverOutput {
     pair[2 * b] = 2 * lat.bi[b]!;
     pair[2 * b + 1] = 2 * lat.bj[b]!;
     inverseLength0[b] = 1 / length0[b]!;
-    intact[lat.bi[b]!]++;
-    intact[lat.bj[b]!]++;
-  }
-
-  if (inputs.mode === 'plate') {
-    const mid = inputs.side_m / 2;
-    for (let i = 0; i < N; i++) vel[2 * i + 1] = inputs.strain_rate_1_s * (Y[i]! - mid);
-  } else {
-    for (let i = 0; i < N; i++) vel[2 * i] = inputs.end_velocity_m_s * ((2 * X[i]!) / inputs.length_m - 1);
+    intact[lat.bi[b]!]!++;
+    intact[lat.bj[b]!]!++;
   }
 
   const scratch = new Float64Array(2);
@@ -633,38 +730,48 @@ function run(inputs: FractureInputs): SolverOutput {
       if (firstFailure === null) firstFailure = (step - 1 + breakOut[1]!) * dt;
     }
   }
+  return { pos, pair, live, intact, candidates, contactCount, steps, dt, E0, kinetic, strainEnergy, dissipated, broken, worstEnergy, worstDeviation, firstFailure };
+}
 
-  // De-interleave for the diagnostics.
-  const x = new Float64Array(N);
-  const y = new Float64Array(N);
-  for (let i = 0; i < N; i++) {
-    x[i] = pos[2 * i]!;
-    y[i] = pos[2 * i + 1]!;
+/** The loading: plate, v_y = strain rate × (y − side/2); bar, v_x linear from −v at x = 0 to +v at x = L. */
+function initialVelocities(inputs: FractureInputs, lat: Lattice, N: number): Float64Array {
+  const { X, Y } = lat;
+  const vel = new Float64Array(2 * N);
+  if (inputs.mode === 'plate') {
+    const mid = inputs.side_m / 2;
+    for (let i = 0; i < N; i++) vel[2 * i + 1] = inputs.strain_rate_1_s * (Y[i]! - mid);
+  } else {
+    for (let i = 0; i < N; i++) vel[2 * i] = inputs.end_velocity_m_s * ((2 * X[i]!) / inputs.length_m - 1);
   }
-  const bi = new Int32Array(live);
-  const bj = new Int32Array(live);
-  for (let b = 0; b < live; b++) {
-    bi[b] = pair[2 * b]! >> 1;
-    bj[b] = pair[2 * b + 1]! >> 1;
-  }
+  return vel;
+}
 
-  // ---- Diagnostics at t_end ----
-  const damage = new Float64Array(N);
-  let maxDamage = 0;
-  for (let i = 0; i < N; i++) {
-    damage[i] = lat.familySize[i]! > 0 ? 1 - intact[i]! / lat.familySize[i]! : 0;
-    if (damage[i]! > maxDamage) maxDamage = damage[i]!;
-  }
+interface BondStress {
+  sxx: Float64Array;
+  sxy: Float64Array;
+  syx: Float64Array;
+  syy: Float64Array;
+  maxStretch: number;
+  /** Normal force across the mid-plane from the intact bonds (tension positive). */
+  midForce: number;
+}
 
-  // Peridynamic stress σ_i = ½ Σ_j f_ij ⊗ ξ_ij V_j with f_ij = c s e_ij (force density along the deformed bond);
-  // a bond adds the same tensor to both of its points. Resultant across the mid-plane from the same bond forces.
+/**
+ * Peridynamic stress σ_i = ½ Σ_j f_ij ⊗ ξ_ij V_j with f_ij = c s e_ij (force density along the deformed bond);
+ * a bond adds the same tensor to both of its points. Resultant across the mid-plane from the same bond forces.
+ */
+function bondStresses(plate: boolean, model: Model, lat: Lattice, x: Float64Array, y: Float64Array, bi: Int32Array, bj: Int32Array): BondStress {
+  const { N, V } = model;
+  const c = model.micromodulus;
+  const cVV = c * V * V;
+  const { X, Y, length0 } = lat;
+  const live = bi.length;
   const sxx = new Float64Array(N);
   const sxy = new Float64Array(N);
   const syx = new Float64Array(N);
   const syy = new Float64Array(N);
   let maxStretch = live > 0 ? -Infinity : 0;
   let midForce = 0;
-  const plate = inputs.mode === 'plate';
   const mid = lat.midPlane;
   for (let b = 0; b < live; b++) {
     const i = bi[b]!;
@@ -682,14 +789,14 @@ function run(inputs: FractureInputs): SolverOutput {
     const txy = k * ex * eta;
     const tyx = k * ey * xi;
     const tyy = k * ey * eta;
-    sxx[i] += txx;
-    sxy[i] += txy;
-    syx[i] += tyx;
-    syy[i] += tyy;
-    sxx[j] += txx;
-    sxy[j] += txy;
-    syx[j] += tyx;
-    syy[j] += tyy;
+    sxx[i]! += txx;
+    sxy[i]! += txy;
+    syx[i]! += tyx;
+    syy[i]! += tyy;
+    sxx[j]! += txx;
+    sxy[j]! += txy;
+    syx[j]! += tyx;
+    syy[j]! += tyy;
     const ci = plate ? Y[i]! : X[i]!;
     const cj = plate ? Y[j]! : X[j]!;
     if ((ci < mid) !== (cj < mid)) {
@@ -699,6 +806,15 @@ function run(inputs: FractureInputs): SolverOutput {
       midForce += ci < mid ? f * normal : -f * normal;
     }
   }
+  return { sxx, sxy, syx, syy, maxStretch, midForce };
+}
+
+/** `midForce` plus the contact forces across the mid-plane (compression negative). */
+function contactTraction(plate: boolean, model: Model, lat: Lattice, x: Float64Array, y: Float64Array, candidates: Int32Array, midForce: number): number {
+  const { X, Y } = lat;
+  const mid = lat.midPlane;
+  const cVV = model.micromodulus * model.V * model.V;
+  const dc = CONTACT_FACTOR * model.dx;
   for (let k = 0; k < candidates.length; k += 2) {
     const i = candidates[k]!;
     const j = candidates[k + 1]!;
@@ -713,11 +829,16 @@ function run(inputs: FractureInputs): SolverOutput {
     const normal = plate ? ey : ex;
     midForce += ci < mid ? -f * normal : f * normal;
   }
+  return midForce;
+}
+
+/** Plate: the largest absolute principal value of the symmetrised stress tensor; bar: |σ_xx|. The maximum over points. */
+function maxPrincipalStress(plate: boolean, t: BondStress, N: number): number {
+  const { sxx, sxy, syx, syy } = t;
   let maxStress = 0;
   for (let i = 0; i < N; i++) {
     let magnitude: number;
     if (plate) {
-      // Largest absolute principal value of the symmetrised tensor.
       const a = sxx[i]!;
       const d = syy[i]!;
       const o = 0.5 * (sxy[i]! + syx[i]!);
@@ -729,87 +850,47 @@ function run(inputs: FractureInputs): SolverOutput {
     }
     if (magnitude > maxStress) maxStress = magnitude;
   }
+  return maxStress;
+}
 
-  let check: Check = makeCheck('energy_balance', 'KE + SE + D at the worst step vs E0 = initial kinetic energy [J]', worstEnergy, E0);
-  if (!(E0 > 0)) check = refuseCheck(check, 'no loading: the initial kinetic energy E0 is zero, the balance cannot be normalised');
-
-  const receipt: Record<string, StateField> = {
-    stress: { value: maxStress, unit: 'Pa' },
-    strain: { value: maxStretch, unit: '1' },
-    damage: { value: maxDamage, unit: '1' },
-    elasticity: { value: inputs.youngs_modulus_Pa, unit: 'Pa' },
-    traction: { value: midForce / lat.midPlaneArea, unit: 'Pa' },
-    contact: { value: contactCount, unit: '1' },
-  };
-
-  const common = {
-    broken_bonds: broken,
-    first_failure_time_s: firstFailure,
-    kinetic_energy_J: kinetic,
-    strain_energy_J: strainEnergy,
-    dissipated_energy_J: dissipated,
-    initial_energy_J: E0,
-    max_energy_error: E0 > 0 ? worstDeviation / E0 : null,
-    bonds: model.bondCount,
-    intact_bonds: live,
-    precrack_bonds: lat.precrackBonds,
-    time_steps: steps,
-    dt_s: dt,
-    stable_dt_s: model.stableDt,
-    horizon_m: model.horizon,
-    micromodulus: c,
-    critical_stretch: model.criticalStretch,
-    contact_pairs: contactCount,
-  };
-
-  let outputs: Record<string, unknown>;
-  let rule8: number[] | number[][];
-  if (inputs.mode === 'plate') {
-    const n = inputs.n;
-    const rows: number[][] = [];
-    for (let iy = 0; iy < n; iy++) rows.push(Array.from(damage.subarray(iy * n, (iy + 1) * n)));
-    const field = boundField(rows);
-    const axis = strideIndices(n, 64).map((k) => (k + 0.5) * dx);
-    let minX = Infinity;
-    let maxX = -Infinity;
-    for (let i = 0; i < N; i++) {
-      if (damage[i]! >= CRACK_DAMAGE) {
-        if (X[i]! < minX) minX = X[i]!;
-        if (X[i]! > maxX) maxX = X[i]!;
-      }
+/** The plate's damage field and the crack length (span in x of points damaged beyond CRACK_DAMAGE). */
+function plateOutputs(inputs: FracturePlateInputs, model: Model, X: Float64Array, damage: Float64Array, common: Record<string, unknown>): { outputs: Record<string, unknown>; rule8: number[][] } {
+  const { N, dx } = model;
+  const n = inputs.n;
+  const rows: number[][] = [];
+  for (let iy = 0; iy < n; iy++) rows.push(Array.from(damage.subarray(iy * n, (iy + 1) * n)));
+  const field = boundField(rows);
+  const axis = strideIndices(n, 64).map((k) => (k + 0.5) * dx);
+  let minX = Infinity;
+  let maxX = -Infinity;
+  for (let i = 0; i < N; i++) {
+    if (damage[i]! >= CRACK_DAMAGE) {
+      if (X[i]! < minX) minX = X[i]!;
+      if (X[i]! > maxX) maxX = X[i]!;
     }
-    outputs = {
-      damage: { x_m: axis, y_m: axis, dx_m: dx, phi: field },
-      ...common,
-      crack_length_m: maxX >= minX ? maxX - minX : 0,
-    };
-    rule8 = field;
-  } else {
-    const profile = boundProfile(damage);
-    const axis = boundProfile(X);
-    const s0 = model.criticalStretch;
-    outputs = {
-      damage: { x_m: axis, phi: profile },
-      ...common,
-      // While the interior strain is uniform (2v/L)·t the notch fails at t_f = notch·s0·L/(2v).
-      notch_failure_time_estimate_s:
-        inputs.end_velocity_m_s > 0 ? (inputs.notch_factor * s0 * inputs.length_m) / (2 * inputs.end_velocity_m_s) : null,
-      notch_bonds: (inputs.horizon_cells * (inputs.horizon_cells + 1)) / 2,
-    };
-    rule8 = profile;
   }
-
-  return {
-    mode: inputs.mode,
-    value: dissipated,
-    unit: 'J',
-    output_class: inputs.mode === 'plate' ? 'field' : 'profile',
-    rule8,
-    rule8_array: 'damage',
-    outputs,
-    check,
-    receipt_fields: receipt,
+  const outputs = {
+    damage: { x_m: axis, y_m: axis, dx_m: dx, phi: field },
+    ...common,
+    crack_length_m: maxX >= minX ? maxX - minX : 0,
   };
+  return { outputs, rule8: field };
+}
+
+/** The bar's damage profile and the notch's closed-form failure time. */
+function barOutputs(inputs: FractureBarInputs, model: Model, X: Float64Array, damage: Float64Array, common: Record<string, unknown>): { outputs: Record<string, unknown>; rule8: number[] } {
+  const profile = boundProfile(damage);
+  const axis = boundProfile(X);
+  const s0 = model.criticalStretch;
+  const outputs = {
+    damage: { x_m: axis, phi: profile },
+    ...common,
+    // While the interior strain is uniform (2v/L)·t the notch fails at t_f = notch·s0·L/(2v).
+    notch_failure_time_estimate_s:
+      inputs.end_velocity_m_s > 0 ? (inputs.notch_factor * s0 * inputs.length_m) / (2 * inputs.end_velocity_m_s) : null,
+    notch_bonds: (inputs.horizon_cells * (inputs.horizon_cells + 1)) / 2,
+  };
+  return { outputs, rule8: profile };
 }
 
 const inputSpecs: InputSpec[] = [

@@ -112,7 +112,7 @@ function run(inputs: LorenzInputs, initialState?: unknown): SolverOutput {
     const t = t0 + i * h;
     stepper.step(t, s, h);
     shadowStepper.step(t, shadow, h);
-    const dx = shadow[0]! - s[0]!;
+    const dx: number = shadow[0]! - s[0]!;
     const dy = shadow[1]! - s[1]!;
     const dz = shadow[2]! - s[2]!;
     const d = Math.sqrt(dx * dx + dy * dy + dz * dz);

@@ -78,8 +78,8 @@ export function presetBodies(preset: MultibodyInputs['preset'], G: number): Body
   for (const b of raw) {
     mTot += b.mass_kg;
     for (let d = 0; d < 3; d++) {
-      com[d] += b.mass_kg * b.position_m[d]!;
-      vcom[d] += b.mass_kg * b.velocity_m_s[d]!;
+      com[d]! += b.mass_kg * b.position_m[d]!;
+      vcom[d]! += b.mass_kg * b.velocity_m_s[d]!;
     }
   }
   return raw.map((b) => ({

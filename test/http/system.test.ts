@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectError, startTestNode, type TestNode } from '../helpers/node.js';
 import { TICK_NS } from '../../src/kernel/clock.js';
+import { SPEC_ROUTES } from '../../src/http/spec-routes.js';
 
 let t: TestNode;
 beforeAll(async () => {
@@ -114,5 +115,57 @@ describe('system routes', () => {
     expect(c.body.methods).toContain('QUERY');
     expect(c.body.key_kinds).toEqual(['sk_', 'sk_test_', 'svc_ak_', 'zsm_', 'zsm_pub_']);
     expect(c.body.limits).toMatchObject({ keyless_prove_per_minute: 10, demo_key_per_day: 10, anonymous_compute_per_day: 5, max_operators: 10 });
+  });
+});
+
+describe('discovery against the router', () => {
+  type Endpoint = { method: string; path: string };
+  const discovery = async (): Promise<{ endpoints: Endpoint[]; not_here: string[] }> => (await call(t.url, 'GET', '/api')).body;
+  const shape = (p: string) => p.replace(/:[A-Za-z_]+/g, ':');
+  /** Status of a request without a body (nothing runs on a route that does not exist). */
+  const statusOf = async (method: string, path: string) => {
+    const ac = new AbortController();
+    const res = await fetch(t.url + path.replace(/:[A-Za-z_]+/g, 'x').replace(/\*$/, 'x'), { method, signal: ac.signal });
+    ac.abort();
+    return res.status;
+  };
+
+  it('capabilities advertises exactly the methods some route answers', async () => {
+    const { endpoints } = await discovery();
+    const routed = [...new Set(endpoints.map((e) => e.method))].sort();
+    const c = await call(t.url, 'GET', '/api/system/capabilities');
+    expect([...c.body.methods].sort()).toEqual(routed);
+    expect(c.body.methods).toEqual(expect.arrayContaining(['GET', 'POST', 'QUERY']));
+    expect(c.body.methods).not.toContain('PATCH');
+    expect(c.body.methods).not.toContain('DELETE');
+  });
+
+  it('not_here lists every spec route the router does not serve, and only those', async () => {
+    const { endpoints, not_here } = await discovery();
+    const servedBy = (method: string | null, path: string) =>
+      endpoints.some((e) => (method === null || e.method === method) && (path.endsWith('/*') ? shape(e.path).startsWith(shape(path.slice(0, -1))) : shape(e.path) === shape(path)));
+    for (const r of SPEC_ROUTES) {
+      const entry = r.method ? `${r.method} ${r.path}` : r.path;
+      expect(not_here.includes(entry), entry).toBe(!servedBy(r.method, r.path));
+    }
+    expect(not_here.at(-1)).toBe('webhooks (planned, part 6)');
+    expect(not_here).toHaveLength(SPEC_ROUTES.filter((r) => !servedBy(r.method, r.path)).length + 1);
+    // Spec routes the old hand-written list left out.
+    for (const e of ['GET /api/mcp', 'POST /api/mcp', 'GET /api/tally/record', 'GET /api/svc/mmio/registers', 'GET /api/chain/aggregate/list', 'PATCH /api/chain/:slug/settings', 'POST /api/svc/stream/channels', 'POST /api/svc/reactor', '/api/chain/:slug/contracts/*']) {
+      expect(not_here).toContain(e);
+    }
+    // Served spec routes are not listed.
+    for (const e of ['POST /api/svc/compute', 'GET /api/tally/envelopes/:zid', '/api/dns/resolve', '/api/tally/clock', 'GET /api/system/capabilities', 'POST /api/svc/multibody']) {
+      expect(not_here).not.toContain(e);
+    }
+  });
+
+  it('every not_here route really answers 404 or 405 (no route for that method)', async () => {
+    const { not_here } = await discovery();
+    for (const entry of not_here) {
+      const [method, path] = entry.includes(' /') ? entry.split(' ') : [null, entry];
+      if (!path!.startsWith('/api/')) continue; // WS /ws/stream is outside HTTP routing; webhooks have no path
+      for (const m of method ? [method] : ['GET', 'POST']) expect([404, 405], `${m} ${path}`).toContain(await statusOf(m, path!));
+    }
   });
 });

@@ -103,6 +103,49 @@ async function storedSnapshots(store: Store): Promise<{ svcond: number; value: N
   return out;
 }
 
+describe('the 4-tick grid after a start', () => {
+  const nowNs = BigInt(Date.now()) * 1_000_000n;
+  const start = (nowNs / TICK_NS / 4n) * 4n;
+  const S = Number(start);
+
+  it('a node started mid-slot writes its first snapshot at the next multiple of 4, and again after a restart', async () => {
+    const clock = new ManualClock((start + 1n) * TICK_NS + 1000n);
+    const dataDir = await makeDataDir();
+    let n = await startNode({ clock, secret: null, dataDir });
+    try {
+      const svconds = async () => (await n.mesh.oracle.history(100)).map((s) => s.svcond);
+      for (let t = 1; t < 4; t++) {
+        await n.mesh.pulse();
+        expect(n.mesh.oracle.now()).toBeNull();
+        clock.advanceTicks(1);
+      }
+      await n.mesh.pulse(); // S + 4
+      expect(await svconds()).toEqual([S + 4]);
+      for (let t = 5; t <= 9; t++) {
+        clock.advanceTicks(1);
+        await n.mesh.pulse();
+      }
+      expect(await svconds()).toEqual([S + 8, S + 4]);
+      // Restart at S + 9 (mid-slot): nothing until S + 12.
+      await n.stop();
+      n = await startNode({ clock, secret: null, dataDir });
+      await n.mesh.pulse();
+      clock.advanceTicks(1);
+      await n.mesh.pulse();
+      clock.advanceTicks(1);
+      await n.mesh.pulse();
+      expect(await svconds()).toEqual([S + 8, S + 4]);
+      clock.advanceTicks(1);
+      await n.mesh.pulse();
+      expect(await svconds()).toEqual([S + 12, S + 8, S + 4]);
+      for (const s of await n.mesh.oracle.history(100)) expect(s.svcond % 4).toBe(0);
+    } finally {
+      await n.stop();
+      await removeDir(dataDir);
+    }
+  });
+});
+
 describe('snapshot retention', () => {
   const nowNs = BigInt(Date.now()) * 1_000_000n;
   const start = (nowNs / TICK_NS / 4n) * 4n;

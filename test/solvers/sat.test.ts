@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { countModels, sat } from '../../src/solvers/sat.js';
+import { countModels, dpll, sat, simplify, walksat, WORK_LIMIT } from '../../src/solvers/sat.js';
+import { Xoshiro128 } from '../../src/numerics/prng.js';
 import { SolverFailure } from '../../src/solvers/errors.js';
 import { checkPart } from '../../src/solvers/util.js';
 import { inputErrorOnResolve } from '../helpers/solver.js';
@@ -154,7 +155,44 @@ describe('sat solver', () => {
     expectInputError({ n_clauses: 5001 }, 'n_clauses');
     expectInputError({ max_decisions: 2e7 }, 'max_decisions');
     expectInputError({ seed: -1 }, 'seed');
-    expectInputError({ n_vars: 1000, n_clauses: 5000 }, 'max_decisions'); // 1e6 × 15000 occurrences > 1e9
+  });
+
+  it('accepts its own default budgets on large instances: the work budget is spent at run time, not refused up front', () => {
+    // 1e6 decisions × 1260 literal occurrences > 1e9 was refused with 400 before; it is a budget, not a cost.
+    expect(sat.resolve({ n_vars: 100, n_clauses: 420 })).toMatchObject({ max_decisions: 1e6, max_flips: 1e5 });
+    expect(sat.resolve({ n_vars: 1000, n_clauses: 5000 }).n_clauses).toBe(5000);
+    expect(sat.resolve({ n_vars: 1000, n_clauses: 5000, method: 'walksat', max_flips: 1e7 }).max_flips).toBe(1e7);
+    expect(WORK_LIMIT).toBe(1e9);
+  });
+
+  it('a run that uses up its work budget ends with SolverFailure (500) naming the budget', () => {
+    const cnf = simplify(pigeonhole(6, 5), 30);
+    // Enough work: the same answer as the solver's own run (UNSAT, refused above 22 variables).
+    expect(dpll(cnf, 1e7).status).toBe('UNSAT');
+    let err: SolverFailure | undefined;
+    try {
+      dpll(cnf, 1e7, 5000);
+    } catch (e) {
+      err = e as SolverFailure;
+    }
+    expect(err).toBeInstanceOf(SolverFailure);
+    expect(err!.status).toBe(500);
+    expect(err!.code).toBe('SVC_SOLVER_ERROR');
+    expect(err!.message).toBe('DPLL work budget exhausted');
+    expect(err!.details).toMatchObject({ work_limit: 5000 });
+    expect((err!.details as { work: number }).work).toBeGreaterThan(5000);
+    const php = simplify(pigeonhole(5, 4), 20);
+    expect(() => walksat(php, 1e7, new Xoshiro128([1, 2, 3, 4]), 10_000)).toThrow('WalkSAT work budget exhausted');
+  });
+
+  it('counts work as the literal occurrences each assignment visits (its own and its negation\'s lists)', () => {
+    // (x1 ∨ x2)(¬x1 ∨ ¬x2)(x3 ∨ x4)(¬x3 ∨ ¬x4): the first decision x1 visits 1 + 1 occurrences and propagates ¬x2
+    // (1 + 1): work 4 before the second decision. A limit of 3 ends the run there; 4 lets it finish.
+    const cnf = simplify([[1, 2], [-1, -2], [3, 4], [-3, -4]], 4);
+    expect(() => dpll(cnf, 1e6, 3)).toThrow('DPLL work budget exhausted');
+    const out = dpll(cnf, 1e6, 4);
+    expect(out.status).toBe('SAT');
+    expect(out.work).toBe(2); // decisions
   });
 
   it('n_vars defaults to the largest literal when clauses are given', () => {

@@ -65,8 +65,8 @@ export function computeRoutes(router: Router, s: HttpServices): void {
     ctx.body = s.compute.verifyResult(candidate);
   });
 
-  const proveLimit = perMinuteLimit(s.config.limits.proveperMinute, 'prove');
-  const proveVerifyLimit = perMinuteLimit(s.config.limits.proveperMinute, 'prove-verify');
+  const proveLimit = perMinuteLimit(s.config.limits.provePerMinute, 'prove');
+  const proveVerifyLimit = perMinuteLimit(s.config.limits.provePerMinute, 'prove-verify');
   router.post('/api/svc/prove', proveLimit, (ctx) => {
     const body = validate(proveBody, ctx.request.body);
     ctx.body = s.compute.prove(body);

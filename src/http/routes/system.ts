@@ -58,6 +58,13 @@ export function kernelPrompt(s: HttpServices): string {
   return lines.join('\n');
 }
 
+/** The methods some route answers (HEAD comes with GET): what capabilities advertises. */
+function routedMethods(router: Router): string[] {
+  const methods = new Set<string>();
+  for (const layer of router.stack) for (const m of layer.methods) if (m !== 'HEAD') methods.add(m);
+  return [...methods];
+}
+
 export function systemRoutes(router: Router, s: HttpServices, library: Library, discovery: () => Record<string, unknown>): void {
   router.get('/api/health', (ctx) => {
     ctx.body = { ok: true, status: 'live', node: s.nodeId(), kernel_version: s.config.kernel.version, svcond: stampAt(s.clock.nowNs()).svcond, uptime_s: Math.round(process.uptime()) };
@@ -150,13 +157,13 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
       node: s.nodeId(),
       kernel_version: s.config.kernel.version,
       storage: 'leveldb',
-      methods: ['GET', 'POST', 'PATCH', 'DELETE', 'QUERY'],
+      methods: routedMethods(router),
       key_kinds: Object.values(KEY_PREFIX),
       domains: DOMAINS,
       operators: listOperators().length,
       solvers: s.compute.registry.list().map((x) => ({ id: x.id, kind: x.kind, endpoint: x.endpoint ?? '/api/svc/solve', catalogue: x.catalogue, modes: x.modes, stateful: x.stateful })),
       limits: {
-        keyless_prove_per_minute: s.config.limits.proveperMinute,
+        keyless_prove_per_minute: s.config.limits.provePerMinute,
         demo_key_per_day: s.config.limits.demoKeyPerDay,
         anonymous_compute_per_day: s.config.limits.anonymousComputePerDay,
         max_operators: 10,
