@@ -19,6 +19,7 @@ import type { Sealer } from './sealer.js';
 import { timeoutError, type SolverExecutor } from './executor.js';
 import type { QuotaService } from '../tally/quota.js';
 import { encodeCompact } from '../tally/stored-result.js';
+import { unsealableOutput } from './finite-output.js';
 
 export const COST = { computePerOperator: 1, solver: 10, auto: 10 } as const;
 export const TIME_LIMIT_SECONDS = { free: 30, standard: 120, professional: 600 } as const;
@@ -322,6 +323,11 @@ export class ComputeService {
     if (!verdict.passed) {
       reservation.release();
       throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `reality check failed: ${verdict.reason}`, { rel_error: verdict.rel_error, solver: solver.id }, { check: plain({ ...out.check, rel_error: verdict.rel_error, passed: false }), reason: verdict.reason });
+    }
+    const unsealable = unsealableOutput(out);
+    if (unsealable !== null) {
+      reservation.release();
+      throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `reality check cannot pass: ${unsealable}`, { rel_error: verdict.rel_error, solver: solver.id }, { reason: unsealable });
     }
     const outputs = plain(out.outputs);
     const plainInputs = plain(inputs);

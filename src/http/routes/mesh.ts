@@ -84,7 +84,9 @@ export function meshRoutes(router: Router, s: HttpServices): void {
     const body = validate(dnsRegisterBody, ctx.request.body);
     const m = mesh();
     const { record, winner, won } = await m.dns.register(body.name, { peerId: s.nodeId(), url: body.url ?? s.publicUrl(), multiaddrs: body.multiaddrs ?? m.multiaddrs() });
-    ctx.status = won ? 201 : 409;
+    // Lost: the claim stays on record as a contender (dns.ts), but the name resolves to the earlier claim.
+    if (!won) throw new ServiceError(409, 'SVC_CONFLICT', `the name ${body.name} is held by peer ${winner.peerId}, which claimed it first`, { name: body.name, won, record, winner });
+    ctx.status = 201;
     ctx.body = { name: body.name, won, record, winner };
   });
 
