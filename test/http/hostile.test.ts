@@ -80,6 +80,10 @@ describe('solver results that cannot be sealed (defect 4)', () => {
       ['/api/svc/react', { c_max_mol_m3: 1e300 }, 'c_max_mol_m3'],
       ['/api/svc/solve', { solver: 'tumour', inputs: { carrying_capacity_cells_m3: 5e-324 } }, 'carrying_capacity_cells_m3'],
       ['/api/svc/solve', { solver: 'tumour', inputs: { carrying_capacity_cells_m3: 1e300 } }, 'carrying_capacity_cells_m3'],
+      // Found by the fuzz sweep: a field of subnormal numbers (its rule-8 terms were NaN, a 500 at sealing).
+      ['/api/svc/wave', { amplitude_m: 1e-310 }, 'amplitude_m'],
+      ['/api/svc/wave', { amplitude_m: -5e-324 }, 'amplitude_m'],
+      ['/api/svc/climate', { amplitude_m: 1e-310 }, 'amplitude_m'],
     ];
     const before = await balance(t.url, key);
     for (const [path, body, field] of cases) {
@@ -90,6 +94,13 @@ describe('solver results that cannot be sealed (defect 4)', () => {
     const low = await call(t.url, 'POST', '/api/svc/react', { c_max_mol_m3: 1e-24 }, bearer(key));
     expect(low.status, low.text).toBe(200);
     expect(typeof low.body.result_id).toBe('string');
+  });
+
+  it('a load so small that the deflection is subnormal (fea tip_load_N 1e-310): 422, not a 500 at sealing', async () => {
+    const before = await balance(t.url, key);
+    const e = expectError(await call(t.url, 'POST', '/api/svc/fea', { tip_load_N: 1e-310 }, bearer(key)), 422, 'SVC_TOLERANCE_GATE');
+    expect(e.message).toContain('deflection is too small to normalise');
+    expect(await balance(t.url, key)).toEqual(before);
   });
 
   it.each(SPOILED.map((s) => s.id))('%s: a result with a number JSON cannot carry is 422, nothing charged, the node healthy', async (id) => {
