@@ -157,7 +157,7 @@ function request(e: Endpoint): fc.Arbitrary<Sample> {
   });
 }
 
-/** Send one sample and check the properties; returns a description of the failure, or null. */
+/** Send one sample and check the properties; throws, naming the request and the answer, when one does not hold. */
 async function check(e: Endpoint, s: Sample): Promise<void> {
   const headers: Record<string, string> = { ...authHeaders(s.auth) };
   if (s.body !== undefined) headers['content-type'] = 'application/json';
