@@ -2,7 +2,6 @@
 // starts and stops them in order.
 import { mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
@@ -24,6 +23,7 @@ import { InlineSealer, WorkerSealer, type Sealer } from './compute/sealer.js';
 import type { SealedSummary } from './compute/service.js';
 import { defaultRegistry, type SolverRegistry } from './solvers/registry.js';
 import { createApp } from './http/app.js';
+import { createHttpServer } from './http/server.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './mesh/identity.js';
 import { MeshService, type MeshServiceOptions } from './mesh/service.js';
 import { signEvent, TOPICS, type MeshEvent } from './mesh/wire.js';
@@ -165,7 +165,7 @@ export class SvcNode {
       mesh: this.mesh,
       signMeshEvent,
     });
-    this.server = createServer(app.callback());
+    this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);

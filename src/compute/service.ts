@@ -1,7 +1,7 @@
 // The computation pipeline of architecture.md §3: validate → protocol → run → gate → parity → seal.
 // Every route that computes (compute, solver endpoints, /solve, /auto, prove) goes through here.
 import { canonicalDigest, canonicalJson } from '../kernel/canonical.js';
-import { SolverFailure } from '../kernel/errors.js';
+import { ServiceError, SolverFailure } from '../kernel/errors.js';
 import { stampAt, TICK_NS_NUMBER, type Clock, type TickStamp } from '../kernel/clock.js';
 import { gateChainValues, gateClosedForm, gateModulation, gateSolverCheck, toleranceGateError } from '../kernel/gate.js';
 import { modulationFactor, PRECISION_BOUND } from '../kernel/modulation.js';
@@ -19,6 +19,7 @@ import type { Sealer } from './sealer.js';
 import { timeoutError, type SolverExecutor } from './executor.js';
 import type { QuotaService } from '../tally/quota.js';
 import { BoundedMap } from '../util/bounded-map.js';
+import { unsealableOutput } from './finite-output.js';
 
 export const COST = { computePerOperator: 1, solver: 10, auto: 10 } as const;
 export const TIME_LIMIT_SECONDS = { free: 30, standard: 120, professional: 600 } as const;
@@ -299,6 +300,11 @@ export class ComputeService {
     if (!verdict.passed) {
       reservation.release();
       throw toleranceGateError(verdict, { id: solver.id, check: plain(out.check) });
+    }
+    const unsealable = unsealableOutput(out);
+    if (unsealable !== null) {
+      reservation.release();
+      throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `reality check cannot pass: ${unsealable}`, { rel_error: verdict.rel_error, solver: solver.id }, { reason: unsealable });
     }
     const outputs = plain(out.outputs);
     const plainInputs = plain(inputs);

@@ -1,5 +1,4 @@
 // The Koa application: middleware order is trace id → error rendering → body parsing → routes → 404/405.
-import { randomBytes } from 'node:crypto';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { ServiceError } from '../kernel/errors.js';
@@ -11,6 +10,7 @@ import { errorMiddleware, errorPayload, sendError } from './errors.js';
 import { jsonBody } from './body.js';
 import { routes } from './dispatch.js';
 import { notHere } from './spec-routes.js';
+import { traceIdSource } from './trace.js';
 import { systemRoutes } from './routes/system.js';
 import { computeRoutes } from './routes/compute.js';
 import { identityRoutes } from './routes/identity.js';
@@ -57,12 +57,10 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     not_here: notHere(endpoints()),
   });
 
-  // Trace ids: a random per-process prefix and a counter — unique, cheap, and not a secret.
-  const tracePrefix = `tr_${randomBytes(4).toString('hex')}`;
-  let traceCounter = 0;
+  const nextTraceId = traceIdSource();
   const debug = s.logger.isLevelEnabled('debug');
   app.use(async (ctx, next) => {
-    const traceId = `${tracePrefix}${(traceCounter++).toString(16).padStart(8, '0')}`;
+    const traceId = nextTraceId();
     ctx.state.traceId = traceId;
     ctx.set('X-Trace-Id', traceId);
     await next();
@@ -70,6 +68,15 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     else if (debug) s.logger.debug({ trace_id: traceId, method: ctx.method, path: ctx.path, status: ctx.status }, 'request');
   });
   app.use(errorMiddleware(s.logger));
+  // RFC 9112 §3.2: an HTTP/1.1 request without Host is refused with 400 (Node's own check, turned off in server.ts,
+  // would answer with no body).
+  app.use((ctx, next) => {
+    if (ctx.req.headers.host === undefined && ctx.req.httpVersionMajor === 1 && ctx.req.httpVersionMinor === 1) {
+      ctx.set('Connection', 'close');
+      throw new ServiceError(400, 'SVC_BAD_REQUEST', 'an HTTP/1.1 request must carry a Host header');
+    }
+    return next();
+  });
   app.use(jsonBody());
 
   systemRoutes(router, s, library, discovery);

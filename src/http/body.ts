@@ -6,13 +6,15 @@
 // - No content type, text/plain or a form type, when the body is empty or starts with { or [ (what `curl -d '{…}'`
 //   sends): parsed as JSON, so a forgotten header is not a silent empty body.
 // - Anything else with a body: 415. A body over the limit: 413. Invalid JSON, a scalar at the top level or a
-//   __proto__ / constructor.prototype key (prototype poisoning): 400.
+//   __proto__ / constructor.prototype key (prototype poisoning): 400 SVC_INVALID_JSON. Arrays and objects nested
+//   deeper than BODY_MAX_DEPTH: 400 SVC_INVALID_INPUT.
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Context, Next } from 'koa';
 import getRawBody from 'raw-body';
 import { ServiceError } from '../kernel/errors.js';
+import { InputError } from '../solvers/errors.js';
 
 export const BODY_LIMIT_BYTES = 1_048_576;
 const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'QUERY']);
@@ -50,17 +52,53 @@ function decoded(req: Readable & { headers: Record<string, string | string[] | u
   }
 }
 
-function hasPoisonedKey(value: unknown): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  if (Array.isArray(value)) return value.some(hasPoisonedKey);
-  const obj = value as Record<string, unknown>;
+/** Deepest nesting of arrays and objects a body may have: far above any route's schema, low enough for recursion. */
+export const BODY_MAX_DEPTH = 64;
+/** A text shorter than this cannot nest deeper than BODY_MAX_DEPTH (each level takes an opening and a closing). */
+const DEPTH_CHECK_MIN_LENGTH = 2 * (BODY_MAX_DEPTH + 1);
+
+function isPoisoned(obj: Record<string, unknown>): boolean {
   if (Object.prototype.hasOwnProperty.call(obj, '__proto__')) return true;
   const ctor = obj.constructor;
-  if (Object.prototype.hasOwnProperty.call(obj, 'constructor') && ctor !== null && typeof ctor === 'object' && Object.prototype.hasOwnProperty.call(ctor, 'prototype')) return true;
-  return Object.values(obj).some(hasPoisonedKey);
+  return Object.prototype.hasOwnProperty.call(obj, 'constructor') && ctor !== null && typeof ctor === 'object' && Object.prototype.hasOwnProperty.call(ctor, 'prototype');
 }
 
-/** Parse JSON request text: an object or array, {} when empty. Throws SVC_INVALID_JSON. */
+/**
+ * One walk of a parsed body for its nesting depth and (when `poisonable`) its prototype-poisoning keys. Iterative, with its own stack: JSON.parse accepts a 1 MiB body nested ~500,000 levels deep, which a
+ * recursive walk (or any later recursive serialisation) would overflow into a 500.
+ */
+function checkShape(root: unknown, poisonable: boolean): void {
+  if (root === null || typeof root !== 'object') return;
+  const values: object[] = [root];
+  const depths: number[] = [1];
+  while (values.length > 0) {
+    const value = values.pop()!;
+    const depth = depths.pop()!;
+    if (depth > BODY_MAX_DEPTH) throw new InputError('body', `arrays and objects nest deeper than ${BODY_MAX_DEPTH} levels`, { max_depth: BODY_MAX_DEPTH });
+    if (Array.isArray(value)) {
+      for (const v of value) {
+        if (v !== null && typeof v === 'object') {
+          values.push(v as object);
+          depths.push(depth + 1);
+        }
+      }
+      continue;
+    }
+    const obj = value as Record<string, unknown>;
+    if (poisonable && isPoisoned(obj)) {
+      throw new ServiceError(400, 'SVC_INVALID_JSON', 'request body is not valid JSON: __proto__ and constructor.prototype keys are not accepted');
+    }
+    for (const k in obj) {
+      const v = obj[k];
+      if (v !== null && typeof v === 'object') {
+        values.push(v);
+        depths.push(depth + 1);
+      }
+    }
+  }
+}
+
+/** Parse JSON request text: an object or array, {} when empty. Throws SVC_INVALID_JSON, or SVC_INVALID_INPUT when too deep. */
 export function parseJsonBody(text: string): unknown {
   if (BLANK.test(text)) return {};
   if (!OBJECT_OR_ARRAY.test(text)) throw new ServiceError(400, 'SVC_INVALID_JSON', 'request body is not valid JSON: only an object or an array is accepted');
@@ -70,10 +108,10 @@ export function parseJsonBody(text: string): unknown {
   } catch (err) {
     throw new ServiceError(400, 'SVC_INVALID_JSON', `request body is not valid JSON: ${(err as Error).message}`);
   }
-  // The key names only occur in the text when someone wrote them; the walk is skipped otherwise.
-  if ((text.includes('__proto__') || text.includes('constructor')) && hasPoisonedKey(parsed)) {
-    throw new ServiceError(400, 'SVC_INVALID_JSON', 'request body is not valid JSON: __proto__ and constructor.prototype keys are not accepted');
-  }
+  // The walk is skipped when it cannot find anything: a short text cannot be deep, and the key names only occur in
+  // the text when someone wrote them.
+  const poisonable = text.includes('__proto__') || text.includes('constructor');
+  if (poisonable || text.length >= DEPTH_CHECK_MIN_LENGTH) checkShape(parsed, poisonable);
   return parsed;
 }
 
@@ -124,6 +162,8 @@ export function jsonBody() {
       }
       text ??= await getRawBody(stream, { length, limit: BODY_LIMIT_BYTES, encoding: 'utf8' });
     } catch (err) {
+      // The rest of the body is still unread (a 413 stops reading): the connection cannot carry another request.
+      ctx.set('Connection', 'close');
       throw readError(err);
     }
     ctx.request.rawBody = text;

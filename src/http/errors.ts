@@ -8,6 +8,11 @@ import { StoreWriteError } from '../store/db.js';
 export const DOCS_URL = 'https://svc.local/docs/errors';
 
 export function errorPayload(ctx: Context, status: number, code: ErrorCode, message: string, extra: Record<string, unknown> = {}, details?: unknown): Record<string, unknown> {
+  return errorBody(ctx.state.traceId as string, status, code, message, extra, details);
+}
+
+/** The part-7 body for a trace id (errorPayload without a Koa context: Node's parser errors, server.ts). */
+export function errorBody(traceId: string, status: number, code: ErrorCode, message: string, extra: Record<string, unknown> = {}, details?: unknown): Record<string, unknown> {
   return {
     error: {
       code,
@@ -15,7 +20,7 @@ export function errorPayload(ctx: Context, status: number, code: ErrorCode, mess
       ...(details !== undefined ? { details } : {}),
       ...extra,
       status,
-      trace_id: ctx.state.traceId as string,
+      trace_id: traceId,
       timestamp: new Date().toISOString(),
       documentation_url: `${DOCS_URL}#${code.toLowerCase()}`,
     },

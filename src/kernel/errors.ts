@@ -32,6 +32,8 @@ export type ErrorCode =
   | 'SVC_PAYLOAD_TOO_LARGE'
   | 'SVC_UNSUPPORTED_MEDIA_TYPE'
   | 'SVC_BAD_REQUEST'
+  | 'SVC_HEADERS_TOO_LARGE'
+  | 'SVC_REQUEST_TIMEOUT'
   | 'SVC_METHOD_NOT_ALLOWED'
   | 'SVC_NOT_FOUND'
   // identities, sessions and access

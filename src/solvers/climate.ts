@@ -40,7 +40,8 @@ const schema = z.strictObject({
   ny: z.literal(POWERS).optional(),
   mode_x: z.number().int().min(0).max(42).optional(),
   mode_y: z.number().int().min(0).max(42).optional(),
-  amplitude_m: z.number().positive().refine(Number.isFinite, 'must be finite').optional(),
+  // Below a nucleus's size (1e-15 m) a height anomaly means nothing, and the field's numbers fall to subnormals.
+  amplitude_m: z.number().min(1e-15).refine(Number.isFinite, 'must be finite').optional(),
   periods: numIn(1, 50).optional(),
   cfl: numIn(0.05, 1).optional(),
   rotation_rad_s: numIn(0, 1e-3).optional(),
@@ -361,7 +362,7 @@ const inputs: InputSpec[] = [
   { key: 'ny', unit: '1', default: 32, range: '16 … 256, powers of 2' },
   { key: 'mode_x', unit: '1', default: 1, range: '0 … nx/6 (not both 0)' },
   { key: 'mode_y', unit: '1', default: 0, range: '0 … ny/6 (not both 0)' },
-  { key: 'amplitude_m', unit: 'm', default: 0.1, range: '0 < A ≤ 0.01·depth_m' },
+  { key: 'amplitude_m', unit: 'm', default: 0.1, range: '1e-15 ≤ A ≤ 0.01·depth_m' },
   { key: 'periods', unit: '1', default: 3, range: '1 … 50' },
   { key: 'cfl', unit: '1', default: 0.5, range: '0.05 … 1' },
   { key: 'rotation_rad_s', unit: 'rad/s', default: 7.2921159e-5, range: '0 … 1e-3' },

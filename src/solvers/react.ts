@@ -27,7 +27,9 @@ const schema = z.strictObject({
   diffusivity_m2_s: numIn(1e-14, 1).optional(),
   rate_constant_1_s: numIn(1e-6, 1e6).optional(),
   threshold: numIn(0, 0.45).optional(),
-  c_max_mol_m3: positive().optional(),
+  // About one molecule per m³ (1/N_A = 1.7e-24 mol/m³) … denser than any substance (diamond: 2.9e5 mol/m³); below, the profile's
+  // numbers fall to subnormals and its field terms cannot be formed.
+  c_max_mol_m3: numIn(1e-24, 1e6).optional(),
   length_m: positive().optional(),
   nx: z.number().int().min(3).max(NX_MAX).optional(),
   t_end_s: positive().optional(),
@@ -146,7 +148,7 @@ const inputs: InputSpec[] = [
   { key: 'diffusivity_m2_s', unit: 'm^2/s', default: 1e-9, range: '1e-14 … 1' },
   { key: 'rate_constant_1_s', unit: '1/s', default: 1.0, range: '1e-6 … 1e6' },
   { key: 'threshold', unit: '1', default: 0.25, range: '0 … 0.45' },
-  { key: 'c_max_mol_m3', unit: 'mol/m^3', default: 1.0, range: '> 0' },
+  { key: 'c_max_mol_m3', unit: 'mol/m^3', default: 1.0, range: '1e-24 … 1e6' },
   { key: 'length_m', unit: 'm', default: '40 w, w = √(2D/k)', range: '≥ 20 w' },
   { key: 'nx', unit: '1', default: '10 per w + 1 (401)', range: '5 … 40 intervals per w, ≤ 20001' },
   { key: 't_end_s', unit: 's', default: '10 w / c', range: 'front stays inside [0.1 L, 0.9 L]' },

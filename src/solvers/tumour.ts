@@ -25,7 +25,8 @@ export interface TumourInputs extends Record<string, unknown> {
 const schema = z.strictObject({
   diffusivity_m2_s: numIn(1e-16, 1e-6).optional(),
   proliferation_rate_1_s: numIn(1e-10, 1e-3).optional(),
-  carrying_capacity_cells_m3: positive().optional(),
+  // One cell per m³ … 1e18 (cells of 1 µm³ packed solid); below, the profile's numbers fall to subnormals.
+  carrying_capacity_cells_m3: numIn(1, 1e18).optional(),
   length_m: positive().optional(),
   nx: z.number().int().min(3).optional(),
   t_end_s: positive().optional(),
@@ -141,7 +142,7 @@ function run(inp: TumourInputs): SolverOutput {
 const inputs: InputSpec[] = [
   { key: 'diffusivity_m2_s', unit: 'm^2/s', default: 1.5e-11, range: '1e-16 … 1e-6' },
   { key: 'proliferation_rate_1_s', unit: '1/s', default: 1.4e-7, range: '1e-10 … 1e-3' },
-  { key: 'carrying_capacity_cells_m3', unit: 'cells/m^3', default: 1e14, range: '> 0' },
+  { key: 'carrying_capacity_cells_m3', unit: 'cells/m^3', default: 1e14, range: '1 … 1e18' },
   { key: 'length_m', unit: 'm', default: '60 ℓ, ℓ = √(D/ρ)', range: '≥ 30 ℓ' },
   { key: 'nx', unit: '1', default: '10 per ℓ + 1 (601)', range: '5 … 40 intervals per ℓ' },
   { key: 't_end_s', unit: 's', default: '10 ℓ / c', range: 'front stays inside [0.1 L, 0.9 L]' },

@@ -46,7 +46,8 @@ const schema = z.strictObject({
   nx: z.number().int().min(21).max(20001).optional(),
   courant: numIn(0.05, 1.0).optional(),
   periods: numIn(2, 50).optional(),
-  amplitude_m: nonZero().optional(),
+  // Below a nucleus's size (1e-15 m) a displacement means nothing, and the field's numbers fall to subnormals.
+  amplitude_m: nonZero().refine((a) => Math.abs(a) >= 1e-15, 'magnitude must be at least 1e-15 m').optional(),
   e0_V_m: nonZero().optional(),
 });
 
@@ -251,7 +252,7 @@ const inputs: InputSpec[] = [
   { key: 'nx', unit: '1', default: '61 (membrane), 201 (maxwell)', range: '21 … 301 (membrane), 21 … 20001 (maxwell)' },
   { key: 'courant', unit: '1', default: 0.5, range: '0.05 … 0.7 (membrane), 0.05 … 1.0 (maxwell)' },
   { key: 'periods', unit: '1', default: 5, range: '2 … 50' },
-  { key: 'amplitude_m', unit: 'm', default: 1e-3, range: '≠ 0 (membrane)' },
+  { key: 'amplitude_m', unit: 'm', default: 1e-3, range: '|A| ≥ 1e-15 (membrane)' },
   { key: 'e0_V_m', unit: 'V/m', default: 1.0, range: '≠ 0 (maxwell)' },
 ];
 

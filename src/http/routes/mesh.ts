@@ -89,7 +89,7 @@ export function meshRoutes(router: Router, s: HttpServices): void {
       throw new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input multiaddrs: ${foreign} is not an address of this node`, { field: 'multiaddrs', reason: 'not this node', allowed: own.multiaddrs });
     }
     const { record, winner, won } = await m.dns.register(body.name, { peerId: s.nodeId(), url: own.url, multiaddrs: body.multiaddrs ?? own.multiaddrs });
-    if (!won) throw new ServiceError(409, 'SVC_CONFLICT', `the name ${body.name} is held by ${winner.peerId}, which claimed it first`, { field: 'name', name: body.name, record, winner });
+    if (!won) throw new ServiceError(409, 'SVC_CONFLICT', `the name ${body.name} is held by ${winner.peerId}, which claimed it first`, { field: 'name', name: body.name, won, record, winner });
     ctx.status = 201;
     ctx.body = { name: body.name, won, record, winner };
   });
