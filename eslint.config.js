@@ -1,0 +1,33 @@
+// ESLint: typescript-eslint's recommended rules, floating promises refused (type-aware), and the layering of
+// architecture.md §2 held by a rule: kernel/, numerics/ and solvers/ import nothing from the rest of src, and
+// kernel/ and numerics/ nothing from solvers/.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const outside = (allowed) =>
+  ['cli', 'config', 'compute', 'chain', 'http', 'identity', 'mesh', 'store', 'tally', 'kernel', 'numerics', 'solvers', 'node.js', 'polyfill.js']
+    .filter((dir) => !allowed.includes(dir))
+    .flatMap((dir) => [`../${dir}`, `../${dir}/*`, `../../${dir}`, `../../${dir}/*`]);
+
+const layer = (files, allowed, why) => ({
+  files,
+  rules: { 'no-restricted-imports': ['error', { patterns: [{ group: outside(allowed), message: why }] }] },
+});
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**', '.vitest-report.json'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: {
+      parserOptions: { projectService: { allowDefaultProject: ['*.js', 'vitest.config.ts'] }, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+    },
+  },
+  layer(['src/kernel/**'], ['kernel', 'numerics'], 'kernel/ is pure: it may use numerics/, nothing else of src (architecture.md §2)'),
+  layer(['src/numerics/**'], ['numerics'], 'numerics/ is pure: it imports nothing else of src (architecture.md §2)'),
+  layer(['src/solvers/**'], ['solvers', 'kernel', 'numerics'], 'solvers/ depend on kernel/ and numerics/ only (architecture.md §2)'),
+);
