@@ -30,6 +30,9 @@ import { signEvent, TOPICS, type MeshEvent } from './mesh/wire.js';
 import { IDENTITY_ASSERT, identityAssertHandler } from './mesh/identity-assert.js';
 import { remoteKeyLookup } from './mesh/key-lookup.js';
 import { stampAt } from './kernel/clock.js';
+import { signText, verifyText } from './mesh/wire.js';
+import { BondService } from './consensus/bonds.js';
+import { ModeService } from './consensus/modes.js';
 
 export const RESULT_SEALED = 'result.sealed';
 
@@ -74,6 +77,8 @@ export class SvcNode {
   nodeIdentity!: NodeIdentity;
   receiptKey!: Buffer;
   mesh!: MeshService;
+  bonds!: BondService;
+  modes!: ModeService;
   private executor: SolverExecutor | null = null;
   private sealer: Sealer | null = null;
   private server: Server | null = null;
@@ -147,6 +152,24 @@ export class SvcNode {
       limits: { snapshotsMax: config.mesh.snapshotRetention, ...this.options.mesh?.limits },
     };
     this.mesh = new MeshService(meshOptions);
+    this.bonds = new BondService({
+      store: this.store,
+      ledger: this.ledger,
+      policy: config.contribution,
+      nodeId,
+      nowSvcond: () => stampAt(this.clock.nowNs()).svcond,
+      sign: (text) => signText(this.nodeIdentity.privateKey, text),
+      verify: verifyText,
+      publish: async (type, body) => {
+        if (this.mesh.enabled) await this.mesh.publish(type, body, TOPICS.consensus);
+      },
+    });
+    await this.bonds.load();
+    this.modes = new ModeService(this.store, this.bonds, () => stampAt(this.clock.nowNs()).svcond);
+    await this.modes.load();
+    const [bondRow, releaseRow] = this.bonds.handlers();
+    this.mesh.gossip.register(bondRow);
+    this.mesh.gossip.register(releaseRow);
     const signMeshEvent = (type: string, body: unknown): Promise<MeshEvent> =>
       signEvent(this.nodeIdentity.privateKey, this.nodeId, type, stampAt(this.clock.nowNs()).svcond, body);
     const { app } = createApp({
@@ -164,6 +187,7 @@ export class SvcNode {
       publicUrl: () => this.url,
       mesh: this.mesh,
       signMeshEvent,
+      contribution: { bonds: this.bonds, modes: this.modes },
     });
     this.server = createServer(app.callback());
     this.server.keepAliveTimeout = 5000;

@@ -15,6 +15,7 @@ import { computeRoutes } from './routes/compute.js';
 import { identityRoutes } from './routes/identity.js';
 import { ledgerRoutes } from './routes/ledger.js';
 import { meshRoutes } from './routes/mesh.js';
+import { contributeRoutes } from './routes/contribute.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -37,7 +38,6 @@ const NOT_HERE = [
   '/api/svc/streams/*',
   '/ws/stream',
   '/api/svc/mmio',
-  '/api/contribute/*',
   '/api/tally/envelopes/folder',
   '/api/tally/envelopes/transfer-bulk',
   '/api/protocol/pohc/*',
@@ -93,6 +93,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   identityRoutes(router, s);
   ledgerRoutes(router, s);
   meshRoutes(router, s);
+  contributeRoutes(router, s);
   for (const register of s.extraRouters ?? []) register(router);
 
   for (const path of QUERY_ROUTES) {
