@@ -147,6 +147,11 @@ export class SvcNode {
       httpUrl: '',
       headState: () => ({ sealedCount: this.counters.get('sealed_total'), chainHeadsDigest: this.chain.headsDigest(), kernelVersion: config.kernel.version }),
       revenue: () => ({ burned: this.counters.get('burned_total'), foundation: this.counters.get('foundation_total') }),
+      // The operator is the identity bonded on this node (one bond per node): its mode and bond, and this node's free slots.
+      advert: () => {
+        const operator = this.bonds.ofNode(this.nodeId);
+        return { mode: operator ? this.modes.of(operator.bond.zid).mode : 'idle', bondId: operator?.bond.bond_id ?? null, freeSlots: this.executor?.freeSlots() ?? 0 };
+      },
       logger: this.logger,
       ...this.options.mesh,
       limits: { snapshotsMax: config.mesh.snapshotRetention, ...this.options.mesh?.limits },

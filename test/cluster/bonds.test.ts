@@ -1,7 +1,7 @@
 // Bonds across three real nodes (HTTP + libp2p on 127.0.0.1): a bond made at its home reaches every node's
 // registry as an attested consensus.bond event; a bond asked for at another node is forwarded to the home; forged
 // attestations (composed here, signed by another key) are rejected at the gossip entrance; the release reaches
-// every registry too.
+// every registry too; the operator's mode, bond id and free slots travel in tick events (old ticks still accepted).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
@@ -76,6 +76,34 @@ describe('a bond across the mesh', () => {
     expect(status.body.bond.bond_id).toBe(bondId);
   }, 60_000);
 
+  it('the operator\'s mode, bond id and free slots travel in A\'s tick events and show in the peers\' mesh status', async () => {
+    const m = await call(b.url, 'POST', '/api/contribute/mode', { mode: 'contributing' }, bearer(id.key));
+    expect(m.status, m.text).toBe(200);
+    expect(m.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
+    for (const n of [b, c]) {
+      const peer = await waitFor(async () => {
+        const s = await call(n.url, 'GET', '/api/mesh/status');
+        const p = s.body.peers.find((x: { peerId: string }) => x.peerId === a.node.nodeId);
+        return p?.mode === 'contributing' ? p : null;
+      }, 20_000, 'A contributing in a peer\'s status');
+      // solverThreads 0: the inline executor has one slot, free between requests.
+      expect(peer).toMatchObject({ mode: 'contributing', bondId, freeSlots: 1 });
+      // B holds no bond: it advertises idle, no bond.
+      const s = await call(n.url, 'GET', '/api/mesh/status');
+      if (n === c) expect(s.body.peers.find((x: { peerId: string }) => x.peerId === b.node.nodeId)).toMatchObject({ mode: 'idle', bondId: null, freeSlots: 1 });
+    }
+  }, 60_000);
+
+  it('a tick event from an older node, without the contribution fields, is still accepted', async () => {
+    const s = await stranger();
+    const old = await gossip(c, s, 'tick', { svcond: nowTick(), sealedCount: 0, chainHeadsDigest: 'ab'.repeat(32), kernelVersion: '1.287.6', url: 'http://127.0.0.1:9' });
+    expect(old.status, old.text).toBe(200);
+    const peer = c.node.mesh.peers().find((p) => p.peerId === s.id);
+    expect(peer).toMatchObject({ mode: null, bondId: null, freeSlots: null, url: 'http://127.0.0.1:9' });
+    // The new fields are checked when present.
+    expectError(await gossip(c, s, 'tick', { svcond: nowTick(), freeSlots: -1 }), 400, 'INVALID_EVENT');
+  });
+
   it('forged attestations are rejected at the gossip entrance and never reach the registry', async () => {
     const s = await stranger();
     const other = await stranger();
@@ -116,5 +144,12 @@ describe('a bond across the mesh', () => {
       expect(n.node.bonds.ofZid(id.zid)).toBeNull();
       expect(n.node.bonds.ofNode(a.node.nodeId)).toBeNull();
     }
+    expect(r.body.mode).toBe('idle');
+    // A's ticks now say idle and no bond.
+    await waitFor(async () => {
+      const s = await call(b.url, 'GET', '/api/mesh/status');
+      const p = s.body.peers.find((x: { peerId: string }) => x.peerId === a.node.nodeId);
+      return p?.mode === 'idle' && p.bondId === null;
+    }, 20_000, 'A idle in B\'s status');
   }, 60_000);
 });
