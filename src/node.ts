@@ -35,6 +35,8 @@ import { BondService } from './consensus/bonds.js';
 import { ModeService } from './consensus/modes.js';
 
 export const RESULT_SEALED = 'result.sealed';
+const BOND_REANNOUNCE_TICKS = 64;
+const TICK_MS = 777.000777;
 
 export { RECEIPT_SECRET_FILE };
 
@@ -46,6 +48,8 @@ export interface NodeOptions {
   timeLimitSeconds?: number;
   /** Credits a new identity starts with (overrides limits.initialCredits). */
   initialCredits?: number;
+  /** Ticks between re-announcements of this node's bond on svc/consensus/1 (default 64, about 50 s). */
+  bondReannounceTicks?: number;
   /** Mesh overrides (tests: autoPulse, redial bounds). */
   mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits'>>;
 }
@@ -82,6 +86,7 @@ export class SvcNode {
   private executor: SolverExecutor | null = null;
   private sealer: Sealer | null = null;
   private server: Server | null = null;
+  private reannounceTimer: NodeJS.Timeout | null = null;
   private readonly options: NodeOptions;
   url = '';
 
@@ -205,6 +210,11 @@ export class SvcNode {
     meshOptions.httpUrl = this.url;
     this.wireIdentityGossip();
     await this.mesh.start();
+    if (this.mesh.enabled) {
+      const every = (this.options.bondReannounceTicks ?? BOND_REANNOUNCE_TICKS) * TICK_MS;
+      this.reannounceTimer = setInterval(() => void this.bonds.reannounce().catch(() => undefined), every);
+      this.reannounceTimer.unref();
+    }
     this.logger.info({ url: this.url, node: this.nodeId, dataDir: config.dataDir, multiaddrs: this.mesh.multiaddrs(), mesh: this.mesh.enabled }, 'listening');
     return this;
   }
@@ -247,6 +257,8 @@ export class SvcNode {
         server.closeIdleConnections();
       });
     }
+    if (this.reannounceTimer) clearInterval(this.reannounceTimer);
+    this.reannounceTimer = null;
     if (this.mesh) await this.mesh.stop();
     if (this.executor) await this.executor.close();
     if (this.sealer) await this.sealer.close();

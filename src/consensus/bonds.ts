@@ -126,6 +126,8 @@ export class BondService {
   /** Identities with a bond or release being written here, and whether this node's own bond is being made. */
   private readonly pending = new Set<string>();
   private nodeBonding = false;
+  /** This node's latest bond entry (active or released): what reannounce() gossips again. */
+  private latestOwn: RegistryEntry | null = null;
 
   constructor(private readonly o: BondServiceOptions) {
     this.sub = o.store.sub('bonds');
@@ -224,6 +226,17 @@ export class BondService {
     }
   }
 
+  /**
+   * Gossip this node's latest bond again (its release when released), so a node that joined or was away since
+   * learns it: gossip has no history. Idempotent at the receivers; called on a timer by the node.
+   */
+  async reannounce(): Promise<void> {
+    const own = this.latestOwn;
+    if (!own?.bond) return;
+    if (own.release && own.release.attestation !== '') await this.gossip(RELEASE_EVENT, own.release);
+    else if (!own.release) await this.gossip(BOND_EVENT, own.bond);
+  }
+
   /** The gossip rows: consensus.bond and consensus.release, verified and applied to the registry. */
   handlers(): [GossipHandler<AttestedBond>, GossipHandler<AttestedRelease>] {
     return [
@@ -313,6 +326,7 @@ export class BondService {
     this.entries.set(entry.bond_id, entry);
     const b = entry.bond?.bond;
     if (!b) return;
+    if (b.node === this.o.nodeId() && (this.latestOwn === null || this.latestOwn.bond_id === b.bond_id || this.latestOwn.bond!.bond.svcond <= b.svcond)) this.latestOwn = entry;
     if (entry.release === null) {
       this.byZid.set(b.zid, b.bond_id);
       this.byNode.set(b.node, b.bond_id);

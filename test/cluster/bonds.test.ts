@@ -18,7 +18,7 @@ const BOND = 3;
 const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
 const contribution = { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 4, deadlineTicks: 12, challengeStake: 20, bondTermDays: 30, offload: 'never' };
 const config = (bootstrap: string[]) => ({ solverThreads: 0, sealWorker: false, receiptSecret: RECEIPT_SECRET, contribution, mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 } });
-const opts = { initialCredits: 10_000, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
+const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
 
 let a: TestNode;
 let b: TestNode;
@@ -91,6 +91,18 @@ describe('a bond across the mesh', () => {
       // B holds no bond: it advertises idle, no bond.
       const s = await call(n.url, 'GET', '/api/mesh/status');
       if (n === c) expect(s.body.peers.find((x: { peerId: string }) => x.peerId === b.node.nodeId)).toMatchObject({ mode: 'idle', bondId: null, freeSlots: 1 });
+    }
+  }, 60_000);
+
+  it('a node that joins after the bond learns it from the bond node\'s re-announcement', async () => {
+    const d = await startTestNode(config([a.node.mesh.multiaddrs()[0]!]), opts);
+    try {
+      expect(d.node.bonds.get(bondId)).toBeNull();
+      const got = await waitFor(() => d.node.bonds.get(bondId), 30_000, 'the bond at the late joiner');
+      expect(got.bond?.bond.node).toBe(a.node.nodeId);
+      expect(d.node.bonds.ofZid(id.zid)?.bond.bond_id).toBe(bondId);
+    } finally {
+      await d.destroy();
     }
   }, 60_000);
 
