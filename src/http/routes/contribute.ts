@@ -5,6 +5,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
+import { stampAt } from '../../kernel/clock.js';
 import { daysRemaining, MODES, policyDocument, quorumOf } from '../../consensus/policy.js';
 import type { AttestedBond } from '../../consensus/bonds.js';
 import type { Caller } from '../../tally/ledger.js';
@@ -30,7 +31,7 @@ export function contributeRoutes(router: Router, s: HttpServices): void {
     if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'contribution needs a key that belongs to an identity');
     return c;
   };
-  const now = () => s.mesh?.nowSvcond() ?? 0;
+  const now = () => stampAt(s.clock.nowNs()).svcond;
   const showBond = (b: AttestedBond) => ({
     bond_id: b.bond.bond_id,
     node: b.bond.node,
