@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bondAttestationText, releaseAttestationText } from '../../src/consensus/bonds.js';
 import { verifyText } from '../../src/mesh/wire.js';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { failNextBatch } from '../helpers/fail-batch.js';
 
 const BOND = 5;
 const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
@@ -46,6 +47,18 @@ describe('POST /api/contribute/bond and /release on one node', () => {
     expect(e.needed).toBe(BOND);
     // Nothing was marked.
     expect((await envelopes(poor)).some((x) => x.immovable)).toBe(false);
+  });
+
+  it('a bond whose batch fails leaves nothing: no mark, no registry entry, and the node can bond afterwards', async () => {
+    const unlucky = await withEnvelopes('bond-unlucky', BOND);
+    failNextBatch(n, 20);
+    expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(unlucky.key)), 503, 'SVC_STORAGE_UNAVAILABLE');
+    expect((await envelopes(unlucky)).some((x) => x.immovable)).toBe(false);
+    expect(n.node.bonds.ofZid(unlucky.zid)).toBeNull();
+    expect(n.node.bonds.ofNode(n.node.nodeId)).toBeNull();
+    expect(n.node.bonds.active()).toEqual([]);
+    const s = await call(n.url, 'GET', '/api/contribute/status', undefined, bearer(unlucky.key));
+    expect(s.body.bonded).toBe(false);
   });
 
   it('bonds the oldest held envelopes, marks exactly those immovable, keeps the folder counts, and signs the record', async () => {
