@@ -55,7 +55,11 @@ export interface AttestedRelease {
   attestation: string;
 }
 
-/** What the registry keeps per bond id. `bond` is null for a release heard before its bond (kept so the late bond stays released). */
+/**
+ * What the registry keeps per bond id. `bond` is null for a release heard before its bond (kept so the late bond
+ * stays released). A release whose attestation is '' was inferred here, not heard: a newer bond of the same node
+ * superseded this one (a node holds one bond), and a real release heard later replaces it.
+ */
 export interface RegistryEntry {
   bond_id: string;
   bond: AttestedBond | null;
