@@ -30,8 +30,13 @@ import { signEvent, TOPICS, type MeshEvent } from './mesh/wire.js';
 import { IDENTITY_ASSERT, identityAssertHandler } from './mesh/identity-assert.js';
 import { remoteKeyLookup } from './mesh/key-lookup.js';
 import { stampAt } from './kernel/clock.js';
+import { signText, verifyText } from './mesh/wire.js';
+import { BondService } from './consensus/bonds.js';
+import { ModeService } from './consensus/modes.js';
 
 export const RESULT_SEALED = 'result.sealed';
+const BOND_REANNOUNCE_TICKS = 64;
+const TICK_MS = 777.000777;
 
 export { RECEIPT_SECRET_FILE };
 
@@ -43,6 +48,8 @@ export interface NodeOptions {
   timeLimitSeconds?: number;
   /** Credits a new identity starts with (overrides limits.initialCredits). */
   initialCredits?: number;
+  /** Ticks between re-announcements of this node's bond on svc/consensus/1 (default 64, about 50 s). */
+  bondReannounceTicks?: number;
   /** Mesh overrides (tests: autoPulse, redial bounds). */
   mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits'>>;
 }
@@ -74,9 +81,12 @@ export class SvcNode {
   nodeIdentity!: NodeIdentity;
   receiptKey!: Buffer;
   mesh!: MeshService;
+  bonds!: BondService;
+  modes!: ModeService;
   private executor: SolverExecutor | null = null;
   private sealer: Sealer | null = null;
   private server: Server | null = null;
+  private reannounceTimer: NodeJS.Timeout | null = null;
   private readonly options: NodeOptions;
   url = '';
 
@@ -142,11 +152,34 @@ export class SvcNode {
       httpUrl: '',
       headState: () => ({ sealedCount: this.counters.get('sealed_total'), chainHeadsDigest: this.chain.headsDigest(), kernelVersion: config.kernel.version }),
       revenue: () => ({ burned: this.counters.get('burned_total'), foundation: this.counters.get('foundation_total') }),
+      // The operator is the identity bonded on this node (one bond per node): its mode and bond, and this node's free slots.
+      advert: () => {
+        const operator = this.bonds.ofNode(this.nodeId);
+        return { mode: operator ? this.modes.of(operator.bond.zid).mode : 'idle', bondId: operator?.bond.bond_id ?? null, freeSlots: this.executor?.freeSlots() ?? 0 };
+      },
       logger: this.logger,
       ...this.options.mesh,
       limits: { snapshotsMax: config.mesh.snapshotRetention, ...this.options.mesh?.limits },
     };
     this.mesh = new MeshService(meshOptions);
+    this.bonds = new BondService({
+      store: this.store,
+      ledger: this.ledger,
+      policy: config.contribution,
+      nodeId,
+      nowSvcond: () => stampAt(this.clock.nowNs()).svcond,
+      sign: (text) => signText(this.nodeIdentity.privateKey, text),
+      verify: verifyText,
+      publish: async (type, body) => {
+        if (this.mesh.enabled) await this.mesh.publish(type, body, TOPICS.consensus);
+      },
+    });
+    await this.bonds.load();
+    this.modes = new ModeService(this.store, this.bonds, () => stampAt(this.clock.nowNs()).svcond);
+    await this.modes.load();
+    const [bondRow, releaseRow] = this.bonds.handlers();
+    this.mesh.gossip.register(bondRow);
+    this.mesh.gossip.register(releaseRow);
     const signMeshEvent = (type: string, body: unknown): Promise<MeshEvent> =>
       signEvent(this.nodeIdentity.privateKey, this.nodeId, type, stampAt(this.clock.nowNs()).svcond, body);
     const { app } = createApp({
@@ -164,6 +197,7 @@ export class SvcNode {
       publicUrl: () => this.url,
       mesh: this.mesh,
       signMeshEvent,
+      contribution: { bonds: this.bonds, modes: this.modes },
     });
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
@@ -176,6 +210,11 @@ export class SvcNode {
     meshOptions.httpUrl = this.url;
     this.wireIdentityGossip();
     await this.mesh.start();
+    if (this.mesh.enabled) {
+      const every = (this.options.bondReannounceTicks ?? BOND_REANNOUNCE_TICKS) * TICK_MS;
+      this.reannounceTimer = setInterval(() => void this.bonds.reannounce().catch(() => undefined), every);
+      this.reannounceTimer.unref();
+    }
     this.logger.info({ url: this.url, node: this.nodeId, dataDir: config.dataDir, multiaddrs: this.mesh.multiaddrs(), mesh: this.mesh.enabled }, 'listening');
     return this;
   }
@@ -218,6 +257,8 @@ export class SvcNode {
         server.closeIdleConnections();
       });
     }
+    if (this.reannounceTimer) clearInterval(this.reannounceTimer);
+    this.reannounceTimer = null;
     if (this.mesh) await this.mesh.stop();
     if (this.executor) await this.executor.close();
     if (this.sealer) await this.sealer.close();

@@ -49,6 +49,8 @@ export interface SolverExecutor {
   /** True when run() itself stops a job at its time limit (so callers need not check afterwards). */
   readonly enforcesTimeLimit: boolean;
   run(solverId: string, inputs: Record<string, unknown>, state: unknown, timeLimitSeconds: number): Promise<SolverOutput>;
+  /** Runs it could start now without queueing (a node advertises this in its tick events). */
+  freeSlots(): number;
   close(): Promise<void>;
 }
 
@@ -68,6 +70,11 @@ export class InlineExecutor implements SolverExecutor {
     const solver = this.registry.get(solverId);
     if (!solver) throw new Error(`unknown solver ${solverId}`);
     return solver.run(inputs, state);
+  }
+
+  /** One: a run on the main thread blocks the loop, so none is ever waiting here while another runs. */
+  freeSlots(): number {
+    return 1;
   }
 
   async close(): Promise<void> {}
@@ -127,6 +134,12 @@ export class WorkerPoolExecutor implements SolverExecutor {
       this.queue.push({ id: this.nextId++, solverId, inputs, state, limitSeconds: timeLimitSeconds, resolve, reject });
       this.pump();
     });
+  }
+
+  freeSlots(): number {
+    let free = 0;
+    for (const slot of this.slots) if (slot.ready && !slot.job) free++;
+    return Math.max(0, free - this.queue.length);
   }
 
   private pump(): void {

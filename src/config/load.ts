@@ -32,6 +32,13 @@ const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'bool' | 
   SVC_MESH_TICK_EVERY: { path: 'mesh.tickEvery', kind: 'int' },
   SVC_MESH_SNAPSHOT_RETENTION: { path: 'mesh.snapshotRetention', kind: 'int' },
   SVC_MESH_FORWARD_TIMEOUT_MS: { path: 'mesh.forwardTimeoutMs', kind: 'int' },
+  SVC_CONTRIBUTION_BOND_ENVELOPES: { path: 'contribution.bondEnvelopes', kind: 'int' },
+  SVC_CONTRIBUTION_COMMITTEE_SIZE: { path: 'contribution.committeeSize', kind: 'int' },
+  SVC_CONTRIBUTION_SETTLE_TICKS: { path: 'contribution.settleTicks', kind: 'int' },
+  SVC_CONTRIBUTION_DEADLINE_TICKS: { path: 'contribution.deadlineTicks', kind: 'int' },
+  SVC_CONTRIBUTION_CHALLENGE_STAKE: { path: 'contribution.challengeStake', kind: 'int' },
+  SVC_CONTRIBUTION_BOND_TERM_DAYS: { path: 'contribution.bondTermDays', kind: 'int' },
+  SVC_CONTRIBUTION_OFFLOAD: { path: 'contribution.offload', kind: 'string' },
 };
 
 function parseScalar(name: string, raw: string, kind: string): unknown {

@@ -59,6 +59,25 @@ export const configSchema = z
         forwardTimeoutMs: z.number().int().min(50).max(120_000),
       })
       .strict(),
+    /** Contributing nodes (architecture.md §6; consensus/policy.ts): bonds, committees, challenges, offloading. */
+    contribution: z
+      .object({
+        /** Envelopes a bond holds immovable (spec part 8: 1000; a local cluster or a test may lower it). At most 1500: the attestation lists every token id and a mesh event body is at most 64 KiB. */
+        bondEnvelopes: z.number().int().min(1).max(1_500),
+        /** Nodes that re-execute a challenged result; the quorum is ⌊k/2⌋ + 1. */
+        committeeSize: z.number().int().min(1).max(99),
+        /** Ticks a bond attestation must have aged, at a challenge's tick, for its node to sit on the committee. */
+        settleTicks: z.number().int().min(0).max(1_000_000),
+        /** Ticks after a challenge opens by which a quorum must have voted, else no_quorum. */
+        deadlineTicks: z.number().int().min(1).max(1_000_000),
+        /** Credits a challenger stakes: burned when the challenge is rejected, returned otherwise. */
+        challengeStake: z.number().int().min(0).max(1_000_000),
+        /** Days a bond is committed for (status counts them down). */
+        bondTermDays: z.number().int().min(1).max(3650),
+        /** Place solver runs on contributing peers: never, when this node's workers are all busy, or always. */
+        offload: z.enum(['never', 'when-busy', 'always']),
+      })
+      .strict(),
   })
   .strict();
 

@@ -16,6 +16,7 @@ import { computeRoutes } from './routes/compute.js';
 import { identityRoutes } from './routes/identity.js';
 import { ledgerRoutes } from './routes/ledger.js';
 import { meshRoutes } from './routes/mesh.js';
+import { contributeRoutes } from './routes/contribute.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -84,6 +85,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   identityRoutes(router, s);
   ledgerRoutes(router, s);
   meshRoutes(router, s);
+  contributeRoutes(router, s);
   for (const register of s.extraRouters ?? []) register(router);
 
   for (const path of QUERY_ROUTES) {

@@ -29,6 +29,8 @@ export interface HttpServices {
   signMeshEvent: (type: string, body: unknown) => Promise<import('../mesh/wire.js').MeshEvent>;
   /** The mesh; null only in configurations without one (never in a running node). */
   mesh: MeshService | null;
+  /** Bonds and modes (consensus/); absent only in configurations built without them. */
+  contribution?: { bonds: import('../consensus/bonds.js').BondService; modes: import('../consensus/modes.js').ModeService };
   /** Extra route groups (the mesh) register themselves here. */
   extraRouters?: ((router: import('@koa/router').default) => void)[];
 }

@@ -47,7 +47,12 @@ export type ErrorCode =
   | 'SVC_INTERNAL_ERROR'
   // mesh DNS
   | 'DNS_INVALID_RECORD'
-  | 'DNS_REGISTRY_FULL';
+  | 'DNS_REGISTRY_FULL'
+  // contribution (architecture.md §6)
+  | 'INVALID_ATTESTATION'
+  | 'SVC_INSUFFICIENT_ENVELOPES'
+  | 'SVC_BOND_CHALLENGED'
+  | 'SVC_NO_BOND';
 
 export class ServiceError extends Error {
   readonly status: number;

@@ -38,6 +38,11 @@ const tickBody = z.object({
   chainHeadsDigest: z.string().optional(),
   kernelVersion: z.string().optional(),
   url: z.string().max(2048).optional(),
+  // The node's operator's contribution (architecture.md §6); absent from an older node's ticks. The mode is any
+  // short string, so a mode a newer node adds does not make its ticks invalid here.
+  mode: z.string().max(32).optional(),
+  bondId: z.string().max(64).nullable().optional(),
+  freeSlots: z.number().int().min(0).max(4096).optional(),
 });
 type TickBody = z.infer<typeof tickBody>;
 
@@ -50,6 +55,15 @@ const dnsBody = z.object({
   svcond: z.number().int().nonnegative(),
 });
 type DnsBody = z.infer<typeof dnsBody>;
+
+/** What a node advertises in its tick events about its operator's contribution (architecture.md §6). */
+export interface TickAdvert {
+  /** The operator's mode (the identity bonded on this node; idle without a bond). */
+  mode: string;
+  bondId: string | null;
+  /** Solver runs this node could start now. */
+  freeSlots: number;
+}
 
 export interface MeshConfig {
   /** Shared mesh secret; null → the node runs alone and the HTTP entrance answers 503. */
@@ -83,6 +97,8 @@ export interface MeshServiceOptions {
   /** This node's HTTP URL, carried in tick events. */
   httpUrl: string;
   headState: () => HeadState | Promise<HeadState>;
+  /** The contribution fields of tick events (left out when absent). */
+  advert?: () => TickAdvert;
   logger?: MeshLogger;
   limits?: Partial<MeshLimits>;
   /** Revenue figures for the transparency oracle (can also be set later with oracle.setRevenueProvider). */
@@ -133,6 +149,10 @@ export interface PeerInfo {
   kernelVersion: string | null;
   sealedCount: number | null;
   chainHeadsDigest: string | null;
+  /** The peer's advertised operator mode, bond id and free execution slots (null until a tick carries them). */
+  mode: string | null;
+  bondId: string | null;
+  freeSlots: number | null;
   connected: boolean;
 }
 
@@ -144,7 +164,7 @@ export interface MeshStatus {
   lastGossip: number;
   lastGossipZeqond: number | null;
   /** Connected peers and peers whose tick event arrived in the last 120 ticks, at most STATUS_PEERS_MAX. */
-  peers: { peerId: string; url: string | null; lastTick: number | null; connected: boolean }[];
+  peers: { peerId: string; url: string | null; lastTick: number | null; connected: boolean; mode: string | null; bondId: string | null; freeSlots: number | null }[];
   meshSize: number;
   multiaddrs: string[];
   tickEvery: number;
@@ -453,6 +473,9 @@ export class MeshService {
       kernelVersion: b.kernelVersion ?? null,
       sealedCount: b.sealedCount ?? null,
       chainHeadsDigest: b.chainHeadsDigest ?? null,
+      mode: b.mode ?? null,
+      bondId: b.bondId ?? null,
+      freeSlots: b.freeSlots ?? null,
       connected: prev?.connected ?? (this.host?.connectedPeers().includes(event.sender) ?? false),
     });
     this.boundPeers();
@@ -478,7 +501,7 @@ export class MeshService {
     else if (p) p.connected = connected;
     else if (connected) {
       this.peerTable.set(peerId, {
-        peerId, url: null, lastTick: null, receivedSvcond: null, kernelVersion: null, sealedCount: null, chainHeadsDigest: null, connected: true,
+        peerId, url: null, lastTick: null, receivedSvcond: null, kernelVersion: null, sealedCount: null, chainHeadsDigest: null, mode: null, bondId: null, freeSlots: null, connected: true,
       });
       this.boundPeers();
     }
@@ -576,6 +599,7 @@ export class MeshService {
         chainHeadsDigest: head.chainHeadsDigest,
         kernelVersion: head.kernelVersion,
         url: this.opts.httpUrl,
+        ...this.opts.advert?.(),
       }, TOPICS.ticks);
     }
     await this.oracle.maybeSnapshot(now);
@@ -646,7 +670,7 @@ export class MeshService {
     shown.sort((a, b) => Number(connected.has(b.peerId)) - Number(connected.has(a.peerId)) || heard(b) - heard(a));
     return shown
       .slice(0, STATUS_PEERS_MAX)
-      .map((p) => ({ peerId: p.peerId, url: p.url, lastTick: p.lastTick, connected: connected.has(p.peerId) }))
+      .map((p) => ({ peerId: p.peerId, url: p.url, lastTick: p.lastTick, connected: connected.has(p.peerId), mode: p.mode, bondId: p.bondId, freeSlots: p.freeSlots }))
       .sort((a, b) => (a.peerId < b.peerId ? -1 : 1));
   }
 

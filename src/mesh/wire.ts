@@ -145,13 +145,21 @@ export async function buildEnvelope(
  * False when the sender is not a parseable Ed25519 peer id or the signature does not verify.
  */
 export async function verifyEventSignature(e: MeshEvent): Promise<boolean> {
+  return verifyText(e.sender, signingText(e), e.signature);
+}
+
+/**
+ * Verify a base64 Ed25519 signature of a text by the node `signer` (a peer id; its embedded public key). False
+ * when the signer is not an Ed25519 peer id, the signature is not 64 bytes of base64, or it does not verify.
+ */
+export function verifyText(signer: string, text: string, signature: string): boolean {
   try {
-    const key = verifierFor(e.sender);
+    const key = verifierFor(signer);
     if (key === null) return false;
-    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(e.signature)) return false;
-    const sig = Buffer.from(e.signature, 'base64');
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(signature)) return false;
+    const sig = Buffer.from(signature, 'base64');
     if (sig.length !== 64) return false;
-    return edVerify(null, Buffer.from(signingText(e), 'utf8'), key, sig);
+    return edVerify(null, Buffer.from(text, 'utf8'), key, sig);
   } catch {
     return false;
   }

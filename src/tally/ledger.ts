@@ -48,6 +48,10 @@ export interface EnvelopeRecord {
   result_id: string;
   hash: string;
   seq: number;
+  /** Set while the envelope is bonded (consensus/bonds.ts): transfers refuse it, folder moves keep it. */
+  immovable?: true;
+  /** The bond that holds it, while immovable. */
+  bond_id?: string;
 }
 
 /** What an envelope's hash commits to. */
@@ -286,6 +290,37 @@ export class Ledger {
   async getResult(resultId: string): Promise<Record<string, unknown> | undefined> {
     const bytes = await this.getResultBytes(resultId);
     return bytes === undefined ? undefined : (JSON.parse(bytes.toString('utf8')) as Record<string, unknown>);
+  }
+
+  /** Envelopes an owner holds (the counter; never a scan). */
+  heldCount(zid: string): number {
+    return this.counters.get(envelopeCounter(zid));
+  }
+
+  /** An owner's oldest envelopes, at most `limit`, oldest first (by seal order). */
+  async oldestEnvelopes(zid: string, limit: number): Promise<EnvelopeRecord[]> {
+    const ids = await this.store.range<string>(this.byOwner, { gte: `${zid}!`, lt: `${zid}!~`, limit });
+    return (await this.store.getMany<EnvelopeRecord>(this.envelopes, ids.map((e) => e.value))).filter((e): e is EnvelopeRecord => !!e);
+  }
+
+  /** Envelope records by token id (undefined where there is none). */
+  async envelopesById(tokenIds: string[]): Promise<(EnvelopeRecord | undefined)[]> {
+    return this.store.getMany<EnvelopeRecord>(this.envelopes, tokenIds);
+  }
+
+  /**
+   * Set (bondId) or lift (null) the immovable mark of envelopes, in ONE batch with `extra` (the bond record): both
+   * land or neither. The records keep their folder, so the folder counts do not change. The caller makes its
+   * decisions (which envelopes, whether a bond may be made) synchronously before calling, as seal() does.
+   */
+  async markImmovable(envelopes: EnvelopeRecord[], bondId: string | null, extra: Op[] = []): Promise<EnvelopeRecord[]> {
+    const marked = envelopes.map((e) => {
+      const { immovable: _i, bond_id: _b, ...rest } = e;
+      return bondId === null ? (rest as EnvelopeRecord) : { ...rest, immovable: true as const, bond_id: bondId };
+    });
+    const ops: Op[] = marked.map((e) => ({ type: 'put', sub: this.envelopes, key: e.token_id, value: e }));
+    await this.store.commit([...ops, ...extra]);
+    return marked;
   }
 
   /** An owner's folders with their envelope counts (from the counters; empty folders left out). */

@@ -146,7 +146,7 @@ describe('mesh status: peers', () => {
     await b.stop();
     await waitFor(async () => (await a.mesh.status()).peers.every((p) => !p.connected), 20_000, 'b disconnected');
     // Heard within 120 ticks: still listed, as not connected.
-    expect((await a.mesh.status()).peers).toEqual([{ peerId: b.mesh.nodeId, url: expect.any(String), lastTick: expect.any(Number), connected: false }]);
+    expect((await a.mesh.status()).peers).toEqual([{ peerId: b.mesh.nodeId, url: expect.any(String), lastTick: expect.any(Number), connected: false, mode: null, bondId: null, freeSlots: null }]);
     clock.advanceTicks(121);
     expect((await a.mesh.status()).peers).toEqual([]);
     // The peer table keeps what it learnt (its URL serves key lookups and forwarding).

@@ -1,0 +1,353 @@
+// Contribution bonds (architecture.md §6): bond records, their attestations, and the registry every node keeps.
+//   bond record  = {bond_id, zid, node, token_ids, svcond}, made at the identity's home (`node`)
+//   attestation  = base64 Ed25519 by `node`'s key over canonicalJson({attests: 'bond', bond}) (release:
+//                  {attests: 'release', release}); the `attests` member keeps one kind of signature from passing
+//                  for the other
+// The home marks the envelopes immovable and writes the bond record in one batch (Ledger.markImmovable), then
+// gossips the attested record on svc/consensus/1 (`consensus.bond`, `consensus.release`). Every node keeps the
+// registry in a sublevel and rebuilds its maps from it on start. A node holds at most one active bond: its
+// operator's. Decisions (already bonded, the node's one bond, a release in progress) are made synchronously
+// against the in-memory maps and a pending set, so two concurrent requests cannot both pass; the maps change only
+// after the batch is durable, so a failed batch leaves nothing behind.
+import { z } from 'zod';
+import { canonicalJson } from '../kernel/canonical.js';
+import { InputError, ServiceError } from '../kernel/errors.js';
+import type { Json, Op, Store, Sublevel } from '../store/db.js';
+import { randomHex, type EnvelopeRecord, type Ledger } from '../tally/ledger.js';
+import { GossipError } from '../mesh/gossip-error.js';
+import type { GossipHandler } from '../mesh/gossip-handlers.js';
+import type { MeshEvent } from '../mesh/wire.js';
+import type { ContributionPolicy } from './policy.js';
+
+export const BOND_EVENT = 'consensus.bond';
+export const RELEASE_EVENT = 'consensus.release';
+
+export const BOND_ID_PATTERN = /^bond_[0-9a-f]{24}$/;
+const TOKEN_ID = z.string().min(1).max(128);
+const PEER_ID = z.string().min(1).max(128);
+
+export interface BondRecord {
+  bond_id: string;
+  zid: string;
+  /** The node (peer id) that holds the bond: the identity's home, whose operator the identity is. */
+  node: string;
+  token_ids: string[];
+  /** Tick at which the bond was made. */
+  svcond: number;
+}
+
+export interface ReleaseRecord {
+  bond_id: string;
+  zid: string;
+  node: string;
+  svcond: number;
+}
+
+/** A bond record with its attestation: the body of a consensus.bond event. */
+export interface AttestedBond {
+  bond: BondRecord;
+  attestation: string;
+}
+
+/** A release with its attestation: the body of a consensus.release event. */
+export interface AttestedRelease {
+  release: ReleaseRecord;
+  attestation: string;
+}
+
+/**
+ * What the registry keeps per bond id. `bond` is null for a release heard before its bond (kept so the late bond
+ * stays released). A release whose attestation is '' was inferred here, not heard: a newer bond of the same node
+ * superseded this one (a node holds one bond), and a real release heard later replaces it.
+ */
+export interface RegistryEntry {
+  bond_id: string;
+  bond: AttestedBond | null;
+  release: AttestedRelease | null;
+}
+
+export const bondBody = z
+  .object({
+    bond: z
+      .object({
+        bond_id: z.string().regex(BOND_ID_PATTERN, 'bond_ followed by 24 hex digits'),
+        zid: z.string().min(1).max(128),
+        node: PEER_ID,
+        token_ids: z.array(TOKEN_ID).min(1).max(1_500),
+        svcond: z.number().int().nonnegative(),
+      })
+      .strict(),
+    attestation: z.string().min(1).max(128),
+  })
+  .strict();
+
+export const releaseBody = z
+  .object({
+    release: z
+      .object({
+        bond_id: z.string().regex(BOND_ID_PATTERN, 'bond_ followed by 24 hex digits'),
+        zid: z.string().min(1).max(128),
+        node: PEER_ID,
+        svcond: z.number().int().nonnegative(),
+      })
+      .strict(),
+    attestation: z.string().min(1).max(128),
+  })
+  .strict();
+
+/** The text a bond attestation signs. */
+export function bondAttestationText(bond: BondRecord): string {
+  return canonicalJson({ attests: 'bond', bond });
+}
+
+/** The text a release attestation signs. */
+export function releaseAttestationText(release: ReleaseRecord): string {
+  return canonicalJson({ attests: 'release', release });
+}
+
+export interface BondServiceOptions {
+  store: Store;
+  ledger: Ledger;
+  policy: ContributionPolicy;
+  nodeId: () => string;
+  nowSvcond: () => number;
+  /** base64 Ed25519 signature of a text with this node's key. */
+  sign: (text: string) => string;
+  /** Does `signature` verify for `text` under the key of node `signer`? */
+  verify: (signer: string, text: string, signature: string) => boolean;
+  /** Gossip an event on svc/consensus/1 (absent without a mesh). */
+  publish?: (type: string, body: unknown) => Promise<void>;
+  /** Ids of the open challenges against a bond (challenges come with their own service; none yet). */
+  openChallenges?: (bondId: string) => string[];
+}
+
+export class BondService {
+  private readonly sub: Sublevel;
+  private readonly entries = new Map<string, RegistryEntry>();
+  /** Active bond id by identity and by node. */
+  private readonly byZid = new Map<string, string>();
+  private readonly byNode = new Map<string, string>();
+  /** Identities with a bond or release being written here, and whether this node's own bond is being made. */
+  private readonly pending = new Set<string>();
+  private nodeBonding = false;
+  /** This node's latest bond entry (active or released): what reannounce() gossips again. */
+  private latestOwn: RegistryEntry | null = null;
+
+  constructor(private readonly o: BondServiceOptions) {
+    this.sub = o.store.sub('bonds');
+  }
+
+  /** Rebuild the maps from the sublevel. */
+  async load(): Promise<void> {
+    const all = await this.o.store.range<RegistryEntry>(this.sub);
+    for (const { value } of all) this.remember(value);
+  }
+
+  /** The active bond of an identity, or null. */
+  ofZid(zid: string): AttestedBond | null {
+    const id = this.byZid.get(zid);
+    return id === undefined ? null : (this.entries.get(id)?.bond ?? null);
+  }
+
+  /** The active bond held by a node (its operator's), or null. */
+  ofNode(node: string): AttestedBond | null {
+    const id = this.byNode.get(node);
+    return id === undefined ? null : (this.entries.get(id)?.bond ?? null);
+  }
+
+  /** A registry entry by bond id (active or released), or null. */
+  get(bondId: string): RegistryEntry | null {
+    return this.entries.get(bondId) ?? null;
+  }
+
+  /** Active bonds, oldest first. */
+  active(): AttestedBond[] {
+    return [...this.byNode.values()].map((id) => this.entries.get(id)!.bond!).sort((a, b) => a.bond.svcond - b.bond.svcond || (a.bond.bond_id < b.bond.bond_id ? -1 : 1));
+  }
+
+  openChallenges(bondId: string): string[] {
+    return this.o.openChallenges?.(bondId) ?? [];
+  }
+
+  /**
+   * Bond `policy.bondEnvelopes` envelopes of `zid` (homed here): the given token ids, else the oldest held. 409 when
+   * the identity already holds a bond or this node holds another identity's; 400 when it holds too few envelopes
+   * or a token id is not its own. One batch: the envelopes' marks and the registry entry.
+   */
+  async bond(zid: string, tokenIds?: string[]): Promise<AttestedBond> {
+    const node = this.o.nodeId();
+    const needed = this.o.policy.bondEnvelopes;
+    const existing = this.ofZid(zid);
+    if (existing || this.pending.has(zid)) {
+      throw new ServiceError(409, 'SVC_CONFLICT', 'this identity already holds a bond; release it first', { bond_id: existing?.bond.bond_id ?? null });
+    }
+    const operator = this.ofNode(node);
+    if (operator || this.nodeBonding) {
+      throw new ServiceError(409, 'SVC_CONFLICT', 'this node already holds a bond, its operator\'s: a node holds one bond', { bond_id: operator?.bond.bond_id ?? null });
+    }
+    this.pending.add(zid);
+    this.nodeBonding = true;
+    try {
+      const envelopes = tokenIds ? await this.chosen(zid, tokenIds, needed) : await this.oldest(zid, needed);
+      const bond: BondRecord = { bond_id: `bond_${randomHex(24)}`, zid, node, token_ids: envelopes.map((e) => e.token_id), svcond: this.o.nowSvcond() };
+      const attested: AttestedBond = { bond, attestation: this.o.sign(bondAttestationText(bond)) };
+      const entry: RegistryEntry = { bond_id: bond.bond_id, bond: attested, release: null };
+      await this.o.ledger.markImmovable(envelopes, bond.bond_id, [this.putOp(entry)]);
+      this.remember(entry);
+      await this.gossip(BOND_EVENT, attested);
+      return attested;
+    } finally {
+      this.pending.delete(zid);
+      this.nodeBonding = false;
+    }
+  }
+
+  /**
+   * Release the bond of `zid` (homed here): 409 when it holds none or a challenge against it is open. Lifts the
+   * mark of its envelopes still held under it and records the release, with `extra` ops (e.g. the mode's return to
+   * idle), in one batch.
+   */
+  async release(zid: string, extra: Op[] = []): Promise<AttestedRelease> {
+    const held = this.ofZid(zid);
+    if (!held || this.pending.has(zid)) throw new ServiceError(409, 'SVC_CONFLICT', 'this identity holds no bond to release', { bond_id: null });
+    const { bond } = held;
+    const open = this.openChallenges(bond.bond_id);
+    if (open.length > 0) {
+      throw new ServiceError(409, 'SVC_BOND_CHALLENGED', `the bond cannot be released while ${open.length} challenge(s) against it are open`, { bond_id: bond.bond_id, open_challenges: open });
+    }
+    this.pending.add(zid);
+    try {
+      const envelopes = (await this.o.ledger.envelopesById(bond.token_ids)).filter((e): e is EnvelopeRecord => !!e && e.owner === zid && e.bond_id === bond.bond_id);
+      const release: ReleaseRecord = { bond_id: bond.bond_id, zid, node: bond.node, svcond: this.o.nowSvcond() };
+      const attested: AttestedRelease = { release, attestation: this.o.sign(releaseAttestationText(release)) };
+      const entry: RegistryEntry = { bond_id: bond.bond_id, bond: held, release: attested };
+      await this.o.ledger.markImmovable(envelopes, null, [this.putOp(entry), ...extra]);
+      this.remember(entry);
+      await this.gossip(RELEASE_EVENT, attested);
+      return attested;
+    } finally {
+      this.pending.delete(zid);
+    }
+  }
+
+  /**
+   * Gossip this node's latest bond again (its release when released), so a node that joined or was away since
+   * learns it: gossip has no history. Idempotent at the receivers; called on a timer by the node.
+   */
+  async reannounce(): Promise<void> {
+    const own = this.latestOwn;
+    if (!own?.bond) return;
+    if (own.release && own.release.attestation !== '') await this.gossip(RELEASE_EVENT, own.release);
+    else if (!own.release) await this.gossip(BOND_EVENT, own.bond);
+  }
+
+  /** The gossip rows: consensus.bond and consensus.release, verified and applied to the registry. */
+  handlers(): [GossipHandler<AttestedBond>, GossipHandler<AttestedRelease>] {
+    return [
+      { type: BOND_EVENT, body: bondBody, handle: (body, event) => this.applyBond(body, event) },
+      { type: RELEASE_EVENT, body: releaseBody, handle: (body, event) => this.applyRelease(body, event) },
+    ];
+  }
+
+  /** [REJECT] unless the sender is the bond's node and the attestation verifies under its key. Idempotent. */
+  async applyBond(body: AttestedBond, event: Pick<MeshEvent, 'sender'>): Promise<void> {
+    const { bond } = body;
+    if (event.sender !== bond.node) throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'a bond attestation must be gossiped by the bond\'s node');
+    if (!this.o.verify(bond.node, bondAttestationText(bond), body.attestation)) {
+      throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'the bond attestation is not signed by the bond\'s node');
+    }
+    const known = this.entries.get(bond.bond_id);
+    if (known?.bond) {
+      if (known.bond.attestation !== body.attestation && canonicalJson(known.bond.bond) !== canonicalJson(bond)) {
+        throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'another bond record under a known bond id');
+      }
+      return;
+    }
+    const entry: RegistryEntry = { bond_id: bond.bond_id, bond: body, release: known?.release ?? null };
+    const ops: Op[] = [this.putOp(entry)];
+    // A node holds one bond: a newer bond of the same node means the older one was released (its release not heard yet).
+    const older = this.byNode.get(bond.node);
+    const olderEntry = older !== undefined ? this.entries.get(older) : undefined;
+    if (olderEntry?.bond && olderEntry.bond.bond.svcond > bond.svcond && entry.release === null) {
+      // This one is the older: kept, superseded at once.
+      entry.release = { release: { bond_id: bond.bond_id, zid: bond.zid, node: bond.node, svcond: olderEntry.bond.bond.svcond }, attestation: '' };
+      ops[0] = this.putOp(entry);
+    } else if (olderEntry?.bond && entry.release === null) {
+      const superseded: RegistryEntry = { ...olderEntry, release: { release: { bond_id: olderEntry.bond_id, zid: olderEntry.bond.bond.zid, node: bond.node, svcond: bond.svcond }, attestation: '' } };
+      ops.push(this.putOp(superseded));
+      await this.o.store.commit(ops);
+      this.remember(superseded);
+      this.remember(entry);
+      return;
+    }
+    await this.o.store.commit(ops);
+    this.remember(entry);
+  }
+
+  /** [REJECT] unless the sender is the bond's node and the attestation verifies under its key. Idempotent. */
+  async applyRelease(body: AttestedRelease, event: Pick<MeshEvent, 'sender'>): Promise<void> {
+    const { release } = body;
+    if (event.sender !== release.node) throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'a release must be gossiped by the bond\'s node');
+    if (!this.o.verify(release.node, releaseAttestationText(release), body.attestation)) {
+      throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'the release attestation is not signed by the bond\'s node');
+    }
+    const known = this.entries.get(release.bond_id);
+    if (known?.bond && known.bond.bond.node !== release.node) throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'a release signed by a node that does not hold the bond');
+    if (known?.release && known.release.attestation !== '') return;
+    const entry: RegistryEntry = { bond_id: release.bond_id, bond: known?.bond ?? null, release: body };
+    await this.o.store.commit([this.putOp(entry)]);
+    this.remember(entry);
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private async oldest(zid: string, needed: number): Promise<EnvelopeRecord[]> {
+    const held = this.o.ledger.heldCount(zid);
+    if (held < needed) throw notEnough(held, needed);
+    const envelopes = (await this.o.ledger.oldestEnvelopes(zid, needed)).filter((e) => e.owner === zid && !e.immovable);
+    if (envelopes.length < needed) throw notEnough(envelopes.length, needed);
+    return envelopes;
+  }
+
+  private async chosen(zid: string, tokenIds: string[], needed: number): Promise<EnvelopeRecord[]> {
+    const unique = new Set(tokenIds);
+    if (unique.size !== tokenIds.length) throw new InputError('token_ids', 'a token id is listed twice');
+    if (tokenIds.length !== needed) throw notEnough(tokenIds.length, needed, this.o.ledger.heldCount(zid));
+    const records = await this.o.ledger.envelopesById(tokenIds);
+    for (let i = 0; i < tokenIds.length; i++) {
+      const e = records[i];
+      if (!e || e.owner !== zid) throw new InputError('token_ids', `${tokenIds[i]} is not an envelope of this identity`);
+      if (e.immovable) throw new InputError('token_ids', `${tokenIds[i]} is already bonded`);
+    }
+    return records as EnvelopeRecord[];
+  }
+
+  private putOp(entry: RegistryEntry): Op {
+    return { type: 'put', sub: this.sub, key: entry.bond_id, value: entry as unknown as Json };
+  }
+
+  private remember(entry: RegistryEntry): void {
+    this.entries.set(entry.bond_id, entry);
+    const b = entry.bond?.bond;
+    if (!b) return;
+    if (b.node === this.o.nodeId() && (this.latestOwn === null || this.latestOwn.bond_id === b.bond_id || this.latestOwn.bond!.bond.svcond <= b.svcond)) this.latestOwn = entry;
+    if (entry.release === null) {
+      this.byZid.set(b.zid, b.bond_id);
+      this.byNode.set(b.node, b.bond_id);
+    } else {
+      if (this.byZid.get(b.zid) === b.bond_id) this.byZid.delete(b.zid);
+      if (this.byNode.get(b.node) === b.bond_id) this.byNode.delete(b.node);
+    }
+  }
+
+  private async gossip(type: string, body: unknown): Promise<void> {
+    if (!this.o.publish) return;
+    // The bond is made and durable here whatever the mesh does: a publish failure is not the caller's failure.
+    await this.o.publish(type, body).catch(() => undefined);
+  }
+}
+
+/** 400: too few envelopes for a bond, with how many are held and needed. */
+function notEnough(have: number, needed: number, held = have): ServiceError {
+  return new ServiceError(400, 'SVC_INSUFFICIENT_ENVELOPES', `a bond needs ${needed} envelopes; ${held} are held`, { held, needed });
+}

@@ -1,0 +1,68 @@
+// Contribution modes (architecture.md §6, spec part 3): idle | contributing | experimenting, per identity, kept at
+// the identity's home. Contributing needs an active bond; contributing and experimenting are mutually exclusive,
+// which one field gives: asking for the other replaces it. Preempting the identity's running contributed work on
+// a switch comes with offloading (consensus/offload.ts, not yet here).
+import { ServiceError } from '../kernel/errors.js';
+import type { Json, Op, Store, Sublevel } from '../store/db.js';
+import type { BondService } from './bonds.js';
+import type { Mode } from './policy.js';
+
+export interface ModeRecord {
+  mode: Mode;
+  /** Tick of the last switch. */
+  svcond: number;
+}
+
+export class ModeService {
+  private readonly sub: Sublevel;
+  private readonly modes = new Map<string, ModeRecord>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly bonds: BondService,
+    private readonly nowSvcond: () => number,
+  ) {
+    this.sub = store.sub('modes');
+  }
+
+  async load(): Promise<void> {
+    for (const { key, value } of await this.store.range<ModeRecord>(this.sub)) this.modes.set(key, value);
+  }
+
+  /** An identity's mode (idle when it never chose one). */
+  of(zid: string): ModeRecord {
+    return this.modes.get(zid) ?? { mode: 'idle', svcond: 0 };
+  }
+
+  /** Switch `zid`'s mode. 403 SVC_NO_BOND for contributing without an active bond. Returns the previous mode too. */
+  async set(zid: string, mode: Mode): Promise<{ mode: Mode; previous: Mode; svcond: number }> {
+    if (mode === 'contributing' && !this.bonds.ofZid(zid)) {
+      throw new ServiceError(403, 'SVC_NO_BOND', 'contributing needs an active bond: POST /api/contribute/bond first', { required: 'bond', mode });
+    }
+    const previous = this.of(zid);
+    const next: ModeRecord = { mode, svcond: this.nowSvcond() };
+    // Decided and applied synchronously (a later switch wins), undone if the write fails.
+    this.modes.set(zid, next);
+    try {
+      await this.store.commit([this.putOp(zid, next)]);
+    } catch (err) {
+      if (this.modes.get(zid) === next) this.modes.set(zid, previous);
+      throw err;
+    }
+    return { mode, previous: previous.mode, svcond: next.svcond };
+  }
+
+  /**
+   * For a release: the ops that return a contributing identity to idle (in the release's batch) and what applies
+   * it in memory once that batch is durable. Nothing when the identity is not contributing.
+   */
+  idleOnRelease(zid: string): { ops: Op[]; apply: () => void } {
+    if (this.of(zid).mode !== 'contributing') return { ops: [], apply: () => undefined };
+    const next: ModeRecord = { mode: 'idle', svcond: this.nowSvcond() };
+    return { ops: [this.putOp(zid, next)], apply: () => this.modes.set(zid, next) };
+  }
+
+  private putOp(zid: string, rec: ModeRecord): Op {
+    return { type: 'put', sub: this.sub, key: zid, value: rec as unknown as Json };
+  }
+}

@@ -1,0 +1,92 @@
+// Contribution routes (spec 4.7, architecture.md §6): the policy (keyless), and the caller's status, bond, release
+// and mode. The authenticated routes are served at the caller's home (forward.ts), where its envelopes, bond and
+// mode are kept. Thin: consensus/bonds.ts and modes.ts do the work.
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { ServiceError } from '../../kernel/errors.js';
+import { stampAt } from '../../kernel/clock.js';
+import { daysRemaining, MODES, policyDocument, quorumOf } from '../../consensus/policy.js';
+import type { AttestedBond } from '../../consensus/bonds.js';
+import type { Caller } from '../../tally/ledger.js';
+import type { HttpServices } from '../context.js';
+import { requireKey } from '../auth.js';
+import { forwardToHome } from '../forward.js';
+import { validate } from '../validate.js';
+
+const bondBody = z.object({ token_ids: z.array(z.string().min(1).max(128)).min(1).max(1_500).optional() }).strict();
+const releaseBody = z.object({}).strict();
+const modeBody = z.object({ mode: z.enum(MODES) }).strict();
+
+export function contributeRoutes(router: Router, s: HttpServices): void {
+  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+  const home = forwardToHome(s);
+  const policy = s.config.contribution;
+  const contribution = () => {
+    if (!s.contribution) throw new ServiceError(503, 'SVC_INTERNAL_ERROR', 'contribution is not wired on this node');
+    return s.contribution;
+  };
+  const identityOf = (ctx: Context): Extract<Caller, { kind: 'identity' }> => {
+    const c = ctx.state.caller as Caller;
+    if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'contribution needs a key that belongs to an identity');
+    return c;
+  };
+  const now = () => stampAt(s.clock.nowNs()).svcond;
+  const showBond = (b: AttestedBond) => ({
+    bond_id: b.bond.bond_id,
+    node: b.bond.node,
+    token_ids_count: b.bond.token_ids.length,
+    since_svcond: b.bond.svcond,
+    term_days: policy.bondTermDays,
+    days_remaining: daysRemaining(policy, b.bond.svcond, now()),
+    attestation: b.attestation,
+  });
+
+  router.get('/api/contribute/policy', (ctx) => {
+    ctx.body = policyDocument(policy);
+  });
+
+  router.get('/api/contribute/status', requireKey(auth), home, (ctx) => {
+    const c = identityOf(ctx);
+    const { bonds, modes } = contribution();
+    const held = bonds.ofZid(c.zid);
+    const mode = modes.of(c.zid);
+    ctx.body = {
+      zid: c.zid,
+      node: s.nodeId(),
+      bonded: held !== null,
+      bond: held ? showBond(held) : null,
+      mode: mode.mode,
+      mode_since_svcond: mode.svcond,
+      open_challenges: held ? bonds.openChallenges(held.bond.bond_id) : [],
+      verdicts: [],
+      policy: { bond_envelopes: policy.bondEnvelopes, committee_size: policy.committeeSize, quorum: quorumOf(policy.committeeSize) },
+    };
+  });
+
+  router.post('/api/contribute/bond', requireKey(auth), home, async (ctx) => {
+    const c = identityOf(ctx);
+    const body = validate(bondBody, ctx.request.body);
+    const bond = await contribution().bonds.bond(c.zid, body.token_ids);
+    ctx.status = 201;
+    ctx.body = { zid: c.zid, ...showBond(bond), token_ids: bond.bond.token_ids, record: bond.bond };
+  });
+
+  router.post('/api/contribute/release', requireKey(auth), home, async (ctx) => {
+    const c = identityOf(ctx);
+    validate(releaseBody, ctx.request.body);
+    const { bonds, modes } = contribution();
+    const idle = modes.idleOnRelease(c.zid);
+    const released = await bonds.release(c.zid, idle.ops);
+    idle.apply();
+    ctx.body = { zid: c.zid, bond_id: released.release.bond_id, released_svcond: released.release.svcond, mode: modes.of(c.zid).mode, attestation: released.attestation };
+  });
+
+  router.post('/api/contribute/mode', requireKey(auth), home, async (ctx) => {
+    const c = identityOf(ctx);
+    const body = validate(modeBody, ctx.request.body);
+    const { bonds, modes } = contribution();
+    const r = await modes.set(c.zid, body.mode);
+    ctx.body = { zid: c.zid, mode: r.mode, previous: r.previous, since_svcond: r.svcond, bond_id: bonds.ofZid(c.zid)?.bond.bond_id ?? null };
+  });
+}

@@ -1,0 +1,164 @@
+// Bonds on one real node over HTTP (spec 4.7, part 3; architecture.md §6): bond the oldest held envelopes or named
+// ones, in one batch with the registry entry; 400 with held and needed; 409 when bonded or when the node already
+// holds its operator's bond; release lifts the mark, refused while a challenge is open; the registry survives a restart.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bondAttestationText, releaseAttestationText } from '../../src/consensus/bonds.js';
+import { verifyText } from '../../src/mesh/wire.js';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { failNextBatch } from '../helpers/fail-batch.js';
+
+const BOND = 5;
+const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
+const overrides = { solverThreads: 0, sealWorker: false, contribution: { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 4, deadlineTicks: 12, challengeStake: 20, bondTermDays: 30, offload: 'never' } };
+
+let n: TestNode;
+
+/** An identity with `count` envelopes (each seal gives its caller one). */
+async function withEnvelopes(seed: string, count: number): Promise<{ zid: string; key: string }> {
+  const id = await zkIdentity(n.url, seed);
+  for (let i = 0; i < count; i++) {
+    const r = await call(n.url, 'POST', '/api/svc/compute', COMPUTE, bearer(id.key));
+    if (r.status !== 200) throw new Error(`compute: ${r.status} ${r.text}`);
+  }
+  return id;
+}
+
+async function envelopes(id: { zid: string; key: string }): Promise<any[]> {
+  const r = await call(n.url, 'GET', `/api/tally/envelopes/${id.zid}?limit=500`, undefined, bearer(id.key));
+  expect(r.status, r.text).toBe(200);
+  return r.body.items;
+}
+
+beforeAll(async () => {
+  n = await startTestNode(overrides, { initialCredits: 10_000 });
+}, 60_000);
+afterAll(async () => {
+  await n?.destroy();
+});
+
+describe('POST /api/contribute/bond and /release on one node', () => {
+  let op: { zid: string; key: string };
+  let bondId = '';
+
+  it('too few envelopes: 400 with how many are held and needed', async () => {
+    const poor = await withEnvelopes('bond-poor', 3);
+    const e = expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(poor.key)), 400, 'SVC_INSUFFICIENT_ENVELOPES');
+    expect(e.held).toBe(3);
+    expect(e.needed).toBe(BOND);
+    // Nothing was marked.
+    expect((await envelopes(poor)).some((x) => x.immovable)).toBe(false);
+  });
+
+  it('a bond whose batch fails leaves nothing: no mark, no registry entry, and the node can bond afterwards', async () => {
+    const unlucky = await withEnvelopes('bond-unlucky', BOND);
+    failNextBatch(n, 20);
+    expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(unlucky.key)), 503, 'SVC_STORAGE_UNAVAILABLE');
+    expect((await envelopes(unlucky)).some((x) => x.immovable)).toBe(false);
+    expect(n.node.bonds.ofZid(unlucky.zid)).toBeNull();
+    expect(n.node.bonds.ofNode(n.node.nodeId)).toBeNull();
+    expect(n.node.bonds.active()).toEqual([]);
+    const s = await call(n.url, 'GET', '/api/contribute/status', undefined, bearer(unlucky.key));
+    expect(s.body.bonded).toBe(false);
+  });
+
+  it('bonds the oldest held envelopes, marks exactly those immovable, keeps the folder counts, and signs the record', async () => {
+    op = await withEnvelopes('bond-operator', BOND + 2);
+    const before = await call(n.url, 'GET', `/api/tally/envelopes/${op.zid}/folders`, undefined, bearer(op.key));
+    const r = await call(n.url, 'POST', '/api/contribute/bond', undefined, bearer(op.key));
+    expect(r.status, r.text).toBe(201);
+    bondId = r.body.bond_id;
+    expect(bondId).toMatch(/^bond_[0-9a-f]{24}$/);
+    expect(r.body).toMatchObject({ zid: op.zid, node: n.node.nodeId, token_ids_count: BOND, term_days: 30, days_remaining: 30 });
+    const all = await envelopes(op);
+    expect(all).toHaveLength(BOND + 2);
+    // The listing is newest first: the oldest five are its last five.
+    const oldest = all.slice(2).map((x) => x.token_id).sort();
+    expect([...r.body.token_ids].sort()).toEqual(oldest);
+    for (const x of all.slice(2)) expect(x).toMatchObject({ immovable: true, bond_id: bondId, folder: 'inbox', owner: op.zid });
+    for (const x of all.slice(0, 2)) expect(x.immovable).toBeUndefined();
+    const after = await call(n.url, 'GET', `/api/tally/envelopes/${op.zid}/folders`, undefined, bearer(op.key));
+    expect(after.body.folders).toEqual(before.body.folders);
+    expect(after.body.folders).toEqual([{ folder: 'inbox', count: BOND + 2 }]);
+    // The record {bond_id, zid, node, token_ids, svcond} and its attestation by this node's key.
+    const rec = r.body.record;
+    expect(Object.keys(rec).sort()).toEqual(['bond_id', 'node', 'svcond', 'token_ids', 'zid']);
+    expect(verifyText(n.node.nodeId, bondAttestationText(rec), r.body.attestation)).toBe(true);
+    expect(verifyText(n.node.nodeId, bondAttestationText({ ...rec, token_ids: [...rec.token_ids].reverse() }), r.body.attestation)).toBe(false);
+  });
+
+  it('status shows the bond: id, token ids count, since, days remaining', async () => {
+    const s = await call(n.url, 'GET', '/api/contribute/status', undefined, bearer(op.key));
+    expect(s.status, s.text).toBe(200);
+    expect(s.body).toMatchObject({ bonded: true, mode: 'idle', open_challenges: [], verdicts: [] });
+    expect(s.body.bond).toMatchObject({ bond_id: bondId, token_ids_count: BOND, days_remaining: 30, node: n.node.nodeId });
+    expect(Number.isInteger(s.body.bond.since_svcond)).toBe(true);
+  });
+
+  it('already bonded: 409; a second identity bonding on the same node: 409 (one bond per node, its operator\'s)', async () => {
+    const again = expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(op.key)), 409, 'SVC_CONFLICT');
+    expect(again.bond_id).toBe(bondId);
+    const other = await withEnvelopes('bond-second', BOND);
+    const e = expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(other.key)), 409, 'SVC_CONFLICT');
+    expect(e.bond_id).toBe(bondId);
+    expect(e.message).toContain('one bond');
+    expect((await envelopes(other)).some((x) => x.immovable)).toBe(false);
+  });
+
+  it('release is refused (409) while a challenge against the bond is open', async () => {
+    // Challenges come with their own service; the check is the bond service's openChallenges hook, set here.
+    const bonds = n.node.bonds as unknown as { o: { openChallenges?: (id: string) => string[] } };
+    bonds.o.openChallenges = (id) => (id === bondId ? ['ch_open_1'] : []);
+    try {
+      const e = expectError(await call(n.url, 'POST', '/api/contribute/release', {}, bearer(op.key)), 409, 'SVC_BOND_CHALLENGED');
+      expect(e.open_challenges).toEqual(['ch_open_1']);
+      const s = await call(n.url, 'GET', '/api/contribute/status', undefined, bearer(op.key));
+      expect(s.body.open_challenges).toEqual(['ch_open_1']);
+      expect((await envelopes(op)).filter((x) => x.immovable)).toHaveLength(BOND);
+    } finally {
+      bonds.o.openChallenges = undefined;
+    }
+  });
+
+  it('the registry and the marks survive a restart', async () => {
+    n = await n.restart();
+    const s = await call(n.url, 'GET', '/api/contribute/status', undefined, bearer(op.key));
+    expect(s.body.bond?.bond_id).toBe(bondId);
+    expect(n.node.bonds.ofNode(n.node.nodeId)?.bond.bond_id).toBe(bondId);
+    expect((await envelopes(op)).filter((x) => x.immovable)).toHaveLength(BOND);
+  }, 60_000);
+
+  it('release lifts the mark, keeps the envelopes owned, signs the release; a second release is 409', async () => {
+    const r = await call(n.url, 'POST', '/api/contribute/release', {}, bearer(op.key));
+    expect(r.status, r.text).toBe(200);
+    expect(r.body).toMatchObject({ zid: op.zid, bond_id: bondId, mode: 'idle' });
+    expect(verifyText(n.node.nodeId, releaseAttestationText({ bond_id: bondId, zid: op.zid, node: n.node.nodeId, svcond: r.body.released_svcond }), r.body.attestation)).toBe(true);
+    const all = await envelopes(op);
+    expect(all).toHaveLength(BOND + 2);
+    expect(all.every((x) => x.immovable === undefined && x.bond_id === undefined && x.owner === op.zid)).toBe(true);
+    const s = await call(n.url, 'GET', '/api/contribute/status', undefined, bearer(op.key));
+    expect(s.body).toMatchObject({ bonded: false, bond: null });
+    expect(n.node.bonds.get(bondId)?.release?.release.bond_id).toBe(bondId);
+    expectError(await call(n.url, 'POST', '/api/contribute/release', {}, bearer(op.key)), 409, 'SVC_CONFLICT');
+  });
+
+  it('token_ids: a token not the caller\'s is named (400), a repeat or a wrong count is 400, the right ones are bonded', async () => {
+    const mine = (await envelopes(op)).map((x) => x.token_id);
+    const theirs = (await envelopes(await withEnvelopes('bond-stranger', 1)))[0].token_id;
+    const foreign = expectError(await call(n.url, 'POST', '/api/contribute/bond', { token_ids: [...mine.slice(0, BOND - 1), theirs] }, bearer(op.key)), 400, 'SVC_INVALID_INPUT');
+    expect(foreign.field).toBe('token_ids');
+    expect(foreign.message).toContain(theirs);
+    expectError(await call(n.url, 'POST', '/api/contribute/bond', { token_ids: [...mine.slice(0, BOND - 1), mine[0]] }, bearer(op.key)), 400, 'SVC_INVALID_INPUT');
+    const short = expectError(await call(n.url, 'POST', '/api/contribute/bond', { token_ids: mine.slice(0, 2) }, bearer(op.key)), 400, 'SVC_INSUFFICIENT_ENVELOPES');
+    expect(short).toMatchObject({ needed: BOND, held: BOND + 2 });
+    expectError(await call(n.url, 'POST', '/api/contribute/bond', { token_ids: 'all' }, bearer(op.key)), 400, 'SVC_INVALID_INPUT');
+    expect((await envelopes(op)).some((x) => x.immovable)).toBe(false);
+    // The five newest, by name, asked for twice at once: one bond is made, of exactly those.
+    const chosen = mine.slice(0, BOND);
+    const rs = await Promise.all([1, 2].map(() => call(n.url, 'POST', '/api/contribute/bond', { token_ids: chosen }, bearer(op.key))));
+    expect(rs.map((r) => r.status).sort()).toEqual([201, 409]);
+    const made = rs.find((r) => r.status === 201)!;
+    expect([...made.body.token_ids].sort()).toEqual([...chosen].sort());
+    const marked = (await envelopes(op)).filter((x) => x.immovable).map((x) => x.token_id);
+    expect(marked.sort()).toEqual([...chosen].sort());
+  });
+});

@@ -1,0 +1,28 @@
+// Make a node's next LevelDB batch that is not background mesh bookkeeping fail after `delayMs` (as a full disk
+// would), so a test can check that nothing of a failed write is left behind. (test/http/ledger.test.ts has its own copy.)
+import type { TestNode } from './node.js';
+
+export function failNextBatch(t: TestNode, delayMs: number): void {
+  type Batch = { put: (key: string, ...rest: unknown[]) => unknown; del: (key: string, ...rest: unknown[]) => unknown; write: (o?: unknown) => Promise<void> };
+  const db = t.node.store.db as unknown as { batch: (...a: unknown[]) => Batch };
+  const batch = db.batch.bind(db);
+  const background = /^!mesh-(snapshots|events|arrivals)!/;
+  let failed = false;
+  db.batch = (...a: unknown[]) => {
+    const b = batch(...a);
+    if (failed) return b;
+    let ours = false;
+    const put = b.put.bind(b);
+    const del = b.del.bind(b);
+    b.put = (key, ...rest) => ((ours ||= !background.test(key)), put(key, ...rest));
+    b.del = (key, ...rest) => ((ours ||= !background.test(key)), del(key, ...rest));
+    const write = b.write.bind(b);
+    b.write = async (o?: unknown) => {
+      if (!ours || failed) return write(o);
+      failed = true;
+      await new Promise((r) => setTimeout(r, delayMs));
+      throw new Error('No space left on device (injected)');
+    };
+    return b;
+  };
+}
