@@ -130,7 +130,7 @@ program
   .option('--data-dir <dir>', 'data directory', process.env.SVC_DATA_DIR ?? './data')
   .action(async (opts: { dataDir: string }) => {
     const ident = await loadOrCreateNodeKey(opts.dataDir);
-    let fingerprint: string | null = null;
+    let fingerprint: string | null;
     try {
       // What the node started on this data dir uses: SVC_RECEIPT_SECRET when set, else the dir's file.
       const env = process.env.SVC_RECEIPT_SECRET;

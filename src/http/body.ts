@@ -18,10 +18,13 @@ import { InputError } from '../solvers/errors.js';
 
 export const BODY_LIMIT_BYTES = 1_048_576;
 const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'QUERY']);
+// These two match RFC 8259's whitespace, control characters included on purpose.
+/* eslint-disable no-control-regex */
 /** RFC 8259 whitespace, then the start of an object or array. */
 const OBJECT_OR_ARRAY = /^[\x20\x09\x0a\x0d]*[[{]/;
 /** Empty or RFC 8259 whitespace only. */
 const BLANK = /^[\x20\x09\x0a\x0d]*$/;
+/* eslint-enable no-control-regex */
 const LENIENT_TYPES = new Set(['text/plain', 'application/x-www-form-urlencoded']);
 
 type BodyKind = 'json' | 'lenient' | 'other';

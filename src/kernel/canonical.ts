@@ -11,6 +11,7 @@ const stringify = JSON.stringify;
 type WellFormed = { isWellFormed(): boolean };
 
 /** Characters JSON.stringify would escape, and surrogates (possibly lone). */
+// eslint-disable-next-line no-control-regex -- RFC 8785 escapes the control characters: finding them is the point
 const NEEDS_CARE = /[\u0000-\u001f"\\\ud800-\udfff]/;
 
 function str(s: string): string {

@@ -27,7 +27,7 @@ export class Xoshiro128 {
     const result = Math.imul((r << 7) | (r >>> 25), 9);
     const t = s1 << 9;
     let s2 = this.s2 ^ s0;
-    let s3 = this.s3 ^ s1;
+    const s3 = this.s3 ^ s1;
     this.s1 = s1 ^ s2;
     this.s0 = s0 ^ s3;
     s2 ^= t;

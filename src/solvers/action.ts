@@ -84,7 +84,7 @@ function run(inputs: ActionInputs, initialState?: unknown): SolverOutput {
   let action = 0;
   let maxDrift = 0;
   let n = 0;
-  let period = NaN;
+  let period: number;
   for (;;) {
     if (n >= maxSteps) throw new SolverFailure('action: no full period within the expected number of steps', { steps: n });
     const thetaPrev = theta;

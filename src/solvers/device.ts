@@ -309,11 +309,6 @@ function scaling(inp: DeviceInputs): Scaled {
   };
 }
 
-interface Solution {
-  phi: Float64Array;
-  iterations: number;
-}
-
 /**
  * Newton on R(φ) = Σ_faces g (φ_nb − φ) + vol (ñ e^(−φ) − ñ e^(φ) + d) = 0, where `coupling` holds the face
  * conductances. `solveStep` solves (−J) Δ = R for the given diagonal of −J.

@@ -531,7 +531,7 @@ function run(inputs: FractureInputs): SolverOutput {
   const lat = inputs.mode === 'plate' ? buildPlate(inputs, model) : buildBar(inputs, model);
   const sim = integrate(inputs, model, lat);
   const { N } = model;
-  const { X, Y } = lat;
+  const { X } = lat;
   const { pos, pair, live, E0 } = sim;
 
   // De-interleave for the diagnostics.

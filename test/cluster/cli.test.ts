@@ -183,8 +183,8 @@ describe('svc-node cluster', () => {
 
   it('a node that exits leaves the others running (said on stderr); the cluster stops on SIGTERM only', async () => {
     const root = await tempDir();
-    let code: number | null = null;
-    let leftover: string[] = [];
+    let code: number | null;
+    let leftover: string[];
     const { child, lines, stderr } = await startLines(['cluster', '--nodes', '3', '--base-port', '0', '--data-root', root, '--mesh-secret', 'cluster-cli-secret-123456'], {}, (ls) => ls.length >= 3);
     try {
       const [n1, n2, n3] = lines as [Record<string, any>, Record<string, any>, Record<string, any>];
@@ -219,8 +219,8 @@ describe('svc-node cluster', () => {
 
   it('--restart brings an exited node back on the same data dir, ports and peer id', async () => {
     const root = await tempDir();
-    let code: number | null = null;
-    let leftover: string[] = [];
+    let code: number | null;
+    let leftover: string[];
     const { child, lines, stderr } = await startLines(['cluster', '--nodes', '2', '--base-port', '0', '--data-root', root, '--mesh-secret', 'cluster-cli-secret-123456', '--restart'], {}, (ls) => ls.length >= 2);
     try {
       const [n1, n2] = lines as [Record<string, any>, Record<string, any>];

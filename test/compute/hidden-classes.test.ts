@@ -13,7 +13,6 @@ import type { SealedSummary } from '../../src/compute/service.js';
 import { startTestNode, type TestNode } from '../helpers/node.js';
 
 v8.setFlagsFromString('--allow-natives-syntax');
-// eslint-disable-next-line @typescript-eslint/no-implied-eval
 const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: object, b: object) => boolean;
 
 describe('hidden classes of per-seal records', () => {

@@ -65,11 +65,9 @@ const boot = (async () => {
 
 beforeAll(async () => {
   await boot;
-  // eslint-disable-next-line no-console
   console.log(`fuzz: seed ${SEED} (FUZZ_SEED=${SEED} replays it), scale ${SCALE}, ${endpoints.length} routes, ${solvers.length} solvers`);
 });
 afterAll(async () => {
-  // eslint-disable-next-line no-console
   console.log(`fuzz: ${seen.requests} requests; statuses ${JSON.stringify(Object.fromEntries([...seen.byStatus].sort((a, b) => a[0] - b[0])))}`);
   await t?.destroy();
 });

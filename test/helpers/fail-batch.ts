@@ -1,5 +1,5 @@
 // Make a node's next LevelDB batch that is not background mesh bookkeeping fail after `delayMs` (as a full disk
-// would), so a test can check that nothing of a failed write is left behind. (test/http/ledger.test.ts has its own copy.)
+// would), so a test can check that nothing of a failed write is left behind.
 import type { TestNode } from './node.js';
 
 export function failNextBatch(t: TestNode, delayMs: number): void {

@@ -2,7 +2,7 @@
 import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 
 let t: TestNode;
 let key: string;

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type Reply, type TestNode } from '../helpers/node.js';
+import { failNextBatch } from '../helpers/fail-batch.js';
 import { keyDigest } from '../../src/identity/keys.js';
 import type { MachineRecord } from '../../src/chain/service.js';
 
@@ -27,29 +28,6 @@ function oneWinner(replies: Reply[], field: string): Reply {
 }
 
 const equation = (seed: string) => createHash('sha256').update(`equation:${seed}`).digest('hex');
-
-/** Make the next batch the node writes fail (mesh background writes pass). */
-function failNextBatch(n: TestNode): void {
-  type Batch = { put: (key: string, ...rest: unknown[]) => unknown; write: (o?: unknown) => Promise<void> };
-  const db = n.node.store.db as unknown as { batch: (...a: unknown[]) => Batch };
-  const batch = db.batch.bind(db);
-  const background = /^!mesh-(snapshots|events)!/;
-  let failed = false;
-  db.batch = (...a: unknown[]) => {
-    const b = batch(...a);
-    if (failed) return b;
-    let ours = false;
-    const put = b.put.bind(b);
-    b.put = (key, ...rest) => ((ours ||= !background.test(key)), put(key, ...rest));
-    const write = b.write.bind(b);
-    b.write = async (o?: unknown) => {
-      if (!ours || failed) return write(o);
-      failed = true;
-      throw new Error('No space left on device (injected)');
-    };
-    return b;
-  };
-}
 
 describe(`${PARALLEL} parallel claims of one name`, () => {
   it('one slug, 100 keys of 10 identities: one 201, 99 × 409; only the winner owns and reads the machine', async () => {
@@ -132,13 +110,13 @@ describe('a claim whose batch fails is let go', () => {
     const n = await startTestNode();
     try {
       const id = await zkIdentity(n.url, 'failing-claims');
-      failNextBatch(n);
+      failNextBatch(n, 0);
       expect((await call(n.url, 'POST', '/api/chain/state-machines', { slug: 'second-try' }, bearer(id.key))).status).toBe(503);
       expect((await call(n.url, 'POST', '/api/chain/state-machines', { slug: 'second-try' }, bearer(id.key))).status).toBe(201);
-      failNextBatch(n);
+      failNextBatch(n, 0);
       expect((await call(n.url, 'POST', '/api/auth/register', { email: 'again@example.org', password: 'long enough pw' })).status).toBe(503);
       expect((await call(n.url, 'POST', '/api/auth/register', { email: 'again@example.org', password: 'long enough pw' })).status).toBe(201);
-      failNextBatch(n);
+      failNextBatch(n, 0);
       const digest = equation('failing-v3');
       expect((await call(n.url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: digest })).status).toBe(503);
       expect((await call(n.url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: digest })).status).toBe(201);

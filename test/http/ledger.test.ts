@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Level } from 'level';
 import { join } from 'node:path';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { failNextBatch } from '../helpers/fail-batch.js';
 import { rowHash } from '../../src/chain/service.js';
 import { readFileSync } from 'node:fs';
 import { isCompact } from '../../src/tally/stored-result.js';
@@ -219,36 +220,6 @@ describe('stored results', () => {
     }
   });
 });
-
-/**
- * Make the store's next batch fail after `delayMs` (disk full, say); later batches are written as usual. The node's
- * own background writes (the transparency oracle's snapshots, every 4 ticks even without a mesh) are let through, so
- * the failure lands on the test's request, not on a snapshot that happened to be written first.
- */
-function failNextBatch(t: TestNode, delayMs: number): void {
-  type Batch = { put: (key: string, ...rest: unknown[]) => unknown; del: (key: string, ...rest: unknown[]) => unknown; write: (o?: unknown) => Promise<void> };
-  const db = t.node.store.db as unknown as { batch: (...a: unknown[]) => Batch };
-  const batch = db.batch.bind(db);
-  const background = /^!mesh-(snapshots|events)!/;
-  let failed = false;
-  db.batch = (...a: unknown[]) => {
-    const b = batch(...a);
-    if (failed) return b;
-    let ours = false;
-    const put = b.put.bind(b);
-    const del = b.del.bind(b);
-    b.put = (key, ...rest) => ((ours ||= !background.test(key)), put(key, ...rest));
-    b.del = (key, ...rest) => ((ours ||= !background.test(key)), del(key, ...rest));
-    const write = b.write.bind(b);
-    b.write = async (o?: unknown) => {
-      if (!ours || failed) return write(o);
-      failed = true;
-      await new Promise((r) => setTimeout(r, delayMs));
-      throw new Error('No space left on device (injected)');
-    };
-    return b;
-  };
-}
 
 describe('a batch that cannot be written', () => {
   it('a registration that fails leaves no identity and no chain head behind (it can be made again)', async () => {
