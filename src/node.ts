@@ -141,7 +141,7 @@ export class SvcNode {
       dataDir: config.dataDir,
       httpUrl: '',
       headState: () => ({ sealedCount: this.counters.get('sealed_total'), chainHeadsDigest: this.chain.headsDigest(), kernelVersion: config.kernel.version }),
-      revenue: () => ({ burned: this.counters.get('burned_total'), foundation: this.counters.get('foundation_total') }),
+      revenue: () => ({ burned: this.counters.get('burned_total'), foundation: this.counters.get('foundation_total'), pooledCarry: this.counters.get('foundation_total') - this.counters.get('foundation_shares_total') }),
       logger: this.logger,
       ...this.options.mesh,
       limits: { snapshotsMax: config.mesh.snapshotRetention, ...this.options.mesh?.limits },

@@ -14,6 +14,8 @@ import { systemRoutes } from './routes/system.js';
 import { computeRoutes } from './routes/compute.js';
 import { identityRoutes } from './routes/identity.js';
 import { ledgerRoutes } from './routes/ledger.js';
+import { tallyRoutes } from './routes/tally.js';
+import { costSheet } from '../tally/costs.js';
 import { meshRoutes } from './routes/mesh.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
@@ -38,7 +40,6 @@ const NOT_HERE = [
   '/ws/stream',
   '/api/svc/mmio',
   '/api/contribute/*',
-  '/api/tally/envelopes/folder',
   '/api/tally/envelopes/transfer-bulk',
   '/api/protocol/pohc/*',
   'webhooks (planned, part 6)',
@@ -70,6 +71,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     kernel_version: s.config.kernel.version,
     counts: { libraries: library.entries.length, categories: categories().length, solvers: s.compute.registry.ids().length, keys: Object.keys(KEY_PREFIX).length },
     endpoints: endpoints(),
+    costs: costSheet(),
     not_here: NOT_HERE,
   });
 
@@ -91,6 +93,8 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   systemRoutes(router, s, library, discovery);
   computeRoutes(router, s);
   identityRoutes(router, s);
+  // Before ledgerRoutes: the literal /api/tally/envelopes/folder and /transfer-bulk paths before /api/tally/envelopes/:zid.
+  tallyRoutes(router, s);
   ledgerRoutes(router, s);
   meshRoutes(router, s);
   for (const register of s.extraRouters ?? []) register(router);

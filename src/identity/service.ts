@@ -367,10 +367,20 @@ export class IdentityService {
   }
 
   /** Create a further state machine for an identity (returns the admin key once). */
-  async createMachine(zid: string, slug: string, svcond: number, isPublic: boolean): Promise<{ machine: MachineRecord; adminKey: string }> {
+  /**
+   * `charge`, when given, is called synchronously just before the batch is written: its ops (the creation's charge)
+   * go into the same batch, and its rollback runs if the batch fails; if it throws (402), nothing is written.
+   */
+  async createMachine(zid: string, slug: string, svcond: number, isPublic: boolean, charge?: () => { ops: Op[]; rollback: () => void }): Promise<{ machine: MachineRecord; adminKey: string }> {
     if (await this.deps.chain.getMachine(slug)) throw new ServiceError(409, 'SVC_CONFLICT', `state machine ${slug} exists`, { field: 'slug' });
+    const paid = charge?.();
     const { ops, adminKey, machine, announce } = this.machineFor(zid, slug, svcond, isPublic);
-    await this.deps.store.commit(ops);
+    try {
+      await this.deps.store.commit(paid ? [...paid.ops, ...ops] : ops);
+    } catch (err) {
+      paid?.rollback();
+      throw err;
+    }
     announce();
     return { machine, adminKey };
   }

@@ -1,5 +1,5 @@
 // The names of the tally's counters (kept by store/counters.ts): one place for their formats. store/counters.ts
-// groups `env:` and `envf:` names by identity; QuotaService prunes the day counters by their prefixes.
+// groups `env:`, `envf:` and `chg:` names by identity; QuotaService prunes the day counters by their prefixes.
 
 /** Envelopes of an identity. */
 export function envelopeCounter(zid: string): string {
@@ -14,6 +14,11 @@ export function folderCounter(zid: string, folder: string): string {
 /** The prefix of all folder counters of an identity (the folder name follows it). */
 export function folderCounterPrefix(zid: string): string {
   return `envf:${zid}:`;
+}
+
+/** Credits charged to an identity so far (its running total: the carry of the exact split, split.ts). */
+export function chargedCounter(zid: string): string {
+  return `chg:${zid}`;
 }
 
 /** The prefixes of the per-day quota counters: each is followed by the UTC day (YYYY-MM-DD) and the caller. */
