@@ -18,6 +18,8 @@ import { IdentityService } from './identity/service.js';
 import { DemoKeys } from './identity/demo.js';
 import { Ledger } from './tally/ledger.js';
 import { QuotaService } from './tally/quota.js';
+import { Grants } from './tally/grants.js';
+import { loadOrCreateOperatorToken, tokenDigest } from './config/operator-token.js';
 import { ComputeService } from './compute/service.js';
 import { InlineExecutor, WorkerPoolExecutor, type SolverExecutor } from './compute/executor.js';
 import { InlineSealer, WorkerSealer, type Sealer } from './compute/sealer.js';
@@ -70,6 +72,7 @@ export class SvcNode {
   identity!: IdentityService;
   ledger!: Ledger;
   quota!: QuotaService;
+  grants!: Grants;
   compute!: ComputeService;
   nodeIdentity!: NodeIdentity;
   receiptKey!: Buffer;
@@ -112,6 +115,9 @@ export class SvcNode {
       enforceDailyQuota: config.limits.enforceDailyQuota,
     }, (ops) => this.store.commit(ops));
     await this.quota.pruneOldDays(Number(this.clock.nowNs() / 1_000_000n));
+    // The operator token's digest only: the token stays in its 0600 file.
+    const operatorTokenDigest = tokenDigest(await loadOrCreateOperatorToken(config.dataDir));
+    this.grants = new Grants({ store: this.store, ledger: this.ledger, chain: this.chain, identity: this.identity, operatorTokenDigest, nodeId });
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
     this.executor = this.options.registry || config.solverThreads === 0 ? new InlineExecutor(registry) : new WorkerPoolExecutor(config.solverThreads, config.limits.tier);
@@ -159,6 +165,7 @@ export class SvcNode {
       ledger: this.ledger,
       quota: this.quota,
       counters: this.counters,
+      grants: this.grants,
       demoKeys,
       nodeId,
       publicUrl: () => this.url,

@@ -1,6 +1,23 @@
 // The economy over HTTP on real nodes: the exact 80/20 split and the cost table (issue 18 item 5).
+import { spawn } from 'node:child_process';
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+/** Run the svc-node command without blocking this process (the node under test answers from it). */
+function cli(args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/index.ts'), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
 
 // KO42 plus one domain operator: cost 1 (part 8, 1 per domain operator).
 const cost1 = { domain: 'thermodynamics', operators: ['KO42', 'THERMO_CARNOT_EFFICIENCY'], inputs: {} };
@@ -114,4 +131,78 @@ describe('costs', () => {
     t = await t.restart();
     expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body.total).toBe(10);
   }, 60_000);
+});
+
+describe('operator grants', () => {
+  let t: TestNode;
+  let token: string;
+  beforeAll(async () => {
+    t = await startTestNode({}, { initialCredits: 5 });
+    token = (await readFile(join(t.dataDir, 'operator-token'), 'utf8')).trim();
+  });
+  afterAll(async () => t.destroy());
+
+  it('the operator token is made once, 0600, and kept across restarts', async () => {
+    expect(token).toMatch(/^op_[0-9a-f]{64}$/);
+    expect((await stat(join(t.dataDir, 'operator-token'))).mode & 0o777).toBe(0o600);
+    t = await t.restart();
+    expect((await readFile(join(t.dataDir, 'operator-token'), 'utf8')).trim()).toBe(token);
+  }, 60_000);
+
+  it('grants paid credits and a tier with the operator token only; paid-funded envelopes are movable', async () => {
+    const id = await zkIdentity(t.url, 'grant-one');
+    const other = await zkIdentity(t.url, 'grant-other');
+    const body = { zid: id.zid, credits: 100, tier: 'standard' };
+    expectError(await call(t.url, 'POST', '/api/tally/grants', body), 401, 'SVC_NO_KEY');
+    expectError(await call(t.url, 'POST', '/api/tally/grants', body, bearer(`op_${'0'.repeat(64)}`)), 401, 'SVC_INVALID_KEY');
+    // An identity's own key is not the operator's.
+    expectError(await call(t.url, 'POST', '/api/tally/grants', body, bearer(id.key)), 401, 'SVC_INVALID_KEY');
+    expectError(await call(t.url, 'POST', '/api/tally/grants', { ...body, credits: -1 }, bearer(token)), 400, 'SVC_INVALID_INPUT');
+    expectError(await call(t.url, 'POST', '/api/tally/grants', { ...body, tier: 'gold' }, bearer(token)), 400, 'SVC_INVALID_INPUT');
+    expectError(await call(t.url, 'POST', '/api/tally/grants', { zid: id.zid, credits: 0 }, bearer(token)), 400, 'SVC_INVALID_INPUT');
+    expectError(await call(t.url, 'POST', '/api/tally/grants', { ...body, zid: `zid_${'a'.repeat(32)}` }, bearer(token)), 404, 'SVC_NOT_FOUND');
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body).toMatchObject({ free: 5, paid: 0 });
+
+    const g = await call(t.url, 'POST', '/api/tally/grants', body, bearer(token));
+    expect(g.status).toBe(201);
+    expect(g.body).toMatchObject({ zid: id.zid, credits: 100, tier: 'standard', balance: { free: 5, paid: 100, total: 105 } });
+    expect(g.body.grant_id).toMatch(/^grant_[0-9a-f]{32}$/);
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body).toMatchObject({ free: 5, paid: 100, total: 105 });
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(other.key))).body).toMatchObject({ free: 5, paid: 0 });
+    // The grant is a row of the identity's audit chain, and the chain still validates.
+    const rows = (await call(t.url, 'GET', `/api/chain/${id.slug}/explore?from=1`, undefined, bearer(id.key))).body.rows;
+    expect(rows.at(-1)).toMatchObject({ transitionType: 'credit_grant', seq: g.body.audit.seq, hash: g.body.audit.hash });
+    expect((await call(t.url, 'GET', `/api/chain/${id.slug}/pohc/validate`, undefined, bearer(id.key))).body.valid).toBe(true);
+
+    // Free credits are spent first: a cost-1 charge from free is soulbound; a charge that needs paid credits is movable.
+    const free = await call(t.url, 'POST', '/api/svc/compute', cost1, bearer(id.key));
+    expect(free.body.tally_charge.funded_by).toBe('free');
+    expect(free.body.envelope).toMatchObject({ funding: 'free', soulbound: true });
+    const paid = await call(t.url, 'POST', '/api/svc/heat', {}, bearer(id.key));
+    expect(paid.status).toBe(200);
+    expect(paid.body.tally_charge).toMatchObject({ cost: 10, funded_by: 'paid', balance_after: { free: 0, paid: 94 } });
+    expect(paid.body.envelope).toMatchObject({ funding: 'paid', soulbound: false });
+
+    // The grant and the tier survive a restart.
+    t = await t.restart();
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body).toMatchObject({ free: 0, paid: 94 });
+    expect(await t.node.grants.tierOf(id.zid)).toBe('standard');
+    expect(await t.node.grants.tierOf(other.zid)).toBe('free');
+  }, 120_000);
+
+  it('svc-node grant calls the route with the token from the data dir or --token, and keys shows the token', async () => {
+    const id = await zkIdentity(t.url, 'grant-cli');
+    const r = await cli(['grant', '--url', t.url, '--zid', id.zid, '--credits', '40', '--data-dir', t.dataDir]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ zid: id.zid, credits: 40, tier: 'free', balance: { paid: 40 } });
+    const r2 = await cli(['grant', '--url', t.url, '--zid', id.zid, '--credits', '2', '--tier', 'professional', '--token', token]);
+    expect(r2.status).toBe(0);
+    expect(JSON.parse(r2.stdout)).toMatchObject({ credits: 2, tier: 'professional', balance: { paid: 42 } });
+    const bad = await cli(['grant', '--url', t.url, '--zid', id.zid, '--credits', '2', '--token', `op_${'1'.repeat(64)}`]);
+    expect(bad.status).toBe(1);
+    expect(JSON.parse(bad.stdout).error.code).toBe('SVC_INVALID_KEY');
+    const keys = await cli(['keys', '--data-dir', t.dataDir]);
+    expect(JSON.parse(keys.stdout).operatorToken).toBe(token);
+  }, 120_000);
 });
