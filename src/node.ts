@@ -19,6 +19,7 @@ import { DemoKeys } from './identity/demo.js';
 import { Ledger } from './tally/ledger.js';
 import { QuotaService } from './tally/quota.js';
 import { Grants } from './tally/grants.js';
+import { ClaimService } from './tally/claim.js';
 import { loadOrCreateOperatorToken, tokenDigest } from './config/operator-token.js';
 import { ComputeService } from './compute/service.js';
 import { InlineExecutor, WorkerPoolExecutor, type SolverExecutor } from './compute/executor.js';
@@ -73,6 +74,7 @@ export class SvcNode {
   ledger!: Ledger;
   quota!: QuotaService;
   grants!: Grants;
+  claims!: ClaimService;
   compute!: ComputeService;
   nodeIdentity!: NodeIdentity;
   receiptKey!: Buffer;
@@ -118,6 +120,16 @@ export class SvcNode {
     // The operator token's digest only: the token stays in its 0600 file.
     const operatorTokenDigest = tokenDigest(await loadOrCreateOperatorToken(config.dataDir));
     this.grants = new Grants({ store: this.store, ledger: this.ledger, chain: this.chain, identity: this.identity, operatorTokenDigest, nodeId });
+    this.claims = new ClaimService({
+      store: this.store,
+      counters: this.counters,
+      ledger: this.ledger,
+      chain: this.chain,
+      identity: this.identity,
+      key: deriveKey(secret, 'CLAIM'),
+      threshold: config.limits.claimThreshold,
+      baseBits: config.limits.claimDifficultyBits,
+    });
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
     this.executor = this.options.registry || config.solverThreads === 0 ? new InlineExecutor(registry) : new WorkerPoolExecutor(config.solverThreads, config.limits.tier);
@@ -166,6 +178,7 @@ export class SvcNode {
       quota: this.quota,
       counters: this.counters,
       grants: this.grants,
+      claims: this.claims,
       demoKeys,
       nodeId,
       publicUrl: () => this.url,

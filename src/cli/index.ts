@@ -9,6 +9,7 @@ import { decodeReceiptSecret, readReceiptSecretFile, RECEIPT_SECRET_FILE } from 
 import { deriveKey, verifyBody } from '../kernel/receipt.js';
 import { loadOrCreateNodeKey } from '../mesh/identity.js';
 import { runCluster } from './cluster.js';
+import { solveChallenge } from '../tally/claim-proof.js';
 import { loadOrCreateOperatorToken, readOperatorToken, OPERATOR_TOKEN_FILE } from '../config/operator-token.js';
 
 const program = new Command();
@@ -183,6 +184,34 @@ program
     }
     if (token === null) fail(`no operator token: give --token, SVC_OPERATOR_TOKEN or --data-dir holding ${OPERATOR_TOKEN_FILE}`);
     await postJson(`${opts.url.replace(/\/+$/, '')}/api/tally/grants`, { zid: opts.zid, credits: opts.credits, ...(opts.tier ? { tier: opts.tier } : {}) }, { authorization: `Bearer ${token}` });
+  });
+
+program
+  .command('claim')
+  .description('claim the daily 128 credits for the identity of --key: asks for a challenge, solves its proof of work, claims')
+  .requiredOption('--url <url>', 'the node\'s HTTP URL, e.g. http://127.0.0.1:8787')
+  .requiredOption('--key <key>', 'an API key of the identity')
+  .action(async (opts: { url: string; key: string }) => {
+    const base = opts.url.replace(/\/+$/, '');
+    const headers = { authorization: `Bearer ${opts.key}` };
+    let status: { claimable?: boolean; challenge?: string | null; difficulty?: number };
+    try {
+      const res = await fetch(`${base}/api/tally/claim`, { headers });
+      const text = await res.text();
+      if (!res.ok) {
+        process.stdout.write(`${text.trim()}\n`);
+        process.exit(1);
+      }
+      status = JSON.parse(text) as typeof status;
+    } catch (err) {
+      fail(`cannot reach ${base}: ${(err as Error).message}`);
+    }
+    if (!status.claimable || !status.challenge || typeof status.difficulty !== 'number') {
+      process.stdout.write(`${JSON.stringify(status)}\n`);
+      process.exit(1);
+    }
+    const nonce = solveChallenge(status.challenge, status.difficulty);
+    await postJson(`${base}/api/tally/claim`, { challenge: status.challenge, nonce }, headers);
   });
 
 program

@@ -43,6 +43,10 @@ export const configSchema = z
         tier: z.enum(['free', 'standard', 'professional']),
         /** Credits a new identity starts with (the daily-claim amount). */
         initialCredits: z.number().int().min(0),
+        /** The daily claim opens while an identity's balance (free + paid) is below this. */
+        claimThreshold: z.number().int().min(1),
+        /** Zero bits of the claim's proof of work for an address's first 32 claims in an hour. */
+        claimDifficultyBits: z.number().int().min(0).max(24),
       })
       .strict(),
     mesh: z

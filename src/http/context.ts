@@ -11,6 +11,7 @@ import type { Counters } from '../store/counters.js';
 import type { DemoKeys } from '../identity/demo.js';
 import type { MeshService } from '../mesh/service.js';
 import type { Grants } from '../tally/grants.js';
+import type { ClaimService } from '../tally/claim.js';
 
 export interface HttpServices {
   config: NodeConfig;
@@ -23,6 +24,7 @@ export interface HttpServices {
   quota: QuotaService;
   counters: Counters;
   grants: Grants;
+  claims: ClaimService;
   demoKeys: DemoKeys;
   nodeId: () => string;
   /** This node's HTTP URL as other nodes reach it. */

@@ -22,7 +22,17 @@ export function chargedCounter(zid: string): string {
 }
 
 /** The prefixes of the per-day quota counters: each is followed by the UTC day (YYYY-MM-DD) and the caller. */
-export const DAY_COUNTER_PREFIXES = ['anon:', 'demo:', 'used:'] as const;
+export const DAY_COUNTER_PREFIXES = ['anon:', 'demo:', 'used:', 'claimed:', 'claimip:'] as const;
+
+/** Daily claims of an identity on a UTC day (0 or 1). */
+export function claimDayCounter(day: string, zid: string): string {
+  return `claimed:${day}:${zid}`;
+}
+
+/** Daily claims from one address in a UTC hour (YYYY-MM-DDTHH: pruned with the day counters, by day). */
+export function claimAddressCounter(hour: string, ip: string): string {
+  return `claimip:${hour}:${ip}`;
+}
 
 /** Computations of an anonymous caller (by IP) on a UTC day. */
 export function anonymousDayCounter(day: string, ip: string): string {

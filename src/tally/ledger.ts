@@ -157,6 +157,13 @@ export class Ledger {
     return w;
   }
 
+  /** A wallet already in memory (await wallet(zid) first). */
+  cachedWallet(zid: string): Wallet {
+    const w = this.walletCache.get(zid);
+    if (!w) throw new Error('wallet not prepared');
+    return w;
+  }
+
   /**
    * 402 before any work when the wallet cannot pay. Synchronous (undefined, or a throw) when the wallet is in memory,
    * as it is for every caller after its first request: an await per step of every request is work saved.

@@ -1,8 +1,10 @@
 // The economy over HTTP on real nodes: the exact 80/20 split and the cost table (issue 18 item 5).
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/kernel/clock.js';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -204,5 +206,123 @@ describe('operator grants', () => {
     expect(JSON.parse(bad.stdout).error.code).toBe('SVC_INVALID_KEY');
     const keys = await cli(['keys', '--data-dir', t.dataDir]);
     expect(JSON.parse(keys.stdout).operatorToken).toBe(token);
+  }, 120_000);
+});
+
+describe('daily claim', () => {
+  let t: TestNode;
+  // A fixed hour, so the address's hourly count cannot roll over mid-test.
+  const start = BigInt(Date.parse('2026-11-25T10:05:00Z')) * 1_000_000n;
+  const clock = new ManualClock(start);
+  const overrides = { limits: { claimThreshold: 10, claimDifficultyBits: 4 } };
+  let a: { zid: string; key: string; slug: string };
+  beforeAll(async () => {
+    t = await startTestNode(overrides, { initialCredits: 0, clock });
+    a = await zkIdentity(t.url, 'claim-a');
+  });
+  afterAll(async () => t.destroy());
+
+  /** SHA-256(challenge:nonce)'s leading zero bits, counted here independently of the node's code. */
+  const zeroBits = (challenge: string, nonce: string): number => {
+    const hex = createHash('sha256').update(`${challenge}:${nonce}`).digest('hex');
+    const bin = [...hex].map((h) => parseInt(h, 16).toString(2).padStart(4, '0')).join('');
+    return bin.indexOf('1') < 0 ? 256 : bin.indexOf('1');
+  };
+  const solve = (challenge: string, difficulty: number, wantPass = true): string => {
+    for (let n = 0; ; n++) if (zeroBits(challenge, `n${n}`) >= difficulty === wantPass) return `n${n}`;
+  };
+
+  it('offers a challenge below the threshold; wrong, altered, foreign and stale proofs are 400; a good one lands 128 free credits with its audit row', async () => {
+    const st = await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(a.key));
+    expect(st.status).toBe(200);
+    expect(st.body).toMatchObject({ claimable: true, reason: 'claimable', amount: 128, threshold: 10, difficulty: 4, balance: { free: 0, paid: 0, total: 0 } });
+    const challenge: string = st.body.challenge;
+    expect(challenge).toMatch(/^c1\.2026-11-25T10\.4\.\d{13}\.[0-9a-f]{32}$/);
+    const claimWith = (body: unknown, key = a.key) => call(t.url, 'POST', '/api/tally/claim', body, bearer(key));
+
+    expect(expectError(await claimWith({ challenge, nonce: solve(challenge, 4, false) }), 400, 'SVC_BAD_REQUEST').reason).toBe('insufficient_work');
+    // An easier difficulty written into the challenge breaks its mac.
+    const easier = challenge.replace('T10.4.', 'T10.0.');
+    expect(expectError(await claimWith({ challenge: easier, nonce: '0' }), 400, 'SVC_BAD_REQUEST').reason).toBe('invalid_challenge');
+    // A challenge made for another identity does not work for this one.
+    const b = await zkIdentity(t.url, 'claim-b');
+    const forB: string = (await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(b.key))).body.challenge;
+    expect(expectError(await claimWith({ challenge: forB, nonce: solve(forB, 4) }), 400, 'SVC_BAD_REQUEST').reason).toBe('invalid_challenge');
+    expectError(await claimWith({ challenge, nonce: '' }), 400, 'SVC_INVALID_INPUT');
+    // Ten minutes later the challenge is stale.
+    clock.set(start + 11n * 60_000_000_000n);
+    expect(expectError(await claimWith({ challenge, nonce: solve(challenge, 4) }), 400, 'SVC_BAD_REQUEST').reason).toBe('stale_challenge');
+    clock.set(start);
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(a.key))).body.total).toBe(0);
+
+    const nonce = solve(challenge, 4);
+    const ok = await claimWith({ challenge, nonce });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ zid: a.zid, amount: 128, day: '2026-11-25', balance: { free: 128, paid: 0, total: 128 } });
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(a.key))).body).toMatchObject({ free: 128, paid: 0 });
+    const rows = (await call(t.url, 'GET', `/api/chain/${a.slug}/explore?from=1`, undefined, bearer(a.key))).body.rows;
+    expect(rows.at(-1)).toMatchObject({ transitionType: 'daily_claim', hash: ok.body.audit.hash });
+    // Reusing the proof (or any second claim today) is refused.
+    expect(expectError(await claimWith({ challenge, nonce }), 400, 'SVC_BAD_REQUEST').reason).toBe('already_claimed_today');
+    expect((await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(a.key))).body).toMatchObject({ claimable: false, reason: 'already_claimed_today', challenge: null });
+  }, 120_000);
+
+  it('is refused above the threshold, and once a day survives a restart', async () => {
+    const rich = await zkIdentity(t.url, 'claim-rich');
+    const before: string = (await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(rich.key))).body.challenge;
+    const token = (await readFile(join(t.dataDir, 'operator-token'), 'utf8')).trim();
+    expect((await call(t.url, 'POST', '/api/tally/grants', { zid: rich.zid, credits: 10 }, bearer(token))).status).toBe(201);
+    expect((await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(rich.key))).body).toMatchObject({ claimable: false, reason: 'balance_not_low', challenge: null });
+    expect(expectError(await call(t.url, 'POST', '/api/tally/claim', { challenge: before, nonce: solve(before, 4) }, bearer(rich.key)), 400, 'SVC_BAD_REQUEST').reason).toBe('balance_not_low');
+
+    t = await t.restart();
+    expect((await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(a.key))).body).toMatchObject({ claimable: false, reason: 'already_claimed_today' });
+    // The next UTC day, once the balance is low again, a's claim opens.
+    clock.set(start + 24n * 3_600_000_000_000n);
+    for (let i = 0; i < 12; i++) expect((await call(t.url, 'POST', '/api/svc/heat', {}, bearer(a.key))).status).toBe(200);
+    const st = await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(a.key));
+    expect(st.body).toMatchObject({ claimable: true, balance: { total: 8 } });
+    expect((await call(t.url, 'POST', '/api/tally/claim', { challenge: st.body.challenge, nonce: solve(st.body.challenge, st.body.difficulty) }, bearer(a.key))).body.balance.total).toBe(136);
+    clock.set(start);
+  }, 180_000);
+
+  it('per address: base difficulty for 32 claims an hour, harder beyond, 429 with Retry-After past 64; the count survives a restart', async () => {
+    clock.set(start + 2n * 24n * 3_600_000_000_000n); // a fresh day and hour for this address
+    const difficulties: number[] = [];
+    for (let i = 1; i <= 65; i++) {
+      const id = await zkIdentity(t.url, `claim-many-${i}`);
+      const st = await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(id.key));
+      if (i === 65) {
+        expect(st.body).toMatchObject({ claimable: false, reason: 'hourly_cap', challenge: null });
+        const forged = await call(t.url, 'POST', '/api/tally/claim', { challenge: 'c1.2026-11-27T10.4.1795000000000.' + '0'.repeat(32), nonce: '1' }, bearer(id.key));
+        const e = expectError(forged, 429, 'SVC_RATE_LIMIT');
+        expect(e).toMatchObject({ limit: 64, window_seconds: 3600, retry_after_seconds: 55 * 60 });
+        expect(forged.headers.get('retry-after')).toBe(String(55 * 60));
+        break;
+      }
+      expect(st.body.claimable).toBe(true);
+      difficulties.push(st.body.difficulty);
+      const r = await call(t.url, 'POST', '/api/tally/claim', { challenge: st.body.challenge, nonce: solve(st.body.challenge, st.body.difficulty) }, bearer(id.key));
+      expect(r.status).toBe(200);
+      if (i === 40) {
+        // The hour's count is a counter written with each claim: a restart keeps it.
+        t = await t.restart();
+      }
+    }
+    expect(difficulties.slice(0, 32)).toEqual(Array(32).fill(4));
+    // One more bit per 4 claims past 32: the 33rd … 36th need 5 bits, the 61st … 64th 12.
+    expect(difficulties.slice(32)).toEqual(Array.from({ length: 32 }, (_, k) => 4 + Math.ceil((k + 1) / 4)));
+  }, 300_000);
+
+  it('svc-node claim solves the proof for a terminal user', async () => {
+    clock.set(start + 3n * 24n * 3_600_000_000_000n);
+    const id = await zkIdentity(t.url, 'claim-cli');
+    const r = await cli(['claim', '--url', t.url, '--key', id.key]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ zid: id.zid, amount: 128, balance: { free: 128 } });
+    const again = await cli(['claim', '--url', t.url, '--key', id.key]);
+    expect(again.status).toBe(1);
+    expect(JSON.parse(again.stdout)).toMatchObject({ claimable: false, reason: 'already_claimed_today' });
   }, 120_000);
 });

@@ -8,6 +8,9 @@ import type { HttpServices } from '../context.js';
 import { validate } from '../validate.js';
 import { costSheet } from '../../tally/costs.js';
 import { TIERS } from '../../tally/tiers.js';
+import type { Caller } from '../../tally/ledger.js';
+import { requireKey } from '../auth.js';
+import { forwardToHome } from '../forward.js';
 
 const ZID_PATTERN = /^zid_[0-9a-f]{32}$/;
 const grantBody = z
@@ -18,6 +21,8 @@ const grantBody = z
   })
   .strict()
   .refine((b) => b.credits > 0 || b.tier !== undefined, { message: 'a grant gives credits (> 0), a tier, or both', path: ['credits'] });
+
+const claimBody = z.object({ challenge: z.string().min(1).max(200), nonce: z.string().min(1).max(64) }).strict();
 
 /** 401 unless the request carries this node's operator token as `Authorization: Bearer`. */
 function requireOperator(ctx: Context, s: HttpServices): void {
@@ -32,6 +37,26 @@ function requireOperator(ctx: Context, s: HttpServices): void {
 }
 
 export function tallyRoutes(router: Router, s: HttpServices): void {
+  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+  const home = forwardToHome(s);
+  const zidOf = (ctx: Context): string => {
+    const c = ctx.state.caller as Caller;
+    if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'this route needs a key that belongs to an identity');
+    return c.zid;
+  };
+  const nowMs = () => Number(s.clock.nowNs() / 1_000_000n);
+
+  router.get('/api/tally/claim', requireKey(auth), home, async (ctx) => {
+    ctx.body = await s.claims.status(zidOf(ctx), ctx.ip, nowMs());
+  });
+
+  router.post('/api/tally/claim', requireKey(auth), home, async (ctx) => {
+    const zid = zidOf(ctx);
+    const body = validate(claimBody, ctx.request.body);
+    const now = s.clock.nowNs();
+    ctx.body = await s.claims.claim(zid, ctx.ip, body.challenge, body.nonce, stampAt(now).svcond, Number(now / 1_000_000n));
+  });
+
   router.get('/api/tally/costs', (ctx) => {
     ctx.body = costSheet();
   });
