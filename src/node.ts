@@ -20,6 +20,7 @@ import { Ledger } from './tally/ledger.js';
 import { QuotaService } from './tally/quota.js';
 import { Grants } from './tally/grants.js';
 import { ClaimService } from './tally/claim.js';
+import { EnvelopeLocks, Folders } from './tally/folders.js';
 import { loadOrCreateOperatorToken, tokenDigest } from './config/operator-token.js';
 import { ComputeService } from './compute/service.js';
 import { InlineExecutor, WorkerPoolExecutor, type SolverExecutor } from './compute/executor.js';
@@ -75,6 +76,7 @@ export class SvcNode {
   quota!: QuotaService;
   grants!: Grants;
   claims!: ClaimService;
+  folders!: Folders;
   compute!: ComputeService;
   nodeIdentity!: NodeIdentity;
   receiptKey!: Buffer;
@@ -130,6 +132,7 @@ export class SvcNode {
       threshold: config.limits.claimThreshold,
       baseBits: config.limits.claimDifficultyBits,
     });
+    this.folders = new Folders(this.store, this.counters, this.ledger, new EnvelopeLocks());
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
     this.executor = this.options.registry || config.solverThreads === 0 ? new InlineExecutor(registry) : new WorkerPoolExecutor(config.solverThreads, config.limits.tier);
@@ -179,6 +182,7 @@ export class SvcNode {
       counters: this.counters,
       grants: this.grants,
       claims: this.claims,
+      folders: this.folders,
       demoKeys,
       nodeId,
       publicUrl: () => this.url,

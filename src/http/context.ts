@@ -12,6 +12,7 @@ import type { DemoKeys } from '../identity/demo.js';
 import type { MeshService } from '../mesh/service.js';
 import type { Grants } from '../tally/grants.js';
 import type { ClaimService } from '../tally/claim.js';
+import type { Folders } from '../tally/folders.js';
 
 export interface HttpServices {
   config: NodeConfig;
@@ -25,6 +26,7 @@ export interface HttpServices {
   counters: Counters;
   grants: Grants;
   claims: ClaimService;
+  folders: Folders;
   demoKeys: DemoKeys;
   nodeId: () => string;
   /** This node's HTTP URL as other nodes reach it. */

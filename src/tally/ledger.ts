@@ -16,6 +16,8 @@ import { compactTemplateId, decodeCompact, isCompact, rebuildBody, templateFromS
 
 export { FOUNDATION_SHARE_PERCENT, splitCharge } from './split.js';
 const STORED_TEMPLATE_IDS_MAX = 4096;
+/** Sublevels of envelopes: records by token id, and the owner's and the owner's folder's indexes (keys end in the zero-padded seq). */
+export const ENVELOPE_SUBS = { envelopes: 'envelopes', byOwner: 'env_owner', byFolder: 'env_folder' } as const;
 const READ_TEMPLATES_MAX = 256;
 
 export type Caller =
@@ -134,9 +136,9 @@ export class Ledger {
     private readonly options: LedgerOptions,
   ) {
     this.wallets = store.sub('wallets', 'json', { rewritten: true });
-    this.envelopes = store.sub('envelopes');
-    this.byOwner = store.sub('env_owner');
-    this.byFolder = store.sub('env_folder');
+    this.envelopes = store.sub(ENVELOPE_SUBS.envelopes);
+    this.byOwner = store.sub(ENVELOPE_SUBS.byOwner);
+    this.byFolder = store.sub(ENVELOPE_SUBS.byFolder);
     this.results = store.sub('results', 'bytes');
     this.templates = store.sub('result_templates', 'utf8');
     // A store written before charged_total existed: its running total is what was burned plus the foundation's.

@@ -326,3 +326,91 @@ describe('daily claim', () => {
     expect(JSON.parse(again.stdout)).toMatchObject({ claimable: false, reason: 'already_claimed_today' });
   }, 120_000);
 });
+
+describe('folder moves', () => {
+  let t: TestNode;
+  let id: { zid: string; key: string; slug: string };
+  const tokens: string[] = [];
+  beforeAll(async () => {
+    t = await startTestNode({}, { initialCredits: 2000 });
+    id = await zkIdentity(t.url, 'folders-one');
+    for (let i = 0; i < 30; i++) tokens.push((await call(t.url, 'POST', '/api/svc/compute', cost1, bearer(id.key))).body.envelope.token_id);
+  }, 120_000);
+  afterAll(async () => t.destroy());
+
+  const move = (body: unknown, key = id.key) => call(t.url, 'POST', '/api/tally/envelopes/folder', body, bearer(key));
+  const folders = async (): Promise<Record<string, number>> =>
+    Object.fromEntries((await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}/folders`, undefined, bearer(id.key))).body.folders.map((f: { folder: string; count: number }) => [f.folder, f.count]));
+  /** Each folder's envelopes as listed (the records themselves, not the counters). */
+  const listed = async (folder: string): Promise<{ total: number; items: { token_id: string; folder: string; soulbound: boolean }[] }> =>
+    (await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}?folder=${encodeURIComponent(folder)}&limit=500`, undefined, bearer(id.key))).body;
+  /** Counters agree with the records: every folder's count is the number of envelopes listed in it, and all 30 are somewhere. */
+  const expectExact = async (expected: Record<string, number>) => {
+    expect(await folders()).toEqual(expected);
+    let sum = 0;
+    for (const [folder, count] of Object.entries(expected)) {
+      const l = await listed(folder);
+      expect(l.total).toBe(count);
+      expect(l.items).toHaveLength(count);
+      for (const e of l.items) expect(e.folder).toBe(folder);
+      sum += count;
+    }
+    expect(sum).toBe(30);
+  };
+
+  it('moves by count, by token id, from a folder and by q, soulbound envelopes included', async () => {
+    const r = await move({ folder: 'vault', count: 10 });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ zid: id.zid, folder: 'vault', moved: 10 });
+    await expectExact({ inbox: 20, vault: 10 });
+    // Oldest first; free-funded envelopes are soulbound and move all the same.
+    const vault = await listed('vault');
+    expect(new Set(vault.items.map((e) => e.token_id))).toEqual(new Set(tokens.slice(0, 10)));
+    expect(vault.items.every((e) => e.soulbound)).toBe(true);
+
+    expect((await move({ folder: 'my archive', token_ids: [tokens[0], tokens[1], tokens[29]] })).body.moved).toBe(3);
+    await expectExact({ inbox: 19, vault: 8, 'my archive': 3 });
+    // Already there: nothing to move.
+    expect((await move({ folder: 'my archive', token_ids: [tokens[0]] })).body.moved).toBe(0);
+    expect((await move({ folder: 'inbox', from_folder: 'vault', count: 1000 })).body.moved).toBe(8);
+    await expectExact({ inbox: 27, 'my archive': 3 });
+    expect((await move({ folder: 'x', count: 1, q: tokens[5] })).body.moved).toBe(1);
+    expect((await listed('x')).items.map((e) => e.token_id)).toEqual([tokens[5]]);
+    await expectExact({ inbox: 26, 'my archive': 3, x: 1 });
+  }, 60_000);
+
+  it('bad folder names, unknown and foreign token ids are 400 naming them; nothing moves', async () => {
+    const other = await zkIdentity(t.url, 'folders-other');
+    const foreign = (await call(t.url, 'POST', '/api/svc/compute', cost1, bearer(other.key))).body.envelope.token_id;
+    const before = await folders();
+    let e = expectError(await move({ folder: 'a!b', count: 1 }), 400, 'SVC_INVALID_INPUT');
+    expect(e.field).toBe('folder');
+    expect(e.message).toContain('a!b');
+    e = expectError(await move({ folder: 'ok', from_folder: '', count: 1 }), 400, 'SVC_INVALID_INPUT');
+    const unknown = `env_${'0'.repeat(24)}`;
+    e = expectError(await move({ folder: 'ok', token_ids: [tokens[3], unknown] }), 400, 'SVC_INVALID_INPUT');
+    expect(e).toMatchObject({ field: 'token_ids', token_id: unknown });
+    expect(e.message).toContain(unknown);
+    e = expectError(await move({ folder: 'ok', token_ids: [foreign] }), 400, 'SVC_INVALID_INPUT');
+    expect(e).toMatchObject({ field: 'token_ids', token_id: foreign });
+    e = expectError(await move({ folder: 'ok', token_ids: ['nope'] }), 400, 'SVC_INVALID_INPUT');
+    expect(e.token_id).toBe('nope');
+    expectError(await move({ folder: 'ok', token_ids: [tokens[3]], count: 1 }), 400, 'SVC_INVALID_INPUT');
+    expectError(await move({ folder: 'ok' }), 400, 'SVC_INVALID_INPUT');
+    // The other identity cannot move these envelopes either.
+    expectError(await move({ folder: 'mine', token_ids: [tokens[3]] }, other.key), 400, 'SVC_INVALID_INPUT');
+    expect(await folders()).toEqual(before);
+  }, 60_000);
+
+  it('concurrent moves keep the counts exact, and they survive a restart', async () => {
+    const names = ['a', 'b', 'c', 'inbox'];
+    const rs = await Promise.all(Array.from({ length: 16 }, (_, i) => move({ folder: names[i % 4], count: 1 + (i % 7) })));
+    for (const r of rs) expect(r.status).toBe(200);
+    const after = await folders();
+    await expectExact(after);
+    t = await t.restart();
+    await expectExact(after);
+    expect((await move({ folder: 'inbox', count: 30 })).status).toBe(200);
+    await expectExact({ inbox: 30 });
+  }, 120_000);
+});

@@ -22,6 +22,15 @@ const grantBody = z
   .strict()
   .refine((b) => b.credits > 0 || b.tier !== undefined, { message: 'a grant gives credits (> 0), a tier, or both', path: ['credits'] });
 
+const folderBody = z
+  .object({
+    folder: z.string().min(1).max(64),
+    token_ids: z.array(z.string().min(1).max(128)).min(1).optional(),
+    count: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+    from_folder: z.string().min(1).max(64).optional(),
+    q: z.string().min(1).max(128).optional(),
+  })
+  .strict();
 const claimBody = z.object({ challenge: z.string().min(1).max(200), nonce: z.string().min(1).max(64) }).strict();
 
 /** 401 unless the request carries this node's operator token as `Authorization: Bearer`. */
@@ -45,6 +54,13 @@ export function tallyRoutes(router: Router, s: HttpServices): void {
     return c.zid;
   };
   const nowMs = () => Number(s.clock.nowNs() / 1_000_000n);
+
+  // Spec 4.6: moves the caller's envelopes (soulbound included, no cap). Registered before GET
+  // /api/tally/envelopes/:zid, whose path would otherwise answer this POST with 405.
+  router.post('/api/tally/envelopes/folder', requireKey(auth), home, async (ctx) => {
+    const zid = zidOf(ctx);
+    ctx.body = await s.folders.move(zid, validate(folderBody, ctx.request.body));
+  });
 
   router.get('/api/tally/claim', requireKey(auth), home, async (ctx) => {
     ctx.body = await s.claims.status(zidOf(ctx), ctx.ip, nowMs());
