@@ -192,6 +192,17 @@ describe('operator grants', () => {
     expect(await t.node.grants.tierOf(other.zid)).toBe('free');
   }, 120_000);
 
+  it('a grant for an identity homed on another node is refused, naming the home; nothing is written here', async () => {
+    // A remote identity as this node knows it from a peer's signed assertion: a stub with its home.
+    const zid = `zid_${'b'.repeat(32)}`;
+    const home = '12D3KooWQYhTNQdmr3ArTeUHRYzFg94BKyTkoWBDWez9kSCVe2Xo';
+    await t.node.store.commit([{ type: 'put', sub: t.node.store.sub('identities'), key: zid, value: { zid, kind: 'remote', home, salt: '', created_unix_ms: 0 } }]);
+    const e = expectError(await call(t.url, 'POST', '/api/tally/grants', { zid, credits: 10 }, bearer(token)), 409, 'SVC_CONFLICT');
+    expect(e).toMatchObject({ home, home_url: null });
+    expect(e.message).toContain(home);
+    expect(await t.node.ledger.wallet(zid)).toMatchObject({ paid: 0 });
+  });
+
   it('svc-node grant calls the route with the token from the data dir or --token, and keys shows the token', async () => {
     const id = await zkIdentity(t.url, 'grant-cli');
     const r = await cli(['grant', '--url', t.url, '--zid', id.zid, '--credits', '40', '--data-dir', t.dataDir]);
