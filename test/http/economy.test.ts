@@ -129,6 +129,13 @@ describe('costs', () => {
     // The first one exists and its admin key works.
     expect((await call(t.url, 'GET', '/api/chain/paid-machine-one/explore', undefined, bearer(ok.body.admin_key))).status).toBe(200);
     expect((await call(t.url, 'GET', '/api/transparency/revenue')).body).toMatchObject({ burned: 40, foundation: 10 });
+    // Concurrent creations never overdraw: with 60 credits, one of five at once is made.
+    const rich = await zkIdentity(t.url, 'costs-machine-race');
+    const tries = await Promise.all([1, 2, 3, 4, 5].map((i) => call(t.url, 'POST', '/api/chain/state-machines', { slug: `race-machine-${i}` }, bearer(rich.key))));
+    expect(tries.filter((r) => r.status === 201)).toHaveLength(1);
+    for (const r of tries.filter((x) => x.status !== 201)) expectError(r, 402, 'INSUFFICIENT_BALANCE');
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(rich.key))).body.total).toBe(10);
+    expect((await call(t.url, 'GET', '/api/transparency/revenue')).body).toMatchObject({ burned: 80, foundation: 20 });
     // After a restart the charge is still there (written in the creation's batch).
     t = await t.restart();
     expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body.total).toBe(10);
@@ -191,6 +198,16 @@ describe('operator grants', () => {
     expect(await t.node.grants.tierOf(id.zid)).toBe('standard');
     expect(await t.node.grants.tierOf(other.zid)).toBe('free');
   }, 120_000);
+
+  it('50 grants at once all land, each once', async () => {
+    const id = await zkIdentity(t.url, 'grant-many');
+    const rs = await Promise.all(Array.from({ length: 50 }, () => call(t.url, 'POST', '/api/tally/grants', { zid: id.zid, credits: 3 }, bearer(token))));
+    for (const r of rs) expect(r.status).toBe(201);
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body).toMatchObject({ free: 5, paid: 150 });
+    const rows = (await call(t.url, 'GET', `/api/chain/${id.slug}/explore?from=1&to=100`, undefined, bearer(id.key))).body.rows;
+    expect(rows.filter((r: { transitionType: string }) => r.transitionType === 'credit_grant')).toHaveLength(50);
+    expect((await call(t.url, 'GET', `/api/chain/${id.slug}/pohc/validate`, undefined, bearer(id.key))).body.valid).toBe(true);
+  }, 60_000);
 
   it('a grant for an identity homed on another node is refused, naming the home; nothing is written here', async () => {
     // A remote identity as this node knows it from a peer's signed assertion: a stub with its home.
@@ -277,6 +294,15 @@ describe('daily claim', () => {
     expect(expectError(await claimWith({ challenge, nonce }), 400, 'SVC_BAD_REQUEST').reason).toBe('already_claimed_today');
     expect((await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(a.key))).body).toMatchObject({ claimable: false, reason: 'already_claimed_today', challenge: null });
   }, 120_000);
+
+  it('claims sent at once for one identity land once', async () => {
+    const id = await zkIdentity(t.url, 'claim-race');
+    const sts = await Promise.all(Array.from({ length: 6 }, () => call(t.url, 'GET', '/api/tally/claim', undefined, bearer(id.key))));
+    const rs = await Promise.all(sts.map((st) => call(t.url, 'POST', '/api/tally/claim', { challenge: st.body.challenge, nonce: solve(st.body.challenge, st.body.difficulty) }, bearer(id.key))));
+    expect(rs.filter((r) => r.status === 200)).toHaveLength(1);
+    for (const r of rs.filter((x) => x.status !== 200)) expect(expectError(r, 400, 'SVC_BAD_REQUEST').reason).toBe('already_claimed_today');
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body.total).toBe(128);
+  }, 60_000);
 
   it('is refused above the threshold, and once a day survives a restart', async () => {
     const rich = await zkIdentity(t.url, 'claim-rich');
