@@ -16,9 +16,9 @@ import { compactTemplateId, decodeCompact, isCompact, rebuildBody, templateFromS
 
 export { FOUNDATION_SHARE_PERCENT, splitCharge } from './split.js';
 const STORED_TEMPLATE_IDS_MAX = 4096;
+const READ_TEMPLATES_MAX = 256;
 /** Sublevels of envelopes: records by token id, and the owner's and the owner's folder's indexes (keys end in the zero-padded seq). */
 export const ENVELOPE_SUBS = { envelopes: 'envelopes', byOwner: 'env_owner', byFolder: 'env_folder' } as const;
-const READ_TEMPLATES_MAX = 256;
 
 export type Caller =
   | { kind: 'identity'; zid: string; key: KeyRecord; slug: string; /** Node that keeps this identity's ledgers. */ home: string }
