@@ -17,6 +17,10 @@ import { IdentityService } from './identity/service.js';
 import { DemoKeys } from './identity/demo.js';
 import { Ledger } from './tally/ledger.js';
 import { QuotaService } from './tally/quota.js';
+import { Grants } from './tally/grants.js';
+import { ClaimService } from './tally/claim.js';
+import { EnvelopeLocks, Folders } from './tally/folders.js';
+import { loadOrCreateOperatorToken, tokenDigest } from './config/operator-token.js';
 import { ComputeService } from './compute/service.js';
 import { InlineExecutor, WorkerPoolExecutor, type SolverExecutor } from './compute/executor.js';
 import { InlineSealer, WorkerSealer, type Sealer } from './compute/sealer.js';
@@ -77,6 +81,9 @@ export class SvcNode {
   identity!: IdentityService;
   ledger!: Ledger;
   quota!: QuotaService;
+  grants!: Grants;
+  claims!: ClaimService;
+  folders!: Folders;
   compute!: ComputeService;
   nodeIdentity!: NodeIdentity;
   receiptKey!: Buffer;
@@ -122,6 +129,20 @@ export class SvcNode {
       enforceDailyQuota: config.limits.enforceDailyQuota,
     }, (ops) => this.store.commit(ops));
     await this.quota.pruneOldDays(Number(this.clock.nowNs() / 1_000_000n));
+    // The operator token's digest only: the token stays in its 0600 file.
+    const operatorTokenDigest = tokenDigest(await loadOrCreateOperatorToken(config.dataDir));
+    this.grants = new Grants({ store: this.store, ledger: this.ledger, chain: this.chain, identity: this.identity, operatorTokenDigest, nodeId });
+    this.claims = new ClaimService({
+      store: this.store,
+      counters: this.counters,
+      ledger: this.ledger,
+      chain: this.chain,
+      identity: this.identity,
+      key: deriveKey(secret, 'CLAIM'),
+      threshold: config.limits.claimThreshold,
+      baseBits: config.limits.claimDifficultyBits,
+    });
+    this.folders = new Folders(this.store, this.counters, this.ledger, new EnvelopeLocks());
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
     this.executor = this.options.registry || config.solverThreads === 0 ? new InlineExecutor(registry) : new WorkerPoolExecutor(config.solverThreads, config.limits.tier);
@@ -151,7 +172,7 @@ export class SvcNode {
       dataDir: config.dataDir,
       httpUrl: '',
       headState: () => ({ sealedCount: this.counters.get('sealed_total'), chainHeadsDigest: this.chain.headsDigest(), kernelVersion: config.kernel.version }),
-      revenue: () => ({ burned: this.counters.get('burned_total'), foundation: this.counters.get('foundation_total') }),
+      revenue: () => ({ burned: this.counters.get('burned_total'), foundation: this.counters.get('foundation_total'), pooledCarry: this.counters.get('foundation_total') - this.counters.get('foundation_shares_total') }),
       // The operator is the identity bonded on this node (one bond per node): its mode and bond, and this node's free slots.
       advert: () => {
         const operator = this.bonds.ofNode(this.nodeId);
@@ -192,6 +213,9 @@ export class SvcNode {
       ledger: this.ledger,
       quota: this.quota,
       counters: this.counters,
+      grants: this.grants,
+      claims: this.claims,
+      folders: this.folders,
       demoKeys,
       nodeId,
       publicUrl: () => this.url,

@@ -9,6 +9,8 @@ import { decodeReceiptSecret, readReceiptSecretFile, RECEIPT_SECRET_FILE } from 
 import { deriveKey, verifyBody } from '../kernel/receipt.js';
 import { loadOrCreateNodeKey } from '../mesh/identity.js';
 import { runCluster } from './cluster.js';
+import { solveChallenge } from '../tally/claim-proof.js';
+import { loadOrCreateOperatorToken, readOperatorToken, OPERATOR_TOKEN_FILE } from '../config/operator-token.js';
 
 const program = new Command();
 program.name('svc-node').description('Deterministic Computation Service node').version('0.1.0');
@@ -126,7 +128,7 @@ program
 
 program
   .command('keys')
-  .description('show the node identity (peer id) and the receipt-key fingerprint')
+  .description('show the node identity (peer id), the receipt-key fingerprint and the operator token')
   .option('--data-dir <dir>', 'data directory', process.env.SVC_DATA_DIR ?? './data')
   .action(async (opts: { dataDir: string }) => {
     const ident = await loadOrCreateNodeKey(opts.dataDir);
@@ -140,7 +142,76 @@ program
       if (err instanceof ConfigError) fail(err.message);
       fingerprint = null;
     }
-    process.stdout.write(`${JSON.stringify({ nodeId: ident.nodeId, keyType: 'Ed25519', receiptKeyFingerprint: fingerprint, dataDir: opts.dataDir })}\n`);
+    let operatorToken: string;
+    try {
+      operatorToken = await loadOrCreateOperatorToken(opts.dataDir);
+    } catch (err) {
+      fail(err instanceof ConfigError ? err.message : `cannot read the operator token: ${(err as Error).message}`);
+    }
+    process.stdout.write(`${JSON.stringify({ nodeId: ident.nodeId, keyType: 'Ed25519', receiptKeyFingerprint: fingerprint, operatorToken, dataDir: opts.dataDir })}\n`);
+  });
+
+/** POST `body` as JSON to `url`; prints the answer as one JSON line; exit 1 when it is not a success. */
+async function postJson(url: string, body: unknown, headers: Record<string, string>): Promise<never> {
+  let res: Response;
+  try {
+    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  } catch (err) {
+    fail(`cannot reach ${url}: ${(err as Error).message}`);
+  }
+  const text = await res.text();
+  process.stdout.write(`${text.trim()}\n`);
+  process.exit(res.ok ? 0 : 1);
+}
+
+program
+  .command('grant')
+  .description('grant paid credits (and a tier) to an identity homed on the node at --url, with that node\'s operator token')
+  .requiredOption('--url <url>', 'the node\'s HTTP URL, e.g. http://127.0.0.1:8787')
+  .requiredOption('--zid <zid>', 'the identity')
+  .addOption(new Option('--credits <n>', 'paid credits to add').argParser(parseIntStrict).makeOptionMandatory())
+  .option('--tier <tier>', 'set the identity\'s tier: free, starter, standard, professional or enterprise')
+  .option('--token <token>', 'the operator token (default: the data dir\'s operator-token file)')
+  .option('--data-dir <dir>', 'the node\'s data dir, to read its operator token', process.env.SVC_DATA_DIR ?? './data')
+  .action(async (opts: { url: string; zid: string; credits: number; tier?: string; token?: string; dataDir: string }) => {
+    let token = opts.token ?? process.env.SVC_OPERATOR_TOKEN ?? null;
+    if (token === null) {
+      try {
+        token = await readOperatorToken(opts.dataDir);
+      } catch (err) {
+        fail((err as Error).message);
+      }
+    }
+    if (token === null) fail(`no operator token: give --token, SVC_OPERATOR_TOKEN or --data-dir holding ${OPERATOR_TOKEN_FILE}`);
+    await postJson(`${opts.url.replace(/\/+$/, '')}/api/tally/grants`, { zid: opts.zid, credits: opts.credits, ...(opts.tier ? { tier: opts.tier } : {}) }, { authorization: `Bearer ${token}` });
+  });
+
+program
+  .command('claim')
+  .description('claim the daily 128 credits for the identity of --key: asks for a challenge, solves its proof of work, claims')
+  .requiredOption('--url <url>', 'the node\'s HTTP URL, e.g. http://127.0.0.1:8787')
+  .requiredOption('--key <key>', 'an API key of the identity')
+  .action(async (opts: { url: string; key: string }) => {
+    const base = opts.url.replace(/\/+$/, '');
+    const headers = { authorization: `Bearer ${opts.key}` };
+    let status: { claimable?: boolean; challenge?: string | null; difficulty?: number };
+    try {
+      const res = await fetch(`${base}/api/tally/claim`, { headers });
+      const text = await res.text();
+      if (!res.ok) {
+        process.stdout.write(`${text.trim()}\n`);
+        process.exit(1);
+      }
+      status = JSON.parse(text) as typeof status;
+    } catch (err) {
+      fail(`cannot reach ${base}: ${(err as Error).message}`);
+    }
+    if (!status.claimable || !status.challenge || typeof status.difficulty !== 'number') {
+      process.stdout.write(`${JSON.stringify(status)}\n`);
+      process.exit(1);
+    }
+    const nonce = solveChallenge(status.challenge, status.difficulty);
+    await postJson(`${base}/api/tally/claim`, { challenge: status.challenge, nonce }, headers);
   });
 
 program

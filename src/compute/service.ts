@@ -20,8 +20,10 @@ import { timeoutError, type SolverExecutor } from './executor.js';
 import type { QuotaService } from '../tally/quota.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import { unsealableOutput } from './finite-output.js';
+import { COSTS } from '../tally/costs.js';
 
-export const COST = { computePerOperator: 1, solver: 10, auto: 10 } as const;
+/** Part 8's costs (the one table: tally/costs.ts). */
+export const COST = { computePerOperator: COSTS.computePerOperator, solver: COSTS.solver, auto: COSTS.auto } as const;
 export const TIME_LIMIT_SECONDS = { free: 30, standard: 120, professional: 600 } as const;
 
 export interface ComputeDeps {

@@ -26,6 +26,8 @@ const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'bool' | 
   SVC_TIER: { path: 'limits.tier', kind: 'string' },
   SVC_INITIAL_CREDITS: { path: 'limits.initialCredits', kind: 'int' },
   SVC_DEMO_KEY_MINTS_PER_DAY: { path: 'limits.demoKeyMintsPerDay', kind: 'int' },
+  SVC_CLAIM_THRESHOLD: { path: 'limits.claimThreshold', kind: 'int' },
+  SVC_CLAIM_DIFFICULTY_BITS: { path: 'limits.claimDifficultyBits', kind: 'int' },
   SVC_P2P_PORT: { path: 'mesh.p2pPort', kind: 'int' },
   SVC_BOOTSTRAP: { path: 'mesh.bootstrap', kind: 'list' },
   SVC_MESH_SECRET: { path: 'mesh.secret', kind: 'string' },

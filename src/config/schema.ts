@@ -45,6 +45,10 @@ export const configSchema = z
         initialCredits: z.number().int().min(0),
         /** Own demo keys one IP may mint per UTC day (POST /api/demo-key/mint); counted in the store. */
         demoKeyMintsPerDay: z.number().int().min(0),
+        /** The daily claim opens while an identity's balance (free + paid) is below this. */
+        claimThreshold: z.number().int().min(1),
+        /** Zero bits of the claim's proof of work for an address's first 32 claims in an hour. */
+        claimDifficultyBits: z.number().int().min(0).max(24),
       })
       .strict(),
     mesh: z

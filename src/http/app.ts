@@ -15,6 +15,8 @@ import { systemRoutes } from './routes/system.js';
 import { computeRoutes } from './routes/compute.js';
 import { identityRoutes } from './routes/identity.js';
 import { ledgerRoutes } from './routes/ledger.js';
+import { tallyRoutes } from './routes/tally.js';
+import { costSheet } from '../tally/costs.js';
 import { meshRoutes } from './routes/mesh.js';
 import { contributeRoutes } from './routes/contribute.js';
 
@@ -55,6 +57,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     kernel_version: s.config.kernel.version,
     counts: { libraries: library.entries.length, categories: categories().length, solvers: s.compute.registry.ids().length, keys: Object.keys(KEY_PREFIX).length },
     endpoints: endpoints(),
+    costs: costSheet(),
     not_here: notHere(endpoints()),
   });
 
@@ -83,6 +86,8 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   systemRoutes(router, s, library, discovery);
   computeRoutes(router, s);
   identityRoutes(router, s);
+  // Before ledgerRoutes: the literal /api/tally/envelopes/folder and /transfer-bulk paths before /api/tally/envelopes/:zid.
+  tallyRoutes(router, s);
   ledgerRoutes(router, s);
   meshRoutes(router, s);
   contributeRoutes(router, s);

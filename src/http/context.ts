@@ -10,6 +10,9 @@ import type { QuotaService } from '../tally/quota.js';
 import type { Counters } from '../store/counters.js';
 import type { DemoKeys } from '../identity/demo.js';
 import type { MeshService } from '../mesh/service.js';
+import type { Grants } from '../tally/grants.js';
+import type { ClaimService } from '../tally/claim.js';
+import type { Folders } from '../tally/folders.js';
 
 export interface HttpServices {
   config: NodeConfig;
@@ -21,6 +24,9 @@ export interface HttpServices {
   ledger: Ledger;
   quota: QuotaService;
   counters: Counters;
+  grants: Grants;
+  claims: ClaimService;
+  folders: Folders;
   demoKeys: DemoKeys;
   nodeId: () => string;
   /** This node's HTTP URL as other nodes reach it. */

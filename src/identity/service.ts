@@ -409,8 +409,10 @@ export class IdentityService {
   /**
    * Create a further state machine for an identity (returns the admin key once). Of concurrent creations of one
    * slug, one goes on (the claim is taken before the first await); m-… slugs are identities' default machines.
+   * `charge`, when given, is called synchronously just before the batch is written: its ops (the creation's charge)
+   * go into the same batch, and its rollback runs if the batch fails; if it throws (402), nothing is written.
    */
-  async createMachine(zid: string, slug: string, svcond: number, isPublic: boolean): Promise<{ machine: MachineRecord; adminKey: string }> {
+  async createMachine(zid: string, slug: string, svcond: number, isPublic: boolean, charge?: () => { ops: Op[]; rollback: () => void }): Promise<{ machine: MachineRecord; adminKey: string }> {
     if (slug.startsWith(DEFAULT_SLUG_PREFIX)) {
       const reason = `slugs starting with "${DEFAULT_SLUG_PREFIX}" name identities' default machines and cannot be chosen`;
       throw new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input slug: ${reason}`, { field: 'slug', reason, allowed: null });
@@ -418,8 +420,14 @@ export class IdentityService {
     const claim = this.claims.take('slug', slug);
     try {
       if (await this.deps.chain.getMachine(slug)) throw conflict('slug', slug);
+      const paid = charge?.();
       const { ops, adminKey, machine, announce } = this.machineFor(zid, slug, svcond, isPublic);
-      await this.deps.store.commit(ops);
+      try {
+        await this.deps.store.commit(paid ? [...paid.ops, ...ops] : ops);
+      } catch (err) {
+        paid?.rollback();
+        throw err;
+      }
       announce();
       return { machine, adminKey };
     } finally {

@@ -47,6 +47,8 @@ export interface NetworkSnapshot {
 export interface RevenueFigures {
   burned: number;
   foundation: number;
+  /** Of `foundation`, the whole credits the identities' carried fractions add up to (the exact split; decisions.md). */
+  pooledCarry?: number;
 }
 
 export interface OracleOptions {
@@ -211,7 +213,7 @@ export class TransparencyOracle {
   }
 
   /** Revenue totals from the provider (credits): burned and foundation shares, and their sum. */
-  async revenue(): Promise<{ svcond: number | null; burned: number; foundation: number; total: number; burnedShare: number; foundationShare: number }> {
+  async revenue(): Promise<{ svcond: number | null; burned: number; foundation: number; total: number; burnedShare: number; foundationShare: number; pooledCarry?: number }> {
     const r = this.revenueProvider ? await this.revenueProvider() : { burned: 0, foundation: 0 };
     const total = r.burned + r.foundation;
     return {
@@ -221,6 +223,7 @@ export class TransparencyOracle {
       total,
       burnedShare: total > 0 ? r.burned / total : 0,
       foundationShare: total > 0 ? r.foundation / total : 0,
+      ...(r.pooledCarry === undefined ? {} : { pooledCarry: r.pooledCarry }),
     };
   }
 }

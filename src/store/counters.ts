@@ -2,19 +2,19 @@
 // and survives a restart. One instance per store; the node is the only writer.
 //
 // Storage: counters that always change together are stored as one record, so a seal writes fewer keys:
-//   '#totals'    → {sealed_total, burned_total, foundation_total, envelope_seq}   (node-wide totals)
-//   '#id:<zid>'  → {'env:<zid>': n, 'envf:<zid>:<folder>': n, …}                  (an identity's envelope counts)
+//   '#totals'    → {sealed_total, burned_total, foundation_total, envelope_seq, charged_total, foundation_shares_total}   (node-wide totals)
+//   '#id:<zid>'  → {'env:<zid>': n, 'envf:<zid>:<folder>': n, 'chg:<zid>': n, …}   (an identity's envelope counts, credits charged)
 // Every other counter (day quotas, which are pruned by prefix) is its own key with a number value. Records of
 // the earlier layout (one key per counter) are read at load and folded into their group record once.
 import type { Op, Store, Sublevel } from './db.js';
 
 const TOTALS_KEY = '#totals';
-const TOTALS = new Set(['sealed_total', 'burned_total', 'foundation_total', 'envelope_seq']);
+const TOTALS = new Set(['sealed_total', 'burned_total', 'foundation_total', 'envelope_seq', 'charged_total', 'foundation_shares_total']);
 
 /** The record key a counter is stored under, or null when it is stored alone. */
 export function groupOf(name: string): string | null {
   if (TOTALS.has(name)) return TOTALS_KEY;
-  if (name.startsWith('env:')) return `#id:${name.slice(4)}`;
+  if (name.startsWith('env:') || name.startsWith('chg:')) return `#id:${name.slice(4)}`;
   if (name.startsWith('envf:')) {
     const end = name.indexOf(':', 5);
     if (end > 5) return `#id:${name.slice(5, end)}`;

@@ -1,5 +1,5 @@
 // The names of the tally's counters (kept by store/counters.ts): one place for their formats. store/counters.ts
-// groups `env:` and `envf:` names by identity; QuotaService prunes the day counters by their prefixes.
+// groups `env:`, `envf:` and `chg:` names by identity; QuotaService prunes the day counters by their prefixes.
 
 /** Envelopes of an identity. */
 export function envelopeCounter(zid: string): string {
@@ -16,8 +16,23 @@ export function folderCounterPrefix(zid: string): string {
   return `envf:${zid}:`;
 }
 
+/** Credits charged to an identity so far (its running total: the carry of the exact split, split.ts). */
+export function chargedCounter(zid: string): string {
+  return `chg:${zid}`;
+}
+
 /** The prefixes of the per-day quota counters: each is followed by the UTC day (YYYY-MM-DD) and the caller. */
-export const DAY_COUNTER_PREFIXES = ['anon:', 'demo:', 'used:'] as const;
+export const DAY_COUNTER_PREFIXES = ['anon:', 'demo:', 'used:', 'claimed:', 'claimip:'] as const;
+
+/** Daily claims of an identity on a UTC day (0 or 1). */
+export function claimDayCounter(day: string, zid: string): string {
+  return `claimed:${day}:${zid}`;
+}
+
+/** Daily claims from one address in a UTC hour (YYYY-MM-DDTHH: pruned with the day counters, by day). */
+export function claimAddressCounter(hour: string, ip: string): string {
+  return `claimip:${hour}:${ip}`;
+}
 
 /** Computations of an anonymous caller (by IP) on a UTC day. */
 export function anonymousDayCounter(day: string, ip: string): string {

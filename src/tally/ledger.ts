@@ -11,11 +11,14 @@ import { BoundedMap } from '../util/bounded-map.js';
 import type { Counters } from '../store/counters.js';
 import type { ChainService, AuditRow } from '../chain/service.js';
 import type { KeyRecord } from '../identity/service.js';
-import { envelopeCounter, folderCounter, folderCounterPrefix } from './counter-keys.js';
+import { chargedCounter, envelopeCounter, folderCounter, folderCounterPrefix } from './counter-keys.js';
+import { splitCharge } from './split.js';
 import { compactTemplateId, decodeCompact, isCompact, rebuildBody, templateFromStored, type StoredTemplate } from './stored-result.js';
 
-export const FOUNDATION_SHARE_PERCENT = 20;
+export { FOUNDATION_SHARE_PERCENT, splitCharge } from './split.js';
 const READ_TEMPLATES_MAX = 256;
+/** Sublevels of envelopes: records by token id, and the owner's and the owner's folder's indexes (keys end in the zero-padded seq). */
+export const ENVELOPE_SUBS = { envelopes: 'envelopes', byOwner: 'env_owner', byFolder: 'env_folder' } as const;
 
 export type Caller =
   | { kind: 'identity'; zid: string; key: KeyRecord; slug: string; /** Node that keeps this identity's ledgers. */ home: string }
@@ -104,11 +107,6 @@ function checkBalance(w: Wallet, cost: number): void {
   }
 }
 
-export function splitCharge(cost: number): { burned: number; foundation: number } {
-  const foundation = Math.floor((cost * FOUNDATION_SHARE_PERCENT) / 100);
-  return { burned: cost - foundation, foundation };
-}
-
 export class Ledger {
   private readonly wallets: Sublevel;
   private readonly envelopes: Sublevel;
@@ -128,11 +126,16 @@ export class Ledger {
     private readonly options: LedgerOptions,
   ) {
     this.wallets = store.sub('wallets', 'json', { rewritten: true });
-    this.envelopes = store.sub('envelopes');
-    this.byOwner = store.sub('env_owner');
-    this.byFolder = store.sub('env_folder');
+    this.envelopes = store.sub(ENVELOPE_SUBS.envelopes);
+    this.byOwner = store.sub(ENVELOPE_SUBS.byOwner);
+    this.byFolder = store.sub(ENVELOPE_SUBS.byFolder);
     this.results = store.sub('results', 'bytes');
     this.templates = store.sub('result_templates', 'utf8');
+    // A store written before charged_total existed: its running total is what was burned plus the foundation's.
+    if (counters.get('charged_total') === 0 && counters.get('burned_total') + counters.get('foundation_total') > 0) {
+      counters.bump('charged_total', counters.get('burned_total') + counters.get('foundation_total'));
+      counters.bump('foundation_shares_total', counters.get('foundation_total'));
+    }
   }
 
   async wallet(zid: string): Promise<Wallet> {
@@ -146,6 +149,13 @@ export class Ledger {
     return w;
   }
 
+  /** A wallet already in memory (await wallet(zid) first). */
+  cachedWallet(zid: string): Wallet {
+    const w = this.walletCache.get(zid);
+    if (!w) throw new Error('wallet not prepared');
+    return w;
+  }
+
   /**
    * 402 before any work when the wallet cannot pay. Synchronous (undefined, or a throw) when the wallet is in memory,
    * as it is for every caller after its first request: an await per step of every request is work saved.
@@ -156,6 +166,70 @@ export class Ledger {
     if (cached === undefined) return this.wallet(caller.zid).then((w) => checkBalance(w, cost));
     checkBalance(cached, cost);
     return undefined;
+  }
+
+  /**
+   * Change a wallet in memory by (dFree, dPaid) and return the op that stores it and the undo. The undo gives the
+   * delta back rather than restoring a copy, so changes queued after this one survive rollbacks in any order.
+   * The wallet must be in memory (await wallet(zid) first); the caller commits the op in its own batch.
+   */
+  private adjust(zid: string, dFree: number, dPaid: number): { wallet: Wallet; op: Op; rollback: () => void } {
+    const w = this.walletCache.get(zid);
+    if (!w) throw new Error('wallet not prepared');
+    const next: Wallet = { free: w.free + dFree, paid: w.paid + dPaid };
+    this.walletCache.set(zid, next);
+    const rollback = () => {
+      const now = this.walletCache.get(zid);
+      if (now) this.walletCache.set(zid, { free: now.free - dFree, paid: now.paid - dPaid });
+    };
+    return { wallet: next, op: { type: 'put', sub: this.wallets, key: zid, value: next }, rollback };
+  }
+
+  /**
+   * The split of a charge of `cost` to `zid`, applied to the counters in memory as (name, delta) pairs pushed onto
+   * `bumped` (the caller persists them in its batch and reverts them if it fails). The charge's own split comes
+   * from the identity's running total (its carry); the node's totals from the node's running total, so
+   * foundation_total is exactly ⌊20 % of charged_total⌋ (split.ts; docs/decisions.md, "Exact split").
+   */
+  private split(zid: string, cost: number, bumped: (string | number)[]): { burned: number; foundation: number } {
+    const name = chargedCounter(zid);
+    const share = splitCharge(cost, this.counters.get(name));
+    const node = splitCharge(cost, this.counters.get('charged_total'));
+    const start = bumped.length;
+    bumped.push(name, cost, 'charged_total', cost, 'burned_total', node.burned, 'foundation_total', node.foundation, 'foundation_shares_total', share.foundation);
+    for (let i = start; i < bumped.length; i += 2) this.counters.bump(bumped[i] as string, bumped[i + 1] as number);
+    return share;
+  }
+
+  /**
+   * Charge `cost` for an action that seals no result (state-machine creation), computed synchronously from memory:
+   * the caller puts `ops` in the batch that performs the action and calls `rollback` if that batch fails. 402 when
+   * the wallet cannot pay, before anything changes. Free credits are spent first, as in seal(). The wallet must be
+   * in memory (await wallet(zid) first), so the check and the change happen with nothing in between.
+   */
+  chargeOps(zid: string, action: string, cost: number): { charge: TallyCharge; ops: Op[]; rollback: () => void } {
+    const w = this.walletCache.get(zid);
+    if (!w) throw new Error('wallet not prepared');
+    checkBalance(w, cost);
+    const fromFree = Math.min(w.free, cost);
+    const debit = this.adjust(zid, -fromFree, -(cost - fromFree));
+    const bumped: (string | number)[] = [];
+    const { burned, foundation } = this.split(zid, cost, bumped);
+    const names: string[] = [];
+    for (let i = 0; i < bumped.length; i += 2) names.push(bumped[i] as string);
+    const ops = [debit.op, ...this.counters.persistOps(names)];
+    const charge: TallyCharge = { action, cost, charged: cost, burned, foundation, funded_by: fromFree === cost ? 'free' : 'paid', balance_after: debit.wallet };
+    const rollback = () => {
+      for (let i = 0; i < bumped.length; i += 2) this.counters.revert(bumped[i] as string, bumped[i + 1] as number);
+      debit.rollback();
+    };
+    return { charge, ops, rollback };
+  }
+
+  /** Credit a wallet (a grant, a claim): like chargeOps(), synchronous, the wallet in memory. */
+  creditOps(zid: string, free: number, paid: number): { wallet: Wallet; ops: Op[]; rollback: () => void } {
+    const c = this.adjust(zid, free, paid);
+    return { wallet: c.wallet, ops: [c.op], rollback: c.rollback };
   }
 
   /** Load what seal() needs synchronously (wallet and chain head); undefined when both are in memory already. */
@@ -207,14 +281,12 @@ export class Ledger {
         if (now) this.walletCache.set(caller.zid, { free: now.free + fromFree, paid: now.paid + fromPaid });
       });
       ops.push({ type: 'put', sub: this.wallets, key: caller.zid, value: next });
-      const { burned, foundation } = splitCharge(cost);
+      const { burned, foundation } = this.split(caller.zid, cost, bumped);
       const funding = fromFree === cost ? 'free' : 'paid';
       charge = { action: args.action, cost, charged: cost, burned, foundation, funded_by: funding, balance_after: next };
       const envName = envelopeCounter(caller.zid);
       const folderName = folderCounter(caller.zid, 'inbox');
-      bumped.push('burned_total', burned, 'foundation_total', foundation, 'envelope_seq', 1, envName, 1, folderName, 1);
-      this.counters.bump('burned_total', burned);
-      this.counters.bump('foundation_total', foundation);
+      bumped.push('envelope_seq', 1, envName, 1, folderName, 1);
       this.counters.bump('envelope_seq', 1);
       this.counters.bump(envName, 1);
       this.counters.bump(folderName, 1);

@@ -25,11 +25,11 @@ describe('sealing', () => {
     const r = await call(t.url, 'POST', '/api/svc/compute', chain3, bearer(id.key));
     expect(r.status).toBe(200);
     expect(r.body.value).toBe(0.5); // Carnot 1 − 300/600
-    // 3 domain operators → 3 credits; 20 % of 3 floors to 0 foundation, so 3 burned.
+    // 3 domain operators → 3 credits; ⌊20 % of 3⌋ = 0 to the foundation (the 0.6 is carried), so 3 burned.
     expect(r.body.tally_charge).toMatchObject({ cost: 3, charged: 3, burned: 3, foundation: 0 });
     const after = (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body;
     expect(after.total).toBe(before.total - 3);
-    // A solver costs 10: 8 burned, 2 to the foundation; the envelope's face value is what was burned.
+    // A solver costs 10: ⌊20 % of 13⌋ − 0 = 2 to the foundation, 8 burned; the envelope's face value is what was burned.
     const s = await call(t.url, 'POST', '/api/svc/heat', {}, bearer(id.key));
     expect(s.body.tally_charge).toMatchObject({ cost: 10, burned: 8, foundation: 2 });
     expect(s.body.envelope.face_value).toBe(8);

@@ -8,8 +8,9 @@ import type { HttpServices } from '../context.js';
 import { authorizeMachineRead, presentedKey, requireKey, resolveCaller } from '../auth.js';
 import { validate } from '../validate.js';
 import { askHome, forwardToHome, relayAnswer, relayToHome, wasForwarded } from '../forward.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller, TallyCharge } from '../../tally/ledger.js';
 import { MACHINE_HOME, SLUG_PATTERN } from '../../mesh/machines.js';
+import { COSTS } from '../../tally/costs.js';
 
 const envelopeQuery = z
   .object({
@@ -69,9 +70,16 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
   router.post('/api/chain/state-machines', requireKey(auth), home, async (ctx) => {
     const c = identityOf(ctx);
     const body = validate(machineBody, ctx.request.body);
-    const { machine, adminKey } = await s.identity.createMachine(c.zid, body.slug, stampAt(s.clock.nowNs()).svcond, body.is_public);
+    // Part 8: creating a state machine costs 50, charged in the creation's batch (402 and nothing created if short).
+    await s.ledger.wallet(c.zid);
+    let charge: TallyCharge | null = null;
+    const { machine, adminKey } = await s.identity.createMachine(c.zid, body.slug, stampAt(s.clock.nowNs()).svcond, body.is_public, () => {
+      const paid = s.ledger.chargeOps(c.zid, 'state_machine_creation', COSTS.stateMachineCreation);
+      charge = paid.charge;
+      return paid;
+    });
     ctx.status = 201;
-    ctx.body = { slug: machine.slug, owner: machine.owner, genesis_svcond: machine.genesis_svcond, is_public: machine.is_public, admin_key: adminKey, message: 'the admin key is shown once' };
+    ctx.body = { slug: machine.slug, owner: machine.owner, genesis_svcond: machine.genesis_svcond, is_public: machine.is_public, admin_key: adminKey, tally_charge: charge, message: 'the admin key is shown once' };
   });
 
   const notFound = (slug: string) => new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);

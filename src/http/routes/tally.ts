@@ -1,0 +1,97 @@
+// The economy's routes (architecture.md §7): the cost table, operator grants, the daily claim and folder moves.
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { ServiceError } from '../../kernel/errors.js';
+import { stampAt } from '../../kernel/clock.js';
+import type { HttpServices } from '../context.js';
+import { validate } from '../validate.js';
+import { costSheet } from '../../tally/costs.js';
+import { TIERS } from '../../tally/tiers.js';
+import type { Caller } from '../../tally/ledger.js';
+import { requireKey } from '../auth.js';
+import { forwardToHome } from '../forward.js';
+
+const ZID_PATTERN = /^zid_[0-9a-f]{32}$/;
+const grantBody = z
+  .object({
+    zid: z.string().regex(ZID_PATTERN, 'zid_ followed by 32 lower-case hex digits'),
+    credits: z.number().int().min(0).max(1_000_000_000),
+    tier: z.enum(TIERS).optional(),
+  })
+  .strict()
+  .refine((b) => b.credits > 0 || b.tier !== undefined, { message: 'a grant gives credits (> 0), a tier, or both', path: ['credits'] });
+
+const folderBody = z
+  .object({
+    folder: z.string().min(1).max(64),
+    token_ids: z.array(z.string().min(1).max(128)).min(1).optional(),
+    count: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+    from_folder: z.string().min(1).max(64).optional(),
+    q: z.string().min(1).max(128).optional(),
+  })
+  .strict();
+const claimBody = z.object({ challenge: z.string().min(1).max(200), nonce: z.string().min(1).max(64) }).strict();
+
+/** 401 unless the request carries this node's operator token as `Authorization: Bearer`. */
+function requireOperator(ctx: Context, s: HttpServices): void {
+  const header = ctx.get('authorization');
+  if (!header) {
+    throw new ServiceError(401, 'SVC_NO_KEY', 'this route needs the node operator token', { auth_header_example: 'Authorization: Bearer op_…', docs_url: 'https://svc.local/docs/operator' });
+  }
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!m || !s.grants.isOperator(m[1]!)) {
+    throw new ServiceError(401, 'SVC_INVALID_KEY', 'not the operator token of this node', { key_id: null, revoked_at: null, reason: 'not the operator token' });
+  }
+}
+
+export function tallyRoutes(router: Router, s: HttpServices): void {
+  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+  const home = forwardToHome(s);
+  const zidOf = (ctx: Context): string => {
+    const c = ctx.state.caller as Caller;
+    if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'this route needs a key that belongs to an identity');
+    return c.zid;
+  };
+  const nowMs = () => Number(s.clock.nowNs() / 1_000_000n);
+
+  // Spec 4.6: moves the caller's envelopes (soulbound included, no cap). Registered before GET
+  // /api/tally/envelopes/:zid, whose path would otherwise answer this POST with 405.
+  router.post('/api/tally/envelopes/folder', requireKey(auth), home, async (ctx) => {
+    const zid = zidOf(ctx);
+    ctx.body = await s.folders.move(zid, validate(folderBody, ctx.request.body));
+  });
+
+  router.get('/api/tally/claim', requireKey(auth), home, async (ctx) => {
+    ctx.body = await s.claims.status(zidOf(ctx), ctx.ip, nowMs());
+  });
+
+  router.post('/api/tally/claim', requireKey(auth), home, async (ctx) => {
+    const zid = zidOf(ctx);
+    const body = validate(claimBody, ctx.request.body);
+    const now = s.clock.nowNs();
+    ctx.body = await s.claims.claim(zid, ctx.ip, body.challenge, body.nonce, stampAt(now).svcond, Number(now / 1_000_000n));
+  });
+
+  router.get('/api/tally/costs', (ctx) => {
+    ctx.body = costSheet();
+  });
+
+  router.post('/api/tally/grants', async (ctx) => {
+    requireOperator(ctx, s);
+    const body = validate(grantBody, ctx.request.body);
+    const now = s.clock.nowNs();
+    try {
+      ctx.status = 201;
+      ctx.body = await s.grants.grant(body.zid, body.credits, body.tier, stampAt(now).svcond, Number(now / 1_000_000n));
+    } catch (err) {
+      // An identity homed elsewhere: its home's operator grants it. The operator token is this node's own secret
+      // and is never sent to another node, so the request is not forwarded; the answer names the home and its URL.
+      if (err instanceof ServiceError && err.code === 'SVC_CONFLICT' && typeof err.extra.home === 'string') {
+        const url = s.mesh?.peers().find((p) => p.peerId === err.extra.home)?.url ?? null;
+        throw new ServiceError(409, 'SVC_CONFLICT', err.message, { ...err.extra, home_url: url });
+      }
+      throw err;
+    }
+  });
+}

@@ -1,0 +1,59 @@
+// Every per-action cost of spec part 8 in one table: what the node charges, and what discovery (GET /api) and
+// GET /api/tally/costs show. Actions this node does not serve yet are listed with `served: false`, so a client
+// sees the whole price list and which prices apply here.
+import { FOUNDATION_SHARE_PERCENT } from './split.js';
+
+export interface CostEntry {
+  action: string;
+  /** Credits; for a closed-form compute, per domain operator (1 … 10 operators, so 1 … 10, within part 8's 1-20). */
+  credits: number;
+  per: 'action' | 'domain operator';
+  served: boolean;
+  note?: string;
+}
+
+export const COSTS = {
+  computePerOperator: 1,
+  /** A solver run (any solver endpoint, /solve). */
+  solver: 10,
+  /** POST /api/svc/auto (router + solver). */
+  auto: 10,
+  stateMachineCreation: 50,
+  contractTransition: 5,
+  pageChat: 25,
+  skillCreation: 50,
+  operatorCreation: 50,
+  sourceAuditCreation: 50,
+  agentSpawn: 75,
+  pageGeneration: 100,
+} as const;
+
+/** Part 8's bounds for a compute charge. */
+export const COMPUTE_COST_MIN = 1;
+export const COMPUTE_COST_MAX = 20;
+
+export const COST_TABLE: readonly CostEntry[] = [
+  { action: 'compute', credits: COSTS.computePerOperator, per: 'domain operator', served: true, note: 'closed-form chain: 1 per domain operator (KO42 free), clamped to 1 … 20' },
+  { action: 'solver', credits: COSTS.solver, per: 'action', served: true, note: 'any solver endpoint and /api/svc/solve' },
+  { action: 'auto', credits: COSTS.auto, per: 'action', served: true },
+  { action: 'state_machine_creation', credits: COSTS.stateMachineCreation, per: 'action', served: true, note: 'POST /api/chain/state-machines (the default machine of a registration is free)' },
+  { action: 'contract_transition', credits: COSTS.contractTransition, per: 'action', served: false },
+  { action: 'page_chat', credits: COSTS.pageChat, per: 'action', served: false },
+  { action: 'skill_creation', credits: COSTS.skillCreation, per: 'action', served: false },
+  { action: 'operator_creation', credits: COSTS.operatorCreation, per: 'action', served: false },
+  { action: 'source_audit_creation', credits: COSTS.sourceAuditCreation, per: 'action', served: false },
+  { action: 'agent_spawn', credits: COSTS.agentSpawn, per: 'action', served: false },
+  { action: 'page_generation', credits: COSTS.pageGeneration, per: 'action', served: false },
+];
+
+/** What GET /api/tally/costs and discovery show. */
+export function costSheet(): { costs: readonly CostEntry[]; split: { burned_percent: number; foundation_percent: number; rule: string } } {
+  return {
+    costs: COST_TABLE,
+    split: {
+      burned_percent: 100 - FOUNDATION_SHARE_PERCENT,
+      foundation_percent: FOUNDATION_SHARE_PERCENT,
+      rule: 'per identity, the foundation has received exactly floor(20 % of everything the identity was charged); the node-wide foundation total is floor(20 % of everything charged on this node)',
+    },
+  };
+}
