@@ -18,7 +18,7 @@ import { DemoKeys } from './identity/demo.js';
 import { Ledger } from './tally/ledger.js';
 import { QuotaService } from './tally/quota.js';
 import { ComputeService } from './compute/service.js';
-import { InlineExecutor, WorkerPoolExecutor, type SolverExecutor } from './compute/executor.js';
+import { InlineExecutor, WorkerPoolExecutor, solverPoolSize, type SolverExecutor } from './compute/executor.js';
 import { InlineSealer, WorkerSealer, type Sealer } from './compute/sealer.js';
 import type { SealedSummary } from './compute/service.js';
 import { defaultRegistry, type SolverRegistry } from './solvers/registry.js';
@@ -127,7 +127,7 @@ export class SvcNode {
     await this.quota.pruneOldDays(Number(this.clock.nowNs() / 1_000_000n));
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
-    this.executor = this.options.registry || config.solverThreads === 0 ? new InlineExecutor(registry) : new WorkerPoolExecutor(config.solverThreads, config.limits.tier);
+    this.executor = this.options.registry || config.solverThreads === 0 ? new InlineExecutor(registry) : new WorkerPoolExecutor({ size: solverPoolSize(config.solverThreads), tier: config.limits.tier, maxQueuedPerOwner: config.limits.maxQueuedRunsPerIdentity });
     this.sealer = config.sealWorker ? new WorkerSealer(this.receiptKey) : new InlineSealer(this.receiptKey);
     this.compute = new ComputeService({
       clock: this.clock,
