@@ -8,7 +8,8 @@ export interface MaxCase {
   solver: string;
   name: string;
   base: Record<string, unknown>;
-  grow?: { key: string; dir: 'up' | 'down'; integer?: boolean; odd?: boolean };
+  /** `start`: where the search starts when neither the base nor the solver's descriptor gives a number. */
+  grow?: { key: string; dir: 'up' | 'down'; integer?: boolean; odd?: boolean; start?: number };
 }
 
 /** A ring of n atoms of radius r Å (z = 0) with LJ parameters of a carbon-like site. */
@@ -66,11 +67,11 @@ export const MAX_CASES: MaxCase[] = [
   { solver: 'heat', name: '1d', base: { mode: '1d', nx: 1001 }, grow: { key: 't_end_s', dir: 'up' } },
   { solver: 'heat', name: '2d', base: { mode: '2d', nx: 201 }, grow: { key: 't_end_s', dir: 'up' } },
   { solver: 'lorenz', name: 'longest', base: { t_end: 20 }, grow: { key: 'dt', dir: 'down' } },
-  { solver: 'wave', name: 'membrane', base: { mode: 'membrane', nx: 301, courant: 0.05 }, grow: { key: 'periods', dir: 'up', integer: true } },
-  { solver: 'wave', name: 'maxwell', base: { mode: 'maxwell', nx: 20001, courant: 0.05 }, grow: { key: 'periods', dir: 'up', integer: true } },
+  { solver: 'wave', name: 'membrane', base: { mode: 'membrane', periods: 2 }, grow: { key: 'nx', dir: 'up', integer: true } },
+  { solver: 'wave', name: 'maxwell', base: { mode: 'maxwell', periods: 2 }, grow: { key: 'nx', dir: 'up', integer: true } },
   { solver: 'flow', name: 'n128', base: { n: 128 }, grow: { key: 't_end_s', dir: 'up' } },
-  { solver: 'fracture', name: 'plate', base: { mode: 'plate', n: 100, horizon_factor: 5 }, grow: { key: 't_end_s', dir: 'up' } },
-  { solver: 'fracture', name: 'bar', base: { mode: 'bar', n: 5000, horizon_cells: 6 }, grow: { key: 't_end_s', dir: 'up' } },
+  { solver: 'fracture', name: 'plate', base: { mode: 'plate', n: 100, horizon_factor: 5 }, grow: { key: 't_end_s', dir: 'up', start: 1e-5 } },
+  { solver: 'fracture', name: 'bar', base: { mode: 'bar', n: 5000, horizon_cells: 6 }, grow: { key: 't_end_s', dir: 'up', start: 2e-4 } },
   { solver: 'epi', name: 'seir', base: { model: 'seir', t_end_days: 1e5 }, grow: { key: 'dt_days', dir: 'down' } },
   { solver: 'quant', name: 'widest', base: { nx: 20000 }, grow: { key: 'nt', dir: 'up', integer: true } },
   { solver: 'zeta', name: 'highest', base: { n: 10000, count: 20 } },
@@ -105,11 +106,12 @@ export const MAX_CASES: MaxCase[] = [
 type Verdict = { ok: true; resolved: Record<string, unknown> } | { ok: false; limit: number | null; message: string };
 
 /**
- * The extreme value of `grow.key` resolve() accepts with `base` fixed: doubling (or halving) from the default until
- * refused, then bisection (integers exactly, numbers to 1e-4 relative). Returns the inputs and the work limit the
- * first refusal named.
+ * The extreme value of `grow.key` resolve() accepts with `base` fixed: from the default (the base's, else the
+ * descriptor's `defaultOf`, else `grow.start`), doubling (or halving) until refused — or, when the default itself is
+ * refused (a larger grid makes the default span too much work), the other way until accepted — then bisection
+ * (integers exactly, numbers to 1e-4 relative). Returns the inputs, the limit the closest refusal named, and its text.
  */
-export function maximise(resolve: (raw: Record<string, unknown>) => Record<string, unknown>, c: MaxCase): { inputs: Record<string, unknown>; workLimit: number | null; refusal: string | null } {
+export function maximise(resolve: (raw: Record<string, unknown>) => Record<string, unknown>, c: MaxCase, defaultOf: (key: string) => number | null = () => null): { inputs: Record<string, unknown>; workLimit: number | null; refusal: string | null } {
   const judge = (raw: Record<string, unknown>): Verdict => {
     try {
       return { ok: true, resolved: resolve(raw) };
@@ -118,9 +120,11 @@ export function maximise(resolve: (raw: Record<string, unknown>) => Record<strin
       return { ok: false, limit: typeof allowed?.max === 'number' ? allowed.max : null, message: (err as Error).message };
     }
   };
-  const first = judge(c.base);
-  if (!first.ok) throw new Error(`${c.solver} ${c.name}: the base inputs are refused: ${first.message}`);
-  if (!c.grow) return { inputs: c.base, workLimit: null, refusal: null };
+  if (!c.grow) {
+    const first = judge(c.base);
+    if (!first.ok) throw new Error(`${c.solver} ${c.name}: the base inputs are refused: ${first.message}`);
+    return { inputs: c.base, workLimit: null, refusal: null };
+  }
   const { key, dir, integer, odd } = c.grow;
   const fit = (v: number): number => {
     let x = integer || odd ? Math.round(v) : v;
@@ -128,33 +132,60 @@ export function maximise(resolve: (raw: Record<string, unknown>) => Record<strin
     return x;
   };
   const at = (v: number) => judge({ ...c.base, [key]: fit(v) });
-  let good = Number(first.resolved[key] ?? c.base[key]);
-  if (!Number.isFinite(good) || good <= 0) throw new Error(`${c.solver} ${c.name}: no numeric default for ${key}`);
+  const first = judge(c.base);
+  const fromBase = first.ok ? Number(first.resolved[key]) : NaN;
+  const start = typeof c.base[key] === 'number' ? (c.base[key] as number) : Number.isFinite(fromBase) ? fromBase : (defaultOf(key) ?? c.grow.start ?? NaN);
+  if (!Number.isFinite(start) || start <= 0) throw new Error(`${c.solver} ${c.name}: no numeric start for ${key}`);
+  const outward = (v: number): number => (dir === 'up' ? v * 2 : v / 2);
+  const inward = (v: number): number => (dir === 'up' ? v / 2 : v * 2);
+  let good = NaN;
   let bad = NaN;
   let limit: number | null = null;
   let refusal: string | null = null;
-  for (let i = 0; i < 200; i++) {
-    const next = dir === 'up' ? good * 2 : good / 2;
-    const v = at(next);
-    if (v.ok) good = next;
-    else {
-      bad = next;
+  const refused = (v: Verdict): void => {
+    if (!v.ok) {
       limit = v.limit;
       refusal = v.message;
-      break;
     }
+  };
+  const s0 = at(start);
+  if (s0.ok) {
+    good = start;
+    for (let i = 0; i < 200; i++) {
+      const next = outward(good);
+      const v = at(next);
+      if (v.ok) good = next;
+      else {
+        bad = next;
+        refused(v);
+        break;
+      }
+    }
+    if (Number.isNaN(bad)) return { inputs: { ...c.base, [key]: fit(good) }, workLimit: null, refusal: null };
+  } else {
+    bad = start;
+    refused(s0);
+    for (let i = 0; i < 200; i++) {
+      const next = inward(bad);
+      const v = at(next);
+      if (v.ok) {
+        good = next;
+        break;
+      }
+      bad = next;
+      refused(v);
+    }
+    if (Number.isNaN(good)) throw new Error(`${c.solver} ${c.name}: no value of ${key} is accepted: ${refusal}`);
   }
-  if (Number.isNaN(bad)) return { inputs: { ...c.base, [key]: fit(good) }, workLimit: null, refusal: null };
   for (let i = 0; i < 200; i++) {
     if (integer ? Math.abs(fit(bad) - fit(good)) <= 1 : Math.abs(bad - good) <= 1e-4 * Math.abs(good)) break;
-    const mid = integer ? Math.floor((good + bad) / 2) : (good + bad) / 2;
+    const mid = integer ? Math.floor((good + bad) / 2) : Math.sqrt(good * bad) || (good + bad) / 2;
     if (fit(mid) === fit(good) || fit(mid) === fit(bad)) break;
     const v = at(mid);
     if (v.ok) good = mid;
     else {
       bad = mid;
-      limit = v.limit;
-      refusal = v.message;
+      refused(v);
     }
   }
   return { inputs: { ...c.base, [key]: fit(good) }, workLimit: limit, refusal };

@@ -121,12 +121,20 @@ interface Slot {
   worker: Worker;
   ready: boolean;
   job: Job | null;
+  /** Ends an idle worker beyond the pool size (overflow workers are kept only while they serve). */
+  retireTimer: NodeJS.Timeout | null;
 }
+
+/** How long an overflow worker is kept idle before it is ended (a newcomer soon after reuses it warm). */
+const OVERFLOW_IDLE_MS = 30_000;
 
 type WorkerReply = { id: number; ok: true; output: SolverOutput } | { id: number; ok: false; error: { service: boolean; status?: number; code?: string; message: string; extra?: Record<string, unknown>; details?: unknown } };
 
 export interface WorkerPoolOptions {
-  /** Worker threads at most (the first is started at once, the others when runs wait). */
+  /**
+   * Worker threads that serve every caller (the first is started at once, the others when runs wait). Up to as many
+   * again are overflow workers, which serve only callers with no run on a worker yet (see pump).
+   */
   size: number;
   /** Tier name for SVC_TIMEOUT messages. */
   tier: string;
@@ -147,8 +155,12 @@ export class WorkerPoolExecutor implements SolverExecutor {
   private typicalRunMs = 1000;
   private readonly size: number;
 
+  /** Workers at most, overflow included. */
+  private readonly maxWorkers: number;
+
   constructor(private readonly options: WorkerPoolOptions) {
     this.size = Math.max(1, options.size);
+    this.maxWorkers = 2 * this.size;
     this.slots.push(this.spawn());
   }
 
@@ -162,7 +174,7 @@ export class WorkerPoolExecutor implements SolverExecutor {
   private spawn(): Slot {
     const worker = spawnWorker('solver-worker');
     worker.unref();
-    const slot: Slot = { worker, ready: false, job: null };
+    const slot: Slot = { worker, ready: false, job: null, retireTimer: null };
     worker.on('message', (reply: WorkerReply | { ready: true }) => {
       if ('ready' in reply) {
         slot.ready = true;
@@ -223,26 +235,74 @@ export class WorkerPoolExecutor implements SolverExecutor {
     return best;
   }
 
+  /**
+   * Start waiting runs on idle workers, the next owner first (nextOwner). A run on a worker cannot be paused, so
+   * when `size` workers are busy an owner with a run on one waits, but an owner with none gets an overflow worker
+   * (up to 2 × size in all): the OS shares the cores among the threads, so a newcomer's small run is not held
+   * behind another caller's long one (each runs slower meanwhile; both count against their limits).
+   */
   private pump(): void {
     if (this.closed) return;
+    let busy = 0;
+    for (const slot of this.slots) if (slot.job) busy++;
     for (const slot of this.slots) {
       if (!slot.ready || slot.job || this.waitingCount === 0) continue;
       const queue = this.nextOwner()!;
+      if (busy >= this.size && queue.running > 0) break;
       const job = queue.waiting.shift()!;
       this.waitingCount--;
       queue.running++;
       queue.lastServed = this.dispatches++;
+      if (slot.retireTimer) clearTimeout(slot.retireTimer);
+      slot.retireTimer = null;
       slot.job = job;
+      busy++;
       job.startedAt = performance.now();
       slot.worker.postMessage({ id: job.id, solverId: job.solverId, inputs: job.inputs, state: job.state });
     }
-    // Runs still wait: grow the pool, one starting worker per waiting run, up to its size.
+    this.grow(busy);
+    this.retireIdle();
+  }
+
+  /** Start workers for runs that wait: within `size` for anyone, beyond it for owners with no run on a worker. */
+  private grow(busy: number): void {
     let starting = 0;
-    for (const slot of this.slots) if (!slot.ready) starting++;
-    while (this.waitingCount > starting && this.slots.length < this.size) {
+    let idle = 0;
+    for (const slot of this.slots) {
+      if (!slot.ready) starting++;
+      else if (!slot.job) idle++;
+    }
+    while (this.waitingCount > starting + idle && this.slots.length < this.size) {
       this.slots.push(this.spawn());
       starting++;
     }
+    if (busy < this.size) return;
+    let newcomers = 0;
+    for (const q of this.owners.values()) if (q.running === 0 && q.waiting.length > 0) newcomers++;
+    while (newcomers > starting + idle && this.slots.length < this.maxWorkers) {
+      this.slots.push(this.spawn());
+      starting++;
+    }
+  }
+
+  /** Idle workers beyond `size` are ended after OVERFLOW_IDLE_MS. */
+  private retireIdle(): void {
+    let extra = this.slots.length - this.size;
+    for (const slot of this.slots) {
+      if (extra <= 0) break;
+      if (!slot.ready || slot.job || slot.retireTimer) continue;
+      extra--;
+      slot.retireTimer = setTimeout(() => this.retire(slot), OVERFLOW_IDLE_MS);
+      slot.retireTimer.unref();
+    }
+  }
+
+  private retire(slot: Slot): void {
+    slot.retireTimer = null;
+    const i = this.slots.indexOf(slot);
+    if (i < 0 || slot.job || this.slots.length <= this.size) return;
+    this.slots.splice(i, 1);
+    void slot.worker.terminate();
   }
 
   /** A run has left its worker (or the queue): the owner's count and the owners map follow. */
@@ -305,12 +365,14 @@ export class WorkerPoolExecutor implements SolverExecutor {
     if (job) job.reject(err);
   }
 
+  /** A worker was ended: a new one takes its place within `size`; an overflow one is not replaced until needed. */
   private replace(slot: Slot): void {
+    if (slot.retireTimer) clearTimeout(slot.retireTimer);
     const i = this.slots.indexOf(slot);
-    if (i >= 0 && !this.closed) {
-      this.slots[i] = this.spawn();
-      this.pump();
-    }
+    if (i < 0 || this.closed) return;
+    if (this.slots.length > this.size) this.slots.splice(i, 1);
+    else this.slots[i] = this.spawn();
+    this.pump();
   }
 
   async close(): Promise<void> {
@@ -322,7 +384,10 @@ export class WorkerPoolExecutor implements SolverExecutor {
       }
     }
     this.waitingCount = 0;
-    for (const slot of this.slots) if (slot.job?.timer) clearTimeout(slot.job.timer);
+    for (const slot of this.slots) {
+      if (slot.job?.timer) clearTimeout(slot.job.timer);
+      if (slot.retireTimer) clearTimeout(slot.retireTimer);
+    }
     await Promise.all(this.slots.map((s) => s.worker.terminate()));
   }
 }

@@ -20,7 +20,7 @@ async function warmUp(url: string, key: string): Promise<void> {
   throw new Error('the solver worker never became ready');
 }
 
-describe('fair solver scheduling (one worker)', () => {
+describe('fair solver scheduling (one pool worker)', () => {
   let t: TestNode;
   beforeAll(async () => {
     t = await startTestNode({ solverThreads: 1, limits: { maxQueuedRunsPerIdentity: 2 } }, { initialCredits: 1000, timeLimitSeconds: 600 });
