@@ -279,13 +279,15 @@ export class WorkerPoolExecutor implements SolverExecutor {
     if (busy < this.size) return;
     let newcomers = 0;
     for (const q of this.owners.values()) if (q.running === 0 && q.waiting.length > 0) newcomers++;
-    while (newcomers > starting + idle && this.slots.length < this.maxWorkers) {
+    // While the pool is full, one spare is kept loaded (a worker takes a while to load every solver; a newcomer
+    // should not wait for that).
+    while (Math.max(1, newcomers) > starting + idle && this.slots.length < this.maxWorkers) {
       this.slots.push(this.spawn());
       starting++;
     }
   }
 
-  /** Idle workers beyond `size` are ended after OVERFLOW_IDLE_MS. */
+  /** Idle workers beyond `size` are ended after OVERFLOW_IDLE_MS (the spare of a full pool is kept). */
   private retireIdle(): void {
     let extra = this.slots.length - this.size;
     for (const slot of this.slots) {
@@ -301,6 +303,13 @@ export class WorkerPoolExecutor implements SolverExecutor {
     slot.retireTimer = null;
     const i = this.slots.indexOf(slot);
     if (i < 0 || slot.job || this.slots.length <= this.size) return;
+    let busy = 0;
+    for (const s of this.slots) if (s.job) busy++;
+    if (busy >= this.size) {
+      slot.retireTimer = setTimeout(() => this.retire(slot), OVERFLOW_IDLE_MS);
+      slot.retireTimer.unref();
+      return;
+    }
     this.slots.splice(i, 1);
     void slot.worker.terminate();
   }
