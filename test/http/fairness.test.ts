@@ -88,6 +88,33 @@ describe('fair solver scheduling (one pool worker)', () => {
   }, 120_000);
 });
 
+describe('a full pool', () => {
+  it("a newcomer's small run does not wait for another caller's long run to end: an overflow worker serves it", async () => {
+    const t = await startTestNode({ solverThreads: 1 }, { initialCredits: 1000, timeLimitSeconds: 600 });
+    try {
+      const heavy = await zkIdentity(t.url, 'overflow-heavy');
+      const light = await zkIdentity(t.url, 'overflow-light');
+      await warmUp(t.url, light.key);
+      let heavyDone = false;
+      // Aborted at the end: the node's stop waits for open requests, and this one would take a minute.
+      const abort = new AbortController();
+      const long = fetch(`${t.url}/api/svc/gauge`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(heavy.key) }, body: JSON.stringify(ENDLESS), signal: abort.signal }).then(() => {
+        heavyDone = true;
+      });
+      long.catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 150));
+      // The pool's one worker is on the long run (tens of seconds); FIFO would hold this run behind it.
+      const small = await call(t.url, 'POST', '/api/svc/heat', {}, bearer(light.key));
+      expect(small.status, small.text).toBe(200);
+      expect(small.body.value).toBeGreaterThan(0);
+      expect(heavyDone).toBe(false);
+      abort.abort();
+    } finally {
+      await t.destroy();
+    }
+  }, 120_000);
+});
+
 describe('the time limit counts from acceptance', () => {
   it('a run that waited behind another is timed from acceptance: SVC_TIMEOUT names the limit, the elapsed time, the wait and the run', async () => {
     const limit = 2;
