@@ -154,7 +154,6 @@ export class WorkerPoolExecutor implements SolverExecutor {
   /** Moving average of run times (ms), for the Retry-After of a full queue. */
   private typicalRunMs = 1000;
   private readonly size: number;
-
   /** Workers at most, overflow included. */
   private readonly maxWorkers: number;
 
@@ -162,13 +161,6 @@ export class WorkerPoolExecutor implements SolverExecutor {
     this.size = Math.max(1, options.size);
     this.maxWorkers = 2 * this.size;
     this.slots.push(this.spawn());
-  }
-
-  /** Runs waiting and running, per owner (tests, diagnostics). */
-  load(): { waiting: number; running: number; owners: number; workers: number } {
-    let running = 0;
-    for (const q of this.owners.values()) running += q.running;
-    return { waiting: this.waitingCount, running, owners: this.owners.size, workers: this.slots.length };
   }
 
   private spawn(): Slot {
