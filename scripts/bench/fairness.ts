@@ -4,7 +4,7 @@
 // First the light caller's runs alone (the baseline, same process and minute), then under the heavy load.
 // Prints one JSON line: the light caller's p50/p99/max latency alone and under load, their ratio, and what the heavy
 // caller got (completed, timed out, refused with 429). Target: the light p99 under load stays under 2 s.
-// Usage: npx tsx scripts/bench/fairness.ts [--seconds 60] [--baseline 20] [--gap-ms 250] [--threads auto]
+// Usage: npx tsx scripts/bench/fairness.ts [--seconds 60] [--baseline 20] [--gap-ms 250] [--threads auto] [--no-build]
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -29,7 +29,8 @@ const heavyInputs = maximise((raw) => flow.resolve(raw) as Record<string, unknow
 
 const START_HEAP_FLAGS: string[] = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.match(/--(max|min)-semi-space-size=\d+/g) ?? [];
 
-execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
+// --no-build: dist as it is (e.g. while another bench's node runs from it).
+if (!process.argv.includes('--no-build')) execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
 const dataDir = await mkdtemp(join(tmpdir(), 'svc-fairness-'));
 const { child, url } = await startProcess(process.execPath, [...START_HEAP_FLAGS, 'dist/cli/index.js', 'start'], {
   SVC_PORT: '0',
