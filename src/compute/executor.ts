@@ -133,7 +133,7 @@ type WorkerReply = { id: number; ok: true; output: SolverOutput } | { id: number
 export interface WorkerPoolOptions {
   /**
    * Worker threads that serve every caller (the first is started at once, the others when runs wait). Up to as many
-   * again are overflow workers, which serve only callers with no run on a worker yet (see pump).
+   * again (and one more) are overflow workers, which serve only callers with no run on a worker yet (see pump).
    */
   size: number;
   /** Tier name for SVC_TIMEOUT messages. */
@@ -159,7 +159,8 @@ export class WorkerPoolExecutor implements SolverExecutor {
 
   constructor(private readonly options: WorkerPoolOptions) {
     this.size = Math.max(1, options.size);
-    this.maxWorkers = 2 * this.size;
+    // The overflow: as many again, plus one so that a spare can load while another is taken (see grow).
+    this.maxWorkers = 2 * this.size + 1;
     this.slots.push(this.spawn());
   }
 
@@ -230,7 +231,7 @@ export class WorkerPoolExecutor implements SolverExecutor {
   /**
    * Start waiting runs on idle workers, the next owner first (nextOwner). A run on a worker cannot be paused, so
    * when `size` workers are busy an owner with a run on one waits, but an owner with none gets an overflow worker
-   * (up to 2 × size in all): the OS shares the cores among the threads, so a newcomer's small run is not held
+   * (up to 2 × size + 1 in all): the OS shares the cores among the threads, so a newcomer's small run is not held
    * behind another caller's long one (each runs slower meanwhile; both count against their limits).
    */
   private pump(): void {
@@ -271,15 +272,16 @@ export class WorkerPoolExecutor implements SolverExecutor {
     if (busy < this.size) return;
     let newcomers = 0;
     for (const q of this.owners.values()) if (q.running === 0 && q.waiting.length > 0) newcomers++;
-    // While the pool is full, one spare is kept loaded (a worker takes a while to load every solver; a newcomer
-    // should not wait for that).
-    while (Math.max(1, newcomers) > starting + idle && this.slots.length < this.maxWorkers) {
+    // While the pool is full, a spare is kept loaded (a worker takes a while to load every solver, seconds on a
+    // busy machine; a newcomer should not wait for that). When no spare is ready, a second one starts loading: the
+    // one loading may be taken first (e.g. by the caller whose run was just ended at its limit).
+    while ((Math.max(1, newcomers) > starting + idle || (idle === 0 && starting < 2)) && this.slots.length < this.maxWorkers) {
       this.slots.push(this.spawn());
       starting++;
     }
   }
 
-  /** Idle workers beyond `size` are ended after OVERFLOW_IDLE_MS (the spare of a full pool is kept). */
+  /** Idle workers beyond `size` are ended after OVERFLOW_IDLE_MS (one spare of a full pool is kept). */
   private retireIdle(): void {
     let extra = this.slots.length - this.size;
     for (const slot of this.slots) {
@@ -296,8 +298,12 @@ export class WorkerPoolExecutor implements SolverExecutor {
     const i = this.slots.indexOf(slot);
     if (i < 0 || slot.job || this.slots.length <= this.size) return;
     let busy = 0;
-    for (const s of this.slots) if (s.job) busy++;
-    if (busy >= this.size) {
+    let otherSpares = 0;
+    for (const s of this.slots) {
+      if (s.job) busy++;
+      else if (s.ready && s !== slot) otherSpares++;
+    }
+    if (busy >= this.size && otherSpares === 0) {
       slot.retireTimer = setTimeout(() => this.retire(slot), OVERFLOW_IDLE_MS);
       slot.retireTimer.unref();
       return;
