@@ -89,7 +89,7 @@ export const MAX_CASES: MaxCase[] = [
   { solver: 'opt', name: 'rosenbrock bfgs', base: { problem: 'rosenbrock', dimension: 50, method: 'bfgs', max_iterations: 100000, gtol: 1e-300 } },
   { solver: 'opt', name: 'brachistochrone', base: { problem: 'brachistochrone', segments: 400, gtol: 1e-300 }, grow: { key: 'max_iterations', dir: 'up', integer: true } },
   { solver: 'climate', name: '256²', base: { nx: 256, ny: 256 }, grow: { key: 'periods', dir: 'up', integer: true } },
-  { solver: 'dock', name: '2000 × 10 atoms', base: { receptor: atomShell(2000, 30), ligand: atomRing(10, 1.5), n_starts: 8, box_center_A: [0, 0, 0], box_half_A: 30 }, grow: { key: 'mc_steps', dir: 'up', integer: true } },
+  { solver: 'dock', name: '1000 × 10 atoms', base: { receptor: atomShell(1000, 30), ligand: atomRing(10, 1.5), n_starts: 8, box_center_A: [0, 0, 0], box_half_A: 30 }, grow: { key: 'mc_steps', dir: 'up', integer: true } },
   { solver: 'multibody', name: '100 bodies', base: { bodies: starSystem(100), t_end_s: 3.15576e7 }, grow: { key: 'dt_s', dir: 'down' } },
   { solver: 'predator_prey', name: 'longest', base: { max_days: 1e5 }, grow: { key: 'dt_days', dir: 'down' } },
   { solver: 'kalman', name: 'constant_velocity', base: { model: 'constant_velocity', steps: 100000 } },
