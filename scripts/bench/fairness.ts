@@ -129,6 +129,8 @@ try {
         loadedP50Ms: r0(quantile(loaded, 0.5)),
         loadedP99Ms: r0(p99),
         loadedMaxMs: r0(Math.max(...loaded)),
+        loadedOver2s: loaded.filter((ms) => ms > 2000).length,
+        aloneOver2s: alone.filter((ms) => ms > 2000).length,
         p50Ratio: Math.round((quantile(loaded, 0.5) / quantile(alone, 0.5)) * 100) / 100,
         errors: lightErrors,
       },
