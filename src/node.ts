@@ -22,7 +22,7 @@ import { ClaimService } from './tally/claim.js';
 import { EnvelopeLocks, Folders } from './tally/folders.js';
 import { loadOrCreateOperatorToken, tokenDigest } from './config/operator-token.js';
 import { ComputeService } from './compute/service.js';
-import { InlineExecutor, WorkerPoolExecutor, type SolverExecutor } from './compute/executor.js';
+import { InlineExecutor, WorkerPoolExecutor, solverPoolSize, type SolverExecutor } from './compute/executor.js';
 import { InlineSealer, WorkerSealer, type Sealer } from './compute/sealer.js';
 import type { SealedSummary } from './compute/service.js';
 import { defaultRegistry, type SolverRegistry } from './solvers/registry.js';
@@ -145,7 +145,7 @@ export class SvcNode {
     this.folders = new Folders(this.store, this.counters, this.ledger, new EnvelopeLocks());
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
-    this.executor = this.options.registry || config.solverThreads === 0 ? new InlineExecutor(registry) : new WorkerPoolExecutor(config.solverThreads, config.limits.tier);
+    this.executor = this.options.registry || config.solverThreads === 0 ? new InlineExecutor(registry) : new WorkerPoolExecutor({ size: solverPoolSize(config.solverThreads), tier: config.limits.tier, maxQueuedPerOwner: config.limits.maxQueuedRunsPerIdentity });
     this.sealer = config.sealWorker ? new WorkerSealer(this.receiptKey) : new InlineSealer(this.receiptKey);
     this.compute = new ComputeService({
       clock: this.clock,

@@ -1,7 +1,17 @@
 // Every registered solver on its defaults (per mode where it has modes): warm-up, then 5 runs.
 // Prints one JSON line per solver and mode: {solver, mode, medianMs, maxRssMb}.
 // Usage: npx tsx scripts/bench/solvers.ts [--runs 5] [--only heat,wave]
+//
+// --max: each solver at its maxima instead (solver-maxima.ts: the largest inputs its limits accept), one run per
+// case in a child process (killed after --timeout seconds, default 300). One JSON line per case:
+// {solver, case, inputs (the sized ones), ms (wall), cpuMs (the run's CPU time: what it costs a free core, and what
+// over5s judges, since on a shared machine wall time measures the neighbours too), passed, over5s, workLimit,
+// limitFor5s (the work limit that would bring the run to 5 s of CPU, assuming time ∝ work), boundBy (what refused
+// the next larger input)}. Usage: npx tsx scripts/bench/solvers.ts --max [--only flow,climate] [--timeout 300]
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { defaultRegistry } from '../../src/solvers/registry.js';
+import { MAX_CASES, maximise, type MaxCase } from './solver-maxima.js';
 
 const args = process.argv.slice(2);
 const runsArg = args.indexOf('--runs');
@@ -22,7 +32,87 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
-for (const solver of defaultRegistry().list()) {
+/** Child side of --max: size the case, run it once, print one JSON line of what was measured. */
+function runMaxCase(c: MaxCase): void {
+  const solver = defaultRegistry().get(c.solver);
+  if (!solver) throw new Error(`unknown solver ${c.solver}`);
+  const { inputs, workLimit, refusal } = maximise((raw) => solver.resolve(raw) as Record<string, unknown>, c, defaultOf(solver.inputs));
+  const resolved = solver.resolve(inputs);
+  const cpu0 = process.cpuUsage();
+  const t0 = process.hrtime.bigint();
+  let passed: boolean | null = null;
+  let failure: string | null = null;
+  try {
+    passed = solver.run(resolved).check.passed;
+  } catch (err) {
+    // A run that ends in an error (a budget spent, no convergence) has still cost its time.
+    failure = (err as Error).message;
+  }
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  const cpu = process.cpuUsage(cpu0);
+  console.log(JSON.stringify({ ms, cpuMs: (cpu.user + cpu.system) / 1000, passed, ...(failure ? { runError: failure } : {}), workLimit, refusal, grown: c.grow ? { [c.grow.key]: inputs[c.grow.key] } : null }));
+}
+
+/** The numeric defaults of a solver's input descriptors (where the search starts when the base gives none). */
+function defaultOf(descriptors: { key: string; default: unknown }[]): (key: string) => number | null {
+  return (key) => {
+    const d = descriptors.find((i) => i.key === key)?.default;
+    return typeof d === 'number' ? d : null;
+  };
+}
+
+/**
+ * One case in a child process (this file, --max-case i), killed at the timeout. A child, not a worker thread, so
+ * that its CPU time is its own: on a shared machine the wall time says as much about the neighbours as the solver.
+ */
+function maxCaseInChild(index: number, timeoutS: number): Promise<Record<string, unknown>> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--max-case', String(index)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutS * 1000);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (signal === 'SIGKILL') return resolve({ ms: null, timedOutAfterS: timeoutS });
+      try {
+        resolve(JSON.parse(out.trim().split('\n').pop()!) as Record<string, unknown>);
+      } catch {
+        resolve({ ms: null, error: (err.trim().split('\n').find((l) => /Error/.test(l)) ?? `exit ${code}`).slice(0, 300) });
+      }
+    });
+  });
+}
+
+/** The sized inputs of a case, for the line (big arrays shown by their length). */
+function sizeOf(base: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(base).map(([k, v]) => [k, Array.isArray(v) ? `[${v.length}]` : v]));
+}
+
+async function maxima(): Promise<void> {
+  const timeoutArg = args.indexOf('--timeout');
+  const timeoutS = timeoutArg >= 0 ? Number(args[timeoutArg + 1]) : 300;
+  for (const [i, c] of MAX_CASES.entries()) {
+    if (only && !only.has(c.solver)) continue;
+    const r = await maxCaseInChild(i, timeoutS);
+    const ms = typeof r.ms === 'number' ? Math.round(r.ms) : null;
+    const cpuMs = typeof r.cpuMs === 'number' ? Math.round(r.cpuMs) : null;
+    const workLimit = typeof r.workLimit === 'number' ? r.workLimit : null;
+    // Judged by CPU time (what the run costs a free core), wall time beside it.
+    const cost = cpuMs ?? ms;
+    const over = cost === null || cost > 5000;
+    const limitFor5s = over && cost !== null && workLimit !== null ? Number(((workLimit * 5000) / cost).toPrecision(2)) : null;
+    console.log(JSON.stringify({ solver: c.solver, case: c.name, inputs: { ...sizeOf(c.base), ...(r.grown as object | null) }, ms, cpuMs, passed: r.passed ?? null, over5s: over, workLimit, limitFor5s, ...(r.refusal ? { boundBy: r.refusal } : {}), ...(r.runError ? { runError: r.runError } : {}), ...(r.timedOutAfterS ? { timedOutAfterS: r.timedOutAfterS } : {}), ...(r.error ? { error: r.error } : {}) }));
+  }
+}
+
+const caseArg = args.indexOf('--max-case');
+if (caseArg >= 0) {
+  runMaxCase(MAX_CASES[Number(args[caseArg + 1])]!);
+} else if (args.includes('--max')) {
+  await maxima();
+} else for (const solver of defaultRegistry().list()) {
   if (only && !only.has(solver.id)) continue;
   for (const { key, mode } of modeVariants(solver)) {
     const raw = key && mode ? { [key]: mode } : {};

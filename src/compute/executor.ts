@@ -1,7 +1,9 @@
 // Where solver runs execute. Inline runs on the calling thread (tests that inject their own registry);
-// the worker pool runs them on worker threads, keeps the event loop free, and enforces the tier time limit by
-// terminating a worker that overruns (SVC_TIMEOUT), replacing it with a fresh one.
+// the worker pool runs them on worker threads, keeps the event loop free, serves the callers' queues in turn (one
+// heavy caller cannot hold the pool), and enforces the tier time limit from acceptance by terminating a worker that
+// overruns (SVC_TIMEOUT), replacing it with a fresh one.
 import v8 from 'node:v8';
+import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -48,18 +50,36 @@ export function spawnWorker(name: string, workerData?: unknown): Worker {
 export interface SolverExecutor {
   /** True when run() itself stops a job at its time limit (so callers need not check afterwards). */
   readonly enforcesTimeLimit: boolean;
-  run(solverId: string, inputs: Record<string, unknown>, state: unknown, timeLimitSeconds: number): Promise<SolverOutput>;
+  /**
+   * Run a solver for `owner` (whose runs are queued and capped together: an identity's ZID, the anonymous IP).
+   * The time limit counts from this call, so the wait for a worker is part of it.
+   */
+  run(solverId: string, inputs: Record<string, unknown>, state: unknown, timeLimitSeconds: number, owner: string): Promise<SolverOutput>;
   /** Runs it could start now without queueing (a node advertises this in its tick events). */
   freeSlots(): number;
   close(): Promise<void>;
 }
 
-export function timeoutError(limitSeconds: number, elapsedSeconds: number, tier: string): ServiceError {
-  return new ServiceError(500, 'SVC_TIMEOUT', `computation took ${elapsedSeconds.toFixed(3)} s, over the ${limitSeconds} s limit of the ${tier} tier`, {
+const round3 = (seconds: number): number => Math.round(seconds * 1000) / 1000;
+
+/**
+ * SVC_TIMEOUT with both figures of part 7 (the limit and the time from acceptance), split into the wait for a
+ * worker and the run itself, so a caller can tell a too-large problem from a busy node.
+ */
+export function timeoutError(limitSeconds: number, elapsedSeconds: number, tier: string, split: { queuedSeconds: number; runSeconds: number } = { queuedSeconds: 0, runSeconds: elapsedSeconds }): ServiceError {
+  const waited = split.queuedSeconds >= split.runSeconds;
+  return new ServiceError(500, 'SVC_TIMEOUT', `computation took ${elapsedSeconds.toFixed(3)} s from acceptance (${split.queuedSeconds.toFixed(3)} s queued, ${split.runSeconds.toFixed(3)} s running), over the ${limitSeconds} s limit of the ${tier} tier`, {
     time_limit_seconds: limitSeconds,
-    elapsed_seconds: Math.round(elapsedSeconds * 1000) / 1000,
-    suggestion: 'reduce the problem size (grid points, steps) or use a higher tier',
+    elapsed_seconds: round3(elapsedSeconds),
+    queued_seconds: round3(split.queuedSeconds),
+    run_seconds: round3(split.runSeconds),
+    suggestion: waited ? 'the run waited for a free solver worker most of the time: retry later, or reduce the problem size (grid points, steps)' : 'reduce the problem size (grid points, steps) or use a higher tier',
   });
+}
+
+/** Worker threads for a `solverThreads` setting: a number as given; `auto`, every core but one (at least 1). */
+export function solverPoolSize(setting: number | 'auto', cores: number = availableParallelism()): number {
+  return setting === 'auto' ? Math.max(1, cores - 1) : setting;
 }
 
 export class InlineExecutor implements SolverExecutor {
@@ -80,41 +100,82 @@ export class InlineExecutor implements SolverExecutor {
   async close(): Promise<void> {}
 }
 
-interface Pending {
+interface Job {
   id: number;
+  owner: string;
   solverId: string;
   inputs: Record<string, unknown>;
   state: unknown;
   limitSeconds: number;
+  /** performance.now() at acceptance: the time limit counts from here. */
+  acceptedAt: number;
+  /** performance.now() when a worker took it; null while it waits. */
+  startedAt: number | null;
+  /** Fires at the deadline, waiting or running. */
+  timer: NodeJS.Timeout | null;
   resolve: (o: SolverOutput) => void;
   reject: (e: unknown) => void;
+}
+
+/** One caller's runs: those waiting (in order) and how many are on workers now. */
+interface OwnerQueue {
+  waiting: Job[];
+  running: number;
+  /** Dispatch number of its last run to start (-1: none yet); the owner served longest ago goes first. */
+  lastServed: number;
 }
 
 interface Slot {
   worker: Worker;
   ready: boolean;
-  job: Pending | null;
-  timer: NodeJS.Timeout | null;
-  startedAt: number;
+  job: Job | null;
+  /** Ends an idle worker beyond the pool size (overflow workers are kept only while they serve). */
+  retireTimer: NodeJS.Timeout | null;
 }
 
+/** How long an overflow worker is kept idle before it is ended (a newcomer soon after reuses it warm). */
+const OVERFLOW_IDLE_MS = 30_000;
+
 type WorkerReply = { id: number; ok: true; output: SolverOutput } | { id: number; ok: false; error: { service: boolean; status?: number; code?: ErrorCode; message: string; extra?: Record<string, unknown>; details?: unknown } };
+
+export interface WorkerPoolOptions {
+  /**
+   * Worker threads that serve every caller (the first is started at once, the others when runs wait). Up to as many
+   * again (and one more) are overflow workers, which serve only callers with no run on a worker yet (see pump).
+   */
+  size: number;
+  /** Tier name for SVC_TIMEOUT messages. */
+  tier: string;
+  /** Runs one owner may have waiting for a worker; beyond it 429 SVC_RATE_LIMIT. */
+  maxQueuedPerOwner: number;
+}
 
 export class WorkerPoolExecutor implements SolverExecutor {
   readonly enforcesTimeLimit = true;
   private readonly slots: Slot[] = [];
-  private readonly queue: Pending[] = [];
+  /** Owners with runs waiting or running; an owner leaves when it has neither. */
+  private readonly owners = new Map<string, OwnerQueue>();
+  private waitingCount = 0;
+  private dispatches = 0;
   private nextId = 1;
   private closed = false;
+  /** Moving average of run times (ms), for the Retry-After of a full queue. */
+  private typicalRunMs = 1000;
+  private readonly size: number;
+  /** Workers at most, overflow included. */
+  private readonly maxWorkers: number;
 
-  constructor(size: number, private readonly tier: string) {
-    for (let i = 0; i < Math.max(1, size); i++) this.slots.push(this.spawn());
+  constructor(private readonly options: WorkerPoolOptions) {
+    this.size = Math.max(1, options.size);
+    // The overflow: as many again, plus one so that a spare can load while another is taken (see grow).
+    this.maxWorkers = 2 * this.size + 1;
+    this.slots.push(this.spawn());
   }
 
   private spawn(): Slot {
     const worker = spawnWorker('solver-worker');
     worker.unref();
-    const slot: Slot = { worker, ready: false, job: null, timer: null, startedAt: 0 };
+    const slot: Slot = { worker, ready: false, job: null, retireTimer: null };
     worker.on('message', (reply: WorkerReply | { ready: true }) => {
       if ('ready' in reply) {
         slot.ready = true;
@@ -128,56 +189,194 @@ export class WorkerPoolExecutor implements SolverExecutor {
     return slot;
   }
 
-  run(solverId: string, inputs: Record<string, unknown>, state: unknown, timeLimitSeconds: number): Promise<SolverOutput> {
+  run(solverId: string, inputs: Record<string, unknown>, state: unknown, timeLimitSeconds: number, owner: string): Promise<SolverOutput> {
     if (this.closed) return Promise.reject(new Error('executor is closed'));
+    let queue = this.owners.get(owner);
+    if (queue && queue.waiting.length >= this.options.maxQueuedPerOwner) return Promise.reject(this.queueFull(queue, timeLimitSeconds));
+    if (!queue) {
+      queue = { waiting: [], running: 0, lastServed: -1 };
+      this.owners.set(owner, queue);
+    }
+    const q = queue;
     return new Promise((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, solverId, inputs, state, limitSeconds: timeLimitSeconds, resolve, reject });
+      const job: Job = { id: this.nextId++, owner, solverId, inputs, state, limitSeconds: timeLimitSeconds, acceptedAt: performance.now(), startedAt: null, timer: null, resolve, reject };
+      job.timer = setTimeout(() => this.expire(job), Math.max(0, timeLimitSeconds * 1000));
+      q.waiting.push(job);
+      this.waitingCount++;
       this.pump();
     });
   }
 
   freeSlots(): number {
-    let free = 0;
-    for (const slot of this.slots) if (slot.ready && !slot.job) free++;
-    return Math.max(0, free - this.queue.length);
+    let busy = 0;
+    for (const slot of this.slots) if (slot.job) busy++;
+    return Math.max(0, this.size - busy - this.waitingCount);
   }
 
+  /** 429 for an owner whose queue is full; Retry-After: about when its first waiting run should start. */
+  private queueFull(queue: OwnerQueue, limitSeconds: number): ServiceError {
+    let ownersWaiting = 0;
+    for (const q of this.owners.values()) if (q.waiting.length > 0) ownersWaiting++;
+    // Served in turn: its first run starts after about one run of every owner waiting, spread over the workers.
+    const estimate = (this.typicalRunMs * Math.max(1, ownersWaiting)) / this.size / 1000;
+    const retry = Math.min(Math.max(1, Math.ceil(estimate)), Math.max(1, Math.ceil(limitSeconds)));
+    const max = this.options.maxQueuedPerOwner;
+    return new ServiceError(429, 'SVC_RATE_LIMIT', `too many solver runs waiting: at most ${max} per caller wait for a worker (${queue.running} running, ${queue.waiting.length} waiting); retry when one has started`, {
+      limit: max,
+      // A waiting run leaves the queue within the time limit (it starts or times out), so this is the window.
+      window_seconds: limitSeconds,
+      retry_after_seconds: retry,
+      reset_at: new Date(Date.now() + retry * 1000).toISOString(),
+      queued_runs: queue.waiting.length,
+      running_runs: queue.running,
+    });
+  }
+
+  /** The owner to serve next: fewest runs on workers, then served longest ago, then the oldest waiting run. */
+  private nextOwner(): OwnerQueue | null {
+    let best: OwnerQueue | null = null;
+    for (const q of this.owners.values()) {
+      if (q.waiting.length === 0) continue;
+      if (!best || q.running < best.running || (q.running === best.running && (q.lastServed < best.lastServed || (q.lastServed === best.lastServed && q.waiting[0]!.id < best.waiting[0]!.id)))) best = q;
+    }
+    return best;
+  }
+
+  /**
+   * Start waiting runs on idle workers, the next owner first (nextOwner). A run on a worker cannot be paused, so
+   * when `size` workers are busy an owner with a run on one waits, but an owner with none gets an overflow worker
+   * (up to 2 × size + 1 in all): the OS shares the cores among the threads, so a newcomer's small run is not held
+   * behind another caller's long one (each runs slower meanwhile; both count against their limits).
+   */
   private pump(): void {
+    if (this.closed) return;
+    let busy = 0;
+    for (const slot of this.slots) if (slot.job) busy++;
     for (const slot of this.slots) {
-      if (!slot.ready || slot.job || this.queue.length === 0) continue;
-      const job = this.queue.shift()!;
+      if (!slot.ready || slot.job || this.waitingCount === 0) continue;
+      const queue = this.nextOwner()!;
+      if (busy >= this.size && queue.running > 0) break;
+      const job = queue.waiting.shift()!;
+      this.waitingCount--;
+      queue.running++;
+      queue.lastServed = this.dispatches++;
+      if (slot.retireTimer) clearTimeout(slot.retireTimer);
+      slot.retireTimer = null;
       slot.job = job;
-      slot.startedAt = performance.now();
-      slot.timer = setTimeout(() => this.overrun(slot), Math.max(0, job.limitSeconds * 1000));
+      busy++;
+      job.startedAt = performance.now();
       slot.worker.postMessage({ id: job.id, solverId: job.solverId, inputs: job.inputs, state: job.state });
+    }
+    this.grow(busy);
+    this.retireIdle();
+  }
+
+  /** Start workers for runs that wait: within `size` for anyone, beyond it for owners with no run on a worker. */
+  private grow(busy: number): void {
+    let starting = 0;
+    let idle = 0;
+    for (const slot of this.slots) {
+      if (!slot.ready) starting++;
+      else if (!slot.job) idle++;
+    }
+    while (this.waitingCount > starting + idle && this.slots.length < this.size) {
+      this.slots.push(this.spawn());
+      starting++;
+    }
+    if (busy < this.size) return;
+    let newcomers = 0;
+    for (const q of this.owners.values()) if (q.running === 0 && q.waiting.length > 0) newcomers++;
+    // While the pool is full, a spare is kept loaded (a worker takes a while to load every solver, seconds on a
+    // busy machine; a newcomer should not wait for that). When no spare is ready, a second one starts loading: the
+    // one loading may be taken first (e.g. by the caller whose run was just ended at its limit).
+    while ((Math.max(1, newcomers) > starting + idle || (idle === 0 && starting < 2)) && this.slots.length < this.maxWorkers) {
+      this.slots.push(this.spawn());
+      starting++;
     }
   }
 
-  private release(slot: Slot): Pending | null {
+  /** Idle workers beyond `size` are ended after OVERFLOW_IDLE_MS (one spare of a full pool is kept). */
+  private retireIdle(): void {
+    let extra = this.slots.length - this.size;
+    for (const slot of this.slots) {
+      if (extra <= 0) break;
+      if (!slot.ready || slot.job || slot.retireTimer) continue;
+      extra--;
+      slot.retireTimer = setTimeout(() => this.retire(slot), OVERFLOW_IDLE_MS);
+      slot.retireTimer.unref();
+    }
+  }
+
+  private retire(slot: Slot): void {
+    slot.retireTimer = null;
+    const i = this.slots.indexOf(slot);
+    if (i < 0 || slot.job || this.slots.length <= this.size) return;
+    let busy = 0;
+    let otherSpares = 0;
+    for (const s of this.slots) {
+      if (s.job) busy++;
+      else if (s.ready && s !== slot) otherSpares++;
+    }
+    if (busy >= this.size && otherSpares === 0) {
+      slot.retireTimer = setTimeout(() => this.retire(slot), OVERFLOW_IDLE_MS);
+      slot.retireTimer.unref();
+      return;
+    }
+    this.slots.splice(i, 1);
+    void slot.worker.terminate();
+  }
+
+  /** A run has left its worker (or the queue): the owner's count and the owners map follow. */
+  private finish(job: Job): void {
+    if (job.timer) clearTimeout(job.timer);
+    job.timer = null;
+    const queue = this.owners.get(job.owner);
+    if (!queue) return;
+    if (job.startedAt !== null) queue.running--;
+    if (queue.running === 0 && queue.waiting.length === 0) this.owners.delete(job.owner);
+  }
+
+  private release(slot: Slot): Job | null {
     const job = slot.job;
-    if (slot.timer) clearTimeout(slot.timer);
     slot.job = null;
-    slot.timer = null;
+    if (job) this.finish(job);
     return job;
   }
 
   private settle(slot: Slot, reply: WorkerReply): void {
     if (!slot.job || slot.job.id !== reply.id) return;
     const job = this.release(slot)!;
+    this.typicalRunMs = 0.8 * this.typicalRunMs + 0.2 * (performance.now() - job.startedAt!);
     if (reply.ok) job.resolve(reply.output);
     else if (reply.error.service) job.reject(new ServiceError(reply.error.status!, reply.error.code!, reply.error.message, reply.error.extra ?? {}, reply.error.details));
     else job.reject(new Error(reply.error.message));
     this.pump();
   }
 
-  /** The job ran past its limit: end the worker (the only way to stop synchronous numerics), start a new one. */
-  private overrun(slot: Slot): void {
-    const job = this.release(slot);
-    if (!job) return;
-    const elapsed = (performance.now() - slot.startedAt) / 1000;
+  /**
+   * The deadline passed. A waiting run leaves the queue; a running one ends its worker (the only way to stop
+   * synchronous numerics), and a new worker is started.
+   */
+  private expire(job: Job): void {
+    job.timer = null;
+    const now = performance.now();
+    const elapsed = (now - job.acceptedAt) / 1000;
+    if (job.startedAt === null) {
+      const queue = this.owners.get(job.owner);
+      const i = queue ? queue.waiting.indexOf(job) : -1;
+      if (i < 0) return;
+      queue!.waiting.splice(i, 1);
+      this.waitingCount--;
+      this.finish(job);
+      job.reject(timeoutError(job.limitSeconds, elapsed, this.options.tier, { queuedSeconds: elapsed, runSeconds: 0 }));
+      return;
+    }
+    const slot = this.slots.find((s) => s.job === job);
+    if (!slot) return;
+    this.release(slot);
     void slot.worker.terminate();
     this.replace(slot);
-    job.reject(timeoutError(job.limitSeconds, elapsed, this.tier));
+    job.reject(timeoutError(job.limitSeconds, elapsed, this.options.tier, { queuedSeconds: (job.startedAt - job.acceptedAt) / 1000, runSeconds: (now - job.startedAt) / 1000 }));
   }
 
   private fail(slot: Slot, err: unknown): void {
@@ -187,17 +386,29 @@ export class WorkerPoolExecutor implements SolverExecutor {
     if (job) job.reject(err);
   }
 
+  /** A worker was ended: a new one takes its place within `size`; an overflow one is not replaced until needed. */
   private replace(slot: Slot): void {
+    if (slot.retireTimer) clearTimeout(slot.retireTimer);
     const i = this.slots.indexOf(slot);
-    if (i >= 0 && !this.closed) {
-      this.slots[i] = this.spawn();
-      this.pump();
-    }
+    if (i < 0 || this.closed) return;
+    if (this.slots.length > this.size) this.slots.splice(i, 1);
+    else this.slots[i] = this.spawn();
+    this.pump();
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const p of this.queue.splice(0)) p.reject(new Error('executor is closed'));
+    for (const queue of this.owners.values()) {
+      for (const job of queue.waiting.splice(0)) {
+        if (job.timer) clearTimeout(job.timer);
+        job.reject(new Error('executor is closed'));
+      }
+    }
+    this.waitingCount = 0;
+    for (const slot of this.slots) {
+      if (slot.job?.timer) clearTimeout(slot.job.timer);
+      if (slot.retireTimer) clearTimeout(slot.retireTimer);
+    }
     await Promise.all(this.slots.map((s) => s.worker.terminate()));
   }
 }

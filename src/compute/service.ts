@@ -293,7 +293,7 @@ export class ComputeService {
     let out: SolverOutput;
     try {
       await this.deps.ledger.assertCanPay(caller, cost);
-      out = await this.deps.executor.run(solver.id, inputs, state, this.timeLimit());
+      out = await this.deps.executor.run(solver.id, inputs, state, this.timeLimit(), runOwner(caller));
     } catch (err) {
       reservation.release();
       throw err;
@@ -431,6 +431,11 @@ export class ComputeService {
     const body = plain({ kind: 'lattice', domain: req.domain, operators: req.operators, sweep: { key, values: xs }, values: ys, unit, R_t, phase: stamp.phase, svcond: stamp.svcond, unix_ns: stamp.unix_ns, precisionBound: PRECISION_BOUND, node: this.deps.nodeId() });
     return { ...body, svcProof: signBody(this.deps.receiptKey, body) };
   }
+}
+
+/** Whose queue a solver run joins (executor.ts): an identity by ZID, a demo key by its id, anyone else by IP. */
+export function runOwner(caller: Caller): string {
+  return caller.kind === 'identity' ? `zid:${caller.zid}` : caller.kind === 'demo' ? `demo:${caller.key.key_id}` : `ip:${caller.ip}`;
 }
 
 /** The sealed body's `envelope` member: the caller's envelope as the result shows it (its svcond as `tick`). */

@@ -12,14 +12,14 @@ const DEFAULT_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '
 type Partial = Record<string, unknown>;
 
 /** Environment variables and the config path they set (dots = nesting). */
-const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'bool' | 'list' | 'number' }> = {
+const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'bool' | 'list' | 'number' | 'intOrAuto' }> = {
   SVC_HOST: { path: 'host', kind: 'string' },
   SVC_PORT: { path: 'port', kind: 'int' },
   SVC_DATA_DIR: { path: 'dataDir', kind: 'string' },
   SVC_RECEIPT_SECRET: { path: 'receiptSecret', kind: 'string' },
   SVC_LOG_LEVEL: { path: 'logLevel', kind: 'string' },
   SVC_SYNC_WRITES: { path: 'syncWrites', kind: 'bool' },
-  SVC_SOLVER_THREADS: { path: 'solverThreads', kind: 'int' },
+  SVC_SOLVER_THREADS: { path: 'solverThreads', kind: 'intOrAuto' },
   SVC_SEAL_WORKER: { path: 'sealWorker', kind: 'bool' },
   SVC_PUBLIC_URL: { path: 'publicUrl', kind: 'string' },
   SVC_ENFORCE_DAILY_QUOTA: { path: 'limits.enforceDailyQuota', kind: 'bool' },
@@ -28,6 +28,7 @@ const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'bool' | 
   SVC_DEMO_KEY_MINTS_PER_DAY: { path: 'limits.demoKeyMintsPerDay', kind: 'int' },
   SVC_CLAIM_THRESHOLD: { path: 'limits.claimThreshold', kind: 'int' },
   SVC_CLAIM_DIFFICULTY_BITS: { path: 'limits.claimDifficultyBits', kind: 'int' },
+  SVC_MAX_QUEUED_RUNS_PER_IDENTITY: { path: 'limits.maxQueuedRunsPerIdentity', kind: 'int' },
   SVC_P2P_PORT: { path: 'mesh.p2pPort', kind: 'int' },
   SVC_BOOTSTRAP: { path: 'mesh.bootstrap', kind: 'list' },
   SVC_MESH_SECRET: { path: 'mesh.secret', kind: 'string' },
@@ -49,6 +50,9 @@ function parseScalar(name: string, raw: string, kind: string): unknown {
       if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
       return Number(raw);
     }
+    case 'intOrAuto':
+      if (raw.trim().toLowerCase() === 'auto') return 'auto';
+      return parseScalar(name, raw, 'int');
     case 'number': {
       const n = Number(raw);
       if (!Number.isFinite(n)) throw new ConfigError(`${name} must be a number, got "${raw}"`);

@@ -22,8 +22,8 @@ export const configSchema = z
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     /** fsync every batch. */
     syncWrites: z.boolean(),
-    /** Worker threads for solver runs (0 = run on the main thread). */
-    solverThreads: z.number().int().min(0).max(64),
+    /** Worker threads for solver runs: a number (0 = run on the main thread), or `auto` = every core but one, at least 1. */
+    solverThreads: z.union([z.literal('auto'), z.number().int().min(0).max(64)]),
     sealWorker: z.boolean(),
     /** URL other nodes use to reach this node's HTTP API; defaults to http://host:port. */
     publicUrl: z.string().url().nullable(),
@@ -49,6 +49,8 @@ export const configSchema = z
         claimThreshold: z.number().int().min(1),
         /** Zero bits of the claim's proof of work for an address's first 32 claims in an hour. */
         claimDifficultyBits: z.number().int().min(0).max(24),
+        /** Solver runs one caller (ZID, demo key, anonymous IP) may have waiting for a worker; beyond it 429. */
+        maxQueuedRunsPerIdentity: z.number().int().min(1).max(1000),
       })
       .strict(),
     mesh: z

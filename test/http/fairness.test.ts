@@ -1,0 +1,147 @@
+// Solver scheduling over HTTP on a real node with one worker: callers are served in turn, one caller's waiting runs
+// are capped (429), and the tier time limit counts from acceptance. Orders of completion and error fields are
+// asserted, never wall-clock thresholds.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, zkIdentity, type Reply, type TestNode } from '../helpers/node.js';
+
+/** About a second of Metropolis sweeps (no early stop at this target). */
+const HEAVY = { L: 8, max_sweeps: 20_000, target_rel_error: 1e-5 };
+/** Far longer than any limit below (tens of seconds). */
+const ENDLESS = { L: 24, max_sweeps: 50_000, target_rel_error: 1e-5 };
+
+/** A run that succeeds once the worker has loaded (from source under load, it may take longer than a short limit). */
+async function warmUp(url: string, key: string): Promise<void> {
+  for (let i = 0; i < 60; i++) {
+    const r = await call(url, 'POST', '/api/svc/zeta', {}, bearer(key));
+    if (r.status === 200) return;
+    expect(r.body.error?.code, r.text).toBe('SVC_TIMEOUT');
+    expect(r.body.error.run_seconds).toBe(0);
+  }
+  throw new Error('the solver worker never became ready');
+}
+
+describe('fair solver scheduling (one pool worker)', () => {
+  let t: TestNode;
+  beforeAll(async () => {
+    t = await startTestNode({ solverThreads: 1, limits: { maxQueuedRunsPerIdentity: 2 } }, { initialCredits: 1000, timeLimitSeconds: 600 });
+  });
+  afterAll(async () => {
+    await t.destroy();
+  });
+
+  it("a heavy caller's waiting runs do not hold back another caller's small run: it completes before the heavy caller's 2nd and 3rd", async () => {
+    const heavy = await zkIdentity(t.url, 'fair-heavy');
+    const light = await zkIdentity(t.url, 'fair-light');
+    // The worker is up before the race starts.
+    expect((await call(t.url, 'POST', '/api/svc/zeta', {}, bearer(light.key))).status).toBe(200);
+    const done: string[] = [];
+    const track = (label: string, p: Promise<Reply>): Promise<Reply> =>
+      p.then((r) => {
+        done.push(label);
+        return r;
+      });
+    const heavyRuns = [1, 2, 3].map((i) => track(`heavy${i}`, call(t.url, 'POST', '/api/svc/gauge', HEAVY, bearer(heavy.key))));
+    // Sent after the heavy runs; in FIFO order it would finish last.
+    await new Promise((r) => setTimeout(r, 150));
+    const lightRun = track('light', call(t.url, 'POST', '/api/svc/heat', {}, bearer(light.key)));
+    const replies = await Promise.all([...heavyRuns, lightRun]);
+    for (const r of replies) expect(r.status, r.text).toBe(200);
+    const lightAt = done.indexOf('light');
+    // At most one heavy run (the one on the worker when the light run came) finishes before it.
+    expect(lightAt).toBeLessThanOrEqual(1);
+    expect(done.filter((l) => l.startsWith('heavy')).slice(lightAt)).toHaveLength(2);
+  }, 120_000);
+
+  it('a caller with its cap of runs waiting gets 429 SVC_RATE_LIMIT with Retry-After, is not charged, and others are not refused', async () => {
+    const greedy = await zkIdentity(t.url, 'fair-greedy');
+    const other = await zkIdentity(t.url, 'fair-other');
+    expect((await call(t.url, 'POST', '/api/svc/zeta', {}, bearer(other.key))).status).toBe(200);
+    const balance = async (key: string): Promise<number> => {
+      const r = await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key));
+      expect(r.status, r.text).toBe(200);
+      return r.body.total;
+    };
+    const before = await balance(greedy.key);
+    // One runs, two wait (the cap), the fourth is refused.
+    const first = call(t.url, 'POST', '/api/svc/gauge', HEAVY, bearer(greedy.key));
+    await new Promise((r) => setTimeout(r, 150));
+    const waiting = [call(t.url, 'POST', '/api/svc/gauge', HEAVY, bearer(greedy.key)), call(t.url, 'POST', '/api/svc/gauge', HEAVY, bearer(greedy.key))];
+    await new Promise((r) => setTimeout(r, 150));
+    const refused = await call(t.url, 'POST', '/api/svc/gauge', HEAVY, bearer(greedy.key));
+    const e = expectError(refused, 429, 'SVC_RATE_LIMIT');
+    expect(e.limit).toBe(2);
+    expect(e.queued_runs).toBe(2);
+    expect(e.running_runs).toBe(1);
+    expect(e.window_seconds).toBe(600);
+    expect(Number.isInteger(e.retry_after_seconds) && e.retry_after_seconds >= 1).toBe(true);
+    expect(refused.headers.get('retry-after')).toBe(String(e.retry_after_seconds));
+    expect(Number.isNaN(Date.parse(e.reset_at))).toBe(false);
+    // Another caller is queued meanwhile, not refused.
+    const others = await call(t.url, 'POST', '/api/svc/heat', {}, bearer(other.key));
+    expect(others.status, others.text).toBe(200);
+    const accepted = await Promise.all([first, ...waiting]);
+    for (const r of accepted) expect(r.status, r.text).toBe(200);
+    // Three runs charged (10 each), the refused one not.
+    expect(before - (await balance(greedy.key))).toBe(30);
+    // Once its queue has drained the caller is accepted again.
+    expect((await call(t.url, 'POST', '/api/svc/zeta', {}, bearer(greedy.key))).status).toBe(200);
+  }, 120_000);
+});
+
+describe('a full pool', () => {
+  it("a newcomer's small run does not wait for another caller's long run to end: an overflow worker serves it", async () => {
+    const t = await startTestNode({ solverThreads: 1 }, { initialCredits: 1000, timeLimitSeconds: 600 });
+    try {
+      const heavy = await zkIdentity(t.url, 'overflow-heavy');
+      const light = await zkIdentity(t.url, 'overflow-light');
+      await warmUp(t.url, light.key);
+      let heavyDone = false;
+      // Aborted at the end: the node's stop waits for open requests, and this one would take a minute.
+      const abort = new AbortController();
+      const long = fetch(`${t.url}/api/svc/gauge`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(heavy.key) }, body: JSON.stringify(ENDLESS), signal: abort.signal }).then(() => {
+        heavyDone = true;
+      });
+      long.catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 150));
+      // The pool's one worker is on the long run (tens of seconds); FIFO would hold this run behind it.
+      const small = await call(t.url, 'POST', '/api/svc/heat', {}, bearer(light.key));
+      expect(small.status, small.text).toBe(200);
+      expect(small.body.value).toBeGreaterThan(0);
+      expect(heavyDone).toBe(false);
+      abort.abort();
+    } finally {
+      await t.destroy();
+    }
+  }, 120_000);
+});
+
+describe('the time limit counts from acceptance', () => {
+  it('a run that waited behind another is timed from acceptance: SVC_TIMEOUT names the limit, the elapsed time, the wait and the run', async () => {
+    const limit = 2;
+    const t = await startTestNode({ solverThreads: 1 }, { initialCredits: 1000, timeLimitSeconds: limit });
+    try {
+      const id = await zkIdentity(t.url, 'acceptance');
+      await warmUp(t.url, id.key);
+      const a = call(t.url, 'POST', '/api/svc/gauge', ENDLESS, bearer(id.key));
+      await new Promise((r) => setTimeout(r, 150));
+      // B waits while A holds the worker until A's limit ends it; B's limit runs out soon after.
+      const b = call(t.url, 'POST', '/api/svc/gauge', ENDLESS, bearer(id.key));
+      const ea = expectError(await a, 500, 'SVC_TIMEOUT');
+      expect(ea.time_limit_seconds).toBe(limit);
+      expect(ea.queued_seconds).toBeLessThan(ea.run_seconds);
+      const eb = expectError(await b, 500, 'SVC_TIMEOUT');
+      expect(eb.time_limit_seconds).toBe(limit);
+      // The wait was most of B's time (A held the worker for all but the ~150 ms B came after it).
+      expect(eb.queued_seconds).toBeGreaterThan(limit / 2);
+      expect(eb.queued_seconds).toBeGreaterThan(eb.run_seconds);
+      expect(eb.elapsed_seconds).toBeGreaterThanOrEqual(limit - 0.01);
+      expect(Math.abs(eb.queued_seconds + eb.run_seconds - eb.elapsed_seconds)).toBeLessThanOrEqual(0.002);
+      expect(eb.message).toMatch(/queued/);
+      // Nothing sealed for either.
+      const list = await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}`, undefined, bearer(id.key));
+      expect(list.body.total).toBe(1);
+    } finally {
+      await t.destroy();
+    }
+  }, 120_000);
+});
