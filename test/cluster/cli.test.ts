@@ -1,27 +1,13 @@
 // The svc-node command as a user runs it: start (config errors, signals), verify, keys, cluster.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call, zkIdentity } from '../helpers/node.js';
+import { CLI, ROOT, exitOf, runCli, tempDirs } from '../helpers/cli.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-const CLI = ['--import', 'tsx', join(ROOT, 'src/cli/index.ts')];
-const dirs: string[] = [];
-afterAll(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
-async function tempDir(): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), 'svc-cli-'));
-  dirs.push(d);
-  return d;
-}
-
-function run(args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [...CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
+const tempDir = tempDirs('svc-cli-');
+const run = (args: string[], env: Record<string, string> = {}) => runCli(args, env);
 
 /** Nodes of a cluster start one after the other, each compiling the sources under tsx: slow on a loaded machine. */
 const START_TIMEOUT_MS = 90_000;
@@ -70,12 +56,24 @@ function startLines(args: string[], env: Record<string, string>, done: (lines: R
   });
 }
 
-function exitOf(child: ChildProcess): Promise<number | null> {
-  return new Promise((r) => {
-    child.removeAllListeners('exit');
-    if (child.exitCode !== null) return r(child.exitCode);
-    child.once('exit', (code) => r(code));
-  });
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Stop a cluster with `signal` and end any node it left behind: its exit code and the nodes that were still alive. */
+async function stopCluster(child: ChildProcess, lines: Record<string, any>[], signal: NodeJS.Signals): Promise<{ code: number | null; leftover: string[] }> {
+  child.kill(signal);
+  const code = await exitOf(child);
+  // Nodes the cluster left behind would fail the test; they are ended here either way.
+  await new Promise((r) => setTimeout(r, 200));
+  const leftover = lines.filter((l) => alive(l.pid)).map((l) => l.name);
+  for (const l of lines) if (alive(l.pid)) killQuietly(l.pid);
+  return { code, leftover };
 }
 
 describe('svc-node start', () => {
@@ -172,19 +170,10 @@ describe('svc-node cluster', () => {
       return 0;
     }
   };
-  const alive = (pid: number): boolean => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
 
   it('a node that exits leaves the others running (said on stderr); the cluster stops on SIGTERM only', async () => {
     const root = await tempDir();
-    let code: number | null;
-    let leftover: string[];
+    let stopped: { code: number | null; leftover: string[] };
     const { child, lines, stderr } = await startLines(['cluster', '--nodes', '3', '--base-port', '0', '--data-root', root, '--mesh-secret', 'cluster-cli-secret-123456'], {}, (ls) => ls.length >= 3);
     try {
       const [n1, n2, n3] = lines as [Record<string, any>, Record<string, any>, Record<string, any>];
@@ -205,22 +194,16 @@ describe('svc-node cluster', () => {
       // Without --restart, node2 stays down.
       expect(lines.filter((l) => l.name === 'node2')).toHaveLength(1);
     } finally {
-      child.kill('SIGTERM');
-      code = await exitOf(child);
-      // Nodes the cluster left behind would fail the test below; they are ended here either way.
-      await new Promise((r) => setTimeout(r, 200));
-      leftover = lines.filter((l) => alive(l.pid)).map((l) => l.name);
-      for (const l of lines) if (alive(l.pid)) killQuietly(l.pid);
+      stopped = await stopCluster(child, lines, 'SIGTERM');
     }
-    expect(code).toBe(0);
-    expect(leftover).toEqual([]);
+    expect(stopped.code).toBe(0);
+    expect(stopped.leftover).toEqual([]);
     for (const l of lines) expect(await health(l.url)).toBe(0);
   }, 200_000);
 
   it('--restart brings an exited node back on the same data dir, ports and peer id', async () => {
     const root = await tempDir();
-    let code: number | null;
-    let leftover: string[];
+    let stopped: { code: number | null; leftover: string[] };
     const { child, lines, stderr } = await startLines(['cluster', '--nodes', '2', '--base-port', '0', '--data-root', root, '--mesh-secret', 'cluster-cli-secret-123456', '--restart'], {}, (ls) => ls.length >= 2);
     try {
       const [n1, n2] = lines as [Record<string, any>, Record<string, any>];
@@ -240,15 +223,10 @@ describe('svc-node cluster', () => {
       expect(back2).toMatchObject({ url: n2.url, peerId: n2.peerId });
       expect(child.exitCode).toBeNull();
     } finally {
-      child.kill('SIGINT');
-      code = await exitOf(child);
-      // Nodes the cluster left behind would fail the test below; they are ended here either way.
-      await new Promise((r) => setTimeout(r, 200));
-      leftover = lines.filter((l) => alive(l.pid)).map((l) => l.name);
-      for (const l of lines) if (alive(l.pid)) killQuietly(l.pid);
+      stopped = await stopCluster(child, lines, 'SIGINT');
     }
-    expect(code).toBe(0);
-    expect(leftover).toEqual([]);
+    expect(stopped.code).toBe(0);
+    expect(stopped.leftover).toEqual([]);
     for (const l of lines) expect(await health(l.url)).toBe(0);
   }, 200_000);
 });

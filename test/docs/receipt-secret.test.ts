@@ -1,36 +1,20 @@
 // One receipt secret, one encoding (hex) on every path: a standalone data dir's receipt-secret file, a cluster's data
 // root, SVC_RECEIPT_SECRET and `svc-node verify --secret`. The same text names the same key wherever it is put.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import canonicalize from 'canonicalize';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { readReceiptSecretFile } from '../../src/config/receipt-secret.js';
 import { call, startTestNode, zkIdentity, bearer } from '../helpers/node.js';
+import { CLI, ROOT, exitOf, runCli, tempDirs } from '../helpers/cli.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-const CLI = ['--import', 'tsx', join(ROOT, 'src/cli/index.ts')];
-const dirs: string[] = [];
-afterAll(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
-async function tempDir(): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), 'svc-secret-'));
-  dirs.push(d);
-  return d;
-}
+const tempDir = tempDirs('svc-secret-');
 
 /** The CLI with a clean environment for the secret (no SVC_RECEIPT_SECRET / SVC_DATA_DIR from the caller). */
-function run(args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
-  const base = { ...process.env };
-  delete base.SVC_RECEIPT_SECRET;
-  delete base.SVC_DATA_DIR;
-  const r = spawnSync(process.execPath, [...CLI, ...args], { cwd: ROOT, env: { ...base, ...env }, encoding: 'utf8', timeout: 60_000 });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
+const run = (args: string[], env: Record<string, string> = {}) => runCli(args, env, ['SVC_RECEIPT_SECRET', 'SVC_DATA_DIR']);
 
 /** svcProof recomputed from first principles (docs/protocol.md): key = HMAC(secret bytes, "svc-key:RECEIPT"). */
 function proofWith(secret: Buffer, body: Record<string, any>): string {
@@ -47,10 +31,6 @@ async function computeOn(url: string, seed: string): Promise<{ body: Record<stri
   const r = await call(url, 'POST', '/api/svc/compute', REQUEST, bearer(id.key));
   expect(r.status).toBe(200);
   return { body: r.body, text: r.text };
-}
-
-function exitOf(child: ChildProcess): Promise<number | null> {
-  return new Promise((r) => (child.exitCode !== null ? r(child.exitCode) : child.once('exit', (code) => r(code))));
 }
 
 describe('the receipt secret is hex on every path', () => {
