@@ -13,11 +13,12 @@ export function numberArg(name: string, def: number): number {
 
 /**
  * Spawn a server (cwd: the project root, or `cwd`) and wait for the `"url":…` of its listening line (30 s at most; a server
- * that has not said it by then is killed). Its output after that line is read and dropped.
+ * that has not said it by then is killed). Its output after that line is read and dropped. `ipc` opens an IPC channel
+ * to it (process.send in the child).
  */
-export function startProcess(cmd: string, argv: string[], env: Record<string, string>, cwd = root): Promise<{ child: ChildProcess; url: string }> {
+export function startProcess(cmd: string, argv: string[], env: Record<string, string>, cwd = root, ipc = false): Promise<{ child: ChildProcess; url: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, argv, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(cmd, argv, { cwd, env: { ...process.env, ...env }, stdio: ipc ? ['ignore', 'pipe', 'inherit', 'ipc'] : ['ignore', 'pipe', 'inherit'] });
     let buf = '';
     const timer = setTimeout(() => {
       child.kill('SIGKILL');

@@ -5,13 +5,13 @@
 // requests and errors of that minute), and a summary line: the least-squares slope of RSS and of heap used (MiB/min)
 // over the last 10 minutes, or the last half of a shorter run.
 // Usage: npx tsx scripts/bench/soak.ts [--minutes 30] [--rate 100] [--concurrency 32]
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { numberArg, root, stop } from './lib.js';
+import { NODE_HEAP_FLAGS } from '../../src/config/heap-flags.js';
+import { numberArg, root, startProcess, stop } from './lib.js';
 
 const minutes = numberArg('minutes', 30);
 const rate = numberArg('rate', 100);
@@ -19,34 +19,18 @@ const concurrency = numberArg('concurrency', 32);
 const SAMPLE_MS = 10_000;
 const MiB = 1024 * 1024;
 
-const START_HEAP_FLAGS: string[] = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.match(/--(max|min)-semi-space-size=\d+/g) ?? [];
 /** Preloaded into the node: its memory over the IPC channel, every SAMPLE_MS. */
 const REPORTER = `data:text/javascript,setInterval(() => process.send && process.send(process.memoryUsage()), ${SAMPLE_MS}).unref();`;
 
 execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
 const dataDir = await mkdtemp(join(tmpdir(), 'svc-soak-'));
-const child = spawn(process.execPath, [...START_HEAP_FLAGS, '--import', REPORTER, 'dist/cli/index.js', 'start'], {
-  cwd: root,
-  env: { ...process.env, SVC_PORT: '0', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'info', SVC_INITIAL_CREDITS: '1000000000', SVC_MAX_QUEUED_RUNS_PER_IDENTITY: '1000' },
-  stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-});
-const url = await new Promise<string>((resolve, reject) => {
-  let buf = '';
-  const timer = setTimeout(() => reject(new Error('the node did not report its url in 60 s')), 60_000);
-  const onData = (d: Buffer): void => {
-    buf += d.toString();
-    const m = /"url":"([^"]+)"/.exec(buf);
-    if (m) {
-      clearTimeout(timer);
-      // Keep reading (and dropping) its log so the pipe never fills.
-      child.stdout!.off('data', onData);
-      child.stdout!.resume();
-      resolve(m[1]!);
-    }
-  };
-  child.stdout!.on('data', onData);
-  child.once('exit', (code) => reject(new Error(`the node exited early with ${code}`)));
-});
+const { child, url } = await startProcess(
+  process.execPath,
+  [...NODE_HEAP_FLAGS, '--import', REPORTER, 'dist/cli/index.js', 'start'],
+  { SVC_PORT: '0', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'info', SVC_INITIAL_CREDITS: '1000000000', SVC_MAX_QUEUED_RUNS_PER_IDENTITY: '1000' },
+  root,
+  true,
+);
 
 interface Sample {
   atMin: number;
