@@ -213,6 +213,12 @@ export class WorkerPoolExecutor implements SolverExecutor {
     return Math.max(0, this.size - busy - this.waitingCount);
   }
 
+  /** An owner's runs on workers and waiting (runOwner names owners). */
+  runsOf(owner: string): { running: number; waiting: number } {
+    const q = this.owners.get(owner);
+    return { running: q?.running ?? 0, waiting: q?.waiting.length ?? 0 };
+  }
+
   /** 429 for an owner whose queue is full; Retry-After: about when its first waiting run should start. */
   private queueFull(queue: OwnerQueue, limitSeconds: number): ServiceError {
     let ownersWaiting = 0;

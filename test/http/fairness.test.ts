@@ -3,8 +3,17 @@
 // asserted, never wall-clock thresholds.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type Reply, type TestNode } from '../helpers/node.js';
+import type { WorkerPoolExecutor } from '../../src/compute/executor.js';
 
 /** About a second of Metropolis sweeps (no early stop at this target). */
+/** Poll `ready` every 20 ms, for 30 s at most. */
+async function until(ready: () => boolean): Promise<void> {
+  for (const end = Date.now() + 30_000; !ready(); ) {
+    if (Date.now() > end) throw new Error('timed out waiting for the pool');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 const HEAVY = { L: 8, max_sweeps: 20_000, target_rel_error: 1e-5 };
 /** Far longer than any limit below (tens of seconds). */
 const ENDLESS = { L: 24, max_sweeps: 50_000, target_rel_error: 1e-5 };
@@ -63,10 +72,13 @@ describe('fair solver scheduling (one pool worker)', () => {
     };
     const before = await balance(greedy.key);
     // One runs, two wait (the cap), the fourth is refused.
+    // Each step waits until the pool holds what the previous one sent (a fixed pause is too short on a loaded machine).
+    const pool = (t.node as unknown as { executor: WorkerPoolExecutor }).executor;
+    const runs = () => pool.runsOf(`zid:${greedy.zid}`);
     const first = call(t.url, 'POST', '/api/svc/gauge', HEAVY, bearer(greedy.key));
-    await new Promise((r) => setTimeout(r, 150));
+    await until(() => runs().running === 1);
     const waiting = [call(t.url, 'POST', '/api/svc/gauge', HEAVY, bearer(greedy.key)), call(t.url, 'POST', '/api/svc/gauge', HEAVY, bearer(greedy.key))];
-    await new Promise((r) => setTimeout(r, 150));
+    await until(() => runs().waiting === 2);
     const refused = await call(t.url, 'POST', '/api/svc/gauge', HEAVY, bearer(greedy.key));
     const e = expectError(refused, 429, 'SVC_RATE_LIMIT');
     expect(e.limit).toBe(2);
