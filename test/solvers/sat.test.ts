@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { countModels, dpll, sat, simplify, walksat, WORK_LIMIT } from '../../src/solvers/sat.js';
+import { countModels, dpll, sat, simplify, walksat, WALKSAT_WORK_LIMIT, WORK_LIMIT } from '../../src/solvers/sat.js';
 import { Xoshiro128 } from '../../src/numerics/prng.js';
 import { SolverFailure } from '../../src/solvers/errors.js';
 import { checkPart } from '../../src/solvers/util.js';
@@ -162,7 +162,8 @@ describe('sat solver', () => {
     expect(sat.resolve({ n_vars: 100, n_clauses: 420 })).toMatchObject({ max_decisions: 1e6, max_flips: 1e5 });
     expect(sat.resolve({ n_vars: 1000, n_clauses: 5000 }).n_clauses).toBe(5000);
     expect(sat.resolve({ n_vars: 1000, n_clauses: 5000, method: 'walksat', max_flips: 1e7 }).max_flips).toBe(1e7);
-    expect(WORK_LIMIT).toBe(1.2e8);
+    expect(WORK_LIMIT).toBe(1e8);
+    expect(WALKSAT_WORK_LIMIT).toBe(4e8);
   });
 
   it('a run that uses up its work budget ends with SolverFailure (500) naming the budget', () => {
