@@ -27,7 +27,7 @@ export interface ClimateInputs extends Record<string, unknown> {
   rotation_rad_s: number;
 }
 
-const WORK_LIMIT = 5e7;
+const WORK_LIMIT = 5e6;
 const POWERS = [16, 32, 64, 128, 256] as const;
 
 const schema = z.strictObject({

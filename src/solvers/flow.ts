@@ -18,7 +18,7 @@ export interface FlowInputs extends Record<string, unknown> {
   wavenumber: number;
 }
 
-const WORK_LIMIT = 1e8;
+const WORK_LIMIT = 8e6;
 
 const schema = z.strictObject({
   length_m: numIn(1e-3, 1e3).optional(),

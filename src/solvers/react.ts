@@ -9,7 +9,7 @@ import { Rk4Stepper } from '../numerics/ode.js';
 import { decreasingCrossing } from '../numerics/front.js';
 import { checkFrontEndTime, frontNxRange, frontSpeed, frontStepCount } from './front-common.js';
 
-const WORK_LIMIT = 2e8;
+const WORK_LIMIT = 1.5e8;
 const NX_MAX = 20_001;
 
 export interface ReactInputs extends Record<string, unknown> {
@@ -152,7 +152,7 @@ const inputs: InputSpec[] = [
   { key: 'length_m', unit: 'm', default: '40 w, w = √(2D/k)', range: '≥ 20 w' },
   { key: 'nx', unit: '1', default: '10 per w + 1 (401)', range: '5 … 40 intervals per w, ≤ 20001' },
   { key: 't_end_s', unit: 's', default: '10 w / c', range: 'front stays inside [0.1 L, 0.9 L]' },
-  { key: 'cfl', unit: '1', default: 0.4, range: '0.05 … 0.6 (D dt/dx²); nx × steps ≤ 2e8' },
+  { key: 'cfl', unit: '1', default: 0.4, range: '0.05 … 0.6 (D dt/dx²); nx × steps ≤ 1.5e8' },
 ];
 
 export const react: SolverDef<ReactInputs> = {

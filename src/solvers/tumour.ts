@@ -9,7 +9,7 @@ import { Rk4Stepper } from '../numerics/ode.js';
 import { decreasingCrossing } from '../numerics/front.js';
 import { checkFrontEndTime, frontNxRange, frontSpeed, frontStepCount } from './front-common.js';
 
-const WORK_LIMIT = 2e8;
+const WORK_LIMIT = 8e7;
 const SECONDS_PER_YEAR = 365.25 * 86_400;
 
 export interface TumourInputs extends Record<string, unknown> {
@@ -146,7 +146,7 @@ const inputs: InputSpec[] = [
   { key: 'length_m', unit: 'm', default: '60 ℓ, ℓ = √(D/ρ)', range: '≥ 30 ℓ' },
   { key: 'nx', unit: '1', default: '10 per ℓ + 1 (601)', range: '5 … 40 intervals per ℓ' },
   { key: 't_end_s', unit: 's', default: '10 ℓ / c', range: 'front stays inside [0.1 L, 0.9 L]' },
-  { key: 'cfl', unit: '1', default: 0.4, range: '0.05 … 0.6 (D dt/dx²); nx × steps ≤ 2e8' },
+  { key: 'cfl', unit: '1', default: 0.4, range: '0.05 … 0.6 (D dt/dx²); nx × steps ≤ 8e7' },
 ];
 
 export const tumour: SolverDef<TumourInputs> = {

@@ -54,6 +54,23 @@ describe('registry', () => {
     expect(e.field).toBe('solver');
     expect(e.allowed).toEqual(registry.ids());
   });
+
+  it('a run past a work limit is 400 SVC_INVALID_INPUT naming the input and the limit, before any work', async () => {
+    // Each just past the limit that keeps its largest run under 5 s (all were accepted under the older limits).
+    const cases: [string, Record<string, unknown>, string, number][] = [
+      ['flow', { n: 128, t_end_s: 0.4 }, 't_end_s', 8e6],
+      ['climate', { nx: 128, ny: 128, periods: 2 }, 'periods', 5e6],
+      ['opt', { problem: 'brachistochrone', segments: 400 }, 'max_iterations', 5e8],
+      ['gauge', { L: 32, therm_sweeps: 5000, max_sweeps: 25_000 }, 'max_sweeps', 2.1e7],
+    ];
+    for (const [solver, inputs, field, limit] of cases) {
+      const before = t.node.counters.get('sealed_total');
+      const e = expectError(await call(t.url, 'POST', '/api/svc/solve', { solver, inputs }, bearer(key)), 400, 'SVC_INVALID_INPUT');
+      expect(e.field).toBe(field);
+      expect(e.message).toMatch(new RegExp(`work limit exceeded: .* > ${limit.toExponential(3).replace('+', '\\+')}`));
+      expect(t.node.counters.get('sealed_total')).toBe(before);
+    }
+  });
 });
 
 describe.each(registry.list().map((s) => [s.id, s] as const))('%s over HTTP', (id, solver) => {

@@ -77,6 +77,7 @@ describe('climate', () => {
     [{ cfl: 0 }, 'cfl'],
     [{ rotation_rad_s: 0.01 }, 'rotation_rad_s'],
     [{ nx: 256, ny: 256, periods: 50, cfl: 0.05 }, 'periods'],
+    [{ nx: 128, ny: 128, periods: 2 }, 'periods'], // 8.3e6 > 5e6: the largest allowed run stays under 5 s (5e7 allowed 32 s here)
   ];
   for (const [raw, field] of bad) {
     it(`rejects ${JSON.stringify(raw)} on ${field}`, () => {

@@ -120,7 +120,8 @@ describe('gauge solver', () => {
     expectInputError({ max_sweeps: 400 }, 'max_sweeps');
     expectInputError({ target_rel_error: 1e-2 }, 'target_rel_error');
     expectInputError({ therm_sweeps: 6000 }, 'therm_sweeps');
-    expectInputError({ L: 64, max_sweeps: 20_000 }, 'max_sweeps'); // 8.2e7 > 3e7 link-sweeps
+    expectInputError({ L: 64, max_sweeps: 20_000 }, 'max_sweeps'); // 8.3e7 > 2.1e7 link-sweeps
+    expectInputError({ L: 32, therm_sweeps: 5000, max_sweeps: 25_000 }, 'max_sweeps'); // thermalisation counts: 32² × 30 000 > 2.1e7
   });
 
   it('resolves {} to the defaults', () => {

@@ -78,6 +78,7 @@ describe('react', () => {
     [{ t_end_s: 1e5 }, 't_end_s'], // front would leave the domain
     [{ cfl: 0.7 }, 'cfl'],
     [{ length_m: 2000 * w, nx: 20001, t_end_s: 1e3 }, 'nx'], // work limit nx × steps
+    [{ length_m: 500 * w, cfl: 0.05, nx: 4700 }, 'nx'], // 1.66e8 > 1.5e8: the largest allowed run stays under 5 s
   ];
   for (const [raw, field] of bad) {
     it(`rejects ${JSON.stringify(raw)} on ${field}`, () => {

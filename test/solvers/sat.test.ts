@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { countModels, dpll, sat, simplify, walksat, WORK_LIMIT } from '../../src/solvers/sat.js';
+import { countModels, dpll, sat, simplify, walksat, WALKSAT_WORK_LIMIT, WORK_LIMIT } from '../../src/solvers/sat.js';
 import { Xoshiro128 } from '../../src/numerics/prng.js';
 import { SolverFailure } from '../../src/solvers/errors.js';
 import { checkPart } from '../../src/solvers/util.js';
@@ -158,11 +158,12 @@ describe('sat solver', () => {
   });
 
   it('accepts its own default budgets on large instances: the work budget is spent at run time, not refused up front', () => {
-    // 1e6 decisions × 1260 literal occurrences > 1e9 was refused with 400 before; it is a budget, not a cost.
+    // 1e6 decisions × 1260 literal occurrences > the work limit was refused with 400 before; it is a budget, not a cost.
     expect(sat.resolve({ n_vars: 100, n_clauses: 420 })).toMatchObject({ max_decisions: 1e6, max_flips: 1e5 });
     expect(sat.resolve({ n_vars: 1000, n_clauses: 5000 }).n_clauses).toBe(5000);
     expect(sat.resolve({ n_vars: 1000, n_clauses: 5000, method: 'walksat', max_flips: 1e7 }).max_flips).toBe(1e7);
-    expect(WORK_LIMIT).toBe(1e9);
+    expect(WORK_LIMIT).toBe(1e8);
+    expect(WALKSAT_WORK_LIMIT).toBe(4e8);
   });
 
   it('a run that uses up its work budget ends with SolverFailure (500) naming the budget', () => {

@@ -68,6 +68,7 @@ describe('tumour', () => {
     [{ t_end_s: 1e9 }, 't_end_s'],
     [{ cfl: 0.01 }, 'cfl'],
     [{ length_m: 100, nx: 300_000 }, 'nx'], // work limit nx × steps
+    [{ length_m: 500 * Math.sqrt(1.5e-11 / 1.4e-7), cfl: 0.05, nx: 7000 }, 'nx'], // 1.3e8 > 8e7: the largest allowed run stays under 5 s
   ];
   for (const [raw, field] of bad) {
     it(`rejects ${JSON.stringify(raw)} on ${field}`, () => {
