@@ -22,7 +22,7 @@ const DEFAULT_MATRIX = [
 const DEFAULT_VECTOR = [1, 2, 3];
 const STANDARD_GRAVITY = 9.80665;
 /** Upper bound on dimension² × max_iterations (the BFGS inverse-Hessian update is O(n²) per iteration). */
-const WORK_LIMIT = 5e8;
+const WORK_LIMIT = 4e8;
 
 /** Keys each problem accepts besides problem, method, max_iterations and gtol. */
 const PROBLEM_KEYS: Record<Problem, readonly string[]> = {
@@ -74,7 +74,7 @@ const inputs: InputSpec[] = [
   { key: 'gravity_m_s2', unit: 'm/s^2', default: STANDARD_GRAVITY, range: '> 0 (brachistochrone)' },
   { key: 'segments', unit: '1', default: 50, range: '10 … 400 (brachistochrone)' },
   { key: 'method', unit: '', default: 'bfgs', range: 'bfgs, nelder_mead (nelder_mead: rosenbrock and quadratic)' },
-  { key: 'max_iterations', unit: '1', default: 10000, range: '1 … 100000; unknowns² × max_iterations ≤ 5e8' },
+  { key: 'max_iterations', unit: '1', default: 10000, range: '1 … 100000; unknowns² × max_iterations ≤ 4e8' },
   {
     key: 'gtol',
     unit: '1',

@@ -60,7 +60,7 @@ describe('registry', () => {
     const cases: [string, Record<string, unknown>, string, number][] = [
       ['flow', { n: 128, t_end_s: 0.4 }, 't_end_s', 8e6],
       ['climate', { nx: 128, ny: 128, periods: 2 }, 'periods', 5e6],
-      ['opt', { problem: 'brachistochrone', segments: 400 }, 'max_iterations', 5e8],
+      ['opt', { problem: 'brachistochrone', segments: 400 }, 'max_iterations', 4e8],
       ['gauge', { L: 32, therm_sweeps: 5000, max_sweeps: 25_000 }, 'max_sweeps', 2.1e7],
     ];
     for (const [solver, inputs, field, limit] of cases) {

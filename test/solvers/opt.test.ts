@@ -299,9 +299,10 @@ describe('opt: input validation', () => {
 
   it('work limit: unknowns² × max_iterations', () => {
     expectInputError({ problem: 'brachistochrone', segments: 400, max_iterations: 100000 }, 'max_iterations');
-    // 399² × 10 000 = 1.59e9 > 5e8: a run that spends that budget took 14 s here; 3000 iterations fit (it converges in ~1300).
+    // 399² × 10 000 = 1.59e9 > 4e8: a run that spends that budget took 14 s here; 2500 iterations fit (it converges in ~1300).
     expectInputError({ problem: 'brachistochrone', segments: 400 }, 'max_iterations');
-    expect(opt.resolve({ problem: 'brachistochrone', segments: 400, max_iterations: 3000 }).max_iterations).toBe(3000);
+    expect(opt.resolve({ problem: 'brachistochrone', segments: 400, max_iterations: 2500 }).max_iterations).toBe(2500);
+    expectInputError({ problem: 'brachistochrone', segments: 400, max_iterations: 2600 }, 'max_iterations');
   });
 });
 
