@@ -120,14 +120,25 @@ export class SvcNode {
     const nodeId = () => this.nodeIdentity.nodeId;
     this.chain = new ChainService(this.store);
     await this.chain.loadHeads();
-    this.identity = new IdentityService({ store: this.store, clock: this.clock, chain: this.chain, nodeId, kernelVersion: config.kernel.version, saltSecret: deriveKey(secret, 'SALT') });
+    this.identity = new IdentityService({
+      store: this.store,
+      clock: this.clock,
+      chain: this.chain,
+      nodeId,
+      kernelVersion: config.kernel.version,
+      saltSecret: deriveKey(secret, 'SALT'),
+    });
     this.ledger = new Ledger(this.store, this.counters, this.chain, { initialCredits: this.options.initialCredits ?? config.limits.initialCredits });
-    this.quota = new QuotaService(this.counters, {
-      anonymousPerDay: config.limits.anonymousComputePerDay,
-      demoPerDay: config.limits.demoKeyPerDay,
-      freeDailyComputations: config.limits.freeDailyComputations,
-      enforceDailyQuota: config.limits.enforceDailyQuota,
-    }, (ops) => this.store.commit(ops));
+    this.quota = new QuotaService(
+      this.counters,
+      {
+        anonymousPerDay: config.limits.anonymousComputePerDay,
+        demoPerDay: config.limits.demoKeyPerDay,
+        freeDailyComputations: config.limits.freeDailyComputations,
+        enforceDailyQuota: config.limits.enforceDailyQuota,
+      },
+      (ops) => this.store.commit(ops),
+    );
     await this.quota.pruneOldDays(Number(this.clock.nowNs() / 1_000_000n));
     // The operator token's digest only: the token stays in its 0600 file.
     const operatorTokenDigest = tokenDigest(await loadOrCreateOperatorToken(config.dataDir));
@@ -145,7 +156,14 @@ export class SvcNode {
     this.folders = new Folders(this.store, this.counters, this.ledger, new EnvelopeLocks());
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
-    this.executor = this.options.registry || config.solverThreads === 0 ? new InlineExecutor(registry) : new WorkerPoolExecutor({ size: solverPoolSize(config.solverThreads), tier: config.limits.tier, maxQueuedPerOwner: config.limits.maxQueuedRunsPerIdentity });
+    this.executor =
+      this.options.registry || config.solverThreads === 0
+        ? new InlineExecutor(registry)
+        : new WorkerPoolExecutor({
+            size: solverPoolSize(config.solverThreads),
+            tier: config.limits.tier,
+            maxQueuedPerOwner: config.limits.maxQueuedRunsPerIdentity,
+          });
     this.sealer = config.sealWorker ? new WorkerSealer(this.receiptKey) : new InlineSealer(this.receiptKey);
     this.compute = new ComputeService({
       clock: this.clock,
@@ -168,15 +186,29 @@ export class SvcNode {
     const meshOptions: MeshServiceOptions = {
       store: this.store,
       clock: this.clock,
-      config: { secret: config.mesh.secret, p2pPort: config.mesh.p2pPort, bootstrap: config.mesh.bootstrap, tickEvery: config.mesh.tickEvery, host: config.host },
+      config: {
+        secret: config.mesh.secret,
+        p2pPort: config.mesh.p2pPort,
+        bootstrap: config.mesh.bootstrap,
+        tickEvery: config.mesh.tickEvery,
+        host: config.host,
+      },
       dataDir: config.dataDir,
       httpUrl: '',
       headState: () => ({ sealedCount: this.counters.get('sealed_total'), chainHeadsDigest: this.chain.headsDigest(), kernelVersion: config.kernel.version }),
-      revenue: () => ({ burned: this.counters.get('burned_total'), foundation: this.counters.get('foundation_total'), pooledCarry: this.counters.get('foundation_total') - this.counters.get('foundation_shares_total') }),
+      revenue: () => ({
+        burned: this.counters.get('burned_total'),
+        foundation: this.counters.get('foundation_total'),
+        pooledCarry: this.counters.get('foundation_total') - this.counters.get('foundation_shares_total'),
+      }),
       // The operator is the identity bonded on this node (one bond per node): its mode and bond, and this node's free slots.
       advert: () => {
         const operator = this.bonds.ofNode(this.nodeId);
-        return { mode: operator ? this.modes.of(operator.bond.zid).mode : 'idle', bondId: operator?.bond.bond_id ?? null, freeSlots: this.executor?.freeSlots() ?? 0 };
+        return {
+          mode: operator ? this.modes.of(operator.bond.zid).mode : 'idle',
+          bondId: operator?.bond.bond_id ?? null,
+          freeSlots: this.executor?.freeSlots() ?? 0,
+        };
       },
       logger: this.logger,
       ...this.options.mesh,
@@ -252,7 +284,9 @@ export class SvcNode {
     if (!this.mesh.enabled) return;
     this.identity.onAssertions((assertions) => {
       for (const a of assertions) {
-        void this.mesh.publish(IDENTITY_ASSERT, a, TOPICS.identity).catch((err: unknown) => this.logger.warn({ err: String(err) }, 'identity assertion not published'));
+        void this.mesh
+          .publish(IDENTITY_ASSERT, a, TOPICS.identity)
+          .catch((err: unknown) => this.logger.warn({ err: String(err) }, 'identity assertion not published'));
       }
     });
     this.mesh.gossip.register(
@@ -268,7 +302,9 @@ export class SvcNode {
   /** A compact signed announcement of a sealed result on svc/events/1 (what re-execution will key on). */
   private announceSealed(announcement: SealedSummary): void {
     if (!this.mesh?.enabled) return;
-    void this.mesh.publish(RESULT_SEALED, announcement, TOPICS.events).catch((err: unknown) => this.logger.warn({ err: String(err) }, 'sealed-result announcement not published'));
+    void this.mesh
+      .publish(RESULT_SEALED, announcement, TOPICS.events)
+      .catch((err: unknown) => this.logger.warn({ err: String(err) }, 'sealed-result announcement not published'));
   }
 
   /** Stop accepting, finish in-flight requests, leave the mesh, close LevelDB. */

@@ -27,7 +27,11 @@ function sourceFiles(dir: string): string[] {
 /** Every module specifier in a file: import/export … from '…', import '…', import('…'), require('…'). */
 export function specifiers(text: string): string[] {
   const out: string[] = [];
-  const patterns = [/\b(?:import|export)\s[^;'"]*?\bfrom\s*['"]([^'"]+)['"]/g, /\bimport\s*['"]([^'"]+)['"]/g, /\b(?:import|require)\s*\(\s*['"]([^'"]+)['"]\s*\)/g];
+  const patterns = [
+    /\b(?:import|export)\s[^;'"]*?\bfrom\s*['"]([^'"]+)['"]/g,
+    /\bimport\s*['"]([^'"]+)['"]/g,
+    /\b(?:import|require)\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
+  ];
   for (const re of patterns) for (const m of text.matchAll(re)) out.push(m[1]!);
   return out;
 }
@@ -65,7 +69,9 @@ describe('layering of kernel/, numerics/ and solvers/', () => {
       "import {\n  f,\n  g,\n} from '../multi/line.js';",
       "import { createHash } from 'node:crypto';",
     ].join('\n');
-    expect(specifiers(text).sort()).toEqual(['../dyn/e.js', '../multi/line.js', '../side.js', '../x/a.js', '../y/b.js', '../z/d.js', './c.js', 'node:crypto'].sort());
+    expect(specifiers(text).sort()).toEqual(
+      ['../dyn/e.js', '../multi/line.js', '../side.js', '../x/a.js', '../y/b.js', '../z/d.js', './c.js', 'node:crypto'].sort(),
+    );
   });
 
   it('no file imports across the rule (kernel → solvers, numerics → kernel, any → other folders of src)', () => {

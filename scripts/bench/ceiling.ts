@@ -92,7 +92,8 @@ if (process.env.CEILING_SERVER) {
   const modes = ['raw', 'koa', 'durable'] as const;
   const targets = [];
   for (const mode of modes) targets.push({ mode, ...(await start(mode)), ok: 0, seconds: 0, serverMs: 0 as number | null, clientMs: 0 });
-  const load = (url: string, seconds: number) => autocannon({ url, method: 'POST', body, headers: { 'content-type': 'application/json' }, connections, duration: seconds });
+  const load = (url: string, seconds: number) =>
+    autocannon({ url, method: 'POST', body, headers: { 'content-type': 'application/json' }, connections, duration: seconds });
   try {
     for (const t of targets) await load(t.url, 2);
     for (let r = 0; r < rounds; r++) {
@@ -118,5 +119,7 @@ if (process.env.CEILING_SERVER) {
   }
   const clientMs = targets.reduce((n, t) => n + t.clientMs, 0);
   const ok = targets.reduce((n, t) => n + t.ok, 0);
-  console.log(JSON.stringify({ ...out, autocannonUsPerRequest: Math.round((clientMs * 1000) / ok), bodyBytes: BODY.length, connections, durationS: duration, rounds }));
+  console.log(
+    JSON.stringify({ ...out, autocannonUsPerRequest: Math.round((clientMs * 1000) / ok), bodyBytes: BODY.length, connections, durationS: duration, rounds }),
+  );
 }

@@ -50,12 +50,25 @@ interface Target {
 async function load(t: Target, seconds: number): Promise<autocannon.Result> {
   const fresh = t.fresh;
   const requests = fresh ? [{ setupRequest: (req: { body?: string }) => ({ ...req, body: fresh() }) }] : undefined;
-  return autocannon({ url: t.url, method: 'POST', body: t.body, headers: { 'content-type': 'application/json', ...t.headers }, connections, duration: seconds, ...(requests ? { requests } : {}) } as autocannon.Options);
+  return autocannon({
+    url: t.url,
+    method: 'POST',
+    body: t.body,
+    headers: { 'content-type': 'application/json', ...t.headers },
+    connections,
+    duration: seconds,
+    ...(requests ? { requests } : {}),
+  } as autocannon.Options);
 }
 
 /** Kinetic energy with a mass and velocity no earlier request had: every request a new chain (no kept evaluation). */
 let freshCount = 0;
-const freshBody = (): string => JSON.stringify({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 1 + ++freshCount / 1e6, velocity_m_s: 3 + (freshCount % 1000) / 1000 } });
+const freshBody = (): string =>
+  JSON.stringify({
+    domain: 'mechanics',
+    operators: ['KO42', 'MECH_KINETIC_ENERGY'],
+    inputs: { mass_kg: 1 + ++freshCount / 1e6, velocity_m_s: 3 + (freshCount % 1000) / 1000 },
+  });
 
 /** The heap flags npm start gives node. */
 const START_HEAP_FLAGS: string[] = [...NODE_HEAP_FLAGS];
@@ -64,15 +77,24 @@ const START_HEAP_FLAGS: string[] = [...NODE_HEAP_FLAGS];
 async function startNode(sync: boolean, from = root): Promise<{ child: ChildProcess; url: string; key: string; dataDir: string }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
   // With the heap flags npm start gives node (V8 refuses --min-semi-space-size in NODE_OPTIONS).
-  const { child, url } = await startProcess(process.execPath, [...START_HEAP_FLAGS, 'dist/cli/index.js', 'start'], {
-    SVC_PORT: '0',
-    SVC_DATA_DIR: dataDir,
-    SVC_LOG_LEVEL: 'info',
-    SVC_SYNC_WRITES: String(sync),
-    SVC_INITIAL_CREDITS: '100000000',
-  }, from);
+  const { child, url } = await startProcess(
+    process.execPath,
+    [...START_HEAP_FLAGS, 'dist/cli/index.js', 'start'],
+    {
+      SVC_PORT: '0',
+      SVC_DATA_DIR: dataDir,
+      SVC_LOG_LEVEL: 'info',
+      SVC_SYNC_WRITES: String(sync),
+      SVC_INITIAL_CREDITS: '100000000',
+    },
+    from,
+  );
   const digest = createHash('sha256').update(`bench ${sync} ${Date.now()}`).digest('hex');
-  const reg = await fetch(`${url}/api/svc-auth/register-v3`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ equation_sha256: digest }) });
+  const reg = await fetch(`${url}/api/svc-auth/register-v3`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ equation_sha256: digest }),
+  });
   const key = ((await reg.json()) as { admin_key: string }).admin_key;
   return { child, url, key, dataDir };
 }
@@ -99,14 +121,51 @@ const ping = JSON.stringify({ ping: 1 });
 const targets: Target[] = [
   { name: 'baseline', server: koa.child, url: `${koa.url}/ping`, body: ping, headers: {}, turns: [] },
   { name: 'lean', server: lean.child, url: `${lean.url}/ping`, body: ping, headers: {}, turns: [] },
-  { name: 'fresh', server: buffered.child, url: `${buffered.url}/api/svc/compute`, body: computeBody, fresh: freshBody, headers: { authorization: `Bearer ${buffered.key}` }, turns: [] },
-  { name: 'buffered', server: buffered.child, url: `${buffered.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${buffered.key}` }, turns: [] },
-  { name: 'durable', server: durable.child, url: `${durable.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${durable.key}` }, turns: [] },
+  {
+    name: 'fresh',
+    server: buffered.child,
+    url: `${buffered.url}/api/svc/compute`,
+    body: computeBody,
+    fresh: freshBody,
+    headers: { authorization: `Bearer ${buffered.key}` },
+    turns: [],
+  },
+  {
+    name: 'buffered',
+    server: buffered.child,
+    url: `${buffered.url}/api/svc/compute`,
+    body: computeBody,
+    headers: { authorization: `Bearer ${buffered.key}` },
+    turns: [],
+  },
+  {
+    name: 'durable',
+    server: durable.child,
+    url: `${durable.url}/api/svc/compute`,
+    body: computeBody,
+    headers: { authorization: `Bearer ${durable.key}` },
+    turns: [],
+  },
   { name: 'bareDurable', server: bareDurable.child, url: `${bareDurable.url}/`, body: computeBody, headers: {}, turns: [] },
 ];
 if (other !== null) {
-  targets.push({ name: 'otherFresh', server: other.child, url: `${other.url}/api/svc/compute`, body: computeBody, fresh: freshBody, headers: { authorization: `Bearer ${other.key}` }, turns: [] });
-  targets.push({ name: 'otherRepeated', server: other.child, url: `${other.url}/api/svc/compute`, body: computeBody, headers: { authorization: `Bearer ${other.key}` }, turns: [] });
+  targets.push({
+    name: 'otherFresh',
+    server: other.child,
+    url: `${other.url}/api/svc/compute`,
+    body: computeBody,
+    fresh: freshBody,
+    headers: { authorization: `Bearer ${other.key}` },
+    turns: [],
+  });
+  targets.push({
+    name: 'otherRepeated',
+    server: other.child,
+    url: `${other.url}/api/svc/compute`,
+    body: computeBody,
+    headers: { authorization: `Bearer ${other.key}` },
+    turns: [],
+  });
 }
 /**
  * A fixed piece of CPU work (JSON, SHA-256, string building), timed: the same code on the same machine, so its time
@@ -170,19 +229,42 @@ try {
       const serverAfter = cpuOf([t.server]);
       const backgroundCpuMs = before === null || after === null ? null : after - before;
       const serverCpuMs = serverBefore === null || serverAfter === null ? null : serverAfter - serverBefore;
-      t.turns.push({ ok: res['2xx'], total: res.requests.total, non2xx: res.non2xx, seconds, p50: res.latency.p50, p99: res.latency.p99, backgroundCpuMs, serverCpuMs });
+      t.turns.push({
+        ok: res['2xx'],
+        total: res.requests.total,
+        non2xx: res.non2xx,
+        seconds,
+        p50: res.latency.p50,
+        p99: res.latency.p99,
+        backgroundCpuMs,
+        serverCpuMs,
+      });
     }
   }
 } finally {
-  await Promise.all([stop(koa.child), stop(lean.child), stop(buffered.child), stop(durable.child), stop(bareDurable.child), ...(other ? [stop(other.child)] : [])]);
-  await Promise.all([rm(buffered.dataDir, { recursive: true, force: true }), rm(durable.dataDir, { recursive: true, force: true }), ...(other ? [rm(other.dataDir, { recursive: true, force: true })] : [])]);
+  await Promise.all([
+    stop(koa.child),
+    stop(lean.child),
+    stop(buffered.child),
+    stop(durable.child),
+    stop(bareDurable.child),
+    ...(other ? [stop(other.child)] : []),
+  ]);
+  await Promise.all([
+    rm(buffered.dataDir, { recursive: true, force: true }),
+    rm(durable.dataDir, { recursive: true, force: true }),
+    ...(other ? [rm(other.dataDir, { recursive: true, force: true })] : []),
+  ]);
 }
 const [baseline, leanBaseline, freshT, bufferedT, durableT, bareDurableT] = targets as [Target, Target, Target, Target, Target, Target];
 const baselineRps = rate(baseline);
 const leanBaselineRps = rate(leanBaseline);
 const sum = (t: Target, k: 'non2xx'): number => t.turns.reduce((n, r) => n + r[k], 0);
 /** The server's CPU µs per request answered over a target's turns (null off Linux). */
-const cpuUsPerRequest = (t: Target): number | null => (t.turns.some((r) => r.serverCpuMs === null) ? null : Math.round((t.turns.reduce((n, r) => n + r.serverCpuMs!, 0) * 1000) / t.turns.reduce((n, r) => n + r.total, 0)));
+const cpuUsPerRequest = (t: Target): number | null =>
+  t.turns.some((r) => r.serverCpuMs === null)
+    ? null
+    : Math.round((t.turns.reduce((n, r) => n + r.serverCpuMs!, 0) * 1000) / t.turns.reduce((n, r) => n + r.total, 0));
 console.log(
   JSON.stringify({
     // Every request a chain the node has not seen (buffered writes).
@@ -274,9 +356,15 @@ async function runInProcess(): Promise<Record<string, unknown>> {
   const node = await new SvcNode(config, { logger: pino({ level: 'silent' }), initialCredits: 100_000_000 }).start();
   try {
     const digest = createHash('sha256').update(`bench in-process ${Date.now()}`).digest('hex');
-    const reg = await fetch(`${node.url}/api/svc-auth/register-v3`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ equation_sha256: digest }) });
+    const reg = await fetch(`${node.url}/api/svc-auth/register-v3`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ equation_sha256: digest }),
+    });
     const key = ((await reg.json()) as { admin_key: string }).admin_key;
-    const ctx = { get: (h: string) => (h === 'authorization' ? `Bearer ${key}` : ''), query: {}, ip: '127.0.0.1' } as unknown as Parameters<typeof resolveCaller>[0];
+    const ctx = { get: (h: string) => (h === 'authorization' ? `Bearer ${key}` : ''), query: {}, ip: '127.0.0.1' } as unknown as Parameters<
+      typeof resolveCaller
+    >[0];
     const deps = { identity: node.identity, chain: node.chain, nodeId: () => node.nodeId };
     const run = async (ms: number): Promise<number> => {
       const end = performance.now() + ms;

@@ -27,7 +27,9 @@ const flowCase = MAX_CASES.find((c) => c.solver === 'flow')!;
 const flow = defaultRegistry().get('flow')!;
 const heavyInputs = maximise((raw) => flow.resolve(raw) as Record<string, unknown>, flowCase).inputs;
 
-const START_HEAP_FLAGS: string[] = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.match(/--(max|min)-semi-space-size=\d+/g) ?? [];
+const START_HEAP_FLAGS: string[] =
+  (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.match(/--(max|min)-semi-space-size=\d+/g) ??
+  [];
 
 // --no-build: dist as it is (e.g. while another bench's node runs from it).
 if (!process.argv.includes('--no-build')) execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
@@ -44,17 +46,25 @@ const { child, url } = await startProcess(process.execPath, [...START_HEAP_FLAGS
 
 async function register(seed: string): Promise<string> {
   const digest = createHash('sha256').update(`fairness ${seed} ${Date.now()}`).digest('hex');
-  const r = await fetch(`${url}/api/svc-auth/register-v3`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ equation_sha256: digest }) });
+  const r = await fetch(`${url}/api/svc-auth/register-v3`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ equation_sha256: digest }),
+  });
   return ((await r.json()) as { admin_key: string }).admin_key;
 }
 
 async function post(key: string, path: string, body: unknown): Promise<{ status: number; code: string | null; ms: number; retryAfter: number | null }> {
   const t0 = performance.now();
-  const r = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+  const r = await fetch(url + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify(body),
+  });
   const text = await r.text();
   const ms = performance.now() - t0;
   let code: string | null = null;
-  if (r.status >= 400) code = ((JSON.parse(text) as { error?: { code?: string } }).error?.code ?? null);
+  if (r.status >= 400) code = (JSON.parse(text) as { error?: { code?: string } }).error?.code ?? null;
   const ra = r.headers.get('retry-after');
   return { status: r.status, code, ms, retryAfter: ra === null ? null : Number(ra) };
 }

@@ -137,7 +137,12 @@ async function main(): Promise<void> {
   try {
     const r = await run(nodes, EVENTS, true, WINDOW);
     process.stderr.write(`phase 1: ${r.deliveries} deliveries in ${Math.round(r.elapsedMs)} ms\n`);
-    { const s = [...r.latencies].sort((a, b) => a - b); process.stderr.write(`latency p50 ${pct(s, 50).toFixed(2)} p90 ${pct(s, 90).toFixed(2)} p99 ${pct(s, 99).toFixed(2)} max ${s[s.length - 1].toFixed(2)}\n`); }
+    {
+      const s = [...r.latencies].sort((a, b) => a - b);
+      process.stderr.write(
+        `latency p50 ${pct(s, 50).toFixed(2)} p90 ${pct(s, 90).toFixed(2)} p99 ${pct(s, 99).toFixed(2)} max ${s[s.length - 1].toFixed(2)}\n`,
+      );
+    }
     if (process.argv.includes('--no-heap')) return;
     const sorted = [...r.latencies].sort((a, b) => a - b);
     await run(nodes, WARMUP, false, HEAP_WINDOW);
@@ -154,16 +159,20 @@ async function main(): Promise<void> {
     await new Promise((res) => setTimeout(res, 200));
     gc();
     const heap1 = process.memoryUsage().heapUsed;
-    process.stderr.write(`heap ${(heap0 / 2 ** 20).toFixed(1)} MB → ${(heap1 / 2 ** 20).toFixed(1)} MB over ${HEAP_EVENTS} events in ${Math.round((performance.now() - tHeap) / 1000)} s (warm-up ${WARMUP}, gossip seen TTL ${GOSSIP_SEEN_TTL_MS} ms, seen cache ${SEEN_MAX})\n`);
+    process.stderr.write(
+      `heap ${(heap0 / 2 ** 20).toFixed(1)} MB → ${(heap1 / 2 ** 20).toFixed(1)} MB over ${HEAP_EVENTS} events in ${Math.round((performance.now() - tHeap) / 1000)} s (warm-up ${WARMUP}, gossip seen TTL ${GOSSIP_SEEN_TTL_MS} ms, seen cache ${SEEN_MAX})\n`,
+    );
     const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
-    console.log(JSON.stringify({
-      nodes: NODES,
-      delivered: round((r.deliveries / (EVENTS * (NODES - 1))) * 100, 3),
-      p50Ms: round(pct(sorted, 50)),
-      p99Ms: round(pct(sorted, 99)),
-      eventsPerSec: Math.round(EVENTS / (r.elapsedMs / 1000)),
-      heapGrowthPct: round(((heap1 - heap0) / heap0) * 100),
-    }));
+    console.log(
+      JSON.stringify({
+        nodes: NODES,
+        delivered: round((r.deliveries / (EVENTS * (NODES - 1))) * 100, 3),
+        p50Ms: round(pct(sorted, 50)),
+        p99Ms: round(pct(sorted, 99)),
+        eventsPerSec: Math.round(EVENTS / (r.elapsedMs / 1000)),
+        heapGrowthPct: round(((heap1 - heap0) / heap0) * 100),
+      }),
+    );
   } finally {
     for (const n of nodes) {
       await n.mesh.stop();

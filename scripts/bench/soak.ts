@@ -43,7 +43,14 @@ interface Sample {
 const samples: Sample[] = [];
 const started = performance.now();
 child.on('message', (m: NodeJS.MemoryUsage) => {
-  samples.push({ atMin: (performance.now() - started) / 60_000, rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers });
+  samples.push({
+    atMin: (performance.now() - started) / 60_000,
+    rss: m.rss,
+    heapUsed: m.heapUsed,
+    heapTotal: m.heapTotal,
+    external: m.external,
+    arrayBuffers: m.arrayBuffers,
+  });
 });
 
 async function request(method: string, path: string, body?: unknown, key?: string): Promise<{ status: number; json: any }> {
@@ -86,9 +93,24 @@ async function one(i: number): Promise<number> {
   const roll = i % 100;
   if (roll < 45) {
     // A chain the node has not seen: kinetic energy with a new mass.
-    return (await request('POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 1 + ++fresh / 1e6, velocity_m_s: 3 } }, id.key)).status;
+    return (
+      await request(
+        'POST',
+        '/api/svc/compute',
+        { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 1 + ++fresh / 1e6, velocity_m_s: 3 } },
+        id.key,
+      )
+    ).status;
   }
-  if (roll < 55) return (await request('POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } }, id.key)).status;
+  if (roll < 55)
+    return (
+      await request(
+        'POST',
+        '/api/svc/compute',
+        { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } },
+        id.key,
+      )
+    ).status;
   if (roll < 60) {
     const [path, body] = SOLVER_RUNS[Math.floor(i / 100) % SOLVER_RUNS.length]!;
     return (await request('POST', path, body, id.key)).status;
@@ -148,7 +170,19 @@ try {
   for (let m = 1; m <= minutes; m++) {
     await new Promise((r) => setTimeout(r, 60_000));
     const last = samples[samples.length - 1];
-    console.log(JSON.stringify({ minute: m, rssMiB: last ? round1(last.rss / MiB) : null, heapUsedMiB: last ? round1(last.heapUsed / MiB) : null, heapTotalMiB: last ? round1(last.heapTotal / MiB) : null, externalMiB: last ? round1(last.external / MiB) : null, arrayBuffersMiB: last ? round1(last.arrayBuffers / MiB) : null, requests: minuteCounts, dropped, registered }));
+    console.log(
+      JSON.stringify({
+        minute: m,
+        rssMiB: last ? round1(last.rss / MiB) : null,
+        heapUsedMiB: last ? round1(last.heapUsed / MiB) : null,
+        heapTotalMiB: last ? round1(last.heapTotal / MiB) : null,
+        externalMiB: last ? round1(last.external / MiB) : null,
+        arrayBuffersMiB: last ? round1(last.arrayBuffers / MiB) : null,
+        requests: minuteCounts,
+        dropped,
+        registered,
+      }),
+    );
     minuteCounts = {};
   }
 } finally {

@@ -75,8 +75,18 @@ export const MAX_CASES: MaxCase[] = [
   { solver: 'epi', name: 'seir', base: { model: 'seir', t_end_days: 1e5 }, grow: { key: 'dt_days', dir: 'down' } },
   { solver: 'quant', name: 'widest', base: { nx: 20000 }, grow: { key: 'nt', dir: 'up', integer: true } },
   { solver: 'zeta', name: 'highest', base: { n: 10000, count: 20 } },
-  { solver: 'sat', name: 'dpll at the threshold', base: { method: 'dpll', n_vars: 1000, n_clauses: 4260 }, grow: { key: 'max_decisions', dir: 'up', integer: true } },
-  { solver: 'sat', name: 'walksat at the threshold', base: { method: 'walksat', n_vars: 1000, n_clauses: 4260 }, grow: { key: 'max_flips', dir: 'up', integer: true } },
+  {
+    solver: 'sat',
+    name: 'dpll at the threshold',
+    base: { method: 'dpll', n_vars: 1000, n_clauses: 4260 },
+    grow: { key: 'max_decisions', dir: 'up', integer: true },
+  },
+  {
+    solver: 'sat',
+    name: 'walksat at the threshold',
+    base: { method: 'walksat', n_vars: 1000, n_clauses: 4260 },
+    grow: { key: 'max_flips', dir: 'up', integer: true },
+  },
   { solver: 'gauge', name: 'L24', base: { L: 24, therm_sweeps: 5000, target_rel_error: 1e-5 }, grow: { key: 'max_sweeps', dir: 'up', integer: true } },
   { solver: 'fea', name: 'static', base: { analysis: 'static', elements: 1000 } },
   { solver: 'fea', name: 'modal', base: { analysis: 'modal', elements: 1000, mode_number: 5 } },
@@ -85,12 +95,26 @@ export const MAX_CASES: MaxCase[] = [
   { solver: 'device', name: 'pn2d', base: { mode: 'pn2d', nx: 200, ny: 200 } },
   { solver: 'react', name: 'finest', base: { length_m: 500 * reactW, cfl: 0.05 }, grow: { key: 'nx', dir: 'up', integer: true, start: 4001 } },
   { solver: 'tumour', name: 'finest', base: { length_m: 500 * tumourL, cfl: 0.05 }, grow: { key: 'nx', dir: 'up', integer: true, start: 20001 } },
-  { solver: 'opt', name: 'rosenbrock nelder_mead', base: { problem: 'rosenbrock', dimension: 50, method: 'nelder_mead', max_iterations: 100000, gtol: 1e-300 } },
+  {
+    solver: 'opt',
+    name: 'rosenbrock nelder_mead',
+    base: { problem: 'rosenbrock', dimension: 50, method: 'nelder_mead', max_iterations: 100000, gtol: 1e-300 },
+  },
   { solver: 'opt', name: 'rosenbrock bfgs', base: { problem: 'rosenbrock', dimension: 50, method: 'bfgs', max_iterations: 100000, gtol: 1e-300 } },
-  { solver: 'opt', name: 'brachistochrone', base: { problem: 'brachistochrone', segments: 400, gtol: 1e-300 }, grow: { key: 'max_iterations', dir: 'up', integer: true } },
+  {
+    solver: 'opt',
+    name: 'brachistochrone',
+    base: { problem: 'brachistochrone', segments: 400, gtol: 1e-300 },
+    grow: { key: 'max_iterations', dir: 'up', integer: true },
+  },
   // 256² takes ~500 steps a period: even one period (3.3e7) is past the work limit, so the finest square grid that runs is 128².
   { solver: 'climate', name: '128²', base: { nx: 128, ny: 128, periods: 1 }, grow: { key: 'periods', dir: 'up' } },
-  { solver: 'dock', name: '1000 × 10 atoms', base: { receptor: atomShell(1000, 30), ligand: atomRing(10, 1.5), n_starts: 8, box_center_A: [0, 0, 0], box_half_A: 30 }, grow: { key: 'mc_steps', dir: 'up', integer: true } },
+  {
+    solver: 'dock',
+    name: '1000 × 10 atoms',
+    base: { receptor: atomShell(1000, 30), ligand: atomRing(10, 1.5), n_starts: 8, box_center_A: [0, 0, 0], box_half_A: 30 },
+    grow: { key: 'mc_steps', dir: 'up', integer: true },
+  },
   { solver: 'multibody', name: '100 bodies', base: { bodies: starSystem(100), t_end_s: 3.15576e7 }, grow: { key: 'dt_s', dir: 'down' } },
   { solver: 'predator_prey', name: 'longest', base: { max_days: 1e5 }, grow: { key: 'dt_days', dir: 'down' } },
   { solver: 'kalman', name: 'constant_velocity', base: { model: 'constant_velocity', steps: 100000 } },
@@ -112,7 +136,11 @@ type Verdict = { ok: true; resolved: Record<string, unknown> } | { ok: false; li
  * refused (a larger grid makes the default span too much work), the other way until accepted — then bisection
  * (integers exactly, numbers to 1e-4 relative). Returns the inputs, the limit the closest refusal named, and its text.
  */
-export function maximise(resolve: (raw: Record<string, unknown>) => Record<string, unknown>, c: MaxCase, defaultOf: (key: string) => number | null = () => null): { inputs: Record<string, unknown>; workLimit: number | null; refusal: string | null } {
+export function maximise(
+  resolve: (raw: Record<string, unknown>) => Record<string, unknown>,
+  c: MaxCase,
+  defaultOf: (key: string) => number | null = () => null,
+): { inputs: Record<string, unknown>; workLimit: number | null; refusal: string | null } {
   const judge = (raw: Record<string, unknown>): Verdict => {
     try {
       return { ok: true, resolved: resolve(raw) };

@@ -22,8 +22,9 @@ const only = onlyArg >= 0 ? new Set(args[onlyArg + 1]!.split(',')) : null;
 /** The selector key each moded solver uses, with its modes. */
 function modeVariants(s: { inputs: { key: string; range: string }[]; modes: string[] | null }): { key: string | null; mode: string | null }[] {
   if (!s.modes || s.modes.length === 0) return [{ key: null, mode: null }];
-  const selector = ['mode', 'analysis', 'model', 'problem', 'potential', 'shape', 'method', 'option_type', 'initial', 'geometry']
-    .find((k) => s.inputs.some((i) => i.key === k && s.modes!.every((m) => i.range.includes(m))));
+  const selector = ['mode', 'analysis', 'model', 'problem', 'potential', 'shape', 'method', 'option_type', 'initial', 'geometry'].find((k) =>
+    s.inputs.some((i) => i.key === k && s.modes!.every((m) => i.range.includes(m))),
+  );
   return s.modes.map((mode) => ({ key: selector ?? 'mode', mode }));
 }
 
@@ -50,7 +51,17 @@ function runMaxCase(c: MaxCase): void {
   }
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
   const cpu = process.cpuUsage(cpu0);
-  console.log(JSON.stringify({ ms, cpuMs: (cpu.user + cpu.system) / 1000, passed, ...(failure ? { runError: failure } : {}), workLimit, refusal, grown: c.grow ? { [c.grow.key]: inputs[c.grow.key] } : null }));
+  console.log(
+    JSON.stringify({
+      ms,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      passed,
+      ...(failure ? { runError: failure } : {}),
+      workLimit,
+      refusal,
+      grown: c.grow ? { [c.grow.key]: inputs[c.grow.key] } : null,
+    }),
+  );
 }
 
 /** The numeric defaults of a solver's input descriptors (where the search starts when the base gives none). */
@@ -67,7 +78,9 @@ function defaultOf(descriptors: { key: string; default: unknown }[]): (key: stri
  */
 function maxCaseInChild(index: number, timeoutS: number): Promise<Record<string, unknown>> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--max-case', String(index)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--max-case', String(index)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -79,7 +92,15 @@ function maxCaseInChild(index: number, timeoutS: number): Promise<Record<string,
       try {
         resolve(JSON.parse(out.trim().split('\n').pop()!) as Record<string, unknown>);
       } catch {
-        resolve({ ms: null, error: (err.trim().split('\n').find((l) => /Error/.test(l)) ?? `exit ${code}`).slice(0, 300) });
+        resolve({
+          ms: null,
+          error: (
+            err
+              .trim()
+              .split('\n')
+              .find((l) => /Error/.test(l)) ?? `exit ${code}`
+          ).slice(0, 300),
+        });
       }
     });
   });
@@ -103,7 +124,23 @@ async function maxima(): Promise<void> {
     const cost = cpuMs ?? ms;
     const over = cost === null || cost > 5000;
     const limitFor5s = over && cost !== null && workLimit !== null ? Number(((workLimit * 5000) / cost).toPrecision(2)) : null;
-    console.log(JSON.stringify({ solver: c.solver, case: c.name, inputs: { ...sizeOf(c.base), ...(r.grown as object | null) }, ms, cpuMs, passed: r.passed ?? null, over5s: over, workLimit, limitFor5s, ...(r.refusal ? { boundBy: r.refusal } : {}), ...(r.runError ? { runError: r.runError } : {}), ...(r.timedOutAfterS ? { timedOutAfterS: r.timedOutAfterS } : {}), ...(r.error ? { error: r.error } : {}) }));
+    console.log(
+      JSON.stringify({
+        solver: c.solver,
+        case: c.name,
+        inputs: { ...sizeOf(c.base), ...(r.grown as object | null) },
+        ms,
+        cpuMs,
+        passed: r.passed ?? null,
+        over5s: over,
+        workLimit,
+        limitFor5s,
+        ...(r.refusal ? { boundBy: r.refusal } : {}),
+        ...(r.runError ? { runError: r.runError } : {}),
+        ...(r.timedOutAfterS ? { timedOutAfterS: r.timedOutAfterS } : {}),
+        ...(r.error ? { error: r.error } : {}),
+      }),
+    );
   }
 }
 
@@ -112,26 +149,34 @@ if (caseArg >= 0) {
   runMaxCase(MAX_CASES[Number(args[caseArg + 1])]!);
 } else if (args.includes('--max')) {
   await maxima();
-} else for (const solver of defaultRegistry().list()) {
-  if (only && !only.has(solver.id)) continue;
-  for (const { key, mode } of modeVariants(solver)) {
-    const raw = key && mode ? { [key]: mode } : {};
-    let inputs: Record<string, unknown>;
-    try {
-      inputs = solver.resolve(raw);
-    } catch {
-      inputs = solver.resolve({});
+} else
+  for (const solver of defaultRegistry().list()) {
+    if (only && !only.has(solver.id)) continue;
+    for (const { key, mode } of modeVariants(solver)) {
+      const raw = key && mode ? { [key]: mode } : {};
+      let inputs: Record<string, unknown>;
+      try {
+        inputs = solver.resolve(raw);
+      } catch {
+        inputs = solver.resolve({});
+      }
+      solver.run(inputs); // warm-up
+      const times: number[] = [];
+      let maxRss = process.memoryUsage.rss();
+      for (let i = 0; i < runs; i++) {
+        const t0 = process.hrtime.bigint();
+        const out = solver.run(inputs);
+        times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+        maxRss = Math.max(maxRss, process.memoryUsage.rss());
+        if (!out.check.passed) throw new Error(`${solver.id} ${mode}: check failed on defaults`);
+      }
+      console.log(
+        JSON.stringify({
+          solver: solver.id,
+          mode: mode ?? null,
+          medianMs: Math.round(median(times) * 100) / 100,
+          maxRssMb: Math.round((maxRss / 1048576) * 10) / 10,
+        }),
+      );
     }
-    solver.run(inputs); // warm-up
-    const times: number[] = [];
-    let maxRss = process.memoryUsage.rss();
-    for (let i = 0; i < runs; i++) {
-      const t0 = process.hrtime.bigint();
-      const out = solver.run(inputs);
-      times.push(Number(process.hrtime.bigint() - t0) / 1e6);
-      maxRss = Math.max(maxRss, process.memoryUsage.rss());
-      if (!out.check.passed) throw new Error(`${solver.id} ${mode}: check failed on defaults`);
-    }
-    console.log(JSON.stringify({ solver: solver.id, mode: mode ?? null, medianMs: Math.round(median(times) * 100) / 100, maxRssMb: Math.round((maxRss / 1048576) * 10) / 10 }));
   }
-}

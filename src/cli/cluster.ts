@@ -163,7 +163,14 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
   process.on('SIGTERM', () => void stopAll(0));
 
   const announce = (m: Member, node: Started, restarted: boolean): void => {
-    const line: Record<string, unknown> = { name: m.name, url: node.url, peerId: node.peerId, multiaddr: node.multiaddr, dataDir: m.dataDir, pid: node.child.pid };
+    const line: Record<string, unknown> = {
+      name: m.name,
+      url: node.url,
+      peerId: node.peerId,
+      multiaddr: node.multiaddr,
+      dataDir: m.dataDir,
+      pid: node.child.pid,
+    };
     if (restarted) line.restarted = true;
     process.stdout.write(`${JSON.stringify(line)}\n`);
   };
@@ -176,7 +183,9 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
       const how = describeExit(code, signal);
       if (!o.restart) {
         const left = members.filter((x) => x.current !== null).length;
-        process.stderr.write(`svc-node cluster: ${m.name} exited ${how}; the other nodes keep running (${left} of ${members.length}; --restart brings an exited node back)\n`);
+        process.stderr.write(
+          `svc-node cluster: ${m.name} exited ${how}; the other nodes keep running (${left} of ${members.length}; --restart brings an exited node back)\n`,
+        );
         if (left === 0) {
           process.stderr.write('svc-node cluster: no node is left running; stopping\n');
           void stopAll(1);
@@ -201,7 +210,14 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
   const restartOne = async (m: Member): Promise<void> => {
     if (stopping) return;
     // Bootstrap to the nodes running now (the node's own address book is in its data dir too).
-    const env = { ...m.env, SVC_BOOTSTRAP: members.filter((x) => x !== m && x.current).map((x) => x.current!.multiaddr).filter(Boolean).join(',') };
+    const env = {
+      ...m.env,
+      SVC_BOOTSTRAP: members
+        .filter((x) => x !== m && x.current)
+        .map((x) => x.current!.multiaddr)
+        .filter(Boolean)
+        .join(','),
+    };
     m.startedAt = Date.now();
     try {
       const node = await startOne(m.name, m.dataDir, env, onSpawn);
@@ -229,7 +245,10 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
         SVC_DATA_DIR: dataDir,
         SVC_MESH_SECRET: meshSecret,
         SVC_RECEIPT_SECRET: receiptSecret,
-        SVC_BOOTSTRAP: members.map((m) => m.current?.multiaddr ?? '').filter(Boolean).join(','),
+        SVC_BOOTSTRAP: members
+          .map((m) => m.current?.multiaddr ?? '')
+          .filter(Boolean)
+          .join(','),
         SVC_LOG_LEVEL: o.logLevel,
       };
       const member: Member = { name, dataDir, env, current: null, startedAt: Date.now(), restartDelayMs: RESTART_DELAY_MS.first };

@@ -39,7 +39,13 @@ function flagsToPaths(o: Record<string, unknown>): Record<string, unknown> {
     dataDir: o.dataDir,
     logLevel: o.logLevel,
     'mesh.p2pPort': o.p2pPort,
-    'mesh.bootstrap': typeof o.bootstrap === 'string' ? o.bootstrap.split(',').map((s) => s.trim()).filter(Boolean) : undefined,
+    'mesh.bootstrap':
+      typeof o.bootstrap === 'string'
+        ? o.bootstrap
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : undefined,
     'mesh.secret': o.meshSecret,
   };
 }
@@ -104,7 +110,7 @@ program
   .command('verify <file>')
   .description('verify a saved compute or solver response offline with the receipt secret')
   .option('--secret <hex>', 'the receipt secret, hex (as SVC_RECEIPT_SECRET and the receipt-secret file)')
-  .option('--data-dir <dir>', 'read the secret kept in this data dir (or a cluster\'s data root)')
+  .option('--data-dir <dir>', "read the secret kept in this data dir (or a cluster's data root)")
   .action(async (file: string, opts: { secret?: string; dataDir?: string }) => {
     let secret: Buffer | null = null;
     try {
@@ -112,7 +118,8 @@ program
     } catch (err) {
       fail(err instanceof ConfigError ? err.message : `cannot read the receipt secret: ${(err as Error).message}`);
     }
-    if (secret === null) fail(`no receipt secret: give --secret, SVC_RECEIPT_SECRET or --data-dir holding ${RECEIPT_SECRET_FILE} (for a cluster, its data root)`);
+    if (secret === null)
+      fail(`no receipt secret: give --secret, SVC_RECEIPT_SECRET or --data-dir holding ${RECEIPT_SECRET_FILE} (for a cluster, its data root)`);
     let body: unknown;
     try {
       body = JSON.parse(await readFile(file, 'utf8'));
@@ -122,7 +129,9 @@ program
     if (!body || typeof body !== 'object' || Array.isArray(body)) fail(`${file} is not a result object`);
     const valid = verifyBody(deriveKey(secret, 'RECEIPT'), body as Record<string, unknown>);
     const b = body as Record<string, unknown>;
-    process.stdout.write(`${JSON.stringify({ valid, result_id: b.result_id ?? null, svcond: b.svcond ?? null, value: b.value ?? null, unit: b.unit ?? null })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ valid, result_id: b.result_id ?? null, svcond: b.svcond ?? null, value: b.value ?? null, unit: b.unit ?? null })}\n`,
+    );
     process.exit(valid ? 0 : 1);
   });
 
@@ -148,7 +157,9 @@ program
     } catch (err) {
       fail(err instanceof ConfigError ? err.message : `cannot read the operator token: ${(err as Error).message}`);
     }
-    process.stdout.write(`${JSON.stringify({ nodeId: ident.nodeId, keyType: 'Ed25519', receiptKeyFingerprint: fingerprint, operatorToken, dataDir: opts.dataDir })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ nodeId: ident.nodeId, keyType: 'Ed25519', receiptKeyFingerprint: fingerprint, operatorToken, dataDir: opts.dataDir })}\n`,
+    );
   });
 
 /** POST `body` as JSON to `url`; prints the answer as one JSON line; exit 1 when it is not a success. */
@@ -166,13 +177,13 @@ async function postJson(url: string, body: unknown, headers: Record<string, stri
 
 program
   .command('grant')
-  .description('grant paid credits (and a tier) to an identity homed on the node at --url, with that node\'s operator token')
-  .requiredOption('--url <url>', 'the node\'s HTTP URL, e.g. http://127.0.0.1:8787')
+  .description("grant paid credits (and a tier) to an identity homed on the node at --url, with that node's operator token")
+  .requiredOption('--url <url>', "the node's HTTP URL, e.g. http://127.0.0.1:8787")
   .requiredOption('--zid <zid>', 'the identity')
   .addOption(new Option('--credits <n>', 'paid credits to add').argParser(parseIntStrict).makeOptionMandatory())
-  .option('--tier <tier>', 'set the identity\'s tier: free, starter, standard, professional or enterprise')
-  .option('--token <token>', 'the operator token (default: the data dir\'s operator-token file)')
-  .option('--data-dir <dir>', 'the node\'s data dir, to read its operator token', process.env.SVC_DATA_DIR ?? './data')
+  .option('--tier <tier>', "set the identity's tier: free, starter, standard, professional or enterprise")
+  .option('--token <token>', "the operator token (default: the data dir's operator-token file)")
+  .option('--data-dir <dir>', "the node's data dir, to read its operator token", process.env.SVC_DATA_DIR ?? './data')
   .action(async (opts: { url: string; zid: string; credits: number; tier?: string; token?: string; dataDir: string }) => {
     let token = opts.token ?? process.env.SVC_OPERATOR_TOKEN ?? null;
     if (token === null) {
@@ -183,13 +194,17 @@ program
       }
     }
     if (token === null) fail(`no operator token: give --token, SVC_OPERATOR_TOKEN or --data-dir holding ${OPERATOR_TOKEN_FILE}`);
-    await postJson(`${opts.url.replace(/\/+$/, '')}/api/tally/grants`, { zid: opts.zid, credits: opts.credits, ...(opts.tier ? { tier: opts.tier } : {}) }, { authorization: `Bearer ${token}` });
+    await postJson(
+      `${opts.url.replace(/\/+$/, '')}/api/tally/grants`,
+      { zid: opts.zid, credits: opts.credits, ...(opts.tier ? { tier: opts.tier } : {}) },
+      { authorization: `Bearer ${token}` },
+    );
   });
 
 program
   .command('claim')
   .description('claim the daily 128 credits for the identity of --key: asks for a challenge, solves its proof of work, claims')
-  .requiredOption('--url <url>', 'the node\'s HTTP URL, e.g. http://127.0.0.1:8787')
+  .requiredOption('--url <url>', "the node's HTTP URL, e.g. http://127.0.0.1:8787")
   .requiredOption('--key <key>', 'an API key of the identity')
   .action(async (opts: { url: string; key: string }) => {
     const base = opts.url.replace(/\/+$/, '');
@@ -218,15 +233,26 @@ program
   .command('cluster')
   .description('run N real nodes on 127.0.0.1 that form a mesh; one JSON line per node when healthy')
   .addOption(new Option('--nodes <n>', 'number of nodes').argParser(parseIntStrict).default(3))
-  .addOption(new Option('--base-port <port>', 'HTTP port of node 1 (node i: base + i - 1; libp2p: base + 100 + i - 1); 0 = any free ports').argParser(parseIntStrict).default(8787))
+  .addOption(
+    new Option('--base-port <port>', 'HTTP port of node 1 (node i: base + i - 1; libp2p: base + 100 + i - 1); 0 = any free ports')
+      .argParser(parseIntStrict)
+      .default(8787),
+  )
   .option('--mesh-secret <secret>', 'shared mesh secret (random when not given)')
-  .option('--data-root <dir>', 'parent of the nodes\' data dirs', './data/cluster')
+  .option('--data-root <dir>', "parent of the nodes' data dirs", './data/cluster')
   .option('--log-level <level>', 'log level of the nodes (their logs go to <dataDir>/node.log)', 'info')
   .option('--restart', 'start a node that exits again, on the same data dir and ports (without it, the others keep running)', false)
   .action(async (opts: { nodes: number; basePort: number; meshSecret?: string; dataRoot: string; logLevel: string; restart: boolean }) => {
     if (opts.nodes < 1 || opts.nodes > 64) fail('--nodes must be 1 … 64');
     if (opts.meshSecret !== undefined && opts.meshSecret.length < 16) fail('--mesh-secret must be at least 16 characters');
-    await runCluster({ nodes: opts.nodes, basePort: opts.basePort, meshSecret: opts.meshSecret, dataRoot: opts.dataRoot, logLevel: opts.logLevel, restart: opts.restart });
+    await runCluster({
+      nodes: opts.nodes,
+      basePort: opts.basePort,
+      meshSecret: opts.meshSecret,
+      dataRoot: opts.dataRoot,
+      logLevel: opts.logLevel,
+      restart: opts.restart,
+    });
   });
 
 program.parseAsync(process.argv).catch((err: unknown) => {

@@ -66,15 +66,27 @@ const round3 = (seconds: number): number => Math.round(seconds * 1000) / 1000;
  * SVC_TIMEOUT with both figures of part 7 (the limit and the time from acceptance), split into the wait for a
  * worker and the run itself, so a caller can tell a too-large problem from a busy node.
  */
-export function timeoutError(limitSeconds: number, elapsedSeconds: number, tier: string, split: { queuedSeconds: number; runSeconds: number } = { queuedSeconds: 0, runSeconds: elapsedSeconds }): ServiceError {
+export function timeoutError(
+  limitSeconds: number,
+  elapsedSeconds: number,
+  tier: string,
+  split: { queuedSeconds: number; runSeconds: number } = { queuedSeconds: 0, runSeconds: elapsedSeconds },
+): ServiceError {
   const waited = split.queuedSeconds >= split.runSeconds;
-  return new ServiceError(500, 'SVC_TIMEOUT', `computation took ${elapsedSeconds.toFixed(3)} s from acceptance (${split.queuedSeconds.toFixed(3)} s queued, ${split.runSeconds.toFixed(3)} s running), over the ${limitSeconds} s limit of the ${tier} tier`, {
-    time_limit_seconds: limitSeconds,
-    elapsed_seconds: round3(elapsedSeconds),
-    queued_seconds: round3(split.queuedSeconds),
-    run_seconds: round3(split.runSeconds),
-    suggestion: waited ? 'the run waited for a free solver worker most of the time: retry later, or reduce the problem size (grid points, steps)' : 'reduce the problem size (grid points, steps) or use a higher tier',
-  });
+  return new ServiceError(
+    500,
+    'SVC_TIMEOUT',
+    `computation took ${elapsedSeconds.toFixed(3)} s from acceptance (${split.queuedSeconds.toFixed(3)} s queued, ${split.runSeconds.toFixed(3)} s running), over the ${limitSeconds} s limit of the ${tier} tier`,
+    {
+      time_limit_seconds: limitSeconds,
+      elapsed_seconds: round3(elapsedSeconds),
+      queued_seconds: round3(split.queuedSeconds),
+      run_seconds: round3(split.runSeconds),
+      suggestion: waited
+        ? 'the run waited for a free solver worker most of the time: retry later, or reduce the problem size (grid points, steps)'
+        : 'reduce the problem size (grid points, steps) or use a higher tier',
+    },
+  );
 }
 
 /** Worker threads for a `solverThreads` setting: a number as given; `auto`, every core but one (at least 1). */
@@ -136,7 +148,13 @@ interface Slot {
 /** How long an overflow worker is kept idle before it is ended (a newcomer soon after reuses it warm). */
 const OVERFLOW_IDLE_MS = 30_000;
 
-type WorkerReply = { id: number; ok: true; output: SolverOutput } | { id: number; ok: false; error: { service: boolean; status?: number; code?: ErrorCode; message: string; extra?: Record<string, unknown>; details?: unknown } };
+type WorkerReply =
+  | { id: number; ok: true; output: SolverOutput }
+  | {
+      id: number;
+      ok: false;
+      error: { service: boolean; status?: number; code?: ErrorCode; message: string; extra?: Record<string, unknown>; details?: unknown };
+    };
 
 export interface WorkerPoolOptions {
   /**
@@ -199,7 +217,19 @@ export class WorkerPoolExecutor implements SolverExecutor {
     }
     const q = queue;
     return new Promise((resolve, reject) => {
-      const job: Job = { id: this.nextId++, owner, solverId, inputs, state, limitSeconds: timeLimitSeconds, acceptedAt: performance.now(), startedAt: null, timer: null, resolve, reject };
+      const job: Job = {
+        id: this.nextId++,
+        owner,
+        solverId,
+        inputs,
+        state,
+        limitSeconds: timeLimitSeconds,
+        acceptedAt: performance.now(),
+        startedAt: null,
+        timer: null,
+        resolve,
+        reject,
+      };
       job.timer = setTimeout(() => this.expire(job), Math.max(0, timeLimitSeconds * 1000));
       q.waiting.push(job);
       this.waitingCount++;
@@ -227,15 +257,20 @@ export class WorkerPoolExecutor implements SolverExecutor {
     const estimate = (this.typicalRunMs * Math.max(1, ownersWaiting)) / this.size / 1000;
     const retry = Math.min(Math.max(1, Math.ceil(estimate)), Math.max(1, Math.ceil(limitSeconds)));
     const max = this.options.maxQueuedPerOwner;
-    return new ServiceError(429, 'SVC_RATE_LIMIT', `too many solver runs waiting: at most ${max} per caller wait for a worker (${queue.running} running, ${queue.waiting.length} waiting); retry when one has started`, {
-      limit: max,
-      // A waiting run leaves the queue within the time limit (it starts or times out), so this is the window.
-      window_seconds: limitSeconds,
-      retry_after_seconds: retry,
-      reset_at: new Date(Date.now() + retry * 1000).toISOString(),
-      queued_runs: queue.waiting.length,
-      running_runs: queue.running,
-    });
+    return new ServiceError(
+      429,
+      'SVC_RATE_LIMIT',
+      `too many solver runs waiting: at most ${max} per caller wait for a worker (${queue.running} running, ${queue.waiting.length} waiting); retry when one has started`,
+      {
+        limit: max,
+        // A waiting run leaves the queue within the time limit (it starts or times out), so this is the window.
+        window_seconds: limitSeconds,
+        retry_after_seconds: retry,
+        reset_at: new Date(Date.now() + retry * 1000).toISOString(),
+        queued_runs: queue.waiting.length,
+        running_runs: queue.running,
+      },
+    );
   }
 
   /** The owner to serve next: fewest runs on workers, then served longest ago, then the oldest waiting run. */
@@ -243,7 +278,12 @@ export class WorkerPoolExecutor implements SolverExecutor {
     let best: OwnerQueue | null = null;
     for (const q of this.owners.values()) {
       if (q.waiting.length === 0) continue;
-      if (!best || q.running < best.running || (q.running === best.running && (q.lastServed < best.lastServed || (q.lastServed === best.lastServed && q.waiting[0]!.id < best.waiting[0]!.id)))) best = q;
+      if (
+        !best ||
+        q.running < best.running ||
+        (q.running === best.running && (q.lastServed < best.lastServed || (q.lastServed === best.lastServed && q.waiting[0]!.id < best.waiting[0]!.id)))
+      )
+        best = q;
     }
     return best;
   }
@@ -354,7 +394,8 @@ export class WorkerPoolExecutor implements SolverExecutor {
     const job = this.release(slot)!;
     this.typicalRunMs = 0.8 * this.typicalRunMs + 0.2 * (performance.now() - job.startedAt!);
     if (reply.ok) job.resolve(reply.output);
-    else if (reply.error.service) job.reject(new ServiceError(reply.error.status!, reply.error.code!, reply.error.message, reply.error.extra ?? {}, reply.error.details));
+    else if (reply.error.service)
+      job.reject(new ServiceError(reply.error.status!, reply.error.code!, reply.error.message, reply.error.extra ?? {}, reply.error.details));
     else job.reject(new Error(reply.error.message));
     this.pump();
   }
@@ -382,7 +423,12 @@ export class WorkerPoolExecutor implements SolverExecutor {
     this.release(slot);
     void slot.worker.terminate();
     this.replace(slot);
-    job.reject(timeoutError(job.limitSeconds, elapsed, this.options.tier, { queuedSeconds: (job.startedAt - job.acceptedAt) / 1000, runSeconds: (now - job.startedAt) / 1000 }));
+    job.reject(
+      timeoutError(job.limitSeconds, elapsed, this.options.tier, {
+        queuedSeconds: (job.startedAt - job.acceptedAt) / 1000,
+        runSeconds: (now - job.startedAt) / 1000,
+      }),
+    );
   }
 
   private fail(slot: Slot, err: unknown): void {

@@ -63,7 +63,15 @@ function stampValues(receiptKey: Buffer, parts: StampParts, result: { value: num
   return {
     ko42Equation: ko42Equation({ R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: parts.phi0 }),
     verifyStep: verifyStep({ R_t, phase: stamp.phase, svcond: stamp.svcond }),
-    receipt: tickReceipt(receiptKey, { svcond: stamp.svcond, phase: stamp.phase, R_t, value: result.value, unit: result.unit, result_digest: parts.resultDigest, fields: result.fields }),
+    receipt: tickReceipt(receiptKey, {
+      svcond: stamp.svcond,
+      phase: stamp.phase,
+      R_t,
+      value: result.value,
+      unit: result.unit,
+      result_digest: parts.resultDigest,
+      fields: result.fields,
+    }),
   };
 }
 
@@ -147,7 +155,10 @@ function solverBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'solver' }
     outputs: job.outputs,
     check: out.check,
     ...(out.state !== undefined ? { state: out.state } : {}),
-    equations: [stamped.ko42Equation, `${solver.id}: ${out.check.name}: ${out.check.quantity} = ${out.value} ${out.unit} (reference ${out.check.reference}, rel. error ${out.check.rel_error.toExponential(3)})`],
+    equations: [
+      stamped.ko42Equation,
+      `${solver.id}: ${out.check.name}: ${out.check.quantity} = ${out.value} ${out.unit} (reference ${out.check.reference}, rel. error ${out.check.rel_error.toExponential(3)})`,
+    ],
     master_sum: masterSum,
     masterEquation: terms ? `${terms.master_equation.equation} from ${out.rule8_array}` : `${solver.id}: scalar result; field terms null (rule 8)`,
     master_equation: terms ? terms.master_equation : null,
@@ -159,7 +170,11 @@ function solverBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'solver' }
 }
 
 /** The stamp, CKO (rule 9), tick receipts and origin (digest, node, kernel version) every sealed result carries (spec 2.2). */
-function stampedFields(parts: StampParts, receipt: Record<string, unknown>, a: { operatorChain: string[]; masterSum: unknown; value: number; unit: string; average: number }): Record<string, unknown> {
+function stampedFields(
+  parts: StampParts,
+  receipt: Record<string, unknown>,
+  a: { operatorChain: string[]; masterSum: unknown; value: number; unit: string; average: number },
+): Record<string, unknown> {
   const { stamp, R_t } = parts;
   return {
     R_t,
@@ -170,7 +185,15 @@ function stampedFields(parts: StampParts, receipt: Record<string, unknown>, a: {
     result_digest: parts.resultDigest,
     node: parts.node,
     kernel_version: parts.kernelVersion,
-    cko: { operatorChain: a.operatorChain, masterSum: a.masterSum, R_t, phase: stamp.phase, svcond: stamp.svcond, precisionBound: PRECISION_BOUND, metric_shift: parts.shift },
+    cko: {
+      operatorChain: a.operatorChain,
+      masterSum: a.masterSum,
+      R_t,
+      phase: stamp.phase,
+      svcond: stamp.svcond,
+      precisionBound: PRECISION_BOUND,
+      metric_shift: parts.shift,
+    },
     svcond_receipt: receipt,
     svcond_averaged: { value: a.average, unit: a.unit, samples: 64, method: 'trapezoid of R(t)·S over one tick', standard_value: a.value },
   };

@@ -185,7 +185,16 @@ export class ComputeService {
       if (this.deps.onSealed) {
         // Written out, not spread and extended (a new hidden class per call in V8; see ChainService.appendOps).
         const s = args.summary;
-        this.deps.onSealed({ result_id: resultId, result_digest: resultDigest, kind: s.kind, solver: s.solver, operators: s.operators, svcond: stamp.svcond, value: s.value, unit: s.unit });
+        this.deps.onSealed({
+          result_id: resultId,
+          result_digest: resultDigest,
+          kind: s.kind,
+          solver: s.solver,
+          operators: s.operators,
+          svcond: stamp.svcond,
+          value: s.value,
+          unit: s.unit,
+        });
       }
       return sealed;
     } catch (err) {
@@ -214,7 +223,14 @@ export class ComputeService {
     const compiled: CompiledChain = {
       preview,
       cost: Math.min(20, Math.max(1, preview.operator_count - 1) * COST.computePerOperator),
-      resultDigest: canonicalDigest({ operators: preview.operators, domain: preview.domain, inputs: preview.resolved, value: preview.value, unit: preview.unit, fields: null }),
+      resultDigest: canonicalDigest({
+        operators: preview.operators,
+        domain: preview.domain,
+        inputs: preview.resolved,
+        value: preview.value,
+        unit: preview.unit,
+        fields: null,
+      }),
       gate: gateChainValues(values, preview.value, this.deps.phi0),
     };
     if (key.length > COMPILED_CHAIN_KEY_MAX) return compiled;
@@ -266,7 +282,10 @@ export class ComputeService {
     const gate = gateModulation(compiled.gate, R_t);
     if (!gate.passed) throw toleranceGateError(gate);
     const parts = this.stampParts(stamp, R_t, null, compiled.resultDigest, metricShift(stamp.phase, 0, this.deps.phi0));
-    const body: Record<string, unknown> = plain({ ...buildBody(this.deps.receiptKey, { kind: 'compute', parts, chain, average: gate.tick_average, relError: gate.rel_error }), sealed: false });
+    const body: Record<string, unknown> = plain({
+      ...buildBody(this.deps.receiptKey, { kind: 'compute', parts, chain, average: gate.tick_average, relError: gate.rel_error }),
+      sealed: false,
+    });
     const proof = signBody(this.deps.receiptKey, body);
     return { ...body, cko: { ...(body.cko as object), svcProof: proof }, svcProof: proof };
   }
@@ -306,7 +325,13 @@ export class ComputeService {
     const unsealable = unsealableOutput(out);
     if (unsealable !== null) {
       reservation.release();
-      throw new ServiceError(422, 'SVC_TOLERANCE_GATE', `reality check cannot pass: ${unsealable}`, { rel_error: verdict.rel_error, solver: solver.id }, { reason: unsealable });
+      throw new ServiceError(
+        422,
+        'SVC_TOLERANCE_GATE',
+        `reality check cannot pass: ${unsealable}`,
+        { rel_error: verdict.rel_error, solver: solver.id },
+        { reason: unsealable },
+      );
     }
     const outputs = plain(out.outputs);
     const plainInputs = plain(inputs);
@@ -320,7 +345,16 @@ export class ComputeService {
       reservation,
       checkTime: !this.deps.executor.enforcesTimeLimit,
       resultDigest,
-      job: (parts) => ({ kind: 'solver', parts, solver: { id: solver.id, kind: solver.kind }, inputs: plainInputs, out: plainOut, outputs, relError: verdict.rel_error, extra }),
+      job: (parts) => ({
+        kind: 'solver',
+        parts,
+        solver: { id: solver.id, kind: solver.kind },
+        inputs: plainInputs,
+        out: plainOut,
+        outputs,
+        relError: verdict.rel_error,
+        extra,
+      }),
       summary: { kind: 'solver', solver: solver.id, operators: null, value: out.value, unit: out.unit },
     });
   }
@@ -332,12 +366,19 @@ export class ComputeService {
     if (!solver) throw new SolverFailure(`router chose unregistered solver ${route.solver}`);
     const { inputs, ignored_constants } = splitConstants(solver, constants);
     const result = await this.solve(caller, route.solver, inputs, undefined, { router: true });
-    return { solver: route.solver, confidence: route.confidence, matched: route.matched, ignored_constants, result: JSON.parse(result.bytes.toString('utf8')) as Record<string, unknown> };
+    return {
+      solver: route.solver,
+      confidence: route.confidence,
+      matched: route.matched,
+      ignored_constants,
+      result: JSON.parse(result.bytes.toString('utf8')) as Record<string, unknown>,
+    };
   }
 
   /** POST /api/svc/verify: genuine → valid; any tampered field → invalid. */
   verifyResult(body: unknown): { valid: boolean; proof_valid: boolean; receipt_valid: boolean; result_id: unknown; svcond: unknown; reason: string | null } {
-    if (!body || typeof body !== 'object' || Array.isArray(body)) return { valid: false, proof_valid: false, receipt_valid: false, result_id: null, svcond: null, reason: 'body is not a result object' };
+    if (!body || typeof body !== 'object' || Array.isArray(body))
+      return { valid: false, proof_valid: false, receipt_valid: false, result_id: null, svcond: null, reason: 'body is not a result object' };
     const b = body as Record<string, unknown>;
     const proofValid = verifyBody(this.deps.receiptKey, b);
     let receiptValid = false;
@@ -351,7 +392,14 @@ export class ComputeService {
       }
     }
     const valid = proofValid && receiptValid;
-    return { valid, proof_valid: proofValid, receipt_valid: receiptValid, result_id: b.result_id ?? null, svcond: b.svcond ?? null, reason: valid ? null : !proofValid ? 'svcProof does not match the body' : 'tick receipt HMAC does not match' };
+    return {
+      valid,
+      proof_valid: proofValid,
+      receipt_valid: receiptValid,
+      result_id: b.result_id ?? null,
+      svcond: b.svcond ?? null,
+      reason: valid ? null : !proofValid ? 'svcProof does not match the body' : 'tick receipt HMAC does not match',
+    };
   }
 
   /** POST /api/svc/prove: a signed 7-step receipt for a chain (default: kinetic energy at its defaults). */
@@ -365,7 +413,18 @@ export class ComputeService {
     const values = chain.master_sum.terms.slice(1).map((t: { value: number }) => t.value);
     const gate = gateClosedForm(values, chain.value, R_t, this.deps.phi0);
     if (!gate.passed) throw toleranceGateError(gate);
-    const steps = protocolSteps({ operatorChain: chain.operators, domainOperatorCount: chain.domain_operator_count, domain: chain.domain, relError: gate.rel_error, fieldTerms: false, value: chain.value, unit: chain.unit, R_t, phase: stamp.phase, svcond: stamp.svcond });
+    const steps = protocolSteps({
+      operatorChain: chain.operators,
+      domainOperatorCount: chain.domain_operator_count,
+      domain: chain.domain,
+      relError: gate.rel_error,
+      fieldTerms: false,
+      value: chain.value,
+      unit: chain.unit,
+      R_t,
+      phase: stamp.phase,
+      svcond: stamp.svcond,
+    });
     const receipt = plain({
       keyPrefix: 'PROVE',
       domain,
@@ -414,7 +473,12 @@ export class ComputeService {
   }
 
   /** POST /api/svc/lattice: a closed-form chain swept over one input (≤ 64 points), stamped and signed. */
-  lattice(req: { domain: string; operators: string[]; inputs: Record<string, number>; sweep: { key: string; from: number; to: number; points: number } }): Record<string, unknown> {
+  lattice(req: {
+    domain: string;
+    operators: string[];
+    inputs: Record<string, number>;
+    sweep: { key: string; from: number; to: number; points: number };
+  }): Record<string, unknown> {
     const stamp = stampAt(this.deps.clock.nowNs());
     const R_t = modulationFactor(stamp.phase, this.deps.phi0);
     const { key, from, to, points } = req.sweep;
@@ -428,7 +492,20 @@ export class ComputeService {
       ys.push(chain.value);
       unit = chain.unit;
     }
-    const body = plain({ kind: 'lattice', domain: req.domain, operators: req.operators, sweep: { key, values: xs }, values: ys, unit, R_t, phase: stamp.phase, svcond: stamp.svcond, unix_ns: stamp.unix_ns, precisionBound: PRECISION_BOUND, node: this.deps.nodeId() });
+    const body = plain({
+      kind: 'lattice',
+      domain: req.domain,
+      operators: req.operators,
+      sweep: { key, values: xs },
+      values: ys,
+      unit,
+      R_t,
+      phase: stamp.phase,
+      svcond: stamp.svcond,
+      unix_ns: stamp.unix_ns,
+      precisionBound: PRECISION_BOUND,
+      node: this.deps.nodeId(),
+    });
     return { ...body, svcProof: signBody(this.deps.receiptKey, body) };
   }
 }
@@ -439,7 +516,9 @@ export function runOwner(caller: Caller): string {
 }
 
 /** The sealed body's `envelope` member: the caller's envelope as the result shows it (its svcond as `tick`). */
-export function envelopeView(e: Pick<EnvelopeRecord, 'token_id' | 'face_value' | 'folder' | 'funding' | 'soulbound' | 'svcond' | 'hash'>): Record<string, unknown> {
+export function envelopeView(
+  e: Pick<EnvelopeRecord, 'token_id' | 'face_value' | 'folder' | 'funding' | 'soulbound' | 'svcond' | 'hash'>,
+): Record<string, unknown> {
   return { token_id: e.token_id, face_value: e.face_value, folder: e.folder, funding: e.funding, soulbound: e.soulbound, tick: e.svcond, hash: e.hash };
 }
 

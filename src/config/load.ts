@@ -65,7 +65,10 @@ function parseScalar(name: string, raw: string, kind: string): unknown {
       throw new ConfigError(`${name} must be true or false, got "${raw}"`);
     }
     case 'list':
-      return raw.split(',').map((s) => s.trim()).filter(Boolean);
+      return raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
     default:
       return raw;
   }

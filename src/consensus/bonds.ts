@@ -162,7 +162,9 @@ export class BondService {
 
   /** Active bonds, oldest first. */
   active(): AttestedBond[] {
-    return [...this.byNode.values()].map((id) => this.entries.get(id)!.bond!).sort((a, b) => a.bond.svcond - b.bond.svcond || (a.bond.bond_id < b.bond.bond_id ? -1 : 1));
+    return [...this.byNode.values()]
+      .map((id) => this.entries.get(id)!.bond!)
+      .sort((a, b) => a.bond.svcond - b.bond.svcond || (a.bond.bond_id < b.bond.bond_id ? -1 : 1));
   }
 
   openChallenges(bondId: string): string[] {
@@ -183,7 +185,9 @@ export class BondService {
     }
     const operator = this.ofNode(node);
     if (operator || this.nodeBonding) {
-      throw new ServiceError(409, 'SVC_CONFLICT', 'this node already holds a bond, its operator\'s: a node holds one bond', { bond_id: operator?.bond.bond_id ?? null });
+      throw new ServiceError(409, 'SVC_CONFLICT', "this node already holds a bond, its operator's: a node holds one bond", {
+        bond_id: operator?.bond.bond_id ?? null,
+      });
     }
     this.pending.add(zid);
     this.nodeBonding = true;
@@ -213,11 +217,16 @@ export class BondService {
     const { bond } = held;
     const open = this.openChallenges(bond.bond_id);
     if (open.length > 0) {
-      throw new ServiceError(409, 'SVC_BOND_CHALLENGED', `the bond cannot be released while ${open.length} challenge(s) against it are open`, { bond_id: bond.bond_id, open_challenges: open });
+      throw new ServiceError(409, 'SVC_BOND_CHALLENGED', `the bond cannot be released while ${open.length} challenge(s) against it are open`, {
+        bond_id: bond.bond_id,
+        open_challenges: open,
+      });
     }
     this.pending.add(zid);
     try {
-      const envelopes = (await this.o.ledger.envelopesById(bond.token_ids)).filter((e): e is EnvelopeRecord => !!e && e.owner === zid && e.bond_id === bond.bond_id);
+      const envelopes = (await this.o.ledger.envelopesById(bond.token_ids)).filter(
+        (e): e is EnvelopeRecord => !!e && e.owner === zid && e.bond_id === bond.bond_id,
+      );
       const release: ReleaseRecord = { bond_id: bond.bond_id, zid, node: bond.node, svcond: this.o.nowSvcond() };
       const attested: AttestedRelease = { release, attestation: this.o.sign(releaseAttestationText(release)) };
       const entry: RegistryEntry = { bond_id: bond.bond_id, bond: held, release: attested };
@@ -252,9 +261,9 @@ export class BondService {
   /** [REJECT] unless the sender is the bond's node and the attestation verifies under its key. Idempotent. */
   async applyBond(body: AttestedBond, event: Pick<MeshEvent, 'sender'>): Promise<void> {
     const { bond } = body;
-    if (event.sender !== bond.node) throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'a bond attestation must be gossiped by the bond\'s node');
+    if (event.sender !== bond.node) throw new GossipError('reject', 400, 'INVALID_ATTESTATION', "a bond attestation must be gossiped by the bond's node");
     if (!this.o.verify(bond.node, bondAttestationText(bond), body.attestation)) {
-      throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'the bond attestation is not signed by the bond\'s node');
+      throw new GossipError('reject', 400, 'INVALID_ATTESTATION', "the bond attestation is not signed by the bond's node");
     }
     const known = this.entries.get(bond.bond_id);
     if (known?.bond) {
@@ -273,7 +282,10 @@ export class BondService {
       entry.release = { release: { bond_id: bond.bond_id, zid: bond.zid, node: bond.node, svcond: olderEntry.bond.bond.svcond }, attestation: '' };
       ops[0] = this.putOp(entry);
     } else if (olderEntry?.bond && entry.release === null) {
-      const superseded: RegistryEntry = { ...olderEntry, release: { release: { bond_id: olderEntry.bond_id, zid: olderEntry.bond.bond.zid, node: bond.node, svcond: bond.svcond }, attestation: '' } };
+      const superseded: RegistryEntry = {
+        ...olderEntry,
+        release: { release: { bond_id: olderEntry.bond_id, zid: olderEntry.bond.bond.zid, node: bond.node, svcond: bond.svcond }, attestation: '' },
+      };
       ops.push(this.putOp(superseded));
       await this.o.store.commit(ops);
       this.remember(superseded);
@@ -287,12 +299,13 @@ export class BondService {
   /** [REJECT] unless the sender is the bond's node and the attestation verifies under its key. Idempotent. */
   async applyRelease(body: AttestedRelease, event: Pick<MeshEvent, 'sender'>): Promise<void> {
     const { release } = body;
-    if (event.sender !== release.node) throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'a release must be gossiped by the bond\'s node');
+    if (event.sender !== release.node) throw new GossipError('reject', 400, 'INVALID_ATTESTATION', "a release must be gossiped by the bond's node");
     if (!this.o.verify(release.node, releaseAttestationText(release), body.attestation)) {
-      throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'the release attestation is not signed by the bond\'s node');
+      throw new GossipError('reject', 400, 'INVALID_ATTESTATION', "the release attestation is not signed by the bond's node");
     }
     const known = this.entries.get(release.bond_id);
-    if (known?.bond && known.bond.bond.node !== release.node) throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'a release signed by a node that does not hold the bond');
+    if (known?.bond && known.bond.bond.node !== release.node)
+      throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'a release signed by a node that does not hold the bond');
     if (known?.release && known.release.attestation !== '') return;
     const entry: RegistryEntry = { bond_id: release.bond_id, bond: known?.bond ?? null, release: body };
     await this.o.store.commit([this.putOp(entry)]);
@@ -330,7 +343,8 @@ export class BondService {
     this.entries.set(entry.bond_id, entry);
     const b = entry.bond?.bond;
     if (!b) return;
-    if (b.node === this.o.nodeId() && (this.latestOwn === null || this.latestOwn.bond_id === b.bond_id || this.latestOwn.bond!.bond.svcond <= b.svcond)) this.latestOwn = entry;
+    if (b.node === this.o.nodeId() && (this.latestOwn === null || this.latestOwn.bond_id === b.bond_id || this.latestOwn.bond!.bond.svcond <= b.svcond))
+      this.latestOwn = entry;
     if (entry.release === null) {
       this.byZid.set(b.zid, b.bond_id);
       this.byNode.set(b.node, b.bond_id);

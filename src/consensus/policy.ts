@@ -65,14 +65,39 @@ export function policyDocument(p: ContributionPolicy): Record<string, unknown> {
       words: `A challenger stakes ${p.challengeStake} credits. Without ${quorum} matching votes within ${p.deadlineTicks} ticks the verdict is no_quorum.`,
     },
     outcomes: [
-      { verdict: 'upheld', when: `${quorum} votes equal the challenger's claimed digest`, executor_loses_envelopes: p.bondEnvelopes, challenger_stake: 'returned', words: `the whole bond (${p.bondEnvelopes} envelopes) goes to the foundation account, once` },
-      { verdict: 'rejected', when: `${quorum} votes equal the executor's digest`, executor_loses_envelopes: 0, challenger_stake: 'burned', words: `the challenger's ${p.challengeStake} credits are burned; an honest executor is never slashed` },
-      { verdict: 'not_reproducible', when: `${quorum} votes agree on a digest that is neither`, executor_loses_envelopes: 0, challenger_stake: 'returned', words: 'nobody is slashed' },
-      { verdict: 'no_quorum', when: `no digest has ${quorum} votes by ${p.deadlineTicks} ticks`, executor_loses_envelopes: 0, challenger_stake: 'returned', words: 'nobody is slashed' },
+      {
+        verdict: 'upheld',
+        when: `${quorum} votes equal the challenger's claimed digest`,
+        executor_loses_envelopes: p.bondEnvelopes,
+        challenger_stake: 'returned',
+        words: `the whole bond (${p.bondEnvelopes} envelopes) goes to the foundation account, once`,
+      },
+      {
+        verdict: 'rejected',
+        when: `${quorum} votes equal the executor's digest`,
+        executor_loses_envelopes: 0,
+        challenger_stake: 'burned',
+        words: `the challenger's ${p.challengeStake} credits are burned; an honest executor is never slashed`,
+      },
+      {
+        verdict: 'not_reproducible',
+        when: `${quorum} votes agree on a digest that is neither`,
+        executor_loses_envelopes: 0,
+        challenger_stake: 'returned',
+        words: 'nobody is slashed',
+      },
+      {
+        verdict: 'no_quorum',
+        when: `no digest has ${quorum} votes by ${p.deadlineTicks} ticks`,
+        executor_loses_envelopes: 0,
+        challenger_stake: 'returned',
+        words: 'nobody is slashed',
+      },
     ],
     offload: {
       setting: p.offload,
-      words: 'never: every run is local; when-busy: a run goes to the contributing peer with the most free slots when this node\'s workers are all busy; always: runs go to contributing peers first.',
+      words:
+        "never: every run is local; when-busy: a run goes to the contributing peer with the most free slots when this node's workers are all busy; always: runs go to contributing peers first.",
     },
     tick_seconds: TICK_SECONDS_EXACT,
   };

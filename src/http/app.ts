@@ -55,7 +55,12 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     ok: true,
     node: s.nodeId(),
     kernel_version: s.config.kernel.version,
-    counts: { libraries: library.entries.length, categories: categories().length, solvers: s.compute.registry.ids().length, keys: Object.keys(KEY_PREFIX).length },
+    counts: {
+      libraries: library.entries.length,
+      categories: categories().length,
+      solvers: s.compute.registry.ids().length,
+      keys: Object.keys(KEY_PREFIX).length,
+    },
     endpoints: endpoints(),
     costs: costSheet(),
     not_here: notHere(endpoints()),

@@ -11,7 +11,12 @@ export function presentedKey(ctx: Context): string | null {
   const header = ctx.get('authorization');
   if (header) {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!m) throw new ServiceError(401, 'SVC_INVALID_KEY', 'Authorization header must be "Bearer <API_KEY>"', { key_id: null, revoked_at: null, reason: 'malformed header' });
+    if (!m)
+      throw new ServiceError(401, 'SVC_INVALID_KEY', 'Authorization header must be "Bearer <API_KEY>"', {
+        key_id: null,
+        revoked_at: null,
+        reason: 'malformed header',
+      });
     return m[1]!;
   }
   const q = ctx.query.key;
@@ -41,13 +46,22 @@ export async function resolveCaller(ctx: Context, deps: AuthDeps, allowAnonymous
   }
   const rec = await deps.identity.resolveKey(key);
   if (rec.kind === 'zsm_pub') {
-    throw new ServiceError(401, 'SVC_INVALID_KEY', 'public embed keys are read-only and valid on the embed ingest endpoint only', { key_id: rec.key_id, revoked_at: null, reason: 'read-only embed key' });
+    throw new ServiceError(401, 'SVC_INVALID_KEY', 'public embed keys are read-only and valid on the embed ingest endpoint only', {
+      key_id: rec.key_id,
+      revoked_at: null,
+      reason: 'read-only embed key',
+    });
   }
   if (rec.plan === 'demo' || !rec.zid) return { kind: 'demo', key: rec };
   const home = rec.home ?? deps.nodeId();
   if (rec.kind === 'zsm' && rec.slug) return { kind: 'identity', zid: rec.zid, key: rec, slug: rec.slug, home };
   const ident = await deps.identity.getIdentity(rec.zid);
-  if (!ident) throw new ServiceError(401, 'SVC_INVALID_KEY', 'the identity of this key no longer exists', { key_id: rec.key_id, revoked_at: null, reason: 'unknown identity' });
+  if (!ident)
+    throw new ServiceError(401, 'SVC_INVALID_KEY', 'the identity of this key no longer exists', {
+      key_id: rec.key_id,
+      revoked_at: null,
+      reason: 'unknown identity',
+    });
   return { kind: 'identity', zid: rec.zid, key: rec, slug: ident.default_machine ?? deps.identity.defaultSlug(rec.zid), home };
 }
 

@@ -63,7 +63,12 @@ const DEPTH_CHECK_MIN_LENGTH = 2 * (BODY_MAX_DEPTH + 1);
 function isPoisoned(obj: Record<string, unknown>): boolean {
   if (Object.prototype.hasOwnProperty.call(obj, '__proto__')) return true;
   const ctor = obj.constructor;
-  return Object.prototype.hasOwnProperty.call(obj, 'constructor') && ctor !== null && typeof ctor === 'object' && Object.prototype.hasOwnProperty.call(ctor, 'prototype');
+  return (
+    Object.prototype.hasOwnProperty.call(obj, 'constructor') &&
+    ctor !== null &&
+    typeof ctor === 'object' &&
+    Object.prototype.hasOwnProperty.call(ctor, 'prototype')
+  );
 }
 
 /**
@@ -122,7 +127,8 @@ function readError(err: unknown): ServiceError {
   const e = err as { type?: string; message?: string };
   if (err instanceof ServiceError) return err;
   if (e.type === 'entity.too.large') return new ServiceError(413, 'SVC_PAYLOAD_TOO_LARGE', 'request body is too large', { limit_bytes: BODY_LIMIT_BYTES });
-  if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') return new ServiceError(415, 'SVC_UNSUPPORTED_MEDIA_TYPE', e.message ?? 'unsupported body encoding');
+  if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported')
+    return new ServiceError(415, 'SVC_UNSUPPORTED_MEDIA_TYPE', e.message ?? 'unsupported body encoding');
   // Length mismatch, aborted request, bad compressed data: the body could not be read as sent.
   return new ServiceError(400, 'SVC_INVALID_BODY', `request body could not be read: ${e.message ?? 'unknown error'}`);
 }
@@ -171,7 +177,11 @@ export function jsonBody() {
     }
     ctx.request.rawBody = text;
     if (kind === 'other' && text.length > 0) {
-      throw new ServiceError(415, 'SVC_UNSUPPORTED_MEDIA_TYPE', `content type ${req.headers['content-type']} is not accepted: send JSON with Content-Type: application/json`);
+      throw new ServiceError(
+        415,
+        'SVC_UNSUPPORTED_MEDIA_TYPE',
+        `content type ${req.headers['content-type']} is not accepted: send JSON with Content-Type: application/json`,
+      );
     }
     if (kind === 'lenient' && !BLANK.test(text) && !OBJECT_OR_ARRAY.test(text)) {
       throw new ServiceError(415, 'SVC_UNSUPPORTED_MEDIA_TYPE', `this body is not JSON: send JSON with Content-Type: application/json`);

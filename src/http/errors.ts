@@ -7,12 +7,26 @@ import { StoreWriteError } from '../store/db.js';
 
 export const DOCS_URL = 'https://svc.local/docs/errors';
 
-export function errorPayload(ctx: Context, status: number, code: ErrorCode, message: string, extra: Record<string, unknown> = {}, details?: unknown): Record<string, unknown> {
+export function errorPayload(
+  ctx: Context,
+  status: number,
+  code: ErrorCode,
+  message: string,
+  extra: Record<string, unknown> = {},
+  details?: unknown,
+): Record<string, unknown> {
   return errorBody(ctx.state.traceId as string, status, code, message, extra, details);
 }
 
 /** The part-7 body for a trace id (errorPayload without a Koa context: Node's parser errors, server.ts). */
-export function errorBody(traceId: string, status: number, code: ErrorCode, message: string, extra: Record<string, unknown> = {}, details?: unknown): Record<string, unknown> {
+export function errorBody(
+  traceId: string,
+  status: number,
+  code: ErrorCode,
+  message: string,
+  extra: Record<string, unknown> = {},
+  details?: unknown,
+): Record<string, unknown> {
   return {
     error: {
       code,
@@ -44,11 +58,15 @@ function classify(err: unknown): ServiceError {
   if (e.type === 'entity.parse.failed' || (status === 400 && /json/i.test(e.message ?? ''))) {
     return new ServiceError(400, 'SVC_INVALID_JSON', 'request body is not valid JSON');
   }
-  if (e.type === 'entity.too.large' || status === 413) return new ServiceError(413, 'SVC_PAYLOAD_TOO_LARGE', 'request body is too large', { limit_bytes: 1_048_576 });
+  if (e.type === 'entity.too.large' || status === 413)
+    return new ServiceError(413, 'SVC_PAYLOAD_TOO_LARGE', 'request body is too large', { limit_bytes: 1_048_576 });
   if (e.type === 'encoding.unsupported' || status === 415) return new ServiceError(415, 'SVC_UNSUPPORTED_MEDIA_TYPE', e.message ?? 'unsupported content type');
-  if (typeof status === 'number' && status >= 400 && status < 500) return new ServiceError(status, 'SVC_BAD_REQUEST', e.expose && e.message ? e.message : 'bad request');
+  if (typeof status === 'number' && status >= 400 && status < 500)
+    return new ServiceError(status, 'SVC_BAD_REQUEST', e.expose && e.message ? e.message : 'bad request');
   if (err instanceof StoreWriteError) {
-    return new ServiceError(503, 'SVC_STORAGE_UNAVAILABLE', 'the node could not write to its store: nothing was sealed or charged; try again', { retry_after_seconds: 1 });
+    return new ServiceError(503, 'SVC_STORAGE_UNAVAILABLE', 'the node could not write to its store: nothing was sealed or charged; try again', {
+      retry_after_seconds: 1,
+    });
   }
   return new ServiceError(500, 'SVC_INTERNAL_ERROR', 'internal error');
 }

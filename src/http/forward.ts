@@ -62,18 +62,35 @@ function pathFor(ctx: Context, withoutKey: boolean): string {
  * answer. 503 SVC_HOME_UNREACHABLE when the request was itself forwarded here, when the home's URL is unknown, when
  * it does not answer, when it shows no life within the deadline, and at once while it is marked hung.
  */
-export async function askHome(ctx: Context, s: HttpServices, home: string, subject = 'identity', extra: Record<string, unknown> = {}, opts: RelayOptions = {}): Promise<HomeAnswer> {
+export async function askHome(
+  ctx: Context,
+  s: HttpServices,
+  home: string,
+  subject = 'identity',
+  extra: Record<string, unknown> = {},
+  opts: RelayOptions = {},
+): Promise<HomeAnswer> {
   if (wasForwarded(ctx)) {
     throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `this request was forwarded here but this node is not the ${subject}'s home`, { home, ...extra });
   }
   const retry = retryAfterSeconds(s);
   const url = s.mesh?.peers().find((p) => p.peerId === home)?.url ?? null;
-  if (!url) throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this ${subject} is not reachable from here`, { home, ...extra, retry_after_seconds: retry });
+  if (!url)
+    throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this ${subject} is not reachable from here`, {
+      home,
+      ...extra,
+      retry_after_seconds: retry,
+    });
   const deadlineMs = s.config.mesh.forwardTimeoutMs;
   const hung = hungHomesOf(s);
   if (hung.isHung(home)) {
     hung.recheck(home, url, deadlineMs);
-    throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this ${subject} did not answer within ${deadlineMs} ms; it is skipped until it answers again`, { home, ...extra, deadline_ms: deadlineMs, retry_after_seconds: retry });
+    throw new ServiceError(
+      503,
+      'SVC_HOME_UNREACHABLE',
+      `the home node of this ${subject} did not answer within ${deadlineMs} ms; it is skipped until it answers again`,
+      { home, ...extra, deadline_ms: deadlineMs, retry_after_seconds: retry },
+    );
   }
   const headers: Record<string, string> = { [FORWARDED_HEADER]: s.nodeId(), 'x-forwarded-for': ctx.ip };
   const auth = ctx.get('authorization');
@@ -89,16 +106,19 @@ export async function askHome(ctx: Context, s: HttpServices, home: string, subje
   // A home that shows no life is known within one deadline of the request, or of its last sign of life.
   let hungNow = false;
   let probing = false;
-  const watch = setInterval(() => {
-    if (probing) return;
-    probing = true;
-    void answersHealth(url, Math.max(1, Math.floor(deadlineMs / 2))).then((alive) => {
-      probing = false;
-      if (alive || controller.signal.aborted) return;
-      hungNow = true;
-      controller.abort(new Error(`no sign of life within ${deadlineMs} ms`));
-    });
-  }, Math.max(1, Math.floor(deadlineMs / 2)));
+  const watch = setInterval(
+    () => {
+      if (probing) return;
+      probing = true;
+      void answersHealth(url, Math.max(1, Math.floor(deadlineMs / 2))).then((alive) => {
+        probing = false;
+        if (alive || controller.signal.aborted) return;
+        hungNow = true;
+        controller.abort(new Error(`no sign of life within ${deadlineMs} ms`));
+      });
+    },
+    Math.max(1, Math.floor(deadlineMs / 2)),
+  );
   try {
     const res = await fetch(url + pathFor(ctx, !!opts.withoutKey), { method: ctx.method, headers, body: hasBody ? raw : undefined, signal: controller.signal });
     const text = await res.text();
@@ -106,7 +126,12 @@ export async function askHome(ctx: Context, s: HttpServices, home: string, subje
   } catch (err) {
     if (hungNow) {
       hung.mark(home, Date.now());
-      throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this ${subject} did not answer within ${deadlineMs} ms (nor its health probe); it is skipped until it answers again`, { home, ...extra, deadline_ms: deadlineMs, retry_after_seconds: retry });
+      throw new ServiceError(
+        503,
+        'SVC_HOME_UNREACHABLE',
+        `the home node of this ${subject} did not answer within ${deadlineMs} ms (nor its health probe); it is skipped until it answers again`,
+        { home, ...extra, deadline_ms: deadlineMs, retry_after_seconds: retry },
+      );
     }
     const reason = controller.signal.aborted ? (controller.signal.reason as Error).message : (err as Error).message;
     throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node did not answer: ${reason}`, { home, ...extra, retry_after_seconds: retry });
@@ -129,7 +154,14 @@ export function relayAnswer(ctx: Context, home: string, answer: HomeAnswer): voi
 }
 
 /** Forward the request once to `home` and relay its answer (see askHome). `subject` names what home is the home of. */
-export async function relayToHome(ctx: Context, s: HttpServices, home: string, subject = 'identity', extra: Record<string, unknown> = {}, opts: RelayOptions = {}): Promise<void> {
+export async function relayToHome(
+  ctx: Context,
+  s: HttpServices,
+  home: string,
+  subject = 'identity',
+  extra: Record<string, unknown> = {},
+  opts: RelayOptions = {},
+): Promise<void> {
   relayAnswer(ctx, home, await askHome(ctx, s, home, subject, extra, opts));
 }
 

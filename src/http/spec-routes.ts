@@ -14,8 +14,28 @@ export interface Endpoint {
 }
 
 const SOLVER_PATHS = [
-  'action', 'evolve', 'heat', 'lorenz', 'wave', 'flow', 'fracture', 'epi', 'quant', 'zeta', 'sat', 'gauge', 'fea',
-  'grid', 'device', 'react', 'opt', 'climate', 'dock', 'solve', 'multibody', 'auto',
+  'action',
+  'evolve',
+  'heat',
+  'lorenz',
+  'wave',
+  'flow',
+  'fracture',
+  'epi',
+  'quant',
+  'zeta',
+  'sat',
+  'gauge',
+  'fea',
+  'grid',
+  'device',
+  'react',
+  'opt',
+  'climate',
+  'dock',
+  'solve',
+  'multibody',
+  'auto',
 ];
 
 const any = (...paths: string[]): SpecRoute[] => paths.map((path) => ({ method: null, path }));

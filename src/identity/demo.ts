@@ -30,7 +30,11 @@ export class DemoKeys {
   /** One creation at a time: concurrent first callers share the same promise, so only one key is made. */
   private shared: Promise<string> | null = null;
 
-  constructor(private readonly store: Store, private readonly identity: IdentityService, private readonly options: DemoKeysOptions) {
+  constructor(
+    private readonly store: Store,
+    private readonly identity: IdentityService,
+    private readonly options: DemoKeysOptions,
+  ) {
     this.meta = store.sub('meta');
   }
 

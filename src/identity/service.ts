@@ -166,7 +166,14 @@ export class IdentityService {
     if (existing && existing.revoked_unix_ms !== null && a.key.revoked_unix_ms === null) return false;
     const ops: Op[] = [{ type: 'put', sub: this.keys, key: a.digest, value: a.key }];
     if (a.identity && a.identity.home === sender && !(await this.getIdentity(a.identity.zid))) {
-      const stub: IdentityRecord = { zid: a.identity.zid, kind: 'remote', salt: '', home: sender, default_machine: a.identity.default_machine ?? undefined, created_unix_ms: this.now() };
+      const stub: IdentityRecord = {
+        zid: a.identity.zid,
+        kind: 'remote',
+        salt: '',
+        home: sender,
+        default_machine: a.identity.default_machine ?? undefined,
+        created_unix_ms: this.now(),
+      };
       ops.push({ type: 'put', sub: this.identities, key: a.identity.zid, value: stub });
     }
     await this.deps.store.commit(ops);
@@ -189,7 +196,16 @@ export class IdentityService {
       const hash = (await scrypt(password, Buffer.from(salt, 'hex'), 32)).toString('hex');
       const zid = `zid_${randomBytes(16).toString('hex')}`;
       const slug = await this.claimDefaultSlug(zid, 'email', claims);
-      const record: IdentityRecord = { zid, kind: 'password', email: normalised, password_hash: hash, salt, home: this.deps.nodeId(), default_machine: slug, created_unix_ms: this.now() };
+      const record: IdentityRecord = {
+        zid,
+        kind: 'password',
+        email: normalised,
+        password_hash: hash,
+        salt,
+        home: this.deps.nodeId(),
+        default_machine: slug,
+        created_unix_ms: this.now(),
+      };
       const { ops } = this.machineFor(zid, slug, 0);
       await this.deps.store.commit([
         { type: 'put', sub: this.identities, key: zid, value: record },
@@ -236,7 +252,9 @@ export class IdentityService {
   private async openSession(zid: string): Promise<{ zid: string; token: string; expires_unix_ms: number }> {
     const token = randomToken(32);
     const expires = this.now() + SESSION_TTL_MS;
-    await this.deps.store.commit([{ type: 'put', sub: this.sessions, key: sha256Hex(token), value: { zid, expires_unix_ms: expires } satisfies SessionRecord }]);
+    await this.deps.store.commit([
+      { type: 'put', sub: this.sessions, key: sha256Hex(token), value: { zid, expires_unix_ms: expires } satisfies SessionRecord },
+    ]);
     return { zid, token, expires_unix_ms: expires };
   }
 
@@ -255,11 +273,25 @@ export class IdentityService {
   /** Mint a key of the given kind for an identity (shown once; only its digest is stored). */
   async mintKeyFor(zid: string, kind: 'sk' | 'sk_test' | 'svc_ak', ttlMs: number | null): Promise<{ key: string; record: KeyRecord }> {
     if (kind === 'svc_ak' && compareVersions(this.deps.kernelVersion, LEGACY_KEY_REMOVED_IN) >= 0) {
-      throw new ServiceError(400, 'SVC_INVALID_INPUT', 'legacy svc_ak_ keys were removed in 1.287.7', { field: 'kind', reason: 'removed', allowed: ['sk', 'sk_test'] });
+      throw new ServiceError(400, 'SVC_INVALID_INPUT', 'legacy svc_ak_ keys were removed in 1.287.7', {
+        field: 'kind',
+        reason: 'removed',
+        allowed: ['sk', 'sk_test'],
+      });
     }
     const key = mintKey(kind);
     const now = this.now();
-    const record: KeyRecord = { key_id: keyId(key), kind, zid, slug: null, plan: kind === 'sk_test' ? 'test' : 'standard', created_unix_ms: now, expires_unix_ms: ttlMs === null ? null : now + ttlMs, revoked_unix_ms: null, home: this.deps.nodeId() };
+    const record: KeyRecord = {
+      key_id: keyId(key),
+      kind,
+      zid,
+      slug: null,
+      plan: kind === 'sk_test' ? 'test' : 'standard',
+      created_unix_ms: now,
+      expires_unix_ms: ttlMs === null ? null : now + ttlMs,
+      revoked_unix_ms: null,
+      home: this.deps.nodeId(),
+    };
     await this.deps.store.commit([{ type: 'put', sub: this.keys, key: keyDigest(key), value: record }]);
     const ident = await this.getIdentity(zid);
     this.assert(keyDigest(key), record, { zid, home: this.deps.nodeId(), default_machine: ident?.default_machine ?? null });
@@ -284,7 +316,16 @@ export class IdentityService {
   /** A new demo key and the ops that store it, for a caller that commits them with its own (a mint counter). */
   demoKeyOps(shared: boolean): { key: string; record: KeyRecord; ops: Op[] } {
     const key = mintKey('sk');
-    const record: KeyRecord = { key_id: keyId(key), kind: 'sk', zid: null, slug: null, plan: 'demo', created_unix_ms: this.now(), expires_unix_ms: null, revoked_unix_ms: null };
+    const record: KeyRecord = {
+      key_id: keyId(key),
+      kind: 'sk',
+      zid: null,
+      slug: null,
+      plan: 'demo',
+      created_unix_ms: this.now(),
+      expires_unix_ms: null,
+      revoked_unix_ms: null,
+    };
     return { key, record, ops: [{ type: 'put', sub: this.keys, key: keyDigest(key), value: { ...record, shared } }] };
   }
 
@@ -344,7 +385,12 @@ export class IdentityService {
   }
 
   /** Ops creating a machine with its zsm_ admin key (returned once); `announce` once they are written. */
-  private machineFor(zid: string, slug: string, svcond: number, isPublic = false): { ops: Op[]; adminKey: string; machine: MachineRecord; announce: () => void } {
+  private machineFor(
+    zid: string,
+    slug: string,
+    svcond: number,
+    isPublic = false,
+  ): { ops: Op[]; adminKey: string; machine: MachineRecord; announce: () => void } {
     const adminKey = mintKey('zsm');
     const machine: MachineRecord = {
       slug,
@@ -358,7 +404,17 @@ export class IdentityService {
       home: this.deps.nodeId(),
       created_unix_ms: this.now(),
     };
-    const keyRecord: KeyRecord = { key_id: keyId(adminKey), kind: 'zsm', zid, slug, plan: 'standard', created_unix_ms: this.now(), expires_unix_ms: null, revoked_unix_ms: null, home: this.deps.nodeId() };
+    const keyRecord: KeyRecord = {
+      key_id: keyId(adminKey),
+      kind: 'zsm',
+      zid,
+      slug,
+      plan: 'standard',
+      created_unix_ms: this.now(),
+      expires_unix_ms: null,
+      revoked_unix_ms: null,
+      home: this.deps.nodeId(),
+    };
     return {
       ops: [...this.deps.chain.machineOps(machine), { type: 'put', sub: this.keys, key: keyDigest(adminKey), value: keyRecord }],
       adminKey,
@@ -412,7 +468,13 @@ export class IdentityService {
    * `charge`, when given, is called synchronously just before the batch is written: its ops (the creation's charge)
    * go into the same batch, and its rollback runs if the batch fails; if it throws (402), nothing is written.
    */
-  async createMachine(zid: string, slug: string, svcond: number, isPublic: boolean, charge?: () => { ops: Op[]; rollback: () => void }): Promise<{ machine: MachineRecord; adminKey: string }> {
+  async createMachine(
+    zid: string,
+    slug: string,
+    svcond: number,
+    isPublic: boolean,
+    charge?: () => { ops: Op[]; rollback: () => void },
+  ): Promise<{ machine: MachineRecord; adminKey: string }> {
     if (slug.startsWith(DEFAULT_SLUG_PREFIX)) {
       const reason = `slugs starting with "${DEFAULT_SLUG_PREFIX}" name identities' default machines and cannot be chosen`;
       throw new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input slug: ${reason}`, { field: 'slug', reason, allowed: null });

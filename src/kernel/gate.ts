@@ -39,7 +39,8 @@ export function gateClosedForm(values: number[], primary: number, R_t: number, p
 /** The part of the closed-form gate that does not depend on the stamp: a chain's values decide it once. */
 export function gateChainValues(values: number[], primary: number, phi0: number): GateVerdict & { tick_average: number } {
   const avg = tickAverage(primary, phi0);
-  if (!values.every(Number.isFinite)) return { passed: false, rel_error: Number.POSITIVE_INFINITY, reason: 'an operator value is not finite', tick_average: avg };
+  if (!values.every(Number.isFinite))
+    return { passed: false, rel_error: Number.POSITIVE_INFINITY, reason: 'an operator value is not finite', tick_average: avg };
   const rel = primary === 0 ? Math.abs(avg) : Math.abs(avg - primary) / Math.abs(primary);
   if (!(rel <= PRECISION_BOUND)) return { passed: false, rel_error: rel, reason: 'tick average does not recover S', tick_average: avg };
   return { passed: true, rel_error: rel, reason: null, tick_average: avg };
@@ -57,7 +58,20 @@ export function gateModulation(verdict: GateVerdict & { tick_average: number }, 
  * docs/decisions.md). A solver's failure names the solver and carries its check, with the recomputed rel_error.
  */
 export function toleranceGateError(verdict: GateVerdict, solver?: { id: string; check: Check }): ServiceError {
-  if (!solver) return new ServiceError(422, 'SVC_TOLERANCE_GATE', `tolerance gate failed: ${verdict.reason}`, { rel_error: verdict.rel_error }, { reason: verdict.reason });
+  if (!solver)
+    return new ServiceError(
+      422,
+      'SVC_TOLERANCE_GATE',
+      `tolerance gate failed: ${verdict.reason}`,
+      { rel_error: verdict.rel_error },
+      { reason: verdict.reason },
+    );
   const check = { ...solver.check, rel_error: verdict.rel_error, passed: false };
-  return new ServiceError(422, 'SVC_TOLERANCE_GATE', `reality check failed: ${verdict.reason}`, { rel_error: verdict.rel_error, solver: solver.id }, { check, reason: verdict.reason });
+  return new ServiceError(
+    422,
+    'SVC_TOLERANCE_GATE',
+    `reality check failed: ${verdict.reason}`,
+    { rel_error: verdict.rel_error, solver: solver.id },
+    { check, reason: verdict.reason },
+  );
 }

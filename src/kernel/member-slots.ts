@@ -41,7 +41,14 @@ export function canonicalJsonWithSlots(value: Record<string, unknown>, top: read
   return { bytes: Buffer.from(text, 'utf8'), slots };
 }
 
-function objectWithSlots(obj: Record<string, unknown>, names: readonly string[], nested: string | null, inNested: readonly string[], base: number, slots: Slot[]): string {
+function objectWithSlots(
+  obj: Record<string, unknown>,
+  names: readonly string[],
+  nested: string | null,
+  inNested: readonly string[],
+  base: number,
+  slots: Slot[],
+): string {
   // Default sort compares UTF-16 code units, as RFC 8785 orders keys.
   const keys = Object.keys(obj).sort();
   let out = '{';

@@ -22,9 +22,7 @@ export function metricShift(startPhase: number, elapsedTicks: number, phi0 = 0):
   const variance = tickVariance(elapsedTicks);
   const applied = variance > VARIANCE_THRESHOLD;
   const a = MODULATION_AMPLITUDE;
-  const deltaAlpha = applied
-    ? -a * (Math.sin(2 * Math.PI * (startPhase + elapsedTicks) + phi0) - Math.sin(2 * Math.PI * startPhase + phi0))
-    : 0;
+  const deltaAlpha = applied ? -a * (Math.sin(2 * Math.PI * (startPhase + elapsedTicks) + phi0) - Math.sin(2 * Math.PI * startPhase + phi0)) : 0;
   return { applied, variance, threshold: VARIANCE_THRESHOLD, elapsed_ticks: elapsedTicks, delta_alpha: deltaAlpha };
 }
 

@@ -109,7 +109,27 @@ export interface TickReceiptFacts {
  * without it plus the result's value, unit and result_digest (what verification recomputes).
  */
 export function tickReceipt(key: Buffer, f: TickReceiptFacts): Record<string, unknown> {
-  const signed = { svcond: f.svcond, phase: f.phase, R_t: f.R_t, fields: f.fields, pulse_hz: PULSE_HZ, tick_period_s: TICK_SECONDS_EXACT, zeqond_ns: TICK_NS_NUMBER, value: f.value, unit: f.unit, result_digest: f.result_digest };
+  const signed = {
+    svcond: f.svcond,
+    phase: f.phase,
+    R_t: f.R_t,
+    fields: f.fields,
+    pulse_hz: PULSE_HZ,
+    tick_period_s: TICK_SECONDS_EXACT,
+    zeqond_ns: TICK_NS_NUMBER,
+    value: f.value,
+    unit: f.unit,
+    result_digest: f.result_digest,
+  };
   const hmac = hmacHex(key, canonicalJson(signed));
-  return { svcond: f.svcond, phase: f.phase, R_t: f.R_t, fields: f.fields, pulse_hz: PULSE_HZ, tick_period_s: TICK_SECONDS_EXACT, zeqond_ns: TICK_NS_NUMBER, hmac };
+  return {
+    svcond: f.svcond,
+    phase: f.phase,
+    R_t: f.R_t,
+    fields: f.fields,
+    pulse_hz: PULSE_HZ,
+    tick_period_s: TICK_SECONDS_EXACT,
+    zeqond_ns: TICK_NS_NUMBER,
+    hmac,
+  };
 }

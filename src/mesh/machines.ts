@@ -40,8 +40,16 @@ export interface MachineDirectoryOptions {
 export function isMachineHome(v: unknown): v is MachineHome {
   if (!v || typeof v !== 'object') return false;
   const o = v as Record<string, unknown>;
-  return typeof o.slug === 'string' && SLUG_PATTERN.test(o.slug) && typeof o.home === 'string' && o.home.length > 0 && o.home.length <= 128
-    && typeof o.created_unix_ms === 'number' && Number.isSafeInteger(o.created_unix_ms) && o.created_unix_ms >= 0;
+  return (
+    typeof o.slug === 'string' &&
+    SLUG_PATTERN.test(o.slug) &&
+    typeof o.home === 'string' &&
+    o.home.length > 0 &&
+    o.home.length <= 128 &&
+    typeof o.created_unix_ms === 'number' &&
+    Number.isSafeInteger(o.created_unix_ms) &&
+    o.created_unix_ms >= 0
+  );
 }
 
 /** The claim that wins a slug: earlier creation, then the smaller peer id. */
@@ -89,7 +97,9 @@ export class MachineDirectory {
     const next = existing ? better(existing, rec) : rec;
     if (existing && next.home === existing.home && next.created_unix_ms === existing.created_unix_ms) return false;
     if (!existing && this.count >= this.maxEntries) return false;
-    await this.opts.store.commit([{ type: 'put', sub: this.sub, key: rec.slug, value: { slug: next.slug, home: next.home, created_unix_ms: next.created_unix_ms } }]);
+    await this.opts.store.commit([
+      { type: 'put', sub: this.sub, key: rec.slug, value: { slug: next.slug, home: next.home, created_unix_ms: next.created_unix_ms } },
+    ]);
     if (!existing) this.count++;
     this.unknown.delete(rec.slug);
     return true;

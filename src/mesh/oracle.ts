@@ -199,7 +199,14 @@ export class TransparencyOracle {
     if (!s) return { svcond: null, nodes: [], totalSealed: 0, reportingNodes: 0 };
     const nodes = [
       { nodeId: s.node, self: true, url: null, lastTick: s.svcond, sealedCount: s.sealedCount, chainHeadsDigest: s.chainHeadsDigest },
-      ...s.peers.map((p) => ({ nodeId: p.peerId, self: false, url: p.url, lastTick: p.lastTick, sealedCount: p.sealedCount, chainHeadsDigest: p.chainHeadsDigest })),
+      ...s.peers.map((p) => ({
+        nodeId: p.peerId,
+        self: false,
+        url: p.url,
+        lastTick: p.lastTick,
+        sealedCount: p.sealedCount,
+        chainHeadsDigest: p.chainHeadsDigest,
+      })),
     ];
     let total = 0;
     let reporting = 0;
@@ -213,7 +220,15 @@ export class TransparencyOracle {
   }
 
   /** Revenue totals from the provider (credits): burned and foundation shares, and their sum. */
-  async revenue(): Promise<{ svcond: number | null; burned: number; foundation: number; total: number; burnedShare: number; foundationShare: number; pooledCarry?: number }> {
+  async revenue(): Promise<{
+    svcond: number | null;
+    burned: number;
+    foundation: number;
+    total: number;
+    burnedShare: number;
+    foundationShare: number;
+    pooledCarry?: number;
+  }> {
     const r = this.revenueProvider ? await this.revenueProvider() : { burned: 0, foundation: 0 };
     const total = r.burned + r.foundation;
     return {

@@ -164,7 +164,15 @@ export interface MeshStatus {
   lastGossip: number;
   lastGossipZeqond: number | null;
   /** Connected peers and peers whose tick event arrived in the last 120 ticks, at most STATUS_PEERS_MAX. */
-  peers: { peerId: string; url: string | null; lastTick: number | null; connected: boolean; mode: string | null; bondId: string | null; freeSlots: number | null }[];
+  peers: {
+    peerId: string;
+    url: string | null;
+    lastTick: number | null;
+    connected: boolean;
+    mode: string | null;
+    bondId: string | null;
+    freeSlots: number | null;
+  }[];
   meshSize: number;
   multiaddrs: string[];
   tickEvery: number;
@@ -363,7 +371,9 @@ export class MeshService {
 
   private async validateGossip(topic: string, data: Uint8Array, from: string): Promise<GossipVerdict> {
     const env = decodeEnvelope(data);
-    let v: Validation = env ? await this.validator.validate(env.event, env.handshake) : { ok: false, error: invalidEvent('message data is not a JSON envelope') };
+    let v: Validation = env
+      ? await this.validator.validate(env.event, env.handshake)
+      : { ok: false, error: invalidEvent('message data is not a JSON envelope') };
     if (v.ok && !v.duplicate && isMeshTopic(topic)) v = await this.applyHandlers(v, topic);
     const verdict = isMeshTopic(topic) ? gossipVerdict(v) : 'reject';
     this.stats.verdicts[verdict]++;
@@ -387,7 +397,13 @@ export class MeshService {
       const env = decodeEnvelope(data);
       const shape = env ? checkShape(env.event) : 'undecodable';
       if (typeof shape === 'string') return;
-      const claimed: Validation = { ok: true, duplicate: false, id: eventId(shape.event.sender, shape.event.svcond, shape.digest), digest: shape.digest, event: shape.event };
+      const claimed: Validation = {
+        ok: true,
+        duplicate: false,
+        id: eventId(shape.event.sender, shape.event.svcond, shape.digest),
+        digest: shape.digest,
+        event: shape.event,
+      };
       void this.gossip.run(shape.event, topic).then(
         () => this.keepGossip(claimed, topic, from),
         () => undefined,
@@ -415,11 +431,16 @@ export class MeshService {
     const arrival = this.nextArrival++;
     const key = eventKey(event.svcond, id);
     const stored: StoredEvent = { id, topic, via, from, receivedSvcond: this.nowSvcond(), arrival, event };
-    return this.opts.store.commit([{ type: 'put', sub: this.sub, key, value: stored }, { type: 'put', sub: this.arrivals, key: padNum(arrival, 16), value: key }]).then(() => {
-      this.storedCount++;
-      this.arrivalCount++;
-      if (this.arrivalCount > this.limits.eventsMax) void this.prune();
-    });
+    return this.opts.store
+      .commit([
+        { type: 'put', sub: this.sub, key, value: stored },
+        { type: 'put', sub: this.arrivals, key: padNum(arrival, 16), value: key },
+      ])
+      .then(() => {
+        this.storedCount++;
+        this.arrivalCount++;
+        if (this.arrivalCount > this.limits.eventsMax) void this.prune();
+      });
   }
 
   /**
@@ -476,7 +497,7 @@ export class MeshService {
       mode: b.mode ?? null,
       bondId: b.bondId ?? null,
       freeSlots: b.freeSlots ?? null,
-      connected: prev?.connected ?? (this.host?.connectedPeers().includes(event.sender) ?? false),
+      connected: prev?.connected ?? this.host?.connectedPeers().includes(event.sender) ?? false,
     });
     this.boundPeers();
   }
@@ -490,7 +511,8 @@ export class MeshService {
       throw new GossipError('reject', 400, 'DNS_INVALID_RECORD', (err as Error).message);
     }
     // [REJECT] A claim may not be dated after the event that carries it (re-announcements carry older claims).
-    if (rec.svcond > event.svcond + MAX_SKEW_TICKS) throw new GossipError('reject', 400, 'DNS_INVALID_RECORD', 'the claim is dated after the event that carries it');
+    if (rec.svcond > event.svcond + MAX_SKEW_TICKS)
+      throw new GossipError('reject', 400, 'DNS_INVALID_RECORD', 'the claim is dated after the event that carries it');
     await this.dns.apply(rec);
   }
 
@@ -501,7 +523,17 @@ export class MeshService {
     else if (p) p.connected = connected;
     else if (connected) {
       this.peerTable.set(peerId, {
-        peerId, url: null, lastTick: null, receivedSvcond: null, kernelVersion: null, sealedCount: null, chainHeadsDigest: null, mode: null, bondId: null, freeSlots: null, connected: true,
+        peerId,
+        url: null,
+        lastTick: null,
+        receivedSvcond: null,
+        kernelVersion: null,
+        sealedCount: null,
+        chainHeadsDigest: null,
+        mode: null,
+        bondId: null,
+        freeSlots: null,
+        connected: true,
       });
       this.boundPeers();
     }
@@ -593,14 +625,18 @@ export class MeshService {
     if (this.enabled && slot > this.lastTickSlot) {
       this.lastTickSlot = slot;
       const head = await this.opts.headState();
-      await this.publish(TICK_EVENT_TYPE, {
-        svcond: now,
-        sealedCount: head.sealedCount,
-        chainHeadsDigest: head.chainHeadsDigest,
-        kernelVersion: head.kernelVersion,
-        url: this.opts.httpUrl,
-        ...this.opts.advert?.(),
-      }, TOPICS.ticks);
+      await this.publish(
+        TICK_EVENT_TYPE,
+        {
+          svcond: now,
+          sealedCount: head.sealedCount,
+          chainHeadsDigest: head.chainHeadsDigest,
+          kernelVersion: head.kernelVersion,
+          url: this.opts.httpUrl,
+          ...this.opts.advert?.(),
+        },
+        TOPICS.ticks,
+      );
     }
     await this.oracle.maybeSnapshot(now);
     if (this.enabled) await this.dns.reannounce(now);
@@ -670,7 +706,15 @@ export class MeshService {
     shown.sort((a, b) => Number(connected.has(b.peerId)) - Number(connected.has(a.peerId)) || heard(b) - heard(a));
     return shown
       .slice(0, STATUS_PEERS_MAX)
-      .map((p) => ({ peerId: p.peerId, url: p.url, lastTick: p.lastTick, connected: connected.has(p.peerId), mode: p.mode, bondId: p.bondId, freeSlots: p.freeSlots }))
+      .map((p) => ({
+        peerId: p.peerId,
+        url: p.url,
+        lastTick: p.lastTick,
+        connected: connected.has(p.peerId),
+        mode: p.mode,
+        bondId: p.bondId,
+        freeSlots: p.freeSlots,
+      }))
       .sort((a, b) => (a.peerId < b.peerId ? -1 : 1));
   }
 
@@ -703,7 +747,10 @@ export class MeshService {
       const page = await this.opts.store.range<string>(this.arrivals, { reverse: true, limit: n - out.length, ...(lt !== undefined ? { lt } : {}) });
       if (page.length === 0) break;
       lt = page[page.length - 1]!.key;
-      const events = await this.opts.store.getMany<StoredEvent>(this.sub, page.map((e) => e.value));
+      const events = await this.opts.store.getMany<StoredEvent>(
+        this.sub,
+        page.map((e) => e.value),
+      );
       for (let i = 0; i < page.length; i++) {
         const e = events[i];
         if (e !== undefined && e.arrival === Number(page[i]!.key)) out.push(e);
@@ -774,7 +821,10 @@ export class MeshService {
         const excess = Math.min(this.arrivalCount - this.limits.eventsMax, 1_000);
         const oldest = await this.opts.store.range<string>(this.arrivals, { limit: excess });
         if (oldest.length === 0) break;
-        const events = await this.opts.store.getMany<StoredEvent>(this.sub, oldest.map((e) => e.value));
+        const events = await this.opts.store.getMany<StoredEvent>(
+          this.sub,
+          oldest.map((e) => e.value),
+        );
         const ops: Op[] = [];
         let removed = 0;
         for (let i = 0; i < oldest.length; i++) {

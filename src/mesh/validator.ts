@@ -25,9 +25,7 @@ export const MAX_BODY_BYTES = 64 * 1024;
 const TYPE_RE = /^[a-z][a-z0-9._-]{0,63}$/i;
 const HANDSHAKE_RE = /^v1=[0-9a-f]{64}$/;
 
-export type Validation =
-  | { ok: true; duplicate: boolean; id: string; digest: string; event: MeshEvent }
-  | { ok: false; error: GossipError };
+export type Validation = { ok: true; duplicate: boolean; id: string; digest: string; event: MeshEvent } | { ok: false; error: GossipError };
 
 export interface ValidatorOptions {
   secret: string | null;

@@ -116,13 +116,7 @@ export function signText(privateKey: PrivateKey, text: string): string {
   return edSign(null, Buffer.from(text, 'utf8'), signerFor(privateKey)).toString('base64');
 }
 
-export async function signEvent(
-  privateKey: PrivateKey,
-  sender: string,
-  type: string,
-  svcond: number,
-  body: unknown,
-): Promise<MeshEvent> {
+export async function signEvent(privateKey: PrivateKey, sender: string, type: string, svcond: number, body: unknown): Promise<MeshEvent> {
   const signature = signText(privateKey, signingText({ type, sender, svcond, body }));
   return { type, sender, svcond, body, signature };
 }

@@ -224,9 +224,22 @@ export class Fft2d {
       for (let start = 0; start < nx; start += 2 * size) {
         for (let k = 0; k < h; k++) {
           const a0 = start + k;
-          fusedStages(re, im, a0, a0 + h, a0 + size, a0 + size + h, total, nx,
-            cos[k * step1]!, sign * sin[k * step1]!, cos[k * step2]!, sign * sin[k * step2]!,
-            cos[(k + h) * step2]!, sign * sin[(k + h) * step2]!);
+          fusedStages(
+            re,
+            im,
+            a0,
+            a0 + h,
+            a0 + size,
+            a0 + size + h,
+            total,
+            nx,
+            cos[k * step1]!,
+            sign * sin[k * step1]!,
+            cos[k * step2]!,
+            sign * sin[k * step2]!,
+            cos[(k + h) * step2]!,
+            sign * sin[(k + h) * step2]!,
+          );
         }
       }
     }
@@ -268,9 +281,22 @@ export class Fft2d {
       for (let start = 0; start < ny; start += 2 * size) {
         for (let k = 0; k < h; k++) {
           const a0 = (start + k) * nx + lo;
-          fusedStages(re, im, a0, a0 + h * nx, a0 + size * nx, a0 + (size + h) * nx, a0 + (hi - lo), 1,
-            cos[k * step1]!, sign * sin[k * step1]!, cos[k * step2]!, sign * sin[k * step2]!,
-            cos[(k + h) * step2]!, sign * sin[(k + h) * step2]!);
+          fusedStages(
+            re,
+            im,
+            a0,
+            a0 + h * nx,
+            a0 + size * nx,
+            a0 + (size + h) * nx,
+            a0 + (hi - lo),
+            1,
+            cos[k * step1]!,
+            sign * sin[k * step1]!,
+            cos[k * step2]!,
+            sign * sin[k * step2]!,
+            cos[(k + h) * step2]!,
+            sign * sin[(k + h) * step2]!,
+          );
         }
       }
     }
@@ -344,8 +370,20 @@ function butterfly(re: Float64Array, im: Float64Array, a: number, b: number, wr:
  * advances all four by `step` while p0 < end. Arithmetic is exactly that of the two separate stages.
  */
 function fusedStages(
-  re: Float64Array, im: Float64Array, p0: number, p1: number, p2: number, p3: number, end: number, step: number,
-  w1r: number, w1i: number, w2r: number, w2i: number, w3r: number, w3i: number,
+  re: Float64Array,
+  im: Float64Array,
+  p0: number,
+  p1: number,
+  p2: number,
+  p3: number,
+  end: number,
+  step: number,
+  w1r: number,
+  w1i: number,
+  w2r: number,
+  w2i: number,
+  w3r: number,
+  w3i: number,
 ): void {
   const d1 = p1 - p0;
   const d2 = p2 - p0;
@@ -354,15 +392,27 @@ function fusedStages(
     const b = a + d1;
     const c = a + d2;
     const d = a + d3;
-    const x0r = re[a]!, x0i = im[a]!, x1r = re[b]!, x1i = im[b]!;
-    const x2r = re[c]!, x2i = im[c]!, x3r = re[d]!, x3i = im[d]!;
+    const x0r = re[a]!,
+      x0i = im[a]!,
+      x1r = re[b]!,
+      x1i = im[b]!;
+    const x2r = re[c]!,
+      x2i = im[c]!,
+      x3r = re[d]!,
+      x3i = im[d]!;
     // Stage s.
     let tr = w1r * x1r - w1i * x1i;
     let ti = w1r * x1i + w1i * x1r;
-    const y0r = x0r + tr, y0i = x0i + ti, y1r = x0r - tr, y1i = x0i - ti;
+    const y0r = x0r + tr,
+      y0i = x0i + ti,
+      y1r = x0r - tr,
+      y1i = x0i - ti;
     tr = w1r * x3r - w1i * x3i;
     ti = w1r * x3i + w1i * x3r;
-    const y2r = x2r + tr, y2i = x2i + ti, y3r = x2r - tr, y3i = x2i - ti;
+    const y2r = x2r + tr,
+      y2i = x2i + ti,
+      y3r = x2r - tr,
+      y3i = x2i - ti;
     // Stage 2s.
     tr = w2r * y2r - w2i * y2i;
     ti = w2r * y2i + w2i * y2r;

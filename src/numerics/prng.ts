@@ -66,4 +66,3 @@ export function stateFromText(text: string): [number, number, number, number] {
   const digest = createHash('sha256').update(text).digest();
   return [digest.readUInt32BE(0), digest.readUInt32BE(4), digest.readUInt32BE(8), digest.readUInt32BE(12)];
 }
-

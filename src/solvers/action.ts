@@ -182,7 +182,7 @@ export const action: SolverDef<ActionInputs> = {
     const mgl = inputs.mass_kg * inputs.gravity_m_s2 * inputs.length_m;
     const k = modulusFromEnergy(stateEnergy(s, inputs), mgl);
     if (!(k <= Math.sin(MAX_AMPLITUDE / 2))) {
-      throw new InputError('initialState', 'the state\'s energy implies an amplitude above 3.1 rad (or rotation): no libration period', {
+      throw new InputError('initialState', "the state's energy implies an amplitude above 3.1 rad (or rotation): no libration period", {
         max_amplitude_rad: MAX_AMPLITUDE,
       });
     }

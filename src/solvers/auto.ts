@@ -49,7 +49,20 @@ export const ROUTER_TABLE: readonly RouterRow[] = [
   },
   {
     solver: 'epi',
-    strong: ['epidemic', 'sir model', 'seir', 'outbreak', 'infection', 'infected', 'infectious', 'pandemic', 'contagion', 'disease', 'attack rate', 'herd immunity'],
+    strong: [
+      'epidemic',
+      'sir model',
+      'seir',
+      'outbreak',
+      'infection',
+      'infected',
+      'infectious',
+      'pandemic',
+      'contagion',
+      'disease',
+      'attack rate',
+      'herd immunity',
+    ],
     weak: ['population', 'spread'],
     example: 'What fraction of a town ends up infected in a flu outbreak with R0 = 2.5?',
   },
@@ -73,7 +86,19 @@ export const ROUTER_TABLE: readonly RouterRow[] = [
   },
   {
     solver: 'quantum_levels',
-    strong: ['schrodinger', 'schroedinger', 'energy levels', 'energy level', 'eigenstate', 'quantum well', 'particle in a box', 'harmonic oscillator', 'morse potential', 'bound state', 'ground state'],
+    strong: [
+      'schrodinger',
+      'schroedinger',
+      'energy levels',
+      'energy level',
+      'eigenstate',
+      'quantum well',
+      'particle in a box',
+      'harmonic oscillator',
+      'morse potential',
+      'bound state',
+      'ground state',
+    ],
     weak: ['quantum', 'electron', 'eigenvalue'],
     example: 'What is the ground state energy of an electron trapped in a finite quantum well?',
   },
@@ -115,7 +140,18 @@ export const ROUTER_TABLE: readonly RouterRow[] = [
   },
   {
     solver: 'heat',
-    strong: ['heat equation', 'heat diffusion', 'heat conduction', 'thermal diffusion', 'thermal diffusivity', 'diffusivity', 'conduction', 'cooling', 'temperature distribution', 'temperature profile'],
+    strong: [
+      'heat equation',
+      'heat diffusion',
+      'heat conduction',
+      'thermal diffusion',
+      'thermal diffusivity',
+      'diffusivity',
+      'conduction',
+      'cooling',
+      'temperature distribution',
+      'temperature profile',
+    ],
     weak: ['heat', 'temperature', 'thermal', 'rod', 'plate'],
     example: 'How does heat conduction cool the centre of a hot copper rod?',
   },
@@ -237,10 +273,7 @@ export function routeQuery(query: string): RouteResult {
  * keys it ignores (sorted, so equal requests give equal answers whatever their key order). The accepted
  * inputs are validated afterwards by the solver's own resolve, exactly as on its own route.
  */
-export function splitConstants(
-  solverDef: Pick<SolverDef, 'inputs'>,
-  constants: unknown,
-): { inputs: Record<string, unknown>; ignored_constants: string[] } {
+export function splitConstants(solverDef: Pick<SolverDef, 'inputs'>, constants: unknown): { inputs: Record<string, unknown>; ignored_constants: string[] } {
   if (constants === undefined || constants === null) return { inputs: {}, ignored_constants: [] };
   if (typeof constants !== 'object' || Array.isArray(constants)) {
     throw new InputError('constants', 'constants must be a JSON object', 'object');

@@ -10,12 +10,7 @@ export function beamStiffness(EI: number, le: number): Float64Array {
   const k = EI / (le * le * le);
   const l = le;
   const l2 = le * le;
-  return Float64Array.from([
-    12, 6 * l, -12, 6 * l,
-    6 * l, 4 * l2, -6 * l, 2 * l2,
-    -12, -6 * l, 12, -6 * l,
-    6 * l, 2 * l2, -6 * l, 4 * l2,
-  ].map((v) => v * k));
+  return Float64Array.from([12, 6 * l, -12, 6 * l, 6 * l, 4 * l2, -6 * l, 2 * l2, -12, -6 * l, 12, -6 * l, 6 * l, 2 * l2, -6 * l, 4 * l2].map((v) => v * k));
 }
 
 /** Consistent mass ρA le/420 [[156, 22le, 54, −13le], [22le, 4le², 13le, −3le²], [54, 13le, 156, −22le], [−13le, −3le², −22le, 4le²]]. */
@@ -23,12 +18,9 @@ export function beamConsistentMass(rhoA: number, le: number): Float64Array {
   const m = (rhoA * le) / 420;
   const l = le;
   const l2 = le * le;
-  return Float64Array.from([
-    156, 22 * l, 54, -13 * l,
-    22 * l, 4 * l2, 13 * l, -3 * l2,
-    54, 13 * l, 156, -22 * l,
-    -13 * l, -3 * l2, -22 * l, 4 * l2,
-  ].map((v) => v * m));
+  return Float64Array.from(
+    [156, 22 * l, 54, -13 * l, 22 * l, 4 * l2, 13 * l, -3 * l2, 54, 13 * l, 156, -22 * l, -13 * l, -3 * l2, -22 * l, 4 * l2].map((v) => v * m),
+  );
 }
 
 /**
@@ -39,12 +31,7 @@ export function beamGeometricStiffness(le: number): Float64Array {
   const g = 1 / (30 * le);
   const l = le;
   const l2 = le * le;
-  return Float64Array.from([
-    36, 3 * l, -36, 3 * l,
-    3 * l, 4 * l2, -3 * l, -l2,
-    -36, -3 * l, 36, -3 * l,
-    3 * l, -l2, -3 * l, 4 * l2,
-  ].map((v) => v * g));
+  return Float64Array.from([36, 3 * l, -36, 3 * l, 3 * l, 4 * l2, -3 * l, -l2, -36, -3 * l, 36, -3 * l, 3 * l, -l2, -3 * l, 4 * l2].map((v) => v * g));
 }
 
 /** Consistent nodal load of a uniform distributed load q [N/m]: q le [1/2, le/12, 1/2, −le/12]. */

@@ -22,7 +22,11 @@ const MAX_TOTAL_STEPS = 2e7;
 
 const schema = z
   .object({
-    mass_kg: z.number().min(1e20).max(1e42).default(10 * SOLAR_MASS),
+    mass_kg: z
+      .number()
+      .min(1e20)
+      .max(1e42)
+      .default(10 * SOLAR_MASS),
     r0_rs: z.number().positive().max(1e6).default(10),
     r_end_rs: z.number().min(1e-3).default(1),
     steps: z.number().int().min(100).max(1e6).default(2000),
@@ -93,12 +97,7 @@ function run(inputs: BlackholeInputs): SolverOutput {
 
   const eta = Math.acos(2 * rhoEnd - 1);
   const tauReference = Math.sqrt((r0 * r0 * r0) / (8 * gm)) * (eta + Math.sin(eta));
-  const check = makeCheck(
-    'cycloid closed form τ = √(r0³/8GM)(η + sin η), η = arccos(2r_end/r0 − 1)',
-    'proper time r0 → r_end',
-    tau,
-    tauReference,
-  );
+  const check = makeCheck('cycloid closed form τ = √(r0³/8GM)(η + sin η), η = arccos(2r_end/r0 − 1)', 'proper time r0 → r_end', tau, tauReference);
 
   const rOfTau = boundProfile(recorder.channels[0]!.map((rho) => rho * r0));
   return {

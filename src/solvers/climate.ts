@@ -82,7 +82,12 @@ function resolve(raw: unknown): ClimateInputs {
   if (modeX === 0 && modeY === 0) throw new InputError('mode_x', 'mode_x and mode_y must not both be 0', { not_both_zero: ['mode_x', 'mode_y'] });
   const depth = p.depth_m ?? 4000;
   const amplitude = p.amplitude_m ?? 0.1;
-  if (amplitude > 0.01 * depth) throw new InputError('amplitude_m', `amplitude_m must be ≤ 0.01·depth_m = ${0.01 * depth} (linear regime)`, { min: 0, inclusive_min: false, max: 0.01 * depth });
+  if (amplitude > 0.01 * depth)
+    throw new InputError('amplitude_m', `amplitude_m must be ≤ 0.01·depth_m = ${0.01 * depth} (linear regime)`, {
+      min: 0,
+      inclusive_min: false,
+      max: 0.01 * depth,
+    });
   const inputs: ClimateInputs = {
     latitude_deg: p.latitude_deg ?? 45,
     depth_m: depth,
@@ -125,7 +130,15 @@ class ShallowWaterModel {
   private readonly cR: Float64Array;
   private readonly cI: Float64Array;
 
-  constructor(nx: number, ny: number, lx: number, ly: number, readonly f: number, readonly g: number, readonly depth: number) {
+  constructor(
+    nx: number,
+    ny: number,
+    lx: number,
+    ly: number,
+    readonly f: number,
+    readonly g: number,
+    readonly depth: number,
+  ) {
     this.fft = new Fft2d(nx, ny);
     const size = nx * ny;
     this.size = size;
@@ -148,8 +161,18 @@ class ShallowWaterModel {
    * complex FFT: inverse (u, v) and (η, ζ); forward (ηu, ηv), (ζv, ζu) and (K, 0), K = |u|²/2.
    */
   rhs(s: readonly Float64Array[], d: readonly Float64Array[]): void {
-    const er = s[0]!, ei = s[1]!, ur = s[2]!, ui = s[3]!, vr = s[4]!, vi = s[5]!;
-    const der = d[0]!, dei = d[1]!, dur = d[2]!, dui = d[3]!, dvr = d[4]!, dvi = d[5]!;
+    const er = s[0]!,
+      ei = s[1]!,
+      ur = s[2]!,
+      ui = s[3]!,
+      vr = s[4]!,
+      vi = s[5]!;
+    const der = d[0]!,
+      dei = d[1]!,
+      dur = d[2]!,
+      dui = d[3]!,
+      dvr = d[4]!,
+      dvi = d[5]!;
     const { kx, ky, mask, mirror, size, fft, f, g, depth, aR, aI, bR, bI, cR, cI, band, bandCut } = this;
     const inv = 1 / size;
     const nBand = band.length;
@@ -191,14 +214,30 @@ class ShallowWaterModel {
       const m = mask[q]!;
       const p = mirror[q]!;
       // Split the packed spectra: X = (Z[k] + Z̄[−k])/2, Y = (Z[k] − Z̄[−k])/(2i).
-      const azR = aR[q]!, azI = aI[q]!, awR = aR[p]!, awI = aI[p]!;
-      const fuR = 0.5 * (azR + awR), fuI = 0.5 * (azI - awI);
-      const fvR = 0.5 * (azI + awI), fvI = 0.5 * (awR - azR);
-      const bzR = bR[q]!, bzI = bI[q]!, bwR = bR[p]!, bwI = bI[p]!;
-      const zvR = 0.5 * (bzR + bwR), zvI = 0.5 * (bzI - bwI);
-      const zuR = 0.5 * (bzI + bwI), zuI = 0.5 * (bwR - bzR);
-      const kR = cR[q]!, kI = cI[q]!;
-      const uR = ur[q]!, uI = ui[q]!, vR = vr[q]!, vI = vi[q]!, eR = er[q]!, eI = ei[q]!;
+      const azR = aR[q]!,
+        azI = aI[q]!,
+        awR = aR[p]!,
+        awI = aI[p]!;
+      const fuR = 0.5 * (azR + awR),
+        fuI = 0.5 * (azI - awI);
+      const fvR = 0.5 * (azI + awI),
+        fvI = 0.5 * (awR - azR);
+      const bzR = bR[q]!,
+        bzI = bI[q]!,
+        bwR = bR[p]!,
+        bwI = bI[p]!;
+      const zvR = 0.5 * (bzR + bwR),
+        zvI = 0.5 * (bzI - bwI);
+      const zuR = 0.5 * (bzI + bwI),
+        zuI = 0.5 * (bwR - bzR);
+      const kR = cR[q]!,
+        kI = cI[q]!;
+      const uR = ur[q]!,
+        uI = ui[q]!,
+        vR = vr[q]!,
+        vI = vi[q]!,
+        eR = er[q]!,
+        eI = ei[q]!;
       // η_t = −H ∇·u − ∇·(η u)
       der[q] = depth * (k1 * uI + k2 * vI) + m * (k1 * fuI + k2 * fvI);
       dei[q] = -depth * (k1 * uR + k2 * vR) - m * (k1 * fuR + k2 * fvR);
@@ -280,7 +319,10 @@ function run(inputs: ClimateInputs): SolverOutput {
     model.rhs(tmp, k4);
     for (let c = 0; c < 6; c++) {
       const s0 = state[c]!;
-      const a = k1[c]!, b = k2[c]!, cc = k3[c]!, d = k4[c]!;
+      const a = k1[c]!,
+        b = k2[c]!,
+        cc = k3[c]!,
+        d = k4[c]!;
       for (let n = 0; n < nBand; n++) {
         const q = band[n]!;
         s0[q] = s0[q]! + (dt / 6) * (a[q]! + 2 * b[q]! + 2 * cc[q]! + d[q]!);

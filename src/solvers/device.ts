@@ -265,7 +265,9 @@ function resolve(raw: unknown): DeviceInputs {
   const { isP, contact } = layout2d(out);
   let pCells = 0;
   let nCells = 0;
-  for (let k = 0; k < isP.length; k++) if (isP[k]) pCells++; else nCells++;
+  for (let k = 0; k < isP.length; k++)
+    if (isP[k]) pCells++;
+    else nCells++;
   if (!contact.some((c) => c === 1) || pCells === 0 || nCells === 0) {
     const field = geometry === 'well' ? 'well_width_m' : 'nx';
     throw new InputError(field, 'the grid resolves no p region, n region or contact face: refine nx, ny or enlarge the well', null);
@@ -440,7 +442,15 @@ function solve2d(inp: DeviceInputs, s: Scaled) {
     const L = stencil5IncompleteCholesky(A, true); // MIC(0): about half the CG iterations of IC(0) here
     if (!L) throw new SolverFailure('device: incomplete Cholesky breakdown (Jacobian not an M-matrix)', {});
     const delta = new Float64Array(n);
-    const res = pcg(n, (v, out) => stencil5Multiply(A, v, out), r, delta, (rr, zz) => stencil5FactorSolve(L, rr, zz), CG_REL_TOL, 20 * n + 100);
+    const res = pcg(
+      n,
+      (v, out) => stencil5Multiply(A, v, out),
+      r,
+      delta,
+      (rr, zz) => stencil5FactorSolve(L, rr, zz),
+      CG_REL_TOL,
+      20 * n + 100,
+    );
     cgIterations += res.iterations;
     if (!res.converged) {
       throw new SolverFailure('device: preconditioned CG did not reach the relative residual 1e-10', { rel_residual: res.relResidual });
@@ -503,7 +513,8 @@ function run1d(inp: DeviceInputs, s: Scaled, ref: References): SolverOutput {
   let check = combineChecks(parts);
   if (!check.passed && relativeCharge(phi[m - 1]!, dop[m - 1]!, ni) > NEUTRAL) check = refuseCheck(check, tooShort('n', 'length_n_m'));
   // The p contact holds its cell near the neutral potential, so a short p side shows as a field at the contact.
-  else if (!check.passed && (relativeCharge(phi[0]!, dop[0]!, ni) > NEUTRAL || faceField(0) > NEUTRAL * junctionField)) check = refuseCheck(check, tooShort('p', 'length_p_m'));
+  else if (!check.passed && (relativeCharge(phi[0]!, dop[0]!, ni) > NEUTRAL || faceField(0) > NEUTRAL * junctionField))
+    check = refuseCheck(check, tooShort('p', 'length_p_m'));
   const potential = boundProfile(psi);
   return {
     mode: 'pn1d',
@@ -672,7 +683,8 @@ function refuse2dCheck(inp: DeviceInputs, check: DeviceCheck, phi: Float64Array,
   if (inp.geometry === 'planar' && mostCharge(Array.from({ length: ny }, (_, j) => j * nx)) > NEUTRAL) return refuseCheck(check, tooShort('p', 'width_m'));
   // Both bulks neutral and V_bi right: the graded columns are too coarse for the junction's field at this
   // doping ratio (the error falls as nx grows).
-  if (inp.geometry === 'planar' && check.parts![0]!.passed) return refuseCheck(check, `the ${nx} columns do not resolve the junction field at this doping ratio: raise nx`);
+  if (inp.geometry === 'planar' && check.parts![0]!.passed)
+    return refuseCheck(check, `the ${nx} columns do not resolve the junction field at this doping ratio: raise nx`);
   return check;
 }
 

@@ -81,8 +81,18 @@ function defaultReceptor(): Atom[] {
 const DEFAULT_LIGAND: Atom[] = [{ x: 0, y: 0, z: 0, sigma_A: 3.4, epsilon_kJ_mol: 0.36, charge_e: 0 }];
 
 const inputs: InputSpec[] = [
-  { key: 'receptor', unit: 'Å, kJ/mol, e', default: '6-site ring: R = 3 Å in z = 0, σ = 3.4 Å, ε = 0.36 kJ/mol, q = 0', range: '1 … 2000 atoms {x, y, z, sigma_A, epsilon_kJ_mol, charge_e}' },
-  { key: 'ligand', unit: 'Å, kJ/mol, e', default: 'one probe atom σ = 3.4 Å, ε = 0.36 kJ/mol, q = 0', range: '1 … 50 atoms, same fields (coordinates define the rigid shape)' },
+  {
+    key: 'receptor',
+    unit: 'Å, kJ/mol, e',
+    default: '6-site ring: R = 3 Å in z = 0, σ = 3.4 Å, ε = 0.36 kJ/mol, q = 0',
+    range: '1 … 2000 atoms {x, y, z, sigma_A, epsilon_kJ_mol, charge_e}',
+  },
+  {
+    key: 'ligand',
+    unit: 'Å, kJ/mol, e',
+    default: 'one probe atom σ = 3.4 Å, ε = 0.36 kJ/mol, q = 0',
+    range: '1 … 50 atoms, same fields (coordinates define the rigid shape)',
+  },
   { key: 'dielectric', unit: '1', default: 4, range: '1 … 80' },
   { key: 'box_center_A', unit: 'Å', default: 'receptor centroid', range: '[x, y, z]' },
   { key: 'box_half_A', unit: 'Å', default: 8, range: '1 … 30' },

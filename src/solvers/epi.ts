@@ -51,9 +51,7 @@ const schema = z
   .strict();
 
 const fraction = z.number().min(0).max(1);
-const stateSchema = z
-  .object({ S: fraction, E: fraction, I: fraction, R: fraction, t_days: z.number() })
-  .strict();
+const stateSchema = z.object({ S: fraction, E: fraction, I: fraction, R: fraction, t_days: z.number() }).strict();
 
 /** dt_days is shrunk (never grown) so that t_end_days/dt is an integer. */
 export function epiStepCount(tEnd: number, dt: number): number {
@@ -82,34 +80,32 @@ function run(inputs: EpiInputs, initialState?: unknown): SolverOutput {
   // y = [s, e, i, r]; in SIR e stays exactly 0.
   const y = start
     ? Float64Array.of(start.S, start.E, start.I, start.R)
-    : Float64Array.of(
-        (n - inputs.infected0 - inputs.exposed0 - inputs.recovered0) / n,
-        inputs.exposed0 / n,
-        inputs.infected0 / n,
-        inputs.recovered0 / n,
-      );
+    : Float64Array.of((n - inputs.infected0 - inputs.exposed0 - inputs.recovered0) / n, inputs.exposed0 / n, inputs.infected0 / n, inputs.recovered0 / n);
   const t0 = start ? start.t_days : 0;
   const s0 = y[0]!;
   const rec0 = y[3]!;
 
-  const stepper = new Rk4Stepper(4, seir
-    ? (_t, c, d) => {
-        const infection = beta * c[0]! * c[2]!;
-        const onset = sigma * c[1]!;
-        const recovery = gamma * c[2]!;
-        d[0] = -infection;
-        d[1] = infection - onset;
-        d[2] = onset - recovery;
-        d[3] = recovery;
-      }
-    : (_t, c, d) => {
-        const infection = beta * c[0]! * c[2]!;
-        const recovery = gamma * c[2]!;
-        d[0] = -infection;
-        d[1] = 0;
-        d[2] = infection - recovery;
-        d[3] = recovery;
-      });
+  const stepper = new Rk4Stepper(
+    4,
+    seir
+      ? (_t, c, d) => {
+          const infection = beta * c[0]! * c[2]!;
+          const onset = sigma * c[1]!;
+          const recovery = gamma * c[2]!;
+          d[0] = -infection;
+          d[1] = infection - onset;
+          d[2] = onset - recovery;
+          d[3] = recovery;
+        }
+      : (_t, c, d) => {
+          const infection = beta * c[0]! * c[2]!;
+          const recovery = gamma * c[2]!;
+          d[0] = -infection;
+          d[1] = 0;
+          d[2] = infection - recovery;
+          d[3] = recovery;
+        },
+  );
 
   const stride = Math.max(1, Math.ceil(steps / STORED_SAMPLES));
   const recT: number[] = [];
@@ -139,12 +135,7 @@ function run(inputs: EpiInputs, initialState?: unknown): SolverOutput {
   const r0Number = beta / gamma;
   const finalSize = 1 - y[0]! - rec0;
   const sInf = finalSusceptible(r0Number, s0, rec0);
-  let check = makeCheck(
-    'final-size relation s∞ = −W0(−R0 s0 e^(−R0(1 − r0)))/R0',
-    'final size 1 − s(t_end) − r0',
-    finalSize,
-    1 - sInf - rec0,
-  );
+  let check = makeCheck('final-size relation s∞ = −W0(−R0 s0 e^(−R0(1 − r0)))/R0', 'final size 1 − s(t_end) − r0', finalSize, 1 - sInf - rec0);
   const active = y[1]! + y[2]!;
   if (active > NOT_FINISHED) check = refuseCheck(check, 'not finished: raise t_end_days');
 

@@ -90,7 +90,7 @@ function forces(n: number, box: number, model: PairModel, invMass: number, pos: 
   const half = box / 2;
   const { eps, sigma2, rc2, shift } = model;
   const eps4 = 4 * eps;
-  const eps24m = (24 * eps) * invMass;
+  const eps24m = 24 * eps * invMass;
   let potential = 0;
   let virial = 0;
   for (let i = 0; i < n; i++) {
@@ -174,9 +174,7 @@ function initialConfiguration(inputs: EvolveInputs, mass: number): EvolveState {
   ];
   const positions: number[][] = [];
   for (let i = 0; i < nc; i++)
-    for (let j = 0; j < nc; j++)
-      for (let k = 0; k < nc; k++)
-        for (const b of basis) positions.push([(i + b[0]!) * a, (j + b[1]!) * a, (k + b[2]!) * a]);
+    for (let j = 0; j < nc; j++) for (let k = 0; k < nc; k++) for (const b of basis) positions.push([(i + b[0]!) * a, (j + b[1]!) * a, (k + b[2]!) * a]);
 
   const rng = rngForInputs(inputs);
   const velocities: number[][] = positions.map(() => [rng.gaussian(), rng.gaussian(), rng.gaussian()]);

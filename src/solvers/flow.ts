@@ -72,7 +72,11 @@ class VorticityModel {
   private readonly wr: Float64Array;
   private readonly wi: Float64Array;
 
-  constructor(n: number, length: number, readonly nu: number) {
+  constructor(
+    n: number,
+    length: number,
+    readonly nu: number,
+  ) {
     this.n = n;
     this.fft = new Fft2d(n, n);
     const size = n * n;
@@ -155,11 +159,16 @@ function run(inputs: FlowInputs): SolverOutput {
   }
   model.fft.forward(oRe, oIm);
 
-  const k1r = new Float64Array(size), k1i = new Float64Array(size);
-  const k2r = new Float64Array(size), k2i = new Float64Array(size);
-  const k3r = new Float64Array(size), k3i = new Float64Array(size);
-  const k4r = new Float64Array(size), k4i = new Float64Array(size);
-  const sr = new Float64Array(size), si = new Float64Array(size);
+  const k1r = new Float64Array(size),
+    k1i = new Float64Array(size);
+  const k2r = new Float64Array(size),
+    k2i = new Float64Array(size);
+  const k3r = new Float64Array(size),
+    k3i = new Float64Array(size);
+  const k4r = new Float64Array(size),
+    k4i = new Float64Array(size);
+  const sr = new Float64Array(size),
+    si = new Float64Array(size);
   for (let s = 0; s < steps; s++) {
     model.rhs(oRe, oIm, k1r, k1i);
     for (let q = 0; q < size; q++) {
@@ -193,9 +202,12 @@ function run(inputs: FlowInputs): SolverOutput {
   if (!Number.isFinite(amplitude)) throw new SolverFailure('the velocity field became non-finite', { steps, dt_s: dt });
 
   // Divergence from the physical velocity field, re-transformed: u_x + v_y (round-off for a solenoidal field).
-  const aRe = new Float64Array(size), aIm = new Float64Array(size);
-  const bRe = new Float64Array(size), bIm = new Float64Array(size);
-  const zr = Float64Array.from(u), zi = Float64Array.from(v);
+  const aRe = new Float64Array(size),
+    aIm = new Float64Array(size);
+  const bRe = new Float64Array(size),
+    bIm = new Float64Array(size);
+  const zr = Float64Array.from(u),
+    zi = Float64Array.from(v);
   model.fft.forwardTwoReal(zr, zi, aRe, aIm, bRe, bIm);
   for (let q = 0; q < size; q++) {
     zr[q] = -model.kx[q]! * aIm[q]! - model.ky[q]! * bIm[q]!;
@@ -206,7 +218,8 @@ function run(inputs: FlowInputs): SolverOutput {
   for (let q = 0; q < size; q++) maxDivergence = Math.max(maxDivergence, Math.abs(zr[q]!));
 
   // Physical vorticity for the returned field.
-  const wr = Float64Array.from(oRe), wi = Float64Array.from(oIm);
+  const wr = Float64Array.from(oRe),
+    wi = Float64Array.from(oIm);
   model.fft.inverse(wr, wi);
   const rows: number[][] = [];
   for (let j = 0; j < n; j++) rows.push(Array.from(wr.subarray(j * n, (j + 1) * n)));

@@ -259,7 +259,7 @@ function buildPlate(p: FracturePlateInputs, model: Model): Lattice {
         familySize[j]!++;
         // A bond is cut by the pre-crack when it joins the two halves and meets y = a/2 within the crack.
         let cut = false;
-        if (half > 0 && (Y[i]! < yc) !== (Y[j]! < yc)) {
+        if (half > 0 && Y[i]! < yc !== Y[j]! < yc) {
           const xCross = X[i]! + ((yc - Y[i]!) / (Y[j]! - Y[i]!)) * (X[j]! - X[i]!);
           cut = xCross >= xc - half && xCross <= xc + half;
         }
@@ -272,8 +272,17 @@ function buildPlate(p: FracturePlateInputs, model: Model): Lattice {
     }
   }
   return {
-    X, Y, bi, bj, length0, critical, familySize, liveCount: front, precrackBonds: total - back,
-    midPlane: yc, midPlaneArea: p.side_m * p.thickness_m,
+    X,
+    Y,
+    bi,
+    bj,
+    length0,
+    critical,
+    familySize,
+    liveCount: front,
+    precrackBonds: total - back,
+    midPlane: yc,
+    midPlaneArea: p.side_m * p.thickness_m,
   };
 }
 
@@ -299,7 +308,7 @@ function buildBar(p: FractureBarInputs, model: Model): Lattice {
       bj[b] = j;
       length0[b] = k * dx;
       // Bonds across mid-span carry the notch: a reduced critical stretch.
-      critical[b] = (X[i]! < mid) !== (X[j]! < mid) ? p.notch_factor * model.criticalStretch : model.criticalStretch;
+      critical[b] = X[i]! < mid !== X[j]! < mid ? p.notch_factor * model.criticalStretch : model.criticalStretch;
       familySize[i]!++;
       familySize[j]!++;
       b++;
@@ -350,7 +359,12 @@ export function contactPairs(pos: Float64Array, N: number, dc: number): Int32Arr
     const ddy = pos[2 * b + 1]! - pos[2 * a + 1]!;
     return ddx * ddx + ddy * ddy < dc2;
   };
-  const stencil = [[1, 0], [-1, 1], [0, 1], [1, 1]] as const;
+  const stencil = [
+    [1, 0],
+    [-1, 1],
+    [0, 1],
+    [1, 1],
+  ] as const;
   for (let cy = 0; cy < ncy; cy++) {
     for (let cx = 0; cx < ncx; cx++) {
       const c = cy * ncx + cx;
@@ -385,8 +399,16 @@ export function contactPairs(pos: Float64Array, N: number, dc: number): Int32Arr
  * out[0] = Σ s²|ξ| (strain energy / ½cV²), out[1] = number of listed bonds.
  */
 function bondForces(
-  pos: Float64Array, pair: Int32Array, length0: Float64Array, inverseLength0: Float64Array, critical: Float64Array,
-  live: number, acc: Float64Array, accel: number, overList: Int32Array, out: Float64Array,
+  pos: Float64Array,
+  pair: Int32Array,
+  length0: Float64Array,
+  inverseLength0: Float64Array,
+  critical: Float64Array,
+  live: number,
+  acc: Float64Array,
+  accel: number,
+  overList: Int32Array,
+  out: Float64Array,
 ): void {
   acc.fill(0);
   let energySum = 0;
@@ -481,9 +503,19 @@ function kick(vel: Float64Array, acc: Float64Array, n2: number, halfDt: number):
  * the stretch between the previous and the current positions).
  */
 function breakBonds(
-  pos: Float64Array, posPrev: Float64Array, pair: Int32Array, length0: Float64Array, inverseLength0: Float64Array,
-  critical: Float64Array, live: number, acc: Float64Array, intact: Int32Array, accel: number,
-  overList: Int32Array, overCount: number, out: Float64Array,
+  pos: Float64Array,
+  posPrev: Float64Array,
+  pair: Int32Array,
+  length0: Float64Array,
+  inverseLength0: Float64Array,
+  critical: Float64Array,
+  live: number,
+  acc: Float64Array,
+  intact: Int32Array,
+  accel: number,
+  overList: Int32Array,
+  overCount: number,
+  out: Float64Array,
 ): number {
   let removedSum = 0;
   let earliest = 1;
@@ -730,7 +762,24 @@ function integrate(inputs: FractureInputs, model: Model, lat: Lattice): Integrat
       if (firstFailure === null) firstFailure = (step - 1 + breakOut[1]!) * dt;
     }
   }
-  return { pos, pair, live, intact, candidates, contactCount, steps, dt, E0, kinetic, strainEnergy, dissipated, broken, worstEnergy, worstDeviation, firstFailure };
+  return {
+    pos,
+    pair,
+    live,
+    intact,
+    candidates,
+    contactCount,
+    steps,
+    dt,
+    E0,
+    kinetic,
+    strainEnergy,
+    dissipated,
+    broken,
+    worstEnergy,
+    worstDeviation,
+    firstFailure,
+  };
 }
 
 /** The loading: plate, v_y = strain rate × (y − side/2); bar, v_x linear from −v at x = 0 to +v at x = L. */
@@ -799,7 +848,7 @@ function bondStresses(plate: boolean, model: Model, lat: Lattice, x: Float64Arra
     syy[j]! += tyy;
     const ci = plate ? Y[i]! : X[i]!;
     const cj = plate ? Y[j]! : X[j]!;
-    if ((ci < mid) !== (cj < mid)) {
+    if (ci < mid !== cj < mid) {
       // Force on the lower/left point from the bond, normal component (toward the other part = tension positive).
       const f = (cVV * s) / r;
       const normal = plate ? ey : ex;
@@ -820,7 +869,7 @@ function contactTraction(plate: boolean, model: Model, lat: Lattice, x: Float64A
     const j = candidates[k + 1]!;
     const ci = plate ? Y[i]! : X[i]!;
     const cj = plate ? Y[j]! : X[j]!;
-    if ((ci < mid) === (cj < mid)) continue;
+    if (ci < mid === cj < mid) continue;
     const ex = x[j]! - x[i]!;
     const ey = y[j]! - y[i]!;
     const r = Math.sqrt(ex * ex + ey * ey);
@@ -854,7 +903,13 @@ function maxPrincipalStress(plate: boolean, t: BondStress, N: number): number {
 }
 
 /** The plate's damage field and the crack length (span in x of points damaged beyond CRACK_DAMAGE). */
-function plateOutputs(inputs: FracturePlateInputs, model: Model, X: Float64Array, damage: Float64Array, common: Record<string, unknown>): { outputs: Record<string, unknown>; rule8: number[][] } {
+function plateOutputs(
+  inputs: FracturePlateInputs,
+  model: Model,
+  X: Float64Array,
+  damage: Float64Array,
+  common: Record<string, unknown>,
+): { outputs: Record<string, unknown>; rule8: number[][] } {
   const { N, dx } = model;
   const n = inputs.n;
   const rows: number[][] = [];
@@ -878,7 +933,13 @@ function plateOutputs(inputs: FracturePlateInputs, model: Model, X: Float64Array
 }
 
 /** The bar's damage profile and the notch's closed-form failure time. */
-function barOutputs(inputs: FractureBarInputs, model: Model, X: Float64Array, damage: Float64Array, common: Record<string, unknown>): { outputs: Record<string, unknown>; rule8: number[] } {
+function barOutputs(
+  inputs: FractureBarInputs,
+  model: Model,
+  X: Float64Array,
+  damage: Float64Array,
+  common: Record<string, unknown>,
+): { outputs: Record<string, unknown>; rule8: number[] } {
   const profile = boundProfile(damage);
   const axis = boundProfile(X);
   const s0 = model.criticalStretch;
@@ -886,8 +947,7 @@ function barOutputs(inputs: FractureBarInputs, model: Model, X: Float64Array, da
     damage: { x_m: axis, phi: profile },
     ...common,
     // While the interior strain is uniform (2v/L)·t the notch fails at t_f = notch·s0·L/(2v).
-    notch_failure_time_estimate_s:
-      inputs.end_velocity_m_s > 0 ? (inputs.notch_factor * s0 * inputs.length_m) / (2 * inputs.end_velocity_m_s) : null,
+    notch_failure_time_estimate_s: inputs.end_velocity_m_s > 0 ? (inputs.notch_factor * s0 * inputs.length_m) / (2 * inputs.end_velocity_m_s) : null,
     notch_bonds: (inputs.horizon_cells * (inputs.horizon_cells + 1)) / 2,
   };
   return { outputs, rule8: profile };

@@ -36,8 +36,16 @@ const MAX_LINES = 2000;
 
 const lineSchema = z
   .object({
-    from: z.number().int().min(0).max(MAX_BUSES - 1),
-    to: z.number().int().min(0).max(MAX_BUSES - 1),
+    from: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_BUSES - 1),
+    to: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_BUSES - 1),
     reactance_pu: positive(),
   })
   .strict();
@@ -47,7 +55,12 @@ const schema = z
     buses: z.number().int().min(2).max(MAX_BUSES).optional(),
     lines: z.array(lineSchema).min(1).max(MAX_LINES).optional(),
     injections_MW: z.array(num()).min(2).max(MAX_BUSES).optional(),
-    slack: z.number().int().min(0).max(MAX_BUSES - 1).optional(),
+    slack: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_BUSES - 1)
+      .optional(),
     base_MVA: positive().optional(),
   })
   .strict();

@@ -29,7 +29,9 @@ const schema = z.strictObject({
   diffusivity_m2_s: numIn(1e-9, 1e-2).optional(),
   t_end_s: positive().optional(),
   boundary_K: numIn(0, 5000).optional(),
-  amplitude_K: numIn(-1000, 1000).refine((a) => a !== 0, 'must be non-zero').optional(),
+  amplitude_K: numIn(-1000, 1000)
+    .refine((a) => a !== 0, 'must be non-zero')
+    .optional(),
   initial: z.enum(['sine', 'uniform']).optional(),
   nx: z.number().int().min(11).max(1001).optional(),
   fourier_number: numIn(0.01, 0.5).optional(),

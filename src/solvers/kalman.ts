@@ -185,7 +185,13 @@ function run(inputs: KalmanInputs, initialState?: unknown): SolverOutput {
   if (cv) outputs.posterior_sigma_v_m_s = Math.sqrt(p11);
   if (synth) outputs.rmse_m = Math.sqrt(sqErr / n);
   const state: KalmanState = cv
-    ? { x: [x0, x1], P: [[p00, p01], [p01, p11]] }
+    ? {
+        x: [x0, x1],
+        P: [
+          [p00, p01],
+          [p01, p11],
+        ],
+      }
     : { x: [x0], P: [[p00]] };
   return {
     mode: inputs.model,

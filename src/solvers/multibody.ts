@@ -133,8 +133,12 @@ function angularMomentum(n: number, mass: Float64Array, pos: Float64Array, vel: 
   out.fill(0);
   for (let i = 0; i < n; i++) {
     const m = mass[i]!;
-    const x = pos[3 * i]!, y = pos[3 * i + 1]!, zc = pos[3 * i + 2]!;
-    const vx = vel[3 * i]!, vy = vel[3 * i + 1]!, vz = vel[3 * i + 2]!;
+    const x = pos[3 * i]!,
+      y = pos[3 * i + 1]!,
+      zc = pos[3 * i + 2]!;
+    const vx = vel[3 * i]!,
+      vy = vel[3 * i + 1]!,
+      vz = vel[3 * i + 2]!;
     out[0] = out[0]! + m * (y * vz - zc * vy);
     out[1] = out[1]! + m * (zc * vx - x * vz);
     out[2] = out[2]! + m * (x * vy - y * vx);

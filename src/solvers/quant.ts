@@ -23,7 +23,10 @@ const schema = z.strictObject({
   dividend_yield: numIn(0, 1).default(0),
   nx: intIn(100, 20_000).default(1000),
   nt: intIn(10, 10_000).default(500),
-  currency: z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter currency code').default('USD'),
+  currency: z
+    .string()
+    .regex(/^[A-Z]{3}$/, 'must be a 3-letter currency code')
+    .default('USD'),
 });
 
 export type QuantInputs = z.infer<typeof schema>;
@@ -78,10 +81,8 @@ export const quant: SolverDef<QuantInputs> = {
     }
 
     // Dirichlet values at time-to-expiry τ.
-    const lowerBoundary = (tau: number) =>
-      type === 'call' ? 0 : Math.max(strike * Math.exp(-rate * tau) - sLow * Math.exp(-q * tau), 0);
-    const upperBoundary = (tau: number) =>
-      type === 'call' ? Math.max(sHigh * Math.exp(-q * tau) - strike * Math.exp(-rate * tau), 0) : 0;
+    const lowerBoundary = (tau: number) => (type === 'call' ? 0 : Math.max(strike * Math.exp(-rate * tau) - sLow * Math.exp(-q * tau), 0));
+    const upperBoundary = (tau: number) => (type === 'call' ? Math.max(sHigh * Math.exp(-q * tau) - strike * Math.exp(-rate * tau), 0) : 0);
 
     // L V_j = lo V_{j−1} + mid V_j + up V_{j+1} (central differences of ½σ²V_xx + (r − q − ½σ²)V_x − rV).
     const diffusion = 0.5 * volatility * volatility;

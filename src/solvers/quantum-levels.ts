@@ -44,9 +44,7 @@ const width = numIn(1e-12, 1e-6).optional();
 const schemas = {
   harmonic: z.object({ ...common, omega_rad_s: positive().optional(), grid_points: gridPoints }).strict(),
   infinite_well: z.object({ ...common, width_m: width, grid_points: gridPoints }).strict(),
-  finite_well: z
-    .object({ ...common, width_m: width, depth_J: positive().optional(), cells_in_well: intIn(50, 5000).optional() })
-    .strict(),
+  finite_well: z.object({ ...common, width_m: width, depth_J: positive().optional(), cells_in_well: intIn(50, 5000).optional() }).strict(),
   morse: z
     .object({
       ...common,
@@ -61,7 +59,7 @@ const potentialSchema = z.object({ potential: z.enum(POTENTIALS).optional() }).l
 
 /** Number of bound states of the finite square well: ⌈2 z0/π⌉, z0 = (L/2)√(2mV0)/ħ. */
 function finiteWellBoundStates(mass: number, widthM: number, depth: number): number {
-  const z0 = (widthM / 2) * Math.sqrt(2 * mass * depth) / HBAR;
+  const z0 = ((widthM / 2) * Math.sqrt(2 * mass * depth)) / HBAR;
   return Math.ceil((2 * z0) / Math.PI);
 }
 
@@ -202,14 +200,14 @@ function referenceEnergy(inp: QuantumLevelsInputs): { value: number; name: strin
     }
     case 'finite_well': {
       const L = inp.width_m!;
-      const z0 = (L / 2) * Math.sqrt(2 * m * inp.depth_J!) / HBAR;
+      const z0 = ((L / 2) * Math.sqrt(2 * m * inp.depth_J!)) / HBAR;
       const s = (z: number) => Math.sqrt(Math.max(z0 * z0 - z * z, 0));
       // even: z tan z = √(z0² − z²); odd: −z cot z = √(z0² − z²); written without the poles.
       const f = n % 2 === 0 ? (z: number) => z * Math.sin(z) - s(z) * Math.cos(z) : (z: number) => -z * Math.cos(z) - s(z) * Math.sin(z);
       const lo = (n * Math.PI) / 2;
       const hi = Math.min(((n + 1) * Math.PI) / 2, z0);
       const z = brent(f, lo, hi, 1e-15);
-      return { value: ((2 * z) / L) ** 2 * (HBAR * HBAR) / (2 * m), name: 'finite well transcendental root (Brent)' };
+      return { value: (((2 * z) / L) ** 2 * (HBAR * HBAR)) / (2 * m), name: 'finite well transcendental root (Brent)' };
     }
   }
 }

@@ -9,9 +9,33 @@ import { solvers as optimisation } from './groups/optimisation.js';
 
 /** The 27 ids in the order of solvers.md §2. */
 export const SOLVER_IDS = [
-  'action', 'evolve', 'heat', 'lorenz', 'wave', 'flow', 'fracture', 'epi', 'quant', 'zeta', 'sat', 'gauge', 'fea',
-  'grid', 'device', 'react', 'opt', 'climate', 'dock', 'multibody', 'predator_prey', 'tumour', 'kalman',
-  'quantum_levels', 'acoustic', 'buckling', 'blackhole',
+  'action',
+  'evolve',
+  'heat',
+  'lorenz',
+  'wave',
+  'flow',
+  'fracture',
+  'epi',
+  'quant',
+  'zeta',
+  'sat',
+  'gauge',
+  'fea',
+  'grid',
+  'device',
+  'react',
+  'opt',
+  'climate',
+  'dock',
+  'multibody',
+  'predator_prey',
+  'tumour',
+  'kalman',
+  'quantum_levels',
+  'acoustic',
+  'buckling',
+  'blackhole',
 ] as const;
 export type SolverId = (typeof SOLVER_IDS)[number];
 

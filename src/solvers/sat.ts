@@ -508,13 +508,11 @@ export const sat: SolverDef<SatInputs> = {
       if (p.n_clauses !== undefined && p.n_clauses !== p.clauses.length) {
         throw new InputError('n_clauses', 'n_clauses must equal the number of clauses given', p.clauses.length);
       }
-      resolved = { clauses: p.clauses, n_vars: nVars, n_clauses: p.clauses.length, method: p.method,
-        max_decisions: p.max_decisions, max_flips: p.max_flips };
+      resolved = { clauses: p.clauses, n_vars: nVars, n_clauses: p.clauses.length, method: p.method, max_decisions: p.max_decisions, max_flips: p.max_flips };
     } else {
       const nVars = p.n_vars ?? 50;
       if (nVars < 3) throw new InputError('n_vars', 'generated 3-SAT needs at least 3 variables', { min: 3 });
-      resolved = { n_vars: nVars, n_clauses: p.n_clauses ?? 200, method: p.method, max_decisions: p.max_decisions,
-        max_flips: p.max_flips };
+      resolved = { n_vars: nVars, n_clauses: p.n_clauses ?? 200, method: p.method, max_decisions: p.max_decisions, max_flips: p.max_flips };
     }
     if (p.seed !== undefined) resolved.seed = p.seed;
     return resolved;

@@ -47,7 +47,9 @@ const schema = z.strictObject({
   courant: numIn(0.05, 1.0).optional(),
   periods: numIn(2, 50).optional(),
   // Below a nucleus's size (1e-15 m) a displacement means nothing, and the field's numbers fall to subnormals.
-  amplitude_m: nonZero().refine((a) => Math.abs(a) >= 1e-15, 'magnitude must be at least 1e-15 m').optional(),
+  amplitude_m: nonZero()
+    .refine((a) => Math.abs(a) >= 1e-15, 'magnitude must be at least 1e-15 m')
+    .optional(),
   e0_V_m: nonZero().optional(),
 });
 

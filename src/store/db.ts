@@ -7,9 +7,7 @@ import type { AbstractSublevel } from 'abstract-level';
 export type Json = unknown;
 export type Sublevel = AbstractSublevel<Level<string, Json>, string | Buffer | Uint8Array, string, Json>;
 
-export type Op =
-  | { type: 'put'; sub: Sublevel; key: string; value: Json }
-  | { type: 'del'; sub: Sublevel; key: string };
+export type Op = { type: 'put'; sub: Sublevel; key: string; value: Json } | { type: 'del'; sub: Sublevel; key: string };
 
 export interface StoreOptions {
   /** fsync each batch (durable across a machine crash). */
@@ -113,10 +111,7 @@ export class Store {
   }
 
   /** Entries of a sublevel in key order within [gte, lt), at most limit, optionally reversed. */
-  async range<T = Json>(
-    sub: Sublevel,
-    opts: { gte?: string; lt?: string; limit?: number; reverse?: boolean } = {},
-  ): Promise<{ key: string; value: T }[]> {
+  async range<T = Json>(sub: Sublevel, opts: { gte?: string; lt?: string; limit?: number; reverse?: boolean } = {}): Promise<{ key: string; value: T }[]> {
     const out: { key: string; value: T }[] = [];
     const it = sub.iterator({ ...opts, limit: opts.limit ?? -1 });
     try {

@@ -128,24 +128,41 @@ export class ClaimService {
     const { reason, addressClaims, difficulty } = this.standing(zid, ip, unixMs);
     if (reason === 'hourly_cap') {
       const retry = this.hourlyRetry(unixMs);
-      throw new ServiceError(429, 'SVC_RATE_LIMIT', `at most ${CLAIM_CAP_PER_HOUR} claims per hour from one address`, { limit: CLAIM_CAP_PER_HOUR, window_seconds: 3600, ...retry });
+      throw new ServiceError(429, 'SVC_RATE_LIMIT', `at most ${CLAIM_CAP_PER_HOUR} claims per hour from one address`, {
+        limit: CLAIM_CAP_PER_HOUR,
+        window_seconds: 3600,
+        ...retry,
+      });
     }
     if (reason === 'already_claimed_today') throw refused(reason, 'this identity has claimed today already; the next claim opens at midnight UTC');
-    if (reason === 'balance_not_low') throw refused(reason, `the daily claim opens when the balance is below ${this.deps.threshold} credits`, { threshold: this.deps.threshold });
+    if (reason === 'balance_not_low')
+      throw refused(reason, `the daily claim opens when the balance is below ${this.deps.threshold} credits`, { threshold: this.deps.threshold });
     const fields = openChallenge(this.deps.key, challenge, zid, ip);
     if (fields === null) throw refused('invalid_challenge', 'not a challenge this node issued to this identity and address (GET /api/tally/claim)');
     const day = dayKey(unixMs);
-    if (fields.expiresUnixMs <= unixMs || fields.hour.slice(0, 10) !== day) throw refused('stale_challenge', 'the challenge has expired; get a new one (GET /api/tally/claim)');
-    if (fields.difficulty < difficulty) throw refused('stale_challenge', `this address now needs ${difficulty} bits of work; get a new challenge (GET /api/tally/claim)`, { difficulty });
+    if (fields.expiresUnixMs <= unixMs || fields.hour.slice(0, 10) !== day)
+      throw refused('stale_challenge', 'the challenge has expired; get a new one (GET /api/tally/claim)');
+    if (fields.difficulty < difficulty)
+      throw refused('stale_challenge', `this address now needs ${difficulty} bits of work; get a new challenge (GET /api/tally/claim)`, { difficulty });
     const bits = proofBits(challenge, nonce);
-    if (bits < fields.difficulty) throw refused('insufficient_work', `SHA-256(challenge:nonce) has ${bits} leading zero bits; ${fields.difficulty} are needed`, { difficulty: fields.difficulty, bits });
+    if (bits < fields.difficulty)
+      throw refused('insufficient_work', `SHA-256(challenge:nonce) has ${bits} leading zero bits; ${fields.difficulty} are needed`, {
+        difficulty: fields.difficulty,
+        bits,
+      });
 
     const credit = this.deps.ledger.creditOps(zid, CLAIM_AMOUNT, 0);
     const dayName = claimDayCounter(day, zid);
     const addressName = claimAddressCounter(hourKey(unixMs), ip);
     this.deps.counters.bump(dayName, 1);
     this.deps.counters.bump(addressName, 1);
-    const appended = this.deps.chain.appendOps(slug, svcond, 'daily_claim', { zid, day, amount: CLAIM_AMOUNT, address_claim: addressClaims + 1, difficulty: fields.difficulty });
+    const appended = this.deps.chain.appendOps(slug, svcond, 'daily_claim', {
+      zid,
+      day,
+      amount: CLAIM_AMOUNT,
+      address_claim: addressClaims + 1,
+      difficulty: fields.difficulty,
+    });
     const ops: Op[] = [...credit.ops, appended.op, ...this.deps.counters.persistOps([dayName, addressName])];
     try {
       await this.deps.store.commit(ops);

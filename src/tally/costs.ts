@@ -33,10 +33,22 @@ export const COMPUTE_COST_MIN = 1;
 export const COMPUTE_COST_MAX = 20;
 
 export const COST_TABLE: readonly CostEntry[] = [
-  { action: 'compute', credits: COSTS.computePerOperator, per: 'domain operator', served: true, note: 'closed-form chain: 1 per domain operator (KO42 free), clamped to 1 … 20' },
+  {
+    action: 'compute',
+    credits: COSTS.computePerOperator,
+    per: 'domain operator',
+    served: true,
+    note: 'closed-form chain: 1 per domain operator (KO42 free), clamped to 1 … 20',
+  },
   { action: 'solver', credits: COSTS.solver, per: 'action', served: true, note: 'any solver endpoint and /api/svc/solve' },
   { action: 'auto', credits: COSTS.auto, per: 'action', served: true },
-  { action: 'state_machine_creation', credits: COSTS.stateMachineCreation, per: 'action', served: true, note: 'POST /api/chain/state-machines (the default machine of a registration is free)' },
+  {
+    action: 'state_machine_creation',
+    credits: COSTS.stateMachineCreation,
+    per: 'action',
+    served: true,
+    note: 'POST /api/chain/state-machines (the default machine of a registration is free)',
+  },
   { action: 'contract_transition', credits: COSTS.contractTransition, per: 'action', served: false },
   { action: 'page_chat', credits: COSTS.pageChat, per: 'action', served: false },
   { action: 'skill_creation', credits: COSTS.skillCreation, per: 'action', served: false },

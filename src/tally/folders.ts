@@ -65,15 +65,20 @@ export class Folders {
 
   /** Move the caller's envelopes to `folder`: the named ones, or `count` of them (oldest first). */
   async move(zid: string, m: FolderMove): Promise<{ zid: string; folder: string; moved: number; folders: { folder: string; count: number }[] }> {
-    for (const [field, name] of [['folder', m.folder], ['from_folder', m.from_folder]] as const) {
-      if (name !== undefined && !FOLDER_PATTERN.test(name)) throw badInput(field, 'format', `${field} "${name}" is not a folder name: 1 … 64 of letters, digits, space, _ . - (starting with a letter or digit)`);
+    for (const [field, name] of [
+      ['folder', m.folder],
+      ['from_folder', m.from_folder],
+    ] as const) {
+      if (name !== undefined && !FOLDER_PATTERN.test(name))
+        throw badInput(field, 'format', `${field} "${name}" is not a folder name: 1 … 64 of letters, digits, space, _ . - (starting with a letter or digit)`);
     }
     if ((m.token_ids === undefined) === (m.count === undefined)) throw badInput('token_ids', 'required', 'give token_ids or count (one of them)');
     for (const id of m.token_ids ?? []) {
       if (!TOKEN_ID_PATTERN.test(id)) throw badInput('token_ids', 'format', `token id "${id}" is not an envelope token id (env_ + 24 hex)`, { token_id: id });
     }
     return this.locks.run(zid, async () => {
-      const chosen = m.token_ids !== undefined ? await this.named(zid, m.token_ids, m.from_folder) : await this.pick(zid, m.count!, m.folder, m.from_folder, m.q);
+      const chosen =
+        m.token_ids !== undefined ? await this.named(zid, m.token_ids, m.from_folder) : await this.pick(zid, m.count!, m.folder, m.from_folder, m.q);
       const moving = chosen.filter((e) => e.folder !== m.folder);
       // From here to the commit: synchronous (counters in memory), as ledger.ts's rule asks.
       const ops: Op[] = [];
@@ -109,7 +114,8 @@ export class Folders {
         const e = records[k];
         // Another identity's envelope is answered as unknown: its existence is not the caller's business.
         if (!e || e.owner !== zid) throw badInput('token_ids', 'unknown', `no envelope ${page[k]} of yours`, { token_id: page[k] });
-        if (fromFolder !== undefined && e.folder !== fromFolder) throw badInput('token_ids', 'folder', `envelope ${page[k]} is not in folder ${fromFolder}`, { token_id: page[k] });
+        if (fromFolder !== undefined && e.folder !== fromFolder)
+          throw badInput('token_ids', 'folder', `envelope ${page[k]} is not in folder ${fromFolder}`, { token_id: page[k] });
         out.push(e);
       }
     }
@@ -130,7 +136,10 @@ export class Folders {
     while (out.length < count) {
       const page = await this.store.range<string>(sub, { gte, lt: `${prefix}~`, limit: PAGE });
       if (page.length === 0) break;
-      const records = await this.store.getMany<EnvelopeRecord>(this.envelopes, page.map((p) => p.value));
+      const records = await this.store.getMany<EnvelopeRecord>(
+        this.envelopes,
+        page.map((p) => p.value),
+      );
       for (const e of records) {
         if (e && e.owner === zid && e.folder !== target) out.push(e);
         if (out.length === count) break;

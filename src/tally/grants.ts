@@ -61,7 +61,10 @@ export class Grants {
     const ident = await this.deps.identity.getIdentity(zid);
     if (!ident) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${zid} is known on this node`);
     if (ident.kind === 'remote' || ident.home !== this.deps.nodeId()) {
-      throw new ServiceError(409, 'SVC_CONFLICT', `identity ${zid} is homed on node ${ident.home}: grant there, with that node's operator token`, { field: 'zid', home: ident.home });
+      throw new ServiceError(409, 'SVC_CONFLICT', `identity ${zid} is homed on node ${ident.home}: grant there, with that node's operator token`, {
+        field: 'zid',
+        home: ident.home,
+      });
     }
     const slug = ident.default_machine ?? this.deps.identity.defaultSlug(zid);
     await this.deps.ledger.wallet(zid);
@@ -73,7 +76,8 @@ export class Grants {
     const credit = this.deps.ledger.creditOps(zid, 0, credits);
     const appended = this.deps.chain.appendOps(slug, svcond, 'credit_grant', { grant_id: grantId, zid, credits, tier: newTier });
     const ops: Op[] = [...credit.ops, appended.op];
-    if (tier !== undefined) ops.push({ type: 'put', sub: this.tiers, key: zid, value: { tier, grant_id: grantId, svcond, unix_ms: unixMs } satisfies TierRecord });
+    if (tier !== undefined)
+      ops.push({ type: 'put', sub: this.tiers, key: zid, value: { tier, grant_id: grantId, svcond, unix_ms: unixMs } satisfies TierRecord });
     try {
       await this.deps.store.commit(ops);
     } catch (err) {

@@ -196,7 +196,18 @@ export class Ledger {
     const share = splitCharge(cost, this.counters.get(name));
     const node = splitCharge(cost, this.counters.get('charged_total'));
     const start = bumped.length;
-    bumped.push(name, cost, 'charged_total', cost, 'burned_total', node.burned, 'foundation_total', node.foundation, 'foundation_shares_total', share.foundation);
+    bumped.push(
+      name,
+      cost,
+      'charged_total',
+      cost,
+      'burned_total',
+      node.burned,
+      'foundation_total',
+      node.foundation,
+      'foundation_shares_total',
+      share.foundation,
+    );
     for (let i = start; i < bumped.length; i += 2) this.counters.bump(bumped[i] as string, bumped[i + 1] as number);
     return share;
   }
@@ -218,7 +229,15 @@ export class Ledger {
     const names: string[] = [];
     for (let i = 0; i < bumped.length; i += 2) names.push(bumped[i] as string);
     const ops = [debit.op, ...this.counters.persistOps(names)];
-    const charge: TallyCharge = { action, cost, charged: cost, burned, foundation, funded_by: fromFree === cost ? 'free' : 'paid', balance_after: debit.wallet };
+    const charge: TallyCharge = {
+      action,
+      cost,
+      charged: cost,
+      burned,
+      foundation,
+      funded_by: fromFree === cost ? 'free' : 'paid',
+      balance_after: debit.wallet,
+    };
     const rollback = () => {
       for (let i = 0; i < bumped.length; i += 2) this.counters.revert(bumped[i] as string, bumped[i + 1] as number);
       debit.rollback();
@@ -292,7 +311,14 @@ export class Ledger {
       this.counters.bump(folderName, 1);
       const seq = this.counters.get('envelope_seq');
       const tokenId = `env_${randomHex(24)}`;
-      const core: EnvelopeCore = { token_id: tokenId, owner: caller.zid, face_value: burned, result_id: args.resultId, result_digest: args.resultDigest, svcond: args.svcond };
+      const core: EnvelopeCore = {
+        token_id: tokenId,
+        owner: caller.zid,
+        face_value: burned,
+        result_id: args.resultId,
+        result_digest: args.resultDigest,
+        svcond: args.svcond,
+      };
       envelope = {
         token_id: tokenId,
         owner: caller.zid,
@@ -372,7 +398,12 @@ export class Ledger {
   /** An owner's oldest envelopes, at most `limit`, oldest first (by seal order). */
   async oldestEnvelopes(zid: string, limit: number): Promise<EnvelopeRecord[]> {
     const ids = await this.store.range<string>(this.byOwner, { gte: `${zid}!`, lt: `${zid}!~`, limit });
-    return (await this.store.getMany<EnvelopeRecord>(this.envelopes, ids.map((e) => e.value))).filter((e): e is EnvelopeRecord => !!e);
+    return (
+      await this.store.getMany<EnvelopeRecord>(
+        this.envelopes,
+        ids.map((e) => e.value),
+      )
+    ).filter((e): e is EnvelopeRecord => !!e);
   }
 
   /** Envelope records by token id (undefined where there is none). */
@@ -398,7 +429,10 @@ export class Ledger {
   /** An owner's folders with their envelope counts (from the counters; empty folders left out). */
   folders(zid: string): { folder: string; count: number }[] {
     const prefix = folderCounterPrefix(zid);
-    return this.counters.withPrefix(prefix).map(([name, count]) => ({ folder: name.slice(prefix.length), count })).filter((f) => f.count > 0);
+    return this.counters
+      .withPrefix(prefix)
+      .map(([name, count]) => ({ folder: name.slice(prefix.length), count }))
+      .filter((f) => f.count > 0);
   }
 
   /** Envelopes of an owner, newest first; total from the counter (never a scan). */

@@ -28,7 +28,8 @@ const PART = '\x02';
 
 export function templateFromStored(json: string): StoredTemplate {
   const o = JSON.parse(json) as StoredTemplate;
-  if (!Array.isArray(o.pieces) || !Array.isArray(o.holes) || !Array.isArray(o.slots) || o.pieces.length !== o.holes.length + 1) throw new Error('stored result template: damaged');
+  if (!Array.isArray(o.pieces) || !Array.isArray(o.holes) || !Array.isArray(o.slots) || o.pieces.length !== o.holes.length + 1)
+    throw new Error('stored result template: damaged');
   return { pieces: o.pieces, holes: o.holes, slots: o.slots };
 }
 
@@ -38,7 +39,8 @@ export function isCompact(record: Uint8Array): boolean {
 
 /** The id of the template a compact record was filled from. */
 export function compactTemplateId(record: Uint8Array): string {
-  if (record.length < 35 || record[0] !== COMPACT_MARK || (record[1] !== COMPACT_V1 && record[1] !== COMPACT_V2)) throw new Error('not a compact result record');
+  if (record.length < 35 || record[0] !== COMPACT_MARK || (record[1] !== COMPACT_V1 && record[1] !== COMPACT_V2))
+    throw new Error('not a compact result record');
   return Buffer.from(record.buffer, record.byteOffset, record.byteLength).toString('hex', 2, 34);
 }
 

@@ -34,10 +34,14 @@ beforeAll(async () => {
   b = await startTestNode(meshConfig([addrA]), opts);
   c = await startTestNode(meshConfig([addrA, b.node.mesh.multiaddrs()[0]!]), opts);
   // Every node has heard a tick event (with its URL) from both others.
-  await waitFor(async () => {
-    const urls = [a, b, c].map((n) => n.node.mesh.peers().filter((p) => p.url).length);
-    return urls.every((n) => n >= 2);
-  }, 'tick events from every peer', 15_000);
+  await waitFor(
+    async () => {
+      const urls = [a, b, c].map((n) => n.node.mesh.peers().filter((p) => p.url).length);
+      return urls.every((n) => n >= 2);
+    },
+    'tick events from every peer',
+    15_000,
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -82,13 +86,16 @@ describe('any-node API', () => {
     // The home announced the sealed result to the mesh once it was durable.
     await waitFor(async () => {
       const ev = await call(c.url, 'GET', '/api/mesh/events?limit=200');
-      return ev.body.events.find((e: { event: { type: string; sender: string; body: { result_id: string } } }) => e.event.type === 'result.sealed' && e.event.body.result_id === r.body.result_id && e.event.sender === a.node.nodeId);
+      return ev.body.events.find(
+        (e: { event: { type: string; sender: string; body: { result_id: string } } }) =>
+          e.event.type === 'result.sealed' && e.event.body.result_id === r.body.result_id && e.event.sender === a.node.nodeId,
+      );
     }, 'result.sealed on C');
     // Any node verifies any node's receipt (shared receipt secret).
     expect((await call(c.url, 'POST', '/api/svc/verify', r.body, bearer(id.key))).body.valid).toBe(true);
   });
 
-  it('a key that was never gossiped to B is found by B from A\'s signed answer', async () => {
+  it("a key that was never gossiped to B is found by B from A's signed answer", async () => {
     const { key } = await a.node.identity.mintKeyFor((await zkIdentity(a.url, 'lookup')).zid, 'sk', null);
     const digest = keyDigest(key);
     const signed = await call(a.url, 'GET', `/api/mesh/keys/${digest}`);
@@ -106,7 +113,17 @@ describe('any-node API', () => {
     const now = Date.now();
     const forged = {
       digest: keyDigest(forgedKey),
-      key: { key_id: 'sk_forged', kind: 'sk', zid: id.zid, slug: null, plan: 'standard', created_unix_ms: now, expires_unix_ms: null, revoked_unix_ms: null, home: c.node.nodeId },
+      key: {
+        key_id: 'sk_forged',
+        kind: 'sk',
+        zid: id.zid,
+        slug: null,
+        plan: 'standard',
+        created_unix_ms: now,
+        expires_unix_ms: null,
+        revoked_unix_ms: null,
+        home: c.node.nodeId,
+      },
       identity: { zid: id.zid, home: c.node.nodeId, default_machine: null },
     };
     expect(await b.node.identity.applyAssertion(forged, c.node.nodeId)).toBe(false);
@@ -235,7 +252,13 @@ describe('chain reads on any node', () => {
     }
     // A public machine is readable by anyone keyed or not: another identity's key homed on A (forwarded with its key),
     // one homed on C (forwarded without it: the key never leaves for A), a demo key. A bad key is still 401.
-    for (const [n, key] of [[a, otherA.key], [b, otherA.key], [b, otherC.key], [c, otherC.key], [b, (await call(b.url, 'GET', '/api/demo-key')).body.key]] as const) {
+    for (const [n, key] of [
+      [a, otherA.key],
+      [b, otherA.key],
+      [b, otherC.key],
+      [c, otherC.key],
+      [b, (await call(b.url, 'GET', '/api/demo-key')).body.key],
+    ] as const) {
       const r = await call(n.url, 'GET', validate('any-node-open-book'), undefined, bearer(key));
       expect(r.status, r.text).toBe(200);
       expect(r.body).toEqual(pubA.body);
@@ -259,7 +282,7 @@ describe('chain reads on any node', () => {
     expect(await b.node.mesh.machines.known('no-such-machine')).toBeNull();
   });
 
-  it('a machine nobody announced is found from its home\'s signed answer', async () => {
+  it("a machine nobody announced is found from its home's signed answer", async () => {
     // v1 registration creates a default machine and announces nothing.
     const reg = await call(a.url, 'POST', '/api/auth/register', { email: 'chain-v1@example.com', password: 'correct horse battery' });
     expect(reg.status, reg.text).toBe(201);
@@ -306,7 +329,8 @@ describe('the HTTP gossip entrance', () => {
     const now = stampAt(BigInt(Date.now()) * 1_000_000n).svcond;
     const good = await buildEnvelope(priv, sender, MESH_SECRET, 'note', now, { text: 'hello' });
     // Tick events keep arriving in the background, so count only this test's 'note' events.
-    const notes = async () => (await call(b.url, 'GET', '/api/mesh/events?limit=500')).body.events.filter((e: { event: { type: string } }) => e.event.type === 'note');
+    const notes = async () =>
+      (await call(b.url, 'GET', '/api/mesh/events?limit=500')).body.events.filter((e: { event: { type: string } }) => e.event.type === 'note');
     expectError(await call(b.url, 'POST', '/api/mesh/gossip', good.event), 401, 'MISSING_HANDSHAKE');
     expectError(await call(b.url, 'POST', '/api/mesh/gossip', good.event, { 'x-node-handshake': 'v1=' + '0'.repeat(64) }), 401, 'INVALID_HANDSHAKE');
     const other = await buildEnvelope(priv, sender, MESH_SECRET, 'note', now, { text: 'other body' });
@@ -358,10 +382,14 @@ describe('DNS and transparency over HTTP', () => {
   });
 
   it('snapshots every 4 ticks: now, history, breakdown, revenue', async () => {
-    const snap = await waitFor(async () => {
-      const r = await call(b.url, 'GET', '/api/transparency/history?n=2');
-      return r.body.count >= 2 ? r : null;
-    }, 'two snapshots', 12_000);
+    const snap = await waitFor(
+      async () => {
+        const r = await call(b.url, 'GET', '/api/transparency/history?n=2');
+        return r.body.count >= 2 ? r : null;
+      },
+      'two snapshots',
+      12_000,
+    );
     const [newer, older] = snap.body.snapshots;
     // One snapshot per 4-tick slot: consecutive snapshots sit in consecutive slots.
     expect(Math.floor(newer.svcond / 4) - Math.floor(older.svcond / 4)).toBe(1);

@@ -17,7 +17,13 @@ const RECEIPT_SECRET = 'ab'.repeat(32);
 const BOND = 3;
 const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
 const contribution = { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 4, deadlineTicks: 12, challengeStake: 20, bondTermDays: 30, offload: 'never' };
-const config = (bootstrap: string[]) => ({ solverThreads: 0, sealWorker: false, receiptSecret: RECEIPT_SECRET, contribution, mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 } });
+const config = (bootstrap: string[]) => ({
+  solverThreads: 0,
+  sealWorker: false,
+  receiptSecret: RECEIPT_SECRET,
+  contribution,
+  mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
+});
 const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
 
 let a: TestNode;
@@ -76,16 +82,20 @@ describe('a bond across the mesh', () => {
     expect(status.body.bond.bond_id).toBe(bondId);
   }, 60_000);
 
-  it('the operator\'s mode, bond id and free slots travel in A\'s tick events and show in the peers\' mesh status', async () => {
+  it("the operator's mode, bond id and free slots travel in A's tick events and show in the peers' mesh status", async () => {
     const m = await call(b.url, 'POST', '/api/contribute/mode', { mode: 'contributing' }, bearer(id.key));
     expect(m.status, m.text).toBe(200);
     expect(m.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
     for (const n of [b, c]) {
-      const peer = await waitFor(async () => {
-        const s = await call(n.url, 'GET', '/api/mesh/status');
-        const p = s.body.peers.find((x: { peerId: string }) => x.peerId === a.node.nodeId);
-        return p?.mode === 'contributing' ? p : null;
-      }, 20_000, 'A contributing in a peer\'s status');
+      const peer = await waitFor(
+        async () => {
+          const s = await call(n.url, 'GET', '/api/mesh/status');
+          const p = s.body.peers.find((x: { peerId: string }) => x.peerId === a.node.nodeId);
+          return p?.mode === 'contributing' ? p : null;
+        },
+        20_000,
+        "A contributing in a peer's status",
+      );
       // solverThreads 0: the inline executor has one slot, free between requests.
       expect(peer).toMatchObject({ mode: 'contributing', bondId, freeSlots: 1 });
       // B holds no bond: it advertises idle, no bond.
@@ -94,7 +104,7 @@ describe('a bond across the mesh', () => {
     }
   }, 60_000);
 
-  it('a node that joins after the bond learns it from the bond node\'s re-announcement', async () => {
+  it("a node that joins after the bond learns it from the bond node's re-announcement", async () => {
     const d = await startTestNode(config([a.node.mesh.multiaddrs()[0]!]), opts);
     try {
       expect(d.node.bonds.get(bondId)).toBeNull();
@@ -108,7 +118,13 @@ describe('a bond across the mesh', () => {
 
   it('a tick event from an older node, without the contribution fields, is still accepted', async () => {
     const s = await stranger();
-    const old = await gossip(c, s, 'tick', { svcond: nowTick(), sealedCount: 0, chainHeadsDigest: 'ab'.repeat(32), kernelVersion: '1.287.6', url: 'http://127.0.0.1:9' });
+    const old = await gossip(c, s, 'tick', {
+      svcond: nowTick(),
+      sealedCount: 0,
+      chainHeadsDigest: 'ab'.repeat(32),
+      kernelVersion: '1.287.6',
+      url: 'http://127.0.0.1:9',
+    });
     expect(old.status, old.text).toBe(200);
     const peer = c.node.mesh.peers().find((p) => p.peerId === s.id);
     expect(peer).toMatchObject({ mode: null, bondId: null, freeSlots: null, url: 'http://127.0.0.1:9' });
@@ -119,14 +135,20 @@ describe('a bond across the mesh', () => {
   it('forged attestations are rejected at the gossip entrance and never reach the registry', async () => {
     const s = await stranger();
     const other = await stranger();
-    const bond: BondRecord = { bond_id: 'bond_' + 'f'.repeat(24), zid: 'zid_' + '1'.repeat(32), node: s.id, token_ids: ['env_x', 'env_y', 'env_z'], svcond: nowTick() };
+    const bond: BondRecord = {
+      bond_id: 'bond_' + 'f'.repeat(24),
+      zid: 'zid_' + '1'.repeat(32),
+      node: s.id,
+      token_ids: ['env_x', 'env_y', 'env_z'],
+      svcond: nowTick(),
+    };
     // Signed by another key than the bond's node.
     const byOther = await gossip(c, s, BOND_EVENT, { bond, attestation: signText(other.priv, bondAttestationText(bond)) });
-    expect(expectError(byOther, 400, 'INVALID_ATTESTATION').message).toContain('not signed by the bond\'s node');
+    expect(expectError(byOther, 400, 'INVALID_ATTESTATION').message).toContain("not signed by the bond's node");
     // Naming node A as the bond's node, gossiped (and attested) by someone else.
     const asA = { ...bond, bond_id: 'bond_' + 'e'.repeat(24), node: a.node.nodeId };
     const claimA = await gossip(c, s, BOND_EVENT, { bond: asA, attestation: signText(s.priv, bondAttestationText(asA)) });
-    expect(expectError(claimA, 400, 'INVALID_ATTESTATION').message).toContain('gossiped by the bond\'s node');
+    expect(expectError(claimA, 400, 'INVALID_ATTESTATION').message).toContain("gossiped by the bond's node");
     // A release attestation does not pass for a bond attestation.
     const asRelease = signText(s.priv, releaseAttestationText({ bond_id: bond.bond_id, zid: bond.zid, node: s.id, svcond: bond.svcond }));
     expectError(await gossip(c, s, BOND_EVENT, { bond, attestation: asRelease }), 400, 'INVALID_ATTESTATION');
@@ -143,7 +165,11 @@ describe('a bond across the mesh', () => {
     const rel = { bond_id: bondId, zid: id.zid, node: a.node.nodeId, svcond: nowTick() };
     expectError(await gossip(c, s, RELEASE_EVENT, { release: rel, attestation: signText(s.priv, releaseAttestationText(rel)) }), 400, 'INVALID_ATTESTATION');
     const relAsS = { ...rel, node: s.id };
-    expectError(await gossip(c, s, RELEASE_EVENT, { release: relAsS, attestation: signText(s.priv, releaseAttestationText(relAsS)) }), 400, 'INVALID_ATTESTATION');
+    expectError(
+      await gossip(c, s, RELEASE_EVENT, { release: relAsS, attestation: signText(s.priv, releaseAttestationText(relAsS)) }),
+      400,
+      'INVALID_ATTESTATION',
+    );
     expect(c.node.bonds.ofZid(id.zid)?.bond.bond_id).toBe(bondId);
   }, 60_000);
 
@@ -158,10 +184,14 @@ describe('a bond across the mesh', () => {
     }
     expect(r.body.mode).toBe('idle');
     // A's ticks now say idle and no bond.
-    await waitFor(async () => {
-      const s = await call(b.url, 'GET', '/api/mesh/status');
-      const p = s.body.peers.find((x: { peerId: string }) => x.peerId === a.node.nodeId);
-      return p?.mode === 'idle' && p.bondId === null;
-    }, 20_000, 'A idle in B\'s status');
+    await waitFor(
+      async () => {
+        const s = await call(b.url, 'GET', '/api/mesh/status');
+        const p = s.body.peers.find((x: { peerId: string }) => x.peerId === a.node.nodeId);
+        return p?.mode === 'idle' && p.bondId === null;
+      },
+      20_000,
+      "A idle in B's status",
+    );
   }, 60_000);
 });

@@ -21,7 +21,11 @@ function killQuietly(pid: number): void {
 }
 
 /** Start a long-running command and collect JSON lines from its stdout (and its stderr as text, in `stderr`). */
-function startLines(args: string[], env: Record<string, string>, done: (lines: Record<string, any>[]) => boolean): Promise<{ child: ChildProcess; lines: Record<string, any>[]; stderr: string[] }> {
+function startLines(
+  args: string[],
+  env: Record<string, string>,
+  done: (lines: Record<string, any>[]) => boolean,
+): Promise<{ child: ChildProcess; lines: Record<string, any>[]; stderr: string[] }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     const lines: Record<string, any>[] = [];
@@ -94,7 +98,9 @@ describe('svc-node start', () => {
 
   it('logs {"msg":"listening","url"} when ready, serves, and exits 0 on SIGTERM; verify and keys work offline', async () => {
     const dir = await tempDir();
-    const { child, lines } = await startLines(['start', '--port', '0', '--data-dir', dir], { SVC_LOG_LEVEL: 'info' }, (ls) => ls.some((l) => l.msg === 'listening'));
+    const { child, lines } = await startLines(['start', '--port', '0', '--data-dir', dir], { SVC_LOG_LEVEL: 'info' }, (ls) =>
+      ls.some((l) => l.msg === 'listening'),
+    );
     let r: Awaited<ReturnType<typeof call>>;
     try {
       const listening = lines.find((l) => l.msg === 'listening')!;
@@ -130,7 +136,11 @@ describe('svc-node start', () => {
 describe('svc-node cluster', () => {
   it('starts N nodes that find each other, prints one JSON line each, and stops them all on SIGINT', async () => {
     const root = await tempDir();
-    const { child, lines } = await startLines(['cluster', '--nodes', '2', '--base-port', '0', '--data-root', root, '--mesh-secret', 'cluster-cli-secret-123456'], {}, (ls) => ls.length >= 2);
+    const { child, lines } = await startLines(
+      ['cluster', '--nodes', '2', '--base-port', '0', '--data-root', root, '--mesh-secret', 'cluster-cli-secret-123456'],
+      {},
+      (ls) => ls.length >= 2,
+    );
     try {
       expect(lines.map((l) => l.name)).toEqual(['node1', 'node2']);
       for (const l of lines) {
@@ -174,7 +184,11 @@ describe('svc-node cluster', () => {
   it('a node that exits leaves the others running (said on stderr); the cluster stops on SIGTERM only', async () => {
     const root = await tempDir();
     let stopped: { code: number | null; leftover: string[] };
-    const { child, lines, stderr } = await startLines(['cluster', '--nodes', '3', '--base-port', '0', '--data-root', root, '--mesh-secret', 'cluster-cli-secret-123456'], {}, (ls) => ls.length >= 3);
+    const { child, lines, stderr } = await startLines(
+      ['cluster', '--nodes', '3', '--base-port', '0', '--data-root', root, '--mesh-secret', 'cluster-cli-secret-123456'],
+      {},
+      (ls) => ls.length >= 3,
+    );
     try {
       const [n1, n2, n3] = lines as [Record<string, any>, Record<string, any>, Record<string, any>];
       process.kill(n2.pid, 'SIGKILL');
@@ -204,7 +218,11 @@ describe('svc-node cluster', () => {
   it('--restart brings an exited node back on the same data dir, ports and peer id', async () => {
     const root = await tempDir();
     let stopped: { code: number | null; leftover: string[] };
-    const { child, lines, stderr } = await startLines(['cluster', '--nodes', '2', '--base-port', '0', '--data-root', root, '--mesh-secret', 'cluster-cli-secret-123456', '--restart'], {}, (ls) => ls.length >= 2);
+    const { child, lines, stderr } = await startLines(
+      ['cluster', '--nodes', '2', '--base-port', '0', '--data-root', root, '--mesh-secret', 'cluster-cli-secret-123456', '--restart'],
+      {},
+      (ls) => ls.length >= 2,
+    );
     try {
       const [n1, n2] = lines as [Record<string, any>, Record<string, any>];
       const id = await zkIdentity(n1.url, 'cluster-restart');

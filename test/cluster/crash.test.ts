@@ -62,7 +62,11 @@ describe('a node killed while sealing', () => {
       while (!killed) {
         let res: Response;
         try {
-          res = await fetch(`${first.url}/api/svc/compute`, { method: 'POST', body: request, headers: { 'content-type': 'application/json', ...bearer(who.key) } });
+          res = await fetch(`${first.url}/api/svc/compute`, {
+            method: 'POST',
+            body: request,
+            headers: { 'content-type': 'application/json', ...bearer(who.key) },
+          });
         } catch {
           return; // the connection died with the node
         }
@@ -134,7 +138,13 @@ describe('a node killed while sealing', () => {
       // seal continues the chain.
       const verified = await call(second.url, 'POST', '/api/svc/verify', answered[0], key);
       expect(verified.body.valid).toBe(true);
-      const next = await call(second.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 1, velocity_m_s: 1 } }, key);
+      const next = await call(
+        second.url,
+        'POST',
+        '/api/svc/compute',
+        { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 1, velocity_m_s: 1 } },
+        key,
+      );
       expect(next.status).toBe(200);
       expect(next.body.audit.seq).toBe(rows + 1);
       const after = await call(second.url, 'GET', `/api/chain/${who.slug}/pohc/validate`, undefined, key);

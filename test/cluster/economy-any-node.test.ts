@@ -11,7 +11,11 @@ const RECEIPT_SECRET = 'ab'.repeat(32);
 
 let a: TestNode;
 let b: TestNode;
-const meshConfig = (bootstrap: string[]) => ({ receiptSecret: RECEIPT_SECRET, mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 }, limits: { claimDifficultyBits: 4 } });
+const meshConfig = (bootstrap: string[]) => ({
+  receiptSecret: RECEIPT_SECRET,
+  mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
+  limits: { claimDifficultyBits: 4 },
+});
 const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 }, initialCredits: 0 };
 
 beforeAll(async () => {
@@ -28,18 +32,30 @@ afterAll(async () => {
 });
 
 describe('economy through any node', () => {
-  it('a claim and a folder move through B land once at A; a grant at B for A\'s identity names A', async () => {
+  it("a claim and a folder move through B land once at A; a grant at B for A's identity names A", async () => {
     const id = await zkIdentity(a.url, 'economy-any-node');
     const st = await call(b.url, 'GET', '/api/tally/claim', undefined, bearer(id.key));
     expect(st.status, st.text).toBe(200);
     expect(st.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
     expect(st.body.claimable).toBe(true);
-    const r = await call(b.url, 'POST', '/api/tally/claim', { challenge: st.body.challenge, nonce: solveChallenge(st.body.challenge, st.body.difficulty) }, bearer(id.key));
+    const r = await call(
+      b.url,
+      'POST',
+      '/api/tally/claim',
+      { challenge: st.body.challenge, nonce: solveChallenge(st.body.challenge, st.body.difficulty) },
+      bearer(id.key),
+    );
     expect(r.status, r.text).toBe(200);
     expect(r.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
     expect((await a.node.ledger.wallet(id.zid)).free).toBe(128);
 
-    const sealed = await call(b.url, 'POST', '/api/svc/compute', { domain: 'thermodynamics', operators: ['KO42', 'THERMO_CARNOT_EFFICIENCY'], inputs: {} }, bearer(id.key));
+    const sealed = await call(
+      b.url,
+      'POST',
+      '/api/svc/compute',
+      { domain: 'thermodynamics', operators: ['KO42', 'THERMO_CARNOT_EFFICIENCY'], inputs: {} },
+      bearer(id.key),
+    );
     expect(sealed.status, sealed.text).toBe(200);
     const m = await call(b.url, 'POST', '/api/tally/envelopes/folder', { folder: 'kept', token_ids: [sealed.body.envelope.token_id] }, bearer(id.key));
     expect(m.status, m.text).toBe(200);

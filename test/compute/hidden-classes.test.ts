@@ -69,13 +69,21 @@ describe('hidden classes of per-seal records', () => {
         summaries.push(s);
         announce?.(s);
       };
-      const reg = await fetch(`${t.url}/api/svc-auth/register-v3`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ equation_sha256: 'ab'.repeat(32) }) });
+      const reg = await fetch(`${t.url}/api/svc-auth/register-v3`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ equation_sha256: 'ab'.repeat(32) }),
+      });
       const key = ((await reg.json()) as { admin_key: string }).admin_key;
       const body = JSON.stringify({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } });
       // Enough seals for the summary's construction site to warm up (see the probe above).
       const ids = await Promise.all(
         Array.from({ length: 60 }, async () => {
-          const res = await fetch(`${t.url}/api/svc/compute`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
+          const res = await fetch(`${t.url}/api/svc/compute`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+            body,
+          });
           expect(res.status).toBe(200);
           return ((await res.json()) as { result_id: string }).result_id;
         }),

@@ -19,10 +19,22 @@ function job(mass: number, ns = 1_790_000_000_123_456_789n, evaluatedAt = ns): B
   const stamp = stampAt(ns);
   const R_t = modulationFactor(stamp.phase, 0);
   const at = stampAt(evaluatedAt);
-  const chain = evaluateChain({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: mass, velocity_m_s: 3 } }, { R_t: modulationFactor(at.phase, 0), svcond: at.svcond, phase: at.phase, phi0: 0 });
+  const chain = evaluateChain(
+    { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: mass, velocity_m_s: 3 } },
+    { R_t: modulationFactor(at.phase, 0), svcond: at.svcond, phase: at.phase, phi0: 0 },
+  );
   return {
     kind: 'compute',
-    parts: { stamp, R_t, resultId: `res_${stamp.svcond}_x`, resultDigest: 'cd'.repeat(32), shift: metricShift(stamp.phase, 0, 0), phi0: 0, node: 'node-a', kernelVersion: '1.287.6' },
+    parts: {
+      stamp,
+      R_t,
+      resultId: `res_${stamp.svcond}_x`,
+      resultDigest: 'cd'.repeat(32),
+      shift: metricShift(stamp.phase, 0, 0),
+      phi0: 0,
+      node: 'node-a',
+      kernelVersion: '1.287.6',
+    },
     chain,
     average: chain.value,
     relError: 0,
@@ -131,7 +143,13 @@ describe('a node with sealWorker off', () => {
     const t = await startTestNode({ sealWorker: false });
     try {
       const { key: apiKey } = await zkIdentity(t.url, 'inline-sealer');
-      const r = await call(t.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } }, bearer(apiKey));
+      const r = await call(
+        t.url,
+        'POST',
+        '/api/svc/compute',
+        { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } },
+        bearer(apiKey),
+      );
       expect(r.status).toBe(200);
       expect(r.body.value).toBe(9);
       expect(r.body.audit.seq).toBe(1);

@@ -30,7 +30,9 @@ describe('node heap flags in one place', () => {
   });
 
   it('the Dockerfile CMD runs node with them', () => {
-    const cmd = read('docker/Dockerfile').split('\n').find((l) => l.startsWith('CMD '));
+    const cmd = read('docker/Dockerfile')
+      .split('\n')
+      .find((l) => l.startsWith('CMD '));
     expect(JSON.parse(cmd!.slice(4))).toEqual(['node', ...NODE_HEAP_FLAGS, 'dist/cli/index.js', 'start']);
   });
 

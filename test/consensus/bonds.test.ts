@@ -9,7 +9,11 @@ import { failNextBatch } from '../helpers/fail-batch.js';
 
 const BOND = 5;
 const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
-const overrides = { solverThreads: 0, sealWorker: false, contribution: { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 4, deadlineTicks: 12, challengeStake: 20, bondTermDays: 30, offload: 'never' } };
+const overrides = {
+  solverThreads: 0,
+  sealWorker: false,
+  contribution: { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 4, deadlineTicks: 12, challengeStake: 20, bondTermDays: 30, offload: 'never' },
+};
 
 let n: TestNode;
 
@@ -72,7 +76,10 @@ describe('POST /api/contribute/bond and /release on one node', () => {
     const all = await envelopes(op);
     expect(all).toHaveLength(BOND + 2);
     // The listing is newest first: the oldest five are its last five.
-    const oldest = all.slice(2).map((x) => x.token_id).sort();
+    const oldest = all
+      .slice(2)
+      .map((x) => x.token_id)
+      .sort();
     expect([...r.body.token_ids].sort()).toEqual(oldest);
     for (const x of all.slice(2)) expect(x).toMatchObject({ immovable: true, bond_id: bondId, folder: 'inbox', owner: op.zid });
     for (const x of all.slice(0, 2)) expect(x.immovable).toBeUndefined();
@@ -94,7 +101,7 @@ describe('POST /api/contribute/bond and /release on one node', () => {
     expect(Number.isInteger(s.body.bond.since_svcond)).toBe(true);
   });
 
-  it('already bonded: 409; a second identity bonding on the same node: 409 (one bond per node, its operator\'s)', async () => {
+  it("already bonded: 409; a second identity bonding on the same node: 409 (one bond per node, its operator's)", async () => {
     const again = expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(op.key)), 409, 'SVC_CONFLICT');
     expect(again.bond_id).toBe(bondId);
     const other = await withEnvelopes('bond-second', BOND);
@@ -131,7 +138,13 @@ describe('POST /api/contribute/bond and /release on one node', () => {
     const r = await call(n.url, 'POST', '/api/contribute/release', {}, bearer(op.key));
     expect(r.status, r.text).toBe(200);
     expect(r.body).toMatchObject({ zid: op.zid, bond_id: bondId, mode: 'idle' });
-    expect(verifyText(n.node.nodeId, releaseAttestationText({ bond_id: bondId, zid: op.zid, node: n.node.nodeId, svcond: r.body.released_svcond }), r.body.attestation)).toBe(true);
+    expect(
+      verifyText(
+        n.node.nodeId,
+        releaseAttestationText({ bond_id: bondId, zid: op.zid, node: n.node.nodeId, svcond: r.body.released_svcond }),
+        r.body.attestation,
+      ),
+    ).toBe(true);
     const all = await envelopes(op);
     expect(all).toHaveLength(BOND + 2);
     expect(all.every((x) => x.immovable === undefined && x.bond_id === undefined && x.owner === op.zid)).toBe(true);
@@ -141,14 +154,26 @@ describe('POST /api/contribute/bond and /release on one node', () => {
     expectError(await call(n.url, 'POST', '/api/contribute/release', {}, bearer(op.key)), 409, 'SVC_CONFLICT');
   });
 
-  it('token_ids: a token not the caller\'s is named (400), a repeat or a wrong count is 400, the right ones are bonded', async () => {
+  it("token_ids: a token not the caller's is named (400), a repeat or a wrong count is 400, the right ones are bonded", async () => {
     const mine = (await envelopes(op)).map((x) => x.token_id);
     const theirs = (await envelopes(await withEnvelopes('bond-stranger', 1)))[0].token_id;
-    const foreign = expectError(await call(n.url, 'POST', '/api/contribute/bond', { token_ids: [...mine.slice(0, BOND - 1), theirs] }, bearer(op.key)), 400, 'SVC_INVALID_INPUT');
+    const foreign = expectError(
+      await call(n.url, 'POST', '/api/contribute/bond', { token_ids: [...mine.slice(0, BOND - 1), theirs] }, bearer(op.key)),
+      400,
+      'SVC_INVALID_INPUT',
+    );
     expect(foreign.field).toBe('token_ids');
     expect(foreign.message).toContain(theirs);
-    expectError(await call(n.url, 'POST', '/api/contribute/bond', { token_ids: [...mine.slice(0, BOND - 1), mine[0]] }, bearer(op.key)), 400, 'SVC_INVALID_INPUT');
-    const short = expectError(await call(n.url, 'POST', '/api/contribute/bond', { token_ids: mine.slice(0, 2) }, bearer(op.key)), 400, 'SVC_INSUFFICIENT_ENVELOPES');
+    expectError(
+      await call(n.url, 'POST', '/api/contribute/bond', { token_ids: [...mine.slice(0, BOND - 1), mine[0]] }, bearer(op.key)),
+      400,
+      'SVC_INVALID_INPUT',
+    );
+    const short = expectError(
+      await call(n.url, 'POST', '/api/contribute/bond', { token_ids: mine.slice(0, 2) }, bearer(op.key)),
+      400,
+      'SVC_INSUFFICIENT_ENVELOPES',
+    );
     expect(short).toMatchObject({ needed: BOND, held: BOND + 2 });
     expectError(await call(n.url, 'POST', '/api/contribute/bond', { token_ids: 'all' }, bearer(op.key)), 400, 'SVC_INVALID_INPUT');
     expect((await envelopes(op)).some((x) => x.immovable)).toBe(false);

@@ -6,7 +6,11 @@ import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } f
 
 const BOND = 2;
 const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
-const overrides = { solverThreads: 0, sealWorker: false, contribution: { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 4, deadlineTicks: 12, challengeStake: 20, bondTermDays: 30, offload: 'never' } };
+const overrides = {
+  solverThreads: 0,
+  sealWorker: false,
+  contribution: { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 4, deadlineTicks: 12, challengeStake: 20, bondTermDays: 30, offload: 'never' },
+};
 
 let n: TestNode;
 let id: { zid: string; key: string };

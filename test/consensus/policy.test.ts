@@ -12,7 +12,17 @@ describe('contribution config', () => {
   });
 
   it('takes SVC_CONTRIBUTION_* from the environment, and refuses bad values with a reason', () => {
-    const c = loadConfig({ env: { SVC_CONTRIBUTION_BOND_ENVELOPES: '5', SVC_CONTRIBUTION_OFFLOAD: 'when-busy', SVC_CONTRIBUTION_COMMITTEE_SIZE: '5', SVC_CONTRIBUTION_CHALLENGE_STAKE: '7', SVC_CONTRIBUTION_SETTLE_TICKS: '2', SVC_CONTRIBUTION_DEADLINE_TICKS: '9', SVC_CONTRIBUTION_BOND_TERM_DAYS: '1' } }).contribution;
+    const c = loadConfig({
+      env: {
+        SVC_CONTRIBUTION_BOND_ENVELOPES: '5',
+        SVC_CONTRIBUTION_OFFLOAD: 'when-busy',
+        SVC_CONTRIBUTION_COMMITTEE_SIZE: '5',
+        SVC_CONTRIBUTION_CHALLENGE_STAKE: '7',
+        SVC_CONTRIBUTION_SETTLE_TICKS: '2',
+        SVC_CONTRIBUTION_DEADLINE_TICKS: '9',
+        SVC_CONTRIBUTION_BOND_TERM_DAYS: '1',
+      },
+    }).contribution;
     expect(c).toEqual({ bondEnvelopes: 5, committeeSize: 5, settleTicks: 2, deadlineTicks: 9, challengeStake: 7, bondTermDays: 1, offload: 'when-busy' });
     expect(() => loadConfig({ env: { SVC_CONTRIBUTION_OFFLOAD: 'sometimes' } })).toThrow(ConfigError);
     expect(() => loadConfig({ env: { SVC_CONTRIBUTION_BOND_ENVELOPES: '0' } })).toThrow(/contribution\.bondEnvelopes/);
@@ -40,7 +50,10 @@ describe('policy arithmetic', () => {
 describe('GET /api/contribute/policy and /status on a node', () => {
   let n: TestNode;
   beforeAll(async () => {
-    n = await startTestNode({ solverThreads: 0, contribution: { bondEnvelopes: 5, committeeSize: 3, settleTicks: 4, deadlineTicks: 12, challengeStake: 20, bondTermDays: 30, offload: 'never' } });
+    n = await startTestNode({
+      solverThreads: 0,
+      contribution: { bondEnvelopes: 5, committeeSize: 3, settleTicks: 4, deadlineTicks: 12, challengeStake: 20, bondTermDays: 30, offload: 'never' },
+    });
   }, 60_000);
   afterAll(async () => {
     await n?.destroy();

@@ -35,7 +35,23 @@ describe('docs', () => {
   it('the glossary defines the terms of the issue, each with where it lives', () => {
     const g = read('docs/glossary.md');
     const entries = [...g.matchAll(/^- \*\*(.+?)\*\*(.*(?:\n {2}.*)*)/gm)].map((m) => ({ term: m[1]!, text: m[2]! }));
-    for (const term of ['svcond', 'KO42', 'CKO', 'R_t', 'Envelope', 'Home node', 'ZID', 'Tally', 'Seal', 'Receipt', 'Result digest', 'Mesh secret', 'Handshake', 'Tick event', 'Transparency oracle']) {
+    for (const term of [
+      'svcond',
+      'KO42',
+      'CKO',
+      'R_t',
+      'Envelope',
+      'Home node',
+      'ZID',
+      'Tally',
+      'Seal',
+      'Receipt',
+      'Result digest',
+      'Mesh secret',
+      'Handshake',
+      'Tick event',
+      'Transparency oracle',
+    ]) {
       const e = entries.find((x) => x.term.toLowerCase().startsWith(term.toLowerCase()));
       expect(e, term).toBeDefined();
       expect(e!.text, term).toMatch(/`src\//);

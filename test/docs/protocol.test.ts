@@ -55,7 +55,8 @@ function unbase58(text: string): Buffer {
   return Buffer.concat([Buffer.alloc(lead), Buffer.from(hex, 'hex')]);
 }
 const PEER_ID_PREFIX = Buffer.from([0x00, 0x24, 0x08, 0x01, 0x12, 0x20]);
-const edPrivate = (seedHex: string) => createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(seedHex, 'hex')]), format: 'der', type: 'pkcs8' });
+const edPrivate = (seedHex: string) =>
+  createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(seedHex, 'hex')]), format: 'der', type: 'pkcs8' });
 const edPublicRaw = (seedHex: string): Buffer => (createPublicKey(edPrivate(seedHex)).export({ format: 'der', type: 'spki' }) as Buffer).subarray(-32);
 const edPublicFromPeerId = (peerId: string) => {
   const bytes = unbase58(peerId);
@@ -113,7 +114,7 @@ describe('docs/protocol.md, recomputed from its own numbers', () => {
     }
   });
 
-  it('§4 the tick receipt HMAC covers the receipt without hmac plus the body\'s value, unit and result_digest', () => {
+  it("§4 the tick receipt HMAC covers the receipt without hmac plus the body's value, unit and result_digest", () => {
     const r = example('tick-receipt');
     const { hmac: given, ...base } = compute.svcond_receipt;
     expect(r.hmac_input).toEqual({ ...base, value: compute.value, unit: compute.unit, result_digest: compute.result_digest });
@@ -125,7 +126,14 @@ describe('docs/protocol.md, recomputed from its own numbers', () => {
 
   it('§5 result_digest of a chain = sha256(JCS({domain, fields: null, inputs, operators, unit, value}))', () => {
     const d = example('result-digest');
-    expect(d.digest_input).toEqual({ domain: compute.domain, fields: null, inputs: compute.inputs, operators: compute.operators, unit: compute.unit, value: compute.value });
+    expect(d.digest_input).toEqual({
+      domain: compute.domain,
+      fields: null,
+      inputs: compute.inputs,
+      operators: compute.operators,
+      unit: compute.unit,
+      value: compute.value,
+    });
     expect(sha256(jcs(d.digest_input))).toBe(d.result_digest);
     expect(compute.result_digest).toBe(d.result_digest);
   });
@@ -180,7 +188,7 @@ describe('docs/protocol.md, recomputed from its own numbers', () => {
   });
 });
 
-describe('docs/protocol.md: the project\'s code agrees', () => {
+describe("docs/protocol.md: the project's code agrees", () => {
   let node: TestNode;
   let bare: TestNode;
   let key: string;
@@ -188,7 +196,10 @@ describe('docs/protocol.md: the project\'s code agrees', () => {
   beforeAll(async () => {
     // The document's receipt secret and mesh secret, and a clock at the document's stamp (so its event is fresh).
     const clock = new ManualClock(BigInt(compute.unix_ns));
-    node = await startTestNode({ receiptSecret: keys.secret_hex, mesh: { secret: handshake.mesh_secret, p2pPort: 0, bootstrap: [] } }, { clock, mesh: { autoPulse: false } });
+    node = await startTestNode(
+      { receiptSecret: keys.secret_hex, mesh: { secret: handshake.mesh_secret, p2pPort: 0, bootstrap: [] } },
+      { clock, mesh: { autoPulse: false } },
+    );
     bare = await startTestNode({}, { mesh: { autoPulse: false } });
     key = (await zkIdentity(node.url, 'protocol-doc')).key;
   });
@@ -204,7 +215,7 @@ describe('docs/protocol.md: the project\'s code agrees', () => {
     expect(signBody(deriveKey(secret, 'RECEIPT'), compute)).toBe(compute.svcProof);
   });
 
-  it('a node keyed with the document\'s secret verifies its sealed result and prove receipt, and refuses them tampered', async () => {
+  it("a node keyed with the document's secret verifies its sealed result and prove receipt, and refuses them tampered", async () => {
     const v = await call(node.url, 'POST', '/api/svc/verify', compute, bearer(key));
     expect(v.body).toMatchObject({ valid: true, proof_valid: true, receipt_valid: true, result_id: compute.result_id, svcond: compute.svcond });
     const t = await call(node.url, 'POST', '/api/svc/verify', { ...compute, value: 10 }, bearer(key));
@@ -216,19 +227,31 @@ describe('docs/protocol.md: the project\'s code agrees', () => {
     expect(other.body.valid).toBe(false);
   });
 
-  it('the same request sealed here has the document\'s result_digest, and its proofs follow §3-§4', async () => {
-    const r = await call(node.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } }, bearer(key));
+  it("the same request sealed here has the document's result_digest, and its proofs follow §3-§4", async () => {
+    const r = await call(
+      node.url,
+      'POST',
+      '/api/svc/compute',
+      { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } },
+      bearer(key),
+    );
     expect(r.status).toBe(200);
     expect(r.body.result_digest).toBe(compute.result_digest);
     expect(r.body.svcProof).toBe(hmac(Buffer.from(keys.K_RECEIPT, 'hex'), jcs(unsigned(r.body))));
     const { hmac: h, ...base } = r.body.svcond_receipt;
     expect(h).toBe(hmac(Buffer.from(keys.K_RECEIPT, 'hex'), jcs({ ...base, value: r.body.value, unit: r.body.unit, result_digest: r.body.result_digest })));
     // The stored body is the one sent: the kept template and the whole body give the same bytes.
-    const again = await call(node.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } }, bearer(key));
+    const again = await call(
+      node.url,
+      'POST',
+      '/api/svc/compute',
+      { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } },
+      bearer(key),
+    );
     expect(again.body.svcProof).toBe(hmac(Buffer.from(keys.K_RECEIPT, 'hex'), jcs(unsigned(again.body))));
   });
 
-  it('a solver result\'s result_digest follows §5 (outputs digested first)', async () => {
+  it("a solver result's result_digest follows §5 (outputs digested first)", async () => {
     const r = await call(node.url, 'POST', '/api/svc/zeta', {}, bearer(key));
     expect(r.status, r.text).toBe(200);
     const b = r.body;
@@ -237,7 +260,7 @@ describe('docs/protocol.md: the project\'s code agrees', () => {
     expect(b.svcProof).toBe(hmac(Buffer.from(keys.K_RECEIPT, 'hex'), jcs(unsigned(b))));
   });
 
-  it('the mesh code computes the document\'s signing text, digest, handshake, id, topic and reads its message data', () => {
+  it("the mesh code computes the document's signing text, digest, handshake, id, topic and reads its message data", () => {
     const e = event.event;
     expect(signingText(e)).toBe(event.signing_text);
     expect(bodyDigest(e.body)).toBe(handshake.body_digest);
@@ -248,7 +271,7 @@ describe('docs/protocol.md: the project\'s code agrees', () => {
     expect(decodeEnvelope(new TextEncoder().encode(example('gossip-message').data_utf8))).toEqual({ event: e, handshake: handshake.handshake });
   });
 
-  it('POST /api/mesh/gossip: the document\'s request gets the document\'s answers (accepted, then duplicate)', async () => {
+  it("POST /api/mesh/gossip: the document's request gets the document's answers (accepted, then duplicate)", async () => {
     const a = example('gossip-accepted');
     const first = await call(node.url, a.request.method, a.request.path, a.request.body, { 'x-node-handshake': a.request.headers['x-node-handshake'] });
     expect(first.status).toBe(a.status);
@@ -259,7 +282,7 @@ describe('docs/protocol.md: the project\'s code agrees', () => {
     expect(second.body).toEqual(d.response);
   });
 
-  it('every malformed event of §10 is 400 INVALID_EVENT with the document\'s message', async () => {
+  it("every malformed event of §10 is 400 INVALID_EVENT with the document's message", async () => {
     const cases = example<{ rule: string; set?: Record<string, unknown>; remove?: string[]; as_array?: boolean; message: string }[]>('invalid-events');
     expect(cases.length).toBeGreaterThanOrEqual(10);
     for (const c of cases) {
@@ -272,7 +295,7 @@ describe('docs/protocol.md: the project\'s code agrees', () => {
     }
   });
 
-  it('§10 MESH_DISABLED: a node without a mesh secret answers the document\'s 503 before looking at the body', async () => {
+  it("§10 MESH_DISABLED: a node without a mesh secret answers the document's 503 before looking at the body", async () => {
     const d = example('mesh-disabled');
     const r = await call(bare.url, d.request.method, d.request.path, d.request.body);
     expect(r.status).toBe(d.status);
@@ -285,7 +308,9 @@ describe('docs/protocol.md: the project\'s code agrees', () => {
     const send = async (length: number) => {
       const body = { [s.member]: s.fill.repeat(length) };
       const e = { type: 'test.size', sender: event.peer_id, svcond: event.event.svcond, body };
-      const signature = edSign(null, Buffer.from(jcs({ body, sender: e.sender, svcond: e.svcond, type: e.type }), 'utf8'), edPrivate(event.seed_hex)).toString('base64');
+      const signature = edSign(null, Buffer.from(jcs({ body, sender: e.sender, svcond: e.svcond, type: e.type }), 'utf8'), edPrivate(event.seed_hex)).toString(
+        'base64',
+      );
       const hs = 'v1=' + hmac(Buffer.from(handshake.mesh_secret, 'utf8'), `${e.sender}|${e.svcond}|${sha256(jcs(body))}`);
       return call(node.url, 'POST', '/api/mesh/gossip', { ...e, signature }, { 'x-node-handshake': hs });
     };
@@ -295,7 +320,9 @@ describe('docs/protocol.md: the project\'s code agrees', () => {
     const refused = await send(s.refused_fill_length);
     expect(refused.status).toBe(s.refused.status);
     expect(refused.body.error).toMatchObject({ code: s.refused.code, message: s.refused.message });
-    const big = await call(node.url, 'POST', '/api/mesh/gossip', JSON.stringify({ pad: 'x'.repeat(s.http_body_limit_bytes) }), { 'x-node-handshake': handshake.handshake });
+    const big = await call(node.url, 'POST', '/api/mesh/gossip', JSON.stringify({ pad: 'x'.repeat(s.http_body_limit_bytes) }), {
+      'x-node-handshake': handshake.handshake,
+    });
     expect(big.status).toBe(s.http_refused.status);
     expect(big.body.error).toMatchObject({ code: s.http_refused.code, limit_bytes: s.http_refused.limit_bytes });
   });

@@ -21,7 +21,9 @@ function proofWith(secret: Buffer, body: Record<string, any>): string {
   const key = createHmac('sha256', secret).update('svc-key:RECEIPT').digest();
   const { svcProof: _p, ...rest } = body;
   const { svcProof: _c, ...cko } = rest.cko;
-  return createHmac('sha256', key).update(canonicalize({ ...rest, cko })!, 'utf8').digest('hex');
+  return createHmac('sha256', key)
+    .update(canonicalize({ ...rest, cko })!, 'utf8')
+    .digest('hex');
 }
 
 const REQUEST = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } };
@@ -91,11 +93,15 @@ describe('the receipt secret is hex on every path', () => {
 
   it('svc-node cluster keys its nodes with the data root file: verify --data-dir <data root> says valid', async () => {
     const root = await tempDir();
-    const child = spawn(process.execPath, [...CLI, 'cluster', '--nodes', '1', '--base-port', '0', '--data-root', root, '--mesh-secret', 'secret-test-mesh-0123456789'], {
-      cwd: ROOT,
-      env: { ...process.env, SVC_RECEIPT_SECRET: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [...CLI, 'cluster', '--nodes', '1', '--base-port', '0', '--data-root', root, '--mesh-secret', 'secret-test-mesh-0123456789'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, SVC_RECEIPT_SECRET: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let result: { body: Record<string, any>; text: string };
     try {
       const line = await new Promise<Record<string, any>>((resolve, reject) => {

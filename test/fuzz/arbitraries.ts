@@ -4,8 +4,29 @@ import fc from 'fast-check';
 
 /** Numbers that break arithmetic: edges of the double range, -0, huge integers, non-finite (written as 1e999). */
 export const edgeNumber: fc.Arbitrary<number> = fc.constantFrom(
-  0, -0, 5e-324, -5e-324, 1e-310, 1e-300, 1e-30, 0.5, 1, -1, 3, 64, 1e6, 1e15, 1e21, 1e300, -1e300, Number.MAX_VALUE,
-  -Number.MAX_VALUE, Number.MAX_SAFE_INTEGER, 2 ** 53 + 2, Infinity, -Infinity,
+  0,
+  -0,
+  5e-324,
+  -5e-324,
+  1e-310,
+  1e-300,
+  1e-30,
+  0.5,
+  1,
+  -1,
+  3,
+  64,
+  1e6,
+  1e15,
+  1e21,
+  1e300,
+  -1e300,
+  Number.MAX_VALUE,
+  -Number.MAX_VALUE,
+  Number.MAX_SAFE_INTEGER,
+  2 ** 53 + 2,
+  Infinity,
+  -Infinity,
 );
 
 export const anyNumber: fc.Arbitrary<number> = fc.oneof(
@@ -24,11 +45,56 @@ export const anyString: fc.Arbitrary<string> = fc.oneof(
 
 /** Names a route may or may not know, and the ones that attack objects. */
 export const KEY_POOL = [
-  '__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf',
-  'constants', 'domain', 'email', 'equation_sha256', 'folder', 'from', 'initialState', 'inputs', 'is_public', 'key', 'kind',
-  'limit', 'multiaddrs', 'n', 'offset', 'operators', 'password', 'peerId', 'phase', 'points', 'q', 'query', 'slug', 'solver',
-  'sweep', 'to', 'url', 'variance', 'zid', 'name', 'mode', 'operator', 'id', 'result_id', 'svcond', 'value', 'unit',
-  'receipt', 'signature', 'svcProof', 'svcond_receipt', 'data', 'type', 'body',
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'hasOwnProperty',
+  'valueOf',
+  'constants',
+  'domain',
+  'email',
+  'equation_sha256',
+  'folder',
+  'from',
+  'initialState',
+  'inputs',
+  'is_public',
+  'key',
+  'kind',
+  'limit',
+  'multiaddrs',
+  'n',
+  'offset',
+  'operators',
+  'password',
+  'peerId',
+  'phase',
+  'points',
+  'q',
+  'query',
+  'slug',
+  'solver',
+  'sweep',
+  'to',
+  'url',
+  'variance',
+  'zid',
+  'name',
+  'mode',
+  'operator',
+  'id',
+  'result_id',
+  'svcond',
+  'value',
+  'unit',
+  'receipt',
+  'signature',
+  'svcProof',
+  'svcond_receipt',
+  'data',
+  'type',
+  'body',
 ];
 export const anyKey: fc.Arbitrary<string> = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...KEY_POOL) }, { weight: 1, arbitrary: anyString });
 
@@ -69,7 +135,9 @@ export function jsonText(value: unknown): string {
   }
   if (Array.isArray(value)) return `[${value.map(jsonText).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    return `{${Object.keys(value).map((k) => `${JSON.stringify(k)}:${jsonText((value as Record<string, unknown>)[k])}`).join(',')}}`;
+    return `{${Object.keys(value)
+      .map((k) => `${JSON.stringify(k)}:${jsonText((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
 }
@@ -93,7 +161,9 @@ export function encode(s: string): string {
 /** A query string from hostile keys and values (repeated keys, broken percent-encoding, unicode). */
 export const queryString: fc.Arbitrary<string> = fc.oneof(
   fc.constant(''),
-  fc.array(fc.tuple(anyKey, fc.oneof(anyNumber.map(String), anyString)), { maxLength: 3 }).map((pairs) => `?${pairs.map(([k, v]) => `${encode(k)}=${encode(v)}`).join('&')}`),
+  fc
+    .array(fc.tuple(anyKey, fc.oneof(anyNumber.map(String), anyString)), { maxLength: 3 })
+    .map((pairs) => `?${pairs.map(([k, v]) => `${encode(k)}=${encode(v)}`).join('&')}`),
   fc.constantFrom('?limit=1e999', '?n=-0', '?limit=5e-324', '?n=1&n=2', '?name=%', '?peerId=%E0%A4%A', '?offset=-1', '?limit=NaN', '?q=%00'),
 );
 

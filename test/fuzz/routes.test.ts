@@ -49,7 +49,9 @@ const boot = (async () => {
   t = await startTestNode({}, { initialCredits: 10_000_000, timeLimitSeconds: TIME_LIMIT_SECONDS });
   key = (await zkIdentity(t.url, 'fuzz')).key;
   demoKey = (await call(t.url, 'POST', '/api/demo-key/mint', {})).body.key;
-  endpoints = ((await call(t.url, 'GET', '/api')).body.endpoints as Endpoint[]).filter((e) => !STREAMS.has(e.path) && (!ONLY || ONLY.test(`${e.method} ${e.path}`)));
+  endpoints = ((await call(t.url, 'GET', '/api')).body.endpoints as Endpoint[]).filter(
+    (e) => !STREAMS.has(e.path) && (!ONLY || ONLY.test(`${e.method} ${e.path}`)),
+  );
   const caps = (await call(t.url, 'GET', '/api/system/capabilities')).body;
   domains = caps.domains;
   operators = (await call(t.url, 'GET', '/api/operators')).body.operators;
@@ -95,17 +97,34 @@ function bodyFor(path: string): fc.Arbitrary<unknown> {
   if (path === '/api/svc/solve') {
     const ids = solvers.map((s) => s.id);
     return fc.oneof(
-      { weight: 4, arbitrary: fc.constantFrom(...solvers).chain((s) => fc.record({ solver: fc.constant(s.id), inputs: solverInputs(s.inputs) }, { requiredKeys: ['solver'] })) },
-      { weight: 1, arbitrary: fc.record({ solver: fc.oneof(fc.constantFrom(...ids), jsonValue), inputs: jsonValue, initialState: jsonValue }, { requiredKeys: [] }) },
+      {
+        weight: 4,
+        arbitrary: fc
+          .constantFrom(...solvers)
+          .chain((s) => fc.record({ solver: fc.constant(s.id), inputs: solverInputs(s.inputs) }, { requiredKeys: ['solver'] })),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.record({ solver: fc.oneof(fc.constantFrom(...ids), jsonValue), inputs: jsonValue, initialState: jsonValue }, { requiredKeys: [] }),
+      },
     );
   }
   if (path === '/api/svc/compute' || path === '/api/playground/compute' || path === '/api/svc/prove') {
     const chain = fc.constantFrom(...operators.filter((o) => o.id !== 'KO42')).chain((op) =>
       fc.record(
         {
-          domain: fc.oneof({ weight: 4, arbitrary: fc.constant(op.domain) }, { weight: 1, arbitrary: fc.constantFrom(...domains) }, { weight: 1, arbitrary: jsonValue }),
-          operators: fc.oneof({ weight: 4, arbitrary: fc.constant(['KO42', op.id]) }, { weight: 1, arbitrary: fc.array(fc.constantFrom(...operators.map((o) => o.id)), { maxLength: 12 }) }, { weight: 1, arbitrary: jsonValue }),
-          inputs: op.inputs.length > 0 ? fc.dictionary(fc.constantFrom(...op.inputs.map((i) => i.key)), numberish, { maxKeys: op.inputs.length }) : fc.constant({}),
+          domain: fc.oneof(
+            { weight: 4, arbitrary: fc.constant(op.domain) },
+            { weight: 1, arbitrary: fc.constantFrom(...domains) },
+            { weight: 1, arbitrary: jsonValue },
+          ),
+          operators: fc.oneof(
+            { weight: 4, arbitrary: fc.constant(['KO42', op.id]) },
+            { weight: 1, arbitrary: fc.array(fc.constantFrom(...operators.map((o) => o.id)), { maxLength: 12 }) },
+            { weight: 1, arbitrary: jsonValue },
+          ),
+          inputs:
+            op.inputs.length > 0 ? fc.dictionary(fc.constantFrom(...op.inputs.map((i) => i.key)), numberish, { maxKeys: op.inputs.length }) : fc.constant({}),
         },
         { requiredKeys: ['operators'] },
       ),
@@ -113,7 +132,13 @@ function bodyFor(path: string): fc.Arbitrary<unknown> {
     return fc.oneof({ weight: 4, arbitrary: chain }, { weight: 1, arbitrary: anyBody });
   }
   if (path === '/api/svc/auto') {
-    return fc.record({ query: fc.oneof(fc.constantFrom('heat diffusion in a rod', 'lorenz attractor', 'black hole', 'tumour growth', 'bistable reaction front'), jsonValue), constants: fc.dictionary(anyKey, numberish, { maxKeys: 3 }) }, { requiredKeys: [] });
+    return fc.record(
+      {
+        query: fc.oneof(fc.constantFrom('heat diffusion in a rod', 'lorenz attractor', 'black hole', 'tumour growth', 'bistable reaction front'), jsonValue),
+        constants: fc.dictionary(anyKey, numberish, { maxKeys: 3 }),
+      },
+      { requiredKeys: [] },
+    );
   }
   return anyBody;
 }
@@ -124,7 +149,12 @@ function bodyText(path: string): fc.Arbitrary<string> {
     { weight: 8, arbitrary: bodyFor(path).map(jsonText) },
     { weight: 1, arbitrary: fc.constantFrom('', '{', '[1,]', '42', '"x"', '\ufeff{}', '{"a":1}{"b":2}', 'null', '{"a":1e999999}', '{"a":-0.0e-400}') },
     // Nesting far past the depth limit, with a poisoning key at the bottom (a recursive walk overflows on these).
-    { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 1_000, max: 30_000 }), fc.constantFrom('{"constructor":{"prototype":{}}}', '{"__proto__":{}}', '[]')).map(([n, inner]) => '{"a":'.repeat(n) + inner + '}'.repeat(n)) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(fc.integer({ min: 1_000, max: 30_000 }), fc.constantFrom('{"constructor":{"prototype":{}}}', '{"__proto__":{}}', '[]'))
+        .map(([n, inner]) => '{"a":'.repeat(n) + inner + '}'.repeat(n)),
+    },
   );
 }
 
@@ -199,7 +229,13 @@ describe('fuzz: every route', async () => {
 
   it('leaves the node healthy: /api/health answers and a valid compute still seals', async () => {
     expect((await call(t.url, 'GET', '/api/health')).status).toBe(200);
-    const r = await call(t.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } }, bearer(key));
+    const r = await call(
+      t.url,
+      'POST',
+      '/api/svc/compute',
+      { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } },
+      bearer(key),
+    );
     expect(r.status, r.text).toBe(200);
     expect(r.body.value).toBe(9);
     const s = await call(t.url, 'POST', '/api/svc/heat', {}, bearer(key));

@@ -12,7 +12,13 @@ afterAll(async () => t.destroy());
 
 describe('POST /api/svc/auto', () => {
   it('routes a question in words to a solver and returns its sealed, checked result', async () => {
-    const r = await call(t.url, 'POST', '/api/svc/auto', { query: 'How long does an astronaut falling into a black hole from rest take to reach the horizon?', constants: { r0_rs: 20, colour: 'blue' } }, bearer(key));
+    const r = await call(
+      t.url,
+      'POST',
+      '/api/svc/auto',
+      { query: 'How long does an astronaut falling into a black hole from rest take to reach the horizon?', constants: { r0_rs: 20, colour: 'blue' } },
+      bearer(key),
+    );
     expect(r.status, r.text).toBe(200);
     expect(r.body.solver).toBe('blackhole');
     expect(r.body.matched).toContain('black hole');
@@ -34,13 +40,21 @@ describe('POST /api/svc/auto', () => {
   });
 
   it('a question about nothing it knows is 400 SVC_INVALID_DOMAIN with the 19 routable ids and examples', async () => {
-    const e = expectError(await call(t.url, 'POST', '/api/svc/auto', { query: 'What should I cook for dinner tonight?' }, bearer(key)), 400, 'SVC_INVALID_DOMAIN');
+    const e = expectError(
+      await call(t.url, 'POST', '/api/svc/auto', { query: 'What should I cook for dinner tonight?' }, bearer(key)),
+      400,
+      'SVC_INVALID_DOMAIN',
+    );
     expect(e.suggestion).toHaveLength(19);
     expect(e.suggestion[0]).toEqual({ solver: 'blackhole', example: expect.any(String) });
   });
 
-  it('accepted constants are validated as on the solver\'s own route', async () => {
-    const e = expectError(await call(t.url, 'POST', '/api/svc/auto', { query: 'price a European call option', constants: { volatility: -1 } }, bearer(key)), 400, 'SVC_INVALID_INPUT');
+  it("accepted constants are validated as on the solver's own route", async () => {
+    const e = expectError(
+      await call(t.url, 'POST', '/api/svc/auto', { query: 'price a European call option', constants: { volatility: -1 } }, bearer(key)),
+      400,
+      'SVC_INVALID_INPUT',
+    );
     expect(e.field).toBe('volatility');
     expectError(await call(t.url, 'POST', '/api/svc/auto', { query: '' }, bearer(key)), 400, 'SVC_INVALID_INPUT');
   });

@@ -54,7 +54,13 @@ describe('JSON request bodies', () => {
   });
 
   it('answers 400 SVC_INVALID_JSON for a scalar at the top level, broken JSON and prototype-poisoning keys', async () => {
-    for (const text of ['42', '"text"', '{"domain": ', '{"__proto__": {"admin": true}, "domain": "mechanics"}', '{"inputs": {"constructor": {"prototype": {"x": 1}}}}']) {
+    for (const text of [
+      '42',
+      '"text"',
+      '{"domain": ',
+      '{"__proto__": {"admin": true}, "domain": "mechanics"}',
+      '{"inputs": {"constructor": {"prototype": {"x": 1}}}}',
+    ]) {
       const r = await post('/api/svc/compute', text, { 'content-type': 'application/json' });
       expect(r.status, text).toBe(400);
       expect(r.body.error.code, text).toBe('SVC_INVALID_JSON');

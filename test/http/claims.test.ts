@@ -34,7 +34,8 @@ describe(`${PARALLEL} parallel claims of one name`, () => {
     // 10 identities with 10 sk_ keys each (registration runs scrypt: 100 of them would take the test's time).
     const owners = await Promise.all(Array.from({ length: 10 }, (_, i) => zkIdentity(t.url, `slug-race-${i}`)));
     const ids: { zid: string; key: string }[] = [];
-    for (const o of owners) for (let k = 0; k < PARALLEL / owners.length; k++) ids.push({ zid: o.zid, key: (await t.node.identity.mintKeyFor(o.zid, 'sk', null)).key });
+    for (const o of owners)
+      for (let k = 0; k < PARALLEL / owners.length; k++) ids.push({ zid: o.zid, key: (await t.node.identity.mintKeyFor(o.zid, 'sk', null)).key });
     const replies = await Promise.all(ids.map((id) => call(t.url, 'POST', '/api/chain/state-machines', { slug: 'contested' }, bearer(id.key))));
     const won = oneWinner(replies, 'slug');
     const winner = ids[replies.indexOf(won)]!;
@@ -59,7 +60,9 @@ describe(`${PARALLEL} parallel claims of one name`, () => {
   }, 60_000);
 
   it('one email on /api/auth/register: one 201 and one ZID; 99 × 409', async () => {
-    const replies = await Promise.all(Array.from({ length: PARALLEL }, (_, i) => call(t.url, 'POST', '/api/auth/register', { email: 'Race@Example.org', password: `password number ${i}` })));
+    const replies = await Promise.all(
+      Array.from({ length: PARALLEL }, (_, i) => call(t.url, 'POST', '/api/auth/register', { email: 'Race@Example.org', password: `password number ${i}` })),
+    );
     const won = oneWinner(replies, 'email');
     const all = await t.node.store.range<{ email?: string; zid: string }>(t.node.store.sub('identities'));
     expect(all.filter((r) => r.value.email === 'race@example.org').map((r) => r.value.zid)).toEqual([won.body.zid]);
@@ -92,7 +95,18 @@ describe('the default-slug space', () => {
     const squatter = await zkIdentity(t.url, 'legacy-squatter');
     const digest = equation('legacy-victim');
     const slug = `m-${digest.slice(0, 16)}`;
-    const legacy: MachineRecord = { slug, owner: squatter.zid, genesis_svcond: 1, is_public: false, key_digest: 'f'.repeat(64), roles: { [squatter.zid]: 'owner' }, inject_agent_rail: false, inject_pulse_orb: false, home: t.node.nodeId, created_unix_ms: 1 };
+    const legacy: MachineRecord = {
+      slug,
+      owner: squatter.zid,
+      genesis_svcond: 1,
+      is_public: false,
+      key_digest: 'f'.repeat(64),
+      roles: { [squatter.zid]: 'owner' },
+      inject_agent_rail: false,
+      inject_pulse_orb: false,
+      home: t.node.nodeId,
+      created_unix_ms: 1,
+    };
     await t.node.store.commit(t.node.chain.machineOps(legacy));
     const r = await call(t.url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: digest });
     expect(r.status, r.text).toBe(201);

@@ -24,7 +24,9 @@ describe('POST /api/svc/compute', () => {
     expect(b.unit).toBe('J');
     expect(b.uncertainty).toBeCloseTo(9e-4, 12);
     expect(b.operator_id).toBe('MECH_KINETIC_ENERGY');
-    expect(b.equations[0]).toMatch(/^KO42: R\(t\) = S\(t\)\[1 \+ 0\.001·sin\(2π·1\.287·t \+ 0\)\] = S·1\.\d{6}|^KO42: R\(t\) = S\(t\)\[1 \+ 0\.001·sin\(2π·1\.287·t \+ 0\)\] = S·0\.\d{6}/);
+    expect(b.equations[0]).toMatch(
+      /^KO42: R\(t\) = S\(t\)\[1 \+ 0\.001·sin\(2π·1\.287·t \+ 0\)\] = S·1\.\d{6}|^KO42: R\(t\) = S\(t\)\[1 \+ 0\.001·sin\(2π·1\.287·t \+ 0\)\] = S·0\.\d{6}/,
+    );
     expect(b.equations[0]).toContain(`svcond ${b.svcond}`);
     expect(b.equations[1]).toContain('9 J');
     expect(b.master_sum.terms).toEqual([
@@ -62,7 +64,15 @@ describe('POST /api/svc/compute', () => {
     expect(b.svcond_receipt.fields).toEqual({}); // bare J maps to no continuum field
     expect(Math.abs(b.svcond_averaged.value - 9) / 9).toBeLessThan(1e-12);
     // Charge: 1 domain operator → 1 credit, 80/20 split in integers.
-    expect(b.tally_charge).toEqual({ action: 'compute', cost: 1, charged: 1, burned: 1, foundation: 0, funded_by: 'free', balance_after: { free: 127, paid: 0 } });
+    expect(b.tally_charge).toEqual({
+      action: 'compute',
+      cost: 1,
+      charged: 1,
+      burned: 1,
+      foundation: 0,
+      funded_by: 'free',
+      balance_after: { free: 127, paid: 0 },
+    });
     expect(b.envelope).toMatchObject({ face_value: 1, folder: 'inbox', funding: 'free', soulbound: true, tick: b.svcond });
     expect(b.envelope.token_id).toMatch(/^env_[0-9a-f]{24}$/);
     expect(b.result_id).toMatch(new RegExp(`^res_${b.svcond}_[0-9a-f]{16}$`));
@@ -136,7 +146,11 @@ describe('POST /api/svc/compute', () => {
   });
 
   it('rejects an unknown operator with SVC_INVALID_OPERATOR and similar ids', async () => {
-    const e = expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, operators: ['KO42', 'MECH_KINETIC_ENERGI'] }, bearer(key)), 400, 'SVC_INVALID_OPERATOR');
+    const e = expectError(
+      await call(t.url, 'POST', '/api/svc/compute', { ...ke, operators: ['KO42', 'MECH_KINETIC_ENERGI'] }, bearer(key)),
+      400,
+      'SVC_INVALID_OPERATOR',
+    );
     expect(e.available_similar).toContain('MECH_KINETIC_ENERGY');
     expect(e.available_similar.length).toBeLessThanOrEqual(5);
   });
@@ -163,7 +177,17 @@ describe('POST /api/svc/compute', () => {
   it('rejects non-numeric and domain-violating inputs with SVC_INVALID_INPUT', async () => {
     const a = expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, inputs: { mass_kg: 'heavy' } }, bearer(key)), 400, 'SVC_INVALID_INPUT');
     expect(a.field).toBe('mass_kg');
-    const b = expectError(await call(t.url, 'POST', '/api/svc/compute', { domain: 'relativity', operators: ['KO42', 'REL_LORENTZ_FACTOR'], inputs: { velocity_m_s: 3.1e8 } }, bearer(key)), 400, 'SVC_INVALID_INPUT');
+    const b = expectError(
+      await call(
+        t.url,
+        'POST',
+        '/api/svc/compute',
+        { domain: 'relativity', operators: ['KO42', 'REL_LORENTZ_FACTOR'], inputs: { velocity_m_s: 3.1e8 } },
+        bearer(key),
+      ),
+      400,
+      'SVC_INVALID_INPUT',
+    );
     expect(b.field).toBe('velocity_m_s');
   });
 
@@ -247,7 +271,13 @@ describe('POST /api/svc/prove and /prove/verify (keyless)', () => {
     expect(p.body.receipt.keyPrefix).toBe('PROVE');
     expect(p.body.receipt.value).toBeCloseTo(-2.1798723611035e-18 / 4, 30);
     const v = await call(t.url, 'POST', '/api/svc/prove/verify', p.body);
-    expect(v.body).toEqual({ valid: true, R_t: p.body.receipt.R_t, svcond: p.body.receipt.svcond, operatorIds: ['KO42', 'QM_HYDROGEN_LEVEL'], keyPrefix: 'PROVE' });
+    expect(v.body).toEqual({
+      valid: true,
+      R_t: p.body.receipt.R_t,
+      svcond: p.body.receipt.svcond,
+      operatorIds: ['KO42', 'QM_HYDROGEN_LEVEL'],
+      keyPrefix: 'PROVE',
+    });
     const bad = JSON.parse(JSON.stringify(p.body));
     bad.receipt.value = -1;
     const v2 = await call(t.url, 'POST', '/api/svc/prove/verify', bad);
@@ -281,7 +311,13 @@ describe('shift, lattice, playground', () => {
   });
 
   it('POST /api/svc/lattice sweeps an input and signs the table', async () => {
-    const r = await call(t.url, 'POST', '/api/svc/lattice', { domain: 'mechanics', operators: ['KO42', 'MECH_PENDULUM_PERIOD'], sweep: { key: 'length_m', from: 1, to: 4, points: 4 } }, bearer(key));
+    const r = await call(
+      t.url,
+      'POST',
+      '/api/svc/lattice',
+      { domain: 'mechanics', operators: ['KO42', 'MECH_PENDULUM_PERIOD'], sweep: { key: 'length_m', from: 1, to: 4, points: 4 } },
+      bearer(key),
+    );
     expect(r.status).toBe(200);
     expect(r.body.sweep.values).toEqual([1, 2, 3, 4]);
     r.body.values.forEach((v: number, i: number) => expect(v).toBeCloseTo(2 * Math.PI * Math.sqrt((i + 1) / 9.80665), 12));

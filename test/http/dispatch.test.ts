@@ -25,13 +25,17 @@ function app(shortcut: boolean): Koa {
     ran(ctx, 'a');
     ctx.body = { route: 'a', params: ctx.params };
   });
-  router.post('/a', async (ctx, next) => {
-    ran(ctx, 'a-post-1');
-    await next();
-  }, (ctx) => {
-    ran(ctx, 'a-post-2');
-    ctx.body = { route: 'a-post' };
-  });
+  router.post(
+    '/a',
+    async (ctx, next) => {
+      ran(ctx, 'a-post-1');
+      await next();
+    },
+    (ctx) => {
+      ran(ctx, 'a-post-2');
+      ctx.body = { route: 'a-post' };
+    },
+  );
   // A handler that passes the request on: it must reach the app's fallback once, not run twice.
   router.get('/pass', (ctx, next) => {
     ran(ctx, 'pass');

@@ -12,7 +12,11 @@ const ROOT = join(import.meta.dirname, '..', '..');
 /** Run the svc-node command without blocking this process (the node under test answers from it). */
 function cli(args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/index.ts'), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/index.ts'), ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -76,7 +80,7 @@ describe('exact split', () => {
     expect(rev2.body).toMatchObject({ burned: 806, foundation: 201, total: 1007, pooledCarry: 0 });
   }, 60_000);
 
-  it('the totals and the identities\' running totals survive a restart', async () => {
+  it("the totals and the identities' running totals survive a restart", async () => {
     t = await t.restart();
     // b was charged 5 (carry 0 now); 5 more cost-1 charges complete the next credit on the fifth.
     const got = [];
@@ -120,7 +124,15 @@ describe('costs', () => {
     const id = await zkIdentity(t.url, 'costs-machine');
     const ok = await call(t.url, 'POST', '/api/chain/state-machines', { slug: 'paid-machine-one' }, bearer(id.key));
     expect(ok.status).toBe(201);
-    expect(ok.body.tally_charge).toMatchObject({ action: 'state_machine_creation', cost: 50, charged: 50, burned: 40, foundation: 10, funded_by: 'free', balance_after: { free: 10, paid: 0 } });
+    expect(ok.body.tally_charge).toMatchObject({
+      action: 'state_machine_creation',
+      cost: 50,
+      charged: 50,
+      burned: 40,
+      foundation: 10,
+      funded_by: 'free',
+      balance_after: { free: 10, paid: 0 },
+    });
     expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body.total).toBe(10);
     const refused = await call(t.url, 'POST', '/api/chain/state-machines', { slug: 'paid-machine-two' }, bearer(id.key));
     expectError(refused, 402, 'INSUFFICIENT_BALANCE');
@@ -131,7 +143,9 @@ describe('costs', () => {
     expect((await call(t.url, 'GET', '/api/transparency/revenue')).body).toMatchObject({ burned: 40, foundation: 10 });
     // Concurrent creations never overdraw: with 60 credits, one of five at once is made.
     const rich = await zkIdentity(t.url, 'costs-machine-race');
-    const tries = await Promise.all([1, 2, 3, 4, 5].map((i) => call(t.url, 'POST', '/api/chain/state-machines', { slug: `race-machine-${i}` }, bearer(rich.key))));
+    const tries = await Promise.all(
+      [1, 2, 3, 4, 5].map((i) => call(t.url, 'POST', '/api/chain/state-machines', { slug: `race-machine-${i}` }, bearer(rich.key))),
+    );
     expect(tries.filter((r) => r.status === 201)).toHaveLength(1);
     for (const r of tries.filter((x) => x.status !== 201)) expectError(r, 402, 'INSUFFICIENT_BALANCE');
     expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(rich.key))).body.total).toBe(10);
@@ -213,7 +227,9 @@ describe('operator grants', () => {
     // A remote identity as this node knows it from a peer's signed assertion: a stub with its home.
     const zid = `zid_${'b'.repeat(32)}`;
     const home = '12D3KooWQYhTNQdmr3ArTeUHRYzFg94BKyTkoWBDWez9kSCVe2Xo';
-    await t.node.store.commit([{ type: 'put', sub: t.node.store.sub('identities'), key: zid, value: { zid, kind: 'remote', home, salt: '', created_unix_ms: 0 } }]);
+    await t.node.store.commit([
+      { type: 'put', sub: t.node.store.sub('identities'), key: zid, value: { zid, kind: 'remote', home, salt: '', created_unix_ms: 0 } },
+    ]);
     const e = expectError(await call(t.url, 'POST', '/api/tally/grants', { zid, credits: 10 }, bearer(token)), 409, 'SVC_CONFLICT');
     expect(e).toMatchObject({ home, home_url: null });
     expect(e.message).toContain(home);
@@ -292,13 +308,21 @@ describe('daily claim', () => {
     expect(rows.at(-1)).toMatchObject({ transitionType: 'daily_claim', hash: ok.body.audit.hash });
     // Reusing the proof (or any second claim today) is refused.
     expect(expectError(await claimWith({ challenge, nonce }), 400, 'SVC_BAD_REQUEST').reason).toBe('already_claimed_today');
-    expect((await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(a.key))).body).toMatchObject({ claimable: false, reason: 'already_claimed_today', challenge: null });
+    expect((await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(a.key))).body).toMatchObject({
+      claimable: false,
+      reason: 'already_claimed_today',
+      challenge: null,
+    });
   }, 120_000);
 
   it('claims sent at once for one identity land once', async () => {
     const id = await zkIdentity(t.url, 'claim-race');
     const sts = await Promise.all(Array.from({ length: 6 }, () => call(t.url, 'GET', '/api/tally/claim', undefined, bearer(id.key))));
-    const rs = await Promise.all(sts.map((st) => call(t.url, 'POST', '/api/tally/claim', { challenge: st.body.challenge, nonce: solve(st.body.challenge, st.body.difficulty) }, bearer(id.key))));
+    const rs = await Promise.all(
+      sts.map((st) =>
+        call(t.url, 'POST', '/api/tally/claim', { challenge: st.body.challenge, nonce: solve(st.body.challenge, st.body.difficulty) }, bearer(id.key)),
+      ),
+    );
     expect(rs.filter((r) => r.status === 200)).toHaveLength(1);
     for (const r of rs.filter((x) => x.status !== 200)) expect(expectError(r, 400, 'SVC_BAD_REQUEST').reason).toBe('already_claimed_today');
     expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body.total).toBe(128);
@@ -309,8 +333,15 @@ describe('daily claim', () => {
     const before: string = (await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(rich.key))).body.challenge;
     const token = (await readFile(join(t.dataDir, 'operator-token'), 'utf8')).trim();
     expect((await call(t.url, 'POST', '/api/tally/grants', { zid: rich.zid, credits: 10 }, bearer(token))).status).toBe(201);
-    expect((await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(rich.key))).body).toMatchObject({ claimable: false, reason: 'balance_not_low', challenge: null });
-    expect(expectError(await call(t.url, 'POST', '/api/tally/claim', { challenge: before, nonce: solve(before, 4) }, bearer(rich.key)), 400, 'SVC_BAD_REQUEST').reason).toBe('balance_not_low');
+    expect((await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(rich.key))).body).toMatchObject({
+      claimable: false,
+      reason: 'balance_not_low',
+      challenge: null,
+    });
+    expect(
+      expectError(await call(t.url, 'POST', '/api/tally/claim', { challenge: before, nonce: solve(before, 4) }, bearer(rich.key)), 400, 'SVC_BAD_REQUEST')
+        .reason,
+    ).toBe('balance_not_low');
 
     t = await t.restart();
     expect((await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(a.key))).body).toMatchObject({ claimable: false, reason: 'already_claimed_today' });
@@ -319,7 +350,10 @@ describe('daily claim', () => {
     for (let i = 0; i < 12; i++) expect((await call(t.url, 'POST', '/api/svc/heat', {}, bearer(a.key))).status).toBe(200);
     const st = await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(a.key));
     expect(st.body).toMatchObject({ claimable: true, balance: { total: 8 } });
-    expect((await call(t.url, 'POST', '/api/tally/claim', { challenge: st.body.challenge, nonce: solve(st.body.challenge, st.body.difficulty) }, bearer(a.key))).body.balance.total).toBe(136);
+    expect(
+      (await call(t.url, 'POST', '/api/tally/claim', { challenge: st.body.challenge, nonce: solve(st.body.challenge, st.body.difficulty) }, bearer(a.key))).body
+        .balance.total,
+    ).toBe(136);
     clock.set(start);
   }, 180_000);
 
@@ -331,7 +365,13 @@ describe('daily claim', () => {
       const st = await call(t.url, 'GET', '/api/tally/claim', undefined, bearer(id.key));
       if (i === 65) {
         expect(st.body).toMatchObject({ claimable: false, reason: 'hourly_cap', challenge: null });
-        const forged = await call(t.url, 'POST', '/api/tally/claim', { challenge: 'c1.2026-11-27T10.4.1795000000000.' + '0'.repeat(32), nonce: '1' }, bearer(id.key));
+        const forged = await call(
+          t.url,
+          'POST',
+          '/api/tally/claim',
+          { challenge: 'c1.2026-11-27T10.4.1795000000000.' + '0'.repeat(32), nonce: '1' },
+          bearer(id.key),
+        );
         const e = expectError(forged, 429, 'SVC_RATE_LIMIT');
         expect(e).toMatchObject({ limit: 64, window_seconds: 3600, retry_after_seconds: 55 * 60 });
         expect(forged.headers.get('retry-after')).toBe(String(55 * 60));
@@ -339,7 +379,13 @@ describe('daily claim', () => {
       }
       expect(st.body.claimable).toBe(true);
       difficulties.push(st.body.difficulty);
-      const r = await call(t.url, 'POST', '/api/tally/claim', { challenge: st.body.challenge, nonce: solve(st.body.challenge, st.body.difficulty) }, bearer(id.key));
+      const r = await call(
+        t.url,
+        'POST',
+        '/api/tally/claim',
+        { challenge: st.body.challenge, nonce: solve(st.body.challenge, st.body.difficulty) },
+        bearer(id.key),
+      );
       expect(r.status).toBe(200);
       if (i === 40) {
         // The hour's count is a counter written with each claim: a restart keeps it.
@@ -377,7 +423,11 @@ describe('folder moves', () => {
 
   const move = (body: unknown, key = id.key) => call(t.url, 'POST', '/api/tally/envelopes/folder', body, bearer(key));
   const folders = async (): Promise<Record<string, number>> =>
-    Object.fromEntries((await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}/folders`, undefined, bearer(id.key))).body.folders.map((f: { folder: string; count: number }) => [f.folder, f.count]));
+    Object.fromEntries(
+      (await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}/folders`, undefined, bearer(id.key))).body.folders.map(
+        (f: { folder: string; count: number }) => [f.folder, f.count],
+      ),
+    );
   /** Each folder's envelopes as listed (the records themselves, not the counters). */
   const listed = async (folder: string): Promise<{ total: number; items: { token_id: string; folder: string; soulbound: boolean }[] }> =>
     (await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}?folder=${encodeURIComponent(folder)}&limit=500`, undefined, bearer(id.key))).body;

@@ -8,7 +8,7 @@ import type { WorkerPoolExecutor } from '../../src/compute/executor.js';
 /** About a second of Metropolis sweeps (no early stop at this target). */
 /** Poll `ready` every 20 ms, for 30 s at most. */
 async function until(ready: () => boolean): Promise<void> {
-  for (const end = Date.now() + 30_000; !ready(); ) {
+  for (const end = Date.now() + 30_000; !ready();) {
     if (Date.now() > end) throw new Error('timed out waiting for the pool');
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -110,7 +110,12 @@ describe('a full pool', () => {
       let heavyDone = false;
       // Aborted at the end: the node's stop waits for open requests, and this one would take a minute.
       const abort = new AbortController();
-      const long = fetch(`${t.url}/api/svc/gauge`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(heavy.key) }, body: JSON.stringify(ENDLESS), signal: abort.signal }).then(() => {
+      const long = fetch(`${t.url}/api/svc/gauge`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bearer(heavy.key) },
+        body: JSON.stringify(ENDLESS),
+        signal: abort.signal,
+      }).then(() => {
         heavyDone = true;
       });
       long.catch(() => undefined);

@@ -73,7 +73,17 @@ beforeAll(async () => {
   const now = Date.now();
   await gossip('identity.assert', {
     digest: keyDigest(key),
-    key: { key_id: keyId(key), kind: 'sk', zid, slug: null, plan: 'standard', created_unix_ms: now, expires_unix_ms: null, revoked_unix_ms: null, home: homeId },
+    key: {
+      key_id: keyId(key),
+      kind: 'sk',
+      zid,
+      slug: null,
+      plan: 'standard',
+      created_unix_ms: now,
+      expires_unix_ms: null,
+      revoked_unix_ms: null,
+      home: homeId,
+    },
     identity: { zid, home: homeId, default_machine: null },
   });
   await t.node.mesh.machines.learn({ slug: 'far-away-book', home: homeId, created_unix_ms: now });
@@ -92,7 +102,11 @@ describe('a hung home node', () => {
     expect(r.headers.get('retry-after')).toBe('1');
     expect(home.requests()).toEqual(['GET /api/tally/balance']);
     // Marked: the next requests (a ledger read, a solver run, a chain read) do not reach it at all.
-    for (const [method, path, body] of [['GET', '/api/tally/balance'], ['POST', '/api/svc/heat', {}], ['GET', '/api/chain/far-away-book/pohc/validate']] as const) {
+    for (const [method, path, body] of [
+      ['GET', '/api/tally/balance'],
+      ['POST', '/api/svc/heat', {}],
+      ['GET', '/api/chain/far-away-book/pohc/validate'],
+    ] as const) {
       const again = await call(t.url, method, path, body, bearer(key));
       expect(expectError(again, 503, 'SVC_HOME_UNREACHABLE').home).toBe(homeId);
       expect(again.headers.get('retry-after')).toBe('1');

@@ -175,7 +175,10 @@ describe("Node's parser errors answer part-7 JSON (defect 5)", () => {
 
   it.each([
     ['bare LF line ends', 'GET /api/health HTTP/1.1\nHost: 127.0.0.1\n\n'],
-    ['Content-Length with Transfer-Encoding', 'POST /api/svc/verify HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'],
+    [
+      'Content-Length with Transfer-Encoding',
+      'POST /api/svc/verify HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+    ],
     ['two Content-Lengths', 'POST /api/svc/verify HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}'],
     ['no Host', 'GET /api/health HTTP/1.1\r\n\r\n'],
   ])('400 SVC_BAD_REQUEST for %s', async (_name, text) => {

@@ -89,7 +89,13 @@ describe('v3 zero-knowledge flow', () => {
     expect(reg.status).toBe(201);
     expect(reg.body.zid).toBe(`zid_${digest.slice(0, 32)}`);
     expect(reg.body.admin_key).toMatch(/^zsm_[A-Za-z0-9_-]{32}$/);
-    expect(reg.body.state_machine).toMatchObject({ owner: reg.body.zid, is_public: false, inject_agent_rail: false, inject_pulse_orb: false, roles: { [reg.body.zid]: 'owner' } });
+    expect(reg.body.state_machine).toMatchObject({
+      owner: reg.body.zid,
+      is_public: false,
+      inject_agent_rail: false,
+      inject_pulse_orb: false,
+      roles: { [reg.body.zid]: 'owner' },
+    });
     const again = await call(t.url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: digest });
     expect(again.status).toBe(409);
 

@@ -38,7 +38,15 @@ describe('sealing', () => {
     expect(list.status).toBe(200);
     expect(list.body.total).toBe(2);
     expect(list.body.items).toHaveLength(1);
-    expect(list.body.items[0]).toMatchObject({ token_id: s.body.envelope.token_id, owner: id.zid, face_value: 8, folder: 'inbox', funding: 'free', soulbound: true, result_id: s.body.result_id });
+    expect(list.body.items[0]).toMatchObject({
+      token_id: s.body.envelope.token_id,
+      owner: id.zid,
+      face_value: 8,
+      folder: 'inbox',
+      funding: 'free',
+      soulbound: true,
+      result_id: s.body.result_id,
+    });
     const page2 = await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}?limit=1&offset=1`, undefined, bearer(id.key));
     expect(page2.body.items[0].token_id).toBe(r.body.envelope.token_id);
     const byQ = await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}?q=${r.body.envelope.token_id}`, undefined, bearer(id.key));
@@ -98,7 +106,11 @@ describe('sealing', () => {
 
   it('concurrent seals on one chain serialise: 30 at once give 30 rows that validate', async () => {
     const fresh = await zkIdentity(t.url, 'ledger-concurrent');
-    const rs = await Promise.all(Array.from({ length: 30 }, () => call(t.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(fresh.key))));
+    const rs = await Promise.all(
+      Array.from({ length: 30 }, () =>
+        call(t.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(fresh.key)),
+      ),
+    );
     expect(rs.every((r) => r.status === 200)).toBe(true);
     expect(new Set(rs.map((r) => r.body.audit.seq)).size).toBe(30);
     const v = await call(t.url, 'GET', `/api/chain/${fresh.slug}/pohc/validate`, undefined, bearer(fresh.key));
@@ -154,7 +166,7 @@ describe('restart on the same data dir', () => {
     await db.open();
     const rows = db.sublevel<string, string>('chain_rows');
     const k = `${id.slug}!${String(2).padStart(16, '0')}`;
-    const row = JSON.parse(await rows.get(k) as string);
+    const row = JSON.parse((await rows.get(k)) as string);
     row.payload_sha256 = 'f'.repeat(64);
     await rows.put(k, JSON.stringify(row));
     await db.close();
@@ -170,7 +182,11 @@ describe('stored results', () => {
     try {
       const who = await zkIdentity(n.url, 'stored-results');
       // Kinetic energy with a mass no other test uses, repeated (a kept evaluation) and with a new mass each time.
-      const requests = [7.25, 7.25, 7.25, 7.5].map((mass_kg) => ({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg, velocity_m_s: 2 } }));
+      const requests = [7.25, 7.25, 7.25, 7.5].map((mass_kg) => ({
+        domain: 'mechanics',
+        operators: ['KO42', 'MECH_KINETIC_ENERGY'],
+        inputs: { mass_kg, velocity_m_s: 2 },
+      }));
       const sent: { id: string; text: string }[] = [];
       for (const request of requests) {
         const r = await call(n.url, 'POST', '/api/svc/compute', request, bearer(who.key));
@@ -196,7 +212,11 @@ describe('stored results', () => {
 
   it('results stored compact by earlier versions (template + own texts) are read back as the bytes that were sent', async () => {
     // Records written by the kept-template path before its removal (see test/tally/stored-result.test.ts).
-    const fixture = JSON.parse(readFileSync(new URL('../tally/fixtures/compact-records.json', import.meta.url), 'utf8')) as { templateId: string; template: string; results: { record: string; body: string }[] };
+    const fixture = JSON.parse(readFileSync(new URL('../tally/fixtures/compact-records.json', import.meta.url), 'utf8')) as {
+      templateId: string;
+      template: string;
+      results: { record: string; body: string }[];
+    };
     const n = await startTestNode();
     try {
       const store = n.node.store;

@@ -23,7 +23,7 @@ beforeAll(async () => {
 afterAll(async () => t.destroy());
 
 describe('a public machine', () => {
-  it('is readable with another identity\'s key, a demo key, its sk_ key by ?key=, and with no key: the same answer', async () => {
+  it("is readable with another identity's key, a demo key, its sk_ key by ?key=, and with no key: the same answer", async () => {
     const demo = (await call(t.url, 'GET', '/api/demo-key')).body.key as string;
     for (const path of routes('public-book')) {
       const anonymous = await call(t.url, 'GET', path);
@@ -36,7 +36,11 @@ describe('a public machine', () => {
       const byQuery = await call(t.url, 'GET', `${path}?key=${stranger.key}`);
       expect(byQuery.status, byQuery.text).toBe(200);
     }
-    expect((await call(t.url, 'GET', '/api/chain/public-book/pohc/validate', undefined, bearer(stranger.key))).body).toMatchObject({ slug: 'public-book', valid: true, rows: 1 });
+    expect((await call(t.url, 'GET', '/api/chain/public-book/pohc/validate', undefined, bearer(stranger.key))).body).toMatchObject({
+      slug: 'public-book',
+      valid: true,
+      rows: 1,
+    });
   });
 
   it('a key that is present but bad is still 401 SVC_INVALID_KEY, never read as no key', async () => {
@@ -47,7 +51,7 @@ describe('a public machine', () => {
 });
 
 describe('a private machine', () => {
-  it('is read by role only: its owner\'s keys yes; another identity 403, a demo key 403, no key 401', async () => {
+  it("is read by role only: its owner's keys yes; another identity 403, a demo key 403, no key 401", async () => {
     const sk = (await t.node.identity.mintKeyFor(owner.zid, 'sk', null)).key;
     for (const path of routes(owner.slug)) {
       for (const key of [owner.key, sk]) expect((await call(t.url, 'GET', path, undefined, bearer(key))).status).toBe(200);

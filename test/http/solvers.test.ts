@@ -45,7 +45,12 @@ describe('registry', () => {
   it('holds solver ids from the catalogue only, each once', () => {
     for (const id of registry.ids()) expect(SOLVER_IDS).toContain(id);
     const catalogue = registry.list().filter((s) => s.catalogue);
-    expect(registry.list().filter((s) => !s.catalogue).map((s) => s.id)).toEqual(registry.get('multibody') ? ['multibody'] : []);
+    expect(
+      registry
+        .list()
+        .filter((s) => !s.catalogue)
+        .map((s) => s.id),
+    ).toEqual(registry.get('multibody') ? ['multibody'] : []);
     expect(catalogue.length).toBe(registry.ids().length - (registry.get('multibody') ? 1 : 0));
   });
 
@@ -87,7 +92,14 @@ describe.each(registry.list().map((s) => [s.id, s] as const))('%s over HTTP', (i
       expect(b.functional_equation).toBeNull();
       expect(b.spectral_propagator).toBeNull();
     } else {
-      expect(b.master_equation.masterSum.terms.map((x: { name: string }) => x.name)).toEqual(['dalembertian', 'mass', 'self_interaction', 'decay', 'ko42_coupling', 'source']);
+      expect(b.master_equation.masterSum.terms.map((x: { name: string }) => x.name)).toEqual([
+        'dalembertian',
+        'mass',
+        'self_interaction',
+        'decay',
+        'ko42_coupling',
+        'source',
+      ]);
       for (const term of b.master_equation.masterSum.terms) expect(Number.isFinite(term.value)).toBe(true);
       expect(Number.isFinite(b.functional_equation.E)).toBe(true);
       expect(b.spectral_propagator.power.length).toBeGreaterThan(0);

@@ -76,7 +76,16 @@ describe('system routes', () => {
     const ops = await call(t.url, 'GET', '/api/operators');
     expect(ops.body.count).toBe(60);
     expect(ops.body.operators[0]).toMatchObject({ id: 'KO42', domain: 'all' });
-    expect(ops.body.operators).toContainEqual({ id: 'MECH_KINETIC_ENERGY', domain: 'mechanics', formula: expect.any(String), inputs: [{ key: 'mass_kg', unit: 'kg', default: 1 }, { key: 'velocity_m_s', unit: 'm/s', default: 1 }], unit: 'J' });
+    expect(ops.body.operators).toContainEqual({
+      id: 'MECH_KINETIC_ENERGY',
+      domain: 'mechanics',
+      formula: expect.any(String),
+      inputs: [
+        { key: 'mass_kg', unit: 'kg', default: 1 },
+        { key: 'velocity_m_s', unit: 'm/s', default: 1 },
+      ],
+      unit: 'J',
+    });
     const cats = await call(t.url, 'GET', '/api/operators/categories');
     expect(cats.body.categories).toHaveLength(8);
     expect(cats.body.categories.find((c: { domain: string }) => c.domain === 'finance').operators).toContain('FIN_BLACK_SCHOLES_CALL');
@@ -106,7 +115,12 @@ describe('system routes', () => {
 
   it('GET /api/kernel, /api/kernel/prompt (markdown) and /api/system/capabilities', async () => {
     const k = await call(t.url, 'GET', '/api/kernel');
-    expect(k.body).toMatchObject({ version: '1.287.6', clock: { zeqond_ns: 777000777 }, gate: { tolerance: 1e-3, precision_bound: 1e-4 }, parity: { variance_threshold: 0.0091 } });
+    expect(k.body).toMatchObject({
+      version: '1.287.6',
+      clock: { zeqond_ns: 777000777 },
+      gate: { tolerance: 1e-3, precision_bound: 1e-4 },
+      parity: { variance_threshold: 0.0091 },
+    });
     const p = await call(t.url, 'GET', '/api/kernel/prompt');
     expect(p.headers.get('content-type')).toContain('text/markdown');
     expect(p.text).toMatch(/^# svc kernel v1\.287\.6/);
@@ -143,7 +157,11 @@ describe('discovery against the router', () => {
   it('not_here lists every spec route the router does not serve, and only those', async () => {
     const { endpoints, not_here } = await discovery();
     const servedBy = (method: string | null, path: string) =>
-      endpoints.some((e) => (method === null || e.method === method) && (path.endsWith('/*') ? shape(e.path).startsWith(shape(path.slice(0, -1))) : shape(e.path) === shape(path)));
+      endpoints.some(
+        (e) =>
+          (method === null || e.method === method) &&
+          (path.endsWith('/*') ? shape(e.path).startsWith(shape(path.slice(0, -1))) : shape(e.path) === shape(path)),
+      );
     for (const r of SPEC_ROUTES) {
       const entry = r.method ? `${r.method} ${r.path}` : r.path;
       expect(not_here.includes(entry), entry).toBe(!servedBy(r.method, r.path));
@@ -151,11 +169,28 @@ describe('discovery against the router', () => {
     expect(not_here.at(-1)).toBe('webhooks (planned, part 6)');
     expect(not_here).toHaveLength(SPEC_ROUTES.filter((r) => !servedBy(r.method, r.path)).length + 1);
     // Spec routes the old hand-written list left out.
-    for (const e of ['GET /api/mcp', 'POST /api/mcp', 'GET /api/tally/record', 'GET /api/svc/mmio/registers', 'GET /api/chain/aggregate/list', 'PATCH /api/chain/:slug/settings', 'POST /api/svc/stream/channels', 'POST /api/svc/reactor', '/api/chain/:slug/contracts/*']) {
+    for (const e of [
+      'GET /api/mcp',
+      'POST /api/mcp',
+      'GET /api/tally/record',
+      'GET /api/svc/mmio/registers',
+      'GET /api/chain/aggregate/list',
+      'PATCH /api/chain/:slug/settings',
+      'POST /api/svc/stream/channels',
+      'POST /api/svc/reactor',
+      '/api/chain/:slug/contracts/*',
+    ]) {
       expect(not_here).toContain(e);
     }
     // Served spec routes are not listed.
-    for (const e of ['POST /api/svc/compute', 'GET /api/tally/envelopes/:zid', '/api/dns/resolve', '/api/tally/clock', 'GET /api/system/capabilities', 'POST /api/svc/multibody']) {
+    for (const e of [
+      'POST /api/svc/compute',
+      'GET /api/tally/envelopes/:zid',
+      '/api/dns/resolve',
+      '/api/tally/clock',
+      'GET /api/system/capabilities',
+      'POST /api/svc/multibody',
+    ]) {
       expect(not_here).not.toContain(e);
     }
   });

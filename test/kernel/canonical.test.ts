@@ -23,13 +23,66 @@ function prng(seed: number): () => number {
 }
 
 const SPECIAL_NUMBERS = [
-  0, -0, 1, -1, 0.1, 0.5, 1e21, 1e-7, 1e-6, 123456789012345680000, 9007199254740991, -9007199254740992, 5e-324, -5e-324,
-  1.7976931348623157e308, -1.7976931348623157e308, 2.2250738585072014e-308, 333333333.3333333, 1e300 * 10, 4.35, 0.002,
-  1e23, 295147905179352830000, 0.9997184238014513, 3.168821468741362e-7,
+  0,
+  -0,
+  1,
+  -1,
+  0.1,
+  0.5,
+  1e21,
+  1e-7,
+  1e-6,
+  123456789012345680000,
+  9007199254740991,
+  -9007199254740992,
+  5e-324,
+  -5e-324,
+  1.7976931348623157e308,
+  -1.7976931348623157e308,
+  2.2250738585072014e-308,
+  333333333.3333333,
+  1e300 * 10,
+  4.35,
+  0.002,
+  1e23,
+  295147905179352830000,
+  0.9997184238014513,
+  3.168821468741362e-7,
 ];
 const CHAR_POOL = [
-  'a', 'Z', '0', ' ', '"', '\\', '/', '\b', '\f', '\n', '\r', '\t', '\u0000', '\u0001', '\u001f', '\u007f', 'é', 'ß', '€',
-  '·', '∘', '→', 'π', '\u2028', '\u2029', '\ufeff', '\uffff', '日本', '😀', '\ud834\udd1e', '\u{10ffff}', 'e\u0301', 'ﬀ',
+  'a',
+  'Z',
+  '0',
+  ' ',
+  '"',
+  '\\',
+  '/',
+  '\b',
+  '\f',
+  '\n',
+  '\r',
+  '\t',
+  '\u0000',
+  '\u0001',
+  '\u001f',
+  '\u007f',
+  'é',
+  'ß',
+  '€',
+  '·',
+  '∘',
+  '→',
+  'π',
+  '\u2028',
+  '\u2029',
+  '\ufeff',
+  '\uffff',
+  '日本',
+  '😀',
+  '\ud834\udd1e',
+  '\u{10ffff}',
+  'e\u0301',
+  'ﬀ',
 ];
 
 function generate(rand: () => number) {
@@ -111,7 +164,15 @@ describe('canonicalJson (RFC 8785) against the canonicalize oracle', () => {
   });
 
   it('sorts keys by UTF-16 code units (RFC 8785 §3.2.3 example)', () => {
-    const v = { '\u20ac': 'Euro Sign', '\r': 'Carriage Return', '\ufb33': 'Hebrew Letter Dalet With Dagesh', '1': 'One', '\ud83d\ude00': 'Emoji: Grinning Face', '\u0080': 'Control', '\u00f6': 'Latin Small Letter O With Diaeresis' };
+    const v = {
+      '\u20ac': 'Euro Sign',
+      '\r': 'Carriage Return',
+      '\ufb33': 'Hebrew Letter Dalet With Dagesh',
+      '1': 'One',
+      '\ud83d\ude00': 'Emoji: Grinning Face',
+      '\u0080': 'Control',
+      '\u00f6': 'Latin Small Letter O With Diaeresis',
+    };
     const text = canonicalJson(v);
     expect(text).toBe(oracle(v));
     // The order the RFC lists: \r, 1, U+0080, ö, €, 😀 (surrogate pair D83D…), U+FB33.
@@ -120,8 +181,14 @@ describe('canonicalJson (RFC 8785) against the canonicalize oracle', () => {
   });
 
   it('RFC 8785 §3.2.2 sample', () => {
-    const v = { numbers: [333333333.33333329, 1e30, 4.5, 2e-3, 0.000000000000000000000000001], string: '\u20ac$\u000f\u000aA\'\u0042\u0022\u005c\\"/', literals: [null, true, false] };
-    expect(canonicalJson(v)).toBe('{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}');
+    const v = {
+      numbers: [333333333.33333329, 1e30, 4.5, 2e-3, 0.000000000000000000000000001],
+      string: '\u20ac$\u000f\u000aA\'\u0042\u0022\u005c\\"/',
+      literals: [null, true, false],
+    };
+    expect(canonicalJson(v)).toBe(
+      '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}',
+    );
     expect(canonicalJson(v)).toBe(oracle(v));
   });
 
@@ -143,7 +210,14 @@ describe('canonicalJson (RFC 8785) against the canonicalize oracle', () => {
   });
 
   it('same keys in other insertion orders, repeated shapes and many shapes (sorted-key cache)', () => {
-    const shapes = [{ a: 1, b: 2, c: 3 }, { a: 1, c: 3, b: 2 }, { b: 2, a: 1, c: 3 }, { a: 1, b: 2 }, { a: 1, b: 2, c: 3, d: 4 }, { a: 1, b: 2, c: 3 }];
+    const shapes = [
+      { a: 1, b: 2, c: 3 },
+      { a: 1, c: 3, b: 2 },
+      { b: 2, a: 1, c: 3 },
+      { a: 1, b: 2 },
+      { a: 1, b: 2, c: 3, d: 4 },
+      { a: 1, b: 2, c: 3 },
+    ];
     for (let r = 0; r < 3; r++) for (const o of shapes) expect(canonicalJson(o)).toBe(oracle(o));
     for (let i = 0; i < 5000; i++) {
       const o: Record<string, number> = { [`k${i % 7}`]: 1, [`z${i}`]: 2, [`a${i % 13}`]: 3 };
@@ -220,8 +294,15 @@ describe('canonicalJsonWithSlots', () => {
 describe('insertMembers', () => {
   it('puts members after multi-byte text at their byte offsets, and several members at one place in name order', () => {
     const m = canonicalJsonWithSlots({ a: 'π·∘😀', cko: { y: [1, 'é'] }, zz: 'é' }, ['b', 'c', 'svcProof'], 'cko', ['svcProof', 'z']);
-    const values = new Map([['b', '"B"'], ['c', 'null'], ['svcProof', '"P"'], ['z', '0']]);
-    expect(insertMembers(m, values).toString('utf8')).toBe(oracle({ a: 'π·∘😀', b: 'B', c: null, cko: { svcProof: 'P', y: [1, 'é'], z: 0 }, svcProof: 'P', zz: 'é' }));
+    const values = new Map([
+      ['b', '"B"'],
+      ['c', 'null'],
+      ['svcProof', '"P"'],
+      ['z', '0'],
+    ]);
+    expect(insertMembers(m, values).toString('utf8')).toBe(
+      oracle({ a: 'π·∘😀', b: 'B', c: null, cko: { svcProof: 'P', y: [1, 'é'], z: 0 }, svcProof: 'P', zz: 'é' }),
+    );
     expect(insertMembers(m, new Map()).toString('utf8')).toBe(oracle({ a: 'π·∘😀', cko: { y: [1, 'é'] }, zz: 'é' }));
   });
 });

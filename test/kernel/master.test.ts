@@ -66,7 +66,10 @@ describe('rule 8 field terms of a profile', () => {
   });
 
   it('normalises by max|samples|: a scaled field gives the same terms; non-finite samples count as 0', () => {
-    const scaled = fieldTerms(wave.map((v) => -250 * v), R_t);
+    const scaled = fieldTerms(
+      wave.map((v) => -250 * v),
+      R_t,
+    );
     expect(term(scaled, 'mass')).toBeCloseTo(term(t, 'mass'), 13);
     expect(term(scaled, 'source')).toBeCloseTo(term(t, 'source'), 9);
     const zero = fieldTerms(new Array<number>(16).fill(0), 1);

@@ -6,16 +6,7 @@ import { ServiceError } from '../../src/kernel/errors.js';
 import { evaluateChain, ko42Equation, type Modulation } from '../../src/kernel/operators/chain.js';
 import * as K from '../../src/kernel/operators/constants.js';
 import { num } from '../../src/kernel/operators/define.js';
-import {
-  categories,
-  editDistance,
-  getOperator,
-  KO42,
-  listOperators,
-  nearestDomain,
-  operatorSpec,
-  OPERATORS,
-} from '../../src/kernel/operators/registry.js';
+import { categories, editDistance, getOperator, KO42, listOperators, nearestDomain, operatorSpec, OPERATORS } from '../../src/kernel/operators/registry.js';
 import { DOMAINS, type OperatorDef } from '../../src/kernel/operators/types.js';
 import { normCdf } from '../../src/numerics/special.js';
 import { InputError } from '../../src/solvers/errors.js';
@@ -63,63 +54,114 @@ const gammaOf = (v: number) => 1 / Math.sqrt(1 - (v * v) / (c * c));
 const CASES: Record<string, Case> = {
   // mechanics
   MECH_KINETIC_ENERGY: {
-    unit: 'J', defaults: { mass_kg: 1, velocity_m_s: 1 }, f: (v) => (v.mass_kg! * v.velocity_m_s! ** 2) / 2,
-    alt: [{ mass_kg: 2, velocity_m_s: 3 }, { mass_kg: 1500, velocity_m_s: -27.8 }],
+    unit: 'J',
+    defaults: { mass_kg: 1, velocity_m_s: 1 },
+    f: (v) => (v.mass_kg! * v.velocity_m_s! ** 2) / 2,
+    alt: [
+      { mass_kg: 2, velocity_m_s: 3 },
+      { mass_kg: 1500, velocity_m_s: -27.8 },
+    ],
   },
   MECH_POTENTIAL_ENERGY: {
-    unit: 'J', defaults: { mass_kg: 1, gravity_m_s2: g0, height_m: 1 }, f: (v) => v.mass_kg! * v.gravity_m_s2! * v.height_m!,
-    alt: [{ mass_kg: 70, height_m: 8848 }, { mass_kg: 2, gravity_m_s2: 1.625, height_m: -3 }],
+    unit: 'J',
+    defaults: { mass_kg: 1, gravity_m_s2: g0, height_m: 1 },
+    f: (v) => v.mass_kg! * v.gravity_m_s2! * v.height_m!,
+    alt: [
+      { mass_kg: 70, height_m: 8848 },
+      { mass_kg: 2, gravity_m_s2: 1.625, height_m: -3 },
+    ],
   },
   MECH_PENDULUM_PERIOD: {
-    unit: 's', defaults: { length_m: 1, gravity_m_s2: g0 }, f: (v) => 2 * Math.PI * Math.sqrt(v.length_m! / v.gravity_m_s2!),
+    unit: 's',
+    defaults: { length_m: 1, gravity_m_s2: g0 },
+    f: (v) => 2 * Math.PI * Math.sqrt(v.length_m! / v.gravity_m_s2!),
     alt: [{ length_m: 0.994 }, { length_m: 2, gravity_m_s2: 1.625 }],
   },
   MECH_SPRING_PERIOD: {
-    unit: 's', defaults: { mass_kg: 1, spring_constant_N_m: 1 }, f: (v) => 2 * Math.PI * Math.sqrt(v.mass_kg! / v.spring_constant_N_m!),
-    alt: [{ mass_kg: 0.5, spring_constant_N_m: 200 }, { mass_kg: 4, spring_constant_N_m: Math.PI ** 2 }],
+    unit: 's',
+    defaults: { mass_kg: 1, spring_constant_N_m: 1 },
+    f: (v) => 2 * Math.PI * Math.sqrt(v.mass_kg! / v.spring_constant_N_m!),
+    alt: [
+      { mass_kg: 0.5, spring_constant_N_m: 200 },
+      { mass_kg: 4, spring_constant_N_m: Math.PI ** 2 },
+    ],
   },
   MECH_PROJECTILE_RANGE: {
-    unit: 'm', defaults: { velocity_m_s: 10, angle_rad: Math.PI / 4, gravity_m_s2: g0 },
+    unit: 'm',
+    defaults: { velocity_m_s: 10, angle_rad: Math.PI / 4, gravity_m_s2: g0 },
     f: (v) => (v.velocity_m_s! ** 2 * Math.sin(2 * v.angle_rad!)) / v.gravity_m_s2!,
-    alt: [{ velocity_m_s: 20, angle_rad: Math.PI / 6 }, { velocity_m_s: 50, angle_rad: 0.3, gravity_m_s2: 3.72 }],
+    alt: [
+      { velocity_m_s: 20, angle_rad: Math.PI / 6 },
+      { velocity_m_s: 50, angle_rad: 0.3, gravity_m_s2: 3.72 },
+    ],
   },
   MECH_ORBITAL_PERIOD: {
-    unit: 's', defaults: { semi_major_axis_m: 1.495978707e11, central_mass_kg: 1.98847e30 },
+    unit: 's',
+    defaults: { semi_major_axis_m: 1.495978707e11, central_mass_kg: 1.98847e30 },
     f: (v) => 2 * Math.PI * Math.sqrt(v.semi_major_axis_m! ** 3 / (G * v.central_mass_kg!)),
-    alt: [{ semi_major_axis_m: 3.844e8, central_mass_kg: Mearth }, { semi_major_axis_m: 4.2164e7, central_mass_kg: Mearth }],
+    alt: [
+      { semi_major_axis_m: 3.844e8, central_mass_kg: Mearth },
+      { semi_major_axis_m: 4.2164e7, central_mass_kg: Mearth },
+    ],
   },
   MECH_ESCAPE_VELOCITY: {
-    unit: 'm/s', defaults: { central_mass_kg: 5.9722e24, radius_m: 6.371e6 }, f: (v) => Math.sqrt((2 * G * v.central_mass_kg!) / v.radius_m!),
-    alt: [{ central_mass_kg: 7.342e22, radius_m: 1.7374e6 }, { central_mass_kg: Msun, radius_m: 6.957e8 }],
+    unit: 'm/s',
+    defaults: { central_mass_kg: 5.9722e24, radius_m: 6.371e6 },
+    f: (v) => Math.sqrt((2 * G * v.central_mass_kg!) / v.radius_m!),
+    alt: [
+      { central_mass_kg: 7.342e22, radius_m: 1.7374e6 },
+      { central_mass_kg: Msun, radius_m: 6.957e8 },
+    ],
   },
   MECH_GRAVITATIONAL_FORCE: {
-    unit: 'N', defaults: { mass1_kg: 5.9722e24, mass2_kg: 7.342e22, distance_m: 3.844e8 },
+    unit: 'N',
+    defaults: { mass1_kg: 5.9722e24, mass2_kg: 7.342e22, distance_m: 3.844e8 },
     f: (v) => (G * v.mass1_kg! * v.mass2_kg!) / v.distance_m! ** 2,
-    alt: [{ mass1_kg: 1, mass2_kg: 1, distance_m: 1 }, { mass1_kg: 80, mass2_kg: Mearth, distance_m: 6.371e6 }],
+    alt: [
+      { mass1_kg: 1, mass2_kg: 1, distance_m: 1 },
+      { mass1_kg: 80, mass2_kg: Mearth, distance_m: 6.371e6 },
+    ],
   },
   // thermodynamics
   THERMO_IDEAL_GAS_PRESSURE: {
-    unit: 'Pa', defaults: { amount_mol: 1, temperature_K: 273.15, volume_m3: 0.0224 }, f: (v) => (v.amount_mol! * Rgas * v.temperature_K!) / v.volume_m3!,
-    alt: [{ amount_mol: 2, temperature_K: 300, volume_m3: 0.05 }, { amount_mol: 0.5, temperature_K: 77, volume_m3: 1e-3 }],
+    unit: 'Pa',
+    defaults: { amount_mol: 1, temperature_K: 273.15, volume_m3: 0.0224 },
+    f: (v) => (v.amount_mol! * Rgas * v.temperature_K!) / v.volume_m3!,
+    alt: [
+      { amount_mol: 2, temperature_K: 300, volume_m3: 0.05 },
+      { amount_mol: 0.5, temperature_K: 77, volume_m3: 1e-3 },
+    ],
   },
   THERMO_CARNOT_EFFICIENCY: {
-    unit: '1', defaults: { cold_K: 300, hot_K: 600 }, f: (v) => (v.hot_K! - v.cold_K!) / v.hot_K!,
-    alt: [{ cold_K: 273.15, hot_K: 373.15 }, { cold_K: 290, hot_K: 1500 }],
+    unit: '1',
+    defaults: { cold_K: 300, hot_K: 600 },
+    f: (v) => (v.hot_K! - v.cold_K!) / v.hot_K!,
+    alt: [
+      { cold_K: 273.15, hot_K: 373.15 },
+      { cold_K: 290, hot_K: 1500 },
+    ],
   },
   THERMO_STEFAN_BOLTZMANN: {
-    unit: 'W/m^2', defaults: { emissivity: 1, temperature_K: 5772 }, f: (v) => v.emissivity! * sigmaSB * v.temperature_K! ** 4,
+    unit: 'W/m^2',
+    defaults: { emissivity: 1, temperature_K: 5772 },
+    f: (v) => v.emissivity! * sigmaSB * v.temperature_K! ** 4,
     alt: [{ emissivity: 0.9, temperature_K: 300 }, { temperature_K: 1000 }],
   },
   THERMO_WIEN_PEAK: {
-    unit: 'm', defaults: { temperature_K: 5772 }, f: (v) => wienB / v.temperature_K!,
+    unit: 'm',
+    defaults: { temperature_K: 5772 },
+    f: (v) => wienB / v.temperature_K!,
     alt: [{ temperature_K: 310 }, { temperature_K: 2.725 }],
   },
   THERMO_SENSIBLE_HEAT: {
-    unit: 'J', defaults: { mass_kg: 1, specific_heat_J_kgK: 4186, delta_T_K: 1 }, f: (v) => v.mass_kg! * v.specific_heat_J_kgK! * v.delta_T_K!,
+    unit: 'J',
+    defaults: { mass_kg: 1, specific_heat_J_kgK: 4186, delta_T_K: 1 },
+    f: (v) => v.mass_kg! * v.specific_heat_J_kgK! * v.delta_T_K!,
     alt: [{ mass_kg: 2.5, specific_heat_J_kgK: 897, delta_T_K: 40 }, { delta_T_K: -10 }],
   },
   THERMO_CONDUCTION: {
-    unit: 'W', defaults: { conductivity_W_mK: 401, area_m2: 1, delta_T_K: 1, thickness_m: 1 },
+    unit: 'W',
+    defaults: { conductivity_W_mK: 401, area_m2: 1, delta_T_K: 1, thickness_m: 1 },
     f: (v) => (v.conductivity_W_mK! * v.area_m2! * v.delta_T_K!) / v.thickness_m!,
     alt: [
       { conductivity_W_mK: 0.04, area_m2: 10, delta_T_K: 20, thickness_m: 0.1 },
@@ -127,107 +169,190 @@ const CASES: Record<string, Case> = {
     ],
   },
   THERMO_ISOTHERMAL_ENTROPY: {
-    unit: 'J/K', defaults: { amount_mol: 1, volume1_m3: 1, volume2_m3: 2 }, f: (v) => v.amount_mol! * Rgas * Math.log(v.volume2_m3! / v.volume1_m3!),
+    unit: 'J/K',
+    defaults: { amount_mol: 1, volume1_m3: 1, volume2_m3: 2 },
+    f: (v) => v.amount_mol! * Rgas * Math.log(v.volume2_m3! / v.volume1_m3!),
     alt: [{ amount_mol: 2, volume1_m3: 3, volume2_m3: 1 }, { volume2_m3: Math.E }],
   },
   // electromagnetism
   EM_COULOMB_FORCE: {
-    unit: 'N', defaults: { charge1_C: 1e-6, charge2_C: 1e-6, distance_m: 1 },
+    unit: 'N',
+    defaults: { charge1_C: 1e-6, charge2_C: 1e-6, distance_m: 1 },
     f: (v) => (v.charge1_C! * v.charge2_C!) / (4 * Math.PI * eps0 * v.distance_m! ** 2),
-    alt: [{ charge1_C: eC, charge2_C: -eC, distance_m: 5.29177210903e-11 }, { charge1_C: 2e-6, charge2_C: 3e-6, distance_m: 0.05 }],
+    alt: [
+      { charge1_C: eC, charge2_C: -eC, distance_m: 5.29177210903e-11 },
+      { charge1_C: 2e-6, charge2_C: 3e-6, distance_m: 0.05 },
+    ],
   },
   EM_OHM_CURRENT: {
-    unit: 'A', defaults: { voltage_V: 12, resistance_ohm: 100 }, f: (v) => v.voltage_V! / v.resistance_ohm!,
-    alt: [{ voltage_V: 230, resistance_ohm: 52.9 }, { voltage_V: -5, resistance_ohm: 1000 }],
+    unit: 'A',
+    defaults: { voltage_V: 12, resistance_ohm: 100 },
+    f: (v) => v.voltage_V! / v.resistance_ohm!,
+    alt: [
+      { voltage_V: 230, resistance_ohm: 52.9 },
+      { voltage_V: -5, resistance_ohm: 1000 },
+    ],
   },
   EM_CAPACITOR_ENERGY: {
-    unit: 'J', defaults: { capacitance_F: 1e-6, voltage_V: 12 }, f: (v) => (v.capacitance_F! * v.voltage_V! ** 2) / 2,
-    alt: [{ capacitance_F: 4.7e-3, voltage_V: 25 }, { capacitance_F: 1e-12, voltage_V: 1000 }],
+    unit: 'J',
+    defaults: { capacitance_F: 1e-6, voltage_V: 12 },
+    f: (v) => (v.capacitance_F! * v.voltage_V! ** 2) / 2,
+    alt: [
+      { capacitance_F: 4.7e-3, voltage_V: 25 },
+      { capacitance_F: 1e-12, voltage_V: 1000 },
+    ],
   },
   EM_LC_RESONANCE: {
-    unit: 'Hz', defaults: { inductance_H: 1e-3, capacitance_F: 1e-6 }, f: (v) => 1 / (2 * Math.PI * Math.sqrt(v.inductance_H! * v.capacitance_F!)),
-    alt: [{ inductance_H: 1e-6, capacitance_F: 1e-9 }, { inductance_H: 0.25, capacitance_F: 1e-4 }],
+    unit: 'Hz',
+    defaults: { inductance_H: 1e-3, capacitance_F: 1e-6 },
+    f: (v) => 1 / (2 * Math.PI * Math.sqrt(v.inductance_H! * v.capacitance_F!)),
+    alt: [
+      { inductance_H: 1e-6, capacitance_F: 1e-9 },
+      { inductance_H: 0.25, capacitance_F: 1e-4 },
+    ],
   },
   EM_SOLENOID_FIELD: {
-    unit: 'T', defaults: { turns_per_m: 1000, current_A: 1 }, f: (v) => mu0 * v.turns_per_m! * v.current_A!,
-    alt: [{ turns_per_m: 5000, current_A: 2 }, { turns_per_m: 100, current_A: -0.5 }],
+    unit: 'T',
+    defaults: { turns_per_m: 1000, current_A: 1 },
+    f: (v) => mu0 * v.turns_per_m! * v.current_A!,
+    alt: [
+      { turns_per_m: 5000, current_A: 2 },
+      { turns_per_m: 100, current_A: -0.5 },
+    ],
   },
   EM_WIRE_FIELD: {
-    unit: 'T', defaults: { current_A: 1, distance_m: 0.01 }, f: (v) => (mu0 * v.current_A!) / (2 * Math.PI * v.distance_m!),
-    alt: [{ current_A: 10, distance_m: 0.05 }, { current_A: 1000, distance_m: 1 }],
+    unit: 'T',
+    defaults: { current_A: 1, distance_m: 0.01 },
+    f: (v) => (mu0 * v.current_A!) / (2 * Math.PI * v.distance_m!),
+    alt: [
+      { current_A: 10, distance_m: 0.05 },
+      { current_A: 1000, distance_m: 1 },
+    ],
   },
   EM_RC_TIME_CONSTANT: {
-    unit: 's', defaults: { resistance_ohm: 100, capacitance_F: 1e-6 }, f: (v) => v.resistance_ohm! * v.capacitance_F!,
-    alt: [{ resistance_ohm: 10000, capacitance_F: 1e-6 }, { resistance_ohm: 4.7e3, capacitance_F: 2.2e-9 }],
+    unit: 's',
+    defaults: { resistance_ohm: 100, capacitance_F: 1e-6 },
+    f: (v) => v.resistance_ohm! * v.capacitance_F!,
+    alt: [
+      { resistance_ohm: 10000, capacitance_F: 1e-6 },
+      { resistance_ohm: 4.7e3, capacitance_F: 2.2e-9 },
+    ],
   },
   EM_ELECTRIC_POWER: {
-    unit: 'W', defaults: { voltage_V: 12, current_A: 1 }, f: (v) => v.voltage_V! * v.current_A!,
-    alt: [{ voltage_V: 230, current_A: 10 }, { voltage_V: 3.7, current_A: -0.2 }],
+    unit: 'W',
+    defaults: { voltage_V: 12, current_A: 1 },
+    f: (v) => v.voltage_V! * v.current_A!,
+    alt: [
+      { voltage_V: 230, current_A: 10 },
+      { voltage_V: 3.7, current_A: -0.2 },
+    ],
   },
   // quantum
   QM_PHOTON_ENERGY: {
-    unit: 'J', defaults: { wavelength_m: 5e-7 }, f: (v) => (h * c) / v.wavelength_m!,
+    unit: 'J',
+    defaults: { wavelength_m: 5e-7 },
+    f: (v) => (h * c) / v.wavelength_m!,
     alt: [{ wavelength_m: 6.5628e-7 }, { wavelength_m: 1e-10 }],
   },
   QM_DE_BROGLIE: {
-    unit: 'm', defaults: { mass_kg: me, velocity_m_s: 1e6 }, f: (v) => h / (v.mass_kg! * v.velocity_m_s!),
-    alt: [{ mass_kg: 1.67492749804e-27, velocity_m_s: 2200 }, { mass_kg: 0.145, velocity_m_s: 40 }],
+    unit: 'm',
+    defaults: { mass_kg: me, velocity_m_s: 1e6 },
+    f: (v) => h / (v.mass_kg! * v.velocity_m_s!),
+    alt: [
+      { mass_kg: 1.67492749804e-27, velocity_m_s: 2200 },
+      { mass_kg: 0.145, velocity_m_s: 40 },
+    ],
   },
   QM_PARTICLE_IN_BOX: {
-    unit: 'J', defaults: { level_n: 1, mass_kg: me, width_m: 1e-9 }, f: (v) => (v.level_n! ** 2 * h * h) / (8 * v.mass_kg! * v.width_m! ** 2),
+    unit: 'J',
+    defaults: { level_n: 1, mass_kg: me, width_m: 1e-9 },
+    f: (v) => (v.level_n! ** 2 * h * h) / (8 * v.mass_kg! * v.width_m! ** 2),
     alt: [{ level_n: 2 }, { level_n: 3, mass_kg: 1.67262192369e-27, width_m: 1e-14 }],
   },
   QM_HARMONIC_LEVEL: {
-    unit: 'J', defaults: { level_n: 0, omega_rad_s: 1e15 }, f: (v) => hbar * v.omega_rad_s! * (v.level_n! + 0.5),
+    unit: 'J',
+    defaults: { level_n: 0, omega_rad_s: 1e15 },
+    f: (v) => hbar * v.omega_rad_s! * (v.level_n! + 0.5),
     alt: [{ level_n: 1 }, { level_n: 5, omega_rad_s: 2e14 }],
   },
   QM_HYDROGEN_LEVEL: {
-    unit: 'J', defaults: { level_n: 1 }, f: (v) => -ER / v.level_n! ** 2,
+    unit: 'J',
+    defaults: { level_n: 1 },
+    f: (v) => -ER / v.level_n! ** 2,
     alt: [{ level_n: 2 }, { level_n: 3 }],
   },
   QM_TUNNELING_PROBABILITY: {
-    unit: '1', defaults: { mass_kg: me, barrier_J: 1.602176634e-19, energy_J: 8.01088317e-20, width_m: 1e-10 },
+    unit: '1',
+    defaults: { mass_kg: me, barrier_J: 1.602176634e-19, energy_J: 8.01088317e-20, width_m: 1e-10 },
     f: (v) => Math.exp((-2 * v.width_m! * Math.sqrt(2 * v.mass_kg! * (v.barrier_J! - v.energy_J!))) / hbar),
     alt: [{ width_m: 5e-10 }, { barrier_J: 2 * eC, energy_J: 0.1 * eC, width_m: 2e-10 }],
   },
   QM_COMPTON_SHIFT: {
-    unit: 'm', defaults: { angle_rad: Math.PI / 2 }, f: (v) => (h / (me * c)) * (1 - Math.cos(v.angle_rad!)),
+    unit: 'm',
+    defaults: { angle_rad: Math.PI / 2 },
+    f: (v) => (h / (me * c)) * (1 - Math.cos(v.angle_rad!)),
     alt: [{ angle_rad: Math.PI }, { angle_rad: 1 }],
   },
   // relativity
   REL_LORENTZ_FACTOR: {
-    unit: '1', defaults: { velocity_m_s: 1.5e8 }, f: (v) => gammaOf(v.velocity_m_s!),
+    unit: '1',
+    defaults: { velocity_m_s: 1.5e8 },
+    f: (v) => gammaOf(v.velocity_m_s!),
     alt: [{ velocity_m_s: 0.6 * c }, { velocity_m_s: -0.99 * c }],
   },
   REL_TIME_DILATION: {
-    unit: 's', defaults: { velocity_m_s: 1.5e8, proper_time_s: 1 }, f: (v) => gammaOf(v.velocity_m_s!) * v.proper_time_s!,
-    alt: [{ velocity_m_s: 0.8 * c, proper_time_s: 2.2e-6 }, { velocity_m_s: 1000, proper_time_s: 86400 }],
+    unit: 's',
+    defaults: { velocity_m_s: 1.5e8, proper_time_s: 1 },
+    f: (v) => gammaOf(v.velocity_m_s!) * v.proper_time_s!,
+    alt: [
+      { velocity_m_s: 0.8 * c, proper_time_s: 2.2e-6 },
+      { velocity_m_s: 1000, proper_time_s: 86400 },
+    ],
   },
   REL_LENGTH_CONTRACTION: {
-    unit: 'm', defaults: { velocity_m_s: 1.5e8, proper_length_m: 1 }, f: (v) => v.proper_length_m! / gammaOf(v.velocity_m_s!),
-    alt: [{ velocity_m_s: 0.6 * c, proper_length_m: 10 }, { velocity_m_s: 0.999 * c, proper_length_m: 100 }],
+    unit: 'm',
+    defaults: { velocity_m_s: 1.5e8, proper_length_m: 1 },
+    f: (v) => v.proper_length_m! / gammaOf(v.velocity_m_s!),
+    alt: [
+      { velocity_m_s: 0.6 * c, proper_length_m: 10 },
+      { velocity_m_s: 0.999 * c, proper_length_m: 100 },
+    ],
   },
   REL_REST_ENERGY: {
-    unit: 'J', defaults: { mass_kg: 1 }, f: (v) => v.mass_kg! * c * c,
+    unit: 'J',
+    defaults: { mass_kg: 1 },
+    f: (v) => v.mass_kg! * c * c,
     alt: [{ mass_kg: me }, { mass_kg: 0.001 }],
   },
   REL_SCHWARZSCHILD_RADIUS: {
-    unit: 'm', defaults: { mass_kg: 1.98847e30 }, f: (v) => (2 * G * v.mass_kg!) / (c * c),
+    unit: 'm',
+    defaults: { mass_kg: 1.98847e30 },
+    f: (v) => (2 * G * v.mass_kg!) / (c * c),
     alt: [{ mass_kg: Mearth }, { mass_kg: 4.3e6 * Msun }],
   },
   REL_GRAVITATIONAL_REDSHIFT: {
     // 1/√(1 − x) − 1 = expm1(−½ log1p(−x)): no cancellation for the weak fields of Sun and Earth.
-    unit: '1', defaults: { mass_kg: 1.98847e30, radius_m: 6.957e8 },
+    unit: '1',
+    defaults: { mass_kg: 1.98847e30, radius_m: 6.957e8 },
     f: (v) => Math.expm1(-0.5 * Math.log1p((-2 * G * v.mass_kg!) / (c * c * v.radius_m!))),
-    alt: [{ mass_kg: Msun, radius_m: 1e4 }, { mass_kg: Mearth, radius_m: 6.371e6 }],
+    alt: [
+      { mass_kg: Msun, radius_m: 1e4 },
+      { mass_kg: Mearth, radius_m: 6.371e6 },
+    ],
   },
   REL_MOMENTUM: {
-    unit: 'kg*m/s', defaults: { mass_kg: 1, velocity_m_s: 1.5e8 }, f: (v) => gammaOf(v.velocity_m_s!) * v.mass_kg! * v.velocity_m_s!,
-    alt: [{ mass_kg: me, velocity_m_s: 0.9 * c }, { mass_kg: 2, velocity_m_s: -3 }],
+    unit: 'kg*m/s',
+    defaults: { mass_kg: 1, velocity_m_s: 1.5e8 },
+    f: (v) => gammaOf(v.velocity_m_s!) * v.mass_kg! * v.velocity_m_s!,
+    alt: [
+      { mass_kg: me, velocity_m_s: 0.9 * c },
+      { mass_kg: 2, velocity_m_s: -3 },
+    ],
   },
   // fluids
   FLUID_REYNOLDS: {
-    unit: '1', defaults: { density_kg_m3: 1000, velocity_m_s: 1, length_m: 0.1, dynamic_viscosity_Pa_s: 1.002e-3 },
+    unit: '1',
+    defaults: { density_kg_m3: 1000, velocity_m_s: 1, length_m: 0.1, dynamic_viscosity_Pa_s: 1.002e-3 },
     f: (v) => (v.density_kg_m3! * v.velocity_m_s! * v.length_m!) / v.dynamic_viscosity_Pa_s!,
     alt: [
       { density_kg_m3: 1.225, velocity_m_s: 30, length_m: 2, dynamic_viscosity_Pa_s: 1.81e-5 },
@@ -235,16 +360,23 @@ const CASES: Record<string, Case> = {
     ],
   },
   FLUID_TORRICELLI: {
-    unit: 'm/s', defaults: { gravity_m_s2: g0, height_m: 1 }, f: (v) => Math.sqrt(2 * v.gravity_m_s2! * v.height_m!),
+    unit: 'm/s',
+    defaults: { gravity_m_s2: g0, height_m: 1 },
+    f: (v) => Math.sqrt(2 * v.gravity_m_s2! * v.height_m!),
     alt: [{ height_m: 5 }, { height_m: 2, gravity_m_s2: 1.625 }],
   },
   FLUID_HYDROSTATIC_PRESSURE: {
-    unit: 'Pa', defaults: { surface_pressure_Pa: 101325, density_kg_m3: 1000, gravity_m_s2: g0, depth_m: 10 },
+    unit: 'Pa',
+    defaults: { surface_pressure_Pa: 101325, density_kg_m3: 1000, gravity_m_s2: g0, depth_m: 10 },
     f: (v) => v.surface_pressure_Pa! + v.density_kg_m3! * v.gravity_m_s2! * v.depth_m!,
-    alt: [{ depth_m: 10994, density_kg_m3: 1025 }, { surface_pressure_Pa: 0, depth_m: 0.76, density_kg_m3: 13595.1 }],
+    alt: [
+      { depth_m: 10994, density_kg_m3: 1025 },
+      { surface_pressure_Pa: 0, depth_m: 0.76, density_kg_m3: 13595.1 },
+    ],
   },
   FLUID_POISEUILLE_FLOW: {
-    unit: 'm^3/s', defaults: { pressure_drop_Pa: 1000, radius_m: 0.01, dynamic_viscosity_Pa_s: 1.002e-3, length_m: 1 },
+    unit: 'm^3/s',
+    defaults: { pressure_drop_Pa: 1000, radius_m: 0.01, dynamic_viscosity_Pa_s: 1.002e-3, length_m: 1 },
     f: (v) => (Math.PI * v.pressure_drop_Pa! * v.radius_m! ** 4) / (8 * v.dynamic_viscosity_Pa_s! * v.length_m!),
     alt: [
       { pressure_drop_Pa: 500, radius_m: 0.002, length_m: 0.5 },
@@ -252,7 +384,8 @@ const CASES: Record<string, Case> = {
     ],
   },
   FLUID_DRAG_FORCE: {
-    unit: 'N', defaults: { density_kg_m3: 1.225, velocity_m_s: 30, drag_coefficient: 0.47, area_m2: 0.01 },
+    unit: 'N',
+    defaults: { density_kg_m3: 1.225, velocity_m_s: 30, drag_coefficient: 0.47, area_m2: 0.01 },
     f: (v) => 0.5 * v.density_kg_m3! * v.velocity_m_s! ** 2 * v.drag_coefficient! * v.area_m2!,
     alt: [{ velocity_m_s: 10 }, { density_kg_m3: 1000, velocity_m_s: 2, drag_coefficient: 1.2, area_m2: 0.5 }],
   },
@@ -260,65 +393,92 @@ const CASES: Record<string, Case> = {
     unit: 'm/s',
     defaults: { particle_density_kg_m3: 2650, density_kg_m3: 1000, gravity_m_s2: g0, radius_m: 1e-5, dynamic_viscosity_Pa_s: 1.002e-3 },
     f: (v) => (2 * (v.particle_density_kg_m3! - v.density_kg_m3!) * v.gravity_m_s2! * v.radius_m! ** 2) / (9 * v.dynamic_viscosity_Pa_s!),
-    alt: [
-      { radius_m: 5e-6 },
-      { particle_density_kg_m3: 7800, density_kg_m3: 1260, radius_m: 1e-3, dynamic_viscosity_Pa_s: 1.412 },
-    ],
+    alt: [{ radius_m: 5e-6 }, { particle_density_kg_m3: 7800, density_kg_m3: 1260, radius_m: 1e-3, dynamic_viscosity_Pa_s: 1.412 }],
   },
   FLUID_SHALLOW_WAVE_SPEED: {
-    unit: 'm/s', defaults: { gravity_m_s2: g0, depth_m: 10 }, f: (v) => Math.sqrt(v.gravity_m_s2! * v.depth_m!),
+    unit: 'm/s',
+    defaults: { gravity_m_s2: g0, depth_m: 10 },
+    f: (v) => Math.sqrt(v.gravity_m_s2! * v.depth_m!),
     alt: [{ depth_m: 4000 }, { depth_m: 0.5, gravity_m_s2: 9.81 }],
   },
   // finance
   FIN_COMPOUND_INTEREST: {
-    unit: 'USD', defaults: { principal: 1000, rate: 0.05, periods_per_year: 12, years: 10 },
+    unit: 'USD',
+    defaults: { principal: 1000, rate: 0.05, periods_per_year: 12, years: 10 },
     f: (v) => v.principal! * (1 + v.rate! / v.periods_per_year!) ** (v.periods_per_year! * v.years!),
-    alt: [{ principal: 5000, rate: 0.03, periods_per_year: 4, years: 5 }, { rate: 0.12, periods_per_year: 1, years: 1 }],
+    alt: [
+      { principal: 5000, rate: 0.03, periods_per_year: 4, years: 5 },
+      { rate: 0.12, periods_per_year: 1, years: 1 },
+    ],
   },
   FIN_CONTINUOUS_COMPOUNDING: {
-    unit: 'USD', defaults: { principal: 1000, rate: 0.05, years: 10 }, f: (v) => v.principal! * Math.exp(v.rate! * v.years!),
-    alt: [{ principal: 1, rate: 1, years: 1 }, { rate: -0.02, years: 20 }],
+    unit: 'USD',
+    defaults: { principal: 1000, rate: 0.05, years: 10 },
+    f: (v) => v.principal! * Math.exp(v.rate! * v.years!),
+    alt: [
+      { principal: 1, rate: 1, years: 1 },
+      { rate: -0.02, years: 20 },
+    ],
   },
   FIN_PRESENT_VALUE: {
-    unit: 'USD', defaults: { future_value: 1000, rate: 0.05, years: 10 }, f: (v) => v.future_value! / (1 + v.rate!) ** v.years!,
-    alt: [{ future_value: 1e6, rate: 0.07, years: 30 }, { rate: 0, years: 5 }],
+    unit: 'USD',
+    defaults: { future_value: 1000, rate: 0.05, years: 10 },
+    f: (v) => v.future_value! / (1 + v.rate!) ** v.years!,
+    alt: [
+      { future_value: 1e6, rate: 0.07, years: 30 },
+      { rate: 0, years: 5 },
+    ],
   },
   FIN_ANNUITY_PAYMENT: {
-    unit: 'USD', defaults: { principal: 200000, rate: 0.04, periods_per_year: 12, years: 30 },
+    unit: 'USD',
+    defaults: { principal: 200000, rate: 0.04, periods_per_year: 12, years: 30 },
     f: (v) => {
       const i = v.rate! / v.periods_per_year!;
       const N = v.years! * v.periods_per_year!;
       return i === 0 ? v.principal! / N : (v.principal! * i) / (1 - (1 + i) ** -N);
     },
-    alt: [{ principal: 10000, rate: 0.06, periods_per_year: 12, years: 5 }, { principal: 1200, rate: 0, years: 1 }],
+    alt: [
+      { principal: 10000, rate: 0.06, periods_per_year: 12, years: 5 },
+      { principal: 1200, rate: 0, years: 1 },
+    ],
   },
   FIN_BLACK_SCHOLES_CALL: {
-    unit: 'USD', defaults: BS_DEFAULTS, f: (v) => bs(v, 'call'),
+    unit: 'USD',
+    defaults: BS_DEFAULTS,
+    f: (v) => bs(v, 'call'),
     alt: [
       { spot: 42, strike: 40, rate: 0.1, volatility: 0.2, maturity_years: 0.5 },
       { spot: 100, strike: 95, rate: 0.03, volatility: 0.25, maturity_years: 2, dividend_yield: 0.02 },
     ],
   },
   FIN_BLACK_SCHOLES_PUT: {
-    unit: 'USD', defaults: BS_DEFAULTS, f: (v) => bs(v, 'put'),
+    unit: 'USD',
+    defaults: BS_DEFAULTS,
+    f: (v) => bs(v, 'put'),
     alt: [
       { spot: 42, strike: 40, rate: 0.1, volatility: 0.2, maturity_years: 0.5 },
       { spot: 100, strike: 95, rate: 0.03, volatility: 0.25, maturity_years: 2, dividend_yield: 0.02 },
     ],
   },
   FIN_CAPM: {
-    unit: '1', defaults: { risk_free_rate: 0.03, beta: 1.2, market_return: 0.08 },
+    unit: '1',
+    defaults: { risk_free_rate: 0.03, beta: 1.2, market_return: 0.08 },
     f: (v) => v.risk_free_rate! + v.beta! * (v.market_return! - v.risk_free_rate!),
     alt: [{ risk_free_rate: 0.02, beta: 0.8, market_return: 0.07 }, { beta: -0.5 }],
   },
   // biology
   BIO_EXPONENTIAL_GROWTH: {
-    unit: '1', defaults: { initial_population: 100, growth_rate_per_day: 0.1, time_days: 10 },
+    unit: '1',
+    defaults: { initial_population: 100, growth_rate_per_day: 0.1, time_days: 10 },
     f: (v) => v.initial_population! * Math.exp(v.growth_rate_per_day! * v.time_days!),
-    alt: [{ initial_population: 1, growth_rate_per_day: Math.LN2, time_days: 10 }, { growth_rate_per_day: -0.05, time_days: 30 }],
+    alt: [
+      { initial_population: 1, growth_rate_per_day: Math.LN2, time_days: 10 },
+      { growth_rate_per_day: -0.05, time_days: 30 },
+    ],
   },
   BIO_LOGISTIC_GROWTH: {
-    unit: '1', defaults: { initial_population: 100, carrying_capacity: 1000, growth_rate_per_day: 0.1, time_days: 10 },
+    unit: '1',
+    defaults: { initial_population: 100, carrying_capacity: 1000, growth_rate_per_day: 0.1, time_days: 10 },
     f: (v) => {
       const { initial_population: N0, carrying_capacity: Kc, growth_rate_per_day: r, time_days: t } = v as Record<string, number>;
       return (Kc * N0) / (N0 + (Kc - N0) * Math.exp(-r * t));
@@ -326,36 +486,58 @@ const CASES: Record<string, Case> = {
     alt: [{ time_days: 0 }, { initial_population: 10, carrying_capacity: 500, growth_rate_per_day: 0.5, time_days: 12 }],
   },
   BIO_DOUBLING_TIME: {
-    unit: 'd', defaults: { growth_rate_per_day: 0.1 }, f: (v) => Math.log(2) / v.growth_rate_per_day!,
+    unit: 'd',
+    defaults: { growth_rate_per_day: 0.1 },
+    f: (v) => Math.log(2) / v.growth_rate_per_day!,
     alt: [{ growth_rate_per_day: Math.LN2 }, { growth_rate_per_day: 0.0231 }],
   },
   BIO_MICHAELIS_MENTEN: {
-    unit: 'mol/(m^3*s)', defaults: { vmax_mol_m3_s: 1e-3, substrate_mol_m3: 0.5, km_mol_m3: 0.2 },
+    unit: 'mol/(m^3*s)',
+    defaults: { vmax_mol_m3_s: 1e-3, substrate_mol_m3: 0.5, km_mol_m3: 0.2 },
     f: (v) => (v.vmax_mol_m3_s! * v.substrate_mol_m3!) / (v.km_mol_m3! + v.substrate_mol_m3!),
     alt: [{ substrate_mol_m3: 0.2 }, { vmax_mol_m3_s: 5e-2, substrate_mol_m3: 10, km_mol_m3: 0.01 }],
   },
   BIO_HILL: {
-    unit: '1', defaults: { substrate_mol_m3: 0.5, half_saturation_mol_m3: 0.5, hill_coefficient: 2.6 },
+    unit: '1',
+    defaults: { substrate_mol_m3: 0.5, half_saturation_mol_m3: 0.5, hill_coefficient: 2.6 },
     f: (v) => 1 / (1 + (v.half_saturation_mol_m3! / v.substrate_mol_m3!) ** v.hill_coefficient!),
     alt: [{ substrate_mol_m3: 1 }, { substrate_mol_m3: 0.1, hill_coefficient: 1 }],
   },
   BIO_NERNST: {
-    unit: 'V', defaults: { temperature_K: 310.15, valence: 1, conc_out_mol_m3: 5, conc_in_mol_m3: 140 },
+    unit: 'V',
+    defaults: { temperature_K: 310.15, valence: 1, conc_out_mol_m3: 5, conc_in_mol_m3: 140 },
     f: (v) => ((Rgas * v.temperature_K!) / (v.valence! * Faraday)) * Math.log(v.conc_out_mol_m3! / v.conc_in_mol_m3!),
-    alt: [{ valence: 2, conc_out_mol_m3: 2, conc_in_mol_m3: 1e-4 }, { valence: -1, conc_out_mol_m3: 110, conc_in_mol_m3: 10 }],
+    alt: [
+      { valence: 2, conc_out_mol_m3: 2, conc_in_mol_m3: 1e-4 },
+      { valence: -1, conc_out_mol_m3: 110, conc_in_mol_m3: 10 },
+    ],
   },
   BIO_BASIC_REPRODUCTION: {
-    unit: '1', defaults: { beta_per_day: 0.3, gamma_per_day: 0.1 }, f: (v) => v.beta_per_day! / v.gamma_per_day!,
-    alt: [{ beta_per_day: 0.5, gamma_per_day: 0.2 }, { beta_per_day: 1.2, gamma_per_day: 1 / 14 }],
+    unit: '1',
+    defaults: { beta_per_day: 0.3, gamma_per_day: 0.1 },
+    f: (v) => v.beta_per_day! / v.gamma_per_day!,
+    alt: [
+      { beta_per_day: 0.5, gamma_per_day: 0.2 },
+      { beta_per_day: 1.2, gamma_per_day: 1 / 14 },
+    ],
   },
   BIO_HARDY_WEINBERG_HET: {
-    unit: '1', defaults: { allele_frequency: 0.3 }, f: (v) => 2 * v.allele_frequency! - 2 * v.allele_frequency! ** 2,
+    unit: '1',
+    defaults: { allele_frequency: 0.3 },
+    f: (v) => 2 * v.allele_frequency! - 2 * v.allele_frequency! ** 2,
     alt: [{ allele_frequency: 0.5 }, { allele_frequency: 0.01 }],
   },
 };
 
 const TABLE_COUNTS: Record<string, number> = {
-  mechanics: 8, thermodynamics: 7, electromagnetism: 8, quantum: 7, relativity: 7, fluids: 7, finance: 7, biology: 8,
+  mechanics: 8,
+  thermodynamics: 7,
+  electromagnetism: 8,
+  quantum: 7,
+  relativity: 7,
+  fluids: 7,
+  finance: 7,
+  biology: 8,
 };
 
 function op(id: string): OperatorDef {
@@ -387,12 +569,8 @@ const MOD: Modulation = { R_t: 1.000734, svcond: 2289461022, phase: 0.1167 };
 
 describe('constants (CODATA 2018, solvers.md §1)', () => {
   it('match the listed values', () => {
-    expect([K.C_LIGHT, K.H_PLANCK, K.K_BOLTZMANN, K.E_CHARGE, K.N_AVOGADRO, K.R_GAS, K.G_NEWTON]).toEqual([
-      c, h, 1.380649e-23, eC, 6.02214076e23, Rgas, G,
-    ]);
-    expect([K.EPSILON_0, K.MU_0, K.M_ELECTRON, K.ATOMIC_MASS_U, K.SIGMA_SB, K.WIEN_B]).toEqual([
-      eps0, mu0, me, 1.6605390666e-27, sigmaSB, wienB,
-    ]);
+    expect([K.C_LIGHT, K.H_PLANCK, K.K_BOLTZMANN, K.E_CHARGE, K.N_AVOGADRO, K.R_GAS, K.G_NEWTON]).toEqual([c, h, 1.380649e-23, eC, 6.02214076e23, Rgas, G]);
+    expect([K.EPSILON_0, K.MU_0, K.M_ELECTRON, K.ATOMIC_MASS_U, K.SIGMA_SB, K.WIEN_B]).toEqual([eps0, mu0, me, 1.6605390666e-27, sigmaSB, wienB]);
     expect([K.RYDBERG_ENERGY_J, K.FARADAY, K.M_SUN, K.G0]).toEqual([ER, Faraday, Msun, g0]);
     expect(K.HBAR).toBe(hbar);
     expect(K.CODATA_2018.c).toBe(c);
@@ -409,7 +587,10 @@ describe('every operator of the §6 table', () => {
       const o = op(id);
       expect(o.unit, id).toBe(spec.unit);
       expect(Object.fromEntries(o.inputs.map((i) => [i.key, i.default])), id).toEqual(spec.defaults);
-      expect(o.inputs.map((i) => i.key), id).toEqual(Object.keys(spec.defaults));
+      expect(
+        o.inputs.map((i) => i.key),
+        id,
+      ).toEqual(Object.keys(spec.defaults));
       for (const i of o.inputs) expect(i.unit.length, `${id}.${i.key}`).toBeGreaterThan(0);
       expect(o.formula.length).toBeGreaterThan(3);
     }
@@ -627,7 +808,10 @@ describe('KO42 and the listings', () => {
       id: 'MECH_KINETIC_ENERGY',
       domain: 'mechanics',
       formula: 'E = ½mv²',
-      inputs: [{ key: 'mass_kg', unit: 'kg', default: 1 }, { key: 'velocity_m_s', unit: 'm/s', default: 1 }],
+      inputs: [
+        { key: 'mass_kg', unit: 'kg', default: 1 },
+        { key: 'velocity_m_s', unit: 'm/s', default: 1 },
+      ],
       unit: 'J',
     });
     for (const item of list.slice(1)) expect(Object.keys(item).sort()).toEqual(['domain', 'formula', 'id', 'inputs', 'unit']);
@@ -650,14 +834,28 @@ describe('KO42 and the listings', () => {
       domain: 'fluids',
       formula: 'v = √(2gh)',
       unit: 'm/s',
-      inputs: [{ key: 'gravity_m_s2', unit: 'm/s^2', default: g0 }, { key: 'height_m', unit: 'm', default: 1 }],
+      inputs: [
+        { key: 'gravity_m_s2', unit: 'm/s^2', default: g0 },
+        { key: 'height_m', unit: 'm', default: 1 },
+      ],
       accepted_keys: ['gravity_m_s2', 'height_m'],
     });
     const fin = operatorSpec({ domain: 'finance' });
     expect(fin).toMatchObject({ domain: 'finance', operators: categories()[6]!.operators });
     expect((fin as { accepted_keys: string[] }).accepted_keys).toEqual([
-      'principal', 'rate', 'periods_per_year', 'years', 'future_value', 'spot', 'strike', 'volatility', 'maturity_years',
-      'dividend_yield', 'risk_free_rate', 'beta', 'market_return',
+      'principal',
+      'rate',
+      'periods_per_year',
+      'years',
+      'future_value',
+      'spot',
+      'strike',
+      'volatility',
+      'maturity_years',
+      'dividend_yield',
+      'risk_free_rate',
+      'beta',
+      'market_return',
     ]);
     const principal = (fin as { inputs: { key: string; operators: { operator: string; default: number }[] }[] }).inputs[0]!;
     expect(principal.operators).toContainEqual({ operator: 'FIN_ANNUITY_PAYMENT', default: 200000 });
@@ -737,9 +935,7 @@ describe('evaluateChain', () => {
   });
 
   it('KO42 line prints φ0 when the kernel config sets it', () => {
-    expect(ko42Equation({ R_t: 1, svcond: 5, phase: 0, phi0: 0.5 })).toBe(
-      'KO42: R(t) = S(t)[1 + 0.001·sin(2π·1.287·t + 0.5)] = S·1.000000 (svcond 5)',
-    );
+    expect(ko42Equation({ R_t: 1, svcond: 5, phase: 0, phi0: 0.5 })).toBe('KO42: R(t) = S(t)[1 + 0.001·sin(2π·1.287·t + 0.5)] = S·1.000000 (svcond 5)');
   });
 
   it('missing inputs take defaults; every domain runs on {}', () => {

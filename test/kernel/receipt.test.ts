@@ -69,7 +69,9 @@ describe('hmacHex', () => {
     // RFC 4231 test case 2: key "Jefe", "what do ya want for nothing?".
     expect(hmacHex(Buffer.from('Jefe'), 'what do ya want for nothing?')).toBe('5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
     // RFC 4231 test case 6: 131-byte key (hashed first), "Test Using Larger Than Block-Size Key - Hash Key First".
-    expect(hmacHex(Buffer.alloc(131, 0xaa), 'Test Using Larger Than Block-Size Key - Hash Key First')).toBe('60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54');
+    expect(hmacHex(Buffer.alloc(131, 0xaa), 'Test Using Larger Than Block-Size Key - Hash Key First')).toBe(
+      '60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54',
+    );
     for (const size of [0, 1, 32, 63, 64, 65, 200]) {
       const key = randomBytes(size);
       for (const message of ['', 'a', 'é∘→ "x"', 'x'.repeat(5000)]) {
@@ -119,13 +121,37 @@ describe('tickReceipt', () => {
     const key = Buffer.from('tick receipt key');
     const cases = [
       { svcond: 2310558463, phase: 0.6909045986706909, R_t: 0.9990681462116127, value: 9, unit: 'J', result_digest: 'ab'.repeat(32), fields: {} },
-      { svcond: 1, phase: 0, R_t: 1, value: -2.5e-300, unit: 'kg*m/s', result_digest: 'cd'.repeat(32), fields: { momentum: { value: -2.5e-300, unit: 'kg*m/s' } } },
-      { svcond: 99, phase: 0.999999, R_t: 1.000999, value: 1e21, unit: 'Ω·m', result_digest: '00'.repeat(32), fields: { z: { value: 1, unit: 'K' }, a: { value: 2, unit: 'Pa' } } },
+      {
+        svcond: 1,
+        phase: 0,
+        R_t: 1,
+        value: -2.5e-300,
+        unit: 'kg*m/s',
+        result_digest: 'cd'.repeat(32),
+        fields: { momentum: { value: -2.5e-300, unit: 'kg*m/s' } },
+      },
+      {
+        svcond: 99,
+        phase: 0.999999,
+        R_t: 1.000999,
+        value: 1e21,
+        unit: 'Ω·m',
+        result_digest: '00'.repeat(32),
+        fields: { z: { value: 1, unit: 'K' }, a: { value: 2, unit: 'Pa' } },
+      },
     ];
     for (const c of cases) {
       const receipt = JSON.parse(canonicalJson(tickReceipt(key, c)));
       const { hmac, ...base } = receipt;
-      expect(base).toEqual({ pulse_hz: 1.287, tick_period_s: 0.777000777, zeqond_ns: 777000777, svcond: c.svcond, phase: c.phase, R_t: c.R_t, fields: c.fields });
+      expect(base).toEqual({
+        pulse_hz: 1.287,
+        tick_period_s: 0.777000777,
+        zeqond_ns: 777000777,
+        svcond: c.svcond,
+        phase: c.phase,
+        R_t: c.R_t,
+        fields: c.fields,
+      });
       expect(hmac).toBe(hmacHex(key, canonicalJson({ ...base, value: c.value, unit: c.unit, result_digest: c.result_digest })));
     }
   });

@@ -33,10 +33,15 @@ describe('mesh DNS', () => {
 
   const target = (n: TestNode, url: string) => ({ peerId: n.mesh.nodeId, url, multiaddrs: n.mesh.multiaddrs() });
   const allResolve = (name: string, peerId: string, url?: string) =>
-    waitFor(() => nodes.every((n) => {
-      const r = n.mesh.dns.resolve(name);
-      return r !== null && r.peerId === peerId && (url === undefined || r.url === url);
-    }), 8_000, `${name} → ${peerId} on every node`);
+    waitFor(
+      () =>
+        nodes.every((n) => {
+          const r = n.mesh.dns.resolve(name);
+          return r !== null && r.peerId === peerId && (url === undefined || r.url === url);
+        }),
+      8_000,
+      `${name} → ${peerId} on every node`,
+    );
 
   it('the earlier svcond wins, even when it arrives second', async () => {
     const [, b, c] = nodes;
@@ -98,9 +103,15 @@ describe('mesh DNS', () => {
     const err = await a.mesh.dns.register('forged.svc', target(b, 'http://127.0.0.1:7300')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ServiceError);
     expect((err as ServiceError).code).toBe('DNS_INVALID_RECORD');
-    expect(() => parseDnsBody({ name: 'forged.svc', peerId: b.mesh.nodeId, url: 'http://127.0.0.1:7300', multiaddrs: [], svcond: now() }, a.mesh.nodeId)).toThrow(/own peer id/);
+    expect(() =>
+      parseDnsBody({ name: 'forged.svc', peerId: b.mesh.nodeId, url: 'http://127.0.0.1:7300', multiaddrs: [], svcond: now() }, a.mesh.nodeId),
+    ).toThrow(/own peer id/);
     // A signs a claim naming B and gossips it; then a claim of its own, which every node applies.
-    await a.mesh.publish(DNS_EVENT_TYPE, { name: 'forged.svc', peerId: b.mesh.nodeId, url: 'http://127.0.0.1:7300', multiaddrs: [], svcond: now() }, TOPICS.dns);
+    await a.mesh.publish(
+      DNS_EVENT_TYPE,
+      { name: 'forged.svc', peerId: b.mesh.nodeId, url: 'http://127.0.0.1:7300', multiaddrs: [], svcond: now() },
+      TOPICS.dns,
+    );
     await a.mesh.dns.register('honest.svc', target(a, 'http://127.0.0.1:7301'));
     await allResolve('honest.svc', a.mesh.nodeId);
     for (const n of nodes) expect(n.mesh.dns.resolve('forged.svc')).toBeNull();
@@ -123,9 +134,17 @@ describe('POST /api/dns/register', () => {
     expect(ok.body.record).toMatchObject({ name: 'mine.svc', peerId: t.node.nodeId, url: t.url, multiaddrs: t.node.mesh.multiaddrs() });
     const same = await call(t.url, 'POST', '/api/dns/register', { name: 'mine-too.svc', url: t.url }, bearer(id.key));
     expect(same.status, same.text).toBe(201);
-    const url = expectError(await call(t.url, 'POST', '/api/dns/register', { name: 'phish.svc', url: 'https://evil.example/login' }, bearer(id.key)), 400, 'SVC_INVALID_INPUT');
+    const url = expectError(
+      await call(t.url, 'POST', '/api/dns/register', { name: 'phish.svc', url: 'https://evil.example/login' }, bearer(id.key)),
+      400,
+      'SVC_INVALID_INPUT',
+    );
     expect(url).toMatchObject({ field: 'url', allowed: [t.url] });
-    const ma = expectError(await call(t.url, 'POST', '/api/dns/register', { name: 'phish.svc', multiaddrs: ['/ip4/10.0.0.1/tcp/4001'] }, bearer(id.key)), 400, 'SVC_INVALID_INPUT');
+    const ma = expectError(
+      await call(t.url, 'POST', '/api/dns/register', { name: 'phish.svc', multiaddrs: ['/ip4/10.0.0.1/tcp/4001'] }, bearer(id.key)),
+      400,
+      'SVC_INVALID_INPUT',
+    );
     expect(ma.field).toBe('multiaddrs');
     expect(t.node.mesh.dns.resolve('phish.svc')).toBeNull();
   });
@@ -134,7 +153,13 @@ describe('POST /api/dns/register', () => {
     const key = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
     const other = peerIdFromPrivateKey(key as never).toString();
     const tick = now();
-    const env = await buildEnvelope(key, other, MESH_SECRET, DNS_EVENT_TYPE, tick, { name: 'held.svc', peerId: other, url: 'http://127.0.0.1:7400', multiaddrs: [], svcond: tick - 10 });
+    const env = await buildEnvelope(key, other, MESH_SECRET, DNS_EVENT_TYPE, tick, {
+      name: 'held.svc',
+      peerId: other,
+      url: 'http://127.0.0.1:7400',
+      multiaddrs: [],
+      svcond: tick - 10,
+    });
     expect((await call(t.url, 'POST', '/api/mesh/gossip', env.event, { 'x-node-handshake': env.handshake })).status).toBe(200);
     expect(t.node.mesh.dns.resolve('held.svc')?.peerId).toBe(other);
     const r = await call(t.url, 'POST', '/api/dns/register', { name: 'held.svc' }, bearer(id.key));

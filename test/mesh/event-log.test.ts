@@ -87,7 +87,14 @@ describe('GET /api/mesh/events: arrival order', () => {
         type: 'put' as const,
         sub,
         key: `${padNum(l.svcond, 16)}!${l.id}`,
-        value: { id: l.id, topic: TOPICS.events, via: 'gossip', from: '', receivedSvcond: l.received, event: { type: 'test.note', sender: 'x', svcond: l.svcond, body: {}, signature: 's' } },
+        value: {
+          id: l.id,
+          topic: TOPICS.events,
+          via: 'gossip',
+          from: '',
+          receivedSvcond: l.received,
+          event: { type: 'test.note', sender: 'x', svcond: l.svcond, body: {}, signature: 's' },
+        },
       })),
     );
     await store.close();
@@ -146,7 +153,9 @@ describe('mesh status: peers', () => {
     await b.stop();
     await waitFor(async () => (await a.mesh.status()).peers.every((p) => !p.connected), 20_000, 'b disconnected');
     // Heard within 120 ticks: still listed, as not connected.
-    expect((await a.mesh.status()).peers).toEqual([{ peerId: b.mesh.nodeId, url: expect.any(String), lastTick: expect.any(Number), connected: false, mode: null, bondId: null, freeSlots: null }]);
+    expect((await a.mesh.status()).peers).toEqual([
+      { peerId: b.mesh.nodeId, url: expect.any(String), lastTick: expect.any(Number), connected: false, mode: null, bondId: null, freeSlots: null },
+    ]);
     clock.advanceTicks(121);
     expect((await a.mesh.status()).peers).toEqual([]);
     // The peer table keeps what it learnt (its URL serves key lookups and forwarding).

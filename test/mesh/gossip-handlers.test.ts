@@ -67,8 +67,16 @@ describe('GossipHandlerTable', () => {
   });
 
   it('the handler decides by throwing: an ignore-error is ignore, a reject-error is reject, with their own status and code', async () => {
-    expect(await outcome(table.run(event('consensus.vote', { digest, weight: 7 }), TOPICS.consensus))).toMatchObject({ verdict: 'ignore', status: 409, code: 'SVC_CONFLICT' });
-    expect(await outcome(table.run(event('consensus.vote', { digest, weight: 13 }), TOPICS.consensus))).toMatchObject({ verdict: 'reject', status: 403, code: 'SVC_FORBIDDEN' });
+    expect(await outcome(table.run(event('consensus.vote', { digest, weight: 7 }), TOPICS.consensus))).toMatchObject({
+      verdict: 'ignore',
+      status: 409,
+      code: 'SVC_CONFLICT',
+    });
+    expect(await outcome(table.run(event('consensus.vote', { digest, weight: 13 }), TOPICS.consensus))).toMatchObject({
+      verdict: 'reject',
+      status: 403,
+      code: 'SVC_FORBIDDEN',
+    });
   });
 
   it('any other error of a handler is a local failure: ignore (the peer is not penalised), 500', async () => {
@@ -156,10 +164,25 @@ describe('the table at a node: HTTP entrance', () => {
 
   it('a DNS registration with a bad body is refused at the entrance (the DNS row), a good one is applied', async () => {
     const t = stampAt(systemClock.nowNs()).svcond;
-    const bad = await signEvent(sender.key.privateKey, sender.key.nodeId, 'dns.register', t, { name: 'Bad Name!', peerId: sender.key.nodeId, url: 'http://127.0.0.1:1', svcond: t });
-    await expect(node.mesh.acceptHttpEvent(bad, handshakeFor(SECRET, bad.sender, t, bodyDigest(bad.body)))).rejects.toMatchObject({ status: 400, code: 'DNS_INVALID_RECORD', action: 'reject' });
+    const bad = await signEvent(sender.key.privateKey, sender.key.nodeId, 'dns.register', t, {
+      name: 'Bad Name!',
+      peerId: sender.key.nodeId,
+      url: 'http://127.0.0.1:1',
+      svcond: t,
+    });
+    await expect(node.mesh.acceptHttpEvent(bad, handshakeFor(SECRET, bad.sender, t, bodyDigest(bad.body)))).rejects.toMatchObject({
+      status: 400,
+      code: 'DNS_INVALID_RECORD',
+      action: 'reject',
+    });
     expect(node.mesh.dns.resolve('bad name!')).toBeNull();
-    const good = await signEvent(sender.key.privateKey, sender.key.nodeId, 'dns.register', t, { name: 'table.svc', peerId: sender.key.nodeId, url: 'http://127.0.0.1:1', multiaddrs: [], svcond: t });
+    const good = await signEvent(sender.key.privateKey, sender.key.nodeId, 'dns.register', t, {
+      name: 'table.svc',
+      peerId: sender.key.nodeId,
+      url: 'http://127.0.0.1:1',
+      multiaddrs: [],
+      svcond: t,
+    });
     await node.mesh.acceptHttpEvent(good, handshakeFor(SECRET, good.sender, t, bodyDigest(good.body)));
     expect(node.mesh.dns.resolve('table.svc')).toMatchObject({ name: 'table.svc', peerId: sender.key.nodeId, registrar: sender.key.nodeId });
   });

@@ -81,9 +81,5 @@ export async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs = 8_000, wh
 
 /** Wait until every node sees every other node subscribed to a topic. */
 export async function waitForTopicMesh(nodes: TestNode[], topic: string, timeoutMs = 8_000): Promise<void> {
-  await waitFor(
-    () => nodes.every((n) => (n.mesh.p2p?.topicPeers(topic).length ?? 0) >= nodes.length - 1),
-    timeoutMs,
-    `topic ${topic} subscriptions`,
-  );
+  await waitFor(() => nodes.every((n) => (n.mesh.p2p?.topicPeers(topic).length ?? 0) >= nodes.length - 1), timeoutMs, `topic ${topic} subscriptions`);
 }

@@ -82,7 +82,12 @@ describe('transparency oracle', () => {
     expect(br.totalSealed).toBe(99 + 0);
     expect(br.reportingNodes).toBe(2);
     expect(await a.mesh.oracle.revenue()).toEqual({
-      svcond: S + 20, burned: 800, foundation: 200, total: 1000, burnedShare: 0.8, foundationShare: 0.2,
+      svcond: S + 20,
+      burned: 800,
+      foundation: 200,
+      total: 1000,
+      burnedShare: 0.8,
+      foundationShare: 0.2,
     });
     const s = await a.mesh.status();
     expect(s.coherenceScore).toBe(1);
@@ -237,7 +242,17 @@ describe('snapshot retention', () => {
     expect(loadConfig({ env: { SVC_MESH_SNAPSHOT_RETENTION: '42' } }).mesh.snapshotRetention).toBe(42);
     expect(() => loadConfig({ env: { SVC_MESH_SNAPSHOT_RETENTION: '0' } })).toThrow(ConfigError);
     expect(() => loadConfig({ env: { SVC_MESH_SNAPSHOT_RETENTION: 'many' } })).toThrow(ConfigError);
-    expect(() => new TransparencyOracle({ store: {} as Store, nodeId: () => 'x', sign: async () => '', headState: () => ({ sealedCount: 0, chainHeadsDigest: '', kernelVersion: '' }), peers: () => [], retention: 0 })).toThrow(RangeError);
+    expect(
+      () =>
+        new TransparencyOracle({
+          store: {} as Store,
+          nodeId: () => 'x',
+          sign: async () => '',
+          headState: () => ({ sealedCount: 0, chainHeadsDigest: '', kernelVersion: '' }),
+          peers: () => [],
+          retention: 0,
+        }),
+    ).toThrow(RangeError);
 
     const clock = new ManualClock(start * TICK_NS + 1000n);
     const t = await startTestNode({ solverThreads: 0, mesh: { snapshotRetention: 2 } }, { clock, mesh: { autoPulse: false } });

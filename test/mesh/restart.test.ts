@@ -54,7 +54,11 @@ describe('mesh: stop and restart', () => {
     await waitFor(() => a2.mesh.p2p!.connectedPeers().length === 2, 10_000, 'b and c redial a');
     const mark = a2.mesh.nowSvcond();
     await waitFor(async () => (await ticksFrom(nodes[1], id, mark)) && (await ticksFrom(nodes[2], id, mark)), 10_000, 'ticks from restarted a');
-    await waitFor(async () => (await ticksFrom(a2, nodes[1].mesh.nodeId, mark)) && (await ticksFrom(a2, nodes[2].mesh.nodeId, mark)), 10_000, 'ticks at restarted a');
+    await waitFor(
+      async () => (await ticksFrom(a2, nodes[1].mesh.nodeId, mark)) && (await ticksFrom(a2, nodes[2].mesh.nodeId, mark)),
+      10_000,
+      'ticks at restarted a',
+    );
     // Its earlier accepted events survived the restart.
     expect((await a2.mesh.status()).storedEvents).toBeGreaterThan(0);
   });
@@ -64,7 +68,10 @@ describe('mesh: stop and restart', () => {
     const id = c.mesh.nodeId;
     await c.stop();
     const c2 = await startNode({
-      clock: systemClock, tickEvery: 1, autoPulse: true, dataDir: c.dataDir,
+      clock: systemClock,
+      tickEvery: 1,
+      autoPulse: true,
+      dataDir: c.dataDir,
       bootstrap: [...nodes[0].mesh.multiaddrs(), ...nodes[1].mesh.multiaddrs()],
     });
     nodes[2] = c2;

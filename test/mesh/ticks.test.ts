@@ -24,13 +24,17 @@ describe('mesh: tick events among three real nodes', () => {
   });
 
   it('every node hears tick events from both others, with their head state and URL', async () => {
-    await waitFor(async () => {
-      for (const n of nodes) {
-        const s = await n.mesh.status();
-        if (s.peers.filter((p) => p.lastTick !== null).length < 2) return false;
-      }
-      return true;
-    }, 10_000, 'tick events from both peers');
+    await waitFor(
+      async () => {
+        for (const n of nodes) {
+          const s = await n.mesh.status();
+          if (s.peers.filter((p) => p.lastTick !== null).length < 2) return false;
+        }
+        return true;
+      },
+      10_000,
+      'tick events from both peers',
+    );
     for (const n of nodes) {
       const s = await n.mesh.status();
       expect(s.meshSize).toBe(3);
@@ -39,7 +43,10 @@ describe('mesh: tick events among three real nodes', () => {
       expect(s.lastGossipZeqond).not.toBeNull();
       expect(s.multiaddrs.length).toBeGreaterThan(0);
       expect(s.multiaddrs[0]).toContain(`/p2p/${s.nodeId}`);
-      const others = nodes.filter((o) => o !== n).map((o) => o.mesh.nodeId).sort();
+      const others = nodes
+        .filter((o) => o !== n)
+        .map((o) => o.mesh.nodeId)
+        .sort();
       expect(s.peers.map((p) => p.peerId).sort()).toEqual(others);
       for (const p of s.peers) {
         expect(p.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);

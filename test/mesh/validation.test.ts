@@ -57,18 +57,39 @@ async function forgeries(key: PrivateKey, sender: string, otherKey: PrivateKey):
   {
     // Signed by a different key but claiming this sender; handshake is right (the secret is known).
     const event = await signEvent(otherKey, sender, 'test.note', t, body('other-key'));
-    out.push({ name: 'signature by another key', event, handshake: handshakeFor(SECRET, sender, t, bodyDigest(event.body)), status: 401, code: 'INVALID_SIGNATURE', verdict: 'reject' });
+    out.push({
+      name: 'signature by another key',
+      event,
+      handshake: handshakeFor(SECRET, sender, t, bodyDigest(event.body)),
+      status: 401,
+      code: 'INVALID_SIGNATURE',
+      verdict: 'reject',
+    });
   }
   {
     // Body changed after signing, handshake recomputed for the new body.
     const { event } = await good('tampered');
     const tampered = { ...event, body: { note: 'tampered!', at: t } };
-    out.push({ name: 'body changed after signing', event: tampered, handshake: handshakeFor(SECRET, sender, t, bodyDigest(tampered.body)), status: 401, code: 'INVALID_SIGNATURE', verdict: 'reject' });
+    out.push({
+      name: 'body changed after signing',
+      event: tampered,
+      handshake: handshakeFor(SECRET, sender, t, bodyDigest(tampered.body)),
+      status: 401,
+      code: 'INVALID_SIGNATURE',
+      verdict: 'reject',
+    });
   }
   {
     const { event } = await good('bad-sender');
     const bad = { ...event, sender: 'not-a-peer-id' };
-    out.push({ name: 'sender is not an Ed25519 peer id', event: bad, handshake: handshakeFor(SECRET, 'not-a-peer-id', t, bodyDigest(bad.body)), status: 401, code: 'INVALID_SIGNATURE', verdict: 'reject' });
+    out.push({
+      name: 'sender is not an Ed25519 peer id',
+      event: bad,
+      handshake: handshakeFor(SECRET, 'not-a-peer-id', t, bodyDigest(bad.body)),
+      status: 401,
+      code: 'INVALID_SIGNATURE',
+      verdict: 'reject',
+    });
   }
   {
     const { event, hs } = await good('malformed');
@@ -158,10 +179,14 @@ describe('mesh validation on both entrances', () => {
     // Plus one message that is not an envelope at all.
     await host.publish(TOPICS.events, new TextEncoder().encode('not json'));
     const total = cases.length + 1;
-    await waitFor(async () => {
-      const s = await victim.mesh.status();
-      return s.gossipVerdicts.reject + s.gossipVerdicts.ignore - before.gossipVerdicts.reject - before.gossipVerdicts.ignore >= total;
-    }, 8_000, 'victim to judge every forged message');
+    await waitFor(
+      async () => {
+        const s = await victim.mesh.status();
+        return s.gossipVerdicts.reject + s.gossipVerdicts.ignore - before.gossipVerdicts.reject - before.gossipVerdicts.ignore >= total;
+      },
+      8_000,
+      'victim to judge every forged message',
+    );
     const s = await victim.mesh.status();
     const expected: Record<string, number> = { ...before.rejected.gossip };
     for (const c of cases) expected[c.code] = (expected[c.code] ?? 0) + 1;

@@ -75,10 +75,23 @@ describe('acoustic', () => {
 
   it('defaults resolve and echo the keys of the shape', () => {
     expect(acoustic.resolve({})).toEqual({
-      shape: 'cylinder', length_m: 0.5, ends: 'closed-open', sound_speed_m_s: 343, mode: 1, cells: 1000, radius_m: 0.01,
+      shape: 'cylinder',
+      length_m: 0.5,
+      ends: 'closed-open',
+      sound_speed_m_s: 343,
+      mode: 1,
+      cells: 1000,
+      radius_m: 0.01,
     });
     expect(acoustic.resolve({ shape: 'cone' })).toEqual({
-      shape: 'cone', length_m: 0.5, ends: 'closed-open', sound_speed_m_s: 343, mode: 1, cells: 1000, radius_small_m: 0.002, radius_large_m: 0.03,
+      shape: 'cone',
+      length_m: 0.5,
+      ends: 'closed-open',
+      sound_speed_m_s: 343,
+      mode: 1,
+      cells: 1000,
+      radius_small_m: 0.002,
+      radius_large_m: 0.03,
     });
   });
 

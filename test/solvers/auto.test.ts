@@ -48,8 +48,25 @@ describe('router: picks the solver a plain-English question is about', () => {
 
   it('every one of the 19 rows is reachable and the table has the §5 order', () => {
     expect(ROUTABLE_SOLVERS).toEqual([
-      'blackhole', 'multibody', 'zeta', 'sat', 'quant', 'epi', 'predator_prey', 'tumour', 'kalman', 'quantum_levels',
-      'acoustic', 'buckling', 'fea', 'device', 'climate', 'flow', 'heat', 'wave', 'lorenz',
+      'blackhole',
+      'multibody',
+      'zeta',
+      'sat',
+      'quant',
+      'epi',
+      'predator_prey',
+      'tumour',
+      'kalman',
+      'quantum_levels',
+      'acoustic',
+      'buckling',
+      'fea',
+      'device',
+      'climate',
+      'flow',
+      'heat',
+      'wave',
+      'lorenz',
     ]);
     for (const id of ['action', 'evolve', 'fracture', 'gauge', 'grid', 'react', 'opt', 'dock']) {
       expect(ROUTABLE_SOLVERS).not.toContain(id);

@@ -56,8 +56,19 @@ describe('climate', () => {
 
   it('defaults resolve', () => {
     expect(climate.resolve({})).toEqual({
-      latitude_deg: 45, depth_m: 4000, gravity_m_s2: 9.81, length_x_m: 2e6, length_y_m: 2e6, nx: 32, ny: 32, mode_x: 1,
-      mode_y: 0, amplitude_m: 0.1, periods: 3, cfl: 0.5, rotation_rad_s: 7.2921159e-5,
+      latitude_deg: 45,
+      depth_m: 4000,
+      gravity_m_s2: 9.81,
+      length_x_m: 2e6,
+      length_y_m: 2e6,
+      nx: 32,
+      ny: 32,
+      mode_x: 1,
+      mode_y: 0,
+      amplitude_m: 0.1,
+      periods: 3,
+      cfl: 0.5,
+      rotation_rad_s: 7.2921159e-5,
     });
   });
 

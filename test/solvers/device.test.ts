@@ -140,7 +140,17 @@ describe('device pn2d', () => {
 
   it('well with other dopings and geometry', () => {
     const out = device.run(
-      device.resolve({ mode: 'pn2d', acceptor_m3: 1e22, donor_m3: 1e22, width_m: 2e-6, depth_m: 1.5e-6, well_width_m: 1e-6, well_depth_m: 0.4e-6, nx: 80, ny: 60 }),
+      device.resolve({
+        mode: 'pn2d',
+        acceptor_m3: 1e22,
+        donor_m3: 1e22,
+        width_m: 2e-6,
+        depth_m: 1.5e-6,
+        well_width_m: 1e-6,
+        well_depth_m: 0.4e-6,
+        nx: 80,
+        ny: 60,
+      }),
     );
     const ref = closedForms(1e22, 1e22);
     expect(out.check.passed).toBe(true);
@@ -258,12 +268,30 @@ describe('device pn2d', () => {
 describe('device inputs', () => {
   it('defaults resolve and echo the keys of the mode', () => {
     expect(device.resolve({})).toEqual({
-      mode: 'pn1d', acceptor_m3: 1e22, donor_m3: 1e22, intrinsic_m3: 1e16, temperature_K: 300, rel_permittivity: 11.7,
-      length_p_m: 2e-6, length_n_m: 2e-6, cells: 2000,
+      mode: 'pn1d',
+      acceptor_m3: 1e22,
+      donor_m3: 1e22,
+      intrinsic_m3: 1e16,
+      temperature_K: 300,
+      rel_permittivity: 11.7,
+      length_p_m: 2e-6,
+      length_n_m: 2e-6,
+      cells: 2000,
     });
     expect(device.resolve({ mode: 'pn2d' })).toEqual({
-      mode: 'pn2d', acceptor_m3: 1e23, donor_m3: 1e21, intrinsic_m3: 1e16, temperature_K: 300, rel_permittivity: 11.7,
-      geometry: 'well', width_m: 4e-6, depth_m: 2e-6, nx: 100, ny: 50, well_width_m: 2e-6, well_depth_m: 0.5e-6,
+      mode: 'pn2d',
+      acceptor_m3: 1e23,
+      donor_m3: 1e21,
+      intrinsic_m3: 1e16,
+      temperature_K: 300,
+      rel_permittivity: 11.7,
+      geometry: 'well',
+      width_m: 4e-6,
+      depth_m: 2e-6,
+      nx: 100,
+      ny: 50,
+      well_width_m: 2e-6,
+      well_depth_m: 0.5e-6,
     });
   });
 

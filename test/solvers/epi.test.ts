@@ -73,9 +73,7 @@ describe('epi', () => {
     expect(big.check.passed).toBe(true);
     expect(Math.abs(big.value - finalSizeByBisection(4, 1 - 1e-10, 0))).toBeLessThan(1e-8);
 
-    const immune = epi.run(
-      epi.resolve({ model: 'seir', exposed0: 100, infected0: 0, recovered0: 3e5, sigma_per_day: 0.5 }),
-    );
+    const immune = epi.run(epi.resolve({ model: 'seir', exposed0: 100, infected0: 0, recovered0: 3e5, sigma_per_day: 0.5 }));
     expect(immune.check.passed).toBe(true);
     const zImmune = finalSizeByBisection(3, 0.7 - 1e-4, 0.3);
     expect(Math.abs(immune.value - zImmune) / zImmune).toBeLessThan(1e-8);

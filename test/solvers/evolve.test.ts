@@ -109,7 +109,18 @@ describe('evolve', () => {
     const inputs = evolve.resolve({});
     expectInputError(() => evolve.resolveState!({ positions_m: [[0, 0, 0]], velocities_m_s: [[0, 0, 0]], box_m: 1e-9 }, inputs), 'initialState');
     expectInputError(
-      () => evolve.resolveState!({ positions_m: [[0, 0, 0], [1e-10, 0, 0]], velocities_m_s: [[0, 0, 0]], box_m: 1e-9 }, inputs),
+      () =>
+        evolve.resolveState!(
+          {
+            positions_m: [
+              [0, 0, 0],
+              [1e-10, 0, 0],
+            ],
+            velocities_m_s: [[0, 0, 0]],
+            box_m: 1e-9,
+          },
+          inputs,
+        ),
       'initialState',
     );
   });

@@ -24,8 +24,16 @@ describe('fea static', () => {
   it('defaults: tip deflection PL³/3EI = 4e-4 m, exact at the nodes', () => {
     const { inputs, out } = runRaw({});
     expect(inputs).toEqual({
-      analysis: 'static', length_m: 1, youngs_modulus_Pa: 200e9, width_m: 0.05, height_m: 0.1, density_kg_m3: 7850,
-      tip_load_N: 1000, distributed_load_N_m: 0, elements: 20, mode_number: 1,
+      analysis: 'static',
+      length_m: 1,
+      youngs_modulus_Pa: 200e9,
+      width_m: 0.05,
+      height_m: 0.1,
+      density_kg_m3: 7850,
+      tip_load_N: 1000,
+      distributed_load_N_m: 0,
+      elements: 20,
+      mode_number: 1,
     });
     expect(out.mode).toBe('static');
     expect(out.unit).toBe('m');

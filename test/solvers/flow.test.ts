@@ -5,45 +5,57 @@ import { expectInputError, perturbedError } from '../helpers/solver.js';
 
 describe('radix-2 FFT (src/numerics/fft.ts)', () => {
   it('band-limited 2-D transforms agree with the full ones', () => {
-    const nx = 32, ny = 16, cut = 11;
+    const nx = 32,
+      ny = 16,
+      cut = 11;
     const f = new Fft2d(nx, ny);
     const idx = fftIndices(nx);
-    const sr = new Float64Array(nx * ny), si = new Float64Array(nx * ny);
-    for (let j = 0; j < ny; j++) for (let i = 0; i < nx; i++) {
-      if (Math.abs(idx[i]!) >= cut) continue;
-      sr[j * nx + i] = Math.cos(0.37 * i + 1.1 * j);
-      si[j * nx + i] = Math.sin(0.91 * i - 0.2 * j);
-    }
-    const fullR = Float64Array.from(sr), fullI = Float64Array.from(si);
+    const sr = new Float64Array(nx * ny),
+      si = new Float64Array(nx * ny);
+    for (let j = 0; j < ny; j++)
+      for (let i = 0; i < nx; i++) {
+        if (Math.abs(idx[i]!) >= cut) continue;
+        sr[j * nx + i] = Math.cos(0.37 * i + 1.1 * j);
+        si[j * nx + i] = Math.sin(0.91 * i - 0.2 * j);
+      }
+    const fullR = Float64Array.from(sr),
+      fullI = Float64Array.from(si);
     f.transform(fullR, fullI, true);
-    const bandR = Float64Array.from(sr), bandI = Float64Array.from(si);
+    const bandR = Float64Array.from(sr),
+      bandI = Float64Array.from(si);
     f.transformBand(bandR, bandI, true, cut);
     for (let q = 0; q < nx * ny; q++) {
       expect(bandR[q]).toBeCloseTo(fullR[q]!, 11);
       expect(bandI[q]).toBeCloseTo(fullI[q]!, 11);
     }
-    const fwdR = Float64Array.from(fullR), fwdI = Float64Array.from(fullI);
+    const fwdR = Float64Array.from(fullR),
+      fwdI = Float64Array.from(fullI);
     f.transform(fwdR, fwdI, false);
-    const fwdBandR = Float64Array.from(fullR), fwdBandI = Float64Array.from(fullI);
+    const fwdBandR = Float64Array.from(fullR),
+      fwdBandI = Float64Array.from(fullI);
     f.transformBand(fwdBandR, fwdBandI, false, cut);
-    for (let j = 0; j < ny; j++) for (let i = 0; i < nx; i++) {
-      if (Math.abs(idx[i]!) >= cut) continue;
-      expect(fwdBandR[j * nx + i]).toBeCloseTo(fwdR[j * nx + i]!, 9);
-      expect(fwdBandI[j * nx + i]).toBeCloseTo(fwdI[j * nx + i]!, 9);
-    }
+    for (let j = 0; j < ny; j++)
+      for (let i = 0; i < nx; i++) {
+        if (Math.abs(idx[i]!) >= cut) continue;
+        expect(fwdBandR[j * nx + i]).toBeCloseTo(fwdR[j * nx + i]!, 9);
+        expect(fwdBandI[j * nx + i]).toBeCloseTo(fwdI[j * nx + i]!, 9);
+      }
   });
 
   it('matches a direct DFT and inverts', () => {
     for (const n of [1, 2, 8, 64]) {
-      const re = new Float64Array(n), im = new Float64Array(n);
+      const re = new Float64Array(n),
+        im = new Float64Array(n);
       for (let j = 0; j < n; j++) {
         re[j] = Math.cos(1.3 * j * j + 0.2);
         im[j] = Math.sin(0.7 * j + 1);
       }
-      const x = Float64Array.from(re), y = Float64Array.from(im);
+      const x = Float64Array.from(re),
+        y = Float64Array.from(im);
       fft(re, im, createFftPlan(n));
       for (let k = 0; k < n; k++) {
-        let sr = 0, si = 0;
+        let sr = 0,
+          si = 0;
         for (let j = 0; j < n; j++) {
           const a = (-2 * Math.PI * j * k) / n;
           sr += x[j]! * Math.cos(a) - y[j]! * Math.sin(a);
@@ -63,14 +75,16 @@ describe('radix-2 FFT (src/numerics/fft.ts)', () => {
   });
 
   it('2-D transform of a plane wave is one spike; two-real packing splits correctly', () => {
-    const nx = 16, ny = 8;
+    const nx = 16,
+      ny = 8;
     const f = new Fft2d(nx, ny);
-    const re = new Float64Array(nx * ny), im = new Float64Array(nx * ny);
+    const re = new Float64Array(nx * ny),
+      im = new Float64Array(nx * ny);
     const b = new Float64Array(nx * ny);
     for (let j = 0; j < ny; j++) {
       for (let i = 0; i < nx; i++) {
-        re[j * nx + i] = Math.cos(2 * Math.PI * (3 * i / nx + 2 * j / ny));
-        b[j * nx + i] = Math.sin(2 * Math.PI * (1 * i / nx - 1 * j / ny)) + 0.5;
+        re[j * nx + i] = Math.cos(2 * Math.PI * ((3 * i) / nx + (2 * j) / ny));
+        b[j * nx + i] = Math.sin(2 * Math.PI * ((1 * i) / nx - (1 * j) / ny)) + 0.5;
       }
     }
     const a = Float64Array.from(re);
@@ -83,9 +97,13 @@ describe('radix-2 FFT (src/numerics/fft.ts)', () => {
     expect(other).toBeLessThan(1e-12);
     // forwardTwoReal(a, b) gives the same spectra as separate transforms; inverseTwoReal recovers a and b.
     const sizes = nx * ny;
-    const aRe = new Float64Array(sizes), aIm = new Float64Array(sizes), bRe = new Float64Array(sizes), bIm = new Float64Array(sizes);
+    const aRe = new Float64Array(sizes),
+      aIm = new Float64Array(sizes),
+      bRe = new Float64Array(sizes),
+      bIm = new Float64Array(sizes);
     f.forwardTwoReal(Float64Array.from(a), Float64Array.from(b), aRe, aIm, bRe, bIm);
-    const br = Float64Array.from(b), bi = new Float64Array(sizes);
+    const br = Float64Array.from(b),
+      bi = new Float64Array(sizes);
     f.forward(br, bi);
     for (let q = 0; q < sizes; q++) {
       expect(aRe[q]).toBeCloseTo(re[q]!, 10);
@@ -93,7 +111,8 @@ describe('radix-2 FFT (src/numerics/fft.ts)', () => {
       expect(bRe[q]).toBeCloseTo(br[q]!, 10);
       expect(bIm[q]).toBeCloseTo(bi[q]!, 10);
     }
-    const zr = new Float64Array(sizes), zi = new Float64Array(sizes);
+    const zr = new Float64Array(sizes),
+      zi = new Float64Array(sizes);
     f.inverseTwoReal(aRe, aIm, bRe, bIm, zr, zi);
     for (let q = 0; q < sizes; q++) {
       expect(zr[q]).toBeCloseTo(a[q]!, 12);
@@ -136,11 +155,11 @@ describe('flow', () => {
       // Energy per unit mass of the vortex: ½⟨u²+v²⟩ = U²/4.
       expect(Math.abs((out.outputs.kinetic_energy_J_per_kg as number) / ((expected * expected) / 4) - 1)).toBeLessThan(2e-4);
       expect(out.outputs.reynolds_number).toBeCloseTo((inputs.velocity_m_s * inputs.length_m) / inputs.viscosity_m2_s, 8);
-      expect(out.outputs.max_divergence as number).toBeLessThan(1e-9 * (2 * Math.PI * inputs.wavenumber / inputs.length_m) * inputs.velocity_m_s);
+      expect(out.outputs.max_divergence as number).toBeLessThan(1e-9 * ((2 * Math.PI * inputs.wavenumber) / inputs.length_m) * inputs.velocity_m_s);
       // The vorticity field is 2Uk sin kx sin ky: its peak is 2Uk.
       let peak = 0;
       for (const row of w.omega_1_s) for (const x of row) peak = Math.max(peak, Math.abs(x));
-      expect(peak).toBeLessThanOrEqual(2 * out.value * (2 * Math.PI * inputs.wavenumber / inputs.length_m) * (1 + 1e-9));
+      expect(peak).toBeLessThanOrEqual(2 * out.value * ((2 * Math.PI * inputs.wavenumber) / inputs.length_m) * (1 + 1e-9));
     });
   }
 

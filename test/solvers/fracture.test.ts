@@ -22,8 +22,18 @@ describe('fracture plate', () => {
   it('defaults: energy balance within the gate, dissipated energy > 0, field output', () => {
     const { inputs, out } = plateDefault;
     expect(inputs).toEqual({
-      mode: 'plate', side_m: 0.05, thickness_m: 1e-3, youngs_modulus_Pa: 72e9, density_kg_m3: 2440, fracture_energy_J_m2: 8,
-      crack_length_m: 0.01, n: 40, horizon_factor: 3.015, strain_rate_1_s: 50, t_end_s: 1e-5, cfl: 0.1,
+      mode: 'plate',
+      side_m: 0.05,
+      thickness_m: 1e-3,
+      youngs_modulus_Pa: 72e9,
+      density_kg_m3: 2440,
+      fracture_energy_J_m2: 8,
+      crack_length_m: 0.01,
+      n: 40,
+      horizon_factor: 3.015,
+      strain_rate_1_s: 50,
+      t_end_s: 1e-5,
+      cfl: 0.1,
     });
     expect(out.mode).toBe('plate');
     expect(out.unit).toBe('J');
@@ -76,7 +86,7 @@ describe('fracture plate', () => {
         const yj = Math.floor(j / n) + 0.5;
         if ((xj - xi) ** 2 + (yj - yi) ** 2 > hf2) continue;
         family++;
-        if ((yi < n / 2) === (yj < n / 2)) continue;
+        if (yi < n / 2 === yj < n / 2) continue;
         const xc = xi + ((n / 2 - yi) / (yj - yi)) * (xj - xi);
         if (Math.abs(xc * dx - 0.025) <= 0.005 + 1e-15) count++;
       }
@@ -129,8 +139,18 @@ describe('fracture bar', () => {
   it('defaults: only the m(m+1)/2 notch bonds break, at t_f = notch·s0·L/(2v)', () => {
     const { inputs, out } = barDefault;
     expect(inputs).toEqual({
-      mode: 'bar', length_m: 1, area_m2: 1e-4, youngs_modulus_Pa: 72e9, density_kg_m3: 2440, fracture_energy_J_m2: 8, n: 400,
-      horizon_cells: 3, notch_factor: 0.5, end_velocity_m_s: 1, t_end_s: 2e-4, cfl: 0.2,
+      mode: 'bar',
+      length_m: 1,
+      area_m2: 1e-4,
+      youngs_modulus_Pa: 72e9,
+      density_kg_m3: 2440,
+      fracture_energy_J_m2: 8,
+      n: 400,
+      horizon_cells: 3,
+      notch_factor: 0.5,
+      end_velocity_m_s: 1,
+      t_end_s: 2e-4,
+      cfl: 0.2,
     });
     expect(out.output_class).toBe('profile');
     expect(out.check.passed).toBe(true);

@@ -79,15 +79,22 @@ describe('heat', () => {
 
   it('defaults resolve and echo every key', () => {
     expect(heat.resolve({})).toEqual({
-      mode: '1d', length_m: 0.1, diffusivity_m2_s: 1.11e-4, t_end_s: 10, boundary_K: 300, amplitude_K: 50,
-      initial: 'sine', nx: 101, fourier_number: 1 / 6,
+      mode: '1d',
+      length_m: 0.1,
+      diffusivity_m2_s: 1.11e-4,
+      t_end_s: 10,
+      boundary_K: 300,
+      amplitude_K: 50,
+      initial: 'sine',
+      nx: 101,
+      fourier_number: 1 / 6,
     });
     expect(heat.resolve({ mode: '2d' }).nx).toBe(51);
   });
 
   it('default value is the closed form 300 + 50 e^(−απ²t/L²)', () => {
     const out = heat.run(heat.resolve({}));
-    expect(out.value).toBeCloseTo(300 + 50 * Math.exp(-1.11e-4 * Math.PI ** 2 * 10 / 0.01), 6);
+    expect(out.value).toBeCloseTo(300 + 50 * Math.exp((-1.11e-4 * Math.PI ** 2 * 10) / 0.01), 6);
   });
 
   const bad: [Record<string, unknown>, string][] = [

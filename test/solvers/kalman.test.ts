@@ -101,7 +101,20 @@ describe('kalman', () => {
     expectInputError(() => kalman.resolve({ seed: -1 }), 'seed');
     const cv = kalman.resolve({});
     expectInputError(() => kalman.resolveState!({ x: [0], P: [[1]] }, cv), 'initialState');
-    expectInputError(() => kalman.resolveState!({ x: [0, 0], P: [[1, 2], [2, 1]] }, cv), 'initialState');
+    expectInputError(
+      () =>
+        kalman.resolveState!(
+          {
+            x: [0, 0],
+            P: [
+              [1, 2],
+              [2, 1],
+            ],
+          },
+          cv,
+        ),
+      'initialState',
+    );
   });
 
   it('is deterministic; the seed changes the synthesized data but not the covariance', () => {

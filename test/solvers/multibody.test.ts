@@ -80,10 +80,7 @@ describe('multibody', () => {
     expectInputError(() => multibody.resolve({ G: 'big' }), 'G');
     const one = [{ mass_kg: 1, position_m: [0, 0, 0], velocity_m_s: [0, 0, 0] }];
     expectInputError(() => multibody.resolve({ bodies: one }), 'bodies');
-    expectInputError(
-      () => multibody.resolve({ bodies: [...one, { mass_kg: 1, position_m: [1, 0], velocity_m_s: [0, 0, 0] }] }),
-      'bodies.1.position_m',
-    );
+    expectInputError(() => multibody.resolve({ bodies: [...one, { mass_kg: 1, position_m: [1, 0], velocity_m_s: [0, 0, 0] }] }), 'bodies.1.position_m');
     // Work limit: 9 × 3.16e7 steps > 2e8.
     expectInputError(() => multibody.resolve({ dt_s: 1 }), 'dt_s');
     expectInputError(() => multibody.resolveState!({ bodies: one, t_s: 0 }, multibody.resolve({})), 'initialState');

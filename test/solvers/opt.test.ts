@@ -164,7 +164,14 @@ describe('opt: quadratic', () => {
   });
 
   it('a diagonal 2-D system and a 4-D system by BFGS', () => {
-    const r = solve({ problem: 'quadratic', matrix: [[2, 0], [0, 8]], vector: [2, 4] });
+    const r = solve({
+      problem: 'quadratic',
+      matrix: [
+        [2, 0],
+        [0, 8],
+      ],
+      vector: [2, 4],
+    });
     expect(r.outputs.x as number[]).toHaveLength(2);
     expect((r.outputs.x as number[])[0]).toBeCloseTo(1, 10);
     expect((r.outputs.x as number[])[1]).toBeCloseTo(0.5, 10);
@@ -194,7 +201,11 @@ describe('opt: quadratic', () => {
     const xStar = [13 / 84, 8 / 21, 59 / 42];
     for (let i = 0; i < 3; i++) expect(Math.abs(x[i]! - xStar[i]!)).toBeLessThan(1e-7);
     // ‖∇f‖∞ = ‖Ax − b‖∞ is reported honestly; 1e-10 is below what f's rounding lets a simplex resolve.
-    const A = [[4, 1, 0], [1, 3, 0.5], [0, 0.5, 2]];
+    const A = [
+      [4, 1, 0],
+      [1, 3, 0.5],
+      [0, 0.5, 2],
+    ];
     const b = [1, 2, 3];
     const residual = Math.max(...A.map((row, i) => Math.abs(row.reduce((s, a, j) => s + a * x[j]!, 0) - b[i]!)));
     expect(r.outputs.gradient_norm as number).toBeCloseTo(residual, 12);
@@ -205,7 +216,16 @@ describe('opt: quadratic', () => {
   });
 
   it('Nelder–Mead with a reachable gtol stops on it', () => {
-    const r = solve({ problem: 'quadratic', matrix: [[2, 0], [0, 8]], vector: [2, 4], method: 'nelder_mead', gtol: 1e-6 });
+    const r = solve({
+      problem: 'quadratic',
+      matrix: [
+        [2, 0],
+        [0, 8],
+      ],
+      vector: [2, 4],
+      method: 'nelder_mead',
+      gtol: 1e-6,
+    });
     expect(r.value).toBeCloseTo(-2, 10);
     expect(r.outputs.gradient_norm as number).toBeLessThan(1e-6);
     expect(r.check.passed).toBe(true);
@@ -233,7 +253,14 @@ describe('opt: quadratic', () => {
   });
 
   it('b = 0 cannot be certified relatively: refused check', () => {
-    const r = solve({ problem: 'quadratic', matrix: [[1, 0], [0, 1]], vector: [0, 0] });
+    const r = solve({
+      problem: 'quadratic',
+      matrix: [
+        [1, 0],
+        [0, 1],
+      ],
+      vector: [0, 0],
+    });
     expect(r.value).toBe(0);
     expect(r.check.passed).toBe(false);
     expect(r.check.refused).toMatch(/b = 0/);
@@ -244,8 +271,14 @@ describe('opt: brachistochrone', () => {
   it('defaults: discrete descent time just above the cycloid time (X = Y = 1 m)', () => {
     const inputs = opt.resolve({ problem: 'brachistochrone' });
     expect(inputs).toEqual({
-      problem: 'brachistochrone', method: 'bfgs', max_iterations: 10000, gtol: 1e-10,
-      horizontal_m: 1, drop_m: 1, gravity_m_s2: 9.80665, segments: 50,
+      problem: 'brachistochrone',
+      method: 'bfgs',
+      max_iterations: 10000,
+      gtol: 1e-10,
+      horizontal_m: 1,
+      drop_m: 1,
+      gravity_m_s2: 9.80665,
+      segments: 50,
     });
     const r = opt.run(inputs);
     const tStar = cycloidReference(1, 1, 9.80665);
@@ -288,9 +321,39 @@ describe('opt: input validation', () => {
     expectInputError({ dimension: 1 }, 'dimension');
     expectInputError({ dimension: 3, x0: [1, 2] }, 'x0');
     expectInputError({ segments: 50 }, 'segments');
-    expectInputError({ problem: 'quadratic', matrix: [[1, 2], [2, 1]], vector: [1, 1] }, 'matrix');
-    expectInputError({ problem: 'quadratic', matrix: [[1, 0.5], [0.4, 1]], vector: [1, 1] }, 'matrix.1.0');
-    expectInputError({ problem: 'quadratic', matrix: [[1, 0], [0, 1]], vector: [1, 1, 1] }, 'vector');
+    expectInputError(
+      {
+        problem: 'quadratic',
+        matrix: [
+          [1, 2],
+          [2, 1],
+        ],
+        vector: [1, 1],
+      },
+      'matrix',
+    );
+    expectInputError(
+      {
+        problem: 'quadratic',
+        matrix: [
+          [1, 0.5],
+          [0.4, 1],
+        ],
+        vector: [1, 1],
+      },
+      'matrix.1.0',
+    );
+    expectInputError(
+      {
+        problem: 'quadratic',
+        matrix: [
+          [1, 0],
+          [0, 1],
+        ],
+        vector: [1, 1, 1],
+      },
+      'vector',
+    );
     expectInputError({ problem: 'brachistochrone', method: 'nelder_mead' }, 'method');
     expectInputError({ problem: 'brachistochrone', horizontal_m: 20, drop_m: 1 }, 'horizontal_m');
     expectInputError({ problem: 'brachistochrone', segments: 9 }, 'segments');

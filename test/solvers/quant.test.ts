@@ -75,8 +75,7 @@ describe('quant solver', () => {
       expect(Math.abs(out.value - ref) / ref).toBeLessThan(tol);
       expect(out.check.passed).toBe(true);
       expect(out.unit).toBe(inputs.currency);
-      const g = greeks(inputs.spot, inputs.strike, inputs.rate, inputs.volatility, inputs.maturity_years,
-        inputs.dividend_yield, inputs.option_type === 'call');
+      const g = greeks(inputs.spot, inputs.strike, inputs.rate, inputs.volatility, inputs.maturity_years, inputs.dividend_yield, inputs.option_type === 'call');
       expect(Math.abs((out.outputs.delta as number) - g.delta)).toBeLessThan(1e-3);
     });
   }
@@ -89,8 +88,16 @@ describe('quant solver', () => {
 
   it('resolves {} to every default', () => {
     expect(quant.resolve({})).toEqual({
-      option_type: 'call', spot: 100, strike: 100, rate: 0.05, volatility: 0.2, maturity_years: 1,
-      dividend_yield: 0, nx: 1000, nt: 500, currency: 'USD',
+      option_type: 'call',
+      spot: 100,
+      strike: 100,
+      rate: 0.05,
+      volatility: 0.2,
+      maturity_years: 1,
+      dividend_yield: 0,
+      nx: 1000,
+      nt: 500,
+      currency: 'USD',
     });
   });
 

@@ -112,10 +112,20 @@ describe('quantum_levels', () => {
   it('defaults resolve and echo the keys of the potential', () => {
     expect(quantumLevels.resolve({})).toEqual({ potential: 'harmonic', mass_kg: ME, level: 0, omega_rad_s: 1e15, grid_points: 2000 });
     expect(quantumLevels.resolve({ potential: 'morse' })).toEqual({
-      potential: 'morse', mass_kg: 8.367664e-28, level: 0, dissociation_energy_J: 4.746 * EV, morse_a_1_m: 1.9426e10, grid_points: 2000,
+      potential: 'morse',
+      mass_kg: 8.367664e-28,
+      level: 0,
+      dissociation_energy_J: 4.746 * EV,
+      morse_a_1_m: 1.9426e10,
+      grid_points: 2000,
     });
     expect(quantumLevels.resolve({ potential: 'finite_well' })).toEqual({
-      potential: 'finite_well', mass_kg: ME, level: 0, width_m: 1e-9, depth_J: EV, cells_in_well: 200,
+      potential: 'finite_well',
+      mass_kg: ME,
+      level: 0,
+      width_m: 1e-9,
+      depth_J: EV,
+      cells_in_well: 200,
     });
   });
 

@@ -56,8 +56,14 @@ describe('react', () => {
     const i = react.resolve({});
     const w = Math.sqrt(2e-9);
     expect(i).toEqual({
-      diffusivity_m2_s: 1e-9, rate_constant_1_s: 1, threshold: 0.25, c_max_mol_m3: 1, length_m: 40 * w, nx: 401,
-      t_end_s: (10 * w) / exactSpeed(1e-9, 1, 0.25), cfl: 0.4,
+      diffusivity_m2_s: 1e-9,
+      rate_constant_1_s: 1,
+      threshold: 0.25,
+      c_max_mol_m3: 1,
+      length_m: 40 * w,
+      nx: 401,
+      t_end_s: (10 * w) / exactSpeed(1e-9, 1, 0.25),
+      cfl: 0.4,
     });
     expect(react.resolve({ length_m: 80 * w }).nx).toBe(801);
   });

@@ -47,7 +47,8 @@ describe('countModels (bit-parallel enumeration)', () => {
     const next = () => (s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 2 ** 32;
     for (const n of [3, 6, 9, 12]) {
       const clauses = Array.from({ length: 3 * n }, () =>
-        Array.from({ length: 1 + Math.floor(next() * 3) }, () => (1 + Math.floor(next() * n)) * (next() < 0.5 ? -1 : 1)));
+        Array.from({ length: 1 + Math.floor(next() * 3) }, () => (1 + Math.floor(next() * n)) * (next() < 0.5 ? -1 : 1)),
+      );
       expect(countModels(clauses, n)).toBe(naiveCount(clauses, n));
     }
   });
@@ -186,10 +187,18 @@ describe('sat solver', () => {
     expect(() => walksat(php, 1e7, new Xoshiro128([1, 2, 3, 4]), 10_000)).toThrow('WalkSAT work budget exhausted');
   });
 
-  it('counts work as the literal occurrences each assignment visits (its own and its negation\'s lists)', () => {
+  it("counts work as the literal occurrences each assignment visits (its own and its negation's lists)", () => {
     // (x1 ∨ x2)(¬x1 ∨ ¬x2)(x3 ∨ x4)(¬x3 ∨ ¬x4): the first decision x1 visits 1 + 1 occurrences and propagates ¬x2
     // (1 + 1): work 4 before the second decision. A limit of 3 ends the run there; 4 lets it finish.
-    const cnf = simplify([[1, 2], [-1, -2], [3, 4], [-3, -4]], 4);
+    const cnf = simplify(
+      [
+        [1, 2],
+        [-1, -2],
+        [3, 4],
+        [-3, -4],
+      ],
+      4,
+    );
     expect(() => dpll(cnf, 1e6, 3)).toThrow('DPLL work budget exhausted');
     const out = dpll(cnf, 1e6, 4);
     expect(out.status).toBe('SAT');

@@ -51,9 +51,7 @@ describe('tumour', () => {
     expect(i.nx).toBe(601);
     expect(i.length_m).toBeCloseTo(60 * ell, 15);
     expect(i.t_end_s / ((10 * ell) / azSpeed(1.5e-11, 1.4e-7))).toBeCloseTo(1, 14);
-    expect(Object.keys(i).sort()).toEqual(
-      ['carrying_capacity_cells_m3', 'cfl', 'diffusivity_m2_s', 'length_m', 'nx', 'proliferation_rate_1_s', 't_end_s'],
-    );
+    expect(Object.keys(i).sort()).toEqual(['carrying_capacity_cells_m3', 'cfl', 'diffusivity_m2_s', 'length_m', 'nx', 'proliferation_rate_1_s', 't_end_s']);
   });
 
   const bad: [Record<string, unknown>, string][] = [

@@ -74,8 +74,16 @@ describe('wave', () => {
 
   it('defaults resolve per mode', () => {
     expect(wave.resolve({})).toEqual({
-      mode: 'membrane', side_m: 1, tension_N_m: 100, areal_density_kg_m2: 0.1, mode_m: 1, mode_n: 1, nx: 61, courant: 0.5,
-      periods: 5, amplitude_m: 1e-3,
+      mode: 'membrane',
+      side_m: 1,
+      tension_N_m: 100,
+      areal_density_kg_m2: 0.1,
+      mode_m: 1,
+      mode_n: 1,
+      nx: 61,
+      courant: 0.5,
+      periods: 5,
+      amplitude_m: 1e-3,
     });
     expect(wave.resolve({ mode: 'maxwell' })).toEqual({ mode: 'maxwell', length_m: 1, mode_m: 1, nx: 201, courant: 0.5, periods: 5, e0_V_m: 1 });
   });

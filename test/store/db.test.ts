@@ -48,7 +48,12 @@ describe('Store', () => {
   it('groups concurrent commits into batches; every caller resolves after its batch', async () => {
     const s = await open();
     const sub = s.sub('counters', 'json', { rewritten: true });
-    const commits = Array.from({ length: 40 }, (_, i) => s.commit([{ type: 'put', sub, key: `k${String(i).padStart(2, '0')}`, value: i }, { type: 'put', sub, key: 'last', value: i }]));
+    const commits = Array.from({ length: 40 }, (_, i) =>
+      s.commit([
+        { type: 'put', sub, key: `k${String(i).padStart(2, '0')}`, value: i },
+        { type: 'put', sub, key: 'last', value: i },
+      ]),
+    );
     await Promise.all(commits);
     expect(s.stats.batches).toBeLessThan(40);
     // 'last' is rewritten by every commit, in a sublevel declared rewritten: once per batch on disk.
@@ -61,7 +66,14 @@ describe('Store', () => {
   it('a key repeated in a sublevel not declared rewritten is written every time and ends with its last value', async () => {
     const s = await open();
     const sub = s.sub('plain');
-    await Promise.all(Array.from({ length: 20 }, (_, i) => s.commit([{ type: 'put', sub, key: 'same', value: i }, { type: 'put', sub, key: `own${i}`, value: i }])));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        s.commit([
+          { type: 'put', sub, key: 'same', value: i },
+          { type: 'put', sub, key: `own${i}`, value: i },
+        ]),
+      ),
+    );
     expect(s.stats.batches).toBeLessThan(20);
     expect(s.stats.ops).toBe(40);
     expect(await s.get(sub, 'same')).toBe(19);
@@ -70,7 +82,12 @@ describe('Store', () => {
 
   it('refuses a non-string value in a utf8 sublevel without writing the batch', async () => {
     const s = await open();
-    await expect(s.commit([{ type: 'put', sub: s.sub('counters'), key: 'x', value: 1 }, { type: 'put', sub: s.sub('results', 'utf8'), key: 'r', value: { not: 'text' } }])).rejects.toThrow(TypeError);
+    await expect(
+      s.commit([
+        { type: 'put', sub: s.sub('counters'), key: 'x', value: 1 },
+        { type: 'put', sub: s.sub('results', 'utf8'), key: 'r', value: { not: 'text' } },
+      ]),
+    ).rejects.toThrow(TypeError);
     expect(await s.get(s.sub('counters'), 'x')).toBeUndefined();
     await s.close();
   });
@@ -80,7 +97,10 @@ describe('Store', () => {
     const counters = s.sub('counters', 'json', { rewritten: true });
     await s.commit([{ type: 'put', sub: counters, key: 'total', value: 1 }]);
     const good = s.commit([{ type: 'put', sub: counters, key: 'total', value: 2 }]);
-    const bad = s.commit([{ type: 'put', sub: counters, key: 'total', value: 99 }, { type: 'put', sub: s.sub('results', 'bytes'), key: 'r', value: 'not bytes' }]);
+    const bad = s.commit([
+      { type: 'put', sub: counters, key: 'total', value: 99 },
+      { type: 'put', sub: s.sub('results', 'bytes'), key: 'r', value: 'not bytes' },
+    ]);
     await expect(bad).rejects.toThrow(TypeError);
     await good;
     expect(await s.get(counters, 'total')).toBe(2);
@@ -98,22 +118,34 @@ describe('Store', () => {
     await s.close();
   });
 
-  it.each([true, false])('within one batch the last op on a key wins (put after del, del after put), as LevelDB applies them (rewritten %s)', async (rewritten) => {
-    const s = await open();
-    const sub = s.sub('counters', 'json', { rewritten });
-    await s.commit([{ type: 'put', sub, key: 'gone', value: 1 }]);
-    const writes = [
-      s.commit([{ type: 'put', sub, key: 'a', value: 1 }, { type: 'del', sub, key: 'gone' }]),
-      s.commit([{ type: 'del', sub, key: 'a' }, { type: 'put', sub, key: 'gone', value: 2 }]),
-      s.commit([{ type: 'put', sub, key: 'a', value: 3 }, { type: 'put', sub, key: 'b', value: 4 }]),
-      s.commit([{ type: 'del', sub, key: 'b' }]),
-    ];
-    await Promise.all(writes);
-    expect(await s.get(sub, 'a')).toBe(3);
-    expect(await s.get(sub, 'gone')).toBe(2);
-    expect(await s.get(sub, 'b')).toBeUndefined();
-    await s.close();
-  });
+  it.each([true, false])(
+    'within one batch the last op on a key wins (put after del, del after put), as LevelDB applies them (rewritten %s)',
+    async (rewritten) => {
+      const s = await open();
+      const sub = s.sub('counters', 'json', { rewritten });
+      await s.commit([{ type: 'put', sub, key: 'gone', value: 1 }]);
+      const writes = [
+        s.commit([
+          { type: 'put', sub, key: 'a', value: 1 },
+          { type: 'del', sub, key: 'gone' },
+        ]),
+        s.commit([
+          { type: 'del', sub, key: 'a' },
+          { type: 'put', sub, key: 'gone', value: 2 },
+        ]),
+        s.commit([
+          { type: 'put', sub, key: 'a', value: 3 },
+          { type: 'put', sub, key: 'b', value: 4 },
+        ]),
+        s.commit([{ type: 'del', sub, key: 'b' }]),
+      ];
+      await Promise.all(writes);
+      expect(await s.get(sub, 'a')).toBe(3);
+      expect(await s.get(sub, 'gone')).toBe(2);
+      expect(await s.get(sub, 'b')).toBeUndefined();
+      await s.close();
+    },
+  );
 
   it('bytes sublevels store the given bytes and read back a Buffer; other values are refused', async () => {
     const s = await open();

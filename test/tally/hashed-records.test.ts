@@ -10,7 +10,9 @@ describe('hashed records', () => {
   it('a row read back with a member of another type is not hashed as the original', () => {
     const row: Omit<AuditRow, 'hash'> = { seq: 5, svcond: 100, transitionType: 'compute_sealed', payload_sha256: 'ab'.repeat(32), prev_hash: '0'.repeat(64) };
     const tampered = { ...row, seq: '5' } as unknown as Omit<AuditRow, 'hash'>;
-    expect(rowText(row)).toBe('{"payload_sha256":"' + 'ab'.repeat(32) + '","prev_hash":"' + '0'.repeat(64) + '","seq":5,"svcond":100,"transitionType":"compute_sealed"}');
+    expect(rowText(row)).toBe(
+      '{"payload_sha256":"' + 'ab'.repeat(32) + '","prev_hash":"' + '0'.repeat(64) + '","seq":5,"svcond":100,"transitionType":"compute_sealed"}',
+    );
     expect(rowText(tampered)).toBe(canonicalJson(tampered));
     expect(rowHash(tampered)).not.toBe(rowHash(row));
     expect(rowHash(row)).toBe(sha256Hex(rowText(row)));

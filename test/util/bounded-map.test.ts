@@ -5,14 +5,21 @@ describe('BoundedMap', () => {
   it('drops the oldest inserted entry when a new key would pass the limit', () => {
     const m = new BoundedMap<string, number>(3);
     for (const [i, k] of ['a', 'b', 'c', 'd', 'e'].entries()) m.set(k, i);
-    expect([...m.entries()]).toEqual([['c', 2], ['d', 3], ['e', 4]]);
+    expect([...m.entries()]).toEqual([
+      ['c', 2],
+      ['d', 3],
+      ['e', 4],
+    ]);
     expect(m.size).toBe(3);
   });
 
   it('setting a key already present changes its value in place: nothing is evicted, its place is kept', () => {
     const m = new BoundedMap<string, number>(2);
     m.set('a', 1).set('b', 2).set('a', 10);
-    expect([...m.entries()]).toEqual([['a', 10], ['b', 2]]);
+    expect([...m.entries()]).toEqual([
+      ['a', 10],
+      ['b', 2],
+    ]);
     m.set('c', 3);
     expect([...m.keys()]).toEqual(['b', 'c']);
   });

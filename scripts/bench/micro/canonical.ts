@@ -10,5 +10,15 @@ import { computeJob, receiptKey } from './fixture.js';
 const canonicalize = canonicalizeImpl as unknown as (value: unknown) => string;
 const body = buildBody(receiptKey, computeJob(2.5));
 if (canonicalJson(body) !== canonicalize(body)) throw new Error('the two serialisations differ');
-const r = compare(() => canonicalJson(body), () => canonicalize(body), { iterations: 5000 });
-report('canonical-json', r, { optimised: 'canonicalJson', plain: 'canonicalize package', bodyBytes: Buffer.byteLength(canonicalJson(body)), perFreshSeal: 1, where: 'seal worker' });
+const r = compare(
+  () => canonicalJson(body),
+  () => canonicalize(body),
+  { iterations: 5000 },
+);
+report('canonical-json', r, {
+  optimised: 'canonicalJson',
+  plain: 'canonicalize package',
+  bodyBytes: Buffer.byteLength(canonicalJson(body)),
+  perFreshSeal: 1,
+  where: 'seal worker',
+});

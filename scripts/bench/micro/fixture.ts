@@ -14,16 +14,47 @@ export const receiptKey = deriveKey(Buffer.from('micro-bench secret'), 'RECEIPT'
 export function computeJob(mass: number, ns = 1_790_000_000_123_456_789n): Extract<BodyJob, { kind: 'compute' }> {
   const stamp = stampAt(ns);
   const R_t = modulationFactor(stamp.phase, 0);
-  const chain = evaluateChain({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: mass, velocity_m_s: 3 } }, { R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: 0 });
+  const chain = evaluateChain(
+    { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: mass, velocity_m_s: 3 } },
+    { R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: 0 },
+  );
   return {
     kind: 'compute',
-    parts: { stamp, R_t, resultId: `res_${stamp.svcond}_0123456789abcdef`, resultDigest: 'cd'.repeat(32), shift: metricShift(stamp.phase, 0.4, 0), phi0: 0, node: 'm-2d711642b726b044', kernelVersion: '1.287.6' },
+    parts: {
+      stamp,
+      R_t,
+      resultId: `res_${stamp.svcond}_0123456789abcdef`,
+      resultDigest: 'cd'.repeat(32),
+      shift: metricShift(stamp.phase, 0.4, 0),
+      phi0: 0,
+      node: 'm-2d711642b726b044',
+      kernelVersion: '1.287.6',
+    },
     chain,
     average: chain.value,
     relError: 0,
   };
 }
 
-export const charge: TallyCharge = { action: 'compute', cost: 1, charged: 1, burned: 1, foundation: 0, funded_by: 'free', balance_after: { free: 99_999_123, paid: 0 } };
-export const envelope = { token_id: 'env_0123456789abcdef01234567', owner: 'zid_0123456789abcdef', face_value: 1, folder: 'inbox', funding: 'free' as const, soulbound: true, svcond: 2310884911, result_id: 'res_2310884911_0123456789abcdef', hash: 'ab'.repeat(32), seq: 42 };
+export const charge: TallyCharge = {
+  action: 'compute',
+  cost: 1,
+  charged: 1,
+  burned: 1,
+  foundation: 0,
+  funded_by: 'free',
+  balance_after: { free: 99_999_123, paid: 0 },
+};
+export const envelope = {
+  token_id: 'env_0123456789abcdef01234567',
+  owner: 'zid_0123456789abcdef',
+  face_value: 1,
+  folder: 'inbox',
+  funding: 'free' as const,
+  soulbound: true,
+  svcond: 2310884911,
+  result_id: 'res_2310884911_0123456789abcdef',
+  hash: 'ab'.repeat(32),
+  seq: 42,
+};
 export const audit = { slug: 'm-2d711642b726b044', seq: 42, hash: 'ef'.repeat(32) };

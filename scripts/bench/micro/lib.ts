@@ -8,7 +8,11 @@ import { numberArg } from '../lib.js';
  * time is this process's CPU time, not the wall clock: on a machine shared with other work the wall clock counts the
  * time other processes ran, which a CPU time does not (and the compute bench's per-request figure is CPU time too).
  */
-export function compare(optimised: () => unknown, plain: () => unknown, opts: { iterations?: number; rounds?: number } = {}): { optimisedUs: number; plainUs: number } {
+export function compare(
+  optimised: () => unknown,
+  plain: () => unknown,
+  opts: { iterations?: number; rounds?: number } = {},
+): { optimisedUs: number; plainUs: number } {
   const iterations = opts.iterations ?? 20_000;
   const rounds = opts.rounds ?? 15;
   const block = (f: () => unknown): number => {
@@ -46,5 +50,14 @@ const freshCpuUs = numberArg('fresh-cpu-us', NaN);
 /** One JSON line: both figures, the saving per sealed compute, and that saving as a share of a fresh request. */
 export function report(name: string, r: { optimisedUs: number; plainUs: number }, extra: Record<string, unknown> & { perFreshSeal: number }): void {
   const savedUs = (r.plainUs - r.optimisedUs) * extra.perFreshSeal;
-  console.log(JSON.stringify({ bench: name, ...r, ...extra, savedUsPerFreshSeal: round(savedUs), shareOfFresh: Number.isNaN(freshCpuUs) ? null : round(savedUs / freshCpuUs), freshCpuUs: Number.isNaN(freshCpuUs) ? null : freshCpuUs }));
+  console.log(
+    JSON.stringify({
+      bench: name,
+      ...r,
+      ...extra,
+      savedUsPerFreshSeal: round(savedUs),
+      shareOfFresh: Number.isNaN(freshCpuUs) ? null : round(savedUs / freshCpuUs),
+      freshCpuUs: Number.isNaN(freshCpuUs) ? null : freshCpuUs,
+    }),
+  );
 }

@@ -22,4 +22,10 @@ const whole = () => {
 };
 if (!slotted().equals(whole())) throw new Error('the two bodies differ');
 const r = compare(slotted, whole, { iterations: 5000 });
-report('member-slots', r, { optimised: 'finishSeal on the worker-serialised body', plain: 'serialise the whole body twice on the main thread', bodyBytes: slotted().length, perFreshSeal: 1, where: 'main thread' });
+report('member-slots', r, {
+  optimised: 'finishSeal on the worker-serialised body',
+  plain: 'serialise the whole body twice on the main thread',
+  bodyBytes: slotted().length,
+  perFreshSeal: 1,
+  where: 'main thread',
+});

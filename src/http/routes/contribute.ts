@@ -79,7 +79,13 @@ export function contributeRoutes(router: Router, s: HttpServices): void {
     const idle = modes.idleOnRelease(c.zid);
     const released = await bonds.release(c.zid, idle.ops);
     idle.apply();
-    ctx.body = { zid: c.zid, bond_id: released.release.bond_id, released_svcond: released.release.svcond, mode: modes.of(c.zid).mode, attestation: released.attestation };
+    ctx.body = {
+      zid: c.zid,
+      bond_id: released.release.bond_id,
+      released_svcond: released.release.svcond,
+      mode: modes.of(c.zid).mode,
+      attestation: released.attestation,
+    };
   });
 
   router.post('/api/contribute/mode', requireKey(auth), home, async (ctx) => {

@@ -58,7 +58,8 @@ export function identityRoutes(router: Router, s: HttpServices): void {
 
   router.get('/api/auth/salt/:email', async (ctx) => {
     const email = String(ctx.params.email ?? '');
-    if (email.length < 3 || email.length > 254) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'email is not valid', { field: 'email', reason: 'length 3 … 254', allowed: null });
+    if (email.length < 3 || email.length > 254)
+      throw new ServiceError(400, 'SVC_INVALID_INPUT', 'email is not valid', { field: 'email', reason: 'length 3 … 254', allowed: null });
     ctx.body = { email: email.trim().toLowerCase(), salt: await s.identity.saltFor(email), algorithm: 'scrypt', params: { N: 16384, r: 8, p: 1, keylen: 32 } };
   });
 
@@ -70,7 +71,15 @@ export function identityRoutes(router: Router, s: HttpServices): void {
     ctx.body = {
       zid,
       message: 'identity registered; the admin key of your default state machine is shown once',
-      state_machine: { slug: machine.slug, owner: machine.owner, genesis_svcond: machine.genesis_svcond, is_public: machine.is_public, inject_agent_rail: machine.inject_agent_rail, inject_pulse_orb: machine.inject_pulse_orb, roles: machine.roles },
+      state_machine: {
+        slug: machine.slug,
+        owner: machine.owner,
+        genesis_svcond: machine.genesis_svcond,
+        is_public: machine.is_public,
+        inject_agent_rail: machine.inject_agent_rail,
+        inject_pulse_orb: machine.inject_pulse_orb,
+        roles: machine.roles,
+      },
       admin_key: adminKey,
     };
   });
@@ -94,6 +103,9 @@ export function identityRoutes(router: Router, s: HttpServices): void {
   // Who am I (useful to clients holding only a key).
   router.get('/api/auth/whoami', async (ctx) => {
     const caller = await resolveCaller(ctx, { identity: s.identity, chain: s.chain, nodeId: s.nodeId }, false);
-    ctx.body = caller.kind === 'identity' ? { kind: 'identity', zid: caller.zid, key_id: caller.key.key_id, key_kind: caller.key.kind, machine: caller.slug } : { kind: caller.kind };
+    ctx.body =
+      caller.kind === 'identity'
+        ? { kind: 'identity', zid: caller.zid, key_id: caller.key.key_id, key_kind: caller.key.kind, machine: caller.slug }
+        : { kind: caller.kind };
   });
 }

@@ -22,7 +22,9 @@ const envelopeQuery = z
   })
   .strict();
 const machineBody = z.object({ slug: z.string().regex(SLUG_PATTERN, '3 … 48 of a-z, 0-9 and -'), is_public: z.boolean().default(false) }).strict();
-const exploreQuery = z.object({ from: z.coerce.number().int().min(1).default(1), to: z.coerce.number().int().min(1).optional(), key: z.string().optional() }).strict();
+const exploreQuery = z
+  .object({ from: z.coerce.number().int().min(1).default(1), to: z.coerce.number().int().min(1).optional(), key: z.string().optional() })
+  .strict();
 
 function forbidden(message: string): ServiceError {
   return new ServiceError(403, 'SVC_FORBIDDEN', message);
@@ -79,7 +81,15 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
       return paid;
     });
     ctx.status = 201;
-    ctx.body = { slug: machine.slug, owner: machine.owner, genesis_svcond: machine.genesis_svcond, is_public: machine.is_public, admin_key: adminKey, tally_charge: charge, message: 'the admin key is shown once' };
+    ctx.body = {
+      slug: machine.slug,
+      owner: machine.owner,
+      genesis_svcond: machine.genesis_svcond,
+      is_public: machine.is_public,
+      admin_key: adminKey,
+      tally_charge: charge,
+      message: 'the admin key is shown once',
+    };
   });
 
   const notFound = (slug: string) => new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
@@ -97,7 +107,10 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     const slug = String(ctx.params.slug);
     if (await s.chain.getMachine(slug)) return next();
     if (wasForwarded(ctx)) {
-      throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `this request was forwarded here but this node does not hold state machine ${slug}`, { slug, retry_after_seconds: 5 });
+      throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `this request was forwarded here but this node does not hold state machine ${slug}`, {
+        slug,
+        retry_after_seconds: 5,
+      });
     }
     const home = s.mesh?.enabled && SLUG_PATTERN.test(slug) ? await s.mesh.machines.homeOf(slug) : null;
     if (!home || home === s.nodeId()) throw notFound(slug);
@@ -136,7 +149,8 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
   /** Peers ask where a machine lives: answered only by its home, as a `machine.home` event signed by this node. */
   router.get('/api/mesh/machines/:slug', async (ctx) => {
     const slug = String(ctx.params.slug);
-    if (!SLUG_PATTERN.test(slug)) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'slug must be 3 … 48 of a-z, 0-9 and -', { field: 'slug', reason: 'format', allowed: null });
+    if (!SLUG_PATTERN.test(slug))
+      throw new ServiceError(400, 'SVC_INVALID_INPUT', 'slug must be 3 … 48 of a-z, 0-9 and -', { field: 'slug', reason: 'format', allowed: null });
     const machine = await s.chain.getMachine(slug);
     if (!machine || machine.home !== s.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug} is homed here`);
     ctx.body = await s.signMeshEvent(MACHINE_HOME, { slug, home: s.nodeId(), created_unix_ms: machine.created_unix_ms });

@@ -11,7 +11,10 @@ import { validate } from '../validate.js';
 
 const eventsQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).default(50), order: z.enum(['arrival', 'tick']).default('arrival') }).strict();
 const verifyBody = z.object({ zid: z.string().regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters') }).strict();
-const dnsName = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/, 'lower-case DNS-style name').max(253);
+const dnsName = z
+  .string()
+  .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/, 'lower-case DNS-style name')
+  .max(253);
 const dnsRegisterBody = z.object({ name: dnsName, url: z.string().url().optional(), multiaddrs: z.array(z.string().min(1)).max(16).optional() }).strict();
 const resolveQuery = z.object({ name: dnsName }).strict();
 const lookupQuery = z.object({ peerId: z.string().min(1).max(128) }).strict();
@@ -49,7 +52,8 @@ export function meshRoutes(router: Router, s: HttpServices): void {
   /** A key homed here, as an assertion signed by this node (peers verify the signature and that we are its home). */
   router.get('/api/mesh/keys/:digest', async (ctx) => {
     const digest = String(ctx.params.digest);
-    if (!/^[0-9a-f]{64}$/.test(digest)) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'digest must be 64 hex characters', { field: 'digest', reason: 'format', allowed: null });
+    if (!/^[0-9a-f]{64}$/.test(digest))
+      throw new ServiceError(400, 'SVC_INVALID_INPUT', 'digest must be 64 hex characters', { field: 'digest', reason: 'format', allowed: null });
     const assertion = await s.identity.assertionFor(digest);
     if (!assertion) throw new ServiceError(404, 'SVC_NOT_FOUND', 'no key with this digest is homed here');
     ctx.body = await s.signMeshEvent(IDENTITY_ASSERT, assertion);
@@ -70,7 +74,14 @@ export function meshRoutes(router: Router, s: HttpServices): void {
     const quorum = Math.floor(meshNodes.length / 2) + 1;
     const yes = meshNodes.filter((n) => n.verified).length;
     const status = await m.status();
-    ctx.body = { zid, verified: yes >= quorum, consensusReached: yes >= quorum || meshNodes.length - yes >= quorum, coherenceScore: status.coherenceScore, quorum, meshNodes };
+    ctx.body = {
+      zid,
+      verified: yes >= quorum,
+      consensusReached: yes >= quorum || meshNodes.length - yes >= quorum,
+      coherenceScore: status.coherenceScore,
+      quorum,
+      meshNodes,
+    };
   });
 
   /**
@@ -82,14 +93,29 @@ export function meshRoutes(router: Router, s: HttpServices): void {
     const m = mesh();
     const own = { url: s.publicUrl(), multiaddrs: m.multiaddrs() };
     if (body.url !== undefined && body.url !== own.url) {
-      throw new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input url: a name points at the node that registers it (${own.url})`, { field: 'url', reason: 'not this node', allowed: [own.url] });
+      throw new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input url: a name points at the node that registers it (${own.url})`, {
+        field: 'url',
+        reason: 'not this node',
+        allowed: [own.url],
+      });
     }
     const foreign = body.multiaddrs?.find((a) => !own.multiaddrs.includes(a));
     if (foreign !== undefined) {
-      throw new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input multiaddrs: ${foreign} is not an address of this node`, { field: 'multiaddrs', reason: 'not this node', allowed: own.multiaddrs });
+      throw new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input multiaddrs: ${foreign} is not an address of this node`, {
+        field: 'multiaddrs',
+        reason: 'not this node',
+        allowed: own.multiaddrs,
+      });
     }
     const { record, winner, won } = await m.dns.register(body.name, { peerId: s.nodeId(), url: own.url, multiaddrs: body.multiaddrs ?? own.multiaddrs });
-    if (!won) throw new ServiceError(409, 'SVC_CONFLICT', `the name ${body.name} is held by ${winner.peerId}, which claimed it first`, { field: 'name', name: body.name, won, record, winner });
+    if (!won)
+      throw new ServiceError(409, 'SVC_CONFLICT', `the name ${body.name} is held by ${winner.peerId}, which claimed it first`, {
+        field: 'name',
+        name: body.name,
+        won,
+        record,
+        winner,
+      });
     ctx.status = 201;
     ctx.body = { name: body.name, won, record, winner };
   });

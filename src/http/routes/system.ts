@@ -13,7 +13,13 @@ import { InputError } from '../../solvers/errors.js';
 import type { HttpServices } from '../context.js';
 import { validate } from '../validate.js';
 
-const libSearchBody = z.object({ query: z.string().min(1).max(500), limit: z.number().int().min(1).max(100).default(10), kind: z.enum(['operator', 'solver', 'kernel_doc']).optional() }).strict();
+const libSearchBody = z
+  .object({
+    query: z.string().min(1).max(500),
+    limit: z.number().int().min(1).max(100).default(10),
+    kind: z.enum(['operator', 'solver', 'kernel_doc']).optional(),
+  })
+  .strict();
 
 export function pulseObject(s: HttpServices): Record<string, unknown> {
   const ns = s.clock.nowNs();
@@ -52,7 +58,10 @@ export function kernelPrompt(s: HttpServices): string {
     '',
     `## Domains\n${DOMAINS.map((d) => `- ${d}`).join('\n')}`,
     '',
-    `## Solvers\n${s.compute.registry.list().map((x) => `- \`${x.id}\` — ${x.kind} (${x.endpoint ?? 'POST /api/svc/solve'})`).join('\n')}`,
+    `## Solvers\n${s.compute.registry
+      .list()
+      .map((x) => `- \`${x.id}\` — ${x.kind} (${x.endpoint ?? 'POST /api/svc/solve'})`)
+      .join('\n')}`,
     '',
   ];
   return lines.join('\n');
@@ -67,7 +76,14 @@ function routedMethods(router: Router): string[] {
 
 export function systemRoutes(router: Router, s: HttpServices, library: Library, discovery: () => Record<string, unknown>): void {
   router.get('/api/health', (ctx) => {
-    ctx.body = { ok: true, status: 'live', node: s.nodeId(), kernel_version: s.config.kernel.version, svcond: stampAt(s.clock.nowNs()).svcond, uptime_s: Math.round(process.uptime()) };
+    ctx.body = {
+      ok: true,
+      status: 'live',
+      node: s.nodeId(),
+      kernel_version: s.config.kernel.version,
+      svcond: stampAt(s.clock.nowNs()).svcond,
+      uptime_s: Math.round(process.uptime()),
+    };
   });
 
   router.get('/api', (ctx) => {
@@ -80,7 +96,15 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
 
   router.get('/api/tally/clock', (ctx) => {
     const st = stampAt(s.clock.nowNs());
-    ctx.body = { zeqond_sec: TICK_SECONDS_DISPLAY, zeqond_sec_exact: TICK_SECONDS_EXACT, zeqond_ns: TICK_NS_NUMBER, pulse_hz: PULSE_HZ, svcond: st.svcond, phase: st.phase, unix_ns: st.unix_ns };
+    ctx.body = {
+      zeqond_sec: TICK_SECONDS_DISPLAY,
+      zeqond_sec_exact: TICK_SECONDS_EXACT,
+      zeqond_ns: TICK_NS_NUMBER,
+      pulse_hz: PULSE_HZ,
+      svcond: st.svcond,
+      phase: st.phase,
+      unix_ns: st.unix_ns,
+    };
   });
 
   // One SSE event per tick, sent at the tick boundary.
@@ -97,9 +121,12 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
         lastSent = pulse.svcond as number;
         session.push(pulse, 'tick');
       }
-      timer = setTimeout(() => {
-        if (session.isConnected) send();
-      }, Math.max(1, Math.ceil(Number(pulse.next_tick_in_ms))));
+      timer = setTimeout(
+        () => {
+          if (session.isConnected) send();
+        },
+        Math.max(1, Math.ceil(Number(pulse.next_tick_in_ms))),
+      );
     };
     send();
     session.on('disconnected', () => {
@@ -121,7 +148,14 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
     if (body && typeof body === 'object' && typeof body.solver === 'string') {
       const solver = s.compute.registry.get(body.solver);
       if (!solver) throw new InputError('solver', `unknown solver ${body.solver}`, s.compute.registry.ids());
-      ctx.body = { solver: solver.id, endpoint: solver.endpoint ?? '/api/svc/solve', modes: solver.modes, stateful: solver.stateful, inputs: solver.inputs, accepted_keys: solver.inputs.map((i) => i.key) };
+      ctx.body = {
+        solver: solver.id,
+        endpoint: solver.endpoint ?? '/api/svc/solve',
+        modes: solver.modes,
+        stateful: solver.stateful,
+        inputs: solver.inputs,
+        accepted_keys: solver.inputs.map((i) => i.key),
+      };
       return;
     }
     ctx.body = operatorSpec(body ?? {});
@@ -161,7 +195,9 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
       key_kinds: Object.values(KEY_PREFIX),
       domains: DOMAINS,
       operators: listOperators().length,
-      solvers: s.compute.registry.list().map((x) => ({ id: x.id, kind: x.kind, endpoint: x.endpoint ?? '/api/svc/solve', catalogue: x.catalogue, modes: x.modes, stateful: x.stateful })),
+      solvers: s.compute.registry
+        .list()
+        .map((x) => ({ id: x.id, kind: x.kind, endpoint: x.endpoint ?? '/api/svc/solve', catalogue: x.catalogue, modes: x.modes, stateful: x.stateful })),
       limits: {
         keyless_prove_per_minute: s.config.limits.provePerMinute,
         demo_key_per_day: s.config.limits.demoKeyPerDay,

@@ -37,7 +37,10 @@ const claimBody = z.object({ challenge: z.string().min(1).max(200), nonce: z.str
 function requireOperator(ctx: Context, s: HttpServices): void {
   const header = ctx.get('authorization');
   if (!header) {
-    throw new ServiceError(401, 'SVC_NO_KEY', 'this route needs the node operator token', { auth_header_example: 'Authorization: Bearer op_…', docs_url: 'https://svc.local/docs/operator' });
+    throw new ServiceError(401, 'SVC_NO_KEY', 'this route needs the node operator token', {
+      auth_header_example: 'Authorization: Bearer op_…',
+      docs_url: 'https://svc.local/docs/operator',
+    });
   }
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m || !s.grants.isOperator(m[1]!)) {

@@ -8,12 +8,14 @@ export const BIO_EXPONENTIAL_GROWTH = defineOperator({
   domain: 'biology',
   formula: 'N = N0 e^(rt)',
   unit: '1',
-  inputs: [['initial_population', '1', 100], ['growth_rate_per_day', '1/d', 0.1], ['time_days', 'd', 10]],
-  compute: (v, g) =>
-    v.initial_population! * g.finite(Math.exp(v.growth_rate_per_day! * v.time_days!), 'growth_rate_per_day'),
+  inputs: [
+    ['initial_population', '1', 100],
+    ['growth_rate_per_day', '1/d', 0.1],
+    ['time_days', 'd', 10],
+  ],
+  compute: (v, g) => v.initial_population! * g.finite(Math.exp(v.growth_rate_per_day! * v.time_days!), 'growth_rate_per_day'),
   equation: (v, r) =>
-    `N = N0 e^(r t) = ${q(v.initial_population!, '1')} · e^(${q(v.growth_rate_per_day!, '1/d')} · ` +
-    `${q(v.time_days!, 'd')}) = ${res(r, '1')}`,
+    `N = N0 e^(r t) = ${q(v.initial_population!, '1')} · e^(${q(v.growth_rate_per_day!, '1/d')} · ` + `${q(v.time_days!, 'd')}) = ${res(r, '1')}`,
 });
 
 export const BIO_LOGISTIC_GROWTH = defineOperator({
@@ -55,9 +57,12 @@ export const BIO_MICHAELIS_MENTEN = defineOperator({
   domain: 'biology',
   formula: 'v = V_max S/(K_m + S)',
   unit: 'mol/(m^3*s)',
-  inputs: [['vmax_mol_m3_s', 'mol/(m^3*s)', 1e-3], ['substrate_mol_m3', 'mol/m^3', 0.5], ['km_mol_m3', 'mol/m^3', 0.2]],
-  compute: (v, g) =>
-    g.div(v.vmax_mol_m3_s! * v.substrate_mol_m3!, v.km_mol_m3! + v.substrate_mol_m3!, 'km_mol_m3'),
+  inputs: [
+    ['vmax_mol_m3_s', 'mol/(m^3*s)', 1e-3],
+    ['substrate_mol_m3', 'mol/m^3', 0.5],
+    ['km_mol_m3', 'mol/m^3', 0.2],
+  ],
+  compute: (v, g) => g.div(v.vmax_mol_m3_s! * v.substrate_mol_m3!, v.km_mol_m3! + v.substrate_mol_m3!, 'km_mol_m3'),
   equation: (v, r) =>
     `v = V_max S / (K_m + S) = ${q(v.vmax_mol_m3_s!, 'mol/(m^3*s)')} · ${q(v.substrate_mol_m3!, 'mol/m^3')} / ` +
     `(${q(v.km_mol_m3!, 'mol/m^3')} + ${q(v.substrate_mol_m3!, 'mol/m^3')}) = ${res(r, 'mol/(m^3*s)')}`,
@@ -68,7 +73,11 @@ export const BIO_HILL = defineOperator({
   domain: 'biology',
   formula: 'θ = Sⁿ/(Kⁿ + Sⁿ)',
   unit: '1',
-  inputs: [['substrate_mol_m3', 'mol/m^3', 0.5], ['half_saturation_mol_m3', 'mol/m^3', 0.5], ['hill_coefficient', '1', 2.6]],
+  inputs: [
+    ['substrate_mol_m3', 'mol/m^3', 0.5],
+    ['half_saturation_mol_m3', 'mol/m^3', 0.5],
+    ['hill_coefficient', '1', 2.6],
+  ],
   compute: (v, g) => {
     const n = v.hill_coefficient!;
     const Sn = g.pow(v.substrate_mol_m3!, n, 'substrate_mol_m3');
@@ -87,7 +96,12 @@ export const BIO_NERNST = defineOperator({
   domain: 'biology',
   formula: 'E = (RT/zF) ln(c_out/c_in)',
   unit: 'V',
-  inputs: [['temperature_K', 'K', 310.15], ['valence', '1', 1], ['conc_out_mol_m3', 'mol/m^3', 5], ['conc_in_mol_m3', 'mol/m^3', 140]],
+  inputs: [
+    ['temperature_K', 'K', 310.15],
+    ['valence', '1', 1],
+    ['conc_out_mol_m3', 'mol/m^3', 5],
+    ['conc_in_mol_m3', 'mol/m^3', 140],
+  ],
   compute: (v, g) => {
     const prefactor = g.div(R_GAS * v.temperature_K!, v.valence! * FARADAY, 'valence');
     const ratio = g.div(v.conc_out_mol_m3!, v.conc_in_mol_m3!, 'conc_in_mol_m3');
@@ -104,10 +118,12 @@ export const BIO_BASIC_REPRODUCTION = defineOperator({
   domain: 'biology',
   formula: 'R0 = β/γ',
   unit: '1',
-  inputs: [['beta_per_day', '1/d', 0.3], ['gamma_per_day', '1/d', 0.1]],
+  inputs: [
+    ['beta_per_day', '1/d', 0.3],
+    ['gamma_per_day', '1/d', 0.1],
+  ],
   compute: (v, g) => g.div(v.beta_per_day!, v.gamma_per_day!, 'gamma_per_day'),
-  equation: (v, r) =>
-    `R0 = β / γ = ${q(v.beta_per_day!, '1/d')} / ${q(v.gamma_per_day!, '1/d')} = ${res(r, '1')}`,
+  equation: (v, r) => `R0 = β / γ = ${q(v.beta_per_day!, '1/d')} / ${q(v.gamma_per_day!, '1/d')} = ${res(r, '1')}`,
 });
 
 export const BIO_HARDY_WEINBERG_HET = defineOperator({
@@ -117,8 +133,7 @@ export const BIO_HARDY_WEINBERG_HET = defineOperator({
   unit: '1',
   inputs: [['allele_frequency', '1', 0.3]],
   compute: (v) => 2 * v.allele_frequency! * (1 - v.allele_frequency!),
-  equation: (v, r) =>
-    `H = 2 p (1 - p) = 2 · ${q(v.allele_frequency!, '1')} · (1 - ${q(v.allele_frequency!, '1')}) = ${res(r, '1')}`,
+  equation: (v, r) => `H = 2 p (1 - p) = 2 · ${q(v.allele_frequency!, '1')} · (1 - ${q(v.allele_frequency!, '1')}) = ${res(r, '1')}`,
 });
 
 export const BIOLOGY_OPERATORS: readonly OperatorDef[] = [

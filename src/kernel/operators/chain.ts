@@ -2,15 +2,7 @@
 // stamping tick) is handed in by the caller, which also runs the step-6 gate, seals and stores.
 import { InputError, ServiceError } from '../errors.js';
 import { num, resolveOperatorInputs } from './define.js';
-import {
-  invalidDomainError,
-  isDomain,
-  getOperator,
-  KO42,
-  KO42_ID,
-  operatorsInDomain,
-  similarOperators,
-} from './registry.js';
+import { invalidDomainError, isDomain, getOperator, KO42, KO42_ID, operatorsInDomain, similarOperators } from './registry.js';
 import type { Domain, OperatorDef } from './types.js';
 
 /** Part 7/8: more than this many operators (KO42 included) → 400 SVC_TOO_MANY_OPERATORS. */
@@ -69,11 +61,13 @@ function invalidOperator(message: string, availableSimilar: string[]): ServiceEr
 
 /** Up to 5 domain operator ids (KO42 excluded) nearest to `name`. */
 function similarDomainOperators(name: string, domain: Domain): string[] {
-  return similarOperators(name, domain, 6).filter((id) => id !== KO42_ID).slice(0, 5);
+  return similarOperators(name, domain, 6)
+    .filter((id) => id !== KO42_ID)
+    .slice(0, 5);
 }
 
 function describe(x: unknown): string {
-  return typeof x === 'string' ? `'${x}'` : x === undefined ? '(missing)' : JSON.stringify(x) ?? String(x);
+  return typeof x === 'string' ? `'${x}'` : x === undefined ? '(missing)' : (JSON.stringify(x) ?? String(x));
 }
 
 /**
@@ -90,25 +84,23 @@ export function validateChain(request: { domain: unknown; operators: unknown }):
   if (!isDomain(domain)) throw invalidDomainError(domain);
 
   if (!Array.isArray(operators)) {
-    throw invalidOperator(
-      `operators must be an array of operator ids with ${KO42_ID} first, got ${describe(operators)}`,
-      [KO42_ID, ...operatorsInDomain(domain).slice(0, 4).map((op) => op.id)],
-    );
+    throw invalidOperator(`operators must be an array of operator ids with ${KO42_ID} first, got ${describe(operators)}`, [
+      KO42_ID,
+      ...operatorsInDomain(domain)
+        .slice(0, 4)
+        .map((op) => op.id),
+    ]);
   }
   if (operators.length > MAX_OPERATORS) {
-    throw new ServiceError(
-      400,
-      'SVC_TOO_MANY_OPERATORS',
-      `${operators.length} operators requested; at most ${MAX_OPERATORS} are accepted (KO42 included)`,
-      { requested_operators: operators.length, limit: MAX_OPERATORS },
-    );
+    throw new ServiceError(400, 'SVC_TOO_MANY_OPERATORS', `${operators.length} operators requested; at most ${MAX_OPERATORS} are accepted (KO42 included)`, {
+      requested_operators: operators.length,
+      limit: MAX_OPERATORS,
+    });
   }
   if (operators[0] !== KO42_ID) {
     const first = operators[0];
     throw invalidOperator(
-      operators.length === 0
-        ? `operators is empty; ${KO42_ID} must be operators[0]`
-        : `operators[0] must be ${KO42_ID}, got ${describe(first)}`,
+      operators.length === 0 ? `operators is empty; ${KO42_ID} must be operators[0]` : `operators[0] must be ${KO42_ID}, got ${describe(first)}`,
       [KO42_ID, ...similarDomainOperators(typeof first === 'string' ? first : '', domain).slice(0, 4)],
     );
   }
@@ -117,17 +109,11 @@ export function validateChain(request: { domain: unknown; operators: unknown }):
     const id: unknown = operators[i];
     const name = typeof id === 'string' ? id : '';
     if (id === KO42_ID) {
-      throw invalidOperator(
-        `${KO42_ID} may appear only as operators[0] (found again at operators[${i}])`,
-        similarDomainOperators(name, domain),
-      );
+      throw invalidOperator(`${KO42_ID} may appear only as operators[0] (found again at operators[${i}])`, similarDomainOperators(name, domain));
     }
     const op = typeof id === 'string' ? getOperator(id) : undefined;
     if (!op) {
-      throw invalidOperator(
-        `operators[${i}] = ${describe(id)} is not a registered operator`,
-        similarDomainOperators(name, domain),
-      );
+      throw invalidOperator(`operators[${i}] = ${describe(id)} is not a registered operator`, similarDomainOperators(name, domain));
     }
     if (op.domain !== domain) {
       throw invalidOperator(
@@ -140,7 +126,9 @@ export function validateChain(request: { domain: unknown; operators: unknown }):
   if (chain.length === 0) {
     throw invalidOperator(
       `the chain has no domain operator: give ${KO42_ID} followed by 1–3 operators of domain '${domain}'`,
-      operatorsInDomain(domain).slice(0, 5).map((op) => op.id),
+      operatorsInDomain(domain)
+        .slice(0, 5)
+        .map((op) => op.id),
     );
   }
   return { domain, chain };
@@ -195,11 +183,7 @@ export function evaluateChain(request: ChainRequest, modulation: Modulation): Ch
   for (const key of unused) {
     const value = inputs[key];
     if (typeof value !== 'number' || !Number.isFinite(value)) {
-      throw new InputError(
-        key,
-        `must be a finite number (key not read by any operator of this chain), got ${describe(value)}`,
-        'finite number',
-      );
+      throw new InputError(key, `must be a finite number (key not read by any operator of this chain), got ${describe(value)}`, 'finite number');
     }
   }
 
@@ -209,10 +193,7 @@ export function evaluateChain(request: ChainRequest, modulation: Modulation): Ch
   // Steps 3–5.
   const primary = chain[0]!;
   const value = values[0]!;
-  const equations = [
-    ko42Equation(modulation),
-    ...chain.map((op, i) => op.equation(resolved[i]!.inputs, values[i]!)),
-  ];
+  const equations = [ko42Equation(modulation), ...chain.map((op, i) => op.equation(resolved[i]!.inputs, values[i]!))];
   const terms: MasterSumTerm[] = [
     { operator: KO42_ID, value: modulation.R_t, unit: KO42.unit },
     ...chain.map((op, i) => ({ operator: op.id, value: values[i]!, unit: op.unit })),
@@ -228,8 +209,7 @@ export function evaluateChain(request: ChainRequest, modulation: Modulation): Ch
     resolved,
     operator_count: chain.length + 1,
     domain_operator_count: chain.length,
-    protocol_step2_compliant:
-      chain.length >= PROTOCOL_MIN_DOMAIN_OPERATORS && chain.length <= PROTOCOL_MAX_DOMAIN_OPERATORS,
+    protocol_step2_compliant: chain.length >= PROTOCOL_MIN_DOMAIN_OPERATORS && chain.length <= PROTOCOL_MAX_DOMAIN_OPERATORS,
     unused_inputs: unused,
   };
 }

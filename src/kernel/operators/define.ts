@@ -87,10 +87,7 @@ export interface OperatorSpecDef {
  * Resolve one operator's inputs from a shared inputs object: a missing key takes the default; a key present
  * but not a finite number is SVC_INVALID_INPUT naming the operator and key. Keys come out in the operator's order.
  */
-export function resolveOperatorInputs(
-  def: Pick<OperatorDef, 'id' | 'inputs'>,
-  inputs: Readonly<Record<string, unknown>>,
-): Record<string, number> {
+export function resolveOperatorInputs(def: Pick<OperatorDef, 'id' | 'inputs'>, inputs: Readonly<Record<string, unknown>>): Record<string, number> {
   const out: Record<string, number> = {};
   for (const input of def.inputs) {
     const raw = Object.prototype.hasOwnProperty.call(inputs, input.key) ? inputs[input.key] : undefined;

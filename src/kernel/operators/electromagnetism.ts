@@ -8,9 +8,12 @@ export const EM_COULOMB_FORCE = defineOperator({
   domain: 'electromagnetism',
   formula: 'F = q1q2/(4πε0r²)',
   unit: 'N',
-  inputs: [['charge1_C', 'C', 1e-6], ['charge2_C', 'C', 1e-6], ['distance_m', 'm', 1]],
-  compute: (v, g) =>
-    g.div(v.charge1_C! * v.charge2_C!, 4 * Math.PI * EPSILON_0 * v.distance_m! * v.distance_m!, 'distance_m'),
+  inputs: [
+    ['charge1_C', 'C', 1e-6],
+    ['charge2_C', 'C', 1e-6],
+    ['distance_m', 'm', 1],
+  ],
+  compute: (v, g) => g.div(v.charge1_C! * v.charge2_C!, 4 * Math.PI * EPSILON_0 * v.distance_m! * v.distance_m!, 'distance_m'),
   equation: (v, r) =>
     `F = q1 q2 / (4π ε0 r^2) = ${q(v.charge1_C!, 'C')} · ${q(v.charge2_C!, 'C')} / (4π · ${num(EPSILON_0)} F/m · ` +
     `${pw(v.distance_m!, 'm', 2)}) = ${res(r, 'N')}`,
@@ -21,7 +24,10 @@ export const EM_OHM_CURRENT = defineOperator({
   domain: 'electromagnetism',
   formula: 'I = V/R',
   unit: 'A',
-  inputs: [['voltage_V', 'V', 12], ['resistance_ohm', 'ohm', 100]],
+  inputs: [
+    ['voltage_V', 'V', 12],
+    ['resistance_ohm', 'ohm', 100],
+  ],
   compute: (v, g) => g.div(v.voltage_V!, v.resistance_ohm!, 'resistance_ohm'),
   equation: (v, r) => `I = V / R = ${q(v.voltage_V!, 'V')} / ${q(v.resistance_ohm!, 'ohm')} = ${res(r, 'A')}`,
 });
@@ -31,10 +37,12 @@ export const EM_CAPACITOR_ENERGY = defineOperator({
   domain: 'electromagnetism',
   formula: 'E = ½CV²',
   unit: 'J',
-  inputs: [['capacitance_F', 'F', 1e-6], ['voltage_V', 'V', 12]],
+  inputs: [
+    ['capacitance_F', 'F', 1e-6],
+    ['voltage_V', 'V', 12],
+  ],
   compute: (v) => 0.5 * v.capacitance_F! * v.voltage_V! * v.voltage_V!,
-  equation: (v, r) =>
-    `E = 1/2 C V^2 = 1/2 · ${q(v.capacitance_F!, 'F')} · ${pw(v.voltage_V!, 'V', 2)} = ${res(r, 'J')}`,
+  equation: (v, r) => `E = 1/2 C V^2 = 1/2 · ${q(v.capacitance_F!, 'F')} · ${pw(v.voltage_V!, 'V', 2)} = ${res(r, 'J')}`,
 });
 
 export const EM_LC_RESONANCE = defineOperator({
@@ -42,14 +50,15 @@ export const EM_LC_RESONANCE = defineOperator({
   domain: 'electromagnetism',
   formula: 'f = 1/(2π√(LC))',
   unit: 'Hz',
-  inputs: [['inductance_H', 'H', 1e-3], ['capacitance_F', 'F', 1e-6]],
+  inputs: [
+    ['inductance_H', 'H', 1e-3],
+    ['capacitance_F', 'F', 1e-6],
+  ],
   compute: (v, g) => {
     const root = g.sqrt(v.inductance_H! * v.capacitance_F!, negKey(v, 'inductance_H', 'capacitance_F'));
     return g.div(1, 2 * Math.PI * root, v.inductance_H! === 0 ? 'inductance_H' : 'capacitance_F');
   },
-  equation: (v, r) =>
-    `f = 1 / (2π sqrt(L C)) = 1 / (2π · sqrt(${q(v.inductance_H!, 'H')} · ${q(v.capacitance_F!, 'F')})) = ` +
-    `${res(r, 'Hz')}`,
+  equation: (v, r) => `f = 1 / (2π sqrt(L C)) = 1 / (2π · sqrt(${q(v.inductance_H!, 'H')} · ${q(v.capacitance_F!, 'F')})) = ` + `${res(r, 'Hz')}`,
 });
 
 export const EM_SOLENOID_FIELD = defineOperator({
@@ -57,10 +66,12 @@ export const EM_SOLENOID_FIELD = defineOperator({
   domain: 'electromagnetism',
   formula: 'B = μ0 n I',
   unit: 'T',
-  inputs: [['turns_per_m', '1/m', 1000], ['current_A', 'A', 1]],
+  inputs: [
+    ['turns_per_m', '1/m', 1000],
+    ['current_A', 'A', 1],
+  ],
   compute: (v) => MU_0 * v.turns_per_m! * v.current_A!,
-  equation: (v, r) =>
-    `B = μ0 n I = ${num(MU_0)} N/A^2 · ${q(v.turns_per_m!, '1/m')} · ${q(v.current_A!, 'A')} = ${res(r, 'T')}`,
+  equation: (v, r) => `B = μ0 n I = ${num(MU_0)} N/A^2 · ${q(v.turns_per_m!, '1/m')} · ${q(v.current_A!, 'A')} = ${res(r, 'T')}`,
 });
 
 export const EM_WIRE_FIELD = defineOperator({
@@ -68,11 +79,12 @@ export const EM_WIRE_FIELD = defineOperator({
   domain: 'electromagnetism',
   formula: 'B = μ0 I/(2πr)',
   unit: 'T',
-  inputs: [['current_A', 'A', 1], ['distance_m', 'm', 0.01]],
+  inputs: [
+    ['current_A', 'A', 1],
+    ['distance_m', 'm', 0.01],
+  ],
   compute: (v, g) => g.div(MU_0 * v.current_A!, 2 * Math.PI * v.distance_m!, 'distance_m'),
-  equation: (v, r) =>
-    `B = μ0 I / (2π r) = ${num(MU_0)} N/A^2 · ${q(v.current_A!, 'A')} / (2π · ${q(v.distance_m!, 'm')}) = ` +
-    `${res(r, 'T')}`,
+  equation: (v, r) => `B = μ0 I / (2π r) = ${num(MU_0)} N/A^2 · ${q(v.current_A!, 'A')} / (2π · ${q(v.distance_m!, 'm')}) = ` + `${res(r, 'T')}`,
 });
 
 export const EM_RC_TIME_CONSTANT = defineOperator({
@@ -80,7 +92,10 @@ export const EM_RC_TIME_CONSTANT = defineOperator({
   domain: 'electromagnetism',
   formula: 'τ = RC',
   unit: 's',
-  inputs: [['resistance_ohm', 'ohm', 100], ['capacitance_F', 'F', 1e-6]],
+  inputs: [
+    ['resistance_ohm', 'ohm', 100],
+    ['capacitance_F', 'F', 1e-6],
+  ],
   compute: (v) => v.resistance_ohm! * v.capacitance_F!,
   equation: (v, r) => `τ = R C = ${q(v.resistance_ohm!, 'ohm')} · ${q(v.capacitance_F!, 'F')} = ${res(r, 's')}`,
 });
@@ -90,7 +105,10 @@ export const EM_ELECTRIC_POWER = defineOperator({
   domain: 'electromagnetism',
   formula: 'P = VI',
   unit: 'W',
-  inputs: [['voltage_V', 'V', 12], ['current_A', 'A', 1]],
+  inputs: [
+    ['voltage_V', 'V', 12],
+    ['current_A', 'A', 1],
+  ],
   compute: (v) => v.voltage_V! * v.current_A!,
   equation: (v, r) => `P = V I = ${q(v.voltage_V!, 'V')} · ${q(v.current_A!, 'A')} = ${res(r, 'W')}`,
 });

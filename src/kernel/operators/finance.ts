@@ -17,7 +17,12 @@ export const FIN_COMPOUND_INTEREST = defineOperator({
   domain: 'finance',
   formula: 'FV = PV(1 + r/n)^(nt)',
   unit: 'USD',
-  inputs: [['principal', 'USD', 1000], ['rate', '1/yr', 0.05], ['periods_per_year', '1/yr', 12], ['years', 'yr', 10]],
+  inputs: [
+    ['principal', 'USD', 1000],
+    ['rate', '1/yr', 0.05],
+    ['periods_per_year', '1/yr', 12],
+    ['years', 'yr', 10],
+  ],
   compute: (v, g) => {
     const n = v.periods_per_year!;
     const perPeriod = g.div(v.rate!, n, 'periods_per_year');
@@ -33,10 +38,13 @@ export const FIN_CONTINUOUS_COMPOUNDING = defineOperator({
   domain: 'finance',
   formula: 'FV = PV e^(rt)',
   unit: 'USD',
-  inputs: [['principal', 'USD', 1000], ['rate', '1/yr', 0.05], ['years', 'yr', 10]],
+  inputs: [
+    ['principal', 'USD', 1000],
+    ['rate', '1/yr', 0.05],
+    ['years', 'yr', 10],
+  ],
   compute: (v, g) => v.principal! * g.finite(Math.exp(v.rate! * v.years!), 'rate'),
-  equation: (v, r) =>
-    `FV = PV e^(r t) = ${q(v.principal!, 'USD')} · e^(${num(v.rate!)} · ${num(v.years!)}) = ${res(r, 'USD')}`,
+  equation: (v, r) => `FV = PV e^(r t) = ${q(v.principal!, 'USD')} · e^(${num(v.rate!)} · ${num(v.years!)}) = ${res(r, 'USD')}`,
 });
 
 export const FIN_PRESENT_VALUE = defineOperator({
@@ -44,10 +52,13 @@ export const FIN_PRESENT_VALUE = defineOperator({
   domain: 'finance',
   formula: 'PV = FV/(1 + r)^t',
   unit: 'USD',
-  inputs: [['future_value', 'USD', 1000], ['rate', '1/yr', 0.05], ['years', 'yr', 10]],
+  inputs: [
+    ['future_value', 'USD', 1000],
+    ['rate', '1/yr', 0.05],
+    ['years', 'yr', 10],
+  ],
   compute: (v, g) => g.div(v.future_value!, growth(v.rate!, v.years!, g, 'rate'), 'rate'),
-  equation: (v, r) =>
-    `PV = FV / (1 + r)^t = ${q(v.future_value!, 'USD')} / (1 + ${num(v.rate!)})^${num(v.years!)} = ${res(r, 'USD')}`,
+  equation: (v, r) => `PV = FV / (1 + r)^t = ${q(v.future_value!, 'USD')} / (1 + ${num(v.rate!)})^${num(v.years!)} = ${res(r, 'USD')}`,
 });
 
 export const FIN_ANNUITY_PAYMENT = defineOperator({
@@ -55,7 +66,12 @@ export const FIN_ANNUITY_PAYMENT = defineOperator({
   domain: 'finance',
   formula: 'PMT = P i/(1 − (1+i)^(−N)), i = rate/periods_per_year, N = years·periods_per_year',
   unit: 'USD',
-  inputs: [['principal', 'USD', 200000], ['rate', '1/yr', 0.04], ['periods_per_year', '1/yr', 12], ['years', 'yr', 30]],
+  inputs: [
+    ['principal', 'USD', 200000],
+    ['rate', '1/yr', 0.04],
+    ['periods_per_year', '1/yr', 12],
+    ['years', 'yr', 30],
+  ],
   compute: (v, g) => {
     const i = g.div(v.rate!, v.periods_per_year!, 'periods_per_year');
     const N = v.years! * v.periods_per_year!;
@@ -111,30 +127,33 @@ function blackScholesOperator(v: Record<string, number>, g: Guard, option_type: 
 }
 
 function blackScholesEquation(v: Record<string, number>, r: number, option_type: OptionType): string {
-  const { spot: S, strike: K, rate, volatility: sigma, maturity_years: T, dividend_yield: qy } = v as Record<
-    'spot' | 'strike' | 'rate' | 'volatility' | 'maturity_years' | 'dividend_yield',
-    number
-  >;
+  const {
+    spot: S,
+    strike: K,
+    rate,
+    volatility: sigma,
+    maturity_years: T,
+    dividend_yield: qy,
+  } = v as Record<'spot' | 'strike' | 'rate' | 'volatility' | 'maturity_years' | 'dividend_yield', number>;
   const name = option_type === 'call' ? 'C' : 'P';
   const spotTerm = `${q(S, 'USD')} · e^(-${num(qy)} · ${num(T)})`;
   const strikeTerm = `${q(K, 'USD')} · e^(-${num(rate)} · ${num(T)})`;
   const sigmaSqrtT = sigma * Math.sqrt(T);
   if (!(sigmaSqrtT > 0)) {
     const body = option_type === 'call' ? `${spotTerm} - ${strikeTerm}` : `${strikeTerm} - ${spotTerm}`;
-    return `${name} = max(${option_type === 'call' ? 'S e^(-qT) - K e^(-rT)' : 'K e^(-rT) - S e^(-qT)'}, 0) ` +
-      `(σ sqrt(T) = 0) = max(${body}, 0) = ${res(r, 'USD')}`;
+    return (
+      `${name} = max(${option_type === 'call' ? 'S e^(-qT) - K e^(-rT)' : 'K e^(-rT) - S e^(-qT)'}, 0) ` +
+      `(σ sqrt(T) = 0) = max(${body}, 0) = ${res(r, 'USD')}`
+    );
   }
   const d1 = (Math.log(S / K) + (rate - qy + 0.5 * sigma * sigma) * T) / sigmaSqrtT;
   const d2 = d1 - sigmaSqrtT;
-  const head =
-    option_type === 'call' ? 'C = S e^(-qT) Φ(d1) - K e^(-rT) Φ(d2)' : 'P = K e^(-rT) Φ(-d2) - S e^(-qT) Φ(-d1)';
+  const head = option_type === 'call' ? 'C = S e^(-qT) Φ(d1) - K e^(-rT) Φ(d2)' : 'P = K e^(-rT) Φ(-d2) - S e^(-qT) Φ(-d1)';
   const dLine =
     `d1 = (ln(S/K) + (r - q + σ^2/2) T) / (σ sqrt(T)) = (ln(${num(S)}/${num(K)}) + (${num(rate)} - ${num(qy)} + ` +
     `${num(sigma)}^2/2) · ${num(T)}) / (${num(sigma)} · sqrt(${num(T)})) = ${num(d1)}, d2 = d1 - σ sqrt(T) = ${num(d2)}`;
   const body =
-    option_type === 'call'
-      ? `${spotTerm} · Φ(${num(d1)}) - ${strikeTerm} · Φ(${num(d2)})`
-      : `${strikeTerm} · Φ(${num(-d2)}) - ${spotTerm} · Φ(${num(-d1)})`;
+    option_type === 'call' ? `${spotTerm} · Φ(${num(d1)}) - ${strikeTerm} · Φ(${num(d2)})` : `${strikeTerm} · Φ(${num(-d2)}) - ${spotTerm} · Φ(${num(-d1)})`;
   return `${head}, ${dLine}: ${name} = ${body} = ${res(r, 'USD')}`;
 }
 
@@ -163,7 +182,11 @@ export const FIN_CAPM = defineOperator({
   domain: 'finance',
   formula: 'E[R] = r_f + β(E[R_m] − r_f)',
   unit: '1',
-  inputs: [['risk_free_rate', '1', 0.03], ['beta', '1', 1.2], ['market_return', '1', 0.08]],
+  inputs: [
+    ['risk_free_rate', '1', 0.03],
+    ['beta', '1', 1.2],
+    ['market_return', '1', 0.08],
+  ],
   compute: (v) => v.risk_free_rate! + v.beta! * (v.market_return! - v.risk_free_rate!),
   equation: (v, r) =>
     `E[R] = r_f + β (E[R_m] - r_f) = ${num(v.risk_free_rate!)} + ${q(v.beta!, '1')} · (${num(v.market_return!)} - ` +

@@ -14,8 +14,7 @@ export const FLUID_REYNOLDS = defineOperator({
     ['length_m', 'm', 0.1],
     ['dynamic_viscosity_Pa_s', 'Pa*s', 1.002e-3],
   ],
-  compute: (v, g) =>
-    g.div(v.density_kg_m3! * v.velocity_m_s! * v.length_m!, v.dynamic_viscosity_Pa_s!, 'dynamic_viscosity_Pa_s'),
+  compute: (v, g) => g.div(v.density_kg_m3! * v.velocity_m_s! * v.length_m!, v.dynamic_viscosity_Pa_s!, 'dynamic_viscosity_Pa_s'),
   equation: (v, r) =>
     `Re = ρ v L / μ = ${q(v.density_kg_m3!, 'kg/m^3')} · ${q(v.velocity_m_s!, 'm/s')} · ${q(v.length_m!, 'm')} / ` +
     `${q(v.dynamic_viscosity_Pa_s!, 'Pa*s')} = ${res(r, '1')}`,
@@ -26,10 +25,12 @@ export const FLUID_TORRICELLI = defineOperator({
   domain: 'fluids',
   formula: 'v = √(2gh)',
   unit: 'm/s',
-  inputs: [['gravity_m_s2', 'm/s^2', G0], ['height_m', 'm', 1]],
+  inputs: [
+    ['gravity_m_s2', 'm/s^2', G0],
+    ['height_m', 'm', 1],
+  ],
   compute: (v, g) => g.sqrt(2 * v.gravity_m_s2! * v.height_m!, negKey(v, 'height_m', 'gravity_m_s2')),
-  equation: (v, r) =>
-    `v = sqrt(2 g h) = sqrt(2 · ${q(v.gravity_m_s2!, 'm/s^2')} · ${q(v.height_m!, 'm')}) = ${res(r, 'm/s')}`,
+  equation: (v, r) => `v = sqrt(2 g h) = sqrt(2 · ${q(v.gravity_m_s2!, 'm/s^2')} · ${q(v.height_m!, 'm')}) = ${res(r, 'm/s')}`,
 });
 
 export const FLUID_HYDROSTATIC_PRESSURE = defineOperator({
@@ -119,10 +120,12 @@ export const FLUID_SHALLOW_WAVE_SPEED = defineOperator({
   domain: 'fluids',
   formula: 'c = √(gh)',
   unit: 'm/s',
-  inputs: [['gravity_m_s2', 'm/s^2', G0], ['depth_m', 'm', 10]],
+  inputs: [
+    ['gravity_m_s2', 'm/s^2', G0],
+    ['depth_m', 'm', 10],
+  ],
   compute: (v, g) => g.sqrt(v.gravity_m_s2! * v.depth_m!, negKey(v, 'depth_m', 'gravity_m_s2')),
-  equation: (v, r) =>
-    `c = sqrt(g h) = sqrt(${q(v.gravity_m_s2!, 'm/s^2')} · ${q(v.depth_m!, 'm')}) = ${res(r, 'm/s')}`,
+  equation: (v, r) => `c = sqrt(g h) = sqrt(${q(v.gravity_m_s2!, 'm/s^2')} · ${q(v.depth_m!, 'm')}) = ${res(r, 'm/s')}`,
 });
 
 export const FLUIDS_OPERATORS: readonly OperatorDef[] = [

@@ -10,10 +10,12 @@ export const MECH_KINETIC_ENERGY = defineOperator({
   domain: 'mechanics',
   formula: 'E = ½mv²',
   unit: 'J',
-  inputs: [['mass_kg', 'kg', 1], ['velocity_m_s', 'm/s', 1]],
+  inputs: [
+    ['mass_kg', 'kg', 1],
+    ['velocity_m_s', 'm/s', 1],
+  ],
   compute: (v) => 0.5 * v.mass_kg! * v.velocity_m_s! * v.velocity_m_s!,
-  equation: (v, r) =>
-    `E = 1/2 m v^2 = 1/2 · ${q(v.mass_kg!, 'kg')} · ${pw(v.velocity_m_s!, 'm/s', 2)} = ${res(r, 'J')}`,
+  equation: (v, r) => `E = 1/2 m v^2 = 1/2 · ${q(v.mass_kg!, 'kg')} · ${pw(v.velocity_m_s!, 'm/s', 2)} = ${res(r, 'J')}`,
 });
 
 export const MECH_POTENTIAL_ENERGY = defineOperator({
@@ -21,10 +23,13 @@ export const MECH_POTENTIAL_ENERGY = defineOperator({
   domain: 'mechanics',
   formula: 'U = mgh',
   unit: 'J',
-  inputs: [['mass_kg', 'kg', 1], ['gravity_m_s2', 'm/s^2', G0], ['height_m', 'm', 1]],
+  inputs: [
+    ['mass_kg', 'kg', 1],
+    ['gravity_m_s2', 'm/s^2', G0],
+    ['height_m', 'm', 1],
+  ],
   compute: (v) => v.mass_kg! * v.gravity_m_s2! * v.height_m!,
-  equation: (v, r) =>
-    `U = m g h = ${q(v.mass_kg!, 'kg')} · ${q(v.gravity_m_s2!, 'm/s^2')} · ${q(v.height_m!, 'm')} = ${res(r, 'J')}`,
+  equation: (v, r) => `U = m g h = ${q(v.mass_kg!, 'kg')} · ${q(v.gravity_m_s2!, 'm/s^2')} · ${q(v.height_m!, 'm')} = ${res(r, 'J')}`,
 });
 
 export const MECH_PENDULUM_PERIOD = defineOperator({
@@ -32,13 +37,15 @@ export const MECH_PENDULUM_PERIOD = defineOperator({
   domain: 'mechanics',
   formula: 'T = 2π√(L/g)',
   unit: 's',
-  inputs: [['length_m', 'm', 1], ['gravity_m_s2', 'm/s^2', G0]],
+  inputs: [
+    ['length_m', 'm', 1],
+    ['gravity_m_s2', 'm/s^2', G0],
+  ],
   compute: (v, g) => {
     const ratio = g.div(v.length_m!, v.gravity_m_s2!, 'gravity_m_s2');
     return 2 * Math.PI * g.sqrt(ratio, negKey(v, 'length_m', 'gravity_m_s2'));
   },
-  equation: (v, r) =>
-    `T = 2π sqrt(L/g) = 2π · sqrt(${q(v.length_m!, 'm')} / ${q(v.gravity_m_s2!, 'm/s^2')}) = ${res(r, 's')}`,
+  equation: (v, r) => `T = 2π sqrt(L/g) = 2π · sqrt(${q(v.length_m!, 'm')} / ${q(v.gravity_m_s2!, 'm/s^2')}) = ${res(r, 's')}`,
 });
 
 export const MECH_SPRING_PERIOD = defineOperator({
@@ -46,13 +53,15 @@ export const MECH_SPRING_PERIOD = defineOperator({
   domain: 'mechanics',
   formula: 'T = 2π√(m/k)',
   unit: 's',
-  inputs: [['mass_kg', 'kg', 1], ['spring_constant_N_m', 'N/m', 1]],
+  inputs: [
+    ['mass_kg', 'kg', 1],
+    ['spring_constant_N_m', 'N/m', 1],
+  ],
   compute: (v, g) => {
     const ratio = g.div(v.mass_kg!, v.spring_constant_N_m!, 'spring_constant_N_m');
     return 2 * Math.PI * g.sqrt(ratio, negKey(v, 'mass_kg', 'spring_constant_N_m'));
   },
-  equation: (v, r) =>
-    `T = 2π sqrt(m/k) = 2π · sqrt(${q(v.mass_kg!, 'kg')} / ${q(v.spring_constant_N_m!, 'N/m')}) = ${res(r, 's')}`,
+  equation: (v, r) => `T = 2π sqrt(m/k) = 2π · sqrt(${q(v.mass_kg!, 'kg')} / ${q(v.spring_constant_N_m!, 'N/m')}) = ${res(r, 's')}`,
 });
 
 export const MECH_PROJECTILE_RANGE = defineOperator({
@@ -60,12 +69,14 @@ export const MECH_PROJECTILE_RANGE = defineOperator({
   domain: 'mechanics',
   formula: 'R = v² sin 2θ / g',
   unit: 'm',
-  inputs: [['velocity_m_s', 'm/s', 10], ['angle_rad', 'rad', Math.PI / 4], ['gravity_m_s2', 'm/s^2', G0]],
-  compute: (v, g) =>
-    g.div(v.velocity_m_s! * v.velocity_m_s! * Math.sin(2 * v.angle_rad!), v.gravity_m_s2!, 'gravity_m_s2'),
+  inputs: [
+    ['velocity_m_s', 'm/s', 10],
+    ['angle_rad', 'rad', Math.PI / 4],
+    ['gravity_m_s2', 'm/s^2', G0],
+  ],
+  compute: (v, g) => g.div(v.velocity_m_s! * v.velocity_m_s! * Math.sin(2 * v.angle_rad!), v.gravity_m_s2!, 'gravity_m_s2'),
   equation: (v, r) =>
-    `R = v^2 sin(2θ) / g = ${pw(v.velocity_m_s!, 'm/s', 2)} · sin(2 · ${q(v.angle_rad!, 'rad')}) / ` +
-    `${q(v.gravity_m_s2!, 'm/s^2')} = ${res(r, 'm')}`,
+    `R = v^2 sin(2θ) / g = ${pw(v.velocity_m_s!, 'm/s', 2)} · sin(2 · ${q(v.angle_rad!, 'rad')}) / ` + `${q(v.gravity_m_s2!, 'm/s^2')} = ${res(r, 'm')}`,
 });
 
 export const MECH_ORBITAL_PERIOD = defineOperator({
@@ -73,7 +84,10 @@ export const MECH_ORBITAL_PERIOD = defineOperator({
   domain: 'mechanics',
   formula: 'T = 2π√(a³/GM)',
   unit: 's',
-  inputs: [['semi_major_axis_m', 'm', 1.495978707e11], ['central_mass_kg', 'kg', 1.98847e30]],
+  inputs: [
+    ['semi_major_axis_m', 'm', 1.495978707e11],
+    ['central_mass_kg', 'kg', 1.98847e30],
+  ],
   compute: (v, g) => {
     const a = v.semi_major_axis_m!;
     const ratio = g.div(a * a * a, G_NEWTON * v.central_mass_kg!, 'central_mass_kg');
@@ -89,14 +103,16 @@ export const MECH_ESCAPE_VELOCITY = defineOperator({
   domain: 'mechanics',
   formula: 'v = √(2GM/r)',
   unit: 'm/s',
-  inputs: [['central_mass_kg', 'kg', 5.9722e24], ['radius_m', 'm', 6.371e6]],
+  inputs: [
+    ['central_mass_kg', 'kg', 5.9722e24],
+    ['radius_m', 'm', 6.371e6],
+  ],
   compute: (v, g) => {
     const ratio = g.div(2 * G_NEWTON * v.central_mass_kg!, v.radius_m!, 'radius_m');
     return g.sqrt(ratio, negKey(v, 'central_mass_kg', 'radius_m'));
   },
   equation: (v, r) =>
-    `v = sqrt(2 G M / r) = sqrt(2 · ${num(G_NEWTON)} ${G_UNIT} · ${q(v.central_mass_kg!, 'kg')} / ` +
-    `${q(v.radius_m!, 'm')}) = ${res(r, 'm/s')}`,
+    `v = sqrt(2 G M / r) = sqrt(2 · ${num(G_NEWTON)} ${G_UNIT} · ${q(v.central_mass_kg!, 'kg')} / ` + `${q(v.radius_m!, 'm')}) = ${res(r, 'm/s')}`,
 });
 
 export const MECH_GRAVITATIONAL_FORCE = defineOperator({
@@ -104,12 +120,14 @@ export const MECH_GRAVITATIONAL_FORCE = defineOperator({
   domain: 'mechanics',
   formula: 'F = G m1 m2 / r²',
   unit: 'N',
-  inputs: [['mass1_kg', 'kg', 5.9722e24], ['mass2_kg', 'kg', 7.342e22], ['distance_m', 'm', 3.844e8]],
-  compute: (v, g) =>
-    g.div(G_NEWTON * v.mass1_kg! * v.mass2_kg!, v.distance_m! * v.distance_m!, 'distance_m'),
+  inputs: [
+    ['mass1_kg', 'kg', 5.9722e24],
+    ['mass2_kg', 'kg', 7.342e22],
+    ['distance_m', 'm', 3.844e8],
+  ],
+  compute: (v, g) => g.div(G_NEWTON * v.mass1_kg! * v.mass2_kg!, v.distance_m! * v.distance_m!, 'distance_m'),
   equation: (v, r) =>
-    `F = G m1 m2 / r^2 = ${num(G_NEWTON)} ${G_UNIT} · ${q(v.mass1_kg!, 'kg')} · ${q(v.mass2_kg!, 'kg')} / ` +
-    `${pw(v.distance_m!, 'm', 2)} = ${res(r, 'N')}`,
+    `F = G m1 m2 / r^2 = ${num(G_NEWTON)} ${G_UNIT} · ${q(v.mass1_kg!, 'kg')} · ${q(v.mass2_kg!, 'kg')} / ` + `${pw(v.distance_m!, 'm', 2)} = ${res(r, 'N')}`,
 });
 
 export const MECHANICS_OPERATORS: readonly OperatorDef[] = [

@@ -10,8 +10,7 @@ export const QM_PHOTON_ENERGY = defineOperator({
   unit: 'J',
   inputs: [['wavelength_m', 'm', 5e-7]],
   compute: (v, g) => g.div(H_PLANCK * C_LIGHT, v.wavelength_m!, 'wavelength_m'),
-  equation: (v, r) =>
-    `E = h c / λ = ${num(H_PLANCK)} J*s · ${num(C_LIGHT)} m/s / ${q(v.wavelength_m!, 'm')} = ${res(r, 'J')}`,
+  equation: (v, r) => `E = h c / λ = ${num(H_PLANCK)} J*s · ${num(C_LIGHT)} m/s / ${q(v.wavelength_m!, 'm')} = ${res(r, 'J')}`,
 });
 
 export const QM_DE_BROGLIE = defineOperator({
@@ -19,11 +18,12 @@ export const QM_DE_BROGLIE = defineOperator({
   domain: 'quantum',
   formula: 'λ = h/(mv)',
   unit: 'm',
-  inputs: [['mass_kg', 'kg', M_ELECTRON], ['velocity_m_s', 'm/s', 1e6]],
-  compute: (v, g) =>
-    g.div(H_PLANCK, v.mass_kg! * v.velocity_m_s!, v.mass_kg! === 0 ? 'mass_kg' : 'velocity_m_s'),
-  equation: (v, r) =>
-    `λ = h / (m v) = ${num(H_PLANCK)} J*s / (${q(v.mass_kg!, 'kg')} · ${q(v.velocity_m_s!, 'm/s')}) = ${res(r, 'm')}`,
+  inputs: [
+    ['mass_kg', 'kg', M_ELECTRON],
+    ['velocity_m_s', 'm/s', 1e6],
+  ],
+  compute: (v, g) => g.div(H_PLANCK, v.mass_kg! * v.velocity_m_s!, v.mass_kg! === 0 ? 'mass_kg' : 'velocity_m_s'),
+  equation: (v, r) => `λ = h / (m v) = ${num(H_PLANCK)} J*s / (${q(v.mass_kg!, 'kg')} · ${q(v.velocity_m_s!, 'm/s')}) = ${res(r, 'm')}`,
 });
 
 export const QM_PARTICLE_IN_BOX = defineOperator({
@@ -31,7 +31,11 @@ export const QM_PARTICLE_IN_BOX = defineOperator({
   domain: 'quantum',
   formula: 'E = n²h²/(8mL²)',
   unit: 'J',
-  inputs: [['level_n', '1', 1], ['mass_kg', 'kg', M_ELECTRON], ['width_m', 'm', 1e-9]],
+  inputs: [
+    ['level_n', '1', 1],
+    ['mass_kg', 'kg', M_ELECTRON],
+    ['width_m', 'm', 1e-9],
+  ],
   compute: (v, g) => {
     const n = v.level_n!;
     const L = v.width_m!;
@@ -47,11 +51,12 @@ export const QM_HARMONIC_LEVEL = defineOperator({
   domain: 'quantum',
   formula: 'E = ħω(n + ½)',
   unit: 'J',
-  inputs: [['level_n', '1', 0], ['omega_rad_s', 'rad/s', 1e15]],
+  inputs: [
+    ['level_n', '1', 0],
+    ['omega_rad_s', 'rad/s', 1e15],
+  ],
   compute: (v) => HBAR * v.omega_rad_s! * (v.level_n! + 0.5),
-  equation: (v, r) =>
-    `E = ħ ω (n + 1/2) = ${num(HBAR)} J*s · ${q(v.omega_rad_s!, 'rad/s')} · (${num(v.level_n!)} + 1/2) = ` +
-    `${res(r, 'J')}`,
+  equation: (v, r) => `E = ħ ω (n + 1/2) = ${num(HBAR)} J*s · ${q(v.omega_rad_s!, 'rad/s')} · (${num(v.level_n!)} + 1/2) = ` + `${res(r, 'J')}`,
 });
 
 export const QM_HYDROGEN_LEVEL = defineOperator({

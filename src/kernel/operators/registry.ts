@@ -113,12 +113,9 @@ export function similarOperatorsAnyDomain(name: string, limit = 5): string[] {
 export function invalidDomainError(domain: unknown): ServiceError {
   const shown = typeof domain === 'string' ? `'${domain}'` : domain === undefined ? '(missing)' : JSON.stringify(domain);
   const suggestion = nearestDomain(typeof domain === 'string' ? domain : '');
-  return new ServiceError(
-    400,
-    'SVC_INVALID_DOMAIN',
-    `domain ${shown} is not recognised; did you mean '${suggestion}'? Domains: ${DOMAINS.join(', ')}`,
-    { suggestion },
-  );
+  return new ServiceError(400, 'SVC_INVALID_DOMAIN', `domain ${shown} is not recognised; did you mean '${suggestion}'? Domains: ${DOMAINS.join(', ')}`, {
+    suggestion,
+  });
 }
 
 // ---- listings ----
@@ -145,10 +142,7 @@ function listing(op: OperatorDef): OperatorListing {
 
 /** GET /api/operators: KO42 once (domain 'all', domains: all eight), then every domain operator in table order. */
 export function listOperators(): OperatorListing[] {
-  return [
-    { id: KO42_ID, domain: 'all', domains: [...DOMAINS], formula: KO42.formula, inputs: [], unit: KO42.unit },
-    ...OPERATORS.map(listing),
-  ];
+  return [{ id: KO42_ID, domain: 'all', domains: [...DOMAINS], formula: KO42.formula, inputs: [], unit: KO42.unit }, ...OPERATORS.map(listing)];
 }
 
 /** GET /api/operators/categories: each domain with its registered ids (KO42 first, as it is registered in every domain). */

@@ -40,10 +40,12 @@ export const REL_TIME_DILATION = defineOperator({
   domain: 'relativity',
   formula: 'Δt = γΔτ',
   unit: 's',
-  inputs: [['velocity_m_s', 'm/s', 1.5e8], ['proper_time_s', 's', 1]],
+  inputs: [
+    ['velocity_m_s', 'm/s', 1.5e8],
+    ['proper_time_s', 's', 1],
+  ],
   compute: (v, g) => v.proper_time_s! / inverseGamma(v.velocity_m_s!, g),
-  equation: (v, r) =>
-    `Δt = γ Δτ = ${q(v.proper_time_s!, 's')} / ${rootText(v.velocity_m_s!)} = ${res(r, 's')}`,
+  equation: (v, r) => `Δt = γ Δτ = ${q(v.proper_time_s!, 's')} / ${rootText(v.velocity_m_s!)} = ${res(r, 's')}`,
 });
 
 export const REL_LENGTH_CONTRACTION = defineOperator({
@@ -51,10 +53,12 @@ export const REL_LENGTH_CONTRACTION = defineOperator({
   domain: 'relativity',
   formula: 'L = L0/γ',
   unit: 'm',
-  inputs: [['velocity_m_s', 'm/s', 1.5e8], ['proper_length_m', 'm', 1]],
+  inputs: [
+    ['velocity_m_s', 'm/s', 1.5e8],
+    ['proper_length_m', 'm', 1],
+  ],
   compute: (v, g) => v.proper_length_m! * inverseGamma(v.velocity_m_s!, g),
-  equation: (v, r) =>
-    `L = L0 / γ = ${q(v.proper_length_m!, 'm')} · ${rootText(v.velocity_m_s!)} = ${res(r, 'm')}`,
+  equation: (v, r) => `L = L0 / γ = ${q(v.proper_length_m!, 'm')} · ${rootText(v.velocity_m_s!)} = ${res(r, 'm')}`,
 });
 
 export const REL_REST_ENERGY = defineOperator({
@@ -74,9 +78,7 @@ export const REL_SCHWARZSCHILD_RADIUS = defineOperator({
   unit: 'm',
   inputs: [['mass_kg', 'kg', 1.98847e30]],
   compute: (v) => (2 * G_NEWTON * v.mass_kg!) / (C_LIGHT * C_LIGHT),
-  equation: (v, r) =>
-    `r_s = 2 G M / c^2 = 2 · ${num(G_NEWTON)} ${G_UNIT} · ${q(v.mass_kg!, 'kg')} / ${pw(C_LIGHT, 'm/s', 2)} = ` +
-    `${res(r, 'm')}`,
+  equation: (v, r) => `r_s = 2 G M / c^2 = 2 · ${num(G_NEWTON)} ${G_UNIT} · ${q(v.mass_kg!, 'kg')} / ${pw(C_LIGHT, 'm/s', 2)} = ` + `${res(r, 'm')}`,
 });
 
 export const REL_GRAVITATIONAL_REDSHIFT = defineOperator({
@@ -84,7 +86,10 @@ export const REL_GRAVITATIONAL_REDSHIFT = defineOperator({
   domain: 'relativity',
   formula: 'z = 1/√(1 − 2GM/(c²r)) − 1',
   unit: '1',
-  inputs: [['mass_kg', 'kg', 1.98847e30], ['radius_m', 'm', 6.957e8]],
+  inputs: [
+    ['mass_kg', 'kg', 1.98847e30],
+    ['radius_m', 'm', 6.957e8],
+  ],
   compute: (v, g) => {
     const x = g.div(2 * G_NEWTON * v.mass_kg!, C_LIGHT * C_LIGHT * v.radius_m!, 'radius_m');
     g.require(x < 1, 'radius_m', `radius must lie outside the Schwarzschild radius (2GM/(c^2 r) = ${num(x)} ≥ 1)`, {
@@ -105,11 +110,12 @@ export const REL_MOMENTUM = defineOperator({
   domain: 'relativity',
   formula: 'p = γmv',
   unit: 'kg*m/s',
-  inputs: [['mass_kg', 'kg', 1], ['velocity_m_s', 'm/s', 1.5e8]],
+  inputs: [
+    ['mass_kg', 'kg', 1],
+    ['velocity_m_s', 'm/s', 1.5e8],
+  ],
   compute: (v, g) => (v.mass_kg! * v.velocity_m_s!) / inverseGamma(v.velocity_m_s!, g),
-  equation: (v, r) =>
-    `p = γ m v = ${q(v.mass_kg!, 'kg')} · ${q(v.velocity_m_s!, 'm/s')} / ${rootText(v.velocity_m_s!)} = ` +
-    `${res(r, 'kg*m/s')}`,
+  equation: (v, r) => `p = γ m v = ${q(v.mass_kg!, 'kg')} · ${q(v.velocity_m_s!, 'm/s')} / ${rootText(v.velocity_m_s!)} = ` + `${res(r, 'kg*m/s')}`,
 });
 
 export const RELATIVITY_OPERATORS: readonly OperatorDef[] = [

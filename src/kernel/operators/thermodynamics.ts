@@ -8,11 +8,14 @@ export const THERMO_IDEAL_GAS_PRESSURE = defineOperator({
   domain: 'thermodynamics',
   formula: 'P = nRT/V',
   unit: 'Pa',
-  inputs: [['amount_mol', 'mol', 1], ['temperature_K', 'K', 273.15], ['volume_m3', 'm^3', 0.0224]],
+  inputs: [
+    ['amount_mol', 'mol', 1],
+    ['temperature_K', 'K', 273.15],
+    ['volume_m3', 'm^3', 0.0224],
+  ],
   compute: (v, g) => g.div(v.amount_mol! * R_GAS * v.temperature_K!, v.volume_m3!, 'volume_m3'),
   equation: (v, r) =>
-    `P = n R T / V = ${q(v.amount_mol!, 'mol')} · ${num(R_GAS)} J/(mol*K) · ${q(v.temperature_K!, 'K')} / ` +
-    `${q(v.volume_m3!, 'm^3')} = ${res(r, 'Pa')}`,
+    `P = n R T / V = ${q(v.amount_mol!, 'mol')} · ${num(R_GAS)} J/(mol*K) · ${q(v.temperature_K!, 'K')} / ` + `${q(v.volume_m3!, 'm^3')} = ${res(r, 'Pa')}`,
 });
 
 export const THERMO_CARNOT_EFFICIENCY = defineOperator({
@@ -20,7 +23,10 @@ export const THERMO_CARNOT_EFFICIENCY = defineOperator({
   domain: 'thermodynamics',
   formula: 'η = 1 − Tc/Th',
   unit: '1',
-  inputs: [['cold_K', 'K', 300], ['hot_K', 'K', 600]],
+  inputs: [
+    ['cold_K', 'K', 300],
+    ['hot_K', 'K', 600],
+  ],
   compute: (v, g) => 1 - g.div(v.cold_K!, v.hot_K!, 'hot_K'),
   equation: (v, r) => `η = 1 - Tc/Th = 1 - ${q(v.cold_K!, 'K')} / ${q(v.hot_K!, 'K')} = ${res(r, '1')}`,
 });
@@ -30,14 +36,15 @@ export const THERMO_STEFAN_BOLTZMANN = defineOperator({
   domain: 'thermodynamics',
   formula: 'j = εσT⁴',
   unit: 'W/m^2',
-  inputs: [['emissivity', '1', 1], ['temperature_K', 'K', 5772]],
+  inputs: [
+    ['emissivity', '1', 1],
+    ['temperature_K', 'K', 5772],
+  ],
   compute: (v) => {
     const t2 = v.temperature_K! * v.temperature_K!;
     return v.emissivity! * SIGMA_SB * t2 * t2;
   },
-  equation: (v, r) =>
-    `j = ε σ T^4 = ${q(v.emissivity!, '1')} · ${num(SIGMA_SB)} W/(m^2*K^4) · ${pw(v.temperature_K!, 'K', 4)} = ` +
-    `${res(r, 'W/m^2')}`,
+  equation: (v, r) => `j = ε σ T^4 = ${q(v.emissivity!, '1')} · ${num(SIGMA_SB)} W/(m^2*K^4) · ${pw(v.temperature_K!, 'K', 4)} = ` + `${res(r, 'W/m^2')}`,
 });
 
 export const THERMO_WIEN_PEAK = defineOperator({
@@ -55,11 +62,13 @@ export const THERMO_SENSIBLE_HEAT = defineOperator({
   domain: 'thermodynamics',
   formula: 'Q = mcΔT',
   unit: 'J',
-  inputs: [['mass_kg', 'kg', 1], ['specific_heat_J_kgK', 'J/(kg*K)', 4186], ['delta_T_K', 'K', 1]],
+  inputs: [
+    ['mass_kg', 'kg', 1],
+    ['specific_heat_J_kgK', 'J/(kg*K)', 4186],
+    ['delta_T_K', 'K', 1],
+  ],
   compute: (v) => v.mass_kg! * v.specific_heat_J_kgK! * v.delta_T_K!,
-  equation: (v, r) =>
-    `Q = m c ΔT = ${q(v.mass_kg!, 'kg')} · ${q(v.specific_heat_J_kgK!, 'J/(kg*K)')} · ${q(v.delta_T_K!, 'K')} = ` +
-    `${res(r, 'J')}`,
+  equation: (v, r) => `Q = m c ΔT = ${q(v.mass_kg!, 'kg')} · ${q(v.specific_heat_J_kgK!, 'J/(kg*K)')} · ${q(v.delta_T_K!, 'K')} = ` + `${res(r, 'J')}`,
 });
 
 export const THERMO_CONDUCTION = defineOperator({
@@ -67,9 +76,13 @@ export const THERMO_CONDUCTION = defineOperator({
   domain: 'thermodynamics',
   formula: 'q = kAΔT/L',
   unit: 'W',
-  inputs: [['conductivity_W_mK', 'W/(m*K)', 401], ['area_m2', 'm^2', 1], ['delta_T_K', 'K', 1], ['thickness_m', 'm', 1]],
-  compute: (v, g) =>
-    g.div(v.conductivity_W_mK! * v.area_m2! * v.delta_T_K!, v.thickness_m!, 'thickness_m'),
+  inputs: [
+    ['conductivity_W_mK', 'W/(m*K)', 401],
+    ['area_m2', 'm^2', 1],
+    ['delta_T_K', 'K', 1],
+    ['thickness_m', 'm', 1],
+  ],
+  compute: (v, g) => g.div(v.conductivity_W_mK! * v.area_m2! * v.delta_T_K!, v.thickness_m!, 'thickness_m'),
   equation: (v, r) =>
     `q = k A ΔT / L = ${q(v.conductivity_W_mK!, 'W/(m*K)')} · ${q(v.area_m2!, 'm^2')} · ${q(v.delta_T_K!, 'K')} / ` +
     `${q(v.thickness_m!, 'm')} = ${res(r, 'W')}`,
@@ -80,10 +93,12 @@ export const THERMO_ISOTHERMAL_ENTROPY = defineOperator({
   domain: 'thermodynamics',
   formula: 'ΔS = nR ln(V2/V1)',
   unit: 'J/K',
-  inputs: [['amount_mol', 'mol', 1], ['volume1_m3', 'm^3', 1], ['volume2_m3', 'm^3', 2]],
-  compute: (v, g) =>
-    v.amount_mol! * R_GAS *
-    g.log(g.div(v.volume2_m3!, v.volume1_m3!, 'volume1_m3'), negKey(v, 'volume2_m3', 'volume1_m3')),
+  inputs: [
+    ['amount_mol', 'mol', 1],
+    ['volume1_m3', 'm^3', 1],
+    ['volume2_m3', 'm^3', 2],
+  ],
+  compute: (v, g) => v.amount_mol! * R_GAS * g.log(g.div(v.volume2_m3!, v.volume1_m3!, 'volume1_m3'), negKey(v, 'volume2_m3', 'volume1_m3')),
   equation: (v, r) =>
     `ΔS = n R ln(V2/V1) = ${q(v.amount_mol!, 'mol')} · ${num(R_GAS)} J/(mol*K) · ` +
     `ln(${q(v.volume2_m3!, 'm^3')} / ${q(v.volume1_m3!, 'm^3')}) = ${res(r, 'J/K')}`,

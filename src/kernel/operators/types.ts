@@ -1,8 +1,6 @@
 // The closed-form operator contract of solvers.md §6.
 
-export const DOMAINS = [
-  'mechanics', 'thermodynamics', 'electromagnetism', 'quantum', 'relativity', 'fluids', 'finance', 'biology',
-] as const;
+export const DOMAINS = ['mechanics', 'thermodynamics', 'electromagnetism', 'quantum', 'relativity', 'fluids', 'finance', 'biology'] as const;
 export type Domain = (typeof DOMAINS)[number];
 
 export interface OperatorInput {
