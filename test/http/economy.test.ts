@@ -474,6 +474,7 @@ describe('folder moves', () => {
     expect(e.field).toBe('folder');
     expect(e.message).toContain('a!b');
     e = expectError(await move({ folder: 'ok', from_folder: '', count: 1 }), 400, 'SVC_INVALID_INPUT');
+    expect(e.field).toBe('from_folder');
     const unknown = `env_${'0'.repeat(24)}`;
     e = expectError(await move({ folder: 'ok', token_ids: [tokens[3], unknown] }), 400, 'SVC_INVALID_INPUT');
     expect(e).toMatchObject({ field: 'token_ids', token_id: unknown });
