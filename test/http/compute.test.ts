@@ -388,18 +388,21 @@ describe('solver runs on worker threads', () => {
     const node = await startTestNode({}, { timeLimitSeconds: 0.4, initialCredits: 1000 });
     try {
       const id = await zkIdentity(node.url, 'workers');
-      // A gauge run near its work limit takes seconds; the limit is 0.4 s.
-      const started = Date.now();
-      const long = call(node.url, 'POST', '/api/svc/gauge', { L: 24, max_sweeps: 50000, target_rel_error: 1e-5 }, bearer(id.key));
+      // A gauge run at its work limit takes seconds; the limit is 0.4 s.
+      let longDone = false;
+      const long = call(node.url, 'POST', '/api/svc/gauge', { L: 24, max_sweeps: 36000, target_rel_error: 1e-5 }, bearer(id.key)).finally(() => {
+        longDone = true;
+      });
       await new Promise((r) => setTimeout(r, 100));
-      const t0 = Date.now();
+      // The API answers while the run is on its worker (no wall-clock bound: an ordering).
       const health = await call(node.url, 'GET', '/api/health');
       expect(health.status).toBe(200);
-      expect(Date.now() - t0).toBeLessThan(300);
+      expect(longDone).toBe(false);
       const e = expectError(await long, 500, 'SVC_TIMEOUT');
       expect(e.time_limit_seconds).toBe(0.4);
       expect(e.elapsed_seconds).toBeGreaterThanOrEqual(0.39);
-      expect(Date.now() - started).toBeLessThan(3000);
+      // Ended at its limit, not run to its end (which takes seconds of CPU): the node's own figure, not the client's clock.
+      expect(e.elapsed_seconds).toBeLessThan(3);
       // The replacement worker serves the next run. The limit counts from acceptance, so a run sent while the new
       // worker still loads (seconds from source under load) may time out waiting; it must never have started.
       let next = await call(node.url, 'POST', '/api/svc/zeta', {}, bearer(id.key));
