@@ -12,7 +12,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultRegistry } from '../../src/solvers/registry.js';
-import { maximise, MAX_CASES } from './solver-maxima.js';
+import { defaultOf, maximise, MAX_CASES } from './solver-maxima.js';
 import { numberArg, root, startProcess, stop } from './lib.js';
 
 const seconds = numberArg('seconds', 60);
@@ -25,7 +25,7 @@ const cap = 4;
 /** The largest flow run (solver-maxima.ts's case, sized against flow's own limits). */
 const flowCase = MAX_CASES.find((c) => c.solver === 'flow')!;
 const flow = defaultRegistry().get('flow')!;
-const heavyInputs = maximise((raw) => flow.resolve(raw) as Record<string, unknown>, flowCase).inputs;
+const heavyInputs = maximise((raw) => flow.resolve(raw) as Record<string, unknown>, flowCase, defaultOf(flow.inputs)).inputs;
 
 const START_HEAP_FLAGS: string[] =
   (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.match(/--(max|min)-semi-space-size=\d+/g) ??

@@ -136,6 +136,14 @@ type Verdict = { ok: true; resolved: Record<string, unknown> } | { ok: false; li
  * refused (a larger grid makes the default span too much work), the other way until accepted — then bisection
  * (integers exactly, numbers to 1e-4 relative). Returns the inputs, the limit the closest refusal named, and its text.
  */
+/** The numeric defaults of a solver's input descriptors (where the search starts when the base gives none). */
+export function defaultOf(descriptors: { key: string; default: unknown }[]): (key: string) => number | null {
+  return (key) => {
+    const d = descriptors.find((i) => i.key === key)?.default;
+    return typeof d === 'number' ? d : null;
+  };
+}
+
 export function maximise(
   resolve: (raw: Record<string, unknown>) => Record<string, unknown>,
   c: MaxCase,

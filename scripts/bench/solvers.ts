@@ -11,7 +11,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { defaultRegistry } from '../../src/solvers/registry.js';
-import { MAX_CASES, maximise, type MaxCase } from './solver-maxima.js';
+import { MAX_CASES, defaultOf, maximise, type MaxCase } from './solver-maxima.js';
 
 const args = process.argv.slice(2);
 const runsArg = args.indexOf('--runs');
@@ -62,14 +62,6 @@ function runMaxCase(c: MaxCase): void {
       grown: c.grow ? { [c.grow.key]: inputs[c.grow.key] } : null,
     }),
   );
-}
-
-/** The numeric defaults of a solver's input descriptors (where the search starts when the base gives none). */
-function defaultOf(descriptors: { key: string; default: unknown }[]): (key: string) => number | null {
-  return (key) => {
-    const d = descriptors.find((i) => i.key === key)?.default;
-    return typeof d === 'number' ? d : null;
-  };
 }
 
 /**
