@@ -109,7 +109,7 @@ export interface TickReceiptFacts {
  * without it plus the result's value, unit and result_digest (what verification recomputes).
  */
 export function tickReceipt(key: Buffer, f: TickReceiptFacts): Record<string, unknown> {
-  const signed = {
+  const receipt = {
     svcond: f.svcond,
     phase: f.phase,
     R_t: f.R_t,
@@ -117,19 +117,7 @@ export function tickReceipt(key: Buffer, f: TickReceiptFacts): Record<string, un
     pulse_hz: PULSE_HZ,
     tick_period_s: TICK_SECONDS_EXACT,
     zeqond_ns: TICK_NS_NUMBER,
-    value: f.value,
-    unit: f.unit,
-    result_digest: f.result_digest,
   };
-  const hmac = hmacHex(key, canonicalJson(signed));
-  return {
-    svcond: f.svcond,
-    phase: f.phase,
-    R_t: f.R_t,
-    fields: f.fields,
-    pulse_hz: PULSE_HZ,
-    tick_period_s: TICK_SECONDS_EXACT,
-    zeqond_ns: TICK_NS_NUMBER,
-    hmac,
-  };
+  const hmac = hmacHex(key, canonicalJson({ ...receipt, value: f.value, unit: f.unit, result_digest: f.result_digest }));
+  return { ...receipt, hmac };
 }
