@@ -18,6 +18,7 @@ import { DemoKeys } from './identity/demo.js';
 import { Ledger } from './tally/ledger.js';
 import { QuotaService } from './tally/quota.js';
 import { Grants } from './tally/grants.js';
+import { TierBook, tierPolicy, type Tier } from './tally/tiers.js';
 import { ClaimService } from './tally/claim.js';
 import { EnvelopeLocks, Folders } from './tally/folders.js';
 import { loadOrCreateOperatorToken, tokenDigest } from './config/operator-token.js';
@@ -48,8 +49,12 @@ export interface NodeOptions {
   clock?: Clock;
   registry?: SolverRegistry;
   logger?: Logger;
-  /** Tests: override the tier time limit to force SVC_TIMEOUT. */
+  /** Tests: override every tier's time limit to force SVC_TIMEOUT. */
   timeLimitSeconds?: number;
+  /** Tests: smaller per-tier time limits (seconds) than part 8's 30 / 120 / 600. */
+  tierTimeLimitSeconds?: Partial<Record<Tier, number>>;
+  /** Tests: smaller per-tier daily allowances than part 8's 143 … 25 000. */
+  tierDailyAllowance?: Partial<Record<Tier, number>>;
   /** Credits a new identity starts with (overrides limits.initialCredits). */
   initialCredits?: number;
   /** Ticks between re-announcements of this node's bond on svc/consensus/1 (default 64, about 50 s). */
@@ -82,6 +87,7 @@ export class SvcNode {
   ledger!: Ledger;
   quota!: QuotaService;
   grants!: Grants;
+  tiers!: TierBook;
   claims!: ClaimService;
   folders!: Folders;
   compute!: ComputeService;
@@ -129,20 +135,30 @@ export class SvcNode {
       saltSecret: deriveKey(secret, 'SALT'),
     });
     this.ledger = new Ledger(this.store, this.counters, this.chain, { initialCredits: this.options.initialCredits ?? config.limits.initialCredits });
+    this.tiers = new TierBook(this.store, tierPolicy({ dailyAllowance: this.options.tierDailyAllowance, timeLimitSeconds: this.options.tierTimeLimitSeconds }));
+    await this.tiers.load();
     this.quota = new QuotaService(
       this.counters,
       {
         anonymousPerDay: config.limits.anonymousComputePerDay,
         demoPerDay: config.limits.demoKeyPerDay,
-        freeDailyComputations: config.limits.freeDailyComputations,
         enforceDailyQuota: config.limits.enforceDailyQuota,
+        dailyAllowance: this.tiers.policy.dailyAllowance,
       },
       (ops) => this.store.commit(ops),
     );
     await this.quota.pruneOldDays(Number(this.clock.nowNs() / 1_000_000n));
     // The operator token's digest only: the token stays in its 0600 file.
     const operatorTokenDigest = tokenDigest(await loadOrCreateOperatorToken(config.dataDir));
-    this.grants = new Grants({ store: this.store, ledger: this.ledger, chain: this.chain, identity: this.identity, operatorTokenDigest, nodeId });
+    this.grants = new Grants({
+      store: this.store,
+      ledger: this.ledger,
+      chain: this.chain,
+      identity: this.identity,
+      tiers: this.tiers,
+      operatorTokenDigest,
+      nodeId,
+    });
     this.claims = new ClaimService({
       store: this.store,
       counters: this.counters,
@@ -161,7 +177,6 @@ export class SvcNode {
         ? new InlineExecutor(registry)
         : new WorkerPoolExecutor({
             size: solverPoolSize(config.solverThreads),
-            tier: config.limits.tier,
             maxQueuedPerOwner: config.limits.maxQueuedRunsPerIdentity,
           });
     this.sealer = config.sealWorker ? new WorkerSealer(this.receiptKey) : new InlineSealer(this.receiptKey);
@@ -176,7 +191,8 @@ export class SvcNode {
       proveKey: deriveKey(secret, 'PROVE'),
       phi0: config.kernel.phi0,
       kernelVersion: config.kernel.version,
-      tier: config.limits.tier,
+      tiers: this.tiers,
+      upgradeUrl: () => `${this.url}/api/tally/tiers`,
       timeLimitSeconds: this.options.timeLimitSeconds,
       nodeId,
       // After the batch is durable (never before): announce the result to the mesh.
@@ -246,6 +262,7 @@ export class SvcNode {
       quota: this.quota,
       counters: this.counters,
       grants: this.grants,
+      tiers: this.tiers,
       claims: this.claims,
       folders: this.folders,
       demoKeys,

@@ -52,9 +52,10 @@ export interface SolverExecutor {
   readonly enforcesTimeLimit: boolean;
   /**
    * Run a solver for `owner` (whose runs are queued and capped together: an identity's ZID, the anonymous IP).
-   * The time limit counts from this call, so the wait for a worker is part of it.
+   * The time limit (the caller's tier's, named by `tier` in SVC_TIMEOUT) counts from this call, so the wait for a
+   * worker is part of it.
    */
-  run(solverId: string, inputs: Record<string, unknown>, state: unknown, timeLimitSeconds: number, owner: string): Promise<SolverOutput>;
+  run(solverId: string, inputs: Record<string, unknown>, state: unknown, timeLimitSeconds: number, owner: string, tier?: string): Promise<SolverOutput>;
   /** Runs it could start now without queueing (a node advertises this in its tick events). */
   freeSlots(): number;
   close(): Promise<void>;
@@ -79,6 +80,7 @@ export function timeoutError(
     `computation took ${elapsedSeconds.toFixed(3)} s from acceptance (${split.queuedSeconds.toFixed(3)} s queued, ${split.runSeconds.toFixed(3)} s running), over the ${limitSeconds} s limit of the ${tier} tier`,
     {
       time_limit_seconds: limitSeconds,
+      tier,
       elapsed_seconds: round3(elapsedSeconds),
       queued_seconds: round3(split.queuedSeconds),
       run_seconds: round3(split.runSeconds),
@@ -119,6 +121,8 @@ interface Job {
   inputs: Record<string, unknown>;
   state: unknown;
   limitSeconds: number;
+  /** The caller's tier, for SVC_TIMEOUT. */
+  tier: string;
   /** performance.now() at acceptance: the time limit counts from here. */
   acceptedAt: number;
   /** performance.now() when a worker took it; null while it waits. */
@@ -162,8 +166,6 @@ export interface WorkerPoolOptions {
    * again (and one more) are overflow workers, which serve only callers with no run on a worker yet (see pump).
    */
   size: number;
-  /** Tier name for SVC_TIMEOUT messages. */
-  tier: string;
   /** Runs one owner may have waiting for a worker; beyond it 429 SVC_RATE_LIMIT. */
   maxQueuedPerOwner: number;
 }
@@ -207,7 +209,7 @@ export class WorkerPoolExecutor implements SolverExecutor {
     return slot;
   }
 
-  run(solverId: string, inputs: Record<string, unknown>, state: unknown, timeLimitSeconds: number, owner: string): Promise<SolverOutput> {
+  run(solverId: string, inputs: Record<string, unknown>, state: unknown, timeLimitSeconds: number, owner: string, tier = 'free'): Promise<SolverOutput> {
     if (this.closed) return Promise.reject(new Error('executor is closed'));
     let queue = this.owners.get(owner);
     if (queue && queue.waiting.length >= this.options.maxQueuedPerOwner) return Promise.reject(this.queueFull(queue, timeLimitSeconds));
@@ -224,6 +226,7 @@ export class WorkerPoolExecutor implements SolverExecutor {
         inputs,
         state,
         limitSeconds: timeLimitSeconds,
+        tier,
         acceptedAt: performance.now(),
         startedAt: null,
         timer: null,
@@ -415,7 +418,7 @@ export class WorkerPoolExecutor implements SolverExecutor {
       queue!.waiting.splice(i, 1);
       this.waitingCount--;
       this.finish(job);
-      job.reject(timeoutError(job.limitSeconds, elapsed, this.options.tier, { queuedSeconds: elapsed, runSeconds: 0 }));
+      job.reject(timeoutError(job.limitSeconds, elapsed, job.tier, { queuedSeconds: elapsed, runSeconds: 0 }));
       return;
     }
     const slot = this.slots.find((s) => s.job === job);
@@ -424,7 +427,7 @@ export class WorkerPoolExecutor implements SolverExecutor {
     void slot.worker.terminate();
     this.replace(slot);
     job.reject(
-      timeoutError(job.limitSeconds, elapsed, this.options.tier, {
+      timeoutError(job.limitSeconds, elapsed, job.tier, {
         queuedSeconds: (job.startedAt - job.acceptedAt) / 1000,
         runSeconds: (now - job.startedAt) / 1000,
       }),

@@ -21,10 +21,13 @@ import type { QuotaService } from '../tally/quota.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import { unsealableOutput } from './finite-output.js';
 import { COSTS } from '../tally/costs.js';
+import { TIER_TIME_LIMIT_SECONDS, type Tier, type TierBook } from '../tally/tiers.js';
+import { assertTierAllows } from '../tally/tier-gates.js';
 
 /** Part 8's costs (the one table: tally/costs.ts). */
 export const COST = { computePerOperator: COSTS.computePerOperator, solver: COSTS.solver, auto: COSTS.auto } as const;
-export const TIME_LIMIT_SECONDS = { free: 30, standard: 120, professional: 600 } as const;
+/** Part 8's compute time-out by tier (the table: tally/tiers.ts). */
+export const TIME_LIMIT_SECONDS = TIER_TIME_LIMIT_SECONDS;
 
 export interface ComputeDeps {
   clock: Clock;
@@ -39,8 +42,11 @@ export interface ComputeDeps {
   proveKey: Buffer;
   phi0: number;
   kernelVersion: string;
-  tier: keyof typeof TIME_LIMIT_SECONDS;
-  /** Override of the tier time limit (tests). */
+  /** Callers' tiers: the time limit, the day allowance and the tier gates follow the caller's tier. */
+  tiers: TierBook;
+  /** Where SVC_TIER_LOCKED sends the caller (this node's tier sheet). */
+  upgradeUrl: () => string;
+  /** Override of every tier's time limit (tests). */
   timeLimitSeconds?: number;
   nodeId: () => string;
   /** Called after a result is durable (events go out only then). */
@@ -116,14 +122,14 @@ export class ComputeService {
     return this.deps.registry;
   }
 
-  private timeLimit(): number {
-    return this.deps.timeLimitSeconds ?? TIME_LIMIT_SECONDS[this.deps.tier];
+  private timeLimit(tier: Tier): number {
+    return this.deps.timeLimitSeconds ?? this.deps.tiers.timeLimitSeconds(tier);
   }
 
-  private assertInTime(startNs: bigint, endNs: bigint): void {
+  private assertInTime(tier: Tier, startNs: bigint, endNs: bigint): void {
     const elapsed = Number(endNs - startNs) / 1e9;
-    const limit = this.timeLimit();
-    if (elapsed > limit) throw timeoutError(limit, elapsed, this.deps.tier);
+    const limit = this.timeLimit(tier);
+    if (elapsed > limit) throw timeoutError(limit, elapsed, tier);
   }
 
   /** The parts of a body that depend on the stamp. */
@@ -139,6 +145,7 @@ export class ComputeService {
    */
   private async sealResult(args: {
     caller: Caller;
+    tier: Tier;
     action: string;
     cost: number;
     startNs: bigint;
@@ -156,7 +163,7 @@ export class ComputeService {
       const loading = this.deps.ledger.prepare(caller);
       if (loading !== undefined) await loading;
       const endNs = this.deps.clock.nowNs();
-      if (args.checkTime) this.assertInTime(args.startNs, endNs);
+      if (args.checkTime) this.assertInTime(args.tier, args.startNs, endNs);
       const stamp = stampAt(endNs);
       const startStamp = stampAt(args.startNs);
       const shift = metricShift(startStamp.phase, elapsedTicks(args.startNs, endNs), this.deps.phi0);
@@ -203,8 +210,8 @@ export class ComputeService {
     }
   }
 
-  private reserve(caller: Caller): { names: string[]; release(): void } {
-    return this.deps.quota.reserve(caller, Number(this.deps.clock.nowNs() / 1_000_000n));
+  private reserve(caller: Caller, tier: Tier): { names: string[]; release(): void } {
+    return this.deps.quota.reserve(caller, Number(this.deps.clock.nowNs() / 1_000_000n), tier);
   }
 
   /**
@@ -250,7 +257,8 @@ export class ComputeService {
       const body = this.unsealedChain(chain, startNs);
       return { bytes: Buffer.from(JSON.stringify(body), 'utf8') };
     }
-    const reservation = this.reserve(caller);
+    const tier = this.deps.tiers.ofCaller(caller);
+    const reservation = this.reserve(caller, tier);
     try {
       const checking = this.deps.ledger.assertCanPay(caller, cost);
       if (checking !== undefined) await checking;
@@ -260,6 +268,7 @@ export class ComputeService {
     }
     return this.sealResult({
       caller,
+      tier,
       action: 'compute',
       cost,
       startNs,
@@ -308,11 +317,13 @@ export class ComputeService {
     const startNs = this.deps.clock.nowNs();
     const { solver, inputs, state } = this.resolveSolver(solverId, rawInputs, rawState);
     const cost = extra.router ? COST.auto : COST.solver;
-    const reservation = this.reserve(caller);
+    const tier = this.deps.tiers.ofCaller(caller);
+    assertTierAllows(solver.id, inputs, tier, this.deps.upgradeUrl());
+    const reservation = this.reserve(caller, tier);
     let out: SolverOutput;
     try {
       await this.deps.ledger.assertCanPay(caller, cost);
-      out = await this.deps.executor.run(solver.id, inputs, state, this.timeLimit(), runOwner(caller));
+      out = await this.deps.executor.run(solver.id, inputs, state, this.timeLimit(tier), runOwner(caller), tier);
     } catch (err) {
       reservation.release();
       throw err;
@@ -339,6 +350,7 @@ export class ComputeService {
     const resultDigest = canonicalDigest({ solver: solver.id, inputs, value: out.value, unit: out.unit, fields: canonicalDigest(outputs) });
     return this.sealResult({
       caller,
+      tier,
       action: solver.id,
       cost,
       startNs,

@@ -23,7 +23,6 @@ const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'bool' | 
   SVC_SEAL_WORKER: { path: 'sealWorker', kind: 'bool' },
   SVC_PUBLIC_URL: { path: 'publicUrl', kind: 'string' },
   SVC_ENFORCE_DAILY_QUOTA: { path: 'limits.enforceDailyQuota', kind: 'bool' },
-  SVC_TIER: { path: 'limits.tier', kind: 'string' },
   SVC_INITIAL_CREDITS: { path: 'limits.initialCredits', kind: 'int' },
   SVC_DEMO_KEY_MINTS_PER_DAY: { path: 'limits.demoKeyMintsPerDay', kind: 'int' },
   SVC_CLAIM_THRESHOLD: { path: 'limits.claimThreshold', kind: 'int' },

@@ -40,7 +40,6 @@ export const configSchema = z
         anonymousComputePerDay: z.number().int().positive(),
         enforceDailyQuota: z.boolean(),
         freeDailyComputations: z.number().int().positive(),
-        tier: z.enum(['free', 'standard', 'professional']),
         /** Credits a new identity starts with (the daily-claim amount). */
         initialCredits: z.number().int().min(0),
         /** Own demo keys one IP may mint per UTC day (POST /api/demo-key/mint); counted in the store. */

@@ -17,6 +17,7 @@ import { identityRoutes } from './routes/identity.js';
 import { ledgerRoutes } from './routes/ledger.js';
 import { tallyRoutes } from './routes/tally.js';
 import { costSheet } from '../tally/costs.js';
+import { tierSheet } from '../tally/tier-gates.js';
 import { meshRoutes } from './routes/mesh.js';
 import { contributeRoutes } from './routes/contribute.js';
 
@@ -63,6 +64,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     },
     endpoints: endpoints(),
     costs: costSheet(),
+    tiers: tierSheet(s.tiers.policy),
     not_here: notHere(endpoints()),
   });
 

@@ -11,6 +11,7 @@ import type { Counters } from '../store/counters.js';
 import type { DemoKeys } from '../identity/demo.js';
 import type { MeshService } from '../mesh/service.js';
 import type { Grants } from '../tally/grants.js';
+import type { TierBook } from '../tally/tiers.js';
 import type { ClaimService } from '../tally/claim.js';
 import type { Folders } from '../tally/folders.js';
 
@@ -25,6 +26,8 @@ export interface HttpServices {
   quota: QuotaService;
   counters: Counters;
   grants: Grants;
+  /** Identities' tiers and what each tier allows. */
+  tiers: TierBook;
   claims: ClaimService;
   folders: Folders;
   demoKeys: DemoKeys;

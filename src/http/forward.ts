@@ -9,7 +9,7 @@
 // Past that, 503 SVC_HOME_UNREACHABLE with Retry-After, and the home is skipped until a probe finds it again.
 import type { Context, Next } from 'koa';
 import { ServiceError } from '../kernel/errors.js';
-import { TIME_LIMIT_SECONDS } from '../compute/service.js';
+import { LONGEST_TIME_LIMIT_SECONDS } from '../tally/tiers.js';
 import type { Caller } from '../tally/ledger.js';
 import type { HttpServices } from './context.js';
 import { answersHealth, HungHomes } from './home-health.js';
@@ -99,9 +99,10 @@ export async function askHome(
   const hasBody = !['GET', 'HEAD'].includes(ctx.method) && typeof raw === 'string' && raw.length > 0;
   if (hasBody) headers['content-type'] = 'application/json';
 
-  // The request's own bound: a live home answers within its time limit (a solver run), plus the deadline.
+  // The request's own bound: a live home answers within its time limit (a solver run at the caller's tier, which
+  // only the home knows: the longest), plus the deadline.
   const controller = new AbortController();
-  const cap = setTimeout(() => controller.abort(new Error('no answer within the time limit')), TIME_LIMIT_SECONDS[s.config.limits.tier] * 1000 + deadlineMs);
+  const cap = setTimeout(() => controller.abort(new Error('no answer within the time limit')), LONGEST_TIME_LIMIT_SECONDS * 1000 + deadlineMs);
   // Liveness: every half deadline without an answer, the home's health is probed with half the deadline to answer.
   // A home that shows no life is known within one deadline of the request, or of its last sign of life.
   let hungNow = false;

@@ -4,18 +4,13 @@
 import { randomUUID } from 'node:crypto';
 import { ServiceError } from '../kernel/errors.js';
 import { matchesToken } from '../config/operator-token.js';
-import type { Op, Store, Sublevel } from '../store/db.js';
+import type { Op, Store } from '../store/db.js';
 import type { ChainService, AuditRow } from '../chain/service.js';
 import type { IdentityService } from '../identity/service.js';
 import type { Ledger, Wallet } from './ledger.js';
-import type { Tier } from './tiers.js';
+import type { Tier, TierBook, TierRecord } from './tiers.js';
 
-export interface TierRecord {
-  tier: Tier;
-  grant_id: string;
-  svcond: number;
-  unix_ms: number;
-}
+export type { TierRecord };
 
 export interface GrantResult {
   grant_id: string;
@@ -27,21 +22,19 @@ export interface GrantResult {
 }
 
 export class Grants {
-  private readonly tiers: Sublevel;
-
   constructor(
     private readonly deps: {
       store: Store;
       ledger: Ledger;
       chain: ChainService;
       identity: IdentityService;
+      /** Identities' tiers (tiers.ts): the grant writes the record in its batch and the book applies it after. */
+      tiers: TierBook;
       /** SHA-256 of the operator token (config/operator-token.ts); the token itself is not kept. */
       operatorTokenDigest: Buffer;
       nodeId: () => string;
     },
-  ) {
-    this.tiers = deps.store.sub('tiers');
-  }
+  ) {}
 
   /** Is `presented` this node's operator token? (Constant time.) */
   isOperator(presented: string): boolean {
@@ -50,7 +43,7 @@ export class Grants {
 
   /** An identity's tier: what the last grant that named one set, else free. */
   async tierOf(zid: string): Promise<Tier> {
-    return (await this.deps.store.get<TierRecord>(this.tiers, zid))?.tier ?? 'free';
+    return Promise.resolve(this.deps.tiers.of(zid));
   }
 
   /**
@@ -69,15 +62,14 @@ export class Grants {
     const slug = ident.default_machine ?? this.deps.identity.defaultSlug(zid);
     await this.deps.ledger.wallet(zid);
     await this.deps.chain.prepare(slug);
-    const previousTier = await this.tierOf(zid);
+    const previousTier = this.deps.tiers.of(zid);
     // From here to the commit: synchronous, so no other change of this wallet or chain comes in between.
     const grantId = `grant_${randomUUID().replaceAll('-', '')}`;
     const newTier = tier ?? previousTier;
     const credit = this.deps.ledger.creditOps(zid, 0, credits);
     const appended = this.deps.chain.appendOps(slug, svcond, 'credit_grant', { grant_id: grantId, zid, credits, tier: newTier });
     const ops: Op[] = [...credit.ops, appended.op];
-    if (tier !== undefined)
-      ops.push({ type: 'put', sub: this.tiers, key: zid, value: { tier, grant_id: grantId, svcond, unix_ms: unixMs } satisfies TierRecord });
+    if (tier !== undefined) ops.push(this.deps.tiers.putOp(zid, { tier, grant_id: grantId, svcond, unix_ms: unixMs }));
     try {
       await this.deps.store.commit(ops);
     } catch (err) {
@@ -85,6 +77,8 @@ export class Grants {
       credit.rollback();
       throw err;
     }
+    // Durable: the identity's next request computes at its new tier.
+    if (tier !== undefined) this.deps.tiers.applied(zid, tier);
     const w = credit.wallet;
     return { grant_id: grantId, zid, credits, tier: newTier, balance: { free: w.free, paid: w.paid, total: w.free + w.paid }, audit: appended.row };
   }

@@ -1,17 +1,19 @@
 // Day quotas that span a restart (architecture.md §4 Limits): anonymous computing 5/day/IP, demo keys
-// 10/day, and the free ZID allowance when enforcement is switched on. A slot is reserved in memory before
-// the work and persisted in the sealing batch; a failed computation gives its slot back.
+// 10/day, and an identity's tier allowance (tiers.ts) when enforcement is switched on. A slot is reserved in memory
+// before the work and persisted in the sealing batch; a failed computation gives its slot back.
 import { ServiceError } from '../kernel/errors.js';
 import type { Counters } from '../store/counters.js';
 import type { Op } from '../store/db.js';
 import { DAY_COUNTER_PREFIXES, anonymousDayCounter, demoDayCounter, identityDayCounter } from './counter-keys.js';
 import { dayKey, nextMidnightUtc, type Caller } from './ledger.js';
+import type { Tier } from './tiers.js';
 
 export interface QuotaOptions {
   anonymousPerDay: number;
   demoPerDay: number;
-  freeDailyComputations: number;
   enforceDailyQuota: boolean;
+  /** An identity's sealed computations per UTC day, by tier (tiers.ts). */
+  dailyAllowance: Record<Tier, number>;
 }
 
 export interface Reservation {
@@ -20,7 +22,7 @@ export interface Reservation {
   release(): void;
 }
 
-export function dailyLimitError(limit: number, used: number, unixMs: number): ServiceError {
+export function dailyLimitError(limit: number, used: number, unixMs: number, extra: Record<string, unknown> = {}): ServiceError {
   const reset = nextMidnightUtc(unixMs);
   const seconds = Math.max(1, Math.ceil((reset - unixMs) / 1000));
   return new ServiceError(429, 'SVC_DAILY_LIMIT', `daily quota of ${limit} used up`, {
@@ -29,6 +31,7 @@ export function dailyLimitError(limit: number, used: number, unixMs: number): Se
     reset_at: new Date(reset).toISOString(),
     hours_until_reset: Math.round((seconds / 3600) * 100) / 100,
     retry_after_seconds: seconds,
+    ...extra,
   });
 }
 
@@ -63,24 +66,26 @@ export class QuotaService {
     return this.counters.get(demoDayCounter(dayKey(unixMs), keyId));
   }
 
-  /** Reserve one computation for the caller today, or throw 429 SVC_DAILY_LIMIT. */
-  reserve(caller: Caller, unixMs: number): Reservation {
+  /** The day limit of a caller of `tier`, or null when none is enforced. */
+  limitOf(caller: Caller, tier: Tier): number | null {
+    if (caller.kind === 'anonymous') return this.options.anonymousPerDay;
+    if (caller.kind === 'demo') return this.options.demoPerDay;
+    return this.options.enforceDailyQuota ? this.options.dailyAllowance[tier] : null;
+  }
+
+  /** Reserve one computation for the caller (of `tier`) today, or throw 429 SVC_DAILY_LIMIT. */
+  reserve(caller: Caller, unixMs: number, tier: Tier): Reservation {
     const day = dayKey(unixMs);
     if (day !== this.currentDay) void this.pruneOldDays(unixMs).catch(() => undefined);
-    let name: string;
-    let limit: number | null;
-    if (caller.kind === 'anonymous') {
-      name = anonymousDayCounter(day, caller.ip);
-      limit = this.options.anonymousPerDay;
-    } else if (caller.kind === 'demo') {
-      name = demoDayCounter(day, caller.key.key_id);
-      limit = this.options.demoPerDay;
-    } else {
-      name = identityDayCounter(day, caller.zid);
-      limit = this.options.enforceDailyQuota ? this.options.freeDailyComputations : null;
-    }
+    const name =
+      caller.kind === 'anonymous'
+        ? anonymousDayCounter(day, caller.ip)
+        : caller.kind === 'demo'
+          ? demoDayCounter(day, caller.key.key_id)
+          : identityDayCounter(day, caller.zid);
+    const limit = this.limitOf(caller, tier);
     const used = this.counters.get(name);
-    if (limit !== null && used >= limit) throw dailyLimitError(limit, used, unixMs);
+    if (limit !== null && used >= limit) throw dailyLimitError(limit, used, unixMs, caller.kind === 'identity' ? { tier } : {});
     this.counters.reserve(name, 1);
     let released = false;
     return {

@@ -101,7 +101,7 @@ describe('sealing', () => {
   it('usage reports bundle, remaining, overage and enforced: false', async () => {
     const u = await call(t.url, 'GET', '/api/compute/usage', undefined, bearer(id.key));
     // Two seals on the default machine and one on 'open-book': usage counts per identity.
-    expect(u.body).toEqual({ used: 3, bundle: 10, remaining: 7, overage: 0, enforced: false });
+    expect(u.body).toEqual({ used: 3, bundle: 10, remaining: 7, overage: 0, enforced: false, tier: 'free', daily_allowance: 143, allowance_remaining: 140 });
   });
 
   it('concurrent seals on one chain serialise: 30 at once give 30 rows that validate', async () => {

@@ -62,21 +62,23 @@ describe('demo keys: 10 per day', () => {
     const key = (await call(t.url, 'GET', '/api/demo-key')).body.key;
     for (let i = 0; i < 10; i++) expect((await call(t.url, 'POST', '/api/svc/compute', compute, bearer(key))).status).toBe(200);
     const usage = await call(t.url, 'GET', '/api/compute/usage', undefined, bearer(key));
-    expect(usage.body).toEqual({ used: 10, bundle: 10, remaining: 0, overage: 0, enforced: false });
+    expect(usage.body).toEqual({ used: 10, bundle: 10, remaining: 0, overage: 0, enforced: false, tier: 'free', daily_allowance: 10, allowance_remaining: 0 });
     const e = expectError(await call(t.url, 'POST', '/api/svc/compute', compute, bearer(key)), 429, 'SVC_DAILY_LIMIT');
     expect(e.daily_limit).toBe(10);
   });
 });
 
 describe('free ZID quota when enforcement is switched on', () => {
-  it('10 computations, then 429; off by default (enforced: false)', async () => {
-    const strict = await startTestNode({ limits: { enforceDailyQuota: true } });
+  it("the tier's allowance, then 429; the meter's bundle is the published 10, with overage past it; off by default", async () => {
+    // The free tier's allowance is 143 (tiers.test.ts); 12 here, to tell it from the bundle of 10.
+    const strict = await startTestNode({ limits: { enforceDailyQuota: true } }, { tierDailyAllowance: { free: 12 } });
     try {
       const id = await zkIdentity(strict.url, 'strict');
-      for (let i = 0; i < 10; i++) expect((await call(strict.url, 'POST', '/api/svc/compute', compute, bearer(id.key))).status).toBe(200);
-      expectError(await call(strict.url, 'POST', '/api/svc/compute', compute, bearer(id.key)), 429, 'SVC_DAILY_LIMIT');
+      for (let i = 0; i < 12; i++) expect((await call(strict.url, 'POST', '/api/svc/compute', compute, bearer(id.key))).status).toBe(200);
+      const e = expectError(await call(strict.url, 'POST', '/api/svc/compute', compute, bearer(id.key)), 429, 'SVC_DAILY_LIMIT');
+      expect(e).toMatchObject({ daily_limit: 12, used_today: 12, tier: 'free' });
       const u = await call(strict.url, 'GET', '/api/compute/usage', undefined, bearer(id.key));
-      expect(u.body).toEqual({ used: 10, bundle: 10, remaining: 0, overage: 0, enforced: true });
+      expect(u.body).toEqual({ used: 12, bundle: 10, remaining: 0, overage: 2, enforced: true, tier: 'free', daily_allowance: 12, allowance_remaining: 0 });
     } finally {
       await strict.destroy();
     }
@@ -86,7 +88,7 @@ describe('free ZID quota when enforcement is switched on', () => {
     const id = await zkIdentity(t.url, 'over');
     for (let i = 0; i < 12; i++) expect((await call(t.url, 'POST', '/api/svc/compute', compute, bearer(id.key))).status).toBe(200);
     const u = await call(t.url, 'GET', '/api/compute/usage', undefined, bearer(id.key));
-    expect(u.body).toEqual({ used: 12, bundle: 10, remaining: 0, overage: 2, enforced: false });
+    expect(u.body).toEqual({ used: 12, bundle: 10, remaining: 0, overage: 2, enforced: false, tier: 'free', daily_allowance: 143, allowance_remaining: 131 });
   });
 });
 

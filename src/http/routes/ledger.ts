@@ -42,9 +42,23 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
   router.get('/api/compute/usage', requireKey(auth), home, (ctx) => {
     const c = ctx.state.caller as Caller;
     const now = Number(s.clock.nowNs() / 1_000_000n);
-    const bundle = c.kind === 'demo' ? s.config.limits.demoKeyPerDay : s.config.limits.freeDailyComputations;
+    // The bundle is the published statement for a free ZID (10 a day) and a demo key (10); a paid tier's bundle is its
+    // allowance. The tier's allowance is the cap limits.enforceDailyQuota enforces for an identity (a demo key's cap is
+    // its bundle, always enforced).
+    const tier = s.tiers.ofCaller(c);
+    const allowance = c.kind === 'demo' ? s.config.limits.demoKeyPerDay : s.tiers.allowance(tier);
+    const bundle = c.kind === 'demo' ? allowance : tier === 'free' ? s.config.limits.freeDailyComputations : allowance;
     const used = c.kind === 'identity' ? s.quota.usedToday(c.zid, now) : c.kind === 'demo' ? s.quota.demoUsedToday(c.key.key_id, now) : 0;
-    ctx.body = { used, bundle, remaining: Math.max(0, bundle - used), overage: Math.max(0, used - bundle), enforced: s.config.limits.enforceDailyQuota };
+    ctx.body = {
+      used,
+      bundle,
+      remaining: Math.max(0, bundle - used),
+      overage: Math.max(0, used - bundle),
+      enforced: s.config.limits.enforceDailyQuota,
+      tier,
+      daily_allowance: allowance,
+      allowance_remaining: Math.max(0, allowance - used),
+    };
   });
 
   router.get('/api/tally/balance', requireKey(auth), home, async (ctx) => {

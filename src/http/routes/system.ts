@@ -12,6 +12,7 @@ import { KERNEL_DOCS, type Library } from '../../compute/library.js';
 import { InputError } from '../../solvers/errors.js';
 import type { HttpServices } from '../context.js';
 import { validate } from '../validate.js';
+import { tierSheet } from '../../tally/tier-gates.js';
 
 const libSearchBody = z
   .object({
@@ -204,7 +205,7 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
         anonymous_compute_per_day: s.config.limits.anonymousComputePerDay,
         max_operators: 10,
         daily_quota_enforced: s.config.limits.enforceDailyQuota,
-        tier: s.config.limits.tier,
+        tiers: tierSheet(s.tiers.policy).tiers,
       },
       mesh: { enabled: s.config.mesh.secret !== null },
     };

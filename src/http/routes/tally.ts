@@ -7,6 +7,7 @@ import { stampAt } from '../../kernel/clock.js';
 import type { HttpServices } from '../context.js';
 import { validate } from '../validate.js';
 import { costSheet } from '../../tally/costs.js';
+import { tierSheet } from '../../tally/tier-gates.js';
 import { TIERS } from '../../tally/tiers.js';
 import type { Caller } from '../../tally/ledger.js';
 import { requireKey } from '../auth.js';
@@ -78,6 +79,11 @@ export function tallyRoutes(router: Router, s: HttpServices): void {
 
   router.get('/api/tally/costs', (ctx) => {
     ctx.body = costSheet();
+  });
+
+  // Keyless, like the costs: every tier's allowance and time limit, the inputs each tier unlocks, how to upgrade.
+  router.get('/api/tally/tiers', (ctx) => {
+    ctx.body = tierSheet(s.tiers.policy);
   });
 
   router.post('/api/tally/grants', async (ctx) => {
