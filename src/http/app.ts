@@ -64,7 +64,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     },
     endpoints: endpoints(),
     costs: costSheet(),
-    tiers: tierSheet(s.tiers.policy),
+    tiers: tierSheet(s.tiers.policy, s.config.limits.enforceDailyQuota),
     not_here: notHere(endpoints()),
   });
 

@@ -80,9 +80,14 @@ export function assertTierAllows(solver: string, inputs: Record<string, unknown>
 }
 
 /** What GET /api/tally/tiers and discovery show: every tier's allowance and time limit, the gates, how to upgrade. */
-export function tierSheet(policy: { dailyAllowance: Record<Tier, number>; timeLimitSeconds: Record<Tier, number> }): Record<string, unknown> {
+export function tierSheet(
+  policy: { dailyAllowance: Record<Tier, number>; timeLimitSeconds: Record<Tier, number> },
+  allowanceEnforced: boolean,
+): Record<string, unknown> {
   return {
     tiers: TIERS.map((tier) => ({ tier, daily_allowance: policy.dailyAllowance[tier], time_limit_seconds: policy.timeLimitSeconds[tier] })),
+    /** limits.enforceDailyQuota: whether the daily allowance is a cap (429 SVC_DAILY_LIMIT) or only reported. */
+    daily_allowance_enforced: allowanceEnforced,
     gates: TIER_GATES,
     anonymous_and_demo: 'free',
     upgrade:

@@ -119,6 +119,7 @@ describe("part 8's figures", () => {
       { tier: 'professional', daily_allowance: 7500, time_limit_seconds: 600 },
       { tier: 'enterprise', daily_allowance: 25000, time_limit_seconds: 600 },
     ]);
+    expect(sheet.body.daily_allowance_enforced).toBe(true);
     const discovery = await call(t.url, 'GET', '/api');
     expect(discovery.body.tiers).toEqual(sheet.body);
   });

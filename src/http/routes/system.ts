@@ -205,7 +205,7 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
         anonymous_compute_per_day: s.config.limits.anonymousComputePerDay,
         max_operators: 10,
         daily_quota_enforced: s.config.limits.enforceDailyQuota,
-        tiers: tierSheet(s.tiers.policy).tiers,
+        tiers: tierSheet(s.tiers.policy, s.config.limits.enforceDailyQuota).tiers,
       },
       mesh: { enabled: s.config.mesh.secret !== null },
     };

@@ -83,7 +83,7 @@ export function tallyRoutes(router: Router, s: HttpServices): void {
 
   // Keyless, like the costs: every tier's allowance and time limit, the inputs each tier unlocks, how to upgrade.
   router.get('/api/tally/tiers', (ctx) => {
-    ctx.body = tierSheet(s.tiers.policy);
+    ctx.body = tierSheet(s.tiers.policy, s.config.limits.enforceDailyQuota);
   });
 
   router.post('/api/tally/grants', async (ctx) => {
