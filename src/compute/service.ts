@@ -21,13 +21,11 @@ import type { QuotaService } from '../tally/quota.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import { unsealableOutput } from './finite-output.js';
 import { COSTS } from '../tally/costs.js';
-import { TIER_TIME_LIMIT_SECONDS, type Tier, type TierBook } from '../tally/tiers.js';
+import type { Tier, TierBook } from '../tally/tiers.js';
 import { assertTierAllows } from '../tally/tier-gates.js';
 
 /** Part 8's costs (the one table: tally/costs.ts). */
 export const COST = { computePerOperator: COSTS.computePerOperator, solver: COSTS.solver, auto: COSTS.auto } as const;
-/** Part 8's compute time-out by tier (the table: tally/tiers.ts). */
-export const TIME_LIMIT_SECONDS = TIER_TIME_LIMIT_SECONDS;
 
 export interface ComputeDeps {
   clock: Clock;
