@@ -13,6 +13,7 @@ import type { MeshService } from '../mesh/service.js';
 import type { Grants } from '../tally/grants.js';
 import type { ClaimService } from '../tally/claim.js';
 import type { Folders } from '../tally/folders.js';
+import type { Transfers } from '../tally/transfers.js';
 
 export interface HttpServices {
   config: NodeConfig;
@@ -27,6 +28,7 @@ export interface HttpServices {
   grants: Grants;
   claims: ClaimService;
   folders: Folders;
+  transfers: Transfers;
   demoKeys: DemoKeys;
   nodeId: () => string;
   /** This node's HTTP URL as other nodes reach it. */
