@@ -290,7 +290,12 @@ export class Transfers {
         }
       }
       const rollbacks: (() => void)[] = [];
-      const out = this.d.chain.appendOps(fromSlug, svcond, 'transfer_out', { transfer_id: transferId, to: req.to, to_home: receiver.home, token_ids: tokenIds });
+      const out = this.d.chain.appendOps(fromSlug, svcond, 'transfer_out', {
+        transfer_id: transferId,
+        to: req.to,
+        to_home: receiver.home,
+        token_ids: tokenIds,
+      });
       ops.push(out.op);
       rollbacks.push(out.rollback);
       if (sameNode) {
@@ -327,7 +332,8 @@ export class Transfers {
     const here = this.d.nodeId();
     if (delivery.from_home !== sender)
       throw new ServiceError(403, 'SVC_FORBIDDEN', `a delivery is signed by the sender's home (${delivery.from_home}), not by ${sender}`);
-    if (delivery.to_home !== here) throw new ServiceError(409, 'SVC_CONFLICT', `this delivery is addressed to node ${delivery.to_home}`, { home: delivery.to_home });
+    if (delivery.to_home !== here)
+      throw new ServiceError(409, 'SVC_CONFLICT', `this delivery is addressed to node ${delivery.to_home}`, { home: delivery.to_home });
     const receiver = await this.d.identity.getIdentity(delivery.to);
     if (!receiver || receiver.kind === 'remote' || receiver.home !== here)
       throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${delivery.to} is homed on this node`, { field: 'to' });
@@ -343,7 +349,8 @@ export class Transfers {
       if (new Set(tokenIds).size !== tokenIds.length) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'a delivery names an envelope twice');
       const existing = await this.d.store.getMany<EnvelopeRecord>(this.envelopes, tokenIds);
       const clash = existing.findIndex((e) => e !== undefined);
-      if (clash >= 0) throw new ServiceError(409, 'SVC_CONFLICT', `envelope ${tokenIds[clash]} is already on this node's ledger`, { token_id: tokenIds[clash] });
+      if (clash >= 0)
+        throw new ServiceError(409, 'SVC_CONFLICT', `envelope ${tokenIds[clash]} is already on this node's ledger`, { token_id: tokenIds[clash] });
       await this.d.chain.prepare(toSlug);
       // Synchronous from here to the commit.
       const svcond = this.d.nowSvcond();
