@@ -11,6 +11,7 @@
 import { z } from 'zod';
 import { ServiceError } from '../kernel/errors.js';
 import { canonicalJson } from '../kernel/canonical.js';
+import { sha256Hex } from '../kernel/bytes.js';
 import { Xoshiro128, stateFromText } from '../numerics/prng.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { Counters } from '../store/counters.js';
@@ -57,7 +58,10 @@ export interface TransferRecord {
   count: number;
   token_ids: string[];
   face_value_total: number;
-  /** How the envelopes were chosen: named (token_ids) or `count` at random, seeded by `seed` (see pickAtRandom). */
+  /**
+   * How the envelopes were chosen: named (token_ids), or `count` at random with the house PRNG seeded by `seed`, the
+   * SHA-256 hex of canonicalJson({transfer_id, from, to, count}) (pickAtRandom over the sender's movable envelopes).
+   */
   picked_by: 'token_ids' | 'count';
   seed: string | null;
   /** Delivery attempts to the receiver's home (0 for a same-node transfer). */
@@ -85,7 +89,10 @@ export const deliveryBody = z
     created_unix_ms: z.number().int().nonnegative(),
     attempt: z.number().int().min(1),
     picked_by: z.enum(['token_ids', 'count']),
-    seed: z.string().max(128).nullable(),
+    seed: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .nullable(),
     envelopes: z
       .array(
         z
@@ -94,7 +101,7 @@ export const deliveryBody = z
             face_value: z.number().int().nonnegative(),
             funding: z.literal('paid'),
             svcond: z.number().int().nonnegative(),
-            result_id: z.string().min(1).max(128),
+            result_id: z.string().min(1).max(64),
             hash: z.string().regex(/^[0-9a-f]{64}$/),
           })
           .strict(),
@@ -242,7 +249,7 @@ export class Transfers {
 
     return this.d.locks.run(from, async () => {
       const transferId = `xfer_${randomHex(24)}`;
-      const seed = ids ? null : canonicalJson({ transfer_id: transferId, from, to: req.to, count: req.count });
+      const seed = ids ? null : sha256Hex(canonicalJson({ transfer_id: transferId, from, to: req.to, count: req.count }));
       const chosen = ids ? await this.named(from, ids) : await this.pick(from, req.count!, seed!);
       await this.d.chain.prepare(fromSlug);
       if (sameNode) await this.d.chain.prepare(toSlug);
