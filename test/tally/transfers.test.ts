@@ -175,6 +175,38 @@ describe('same-node transfers', () => {
     expect((await envelopes(y)).total).toBe(4);
   });
 
+  it('a bond and a transfer of the same envelope at once: exactly one of them takes it, and no record contradicts its index', async () => {
+    const y = await zkIdentity(t.url, 'xfer-race-y');
+    let yHeld = 0;
+    for (let i = 0; i < 10; i++) {
+      const w = await zkIdentity(t.url, `xfer-race-w${i}`);
+      await grant(w.zid, 4);
+      const paid = (await seal(w.key, FREE + 4)).slice(FREE);
+      // Without the shared lock the bond reads the three, the transfer moves the first to Y, and the bond then writes
+      // that envelope back as W's (marked): both succeed, and Y's index points at a record owned by W.
+      const [bond, sent] = await Promise.all([
+        call(t.url, 'POST', '/api/contribute/bond', { token_ids: paid.slice(0, 3) }, bearer(w.key)),
+        call(t.url, 'POST', '/api/tally/envelopes/transfer-bulk', { to: y.zid, token_ids: [paid[0]!] }, bearer(w.key)),
+      ]);
+      expect([bond.status, sent.status].sort(), `${bond.text} ${sent.text}`).toEqual(sent.status === 200 ? [200, 400] : [201, 400]);
+      if (sent.status === 200) {
+        yHeld++;
+        expect(bond.body.error.token_id ?? bond.body.error.message).toContain(paid[0]);
+      } else {
+        expect(expectError(sent, 400, 'SVC_ENVELOPE_NOT_MOVABLE')).toMatchObject({ reason: 'bonded', token_id: paid[0] });
+        const marked = await t.node.ledger.envelopesById(bond.body.token_ids);
+        expect(marked.every((e) => e?.owner === w.zid && e.bond_id === bond.body.record.bond_id)).toBe(true);
+        expect((await call(t.url, 'POST', '/api/contribute/release', {}, bearer(w.key))).status).toBe(200);
+      }
+      const ws = await envelopes(w);
+      expect(ws.items.every((e) => e.owner === w.zid)).toBe(true);
+      expect(ws.total).toBe(FREE + 4 - (sent.status === 200 ? 1 : 0));
+      const ys = await envelopes(y);
+      expect(ys.total).toBe(yHeld);
+      expect(ys.items.every((e) => e.owner === y.zid)).toBe(true);
+    }
+  }, 120_000);
+
   it('100 concurrent transfers and spends of one identity never overdraw or duplicate; envelopes and credits are conserved', async () => {
     const s = await zkIdentity(t.url, 'xfer-storm-s');
     const receivers = await Promise.all([0, 1, 2].map((i) => zkIdentity(t.url, `xfer-storm-r${i}`)));
