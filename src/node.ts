@@ -175,7 +175,8 @@ export class SvcNode {
     });
     this.transferDelivery = new TransferDelivery({
       transfers: this.transfers,
-      send: httpSender({ sign: (type, body) => this.mesh.signDirect(type, body), peerUrl }),
+      send: httpSender({ sign: (type, body) => this.mesh.signDirect(type, body) }),
+      peerUrl,
       logger: this.logger,
     });
     const registry = this.options.registry ?? defaultRegistry();

@@ -77,7 +77,7 @@ export interface TransferRecord {
   to_url?: string | null;
 }
 
-/** What the receiver's home is told: the body of a signed TRANSFER_EVENT. */
+/** One transfer as the receiver's home is told it. */
 export const deliveryBody = z
   .object({
     transfer_id: z.string().regex(TRANSFER_ID_PATTERN),
@@ -111,6 +111,26 @@ export const deliveryBody = z
   })
   .strict();
 export type DeliveryBody = z.infer<typeof deliveryBody>;
+
+/** Most transfers in one delivery request. */
+export const MAX_DELIVERY_BATCH = 64;
+/**
+ * The body of a signed TRANSFER_EVENT: the pending transfers of one sender's home to one receiver's home, as many as
+ * fit in one mesh event body (the sender packs them by size; the validator enforces the 64 KiB).
+ */
+export const deliveryBatch = z.object({ deliveries: z.array(deliveryBody).min(1).max(MAX_DELIVERY_BATCH) }).strict();
+export type DeliveryBatch = z.infer<typeof deliveryBatch>;
+
+/** A delivery the receiver's home refused (it stays pending at the sender's home and is tried again). */
+export interface TransferRefusal {
+  transfer_id: string;
+  error: { status: number; code: string; message: string };
+}
+
+/** The body of a signed TRANSFER_ACK_EVENT: one answer per delivery, in the order of the request. */
+export interface DeliveryAnswers {
+  acks: (TransferAck | TransferRefusal)[];
+}
 
 /** What the receiver's home answers (signed as a TRANSFER_ACK_EVENT). */
 export interface TransferAck {
@@ -429,30 +449,59 @@ export class Transfers {
     });
   }
 
-  /** At the sender's home, after the receiver's home acknowledged: delivered, out of the outbox, in one batch. */
-  async markDelivered(id: string, ack: TransferAck, attempts: number): Promise<void> {
-    const r = await this.load(id);
-    if (!r || r.state !== 'pending') return;
-    const { envelopes: _e, to_url: _u, ...rest } = r;
-    const done: TransferRecord = {
-      ...rest,
-      state: 'delivered',
-      attempts,
-      last_error: null,
-      delivered_svcond: ack.delivered_svcond,
-      delivered_unix_ms: ack.delivered_unix_ms,
-    };
-    await this.d.store.commit([
-      { type: 'put', sub: this.records, key: id, value: done },
-      { type: 'del', sub: this.outbox, key: id },
-    ]);
+  /**
+   * At the receiver's home: a delivery request, each transfer credited once (receive()); one answer per transfer, a
+   * refusal carrying its part-7 status and code.
+   */
+  async receiveAll(batch: DeliveryBatch, sender: string): Promise<DeliveryAnswers> {
+    const acks = await Promise.all(
+      batch.deliveries.map((d) =>
+        this.receive(d, sender).catch((err: unknown): TransferRefusal => {
+          const e = err instanceof ServiceError ? err : null;
+          return {
+            transfer_id: d.transfer_id,
+            error: { status: e?.status ?? 500, code: e?.code ?? 'SVC_INTERNAL_ERROR', message: e?.message ?? 'the delivery could not be applied' },
+          };
+        }),
+      ),
+    );
+    return { acks };
   }
 
-  /** At the sender's home, after a failed attempt: its count and error, kept across restarts. */
-  async recordFailure(id: string, attempts: number, error: string): Promise<void> {
-    const r = await this.load(id);
-    if (!r || r.state !== 'pending') return;
-    await this.d.store.commit([{ type: 'put', sub: this.records, key: id, value: { ...r, attempts, last_error: error.slice(0, 500) } }]);
+  /**
+   * At the sender's home, after an attempt: the acknowledged transfers delivered and out of the outbox, the others'
+   * attempt count and error kept (across restarts), all in one batch. Records no longer pending are left alone.
+   */
+  async settle(outcomes: { id: string; attempts: number; ack?: TransferAck; error?: string }[]): Promise<void> {
+    const records = await this.d.store.getMany<TransferRecord>(
+      this.records,
+      outcomes.map((o) => o.id),
+    );
+    const ops: Op[] = [];
+    outcomes.forEach((o, k) => {
+      const r = records[k];
+      if (!r || r.state !== 'pending') return;
+      if (o.ack) {
+        const { envelopes: _e, to_url: _u, ...rest } = r;
+        const done: TransferRecord = {
+          ...rest,
+          state: 'delivered',
+          attempts: o.attempts,
+          last_error: null,
+          delivered_svcond: o.ack.delivered_svcond,
+          delivered_unix_ms: o.ack.delivered_unix_ms,
+        };
+        ops.push({ type: 'put', sub: this.records, key: o.id, value: done }, { type: 'del', sub: this.outbox, key: o.id });
+      } else {
+        ops.push({ type: 'put', sub: this.records, key: o.id, value: { ...r, attempts: o.attempts, last_error: (o.error ?? 'failed').slice(0, 500) } });
+      }
+    });
+    if (ops.length > 0) await this.d.store.commit(ops);
+  }
+
+  /** Records by id (undefined where there is none). */
+  async loadMany(ids: string[]): Promise<(TransferRecord | undefined)[]> {
+    return this.d.store.getMany<TransferRecord>(this.records, ids);
   }
 
   /** The named envelopes of `zid`: 400 naming the first that is unknown, another's, soulbound or bonded. */

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { TRANSFER_EVENT, type DeliveryBody } from '../../src/tally/transfers.js';
-import { DELIVER_PATH, verifiedAck } from '../../src/tally/transfer-delivery.js';
+import { DELIVER_PATH, verifiedAnswers } from '../../src/tally/transfer-delivery.js';
 import { HANDSHAKE_HEADER } from '../../src/mesh/wire.js';
 
 const MESH_SECRET = 'transfer-cluster-secret-0123456789abcdef';
@@ -172,21 +172,24 @@ describe('cross-node transfers', () => {
       })),
     };
     const deliver = async (from: TestNode, payload: unknown, handshake?: string) => {
-      const env = await from.node.mesh.signDirect(TRANSFER_EVENT, payload);
+      const env = await from.node.mesh.signDirect(TRANSFER_EVENT, { deliveries: [payload] });
       return call(b.url, 'POST', DELIVER_PATH, env.event, { [HANDSHAKE_HEADER]: handshake ?? env.handshake! });
     };
     const seqBefore = b.node.counters.get('envelope_seq');
     const again = await deliver(a, body);
     expect(again.status, again.text).toBe(200);
-    const ack = await verifiedAck(again.body, b.node.nodeId, r.body.transfer_id);
-    expect(ack).toMatchObject({ transfer_id: r.body.transfer_id, to: y.zid, duplicate: true });
-    // The very same bytes twice.
-    const env = await a.node.mesh.signDirect(TRANSFER_EVENT, body);
+    const [outcome] = (await verifiedAnswers(again.body, b.node.nodeId, [r.body.transfer_id]))!;
+    expect(outcome).toMatchObject({ ack: { transfer_id: r.body.transfer_id, to: y.zid, duplicate: true } });
+    // The very same bytes twice; and twice in one request.
+    const env = await a.node.mesh.signDirect(TRANSFER_EVENT, { deliveries: [body] });
     for (let i = 0; i < 2; i++) {
       const same = await call(b.url, 'POST', DELIVER_PATH, env.event, { [HANDSHAKE_HEADER]: env.handshake! });
       expect(same.status, same.text).toBe(200);
-      expect(same.body.body.duplicate).toBe(true);
+      expect(same.body.body.acks[0].duplicate).toBe(true);
     }
+    const twice = await a.node.mesh.signDirect(TRANSFER_EVENT, { deliveries: [body, body] });
+    const both = await call(b.url, 'POST', DELIVER_PATH, twice.event, { [HANDSHAKE_HEADER]: twice.handshake! });
+    expect(both.body.body.acks.map((x: { duplicate: boolean }) => x.duplicate)).toEqual([true, true]);
     expect(b.node.counters.get(`env:${y.zid}`)).toBe(3);
     expect(b.node.counters.get('envelope_seq')).toBe(seqBefore);
 
@@ -204,7 +207,13 @@ describe('cross-node transfers', () => {
       401,
       'INVALID_SIGNATURE',
     );
-    expectError(await deliver(c, body), 403, 'SVC_FORBIDDEN');
+    // Signed by a node that is not the sender's home: that transfer is refused (403), nothing applied.
+    const forged = await deliver(c, body);
+    expect(forged.status, forged.text).toBe(200);
+    expect(forged.body.body.acks[0]).toMatchObject({ transfer_id: body.transfer_id, error: { status: 403, code: 'SVC_FORBIDDEN' } });
+    // Not a batch: 400.
+    const flat = await a.node.mesh.signDirect(TRANSFER_EVENT, body);
+    expectError(await call(b.url, 'POST', DELIVER_PATH, flat.event, { [HANDSHAKE_HEADER]: flat.handshake! }), 400, 'SVC_INVALID_INPUT');
 
     // A first delivery sent five times at once (made up here with A's key: the receiver trusts what the sender's home
     // signs) is applied once.
@@ -215,7 +224,7 @@ describe('cross-node transfers', () => {
     };
     const answers = await Promise.all(Array.from({ length: 5 }, () => deliver(a, fresh)));
     for (const x5 of answers) expect(x5.status, x5.text).toBe(200);
-    expect(answers.filter((x5) => x5.body.body.duplicate === false)).toHaveLength(1);
+    expect(answers.filter((x5) => x5.body.body.acks[0].duplicate === false)).toHaveLength(1);
     expect(b.node.counters.get(`env:${y.zid}`)).toBe(4);
     expect(b.node.counters.get('envelope_seq')).toBe(seqBefore + 1);
   }, 120_000);

@@ -6,8 +6,8 @@ import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { canonicalJson } from '../../src/kernel/canonical.js';
 import { MAX_BODY_BYTES } from '../../src/mesh/validator.js';
 import { signEvent } from '../../src/mesh/wire.js';
-import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, deliveryBody, pickAtRandom, type DeliveryBody } from '../../src/tally/transfers.js';
-import { BACKOFF, backoffMs, verifiedAck } from '../../src/tally/transfer-delivery.js';
+import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, deliveryBatch, deliveryBody, pickAtRandom, type DeliveryBody } from '../../src/tally/transfers.js';
+import { BACKOFF, BATCH_BYTES, backoffMs, verifiedAnswers } from '../../src/tally/transfer-delivery.js';
 
 describe('pickAtRandom', () => {
   it('picks distinct members, the same for the same seed, and every member about equally often', () => {
@@ -49,7 +49,11 @@ describe('a delivery', () => {
       })),
     };
     expect(deliveryBody.safeParse(body).success).toBe(true);
-    expect(Buffer.byteLength(canonicalJson(body), 'utf8')).toBeLessThan(MAX_BODY_BYTES);
+    // The loop packs deliveries up to BATCH_BYTES; the largest one alone, wrapped, is still a valid event body.
+    expect(Buffer.byteLength(canonicalJson(body), 'utf8')).toBeLessThan(BATCH_BYTES);
+    expect(BATCH_BYTES + 1024).toBeLessThan(MAX_BODY_BYTES);
+    expect(Buffer.byteLength(canonicalJson({ deliveries: [body] }), 'utf8')).toBeLessThan(MAX_BODY_BYTES);
+    expect(deliveryBatch.safeParse({ deliveries: [body] }).success).toBe(true);
     expect(deliveryBody.safeParse({ ...body, envelopes: [...body.envelopes, body.envelopes[0]!] }).success).toBe(false);
   });
 
@@ -58,17 +62,21 @@ describe('a delivery', () => {
     expect(BACKOFF.maxMs).toBe(5000);
   });
 
-  it("is marked delivered only on an acknowledgement signed by the receiver's home for that transfer", async () => {
+  it("is marked delivered only on an acknowledgement signed by the receiver's home for those transfers, in order", async () => {
     const key = await generateKeyPair('Ed25519');
     const home = peerIdFromPrivateKey(key).toString();
     const other = peerIdFromPrivateKey(await generateKeyPair('Ed25519')).toString();
-    const ack = { transfer_id: `xfer_${'1'.repeat(24)}`, to: `zid_${'b'.repeat(32)}`, delivered_svcond: 5, delivered_unix_ms: 6, duplicate: false };
-    const signed = await signEvent(key, home, TRANSFER_ACK_EVENT, 5, ack);
-    expect(await verifiedAck(signed, home, ack.transfer_id)).toEqual(ack);
-    expect(await verifiedAck(signed, other, ack.transfer_id)).toBeNull();
-    expect(await verifiedAck(signed, home, `xfer_${'2'.repeat(24)}`)).toBeNull();
-    expect(await verifiedAck({ ...signed, body: { ...ack, duplicate: true } }, home, ack.transfer_id)).toBeNull();
-    expect(await verifiedAck({ ...signed, type: 'tally.transfer' }, home, ack.transfer_id)).toBeNull();
-    expect(await verifiedAck(null, home, ack.transfer_id)).toBeNull();
+    const ids = [`xfer_${'1'.repeat(24)}`, `xfer_${'2'.repeat(24)}`];
+    const ack = { transfer_id: ids[0]!, to: `zid_${'b'.repeat(32)}`, delivered_svcond: 5, delivered_unix_ms: 6, duplicate: false };
+    const refusal = { transfer_id: ids[1]!, error: { status: 404, code: 'SVC_NOT_FOUND', message: 'no identity' } };
+    const body = { acks: [ack, refusal] };
+    const signed = await signEvent(key, home, TRANSFER_ACK_EVENT, 5, body);
+    expect(await verifiedAnswers(signed, home, ids)).toEqual([{ ack }, { error: '404 SVC_NOT_FOUND: no identity' }]);
+    expect(await verifiedAnswers(signed, other, ids)).toBeNull();
+    expect(await verifiedAnswers(signed, home, [...ids].reverse())).toBeNull();
+    expect(await verifiedAnswers(signed, home, ids.slice(0, 1))).toBeNull();
+    expect(await verifiedAnswers({ ...signed, body: { acks: [{ ...ack, duplicate: true }, refusal] } }, home, ids)).toBeNull();
+    expect(await verifiedAnswers({ ...signed, type: 'tally.transfer' }, home, ids)).toBeNull();
+    expect(await verifiedAnswers(null, home, ids)).toBeNull();
   });
 });

@@ -12,7 +12,7 @@ import { TIERS } from '../../tally/tiers.js';
 import type { Caller } from '../../tally/ledger.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBody } from '../../tally/transfers.js';
+import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBatch } from '../../tally/transfers.js';
 import { DELIVER_PATH } from '../../tally/transfer-delivery.js';
 import { HANDSHAKE_HEADER } from '../../mesh/wire.js';
 
@@ -91,14 +91,15 @@ export function tallyRoutes(router: Router, s: HttpServices): void {
     ctx.body = await s.transfers.view(String(ctx.params.id), zidOf(ctx));
   });
 
-  // Node to node: a cross-node transfer delivered by the sender's home to the receiver's. The body is a signed mesh
-  // event with its handshake (the gossip entrance's checks, mesh.verifyDirect); the answer a signed acknowledgement.
+  // Node to node: cross-node transfers delivered by the senders' home to the receivers'. The body is a signed mesh
+  // event with its handshake (the gossip entrance's checks, mesh.verifyDirect); the answer a signed acknowledgement
+  // with one answer per transfer (applied, a duplicate, or refused with its part-7 status and code).
   router.post(DELIVER_PATH, async (ctx) => {
     if (!s.mesh) throw new ServiceError(503, 'MESH_DISABLED', 'this node runs without a mesh');
     const { event } = await s.mesh.verifyDirect(ctx.request.body, ctx.get(HANDSHAKE_HEADER) || undefined);
     if (event.type !== TRANSFER_EVENT) throw new ServiceError(400, 'INVALID_EVENT', `this route takes ${TRANSFER_EVENT} events, not ${event.type}`);
-    const ack = await s.transfers.receive(validate(deliveryBody, event.body), event.sender);
-    ctx.body = await s.signMeshEvent(TRANSFER_ACK_EVENT, ack);
+    const answers = await s.transfers.receiveAll(validate(deliveryBatch, event.body), event.sender);
+    ctx.body = await s.signMeshEvent(TRANSFER_ACK_EVENT, answers);
   });
 
   router.get('/api/tally/claim', requireKey(auth), home, async (ctx) => {
