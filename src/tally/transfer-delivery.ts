@@ -147,7 +147,9 @@ export class TransferDelivery {
     this.stopped = false;
     this.o.transfers.onPending((r) => this.schedule(r.transfer_id, r.to_home, 0));
     const pending = await this.o.transfers.pending();
-    for (const r of pending) this.schedule(r.transfer_id, r.to_home, 0);
+    const now = this.now();
+    for (const r of pending) this.schedule(r.transfer_id, r.to_home, 0, now, false);
+    this.arm();
     if (pending.length > 0) this.o.logger.info({ pending: pending.length }, 'transfer deliveries resumed');
     return pending.length;
   }
@@ -167,11 +169,13 @@ export class TransferDelivery {
     return n;
   }
 
-  private schedule(id: string, home: string, delayMs: number): void {
+  /** Make a transfer due after `delayMs`; `rearm` false when the caller schedules many and arms once after. */
+  private schedule(id: string, home: string, delayMs: number, now = this.now(), rearm = true): void {
     if (this.stopped) return;
-    for (const ids of this.busy.values()) if (ids.includes(id)) return;
-    this.due.set(id, { home, at: this.now() + delayMs });
-    this.arm();
+    const inFlight = this.busy.get(home);
+    if (inFlight !== undefined && inFlight.includes(id)) return;
+    this.due.set(id, { home, at: now + delayMs });
+    if (rearm) this.arm();
   }
 
   /** Wake up when the earliest due transfer of a home that is not busy may go. */
@@ -208,7 +212,9 @@ export class TransferDelivery {
         })
         .then((retries) => {
           this.busy.delete(home);
-          for (const r of retries) this.schedule(r.id, home, r.retryMs);
+          // One clock reading for all: transfers that failed together stay due together (the next request takes them all).
+          const now = this.now();
+          for (const r of retries) this.schedule(r.id, home, r.retryMs, now, false);
           this.arm();
         });
       const tracked = run.finally(() => this.inflight.delete(tracked));
