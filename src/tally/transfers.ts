@@ -5,7 +5,8 @@
 //               audit row on each identity's chain and the transfer record (delivered).
 //   cross node: the two-ledger transfer. At the sender's home one batch removes the envelopes, writes the sender's
 //               counters and audit row, the transfer record (pending, carrying the envelopes) and its outbox entry;
-//               the delivery loop (transfer-delivery.ts) sends it to the receiver's home until acknowledged. The
+//               the delivery loop (transfer-delivery.ts) sends it, with the other transfers due to the same home, to
+//               the receiver's home until acknowledged. The
 //               receiver's home credits it in one batch keyed by the transfer id, so a second delivery is answered
 //               as a duplicate and applied once; the sender's home then marks it delivered and drops the outbox entry.
 import { z } from 'zod';
@@ -22,12 +23,12 @@ import { TOKEN_ID_PATTERN, type EnvelopeLocks } from './folders.js';
 import { ENVELOPE_SUBS, randomHex, type EnvelopeRecord } from './ledger.js';
 
 export const TRANSFER_ID_PATTERN = /^xfer_[0-9a-f]{24}$/;
-/** The type of the signed delivery (sender's home → receiver's home) and of its signed acknowledgement. */
+/** The type of a signed delivery request (sender's home → receiver's home) and of its signed acknowledgement. */
 export const TRANSFER_EVENT = 'tally.transfer';
 export const TRANSFER_ACK_EVENT = 'tally.transfer.ack';
 /**
- * Most envelopes in one transfer: a delivery is one signed mesh event, whose body the validator caps at 64 KiB
- * (mesh/validator.ts MAX_BODY_BYTES); 200 envelopes of ~220 bytes each stay well under it.
+ * Most envelopes in one transfer: a delivery request is one signed mesh event, whose body the validator caps at 64 KiB
+ * (mesh/validator.ts MAX_BODY_BYTES); a transfer of 200 envelopes (~220 bytes each) fits in one on its own.
  */
 export const MAX_TRANSFER_ENVELOPES = 200;
 /** The folder a received envelope lands in. */
