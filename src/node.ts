@@ -21,6 +21,8 @@ import { Grants } from './tally/grants.js';
 import { TierBook, tierPolicy, type Tier } from './tally/tiers.js';
 import { ClaimService } from './tally/claim.js';
 import { EnvelopeLocks, Folders } from './tally/folders.js';
+import { Transfers } from './tally/transfers.js';
+import { TransferDelivery, httpSender } from './tally/transfer-delivery.js';
 import { loadOrCreateOperatorToken, tokenDigest } from './config/operator-token.js';
 import { ComputeService } from './compute/service.js';
 import { InlineExecutor, WorkerPoolExecutor, solverPoolSize, type SolverExecutor } from './compute/executor.js';
@@ -90,6 +92,8 @@ export class SvcNode {
   tiers!: TierBook;
   claims!: ClaimService;
   folders!: Folders;
+  transfers!: Transfers;
+  transferDelivery!: TransferDelivery;
   compute!: ComputeService;
   nodeIdentity!: NodeIdentity;
   receiptKey!: Buffer;
@@ -169,7 +173,28 @@ export class SvcNode {
       threshold: config.limits.claimThreshold,
       baseBits: config.limits.claimDifficultyBits,
     });
-    this.folders = new Folders(this.store, this.counters, this.ledger, new EnvelopeLocks());
+    // One lock per identity for every change that reads envelope records first: folder moves, transfers, bonds.
+    const envelopeLocks = new EnvelopeLocks();
+    this.folders = new Folders(this.store, this.counters, this.ledger, envelopeLocks);
+    const peerUrl = (peerId: string): string | null => this.mesh?.peers().find((p) => p.peerId === peerId)?.url ?? null;
+    this.transfers = new Transfers({
+      store: this.store,
+      counters: this.counters,
+      chain: this.chain,
+      identity: this.identity,
+      locks: envelopeLocks,
+      nodeId,
+      nowSvcond: () => stampAt(this.clock.nowNs()).svcond,
+      nowMs: () => Number(this.clock.nowNs() / 1_000_000n),
+      canDeliver: () => this.mesh?.enabled ?? false,
+      peerUrl,
+    });
+    this.transferDelivery = new TransferDelivery({
+      transfers: this.transfers,
+      send: httpSender({ sign: (type, body) => this.mesh.signDirect(type, body) }),
+      peerUrl,
+      logger: this.logger,
+    });
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
     this.executor =
@@ -237,6 +262,7 @@ export class SvcNode {
       policy: config.contribution,
       nodeId,
       nowSvcond: () => stampAt(this.clock.nowNs()).svcond,
+      locks: envelopeLocks,
       sign: (text) => signText(this.nodeIdentity.privateKey, text),
       verify: verifyText,
       publish: async (type, body) => {
@@ -265,6 +291,7 @@ export class SvcNode {
       tiers: this.tiers,
       claims: this.claims,
       folders: this.folders,
+      transfers: this.transfers,
       demoKeys,
       nodeId,
       publicUrl: () => this.url,
@@ -283,6 +310,8 @@ export class SvcNode {
     meshOptions.httpUrl = this.url;
     this.wireIdentityGossip();
     await this.mesh.start();
+    // After the mesh: a delivery signs with the node key and finds the receiver's home in the peer table.
+    await this.transferDelivery.start();
     if (this.mesh.enabled) {
       const every = (this.options.bondReannounceTicks ?? BOND_REANNOUNCE_TICKS) * TICK_MS;
       this.reannounceTimer = setInterval(() => void this.bonds.reannounce().catch(() => undefined), every);
@@ -336,6 +365,7 @@ export class SvcNode {
     }
     if (this.reannounceTimer) clearInterval(this.reannounceTimer);
     this.reannounceTimer = null;
+    if (this.transferDelivery) await this.transferDelivery.stop();
     if (this.mesh) await this.mesh.stop();
     if (this.executor) await this.executor.close();
     if (this.sealer) await this.sealer.close();

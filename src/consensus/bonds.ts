@@ -18,6 +18,7 @@ import { GossipError } from '../mesh/gossip-error.js';
 import type { GossipHandler } from '../mesh/gossip-handlers.js';
 import type { MeshEvent } from '../mesh/wire.js';
 import type { ContributionPolicy } from './policy.js';
+import type { EnvelopeLocks } from '../tally/folders.js';
 
 export const BOND_EVENT = 'consensus.bond';
 export const RELEASE_EVENT = 'consensus.release';
@@ -111,6 +112,11 @@ export interface BondServiceOptions {
   policy: ContributionPolicy;
   nodeId: () => string;
   nowSvcond: () => number;
+  /**
+   * The per-identity envelope lock that folder moves and transfers take: a bond reads envelope records and writes
+   * them back marked, so a transfer or a move of the same envelopes must not come in between.
+   */
+  locks?: EnvelopeLocks;
   /** base64 Ed25519 signature of a text with this node's key. */
   sign: (text: string) => string;
   /** Does `signature` verify for `text` under the key of node `signer`? */
@@ -192,11 +198,14 @@ export class BondService {
     this.pending.add(zid);
     this.nodeBonding = true;
     try {
-      const envelopes = tokenIds ? await this.chosen(zid, tokenIds, needed) : await this.oldest(zid, needed);
-      const bond: BondRecord = { bond_id: `bond_${randomHex(24)}`, zid, node, token_ids: envelopes.map((e) => e.token_id), svcond: this.o.nowSvcond() };
-      const attested: AttestedBond = { bond, attestation: this.o.sign(bondAttestationText(bond)) };
-      const entry: RegistryEntry = { bond_id: bond.bond_id, bond: attested, release: null };
-      await this.o.ledger.markImmovable(envelopes, bond.bond_id, [this.putOp(entry)]);
+      const { attested, entry } = await this.locked(zid, async () => {
+        const envelopes = tokenIds ? await this.chosen(zid, tokenIds, needed) : await this.oldest(zid, needed);
+        const bond: BondRecord = { bond_id: `bond_${randomHex(24)}`, zid, node, token_ids: envelopes.map((e) => e.token_id), svcond: this.o.nowSvcond() };
+        const attested: AttestedBond = { bond, attestation: this.o.sign(bondAttestationText(bond)) };
+        const entry: RegistryEntry = { bond_id: bond.bond_id, bond: attested, release: null };
+        await this.o.ledger.markImmovable(envelopes, bond.bond_id, [this.putOp(entry)]);
+        return { attested, entry };
+      });
       this.remember(entry);
       await this.gossip(BOND_EVENT, attested);
       return attested;
@@ -224,19 +233,27 @@ export class BondService {
     }
     this.pending.add(zid);
     try {
-      const envelopes = (await this.o.ledger.envelopesById(bond.token_ids)).filter(
-        (e): e is EnvelopeRecord => !!e && e.owner === zid && e.bond_id === bond.bond_id,
-      );
-      const release: ReleaseRecord = { bond_id: bond.bond_id, zid, node: bond.node, svcond: this.o.nowSvcond() };
-      const attested: AttestedRelease = { release, attestation: this.o.sign(releaseAttestationText(release)) };
-      const entry: RegistryEntry = { bond_id: bond.bond_id, bond: held, release: attested };
-      await this.o.ledger.markImmovable(envelopes, null, [this.putOp(entry), ...extra]);
+      const { attested, entry } = await this.locked(zid, async () => {
+        const envelopes = (await this.o.ledger.envelopesById(bond.token_ids)).filter(
+          (e): e is EnvelopeRecord => !!e && e.owner === zid && e.bond_id === bond.bond_id,
+        );
+        const release: ReleaseRecord = { bond_id: bond.bond_id, zid, node: bond.node, svcond: this.o.nowSvcond() };
+        const attested: AttestedRelease = { release, attestation: this.o.sign(releaseAttestationText(release)) };
+        const entry: RegistryEntry = { bond_id: bond.bond_id, bond: held, release: attested };
+        await this.o.ledger.markImmovable(envelopes, null, [this.putOp(entry), ...extra]);
+        return { attested, entry };
+      });
       this.remember(entry);
       await this.gossip(RELEASE_EVENT, attested);
       return attested;
     } finally {
       this.pending.delete(zid);
     }
+  }
+
+  /** Run `work` under the identity's envelope lock (when the node gave one). */
+  private locked<T>(zid: string, work: () => Promise<T>): Promise<T> {
+    return this.o.locks ? this.o.locks.run(zid, work) : work();
   }
 
   /**

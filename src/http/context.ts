@@ -14,6 +14,7 @@ import type { Grants } from '../tally/grants.js';
 import type { TierBook } from '../tally/tiers.js';
 import type { ClaimService } from '../tally/claim.js';
 import type { Folders } from '../tally/folders.js';
+import type { Transfers } from '../tally/transfers.js';
 
 export interface HttpServices {
   config: NodeConfig;
@@ -30,6 +31,7 @@ export interface HttpServices {
   tiers: TierBook;
   claims: ClaimService;
   folders: Folders;
+  transfers: Transfers;
   demoKeys: DemoKeys;
   nodeId: () => string;
   /** This node's HTTP URL as other nodes reach it. */

@@ -51,6 +51,8 @@ export type ErrorCode =
   // contribution (architecture.md §6)
   | 'INVALID_ATTESTATION'
   | 'SVC_INSUFFICIENT_ENVELOPES'
+  // the economy (architecture.md §7): a soulbound or bonded envelope named in a transfer
+  | 'SVC_ENVELOPE_NOT_MOVABLE'
   | 'SVC_BOND_CHALLENGED'
   | 'SVC_NO_BOND';
 

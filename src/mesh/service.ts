@@ -27,6 +27,7 @@ import {
   topicForType,
   type MeshEvent,
   type MeshTopic,
+  type WireEnvelope,
 } from './wire.js';
 
 export const TICK_EVENT_TYPE = 'tick';
@@ -367,6 +368,34 @@ export class MeshService {
       }
     }
     return { accepted: true, duplicate: false, id: v.id };
+  }
+
+  /**
+   * A direct node-to-node message (e.g. a transfer's delivery to the receiver's home): signed by this node, with the
+   * mesh handshake, at the current tick; sent over HTTP to one peer, never gossiped.
+   */
+  async signDirect(type: string, body: unknown): Promise<WireEnvelope> {
+    if (!this.identity) throw new Error('mesh service is not started');
+    const secret = this.opts.config.secret;
+    if (secret === null) throw new GossipError('ignore', 503, 'MESH_DISABLED', 'this node has no mesh secret configured');
+    const svcond = this.nowSvcond();
+    const event = await signEvent(this.identity.privateKey, this.identity.nodeId, type, svcond, body);
+    return { event, handshake: handshakeFor(secret, event.sender, svcond, bodyDigest(body)) };
+  }
+
+  /**
+   * Check a direct message with the one validator of both entrances (secret, shape, handshake, staleness, signature):
+   * the same refusals as POST /api/mesh/gossip. It is neither stored in the event log nor gossiped; a repeat is
+   * returned as valid (with duplicate: true), since the receiver's own records make its handling idempotent.
+   */
+  async verifyDirect(raw: unknown, handshakeHeader: string | string[] | undefined): Promise<{ event: MeshEvent; duplicate: boolean }> {
+    const hs = Array.isArray(handshakeHeader) ? handshakeHeader[0] : handshakeHeader;
+    const v = await this.validator.validate(raw, hs);
+    if (!v.ok) {
+      bump(this.stats.rejected.http, v.error.code);
+      throw v.error;
+    }
+    return { event: v.event, duplicate: v.duplicate };
   }
 
   private async validateGossip(topic: string, data: Uint8Array, from: string): Promise<GossipVerdict> {

@@ -55,6 +55,8 @@ export interface EnvelopeRecord {
   immovable?: true;
   /** The bond that holds it, while immovable. */
   bond_id?: string;
+  /** The transfer that brought it to its owner (tally/transfers.ts), when it came by one. */
+  transfer_id?: string;
 }
 
 /** What an envelope's hash commits to. */

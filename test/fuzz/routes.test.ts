@@ -13,8 +13,11 @@ const SCALE = Number(process.env.FUZZ_SCALE ?? 1);
 /** Solver runs that pass validation are cut at this limit (SVC_TIMEOUT is an allowed answer). */
 const TIME_LIMIT_SECONDS = 1;
 const ALLOWED_5XX = new Set(['SVC_SOLVER_ERROR', 'SVC_TIMEOUT']);
-/** Part 7: the gossip entrance of a node without a mesh secret answers 503 (this node has none). */
-const GOSSIP = 'POST /api/mesh/gossip';
+/**
+ * Part 7: the gossip entrance of a node without a mesh secret answers 503 (this node has none); so does the other
+ * node-to-node entrance, a cross-node transfer's delivery, checked by the same validator.
+ */
+const GOSSIP = new Set(['POST /api/mesh/gossip', 'POST /api/tally/transfers/deliver']);
 /** Streams (server-sent events) never end: they are not fuzzed here. */
 const STREAMS = new Set(['/api/svc/pulse/stream']);
 /** FUZZ_ROUTES=<regex>: only the routes whose "METHOD /path" matches (to search one area longer). */
@@ -207,7 +210,7 @@ async function check(e: Endpoint, s: Sample): Promise<void> {
     if (typeof err[f] !== 'string' || err[f].length === 0) throw new Error(`error lacks ${f}: ${where}`);
   }
   if (res.headers.get('x-trace-id') !== err.trace_id) throw new Error(`X-Trace-Id ${res.headers.get('x-trace-id')} ≠ trace_id: ${where}`);
-  const gossipOff = `${e.method} ${e.path}` === GOSSIP && res.status === 503 && err.code === 'MESH_DISABLED';
+  const gossipOff = GOSSIP.has(`${e.method} ${e.path}`) && res.status === 503 && err.code === 'MESH_DISABLED';
   if (res.status >= 500 && !ALLOWED_5XX.has(err.code) && !gossipOff) throw new Error(`5xx ${err.code}: ${where}`);
 }
 

@@ -1,4 +1,5 @@
-// The economy's routes (architecture.md §7): the cost table, operator grants, the daily claim and folder moves.
+// The economy's routes (architecture.md §7): the cost table, operator grants, the daily claim, folder moves and
+// transfers (with the node-to-node delivery route of cross-node transfers).
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
@@ -12,6 +13,9 @@ import { TIERS } from '../../tally/tiers.js';
 import type { Caller } from '../../tally/ledger.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
+import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBatch } from '../../tally/transfers.js';
+import { DELIVER_PATH } from '../../tally/transfer-delivery.js';
+import { HANDSHAKE_HEADER } from '../../mesh/wire.js';
 
 const ZID_PATTERN = /^zid_[0-9a-f]{32}$/;
 const grantBody = z
@@ -32,6 +36,14 @@ const folderBody = z
     q: z.string().min(1).max(128).optional(),
   })
   .strict();
+const transferBody = z
+  .object({
+    to: z.string().regex(ZID_PATTERN, 'zid_ followed by 32 lower-case hex digits'),
+    token_ids: z.array(z.string().min(1).max(128)).min(1).max(MAX_TRANSFER_ENVELOPES).optional(),
+    count: z.number().int().min(1).max(MAX_TRANSFER_ENVELOPES).optional(),
+  })
+  .strict()
+  .refine((b) => (b.token_ids === undefined) !== (b.count === undefined), { message: 'give token_ids or count (one of them)', path: ['token_ids'] });
 const claimBody = z.object({ challenge: z.string().min(1).max(200), nonce: z.string().min(1).max(64) }).strict();
 
 /** 401 unless the request carries this node's operator token as `Authorization: Bearer`. */
@@ -64,6 +76,31 @@ export function tallyRoutes(router: Router, s: HttpServices): void {
   router.post('/api/tally/envelopes/folder', requireKey(auth), home, async (ctx) => {
     const zid = zidOf(ctx);
     ctx.body = await s.folders.move(zid, validate(folderBody, ctx.request.body));
+  });
+
+  // Spec 4.6: movable envelopes to another identity (architecture.md §7). Also before GET /api/tally/envelopes/:zid.
+  // Served at the sender's home (forwarded there); 200 when delivered at once (same node), 202 while pending.
+  router.post('/api/tally/envelopes/transfer-bulk', requireKey(auth), home, async (ctx) => {
+    const zid = zidOf(ctx);
+    const view = await s.transfers.transfer(zid, validate(transferBody, ctx.request.body));
+    ctx.status = view.state === 'delivered' ? 200 : 202;
+    ctx.body = view;
+  });
+
+  // A transfer's state, to its sender and receiver, each at its own home.
+  router.get('/api/tally/transfers/:id', requireKey(auth), home, async (ctx) => {
+    ctx.body = await s.transfers.view(String(ctx.params.id), zidOf(ctx));
+  });
+
+  // Node to node: cross-node transfers delivered by the senders' home to the receivers'. The body is a signed mesh
+  // event with its handshake (the gossip entrance's checks, mesh.verifyDirect); the answer a signed acknowledgement
+  // with one answer per transfer (applied, a duplicate, or refused with its part-7 status and code).
+  router.post(DELIVER_PATH, async (ctx) => {
+    if (!s.mesh) throw new ServiceError(503, 'MESH_DISABLED', 'this node runs without a mesh');
+    const { event } = await s.mesh.verifyDirect(ctx.request.body, ctx.get(HANDSHAKE_HEADER) || undefined);
+    if (event.type !== TRANSFER_EVENT) throw new ServiceError(400, 'INVALID_EVENT', `this route takes ${TRANSFER_EVENT} events, not ${event.type}`);
+    const answers = await s.transfers.receiveAll(validate(deliveryBatch, event.body), event.sender);
+    ctx.body = await s.signMeshEvent(TRANSFER_ACK_EVENT, answers);
   });
 
   router.get('/api/tally/claim', requireKey(auth), home, async (ctx) => {

@@ -1,0 +1,577 @@
+// Transfers of envelopes between identities (spec 4.6 transfer-bulk; architecture.md §7). Movable envelopes only:
+// paid-funded, not bonded. Written at the sender's home, under the sender's EnvelopeLocks (the records are read from
+// the store, so a folder move, a bond or another transfer of the same identity must not interleave).
+//   same node:  one batch moves the envelopes (records, owner and folder indexes), both identities' counters, an
+//               audit row on each identity's chain and the transfer record (delivered).
+//   cross node: the two-ledger transfer. At the sender's home one batch removes the envelopes, writes the sender's
+//               counters and audit row, the transfer record (pending, carrying the envelopes) and its outbox entry;
+//               the delivery loop (transfer-delivery.ts) sends it, with the other transfers due to the same home, to
+//               the receiver's home until acknowledged. The
+//               receiver's home credits it in one batch keyed by the transfer id, so a second delivery is answered
+//               as a duplicate and applied once; the sender's home then marks it delivered and drops the outbox entry.
+import { z } from 'zod';
+import { ServiceError } from '../kernel/errors.js';
+import { canonicalJson } from '../kernel/canonical.js';
+import { sha256Hex } from '../kernel/bytes.js';
+import { Xoshiro128, stateFromText } from '../numerics/prng.js';
+import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
+import type { Counters } from '../store/counters.js';
+import type { ChainService } from '../chain/service.js';
+import type { IdentityService } from '../identity/service.js';
+import { envelopeCounter, folderCounter } from './counter-keys.js';
+import { TOKEN_ID_PATTERN, type EnvelopeLocks } from './folders.js';
+import { ENVELOPE_SUBS, randomHex, type EnvelopeRecord } from './ledger.js';
+
+export const TRANSFER_ID_PATTERN = /^xfer_[0-9a-f]{24}$/;
+/** The type of a signed delivery request (sender's home → receiver's home) and of its signed acknowledgement. */
+export const TRANSFER_EVENT = 'tally.transfer';
+export const TRANSFER_ACK_EVENT = 'tally.transfer.ack';
+/**
+ * Most envelopes in one transfer: a delivery request is one signed mesh event, whose body the validator caps at 64 KiB
+ * (mesh/validator.ts MAX_BODY_BYTES); a transfer of 200 envelopes (~220 bytes each) fits in one on its own.
+ */
+export const MAX_TRANSFER_ENVELOPES = 200;
+/** The folder a received envelope lands in. */
+export const RECEIVED_FOLDER = 'inbox';
+/** Envelope records read per step when choosing `count` of them. */
+const PAGE = 1000;
+
+export type TransferState = 'pending' | 'delivered';
+
+/** An envelope as it travels to the receiver's home (its owner, folder and seq are the receiver's there). */
+export interface TravellingEnvelope {
+  token_id: string;
+  face_value: number;
+  funding: 'paid';
+  svcond: number;
+  result_id: string;
+  hash: string;
+}
+
+export interface TransferRecord {
+  transfer_id: string;
+  state: TransferState;
+  from: string;
+  to: string;
+  /** Home nodes (peer ids) of sender and receiver: equal for a same-node transfer. */
+  from_home: string;
+  to_home: string;
+  count: number;
+  token_ids: string[];
+  face_value_total: number;
+  /**
+   * How the envelopes were chosen: named (token_ids), or `count` at random with the house PRNG seeded by `seed`, the
+   * SHA-256 hex of canonicalJson({transfer_id, from, to, count}) (pickAtRandom over the sender's movable envelopes).
+   */
+  picked_by: 'token_ids' | 'count';
+  seed: string | null;
+  /** Delivery attempts to the receiver's home (0 for a same-node transfer). */
+  attempts: number;
+  last_error: string | null;
+  created_svcond: number;
+  created_unix_ms: number;
+  delivered_svcond: number | null;
+  delivered_unix_ms: number | null;
+  /** Cross-node, at the sender's home while pending: what is delivered. Dropped once delivered. */
+  envelopes?: TravellingEnvelope[];
+  /** The receiver's home URL when the transfer was made (used while the peer table does not know it yet). */
+  to_url?: string | null;
+}
+
+/** One transfer as the receiver's home is told it. */
+export const deliveryBody = z
+  .object({
+    transfer_id: z.string().regex(TRANSFER_ID_PATTERN),
+    from: z.string().regex(/^zid_[0-9a-f]{32}$/),
+    to: z.string().regex(/^zid_[0-9a-f]{32}$/),
+    from_home: z.string().min(1).max(128),
+    to_home: z.string().min(1).max(128),
+    created_svcond: z.number().int().nonnegative(),
+    created_unix_ms: z.number().int().nonnegative(),
+    attempt: z.number().int().min(1),
+    picked_by: z.enum(['token_ids', 'count']),
+    seed: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .nullable(),
+    envelopes: z
+      .array(
+        z
+          .object({
+            token_id: z.string().regex(TOKEN_ID_PATTERN),
+            face_value: z.number().int().nonnegative(),
+            funding: z.literal('paid'),
+            svcond: z.number().int().nonnegative(),
+            result_id: z.string().min(1).max(64),
+            hash: z.string().regex(/^[0-9a-f]{64}$/),
+          })
+          .strict(),
+      )
+      .min(1)
+      .max(MAX_TRANSFER_ENVELOPES),
+  })
+  .strict();
+export type DeliveryBody = z.infer<typeof deliveryBody>;
+
+/** Most transfers in one delivery request. */
+export const MAX_DELIVERY_BATCH = 64;
+/**
+ * The body of a signed TRANSFER_EVENT: the pending transfers of one sender's home to one receiver's home, as many as
+ * fit in one mesh event body (the sender packs them by size; the validator enforces the 64 KiB).
+ */
+export const deliveryBatch = z.object({ deliveries: z.array(deliveryBody).min(1).max(MAX_DELIVERY_BATCH) }).strict();
+export type DeliveryBatch = z.infer<typeof deliveryBatch>;
+
+/** A delivery the receiver's home refused (it stays pending at the sender's home and is tried again). */
+export interface TransferRefusal {
+  transfer_id: string;
+  error: { status: number; code: string; message: string };
+}
+
+/** The body of a signed TRANSFER_ACK_EVENT: one answer per delivery, in the order of the request. */
+export interface DeliveryAnswers {
+  acks: (TransferAck | TransferRefusal)[];
+}
+
+/** What the receiver's home answers (signed as a TRANSFER_ACK_EVENT). */
+export interface TransferAck {
+  transfer_id: string;
+  to: string;
+  delivered_svcond: number;
+  delivered_unix_ms: number;
+  /** True when this delivery was a repeat: nothing was applied again. */
+  duplicate: boolean;
+}
+
+export interface TransferRequest {
+  to: string;
+  count?: number;
+  token_ids?: string[];
+}
+
+/** A transfer as GET /api/tally/transfers/:id shows it. */
+export type TransferView = Omit<TransferRecord, 'envelopes' | 'to_url'>;
+
+export interface TransfersDeps {
+  store: Store;
+  counters: Counters;
+  chain: ChainService;
+  identity: IdentityService;
+  locks: EnvelopeLocks;
+  nodeId: () => string;
+  nowSvcond: () => number;
+  nowMs: () => number;
+  /** Can this node deliver to another node (a mesh secret is configured)? */
+  canDeliver: () => boolean;
+  /** The receiver's home URL as this node knows it now, or null. */
+  peerUrl: (peerId: string) => string | null;
+}
+
+function badInput(field: string, reason: string, message: string, extra: Record<string, unknown> = {}): ServiceError {
+  return new ServiceError(400, 'SVC_INVALID_INPUT', message, { field, reason, allowed: null, ...extra });
+}
+
+/** The view of a record: everything but the travelling envelopes and the URL hint. */
+export function viewOf(r: TransferRecord): TransferView {
+  const { envelopes: _e, to_url: _u, ...view } = r;
+  return view;
+}
+
+/**
+ * `count` of `candidates` chosen uniformly at random, reproducibly: a partial Fisher–Yates shuffle driven by the
+ * house PRNG (xoshiro128**) seeded from SHA-256 of `seed`. The candidates come in seal order (the owner index), so
+ * the same seed and the same holdings give the same pick.
+ */
+export function pickAtRandom<T>(candidates: readonly T[], count: number, seed: string): T[] {
+  const a = candidates.slice();
+  const rng = new Xoshiro128(stateFromText(seed));
+  const n = Math.min(count, a.length);
+  for (let i = 0; i < n; i++) {
+    const j = i + rng.int(a.length - i);
+    const t = a[i]!;
+    a[i] = a[j]!;
+    a[j] = t;
+  }
+  return a.slice(0, n);
+}
+
+/** Why an envelope cannot be transferred, or null when it can. */
+export function unmovableReason(e: EnvelopeRecord): 'soulbound' | 'bonded' | null {
+  if (e.soulbound || e.funding !== 'paid') return 'soulbound';
+  if (e.immovable || e.bond_id !== undefined) return 'bonded';
+  return null;
+}
+
+export class Transfers {
+  private readonly records: Sublevel;
+  /** Pending cross-node transfers at the sender's home: transfer id → transfer id (the delivery loop's queue). */
+  private readonly outbox: Sublevel;
+  private readonly envelopes: Sublevel;
+  private readonly byOwner: Sublevel;
+  private readonly byFolder: Sublevel;
+  private pendingSink: ((r: TransferRecord) => void) | null = null;
+
+  constructor(private readonly d: TransfersDeps) {
+    this.records = d.store.sub('transfers');
+    this.outbox = d.store.sub('transfer_outbox');
+    this.envelopes = d.store.sub(ENVELOPE_SUBS.envelopes);
+    this.byOwner = d.store.sub(ENVELOPE_SUBS.byOwner);
+    this.byFolder = d.store.sub(ENVELOPE_SUBS.byFolder);
+  }
+
+  /** Where new pending transfers go once durable (the delivery loop). */
+  onPending(sink: (r: TransferRecord) => void): void {
+    this.pendingSink = sink;
+  }
+
+  /** A transfer by id, as shown to its sender or receiver: 404 when unknown here, 403 to anyone else. */
+  async view(id: string, zid: string): Promise<TransferView> {
+    const r = TRANSFER_ID_PATTERN.test(id) ? await this.load(id) : undefined;
+    if (!r) throw new ServiceError(404, 'SVC_NOT_FOUND', `no transfer ${id} is known at this identity's home`);
+    if (r.from !== zid && r.to !== zid) throw new ServiceError(403, 'SVC_FORBIDDEN', 'a transfer is shown to its sender and its receiver only');
+    return viewOf(r);
+  }
+
+  async load(id: string): Promise<TransferRecord | undefined> {
+    return this.d.store.get<TransferRecord>(this.records, id);
+  }
+
+  /** Pending cross-node transfers (the outbox), oldest id order: what the delivery loop resumes at start. */
+  async pending(): Promise<TransferRecord[]> {
+    const ids = await this.d.store.range<string>(this.outbox);
+    const recs = await this.d.store.getMany<TransferRecord>(
+      this.records,
+      ids.map((e) => e.key),
+    );
+    return recs.filter((r): r is TransferRecord => r !== undefined && r.state === 'pending');
+  }
+
+  /** Transfer envelopes of `from` (homed here) to `to`: named, or `count` at random. */
+  async transfer(from: string, req: TransferRequest): Promise<TransferView> {
+    if ((req.token_ids === undefined) === (req.count === undefined)) throw badInput('token_ids', 'required', 'give token_ids or count (one of them)');
+    if (req.to === from) throw badInput('to', 'self', 'a transfer goes to another identity, not to the sender');
+    const ids = req.token_ids === undefined ? undefined : [...new Set(req.token_ids)];
+    for (const id of ids ?? []) {
+      if (!TOKEN_ID_PATTERN.test(id)) throw badInput('token_ids', 'format', `token id "${id}" is not an envelope token id (env_ + 24 hex)`, { token_id: id });
+    }
+    const wanted = ids?.length ?? req.count!;
+    if (wanted > MAX_TRANSFER_ENVELOPES)
+      throw badInput(ids ? 'token_ids' : 'count', 'limit', `a transfer moves at most ${MAX_TRANSFER_ENVELOPES} envelopes`, { limit: MAX_TRANSFER_ENVELOPES });
+    const receiver = await this.d.identity.getIdentity(req.to);
+    if (!receiver) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${req.to} is known to this node`, { field: 'to' });
+    const sender = await this.d.identity.getIdentity(from);
+    if (!sender) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${from} is known to this node`, { field: 'from' });
+    const here = this.d.nodeId();
+    const sameNode = receiver.kind !== 'remote' && receiver.home === here;
+    if (!sameNode && !this.d.canDeliver())
+      throw new ServiceError(503, 'MESH_DISABLED', `${req.to} is homed on node ${receiver.home}, and this node has no mesh to deliver to it`);
+    const fromSlug = sender.default_machine ?? this.d.identity.defaultSlug(from);
+    const toSlug = receiver.default_machine ?? this.d.identity.defaultSlug(req.to);
+
+    return this.d.locks.run(from, async () => {
+      const transferId = `xfer_${randomHex(24)}`;
+      const seed = ids ? null : sha256Hex(canonicalJson({ transfer_id: transferId, from, to: req.to, count: req.count }));
+      const chosen = ids ? await this.named(from, ids) : await this.pick(from, req.count!, seed!);
+      await this.d.chain.prepare(fromSlug);
+      if (sameNode) await this.d.chain.prepare(toSlug);
+      // From here to the commit: synchronous (counters and chain heads in memory), as ledger.ts's rule asks.
+      const svcond = this.d.nowSvcond();
+      const unixMs = this.d.nowMs();
+      const tokenIds = chosen.map((e) => e.token_id);
+      const record: TransferRecord = {
+        transfer_id: transferId,
+        state: sameNode ? 'delivered' : 'pending',
+        from,
+        to: req.to,
+        from_home: here,
+        to_home: receiver.home,
+        count: chosen.length,
+        token_ids: tokenIds,
+        face_value_total: chosen.reduce((s, e) => s + e.face_value, 0),
+        picked_by: ids ? 'token_ids' : 'count',
+        seed,
+        attempts: 0,
+        last_error: null,
+        created_svcond: svcond,
+        created_unix_ms: unixMs,
+        delivered_svcond: sameNode ? svcond : null,
+        delivered_unix_ms: sameNode ? unixMs : null,
+      };
+      const ops: Op[] = [];
+      const deltas = new Map<string, number>();
+      const add = (name: string, d: number) => deltas.set(name, (deltas.get(name) ?? 0) + d);
+      for (const e of chosen) {
+        ops.push({ type: 'del', sub: this.byOwner, key: `${from}!${padNum(e.seq)}` });
+        ops.push({ type: 'del', sub: this.byFolder, key: `${from}!${e.folder}!${padNum(e.seq)}` });
+        add(envelopeCounter(from), -1);
+        add(folderCounter(from, e.folder), -1);
+        if (sameNode) {
+          // The seq is node-wide, so the envelope keeps it under its new owner.
+          ops.push({ type: 'put', sub: this.byOwner, key: `${req.to}!${padNum(e.seq)}`, value: e.token_id });
+          ops.push({ type: 'put', sub: this.byFolder, key: `${req.to}!${RECEIVED_FOLDER}!${padNum(e.seq)}`, value: e.token_id });
+          ops.push({ type: 'put', sub: this.envelopes, key: e.token_id, value: receivedRecord(e, req.to, e.seq, transferId) });
+          add(envelopeCounter(req.to), 1);
+          add(folderCounter(req.to, RECEIVED_FOLDER), 1);
+        } else {
+          // The envelope leaves this ledger: the receiver's home writes it on its own.
+          ops.push({ type: 'del', sub: this.envelopes, key: e.token_id });
+        }
+      }
+      const rollbacks: (() => void)[] = [];
+      const out = this.d.chain.appendOps(fromSlug, svcond, 'transfer_out', {
+        transfer_id: transferId,
+        to: req.to,
+        to_home: receiver.home,
+        token_ids: tokenIds,
+      });
+      ops.push(out.op);
+      rollbacks.push(out.rollback);
+      if (sameNode) {
+        const inRow = this.d.chain.appendOps(toSlug, svcond, 'transfer_in', { transfer_id: transferId, from, from_home: here, token_ids: tokenIds });
+        ops.push(inRow.op);
+        rollbacks.push(inRow.rollback);
+        ops.push({ type: 'put', sub: this.records, key: transferId, value: record });
+      } else {
+        const pending: TransferRecord = { ...record, envelopes: chosen.map(travelling), to_url: this.d.peerUrl(receiver.home) };
+        ops.push({ type: 'put', sub: this.records, key: transferId, value: pending });
+        ops.push({ type: 'put', sub: this.outbox, key: transferId, value: transferId });
+      }
+      for (const [name, d] of deltas) this.d.counters.bump(name, d);
+      this.d.counters.persistOps([...deltas.keys()], ops);
+      try {
+        await this.d.store.commit(ops);
+      } catch (err) {
+        for (const [name, d] of deltas) this.d.counters.revert(name, d);
+        for (const undo of rollbacks.reverse()) undo();
+        throw err;
+      }
+      if (!sameNode) this.pendingSink?.({ ...record, envelopes: chosen.map(travelling), to_url: this.d.peerUrl(receiver.home) });
+      return viewOf(record);
+    });
+  }
+
+  /**
+   * At the receiver's home: credit a delivery once. `sender` is the verified signer of the delivery, which must be the
+   * sender's home. 404 when the receiver is not homed here; a transfer id seen before is acknowledged as a duplicate
+   * and changes nothing. The check and the batch run under the receiver's lock, so two concurrent deliveries of one
+   * transfer apply it once.
+   */
+  async receive(delivery: DeliveryBody, sender: string): Promise<TransferAck> {
+    const here = this.d.nodeId();
+    if (delivery.from_home !== sender)
+      throw new ServiceError(403, 'SVC_FORBIDDEN', `a delivery is signed by the sender's home (${delivery.from_home}), not by ${sender}`);
+    if (delivery.to_home !== here)
+      throw new ServiceError(409, 'SVC_CONFLICT', `this delivery is addressed to node ${delivery.to_home}`, { home: delivery.to_home });
+    const receiver = await this.d.identity.getIdentity(delivery.to);
+    if (!receiver || receiver.kind === 'remote' || receiver.home !== here)
+      throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${delivery.to} is homed on this node`, { field: 'to' });
+    const toSlug = receiver.default_machine ?? this.d.identity.defaultSlug(delivery.to);
+    return this.d.locks.run(delivery.to, async () => {
+      const seen = await this.load(delivery.transfer_id);
+      if (seen) {
+        if (seen.to !== delivery.to || seen.from !== delivery.from)
+          throw new ServiceError(409, 'SVC_CONFLICT', `transfer ${delivery.transfer_id} is known here with other parties`);
+        return ackOf(seen, true);
+      }
+      const tokenIds = delivery.envelopes.map((e) => e.token_id);
+      if (new Set(tokenIds).size !== tokenIds.length) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'a delivery names an envelope twice');
+      const existing = await this.d.store.getMany<EnvelopeRecord>(this.envelopes, tokenIds);
+      const clash = existing.findIndex((e) => e !== undefined);
+      if (clash >= 0)
+        throw new ServiceError(409, 'SVC_CONFLICT', `envelope ${tokenIds[clash]} is already on this node's ledger`, { token_id: tokenIds[clash] });
+      await this.d.chain.prepare(toSlug);
+      // Synchronous from here to the commit.
+      const svcond = this.d.nowSvcond();
+      const unixMs = this.d.nowMs();
+      const ops: Op[] = [];
+      const names = ['envelope_seq', envelopeCounter(delivery.to), folderCounter(delivery.to, RECEIVED_FOLDER)];
+      const n = delivery.envelopes.length;
+      const firstSeq = this.d.counters.get('envelope_seq') + 1;
+      this.d.counters.bump('envelope_seq', n);
+      this.d.counters.bump(names[1]!, n);
+      this.d.counters.bump(names[2]!, n);
+      delivery.envelopes.forEach((t, i) => {
+        const seq = firstSeq + i;
+        const e: EnvelopeRecord = {
+          token_id: t.token_id,
+          owner: delivery.to,
+          face_value: t.face_value,
+          folder: RECEIVED_FOLDER,
+          funding: 'paid',
+          soulbound: false,
+          svcond: t.svcond,
+          result_id: t.result_id,
+          hash: t.hash,
+          seq,
+          transfer_id: delivery.transfer_id,
+        };
+        ops.push({ type: 'put', sub: this.envelopes, key: t.token_id, value: e });
+        ops.push({ type: 'put', sub: this.byOwner, key: `${delivery.to}!${padNum(seq)}`, value: t.token_id });
+        ops.push({ type: 'put', sub: this.byFolder, key: `${delivery.to}!${RECEIVED_FOLDER}!${padNum(seq)}`, value: t.token_id });
+      });
+      const inRow = this.d.chain.appendOps(toSlug, svcond, 'transfer_in', {
+        transfer_id: delivery.transfer_id,
+        from: delivery.from,
+        from_home: delivery.from_home,
+        token_ids: tokenIds,
+      });
+      ops.push(inRow.op);
+      const record: TransferRecord = {
+        transfer_id: delivery.transfer_id,
+        state: 'delivered',
+        from: delivery.from,
+        to: delivery.to,
+        from_home: delivery.from_home,
+        to_home: here,
+        count: n,
+        token_ids: tokenIds,
+        face_value_total: delivery.envelopes.reduce((s, e) => s + e.face_value, 0),
+        picked_by: delivery.picked_by,
+        seed: delivery.seed,
+        attempts: delivery.attempt,
+        last_error: null,
+        created_svcond: delivery.created_svcond,
+        created_unix_ms: delivery.created_unix_ms,
+        delivered_svcond: svcond,
+        delivered_unix_ms: unixMs,
+      };
+      ops.push({ type: 'put', sub: this.records, key: delivery.transfer_id, value: record });
+      this.d.counters.persistOps(names, ops);
+      try {
+        await this.d.store.commit(ops);
+      } catch (err) {
+        this.d.counters.revert('envelope_seq', n);
+        this.d.counters.revert(names[1]!, n);
+        this.d.counters.revert(names[2]!, n);
+        inRow.rollback();
+        throw err;
+      }
+      return ackOf(record, false);
+    });
+  }
+
+  /**
+   * At the receiver's home: a delivery request, each transfer credited once (receive()); one answer per transfer, a
+   * refusal carrying its part-7 status and code.
+   */
+  async receiveAll(batch: DeliveryBatch, sender: string): Promise<DeliveryAnswers> {
+    const acks = await Promise.all(
+      batch.deliveries.map((d) =>
+        this.receive(d, sender).catch((err: unknown): TransferRefusal => {
+          const e = err instanceof ServiceError ? err : null;
+          return {
+            transfer_id: d.transfer_id,
+            error: { status: e?.status ?? 500, code: e?.code ?? 'SVC_INTERNAL_ERROR', message: e?.message ?? 'the delivery could not be applied' },
+          };
+        }),
+      ),
+    );
+    return { acks };
+  }
+
+  /**
+   * At the sender's home, after an attempt: the acknowledged transfers delivered and out of the outbox, the others'
+   * attempt count and error kept (across restarts), all in one batch. Records no longer pending are left alone.
+   */
+  async settle(outcomes: { id: string; attempts: number; ack?: TransferAck; error?: string }[]): Promise<void> {
+    const records = await this.d.store.getMany<TransferRecord>(
+      this.records,
+      outcomes.map((o) => o.id),
+    );
+    const ops: Op[] = [];
+    outcomes.forEach((o, k) => {
+      const r = records[k];
+      if (!r || r.state !== 'pending') return;
+      if (o.ack) {
+        const { envelopes: _e, to_url: _u, ...rest } = r;
+        const done: TransferRecord = {
+          ...rest,
+          state: 'delivered',
+          attempts: o.attempts,
+          last_error: null,
+          delivered_svcond: o.ack.delivered_svcond,
+          delivered_unix_ms: o.ack.delivered_unix_ms,
+        };
+        ops.push({ type: 'put', sub: this.records, key: o.id, value: done }, { type: 'del', sub: this.outbox, key: o.id });
+      } else {
+        ops.push({ type: 'put', sub: this.records, key: o.id, value: { ...r, attempts: o.attempts, last_error: (o.error ?? 'failed').slice(0, 500) } });
+      }
+    });
+    if (ops.length > 0) await this.d.store.commit(ops);
+  }
+
+  /** Records by id (undefined where there is none). */
+  async loadMany(ids: string[]): Promise<(TransferRecord | undefined)[]> {
+    return this.d.store.getMany<TransferRecord>(this.records, ids);
+  }
+
+  /** The named envelopes of `zid`: 400 naming the first that is unknown, another's, soulbound or bonded. */
+  private async named(zid: string, ids: string[]): Promise<EnvelopeRecord[]> {
+    const records = await this.d.store.getMany<EnvelopeRecord>(this.envelopes, ids);
+    return ids.map((id, k) => {
+      const e = records[k];
+      // Another identity's envelope is answered as unknown: its existence is not the caller's business.
+      if (!e || e.owner !== zid) throw badInput('token_ids', 'unknown', `no envelope ${id} of yours`, { token_id: id });
+      const why = unmovableReason(e);
+      if (why === 'soulbound')
+        throw new ServiceError(400, 'SVC_ENVELOPE_NOT_MOVABLE', `envelope ${id} is soulbound (free-funded): only paid-funded envelopes move`, {
+          field: 'token_ids',
+          token_id: id,
+          reason: why,
+        });
+      if (why === 'bonded')
+        throw new ServiceError(400, 'SVC_ENVELOPE_NOT_MOVABLE', `envelope ${id} is bonded (bond ${e.bond_id ?? 'unknown'}): release the bond first`, {
+          field: 'token_ids',
+          token_id: id,
+          reason: why,
+          bond_id: e.bond_id ?? null,
+        });
+      return e;
+    });
+  }
+
+  /** `count` movable envelopes of `zid` at random (pickAtRandom with `seed`); 400 saying how many are movable. */
+  private async pick(zid: string, count: number, seed: string): Promise<EnvelopeRecord[]> {
+    const movable: EnvelopeRecord[] = [];
+    let held = 0;
+    let gte = `${zid}!`;
+    for (;;) {
+      const page = await this.d.store.range<string>(this.byOwner, { gte, lt: `${zid}!~`, limit: PAGE });
+      if (page.length === 0) break;
+      const records = await this.d.store.getMany<EnvelopeRecord>(
+        this.envelopes,
+        page.map((p) => p.value),
+      );
+      for (const e of records) {
+        if (!e || e.owner !== zid) continue;
+        held++;
+        if (unmovableReason(e) === null) movable.push(e);
+      }
+      if (page.length < PAGE) break;
+      gte = `${page[page.length - 1]!.key}\u0000`;
+    }
+    if (movable.length < count) {
+      throw new ServiceError(
+        400,
+        'SVC_INSUFFICIENT_ENVELOPES',
+        `a transfer of ${count} envelopes needs ${count} movable ones; ${movable.length} of the ${held} held are movable (paid-funded, not bonded)`,
+        { field: 'count', requested: count, movable: movable.length, held },
+      );
+    }
+    return pickAtRandom(movable, count, seed);
+  }
+}
+
+function travelling(e: EnvelopeRecord): TravellingEnvelope {
+  return { token_id: e.token_id, face_value: e.face_value, funding: 'paid', svcond: e.svcond, result_id: e.result_id, hash: e.hash };
+}
+
+/** The record of an envelope under its new owner on this node, in the receiver's inbox, without a bond mark. */
+function receivedRecord(e: EnvelopeRecord, owner: string, seq: number, transferId: string): EnvelopeRecord {
+  const { immovable: _i, bond_id: _b, ...rest } = e;
+  return { ...rest, owner, folder: RECEIVED_FOLDER, seq, transfer_id: transferId };
+}
+
+function ackOf(r: TransferRecord, duplicate: boolean): TransferAck {
+  return { transfer_id: r.transfer_id, to: r.to, delivered_svcond: r.delivered_svcond ?? 0, delivered_unix_ms: r.delivered_unix_ms ?? 0, duplicate };
+}

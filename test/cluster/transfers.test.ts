@@ -1,0 +1,255 @@
+// Cross-node transfers on three meshed nodes (issue 18 item 4; architecture.md §7): the sender's home debits and
+// keeps an outbox entry, its delivery loop sends the transfer to the receiver's home until acknowledged, and the
+// receiver's home applies it once by transfer id. A request made at a third node is forwarded to the sender's home.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { TRANSFER_EVENT, type DeliveryBody } from '../../src/tally/transfers.js';
+import { DELIVER_PATH, verifiedAnswers } from '../../src/tally/transfer-delivery.js';
+import { HANDSHAKE_HEADER } from '../../src/mesh/wire.js';
+
+const MESH_SECRET = 'transfer-cluster-secret-0123456789abcdef';
+const RECEIPT_SECRET = 'cd'.repeat(32);
+const cost1 = { domain: 'thermodynamics', operators: ['KO42', 'THERMO_CARNOT_EFFICIENCY'], inputs: {} };
+
+let a: TestNode;
+let b: TestNode;
+let c: TestNode;
+const meshConfig = (bootstrap: string[], ports: { port: number; p2pPort: number } = { port: 0, p2pPort: 0 }) => ({
+  receiptSecret: RECEIPT_SECRET,
+  port: ports.port,
+  mesh: { secret: MESH_SECRET, p2pPort: ports.p2pPort, bootstrap, tickEvery: 1 },
+});
+const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 }, initialCredits: 0 };
+
+async function waitFor<T>(fn: () => Promise<T | null | false | undefined> | T | null | false | undefined, what: string, timeoutMs = 30_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v as T;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function grant(n: TestNode, zid: string, credits: number): Promise<void> {
+  const token = (await readFile(join(n.dataDir, 'operator-token'), 'utf8')).trim();
+  const r = await call(n.url, 'POST', '/api/tally/grants', { zid, credits }, bearer(token));
+  expect(r.status, r.text).toBe(201);
+}
+
+/** An identity homed on `n` holding `count` paid (movable) envelopes. */
+async function richIdentity(n: TestNode, seed: string, count: number): Promise<{ zid: string; key: string; slug: string; minted: string[] }> {
+  const id = await zkIdentity(n.url, seed);
+  await grant(n, id.zid, count);
+  const minted: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const r = await call(n.url, 'POST', '/api/svc/compute', cost1, bearer(id.key));
+    expect(r.status, r.text).toBe(200);
+    minted.push(r.body.envelope.token_id);
+  }
+  return { ...id, minted };
+}
+
+/** An identity homed on `home`, once `knownAt` has heard of it (its assertion gossiped). */
+async function remoteIdentity(home: TestNode, knownAt: TestNode, seed: string): Promise<{ zid: string; key: string; slug: string }> {
+  const id = await zkIdentity(home.url, seed);
+  await waitFor(() => knownAt.node.identity.getIdentity(id.zid), `${seed} known at the sender's home`);
+  return id;
+}
+
+async function held(
+  n: TestNode,
+  who: { zid: string; key: string },
+): Promise<{ total: number; items: { token_id: string; owner: string; folder: string; transfer_id?: string }[] }> {
+  const r = await call(n.url, 'GET', `/api/tally/envelopes/${who.zid}?limit=500`, undefined, bearer(who.key));
+  expect(r.status, r.text).toBe(200);
+  return r.body;
+}
+
+async function delivered(n: TestNode, who: { key: string }, id: string, timeoutMs = 30_000): Promise<Record<string, any>> {
+  return waitFor(
+    async () => {
+      const r = await call(n.url, 'GET', `/api/tally/transfers/${id}`, undefined, bearer(who.key));
+      return r.status === 200 && r.body.state === 'delivered' ? r.body : null;
+    },
+    `transfer ${id} delivered`,
+    timeoutMs,
+  );
+}
+
+const portsOf = (n: TestNode) => ({ port: Number(new URL(n.url).port), p2pPort: Number(/\/tcp\/(\d+)\//.exec(n.node.mesh.multiaddrs()[0]!)![1]) });
+
+beforeAll(async () => {
+  a = await startTestNode(meshConfig([]), opts);
+  const addrA = a.node.mesh.multiaddrs()[0]!;
+  b = await startTestNode(meshConfig([addrA]), opts);
+  c = await startTestNode(meshConfig([addrA, b.node.mesh.multiaddrs()[0]!]), opts);
+  await waitFor(() => [a, b, c].every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 2), 'tick events from every peer');
+}, 120_000);
+afterAll(async () => {
+  await Promise.all([a, b, c].map((n) => n?.destroy()));
+});
+
+describe('cross-node transfers', () => {
+  it('a transfer made through a third node is debited at the sender home and lands exactly once at the receiver home', async () => {
+    const x = await richIdentity(a, 'xn-sender', 8);
+    const y = await remoteIdentity(b, a, 'xn-receiver');
+    await waitFor(() => c.node.identity.getIdentity(x.zid), 'the sender known at C');
+
+    const r = await call(c.url, 'POST', '/api/tally/envelopes/transfer-bulk', { to: y.zid, count: 5 }, bearer(x.key));
+    expect(r.status, r.text).toBe(202);
+    expect(r.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
+    expect(r.body).toMatchObject({
+      state: 'pending',
+      from: x.zid,
+      to: y.zid,
+      count: 5,
+      from_home: a.node.nodeId,
+      to_home: b.node.nodeId,
+      delivered_svcond: null,
+    });
+    const sent: string[] = r.body.token_ids;
+    // The debit is at once: X holds 3.
+    expect((await held(a, x)).total).toBe(3);
+    expect(a.node.counters.get(`env:${x.zid}`)).toBe(3);
+
+    const done = await delivered(a, x, r.body.transfer_id);
+    expect(done.attempts).toBeGreaterThanOrEqual(1);
+    expect(done.delivered_svcond).toBeGreaterThanOrEqual(done.created_svcond);
+    // The receiver's home shows it to the receiver (and not to the sender's key there: the sender's home answers it).
+    const atB = await call(b.url, 'GET', `/api/tally/transfers/${r.body.transfer_id}`, undefined, bearer(y.key));
+    expect(atB.status, atB.text).toBe(200);
+    expect(atB.body).toMatchObject({ state: 'delivered', from: x.zid, to: y.zid, count: 5, token_ids: sent, from_home: a.node.nodeId, to_home: b.node.nodeId });
+
+    const ys = await held(b, y);
+    expect(ys.total).toBe(5);
+    expect(ys.items.map((e) => e.token_id).sort()).toEqual([...sent].sort());
+    expect(ys.items.every((e) => e.owner === y.zid && e.folder === 'inbox' && e.transfer_id === r.body.transfer_id)).toBe(true);
+    expect(b.node.counters.get(`env:${y.zid}`)).toBe(5);
+    expect(b.node.counters.get(`envf:${y.zid}:inbox`)).toBe(5);
+    // The envelopes left A's ledger (no record there), and no other node wrote them.
+    expect((await a.node.ledger.envelopesById(sent)).every((e) => e === undefined)).toBe(true);
+    expect((await c.node.ledger.envelopesById(sent)).every((e) => e === undefined)).toBe(true);
+    expect(c.node.counters.get(`env:${y.zid}`)).toBe(0);
+    // Nothing left in A's outbox.
+    expect(await a.node.transfers.pending()).toEqual([]);
+
+    // The receiver passes two back to the sender across the mesh: they land at A again.
+    const back = await call(b.url, 'POST', '/api/tally/envelopes/transfer-bulk', { to: x.zid, token_ids: sent.slice(0, 2) }, bearer(y.key));
+    expect(back.status, back.text).toBe(202);
+    await delivered(b, y, back.body.transfer_id);
+    expect((await held(a, x)).total).toBe(5);
+    expect((await held(b, y)).total).toBe(3);
+  }, 120_000);
+
+  it('a delivery replayed (the same bytes, or signed again) is acknowledged as a duplicate and applied once; concurrent first deliveries apply once', async () => {
+    const x = await richIdentity(a, 'xn-replay-sender', 3);
+    const y = await remoteIdentity(b, a, 'xn-replay-receiver');
+    const r = await call(a.url, 'POST', '/api/tally/envelopes/transfer-bulk', { to: y.zid, count: 3 }, bearer(x.key));
+    expect(r.status, r.text).toBe(202);
+    await delivered(a, x, r.body.transfer_id);
+    const items = (await b.node.ledger.envelopesById(r.body.token_ids)).map((e) => e!);
+    const body: DeliveryBody = {
+      transfer_id: r.body.transfer_id,
+      from: x.zid,
+      to: y.zid,
+      from_home: a.node.nodeId,
+      to_home: b.node.nodeId,
+      created_svcond: r.body.created_svcond,
+      created_unix_ms: r.body.created_unix_ms,
+      attempt: 9,
+      picked_by: 'count',
+      seed: r.body.seed,
+      envelopes: items.map((e) => ({
+        token_id: e.token_id,
+        face_value: e.face_value,
+        funding: 'paid',
+        svcond: e.svcond,
+        result_id: e.result_id,
+        hash: e.hash,
+      })),
+    };
+    const deliver = async (from: TestNode, payload: unknown, handshake?: string) => {
+      const env = await from.node.mesh.signDirect(TRANSFER_EVENT, { deliveries: [payload] });
+      return call(b.url, 'POST', DELIVER_PATH, env.event, { [HANDSHAKE_HEADER]: handshake ?? env.handshake! });
+    };
+    const seqBefore = b.node.counters.get('envelope_seq');
+    const again = await deliver(a, body);
+    expect(again.status, again.text).toBe(200);
+    const [outcome] = (await verifiedAnswers(again.body, b.node.nodeId, [r.body.transfer_id]))!;
+    expect(outcome).toMatchObject({ ack: { transfer_id: r.body.transfer_id, to: y.zid, duplicate: true } });
+    // The very same bytes twice; and twice in one request.
+    const env = await a.node.mesh.signDirect(TRANSFER_EVENT, { deliveries: [body] });
+    for (let i = 0; i < 2; i++) {
+      const same = await call(b.url, 'POST', DELIVER_PATH, env.event, { [HANDSHAKE_HEADER]: env.handshake! });
+      expect(same.status, same.text).toBe(200);
+      expect(same.body.body.acks[0].duplicate).toBe(true);
+    }
+    const twice = await a.node.mesh.signDirect(TRANSFER_EVENT, { deliveries: [body, body] });
+    const both = await call(b.url, 'POST', DELIVER_PATH, twice.event, { [HANDSHAKE_HEADER]: twice.handshake! });
+    expect(both.body.body.acks.map((x: { duplicate: boolean }) => x.duplicate)).toEqual([true, true]);
+    expect(b.node.counters.get(`env:${y.zid}`)).toBe(3);
+    expect(b.node.counters.get('envelope_seq')).toBe(seqBefore);
+
+    // Refusals of the node-to-node route: no handshake, a wrong one, a signer that is not the sender's home.
+    expectError(await call(b.url, 'POST', DELIVER_PATH, env.event), 401, 'MISSING_HANDSHAKE');
+    expectError(await call(b.url, 'POST', DELIVER_PATH, env.event, { [HANDSHAKE_HEADER]: `v1=${'0'.repeat(64)}` }), 401, 'INVALID_HANDSHAKE');
+    expectError(
+      await call(
+        b.url,
+        'POST',
+        DELIVER_PATH,
+        { ...env.event, signature: env.event.signature.replace(/^./, (ch) => (ch === 'A' ? 'B' : 'A')) },
+        { [HANDSHAKE_HEADER]: env.handshake! },
+      ),
+      401,
+      'INVALID_SIGNATURE',
+    );
+    // Signed by a node that is not the sender's home: that transfer is refused (403), nothing applied.
+    const forged = await deliver(c, body);
+    expect(forged.status, forged.text).toBe(200);
+    expect(forged.body.body.acks[0]).toMatchObject({ transfer_id: body.transfer_id, error: { status: 403, code: 'SVC_FORBIDDEN' } });
+    // Not a batch: 400.
+    const flat = await a.node.mesh.signDirect(TRANSFER_EVENT, body);
+    expectError(await call(b.url, 'POST', DELIVER_PATH, flat.event, { [HANDSHAKE_HEADER]: flat.handshake! }), 400, 'SVC_INVALID_INPUT');
+
+    // A first delivery sent five times at once (made up here with A's key: the receiver trusts what the sender's home
+    // signs) is applied once.
+    const fresh: DeliveryBody = {
+      ...body,
+      transfer_id: `xfer_${'5'.repeat(24)}`,
+      envelopes: [{ token_id: `env_${'7'.repeat(24)}`, face_value: 1, funding: 'paid', svcond: 1, result_id: 'res_1_test', hash: 'a'.repeat(64) }],
+    };
+    const answers = await Promise.all(Array.from({ length: 5 }, () => deliver(a, fresh)));
+    for (const x5 of answers) expect(x5.status, x5.text).toBe(200);
+    expect(answers.filter((x5) => x5.body.body.acks[0].duplicate === false)).toHaveLength(1);
+    expect(b.node.counters.get(`env:${y.zid}`)).toBe(4);
+    expect(b.node.counters.get('envelope_seq')).toBe(seqBefore + 1);
+  }, 120_000);
+
+  it('with the receiver home stopped, the transfer stays pending (attempts counted) and lands once it is back', async () => {
+    const x = await richIdentity(a, 'xn-outage-sender', 4);
+    const y = await remoteIdentity(b, a, 'xn-outage-receiver');
+    const ports = portsOf(b);
+    const addrA = a.node.mesh.multiaddrs()[0]!;
+    await b.stop();
+
+    const r = await call(a.url, 'POST', '/api/tally/envelopes/transfer-bulk', { to: y.zid, count: 4 }, bearer(x.key));
+    expect(r.status, r.text).toBe(202);
+    expect((await held(a, x)).total).toBe(0);
+    const failing = await waitFor(async () => {
+      const g = await call(a.url, 'GET', `/api/tally/transfers/${r.body.transfer_id}`, undefined, bearer(x.key));
+      return g.body.attempts >= 2 ? g.body : null;
+    }, 'two failed attempts');
+    expect(failing.state).toBe('pending');
+    expect(typeof failing.last_error).toBe('string');
+
+    b = await startTestNode(meshConfig([addrA], ports), opts, b.dataDir);
+    const done = await delivered(a, x, r.body.transfer_id);
+    expect(done.attempts).toBeGreaterThan(failing.attempts);
+    expect((await held(b, y)).total).toBe(4);
+    expect(b.node.counters.get(`env:${y.zid}`)).toBe(4);
+  }, 120_000);
+});
