@@ -37,6 +37,10 @@ import { stampAt } from './kernel/clock.js';
 import { signText, verifyText } from './mesh/wire.js';
 import { BondService } from './consensus/bonds.js';
 import { ModeService } from './consensus/modes.js';
+import { signExecution, type ExecutedBy } from './consensus/executed-by.js';
+import { findResult } from './consensus/result-lookup.js';
+import { PublishSettings } from './tally/publish-settings.js';
+import { ResultRecords, type ResultLookup } from './tally/record.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -54,6 +58,10 @@ export interface NodeOptions {
   initialCredits?: number;
   /** Ticks between re-announcements of this node's bond on svc/consensus/1 (default 64, about 50 s). */
   bondReannounceTicks?: number;
+  /**
+   * The solver set is `registry` above: a test composes a node with a tampered solver by passing
+   * `defaultRegistry().with([{ ...solver, run: tampered }])` (architecture.md §8; never a production flag).
+   */
   /** Mesh overrides (tests: autoPulse, redial bounds). */
   mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits'>>;
 }
@@ -90,6 +98,8 @@ export class SvcNode {
   mesh!: MeshService;
   bonds!: BondService;
   modes!: ModeService;
+  publish!: PublishSettings;
+  results!: ResultRecords;
   private executor: SolverExecutor | null = null;
   private sealer: Sealer | null = null;
   private server: Server | null = null;
@@ -154,6 +164,9 @@ export class SvcNode {
       baseBits: config.limits.claimDifficultyBits,
     });
     this.folders = new Folders(this.store, this.counters, this.ledger, new EnvelopeLocks());
+    this.publish = new PublishSettings(this.store);
+    await this.publish.load();
+    this.results = new ResultRecords(this.store, this.counters, this.publish, nodeId);
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
     this.executor =
@@ -181,6 +194,8 @@ export class SvcNode {
       nodeId,
       // After the batch is durable (never before): announce the result to the mesh.
       onSealed: (summary) => this.announceSealed(summary),
+      attest: (requestDigest, resultDigest, svcond) => this.attestExecution(requestDigest, resultDigest, svcond),
+      records: this.results,
     });
     const demoKeys = new DemoKeys(this.store, this.identity, { counters: this.counters, clock: this.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
     const meshOptions: MeshServiceOptions = {
@@ -254,6 +269,7 @@ export class SvcNode {
       mesh: this.mesh,
       signMeshEvent,
       contribution: { bonds: this.bonds, modes: this.modes },
+      record: { results: this.results, publish: this.publish },
     });
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
@@ -297,6 +313,30 @@ export class SvcNode {
       }),
     );
     this.identity.onRemoteLookup(remoteKeyLookup({ peers: () => this.mesh.peers(), nowSvcond: () => this.mesh.nowSvcond() }));
+  }
+
+  /**
+   * executed_by for a run this node executes (its operator's bond, signed with this node's key), or null when its
+   * operator is not contributing: every run a contributing node executes carries its bond (architecture.md §6).
+   */
+  attestExecution(requestDigest: string, resultDigest: string, svcond: number): ExecutedBy | null {
+    const operator = this.bonds?.ofNode(this.nodeId);
+    if (!operator || this.modes.of(operator.bond.zid).mode !== 'contributing') return null;
+    const key = this.nodeIdentity.privateKey;
+    return signExecution(
+      (text) => signText(key, text),
+      { node: this.nodeId, bond_id: operator.bond.bond_id, svcond, request_digest: requestDigest },
+      resultDigest,
+    );
+  }
+
+  /** What re-execution needs about a result: from this node's record if it is the home, else from its home. */
+  lookupResult(resultId: string): Promise<ResultLookup> {
+    return findResult(
+      this.results,
+      { peers: () => (this.mesh.enabled ? this.mesh.peers() : []), nowSvcond: () => stampAt(this.clock.nowNs()).svcond },
+      resultId,
+    );
   }
 
   /** A compact signed announcement of a sealed result on svc/events/1 (what re-execution will key on). */
