@@ -86,7 +86,7 @@ let seq = 0;
 const zeta = () => ({ n: 100 + (seq++ % 9000), count: 1 });
 
 beforeAll(async () => {
-  a = await startTestNode(config('always', []), { ...opts, offloadAnswerTimeoutMs: 1500, offloadSkipMs: 2000 });
+  a = await startTestNode(config('always', []), { ...opts, offloadAnswerTimeoutMs: 4000, offloadSkipMs: 4000 });
   const addr = (n: TestNode) => n.node.mesh.multiaddrs()[0]!;
   b = await startTestNode(config('never', [addr(a)]), opts);
   c = await startTestNode(config('never', [addr(a), addr(b)], 1), { ...opts, execAnswer: rewrite });
@@ -164,8 +164,8 @@ describe('offloaded execution', () => {
     ];
     for (const [how, outcome] of scenarios) {
       it(`${how}: the caller still gets a 200, executed here, nothing at stake`, async () => {
-        // The peer is skipped for 2 s after a failure: wait until it is eligible again.
-        await waitFor(() => !a.node.offloader!.isSkipped(c.node.nodeId), 5_000, 'C eligible again');
+        // The peer is skipped for 4 s after a failure: wait until it is eligible again.
+        await waitFor(() => !a.node.offloader!.isSkipped(c.node.nodeId), 15_000, 'C eligible again');
         tamper = how;
         const before = { ...a.node.offloader!.stats };
         const caller = await zkIdentity(a.url, `offload-${how}`);
@@ -184,14 +184,14 @@ describe('offloaded execution', () => {
     }
 
     it('the same peer answering honestly is used again once its skip ends', async () => {
-      await waitFor(() => !a.node.offloader!.isSkipped(c.node.nodeId), 5_000, 'C eligible again');
+      await waitFor(() => !a.node.offloader!.isSkipped(c.node.nodeId), 15_000, 'C eligible again');
       const r = await call(a.url, 'POST', '/api/svc/zeta', zeta(), bearer((await zkIdentity(a.url, 'offload-again')).key));
       expect(r.status, r.text).toBe(200);
       expect(r.body.executed_by).toMatchObject({ node: c.node.nodeId, bond_id: operators.c!.bondId });
     }, 30_000);
 
     it('a mode switch preempts the run held for a peer: the home gets SVC_PREEMPTED and runs it here', async () => {
-      await waitFor(() => !a.node.offloader!.isSkipped(c.node.nodeId), 5_000, 'C eligible again');
+      await waitFor(() => !a.node.offloader!.isSkipped(c.node.nodeId), 15_000, 'C eligible again');
       const before = a.node.offloader!.stats.preempted;
       const caller = await zkIdentity(a.url, 'offload-preempted');
       // A run long enough (hundreds of ms on C's worker) to switch modes while it is on.
