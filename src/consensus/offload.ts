@@ -135,7 +135,8 @@ export class Offloader implements SolverPlacement {
       this.stats[this.deps.policy === 'when-busy' && this.deps.freeSlots() > 0 ? 'not_busy' : 'no_peer']++;
       return null;
     }
-    const outcome = await this.placeOn(peer, req);
+    // Whatever goes wrong with the peer, the caller keeps its answer: the run happens here.
+    const outcome = await this.placeOn(peer, req).catch((err: unknown) => ({ failed: 'garbage' as const, reason: String(err) }));
     if ('run' in outcome) {
       this.stats.offloaded++;
       return outcome.run;
