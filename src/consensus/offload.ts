@@ -100,6 +100,11 @@ export class Offloader implements SolverPlacement {
     return false;
   }
 
+  /** Until when (ms) a peer was last set to be skipped, or null: past or not. */
+  skippedUntil(peerId: string): number | null {
+    return this.skipped.get(peerId) ?? null;
+  }
+
   /** The peer a request would go to, or null (policy, load and the peers decide). */
   choose(requestDigest: string): OffloadPeer | null {
     const { policy } = this.deps;

@@ -168,6 +168,7 @@ describe('offloaded execution', () => {
         await waitFor(() => !a.node.offloader!.isSkipped(c.node.nodeId), 15_000, 'C eligible again');
         tamper = how;
         const before = { ...a.node.offloader!.stats };
+        const sent = Date.now();
         const caller = await zkIdentity(a.url, `offload-${how}`);
         try {
           const r = await call(a.url, 'POST', '/api/svc/zeta', zeta(), bearer(caller.key));
@@ -176,7 +177,8 @@ describe('offloaded execution', () => {
           expect(r.body.node).toBe(a.node.nodeId);
           expect(a.node.offloader!.stats[outcome]).toBe(before[outcome] + 1);
           expect(a.node.offloader!.stats.offloaded).toBe(before.offloaded);
-          expect(a.node.offloader!.isSkipped(c.node.nodeId)).toBe(true);
+          // Skipped from the failure on (a loaded machine may take longer than the skip to answer the caller).
+          expect(a.node.offloader!.skippedUntil(c.node.nodeId)).toBeGreaterThanOrEqual(sent + 4000);
         } finally {
           tamper = 'none';
         }
