@@ -18,7 +18,7 @@ import { DemoKeys } from './identity/demo.js';
 import { Ledger } from './tally/ledger.js';
 import { QuotaService } from './tally/quota.js';
 import { Grants } from './tally/grants.js';
-import { TierBook, tierPolicy, type Tier } from './tally/tiers.js';
+import { LONGEST_TIME_LIMIT_SECONDS, TierBook, tierPolicy, type Tier } from './tally/tiers.js';
 import { ClaimService } from './tally/claim.js';
 import { EnvelopeLocks, Folders } from './tally/folders.js';
 import { Transfers } from './tally/transfers.js';
@@ -40,6 +40,13 @@ import { stampAt } from './kernel/clock.js';
 import { signText, verifyText } from './mesh/wire.js';
 import { BondService } from './consensus/bonds.js';
 import { ModeService } from './consensus/modes.js';
+import { signExecution, type ExecutedBy } from './consensus/executed-by.js';
+import { findResult } from './consensus/result-lookup.js';
+import { ExecHandler } from './consensus/exec-handler.js';
+import { EXEC_PROTOCOL, type ExecAnswer, type ExecRequest } from './consensus/exec-protocol.js';
+import { Offloader } from './consensus/offload.js';
+import { PublishSettings } from './tally/publish-settings.js';
+import { ResultRecords, type ResultLookup } from './tally/record.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -61,6 +68,19 @@ export interface NodeOptions {
   initialCredits?: number;
   /** Ticks between re-announcements of this node's bond on svc/consensus/1 (default 64, about 50 s). */
   bondReannounceTicks?: number;
+  /**
+   * Test composition only (architecture.md §8, never config): rewrite what this node answers on /svc/exec/1.0.0 —
+   * garbage, a bad signature, or a promise that never settles (a hung executor).
+   */
+  execAnswer?: (answer: ExecAnswer, request: ExecRequest) => unknown;
+  /** How long a home waits for an offloaded run's answer (default: the run's time limit + 2 s). */
+  offloadAnswerTimeoutMs?: number;
+  /** How long a peer that failed an offloaded run is skipped (default 60 s). */
+  offloadSkipMs?: number;
+  /**
+   * The solver set is `registry` above: a test composes a node with a tampered solver by passing
+   * `defaultRegistry().with([{ ...solver, run: tampered }])` (architecture.md §8; never a production flag).
+   */
   /** Mesh overrides (tests: autoPulse, redial bounds). */
   mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits'>>;
 }
@@ -100,6 +120,12 @@ export class SvcNode {
   mesh!: MeshService;
   bonds!: BondService;
   modes!: ModeService;
+  publish!: PublishSettings;
+  results!: ResultRecords;
+  /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
+  offloader: Offloader | null = null;
+  /** The executor side of /svc/exec/1.0.0. */
+  execHandler!: ExecHandler;
   private executor: SolverExecutor | null = null;
   private sealer: Sealer | null = null;
   private server: Server | null = null;
@@ -195,6 +221,9 @@ export class SvcNode {
       peerUrl,
       logger: this.logger,
     });
+    this.publish = new PublishSettings(this.store);
+    await this.publish.load();
+    this.results = new ResultRecords(this.store, this.counters, this.publish, nodeId);
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
     this.executor =
@@ -222,6 +251,11 @@ export class SvcNode {
       nodeId,
       // After the batch is durable (never before): announce the result to the mesh.
       onSealed: (summary) => this.announceSealed(summary),
+      attest: (requestDigest, resultDigest, svcond) => this.attestExecution(requestDigest, resultDigest, svcond),
+      records: this.results,
+      ...(config.contribution.offload !== 'never' && config.mesh.secret
+        ? { placement: { offload: (req) => this.offloader?.offload(req) ?? Promise.resolve(null) } }
+        : {}),
     });
     const demoKeys = new DemoKeys(this.store, this.identity, { counters: this.counters, clock: this.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
     const meshOptions: MeshServiceOptions = {
@@ -272,6 +306,7 @@ export class SvcNode {
     await this.bonds.load();
     this.modes = new ModeService(this.store, this.bonds, () => stampAt(this.clock.nowNs()).svcond);
     await this.modes.load();
+    this.wireExecution();
     const [bondRow, releaseRow] = this.bonds.handlers();
     this.mesh.gossip.register(bondRow);
     this.mesh.gossip.register(releaseRow);
@@ -298,6 +333,7 @@ export class SvcNode {
       mesh: this.mesh,
       signMeshEvent,
       contribution: { bonds: this.bonds, modes: this.modes },
+      record: { results: this.results, publish: this.publish },
     });
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
@@ -343,6 +379,77 @@ export class SvcNode {
       }),
     );
     this.identity.onRemoteLookup(remoteKeyLookup({ peers: () => this.mesh.peers(), nowSvcond: () => this.mesh.nowSvcond() }));
+  }
+
+  /**
+   * Offloaded execution (architecture.md §6): this node serves /svc/exec/1.0.0 for its peers (it answers only while
+   * its operator is contributing), and places its own solver runs per `contribution.offload`.
+   */
+  private wireExecution(): void {
+    const { config } = this;
+    const executor = this.executor!;
+    const nowSvcond = () => stampAt(this.clock.nowNs()).svcond;
+    this.execHandler = new ExecHandler({
+      meshSecret: config.mesh.secret ?? null,
+      nowSvcond,
+      contributing: () => this.operatorContributing() !== null,
+      resolve: (solverId, inputs) => this.compute.resolveSolver(solverId, inputs, undefined).inputs,
+      run: (solverId, inputs, limit, owner) => executor.run(solverId, inputs, undefined, limit, owner),
+      // The requester's home applies its caller's tier; an executor caps at the longest tier limit.
+      timeLimitSeconds: this.options.timeLimitSeconds ?? LONGEST_TIME_LIMIT_SECONDS,
+      attest: (requestDigest, resultDigest, svcond) => this.attestExecution(requestDigest, resultDigest, svcond),
+      ...(this.options.execAnswer ? { rewrite: this.options.execAnswer } : {}),
+      logger: this.logger,
+    });
+    // Modes live at the identity's home, and only a bond's node holds it: a switch away from contributing here is
+    // this node's operator's, and preempts what it runs for peers.
+    this.modes.onSwitch((_zid, previous) => {
+      if (previous === 'contributing') this.execHandler.preemptAll();
+    });
+    if (!this.mesh.enabled) return;
+    void this.mesh.handleStream(EXEC_PROTOCOL, (stream, peer) => void this.execHandler.serve(stream, peer));
+    if (config.contribution.offload === 'never') return;
+    const answerMs = this.options.offloadAnswerTimeoutMs;
+    this.offloader = new Offloader({
+      policy: config.contribution.offload,
+      selfId: () => this.nodeId,
+      peers: () => this.mesh.peers(),
+      bondOf: (node) => this.bonds.ofNode(node)?.bond.bond_id ?? null,
+      freeSlots: () => executor.freeSlots(),
+      meshSecret: config.mesh.secret ?? null,
+      open: (peerId, protocol, signal) => this.mesh.openStream(peerId, protocol, signal),
+      verify: verifyText,
+      ...(answerMs !== undefined ? { answerTimeoutMs: () => answerMs } : {}),
+      ...(this.options.offloadSkipMs !== undefined ? { skipPeerMs: this.options.offloadSkipMs } : {}),
+      logger: this.logger,
+    });
+  }
+
+  /** This node's operator's bond while it is contributing, else null. */
+  private operatorContributing(): { bond_id: string } | null {
+    const operator = this.bonds?.ofNode(this.nodeId);
+    if (!operator || this.modes.of(operator.bond.zid).mode !== 'contributing') return null;
+    return operator.bond;
+  }
+
+  /**
+   * executed_by for a run this node executes (its operator's bond, signed with this node's key), or null when its
+   * operator is not contributing: every run a contributing node executes carries its bond (architecture.md §6).
+   */
+  attestExecution(requestDigest: string, resultDigest: string, svcond: number): ExecutedBy | null {
+    const bond = this.operatorContributing();
+    if (bond === null) return null;
+    const key = this.nodeIdentity.privateKey;
+    return signExecution((text) => signText(key, text), { node: this.nodeId, bond_id: bond.bond_id, svcond, request_digest: requestDigest }, resultDigest);
+  }
+
+  /** What re-execution needs about a result: from this node's record if it is the home, else from its home. */
+  lookupResult(resultId: string): Promise<ResultLookup> {
+    return findResult(
+      this.results,
+      { peers: () => (this.mesh.enabled ? this.mesh.peers() : []), nowSvcond: () => stampAt(this.clock.nowNs()).svcond },
+      resultId,
+    );
   }
 
   /** A compact signed announcement of a sealed result on svc/events/1 (what re-execution will key on). */

@@ -20,6 +20,7 @@ import { costSheet } from '../tally/costs.js';
 import { tierSheet } from '../tally/tier-gates.js';
 import { meshRoutes } from './routes/mesh.js';
 import { contributeRoutes } from './routes/contribute.js';
+import { recordRoutes } from './routes/record.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -98,6 +99,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   ledgerRoutes(router, s);
   meshRoutes(router, s);
   contributeRoutes(router, s);
+  recordRoutes(router, s);
   for (const register of s.extraRouters ?? []) register(router);
 
   for (const path of QUERY_ROUTES) {
