@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { InputError } from './errors.js';
 import type { InputSpec, SolverDef, SolverOutput } from './types.js';
-import { boundProfile, boundSpectrum, intIn, makeCheck, numIn, parseInputs, positive } from './util.js';
+import { boundProfile, boundSpectrum, intIn, makeCheck, numIn, parseInputs } from './util.js';
 import { kthEigenvalue, offDiagonalSquares, tridiagonalEigenvector, type SymTridiagonal } from '../numerics/sturm.js';
 import { brent } from '../numerics/roots.js';
 
@@ -35,9 +35,12 @@ const common = {
   mode: intIn(1, 20).optional(),
   cells: intIn(100, 100_000).optional(),
 };
+// A capillary to a 10 m shaft (solvers.md had "> 0"): far below, S = πr² underflowed and the eigenproblem went NaN;
+// far above (1e100 m) the areas' ratios overflowed. The cone's radii share the range.
+const radius = numIn(1e-6, 10).optional();
 const schemas = {
-  cylinder: z.object({ ...common, radius_m: positive().optional() }).strict(),
-  cone: z.object({ ...common, radius_small_m: positive().optional(), radius_large_m: positive().optional() }).strict(),
+  cylinder: z.object({ ...common, radius_m: radius }).strict(),
+  cone: z.object({ ...common, radius_small_m: radius, radius_large_m: radius }).strict(),
 } as const;
 const shapeSchema = z.object({ shape: z.enum(SHAPES).optional() }).loose();
 
@@ -177,9 +180,9 @@ function run(inp: AcousticInputs): SolverOutput {
 const inputs: InputSpec[] = [
   { key: 'shape', unit: '', default: 'cylinder', range: 'cylinder | cone' },
   { key: 'length_m', unit: 'm', default: 0.5, range: '0.01 … 100' },
-  { key: 'radius_m', unit: 'm', default: 0.01, range: '> 0 (cylinder)' },
-  { key: 'radius_small_m', unit: 'm', default: 0.002, range: '0 < small < large (cone)' },
-  { key: 'radius_large_m', unit: 'm', default: 0.03, range: '> radius_small_m (cone)' },
+  { key: 'radius_m', unit: 'm', default: 0.01, range: '1e-6 … 10 (cylinder)' },
+  { key: 'radius_small_m', unit: 'm', default: 0.002, range: '1e-6 … 10, < radius_large_m (cone)' },
+  { key: 'radius_large_m', unit: 'm', default: 0.03, range: '1e-6 … 10, > radius_small_m (cone)' },
   { key: 'ends', unit: '', default: 'closed-open', range: 'closed-open | open-open | closed-closed (cylinder only); narrow end first' },
   { key: 'sound_speed_m_s', unit: 'm/s', default: 343, range: '1 … 10000' },
   { key: 'mode', unit: '1', default: 1, range: '1 … 20' },

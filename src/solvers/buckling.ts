@@ -9,7 +9,7 @@ import { brent } from '../numerics/roots.js';
 import { BEAM_BANDWIDTH, assembleBanded, beamDofMap, beamGeometricStiffness, beamStiffness, nodalDeflections } from './beam-elements.js';
 import { InputError, SolverFailure } from './errors.js';
 import type { InputSpec, SolverDef, SolverOutput } from './types.js';
-import { boundProfile, intIn, makeCheck, numIn, parseInputs, positive } from './util.js';
+import { boundProfile, intIn, makeCheck, numIn, parseInputs } from './util.js';
 
 export type Supports = 'pinned-pinned' | 'fixed-free' | 'fixed-pinned' | 'fixed-fixed';
 const SUPPORTS: Supports[] = ['pinned-pinned', 'fixed-free', 'fixed-pinned', 'fixed-fixed'];
@@ -27,8 +27,10 @@ export interface BucklingInputs extends Record<string, unknown> {
 const schema = z.strictObject({
   length_m: numIn(0.01, 1000).optional(),
   youngs_modulus_Pa: numIn(1e6, 1e12).optional(),
-  second_moment_m4: positive().optional(),
-  area_m2: positive().nullable().optional(),
+  // From a 10 µm fibre (4.9e-22 m⁴) to a ~35 m solid square section; the eigen solve itself fails below ~1e-200
+  // and above ~1e150 (its pivots under- and overflow), so every value in range is far inside what it can do.
+  second_moment_m4: numIn(1e-24, 1e4).optional(),
+  area_m2: numIn(1e-12, 1e4).nullable().optional(),
   supports: z.enum(SUPPORTS).optional(),
   elements: intIn(2, 200).optional(),
   mode: intIn(1, 5).optional(),
@@ -157,8 +159,8 @@ function run(inputs: BucklingInputs): SolverOutput {
 const inputs: InputSpec[] = [
   { key: 'length_m', unit: 'm', default: 3.0, range: '0.01 … 1000' },
   { key: 'youngs_modulus_Pa', unit: 'Pa', default: 200e9, range: '1e6 … 1e12' },
-  { key: 'second_moment_m4', unit: 'm⁴', default: 8.0e-6, range: '> 0' },
-  { key: 'area_m2', unit: 'm²', default: null, range: '> 0 or null (enables critical_stress_Pa, slenderness)' },
+  { key: 'second_moment_m4', unit: 'm⁴', default: 8.0e-6, range: '1e-24 … 1e4' },
+  { key: 'area_m2', unit: 'm²', default: null, range: '1e-12 … 1e4 or null (enables critical_stress_Pa, slenderness)' },
   { key: 'supports', unit: '', default: 'pinned-pinned', range: SUPPORTS.join(', ') },
   { key: 'elements', unit: '1', default: 20, range: '2 … 200' },
   { key: 'mode', unit: '1', default: 1, range: '1 … 5 (≤ free DOFs)' },

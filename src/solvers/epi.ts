@@ -35,13 +35,20 @@ const EXTINCT = 1e-12; // (E + I) below this: the epidemic is over, stop early
 const NOT_FINISHED = 1e-6; // (E + I) above this at t_end: the final size is not reached, the check refuses
 const STORED_SAMPLES = 8192; // decimated run record, bounded to 512 on output
 
+const MIN_SEED_FRACTION = 1e-10;
+const MAX_STEP_RATE = 1;
+
 const schema = z
   .object({
     model: z.enum(['sir', 'seir']).default('sir'),
     population: numIn(1, 1e10).default(1e6),
-    beta_per_day: numIn(0, 10).default(0.3),
-    gamma_per_day: z.number().gt(0).max(10).default(0.1),
-    sigma_per_day: z.number().gt(0).max(10).default(0.2),
+    // A subnormal β underflowed the final-size reference to 0; γ or σ near 0 made R0 = β/γ infinite and the epidemic
+    // unfinishable within t_end_days ≤ 1e5 (prevalence decays as e^(−γt): 1/γ ≤ 1e3 days leaves it time to).
+    beta_per_day: numIn(0, 10)
+      .refine((b) => b === 0 || b >= 1e-12, 'must be 0 or 1e-12 … 10')
+      .default(0.3),
+    gamma_per_day: numIn(1e-3, 10).default(0.1),
+    sigma_per_day: numIn(1e-3, 10).default(0.2),
     infected0: z.number().min(0).default(10),
     exposed0: z.number().min(0).default(0),
     recovered0: z.number().min(0).default(0),
@@ -178,10 +185,10 @@ export const epi: SolverDef<EpiInputs> = {
   inputs: [
     { key: 'model', unit: '—', default: 'sir', range: 'sir, seir' },
     { key: 'population', unit: 'persons', default: 1e6, range: '1 … 1e10' },
-    { key: 'beta_per_day', unit: '1/d', default: 0.3, range: '0 … 10' },
-    { key: 'gamma_per_day', unit: '1/d', default: 0.1, range: '> 0 … 10' },
-    { key: 'sigma_per_day', unit: '1/d', default: 0.2, range: '> 0 … 10 (seir)' },
-    { key: 'infected0', unit: 'persons', default: 10, range: '≥ 0; I + E > 0; I + E + R < population' },
+    { key: 'beta_per_day', unit: '1/d', default: 0.3, range: '0 or 1e-12 … 10' },
+    { key: 'gamma_per_day', unit: '1/d', default: 0.1, range: '1e-3 … 10' },
+    { key: 'sigma_per_day', unit: '1/d', default: 0.2, range: '1e-3 … 10 (seir)' },
+    { key: 'infected0', unit: 'persons', default: 10, range: '≥ 0; I + E ≥ 1e-10·population; I + E + R < population' },
     { key: 'exposed0', unit: 'persons', default: 0, range: '≥ 0 (seir only)' },
     { key: 'recovered0', unit: 'persons', default: 0, range: '≥ 0' },
     { key: 't_end_days', unit: 'd', default: 1000, range: '1 … 1e5' },
@@ -192,8 +199,20 @@ export const epi: SolverDef<EpiInputs> = {
     if (inputs.model === 'sir' && inputs.exposed0 > 0) {
       throw new InputError('exposed0', 'the sir model has no exposed compartment', { model: 'seir' });
     }
-    if (!(inputs.infected0 + inputs.exposed0 > 0)) {
-      throw new InputError('infected0', 'infected0 + exposed0 must be > 0', { min: 0, inclusive: false });
+    // RK4 at dt·rate > ~3 goes unstable (a β = 10, dt = 1 run ended with a final size of −0.77); ≤ 1 keeps the
+    // final size within 1e-5 of the relation (measured at R0 = 3 … 1e4).
+    const fastest = Math.max(inputs.beta_per_day, inputs.gamma_per_day, inputs.model === 'seir' ? inputs.sigma_per_day : 0);
+    if (inputs.dt_days * fastest > MAX_STEP_RATE) {
+      throw new InputError('dt_days', `too coarse for the fastest rate (${fastest}/d): dt_days·rate must be ≤ ${MAX_STEP_RATE}`, {
+        min: 1e-4,
+        max: MAX_STEP_RATE / fastest,
+      });
+    }
+    // The run stops once (E + I)/N < 1e-12: a seed below 1e-10·N would stop before it started while the
+    // final-size relation still predicts a full epidemic.
+    const minSeed = MIN_SEED_FRACTION * inputs.population;
+    if (!(inputs.infected0 + inputs.exposed0 >= minSeed)) {
+      throw new InputError('infected0', `infected0 + exposed0 must be ≥ 1e-10·population = ${minSeed}`, { min: minSeed, inclusive: true });
     }
     if (!(inputs.infected0 + inputs.exposed0 + inputs.recovered0 < inputs.population)) {
       throw new InputError('infected0', 'infected0 + exposed0 + recovered0 must be < population', {

@@ -19,7 +19,7 @@ import {
 } from './beam-elements.js';
 import { InputError, SolverFailure } from './errors.js';
 import type { Check, InputSpec, SolverDef, SolverOutput } from './types.js';
-import { boundProfile, intIn, makeCheck, num, numIn, parseInputs, positive, refuseCheck } from './util.js';
+import { boundProfile, intIn, makeCheck, numIn, parseInputs, refuseCheck } from './util.js';
 
 export interface FeaInputs extends Record<string, unknown> {
   analysis: 'static' | 'modal';
@@ -37,15 +37,24 @@ export interface FeaInputs extends Record<string, unknown> {
 /** β_n L for a clamped-free beam: the first five roots of 1 + cos x cosh x = 0 (solvers.md §3.13). */
 export const CANTILEVER_BETA_L = [1.875104068712, 4.694091132974, 7.854757438238, 10.995540734875, 14.137168391046] as const;
 
+const LOAD_MAX = 1e12;
+const LOAD_MIN_NONZERO = 1e-9;
+/** A load: 0, or LOAD_MIN_NONZERO ≤ |load| ≤ LOAD_MAX. */
+const load = (unit: string) =>
+  numIn(-LOAD_MAX, LOAD_MAX).refine((v) => v === 0 || Math.abs(v) >= LOAD_MIN_NONZERO, `must be 0 or have magnitude 1e-9 … 1e12 ${unit}`);
+
 const schema = z.strictObject({
   analysis: z.enum(['static', 'modal']).optional(),
   length_m: numIn(1e-3, 1e3).optional(),
   youngs_modulus_Pa: numIn(1e6, 1e12).optional(),
-  width_m: positive().optional(),
-  height_m: positive().optional(),
-  density_kg_m3: positive().optional(),
-  tip_load_N: num().optional(),
-  distributed_load_N_m: num().optional(),
+  // Finite ranges (solvers.md had "> 0" and "any"): a 1 µm micro-cantilever to a 100 m girder, aerogel to beyond
+  // osmium, loads up to 1e12 N. Outside them the stiffness pivots under- or overflowed (a 500) and the root moment
+  // and stress of a ±MAX_VALUE load were ∞ or NaN; a nonzero load below 1e-9 underflowed the closed form to 0.
+  width_m: numIn(1e-6, 100).optional(),
+  height_m: numIn(1e-6, 100).optional(),
+  density_kg_m3: numIn(1, 1e5).optional(),
+  tip_load_N: load('N').optional(),
+  distributed_load_N_m: load('N/m').optional(),
   elements: intIn(1, 1000).optional(),
   mode_number: intIn(1, 5).optional(),
 });
@@ -191,11 +200,11 @@ const inputs: InputSpec[] = [
   { key: 'analysis', unit: '', default: 'static', range: 'static, modal' },
   { key: 'length_m', unit: 'm', default: 1.0, range: '1e-3 … 1e3' },
   { key: 'youngs_modulus_Pa', unit: 'Pa', default: 200e9, range: '1e6 … 1e12' },
-  { key: 'width_m', unit: 'm', default: 0.05, range: '> 0 (I = bh³/12, A = bh)' },
-  { key: 'height_m', unit: 'm', default: 0.1, range: '> 0 (I = bh³/12, A = bh)' },
-  { key: 'density_kg_m3', unit: 'kg/m³', default: 7850, range: '> 0' },
-  { key: 'tip_load_N', unit: 'N', default: 1000, range: 'any' },
-  { key: 'distributed_load_N_m', unit: 'N/m', default: 0, range: 'any' },
+  { key: 'width_m', unit: 'm', default: 0.05, range: '1e-6 … 100 (I = bh³/12, A = bh)' },
+  { key: 'height_m', unit: 'm', default: 0.1, range: '1e-6 … 100 (I = bh³/12, A = bh)' },
+  { key: 'density_kg_m3', unit: 'kg/m³', default: 7850, range: '1 … 1e5' },
+  { key: 'tip_load_N', unit: 'N', default: 1000, range: '0 or 1e-9 ≤ |P| ≤ 1e12' },
+  { key: 'distributed_load_N_m', unit: 'N/m', default: 0, range: '0 or 1e-9 ≤ |w| ≤ 1e12' },
   { key: 'elements', unit: '1', default: 20, range: '1 … 1000' },
   { key: 'mode_number', unit: '1', default: 1, range: '1 … 5 (modal; ≤ 2·elements)' },
 ];

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { cholesky, choleskySolve } from '../numerics/linalg.js';
 import { InputError, SolverFailure } from './errors.js';
 import type { InputSpec, SolverDef, SolverOutput } from './types.js';
-import { makeCheck, num, parseInputs, positive } from './util.js';
+import { makeCheck, numIn, parseInputs } from './util.js';
 
 export interface GridLine {
   from: number;
@@ -46,31 +46,36 @@ const lineSchema = z
       .int()
       .min(0)
       .max(MAX_BUSES - 1),
-    reactance_pu: positive(),
+    reactance_pu: numIn(1e-6, 1e3),
   })
   .strict();
+
+/** An injection: 0, or 1e-9 … 1e7 MW in magnitude (a milliwatt to several times the world's generation). */
+const injection = () => numIn(-1e7, 1e7).refine((p) => p === 0 || Math.abs(p) >= 1e-9, 'must be 0 or have magnitude 1e-9 … 1e7 MW');
 
 const schema = z
   .object({
     buses: z.number().int().min(2).max(MAX_BUSES).optional(),
     lines: z.array(lineSchema).min(1).max(MAX_LINES).optional(),
-    injections_MW: z.array(num()).min(2).max(MAX_BUSES).optional(),
+    // Finite ranges (solvers.md had "> 0" and none for injections): a subnormal reactance lost positive definiteness
+    // (a 500), a subnormal base or injection made the flows or the KCL normalisation NaN.
+    injections_MW: z.array(injection()).min(2).max(MAX_BUSES).optional(),
     slack: z
       .number()
       .int()
       .min(0)
       .max(MAX_BUSES - 1)
       .optional(),
-    base_MVA: positive().optional(),
+    base_MVA: numIn(1e-3, 1e6).optional(),
   })
   .strict();
 
 const inputs: InputSpec[] = [
   { key: 'buses', unit: '1', default: 5, range: '2 … 500' },
-  { key: 'lines', unit: '', default: DEFAULT_LINES, range: '[{from, to, reactance_pu}] (0-based buses), ≤ 2000, reactance_pu > 0, network connected' },
-  { key: 'injections_MW', unit: 'MW', default: DEFAULT_INJECTIONS, range: 'length = buses (the slack entry is ignored)' },
+  { key: 'lines', unit: '', default: DEFAULT_LINES, range: '[{from, to, reactance_pu}] (0-based buses), ≤ 2000, reactance_pu 1e-6 … 1e3, network connected' },
+  { key: 'injections_MW', unit: 'MW', default: DEFAULT_INJECTIONS, range: 'length = buses (the slack entry is ignored); each 0 or 1e-9 ≤ |P| ≤ 1e7' },
   { key: 'slack', unit: '1', default: 0, range: '0 … buses−1' },
-  { key: 'base_MVA', unit: 'MVA', default: 100, range: '> 0' },
+  { key: 'base_MVA', unit: 'MVA', default: 100, range: '1e-3 … 1e6' },
 ];
 
 function resolve(raw: unknown): GridInputs {

@@ -29,8 +29,9 @@ const schema = z.strictObject({
   diffusivity_m2_s: numIn(1e-9, 1e-2).optional(),
   t_end_s: positive().optional(),
   boundary_K: numIn(0, 5000).optional(),
+  // A subnormal amplitude "decayed below double precision" at once (a 422 that blamed t_end_s): at least 1 µK.
   amplitude_K: numIn(-1000, 1000)
-    .refine((a) => a !== 0, 'must be non-zero')
+    .refine((a) => Math.abs(a) >= 1e-6, 'magnitude must be 1e-6 … 1000 K (either sign)')
     .optional(),
   initial: z.enum(['sine', 'uniform']).optional(),
   nx: z.number().int().min(11).max(1001).optional(),
@@ -185,7 +186,7 @@ const inputs: InputSpec[] = [
   { key: 'diffusivity_m2_s', unit: 'm²/s', default: 1.11e-4, range: '1e-9 … 1e-2' },
   { key: 't_end_s', unit: 's', default: 10, range: '> 0' },
   { key: 'boundary_K', unit: 'K', default: 300, range: '0 … 5000' },
-  { key: 'amplitude_K', unit: 'K', default: 50, range: '−1000 … 1000, ≠ 0' },
+  { key: 'amplitude_K', unit: 'K', default: 50, range: '1e-6 ≤ |A| ≤ 1000, either sign' },
   { key: 'initial', unit: '', default: 'sine', range: 'sine, uniform' },
   { key: 'nx', unit: '1', default: '101 (1d), 51 (2d)', range: '11 … 1001 (1d), 11 … 201 (2d), odd' },
   { key: 'fourier_number', unit: '1', default: 1 / 6, range: '0.01 … 0.5' },

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { rngForInputs } from './rng.js';
 import { InputError } from './errors.js';
 import type { SolverDef, SolverOutput } from './types.js';
-import { boundProfile, makeCheck, parseInputs, parseState, refuseCheck, seedSchema } from './util.js';
+import { boundProfile, makeCheck, numIn, parseInputs, parseState, refuseCheck, seedSchema } from './util.js';
 
 export type KalmanModel = 'constant_velocity' | 'random_walk';
 
@@ -30,26 +30,41 @@ export interface KalmanState {
 }
 
 const DIFFUSE_FACTOR = 1e3; // initial covariance = 10³ × measurement variance per state
+const C_LIGHT = 299_792_458;
+/** A state's estimate and covariance entries: well above anything the ranges produce, far below overflow. */
+const STATE_MAX_X = 1e20;
+const STATE_MAX_P = 1e40;
+/**
+ * From a diffuse prior the covariance reaches the 1e-3 gate after ≈ 4.67/√λ steps (constant velocity, tracking index
+ * λ = σ_a T²/σ_v) or ≈ 3.45/√(q/σ_v²) (random walk), measured from λ = 3e-9 to 0.1; these factors add ~30 %.
+ */
+const CONVERGENCE_FACTOR = { constant_velocity: 6, random_walk: 4.5 } as const;
+const MAX_STEPS = 100_000;
 
 const schema = z
   .object({
     model: z.enum(['constant_velocity', 'random_walk']).default('constant_velocity'),
-    dt_s: z.number().positive().default(1),
-    accel_noise_m_s2: z.number().positive().default(0.5),
-    process_noise_m2: z.number().positive().default(1),
-    measurement_noise_m: z.number().positive().default(10),
-    steps: z.number().int().min(10).max(100_000).optional(),
-    measurements: z.array(z.number()).min(10).max(100_000).optional(),
-    true_x0_m: z.number().default(0),
-    true_v0_m_s: z.number().default(10),
+    // Finite ranges (solvers.md had "> 0" and none for the truth): with them Q = σ_a²T⁴/4 ≤ 1e36 and the truth stays
+    // ≤ ~1e20 m, where ±MAX_VALUE, 1e300 or 5e-324 made the covariance, the truth or the rmse ∞ or NaN.
+    dt_s: numIn(1e-6, 1e6).default(1),
+    accel_noise_m_s2: numIn(1e-9, 1e6).default(0.5),
+    process_noise_m2: numIn(1e-12, 1e12).default(1),
+    measurement_noise_m: numIn(1e-9, 1e9).default(10),
+    steps: z.number().int().min(10).max(MAX_STEPS).optional(),
+    measurements: z.array(z.number()).min(10).max(MAX_STEPS).optional(),
+    true_x0_m: numIn(-1e12, 1e12).default(0),
+    true_v0_m_s: numIn(-C_LIGHT, C_LIGHT).default(10),
     seed: seedSchema().optional(),
   })
   .strict();
 
 const stateSchema = z
   .object({
-    x: z.array(z.number()).min(1).max(2),
-    P: z.array(z.array(z.number()).min(1).max(2)).min(1).max(2),
+    x: z.array(numIn(-STATE_MAX_X, STATE_MAX_X)).min(1).max(2),
+    P: z
+      .array(z.array(numIn(-STATE_MAX_P, STATE_MAX_P)).min(1).max(2))
+      .min(1)
+      .max(2),
   })
   .strict();
 
@@ -63,8 +78,10 @@ export function steadyPositionVariance(inputs: KalmanInputs): number {
   }
   // Kalata's tracking index λ = σ_a T²/σ_v; the steady position gain α is the posterior P_xx / σ_v².
   const lambda = (inputs.accel_noise_m_s2 * inputs.dt_s ** 2) / inputs.measurement_noise_m;
-  const root = Math.sqrt(lambda * lambda + 8 * lambda);
-  const alpha = -(lambda * lambda + 8 * lambda - (lambda + 4) * root) / 8;
+  // α = ((λ + 4)s − λ² − 8λ)/8 with s = √(λ² + 8λ), written without the cancellation (s² = (λ + 4)² − 16):
+  // α = 2s/(λ + 4 + s). The textbook form loses every digit above λ ≈ 1e8 and λ² overflows above 1e154.
+  const s = Math.sqrt(lambda) * Math.sqrt(lambda + 8);
+  const alpha = (2 * s) / (lambda + 4 + s);
   return alpha * r;
 }
 
@@ -93,8 +110,48 @@ function synthesize(inputs: KalmanInputs): { truth: Float64Array; z: Float64Arra
   return { truth, z: meas };
 }
 
+/** Steps a diffuse prior needs to reach the steady covariance: CONVERGENCE_FACTOR/√(ratio), at least 10. */
+export function stepsToConverge(inputs: KalmanInputs): number {
+  const ratio =
+    inputs.model === 'constant_velocity'
+      ? (inputs.accel_noise_m_s2 * inputs.dt_s ** 2) / inputs.measurement_noise_m
+      : inputs.process_noise_m2 / inputs.measurement_noise_m ** 2;
+  return Math.max(10, Math.ceil(CONVERGENCE_FACTOR[inputs.model] / Math.sqrt(ratio)));
+}
+
+/**
+ * From the diffuse prior (no state) too few steps cannot reach the steady state the check needs: a 400 before any
+ * work, naming steps, or the noise when no allowed step count would do. (A continued run starts from its state's
+ * covariance, which may already be steady, so it is left to the check.)
+ */
+function convergenceGuard(inputs: KalmanInputs): void {
+  const needed = stepsToConverge(inputs);
+  if (needed > MAX_STEPS) {
+    const cv = inputs.model === 'constant_velocity';
+    const what = cv
+      ? `tracking index λ = σ_a·dt²/σ_v = ${((inputs.accel_noise_m_s2 * inputs.dt_s ** 2) / inputs.measurement_noise_m).toExponential(3)}`
+      : `q/σ_v² = ${(inputs.process_noise_m2 / inputs.measurement_noise_m ** 2).toExponential(3)}`;
+    throw new InputError(
+      cv ? 'accel_noise_m_s2' : 'process_noise_m2',
+      `${what} is so small that the filter needs ~${needed.toExponential(2)} steps to reach its steady state (at most ${MAX_STEPS}); raise the process noise${cv ? ' or dt_s' : ''} or lower measurement_noise_m`,
+      null,
+    );
+  }
+  if (inputs.steps < needed) {
+    throw new InputError(
+      inputs.measurements !== undefined ? 'measurements' : 'steps',
+      `the filter needs at least ${needed} steps to reach its steady state from the diffuse prior`,
+      {
+        min: needed,
+        max: MAX_STEPS,
+      },
+    );
+  }
+}
+
 function run(inputs: KalmanInputs, initialState?: unknown): SolverOutput {
   const start = initialState as KalmanState | undefined;
+  if (!start) convergenceGuard(inputs);
   const cv = inputs.model === 'constant_velocity';
   const n = inputs.steps;
   const T = inputs.dt_s;
@@ -215,14 +272,19 @@ export const kalman: SolverDef<KalmanInputs> = {
   stateful: true,
   inputs: [
     { key: 'model', unit: '—', default: 'constant_velocity', range: 'constant_velocity, random_walk' },
-    { key: 'dt_s', unit: 's', default: 1, range: '> 0' },
-    { key: 'accel_noise_m_s2', unit: 'm/s²', default: 0.5, range: '> 0 (constant_velocity)' },
-    { key: 'process_noise_m2', unit: 'm²', default: 1, range: '> 0 (random_walk)' },
-    { key: 'measurement_noise_m', unit: 'm', default: 10, range: '> 0' },
-    { key: 'steps', unit: '1', default: 200, range: '10 … 100 000 (defaults to the length of measurements)' },
+    { key: 'dt_s', unit: 's', default: 1, range: '1e-6 … 1e6' },
+    { key: 'accel_noise_m_s2', unit: 'm/s²', default: 0.5, range: '1e-9 … 1e6 (constant_velocity); λ = σ_a·dt²/σ_v ≥ 3.6e-9' },
+    { key: 'process_noise_m2', unit: 'm²', default: 1, range: '1e-12 … 1e12 (random_walk); q/σ_v² ≥ 2.03e-9' },
+    { key: 'measurement_noise_m', unit: 'm', default: 10, range: '1e-9 … 1e9' },
+    {
+      key: 'steps',
+      unit: '1',
+      default: 200,
+      range: '10 … 100 000 (defaults to the length of measurements); from the diffuse prior ≥ 6/√λ (constant_velocity), ≥ 4.5/√(q/σ_v²) (random_walk)',
+    },
     { key: 'measurements', unit: 'm', default: 'synthesized', range: 'array, length = steps' },
-    { key: 'true_x0_m', unit: 'm', default: 0, range: 'any' },
-    { key: 'true_v0_m_s', unit: 'm/s', default: 10, range: 'any' },
+    { key: 'true_x0_m', unit: 'm', default: 0, range: '−1e12 … 1e12' },
+    { key: 'true_v0_m_s', unit: 'm/s', default: 10, range: '|v0| ≤ c (299 792 458)' },
     { key: 'seed', unit: '1', default: 'from inputs', range: 'integer 0 … 2^53−1' },
   ],
   resolve(raw) {

@@ -38,7 +38,8 @@ const schema = z
     x0: numIn(-100, 100).default(1),
     y0: numIn(-100, 100).default(1),
     z0: numIn(-100, 100).default(1),
-    t_end: z.number().gt(0).max(20).default(10),
+    // At t_end = 5e-324 the Lyapunov estimate divided by ~0 (−∞); a thousandth of a time unit is at least one step.
+    t_end: z.number().min(1e-3).max(20).default(10),
     dt: numIn(1e-5, 1e-2).default(1e-3),
   })
   .strict();
@@ -185,7 +186,7 @@ export const lorenz: SolverDef<LorenzInputs> = {
     { key: 'x0', unit: '1', default: 1, range: '|x0| ≤ 100' },
     { key: 'y0', unit: '1', default: 1, range: '|y0| ≤ 100' },
     { key: 'z0', unit: '1', default: 1, range: '|z0| ≤ 100' },
-    { key: 't_end', unit: '1', default: 10, range: '0 < t_end ≤ 20' },
+    { key: 't_end', unit: '1', default: 10, range: '1e-3 … 20' },
     { key: 'dt', unit: '1', default: 1e-3, range: '1e-5 … 1e-2 (shrunk so t_end/dt is an integer)' },
   ],
   resolve(raw) {

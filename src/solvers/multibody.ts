@@ -2,8 +2,9 @@
 // Newtonian gravity without softening, kick–drift–kick leapfrog at a fixed step. Checked by conservation of
 // the total energy and the total angular momentum against their initial values (a separate pair sum).
 import { z } from 'zod';
+import { InputError } from './errors.js';
 import type { CheckPart, SolverDef, SolverOutput } from './types.js';
-import { checkPart, checkWorkLimit, combineChecks, parseInputs, parseState, strideIndices } from './util.js';
+import { checkPart, checkWorkLimit, combineChecks, numIn, parseInputs, parseState, strideIndices } from './util.js';
 
 export interface Body {
   mass_kg: number;
@@ -33,9 +34,24 @@ const MOON_DISTANCE_M = 3.844e8;
 const MAX_WORK = 2e8; // N² × steps
 const SAMPLES = 512;
 
-const vec3 = z.tuple([z.number(), z.number(), z.number()]);
-const bodySchema = z.object({ mass_kg: z.number().positive(), position_m: vec3, velocity_m_s: vec3 }).strict();
+// Finite ranges (solvers.md had "> 0" and none for bodies): a 0.1 µg grain to a galaxy cluster, positions within the
+// observable universe, speeds below c, G from 1e-20 to 1e20 (N-body units have G = 1). With them every force,
+// energy and angular momentum stays finite; beyond them (1e300 kg, G = 1e300) the trajectories went NaN.
+const C_LIGHT = 299_792_458;
+const vec3Within = (limit: number) => z.tuple([numIn(-limit, limit), numIn(-limit, limit), numIn(-limit, limit)]);
+const bodySchema = z.object({ mass_kg: numIn(1e-10, 1e45), position_m: vec3Within(1e26), velocity_m_s: vec3Within(C_LIGHT) }).strict();
 const bodiesSchema = z.array(bodySchema).min(2).max(100);
+
+/** Two bodies at one point have an infinite potential energy: refused by name (it was a NaN result). */
+function checkDistinct(bodies: readonly { position_m: readonly number[] }[], field: string): void {
+  for (let i = 0; i < bodies.length; i++) {
+    for (let j = i + 1; j < bodies.length; j++) {
+      const a = bodies[i]!.position_m;
+      const b = bodies[j]!.position_m;
+      if (a[0] === b[0] && a[1] === b[1] && a[2] === b[2]) throw new InputError(field, `bodies ${i} and ${j} are at the same position`, null);
+    }
+  }
+}
 
 const schema = z
   .object({
@@ -43,7 +59,7 @@ const schema = z
     bodies: bodiesSchema.optional(),
     t_end_s: z.number().positive().default(3.15576e7),
     dt_s: z.number().positive().default(3600),
-    G: z.number().positive().default(6.6743e-11),
+    G: numIn(1e-20, 1e20).default(6.6743e-11),
   })
   .strict();
 
@@ -289,22 +305,29 @@ export const multibody: SolverDef<MultibodyInputs> = {
   stateful: true,
   inputs: [
     { key: 'preset', unit: '—', default: 'sun_earth_moon', range: 'sun_earth, sun_earth_moon' },
-    { key: 'bodies', unit: '—', default: 'preset', range: '2 … 100 × {mass_kg, position_m[3], velocity_m_s[3]}' },
+    {
+      key: 'bodies',
+      unit: '—',
+      default: 'preset',
+      range: '2 … 100 × {mass_kg 1e-10 … 1e45, position_m[3] each |·| ≤ 1e26, velocity_m_s[3] each |·| ≤ c}, positions distinct',
+    },
     { key: 't_end_s', unit: 's', default: 3.15576e7, range: '> 0' },
     { key: 'dt_s', unit: 's', default: 3600, range: '> 0 (shrunk to divide t_end_s); N² × steps ≤ 2e8' },
-    { key: 'G', unit: 'm³/(kg s²)', default: 6.6743e-11, range: '> 0' },
+    { key: 'G', unit: 'm³/(kg s²)', default: 6.6743e-11, range: '1e-20 … 1e20' },
   ],
   resolve(raw) {
     const inputs = parseInputs(schema, raw) as MultibodyInputs;
     const n = inputs.bodies?.length ?? (inputs.preset === 'sun_earth' ? 2 : 3);
     checkWorkLimit('dt_s', n * n * multibodyStepCount(inputs.t_end_s, inputs.dt_s), MAX_WORK);
     if (inputs.bodies === undefined) delete inputs.bodies;
+    else checkDistinct(inputs.bodies, 'bodies');
     return inputs;
   },
   resolveState(raw, inputs) {
     const parsed = parseState(stateSchema, raw);
     const n = parsed.bodies.length;
     checkWorkLimit('initialState', n * n * multibodyStepCount(inputs.t_end_s, inputs.dt_s), MAX_WORK);
+    checkDistinct(parsed.bodies, 'initialState');
     return parsed as MultibodyState;
   },
   run,

@@ -3,9 +3,9 @@
 // ⟨x⟩ = γ/δ and ⟨y⟩ = α/β (they follow from integrating d ln y/dt and d ln x/dt over one closed orbit).
 import { z } from 'zod';
 import { DecimatingRecorder, Rk4Stepper } from '../numerics/ode.js';
-import { SolverFailure } from './errors.js';
+import { InputError } from './errors.js';
 import type { SolverDef, SolverOutput } from './types.js';
-import { boundProfile, checkPart, checkWorkLimit, combineChecks, parseInputs, parseState } from './util.js';
+import { boundProfile, checkPart, checkWorkLimit, combineChecks, num, numIn, parseInputs, parseState } from './util.js';
 
 export interface PredatorPreyInputs extends Record<string, unknown> {
   prey0: number;
@@ -26,21 +26,69 @@ export interface PredatorPreyState {
 
 const MAX_STEPS = 2e7;
 
-const pos = () => z.number().positive();
+// Finite ranges (solvers.md had "> 0"): rates from one cycle in ~170 years to 1e3 per day (dt ≥ 1e-5 must resolve them), populations (or densities)
+// 1e-6 … 1e12. One value alone no longer breaks the run; the combinations that still can are refused by orbitGuard.
+const POPULATION = [1e-6, 1e12] as const;
+const RATE = [1e-4, 1e3] as const;
+const INTERACTION = [1e-12, 1e4] as const;
 const schema = z
   .object({
-    prey0: pos().default(10),
-    predator0: pos().default(10),
-    alpha_per_day: pos().default(1.1),
-    beta_per_day: pos().default(0.4),
-    delta_per_day: pos().default(0.1),
-    gamma_per_day: pos().default(0.4),
+    prey0: numIn(...POPULATION).default(10),
+    predator0: numIn(...POPULATION).default(10),
+    alpha_per_day: numIn(...RATE).default(1.1),
+    beta_per_day: numIn(...INTERACTION).default(0.4),
+    delta_per_day: numIn(...INTERACTION).default(0.1),
+    gamma_per_day: numIn(...RATE).default(0.4),
     dt_days: z.number().min(1e-5).max(1).default(0.01),
     max_days: z.number().positive().max(1e5).default(1000),
   })
   .strict();
 
-const stateSchema = z.object({ prey: pos(), predators: pos(), t_days: z.number() }).strict();
+/** Largest dt·(max(α, γ) + ΔV): beyond it RK4 misses the orbit's fast phases (measured: all of 366 sampled runs pass at ≤ 0.1). */
+const MAX_STEP_RATE = 0.1;
+/** Largest ΔV/min(α, γ): a population falls to about e^(−that) of its equilibrium (e^(−200) ≈ 1e-87 of it). */
+const MAX_DEPTH = 200;
+/** Smallest ΔV/max(α, γ): closer to the equilibrium (relative amplitude ≲ 1e-6) there is no cycle to measure. */
+const MIN_DEPTH = 1e-12;
+
+/**
+ * Refuse the combinations of rates, start point and step that the run cannot resolve, before any work.
+ * ΔV = γ(u − 1 − ln u) + α(v − 1 − ln v), u = x δ/γ, v = y β/α, is the orbit's conserved invariant above the
+ * equilibrium's: the orbit's smallest populations are ≈ e^(−ΔV/γ) and e^(−ΔV/α) of the equilibrium values and its
+ * fastest rate ≈ max(α, γ) + ΔV. The period is at least 2π/√(αγ) (the small-orbit limit; it grows with ΔV).
+ * `at` names the field that carries the start point ('prey0' or 'initialState').
+ */
+function orbitGuard(inputs: PredatorPreyInputs, x: number, y: number, at: 'inputs' | 'initialState'): void {
+  const { alpha_per_day: alpha, beta_per_day: beta, delta_per_day: delta, gamma_per_day: gamma } = inputs;
+  const u = (x * delta) / gamma;
+  const v = (y * beta) / alpha;
+  const preyPart = gamma * (u - 1 - Math.log(u));
+  const predatorPart = alpha * (v - 1 - Math.log(v));
+  const dV = preyPart + predatorPart;
+  const startField = at === 'initialState' ? 'initialState' : preyPart >= predatorPart ? 'prey0' : 'predator0';
+  const equilibrium = `the equilibrium (γ/δ, α/β) = (${(gamma / delta).toPrecision(4)}, ${(alpha / beta).toPrecision(4)})`;
+  if (!(dV / Math.max(alpha, gamma) >= MIN_DEPTH)) {
+    throw new InputError(startField, `the start lies on ${equilibrium} (relative distance below ~1e-6): there is no cycle to measure`, null);
+  }
+  const depth = dV / Math.min(alpha, gamma);
+  if (!(depth <= MAX_DEPTH)) {
+    throw new InputError(
+      startField,
+      `the start is so far from ${equilibrium} that a population would fall to ~e^-${depth.toPrecision(3)} of its equilibrium value (allowed down to e^-${MAX_DEPTH})`,
+      null,
+    );
+  }
+  const dtMax = MAX_STEP_RATE / (Math.max(alpha, gamma) + dV);
+  if (inputs.dt_days > dtMax) {
+    throw new InputError('dt_days', `too coarse for this orbit (fastest rate ≈ ${(Math.max(alpha, gamma) + dV).toPrecision(3)}/d)`, { min: 1e-5, max: dtMax });
+  }
+  const shortest = (2 * Math.PI) / Math.sqrt(alpha * gamma);
+  if (inputs.max_days < shortest) {
+    throw new InputError('max_days', `shorter than one cycle: the period is at least 2π/√(αγ) = ${shortest.toPrecision(4)} d`, { min: shortest, max: 1e5 });
+  }
+}
+
+const stateSchema = z.object({ prey: numIn(...POPULATION), predators: numIn(...POPULATION), t_days: num() }).strict();
 
 function run(inputs: PredatorPreyInputs, initialState?: unknown): SolverOutput {
   const start = initialState as PredatorPreyState | undefined;
@@ -71,9 +119,11 @@ function run(inputs: PredatorPreyInputs, initialState?: unknown): SolverOutput {
   let step = 0;
   while (crossings < 2) {
     if (step >= maxSteps) {
-      throw new SolverFailure('predator_prey: fewer than two upward crossings of y = α/β within max_days', {
-        crossings,
-        max_days: inputs.max_days,
+      // The caller's max_days (≥ the shortest possible period, checked in resolve) was shorter than this orbit's cycle.
+      throw new InputError('max_days', `fewer than two upward crossings of y = α/β within max_days (${crossings} found): raise max_days`, {
+        min: inputs.max_days,
+        max: 1e5,
+        inclusive: false,
       });
     }
     const xPrev = y[0]!;
@@ -84,7 +134,7 @@ function run(inputs: PredatorPreyInputs, initialState?: unknown): SolverOutput {
     const x = y[0]!;
     const p = y[1]!;
     if (!(x > 0 && p > 0 && Number.isFinite(x) && Number.isFinite(p))) {
-      throw new SolverFailure('predator_prey: populations left the positive quadrant (step too large)', { step, dt_days: h });
+      throw new InputError('dt_days', 'populations left the positive quadrant: the step is too large for this orbit', { min: 1e-5, max: h, inclusive: false });
     }
     const drift = Math.abs(invariant(x, p) - v0) / Math.abs(v0);
     if (drift > maxDrift) maxDrift = drift;
@@ -155,22 +205,25 @@ export const predatorPrey: SolverDef<PredatorPreyInputs> = {
   modes: null,
   stateful: true,
   inputs: [
-    { key: 'prey0', unit: 'individuals', default: 10, range: '> 0' },
-    { key: 'predator0', unit: 'individuals', default: 10, range: '> 0' },
-    { key: 'alpha_per_day', unit: '1/d', default: 1.1, range: '> 0' },
-    { key: 'beta_per_day', unit: '1/d', default: 0.4, range: '> 0' },
-    { key: 'delta_per_day', unit: '1/d', default: 0.1, range: '> 0' },
-    { key: 'gamma_per_day', unit: '1/d', default: 0.4, range: '> 0' },
-    { key: 'dt_days', unit: 'd', default: 0.01, range: '1e-5 … 1' },
-    { key: 'max_days', unit: 'd', default: 1000, range: '> 0 … 1e5; max_days/dt_days ≤ 2e7' },
+    { key: 'prey0', unit: 'individuals', default: 10, range: '1e-6 … 1e12; orbit depth ΔV/min(α,γ) 1e-12·max(α,γ)/min(α,γ) … 200' },
+    { key: 'predator0', unit: 'individuals', default: 10, range: '1e-6 … 1e12 (as prey0)' },
+    { key: 'alpha_per_day', unit: '1/d', default: 1.1, range: '1e-4 … 1e3' },
+    { key: 'beta_per_day', unit: '1/d', default: 0.4, range: '1e-12 … 1e4' },
+    { key: 'delta_per_day', unit: '1/d', default: 0.1, range: '1e-12 … 1e4' },
+    { key: 'gamma_per_day', unit: '1/d', default: 0.4, range: '1e-4 … 1e3' },
+    { key: 'dt_days', unit: 'd', default: 0.01, range: '1e-5 … 1; dt·(max(α,γ) + ΔV) ≤ 0.1' },
+    { key: 'max_days', unit: 'd', default: 1000, range: '2π/√(αγ) … 1e5; max_days/dt_days ≤ 2e7' },
   ],
   resolve(raw) {
     const inputs = parseInputs(schema, raw) as PredatorPreyInputs;
     checkWorkLimit('max_days', inputs.max_days / inputs.dt_days, MAX_STEPS);
+    orbitGuard(inputs, inputs.prey0, inputs.predator0, 'inputs');
     return inputs;
   },
-  resolveState(raw) {
-    return parseState(stateSchema, raw);
+  resolveState(raw, inputs) {
+    const state = parseState(stateSchema, raw);
+    orbitGuard(inputs as PredatorPreyInputs, state.prey, state.predators, 'initialState');
+    return state;
   },
   run,
 };

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { blackScholes, type OptionType } from '../numerics/black-scholes.js';
 import { solveTridiagonal } from '../numerics/linalg.js';
 import type { SolverDef, SolverOutput } from './types.js';
-import { boundProfile, checkWorkLimit, intIn, makeCheck, numIn, parseInputs, positive, refuseCheck } from './util.js';
+import { boundProfile, checkWorkLimit, intIn, makeCheck, numIn, parseInputs, refuseCheck } from './util.js';
 
 /** Grid-node × time-step limit: 2e7 is about a second of single-core work. */
 const WORK_LIMIT = 2e7;
@@ -15,8 +15,10 @@ const RANNACHER_HALF_STEPS = 4;
 
 const schema = z.strictObject({
   option_type: z.enum(['call', 'put']).default('call'),
-  spot: positive().default(100),
-  strike: positive().default(100),
+  // A millionth of a unit to a trillion (solvers.md had "> 0"): a subnormal or ~1e300 price made S = K·e^x, Δ and Γ
+  // overflow to NaN. The PDE is in ln(S/K), so anything between is the same computation rescaled.
+  spot: numIn(1e-6, 1e12).default(100),
+  strike: numIn(1e-6, 1e12).default(100),
   rate: numIn(-0.1, 1).default(0.05),
   volatility: numIn(0.01, 3).default(0.2),
   maturity_years: numIn(1e-3, 50).default(1.0),
@@ -40,8 +42,8 @@ export const quant: SolverDef<QuantInputs> = {
   stateful: false,
   inputs: [
     { key: 'option_type', unit: '—', default: 'call', range: 'call, put' },
-    { key: 'spot', unit: 'USD', default: 100, range: '> 0' },
-    { key: 'strike', unit: 'USD', default: 100, range: '> 0' },
+    { key: 'spot', unit: 'USD', default: 100, range: '1e-6 … 1e12' },
+    { key: 'strike', unit: 'USD', default: 100, range: '1e-6 … 1e12' },
     { key: 'rate', unit: '1/yr', default: 0.05, range: '-0.1 … 1' },
     { key: 'volatility', unit: '1/√yr', default: 0.2, range: '0.01 … 3' },
     { key: 'maturity_years', unit: 'yr', default: 1.0, range: '1e-3 … 50' },

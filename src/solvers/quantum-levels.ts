@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { InputError } from './errors.js';
 import type { InputSpec, SolverDef, SolverOutput } from './types.js';
-import { boundProfile, boundSpectrum, checkWorkLimit, intIn, makeCheck, numIn, parseInputs, positive } from './util.js';
+import { boundProfile, boundSpectrum, checkWorkLimit, intIn, makeCheck, numIn, parseInputs } from './util.js';
 import { kthEigenvalue, offDiagonalSquares, tridiagonalEigenvector, type SymTridiagonal } from '../numerics/sturm.js';
 import { brent } from '../numerics/roots.js';
 
@@ -40,16 +40,22 @@ const common = {
 const gridPoints = intIn(200, 50_000).optional();
 const width = numIn(1e-12, 1e-6).optional();
 
+// Finite energy and frequency ranges (solvers.md had "> 0"): ħω from ~1e-31 J (a slow trap) to 66 keV, wells from
+// 1e-25 J to 1e-10 J (~600 MeV, nuclear), Morse D_e 1e-25 … 1e-15 J and a 1e6 … 1e12 /m around molecular values.
+// Outside them the grid's h² or ħω under- or overflowed (NaN levels) and a 1e30 J well left Brent unbracketed (500).
+const omega = numIn(1e3, 1e20).optional();
+const depth = numIn(1e-25, 1e-10).optional();
+
 // One strict schema per potential: a key another potential uses is refused as unknown here.
 const schemas = {
-  harmonic: z.object({ ...common, omega_rad_s: positive().optional(), grid_points: gridPoints }).strict(),
+  harmonic: z.object({ ...common, omega_rad_s: omega, grid_points: gridPoints }).strict(),
   infinite_well: z.object({ ...common, width_m: width, grid_points: gridPoints }).strict(),
-  finite_well: z.object({ ...common, width_m: width, depth_J: positive().optional(), cells_in_well: intIn(50, 5000).optional() }).strict(),
+  finite_well: z.object({ ...common, width_m: width, depth_J: depth, cells_in_well: intIn(50, 5000).optional() }).strict(),
   morse: z
     .object({
       ...common,
-      dissociation_energy_J: positive().optional(),
-      morse_a_1_m: positive().optional(),
+      dissociation_energy_J: numIn(1e-25, 1e-15).optional(),
+      morse_a_1_m: numIn(1e6, 1e12).optional(),
       grid_points: gridPoints,
     })
     .strict(),
@@ -260,11 +266,11 @@ const inputs: InputSpec[] = [
   { key: 'potential', unit: '', default: 'harmonic', range: 'harmonic | infinite_well | finite_well | morse' },
   { key: 'mass_kg', unit: 'kg', default: '9.1093837015e-31 (m_e); morse: 8.367664e-28 (H2 reduced mass)', range: '1e-32 … 1e-24' },
   { key: 'level', unit: '1', default: 0, range: '0 … 20 (finite_well / morse: < number of bound states)' },
-  { key: 'omega_rad_s', unit: 'rad/s', default: 1e15, range: '> 0 (harmonic)' },
+  { key: 'omega_rad_s', unit: 'rad/s', default: 1e15, range: '1e3 … 1e20 (harmonic)' },
   { key: 'width_m', unit: 'm', default: 1e-9, range: '1e-12 … 1e-6 (infinite_well, finite_well)' },
-  { key: 'depth_J', unit: 'J', default: EV, range: '> 0 (finite_well)' },
-  { key: 'dissociation_energy_J', unit: 'J', default: 4.746 * EV, range: '> 0 (morse)' },
-  { key: 'morse_a_1_m', unit: '1/m', default: 1.9426e10, range: '> 0 (morse)' },
+  { key: 'depth_J', unit: 'J', default: EV, range: '1e-25 … 1e-10 (finite_well)' },
+  { key: 'dissociation_energy_J', unit: 'J', default: 4.746 * EV, range: '1e-25 … 1e-15 (morse)' },
+  { key: 'morse_a_1_m', unit: '1/m', default: 1.9426e10, range: '1e6 … 1e12 (morse)' },
   { key: 'grid_points', unit: '1', default: 2000, range: '200 … 50000 (harmonic, infinite_well, morse)' },
   { key: 'cells_in_well', unit: '1', default: 200, range: `50 … 5000 (finite_well; ≤ ${MAX_FINITE_WELL_NODES} nodes with tails)` },
 ];

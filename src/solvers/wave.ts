@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { C_LIGHT } from '../kernel/operators/constants.js';
 import { InputError, SolverFailure } from './errors.js';
 import type { InputSpec, SolverDef, SolverOutput } from './types.js';
-import { boundField, boundProfile, checkWorkLimit, makeCheck, numIn, parseInputs, positive, strideIndices } from './util.js';
+import { boundField, boundProfile, checkWorkLimit, makeCheck, numIn, parseInputs, strideIndices } from './util.js';
 
 export interface MembraneInputs extends Record<string, unknown> {
   mode: 'membrane';
@@ -33,13 +33,17 @@ export interface MaxwellInputs extends Record<string, unknown> {
 export type WaveInputs = MembraneInputs | MaxwellInputs;
 
 const WORK_LIMIT = 2e8;
-const nonZero = () => z.number().refine((a) => Number.isFinite(a) && a !== 0, 'must be a finite non-zero number');
+/** A signed amplitude: lo ≤ |a| ≤ hi. */
+const magnitudeIn = (lo: number, hi: number, range: string) =>
+  z.number().refine((a) => Math.abs(a) >= lo && Math.abs(a) <= hi, `magnitude must be ${range} (either sign)`);
 
 const schema = z.strictObject({
   mode: z.enum(['membrane', 'maxwell']).optional(),
   side_m: numIn(1e-3, 100).optional(),
-  tension_N_m: positive().optional(),
-  areal_density_kg_m2: positive().optional(),
+  // From a graphene sheet to a pre-stressed steel plate: c = √(T/μ) stays finite and nonzero, so the run length
+  // (which T/μ fixes) is never NaN (T = 1e-300 with μ = 1e300 made the work estimate NaN).
+  tension_N_m: numIn(1e-6, 1e9).optional(),
+  areal_density_kg_m2: numIn(1e-8, 1e4).optional(),
   length_m: numIn(1e-6, 1e4).optional(),
   mode_m: z.number().int().min(1).max(10).optional(),
   mode_n: z.number().int().min(1).max(10).optional(),
@@ -47,10 +51,10 @@ const schema = z.strictObject({
   courant: numIn(0.05, 1.0).optional(),
   periods: numIn(2, 50).optional(),
   // Below a nucleus's size (1e-15 m) a displacement means nothing, and the field's numbers fall to subnormals.
-  amplitude_m: nonZero()
-    .refine((a) => Math.abs(a) >= 1e-15, 'magnitude must be at least 1e-15 m')
-    .optional(),
-  e0_V_m: nonZero().optional(),
+  // Above 100 m (the largest side) it is no small vibration, and near MAX_VALUE the Laplacian overflows (a 500).
+  amplitude_m: magnitudeIn(1e-15, 100, '1e-15 … 100 m').optional(),
+  // Up to the Schwinger limit (1.3e18 V/m; beyond it vacuum is not linear); a subnormal E0 never crossed zero (a 500).
+  e0_V_m: magnitudeIn(1e-12, 1e18, '1e-12 … 1e18 V/m').optional(),
 });
 
 const MEMBRANE_ONLY = ['side_m', 'tension_N_m', 'areal_density_kg_m2', 'mode_n', 'amplitude_m'] as const;
@@ -246,16 +250,16 @@ function runMaxwell(inputs: MaxwellInputs): SolverOutput {
 const inputs: InputSpec[] = [
   { key: 'mode', unit: '', default: 'membrane', range: 'membrane, maxwell' },
   { key: 'side_m', unit: 'm', default: 1.0, range: '1e-3 … 100 (membrane)' },
-  { key: 'tension_N_m', unit: 'N/m', default: 100, range: '> 0 (membrane)' },
-  { key: 'areal_density_kg_m2', unit: 'kg/m²', default: 0.1, range: '> 0 (membrane)' },
+  { key: 'tension_N_m', unit: 'N/m', default: 100, range: '1e-6 … 1e9 (membrane)' },
+  { key: 'areal_density_kg_m2', unit: 'kg/m²', default: 0.1, range: '1e-8 … 1e4 (membrane)' },
   { key: 'length_m', unit: 'm', default: 1.0, range: '1e-6 … 1e4 (maxwell)' },
   { key: 'mode_m', unit: '1', default: 1, range: '1 … 10' },
   { key: 'mode_n', unit: '1', default: 1, range: '1 … 10 (membrane)' },
   { key: 'nx', unit: '1', default: '61 (membrane), 201 (maxwell)', range: '21 … 301 (membrane), 21 … 20001 (maxwell)' },
   { key: 'courant', unit: '1', default: 0.5, range: '0.05 … 0.7 (membrane), 0.05 … 1.0 (maxwell)' },
   { key: 'periods', unit: '1', default: 5, range: '2 … 50' },
-  { key: 'amplitude_m', unit: 'm', default: 1e-3, range: '|A| ≥ 1e-15 (membrane)' },
-  { key: 'e0_V_m', unit: 'V/m', default: 1.0, range: '≠ 0 (maxwell)' },
+  { key: 'amplitude_m', unit: 'm', default: 1e-3, range: '1e-15 ≤ |A| ≤ 100, either sign (membrane)' },
+  { key: 'e0_V_m', unit: 'V/m', default: 1.0, range: '1e-12 ≤ |E0| ≤ 1e18, either sign (maxwell)' },
 ];
 
 export const wave: SolverDef<WaveInputs> = {

@@ -10,12 +10,25 @@ import { InputError, ServiceError, SolverFailure } from '../../src/kernel/errors
 import { toleranceGateError } from '../../src/kernel/gate.js';
 import { Store } from '../../src/store/db.js';
 import * as solverErrors from '../../src/solvers/errors.js';
+import { defaultRegistry } from '../../src/solvers/registry.js';
+
+// No catalogue input is meant to reach a SolverFailure any more (the ranges refuse them with 400), so the shape
+// of SVC_SOLVER_ERROR is exercised with heat whose run fails as a non-converging method would.
+const registry = defaultRegistry();
+const failing = {
+  ...registry.get('heat')!,
+  id: 'heat_not_converging',
+  endpoint: null,
+  run: () => {
+    throw new SolverFailure('did not converge', { iterations: 50 });
+  },
+};
 
 let t: TestNode;
 let key: string;
 
 beforeAll(async () => {
-  t = await startTestNode({}, { initialCredits: 1000 });
+  t = await startTestNode({}, { registry: registry.with([failing]), initialCredits: 1000 });
   key = (await zkIdentity(t.url, 'part7-errors')).key;
 });
 afterAll(async () => {
@@ -24,10 +37,9 @@ afterAll(async () => {
 
 describe('SVC_SOLVER_ERROR', () => {
   it('carries details, trace_id and status_page (part 7), and the status page answers', async () => {
-    // Lotka–Volterra stopped after 5 days has not closed its orbit: the solver fails before its check.
-    const r = await call(t.url, 'POST', '/api/svc/solve', { solver: 'predator_prey', inputs: { max_days: 5 } }, bearer(key));
+    const r = await call(t.url, 'POST', '/api/svc/solve', { solver: 'heat_not_converging', inputs: {} }, bearer(key));
     const e = expectError(r, 500, 'SVC_SOLVER_ERROR');
-    expect(e.details).toBeTypeOf('object');
+    expect(e.details).toEqual({ iterations: 50 });
     expect(e.trace_id).toBe(r.headers.get('x-trace-id'));
     expect(e.status_page).toBe('/api/health');
     expect((await call(t.url, 'GET', e.status_page)).status).toBe(200);

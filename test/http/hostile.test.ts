@@ -96,10 +96,10 @@ describe('solver results that cannot be sealed (defect 4)', () => {
     expect(typeof low.body.result_id).toBe('string');
   });
 
-  it('a load so small that the deflection is subnormal (fea tip_load_N 1e-310): 422, not a 500 at sealing', async () => {
+  it('a load so small that the deflection would be subnormal (fea tip_load_N 1e-310): 400 naming the field, before any work', async () => {
     const before = await balance(t.url, key);
-    const e = expectError(await call(t.url, 'POST', '/api/svc/fea', { tip_load_N: 1e-310 }, bearer(key)), 422, 'SVC_TOLERANCE_GATE');
-    expect(e.message).toContain('deflection is too small to normalise');
+    const e = expectError(await call(t.url, 'POST', '/api/svc/fea', { tip_load_N: 1e-310 }, bearer(key)), 400, 'SVC_INVALID_INPUT');
+    expect(e.field).toBe('tip_load_N');
     expect(await balance(t.url, key)).toEqual(before);
   });
 

@@ -117,6 +117,36 @@ describe('acoustic', () => {
     });
   }
 
+  it('radii have a finite range: at its corners the resonances match (2n−1)c/4L, nc/2L and the cone root', () => {
+    // Old code: "> 0" — radii of 1e-300 or 1e300 made the areas under- or overflow and every resonance NaN.
+    const f = (raw: Record<string, unknown>) => acoustic.run(acoustic.resolve(raw));
+    for (const r of [1e-6, 10]) {
+      const co = f({ radius_m: r, mode: 3 });
+      expect(Math.abs(co.value - (5 * 343) / 2) / ((5 * 343) / 2)).toBeLessThan(1e-5);
+      const oo = f({ radius_m: r, ends: 'open-open', mode: 2 });
+      expect(Math.abs(oo.value - (2 * 343) / 1) / ((2 * 343) / 1)).toBeLessThan(1e-5);
+      const cc = f({ radius_m: r, ends: 'closed-closed', mode: 1 });
+      expect(Math.abs(cc.value - 343) / 343).toBeLessThan(1e-5);
+      for (const out of [co, oo, cc]) expect(out.check.passed).toBe(true);
+    }
+    for (const [rs, rl] of [
+      [1e-6, 2e-6],
+      [1e-6, 10],
+      [9.999, 10],
+    ] as const) {
+      const out = f({ shape: 'cone', radius_small_m: rs, radius_large_m: rl, mode: 2 });
+      const ref = coneClosedOpen(343, 0.5, rs, rl, 2);
+      expect(out.check.passed).toBe(true);
+      expect(Math.abs(out.value - ref) / ref).toBeLessThan(1e-4);
+    }
+    for (const r of [5e-324, 1e-300, 9e-7])
+      expectInputError(() => acoustic.resolve({ radius_m: r }), 'radius_m', { status: 400, allowed: { min: 1e-6, inclusive: true } });
+    for (const r of [11, 1e100, Number.MAX_VALUE])
+      expectInputError(() => acoustic.resolve({ radius_m: r }), 'radius_m', { status: 400, allowed: { max: 10, inclusive: true } });
+    expectInputError(() => acoustic.resolve({ shape: 'cone', radius_small_m: 1e-300 }), 'radius_small_m', { allowed: { min: 1e-6, inclusive: true } });
+    expectInputError(() => acoustic.resolve({ shape: 'cone', radius_large_m: 1e300 }), 'radius_large_m', { allowed: { max: 10, inclusive: true } });
+  });
+
   it('is deterministic', () => {
     for (const raw of [{}, { shape: 'cone', mode: 3 }]) {
       const a = acoustic.run(acoustic.resolve(raw));

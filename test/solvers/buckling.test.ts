@@ -106,6 +106,31 @@ describe('buckling', () => {
     expect(buckling.resolve({ area_m2: null }).area_m2).toBeNull();
   });
 
+  it('second_moment_m4 and area_m2 have finite ranges: the corners give the Euler load π²EI/L², outside is a 400', () => {
+    // Old code: "> 0" let 1e-300 and 1e300 through and the eigen solve failed (500); area 5e-324 gave σ_cr = ∞.
+    for (const I of [1e-24, 1e4]) {
+      for (const E of [1e6, 1e12]) {
+        for (const Lc of [0.01, 1000]) {
+          for (const A of [1e-12, 1e4]) {
+            const { out } = runRaw({ second_moment_m4: I, youngs_modulus_Pa: E, length_m: Lc, area_m2: A });
+            const euler = (Math.PI ** 2 * E * I) / Lc ** 2;
+            expect(rel(out.value, euler)).toBeLessThan(5e-6);
+            expect(out.check.passed).toBe(true);
+            expect(rel(out.outputs.critical_stress_Pa as number, euler / A)).toBeLessThan(5e-6);
+            expect(Number.isFinite(out.outputs.slenderness as number)).toBe(true);
+          }
+        }
+      }
+    }
+    for (const I of [5e-324, 1e-300, 1e-25, 1.01e4, 1e300, Number.MAX_VALUE]) {
+      expectInputError({ second_moment_m4: I }, 'second_moment_m4', {
+        status: 400,
+        allowed: I < 1 ? { min: 1e-24, inclusive: true } : { max: 1e4, inclusive: true },
+      });
+    }
+    for (const A of [5e-324, 1e-13, 1e5, Number.MAX_VALUE]) expectInputError({ area_m2: A }, 'area_m2', { status: 400 });
+  });
+
   it('deterministic; a 1 % wrong result fails the gate', () => {
     const a = runRaw({ supports: 'fixed-fixed', mode: 3 }).out;
     const b = runRaw({ supports: 'fixed-fixed', mode: 3 }).out;

@@ -89,6 +89,32 @@ describe('epi', () => {
     expect(Math.abs(none.value - 1e-5)).toBeLessThan(1e-15);
   });
 
+  it('rates and the seed have finite ranges: at the corners the final size matches the final-size relation', () => {
+    // Old code: γ 5e-324 made R0 = ∞ and the reference NaN; β 5e-324 underflowed the reference to 0; a seed of 1e-30
+    // persons stopped the run at t = 0 while the relation predicted a full epidemic (a check 100 % off).
+    const corners: [Record<string, unknown>, number][] = [
+      [{ gamma_per_day: 1e-3, beta_per_day: 10, t_end_days: 1e5, dt_days: 0.1 }, 1e4],
+      [{ gamma_per_day: 1e-3, beta_per_day: 3e-3, t_end_days: 1e5, dt_days: 1 }, 3],
+      [{ gamma_per_day: 10, beta_per_day: 5, dt_days: 0.1 }, 0.5],
+      [{ model: 'seir', sigma_per_day: 1e-3, gamma_per_day: 1, beta_per_day: 10, t_end_days: 1e5, dt_days: 0.1 }, 10],
+      [{ beta_per_day: 1e-12 }, 1e-11],
+    ];
+    for (const [raw, r0] of corners) {
+      const out = epi.run(epi.resolve(raw));
+      expect(out.check.passed, JSON.stringify(raw)).toBe(true);
+      const z = finalSizeByBisection(r0, 1 - 1e-5, 0);
+      expect(Math.abs(out.value - z) / z).toBeLessThan(1e-6);
+    }
+    // The smallest seed allowed: one person in 1e10 (1e-10 of the population).
+    expectInputError(() => epi.resolve({ population: 1e10, infected0: 0.99 }), 'infected0', { status: 400, allowed: { min: 1, inclusive: true } });
+    expectInputError(() => epi.resolve({ infected0: 1e-30 }), 'infected0', { status: 400, allowed: { min: 1e-4, inclusive: true } });
+    expectInputError(() => epi.resolve({ beta_per_day: 5e-324 }), 'beta_per_day', { status: 400, reason: 'must be 0 or 1e-12 … 10' });
+    expectInputError(() => epi.resolve({ gamma_per_day: 5e-324 }), 'gamma_per_day', { status: 400, allowed: { min: 1e-3, inclusive: true } });
+    expectInputError(() => epi.resolve({ model: 'seir', sigma_per_day: 1e-300 }), 'sigma_per_day', { status: 400, allowed: { min: 1e-3, inclusive: true } });
+    // RK4 at β·dt = 10 went unstable (a final size of −0.77, a 422); now a 400 on dt_days before any work.
+    expectInputError(() => epi.resolve({ beta_per_day: 10, dt_days: 1, t_end_days: 1e5 }), 'dt_days', { status: 400, allowed: { min: 1e-4, max: 0.1 } });
+  });
+
   it('refuses when the epidemic has not finished by t_end', () => {
     const out = epi.run(epi.resolve({ t_end_days: 100 }));
     expect(out.check.passed).toBe(false);

@@ -158,6 +158,60 @@ describe('fea inputs', () => {
   });
 });
 
+describe('fea input ranges', () => {
+  // Old code: width/height/density "> 0" and loads "any" — a subnormal or huge section made the stiffness matrix
+  // lose positive definiteness (500) and a ±MAX_VALUE load gave an ∞/NaN root moment.
+  const corners = (lo: number, hi: number) => [lo, hi];
+
+  it('static corners: tip deflection PL³/3EI + wL⁴/8EI, root moment PL + wL²/2, all finite', () => {
+    for (const bw of corners(1e-6, 100))
+      for (const hh of corners(1e-6, 100))
+        for (const Ec of corners(1e6, 1e12))
+          for (const Lc of corners(1e-3, 1e3))
+            for (const [P, q] of [
+              [1e-9, 0],
+              [-1e12, 1e12],
+              [0, -1e-9],
+            ] as const) {
+              const { out } = runRaw({ width_m: bw, height_m: hh, youngs_modulus_Pa: Ec, length_m: Lc, tip_load_N: P, distributed_load_N_m: q, elements: 20 });
+              const EIc = (Ec * bw * hh ** 3) / 12;
+              const tip = (P * Lc ** 3) / (3 * EIc) + (q * Lc ** 4) / (8 * EIc);
+              expect(rel(out.value, tip)).toBeLessThan(1e-9);
+              expect(out.check.passed).toBe(true);
+              const M = out.outputs.root_moment_N_m as number;
+              expect(rel(M, P * Lc + (q * Lc ** 2) / 2)).toBeLessThan(1e-6);
+              expect(rel(out.outputs.max_bending_stress_Pa as number, (Math.abs(M) * hh) / 2 / ((bw * hh ** 3) / 12))).toBeLessThan(1e-12);
+            }
+  });
+
+  it('modal corners: f1 = (β1L)²/(2πL²)·√(EI/ρA)', () => {
+    for (const bw of corners(1e-6, 100))
+      for (const hh of corners(1e-6, 100))
+        for (const rho of corners(1, 1e5))
+          for (const Lc of corners(1e-3, 1e3)) {
+            const { out } = runRaw({ analysis: 'modal', width_m: bw, height_m: hh, density_kg_m3: rho, length_m: Lc });
+            const f1 = (1.875104068712 ** 2 / (2 * Math.PI * Lc ** 2)) * Math.sqrt((E * bw * hh ** 3) / 12 / (rho * bw * hh));
+            expect(rel(out.value, f1)).toBeLessThan(1e-6);
+            expect(out.check.passed).toBe(true);
+          }
+  });
+
+  it('outside the ranges: a 400 naming the field', () => {
+    for (const field of ['width_m', 'height_m']) {
+      expectInputError({ [field]: 5e-324 }, field, { status: 400, allowed: { min: 1e-6, inclusive: true } });
+      expectInputError({ [field]: 1e300 }, field, { status: 400, allowed: { max: 100, inclusive: true } });
+    }
+    expectInputError({ density_kg_m3: 1e-300 }, 'density_kg_m3', { allowed: { min: 1, inclusive: true } });
+    expectInputError({ density_kg_m3: 1e6 }, 'density_kg_m3', { allowed: { max: 1e5, inclusive: true } });
+    for (const field of ['tip_load_N', 'distributed_load_N_m']) {
+      expectInputError({ [field]: Number.MAX_VALUE }, field, { status: 400, allowed: { max: 1e12, inclusive: true } });
+      expectInputError({ [field]: -Number.MAX_VALUE }, field, { status: 400, allowed: { min: -1e12, inclusive: true } });
+      expectInputError({ [field]: -5e-324 }, field, { status: 400, reason: /must be 0 or have magnitude 1e-9 … 1e12/ });
+    }
+    expect(fea.resolve({ tip_load_N: 0, distributed_load_N_m: -1e-9 }).distributed_load_N_m).toBe(-1e-9);
+  });
+});
+
 describe('fea determinism and gate', () => {
   it('same inputs, same bits', () => {
     for (const raw of [{}, { analysis: 'modal', mode_number: 3 }]) {

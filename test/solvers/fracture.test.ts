@@ -236,6 +236,42 @@ describe('contact search', () => {
 });
 
 describe('fracture inputs', () => {
+  it('thickness, area and fracture energy have finite ranges: the corners match E0, t_f and the notch energy closed forms', () => {
+    // Old code: "> 0" — a MAX_VALUE thickness made E0 ∞, a 1e300 J/m² fracture energy an infinite critical stretch.
+    for (const h of [1e-6, 10]) {
+      for (const g0 of [1e-3, 1e6]) {
+        const { out } = runRaw({ thickness_m: h, fracture_energy_J_m2: g0, n: 20 });
+        expect(out.check.passed).toBe(true);
+        const o = out.outputs as Record<string, number>;
+        const dx = 0.05 / 20;
+        const e0 = 0.5 * RHO * h * dx * dx * 50 ** 2 * 20 * dx * dx * ((20 * (20 * 20 - 1)) / 12);
+        expect(rel(o.initial_energy_J!, e0)).toBeLessThan(1e-12);
+        expect(rel(o.critical_stretch!, Math.sqrt((4 * Math.PI * g0) / (9 * E * 3.015 * dx)))).toBeLessThan(1e-14);
+      }
+    }
+    for (const A of [1e-10, 100]) {
+      // The bar's notch: t_f = notch·s0·L/(2v) and D ≈ ½ c (notch s0)² V² dx (1 + 4 + 9), c V² ∝ A.
+      const { out } = runRaw({ mode: 'bar', area_m2: A });
+      expect(out.check.passed).toBe(true);
+      expect(out.outputs.broken_bonds).toBe(6);
+      const dx = 1 / 400;
+      const delta = 3 * dx;
+      const s0 = Math.sqrt((3 * G0) / (E * delta));
+      expect(rel(out.outputs.first_failure_time_s as number, (0.5 * s0) / 2)).toBeLessThan(1e-6);
+      const dEstimate = 0.5 * ((2 * E) / (A * delta * delta)) * (0.5 * s0) ** 2 * (A * dx) ** 2 * dx * 14;
+      expect(rel(out.value, dEstimate)).toBeLessThan(0.01);
+      // A fracture energy no loading here can reach: nothing breaks, the balance still holds.
+      const tough = runRaw({ mode: 'bar', area_m2: A, fracture_energy_J_m2: 1e6 }).out;
+      expect(tough.check.passed).toBe(true);
+      expect([tough.value, tough.outputs.first_failure_time_s]).toEqual([0, null]);
+    }
+    expectInputError({ thickness_m: Number.MAX_VALUE }, 'thickness_m', { status: 400, allowed: { max: 10, inclusive: true } });
+    expectInputError({ thickness_m: 5e-324 }, 'thickness_m', { status: 400, allowed: { min: 1e-6, inclusive: true } });
+    expectInputError({ mode: 'bar', area_m2: 1e300 }, 'area_m2', { status: 400, allowed: { max: 100, inclusive: true } });
+    expectInputError({ fracture_energy_J_m2: 1e300 }, 'fracture_energy_J_m2', { status: 400, allowed: { max: 1e6, inclusive: true } });
+    expectInputError({ fracture_energy_J_m2: 1e-300 }, 'fracture_energy_J_m2', { status: 400, allowed: { min: 1e-3, inclusive: true } });
+  });
+
   it('rejects bad inputs with the right field', () => {
     expectInputError({ width_m: 1 }, 'width_m');
     expectInputError({ n: 'forty' }, 'n');

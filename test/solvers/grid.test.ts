@@ -144,6 +144,39 @@ describe('grid: DC power flow', () => {
 });
 
 describe('grid: input validation', () => {
+  it('reactances, injections and the base have finite ranges: at the corners a triangle splits as (x1 + x2) : x3', () => {
+    // Old code: "> 0" / any — a 5e-324 reactance lost positive definiteness (a 500), a 5e-324 base made the flows NaN.
+    for (const x1 of [1e-6, 1e3])
+      for (const x3 of [1e-6, 1e3])
+        for (const base of [1e-3, 1e6])
+          for (const P of [1e-9, 1e7]) {
+            const lines = [
+              { from: 0, to: 1, reactance_pu: x1 },
+              { from: 1, to: 2, reactance_pu: x1 },
+              { from: 0, to: 2, reactance_pu: x3 },
+            ];
+            const r = solve({ buses: 3, lines, injections_MW: [0, 0, -P], slack: 0, base_MVA: base });
+            const flows = r.outputs.flows_MW as number[];
+            // Current divider: the direct line carries P·(x1 + x2)/(x1 + x2 + x3), the two-line path the rest.
+            const direct = (P * 2 * x1) / (2 * x1 + x3);
+            expect(Math.abs(flows[2]! - direct) / P).toBeLessThan(1e-12);
+            expect(Math.abs(flows[0]! - (P - direct)) / P).toBeLessThan(1e-12);
+            expect(r.check.passed).toBe(true);
+            expect(Math.abs(r.value - Math.max(direct, P - direct)) / P).toBeLessThan(1e-12);
+          }
+    expectInputError({ base_MVA: 5e-324 }, 'base_MVA', { allowed: { min: 1e-3, inclusive: true } });
+    expectInputError({ base_MVA: 1e300 }, 'base_MVA', { allowed: { max: 1e6, inclusive: true } });
+    const line = (x: number) => ({ buses: 2, lines: [{ from: 0, to: 1, reactance_pu: x }], injections_MW: [0, 1] });
+    expectInputError(line(5e-324), 'lines.0.reactance_pu', { allowed: { min: 1e-6, inclusive: true } });
+    expectInputError(line(1e300), 'lines.0.reactance_pu', { allowed: { max: 1e3, inclusive: true } });
+    expectInputError({ buses: 2, lines: [{ from: 0, to: 1, reactance_pu: 0.1 }], injections_MW: [0, 5e-324] }, 'injections_MW.1', {
+      reason: 'must be 0 or have magnitude 1e-9 … 1e7 MW',
+    });
+    expectInputError({ buses: 2, lines: [{ from: 0, to: 1, reactance_pu: 0.1 }], injections_MW: [0, -Number.MAX_VALUE] }, 'injections_MW.1', {
+      allowed: { min: -1e7, inclusive: true },
+    });
+  });
+
   it('unknown keys, wrong types, out-of-range values', () => {
     expectInputError({ voltage: 1 }, 'voltage');
     expectInputError({ buses: 'five' }, 'buses');

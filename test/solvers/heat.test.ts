@@ -119,6 +119,18 @@ describe('heat', () => {
     });
   }
 
+  it('amplitude_K has a magnitude floor of 1 µK: the corners match A e^(−απ²t/L²), a subnormal amplitude is a 400', () => {
+    // Old code: "≠ 0" let 5e-324 K through; the run refused it as "decayed below double precision: lower t_end_s".
+    for (const A of [1e-6, -1e-6, 1000, -1000]) {
+      const out = heat.run(heat.resolve({ amplitude_K: A }));
+      expect(out.check.passed).toBe(true);
+      const excess = expectedExcess({ amplitude_K: A });
+      expect(Math.abs((out.outputs.excess_K as number) - excess) / Math.abs(excess)).toBeLessThan(1e-6);
+    }
+    for (const A of [5e-324, -5e-324, 1e-300, 9e-7])
+      expectInputError(() => heat.resolve({ amplitude_K: A }), 'amplitude_K', { status: 400, reason: 'magnitude must be 1e-6 … 1000 K (either sign)' });
+  });
+
   it('is deterministic', () => {
     for (const raw of [{}, { mode: '2d', initial: 'uniform' }]) {
       const a = heat.run(heat.resolve(raw));

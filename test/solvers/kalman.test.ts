@@ -83,10 +83,99 @@ describe('kalman', () => {
     expect(Math.abs(st.x[1]! - 3)).toBeLessThan(1e-6);
   });
 
-  it('too few steps to converge: the check refuses', () => {
-    const out = kalman.run(kalman.resolve({ steps: 10 }));
+  it('too few steps to converge from the diffuse prior: a 400 on steps before any work; from a steady state they do', () => {
+    // λ = 0.5·1²/10 = 0.05: the diffuse prior needs ≈ 4.67/√λ = 21 steps, the guard asks for 6/√λ = 27.
+    expectInputError(() => kalman.run(kalman.resolve({ steps: 10 })), 'steps', { status: 400, allowed: { min: 27, max: 100_000 } });
+    expect(kalman.run(kalman.resolve({ steps: 27 })).check.passed).toBe(true);
+    expectInputError(() => kalman.run(kalman.resolve({ measurements: Array(20).fill(0) })), 'measurements', { allowed: { min: 27, max: 100_000 } });
+    const steady = kalman.run(kalman.resolve({})).state as KalmanState;
+    expect(kalman.run(kalman.resolve({ steps: 10 }), steady).check.passed).toBe(true);
+    // Far from steady, a continued run is still judged by its check.
+    const far: KalmanState = {
+      x: [0, 0],
+      P: [
+        [1e6, 0],
+        [0, 1e6],
+      ],
+    };
+    const out = kalman.run(kalman.resolve({ steps: 10 }), far);
     expect(out.check.passed).toBe(false);
     expect(out.check.refused).toMatch(/raise steps/);
+  });
+
+  it('dt, noises and truth have finite ranges: the corners match the DARE closed forms and every output is finite', () => {
+    // Old code: "> 0" / any — dt 1e300, noises 1e300 or 5e-324 and a truth of ±MAX_VALUE gave NaN/∞ covariances and rmse.
+    const finite = (v: unknown): boolean =>
+      typeof v === 'number' ? Number.isFinite(v) : Array.isArray(v) ? v.every(finite) : v && typeof v === 'object' ? Object.values(v).every(finite) : true;
+    const cvCorners: [number, number, number, number, number][] = [
+      // [σ_a, dt, σ_v, steps, tolerance]: λ = 4e-9 (the smallest the step limit allows), 1e3, 1e-6 and 1e27. At the
+      // fewest steps the guard allows the covariance has just settled inside the 1e-3 gate.
+      [4e-9, 1, 1, 100_000, 1e-3],
+      [1e6, 1e-6, 1e-9, 10, 1e-7],
+      [1e-9, 1e6, 1e9, 6000, 1e-3],
+      [1e-9, 1e6, 1e9, 60_000, 1e-9],
+      [1e6, 1e6, 1e-9, 10, 1e-12],
+    ];
+    for (const [sa, dt, sv, steps, tol] of cvCorners) {
+      for (const [x0, v0] of [
+        [1e12, -299_792_458],
+        [-1e12, 299_792_458],
+      ]) {
+        const out = kalman.run(kalman.resolve({ accel_noise_m_s2: sa, dt_s: dt, measurement_noise_m: sv, steps, true_x0_m: x0, true_v0_m_s: v0 }));
+        expect(out.check.passed).toBe(true);
+        const lambda = (sa * dt * dt) / sv;
+        // Above λ ≈ 1e4 the textbook α cancels; there α = 1 − O(1/λ²), i.e. σ_x = σ_v.
+        const expected = lambda < 1e4 ? Math.sqrt(kalataAlpha(sa, dt, sv)) * sv : sv;
+        expect(Math.abs(out.value - expected) / expected).toBeLessThan(tol);
+        expect(finite(out.outputs)).toBe(true);
+        expect(finite(out.state)).toBe(true);
+      }
+    }
+    for (const [q, sv, steps, tol] of [
+      [1e-12, 0.02, 100_000, 1e-3],
+      [1e12, 1e-9, 10, 1e-12],
+      [1e-12, 1e-9, 10, 1e-9],
+      [1e12, 1e9, 45_000, 1e-9],
+    ] as const) {
+      const out = kalman.run(kalman.resolve({ model: 'random_walk', process_noise_m2: q, measurement_noise_m: sv, steps }));
+      expect(out.check.passed).toBe(true);
+      const r = sv * sv;
+      const prior = (q + Math.sqrt(q * q + 4 * q * r)) / 2;
+      const expected = Math.sqrt((prior * r) / (prior + r));
+      expect(Math.abs(out.value - expected) / expected).toBeLessThan(tol);
+      expect(finite(out.outputs)).toBe(true);
+    }
+    const outside: [Record<string, unknown>, string, unknown][] = [
+      [{ dt_s: 5e-324 }, 'dt_s', { min: 1e-6, inclusive: true }],
+      [{ dt_s: 1e300 }, 'dt_s', { max: 1e6, inclusive: true }],
+      [{ accel_noise_m_s2: 1e-300 }, 'accel_noise_m_s2', { min: 1e-9, inclusive: true }],
+      [{ accel_noise_m_s2: 1e30 }, 'accel_noise_m_s2', { max: 1e6, inclusive: true }],
+      [{ model: 'random_walk', process_noise_m2: 1e300 }, 'process_noise_m2', { max: 1e12, inclusive: true }],
+      [{ measurement_noise_m: 5e-324 }, 'measurement_noise_m', { min: 1e-9, inclusive: true }],
+      [{ measurement_noise_m: Number.MAX_VALUE }, 'measurement_noise_m', { max: 1e9, inclusive: true }],
+      [{ true_x0_m: -Number.MAX_VALUE }, 'true_x0_m', { min: -1e12, inclusive: true }],
+      [{ true_v0_m_s: 1e300 }, 'true_v0_m_s', { max: 299_792_458, inclusive: true }],
+    ];
+    for (const [raw, field, allowed] of outside) expectInputError(() => kalman.resolve(raw), field, { status: 400, allowed });
+    // A tracking index below what 100 000 steps can settle names the noise (the old code: a NaN reference and a 422).
+    expectInputError(() => kalman.run(kalman.resolve({ accel_noise_m_s2: 1e-9, measurement_noise_m: 1, steps: 100_000 })), 'accel_noise_m_s2', {
+      reason: /needs ~.* steps/,
+    });
+    expectInputError(() => kalman.run(kalman.resolve({ model: 'random_walk', process_noise_m2: 1e-12, measurement_noise_m: 1 })), 'process_noise_m2');
+    expectInputError(
+      () =>
+        kalman.resolveState!(
+          {
+            x: [1e300, 0],
+            P: [
+              [1, 0],
+              [0, 1],
+            ],
+          },
+          kalman.resolve({}),
+        ),
+      'initialState',
+    );
   });
 
   it('rejects bad inputs with the right field', () => {

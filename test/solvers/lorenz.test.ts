@@ -39,6 +39,16 @@ describe('lorenz', () => {
     }
   });
 
+  it('t_end starts at 1e-3: there z = z0·e^(−βt) on the invariant axis and every output is finite; 5e-324 is a 400', () => {
+    // Old code: "> 0" let t_end = 5e-324 through and the Lyapunov estimate came out −∞.
+    const out = lorenz.run(lorenz.resolve({ x0: 0, y0: 0, z0: 5, t_end: 1e-3 }));
+    expect(out.check.passed).toBe(true);
+    expect(Math.abs(out.value / (5 * Math.exp((-8 / 3) * 1e-3)) - 1)).toBeLessThan(1e-12);
+    expect(Number.isFinite(lorenz.run(lorenz.resolve({ t_end: 1e-3 })).outputs.max_lyapunov_estimate as number)).toBe(true);
+    for (const t of [5e-324, 1e-300, 9e-4])
+      expectInputError(() => lorenz.resolve({ t_end: t }), 't_end', { status: 400, allowed: { min: 1e-3, inclusive: true } });
+  });
+
   it('below the Hopf threshold the orbit settles on the fixed point z = ρ − 1', () => {
     const out = lorenz.run(lorenz.resolve({ rho: 10, t_end: 20 }));
     expect(out.check.passed).toBe(true);

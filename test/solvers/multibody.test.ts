@@ -73,6 +73,49 @@ describe('multibody', () => {
     expect(Math.abs(end[1]!.position_m[1]) / d).toBeLessThan(1e-5);
   });
 
+  it('G, masses, positions and velocities have finite ranges: at the corners E = −G m M/2r and the Kepler period hold', () => {
+    // Old code: "> 0" / any — G or a mass of 1e300 made the trajectories NaN; coincident bodies gave an infinite energy.
+    // Each end of each range at least once, keeping the orbital speed below c (GM/r < c²).
+    for (const [M, r, g] of [
+      [1e45, 1e26, 1e-20],
+      [1e45, 1e9, 1e-20],
+      [1e-4, 1e-3, 1e-20],
+      [1e-4, 1e26, 1e-20],
+      [1e-4, 1, 1e20],
+      [1e10, 1e26, 1e20],
+    ] as const) {
+      const m = M * 1e-6; // ≥ 1e-10 kg
+      const v = Math.sqrt((g * M) / r); // relative speed of a circular orbit about M alone: slightly elliptic about M + m
+      expect(v).toBeLessThan(299_792_458);
+      const bodies: Body[] = [
+        { mass_kg: M, position_m: [0, 0, 0], velocity_m_s: [0, 0, 0] },
+        { mass_kg: m, position_m: [r, 0, 0], velocity_m_s: [0, v, 0] },
+      ];
+      // Osculating a from vis-viva: 1/a = 2/r − v²/(G(M + m)); Kepler P = 2π√(a³/G(M + m)).
+      const mu = g * (M + m);
+      const a = 1 / (2 / r - (v * v) / mu);
+      const period = 2 * Math.PI * Math.sqrt(a ** 3 / mu);
+      const out = multibody.run(multibody.resolve({ bodies, G: g, t_end_s: period, dt_s: period / 2000 }));
+      expect(out.check.passed).toBe(true);
+      // Energy in this frame: ½ m v² − G M m / r = −½ G M m / r (conserved, so also at t_end).
+      const energy = (-0.5 * g * M * m) / r;
+      expect(Math.abs(out.value / energy - 1)).toBeLessThan(1e-9);
+      expect(Math.abs((out.outputs.orbital_period_s as number) / period - 1)).toBeLessThan(1e-9);
+    }
+    const body = (over: Record<string, unknown>) => ({ mass_kg: 1, position_m: [1, 0, 0], velocity_m_s: [0, 0, 0], ...over });
+    const pair = (over: Record<string, unknown>) => ({ bodies: [body({ position_m: [0, 0, 0] }), body(over)] });
+    expectInputError(() => multibody.resolve({ G: 1e300 }), 'G', { status: 400, allowed: { max: 1e20, inclusive: true } });
+    expectInputError(() => multibody.resolve({ G: 5e-324 }), 'G', { status: 400, allowed: { min: 1e-20, inclusive: true } });
+    expectInputError(() => multibody.resolve(pair({ mass_kg: 1e300 })), 'bodies.1.mass_kg', { allowed: { max: 1e45, inclusive: true } });
+    expectInputError(() => multibody.resolve(pair({ mass_kg: 5e-324 })), 'bodies.1.mass_kg', { allowed: { min: 1e-10, inclusive: true } });
+    expectInputError(() => multibody.resolve(pair({ position_m: [1e300, 0, 0] })), 'bodies.1.position_m.0', { allowed: { max: 1e26, inclusive: true } });
+    expectInputError(() => multibody.resolve(pair({ velocity_m_s: [0, -3e8, 0] })), 'bodies.1.velocity_m_s.1', {
+      allowed: { min: -299_792_458, inclusive: true },
+    });
+    expectInputError(() => multibody.resolve(pair({ position_m: [0, 0, 0] })), 'bodies', { reason: 'bodies 0 and 1 are at the same position' });
+    expectInputError(() => multibody.resolveState!({ ...pair({ position_m: [0, 0, 0] }), t_s: 0 }, multibody.resolve({})), 'initialState');
+  });
+
   it('rejects bad inputs with the right field', () => {
     expectInputError(() => multibody.resolve({ softening: 1 }), 'softening');
     expectInputError(() => multibody.resolve({ preset: 'jupiter' }), 'preset');

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { predatorPrey, type PredatorPreyState } from '../../src/solvers/predator-prey.js';
-import { SolverFailure } from '../../src/solvers/errors.js';
 import { dormandPrince45 } from '../../src/numerics/ode.js';
 import { bisect } from '../../src/numerics/roots.js';
 import { expectInputError, perturbedErrors } from '../helpers/solver.js';
@@ -73,7 +72,7 @@ describe('predator_prey', () => {
     expect(Math.abs((other.outputs.mean_prey as number) - 80) / 80).toBeLessThan(1e-5);
   });
 
-  it('rejects bad inputs; too short a run is a solver failure', () => {
+  it('rejects bad inputs; too short a run is a 400 on max_days', () => {
     expectInputError(() => predatorPrey.resolve({ wolves: 3 }), 'wolves');
     expectInputError(() => predatorPrey.resolve({ prey0: '10' }), 'prey0');
     expectInputError(() => predatorPrey.resolve({ prey0: 0 }), 'prey0');
@@ -82,7 +81,68 @@ describe('predator_prey', () => {
     expectInputError(() => predatorPrey.resolve({ max_days: 2e5 }), 'max_days');
     expectInputError(() => predatorPrey.resolve({ max_days: 1e5, dt_days: 1e-4 }), 'max_days');
     expectInputError(() => predatorPrey.resolveState!({ prey: -1, predators: 2, t_days: 0 }, predatorPrey.resolve({})), 'initialState');
-    expect(() => predatorPrey.run(predatorPrey.resolve({ max_days: 5 }))).toThrow(SolverFailure);
+    // Shorter than 2π/√(αγ) = 9.47 d: refused before any work. Longer, but shorter than this orbit's cycle: refused by the run.
+    expectInputError(() => predatorPrey.resolve({ max_days: 5 }), 'max_days', {
+      status: 400,
+      allowed: { min: (2 * Math.PI) / Math.sqrt(1.1 * 0.4), max: 1e5 },
+    });
+    expectInputError(() => predatorPrey.run(predatorPrey.resolve({ max_days: 10 })), 'max_days', { status: 400, reason: /raise max_days/ });
+  });
+
+  it('rates and populations have finite ranges: at the corners the period tends to 2π/√(αγ) and the averages are γ/δ, α/β', () => {
+    // Old code: "> 0" — rates of 1e30 or 1e-300 and populations of 1e30 or 5e-324 were a 500 (no crossing, or the
+    // populations left the positive quadrant).
+    // Start points (u, v) relative to the equilibrium, small enough that the orbit is nearly elliptic (ΔV ≪ min(α, γ)).
+    const corners = [
+      { alpha_per_day: 1e-4, gamma_per_day: 1e-4, beta_per_day: 1e-12, delta_per_day: 1e-12, dt_days: 1, max_days: 1e5, u: 1, v: 0.999 },
+      { alpha_per_day: 1e3, gamma_per_day: 1e3, beta_per_day: 1e4, delta_per_day: 1e4, dt_days: 1e-5, max_days: 1, u: 1, v: 0.999 },
+      { alpha_per_day: 1e3, gamma_per_day: 1e-4, beta_per_day: 1e4, delta_per_day: 1e-12, dt_days: 5e-5, max_days: 100, u: 0.99, v: 1 },
+      { alpha_per_day: 1e-4, gamma_per_day: 1e3, beta_per_day: 1e-12, delta_per_day: 1e4, dt_days: 5e-5, max_days: 100, u: 1, v: 0.99 },
+    ];
+    for (const { u, v, ...c } of corners) {
+      const xs = c.gamma_per_day / c.delta_per_day;
+      const ys = c.alpha_per_day / c.beta_per_day;
+      const out = predatorPrey.run(predatorPrey.resolve({ ...c, prey0: u * xs, predator0: v * ys }));
+      expect(out.check.passed).toBe(true);
+      const small = (2 * Math.PI) / Math.sqrt(c.alpha_per_day * c.gamma_per_day);
+      expect(Math.abs(out.value - small) / small).toBeLessThan(1e-5);
+      expect(Math.abs((out.outputs.mean_prey as number) - xs) / xs).toBeLessThan(1e-4);
+      expect(Math.abs((out.outputs.mean_predators as number) - ys) / ys).toBeLessThan(1e-4);
+    }
+    // The deepest orbit allowed (ΔV/min(α,γ) ≈ 190: prey fall to ~e^-190 of γ/δ) still matches the exact averages.
+    const deep = predatorPrey.run(predatorPrey.resolve({ prey0: 4 * 196, predator0: 2.75, dt_days: 5e-4, max_days: 2e3 }));
+    expect(deep.check.passed).toBe(true);
+    expect(Math.abs((deep.outputs.mean_prey as number) - 4) / 4).toBeLessThan(1e-3);
+    expect(Math.abs((deep.outputs.mean_predators as number) - 2.75) / 2.75).toBeLessThan(1e-3);
+
+    for (const field of ['prey0', 'predator0']) {
+      expectInputError(() => predatorPrey.resolve({ [field]: 5e-324 }), field, { status: 400, allowed: { min: 1e-6, inclusive: true } });
+      expectInputError(() => predatorPrey.resolve({ [field]: 1e30 }), field, { status: 400, allowed: { max: 1e12, inclusive: true } });
+    }
+    for (const field of ['alpha_per_day', 'gamma_per_day']) {
+      expectInputError(() => predatorPrey.resolve({ [field]: 1e-300 }), field, { status: 400, allowed: { min: 1e-4, inclusive: true } });
+      expectInputError(() => predatorPrey.resolve({ [field]: 1e30 }), field, { status: 400, allowed: { max: 1e3, inclusive: true } });
+    }
+    for (const field of ['beta_per_day', 'delta_per_day']) {
+      expectInputError(() => predatorPrey.resolve({ [field]: 5e-324 }), field, { status: 400, allowed: { min: 1e-12, inclusive: true } });
+      expectInputError(() => predatorPrey.resolve({ [field]: Number.MAX_VALUE }), field, { status: 400, allowed: { max: 1e4, inclusive: true } });
+    }
+  });
+
+  it('combinations the run cannot resolve are a 400 before any work', () => {
+    // Exactly at the equilibrium (4, 2.75): no cycle.
+    expectInputError(() => predatorPrey.resolve({ prey0: 4, predator0: 2.75 }), 'prey0', { reason: /no cycle to measure/ });
+    // Far from it: the prey would fall to ~e^-1000 of γ/δ (the old code: fewer than two crossings, a 500).
+    expectInputError(() => predatorPrey.resolve({ prey0: 1e4 }), 'prey0', { reason: /would fall to ~e\^-/ });
+    expectInputError(() => predatorPrey.resolve({ predator0: 1e6 }), 'predator0', { reason: /would fall to ~e\^-/ });
+    // A step too coarse for the fastest phase (rate 1e3/d with dt 0.01: the old code left the positive quadrant).
+    const coarse = expectInputError(() => predatorPrey.resolve({ alpha_per_day: 1e3, prey0: 4, predator0: (1e3 * 0.999) / 0.4 }), 'dt_days');
+    expect((coarse.allowed as { max: number }).max).toBeCloseTo(0.1 / (1e3 + 1e3 * (0.999 - 1 - Math.log(0.999))), 12);
+    expect(() => predatorPrey.run(predatorPrey.resolve({ alpha_per_day: 1e3, prey0: 4, predator0: (1e3 * 0.999) / 0.4, dt_days: 5e-5 }))).not.toThrow();
+    // The same guard holds for a continued run's state.
+    const inputs = predatorPrey.resolve({});
+    expectInputError(() => predatorPrey.resolveState!({ prey: 1e5, predators: 1, t_days: 0 }, inputs), 'initialState', { reason: /would fall to/ });
+    expectInputError(() => predatorPrey.resolveState!({ prey: 1e30, predators: 1, t_days: 0 }, inputs), 'initialState');
   });
 
   it('is deterministic', () => {

@@ -113,6 +113,29 @@ describe('quant solver', () => {
     expectInputError({ nx: 20_000, nt: 10_000 }, 'nt');
   });
 
+  it('spot and strike have a finite range: at its corners the price is the textbook value rescaled (homogeneity)', () => {
+    // Old code: "> 0" — spot or strike 5e-324 or 1e300 gave NaN prices, Δ and Γ. Price is homogeneous of degree 1
+    // in (S, K): the textbook S = K = 100 call 10.4506 and put 5.5735 (r 5 %, σ 20 %, T 1) scale with S/100.
+    for (const S of [1e-6, 1e12]) {
+      const call = run({ spot: S, strike: S });
+      const put = run({ spot: S, strike: S, option_type: 'put' });
+      expect(Math.abs(call.value - (10.450583572185565 * S) / 100) / ((10.450583572185565 * S) / 100)).toBeLessThan(1e-4);
+      expect(Math.abs(put.value - (5.573526022256971 * S) / 100) / ((5.573526022256971 * S) / 100)).toBeLessThan(1e-4);
+      for (const out of [call, put]) {
+        expect(out.check.passed).toBe(true);
+        expect(Number.isFinite(out.outputs.delta as number) && Number.isFinite(out.outputs.gamma as number)).toBe(true);
+      }
+    }
+    // Deep in the money across the whole range: the call is worth S − K e^(−rT) (Φ(d1) = Φ(d2) = 1 to double precision).
+    const deep = run({ spot: 1e12, strike: 1e-6 });
+    expect(deep.check.passed).toBe(true);
+    expect(Math.abs(deep.value - (1e12 - 1e-6 * Math.exp(-0.05))) / 1e12).toBeLessThan(1e-4);
+    for (const field of ['spot', 'strike']) {
+      for (const v of [5e-324, 1e-300, 9e-7]) expectInputError({ [field]: v }, field, { status: 400, allowed: { min: 1e-6, inclusive: true } });
+      for (const v of [1.1e12, 1e300, Number.MAX_VALUE]) expectInputError({ [field]: v }, field, { status: 400, allowed: { max: 1e12, inclusive: true } });
+    }
+  });
+
   it('is deterministic', () => {
     const a = run({ spot: 95, option_type: 'put' });
     const b = run({ spot: 95, option_type: 'put' });

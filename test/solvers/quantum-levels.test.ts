@@ -151,6 +151,48 @@ describe('quantum_levels', () => {
     });
   }
 
+  it('ω, well depth and Morse parameters have finite ranges: the corners match the closed forms', () => {
+    // Old code: "> 0" — ω of 1e-300 or 1e300 and a Morse D_e of 1e300 gave NaN levels; a 1e30 J well threw in Brent (500).
+    for (const omega of [1e3, 1e20]) {
+      for (const m of [1e-32, 1e-24]) {
+        const ground = quantumLevels.run(quantumLevels.resolve({ omega_rad_s: omega, mass_kg: m }));
+        expect(ground.check.passed).toBe(true);
+        expect(Math.abs(ground.value - harmonic(omega, 0)) / harmonic(omega, 0)).toBeLessThan(2e-5);
+        const tenth = quantumLevels.run(quantumLevels.resolve({ omega_rad_s: omega, mass_kg: m, level: 10, grid_points: 4000 }));
+        expect(Math.abs(tenth.value - harmonic(omega, 10)) / harmonic(omega, 10)).toBeLessThan(1e-4);
+      }
+    }
+    // The shallowest well in the widest, heaviest case (z0 ≈ 2.1e3) and the deepest in the narrowest, lightest (z0 ≈ 6.7).
+    for (const [v0, m, L, cells] of [
+      [1e-25, 1e-24, 1e-6, 5000],
+      [1e-10, 1e-32, 1e-12, 200],
+      [1e-10, ME, 1e-9, 5000],
+    ] as const) {
+      const out = quantumLevels.run(quantumLevels.resolve({ potential: 'finite_well', depth_J: v0, mass_kg: m, width_m: L, cells_in_well: cells }));
+      expect(out.check.passed).toBe(true);
+      const ref = finiteWell(m, L, v0, 0);
+      expect(Math.abs(out.value - ref) / ref).toBeLessThan(1e-3);
+    }
+    for (const [de, a] of [
+      [1e-25, 1e6],
+      [1e-15, 1e12],
+    ] as const) {
+      const out = quantumLevels.run(quantumLevels.resolve({ potential: 'morse', dissociation_energy_J: de, morse_a_1_m: a }));
+      expect(out.check.passed).toBe(true);
+      const ref = morse(8.367664e-28, de, a, 0);
+      expect(Math.abs(out.value - ref) / ref).toBeLessThan(1e-3);
+    }
+    const outside: [Record<string, unknown>, string, unknown][] = [
+      [{ omega_rad_s: 1e-300 }, 'omega_rad_s', { min: 1e3, inclusive: true }],
+      [{ omega_rad_s: 1e300 }, 'omega_rad_s', { max: 1e20, inclusive: true }],
+      [{ potential: 'finite_well', depth_J: 5e-324 }, 'depth_J', { min: 1e-25, inclusive: true }],
+      [{ potential: 'finite_well', depth_J: 1e30 }, 'depth_J', { max: 1e-10, inclusive: true }],
+      [{ potential: 'morse', dissociation_energy_J: 1e300 }, 'dissociation_energy_J', { max: 1e-15, inclusive: true }],
+      [{ potential: 'morse', morse_a_1_m: 1e-300 }, 'morse_a_1_m', { min: 1e6, inclusive: true }],
+    ];
+    for (const [raw, field, allowed] of outside) expectInputError(() => quantumLevels.resolve(raw), field, { status: 400, allowed });
+  });
+
   it('is deterministic', () => {
     for (const raw of [{}, { potential: 'finite_well', level: 1 }]) {
       const a = quantumLevels.run(quantumLevels.resolve(raw));

@@ -32,6 +32,11 @@ const cases: Record<string, unknown>[] = [
   { mode: 'maxwell', courant: 0.9, mode_m: 10, nx: 401, periods: 20, e0_V_m: -5 },
 ];
 
+function runRaw(raw: Record<string, unknown>) {
+  const inputs = wave.resolve(raw);
+  return { inputs, out: wave.run(inputs) };
+}
+
 describe('wave', () => {
   for (const raw of cases) {
     it(`measures the mode frequency: ${JSON.stringify(raw)}`, () => {
@@ -111,6 +116,38 @@ describe('wave', () => {
       expectInputError(() => wave.resolve(raw), field);
     });
   }
+
+  it('tension, areal density, amplitude and E0 have finite ranges: the corners give f = (c/2L)√(m²+n²) and m c0/2L', () => {
+    // Old code: "> 0" / "≠ 0" let A = ±MAX_VALUE and E0 = 5e-324 through (no zero crossing: a 500) and
+    // T = 1e-300 with μ = 1e300 made the run length NaN.
+    for (const T of [1e-6, 1e9])
+      for (const mu of [1e-8, 1e4])
+        for (const A of [1e-15, -100]) {
+          const { inputs, out } = runRaw({ tension_N_m: T, areal_density_kg_m2: mu, amplitude_m: A, nx: 41 });
+          expect(out.check.passed).toBe(true);
+          expect(Math.abs(out.value - closedForm(inputs)) / closedForm(inputs)).toBeLessThan(1e-3);
+          expect(Math.abs(out.value - discreteFrequency(inputs)) / discreteFrequency(inputs)).toBeLessThan(1e-6);
+        }
+    for (const e0 of [1e-12, -1e18]) {
+      const { inputs, out } = runRaw({ mode: 'maxwell', e0_V_m: e0, nx: 101 });
+      expect(out.check.passed).toBe(true);
+      expect(Math.abs(out.value - closedForm(inputs)) / closedForm(inputs)).toBeLessThan(1e-3);
+    }
+    const outside: [Record<string, unknown>, string, unknown][] = [
+      [{ tension_N_m: 1e-300 }, 'tension_N_m', { min: 1e-6, inclusive: true }],
+      [{ tension_N_m: 1e300 }, 'tension_N_m', { max: 1e9, inclusive: true }],
+      [{ areal_density_kg_m2: 5e-324 }, 'areal_density_kg_m2', { min: 1e-8, inclusive: true }],
+      [{ areal_density_kg_m2: 1e300 }, 'areal_density_kg_m2', { max: 1e4, inclusive: true }],
+    ];
+    for (const [raw, field, allowed] of outside) expectInputError(() => wave.resolve(raw), field, { status: 400, allowed });
+    for (const A of [Number.MAX_VALUE, -Number.MAX_VALUE, 101, 1e-16])
+      expectInputError(() => wave.resolve({ amplitude_m: A }), 'amplitude_m', { status: 400, reason: 'magnitude must be 1e-15 … 100 m (either sign)' });
+    for (const e0 of [5e-324, -1e-13, 1e19, Number.MAX_VALUE])
+      expectInputError(() => wave.resolve({ mode: 'maxwell', e0_V_m: e0 }), 'e0_V_m', {
+        status: 400,
+        reason: 'magnitude must be 1e-12 … 1e18 V/m (either sign)',
+      });
+  });
 
   it('is deterministic', () => {
     for (const raw of [{}, { mode: 'maxwell' }]) {
