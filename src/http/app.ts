@@ -19,6 +19,8 @@ import { tallyRoutes } from './routes/tally.js';
 import { costSheet } from '../tally/costs.js';
 import { meshRoutes } from './routes/mesh.js';
 import { contributeRoutes } from './routes/contribute.js';
+import { consensusRoutes } from './routes/consensus.js';
+import { pohcRoutes } from './routes/pohc.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -96,6 +98,8 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   ledgerRoutes(router, s);
   meshRoutes(router, s);
   contributeRoutes(router, s);
+  consensusRoutes(router, s);
+  pohcRoutes(router, s);
   for (const register of s.extraRouters ?? []) register(router);
 
   for (const path of QUERY_ROUTES) {

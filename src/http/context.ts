@@ -37,6 +37,8 @@ export interface HttpServices {
   mesh: MeshService | null;
   /** Bonds and modes (consensus/); absent only in configurations built without them. */
   contribution?: { bonds: import('../consensus/bonds.js').BondService; modes: import('../consensus/modes.js').ModeService };
+  /** Challenges, votes, verdicts and their ledger effects (consensus/); absent only in configurations built without them. */
+  consensus?: { challenges: import('../consensus/challenges.js').ChallengeService; slashing: import('../consensus/slashing.js').SlashingService };
   /** Extra route groups (the mesh) register themselves here. */
   extraRouters?: ((router: import('@koa/router').default) => void)[];
 }

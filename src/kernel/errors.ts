@@ -52,7 +52,15 @@ export type ErrorCode =
   | 'INVALID_ATTESTATION'
   | 'SVC_INSUFFICIENT_ENVELOPES'
   | 'SVC_BOND_CHALLENGED'
-  | 'SVC_NO_BOND';
+  | 'SVC_NO_BOND'
+  // challenges, votes and verdicts (architecture.md §6)
+  | 'SVC_RESULT_UNPUBLISHED'
+  | 'SVC_NOT_AT_STAKE'
+  | 'SVC_NO_COMMITTEE'
+  | 'SVC_NOT_A_MEMBER'
+  | 'INVALID_CHALLENGE'
+  | 'INVALID_VOTE'
+  | 'INVALID_VERDICT';
 
 export class ServiceError extends Error {
   readonly status: number;

@@ -1,0 +1,57 @@
+// The committee member's part (architecture.md §6): on a challenge whose committee names this node, re-execute the
+// canonical request at its recorded stamping tick with this node's own kernel and solvers, and vote the digest it
+// gets, signed with this node's key. One vote per challenge: a vote already cast (kept in the challenge's entry) is
+// not cast again, also after a restart (resume). A run that fails here casts no vote: the committee's other members
+// decide, or the deadline does (no_quorum) — a member never votes a digest it did not compute.
+import { voteSigningText, type ChallengeEntry, type ChallengeService, type SignedVote, type VoteRecord } from './challenges.js';
+import { isTerminal } from './challenges.js';
+import type { Json } from '../store/db.js';
+
+export interface ReexecutorOptions {
+  challenges: ChallengeService;
+  nodeId: () => string;
+  nowSvcond: () => number;
+  sign: (text: string) => string;
+  /** Run a canonical request as stamped at `stampSvcond`; resolves to its result digest. */
+  execute: (request: Json, stampSvcond: number) => Promise<string>;
+  onError?: (challengeId: string, err: unknown) => void;
+}
+
+export class Reexecutor {
+  private readonly inFlight = new Set<string>();
+
+  constructor(private readonly o: ReexecutorOptions) {
+    o.challenges.onOpened(async (e) => {
+      await this.consider(e);
+    });
+  }
+
+  /** Vote on every open challenge whose committee names this node and that has no vote of it yet (at start). */
+  async resume(): Promise<void> {
+    for (const e of this.o.challenges.all()) await this.consider(e);
+  }
+
+  /** Re-execute and vote when this node sits on the challenge's committee and has not voted. */
+  async consider(entry: ChallengeEntry): Promise<SignedVote | null> {
+    const c = entry.challenge.challenge;
+    const me = this.o.nodeId();
+    if (!c.committee.includes(me) || isTerminal(entry.state)) return null;
+    if (entry.votes.some((v) => v.vote.voter === me) || this.inFlight.has(c.challenge_id)) return null;
+    this.inFlight.add(c.challenge_id);
+    try {
+      let digest: string;
+      try {
+        digest = await this.o.execute(c.request, c.stamp_svcond);
+      } catch (err) {
+        this.o.onError?.(c.challenge_id, err);
+        return null;
+      }
+      const vote: VoteRecord = { challenge_id: c.challenge_id, voter: me, digest, svcond: this.o.nowSvcond() };
+      const signed: SignedVote = { vote, signature: this.o.sign(voteSigningText(vote)) };
+      await this.o.challenges.castVote(signed);
+      return signed;
+    } finally {
+      this.inFlight.delete(c.challenge_id);
+    }
+  }
+}
