@@ -37,6 +37,11 @@ import { stampAt } from './kernel/clock.js';
 import { signText, verifyText } from './mesh/wire.js';
 import { BondService } from './consensus/bonds.js';
 import { ModeService } from './consensus/modes.js';
+import { ChallengeService, type ChallengedResult } from './consensus/challenges.js';
+import type { Candidate } from './consensus/committee.js';
+import { Reexecutor, rerunDigest } from './consensus/reexecutor.js';
+import { SlashingService } from './consensus/slashing.js';
+import { TIME_LIMIT_SECONDS } from './compute/service.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -90,6 +95,10 @@ export class SvcNode {
   mesh!: MeshService;
   bonds!: BondService;
   modes!: ModeService;
+  challenges!: ChallengeService;
+  slashing!: SlashingService;
+  reexecutor!: Reexecutor;
+  private consensusTimer: NodeJS.Timeout | null = null;
   private executor: SolverExecutor | null = null;
   private sealer: Sealer | null = null;
   private server: Server | null = null;
@@ -153,7 +162,8 @@ export class SvcNode {
       threshold: config.limits.claimThreshold,
       baseBits: config.limits.claimDifficultyBits,
     });
-    this.folders = new Folders(this.store, this.counters, this.ledger, new EnvelopeLocks());
+    const envelopeLocks = new EnvelopeLocks();
+    this.folders = new Folders(this.store, this.counters, this.ledger, envelopeLocks);
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
     this.executor =
@@ -226,6 +236,7 @@ export class SvcNode {
       publish: async (type, body) => {
         if (this.mesh.enabled) await this.mesh.publish(type, body, TOPICS.consensus);
       },
+      openChallenges: (bondId) => this.challenges?.openAgainst(bondId) ?? [],
     });
     await this.bonds.load();
     this.modes = new ModeService(this.store, this.bonds, () => stampAt(this.clock.nowNs()).svcond);
@@ -233,6 +244,8 @@ export class SvcNode {
     const [bondRow, releaseRow] = this.bonds.handlers();
     this.mesh.gossip.register(bondRow);
     this.mesh.gossip.register(releaseRow);
+    this.wireConsensus(envelopeLocks);
+    await this.challenges.load();
     const signMeshEvent = (type: string, body: unknown): Promise<MeshEvent> =>
       signEvent(this.nodeIdentity.privateKey, this.nodeId, type, stampAt(this.clock.nowNs()).svcond, body);
     const { app } = createApp({
@@ -254,6 +267,7 @@ export class SvcNode {
       mesh: this.mesh,
       signMeshEvent,
       contribution: { bonds: this.bonds, modes: this.modes },
+      consensus: { challenges: this.challenges, slashing: this.slashing },
     });
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
@@ -266,6 +280,11 @@ export class SvcNode {
     meshOptions.httpUrl = this.url;
     this.wireIdentityGossip();
     await this.mesh.start();
+    // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast.
+    await this.challenges.resumeEffects();
+    void this.reexecutor.resume().catch((err: unknown) => this.logger.warn({ err: String(err) }, 'resumed re-execution failed'));
+    this.consensusTimer = setInterval(() => void this.challenges.sweepDeadlines().catch(() => undefined), TICK_MS);
+    this.consensusTimer.unref();
     if (this.mesh.enabled) {
       const every = (this.options.bondReannounceTicks ?? BOND_REANNOUNCE_TICKS) * TICK_MS;
       this.reannounceTimer = setInterval(() => void this.bonds.reannounce().catch(() => undefined), every);
@@ -299,6 +318,77 @@ export class SvcNode {
     this.identity.onRemoteLookup(remoteKeyLookup({ peers: () => this.mesh.peers(), nowSvcond: () => this.mesh.nowSvcond() }));
   }
 
+  /**
+   * Challenges, votes and verdicts (architecture.md §6): the challenge service with its three gossip rows, the
+   * re-executor (this node's votes), and the ledger effects at home (stakes here, the bond when this node holds it).
+   */
+  private wireConsensus(envelopeLocks: EnvelopeLocks): void {
+    const now = () => stampAt(this.clock.nowNs()).svcond;
+    const sign = (text: string) => signText(this.nodeIdentity.privateKey, text);
+    this.slashing = new SlashingService({
+      store: this.store,
+      ledger: this.ledger,
+      counters: this.counters,
+      locks: envelopeLocks,
+      bonds: this.bonds,
+      modes: this.modes,
+      nodeId: () => this.nodeId,
+      nowSvcond: now,
+    });
+    this.challenges = new ChallengeService({
+      store: this.store,
+      policy: this.config.contribution,
+      bonds: this.bonds,
+      nodeId: () => this.nodeId,
+      nowSvcond: now,
+      sign,
+      verify: verifyText,
+      publish: async (type, body) => {
+        if (this.mesh.enabled) await this.mesh.publish(type, body, TOPICS.consensus);
+      },
+      lookup: (resultId) => this.challengedResult(resultId),
+      candidates: () => this.committeeCandidates(),
+      holdStake: (zid, amount) => this.slashing.holdStake(zid, amount),
+    });
+    this.challenges.onVerdict((e) => this.slashing.onVerdict(e));
+    this.reexecutor = new Reexecutor({
+      challenges: this.challenges,
+      nodeId: () => this.nodeId,
+      nowSvcond: now,
+      sign,
+      execute: (request, stampSvcond) =>
+        rerunDigest(
+          { compute: this.compute, executor: this.executor!, timeLimitSeconds: this.options.timeLimitSeconds ?? TIME_LIMIT_SECONDS[this.config.limits.tier] },
+          request,
+          stampSvcond,
+        ),
+      onError: (challengeId, err) => this.logger.warn({ challengeId, err: String(err) }, 're-execution failed: no vote cast'),
+    });
+    const [openedRow, voteRow, verdictRow] = this.challenges.handlers();
+    this.mesh.gossip.register(openedRow);
+    this.mesh.gossip.register(voteRow);
+    this.mesh.gossip.register(verdictRow);
+  }
+
+  /**
+   * Nodes that may sit on a committee: every active bond, contributing when its node says so — this node from its
+   * operator's mode, a peer from its latest tick event (mode and the same bond id).
+   */
+  private committeeCandidates(): Candidate[] {
+    const peers = new Map(this.mesh.peers().map((p) => [p.peerId, p]));
+    return this.bonds.active().map(({ bond }) => {
+      const peer = peers.get(bond.node);
+      const contributing =
+        bond.node === this.nodeId ? this.modes.of(bond.zid).mode === 'contributing' : peer?.mode === 'contributing' && peer.bondId === bond.bond_id;
+      return { node: bond.node, bondSvcond: bond.svcond, contributing };
+    });
+  }
+
+  /** What a challenge needs of a result (replaced by exec's record lookup when merged). */
+  private async challengedResult(_resultId: string): Promise<ChallengedResult | null> {
+    return null;
+  }
+
   /** A compact signed announcement of a sealed result on svc/events/1 (what re-execution will key on). */
   private announceSealed(announcement: SealedSummary): void {
     if (!this.mesh?.enabled) return;
@@ -319,6 +409,8 @@ export class SvcNode {
     }
     if (this.reannounceTimer) clearInterval(this.reannounceTimer);
     this.reannounceTimer = null;
+    if (this.consensusTimer) clearInterval(this.consensusTimer);
+    this.consensusTimer = null;
     if (this.mesh) await this.mesh.stop();
     if (this.executor) await this.executor.close();
     if (this.sealer) await this.sealer.close();

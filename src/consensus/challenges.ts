@@ -203,7 +203,7 @@ export const signedChallengeSchema = z
         challenger_home: PEER,
         claimed_digest: DIGEST,
         executor_digest: DIGEST,
-        executed_by: z.object({ node: PEER, bond_id: z.string().min(1).max(64), signature: z.string().min(1).max(256) }).strict(),
+        executed_by: z.object({ node: PEER, bond_id: z.string().min(1).max(64), signature: z.string().min(1).max(256) }).passthrough(),
         request: z.unknown().refine((v) => v !== undefined, 'request is required') as z.ZodType<Json>,
         stamp_svcond: TICK,
         svcond: TICK,

@@ -6,6 +6,9 @@
 import { voteSigningText, type ChallengeEntry, type ChallengeService, type SignedVote, type VoteRecord } from './challenges.js';
 import { isTerminal } from './challenges.js';
 import type { Json } from '../store/db.js';
+import { canonicalDigest } from '../kernel/canonical.js';
+import type { ChainRequest, ComputeService } from '../compute/service.js';
+import type { SolverExecutor } from '../compute/executor.js';
 
 export interface ReexecutorOptions {
   challenges: ChallengeService;
@@ -54,4 +57,39 @@ export class Reexecutor {
       this.inFlight.delete(c.challenge_id);
     }
   }
+}
+
+/** What a re-execution needs of this node: its own solvers (through its executor) and its own chain evaluation. */
+export interface RerunDeps {
+  compute: Pick<ComputeService, 'resolveSolver' | 'compute'>;
+  executor: Pick<SolverExecutor, 'run'>;
+  timeLimitSeconds: number;
+}
+
+/**
+ * The result digest of a canonical request run here ({kind: 'solver', solver, inputs} or {kind: 'compute', domain,
+ * operators, inputs}), as the sealing pipeline computes it (compute/service.ts), without sealing or charging. The
+ * digest excludes stamps (rule 5), so the recorded tick does not change it; it is taken for the record.
+ */
+export async function rerunDigest(deps: RerunDeps, request: Json, _stampSvcond: number): Promise<string> {
+  const r = request as { kind?: unknown; solver?: unknown; inputs?: unknown; domain?: unknown; operators?: unknown } | null;
+  if (r && r.kind === 'solver' && typeof r.solver === 'string') {
+    const { solver, inputs } = deps.compute.resolveSolver(r.solver, r.inputs, undefined);
+    const out = await deps.executor.run(solver.id, inputs, undefined, deps.timeLimitSeconds, 'consensus:reexecution');
+    const outputs = JSON.parse(JSON.stringify(out.outputs)) as unknown;
+    return canonicalDigest({ solver: solver.id, inputs, value: out.value, unit: out.unit, fields: canonicalDigest(outputs) });
+  }
+  if (r && r.kind === 'compute') {
+    const sealed = await deps.compute.compute(
+      { kind: 'anonymous', ip: 'consensus' },
+      { domain: r.domain, operators: r.operators, inputs: r.inputs } as ChainRequest,
+      {
+        seal: false,
+      },
+    );
+    const body = JSON.parse(sealed.bytes.toString('utf8')) as { result_digest?: unknown };
+    if (typeof body.result_digest !== 'string') throw new Error('the chain evaluation gave no result digest');
+    return body.result_digest;
+  }
+  throw new Error('the challenged request is neither a solver run nor a chain');
 }
