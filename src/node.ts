@@ -38,10 +38,15 @@ import { signText, verifyText } from './mesh/wire.js';
 import { BondService } from './consensus/bonds.js';
 import { ModeService } from './consensus/modes.js';
 import { ChallengeService, type ChallengedResult } from './consensus/challenges.js';
+import type { Json } from './store/db.js';
 import type { Candidate } from './consensus/committee.js';
 import { Reexecutor, rerunDigest } from './consensus/reexecutor.js';
 import { SlashingService } from './consensus/slashing.js';
 import { TIME_LIMIT_SECONDS } from './compute/service.js';
+import { signExecution, verifyExecution, type ExecutedBy } from './consensus/executed-by.js';
+import { findResult } from './consensus/result-lookup.js';
+import { PublishSettings } from './tally/publish-settings.js';
+import { ResultRecords, type ResultLookup } from './tally/record.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -59,6 +64,10 @@ export interface NodeOptions {
   initialCredits?: number;
   /** Ticks between re-announcements of this node's bond on svc/consensus/1 (default 64, about 50 s). */
   bondReannounceTicks?: number;
+  /**
+   * The solver set is `registry` above: a test composes a node with a tampered solver by passing
+   * `defaultRegistry().with([{ ...solver, run: tampered }])` (architecture.md §8; never a production flag).
+   */
   /** Mesh overrides (tests: autoPulse, redial bounds). */
   mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits'>>;
 }
@@ -99,6 +108,8 @@ export class SvcNode {
   slashing!: SlashingService;
   reexecutor!: Reexecutor;
   private consensusTimer: NodeJS.Timeout | null = null;
+  publish!: PublishSettings;
+  results!: ResultRecords;
   private executor: SolverExecutor | null = null;
   private sealer: Sealer | null = null;
   private server: Server | null = null;
@@ -164,6 +175,9 @@ export class SvcNode {
     });
     const envelopeLocks = new EnvelopeLocks();
     this.folders = new Folders(this.store, this.counters, this.ledger, envelopeLocks);
+    this.publish = new PublishSettings(this.store);
+    await this.publish.load();
+    this.results = new ResultRecords(this.store, this.counters, this.publish, nodeId);
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
     this.executor =
@@ -191,6 +205,8 @@ export class SvcNode {
       nodeId,
       // After the batch is durable (never before): announce the result to the mesh.
       onSealed: (summary) => this.announceSealed(summary),
+      attest: (requestDigest, resultDigest, svcond) => this.attestExecution(requestDigest, resultDigest, svcond),
+      records: this.results,
     });
     const demoKeys = new DemoKeys(this.store, this.identity, { counters: this.counters, clock: this.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
     const meshOptions: MeshServiceOptions = {
@@ -268,6 +284,7 @@ export class SvcNode {
       signMeshEvent,
       contribution: { bonds: this.bonds, modes: this.modes },
       consensus: { challenges: this.challenges, slashing: this.slashing },
+      record: { results: this.results, publish: this.publish },
     });
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
@@ -349,6 +366,7 @@ export class SvcNode {
       lookup: (resultId) => this.challengedResult(resultId),
       candidates: () => this.committeeCandidates(),
       holdStake: (zid, amount) => this.slashing.holdStake(zid, amount),
+      verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
     });
     this.challenges.onVerdict((e) => this.slashing.onVerdict(e));
     this.reexecutor = new Reexecutor({
@@ -384,9 +402,45 @@ export class SvcNode {
     });
   }
 
-  /** What a challenge needs of a result (replaced by exec's record lookup when merged). */
-  private async challengedResult(_resultId: string): Promise<ChallengedResult | null> {
-    return null;
+  /** What a challenge needs of a result: exec's lookup (this node's record, else the result's home). */
+  private async challengedResult(resultId: string): Promise<ChallengedResult | null> {
+    const r = await this.lookupResult(resultId);
+    if (r.status === 'unknown') return null;
+    if (r.status === 'unpublished')
+      return { result_id: resultId, request: null, stamp_svcond: 0, result_digest: '', executed_by: null, owner: null, published: false };
+    return {
+      result_id: r.result_id,
+      request: r.request as Json,
+      stamp_svcond: r.svcond,
+      result_digest: r.result_digest,
+      executed_by: r.executed_by,
+      owner: r.owner,
+      published: true,
+    };
+  }
+
+  /**
+   * executed_by for a run this node executes (its operator's bond, signed with this node's key), or null when its
+   * operator is not contributing: every run a contributing node executes carries its bond (architecture.md §6).
+   */
+  attestExecution(requestDigest: string, resultDigest: string, svcond: number): ExecutedBy | null {
+    const operator = this.bonds?.ofNode(this.nodeId);
+    if (!operator || this.modes.of(operator.bond.zid).mode !== 'contributing') return null;
+    const key = this.nodeIdentity.privateKey;
+    return signExecution(
+      (text) => signText(key, text),
+      { node: this.nodeId, bond_id: operator.bond.bond_id, svcond, request_digest: requestDigest },
+      resultDigest,
+    );
+  }
+
+  /** What re-execution needs about a result: from this node's record if it is the home, else from its home. */
+  lookupResult(resultId: string): Promise<ResultLookup> {
+    return findResult(
+      this.results,
+      { peers: () => (this.mesh.enabled ? this.mesh.peers() : []), nowSvcond: () => stampAt(this.clock.nowNs()).svcond },
+      resultId,
+    );
   }
 
   /** A compact signed announcement of a sealed result on svc/events/1 (what re-execution will key on). */

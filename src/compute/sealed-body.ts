@@ -10,6 +10,7 @@ import { unstampedSteps, verifyStep } from '../kernel/protocol.js';
 import { prepareSeal, stateFields, tickReceipt } from '../kernel/receipt.js';
 import { ko42Equation, type ChainResult } from '../kernel/operators/chain.js';
 import type { SolverOutput } from '../solvers/types.js';
+import type { ExecutedBy } from '../consensus/executed-by.js';
 
 /** Members of a sealed body that come from the ledger when the seal is committed. */
 export const LEDGER_MEMBERS = ['audit', 'envelope', 'tally_charge'] as const;
@@ -25,6 +26,8 @@ export interface StampParts {
   phi0: number;
   node: string;
   kernelVersion: string;
+  /** The contributing node that executed the run and its bond (consensus/executed-by.ts); null when none was at stake. */
+  executedBy: ExecutedBy | null;
 }
 
 export type BodyJob =
@@ -185,6 +188,7 @@ function stampedFields(
     result_digest: parts.resultDigest,
     node: parts.node,
     kernel_version: parts.kernelVersion,
+    executed_by: parts.executedBy,
     cko: {
       operatorChain: a.operatorChain,
       masterSum: a.masterSum,

@@ -21,6 +21,9 @@ import type { QuotaService } from '../tally/quota.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import { unsealableOutput } from './finite-output.js';
 import { COSTS } from '../tally/costs.js';
+import type { Op } from '../store/db.js';
+import type { ExecutedBy } from '../consensus/executed-by.js';
+import { chainRequestDigest, solverRequestDigest, solverResultDigest } from './result-digest.js';
 
 /** Part 8's costs (the one table: tally/costs.ts). */
 export const COST = { computePerOperator: COSTS.computePerOperator, solver: COSTS.solver, auto: COSTS.auto } as const;
@@ -45,6 +48,63 @@ export interface ComputeDeps {
   nodeId: () => string;
   /** Called after a result is durable (events go out only then). */
   onSealed?: (summary: SealedSummary) => void;
+  /**
+   * executed_by for a run this node executed itself (consensus/executed-by.ts), or null when its operator is not
+   * contributing (nothing at stake). Absent: never.
+   */
+  attest?: (requestDigest: string, resultDigest: string, svcond: number) => ExecutedBy | null;
+  /** Where solver runs may be placed instead of this node's executor (consensus/offload.ts). */
+  placement?: SolverPlacement;
+  /** What the sealing batch also records about the result (tally/record.ts). */
+  records?: ResultRecorder;
+}
+
+/** A solver run a contributing peer executed: its output, its result digest (checked by the placement), its signature. */
+export interface PlacedRun {
+  out: SolverOutput;
+  resultDigest: string;
+  executedBy: ExecutedBy;
+}
+
+export interface PlacementRequest {
+  solverId: string;
+  /** Resolved inputs, plain JSON. */
+  inputs: Record<string, unknown>;
+  requestDigest: string;
+  /** The tick the run is placed at. */
+  svcond: number;
+  timeLimitSeconds: number;
+}
+
+export interface SolverPlacement {
+  /**
+   * Run on a contributing peer, or null to run here (offload off, this node not busy, no peer, or every peer tried
+   * failed: a failed peer is skipped, never an error for the caller).
+   */
+  offload(req: PlacementRequest): Promise<PlacedRun | null>;
+}
+
+/** The facts a sealed result is recorded with (tally/record.ts). */
+export interface SealedFacts {
+  result_id: string;
+  /** The caller's ZID; null for demo and anonymous callers. */
+  owner: string | null;
+  kind: 'compute' | 'solver';
+  solver: string | null;
+  operators: string[] | null;
+  result_digest: string;
+  svcond: number;
+  executed_by: ExecutedBy | null;
+  /** What re-execution runs: the solver and its resolved inputs, or the chain request as validated. */
+  request: CanonicalRequest;
+}
+
+export type CanonicalRequest =
+  { kind: 'solver'; solver: string; inputs: Record<string, unknown> } | { kind: 'compute'; domain: unknown; operators: unknown; inputs: unknown };
+
+export interface ResultRecorder {
+  /** Ops for the sealing batch and counters it bumps by one. */
+  sealOps(facts: SealedFacts): { ops: Op[]; bump: string[] };
 }
 
 export type { ChainRequest };
@@ -127,8 +187,15 @@ export class ComputeService {
   }
 
   /** The parts of a body that depend on the stamp. */
-  private stampParts(stamp: TickStamp, R_t: number, resultId: string | null, resultDigest: string, shift: ReturnType<typeof metricShift>): StampParts {
-    return { stamp, R_t, resultId, resultDigest, shift, phi0: this.deps.phi0, node: this.deps.nodeId(), kernelVersion: this.deps.kernelVersion };
+  private stampParts(
+    stamp: TickStamp,
+    R_t: number,
+    resultId: string | null,
+    resultDigest: string,
+    shift: ReturnType<typeof metricShift>,
+    executedBy: ExecutedBy | null,
+  ): StampParts {
+    return { stamp, R_t, resultId, resultDigest, shift, phi0: this.deps.phi0, node: this.deps.nodeId(), kernelVersion: this.deps.kernelVersion, executedBy };
   }
 
   /**
@@ -147,6 +214,11 @@ export class ComputeService {
     checkTime: boolean;
     /** SHA-256 of the canonical core of the result (what the mesh and re-execution compare). */
     resultDigest: string;
+    /** SHA-256 of the canonical request (result-digest.ts): what executed_by signs beside the result digest. */
+    requestDigest: string;
+    request: CanonicalRequest;
+    /** Set when a contributing peer executed the run; else this node attests its own run (deps.attest). */
+    executedBy?: ExecutedBy | null;
     /** The body job at the stamp (may throw, e.g. the tolerance gate). */
     job: (parts: StampParts) => BodyJob;
     summary: Omit<SealedSummary, 'result_id' | 'result_digest' | 'svcond'>;
@@ -163,8 +235,21 @@ export class ComputeService {
       const R_t = modulationFactor(stamp.phase, this.deps.phi0);
       const { resultDigest } = args;
       const resultId = `res_${stamp.svcond}_${randomHex(16)}`;
-      const job = args.job(this.stampParts(stamp, R_t, resultId, resultDigest, shift));
+      const executedBy = args.executedBy ?? this.deps.attest?.(args.requestDigest, resultDigest, startStamp.svcond) ?? null;
+      const job = args.job(this.stampParts(stamp, R_t, resultId, resultDigest, shift, executedBy));
       const prepared = await this.deps.sealer.prepare(job);
+      const s = args.summary;
+      const extra = this.deps.records?.sealOps({
+        result_id: resultId,
+        owner: caller.kind === 'identity' ? caller.zid : null,
+        kind: s.kind,
+        solver: s.solver,
+        operators: s.operators,
+        result_digest: resultDigest,
+        svcond: stamp.svcond,
+        executed_by: executedBy,
+        request: args.request,
+      });
       const sealed = await this.deps.ledger.seal({
         caller,
         action: args.action,
@@ -174,6 +259,7 @@ export class ComputeService {
         svcond: stamp.svcond,
         unixMs: Number(endNs / 1_000_000n),
         counterNames: args.reservation.names,
+        ...(extra !== undefined ? { extra } : {}),
         // The ledger's members go into the prepared text at their slots; the proof signs the whole body.
         build: (ctx: SealContext) =>
           finishSeal(this.deps.receiptKey, prepared, {
@@ -184,7 +270,6 @@ export class ComputeService {
       });
       if (this.deps.onSealed) {
         // Written out, not spread and extended (a new hidden class per call in V8; see ChainService.appendOps).
-        const s = args.summary;
         this.deps.onSealed({
           result_id: resultId,
           result_digest: resultDigest,
@@ -266,6 +351,8 @@ export class ComputeService {
       reservation,
       checkTime: true,
       resultDigest: chain.resultDigest,
+      requestDigest: chainRequestDigest(preview.domain, preview.operators, preview.resolved),
+      request: { kind: 'compute', domain: req.domain, operators: req.operators, inputs: req.inputs ?? {} },
       job: (parts) => {
         const gate = gateModulation(chain.gate, parts.R_t);
         if (!gate.passed) throw toleranceGateError(gate);
@@ -281,7 +368,7 @@ export class ComputeService {
     const R_t = modulationFactor(stamp.phase, this.deps.phi0);
     const gate = gateModulation(compiled.gate, R_t);
     if (!gate.passed) throw toleranceGateError(gate);
-    const parts = this.stampParts(stamp, R_t, null, compiled.resultDigest, metricShift(stamp.phase, 0, this.deps.phi0));
+    const parts = this.stampParts(stamp, R_t, null, compiled.resultDigest, metricShift(stamp.phase, 0, this.deps.phi0), null);
     const body: Record<string, unknown> = plain({
       ...buildBody(this.deps.receiptKey, { kind: 'compute', parts, chain, average: gate.tick_average, relError: gate.rel_error }),
       sealed: false,
@@ -309,10 +396,23 @@ export class ComputeService {
     const { solver, inputs, state } = this.resolveSolver(solverId, rawInputs, rawState);
     const cost = extra.router ? COST.auto : COST.solver;
     const reservation = this.reserve(caller);
+    const plainInputs = plain(inputs);
+    const requestDigest = solverRequestDigest(solver.id, plainInputs);
     let out: SolverOutput;
+    let placed: PlacedRun | null = null;
     try {
       await this.deps.ledger.assertCanPay(caller, cost);
-      out = await this.deps.executor.run(solver.id, inputs, state, this.timeLimit(), runOwner(caller));
+      // A stateful run stays here (its state is the caller's, not part of a re-executable request).
+      if (this.deps.placement && state === undefined) {
+        placed = await this.deps.placement.offload({
+          solverId: solver.id,
+          inputs: plainInputs,
+          requestDigest,
+          svcond: stampAt(startNs).svcond,
+          timeLimitSeconds: this.timeLimit(),
+        });
+      }
+      out = placed ? placed.out : await this.deps.executor.run(solver.id, inputs, state, this.timeLimit(), runOwner(caller));
     } catch (err) {
       reservation.release();
       throw err;
@@ -334,17 +434,19 @@ export class ComputeService {
       );
     }
     const outputs = plain(out.outputs);
-    const plainInputs = plain(inputs);
     const plainOut: SolverOutput = { ...out, check: plain(out.check), ...(out.state !== undefined ? { state: plain(out.state) } : {}) };
-    const resultDigest = canonicalDigest({ solver: solver.id, inputs, value: out.value, unit: out.unit, fields: canonicalDigest(outputs) });
+    const resultDigest = placed ? placed.resultDigest : solverResultDigest(solver.id, inputs, out, outputs);
     return this.sealResult({
       caller,
       action: solver.id,
       cost,
       startNs,
       reservation,
-      checkTime: !this.deps.executor.enforcesTimeLimit,
+      checkTime: placed !== null || !this.deps.executor.enforcesTimeLimit,
       resultDigest,
+      requestDigest,
+      request: { kind: 'solver', solver: solver.id, inputs: plainInputs },
+      executedBy: placed?.executedBy ?? null,
       job: (parts) => ({
         kind: 'solver',
         parts,

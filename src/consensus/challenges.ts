@@ -20,6 +20,9 @@ import type { BondService } from './bonds.js';
 import { committeeOf, eligibleNodes, type Candidate } from './committee.js';
 import { quorumOf, type ContributionPolicy } from './policy.js';
 import { foldVotes, OUTCOMES, type Fold, type Outcome } from './verdict.js';
+import { executedBySchema, verifyExecution, type ExecutedBy } from './executed-by.js';
+
+export type { ExecutedBy };
 
 export const CHALLENGE_OPENED_EVENT = 'consensus.challenge.opened';
 export const VOTE_EVENT = 'consensus.vote';
@@ -85,13 +88,6 @@ export function advance(state: ChallengeState, fold: Fold): ChallengeState[] {
 }
 
 // ---------------------------------------------------------------- records
-
-/** Who executed a result with a bond at stake (exec's `executed_by`). */
-export interface ExecutedBy {
-  node: string;
-  bond_id: string;
-  signature: string;
-}
 
 export interface ChallengeRecord {
   challenge_id: string;
@@ -203,7 +199,7 @@ export const signedChallengeSchema = z
         challenger_home: PEER,
         claimed_digest: DIGEST,
         executor_digest: DIGEST,
-        executed_by: z.object({ node: PEER, bond_id: z.string().min(1).max(64), signature: z.string().min(1).max(256) }).passthrough(),
+        executed_by: executedBySchema,
         request: z.unknown().refine((v) => v !== undefined, 'request is required') as z.ZodType<Json>,
         stamp_svcond: TICK,
         svcond: TICK,
@@ -258,6 +254,7 @@ export function challengeFault(sc: SignedChallenge, verify: VerifyFn): string | 
   if (canonicalJson(committeeOf(c.challenge_id, c.eligible, c.committee_size)) !== canonicalJson(c.committee))
     return 'the committee is not the top of the eligible set ranked by SHA-256(challenge_id|peer id)';
   if (c.claimed_digest === c.executor_digest) return "the claim equals the executor's digest";
+  if (!verifyExecution(verify, c.executed_by, c.executor_digest)) return "executed_by is not the executor's signature over its digest";
   if (c.deadline_svcond < c.svcond) return 'the deadline is before the challenge';
   return null;
 }
@@ -341,7 +338,7 @@ export interface ChallengeServiceOptions {
   /** Nodes that may sit on a committee: active bonds with their operators' modes. */
   candidates: () => Candidate[];
   /** Does exec's `executed_by` signature hold for this result (digest, request, tick)? */
-  verifyExecution?: (r: { executed_by: ExecutedBy; result_digest: string; request: Json; stamp_svcond: number; result_id: string }) => boolean;
+  verifyExecution?: (r: { executed_by: ExecutedBy; result_digest: string }) => boolean;
   /** The stake taken at intake: ops (in the challenge's batch) and their undo; 402 thrown when it cannot be paid. */
   holdStake: (zid: string, amount: number) => Promise<{ hold: StakeHold; ops: Op[]; rollback: () => void }>;
   /** Ticks after the deadline before this node declares no_quorum itself (votes in flight). */

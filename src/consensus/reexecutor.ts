@@ -6,7 +6,7 @@
 import { voteSigningText, type ChallengeEntry, type ChallengeService, type SignedVote, type VoteRecord } from './challenges.js';
 import { isTerminal } from './challenges.js';
 import type { Json } from '../store/db.js';
-import { canonicalDigest } from '../kernel/canonical.js';
+import { chainRequestDigest, plainJson, solverRequestDigest, solverResultDigest } from '../compute/result-digest.js';
 import type { ChainRequest, ComputeService } from '../compute/service.js';
 import type { SolverExecutor } from '../compute/executor.js';
 
@@ -15,8 +15,8 @@ export interface ReexecutorOptions {
   nodeId: () => string;
   nowSvcond: () => number;
   sign: (text: string) => string;
-  /** Run a canonical request as stamped at `stampSvcond`; resolves to its result digest. */
-  execute: (request: Json, stampSvcond: number) => Promise<string>;
+  /** Run a canonical request as stamped at `stampSvcond`; resolves to its request and result digests. */
+  execute: (request: Json, stampSvcond: number) => Promise<Rerun>;
   onError?: (challengeId: string, err: unknown) => void;
 }
 
@@ -44,7 +44,10 @@ export class Reexecutor {
     try {
       let digest: string;
       try {
-        digest = await this.o.execute(c.request, c.stamp_svcond);
+        const run = await this.o.execute(c.request, c.stamp_svcond);
+        // The executor signed the digest of the request it ran: a challenge carrying another request is not voted on.
+        if (run.requestDigest !== c.executed_by.request_digest) throw new Error("the challenge's request is not the one the executor signed");
+        digest = run.resultDigest;
       } catch (err) {
         this.o.onError?.(c.challenge_id, err);
         return null;
@@ -67,17 +70,24 @@ export interface RerunDeps {
 }
 
 /**
- * The result digest of a canonical request run here ({kind: 'solver', solver, inputs} or {kind: 'compute', domain,
+ * The request and result digests of a canonical request run here ({kind: 'solver', solver, inputs} or {kind: 'compute', domain,
  * operators, inputs}), as the sealing pipeline computes it (compute/service.ts), without sealing or charging. The
  * digest excludes stamps (rule 5), so the recorded tick does not change it; it is taken for the record.
  */
-export async function rerunDigest(deps: RerunDeps, request: Json, _stampSvcond: number): Promise<string> {
+export interface Rerun {
+  requestDigest: string;
+  resultDigest: string;
+}
+
+export async function rerunDigest(deps: RerunDeps, request: Json, _stampSvcond: number): Promise<Rerun> {
   const r = request as { kind?: unknown; solver?: unknown; inputs?: unknown; domain?: unknown; operators?: unknown } | null;
   if (r && r.kind === 'solver' && typeof r.solver === 'string') {
     const { solver, inputs } = deps.compute.resolveSolver(r.solver, r.inputs, undefined);
     const out = await deps.executor.run(solver.id, inputs, undefined, deps.timeLimitSeconds, 'consensus:reexecution');
-    const outputs = JSON.parse(JSON.stringify(out.outputs)) as unknown;
-    return canonicalDigest({ solver: solver.id, inputs, value: out.value, unit: out.unit, fields: canonicalDigest(outputs) });
+    return {
+      requestDigest: solverRequestDigest(solver.id, plainJson(inputs)),
+      resultDigest: solverResultDigest(solver.id, inputs, out, plainJson(out.outputs)),
+    };
   }
   if (r && r.kind === 'compute') {
     const sealed = await deps.compute.compute(
@@ -87,9 +97,10 @@ export async function rerunDigest(deps: RerunDeps, request: Json, _stampSvcond: 
         seal: false,
       },
     );
-    const body = JSON.parse(sealed.bytes.toString('utf8')) as { result_digest?: unknown };
-    if (typeof body.result_digest !== 'string') throw new Error('the chain evaluation gave no result digest');
-    return body.result_digest;
+    const body = JSON.parse(sealed.bytes.toString('utf8')) as { result_digest?: unknown; domain?: unknown; operators?: unknown; inputs?: unknown };
+    if (typeof body.result_digest !== 'string' || typeof body.domain !== 'string' || !Array.isArray(body.operators))
+      throw new Error('the chain evaluation gave no result digest');
+    return { requestDigest: chainRequestDigest(body.domain, body.operators as string[], body.inputs), resultDigest: body.result_digest };
   }
   throw new Error('the challenged request is neither a solver run nor a chain');
 }

@@ -21,6 +21,7 @@ import { meshRoutes } from './routes/mesh.js';
 import { contributeRoutes } from './routes/contribute.js';
 import { consensusRoutes } from './routes/consensus.js';
 import { pohcRoutes } from './routes/pohc.js';
+import { recordRoutes } from './routes/record.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -100,6 +101,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   contributeRoutes(router, s);
   consensusRoutes(router, s);
   pohcRoutes(router, s);
+  recordRoutes(router, s);
   for (const register of s.extraRouters ?? []) register(router);
 
   for (const path of QUERY_ROUTES) {

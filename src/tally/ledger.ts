@@ -275,6 +275,8 @@ export class Ledger {
     unixMs: number;
     counterNames: string[];
     build: (ctx: SealContext) => Buffer;
+    /** Other records of the result written in the same batch (tally/record.ts), and counters it bumps by one. */
+    extra?: { ops: Op[]; bump: string[] };
   }): Promise<{ bytes: Buffer }> {
     const { caller, cost } = args;
     const ops: Op[] = [];
@@ -348,6 +350,13 @@ export class Ledger {
     }
     this.counters.bump('sealed_total', 1);
     bumped.push('sealed_total', 1);
+    if (args.extra) {
+      for (const name of args.extra.bump) {
+        this.counters.bump(name, 1);
+        bumped.push(name, 1);
+      }
+      for (const op of args.extra.ops) ops.push(op);
+    }
     // One op per counter record: the node totals, the identity's envelope counts, the day-quota slot(s).
     const names: string[] = [];
     for (let i = 0; i < bumped.length; i += 2) names.push(bumped[i] as string);

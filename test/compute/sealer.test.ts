@@ -34,6 +34,7 @@ function job(mass: number, ns = 1_790_000_000_123_456_789n, evaluatedAt = ns): B
       phi0: 0,
       node: 'node-a',
       kernelVersion: '1.287.6',
+      executedBy: null,
     },
     chain,
     average: chain.value,

@@ -33,6 +33,13 @@ import { GossipError } from '../../src/mesh/gossip-error.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
 import { foldVotes } from '../../src/consensus/verdict.js';
 import { ServiceError } from '../../src/kernel/errors.js';
+import { signExecution, type ExecutedBy } from '../../src/consensus/executed-by.js';
+
+const REQUEST_DIGEST = 'd'.repeat(64);
+/** executed_by as the executor (keys[0]) signs it for `digest`. */
+function executedBy(bondId: string, digest = EXEC): ExecutedBy {
+  return signExecution((t) => signText(keys[0]!.priv, t), { node: keys[0]!.id, bond_id: bondId, svcond: 900, request_digest: REQUEST_DIGEST }, digest);
+}
 
 const CLAIM = 'c'.repeat(64);
 const EXEC = 'e'.repeat(64);
@@ -102,7 +109,7 @@ function signedChallenge(resultId = 'res_1_a', claim = CLAIM, opener = keys[1]!)
     challenger_home: opener.id,
     claimed_digest: claim,
     executor_digest: EXEC,
-    executed_by: { node: keys[0]!.id, bond_id: 'bond_' + 'a'.repeat(24), signature: 'x' },
+    executed_by: executedBy('bond_' + 'a'.repeat(24)),
     request: { kind: 'solver', solver: 'zeta', inputs: {} },
     stamp_svcond: now - 5,
     svcond: now,
@@ -167,7 +174,7 @@ describe('intake at the challenger home', () => {
     request: { kind: 'solver', solver: 'zeta', inputs: {} },
     stamp_svcond: now - 3,
     result_digest: EXEC,
-    executed_by: { node: keys[0]!.id, bond_id: 'bond_' + 'b'.repeat(24), signature: 's' },
+    executed_by: executedBy('bond_' + 'b'.repeat(24)),
     owner: 'zid_owner',
     published: true,
     ...over,
@@ -226,6 +233,10 @@ describe('the gossip rows', () => {
     const reordered = { ...sc.challenge, committee: [...sc.challenge.committee].reverse() };
     const packed = { challenge: reordered, signature: signText(keys[1]!.priv, challengeSigningText(reordered)) };
     expect((await refusal(s.applyOpened(packed, { sender: keys[1]!.id }))).message).toContain('committee');
+    // An opener that names another executor digest than the one the executor signed: rejected by everyone.
+    const moved = { ...sc.challenge, executor_digest: OTHER };
+    const lying = { challenge: moved, signature: signText(keys[1]!.priv, challengeSigningText(moved)) };
+    expect((await refusal(s.applyOpened(lying, { sender: keys[1]!.id }))).message).toContain('executed_by');
     expect(s.all()).toEqual([]);
     await s.applyOpened(sc, { sender: keys[1]!.id });
     await s.applyOpened(sc, { sender: keys[1]!.id }); // idempotent

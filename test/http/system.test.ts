@@ -172,7 +172,6 @@ describe('discovery against the router', () => {
     for (const e of [
       'GET /api/mcp',
       'POST /api/mcp',
-      'GET /api/tally/record',
       'GET /api/svc/mmio/registers',
       'GET /api/chain/aggregate/list',
       'PATCH /api/chain/:slug/settings',
@@ -190,6 +189,7 @@ describe('discovery against the router', () => {
       '/api/tally/clock',
       'GET /api/system/capabilities',
       'POST /api/svc/multibody',
+      'GET /api/tally/record',
     ]) {
       expect(not_here).not.toContain(e);
     }

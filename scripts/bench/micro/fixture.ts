@@ -29,6 +29,7 @@ export function computeJob(mass: number, ns = 1_790_000_000_123_456_789n): Extra
       phi0: 0,
       node: 'm-2d711642b726b044',
       kernelVersion: '1.287.6',
+      executedBy: null,
     },
     chain,
     average: chain.value,

@@ -1,0 +1,68 @@
+// Where a result's re-execution facts are: at its home (tally/record.ts), the node that sealed it. A node that is
+// not the home asks every peer (GET /api/mesh/results/:id) and accepts only an answer signed by the peer it asked,
+// fresh, that names that peer as the home — the same rule as key lookups (mesh/key-lookup.ts).
+import { z } from 'zod';
+import { askPeers, type PeerAddress } from '../mesh/ask-peers.js';
+import { MAX_SKEW_TICKS } from '../mesh/validator.js';
+import { verifyEventSignature, type MeshEvent } from '../mesh/wire.js';
+import type { ResultLookup } from '../tally/record.js';
+import { executedBySchema } from './executed-by.js';
+
+export const RESULT_LOOKUP = 'result.lookup';
+const RESULT_LOOKUP_TIMEOUT_MS = 2000;
+export const RESULT_ID_PATTERN = /^res_\d{1,16}_[0-9a-f]{16}$/;
+
+const requestSchema = z.union([
+  z.object({ kind: z.literal('solver'), solver: z.string().min(1).max(64), inputs: z.record(z.string(), z.unknown()) }).strict(),
+  z.object({ kind: z.literal('compute'), domain: z.unknown(), operators: z.unknown(), inputs: z.unknown() }).strict(),
+]);
+
+export const resultLookupSchema = z.union([
+  z
+    .object({
+      status: z.literal('found'),
+      result_id: z.string().regex(RESULT_ID_PATTERN),
+      home: z.string().min(1).max(128),
+      owner: z.string().max(64).nullable(),
+      published: z.literal(true),
+      kind: z.enum(['compute', 'solver']),
+      request: requestSchema,
+      svcond: z.number().int().min(0),
+      result_digest: z.string().regex(/^[0-9a-f]{64}$/),
+      executed_by: executedBySchema.nullable(),
+    })
+    .strict(),
+  z.object({ status: z.literal('unpublished'), result_id: z.string().regex(RESULT_ID_PATTERN), home: z.string().min(1).max(128) }).strict(),
+]);
+
+export interface ResultLookupDeps {
+  peers: () => readonly PeerAddress[];
+  nowSvcond: () => number;
+}
+
+/**
+ * Ask the peers about a result sealed elsewhere: the home's answer (found or unpublished), or unknown when no peer
+ * homes it (or none answered in time).
+ */
+export async function remoteResultLookup(deps: ResultLookupDeps, resultId: string): Promise<ResultLookup> {
+  if (!RESULT_ID_PATTERN.test(resultId)) return { status: 'unknown', result_id: resultId };
+  const now = deps.nowSvcond();
+  const answers = await askPeers(deps.peers(), `/api/mesh/results/${resultId}`, RESULT_LOOKUP_TIMEOUT_MS, async (body, peer) => {
+    const event = body as MeshEvent;
+    if (!event || event.type !== RESULT_LOOKUP || event.sender !== peer.peerId) return null;
+    if (typeof event.svcond !== 'number' || Math.abs(event.svcond - now) > MAX_SKEW_TICKS) return null;
+    const parsed = resultLookupSchema.safeParse(event.body);
+    if (!parsed.success || parsed.data.result_id !== resultId || parsed.data.home !== peer.peerId) return null;
+    if (!(await verifyEventSignature(event))) return null;
+    return parsed.data as ResultLookup;
+  });
+  const found = answers.map((a) => a.answer).filter((a): a is ResultLookup => a !== null);
+  return found.find((a) => a.status === 'found') ?? found[0] ?? { status: 'unknown', result_id: resultId };
+}
+
+/** This node's record first (it may be the home), then the peers. */
+export async function findResult(local: { lookup(resultId: string): Promise<ResultLookup> }, deps: ResultLookupDeps, resultId: string): Promise<ResultLookup> {
+  const here = await local.lookup(resultId);
+  if (here.status !== 'unknown') return here;
+  return remoteResultLookup(deps, resultId);
+}

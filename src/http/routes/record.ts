@@ -1,0 +1,83 @@
+// The record of published results (spec 4.6 `GET /api/tally/record`, architecture.md §6) and the publish setting
+// that decides what goes in it (`/api/tally/settings/publish-default`, spec 4.8). The setting is kept at the
+// identity's home (forward.ts); the record is the results sealed on this node. The mesh read route answers other
+// nodes' lookups of a result homed here (consensus/result-lookup.ts), signed by this node.
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { ServiceError } from '../../kernel/errors.js';
+import { stampAt } from '../../kernel/clock.js';
+import type { Caller } from '../../tally/ledger.js';
+import { PUBLISH_DEFAULT } from '../../tally/publish-settings.js';
+import { RESULT_ID_PATTERN, RESULT_LOOKUP } from '../../consensus/result-lookup.js';
+import { RECORD_PAGE_MAX } from '../../tally/record.js';
+import type { HttpServices } from '../context.js';
+import { requireKey } from '../auth.js';
+import { forwardToHome } from '../forward.js';
+import { validate } from '../validate.js';
+
+const publishBody = z.object({ publish_default: z.boolean() }).strict();
+const RECORD_OFFSET_MAX = 100_000;
+const recordQuery = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(RECORD_PAGE_MAX).default(20),
+    offset: z.coerce.number().int().min(0).max(RECORD_OFFSET_MAX).default(0),
+    // The key may travel as ?key= (spec 5.2).
+    key: z.string().optional(),
+  })
+  .strict();
+
+export function recordRoutes(router: Router, s: HttpServices): void {
+  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+  const home = forwardToHome(s);
+  const record = () => {
+    if (!s.record) throw new ServiceError(503, 'SVC_INTERNAL_ERROR', 'the result record is not wired on this node');
+    return s.record;
+  };
+  const zidOf = (ctx: Context): string => {
+    const c = ctx.state.caller as Caller;
+    if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'the publish setting belongs to an identity: use a key of one');
+    return c.zid;
+  };
+  const show = (zid: string) => {
+    const setting = record().publish.of(zid);
+    return {
+      zid,
+      publish_default: setting.publish_default,
+      source: setting.svcond === null ? 'default' : 'set',
+      since_svcond: setting.svcond,
+      node_default: PUBLISH_DEFAULT,
+      applies_to: 'results sealed from now on; a result is published or not by the setting at its sealing',
+    };
+  };
+
+  router.get('/api/tally/settings/publish-default', requireKey(auth), home, (ctx) => {
+    ctx.body = show(zidOf(ctx));
+  });
+
+  router.post('/api/tally/settings/publish-default', requireKey(auth), home, async (ctx) => {
+    const zid = zidOf(ctx);
+    const body = validate(publishBody, ctx.request.body);
+    await record().publish.set(zid, body.publish_default, stampAt(s.clock.nowNs()).svcond);
+    ctx.body = show(zid);
+  });
+
+  // Keyed (spec part 5: not among the keyless routes): any identity's key reads the published record.
+  router.get('/api/tally/record', requireKey(auth), async (ctx) => {
+    const q = validate(recordQuery, ctx.query);
+    ctx.body = { node: s.nodeId(), ...(await record().results.list(q.limit, q.offset)) };
+  });
+
+  router.get('/api/mesh/results/:result_id', async (ctx) => {
+    const id = String(ctx.params.result_id);
+    if (!RESULT_ID_PATTERN.test(id))
+      throw new ServiceError(400, 'SVC_INVALID_INPUT', 'result_id must look like res_<svcond>_<16 hex>', {
+        field: 'result_id',
+        reason: 'format',
+        allowed: null,
+      });
+    const found = await record().results.lookup(id);
+    if (found.status === 'unknown') throw new ServiceError(404, 'SVC_NOT_FOUND', 'no result with this id was sealed here');
+    ctx.body = await s.signMeshEvent(RESULT_LOOKUP, found);
+  });
+}

@@ -1,0 +1,156 @@
+// The record of sealed results (architecture.md §6, spec 4.6 `GET /api/tally/record`): every result sealed here gets
+// a small index entry in its sealing batch (owner, published or not); a published one also gets a row in the
+// published list (newest first) with what a challenger and a re-executing committee need: the canonical request,
+// the stamping tick, the result digest and executed_by. Results are sealed at their caller's home, so this is the
+// home's record; other nodes ask it (GET /api/mesh/results/:id, consensus/result-lookup.ts).
+import type { Counters } from '../store/counters.js';
+import { padNum, type Json, type Op, type Store, type Sublevel } from '../store/db.js';
+import type { CanonicalRequest, ResultRecorder, SealedFacts } from '../compute/service.js';
+import type { ExecutedBy } from '../consensus/executed-by.js';
+import type { PublishSettings } from './publish-settings.js';
+
+export const PUBLISHED_COUNTER = 'published_total';
+export const RECORD_PAGE_MAX = 100;
+
+/** Per result sealed here (key: result_id). */
+interface IndexEntry {
+  owner: string | null;
+  published: boolean;
+  /** Key of its row in the published list (published only). */
+  row: string | null;
+}
+
+/** A row of the published list, as /api/tally/record shows it. */
+export interface RecordRow {
+  result_id: string;
+  kind: 'compute' | 'solver';
+  solver: string | null;
+  operators: string[] | null;
+  /** The node that executed the run (executed_by.node), or the home itself when no bond was at stake. */
+  executor: string;
+  bond_id: string | null;
+  result_digest: string;
+  /** The stamping tick. */
+  svcond: number;
+  owner: string | null;
+  /** The node that sealed it (the owner's home). */
+  home: string;
+  executed_by: ExecutedBy | null;
+}
+
+/** A published row plus the request, kept for re-execution. */
+interface StoredRow extends RecordRow {
+  request: CanonicalRequest;
+}
+
+/** What lookup() says about a result id (the shape chall's challenge intake and committee read). */
+export type ResultLookup =
+  | {
+      status: 'found';
+      result_id: string;
+      home: string;
+      owner: string | null;
+      published: true;
+      kind: 'compute' | 'solver';
+      request: CanonicalRequest;
+      svcond: number;
+      result_digest: string;
+      executed_by: ExecutedBy | null;
+    }
+  | { status: 'unpublished'; result_id: string; home: string }
+  | { status: 'unknown'; result_id: string };
+
+export class ResultRecords implements ResultRecorder {
+  private readonly index: Sublevel;
+  private readonly rows: Sublevel;
+  /** Orders rows of one tick (with the tick in front, the keys sort newest last across restarts too). */
+  private seq = 0;
+
+  constructor(
+    private readonly store: Store,
+    private readonly counters: Counters,
+    private readonly publish: PublishSettings,
+    private readonly nodeId: () => string,
+  ) {
+    this.index = store.sub('result_index');
+    this.rows = store.sub('record');
+  }
+
+  /** For the sealing batch (ComputeService.sealResult → Ledger.seal): decided synchronously from memory. */
+  sealOps(f: SealedFacts): { ops: Op[]; bump: string[] } {
+    const published = this.publish.publishes(f.owner);
+    if (!published) {
+      const entry: IndexEntry = { owner: f.owner, published: false, row: null };
+      return { ops: [{ type: 'put', sub: this.index, key: f.result_id, value: entry as unknown as Json }], bump: [] };
+    }
+    this.seq = (this.seq + 1) % 1e9;
+    const key = `${padNum(f.svcond, 12)}!${padNum(this.seq, 9)}`;
+    const row: StoredRow = {
+      result_id: f.result_id,
+      kind: f.kind,
+      solver: f.solver,
+      operators: f.operators,
+      executor: f.executed_by?.node ?? this.nodeId(),
+      bond_id: f.executed_by?.bond_id ?? null,
+      result_digest: f.result_digest,
+      svcond: f.svcond,
+      owner: f.owner,
+      home: this.nodeId(),
+      executed_by: f.executed_by,
+      request: f.request,
+    };
+    const entry: IndexEntry = { owner: f.owner, published: true, row: key };
+    return {
+      ops: [
+        { type: 'put', sub: this.index, key: f.result_id, value: entry as unknown as Json },
+        { type: 'put', sub: this.rows, key, value: row as unknown as Json },
+      ],
+      bump: [PUBLISHED_COUNTER],
+    };
+  }
+
+  /** Published results sealed here, newest first. */
+  async list(limit: number, offset: number): Promise<{ total: number; limit: number; offset: number; results: RecordRow[] }> {
+    const n = Math.min(Math.max(1, limit), RECORD_PAGE_MAX);
+    const page = await this.store.range<StoredRow>(this.rows, { reverse: true, limit: offset + n });
+    const results = page.slice(offset).map(({ value }) => showRow(value));
+    return { total: this.counters.get(PUBLISHED_COUNTER), limit: n, offset, results };
+  }
+
+  /** What this node (a result's home) knows of a result: found (published), unpublished, or unknown here. */
+  async lookup(resultId: string): Promise<ResultLookup> {
+    const entry = await this.store.get<IndexEntry>(this.index, resultId);
+    if (entry === undefined) return { status: 'unknown', result_id: resultId };
+    if (!entry.published || entry.row === null) return { status: 'unpublished', result_id: resultId, home: this.nodeId() };
+    const row = await this.store.get<StoredRow>(this.rows, entry.row);
+    if (row === undefined) return { status: 'unknown', result_id: resultId };
+    return {
+      status: 'found',
+      result_id: row.result_id,
+      home: row.home,
+      owner: row.owner,
+      published: true,
+      kind: row.kind,
+      request: row.request,
+      svcond: row.svcond,
+      result_digest: row.result_digest,
+      executed_by: row.executed_by,
+    };
+  }
+}
+
+function showRow(r: StoredRow): RecordRow {
+  return {
+    result_id: r.result_id,
+    kind: r.kind,
+    solver: r.solver,
+    operators: r.operators,
+    executor: r.executor,
+    bond_id: r.bond_id,
+    result_digest: r.result_digest,
+    svcond: r.svcond,
+    owner: r.owner,
+    home: r.home,
+    executed_by: r.executed_by,
+  };
+}
