@@ -351,6 +351,7 @@ export class SvcNode {
       modes: this.modes,
       nodeId: () => this.nodeId,
       nowSvcond: now,
+      log: (msg, fields) => this.logger.info(fields, msg),
     });
     this.challenges = new ChallengeService({
       store: this.store,

@@ -49,6 +49,8 @@ export interface SlashingOptions {
   modes: ModeService;
   nodeId: () => string;
   nowSvcond: () => number;
+  /** Where a slashing is logged (before its batch, and once written). */
+  log?: (msg: string, fields: Record<string, unknown>) => void;
 }
 
 export class SlashingService {
@@ -180,12 +182,14 @@ export class SlashingService {
         ops.push({ type: 'put', sub: this.sub, key: `slash!${id}`, value: rec as unknown as Json });
         for (const [name, d] of deltas) this.o.counters.bump(name, d);
         this.o.counters.persistOps([...deltas.keys()], ops);
+        this.o.log?.('slashing a bond', { challenge_id: id, bond_id: bond.bond_id, envelopes: held.length });
         try {
           await this.o.store.commit(ops);
         } catch (err) {
           for (const [name, d] of deltas) this.o.counters.revert(name, d);
           throw err;
         }
+        this.o.log?.('bond slashed', { challenge_id: id, bond_id: bond.bond_id, envelopes: held.length });
       });
     }
     // The bond holds nothing now: it is released (its operator back to idle), once no other challenge holds it open.
