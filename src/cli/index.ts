@@ -9,6 +9,7 @@ import { decodeReceiptSecret, readReceiptSecretFile, RECEIPT_SECRET_FILE } from 
 import { deriveKey, verifyBody } from '../kernel/receipt.js';
 import { loadOrCreateNodeKey } from '../mesh/identity.js';
 import { runCluster } from './cluster.js';
+import { challengeCommand } from './challenge.js';
 import { solveChallenge } from '../tally/claim-proof.js';
 import { loadOrCreateOperatorToken, readOperatorToken, OPERATOR_TOKEN_FILE } from '../config/operator-token.js';
 
@@ -254,6 +255,8 @@ program
       restart: opts.restart,
     });
   });
+
+challengeCommand(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof ConfigError) fail(err.message);

@@ -17,6 +17,20 @@ import { startProcess } from '../../scripts/bench/lib.js';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
 import { challengeIdOf } from '../../src/consensus/challenges.js';
+import { spawn } from 'node:child_process';
+import { CLI } from '../helpers/cli.js';
+
+/** The CLI as a child process, awaited without blocking this process (whose nodes it talks to). */
+function cliRun(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (x: Buffer) => (stdout += x.toString()));
+    child.stderr.on('data', (x: Buffer) => (stderr += x.toString()));
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const MESH_SECRET = 'consensus-cluster-secret-0123456789';
@@ -239,6 +253,11 @@ describe('re-execution consensus on five nodes', () => {
     const mine = await run(a.url, ops.a!, 4);
     const same = expectError(await post({ result_id: mine.result_id, claimed_digest: mine.result_digest }), 400, 'SVC_INVALID_INPUT');
     expect(same.field).toBe('claimed_digest');
+    // The CLI refuses a malformed digest before asking anyone (exit 2), and prints a refusal as it came (exit 1).
+    expect((await cliRun(['challenge', mine.result_id, '--digest', 'xyz', '--url', b.url, '--key', ch.key])).code).toBe(2);
+    const cliRefused = await cliRun(['challenge', mine.result_id, '--digest', mine.result_digest, '--url', b.url, '--key', ch.key]);
+    expect(cliRefused.code).toBe(1);
+    expect(JSON.parse(cliRefused.stdout).error.code).toBe('SVC_INVALID_INPUT');
     expectError(await post({ result_id: mine.result_id, claimed_digest: 'not-hex' }), 400, 'SVC_INVALID_INPUT');
     const poor = await startTestNode(config([a.node.mesh.multiaddrs()[0]!]), { ...opts, initialCredits: STAKE - 1 });
     try {
@@ -263,9 +282,16 @@ describe('re-execution consensus on five nodes', () => {
     const result = await run(e.url, ops.e!, 5);
     const ch = await zkIdentity(b.url, 'challenger-2');
     const before = await balance(b.url, ch.key);
-    const opened = await call(b.url, 'POST', '/api/tally/consensus/challenges', { result_id: result.result_id, claimed_digest: RANDOM_DIGEST }, bearer(ch.key));
-    expect(opened.status, opened.text).toBe(201);
+    // Through the CLI, which follows the challenge to its verdict (--wait).
+    const cli = await cliRun(['challenge', result.result_id, '--digest', RANDOM_DIGEST, '--url', b.url, '--key', ch.key, '--wait', '--timeout', '40']);
+    expect(cli.code, cli.stderr).toBe(0);
+    const [openedLine, verdictLine] = cli.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const opened = { body: openedLine };
     expect([...opened.body.committee].sort()).toEqual([a.node.nodeId, c.node.nodeId, d.node.nodeId].sort());
+    expect(verdictLine).toMatchObject({ challenge_id: opened.body.challenge_id, state: 'not_reproducible', verdict: { outcome: 'not_reproducible' } });
     const seen = await verdictEverywhere(opened.body.challenge_id, members());
     for (const v of seen) expect(v.verdict.outcome).toBe('not_reproducible');
     await waitFor(async () => (await balance(b.url, ch.key)) === before, 10_000, 'stake returned');
