@@ -42,9 +42,12 @@ import type { Json } from './store/db.js';
 import type { Candidate } from './consensus/committee.js';
 import { Reexecutor, rerunDigest } from './consensus/reexecutor.js';
 import { SlashingService } from './consensus/slashing.js';
-import { TIME_LIMIT_SECONDS } from './compute/service.js';
 import { signExecution, verifyExecution, type ExecutedBy } from './consensus/executed-by.js';
 import { findResult } from './consensus/result-lookup.js';
+import { ExecHandler } from './consensus/exec-handler.js';
+import { EXEC_PROTOCOL, type ExecAnswer, type ExecRequest } from './consensus/exec-protocol.js';
+import { Offloader } from './consensus/offload.js';
+import { TIME_LIMIT_SECONDS } from './compute/service.js';
 import { PublishSettings } from './tally/publish-settings.js';
 import { ResultRecords, type ResultLookup } from './tally/record.js';
 
@@ -64,6 +67,15 @@ export interface NodeOptions {
   initialCredits?: number;
   /** Ticks between re-announcements of this node's bond on svc/consensus/1 (default 64, about 50 s). */
   bondReannounceTicks?: number;
+  /**
+   * Test composition only (architecture.md §8, never config): rewrite what this node answers on /svc/exec/1.0.0 —
+   * garbage, a bad signature, or a promise that never settles (a hung executor).
+   */
+  execAnswer?: (answer: ExecAnswer, request: ExecRequest) => unknown;
+  /** How long a home waits for an offloaded run's answer (default: the run's time limit + 2 s). */
+  offloadAnswerTimeoutMs?: number;
+  /** How long a peer that failed an offloaded run is skipped (default 60 s). */
+  offloadSkipMs?: number;
   /**
    * The solver set is `registry` above: a test composes a node with a tampered solver by passing
    * `defaultRegistry().with([{ ...solver, run: tampered }])` (architecture.md §8; never a production flag).
@@ -110,6 +122,10 @@ export class SvcNode {
   private consensusTimer: NodeJS.Timeout | null = null;
   publish!: PublishSettings;
   results!: ResultRecords;
+  /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
+  offloader: Offloader | null = null;
+  /** The executor side of /svc/exec/1.0.0. */
+  execHandler!: ExecHandler;
   private executor: SolverExecutor | null = null;
   private sealer: Sealer | null = null;
   private server: Server | null = null;
@@ -207,6 +223,9 @@ export class SvcNode {
       onSealed: (summary) => this.announceSealed(summary),
       attest: (requestDigest, resultDigest, svcond) => this.attestExecution(requestDigest, resultDigest, svcond),
       records: this.results,
+      ...(config.contribution.offload !== 'never' && config.mesh.secret
+        ? { placement: { offload: (req) => this.offloader?.offload(req) ?? Promise.resolve(null) } }
+        : {}),
     });
     const demoKeys = new DemoKeys(this.store, this.identity, { counters: this.counters, clock: this.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
     const meshOptions: MeshServiceOptions = {
@@ -257,6 +276,7 @@ export class SvcNode {
     await this.bonds.load();
     this.modes = new ModeService(this.store, this.bonds, () => stampAt(this.clock.nowNs()).svcond);
     await this.modes.load();
+    this.wireExecution();
     const [bondRow, releaseRow] = this.bonds.handlers();
     this.mesh.gossip.register(bondRow);
     this.mesh.gossip.register(releaseRow);
@@ -421,18 +441,64 @@ export class SvcNode {
   }
 
   /**
+   * Offloaded execution (architecture.md §6): this node serves /svc/exec/1.0.0 for its peers (it answers only while
+   * its operator is contributing), and places its own solver runs per `contribution.offload`.
+   */
+  private wireExecution(): void {
+    const { config } = this;
+    const executor = this.executor!;
+    const nowSvcond = () => stampAt(this.clock.nowNs()).svcond;
+    this.execHandler = new ExecHandler({
+      meshSecret: config.mesh.secret ?? null,
+      nowSvcond,
+      contributing: () => this.operatorContributing() !== null,
+      resolve: (solverId, inputs) => this.compute.resolveSolver(solverId, inputs, undefined).inputs,
+      run: (solverId, inputs, limit, owner) => executor.run(solverId, inputs, undefined, limit, owner),
+      timeLimitSeconds: this.options.timeLimitSeconds ?? TIME_LIMIT_SECONDS[config.limits.tier],
+      attest: (requestDigest, resultDigest, svcond) => this.attestExecution(requestDigest, resultDigest, svcond),
+      ...(this.options.execAnswer ? { rewrite: this.options.execAnswer } : {}),
+      logger: this.logger,
+    });
+    // Modes live at the identity's home, and only a bond's node holds it: a switch away from contributing here is
+    // this node's operator's, and preempts what it runs for peers.
+    this.modes.onSwitch((_zid, previous) => {
+      if (previous === 'contributing') this.execHandler.preemptAll();
+    });
+    if (!this.mesh.enabled) return;
+    void this.mesh.handleStream(EXEC_PROTOCOL, (stream, peer) => void this.execHandler.serve(stream, peer));
+    if (config.contribution.offload === 'never') return;
+    const answerMs = this.options.offloadAnswerTimeoutMs;
+    this.offloader = new Offloader({
+      policy: config.contribution.offload,
+      selfId: () => this.nodeId,
+      peers: () => this.mesh.peers(),
+      bondOf: (node) => this.bonds.ofNode(node)?.bond.bond_id ?? null,
+      freeSlots: () => executor.freeSlots(),
+      meshSecret: config.mesh.secret ?? null,
+      open: (peerId, protocol, signal) => this.mesh.openStream(peerId, protocol, signal),
+      verify: verifyText,
+      ...(answerMs !== undefined ? { answerTimeoutMs: () => answerMs } : {}),
+      ...(this.options.offloadSkipMs !== undefined ? { skipPeerMs: this.options.offloadSkipMs } : {}),
+      logger: this.logger,
+    });
+  }
+
+  /** This node's operator's bond while it is contributing, else null. */
+  private operatorContributing(): { bond_id: string } | null {
+    const operator = this.bonds?.ofNode(this.nodeId);
+    if (!operator || this.modes.of(operator.bond.zid).mode !== 'contributing') return null;
+    return operator.bond;
+  }
+
+  /**
    * executed_by for a run this node executes (its operator's bond, signed with this node's key), or null when its
    * operator is not contributing: every run a contributing node executes carries its bond (architecture.md §6).
    */
   attestExecution(requestDigest: string, resultDigest: string, svcond: number): ExecutedBy | null {
-    const operator = this.bonds?.ofNode(this.nodeId);
-    if (!operator || this.modes.of(operator.bond.zid).mode !== 'contributing') return null;
+    const bond = this.operatorContributing();
+    if (bond === null) return null;
     const key = this.nodeIdentity.privateKey;
-    return signExecution(
-      (text) => signText(key, text),
-      { node: this.nodeId, bond_id: operator.bond.bond_id, svcond, request_digest: requestDigest },
-      resultDigest,
-    );
+    return signExecution((text) => signText(key, text), { node: this.nodeId, bond_id: bond.bond_id, svcond, request_digest: requestDigest }, resultDigest);
   }
 
   /** What re-execution needs about a result: from this node's record if it is the home, else from its home. */

@@ -1,7 +1,7 @@
 // Contribution modes (architecture.md §6, spec part 3): idle | contributing | experimenting, per identity, kept at
 // the identity's home. Contributing needs an active bond; contributing and experimenting are mutually exclusive,
 // which one field gives: asking for the other replaces it. Preempting the identity's running contributed work on
-// a switch comes with offloading (consensus/offload.ts, not yet here).
+// a switch is the exec handler's (consensus/exec-handler.ts), told through onSwitch.
 import { ServiceError } from '../kernel/errors.js';
 import type { Json, Op, Store, Sublevel } from '../store/db.js';
 import type { BondService } from './bonds.js';
@@ -16,6 +16,8 @@ export interface ModeRecord {
 export class ModeService {
   private readonly sub: Sublevel;
   private readonly modes = new Map<string, ModeRecord>();
+  /** Told of every switch once it is durable (the exec handler preempts the operator's contributed runs). */
+  private readonly switchListeners: ((zid: string, previous: Mode, mode: Mode) => void)[] = [];
 
   constructor(
     private readonly store: Store,
@@ -27,6 +29,15 @@ export class ModeService {
 
   async load(): Promise<void> {
     for (const { key, value } of await this.store.range<ModeRecord>(this.sub)) this.modes.set(key, value);
+  }
+
+  onSwitch(listener: (zid: string, previous: Mode, mode: Mode) => void): void {
+    this.switchListeners.push(listener);
+  }
+
+  private switched(zid: string, previous: Mode, mode: Mode): void {
+    if (previous === mode) return;
+    for (const l of this.switchListeners) l(zid, previous, mode);
   }
 
   /** An identity's mode (idle when it never chose one). */
@@ -49,6 +60,7 @@ export class ModeService {
       if (this.modes.get(zid) === next) this.modes.set(zid, previous);
       throw err;
     }
+    this.switched(zid, previous.mode, mode);
     return { mode, previous: previous.mode, svcond: next.svcond };
   }
 
@@ -59,7 +71,13 @@ export class ModeService {
   idleOnRelease(zid: string): { ops: Op[]; apply: () => void } {
     if (this.of(zid).mode !== 'contributing') return { ops: [], apply: () => undefined };
     const next: ModeRecord = { mode: 'idle', svcond: this.nowSvcond() };
-    return { ops: [this.putOp(zid, next)], apply: () => this.modes.set(zid, next) };
+    return {
+      ops: [this.putOp(zid, next)],
+      apply: () => {
+        this.modes.set(zid, next);
+        this.switched(zid, 'contributing', 'idle');
+      },
+    };
   }
 
   private putOp(zid: string, rec: ModeRecord): Op {

@@ -10,7 +10,8 @@ import { yamux } from '@chainsafe/libp2p-yamux';
 import { identify, type Identify } from '@libp2p/identify';
 import { gossipsub, type GossipSub, type GossipsubEvents } from '@chainsafe/libp2p-gossipsub';
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
-import type { Message, PeerId, PrivateKey, PubSub, SignaturePolicy, TopicValidatorResult } from '@libp2p/interface';
+import type { Message, PeerId, PrivateKey, PubSub, SignaturePolicy, Stream, TopicValidatorResult } from '@libp2p/interface';
+import { peerIdFromString } from '@libp2p/peer-id';
 import { ALL_TOPICS } from './wire.js';
 import type { GossipVerdict } from './validator.js';
 
@@ -250,6 +251,21 @@ export class MeshHost {
     if (!this.node) throw new Error('mesh host is not started');
     const conn = await this.node.dial(multiaddr(addr), { signal: AbortSignal.timeout(5_000) });
     return conn.remotePeer.toString();
+  }
+
+  /** Serve a stream protocol: `handler` gets each inbound stream and the (noise-authenticated) remote peer id. */
+  async handle(protocol: string, handler: (stream: Stream, remotePeer: string) => void, maxInboundStreams = 64): Promise<void> {
+    if (!this.node) throw new Error('mesh host is not started');
+    await this.node.handle(protocol, ({ stream, connection }) => handler(stream, connection.remotePeer.toString()), {
+      maxInboundStreams,
+      maxOutboundStreams: 64,
+    });
+  }
+
+  /** Open a stream of `protocol` to a peer (dialling it if needed). */
+  async dialProtocol(peerId: string, protocol: string, signal: AbortSignal): Promise<Stream> {
+    if (!this.node) throw new Error('mesh host is not started');
+    return this.node.dialProtocol(peerIdFromString(peerId), protocol, { signal });
   }
 
   /** Publish raw message data on a topic; resolves to the number of peers it was sent to. */

@@ -4,6 +4,7 @@
 // acceptHttpEvent, status, recentEvents, dns.*, oracle.* and machines.*. Events are applied by the gossip handler
 // table (`gossip`, gossip-handlers.ts): this service registers the tick and DNS rows, other capabilities their own.
 import { z } from 'zod';
+import type { Stream } from '@libp2p/interface';
 import { stampAt, type Clock } from '../kernel/clock.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { DnsRegistry, DNS_EVENT_TYPE, parseDnsBody } from './dns.js';
@@ -203,6 +204,8 @@ export class MeshService {
   private identity: NodeIdentity | null = null;
   private readonly validator: MeshValidator;
   private host: MeshHost | null = null;
+  /** Stream protocols this node serves (offloaded execution), registered on the host at start. */
+  private readonly streamHandlers = new Map<string, (stream: Stream, remotePeer: string) => void>();
   private readonly sub: Sublevel;
   /** Arrival index of the event log: padded arrival number → the event's key in `sub`. */
   private readonly arrivals: Sublevel;
@@ -303,6 +306,7 @@ export class MeshService {
         seenTtlMs: this.opts.gossipSeenTtlMs,
       });
       await this.host.start();
+      for (const [protocol, handler] of this.streamHandlers) await this.host.handle(protocol, handler);
     } else {
       this.log.info({ nodeId }, 'mesh disabled: no mesh secret configured; the node runs alone');
     }
@@ -726,6 +730,18 @@ export class MeshService {
   /** Listening multiaddrs (with /p2p/<nodeId>); empty when the mesh is disabled. */
   multiaddrs(): string[] {
     return this.host?.multiaddrs() ?? [];
+  }
+
+  /** Serve a libp2p stream protocol (registered now, or when the host starts). */
+  async handleStream(protocol: string, handler: (stream: Stream, remotePeer: string) => void): Promise<void> {
+    this.streamHandlers.set(protocol, handler);
+    if (this.host?.started) await this.host.handle(protocol, handler);
+  }
+
+  /** Open a stream of `protocol` to a peer; throws when the mesh is not running. */
+  openStream(peerId: string, protocol: string, signal: AbortSignal): Promise<Stream> {
+    if (!this.host) return Promise.reject(new Error('the mesh is not running'));
+    return this.host.dialProtocol(peerId, protocol, signal);
   }
 
   /** The libp2p host (tests and diagnostics). */

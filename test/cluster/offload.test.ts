@@ -1,0 +1,222 @@
+// Offloaded execution across four real nodes (HTTP + libp2p on 127.0.0.1): A places every solver run on a
+// contributing peer (offload always); B is an honest contributing executor; C is a contributing executor whose
+// answers the test rewrites (garbage, a forged signature, a hang: composed here, architecture.md §8); D never
+// offloads. The sealed result names the executor and its bond and the signature verifies; the record lists it only
+// when published; every failure of the peer ends in a local run and a 200; a mode switch preempts a run held for a
+// peer and the home re-places it here.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { waitFor } from '../mesh/helpers.js';
+import { verifyExecution } from '../../src/consensus/executed-by.js';
+import { verifyText } from '../../src/mesh/wire.js';
+import { solverRequestDigest } from '../../src/compute/result-digest.js';
+import type { ExecAnswer } from '../../src/consensus/exec-protocol.js';
+
+const MESH_SECRET = 'offload-cluster-secret-0123456789abcdef';
+const RECEIPT_SECRET = 'cd'.repeat(32);
+const BOND = 3;
+const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
+const contribution = (offload: string) => ({
+  bondEnvelopes: BOND,
+  committeeSize: 3,
+  settleTicks: 4,
+  deadlineTicks: 12,
+  challengeStake: 20,
+  bondTermDays: 30,
+  offload,
+});
+const config = (offload: string, bootstrap: string[], solverThreads = 0) => ({
+  solverThreads,
+  sealWorker: false,
+  receiptSecret: RECEIPT_SECRET,
+  contribution: contribution(offload),
+  mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
+});
+const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
+
+type Tamper = 'none' | 'garbage' | 'bad-signature' | 'hang';
+let tamper: Tamper = 'none';
+const hung: (() => void)[] = [];
+
+/** C's answers, rewritten per the current scenario. */
+function rewrite(answer: ExecAnswer): unknown {
+  if (tamper === 'garbage') return { ok: true, output: { value: 'forty-two' }, result_digest: 'zz', executed_by: null };
+  if (tamper === 'bad-signature' && answer.ok) {
+    const sig = Buffer.from(answer.executed_by.signature, 'base64');
+    sig[0] = sig[0]! ^ 0xff;
+    return { ...answer, executed_by: { ...answer.executed_by, signature: sig.toString('base64') } };
+  }
+  if (tamper === 'hang') return new Promise((resolve) => hung.push(() => resolve(answer)));
+  return answer;
+}
+
+let a: TestNode;
+let b: TestNode;
+let c: TestNode;
+let d: TestNode;
+const operators: Record<string, { zid: string; key: string; bondId: string }> = {};
+
+async function bondAndContribute(n: TestNode, seed: string): Promise<{ zid: string; key: string; bondId: string }> {
+  const id = await zkIdentity(n.url, seed);
+  for (let i = 0; i < BOND; i++) expect((await call(n.url, 'POST', '/api/svc/compute', COMPUTE, bearer(id.key))).status).toBe(200);
+  const r = await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(id.key));
+  expect(r.status, r.text).toBe(201);
+  return { ...id, bondId: r.body.bond_id };
+}
+
+async function setMode(n: TestNode, who: { key: string }, mode: string): Promise<void> {
+  const r = await call(n.url, 'POST', '/api/contribute/mode', { mode }, bearer(who.key));
+  expect(r.status, r.text).toBe(200);
+}
+
+/** Wait until `at` sees `peer` advertising `mode` in its tick events and knows its bond. */
+async function seen(at: TestNode, peer: TestNode, mode: string): Promise<void> {
+  await waitFor(
+    () => {
+      const p = at.node.mesh.peers().find((x) => x.peerId === peer.node.nodeId);
+      return p?.mode === mode && p.connected && (mode !== 'contributing' || (p.bondId !== null && at.node.bonds.ofNode(peer.node.nodeId) !== null));
+    },
+    30_000,
+    `${mode} of a peer`,
+  );
+}
+
+let seq = 0;
+/** A cheap zeta run with fresh inputs. */
+const zeta = () => ({ n: 100 + (seq++ % 9000), count: 1 });
+
+beforeAll(async () => {
+  a = await startTestNode(config('always', []), { ...opts, offloadAnswerTimeoutMs: 1500, offloadSkipMs: 2000 });
+  const addr = (n: TestNode) => n.node.mesh.multiaddrs()[0]!;
+  b = await startTestNode(config('never', [addr(a)]), opts);
+  c = await startTestNode(config('never', [addr(a), addr(b)], 1), { ...opts, execAnswer: rewrite });
+  d = await startTestNode(config('never', [addr(a), addr(b), addr(c)]), opts);
+  const all = [a, b, c, d];
+  await waitFor(() => all.every((n) => n.node.mesh.peers().filter((p) => p.url && p.connected).length >= 3), 60_000, 'a full mesh');
+  operators.b = await bondAndContribute(b, 'operator-b');
+  operators.c = await bondAndContribute(c, 'operator-c');
+}, 120_000);
+
+afterAll(async () => {
+  for (const release of hung) release();
+  await Promise.all([a, b, c, d].map((n) => n?.destroy()));
+});
+
+describe('offloaded execution', () => {
+  it('a run at a node that offloads always executes on the contributing peer, and the sealed result names it', async () => {
+    await setMode(b, operators.b!, 'contributing');
+    await seen(a, b, 'contributing');
+    const caller = await zkIdentity(a.url, 'offload-caller');
+    const servedBefore = b.node.execHandler.stats.served;
+    const inputs = zeta();
+    const r = await call(a.url, 'POST', '/api/svc/zeta', inputs, bearer(caller.key));
+    expect(r.status, r.text).toBe(200);
+    const e = r.body.executed_by;
+    expect(e).toMatchObject({ node: b.node.nodeId, bond_id: operators.b!.bondId, request_digest: solverRequestDigest('zeta', r.body.inputs) });
+    expect(verifyExecution(verifyText, e, r.body.result_digest)).toBe(true);
+    expect(b.node.execHandler.stats.served).toBe(servedBefore + 1);
+    // The home sealed it (A's node, A's receipt), and the proof covers executed_by.
+    expect(r.body.node).toBe(a.node.nodeId);
+    expect((await call(a.url, 'POST', '/api/svc/verify', r.body, bearer(caller.key))).body.valid).toBe(true);
+    // The same request run here by a node that does not offload gives the same result digest (rule 5).
+    const local = await call(d.url, 'POST', '/api/svc/zeta', inputs, bearer((await zkIdentity(d.url, 'offload-local')).key));
+    expect(local.body.result_digest).toBe(r.body.result_digest);
+    expect(local.body.executed_by).toBeNull();
+  }, 60_000);
+
+  it('the record lists an offloaded result when its owner publishes, not when not', async () => {
+    const quiet = await zkIdentity(a.url, 'offload-quiet');
+    const loud = await zkIdentity(a.url, 'offload-loud');
+    expect((await call(a.url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(loud.key))).status).toBe(200);
+    const hidden = await call(a.url, 'POST', '/api/svc/zeta', zeta(), bearer(quiet.key));
+    const shown = await call(a.url, 'POST', '/api/svc/zeta', zeta(), bearer(loud.key));
+    expect(hidden.body.executed_by?.node).toBe(b.node.nodeId);
+    expect(shown.body.executed_by?.node).toBe(b.node.nodeId);
+    const page = await call(a.url, 'GET', '/api/tally/record?limit=100', undefined, bearer(quiet.key));
+    const ids = page.body.results.map((x: { result_id: string }) => x.result_id);
+    expect(ids).toContain(shown.body.result_id);
+    expect(ids).not.toContain(hidden.body.result_id);
+    expect(page.body.results.find((x: { result_id: string }) => x.result_id === shown.body.result_id)).toMatchObject({
+      executor: b.node.nodeId,
+      bond_id: operators.b!.bondId,
+      result_digest: shown.body.result_digest,
+      svcond: shown.body.svcond,
+      owner: loud.zid,
+      home: a.node.nodeId,
+    });
+    // Another node finds it at its home through the signed mesh lookup.
+    expect(await d.node.lookupResult(shown.body.result_id)).toMatchObject({ status: 'found', home: a.node.nodeId, executed_by: shown.body.executed_by });
+    expect(await d.node.lookupResult(hidden.body.result_id)).toEqual({ status: 'unpublished', result_id: hidden.body.result_id, home: a.node.nodeId });
+  }, 60_000);
+
+  describe('a peer that fails is skipped and the run happens at home', () => {
+    beforeAll(async () => {
+      await setMode(b, operators.b!, 'idle');
+      await setMode(c, operators.c!, 'contributing');
+      await seen(a, b, 'idle');
+      await seen(a, c, 'contributing');
+    }, 60_000);
+
+    const scenarios: [Tamper, 'garbage' | 'bad_signature' | 'timeout'][] = [
+      ['garbage', 'garbage'],
+      ['bad-signature', 'bad_signature'],
+      ['hang', 'timeout'],
+    ];
+    for (const [how, outcome] of scenarios) {
+      it(`${how}: the caller still gets a 200, executed here, nothing at stake`, async () => {
+        // The peer is skipped for 2 s after a failure: wait until it is eligible again.
+        await waitFor(() => !a.node.offloader!.isSkipped(c.node.nodeId), 5_000, 'C eligible again');
+        tamper = how;
+        const before = { ...a.node.offloader!.stats };
+        const caller = await zkIdentity(a.url, `offload-${how}`);
+        try {
+          const r = await call(a.url, 'POST', '/api/svc/zeta', zeta(), bearer(caller.key));
+          expect(r.status, r.text).toBe(200);
+          expect(r.body.executed_by).toBeNull();
+          expect(r.body.node).toBe(a.node.nodeId);
+          expect(a.node.offloader!.stats[outcome]).toBe(before[outcome] + 1);
+          expect(a.node.offloader!.stats.offloaded).toBe(before.offloaded);
+          expect(a.node.offloader!.isSkipped(c.node.nodeId)).toBe(true);
+        } finally {
+          tamper = 'none';
+        }
+      }, 30_000);
+    }
+
+    it('the same peer answering honestly is used again once its skip ends', async () => {
+      await waitFor(() => !a.node.offloader!.isSkipped(c.node.nodeId), 5_000, 'C eligible again');
+      const r = await call(a.url, 'POST', '/api/svc/zeta', zeta(), bearer((await zkIdentity(a.url, 'offload-again')).key));
+      expect(r.status, r.text).toBe(200);
+      expect(r.body.executed_by).toMatchObject({ node: c.node.nodeId, bond_id: operators.c!.bondId });
+    }, 30_000);
+
+    it('a mode switch preempts the run held for a peer: the home gets SVC_PREEMPTED and runs it here', async () => {
+      await waitFor(() => !a.node.offloader!.isSkipped(c.node.nodeId), 5_000, 'C eligible again');
+      const before = a.node.offloader!.stats.preempted;
+      const caller = await zkIdentity(a.url, 'offload-preempted');
+      // A run long enough (hundreds of ms on C's worker) to switch modes while it is on.
+      const pending = call(a.url, 'POST', '/api/svc/zeta', { n: 9990, count: 20 }, bearer(caller.key));
+      await waitFor(() => c.node.execHandler.running === 1, 10_000, 'the run held at C');
+      await setMode(c, operators.c!, 'idle');
+      const r = await pending;
+      expect(r.status, r.text).toBe(200);
+      expect(r.body.executed_by).toBeNull();
+      expect(a.node.offloader!.stats.preempted).toBe(before + 1);
+      expect(c.node.execHandler.stats.preempted).toBeGreaterThanOrEqual(1);
+    }, 60_000);
+  });
+
+  it('a node whose offload is never runs everything itself, contributing peers or not', async () => {
+    await setMode(b, operators.b!, 'contributing');
+    await seen(d, b, 'contributing');
+    const served = b.node.execHandler.stats.served + c.node.execHandler.stats.served;
+    const caller = await zkIdentity(d.url, 'offload-never');
+    for (let i = 0; i < 3; i++) {
+      const r = await call(d.url, 'POST', '/api/svc/zeta', zeta(), bearer(caller.key));
+      expect(r.status, r.text).toBe(200);
+      expect(r.body.executed_by).toBeNull();
+    }
+    expect(d.node.offloader).toBeNull();
+    expect(b.node.execHandler.stats.served + c.node.execHandler.stats.served).toBe(served);
+  }, 60_000);
+});
