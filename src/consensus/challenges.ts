@@ -139,6 +139,8 @@ export interface VerdictRecord {
   /** Local tick at which this node recorded the verdict, and the ticks from the challenge's tick to it. */
   decided_svcond: number;
   ticks_taken: number;
+  /** How many of the entry's votes (the first ones heard) the verdict rests on: its document carries those. */
+  rests_on_votes: number;
 }
 
 /** A verdict with what it rests on: anyone can check it (POST /api/protocol/pohc/verify). */
@@ -495,7 +497,8 @@ export class ChallengeService {
   document(id: string): VerdictDocument | null {
     const e = this.entries.get(id);
     if (!e?.verdict) return null;
-    return { challenge: e.challenge, votes: e.votes, verdict: e.verdict };
+    // The votes it rests on: a vote heard after the verdict (a late one, or an equivocation) changes nothing.
+    return { challenge: e.challenge, votes: e.votes.slice(0, e.verdict.rests_on_votes ?? e.votes.length), verdict: e.verdict };
   }
 
   /** Declare no_quorum where the deadline (and a grace for votes in flight) has passed. Called on a timer. */
@@ -649,6 +652,7 @@ export class ChallengeService {
             late_votes: fold.lateVotes,
             decided_svcond: now,
             ticks_taken: Math.max(0, now - c.svcond),
+            rests_on_votes: entry.votes.length,
           }
         : null;
     const next: ChallengeEntry = { ...entry, state, verdict };
@@ -658,7 +662,7 @@ export class ChallengeService {
     const me = this.o.nodeId();
     // The opener and the committee gossip the verdict they reached from votes, so a node that missed votes gets them.
     if (decidedHere && (c.challenger_home === me || c.committee.includes(me) || c.executed_by.node === me))
-      void this.gossip(VERDICT_EVENT, { challenge: next.challenge, votes: next.votes, verdict });
+      void this.gossip(VERDICT_EVENT, this.document(c.challenge_id));
     this.fire(this.verdictListeners, next);
   }
 

@@ -285,9 +285,14 @@ describe('the gossip rows', () => {
     e = s.get(id)!;
     expect(e.state).toBe('rejected');
     expect(e.verdict).toMatchObject({ outcome: 'rejected', deciding_digest: EXEC, equivocators: [m0.id], non_member_votes: 1, tally: { [EXEC]: 2 } });
-    // A vote after the verdict changes nothing.
+    // A vote after the verdict (here m1 equivocating late) is kept as evidence and changes nothing; the verdict's
+    // document carries the votes it rests on, and still checks.
     await s.applyVote(vote(m1, id, CLAIM), { sender: m1.id });
     expect(s.get(id)!.verdict!.outcome).toBe('rejected');
+    expect(s.get(id)!.votes).toHaveLength(5);
+    const doc = s.document(id)!;
+    expect(doc.votes).toHaveLength(4);
+    expect(verifyVerdictDocument(doc, verifyText)).toMatchObject({ valid: true, reasons: [] });
     expect(s.stats()).toMatchObject({ refused_votes: 3, non_member_votes: 1, unknown_challenge_votes: 1 });
   });
 
