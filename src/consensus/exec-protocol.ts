@@ -86,6 +86,8 @@ export const EXEC_REFUSALS = {
   badHandshake: 'INVALID_HANDSHAKE',
   failed: 'SVC_SOLVER_ERROR',
   unsealable: 'SVC_TOLERANCE_GATE',
+  /** Its queue for the requesting node is full: the requester runs it itself and keeps the peer. */
+  busy: 'SVC_RATE_LIMIT',
 } as const;
 
 function uvarint(n: number): Uint8Array {

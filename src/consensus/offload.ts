@@ -54,7 +54,19 @@ export interface OffloaderDeps {
 }
 
 /** Why a placement ended where it did (counted in stats). */
-export type OffloadOutcome = 'offloaded' | 'no_peer' | 'not_busy' | 'never' | 'unreachable' | 'timeout' | 'garbage' | 'bad_signature' | 'refused' | 'preempted';
+export type OffloadOutcome =
+  | 'offloaded'
+  | 'no_peer'
+  | 'not_busy'
+  | 'never'
+  | 'unreachable'
+  | 'timeout'
+  | 'garbage'
+  | 'bad_signature'
+  | 'refused'
+  | 'preempted'
+  /** The peer's queue for this home was full (429): run here, the peer is not skipped. */
+  | 'busy';
 
 export class Offloader implements SolverPlacement {
   /** Peers skipped until a time (ms). */
@@ -70,6 +82,7 @@ export class Offloader implements SolverPlacement {
     bad_signature: 0,
     refused: 0,
     preempted: 0,
+    busy: 0,
   };
 
   constructor(private readonly deps: OffloaderDeps) {}
@@ -128,6 +141,7 @@ export class Offloader implements SolverPlacement {
       return outcome.run;
     }
     this.stats[outcome.failed]++;
+    if (outcome.failed === 'busy') return null;
     this.skipped.set(peer.peerId, this.now() + (this.deps.skipPeerMs ?? SKIP_PEER_MS));
     this.deps.logger?.warn({ peer: peer.peerId, outcome: outcome.failed, reason: outcome.reason }, 'offloaded run failed; running it here');
     return null;
@@ -177,7 +191,10 @@ export class Offloader implements SolverPlacement {
     const parsed = execAnswerSchema.safeParse(raw);
     if (!parsed.success) return { failed: 'garbage', reason: `malformed answer: ${parsed.error.issues[0]?.message ?? 'invalid'}` };
     const answer = parsed.data;
-    if (!answer.ok) return { failed: answer.code === EXEC_REFUSALS.preempted ? 'preempted' : 'refused', reason: `${answer.code}: ${answer.message}` };
+    if (!answer.ok) {
+      const failed = answer.code === EXEC_REFUSALS.preempted ? 'preempted' : answer.code === EXEC_REFUSALS.busy ? 'busy' : 'refused';
+      return { failed, reason: `${answer.code}: ${answer.message}` };
+    }
     const out = answer.output as SolverOutput;
     const digest = solverResultDigest(req.solverId, req.inputs, out, out.outputs);
     if (digest !== answer.result_digest) return { failed: 'garbage', reason: 'the result digest does not match the output' };

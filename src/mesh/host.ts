@@ -265,7 +265,7 @@ export class MeshHost {
   /** Open a stream of `protocol` to a peer (dialling it if needed). */
   async dialProtocol(peerId: string, protocol: string, signal: AbortSignal): Promise<Stream> {
     if (!this.node) throw new Error('mesh host is not started');
-    return this.node.dialProtocol(peerIdFromString(peerId), protocol, { signal });
+    return this.node.dialProtocol(peerIdFromString(peerId), protocol, { signal, negotiateFully: false });
   }
 
   /** Publish raw message data on a topic; resolves to the number of peers it was sent to. */
