@@ -3,11 +3,13 @@
 // chain, fresh inputs each time), publishes them, and a challenger homed on B challenges each with a false digest;
 // the committee {C, D, E} re-executes and votes, and every node folds the votes to `rejected`. Ticks to verdict =
 // the verdict's tick at B minus the challenge's tick (what GET /api/tally/consensus/:id shows as ticks_taken).
-// Challenges run one at a time. Prints ONE JSON line:
-//   {nodes, challenges, p50TicksToVerdict, p99TicksToVerdict, p50MsToVerdict, p99MsToVerdict, verdicts}
-// offloadedRunsPerSec and localRunsPerSec are left out: exec's scripts/bench/offload.ts (their measuring function)
-// was not on its branch when this was written.
-// Usage: npx tsx scripts/bench/consensus.ts [--challenges 40]
+// Challenges run one at a time. Then the same cluster's throughput of fresh zeta runs placed from B (offload
+// 'always') on contributing peers, against the same runs executed by A itself (exec's measureOffload, offload.ts).
+// Prints ONE JSON line:
+//   {nodes, challenges, p50TicksToVerdict, p99TicksToVerdict, p50MsToVerdict, p99MsToVerdict, verdicts,
+//    offloadedRunsPerSec, localRunsPerSec, offloadRatio, offloadedShare}
+// Usage: npx tsx scripts/bench/consensus.ts [--challenges 40] [--offload-runs 300]
+// All five nodes share this process (one JS thread): every figure includes the other nodes' work.
 import '../../src/polyfill.js';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -18,8 +20,10 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { SvcNode } from '../../src/node.js';
 import { numberArg } from './lib.js';
+import { measureOffload } from './offload.js';
 
 const CHALLENGES = numberArg('challenges', 40);
+const OFFLOAD_RUNS = numberArg('offload-runs', 300);
 const NODES = 5;
 const SECRET = 'bench-consensus-secret-0123456789';
 const BOND = 2;
@@ -56,7 +60,7 @@ function percentile(sorted: number[], p: number): number {
 async function main(): Promise<void> {
   const dirs: string[] = [];
   const nodes: SvcNode[] = [];
-  const start = async (bootstrap: string[]) => {
+  const start = async (bootstrap: string[], offload: 'never' | 'always' = 'never') => {
     const dir = await mkdtemp(join(tmpdir(), 'svc-bench-consensus-'));
     dirs.push(dir);
     const config = loadConfig({
@@ -70,7 +74,7 @@ async function main(): Promise<void> {
         solverThreads: 0,
         sealWorker: false,
         receiptSecret: 'ef'.repeat(32),
-        contribution: { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 1, deadlineTicks: 32, challengeStake: 20, bondTermDays: 30, offload: 'never' },
+        contribution: { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 1, deadlineTicks: 32, challengeStake: 20, bondTermDays: 30, offload },
         mesh: { secret: SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
       },
     });
@@ -81,8 +85,9 @@ async function main(): Promise<void> {
   try {
     const a = await start([]);
     const boot = [a.mesh.multiaddrs()[0]!];
-    for (let i = 1; i < NODES; i++) await start(boot);
-    const [, b] = nodes as [SvcNode, SvcNode];
+    // B places its solver runs on contributing peers; the others run their own.
+    for (let i = 1; i < NODES; i++) await start(boot, i === 1 ? 'always' : 'never');
+    const b = nodes[1]!;
     await until(async () => nodes.every((n) => n.mesh.peers().filter((p) => p.url).length >= NODES - 1), 60_000, 'mesh');
     const operators = await Promise.all(
       nodes.map(async (n, i) => {
@@ -124,6 +129,12 @@ async function main(): Promise<void> {
       ticks.push(entry.ticks_taken);
       verdicts[entry.outcome] = (verdicts[entry.outcome] ?? 0) + 1;
     }
+    const runner = { a: await identity(a.url, 'runner-a'), b: await identity(b.url, 'runner-b') };
+    const off = await measureOffload({
+      offloading: { url: b.url, key: runner.b.key, nodeId: b.nodeId },
+      local: { url: a.url, key: runner.a.key },
+      runs: OFFLOAD_RUNS,
+    });
     ticks.sort((x, y) => x - y);
     ms.sort((x, y) => x - y);
     process.stdout.write(
@@ -135,6 +146,10 @@ async function main(): Promise<void> {
         p50MsToVerdict: Math.round(percentile(ms, 50) * 10) / 10,
         p99MsToVerdict: Math.round(percentile(ms, 99) * 10) / 10,
         verdicts,
+        offloadedRunsPerSec: off.offloadedRunsPerSec,
+        localRunsPerSec: off.localRunsPerSec,
+        offloadRatio: off.ratio,
+        offloadedShare: off.offloadedShare,
       })}\n`,
     );
   } finally {
