@@ -318,7 +318,7 @@ export class SvcNode {
     this.wireIdentityGossip();
     await this.mesh.start();
     // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast.
-    await this.challenges.resumeEffects();
+    await this.challenges.resumeEffects().catch((err: unknown) => this.logger.error({ err: String(err) }, 'a verdict effect could not be applied at start'));
     void this.reexecutor.resume().catch((err: unknown) => this.logger.warn({ err: String(err) }, 'resumed re-execution failed'));
     this.consensusTimer = setInterval(() => void this.challenges.sweepDeadlines().catch(() => undefined), TICK_MS);
     this.consensusTimer.unref();

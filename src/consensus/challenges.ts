@@ -549,7 +549,7 @@ export class ChallengeService {
     for (const node of c.eligible) {
       const bond = this.o.bonds.ofNode(node);
       // A bond this node knows must have settled by the challenge's tick; one it has not heard of yet is taken on the opener's word.
-      if (bond && c.svcond - bond.bond.svcond < this.o.policy.settleTicks && this.o.bonds.get(bond.bond.bond_id)?.bond?.bond.svcond === bond.bond.svcond)
+      if (bond && c.svcond - bond.bond.svcond < this.o.policy.settleTicks)
         throw new GossipError('reject', 400, 'INVALID_CHALLENGE', `node ${node} is listed eligible, but its bond had not settled by the challenge's tick`);
     }
     const entry = this.newEntry(sc, null);
