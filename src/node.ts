@@ -40,7 +40,12 @@ import { stampAt } from './kernel/clock.js';
 import { signText, verifyText } from './mesh/wire.js';
 import { BondService } from './consensus/bonds.js';
 import { ModeService } from './consensus/modes.js';
-import { signExecution, type ExecutedBy } from './consensus/executed-by.js';
+import { ChallengeService, type ChallengedResult } from './consensus/challenges.js';
+import type { Json } from './store/db.js';
+import type { Candidate } from './consensus/committee.js';
+import { Reexecutor, rerunDigest } from './consensus/reexecutor.js';
+import { SlashingService } from './consensus/slashing.js';
+import { signExecution, verifyExecution, type ExecutedBy } from './consensus/executed-by.js';
 import { findResult } from './consensus/result-lookup.js';
 import { ExecHandler } from './consensus/exec-handler.js';
 import { EXEC_PROTOCOL, type ExecAnswer, type ExecRequest } from './consensus/exec-protocol.js';
@@ -120,6 +125,10 @@ export class SvcNode {
   mesh!: MeshService;
   bonds!: BondService;
   modes!: ModeService;
+  challenges!: ChallengeService;
+  slashing!: SlashingService;
+  reexecutor!: Reexecutor;
+  private consensusTimer: NodeJS.Timeout | null = null;
   publish!: PublishSettings;
   results!: ResultRecords;
   /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
@@ -302,6 +311,7 @@ export class SvcNode {
       publish: async (type, body) => {
         if (this.mesh.enabled) await this.mesh.publish(type, body, TOPICS.consensus);
       },
+      openChallenges: (bondId) => this.challenges?.openAgainst(bondId) ?? [],
     });
     await this.bonds.load();
     this.modes = new ModeService(this.store, this.bonds, () => stampAt(this.clock.nowNs()).svcond);
@@ -310,6 +320,8 @@ export class SvcNode {
     const [bondRow, releaseRow] = this.bonds.handlers();
     this.mesh.gossip.register(bondRow);
     this.mesh.gossip.register(releaseRow);
+    this.wireConsensus(envelopeLocks);
+    await this.challenges.load();
     const signMeshEvent = (type: string, body: unknown): Promise<MeshEvent> =>
       signEvent(this.nodeIdentity.privateKey, this.nodeId, type, stampAt(this.clock.nowNs()).svcond, body);
     const { app } = createApp({
@@ -333,6 +345,7 @@ export class SvcNode {
       mesh: this.mesh,
       signMeshEvent,
       contribution: { bonds: this.bonds, modes: this.modes },
+      consensus: { challenges: this.challenges, slashing: this.slashing },
       record: { results: this.results, publish: this.publish },
     });
     this.server = createHttpServer(app.callback(), this.logger);
@@ -348,6 +361,11 @@ export class SvcNode {
     await this.mesh.start();
     // After the mesh: a delivery signs with the node key and finds the receiver's home in the peer table.
     await this.transferDelivery.start();
+    // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast.
+    await this.challenges.resumeEffects().catch((err: unknown) => this.logger.error({ err: String(err) }, 'a verdict effect could not be applied at start'));
+    void this.reexecutor.resume().catch((err: unknown) => this.logger.warn({ err: String(err) }, 'resumed re-execution failed'));
+    this.consensusTimer = setInterval(() => void this.challenges.sweepDeadlines().catch(() => undefined), TICK_MS);
+    this.consensusTimer.unref();
     if (this.mesh.enabled) {
       const every = (this.options.bondReannounceTicks ?? BOND_REANNOUNCE_TICKS) * TICK_MS;
       this.reannounceTimer = setInterval(() => void this.bonds.reannounce().catch(() => undefined), every);
@@ -379,6 +397,91 @@ export class SvcNode {
       }),
     );
     this.identity.onRemoteLookup(remoteKeyLookup({ peers: () => this.mesh.peers(), nowSvcond: () => this.mesh.nowSvcond() }));
+  }
+
+  /**
+   * Challenges, votes and verdicts (architecture.md §6): the challenge service with its three gossip rows, the
+   * re-executor (this node's votes), and the ledger effects at home (stakes here, the bond when this node holds it).
+   */
+  private wireConsensus(envelopeLocks: EnvelopeLocks): void {
+    const now = () => stampAt(this.clock.nowNs()).svcond;
+    const sign = (text: string) => signText(this.nodeIdentity.privateKey, text);
+    this.slashing = new SlashingService({
+      store: this.store,
+      ledger: this.ledger,
+      counters: this.counters,
+      locks: envelopeLocks,
+      bonds: this.bonds,
+      modes: this.modes,
+      nodeId: () => this.nodeId,
+      nowSvcond: now,
+      log: (msg, fields) => this.logger.info(fields, msg),
+    });
+    this.challenges = new ChallengeService({
+      store: this.store,
+      policy: this.config.contribution,
+      bonds: this.bonds,
+      nodeId: () => this.nodeId,
+      nowSvcond: now,
+      sign,
+      verify: verifyText,
+      publish: async (type, body) => {
+        if (this.mesh.enabled) await this.mesh.publish(type, body, TOPICS.consensus);
+      },
+      lookup: (resultId) => this.challengedResult(resultId),
+      candidates: () => this.committeeCandidates(),
+      holdStake: (zid, amount) => this.slashing.holdStake(zid, amount),
+      verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
+    });
+    this.challenges.onVerdict((e) => this.slashing.onVerdict(e));
+    this.reexecutor = new Reexecutor({
+      challenges: this.challenges,
+      nodeId: () => this.nodeId,
+      nowSvcond: now,
+      sign,
+      execute: (request, stampSvcond) =>
+        rerunDigest(
+          { compute: this.compute, executor: this.executor!, timeLimitSeconds: this.options.timeLimitSeconds ?? LONGEST_TIME_LIMIT_SECONDS },
+          request,
+          stampSvcond,
+        ),
+      onError: (challengeId, err) => this.logger.warn({ challengeId, err: String(err) }, 're-execution failed: no vote cast'),
+    });
+    const [openedRow, voteRow, verdictRow] = this.challenges.handlers();
+    this.mesh.gossip.register(openedRow);
+    this.mesh.gossip.register(voteRow);
+    this.mesh.gossip.register(verdictRow);
+  }
+
+  /**
+   * Nodes that may sit on a committee: every active bond, contributing when its node says so — this node from its
+   * operator's mode, a peer from its latest tick event (mode and the same bond id).
+   */
+  private committeeCandidates(): Candidate[] {
+    const peers = new Map(this.mesh.peers().map((p) => [p.peerId, p]));
+    return this.bonds.active().map(({ bond }) => {
+      const peer = peers.get(bond.node);
+      const contributing =
+        bond.node === this.nodeId ? this.modes.of(bond.zid).mode === 'contributing' : peer?.mode === 'contributing' && peer.bondId === bond.bond_id;
+      return { node: bond.node, bondSvcond: bond.svcond, contributing };
+    });
+  }
+
+  /** What a challenge needs of a result: exec's lookup (this node's record, else the result's home). */
+  private async challengedResult(resultId: string): Promise<ChallengedResult | null> {
+    const r = await this.lookupResult(resultId);
+    if (r.status === 'unknown') return null;
+    if (r.status === 'unpublished')
+      return { result_id: resultId, request: null, stamp_svcond: 0, result_digest: '', executed_by: null, owner: null, published: false };
+    return {
+      result_id: r.result_id,
+      request: r.request as Json,
+      stamp_svcond: r.svcond,
+      result_digest: r.result_digest,
+      executed_by: r.executed_by,
+      owner: r.owner,
+      published: true,
+    };
   }
 
   /**
@@ -473,6 +576,8 @@ export class SvcNode {
     if (this.reannounceTimer) clearInterval(this.reannounceTimer);
     this.reannounceTimer = null;
     if (this.transferDelivery) await this.transferDelivery.stop();
+    if (this.consensusTimer) clearInterval(this.consensusTimer);
+    this.consensusTimer = null;
     if (this.mesh) await this.mesh.stop();
     if (this.executor) await this.executor.close();
     if (this.sealer) await this.sealer.close();

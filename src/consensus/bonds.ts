@@ -279,6 +279,14 @@ export class BondService {
   async applyBond(body: AttestedBond, event: Pick<MeshEvent, 'sender'>): Promise<void> {
     const { bond } = body;
     if (event.sender !== bond.node) throw new GossipError('reject', 400, 'INVALID_ATTESTATION', "a bond attestation must be gossiped by the bond's node");
+    // A bond of fewer envelopes than the policy asks puts less at stake than every node assumes: refused.
+    if (new Set(bond.token_ids).size < this.o.policy.bondEnvelopes)
+      throw new GossipError(
+        'reject',
+        400,
+        'INVALID_ATTESTATION',
+        `a bond holds ${this.o.policy.bondEnvelopes} distinct envelopes; this one names ${new Set(bond.token_ids).size}`,
+      );
     if (!this.o.verify(bond.node, bondAttestationText(bond), body.attestation)) {
       throw new GossipError('reject', 400, 'INVALID_ATTESTATION', "the bond attestation is not signed by the bond's node");
     }

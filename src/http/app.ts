@@ -20,6 +20,8 @@ import { costSheet } from '../tally/costs.js';
 import { tierSheet } from '../tally/tier-gates.js';
 import { meshRoutes } from './routes/mesh.js';
 import { contributeRoutes } from './routes/contribute.js';
+import { consensusRoutes } from './routes/consensus.js';
+import { pohcRoutes } from './routes/pohc.js';
 import { recordRoutes } from './routes/record.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
@@ -99,6 +101,8 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   ledgerRoutes(router, s);
   meshRoutes(router, s);
   contributeRoutes(router, s);
+  consensusRoutes(router, s);
+  pohcRoutes(router, s);
   recordRoutes(router, s);
   for (const register of s.extraRouters ?? []) register(router);
 

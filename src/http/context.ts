@@ -42,6 +42,8 @@ export interface HttpServices {
   mesh: MeshService | null;
   /** Bonds and modes (consensus/); absent only in configurations built without them. */
   contribution?: { bonds: import('../consensus/bonds.js').BondService; modes: import('../consensus/modes.js').ModeService };
+  /** Challenges, votes, verdicts and their ledger effects (consensus/); absent only in configurations built without them. */
+  consensus?: { challenges: import('../consensus/challenges.js').ChallengeService; slashing: import('../consensus/slashing.js').SlashingService };
   /** The record of published results and the publish settings (tally/record.ts, tally/publish-settings.ts). */
   record?: { results: import('../tally/record.js').ResultRecords; publish: import('../tally/publish-settings.js').PublishSettings };
   /** Extra route groups (the mesh) register themselves here. */

@@ -54,7 +54,15 @@ export type ErrorCode =
   // the economy (architecture.md §7): a soulbound or bonded envelope named in a transfer
   | 'SVC_ENVELOPE_NOT_MOVABLE'
   | 'SVC_BOND_CHALLENGED'
-  | 'SVC_NO_BOND';
+  | 'SVC_NO_BOND'
+  // challenges, votes and verdicts (architecture.md §6)
+  | 'SVC_RESULT_UNPUBLISHED'
+  | 'SVC_NOT_AT_STAKE'
+  | 'SVC_NO_COMMITTEE'
+  | 'SVC_NOT_A_MEMBER'
+  | 'INVALID_CHALLENGE'
+  | 'INVALID_VOTE'
+  | 'INVALID_VERDICT';
 
 export class ServiceError extends Error {
   readonly status: number;

@@ -59,7 +59,17 @@ export function contributeRoutes(router: Router, s: HttpServices): void {
       mode: mode.mode,
       mode_since_svcond: mode.svcond,
       open_challenges: held ? bonds.openChallenges(held.bond.bond_id) : [],
-      verdicts: [],
+      // Verdicts on challenges of this identity's bonds (the active one and any earlier), newest first.
+      verdicts: (s.consensus?.challenges.all() ?? [])
+        .filter((e) => e.verdict !== null && bonds.get(e.challenge.challenge.executed_by.bond_id)?.bond?.bond.zid === c.zid)
+        .sort((a, b) => b.verdict!.decided_svcond - a.verdict!.decided_svcond)
+        .map((e) => ({
+          challenge_id: e.challenge.challenge.challenge_id,
+          bond_id: e.challenge.challenge.executed_by.bond_id,
+          result_id: e.challenge.challenge.result_id,
+          outcome: e.verdict!.outcome,
+          decided_svcond: e.verdict!.decided_svcond,
+        })),
       policy: { bond_envelopes: policy.bondEnvelopes, committee_size: policy.committeeSize, quorum: quorumOf(policy.committeeSize) },
     };
   });

@@ -1,0 +1,100 @@
+// Challenges and verdicts (architecture.md §6): open a challenge (at the challenger's home, where its stake is
+// held), list them, and show one with its committee, votes and verdict. Thin: consensus/challenges.ts does the work.
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { ServiceError } from '../../kernel/errors.js';
+import { DIGEST_PATTERN, STATES, type ChallengeEntry } from '../../consensus/challenges.js';
+import type { Caller } from '../../tally/ledger.js';
+import type { HttpServices } from '../context.js';
+import { requireKey } from '../auth.js';
+import { forwardToHome } from '../forward.js';
+import { validate } from '../validate.js';
+
+const challengeBody = z
+  .object({
+    result_id: z.string().min(1).max(128),
+    claimed_digest: z.string().regex(DIGEST_PATTERN, '64 lower-case hex digits (a result digest)'),
+  })
+  .strict();
+const listQuery = z
+  .object({
+    state: z.enum(STATES).optional(),
+    limit: z.coerce.number().int().min(1).max(500).default(50),
+    offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  })
+  .strict();
+
+/** A challenge as the listing shows it. */
+export function challengeSummary(e: ChallengeEntry): Record<string, unknown> {
+  const c = e.challenge.challenge;
+  return {
+    challenge_id: c.challenge_id,
+    state: e.state,
+    result_id: c.result_id,
+    challenger: c.challenger,
+    challenger_home: c.challenger_home,
+    executor: c.executed_by.node,
+    bond_id: c.executed_by.bond_id,
+    claimed_digest: c.claimed_digest,
+    executor_digest: c.executor_digest,
+    svcond: c.svcond,
+    deadline_svcond: c.deadline_svcond,
+    committee: c.committee,
+    votes: e.votes.length,
+    outcome: e.verdict?.outcome ?? null,
+    ticks_taken: e.verdict?.ticks_taken ?? null,
+  };
+}
+
+export function consensusRoutes(router: Router, s: HttpServices): void {
+  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+  const home = forwardToHome(s);
+  const consensus = () => {
+    if (!s.consensus) throw new ServiceError(503, 'SVC_INTERNAL_ERROR', 'consensus is not wired on this node');
+    return s.consensus;
+  };
+  const zidOf = (ctx: Context): string => {
+    const c = ctx.state.caller as Caller;
+    if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'a challenge needs a key that belongs to an identity (the stake is its credits)');
+    return c.zid;
+  };
+
+  router.post('/api/tally/consensus/challenges', requireKey(auth), home, async (ctx) => {
+    const zid = zidOf(ctx);
+    const body = validate(challengeBody, ctx.request.body);
+    const e = await consensus().challenges.open(zid, body.result_id, body.claimed_digest);
+    ctx.status = 201;
+    ctx.body = { ...challengeSummary(e), stake: e.stake?.amount ?? 0, eligible: e.challenge.challenge.eligible, quorum: e.challenge.challenge.quorum };
+  });
+
+  router.get('/api/tally/consensus', (ctx) => {
+    const q = validate(listQuery, ctx.query);
+    const { challenges } = consensus();
+    const { total, items } = challenges.list(q);
+    ctx.body = { total, limit: q.limit, offset: q.offset, state: q.state ?? null, counts: challenges.stats(), items: items.map(challengeSummary) };
+  });
+
+  router.get('/api/tally/consensus/:id', async (ctx) => {
+    const id = String(ctx.params.id);
+    const { challenges, slashing } = consensus();
+    const e = challenges.get(id);
+    if (!e) throw new ServiceError(404, 'SVC_NOT_FOUND', `no challenge ${id} is known to this node`, { challenge_id: id });
+    const c = e.challenge.challenge;
+    ctx.body = {
+      challenge_id: c.challenge_id,
+      state: e.state,
+      challenge: e.challenge,
+      committee: c.committee,
+      quorum: c.quorum,
+      votes: e.votes,
+      non_member_votes: e.non_member_votes,
+      refused_votes: e.refused_votes,
+      verdict: e.verdict,
+      ticks_taken: e.verdict?.ticks_taken ?? null,
+      stake: (await slashing.stakeRecord(id)) ?? (e.stake ? { zid: e.stake.zid, amount: e.stake.amount, effect: 'held' } : null),
+      slashing: (await slashing.slashRecord(id)) ?? null,
+      document: challenges.document(id),
+    };
+  });
+}

@@ -1,0 +1,77 @@
+// The protocol of re-execution consensus, described and checkable by anyone (architecture.md §6):
+// GET /api/protocol/pohc describes it; POST /api/protocol/pohc/verify re-checks a verdict document — the opener's
+// signature and committee, every vote's signature — and re-runs the fold. Keyless: it reads nothing of the node.
+import type Router from '@koa/router';
+import { stampAt } from '../../kernel/clock.js';
+import { quorumOf } from '../../consensus/policy.js';
+import {
+  CHALLENGE_OPENED_EVENT,
+  TRANSITIONS,
+  VERDICT_EVENT,
+  VOTE_EVENT,
+  verdictDocumentSchema,
+  verifyVerdictDocument,
+  type VerdictDocument,
+} from '../../consensus/challenges.js';
+import { verifyText } from '../../mesh/wire.js';
+import type { HttpServices } from '../context.js';
+import { validate } from '../validate.js';
+
+export function pohcRoutes(router: Router, s: HttpServices): void {
+  const p = s.config.contribution;
+
+  router.get('/api/protocol/pohc', (ctx) => {
+    ctx.body = {
+      name: 'pohc: re-execution consensus on challenged results',
+      guarantee:
+        'a result sealed with a bond at stake that an honest majority of an independent, deterministically chosen committee cannot reproduce costs its executor the whole bond; an honest executor is never slashed',
+      topic: 'svc/consensus/1',
+      events: {
+        [CHALLENGE_OPENED_EVENT]: "{challenge, signature}: signed by the challenger's home over canonical JSON {attests: 'challenge', challenge}",
+        [VOTE_EVENT]: "{vote: {challenge_id, voter, digest, svcond}, signature}: signed by the voter over {attests: 'vote', vote}",
+        [VERDICT_EVENT]: '{challenge, votes, verdict}: the verdict with the signed votes it rests on',
+      },
+      challenge_id: 'chl_ + the first 32 hex digits of SHA-256(result_id|challenger zid): derived, so the opener cannot choose the committee',
+      committee: {
+        eligible: `nodes whose bond attestation is at least ${p.settleTicks} ticks old at the challenge's tick, contributing, excluding the executor and the challenger's home`,
+        ranking: 'SHA-256(challenge_id|peer id), highest first',
+        size: p.committeeSize,
+        quorum: quorumOf(p.committeeSize),
+      },
+      fold: [
+        'votes from nodes outside the committee are ignored and counted',
+        'a member that voted two different digests equivocated: recorded, and none of its votes count',
+        'a vote signed after the deadline tick does not count',
+        "a digest with quorum votes decides: the claim (not the executor's) → upheld; the executor's → rejected; neither → not_reproducible",
+        `no deciding digest by ${p.deadlineTicks} ticks after the challenge → no_quorum`,
+      ],
+      lifecycle: TRANSITIONS,
+      effects: {
+        upheld: "the bonded envelopes go to the foundation account at the bond's home, once (keyed by challenge id); the stake is returned",
+        rejected: 'the stake is burned; nobody is slashed',
+        not_reproducible: 'nobody is slashed; the stake is returned',
+        no_quorum: 'nobody is slashed; the stake is returned',
+      },
+      verify: 'POST /api/protocol/pohc/verify with {challenge, votes, verdict} (GET /api/tally/consensus/:id gives it as document)',
+    };
+  });
+
+  router.post('/api/protocol/pohc/verify', (ctx) => {
+    const doc = validate(verdictDocumentSchema, ctx.request.body) as VerdictDocument;
+    const now = stampAt(s.clock.nowNs()).svcond;
+    const r = verifyVerdictDocument(doc, verifyText, now);
+    ctx.body = {
+      valid: r.valid,
+      challenge_id: doc.challenge.challenge.challenge_id,
+      outcome: doc.verdict.outcome,
+      folded_outcome: r.fold?.outcome ?? null,
+      deciding_digest: r.fold?.decidingDigest ?? null,
+      tally: r.fold?.tally ?? {},
+      counted_votes: r.fold?.counted.length ?? 0,
+      equivocators: r.fold?.equivocators ?? [],
+      non_member_votes: r.fold?.nonMemberVotes ?? 0,
+      bad_signatures: r.bad_votes,
+      reasons: r.reasons,
+    };
+  });
+}

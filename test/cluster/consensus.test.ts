@@ -1,0 +1,386 @@
+// Re-execution consensus on a real 5-node cluster on 127.0.0.1 (architecture.md §6; issue 19 "Done when"): four
+// nodes in this process (A, B, C, D) and E, a separate `svc-node start` process composed with a tampered zeta solver
+// (test/helpers/tampered-zeta.ts) and a slow disk (so a SIGKILL lands during its slashing batch). Every operator bonds
+// and contributes; challengers live on B, so a challenge of A's result goes to the committee {C, D, E} and one of E's
+// to {A, C, D}.
+//   1. a false challenge of an honest result → rejected on every node, E (lying member) outvoted, stake burned;
+//   2. a claim that matches neither E's digest nor the truth → not_reproducible, nobody slashed, stake returned;
+//   3. C and D offline → no_quorum, and A's release refused while the challenge is open;
+//   4. E's tampered result challenged with the true digest → upheld everywhere; E is SIGKILLed while it slashes, is
+//      restarted, and its bond went to the foundation account exactly once.
+import type { ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startProcess } from '../../scripts/bench/lib.js';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { waitFor } from '../mesh/helpers.js';
+import { challengeIdOf } from '../../src/consensus/challenges.js';
+import { spawn } from 'node:child_process';
+import { CLI } from '../helpers/cli.js';
+
+/** The CLI as a child process, awaited without blocking this process (whose nodes it talks to). */
+function cliRun(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (x: Buffer) => (stdout += x.toString()));
+    child.stderr.on('data', (x: Buffer) => (stderr += x.toString()));
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const MESH_SECRET = 'consensus-cluster-secret-0123456789';
+const RECEIPT_SECRET = 'cd'.repeat(32);
+const BOND = 2;
+const STAKE = 20;
+const DEADLINE = 6;
+const contribution = {
+  bondEnvelopes: BOND,
+  committeeSize: 3,
+  settleTicks: 1,
+  deadlineTicks: DEADLINE,
+  challengeStake: STAKE,
+  bondTermDays: 30,
+  offload: 'never',
+};
+const config = (bootstrap: string[]) => ({
+  solverThreads: 0,
+  sealWorker: false,
+  receiptSecret: RECEIPT_SECRET,
+  contribution,
+  mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
+});
+const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
+const RANDOM_DIGEST = 'ab'.repeat(32);
+
+interface Member {
+  url: string;
+  node: string;
+}
+interface Operator {
+  zid: string;
+  key: string;
+  bondId: string;
+}
+
+let a: TestNode;
+let b: TestNode;
+let c: TestNode;
+let d: TestNode;
+let e: { child: ChildProcess; url: string; node: string; log: string[] };
+let eDir = '';
+/** B's tick when C and D were started again (their tick events after it are fresh). */
+let restartedAt = 0;
+const ops: Record<string, Operator> = {};
+
+async function startE(bootstrap: string[]): Promise<typeof e> {
+  const env = {
+    SVC_HOST: '127.0.0.1',
+    SVC_PORT: '0',
+    SVC_DATA_DIR: eDir,
+    SVC_SOLVER_THREADS: '0',
+    SVC_SEAL_WORKER: 'false',
+    SVC_LOG_LEVEL: 'info',
+    SVC_SYNC_WRITES: 'true',
+    SVC_INITIAL_CREDITS: '10000',
+    SVC_RECEIPT_SECRET: RECEIPT_SECRET,
+    SVC_MESH_SECRET: MESH_SECRET,
+    SVC_P2P_PORT: '0',
+    SVC_BOOTSTRAP: bootstrap.join(','),
+    SVC_MESH_TICK_EVERY: '1',
+    SVC_CONTRIBUTION_BOND_ENVELOPES: String(BOND),
+    SVC_CONTRIBUTION_SETTLE_TICKS: '1',
+    SVC_CONTRIBUTION_DEADLINE_TICKS: String(DEADLINE),
+    SVC_CONTRIBUTION_CHALLENGE_STAKE: String(STAKE),
+    SLOW_DISK_MS: '60',
+  };
+  const argv = ['--import', 'tsx', '--import', join(ROOT, 'test/helpers/tampered-zeta.ts'), '--import', join(ROOT, 'test/helpers/slow-disk.ts')];
+  const started = await startProcess(process.execPath, [...argv, join(ROOT, 'src/cli/index.ts'), 'start'], env);
+  const log: string[] = [];
+  started.child.stdout!.on('data', (chunk: Buffer) => log.push(chunk.toString()));
+  const status = await call(started.url, 'GET', '/api/mesh/status');
+  return { child: started.child, url: started.url, node: status.body.nodeId, log };
+}
+
+const members = (): Member[] => [
+  { url: a.url, node: a.node.nodeId },
+  { url: b.url, node: b.node.nodeId },
+  { url: c.url, node: c.node.nodeId },
+  { url: d.url, node: d.node.nodeId },
+  { url: e.url, node: e.node },
+];
+
+/** The node's operator: an identity homed there with BOND envelopes, bonded, contributing, publishing its results. */
+async function operator(url: string, seed: string): Promise<Operator> {
+  const id = await zkIdentity(url, seed);
+  for (let i = 0; i < BOND; i++)
+    expect(
+      (await call(url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(id.key))).status,
+    ).toBe(200);
+  const bond = await call(url, 'POST', '/api/contribute/bond', {}, bearer(id.key));
+  expect(bond.status, bond.text).toBe(201);
+  expect((await call(url, 'POST', '/api/contribute/mode', { mode: 'contributing' }, bearer(id.key))).status).toBe(200);
+  expect((await call(url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key))).status).toBe(200);
+  return { zid: id.zid, key: id.key, bondId: bond.body.bond_id };
+}
+
+/** A zeta run by the operator on its own node: published, executed with its bond at stake. */
+async function run(
+  url: string,
+  op: Operator,
+  n: number,
+): Promise<{ result_id: string; result_digest: string; executed_by: { node: string; bond_id: string } }> {
+  const r = await call(url, 'POST', '/api/svc/zeta', { n, count: 1 }, bearer(op.key));
+  expect(r.status, r.text).toBe(200);
+  expect(r.body.executed_by?.bond_id).toBe(op.bondId);
+  return r.body;
+}
+
+/** The challenge as every live node sees it, once each has a verdict. */
+async function verdictEverywhere(id: string, nodes: Member[], timeoutMs = 30_000): Promise<any[]> {
+  return Promise.all(
+    nodes.map((m) =>
+      waitFor(
+        async () => {
+          const r = await call(m.url, 'GET', `/api/tally/consensus/${id}`);
+          return r.status === 200 && r.body.verdict ? r.body : null;
+        },
+        timeoutMs,
+        `the verdict of ${id} at ${m.url}`,
+      ),
+    ),
+  );
+}
+
+async function balance(url: string, key: string): Promise<number> {
+  const r = await call(url, 'GET', '/api/tally/balance', undefined, bearer(key));
+  return r.body.total;
+}
+
+beforeAll(async () => {
+  eDir = await mkdtemp(join(tmpdir(), 'svc-consensus-e-'));
+  a = await startTestNode(config([]), opts);
+  const boot = [a.node.mesh.multiaddrs()[0]!];
+  [b, c, d] = await Promise.all([startTestNode(config(boot), opts), startTestNode(config(boot), opts), startTestNode(config(boot), opts)]);
+  e = await startE(boot);
+  await waitFor(() => [a, b, c, d].every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 4), 40_000, 'tick events from every peer');
+  const [opA, opB, opC, opD, opE] = await Promise.all([
+    operator(a.url, 'op-a'),
+    operator(b.url, 'op-b'),
+    operator(c.url, 'op-c'),
+    operator(d.url, 'op-d'),
+    operator(e.url, 'op-e'),
+  ]);
+  Object.assign(ops, { a: opA!, b: opB!, c: opC!, d: opD!, e: opE! });
+  // Every node hears every bond, and B hears every operator contributing (its committees are drawn from that).
+  await waitFor(() => [a, b, c, d].every((n) => n.node.bonds.active().length === 5), 30_000, 'every bond at every node');
+  await waitFor(() => b.node.mesh.peers().filter((p) => p.mode === 'contributing').length === 4, 30_000, 'contributing peers at B');
+}, 120_000);
+
+afterAll(async () => {
+  if (e?.child.exitCode === null && e.child.signalCode === null) e.child.kill('SIGKILL');
+  await Promise.all([a, b, c, d].map((n) => n?.destroy()));
+  await rm(eDir, { recursive: true, force: true });
+});
+
+describe('re-execution consensus on five nodes', () => {
+  it("a false challenge of A's honest result is rejected on every node; E's lie is outvoted; the stake is burned", async () => {
+    const result = await run(a.url, ops.a!, 3);
+    const ch = await zkIdentity(b.url, 'challenger-1');
+    const before = await balance(b.url, ch.key);
+    const burned = b.node.counters.get('burned_total');
+    const opened = await call(b.url, 'POST', '/api/tally/consensus/challenges', { result_id: result.result_id, claimed_digest: RANDOM_DIGEST }, bearer(ch.key));
+    expect(opened.status, opened.text).toBe(201);
+    expect(opened.body.challenge_id).toBe(challengeIdOf(result.result_id, ch.zid));
+    expect([...opened.body.committee].sort()).toEqual([c.node.nodeId, d.node.nodeId, e.node].sort());
+    expect(await balance(b.url, ch.key)).toBe(before - STAKE);
+    // The same identity cannot challenge the same result twice.
+    expectError(
+      await call(b.url, 'POST', '/api/tally/consensus/challenges', { result_id: result.result_id, claimed_digest: RANDOM_DIGEST }, bearer(ch.key)),
+      409,
+      'SVC_CONFLICT',
+    );
+
+    const seen = await verdictEverywhere(opened.body.challenge_id, members());
+    for (const v of seen) {
+      expect(v.verdict.outcome).toBe('rejected');
+      expect(v.verdict.deciding_digest).toBe(result.result_digest);
+    }
+    const votes = seen[1].votes as { vote: { voter: string; digest: string } }[];
+    const byVoter = new Map(votes.map((x) => [x.vote.voter, x.vote.digest]));
+    expect(byVoter.get(c.node.nodeId)).toBe(result.result_digest);
+    expect(byVoter.get(d.node.nodeId)).toBe(result.result_digest);
+    // E re-executed with its tampered solver: its vote is neither digest, and 2 of 3 outvote it.
+    await waitFor(async () => (await call(b.url, 'GET', `/api/tally/consensus/${opened.body.challenge_id}`)).body.votes.length === 3, 10_000, "E's vote");
+    const all = (await call(b.url, 'GET', `/api/tally/consensus/${opened.body.challenge_id}`)).body;
+    const eVote = all.votes.find((x: any) => x.vote.voter === e.node);
+    expect(eVote.vote.digest).not.toBe(result.result_digest);
+    expect(eVote.vote.digest).not.toBe(RANDOM_DIGEST);
+    // The stake is burned at B, the bond untouched at A.
+    await waitFor(
+      async () => (await call(b.url, 'GET', `/api/tally/consensus/${opened.body.challenge_id}`)).body.stake?.effect === 'burned',
+      10_000,
+      'stake burned',
+    );
+    expect(await balance(b.url, ch.key)).toBe(before - STAKE);
+    expect(b.node.counters.get('burned_total')).toBe(burned + STAKE);
+    const status = await call(a.url, 'GET', '/api/contribute/status', undefined, bearer(ops.a!.key));
+    expect(status.body).toMatchObject({ bonded: true, open_challenges: [] });
+    expect(status.body.verdicts[0]).toMatchObject({ challenge_id: opened.body.challenge_id, outcome: 'rejected' });
+    expect((await a.node.slashing.slashRecord(opened.body.challenge_id)) ?? null).toBeNull();
+    // Anyone re-checks the verdict document offline; a doctored one fails.
+    const doc = seen[0].document;
+    const ok = await call(c.url, 'POST', '/api/protocol/pohc/verify', doc);
+    expect(ok.body).toMatchObject({ valid: true, folded_outcome: 'rejected', counted_votes: doc.votes.length, bad_signatures: 0 });
+    expect(doc.votes.length).toBeGreaterThanOrEqual(2);
+    const bad = await call(c.url, 'POST', '/api/protocol/pohc/verify', {
+      ...doc,
+      verdict: { ...doc.verdict, outcome: 'upheld', deciding_digest: RANDOM_DIGEST },
+    });
+    expect(bad.body.valid).toBe(false);
+    const listed = await call(d.url, 'GET', '/api/tally/consensus?state=rejected');
+    expect(listed.body.items.map((i: any) => i.challenge_id)).toContain(opened.body.challenge_id);
+  }, 60_000);
+
+  it("intake refuses an unknown result, an unpublished one, a claim equal to the executor's digest, and a poor challenger", async () => {
+    const ch = await zkIdentity(b.url, 'challenger-refusals');
+    const post = (body: unknown, key = ch.key) => call(b.url, 'POST', '/api/tally/consensus/challenges', body, bearer(key));
+    expectError(await post({ result_id: 'res_1_0123456789abcdef', claimed_digest: RANDOM_DIGEST }), 404, 'SVC_NOT_FOUND');
+    const quiet = await zkIdentity(a.url, 'unpublished-owner');
+    const r = await call(a.url, 'POST', '/api/svc/zeta', { n: 2, count: 1 }, bearer(quiet.key));
+    expectError(await post({ result_id: r.body.result_id, claimed_digest: RANDOM_DIGEST }), 403, 'SVC_RESULT_UNPUBLISHED');
+    const mine = await run(a.url, ops.a!, 4);
+    const same = expectError(await post({ result_id: mine.result_id, claimed_digest: mine.result_digest }), 400, 'SVC_INVALID_INPUT');
+    expect(same.field).toBe('claimed_digest');
+    // The CLI prints a refusal as it came, and exits 1.
+    const cliRefused = await cliRun(['challenge', mine.result_id, '--digest', mine.result_digest, '--url', b.url, '--key', ch.key]);
+    expect(cliRefused.code).toBe(1);
+    expect(JSON.parse(cliRefused.stdout).error.code).toBe('SVC_INVALID_INPUT');
+    expectError(await post({ result_id: mine.result_id, claimed_digest: 'not-hex' }), 400, 'SVC_INVALID_INPUT');
+    const poor = await startTestNode(config([a.node.mesh.multiaddrs()[0]!]), { ...opts, initialCredits: STAKE - 1 });
+    try {
+      // The newcomer knows the result's home and enough contributing bonds for a committee (B, C, D) before it is asked.
+      await waitFor(
+        () => poor.node.mesh.peers().filter((p) => p.url && p.mode === 'contributing' && poor.node.bonds.ofNode(p.peerId)).length >= 4,
+        30_000,
+        'the newcomer up to date',
+      );
+      const p = await zkIdentity(poor.url, 'poor-challenger');
+      expectError(
+        await call(poor.url, 'POST', '/api/tally/consensus/challenges', { result_id: mine.result_id, claimed_digest: RANDOM_DIGEST }, bearer(p.key)),
+        402,
+        'INSUFFICIENT_BALANCE',
+      );
+    } finally {
+      await poor.destroy();
+    }
+  }, 60_000);
+
+  it("a claim matching neither E's digest nor the truth is not_reproducible: nobody slashed, stake returned", async () => {
+    const result = await run(e.url, ops.e!, 5);
+    const ch = await zkIdentity(b.url, 'challenger-2');
+    const before = await balance(b.url, ch.key);
+    // Through the CLI, which follows the challenge to its verdict (--wait).
+    const cli = await cliRun(['challenge', result.result_id, '--digest', RANDOM_DIGEST, '--url', b.url, '--key', ch.key, '--wait', '--timeout', '40']);
+    expect(cli.code, cli.stderr).toBe(0);
+    const [openedLine, verdictLine] = cli.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const opened = { body: openedLine };
+    expect([...opened.body.committee].sort()).toEqual([a.node.nodeId, c.node.nodeId, d.node.nodeId].sort());
+    expect(verdictLine).toMatchObject({ challenge_id: opened.body.challenge_id, state: 'not_reproducible', verdict: { outcome: 'not_reproducible' } });
+    const seen = await verdictEverywhere(opened.body.challenge_id, members());
+    for (const v of seen) expect(v.verdict.outcome).toBe('not_reproducible');
+    await waitFor(async () => (await balance(b.url, ch.key)) === before, 10_000, 'stake returned');
+    const status = await call(e.url, 'GET', '/api/contribute/status', undefined, bearer(ops.e!.key));
+    expect(status.body.bonded).toBe(true);
+  }, 60_000);
+
+  it("C and D offline: no_quorum by the deadline; A's release is refused while the challenge is open", async () => {
+    const result = await run(a.url, ops.a!, 7);
+    await Promise.all([c.stop(), d.stop()]);
+    const ch = await zkIdentity(b.url, 'challenger-3');
+    const before = await balance(b.url, ch.key);
+    const opened = await call(b.url, 'POST', '/api/tally/consensus/challenges', { result_id: result.result_id, claimed_digest: RANDOM_DIGEST }, bearer(ch.key));
+    expect(opened.status, opened.text).toBe(201);
+    expect(opened.body.committee).toContain(c.node.nodeId);
+    expect(opened.body.committee).toContain(d.node.nodeId);
+    await waitFor(() => a.node.challenges.get(opened.body.challenge_id), 10_000, 'the challenge at A');
+    const refused = expectError(await call(a.url, 'POST', '/api/contribute/release', {}, bearer(ops.a!.key)), 409, 'SVC_BOND_CHALLENGED');
+    expect(refused.open_challenges).toContain(opened.body.challenge_id);
+    const live = members().filter((m) => m.node !== c.node.nodeId && m.node !== d.node.nodeId);
+    const seen = await verdictEverywhere(opened.body.challenge_id, live, 30_000);
+    for (const v of seen) expect(v.verdict.outcome).toBe('no_quorum');
+    await waitFor(async () => (await balance(b.url, ch.key)) === before, 10_000, 'stake returned');
+    const boot = [a.node.mesh.multiaddrs()[0]!];
+    restartedAt = b.node.mesh.nowSvcond();
+    [c, d] = await Promise.all([startTestNode(config(boot), opts, c.dataDir), startTestNode(config(boot), opts, d.dataDir)]);
+  }, 60_000);
+
+  it("E's tampered result challenged with the true digest: upheld everywhere; E killed while slashing and restarted; its bond goes once", async () => {
+    // C and D's fresh tick events (not the ones B kept from before they stopped) say they contribute again.
+    const fresh = (id: string) => {
+      const p = b.node.mesh.peers().find((x) => x.peerId === id);
+      return !!p && p.mode === 'contributing' && (p.receivedSvcond ?? 0) > restartedAt;
+    };
+    await waitFor(() => fresh(c.node.nodeId) && fresh(d.node.nodeId), 45_000, 'C and D back and contributing');
+    const result = await run(e.url, ops.e!, 9);
+    const truth = await call(a.url, 'POST', '/api/svc/zeta', { n: 9, count: 1 }, bearer(ops.a!.key));
+    expect(truth.body.result_digest).not.toBe(result.result_digest);
+    const envelopesBefore = (await call(e.url, 'GET', `/api/tally/envelopes/${ops.e!.zid}?limit=1`, undefined, bearer(ops.e!.key))).body.total;
+    const ch = await zkIdentity(b.url, 'challenger-4');
+    const before = await balance(b.url, ch.key);
+    const logged = e.log.length;
+    const opened = await call(
+      b.url,
+      'POST',
+      '/api/tally/consensus/challenges',
+      { result_id: result.result_id, claimed_digest: truth.body.result_digest },
+      bearer(ch.key),
+    );
+    expect(opened.status, opened.text).toBe(201);
+    const id = opened.body.challenge_id;
+    // Killed the moment it logs the slashing, before its (slow) batch is on disk.
+    const exited = new Promise((r) => e.child.once('exit', r));
+    e.child.stdout!.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('"msg":"slashing a bond"')) e.child.kill('SIGKILL');
+    });
+    await waitFor(() => e.log.slice(logged).join('').includes('"msg":"slashing a bond"'), 45_000, 'E slashing');
+    await exited;
+    const live = members().filter((m) => m.node !== e.node);
+    const seen = await verdictEverywhere(id, live);
+    for (const v of seen) expect(v.verdict).toMatchObject({ outcome: 'upheld', deciding_digest: truth.body.result_digest });
+    await waitFor(async () => (await balance(b.url, ch.key)) === before, 10_000, 'stake returned');
+
+    e = await startE([a.node.mesh.multiaddrs()[0]!]);
+    const atE = await waitFor(
+      async () => {
+        const r = await call(e.url, 'GET', `/api/tally/consensus/${id}`);
+        return r.body.slashing ? r.body : null;
+      },
+      20_000,
+      'the slashing record at E',
+    );
+    expect(atE.verdict.outcome).toBe('upheld');
+    expect(atE.slashing.token_ids).toHaveLength(BOND);
+    const after = async () => (await call(e.url, 'GET', `/api/tally/envelopes/${ops.e!.zid}?limit=1`, undefined, bearer(ops.e!.key))).body.total;
+    expect(await after()).toBe(envelopesBefore - BOND);
+    // Started once more: the effect is not applied again.
+    e.child.removeAllListeners('exit');
+    const stopped = new Promise((r) => e.child.once('exit', r));
+    e.child.kill('SIGTERM');
+    await stopped;
+    e = await startE([a.node.mesh.multiaddrs()[0]!]);
+    expect(await after()).toBe(envelopesBefore - BOND);
+    const again = await call(e.url, 'GET', `/api/tally/consensus/${id}`);
+    expect(again.body.slashing.token_ids).toEqual(atE.slashing.token_ids);
+    const status = await call(e.url, 'GET', '/api/contribute/status', undefined, bearer(ops.e!.key));
+    expect(status.body.verdicts.map((v: any) => v.outcome)).toContain('upheld');
+    expect(status.body.bonded).toBe(false);
+  }, 150_000);
+});

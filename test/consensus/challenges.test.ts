@@ -1,0 +1,356 @@
+// Challenges without a network (architecture.md §6): the transition table, one test per row (and the refusals out
+// of a verdict); intake's refusals; and the gossip rows' abuse cases — forged, misdirected and replayed votes,
+// votes from non-members, equivocation, a forged challenge or verdict — on a ChallengeService over a real store,
+// with real Ed25519 node keys. Every node folds the same votes to the same verdict.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import type { PrivateKey } from '@libp2p/interface';
+import { Store } from '../../src/store/db.js';
+import {
+  ChallengeService,
+  TRANSITIONS,
+  STATES,
+  advance,
+  challengeIdOf,
+  challengeSigningText,
+  isTerminal,
+  transition,
+  verifyVerdictDocument,
+  voteSigningText,
+  type ChallengeRecord,
+  type ChallengedResult,
+  type SignedChallenge,
+  type SignedVote,
+  type VerdictDocument,
+} from '../../src/consensus/challenges.js';
+import { committeeOf } from '../../src/consensus/committee.js';
+import type { BondService } from '../../src/consensus/bonds.js';
+import { GossipError } from '../../src/mesh/gossip-error.js';
+import { signText, verifyText } from '../../src/mesh/wire.js';
+import { foldVotes } from '../../src/consensus/verdict.js';
+import { ServiceError } from '../../src/kernel/errors.js';
+import { signExecution, type ExecutedBy } from '../../src/consensus/executed-by.js';
+
+const REQUEST_DIGEST = 'd'.repeat(64);
+/** executed_by as the executor (keys[0]) signs it for `digest`. */
+function executedBy(bondId: string, digest = EXEC): ExecutedBy {
+  return signExecution((t) => signText(keys[0]!.priv, t), { node: keys[0]!.id, bond_id: bondId, svcond: 900, request_digest: REQUEST_DIGEST }, digest);
+}
+
+const CLAIM = 'c'.repeat(64);
+const EXEC = 'e'.repeat(64);
+const OTHER = '0'.repeat(64);
+const policy = { bondEnvelopes: 3, committeeSize: 3, settleTicks: 4, deadlineTicks: 10, challengeStake: 20, bondTermDays: 30, offload: 'never' as const };
+
+interface Key {
+  priv: PrivateKey;
+  id: string;
+}
+async function key(): Promise<Key> {
+  const priv = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
+  return { priv, id: peerIdFromPrivateKey(priv as never).toString() };
+}
+
+let keys: Key[] = [];
+const dirs: string[] = [];
+const stores: Store[] = [];
+let now = 1_000;
+
+beforeAll(async () => {
+  keys = await Promise.all([0, 1, 2, 3, 4, 5].map(() => key()));
+});
+afterAll(async () => {
+  for (const s of stores) await s.close();
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+/** A ChallengeService as node `me` runs it; bonds: every key but the executor settled long ago and contributing. */
+async function service(me: Key, lookup: (id: string) => Promise<ChallengedResult | null> = async () => null) {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-chall-'));
+  dirs.push(dir);
+  const store = await Store.open(join(dir, 'db'), { sync: false });
+  stores.push(store);
+  const bonds = { ofNode: () => null, get: () => null } as unknown as BondService;
+  const held: string[] = [];
+  const s = new ChallengeService({
+    store,
+    policy,
+    bonds,
+    nodeId: () => me.id,
+    nowSvcond: () => now,
+    sign: (t) => signText(me.priv, t),
+    verify: verifyText,
+    lookup,
+    candidates: () => keys.map((k) => ({ node: k.id, bondSvcond: 0, contributing: true })),
+    holdStake: async (zid, amount) => {
+      if (zid === 'zid_poor') throw new ServiceError(402, 'INSUFFICIENT_BALANCE', 'poor');
+      return { hold: { zid, amount, from_free: amount, from_paid: 0 }, ops: [], rollback: () => held.pop() };
+    },
+  });
+  await s.load();
+  return s;
+}
+
+/** keys[0] executes, keys[1] is the challenger's home; eligible are keys[2..5]. */
+function signedChallenge(resultId = 'res_1_a', claim = CLAIM, opener = keys[1]!): SignedChallenge {
+  const id = challengeIdOf(resultId, 'zid_challenger');
+  const eligible = keys
+    .slice(2)
+    .map((k) => k.id)
+    .sort();
+  const c: ChallengeRecord = {
+    challenge_id: id,
+    result_id: resultId,
+    challenger: 'zid_challenger',
+    challenger_home: opener.id,
+    claimed_digest: claim,
+    executor_digest: EXEC,
+    executed_by: executedBy('bond_' + 'a'.repeat(24)),
+    request: { kind: 'solver', solver: 'zeta', inputs: {} },
+    stamp_svcond: now - 5,
+    svcond: now,
+    deadline_svcond: now + policy.deadlineTicks,
+    committee_size: 3,
+    quorum: 2,
+    eligible,
+    committee: committeeOf(id, eligible, 3),
+  };
+  return { challenge: c, signature: signText(opener.priv, challengeSigningText(c)) };
+}
+
+function vote(by: Key, challengeId: string, digest: string, svcond = now): SignedVote {
+  const v = { challenge_id: challengeId, voter: by.id, digest, svcond };
+  return { vote: v, signature: signText(by.priv, voteSigningText(v)) };
+}
+
+const member = (sc: SignedChallenge, i: number) => keys.find((k) => k.id === sc.challenge.committee[i])!;
+const outsider = (sc: SignedChallenge) => keys.find((k) => !sc.challenge.committee.includes(k.id))!;
+
+async function refusal(p: Promise<unknown>): Promise<GossipError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(GossipError);
+    return err as GossipError;
+  }
+  throw new Error('expected a GossipError');
+}
+
+describe('the transition table', () => {
+  const base = { counted: [], decidingDigest: null, tally: {}, equivocators: [], nonMemberVotes: 0, lateVotes: 0 };
+  const one = { ...base, counted: [{ voter: 'm', digest: CLAIM }] };
+  // One test per row: the row's event moves its from-state to its to-state, through transition() and advance().
+  it.each(TRANSITIONS.map((t) => [`${t.from} --${t.on}--> ${t.to}`, t] as const))('%s', (_name, row) => {
+    expect(transition(row.from, row.on)).toBe(row.to);
+    const fold =
+      row.on === 'vote'
+        ? { ...one, outcome: null }
+        : row.on === 'deadline'
+          ? { ...base, outcome: 'no_quorum' as const }
+          : { ...one, outcome: ({ quorum_claim: 'upheld', quorum_executor: 'rejected', quorum_other: 'not_reproducible' } as const)[row.on] };
+    const path = advance(row.from, fold);
+    expect(path[path.length - 1] ?? row.from).toBe(row.to);
+  });
+  it('a quorum reached from opened passes through voting', () => {
+    expect(advance('opened', { ...one, outcome: 'upheld' })).toEqual(['voting', 'upheld']);
+  });
+  it('nothing moves a verdict, and no row skips voting', () => {
+    for (const s of STATES)
+      if (isTerminal(s))
+        for (const on of ['vote', 'quorum_claim', 'quorum_executor', 'quorum_other', 'deadline'] as const) expect(transition(s, on)).toBeNull();
+    expect(STATES.filter(isTerminal)).toEqual(['upheld', 'rejected', 'not_reproducible', 'no_quorum']);
+    expect(transition('opened', 'quorum_claim')).toBeNull();
+    expect(advance('upheld', { ...one, outcome: 'rejected' })).toEqual([]);
+  });
+});
+
+describe('intake at the challenger home', () => {
+  const found = (over: Partial<ChallengedResult> = {}): ChallengedResult => ({
+    result_id: 'res_9_b',
+    request: { kind: 'solver', solver: 'zeta', inputs: {} },
+    stamp_svcond: now - 3,
+    result_digest: EXEC,
+    executed_by: executedBy('bond_' + 'b'.repeat(24)),
+    owner: 'zid_owner',
+    published: true,
+    ...over,
+  });
+  const code = async (p: Promise<unknown>) => {
+    try {
+      await p;
+    } catch (err) {
+      return [(err as ServiceError).status, (err as ServiceError).code];
+    }
+    return null;
+  };
+
+  it('refuses unknown and unpublished results, results with no bond, a claim equal to the executor, a poor challenger', async () => {
+    const s = await service(keys[1]!, async (id) =>
+      id === 'res_unknown' ? null : id === 'res_unpub' ? found({ published: false }) : id === 'res_free' ? found({ executed_by: null }) : found(),
+    );
+    expect(await code(s.open('zid_a', 'res_unknown', CLAIM))).toEqual([404, 'SVC_NOT_FOUND']);
+    expect(await code(s.open('zid_a', 'res_unpub', CLAIM))).toEqual([403, 'SVC_RESULT_UNPUBLISHED']);
+    expect(await code(s.open('zid_a', 'res_free', CLAIM))).toEqual([409, 'SVC_NOT_AT_STAKE']);
+    expect(await code(s.open('zid_a', 'res_9_b', EXEC))).toEqual([400, 'SVC_INVALID_INPUT']);
+    expect(await code(s.open('zid_poor', 'res_9_b', CLAIM))).toEqual([402, 'INSUFFICIENT_BALANCE']);
+    expect(s.all()).toEqual([]);
+  });
+
+  it('opens one challenge per result and identity, with a committee that excludes the executor and the home', async () => {
+    const s = await service(keys[1]!, async () => found());
+    const e = await s.open('zid_a', 'res_9_b', CLAIM);
+    const c = e.challenge.challenge;
+    expect(c.challenge_id).toBe(challengeIdOf('res_9_b', 'zid_a'));
+    expect(c.committee).toHaveLength(3);
+    expect(c.committee).not.toContain(keys[0]!.id);
+    expect(c.committee).not.toContain(keys[1]!.id);
+    expect(e.stake).toEqual({ zid: 'zid_a', amount: 20, from_free: 20, from_paid: 0 });
+    expect(verifyText(keys[1]!.id, challengeSigningText(c), e.challenge.signature)).toBe(true);
+    expect(await code(s.open('zid_a', 'res_9_b', OTHER))).toEqual([409, 'SVC_CONFLICT']);
+    // Another identity may challenge the same result.
+    expect((await s.open('zid_b', 'res_9_b', CLAIM)).state).toBe('opened');
+    expect(s.openAgainst('bond_' + 'b'.repeat(24))).toHaveLength(2);
+  });
+
+  it('no committee can be formed: 409 SVC_NO_COMMITTEE, nothing held', async () => {
+    const s = await service(keys[1]!, async () => found());
+    (s as unknown as { o: { candidates: () => unknown[] } }).o.candidates = () => [];
+    expect(await code(s.open('zid_a', 'res_9_b', CLAIM))).toEqual([409, 'SVC_NO_COMMITTEE']);
+  });
+});
+
+describe('the gossip rows', () => {
+  it('a challenge must come from its opener, signed, with the committee its eligible set gives', async () => {
+    const s = await service(keys[4]!);
+    const sc = signedChallenge();
+    expect((await refusal(s.applyOpened(sc, { sender: keys[2]!.id }))).code).toBe('INVALID_CHALLENGE');
+    const forged = { ...sc, signature: signText(keys[2]!.priv, challengeSigningText(sc.challenge)) };
+    expect((await refusal(s.applyOpened(forged, { sender: keys[1]!.id }))).message).toContain("not signed by the challenger's home");
+    const reordered = { ...sc.challenge, committee: [...sc.challenge.committee].reverse() };
+    const packed = { challenge: reordered, signature: signText(keys[1]!.priv, challengeSigningText(reordered)) };
+    expect((await refusal(s.applyOpened(packed, { sender: keys[1]!.id }))).message).toContain('committee');
+    // An opener that names another executor digest than the one the executor signed: rejected by everyone.
+    const moved = { ...sc.challenge, executor_digest: OTHER };
+    const lying = { challenge: moved, signature: signText(keys[1]!.priv, challengeSigningText(moved)) };
+    expect((await refusal(s.applyOpened(lying, { sender: keys[1]!.id }))).message).toContain('executed_by');
+    expect(s.all()).toEqual([]);
+    await s.applyOpened(sc, { sender: keys[1]!.id });
+    await s.applyOpened(sc, { sender: keys[1]!.id }); // idempotent
+    expect(s.all()).toHaveLength(1);
+    expect(s.get(sc.challenge.challenge_id)!.state).toBe('opened');
+  });
+
+  it('forged, misdirected and replayed votes are rejected; non-member votes ignored and counted; equivocation recorded', async () => {
+    const s = await service(keys[4]!);
+    const sc = signedChallenge('res_2_x');
+    const id = sc.challenge.challenge_id;
+    await s.applyOpened(sc, { sender: keys[1]!.id });
+    const m0 = member(sc, 0);
+    const m1 = member(sc, 1);
+    const m2 = member(sc, 2);
+    // Forged: signed by another key than the voter's.
+    const forged = { ...vote(m0, id, EXEC), signature: signText(m1.priv, voteSigningText({ challenge_id: id, voter: m0.id, digest: EXEC, svcond: now })) };
+    expect((await refusal(s.applyVote(forged, { sender: m0.id }))).code).toBe('INVALID_VOTE');
+    // Gossiped by someone else than the voter.
+    expect((await refusal(s.applyVote(vote(m0, id, EXEC), { sender: m1.id }))).code).toBe('INVALID_VOTE');
+    // Replayed from another challenge: its signature names that challenge; rewritten, the signature fails.
+    const other = signedChallenge('res_3_y');
+    await s.applyOpened(other, { sender: keys[1]!.id });
+    const elsewhere = vote(m0, other.challenge.challenge_id, EXEC);
+    const replayed = { vote: { ...elsewhere.vote, challenge_id: id }, signature: elsewhere.signature };
+    expect((await refusal(s.applyVote(replayed, { sender: m0.id }))).code).toBe('INVALID_VOTE');
+    // A vote for a challenge nobody opened: ignored.
+    const stray = vote(m0, challengeIdOf('res_none', 'z'), EXEC);
+    expect((await refusal(s.applyVote(stray, { sender: m0.id }))).action).toBe('ignore');
+    // A non-member: ignored and counted.
+    const out = outsider(sc);
+    const nm = await refusal(s.applyVote(vote(out, id, CLAIM), { sender: out.id }));
+    expect([nm.action, nm.code]).toEqual(['ignore', 'SVC_NOT_A_MEMBER']);
+    let e = s.get(id)!;
+    expect(e).toMatchObject({ state: 'opened', votes: [], non_member_votes: 1, refused_votes: 2 });
+    // Equivocation: m0 votes twice, differently: both kept as evidence; neither counts.
+    await s.applyVote(vote(m0, id, EXEC), { sender: m0.id });
+    await s.applyVote(vote(m0, id, EXEC), { sender: m0.id }); // the same vote again: once
+    await s.applyVote(vote(m0, id, CLAIM), { sender: m0.id });
+    e = s.get(id)!;
+    expect(e.votes).toHaveLength(2);
+    expect(e.state).toBe('voting');
+    await s.applyVote(vote(m1, id, EXEC), { sender: m1.id });
+    expect(s.get(id)!.state).toBe('voting'); // m0's EXEC vote does not count: one counted vote for EXEC
+    await s.applyVote(vote(m2, id, EXEC), { sender: m2.id });
+    e = s.get(id)!;
+    expect(e.state).toBe('rejected');
+    expect(e.verdict).toMatchObject({ outcome: 'rejected', deciding_digest: EXEC, equivocators: [m0.id], non_member_votes: 1, tally: { [EXEC]: 2 } });
+    // A vote after the verdict (here m1 equivocating late) is kept as evidence and changes nothing; the verdict's
+    // document carries the votes it rests on, and still checks.
+    await s.applyVote(vote(m1, id, CLAIM), { sender: m1.id });
+    expect(s.get(id)!.verdict!.outcome).toBe('rejected');
+    expect(s.get(id)!.votes).toHaveLength(5);
+    const doc = s.document(id)!;
+    expect(doc.votes).toHaveLength(4);
+    expect(verifyVerdictDocument(doc, verifyText)).toMatchObject({ valid: true, reasons: [] });
+    expect(s.stats()).toMatchObject({ refused_votes: 3, non_member_votes: 1, unknown_challenge_votes: 1 });
+  });
+
+  it('a node that heard no vote takes the verdict event; a verdict whose votes do not fold to it is rejected', async () => {
+    const decider = await service(keys[2]!);
+    const late = await service(keys[3]!);
+    const sc = signedChallenge('res_4_z');
+    const id = sc.challenge.challenge_id;
+    await decider.applyOpened(sc, { sender: keys[1]!.id });
+    await decider.applyVote(vote(member(sc, 0), id, CLAIM), { sender: member(sc, 0).id });
+    await decider.applyVote(vote(member(sc, 1), id, CLAIM), { sender: member(sc, 1).id });
+    const doc = decider.document(id)!;
+    expect(doc.verdict.outcome).toBe('upheld');
+    // Tampered: claims rejected on the same votes.
+    const lie: VerdictDocument = { ...doc, verdict: { ...doc.verdict, outcome: 'rejected', deciding_digest: EXEC } };
+    expect((await refusal(late.applyVerdict(lie))).code).toBe('INVALID_VERDICT');
+    // A vote whose signature was altered.
+    const badSig: VerdictDocument = { ...doc, votes: [doc.votes[0]!, { ...doc.votes[1]!, vote: { ...doc.votes[1]!.vote, digest: OTHER } }] };
+    expect(verifyVerdictDocument(badSig, verifyText).valid).toBe(false);
+    expect(late.get(id)).toBeNull();
+    await late.applyVerdict(doc);
+    expect(late.get(id)!.verdict).toMatchObject({ outcome: 'upheld', deciding_digest: CLAIM });
+    expect(late.get(id)!.state).toBe('upheld');
+    // no_quorum is taken only once the deadline has passed here.
+    const quiet = signedChallenge('res_5_q');
+    const nq: VerdictDocument = {
+      challenge: quiet,
+      votes: [],
+      verdict: { challenge_id: quiet.challenge.challenge_id, outcome: 'no_quorum', deciding_digest: null },
+    };
+    expect((await refusal(late.applyVerdict(nq))).action).toBe('ignore');
+    now += policy.deadlineTicks + 1;
+    await late.applyVerdict(nq);
+    expect(late.get(quiet.challenge.challenge_id)!.state).toBe('no_quorum');
+  });
+
+  it('the deadline sweep declares no_quorum once deadline + grace has passed, with the votes heard so far', async () => {
+    const s = await service(keys[5]!);
+    const sc = signedChallenge('res_6_d');
+    const id = sc.challenge.challenge_id;
+    await s.applyOpened(sc, { sender: keys[1]!.id });
+    await s.applyVote(vote(member(sc, 0), id, CLAIM), { sender: member(sc, 0).id });
+    now = sc.challenge.deadline_svcond + 2;
+    await s.sweepDeadlines();
+    expect(s.get(id)!.state).toBe('voting');
+    now += 1;
+    await s.sweepDeadlines();
+    expect(s.get(id)!.verdict).toMatchObject({ outcome: 'no_quorum', tally: { [CLAIM]: 1 } });
+    // The same votes fold to the same outcome anywhere.
+    const f = foldVotes({
+      committee: sc.challenge.committee,
+      quorum: 2,
+      claimedDigest: CLAIM,
+      executorDigest: EXEC,
+      votes: s.get(id)!.votes.map((v) => v.vote),
+      deadlineSvcond: sc.challenge.deadline_svcond,
+      deadlinePassed: true,
+    });
+    expect(f.outcome).toBe('no_quorum');
+  });
+});
