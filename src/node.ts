@@ -115,10 +115,10 @@ export class SvcNode {
     const secret = await receiptSecret(config);
     this.receiptKey = deriveKey(secret, 'RECEIPT');
     this.store = await Store.open(join(config.dataDir, 'db'), { sync: config.syncWrites });
-    this.counters = new Counters(this.store);
+    this.counters = new Counters(this.store, config.limits.identityCacheMax);
     await this.counters.load();
     const nodeId = () => this.nodeIdentity.nodeId;
-    this.chain = new ChainService(this.store);
+    this.chain = new ChainService(this.store, config.limits.identityCacheMax);
     await this.chain.loadHeads();
     this.identity = new IdentityService({
       store: this.store,
@@ -127,8 +127,12 @@ export class SvcNode {
       nodeId,
       kernelVersion: config.kernel.version,
       saltSecret: deriveKey(secret, 'SALT'),
+      keyCacheMax: config.limits.identityCacheMax,
     });
-    this.ledger = new Ledger(this.store, this.counters, this.chain, { initialCredits: this.options.initialCredits ?? config.limits.initialCredits });
+    this.ledger = new Ledger(this.store, this.counters, this.chain, {
+      initialCredits: this.options.initialCredits ?? config.limits.initialCredits,
+      walletCacheMax: config.limits.identityCacheMax,
+    });
     this.quota = new QuotaService(
       this.counters,
       {
