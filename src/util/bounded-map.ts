@@ -59,15 +59,18 @@ export class LruMap<K, V> extends Map<K, V> {
     if (this.max === undefined) return super.set(key, value);
     super.delete(key);
     super.set(key, value);
-    if (this.size > this.max) this.trim();
+    if (this.size > this.max) this.trim(key);
     return this;
   }
 
-  /** Evict least recently used entries that are not kept until the bound holds (or only kept ones are left). */
-  trim(): void {
+  /**
+   * Evict least recently used entries that are not kept until the bound holds (or only kept ones are left); never
+   * `newest`, the entry just set (a caller loading it is about to use it).
+   */
+  private trim(newest: K): void {
     for (const k of super.keys()) {
       if (this.size <= this.max) return;
-      if (!this.keep(k)) super.delete(k);
+      if (k !== newest && !this.keep(k)) super.delete(k);
     }
   }
 }
