@@ -10,9 +10,9 @@ import { LruMap, PendingWrites } from '../util/bounded-map.js';
 export const HEADS_CACHE_DEFAULT = 4096;
 const MOD_256 = 1n << 256n;
 
-/** A head's share of the heads digest: SHA-256 of [slug, seq, hash] as a number. */
+/** A head's share of the heads digest: SHA-256 of "slug seq hash" as a number (slugs and hashes have no spaces). */
 function headTerm(slug: string, head: Head): bigint {
-  return BigInt(`0x${sha256Hex(canonicalJson([slug, head.seq, head.hash]))}`);
+  return BigInt(`0x${sha256Hex(`${slug} ${head.seq} ${head.hash}`)}`);
 }
 
 export type Role = 'viewer' | 'operator' | 'admin' | 'owner';
