@@ -160,10 +160,10 @@ export class SvcNode {
     const secret = await receiptSecret(config);
     this.receiptKey = deriveKey(secret, 'RECEIPT');
     this.store = await Store.open(join(config.dataDir, 'db'), { sync: config.syncWrites });
-    this.counters = new Counters(this.store);
+    this.counters = new Counters(this.store, config.limits.identityCacheMax);
     await this.counters.load();
     const nodeId = () => this.nodeIdentity.nodeId;
-    this.chain = new ChainService(this.store);
+    this.chain = new ChainService(this.store, config.limits.identityCacheMax);
     await this.chain.loadHeads();
     this.identity = new IdentityService({
       store: this.store,
@@ -172,8 +172,12 @@ export class SvcNode {
       nodeId,
       kernelVersion: config.kernel.version,
       saltSecret: deriveKey(secret, 'SALT'),
+      keyCacheMax: config.limits.identityCacheMax,
     });
-    this.ledger = new Ledger(this.store, this.counters, this.chain, { initialCredits: this.options.initialCredits ?? config.limits.initialCredits });
+    this.ledger = new Ledger(this.store, this.counters, this.chain, {
+      initialCredits: this.options.initialCredits ?? config.limits.initialCredits,
+      walletCacheMax: config.limits.identityCacheMax,
+    });
     this.tiers = new TierBook(this.store, tierPolicy({ dailyAllowance: this.options.tierDailyAllowance, timeLimitSeconds: this.options.tierTimeLimitSeconds }));
     await this.tiers.load();
     this.quota = new QuotaService(

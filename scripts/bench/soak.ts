@@ -4,7 +4,10 @@
 // every 10 s (a preloaded one-line module; nothing else in the node changes). One JSON line per minute (RSS, heap,
 // requests and errors of that minute), and a summary line: the least-squares slope of RSS and of heap used (MiB/min)
 // over the last 10 minutes, or the last half of a shorter run.
-// Usage: npx tsx scripts/bench/soak.ts [--minutes 30] [--rate 100] [--concurrency 32]
+// With --snapshots DIR the node also runs with --expose-gc and, after the first and the last minute, collects garbage
+// and writes a heap snapshot into DIR (compare them with scripts/bench/heap-diff.ts); a snapshot pauses the node for
+// seconds, so the figure run goes without.
+// Usage: npx tsx scripts/bench/soak.ts [--minutes 30] [--rate 100] [--concurrency 32] [--snapshots DIR]
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -18,15 +21,23 @@ const rate = numberArg('rate', 100);
 const concurrency = numberArg('concurrency', 32);
 const SAMPLE_MS = 10_000;
 const MiB = 1024 * 1024;
+const snapshotArg = process.argv.indexOf('--snapshots');
+const snapshotDir = snapshotArg > 0 ? process.argv[snapshotArg + 1] : undefined;
 
 /** Preloaded into the node: its memory over the IPC channel, every SAMPLE_MS. */
 const REPORTER = `data:text/javascript,setInterval(() => process.send && process.send(process.memoryUsage()), ${SAMPLE_MS}).unref();`;
+/** Preloaded with --snapshots: on a {snapshot: path} message, a full GC, then the heap written to path. */
+const SNAPSHOTTER = `data:text/javascript,${encodeURIComponent(
+  `import { writeHeapSnapshot } from 'node:v8';
+process.on('message', (m) => { if (m && m.snapshot) { globalThis.gc(); globalThis.gc(); process.send({ wrote: writeHeapSnapshot(m.snapshot) }); } });
+process.channel && process.channel.unref();`,
+)}`;
 
 execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
 const dataDir = await mkdtemp(join(tmpdir(), 'svc-soak-'));
 const { child, url } = await startProcess(
   process.execPath,
-  [...NODE_HEAP_FLAGS, '--import', REPORTER, 'dist/cli/index.js', 'start'],
+  [...NODE_HEAP_FLAGS, ...(snapshotDir ? ['--expose-gc', '--import', SNAPSHOTTER] : []), '--import', REPORTER, 'dist/cli/index.js', 'start'],
   { SVC_PORT: '0', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'info', SVC_INITIAL_CREDITS: '1000000000', SVC_MAX_QUEUED_RUNS_PER_IDENTITY: '1000' },
   root,
   true,
@@ -42,7 +53,9 @@ interface Sample {
 }
 const samples: Sample[] = [];
 const started = performance.now();
-child.on('message', (m: NodeJS.MemoryUsage) => {
+let snapshotWritten: ((path: string) => void) | null = null;
+child.on('message', (m: NodeJS.MemoryUsage | { wrote: string }) => {
+  if ('wrote' in m) return snapshotWritten?.(m.wrote);
   samples.push({
     atMin: (performance.now() - started) / 60_000,
     rss: m.rss,
@@ -184,6 +197,13 @@ try {
       }),
     );
     minuteCounts = {};
+    if (snapshotDir && (m === 1 || m === minutes)) {
+      const wrote = await new Promise<string>((resolve) => {
+        snapshotWritten = resolve;
+        child.send({ snapshot: join(snapshotDir, `soak-min${m}.heapsnapshot`) });
+      });
+      console.log(JSON.stringify({ minute: m, snapshot: wrote }));
+    }
   }
 } finally {
   clearInterval(ticker);

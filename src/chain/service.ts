@@ -4,6 +4,16 @@ import { canonicalJson } from '../kernel/canonical.js';
 import { sha256Hex } from '../kernel/bytes.js';
 import { ServiceError } from '../kernel/errors.js';
 import { JsonText, padNum, type Op, type Store, type Sublevel } from '../store/db.js';
+import { LruMap, PendingWrites } from '../util/bounded-map.js';
+
+/** Chain heads kept in memory, unless configured (limits.identityCacheMax: one machine per identity). */
+export const HEADS_CACHE_DEFAULT = 4096;
+const MOD_256 = 1n << 256n;
+
+/** A head's share of the heads digest: SHA-256 of "slug seq hash" as a number (slugs and hashes have no spaces). */
+function headTerm(slug: string, head: Head): bigint {
+  return BigInt(`0x${sha256Hex(`${slug} ${head.seq} ${head.hash}`)}`);
+}
 
 export type Role = 'viewer' | 'operator' | 'admin' | 'owner';
 
@@ -54,11 +64,34 @@ interface Head {
 export class ChainService {
   private readonly machines: Sublevel;
   private readonly rows: Sublevel;
-  private readonly heads = new Map<string, Head>();
+  /** The chains used most recently (a miss reads the chain's last row); one with an append in flight stays. */
+  private readonly heads: LruMap<string, Head>;
+  private readonly pending: PendingWrites<string>;
+  /**
+   * Σ headTerm over every machine's head, mod 2^256: kept as heads move, so the digest covers every chain without
+   * all heads in memory (a sum, not a hash of the sorted list: a list would need them all).
+   */
+  private headsSum = 0n;
 
-  constructor(private readonly store: Store) {
+  constructor(
+    private readonly store: Store,
+    headsCacheMax = HEADS_CACHE_DEFAULT,
+  ) {
     this.machines = store.sub('machines');
     this.rows = store.sub('chain_rows');
+    this.pending = new PendingWrites(store.progress);
+    this.heads = new LruMap(headsCacheMax, (slug) => this.pending.pending(slug));
+  }
+
+  /** Chain heads in memory now (≤ the bound, plus any with an append in flight). */
+  get headsCached(): number {
+    return this.heads.size;
+  }
+
+  private moveHead(slug: string, from: Head | null, to: Head): void {
+    let sum = this.headsSum + headTerm(slug, to);
+    if (from !== null) sum -= headTerm(slug, from);
+    this.headsSum = ((sum % MOD_256) + MOD_256) % MOD_256;
   }
 
   async getMachine(slug: string): Promise<MachineRecord | undefined> {
@@ -75,7 +108,10 @@ export class ChainService {
    * headsDigest() is the same before and after a restart. Not before the write: a batch that fails leaves no head.
    */
   created(slug: string): void {
-    if (!this.heads.has(slug)) this.heads.set(slug, { seq: 0, hash: GENESIS_HASH });
+    if (this.heads.has(slug)) return;
+    const genesis = { seq: 0, hash: GENESIS_HASH };
+    this.heads.set(slug, genesis);
+    this.moveHead(slug, null, genesis);
   }
 
   private async head(slug: string): Promise<Head> {
@@ -97,7 +133,7 @@ export class ChainService {
     let n = 0;
     try {
       for await (const slug of it) {
-        await this.head(slug as string);
+        this.moveHead(slug as string, null, await this.head(slug as string));
         n++;
       }
     } finally {
@@ -129,12 +165,17 @@ export class ChainService {
     // a map allocation and a page fault per seal, and megamorphic reads of the row downstream).
     const row: AuditRow = { seq, svcond, transitionType, payload_sha256: payloadSha256, prev_hash: head.hash, hash: sha256Hex(text) };
     const previous: Head = { seq: head.seq, hash: head.hash };
-    this.heads.set(slug, { seq: row.seq, hash: row.hash });
+    const next: Head = { seq: row.seq, hash: row.hash };
+    this.heads.set(slug, next);
+    this.pending.changed(slug);
+    this.moveHead(slug, previous, next);
     return {
       row,
       // Stored as the hashed text plus the hash (parsed back, the same row): the row is serialised once.
       op: { type: 'put', sub: this.rows, key: `${slug}!${padNum(row.seq)}`, value: new JsonText(`${text.slice(0, -1)},"hash":"${row.hash}"}`) },
       rollback: () => {
+        this.moveHead(slug, next, previous);
+        // Not in memory: evicted after its failed batch settled; the store has the head without this row.
         const now = this.heads.get(slug);
         if (now && now.seq === row.seq) this.heads.set(slug, previous);
         else this.heads.delete(slug);
@@ -180,7 +221,6 @@ export class ChainService {
 
   /** The digest of every chain head this node holds (for mesh head state). */
   headsDigest(): string {
-    const entries = [...this.heads.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return sha256Hex(canonicalJson(entries.map(([slug, h]) => [slug, h.seq, h.hash])));
+    return sha256Hex(this.headsSum.toString(16).padStart(64, '0'));
   }
 }

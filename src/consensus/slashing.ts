@@ -159,6 +159,8 @@ export class SlashingService {
         const held = (await this.o.ledger.envelopesById(bond.token_ids)).filter(
           (e): e is EnvelopeRecord => !!e && e.owner === bond.zid && e.bond_id === bond.bond_id,
         );
+        await this.o.ledger.loadCounts(bond.zid);
+        await this.o.ledger.loadCounts(FOUNDATION_ACCOUNT);
         // From here to the commit: synchronous (counters in memory), as ledger.ts's rule asks.
         const ops: Op[] = [];
         const deltas = new Map<string, number>();

@@ -74,6 +74,8 @@ export interface IdentityDeps {
   kernelVersion: string;
   /** Secret used to derive decoy salts for unknown emails (no account enumeration through /salt). */
   saltSecret: Buffer;
+  /** Key records kept in memory (limits.identityCacheMax; default 10 000). */
+  keyCacheMax?: number;
 }
 
 export type AssertionSink = (assertions: IdentityAssertion[]) => void;
@@ -96,7 +98,7 @@ export class IdentityService {
   private readonly keys: Sublevel;
   private readonly sessions: Sublevel;
   /** Key records by digest: a hot read on every authenticated request. Bounded; writes go through it. */
-  private readonly keyCache = new BoundedMap<string, KeyRecord>(10_000);
+  private readonly keyCache: BoundedMap<string, KeyRecord>;
   private assertionSink: AssertionSink | null = null;
   private remoteLookup: RemoteKeyLookup | null = null;
   /** Digests no peer knew, so a stream of bad keys does not fan out to the mesh. */
@@ -105,6 +107,7 @@ export class IdentityService {
   private readonly claims = new Claims();
 
   constructor(private readonly deps: IdentityDeps) {
+    this.keyCache = new BoundedMap(deps.keyCacheMax ?? 10_000);
     this.identities = deps.store.sub('identities');
     this.emails = deps.store.sub('emails');
     this.keys = deps.store.sub('keys');

@@ -6,7 +6,13 @@
 //   '#id:<zid>'  → {'env:<zid>': n, 'envf:<zid>:<folder>': n, 'chg:<zid>': n, …}   (an identity's envelope counts, credits charged)
 // Every other counter (day quotas, which are pruned by prefix) is its own key with a number value. Records of
 // the earlier layout (one key per counter) are read at load and folded into their group record once.
+// An identity's record is read when it is first needed (loadIdentity) and kept in a cache bounded by least recent
+// use, so memory does not grow with the number of identities; the node totals and day counters stay in memory.
+import { LruMap, PendingWrites } from '../util/bounded-map.js';
 import type { Op, Store, Sublevel } from './db.js';
+
+/** Identities whose counter records are kept in memory, unless configured (limits.identityCacheMax). */
+export const IDENTITY_CACHE_DEFAULT = 4096;
 
 const TOTALS_KEY = '#totals';
 const TOTALS = new Set(['sealed_total', 'burned_total', 'foundation_total', 'envelope_seq', 'charged_total', 'foundation_shares_total']);
@@ -14,28 +20,74 @@ const TOTALS = new Set(['sealed_total', 'burned_total', 'foundation_total', 'env
 /** The record key a counter is stored under, or null when it is stored alone. */
 export function groupOf(name: string): string | null {
   if (TOTALS.has(name)) return TOTALS_KEY;
-  if (name.startsWith('env:') || name.startsWith('chg:')) return `#id:${name.slice(4)}`;
+  const zid = identityOf(name);
+  return zid === null ? null : `#id:${zid}`;
+}
+
+/** The identity whose record holds this counter, or null for a node-wide or day counter. */
+export function identityOf(name: string): string | null {
+  if (name.startsWith('env:') || name.startsWith('chg:')) return name.slice(4);
   if (name.startsWith('envf:')) {
     const end = name.indexOf(':', 5);
-    if (end > 5) return `#id:${name.slice(5, end)}`;
+    if (end > 5) return name.slice(5, end);
   }
   return null;
 }
 
 export class Counters {
+  /** Node totals and stand-alone (day) counters. */
   private readonly values = new Map<string, number>();
-  /** Group record key → the counter names stored in it. */
+  /** Group record key → the counter names stored in it (the totals record; identities' records are in `identities`). */
   private readonly groups = new Map<string, Set<string>>();
+  /** Identity → its record's counters (name → value): the identities used most recently. */
+  private readonly identities: LruMap<string, Map<string, number>>;
+  /** Identities whose counters changed in memory and are not written yet: never evicted. */
+  private readonly pending: PendingWrites<string>;
   private readonly sub: Sublevel;
 
-  constructor(private readonly store: Store) {
+  constructor(
+    private readonly store: Store,
+    identityCacheMax = IDENTITY_CACHE_DEFAULT,
+  ) {
     this.sub = store.sub('counters', 'json', { rewritten: true });
+    this.pending = new PendingWrites(store.progress);
+    this.identities = new LruMap(identityCacheMax, (zid) => this.pending.pending(zid));
+  }
+
+  /** Is this identity's record in memory (its counters usable synchronously)? */
+  hasIdentity(zid: string): boolean {
+    return this.identities.has(zid);
+  }
+
+  /** Identities whose counters are in memory now (≤ the bound, plus any with a write in flight). */
+  get identitiesCached(): number {
+    return this.identities.size;
+  }
+
+  /**
+   * Read an identity's counter record into memory, if it is not there: after it, get/bump/persistOp of its
+   * counters run synchronously. Undefined (nothing to wait for) when it is in memory already.
+   */
+  loadIdentity(zid: string): Promise<void> | undefined {
+    if (this.identities.get(zid) !== undefined) return undefined;
+    return this.store.get<Record<string, number>>(this.sub, `#id:${zid}`).then((rec) => {
+      if (this.identities.has(zid)) return;
+      this.identities.set(zid, new Map(rec && typeof rec === 'object' ? Object.entries(rec) : []));
+    });
+  }
+
+  /** An identity's counters in memory; a read of one not loaded is a bug of the caller, never a silent 0. */
+  private identity(zid: string): Map<string, number> {
+    const m = this.identities.get(zid);
+    if (m === undefined) throw new Error(`counters of ${zid} not loaded`);
+    return m;
   }
 
   async load(): Promise<void> {
     const legacy: string[] = [];
     const singles: [string, number][] = [];
     for (const { key, value } of await this.store.range<unknown>(this.sub)) {
+      if (key.startsWith('#id:')) continue;
       if (key.startsWith('#')) {
         if (value && typeof value === 'object') {
           for (const [name, n] of Object.entries(value as Record<string, number>)) this.set(name, n);
@@ -53,7 +105,9 @@ export class Counters {
         continue;
       }
       legacy.push(name);
-      if (!this.values.has(name)) {
+      const zid = identityOf(name);
+      if (zid !== null) await this.loadIdentity(zid);
+      if (!this.has(name)) {
         this.set(name, n);
         touched.add(group);
       }
@@ -66,7 +120,18 @@ export class Counters {
     }
   }
 
+  private has(name: string): boolean {
+    const zid = identityOf(name);
+    return zid === null ? this.values.has(name) : this.identity(zid).has(name);
+  }
+
   private set(name: string, n: number): void {
+    const zid = identityOf(name);
+    if (zid !== null) {
+      this.identity(zid).set(name, n);
+      this.pending.changed(zid);
+      return;
+    }
     this.values.set(name, n);
     const group = groupOf(name);
     if (group === null) return;
@@ -76,11 +141,20 @@ export class Counters {
   }
 
   get(name: string): number {
+    const zid = identityOf(name);
+    if (zid !== null) return this.identity(zid).get(name) ?? 0;
     return this.values.get(name) ?? 0;
   }
 
   /** Apply an increment in memory only; persist with persistOps in the same batch (rollback with revert). */
   bump(name: string, delta: number): void {
+    const zid = identityOf(name);
+    if (zid !== null) {
+      const m = this.identity(zid);
+      m.set(name, (m.get(name) ?? 0) + delta);
+      this.pending.changed(zid);
+      return;
+    }
     const current = this.values.get(name);
     if (current === undefined) this.set(name, delta);
     else this.values.set(name, current + delta);
@@ -120,6 +194,10 @@ export class Counters {
 
   private groupOp(group: string): Op {
     const value: Record<string, number> = {};
+    if (group.startsWith('#id:')) {
+      for (const [name, n] of this.identity(group.slice(4))) value[name] = n;
+      return { type: 'put', sub: this.sub, key: group, value };
+    }
     const members = this.groups.get(group);
     if (members) for (const name of members) value[name] = this.values.get(name) ?? 0;
     return { type: 'put', sub: this.sub, key: group, value };
@@ -127,12 +205,21 @@ export class Counters {
 
   /** Undo in-memory increments whose batch failed. */
   revert(name: string, delta: number): void {
+    const zid = identityOf(name);
+    if (zid !== null) {
+      // Not in memory: evicted after its failed batch settled, so the store holds the value without the change.
+      const m = this.identities.get(zid);
+      if (m !== undefined) m.set(name, (m.get(name) ?? 0) - delta);
+      return;
+    }
     this.values.set(name, this.get(name) - delta);
   }
 
-  /** Counters whose name starts with prefix, sorted by name. */
+  /** Counters whose name starts with prefix, sorted by name (an identity's folder counters: load it first). */
   withPrefix(prefix: string): [string, number][] {
-    return [...this.values.entries()].filter(([k]) => k.startsWith(prefix)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const zid = identityOf(prefix);
+    const from = zid !== null ? this.identity(zid) : this.values;
+    return [...from.entries()].filter(([k]) => k.startsWith(prefix)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   }
 
   /** Drop counters with a given prefix below a cutoff key (old day counters). Returns the ops. */

@@ -65,6 +65,12 @@ export class Store {
   private readonly sync: boolean;
   /** Batches written and ops written (after dropping ops replaced within their batch), for the bench and status. */
   readonly stats = { batches: 0, ops: 0 };
+  /**
+   * Commits accepted and commits settled (written or failed), counted in order: commits settle in the order they
+   * were accepted, those of one synchronous turn in one batch. The bounded caches keep an entry whose change is not
+   * settled yet (util/bounded-map.ts, PendingWrites).
+   */
+  readonly progress = { commits: 0, settled: 0 };
 
   private constructor(db: Level<string, Json>, options: StoreOptions) {
     this.db = db;
@@ -149,6 +155,7 @@ export class Store {
       return Promise.reject(err);
     }
     if (rewrites !== null) for (const op of rewrites) this.rewrites.set(op.sub.prefixKey(op.key, 'utf8'), op);
+    this.progress.commits++;
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ encoded, resolve, reject });
       if (!this.flushing) {
@@ -194,6 +201,7 @@ export class Store {
           await batch.write({ sync: this.sync });
           this.stats.batches++;
           this.stats.ops += count;
+          this.progress.settled += group.length;
           for (const p of group) p.resolve();
         } catch (err) {
           // The callers queued meanwhile built their ops on this group's in-memory changes (a chain row's previous
@@ -203,6 +211,7 @@ export class Store {
           const queued = this.queue;
           this.queue = [];
           this.rewrites = new Map();
+          this.progress.settled += group.length + queued.length;
           for (const p of group) p.reject(failed);
           for (const p of queued) p.reject(failed);
         }

@@ -7,7 +7,7 @@ import { canonicalJson } from '../kernel/canonical.js';
 import { sha256Hex } from '../kernel/bytes.js';
 import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
-import { BoundedMap } from '../util/bounded-map.js';
+import { BoundedMap, LruMap, PendingWrites } from '../util/bounded-map.js';
 import type { Counters } from '../store/counters.js';
 import type { ChainService, AuditRow } from '../chain/service.js';
 import type { KeyRecord } from '../identity/service.js';
@@ -77,7 +77,12 @@ export interface SealContext {
 
 export interface LedgerOptions {
   initialCredits: number;
+  /** Wallets kept in memory (least recently used go first; a miss reads the store). Default WALLET_CACHE_DEFAULT. */
+  walletCacheMax?: number;
 }
+
+/** Wallets kept in memory, unless configured (limits.identityCacheMax). */
+export const WALLET_CACHE_DEFAULT = 4096;
 
 /** The last day key made, and the [start, end) of its day in ms: most calls fall in the same day. */
 let lastDay = { key: '', start: 0, end: -1 };
@@ -117,7 +122,9 @@ export class Ledger {
   private readonly results: Sublevel;
   /** Body templates of results stored compact by earlier versions, by id (stored-result.ts); read only. */
   private readonly templates: Sublevel;
-  private readonly walletCache = new Map<string, Wallet>();
+  /** The wallets used most recently; one changed in memory and not yet written stays (walletWrites). */
+  private readonly walletCache: LruMap<string, Wallet>;
+  private readonly walletWrites: PendingWrites<string>;
   /** Templates read back for compact results, by id (a template never changes under its id: it is its SHA-256). */
   private readonly readTemplates = new BoundedMap<string, StoredTemplate>(READ_TEMPLATES_MAX);
 
@@ -133,6 +140,8 @@ export class Ledger {
     this.byFolder = store.sub(ENVELOPE_SUBS.byFolder);
     this.results = store.sub('results', 'bytes');
     this.templates = store.sub('result_templates', 'utf8');
+    this.walletWrites = new PendingWrites(store.progress);
+    this.walletCache = new LruMap(options.walletCacheMax ?? WALLET_CACHE_DEFAULT, (zid) => this.walletWrites.pending(zid));
     // A store written before charged_total existed: its running total is what was burned plus the foundation's.
     if (counters.get('charged_total') === 0 && counters.get('burned_total') + counters.get('foundation_total') > 0) {
       counters.bump('charged_total', counters.get('burned_total') + counters.get('foundation_total'));
@@ -140,7 +149,15 @@ export class Ledger {
     }
   }
 
+  /** Wallets in memory now (≤ the bound, plus any with a write in flight). */
+  get walletsCached(): number {
+    return this.walletCache.size;
+  }
+
+  /** The wallet, read into memory with the identity's counters (what chargeOps and seal use synchronously). */
   async wallet(zid: string): Promise<Wallet> {
+    const counting = this.counters.loadIdentity(zid);
+    if (counting !== undefined) await counting;
     const cached = this.walletCache.get(zid);
     if (cached) return cached;
     const stored = await this.store.get<Wallet>(this.wallets, zid);
@@ -180,6 +197,7 @@ export class Ledger {
     if (!w) throw new Error('wallet not prepared');
     const next: Wallet = { free: w.free + dFree, paid: w.paid + dPaid };
     this.walletCache.set(zid, next);
+    this.walletWrites.changed(zid);
     const rollback = () => {
       const now = this.walletCache.get(zid);
       if (now) this.walletCache.set(zid, { free: now.free - dFree, paid: now.paid - dPaid });
@@ -255,7 +273,8 @@ export class Ledger {
 
   /** Load what seal() needs synchronously (wallet and chain head); undefined when both are in memory already. */
   prepare(caller: Caller): Promise<void> | undefined {
-    if (caller.kind !== 'identity' || (this.walletCache.has(caller.zid) && this.chain.isPrepared(caller.slug))) return undefined;
+    if (caller.kind !== 'identity' || (this.walletCache.has(caller.zid) && this.chain.isPrepared(caller.slug) && this.counters.hasIdentity(caller.zid)))
+      return undefined;
     return (async () => {
       await this.wallet(caller.zid);
       await this.chain.prepare(caller.slug);
@@ -289,6 +308,9 @@ export class Ledger {
     let envelope: EnvelopeRecord | null = null;
     let audit: AuditRow | null = null;
 
+    // Loaded by prepare() before the work, but a bounded cache may have let them go since: load again (the loop
+    // ends when all three are in memory at once; from here to the commit nothing waits, so they stay).
+    if (caller.kind === 'identity') for (let p = this.prepare(caller); p !== undefined; p = this.prepare(caller)) await p;
     if (caller.kind === 'identity') {
       const w = this.walletCache.get(caller.zid);
       if (!w) throw new Error('wallet not prepared');
@@ -297,6 +319,7 @@ export class Ledger {
       const fromPaid = cost - fromFree;
       const next: Wallet = { free: w.free - fromFree, paid: w.paid - fromPaid };
       this.walletCache.set(caller.zid, next);
+      this.walletWrites.changed(caller.zid);
       // Undone by giving the charge back, not by restoring a copy: seals of the same wallet made after this one
       // (in this batch or queued) keep their own charges when they roll back in any order.
       rollbacks.push(() => {
@@ -401,7 +424,12 @@ export class Ledger {
     return bytes === undefined ? undefined : (JSON.parse(bytes.toString('utf8')) as Record<string, unknown>);
   }
 
-  /** Envelopes an owner holds (the counter; never a scan). */
+  /** Read an owner's counters into memory (before heldCount or folders); undefined when they are there. */
+  loadCounts(zid: string): Promise<void> | undefined {
+    return this.counters.loadIdentity(zid);
+  }
+
+  /** Envelopes an owner holds (the counter; never a scan; loadCounts first). */
   heldCount(zid: string): number {
     return this.counters.get(envelopeCounter(zid));
   }
@@ -453,6 +481,8 @@ export class Ledger {
       const hit = env && env.owner === zid && (!opts.folder || env.folder === opts.folder) ? [env] : [];
       return { total: hit.length, items: hit.slice(opts.offset, opts.offset + opts.limit) };
     }
+    const counting = this.counters.loadIdentity(zid);
+    if (counting !== undefined) await counting;
     const total = this.counters.get(opts.folder ? folderCounter(zid, opts.folder) : envelopeCounter(zid));
     const prefix = opts.folder ? `${zid}!${opts.folder}!` : `${zid}!`;
     const sub = opts.folder ? this.byFolder : this.byOwner;

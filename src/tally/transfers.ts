@@ -272,6 +272,9 @@ export class Transfers {
       const transferId = `xfer_${randomHex(24)}`;
       const seed = ids ? null : sha256Hex(canonicalJson({ transfer_id: transferId, from, to: req.to, count: req.count }));
       const chosen = ids ? await this.named(from, ids) : await this.pick(from, req.count!, seed!);
+      // Counters are read on demand (bounded cache): both owners' in memory before the synchronous part.
+      await this.d.counters.loadIdentity(from);
+      if (sameNode) await this.d.counters.loadIdentity(req.to);
       await this.d.chain.prepare(fromSlug);
       if (sameNode) await this.d.chain.prepare(toSlug);
       // From here to the commit: synchronous (counters and chain heads in memory), as ledger.ts's rule asks.
@@ -379,6 +382,7 @@ export class Transfers {
       const clash = existing.findIndex((e) => e !== undefined);
       if (clash >= 0)
         throw new ServiceError(409, 'SVC_CONFLICT', `envelope ${tokenIds[clash]} is already on this node's ledger`, { token_id: tokenIds[clash] });
+      await this.d.counters.loadIdentity(delivery.to);
       await this.d.chain.prepare(toSlug);
       // Synchronous from here to the commit.
       const svcond = this.d.nowSvcond();

@@ -30,3 +30,90 @@ export class BoundedSet<T> extends Set<T> {
     return super.add(value);
   }
 }
+
+/**
+ * A cache of records that live in the store, bounded by least recent use: get() and set() make an entry the newest,
+ * and when a set passes the bound the least recently used entries go first, except those `keep` names (an
+ * in-memory change whose write has not settled, see PendingWrites): they stay, and the map is over its bound only
+ * by them, until they are written. A miss is answered by reading the store again, so no value depends on the cache.
+ */
+export class LruMap<K, V> extends Map<K, V> {
+  constructor(
+    readonly max: number,
+    private readonly keep: (key: K) => boolean = () => false,
+  ) {
+    super();
+    if (!(Number.isInteger(max) && max >= 1)) throw new RangeError(`a bounded map needs max ≥ 1, got ${max}`);
+  }
+
+  override get(key: K): V | undefined {
+    const v = super.get(key);
+    if (v !== undefined && this.max !== undefined) {
+      super.delete(key);
+      super.set(key, v);
+    }
+    return v;
+  }
+
+  override set(key: K, value: V): this {
+    if (this.max === undefined) return super.set(key, value);
+    super.delete(key);
+    super.set(key, value);
+    if (this.size > this.max) this.trim(key);
+    return this;
+  }
+
+  /**
+   * Evict least recently used entries that are not kept until the bound holds (or only kept ones are left); never
+   * `newest`, the entry just set (a caller loading it is about to use it).
+   */
+  private trim(newest: K): void {
+    for (const k of super.keys()) {
+      if (this.size <= this.max) return;
+      if (k !== newest && !this.keep(k)) super.delete(k);
+    }
+  }
+}
+
+/** How far the store's writes have come: commits accepted, and commits settled (written or failed), in order. */
+export interface WriteProgress {
+  readonly commits: number;
+  readonly settled: number;
+}
+
+/**
+ * Keys changed in memory whose write has not settled yet: such an entry must not leave its cache, or a read of the
+ * store in between would miss the change. The rule it relies on (the one the ledger already follows): a change in
+ * memory and the commit that writes it are made in one synchronous turn, so that commit is the next one accepted
+ * or a later one of the same turn, and the store settles the commits of one turn together (one batch).
+ */
+export class PendingWrites<K> {
+  private readonly marks = new Map<K, number>();
+
+  constructor(private readonly progress: WriteProgress) {}
+
+  /** `key` changed in memory; its commit follows in this turn. */
+  changed(key: K): void {
+    this.marks.set(key, this.progress.commits + 1);
+  }
+
+  /** Is a change of `key` not yet written (or failed)? */
+  pending(key: K): boolean {
+    const mark = this.marks.get(key);
+    if (mark === undefined) return false;
+    if (this.progress.settled >= mark) {
+      this.marks.delete(key);
+      return false;
+    }
+    return true;
+  }
+
+  /** Keys with marks kept (settled ones are dropped as they are asked about or evicted). */
+  get size(): number {
+    return this.marks.size;
+  }
+
+  forget(key: K): void {
+    this.marks.delete(key);
+  }
+}

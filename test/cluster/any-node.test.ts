@@ -77,6 +77,9 @@ describe('any-node API', () => {
     expect(r.body.node).toBe(a.node.nodeId);
     expect(r.body.envelope).not.toBeNull();
     // Exactly once, at A: one envelope and one chain row there; nothing sealed on B.
+    // An identity's counters are read into memory on demand (store/counters.ts).
+    await a.node.counters.loadIdentity(id.zid);
+    await b.node.counters.loadIdentity(id.zid);
     expect(a.node.counters.get(`env:${id.zid}`)).toBe(1);
     expect(b.node.counters.get(`env:${id.zid}`)).toBe(0);
     expect(b.node.counters.get('sealed_total')).toBe(0);

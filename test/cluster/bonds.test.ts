@@ -76,6 +76,7 @@ describe('a bond across the mesh', () => {
       expect(n.node.bonds.ofZid(id.zid)?.bond.bond_id).toBe(bondId);
     }
     // The envelopes were marked at the home only: a peer holds no envelope of this identity.
+    await b.node.ledger.loadCounts(id.zid); // an identity's counters are read on demand
     expect(b.node.ledger.heldCount(id.zid)).toBe(0);
     const status = await call(c.url, 'GET', '/api/contribute/status', undefined, bearer(id.key));
     expect(status.headers.get('x-svc-served-by')).toBe(a.node.nodeId);

@@ -127,6 +127,7 @@ describe.each(registry.list().map((s) => [s.id, s] as const))('%s over HTTP', (i
 
   it('a result 1 % off fails the gate with 422 and seals nothing', async () => {
     const before = faulty.node.counters.get('sealed_total');
+    await faulty.node.counters.loadIdentity(faultyZid); // read on demand (store/counters.ts)
     const envBefore = faulty.node.counters.get(`env:${faultyZid}`);
     const r = await call(faulty.url, 'POST', '/api/svc/solve', { solver: id, inputs: {} }, bearer(faultyKey));
     expectError(r, 422, 'SVC_TOLERANCE_GATE');

@@ -37,6 +37,9 @@ describe('Counters', () => {
   it('persists one op per record and survives a restart', async () => {
     const a = await open();
     const names = ['sealed_total', 'burned_total', 'envelope_seq', 'env:zid_a', 'envf:zid_a:inbox', 'used:2026-01-01:zid_a'];
+    // An identity's counters are read on demand: using them unread is an error, never a silent 0.
+    expect(() => a.counters.get('env:zid_a')).toThrow(/not loaded/);
+    await a.counters.loadIdentity('zid_a');
     for (let i = 0; i < 3; i++) {
       for (const n of names) a.counters.bump(n, n === 'burned_total' ? 4 : 1);
       const ops = a.counters.persistOps(names);
@@ -52,6 +55,7 @@ describe('Counters', () => {
     });
     await a.store.close();
     const b = await open(a.dir);
+    await b.counters.loadIdentity('zid_a');
     expect(b.counters.get('sealed_total')).toBe(3);
     expect(b.counters.get('burned_total')).toBe(12);
     expect(b.counters.get('env:zid_a')).toBe(3);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BoundedMap, BoundedSet } from '../../src/util/bounded-map.js';
+import { BoundedMap, BoundedSet, LruMap, PendingWrites } from '../../src/util/bounded-map.js';
 
 describe('BoundedMap', () => {
   it('drops the oldest inserted entry when a new key would pass the limit', () => {
@@ -43,5 +43,49 @@ describe('BoundedSet', () => {
     const s = new BoundedSet<number>(3);
     for (const v of [1, 2, 3, 1, 4, 5]) s.add(v);
     expect([...s]).toEqual([3, 4, 5]);
+  });
+});
+
+describe('LruMap', () => {
+  it('evicts the least recently used: get and set make an entry the newest', () => {
+    const m = new LruMap<string, number>(3);
+    m.set('a', 1).set('b', 2).set('c', 3);
+    expect(m.get('a')).toBe(1);
+    m.set('b', 20);
+    m.set('d', 4);
+    expect([...m.keys()]).toEqual(['a', 'b', 'd']);
+    m.set('e', 5);
+    expect([...m.entries()]).toEqual([
+      ['b', 20],
+      ['d', 4],
+      ['e', 5],
+    ]);
+  });
+
+  it('keeps the entries `keep` names past the bound, and trims them once they may go', () => {
+    const held = new Set(['a', 'b']);
+    const m = new LruMap<string, number>(2, (k) => held.has(k));
+    for (const k of ['a', 'b', 'c', 'd']) m.set(k, 0);
+    // a and b are held: each new key replaces the previous unheld one, and the map is over its bound only by them.
+    expect([...m.keys()]).toEqual(['a', 'b', 'd']);
+    held.clear();
+    m.set('e', 0);
+    expect([...m.keys()]).toEqual(['d', 'e']);
+  });
+});
+
+describe('PendingWrites', () => {
+  it('a changed key is pending until the commits accepted by then have settled', () => {
+    const progress = { commits: 5, settled: 5 };
+    const p = new PendingWrites<string>(progress);
+    expect(p.pending('x')).toBe(false);
+    p.changed('x');
+    expect(p.pending('x')).toBe(true);
+    progress.commits = 7; // its commit and another of the same turn
+    progress.settled = 5;
+    expect(p.pending('x')).toBe(true);
+    progress.settled = 7; // one batch: both settle together
+    expect(p.pending('x')).toBe(false);
+    expect(p.size).toBe(0);
   });
 });

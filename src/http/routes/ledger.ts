@@ -76,10 +76,11 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     ctx.body = { zid, total, limit: q.limit, offset: q.offset, folder: q.folder ?? null, items };
   });
 
-  router.get('/api/tally/envelopes/:zid/folders', requireKey(auth), home, (ctx) => {
+  router.get('/api/tally/envelopes/:zid/folders', requireKey(auth), home, async (ctx) => {
     const c = identityOf(ctx);
     const zid = String(ctx.params.zid);
     if (zid !== c.zid) throw forbidden('folders are listed to their owner only');
+    await s.ledger.loadCounts(zid);
     ctx.body = { zid, folders: s.ledger.folders(zid) };
   });
 
