@@ -56,6 +56,8 @@ import { ResultRecords, type ResultLookup } from './tally/record.js';
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
 const TICK_MS = 777.000777;
+/** Ticks between announcements of recent verdicts again (challenges.reannounceVerdicts). */
+const VERDICT_REANNOUNCE_TICKS = 4;
 
 export { RECEIPT_SECRET_FILE };
 
@@ -368,7 +370,11 @@ export class SvcNode {
     // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast.
     await this.challenges.resumeEffects().catch((err: unknown) => this.logger.error({ err: String(err) }, 'a verdict effect could not be applied at start'));
     void this.reexecutor.resume().catch((err: unknown) => this.logger.warn({ err: String(err) }, 'resumed re-execution failed'));
-    this.consensusTimer = setInterval(() => void this.challenges.sweepDeadlines().catch(() => undefined), TICK_MS);
+    let consensusTicks = 0;
+    this.consensusTimer = setInterval(() => {
+      void this.challenges.sweepDeadlines().catch(() => undefined);
+      if (++consensusTicks % VERDICT_REANNOUNCE_TICKS === 0) void this.challenges.reannounceVerdicts().catch(() => undefined);
+    }, TICK_MS);
     this.consensusTimer.unref();
     if (this.mesh.enabled) {
       const every = (this.options.bondReannounceTicks ?? BOND_REANNOUNCE_TICKS) * TICK_MS;

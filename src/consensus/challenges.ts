@@ -514,6 +514,22 @@ export class ChallengeService {
     }
   }
 
+  /**
+   * Gossip keeps no history: a node that missed a challenge's events (above all the executor's home, which applies the
+   * slashing) would never learn its verdict. The opener and the committee announce each verdict again, for
+   * `deadlineTicks` after it was decided; a node that has it already changes nothing.
+   */
+  async reannounceVerdicts(): Promise<void> {
+    const now = this.o.nowSvcond();
+    const me = this.o.nodeId();
+    for (const e of this.all()) {
+      const c = e.challenge.challenge;
+      if (!e.verdict || now - e.verdict.decided_svcond > this.o.policy.deadlineTicks) continue;
+      if (c.challenger_home !== me && !c.committee.includes(me)) continue;
+      await this.gossip(VERDICT_EVENT, this.document(c.challenge_id));
+    }
+  }
+
   /** At start: run the verdict listeners again for every recorded verdict (each effect is idempotent). */
   async resumeEffects(): Promise<void> {
     for (const e of this.all()) if (e.verdict) for (const l of this.verdictListeners) await l(e);

@@ -113,6 +113,7 @@ describe('cross-node transfers', () => {
     const sent: string[] = r.body.token_ids;
     // The debit is at once: X holds 3.
     expect((await held(a, x)).total).toBe(3);
+    await a.node.counters.loadIdentity(x.zid); // counters are read on demand
     expect(a.node.counters.get(`env:${x.zid}`)).toBe(3);
 
     const done = await delivered(a, x, r.body.transfer_id);
@@ -127,11 +128,13 @@ describe('cross-node transfers', () => {
     expect(ys.total).toBe(5);
     expect(ys.items.map((e) => e.token_id).sort()).toEqual([...sent].sort());
     expect(ys.items.every((e) => e.owner === y.zid && e.folder === 'inbox' && e.transfer_id === r.body.transfer_id)).toBe(true);
+    await b.node.counters.loadIdentity(y.zid); // counters are read on demand
     expect(b.node.counters.get(`env:${y.zid}`)).toBe(5);
     expect(b.node.counters.get(`envf:${y.zid}:inbox`)).toBe(5);
     // The envelopes left A's ledger (no record there), and no other node wrote them.
     expect((await a.node.ledger.envelopesById(sent)).every((e) => e === undefined)).toBe(true);
     expect((await c.node.ledger.envelopesById(sent)).every((e) => e === undefined)).toBe(true);
+    await c.node.counters.loadIdentity(y.zid); // counters are read on demand
     expect(c.node.counters.get(`env:${y.zid}`)).toBe(0);
     // Nothing left in A's outbox.
     expect(await a.node.transfers.pending()).toEqual([]);
@@ -190,6 +193,7 @@ describe('cross-node transfers', () => {
     const twice = await a.node.mesh.signDirect(TRANSFER_EVENT, { deliveries: [body, body] });
     const both = await call(b.url, 'POST', DELIVER_PATH, twice.event, { [HANDSHAKE_HEADER]: twice.handshake! });
     expect(both.body.body.acks.map((x: { duplicate: boolean }) => x.duplicate)).toEqual([true, true]);
+    await b.node.counters.loadIdentity(y.zid); // counters are read on demand
     expect(b.node.counters.get(`env:${y.zid}`)).toBe(3);
     expect(b.node.counters.get('envelope_seq')).toBe(seqBefore);
 
@@ -225,6 +229,7 @@ describe('cross-node transfers', () => {
     const answers = await Promise.all(Array.from({ length: 5 }, () => deliver(a, fresh)));
     for (const x5 of answers) expect(x5.status, x5.text).toBe(200);
     expect(answers.filter((x5) => x5.body.body.acks[0].duplicate === false)).toHaveLength(1);
+    await b.node.counters.loadIdentity(y.zid); // counters are read on demand
     expect(b.node.counters.get(`env:${y.zid}`)).toBe(4);
     expect(b.node.counters.get('envelope_seq')).toBe(seqBefore + 1);
   }, 120_000);
@@ -250,6 +255,7 @@ describe('cross-node transfers', () => {
     const done = await delivered(a, x, r.body.transfer_id);
     expect(done.attempts).toBeGreaterThan(failing.attempts);
     expect((await held(b, y)).total).toBe(4);
+    await b.node.counters.loadIdentity(y.zid); // counters are read on demand
     expect(b.node.counters.get(`env:${y.zid}`)).toBe(4);
   }, 120_000);
 });

@@ -69,7 +69,11 @@ afterAll(async () => {
 });
 
 /** A ChallengeService as node `me` runs it; bonds: every key but the executor settled long ago and contributing. */
-async function service(me: Key, lookup: (id: string) => Promise<ChallengedResult | null> = async () => null) {
+async function service(
+  me: Key,
+  lookup: (id: string) => Promise<ChallengedResult | null> = async () => null,
+  publish?: (type: string, body: unknown) => Promise<void>,
+) {
   const dir = await mkdtemp(join(tmpdir(), 'svc-chall-'));
   dirs.push(dir);
   const store = await Store.open(join(dir, 'db'), { sync: false });
@@ -90,6 +94,7 @@ async function service(me: Key, lookup: (id: string) => Promise<ChallengedResult
       if (zid === 'zid_poor') throw new ServiceError(402, 'INSUFFICIENT_BALANCE', 'poor');
       return { hold: { zid, amount, from_free: amount, from_paid: 0 }, ops: [], rollback: () => held.pop() };
     },
+    ...(publish ? { publish } : {}),
   });
   await s.load();
   return s;
@@ -327,6 +332,40 @@ describe('the gossip rows', () => {
     now += policy.deadlineTicks + 1;
     await late.applyVerdict(nq);
     expect(late.get(quiet.challenge.challenge_id)!.state).toBe('no_quorum');
+  });
+
+  it('the opener and the committee announce a verdict again for deadlineTicks; a node that missed every event takes it', async () => {
+    const sc = signedChallenge('res_7_r');
+    const id = sc.challenge.challenge_id;
+    const sent: { type: string; body: unknown }[] = [];
+    const m0 = member(sc, 0);
+    const decider = await service(m0, undefined, async (type, body) => void sent.push({ type, body }));
+    const bystanderSent: unknown[] = [];
+    // An eligible node off the committee (neither the executor nor the opener).
+    const off = keys.slice(2).find((k) => !sc.challenge.committee.includes(k.id))!;
+    const bystander = await service(off, undefined, async (_t, body) => void bystanderSent.push(body));
+    for (const s of [decider, bystander]) {
+      await s.applyOpened(sc, { sender: keys[1]!.id });
+      await s.applyVote(vote(m0, id, CLAIM), { sender: m0.id });
+      await s.applyVote(vote(member(sc, 1), id, CLAIM), { sender: member(sc, 1).id });
+    }
+    await new Promise((r) => setImmediate(r));
+    const once = sent.filter((x) => x.type === 'consensus.verdict').length;
+    expect(once).toBeGreaterThanOrEqual(1);
+    await decider.reannounceVerdicts();
+    await bystander.reannounceVerdicts();
+    const verdicts = sent.filter((x) => x.type === 'consensus.verdict');
+    expect(verdicts.length).toBe(once + 1);
+    // Only the opener and the committee announce; the executor's home, which missed everything, takes it.
+    expect(bystanderSent).toHaveLength(0);
+    expect(bystander.get(id)!.state).toBe('upheld');
+    const executorHome = await service(keys[0]!);
+    await executorHome.applyVerdict(verdicts.at(-1)!.body as VerdictDocument);
+    expect(executorHome.get(id)!.verdict).toMatchObject({ outcome: 'upheld', deciding_digest: CLAIM });
+    // Past deadlineTicks after the decision: no more announcements.
+    now += policy.deadlineTicks + 1;
+    await decider.reannounceVerdicts();
+    expect(sent.filter((x) => x.type === 'consensus.verdict').length).toBe(once + 1);
   });
 
   it('the deadline sweep declares no_quorum once deadline + grace has passed, with the votes heard so far', async () => {
