@@ -217,7 +217,7 @@ export class SvcNode {
     // One lock per identity for every change that reads envelope records first: folder moves, transfers, bonds.
     const envelopeLocks = new EnvelopeLocks();
     this.folders = new Folders(this.store, this.counters, this.ledger, envelopeLocks);
-    const peerUrl = (peerId: string): string | null => this.mesh?.peers().find((p) => p.peerId === peerId)?.url ?? null;
+    const peerUrl = (peerId: string): string | null => this.mesh?.peerUrl(peerId) ?? null;
     this.transfers = new Transfers({
       store: this.store,
       counters: this.counters,

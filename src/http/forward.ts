@@ -74,7 +74,7 @@ export async function askHome(
     throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `this request was forwarded here but this node is not the ${subject}'s home`, { home, ...extra });
   }
   const retry = retryAfterSeconds(s);
-  const url = s.mesh?.peers().find((p) => p.peerId === home)?.url ?? null;
+  const url = s.mesh?.peerUrl(home) ?? null;
   if (!url)
     throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this ${subject} is not reachable from here`, {
       home,

@@ -756,6 +756,11 @@ export class MeshService {
     return [...this.peerTable.values()].map((p) => ({ ...p }));
   }
 
+  /** A peer's HTTP URL from its tick events; null when it has not told us one. */
+  peerUrl(peerId: string): string | null {
+    return this.peerTable.get(peerId)?.url ?? null;
+  }
+
   /** Listening multiaddrs (with /p2p/<nodeId>); empty when the mesh is disabled. */
   multiaddrs(): string[] {
     return this.host?.multiaddrs() ?? [];

@@ -134,7 +134,7 @@ export function tallyRoutes(router: Router, s: HttpServices): void {
       // An identity homed elsewhere: its home's operator grants it. The operator token is this node's own secret
       // and is never sent to another node, so the request is not forwarded; the answer names the home and its URL.
       if (err instanceof ServiceError && err.code === 'SVC_CONFLICT' && typeof err.extra.home === 'string') {
-        const url = s.mesh?.peers().find((p) => p.peerId === err.extra.home)?.url ?? null;
+        const url = s.mesh?.peerUrl(err.extra.home) ?? null;
         throw new ServiceError(409, 'SVC_CONFLICT', err.message, { ...err.extra, home_url: url });
       }
       throw err;
