@@ -41,11 +41,6 @@ export class Grants {
     return matchesToken(presented, this.deps.operatorTokenDigest);
   }
 
-  /** An identity's tier: what the last grant that named one set, else free. */
-  async tierOf(zid: string): Promise<Tier> {
-    return Promise.resolve(this.deps.tiers.of(zid));
-  }
-
   /**
    * Grant `credits` paid credits (and set the tier when given) to an identity homed here. 404 when this node does
    * not know the identity; 409 when it is homed on another node (the route names the home).

@@ -209,8 +209,8 @@ describe('operator grants', () => {
     // The grant and the tier survive a restart.
     t = await t.restart();
     expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body).toMatchObject({ free: 0, paid: 94 });
-    expect(await t.node.grants.tierOf(id.zid)).toBe('standard');
-    expect(await t.node.grants.tierOf(other.zid)).toBe('free');
+    expect(t.node.tiers.of(id.zid)).toBe('standard');
+    expect(t.node.tiers.of(other.zid)).toBe('free');
   }, 120_000);
 
   it('50 grants at once all land, each once', async () => {
