@@ -25,7 +25,7 @@ import type { Tier, TierBook } from '../tally/tiers.js';
 import { assertTierAllows } from '../tally/tier-gates.js';
 import type { Op } from '../store/db.js';
 import type { ExecutedBy } from '../consensus/executed-by.js';
-import { chainRequestDigest, solverRequestDigest, solverResultDigest } from './result-digest.js';
+import { chainRequestDigest, plainJson, solverRequestDigest, solverResultDigest } from './result-digest.js';
 
 /** Part 8's costs (the one table: tally/costs.ts). */
 export const COST = { computePerOperator: COSTS.computePerOperator, solver: COSTS.solver, auto: COSTS.auto } as const;
@@ -128,11 +128,6 @@ export interface SealedSummary {
   svcond: number;
   value: number;
   unit: string;
-}
-
-/** JSON round trip: what a client will see (typed arrays → arrays, NaN → null, no undefined). */
-function plain<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value)) as T;
 }
 
 /**
@@ -376,7 +371,7 @@ export class ComputeService {
     const gate = gateModulation(compiled.gate, R_t);
     if (!gate.passed) throw toleranceGateError(gate);
     const parts = this.stampParts(stamp, R_t, null, compiled.resultDigest, metricShift(stamp.phase, 0, this.deps.phi0), null);
-    const body: Record<string, unknown> = plain({
+    const body: Record<string, unknown> = plainJson({
       ...buildBody(this.deps.receiptKey, { kind: 'compute', parts, chain, average: gate.tick_average, relError: gate.rel_error }),
       sealed: false,
     });
@@ -405,7 +400,7 @@ export class ComputeService {
     const tier = this.deps.tiers.ofCaller(caller);
     assertTierAllows(solver.id, inputs, tier, this.deps.upgradeUrl());
     const reservation = this.reserve(caller, tier);
-    const plainInputs = plain(inputs);
+    const plainInputs = plainJson(inputs);
     const requestDigest = solverRequestDigest(solver.id, plainInputs);
     let out: SolverOutput;
     let placed: PlacedRun | null = null;
@@ -429,7 +424,7 @@ export class ComputeService {
     const verdict = gateSolverCheck(out.check, out.value);
     if (!verdict.passed) {
       reservation.release();
-      throw toleranceGateError(verdict, { id: solver.id, check: plain(out.check) });
+      throw toleranceGateError(verdict, { id: solver.id, check: plainJson(out.check) });
     }
     const unsealable = unsealableOutput(out);
     if (unsealable !== null) {
@@ -442,8 +437,8 @@ export class ComputeService {
         { reason: unsealable },
       );
     }
-    const outputs = plain(out.outputs);
-    const plainOut: SolverOutput = { ...out, check: plain(out.check), ...(out.state !== undefined ? { state: plain(out.state) } : {}) };
+    const outputs = plainJson(out.outputs);
+    const plainOut: SolverOutput = { ...out, check: plainJson(out.check), ...(out.state !== undefined ? { state: plainJson(out.state) } : {}) };
     const resultDigest = placed ? placed.resultDigest : solverResultDigest(solver.id, inputs, out, outputs);
     return this.sealResult({
       caller,
@@ -537,7 +532,7 @@ export class ComputeService {
       phase: stamp.phase,
       svcond: stamp.svcond,
     });
-    const receipt = plain({
+    const receipt = plainJson({
       keyPrefix: 'PROVE',
       domain,
       operatorIds: operators,
@@ -604,7 +599,7 @@ export class ComputeService {
       ys.push(chain.value);
       unit = chain.unit;
     }
-    const body = plain({
+    const body = plainJson({
       kind: 'lattice',
       domain: req.domain,
       operators: req.operators,
