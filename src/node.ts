@@ -238,7 +238,7 @@ export class SvcNode {
     });
     this.publish = new PublishSettings(this.store);
     await this.publish.load();
-    this.results = new ResultRecords(this.store, this.counters, this.publish, nodeId);
+    this.results = new ResultRecords(this.store, this.counters, this.publish, nodeId, async (id) => (await this.ledger.getResultBytes(id)) !== undefined);
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
     this.executor =

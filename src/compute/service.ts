@@ -108,7 +108,7 @@ export type CanonicalRequest =
 
 export interface ResultRecorder {
   /** Ops for the sealing batch and counters it bumps by one. */
-  sealOps(facts: SealedFacts): { ops: Op[]; bump: string[] };
+  sealOps(facts: SealedFacts): { ops: Op[]; bump: string[] } | undefined;
 }
 
 export type { ChainRequest };

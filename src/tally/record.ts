@@ -71,18 +71,17 @@ export class ResultRecords implements ResultRecorder {
     private readonly counters: Counters,
     private readonly publish: PublishSettings,
     private readonly nodeId: () => string,
+    /** Whether a result was sealed here (the ledger keeps every sealed body by id): unpublished, not unknown. */
+    private readonly sealedHere: (resultId: string) => Promise<boolean>,
   ) {
     this.index = store.sub('result_index');
     this.rows = store.sub('record');
   }
 
   /** For the sealing batch (ComputeService.sealResult → Ledger.seal): decided synchronously from memory. */
-  sealOps(f: SealedFacts): { ops: Op[]; bump: string[] } {
-    const published = this.publish.publishes(f.owner);
-    if (!published) {
-      const entry: IndexEntry = { owner: f.owner, published: false, row: null };
-      return { ops: [{ type: 'put', sub: this.index, key: f.result_id, value: entry as unknown as Json }], bump: [] };
-    }
+  sealOps(f: SealedFacts): { ops: Op[]; bump: string[] } | undefined {
+    // An unpublished result needs no entry: the ledger's own record of it says it was sealed here.
+    if (!this.publish.publishes(f.owner)) return undefined;
     this.seq = (this.seq + 1) % 1e9;
     const key = `${padNum(f.svcond, 12)}!${padNum(this.seq, 9)}`;
     const row: StoredRow = {
@@ -120,8 +119,11 @@ export class ResultRecords implements ResultRecorder {
   /** What this node (a result's home) knows of a result: found (published), unpublished, or unknown here. */
   async lookup(resultId: string): Promise<ResultLookup> {
     const entry = await this.store.get<IndexEntry>(this.index, resultId);
-    if (entry === undefined) return { status: 'unknown', result_id: resultId };
-    if (!entry.published || entry.row === null) return { status: 'unpublished', result_id: resultId, home: this.nodeId() };
+    if (entry === undefined || !entry.published || entry.row === null) {
+      return (await this.sealedHere(resultId))
+        ? { status: 'unpublished', result_id: resultId, home: this.nodeId() }
+        : { status: 'unknown', result_id: resultId };
+    }
     const row = await this.store.get<StoredRow>(this.rows, entry.row);
     if (row === undefined) return { status: 'unknown', result_id: resultId };
     return {
