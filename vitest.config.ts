@@ -1,11 +1,33 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+
+// Files that start node processes or a mesh, or assert on time limits: they run one at a time, after the rest, so
+// no other test file competes with them for the (two) cores. Everything else runs on every core.
+const alone = [
+  'test/cluster/**/*.test.ts',
+  'test/cli/**/*.test.ts',
+  'test/http/fairness.test.ts',
+  'test/http/compute.test.ts',
+  'test/http/economy.test.ts',
+  'test/docs/receipt-secret.test.ts',
+];
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     setupFiles: ['test/setup.ts'],
+    globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: { name: 'parallel', include: ['test/**/*.test.ts'], exclude: alone, maxWorkers: availableParallelism(), sequence: { groupOrder: 0 } },
+      },
+      {
+        extends: true,
+        test: { name: 'alone', include: alone, maxWorkers: 1, sequence: { groupOrder: 1 } },
+      },
+    ],
   },
 });

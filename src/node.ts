@@ -4,7 +4,6 @@ import { mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { createHash } from 'node:crypto';
 import pino, { type Logger } from 'pino';
 import type { NodeConfig } from './config/schema.js';
 import { decodeReceiptSecret, loadOrCreateReceiptSecret, RECEIPT_SECRET_FILE } from './config/receipt-secret.js';
@@ -99,10 +98,6 @@ export interface NodeOptions {
 async function receiptSecret(config: NodeConfig): Promise<Buffer> {
   if (config.receiptSecret) return decodeReceiptSecret(config.receiptSecret, 'receiptSecret (SVC_RECEIPT_SECRET)');
   return loadOrCreateReceiptSecret(config.dataDir);
-}
-
-export function keyFingerprint(key: Buffer): string {
-  return createHash('sha256').update(key).digest('hex').slice(0, 16);
 }
 
 export class SvcNode {

@@ -4,8 +4,7 @@ import '../polyfill.js';
 import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config/load.js';
-import { SvcNode, keyFingerprint } from '../node.js';
-import { decodeReceiptSecret, readReceiptSecretFile, RECEIPT_SECRET_FILE } from '../config/receipt-secret.js';
+import { decodeReceiptSecret, keyFingerprint, readReceiptSecretFile, RECEIPT_SECRET_FILE } from '../config/receipt-secret.js';
 import { deriveKey, verifyBody } from '../kernel/receipt.js';
 import { loadOrCreateNodeKey } from '../mesh/identity.js';
 import { runCluster } from './cluster.js';
@@ -65,6 +64,8 @@ configFlags(program.command('start').description('run a node')).action(async (op
     if (err instanceof ConfigError) fail(err.message);
     throw err;
   }
+  // Loaded here, not at the top: the client commands (contribute, challenge, claim, grant …) start without the node.
+  const { SvcNode } = await import('../node.js');
   const node = new SvcNode(config);
   try {
     await node.start();

@@ -1,7 +1,7 @@
 // The receipt secret is bytes, written as hex wherever it is written: a data dir's `receipt-secret` file, the
 // cluster data root's, SVC_RECEIPT_SECRET, the config's receiptSecret and `svc-node verify --secret`. One text is
 // one key on every path (docs/protocol.md, "Receipt keys"). Text that is not hex is refused, never reinterpreted.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { open, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from './error.js';
@@ -50,4 +50,9 @@ export async function loadOrCreateReceiptSecret(dir: string): Promise<Buffer> {
   }
   await rename(tmp, file);
   return secret;
+}
+
+/** A short public name of a key derived from the receipt secret (its SHA-256, 16 hex digits): safe to show and log. */
+export function keyFingerprint(key: Buffer): string {
+  return createHash('sha256').update(key).digest('hex').slice(0, 16);
 }

@@ -9,7 +9,7 @@ import { CLI, ROOT, exitOf, runCli, tempDirs } from '../helpers/cli.js';
 const tempDir = tempDirs('svc-cli-');
 const run = (args: string[], env: Record<string, string> = {}) => runCli(args, env);
 
-/** Nodes of a cluster start one after the other, each compiling the sources under tsx: slow on a loaded machine. */
+/** Nodes of a cluster start one after the other: slow on a loaded machine. */
 const START_TIMEOUT_MS = 90_000;
 
 function killQuietly(pid: number): void {

@@ -98,7 +98,7 @@ async function startE(bootstrap: string[]): Promise<typeof e> {
     SVC_CONTRIBUTION_CHALLENGE_STAKE: String(STAKE),
     SLOW_DISK_MS: '60',
   };
-  const argv = ['--import', 'tsx', '--import', join(ROOT, 'test/helpers/tampered-zeta.ts'), '--import', join(ROOT, 'test/helpers/slow-disk.ts')];
+  const argv = ['--import', 'tsx', '--import', join(ROOT, 'test/helpers/tampered-zeta.ts'), '--import', join(ROOT, 'test/helpers/slow-disk.mjs')];
   const started = await startProcess(process.execPath, [...argv, join(ROOT, 'src/cli/index.ts'), 'start'], env);
   const log: string[] = [];
   started.child.stdout!.on('data', (chunk: Buffer) => log.push(chunk.toString()));

@@ -8,12 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startProcess } from '../../scripts/bench/lib.js';
+import { DIST_CLI } from '../helpers/cli.js';
 import { bearer, call, zkIdentity } from '../helpers/node.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const CLI = ['--import', 'tsx', join(ROOT, 'src/cli/index.ts'), 'start'];
+const CLI = [DIST_CLI, 'start'];
 /** Preloaded into the node that is killed: its batches reach the disk 40 ms late, so the kill lands during a write. */
-const SLOW_DISK = ['--import', 'tsx', '--import', join(ROOT, 'test/helpers/slow-disk.ts')];
+const SLOW_DISK = ['--import', join(ROOT, 'test/helpers/slow-disk.mjs')];
 const CREDITS = 100_000;
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
@@ -24,7 +25,7 @@ afterAll(async () => {
 
 /** `svc-node start` on a free port with durable writes, once it logs that it listens. */
 async function startNode(dataDir: string, slowDisk = false): Promise<{ child: ChildProcess; url: string }> {
-  const started = await startProcess(process.execPath, slowDisk ? [...SLOW_DISK, ...CLI.slice(2)] : CLI, {
+  const started = await startProcess(process.execPath, slowDisk ? [...SLOW_DISK, ...CLI] : CLI, {
     SLOW_DISK_MS: '40',
     SVC_HOST: '127.0.0.1',
     SVC_PORT: '0',
@@ -76,7 +77,7 @@ describe('a node killed while sealing', () => {
         } catch {
           return;
         }
-        expect(res.status).toBe(200);
+        expect(res.status, JSON.stringify(body)).toBe(200);
         answered.push(body);
         if (answered.length >= 150 && !killed) {
           killed = true;

@@ -13,10 +13,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startProcess, stop } from '../../scripts/bench/lib.js';
+import { DIST_CLI } from '../helpers/cli.js';
 import { bearer, call, zkIdentity } from '../helpers/node.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-const CLI = ['--import', 'tsx', join(ROOT, 'src/cli/index.ts'), 'start'];
+const CLI = [DIST_CLI, 'start'];
 const MESH_SECRET = 'transfer-crash-secret-0123456789abcdef';
 const cost1 = { domain: 'thermodynamics', operators: ['KO42', 'THERMO_CARNOT_EFFICIENCY'], inputs: {} };
 const children: ChildProcess[] = [];

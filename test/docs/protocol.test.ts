@@ -10,7 +10,7 @@ import { peerIdFromString } from '@libp2p/peer-id';
 import { ManualClock } from '../../src/kernel/clock.js';
 import { deriveKey, signBody } from '../../src/kernel/receipt.js';
 import { bodyDigest, decodeEnvelope, eventId, handshakeFor, signingText, topicForType } from '../../src/mesh/wire.js';
-import { keyFingerprint } from '../../src/node.js';
+import { keyFingerprint } from '../../src/config/receipt-secret.js';
 import { call, bearer, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 
 const DOC = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'protocol.md'), 'utf8');
