@@ -50,6 +50,7 @@ import { findResult } from './consensus/result-lookup.js';
 import { ExecHandler } from './consensus/exec-handler.js';
 import { EXEC_PROTOCOL, type ExecAnswer, type ExecRequest } from './consensus/exec-protocol.js';
 import { Offloader } from './consensus/offload.js';
+import { httpPeerLink } from './consensus/peer-link.js';
 import { PublishSettings } from './tally/publish-settings.js';
 import { ResultRecords, type ResultLookup } from './tally/record.js';
 
@@ -373,6 +374,7 @@ export class SvcNode {
     let consensusTicks = 0;
     this.consensusTimer = setInterval(() => {
       void this.challenges.sweepDeadlines().catch(() => undefined);
+      void this.challenges.flushDeliveries().catch(() => undefined);
       if (++consensusTicks % VERDICT_REANNOUNCE_TICKS === 0) void this.challenges.reannounceVerdicts().catch(() => undefined);
     }, TICK_MS);
     this.consensusTimer.unref();
@@ -442,6 +444,7 @@ export class SvcNode {
       candidates: () => this.committeeCandidates(),
       holdStake: (zid, amount) => this.slashing.holdStake(zid, amount),
       verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
+      ...(this.mesh.enabled ? httpPeerLink({ sign: (type, body) => this.mesh.signDirect(type, body), peerUrl: (node) => this.mesh.peerUrl(node) }) : {}),
     });
     this.challenges.onVerdict((e) => this.slashing.onVerdict(e));
     this.reexecutor = new Reexecutor({
