@@ -51,6 +51,7 @@ import { ExecHandler } from './consensus/exec-handler.js';
 import { EXEC_PROTOCOL, type ExecAnswer, type ExecRequest } from './consensus/exec-protocol.js';
 import { Offloader } from './consensus/offload.js';
 import { httpPeerLink } from './consensus/peer-link.js';
+import { EXEC_SESSION_PROTOCOL, ExecSessions } from './consensus/exec-session.js';
 import { PublishSettings } from './tally/publish-settings.js';
 import { ResultRecords, type ResultLookup } from './tally/record.js';
 
@@ -85,6 +86,8 @@ export interface NodeOptions {
   offloadAnswerTimeoutMs?: number;
   /** How long a peer that failed an offloaded run is skipped (default 60 s). */
   offloadSkipMs?: number;
+  /** Benchmarks: one stream per offloaded run (/svc/exec/1.0.0) instead of one session per peer (1.1.0). */
+  execStreamPerRun?: boolean;
   /**
    * The solver set is `registry` above: a test composes a node with a tampered solver by passing
    * `defaultRegistry().with([{ ...solver, run: tampered }])` (architecture.md §8; never a production flag).
@@ -136,6 +139,7 @@ export class SvcNode {
   results!: ResultRecords;
   /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
   offloader: Offloader | null = null;
+  private execSessions: ExecSessions | null = null;
   /** The executor side of /svc/exec/1.0.0. */
   execHandler!: ExecHandler;
   private executor: SolverExecutor | null = null;
@@ -524,8 +528,11 @@ export class SvcNode {
     });
     if (!this.mesh.enabled) return;
     void this.mesh.handleStream(EXEC_PROTOCOL, (stream, peer) => void this.execHandler.serve(stream, peer));
+    void this.mesh.handleStream(EXEC_SESSION_PROTOCOL, (stream, peer) => void this.execHandler.serveSession(stream, peer));
     if (config.contribution.offload === 'never') return;
     const answerMs = this.options.offloadAnswerTimeoutMs;
+    const sessions = this.options.execStreamPerRun ? null : new ExecSessions((peerId, protocol, signal) => this.mesh.openStream(peerId, protocol, signal));
+    this.execSessions = sessions;
     this.offloader = new Offloader({
       policy: config.contribution.offload,
       selfId: () => this.nodeId,
@@ -534,6 +541,7 @@ export class SvcNode {
       freeSlots: () => executor.freeSlots(),
       meshSecret: config.mesh.secret ?? null,
       open: (peerId, protocol, signal) => this.mesh.openStream(peerId, protocol, signal),
+      ...(sessions ? { exchange: (peerId: string, request: ExecRequest, signal: AbortSignal) => sessions.request(peerId, request, signal) } : {}),
       verify: verifyText,
       ...(answerMs !== undefined ? { answerTimeoutMs: () => answerMs } : {}),
       ...(this.options.offloadSkipMs !== undefined ? { skipPeerMs: this.options.offloadSkipMs } : {}),
@@ -591,6 +599,7 @@ export class SvcNode {
     if (this.transferDelivery) await this.transferDelivery.stop();
     if (this.consensusTimer) clearInterval(this.consensusTimer);
     this.consensusTimer = null;
+    this.execSessions?.closeAll();
     if (this.mesh) await this.mesh.stop();
     if (this.executor) await this.executor.close();
     if (this.sealer) await this.sealer.close();
