@@ -198,9 +198,10 @@ async function inProcessNode(offload: string, bootstrap: string[], threads: numb
 }
 
 /** One node as its own process (the built CLI, as npm start runs it). */
-async function processNode(offload: string, bootstrap: string[], threads: number): Promise<BenchNode> {
+async function processNode(offload: string, bootstrap: string[], threads: number, streamPerRun = false): Promise<BenchNode> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-offload-bench-'));
-  const { child, url } = await startProcess(process.execPath, ['dist/cli/index.js', 'start'], {
+  const preload = streamPerRun ? ['--import', 'tsx', '--import', join(root, 'scripts/bench/stream-per-run.ts')] : [];
+  const { child, url } = await startProcess(process.execPath, [...preload, 'dist/cli/index.js', 'start'], {
     SVC_PORT: '0',
     SVC_HOST: '127.0.0.1',
     SVC_DATA_DIR: dir,
@@ -236,10 +237,10 @@ async function main(): Promise<void> {
   const runs = numberArg('runs', 600);
   const concurrency = numberArg('concurrency', 4);
   const threads = numberArg('threads', 1);
-  // --compare-streams (in process): a second offloading node A2 places its runs one stream per run (/svc/exec/1.0.0)
-  // while A keeps one session per peer (1.1.0); both are measured in the same alternating rounds.
+  // --compare-streams: a second offloading node A2 places its runs one stream per run (/svc/exec/1.0.0) while A keeps
+  // one session per peer (1.1.0); both are measured in the same alternating rounds.
   const compare = process.argv.includes('--compare-streams');
-  const inProcess = compare || process.argv.includes('--in-process');
+  const inProcess = process.argv.includes('--in-process');
   if (!inProcess) execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
   const start = inProcess ? inProcessNode : processNode;
   const nodes: BenchNode[] = [];
@@ -250,7 +251,7 @@ async function main(): Promise<void> {
     nodes.push(b);
     const d = await start('never', [a.multiaddr, b.multiaddr], threads);
     nodes.push(d);
-    const a2 = compare ? await inProcessNode('always', [a.multiaddr, b.multiaddr], threads, true) : null;
+    const a2 = compare ? await start('always', [a.multiaddr, b.multiaddr], threads, true) : null;
     if (a2) nodes.push(a2);
     // B's operator bonds and contributes.
     const operator = await register(b.url, 'operator');
