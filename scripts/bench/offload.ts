@@ -200,7 +200,11 @@ async function inProcessNode(offload: string, bootstrap: string[], threads: numb
 /** One node as its own process (the built CLI, as npm start runs it). */
 async function processNode(offload: string, bootstrap: string[], threads: number, streamPerRun = false): Promise<BenchNode> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-offload-bench-'));
-  const preload = streamPerRun ? ['--import', 'tsx', '--import', join(root, 'scripts/bench/stream-per-run.ts')] : [];
+  // A2 of --compare-streams: NodeOptions.execStreamPerRun, which the CLI does not expose (a benchmark composition).
+  const perRun = `import { SvcNode } from ${JSON.stringify(pathToFileURL(join(root, 'dist/node.js')).href)};
+const start = SvcNode.prototype.start;
+SvcNode.prototype.start = function (...a) { this.options = { ...this.options, execStreamPerRun: true }; return start.apply(this, a); };`;
+  const preload = streamPerRun ? ['--import', `data:text/javascript,${encodeURIComponent(perRun)}`] : [];
   const { child, url } = await startProcess(process.execPath, [...preload, 'dist/cli/index.js', 'start'], {
     SVC_PORT: '0',
     SVC_HOST: '127.0.0.1',
