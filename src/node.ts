@@ -49,6 +49,8 @@ import { findResult } from './consensus/result-lookup.js';
 import { ExecHandler } from './consensus/exec-handler.js';
 import { EXEC_PROTOCOL, type ExecAnswer, type ExecRequest } from './consensus/exec-protocol.js';
 import { Offloader } from './consensus/offload.js';
+import { httpPeerLink } from './consensus/peer-link.js';
+import { EXEC_SESSION_PROTOCOL, ExecSessions } from './consensus/exec-session.js';
 import { PublishSettings } from './tally/publish-settings.js';
 import { ResultRecords, type ResultLookup } from './tally/record.js';
 
@@ -83,6 +85,8 @@ export interface NodeOptions {
   offloadAnswerTimeoutMs?: number;
   /** How long a peer that failed an offloaded run is skipped (default 60 s). */
   offloadSkipMs?: number;
+  /** Benchmarks: one stream per offloaded run (/svc/exec/1.0.0) instead of one session per peer (1.1.0). */
+  execStreamPerRun?: boolean;
   /**
    * The solver set is `registry` above: a test composes a node with a tampered solver by passing
    * `defaultRegistry().with([{ ...solver, run: tampered }])` (architecture.md §8; never a production flag).
@@ -130,6 +134,7 @@ export class SvcNode {
   results!: ResultRecords;
   /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
   offloader: Offloader | null = null;
+  private execSessions: ExecSessions | null = null;
   /** The executor side of /svc/exec/1.0.0. */
   execHandler!: ExecHandler;
   private executor: SolverExecutor | null = null;
@@ -368,6 +373,7 @@ export class SvcNode {
     let consensusTicks = 0;
     this.consensusTimer = setInterval(() => {
       void this.challenges.sweepDeadlines().catch(() => undefined);
+      void this.challenges.flushDeliveries().catch(() => undefined);
       if (++consensusTicks % VERDICT_REANNOUNCE_TICKS === 0) void this.challenges.reannounceVerdicts().catch(() => undefined);
     }, TICK_MS);
     this.consensusTimer.unref();
@@ -437,6 +443,7 @@ export class SvcNode {
       candidates: () => this.committeeCandidates(),
       holdStake: (zid, amount) => this.slashing.holdStake(zid, amount),
       verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
+      ...(this.mesh.enabled ? httpPeerLink({ sign: (type, body) => this.mesh.signDirect(type, body), peerUrl: (node) => this.mesh.peerUrl(node) }) : {}),
     });
     this.challenges.onVerdict((e) => this.slashing.onVerdict(e));
     this.reexecutor = new Reexecutor({
@@ -516,8 +523,11 @@ export class SvcNode {
     });
     if (!this.mesh.enabled) return;
     void this.mesh.handleStream(EXEC_PROTOCOL, (stream, peer) => void this.execHandler.serve(stream, peer));
+    void this.mesh.handleStream(EXEC_SESSION_PROTOCOL, (stream, peer) => void this.execHandler.serveSession(stream, peer));
     if (config.contribution.offload === 'never') return;
     const answerMs = this.options.offloadAnswerTimeoutMs;
+    const sessions = this.options.execStreamPerRun ? null : new ExecSessions((peerId, protocol, signal) => this.mesh.openStream(peerId, protocol, signal));
+    this.execSessions = sessions;
     this.offloader = new Offloader({
       policy: config.contribution.offload,
       selfId: () => this.nodeId,
@@ -526,6 +536,7 @@ export class SvcNode {
       freeSlots: () => executor.freeSlots(),
       meshSecret: config.mesh.secret ?? null,
       open: (peerId, protocol, signal) => this.mesh.openStream(peerId, protocol, signal),
+      ...(sessions ? { exchange: (peerId: string, request: ExecRequest, signal: AbortSignal) => sessions.request(peerId, request, signal) } : {}),
       verify: verifyText,
       ...(answerMs !== undefined ? { answerTimeoutMs: () => answerMs } : {}),
       ...(this.options.offloadSkipMs !== undefined ? { skipPeerMs: this.options.offloadSkipMs } : {}),
@@ -583,6 +594,7 @@ export class SvcNode {
     if (this.transferDelivery) await this.transferDelivery.stop();
     if (this.consensusTimer) clearInterval(this.consensusTimer);
     this.consensusTimer = null;
+    this.execSessions?.closeAll();
     if (this.mesh) await this.mesh.stop();
     if (this.executor) await this.executor.close();
     if (this.sealer) await this.sealer.close();

@@ -4,7 +4,7 @@
 // other on the same cluster. Offloaded runs are counted only when the sealed result names the peer in executed_by.
 // Prints ONE JSON line:
 //   {nodes, solver, runs, concurrency, offloadedRunsPerSec, localRunsPerSec, ratio, offloadedShare, contention}
-// Usage: npx tsx scripts/bench/offload.ts [--runs 600] [--concurrency 4] [--threads 1] [--in-process]
+// Usage: npx tsx scripts/bench/offload.ts [--runs 600] [--concurrency 4] [--threads 1] [--in-process] [--compare-streams]
 // The main builds and starts three node processes (A offloads always, B contributes, D runs everything itself;
 // --in-process: all three in this process, sharing its one JS thread);
 // measureOffload() takes any cluster (scripts/bench/consensus.ts uses it on its own).
@@ -31,6 +31,8 @@ export interface OffloadBenchTarget {
   rounds?: number;
   /** First zeta index used; each run takes the next (n ≤ 10 000: at most 10 000 − firstN runs per phase). */
   firstN?: number;
+  /** A second offloading node measured in the same rounds (--compare-streams: one stream per run against sessions). */
+  alternative?: { url: string; key: string; nodeId: string };
 }
 
 export interface OffloadFigures {
@@ -42,6 +44,8 @@ export interface OffloadFigures {
   ratio: number;
   /** Share of the offloading phase's results whose executed_by names another node. */
   offloadedShare: number;
+  /** The alternative offloading node's figures, when measured. */
+  alternative?: { offloadedRunsPerSec: number; ratio: number; offloadedShare: number };
 }
 
 /** `runs` zeta runs with fresh n at `concurrency` in flight; runs/s and how many were executed elsewhere. */
@@ -79,20 +83,29 @@ export async function measureOffload(t: OffloadBenchTarget): Promise<OffloadFigu
   const concurrency = t.concurrency ?? 4;
   const rounds = Math.max(1, t.rounds ?? 6);
   const firstN = t.firstN ?? 1;
-  if (firstN + 2 * runs + 40 > 10_000) throw new Error('zeta takes n ≤ 10 000: fewer runs, or a smaller firstN');
+  const phases = t.alternative ? 3 : 2;
+  if (firstN + phases * runs + 60 > 10_000) throw new Error('zeta takes n ≤ 10 000: fewer runs, or a smaller firstN');
   // Warm both paths (workers loaded, streams open, wallets in memory).
   await phase(t.offloading.url, t.offloading.key, 20, 4, firstN, null);
   await phase(t.local.url, t.local.key, 20, 4, firstN + 20, null);
-  // The two phases alternate in blocks, so a change of load on a shared machine falls on both alike.
-  let n = firstN + 40;
+  if (t.alternative) await phase(t.alternative.url, t.alternative.key, 20, 4, firstN + 40, null);
+  // The phases alternate in blocks, so a change of load on a shared machine falls on all alike.
+  let n = firstN + 60;
   const block = Math.ceil(runs / rounds);
-  const time = { offloaded: 0, local: 0 };
+  const time = { offloaded: 0, local: 0, alternative: 0 };
   let done = 0;
   let elsewhere = 0;
+  let altElsewhere = 0;
   while (done < runs) {
     const size = Math.min(block, runs - done);
     const off = await phase(t.offloading.url, t.offloading.key, size, concurrency, n, t.offloading.nodeId);
     n += size;
+    if (t.alternative) {
+      const alt = await phase(t.alternative.url, t.alternative.key, size, concurrency, n, t.alternative.nodeId);
+      n += size;
+      time.alternative += size / alt.perSec;
+      altElsewhere += alt.elsewhere;
+    }
     const loc = await phase(t.local.url, t.local.key, size, concurrency, n, null);
     n += size;
     time.offloaded += size / off.perSec;
@@ -109,6 +122,15 @@ export async function measureOffload(t: OffloadBenchTarget): Promise<OffloadFigu
     localRunsPerSec: round(localPerSec),
     ratio: Math.round((offloadedPerSec / localPerSec) * 1000) / 1000,
     offloadedShare: Math.round((elsewhere / runs) * 1000) / 1000,
+    ...(t.alternative
+      ? {
+          alternative: {
+            offloadedRunsPerSec: round(runs / time.alternative),
+            ratio: Math.round((runs / time.alternative / localPerSec) * 1000) / 1000,
+            offloadedShare: Math.round((altElsewhere / runs) * 1000) / 1000,
+          },
+        }
+      : {}),
   };
 }
 
@@ -147,7 +169,7 @@ const SECRET = 'bench-offload-secret-0123456789abcdef';
 const CONTRIBUTION = { bondEnvelopes: 3, committeeSize: 3, settleTicks: 4, deadlineTicks: 12, challengeStake: 20, bondTermDays: 30 };
 
 /** One node in this process. */
-async function inProcessNode(offload: string, bootstrap: string[], threads: number): Promise<BenchNode> {
+async function inProcessNode(offload: string, bootstrap: string[], threads: number, streamPerRun = false): Promise<BenchNode> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-offload-bench-'));
   const config = loadConfig({
     env: {},
@@ -163,7 +185,7 @@ async function inProcessNode(offload: string, bootstrap: string[], threads: numb
       mesh: { secret: SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
     },
   });
-  const node = await new SvcNode(config, { logger: pino({ level: 'silent' }), initialCredits: 1_000_000 }).start();
+  const node = await new SvcNode(config, { logger: pino({ level: 'silent' }), initialCredits: 1_000_000, execStreamPerRun: streamPerRun }).start();
   return {
     url: node.url,
     nodeId: node.nodeId,
@@ -176,9 +198,14 @@ async function inProcessNode(offload: string, bootstrap: string[], threads: numb
 }
 
 /** One node as its own process (the built CLI, as npm start runs it). */
-async function processNode(offload: string, bootstrap: string[], threads: number): Promise<BenchNode> {
+async function processNode(offload: string, bootstrap: string[], threads: number, streamPerRun = false): Promise<BenchNode> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-offload-bench-'));
-  const { child, url } = await startProcess(process.execPath, ['dist/cli/index.js', 'start'], {
+  // A2 of --compare-streams: NodeOptions.execStreamPerRun, which the CLI does not expose (a benchmark composition).
+  const perRun = `import { SvcNode } from ${JSON.stringify(pathToFileURL(join(root, 'dist/node.js')).href)};
+const start = SvcNode.prototype.start;
+SvcNode.prototype.start = function (...a) { this.options = { ...this.options, execStreamPerRun: true }; return start.apply(this, a); };`;
+  const preload = streamPerRun ? ['--import', `data:text/javascript,${encodeURIComponent(perRun)}`] : [];
+  const { child, url } = await startProcess(process.execPath, [...preload, 'dist/cli/index.js', 'start'], {
     SVC_PORT: '0',
     SVC_HOST: '127.0.0.1',
     SVC_DATA_DIR: dir,
@@ -214,6 +241,9 @@ async function main(): Promise<void> {
   const runs = numberArg('runs', 600);
   const concurrency = numberArg('concurrency', 4);
   const threads = numberArg('threads', 1);
+  // --compare-streams: a second offloading node A2 places its runs one stream per run (/svc/exec/1.0.0) while A keeps
+  // one session per peer (1.1.0); both are measured in the same alternating rounds.
+  const compare = process.argv.includes('--compare-streams');
   const inProcess = process.argv.includes('--in-process');
   if (!inProcess) execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
   const start = inProcess ? inProcessNode : processNode;
@@ -225,6 +255,8 @@ async function main(): Promise<void> {
     nodes.push(b);
     const d = await start('never', [a.multiaddr, b.multiaddr], threads);
     nodes.push(d);
+    const a2 = compare ? await start('always', [a.multiaddr, b.multiaddr], threads, true) : null;
+    if (a2) nodes.push(a2);
     // B's operator bonds and contributes.
     const operator = await register(b.url, 'operator');
     for (let i = 0; i < CONTRIBUTION.bondEnvelopes; i++)
@@ -232,7 +264,8 @@ async function main(): Promise<void> {
     await post(b.url, '/api/contribute/bond', operator, {});
     await post(b.url, '/api/contribute/mode', operator, { mode: 'contributing' });
     const deadline = Date.now() + 60_000;
-    while (!(await peersOf(a.url)).some((p) => p.peerId === b.nodeId && p.mode === 'contributing' && p.connected)) {
+    const sees = async (x: BenchNode) => (await peersOf(x.url)).some((p) => p.peerId === b.nodeId && p.mode === 'contributing' && p.connected);
+    while (!(await sees(a)) || (a2 !== null && !(await sees(a2)))) {
       if (Date.now() > deadline) throw new Error('A never saw B contributing');
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -241,6 +274,7 @@ async function main(): Promise<void> {
     const figures = await measureOffload({
       offloading: { url: a.url, key: await register(a.url, 'caller-a'), nodeId: a.nodeId },
       local: { url: d.url, key: await register(d.url, 'caller-d') },
+      ...(a2 ? { alternative: { url: a2.url, key: await register(a2.url, 'caller-a2'), nodeId: a2.nodeId } } : {}),
       runs,
       concurrency,
     });

@@ -21,6 +21,7 @@ import { committeeOf, eligibleNodes, type Candidate } from './committee.js';
 import { quorumOf, type ContributionPolicy } from './policy.js';
 import { foldVotes, OUTCOMES, type Fold, type Outcome } from './verdict.js';
 import { executedBySchema, verifyExecution, type ExecutedBy } from './executed-by.js';
+import { Outbox, type SendFn } from './outbox.js';
 
 export type { ExecutedBy };
 
@@ -170,6 +171,8 @@ export interface ChallengeEntry {
   stake: StakeHold | null;
   /** Local tick at which this node learned of the challenge. */
   received_svcond: number;
+  /** At the opener: the bond's home acknowledged the verdict (outbox.ts); it is not sent again after a restart. */
+  verdict_delivered?: boolean;
 }
 
 export function challengeIdOf(resultId: string, challenger: string): string {
@@ -343,28 +346,74 @@ export interface ChallengeServiceOptions {
   verifyExecution?: (r: { executed_by: ExecutedBy; result_digest: string }) => boolean;
   /** The stake taken at intake: ops (in the challenge's batch) and their undo; 402 thrown when it cannot be paid. */
   holdStake: (zid: string, amount: number) => Promise<{ hold: StakeHold; ops: Op[]; rollback: () => void }>;
-  /** Ticks after the deadline before this node declares no_quorum itself (votes in flight). */
+  /** Ticks after the deadline before the opener declares no_quorum (votes in flight). */
   graceTicks?: number;
+  /** Send one event straight to one node (its HTTP mesh entrance); throws unless the node acknowledged it (outbox.ts). */
+  send?: SendFn;
+  /**
+   * Ask a node for its verdict document of a challenge: null when it has none yet; throws when it cannot be asked or
+   * does not know the challenge.
+   */
+  ask?: (node: string, challengeId: string) => Promise<VerdictDocument | null>;
+  /**
+   * Ticks after the deadline + grace during which a node other than the opener waits for the opener's verdict before
+   * it declares no_quorum on its own clock (the opener unreachable). Default: 4 × deadlineTicks.
+   */
+  askPatienceTicks?: number;
+  /** Settled challenges kept in memory at most; older ones are read from the store on demand. Default 512. */
+  maxSettledInMemory?: number;
+  /** Votes held for challenges not heard of yet: challenges at most (default 256), votes each (default 16), ticks kept (default deadline + grace). */
+  earlyVotes?: { maxChallenges?: number; maxPerChallenge?: number; ttlTicks?: number };
 }
 
 export type ChallengeListener = (entry: ChallengeEntry) => void | Promise<void>;
 
+/** A decided challenge's verdict document: the challenge, the votes the verdict rests on, the verdict (null before). */
+export function documentOf(e: ChallengeEntry): VerdictDocument | null {
+  if (!e.verdict) return null;
+  // The votes it rests on: a vote heard after the verdict (a late one, or an equivocation) changes nothing.
+  return { challenge: e.challenge, votes: e.votes.slice(0, e.verdict.rests_on_votes ?? e.votes.length), verdict: e.verdict };
+}
+
 export class ChallengeService {
   private readonly sub: Sublevel;
+  /** Every open challenge, and the most recently settled ones (at most maxSettledInMemory); the store holds them all. */
   private readonly entries = new Map<string, ChallengeEntry>();
+  /** Ids of the settled challenges in memory, least recently stored first. */
+  private readonly settled = new Set<string>();
   private readonly pending = new Set<string>();
   private readonly openedListeners: ChallengeListener[] = [];
   private readonly verdictListeners: ChallengeListener[] = [];
   /** Writes of one challenge's entry run one at a time (votes arrive concurrently). */
   private readonly tails = new Map<string, Promise<void>>();
-  private readonly counts = { refused_votes: 0, non_member_votes: 0, equivocations: 0, unknown_challenge_votes: 0 };
+  /** Signed votes of challenges not heard of yet (gossip does not keep order), oldest challenge first. */
+  private readonly early = new Map<string, { votes: SignedVote[]; until: number }>();
+  private readonly outbox: Outbox | null;
+  private sweeping = false;
+  private readonly counts = {
+    refused_votes: 0,
+    non_member_votes: 0,
+    equivocations: 0,
+    unknown_challenge_votes: 0,
+    early_votes_taken: 0,
+    early_votes_dropped: 0,
+    verdicts_asked: 0,
+  };
 
   constructor(private readonly o: ChallengeServiceOptions) {
     this.sub = o.store.sub('challenges');
+    this.outbox = o.send ? new Outbox({ send: o.send, nowSvcond: o.nowSvcond }) : null;
   }
 
+  /** At start: every open challenge into memory, and the most recently decided settled ones up to the bound. */
   async load(): Promise<void> {
-    for (const { value } of await this.o.store.range<ChallengeEntry>(this.sub)) this.entries.set(value.challenge.challenge.challenge_id, value);
+    const settled: ChallengeEntry[] = [];
+    for (const { value } of await this.o.store.range<ChallengeEntry>(this.sub)) {
+      if (isTerminal(value.state)) settled.push(value);
+      else this.cache(value);
+    }
+    settled.sort((a, b) => (a.verdict?.decided_svcond ?? 0) - (b.verdict?.decided_svcond ?? 0));
+    for (const e of settled.slice(-this.maxSettled())) this.cache(e);
   }
 
   /** Called with a challenge this node has just learned of (the re-executor votes from here). */
@@ -377,10 +426,17 @@ export class ChallengeService {
     this.verdictListeners.push(l);
   }
 
+  /** A challenge held in memory: every open one, and the recently settled ones (find reads the others). */
   get(id: string): ChallengeEntry | null {
     return this.entries.get(id) ?? null;
   }
 
+  /** A challenge, from memory or the store. */
+  async find(id: string): Promise<ChallengeEntry | null> {
+    return this.entries.get(id) ?? (await this.o.store.get<ChallengeEntry>(this.sub, id)) ?? null;
+  }
+
+  /** The challenges in memory: every open one and the recently settled ones. */
   all(): ChallengeEntry[] {
     return [...this.entries.values()];
   }
@@ -389,7 +445,14 @@ export class ChallengeService {
     return { ...this.counts };
   }
 
-  /** Open challenges against a bond (the release hook). */
+  /** What this node holds in memory (bounded: open challenges, settled ones up to the bound, early votes, deliveries). */
+  memory(): { open: number; settled: number; early_votes: number; deliveries: number } {
+    let early = 0;
+    for (const s of this.early.values()) early += s.votes.length;
+    return { open: this.entries.size - this.settled.size, settled: this.settled.size, early_votes: early, deliveries: this.outbox?.size() ?? 0 };
+  }
+
+  /** Open challenges against a bond (the release hook; open challenges are all in memory). */
   openAgainst(bondId: string): string[] {
     return this.all()
       .filter((e) => e.challenge.challenge.executed_by.bond_id === bondId && !isTerminal(e.state))
@@ -397,16 +460,16 @@ export class ChallengeService {
       .sort();
   }
 
-  /** Challenges against a bond, any state, newest first. */
-  against(bondId: string): ChallengeEntry[] {
-    return this.all()
+  /** Challenges against a bond, any state, newest first (read from the store). */
+  async against(bondId: string): Promise<ChallengeEntry[]> {
+    return (await this.stored())
       .filter((e) => e.challenge.challenge.executed_by.bond_id === bondId)
       .sort((a, b) => b.challenge.challenge.svcond - a.challenge.challenge.svcond);
   }
 
-  /** Newest first, filtered by state, paged. */
-  list(opts: { state?: ChallengeState; limit: number; offset: number }): { total: number; items: ChallengeEntry[] } {
-    const all = this.all()
+  /** Newest first, filtered by state, paged (read from the store, which holds every challenge). */
+  async list(opts: { state?: ChallengeState; limit: number; offset: number }): Promise<{ total: number; items: ChallengeEntry[] }> {
+    const all = (await this.stored())
       .filter((e) => opts.state === undefined || e.state === opts.state)
       .sort(
         (a, b) =>
@@ -419,15 +482,18 @@ export class ChallengeService {
    * Intake at the challenger's home: `zid` challenges `resultId` with `claimedDigest`. 404 unknown result; 403
    * SVC_RESULT_UNPUBLISHED; 409 SVC_NOT_AT_STAKE (no bond behind the result); 400 a claim equal to the executor's
    * digest; 409 a second challenge of the result by the identity; 409 SVC_NO_COMMITTEE; 402 for the stake. The
-   * stake and the challenge land in one batch; then the challenge is gossiped.
+   * stake and the challenge land in one batch; then the challenge is gossiped, and sent to each committee member and
+   * the bond's home directly (outbox.ts) until they acknowledge it or the deadline passes.
    */
   async open(zid: string, resultId: string, claimedDigest: string): Promise<ChallengeEntry> {
     const id = challengeIdOf(resultId, zid);
-    const again = this.entries.get(id);
-    if (again || this.pending.has(id))
-      throw new ServiceError(409, 'SVC_CONFLICT', 'this identity has already challenged this result', { challenge_id: id, state: again?.state ?? 'opened' });
+    const conflict = (state: ChallengeState) =>
+      new ServiceError(409, 'SVC_CONFLICT', 'this identity has already challenged this result', { challenge_id: id, state });
+    if (this.pending.has(id)) throw conflict('opened');
     this.pending.add(id);
     try {
+      const again = await this.find(id);
+      if (again) throw conflict(again.state);
       const r = await this.o.lookup(resultId);
       if (!r) throw new ServiceError(404, 'SVC_NOT_FOUND', `no published result ${resultId} is known to the mesh`, { result_id: resultId });
       if (!r.published)
@@ -478,8 +544,9 @@ export class ChallengeService {
         stake.rollback();
         throw err;
       }
-      this.entries.set(id, entry);
+      this.cache(entry);
       await this.gossip(CHALLENGE_OPENED_EVENT, signed);
+      this.sendChallenge(entry);
       this.fire(this.openedListeners, entry);
       return entry;
     } finally {
@@ -487,37 +554,75 @@ export class ChallengeService {
     }
   }
 
-  /** Record this node's own vote (the re-executor), then gossip it. */
+  /** Record this node's own vote (the re-executor), gossip it, and send it to the opener until it acknowledges. */
   async castVote(vote: SignedVote): Promise<void> {
     await this.recordVote(vote);
     await this.gossip(VOTE_EVENT, vote);
+    const e = await this.find(vote.vote.challenge_id);
+    if (e) this.sendVote(e, vote);
   }
 
-  /** The verdict document of a decided challenge (null before). */
+  /** The verdict document of a decided challenge in memory (null before, or when not in memory: see documentOf). */
   document(id: string): VerdictDocument | null {
     const e = this.entries.get(id);
-    if (!e?.verdict) return null;
-    // The votes it rests on: a vote heard after the verdict (a late one, or an equivocation) changes nothing.
-    return { challenge: e.challenge, votes: e.votes.slice(0, e.verdict.rests_on_votes ?? e.votes.length), verdict: e.verdict };
-  }
-
-  /** Declare no_quorum where the deadline (and a grace for votes in flight) has passed. Called on a timer. */
-  async sweepDeadlines(): Promise<void> {
-    const now = this.o.nowSvcond();
-    const grace = this.o.graceTicks ?? 2;
-    for (const e of this.all()) {
-      if (isTerminal(e.state) || now <= e.challenge.challenge.deadline_svcond + grace) continue;
-      await this.serial(e.challenge.challenge.challenge_id, async () => {
-        const cur = this.entries.get(e.challenge.challenge.challenge_id)!;
-        if (!isTerminal(cur.state)) await this.refold(cur, true, false);
-      });
-    }
+    return e ? documentOf(e) : null;
   }
 
   /**
-   * Gossip keeps no history: a node that missed a challenge's events (above all the executor's home, which applies the
-   * slashing) would never learn its verdict. The opener and the committee announce each verdict again, for
-   * `deadlineTicks` after it was decided; a node that has it already changes nothing.
+   * Past the deadline and a grace for votes in flight: the opener declares no_quorum from the votes it holds; any other
+   * node first asks the opener for its verdict (gossip may have missed it votes, and a verdict folded from fewer votes
+   * than the opener's would differ from everyone else's), and only once the opener has stayed unreachable for
+   * askPatienceTicks more does it declare no_quorum on its own. Called on a timer.
+   */
+  async sweepDeadlines(): Promise<void> {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    try {
+      const now = this.o.nowSvcond();
+      this.expireEarly(now);
+      const grace = this.graceTicks();
+      const me = this.o.nodeId();
+      const due = this.all().filter((e) => !isTerminal(e.state) && now > e.challenge.challenge.deadline_svcond + grace);
+      await Promise.all(
+        due.map(async (e) => {
+          const c = e.challenge.challenge;
+          if (c.challenger_home !== me && this.o.ask) {
+            this.counts.verdicts_asked++;
+            const doc = await this.o.ask(c.challenger_home, c.challenge_id).catch(() => null);
+            if (
+              doc &&
+              (await this.applyVerdict(doc).then(
+                () => true,
+                () => false,
+              ))
+            )
+              return;
+            if (now <= c.deadline_svcond + grace + (this.o.askPatienceTicks ?? 4 * this.o.policy.deadlineTicks)) return;
+          }
+          await this.serial(c.challenge_id, async () => {
+            const cur = await this.find(c.challenge_id);
+            if (cur && !isTerminal(cur.state)) await this.refold(cur, true, false);
+          });
+        }),
+      );
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  /** Attempt the direct deliveries that are due (outbox.ts). Called on the consensus timer. */
+  async flushDeliveries(): Promise<void> {
+    await this.outbox?.flush();
+  }
+
+  deliveryStats(): Record<string, number> {
+    return { ...(this.outbox?.stats ?? {}), queued: this.outbox?.size() ?? 0 };
+  }
+
+  /**
+   * Gossip keeps no history: a node that missed a challenge's events would never learn its verdict. The opener and
+   * the committee announce each verdict again, for `deadlineTicks` after it was decided; a node that has it already
+   * changes nothing. (The bond's home, which applies the slashing, also gets it directly from the opener.)
    */
   async reannounceVerdicts(): Promise<void> {
     const now = this.o.nowSvcond();
@@ -526,13 +631,27 @@ export class ChallengeService {
       const c = e.challenge.challenge;
       if (!e.verdict || now - e.verdict.decided_svcond > this.o.policy.deadlineTicks) continue;
       if (c.challenger_home !== me && !c.committee.includes(me)) continue;
-      await this.gossip(VERDICT_EVENT, this.document(c.challenge_id));
+      await this.gossip(VERDICT_EVENT, documentOf(e));
     }
   }
 
-  /** At start: run the verdict listeners again for every recorded verdict (each effect is idempotent). */
+  /**
+   * At start: run the verdict listeners again for every recorded verdict (each effect is idempotent), and queue again
+   * the direct deliveries not yet acknowledged (the verdicts this node opened, its votes and challenges still open).
+   */
   async resumeEffects(): Promise<void> {
-    for (const e of this.all()) if (e.verdict) for (const l of this.verdictListeners) await l(e);
+    for (const e of await this.stored()) {
+      if (!e.verdict) continue;
+      for (const l of this.verdictListeners) await l(e);
+      this.sendVerdict(e);
+    }
+    const me = this.o.nodeId();
+    for (const e of this.all()) {
+      if (isTerminal(e.state)) continue;
+      if (e.challenge.challenge.challenger_home === me) this.sendChallenge(e);
+      const mine = e.votes.find((v) => v.vote.voter === me);
+      if (mine) this.sendVote(e, mine);
+    }
   }
 
   // ---------------------------------------------------------------- gossip rows
@@ -554,7 +673,7 @@ export class ChallengeService {
 
   private async learnChallenge(sc: SignedChallenge): Promise<ChallengeEntry> {
     const c = sc.challenge;
-    const known = this.entries.get(c.challenge_id);
+    const known = await this.find(c.challenge_id);
     if (known) {
       if (canonicalJson(known.challenge.challenge) !== canonicalJson(c))
         throw new GossipError('reject', 400, 'INVALID_CHALLENGE', 'another challenge under a known id');
@@ -569,49 +688,43 @@ export class ChallengeService {
         throw new GossipError('reject', 400, 'INVALID_CHALLENGE', `node ${node} is listed eligible, but its bond had not settled by the challenge's tick`);
     }
     const entry = this.newEntry(sc, null);
+    let added = false;
     await this.serial(c.challenge_id, async () => {
-      if (this.entries.has(c.challenge_id)) return;
+      if (await this.find(c.challenge_id)) return;
       await this.o.store.commit([this.putOp(entry)]);
-      this.entries.set(c.challenge_id, entry);
+      this.cache(entry);
+      added = true;
     });
-    const stored = this.entries.get(c.challenge_id)!;
-    if (stored === entry) this.fire(this.openedListeners, entry);
-    return stored;
+    if (added) {
+      this.fire(this.openedListeners, entry);
+      await this.takeEarlyVotes(c.challenge_id);
+    }
+    return (await this.find(c.challenge_id))!;
   }
 
-  /** [REJECT] forged votes (signature, sender); [IGNORE] votes of unknown challenges and of non-members (counted). */
+  /**
+   * [REJECT] forged votes (signature, sender); [IGNORE] votes of non-members (counted) and of challenges not heard of
+   * yet — those are held (bounded, expiring) and counted once their challenge arrives.
+   */
   async applyVote(sv: SignedVote, event: Pick<MeshEvent, 'sender'>): Promise<void> {
+    const id = sv.vote.challenge_id;
     if (event.sender !== sv.vote.voter) {
       this.counts.refused_votes++;
       throw new GossipError('reject', 400, 'INVALID_VOTE', 'a vote must be gossiped by its voter');
     }
-    const e = this.entries.get(sv.vote.challenge_id);
-    if (!e) {
-      this.counts.unknown_challenge_votes++;
-      throw new GossipError('ignore', 404, 'SVC_NOT_FOUND', `no challenge ${sv.vote.challenge_id} is known here`);
-    }
-    const fault = voteFault(sv, e.challenge.challenge.challenge_id, this.o.verify);
+    const fault = voteFault(sv, id, this.o.verify);
+    const e = await this.find(id);
     if (fault) {
       this.counts.refused_votes++;
-      await this.serial(e.challenge.challenge.challenge_id, async () => {
-        const cur = this.entries.get(sv.vote.challenge_id)!;
-        const next = { ...cur, refused_votes: cur.refused_votes + 1 };
-        await this.o.store.commit([this.putOp(next)]);
-        this.entries.set(sv.vote.challenge_id, next);
-      });
+      if (e) await this.update(id, (cur) => ({ ...cur, refused_votes: cur.refused_votes + 1 }));
       throw new GossipError('reject', 400, 'INVALID_VOTE', fault);
     }
-    if (!e.challenge.challenge.committee.includes(sv.vote.voter)) {
-      this.counts.non_member_votes++;
-      await this.serial(e.challenge.challenge.challenge_id, async () => {
-        const cur = this.entries.get(sv.vote.challenge_id)!;
-        const next = { ...cur, non_member_votes: cur.non_member_votes + 1 };
-        await this.o.store.commit([this.putOp(next)]);
-        this.entries.set(sv.vote.challenge_id, next);
-      });
-      throw new GossipError('ignore', 403, 'SVC_NOT_A_MEMBER', `${sv.vote.voter} is not on the committee of ${sv.vote.challenge_id}`);
+    if (!e) {
+      this.counts.unknown_challenge_votes++;
+      this.holdEarly(sv);
+      throw new GossipError('ignore', 404, 'SVC_NOT_FOUND', `no challenge ${id} is known here yet: the vote is held until it arrives`);
     }
-    await this.recordVote(sv);
+    if (!(await this.takeVote(sv))) throw new GossipError('ignore', 403, 'SVC_NOT_A_MEMBER', `${sv.vote.voter} is not on the committee of ${id}`);
   }
 
   /** A verdict from another node: its challenge and votes are checked and folded here; then it is this node's too. */
@@ -623,8 +736,8 @@ export class ChallengeService {
     const e = await this.learnChallenge(doc.challenge);
     const id = e.challenge.challenge.challenge_id;
     await this.serial(id, async () => {
-      const cur = this.entries.get(id)!;
-      if (isTerminal(cur.state)) return;
+      const cur = await this.find(id);
+      if (!cur || isTerminal(cur.state)) return;
       const merged = mergeVotes(cur.votes, doc.votes);
       await this.refold({ ...cur, votes: merged }, doc.verdict.outcome === 'no_quorum', false);
     });
@@ -632,14 +745,82 @@ export class ChallengeService {
 
   // ---------------------------------------------------------------- internals
 
+  /** A vote whose signature holds, for a known challenge: a non-member's is counted (false), a member's recorded. */
+  private async takeVote(sv: SignedVote): Promise<boolean> {
+    const id = sv.vote.challenge_id;
+    const e = await this.find(id);
+    if (!e) return false;
+    if (!e.challenge.challenge.committee.includes(sv.vote.voter)) {
+      this.counts.non_member_votes++;
+      await this.update(id, (cur) => ({ ...cur, non_member_votes: cur.non_member_votes + 1 }));
+      return false;
+    }
+    await this.recordVote(sv);
+    return true;
+  }
+
+  /** Hold a vote (signature checked) whose challenge has not arrived; bounded in challenges and votes, expiring. */
+  private holdEarly(sv: SignedVote): void {
+    const now = this.o.nowSvcond();
+    this.expireEarly(now);
+    const lim = this.o.earlyVotes ?? {};
+    const id = sv.vote.challenge_id;
+    let slot = this.early.get(id);
+    if (!slot) {
+      if (this.early.size >= (lim.maxChallenges ?? 256)) {
+        const [oldest, s] = this.early.entries().next().value!;
+        this.counts.early_votes_dropped += s.votes.length;
+        this.early.delete(oldest);
+      }
+      slot = { votes: [], until: now + (lim.ttlTicks ?? this.o.policy.deadlineTicks + this.graceTicks()) };
+      this.early.set(id, slot);
+    }
+    if (slot.votes.some((v) => v.vote.voter === sv.vote.voter && v.vote.digest === sv.vote.digest)) return;
+    if (slot.votes.length >= (lim.maxPerChallenge ?? 16)) {
+      this.counts.early_votes_dropped++;
+      return;
+    }
+    slot.votes.push(sv);
+  }
+
+  private expireEarly(now: number): void {
+    for (const [id, s] of this.early) {
+      if (now <= s.until) continue;
+      this.counts.early_votes_dropped += s.votes.length;
+      this.early.delete(id);
+    }
+  }
+
+  /** The held votes of a challenge that has just arrived, counted as if they came now. */
+  private async takeEarlyVotes(id: string): Promise<void> {
+    const slot = this.early.get(id);
+    if (!slot) return;
+    this.early.delete(id);
+    for (const v of slot.votes) {
+      this.counts.early_votes_taken++;
+      await this.takeVote(v).catch(() => false);
+    }
+  }
+
   private async recordVote(sv: SignedVote): Promise<void> {
     const id = sv.vote.challenge_id;
     await this.serial(id, async () => {
-      const cur = this.entries.get(id);
+      const cur = await this.find(id);
       if (!cur) return;
       if (cur.votes.some((v) => v.vote.voter === sv.vote.voter && v.vote.digest === sv.vote.digest)) return;
       if (cur.votes.some((v) => v.vote.voter === sv.vote.voter)) this.counts.equivocations++;
       await this.refold({ ...cur, votes: [...cur.votes, sv] }, false, true);
+    });
+  }
+
+  /** Change a stored entry (one at a time per challenge). */
+  private async update(id: string, change: (cur: ChallengeEntry) => ChallengeEntry): Promise<void> {
+    await this.serial(id, async () => {
+      const cur = await this.find(id);
+      if (!cur) return;
+      const next = change(cur);
+      await this.o.store.commit([this.putOp(next)]);
+      this.cache(next);
     });
   }
 
@@ -649,7 +830,7 @@ export class ChallengeService {
     if (isTerminal(entry.state)) {
       // A verdict stands; a vote after it is kept as evidence (equivocation) and changes nothing.
       await this.o.store.commit([this.putOp(entry)]);
-      this.entries.set(c.challenge_id, entry);
+      this.cache(entry);
       return;
     }
     const fold = foldOf(c, entry.votes, deadlinePassed);
@@ -673,13 +854,86 @@ export class ChallengeService {
         : null;
     const next: ChallengeEntry = { ...entry, state, verdict };
     await this.o.store.commit([this.putOp(next)]);
-    this.entries.set(c.challenge_id, next);
+    this.cache(next);
     if (!verdict) return;
     const me = this.o.nodeId();
     // The opener and the committee gossip the verdict they reached from votes, so a node that missed votes gets them.
-    if (decidedHere && (c.challenger_home === me || c.committee.includes(me) || c.executed_by.node === me))
-      void this.gossip(VERDICT_EVENT, this.document(c.challenge_id));
+    if (decidedHere && (c.challenger_home === me || c.committee.includes(me) || c.executed_by.node === me)) void this.gossip(VERDICT_EVENT, documentOf(next));
+    this.sendVerdict(next);
     this.fire(this.verdictListeners, next);
+  }
+
+  /** The opener sends its challenge to each committee member and the bond's home until the deadline + grace. */
+  private sendChallenge(e: ChallengeEntry): void {
+    const c = e.challenge.challenge;
+    const me = this.o.nodeId();
+    if (!this.outbox || c.challenger_home !== me) return;
+    for (const node of new Set([...c.committee, c.executed_by.node])) {
+      if (node === me) continue;
+      this.outbox.add({
+        key: `challenge!${c.challenge_id}!${node}`,
+        node,
+        type: CHALLENGE_OPENED_EVENT,
+        body: () => e.challenge,
+        until: c.deadline_svcond + this.graceTicks(),
+      });
+    }
+  }
+
+  /** A member sends its vote to the opener (who declares no_quorum from what it holds) until the deadline + grace. */
+  private sendVote(e: ChallengeEntry, vote: SignedVote): void {
+    const c = e.challenge.challenge;
+    if (!this.outbox || c.challenger_home === this.o.nodeId()) return;
+    this.outbox.add({
+      key: `vote!${c.challenge_id}!${vote.vote.voter}!${vote.vote.digest}`,
+      node: c.challenger_home,
+      type: VOTE_EVENT,
+      body: () => vote,
+      until: c.deadline_svcond + this.graceTicks(),
+    });
+  }
+
+  /** The opener sends the verdict to the bond's home (which applies the slashing) until it acknowledges; once. */
+  private sendVerdict(e: ChallengeEntry): void {
+    const c = e.challenge.challenge;
+    const me = this.o.nodeId();
+    if (!this.outbox || !e.verdict || e.verdict_delivered || c.challenger_home !== me || c.executed_by.node === me) return;
+    const doc = documentOf(e);
+    this.outbox.add({
+      key: `verdict!${c.challenge_id}`,
+      node: c.executed_by.node,
+      type: VERDICT_EVENT,
+      body: () => doc,
+      until: null,
+      onDone: () => this.update(c.challenge_id, (cur) => ({ ...cur, verdict_delivered: true })),
+    });
+  }
+
+  /** Keep an entry in memory: open ones always, settled ones up to the bound (the least recently stored go first). */
+  private cache(e: ChallengeEntry): void {
+    const id = e.challenge.challenge.challenge_id;
+    this.entries.set(id, e);
+    this.settled.delete(id);
+    if (!isTerminal(e.state)) return;
+    this.settled.add(id);
+    while (this.settled.size > this.maxSettled()) {
+      const oldest = this.settled.values().next().value!;
+      this.settled.delete(oldest);
+      this.entries.delete(oldest);
+    }
+  }
+
+  private maxSettled(): number {
+    return Math.max(1, this.o.maxSettledInMemory ?? 512);
+  }
+
+  private graceTicks(): number {
+    return this.o.graceTicks ?? 2;
+  }
+
+  /** Every stored challenge, settled or open (read on demand: listings, a bond's history, the effects at start). */
+  async stored(): Promise<ChallengeEntry[]> {
+    return (await this.o.store.range<ChallengeEntry>(this.sub)).map((x) => x.value);
   }
 
   private newEntry(sc: SignedChallenge, stake: StakeHold | null): ChallengeEntry {

@@ -13,6 +13,7 @@ import { plainJson, solverRequestDigest, solverResultDigest } from '../compute/r
 import { unsealableOutput } from '../compute/finite-output.js';
 import type { ExecutedBy } from './executed-by.js';
 import { EXEC_REFUSALS, FrameError, MAX_REQUEST_BYTES, execRequestSchema, readFrame, writeFrame, type ExecAnswer, type ExecRequest } from './exec-protocol.js';
+import { serveSession } from './exec-session.js';
 
 /** A request must arrive whole within this (the run's own time comes after). */
 const REQUEST_READ_MS = 10_000;
@@ -72,13 +73,7 @@ export class ExecHandler {
       } finally {
         clearTimeout(timer);
       }
-      const parsed = execRequestSchema.safeParse(raw);
-      if (!parsed.success) answer = refusal(EXEC_REFUSALS.badRequest, `malformed request: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-      else {
-        const request = parsed.data;
-        const a = await this.execute(request, remotePeer);
-        answer = this.deps.rewrite ? await this.deps.rewrite(a, request) : a;
-      }
+      answer = await this.answerTo(raw, remotePeer);
     } catch (err) {
       if (!(err instanceof FrameError)) {
         // The stream failed (aborted, reset): nobody to answer.
@@ -95,6 +90,28 @@ export class ExecHandler {
       this.deps.logger?.debug({ err: String(err), peer: remotePeer }, 'exec answer not delivered');
       stream.abort(err instanceof Error ? err : new Error(String(err)));
     }
+  }
+
+  /** Serve a long-lived session stream (/svc/exec/1.1.0, exec-session.ts): every request answered as its run ends. */
+  async serveSession(stream: Stream, remotePeer: string): Promise<void> {
+    await serveSession(
+      stream,
+      async (raw) => {
+        const answer = await this.answerTo(raw, remotePeer);
+        if (answer === null || typeof answer !== 'object' || (answer as { ok?: unknown }).ok !== true) this.stats.refused++;
+        return answer;
+      },
+      (err) => this.deps.logger?.debug({ err: String(err), peer: remotePeer }, 'exec session failed'),
+    );
+  }
+
+  /** The answer to one raw request (checked here): a refusal or the run's signed result. */
+  private async answerTo(raw: unknown, remotePeer: string): Promise<unknown> {
+    const parsed = execRequestSchema.safeParse(raw);
+    if (!parsed.success) return refusal(EXEC_REFUSALS.badRequest, `malformed request: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    const request = parsed.data;
+    const a = await this.execute(request, remotePeer);
+    return this.deps.rewrite ? await this.deps.rewrite(a, request) : a;
   }
 
   private checkHandshake(request: ExecRequest, remotePeer: string): boolean {

@@ -45,6 +45,8 @@ export interface OffloaderDeps {
   freeSlots: () => number;
   meshSecret: string | null;
   open: (peerId: string, protocol: string, signal: AbortSignal) => Promise<Stream>;
+  /** One request on a long-lived session with the peer (exec-session.ts); without it, one stream per run (1.0.0). */
+  exchange?: (peerId: string, request: ExecRequest, signal: AbortSignal) => Promise<unknown>;
   verify: (signer: string, text: string, signature: string) => boolean;
   /** How long to wait for a peer's answer (default: the run's time limit + 2 s). */
   answerTimeoutMs?: (timeLimitSeconds: number) => number;
@@ -171,6 +173,15 @@ export class Offloader implements SolverPlacement {
     const request: ExecRequest = { ...unsigned, handshake: handshakeFor(secret, this.deps.selfId(), req.svcond, bodyDigest(unsigned)) };
     const timeoutMs = this.deps.answerTimeoutMs?.(req.timeLimitSeconds) ?? req.timeLimitSeconds * 1000 + ANSWER_SLACK_MS;
     const signal = AbortSignal.timeout(timeoutMs);
+    if (this.deps.exchange) {
+      let answer: unknown;
+      try {
+        answer = await this.deps.exchange(peer.peerId, request, signal);
+      } catch (err) {
+        return { failed: signal.aborted ? 'timeout' : 'unreachable', reason: String(err) };
+      }
+      return this.check(peer, req, answer);
+    }
     let stream: Stream;
     try {
       stream = await this.deps.open(peer.peerId, EXEC_PROTOCOL, signal);

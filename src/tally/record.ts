@@ -2,7 +2,8 @@
 // a small index entry in its sealing batch (owner, published or not); a published one also gets a row in the
 // published list (newest first) with what a challenger and a re-executing committee need: the canonical request,
 // the stamping tick, the result digest and executed_by. Results are sealed at their caller's home, so this is the
-// home's record; other nodes ask it (GET /api/mesh/results/:id, consensus/result-lookup.ts).
+// home's record; other nodes ask it (GET /api/mesh/results/:id, consensus/result-lookup.ts). A published row is also
+// indexed by owner (owner!row key), so one identity's published results page without a scan of the home's record.
 import type { Counters } from '../store/counters.js';
 import { padNum, type Json, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { CanonicalRequest, ResultRecorder, SealedFacts } from '../compute/service.js';
@@ -63,6 +64,7 @@ export type ResultLookup =
 export class ResultRecords implements ResultRecorder {
   private readonly index: Sublevel;
   private readonly rows: Sublevel;
+  private readonly byOwner: Sublevel;
   /** Orders rows of one tick (with the tick in front, the keys sort newest last across restarts too). */
   private seq = 0;
 
@@ -76,6 +78,7 @@ export class ResultRecords implements ResultRecorder {
   ) {
     this.index = store.sub('result_index');
     this.rows = store.sub('record');
+    this.byOwner = store.sub('record_by_owner');
   }
 
   /** For the sealing batch (ComputeService.sealResult → Ledger.seal): decided synchronously from memory. */
@@ -99,13 +102,12 @@ export class ResultRecords implements ResultRecorder {
       request: f.request,
     };
     const entry: IndexEntry = { owner: f.owner, published: true, row: key };
-    return {
-      ops: [
-        { type: 'put', sub: this.index, key: f.result_id, value: entry as unknown as Json },
-        { type: 'put', sub: this.rows, key, value: row as unknown as Json },
-      ],
-      bump: [PUBLISHED_COUNTER],
-    };
+    const ops: Op[] = [
+      { type: 'put', sub: this.index, key: f.result_id, value: entry as unknown as Json },
+      { type: 'put', sub: this.rows, key, value: row as unknown as Json },
+    ];
+    if (f.owner !== null) ops.push({ type: 'put', sub: this.byOwner, key: `${f.owner}!${key}`, value: key });
+    return { ops, bump: [PUBLISHED_COUNTER] };
   }
 
   /** Published results sealed here, newest first. */
@@ -114,6 +116,14 @@ export class ResultRecords implements ResultRecorder {
     const page = await this.store.range<StoredRow>(this.rows, { reverse: true, limit: offset + n });
     const results = page.slice(offset).map(({ value }) => showRow(value));
     return { total: this.counters.get(PUBLISHED_COUNTER), limit: n, offset, results };
+  }
+
+  /** The published results of one identity sealed here (its home), newest first. */
+  async listOf(owner: string, limit: number, offset: number): Promise<{ total: number; limit: number; offset: number; results: RecordRow[] }> {
+    const n = Math.min(Math.max(1, limit), RECORD_PAGE_MAX);
+    const keys = await this.store.range<string>(this.byOwner, { gte: `${owner}!`, lt: `${owner}!\uffff`, reverse: true });
+    const rows = await Promise.all(keys.slice(offset, offset + n).map(({ value }) => this.store.get<StoredRow>(this.rows, value)));
+    return { total: keys.length, limit: n, offset, results: rows.filter((r): r is StoredRow => r !== undefined).map(showRow) };
   }
 
   /** What this node (a result's home) knows of a result: found (published), unpublished, or unknown here. */

@@ -7,7 +7,9 @@
 //   2. a claim that matches neither E's digest nor the truth → not_reproducible, nobody slashed, stake returned;
 //   3. C and D offline → no_quorum, and A's release refused while the challenge is open;
 //   4. E's tampered result challenged with the true digest → upheld everywhere; E is SIGKILLed while it slashes, is
-//      restarted, and its bond went to the foundation account exactly once.
+//      restarted, and its bond went to the foundation account exactly once. E hears no consensus gossip during it
+//      (test/helpers/deaf-consensus.ts: as a node outside the topic's mesh): the challenge and the verdict reach it
+//      over the direct path (consensus/outbox.ts), as they must for a node that misses gossip.
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,12 +20,17 @@ import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } f
 import { waitFor } from '../mesh/helpers.js';
 import { challengeIdOf } from '../../src/consensus/challenges.js';
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { CLI } from '../helpers/cli.js';
 
-/** The CLI as a child process, awaited without blocking this process (whose nodes it talks to). */
+/**
+ * The CLI as a child process, awaited without blocking this process (whose nodes it talks to): the built one when
+ * there is a build (CI builds first; it starts in a fraction of tsx's time), else from source.
+ */
 function cliRun(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const built = join(ROOT, 'dist/cli/index.js');
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT });
+    const child = spawn(process.execPath, [...(existsSync(built) ? [built] : CLI), ...args], { cwd: ROOT });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (x: Buffer) => (stdout += x.toString()));
@@ -98,7 +105,7 @@ async function startE(bootstrap: string[]): Promise<typeof e> {
     SVC_CONTRIBUTION_CHALLENGE_STAKE: String(STAKE),
     SLOW_DISK_MS: '60',
   };
-  const argv = ['--import', 'tsx', '--import', join(ROOT, 'test/helpers/tampered-zeta.ts'), '--import', join(ROOT, 'test/helpers/slow-disk.mjs')];
+  const argv = ['--import', 'tsx', ...['tampered-zeta.ts', 'slow-disk.mjs', 'deaf-consensus.ts'].flatMap((h) => ['--import', join(ROOT, `test/helpers/${h}`)])];
   const started = await startProcess(process.execPath, [...argv, join(ROOT, 'src/cli/index.ts'), 'start'], env);
   const log: string[] = [];
   started.child.stdout!.on('data', (chunk: Buffer) => log.push(chunk.toString()));
@@ -141,7 +148,7 @@ async function run(
 }
 
 /** The challenge as every live node sees it, once each has a verdict. */
-async function verdictEverywhere(id: string, nodes: Member[], timeoutMs = 30_000): Promise<any[]> {
+async function verdictEverywhere(id: string, nodes: Member[], timeoutMs = 40_000): Promise<any[]> {
   return Promise.all(
     nodes.map((m) =>
       waitFor(
@@ -215,7 +222,7 @@ describe('re-execution consensus on five nodes', () => {
     expect(byVoter.get(c.node.nodeId)).toBe(result.result_digest);
     expect(byVoter.get(d.node.nodeId)).toBe(result.result_digest);
     // E re-executed with its tampered solver: its vote is neither digest, and 2 of 3 outvote it.
-    await waitFor(async () => (await call(b.url, 'GET', `/api/tally/consensus/${opened.body.challenge_id}`)).body.votes.length === 3, 10_000, "E's vote");
+    await waitFor(async () => (await call(b.url, 'GET', `/api/tally/consensus/${opened.body.challenge_id}`)).body.votes.length === 3, 20_000, "E's vote");
     const all = (await call(b.url, 'GET', `/api/tally/consensus/${opened.body.challenge_id}`)).body;
     const eVote = all.votes.find((x: any) => x.vote.voter === e.node);
     expect(eVote.vote.digest).not.toBe(result.result_digest);
@@ -223,7 +230,7 @@ describe('re-execution consensus on five nodes', () => {
     // The stake is burned at B, the bond untouched at A.
     await waitFor(
       async () => (await call(b.url, 'GET', `/api/tally/consensus/${opened.body.challenge_id}`)).body.stake?.effect === 'burned',
-      10_000,
+      20_000,
       'stake burned',
     );
     expect(await balance(b.url, ch.key)).toBe(before - STAKE);
@@ -296,7 +303,7 @@ describe('re-execution consensus on five nodes', () => {
     expect(verdictLine).toMatchObject({ challenge_id: opened.body.challenge_id, state: 'not_reproducible', verdict: { outcome: 'not_reproducible' } });
     const seen = await verdictEverywhere(opened.body.challenge_id, members());
     for (const v of seen) expect(v.verdict.outcome).toBe('not_reproducible');
-    await waitFor(async () => (await balance(b.url, ch.key)) === before, 10_000, 'stake returned');
+    await waitFor(async () => (await balance(b.url, ch.key)) === before, 20_000, 'stake returned');
     const status = await call(e.url, 'GET', '/api/contribute/status', undefined, bearer(ops.e!.key));
     expect(status.body.bonded).toBe(true);
   }, 60_000);
@@ -310,13 +317,13 @@ describe('re-execution consensus on five nodes', () => {
     expect(opened.status, opened.text).toBe(201);
     expect(opened.body.committee).toContain(c.node.nodeId);
     expect(opened.body.committee).toContain(d.node.nodeId);
-    await waitFor(() => a.node.challenges.get(opened.body.challenge_id), 10_000, 'the challenge at A');
+    await waitFor(() => a.node.challenges.get(opened.body.challenge_id), 20_000, 'the challenge at A');
     const refused = expectError(await call(a.url, 'POST', '/api/contribute/release', {}, bearer(ops.a!.key)), 409, 'SVC_BOND_CHALLENGED');
     expect(refused.open_challenges).toContain(opened.body.challenge_id);
     const live = members().filter((m) => m.node !== c.node.nodeId && m.node !== d.node.nodeId);
     const seen = await verdictEverywhere(opened.body.challenge_id, live, 30_000);
     for (const v of seen) expect(v.verdict.outcome).toBe('no_quorum');
-    await waitFor(async () => (await balance(b.url, ch.key)) === before, 10_000, 'stake returned');
+    await waitFor(async () => (await balance(b.url, ch.key)) === before, 20_000, 'stake returned');
     const boot = [a.node.mesh.multiaddrs()[0]!];
     restartedAt = b.node.mesh.nowSvcond();
     [c, d] = await Promise.all([startTestNode(config(boot), opts, c.dataDir), startTestNode(config(boot), opts, d.dataDir)]);
@@ -335,7 +342,11 @@ describe('re-execution consensus on five nodes', () => {
     const envelopesBefore = (await call(e.url, 'GET', `/api/tally/envelopes/${ops.e!.zid}?limit=1`, undefined, bearer(ops.e!.key))).body.total;
     const ch = await zkIdentity(b.url, 'challenger-4');
     const before = await balance(b.url, ch.key);
-    const logged = e.log.length;
+    // E stops hearing svc/consensus/1: what it learns of this challenge comes to it directly.
+    let logged = e.log.length;
+    e.child.kill('SIGUSR2');
+    await waitFor(() => e.log.slice(logged).join('').includes('deaf to consensus gossip'), 20_000, 'E deaf to consensus gossip');
+    logged = e.log.length;
     const opened = await call(
       b.url,
       'POST',
@@ -355,7 +366,7 @@ describe('re-execution consensus on five nodes', () => {
     const live = members().filter((m) => m.node !== e.node);
     const seen = await verdictEverywhere(id, live);
     for (const v of seen) expect(v.verdict).toMatchObject({ outcome: 'upheld', deciding_digest: truth.body.result_digest });
-    await waitFor(async () => (await balance(b.url, ch.key)) === before, 10_000, 'stake returned');
+    await waitFor(async () => (await balance(b.url, ch.key)) === before, 20_000, 'stake returned');
 
     e = await startE([a.node.mesh.multiaddrs()[0]!]);
     const atE = await waitFor(

@@ -147,6 +147,26 @@ describe('offloaded execution', () => {
     // Another node finds it at its home through the signed mesh lookup.
     expect(await d.node.lookupResult(shown.body.result_id)).toMatchObject({ status: 'found', home: a.node.nodeId, executed_by: shown.body.executed_by });
     expect(await d.node.lookupResult(hidden.body.result_id)).toEqual({ status: 'unpublished', result_id: hidden.body.result_id, home: a.node.nodeId });
+    // Asked anywhere, the record is read at a home: the caller's (forwarded once), or with ?owner= that identity's.
+    const fromD = await call(d.url, 'GET', '/api/tally/record?limit=100', undefined, bearer(loud.key));
+    expect(fromD.status, fromD.text).toBe(200);
+    expect(fromD.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
+    expect(fromD.body.node).toBe(a.node.nodeId);
+    expect(fromD.body.results.map((x: { result_id: string }) => x.result_id)).toContain(shown.body.result_id);
+    const reader = await zkIdentity(d.url, 'record-reader-at-d');
+    const ofLoud = await call(d.url, 'GET', `/api/tally/record?owner=${loud.zid}`, undefined, bearer(reader.key));
+    expect(ofLoud.status, ofLoud.text).toBe(200);
+    expect(ofLoud.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
+    expect(ofLoud.body).toMatchObject({ node: a.node.nodeId, owner: loud.zid, total: 1 });
+    expect(ofLoud.body.results.map((x: { result_id: string }) => x.result_id)).toEqual([shown.body.result_id]);
+    const ofQuiet = await call(d.url, `GET`, `/api/tally/record?owner=${quiet.zid}`, undefined, bearer(reader.key));
+    expect(ofQuiet.body).toMatchObject({ owner: quiet.zid, total: 0, results: [] });
+    // The reader's own record (D's, where it is homed) does not hold A's results.
+    const atD = await call(d.url, 'GET', '/api/tally/record?limit=100', undefined, bearer(reader.key));
+    expect(atD.body.node).toBe(d.node.nodeId);
+    expect(atD.body.results.map((x: { result_id: string }) => x.result_id)).not.toContain(shown.body.result_id);
+    const unknown = await call(d.url, 'GET', `/api/tally/record?owner=zid_${'0'.repeat(32)}`, undefined, bearer(reader.key));
+    expect(unknown.status).toBe(404);
   }, 60_000);
 
   describe('a peer that fails is skipped and the run happens at home', () => {

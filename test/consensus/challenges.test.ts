@@ -22,6 +22,7 @@ import {
   verifyVerdictDocument,
   voteSigningText,
   type ChallengeRecord,
+  type ChallengeServiceOptions,
   type ChallengedResult,
   type SignedChallenge,
   type SignedVote,
@@ -73,6 +74,7 @@ async function service(
   me: Key,
   lookup: (id: string) => Promise<ChallengedResult | null> = async () => null,
   publish?: (type: string, body: unknown) => Promise<void>,
+  extra: Partial<ChallengeServiceOptions> = {},
 ) {
   const dir = await mkdtemp(join(tmpdir(), 'svc-chall-'));
   dirs.push(dir);
@@ -95,6 +97,7 @@ async function service(
       return { hold: { zid, amount, from_free: amount, from_paid: 0 }, ops: [], rollback: () => held.pop() };
     },
     ...(publish ? { publish } : {}),
+    ...extra,
   });
   await s.load();
   return s;
@@ -391,5 +394,163 @@ describe('the gossip rows', () => {
       deadlinePassed: true,
     });
     expect(f.outcome).toBe('no_quorum');
+  });
+});
+
+describe('a node that misses gossip still converges', () => {
+  const settle = () => new Promise((r) => setTimeout(r, 20));
+  const two = async (s: ChallengeService, sc: SignedChallenge, digest = CLAIM) => {
+    const id = sc.challenge.challenge_id;
+    await s.applyVote(vote(member(sc, 0), id, digest), { sender: member(sc, 0).id });
+    await s.applyVote(vote(member(sc, 1), id, digest), { sender: member(sc, 1).id });
+  };
+
+  it('a vote that arrives before its challenge is held, then counted when the challenge comes; held votes are bounded and expire', async () => {
+    const s = await service(keys[5]!, undefined, undefined, { earlyVotes: { maxChallenges: 2, maxPerChallenge: 2, ttlTicks: 5 } });
+    const sc = signedChallenge('res_20_e');
+    const id = sc.challenge.challenge_id;
+    expect((await refusal(s.applyVote(vote(member(sc, 0), id, CLAIM), { sender: member(sc, 0).id }))).action).toBe('ignore');
+    await refusal(s.applyVote(vote(member(sc, 1), id, CLAIM), { sender: member(sc, 1).id }));
+    // A forged vote is refused, not held.
+    const forged = { vote: { ...vote(member(sc, 2), id, CLAIM).vote }, signature: vote(member(sc, 0), id, CLAIM).signature };
+    expect((await refusal(s.applyVote(forged, { sender: member(sc, 2).id }))).action).toBe('reject');
+    expect(s.memory().early_votes).toBe(2);
+    await s.applyOpened(sc, { sender: keys[1]!.id });
+    expect(s.get(id)!.verdict).toMatchObject({ outcome: 'upheld', deciding_digest: CLAIM });
+    expect(s.memory().early_votes).toBe(0);
+    expect(s.stats()).toMatchObject({ early_votes_taken: 2, early_votes_dropped: 0 });
+    // At most maxChallenges challenges' votes are held (the oldest go), at most maxPerChallenge each, for ttlTicks.
+    const later = ['res_21_a', 'res_21_b', 'res_21_c'].map((r) => signedChallenge(r));
+    for (const x of later) await refusal(s.applyVote(vote(member(x, 0), x.challenge.challenge_id, CLAIM), { sender: member(x, 0).id }));
+    const third = later[2]!;
+    for (const i of [1, 2]) await refusal(s.applyVote(vote(member(third, i), third.challenge.challenge_id, CLAIM), { sender: member(third, i).id }));
+    expect(s.memory().early_votes).toBe(3);
+    expect(s.stats()).toMatchObject({ early_votes_dropped: 2 });
+    now += 6;
+    await s.sweepDeadlines();
+    expect(s.memory().early_votes).toBe(0);
+  });
+
+  it('settled challenges beyond the bound leave memory and are read from the store on demand', async () => {
+    const s = await service(keys[5]!, undefined, undefined, { maxSettledInMemory: 2 });
+    const scs = ['res_22_a', 'res_22_b', 'res_22_c', 'res_22_d'].map((r) => signedChallenge(r));
+    for (const sc of scs) {
+      await s.applyOpened(sc, { sender: keys[1]!.id });
+      await two(s, sc);
+    }
+    const open = signedChallenge('res_22_e');
+    await s.applyOpened(open, { sender: keys[1]!.id });
+    expect(s.memory()).toMatchObject({ open: 1, settled: 2 });
+    const first = scs[0]!.challenge.challenge_id;
+    expect(s.get(first)).toBeNull();
+    expect((await s.find(first))!.verdict).toMatchObject({ outcome: 'upheld' });
+    const listed = await s.list({ state: 'upheld', limit: 10, offset: 0 });
+    expect(listed.total).toBe(4);
+    // A late vote for an evicted challenge is kept as evidence; the verdict stands. A repeat of its challenge is known.
+    await s.applyVote(vote(member(scs[0]!, 2), first, EXEC), { sender: member(scs[0]!, 2).id });
+    expect((await s.find(first))!).toMatchObject({ state: 'upheld' });
+    expect((await s.find(first))!.votes).toHaveLength(3);
+    await s.applyOpened(scs[0]!, { sender: keys[1]!.id });
+    expect(s.memory().settled).toBe(2);
+    expect(s.openAgainst(open.challenge.executed_by.bond_id)).toEqual([open.challenge.challenge_id]);
+  });
+
+  it('the opener sends the challenge to the committee and the bond home, a member its vote to the opener, the opener the verdict to the bond home until acknowledged', async () => {
+    const result: ChallengedResult = {
+      result_id: 'res_23_d',
+      request: { kind: 'solver', solver: 'zeta', inputs: {} },
+      stamp_svcond: now - 3,
+      result_digest: EXEC,
+      executed_by: executedBy('bond_' + 'd'.repeat(24)),
+      owner: 'zid_owner',
+      published: true,
+    };
+    const sent: { from: string; node: string; type: string; body: any }[] = [];
+    let bondHomeUp = false;
+    const sender = (from: Key) => async (node: string, type: string, body: unknown) => {
+      sent.push({ from: from.id, node, type, body });
+      if (type === 'consensus.verdict' && !bondHomeUp) throw new Error('the bond home is down');
+    };
+    const opener = await service(keys[1]!, async () => result, undefined, { send: sender(keys[1]!) });
+    const e = await opener.open('zid_a', 'res_23_d', CLAIM);
+    const c = e.challenge.challenge;
+    const id = c.challenge_id;
+    expect(
+      sent
+        .filter((x) => x.type === 'consensus.challenge.opened')
+        .map((x) => x.node)
+        .sort(),
+    ).toEqual([...c.committee, keys[0]!.id].sort());
+    // A member that heard the challenge sends its vote to the opener.
+    const m0 = keys.find((k) => k.id === c.committee[0])!;
+    const member0 = await service(m0, undefined, undefined, { send: sender(m0) });
+    await member0.applyOpened(e.challenge, { sender: keys[1]!.id });
+    await member0.castVote(vote(m0, id, CLAIM));
+    expect(sent.filter((x) => x.type === 'consensus.vote')).toMatchObject([{ from: m0.id, node: keys[1]!.id }]);
+    // The opener decides; the bond's home is down: the verdict is sent again at the next flush, until acknowledged.
+    for (const i of [0, 1]) {
+      const m = keys.find((k) => k.id === c.committee[i])!;
+      await opener.applyVote(vote(m, id, CLAIM), { sender: m.id });
+    }
+    expect(opener.get(id)!.state).toBe('upheld');
+    await settle();
+    const verdictSends = () => sent.filter((x) => x.type === 'consensus.verdict' && x.node === keys[0]!.id).length;
+    expect(verdictSends()).toBe(1);
+    now += 1;
+    await opener.flushDeliveries();
+    expect(verdictSends()).toBe(2);
+    bondHomeUp = true;
+    now += 4;
+    await opener.flushDeliveries();
+    await settle();
+    expect(verdictSends()).toBe(3);
+    expect((await opener.find(id))!.verdict_delivered).toBe(true);
+    // The bond home takes the document as sent; a restart does not send an acknowledged verdict again.
+    const home = await service(keys[0]!);
+    await home.applyVerdict(sent.at(-1)!.body);
+    expect(home.get(id)!.verdict).toMatchObject({ outcome: 'upheld' });
+    await opener.resumeEffects();
+    now += 20;
+    await opener.flushDeliveries();
+    expect(verdictSends()).toBe(3);
+  });
+
+  it('past the deadline a node asks the opener for its verdict before declaring no_quorum on its own', async () => {
+    const sc = signedChallenge('res_24_s');
+    const id = sc.challenge.challenge_id;
+    const openerView = await service(keys[1]!);
+    await openerView.applyOpened(sc, { sender: keys[1]!.id });
+    await two(openerView, sc);
+    let reachable = false;
+    const asked: string[] = [];
+    const late = await service(keys[5]!, undefined, undefined, {
+      askPatienceTicks: 5,
+      ask: async (node, cid) => {
+        asked.push(node);
+        if (!reachable) throw new Error('the opener is down');
+        return openerView.document(cid);
+      },
+    });
+    // It heard the challenge and one vote only: its own fold would say no_quorum.
+    await late.applyOpened(sc, { sender: keys[1]!.id });
+    await late.applyVote(vote(member(sc, 0), id, CLAIM), { sender: member(sc, 0).id });
+    now = sc.challenge.deadline_svcond + 3;
+    await late.sweepDeadlines();
+    expect(late.get(id)!.state).toBe('voting');
+    reachable = true;
+    now += 1;
+    await late.sweepDeadlines();
+    expect(late.get(id)!.verdict).toMatchObject({ outcome: 'upheld', deciding_digest: CLAIM });
+    expect(new Set(asked)).toEqual(new Set([keys[1]!.id]));
+    // The opener unreachable for good: no_quorum on this node's clock once the patience is spent.
+    reachable = false;
+    const quiet = signedChallenge('res_25_s');
+    await late.applyOpened(quiet, { sender: keys[1]!.id });
+    now = quiet.challenge.deadline_svcond + 2 + 5;
+    await late.sweepDeadlines();
+    expect(late.get(quiet.challenge.challenge_id)!.state).toBe('opened');
+    now += 1;
+    await late.sweepDeadlines();
+    expect(late.get(quiet.challenge.challenge_id)!.state).toBe('no_quorum');
   });
 });

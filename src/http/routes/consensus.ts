@@ -4,7 +4,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
-import { DIGEST_PATTERN, STATES, type ChallengeEntry } from '../../consensus/challenges.js';
+import { DIGEST_PATTERN, STATES, documentOf, type ChallengeEntry } from '../../consensus/challenges.js';
 import type { Caller } from '../../tally/ledger.js';
 import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
@@ -68,17 +68,17 @@ export function consensusRoutes(router: Router, s: HttpServices): void {
     ctx.body = { ...challengeSummary(e), stake: e.stake?.amount ?? 0, eligible: e.challenge.challenge.eligible, quorum: e.challenge.challenge.quorum };
   });
 
-  router.get('/api/tally/consensus', (ctx) => {
+  router.get('/api/tally/consensus', async (ctx) => {
     const q = validate(listQuery, ctx.query);
     const { challenges } = consensus();
-    const { total, items } = challenges.list(q);
+    const { total, items } = await challenges.list(q);
     ctx.body = { total, limit: q.limit, offset: q.offset, state: q.state ?? null, counts: challenges.stats(), items: items.map(challengeSummary) };
   });
 
   router.get('/api/tally/consensus/:id', async (ctx) => {
     const id = String(ctx.params.id);
     const { challenges, slashing } = consensus();
-    const e = challenges.get(id);
+    const e = await challenges.find(id);
     if (!e) throw new ServiceError(404, 'SVC_NOT_FOUND', `no challenge ${id} is known to this node`, { challenge_id: id });
     const c = e.challenge.challenge;
     ctx.body = {
@@ -94,7 +94,7 @@ export function consensusRoutes(router: Router, s: HttpServices): void {
       ticks_taken: e.verdict?.ticks_taken ?? null,
       stake: (await slashing.stakeRecord(id)) ?? (e.stake ? { zid: e.stake.zid, amount: e.stake.amount, effect: 'held' } : null),
       slashing: (await slashing.slashRecord(id)) ?? null,
-      document: challenges.document(id),
+      document: documentOf(e),
     };
   });
 }

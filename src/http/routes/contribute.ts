@@ -46,7 +46,7 @@ export function contributeRoutes(router: Router, s: HttpServices): void {
     ctx.body = policyDocument(policy);
   });
 
-  router.get('/api/contribute/status', requireKey(auth), home, (ctx) => {
+  router.get('/api/contribute/status', requireKey(auth), home, async (ctx) => {
     const c = identityOf(ctx);
     const { bonds, modes } = contribution();
     const held = bonds.ofZid(c.zid);
@@ -60,7 +60,7 @@ export function contributeRoutes(router: Router, s: HttpServices): void {
       mode_since_svcond: mode.svcond,
       open_challenges: held ? bonds.openChallenges(held.bond.bond_id) : [],
       // Verdicts on challenges of this identity's bonds (the active one and any earlier), newest first.
-      verdicts: (s.consensus?.challenges.all() ?? [])
+      verdicts: ((await s.consensus?.challenges.stored()) ?? [])
         .filter((e) => e.verdict !== null && bonds.get(e.challenge.challenge.executed_by.bond_id)?.bond?.bond.zid === c.zid)
         .sort((a, b) => b.verdict!.decided_svcond - a.verdict!.decided_svcond)
         .map((e) => ({

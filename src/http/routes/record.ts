@@ -1,7 +1,10 @@
 // The record of published results (spec 4.6 `GET /api/tally/record`, architecture.md §6) and the publish setting
 // that decides what goes in it (`/api/tally/settings/publish-default`, spec 4.8). The setting is kept at the
-// identity's home (forward.ts); the record is the results sealed on this node. The mesh read route answers other
-// nodes' lookups of a result homed here (consensus/result-lookup.ts), signed by this node.
+// identity's home (forward.ts). A published result is listed in one record, its owner's home's (where it was
+// sealed); no node merges the mesh's records. Asked anywhere, the record is read at a home: the caller's own home
+// (its published results and the others sealed there), or with ?owner=<zid> that identity's home, listing that
+// identity's published results only; a node that is not the home forwards the request once (forward.ts). The mesh
+// read route answers other nodes' lookups of a result homed here (consensus/result-lookup.ts), signed by this node.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
@@ -13,7 +16,7 @@ import { RESULT_ID_PATTERN, RESULT_LOOKUP } from '../../consensus/result-lookup.
 import { RECORD_PAGE_MAX } from '../../tally/record.js';
 import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
-import { forwardToHome } from '../forward.js';
+import { forwardToHome, relayToHome } from '../forward.js';
 import { validate } from '../validate.js';
 
 const publishBody = z.object({ publish_default: z.boolean() }).strict();
@@ -24,6 +27,10 @@ const recordQuery = z
     offset: z.coerce.number().int().min(0).max(RECORD_OFFSET_MAX).default(0),
     // The key may travel as ?key= (spec 5.2).
     key: z.string().optional(),
+    owner: z
+      .string()
+      .regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters')
+      .optional(),
   })
   .strict();
 
@@ -65,7 +72,16 @@ export function recordRoutes(router: Router, s: HttpServices): void {
   // Keyed (spec part 5: not among the keyless routes): any identity's key reads the published record.
   router.get('/api/tally/record', requireKey(auth), async (ctx) => {
     const q = validate(recordQuery, ctx.query);
-    ctx.body = { node: s.nodeId(), ...(await record().results.list(q.limit, q.offset)) };
+    if (q.owner === undefined) {
+      await home(ctx, async () => {
+        ctx.body = { node: s.nodeId(), owner: null, ...(await record().results.list(q.limit, q.offset)) };
+      });
+      return;
+    }
+    const owner = await s.identity.getIdentity(q.owner);
+    if (!owner) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${q.owner} is known to this node`, { zid: q.owner });
+    if (owner.home && owner.home !== s.nodeId() && s.mesh) return relayToHome(ctx, s, owner.home, 'identity', { zid: q.owner });
+    ctx.body = { node: s.nodeId(), owner: q.owner, ...(await record().results.listOf(q.owner, q.limit, q.offset)) };
   });
 
   router.get('/api/mesh/results/:result_id', async (ctx) => {

@@ -1,0 +1,113 @@
+// One long-lived exec stream per peer (consensus/exec-session.ts): frames split anywhere are read whole; many runs
+// share one stream and their answers come back by id in any order; a stream that fails fails the runs waiting on
+// it, and the next run opens a new one. Over an in-memory stream pair (no libp2p).
+import { describe, expect, it } from 'vitest';
+import type { Stream } from '@libp2p/interface';
+import { encodeFrame, FrameError, type ExecRequest } from '../../src/consensus/exec-protocol.js';
+import { ExecSessions, readFrames, serveSession } from '../../src/consensus/exec-session.js';
+
+/** An async queue of byte chunks: one direction of a stream pair. */
+class Pipe implements AsyncIterable<{ subarray(): Uint8Array }> {
+  private readonly chunks: Uint8Array[] = [];
+  private wake: (() => void) | null = null;
+  private done: Error | true | null = null;
+  push(c: Uint8Array): void {
+    this.chunks.push(c);
+    this.wake?.();
+  }
+  end(err?: Error): void {
+    this.done = err ?? true;
+    this.wake?.();
+  }
+  async *[Symbol.asyncIterator](): AsyncIterator<{ subarray(): Uint8Array }> {
+    for (;;) {
+      while (this.chunks.length > 0) yield this.chunks.shift()!;
+      if (this.done instanceof Error) throw this.done;
+      if (this.done) return;
+      await new Promise<void>((r) => (this.wake = r));
+      this.wake = null;
+    }
+  }
+}
+
+function streamPair(): [Stream, Stream, () => void] {
+  const ab = new Pipe();
+  const ba = new Pipe();
+  const side = (inbound: Pipe, outbound: Pipe): Stream =>
+    ({
+      source: inbound,
+      sink: async (src: AsyncIterable<Uint8Array>) => {
+        for await (const c of src) outbound.push(c);
+        outbound.end();
+      },
+      abort: (err: Error) => {
+        inbound.end(err);
+        outbound.end(err);
+      },
+      close: async () => outbound.end(),
+    }) as unknown as Stream;
+  return [side(ba, ab), side(ab, ba), () => (ab.end(new Error('reset')), ba.end(new Error('reset')))];
+}
+
+const request = (n: number): ExecRequest => ({
+  v: 1,
+  solver: 'zeta',
+  inputs: { n },
+  request_digest: 'a'.repeat(64),
+  svcond: 1,
+  time_limit_s: 30,
+  handshake: 'v1=x',
+});
+
+describe('exec sessions', () => {
+  it('reads frames split at any byte, and refuses one over the limit', async () => {
+    const bytes = Buffer.concat([encodeFrame({ a: 1 }), encodeFrame({ b: [2, 3] }), encodeFrame('c')]);
+    const pipe = new Pipe();
+    for (const b of bytes) pipe.push(Uint8Array.of(b));
+    pipe.end();
+    const got: unknown[] = [];
+    for await (const v of readFrames(pipe, 1024)) got.push(v);
+    expect(got).toEqual([{ a: 1 }, { b: [2, 3] }, 'c']);
+    const big = new Pipe();
+    big.push(encodeFrame({ x: 'y'.repeat(100) }));
+    big.end();
+    await expect(async () => {
+      for await (const _ of readFrames(big, 10)) void _;
+    }).rejects.toBeInstanceOf(FrameError);
+  });
+
+  it('many runs share one stream; answers come back by id in any order; a failed stream fails its runs and the next run opens another', async () => {
+    const opened: (() => void)[] = [];
+    const sessions = new ExecSessions(async () => {
+      const [client, server, reset] = streamPair();
+      opened.push(reset);
+      // The executor answers each request after a delay that reverses their order.
+      void serveSession(
+        server,
+        async (raw) => {
+          const n = (raw as ExecRequest).inputs.n as number;
+          await new Promise((r) => setTimeout(r, 50 - n * 10));
+          return { ok: true, n };
+        },
+        () => undefined,
+      );
+      return client;
+    });
+    const signal = AbortSignal.timeout(5_000);
+    const answers = await Promise.all([0, 1, 2, 3, 4].map((n) => sessions.request('peer-b', request(n), signal)));
+    expect(answers).toEqual([0, 1, 2, 3, 4].map((n) => ({ ok: true, n })));
+    expect(sessions.stats).toMatchObject({ opened: 1, requests: 5 });
+    // The stream breaks with a run in flight: that run fails; the next one opens a new stream.
+    const pending = sessions.request('peer-b', request(0), signal);
+    opened[0]!();
+    await expect(pending).rejects.toThrow();
+    expect(await sessions.request('peer-b', request(3), signal)).toEqual({ ok: true, n: 3 });
+    expect(sessions.stats.opened).toBe(2);
+    // A run not answered in time is given up on; the session stays.
+    const quick = sessions.request('peer-b', { ...request(0), inputs: { n: -100 } }, AbortSignal.timeout(20));
+    await expect(quick).rejects.toThrow('no answer in time');
+    expect(await sessions.request('peer-b', request(4), signal)).toEqual({ ok: true, n: 4 });
+    expect(sessions.stats.opened).toBe(2);
+    sessions.closeAll();
+  });
+});
