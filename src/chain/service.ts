@@ -5,6 +5,11 @@ import { sha256Hex } from '../kernel/bytes.js';
 import { ServiceError } from '../kernel/errors.js';
 import { JsonText, padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { LruMap, PendingWrites } from '../util/bounded-map.js';
+import { EnvelopeLocks } from '../tally/folders.js';
+import { MachineIndex } from './machine-index.js';
+import { applySettings, type SettingsPatch } from './settings.js';
+import type { Role } from './roles.js';
+import type { TallyCharge } from '../tally/ledger.js';
 
 /** Chain heads kept in memory, unless configured (limits.identityCacheMax: one machine per identity). */
 export const HEADS_CACHE_DEFAULT = 4096;
@@ -15,7 +20,7 @@ function headTerm(slug: string, head: Head): bigint {
   return BigInt(`0x${sha256Hex(`${slug} ${head.seq} ${head.hash}`)}`);
 }
 
-export type Role = 'viewer' | 'operator' | 'admin' | 'owner';
+export type { Role } from './roles.js';
 
 export interface MachineRecord {
   slug: string;
@@ -72,6 +77,11 @@ export class ChainService {
    * all heads in memory (a sum, not a hash of the sorted list: a list would need them all).
    */
   private headsSum = 0n;
+  /** Who holds a role on which machine, and the public machines (aggregate/list). */
+  readonly index: MachineIndex;
+  private readonly charges: Sublevel;
+  /** One change at a time per machine record (settings) or contract (transitions): a keyed lock. */
+  readonly locks = new EnvelopeLocks();
 
   constructor(
     private readonly store: Store,
@@ -80,6 +90,8 @@ export class ChainService {
     this.machines = store.sub('machines');
     this.rows = store.sub('chain_rows');
     this.pending = new PendingWrites(store.progress);
+    this.index = new MachineIndex(store);
+    this.charges = store.sub('chain_charges');
     this.heads = new LruMap(headsCacheMax, (slug) => this.pending.pending(slug));
   }
 
@@ -100,7 +112,35 @@ export class ChainService {
 
   /** Ops that create a machine; the caller commits them with its own records (one batch), then calls created(). */
   machineOps(machine: MachineRecord): Op[] {
-    return [{ type: 'put', sub: this.machines, key: machine.slug, value: machine }];
+    return [{ type: 'put', sub: this.machines, key: machine.slug, value: machine }, ...this.index.ops(null, machine)];
+  }
+
+  /** PATCH settings: checked against the role matrix (settings.ts), written with its index changes in one batch. */
+  async updateSettings(slug: string, callerZid: string, patch: SettingsPatch): Promise<MachineRecord> {
+    return this.locks.run(`machine:${slug}`, async () => {
+      const machine = await this.getMachine(slug);
+      if (!machine) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
+      const next = applySettings(machine, callerZid, patch);
+      await this.store.commit([{ type: 'put', sub: this.machines, key: slug, value: next }, ...this.index.ops(machine, next)]);
+      return next;
+    });
+  }
+
+  /** The op recording a charge made for an action on this machine (its creation: seq 0; else the row it paid for). */
+  chargeOp(slug: string, seq: number, zid: string, charge: TallyCharge): Op {
+    return { type: 'put', sub: this.charges, key: `${slug}!${padNum(seq)}`, value: { seq, zid, ...charge } };
+  }
+
+  /** The machine's charges, newest first, with their total count and credits (bounded scan). */
+  async listCharges(slug: string, limit: number, offset: number): Promise<{ total: number; credits: number; items: unknown[] }> {
+    const all = await this.store.range<TallyCharge & { seq: number; zid: string }>(this.charges, {
+      gte: `${slug}!`,
+      lt: `${slug}!~`,
+      reverse: true,
+      limit: 100_000,
+    });
+    const credits = all.reduce((sum, e) => sum + e.value.charged, 0);
+    return { total: all.length, credits, items: all.slice(offset, offset + limit).map((e) => e.value) };
   }
 
   /**
@@ -129,6 +169,7 @@ export class ChainService {
   /** Make sure the head is cached, so appendOps can run synchronously. */
   /** Load the head of every machine (at start), so headsDigest() covers all chains, not just those touched since. */
   async loadHeads(): Promise<number> {
+    await this.index.rebuildIfMissing(this.machines);
     const it = this.machines.keys();
     let n = 0;
     try {

@@ -1,0 +1,119 @@
+// State-machine routes of issue 20 (spec 2.7, 4.8): settings and roles, the aggregate list, the machine's tally.
+// Every /api/chain/:slug route goes through atMachineHome first (ledger.ts): the machine's home answers.
+import type Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import { z } from 'zod';
+import { ServiceError } from '../../kernel/errors.js';
+import type { HttpServices } from '../context.js';
+import { authorizeMachineRead, presentedKey, requireKey, resolveCaller } from '../auth.js';
+import { validate } from '../validate.js';
+import { forwardToHome } from '../forward.js';
+import type { Caller } from '../../tally/ledger.js';
+import type { MachineRecord } from '../../chain/service.js';
+import { requireRole, type ChainAction, type Role } from '../../chain/roles.js';
+
+const ZID = z.string().regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters');
+const settingsBody = z
+  .object({
+    is_public: z.boolean().optional(),
+    inject_agent_rail: z.boolean().optional(),
+    inject_pulse_orb: z.boolean().optional(),
+    roles: z
+      .record(ZID, z.enum(['viewer', 'operator', 'admin']).nullable())
+      .refine((r) => Object.keys(r).length <= 100, 'at most 100 role changes in one patch')
+      .optional(),
+  })
+  .strict();
+const pageQuery = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(500).default(50),
+    offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+    key: z.string().optional(),
+  })
+  .strict();
+
+export function settingsView(m: MachineRecord): Record<string, unknown> {
+  return {
+    slug: m.slug,
+    owner: m.owner,
+    genesis_svcond: m.genesis_svcond,
+    is_public: m.is_public,
+    inject_agent_rail: m.inject_agent_rail,
+    inject_pulse_orb: m.inject_pulse_orb,
+    roles: m.roles,
+    home: m.home,
+  };
+}
+
+export interface ChainRouteHelpers {
+  atMachineHome: Middleware;
+}
+
+/** The machine of the route (404 when this node, its home, does not hold it). */
+export async function machineOf(s: HttpServices, ctx: Context): Promise<MachineRecord> {
+  const slug = String(ctx.params.slug);
+  const machine = await s.chain.getMachine(slug);
+  if (!machine) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
+  return machine;
+}
+
+/**
+ * The keyed caller's role on the machine, checked against the role matrix for `action` (401 without a good key;
+ * 403 naming the action and the roles that may, for a key of an identity whose role does not allow it).
+ */
+export async function authorizeMachine(s: HttpServices, ctx: Context, machine: MachineRecord, action: ChainAction): Promise<{ zid: string; role: Role }> {
+  const caller = await resolveCaller(ctx, { identity: s.identity, chain: s.chain, nodeId: s.nodeId }, false);
+  const zid = caller.kind === 'identity' ? caller.zid : null;
+  const role = zid ? machine.roles[zid] : undefined;
+  requireRole(machine.slug, role, action);
+  return { zid: zid!, role: role! };
+}
+
+export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelpers): void {
+  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+  const home = forwardToHome(s);
+  /** A key is optional here; when present it must be good, and the request goes to the key's home. */
+  const optionalKey: Middleware = async (ctx, next) => {
+    if (!presentedKey(ctx)) return next();
+    return requireKey(auth)(ctx, () => home(ctx, next));
+  };
+
+  router.get('/api/chain/aggregate/list', optionalKey, async (ctx) => {
+    const q = validate(pageQuery, ctx.query);
+    const caller = ctx.state.caller as Caller | undefined;
+    const zid = caller?.kind === 'identity' ? caller.zid : null;
+    const { total, items } = await s.chain.index.list(zid, q.limit, q.offset);
+    ctx.body = { zid, total, limit: q.limit, offset: q.offset, node: s.nodeId(), items };
+  });
+
+  router.get('/api/chain/:slug/settings', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachineRead(ctx, auth, machine);
+    ctx.body = settingsView(machine);
+  });
+
+  router.patch('/api/chain/:slug/settings', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    const caller = await resolveCaller(ctx, auth, false);
+    if (caller.kind !== 'identity' || machine.roles[caller.zid] === undefined) requireRole(machine.slug, undefined, 'settings');
+    const body = validate(settingsBody, ctx.request.body);
+    const next = await s.chain.updateSettings(machine.slug, (caller as Extract<Caller, { kind: 'identity' }>).zid, body);
+    ctx.body = settingsView(next);
+  });
+
+  router.get('/api/chain/:slug/tally/charges', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachine(s, ctx, machine, 'tally');
+    const q = validate(pageQuery, ctx.query);
+    const { total, credits, items } = await s.chain.listCharges(machine.slug, q.limit, q.offset);
+    ctx.body = { slug: machine.slug, total, credits_charged: credits, limit: q.limit, offset: q.offset, items };
+  });
+
+  router.get('/api/chain/:slug/tally/summary', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachine(s, ctx, machine, 'tally');
+    const { total, credits } = await s.chain.listCharges(machine.slug, 1, 0);
+    const head = await s.chain.headOf(machine.slug);
+    ctx.body = { slug: machine.slug, owner: machine.owner, charges: total, credits_charged: credits, rows: head.seq };
+  });
+}
