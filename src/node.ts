@@ -165,7 +165,7 @@ export class SvcNode {
     this.counters = new Counters(this.store, config.limits.identityCacheMax);
     await this.counters.load();
     const nodeId = () => this.nodeIdentity.nodeId;
-    this.chain = new ChainService(this.store, config.limits.identityCacheMax);
+    this.chain = new ChainService(this.store, config.limits.identityCacheMax, { receiptKey: this.receiptKey, phi0: config.kernel.phi0, nodeId });
     await this.chain.loadHeads();
     this.identity = new IdentityService({
       store: this.store,

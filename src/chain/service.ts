@@ -10,6 +10,8 @@ import { MachineIndex } from './machine-index.js';
 import { applySettings, type SettingsPatch } from './settings.js';
 import type { Role } from './roles.js';
 import type { TallyCharge } from '../tally/ledger.js';
+import type { TickStamp } from '../kernel/clock.js';
+import { SEALED_EVENT, sealEvent } from './sealed-event.js';
 
 /** Chain heads kept in memory, unless configured (limits.identityCacheMax: one machine per identity). */
 export const HEADS_CACHE_DEFAULT = 4096;
@@ -86,6 +88,8 @@ export class ChainService {
   constructor(
     private readonly store: Store,
     headsCacheMax = HEADS_CACHE_DEFAULT,
+    /** What sealed events are sealed with (the node's receipt key and phi0); absent: sealed events are refused. */
+    private readonly sealing: { receiptKey: Buffer; phi0: number; nodeId: () => string } | null = null,
   ) {
     this.machines = store.sub('machines');
     this.rows = store.sub('chain_rows');
@@ -222,6 +226,51 @@ export class ChainService {
         else this.heads.delete(slug);
       },
     };
+  }
+
+  /**
+   * Append one row of the caller's own (an event, a contract transition, an embed row) in its own batch, with
+   * `extra(row)`'s ops (a charge, a contract's state) in the same batch. Resolves after the batch is durable.
+   */
+  async append(slug: string, svcond: number, transitionType: string, payload: unknown, extra?: (row: AuditRow) => Op[]): Promise<AuditRow> {
+    while (!this.isPrepared(slug)) await this.prepare(slug);
+    const appended = this.appendOps(slug, svcond, transitionType, payload);
+    try {
+      await this.store.commit([appended.op, ...(extra ? extra(appended.row) : [])]);
+    } catch (err) {
+      appended.rollback();
+      throw err;
+    }
+    return appended.row;
+  }
+
+  /**
+   * POST /events: a row committing SHA-256 of the payload (never the bytes); sealed, a row of type sealed_event
+   * committing the SHA-256 of a sealed envelope that carries the payload's digest (sealed-event.ts).
+   */
+  async appendEvent(slug: string, stamp: TickStamp, payload: unknown, sealed: boolean): Promise<{ row: AuditRow; envelope: Record<string, unknown> | null }> {
+    if (!sealed) return { row: await this.append(slug, stamp.svcond, 'event', payload), envelope: null };
+    const sealing = this.sealing;
+    if (!sealing) throw new Error('this chain service was built without a receipt key: it cannot seal events');
+    while (!this.isPrepared(slug)) await this.prepare(slug);
+    // The next seq is read and used synchronously (no await before appendOps): no other append comes between.
+    const seq = this.heads.get(slug)!.seq + 1;
+    const envelope = sealEvent(sealing.receiptKey, {
+      slug,
+      seq,
+      stamp,
+      payloadSha256: sha256Hex(canonicalJson(payload)),
+      node: sealing.nodeId(),
+      phi0: sealing.phi0,
+    });
+    const appended = this.appendOps(slug, stamp.svcond, SEALED_EVENT, envelope);
+    try {
+      await this.store.commit([appended.op]);
+    } catch (err) {
+      appended.rollback();
+      throw err;
+    }
+    return { row: appended.row, envelope };
   }
 
   async headOf(slug: string): Promise<Head> {

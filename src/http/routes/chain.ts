@@ -11,6 +11,7 @@ import { forwardToHome } from '../forward.js';
 import type { Caller } from '../../tally/ledger.js';
 import type { MachineRecord } from '../../chain/service.js';
 import { requireRole, type ChainAction, type Role } from '../../chain/roles.js';
+import { stampAt } from '../../kernel/clock.js';
 
 const ZID = z.string().regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters');
 const settingsBody = z
@@ -23,6 +24,10 @@ const settingsBody = z
       .refine((r) => Object.keys(r).length <= 100, 'at most 100 role changes in one patch')
       .optional(),
   })
+  .strict();
+/** Any JSON value but null; its bytes are hashed and dropped. */
+const eventBody = z
+  .object({ payload: z.unknown().refine((v) => v !== undefined && v !== null, 'a payload (any JSON value but null)'), sealed: z.boolean().default(false) })
   .strict();
 const pageQuery = z
   .object({
@@ -115,5 +120,15 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
     const { total, credits } = await s.chain.listCharges(machine.slug, 1, 0);
     const head = await s.chain.headOf(machine.slug);
     ctx.body = { slug: machine.slug, owner: machine.owner, charges: total, credits_charged: credits, rows: head.seq };
+  });
+
+  /** Spec 2.7: a row commits SHA-256 of the payload, never the bytes; sealed: a sealed envelope and 'sealed_event'. */
+  router.post('/api/chain/:slug/events', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachine(s, ctx, machine, 'append');
+    const body = validate(eventBody, ctx.request.body);
+    const { row, envelope } = await s.chain.appendEvent(machine.slug, stampAt(s.clock.nowNs()), body.payload, body.sealed);
+    ctx.status = 201;
+    ctx.body = envelope ? { slug: machine.slug, row, envelope } : { slug: machine.slug, row };
   });
 }
