@@ -12,6 +12,7 @@ import type { Role } from './roles.js';
 import type { TallyCharge } from '../tally/ledger.js';
 import type { TickStamp } from '../kernel/clock.js';
 import { SEALED_EVENT, sealEvent } from './sealed-event.js';
+import { ContractService } from './contracts.js';
 
 /** Chain heads kept in memory, unless configured (limits.identityCacheMax: one machine per identity). */
 export const HEADS_CACHE_DEFAULT = 4096;
@@ -84,6 +85,8 @@ export class ChainService {
   private readonly charges: Sublevel;
   /** One change at a time per machine record (settings) or contract (transitions): a keyed lock. */
   readonly locks = new EnvelopeLocks();
+  /** JSON contracts deployed on this node's machines (contracts.ts). */
+  readonly contracts: ContractService;
 
   constructor(
     private readonly store: Store,
@@ -96,6 +99,7 @@ export class ChainService {
     this.pending = new PendingWrites(store.progress);
     this.index = new MachineIndex(store);
     this.charges = store.sub('chain_charges');
+    this.contracts = new ContractService(store, this);
     this.heads = new LruMap(headsCacheMax, (slug) => this.pending.pending(slug));
   }
 
@@ -232,11 +236,27 @@ export class ChainService {
    * Append one row of the caller's own (an event, a contract transition, an embed row) in its own batch, with
    * `extra(row)`'s ops (a charge, a contract's state) in the same batch. Resolves after the batch is durable.
    */
-  async append(slug: string, svcond: number, transitionType: string, payload: unknown, extra?: (row: AuditRow) => Op[]): Promise<AuditRow> {
+  async append(
+    slug: string,
+    svcond: number,
+    transitionType: string,
+    payload: unknown,
+    extra?: (row: AuditRow) => Op[],
+    /** Instead of `payload`: the payload made from the row's seq (read and used with no await between). */
+    payloadFor?: (seq: number) => unknown,
+  ): Promise<AuditRow> {
     while (!this.isPrepared(slug)) await this.prepare(slug);
-    const appended = this.appendOps(slug, svcond, transitionType, payload);
+    const body = payloadFor ? payloadFor(this.heads.get(slug)!.seq + 1) : payload;
+    const appended = this.appendOps(slug, svcond, transitionType, body);
+    let ops: Op[];
     try {
-      await this.store.commit([appended.op, ...(extra ? extra(appended.row) : [])]);
+      ops = [appended.op, ...(extra ? extra(appended.row) : [])];
+    } catch (err) {
+      appended.rollback();
+      throw err;
+    }
+    try {
+      await this.store.commit(ops);
     } catch (err) {
       appended.rollback();
       throw err;
@@ -252,25 +272,24 @@ export class ChainService {
     if (!sealed) return { row: await this.append(slug, stamp.svcond, 'event', payload), envelope: null };
     const sealing = this.sealing;
     if (!sealing) throw new Error('this chain service was built without a receipt key: it cannot seal events');
-    while (!this.isPrepared(slug)) await this.prepare(slug);
-    // The next seq is read and used synchronously (no await before appendOps): no other append comes between.
-    const seq = this.heads.get(slug)!.seq + 1;
-    const envelope = sealEvent(sealing.receiptKey, {
-      slug,
-      seq,
-      stamp,
-      payloadSha256: sha256Hex(canonicalJson(payload)),
-      node: sealing.nodeId(),
-      phi0: sealing.phi0,
+    let envelope: Record<string, unknown> = {};
+    const row = await this.append(slug, stamp.svcond, SEALED_EVENT, null, undefined, (seq) => {
+      envelope = sealEvent(sealing.receiptKey, {
+        slug,
+        seq,
+        stamp,
+        payloadSha256: sha256Hex(canonicalJson(payload)),
+        node: sealing.nodeId(),
+        phi0: sealing.phi0,
+      });
+      return envelope;
     });
-    const appended = this.appendOps(slug, stamp.svcond, SEALED_EVENT, envelope);
-    try {
-      await this.store.commit([appended.op]);
-    } catch (err) {
-      appended.rollback();
-      throw err;
-    }
-    return { row: appended.row, envelope };
+    return { row, envelope };
+  }
+
+  /** One stored row (undefined when absent). */
+  async row(slug: string, seq: number): Promise<AuditRow | undefined> {
+    return this.store.get<AuditRow>(this.rows, `${slug}!${padNum(seq)}`);
   }
 
   async headOf(slug: string): Promise<Head> {

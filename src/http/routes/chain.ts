@@ -12,6 +12,8 @@ import type { Caller } from '../../tally/ledger.js';
 import type { MachineRecord } from '../../chain/service.js';
 import { requireRole, type ChainAction, type Role } from '../../chain/roles.js';
 import { stampAt } from '../../kernel/clock.js';
+import { COSTS } from '../../tally/costs.js';
+import type { TallyCharge } from '../../tally/ledger.js';
 
 const ZID = z.string().regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters');
 const settingsBody = z
@@ -29,6 +31,7 @@ const settingsBody = z
 const eventBody = z
   .object({ payload: z.unknown().refine((v) => v !== undefined && v !== null, 'a payload (any JSON value but null)'), sealed: z.boolean().default(false) })
   .strict();
+const transitionBody = z.object({ event: z.unknown() }).strict();
 const pageQuery = z
   .object({
     limit: z.coerce.number().int().min(1).max(500).default(50),
@@ -130,5 +133,56 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
     const { row, envelope } = await s.chain.appendEvent(machine.slug, stampAt(s.clock.nowNs()), body.payload, body.sealed);
     ctx.status = 201;
     ctx.body = envelope ? { slug: machine.slug, row, envelope } : { slug: machine.slug, row };
+  });
+
+  router.post('/api/chain/:slug/contracts', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    const { zid } = await authorizeMachine(s, ctx, machine, 'deploy');
+    const { contract, row } = await s.chain.contracts.deploy(machine.slug, stampAt(s.clock.nowNs()).svcond, zid, ctx.request.body);
+    ctx.status = 201;
+    ctx.body = { ...contract, row };
+  });
+
+  router.get('/api/chain/:slug/contracts', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachineRead(ctx, auth, machine);
+    ctx.body = { slug: machine.slug, contracts: await s.chain.contracts.list(machine.slug) };
+  });
+
+  router.get('/api/chain/:slug/contracts/:id', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachineRead(ctx, auth, machine);
+    ctx.body = await s.chain.contracts.get(machine.slug, String(ctx.params.id));
+  });
+
+  /** Part 8: a contract transition costs 5, charged in the transition's batch (402 and nothing applied when short). */
+  router.post('/api/chain/:slug/contracts/:id/transition', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    const { zid } = await authorizeMachine(s, ctx, machine, 'transition');
+    const body = validate(transitionBody, ctx.request.body);
+    let charge: TallyCharge | null = null;
+    const out = await s.chain.contracts.transition(
+      machine.slug,
+      String(ctx.params.id),
+      stampAt(s.clock.nowNs()).svcond,
+      body.event,
+      {
+        prepare: () => s.ledger.wallet(zid),
+        take: () => {
+          const paid = s.ledger.chargeOps(zid, 'contract_transition', COSTS.contractTransition);
+          charge = paid.charge;
+          return paid;
+        },
+      },
+      (seq) => [s.chain.chargeOp(machine.slug, seq, zid, charge!)],
+    );
+    ctx.body = {
+      ...out.contract,
+      from: out.from,
+      event: (body.event as { type: string }).type,
+      transition: out.transition,
+      row: out.row,
+      tally_charge: charge,
+    };
   });
 }
