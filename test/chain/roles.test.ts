@@ -9,7 +9,7 @@ const ids: Record<string, { zid: string; key: string }> = {};
 const SLUG = 'roles-book';
 
 /** Actions whose routes land in a later step of issue 20. */
-const PENDING = new Set<ChainAction>(['embed_keys']);
+const PENDING = new Set<ChainAction>([]);
 type Who = Role | 'stranger';
 const WHO: Who[] = [...ROLES, 'stranger'];
 

@@ -5,9 +5,12 @@ import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
-import { authorizeMachineRead, presentedKey, requireKey, resolveCaller } from '../auth.js';
+import { authorizeMachineRead, noKeyError as noKey, presentedKey, requireKey, resolveCaller } from '../auth.js';
 import { validate } from '../validate.js';
-import { forwardToHome } from '../forward.js';
+import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
+import { perMinuteLimit } from '../limits.js';
+import type { KeyRecord } from '../../identity/service.js';
+import { SLUG_PATTERN } from '../../mesh/machines.js';
 import type { Caller } from '../../tally/ledger.js';
 import type { MachineRecord } from '../../chain/service.js';
 import { requireRole, type ChainAction, type Role } from '../../chain/roles.js';
@@ -32,6 +35,9 @@ const eventBody = z
   .object({ payload: z.unknown().refine((v) => v !== undefined && v !== null, 'a payload (any JSON value but null)'), sealed: z.boolean().default(false) })
   .strict();
 const transitionBody = z.object({ event: z.unknown() }).strict();
+/** Embed rows accepted per embed key per minute. */
+export const EMBED_PER_MINUTE = 60;
+const embedBody = z.object({ payload: z.unknown().refine((v) => v !== undefined && v !== null, 'a payload (any JSON value but null)') }).strict();
 const pageQuery = z
   .object({
     limit: z.coerce.number().int().min(1).max(500).default(50),
@@ -184,5 +190,54 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
       row: out.row,
       tally_charge: charge,
     };
+  });
+
+  router.post('/api/chain/:slug/embed-keys', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    const { zid } = await authorizeMachine(s, ctx, machine, 'embed_keys');
+    validate(z.object({}).strict(), ctx.request.body);
+    const { key, record } = await s.identity.mintEmbedKey(zid, machine.slug);
+    ctx.status = 201;
+    ctx.body = {
+      slug: machine.slug,
+      embed_key: key,
+      key_id: record.key_id,
+      kind: 'zsm_pub',
+      message: 'the embed key is shown once; it is valid on POST /api/chain/:slug/embed only',
+    };
+  });
+
+  /**
+   * The embed ingest: zsm_pub_ keys of this machine only (any other key → 401), rate-limited per key, appending rows
+   * of type `embed` that commit the payload's SHA-256. A machine held elsewhere: the request goes to its home as
+   * it is (the home holds the embed key).
+   */
+  const embedLimit = perMinuteLimit(EMBED_PER_MINUTE, 'embed', { what: 'embed key', keyOf: (ctx) => (ctx.state.embedKey as KeyRecord).key_id });
+  const embedKey: Middleware = async (ctx, next) => {
+    const slug = String(ctx.params.slug);
+    if (!(await s.chain.getMachine(slug))) {
+      const home = !wasForwarded(ctx) && s.mesh?.enabled && SLUG_PATTERN.test(slug) ? await s.mesh.machines.homeOf(slug) : null;
+      if (!home || home === s.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
+      return relayToHome(ctx, s, home, 'state machine', { slug });
+    }
+    const key = presentedKey(ctx);
+    if (!key) throw noKey();
+    const rec = await s.identity.resolveKey(key);
+    if (rec.kind !== 'zsm_pub' || rec.slug !== slug) {
+      throw new ServiceError(401, 'SVC_INVALID_KEY', `the embed ingest accepts this machine's zsm_pub_ embed keys only`, {
+        key_id: rec.key_id,
+        revoked_at: null,
+        reason: rec.kind === 'zsm_pub' ? 'embed key of another machine' : 'not an embed key',
+      });
+    }
+    ctx.state.embedKey = rec;
+    return next();
+  };
+  router.post('/api/chain/:slug/embed', embedKey, embedLimit, async (ctx) => {
+    const slug = String(ctx.params.slug);
+    const body = validate(embedBody, ctx.request.body);
+    const row = await s.chain.append(slug, stampAt(s.clock.nowNs()).svcond, 'embed', body.payload);
+    ctx.status = 201;
+    ctx.body = { slug, row };
   });
 }
