@@ -13,6 +13,9 @@ import type { TallyCharge } from '../tally/ledger.js';
 import type { TickStamp } from '../kernel/clock.js';
 import { SEALED_EVENT, sealEvent } from './sealed-event.js';
 import { ContractService } from './contracts.js';
+import { MerkleLog } from './merkle-log.js';
+import { Checkpoints } from './checkpoints.js';
+import { Frontier, leafHash } from './merkle.js';
 
 /** Chain heads kept in memory, unless configured (limits.identityCacheMax: one machine per identity). */
 export const HEADS_CACHE_DEFAULT = 4096;
@@ -87,6 +90,9 @@ export class ChainService {
   readonly locks = new EnvelopeLocks();
   /** JSON contracts deployed on this node's machines (contracts.ts). */
   readonly contracts: ContractService;
+  /** Each machine's rows as an RFC 6962 tree (merkle-log.ts), and its signed checkpoints (checkpoints.ts). */
+  readonly merkle: MerkleLog;
+  readonly checkpoints: Checkpoints;
 
   constructor(
     private readonly store: Store,
@@ -100,6 +106,8 @@ export class ChainService {
     this.index = new MachineIndex(store);
     this.charges = store.sub('chain_charges');
     this.contracts = new ContractService(store, this);
+    this.merkle = new MerkleLog(store, this.rows, this.locks);
+    this.checkpoints = new Checkpoints(store, this.merkle, async (slug) => (await this.head(slug)).seq);
     this.heads = new LruMap(headsCacheMax, (slug) => this.pending.pending(slug));
   }
 
@@ -178,6 +186,7 @@ export class ChainService {
   /** Load the head of every machine (at start), so headsDigest() covers all chains, not just those touched since. */
   async loadHeads(): Promise<number> {
     await this.index.rebuildIfMissing(this.machines);
+    await this.checkpoints.load();
     const it = this.machines.keys();
     let n = 0;
     try {
@@ -218,6 +227,7 @@ export class ChainService {
     this.heads.set(slug, next);
     this.pending.changed(slug);
     this.moveHead(slug, previous, next);
+    this.checkpoints.touched(slug);
     return {
       row,
       // Stored as the hashed text plus the hash (parsed back, the same row): the row is serialised once.
@@ -297,18 +307,22 @@ export class ChainService {
   }
 
   /** Rows from seq `from` to `to` inclusive (bounded). */
-  async explore(slug: string, from = 1, to = from + 99): Promise<AuditRow[]> {
-    const hi = Math.min(to, from + 999);
+  async explore(slug: string, from = 1, to = from + 99, max = 1000): Promise<AuditRow[]> {
+    const hi = Math.min(to, from + max - 1);
     const rows = await this.store.range<AuditRow>(this.rows, { gte: `${slug}!${padNum(from)}`, lt: `${slug}!${padNum(hi + 1)}` });
     return rows.map((r) => r.value);
   }
 
   /** Walk the whole chain; name the first bad row. */
-  async validate(slug: string): Promise<{ slug: string; valid: boolean; rows: number; head: string; first_bad: null | { seq: number; reason: string } }> {
+  async validate(
+    slug: string,
+  ): Promise<{ slug: string; valid: boolean; rows: number; head: string; root_hash: string; first_bad: null | { seq: number; reason: string } }> {
     if (!(await this.getMachine(slug))) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
     let prev = GENESIS_HASH;
     let expectedSeq = 1;
     let count = 0;
+    // The RFC 6962 root of the sound prefix (what a checkpoint of this size signs).
+    const tree = new Frontier();
     const it = this.rows.iterator({ gte: `${slug}!`, lt: `${slug}!~` });
     try {
       for await (const [, value] of it) {
@@ -318,14 +332,15 @@ export class ChainService {
         if (row.seq !== expectedSeq) reason = `sequence gap: expected ${expectedSeq}, found ${row.seq}`;
         else if (row.prev_hash !== prev) reason = 'prev_hash does not match the previous row';
         else if (rowHash(row) !== row.hash) reason = 'row hash does not match its contents';
-        if (reason) return { slug, valid: false, rows: count, head: prev, first_bad: { seq: row.seq, reason } };
+        if (reason) return { slug, valid: false, rows: count, head: prev, root_hash: tree.root().toString('hex'), first_bad: { seq: row.seq, reason } };
+        tree.append(leafHash(rowText(row)));
         prev = row.hash;
         expectedSeq++;
       }
     } finally {
       await it.close();
     }
-    return { slug, valid: true, rows: count, head: prev, first_bad: null };
+    return { slug, valid: true, rows: count, head: prev, root_hash: tree.root().toString('hex'), first_bad: null };
   }
 
   /** The digest of every chain head this node holds (for mesh head state). */

@@ -16,6 +16,8 @@ import type { MachineRecord } from '../../chain/service.js';
 import { requireRole, type ChainAction, type Role } from '../../chain/roles.js';
 import { stampAt } from '../../kernel/clock.js';
 import { COSTS } from '../../tally/costs.js';
+import { CHECKPOINT_FORMAT } from '../../chain/checkpoints.js';
+import { EXPORT_FORMAT } from '../../chain/verify-log.js';
 import type { TallyCharge } from '../../tally/ledger.js';
 
 const ZID = z.string().regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters');
@@ -38,6 +40,10 @@ const transitionBody = z.object({ event: z.unknown() }).strict();
 /** Embed rows accepted per embed key per minute. */
 export const EMBED_PER_MINUTE = 60;
 const embedBody = z.object({ payload: z.unknown().refine((v) => v !== undefined && v !== null, 'a payload (any JSON value but null)') }).strict();
+const inclusionQuery = z.object({ seq: z.coerce.number().int().min(1), size: z.coerce.number().int().min(1).optional(), key: z.string().optional() }).strict();
+const consistencyQuery = z.object({ from: z.coerce.number().int().min(1), to: z.coerce.number().int().min(1).optional(), key: z.string().optional() }).strict();
+/** Rows one export carries at most. */
+export const EXPORT_ROWS_MAX = 200_000;
 const pageQuery = z
   .object({
     limit: z.coerce.number().int().min(1).max(500).default(50),
@@ -239,5 +245,80 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
     const row = await s.chain.append(slug, stampAt(s.clock.nowNs()).svcond, 'embed', body.payload);
     ctx.status = 201;
     ctx.body = { slug, row };
+  });
+
+  /** The machine's latest signed checkpoint, covering every row (signed now when rows came after the last one). */
+  router.get('/api/chain/:slug/checkpoint', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachineRead(ctx, auth, machine);
+    ctx.body = { format: CHECKPOINT_FORMAT, ...(await s.chain.checkpoints.current(machine.slug)) };
+  });
+
+  const badSize = (field: string, reason: string) =>
+    new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input ${field}: ${reason}`, { field, reason, allowed: null });
+
+  /** RFC 9162 inclusion proof of row `seq` (leaf_index = seq − 1) in the tree of `size` rows (default: the checkpoint's). */
+  router.get('/api/chain/:slug/proof/inclusion', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachineRead(ctx, auth, machine);
+    const q = validate(inclusionQuery, ctx.query);
+    const cp = await s.chain.checkpoints.current(machine.slug);
+    const size = q.size ?? cp.tree_size;
+    if (size > cp.tree_size) throw badSize('size', `the tree has ${cp.tree_size} rows`);
+    if (q.seq > size) throw badSize('seq', `row ${q.seq} is not in a tree of ${size} rows`);
+    const [path, leaf, root] = await Promise.all([
+      s.chain.merkle.inclusion(machine.slug, q.seq - 1, size),
+      s.chain.merkle.leaf(machine.slug, q.seq),
+      size === cp.tree_size ? Promise.resolve(Buffer.from(cp.root_hash, 'hex')) : s.chain.merkle.root(machine.slug, size),
+    ]);
+    ctx.body = {
+      slug: machine.slug,
+      seq: q.seq,
+      leaf_index: q.seq - 1,
+      tree_size: size,
+      leaf_hash: leaf.toString('hex'),
+      audit_path: path.map((p) => p.toString('hex')),
+      root_hash: root.toString('hex'),
+      checkpoint: size === cp.tree_size ? cp : ((await s.chain.checkpoints.at(machine.slug, size)) ?? null),
+    };
+  });
+
+  /** RFC 9162 consistency proof between the trees of `from` and `to` rows (default: the checkpoint's). */
+  router.get('/api/chain/:slug/proof/consistency', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachineRead(ctx, auth, machine);
+    const q = validate(consistencyQuery, ctx.query);
+    const cp = await s.chain.checkpoints.current(machine.slug);
+    const to = q.to ?? cp.tree_size;
+    if (to > cp.tree_size) throw badSize('to', `the tree has ${cp.tree_size} rows`);
+    if (q.from > to) throw badSize('from', `from must be at most to (${to})`);
+    const [path, first, second] = await Promise.all([
+      s.chain.merkle.consistency(machine.slug, q.from, to),
+      s.chain.merkle.root(machine.slug, q.from),
+      s.chain.merkle.root(machine.slug, to),
+    ]);
+    ctx.body = {
+      slug: machine.slug,
+      tree_size_1: q.from,
+      tree_size_2: to,
+      root_hash_1: first.toString('hex'),
+      root_hash_2: second.toString('hex'),
+      consistency_path: path.map((p) => p.toString('hex')),
+    };
+  });
+
+  /** The log as `svc-node verify-log` reads it: the rows up to the latest checkpoint, and every checkpoint signed here. */
+  router.get('/api/chain/:slug/export', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachineRead(ctx, auth, machine);
+    const cp = await s.chain.checkpoints.current(machine.slug);
+    if (cp.tree_size > EXPORT_ROWS_MAX) throw badSize('slug', `the log has ${cp.tree_size} rows; one export carries at most ${EXPORT_ROWS_MAX}`);
+    const rows = cp.tree_size === 0 ? [] : await s.chain.explore(machine.slug, 1, cp.tree_size, EXPORT_ROWS_MAX);
+    ctx.body = { format: EXPORT_FORMAT, slug: machine.slug, home: machine.home, rows, checkpoints: await s.chain.checkpoints.list(machine.slug) };
+  });
+
+  /** Fork evidence kept here: pairs of checkpoints one home signed for the same machine and size with different roots. */
+  router.get('/api/chain/forks', async (ctx) => {
+    ctx.body = { ...s.chain.checkpoints.forkReport(), evidence: await s.chain.checkpoints.evidence() };
   });
 }
