@@ -53,6 +53,7 @@ import { httpPeerLink } from './consensus/peer-link.js';
 import { EXEC_SESSION_PROTOCOL, ExecSessions } from './consensus/exec-session.js';
 import { PublishSettings } from './tally/publish-settings.js';
 import { ResultRecords, type ResultLookup } from './tally/record.js';
+import { CHECKPOINT_EVENT } from './chain/checkpoints.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -141,6 +142,8 @@ export class SvcNode {
   private sealer: Sealer | null = null;
   private server: Server | null = null;
   private reannounceTimer: NodeJS.Timeout | null = null;
+  /** Signs state machines' checkpoints every CHECKPOINT_ROWS rows or CHECKPOINT_TICKS ticks (chain/checkpoints.ts). */
+  private checkpointTimer: NodeJS.Timeout | null = null;
   private readonly options: NodeOptions;
   url = '';
 
@@ -165,7 +168,7 @@ export class SvcNode {
     this.counters = new Counters(this.store, config.limits.identityCacheMax);
     await this.counters.load();
     const nodeId = () => this.nodeIdentity.nodeId;
-    this.chain = new ChainService(this.store, config.limits.identityCacheMax);
+    this.chain = new ChainService(this.store, config.limits.identityCacheMax, { receiptKey: this.receiptKey, phi0: config.kernel.phi0, nodeId });
     await this.chain.loadHeads();
     this.identity = new IdentityService({
       store: this.store,
@@ -326,6 +329,16 @@ export class SvcNode {
     const [bondRow, releaseRow] = this.bonds.handlers();
     this.mesh.gossip.register(bondRow);
     this.mesh.gossip.register(releaseRow);
+    this.chain.checkpoints.use({
+      nodeId,
+      sign: (text) => signText(this.nodeIdentity.privateKey, text),
+      verify: verifyText,
+      nowSvcond: () => stampAt(this.clock.nowNs()).svcond,
+      publish: async (cp) => {
+        if (this.mesh.enabled) await this.mesh.publish(CHECKPOINT_EVENT, cp, TOPICS.events);
+      },
+    });
+    this.mesh.gossip.register(this.chain.checkpoints.handler());
     this.wireConsensus(envelopeLocks);
     await this.challenges.load();
     const signMeshEvent = (type: string, body: unknown): Promise<MeshEvent> =>
@@ -377,6 +390,8 @@ export class SvcNode {
       if (++consensusTicks % VERDICT_REANNOUNCE_TICKS === 0) void this.challenges.reannounceVerdicts().catch(() => undefined);
     }, TICK_MS);
     this.consensusTimer.unref();
+    this.checkpointTimer = setInterval(() => void this.chain.checkpoints.tick().catch(() => undefined), TICK_MS);
+    this.checkpointTimer.unref();
     if (this.mesh.enabled) {
       const every = (this.options.bondReannounceTicks ?? BOND_REANNOUNCE_TICKS) * TICK_MS;
       this.reannounceTimer = setInterval(() => void this.bonds.reannounce().catch(() => undefined), every);
@@ -595,6 +610,8 @@ export class SvcNode {
     if (this.consensusTimer) clearInterval(this.consensusTimer);
     this.consensusTimer = null;
     this.execSessions?.closeAll();
+    if (this.checkpointTimer) clearInterval(this.checkpointTimer);
+    this.checkpointTimer = null;
     if (this.mesh) await this.mesh.stop();
     if (this.executor) await this.executor.close();
     if (this.sealer) await this.sealer.close();

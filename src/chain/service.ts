@@ -5,6 +5,17 @@ import { sha256Hex } from '../kernel/bytes.js';
 import { ServiceError } from '../kernel/errors.js';
 import { JsonText, padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { LruMap, PendingWrites } from '../util/bounded-map.js';
+import { EnvelopeLocks } from '../tally/folders.js';
+import { MachineIndex } from './machine-index.js';
+import { applySettings, type SettingsPatch } from './settings.js';
+import type { Role } from './roles.js';
+import type { TallyCharge } from '../tally/ledger.js';
+import type { TickStamp } from '../kernel/clock.js';
+import { SEALED_EVENT, sealEvent } from './sealed-event.js';
+import { ContractService } from './contracts.js';
+import { MerkleLog } from './merkle-log.js';
+import { Checkpoints } from './checkpoints.js';
+import { Frontier, leafHash } from './merkle.js';
 
 /** Chain heads kept in memory, unless configured (limits.identityCacheMax: one machine per identity). */
 export const HEADS_CACHE_DEFAULT = 4096;
@@ -15,7 +26,7 @@ function headTerm(slug: string, head: Head): bigint {
   return BigInt(`0x${sha256Hex(`${slug} ${head.seq} ${head.hash}`)}`);
 }
 
-export type Role = 'viewer' | 'operator' | 'admin' | 'owner';
+export type { Role } from './roles.js';
 
 export interface MachineRecord {
   slug: string;
@@ -72,14 +83,31 @@ export class ChainService {
    * all heads in memory (a sum, not a hash of the sorted list: a list would need them all).
    */
   private headsSum = 0n;
+  /** Who holds a role on which machine, and the public machines (aggregate/list). */
+  readonly index: MachineIndex;
+  private readonly charges: Sublevel;
+  /** One change at a time per machine record (settings) or contract (transitions): a keyed lock. */
+  readonly locks = new EnvelopeLocks();
+  /** JSON contracts deployed on this node's machines (contracts.ts). */
+  readonly contracts: ContractService;
+  /** Each machine's rows as an RFC 6962 tree (merkle-log.ts), and its signed checkpoints (checkpoints.ts). */
+  readonly merkle: MerkleLog;
+  readonly checkpoints: Checkpoints;
 
   constructor(
     private readonly store: Store,
     headsCacheMax = HEADS_CACHE_DEFAULT,
+    /** What sealed events are sealed with (the node's receipt key and phi0); absent: sealed events are refused. */
+    private readonly sealing: { receiptKey: Buffer; phi0: number; nodeId: () => string } | null = null,
   ) {
     this.machines = store.sub('machines');
     this.rows = store.sub('chain_rows');
     this.pending = new PendingWrites(store.progress);
+    this.index = new MachineIndex(store);
+    this.charges = store.sub('chain_charges');
+    this.contracts = new ContractService(store, this);
+    this.merkle = new MerkleLog(store, this.rows, this.locks);
+    this.checkpoints = new Checkpoints(store, this.merkle, async (slug) => (await this.head(slug)).seq);
     this.heads = new LruMap(headsCacheMax, (slug) => this.pending.pending(slug));
   }
 
@@ -100,7 +128,35 @@ export class ChainService {
 
   /** Ops that create a machine; the caller commits them with its own records (one batch), then calls created(). */
   machineOps(machine: MachineRecord): Op[] {
-    return [{ type: 'put', sub: this.machines, key: machine.slug, value: machine }];
+    return [{ type: 'put', sub: this.machines, key: machine.slug, value: machine }, ...this.index.ops(null, machine)];
+  }
+
+  /** PATCH settings: checked against the role matrix (settings.ts), written with its index changes in one batch. */
+  async updateSettings(slug: string, callerZid: string, patch: SettingsPatch): Promise<MachineRecord> {
+    return this.locks.run(`machine:${slug}`, async () => {
+      const machine = await this.getMachine(slug);
+      if (!machine) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
+      const next = applySettings(machine, callerZid, patch);
+      await this.store.commit([{ type: 'put', sub: this.machines, key: slug, value: next }, ...this.index.ops(machine, next)]);
+      return next;
+    });
+  }
+
+  /** The op recording a charge made for an action on this machine (its creation: seq 0; else the row it paid for). */
+  chargeOp(slug: string, seq: number, zid: string, charge: TallyCharge): Op {
+    return { type: 'put', sub: this.charges, key: `${slug}!${padNum(seq)}`, value: { seq, zid, ...charge } };
+  }
+
+  /** The machine's charges, newest first, with their total count and credits (bounded scan). */
+  async listCharges(slug: string, limit: number, offset: number): Promise<{ total: number; credits: number; items: unknown[] }> {
+    const all = await this.store.range<TallyCharge & { seq: number; zid: string }>(this.charges, {
+      gte: `${slug}!`,
+      lt: `${slug}!~`,
+      reverse: true,
+      limit: 100_000,
+    });
+    const credits = all.reduce((sum, e) => sum + e.value.charged, 0);
+    return { total: all.length, credits, items: all.slice(offset, offset + limit).map((e) => e.value) };
   }
 
   /**
@@ -129,6 +185,8 @@ export class ChainService {
   /** Make sure the head is cached, so appendOps can run synchronously. */
   /** Load the head of every machine (at start), so headsDigest() covers all chains, not just those touched since. */
   async loadHeads(): Promise<number> {
+    await this.index.rebuildIfMissing(this.machines);
+    await this.checkpoints.load();
     const it = this.machines.keys();
     let n = 0;
     try {
@@ -169,6 +227,7 @@ export class ChainService {
     this.heads.set(slug, next);
     this.pending.changed(slug);
     this.moveHead(slug, previous, next);
+    this.checkpoints.touched(slug);
     return {
       row,
       // Stored as the hashed text plus the hash (parsed back, the same row): the row is serialised once.
@@ -183,23 +242,87 @@ export class ChainService {
     };
   }
 
+  /**
+   * Append one row of the caller's own (an event, a contract transition, an embed row) in its own batch, with
+   * `extra(row)`'s ops (a charge, a contract's state) in the same batch. Resolves after the batch is durable.
+   */
+  async append(
+    slug: string,
+    svcond: number,
+    transitionType: string,
+    payload: unknown,
+    extra?: (row: AuditRow) => Op[],
+    /** Instead of `payload`: the payload made from the row's seq (read and used with no await between). */
+    payloadFor?: (seq: number) => unknown,
+  ): Promise<AuditRow> {
+    while (!this.isPrepared(slug)) await this.prepare(slug);
+    const body = payloadFor ? payloadFor(this.heads.get(slug)!.seq + 1) : payload;
+    const appended = this.appendOps(slug, svcond, transitionType, body);
+    let ops: Op[];
+    try {
+      ops = [appended.op, ...(extra ? extra(appended.row) : [])];
+    } catch (err) {
+      appended.rollback();
+      throw err;
+    }
+    try {
+      await this.store.commit(ops);
+    } catch (err) {
+      appended.rollback();
+      throw err;
+    }
+    return appended.row;
+  }
+
+  /**
+   * POST /events: a row committing SHA-256 of the payload (never the bytes); sealed, a row of type sealed_event
+   * committing the SHA-256 of a sealed envelope that carries the payload's digest (sealed-event.ts).
+   */
+  async appendEvent(slug: string, stamp: TickStamp, payload: unknown, sealed: boolean): Promise<{ row: AuditRow; envelope: Record<string, unknown> | null }> {
+    if (!sealed) return { row: await this.append(slug, stamp.svcond, 'event', payload), envelope: null };
+    const sealing = this.sealing;
+    if (!sealing) throw new Error('this chain service was built without a receipt key: it cannot seal events');
+    let envelope: Record<string, unknown> = {};
+    const row = await this.append(slug, stamp.svcond, SEALED_EVENT, null, undefined, (seq) => {
+      envelope = sealEvent(sealing.receiptKey, {
+        slug,
+        seq,
+        stamp,
+        payloadSha256: sha256Hex(canonicalJson(payload)),
+        node: sealing.nodeId(),
+        phi0: sealing.phi0,
+      });
+      return envelope;
+    });
+    return { row, envelope };
+  }
+
+  /** One stored row (undefined when absent). */
+  async row(slug: string, seq: number): Promise<AuditRow | undefined> {
+    return this.store.get<AuditRow>(this.rows, `${slug}!${padNum(seq)}`);
+  }
+
   async headOf(slug: string): Promise<Head> {
     return { ...(await this.head(slug)) };
   }
 
   /** Rows from seq `from` to `to` inclusive (bounded). */
-  async explore(slug: string, from = 1, to = from + 99): Promise<AuditRow[]> {
-    const hi = Math.min(to, from + 999);
+  async explore(slug: string, from = 1, to = from + 99, max = 1000): Promise<AuditRow[]> {
+    const hi = Math.min(to, from + max - 1);
     const rows = await this.store.range<AuditRow>(this.rows, { gte: `${slug}!${padNum(from)}`, lt: `${slug}!${padNum(hi + 1)}` });
     return rows.map((r) => r.value);
   }
 
   /** Walk the whole chain; name the first bad row. */
-  async validate(slug: string): Promise<{ slug: string; valid: boolean; rows: number; head: string; first_bad: null | { seq: number; reason: string } }> {
+  async validate(
+    slug: string,
+  ): Promise<{ slug: string; valid: boolean; rows: number; head: string; root_hash: string; first_bad: null | { seq: number; reason: string } }> {
     if (!(await this.getMachine(slug))) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
     let prev = GENESIS_HASH;
     let expectedSeq = 1;
     let count = 0;
+    // The RFC 6962 root of the sound prefix (what a checkpoint of this size signs).
+    const tree = new Frontier();
     const it = this.rows.iterator({ gte: `${slug}!`, lt: `${slug}!~` });
     try {
       for await (const [, value] of it) {
@@ -209,14 +332,15 @@ export class ChainService {
         if (row.seq !== expectedSeq) reason = `sequence gap: expected ${expectedSeq}, found ${row.seq}`;
         else if (row.prev_hash !== prev) reason = 'prev_hash does not match the previous row';
         else if (rowHash(row) !== row.hash) reason = 'row hash does not match its contents';
-        if (reason) return { slug, valid: false, rows: count, head: prev, first_bad: { seq: row.seq, reason } };
+        if (reason) return { slug, valid: false, rows: count, head: prev, root_hash: tree.root().toString('hex'), first_bad: { seq: row.seq, reason } };
+        tree.append(leafHash(rowText(row)));
         prev = row.hash;
         expectedSeq++;
       }
     } finally {
       await it.close();
     }
-    return { slug, valid: true, rows: count, head: prev, first_bad: null };
+    return { slug, valid: true, rows: count, head: prev, root_hash: tree.root().toString('hex'), first_bad: null };
   }
 
   /** The digest of every chain head this node holds (for mesh head state). */

@@ -9,6 +9,7 @@ import { deriveKey, verifyBody } from '../kernel/receipt.js';
 import { loadOrCreateNodeKey } from '../mesh/identity.js';
 import { runCluster } from './cluster.js';
 import { addContributeCommand } from './contribute.js';
+import { addVerifyLogCommand } from './verify-log.js';
 import { challengeCommand } from './challenge.js';
 import { solveChallenge } from '../tally/claim-proof.js';
 import { loadOrCreateOperatorToken, readOperatorToken, OPERATOR_TOKEN_FILE } from '../config/operator-token.js';
@@ -260,6 +261,8 @@ program
 
 addContributeCommand(program);
 challengeCommand(program);
+
+addVerifyLogCommand(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof ConfigError) fail(err.message);

@@ -301,6 +301,28 @@ export class IdentityService {
     return { key, record };
   }
 
+  /**
+   * A zsm_pub_ embed key for a machine (spec part 5 item 3): read-only, valid on the machine's embed ingest only,
+   * shown once (its digest is stored). Not asserted to the mesh: only the machine's home accepts it.
+   */
+  async mintEmbedKey(zid: string, slug: string): Promise<{ key: string; record: KeyRecord }> {
+    const key = mintKey('zsm_pub');
+    const record: KeyRecord = {
+      key_id: keyId(key),
+      kind: 'zsm_pub',
+      zid,
+      slug,
+      plan: 'standard',
+      created_unix_ms: this.now(),
+      expires_unix_ms: null,
+      revoked_unix_ms: null,
+      home: this.deps.nodeId(),
+    };
+    await this.deps.store.commit([{ type: 'put', sub: this.keys, key: keyDigest(key), value: record }]);
+    this.cacheKey(keyDigest(key), record);
+    return { key, record };
+  }
+
   /** A session-key for in-browser scripts: an sk_ key bound to the session's identity, expiring with it. */
   async sessionKey(token: string | undefined): Promise<{ sessionKey: string; expiresAt: string }> {
     const session = await this.verifySession(token);

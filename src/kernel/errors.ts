@@ -62,7 +62,9 @@ export type ErrorCode =
   | 'SVC_NOT_A_MEMBER'
   | 'INVALID_CHALLENGE'
   | 'INVALID_VOTE'
-  | 'INVALID_VERDICT';
+  | 'INVALID_VERDICT'
+  // state machines (issue 20): a contract transition the contract's table does not allow from its state
+  | 'SVC_ILLEGAL_TRANSITION';
 
 export class ServiceError extends Error {
   readonly status: number;

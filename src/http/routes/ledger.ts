@@ -11,6 +11,7 @@ import { askHome, forwardToHome, relayAnswer, relayToHome, wasForwarded } from '
 import type { Caller, TallyCharge } from '../../tally/ledger.js';
 import { MACHINE_HOME, SLUG_PATTERN } from '../../mesh/machines.js';
 import { COSTS } from '../../tally/costs.js';
+import { chainRoutes } from './chain.js';
 
 const envelopeQuery = z
   .object({
@@ -93,7 +94,8 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     const { machine, adminKey } = await s.identity.createMachine(c.zid, body.slug, stampAt(s.clock.nowNs()).svcond, body.is_public, () => {
       const paid = s.ledger.chargeOps(c.zid, 'state_machine_creation', COSTS.stateMachineCreation);
       charge = paid.charge;
-      return paid;
+      // The machine's own tally records its creation charge (seq 0), in the same batch.
+      return { ops: [...paid.ops, s.chain.chargeOp(body.slug, 0, c.zid, paid.charge)], rollback: paid.rollback };
     });
     ctx.status = 201;
     ctx.body = {
@@ -170,4 +172,6 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     if (!machine || machine.home !== s.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug} is homed here`);
     ctx.body = await s.signMeshEvent(MACHINE_HOME, { slug, home: s.nodeId(), created_unix_ms: machine.created_unix_ms });
   });
+
+  chainRoutes(router, s, { atMachineHome });
 }

@@ -33,7 +33,8 @@ export function meshRoutes(router: Router, s: HttpServices): void {
   });
 
   router.get('/api/mesh/status', async (ctx) => {
-    ctx.body = await mesh().status();
+    // Forked checkpoints of state machines seen here (chain/checkpoints.ts): kept as evidence, reported.
+    ctx.body = { ...(await mesh().status()), chainCheckpointForks: s.chain.checkpoints.forkReport() };
   });
 
   router.get('/api/mesh/events', async (ctx) => {

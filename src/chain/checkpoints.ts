@@ -1,0 +1,203 @@
+// Signed checkpoints of each machine's Merkle tree (RFC 9162's signed tree head, in this project's JSON): the home
+// node signs {slug, home, tree_size, root_hash, svcond} with its Ed25519 node key (the key its peer id embeds, so
+// anyone verifies offline) every CHECKPOINT_ROWS rows or CHECKPOINT_TICKS ticks of growth, on demand when read,
+// and gossips it (`chain.checkpoint` on svc/events/1, a row of the gossip handler table). A node that sees two
+// checkpoints signed by one home for the same machine and size with different roots keeps both as evidence of a
+// fork and reports them on mesh status.
+import { z } from 'zod';
+import { canonicalJson } from '../kernel/canonical.js';
+import { padNum, type Store, type Sublevel } from '../store/db.js';
+import { GossipError } from '../mesh/gossip-error.js';
+import type { GossipHandler } from '../mesh/gossip-handlers.js';
+import type { MerkleLog } from './merkle-log.js';
+
+export const CHECKPOINT_EVENT = 'chain.checkpoint';
+export const CHECKPOINT_FORMAT = 'svc-chain-checkpoint/1';
+/** A new checkpoint after this many rows … */
+export const CHECKPOINT_ROWS = 256;
+/** … or this many ticks after the last one, when the tree has grown. */
+export const CHECKPOINT_TICKS = 16;
+const RECENT_FORKS = 20;
+
+export interface Checkpoint {
+  slug: string;
+  home: string;
+  tree_size: number;
+  root_hash: string;
+  svcond: number;
+  /** base64 Ed25519 by `home` over checkpointText(). */
+  signature: string;
+}
+
+export interface ForkEvidence {
+  slug: string;
+  home: string;
+  tree_size: number;
+  checkpoints: [Checkpoint, Checkpoint];
+}
+
+export const CheckpointSchema = z
+  .object({
+    slug: z.string().regex(/^[a-z0-9][a-z0-9-]{2,47}$/),
+    home: z.string().min(1).max(128),
+    tree_size: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+    root_hash: z.string().regex(/^[0-9a-f]{64}$/),
+    svcond: z.number().int().min(0),
+    signature: z.string().min(1).max(200),
+  })
+  .strict();
+
+/** The exact text a checkpoint's signature covers. */
+export function checkpointText(c: Omit<Checkpoint, 'signature'>): string {
+  return canonicalJson({ format: CHECKPOINT_FORMAT, slug: c.slug, home: c.home, tree_size: c.tree_size, root_hash: c.root_hash, svcond: c.svcond });
+}
+
+export function verifyCheckpoint(c: Checkpoint, verify: (signer: string, text: string, signature: string) => boolean): boolean {
+  return verify(c.home, checkpointText(c), c.signature);
+}
+
+export interface CheckpointDeps {
+  nodeId: () => string;
+  sign: (text: string) => string;
+  verify: (signer: string, text: string, signature: string) => boolean;
+  nowSvcond: () => number;
+  /** Gossip a new checkpoint (the mesh, when there is one). */
+  publish?: (c: Checkpoint) => Promise<void>;
+}
+
+export class Checkpoints {
+  private readonly own: Sublevel;
+  private readonly seen: Sublevel;
+  private readonly forks: Sublevel;
+  private forkCount = 0;
+  private readonly recent: { slug: string; home: string; tree_size: number }[] = [];
+  /** Machines with rows since their last checkpoint. */
+  private readonly dirty = new Set<string>();
+  private deps: CheckpointDeps | null = null;
+
+  constructor(
+    private readonly store: Store,
+    private readonly merkle: MerkleLog,
+    /** The chain's row count now (its head seq), without touching the tree. */
+    private readonly rowsOf: (slug: string) => Promise<number>,
+  ) {
+    this.own = store.sub('chain_checkpoints');
+    this.seen = store.sub('chain_checkpoints_seen');
+    this.forks = store.sub('chain_forks');
+  }
+
+  /** Signing and gossip are wired by the composition root (node.ts). */
+  use(deps: CheckpointDeps): void {
+    this.deps = deps;
+  }
+
+  async load(): Promise<void> {
+    const all = await this.store.range<ForkEvidence>(this.forks, {});
+    this.forkCount = all.length;
+    for (const f of all.slice(-RECENT_FORKS)) this.recent.push({ slug: f.value.slug, home: f.value.home, tree_size: f.value.tree_size });
+  }
+
+  touched(slug: string): void {
+    this.dirty.add(slug);
+  }
+
+  async latest(slug: string): Promise<Checkpoint | undefined> {
+    const last = await this.store.range<Checkpoint>(this.own, { gte: `${slug}!`, lt: `${slug}!~`, reverse: true, limit: 1 });
+    return last[0]?.value;
+  }
+
+  async at(slug: string, size: number): Promise<Checkpoint | undefined> {
+    return this.store.get<Checkpoint>(this.own, `${slug}!${padNum(size)}`);
+  }
+
+  /** All own checkpoints of a machine, oldest first (bounded). */
+  async list(slug: string, limit = 1000): Promise<Checkpoint[]> {
+    return (await this.store.range<Checkpoint>(this.own, { gte: `${slug}!`, lt: `${slug}!~`, limit })).map((e) => e.value);
+  }
+
+  /** The checkpoint of the tree as it is now: the stored one if it covers every row, else a new one, signed. */
+  async current(slug: string): Promise<Checkpoint> {
+    const deps = this.need();
+    const { size, root } = await this.merkle.catchUp(slug);
+    const last = await this.latest(slug);
+    if (last && last.tree_size === size) return last;
+    const body = { slug, home: deps.nodeId(), tree_size: size, root_hash: root.toString('hex'), svcond: deps.nowSvcond() };
+    const cp: Checkpoint = { ...body, signature: deps.sign(checkpointText(body)) };
+    await this.store.commit([{ type: 'put', sub: this.own, key: `${slug}!${padNum(size)}`, value: cp }]);
+    await this.record(cp);
+    if (deps.publish) await deps.publish(cp).catch(() => undefined);
+    return cp;
+  }
+
+  /** Every tick: machines grown by CHECKPOINT_ROWS rows, or grown and CHECKPOINT_TICKS ticks since the last, are signed. */
+  async tick(): Promise<number> {
+    const deps = this.need();
+    let signed = 0;
+    for (const slug of [...this.dirty]) {
+      const last = await this.latest(slug);
+      // The tree catches up only when a checkpoint is due: no work on the write path, none between checkpoints.
+      const grown = (await this.rowsOf(slug)) - (last?.tree_size ?? 0);
+      if (grown <= 0) {
+        this.dirty.delete(slug);
+        continue;
+      }
+      if (grown >= CHECKPOINT_ROWS || deps.nowSvcond() - (last?.svcond ?? 0) >= CHECKPOINT_TICKS) {
+        await this.current(slug);
+        this.dirty.delete(slug);
+        signed++;
+      }
+    }
+    return signed;
+  }
+
+  /**
+   * A checkpoint seen (gossip, or signed here): kept by (slug, home, size); a second one with another root is a fork,
+   * and both are kept as evidence. Returns whether it was a fork.
+   */
+  async record(cp: Checkpoint): Promise<boolean> {
+    const key = `${cp.slug}!${cp.home}!${padNum(cp.tree_size)}`;
+    const before = await this.store.get<Checkpoint>(this.seen, key);
+    if (!before) {
+      await this.store.commit([{ type: 'put', sub: this.seen, key, value: cp }]);
+      return false;
+    }
+    if (before.root_hash === cp.root_hash) return false;
+    const [a, b] = [before, cp].sort((x, y) => (x.root_hash < y.root_hash ? -1 : 1)) as [Checkpoint, Checkpoint];
+    const forkKey = `${key}!${a.root_hash}!${b.root_hash}`;
+    if ((await this.store.get(this.forks, forkKey)) !== undefined) return true;
+    const evidence: ForkEvidence = { slug: cp.slug, home: cp.home, tree_size: cp.tree_size, checkpoints: [a, b] };
+    await this.store.commit([{ type: 'put', sub: this.forks, key: forkKey, value: evidence }]);
+    this.forkCount++;
+    this.recent.push({ slug: cp.slug, home: cp.home, tree_size: cp.tree_size });
+    if (this.recent.length > RECENT_FORKS) this.recent.shift();
+    return true;
+  }
+
+  /** What mesh status reports. */
+  forkReport(): { count: number; recent: { slug: string; home: string; tree_size: number }[] } {
+    return { count: this.forkCount, recent: [...this.recent] };
+  }
+
+  async evidence(limit = 100): Promise<ForkEvidence[]> {
+    return (await this.store.range<ForkEvidence>(this.forks, { limit })).map((e) => e.value);
+  }
+
+  /** The gossip row: a checkpoint is accepted from its home only, with a good signature. */
+  handler(): GossipHandler<Checkpoint> {
+    return {
+      type: CHECKPOINT_EVENT,
+      body: CheckpointSchema,
+      handle: async (cp, event) => {
+        const deps = this.need();
+        if (cp.home !== event.sender) throw new GossipError('reject', 403, 'SVC_FORBIDDEN', 'a checkpoint travels from its home only');
+        if (!verifyCheckpoint(cp, deps.verify)) throw new GossipError('reject', 401, 'INVALID_SIGNATURE', 'checkpoint signature does not verify');
+        await this.record(cp);
+      },
+    };
+  }
+
+  private need(): CheckpointDeps {
+    if (!this.deps) throw new Error('checkpoints are not wired (Checkpoints.use)');
+    return this.deps;
+  }
+}

@@ -1,0 +1,212 @@
+// JSON contracts on a state machine's chain (issue 20). A deploy appends a `contract_deploy` row committing
+// {contract_id, definition}; a transition appends a `contract_transition` row committing {contract_id, event, from,
+// to}. The definition and each transition's event are kept (the chain commits their digests); a contract's state is
+// never stored: it is rebuilt by replaying its events through the language (contract-language.ts), each checked
+// against its audit row, the first time it is needed after a start — the same on every node.
+import { sha256Hex } from '../kernel/bytes.js';
+import { canonicalJson } from '../kernel/canonical.js';
+import { ServiceError } from '../kernel/errors.js';
+import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
+import { LruMap } from '../util/bounded-map.js';
+import type { AuditRow, ChainService } from './service.js';
+import {
+  parseContract,
+  parseEvent,
+  step,
+  transitionTable,
+  type Contract,
+  type ContractEvent,
+  type ContractState,
+  type Primitive,
+  type TransitionTable,
+} from './contract-language.js';
+
+export const CONTRACT_DEPLOY = 'contract_deploy';
+export const CONTRACT_TRANSITION = 'contract_transition';
+const CACHE_MAX = 4096;
+
+interface ContractRecord {
+  contract_id: string;
+  slug: string;
+  definition: Contract;
+  deployed_seq: number;
+  deployed_by: string;
+}
+
+interface TransitionRecord {
+  seq: number;
+  event: ContractEvent;
+  from: string;
+  to: string;
+}
+
+interface Live extends ContractState {
+  record: ContractRecord;
+  table: TransitionTable;
+  applied: number;
+}
+
+export interface ContractView {
+  contract_id: string;
+  slug: string;
+  name: string;
+  state: string;
+  vars: Record<string, Primitive>;
+  transitions_applied: number;
+  deployed_seq: number;
+}
+
+/**
+ * The charge of a transition: `prepare` loads the wallet (awaited after the state is known), `take` charges it
+ * synchronously just before the batch (see Ledger.chargeOps; 402 and nothing written when short).
+ */
+export interface ChargeFn {
+  prepare: () => Promise<unknown>;
+  take: () => { ops: Op[]; rollback: () => void };
+}
+
+export function transitionPayload(contractId: string, event: ContractEvent, from: string, to: string): unknown {
+  return { contract_id: contractId, event, from, to };
+}
+
+export class ContractService {
+  private readonly contracts: Sublevel;
+  private readonly events: Sublevel;
+  private readonly live = new LruMap<string, Live>(CACHE_MAX);
+
+  constructor(
+    private readonly store: Store,
+    private readonly chain: ChainService,
+  ) {
+    this.contracts = store.sub('chain_contracts');
+    this.events = store.sub('chain_contract_events');
+  }
+
+  private view(l: Live): ContractView {
+    return {
+      contract_id: l.record.contract_id,
+      slug: l.record.slug,
+      name: l.record.definition.name,
+      state: l.state,
+      vars: { ...l.vars },
+      transitions_applied: l.applied,
+      deployed_seq: l.record.deployed_seq,
+    };
+  }
+
+  /** Validate (400 pointing at the offending path) and deploy: one row and the record in one batch. */
+  async deploy(slug: string, svcond: number, zid: string, json: unknown): Promise<{ contract: ContractView; row: AuditRow }> {
+    const definition = parseContract(json);
+    let record: ContractRecord | null = null;
+    const row = await this.chain.append(
+      slug,
+      svcond,
+      CONTRACT_DEPLOY,
+      null,
+      () => [{ type: 'put', sub: this.contracts, key: `${slug}!${record!.contract_id}`, value: record }],
+      (seq) => {
+        const contractId = `ctr_${sha256Hex(canonicalJson({ slug, seq, definition })).slice(0, 24)}`;
+        record = { contract_id: contractId, slug, definition, deployed_seq: seq, deployed_by: zid };
+        return { contract_id: contractId, definition };
+      },
+    );
+    const live: Live = { record: record!, table: transitionTable(definition), state: definition.initial, vars: { ...definition.variables }, applied: 0 };
+    this.live.set(`${slug}!${record!.contract_id}`, live);
+    return { contract: this.view(live), row };
+  }
+
+  /** The contract's live state: in memory, else rebuilt from its record and events, each checked against its row. */
+  private async load(slug: string, contractId: string): Promise<Live> {
+    const key = `${slug}!${contractId}`;
+    const cached = this.live.get(key);
+    if (cached) return cached;
+    const record = /^ctr_[0-9a-f]{24}$/.test(contractId) ? await this.store.get<ContractRecord>(this.contracts, key) : undefined;
+    if (!record) throw new ServiceError(404, 'SVC_NOT_FOUND', `no contract ${contractId} on state machine ${slug}`);
+    const live = await this.rebuild(record);
+    return this.live.get(key) ?? (this.live.set(key, live), live);
+  }
+
+  /** Replay a contract from its deploy row: the state it is in after every stored transition. */
+  async rebuild(record: ContractRecord): Promise<Live> {
+    const { slug, contract_id: id, definition } = record;
+    const deployRow = await this.chain.row(slug, record.deployed_seq);
+    if (!deployRow || deployRow.transitionType !== CONTRACT_DEPLOY || deployRow.payload_sha256 !== sha256Hex(canonicalJson({ contract_id: id, definition }))) {
+      throw corrupt(id, record.deployed_seq);
+    }
+    const live: Live = { record, table: transitionTable(definition), state: definition.initial, vars: { ...definition.variables }, applied: 0 };
+    const stored = await this.store.range<TransitionRecord>(this.events, { gte: `${slug}!${id}!`, lt: `${slug}!${id}!~` });
+    for (const { value: t } of stored) {
+      const row = await this.chain.row(slug, t.seq);
+      if (!row || row.transitionType !== CONTRACT_TRANSITION || row.payload_sha256 !== sha256Hex(canonicalJson(transitionPayload(id, t.event, t.from, t.to)))) {
+        throw corrupt(id, t.seq);
+      }
+      const next = step(id, definition, live.table, live, t.event);
+      if (next.from !== t.from || next.state !== t.to) throw corrupt(id, t.seq);
+      live.state = next.state;
+      live.vars = next.vars;
+      live.applied++;
+    }
+    return live;
+  }
+
+  async get(slug: string, contractId: string): Promise<ContractView & { definition: Contract }> {
+    // Under the contract's lock: a rebuild never races a transition's write.
+    const l = await this.chain.locks.run(`contract:${slug}!${contractId}`, () => this.load(slug, contractId));
+    return { ...this.view(l), definition: l.record.definition };
+  }
+
+  async list(slug: string): Promise<{ contract_id: string; name: string; deployed_seq: number }[]> {
+    const all = await this.store.range<ContractRecord>(this.contracts, { gte: `${slug}!`, lt: `${slug}!~`, limit: 1000 });
+    return all
+      .map((e) => ({ contract_id: e.value.contract_id, name: e.value.definition.name, deployed_seq: e.value.deployed_seq }))
+      .sort((a, b) => a.deployed_seq - b.deployed_seq);
+  }
+
+  /**
+   * Apply an event (one at a time per contract): 409 when illegal, else the charge, the row and the event in one
+   * batch; the live state moves only after the batch is durable.
+   */
+  async transition(
+    slug: string,
+    contractId: string,
+    svcond: number,
+    eventJson: unknown,
+    charge: ChargeFn,
+    chargeRecord: (seq: number) => Op[],
+  ): Promise<{ contract: ContractView; from: string; row: AuditRow; transition: number }> {
+    const event = parseEvent(eventJson);
+    return this.chain.locks.run(`contract:${slug}!${contractId}`, async () => {
+      const live = await this.load(slug, contractId);
+      const next = step(contractId, live.record.definition, live.table, live, event);
+      await charge.prepare();
+      const paid = charge.take();
+      let row: AuditRow;
+      try {
+        row = await this.chain.append(slug, svcond, CONTRACT_TRANSITION, transitionPayload(contractId, event, next.from, next.state), (r) => [
+          ...paid.ops,
+          ...chargeRecord(r.seq),
+          { type: 'put', sub: this.events, key: `${slug}!${contractId}!${padNum(r.seq)}`, value: { seq: r.seq, event, from: next.from, to: next.state } },
+        ]);
+      } catch (err) {
+        paid.rollback();
+        throw err;
+      }
+      live.state = next.state;
+      live.vars = next.vars;
+      live.applied++;
+      return { contract: this.view(live), from: next.from, row, transition: next.transition };
+    });
+  }
+
+  /** Forget every live state (a test of the rebuild, and what a restart does). */
+  forget(): void {
+    this.live.clear();
+  }
+}
+
+function corrupt(contractId: string, seq: number): ServiceError {
+  return new ServiceError(500, 'SVC_INTERNAL_ERROR', `contract ${contractId}: its stored log does not match the chain at row ${seq}`, {
+    contract_id: contractId,
+    seq,
+  });
+}

@@ -1,0 +1,324 @@
+// State-machine routes of issue 20 (spec 2.7, 4.8): settings and roles, the aggregate list, the machine's tally.
+// Every /api/chain/:slug route goes through atMachineHome first (ledger.ts): the machine's home answers.
+import type Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import { z } from 'zod';
+import { ServiceError } from '../../kernel/errors.js';
+import type { HttpServices } from '../context.js';
+import { authorizeMachineRead, noKeyError as noKey, presentedKey, requireKey, resolveCaller } from '../auth.js';
+import { validate } from '../validate.js';
+import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
+import { perMinuteLimit } from '../limits.js';
+import type { KeyRecord } from '../../identity/service.js';
+import { SLUG_PATTERN } from '../../mesh/machines.js';
+import type { Caller } from '../../tally/ledger.js';
+import type { MachineRecord } from '../../chain/service.js';
+import { requireRole, type ChainAction, type Role } from '../../chain/roles.js';
+import { stampAt } from '../../kernel/clock.js';
+import { COSTS } from '../../tally/costs.js';
+import { CHECKPOINT_FORMAT } from '../../chain/checkpoints.js';
+import { EXPORT_FORMAT } from '../../chain/verify-log.js';
+import type { TallyCharge } from '../../tally/ledger.js';
+
+const ZID = z.string().regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters');
+const settingsBody = z
+  .object({
+    is_public: z.boolean().optional(),
+    inject_agent_rail: z.boolean().optional(),
+    inject_pulse_orb: z.boolean().optional(),
+    roles: z
+      .record(ZID, z.enum(['viewer', 'operator', 'admin']).nullable())
+      .refine((r) => Object.keys(r).length <= 100, 'at most 100 role changes in one patch')
+      .optional(),
+  })
+  .strict();
+/** Any JSON value but null; its bytes are hashed and dropped. */
+const eventBody = z
+  .object({ payload: z.unknown().refine((v) => v !== undefined && v !== null, 'a payload (any JSON value but null)'), sealed: z.boolean().default(false) })
+  .strict();
+const transitionBody = z.object({ event: z.unknown() }).strict();
+/** Embed rows accepted per embed key per minute. */
+export const EMBED_PER_MINUTE = 60;
+const embedBody = z.object({ payload: z.unknown().refine((v) => v !== undefined && v !== null, 'a payload (any JSON value but null)') }).strict();
+const inclusionQuery = z.object({ seq: z.coerce.number().int().min(1), size: z.coerce.number().int().min(1).optional(), key: z.string().optional() }).strict();
+const consistencyQuery = z.object({ from: z.coerce.number().int().min(1), to: z.coerce.number().int().min(1).optional(), key: z.string().optional() }).strict();
+/** Rows one export carries at most. */
+export const EXPORT_ROWS_MAX = 200_000;
+const pageQuery = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(500).default(50),
+    offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+    key: z.string().optional(),
+  })
+  .strict();
+
+export function settingsView(m: MachineRecord): Record<string, unknown> {
+  return {
+    slug: m.slug,
+    owner: m.owner,
+    genesis_svcond: m.genesis_svcond,
+    is_public: m.is_public,
+    inject_agent_rail: m.inject_agent_rail,
+    inject_pulse_orb: m.inject_pulse_orb,
+    roles: m.roles,
+    home: m.home,
+  };
+}
+
+export interface ChainRouteHelpers {
+  atMachineHome: Middleware;
+}
+
+/** The machine of the route (404 when this node, its home, does not hold it). */
+export async function machineOf(s: HttpServices, ctx: Context): Promise<MachineRecord> {
+  const slug = String(ctx.params.slug);
+  const machine = await s.chain.getMachine(slug);
+  if (!machine) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
+  return machine;
+}
+
+/**
+ * The keyed caller's role on the machine, checked against the role matrix for `action` (401 without a good key;
+ * 403 naming the action and the roles that may, for a key of an identity whose role does not allow it).
+ */
+export async function authorizeMachine(s: HttpServices, ctx: Context, machine: MachineRecord, action: ChainAction): Promise<{ zid: string; role: Role }> {
+  const caller = await resolveCaller(ctx, { identity: s.identity, chain: s.chain, nodeId: s.nodeId }, false);
+  const zid = caller.kind === 'identity' ? caller.zid : null;
+  const role = zid ? machine.roles[zid] : undefined;
+  requireRole(machine.slug, role, action);
+  return { zid: zid!, role: role! };
+}
+
+export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelpers): void {
+  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+  const home = forwardToHome(s);
+  /** A key is optional here; when present it must be good, and the request goes to the key's home. */
+  const optionalKey: Middleware = async (ctx, next) => {
+    if (!presentedKey(ctx)) return next();
+    return requireKey(auth)(ctx, () => home(ctx, next));
+  };
+
+  router.get('/api/chain/aggregate/list', optionalKey, async (ctx) => {
+    const q = validate(pageQuery, ctx.query);
+    const caller = ctx.state.caller as Caller | undefined;
+    const zid = caller?.kind === 'identity' ? caller.zid : null;
+    const { total, items } = await s.chain.index.list(zid, q.limit, q.offset);
+    ctx.body = { zid, total, limit: q.limit, offset: q.offset, node: s.nodeId(), items };
+  });
+
+  router.get('/api/chain/:slug/settings', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachineRead(ctx, auth, machine);
+    ctx.body = settingsView(machine);
+  });
+
+  router.patch('/api/chain/:slug/settings', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    const caller = await resolveCaller(ctx, auth, false);
+    if (caller.kind !== 'identity' || machine.roles[caller.zid] === undefined) requireRole(machine.slug, undefined, 'settings');
+    const body = validate(settingsBody, ctx.request.body);
+    const next = await s.chain.updateSettings(machine.slug, (caller as Extract<Caller, { kind: 'identity' }>).zid, body);
+    ctx.body = settingsView(next);
+  });
+
+  router.get('/api/chain/:slug/tally/charges', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachine(s, ctx, machine, 'tally');
+    const q = validate(pageQuery, ctx.query);
+    const { total, credits, items } = await s.chain.listCharges(machine.slug, q.limit, q.offset);
+    ctx.body = { slug: machine.slug, total, credits_charged: credits, limit: q.limit, offset: q.offset, items };
+  });
+
+  router.get('/api/chain/:slug/tally/summary', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachine(s, ctx, machine, 'tally');
+    const { total, credits } = await s.chain.listCharges(machine.slug, 1, 0);
+    const head = await s.chain.headOf(machine.slug);
+    ctx.body = { slug: machine.slug, owner: machine.owner, charges: total, credits_charged: credits, rows: head.seq };
+  });
+
+  /** Spec 2.7: a row commits SHA-256 of the payload, never the bytes; sealed: a sealed envelope and 'sealed_event'. */
+  router.post('/api/chain/:slug/events', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachine(s, ctx, machine, 'append');
+    const body = validate(eventBody, ctx.request.body);
+    const { row, envelope } = await s.chain.appendEvent(machine.slug, stampAt(s.clock.nowNs()), body.payload, body.sealed);
+    ctx.status = 201;
+    ctx.body = envelope ? { slug: machine.slug, row, envelope } : { slug: machine.slug, row };
+  });
+
+  router.post('/api/chain/:slug/contracts', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    const { zid } = await authorizeMachine(s, ctx, machine, 'deploy');
+    const { contract, row } = await s.chain.contracts.deploy(machine.slug, stampAt(s.clock.nowNs()).svcond, zid, ctx.request.body);
+    ctx.status = 201;
+    ctx.body = { ...contract, row };
+  });
+
+  router.get('/api/chain/:slug/contracts', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachineRead(ctx, auth, machine);
+    ctx.body = { slug: machine.slug, contracts: await s.chain.contracts.list(machine.slug) };
+  });
+
+  router.get('/api/chain/:slug/contracts/:id', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachineRead(ctx, auth, machine);
+    ctx.body = await s.chain.contracts.get(machine.slug, String(ctx.params.id));
+  });
+
+  /** Part 8: a contract transition costs 5, charged in the transition's batch (402 and nothing applied when short). */
+  router.post('/api/chain/:slug/contracts/:id/transition', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    const { zid } = await authorizeMachine(s, ctx, machine, 'transition');
+    const body = validate(transitionBody, ctx.request.body);
+    let charge: TallyCharge | null = null;
+    const out = await s.chain.contracts.transition(
+      machine.slug,
+      String(ctx.params.id),
+      stampAt(s.clock.nowNs()).svcond,
+      body.event,
+      {
+        prepare: () => s.ledger.wallet(zid),
+        take: () => {
+          const paid = s.ledger.chargeOps(zid, 'contract_transition', COSTS.contractTransition);
+          charge = paid.charge;
+          return paid;
+        },
+      },
+      (seq) => [s.chain.chargeOp(machine.slug, seq, zid, charge!)],
+    );
+    ctx.body = {
+      ...out.contract,
+      from: out.from,
+      event: (body.event as { type: string }).type,
+      transition: out.transition,
+      row: out.row,
+      tally_charge: charge,
+    };
+  });
+
+  router.post('/api/chain/:slug/embed-keys', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    const { zid } = await authorizeMachine(s, ctx, machine, 'embed_keys');
+    validate(z.object({}).strict(), ctx.request.body);
+    const { key, record } = await s.identity.mintEmbedKey(zid, machine.slug);
+    ctx.status = 201;
+    ctx.body = {
+      slug: machine.slug,
+      embed_key: key,
+      key_id: record.key_id,
+      kind: 'zsm_pub',
+      message: 'the embed key is shown once; it is valid on POST /api/chain/:slug/embed only',
+    };
+  });
+
+  /**
+   * The embed ingest: zsm_pub_ keys of this machine only (any other key → 401), rate-limited per key, appending rows
+   * of type `embed` that commit the payload's SHA-256. A machine held elsewhere: the request goes to its home as
+   * it is (the home holds the embed key).
+   */
+  const embedLimit = perMinuteLimit(EMBED_PER_MINUTE, 'embed', { what: 'embed key', keyOf: (ctx) => (ctx.state.embedKey as KeyRecord).key_id });
+  const embedKey: Middleware = async (ctx, next) => {
+    const slug = String(ctx.params.slug);
+    if (!(await s.chain.getMachine(slug))) {
+      const home = !wasForwarded(ctx) && s.mesh?.enabled && SLUG_PATTERN.test(slug) ? await s.mesh.machines.homeOf(slug) : null;
+      if (!home || home === s.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
+      return relayToHome(ctx, s, home, 'state machine', { slug });
+    }
+    const key = presentedKey(ctx);
+    if (!key) throw noKey();
+    const rec = await s.identity.resolveKey(key);
+    if (rec.kind !== 'zsm_pub' || rec.slug !== slug) {
+      throw new ServiceError(401, 'SVC_INVALID_KEY', `the embed ingest accepts this machine's zsm_pub_ embed keys only`, {
+        key_id: rec.key_id,
+        revoked_at: null,
+        reason: rec.kind === 'zsm_pub' ? 'embed key of another machine' : 'not an embed key',
+      });
+    }
+    ctx.state.embedKey = rec;
+    return next();
+  };
+  router.post('/api/chain/:slug/embed', embedKey, embedLimit, async (ctx) => {
+    const slug = String(ctx.params.slug);
+    const body = validate(embedBody, ctx.request.body);
+    const row = await s.chain.append(slug, stampAt(s.clock.nowNs()).svcond, 'embed', body.payload);
+    ctx.status = 201;
+    ctx.body = { slug, row };
+  });
+
+  /** The machine's latest signed checkpoint, covering every row (signed now when rows came after the last one). */
+  router.get('/api/chain/:slug/checkpoint', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachineRead(ctx, auth, machine);
+    ctx.body = { format: CHECKPOINT_FORMAT, ...(await s.chain.checkpoints.current(machine.slug)) };
+  });
+
+  const badSize = (field: string, reason: string) =>
+    new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input ${field}: ${reason}`, { field, reason, allowed: null });
+
+  /** RFC 9162 inclusion proof of row `seq` (leaf_index = seq − 1) in the tree of `size` rows (default: the checkpoint's). */
+  router.get('/api/chain/:slug/proof/inclusion', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachineRead(ctx, auth, machine);
+    const q = validate(inclusionQuery, ctx.query);
+    const cp = await s.chain.checkpoints.current(machine.slug);
+    const size = q.size ?? cp.tree_size;
+    if (size > cp.tree_size) throw badSize('size', `the tree has ${cp.tree_size} rows`);
+    if (q.seq > size) throw badSize('seq', `row ${q.seq} is not in a tree of ${size} rows`);
+    const [path, leaf, root] = await Promise.all([
+      s.chain.merkle.inclusion(machine.slug, q.seq - 1, size),
+      s.chain.merkle.leaf(machine.slug, q.seq),
+      size === cp.tree_size ? Promise.resolve(Buffer.from(cp.root_hash, 'hex')) : s.chain.merkle.root(machine.slug, size),
+    ]);
+    ctx.body = {
+      slug: machine.slug,
+      seq: q.seq,
+      leaf_index: q.seq - 1,
+      tree_size: size,
+      leaf_hash: leaf.toString('hex'),
+      audit_path: path.map((p) => p.toString('hex')),
+      root_hash: root.toString('hex'),
+      checkpoint: size === cp.tree_size ? cp : ((await s.chain.checkpoints.at(machine.slug, size)) ?? null),
+    };
+  });
+
+  /** RFC 9162 consistency proof between the trees of `from` and `to` rows (default: the checkpoint's). */
+  router.get('/api/chain/:slug/proof/consistency', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachineRead(ctx, auth, machine);
+    const q = validate(consistencyQuery, ctx.query);
+    const cp = await s.chain.checkpoints.current(machine.slug);
+    const to = q.to ?? cp.tree_size;
+    if (to > cp.tree_size) throw badSize('to', `the tree has ${cp.tree_size} rows`);
+    if (q.from > to) throw badSize('from', `from must be at most to (${to})`);
+    const [path, first, second] = await Promise.all([
+      s.chain.merkle.consistency(machine.slug, q.from, to),
+      s.chain.merkle.root(machine.slug, q.from),
+      s.chain.merkle.root(machine.slug, to),
+    ]);
+    ctx.body = {
+      slug: machine.slug,
+      tree_size_1: q.from,
+      tree_size_2: to,
+      root_hash_1: first.toString('hex'),
+      root_hash_2: second.toString('hex'),
+      consistency_path: path.map((p) => p.toString('hex')),
+    };
+  });
+
+  /** The log as `svc-node verify-log` reads it: the rows up to the latest checkpoint, and every checkpoint signed here. */
+  router.get('/api/chain/:slug/export', h.atMachineHome, async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachineRead(ctx, auth, machine);
+    const cp = await s.chain.checkpoints.current(machine.slug);
+    if (cp.tree_size > EXPORT_ROWS_MAX) throw badSize('slug', `the log has ${cp.tree_size} rows; one export carries at most ${EXPORT_ROWS_MAX}`);
+    const rows = cp.tree_size === 0 ? [] : await s.chain.explore(machine.slug, 1, cp.tree_size, EXPORT_ROWS_MAX);
+    ctx.body = { format: EXPORT_FORMAT, slug: machine.slug, home: machine.home, rows, checkpoints: await s.chain.checkpoints.list(machine.slug) };
+  });
+
+  /** Fork evidence kept here: pairs of checkpoints one home signed for the same machine and size with different roots. */
+  router.get('/api/chain/forks', async (ctx) => {
+    ctx.body = { ...s.chain.checkpoints.forkReport(), evidence: await s.chain.checkpoints.evidence() };
+  });
+}
