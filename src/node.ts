@@ -52,6 +52,8 @@ import { EXEC_PROTOCOL, type ExecAnswer, type ExecRequest } from './consensus/ex
 import { Offloader } from './consensus/offload.js';
 import { PublishSettings } from './tally/publish-settings.js';
 import { ResultRecords, type ResultLookup } from './tally/record.js';
+import { StreamService } from './streams/channels.js';
+import { StreamHub } from './streams/hub.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -133,6 +135,7 @@ export class SvcNode {
   private consensusTimer: NodeJS.Timeout | null = null;
   publish!: PublishSettings;
   results!: ResultRecords;
+  streams!: StreamService;
   /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
   offloader: Offloader | null = null;
   /** The executor side of /svc/exec/1.0.0. */
@@ -272,6 +275,15 @@ export class SvcNode {
         ? { placement: { offload: (req) => this.offloader?.offload(req) ?? Promise.resolve(null) } }
         : {}),
     });
+    this.streams = new StreamService({
+      store: this.store,
+      clock: this.clock,
+      compute: this.compute,
+      resultBytes: (id) => this.ledger.getResultBytes(id),
+      linkKey: deriveKey(secret, 'STREAM_LINK'),
+      hub: new StreamHub(),
+    });
+    await this.streams.load();
     const demoKeys = new DemoKeys(this.store, this.identity, { counters: this.counters, clock: this.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
     const meshOptions: MeshServiceOptions = {
       store: this.store,
@@ -353,6 +365,7 @@ export class SvcNode {
       contribution: { bonds: this.bonds, modes: this.modes },
       consensus: { challenges: this.challenges, slashing: this.slashing },
       record: { results: this.results, publish: this.publish },
+      streams: this.streams,
     });
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
