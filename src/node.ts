@@ -31,6 +31,7 @@ import type { SealedSummary } from './compute/service.js';
 import { defaultRegistry, type SolverRegistry } from './solvers/registry.js';
 import { createApp } from './http/app.js';
 import { createHttpServer } from './http/server.js';
+import { attachStreamSocket } from './http/ws-stream.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './mesh/identity.js';
 import { MeshService, type MeshServiceOptions } from './mesh/service.js';
 import { signEvent, TOPICS, type MeshEvent } from './mesh/wire.js';
@@ -90,6 +91,8 @@ export interface NodeOptions {
    * The solver set is `registry` above: a test composes a node with a tampered solver by passing
    * `defaultRegistry().with([{ ...solver, run: tampered }])` (architecture.md §8; never a production flag).
    */
+  /** Tests: ms between WebSocket heartbeat pings (default 30 s). */
+  wsHeartbeatMs?: number;
   /** Mesh overrides (tests: autoPulse, redial bounds). */
   mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits'>>;
 }
@@ -143,6 +146,7 @@ export class SvcNode {
   private executor: SolverExecutor | null = null;
   private sealer: Sealer | null = null;
   private server: Server | null = null;
+  private streamSocket: { close(): void; clients(): number } | null = null;
   private reannounceTimer: NodeJS.Timeout | null = null;
   private readonly options: NodeOptions;
   url = '';
@@ -152,6 +156,11 @@ export class SvcNode {
     this.options = options;
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? pino({ level: config.logLevel, base: { svc: 'svc-node' } });
+  }
+
+  /** WebSocket stream clients connected now. */
+  get wsClients(): number {
+    return this.streamSocket?.clients() ?? 0;
   }
 
   get nodeId(): string {
@@ -369,6 +378,12 @@ export class SvcNode {
     });
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
+    this.streamSocket = attachStreamSocket(this.server, {
+      streams: this.streams,
+      identity: this.identity,
+      logger: this.logger,
+      ...(this.options.wsHeartbeatMs !== undefined ? { heartbeatMs: this.options.wsHeartbeatMs } : {}),
+    });
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
       this.server!.listen(config.port, config.host, () => resolve());
@@ -590,6 +605,8 @@ export class SvcNode {
   async stop(): Promise<void> {
     const server = this.server;
     this.server = null;
+    this.streamSocket?.close();
+    this.streamSocket = null;
     if (server) {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

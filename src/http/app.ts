@@ -69,7 +69,8 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     endpoints: endpoints(),
     costs: costSheet(),
     tiers: tierSheet(s.tiers.policy, s.config.limits.enforceDailyQuota),
-    not_here: notHere(endpoints()),
+    // WS /ws/stream is served on the same server, outside the router (ws-stream.ts).
+    not_here: notHere(endpoints()).filter((e) => !(s.streams && e === 'WS /ws/stream')),
   });
 
   const nextTraceId = traceIdSource();
