@@ -55,6 +55,7 @@ import { PublishSettings } from './tally/publish-settings.js';
 import { ResultRecords, type ResultLookup } from './tally/record.js';
 import { StreamService } from './streams/channels.js';
 import { StreamHub } from './streams/hub.js';
+import { Autotick } from './streams/autotick.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -139,6 +140,7 @@ export class SvcNode {
   publish!: PublishSettings;
   results!: ResultRecords;
   streams!: StreamService;
+  autotick!: Autotick;
   /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
   offloader: Offloader | null = null;
   /** The executor side of /svc/exec/1.0.0. */
@@ -293,6 +295,11 @@ export class SvcNode {
       hub: new StreamHub(),
     });
     await this.streams.load();
+    this.autotick = new Autotick({
+      streams: this.streams,
+      clock: this.clock,
+      onError: (channel, err) => this.logger.warn({ channel, err: String(err) }, 'autotick failed'),
+    });
     const demoKeys = new DemoKeys(this.store, this.identity, { counters: this.counters, clock: this.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
     const meshOptions: MeshServiceOptions = {
       store: this.store,
@@ -398,6 +405,7 @@ export class SvcNode {
     // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast.
     await this.challenges.resumeEffects().catch((err: unknown) => this.logger.error({ err: String(err) }, 'a verdict effect could not be applied at start'));
     void this.reexecutor.resume().catch((err: unknown) => this.logger.warn({ err: String(err) }, 'resumed re-execution failed'));
+    this.autotick.start();
     let consensusTicks = 0;
     this.consensusTimer = setInterval(() => {
       void this.challenges.sweepDeadlines().catch(() => undefined);
@@ -607,6 +615,7 @@ export class SvcNode {
     this.server = null;
     this.streamSocket?.close();
     this.streamSocket = null;
+    if (this.autotick) await this.autotick.stop();
     if (server) {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
