@@ -56,6 +56,7 @@ import { ResultRecords, type ResultLookup } from './tally/record.js';
 import { StreamService } from './streams/channels.js';
 import { StreamHub } from './streams/hub.js';
 import { Autotick } from './streams/autotick.js';
+import { BatchService } from './compute/batches.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -141,6 +142,7 @@ export class SvcNode {
   results!: ResultRecords;
   streams!: StreamService;
   autotick!: Autotick;
+  batches!: BatchService;
   /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
   offloader: Offloader | null = null;
   /** The executor side of /svc/exec/1.0.0. */
@@ -300,6 +302,12 @@ export class SvcNode {
       clock: this.clock,
       onError: (channel, err) => this.logger.warn({ channel, err: String(err) }, 'autotick failed'),
     });
+    this.batches = new BatchService({
+      store: this.store,
+      clock: this.clock,
+      compute: this.compute,
+      onError: (batch, err) => this.logger.warn({ batch, err: String(err) }, 'batch failed'),
+    });
     const demoKeys = new DemoKeys(this.store, this.identity, { counters: this.counters, clock: this.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
     const meshOptions: MeshServiceOptions = {
       store: this.store,
@@ -382,6 +390,7 @@ export class SvcNode {
       consensus: { challenges: this.challenges, slashing: this.slashing },
       record: { results: this.results, publish: this.publish },
       streams: this.streams,
+      batches: this.batches,
     });
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
@@ -406,6 +415,8 @@ export class SvcNode {
     await this.challenges.resumeEffects().catch((err: unknown) => this.logger.error({ err: String(err) }, 'a verdict effect could not be applied at start'));
     void this.reexecutor.resume().catch((err: unknown) => this.logger.warn({ err: String(err) }, 'resumed re-execution failed'));
     this.autotick.start();
+    // Batches a stop left unfinished: their items without an outcome run now.
+    await this.batches.resume();
     let consensusTicks = 0;
     this.consensusTimer = setInterval(() => {
       void this.challenges.sweepDeadlines().catch(() => undefined);
@@ -616,6 +627,7 @@ export class SvcNode {
     this.streamSocket?.close();
     this.streamSocket = null;
     if (this.autotick) await this.autotick.stop();
+    if (this.batches) await this.batches.stop();
     if (server) {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

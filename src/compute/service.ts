@@ -123,6 +123,8 @@ export interface SealedFacts {
   executed_by: ExecutedBy | null;
   /** What re-execution runs: the solver and its resolved inputs, or the chain request as validated. */
   request: CanonicalRequest;
+  /** From the request's start to the stamp. */
+  execution_time_ms?: number;
 }
 
 export type CanonicalRequest =
@@ -273,6 +275,7 @@ export class ComputeService {
         svcond: stamp.svcond,
         executed_by: executedBy,
         request: args.request,
+        execution_time_ms: Number(endNs - args.startNs) / 1e6,
       };
       let extra = this.deps.records?.sealOps(facts);
       const more: Op[] = [];

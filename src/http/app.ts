@@ -24,6 +24,7 @@ import { consensusRoutes } from './routes/consensus.js';
 import { pohcRoutes } from './routes/pohc.js';
 import { recordRoutes } from './routes/record.js';
 import { streamRoutes } from './routes/streams.js';
+import { batchRoutes } from './routes/batch.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -107,6 +108,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   pohcRoutes(router, s);
   recordRoutes(router, s);
   streamRoutes(router, s);
+  batchRoutes(router, s);
   for (const register of s.extraRouters ?? []) register(router);
 
   for (const path of QUERY_ROUTES) {

@@ -48,6 +48,10 @@ export interface HttpServices {
   record?: { results: import('../tally/record.js').ResultRecords; publish: import('../tally/publish-settings.js').PublishSettings };
   /** Stream channels (streams/channels.ts); absent only in configurations built without them. */
   streams?: import('../streams/channels.js').StreamService;
+  /** Batch computations (compute/batches.ts). */
+  batches?: import('../compute/batches.js').BatchService;
+  /** Webhooks (webhooks/); absent only in configurations built without them. */
+  webhooks?: { assertOwned(caller: import('../tally/ledger.js').Caller, webhookId: string): Promise<void> };
   /** Extra route groups (the mesh) register themselves here. */
   extraRouters?: ((router: import('@koa/router').default) => void)[];
 }
