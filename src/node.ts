@@ -57,6 +57,11 @@ import { StreamService } from './streams/channels.js';
 import { StreamHub } from './streams/hub.js';
 import { Autotick } from './streams/autotick.js';
 import { BatchService } from './compute/batches.js';
+import { WebhookRegistry } from './webhooks/registry.js';
+import { Outbox } from './webhooks/outbox.js';
+import { Dispatcher } from './webhooks/dispatcher.js';
+import { httpSender as webhookHttpSender } from './webhooks/sender.js';
+import { Webhooks } from './webhooks/service.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -93,6 +98,10 @@ export interface NodeOptions {
    * The solver set is `registry` above: a test composes a node with a tampered solver by passing
    * `defaultRegistry().with([{ ...solver, run: tampered }])` (architecture.md §8; never a production flag).
    */
+  /** Tests: how webhook deliveries are sent (default: HTTP, webhooks/sender.ts). */
+  webhookSender?: import('./webhooks/sender.js').Sender;
+  /** Tests: no dispatch timer; deliveries go out on kicks (after seals and enqueues) and on dispatcher.runDue(). */
+  webhookManualDispatch?: boolean;
   /** Tests: ms between WebSocket heartbeat pings (default 30 s). */
   wsHeartbeatMs?: number;
   /** Mesh overrides (tests: autoPulse, redial bounds). */
@@ -143,6 +152,7 @@ export class SvcNode {
   streams!: StreamService;
   autotick!: Autotick;
   batches!: BatchService;
+  webhooks!: Webhooks;
   /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
   offloader: Offloader | null = null;
   /** The executor side of /svc/exec/1.0.0. */
@@ -255,6 +265,22 @@ export class SvcNode {
     this.publish = new PublishSettings(this.store);
     await this.publish.load();
     this.results = new ResultRecords(this.store, this.counters, this.publish, nodeId, async (id) => (await this.ledger.getResultBytes(id)) !== undefined);
+    const nowMs = () => Number(this.clock.nowNs() / 1_000_000n);
+    const webhookRegistry = new WebhookRegistry(this.store, deriveKey(secret, 'WEBHOOK_SECRET'), config.webhooks, nowMs);
+    await webhookRegistry.load();
+    const outbox = new Outbox(this.store, webhookRegistry, nowMs);
+    this.webhooks = new Webhooks(
+      webhookRegistry,
+      outbox,
+      new Dispatcher({
+        outbox,
+        registry: webhookRegistry,
+        send: this.options.webhookSender ?? webhookHttpSender(config.webhooks, config.webhooks.responseTimeoutMs),
+        nowMs,
+        resultBytes: (id) => this.ledger.getResultBytes(id),
+        onError: (err) => this.logger.warn({ err: String(err) }, 'webhook delivery failed'),
+      }),
+    );
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
     this.executor =
@@ -280,8 +306,13 @@ export class SvcNode {
       upgradeUrl: () => `${this.url}/api/tally/tiers`,
       timeLimitSeconds: this.options.timeLimitSeconds,
       nodeId,
-      // After the batch is durable (never before): announce the result to the mesh.
-      onSealed: (summary) => this.announceSealed(summary),
+      // After the batch is durable (never before): announce the result to the mesh; send the webhooks it owes.
+      onSealed: (summary) => {
+        this.announceSealed(summary);
+        if (outbox.takeOwed()) this.webhooks.dispatcher.kick();
+      },
+      outbox,
+      onFailed: (failure) => this.webhooks.failed(failure),
       attest: (requestDigest, resultDigest, svcond) => this.attestExecution(requestDigest, resultDigest, svcond),
       records: this.results,
       ...(config.contribution.offload !== 'never' && config.mesh.secret
@@ -306,6 +337,7 @@ export class SvcNode {
       store: this.store,
       clock: this.clock,
       compute: this.compute,
+      events: this.webhooks,
       onError: (batch, err) => this.logger.warn({ batch, err: String(err) }, 'batch failed'),
     });
     const demoKeys = new DemoKeys(this.store, this.identity, { counters: this.counters, clock: this.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
@@ -391,6 +423,7 @@ export class SvcNode {
       record: { results: this.results, publish: this.publish },
       streams: this.streams,
       batches: this.batches,
+      webhooks: this.webhooks,
     });
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
@@ -415,6 +448,8 @@ export class SvcNode {
     await this.challenges.resumeEffects().catch((err: unknown) => this.logger.error({ err: String(err) }, 'a verdict effect could not be applied at start'));
     void this.reexecutor.resume().catch((err: unknown) => this.logger.warn({ err: String(err) }, 'resumed re-execution failed'));
     this.autotick.start();
+    // Deliveries owed before a stop or a crash resume on their schedule.
+    if (!this.options.webhookManualDispatch) this.webhooks.dispatcher.start();
     // Batches a stop left unfinished: their items without an outcome run now.
     await this.batches.resume();
     let consensusTicks = 0;
@@ -628,6 +663,7 @@ export class SvcNode {
     this.streamSocket = null;
     if (this.autotick) await this.autotick.stop();
     if (this.batches) await this.batches.stop();
+    if (this.webhooks) await this.webhooks.dispatcher.stop();
     if (server) {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

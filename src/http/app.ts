@@ -25,6 +25,7 @@ import { pohcRoutes } from './routes/pohc.js';
 import { recordRoutes } from './routes/record.js';
 import { streamRoutes } from './routes/streams.js';
 import { batchRoutes } from './routes/batch.js';
+import { webhookRoutes } from './routes/webhooks.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -71,7 +72,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     costs: costSheet(),
     tiers: tierSheet(s.tiers.policy, s.config.limits.enforceDailyQuota),
     // WS /ws/stream is served on the same server, outside the router (ws-stream.ts).
-    not_here: notHere(endpoints()).filter((e) => !(s.streams && e === 'WS /ws/stream')),
+    not_here: notHere(endpoints()).filter((e) => !(s.streams && e === 'WS /ws/stream') && !(s.webhooks && e === 'webhooks (planned, part 6)')),
   });
 
   const nextTraceId = traceIdSource();
@@ -109,6 +110,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   recordRoutes(router, s);
   streamRoutes(router, s);
   batchRoutes(router, s);
+  webhookRoutes(router, s);
   for (const register of s.extraRouters ?? []) register(router);
 
   for (const path of QUERY_ROUTES) {

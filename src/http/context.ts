@@ -51,7 +51,7 @@ export interface HttpServices {
   /** Batch computations (compute/batches.ts). */
   batches?: import('../compute/batches.js').BatchService;
   /** Webhooks (webhooks/); absent only in configurations built without them. */
-  webhooks?: { assertOwned(caller: import('../tally/ledger.js').Caller, webhookId: string): Promise<void> };
+  webhooks?: import('../webhooks/service.js').Webhooks;
   /** Extra route groups (the mesh) register themselves here. */
   extraRouters?: ((router: import('@koa/router').default) => void)[];
 }
