@@ -28,8 +28,9 @@ export interface DispatcherDeps {
 export class Dispatcher {
   private timer: NodeJS.Timeout | null = null;
   private readonly inFlight = new Map<string, Promise<void>>();
-  private pass: Promise<number> | null = null;
+  private scanning: Promise<Promise<void>[]> | null = null;
   private again = false;
+  private starved = false;
   private stopped = false;
   /** Attempts made (bench, status). */
   attempts = 0;
@@ -38,51 +39,74 @@ export class Dispatcher {
     deps.outbox.onOwed = () => this.kick();
   }
 
-  /** Look for due deliveries now (after a seal or an enqueue). */
+  /** Look for due deliveries now (after a seal or an enqueue); starts their attempts without waiting for them. */
   kick(): void {
     if (this.stopped) return;
-    if (this.pass) {
-      this.again = true;
-      return;
-    }
-    void this.runDue().catch((err: unknown) => this.deps.onError?.(err));
+    void this.scan().catch((err: unknown) => this.deps.onError?.(err));
   }
 
-  /** Start every due attempt (bounded); resolves when they have finished. Returns the attempts made. */
-  runDue(): Promise<number> {
-    if (this.pass) return this.pass;
-    const pass = (async () => {
-      let made = 0;
+  /** Start every due attempt and wait for those (tests, manual dispatch). Returns the attempts started. */
+  async runDue(): Promise<number> {
+    if (this.scanning)
+      await this.scanning.then(
+        () => undefined,
+        () => undefined,
+      );
+    const started = await this.scan();
+    await Promise.allSettled(started);
+    return started.length;
+  }
+
+  /**
+   * Start the due attempts, at most IN_FLIGHT_MAX out at once; one scan at a time (a kick during a scan scans again
+   * after it). An attempt never holds up the others: a receiver that does not answer costs its own slot only.
+   */
+  private scan(): Promise<Promise<void>[]> {
+    if (this.scanning) {
+      this.again = true;
+      return this.scanning;
+    }
+    const scanning = (async () => {
+      const started: Promise<void>[] = [];
       do {
         this.again = false;
-        made += await this.onePass();
+        for (const p of await this.scanOnce()) started.push(p);
       } while (this.again && !this.stopped);
-      return made;
+      return started;
     })().finally(() => {
-      this.pass = null;
+      this.scanning = null;
     });
-    this.pass = pass;
-    return pass;
+    this.scanning = scanning;
+    return scanning;
   }
 
-  private async onePass(): Promise<number> {
+  private async scanOnce(): Promise<Promise<void>[]> {
     const { outbox } = this.deps;
     const now = this.deps.nowMs();
     const due = await outbox.store.range<string>(outbox.due, { lt: `${padNum(now + 1, 15)}`, limit: BATCH });
-    let made = 0;
+    const started: Promise<void>[] = [];
     for (const { key, value: id } of due) {
       if (this.stopped) break;
       if (this.inFlight.has(id)) continue;
-      while (this.inFlight.size >= IN_FLIGHT_MAX) await Promise.race(this.inFlight.values());
+      if (this.inFlight.size >= IN_FLIGHT_MAX) {
+        // Full: the next attempt to finish scans again.
+        this.starved = true;
+        break;
+      }
       const p = this.attempt(key, id)
         .catch((err: unknown) => this.deps.onError?.(err))
-        .finally(() => this.inFlight.delete(id));
+        .finally(() => {
+          this.inFlight.delete(id);
+          if (this.starved) {
+            this.starved = false;
+            this.kick();
+          }
+        });
       this.inFlight.set(id, p);
-      made++;
+      started.push(p);
     }
-    await Promise.all(this.inFlight.values());
-    if (due.length === BATCH) this.again = true;
-    return made;
+    if (due.length === BATCH && !this.starved) this.again = true;
+    return started;
   }
 
   private async body(d: DeliveryRecord, attempt: number, timestamp: number): Promise<string> {
@@ -164,7 +188,7 @@ export class Dispatcher {
     this.timer = null;
     // An attempt may wait out a receiver's whole response window: the stop waits STOP_WAIT_MS at most, and an attempt
     // still out then is made again after the restart (its outcome was not written).
-    const settled = Promise.allSettled([this.pass ?? Promise.resolve(0), ...this.inFlight.values()]);
+    const settled = Promise.allSettled([this.scanning ?? Promise.resolve([]), ...this.inFlight.values()]);
     await Promise.race([settled, new Promise((r) => setTimeout(r, STOP_WAIT_MS).unref())]);
   }
 }
