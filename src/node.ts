@@ -30,6 +30,7 @@ import type { SealedSummary } from './compute/service.js';
 import { defaultRegistry, type SolverRegistry } from './solvers/registry.js';
 import { createApp } from './http/app.js';
 import { createHttpServer } from './http/server.js';
+import { attachStreamSocket } from './http/ws-stream.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './mesh/identity.js';
 import { MeshService, type MeshServiceOptions } from './mesh/service.js';
 import { signEvent, TOPICS, type MeshEvent } from './mesh/wire.js';
@@ -54,6 +55,15 @@ import { EXEC_SESSION_PROTOCOL, ExecSessions } from './consensus/exec-session.js
 import { PublishSettings } from './tally/publish-settings.js';
 import { ResultRecords, type ResultLookup } from './tally/record.js';
 import { CHECKPOINT_EVENT } from './chain/checkpoints.js';
+import { StreamService } from './streams/channels.js';
+import { StreamHub } from './streams/hub.js';
+import { Autotick } from './streams/autotick.js';
+import { BatchService } from './compute/batches.js';
+import { WebhookRegistry } from './webhooks/registry.js';
+import { Outbox } from './webhooks/outbox.js';
+import { Dispatcher } from './webhooks/dispatcher.js';
+import { httpSender as webhookHttpSender } from './webhooks/sender.js';
+import { Webhooks } from './webhooks/service.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -92,6 +102,12 @@ export interface NodeOptions {
    * The solver set is `registry` above: a test composes a node with a tampered solver by passing
    * `defaultRegistry().with([{ ...solver, run: tampered }])` (architecture.md §8; never a production flag).
    */
+  /** Tests: how webhook deliveries are sent (default: HTTP, webhooks/sender.ts). */
+  webhookSender?: import('./webhooks/sender.js').Sender;
+  /** Tests: no dispatch timer; deliveries go out on kicks (after seals and enqueues) and on dispatcher.runDue(). */
+  webhookManualDispatch?: boolean;
+  /** Tests: ms between WebSocket heartbeat pings (default 30 s). */
+  wsHeartbeatMs?: number;
   /** Mesh overrides (tests: autoPulse, redial bounds). */
   mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits'>>;
 }
@@ -133,6 +149,10 @@ export class SvcNode {
   private consensusTimer: NodeJS.Timeout | null = null;
   publish!: PublishSettings;
   results!: ResultRecords;
+  streams!: StreamService;
+  autotick!: Autotick;
+  batches!: BatchService;
+  webhooks!: Webhooks;
   /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
   offloader: Offloader | null = null;
   private execSessions: ExecSessions | null = null;
@@ -141,6 +161,7 @@ export class SvcNode {
   private executor: SolverExecutor | null = null;
   private sealer: Sealer | null = null;
   private server: Server | null = null;
+  private streamSocket: { close(): void; clients(): number } | null = null;
   private reannounceTimer: NodeJS.Timeout | null = null;
   /** Signs state machines' checkpoints every CHECKPOINT_ROWS rows or CHECKPOINT_TICKS ticks (chain/checkpoints.ts). */
   private checkpointTimer: NodeJS.Timeout | null = null;
@@ -152,6 +173,11 @@ export class SvcNode {
     this.options = options;
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? pino({ level: config.logLevel, base: { svc: 'svc-node' } });
+  }
+
+  /** WebSocket stream clients connected now. */
+  get wsClients(): number {
+    return this.streamSocket?.clients() ?? 0;
   }
 
   get nodeId(): string {
@@ -242,6 +268,22 @@ export class SvcNode {
     this.publish = new PublishSettings(this.store);
     await this.publish.load();
     this.results = new ResultRecords(this.store, this.counters, this.publish, nodeId, async (id) => (await this.ledger.getResultBytes(id)) !== undefined);
+    const nowMs = () => Number(this.clock.nowNs() / 1_000_000n);
+    const webhookRegistry = new WebhookRegistry(this.store, deriveKey(secret, 'WEBHOOK_SECRET'), config.webhooks, nowMs);
+    await webhookRegistry.load();
+    const outbox = new Outbox(this.store, webhookRegistry, nowMs);
+    this.webhooks = new Webhooks(
+      webhookRegistry,
+      outbox,
+      new Dispatcher({
+        outbox,
+        registry: webhookRegistry,
+        send: this.options.webhookSender ?? webhookHttpSender(config.webhooks, config.webhooks.responseTimeoutMs),
+        nowMs,
+        resultBytes: (id) => this.ledger.getResultBytes(id),
+        onError: (err) => this.logger.warn({ err: String(err) }, 'webhook delivery failed'),
+      }),
+    );
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
     this.executor =
@@ -267,13 +309,39 @@ export class SvcNode {
       upgradeUrl: () => `${this.url}/api/tally/tiers`,
       timeLimitSeconds: this.options.timeLimitSeconds,
       nodeId,
-      // After the batch is durable (never before): announce the result to the mesh.
-      onSealed: (summary) => this.announceSealed(summary),
+      // After the batch is durable (never before): announce the result to the mesh; send the webhooks it owes.
+      onSealed: (summary) => {
+        this.announceSealed(summary);
+        if (outbox.takeOwed()) this.webhooks.dispatcher.kick();
+      },
+      outbox,
+      onFailed: (failure) => this.webhooks.failed(failure),
       attest: (requestDigest, resultDigest, svcond) => this.attestExecution(requestDigest, resultDigest, svcond),
       records: this.results,
       ...(config.contribution.offload !== 'never' && config.mesh.secret
         ? { placement: { offload: (req) => this.offloader?.offload(req) ?? Promise.resolve(null) } }
         : {}),
+    });
+    this.streams = new StreamService({
+      store: this.store,
+      clock: this.clock,
+      compute: this.compute,
+      resultBytes: (id) => this.ledger.getResultBytes(id),
+      linkKey: deriveKey(secret, 'STREAM_LINK'),
+      hub: new StreamHub(),
+    });
+    await this.streams.load();
+    this.autotick = new Autotick({
+      streams: this.streams,
+      clock: this.clock,
+      onError: (channel, err) => this.logger.warn({ channel, err: String(err) }, 'autotick failed'),
+    });
+    this.batches = new BatchService({
+      store: this.store,
+      clock: this.clock,
+      compute: this.compute,
+      events: this.webhooks,
+      onError: (batch, err) => this.logger.warn({ batch, err: String(err) }, 'batch failed'),
     });
     const demoKeys = new DemoKeys(this.store, this.identity, { counters: this.counters, clock: this.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
     const meshOptions: MeshServiceOptions = {
@@ -366,9 +434,18 @@ export class SvcNode {
       contribution: { bonds: this.bonds, modes: this.modes },
       consensus: { challenges: this.challenges, slashing: this.slashing },
       record: { results: this.results, publish: this.publish },
+      streams: this.streams,
+      batches: this.batches,
+      webhooks: this.webhooks,
     });
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
+    this.streamSocket = attachStreamSocket(this.server, {
+      streams: this.streams,
+      identity: this.identity,
+      logger: this.logger,
+      ...(this.options.wsHeartbeatMs !== undefined ? { heartbeatMs: this.options.wsHeartbeatMs } : {}),
+    });
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
       this.server!.listen(config.port, config.host, () => resolve());
@@ -383,6 +460,11 @@ export class SvcNode {
     // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast.
     await this.challenges.resumeEffects().catch((err: unknown) => this.logger.error({ err: String(err) }, 'a verdict effect could not be applied at start'));
     void this.reexecutor.resume().catch((err: unknown) => this.logger.warn({ err: String(err) }, 'resumed re-execution failed'));
+    this.autotick.start();
+    // Deliveries owed before a stop or a crash resume on their schedule.
+    if (!this.options.webhookManualDispatch) this.webhooks.dispatcher.start();
+    // Batches a stop left unfinished: their items without an outcome run now.
+    await this.batches.resume();
     let consensusTicks = 0;
     this.consensusTimer = setInterval(() => {
       void this.challenges.sweepDeadlines().catch(() => undefined);
@@ -598,6 +680,11 @@ export class SvcNode {
   async stop(): Promise<void> {
     const server = this.server;
     this.server = null;
+    this.streamSocket?.close();
+    this.streamSocket = null;
+    if (this.autotick) await this.autotick.stop();
+    if (this.batches) await this.batches.stop();
+    if (this.webhooks) await this.webhooks.dispatcher.stop();
     if (server) {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -61,6 +61,28 @@ export interface ComputeDeps {
   placement?: SolverPlacement;
   /** What the sealing batch also records about the result (tally/record.ts). */
   records?: ResultRecorder;
+  /** Events owed for the result (webhooks/outbox.ts): written in the sealing batch, so never sent before it is durable. */
+  outbox?: ResultRecorder;
+  /** Called when an identity's computation fails after its request was accepted (computation.error events). */
+  onFailed?: (failure: ComputationFailure) => void;
+}
+
+/** An identity's computation that failed (no seal): what computation.error reports. */
+export interface ComputationFailure {
+  owner: string;
+  kind: 'compute' | 'solver';
+  solver: string | null;
+  status: number;
+  code: string;
+  message: string;
+}
+
+/** Per-call additions to one seal (streams: the channel's new head, in the same batch as the seal). */
+export interface SealHooks {
+  /** Ops for the sealing batch, given the sealed facts and the run's final state (stateful solvers). */
+  ops?: (facts: SealedFacts, state: unknown) => Op[];
+  /** Rolls back what ops() changed in memory when the batch fails. */
+  rollback?: () => void;
 }
 
 /** A solver run a contributing peer executed: its output, its result digest (checked by the placement), its signature. */
@@ -101,6 +123,8 @@ export interface SealedFacts {
   executed_by: ExecutedBy | null;
   /** What re-execution runs: the solver and its resolved inputs, or the chain request as validated. */
   request: CanonicalRequest;
+  /** From the request's start to the stamp. */
+  execution_time_ms?: number;
 }
 
 export type CanonicalRequest =
@@ -222,6 +246,8 @@ export class ComputeService {
     /** The body job at the stamp (may throw, e.g. the tolerance gate). */
     job: (parts: StampParts) => BodyJob;
     summary: Omit<SealedSummary, 'result_id' | 'result_digest' | 'svcond'>;
+    hooks?: SealHooks;
+    state?: unknown;
   }): Promise<Sealed> {
     const { caller } = args;
     try {
@@ -239,7 +265,7 @@ export class ComputeService {
       const job = args.job(this.stampParts(stamp, R_t, resultId, resultDigest, shift, executedBy));
       const prepared = await this.deps.sealer.prepare(job);
       const s = args.summary;
-      const extra = this.deps.records?.sealOps({
+      const facts: SealedFacts = {
         result_id: resultId,
         owner: caller.kind === 'identity' ? caller.zid : null,
         kind: s.kind,
@@ -249,7 +275,16 @@ export class ComputeService {
         svcond: stamp.svcond,
         executed_by: executedBy,
         request: args.request,
-      });
+        execution_time_ms: Number(endNs - args.startNs) / 1e6,
+      };
+      let extra = this.deps.records?.sealOps(facts);
+      const more: Op[] = [];
+      const owed = this.deps.outbox?.sealOps(facts);
+      if (owed !== undefined) for (const op of owed.ops) more.push(op);
+      if (args.hooks?.ops) for (const op of args.hooks.ops(facts, args.state)) more.push(op);
+      if (more.length > 0 || (owed !== undefined && owed.bump.length > 0)) {
+        extra = { ops: [...(extra?.ops ?? []), ...more], bump: [...(extra?.bump ?? []), ...(owed?.bump ?? [])] };
+      }
       const sealed = await this.deps.ledger.seal({
         caller,
         action: args.action,
@@ -283,6 +318,7 @@ export class ComputeService {
       }
       return sealed;
     } catch (err) {
+      args.hooks?.rollback?.();
       args.reservation.release();
       throw err;
     }
@@ -327,7 +363,40 @@ export class ComputeService {
    * POST /api/svc/compute: a closed-form operator chain (solvers.md §6). `requestText`: the JSON text `req` was
    * parsed from, when the caller has it (it keys the kept evaluation without serialising `req` again).
    */
-  async compute(caller: Caller, req: ChainRequest, options: { seal: boolean; requestText?: string } = { seal: true }): Promise<Sealed> {
+  async compute(caller: Caller, req: ChainRequest, options: { seal: boolean; requestText?: string } = { seal: true }, hooks?: SealHooks): Promise<Sealed> {
+    if (!options.seal || this.deps.onFailed === undefined || caller.kind !== 'identity') return this.computeInner(caller, req, options, hooks);
+    try {
+      return await this.computeInner(caller, req, options, hooks);
+    } catch (err) {
+      this.failed(caller, 'compute', null, err);
+      throw err;
+    }
+  }
+
+  /** Report an identity's failed computation (computation.error); never throws. */
+  private failed(caller: Caller, kind: 'compute' | 'solver', solver: string | null, err: unknown): void {
+    if (caller.kind !== 'identity' || this.deps.onFailed === undefined) return;
+    const e = err instanceof ServiceError ? err : null;
+    try {
+      this.deps.onFailed({
+        owner: caller.zid,
+        kind,
+        solver,
+        status: e?.status ?? 500,
+        code: e?.code ?? 'SVC_INTERNAL_ERROR',
+        message: e?.message ?? 'internal error',
+      });
+    } catch {
+      /* an event that cannot be queued does not change the answer */
+    }
+  }
+
+  private async computeInner(
+    caller: Caller,
+    req: ChainRequest,
+    options: { seal: boolean; requestText?: string },
+    hooks: SealHooks | undefined,
+  ): Promise<Sealed> {
     const startNs = this.deps.clock.nowNs();
     const chain = this.compiledChain(req, startNs, options.requestText);
     const { preview, cost } = chain;
@@ -361,6 +430,7 @@ export class ComputeService {
         return { kind: 'compute', parts, chain: preview, average: gate.tick_average, relError: gate.rel_error };
       },
       summary: { kind: 'compute', solver: null, operators: preview.operators, value: preview.value, unit: preview.unit },
+      ...(hooks !== undefined ? { hooks } : {}),
     });
   }
 
@@ -393,7 +463,31 @@ export class ComputeService {
   }
 
   /** A solver run, sealed (every solver endpoint, /solve and /auto). */
-  async solve(caller: Caller, solverId: string, rawInputs: unknown, rawState: unknown, extra: Record<string, unknown> = {}): Promise<Sealed> {
+  async solve(
+    caller: Caller,
+    solverId: string,
+    rawInputs: unknown,
+    rawState: unknown,
+    extra: Record<string, unknown> = {},
+    hooks?: SealHooks,
+  ): Promise<Sealed> {
+    if (this.deps.onFailed === undefined || caller.kind !== 'identity') return this.solveInner(caller, solverId, rawInputs, rawState, extra, hooks);
+    try {
+      return await this.solveInner(caller, solverId, rawInputs, rawState, extra, hooks);
+    } catch (err) {
+      this.failed(caller, 'solver', solverId, err);
+      throw err;
+    }
+  }
+
+  private async solveInner(
+    caller: Caller,
+    solverId: string,
+    rawInputs: unknown,
+    rawState: unknown,
+    extra: Record<string, unknown>,
+    hooks: SealHooks | undefined,
+  ): Promise<Sealed> {
     const startNs = this.deps.clock.nowNs();
     const { solver, inputs, state } = this.resolveSolver(solverId, rawInputs, rawState);
     const cost = extra.router ? COST.auto : COST.solver;
@@ -463,6 +557,7 @@ export class ComputeService {
         extra,
       }),
       summary: { kind: 'solver', solver: solver.id, operators: null, value: out.value, unit: out.unit },
+      ...(hooks !== undefined ? { hooks, state: plainOut.state } : {}),
     });
   }
 

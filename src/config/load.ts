@@ -42,6 +42,8 @@ const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'bool' | 
   SVC_CONTRIBUTION_CHALLENGE_STAKE: { path: 'contribution.challengeStake', kind: 'int' },
   SVC_CONTRIBUTION_BOND_TERM_DAYS: { path: 'contribution.bondTermDays', kind: 'int' },
   SVC_CONTRIBUTION_OFFLOAD: { path: 'contribution.offload', kind: 'string' },
+  SVC_WEBHOOK_ALLOW_LOOPBACK: { path: 'webhooks.allowLoopback', kind: 'bool' },
+  SVC_WEBHOOK_ALLOW_HOSTS: { path: 'webhooks.allowHosts', kind: 'list' },
 };
 
 function parseScalar(name: string, raw: string, kind: string): unknown {

@@ -88,6 +88,17 @@ export const configSchema = z
         offload: z.enum(['never', 'when-busy', 'always']),
       })
       .strict(),
+    /** Webhooks (webhooks/): which URLs they may call, and the receivers' response window (spec 6.3: 30 s). */
+    webhooks: z
+      .object({
+        /** Loopback and private addresses allowed (SVC_WEBHOOK_ALLOW_LOOPBACK=true; tests and local receivers only). */
+        allowLoopback: z.boolean().default(false),
+        /** Hosts webhooks may call (exact, or `*.example.com`); empty = any public host. */
+        allowHosts: z.array(z.string().min(1).max(253)).default([]),
+        responseTimeoutMs: z.number().int().min(100).max(30_000).default(30_000),
+      })
+      .strict()
+      .default({ allowLoopback: false, allowHosts: [], responseTimeoutMs: 30_000 }),
   })
   .strict();
 

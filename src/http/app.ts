@@ -23,6 +23,9 @@ import { contributeRoutes } from './routes/contribute.js';
 import { consensusRoutes } from './routes/consensus.js';
 import { pohcRoutes } from './routes/pohc.js';
 import { recordRoutes } from './routes/record.js';
+import { streamRoutes } from './routes/streams.js';
+import { batchRoutes } from './routes/batch.js';
+import { webhookRoutes } from './routes/webhooks.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -68,7 +71,8 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     endpoints: endpoints(),
     costs: costSheet(),
     tiers: tierSheet(s.tiers.policy, s.config.limits.enforceDailyQuota),
-    not_here: notHere(endpoints()),
+    // WS /ws/stream is served on the same server, outside the router (ws-stream.ts).
+    not_here: notHere(endpoints()).filter((e) => !(s.streams && e === 'WS /ws/stream') && !(s.webhooks && e === 'webhooks (planned, part 6)')),
   });
 
   const nextTraceId = traceIdSource();
@@ -104,6 +108,9 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   consensusRoutes(router, s);
   pohcRoutes(router, s);
   recordRoutes(router, s);
+  streamRoutes(router, s);
+  batchRoutes(router, s);
+  webhookRoutes(router, s);
   for (const register of s.extraRouters ?? []) register(router);
 
   for (const path of QUERY_ROUTES) {

@@ -46,6 +46,12 @@ export interface HttpServices {
   consensus?: { challenges: import('../consensus/challenges.js').ChallengeService; slashing: import('../consensus/slashing.js').SlashingService };
   /** The record of published results and the publish settings (tally/record.ts, tally/publish-settings.ts). */
   record?: { results: import('../tally/record.js').ResultRecords; publish: import('../tally/publish-settings.js').PublishSettings };
+  /** Stream channels (streams/channels.ts); absent only in configurations built without them. */
+  streams?: import('../streams/channels.js').StreamService;
+  /** Batch computations (compute/batches.ts). */
+  batches?: import('../compute/batches.js').BatchService;
+  /** Webhooks (webhooks/); absent only in configurations built without them. */
+  webhooks?: import('../webhooks/service.js').Webhooks;
   /** Extra route groups (the mesh) register themselves here. */
   extraRouters?: ((router: import('@koa/router').default) => void)[];
 }

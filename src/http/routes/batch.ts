@@ -1,0 +1,43 @@
+// Batch computations (issue 21): POST /api/svc/batch → 202 with the batch id; GET /api/svc/batch/:id for its owner.
+import type Router from '@koa/router';
+import { z } from 'zod';
+import type { HttpServices } from '../context.js';
+import { requireKey } from '../auth.js';
+import { forwardToHome } from '../forward.js';
+import { validate } from '../validate.js';
+import type { Caller } from '../../tally/ledger.js';
+import { BATCH_MAX } from '../../compute/batches.js';
+
+const solverItem = z.object({ solver: z.string().min(1).max(64), inputs: z.record(z.string(), z.any()).optional(), initialState: z.any().optional() }).strict();
+const chainItem = z
+  .object({ domain: z.string().min(1).max(64), operators: z.array(z.string().min(1).max(64)).min(1).max(10), inputs: z.record(z.string(), z.any()).optional() })
+  .strict();
+const batchBody = z
+  .object({
+    items: z
+      .array(z.union([solverItem, chainItem]))
+      .min(1)
+      .max(BATCH_MAX),
+    webhook: z.string().min(1).max(64).optional(),
+  })
+  .strict();
+
+export function batchRoutes(router: Router, s: HttpServices): void {
+  const batches = s.batches;
+  if (!batches) return;
+  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+
+  router.post('/api/svc/batch', requireKey(auth), forwardToHome(s), async (ctx) => {
+    const b = validate(batchBody, ctx.request.body);
+    const caller = ctx.state.caller as Caller;
+    if (b.webhook !== undefined && s.webhooks) await s.webhooks.assertOwned(caller, b.webhook);
+    const rec = await batches.submit(caller, b.items, b.webhook ?? null);
+    ctx.status = 202;
+    ctx.body = { id: rec.id, status: 'accepted', total: rec.items.length, status_url: `${s.publicUrl()}/api/svc/batch/${rec.id}` };
+  });
+
+  router.get('/api/svc/batch/:id', requireKey(auth), forwardToHome(s), async (ctx) => {
+    const caller = ctx.state.caller as Caller;
+    ctx.body = await batches.view(ctx.params.id!, caller.kind === 'identity' ? caller.zid : '');
+  });
+}

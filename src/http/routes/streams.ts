@@ -1,0 +1,207 @@
+// Stream channel routes (spec 4.5): thin — validate with zod, check who may open the channel, call the stream service.
+// Who opens a channel: its owner's key, or the channel's own key (Authorization header or ?key=); a pull link's
+// signature opens its keyless pull only (part 5 item 7).
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import type { HttpServices } from '../context.js';
+import { noKeyError, presentedKey, requireKey, resolveCaller } from '../auth.js';
+import { forwardToHome } from '../forward.js';
+import { validate } from '../validate.js';
+import { ServiceError } from '../../kernel/errors.js';
+import type { Caller } from '../../tally/ledger.js';
+import { channelView, headersOf, TICK_INTERVAL_MAX, type ChannelRecord, type StreamService } from '../../streams/channels.js';
+import { TEMPLATE_MAX } from '../../streams/template.js';
+import { LINK_TTL_DEFAULT_SECONDS, LINK_TTL_MAX_SECONDS } from '../../streams/links.js';
+import { x25519PublicKey } from '../../streams/secure.js';
+
+const createBody = z
+  .object({
+    solver: z.string().min(1).max(64).optional(),
+    domain: z.string().min(1).max(64).optional(),
+    operators: z.array(z.string().min(1).max(64)).min(1).max(10).optional(),
+    inputs: z.record(z.string(), z.any()).default({}),
+    initialState: z.any().optional(),
+    outputFormat: z.enum(['json', 'template']).default('json'),
+    template: z.string().max(TEMPLATE_MAX).optional(),
+    contract: z.string().min(1).max(128).nullable().optional(),
+    autotick: z.boolean().default(false),
+    tickIntervalZeqonds: z.number().int().min(1).max(TICK_INTERVAL_MAX).default(1),
+  })
+  .strict()
+  .refine((b) => (b.solver !== undefined) !== (b.domain !== undefined || b.operators !== undefined), {
+    message: 'give either solver, or domain and operators',
+    path: ['solver'],
+  })
+  .refine((b) => b.solver !== undefined || (b.domain !== undefined && b.operators !== undefined), {
+    message: 'an operator chain needs domain and operators',
+    path: ['operators'],
+  })
+  .refine((b) => (b.outputFormat === 'template') === (b.template !== undefined), {
+    message: 'template is required with outputFormat template, and only then',
+    path: ['template'],
+  })
+  .refine((b) => b.solver !== undefined || b.initialState === undefined, { message: 'initialState is for stateful solvers', path: ['initialState'] });
+
+const linkBody = z.object({ ttlSeconds: z.number().int().min(1).max(LINK_TTL_MAX_SECONDS).default(LINK_TTL_DEFAULT_SECONDS) }).strict();
+const secureOpenBody = z.object({ client_public_key: z.string().min(1).max(64) }).strict();
+
+function setStreamHeaders(ctx: Context, bytes: Buffer | null, verifyUrl: string): void {
+  const h = headersOf(bytes);
+  ctx.set('X-Svc-Sealed', String(h.sealed));
+  ctx.set('X-Svc-Proof', h.proof);
+  ctx.set('X-Svc-Token', h.token);
+  ctx.set('X-Svc-Svcond', h.svcond);
+  ctx.set('X-Svc-Verify', verifyUrl);
+}
+
+/**
+ * Who may open a channel: the channel's key, or a key of its owner. A key present but wrong is 401 (never read as no
+ * key); another identity's key is 403.
+ */
+export async function authorizeChannel(ctx: Context, s: HttpServices, streams: StreamService, channel: ChannelRecord): Promise<void> {
+  const key = presentedKey(ctx);
+  if (!key) throw noKeyError();
+  if (streams.isChannelKey(channel, key)) return;
+  if (key.startsWith('stk_'))
+    throw new ServiceError(401, 'SVC_INVALID_KEY', 'this is not the channel key', { key_id: null, revoked_at: null, reason: 'wrong channel key' });
+  const caller = await resolveCaller(ctx, { identity: s.identity, chain: s.chain, nodeId: s.nodeId }, false);
+  if (caller.kind !== 'identity' || caller.zid !== channel.owner.zid)
+    throw new ServiceError(403, 'SVC_FORBIDDEN', `stream channel ${channel.id} belongs to another identity`);
+}
+
+export function streamRoutes(router: Router, s: HttpServices): void {
+  const streams = s.streams;
+  if (!streams) return;
+  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+  const home = forwardToHome(s);
+  const verifyUrl = () => `${s.publicUrl()}/api/svc/verify`;
+
+  const create = async (ctx: Context) => {
+    const b = validate(createBody, ctx.request.body);
+    const { channel, key } = await streams.create(ctx.state.caller as Caller, {
+      source:
+        b.solver !== undefined
+          ? { kind: 'solver', solver: b.solver, inputs: b.inputs }
+          : { kind: 'compute', domain: b.domain!, operators: b.operators!, inputs: b.inputs },
+      outputFormat: b.outputFormat,
+      template: b.template ?? null,
+      contract: b.contract ?? null,
+      autotick: b.autotick,
+      tickIntervalZeqonds: b.tickIntervalZeqonds,
+      ...(b.initialState !== undefined ? { initialState: b.initialState } : {}),
+    });
+    ctx.status = 201;
+    ctx.body = { ...channelView(channel), key, key_notice: 'the channel key is shown once; it is stored only as a digest' };
+  };
+  router.post('/api/svc/streams', requireKey(auth), home, create);
+  router.post('/api/svc/stream/channels', requireKey(auth), home, create);
+
+  const opened = async (ctx: Context): Promise<ChannelRecord> => {
+    const channel = await streams.get(ctx.params.id!);
+    await authorizeChannel(ctx, s, streams, channel);
+    return channel;
+  };
+
+  router.get('/api/svc/streams/:id', async (ctx) => {
+    ctx.body = channelView(await opened(ctx));
+  });
+
+  router.post('/api/svc/streams/:id/tick', async (ctx) => {
+    const channel = await opened(ctx);
+    const { sealed } = await streams.tick(channel.id);
+    setStreamHeaders(ctx, sealed.bytes, verifyUrl());
+    ctx.type = 'application/json; charset=utf-8';
+    ctx.body = sealed.bytes;
+  });
+
+  const close = async (ctx: Context) => {
+    const channel = await opened(ctx);
+    ctx.body = channelView(await streams.close(channel.id));
+  };
+  router.post('/api/svc/streams/:id/close', close);
+  router.delete('/api/svc/streams/:id', close);
+
+  router.get('/api/svc/streams/:id/latest', async (ctx) => {
+    const channel = await opened(ctx);
+    const out = await streams.latest(channel);
+    setStreamHeaders(ctx, out.bytes, verifyUrl());
+    if (out.bytes === null) {
+      ctx.status = 204;
+      ctx.body = '';
+      return;
+    }
+    ctx.type = out.contentType;
+    ctx.body = out.body;
+  });
+
+  router.post('/api/svc/streams/:id/link', async (ctx) => {
+    const channel = await opened(ctx);
+    const b = validate(linkBody, ctx.request.body);
+    const { sig, expiresMs } = streams.link(channel, b.ttlSeconds);
+    ctx.status = 201;
+    ctx.body = {
+      url: `${s.publicUrl()}/api/svc/streams/${channel.id}/pull?sig=${encodeURIComponent(sig)}`,
+      ws_url: `${s.publicUrl().replace(/^http/, 'ws')}/ws/stream?channel=${channel.id}&sig=${encodeURIComponent(sig)}`,
+      sig,
+      expires_at: new Date(expiresMs).toISOString(),
+    };
+  });
+
+  router.get('/api/svc/streams/:id/pull', async (ctx) => {
+    const id = ctx.params.id!;
+    const check = streams.checkLink(id, ctx.query.sig);
+    if (!check.ok)
+      throw new ServiceError(401, 'SVC_INVALID_KEY', `pull link refused: ${check.reason}`, { key_id: null, revoked_at: null, reason: check.reason });
+    const channel = await streams.get(id);
+    const bytes = await streams.latestBytes(channel);
+    setStreamHeaders(ctx, bytes, verifyUrl());
+    if (bytes === null) {
+      ctx.status = 204;
+      ctx.body = '';
+      return;
+    }
+    ctx.type = 'application/json; charset=utf-8';
+    ctx.body = bytes;
+  });
+
+  router.post('/api/svc/streams/:id/secure/open', async (ctx) => {
+    const channel = await opened(ctx);
+    const b = validate(secureOpenBody, ctx.request.body);
+    const pub = x25519PublicKey(b.client_public_key);
+    if (pub === null)
+      throw new ServiceError(400, 'SVC_INVALID_INPUT', 'client_public_key must be a raw X25519 public key (32 bytes, base64url)', {
+        field: 'client_public_key',
+        reason: 'not an X25519 public key',
+        allowed: '32 bytes, base64url',
+      });
+    const { session, serverPublicKey } = streams.secure.open(channel.id, pub);
+    ctx.status = 201;
+    ctx.body = {
+      session: session.id,
+      server_public_key: serverPublicKey,
+      algorithm: 'AES-256-GCM',
+      key_agreement: 'X25519',
+      kdf: { name: 'HKDF-SHA256', salt: 'utf8(session)', info: `svc-stream-secure/v1|${channel.id}`, length: 32 },
+      nonce: '4 zero bytes || seq (8 bytes, big-endian), seq from 1',
+      aad: 'utf8(session + "|" + seq)',
+      expires_at: new Date(session.expiresMs).toISOString(),
+    };
+  });
+
+  router.get('/api/svc/streams/:id/secure/pull', async (ctx) => {
+    const id = ctx.params.id!;
+    const session = streams.secure.get(id, ctx.query.session);
+    if (session === null)
+      throw new ServiceError(401, 'SVC_INVALID_KEY', 'unknown or expired secure session', { key_id: null, revoked_at: null, reason: 'no session' });
+    const channel = await streams.get(id);
+    const bytes = await streams.latestBytes(channel);
+    setStreamHeaders(ctx, bytes, verifyUrl());
+    if (bytes === null) {
+      ctx.status = 204;
+      ctx.body = '';
+      return;
+    }
+    ctx.body = streams.secure.seal(session, bytes);
+  });
+}

@@ -1,0 +1,67 @@
+// Webhook management (spec part 6 operations; its routes are not shown, ours are): register, list, read, update,
+// delete, test, delivery history with limit and status filter. The signing secret is in the registration answer only.
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import type { HttpServices } from '../context.js';
+import { requireKey } from '../auth.js';
+import { forwardToHome } from '../forward.js';
+import { validate } from '../validate.js';
+import type { Caller } from '../../tally/ledger.js';
+import { EVENT_TYPES } from '../../webhooks/events.js';
+import { webhookView } from '../../webhooks/registry.js';
+import { deliveryView } from '../../webhooks/outbox.js';
+
+const events = z.array(z.enum(EVENT_TYPES)).min(1).max(EVENT_TYPES.length);
+const headers = z.record(z.string(), z.string());
+const metadata = z.record(z.string(), z.any()).refine((m) => JSON.stringify(m).length <= 4096, { message: 'metadata is at most 4 KiB of JSON' });
+const registerBody = z.object({ url: z.string().min(1).max(2048), events, headers: headers.optional(), metadata: metadata.optional() }).strict();
+const updateBody = z
+  .object({
+    url: z.string().min(1).max(2048).optional(),
+    events: events.optional(),
+    headers: headers.optional(),
+    metadata: metadata.optional(),
+    status: z.enum(['enabled', 'disabled']).optional(),
+  })
+  .strict();
+const deliveriesQuery = z
+  .object({ limit: z.coerce.number().int().min(1).max(100).default(20), status: z.enum(['pending', 'delivered', 'failed']).optional() })
+  .strict();
+
+export function webhookRoutes(router: Router, s: HttpServices): void {
+  const hooks = s.webhooks;
+  if (!hooks) return;
+  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+  const guard = [requireKey(auth), forwardToHome(s)] as const;
+  const caller = (ctx: Context) => ctx.state.caller as Caller;
+
+  router.post('/api/webhooks', ...guard, async (ctx) => {
+    const b = validate(registerBody, ctx.request.body);
+    const { webhook, secret } = await hooks.register(caller(ctx), b);
+    ctx.status = 201;
+    ctx.body = { ...webhookView(webhook), secret, secret_notice: 'the signing secret is shown once; keep it to verify deliveries' };
+  });
+  router.get('/api/webhooks', ...guard, (ctx) => {
+    ctx.body = { webhooks: hooks.list(caller(ctx)).map(webhookView) };
+  });
+  router.get('/api/webhooks/:id', ...guard, (ctx) => {
+    ctx.body = webhookView(hooks.get(caller(ctx), ctx.params.id!));
+  });
+  router.patch('/api/webhooks/:id', ...guard, async (ctx) => {
+    const b = validate(updateBody, ctx.request.body);
+    ctx.body = webhookView(await hooks.update(caller(ctx), ctx.params.id!, b));
+  });
+  router.delete('/api/webhooks/:id', ...guard, async (ctx) => {
+    await hooks.remove(caller(ctx), ctx.params.id!);
+    ctx.body = { id: ctx.params.id, deleted: true };
+  });
+  router.post('/api/webhooks/:id/test', ...guard, async (ctx) => {
+    ctx.status = 202;
+    ctx.body = await hooks.test(caller(ctx), ctx.params.id!);
+  });
+  router.get('/api/webhooks/:id/deliveries', ...guard, async (ctx) => {
+    const q = validate(deliveriesQuery, ctx.query);
+    ctx.body = { deliveries: (await hooks.deliveries(caller(ctx), ctx.params.id!, q.limit, q.status)).map(deliveryView) };
+  });
+}

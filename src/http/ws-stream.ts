@@ -1,0 +1,151 @@
+// WS /ws/stream?channel=<id> (spec 4.5) on the node's HTTP server, with `ws`: each sealed tick of the channel is pushed
+// as a text frame holding the sealed envelope, after its batch is durable (streams/channels.ts publishes only then).
+// Auth as the channel's routes: the owner's key or the channel key (Authorization: Bearer, or ?key=), or a pull link's
+// ?sig=. The first frame is {"subscribed": <channel id>, "tick_count": n}. A client whose unsent bytes pass the hub's
+// bound is dropped (streams/hub.ts); every client is pinged each heartbeat and dropped when it missed the last pong.
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { STATUS_CODES } from 'node:http';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Logger } from 'pino';
+import { ServiceError } from '../kernel/errors.js';
+import type { IdentityService } from '../identity/service.js';
+import type { StreamService, ChannelRecord } from '../streams/channels.js';
+import type { Subscriber } from '../streams/hub.js';
+import { errorBody } from './errors.js';
+import { traceIdSource } from './trace.js';
+
+export const WS_STREAM_PATH = '/ws/stream';
+export const HEARTBEAT_MS = 30_000;
+
+export interface StreamSocketDeps {
+  streams: StreamService;
+  identity: IdentityService;
+  logger: Logger;
+  heartbeatMs?: number;
+}
+
+type Alive = WebSocket & { alive?: boolean };
+
+function refuse(socket: Duplex, traceId: string, err: ServiceError): void {
+  const text = JSON.stringify(errorBody(traceId, err.status, err.code, err.message, err.extra));
+  socket.end(
+    [
+      `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? ''}`,
+      'Content-Type: application/json; charset=utf-8',
+      `Content-Length: ${Buffer.byteLength(text)}`,
+      `X-Trace-Id: ${traceId}`,
+      'Connection: close',
+      '',
+      text,
+    ].join('\r\n'),
+  );
+}
+
+function keyOf(req: IncomingMessage, url: URL): string | null {
+  const header = req.headers.authorization;
+  if (header) {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!m)
+      throw new ServiceError(401, 'SVC_INVALID_KEY', 'Authorization header must be "Bearer <API_KEY>"', {
+        key_id: null,
+        revoked_at: null,
+        reason: 'malformed header',
+      });
+    return m[1]!;
+  }
+  return url.searchParams.get('key') || null;
+}
+
+async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL): Promise<ChannelRecord> {
+  const id = url.searchParams.get('channel');
+  if (!id) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'channel is required', { field: 'channel', reason: 'missing', allowed: 'a stream channel id' });
+  const sig = url.searchParams.get('sig');
+  const key = keyOf(req, url);
+  if (key === null && sig !== null) {
+    const check = deps.streams.checkLink(id, sig);
+    if (!check.ok)
+      throw new ServiceError(401, 'SVC_INVALID_KEY', `pull link refused: ${check.reason}`, { key_id: null, revoked_at: null, reason: check.reason });
+    return deps.streams.get(id);
+  }
+  if (key === null) throw new ServiceError(401, 'SVC_NO_KEY', 'this route needs an API key, the channel key or a signed link');
+  const channel = await deps.streams.get(id);
+  if (deps.streams.isChannelKey(channel, key)) return channel;
+  if (key.startsWith('stk_'))
+    throw new ServiceError(401, 'SVC_INVALID_KEY', 'this is not the channel key', { key_id: null, revoked_at: null, reason: 'wrong channel key' });
+  const rec = await deps.identity.resolveKey(key);
+  if (rec.kind === 'zsm_pub' || rec.zid !== channel.owner.zid)
+    throw new ServiceError(403, 'SVC_FORBIDDEN', `stream channel ${channel.id} belongs to another identity`);
+  return channel;
+}
+
+/** Serve /ws/stream on `server`; close() ends every client. */
+export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { close(): void; clients(): number } {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 4096 });
+  const traceId = traceIdSource();
+  const hub = deps.streams.hub;
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const id = traceId();
+    socket.on('error', () => socket.destroy());
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://local');
+    } catch {
+      refuse(socket, id, new ServiceError(400, 'SVC_BAD_REQUEST', 'malformed request target'));
+      return;
+    }
+    if (url.pathname !== WS_STREAM_PATH) {
+      refuse(socket, id, new ServiceError(404, 'SVC_NOT_FOUND', `no WebSocket at ${url.pathname}`));
+      return;
+    }
+    authorize(deps, req, url).then(
+      (channel) => {
+        wss.handleUpgrade(req, socket, head, (ws: Alive) => {
+          ws.alive = true;
+          ws.on('pong', () => (ws.alive = true));
+          ws.on('error', () => ws.terminate());
+          const sub: Subscriber = {
+            send: (data) => ws.send(data, { binary: false }),
+            get bufferedAmount() {
+              return ws.bufferedAmount;
+            },
+            drop: (reason) => {
+              deps.logger.debug({ channel: channel.id, reason }, 'stream subscriber dropped');
+              ws.terminate();
+            },
+          };
+          if (!hub.add(channel.id, sub)) {
+            ws.close(1013, 'channel has too many subscribers');
+            return;
+          }
+          ws.on('close', () => hub.remove(channel.id, sub));
+          ws.send(JSON.stringify({ subscribed: channel.id, tick_count: channel.tick_count }));
+        });
+      },
+      (err: unknown) => refuse(socket, id, err instanceof ServiceError ? err : new ServiceError(500, 'SVC_INTERNAL_ERROR', 'internal error')),
+    );
+  });
+
+  const heartbeat = setInterval(() => {
+    for (const ws of wss.clients as Set<Alive>) {
+      if (ws.alive === false) {
+        ws.terminate();
+        continue;
+      }
+      ws.alive = false;
+      ws.ping();
+    }
+  }, deps.heartbeatMs ?? HEARTBEAT_MS);
+  heartbeat.unref();
+
+  return {
+    close: () => {
+      clearInterval(heartbeat);
+      hub.closeAll('node stopping');
+      for (const ws of wss.clients) ws.terminate();
+      wss.close();
+    },
+    clients: () => wss.clients.size,
+  };
+}

@@ -1,0 +1,291 @@
+// Stream channels (spec 2.7, 4.5): a solver (or an operator chain) with its inputs, ticked on demand or on the clock.
+// Each tick continues a stateful solver from the channel's head state (its `initialState`), seals one envelope and
+// receipt charged to the channel's owner, and moves the head in the SAME batch as the seal (compute/service.ts
+// SealHooks): a tick is sealed and recorded together or not at all. Pushes go out after the batch is durable.
+// A channel lives at its owner's home node (create is forwarded there). Its key is shown once and stored as a
+// SHA-256 digest.
+import { timingSafeEqual } from 'node:crypto';
+import { sha256Hex } from '../kernel/bytes.js';
+import { ServiceError } from '../kernel/errors.js';
+import { stampAt, type Clock } from '../kernel/clock.js';
+import type { Op, Store, Sublevel } from '../store/db.js';
+import type { ComputeService, Sealed } from '../compute/service.js';
+import type { Caller } from '../tally/ledger.js';
+import { randomHex } from '../tally/ledger.js';
+import type { KeyRecord } from '../identity/service.js';
+import { renderTemplate } from './template.js';
+import { checkLink, signLink, type LinkCheck } from './links.js';
+import type { StreamHub } from './hub.js';
+import { SecureSessions } from './secure.js';
+
+export const CHANNEL_KEY_PREFIX = 'stk_';
+/** Ticks between autotick seals: at least 1, at most about 24 h (spec part 8: 111 197 ticks). */
+export const TICK_INTERVAL_MAX = 111_197;
+
+export type ChannelSource =
+  | { kind: 'solver'; solver: string; inputs: Record<string, unknown> }
+  | { kind: 'compute'; domain: string; operators: string[]; inputs: Record<string, unknown> };
+
+export interface ChannelRecord {
+  id: string;
+  owner: { zid: string; slug: string; home: string; key: KeyRecord };
+  key_digest: string;
+  source: ChannelSource;
+  output_format: 'json' | 'template';
+  template: string | null;
+  contract: string | null;
+  autotick: boolean;
+  tick_interval: number;
+  /** Why autotick stopped by itself (the owner could not pay), else null. */
+  autotick_stopped: string | null;
+  tick_count: number;
+  head_state: unknown;
+  last_result_id: string | null;
+  last_svcond: number | null;
+  status: 'open' | 'closed';
+  created_svcond: number;
+}
+
+export interface CreateChannel {
+  source: ChannelSource;
+  outputFormat: 'json' | 'template';
+  template: string | null;
+  contract: string | null;
+  autotick: boolean;
+  tickIntervalZeqonds: number;
+  initialState?: unknown;
+}
+
+/** The channel as GET shows it (never its key). */
+export function channelView(c: ChannelRecord): Record<string, unknown> {
+  return {
+    id: c.id,
+    owner: c.owner.zid,
+    ...(c.source.kind === 'solver' ? { solver: c.source.solver } : { domain: c.source.domain, operators: c.source.operators }),
+    inputs: c.source.inputs,
+    outputFormat: c.output_format,
+    template: c.template,
+    contract: c.contract,
+    autotick: c.autotick,
+    autotick_stopped: c.autotick_stopped,
+    tickIntervalZeqonds: c.tick_interval,
+    tick_count: c.tick_count,
+    head_state: c.head_state ?? null,
+    last_result_id: c.last_result_id,
+    last_svcond: c.last_svcond,
+    status: c.status,
+    created_svcond: c.created_svcond,
+  };
+}
+
+/** What the X-Svc-* headers of a pull or a tick say (spec 2.7). */
+export interface StreamHeaders {
+  sealed: boolean;
+  proof: string;
+  token: string;
+  svcond: string;
+}
+
+export function headersOf(body: Buffer | null): StreamHeaders {
+  if (body === null) return { sealed: false, proof: '', token: '', svcond: '' };
+  const b = JSON.parse(body.toString('utf8')) as { svcProof?: unknown; envelope?: { token_id?: unknown } | null; svcond?: unknown };
+  return {
+    sealed: true,
+    proof: typeof b.svcProof === 'string' ? b.svcProof : '',
+    token: typeof b.envelope?.token_id === 'string' ? b.envelope.token_id : '',
+    svcond: String(b.svcond ?? ''),
+  };
+}
+
+export interface StreamDeps {
+  store: Store;
+  clock: Clock;
+  compute: ComputeService;
+  /** A sealed result's bytes (the ledger). */
+  resultBytes: (resultId: string) => Promise<Buffer | undefined>;
+  linkKey: Buffer;
+  hub: StreamHub;
+  /** Called after a tick is durable (webhooks, bench). */
+  onTick?: (channel: ChannelRecord, sealed: Sealed) => void;
+}
+
+export class StreamService {
+  private readonly channels: Sublevel;
+  private readonly autoIndex: Sublevel;
+  /** Per-channel queue: ticks of one channel run one after another (each continues from the last head). */
+  private readonly queues = new Map<string, Promise<unknown>>();
+  /** Channels with autotick on (ids), loaded at start. */
+  readonly autotickIds = new Set<string>();
+  /** Secure-pull sessions (secure.ts). */
+  readonly secure: SecureSessions;
+
+  constructor(private readonly deps: StreamDeps) {
+    this.secure = new SecureSessions(() => this.nowMs());
+    this.channels = deps.store.sub('stream_channels');
+    this.autoIndex = deps.store.sub('stream_autotick', 'utf8');
+  }
+
+  get hub(): StreamHub {
+    return this.deps.hub;
+  }
+
+  async load(): Promise<void> {
+    for (const { key } of await this.deps.store.range<string>(this.autoIndex)) this.autotickIds.add(key);
+  }
+
+  private nowMs(): number {
+    return Number(this.deps.clock.nowNs() / 1_000_000n);
+  }
+
+  async get(id: string): Promise<ChannelRecord> {
+    const c = typeof id === 'string' && id.length < 80 ? await this.deps.store.get<ChannelRecord>(this.channels, id) : undefined;
+    if (!c) throw new ServiceError(404, 'SVC_NOT_FOUND', `no stream channel ${JSON.stringify(id)}`);
+    return c;
+  }
+
+  /** Create a channel for an identity; the answer carries its key, shown this once. */
+  async create(caller: Caller, req: CreateChannel): Promise<{ channel: ChannelRecord; key: string }> {
+    if (caller.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'a stream channel belongs to an identity: use an identity key (sk_ or zsm_)');
+    let headState: unknown = null;
+    let source = req.source;
+    if (source.kind === 'solver') {
+      // 400s now, not at the first tick.
+      const resolved = this.deps.compute.resolveSolver(source.solver, source.inputs, req.initialState);
+      source = { kind: 'solver', solver: resolved.solver.id, inputs: source.inputs };
+      headState = resolved.state === undefined ? null : JSON.parse(JSON.stringify(resolved.state));
+    }
+    const key = `${CHANNEL_KEY_PREFIX}${randomHex(32)}${randomHex(16)}`;
+    const id = `str_${randomHex(24)}`;
+    const channel: ChannelRecord = {
+      id,
+      owner: { zid: caller.zid, slug: caller.slug, home: caller.home, key: caller.key },
+      key_digest: sha256Hex(key),
+      source,
+      output_format: req.outputFormat,
+      template: req.template,
+      contract: req.contract,
+      autotick: req.autotick,
+      tick_interval: req.tickIntervalZeqonds,
+      autotick_stopped: null,
+      tick_count: 0,
+      head_state: headState,
+      last_result_id: null,
+      last_svcond: null,
+      status: 'open',
+      created_svcond: stampAt(this.deps.clock.nowNs()).svcond,
+    };
+    const ops: Op[] = [{ type: 'put', sub: this.channels, key: id, value: channel }];
+    if (channel.autotick) ops.push({ type: 'put', sub: this.autoIndex, key: id, value: '1' });
+    await this.deps.store.commit(ops);
+    if (channel.autotick) this.autotickIds.add(id);
+    return { channel, key };
+  }
+
+  /** Does `key` open this channel (its own key, compared by digest in constant time)? */
+  isChannelKey(channel: ChannelRecord, key: string): boolean {
+    if (!key.startsWith(CHANNEL_KEY_PREFIX)) return false;
+    return timingSafeEqual(Buffer.from(sha256Hex(key), 'hex'), Buffer.from(channel.key_digest, 'hex'));
+  }
+
+  /** The owner as the caller a tick charges. */
+  ownerCaller(c: ChannelRecord): Caller {
+    return { kind: 'identity', zid: c.owner.zid, slug: c.owner.slug, home: c.owner.home, key: c.owner.key };
+  }
+
+  private serial<T>(id: string, work: () => Promise<T>): Promise<T> {
+    const before = this.queues.get(id) ?? Promise.resolve();
+    const run = before.then(work, work);
+    const tail = run.catch(() => undefined);
+    this.queues.set(id, tail);
+    void tail.then(() => {
+      if (this.queues.get(id) === tail) this.queues.delete(id);
+    });
+    return run;
+  }
+
+  /** One tick: continue from the head state, seal, move the head in the seal's batch; then push. */
+  tick(id: string): Promise<{ channel: ChannelRecord; sealed: Sealed }> {
+    return this.serial(id, async () => {
+      const c = await this.get(id);
+      if (c.status !== 'open') throw new ServiceError(409, 'SVC_CONFLICT', `stream channel ${id} is closed`);
+      let next: ChannelRecord | null = null;
+      const hooks = {
+        ops: (facts: { result_id: string; svcond: number }, state: unknown): Op[] => {
+          next = {
+            ...c,
+            tick_count: c.tick_count + 1,
+            head_state: state === undefined ? c.head_state : state,
+            last_result_id: facts.result_id,
+            last_svcond: facts.svcond,
+          };
+          return [{ type: 'put', sub: this.channels, key: id, value: next }];
+        },
+      };
+      const caller = this.ownerCaller(c);
+      const stream = { stream: { channel: id, tick: c.tick_count + 1 } };
+      const s = c.source;
+      const sealed =
+        s.kind === 'solver'
+          ? await this.deps.compute.solve(caller, s.solver, s.inputs, c.head_state ?? undefined, stream, hooks)
+          : await this.deps.compute.compute(caller, { domain: s.domain, operators: s.operators, inputs: s.inputs }, { seal: true }, hooks);
+      const channel = next ?? c;
+      // Durable now: push.
+      this.deps.hub.publish(id, sealed.bytes);
+      this.deps.onTick?.(channel, sealed);
+      return { channel, sealed };
+    });
+  }
+
+  /** The last sealed envelope, or null before the first tick. */
+  async latestBytes(c: ChannelRecord): Promise<Buffer | null> {
+    if (c.last_result_id === null) return null;
+    return (await this.deps.resultBytes(c.last_result_id)) ?? null;
+  }
+
+  /** GET latest: the last output in the channel's format. */
+  async latest(c: ChannelRecord): Promise<{ bytes: Buffer | null; contentType: string; body: Buffer | string | null }> {
+    const bytes = await this.latestBytes(c);
+    if (c.output_format === 'template') {
+      const text = bytes === null ? '' : renderTemplate(c.template ?? '', JSON.parse(bytes.toString('utf8')));
+      return { bytes, contentType: 'text/plain; charset=utf-8', body: text };
+    }
+    return { bytes, contentType: 'application/json; charset=utf-8', body: bytes };
+  }
+
+  async close(id: string): Promise<ChannelRecord> {
+    return this.serial(id, async () => {
+      const c = await this.get(id);
+      if (c.status === 'closed') return c;
+      const closed: ChannelRecord = { ...c, status: 'closed', autotick: false };
+      await this.deps.store.commit([
+        { type: 'put', sub: this.channels, key: id, value: closed },
+        { type: 'del', sub: this.autoIndex, key: id },
+      ]);
+      this.autotickIds.delete(id);
+      this.deps.hub.closeChannel(id, 'channel closed');
+      return closed;
+    });
+  }
+
+  /** Autotick stops by itself (the owner cannot pay); recorded so a restart does not start it again. */
+  async stopAutotick(id: string, reason: string): Promise<void> {
+    await this.serial(id, async () => {
+      const c = await this.get(id);
+      await this.deps.store.commit([
+        { type: 'put', sub: this.channels, key: id, value: { ...c, autotick: false, autotick_stopped: reason } },
+        { type: 'del', sub: this.autoIndex, key: id },
+      ]);
+      this.autotickIds.delete(id);
+    });
+  }
+
+  /** A signed pull link (links.ts). */
+  link(c: ChannelRecord, ttlSeconds: number): { sig: string; expiresMs: number } {
+    const expiresMs = this.nowMs() + ttlSeconds * 1000;
+    return { sig: signLink(this.deps.linkKey, c.id, expiresMs), expiresMs };
+  }
+
+  checkLink(channelId: string, sig: unknown): LinkCheck {
+    return checkLink(this.deps.linkKey, channelId, sig, this.nowMs());
+  }
+}

@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+
+let t: TestNode;
+let owner: { zid: string; key: string };
+beforeAll(async () => {
+  t = await startTestNode({ solverThreads: 0, sealWorker: false }, { initialCredits: 10_000 });
+  owner = await zkIdentity(t.url, 'batch-owner');
+});
+afterAll(() => t.destroy());
+
+const chain = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
+/** 50 items: every 5th has a bad input, every 7th names no solver, the rest seal (chains cost 1, lorenz runs 10). */
+function items50(): unknown[] {
+  return Array.from({ length: 50 }, (_, i) =>
+    i % 5 === 0
+      ? { solver: 'lorenz', inputs: { t_end: -1 } }
+      : i % 7 === 0
+        ? { solver: 'no_such_solver' }
+        : i % 2
+          ? chain
+          : { solver: 'lorenz', inputs: { t_end: 0.01 } },
+  );
+}
+const expectedCost = (items: any[]) => items.reduce((sum, it, i) => sum + (i % 5 === 0 || i % 7 === 0 ? 0 : it.domain ? 1 : 10), 0);
+
+async function until<T>(f: () => Promise<T>, ok: (v: T) => boolean, ms = 30_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (ok(v)) return v;
+    if (Date.now() > end) throw new Error(`timed out: ${JSON.stringify(v).slice(0, 300)}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe('batch computations', () => {
+  it('a batch of 50 with failures inside: each item sealed and charged on its own, failures isolated', async () => {
+    const before = (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(owner.key))).body.total;
+    const items = items50();
+    const r = await call(t.url, 'POST', '/api/svc/batch', { items }, bearer(owner.key));
+    expect(r.status, r.text).toBe(202);
+    expect(r.body).toMatchObject({ status: 'accepted', total: 50 });
+    const v = await until(
+      async () => (await call(t.url, 'GET', `/api/svc/batch/${r.body.id}`, undefined, bearer(owner.key))).body,
+      (b) => b.status === 'complete',
+    );
+    const failing = items.map((_, i) => i).filter((i) => i % 5 === 0 || i % 7 === 0);
+    expect(v).toMatchObject({ completed: 50, total: 50, percentage: 100, failed: failing.length });
+    expect(v.results.map((x: any) => x.index)).toEqual(items.map((_, i) => i));
+    for (const x of v.results) {
+      if (failing.includes(x.index)) {
+        expect(x.status).toBe('failed');
+        expect(x.error).toMatchObject({ status: 400, code: 'SVC_INVALID_INPUT' });
+      } else {
+        expect(x.status).toBe('sealed');
+        expect(x.result_id).toMatch(/^res_/);
+        expect(x.svcProof).toMatch(/^[0-9a-f]{64}$/);
+      }
+    }
+    expect(new Set(v.results.filter((x: any) => x.result_id).map((x: any) => x.result_id)).size).toBe(50 - failing.length);
+    const after = (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(owner.key))).body.total;
+    expect(before - after).toBe(expectedCost(items));
+  });
+
+  it('a stop midway leaves the rest to the restart, which runs only the items without an outcome', async () => {
+    const items = Array.from({ length: 12 }, () => ({ solver: 'lorenz', inputs: { t_end: 0.2 } }));
+    const before = (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(owner.key))).body.total;
+    const r = await call(t.url, 'POST', '/api/svc/batch', { items }, bearer(owner.key));
+    t = await t.restart();
+    const v = await until(
+      async () => (await call(t.url, 'GET', `/api/svc/batch/${r.body.id}`, undefined, bearer(owner.key))).body,
+      (b) => b.status === 'complete',
+    );
+    expect(v).toMatchObject({ completed: 12, failed: 0 });
+    const after = (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(owner.key))).body.total;
+    expect(before - after).toBe(120);
+  });
+
+  it('validates the body and keeps batches to their owner', async () => {
+    expectError(await call(t.url, 'POST', '/api/svc/batch', { items: [] }, bearer(owner.key)), 400, 'SVC_INVALID_INPUT');
+    expectError(await call(t.url, 'POST', '/api/svc/batch', { items: Array(101).fill(chain) }, bearer(owner.key)), 400, 'SVC_INVALID_INPUT');
+    expectError(await call(t.url, 'POST', '/api/svc/batch', { items: [chain] }), 401, 'SVC_NO_KEY');
+    const r = await call(t.url, 'POST', '/api/svc/batch', { items: [chain] }, bearer(owner.key));
+    const other = await zkIdentity(t.url, 'batch-other');
+    expectError(await call(t.url, 'GET', `/api/svc/batch/${r.body.id}`, undefined, bearer(other.key)), 403, 'SVC_FORBIDDEN');
+    expectError(await call(t.url, 'GET', '/api/svc/batch/bat_nope', undefined, bearer(owner.key)), 404, 'SVC_NOT_FOUND');
+    expectError(await call(t.url, 'GET', '/api/svc/batch/~open!x', undefined, bearer(owner.key)), 404, 'SVC_NOT_FOUND');
+  });
+});

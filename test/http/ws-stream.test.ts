@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+
+let t: TestNode;
+let owner: { zid: string; key: string };
+let other: { zid: string; key: string };
+let channel: { id: string; key: string };
+const wsUrl = (q: string) => `${t.url.replace(/^http/, 'ws')}/ws/stream?${q}`;
+
+beforeAll(async () => {
+  t = await startTestNode({ solverThreads: 0, sealWorker: false }, { initialCredits: 10_000, wsHeartbeatMs: 150 });
+  owner = await zkIdentity(t.url, 'ws-owner');
+  other = await zkIdentity(t.url, 'ws-other');
+  channel = (await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: 0.1 } }, bearer(owner.key))).body;
+});
+afterAll(() => t.destroy());
+
+async function until(cond: () => boolean, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Open a client; resolves after the subscribed frame, with every later frame collected. */
+function open(q: string, headers: Record<string, string> = {}, options: WebSocket.ClientOptions = {}) {
+  return new Promise<{ ws: WebSocket; frames: string[]; hello: any }>((resolve, reject) => {
+    const ws = new WebSocket(wsUrl(q), { headers, ...options });
+    const frames: string[] = [];
+    let hello: any = null;
+    ws.on('message', (d) => {
+      if (hello === null) {
+        hello = JSON.parse(String(d));
+        resolve({ ws, frames, hello });
+      } else frames.push(String(d));
+    });
+    ws.on('unexpected-response', (_req, res) => reject(new Error(`refused ${res.statusCode}`)));
+    ws.on('error', reject);
+  });
+}
+
+describe('WS /ws/stream', () => {
+  it('pushes each sealed tick to the owner, the channel key and a signed link', async () => {
+    const link = (await call(t.url, 'POST', `/api/svc/streams/${channel.id}/link`, {}, bearer(owner.key))).body;
+    const clients = await Promise.all([
+      open(`channel=${channel.id}`, bearer(owner.key)),
+      open(`channel=${channel.id}&key=${channel.key}`),
+      open(`channel=${channel.id}&sig=${encodeURIComponent(link.sig)}`),
+    ]);
+    for (const c of clients) expect(c.hello).toEqual({ subscribed: channel.id, tick_count: 0 });
+    const ticks: string[] = [];
+    for (let i = 0; i < 3; i++) ticks.push((await call(t.url, 'POST', `/api/svc/streams/${channel.id}/tick`, undefined, bearer(channel.key))).text);
+    await until(() => clients.every((c) => c.frames.length === 3));
+    for (const c of clients) expect(c.frames).toEqual(ticks);
+    for (const c of clients) c.ws.close();
+  });
+
+  it('refuses a missing or wrong key, another identity, a bad link and another path', async () => {
+    await expect(open(`channel=${channel.id}`)).rejects.toThrow('refused 401');
+    await expect(open(`channel=${channel.id}&key=stk_${'0'.repeat(48)}`)).rejects.toThrow('refused 401');
+    await expect(open(`channel=${channel.id}`, bearer(other.key))).rejects.toThrow('refused 403');
+    await expect(open(`channel=${channel.id}&sig=1.${'0'.repeat(64)}`)).rejects.toThrow('refused 401');
+    await expect(open(`channel=str_nope&key=${owner.key}`)).rejects.toThrow('refused 404');
+    await expect(open('')).rejects.toThrow('refused 400');
+    await expect(
+      new Promise((resolve, reject) =>
+        new WebSocket(`${t.url.replace(/^http/, 'ws')}/ws/other`).on('unexpected-response', (_q, r) => resolve(r.statusCode)).on('error', reject),
+      ),
+    ).resolves.toBe(404);
+  });
+
+  it('drops a stalled client (bounded buffer) while a reading client keeps receiving', async () => {
+    const hub = t.node.streams.hub;
+    const slow = await open(`channel=${channel.id}&key=${channel.key}`);
+    const fast = await open(`channel=${channel.id}&key=${channel.key}`);
+    let slowClosed = false;
+    slow.ws.on('close', () => (slowClosed = true));
+    slow.ws.pause();
+    const frame = Buffer.alloc(256 * 1024, 0x20);
+    const droppedBefore = hub.dropped;
+    let sent = 0;
+    while (hub.dropped === droppedBefore && sent < 400) {
+      hub.publish(channel.id, frame);
+      sent++;
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    expect(hub.dropped).toBe(droppedBefore + 1);
+    await until(() => fast.frames.length === sent);
+    expect(hub.count(channel.id)).toBe(1);
+    slow.ws.resume();
+    await until(() => slowClosed);
+    fast.ws.close();
+    await until(() => hub.count(channel.id) === 0);
+  });
+
+  it('pings every heartbeat and drops a client that stops answering', async () => {
+    const silent = await open(`channel=${channel.id}&key=${channel.key}`, {}, { autoPong: false });
+    const live = await open(`channel=${channel.id}&key=${channel.key}`);
+    let pings = 0;
+    live.ws.on('ping', () => pings++);
+    let closed = false;
+    silent.ws.on('close', () => (closed = true));
+    await until(() => closed && pings >= 2);
+    expect(live.ws.readyState).toBe(WebSocket.OPEN);
+    live.ws.close();
+  });
+});

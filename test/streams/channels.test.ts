@@ -1,0 +1,98 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+
+let t: TestNode;
+let owner: { zid: string; key: string };
+let other: { zid: string; key: string };
+
+beforeAll(async () => {
+  t = await startTestNode({ solverThreads: 0, sealWorker: false }, { initialCredits: 10_000 });
+  owner = await zkIdentity(t.url, 'stream-owner');
+  other = await zkIdentity(t.url, 'stream-other');
+});
+afterAll(() => t.destroy());
+
+const expectStreamHeaders = (h: Headers, body: any) => {
+  expect(h.get('x-svc-sealed')).toBe('true');
+  expect(h.get('x-svc-proof')).toBe(body.svcProof);
+  expect(h.get('x-svc-token')).toBe(body.envelope.token_id);
+  expect(h.get('x-svc-svcond')).toBe(String(body.svcond));
+  expect(h.get('x-svc-verify')).toBe(`${t.url}/api/svc/verify`);
+};
+
+describe('stream channels', () => {
+  it('N ticks of a stateful solver equal one long run, bit for bit', async () => {
+    const c = await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: 0.5 } }, bearer(owner.key));
+    expect(c.status).toBe(201);
+    expect(c.body.key).toMatch(/^stk_[0-9a-f]{48}$/);
+    expect(c.body).toMatchObject({ solver: 'lorenz', tick_count: 0, outputFormat: 'json', autotick: false, tickIntervalZeqonds: 1, status: 'open' });
+    let last: any;
+    for (let i = 1; i <= 4; i++) {
+      const r = await call(t.url, 'POST', `/api/svc/streams/${c.body.id}/tick`, undefined, bearer(i % 2 ? owner.key : c.body.key));
+      expect(r.status, r.text).toBe(200);
+      expectStreamHeaders(r.headers, r.body);
+      expect(r.body.stream).toEqual({ channel: c.body.id, tick: i });
+      expect(r.body.tally_charge.charged).toBe(10);
+      last = r.body;
+    }
+    const long = await call(t.url, 'POST', '/api/svc/lorenz', { t_end: 2 }, bearer(owner.key));
+    expect(long.status).toBe(200);
+    for (const k of ['x', 'y', 'z']) expect(Object.is(last.state[k], long.body.state[k]), k).toBe(true);
+    const g = await call(t.url, 'GET', `/api/svc/streams/${c.body.id}`, undefined, bearer(c.body.key));
+    expect(g.body.tick_count).toBe(4);
+    expect(g.body.head_state).toEqual(last.state);
+    expect(g.body.last_result_id).toBe(last.result_id);
+    expect(g.body.key).toBeUndefined();
+    const latest = await call(t.url, 'GET', `/api/svc/streams/${c.body.id}/latest`, undefined, bearer(owner.key));
+    expect(latest.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(latest.body).toEqual(last);
+    expectStreamHeaders(latest.headers, last);
+    // The sealed tick verifies like any sealed result.
+    const v = await call(t.url, 'POST', '/api/svc/verify', last, bearer(owner.key));
+    expect(v.body.valid).toBe(true);
+  });
+
+  it('the older path creates too; a template channel answers text with placeholders filled', async () => {
+    const c = await call(
+      t.url,
+      'POST',
+      '/api/svc/stream/channels',
+      { solver: 'heat', inputs: {}, outputFormat: 'template', template: 'T={{value}} {{unit}} tick {{stream.tick}} {{constructor.constructor}}' },
+      bearer(owner.key),
+    );
+    expect(c.status, c.text).toBe(201);
+    const empty = await call(t.url, 'GET', `/api/svc/streams/${c.body.id}/latest`, undefined, bearer(owner.key));
+    expect(empty.status).toBe(204);
+    expect(empty.headers.get('x-svc-sealed')).toBe('false');
+    const tick = await call(t.url, 'POST', `/api/svc/streams/${c.body.id}/tick`, undefined, bearer(c.body.key));
+    expect(tick.status).toBe(200);
+    const latest = await call(t.url, 'GET', `/api/svc/streams/${c.body.id}/latest`, undefined, bearer(c.body.key));
+    expect(latest.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(latest.text).toBe(`T=${tick.body.value} K tick 1 `);
+    expectStreamHeaders(latest.headers, tick.body);
+  });
+
+  it('an operator chain ticks too', async () => {
+    const c = await call(t.url, 'POST', '/api/svc/streams', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(owner.key));
+    expect(c.status, c.text).toBe(201);
+    const r = await call(t.url, 'POST', `/api/svc/streams/${c.body.id}/tick`, undefined, bearer(c.body.key));
+    expect(r.status, r.text).toBe(200);
+    expectStreamHeaders(r.headers, r.body);
+  });
+
+  it('who may open a channel; validation; close', async () => {
+    const c = await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: 0.1 } }, bearer(owner.key));
+    const path = `/api/svc/streams/${c.body.id}`;
+    expectError(await call(t.url, 'GET', path), 401, 'SVC_NO_KEY');
+    expectError(await call(t.url, 'GET', path, undefined, bearer(other.key)), 403, 'SVC_FORBIDDEN');
+    expectError(await call(t.url, 'GET', path, undefined, bearer(`stk_${'0'.repeat(48)}`)), 401, 'SVC_INVALID_KEY');
+    expect((await call(t.url, 'GET', `${path}?key=${c.body.key}`)).status).toBe(200);
+    expectError(await call(t.url, 'GET', '/api/svc/streams/str_nope', undefined, bearer(owner.key)), 404, 'SVC_NOT_FOUND');
+    expectError(await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: -1 } }, bearer(owner.key)), 400, 'SVC_INVALID_INPUT');
+    expectError(await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', outputFormat: 'template' }, bearer(owner.key)), 400, 'SVC_INVALID_INPUT');
+    expectError(await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz' }), 401, 'SVC_NO_KEY');
+    const closed = await call(t.url, 'POST', `${path}/close`, undefined, bearer(c.body.key));
+    expect(closed.body.status).toBe('closed');
+    expectError(await call(t.url, 'POST', `${path}/tick`, undefined, bearer(owner.key)), 409, 'SVC_CONFLICT');
+  });
+});
