@@ -11,6 +11,7 @@ import { loadOrCreateNodeKey } from '../mesh/identity.js';
 import { runCluster } from './cluster.js';
 import { addContributeCommand } from './contribute.js';
 import { challengeCommand } from './challenge.js';
+import { mcpCommand } from './mcp.js';
 import { solveChallenge } from '../tally/claim-proof.js';
 import { loadOrCreateOperatorToken, readOperatorToken, OPERATOR_TOKEN_FILE } from '../config/operator-token.js';
 
@@ -259,6 +260,7 @@ program
 
 addContributeCommand(program);
 challengeCommand(program);
+mcpCommand(program, '0.1.0');
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof ConfigError) fail(err.message);
