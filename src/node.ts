@@ -52,6 +52,8 @@ import { EXEC_PROTOCOL, type ExecAnswer, type ExecRequest } from './consensus/ex
 import { Offloader } from './consensus/offload.js';
 import { PublishSettings } from './tally/publish-settings.js';
 import { ResultRecords, type ResultLookup } from './tally/record.js';
+import { ChatService } from './llm/chat.js';
+import { ProviderDirectory } from './llm/directory.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -353,6 +355,7 @@ export class SvcNode {
       contribution: { bonds: this.bonds, modes: this.modes },
       consensus: { challenges: this.challenges, slashing: this.slashing },
       record: { results: this.results, publish: this.publish },
+      llm: this.wireLlm(),
     });
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
@@ -383,6 +386,21 @@ export class SvcNode {
     }
     this.logger.info({ url: this.url, node: this.nodeId, dataDir: config.dataDir, multiaddrs: this.mesh.multiaddrs(), mesh: this.mesh.enabled }, 'listening');
     return this;
+  }
+
+  /** AI chat (llm/): free messages and charges on this node's counters and ledger; providers from config. */
+  private wireLlm(): { chat: ChatService; directory: ProviderDirectory } {
+    const llm = this.config.llm;
+    const chat = new ChatService({
+      counters: this.counters,
+      ledger: this.ledger,
+      commit: (ops) => this.store.commit(ops),
+      nowMs: () => Number(this.clock.nowNs() / 1_000_000n),
+      freeMessagesPerDay: llm.freeMessagesPerDay,
+      maxToolSteps: llm.maxToolSteps,
+      timeoutMs: llm.timeoutMs,
+    });
+    return { chat, directory: new ProviderDirectory(llm.provider, null) };
   }
 
   /**

@@ -24,6 +24,7 @@ import { consensusRoutes } from './routes/consensus.js';
 import { pohcRoutes } from './routes/pohc.js';
 import { recordRoutes } from './routes/record.js';
 import { mcpRoutes } from './routes/mcp.js';
+import { llmRoutes } from './routes/llm.js';
 import { SelfApi } from './self-request.js';
 import { LocalTools } from './local-tools.js';
 
@@ -112,6 +113,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   pohcRoutes(router, s);
   recordRoutes(router, s);
   mcpRoutes(router, s, tools, selfApi, discovery);
+  llmRoutes(router, s, tools, selfApi);
   for (const register of s.extraRouters ?? []) register(router);
 
   for (const path of QUERY_ROUTES) {

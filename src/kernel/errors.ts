@@ -62,7 +62,9 @@ export type ErrorCode =
   | 'SVC_NOT_A_MEMBER'
   | 'INVALID_CHALLENGE'
   | 'INVALID_VOTE'
-  | 'INVALID_VERDICT';
+  | 'INVALID_VERDICT'
+  // AI clients: a chat's language-model provider failed (nothing charged)
+  | 'SVC_LLM_PROVIDER_ERROR';
 
 export class ServiceError extends Error {
   readonly status: number;

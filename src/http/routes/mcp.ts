@@ -6,16 +6,11 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { ServiceError } from '../../kernel/errors.js';
-import { buildMcpServer } from '../../mcp/server.js';
+import { buildMcpServer, TOOL_INSTRUCTIONS } from '../../mcp/server.js';
 import type { HttpServices } from '../context.js';
 import type { LocalTools } from '../local-tools.js';
 import type { SelfApi } from '../self-request.js';
 import { PLANNED_TOOLS } from '../tool-table.js';
-
-export const MCP_INSTRUCTIONS =
-  'Tools of a Deterministic Computation Service node. Every result is computed deterministically, stamped to the 1.287 Hz clock and sealed ' +
-  'with an HMAC receipt (svcProof); pass a result unchanged to svc_verify to check it. Start with svc_auto for a question in words, ' +
-  'svc_compute for an operator chain, or a svc_<solver> tool. Errors carry the service code (e.g. SVC_INVALID_INPUT) first in their text.';
 
 /** Headers the transport needs, from a request that may come from curl or a forwarding node without them. */
 function transportHeaders(ctx: Context): Headers {
@@ -55,7 +50,7 @@ export function mcpRoutes(router: Router, s: HttpServices, tools: LocalTools, se
 
   router.post('/api/mcp', async (ctx) => {
     const server = buildMcpServer(
-      { name: 'svc-node', version: s.config.kernel.version, instructions: MCP_INSTRUCTIONS },
+      { name: 'svc-node', version: s.config.kernel.version, instructions: TOOL_INSTRUCTIONS },
       tools.sourceFor(self.targetOf(ctx), ctx.state.traceId as string),
     );
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
