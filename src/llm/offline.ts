@@ -42,15 +42,14 @@ export async function offlineAnswer(question: string, tools: ToolSource): Promis
   const query = question.trim().slice(0, QUERY_MAX) || '?';
   const auto = await use('svc_auto', { query });
   if (!auto.isError) {
-    const a = auto.structuredContent as Record<string, any>;
-    const result = (a.result ?? {}) as Record<string, any>;
+    const a = auto.structuredContent as { solver: string; matched: string[]; confidence: number; result?: Record<string, unknown> };
+    const result = a.result ?? {};
     const charge = result.tally_charge as { cost?: number } | undefined;
+    const check = result.check as { rel_error?: number } | undefined;
     const lines = [
       NOTE,
-      `I routed your question to the ${String(a.solver)} solver (matched: ${(a.matched as string[]).join(', ')}; confidence ${fmt(a.confidence)}) and ran it${
-        (a.ignored_constants as string[] | undefined)?.length ? '' : ' at its default inputs'
-      }.`,
-      `Result: ${fmt(result.value)} ${String(result.unit ?? '')}, reality check passed (relative error ${fmt(result.check?.rel_error ?? result.rel_error ?? null)}).`,
+      `I routed your question to the ${String(a.solver)} solver (matched: ${a.matched.join(', ')}; confidence ${fmt(a.confidence)}) and ran it at its default inputs.`,
+      `Result: ${fmt(result.value)} ${String(result.unit ?? '')}, reality check passed (relative error ${fmt(check?.rel_error ?? null)}).`,
       `Sealed at tick ${String(result.svcond)} as ${String(result.result_id)}; receipt svcProof ${String(result.svcProof).slice(0, 16)}…` +
         (charge?.cost !== undefined ? `; charged ${charge.cost} credits.` : '.'),
       'The full sealed result is in `result`: pass it unchanged to svc_verify (POST /api/svc/verify) to check it. Change the inputs with POST /api/svc/' +
