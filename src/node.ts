@@ -54,6 +54,8 @@ import { PublishSettings } from './tally/publish-settings.js';
 import { ResultRecords, type ResultLookup } from './tally/record.js';
 import { ChatService } from './llm/chat.js';
 import { ProviderDirectory } from './llm/directory.js';
+import { CredentialStore, credentialKey } from './llm/credentials.js';
+import { loadOrCreateCredentialSecret } from './config/credential-secret.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -355,7 +357,7 @@ export class SvcNode {
       contribution: { bonds: this.bonds, modes: this.modes },
       consensus: { challenges: this.challenges, slashing: this.slashing },
       record: { results: this.results, publish: this.publish },
-      llm: this.wireLlm(),
+      llm: await this.wireLlm(),
     });
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
@@ -389,7 +391,7 @@ export class SvcNode {
   }
 
   /** AI chat (llm/): free messages and charges on this node's counters and ledger; providers from config. */
-  private wireLlm(): { chat: ChatService; directory: ProviderDirectory } {
+  private async wireLlm(): Promise<{ chat: ChatService; directory: ProviderDirectory; credentials: CredentialStore }> {
     const llm = this.config.llm;
     const chat = new ChatService({
       counters: this.counters,
@@ -400,7 +402,11 @@ export class SvcNode {
       maxToolSteps: llm.maxToolSteps,
       timeoutMs: llm.timeoutMs,
     });
-    return { chat, directory: new ProviderDirectory(llm.provider, null) };
+    // Identities' own provider keys, encrypted under a key derived from the credential secret (0600, data dir).
+    const credentials = new CredentialStore(this.store, credentialKey(await loadOrCreateCredentialSecret(this.config.dataDir)), () =>
+      Number(this.clock.nowNs() / 1_000_000n),
+    );
+    return { chat, directory: new ProviderDirectory(llm.provider, credentials), credentials };
   }
 
   /**

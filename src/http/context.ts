@@ -47,7 +47,11 @@ export interface HttpServices {
   /** The record of published results and the publish settings (tally/record.ts, tally/publish-settings.ts). */
   record?: { results: import('../tally/record.js').ResultRecords; publish: import('../tally/publish-settings.js').PublishSettings };
   /** AI chat (llm/): the chat service and where its providers come from; absent in configurations built without it. */
-  llm?: { chat: import('../llm/chat.js').ChatService; directory: import('../llm/directory.js').ProviderDirectory };
+  llm?: {
+    chat: import('../llm/chat.js').ChatService;
+    directory: import('../llm/directory.js').ProviderDirectory;
+    credentials?: import('../llm/credentials.js').CredentialStore;
+  };
   /** Extra route groups (the mesh) register themselves here. */
   extraRouters?: ((router: import('@koa/router').default) => void)[];
 }

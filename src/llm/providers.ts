@@ -199,3 +199,10 @@ export function openSession(config: ProviderConfig, messages: ChatMessage[], too
   const protocol = providerKind(config.kind)?.protocol ?? 'openai';
   return protocol === 'anthropic' ? anthropicSession(config, messages, tools, signal) : openAiSession(config, messages, tools, signal);
 }
+
+/** A provider answers a one-line message (the credentials test): its reply and how long it took. */
+export async function probeProvider(config: ProviderConfig, timeoutMs: number, nowMs: () => number): Promise<{ reply: string; latency_ms: number }> {
+  const start = nowMs();
+  const turn = await openSession(config, [{ role: 'user', content: 'Reply with the single word: ok' }], [], AbortSignal.timeout(timeoutMs)).turn();
+  return { reply: turn.text.slice(0, 200), latency_ms: nowMs() - start };
+}

@@ -151,7 +151,8 @@ describe('discovery against the router', () => {
     expect([...c.body.methods].sort()).toEqual(routed);
     expect(c.body.methods).toEqual(expect.arrayContaining(['GET', 'POST', 'QUERY']));
     expect(c.body.methods).not.toContain('PATCH');
-    expect(c.body.methods).not.toContain('DELETE');
+    // DELETE /api/svc/llm/credentials/:id is the first DELETE route.
+    expect(c.body.methods).toContain('DELETE');
   });
 
   it('not_here lists every spec route the router does not serve, and only those', async () => {
