@@ -29,8 +29,8 @@ function withQuery(path: string, query: Record<string, unknown>): string {
 }
 
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'QUERY'] as const;
-/** Paths svc_http does not take: this endpoint itself (no tool loops) and the push streams (they never end). */
-const NOT_BY_HTTP_TOOL = [/^\/api\/mcp(\/|$|\?)/, /\/stream(\?|$)/, /^\/api\/mesh\/events(\?|$)/];
+/** Paths svc_http does not take: the MCP endpoint and chat (no tool loops) and the push streams (they never end). */
+const NOT_BY_HTTP_TOOL = [/^\/api\/mcp(\/|$|\?)/, /^\/api\/llm\/chat(\/|$|\?)/, /\/stream(\?|$)/, /^\/api\/mesh\/events(\?|$)/];
 
 export const httpToolArgs = z
   .object({
@@ -41,7 +41,7 @@ export const httpToolArgs = z
       .max(2000)
       .regex(/^\/api(\/[^\s]*)?$/, 'a path of this node’s API, starting with /api')
       .refine((p) => !p.split(/[/?]/).includes('..'), 'no .. segments')
-      .refine((p) => !NOT_BY_HTTP_TOOL.some((r) => r.test(p)), 'not the MCP endpoint or a push stream')
+      .refine((p) => !NOT_BY_HTTP_TOOL.some((r) => r.test(p)), 'not the MCP endpoint, chat or a push stream')
       .describe('path under /api, with its query string, e.g. /api/tally/record?limit=5'),
     body: z.any().optional().describe('JSON body (POST, PUT, PATCH, DELETE, QUERY)'),
   })
