@@ -64,6 +64,10 @@ import { Outbox } from './webhooks/outbox.js';
 import { Dispatcher } from './webhooks/dispatcher.js';
 import { httpSender as webhookHttpSender } from './webhooks/sender.js';
 import { Webhooks } from './webhooks/service.js';
+import { ChatService } from './llm/chat.js';
+import { ProviderDirectory } from './llm/directory.js';
+import { CredentialStore, credentialKey } from './llm/credentials.js';
+import { loadOrCreateCredentialSecret } from './config/credential-secret.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -437,6 +441,7 @@ export class SvcNode {
       streams: this.streams,
       batches: this.batches,
       webhooks: this.webhooks,
+      llm: await this.wireLlm(),
     });
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
@@ -481,6 +486,25 @@ export class SvcNode {
     }
     this.logger.info({ url: this.url, node: this.nodeId, dataDir: config.dataDir, multiaddrs: this.mesh.multiaddrs(), mesh: this.mesh.enabled }, 'listening');
     return this;
+  }
+
+  /** AI chat (llm/): free messages and charges on this node's counters and ledger; providers from config. */
+  private async wireLlm(): Promise<{ chat: ChatService; directory: ProviderDirectory; credentials: CredentialStore }> {
+    const llm = this.config.llm;
+    const chat = new ChatService({
+      counters: this.counters,
+      ledger: this.ledger,
+      commit: (ops) => this.store.commit(ops),
+      nowMs: () => Number(this.clock.nowNs() / 1_000_000n),
+      freeMessagesPerDay: llm.freeMessagesPerDay,
+      maxToolSteps: llm.maxToolSteps,
+      timeoutMs: llm.timeoutMs,
+    });
+    // Identities' own provider keys, encrypted under a key derived from the credential secret (0600, data dir).
+    const credentials = new CredentialStore(this.store, credentialKey(await loadOrCreateCredentialSecret(this.config.dataDir)), () =>
+      Number(this.clock.nowNs() / 1_000_000n),
+    );
+    return { chat, directory: new ProviderDirectory(llm.provider, credentials), credentials };
   }
 
   /**

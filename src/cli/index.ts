@@ -11,6 +11,7 @@ import { runCluster } from './cluster.js';
 import { addContributeCommand } from './contribute.js';
 import { addVerifyLogCommand } from './verify-log.js';
 import { challengeCommand } from './challenge.js';
+import { mcpCommand } from './mcp.js';
 import { solveChallenge } from '../tally/claim-proof.js';
 import { loadOrCreateOperatorToken, readOperatorToken, OPERATOR_TOKEN_FILE } from '../config/operator-token.js';
 
@@ -261,6 +262,7 @@ program
 
 addContributeCommand(program);
 challengeCommand(program);
+mcpCommand(program, '0.1.0');
 
 addVerifyLogCommand(program);
 

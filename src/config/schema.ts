@@ -99,6 +99,27 @@ export const configSchema = z
       })
       .strict()
       .default({ allowLoopback: false, allowHosts: [], responseTimeoutMs: 30_000 }),
+    /** POST /api/llm/chat (llm/chat.ts): the node's own provider, if any, and the chat's bounds. */
+    llm: z
+      .object({
+        /**
+         * A provider every identity's chat may use when it has no credential of its own (the operator's key, kept in
+         * the config file). Null: identities use their own credentials, else the offline assistant answers.
+         */
+        provider: z
+          .object({ kind: z.string().min(1), baseUrl: z.string().url().optional(), apiKey: z.string().min(1), model: z.string().min(1).optional() })
+          .strict()
+          .nullable()
+          .default(null),
+        /** Free chat messages per identity and UTC day (spec 5.9 and part 8: 10); then pageChat credits each. */
+        freeMessagesPerDay: z.number().int().min(0).default(10),
+        /** Rounds of tool calls one chat message may make before the model must answer. */
+        maxToolSteps: z.number().int().min(1).max(32).default(6),
+        /** How long one provider call may take. */
+        timeoutMs: z.number().int().min(100).max(600_000).default(60_000),
+      })
+      .strict()
+      .default({ provider: null, freeMessagesPerDay: 10, maxToolSteps: 6, timeoutMs: 60_000 }),
   })
   .strict();
 

@@ -26,6 +26,10 @@ import { recordRoutes } from './routes/record.js';
 import { streamRoutes } from './routes/streams.js';
 import { batchRoutes } from './routes/batch.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { mcpRoutes } from './routes/mcp.js';
+import { llmRoutes } from './routes/llm.js';
+import { SelfApi } from './self-request.js';
+import { LocalTools } from './local-tools.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -42,6 +46,9 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   const app = new Koa({ proxy: false });
   const router = new Router();
   const library = new Library(s.compute.registry);
+  // Tools (MCP, chat) are requests to this node's own routes on the caller's behalf.
+  const selfApi = new SelfApi();
+  const tools = new LocalTools(s.compute.registry, selfApi, s.config.kernel.version);
 
   const endpoints = (): { method: string; path: string }[] => {
     const seen = new Set<string>();
@@ -85,6 +92,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     if (ctx.status >= 400) s.logger.info({ trace_id: traceId, method: ctx.method, path: ctx.path, status: ctx.status }, 'request failed');
     else if (debug) s.logger.debug({ trace_id: traceId, method: ctx.method, path: ctx.path, status: ctx.status }, 'request');
   });
+  app.use(selfApi.middleware());
   app.use(errorMiddleware(s.logger));
   // RFC 9112 §3.2: an HTTP/1.1 request without Host is refused with 400 (Node's own check, turned off in server.ts,
   // would answer with no body).
@@ -111,6 +119,8 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   streamRoutes(router, s);
   batchRoutes(router, s);
   webhookRoutes(router, s);
+  mcpRoutes(router, s, tools, selfApi, discovery);
+  llmRoutes(router, s, tools, selfApi);
   for (const register of s.extraRouters ?? []) register(router);
 
   for (const path of QUERY_ROUTES) {

@@ -52,6 +52,12 @@ export interface HttpServices {
   batches?: import('../compute/batches.js').BatchService;
   /** Webhooks (webhooks/); absent only in configurations built without them. */
   webhooks?: import('../webhooks/service.js').Webhooks;
+  /** AI chat (llm/): the chat service and where its providers come from; absent in configurations built without it. */
+  llm?: {
+    chat: import('../llm/chat.js').ChatService;
+    directory: import('../llm/directory.js').ProviderDirectory;
+    credentials?: import('../llm/credentials.js').CredentialStore;
+  };
   /** Extra route groups (the mesh) register themselves here. */
   extraRouters?: ((router: import('@koa/router').default) => void)[];
 }

@@ -64,7 +64,9 @@ export type ErrorCode =
   | 'INVALID_VOTE'
   | 'INVALID_VERDICT'
   // state machines (issue 20): a contract transition the contract's table does not allow from its state
-  | 'SVC_ILLEGAL_TRANSITION';
+  | 'SVC_ILLEGAL_TRANSITION'
+  // AI clients: a chat's language-model provider failed (nothing charged)
+  | 'SVC_LLM_PROVIDER_ERROR';
 
 export class ServiceError extends Error {
   readonly status: number;

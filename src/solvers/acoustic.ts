@@ -197,6 +197,7 @@ export const acoustic: SolverDef<AcousticInputs> = {
   modes: [...SHAPES],
   stateful: false,
   inputs,
+  schema: z.union([schemas.cylinder, schemas.cone]),
   resolve,
   run: (inp) => run(inp),
 };

@@ -172,6 +172,7 @@ export const action: SolverDef<ActionInputs> = {
     { key: 'theta0_rad', unit: 'rad', default: 1, range: '1e-4 … 3.1' },
     { key: 'steps_per_period', unit: '1', default: 2000, range: '100 … 200 000; steps_per_period × P/P0 ≤ 2e6' },
   ],
+  schema,
   resolve(raw) {
     const inputs = parseInputs(schema, raw) as ActionInputs;
     checkWorkLimit('steps_per_period', stepsForPeriod(Math.sin(inputs.theta0_rad / 2), inputs.steps_per_period), MAX_TOTAL_STEPS);

@@ -135,6 +135,7 @@ export const blackhole: SolverDef<BlackholeInputs> = {
     { key: 'r_end_rs', unit: 'r_s', default: 1, range: '1e-3 … < r0_rs' },
     { key: 'steps', unit: '1', default: 2000, range: '100 … 1e6 (Sundman step h = (π/2)/steps)' },
   ],
+  schema,
   resolve(raw) {
     const inputs = parseInputs(schema, raw) as BlackholeInputs;
     if (!(inputs.r_end_rs < inputs.r0_rs)) {

@@ -174,6 +174,7 @@ export const buckling: SolverDef<BucklingInputs> = {
   modes: SUPPORTS,
   stateful: false,
   inputs,
+  schema,
   resolve,
   run,
 };

@@ -418,6 +418,7 @@ export const climate: SolverDef<ClimateInputs> = {
   modes: null,
   stateful: false,
   inputs,
+  schema,
   resolve,
   run,
 };

@@ -727,6 +727,7 @@ export const device: SolverDef<DeviceInputs> = {
   modes: [...MODES],
   stateful: false,
   inputs,
+  schema: z.union([schemas.pn1d, schemas.well, schemas.planar]),
   resolve,
   run: (inp) => run(inp),
 };

@@ -484,6 +484,7 @@ export const dock: SolverDef<DockInputs> = {
   modes: null,
   stateful: false,
   inputs,
+  schema,
   resolve,
   run,
 };

@@ -194,6 +194,7 @@ export const epi: SolverDef<EpiInputs> = {
     { key: 't_end_days', unit: 'd', default: 1000, range: '1 … 1e5' },
     { key: 'dt_days', unit: 'd', default: 0.05, range: '1e-4 … 1; steps ≤ 2e6' },
   ],
+  schema,
   resolve(raw) {
     const inputs = parseInputs(schema, raw) as EpiInputs;
     if (inputs.model === 'sir' && inputs.exposed0 > 0) {

@@ -330,6 +330,7 @@ export const evolve: SolverDef<EvolveInputs> = {
     { key: 'cutoff_sigma', unit: '1', default: 2.5, range: '1.5 … 5 (r_c = min(cutoff·σ, L/2))' },
     { key: 'seed', unit: '1', default: 'from inputs', range: 'integer 0 … 2^53−1' },
   ],
+  schema,
   resolve(raw) {
     const inputs = parseInputs(schema, raw) as EvolveInputs;
     if (inputs.seed === undefined) delete inputs.seed;

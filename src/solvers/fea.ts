@@ -217,6 +217,7 @@ export const fea: SolverDef<FeaInputs> = {
   modes: ['static', 'modal'],
   stateful: false,
   inputs,
+  schema,
   resolve,
   run,
 };

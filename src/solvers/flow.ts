@@ -264,6 +264,7 @@ export const flow: SolverDef<FlowInputs> = {
   modes: null,
   stateful: false,
   inputs,
+  schema,
   resolve,
   run,
 };

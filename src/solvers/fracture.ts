@@ -983,6 +983,7 @@ export const fracture: SolverDef<FractureInputs> = {
   modes: ['plate', 'bar'],
   stateful: false,
   inputs: inputSpecs,
+  schema,
   resolve,
   run,
 };

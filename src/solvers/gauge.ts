@@ -190,6 +190,7 @@ export const gauge: SolverDef<GaugeInputs> = {
     { key: 'seed', unit: '1', default: 'from inputs', range: 'integer 0 … 2^53−1' },
   ],
 
+  schema,
   resolve(raw: unknown): GaugeInputs {
     const inputs = parseInputs(schema, raw);
     checkWorkLimit('max_sweeps', inputs.L * inputs.L * (inputs.therm_sweeps + inputs.max_sweeps), WORK_LIMIT);

@@ -206,6 +206,7 @@ export const grid: SolverDef<GridInputs> = {
   modes: null,
   stateful: false,
   inputs,
+  schema,
   resolve,
   run,
 };

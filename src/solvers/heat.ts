@@ -200,6 +200,7 @@ export const heat: SolverDef<HeatInputs> = {
   modes: ['1d', '2d'],
   stateful: false,
   inputs,
+  schema,
   resolve,
   run,
 };

@@ -287,6 +287,7 @@ export const kalman: SolverDef<KalmanInputs> = {
     { key: 'true_v0_m_s', unit: 'm/s', default: 10, range: '|v0| ≤ c (299 792 458)' },
     { key: 'seed', unit: '1', default: 'from inputs', range: 'integer 0 … 2^53−1' },
   ],
+  schema,
   resolve(raw) {
     const parsed = parseInputs(schema, raw);
     const { measurements, seed, steps, ...rest } = parsed;

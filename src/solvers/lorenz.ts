@@ -189,6 +189,7 @@ export const lorenz: SolverDef<LorenzInputs> = {
     { key: 't_end', unit: '1', default: 10, range: '1e-3 … 20' },
     { key: 'dt', unit: '1', default: 1e-3, range: '1e-5 … 1e-2 (shrunk so t_end/dt is an integer)' },
   ],
+  schema,
   resolve(raw) {
     const inputs = parseInputs(schema, raw) as LorenzInputs;
     checkWorkLimit('dt', lorenzStepCount(inputs.t_end, inputs.dt), MAX_STEPS);

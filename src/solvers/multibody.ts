@@ -315,6 +315,7 @@ export const multibody: SolverDef<MultibodyInputs> = {
     { key: 'dt_s', unit: 's', default: 3600, range: '> 0 (shrunk to divide t_end_s); N² × steps ≤ 2e8' },
     { key: 'G', unit: 'm³/(kg s²)', default: 6.6743e-11, range: '1e-20 … 1e20' },
   ],
+  schema,
   resolve(raw) {
     const inputs = parseInputs(schema, raw) as MultibodyInputs;
     const n = inputs.bodies?.length ?? (inputs.preset === 'sun_earth' ? 2 : 3);

@@ -368,6 +368,7 @@ export const opt: SolverDef<OptInputs> = {
   modes: [...PROBLEMS],
   stateful: false,
   inputs,
+  schema,
   resolve,
   run,
 };

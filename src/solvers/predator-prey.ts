@@ -214,6 +214,7 @@ export const predatorPrey: SolverDef<PredatorPreyInputs> = {
     { key: 'dt_days', unit: 'd', default: 0.01, range: '1e-5 … 1; dt·(max(α,γ) + ΔV) ≤ 0.1' },
     { key: 'max_days', unit: 'd', default: 1000, range: '2π/√(αγ) … 1e5; max_days/dt_days ≤ 2e7' },
   ],
+  schema,
   resolve(raw) {
     const inputs = parseInputs(schema, raw) as PredatorPreyInputs;
     checkWorkLimit('max_days', inputs.max_days / inputs.dt_days, MAX_STEPS);

@@ -53,6 +53,7 @@ export const quant: SolverDef<QuantInputs> = {
     { key: 'currency', unit: '—', default: 'USD', range: 'any 3-letter code (label only)' },
   ],
 
+  schema,
   resolve(raw: unknown): QuantInputs {
     const inputs = parseInputs(schema, raw);
     checkWorkLimit('nt', inputs.nx * inputs.nt, WORK_LIMIT);

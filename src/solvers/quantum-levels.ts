@@ -283,6 +283,7 @@ export const quantumLevels: SolverDef<QuantumLevelsInputs> = {
   modes: [...POTENTIALS],
   stateful: false,
   inputs,
+  schema: z.union([schemas.harmonic, schemas.infinite_well, schemas.finite_well, schemas.morse]),
   resolve,
   run: (inp) => run(inp),
 };

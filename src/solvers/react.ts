@@ -163,6 +163,7 @@ export const react: SolverDef<ReactInputs> = {
   modes: null,
   stateful: false,
   inputs,
+  schema,
   resolve,
   run: (inp) => run(inp),
 };

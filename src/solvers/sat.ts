@@ -497,6 +497,7 @@ export const sat: SolverDef<SatInputs> = {
     { key: 'seed', unit: '1', default: 'from inputs', range: 'integer 0 … 2^53−1' },
   ],
 
+  schema,
   resolve(raw: unknown): SatInputs {
     const p = parseInputs(schema, raw);
     let resolved: SatInputs;

@@ -157,6 +157,7 @@ export const tumour: SolverDef<TumourInputs> = {
   modes: null,
   stateful: false,
   inputs,
+  schema,
   resolve,
   run: (inp) => run(inp),
 };

@@ -1,5 +1,6 @@
 // The solver contract of solvers.md §1. Solvers are pure: a function of (id, resolved inputs, initialState).
 
+import type { z } from 'zod';
 import type { Check } from '../kernel/check.js';
 import type { StateField } from '../kernel/state-field.js';
 
@@ -50,6 +51,11 @@ export interface SolverDef<I extends Record<string, unknown> = Record<string, un
   stateful: boolean;
   /** Accepted input keys with units, defaults and ranges, for discovery and operator-spec. */
   inputs: InputSpec[];
+  /**
+   * The zod schema `resolve` parses raw inputs with (a solver whose keys depend on a mode: the union of its mode
+   * schemas). Its JSON Schema (zod 4's toJSONSchema) is the input description of the solver's MCP tool: written once.
+   */
+  schema?: z.ZodType;
   /**
    * Validate raw inputs (unknown key, wrong type, out of range, work limit) and fill defaults.
    * Throws InputError. Must do no numerical work beyond the work-limit estimate.

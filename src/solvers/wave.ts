@@ -270,6 +270,7 @@ export const wave: SolverDef<WaveInputs> = {
   modes: ['membrane', 'maxwell'],
   stateful: false,
   inputs,
+  schema,
   resolve,
   run: (inputs) => (inputs.mode === 'membrane' ? runMembrane(inputs) : runMaxwell(inputs)),
 };

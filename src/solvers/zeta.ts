@@ -211,6 +211,7 @@ export const zeta: SolverDef<ZetaInputs> = {
     { key: 'count', unit: '1', default: 1, range: '1 … 20 (zeros n … n+count−1)' },
   ],
 
+  schema,
   resolve(raw: unknown): ZetaInputs {
     // The ranges bound the work (t ≤ 1e4, ≤ 20 zeros): no separate work limit is needed.
     return parseInputs(schema, raw);

@@ -56,7 +56,7 @@ export const COST_TABLE: readonly CostEntry[] = [
     served: true,
     note: 'POST /api/chain/:slug/contracts/:id/transition (deploying a contract is free)',
   },
-  { action: 'page_chat', credits: COSTS.pageChat, per: 'action', served: false },
+  { action: 'page_chat', credits: COSTS.pageChat, per: 'action', served: true, note: 'POST /api/llm/chat, after the free messages of the day (10)' },
   { action: 'skill_creation', credits: COSTS.skillCreation, per: 'action', served: false },
   { action: 'operator_creation', credits: COSTS.operatorCreation, per: 'action', served: false },
   { action: 'source_audit_creation', credits: COSTS.sourceAuditCreation, per: 'action', served: false },

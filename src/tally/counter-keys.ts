@@ -22,7 +22,7 @@ export function chargedCounter(zid: string): string {
 }
 
 /** The prefixes of the per-day quota counters: each is followed by the UTC day (YYYY-MM-DD) and the caller. */
-export const DAY_COUNTER_PREFIXES = ['anon:', 'demo:', 'used:', 'claimed:', 'claimip:'] as const;
+export const DAY_COUNTER_PREFIXES = ['anon:', 'demo:', 'used:', 'claimed:', 'claimip:', 'chat:'] as const;
 
 /** Daily claims of an identity on a UTC day (0 or 1). */
 export function claimDayCounter(day: string, zid: string): string {
@@ -47,4 +47,9 @@ export function demoDayCounter(day: string, keyId: string): string {
 /** Computations of an identity on a UTC day. */
 export function identityDayCounter(day: string, zid: string): string {
   return `used:${day}:${zid}`;
+}
+
+/** Chat messages of an identity on a UTC day (POST /api/llm/chat: the first ones of a day are free). */
+export function chatDayCounter(day: string, zid: string): string {
+  return `chat:${day}:${zid}`;
 }

@@ -79,6 +79,23 @@ export function assertTierAllows(solver: string, inputs: Record<string, unknown>
   });
 }
 
+/** Capabilities (not solver inputs) that need a paid tier, in the same sheet. */
+export const FEATURE_GATES: readonly { feature: string; tier: Tier; note: string }[] = [
+  { feature: 'llm_credentials', tier: 'starter', note: 'own language-model provider credentials for chat (spec 5.10: paid tier only)' },
+];
+
+/** 403 SVC_TIER_LOCKED when `feature` needs a higher tier than `tier`. */
+export function assertFeatureAllowed(feature: string, tier: Tier, upgradeUrl: string): void {
+  const gate = FEATURE_GATES.find((g) => g.feature === feature);
+  if (!gate || tierRank(tier) >= tierRank(gate.tier)) return;
+  throw new ServiceError(403, 'SVC_TIER_LOCKED', `${gate.note}: needs the ${gate.tier} tier or above; this caller is ${tier}`, {
+    required_tier: gate.tier,
+    current_tier: tier,
+    upgrade_url: upgradeUrl,
+    feature,
+  });
+}
+
 /** What GET /api/tally/tiers and discovery show: every tier's allowance and time limit, the gates, how to upgrade. */
 export function tierSheet(
   policy: { dailyAllowance: Record<Tier, number>; timeLimitSeconds: Record<Tier, number> },
@@ -89,6 +106,7 @@ export function tierSheet(
     /** limits.enforceDailyQuota: whether the daily allowance is a cap (429 SVC_DAILY_LIMIT) or only reported. */
     daily_allowance_enforced: allowanceEnforced,
     gates: TIER_GATES,
+    features: FEATURE_GATES,
     anonymous_and_demo: 'free',
     upgrade:
       "an identity's tier is set by the operator of its home node (POST /api/tally/grants {zid, credits, tier}, or svc-node grant --tier); it applies from the next request",

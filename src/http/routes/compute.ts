@@ -16,7 +16,22 @@ function sendSealed(ctx: Context, sealed: Sealed): void {
   ctx.body = sealed.bytes;
 }
 
-const chainBody = z.object({ domain: z.any(), operators: z.any(), inputs: z.any().optional() }).strict();
+// The members are checked by the chain itself (SVC_INVALID_DOMAIN, SVC_INVALID_OPERATOR, SVC_TOO_MANY_OPERATORS of
+// part 7, not a generic 400); their metadata is what the JSON Schema of the MCP tool shows.
+export const chainBody = z
+  .object({
+    domain: z.any().meta({ type: 'string', description: 'a recognised domain (GET /api/operators/categories), e.g. "mechanics"' }),
+    operators: z.any().meta({
+      type: 'array',
+      items: { type: 'string' },
+      description: 'operator ids, KO42 first, then 1-3 domain operators (at most 10 in all), e.g. ["KO42", "MECH_KINETIC_ENERGY"]',
+    }),
+    inputs: z
+      .any()
+      .optional()
+      .meta({ type: 'object', additionalProperties: { type: 'number' }, description: 'operator input keys with numeric values (POST /api/svc/operator-spec)' }),
+  })
+  .strict();
 const proveBody = z
   .object({
     operators: z.array(z.string()).min(1).max(10).optional(),
@@ -24,8 +39,8 @@ const proveBody = z
     inputs: z.record(z.string(), z.number()).optional(),
   })
   .strict();
-const shiftBody = z.object({ variance: z.number().min(0).max(100), phase: z.number().min(0).lt(1).optional() }).strict();
-const latticeBody = z
+export const shiftBody = z.object({ variance: z.number().min(0).max(100), phase: z.number().min(0).lt(1).optional() }).strict();
+export const latticeBody = z
   .object({
     domain: z.string(),
     operators: z.array(z.string()).min(2).max(10),
@@ -34,7 +49,7 @@ const latticeBody = z
   })
   .strict();
 const solveBody = z.object({ solver: z.string(), inputs: z.any().optional(), initialState: z.any().optional() }).strict();
-const autoBody = z.object({ query: z.string().min(1).max(2000), constants: z.record(z.string(), z.any()).default({}) }).strict();
+export const autoBody = z.object({ query: z.string().min(1).max(2000), constants: z.record(z.string(), z.any()).default({}) }).strict();
 
 /** A solver endpoint takes the inputs object itself as the body, plus an optional initialState. */
 function splitSolverBody(body: unknown): { inputs: unknown; initialState: unknown } {

@@ -23,7 +23,7 @@ const envelopeQuery = z
   })
   .strict();
 const machineBody = z.object({ slug: z.string().regex(SLUG_PATTERN, '3 … 48 of a-z, 0-9 and -'), is_public: z.boolean().default(false) }).strict();
-const exploreQuery = z
+export const exploreQuery = z
   .object({ from: z.coerce.number().int().min(1).default(1), to: z.coerce.number().int().min(1).optional(), key: z.string().optional() })
   .strict();
 

@@ -1,0 +1,70 @@
+// The MCP bridge (spec 4.1): POST /api/mcp is the official SDK's Streamable HTTP transport in stateless mode (a server
+// and transport per request, JSON responses, no session), over this node's tools (local-tools.ts). GET /api/mcp is
+// the discovery JSON, except a GET that asks for text/event-stream — the SDK client's request for a server-initiated
+// stream, which this node does not offer — which gets 405, as the transport specification says, so the client goes on.
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { ServiceError } from '../../kernel/errors.js';
+import { buildMcpServer, TOOL_INSTRUCTIONS } from '../../mcp/server.js';
+import type { HttpServices } from '../context.js';
+import type { LocalTools } from '../local-tools.js';
+import type { SelfApi } from '../self-request.js';
+import { PLANNED_TOOLS } from '../tool-table.js';
+
+/** Headers the transport needs, from a request that may come from curl or a forwarding node without them. */
+function transportHeaders(ctx: Context): Headers {
+  const headers = new Headers();
+  for (const [k, v] of Object.entries(ctx.req.headers)) {
+    if (v === undefined || k === 'content-length' || k === 'transfer-encoding') continue;
+    headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+  }
+  // Every answer here is JSON (enableJsonResponse): a client that did not list both types is served the same.
+  const accept = headers.get('accept') ?? '';
+  if (!accept.includes('application/json') || !accept.includes('text/event-stream')) headers.set('accept', 'application/json, text/event-stream');
+  headers.set('content-type', 'application/json');
+  return headers;
+}
+
+export function mcpRoutes(router: Router, s: HttpServices, tools: LocalTools, self: SelfApi, discovery: () => Record<string, unknown>): void {
+  router.get('/api/mcp', (ctx) => {
+    if ((ctx.get('accept') ?? '').includes('text/event-stream')) {
+      ctx.set('Allow', 'POST');
+      throw new ServiceError(405, 'SVC_METHOD_NOT_ALLOWED', 'this node offers no server-initiated MCP stream: POST JSON-RPC to /api/mcp', { allow: ['POST'] });
+    }
+    const d = discovery();
+    ctx.body = {
+      ok: true,
+      name: 'svc-node',
+      node: s.nodeId(),
+      url: s.publicUrl(),
+      machine_hash: tools.digest,
+      kernel_version: s.config.kernel.version,
+      mcp: { endpoint: '/api/mcp', transport: 'streamable-http', stateless: true, methods: ['initialize', 'tools/list', 'tools/call'] },
+      counts: { ...(d.counts as Record<string, unknown>), tools: tools.tools.length },
+      tools: tools.tools.map((t) => ({ name: t.name, description: t.description })),
+      endpoints: d.endpoints,
+      not_here: [...(d.not_here as string[]), ...PLANNED_TOOLS.map((t) => `${t.name} (tool: ${t.waits_for})`)],
+    };
+  });
+
+  router.post('/api/mcp', async (ctx) => {
+    const server = buildMcpServer(
+      { name: 'svc-node', version: s.config.kernel.version, instructions: TOOL_INSTRUCTIONS },
+      tools.sourceFor(self.targetOf(ctx), ctx.state.traceId as string),
+    );
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    try {
+      await server.connect(transport);
+      const url = `http://${ctx.get('host') || 'localhost'}${ctx.originalUrl}`;
+      const res = await transport.handleRequest(new Request(url, { method: 'POST', headers: transportHeaders(ctx) }), { parsedBody: ctx.request.body });
+      ctx.status = res.status;
+      const type = res.headers.get('content-type');
+      if (type) ctx.type = type;
+      ctx.body = await res.text();
+    } finally {
+      await transport.close().catch(() => undefined);
+      await server.close().catch(() => undefined);
+    }
+  });
+}

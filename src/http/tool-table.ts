@@ -1,0 +1,180 @@
+// The MCP tools (spec 4.1), in one table: each tool is a request to the route that serves it, described by that
+// route's own zod schema (its JSON Schema is generated from it: local-tools.ts). A capability adds its tools here,
+// in its own group, once its routes exist; the spec's tools whose capability is not built on this node yet are in
+// PLANNED_TOOLS (discovery names them as not here), never listed as tools.
+import { z } from 'zod';
+import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
+import { SLUG_PATTERN } from '../mesh/machines.js';
+import { autoBody, chainBody, latticeBody, shiftBody } from './routes/compute.js';
+import { exploreQuery } from './routes/ledger.js';
+import type { SelfRequest } from './self-request.js';
+
+export interface ToolRow {
+  name: string;
+  description: string;
+  /** The arguments: the route's zod schema (the body, or the path and query parameters of a read). */
+  schema: z.ZodType;
+  /** The request to this node's API that performs the tool, from arguments that passed `schema`. */
+  request(args: Record<string, unknown>): SelfRequest;
+}
+
+const none = z.object({}).strict();
+const slug = z.string().regex(SLUG_PATTERN, '3 … 48 of a-z, 0-9 and -').describe('the state machine slug');
+
+function withQuery(path: string, query: Record<string, unknown>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null) q.set(k, String(v));
+  const text = q.toString();
+  return text ? `${path}?${text}` : path;
+}
+
+export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'QUERY'] as const;
+/** Paths svc_http does not take: the MCP endpoint and chat (no tool loops) and the push streams (they never end). */
+const NOT_BY_HTTP_TOOL = [/^\/api\/mcp(\/|$|\?)/, /^\/api\/llm\/chat(\/|$|\?)/, /\/stream(\?|$)/, /^\/api\/mesh\/events(\?|$)/];
+
+export const httpToolArgs = z
+  .object({
+    method: z.enum(HTTP_METHODS).describe('HTTP method'),
+    path: z
+      .string()
+      .min(5)
+      .max(2000)
+      .regex(/^\/api(\/[^\s]*)?$/, 'a path of this node’s API, starting with /api')
+      .refine((p) => !p.split(/[/?]/).includes('..'), 'no .. segments')
+      .refine((p) => !NOT_BY_HTTP_TOOL.some((r) => r.test(p)), 'not the MCP endpoint, chat or a push stream')
+      .describe('path under /api, with its query string, e.g. /api/tally/record?limit=5'),
+    body: z.any().optional().describe('JSON body (POST, PUT, PATCH, DELETE, QUERY)'),
+  })
+  .strict();
+
+const verifyArgs = z
+  .object({ result: z.record(z.string(), z.unknown()).describe('a sealed result as svc_compute or a solver tool returned it, unchanged') })
+  .strict();
+
+/** Group: the surface itself. */
+const surfaceTools: ToolRow[] = [
+  {
+    name: 'svc_api_catalog',
+    description: "The map of this node's surface: endpoints, counts, costs, tiers and what is not here (GET /api).",
+    schema: none,
+    request: () => ({ method: 'GET', path: '/api' }),
+  },
+  {
+    name: 'svc_http',
+    description:
+      "Any request to this node's own API (GET, POST, PUT, PATCH, DELETE or QUERY) with the caller's key; answers the route's JSON. Only this node: the path is under /api.",
+    schema: httpToolArgs,
+    request: (a) => ({ method: String(a.method), path: String(a.path), ...(a.body !== undefined && a.method !== 'GET' ? { body: a.body } : {}) }),
+  },
+];
+
+/** Group: compute and verification (spec 4.2, 4.3). */
+const computeTools: ToolRow[] = [
+  {
+    name: 'svc_compute',
+    description:
+      'A closed-form computation: an operator chain (KO42 first) on a domain with numeric inputs; returns the sealed result with its receipt (svcProof). Charged 1 credit per domain operator.',
+    schema: chainBody,
+    request: (a) => ({ method: 'POST', path: '/api/svc/compute', body: a }),
+  },
+  {
+    name: 'svc_pulse',
+    description: 'The 1.287 Hz system clock now: tick number (svcond), phase, R(t), the exact tick period.',
+    schema: none,
+    request: () => ({ method: 'GET', path: '/api/svc/pulse' }),
+  },
+  {
+    name: 'svc_verify',
+    description: 'Check a sealed result: its svcProof and tick receipt against this node (or its mesh) receipt key. Tampering any field makes it invalid.',
+    schema: verifyArgs,
+    request: (a) => ({ method: 'POST', path: '/api/svc/verify', body: { result: a.result } }),
+  },
+  {
+    name: 'svc_lattice',
+    description: 'A closed-form chain swept over one input (up to 64 points), stamped and signed.',
+    schema: latticeBody,
+    request: (a) => ({ method: 'POST', path: '/api/svc/lattice', body: a }),
+  },
+  {
+    name: 'svc_shift',
+    description: 'The metric shift (delta-alpha) the kernel applies for a tick variance above 0.0091 (rule 6).',
+    schema: shiftBody,
+    request: (a) => ({ method: 'POST', path: '/api/svc/shift', body: a }),
+  },
+  {
+    name: 'svc_list_operators',
+    description: 'Every operator of the kernel with its domain, inputs and formula (GET /api/operators).',
+    schema: none,
+    request: () => ({ method: 'GET', path: '/api/operators' }),
+  },
+  {
+    name: 'svc_auto',
+    description:
+      'Ask in words (e.g. "heat diffusion in a 10 cm copper rod"): the router picks a solver, runs it with the constants given, and returns the sealed result. Charged as a solver run.',
+    schema: autoBody,
+    request: (a) => ({ method: 'POST', path: '/api/svc/auto', body: a }),
+  },
+];
+
+/** Group: state-machine chains (spec 4.8) as far as they are built: reading and validating a machine's audit chain. */
+const chainTools: ToolRow[] = [
+  {
+    name: 'svc_chain_state',
+    description: "A state machine's hash-chained audit log: its head and rows from..to (public machines without a key).",
+    schema: exploreQuery.omit({ key: true }).extend({ slug }),
+    request: ({ slug: s, ...q }) => ({ method: 'GET', path: withQuery(`/api/chain/${encodeURIComponent(String(s))}/explore`, q) }),
+  },
+  {
+    name: 'svc_chain_pohc_validate',
+    description: "Re-walk a state machine's hash chain and report whether every link holds.",
+    schema: z.object({ slug }).strict(),
+    request: (a) => ({ method: 'GET', path: `/api/chain/${encodeURIComponent(String(a.slug))}/pohc/validate` }),
+  },
+];
+
+/** Group: the tally. */
+const tallyTools: ToolRow[] = [
+  {
+    name: 'svc_tally_balance',
+    description: "The caller's wallet: free and paid credits.",
+    schema: none,
+    request: () => ({ method: 'GET', path: '/api/tally/balance' }),
+  },
+];
+
+/** A solver's tool arguments: its own input schema, and initialState for a stateful solver. */
+export function solverToolSchema(solver: AnySolver): z.ZodType {
+  const base = solver.schema ?? z.record(z.string(), z.unknown());
+  if (!solver.stateful || !(base instanceof z.ZodObject)) return base;
+  return base.extend({ initialState: z.record(z.string(), z.unknown()).optional().describe('the state a previous run of this solver returned') });
+}
+
+function solverTool(solver: AnySolver): ToolRow {
+  return {
+    name: `svc_${solver.id}`,
+    description: `Solver: ${solver.kind}. Runs with its reality check; a sealed result with receipt, or 422 when the check fails (nothing charged). Inputs: ${solver.inputs
+      .map((i) => `${i.key} [${i.unit}] default ${JSON.stringify(i.default)}`)
+      .join('; ')}.`,
+    schema: solverToolSchema(solver),
+    request: (a) => {
+      if (solver.endpoint) return { method: 'POST', path: solver.endpoint, body: a };
+      const { initialState, ...inputs } = a;
+      return { method: 'POST', path: '/api/svc/solve', body: { solver: solver.id, inputs, ...(initialState !== undefined ? { initialState } : {}) } };
+    },
+  };
+}
+
+/** The spec's tools whose capability this node does not have yet, and what they wait for. */
+export const PLANNED_TOOLS: readonly { name: string; waits_for: string }[] = [
+  { name: 'svc_field_status', waits_for: 'a field-status route (the spec names the tool only)' },
+  { name: 'svc_mmio', waits_for: 'GET /api/svc/mmio (memory-mapped registers)' },
+  { name: 'svc_stream', waits_for: 'POST /api/svc/streams (stream channels)' },
+  { name: 'svc_chain_event', waits_for: 'state-machine events' },
+  { name: 'svc_contract_deploy', waits_for: '/api/chain/:slug/contracts/* (contracts)' },
+  { name: 'svc_contract_transition', waits_for: '/api/chain/:slug/contracts/* (contracts)' },
+];
+
+/** Every tool this node offers: the groups above, then one per solver. */
+export function toolTable(registry: SolverRegistry): ToolRow[] {
+  return [...surfaceTools, ...computeTools, ...chainTools, ...tallyTools, ...registry.list().map(solverTool)];
+}

@@ -1,0 +1,39 @@
+// One MCP server over any tool source, with the official SDK's Server: the node's own tools at POST /api/mcp
+// (http/routes/mcp.ts) and a remote node's tools over stdio (proxy.ts, `svc-node mcp`). The SDK's McpServer wraps the
+// same Server but validates arguments itself and reduces every failure to a message; here the tools' own routes
+// validate (the same 400 SVC_INVALID_INPUT as over HTTP) and a tool error keeps its part-7 code (result.ts), and a
+// proxy relays another server's JSON Schemas as they are.
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+
+/** What a client of this node's tools is told about them (MCP initialize instructions, the chat's system prompt). */
+export const TOOL_INSTRUCTIONS =
+  'Tools of a Deterministic Computation Service node. Every result is computed deterministically, stamped to the 1.287 Hz clock and sealed ' +
+  'with an HMAC receipt (svcProof); pass a result unchanged to svc_verify to check it. Start with svc_auto for a question in words, ' +
+  'svc_compute for an operator chain, or a svc_<solver> tool. Errors carry the service code (e.g. SVC_INVALID_INPUT) first in their text.';
+
+export interface ToolSource {
+  list(): Promise<Tool[]>;
+  /** The tool's result; null when there is no tool of that name. */
+  call(name: string, args: Record<string, unknown>): Promise<CallToolResult | null>;
+}
+
+export interface ServerInfo {
+  name: string;
+  version: string;
+  instructions?: string;
+}
+
+export function buildMcpServer(info: ServerInfo, source: ToolSource): Server {
+  const server = new Server(
+    { name: info.name, version: info.version },
+    { capabilities: { tools: {} }, ...(info.instructions ? { instructions: info.instructions } : {}) },
+  );
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await source.list() }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const result = await source.call(request.params.name, (request.params.arguments ?? {}) as Record<string, unknown>);
+    if (result === null) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`);
+    return result;
+  });
+  return server;
+}

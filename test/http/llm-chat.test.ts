@@ -1,0 +1,131 @@
+// POST /api/llm/chat against a fake OpenAI-style provider (a tool round trip, the step cap, a provider error), the
+// offline assistant, and the free messages of a day, then the page-chat charge.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { lastUserText, openAiAnswer, startFakeProvider, type FakeProvider } from '../helpers/fake-llm.js';
+
+const NODE_KEY = 'sk-node-provider-key-0123456789';
+let t: TestNode;
+let fake: FakeProvider;
+
+beforeAll(async () => {
+  fake = await startFakeProvider((req) => {
+    const text = lastUserText(req.body);
+    if (text.includes('FAIL')) return { status: 401, body: { error: { message: `Incorrect API key provided: ${NODE_KEY}` } } };
+    if (text.includes('LOOP')) return { body: openAiAnswer(null, [{ id: `c${fake.requests.length}`, name: 'svc_pulse', args: {} }]) };
+    const toolMsg = (req.body.messages as any[]).find((m) => m.role === 'tool');
+    if (text.includes('kinetic') && !toolMsg) {
+      return {
+        body: openAiAnswer(null, [
+          {
+            id: 'call_1',
+            name: 'svc_compute',
+            args: { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } },
+          },
+        ]),
+      };
+    }
+    if (toolMsg) return { body: openAiAnswer(`The tool said value ${JSON.parse(toolMsg.content).value}`) };
+    return { body: openAiAnswer(`echo: ${text}`) };
+  });
+  t = await startTestNode(
+    {
+      solverThreads: 0,
+      sealWorker: false,
+      llm: { provider: { kind: 'openai', baseUrl: `${fake.url}/v1`, apiKey: NODE_KEY, model: 'gpt-test' }, freeMessagesPerDay: 2, maxToolSteps: 2 },
+    },
+    { initialCredits: 1000 },
+  );
+});
+afterAll(async () => {
+  await t?.destroy();
+  await fake?.close();
+});
+
+const chat = (key: string, body: unknown) => call(t.url, 'POST', '/api/llm/chat', body, bearer(key));
+const user = (content: string) => [{ role: 'user', content }];
+
+describe('chat with an OpenAI-compatible provider', () => {
+  it('a tool call round trip: the model calls svc_compute, the node runs it, the model answers', async () => {
+    const { key } = await zkIdentity(t.url, 'chat-openai');
+    const r = await chat(key, { messages: user('What is the kinetic energy of 2 kg at 3 m/s?'), tools: true });
+    expect(r.status).toBe(200);
+    expect(r.body.reply).toEqual({ role: 'assistant', content: 'The tool said value 9' });
+    expect(r.body).toMatchObject({ provider: 'openai', model: 'gpt-test', steps: 2, stopped: 'answer' });
+    expect(r.body.tool_calls).toEqual([expect.objectContaining({ name: 'svc_compute', is_error: false })]);
+    const first = fake.requests.at(-2)!;
+    expect(first.path).toBe('/v1/chat/completions');
+    expect(first.headers.authorization).toBe(`Bearer ${NODE_KEY}`);
+    expect(first.body.model).toBe('gpt-test');
+    const compute = first.body.tools.find((x: any) => x.function.name === 'svc_compute');
+    expect(compute.function.parameters.properties.operators.type).toBe('array');
+  });
+
+  it('a model that keeps calling tools is stopped at the step cap', async () => {
+    const { key } = await zkIdentity(t.url, 'chat-loop');
+    const r = await chat(key, { messages: user('LOOP'), tools: true });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ stopped: 'step_cap', steps: 3 });
+    expect(r.body.tool_calls).toHaveLength(2);
+  });
+
+  it('a provider error is a clear 502 SVC_LLM_PROVIDER_ERROR, without the key, and is not counted', async () => {
+    const { key } = await zkIdentity(t.url, 'chat-fail');
+    const r = await chat(key, { messages: user('FAIL please') });
+    const e = expectError(r, 502, 'SVC_LLM_PROVIDER_ERROR');
+    expect(e).toMatchObject({ provider: 'openai', provider_status: 401 });
+    expect(r.text).not.toContain(NODE_KEY);
+    const ok = await chat(key, { messages: user('hello') });
+    expect(ok.body).toMatchObject({ free_message: true, free_messages_left: 1 });
+  });
+
+  it('the free messages of a day, then 25 credits each (80/20 split)', async () => {
+    const { key } = await zkIdentity(t.url, 'chat-allowance');
+    const balance = async () => (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key))).body.total as number;
+    const before = await balance();
+    for (let i = 0; i < 2; i++) {
+      const r = await chat(key, { messages: user(`hi ${i}`) });
+      expect(r.body).toMatchObject({ free_message: true, tally_charge: null, reply: { content: `echo: hi ${i}` } });
+    }
+    expect(await balance()).toBe(before);
+    const paid = await chat(key, { messages: user('hi paid') });
+    expect(paid.status).toBe(200);
+    expect(paid.body.free_message).toBe(false);
+    expect(paid.body.tally_charge).toMatchObject({ action: 'page_chat', cost: 25, burned: 20, foundation: 5 });
+    expect(await balance()).toBe(before - 25);
+  });
+
+  it('needs a key', async () => {
+    expectError(await call(t.url, 'POST', '/api/llm/chat', { messages: user('x') }), 401, 'SVC_NO_KEY');
+  });
+});
+
+describe('the offline assistant', () => {
+  it('answers five questions: sealed results with their proof through /auto, or the operator library', async () => {
+    const { key } = await zkIdentity(t.url, 'chat-offline');
+    const routed: [string, string][] = [
+      ['What does Black Scholes give for a European call option price?', 'quant'],
+      ['How do foxes and rabbits cycle in a predator prey model?', 'predator_prey'],
+      ['Critical buckling load of a steel column', 'buckling'],
+      ['Show me the Lorenz strange attractor', 'lorenz'],
+    ];
+    for (const [question, solver] of routed) {
+      const r = await chat(key, { messages: user(question), provider: 'offline' });
+      expect(r.status, r.text).toBe(200);
+      expect(r.body.provider).toBe('offline');
+      expect(r.body.reply.content).toMatch(/^Offline assistant/);
+      expect(r.body.reply.content).toContain(`${solver} solver`);
+      expect(r.body.tool_calls[0]).toMatchObject({ name: 'svc_auto', is_error: false });
+      const result = r.body.result;
+      expect(result.svcProof).toMatch(/^[0-9a-f]{64}$/);
+      expect(r.body.reply.content).toContain(String(result.svcond));
+      const v = await call(t.url, 'POST', '/api/svc/verify', { result }, bearer(key));
+      expect(v.body.valid).toBe(true);
+    }
+    const lib = await chat(key, { messages: user('kinetic energy'), provider: 'offline' });
+    expect(lib.status).toBe(200);
+    expect(lib.body.result).toBeNull();
+    expect(lib.body.tool_calls.map((c: any) => c.name)).toEqual(['svc_auto', 'svc_http']);
+    expect(lib.body.reply.content).toMatch(/MECH_KINETIC_ENERGY/);
+  });
+});

@@ -1,0 +1,151 @@
+// The MCP bridge with the official SDK client over Streamable HTTP against a real node: initialize, tools/list,
+// tools/call (svc_compute, a solver, svc_verify on its own output), part-7 errors as tool errors, discovery.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { PLANNED_TOOLS } from '../../src/http/tool-table.js';
+
+let t: TestNode;
+let key: string;
+let client: Client;
+
+async function connect(headers: Record<string, string>): Promise<Client> {
+  const c = new Client({ name: 'mcp-test', version: '1.0.0' });
+  await c.connect(new StreamableHTTPClientTransport(new URL('/api/mcp', t.url), { requestInit: { headers } }));
+  return c;
+}
+
+const SPEC_TOOLS = [
+  'svc_api_catalog',
+  'svc_http',
+  'svc_compute',
+  'svc_pulse',
+  'svc_verify',
+  'svc_lattice',
+  'svc_shift',
+  'svc_field_status',
+  'svc_list_operators',
+  'svc_auto',
+  'svc_mmio',
+  'svc_stream',
+  'svc_chain_event',
+  'svc_chain_state',
+  'svc_chain_pohc_validate',
+  'svc_contract_deploy',
+  'svc_contract_transition',
+  'svc_tally_balance',
+];
+
+beforeAll(async () => {
+  t = await startTestNode({ solverThreads: 0, sealWorker: false }, { initialCredits: 1000 });
+  key = (await zkIdentity(t.url, 'mcp')).key;
+  client = await connect(bearer(key));
+});
+afterAll(async () => {
+  await client?.close();
+  await t?.destroy();
+});
+
+const structured = (r: unknown) => (r as CallToolResult).structuredContent as Record<string, any>;
+
+describe('MCP over Streamable HTTP (official SDK client)', () => {
+  it('initializes: server info and tools capability', () => {
+    expect(client.getServerVersion()?.name).toBe('svc-node');
+    expect(client.getServerCapabilities()?.tools).toBeDefined();
+    expect(client.getInstructions()).toMatch(/svc_verify/);
+  });
+
+  it('lists every built spec tool and one tool per solver, each with a valid JSON Schema', async () => {
+    const { tools } = await client.listTools();
+    const solvers = t.node.compute.registry.ids();
+    const built = SPEC_TOOLS.filter((n) => !PLANNED_TOOLS.some((p) => p.name === n));
+    expect(tools.length).toBe(built.length + solvers.length);
+    const names = new Set(tools.map((x) => x.name));
+    for (const n of built) expect(names.has(n)).toBe(true);
+    for (const id of solvers) expect(names.has(`svc_${id}`)).toBe(true);
+    for (const p of PLANNED_TOOLS) expect(names.has(p.name)).toBe(false);
+    const ajv = new AjvJsonSchemaValidator();
+    for (const tool of tools) {
+      expect(tool.inputSchema.type).toBe('object');
+      expect(() => ajv.getValidator(tool.inputSchema), tool.name).not.toThrow();
+    }
+    // Generated from the solver's own zod schema: its keys, its bounds.
+    const heat = tools.find((x) => x.name === 'svc_heat')!.inputSchema as any;
+    expect(heat.properties.nx).toMatchObject({ type: 'integer', minimum: 11, maximum: 1001 });
+    expect(heat.additionalProperties).toBe(false);
+  });
+
+  it('svc_compute seals a result, svc_verify accepts it and rejects it tampered', async () => {
+    const r = (await client.callTool({
+      name: 'svc_compute',
+      arguments: { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } },
+    })) as CallToolResult;
+    expect(r.isError).toBeFalsy();
+    const result = structured(r);
+    expect(result.value).toBe(9);
+    expect(typeof result.svcProof).toBe('string');
+    expect(result.tally_charge).toBeTruthy();
+    const ok = structured(await client.callTool({ name: 'svc_verify', arguments: { result } }));
+    expect(ok.valid).toBe(true);
+    const bad = structured(await client.callTool({ name: 'svc_verify', arguments: { result: { ...result, value: 10 } } }));
+    expect(bad.valid).toBe(false);
+  });
+
+  it('a solver tool runs the solver and seals', async () => {
+    const r = (await client.callTool({ name: 'svc_heat', arguments: { nx: 51, t_end_s: 1 } })) as CallToolResult;
+    expect(r.isError).toBeFalsy();
+    const body = structured(r);
+    expect(body.solver ?? body.operator_id).toBeTruthy();
+    expect(Number.isFinite(body.value)).toBe(true);
+    expect(structured(await client.callTool({ name: 'svc_verify', arguments: { result: body } })).valid).toBe(true);
+  });
+
+  it('errors are tool errors carrying the part-7 code', async () => {
+    const bad = (await client.callTool({ name: 'svc_compute', arguments: { domain: 'mechanics', operators: ['KO42', 'NOPE'] } })) as CallToolResult;
+    expect(bad.isError).toBe(true);
+    expect(structured(bad).error.code).toBe('SVC_INVALID_OPERATOR');
+    expect((bad.content[0] as { text: string }).text).toMatch(/^SVC_INVALID_OPERATOR/);
+    const input = (await client.callTool({ name: 'svc_heat', arguments: { nx: 4 } })) as CallToolResult;
+    expect(structured(input).error.code).toBe('SVC_INVALID_INPUT');
+    // No key: the route's own 401.
+    const anon = await connect({});
+    try {
+      const r = (await anon.callTool({ name: 'svc_tally_balance', arguments: {} })) as CallToolResult;
+      expect(structured(r).error.code).toBe('SVC_NO_KEY');
+    } finally {
+      await anon.close();
+    }
+    await expect(client.callTool({ name: 'svc_nope', arguments: {} })).rejects.toThrow(/unknown tool/);
+  });
+
+  it('svc_http reaches this node’s API only', async () => {
+    const r = structured(await client.callTool({ name: 'svc_http', arguments: { method: 'GET', path: '/api/tally/balance' } }));
+    expect(r.free).toBeGreaterThan(0);
+    const out = (await client.callTool({ name: 'svc_http', arguments: { method: 'GET', path: 'http://example.com/api' } })) as CallToolResult;
+    expect(structured(out).error.code).toBe('SVC_INVALID_INPUT');
+    const loop = (await client.callTool({ name: 'svc_http', arguments: { method: 'POST', path: '/api/mcp' } })) as CallToolResult;
+    expect(structured(loop).error.code).toBe('SVC_INVALID_INPUT');
+  });
+
+  it('GET /api/mcp: discovery JSON; 405 for an event-stream GET', async () => {
+    const d = await call(t.url, 'GET', '/api/mcp');
+    expect(d.status).toBe(200);
+    expect(d.body).toMatchObject({ ok: true, name: 'svc-node', url: t.url });
+    expect(d.body.machine_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(d.body.counts).toMatchObject({ solvers: t.node.compute.registry.ids().length });
+    expect(d.body.counts.tools).toBe(d.body.tools.length);
+    expect(d.body.not_here.some((x: string) => x.startsWith('svc_mmio'))).toBe(true);
+    const sse = await call(t.url, 'GET', '/api/mcp', undefined, { accept: 'text/event-stream' });
+    expect(sse.status).toBe(405);
+  });
+
+  it('a plain JSON-RPC POST (curl) gets a JSON-RPC result', async () => {
+    const r = await call(t.url, 'POST', '/api/mcp', { jsonrpc: '2.0', id: 7, method: 'tools/list' });
+    expect(r.status).toBe(200);
+    expect(r.body.id).toBe(7);
+    expect(r.body.result.tools.length).toBeGreaterThan(30);
+  });
+});
