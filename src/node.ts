@@ -52,6 +52,7 @@ import { EXEC_PROTOCOL, type ExecAnswer, type ExecRequest } from './consensus/ex
 import { Offloader } from './consensus/offload.js';
 import { PublishSettings } from './tally/publish-settings.js';
 import { ResultRecords, type ResultLookup } from './tally/record.js';
+import { ReactorService } from './reactor/service.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -135,6 +136,7 @@ export class SvcNode {
   results!: ResultRecords;
   /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
   offloader: Offloader | null = null;
+  reactor!: ReactorService;
   /** The executor side of /svc/exec/1.0.0. */
   execHandler!: ExecHandler;
   private executor: SolverExecutor | null = null;
@@ -272,6 +274,7 @@ export class SvcNode {
         ? { placement: { offload: (req) => this.offloader?.offload(req) ?? Promise.resolve(null) } }
         : {}),
     });
+    this.reactor = new ReactorService({ store: this.store, compute: this.compute, clock: this.clock, nodeId, phi0: config.kernel.phi0 });
     const demoKeys = new DemoKeys(this.store, this.identity, { counters: this.counters, clock: this.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
     const meshOptions: MeshServiceOptions = {
       store: this.store,
@@ -353,6 +356,7 @@ export class SvcNode {
       contribution: { bonds: this.bonds, modes: this.modes },
       consensus: { challenges: this.challenges, slashing: this.slashing },
       record: { results: this.results, publish: this.publish },
+      reactor: this.reactor,
     });
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;

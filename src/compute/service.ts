@@ -113,6 +113,21 @@ export interface ResultRecorder {
 
 export type { ChainRequest };
 
+/** What a sealed solver run hands to a caller that records it in the same batch (the reactor's step). */
+export interface SealedRun {
+  result_id: string;
+  result_digest: string;
+  svcond: number;
+  value: number;
+  unit: string;
+  /** The run's final state (plain JSON), for stateful solvers. */
+  state: unknown;
+  outputs: Record<string, unknown>;
+}
+
+/** Ops a caller adds to the sealing batch of a solver run (both land or neither). */
+export type SealAttach = (run: SealedRun) => Op[];
+
 /** A sealed (or signed) result: its UTF-8 JSON, serialised once for storage and the response. */
 export interface Sealed {
   bytes: Buffer;
@@ -222,6 +237,8 @@ export class ComputeService {
     /** The body job at the stamp (may throw, e.g. the tolerance gate). */
     job: (parts: StampParts) => BodyJob;
     summary: Omit<SealedSummary, 'result_id' | 'result_digest' | 'svcond'>;
+    /** Ops of the caller's own records of this result, in the sealing batch. */
+    attach?: (resultId: string, svcond: number) => Op[];
   }): Promise<Sealed> {
     const { caller } = args;
     try {
@@ -250,6 +267,8 @@ export class ComputeService {
         executed_by: executedBy,
         request: args.request,
       });
+      const attached = args.attach?.(resultId, stamp.svcond);
+      const extraOps = attached && attached.length > 0 ? { ops: [...(extra?.ops ?? []), ...attached], bump: extra?.bump ?? [] } : extra;
       const sealed = await this.deps.ledger.seal({
         caller,
         action: args.action,
@@ -259,7 +278,7 @@ export class ComputeService {
         svcond: stamp.svcond,
         unixMs: Number(endNs / 1_000_000n),
         counterNames: args.reservation.names,
-        ...(extra !== undefined ? { extra } : {}),
+        ...(extraOps !== undefined ? { extra: extraOps } : {}),
         // The ledger's members go into the prepared text at their slots; the proof signs the whole body.
         build: (ctx: SealContext) =>
           finishSeal(this.deps.receiptKey, prepared, {
@@ -393,7 +412,14 @@ export class ComputeService {
   }
 
   /** A solver run, sealed (every solver endpoint, /solve and /auto). */
-  async solve(caller: Caller, solverId: string, rawInputs: unknown, rawState: unknown, extra: Record<string, unknown> = {}): Promise<Sealed> {
+  async solve(
+    caller: Caller,
+    solverId: string,
+    rawInputs: unknown,
+    rawState: unknown,
+    extra: Record<string, unknown> = {},
+    attach?: SealAttach,
+  ): Promise<Sealed> {
     const startNs = this.deps.clock.nowNs();
     const { solver, inputs, state } = this.resolveSolver(solverId, rawInputs, rawState);
     const cost = extra.router ? COST.auto : COST.solver;
@@ -463,7 +489,30 @@ export class ComputeService {
         extra,
       }),
       summary: { kind: 'solver', solver: solver.id, operators: null, value: out.value, unit: out.unit },
+      ...(attach
+        ? {
+            attach: (resultId: string, svcond: number) =>
+              attach({ result_id: resultId, result_digest: resultDigest, svcond, value: out.value, unit: out.unit, state: plainOut.state, outputs }),
+          }
+        : {}),
     });
+  }
+
+  /**
+   * A stateful solver's next run without sealing or charging anything (the reactor's /next): resolved, run here and
+   * gated like a sealed run (422 when the check fails), but nothing is written. 402 when the caller could not pay
+   * for the sealed run.
+   */
+  async preview(caller: Caller, solverId: string, rawInputs: unknown, rawState: unknown): Promise<{ out: SolverOutput; outputs: Record<string, unknown> }> {
+    const { solver, inputs, state } = this.resolveSolver(solverId, rawInputs, rawState);
+    const tier = this.deps.tiers.ofCaller(caller);
+    assertTierAllows(solver.id, inputs, tier, this.deps.upgradeUrl());
+    await this.deps.ledger.assertCanPay(caller, COST.solver);
+    const out = await this.deps.executor.run(solver.id, inputs, state, this.timeLimit(tier), runOwner(caller), tier);
+    const verdict = gateSolverCheck(out.check, out.value);
+    if (!verdict.passed) throw toleranceGateError(verdict, { id: solver.id, check: plainJson(out.check) });
+    const outputs = plainJson(out.outputs) as Record<string, unknown>;
+    return { out: { ...out, check: plainJson(out.check), ...(out.state !== undefined ? { state: plainJson(out.state) } : {}) }, outputs };
   }
 
   /** POST /api/svc/auto: route the query, then run the chosen solver with the accepted constants. */

@@ -23,6 +23,7 @@ import { contributeRoutes } from './routes/contribute.js';
 import { consensusRoutes } from './routes/consensus.js';
 import { pohcRoutes } from './routes/pohc.js';
 import { recordRoutes } from './routes/record.js';
+import { REACTOR_READ_PATHS, reactorRoutes } from './routes/reactor.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -104,9 +105,10 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   consensusRoutes(router, s);
   pohcRoutes(router, s);
   recordRoutes(router, s);
+  if (s.reactor) reactorRoutes(router, { ...s, reactor: s.reactor });
   for (const register of s.extraRouters ?? []) register(router);
 
-  for (const path of QUERY_ROUTES) {
+  for (const path of [...QUERY_ROUTES, ...REACTOR_READ_PATHS]) {
     const layer = router.stack.find((l) => l.path === path && l.methods.includes('POST'));
     if (layer) router.register(path, ['QUERY'], layer.stack);
   }
