@@ -357,6 +357,13 @@ export class SvcNode {
       consensus: { challenges: this.challenges, slashing: this.slashing },
       record: { results: this.results, publish: this.publish },
       reactor: this.reactor,
+      mmio: {
+        queueDepth: () => this.executor?.queueDepth?.() ?? 0,
+        agentsRunning: () => 0,
+        agentsOf: () => Promise.resolve({ running: 0, total: 0 }),
+        streamsOf: () => 0,
+        reactorsOf: (zid) => this.reactor.countOf(zid),
+      },
     });
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;

@@ -24,6 +24,7 @@ import { consensusRoutes } from './routes/consensus.js';
 import { pohcRoutes } from './routes/pohc.js';
 import { recordRoutes } from './routes/record.js';
 import { REACTOR_READ_PATHS, reactorRoutes } from './routes/reactor.js';
+import { mmioRoutes } from './routes/mmio.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -106,6 +107,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   pohcRoutes(router, s);
   recordRoutes(router, s);
   if (s.reactor) reactorRoutes(router, { ...s, reactor: s.reactor });
+  if (s.mmio) mmioRoutes(router, { ...s, mmio: s.mmio });
   for (const register of s.extraRouters ?? []) register(router);
 
   for (const path of [...QUERY_ROUTES, ...REACTOR_READ_PATHS]) {

@@ -48,6 +48,8 @@ export interface HttpServices {
   record?: { results: import('../tally/record.js').ResultRecords; publish: import('../tally/publish-settings.js').PublishSettings };
   /** Reactors (reactor/service.ts); absent only in configurations built without them. */
   reactor?: import('../reactor/service.js').ReactorService;
+  /** Live values of the MMIO registers this node shows (http/routes/mmio.ts). */
+  mmio?: import('./routes/mmio.js').MmioSources;
   /** Extra route groups (the mesh) register themselves here. */
   extraRouters?: ((router: import('@koa/router').default) => void)[];
 }

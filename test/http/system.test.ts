@@ -172,11 +172,9 @@ describe('discovery against the router', () => {
     for (const e of [
       'GET /api/mcp',
       'POST /api/mcp',
-      'GET /api/svc/mmio/registers',
       'GET /api/chain/aggregate/list',
       'PATCH /api/chain/:slug/settings',
       'POST /api/svc/stream/channels',
-      'POST /api/svc/reactor',
       '/api/chain/:slug/contracts/*',
     ]) {
       expect(not_here).toContain(e);
@@ -190,6 +188,9 @@ describe('discovery against the router', () => {
       'GET /api/system/capabilities',
       'POST /api/svc/multibody',
       'GET /api/tally/record',
+      'GET /api/svc/mmio/registers',
+      'POST /api/svc/reactor',
+      '/api/svc/reactor/trajectory',
     ]) {
       expect(not_here).not.toContain(e);
     }
