@@ -53,6 +53,8 @@ import { Offloader } from './consensus/offload.js';
 import { PublishSettings } from './tally/publish-settings.js';
 import { ResultRecords, type ResultLookup } from './tally/record.js';
 import { ReactorService } from './reactor/service.js';
+import { AgentRuntime, type AgentLimits } from './agents/runtime.js';
+import { StreamCount } from './http/routes/agents.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -89,6 +91,11 @@ export interface NodeOptions {
    * The solver set is `registry` above: a test composes a node with a tampered solver by passing
    * `defaultRegistry().with([{ ...solver, run: tampered }])` (architecture.md §8; never a production flag).
    */
+  /**
+   * Agents: limits (tests, the bench), autoTick false (tests with a ManualClock call node.agents.pump() themselves),
+   * the SSE heartbeat interval (default 15 s).
+   */
+  agents?: { limits?: Partial<AgentLimits>; autoTick?: boolean; heartbeatMs?: number };
   /** Mesh overrides (tests: autoPulse, redial bounds). */
   mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits'>>;
 }
@@ -137,6 +144,9 @@ export class SvcNode {
   /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
   offloader: Offloader | null = null;
   reactor!: ReactorService;
+  agents!: AgentRuntime;
+  readonly agentStreams = new StreamCount();
+  private agentTimer: NodeJS.Timeout | null = null;
   /** The executor side of /svc/exec/1.0.0. */
   execHandler!: ExecHandler;
   private executor: SolverExecutor | null = null;
@@ -275,6 +285,17 @@ export class SvcNode {
         : {}),
     });
     this.reactor = new ReactorService({ store: this.store, compute: this.compute, clock: this.clock, nodeId, phi0: config.kernel.phi0 });
+    this.agents = new AgentRuntime({
+      store: this.store,
+      clock: this.clock,
+      ledger: this.ledger,
+      chain: this.chain,
+      compute: this.compute,
+      nodeId,
+      ...(this.options.agents?.limits ? { limits: this.options.agents.limits } : {}),
+      log: (msg, fields) => this.logger.warn(fields, msg),
+    });
+    await this.agents.load();
     const demoKeys = new DemoKeys(this.store, this.identity, { counters: this.counters, clock: this.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
     const meshOptions: MeshServiceOptions = {
       store: this.store,
@@ -357,11 +378,13 @@ export class SvcNode {
       consensus: { challenges: this.challenges, slashing: this.slashing },
       record: { results: this.results, publish: this.publish },
       reactor: this.reactor,
+      agents: this.agents,
+      agentStream: { count: this.agentStreams, heartbeatMs: this.options.agents?.heartbeatMs ?? 15_000 },
       mmio: {
         queueDepth: () => this.executor?.queueDepth?.() ?? 0,
-        agentsRunning: () => 0,
-        agentsOf: () => Promise.resolve({ running: 0, total: 0 }),
-        streamsOf: () => 0,
+        agentsRunning: () => this.agents.runningCount(),
+        agentsOf: async (zid) => ({ running: this.agents.runningOf(zid), total: await this.agents.totalOf(zid) }),
+        streamsOf: (zid) => this.agentStreams.of(zid),
         reactorsOf: (zid) => this.reactor.countOf(zid),
       },
     });
@@ -387,6 +410,11 @@ export class SvcNode {
       if (++consensusTicks % VERDICT_REANNOUNCE_TICKS === 0) void this.challenges.reannounceVerdicts().catch(() => undefined);
     }, TICK_MS);
     this.consensusTimer.unref();
+    if (this.options.agents?.autoTick !== false) {
+      // Polled a few times per tick: each agent runs once per tick it is due (AgentRuntime.pump).
+      this.agentTimer = setInterval(() => void this.agents.pump().catch(() => undefined), TICK_MS / 4);
+      this.agentTimer.unref();
+    }
     if (this.mesh.enabled) {
       const every = (this.options.bondReannounceTicks ?? BOND_REANNOUNCE_TICKS) * TICK_MS;
       this.reannounceTimer = setInterval(() => void this.bonds.reannounce().catch(() => undefined), every);
@@ -588,6 +616,7 @@ export class SvcNode {
   async stop(): Promise<void> {
     const server = this.server;
     this.server = null;
+    this.agentStreams.endAll();
     if (server) {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -599,6 +628,9 @@ export class SvcNode {
     if (this.transferDelivery) await this.transferDelivery.stop();
     if (this.consensusTimer) clearInterval(this.consensusTimer);
     this.consensusTimer = null;
+    if (this.agentTimer) clearInterval(this.agentTimer);
+    this.agentTimer = null;
+    if (this.agents) await this.agents.close();
     if (this.mesh) await this.mesh.stop();
     if (this.executor) await this.executor.close();
     if (this.sealer) await this.sealer.close();

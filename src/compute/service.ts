@@ -346,7 +346,7 @@ export class ComputeService {
    * POST /api/svc/compute: a closed-form operator chain (solvers.md §6). `requestText`: the JSON text `req` was
    * parsed from, when the caller has it (it keys the kept evaluation without serialising `req` again).
    */
-  async compute(caller: Caller, req: ChainRequest, options: { seal: boolean; requestText?: string } = { seal: true }): Promise<Sealed> {
+  async compute(caller: Caller, req: ChainRequest, options: { seal: boolean; requestText?: string; attach?: SealAttach } = { seal: true }): Promise<Sealed> {
     const startNs = this.deps.clock.nowNs();
     const chain = this.compiledChain(req, startNs, options.requestText);
     const { preview, cost } = chain;
@@ -380,6 +380,20 @@ export class ComputeService {
         return { kind: 'compute', parts, chain: preview, average: gate.tick_average, relError: gate.rel_error };
       },
       summary: { kind: 'compute', solver: null, operators: preview.operators, value: preview.value, unit: preview.unit },
+      ...(options.attach
+        ? {
+            attach: (resultId: string, svcond: number) =>
+              options.attach!({
+                result_id: resultId,
+                result_digest: chain.resultDigest,
+                svcond,
+                value: preview.value,
+                unit: preview.unit,
+                state: undefined,
+                outputs: {},
+              }),
+          }
+        : {}),
     });
   }
 

@@ -48,6 +48,9 @@ export interface HttpServices {
   record?: { results: import('../tally/record.js').ResultRecords; publish: import('../tally/publish-settings.js').PublishSettings };
   /** Reactors (reactor/service.ts); absent only in configurations built without them. */
   reactor?: import('../reactor/service.js').ReactorService;
+  /** Agents (agents/runtime.ts) and their SSE stream's open count and heartbeat. */
+  agents?: import('../agents/runtime.js').AgentRuntime;
+  agentStream?: { count: import('./routes/agents.js').StreamCount; heartbeatMs: number };
   /** Live values of the MMIO registers this node shows (http/routes/mmio.ts). */
   mmio?: import('./routes/mmio.js').MmioSources;
   /** Extra route groups (the mesh) register themselves here. */
