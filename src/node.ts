@@ -55,6 +55,7 @@ import { ResultRecords, type ResultLookup } from './tally/record.js';
 import { ReactorService } from './reactor/service.js';
 import { AgentRuntime, type AgentLimits } from './agents/runtime.js';
 import { StreamCount } from './http/routes/agents.js';
+import { GenesisService } from './genesis/service.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -379,6 +380,14 @@ export class SvcNode {
       record: { results: this.results, publish: this.publish },
       reactor: this.reactor,
       agents: this.agents,
+      genesis: new GenesisService({
+        store: this.store,
+        clock: this.clock,
+        chain: this.chain,
+        identity: this.identity,
+        ledger: this.ledger,
+        receiptKey: this.receiptKey,
+      }),
       agentStream: { count: this.agentStreams, heartbeatMs: this.options.agents?.heartbeatMs ?? 15_000 },
       mmio: {
         queueDepth: () => this.executor?.queueDepth?.() ?? 0,

@@ -26,6 +26,7 @@ import { recordRoutes } from './routes/record.js';
 import { REACTOR_READ_PATHS, reactorRoutes } from './routes/reactor.js';
 import { mmioRoutes } from './routes/mmio.js';
 import { agentRoutes } from './routes/agents.js';
+import { genesisRoutes } from './routes/genesis.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -109,6 +110,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   recordRoutes(router, s);
   if (s.reactor) reactorRoutes(router, { ...s, reactor: s.reactor });
   if (s.mmio) mmioRoutes(router, { ...s, mmio: s.mmio });
+  if (s.genesis) genesisRoutes(router, { ...s, genesis: s.genesis });
   if (s.agents && s.agentStream) agentRoutes(router, { ...s, agents: s.agents }, s.agentStream.count, { heartbeatMs: s.agentStream.heartbeatMs });
   for (const register of s.extraRouters ?? []) register(router);
 

@@ -51,6 +51,8 @@ export interface HttpServices {
   /** Agents (agents/runtime.ts) and their SSE stream's open count and heartbeat. */
   agents?: import('../agents/runtime.js').AgentRuntime;
   agentStream?: { count: import('./routes/agents.js').StreamCount; heartbeatMs: number };
+  /** Genesis documents (genesis/service.ts). */
+  genesis?: import('../genesis/service.js').GenesisService;
   /** Live values of the MMIO registers this node shows (http/routes/mmio.ts). */
   mmio?: import('./routes/mmio.js').MmioSources;
   /** Extra route groups (the mesh) register themselves here. */
