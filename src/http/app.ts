@@ -27,6 +27,7 @@ import { REACTOR_READ_PATHS, reactorRoutes } from './routes/reactor.js';
 import { mmioRoutes } from './routes/mmio.js';
 import { agentRoutes } from './routes/agents.js';
 import { genesisRoutes } from './routes/genesis.js';
+import { ROUTE_BODIES } from './route-bodies.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -73,6 +74,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     costs: costSheet(),
     tiers: tierSheet(s.tiers.policy, s.config.limits.enforceDailyQuota),
     not_here: notHere(endpoints()),
+    bodies: ROUTE_BODIES,
   });
 
   const nextTraceId = traceIdSource();

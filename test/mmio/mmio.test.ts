@@ -79,4 +79,16 @@ describe('MMIO', () => {
     expect(v.reactors).toBe(0);
     expect(v.agents).toBe(0);
   });
+
+  it('discovery lists every route this session defines a body for, with that body', async () => {
+    const d = (await call(t.url, 'GET', '/api')).body;
+    const listed = new Set(d.endpoints.map((e: { method: string; path: string }) => `${e.method} ${e.path}`));
+    expect(Object.keys(d.bodies).length).toBeGreaterThanOrEqual(15);
+    for (const [route, body] of Object.entries(d.bodies) as [string, { request: string; answer: string }][]) {
+      expect(listed.has(route), route).toBe(true);
+      expect(body.request.length > 0 && body.answer.length > 0).toBe(true);
+    }
+    for (const r of ['POST /api/genesis/execute', 'GET /api/svc/mmio', 'POST /api/svc/reactor/step', 'GET /api/svc/agent/stream'])
+      expect(d.not_here).not.toContain(r);
+  });
 });
