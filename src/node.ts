@@ -68,6 +68,10 @@ import { ChatService } from './llm/chat.js';
 import { ProviderDirectory } from './llm/directory.js';
 import { CredentialStore, credentialKey } from './llm/credentials.js';
 import { loadOrCreateCredentialSecret } from './config/credential-secret.js';
+import { ReactorService } from './reactor/service.js';
+import { AgentRuntime, type AgentLimits } from './agents/runtime.js';
+import { StreamCount } from './http/routes/agents.js';
+import { GenesisService } from './genesis/service.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;
@@ -112,6 +116,11 @@ export interface NodeOptions {
   webhookManualDispatch?: boolean;
   /** Tests: ms between WebSocket heartbeat pings (default 30 s). */
   wsHeartbeatMs?: number;
+  /**
+   * Agents: limits (tests, the bench), autoTick false (tests with a ManualClock call node.agents.pump() themselves),
+   * the SSE heartbeat interval (default 15 s).
+   */
+  agents?: { limits?: Partial<AgentLimits>; autoTick?: boolean; heartbeatMs?: number };
   /** Mesh overrides (tests: autoPulse, redial bounds). */
   mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits'>>;
 }
@@ -160,6 +169,10 @@ export class SvcNode {
   /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
   offloader: Offloader | null = null;
   private execSessions: ExecSessions | null = null;
+  reactor!: ReactorService;
+  agents!: AgentRuntime;
+  readonly agentStreams = new StreamCount();
+  private agentTimer: NodeJS.Timeout | null = null;
   /** The executor side of /svc/exec/1.0.0. */
   execHandler!: ExecHandler;
   private executor: SolverExecutor | null = null;
@@ -347,6 +360,18 @@ export class SvcNode {
       events: this.webhooks,
       onError: (batch, err) => this.logger.warn({ batch, err: String(err) }, 'batch failed'),
     });
+    this.reactor = new ReactorService({ store: this.store, compute: this.compute, clock: this.clock, nodeId, phi0: config.kernel.phi0 });
+    this.agents = new AgentRuntime({
+      store: this.store,
+      clock: this.clock,
+      ledger: this.ledger,
+      chain: this.chain,
+      compute: this.compute,
+      nodeId,
+      ...(this.options.agents?.limits ? { limits: this.options.agents.limits } : {}),
+      log: (msg, fields) => this.logger.warn(fields, msg),
+    });
+    await this.agents.load();
     const demoKeys = new DemoKeys(this.store, this.identity, { counters: this.counters, clock: this.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
     const meshOptions: MeshServiceOptions = {
       store: this.store,
@@ -442,6 +467,24 @@ export class SvcNode {
       batches: this.batches,
       webhooks: this.webhooks,
       llm: await this.wireLlm(),
+      reactor: this.reactor,
+      agents: this.agents,
+      genesis: new GenesisService({
+        store: this.store,
+        clock: this.clock,
+        chain: this.chain,
+        identity: this.identity,
+        ledger: this.ledger,
+        receiptKey: this.receiptKey,
+      }),
+      agentStream: { count: this.agentStreams, heartbeatMs: this.options.agents?.heartbeatMs ?? 15_000 },
+      mmio: {
+        queueDepth: () => this.executor?.queueDepth?.() ?? 0,
+        agentsRunning: () => this.agents.runningCount(),
+        agentsOf: async (zid) => ({ running: this.agents.runningOf(zid), total: await this.agents.totalOf(zid) }),
+        streamsOf: (zid) => this.agentStreams.of(zid),
+        reactorsOf: (zid) => this.reactor.countOf(zid),
+      },
     });
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
@@ -479,6 +522,11 @@ export class SvcNode {
     this.consensusTimer.unref();
     this.checkpointTimer = setInterval(() => void this.chain.checkpoints.tick().catch(() => undefined), TICK_MS);
     this.checkpointTimer.unref();
+    if (this.options.agents?.autoTick !== false) {
+      // Polled a few times per tick: each agent runs once per tick it is due (AgentRuntime.pump).
+      this.agentTimer = setInterval(() => void this.agents.pump().catch(() => undefined), TICK_MS / 4);
+      this.agentTimer.unref();
+    }
     if (this.mesh.enabled) {
       const every = (this.options.bondReannounceTicks ?? BOND_REANNOUNCE_TICKS) * TICK_MS;
       this.reannounceTimer = setInterval(() => void this.bonds.reannounce().catch(() => undefined), every);
@@ -709,6 +757,7 @@ export class SvcNode {
     if (this.autotick) await this.autotick.stop();
     if (this.batches) await this.batches.stop();
     if (this.webhooks) await this.webhooks.dispatcher.stop();
+    this.agentStreams.endAll();
     if (server) {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -723,6 +772,9 @@ export class SvcNode {
     this.execSessions?.closeAll();
     if (this.checkpointTimer) clearInterval(this.checkpointTimer);
     this.checkpointTimer = null;
+    if (this.agentTimer) clearInterval(this.agentTimer);
+    this.agentTimer = null;
+    if (this.agents) await this.agents.close();
     if (this.mesh) await this.mesh.stop();
     if (this.executor) await this.executor.close();
     if (this.sealer) await this.sealer.close();

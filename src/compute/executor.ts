@@ -58,6 +58,8 @@ export interface SolverExecutor {
   run(solverId: string, inputs: Record<string, unknown>, state: unknown, timeLimitSeconds: number, owner: string, tier?: string): Promise<SolverOutput>;
   /** Runs it could start now without queueing (a node advertises this in its tick events). */
   freeSlots(): number;
+  /** Runs waiting for a worker now (the MMIO queue-depth register); absent: none ever wait. */
+  queueDepth?(): number;
   close(): Promise<void>;
 }
 
@@ -238,6 +240,10 @@ export class WorkerPoolExecutor implements SolverExecutor {
       this.waitingCount++;
       this.pump();
     });
+  }
+
+  queueDepth(): number {
+    return this.waitingCount;
   }
 
   freeSlots(): number {

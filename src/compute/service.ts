@@ -79,8 +79,8 @@ export interface ComputationFailure {
 
 /** Per-call additions to one seal (streams: the channel's new head, in the same batch as the seal). */
 export interface SealHooks {
-  /** Ops for the sealing batch, given the sealed facts and the run's final state (stateful solvers). */
-  ops?: (facts: SealedFacts, state: unknown) => Op[];
+  /** Ops for the sealing batch, given the sealed facts and the run (its value, final state of a stateful solver …). */
+  ops?: (facts: SealedFacts, run: SealedRun) => Op[];
   /** Rolls back what ops() changed in memory when the batch fails. */
   rollback?: () => void;
 }
@@ -136,6 +136,20 @@ export interface ResultRecorder {
 }
 
 export type { ChainRequest };
+
+/** What a sealed run hands to a caller that records it in the same batch (SealHooks: streams, batches, reactor, agents). */
+export interface SealedRun {
+  result_id: string;
+  result_digest: string;
+  svcond: number;
+  value: number;
+  unit: string;
+  /** The run's final state (plain JSON), for stateful solvers. */
+  state: unknown;
+  outputs: Record<string, unknown>;
+}
+
+const NO_RUN: Omit<SealedRun, 'result_id' | 'result_digest' | 'svcond'> = { value: 0, unit: '', state: undefined, outputs: {} };
 
 /** A sealed (or signed) result: its UTF-8 JSON, serialised once for storage and the response. */
 export interface Sealed {
@@ -247,7 +261,8 @@ export class ComputeService {
     job: (parts: StampParts) => BodyJob;
     summary: Omit<SealedSummary, 'result_id' | 'result_digest' | 'svcond'>;
     hooks?: SealHooks;
-    state?: unknown;
+    /** What the hooks are told of the run besides its seal (value, unit, final state, outputs). */
+    run?: Omit<SealedRun, 'result_id' | 'result_digest' | 'svcond'>;
   }): Promise<Sealed> {
     const { caller } = args;
     try {
@@ -281,7 +296,8 @@ export class ComputeService {
       const more: Op[] = [];
       const owed = this.deps.outbox?.sealOps(facts);
       if (owed !== undefined) for (const op of owed.ops) more.push(op);
-      if (args.hooks?.ops) for (const op of args.hooks.ops(facts, args.state)) more.push(op);
+      if (args.hooks?.ops)
+        for (const op of args.hooks.ops(facts, { result_id: resultId, result_digest: resultDigest, svcond: stamp.svcond, ...(args.run ?? NO_RUN) })) more.push(op);
       if (more.length > 0 || (owed !== undefined && owed.bump.length > 0)) {
         extra = { ops: [...(extra?.ops ?? []), ...more], bump: [...(extra?.bump ?? []), ...(owed?.bump ?? [])] };
       }
@@ -430,7 +446,7 @@ export class ComputeService {
         return { kind: 'compute', parts, chain: preview, average: gate.tick_average, relError: gate.rel_error };
       },
       summary: { kind: 'compute', solver: null, operators: preview.operators, value: preview.value, unit: preview.unit },
-      ...(hooks !== undefined ? { hooks } : {}),
+      ...(hooks !== undefined ? { hooks, run: { value: preview.value, unit: preview.unit, state: undefined, outputs: {} } } : {}),
     });
   }
 
@@ -557,8 +573,25 @@ export class ComputeService {
         extra,
       }),
       summary: { kind: 'solver', solver: solver.id, operators: null, value: out.value, unit: out.unit },
-      ...(hooks !== undefined ? { hooks, state: plainOut.state } : {}),
+      ...(hooks !== undefined ? { hooks, run: { value: out.value, unit: out.unit, state: plainOut.state, outputs } } : {}),
     });
+  }
+
+  /**
+   * A stateful solver's next run without sealing or charging anything (the reactor's /next): resolved, run here and
+   * gated like a sealed run (422 when the check fails), but nothing is written. 402 when the caller could not pay
+   * for the sealed run.
+   */
+  async preview(caller: Caller, solverId: string, rawInputs: unknown, rawState: unknown): Promise<{ out: SolverOutput; outputs: Record<string, unknown> }> {
+    const { solver, inputs, state } = this.resolveSolver(solverId, rawInputs, rawState);
+    const tier = this.deps.tiers.ofCaller(caller);
+    assertTierAllows(solver.id, inputs, tier, this.deps.upgradeUrl());
+    await this.deps.ledger.assertCanPay(caller, COST.solver);
+    const out = await this.deps.executor.run(solver.id, inputs, state, this.timeLimit(tier), runOwner(caller), tier);
+    const verdict = gateSolverCheck(out.check, out.value);
+    if (!verdict.passed) throw toleranceGateError(verdict, { id: solver.id, check: plainJson(out.check) });
+    const outputs = plainJson(out.outputs) as Record<string, unknown>;
+    return { out: { ...out, check: plainJson(out.check), ...(out.state !== undefined ? { state: plainJson(out.state) } : {}) }, outputs };
   }
 
   /** POST /api/svc/auto: route the query, then run the chosen solver with the accepted constants. */

@@ -30,6 +30,11 @@ import { mcpRoutes } from './routes/mcp.js';
 import { llmRoutes } from './routes/llm.js';
 import { SelfApi } from './self-request.js';
 import { LocalTools } from './local-tools.js';
+import { REACTOR_READ_PATHS, reactorRoutes } from './routes/reactor.js';
+import { mmioRoutes } from './routes/mmio.js';
+import { agentRoutes } from './routes/agents.js';
+import { genesisRoutes } from './routes/genesis.js';
+import { ROUTE_BODIES } from './route-bodies.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -80,6 +85,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     tiers: tierSheet(s.tiers.policy, s.config.limits.enforceDailyQuota),
     // WS /ws/stream is served on the same server, outside the router (ws-stream.ts).
     not_here: notHere(endpoints()).filter((e) => !(s.streams && e === 'WS /ws/stream') && !(s.webhooks && e === 'webhooks (planned, part 6)')),
+    bodies: ROUTE_BODIES,
   });
 
   const nextTraceId = traceIdSource();
@@ -121,9 +127,13 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   webhookRoutes(router, s);
   mcpRoutes(router, s, tools, selfApi, discovery);
   llmRoutes(router, s, tools, selfApi);
+  if (s.reactor) reactorRoutes(router, { ...s, reactor: s.reactor });
+  if (s.mmio) mmioRoutes(router, { ...s, mmio: s.mmio });
+  if (s.genesis) genesisRoutes(router, { ...s, genesis: s.genesis });
+  if (s.agents && s.agentStream) agentRoutes(router, { ...s, agents: s.agents }, s.agentStream.count, { heartbeatMs: s.agentStream.heartbeatMs });
   for (const register of s.extraRouters ?? []) register(router);
 
-  for (const path of QUERY_ROUTES) {
+  for (const path of [...QUERY_ROUTES, ...REACTOR_READ_PATHS]) {
     const layer = router.stack.find((l) => l.path === path && l.methods.includes('POST'));
     if (layer) router.register(path, ['QUERY'], layer.stack);
   }

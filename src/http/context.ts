@@ -58,6 +58,15 @@ export interface HttpServices {
     directory: import('../llm/directory.js').ProviderDirectory;
     credentials?: import('../llm/credentials.js').CredentialStore;
   };
+  /** Reactors (reactor/service.ts); absent only in configurations built without them. */
+  reactor?: import('../reactor/service.js').ReactorService;
+  /** Agents (agents/runtime.ts) and their SSE stream's open count and heartbeat. */
+  agents?: import('../agents/runtime.js').AgentRuntime;
+  agentStream?: { count: import('./routes/agents.js').StreamCount; heartbeatMs: number };
+  /** Genesis documents (genesis/service.ts). */
+  genesis?: import('../genesis/service.js').GenesisService;
+  /** Live values of the MMIO registers this node shows (http/routes/mmio.ts). */
+  mmio?: import('./routes/mmio.js').MmioSources;
   /** Extra route groups (the mesh) register themselves here. */
   extraRouters?: ((router: import('@koa/router').default) => void)[];
 }

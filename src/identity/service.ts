@@ -7,7 +7,7 @@ import { ServiceError } from '../kernel/errors.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { BoundedMap } from '../util/bounded-map.js';
-import type { ChainService, MachineRecord } from '../chain/service.js';
+import type { ChainService, MachineRecord, Role } from '../chain/service.js';
 import { compareVersions, keyDigest, keyId, keyKind, mintKey, randomToken, type KeyKind } from './keys.js';
 import { Claims, conflict, type Claim, type ClaimSpace } from './claims.js';
 
@@ -415,6 +415,7 @@ export class IdentityService {
     slug: string,
     svcond: number,
     isPublic = false,
+    roles: Record<string, Role> = {},
   ): { ops: Op[]; adminKey: string; machine: MachineRecord; announce: () => void } {
     const adminKey = mintKey('zsm');
     const machine: MachineRecord = {
@@ -423,7 +424,7 @@ export class IdentityService {
       genesis_svcond: svcond,
       is_public: isPublic,
       key_digest: keyDigest(adminKey),
-      roles: { [zid]: 'owner' },
+      roles: { ...roles, [zid]: 'owner' },
       inject_agent_rail: false,
       inject_pulse_orb: false,
       home: this.deps.nodeId(),
@@ -499,6 +500,8 @@ export class IdentityService {
     svcond: number,
     isPublic: boolean,
     charge?: () => { ops: Op[]; rollback: () => void },
+    /** Roles of other identities on the new machine (a genesis document's); the creator is always its owner. */
+    roles?: Record<string, Role>,
   ): Promise<{ machine: MachineRecord; adminKey: string }> {
     if (slug.startsWith(DEFAULT_SLUG_PREFIX)) {
       const reason = `slugs starting with "${DEFAULT_SLUG_PREFIX}" name identities' default machines and cannot be chosen`;
@@ -508,7 +511,7 @@ export class IdentityService {
     try {
       if (await this.deps.chain.getMachine(slug)) throw conflict('slug', slug);
       const paid = charge?.();
-      const { ops, adminKey, machine, announce } = this.machineFor(zid, slug, svcond, isPublic);
+      const { ops, adminKey, machine, announce } = this.machineFor(zid, slug, svcond, isPublic, roles);
       try {
         await this.deps.store.commit(paid ? [...paid.ops, ...ops] : ops);
       } catch (err) {

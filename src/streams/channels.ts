@@ -210,11 +210,11 @@ export class StreamService {
       if (c.status !== 'open') throw new ServiceError(409, 'SVC_CONFLICT', `stream channel ${id} is closed`);
       let next: ChannelRecord | null = null;
       const hooks = {
-        ops: (facts: { result_id: string; svcond: number }, state: unknown): Op[] => {
+        ops: (facts: { result_id: string; svcond: number }, run: { state: unknown }): Op[] => {
           next = {
             ...c,
             tick_count: c.tick_count + 1,
-            head_state: state === undefined ? c.head_state : state,
+            head_state: run.state === undefined ? c.head_state : run.state,
             last_result_id: facts.result_id,
             last_svcond: facts.svcond,
           };

@@ -26,6 +26,10 @@ export const COSTS = {
   sourceAuditCreation: 50,
   agentSpawn: 75,
   pageGeneration: 100,
+  /** An agent's chain-append step (part 8 names no price; docs/decisions.md, session 12). */
+  agentAppend: 1,
+  /** POST /api/genesis/execute: a state machine's creation (part 8's 50). */
+  genesis: 50,
 } as const;
 
 /** Part 8's bounds for a compute charge. */
@@ -60,8 +64,16 @@ export const COST_TABLE: readonly CostEntry[] = [
   { action: 'skill_creation', credits: COSTS.skillCreation, per: 'action', served: false },
   { action: 'operator_creation', credits: COSTS.operatorCreation, per: 'action', served: false },
   { action: 'source_audit_creation', credits: COSTS.sourceAuditCreation, per: 'action', served: false },
-  { action: 'agent_spawn', credits: COSTS.agentSpawn, per: 'action', served: false },
+  { action: 'agent_spawn', credits: COSTS.agentSpawn, per: 'action', served: true, note: 'POST /api/svc/agent/spawn, and each derive' },
   { action: 'page_generation', credits: COSTS.pageGeneration, per: 'action', served: false },
+  {
+    action: 'agent_append',
+    credits: COSTS.agentAppend,
+    per: 'action',
+    served: true,
+    note: "an agent's chain-append step (a compute or solver step costs as one)",
+  },
+  { action: 'genesis', credits: COSTS.genesis, per: 'action', served: true, note: 'POST /api/genesis/execute: a new state machine from a genesis document' },
 ];
 
 /** What GET /api/tally/costs and discovery show. */

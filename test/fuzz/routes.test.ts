@@ -19,7 +19,7 @@ const ALLOWED_5XX = new Set(['SVC_SOLVER_ERROR', 'SVC_TIMEOUT']);
  */
 const GOSSIP = new Set(['POST /api/mesh/gossip', 'POST /api/tally/transfers/deliver']);
 /** Streams (server-sent events) never end: they are not fuzzed here. */
-const STREAMS = new Set(['/api/svc/pulse/stream']);
+const STREAMS = new Set(['/api/svc/pulse/stream', '/api/svc/agent/stream']);
 /** FUZZ_ROUTES=<regex>: only the routes whose "METHOD /path" matches (to search one area longer). */
 const ONLY = process.env.FUZZ_ROUTES ? new RegExp(process.env.FUZZ_ROUTES) : null;
 

@@ -97,6 +97,8 @@ describe('costs', () => {
       source_audit_creation: 50,
       agent_spawn: 75,
       page_generation: 100,
+      agent_append: 1,
+      genesis: 50,
     });
     expect(r.body.split).toMatchObject({ burned_percent: 80, foundation_percent: 20 });
     const d = await call(t.url, 'GET', '/api');

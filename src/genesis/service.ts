@@ -1,0 +1,118 @@
+// Genesis (spec 4.2): POST /api/genesis/execute creates a state machine from a declared genesis document — its slug,
+// visibility, roles and first events — in one atomic batch: the charge (50, part 8's state-machine creation), the
+// machine and its admin key, a `genesis` row committing the document's digest and one row per first event, and the
+// genesis record. The answer is sealed (svcProof, HMAC-SHA256 with the receipt key). Idempotent on the document's
+// digest (SHA-256 of its RFC 8785 JSON): the same document again answers the first execution, charging nothing.
+// Contracts (an initial contract in the document) are not served on this node yet: such a document is refused.
+import { canonicalDigest } from '../kernel/canonical.js';
+import { ServiceError } from '../kernel/errors.js';
+import { signBody } from '../kernel/receipt.js';
+import { stampAt, type Clock } from '../kernel/clock.js';
+import type { Op, Store, Sublevel } from '../store/db.js';
+import type { ChainService, Role } from '../chain/service.js';
+import type { IdentityService } from '../identity/service.js';
+import type { Ledger, TallyCharge } from '../tally/ledger.js';
+import { COSTS } from '../tally/costs.js';
+
+export interface GenesisDocument {
+  slug: string;
+  is_public: boolean;
+  roles: Record<string, Exclude<Role, 'owner'>>;
+  events: { type: string; payload: unknown }[];
+  metadata: Record<string, unknown>;
+}
+
+export interface GenesisRecord {
+  document_digest: string;
+  owner: string;
+  slug: string;
+  svcond: number;
+  rows: { seq: number; hash: string; transitionType: string }[];
+  tally_charge: TallyCharge;
+}
+
+export interface GenesisDeps {
+  store: Store;
+  clock: Clock;
+  chain: ChainService;
+  identity: IdentityService;
+  ledger: Ledger;
+  receiptKey: Buffer;
+}
+
+export class GenesisService {
+  private readonly records: Sublevel;
+
+  constructor(private readonly deps: GenesisDeps) {
+    this.records = deps.store.sub('genesis');
+  }
+
+  private answer(rec: GenesisRecord, replayed: boolean, adminKey: string | null): Record<string, unknown> {
+    const body: Record<string, unknown> = { kind: 'genesis', ...rec, replayed };
+    const sealed = { ...body, svcProof: signBody(this.deps.receiptKey, body) };
+    return adminKey ? { ...sealed, admin_key: adminKey, message: 'the admin key is shown once' } : sealed;
+  }
+
+  /** Execute a document (or answer its earlier execution by the same owner). */
+  async execute(zid: string, doc: GenesisDocument): Promise<{ created: boolean; body: Record<string, unknown> }> {
+    const digest = canonicalDigest(doc);
+    const earlier = await this.deps.store.get<GenesisRecord>(this.records, digest);
+    if (earlier) return this.replay(zid, earlier);
+    await this.deps.ledger.wallet(zid);
+    const svcond = stampAt(this.deps.clock.nowNs()).svcond;
+    let rec: GenesisRecord | null = null;
+    let created: Awaited<ReturnType<IdentityService['createMachine']>>;
+    try {
+      created = await this.deps.identity.createMachine(
+        zid,
+        doc.slug,
+        svcond,
+        doc.is_public,
+        () => {
+          // Synchronous up to the commit: the charge (402 here writes nothing), then the machine's first rows.
+          const paid = this.deps.ledger.chargeOps(zid, 'genesis', COSTS.genesis);
+          this.deps.chain.created(doc.slug);
+          const appended: ReturnType<ChainService['appendOps']>[] = [];
+          try {
+            appended.push(this.deps.chain.appendOps(doc.slug, svcond, 'genesis', { document_digest: digest }));
+            for (const e of doc.events) appended.push(this.deps.chain.appendOps(doc.slug, svcond, 'genesis_event', { type: e.type, payload: e.payload }));
+          } catch (err) {
+            for (const a of appended.reverse()) a.rollback();
+            paid.rollback();
+            throw err;
+          }
+          rec = {
+            document_digest: digest,
+            owner: zid,
+            slug: doc.slug,
+            svcond,
+            rows: appended.map((a) => ({ seq: a.row.seq, hash: a.row.hash, transitionType: a.row.transitionType })),
+            tally_charge: paid.charge,
+          };
+          const ops: Op[] = [...paid.ops, ...appended.map((a) => a.op), { type: 'put', sub: this.records, key: digest, value: rec }];
+          return {
+            ops,
+            rollback: () => {
+              for (const a of [...appended].reverse()) a.rollback();
+              paid.rollback();
+            },
+          };
+        },
+        doc.roles,
+      );
+    } catch (err) {
+      // A concurrent execution of the same document took the slug first: answer it.
+      const first = err instanceof ServiceError && err.code === 'SVC_CONFLICT' ? await this.deps.store.get<GenesisRecord>(this.records, digest) : undefined;
+      if (first) return this.replay(zid, first);
+      throw err;
+    }
+    if (rec === null) throw new Error('genesis committed without its record');
+    return { created: true, body: this.answer(rec, false, created.adminKey) };
+  }
+
+  private replay(zid: string, rec: GenesisRecord): { created: boolean; body: Record<string, unknown> } {
+    if (rec.owner !== zid)
+      throw new ServiceError(409, 'SVC_CONFLICT', `this genesis document was executed by another identity (state machine ${rec.slug})`, { slug: rec.slug });
+    return { created: false, body: this.answer(rec, true, null) };
+  }
+}

@@ -1,0 +1,179 @@
+// Agents (spec 4.8, 6): spawn, read, list, kill, and GET /api/svc/agent/stream, the SSE stream of the caller's agent
+// events (spawn, tick, derive, kill, stop) with Last-Event-ID resume and heartbeats. Thin: validate, call the runtime.
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { createSession } from 'better-sse';
+import { z } from 'zod';
+import { ServiceError } from '../../kernel/errors.js';
+import type { HttpServices } from '../context.js';
+import { requireKey } from '../auth.js';
+import { forwardToHome } from '../forward.js';
+import { validate } from '../validate.js';
+import type { Caller } from '../../tally/ledger.js';
+import type { AgentRecord, AgentRuntime } from '../../agents/runtime.js';
+import type { AgentEvent } from '../../agents/events.js';
+
+const spawnBody = z.object({ slug: z.string().min(3).max(48).optional(), program: z.unknown() }).strict();
+const listQuery = z
+  .object({
+    status: z.enum(['running', 'killed', 'stopped']).optional(),
+    offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+    limit: z.coerce.number().int().min(1).max(500).default(100),
+    key: z.string().optional(),
+  })
+  .strict();
+const streamQuery = z
+  .object({ agent: z.string().max(64).optional(), last_event_id: z.coerce.number().int().min(0).optional(), key: z.string().optional() })
+  .strict();
+
+/** Events sent from the store on a resume, per read. */
+const RESUME_PAGE = 500;
+
+export interface AgentStreamOptions {
+  /** Heartbeat (an SSE comment) interval in ms. */
+  heartbeatMs: number;
+}
+
+export function agentView(a: AgentRecord): Record<string, unknown> {
+  return {
+    id: a.id,
+    owner: a.owner,
+    slug: a.slug,
+    home: a.home,
+    status: a.status,
+    stop_reason: a.stop_reason,
+    parent: a.parent,
+    depth: a.depth,
+    children: a.children,
+    spawned_svcond: a.spawned_svcond,
+    next_svcond: a.status === 'running' ? a.next_svcond : null,
+    ticks: a.ticks,
+    state: a.state,
+    last: a.last,
+    program: a.program,
+    last_event: a.last_event,
+  };
+}
+
+/** Open agent streams by owner (the MMIO open_streams register). */
+export class StreamCount {
+  private readonly open = new Map<string, number>();
+  private readonly enders = new Set<() => void>();
+  /** Register a stream's way to end; returns its removal. */
+  track(end: () => void): () => void {
+    this.enders.add(end);
+    return () => this.enders.delete(end);
+  }
+  /** End every open stream (a stopping node: server.close waits for open connections). */
+  endAll(): void {
+    for (const end of [...this.enders]) end();
+  }
+  add(zid: string, d: number): void {
+    const n = (this.open.get(zid) ?? 0) + d;
+    if (n <= 0) this.open.delete(zid);
+    else this.open.set(zid, n);
+  }
+  of(zid: string): number {
+    return this.open.get(zid) ?? 0;
+  }
+  total(): number {
+    let n = 0;
+    for (const v of this.open.values()) n += v;
+    return n;
+  }
+}
+
+export function agentRoutes(router: Router, s: HttpServices & { agents: AgentRuntime }, streams: StreamCount, opts: AgentStreamOptions): void {
+  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+  const home = forwardToHome(s);
+  const key = requireKey(auth);
+  const rt = s.agents;
+  const identityOf = (ctx: Context): Extract<Caller, { kind: 'identity' }> => {
+    const c = ctx.state.caller as Caller;
+    if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'agents belong to an identity: use a key of one');
+    return c;
+  };
+
+  router.post('/api/svc/agent/spawn', key, home, async (ctx) => {
+    const body = validate(spawnBody, ctx.request.body);
+    const a = await rt.spawn(identityOf(ctx), body.program, body.slug);
+    ctx.status = 201;
+    ctx.body = agentView(a);
+  });
+
+  router.get('/api/svc/agent/list', key, home, async (ctx) => {
+    const q = validate(listQuery, ctx.query);
+    const page = await rt.list(identityOf(ctx), q.status, q.offset, q.limit);
+    ctx.body = { total: page.total, offset: q.offset, limit: q.limit, items: page.items.map(agentView) };
+  });
+
+  // The stream is served where the caller's agents run: at its home (a remote home is named, not relayed: an SSE
+  // stream does not end, so it is not forwarded like a request).
+  router.get('/api/svc/agent/stream', key, async (ctx) => {
+    const c = identityOf(ctx);
+    if (c.home !== s.nodeId()) {
+      const url = s.mesh?.peerUrl(c.home) ?? null;
+      if (!url)
+        throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', 'the home node of this identity is not reachable from here', {
+          home: c.home,
+          retry_after_seconds: 5,
+        });
+      ctx.status = 307;
+      ctx.set('Location', `${url}${ctx.originalUrl}`);
+      ctx.body = { home: c.home, location: `${url}${ctx.originalUrl}` };
+      return;
+    }
+    const q = validate(streamQuery, ctx.query);
+    const header = ctx.get('last-event-id');
+    const fromHeader = /^\d{1,15}$/.test(header) ? Number(header) : undefined;
+    const after = fromHeader ?? q.last_event_id ?? null;
+    ctx.respond = false;
+    // Koa's default status (404) is on the response already: the stream's head must say 200.
+    ctx.res.statusCode = 200;
+    const session = await createSession(ctx.req, ctx.res, { keepAlive: opts.heartbeatMs, retry: 1000, trustClientEventId: false, statusCode: 200 });
+    streams.add(c.zid, 1);
+    const untrack = streams.track(() => ctx.res.end());
+    const wanted = (e: AgentEvent) => e.owner === c.zid && (q.agent === undefined || e.agent === q.agent);
+    const send = (e: AgentEvent) => {
+      if (session.isConnected) session.push(e, e.type, String(e.seq));
+    };
+    // Live events wait in a queue while the stored ones after Last-Event-ID are sent; an event the replay sent is not
+    // sent again (live events of different agents may arrive out of sequence order: each is sent once as it comes).
+    let replaying = after !== null;
+    let replayedUpTo = after ?? 0;
+    const queued: AgentEvent[] = [];
+    const unsubscribe = rt.events.subscribe((e) => {
+      if (!wanted(e)) return;
+      if (replaying) queued.push(e);
+      else if (e.seq > replayedUpTo) send(e);
+    });
+    session.on('disconnected', () => {
+      unsubscribe();
+      untrack();
+      streams.add(c.zid, -1);
+    });
+    if (after !== null) {
+      let cursor = after;
+      for (;;) {
+        const page = await rt.events.since(c.zid, cursor, RESUME_PAGE);
+        for (const e of page) {
+          cursor = e.seq;
+          if (wanted(e)) send(e);
+        }
+        if (page.length < RESUME_PAGE) break;
+      }
+      replayedUpTo = cursor;
+      replaying = false;
+      for (const e of queued) if (e.seq > replayedUpTo) send(e);
+      queued.length = 0;
+    }
+  });
+
+  router.get('/api/svc/agent/:id', key, home, async (ctx) => {
+    ctx.body = agentView(await rt.get(identityOf(ctx), String(ctx.params.id)));
+  });
+
+  router.post('/api/svc/agent/:id/kill', key, home, async (ctx) => {
+    ctx.body = agentView(await rt.kill(identityOf(ctx), String(ctx.params.id)));
+  });
+}

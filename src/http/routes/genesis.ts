@@ -1,0 +1,52 @@
+// POST /api/genesis/execute (spec 4.2): a new state machine from a genesis document, at the caller's home. Thin:
+// validate the document, call the genesis service, answer 201 (created) or 200 (the same document again).
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { ServiceError } from '../../kernel/errors.js';
+import { InputError } from '../../solvers/errors.js';
+import type { HttpServices } from '../context.js';
+import { requireKey } from '../auth.js';
+import { forwardToHome } from '../forward.js';
+import { validate } from '../validate.js';
+import type { Caller } from '../../tally/ledger.js';
+import { SLUG_PATTERN } from '../../mesh/machines.js';
+import type { GenesisService } from '../../genesis/service.js';
+
+const documentSchema = z
+  .object({
+    slug: z.string().regex(SLUG_PATTERN, '3 … 48 of a-z, 0-9 and -'),
+    is_public: z.boolean().default(false),
+    roles: z
+      .record(z.string().regex(/^zid_[A-Za-z0-9]{1,64}$/, 'a ZID'), z.enum(['viewer', 'operator', 'admin']))
+      .refine((r) => Object.keys(r).length <= 64, 'at most 64 roles')
+      .default({}),
+    events: z
+      .array(
+        z
+          .object({ type: z.string().regex(/^[a-z][a-z0-9_.-]{0,47}$/, 'a-z, 0-9, _ . - (1 … 48, a letter first)'), payload: z.unknown().default(null) })
+          .strict(),
+      )
+      .max(64)
+      .default([]),
+    metadata: z.record(z.string().max(64), z.unknown()).default({}),
+    contract: z.unknown().optional(),
+  })
+  .strict();
+const executeBody = z.object({ document: documentSchema }).strict();
+
+export function genesisRoutes(router: Router, s: HttpServices & { genesis: GenesisService }): void {
+  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+  const home = forwardToHome(s);
+
+  router.post('/api/genesis/execute', requireKey(auth), home, async (ctx: Context) => {
+    const c = ctx.state.caller as Caller;
+    if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'a genesis document is executed by an identity: use a key of one');
+    const { document } = validate(executeBody, ctx.request.body);
+    const { contract, ...doc } = document;
+    if (contract !== undefined) throw new InputError('document.contract', 'contracts are not served on this node yet: leave the initial contract out', null);
+    const { created, body } = await s.genesis.execute(c.zid, { ...doc, events: doc.events.map((e) => ({ type: e.type, payload: e.payload ?? null })) });
+    ctx.status = created ? 201 : 200;
+    ctx.body = body;
+  });
+}

@@ -1,0 +1,94 @@
+// The reactor (spec 4.8): POST /api/svc/reactor opens one; the sub-paths take {id} and answer its state. Thin:
+// validate, call the reactor service at the caller's home (forwardToHome), shape the answer.
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { ServiceError } from '../../kernel/errors.js';
+import type { HttpServices } from '../context.js';
+import { requireKey } from '../auth.js';
+import { forwardToHome } from '../forward.js';
+import { validate } from '../validate.js';
+import type { Caller } from '../../tally/ledger.js';
+import type { ReactorRecord, ReactorService } from '../../reactor/service.js';
+import { TRAJECTORY_PAGE_MAX } from '../../reactor/service.js';
+
+const openBody = z.object({ solver: z.string().min(1).max(64), inputs: z.record(z.string(), z.any()).default({}), initialState: z.any().optional() }).strict();
+const idBody = z.object({ id: z.string().min(1).max(64) }).strict();
+const pageBody = z
+  .object({
+    id: z.string().min(1).max(64),
+    offset: z.number().int().min(0).max(1_000_000_000).default(0),
+    limit: z.number().int().min(1).max(TRAJECTORY_PAGE_MAX).default(100),
+  })
+  .strict();
+
+/** Reactor paths that read only: they also answer QUERY (app.ts). */
+export const REACTOR_READ_PATHS = [
+  '/api/svc/reactor/observe',
+  '/api/svc/reactor/state',
+  '/api/svc/reactor/trajectory',
+  '/api/svc/reactor/telemetry',
+  '/api/svc/reactor/next',
+];
+
+export function reactorView(r: ReactorRecord): Record<string, unknown> {
+  return {
+    id: r.id,
+    solver: r.solver,
+    owner: r.owner,
+    home: r.home,
+    inputs: r.inputs,
+    step: r.steps,
+    opened_svcond: r.opened_svcond,
+    last_svcond: r.last_svcond,
+    last_result_id: r.last_result_id,
+    value: r.last_value,
+    unit: r.unit,
+    state: r.state,
+  };
+}
+
+export function reactorRoutes(router: Router, s: HttpServices & { reactor: ReactorService }): void {
+  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+  const home = forwardToHome(s);
+  const key = requireKey(auth);
+  const identityOf = (ctx: Context): Extract<Caller, { kind: 'identity' }> => {
+    const c = ctx.state.caller as Caller;
+    if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'a reactor belongs to an identity: use a key of one');
+    return c;
+  };
+  const r = s.reactor;
+
+  router.post('/api/svc/reactor', key, home, async (ctx) => {
+    const body = validate(openBody, ctx.request.body);
+    const rec = await r.open(identityOf(ctx), body.solver, body.inputs, body.initialState);
+    ctx.status = 201;
+    ctx.body = reactorView(rec);
+  });
+  router.post('/api/svc/reactor/step', key, home, async (ctx) => {
+    const { id } = validate(idBody, ctx.request.body);
+    const { reactor, row, sealed } = await r.step(identityOf(ctx), id);
+    ctx.body = { ...reactorView(reactor), invariant: row.invariant, ms: row.ms, result: JSON.parse(sealed.toString('utf8')) as unknown };
+  });
+  router.post('/api/svc/reactor/observe', key, home, async (ctx) => {
+    const { id } = validate(idBody, ctx.request.body);
+    ctx.body = await r.observe(identityOf(ctx), id);
+  });
+  router.post('/api/svc/reactor/state', key, home, async (ctx) => {
+    const { id } = validate(idBody, ctx.request.body);
+    ctx.body = reactorView(await r.get(identityOf(ctx), id));
+  });
+  router.post('/api/svc/reactor/trajectory', key, home, async (ctx) => {
+    const q = validate(pageBody, ctx.request.body);
+    const page = await r.trajectory(identityOf(ctx), q.id, q.offset, q.limit);
+    ctx.body = { id: q.id, total: page.total, offset: q.offset, limit: q.limit, items: page.items };
+  });
+  router.post('/api/svc/reactor/telemetry', key, home, async (ctx) => {
+    const { id } = validate(idBody, ctx.request.body);
+    ctx.body = await r.telemetry(identityOf(ctx), id);
+  });
+  router.post('/api/svc/reactor/next', key, home, async (ctx) => {
+    const { id } = validate(idBody, ctx.request.body);
+    ctx.body = await r.next(identityOf(ctx), id);
+  });
+}

@@ -1,0 +1,256 @@
+// The reactor (spec 1, 4.8): a recursive simulation loop over a stateful solver. Opening records the solver, its
+// resolved inputs and the starting state and runs nothing; each step runs the solver from the last state and seals
+// the run like any solver run (charged as one), and the reactor's record and its trajectory row are written in the
+// run's sealing batch, so a step is sealed and recorded, or neither. A reactor lives at its owner's home node, in
+// the store, so it survives a restart. Steps of one reactor are serialised; N steps equal one run of N segments bit
+// for bit (the stateful solvers continue exactly from their state: solvers.md §1).
+import { ServiceError } from '../kernel/errors.js';
+import { stampAt, type Clock } from '../kernel/clock.js';
+import { modulationFactor } from '../kernel/modulation.js';
+import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
+import { randomHex, type Caller } from '../tally/ledger.js';
+import type { ComputeService, SealedRun } from '../compute/service.js';
+import { InputError } from '../solvers/errors.js';
+import { readInvariant, relativeDrift, type InvariantReading } from './invariants.js';
+
+export interface ReactorRecord {
+  id: string;
+  owner: string;
+  home: string;
+  solver: string;
+  /** Resolved inputs of one segment (every step runs them). */
+  inputs: Record<string, unknown>;
+  /** The state the next step starts from; null: the solver's own initial conditions from the inputs. */
+  state: unknown;
+  steps: number;
+  opened_svcond: number;
+  last_svcond: number | null;
+  last_result_id: string | null;
+  last_value: number | null;
+  unit: string | null;
+  /** Sum and last of the wall time per step (ms, from the request to the sealed batch). */
+  total_ms: number;
+  last_ms: number | null;
+  invariant: { name: string; unit: string; initial: number; value: number; max_rel_drift: number } | null;
+}
+
+export interface StepRow {
+  step: number;
+  svcond: number;
+  result_id: string;
+  result_digest: string;
+  value: number;
+  unit: string;
+  state: unknown;
+  invariant: number | null;
+  ms: number;
+}
+
+export interface ReactorDeps {
+  store: Store;
+  compute: ComputeService;
+  clock: Clock;
+  nodeId: () => string;
+  phi0: number;
+}
+
+export const TRAJECTORY_PAGE_MAX = 1000;
+
+function notFound(id: string): ServiceError {
+  return new ServiceError(404, 'SVC_NOT_FOUND', `no reactor ${id}`);
+}
+
+export class ReactorService {
+  private readonly reactors: Sublevel;
+  private readonly rows: Sublevel;
+  /** Reactor ids by owner (`zid!id`). */
+  private readonly byOwner: Sublevel;
+  /** Steps in flight by reactor: one at a time per reactor. */
+  private readonly locks = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly deps: ReactorDeps) {
+    this.reactors = deps.store.sub('reactors');
+    this.rows = deps.store.sub('reactor_steps');
+    this.byOwner = deps.store.sub('reactor_owner');
+  }
+
+  private now(): number {
+    return stampAt(this.deps.clock.nowNs()).svcond;
+  }
+
+  /** Open a reactor (runs nothing): 400 for an unknown or stateless solver, bad inputs or a bad initialState. */
+  async open(caller: Caller & { kind: 'identity' }, solverId: string, rawInputs: unknown, rawState: unknown): Promise<ReactorRecord> {
+    const solver = this.deps.compute.registry.get(solverId);
+    if (solver && !solver.stateful) {
+      const stateful = this.deps.compute.registry
+        .list()
+        .filter((s) => s.stateful)
+        .map((s) => s.id);
+      throw new InputError('solver', `${solverId} is not stateful: a reactor needs a solver that accepts initialState`, stateful);
+    }
+    const { inputs, state } = this.deps.compute.resolveSolver(solverId, rawInputs ?? {}, rawState);
+    const record: ReactorRecord = {
+      id: `rx_${randomHex(24)}`,
+      owner: caller.zid,
+      home: this.deps.nodeId(),
+      solver: solverId,
+      inputs: JSON.parse(JSON.stringify(inputs)) as Record<string, unknown>,
+      state: state === undefined ? null : JSON.parse(JSON.stringify(state)),
+      steps: 0,
+      opened_svcond: this.now(),
+      last_svcond: null,
+      last_result_id: null,
+      last_value: null,
+      unit: null,
+      total_ms: 0,
+      last_ms: null,
+      invariant: null,
+    };
+    await this.deps.store.commit([
+      { type: 'put', sub: this.reactors, key: record.id, value: record },
+      { type: 'put', sub: this.byOwner, key: `${caller.zid}!${record.id}`, value: 1 },
+    ]);
+    return record;
+  }
+
+  /** The caller's reactor: 404 when unknown, 403 when another identity's. */
+  async get(caller: Caller & { kind: 'identity' }, id: string): Promise<ReactorRecord> {
+    const r = await this.deps.store.get<ReactorRecord>(this.reactors, id);
+    if (!r) throw notFound(id);
+    if (r.owner !== caller.zid) throw new ServiceError(403, 'SVC_FORBIDDEN', `reactor ${id} belongs to another identity`);
+    return r;
+  }
+
+  private serial<T>(id: string, work: () => Promise<T>): Promise<T> {
+    const before = this.locks.get(id) ?? Promise.resolve();
+    const run = before.then(work, work);
+    const settled = run.catch(() => undefined);
+    this.locks.set(id, settled);
+    void settled.then(() => {
+      if (this.locks.get(id) === settled) this.locks.delete(id);
+    });
+    return run;
+  }
+
+  /**
+   * One step: the solver from the last state, sealed and charged as a solver run; the reactor's record and its
+   * trajectory row go into the sealing batch. Returns the new record, the row and the sealed result's bytes.
+   */
+  step(caller: Caller & { kind: 'identity' }, id: string): Promise<{ reactor: ReactorRecord; row: StepRow; sealed: Buffer }> {
+    return this.serial(id, async () => {
+      const r = await this.get(caller, id);
+      const startNs = this.deps.clock.nowNs();
+      let next: ReactorRecord | null = null;
+      let row: StepRow | null = null;
+      const attach = (run: SealedRun): Op[] => {
+        const ms = Number(this.deps.clock.nowNs() - startNs) / 1e6;
+        const reading = readInvariant(r.solver, { value: run.value, outputs: run.outputs, state: run.state }, r.inputs);
+        const invariant = foldInvariant(r.invariant, reading);
+        const step = r.steps + 1;
+        row = {
+          step,
+          svcond: run.svcond,
+          result_id: run.result_id,
+          result_digest: run.result_digest,
+          value: run.value,
+          unit: run.unit,
+          state: run.state ?? null,
+          invariant: reading?.value ?? null,
+          ms,
+        };
+        next = {
+          ...r,
+          state: run.state ?? null,
+          steps: step,
+          last_svcond: run.svcond,
+          last_result_id: run.result_id,
+          last_value: run.value,
+          unit: run.unit,
+          total_ms: r.total_ms + ms,
+          last_ms: ms,
+          invariant,
+        };
+        return [
+          { type: 'put', sub: this.reactors, key: id, value: next },
+          { type: 'put', sub: this.rows, key: `${id}!${padNum(step)}`, value: row },
+        ];
+      };
+      const sealed = await this.deps.compute.solve(caller, r.solver, r.inputs, r.state ?? undefined, { reactor: { id, step: r.steps + 1 } }, { ops: (_facts, run) => attach(run) });
+      if (next === null || row === null) throw new Error('reactor step sealed without its record');
+      return { reactor: next, row, sealed: sealed.bytes };
+    });
+  }
+
+  /** The next state without committing it: the same run as the next step, unsealed, uncharged, nothing written. */
+  async next(caller: Caller & { kind: 'identity' }, id: string): Promise<Record<string, unknown>> {
+    const r = await this.get(caller, id);
+    const { out, outputs } = await this.deps.compute.preview(caller, r.solver, r.inputs, r.state ?? undefined);
+    const reading = readInvariant(r.solver, { value: out.value, outputs, state: out.state }, r.inputs);
+    return {
+      id,
+      step: r.steps + 1,
+      committed: false,
+      value: out.value,
+      unit: out.unit,
+      state: out.state ?? null,
+      check: out.check,
+      invariant: reading ? invariantView(foldInvariant(r.invariant, reading)) : null,
+    };
+  }
+
+  /** A measurement of the current state at the current tick, without advancing. */
+  async observe(caller: Caller & { kind: 'identity' }, id: string): Promise<Record<string, unknown>> {
+    const r = await this.get(caller, id);
+    const st = stampAt(this.deps.clock.nowNs());
+    return {
+      id,
+      step: r.steps,
+      svcond: st.svcond,
+      phase: st.phase,
+      R_t: modulationFactor(st.phase, this.deps.phi0),
+      measurement: r.last_value === null ? null : { value: r.last_value, unit: r.unit, result_id: r.last_result_id, svcond: r.last_svcond },
+      invariant: invariantView(r.invariant),
+      state: r.state,
+    };
+  }
+
+  /** Trajectory rows from `offset` (0 = the first step), at most `limit`. */
+  async trajectory(caller: Caller & { kind: 'identity' }, id: string, offset: number, limit: number): Promise<{ total: number; items: StepRow[] }> {
+    const r = await this.get(caller, id);
+    const from = offset + 1;
+    const rows = await this.deps.store.range<StepRow>(this.rows, { gte: `${id}!${padNum(from)}`, lt: `${id}!~`, limit: Math.min(limit, TRAJECTORY_PAGE_MAX) });
+    return { total: r.steps, items: rows.map((x) => x.value) };
+  }
+
+  /** Steps, ticks, invariant drift and time per step. */
+  async telemetry(caller: Caller & { kind: 'identity' }, id: string): Promise<Record<string, unknown>> {
+    const r = await this.get(caller, id);
+    return {
+      id,
+      solver: r.solver,
+      steps: r.steps,
+      opened_svcond: r.opened_svcond,
+      last_svcond: r.last_svcond,
+      ticks: (r.last_svcond ?? r.opened_svcond) - r.opened_svcond,
+      invariant: invariantView(r.invariant),
+      ms_per_step: { mean: r.steps === 0 ? null : r.total_ms / r.steps, last: r.last_ms },
+    };
+  }
+
+  /** How many reactors an identity has opened (MMIO): its index, counted up to `cap`. */
+  async countOf(zid: string, cap = 10_000): Promise<number> {
+    return (await this.deps.store.range(this.byOwner, { gte: `${zid}!`, lt: `${zid}!~`, limit: cap })).length;
+  }
+}
+
+function foldInvariant(prev: ReactorRecord['invariant'], reading: InvariantReading | null): ReactorRecord['invariant'] {
+  if (reading === null) return prev;
+  const initial = prev?.initial ?? reading.initial;
+  const drift = relativeDrift(initial, reading.value);
+  return { name: reading.name, unit: reading.unit, initial, value: reading.value, max_rel_drift: Math.max(prev?.max_rel_drift ?? 0, drift) };
+}
+
+function invariantView(inv: ReactorRecord['invariant']): Record<string, unknown> | null {
+  if (inv === null) return null;
+  return { ...inv, drift: inv.value - inv.initial, rel_drift: relativeDrift(inv.initial, inv.value) };
+}

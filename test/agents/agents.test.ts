@@ -1,0 +1,167 @@
+// Agents over an injected clock: spawn, ticks, derive within limits, kill (with its subtree), the SSE stream read by
+// an EventSource-style client in order and resumed by Last-Event-ID, heartbeats, a stop when the owner cannot pay,
+// and agents going on across a restart.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { SseClient } from '../helpers/sse.js';
+import { waitFor } from '../mesh/helpers.js';
+import { ManualClock, TICK_NS } from '../../src/kernel/clock.js';
+
+const clock = new ManualClock(1_800_000_000n * 1_000_000_000n + TICK_NS / 2n);
+
+describe('agents', () => {
+  let t: TestNode;
+  const streams: SseClient[] = [];
+  beforeAll(async () => {
+    t = await startTestNode(
+      { solverThreads: 0, sealWorker: false },
+      { clock, initialCredits: 200, agents: { autoTick: false, heartbeatMs: 40, limits: { maxDepth: 2, maxChildren: 4 } } },
+    );
+  });
+  afterAll(async () => {
+    for (const s of streams) await s.close();
+    await t?.destroy();
+  });
+
+  const stream = async (key: string, lastEventId?: string) => {
+    const s = new SseClient(`${t.url}/api/svc/agent/stream`, bearer(key));
+    streams.push(s);
+    await s.connect(lastEventId);
+    expect(s.status).toBe(200);
+    return s;
+  };
+  /** Advance the clock by n ticks and run what is due. */
+  const tick = async (n = 1) => {
+    clock.advanceTicks(n);
+    await t.node.agents.pump();
+  };
+
+  const program = {
+    every: 2,
+    state: { m: 2, last: 0 },
+    step: { kind: 'compute', domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: '{{state.m}}', velocity_m_s: 3 } },
+    assign: { last: '{{result.value}}' },
+    derive: { every: 1, max_children: 1, max_depth: 1 },
+  };
+
+  it('spawn (75), ticks every k-th tick, derives within limits, kill takes the subtree; the stream in order and resumed', async () => {
+    const owner = await zkIdentity(t.url, 'agent-owner');
+    const live = await stream(owner.key);
+    expectError(
+      await call(t.url, 'POST', '/api/svc/agent/spawn', { program: { ...program, assign: { last: '{{state.nope}}' } } }, bearer(owner.key)),
+      400,
+      'SVC_INVALID_INPUT',
+    );
+    const spawned = await call(t.url, 'POST', '/api/svc/agent/spawn', { program }, bearer(owner.key));
+    expect(spawned.status).toBe(201);
+    const parent = spawned.body.id as string;
+    expect(spawned.body.slug).toBe(owner.slug);
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(owner.key))).body.total).toBe(200 - 75);
+
+    await tick(1); // not due yet (every 2)
+    expect((await call(t.url, 'GET', `/api/svc/agent/${parent}`, undefined, bearer(owner.key))).body.ticks).toBe(0);
+    await tick(1); // parent tick 1 → derive a child (depth 1)
+    await tick(2); // parent tick 2 (max_children 1: no second child); child tick 1 (max_depth 1: no grandchild)
+    const list = await call(t.url, 'GET', '/api/svc/agent/list', undefined, bearer(owner.key));
+    expect(list.body.total).toBe(2);
+    const [p, c] = list.body.items;
+    expect(p.id).toBe(parent);
+    expect(p.ticks).toBe(2);
+    expect(p.state).toEqual({ m: 2, last: 9 });
+    expect(c.parent).toBe(parent);
+    expect(c.depth).toBe(1);
+    expect(c.ticks).toBe(1);
+    // Each tick sealed on the machine's chain (its audit rows), paid by the owner: 75 + 75 (derive) + 3 computes.
+    const rows = await call(t.url, 'GET', `/api/chain/${owner.slug}/explore?from=1&to=50`, undefined, bearer(owner.key));
+    expect(rows.body.rows.filter((r: any) => r.transitionType === 'compute_sealed')).toHaveLength(3);
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(owner.key))).body.total).toBe(200 - 150 - 3);
+
+    const killed = await call(t.url, 'POST', `/api/svc/agent/${parent}/kill`, undefined, bearer(owner.key));
+    expect(killed.body.status).toBe('killed');
+    expect((await call(t.url, 'GET', `/api/svc/agent/${c.id}`, undefined, bearer(owner.key))).body.status).toBe('killed');
+    await tick(2);
+    expect((await call(t.url, 'GET', `/api/svc/agent/${parent}`, undefined, bearer(owner.key))).body.ticks).toBe(2);
+
+    const expected = ['spawn', 'tick', 'derive', 'spawn', 'tick', 'tick', 'kill', 'kill'];
+    await waitFor(() => live.events.length >= expected.length, 10_000, 'the live events');
+    expect(live.events.map((e) => e.type)).toEqual(expected);
+    const ids = live.events.map((e) => Number(e.id));
+    expect([...ids].sort((a, b) => a - b)).toEqual(ids);
+    const data = live.json();
+    expect(data[1]).toMatchObject({ type: 'tick', agent: parent, data: { tick: 1, kind: 'compute', value: 9, unit: 'J' } });
+    expect(data[2]).toMatchObject({ type: 'derive', agent: parent, data: { child: c.id, depth: 1 } });
+    await waitFor(() => live.comments >= 2, 10_000, 'heartbeats');
+
+    // A reconnect with Last-Event-ID gets exactly what followed, in order.
+    const resumed = await stream(owner.key, live.events[2]!.id);
+    await waitFor(() => resumed.events.length >= expected.length - 3, 10_000, 'the resumed events');
+    expect(resumed.events.map((e) => e.id)).toEqual(live.events.slice(3).map((e) => e.id));
+    expect(resumed.events.map((e) => e.data)).toEqual(live.events.slice(3).map((e) => e.data));
+    // Another identity's stream hears none of it.
+    const other = await zkIdentity(t.url, 'agent-bystander');
+    expectError(await call(t.url, 'GET', `/api/svc/agent/${parent}`, undefined, bearer(other.key)), 403, 'SVC_FORBIDDEN');
+  });
+
+  it('an agent whose owner cannot pay stops with a stop event; spawn is 402 when it cannot be paid', async () => {
+    const poor = await zkIdentity(t.url, 'agent-poor');
+    const live = await stream(poor.key);
+    const r = await call(
+      t.url,
+      'POST',
+      '/api/svc/agent/spawn',
+      { program: { every: 1, step: { kind: 'solver', solver: 'lorenz', inputs: { t_end: 0.01 }, carry_state: true } } },
+      bearer(poor.key),
+    );
+    expect(r.status).toBe(201);
+    // 125 credits left: 12 runs of 10, then the 13th cannot be paid.
+    for (let i = 0; i < 13; i++) await tick(1);
+    const a = await call(t.url, 'GET', `/api/svc/agent/${r.body.id}`, undefined, bearer(poor.key));
+    expect(a.body.status).toBe('stopped');
+    expect(a.body.stop_reason).toBe('insufficient_balance');
+    expect(a.body.ticks).toBe(12);
+    await waitFor(() => live.events.some((e) => e.type === 'stop'), 10_000, 'the stop event');
+    expect(live.json().at(-1)).toMatchObject({ type: 'stop', data: { reason: 'insufficient_balance', code: 'INSUFFICIENT_BALANCE' } });
+    expectError(
+      await call(t.url, 'POST', '/api/svc/agent/spawn', { program: { every: 1, step: { kind: 'append', event: 'x' } } }, bearer(poor.key)),
+      402,
+      'INSUFFICIENT_BALANCE',
+    );
+  });
+
+  it('agents keep running across a restart; the stream resumes from the stored events', async () => {
+    const owner = await zkIdentity(t.url, 'agent-restart');
+    const r = await call(
+      t.url,
+      'POST',
+      '/api/svc/agent/spawn',
+      {
+        program: {
+          every: 1,
+          state: { n: 0 },
+          step: { kind: 'append', event: 'beat', payload: { tick: '{{tick}}', at: '{{svcond}}' } },
+          assign: { n: '{{tick}}' },
+        },
+      },
+      bearer(owner.key),
+    );
+    await tick(1);
+    const before = await call(t.url, 'GET', `/api/svc/agent/${r.body.id}`, undefined, bearer(owner.key));
+    expect(before.body.ticks).toBe(1);
+    for (const s of streams.splice(0)) await s.close();
+    t = await t.restart();
+    await tick(1);
+    const after = await call(t.url, 'GET', `/api/svc/agent/${r.body.id}`, undefined, bearer(owner.key));
+    expect(after.body.status).toBe('running');
+    expect(after.body.ticks).toBe(2);
+    expect(after.body.state).toEqual({ n: 2 });
+    const rows = (await call(t.url, 'GET', `/api/chain/${owner.slug}/explore?from=1&to=50`, undefined, bearer(owner.key))).body.rows;
+    expect(rows.filter((x: any) => x.transitionType === 'agent_event')).toHaveLength(2);
+    const resumed = await stream(owner.key, '0');
+    await waitFor(() => resumed.events.length >= 3, 10_000, 'stored events');
+    expect(resumed.events.map((e) => e.type)).toEqual(['spawn', 'tick', 'tick']);
+    const regs = await call(t.url, 'GET', '/api/svc/mmio/registers', undefined, bearer(owner.key));
+    const v = Object.fromEntries(regs.body.registers.map((x: any) => [x.name, x.value]));
+    expect(v.agents).toBe(1);
+    expect(v.open_streams).toBe(1);
+  });
+});

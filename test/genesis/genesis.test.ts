@@ -1,0 +1,74 @@
+// POST /api/genesis/execute: one atomic, sealed creation from a document (machine, roles, first events, charge 50),
+// idempotent on the document's digest.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+
+describe('genesis', () => {
+  let t: TestNode;
+  beforeAll(async () => {
+    t = await startTestNode({ solverThreads: 0, sealWorker: false }, { initialCredits: 120 });
+  });
+  afterAll(async () => {
+    await t?.destroy();
+  });
+
+  const balance = async (key: string) => (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key))).body.total as number;
+
+  it('creates the machine with its roles and first events in one sealed step, charged 50; the same document again answers the first', async () => {
+    const owner = await zkIdentity(t.url, 'genesis-owner');
+    const viewer = await zkIdentity(t.url, 'genesis-viewer');
+    const document = {
+      slug: 'genesis-lab',
+      roles: { [viewer.zid]: 'viewer' },
+      events: [
+        { type: 'config.set', payload: { gain: 2 } },
+        { type: 'note', payload: 'first light' },
+      ],
+    };
+    const first = await call(t.url, 'POST', '/api/genesis/execute', { document }, bearer(owner.key));
+    expect(first.status).toBe(201);
+    expect(first.body.slug).toBe('genesis-lab');
+    expect(first.body.admin_key).toMatch(/^zsm_/);
+    expect(first.body.svcProof).toMatch(/^[0-9a-f]{64}$/);
+    expect(first.body.rows.map((r: any) => [r.seq, r.transitionType])).toEqual([
+      [1, 'genesis'],
+      [2, 'genesis_event'],
+      [3, 'genesis_event'],
+    ]);
+    expect(first.body.tally_charge).toMatchObject({ action: 'genesis', cost: 50 });
+    expect(await balance(owner.key)).toBe(70);
+
+    const again = await call(t.url, 'POST', '/api/genesis/execute', { document }, bearer(owner.key));
+    expect(again.status).toBe(200);
+    expect(again.body.replayed).toBe(true);
+    expect(again.body.admin_key).toBeUndefined();
+    expect(again.body.rows).toEqual(first.body.rows);
+    expect(again.body.document_digest).toBe(first.body.document_digest);
+    expect(await balance(owner.key)).toBe(70);
+
+    // The chain holds exactly those rows and validates; the viewer of the document reads the private machine.
+    const chain = await call(t.url, 'GET', '/api/chain/genesis-lab/explore', undefined, bearer(viewer.key));
+    expect(chain.status).toBe(200);
+    expect(chain.body.rows.map((r: any) => r.hash)).toEqual(first.body.rows.map((r: any) => r.hash));
+    expect((await call(t.url, 'GET', '/api/chain/genesis-lab/pohc/validate', undefined, bearer(owner.key))).body.valid).toBe(true);
+    const stranger = await zkIdentity(t.url, 'genesis-stranger');
+    expectError(await call(t.url, 'GET', '/api/chain/genesis-lab/explore', undefined, bearer(stranger.key)), 403, 'SVC_FORBIDDEN');
+    // Someone else's execution of the same document is a conflict, not a copy.
+    expectError(await call(t.url, 'POST', '/api/genesis/execute', { document }, bearer(stranger.key)), 409, 'SVC_CONFLICT');
+  });
+
+  it('refuses what it cannot do, writing nothing: a contract (not served yet), a wallet that cannot pay', async () => {
+    const id = await zkIdentity(t.url, 'genesis-poor');
+    expectError(
+      await call(t.url, 'POST', '/api/genesis/execute', { document: { slug: 'with-contract', contract: { states: [] } } }, bearer(id.key)),
+      400,
+      'SVC_INVALID_INPUT',
+    );
+    for (const slug of ['poor-one', 'poor-two'])
+      expect((await call(t.url, 'POST', '/api/genesis/execute', { document: { slug } }, bearer(id.key))).status).toBe(201);
+    expectError(await call(t.url, 'POST', '/api/genesis/execute', { document: { slug: 'poor-three' } }, bearer(id.key)), 402, 'INSUFFICIENT_BALANCE');
+    expectError(await call(t.url, 'GET', '/api/chain/poor-three/explore', undefined, bearer(id.key)), 404, 'SVC_NOT_FOUND');
+    expect(await balance(id.key)).toBe(20);
+    expectError(await call(t.url, 'POST', '/api/genesis/execute', { document: { slug: 'no-key' } }), 401, 'SVC_NO_KEY');
+  });
+});

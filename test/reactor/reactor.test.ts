@@ -1,0 +1,109 @@
+// The reactor over HTTP: N steps equal one solver run of N segments bit for bit (three stateful solvers), /next
+// commits nothing, the trajectory and telemetry survive a restart.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { defaultRegistry } from '../../src/solvers/registry.js';
+
+const registry = defaultRegistry();
+/** One direct run of the whole span (the solver itself, no HTTP, no sealing). */
+function wholeRun(solver: string, inputs: Record<string, unknown>) {
+  const def = registry.get(solver)!;
+  return def.run(def.resolve(inputs));
+}
+
+describe('reactor', () => {
+  let t: TestNode;
+  let key: string;
+  beforeAll(async () => {
+    t = await startTestNode({ solverThreads: 0, sealWorker: false }, { initialCredits: 1000 });
+    key = (await zkIdentity(t.url, 'reactor-owner')).key;
+  });
+  afterAll(async () => {
+    await t?.destroy();
+  });
+
+  const post = (path: string, body: unknown, k = key) => call(t.url, 'POST', path, body, bearer(k));
+
+  async function steps(solver: string, inputs: Record<string, unknown>, n: number) {
+    const opened = await post('/api/svc/reactor', { solver, inputs });
+    expect(opened.status).toBe(201);
+    expect(opened.body.step).toBe(0);
+    expect(opened.body.state).toBeNull();
+    let last: any = null;
+    for (let i = 0; i < n; i++) {
+      const r = await post('/api/svc/reactor/step', { id: opened.body.id });
+      expect(r.status).toBe(200);
+      expect(r.body.step).toBe(i + 1);
+      expect(r.body.result.sealed).not.toBe(false);
+      expect(typeof r.body.result.svcProof).toBe('string');
+      expect(r.body.result.state).toEqual(r.body.state);
+      last = r.body;
+    }
+    return { id: opened.body.id as string, last };
+  }
+
+  it('N steps equal one run of N segments, bit for bit: lorenz (3), multibody (2), evolve (2)', async () => {
+    const cases: [string, Record<string, unknown>, number, Record<string, unknown>][] = [
+      ['lorenz', { t_end: 1 }, 3, { t_end: 3 }],
+      ['multibody', { t_end_s: 3.15576e7 / 2 }, 2, { t_end_s: 3.15576e7 }],
+      ['evolve', { steps: 60, seed: 2026 }, 2, { steps: 120, seed: 2026 }],
+    ];
+    for (const [solver, segment, n, whole] of cases) {
+      const { last } = await steps(solver, segment, n);
+      const direct = wholeRun(solver, whole);
+      // JSON text compares every double's shortest round-trip form: equal text, equal bits.
+      expect(JSON.stringify(last.state), solver).toBe(JSON.stringify(JSON.parse(JSON.stringify(direct.state))));
+      expect(Object.is(last.value, direct.value), solver).toBe(true);
+    }
+  });
+
+  it('/next previews the next state and commits nothing; the step then lands on it', async () => {
+    const { id } = await steps('lorenz', { t_end: 0.5 }, 1);
+    const before = await post('/api/svc/reactor/state', { id });
+    const balance = (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key))).body.total;
+    const next = await post('/api/svc/reactor/next', { id });
+    expect(next.status).toBe(200);
+    expect(next.body.committed).toBe(false);
+    expect(next.body.step).toBe(2);
+    const after = await post('/api/svc/reactor/state', { id });
+    expect(after.body).toEqual(before.body);
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key))).body.total).toBe(balance);
+    expect((await post('/api/svc/reactor/trajectory', { id })).body.total).toBe(1);
+    const stepped = await post('/api/svc/reactor/step', { id });
+    expect(JSON.stringify(stepped.body.state)).toBe(JSON.stringify(next.body.state));
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key))).body.total).toBe(balance - 10);
+  });
+
+  it('observe and telemetry: invariant drift where the solver has one; errors in the part-7 shape', async () => {
+    const { id } = await steps('multibody', { t_end_s: 3.15576e7 / 4 }, 2);
+    const obs = await post('/api/svc/reactor/observe', { id });
+    expect(obs.body.step).toBe(2);
+    expect(obs.body.measurement.unit).toBe('J');
+    expect(obs.body.invariant.name).toBe('total_energy');
+    const tel = await post('/api/svc/reactor/telemetry', { id });
+    expect(tel.body.steps).toBe(2);
+    expect(tel.body.invariant.rel_drift).toBeLessThan(1e-3);
+    expect(tel.body.ms_per_step.mean).toBeGreaterThanOrEqual(0);
+    const lor = await steps('lorenz', { t_end: 0.1 }, 1);
+    expect((await post('/api/svc/reactor/telemetry', { id: lor.id })).body.invariant).toBeNull();
+    expectError(await post('/api/svc/reactor', { solver: 'heat', inputs: {} }), 400, 'SVC_INVALID_INPUT');
+    expectError(await post('/api/svc/reactor/step', { id: 'rx_nope' }), 404, 'SVC_NOT_FOUND');
+    const other = await zkIdentity(t.url, 'reactor-other');
+    expectError(await post('/api/svc/reactor/state', { id }, other.key), 403, 'SVC_FORBIDDEN');
+    expectError(await call(t.url, 'POST', '/api/svc/reactor/state', { id }), 401, 'SVC_NO_KEY');
+  });
+
+  it('the trajectory (paged) and the state survive a restart, and stepping goes on from there', async () => {
+    const { id, last } = await steps('lorenz', { t_end: 0.25 }, 3);
+    t = await t.restart();
+    const page = await post('/api/svc/reactor/trajectory', { id, offset: 1, limit: 1 });
+    expect(page.status).toBe(200);
+    expect(page.body.total).toBe(3);
+    expect(page.body.items.map((r: any) => r.step)).toEqual([2]);
+    const state = await post('/api/svc/reactor/state', { id });
+    expect(JSON.stringify(state.body.state)).toBe(JSON.stringify(last.state));
+    const fourth = await post('/api/svc/reactor/step', { id });
+    expect(fourth.body.step).toBe(4);
+    expect(JSON.stringify(fourth.body.state)).toBe(JSON.stringify(JSON.parse(JSON.stringify(wholeRun('lorenz', { t_end: 1 }).state))));
+  });
+});
