@@ -133,6 +133,8 @@ export class SvcNode {
   private consensusTimer: NodeJS.Timeout | null = null;
   publish!: PublishSettings;
   results!: ResultRecords;
+  /** The HTTP router (every route; the OpenAPI document and its test walk it). */
+  router!: import('@koa/router').default;
   /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
   offloader: Offloader | null = null;
   /** The executor side of /svc/exec/1.0.0. */
@@ -330,7 +332,7 @@ export class SvcNode {
     await this.challenges.load();
     const signMeshEvent = (type: string, body: unknown): Promise<MeshEvent> =>
       signEvent(this.nodeIdentity.privateKey, this.nodeId, type, stampAt(this.clock.nowNs()).svcond, body);
-    const { app } = createApp({
+    const { app, router } = createApp({
       config,
       logger: this.logger,
       clock: this.clock,
@@ -354,6 +356,7 @@ export class SvcNode {
       consensus: { challenges: this.challenges, slashing: this.slashing },
       record: { results: this.results, publish: this.publish },
     });
+    this.router = router;
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
     await new Promise<void>((resolve, reject) => {

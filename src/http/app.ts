@@ -23,6 +23,7 @@ import { contributeRoutes } from './routes/contribute.js';
 import { consensusRoutes } from './routes/consensus.js';
 import { pohcRoutes } from './routes/pohc.js';
 import { recordRoutes } from './routes/record.js';
+import { docsRoutes } from './routes/docs.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -104,6 +105,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   consensusRoutes(router, s);
   pohcRoutes(router, s);
   recordRoutes(router, s);
+  docsRoutes(router, s);
   for (const register of s.extraRouters ?? []) register(router);
 
   for (const path of QUERY_ROUTES) {
