@@ -30,6 +30,7 @@ import { InlineSealer, WorkerSealer, type Sealer } from './compute/sealer.js';
 import type { SealedSummary } from './compute/service.js';
 import { defaultRegistry, type SolverRegistry } from './solvers/registry.js';
 import { createApp } from './http/app.js';
+import { NodeMetrics } from './http/metrics.js';
 import { createHttpServer } from './http/server.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './mesh/identity.js';
 import { MeshService, type MeshServiceOptions } from './mesh/service.js';
@@ -133,6 +134,10 @@ export class SvcNode {
   private consensusTimer: NodeJS.Timeout | null = null;
   publish!: PublishSettings;
   results!: ResultRecords;
+  /** Prometheus metrics (http/metrics.ts); served at metricsUrl when config.metrics.port is set. */
+  metrics!: NodeMetrics;
+  /** http://host:port/metrics of the metrics listener, or null when it is off. */
+  metricsUrl: string | null = null;
   /** The HTTP router (every route; the OpenAPI document and its test walk it). */
   router!: import('@koa/router').default;
   /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
@@ -164,6 +169,8 @@ export class SvcNode {
     const secret = await receiptSecret(config);
     this.receiptKey = deriveKey(secret, 'RECEIPT');
     this.store = await Store.open(join(config.dataDir, 'db'), { sync: config.syncWrites });
+    this.metrics = new NodeMetrics({ tick: () => stampAt(this.clock.nowNs()).svcond, mesh: () => this.mesh, challenges: () => this.challenges });
+    this.store.onBatch = (ops, seconds) => this.metrics.storeBatch(ops, seconds);
     this.counters = new Counters(this.store, config.limits.identityCacheMax);
     await this.counters.load();
     const nodeId = () => this.nodeIdentity.nodeId;
@@ -243,13 +250,14 @@ export class SvcNode {
     this.results = new ResultRecords(this.store, this.counters, this.publish, nodeId, async (id) => (await this.ledger.getResultBytes(id)) !== undefined);
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
-    this.executor =
+    this.executor = this.metrics.timed(
       this.options.registry || config.solverThreads === 0
         ? new InlineExecutor(registry)
         : new WorkerPoolExecutor({
             size: solverPoolSize(config.solverThreads),
             maxQueuedPerOwner: config.limits.maxQueuedRunsPerIdentity,
-          });
+          }),
+    );
     this.sealer = config.sealWorker ? new WorkerSealer(this.receiptKey) : new InlineSealer(this.receiptKey);
     this.compute = new ComputeService({
       clock: this.clock,
@@ -267,7 +275,11 @@ export class SvcNode {
       timeLimitSeconds: this.options.timeLimitSeconds,
       nodeId,
       // After the batch is durable (never before): announce the result to the mesh.
-      onSealed: (summary) => this.announceSealed(summary),
+      onSealed: (summary) => {
+        this.metrics.sealed(summary.kind);
+        this.announceSealed(summary);
+      },
+      onGateRefused: (kind) => this.metrics.gateRefused(kind),
       attest: (requestDigest, resultDigest, svcond) => this.attestExecution(requestDigest, resultDigest, svcond),
       records: this.results,
       ...(config.contribution.offload !== 'never' && config.mesh.secret
@@ -287,6 +299,7 @@ export class SvcNode {
       },
       dataDir: config.dataDir,
       httpUrl: '',
+      libp2pMetrics: this.metrics.libp2p(),
       headState: () => ({ sealedCount: this.counters.get('sealed_total'), chainHeadsDigest: this.chain.headsDigest(), kernelVersion: config.kernel.version }),
       revenue: () => ({
         burned: this.counters.get('burned_total'),
@@ -355,6 +368,7 @@ export class SvcNode {
       contribution: { bonds: this.bonds, modes: this.modes },
       consensus: { challenges: this.challenges, slashing: this.slashing },
       record: { results: this.results, publish: this.publish },
+      metrics: this.metrics,
     });
     this.router = router;
     this.server = createHttpServer(app.callback(), this.logger);
@@ -365,6 +379,7 @@ export class SvcNode {
     });
     const addr = this.server.address() as AddressInfo;
     this.url = config.publicUrl ?? `http://${config.host}:${addr.port}`;
+    if (config.metrics.port !== null) this.metricsUrl = await this.metrics.listen(config.metrics.host, config.metrics.port);
     meshOptions.httpUrl = this.url;
     this.wireIdentityGossip();
     await this.mesh.start();
@@ -588,6 +603,7 @@ export class SvcNode {
     }
     if (this.reannounceTimer) clearInterval(this.reannounceTimer);
     this.reannounceTimer = null;
+    if (this.metrics) await this.metrics.close();
     if (this.transferDelivery) await this.transferDelivery.stop();
     if (this.consensusTimer) clearInterval(this.consensusTimer);
     this.consensusTimer = null;

@@ -42,6 +42,8 @@ const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'bool' | 
   SVC_CONTRIBUTION_CHALLENGE_STAKE: { path: 'contribution.challengeStake', kind: 'int' },
   SVC_CONTRIBUTION_BOND_TERM_DAYS: { path: 'contribution.bondTermDays', kind: 'int' },
   SVC_CONTRIBUTION_OFFLOAD: { path: 'contribution.offload', kind: 'string' },
+  SVC_METRICS_PORT: { path: 'metrics.port', kind: 'int' },
+  SVC_METRICS_HOST: { path: 'metrics.host', kind: 'string' },
 };
 
 function parseScalar(name: string, raw: string, kind: string): unknown {

@@ -88,6 +88,16 @@ export const configSchema = z
         offload: z.enum(['never', 'when-busy', 'always']),
       })
       .strict(),
+    /** Prometheus metrics (GET /metrics) on a listener of their own, never the API port; off when port is null. */
+    metrics: z
+      .object({
+        /** Port of the metrics listener: null = off, 0 = any free port. */
+        port: z.number().int().min(0).max(65535).nullable().default(null),
+        /** Interface of the metrics listener (loopback by default: a scraper on the same host or a tunnel). */
+        host: z.string().min(1).default('127.0.0.1'),
+      })
+      .strict()
+      .default({ port: null, host: '127.0.0.1' }),
   })
   .strict();
 

@@ -82,6 +82,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     if (ctx.status >= 400) s.logger.info({ trace_id: traceId, method: ctx.method, path: ctx.path, status: ctx.status }, 'request failed');
     else if (debug) s.logger.debug({ trace_id: traceId, method: ctx.method, path: ctx.path, status: ctx.status }, 'request');
   });
+  if (s.metrics) app.use(s.metrics.middleware());
   app.use(errorMiddleware(s.logger));
   // RFC 9112 §3.2: an HTTP/1.1 request without Host is refused with 400 (Node's own check, turned off in server.ts,
   // would answer with no body).

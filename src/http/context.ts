@@ -46,6 +46,8 @@ export interface HttpServices {
   consensus?: { challenges: import('../consensus/challenges.js').ChallengeService; slashing: import('../consensus/slashing.js').SlashingService };
   /** The record of published results and the publish settings (tally/record.ts, tally/publish-settings.ts). */
   record?: { results: import('../tally/record.js').ResultRecords; publish: import('../tally/publish-settings.js').PublishSettings };
+  /** Prometheus metrics (http/metrics.ts): requests by route, status and latency. Absent: not counted. */
+  metrics?: import('./metrics.js').NodeMetrics;
   /** Extra route groups (the mesh) register themselves here. */
   extraRouters?: ((router: import('@koa/router').default) => void)[];
 }
