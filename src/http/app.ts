@@ -24,6 +24,7 @@ import { consensusRoutes } from './routes/consensus.js';
 import { pohcRoutes } from './routes/pohc.js';
 import { recordRoutes } from './routes/record.js';
 import { docsRoutes } from './routes/docs.js';
+import { dashboardRoutes } from './routes/dashboard.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -107,6 +108,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   pohcRoutes(router, s);
   recordRoutes(router, s);
   docsRoutes(router, s);
+  dashboardRoutes(router);
   for (const register of s.extraRouters ?? []) register(router);
 
   for (const path of QUERY_ROUTES) {
