@@ -399,7 +399,10 @@ export class SvcNode {
       this.reannounceTimer = setInterval(() => void this.bonds.reannounce().catch(() => undefined), every);
       this.reannounceTimer.unref();
     }
-    this.logger.info({ url: this.url, node: this.nodeId, dataDir: config.dataDir, multiaddrs: this.mesh.multiaddrs(), mesh: this.mesh.enabled }, 'listening');
+    this.logger.info(
+      { url: this.url, node: this.nodeId, dataDir: config.dataDir, multiaddrs: this.mesh.multiaddrs(), mesh: this.mesh.enabled, metrics: this.metricsUrl },
+      'listening',
+    );
     return this;
   }
 
