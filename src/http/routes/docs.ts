@@ -24,15 +24,18 @@ const PAGE = `<!doctype html>
 export function docsRoutes(router: Router, s: HttpServices): void {
   const dir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
   const assets = new Map<string, Buffer>();
-  let document: Record<string, unknown> | null = null;
+  let document: string | null = null;
 
   router.get('/api/openapi.json', (ctx) => {
     // Built on first use: by then every route group (extra routers and QUERY included) is registered.
-    document ??= openApiDocument(router, {
-      title: 'svc-node',
-      version: s.config.kernel.version,
-      description: 'A node of the Deterministic Computation Service (interface 1.287.0). Generated from the routes’ own zod schemas.',
-    });
+    document ??= JSON.stringify(
+      openApiDocument(router, {
+        title: 'svc-node',
+        version: s.config.kernel.version,
+        description: 'A node of the Deterministic Computation Service (interface 1.287.0). Generated from the routes’ own zod schemas.',
+      }),
+    );
+    ctx.type = 'application/json; charset=utf-8';
     ctx.body = document;
   });
 
