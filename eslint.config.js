@@ -15,7 +15,7 @@ const layer = (files, allowed, why) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**', '.vitest-report.json'] },
+  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**', '.vitest-report.json', 'public/**', 'test-artifacts/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

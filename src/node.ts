@@ -29,6 +29,7 @@ import { InlineSealer, WorkerSealer, type Sealer } from './compute/sealer.js';
 import type { SealedSummary } from './compute/service.js';
 import { defaultRegistry, type SolverRegistry } from './solvers/registry.js';
 import { createApp } from './http/app.js';
+import { NodeMetrics } from './http/metrics.js';
 import { createHttpServer } from './http/server.js';
 import { attachStreamSocket } from './http/ws-stream.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './mesh/identity.js';
@@ -166,6 +167,12 @@ export class SvcNode {
   autotick!: Autotick;
   batches!: BatchService;
   webhooks!: Webhooks;
+  /** Prometheus metrics (http/metrics.ts); served at metricsUrl when config.metrics.port is set. */
+  metrics!: NodeMetrics;
+  /** http://host:port/metrics of the metrics listener, or null when it is off. */
+  metricsUrl: string | null = null;
+  /** The HTTP router (every route; the OpenAPI document and its test walk it). */
+  router!: import('@koa/router').default;
   /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
   offloader: Offloader | null = null;
   private execSessions: ExecSessions | null = null;
@@ -208,6 +215,8 @@ export class SvcNode {
     const secret = await receiptSecret(config);
     this.receiptKey = deriveKey(secret, 'RECEIPT');
     this.store = await Store.open(join(config.dataDir, 'db'), { sync: config.syncWrites });
+    this.metrics = new NodeMetrics({ tick: () => stampAt(this.clock.nowNs()).svcond, mesh: () => this.mesh, challenges: () => this.challenges });
+    this.store.onBatch = (ops, seconds) => this.metrics.storeBatch(ops, seconds);
     this.counters = new Counters(this.store, config.limits.identityCacheMax);
     await this.counters.load();
     const nodeId = () => this.nodeIdentity.nodeId;
@@ -303,13 +312,14 @@ export class SvcNode {
     );
     const registry = this.options.registry ?? defaultRegistry();
     // An injected registry (tests) holds functions a worker cannot receive: run it inline.
-    this.executor =
+    this.executor = this.metrics.timed(
       this.options.registry || config.solverThreads === 0
         ? new InlineExecutor(registry)
         : new WorkerPoolExecutor({
             size: solverPoolSize(config.solverThreads),
             maxQueuedPerOwner: config.limits.maxQueuedRunsPerIdentity,
-          });
+          }),
+    );
     this.sealer = config.sealWorker ? new WorkerSealer(this.receiptKey) : new InlineSealer(this.receiptKey);
     this.compute = new ComputeService({
       clock: this.clock,
@@ -328,9 +338,11 @@ export class SvcNode {
       nodeId,
       // After the batch is durable (never before): announce the result to the mesh; send the webhooks it owes.
       onSealed: (summary) => {
+        this.metrics.sealed(summary.kind);
         this.announceSealed(summary);
         if (outbox.takeOwed()) this.webhooks.dispatcher.kick();
       },
+      onGateRefused: (kind) => this.metrics.gateRefused(kind),
       outbox,
       onFailed: (failure) => this.webhooks.failed(failure),
       attest: (requestDigest, resultDigest, svcond) => this.attestExecution(requestDigest, resultDigest, svcond),
@@ -385,6 +397,7 @@ export class SvcNode {
       },
       dataDir: config.dataDir,
       httpUrl: '',
+      libp2pMetrics: this.metrics.libp2p(),
       headState: () => ({ sealedCount: this.counters.get('sealed_total'), chainHeadsDigest: this.chain.headsDigest(), kernelVersion: config.kernel.version }),
       revenue: () => ({
         burned: this.counters.get('burned_total'),
@@ -440,7 +453,7 @@ export class SvcNode {
     await this.challenges.load();
     const signMeshEvent = (type: string, body: unknown): Promise<MeshEvent> =>
       signEvent(this.nodeIdentity.privateKey, this.nodeId, type, stampAt(this.clock.nowNs()).svcond, body);
-    const { app } = createApp({
+    const { app, router } = createApp({
       config,
       logger: this.logger,
       clock: this.clock,
@@ -485,7 +498,9 @@ export class SvcNode {
         streamsOf: (zid) => this.agentStreams.of(zid),
         reactorsOf: (zid) => this.reactor.countOf(zid),
       },
+      metrics: this.metrics,
     });
+    this.router = router;
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;
     this.streamSocket = attachStreamSocket(this.server, {
@@ -500,6 +515,7 @@ export class SvcNode {
     });
     const addr = this.server.address() as AddressInfo;
     this.url = config.publicUrl ?? `http://${config.host}:${addr.port}`;
+    if (config.metrics.port !== null) this.metricsUrl = await this.metrics.listen(config.metrics.host, config.metrics.port);
     meshOptions.httpUrl = this.url;
     this.wireIdentityGossip();
     await this.mesh.start();
@@ -532,7 +548,10 @@ export class SvcNode {
       this.reannounceTimer = setInterval(() => void this.bonds.reannounce().catch(() => undefined), every);
       this.reannounceTimer.unref();
     }
-    this.logger.info({ url: this.url, node: this.nodeId, dataDir: config.dataDir, multiaddrs: this.mesh.multiaddrs(), mesh: this.mesh.enabled }, 'listening');
+    this.logger.info(
+      { url: this.url, node: this.nodeId, dataDir: config.dataDir, multiaddrs: this.mesh.multiaddrs(), mesh: this.mesh.enabled, metrics: this.metricsUrl },
+      'listening',
+    );
     return this;
   }
 
@@ -766,6 +785,7 @@ export class SvcNode {
     }
     if (this.reannounceTimer) clearInterval(this.reannounceTimer);
     this.reannounceTimer = null;
+    if (this.metrics) await this.metrics.close();
     if (this.transferDelivery) await this.transferDelivery.stop();
     if (this.consensusTimer) clearInterval(this.consensusTimer);
     this.consensusTimer = null;

@@ -26,6 +26,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { resolveCaller } from '../../src/http/auth.js';
 import { SvcNode } from '../../src/node.js';
 import { numberArg, processCpuMs, root, startProcess, stop } from './lib.js';
+import { progress } from '../../src/cli/progress.js';
 
 const duration = numberArg('duration', 10);
 const connections = numberArg('connections', 50);
@@ -214,12 +215,14 @@ async function settle(others: ChildProcess[]): Promise<number> {
 
 try {
   // Warm-up (the probe's too), then the measured turns.
+  const spin = progress('bench: warm-up');
   machineProbeMs();
   for (const t of targets) await load(t, 2);
   const seconds = duration / rounds;
   for (let r = 0; r < rounds; r++) {
     probes.push(machineProbeMs());
     for (const t of targets) {
+      spin.text(`bench: round ${r + 1} of ${rounds}, ${t.name} (${seconds} s)`);
       const background = targets.map((o) => o.server).filter((server, i, all) => server !== t.server && all.indexOf(server) === i);
       settleWaitsMs.push(await settle(background));
       const before = cpuOf(background);
@@ -241,6 +244,7 @@ try {
       });
     }
   }
+  spin.succeed(`bench: ${rounds} rounds of ${targets.length} targets done`);
 } finally {
   await Promise.all([
     stop(koa.child),

@@ -11,6 +11,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { defaultRegistry } from '../../src/solvers/registry.js';
+import { progress } from '../../src/cli/progress.js';
 import { MAX_CASES, defaultOf, maximise, type MaxCase } from './solver-maxima.js';
 
 const args = process.argv.slice(2);
@@ -141,10 +142,12 @@ if (caseArg >= 0) {
   runMaxCase(MAX_CASES[Number(args[caseArg + 1])]!);
 } else if (args.includes('--max')) {
   await maxima();
-} else
+} else {
+  const spin = progress('bench: solvers');
   for (const solver of defaultRegistry().list()) {
     if (only && !only.has(solver.id)) continue;
     for (const { key, mode } of modeVariants(solver)) {
+      spin.text(`bench: ${solver.id}${mode ? ` ${mode}` : ''} (${runs} runs)`);
       const raw = key && mode ? { [key]: mode } : {};
       let inputs: Record<string, unknown>;
       try {
@@ -172,3 +175,5 @@ if (caseArg >= 0) {
       );
     }
   }
+  spin.succeed('bench: solvers done');
+}

@@ -10,6 +10,7 @@ import { mkdir } from 'node:fs/promises';
 import { loadOrCreateReceiptSecret } from '../config/receipt-secret.js';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { progress } from './progress.js';
 import { NODE_HEAP_FLAGS } from '../config/heap-flags.js';
 
 export interface ClusterOptions {
@@ -233,9 +234,11 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
     }
   };
 
+  const spin = progress(`starting ${o.nodes} node${o.nodes === 1 ? '' : 's'}`);
   try {
     for (let i = 0; i < o.nodes; i++) {
       const name = `node${i + 1}`;
+      spin.text(`starting ${name} (${i + 1} of ${o.nodes})`);
       const dataDir = join(root, name);
       await mkdir(dataDir, { recursive: true });
       const env: Record<string, string> = {
@@ -262,7 +265,9 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
       announce(member, node, false);
       watch(member, node);
     }
+    spin.succeed(`${o.nodes} node${o.nodes === 1 ? '' : 's'} running: ${members.map((m) => m.current?.url).join(' ')} (Ctrl-C stops them)`);
   } catch (err) {
+    spin.fail(`cluster start failed`);
     process.stderr.write(`svc-node cluster: ${(err as Error).message}\n`);
     await stopAll(1);
   }

@@ -12,6 +12,7 @@ import { addContributeCommand } from './contribute.js';
 import { addVerifyLogCommand } from './verify-log.js';
 import { challengeCommand } from './challenge.js';
 import { mcpCommand } from './mcp.js';
+import { statusCommand } from './status.js';
 import { solveChallenge } from '../tally/claim-proof.js';
 import { loadOrCreateOperatorToken, readOperatorToken, OPERATOR_TOKEN_FILE } from '../config/operator-token.js';
 
@@ -27,7 +28,11 @@ function configFlags(cmd: Command): Command {
     .option('--log-level <level>', 'fatal | error | warn | info | debug | trace | silent')
     .addOption(new Option('--p2p-port <port>', 'libp2p TCP port (0 = any)').argParser(parseIntStrict))
     .option('--bootstrap <multiaddrs>', 'comma-separated bootstrap multiaddrs')
-    .option('--mesh-secret <secret>', 'shared mesh secret (unset: node runs alone)');
+    .option('--mesh-secret <secret>', 'shared mesh secret (unset: node runs alone)')
+    .addOption(
+      new Option('--metrics-port <port>', 'serve GET /metrics (Prometheus) on this port of --metrics-host (0 = any; default off)').argParser(parseIntStrict),
+    )
+    .option('--metrics-host <host>', 'interface of the metrics listener (default 127.0.0.1)');
 }
 
 function parseIntStrict(v: string): number {
@@ -50,6 +55,8 @@ function flagsToPaths(o: Record<string, unknown>): Record<string, unknown> {
             .filter(Boolean)
         : undefined,
     'mesh.secret': o.meshSecret,
+    'metrics.port': o.metricsPort,
+    'metrics.host': o.metricsHost,
   };
 }
 
@@ -265,6 +272,7 @@ challengeCommand(program);
 mcpCommand(program, '0.1.0');
 
 addVerifyLogCommand(program);
+statusCommand(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof ConfigError) fail(err.message);

@@ -52,6 +52,8 @@ export interface ComputeDeps {
   nodeId: () => string;
   /** Called after a result is durable (events go out only then). */
   onSealed?: (summary: SealedSummary) => void;
+  /** Called when the tolerance gate refuses a result (nothing is sealed): the node's metrics count it. */
+  onGateRefused?: (kind: 'compute' | 'solver' | 'prove') => void;
   /**
    * executed_by for a run this node executed itself (consensus/executed-by.ts), or null when its operator is not
    * contributing (nothing at stake). Absent: never.
@@ -208,6 +210,11 @@ export class ComputeService {
   private readonly chains = new BoundedMap<string, CompiledChain>(COMPILED_CHAINS_MAX);
 
   constructor(private readonly deps: ComputeDeps) {}
+
+  private gateRefused(kind: 'compute' | 'solver' | 'prove', err: Error): Error {
+    this.deps.onGateRefused?.(kind);
+    return err;
+  }
 
   get registry(): SolverRegistry {
     return this.deps.registry;
@@ -442,7 +449,7 @@ export class ComputeService {
       request: { kind: 'compute', domain: req.domain, operators: req.operators, inputs: req.inputs ?? {} },
       job: (parts) => {
         const gate = gateModulation(chain.gate, parts.R_t);
-        if (!gate.passed) throw toleranceGateError(gate);
+        if (!gate.passed) throw this.gateRefused('compute', toleranceGateError(gate));
         return { kind: 'compute', parts, chain: preview, average: gate.tick_average, relError: gate.rel_error };
       },
       summary: { kind: 'compute', solver: null, operators: preview.operators, value: preview.value, unit: preview.unit },
@@ -455,7 +462,7 @@ export class ComputeService {
     const stamp = stampAt(startNs);
     const R_t = modulationFactor(stamp.phase, this.deps.phi0);
     const gate = gateModulation(compiled.gate, R_t);
-    if (!gate.passed) throw toleranceGateError(gate);
+    if (!gate.passed) throw this.gateRefused('compute', toleranceGateError(gate));
     const parts = this.stampParts(stamp, R_t, null, compiled.resultDigest, metricShift(stamp.phase, 0, this.deps.phi0), null);
     const body: Record<string, unknown> = plainJson({
       ...buildBody(this.deps.receiptKey, { kind: 'compute', parts, chain, average: gate.tick_average, relError: gate.rel_error }),
@@ -534,7 +541,7 @@ export class ComputeService {
     const verdict = gateSolverCheck(out.check, out.value);
     if (!verdict.passed) {
       reservation.release();
-      throw toleranceGateError(verdict, { id: solver.id, check: plainJson(out.check) });
+      throw this.gateRefused('solver', toleranceGateError(verdict, { id: solver.id, check: plainJson(out.check) }));
     }
     const unsealable = unsealableOutput(out);
     if (unsealable !== null) {
@@ -647,7 +654,7 @@ export class ComputeService {
     const chain = evaluateChain(request, { R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: this.deps.phi0 });
     const values = chain.master_sum.terms.slice(1).map((t: { value: number }) => t.value);
     const gate = gateClosedForm(values, chain.value, R_t, this.deps.phi0);
-    if (!gate.passed) throw toleranceGateError(gate);
+    if (!gate.passed) throw this.gateRefused('prove', toleranceGateError(gate));
     const steps = protocolSteps({
       operatorChain: chain.operators,
       domainOperatorCount: chain.domain_operator_count,

@@ -120,6 +120,16 @@ export const configSchema = z
       })
       .strict()
       .default({ provider: null, freeMessagesPerDay: 10, maxToolSteps: 6, timeoutMs: 60_000 }),
+    /** Prometheus metrics (GET /metrics) on a listener of their own, never the API port; off when port is null. */
+    metrics: z
+      .object({
+        /** Port of the metrics listener: null = off, 0 = any free port. */
+        port: z.number().int().min(0).max(65535).nullable().default(null),
+        /** Interface of the metrics listener (loopback by default: a scraper on the same host or a tunnel). */
+        host: z.string().min(1).default('127.0.0.1'),
+      })
+      .strict()
+      .default({ port: null, host: '127.0.0.1' }),
   })
   .strict();
 

@@ -35,6 +35,8 @@ import { mmioRoutes } from './routes/mmio.js';
 import { agentRoutes } from './routes/agents.js';
 import { genesisRoutes } from './routes/genesis.js';
 import { ROUTE_BODIES } from './route-bodies.js';
+import { docsRoutes } from './routes/docs.js';
+import { dashboardRoutes } from './routes/dashboard.js';
 
 /** Read routes that take a body: they also answer QUERY (safe, idempotent; spec part 4). */
 const QUERY_ROUTES = [
@@ -99,6 +101,7 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
     else if (debug) s.logger.debug({ trace_id: traceId, method: ctx.method, path: ctx.path, status: ctx.status }, 'request');
   });
   app.use(selfApi.middleware());
+  if (s.metrics) app.use(s.metrics.middleware());
   app.use(errorMiddleware(s.logger));
   // RFC 9112 §3.2: an HTTP/1.1 request without Host is refused with 400 (Node's own check, turned off in server.ts,
   // would answer with no body).
@@ -131,6 +134,8 @@ export function createApp(s: HttpServices): { app: Koa; router: Router; library:
   if (s.mmio) mmioRoutes(router, { ...s, mmio: s.mmio });
   if (s.genesis) genesisRoutes(router, { ...s, genesis: s.genesis });
   if (s.agents && s.agentStream) agentRoutes(router, { ...s, agents: s.agents }, s.agentStream.count, { heartbeatMs: s.agentStream.heartbeatMs });
+  docsRoutes(router, s);
+  dashboardRoutes(router);
   for (const register of s.extraRouters ?? []) register(router);
 
   for (const path of [...QUERY_ROUTES, ...REACTOR_READ_PATHS]) {

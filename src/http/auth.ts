@@ -6,6 +6,7 @@ import { ServiceError } from '../kernel/errors.js';
 import type { IdentityService } from '../identity/service.js';
 import type { Caller } from '../tally/ledger.js';
 import type { ChainService, MachineRecord } from '../chain/service.js';
+import { documented } from './validate.js';
 
 export function presentedKey(ctx: Context): string | null {
   const header = ctx.get('authorization');
@@ -67,18 +68,24 @@ export async function resolveCaller(ctx: Context, deps: AuthDeps, allowAnonymous
 
 /** Middleware: authenticated route (no anonymous). */
 export function requireKey(deps: AuthDeps) {
-  return async (ctx: Context, next: Next): Promise<void> => {
-    ctx.state.caller = await resolveCaller(ctx, deps, false);
-    await next();
-  };
+  return documented(
+    async (ctx: Context, next: Next): Promise<void> => {
+      ctx.state.caller = await resolveCaller(ctx, deps, false);
+      await next();
+    },
+    { auth: 'key' },
+  );
 }
 
 /** Middleware: computing route (anonymous callers allowed, counted by IP). */
 export function computeCaller(deps: AuthDeps) {
-  return async (ctx: Context, next: Next): Promise<void> => {
-    ctx.state.caller = await resolveCaller(ctx, deps, true);
-    await next();
-  };
+  return documented(
+    async (ctx: Context, next: Next): Promise<void> => {
+      ctx.state.caller = await resolveCaller(ctx, deps, true);
+      await next();
+    },
+    { auth: 'optional' },
+  );
 }
 
 /**

@@ -67,6 +67,8 @@ export interface HttpServices {
   genesis?: import('../genesis/service.js').GenesisService;
   /** Live values of the MMIO registers this node shows (http/routes/mmio.ts). */
   mmio?: import('./routes/mmio.js').MmioSources;
+  /** Prometheus metrics (http/metrics.ts): requests by route, status and latency. Absent: not counted. */
+  metrics?: import('./metrics.js').NodeMetrics;
   /** Extra route groups (the mesh) register themselves here. */
   extraRouters?: ((router: import('@koa/router').default) => void)[];
 }

@@ -13,18 +13,22 @@ import compose from 'koa-compose';
  */
 export function routes(router: Router): Koa.Middleware {
   // As the router sets them for a route without parameters.
-  const noParams: Koa.Middleware = (ctx, next) => {
-    ctx.params = {};
-    (ctx.request as unknown as { params: Record<string, string> }).params = ctx.params;
-    return next();
-  };
+  const noParams =
+    (path: string): Koa.Middleware =>
+    (ctx, next) => {
+      ctx.params = {};
+      (ctx.request as unknown as { params: Record<string, string> }).params = ctx.params;
+      // The route's path, as the router sets it (the metrics label requests by it).
+      (ctx as unknown as { _matchedRoute: string })._matchedRoute = path;
+      return next();
+    };
   const statics = new Map<string, Koa.Middleware>();
   for (const layer of router.stack) {
     if (layer.paramNames.length > 0 || typeof layer.path !== 'string') continue;
     for (const method of layer.methods) {
       const match = router.match(layer.path, method);
       if (match.pathAndMethod.length !== 1 || match.pathAndMethod[0] !== layer) continue;
-      statics.set(`${method} ${layer.path}`, compose([noParams, ...(layer.stack as unknown as Koa.Middleware[])]));
+      statics.set(`${method} ${layer.path}`, compose([noParams(layer.path), ...(layer.stack as unknown as Koa.Middleware[])]));
     }
   }
   const dispatch = router.routes() as unknown as Koa.Middleware;

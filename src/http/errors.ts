@@ -2,6 +2,7 @@
 // The trace id is also in the X-Trace-Id header and in the log line. A client mistake is never a 500.
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import { ServiceError, type ErrorCode } from '../kernel/errors.js';
 import { StoreWriteError } from '../store/db.js';
 
@@ -86,3 +87,18 @@ export function errorMiddleware(logger: Logger) {
     }
   };
 }
+
+/** The part-7 error object as a schema: the OpenAPI document's Error component (every error body fits it). */
+export const errorSchema = z
+  .looseObject({
+    error: z.looseObject({
+      code: z.string().describe('a part-7 code, e.g. SVC_INVALID_INPUT'),
+      message: z.string(),
+      details: z.unknown().optional(),
+      status: z.number().int().min(400).max(599),
+      trace_id: z.string(),
+      timestamp: z.string(),
+      documentation_url: z.string(),
+    }),
+  })
+  .describe('Part 7 error object; individual codes add their own fields (limit, retry_after_seconds, allow, …)');

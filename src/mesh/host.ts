@@ -10,7 +10,7 @@ import { yamux } from '@chainsafe/libp2p-yamux';
 import { identify, type Identify } from '@libp2p/identify';
 import { gossipsub, type GossipSub, type GossipsubEvents } from '@chainsafe/libp2p-gossipsub';
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
-import type { Message, PeerId, PrivateKey, PubSub, SignaturePolicy, Stream, TopicValidatorResult } from '@libp2p/interface';
+import type { ComponentLogger, Message, Metrics, PeerId, PrivateKey, PubSub, SignaturePolicy, Stream, TopicValidatorResult } from '@libp2p/interface';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { ALL_TOPICS } from './wire.js';
 import type { GossipVerdict } from './validator.js';
@@ -41,6 +41,8 @@ export interface MeshHostOptions {
   redialMaxMs?: number;
   /** gossipsub seen-cache TTL in ms (default 120 s). */
   seenTtlMs?: number;
+  /** libp2p's own metrics (a factory such as @libp2p/prometheus-metrics', supplied by node.ts). */
+  metrics?: (components: { logger: ComponentLogger }) => Metrics;
 }
 
 type Services = { identify: Identify; pubsub: PubSub<GossipsubEvents> };
@@ -142,6 +144,7 @@ export class MeshHost {
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
       connectionManager: { maxConnections: 256, dialTimeout: 5_000 },
+      ...(this.opts.metrics ? { metrics: this.opts.metrics } : {}),
       services: {
         identify: identify(),
         pubsub: gossipsub({

@@ -11,7 +11,7 @@ import { DnsRegistry, DNS_EVENT_TYPE, parseDnsBody } from './dns.js';
 import { GossipError, invalidEvent } from './gossip-error.js';
 import { GossipHandlerTable } from './gossip-handlers.js';
 import { MachineDirectory } from './machines.js';
-import { MeshHost, silentLogger, type MeshLogger } from './host.js';
+import { MeshHost, silentLogger, type MeshHostOptions, type MeshLogger } from './host.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './identity.js';
 import { SNAPSHOT_RETENTION_DEFAULT, TransparencyOracle, type HeadState, type RevenueFigures, type SnapshotPeer } from './oracle.js';
 import { MeshValidator, MAX_SKEW_TICKS, checkShape, gossipVerdict, type GossipVerdict, type Validation } from './validator.js';
@@ -112,6 +112,8 @@ export interface MeshServiceOptions {
   redialMaxMs?: number;
   /** gossipsub seen-cache TTL (ms). */
   gossipSeenTtlMs?: number;
+  /** libp2p's own metrics (node.ts supplies @libp2p/prometheus-metrics'); none when absent. */
+  libp2pMetrics?: MeshHostOptions['metrics'];
 }
 
 export type Entrance = 'gossip' | 'http' | 'self';
@@ -305,6 +307,7 @@ export class MeshService {
         redialMinMs: this.opts.redialMinMs,
         redialMaxMs: this.opts.redialMaxMs,
         seenTtlMs: this.opts.gossipSeenTtlMs,
+        metrics: this.opts.libp2pMetrics,
       });
       await this.host.start();
       for (const [protocol, handler] of this.streamHandlers) await this.host.handle(protocol, handler);

@@ -71,6 +71,8 @@ export class Store {
    * settled yet (util/bounded-map.ts, PendingWrites).
    */
   readonly progress = { commits: 0, settled: 0 };
+  /** Called after each batch is written: its ops and how long the write took (the node's metrics, node.ts). */
+  onBatch: ((ops: number, seconds: number) => void) | null = null;
 
   private constructor(db: Level<string, Json>, options: StoreOptions) {
     this.db = db;
@@ -198,7 +200,9 @@ export class Store {
             }
             count++;
           }
+          const started = this.onBatch === null ? 0 : performance.now();
           await batch.write({ sync: this.sync });
+          if (this.onBatch !== null) this.onBatch(count, (performance.now() - started) / 1000);
           this.stats.batches++;
           this.stats.ops += count;
           this.progress.settled += group.length;

@@ -3,10 +3,11 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import type { HttpServices } from '../context.js';
+import { proveResponse, proveVerifyResponse, sealedResponse, verifyResponse } from '../responses.js';
 import { computeCaller, requireKey } from '../auth.js';
 import { perMinuteLimit } from '../limits.js';
 import { forwardToHome } from '../forward.js';
-import { validate } from '../validate.js';
+import { body, responds, validate } from '../validate.js';
 import type { Caller } from '../../tally/ledger.js';
 import type { Sealed } from '../../compute/service.js';
 
@@ -64,17 +65,17 @@ export function computeRoutes(router: Router, s: HttpServices): void {
   const caller = (ctx: Context) => ctx.state.caller as Caller;
   const home = forwardToHome(s);
 
-  router.post('/api/svc/compute', computeCaller(auth), home, async (ctx) => {
+  router.post('/api/svc/compute', responds(sealedResponse), computeCaller(auth), home, body(chainBody), async (ctx) => {
     const body = validate(chainBody, ctx.request.body);
     sendSealed(ctx, await s.compute.compute(caller(ctx), body, { seal: true, requestText: ctx.request.rawBody }));
   });
 
-  router.post('/api/playground/compute', requireKey(auth), async (ctx) => {
+  router.post('/api/playground/compute', responds(sealedResponse), requireKey(auth), body(chainBody), async (ctx) => {
     const body = validate(chainBody, ctx.request.body);
     sendSealed(ctx, await s.compute.compute(caller(ctx), body, { seal: false, requestText: ctx.request.rawBody }));
   });
 
-  router.post('/api/svc/verify', requireKey(auth), (ctx) => {
+  router.post('/api/svc/verify', responds(verifyResponse), requireKey(auth), (ctx) => {
     const body = ctx.request.body as Record<string, unknown> | undefined;
     const candidate = body && typeof body === 'object' && 'result' in body && Object.keys(body).length === 1 ? body.result : body;
     ctx.body = s.compute.verifyResult(candidate);
@@ -82,38 +83,38 @@ export function computeRoutes(router: Router, s: HttpServices): void {
 
   const proveLimit = perMinuteLimit(s.config.limits.provePerMinute, 'prove');
   const proveVerifyLimit = perMinuteLimit(s.config.limits.provePerMinute, 'prove-verify');
-  router.post('/api/svc/prove', proveLimit, (ctx) => {
+  router.post('/api/svc/prove', responds(proveResponse), proveLimit, body(proveBody), (ctx) => {
     const body = validate(proveBody, ctx.request.body);
     ctx.body = s.compute.prove(body);
   });
-  router.post('/api/svc/prove/verify', proveVerifyLimit, (ctx) => {
+  router.post('/api/svc/prove/verify', responds(proveVerifyResponse), proveVerifyLimit, (ctx) => {
     ctx.body = s.compute.proveVerify(ctx.request.body);
   });
 
-  router.post('/api/svc/shift', requireKey(auth), (ctx) => {
+  router.post('/api/svc/shift', requireKey(auth), body(shiftBody), (ctx) => {
     const body = validate(shiftBody, ctx.request.body);
     ctx.body = s.compute.shift(body.variance, body.phase);
   });
 
-  router.post('/api/svc/lattice', requireKey(auth), (ctx) => {
+  router.post('/api/svc/lattice', requireKey(auth), body(latticeBody), (ctx) => {
     const body = validate(latticeBody, ctx.request.body);
     ctx.body = s.compute.lattice(body);
   });
 
   for (const solver of s.compute.registry.list()) {
     if (!solver.endpoint) continue;
-    router.post(solver.endpoint, computeCaller(auth), home, async (ctx) => {
+    router.post(solver.endpoint, responds(sealedResponse), computeCaller(auth), home, async (ctx) => {
       const { inputs, initialState } = splitSolverBody(ctx.request.body);
       sendSealed(ctx, await s.compute.solve(caller(ctx), solver.id, inputs, initialState));
     });
   }
 
-  router.post('/api/svc/solve', computeCaller(auth), home, async (ctx) => {
+  router.post('/api/svc/solve', responds(sealedResponse), computeCaller(auth), home, body(solveBody), async (ctx) => {
     const body = validate(solveBody, ctx.request.body);
     sendSealed(ctx, await s.compute.solve(caller(ctx), body.solver, body.inputs ?? {}, body.initialState));
   });
 
-  router.post('/api/svc/auto', computeCaller(auth), home, async (ctx) => {
+  router.post('/api/svc/auto', computeCaller(auth), home, body(autoBody), async (ctx) => {
     const body = validate(autoBody, ctx.request.body);
     ctx.body = await s.compute.auto(caller(ctx), body.query, body.constants);
   });

@@ -9,7 +9,7 @@ import type { Caller } from '../../tally/ledger.js';
 import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import { validate } from '../validate.js';
+import { body, query, validate } from '../validate.js';
 
 const challengeBody = z
   .object({
@@ -60,7 +60,7 @@ export function consensusRoutes(router: Router, s: HttpServices): void {
     return c.zid;
   };
 
-  router.post('/api/tally/consensus/challenges', requireKey(auth), home, async (ctx) => {
+  router.post('/api/tally/consensus/challenges', requireKey(auth), home, body(challengeBody), async (ctx) => {
     const zid = zidOf(ctx);
     const body = validate(challengeBody, ctx.request.body);
     const e = await consensus().challenges.open(zid, body.result_id, body.claimed_digest);
@@ -68,7 +68,7 @@ export function consensusRoutes(router: Router, s: HttpServices): void {
     ctx.body = { ...challengeSummary(e), stake: e.stake?.amount ?? 0, eligible: e.challenge.challenge.eligible, quorum: e.challenge.challenge.quorum };
   });
 
-  router.get('/api/tally/consensus', async (ctx) => {
+  router.get('/api/tally/consensus', query(listQuery), async (ctx) => {
     const q = validate(listQuery, ctx.query);
     const { challenges } = consensus();
     const { total, items } = await challenges.list(q);

@@ -10,9 +10,10 @@ import { daysRemaining, MODES, policyDocument, quorumOf } from '../../consensus/
 import type { AttestedBond } from '../../consensus/bonds.js';
 import type { Caller } from '../../tally/ledger.js';
 import type { HttpServices } from '../context.js';
+import { contributeStatusResponse } from '../responses.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import { validate } from '../validate.js';
+import { body, responds, validate } from '../validate.js';
 
 const bondBody = z.object({ token_ids: z.array(z.string().min(1).max(128)).min(1).max(1_500).optional() }).strict();
 const releaseBody = z.object({}).strict();
@@ -46,7 +47,7 @@ export function contributeRoutes(router: Router, s: HttpServices): void {
     ctx.body = policyDocument(policy);
   });
 
-  router.get('/api/contribute/status', requireKey(auth), home, async (ctx) => {
+  router.get('/api/contribute/status', responds(contributeStatusResponse), requireKey(auth), home, async (ctx) => {
     const c = identityOf(ctx);
     const { bonds, modes } = contribution();
     const held = bonds.ofZid(c.zid);
@@ -74,7 +75,7 @@ export function contributeRoutes(router: Router, s: HttpServices): void {
     };
   });
 
-  router.post('/api/contribute/bond', requireKey(auth), home, async (ctx) => {
+  router.post('/api/contribute/bond', requireKey(auth), home, body(bondBody), async (ctx) => {
     const c = identityOf(ctx);
     const body = validate(bondBody, ctx.request.body);
     const bond = await contribution().bonds.bond(c.zid, body.token_ids);
@@ -82,7 +83,7 @@ export function contributeRoutes(router: Router, s: HttpServices): void {
     ctx.body = { zid: c.zid, ...showBond(bond), token_ids: bond.bond.token_ids, record: bond.bond };
   });
 
-  router.post('/api/contribute/release', requireKey(auth), home, async (ctx) => {
+  router.post('/api/contribute/release', requireKey(auth), home, body(releaseBody), async (ctx) => {
     const c = identityOf(ctx);
     validate(releaseBody, ctx.request.body);
     const { bonds, modes } = contribution();
@@ -98,7 +99,7 @@ export function contributeRoutes(router: Router, s: HttpServices): void {
     };
   });
 
-  router.post('/api/contribute/mode', requireKey(auth), home, async (ctx) => {
+  router.post('/api/contribute/mode', requireKey(auth), home, body(modeBody), async (ctx) => {
     const c = identityOf(ctx);
     const body = validate(modeBody, ctx.request.body);
     const { bonds, modes } = contribution();

@@ -5,7 +5,8 @@ import { z } from 'zod';
 import { stampAt } from '../../kernel/clock.js';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
-import { validate } from '../validate.js';
+import { demoKeyResponse, registerV3Response } from '../responses.js';
+import { body, describes, responds, validate } from '../validate.js';
 import { resolveCaller } from '../auth.js';
 
 const credentials = z.object({ email: z.string().trim().email().max(254), password: z.string().min(8).max(1024) }).strict();
@@ -19,13 +20,13 @@ function setSessionCookie(ctx: Context, token: string, expiresMs: number): void 
 }
 
 export function identityRoutes(router: Router, s: HttpServices): void {
-  router.post('/api/auth/register', async (ctx) => {
+  router.post('/api/auth/register', body(credentials), async (ctx) => {
     const body = validate(credentials, ctx.request.body);
     ctx.status = 201;
     ctx.body = await s.identity.register(body.email, body.password);
   });
 
-  router.post('/api/auth/login', async (ctx) => {
+  router.post('/api/auth/login', body(loginBody), async (ctx) => {
     const body = validate(loginBody, ctx.request.body);
     const session = await s.identity.login(body.email, body.password);
     setSessionCookie(ctx, session.token, session.expires_unix_ms);
@@ -47,7 +48,7 @@ export function identityRoutes(router: Router, s: HttpServices): void {
     ctx.body = await s.identity.sessionKey(ctx.cookies.get(SESSION_COOKIE));
   });
 
-  router.post('/api/auth/api-key', async (ctx) => {
+  router.post('/api/auth/api-key', body(apiKeyBody), async (ctx) => {
     const body = validate(apiKeyBody, ctx.request.body);
     const session = await s.identity.verifySession(ctx.cookies.get(SESSION_COOKIE));
     if (!session.valid || !session.zid) throw new ServiceError(401, 'SVC_NO_SESSION', 'a valid session cookie is required');
@@ -63,7 +64,7 @@ export function identityRoutes(router: Router, s: HttpServices): void {
     ctx.body = { email: email.trim().toLowerCase(), salt: await s.identity.saltFor(email), algorithm: 'scrypt', params: { N: 16384, r: 8, p: 1, keylen: 32 } };
   });
 
-  router.post('/api/svc-auth/register-v3', async (ctx) => {
+  router.post('/api/svc-auth/register-v3', responds(registerV3Response, { status: 201 }), body(zkBody), async (ctx) => {
     const body = validate(zkBody, ctx.request.body);
     const svcond = stampAt(s.clock.nowNs()).svcond;
     const { zid, machine, adminKey } = await s.identity.registerV3(body.equation_sha256, svcond);
@@ -84,14 +85,14 @@ export function identityRoutes(router: Router, s: HttpServices): void {
     };
   });
 
-  router.post('/api/svc-auth/login-v3', async (ctx) => {
+  router.post('/api/svc-auth/login-v3', body(zkBody), async (ctx) => {
     const body = validate(zkBody, ctx.request.body);
     const session = await s.identity.loginV3(body.equation_sha256);
     setSessionCookie(ctx, session.token, session.expires_unix_ms);
     ctx.body = { zid: session.zid, expiresAt: new Date(session.expires_unix_ms).toISOString() };
   });
 
-  router.get('/api/demo-key', async (ctx) => {
+  router.get('/api/demo-key', responds(demoKeyResponse), async (ctx) => {
     ctx.body = { key: await s.demoKeys.sharedKey(), plan: 'demo', dailyLimit: s.config.limits.demoKeyPerDay };
   });
 
@@ -101,7 +102,7 @@ export function identityRoutes(router: Router, s: HttpServices): void {
   });
 
   // Who am I (useful to clients holding only a key).
-  router.get('/api/auth/whoami', async (ctx) => {
+  router.get('/api/auth/whoami', describes({ auth: 'key' }), async (ctx) => {
     const caller = await resolveCaller(ctx, { identity: s.identity, chain: s.chain, nodeId: s.nodeId }, false);
     ctx.body =
       caller.kind === 'identity'

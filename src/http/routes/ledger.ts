@@ -5,8 +5,9 @@ import { z } from 'zod';
 import { stampAt } from '../../kernel/clock.js';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
+import { balanceResponse, chainValidationResponse } from '../responses.js';
 import { authorizeMachineRead, presentedKey, requireKey, resolveCaller } from '../auth.js';
-import { validate } from '../validate.js';
+import { body, query, responds, validate } from '../validate.js';
 import { askHome, forwardToHome, relayAnswer, relayToHome, wasForwarded } from '../forward.js';
 import type { Caller, TallyCharge } from '../../tally/ledger.js';
 import { MACHINE_HOME, SLUG_PATTERN } from '../../mesh/machines.js';
@@ -62,13 +63,13 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     };
   });
 
-  router.get('/api/tally/balance', requireKey(auth), home, async (ctx) => {
+  router.get('/api/tally/balance', responds(balanceResponse), requireKey(auth), home, async (ctx) => {
     const c = identityOf(ctx);
     const w = await s.ledger.wallet(c.zid);
     ctx.body = { zid: c.zid, free: w.free, paid: w.paid, total: w.free + w.paid };
   });
 
-  router.get('/api/tally/envelopes/:zid', requireKey(auth), home, async (ctx) => {
+  router.get('/api/tally/envelopes/:zid', requireKey(auth), home, query(envelopeQuery), async (ctx) => {
     const c = identityOf(ctx);
     const zid = String(ctx.params.zid);
     if (zid !== c.zid) throw forbidden('envelopes are listed to their owner only');
@@ -85,7 +86,7 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     ctx.body = { zid, folders: s.ledger.folders(zid) };
   });
 
-  router.post('/api/chain/state-machines', requireKey(auth), home, async (ctx) => {
+  router.post('/api/chain/state-machines', requireKey(auth), home, body(machineBody), async (ctx) => {
     const c = identityOf(ctx);
     const body = validate(machineBody, ctx.request.body);
     // Part 8: creating a state machine costs 50, charged in the creation's batch (402 and nothing created if short).
@@ -151,12 +152,12 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     return slug;
   }
 
-  router.get('/api/chain/:slug/pohc/validate', atMachineHome, async (ctx) => {
+  router.get('/api/chain/:slug/pohc/validate', responds(chainValidationResponse), atMachineHome, async (ctx) => {
     const slug = await readableMachine(ctx);
     ctx.body = await s.chain.validate(slug);
   });
 
-  router.get('/api/chain/:slug/explore', atMachineHome, async (ctx) => {
+  router.get('/api/chain/:slug/explore', atMachineHome, query(exploreQuery), async (ctx) => {
     const slug = await readableMachine(ctx);
     const q = validate(exploreQuery, ctx.query);
     const head = await s.chain.headOf(slug);

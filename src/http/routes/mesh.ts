@@ -6,8 +6,9 @@ import type { MeshService } from '../../mesh/service.js';
 import { askPeers } from '../../mesh/ask-peers.js';
 import { IDENTITY_ASSERT } from '../../mesh/identity-assert.js';
 import type { HttpServices } from '../context.js';
+import { meshStatusResponse, transparencyHistoryResponse } from '../responses.js';
 import { requireKey } from '../auth.js';
-import { validate } from '../validate.js';
+import { body, describes, query, responds, validate } from '../validate.js';
 
 const eventsQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).default(50), order: z.enum(['arrival', 'tick']).default('arrival') }).strict();
 const verifyBody = z.object({ zid: z.string().regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters') }).strict();
@@ -28,16 +29,16 @@ export function meshRoutes(router: Router, s: HttpServices): void {
   };
   const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
 
-  router.post('/api/mesh/gossip', async (ctx) => {
+  router.post('/api/mesh/gossip', describes({ auth: 'node' }), async (ctx) => {
     ctx.body = await mesh().acceptHttpEvent(ctx.request.body, ctx.get('x-node-handshake') || undefined);
   });
 
-  router.get('/api/mesh/status', async (ctx) => {
+  router.get('/api/mesh/status', responds(meshStatusResponse), async (ctx) => {
     // Forked checkpoints of state machines seen here (chain/checkpoints.ts): kept as evidence, reported.
     ctx.body = { ...(await mesh().status()), chainCheckpointForks: s.chain.checkpoints.forkReport() };
   });
 
-  router.get('/api/mesh/events', async (ctx) => {
+  router.get('/api/mesh/events', query(eventsQuery), async (ctx) => {
     const q = validate(eventsQuery, ctx.query);
     const events = await mesh().recentEvents(q.limit, q.order);
     ctx.body = { count: events.length, order: q.order, events };
@@ -60,7 +61,7 @@ export function meshRoutes(router: Router, s: HttpServices): void {
     ctx.body = await s.signMeshEvent(IDENTITY_ASSERT, assertion);
   });
 
-  router.post('/api/mesh/verify', async (ctx) => {
+  router.post('/api/mesh/verify', body(verifyBody), async (ctx) => {
     const { zid } = validate(verifyBody, ctx.request.body);
     const m = mesh();
     const local = await s.identity.getIdentity(zid);
@@ -89,7 +90,7 @@ export function meshRoutes(router: Router, s: HttpServices): void {
    * A name for this node: its peer id, its URL and its multiaddrs, nothing a caller picks (any identity may register,
    * so a name must not be made to point elsewhere). A url or multiaddrs in the body must be this node's own.
    */
-  router.post('/api/dns/register', requireKey(auth), async (ctx) => {
+  router.post('/api/dns/register', requireKey(auth), body(dnsRegisterBody), async (ctx) => {
     const body = validate(dnsRegisterBody, ctx.request.body);
     const m = mesh();
     const own = { url: s.publicUrl(), multiaddrs: m.multiaddrs() };
@@ -121,14 +122,14 @@ export function meshRoutes(router: Router, s: HttpServices): void {
     ctx.body = { name: body.name, won, record, winner };
   });
 
-  router.get('/api/dns/resolve', (ctx) => {
+  router.get('/api/dns/resolve', query(resolveQuery), (ctx) => {
     const { name } = validate(resolveQuery, ctx.query);
     const rec = mesh().dns.resolve(name);
     if (!rec) throw new ServiceError(404, 'SVC_NOT_FOUND', `no DNS record for ${name}`);
     ctx.body = rec;
   });
 
-  router.get('/api/dns/lookup', (ctx) => {
+  router.get('/api/dns/lookup', query(lookupQuery), (ctx) => {
     const { peerId } = validate(lookupQuery, ctx.query);
     ctx.body = { peerId, names: mesh().dns.lookup(peerId) };
   });
@@ -143,7 +144,7 @@ export function meshRoutes(router: Router, s: HttpServices): void {
     ctx.body = snap;
   });
 
-  router.get('/api/transparency/history', async (ctx) => {
+  router.get('/api/transparency/history', responds(transparencyHistoryResponse), query(historyQuery), async (ctx) => {
     const { n } = validate(historyQuery, ctx.query);
     const snapshots = await mesh().oracle.history(n);
     ctx.body = { count: snapshots.length, snapshots };

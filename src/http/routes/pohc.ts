@@ -15,7 +15,7 @@ import {
 } from '../../consensus/challenges.js';
 import { verifyText } from '../../mesh/wire.js';
 import type { HttpServices } from '../context.js';
-import { validate } from '../validate.js';
+import { body, validate } from '../validate.js';
 
 export function pohcRoutes(router: Router, s: HttpServices): void {
   const p = s.config.contribution;
@@ -56,7 +56,7 @@ export function pohcRoutes(router: Router, s: HttpServices): void {
     };
   });
 
-  router.post('/api/protocol/pohc/verify', (ctx) => {
+  router.post('/api/protocol/pohc/verify', body(verdictDocumentSchema), (ctx) => {
     const doc = validate(verdictDocumentSchema, ctx.request.body) as VerdictDocument;
     const now = stampAt(s.clock.nowNs()).svcond;
     const r = verifyVerdictDocument(doc, verifyText, now);

@@ -17,7 +17,7 @@ import { RECORD_PAGE_MAX } from '../../tally/record.js';
 import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome, relayToHome } from '../forward.js';
-import { validate } from '../validate.js';
+import { body, query, validate } from '../validate.js';
 
 const publishBody = z.object({ publish_default: z.boolean() }).strict();
 const RECORD_OFFSET_MAX = 100_000;
@@ -62,7 +62,7 @@ export function recordRoutes(router: Router, s: HttpServices): void {
     ctx.body = show(zidOf(ctx));
   });
 
-  router.post('/api/tally/settings/publish-default', requireKey(auth), home, async (ctx) => {
+  router.post('/api/tally/settings/publish-default', requireKey(auth), home, body(publishBody), async (ctx) => {
     const zid = zidOf(ctx);
     const body = validate(publishBody, ctx.request.body);
     await record().publish.set(zid, body.publish_default, stampAt(s.clock.nowNs()).svcond);
@@ -70,7 +70,7 @@ export function recordRoutes(router: Router, s: HttpServices): void {
   });
 
   // Keyed (spec part 5: not among the keyless routes): any identity's key reads the published record.
-  router.get('/api/tally/record', requireKey(auth), async (ctx) => {
+  router.get('/api/tally/record', requireKey(auth), query(recordQuery), async (ctx) => {
     const q = validate(recordQuery, ctx.query);
     if (q.owner === undefined) {
       await home(ctx, async () => {

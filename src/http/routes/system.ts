@@ -11,7 +11,18 @@ import { KEY_PREFIX } from '../../identity/keys.js';
 import { KERNEL_DOCS, type Library } from '../../compute/library.js';
 import { InputError } from '../../solvers/errors.js';
 import type { HttpServices } from '../context.js';
-import { validate } from '../validate.js';
+import {
+  capabilitiesResponse,
+  categoriesResponse,
+  clockResponse,
+  discoveryResponse,
+  healthResponse,
+  kernelResponse,
+  libSearchResponse,
+  operatorsResponse,
+  pulseResponse,
+} from '../responses.js';
+import { body, describes, responds, validate } from '../validate.js';
 import { tierSheet } from '../../tally/tier-gates.js';
 
 const libSearchBody = z
@@ -76,7 +87,7 @@ function routedMethods(router: Router): string[] {
 }
 
 export function systemRoutes(router: Router, s: HttpServices, library: Library, discovery: () => Record<string, unknown>): void {
-  router.get('/api/health', (ctx) => {
+  router.get('/api/health', responds(healthResponse), (ctx) => {
     ctx.body = {
       ok: true,
       status: 'live',
@@ -87,15 +98,15 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
     };
   });
 
-  router.get('/api', (ctx) => {
+  router.get('/api', responds(discoveryResponse), (ctx) => {
     ctx.body = discovery();
   });
 
-  router.get('/api/svc/pulse', (ctx) => {
+  router.get('/api/svc/pulse', responds(pulseResponse), (ctx) => {
     ctx.body = pulseObject(s);
   });
 
-  router.get('/api/tally/clock', (ctx) => {
+  router.get('/api/tally/clock', responds(clockResponse), (ctx) => {
     const st = stampAt(s.clock.nowNs());
     ctx.body = {
       zeqond_sec: TICK_SECONDS_DISPLAY,
@@ -109,7 +120,7 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
   });
 
   // One SSE event per tick, sent at the tick boundary.
-  router.get('/api/svc/pulse/stream', async (ctx) => {
+  router.get('/api/svc/pulse/stream', describes({ contentType: 'text/event-stream' }), async (ctx) => {
     ctx.respond = false;
     ctx.res.statusCode = 200;
     const session = await createSession(ctx.req, ctx.res, { keepAlive: null, retry: 1000 });
@@ -135,12 +146,12 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
     });
   });
 
-  router.get('/api/operators', (ctx) => {
+  router.get('/api/operators', responds(operatorsResponse), (ctx) => {
     const ops = listOperators();
     ctx.body = { count: ops.length, operators: ops };
   });
 
-  router.get('/api/operators/categories', (ctx) => {
+  router.get('/api/operators/categories', responds(categoriesResponse), (ctx) => {
     ctx.body = { categories: categories() };
   });
 
@@ -162,12 +173,12 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
     ctx.body = operatorSpec(body ?? {});
   });
 
-  router.post('/api/svc/lib-search', (ctx) => {
+  router.post('/api/svc/lib-search', responds(libSearchResponse), body(libSearchBody), (ctx) => {
     const body = validate(libSearchBody, ctx.request.body);
     ctx.body = { query: body.query, ...library.search(body.query, body.limit, body.kind) };
   });
 
-  router.get('/api/kernel', (ctx) => {
+  router.get('/api/kernel', responds(kernelResponse), (ctx) => {
     ctx.body = {
       version: s.config.kernel.version,
       interface_version: '1.287.0',
@@ -182,12 +193,12 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
     };
   });
 
-  router.get('/api/kernel/prompt', (ctx) => {
+  router.get('/api/kernel/prompt', describes({ contentType: 'text/markdown' }), (ctx) => {
     ctx.type = 'text/markdown; charset=utf-8';
     ctx.body = kernelPrompt(s);
   });
 
-  router.get('/api/system/capabilities', (ctx) => {
+  router.get('/api/system/capabilities', responds(capabilitiesResponse), (ctx) => {
     ctx.body = {
       node: s.nodeId(),
       kernel_version: s.config.kernel.version,

@@ -1,12 +1,13 @@
 // The economy's routes (architecture.md §7): the cost table, operator grants, the daily claim, folder moves and
 // transfers (with the node-to-node delivery route of cross-node transfers).
 import type Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import { stampAt } from '../../kernel/clock.js';
 import type { HttpServices } from '../context.js';
-import { validate } from '../validate.js';
+import { costsResponse, tiersResponse } from '../responses.js';
+import { body, documented, responds, validate } from '../validate.js';
 import { costSheet } from '../../tally/costs.js';
 import { tierSheet } from '../../tally/tier-gates.js';
 import { TIERS } from '../../tally/tiers.js';
@@ -73,14 +74,14 @@ export function tallyRoutes(router: Router, s: HttpServices): void {
 
   // Spec 4.6: moves the caller's envelopes (soulbound included, no cap). Registered before GET
   // /api/tally/envelopes/:zid, whose path would otherwise answer this POST with 405.
-  router.post('/api/tally/envelopes/folder', requireKey(auth), home, async (ctx) => {
+  router.post('/api/tally/envelopes/folder', requireKey(auth), home, body(folderBody), async (ctx) => {
     const zid = zidOf(ctx);
     ctx.body = await s.folders.move(zid, validate(folderBody, ctx.request.body));
   });
 
   // Spec 4.6: movable envelopes to another identity (architecture.md §7). Also before GET /api/tally/envelopes/:zid.
   // Served at the sender's home (forwarded there); 200 when delivered at once (same node), 202 while pending.
-  router.post('/api/tally/envelopes/transfer-bulk', requireKey(auth), home, async (ctx) => {
+  router.post('/api/tally/envelopes/transfer-bulk', requireKey(auth), home, body(transferBody), async (ctx) => {
     const zid = zidOf(ctx);
     const view = await s.transfers.transfer(zid, validate(transferBody, ctx.request.body));
     ctx.status = view.state === 'delivered' ? 200 : 202;
@@ -107,24 +108,30 @@ export function tallyRoutes(router: Router, s: HttpServices): void {
     ctx.body = await s.claims.status(zidOf(ctx), ctx.ip, nowMs());
   });
 
-  router.post('/api/tally/claim', requireKey(auth), home, async (ctx) => {
+  router.post('/api/tally/claim', requireKey(auth), home, body(claimBody), async (ctx) => {
     const zid = zidOf(ctx);
     const body = validate(claimBody, ctx.request.body);
     const now = s.clock.nowNs();
     ctx.body = await s.claims.claim(zid, ctx.ip, body.challenge, body.nonce, stampAt(now).svcond, Number(now / 1_000_000n));
   });
 
-  router.get('/api/tally/costs', (ctx) => {
+  router.get('/api/tally/costs', responds(costsResponse), (ctx) => {
     ctx.body = costSheet();
   });
 
   // Keyless, like the costs: every tier's allowance and time limit, the inputs each tier unlocks, how to upgrade.
-  router.get('/api/tally/tiers', (ctx) => {
+  router.get('/api/tally/tiers', responds(tiersResponse), (ctx) => {
     ctx.body = tierSheet(s.tiers.policy, s.config.limits.enforceDailyQuota);
   });
 
-  router.post('/api/tally/grants', async (ctx) => {
-    requireOperator(ctx, s);
+  const operatorOnly = documented<Middleware>(
+    (ctx, next) => {
+      requireOperator(ctx, s);
+      return next();
+    },
+    { auth: 'operator' },
+  );
+  router.post('/api/tally/grants', operatorOnly, body(grantBody), async (ctx) => {
     const body = validate(grantBody, ctx.request.body);
     const now = s.clock.nowNs();
     try {

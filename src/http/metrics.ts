@@ -1,0 +1,255 @@
+// Prometheus metrics of a node (prom-client): one registry per node (several nodes share a process in tests and in
+// `svc-node cluster`), fed through seams node.ts wires — the store's onBatch, the compute service's onSealed and
+// onGateRefused, a timing wrapper around the solver executor, the HTTP middleware here — and read at scrape time
+// from the mesh's and the challenges' own counts. Domain services never import prom-client. libp2p's metrics come
+// from @libp2p/prometheus-metrics into a registry of their own, scraped with this one.
+//
+// Served on a listener of its own (config `metrics.port`, on `metrics.host`, default 127.0.0.1; off when null), never
+// on the public API port: metrics name routes, peers and volumes an operator may not want to publish.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Context, Middleware, Next } from 'koa';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { prometheusMetrics } from '@libp2p/prometheus-metrics';
+import type { SolverExecutor } from '../compute/executor.js';
+import type { MeshService } from '../mesh/service.js';
+import type { ChallengeService } from '../consensus/challenges.js';
+import { STATES } from '../consensus/challenges.js';
+import { OUTCOMES } from '../consensus/verdict.js';
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** What the scrape reads from the running node (each may be absent while it starts). */
+export interface MetricsSources {
+  tick: () => number;
+  mesh: () => MeshService | undefined;
+  challenges: () => ChallengeService | undefined;
+}
+
+export class NodeMetrics {
+  readonly registry = new Registry();
+  /** libp2p's metrics: a registry per libp2p start (its metrics register once per registry). */
+  private libp2pRegistry: Registry | null = null;
+  private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
+  private readonly httpDuration: Histogram<'method' | 'route'>;
+  private readonly seals: Counter<'kind'>;
+  private readonly gateRefusals: Counter<'kind'>;
+  private readonly solverRuns: Counter<'solver' | 'outcome'>;
+  private readonly solverSeconds: Histogram<'solver'>;
+  private readonly batchOps: Histogram;
+  private readonly commitSeconds: Histogram;
+  private server: Server | null = null;
+
+  constructor(sources: MetricsSources) {
+    const r = this.registry;
+    collectDefaultMetrics({ register: r });
+    this.httpRequests = new Counter({
+      name: 'svc_http_requests_total',
+      help: 'HTTP requests by method, route and status',
+      labelNames: ['method', 'route', 'status'],
+      registers: [r],
+    });
+    this.httpDuration = new Histogram({
+      name: 'svc_http_request_duration_seconds',
+      help: 'HTTP request latency by method and route (to the end of the handler; an SSE stream to its start)',
+      labelNames: ['method', 'route'],
+      buckets: LATENCY_BUCKETS,
+      registers: [r],
+    });
+    this.seals = new Counter({ name: 'svc_seals_total', help: 'Results sealed (durable), by kind', labelNames: ['kind'], registers: [r] });
+    this.gateRefusals = new Counter({
+      name: 'svc_gate_refusals_total',
+      help: 'Results the tolerance gate refused (nothing sealed), by kind',
+      labelNames: ['kind'],
+      registers: [r],
+    });
+    this.solverRuns = new Counter({
+      name: 'svc_solver_runs_total',
+      help: 'Solver runs on this node, by solver and outcome',
+      labelNames: ['solver', 'outcome'],
+      registers: [r],
+    });
+    this.solverSeconds = new Histogram({
+      name: 'svc_solver_run_seconds',
+      help: 'Solver run time on this node (queue wait included), by solver',
+      labelNames: ['solver'],
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [r],
+    });
+    this.batchOps = new Histogram({
+      name: 'svc_store_batch_ops',
+      help: 'Ops per LevelDB batch (group commit)',
+      buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000],
+      registers: [r],
+    });
+    this.commitSeconds = new Histogram({ name: 'svc_store_commit_seconds', help: 'LevelDB batch write time', buckets: LATENCY_BUCKETS, registers: [r] });
+    new Gauge({
+      name: 'svc_tick',
+      help: 'The current tick (svcond)',
+      registers: [r],
+      collect() {
+        this.set(sources.tick());
+      },
+    });
+    new Gauge({
+      name: 'svc_mesh_peers',
+      help: 'Mesh peers listed in status: connected now, or heard (a tick event) in the last 120 ticks',
+      labelNames: ['state'],
+      registers: [r],
+      async collect() {
+        const mesh = sources.mesh();
+        const peers = mesh ? (await mesh.status()).peers : [];
+        const connected = peers.filter((p) => p.connected).length;
+        this.set({ state: 'connected' }, connected);
+        this.set({ state: 'heard' }, peers.length - connected);
+      },
+    });
+    // Read from the mesh's own counts at scrape: a counter set to the mesh's total (reset, then incremented by it).
+    new Counter({
+      name: 'svc_gossip_verdicts_total',
+      help: 'Gossip messages by the validator verdict (accept, ignore, reject)',
+      labelNames: ['verdict'],
+      registers: [r],
+      async collect() {
+        const mesh = sources.mesh();
+        if (!mesh) return;
+        this.reset();
+        for (const [verdict, n] of Object.entries((await mesh.status()).gossipVerdicts)) this.inc({ verdict }, n);
+      },
+    });
+    new Counter({
+      name: 'svc_gossip_rejected_total',
+      help: 'Mesh events refused, by entrance (gossip, http) and reason',
+      labelNames: ['entrance', 'reason'],
+      registers: [r],
+      async collect() {
+        const mesh = sources.mesh();
+        if (!mesh) return;
+        this.reset();
+        const { rejected } = await mesh.status();
+        for (const [entrance, reasons] of Object.entries(rejected)) for (const [reason, n] of Object.entries(reasons)) this.inc({ entrance, reason }, n);
+      },
+    });
+    new Gauge({
+      name: 'svc_challenges',
+      help: 'Challenges this node knows, by state',
+      labelNames: ['state'],
+      registers: [r],
+      collect() {
+        const all = sources.challenges()?.all() ?? [];
+        for (const state of STATES) this.set({ state }, all.filter((e) => e.state === state).length);
+      },
+    });
+    new Gauge({
+      name: 'svc_verdicts',
+      help: 'Verdicts recorded on this node, by outcome',
+      labelNames: ['outcome'],
+      registers: [r],
+      collect() {
+        const all = sources.challenges()?.all() ?? [];
+        for (const outcome of OUTCOMES) this.set({ outcome }, all.filter((e) => e.verdict?.outcome === outcome).length);
+      },
+    });
+  }
+
+  sealed(kind: string): void {
+    this.seals.inc({ kind });
+  }
+
+  gateRefused(kind: string): void {
+    this.gateRefusals.inc({ kind });
+  }
+
+  storeBatch(ops: number, seconds: number): void {
+    this.batchOps.observe(ops);
+    this.commitSeconds.observe(seconds);
+  }
+
+  /** The executor, its runs counted and timed by solver (a proxy: everything else is the executor's own). */
+  timed<E extends SolverExecutor>(executor: E): E {
+    const runs = this.solverRuns;
+    const seconds = this.solverSeconds;
+    const run: SolverExecutor['run'] = async (solverId, inputs, state, limit, owner, tier) => {
+      const end = seconds.startTimer({ solver: solverId });
+      try {
+        const out = await executor.run(solverId, inputs, state, limit, owner, tier);
+        runs.inc({ solver: solverId, outcome: 'ok' });
+        return out;
+      } catch (err) {
+        runs.inc({ solver: solverId, outcome: (err as { code?: string }).code ?? 'error' });
+        throw err;
+      } finally {
+        end();
+      }
+    };
+    return new Proxy(executor, {
+      get(target, prop) {
+        if (prop === 'run') return run;
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  }
+
+  /** libp2p's metrics factory (createLibp2p's `metrics`). */
+  libp2p(): ReturnType<typeof prometheusMetrics> {
+    return (components) => {
+      this.libp2pRegistry = new Registry();
+      return prometheusMetrics({ registry: this.libp2pRegistry, collectDefaultMetrics: false, preserveExistingMetrics: true })(components);
+    };
+  }
+
+  /** Requests by the route that answered them (its path template, never the raw path), status and latency. */
+  middleware(): Middleware {
+    const requests = this.httpRequests;
+    const duration = this.httpDuration;
+    return async function metrics(ctx: Context, next: Next): Promise<void> {
+      const end = duration.startTimer();
+      try {
+        await next();
+      } finally {
+        const route = (ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+        end({ method: ctx.method, route });
+        requests.inc({ method: ctx.method, route, status: String(ctx.status) });
+      }
+    };
+  }
+
+  /** The exposition text: this node's metrics, then libp2p's. */
+  async text(): Promise<string> {
+    const own = await this.registry.metrics();
+    return this.libp2pRegistry ? `${own}\n${await this.libp2pRegistry.metrics()}` : own;
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Serve GET /metrics on host:port (0 = any free port); returns the URL. */
+  async listen(host: string, port: number): Promise<string> {
+    const server = createServer((req, res) => {
+      if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('only GET /metrics here\n');
+        return;
+      }
+      this.text().then(
+        (body) => res.writeHead(200, { 'content-type': this.contentType }).end(body),
+        (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(err)}\n`),
+      );
+    });
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => resolve());
+    });
+    const addr = server.address() as AddressInfo;
+    return `http://${host.includes(':') ? `[${host}]` : host}:${addr.port}/metrics`;
+  }
+
+  async close(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    this.registry.clear();
+  }
+}

@@ -1,0 +1,166 @@
+// Success bodies of routes, as zod schemas that routes declare with responds() (validate.ts) for the OpenAPI
+// document. Loose objects: the fields named are promised (spec part 9 item 4: responses grow, fields keep their
+// meaning); more may come. test/http/openapi.test.ts checks real responses against them.
+import { z } from 'zod';
+
+const int = z.number().int();
+const peerId = z.string().min(1);
+const tick = int.min(0);
+
+export const healthResponse = z.looseObject({
+  ok: z.literal(true),
+  status: z.literal('live'),
+  node: peerId,
+  kernel_version: z.string(),
+  svcond: tick,
+  uptime_s: int.min(0),
+});
+
+export const discoveryResponse = z.looseObject({
+  ok: z.literal(true),
+  node: peerId,
+  kernel_version: z.string(),
+  counts: z.looseObject({ libraries: int, categories: int, solvers: int, keys: int }),
+  endpoints: z.array(z.object({ method: z.string(), path: z.string() })),
+  not_here: z.array(z.string()),
+});
+
+const clockFields = {
+  zeqond_sec: z.number(),
+  zeqond_sec_exact: z.number(),
+  zeqond_ns: int,
+  pulse_hz: z.number(),
+  svcond: tick,
+  phase: z.number().min(0).lt(1),
+  unix_ns: z.string().regex(/^[0-9]+$/),
+};
+
+export const pulseResponse = z.looseObject({ ...clockFields, R_t: z.number(), next_tick_in_ms: z.number().min(0), node: peerId });
+export const clockResponse = z.looseObject(clockFields);
+
+export const demoKeyResponse = z.looseObject({ key: z.string().startsWith('sk_'), plan: z.literal('demo'), dailyLimit: int });
+
+const step = z.looseObject({ step: int, name: z.string(), passed: z.boolean() });
+
+export const proveResponse = z.looseObject({
+  receipt: z.looseObject({
+    keyPrefix: z.literal('PROVE'),
+    domain: z.string(),
+    operatorIds: z.array(z.string()),
+    value: z.number(),
+    unit: z.string(),
+    steps: z.array(step),
+    R_t: z.number(),
+    svcond: tick,
+  }),
+  signature: z.string().regex(/^[0-9a-f]{64}$/),
+  algorithm: z.literal('HMAC-SHA256'),
+});
+
+export const proveVerifyResponse = z.looseObject({
+  valid: z.boolean(),
+  R_t: z.number().nullable(),
+  svcond: tick.nullable(),
+  operatorIds: z.array(z.string()),
+  keyPrefix: z.literal('PROVE'),
+});
+
+export const operatorsResponse = z.looseObject({ count: int, operators: z.array(z.looseObject({ id: z.string() })) });
+export const categoriesResponse = z.looseObject({ categories: z.array(z.looseObject({ domain: z.string(), operators: z.array(z.string()) })) });
+
+export const kernelResponse = z.looseObject({
+  version: z.string(),
+  interface_version: z.string(),
+  clock: z.looseObject({ pulse_hz: z.number(), zeqond_ns: int }),
+  rules: z.array(z.looseObject({ id: z.string(), title: z.string(), text: z.string() })),
+  domains: z.array(z.string()),
+  operators: int,
+  solvers: z.array(z.string()),
+});
+
+export const capabilitiesResponse = z.looseObject({
+  node: peerId,
+  kernel_version: z.string(),
+  storage: z.string(),
+  methods: z.array(z.string()),
+  solvers: z.array(z.looseObject({ id: z.string(), kind: z.string(), endpoint: z.string() })),
+  limits: z.looseObject({}),
+  mesh: z.looseObject({ enabled: z.boolean() }),
+});
+
+export const libSearchResponse = z.looseObject({ query: z.string() });
+
+/** A sealed result (spec 2.2): the CKO, the receipts, the envelope and the charge. */
+export const sealedResponse = z.looseObject({
+  result_id: z.string(),
+  result_digest: z.string().regex(/^[0-9a-f]{64}$/),
+  kind: z.string(),
+  node: peerId,
+  kernel_version: z.string(),
+  svcond: tick,
+  phase: z.number(),
+  R_t: z.number(),
+  value: z.unknown(),
+  unit: z.string().nullable(),
+  svcProof: z.string(),
+  cko: z.looseObject({ svcProof: z.string(), svcond: tick }),
+  svcond_receipt: z.looseObject({ hmac: z.string(), svcond: tick }),
+  envelope: z.looseObject({ token_id: z.string(), tick: tick }).nullable(),
+  tally_charge: z.looseObject({ action: z.string(), charged: z.number() }).nullable(),
+  executed_by: z.looseObject({ node: z.string() }).nullable(),
+});
+
+export const verifyResponse = z.looseObject({
+  valid: z.boolean(),
+  proof_valid: z.boolean(),
+  receipt_valid: z.boolean(),
+  result_id: z.unknown(),
+  svcond: z.unknown(),
+  reason: z.string().nullable(),
+});
+
+export const registerV3Response = z.looseObject({
+  zid: z.string().regex(/^zid_[0-9a-f]{32}$/),
+  state_machine: z.looseObject({ slug: z.string(), owner: z.string(), is_public: z.boolean() }),
+  admin_key: z.string().startsWith('zsm_'),
+});
+
+export const balanceResponse = z.looseObject({ zid: z.string(), free: z.number(), paid: z.number(), total: z.number() });
+
+export const costsResponse = z.looseObject({
+  costs: z.array(z.looseObject({ action: z.string(), credits: z.number(), served: z.boolean() })),
+  split: z.looseObject({ burned_percent: z.number(), foundation_percent: z.number() }),
+});
+
+export const tiersResponse = z.looseObject({
+  tiers: z.array(z.looseObject({ tier: z.string(), daily_allowance: z.number(), time_limit_seconds: z.number() })),
+  daily_allowance_enforced: z.boolean(),
+});
+
+export const meshStatusResponse = z.looseObject({
+  nodeId: peerId,
+  enabled: z.boolean(),
+  coherenceScore: z.number().nullable(),
+  peers: z.array(z.looseObject({ peerId: z.string() })),
+  meshSize: int,
+  multiaddrs: z.array(z.string()),
+  svcond: tick,
+});
+
+export const transparencyHistoryResponse = z.looseObject({ count: int, snapshots: z.array(z.looseObject({})) });
+
+export const contributeStatusResponse = z.looseObject({
+  zid: z.string(),
+  node: peerId,
+  bonded: z.boolean(),
+  bond: z.looseObject({ bond_id: z.string() }).nullable(),
+  mode: z.enum(['idle', 'contributing', 'experimenting']),
+});
+
+export const chainValidationResponse = z.looseObject({
+  slug: z.string(),
+  valid: z.boolean(),
+  rows: int.min(0),
+  head: z.string(),
+  first_bad: z.object({ seq: int, reason: z.string() }).nullable(),
+});

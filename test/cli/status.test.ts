@@ -1,0 +1,93 @@
+// svc-node status (in-process: the command's own functions and its commander action) and the terminal progress.
+import { PassThrough } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Command } from 'commander';
+import { startTestNode, type TestNode } from '../helpers/node.js';
+import { formatStatus, readStatus, statusCommand } from '../../src/cli/status.js';
+import { progress } from '../../src/cli/progress.js';
+
+let t: TestNode;
+beforeAll(async () => {
+  t = await startTestNode();
+}, 30_000);
+afterAll(() => t?.destroy());
+
+describe('svc-node status', () => {
+  it('reads health, tick and mesh, and prints them on one screen', async () => {
+    const s = await readStatus(t.url);
+    expect(s).toMatchObject({ reachable: true, health: { node: t.node.nodeId }, mesh: { enabled: false, peers: [] } });
+    expect(s.pulse!.svcond).toBeGreaterThan(0);
+    const text = formatStatus(s);
+    expect(text).toContain(`svc-node ${t.node.nodeId}`);
+    expect(text).toMatch(/tick {6}\d+ · phase 0\.\d{4} · R_t \d\.\d{6}/);
+    expect(text).toContain('off (no mesh secret)');
+    expect(text.split('\n').length).toBeLessThan(25);
+    const peers = formatStatus({
+      ...s,
+      mesh: {
+        ...s.mesh!,
+        enabled: true,
+        meshSize: 2,
+        coherenceScore: 1,
+        peers: [{ peerId: 'peerB', url: null, lastTick: s.pulse!.svcond - 3, connected: true, mode: 'idle' }],
+      },
+    });
+    expect(peers).toMatch(/peerB\s+\d+\s+3\s+connected\s+idle/);
+  });
+
+  it('--json prints one JSON object; an unreachable node exits 1 with the reason', async () => {
+    const out: string[] = [];
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => (out.push(String(chunk)), true));
+    try {
+      const program = new Command().exitOverride();
+      statusCommand(program);
+      await program.parseAsync(['node', 'svc-node', 'status', '--url', t.url, '--json']);
+      expect(process.exitCode).toBe(0);
+      const down = new Command().exitOverride();
+      statusCommand(down);
+      await down.parseAsync(['node', 'svc-node', 'status', '--url', 'http://127.0.0.1:1', '--json', '--timeout', '2000']);
+      expect(process.exitCode).toBe(1);
+    } finally {
+      spy.mockRestore();
+      process.exitCode = 0;
+    }
+    expect(out).toHaveLength(2);
+    expect(JSON.parse(out[0]!)).toMatchObject({ reachable: true, url: t.url, health: { node: t.node.nodeId } });
+    expect(JSON.parse(out[1]!)).toMatchObject({ reachable: false });
+  });
+});
+
+describe('progress', () => {
+  it('draws a spinner on a terminal, and nothing when the stream is not one or the output is JSON', async () => {
+    const fake = Object.assign(new PassThrough(), {
+      isTTY: true,
+      columns: 80,
+      cursorTo: () => true,
+      clearLine: () => true,
+      moveCursor: () => true,
+    }) as unknown as NodeJS.WriteStream;
+    let drawn = '';
+    (fake as unknown as PassThrough).on('data', (c: Buffer) => (drawn += c.toString()));
+    const env = process.env.CI;
+    delete process.env.CI;
+    try {
+      const p = progress('starting node1', { stream: fake });
+      p.text('starting node2 (2 of 3)');
+      p.succeed('3 nodes running');
+      const quiet = progress('x', { stream: fake, json: true });
+      quiet.succeed('never shown');
+    } finally {
+      if (env !== undefined) process.env.CI = env;
+    }
+    await new Promise((r) => setImmediate(r));
+    expect(drawn).toContain('starting node2 (2 of 3)');
+    expect(drawn).toContain('3 nodes running');
+    expect(drawn).not.toContain('never shown');
+    const plain = Object.assign(new PassThrough(), { isTTY: false }) as unknown as NodeJS.WriteStream;
+    let none = '';
+    (plain as unknown as PassThrough).on('data', (c: Buffer) => (none += c.toString()));
+    progress('x', { stream: plain }).succeed('y');
+    await new Promise((r) => setImmediate(r));
+    expect(none).toBe('');
+  });
+});

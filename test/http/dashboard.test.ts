@@ -1,0 +1,116 @@
+// The dashboard (GET /) in a real headless Chromium (Debian's chromium, driven by playwright-core): it loads
+// without console errors, its tick advances from the SSE pulse stream, it lists the peers of a 3-node in-process
+// cluster, and it reads on a phone's width. Screenshots go to test-artifacts/ (gitignored). One browser launch.
+import { mkdtemp, mkdir, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARTIFACTS = resolve(__dirname, '../../test-artifacts');
+const MESH_SECRET = 'dashboard-test-secret-0123456789abcdef';
+
+let nodes: TestNode[] = [];
+let browser: BrowserContext;
+let profile: string;
+
+async function waitFor<T>(fn: () => Promise<T | null | false> | T | null | false, what: string, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does)`);
+  const config = (bootstrap: string[]) => ({ mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 } });
+  const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
+  const a = await startTestNode(config([]), opts);
+  const b = await startTestNode(config([a.node.mesh.multiaddrs()[0]!]), opts);
+  const c = await startTestNode(config([a.node.mesh.multiaddrs()[0]!, b.node.mesh.multiaddrs()[0]!]), opts);
+  nodes = [a, b, c];
+  profile = await mkdtemp(join(tmpdir(), 'svc-chromium-'));
+  [browser] = await Promise.all([
+    // A fresh profile (--user-data-dir) of our own: playwright takes it as launchPersistentContext's first argument.
+    chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      viewport: { width: 1280, height: 900 },
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    }),
+    waitFor(() => nodes.every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 2), 'every node hearing both others'),
+  ]);
+  const id = await zkIdentity(a.url, 'dashboard');
+  const sealed = await call(
+    a.url,
+    'POST',
+    '/api/svc/compute',
+    { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } },
+    bearer(id.key),
+  );
+  expect(sealed.status, sealed.text).toBe(200);
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await Promise.all(nodes.map((n) => n.destroy()));
+  if (profile) await rm(profile, { recursive: true, force: true });
+});
+
+describe('dashboard in Chromium', () => {
+  it('loads without console errors, ticks live, lists the cluster peers, and fits a phone', async () => {
+    const [a, b, c] = nodes as [TestNode, TestNode, TestNode];
+    const problems: string[] = [];
+    const page = await browser.newPage();
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}`));
+
+    const res = await page.goto(`${a.url}/`, { waitUntil: 'domcontentloaded' });
+    expect(res?.status()).toBe(200);
+    await page.waitForFunction(() => /^\d+$/.test(document.getElementById('tick')!.textContent ?? ''), undefined, { timeout: 10_000 });
+    const first = Number(await page.textContent('#tick'));
+    await page.waitForFunction((t) => Number(document.getElementById('tick')!.textContent) > t, first, { timeout: 10_000 });
+    expect(await page.textContent('#live')).toBe('live');
+    expect(await page.textContent('#node')).toBe(a.node.nodeId);
+
+    // The other two nodes, by their full peer ids (in the cells' titles), with a last tick.
+    await page.waitForFunction((ids) => ids.every((id) => document.querySelector(`#peers td[title="${id}"]`)), [b.node.nodeId, c.node.nodeId], {
+      timeout: 10_000,
+    });
+    expect(await page.textContent('#mesh-summary')).toMatch(/3 nodes/);
+    await page.waitForFunction(() => document.querySelectorAll('#seals tr td.mono').length > 0, undefined, { timeout: 10_000 });
+
+    await mkdir(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
+
+    // A phone's width: no horizontal scrolling of the page itself.
+    await page.setViewportSize({ width: 390, height: 844 });
+    const overflow = await page.evaluate(() => {
+      const width = document.documentElement.clientWidth;
+      const wide = [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > width + 1 && !e.closest('.card table'));
+      return { by: document.documentElement.scrollWidth - width, wide: wide.slice(0, 5).map((e) => `${e.tagName}#${e.id}.${e.className}`) };
+    });
+    expect(overflow, JSON.stringify(overflow.wide)).toMatchObject({ by: 0 });
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-phone.png'), fullPage: true });
+
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 40_000);
+});
