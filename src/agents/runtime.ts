@@ -9,7 +9,7 @@ import { stampAt, type Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { randomHex, type Caller, type Ledger } from '../tally/ledger.js';
 import type { ChainService } from '../chain/service.js';
-import type { ComputeService, SealedRun } from '../compute/service.js';
+import type { ComputeService } from '../compute/service.js';
 import { COSTS } from '../tally/costs.js';
 import { fill, parseProgram, type ChildProgram, type Program, type TemplateContext } from './program.js';
 import { AgentEvents, type AgentEvent } from './events.js';
@@ -373,9 +373,16 @@ export class AgentRuntime {
       } else if (step.kind === 'solver') {
         const inputs = fill(step.inputs, ctx);
         const state = step.carry_state ? (a.solver_state ?? undefined) : undefined;
-        await this.deps.compute.solve(caller, step.solver, inputs, state, { agent: { id, tick } }, {
-          ops: (_facts, run) => finish({ ...run, state: step.carry_state ? run.state : undefined }),
-        });
+        await this.deps.compute.solve(
+          caller,
+          step.solver,
+          inputs,
+          state,
+          { agent: { id, tick } },
+          {
+            ops: (_facts, run) => finish({ ...run, state: step.carry_state ? run.state : undefined }),
+          },
+        );
       } else {
         await this.append(a, svcond, tick, fill(step.payload, ctx), step.event, finish);
       }

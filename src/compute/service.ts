@@ -304,7 +304,8 @@ export class ComputeService {
       const owed = this.deps.outbox?.sealOps(facts);
       if (owed !== undefined) for (const op of owed.ops) more.push(op);
       if (args.hooks?.ops)
-        for (const op of args.hooks.ops(facts, { result_id: resultId, result_digest: resultDigest, svcond: stamp.svcond, ...(args.run ?? NO_RUN) })) more.push(op);
+        for (const op of args.hooks.ops(facts, { result_id: resultId, result_digest: resultDigest, svcond: stamp.svcond, ...(args.run ?? NO_RUN) }))
+          more.push(op);
       if (more.length > 0 || (owed !== undefined && owed.bump.length > 0)) {
         extra = { ops: [...(extra?.ops ?? []), ...more], bump: [...(extra?.bump ?? []), ...(owed?.bump ?? [])] };
       }

@@ -175,7 +175,14 @@ export class ReactorService {
           { type: 'put', sub: this.rows, key: `${id}!${padNum(step)}`, value: row },
         ];
       };
-      const sealed = await this.deps.compute.solve(caller, r.solver, r.inputs, r.state ?? undefined, { reactor: { id, step: r.steps + 1 } }, { ops: (_facts, run) => attach(run) });
+      const sealed = await this.deps.compute.solve(
+        caller,
+        r.solver,
+        r.inputs,
+        r.state ?? undefined,
+        { reactor: { id, step: r.steps + 1 } },
+        { ops: (_facts, run) => attach(run) },
+      );
       if (next === null || row === null) throw new Error('reactor step sealed without its record');
       return { reactor: next, row, sealed: sealed.bytes };
     });
