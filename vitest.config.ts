@@ -10,6 +10,8 @@ const alone = [
   'test/http/compute.test.ts',
   'test/http/economy.test.ts',
   'test/docs/receipt-secret.test.ts',
+  'test/http/dashboard.test.ts',
+  'test/webhooks/crash.test.ts',
 ];
 
 export default defineConfig({
