@@ -307,7 +307,8 @@ describe('chain reads on any node', () => {
     const { key } = await a.node.identity.mintKeyFor(reg.body.zid, 'sk', null);
     const v = await call(c.url, 'GET', validate(slug), undefined, bearer(key));
     expect(v.status, v.text).toBe(200);
-    expect(v.body).toEqual({ slug, valid: true, rows: 0, head: '0'.repeat(64), first_bad: null });
+    // An empty log's Merkle root is SHA-256 of nothing (RFC 6962 §2.1).
+    expect(v.body).toEqual({ slug, valid: true, rows: 0, head: '0'.repeat(64), root_hash: createHash('sha256').digest('hex'), first_bad: null });
     expect(servedBy(v)).toBe(a.node.nodeId);
   });
 

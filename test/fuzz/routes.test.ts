@@ -206,6 +206,11 @@ async function check(e: Endpoint, s: Sample): Promise<void> {
   }
   const err = body?.error;
   if (!err || typeof err !== 'object') throw new Error(`no error object: ${where}`);
+  // The MCP bridge answers in JSON-RPC 2.0, as MCP clients expect (its own error codes, no trace fields).
+  if (e.path === '/api/mcp' && e.method === 'POST') {
+    if (body.jsonrpc !== '2.0' || typeof err.code !== 'number' || typeof err.message !== 'string') throw new Error(`not a JSON-RPC error: ${where}`);
+    return;
+  }
   for (const f of ['code', 'message', 'trace_id', 'timestamp', 'documentation_url']) {
     if (typeof err[f] !== 'string' || err[f].length === 0) throw new Error(`error lacks ${f}: ${where}`);
   }

@@ -58,7 +58,8 @@ describe('fair solver scheduling (one pool worker)', () => {
     const lightAt = done.indexOf('light');
     // At most one heavy run (the one on the worker when the light run came) finishes before it.
     expect(lightAt).toBeLessThanOrEqual(1);
-    expect(done.filter((l) => l.startsWith('heavy')).slice(lightAt)).toHaveLength(2);
+    // (It may even finish before all of them, on a loaded machine: the first heavy run can reach the worker late.)
+    expect(done.slice(lightAt + 1).filter((l) => l.startsWith('heavy')).length).toBeGreaterThanOrEqual(2);
   }, 120_000);
 
   it('a caller with its cap of runs waiting gets 429 SVC_RATE_LIMIT with Retry-After, is not charged, and others are not refused', async () => {
