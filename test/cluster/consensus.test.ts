@@ -1,6 +1,6 @@
 // Re-execution consensus on a real 5-node cluster on 127.0.0.1 (architecture.md §6; issue 19 "Done when"): four
 // nodes in this process (A, B, C, D) and E, a separate `svc-node start` process composed with a tampered zeta solver
-// (test/helpers/tampered-zeta.ts) and a slow disk (so a SIGKILL lands during its slashing batch). Every operator bonds
+// (test/helpers/tampered-zeta.ts; built-faults.ts for a built node) and a slow disk (so a SIGKILL lands during its slashing batch). Every operator bonds
 // and contributes; challengers live on B, so a challenge of A's result goes to the committee {C, D, E} and one of E's
 // to {A, C, D}.
 //   1. a false challenge of an honest result → rejected on every node, E (lying member) outvoted, stake burned;
@@ -22,6 +22,7 @@ import { challengeIdOf } from '../../src/consensus/challenges.js';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { CLI } from '../helpers/cli.js';
+import { nodeWithFaults } from '../helpers/built-faults.js';
 
 /**
  * The CLI as a child process, awaited without blocking this process (whose nodes it talks to): the built one when
@@ -105,8 +106,7 @@ async function startE(bootstrap: string[]): Promise<typeof e> {
     SVC_CONTRIBUTION_CHALLENGE_STAKE: String(STAKE),
     SLOW_DISK_MS: '60',
   };
-  const argv = ['--import', 'tsx', ...['tampered-zeta', 'slow-disk', 'deaf-consensus'].flatMap((h) => ['--import', join(ROOT, `test/helpers/${h}.ts`)])];
-  const started = await startProcess(process.execPath, [...argv, join(ROOT, 'src/cli/index.ts'), 'start'], env);
+  const started = await startProcess(process.execPath, [...nodeWithFaults(ROOT, ['tampered-zeta', 'slow-disk', 'deaf-consensus']), 'start'], env);
   const log: string[] = [];
   started.child.stdout!.on('data', (chunk: Buffer) => log.push(chunk.toString()));
   const status = await call(started.url, 'GET', '/api/mesh/status');
@@ -172,8 +172,8 @@ beforeAll(async () => {
   eDir = await mkdtemp(join(tmpdir(), 'svc-consensus-e-'));
   a = await startTestNode(config([]), opts);
   const boot = [a.node.mesh.multiaddrs()[0]!];
-  [b, c, d] = await Promise.all([startTestNode(config(boot), opts), startTestNode(config(boot), opts), startTestNode(config(boot), opts)]);
-  e = await startE(boot);
+  // E (a child process through tsx, the slowest to start) comes up while B, C and D do.
+  [b, c, d, e] = await Promise.all([startTestNode(config(boot), opts), startTestNode(config(boot), opts), startTestNode(config(boot), opts), startE(boot)]);
   await waitFor(() => [a, b, c, d].every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 4), 40_000, 'tick events from every peer');
   const [opA, opB, opC, opD, opE] = await Promise.all([
     operator(a.url, 'op-a'),
