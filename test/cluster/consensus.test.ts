@@ -251,7 +251,7 @@ describe('re-execution consensus on five nodes', () => {
     expect(bad.body.valid).toBe(false);
     const listed = await call(d.url, 'GET', '/api/tally/consensus?state=rejected');
     expect(listed.body.items.map((i: any) => i.challenge_id)).toContain(opened.body.challenge_id);
-  }, 60_000);
+  }, 90_000);
 
   it("intake refuses an unknown result, an unpublished one, a claim equal to the executor's digest, and a poor challenger", async () => {
     const ch = await zkIdentity(b.url, 'challenger-refusals');
@@ -273,7 +273,7 @@ describe('re-execution consensus on five nodes', () => {
       // The newcomer knows the result's home and enough contributing bonds for a committee (B, C, D) before it is asked.
       await waitFor(
         () => poor.node.mesh.peers().filter((p) => p.url && p.mode === 'contributing' && poor.node.bonds.ofNode(p.peerId)).length >= 4,
-        30_000,
+        45_000,
         'the newcomer up to date',
       );
       const p = await zkIdentity(poor.url, 'poor-challenger');
@@ -285,7 +285,7 @@ describe('re-execution consensus on five nodes', () => {
     } finally {
       await poor.destroy();
     }
-  }, 60_000);
+  }, 90_000);
 
   it("a claim matching neither E's digest nor the truth is not_reproducible: nobody slashed, stake returned", async () => {
     const result = await run(e.url, ops.e!, 5);
@@ -306,7 +306,7 @@ describe('re-execution consensus on five nodes', () => {
     await waitFor(async () => (await balance(b.url, ch.key)) === before, 20_000, 'stake returned');
     const status = await call(e.url, 'GET', '/api/contribute/status', undefined, bearer(ops.e!.key));
     expect(status.body.bonded).toBe(true);
-  }, 60_000);
+  }, 90_000);
 
   it("C and D offline: no_quorum by the deadline; A's release is refused while the challenge is open", async () => {
     const result = await run(a.url, ops.a!, 7);
@@ -327,7 +327,7 @@ describe('re-execution consensus on five nodes', () => {
     const boot = [a.node.mesh.multiaddrs()[0]!];
     restartedAt = b.node.mesh.nowSvcond();
     [c, d] = await Promise.all([startTestNode(config(boot), opts, c.dataDir), startTestNode(config(boot), opts, d.dataDir)]);
-  }, 60_000);
+  }, 90_000);
 
   it("E's tampered result challenged with the true digest: upheld everywhere; E killed while slashing and restarted; its bond goes once", async () => {
     // C and D's fresh tick events (not the ones B kept from before they stopped) say they contribute again.
