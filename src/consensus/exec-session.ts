@@ -8,7 +8,7 @@ import type { Stream } from '@libp2p/interface';
 import { encodeFrame, FrameError, MAX_ANSWER_BYTES, MAX_REQUEST_BYTES, type ExecRequest } from './exec-protocol.js';
 
 export const EXEC_SESSION_PROTOCOL = '/svc/exec/1.1.0';
-/** Runs in flight on one session at most (a further one waits for the next session slot: it opens no new stream). */
+/** Runs in flight on one session at most (a further one runs at home: SessionFull, the peer is not skipped). */
 const MAX_OPEN_REQUESTS = 256;
 
 /** Frames from a stream's source, one JSON value each, until the stream ends. */
@@ -80,6 +80,9 @@ class Outgoing implements AsyncIterable<Uint8Array> {
   }
 }
 
+/** The session holds its most runs in flight: the run happens at home, and the peer is not skipped for it. */
+export class SessionFull extends Error {}
+
 interface Session {
   stream: Stream;
   out: Outgoing;
@@ -98,7 +101,7 @@ export class ExecSessions {
   /** Send one request to `peerId` and resolve to its raw answer (checked by the caller). Rejects on failure or abort. */
   async request(peerId: string, request: ExecRequest, signal: AbortSignal): Promise<unknown> {
     const s = await this.session(peerId, signal);
-    if (s.pending.size >= MAX_OPEN_REQUESTS) throw new Error('too many runs in flight on this peer session');
+    if (s.pending.size >= MAX_OPEN_REQUESTS) throw new SessionFull(`${MAX_OPEN_REQUESTS} runs are in flight on this peer's session`);
     const id = s.next++;
     this.stats.requests++;
     return new Promise<unknown>((resolve, reject) => {

@@ -4,7 +4,8 @@
 //   always     on a peer whenever a contributing one is known.
 // The peer: among the nodes whose tick events say contributing with a bond that this node's registry confirms, the
 // one with the most free execution slots; ties by rendezvous hash (SHA-256 of request digest | peer id, highest
-// wins), so equal peers share the load by request. The request goes over /svc/exec/1.0.0 (exec-protocol.ts).
+// wins), so equal peers share the load by request. The request goes over one long-lived session per peer
+// (/svc/exec/1.1.0, exec-session.ts; `exchange`), or one stream per run (/svc/exec/1.0.0, exec-protocol.ts).
 // The home checks everything the answer claims before it is used: well-formed, the result digest recomputed from
 // the returned output, executed_by naming that peer, its registered bond, this request and tick, and its Ed25519
 // signature. A peer that fails any of it, times out or cannot be reached is skipped for a while and the run happens
@@ -18,6 +19,7 @@ import { solverResultDigest } from '../compute/result-digest.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import { verifyExecution, type ExecutedBy } from './executed-by.js';
 import { EXEC_PROTOCOL, EXEC_REFUSALS, MAX_ANSWER_BYTES, execAnswerSchema, readFrame, writeFrame, type ExecRequest } from './exec-protocol.js';
+import { SessionFull } from './exec-session.js';
 
 export type OffloadPolicy = 'never' | 'when-busy' | 'always';
 
@@ -178,6 +180,7 @@ export class Offloader implements SolverPlacement {
       try {
         answer = await this.deps.exchange(peer.peerId, request, signal);
       } catch (err) {
+        if (err instanceof SessionFull) return { failed: 'busy', reason: err.message };
         return { failed: signal.aborted ? 'timeout' : 'unreachable', reason: String(err) };
       }
       return this.check(peer, req, answer);

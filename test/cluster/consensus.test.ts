@@ -1,14 +1,14 @@
 // Re-execution consensus on a real 5-node cluster on 127.0.0.1 (architecture.md §6; issue 19 "Done when"): four
 // nodes in this process (A, B, C, D) and E, a separate `svc-node start` process composed with a tampered zeta solver
-// (test/helpers/tampered-zeta.ts) and a slow disk (so a SIGKILL lands during its slashing batch). Every operator bonds
-// and contributes; challengers live on B, so a challenge of A's result goes to the committee {C, D, E} and one of E's
+// (test/helpers/tampered-zeta.mjs) and a slow disk (slow-disk.mjs: a SIGKILL lands during its slashing batch). Every
+// operator bonds and contributes; challengers live on B, so a challenge of A's result goes to the committee {C, D, E} and one of E's
 // to {A, C, D}.
 //   1. a false challenge of an honest result → rejected on every node, E (lying member) outvoted, stake burned;
 //   2. a claim that matches neither E's digest nor the truth → not_reproducible, nobody slashed, stake returned;
 //   3. C and D offline → no_quorum, and A's release refused while the challenge is open;
 //   4. E's tampered result challenged with the true digest → upheld everywhere; E is SIGKILLed while it slashes, is
 //      restarted, and its bond went to the foundation account exactly once. E hears no consensus gossip during it
-//      (test/helpers/deaf-consensus.ts: as a node outside the topic's mesh): the challenge and the verdict reach it
+//      (test/helpers/deaf-consensus.mjs: as a node outside the topic's mesh): the challenge and the verdict reach it
 //      over the direct path (consensus/outbox.ts), as they must for a node that misses gossip.
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -19,25 +19,10 @@ import { startProcess } from '../../scripts/bench/lib.js';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
 import { challengeIdOf } from '../../src/consensus/challenges.js';
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { CLI } from '../helpers/cli.js';
+import { DIST_CLI, runCliAsync } from '../helpers/cli.js';
 
-/**
- * The CLI as a child process, awaited without blocking this process (whose nodes it talks to): the built one when
- * there is a build (CI builds first; it starts in a fraction of tsx's time), else from source.
- */
-function cliRun(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const built = join(ROOT, 'dist/cli/index.js');
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...(existsSync(built) ? [built] : CLI), ...args], { cwd: ROOT });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (x: Buffer) => (stdout += x.toString()));
-    child.stderr.on('data', (x: Buffer) => (stderr += x.toString()));
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** The CLI as a child process, awaited without blocking this process (whose nodes it talks to). */
+const cliRun = (args: string[]) => runCliAsync(args).then((r) => ({ code: r.status, stdout: r.stdout, stderr: r.stderr }));
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const MESH_SECRET = 'consensus-cluster-secret-0123456789';
@@ -105,8 +90,8 @@ async function startE(bootstrap: string[]): Promise<typeof e> {
     SVC_CONTRIBUTION_CHALLENGE_STAKE: String(STAKE),
     SLOW_DISK_MS: '60',
   };
-  const argv = ['--import', 'tsx', ...['tampered-zeta.ts', 'slow-disk.mjs', 'deaf-consensus.ts'].flatMap((h) => ['--import', join(ROOT, `test/helpers/${h}`)])];
-  const started = await startProcess(process.execPath, [...argv, join(ROOT, 'src/cli/index.ts'), 'start'], env);
+  const faults = ['tampered-zeta', 'slow-disk', 'deaf-consensus'].flatMap((h) => ['--import', join(ROOT, `test/helpers/${h}.mjs`)]);
+  const started = await startProcess(process.execPath, [...faults, DIST_CLI, 'start'], env);
   const log: string[] = [];
   started.child.stdout!.on('data', (chunk: Buffer) => log.push(chunk.toString()));
   const status = await call(started.url, 'GET', '/api/mesh/status');
@@ -172,8 +157,8 @@ beforeAll(async () => {
   eDir = await mkdtemp(join(tmpdir(), 'svc-consensus-e-'));
   a = await startTestNode(config([]), opts);
   const boot = [a.node.mesh.multiaddrs()[0]!];
-  [b, c, d] = await Promise.all([startTestNode(config(boot), opts), startTestNode(config(boot), opts), startTestNode(config(boot), opts)]);
-  e = await startE(boot);
+  // E (a child process through tsx, the slowest to start) comes up while B, C and D do.
+  [b, c, d, e] = await Promise.all([startTestNode(config(boot), opts), startTestNode(config(boot), opts), startTestNode(config(boot), opts), startE(boot)]);
   await waitFor(() => [a, b, c, d].every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 4), 40_000, 'tick events from every peer');
   const [opA, opB, opC, opD, opE] = await Promise.all([
     operator(a.url, 'op-a'),
@@ -251,7 +236,7 @@ describe('re-execution consensus on five nodes', () => {
     expect(bad.body.valid).toBe(false);
     const listed = await call(d.url, 'GET', '/api/tally/consensus?state=rejected');
     expect(listed.body.items.map((i: any) => i.challenge_id)).toContain(opened.body.challenge_id);
-  }, 60_000);
+  }, 90_000);
 
   it("intake refuses an unknown result, an unpublished one, a claim equal to the executor's digest, and a poor challenger", async () => {
     const ch = await zkIdentity(b.url, 'challenger-refusals');
@@ -273,7 +258,7 @@ describe('re-execution consensus on five nodes', () => {
       // The newcomer knows the result's home and enough contributing bonds for a committee (B, C, D) before it is asked.
       await waitFor(
         () => poor.node.mesh.peers().filter((p) => p.url && p.mode === 'contributing' && poor.node.bonds.ofNode(p.peerId)).length >= 4,
-        30_000,
+        45_000,
         'the newcomer up to date',
       );
       const p = await zkIdentity(poor.url, 'poor-challenger');
@@ -285,7 +270,7 @@ describe('re-execution consensus on five nodes', () => {
     } finally {
       await poor.destroy();
     }
-  }, 60_000);
+  }, 90_000);
 
   it("a claim matching neither E's digest nor the truth is not_reproducible: nobody slashed, stake returned", async () => {
     const result = await run(e.url, ops.e!, 5);
@@ -306,7 +291,7 @@ describe('re-execution consensus on five nodes', () => {
     await waitFor(async () => (await balance(b.url, ch.key)) === before, 20_000, 'stake returned');
     const status = await call(e.url, 'GET', '/api/contribute/status', undefined, bearer(ops.e!.key));
     expect(status.body.bonded).toBe(true);
-  }, 60_000);
+  }, 90_000);
 
   it("C and D offline: no_quorum by the deadline; A's release is refused while the challenge is open", async () => {
     const result = await run(a.url, ops.a!, 7);
@@ -327,7 +312,7 @@ describe('re-execution consensus on five nodes', () => {
     const boot = [a.node.mesh.multiaddrs()[0]!];
     restartedAt = b.node.mesh.nowSvcond();
     [c, d] = await Promise.all([startTestNode(config(boot), opts, c.dataDir), startTestNode(config(boot), opts, d.dataDir)]);
-  }, 60_000);
+  }, 90_000);
 
   it("E's tampered result challenged with the true digest: upheld everywhere; E killed while slashing and restarted; its bond goes once", async () => {
     // C and D's fresh tick events (not the ones B kept from before they stopped) say they contribute again.
