@@ -153,6 +153,9 @@ export class StreamService {
       const resolved = this.deps.compute.resolveSolver(source.solver, source.inputs, req.initialState);
       source = { kind: 'solver', solver: resolved.solver.id, inputs: source.inputs };
       headState = resolved.state === undefined ? null : JSON.parse(JSON.stringify(resolved.state));
+    } else {
+      // The chain evaluated once, unsealed and uncharged: its 400s now, not at the first tick.
+      await this.deps.compute.compute(caller, { domain: source.domain, operators: source.operators, inputs: source.inputs }, { seal: false });
     }
     const key = `${CHANNEL_KEY_PREFIX}${randomHex(32)}${randomHex(16)}`;
     const id = `str_${randomHex(24)}`;
