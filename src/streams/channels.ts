@@ -232,9 +232,13 @@ export class StreamService {
           ? await this.deps.compute.solve(caller, s.solver, s.inputs, c.head_state ?? undefined, stream, hooks)
           : await this.deps.compute.compute(caller, { domain: s.domain, operators: s.operators, inputs: s.inputs }, { seal: true }, hooks);
       const channel = next ?? c;
-      // Durable now: push.
-      this.deps.hub.publish(id, sealed.bytes);
-      this.deps.onTick?.(channel, sealed);
+      // Durable now: push. Nothing a listener does changes the answer (the tick is sealed).
+      try {
+        this.deps.hub.publish(id, sealed.bytes);
+        this.deps.onTick?.(channel, sealed);
+      } catch {
+        /* a push that fails is the subscriber's loss, not the tick's */
+      }
       return { channel, sealed };
     });
   }
