@@ -156,7 +156,6 @@ export class BatchService {
     if (done.size < total) return;
     const results = [...done.values()].sort((a, b) => a.index - b.index);
     const errors = results.filter((r) => r.status === 'failed').map((r) => ({ index: r.index, ...r.error }));
-    await this.deps.store.commit([{ type: 'del', sub: this.batches, key: `~open!${rec.id}` }]);
     await this.emit(rec, 'batch.complete', {
       completed: total,
       total,
@@ -165,6 +164,8 @@ export class BatchService {
       proofs: results.map((r) => r.svcProof),
     });
     if (errors.length > 0) await this.emit(rec, 'batch.error', { errors, failed: errors.length, total });
+    // Closed after its events are owed (durably): a crash in between sends them again after the restart, never none.
+    await this.deps.store.commit([{ type: 'del', sub: this.batches, key: `~open!${rec.id}` }]);
   }
 
   private async emit(rec: BatchRecord, event: 'batch.progress' | 'batch.complete' | 'batch.error', data: Record<string, unknown>): Promise<void> {

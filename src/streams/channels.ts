@@ -153,6 +153,9 @@ export class StreamService {
       const resolved = this.deps.compute.resolveSolver(source.solver, source.inputs, req.initialState);
       source = { kind: 'solver', solver: resolved.solver.id, inputs: source.inputs };
       headState = resolved.state === undefined ? null : JSON.parse(JSON.stringify(resolved.state));
+    } else {
+      // The chain evaluated once, unsealed and uncharged: its 400s now, not at the first tick.
+      await this.deps.compute.compute(caller, { domain: source.domain, operators: source.operators, inputs: source.inputs }, { seal: false });
     }
     const key = `${CHANNEL_KEY_PREFIX}${randomHex(32)}${randomHex(16)}`;
     const id = `str_${randomHex(24)}`;
@@ -229,9 +232,13 @@ export class StreamService {
           ? await this.deps.compute.solve(caller, s.solver, s.inputs, c.head_state ?? undefined, stream, hooks)
           : await this.deps.compute.compute(caller, { domain: s.domain, operators: s.operators, inputs: s.inputs }, { seal: true }, hooks);
       const channel = next ?? c;
-      // Durable now: push.
-      this.deps.hub.publish(id, sealed.bytes);
-      this.deps.onTick?.(channel, sealed);
+      // Durable now: push. Nothing a listener does changes the answer (the tick is sealed).
+      try {
+        this.deps.hub.publish(id, sealed.bytes);
+        this.deps.onTick?.(channel, sealed);
+      } catch {
+        /* a push that fails is the subscriber's loss, not the tick's */
+      }
       return { channel, sealed };
     });
   }

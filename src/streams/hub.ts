@@ -60,7 +60,13 @@ export class StreamHub {
         s.drop('slow consumer');
         continue;
       }
-      s.send(frame);
+      try {
+        s.send(frame);
+      } catch {
+        // A subscriber that cannot take a frame is dropped; the tick is sealed whatever its listeners do.
+        this.remove(channelId, s);
+        s.drop('send failed');
+      }
     }
   }
 

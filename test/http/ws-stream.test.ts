@@ -87,6 +87,8 @@ describe('WS /ws/stream', () => {
       await new Promise((r) => setTimeout(r, 2));
     }
     expect(hub.dropped).toBe(droppedBefore + 1);
+    // The node let go of it: its socket is gone from the server, not kept with frames queued.
+    await until(() => t.node.wsClients === 1);
     await until(() => fast.frames.length === sent);
     expect(hub.count(channel.id)).toBe(1);
     slow.ws.resume();

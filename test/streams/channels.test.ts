@@ -91,6 +91,7 @@ describe('stream channels', () => {
     expectError(await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: -1 } }, bearer(owner.key)), 400, 'SVC_INVALID_INPUT');
     expectError(await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', outputFormat: 'template' }, bearer(owner.key)), 400, 'SVC_INVALID_INPUT');
     expectError(await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz' }), 401, 'SVC_NO_KEY');
+    expectError(await call(t.url, 'POST', '/api/svc/streams', { domain: 'nowhere', operators: ['KO42'] }, bearer(owner.key)), 400, 'SVC_INVALID_DOMAIN');
     const closed = await call(t.url, 'POST', `${path}/close`, undefined, bearer(c.body.key));
     expect(closed.body.status).toBe('closed');
     expectError(await call(t.url, 'POST', `${path}/tick`, undefined, bearer(owner.key)), 409, 'SVC_CONFLICT');

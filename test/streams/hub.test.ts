@@ -37,6 +37,24 @@ describe('stream hub backpressure', () => {
     expect(hub.dropped).toBe(1);
   });
 
+  it('a subscriber that throws is dropped; the others still get the frame', () => {
+    const hub = new StreamHub({ maxBufferedBytes: 1024, maxPerChannel: 10 });
+    let dropped = '';
+    const got: number[] = [];
+    hub.add('c', {
+      send: () => {
+        throw new Error('socket gone');
+      },
+      bufferedAmount: 0,
+      drop: (r) => (dropped = r),
+    });
+    hub.add('c', { send: (d) => got.push(d.length), bufferedAmount: 0, drop: () => undefined });
+    hub.publish('c', Buffer.alloc(10));
+    expect(dropped).toBe('send failed');
+    expect(got).toEqual([10]);
+    expect(hub.count('c')).toBe(1);
+  });
+
   it('bounds subscribers per channel', () => {
     const hub = new StreamHub({ maxBufferedBytes: 1024, maxPerChannel: 2 });
     expect(hub.add('c', stalled())).toBe(true);

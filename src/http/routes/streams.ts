@@ -2,7 +2,7 @@
 // Who opens a channel: its owner's key, or the channel's own key (Authorization header or ?key=); a pull link's
 // signature opens its keyless pull only (part 5 item 7).
 import type Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Next } from 'koa';
 import { z } from 'zod';
 import type { HttpServices } from '../context.js';
 import { noKeyError, presentedKey, requireKey, resolveCaller } from '../auth.js';
@@ -97,17 +97,27 @@ export function streamRoutes(router: Router, s: HttpServices): void {
   router.post('/api/svc/streams', requireKey(auth), home, create);
   router.post('/api/svc/stream/channels', requireKey(auth), home, create);
 
+  /**
+   * A channel lives at its owner's home: a request with an owner's key (not a channel key) whose home is another node
+   * is relayed there, as compute is. A channel key or a link names no home: it is served where the channel is.
+   */
+  const ownerHome = async (ctx: Context, next: Next): Promise<void> => {
+    const key = presentedKey(ctx);
+    if (key && !key.startsWith('stk_') && s.mesh?.enabled) ctx.state.caller = await resolveCaller(ctx, auth, false);
+    await home(ctx, next);
+  };
+
   const opened = async (ctx: Context): Promise<ChannelRecord> => {
     const channel = await streams.get(ctx.params.id!);
     await authorizeChannel(ctx, s, streams, channel);
     return channel;
   };
 
-  router.get('/api/svc/streams/:id', async (ctx) => {
+  router.get('/api/svc/streams/:id', ownerHome, async (ctx) => {
     ctx.body = channelView(await opened(ctx));
   });
 
-  router.post('/api/svc/streams/:id/tick', async (ctx) => {
+  router.post('/api/svc/streams/:id/tick', ownerHome, async (ctx) => {
     const channel = await opened(ctx);
     const { sealed } = await streams.tick(channel.id);
     setStreamHeaders(ctx, sealed.bytes, verifyUrl());
@@ -119,10 +129,10 @@ export function streamRoutes(router: Router, s: HttpServices): void {
     const channel = await opened(ctx);
     ctx.body = channelView(await streams.close(channel.id));
   };
-  router.post('/api/svc/streams/:id/close', close);
-  router.delete('/api/svc/streams/:id', close);
+  router.post('/api/svc/streams/:id/close', ownerHome, close);
+  router.delete('/api/svc/streams/:id', ownerHome, close);
 
-  router.get('/api/svc/streams/:id/latest', async (ctx) => {
+  router.get('/api/svc/streams/:id/latest', ownerHome, async (ctx) => {
     const channel = await opened(ctx);
     const out = await streams.latest(channel);
     setStreamHeaders(ctx, out.bytes, verifyUrl());
@@ -135,7 +145,7 @@ export function streamRoutes(router: Router, s: HttpServices): void {
     ctx.body = out.body;
   });
 
-  router.post('/api/svc/streams/:id/link', async (ctx) => {
+  router.post('/api/svc/streams/:id/link', ownerHome, async (ctx) => {
     const channel = await opened(ctx);
     const b = validate(linkBody, ctx.request.body);
     const { sig, expiresMs } = streams.link(channel, b.ttlSeconds);
@@ -165,7 +175,7 @@ export function streamRoutes(router: Router, s: HttpServices): void {
     ctx.body = bytes;
   });
 
-  router.post('/api/svc/streams/:id/secure/open', async (ctx) => {
+  router.post('/api/svc/streams/:id/secure/open', ownerHome, async (ctx) => {
     const channel = await opened(ctx);
     const b = validate(secureOpenBody, ctx.request.body);
     const pub = x25519PublicKey(b.client_public_key);

@@ -1,0 +1,83 @@
+// A channel lives at its owner's home: channel requests made with the owner's key at another node are relayed to the
+// home (here an in-test HTTP server that plays it, joined to the node's mesh by signed events, as in forward.test.ts).
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import type { PrivateKey } from '@libp2p/interface';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, type TestNode } from '../helpers/node.js';
+import { keyDigest, keyId, mintKey } from '../../src/identity/keys.js';
+import { buildEnvelope } from '../../src/mesh/wire.js';
+import { stampAt, systemClock } from '../../src/kernel/clock.js';
+
+const MESH_SECRET = 'streams-home-secret-0123456789abcdef';
+let t: TestNode;
+let home: Server;
+let homeUrl = '';
+const seen: string[] = [];
+let homeKey: PrivateKey;
+let homeId: string;
+let key: string;
+const zid = `zid_${'cd'.repeat(16)}`;
+
+async function gossip(type: string, body: unknown): Promise<void> {
+  const env = await buildEnvelope(homeKey, homeId, MESH_SECRET, type, stampAt(systemClock.nowNs()).svcond, body);
+  const r = await call(t.url, 'POST', '/api/mesh/gossip', env.event, { 'x-node-handshake': env.handshake });
+  expect(r.status, r.text).toBe(200);
+}
+
+beforeAll(async () => {
+  home = createServer((req, res) => {
+    seen.push(`${req.method} ${req.url}`);
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ from: 'home', path: req.url }));
+  });
+  await new Promise<void>((r) => home.listen(0, '127.0.0.1', () => r()));
+  homeUrl = `http://127.0.0.1:${(home.address() as AddressInfo).port}`;
+  homeKey = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
+  homeId = peerIdFromPrivateKey(homeKey as never).toString();
+  t = await startTestNode({ mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap: [], tickEvery: 1 } });
+  await gossip('tick', { url: homeUrl, kernelVersion: '1.287.6', sealedCount: 0, chainHeadsDigest: '0'.repeat(64) });
+  key = mintKey('sk');
+  const now = Date.now();
+  await gossip('identity.assert', {
+    digest: keyDigest(key),
+    key: {
+      key_id: keyId(key),
+      kind: 'sk',
+      zid,
+      slug: null,
+      plan: 'standard',
+      created_unix_ms: now,
+      expires_unix_ms: null,
+      revoked_unix_ms: null,
+      home: homeId,
+    },
+    identity: { zid, home: homeId, default_machine: null },
+  });
+}, 30_000);
+
+afterAll(async () => {
+  await t.destroy();
+  home.closeAllConnections();
+  await new Promise<void>((r) => home.close(() => r()));
+});
+
+describe('stream channels at the owner home', () => {
+  it("create and the channel's routes with the owner's key are relayed to the home; a channel key is served here", async () => {
+    for (const [method, path] of [
+      ['POST', '/api/svc/streams'],
+      ['GET', '/api/svc/streams/str_far'],
+      ['POST', '/api/svc/streams/str_far/tick'],
+      ['GET', '/api/svc/streams/str_far/latest'],
+      ['POST', '/api/svc/streams/str_far/close'],
+    ] as const) {
+      const r = await call(t.url, method, path, method === 'POST' ? { solver: 'lorenz' } : undefined, bearer(key));
+      expect(r.status, `${method} ${path}: ${r.text}`).toBe(200);
+      expect(r.body).toEqual({ from: 'home', path });
+    }
+    expect(seen).toEqual(expect.arrayContaining(['POST /api/svc/streams', 'GET /api/svc/streams/str_far', 'POST /api/svc/streams/str_far/tick']));
+    expectError(await call(t.url, 'GET', '/api/svc/streams/str_far', undefined, bearer(`stk_${'1'.repeat(48)}`)), 404, 'SVC_NOT_FOUND');
+  });
+});
