@@ -26,9 +26,11 @@ export interface AgentLimits {
   maxPerOwner: number;
   /** Ticks run at once across agents. */
   concurrency: number;
+  /** Events kept (the latest, node-wide); older ones are pruned after each round of ticks. */
+  eventsKept: number;
 }
 
-export const DEFAULT_AGENT_LIMITS: AgentLimits = { maxDepth: 3, maxChildren: 8, maxPerOwner: 1000, concurrency: 32 };
+export const DEFAULT_AGENT_LIMITS: AgentLimits = { maxDepth: 3, maxChildren: 8, maxPerOwner: 1000, concurrency: 32, eventsKept: 1_000_000 };
 
 export type AgentStatus = 'running' | 'killed' | 'stopped';
 
@@ -332,6 +334,7 @@ export class AgentRuntime {
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.limits.concurrency, due.length) }, worker));
+    await this.events.prune(this.limits.eventsKept).catch((err: unknown) => this.deps.log?.('agent event pruning failed', { err: String(err) }));
   }
 
   private context(a: AgentRecord, svcond: number, tick: number): TemplateContext {
