@@ -12,7 +12,7 @@ import { randomHex, type Caller } from '../tally/ledger.js';
 import type { ComputeService, SealedRun } from '../compute/service.js';
 import { InputError } from '../solvers/errors.js';
 import { readInvariant, relativeDrift, type InvariantReading } from './invariants.js';
-import { fill, type TemplateContext } from '../agents/program.js';
+import { fill } from '../util/template.js';
 
 /** An operator chain with a feedback rule: each step's inputs are the last inputs with `feedback` applied. */
 export interface ChainLoop {
@@ -170,7 +170,7 @@ export class ReactorService {
 
   /** The inputs after a chain step: the last ones with the feedback rule applied to the result. */
   private fed(r: ReactorRecord, value: number, unit: string, step: number): Record<string, unknown> {
-    const ctx = { state: r.state, result: { value, unit, result_id: null }, step } as unknown as TemplateContext;
+    const ctx = { state: r.state, result: { value, unit }, step };
     return { ...(r.state as Record<string, unknown>), ...(fill(r.chain!.feedback, ctx) as Record<string, unknown>) };
   }
 
