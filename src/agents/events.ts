@@ -65,4 +65,21 @@ export class AgentEvents {
   get lastSeq(): number {
     return this.seq;
   }
+
+  /**
+   * Retention: drop the oldest events while more than `keep` sequence numbers lie behind the last one (at most
+   * `batch` per call, one batch). A resume from before the window gets what is left: the window's oldest onwards.
+   */
+  async prune(keep: number, batch = 2000): Promise<number> {
+    const below = this.seq - keep;
+    if (below <= 0) return 0;
+    const old = await this.store.range<string>(this.order, { lt: padNum(below + 1), limit: batch });
+    if (old.length === 0) return 0;
+    const ops: Op[] = [];
+    for (const e of old) {
+      ops.push({ type: 'del', sub: this.order, key: e.key }, { type: 'del', sub: this.byOwner, key: `${e.value}!${e.key}` });
+    }
+    await this.store.commit(ops);
+    return old.length;
+  }
 }

@@ -3,7 +3,13 @@
 // state from the step's result, and `derive` may spawn a child. Placeholders are looked up, never evaluated: no code
 // in a program runs (the same rule as stream templates, spec 4.5).
 import { z } from 'zod';
-import { InputError } from '../solvers/errors.js';
+import { InputError } from '../kernel/errors.js';
+import { fill, placeholders } from '../util/template.js';
+
+export { fill };
+
+/** What an agent's placeholders may name besides its state keys. */
+const ROOTS = new Set(['agent.id', 'agent.depth', 'agent.parent', 'agent.slug', 'tick', 'svcond', 'result.value', 'result.unit', 'result.result_id']);
 
 const scalar = z.union([z.number(), z.string().max(256), z.boolean(), z.null()]);
 type Template = z.infer<typeof scalar> | Template[] | { [k: string]: Template };
@@ -67,41 +73,6 @@ export interface TemplateContext {
   svcond: number;
   state: Record<string, unknown>;
   result: { value: number | null; unit: string | null; result_id: string | null };
-}
-
-const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\}\}/g;
-const WHOLE = /^\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\}\}$/;
-const ROOTS = new Set(['agent.id', 'agent.depth', 'agent.parent', 'agent.slug', 'tick', 'svcond', 'result.value', 'result.unit', 'result.result_id']);
-
-function lookup(path: string, ctx: TemplateContext): unknown {
-  let v: unknown = ctx;
-  for (const part of path.split('.')) {
-    if (v === null || typeof v !== 'object' || !Object.prototype.hasOwnProperty.call(v, part)) return null;
-    v = (v as Record<string, unknown>)[part];
-  }
-  return v ?? null;
-}
-
-/** Fill a template: a string that is one placeholder takes the value as it is (a number stays a number). */
-export function fill(t: unknown, ctx: TemplateContext): unknown {
-  if (typeof t === 'string') {
-    const whole = WHOLE.exec(t);
-    if (whole) return lookup(whole[1]!, ctx);
-    return t.replace(PLACEHOLDER, (_m, path: string) => {
-      const v = lookup(path, ctx);
-      return v === null || v === undefined ? '' : String(v);
-    });
-  }
-  if (Array.isArray(t)) return t.map((x) => fill(x, ctx));
-  if (t !== null && typeof t === 'object') return Object.fromEntries(Object.entries(t).map(([k, v]) => [k, fill(v, ctx)]));
-  return t;
-}
-
-function placeholders(t: unknown, out: string[] = []): string[] {
-  if (typeof t === 'string') for (const m of t.matchAll(PLACEHOLDER)) out.push(m[1]!);
-  else if (Array.isArray(t)) for (const x of t) placeholders(x, out);
-  else if (t !== null && typeof t === 'object') for (const v of Object.values(t)) placeholders(v, out);
-  return out;
 }
 
 /** 400 for a placeholder that names nothing an agent has (checked at spawn, so a program never fails on a typo). */

@@ -26,9 +26,11 @@ export interface AgentLimits {
   maxPerOwner: number;
   /** Ticks run at once across agents. */
   concurrency: number;
+  /** Events kept (the latest, node-wide); older ones are pruned after each round of ticks. */
+  eventsKept: number;
 }
 
-export const DEFAULT_AGENT_LIMITS: AgentLimits = { maxDepth: 3, maxChildren: 8, maxPerOwner: 1000, concurrency: 32 };
+export const DEFAULT_AGENT_LIMITS: AgentLimits = { maxDepth: 3, maxChildren: 8, maxPerOwner: 1000, concurrency: 32, eventsKept: 1_000_000 };
 
 export type AgentStatus = 'running' | 'killed' | 'stopped';
 
@@ -83,6 +85,11 @@ export class AgentRuntime {
   /** Running agents, by id. */
   private readonly running = new Map<string, AgentRecord>();
   private readonly locks = new Map<string, Promise<unknown>>();
+  /**
+   * Agents being killed or stopped (set synchronously, before their batch): a tick of one in flight does not write
+   * its record over the kill's, and does not put it back among the running.
+   */
+  private readonly halted = new Set<string>();
   private pumping: Promise<void> | null = null;
   private lastPumped = -1;
   /** Agent ticks run since start (the bench's figure). */
@@ -272,6 +279,7 @@ export class AgentRuntime {
       const visit = async (agentId: string, reason: string): Promise<void> => {
         const a = this.running.get(agentId);
         if (!a) return;
+        this.halted.add(a.id);
         const ev = this.events.make('kill', a.id, a.owner, svcond, { reason, ticks: a.ticks });
         const next: AgentRecord = { ...a, status: 'killed', stop_reason: reason, last_event: ev.event.seq };
         ops.push(...this.recordOps(next), ...ev.ops);
@@ -280,8 +288,16 @@ export class AgentRuntime {
         for (const child of a.children) await visit(child, `parent ${id} killed`);
       };
       await visit(id, 'killed by its owner');
-      await this.deps.store.commit(ops);
-      for (const a of killed) this.running.delete(a.id);
+      try {
+        await this.deps.store.commit(ops);
+      } catch (err) {
+        for (const a of killed) this.halted.delete(a.id);
+        throw err;
+      }
+      for (const a of killed) {
+        this.running.delete(a.id);
+        this.halted.delete(a.id);
+      }
       this.events.emit(events);
       return killed[0]!;
     });
@@ -318,6 +334,7 @@ export class AgentRuntime {
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.limits.concurrency, due.length) }, worker));
+    await this.events.prune(this.limits.eventsKept).catch((err: unknown) => this.deps.log?.('agent event pruning failed', { err: String(err) }));
   }
 
   private context(a: AgentRecord, svcond: number, tick: number): TemplateContext {
@@ -327,7 +344,7 @@ export class AgentRuntime {
   /** One tick of one agent: its step (sealed or appended, paid), its state, its event; then a derive when due. */
   private async tick(id: string, svcond: number): Promise<void> {
     const a = this.running.get(id);
-    if (!a || a.status !== 'running' || a.next_svcond > svcond) return;
+    if (!a || a.status !== 'running' || a.next_svcond > svcond || this.halted.has(id)) return;
     const tick = a.ticks + 1;
     const ctx = this.context(a, svcond, tick);
     const caller = this.callerOf(a);
@@ -335,6 +352,8 @@ export class AgentRuntime {
     let tickEvent: AgentEvent | null = null;
     let next: AgentRecord | null = null;
     const finish = (run: { value: number | null; unit: string | null; result_id: string | null; state?: unknown; chain?: Record<string, unknown> }): Op[] => {
+      // Killed or stopped while this step ran: the step is not sealed (its batch would write a running record).
+      if (this.halted.has(id)) throw new ServiceError(409, 'SVC_CONFLICT', `agent ${id} was halted during its step`);
       const current = this.running.get(id) ?? a;
       const last = { value: run.value, unit: run.unit, result_id: run.result_id };
       const assigned = fill(current.program.assign, { ...ctx, result: last }) as Record<string, unknown>;
@@ -387,12 +406,13 @@ export class AgentRuntime {
         await this.append(a, svcond, tick, fill(step.payload, ctx), step.event, finish);
       }
     } catch (err) {
-      await this.stopOnError(id, svcond, err);
+      if (!this.halted.has(id)) await this.stopOnError(id, svcond, err);
       return;
     }
     this.ticksRun++;
     if (next === null || tickEvent === null) return;
     const done: AgentRecord = next;
+    if (this.halted.has(id)) return;
     if (done.status === 'running') this.running.set(id, done);
     else this.running.delete(id);
     this.events.emit(pendingStop ? [tickEvent, pendingStop] : [tickEvent]);
@@ -432,20 +452,27 @@ export class AgentRuntime {
   /** A step that failed: 402 stops the agent (its owner cannot pay); any other refusal stops it with its code. */
   private async stopOnError(id: string, svcond: number, err: unknown): Promise<void> {
     const a = this.running.get(id);
-    if (!a) return;
+    if (!a || this.halted.has(id)) return;
+    this.halted.add(id);
     const code = err instanceof ServiceError ? err.code : 'SVC_INTERNAL_ERROR';
     const reason = code === 'INSUFFICIENT_BALANCE' ? 'insufficient_balance' : `step_failed: ${code}`;
     const ev = this.events.make('stop', id, a.owner, svcond, { reason, code, message: err instanceof Error ? err.message : String(err), ticks: a.ticks });
     const next: AgentRecord = { ...a, status: 'stopped', stop_reason: reason, last_event: ev.event.seq };
-    await this.deps.store.commit([...this.recordOps(next), ...ev.ops]);
+    try {
+      await this.deps.store.commit([...this.recordOps(next), ...ev.ops]);
+    } catch (err2) {
+      this.halted.delete(id);
+      throw err2;
+    }
     this.running.delete(id);
+    this.halted.delete(id);
     this.events.emit([ev.event]);
   }
 
   /** Derive a child (an agent spawn, cost 75) when the limits allow; a refused derive changes nothing. */
   private async derive(id: string, svcond: number): Promise<void> {
     const parent = this.running.get(id);
-    if (!parent?.program.derive) return;
+    if (!parent?.program.derive || this.halted.has(id)) return;
     const d = parent.program.derive;
     const depthLimit = Math.min(d.max_depth, this.limits.maxDepth);
     const childLimit = Math.min(d.max_children, this.limits.maxChildren);

@@ -585,6 +585,11 @@ export class ComputeService {
     });
   }
 
+  /** 402 when the caller could not pay the dearest closed-form compute (a chain reactor's /next). */
+  async assertCanPayCompute(caller: Caller): Promise<void> {
+    await this.deps.ledger.assertCanPay(caller, COST.computePerOperator);
+  }
+
   /**
    * A stateful solver's next run without sealing or charging anything (the reactor's /next): resolved, run here and
    * gated like a sealed run (422 when the check fails), but nothing is written. 402 when the caller could not pay

@@ -8,7 +8,8 @@ export interface RouteBody {
 
 export const ROUTE_BODIES: Record<string, RouteBody> = {
   'POST /api/svc/reactor': {
-    request: '{solver (a stateful solver id), inputs? (one segment: every step runs them), initialState?}',
+    request:
+      '{solver (a stateful solver id), inputs? (one segment: every step runs them), initialState?} | {chain {domain, operators, inputs}, feedback {input key: template over result.value, result.unit, step, state.<key>}}',
     answer: '201 {id, solver, owner, home, inputs, step: 0, state, ...}: opening runs nothing',
   },
   'POST /api/svc/reactor/step': {

@@ -12,11 +12,27 @@ import { randomHex, type Caller } from '../tally/ledger.js';
 import type { ComputeService, SealedRun } from '../compute/service.js';
 import { InputError } from '../solvers/errors.js';
 import { readInvariant, relativeDrift, type InvariantReading } from './invariants.js';
+import { fill } from '../util/template.js';
+
+/** An operator chain with a feedback rule: each step's inputs are the last inputs with `feedback` applied. */
+export interface ChainLoop {
+  domain: string;
+  operators: string[];
+  /** Input keys set after each step from templates over the result: e.g. {"mass_kg": "{{result.value}}"}. */
+  feedback: Record<string, unknown>;
+}
+
+/** Placeholders a feedback rule may use. */
+export const FEEDBACK_PLACEHOLDERS = ['result.value', 'result.unit', 'step', 'state.<input key>'];
 
 export interface ReactorRecord {
   id: string;
   owner: string;
   home: string;
+  /** 'chain': an operator chain with a feedback rule (`chain`); absent or 'solver': a stateful solver. */
+  kind?: 'solver' | 'chain';
+  chain?: ChainLoop;
+  /** The solver id, or 'chain'. */
   solver: string;
   /** Resolved inputs of one segment (every step runs them). */
   inputs: Record<string, unknown>;
@@ -113,6 +129,51 @@ export class ReactorService {
     return record;
   }
 
+  /**
+   * Open a reactor over an operator chain with a feedback rule (runs nothing; the chain is checked by its first step).
+   * Its state is the chain's inputs: each step computes the chain on them, sealed and charged as a compute, and the
+   * feedback rule sets the next inputs from the result.
+   */
+  async openChain(caller: Caller & { kind: 'identity' }, loop: ChainLoop, inputs: Record<string, number>): Promise<ReactorRecord> {
+    for (const [key, t] of Object.entries(loop.feedback)) {
+      for (const m of JSON.stringify(t).matchAll(/\{\{\s*([A-Za-z0-9_.]+)\s*\}\}/g)) {
+        const path = m[1]!;
+        if (!['result.value', 'result.unit', 'step'].includes(path) && !/^state\.[A-Za-z0-9_]+$/.test(path))
+          throw new InputError(`feedback.${key}`, `unknown placeholder {{${path}}}`, FEEDBACK_PLACEHOLDERS);
+      }
+    }
+    const record: ReactorRecord = {
+      id: `rx_${randomHex(24)}`,
+      owner: caller.zid,
+      home: this.deps.nodeId(),
+      kind: 'chain',
+      chain: loop,
+      solver: 'chain',
+      inputs,
+      state: inputs,
+      steps: 0,
+      opened_svcond: this.now(),
+      last_svcond: null,
+      last_result_id: null,
+      last_value: null,
+      unit: null,
+      total_ms: 0,
+      last_ms: null,
+      invariant: null,
+    };
+    await this.deps.store.commit([
+      { type: 'put', sub: this.reactors, key: record.id, value: record },
+      { type: 'put', sub: this.byOwner, key: `${caller.zid}!${record.id}`, value: 1 },
+    ]);
+    return record;
+  }
+
+  /** The inputs after a chain step: the last ones with the feedback rule applied to the result. */
+  private fed(r: ReactorRecord, value: number, unit: string, step: number): Record<string, unknown> {
+    const ctx = { state: r.state, result: { value, unit }, step };
+    return { ...(r.state as Record<string, unknown>), ...(fill(r.chain!.feedback, ctx) as Record<string, unknown>) };
+  }
+
   /** The caller's reactor: 404 when unknown, 403 when another identity's. */
   async get(caller: Caller & { kind: 'identity' }, id: string): Promise<ReactorRecord> {
     const r = await this.deps.store.get<ReactorRecord>(this.reactors, id);
@@ -144,9 +205,10 @@ export class ReactorService {
       let row: StepRow | null = null;
       const attach = (run: SealedRun): Op[] => {
         const ms = Number(this.deps.clock.nowNs() - startNs) / 1e6;
-        const reading = readInvariant(r.solver, { value: run.value, outputs: run.outputs, state: run.state }, r.inputs);
-        const invariant = foldInvariant(r.invariant, reading);
         const step = r.steps + 1;
+        const runState = r.kind === 'chain' ? this.fed(r, run.value, run.unit, step) : run.state;
+        const reading = r.kind === 'chain' ? null : readInvariant(r.solver, { value: run.value, outputs: run.outputs, state: run.state }, r.inputs);
+        const invariant = foldInvariant(r.invariant, reading);
         row = {
           step,
           svcond: run.svcond,
@@ -154,13 +216,13 @@ export class ReactorService {
           result_digest: run.result_digest,
           value: run.value,
           unit: run.unit,
-          state: run.state ?? null,
+          state: runState ?? null,
           invariant: reading?.value ?? null,
           ms,
         };
         next = {
           ...r,
-          state: run.state ?? null,
+          state: runState ?? null,
           steps: step,
           last_svcond: run.svcond,
           last_result_id: run.result_id,
@@ -175,14 +237,11 @@ export class ReactorService {
           { type: 'put', sub: this.rows, key: `${id}!${padNum(step)}`, value: row },
         ];
       };
-      const sealed = await this.deps.compute.solve(
-        caller,
-        r.solver,
-        r.inputs,
-        r.state ?? undefined,
-        { reactor: { id, step: r.steps + 1 } },
-        { ops: (_facts, run) => attach(run) },
-      );
+      const hooks = { ops: (_facts: unknown, run: SealedRun) => attach(run) };
+      const sealed =
+        r.kind === 'chain'
+          ? await this.deps.compute.compute(caller, { domain: r.chain!.domain, operators: r.chain!.operators, inputs: r.state }, { seal: true }, hooks)
+          : await this.deps.compute.solve(caller, r.solver, r.inputs, r.state ?? undefined, { reactor: { id, step: r.steps + 1 } }, hooks);
       if (next === null || row === null) throw new Error('reactor step sealed without its record');
       return { reactor: next, row, sealed: sealed.bytes };
     });
@@ -191,6 +250,20 @@ export class ReactorService {
   /** The next state without committing it: the same run as the next step, unsealed, uncharged, nothing written. */
   async next(caller: Caller & { kind: 'identity' }, id: string): Promise<Record<string, unknown>> {
     const r = await this.get(caller, id);
+    if (r.kind === 'chain') {
+      await this.deps.compute.assertCanPayCompute(caller);
+      const unsealed = await this.deps.compute.compute(caller, { domain: r.chain!.domain, operators: r.chain!.operators, inputs: r.state }, { seal: false });
+      const body = JSON.parse(unsealed.bytes.toString('utf8')) as { value: number; unit: string };
+      return {
+        id,
+        step: r.steps + 1,
+        committed: false,
+        value: body.value,
+        unit: body.unit,
+        state: this.fed(r, body.value, body.unit, r.steps + 1),
+        invariant: null,
+      };
+    }
     const { out, outputs } = await this.deps.compute.preview(caller, r.solver, r.inputs, r.state ?? undefined);
     const reading = readInvariant(r.solver, { value: out.value, outputs, state: out.state }, r.inputs);
     return {

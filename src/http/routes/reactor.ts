@@ -3,7 +3,7 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { ServiceError } from '../../kernel/errors.js';
+import { InputError, ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
@@ -12,7 +12,23 @@ import type { Caller } from '../../tally/ledger.js';
 import type { ReactorRecord, ReactorService } from '../../reactor/service.js';
 import { TRAJECTORY_PAGE_MAX } from '../../reactor/service.js';
 
-const openBody = z.object({ solver: z.string().min(1).max(64), inputs: z.record(z.string(), z.any()).default({}), initialState: z.any().optional() }).strict();
+const openBody = z
+  .object({
+    solver: z.string().min(1).max(64).optional(),
+    inputs: z.record(z.string(), z.any()).default({}),
+    initialState: z.any().optional(),
+    /** Instead of a solver: an operator chain whose inputs the feedback rule sets from each result. */
+    chain: z
+      .object({
+        domain: z.string().min(1).max(64),
+        operators: z.array(z.string().min(1).max(64)).min(2).max(10),
+        inputs: z.record(z.string(), z.number()).default({}),
+      })
+      .strict()
+      .optional(),
+    feedback: z.record(z.string().max(64), z.union([z.string().max(256), z.number()])).optional(),
+  })
+  .strict();
 const idBody = z.object({ id: z.string().min(1).max(64) }).strict();
 const pageBody = z
   .object({
@@ -34,7 +50,9 @@ export const REACTOR_READ_PATHS = [
 export function reactorView(r: ReactorRecord): Record<string, unknown> {
   return {
     id: r.id,
+    kind: r.kind ?? 'solver',
     solver: r.solver,
+    ...(r.chain ? { chain: r.chain } : {}),
     owner: r.owner,
     home: r.home,
     inputs: r.inputs,
@@ -61,7 +79,21 @@ export function reactorRoutes(router: Router, s: HttpServices & { reactor: React
 
   router.post('/api/svc/reactor', key, home, async (ctx) => {
     const body = validate(openBody, ctx.request.body);
-    const rec = await r.open(identityOf(ctx), body.solver, body.inputs, body.initialState);
+    let rec: ReactorRecord;
+    if (body.chain) {
+      if (body.solver !== undefined || body.initialState !== undefined)
+        throw new InputError('chain', 'a reactor runs a solver or an operator chain, not both', null);
+      if (!body.feedback || Object.keys(body.feedback).length === 0)
+        throw new InputError(
+          'feedback',
+          'an operator chain needs a feedback rule: input keys set from each result, e.g. {"mass_kg": "{{result.value}}"}',
+          null,
+        );
+      rec = await r.openChain(identityOf(ctx), { domain: body.chain.domain, operators: body.chain.operators, feedback: body.feedback }, body.chain.inputs);
+    } else {
+      if (body.solver === undefined) throw new InputError('solver', 'a stateful solver id (or chain with feedback)', null);
+      rec = await r.open(identityOf(ctx), body.solver, body.inputs, body.initialState);
+    }
     ctx.status = 201;
     ctx.body = reactorView(rec);
   });

@@ -57,6 +57,29 @@ describe('reactor', () => {
     }
   });
 
+  it('an operator chain with a feedback rule: each step feeds its result back into the inputs, sealed as a compute', async () => {
+    const body = {
+      chain: { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 2 } },
+      feedback: { mass_kg: '{{result.value}}' },
+    };
+    expectError(await post('/api/svc/reactor', { ...body, feedback: { mass_kg: '{{result.nope}}' } }), 400, 'SVC_INVALID_INPUT');
+    const opened = await post('/api/svc/reactor', body);
+    expect(opened.status).toBe(201);
+    expect(opened.body.kind).toBe('chain');
+    const next = await post('/api/svc/reactor/next', { id: opened.body.id });
+    expect(next.body).toMatchObject({ committed: false, value: 4, state: { mass_kg: 4, velocity_m_s: 2 } });
+    const values: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await post('/api/svc/reactor/step', { id: opened.body.id });
+      expect(r.status).toBe(200);
+      expect(r.body.result.svcProof).toMatch(/^[0-9a-f]{64}$/);
+      values.push(r.body.value);
+    }
+    // KE = ½ m v² with v = 2 is 2m: the mass doubles every step.
+    expect(values).toEqual([4, 8, 16]);
+    expect((await post('/api/svc/reactor/state', { id: opened.body.id })).body.state).toEqual({ mass_kg: 16, velocity_m_s: 2 });
+  });
+
   it('/next previews the next state and commits nothing; the step then lands on it', async () => {
     const { id } = await steps('lorenz', { t_end: 0.5 }, 1);
     const before = await post('/api/svc/reactor/state', { id });

@@ -102,6 +102,30 @@ describe('agents', () => {
     expectError(await call(t.url, 'GET', `/api/svc/agent/${parent}`, undefined, bearer(other.key)), 403, 'SVC_FORBIDDEN');
   });
 
+  it('a kill while its subtree is mid-tick wins: no killed agent runs again or is written back as running', async () => {
+    const owner = await zkIdentity(t.url, 'agent-race');
+    const spawned = await call(
+      t.url,
+      'POST',
+      '/api/svc/agent/spawn',
+      { program: { every: 1, step: { kind: 'append', event: 'e' }, derive: { every: 1, max_children: 1, max_depth: 1 } } },
+      bearer(owner.key),
+    );
+    await tick(1); // the parent ticks and derives its child
+    const caller = { kind: 'identity', zid: owner.zid, slug: owner.slug, home: t.node.nodeId, key: {} } as never;
+    const ticking = tick(1); // parent and child both due
+    const killing = t.node.agents.kill(caller, spawned.body.id);
+    await Promise.all([ticking, killing]);
+    await tick(2);
+    const list = (await call(t.url, 'GET', '/api/svc/agent/list', undefined, bearer(owner.key))).body.items;
+    expect(list).toHaveLength(2);
+    for (const a of list) expect(a.status).toBe('killed');
+    t = await t.restart();
+    await tick(1);
+    const after = (await call(t.url, 'GET', '/api/svc/agent/list', undefined, bearer(owner.key))).body.items;
+    expect(after.map((a: any) => [a.status, a.ticks])).toEqual(list.map((a: any) => [a.status, a.ticks]));
+  });
+
   it('an agent whose owner cannot pay stops with a stop event; spawn is 402 when it cannot be paid', async () => {
     const poor = await zkIdentity(t.url, 'agent-poor');
     const live = await stream(poor.key);
