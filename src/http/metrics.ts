@@ -17,7 +17,74 @@ import type { ChallengeService } from '../consensus/challenges.js';
 import { STATES } from '../consensus/challenges.js';
 import { OUTCOMES } from '../consensus/verdict.js';
 
+/**
+ * Node's default metrics (CPU, memory, GC, event-loop lag) describe the process, not a node: collected once per
+ * process into a registry of their own and appended to every node's scrape. (Per node, each would also start an
+ * event-loop-delay monitor that is never stopped: tests start hundreds of nodes in one process.)
+ */
+let processRegistry: Registry | null = null;
+function processMetrics(): Registry {
+  if (processRegistry === null) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** One (method, route)'s requests: counts by status and the latency histogram (per-bucket counts, not cumulative). */
+interface RouteStats {
+  method: string;
+  route: string;
+  statuses: Map<number, number>;
+  buckets: number[];
+  sum: number;
+  count: number;
+}
+
+/**
+ * Requests by route, kept in plain numbers on the request path (one map lookup, no label hashing or validation:
+ * prom-client's labelled inc and observe cost ~4 µs a request) and turned into the two families at scrape.
+ */
+class RequestStats {
+  readonly routes = new Map<string, RouteStats>();
+
+  record(method: string, route: string, status: number, seconds: number): void {
+    const key = `${method} ${route}`;
+    let r = this.routes.get(key);
+    if (r === undefined) {
+      r = { method, route, statuses: new Map(), buckets: new Array<number>(LATENCY_BUCKETS.length + 1).fill(0), sum: 0, count: 0 };
+      this.routes.set(key, r);
+    }
+    r.statuses.set(status, (r.statuses.get(status) ?? 0) + 1);
+    let i = 0;
+    while (i < LATENCY_BUCKETS.length && seconds > LATENCY_BUCKETS[i]!) i++;
+    r.buckets[i]!++;
+    r.sum += seconds;
+    r.count++;
+  }
+
+  /** A histogram family in prom-client's metric shape (name, help, get()), read from the numbers above. */
+  histogram(name: string, help: string): Parameters<Registry['registerMetric']>[0] {
+    const routes = this.routes;
+    const family = () => {
+      const values: { labels: Record<string, string | number>; value: number; metricName: string }[] = [];
+      for (const r of routes.values()) {
+        let acc = 0;
+        LATENCY_BUCKETS.forEach((le, i) => {
+          acc += r.buckets[i]!;
+          values.push({ labels: { method: r.method, route: r.route, le }, value: acc, metricName: `${name}_bucket` });
+        });
+        values.push({ labels: { method: r.method, route: r.route, le: '+Inf' }, value: r.count, metricName: `${name}_bucket` });
+        values.push({ labels: { method: r.method, route: r.route }, value: r.sum, metricName: `${name}_sum` });
+        values.push({ labels: { method: r.method, route: r.route }, value: r.count, metricName: `${name}_count` });
+      }
+      return { name, help, type: 'histogram', aggregator: 'sum', values };
+    };
+    return { name, help, get: async () => family(), reset: () => routes.clear() } as unknown as Parameters<Registry['registerMetric']>[0];
+  }
+}
 
 /** What the scrape reads from the running node (each may be absent while it starts). */
 export interface MetricsSources {
@@ -30,8 +97,7 @@ export class NodeMetrics {
   readonly registry = new Registry();
   /** libp2p's metrics: a registry per libp2p start (its metrics register once per registry). */
   private libp2pRegistry: Registry | null = null;
-  private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
-  private readonly httpDuration: Histogram<'method' | 'route'>;
+  private readonly requests = new RequestStats();
   private readonly seals: Counter<'kind'>;
   private readonly gateRefusals: Counter<'kind'>;
   private readonly solverRuns: Counter<'solver' | 'outcome'>;
@@ -42,20 +108,25 @@ export class NodeMetrics {
 
   constructor(sources: MetricsSources) {
     const r = this.registry;
-    collectDefaultMetrics({ register: r });
-    this.httpRequests = new Counter({
+    processMetrics();
+    const requests = this.requests;
+    new Counter({
       name: 'svc_http_requests_total',
       help: 'HTTP requests by method, route and status',
       labelNames: ['method', 'route', 'status'],
       registers: [r],
+      collect() {
+        this.reset();
+        for (const s of requests.routes.values())
+          for (const [status, n] of s.statuses) this.inc({ method: s.method, route: s.route, status: String(status) }, n);
+      },
     });
-    this.httpDuration = new Histogram({
-      name: 'svc_http_request_duration_seconds',
-      help: 'HTTP request latency by method and route (to the end of the handler; an SSE stream to its start)',
-      labelNames: ['method', 'route'],
-      buckets: LATENCY_BUCKETS,
-      registers: [r],
-    });
+    r.registerMetric(
+      requests.histogram(
+        'svc_http_request_duration_seconds',
+        'HTTP request latency by method and route (to the end of the handler; an SSE stream to its start)',
+      ),
+    );
     this.seals = new Counter({ name: 'svc_seals_total', help: 'Results sealed (durable), by kind', labelNames: ['kind'], registers: [r] });
     this.gateRefusals = new Counter({
       name: 'svc_gate_refusals_total',
@@ -201,24 +272,23 @@ export class NodeMetrics {
 
   /** Requests by the route that answered them (its path template, never the raw path), status and latency. */
   middleware(): Middleware {
-    const requests = this.httpRequests;
-    const duration = this.httpDuration;
+    const requests = this.requests;
     return async function metrics(ctx: Context, next: Next): Promise<void> {
-      const end = duration.startTimer();
+      const started = performance.now();
       try {
         await next();
       } finally {
         const route = (ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
-        end({ method: ctx.method, route });
-        requests.inc({ method: ctx.method, route, status: String(ctx.status) });
+        requests.record(ctx.method, route, ctx.status, (performance.now() - started) / 1000);
       }
     };
   }
 
-  /** The exposition text: this node's metrics, then libp2p's. */
+  /** The exposition text: this node's metrics, the process's, then libp2p's. */
   async text(): Promise<string> {
-    const own = await this.registry.metrics();
-    return this.libp2pRegistry ? `${own}\n${await this.libp2pRegistry.metrics()}` : own;
+    const parts = [await this.registry.metrics(), await processMetrics().metrics()];
+    if (this.libp2pRegistry) parts.push(await this.libp2pRegistry.metrics());
+    return parts.join('\n');
   }
 
   get contentType(): string {

@@ -147,7 +147,64 @@ export const meshStatusResponse = z.looseObject({
   svcond: tick,
 });
 
-export const transparencyHistoryResponse = z.looseObject({ count: int, snapshots: z.array(z.looseObject({})) });
+/** A signed network snapshot of the transparency oracle (one every 4 ticks). */
+export const networkSnapshot = z.looseObject({
+  svcond: tick,
+  node: peerId,
+  sealedCount: int.min(0),
+  chainHeadsDigest: z.string(),
+  kernelVersion: z.string(),
+  peers: z.array(
+    z.looseObject({
+      peerId: z.string(),
+      url: z.string().nullable(),
+      lastTick: tick.nullable(),
+      sealedCount: int.nullable(),
+      chainHeadsDigest: z.string().nullable(),
+    }),
+  ),
+  signature: z.string(),
+});
+
+export const transparencyHistoryResponse = z.looseObject({ count: int, snapshots: z.array(networkSnapshot) });
+
+export const meshEventsResponse = z.looseObject({
+  count: int,
+  order: z.enum(['arrival', 'tick']),
+  events: z.array(
+    z.looseObject({
+      id: z.string(),
+      topic: z.string(),
+      via: z.enum(['gossip', 'http', 'self']),
+      receivedSvcond: tick,
+      arrival: int,
+      event: z.looseObject({ type: z.string(), sender: peerId, svcond: tick, body: z.unknown(), signature: z.string() }),
+    }),
+  ),
+});
+
+export const challengeListResponse = z.looseObject({
+  total: int,
+  limit: int,
+  offset: int,
+  state: z.string().nullable(),
+  counts: z.record(z.string(), z.number()),
+  items: z.array(z.looseObject({ challenge_id: z.string(), state: z.string(), result_id: z.string(), votes: int, svcond: tick })),
+});
+
+export const contributionPolicyResponse = z.looseObject({
+  bond: z.looseObject({ envelopes: int, term_days: int }),
+  modes: z.looseObject({ values: z.array(z.enum(['idle', 'contributing', 'experimenting'])) }),
+  committee: z.looseObject({ size: int, quorum: int, settle_ticks: int }),
+  challenge: z.looseObject({ stake: z.number(), deadline_ticks: int }),
+  outcomes: z.array(z.looseObject({ verdict: z.string() })),
+});
+
+export const whoamiResponse = z.looseObject({
+  kind: z.enum(['identity', 'demo', 'anonymous']),
+  zid: z.string().optional(),
+  machine: z.string().optional(),
+});
 
 export const contributeStatusResponse = z.looseObject({
   zid: z.string(),

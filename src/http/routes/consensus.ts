@@ -7,9 +7,10 @@ import { ServiceError } from '../../kernel/errors.js';
 import { DIGEST_PATTERN, STATES, documentOf, type ChallengeEntry } from '../../consensus/challenges.js';
 import type { Caller } from '../../tally/ledger.js';
 import type { HttpServices } from '../context.js';
+import { challengeListResponse } from '../responses.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import { body, query, validate } from '../validate.js';
+import { body, query, responds, validate } from '../validate.js';
 
 const challengeBody = z
   .object({
@@ -68,7 +69,7 @@ export function consensusRoutes(router: Router, s: HttpServices): void {
     ctx.body = { ...challengeSummary(e), stake: e.stake?.amount ?? 0, eligible: e.challenge.challenge.eligible, quorum: e.challenge.challenge.quorum };
   });
 
-  router.get('/api/tally/consensus', query(listQuery), async (ctx) => {
+  router.get('/api/tally/consensus', responds(challengeListResponse), query(listQuery), async (ctx) => {
     const q = validate(listQuery, ctx.query);
     const { challenges } = consensus();
     const { total, items } = await challenges.list(q);

@@ -10,7 +10,7 @@ import { daysRemaining, MODES, policyDocument, quorumOf } from '../../consensus/
 import type { AttestedBond } from '../../consensus/bonds.js';
 import type { Caller } from '../../tally/ledger.js';
 import type { HttpServices } from '../context.js';
-import { contributeStatusResponse } from '../responses.js';
+import { contributeStatusResponse, contributionPolicyResponse } from '../responses.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, responds, validate } from '../validate.js';
@@ -43,7 +43,7 @@ export function contributeRoutes(router: Router, s: HttpServices): void {
     attestation: b.attestation,
   });
 
-  router.get('/api/contribute/policy', (ctx) => {
+  router.get('/api/contribute/policy', responds(contributionPolicyResponse), (ctx) => {
     ctx.body = policyDocument(policy);
   });
 

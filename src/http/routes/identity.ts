@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { stampAt } from '../../kernel/clock.js';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
-import { demoKeyResponse, registerV3Response } from '../responses.js';
+import { demoKeyResponse, registerV3Response, whoamiResponse } from '../responses.js';
 import { body, describes, responds, validate } from '../validate.js';
 import { resolveCaller } from '../auth.js';
 
@@ -102,7 +102,7 @@ export function identityRoutes(router: Router, s: HttpServices): void {
   });
 
   // Who am I (useful to clients holding only a key).
-  router.get('/api/auth/whoami', describes({ auth: 'key' }), async (ctx) => {
+  router.get('/api/auth/whoami', responds(whoamiResponse), describes({ auth: 'key' }), async (ctx) => {
     const caller = await resolveCaller(ctx, { identity: s.identity, chain: s.chain, nodeId: s.nodeId }, false);
     ctx.body =
       caller.kind === 'identity'

@@ -7,7 +7,7 @@ import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
 import { balanceResponse, chainValidationResponse } from '../responses.js';
 import { authorizeMachineRead, presentedKey, requireKey, resolveCaller } from '../auth.js';
-import { body, query, responds, validate } from '../validate.js';
+import { body, describes, query, responds, validate } from '../validate.js';
 import { askHome, forwardToHome, relayAnswer, relayToHome, wasForwarded } from '../forward.js';
 import type { Caller, TallyCharge } from '../../tally/ledger.js';
 import { MACHINE_HOME, SLUG_PATTERN } from '../../mesh/machines.js';
@@ -121,6 +121,8 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
    * that is not its home: any other key (another home's identity, a demo key) can open only a public machine, so the
    * request goes without it, and the home's "no key" for a private machine is this key's 403.
    */
+  // A public machine is read without a key; a private one needs a key with a role on it (authorizeMachineRead).
+  const machineReader = describes({ auth: 'optional' });
   async function atMachineHome(ctx: Context, next: Next): Promise<void> {
     const slug = String(ctx.params.slug);
     if (await s.chain.getMachine(slug)) return next();
@@ -152,12 +154,12 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     return slug;
   }
 
-  router.get('/api/chain/:slug/pohc/validate', responds(chainValidationResponse), atMachineHome, async (ctx) => {
+  router.get('/api/chain/:slug/pohc/validate', responds(chainValidationResponse), machineReader, atMachineHome, async (ctx) => {
     const slug = await readableMachine(ctx);
     ctx.body = await s.chain.validate(slug);
   });
 
-  router.get('/api/chain/:slug/explore', atMachineHome, query(exploreQuery), async (ctx) => {
+  router.get('/api/chain/:slug/explore', machineReader, atMachineHome, query(exploreQuery), async (ctx) => {
     const slug = await readableMachine(ctx);
     const q = validate(exploreQuery, ctx.query);
     const head = await s.chain.headOf(slug);

@@ -6,7 +6,7 @@ import type { MeshService } from '../../mesh/service.js';
 import { askPeers } from '../../mesh/ask-peers.js';
 import { IDENTITY_ASSERT } from '../../mesh/identity-assert.js';
 import type { HttpServices } from '../context.js';
-import { meshStatusResponse, transparencyHistoryResponse } from '../responses.js';
+import { meshEventsResponse, meshStatusResponse, networkSnapshot, transparencyHistoryResponse } from '../responses.js';
 import { requireKey } from '../auth.js';
 import { body, describes, query, responds, validate } from '../validate.js';
 
@@ -38,7 +38,7 @@ export function meshRoutes(router: Router, s: HttpServices): void {
     ctx.body = { ...(await mesh().status()), chainCheckpointForks: s.chain.checkpoints.forkReport() };
   });
 
-  router.get('/api/mesh/events', query(eventsQuery), async (ctx) => {
+  router.get('/api/mesh/events', responds(meshEventsResponse), query(eventsQuery), async (ctx) => {
     const q = validate(eventsQuery, ctx.query);
     const events = await mesh().recentEvents(q.limit, q.order);
     ctx.body = { count: events.length, order: q.order, events };
@@ -138,7 +138,7 @@ export function meshRoutes(router: Router, s: HttpServices): void {
     ctx.body = mesh().dns.status();
   });
 
-  router.get('/api/transparency/now', (ctx) => {
+  router.get('/api/transparency/now', responds(networkSnapshot), (ctx) => {
     const snap = mesh().oracle.now();
     if (!snap) throw new ServiceError(404, 'SVC_NOT_FOUND', 'no network snapshot yet: one is written every 4 ticks');
     ctx.body = snap;
