@@ -206,8 +206,9 @@ async function check(e: Endpoint, s: Sample): Promise<void> {
   }
   const err = body?.error;
   if (!err || typeof err !== 'object') throw new Error(`no error object: ${where}`);
-  // The MCP bridge answers in JSON-RPC 2.0, as MCP clients expect (its own error codes, no trace fields).
-  if (e.path === '/api/mcp' && e.method === 'POST') {
+  // The MCP bridge answers in JSON-RPC 2.0, as MCP clients expect (its own error codes, no trace fields), once the
+  // node's own entrance (body parsing, auth) has let the request through; what that refuses is in the part-7 shape.
+  if (e.path === '/api/mcp' && e.method === 'POST' && body.jsonrpc !== undefined) {
     if (body.jsonrpc !== '2.0' || typeof err.code !== 'number' || typeof err.message !== 'string') throw new Error(`not a JSON-RPC error: ${where}`);
     return;
   }
