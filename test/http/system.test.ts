@@ -149,8 +149,8 @@ describe('discovery against the router', () => {
     const routed = [...new Set(endpoints.map((e) => e.method))].sort();
     const c = await call(t.url, 'GET', '/api/system/capabilities');
     expect([...c.body.methods].sort()).toEqual(routed);
-    expect(c.body.methods).toEqual(expect.arrayContaining(['GET', 'POST', 'QUERY']));
-    expect(c.body.methods).not.toContain('PATCH');
+    // PATCH: /api/chain/:slug/settings (issue 20).
+    expect(c.body.methods).toEqual(expect.arrayContaining(['GET', 'POST', 'QUERY', 'PATCH']));
     expect(c.body.methods).not.toContain('DELETE');
   });
 
@@ -173,11 +173,8 @@ describe('discovery against the router', () => {
       'GET /api/mcp',
       'POST /api/mcp',
       'GET /api/svc/mmio/registers',
-      'GET /api/chain/aggregate/list',
-      'PATCH /api/chain/:slug/settings',
       'POST /api/svc/stream/channels',
       'POST /api/svc/reactor',
-      '/api/chain/:slug/contracts/*',
     ]) {
       expect(not_here).toContain(e);
     }
@@ -190,6 +187,10 @@ describe('discovery against the router', () => {
       'GET /api/system/capabilities',
       'POST /api/svc/multibody',
       'GET /api/tally/record',
+      'GET /api/chain/aggregate/list',
+      'PATCH /api/chain/:slug/settings',
+      '/api/chain/:slug/contracts/*',
+      '/api/chain/:slug/tally/*',
     ]) {
       expect(not_here).not.toContain(e);
     }
