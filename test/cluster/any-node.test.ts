@@ -307,7 +307,14 @@ describe('chain reads on any node', () => {
     const { key } = await a.node.identity.mintKeyFor(reg.body.zid, 'sk', null);
     const v = await call(c.url, 'GET', validate(slug), undefined, bearer(key));
     expect(v.status, v.text).toBe(200);
-    expect(v.body).toEqual({ slug, valid: true, rows: 0, head: '0'.repeat(64), first_bad: null });
+    expect(v.body).toEqual({
+      slug,
+      valid: true,
+      rows: 0,
+      head: '0'.repeat(64),
+      root_hash: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+      first_bad: null,
+    });
     expect(servedBy(v)).toBe(a.node.nodeId);
   });
 
