@@ -169,13 +169,7 @@ describe('discovery against the router', () => {
     expect(not_here.at(-1)).toBe('webhooks (planned, part 6)');
     expect(not_here).toHaveLength(SPEC_ROUTES.filter((r) => !servedBy(r.method, r.path)).length + 1);
     // Spec routes the old hand-written list left out.
-    for (const e of [
-      'GET /api/mcp',
-      'POST /api/mcp',
-      'GET /api/svc/mmio/registers',
-      'POST /api/svc/stream/channels',
-      'POST /api/svc/reactor',
-    ]) {
+    for (const e of ['GET /api/mcp', 'POST /api/mcp', 'GET /api/svc/mmio/registers', 'POST /api/svc/stream/channels', 'POST /api/svc/reactor']) {
       expect(not_here).toContain(e);
     }
     // Served spec routes are not listed.
