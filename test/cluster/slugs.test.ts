@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { better, type MachineHome } from '../../src/mesh/machines.js';
+import { padNum } from '../../src/store/db.js';
 
 const MESH_SECRET = 'slugs-test-secret-0123456789abcdef';
 const meshConfig = (bootstrap: string[]) => ({ mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 } });
@@ -46,6 +47,15 @@ describe('slugs across the mesh', () => {
     const read = await call(nodes[2]!.url, 'GET', '/api/chain/mesh-wide-book/explore');
     expect(read.status, read.text).toBe(200);
     expect(read.headers.get('x-svc-served-by')).toBe(a!.node.nodeId);
+    // Its checkpoint, read through C, is signed at A and gossiped: every node has seen it.
+    expect((await call(a!.url, 'POST', '/api/chain/mesh-wide-book/events', { payload: 1 }, bearer(ids[0]!.key))).status).toBe(201);
+    const cp = await call(nodes[2]!.url, 'GET', '/api/chain/mesh-wide-book/checkpoint');
+    expect(cp.body).toMatchObject({ home: a!.node.nodeId, tree_size: 1 });
+    const seen = `mesh-wide-book!${a!.node.nodeId}!${padNum(1)}`;
+    await waitFor(
+      async () => (await Promise.all(nodes.map((n) => n.node.store.get(n.node.store.sub('chain_checkpoints_seen'), seen)))).every((c) => c !== undefined),
+      'the checkpoint on every node',
+    );
   });
 
   it('two homes creating one slug at once: every node picks the same winner, and the loser forwards to it', async () => {
