@@ -1,6 +1,7 @@
 // Signed checkpoints of each machine's Merkle tree (RFC 9162's signed tree head, in this project's JSON): the home
 // node signs {slug, home, tree_size, root_hash, svcond} with its Ed25519 node key (the key its peer id embeds, so
-// anyone verifies offline) every CHECKPOINT_ROWS rows or CHECKPOINT_TICKS ticks of growth, on demand when read,
+// anyone verifies offline) every CHECKPOINT_ROWS rows or CHECKPOINT_TICKS ticks of growth (at most
+// CHECKPOINTS_PER_SWEEP a tick), on demand when read,
 // and gossips it (`chain.checkpoint` on svc/events/1, a row of the gossip handler table). A node that sees two
 // checkpoints signed by one home for the same machine and size with different roots keeps both as evidence of a
 // fork and reports them on mesh status.
@@ -10,13 +11,17 @@ import { padNum, type Store, type Sublevel } from '../store/db.js';
 import { GossipError } from '../mesh/gossip-error.js';
 import type { GossipHandler } from '../mesh/gossip-handlers.js';
 import type { MerkleLog } from './merkle-log.js';
+import { LruMap } from '../util/bounded-map.js';
 
 export const CHECKPOINT_EVENT = 'chain.checkpoint';
 export const CHECKPOINT_FORMAT = 'svc-chain-checkpoint/1';
 /** A new checkpoint after this many rows … */
 export const CHECKPOINT_ROWS = 256;
-/** … or this many ticks after the last one, when the tree has grown. */
-export const CHECKPOINT_TICKS = 16;
+/** … or this many ticks (about 13 minutes) after the last one, when the tree has grown. */
+export const CHECKPOINT_TICKS = 1024;
+/** At most this many checkpoints signed per sweep (one a tick): background work stays bounded under any load. */
+export const CHECKPOINTS_PER_SWEEP = 8;
+const LATEST_CACHE_MAX = 4096;
 const RECENT_FORKS = 20;
 
 export interface Checkpoint {
@@ -71,9 +76,11 @@ export class Checkpoints {
   private readonly forks: Sublevel;
   private forkCount = 0;
   private readonly recent: { slug: string; home: string; tree_size: number }[] = [];
-  /** Machines with rows since their last checkpoint. */
-  private readonly dirty = new Set<string>();
+  /** Machines with rows since their last checkpoint, and the tick of the first of those rows seen. */
+  private readonly dirty = new Map<string, number>();
   private deps: CheckpointDeps | null = null;
+  /** The latest own checkpoint's size and tick per machine (null: none yet), so a sweep reads no store for them. */
+  private readonly latestCache = new LruMap<string, { tree_size: number; svcond: number } | null>(LATEST_CACHE_MAX);
 
   constructor(
     private readonly store: Store,
@@ -98,7 +105,7 @@ export class Checkpoints {
   }
 
   touched(slug: string): void {
-    this.dirty.add(slug);
+    if (!this.dirty.has(slug)) this.dirty.set(slug, this.deps?.nowSvcond() ?? 0);
   }
 
   async latest(slug: string): Promise<Checkpoint | undefined> {
@@ -124,6 +131,7 @@ export class Checkpoints {
     const body = { slug, home: deps.nodeId(), tree_size: size, root_hash: root.toString('hex'), svcond: deps.nowSvcond() };
     const cp: Checkpoint = { ...body, signature: deps.sign(checkpointText(body)) };
     await this.store.commit([{ type: 'put', sub: this.own, key: `${slug}!${padNum(size)}`, value: cp }]);
+    this.latestCache.set(slug, { tree_size: cp.tree_size, svcond: cp.svcond });
     await this.record(cp);
     if (deps.publish) await deps.publish(cp).catch(() => undefined);
     return cp;
@@ -133,15 +141,22 @@ export class Checkpoints {
   async tick(): Promise<number> {
     const deps = this.need();
     let signed = 0;
-    for (const slug of [...this.dirty]) {
-      const last = await this.latest(slug);
+    for (const [slug, since] of [...this.dirty]) {
+      if (signed >= CHECKPOINTS_PER_SWEEP) break;
+      let last = this.latestCache.get(slug);
+      if (last === undefined) {
+        const stored = await this.latest(slug);
+        last = stored ? { tree_size: stored.tree_size, svcond: stored.svcond } : null;
+        this.latestCache.set(slug, last);
+      }
       // The tree catches up only when a checkpoint is due: no work on the write path, none between checkpoints.
       const grown = (await this.rowsOf(slug)) - (last?.tree_size ?? 0);
       if (grown <= 0) {
         this.dirty.delete(slug);
         continue;
       }
-      if (grown >= CHECKPOINT_ROWS || deps.nowSvcond() - (last?.svcond ?? 0) >= CHECKPOINT_TICKS) {
+      // Time counts from the last checkpoint, or from the first unsigned row of a machine that has none.
+      if (grown >= CHECKPOINT_ROWS || deps.nowSvcond() - Math.max(last?.svcond ?? 0, since) >= CHECKPOINT_TICKS) {
         await this.current(slug);
         this.dirty.delete(slug);
         signed++;

@@ -7,7 +7,8 @@ import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { LruMap } from '../util/bounded-map.js';
 import type { EnvelopeLocks } from '../tally/folders.js';
 import { consistencyPath, Frontier, inclusionPath, leafHash, RangeHasher } from './merkle.js';
-import { GENESIS_HASH, rowHash, rowText, type AuditRow } from './service.js';
+import { GENESIS_HASH, rowText, type AuditRow } from './service.js';
+import { sha256Hex } from '../kernel/bytes.js';
 
 const BATCH_ROWS = 4096;
 const FRONTIERS_MAX = 4096;
@@ -66,11 +67,13 @@ export class MerkleLog {
         let sound = true;
         const before = { size: f.size, peaks: [...f.peaks], lastHash: entry.lastHash };
         for (const { value: row } of batch) {
-          if (row.seq !== f.size + 1 || row.prev_hash !== entry.lastHash || rowHash(row) !== row.hash) {
+          // The row's canonical text once: its hash (the chain) and its leaf hash (the tree) are both taken over it.
+          const text = row.seq === f.size + 1 && row.prev_hash === entry.lastHash ? rowText(row) : null;
+          if (text === null || sha256Hex(text) !== row.hash) {
             sound = false;
             break;
           }
-          f.append(rowLeafHash(row), (level, index, hash) =>
+          f.append(leafHash(text), (level, index, hash) =>
             ops.push({ type: 'put', sub: this.nodes, key: this.nodeKey(slug, level, index), value: hash.toString('hex') }),
           );
           entry.lastHash = row.hash;

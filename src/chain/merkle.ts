@@ -4,15 +4,28 @@
 // complete, aligned subtree (level, index) with one read, and every range the RFC's PATH and SUBPROOF recursions
 // need splits into such subtrees; with the per-proof memo a proof costs O(log n) reads (the right edge of the tree
 // is the same handful of subtrees at every level of the recursion).
-import { createHash } from 'node:crypto';
+import crypto, { createHash } from 'node:crypto';
 
 export const EMPTY_ROOT = createHash('sha256').digest();
 
+// Node's one-shot hash where it has one (20.12+): a third of createHash's cost on small inputs, which a tree pays
+// once per row and per node.
+const oneShot = (crypto as unknown as { hash?: (algorithm: string, data: string | Uint8Array, encoding: 'buffer') => Buffer }).hash;
+const LEAF_PREFIX = Buffer.of(0);
+
 export function leafHash(data: Uint8Array | string): Buffer {
-  return createHash('sha256').update(Buffer.of(0)).update(data).digest();
+  if (oneShot !== undefined) return oneShot('sha256', typeof data === 'string' ? `\u0000${data}` : Buffer.concat([LEAF_PREFIX, data]), 'buffer');
+  return createHash('sha256').update(LEAF_PREFIX).update(data).digest();
 }
 
 export function nodeHash(left: Uint8Array, right: Uint8Array): Buffer {
+  if (oneShot !== undefined && left.length === 32 && right.length === 32) {
+    const b = Buffer.allocUnsafe(65);
+    b[0] = 1;
+    b.set(left, 1);
+    b.set(right, 33);
+    return oneShot('sha256', b, 'buffer');
+  }
   return createHash('sha256').update(Buffer.of(1)).update(left).update(right).digest();
 }
 

@@ -329,11 +329,13 @@ export class ChainService {
         const row = value as AuditRow;
         count++;
         let reason: string | null = null;
+        // The canonical text once: the row's hash and its leaf hash are both taken over it.
+        const text = rowText(row);
         if (row.seq !== expectedSeq) reason = `sequence gap: expected ${expectedSeq}, found ${row.seq}`;
         else if (row.prev_hash !== prev) reason = 'prev_hash does not match the previous row';
-        else if (rowHash(row) !== row.hash) reason = 'row hash does not match its contents';
+        else if (sha256Hex(text) !== row.hash) reason = 'row hash does not match its contents';
         if (reason) return { slug, valid: false, rows: count, head: prev, root_hash: tree.root().toString('hex'), first_bad: { seq: row.seq, reason } };
-        tree.append(leafHash(rowText(row)));
+        tree.append(leafHash(text));
         prev = row.hash;
         expectedSeq++;
       }

@@ -3,13 +3,22 @@
 // identity assertions homes gossip when they create a machine (the machine's zsm_ admin key carries its slug and
 // home, signed by the home), keeps it in a bounded sublevel, and otherwise asks its peers: an answer counts only
 // when it is a `machine.home` event signed by the peer asked, naming itself as the home, at a tick near now.
-// Two homes claiming one slug (slugs are unique per node only): the earlier creation wins, ties to the smaller
-// peer id, so every node picks the same home whatever order it learnt them in.
+// Slugs are claimed mesh-wide: a home gossips a `chain.slug` claim {slug, home, svcond} when it creates a machine
+// (a row of the gossip handler table), and a node refuses to create a slug another node has claimed. Two homes
+// claiming one slug (created within the same gossip delay): the earlier tick wins, ties to the smaller peer id —
+// like DNS, every node picks the same home whatever order it learnt them in, the losing home included (its own
+// claim is stored here too, and it forwards the slug to the winner). Claims known only from identity assertions
+// (no tick) rank after any claim with a tick, then by creation time.
 import type { Store, Sublevel } from '../store/db.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import { askPeers } from './ask-peers.js';
 import { MAX_SKEW_TICKS } from './validator.js';
 import { verifyEventSignature, type MeshEvent } from './wire.js';
+import { z } from 'zod';
+import { GossipError } from './gossip-error.js';
+import type { GossipHandler } from './gossip-handlers.js';
+
+export const SLUG_CLAIM = 'chain.slug';
 
 export const MACHINE_HOME = 'machine.home';
 /** What a state-machine slug can look like (creation enforces it; default slugs are m- and 16 hex). */
@@ -22,8 +31,10 @@ export interface MachineHome {
   slug: string;
   /** Peer id of the node that holds the machine. */
   home: string;
-  /** Creation time the home states; decides between two homes claiming one slug. */
+  /** Creation time the home states. */
   created_unix_ms: number;
+  /** The machine's genesis tick, from a `chain.slug` claim: decides between two homes claiming one slug. */
+  svcond?: number;
 }
 
 export interface MachineDirectoryOptions {
@@ -48,15 +59,29 @@ export function isMachineHome(v: unknown): v is MachineHome {
     o.home.length <= 128 &&
     typeof o.created_unix_ms === 'number' &&
     Number.isSafeInteger(o.created_unix_ms) &&
-    o.created_unix_ms >= 0
+    o.created_unix_ms >= 0 &&
+    (o.svcond === undefined || (typeof o.svcond === 'number' && Number.isSafeInteger(o.svcond) && o.svcond >= 0))
   );
 }
 
-/** The claim that wins a slug: earlier creation, then the smaller peer id. */
-function better(a: MachineHome, b: MachineHome): MachineHome {
-  if (a.created_unix_ms !== b.created_unix_ms) return a.created_unix_ms < b.created_unix_ms ? a : b;
+/** The claim that wins a slug: the earlier tick, then the smaller peer id (one home's claims merge: its tick is kept). */
+export function better(a: MachineHome, b: MachineHome): MachineHome {
+  if (a.home === b.home) return a.svcond !== undefined || b.svcond === undefined ? a : b;
+  const ta = a.svcond ?? Number.MAX_SAFE_INTEGER;
+  const tb = b.svcond ?? Number.MAX_SAFE_INTEGER;
+  if (ta !== tb) return ta < tb ? a : b;
+  if (a.svcond === undefined && a.created_unix_ms !== b.created_unix_ms) return a.created_unix_ms < b.created_unix_ms ? a : b;
   return a.home <= b.home ? a : b;
 }
+
+const SlugClaimSchema = z
+  .object({
+    slug: z.string().regex(SLUG_PATTERN),
+    home: z.string().min(1).max(128),
+    svcond: z.number().int().min(0),
+    created_unix_ms: z.number().int().min(0),
+  })
+  .strict();
 
 export class MachineDirectory {
   private readonly sub: Sublevel;
@@ -91,18 +116,37 @@ export class MachineDirectory {
     return run;
   }
 
-  private async learnNow(rec: MachineHome): Promise<boolean> {
-    if (!isMachineHome(rec) || rec.home === this.opts.nodeId()) return false;
+  private async learnNow(rec: MachineHome, own = false): Promise<boolean> {
+    if (!isMachineHome(rec) || (rec.home === this.opts.nodeId() && !own)) return false;
     const existing = await this.opts.store.get<MachineHome>(this.sub, rec.slug);
     const next = existing ? better(existing, rec) : rec;
-    if (existing && next.home === existing.home && next.created_unix_ms === existing.created_unix_ms) return false;
+    if (existing && next.home === existing.home && next.created_unix_ms === existing.created_unix_ms && next.svcond === existing.svcond) return false;
     if (!existing && this.count >= this.maxEntries) return false;
-    await this.opts.store.commit([
-      { type: 'put', sub: this.sub, key: rec.slug, value: { slug: next.slug, home: next.home, created_unix_ms: next.created_unix_ms } },
-    ]);
+    const value: MachineHome = { slug: next.slug, home: next.home, created_unix_ms: next.created_unix_ms };
+    if (next.svcond !== undefined) value.svcond = next.svcond;
+    await this.opts.store.commit([{ type: 'put', sub: this.sub, key: rec.slug, value }]);
     if (!existing) this.count++;
     this.unknown.delete(rec.slug);
     return true;
+  }
+
+  /** This node's own claim (it created the machine): stored like the others, so the winner is chosen the same way. */
+  claimOwn(rec: MachineHome): Promise<boolean> {
+    const run = this.writes.then(() => this.learnNow(rec, true));
+    this.writes = run.catch(() => undefined);
+    return run;
+  }
+
+  /** The gossip row of slug claims: a claim travels from its home only. */
+  claimHandler(): GossipHandler<z.infer<typeof SlugClaimSchema>> {
+    return {
+      type: SLUG_CLAIM,
+      body: SlugClaimSchema,
+      handle: async (claim, event) => {
+        if (claim.home !== event.sender) throw new GossipError('reject', 403, 'SVC_FORBIDDEN', 'a slug is claimed by its home only');
+        await this.learn(claim);
+      },
+    };
   }
 
   /**

@@ -269,6 +269,7 @@ export class MeshService {
     });
     this.gossip.register({ type: TICK_EVENT_TYPE, body: tickBody, handle: (body, event) => this.applyTick(body, event) });
     this.gossip.register({ type: DNS_EVENT_TYPE, body: dnsBody, handle: (body, event) => this.applyDns(body, event) });
+    this.gossip.register(this.machines.claimHandler());
   }
 
   /** This node's id (its libp2p peer id). Available after start(). */

@@ -197,7 +197,7 @@ describe('against the reference hasher, trees of 1 … 1,000 leaves', () => {
   it('inclusion and consistency proofs of every size (first, last, middle and a stride of leaves), each verified', async () => {
     for (let n = 1; n <= N; n++) {
       const root = ref.root(n);
-      const ms = new Set([0, n - 1, n >> 1, ...Array.from({ length: 3 }, (_, i) => (i * 337 + n) % n)]);
+      const ms = new Set([0, n - 1, n >> 1, (n * 7 + 3) % n]);
       for (const m of ms) {
         const path = await inclusionPath(tree.hasher(), m, n);
         expect(Buffer.concat(path).equals(Buffer.concat(ref.path(m, n)))).toBe(true);

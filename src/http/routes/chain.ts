@@ -221,8 +221,10 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
   const embedLimit = perMinuteLimit(EMBED_PER_MINUTE, 'embed', { what: 'embed key', keyOf: (ctx) => (ctx.state.embedKey as KeyRecord).key_id });
   const embedKey: Middleware = async (ctx, next) => {
     const slug = String(ctx.params.slug);
-    if (!(await s.chain.getMachine(slug))) {
-      const home = !wasForwarded(ctx) && s.mesh?.enabled && SLUG_PATTERN.test(slug) ? await s.mesh.machines.homeOf(slug) : null;
+    // As atMachineHome: held here unless another home won the slug.
+    const won = s.mesh?.enabled ? await s.mesh.machines.known(slug) : null;
+    if (!((won === null || won === s.nodeId()) && (await s.chain.getMachine(slug)))) {
+      const home = wasForwarded(ctx) ? null : (won ?? (s.mesh?.enabled && SLUG_PATTERN.test(slug) ? await s.mesh.machines.homeOf(slug) : null));
       if (!home || home === s.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
       return relayToHome(ctx, s, home, 'state machine', { slug });
     }

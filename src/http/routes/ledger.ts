@@ -10,7 +10,9 @@ import { authorizeMachineRead, presentedKey, requireKey, resolveCaller } from '.
 import { body, describes, query, responds, validate } from '../validate.js';
 import { askHome, forwardToHome, relayAnswer, relayToHome, wasForwarded } from '../forward.js';
 import type { Caller, TallyCharge } from '../../tally/ledger.js';
-import { MACHINE_HOME, SLUG_PATTERN } from '../../mesh/machines.js';
+import { MACHINE_HOME, SLUG_CLAIM, SLUG_PATTERN } from '../../mesh/machines.js';
+import { conflict } from '../../identity/claims.js';
+import { TOPICS } from '../../mesh/wire.js';
 import { COSTS } from '../../tally/costs.js';
 import { chainRoutes } from './chain.js';
 
@@ -89,6 +91,11 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
   router.post('/api/chain/state-machines', requireKey(auth), home, body(machineBody), async (ctx) => {
     const c = identityOf(ctx);
     const body = validate(machineBody, ctx.request.body);
+    // Slugs are mesh-wide (mesh/machines.ts): a slug another node has claimed is never handed out here.
+    if (s.mesh?.enabled) {
+      const holder = await s.mesh.machines.homeOf(body.slug);
+      if (holder && holder !== s.nodeId()) throw conflict('slug', body.slug);
+    }
     // Part 8: creating a state machine costs 50, charged in the creation's batch (402 and nothing created if short).
     await s.ledger.wallet(c.zid);
     let charge: TallyCharge | null = null;
@@ -98,6 +105,11 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
       // The machine's own tally records its creation charge (seq 0), in the same batch.
       return { ops: [...paid.ops, s.chain.chargeOp(body.slug, 0, c.zid, paid.charge)], rollback: paid.rollback };
     });
+    if (s.mesh?.enabled) {
+      const claim = { slug: machine.slug, home: s.nodeId(), svcond: machine.genesis_svcond, created_unix_ms: machine.created_unix_ms };
+      await s.mesh.machines.claimOwn(claim);
+      void s.mesh.publish(SLUG_CLAIM, claim, TOPICS.events).catch(() => undefined);
+    }
     ctx.status = 201;
     ctx.body = {
       slug: machine.slug,
@@ -125,14 +137,16 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
   const machineReader = describes({ auth: 'optional' });
   async function atMachineHome(ctx: Context, next: Next): Promise<void> {
     const slug = String(ctx.params.slug);
-    if (await s.chain.getMachine(slug)) return next();
+    // Held here, unless another home won the slug (an earlier claim: mesh/machines.ts); then it is served there.
+    const won = s.mesh?.enabled ? await s.mesh.machines.known(slug) : null;
+    if ((won === null || won === s.nodeId()) && (await s.chain.getMachine(slug))) return next();
     if (wasForwarded(ctx)) {
       throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `this request was forwarded here but this node does not hold state machine ${slug}`, {
         slug,
         retry_after_seconds: 5,
       });
     }
-    const home = s.mesh?.enabled && SLUG_PATTERN.test(slug) ? await s.mesh.machines.homeOf(slug) : null;
+    const home = won ?? (s.mesh?.enabled && SLUG_PATTERN.test(slug) ? await s.mesh.machines.homeOf(slug) : null);
     if (!home || home === s.nodeId()) throw notFound(slug);
     if (presentedKey(ctx)) {
       const caller = await resolveCaller(ctx, auth, false);

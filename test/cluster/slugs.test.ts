@@ -1,0 +1,94 @@
+// Slugs across the mesh on three real nodes: a claimed slug is refused everywhere else, a race between two homes is
+// decided identically on every node (earlier tick, then smaller peer id), and the losing home forwards the slug.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { better, type MachineHome } from '../../src/mesh/machines.js';
+import { padNum } from '../../src/store/db.js';
+
+const MESH_SECRET = 'slugs-test-secret-0123456789abcdef';
+const meshConfig = (bootstrap: string[]) => ({ mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 } });
+const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 }, initialCredits: 1000 };
+
+async function waitFor<T>(fn: () => Promise<T | null | false | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v as T;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+let nodes: TestNode[] = [];
+const ids: { key: string; zid: string; slug: string }[] = [];
+
+beforeAll(async () => {
+  const a = await startTestNode(meshConfig([]), opts);
+  const addrA = a.node.mesh.multiaddrs()[0]!;
+  const b = await startTestNode(meshConfig([addrA]), opts);
+  const c = await startTestNode(meshConfig([addrA, b.node.mesh.multiaddrs()[0]!]), opts);
+  nodes = [a, b, c];
+  await waitFor(async () => nodes.every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 2), 'tick events from every peer');
+  for (const [i, n] of nodes.entries()) ids.push(await zkIdentity(n.url, `slugs-${i}`));
+}, 60_000);
+afterAll(async () => {
+  await Promise.all(nodes.map((n) => n.destroy()));
+});
+
+const create = (i: number, slug: string) => call(nodes[i]!.url, 'POST', '/api/chain/state-machines', { slug, is_public: true }, bearer(ids[i]!.key));
+const knownEverywhere = (slug: string) => Promise.all(nodes.map((n) => n.node.mesh.machines.known(slug)));
+
+describe('slugs across the mesh', () => {
+  it('a slug claimed on one node is refused on the others, and read there through its home', async () => {
+    const [a] = nodes;
+    expect((await create(0, 'mesh-wide-book')).status).toBe(201);
+    await waitFor(async () => (await knownEverywhere('mesh-wide-book')).every((h) => h === a!.node.nodeId), 'the claim on every node');
+    for (const i of [1, 2]) expect(expectError((await create(i, 'mesh-wide-book')) as never, 409, 'SVC_CONFLICT').field).toBe('slug');
+    const read = await call(nodes[2]!.url, 'GET', '/api/chain/mesh-wide-book/explore');
+    expect(read.status, read.text).toBe(200);
+    expect(read.headers.get('x-svc-served-by')).toBe(a!.node.nodeId);
+    // Its checkpoint, read through C, is signed at A and gossiped: every node has seen it.
+    expect((await call(a!.url, 'POST', '/api/chain/mesh-wide-book/events', { payload: 1 }, bearer(ids[0]!.key))).status).toBe(201);
+    const cp = await call(nodes[2]!.url, 'GET', '/api/chain/mesh-wide-book/checkpoint');
+    expect(cp.body).toMatchObject({ home: a!.node.nodeId, tree_size: 1 });
+    const seen = `mesh-wide-book!${a!.node.nodeId}!${padNum(1)}`;
+    await waitFor(
+      async () => (await Promise.all(nodes.map((n) => n.node.store.get(n.node.store.sub('chain_checkpoints_seen'), seen)))).every((c) => c !== undefined),
+      'the checkpoint on every node',
+    );
+  });
+
+  it('two homes creating one slug at once: every node picks the same winner, and the loser forwards to it', async () => {
+    const made = await Promise.all([create(1, 'race-book'), create(2, 'race-book')]);
+    const claims: MachineHome[] = made.flatMap((r, j) =>
+      r.status === 201 ? [{ slug: 'race-book', home: nodes[j + 1]!.node.nodeId, svcond: r.body.genesis_svcond, created_unix_ms: 0 }] : [],
+    );
+    expect(claims.length).toBeGreaterThanOrEqual(1);
+    const winner = claims.reduce(better).home;
+    await waitFor(async () => (await knownEverywhere('race-book')).every((h) => h === winner), 'one winner on every node');
+    for (const n of nodes) {
+      const r = await call(n.url, 'GET', '/api/chain/race-book/explore');
+      expect(r.status, r.text).toBe(200);
+      expect(r.headers.get('x-svc-served-by') ?? n.node.nodeId).toBe(winner);
+    }
+  });
+
+  it('claims learnt in any order give the same winner: the earlier tick, then the smaller peer id', async () => {
+    const claims: MachineHome[] = [
+      { slug: 'order-book', home: 'peer-z', svcond: 100, created_unix_ms: 5 },
+      { slug: 'order-book', home: 'peer-a', svcond: 100, created_unix_ms: 9 },
+      { slug: 'order-book', home: 'peer-0', svcond: 101, created_unix_ms: 1 },
+    ];
+    const orders = [
+      [0, 1, 2],
+      [2, 1, 0],
+      [1, 2, 0],
+    ];
+    await Promise.all(
+      nodes.map(async (n, i) => {
+        for (const j of orders[i]!) await n.node.mesh.machines.learn(claims[j]!);
+      }),
+    );
+    expect(await knownEverywhere('order-book')).toEqual(['peer-a', 'peer-a', 'peer-a']);
+  });
+});
