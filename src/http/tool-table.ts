@@ -7,6 +7,9 @@ import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
 import { SLUG_PATTERN } from '../mesh/machines.js';
 import { autoBody, chainBody, latticeBody, shiftBody } from './routes/compute.js';
 import { exploreQuery } from './routes/ledger.js';
+import { eventBody, transitionBody } from './routes/chain.js';
+import { createBody as streamBody } from './routes/streams.js';
+import { ContractSchema } from '../chain/contract-language.js';
 import type { SelfRequest } from './self-request.js';
 
 export interface ToolRow {
@@ -125,10 +128,52 @@ const chainTools: ToolRow[] = [
     request: ({ slug: s, ...q }) => ({ method: 'GET', path: withQuery(`/api/chain/${encodeURIComponent(String(s))}/explore`, q) }),
   },
   {
+    name: 'svc_chain_event',
+    description:
+      "Append an event to a state machine's audit chain (operator role or above): the row commits SHA-256 of the payload, never its bytes; sealed: true wraps it in a sealed envelope.",
+    schema: eventBody.extend({ slug }),
+    request: ({ slug: s, ...b }) => ({ method: 'POST', path: `/api/chain/${encodeURIComponent(String(s))}/events`, body: b }),
+  },
+  {
+    name: 'svc_contract_deploy',
+    description:
+      'Deploy a JSON contract on a state machine (admin role or above): states, an initial state, transitions with guards and effects (docs/chain.md). Free; its audit row is appended.',
+    schema: z.object({ slug, contract: ContractSchema }).strict(),
+    request: (a) => ({ method: 'POST', path: `/api/chain/${encodeURIComponent(String(a.slug))}/contracts`, body: a.contract }),
+  },
+  {
+    name: 'svc_contract_transition',
+    description:
+      "Apply an event to a deployed contract (operator role or above, 5 credits): the new state, or 409 naming the state and the event when the contract's table does not allow it.",
+    schema: transitionBody.extend({ slug, contract_id: z.string().min(1).max(128).describe('the contract id its deploy returned') }),
+    request: ({ slug: s, contract_id, ...b }) => ({
+      method: 'POST',
+      path: `/api/chain/${encodeURIComponent(String(s))}/contracts/${encodeURIComponent(String(contract_id))}/transition`,
+      body: b,
+    }),
+  },
+  {
     name: 'svc_chain_pohc_validate',
     description: "Re-walk a state machine's hash chain and report whether every link holds.",
     schema: z.object({ slug }).strict(),
     request: (a) => ({ method: 'GET', path: `/api/chain/${encodeURIComponent(String(a.slug))}/pohc/validate` }),
+  },
+];
+
+/** Group: push and registers (spec 4.5, 4.8). */
+const liveTools: ToolRow[] = [
+  {
+    name: 'svc_stream',
+    description:
+      'Open a ticking stream channel for one solver (stateful solvers continue from their head state) or an operator chain; answers the channel id and its key (shown once). Tick it with svc_http POST /api/svc/streams/:id/tick.',
+    schema: streamBody,
+    request: (a) => ({ method: 'POST', path: '/api/svc/streams', body: a }),
+  },
+  {
+    name: 'svc_mmio',
+    description: "The node's memory-mapped register map with live values (tick, phase, R_t, sealed count, peers, queue depth, coherence).",
+    schema: none,
+    request: () => ({ method: 'GET', path: '/api/svc/mmio' }),
   },
 ];
 
@@ -167,14 +212,9 @@ function solverTool(solver: AnySolver): ToolRow {
 /** The spec's tools whose capability this node does not have yet, and what they wait for. */
 export const PLANNED_TOOLS: readonly { name: string; waits_for: string }[] = [
   { name: 'svc_field_status', waits_for: 'a field-status route (the spec names the tool only)' },
-  { name: 'svc_mmio', waits_for: 'GET /api/svc/mmio (memory-mapped registers)' },
-  { name: 'svc_stream', waits_for: 'POST /api/svc/streams (stream channels)' },
-  { name: 'svc_chain_event', waits_for: 'state-machine events' },
-  { name: 'svc_contract_deploy', waits_for: '/api/chain/:slug/contracts/* (contracts)' },
-  { name: 'svc_contract_transition', waits_for: '/api/chain/:slug/contracts/* (contracts)' },
 ];
 
 /** Every tool this node offers: the groups above, then one per solver. */
 export function toolTable(registry: SolverRegistry): ToolRow[] {
-  return [...surfaceTools, ...computeTools, ...chainTools, ...tallyTools, ...registry.list().map(solverTool)];
+  return [...surfaceTools, ...computeTools, ...chainTools, ...liveTools, ...tallyTools, ...registry.list().map(solverTool)];
 }

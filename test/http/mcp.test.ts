@@ -121,6 +121,42 @@ describe('MCP over Streamable HTTP (official SDK client)', () => {
     await expect(client.callTool({ name: 'svc_nope', arguments: {} })).rejects.toThrow(/unknown tool/);
   });
 
+  it('the state-machine, stream and register tools act through their routes', async () => {
+    const owner = await zkIdentity(t.url, 'mcp-chain');
+    const c = await connect(bearer(owner.key));
+    try {
+      const ev = structured(await c.callTool({ name: 'svc_chain_event', arguments: { slug: owner.slug, payload: { reading: 42 } } }));
+      expect(ev.slug).toBe(owner.slug);
+      expect(ev.row.seq).toBeGreaterThanOrEqual(1);
+      const contract = {
+        name: 'door',
+        states: ['closed', 'open'],
+        initial: 'closed',
+        variables: { opened: 0 },
+        transitions: [{ from: 'closed', on: 'open', to: 'open', effects: [{ add: 'opened', by: { value: 1 } }] }],
+      };
+      const deployed = structured(await c.callTool({ name: 'svc_contract_deploy', arguments: { slug: owner.slug, contract } }));
+      expect(deployed.state).toBe('closed');
+      const moved = structured(
+        await c.callTool({ name: 'svc_contract_transition', arguments: { slug: owner.slug, contract_id: deployed.contract_id, event: { type: 'open' } } }),
+      );
+      expect(moved.state).toBe('open');
+      const refused = (await c.callTool({
+        name: 'svc_contract_transition',
+        arguments: { slug: owner.slug, contract_id: deployed.contract_id, event: { type: 'open' } },
+      })) as CallToolResult;
+      expect(refused.isError).toBe(true);
+      expect(structured(refused).error.code).toBe('SVC_ILLEGAL_TRANSITION');
+      const stream = structured(await c.callTool({ name: 'svc_stream', arguments: { solver: 'lorenz', inputs: {} } }));
+      expect(stream.id).toMatch(/./);
+      expect(typeof stream.key).toBe('string');
+      const mmio = structured(await c.callTool({ name: 'svc_mmio', arguments: {} }));
+      expect(Array.isArray(mmio.registers)).toBe(true);
+    } finally {
+      await c.close();
+    }
+  });
+
   it('svc_http reaches this node’s API only', async () => {
     const r = structured(await client.callTool({ name: 'svc_http', arguments: { method: 'GET', path: '/api/tally/balance' } }));
     expect(r.free).toBeGreaterThan(0);
@@ -137,7 +173,9 @@ describe('MCP over Streamable HTTP (official SDK client)', () => {
     expect(d.body.machine_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(d.body.counts).toMatchObject({ solvers: t.node.compute.registry.ids().length });
     expect(d.body.counts.tools).toBe(d.body.tools.length);
-    expect(d.body.not_here.some((x: string) => x.startsWith('svc_mmio'))).toBe(true);
+    // Only the tool the spec names without a capability to serve it is not here.
+    expect(d.body.not_here.filter((x: string) => x.startsWith('svc_'))).toEqual(PLANNED_TOOLS.map((p) => `${p.name} (tool: ${p.waits_for})`));
+    expect(d.body.tools.map((x: { name: string }) => x.name)).toEqual(expect.arrayContaining(['svc_mmio', 'svc_stream', 'svc_contract_transition']));
     const sse = await call(t.url, 'GET', '/api/mcp', undefined, { accept: 'text/event-stream' });
     expect(sse.status).toBe(405);
   });

@@ -33,10 +33,10 @@ const settingsBody = z
   })
   .strict();
 /** Any JSON value but null; its bytes are hashed and dropped. */
-const eventBody = z
+export const eventBody = z
   .object({ payload: z.unknown().refine((v) => v !== undefined && v !== null, 'a payload (any JSON value but null)'), sealed: z.boolean().default(false) })
   .strict();
-const transitionBody = z.object({ event: z.unknown() }).strict();
+export const transitionBody = z.object({ event: z.unknown() }).strict();
 /** Embed rows accepted per embed key per minute. */
 export const EMBED_PER_MINUTE = 60;
 const embedBody = z.object({ payload: z.unknown().refine((v) => v !== undefined && v !== null, 'a payload (any JSON value but null)') }).strict();

@@ -15,7 +15,7 @@ import { TEMPLATE_MAX } from '../../streams/template.js';
 import { LINK_TTL_DEFAULT_SECONDS, LINK_TTL_MAX_SECONDS } from '../../streams/links.js';
 import { x25519PublicKey } from '../../streams/secure.js';
 
-const createBody = z
+export const createBody = z
   .object({
     solver: z.string().min(1).max(64).optional(),
     domain: z.string().min(1).max(64).optional(),
