@@ -52,8 +52,9 @@ export const ROUTE_BODIES: Record<string, RouteBody> = {
     answer: 'text/event-stream: events spawn, tick, derive, kill, stop; id = event seq; data {seq, type, agent, owner, svcond, data}; heartbeat comments',
   },
   'POST /api/genesis/execute': {
-    request: '{document {slug, is_public?, roles? {zid: viewer|operator|admin}, events? [{type, payload}], metadata?}}',
+    request:
+      '{document {slug, is_public?, inject_agent_rail?, inject_pulse_orb?, roles? {zid: viewer|operator|admin}, contract? (a JSON contract), events? [{type, payload}], metadata?}}',
     answer:
-      '201 {kind: genesis, document_digest, owner, slug, svcond, rows, tally_charge, replayed: false, svcProof, admin_key} | 200 the same, replayed: true',
+      '201 {kind: genesis, document_digest, owner, slug, svcond, rows, contract_id, settings, tally_charge, replayed: false, svcProof, admin_key} | 200 the same, replayed: true',
   },
 };
