@@ -7,7 +7,9 @@
 import { ServiceError } from '../kernel/errors.js';
 import { stampAt, type Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
-import { randomHex, type Caller, type Ledger } from '../tally/ledger.js';
+import { randomHex, type Caller, type Ledger, type TallyCharge } from '../tally/ledger.js';
+import { sha256Hex } from '../kernel/bytes.js';
+import { canonicalJson } from '../kernel/canonical.js';
 import type { ChainService } from '../chain/service.js';
 import type { ComputeService } from '../compute/service.js';
 import { COSTS } from '../tally/costs.js';
@@ -67,6 +69,17 @@ export interface AgentRuntimeDeps {
 }
 
 type IdentityCaller = Extract<Caller, { kind: 'identity' }>;
+
+/** What a step tells the tick that records it. */
+interface StepRun {
+  value: number | null;
+  unit: string | null;
+  result_id: string | null;
+  state?: unknown;
+  chain?: Record<string, unknown>;
+  contract?: Record<string, unknown>;
+  rail?: Record<string, unknown>;
+}
 
 function notFound(id: string): ServiceError {
   return new ServiceError(404, 'SVC_NOT_FOUND', `no agent ${id}`);
@@ -202,7 +215,8 @@ export class AgentRuntime {
     const role = machine.roles[caller.zid];
     if (role !== 'owner' && role !== 'admin' && role !== 'operator')
       throw new ServiceError(403, 'SVC_FORBIDDEN', `an agent binds to a state machine its owner operates; ${machineSlug} is not one`);
-    if (program.step.kind !== 'append') this.checkStepTarget(program);
+    if (program.step.kind === 'contract') await this.checkContract(machineSlug, program.step.contract_id);
+    else if (program.step.kind !== 'append') this.checkStepTarget(program);
     if (this.runningOf(caller.zid) >= this.limits.maxPerOwner)
       throw new ServiceError(429, 'SVC_RATE_LIMIT', `at most ${this.limits.maxPerOwner} running agents per identity`, {
         limit: this.limits.maxPerOwner,
@@ -244,6 +258,17 @@ export class AgentRuntime {
         reason: 'not stateful',
         allowed: null,
       });
+  }
+
+  /** A contract step names a contract of the agent's machine (400 at spawn, naming the machine's contracts). */
+  private async checkContract(slug: string, contractId: string): Promise<void> {
+    const contracts = await this.deps.chain.contracts.list(slug);
+    if (contracts.some((c) => c.contract_id === contractId)) return;
+    throw new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input program.step.contract_id: no contract ${contractId} on state machine ${slug}`, {
+      field: 'program.step.contract_id',
+      reason: 'not a contract of the machine',
+      allowed: contracts.map((c) => c.contract_id),
+    });
   }
 
   async get(caller: IdentityCaller, id: string): Promise<AgentRecord> {
@@ -351,7 +376,7 @@ export class AgentRuntime {
     const step = a.program.step;
     let tickEvent: AgentEvent | null = null;
     let next: AgentRecord | null = null;
-    const finish = (run: { value: number | null; unit: string | null; result_id: string | null; state?: unknown; chain?: Record<string, unknown> }): Op[] => {
+    const finish = (run: StepRun): Op[] => {
       // Killed or stopped while this step ran: the step is not sealed (its batch would write a running record).
       if (this.halted.has(id)) throw new ServiceError(409, 'SVC_CONFLICT', `agent ${id} was halted during its step`);
       const current = this.running.get(id) ?? a;
@@ -359,7 +384,15 @@ export class AgentRuntime {
       const assigned = fill(current.program.assign, { ...ctx, result: last }) as Record<string, unknown>;
       const state = { ...current.state, ...assigned };
       const done = current.program.max_ticks !== undefined && tick >= current.program.max_ticks;
-      const ev = this.events.make('tick', id, a.owner, svcond, { tick, kind: step.kind, ...last, ...(run.chain ? { chain: run.chain } : {}), state });
+      const ev = this.events.make('tick', id, a.owner, svcond, {
+        tick,
+        kind: step.kind,
+        ...last,
+        ...(run.chain ? { chain: run.chain } : {}),
+        ...(run.contract ? { contract: run.contract } : {}),
+        ...(run.rail ? { rail: run.rail } : {}),
+        state,
+      });
       const ops: Op[] = [...ev.ops];
       let lastEvent = ev.event.seq;
       let stopEvent: AgentEvent | null = null;
@@ -402,6 +435,8 @@ export class AgentRuntime {
             ops: (_facts, run) => finish({ ...run, state: step.carry_state ? run.state : undefined }),
           },
         );
+      } else if (step.kind === 'contract') {
+        await this.transition(a, svcond, step.contract_id, fill(step.event, ctx), finish);
       } else {
         await this.append(a, svcond, tick, fill(step.payload, ctx), step.event, finish);
       }
@@ -420,32 +455,84 @@ export class AgentRuntime {
     if (done.status === 'running' && derive && tick % derive.every === 0) await this.derive(id, svcond);
   }
 
-  /** A chain append step: the row, its charge, the agent's record and event in one batch. */
-  private async append(
-    a: AgentRecord,
-    svcond: number,
-    tick: number,
-    payload: unknown,
-    event: string,
-    finish: (run: { value: number | null; unit: string | null; result_id: string | null; chain?: Record<string, unknown> }) => Op[],
-  ): Promise<void> {
+  /**
+   * A chain append step. The machine's `inject_agent_rail` (read at each step) decides where its entry goes: on, an
+   * `agent_event` row on the machine's chain, charged (1), with the agent's record and event in one batch; off (the
+   * default), the agent rail only — the tick event carries the entry's digest, nothing is written on the chain and
+   * nothing is charged (docs/decisions.md, session 12 — genesis contracts and the agent rail).
+   */
+  private async append(a: AgentRecord, svcond: number, tick: number, payload: unknown, event: string, finish: (run: StepRun) => Op[]): Promise<void> {
+    const entry = { agent: a.id, tick, event, payload };
+    const machine = await this.deps.chain.getMachine(a.slug);
+    if (!machine?.inject_agent_rail) {
+      const run = { value: null, unit: null, result_id: null, rail: { injected: false, event, entry_sha256: sha256Hex(canonicalJson(entry)) } };
+      await this.deps.store.commit(finish(run));
+      return;
+    }
     await this.deps.ledger.wallet(a.owner);
     await this.deps.chain.prepare(a.slug);
     const charge = this.deps.ledger.chargeOps(a.owner, 'agent_append', AGENT_APPEND_COST);
     let row: ReturnType<ChainService['appendOps']>;
     try {
-      row = this.deps.chain.appendOps(a.slug, svcond, 'agent_event', { agent: a.id, tick, event, payload });
+      row = this.deps.chain.appendOps(a.slug, svcond, 'agent_event', entry);
     } catch (err) {
       charge.rollback();
       throw err;
     }
-    const ops = [...charge.ops, row.op, ...finish({ value: null, unit: null, result_id: null, chain: { slug: a.slug, seq: row.row.seq, hash: row.row.hash } })];
+    let ops: Op[];
     try {
+      const rail = { injected: true, event, entry_sha256: row.row.payload_sha256 };
+      ops = [
+        ...charge.ops,
+        row.op,
+        ...finish({ value: null, unit: null, result_id: null, chain: { slug: a.slug, seq: row.row.seq, hash: row.row.hash }, rail }),
+      ];
       await this.deps.store.commit(ops);
     } catch (err) {
       row.rollback();
       charge.rollback();
       throw err;
+    }
+  }
+
+  /**
+   * A contract-transition step: the chain's own transition (contracts.ts) of one of the machine's contracts with the
+   * event built from the program's templates, charged as a transition (5), its row, charge record, the agent's record
+   * and tick event in one batch. An event the contract refuses in its state (409) is a tick that changed nothing: it
+   * is recorded (the tick event names the refusal), nothing is charged or appended, and the agent goes on.
+   */
+  private async transition(a: AgentRecord, svcond: number, contractId: string, event: unknown, finish: (run: StepRun) => Op[]): Promise<void> {
+    const contracts = this.deps.chain.contracts;
+    let charge: TallyCharge | null = null;
+    try {
+      await contracts.transition(
+        a.slug,
+        contractId,
+        svcond,
+        event,
+        {
+          prepare: () => this.deps.ledger.wallet(a.owner),
+          take: () => {
+            const paid = this.deps.ledger.chargeOps(a.owner, 'contract_transition', COSTS.contractTransition);
+            charge = paid.charge;
+            return paid;
+          },
+        },
+        (seq) => [this.deps.chain.chargeOp(a.slug, seq, a.owner, charge!)],
+        (row, moved) =>
+          finish({
+            value: null,
+            unit: null,
+            result_id: null,
+            chain: { slug: a.slug, seq: row.seq, hash: row.hash },
+            contract: { contract_id: contractId, event: (event as { type?: unknown }).type ?? null, ...moved, charge },
+          }),
+      );
+    } catch (err) {
+      if (!(err instanceof ServiceError) || err.code !== 'SVC_ILLEGAL_TRANSITION') throw err;
+      const d = err.extra;
+      const refused = { contract_id: contractId, refused: { state: d.state ?? null, event: d.event ?? null, reason: d.reason ?? null } };
+      await this.deps.store.commit(finish({ value: null, unit: null, result_id: null, contract: refused }));
     }
   }
 

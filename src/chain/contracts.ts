@@ -214,6 +214,8 @@ export class ContractService {
     eventJson: unknown,
     charge: ChargeFn,
     chargeRecord: (seq: number) => Op[],
+    /** More ops for the transition's batch, given its row (an agent's record and tick event); may throw to refuse. */
+    attach?: (row: AuditRow, moved: { from: string; to: string; vars: Record<string, Primitive> }) => Op[],
   ): Promise<{ contract: ContractView; from: string; row: AuditRow; transition: number }> {
     const event = parseEvent(eventJson);
     return this.chain.locks.run(`contract:${slug}!${contractId}`, async () => {
@@ -227,6 +229,7 @@ export class ContractService {
           ...paid.ops,
           ...chargeRecord(r.seq),
           { type: 'put', sub: this.events, key: `${slug}!${contractId}!${padNum(r.seq)}`, value: { seq: r.seq, event, from: next.from, to: next.state } },
+          ...(attach ? attach(r, { from: next.from, to: next.state, vars: next.vars }) : []),
         ]);
       } catch (err) {
         paid.rollback();
