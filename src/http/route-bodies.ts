@@ -41,7 +41,7 @@ export const ROUTE_BODIES: Record<string, RouteBody> = {
   'GET /api/svc/mmio/registers': { request: 'Bearer key', answer: '{version, zid, svcond, registers [...]} (bank 0x1000)' },
   'POST /api/svc/agent/spawn': {
     request:
-      '{slug? (one of your machines; default your own), program {every, step {kind: compute|solver|append, ...}, state?, assign?, max_ticks?, derive? {every, max_children, max_depth, program?}}}',
+      '{slug? (one of your machines; default your own), program {every, step {kind: compute|solver|append|contract, ...} (contract: {contract_id, event {type, ...fields}} from {{placeholders}}; append writes a chain row only with inject_agent_rail on), state?, assign?, max_ticks?, derive? {every, max_children, max_depth, program?}}}',
     answer: '201 the agent {id, status, slug, depth, ticks, state, next_svcond, program, ...}; costs 75',
   },
   'GET /api/svc/agent/list': { request: 'query status?, offset?, limit?', answer: '{total, offset, limit, items [agent]}' },
