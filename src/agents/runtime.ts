@@ -456,40 +456,27 @@ export class AgentRuntime {
   }
 
   /**
-   * A chain append step. The machine's `inject_agent_rail` (read at each step) decides where its entry goes: on, an
-   * `agent_event` row on the machine's chain, charged (1), with the agent's record and event in one batch; off (the
-   * default), the agent rail only — the tick event carries the entry's digest, nothing is written on the chain and
-   * nothing is charged (docs/decisions.md, session 12 — genesis contracts and the agent rail).
+   * A chain append step, charged 1 (its entry is recorded either way). The machine's `inject_agent_rail` (read at each
+   * step) decides where the entry goes: on, an `agent_event` row on the machine's chain; off (the default), the agent
+   * rail only — the tick event carries the entry's digest and nothing is written on the chain. The charge, the row
+   * when there is one, the agent's record and its event in one batch (docs/decisions.md, session 12 — genesis
+   * contracts and the agent rail).
    */
   private async append(a: AgentRecord, svcond: number, tick: number, payload: unknown, event: string, finish: (run: StepRun) => Op[]): Promise<void> {
     const entry = { agent: a.id, tick, event, payload };
-    const machine = await this.deps.chain.getMachine(a.slug);
-    if (!machine?.inject_agent_rail) {
-      const run = { value: null, unit: null, result_id: null, rail: { injected: false, event, entry_sha256: sha256Hex(canonicalJson(entry)) } };
-      await this.deps.store.commit(finish(run));
-      return;
-    }
+    const injected = (await this.deps.chain.getMachine(a.slug))?.inject_agent_rail === true;
     await this.deps.ledger.wallet(a.owner);
-    await this.deps.chain.prepare(a.slug);
+    if (injected) await this.deps.chain.prepare(a.slug);
     const charge = this.deps.ledger.chargeOps(a.owner, 'agent_append', AGENT_APPEND_COST);
-    let row: ReturnType<ChainService['appendOps']>;
+    let row: ReturnType<ChainService['appendOps']> | null = null;
     try {
-      row = this.deps.chain.appendOps(a.slug, svcond, 'agent_event', entry);
-    } catch (err) {
-      charge.rollback();
-      throw err;
-    }
-    let ops: Op[];
-    try {
-      const rail = { injected: true, event, entry_sha256: row.row.payload_sha256 };
-      ops = [
-        ...charge.ops,
-        row.op,
-        ...finish({ value: null, unit: null, result_id: null, chain: { slug: a.slug, seq: row.row.seq, hash: row.row.hash }, rail }),
-      ];
+      if (injected) row = this.deps.chain.appendOps(a.slug, svcond, 'agent_event', entry);
+      const rail = { injected, event, entry_sha256: row ? row.row.payload_sha256 : sha256Hex(canonicalJson(entry)) };
+      const chain = row ? { slug: a.slug, seq: row.row.seq, hash: row.row.hash } : undefined;
+      const ops = [...charge.ops, ...(row ? [row.op] : []), ...finish({ value: null, unit: null, result_id: null, rail, ...(chain ? { chain } : {}) })];
       await this.deps.store.commit(ops);
     } catch (err) {
-      row.rollback();
+      row?.rollback();
       charge.rollback();
       throw err;
     }
@@ -499,7 +486,8 @@ export class AgentRuntime {
    * A contract-transition step: the chain's own transition (contracts.ts) of one of the machine's contracts with the
    * event built from the program's templates, charged as a transition (5), its row, charge record, the agent's record
    * and tick event in one batch. An event the contract refuses in its state (409) is a tick that changed nothing: it
-   * is recorded (the tick event names the refusal), nothing is charged or appended, and the agent goes on.
+   * is recorded (the tick event names the refusal), charged 1 (agent_refused_transition: no tick is free), nothing is
+   * appended, and the agent goes on.
    */
   private async transition(a: AgentRecord, svcond: number, contractId: string, event: unknown, finish: (run: StepRun) => Op[]): Promise<void> {
     const contracts = this.deps.chain.contracts;
@@ -531,8 +519,15 @@ export class AgentRuntime {
     } catch (err) {
       if (!(err instanceof ServiceError) || err.code !== 'SVC_ILLEGAL_TRANSITION') throw err;
       const d = err.extra;
-      const refused = { contract_id: contractId, refused: { state: d.state ?? null, event: d.event ?? null, reason: d.reason ?? null } };
-      await this.deps.store.commit(finish({ value: null, unit: null, result_id: null, contract: refused }));
+      await this.deps.ledger.wallet(a.owner);
+      const paid = this.deps.ledger.chargeOps(a.owner, 'agent_refused_transition', COSTS.agentRefusedTransition);
+      const refused = { contract_id: contractId, refused: { state: d.state ?? null, event: d.event ?? null, reason: d.reason ?? null }, charge: paid.charge };
+      try {
+        await this.deps.store.commit([...paid.ops, ...finish({ value: null, unit: null, result_id: null, contract: refused })]);
+      } catch (err2) {
+        paid.rollback();
+        throw err2;
+      }
     }
   }
 

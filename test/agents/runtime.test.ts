@@ -242,7 +242,8 @@ describe('agents', () => {
     expect(after.body).toMatchObject({ state: 'high', vars: { count: 3 }, transitions_applied: 3 });
     const agent = await call(t.url, 'GET', `/api/svc/agent/${spawned.body.id}`, undefined, bearer(owner.key));
     expect(agent.body).toMatchObject({ status: 'running', ticks: 4 });
-    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(owner.key))).body.total).toBe(200 - 75 - 3 * 5);
+    // Three transitions (5 each) and one refused event (1: no tick is free).
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(owner.key))).body.total).toBe(200 - 75 - 3 * 5 - 1);
     const rows = (await call(t.url, 'GET', `/api/chain/${owner.slug}/explore?from=1&to=50`, undefined, bearer(owner.key))).body.rows;
     expect(rows.filter((r: any) => r.transitionType === 'contract_transition')).toHaveLength(3);
     const charges = await call(t.url, 'GET', `/api/chain/${owner.slug}/tally/charges`, undefined, bearer(owner.key));
@@ -260,6 +261,8 @@ describe('agents', () => {
     expect(ticks[2].data.contract).toMatchObject({ contract_id: id, event: 'inc', vars: { count: 3 }, charge: { action: 'contract_transition', cost: 5 } });
     expect(ticks[2].data.chain.seq).toBe(rows.at(-1).seq);
     expect(ticks[3].data.contract.refused).toEqual({ state: 'high', event: 'inc', reason: 'no transition' });
+    expect(ticks[3].data.contract.charge).toMatchObject({ action: 'agent_refused_transition', cost: 1 });
+    expect(ticks[3].data.chain).toBeUndefined();
   });
 
   it('the agent rail: an append step writes on the chain only when the machine injects the agent rail', async () => {
@@ -277,17 +280,18 @@ describe('agents', () => {
         (r: any) => r.transitionType === 'agent_event',
       );
     const balance = async () => (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(owner.key))).body.total;
-    for (let i = 0; i < 2; i++) await tick(1); // off (the default): the agent rail only, nothing on the chain, nothing charged
+    for (let i = 0; i < 2; i++) await tick(1); // off (the default): the agent rail only, nothing on the chain; 1 a step
     expect(await chainRows()).toHaveLength(0);
-    expect(await balance()).toBe(200 - 75);
+    expect(await balance()).toBe(200 - 75 - 2);
     expect((await call(t.url, 'PATCH', `/api/chain/${owner.slug}/settings`, { inject_agent_rail: true }, bearer(owner.key))).status).toBe(200);
-    await tick(1); // on: an agent_event row, charged 1
+    await tick(1); // on: an agent_event row, charged 1 as well
     const rows = await chainRows();
     expect(rows).toHaveLength(1);
-    expect(await balance()).toBe(200 - 75 - 1);
+    expect(await balance()).toBe(200 - 75 - 3);
     expect((await call(t.url, 'PATCH', `/api/chain/${owner.slug}/settings`, { inject_agent_rail: false }, bearer(owner.key))).status).toBe(200);
     await tick(1);
     expect(await chainRows()).toHaveLength(1);
+    expect(await balance()).toBe(200 - 75 - 4);
 
     const s = await stream(owner.key, '0');
     await waitFor(() => s.events.length >= 5, 10_000, 'the stored events');
