@@ -11,6 +11,7 @@ import { randomHex, type Caller, type Ledger, type TallyCharge } from '../tally/
 import { sha256Hex } from '../kernel/bytes.js';
 import { canonicalJson } from '../kernel/canonical.js';
 import type { ChainService } from '../chain/service.js';
+import { requireRole } from '../chain/roles.js';
 import type { ComputeService } from '../compute/service.js';
 import { COSTS } from '../tally/costs.js';
 import { fill, parseProgram, type ChildProgram, type Program, type TemplateContext } from './program.js';
@@ -378,7 +379,8 @@ export class AgentRuntime {
     let next: AgentRecord | null = null;
     const finish = (run: StepRun): Op[] => {
       // Killed or stopped while this step ran: the step is not sealed (its batch would write a running record).
-      if (this.halted.has(id)) throw new ServiceError(409, 'SVC_CONFLICT', `agent ${id} was halted during its step`);
+      // (Or killed and gone already: a kill of an ancestor is not serialised with this agent's tick.)
+      if (this.halted.has(id) || !this.running.has(id)) throw new ServiceError(409, 'SVC_CONFLICT', `agent ${id} was halted during its step`);
       const current = this.running.get(id) ?? a;
       const last = { value: run.value, unit: run.unit, result_id: run.result_id };
       const assigned = fill(current.program.assign, { ...ctx, result: last }) as Record<string, unknown>;
@@ -447,7 +449,7 @@ export class AgentRuntime {
     this.ticksRun++;
     if (next === null || tickEvent === null) return;
     const done: AgentRecord = next;
-    if (this.halted.has(id)) return;
+    if (this.halted.has(id) || !this.running.has(id)) return;
     if (done.status === 'running') this.running.set(id, done);
     else this.running.delete(id);
     this.events.emit(pendingStop ? [tickEvent, pendingStop] : [tickEvent]);
@@ -464,7 +466,10 @@ export class AgentRuntime {
    */
   private async append(a: AgentRecord, svcond: number, tick: number, payload: unknown, event: string, finish: (run: StepRun) => Op[]): Promise<void> {
     const entry = { agent: a.id, tick, event, payload };
-    const injected = (await this.deps.chain.getMachine(a.slug))?.inject_agent_rail === true;
+    const machine = await this.deps.chain.getMachine(a.slug);
+    // The owner's role now, not at spawn: an agent of an operator whose role was taken stops (403).
+    requireRole(a.slug, machine?.roles[a.owner], 'append');
+    const injected = machine?.inject_agent_rail === true;
     await this.deps.ledger.wallet(a.owner);
     if (injected) await this.deps.chain.prepare(a.slug);
     const charge = this.deps.ledger.chargeOps(a.owner, 'agent_append', AGENT_APPEND_COST);
@@ -491,6 +496,7 @@ export class AgentRuntime {
    */
   private async transition(a: AgentRecord, svcond: number, contractId: string, event: unknown, finish: (run: StepRun) => Op[]): Promise<void> {
     const contracts = this.deps.chain.contracts;
+    requireRole(a.slug, (await this.deps.chain.getMachine(a.slug))?.roles[a.owner], 'transition');
     let charge: TallyCharge | null = null;
     try {
       await contracts.transition(

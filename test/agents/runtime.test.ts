@@ -302,4 +302,27 @@ describe('agents', () => {
     expect(ticks[2].data.rail.entry_sha256).toBe(rows[0].payload_sha256);
     expect(ticks.every((e: any) => /^[0-9a-f]{64}$/.test(e.data.rail.entry_sha256))).toBe(true);
   });
+
+  it("an agent writes with its owner's role of now: an operator's agent stops when the role is taken", async () => {
+    const owner = await zkIdentity(t.url, 'agent-role-owner');
+    const op = await zkIdentity(t.url, 'agent-role-op');
+    expect((await call(t.url, 'PATCH', `/api/chain/${owner.slug}/settings`, { roles: { [op.zid]: 'operator' } }, bearer(owner.key))).status).toBe(200);
+    const spawned = await call(
+      t.url,
+      'POST',
+      '/api/svc/agent/spawn',
+      { slug: owner.slug, program: { every: 1, step: { kind: 'append', event: 'beat' } } },
+      bearer(op.key),
+    );
+    expect(spawned.status).toBe(201);
+    await tick(1);
+    expect((await call(t.url, 'GET', `/api/svc/agent/${spawned.body.id}`, undefined, bearer(op.key))).body).toMatchObject({ status: 'running', ticks: 1 });
+    expect((await call(t.url, 'PATCH', `/api/chain/${owner.slug}/settings`, { roles: { [op.zid]: null } }, bearer(owner.key))).status).toBe(200);
+    await tick(1);
+    expect((await call(t.url, 'GET', `/api/svc/agent/${spawned.body.id}`, undefined, bearer(op.key))).body).toMatchObject({
+      status: 'stopped',
+      stop_reason: 'step_failed: SVC_FORBIDDEN',
+      ticks: 1,
+    });
+  });
 });
