@@ -9,7 +9,18 @@ import { fill, placeholders } from '../util/template.js';
 export { fill };
 
 /** What an agent's placeholders may name besides its state keys. */
-const ROOTS = new Set(['agent.id', 'agent.depth', 'agent.parent', 'agent.slug', 'tick', 'svcond', 'result.value', 'result.unit', 'result.result_id']);
+const ROOTS = new Set([
+  'agent.id',
+  'agent.depth',
+  'agent.parent',
+  'agent.slug',
+  'tick',
+  'svcond',
+  'result.value',
+  'result.unit',
+  'result.result_id',
+  'result.contract_state',
+]);
 
 const scalar = z.union([z.number(), z.string().max(256), z.boolean(), z.null()]);
 type Template = z.infer<typeof scalar> | Template[] | { [k: string]: Template };
@@ -81,7 +92,8 @@ export interface TemplateContext {
   tick: number;
   svcond: number;
   state: Record<string, unknown>;
-  result: { value: number | null; unit: string | null; result_id: string | null };
+  /** contract_state: the contract's state after a contract step (refused or not); absent after other steps. */
+  result: { value: number | null; unit: string | null; result_id: string | null; contract_state?: string | null };
 }
 
 /** 400 for a placeholder that names nothing an agent has (checked at spawn, so a program never fails on a typo). */
@@ -92,7 +104,7 @@ export function checkPlaceholders(p: ChildProgram): void {
     if (!known.has(path))
       throw new InputError(
         'program',
-        `unknown placeholder {{${path}}}: use state.<key>, tick, svcond, result.value|unit|result_id, agent.id|depth|parent|slug`,
+        `unknown placeholder {{${path}}}: use state.<key>, tick, svcond, result.value|unit|result_id|contract_state, agent.id|depth|parent|slug`,
         [...known],
       );
   }

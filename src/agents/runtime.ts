@@ -54,7 +54,7 @@ export interface AgentRecord {
   state: Record<string, unknown>;
   /** The last stateful solver run's state (carry_state). */
   solver_state: unknown;
-  last: { value: number | null; unit: string | null; result_id: string | null };
+  last: { value: number | null; unit: string | null; result_id: string | null; contract_state?: string | null };
   last_event: number;
 }
 
@@ -79,6 +79,8 @@ interface StepRun {
   state?: unknown;
   chain?: Record<string, unknown>;
   contract?: Record<string, unknown>;
+  /** A contract step: the contract's state after it ({{result.contract_state}}). */
+  contractState?: string | null;
   rail?: Record<string, unknown>;
 }
 
@@ -382,7 +384,8 @@ export class AgentRuntime {
       // (Or killed and gone already: a kill of an ancestor is not serialised with this agent's tick.)
       if (this.halted.has(id) || !this.running.has(id)) throw new ServiceError(409, 'SVC_CONFLICT', `agent ${id} was halted during its step`);
       const current = this.running.get(id) ?? a;
-      const last = { value: run.value, unit: run.unit, result_id: run.result_id };
+      const last: AgentRecord['last'] = { value: run.value, unit: run.unit, result_id: run.result_id };
+      if (run.contractState !== undefined) last.contract_state = run.contractState;
       const assigned = fill(current.program.assign, { ...ctx, result: last }) as Record<string, unknown>;
       const state = { ...current.state, ...assigned };
       const done = current.program.max_ticks !== undefined && tick >= current.program.max_ticks;
@@ -520,6 +523,7 @@ export class AgentRuntime {
             result_id: null,
             chain: { slug: a.slug, seq: row.seq, hash: row.hash },
             contract: { contract_id: contractId, event: (event as { type?: unknown }).type ?? null, ...moved, charge },
+            contractState: moved.to,
           }),
       );
     } catch (err) {
@@ -529,7 +533,8 @@ export class AgentRuntime {
       const paid = this.deps.ledger.chargeOps(a.owner, 'agent_refused_transition', COSTS.agentRefusedTransition);
       const refused = { contract_id: contractId, refused: { state: d.state ?? null, event: d.event ?? null, reason: d.reason ?? null }, charge: paid.charge };
       try {
-        await this.deps.store.commit([...paid.ops, ...finish({ value: null, unit: null, result_id: null, contract: refused })]);
+        const contractState = typeof d.state === 'string' ? d.state : null;
+        await this.deps.store.commit([...paid.ops, ...finish({ value: null, unit: null, result_id: null, contract: refused, contractState })]);
       } catch (err2) {
         paid.rollback();
         throw err2;

@@ -219,8 +219,9 @@ describe('agents', () => {
     const id = deployed.body.contract_id as string;
     const program = (contractId: string) => ({
       every: 1,
-      state: { by: 1 },
+      state: { by: 1, seen: null },
       step: { kind: 'contract', contract_id: contractId, event: { type: 'inc', by: '{{state.by}}', note: 'tick {{tick}}' } },
+      assign: { seen: '{{result.contract_state}}' },
     });
     const bad = await call(t.url, 'POST', '/api/svc/agent/spawn', { program: program(`ctr_${'0'.repeat(24)}`) }, bearer(owner.key));
     expect(expectError(bad, 400, 'SVC_INVALID_INPUT').field).toBe('program.step.contract_id');
@@ -241,7 +242,7 @@ describe('agents', () => {
     const after = await call(t.url, 'GET', `/api/chain/${owner.slug}/contracts/${id}`, undefined, bearer(owner.key));
     expect(after.body).toMatchObject({ state: 'high', vars: { count: 3 }, transitions_applied: 3 });
     const agent = await call(t.url, 'GET', `/api/svc/agent/${spawned.body.id}`, undefined, bearer(owner.key));
-    expect(agent.body).toMatchObject({ status: 'running', ticks: 4 });
+    expect(agent.body).toMatchObject({ status: 'running', ticks: 4, state: { by: 1, seen: 'high' } });
     // Three transitions (5 each) and one refused event (1: no tick is free).
     expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(owner.key))).body.total).toBe(200 - 75 - 3 * 5 - 1);
     const rows = (await call(t.url, 'GET', `/api/chain/${owner.slug}/explore?from=1&to=50`, undefined, bearer(owner.key))).body.rows;
