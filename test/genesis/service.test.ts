@@ -2,6 +2,7 @@
 // idempotent on the document's digest.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { canonicalDigest } from '../../src/kernel/canonical.js';
 
 describe('genesis', () => {
   let t: TestNode;
@@ -37,6 +38,10 @@ describe('genesis', () => {
     ]);
     expect(first.body.tally_charge).toMatchObject({ action: 'genesis', cost: 50 });
     expect(await balance(owner.key)).toBe(70);
+    // The digest is the one a document without the newer fields (contract, inject_*) always had: the normalised
+    // document's RFC 8785 SHA-256, the settings left out while false.
+    expect(first.body.document_digest).toBe(canonicalDigest({ ...document, is_public: false, metadata: {} }));
+    expect(first.body.contract_id).toBeNull();
 
     const again = await call(t.url, 'POST', '/api/genesis/execute', { document }, bearer(owner.key));
     expect(again.status).toBe(200);
