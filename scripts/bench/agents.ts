@@ -82,6 +82,9 @@ async function main(): Promise<void> {
       const digest = createHash('sha256').update(`bench-agents-${i}-${dir}`).digest('hex');
       const r = await call(node.url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: digest });
       owners.push({ key: r.body.admin_key });
+      // The append step writes its chain row only on a machine that injects the agent rail (measured here as before).
+      const patched = await call(node.url, 'PATCH', `/api/chain/${r.body.state_machine.slug}/settings`, { inject_agent_rail: true }, r.body.admin_key);
+      if (patched.status !== 200) throw new Error(`settings answered ${patched.status}`);
     }
     const step =
       KIND === 'compute'

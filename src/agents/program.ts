@@ -1,5 +1,5 @@
-// An agent's declared program (spec 4.8, 6): on every k-th tick one step — a closed-form computation, a solver run or a
-// chain append — whose inputs are templates with {{placeholders}} over the agent's state; then `assign` updates the
+// An agent's declared program (spec 4.8, 6): on every k-th tick one step — a closed-form computation, a solver run, a
+// chain append or a transition of one of the machine's contracts — whose inputs are templates with {{placeholders}} over the agent's state; then `assign` updates the
 // state from the step's result, and `derive` may spawn a child. Placeholders are looked up, never evaluated: no code
 // in a program runs (the same rule as stream templates, spec 4.5).
 import { z } from 'zod';
@@ -9,7 +9,18 @@ import { fill, placeholders } from '../util/template.js';
 export { fill };
 
 /** What an agent's placeholders may name besides its state keys. */
-const ROOTS = new Set(['agent.id', 'agent.depth', 'agent.parent', 'agent.slug', 'tick', 'svcond', 'result.value', 'result.unit', 'result.result_id']);
+const ROOTS = new Set([
+  'agent.id',
+  'agent.depth',
+  'agent.parent',
+  'agent.slug',
+  'tick',
+  'svcond',
+  'result.value',
+  'result.unit',
+  'result.result_id',
+  'result.contract_state',
+]);
 
 const scalar = z.union([z.number(), z.string().max(256), z.boolean(), z.null()]);
 type Template = z.infer<typeof scalar> | Template[] | { [k: string]: Template };
@@ -31,6 +42,15 @@ const step = z.discriminatedUnion('kind', [
     })
     .strict(),
   z.object({ kind: z.literal('append'), event: z.string().min(1).max(64), payload: template.default({}) }).strict(),
+  z
+    .object({
+      kind: z.literal('contract'),
+      /** One of the agent's machine's contracts (checked at spawn). */
+      contract_id: z.string().regex(/^ctr_[0-9a-f]{24}$/, 'a contract id (ctr_ and 24 hex)'),
+      /** The event, {type, ...fields}, built from templates at each step (fields: numbers, strings, booleans, null). */
+      event: z.record(z.string().max(64), template),
+    })
+    .strict(),
 ]);
 
 const baseProgram = z
@@ -72,18 +92,19 @@ export interface TemplateContext {
   tick: number;
   svcond: number;
   state: Record<string, unknown>;
-  result: { value: number | null; unit: string | null; result_id: string | null };
+  /** contract_state: the contract's state after a contract step (refused or not); absent after other steps. */
+  result: { value: number | null; unit: string | null; result_id: string | null; contract_state?: string | null };
 }
 
 /** 400 for a placeholder that names nothing an agent has (checked at spawn, so a program never fails on a typo). */
 export function checkPlaceholders(p: ChildProgram): void {
   const known = new Set([...ROOTS, ...Object.keys(p.state).map((k) => `state.${k}`), ...Object.keys(p.assign).map((k) => `state.${k}`)]);
-  const stepTemplates = p.step.kind === 'append' ? p.step.payload : p.step.inputs;
+  const stepTemplates = p.step.kind === 'append' ? p.step.payload : p.step.kind === 'contract' ? p.step.event : p.step.inputs;
   for (const path of [...placeholders(stepTemplates), ...placeholders(p.assign)]) {
     if (!known.has(path))
       throw new InputError(
         'program',
-        `unknown placeholder {{${path}}}: use state.<key>, tick, svcond, result.value|unit|result_id, agent.id|depth|parent|slug`,
+        `unknown placeholder {{${path}}}: use state.<key>, tick, svcond, result.value|unit|result_id|contract_state, agent.id|depth|parent|slug`,
         [...known],
       );
   }

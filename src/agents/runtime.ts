@@ -7,8 +7,11 @@
 import { ServiceError } from '../kernel/errors.js';
 import { stampAt, type Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
-import { randomHex, type Caller, type Ledger } from '../tally/ledger.js';
+import { randomHex, type Caller, type Ledger, type TallyCharge } from '../tally/ledger.js';
+import { sha256Hex } from '../kernel/bytes.js';
+import { canonicalJson } from '../kernel/canonical.js';
 import type { ChainService } from '../chain/service.js';
+import { requireRole } from '../chain/roles.js';
 import type { ComputeService } from '../compute/service.js';
 import { COSTS } from '../tally/costs.js';
 import { fill, parseProgram, type ChildProgram, type Program, type TemplateContext } from './program.js';
@@ -51,7 +54,7 @@ export interface AgentRecord {
   state: Record<string, unknown>;
   /** The last stateful solver run's state (carry_state). */
   solver_state: unknown;
-  last: { value: number | null; unit: string | null; result_id: string | null };
+  last: { value: number | null; unit: string | null; result_id: string | null; contract_state?: string | null };
   last_event: number;
 }
 
@@ -67,6 +70,19 @@ export interface AgentRuntimeDeps {
 }
 
 type IdentityCaller = Extract<Caller, { kind: 'identity' }>;
+
+/** What a step tells the tick that records it. */
+interface StepRun {
+  value: number | null;
+  unit: string | null;
+  result_id: string | null;
+  state?: unknown;
+  chain?: Record<string, unknown>;
+  contract?: Record<string, unknown>;
+  /** A contract step: the contract's state after it ({{result.contract_state}}). */
+  contractState?: string | null;
+  rail?: Record<string, unknown>;
+}
 
 function notFound(id: string): ServiceError {
   return new ServiceError(404, 'SVC_NOT_FOUND', `no agent ${id}`);
@@ -202,7 +218,8 @@ export class AgentRuntime {
     const role = machine.roles[caller.zid];
     if (role !== 'owner' && role !== 'admin' && role !== 'operator')
       throw new ServiceError(403, 'SVC_FORBIDDEN', `an agent binds to a state machine its owner operates; ${machineSlug} is not one`);
-    if (program.step.kind !== 'append') this.checkStepTarget(program);
+    if (program.step.kind === 'contract') await this.checkContract(machineSlug, program.step.contract_id);
+    else if (program.step.kind !== 'append') this.checkStepTarget(program);
     if (this.runningOf(caller.zid) >= this.limits.maxPerOwner)
       throw new ServiceError(429, 'SVC_RATE_LIMIT', `at most ${this.limits.maxPerOwner} running agents per identity`, {
         limit: this.limits.maxPerOwner,
@@ -244,6 +261,17 @@ export class AgentRuntime {
         reason: 'not stateful',
         allowed: null,
       });
+  }
+
+  /** A contract step names a contract of the agent's machine (400 at spawn, naming the machine's contracts). */
+  private async checkContract(slug: string, contractId: string): Promise<void> {
+    const contracts = await this.deps.chain.contracts.list(slug);
+    if (contracts.some((c) => c.contract_id === contractId)) return;
+    throw new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input program.step.contract_id: no contract ${contractId} on state machine ${slug}`, {
+      field: 'program.step.contract_id',
+      reason: 'not a contract of the machine',
+      allowed: contracts.map((c) => c.contract_id),
+    });
   }
 
   async get(caller: IdentityCaller, id: string): Promise<AgentRecord> {
@@ -351,15 +379,25 @@ export class AgentRuntime {
     const step = a.program.step;
     let tickEvent: AgentEvent | null = null;
     let next: AgentRecord | null = null;
-    const finish = (run: { value: number | null; unit: string | null; result_id: string | null; state?: unknown; chain?: Record<string, unknown> }): Op[] => {
+    const finish = (run: StepRun): Op[] => {
       // Killed or stopped while this step ran: the step is not sealed (its batch would write a running record).
-      if (this.halted.has(id)) throw new ServiceError(409, 'SVC_CONFLICT', `agent ${id} was halted during its step`);
+      // (Or killed and gone already: a kill of an ancestor is not serialised with this agent's tick.)
+      if (this.halted.has(id) || !this.running.has(id)) throw new ServiceError(409, 'SVC_CONFLICT', `agent ${id} was halted during its step`);
       const current = this.running.get(id) ?? a;
-      const last = { value: run.value, unit: run.unit, result_id: run.result_id };
+      const last: AgentRecord['last'] = { value: run.value, unit: run.unit, result_id: run.result_id };
+      if (run.contractState !== undefined) last.contract_state = run.contractState;
       const assigned = fill(current.program.assign, { ...ctx, result: last }) as Record<string, unknown>;
       const state = { ...current.state, ...assigned };
       const done = current.program.max_ticks !== undefined && tick >= current.program.max_ticks;
-      const ev = this.events.make('tick', id, a.owner, svcond, { tick, kind: step.kind, ...last, ...(run.chain ? { chain: run.chain } : {}), state });
+      const ev = this.events.make('tick', id, a.owner, svcond, {
+        tick,
+        kind: step.kind,
+        ...last,
+        ...(run.chain ? { chain: run.chain } : {}),
+        ...(run.contract ? { contract: run.contract } : {}),
+        ...(run.rail ? { rail: run.rail } : {}),
+        state,
+      });
       const ops: Op[] = [...ev.ops];
       let lastEvent = ev.event.seq;
       let stopEvent: AgentEvent | null = null;
@@ -402,6 +440,8 @@ export class AgentRuntime {
             ops: (_facts, run) => finish({ ...run, state: step.carry_state ? run.state : undefined }),
           },
         );
+      } else if (step.kind === 'contract') {
+        await this.transition(a, svcond, step.contract_id, fill(step.event, ctx), finish);
       } else {
         await this.append(a, svcond, tick, fill(step.payload, ctx), step.event, finish);
       }
@@ -412,7 +452,7 @@ export class AgentRuntime {
     this.ticksRun++;
     if (next === null || tickEvent === null) return;
     const done: AgentRecord = next;
-    if (this.halted.has(id)) return;
+    if (this.halted.has(id) || !this.running.has(id)) return;
     if (done.status === 'running') this.running.set(id, done);
     else this.running.delete(id);
     this.events.emit(pendingStop ? [tickEvent, pendingStop] : [tickEvent]);
@@ -420,32 +460,85 @@ export class AgentRuntime {
     if (done.status === 'running' && derive && tick % derive.every === 0) await this.derive(id, svcond);
   }
 
-  /** A chain append step: the row, its charge, the agent's record and event in one batch. */
-  private async append(
-    a: AgentRecord,
-    svcond: number,
-    tick: number,
-    payload: unknown,
-    event: string,
-    finish: (run: { value: number | null; unit: string | null; result_id: string | null; chain?: Record<string, unknown> }) => Op[],
-  ): Promise<void> {
+  /**
+   * A chain append step, charged 1 (its entry is recorded either way). The machine's `inject_agent_rail` (read at each
+   * step) decides where the entry goes: on, an `agent_event` row on the machine's chain; off (the default), the agent
+   * rail only — the tick event carries the entry's digest and nothing is written on the chain. The charge, the row
+   * when there is one, the agent's record and its event in one batch (docs/decisions.md, session 12 — genesis
+   * contracts and the agent rail).
+   */
+  private async append(a: AgentRecord, svcond: number, tick: number, payload: unknown, event: string, finish: (run: StepRun) => Op[]): Promise<void> {
+    const entry = { agent: a.id, tick, event, payload };
+    const machine = await this.deps.chain.getMachine(a.slug);
+    // The owner's role now, not at spawn: an agent of an operator whose role was taken stops (403).
+    requireRole(a.slug, machine?.roles[a.owner], 'append');
+    const injected = machine?.inject_agent_rail === true;
     await this.deps.ledger.wallet(a.owner);
-    await this.deps.chain.prepare(a.slug);
+    if (injected) await this.deps.chain.prepare(a.slug);
     const charge = this.deps.ledger.chargeOps(a.owner, 'agent_append', AGENT_APPEND_COST);
-    let row: ReturnType<ChainService['appendOps']>;
+    let row: ReturnType<ChainService['appendOps']> | null = null;
     try {
-      row = this.deps.chain.appendOps(a.slug, svcond, 'agent_event', { agent: a.id, tick, event, payload });
+      if (injected) row = this.deps.chain.appendOps(a.slug, svcond, 'agent_event', entry);
+      const rail = { injected, event, entry_sha256: row ? row.row.payload_sha256 : sha256Hex(canonicalJson(entry)) };
+      const chain = row ? { slug: a.slug, seq: row.row.seq, hash: row.row.hash } : undefined;
+      const ops = [...charge.ops, ...(row ? [row.op] : []), ...finish({ value: null, unit: null, result_id: null, rail, ...(chain ? { chain } : {}) })];
+      await this.deps.store.commit(ops);
     } catch (err) {
+      row?.rollback();
       charge.rollback();
       throw err;
     }
-    const ops = [...charge.ops, row.op, ...finish({ value: null, unit: null, result_id: null, chain: { slug: a.slug, seq: row.row.seq, hash: row.row.hash } })];
+  }
+
+  /**
+   * A contract-transition step: the chain's own transition (contracts.ts) of one of the machine's contracts with the
+   * event built from the program's templates, charged as a transition (5), its row, charge record, the agent's record
+   * and tick event in one batch. An event the contract refuses in its state (409) is a tick that changed nothing: it
+   * is recorded (the tick event names the refusal), charged 1 (agent_refused_transition: no tick is free), nothing is
+   * appended, and the agent goes on.
+   */
+  private async transition(a: AgentRecord, svcond: number, contractId: string, event: unknown, finish: (run: StepRun) => Op[]): Promise<void> {
+    const contracts = this.deps.chain.contracts;
+    requireRole(a.slug, (await this.deps.chain.getMachine(a.slug))?.roles[a.owner], 'transition');
+    let charge: TallyCharge | null = null;
     try {
-      await this.deps.store.commit(ops);
+      await contracts.transition(
+        a.slug,
+        contractId,
+        svcond,
+        event,
+        {
+          prepare: () => this.deps.ledger.wallet(a.owner),
+          take: () => {
+            const paid = this.deps.ledger.chargeOps(a.owner, 'contract_transition', COSTS.contractTransition);
+            charge = paid.charge;
+            return paid;
+          },
+        },
+        (seq) => [this.deps.chain.chargeOp(a.slug, seq, a.owner, charge!)],
+        (row, moved) =>
+          finish({
+            value: null,
+            unit: null,
+            result_id: null,
+            chain: { slug: a.slug, seq: row.seq, hash: row.hash },
+            contract: { contract_id: contractId, event: (event as { type?: unknown }).type ?? null, ...moved, charge },
+            contractState: moved.to,
+          }),
+      );
     } catch (err) {
-      row.rollback();
-      charge.rollback();
-      throw err;
+      if (!(err instanceof ServiceError) || err.code !== 'SVC_ILLEGAL_TRANSITION') throw err;
+      const d = err.extra;
+      await this.deps.ledger.wallet(a.owner);
+      const paid = this.deps.ledger.chargeOps(a.owner, 'agent_refused_transition', COSTS.agentRefusedTransition);
+      const refused = { contract_id: contractId, refused: { state: d.state ?? null, event: d.event ?? null, reason: d.reason ?? null }, charge: paid.charge };
+      try {
+        const contractState = typeof d.state === 'string' ? d.state : null;
+        await this.deps.store.commit([...paid.ops, ...finish({ value: null, unit: null, result_id: null, contract: refused, contractState })]);
+      } catch (err2) {
+        paid.rollback();
+        throw err2;
+      }
     }
   }
 

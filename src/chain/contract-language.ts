@@ -91,15 +91,16 @@ function pathError(issues: z.core.$ZodIssue[], root: string): InputError {
   return new InputError(path.join('.'), issue.message, null);
 }
 
-export function parseContract(json: unknown): Contract {
+/** `root` names where the contract sits in the request (a genesis document's: `document.contract`). */
+export function parseContract(json: unknown, root = 'contract'): Contract {
   const r = ContractSchema.safeParse(json);
-  if (!r.success) throw pathError(r.error.issues, 'contract');
+  if (!r.success) throw pathError(r.error.issues, root);
   return r.data;
 }
 
-export function parseEvent(json: unknown): ContractEvent {
+export function parseEvent(json: unknown, root = 'event'): ContractEvent {
   const r = EventSchema.safeParse(json);
-  if (!r.success) throw pathError(r.error.issues, 'event');
+  if (!r.success) throw pathError(r.error.issues, root);
   return r.data;
 }
 

@@ -94,6 +94,28 @@ export class ContractService {
     };
   }
 
+  /** A deployment at row `seq`: the record and the row's payload (the id is the same on every node for one history). */
+  private deployment(slug: string, seq: number, zid: string, definition: Contract): { record: ContractRecord; payload: unknown } {
+    const contractId = `ctr_${sha256Hex(canonicalJson({ slug, seq, definition })).slice(0, 24)}`;
+    return { record: { contract_id: contractId, slug, definition, deployed_seq: seq, deployed_by: zid }, payload: { contract_id: contractId, definition } };
+  }
+
+  private recordOp(record: ContractRecord): Op {
+    return { type: 'put', sub: this.contracts, key: `${record.slug}!${record.contract_id}`, value: record };
+  }
+
+  private remember(record: ContractRecord): Live {
+    const live: Live = {
+      record,
+      table: transitionTable(record.definition),
+      state: record.definition.initial,
+      vars: { ...record.definition.variables },
+      applied: 0,
+    };
+    this.live.set(`${record.slug}!${record.contract_id}`, live);
+    return live;
+  }
+
   /** Validate (400 pointing at the offending path) and deploy: one row and the record in one batch. */
   async deploy(slug: string, svcond: number, zid: string, json: unknown): Promise<{ contract: ContractView; row: AuditRow }> {
     const definition = parseContract(json);
@@ -103,16 +125,35 @@ export class ContractService {
       svcond,
       CONTRACT_DEPLOY,
       null,
-      () => [{ type: 'put', sub: this.contracts, key: `${slug}!${record!.contract_id}`, value: record }],
+      () => [this.recordOp(record!)],
       (seq) => {
-        const contractId = `ctr_${sha256Hex(canonicalJson({ slug, seq, definition })).slice(0, 24)}`;
-        record = { contract_id: contractId, slug, definition, deployed_seq: seq, deployed_by: zid };
-        return { contract_id: contractId, definition };
+        const d = this.deployment(slug, seq, zid, definition);
+        record = d.record;
+        return d.payload;
       },
     );
-    const live: Live = { record: record!, table: transitionTable(definition), state: definition.initial, vars: { ...definition.variables }, applied: 0 };
-    this.live.set(`${slug}!${record!.contract_id}`, live);
-    return { contract: this.view(live), row };
+    return { contract: this.view(this.remember(record!)), row };
+  }
+
+  /**
+   * A deploy inside a caller's batch (genesis): synchronous after chain.prepare(slug), the next row of the chain and
+   * the record's op. Call `deployed()` once the batch is durable (the live state), `rollback()` when it fails.
+   */
+  deployOps(
+    slug: string,
+    svcond: number,
+    zid: string,
+    definition: Contract,
+  ): { row: AuditRow; ops: Op[]; contractId: string; rollback: () => void; deployed: () => ContractView } {
+    const { record, payload } = this.deployment(slug, this.chain.nextSeq(slug), zid, definition);
+    const appended = this.chain.appendOps(slug, svcond, CONTRACT_DEPLOY, payload);
+    return {
+      row: appended.row,
+      ops: [appended.op, this.recordOp(record)],
+      contractId: record.contract_id,
+      rollback: appended.rollback,
+      deployed: () => this.view(this.remember(record)),
+    };
   }
 
   /** The contract's live state: in memory, else rebuilt from its record and events, each checked against its row. */
@@ -173,6 +214,8 @@ export class ContractService {
     eventJson: unknown,
     charge: ChargeFn,
     chargeRecord: (seq: number) => Op[],
+    /** More ops for the transition's batch, given its row (an agent's record and tick event); may throw to refuse. */
+    attach?: (row: AuditRow, moved: { from: string; to: string; vars: Record<string, Primitive> }) => Op[],
   ): Promise<{ contract: ContractView; from: string; row: AuditRow; transition: number }> {
     const event = parseEvent(eventJson);
     return this.chain.locks.run(`contract:${slug}!${contractId}`, async () => {
@@ -186,6 +229,7 @@ export class ContractService {
           ...paid.ops,
           ...chargeRecord(r.seq),
           { type: 'put', sub: this.events, key: `${slug}!${contractId}!${padNum(r.seq)}`, value: { seq: r.seq, event, from: next.from, to: next.state } },
+          ...(attach ? attach(r, { from: next.from, to: next.state, vars: next.vars }) : []),
         ]);
       } catch (err) {
         paid.rollback();

@@ -204,6 +204,13 @@ export class ChainService {
     await this.head(slug);
   }
 
+  /** The seq the next appendOps on this chain will take (synchronous after prepare). */
+  nextSeq(slug: string): number {
+    const head = this.heads.get(slug);
+    if (!head) throw new Error(`chain head of ${slug} not prepared`);
+    return head.seq + 1;
+  }
+
   /** Is the head of this chain in memory (appendOps can run)? */
   isPrepared(slug: string): boolean {
     return this.heads.has(slug);

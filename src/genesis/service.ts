@@ -3,16 +3,20 @@
 // machine and its admin key, a `genesis` row committing the document's digest and one row per first event, and the
 // genesis record. The answer is sealed (svcProof, HMAC-SHA256 with the receipt key). Idempotent on the document's
 // digest (SHA-256 of its RFC 8785 JSON): the same document again answers the first execution, charging nothing.
-// Contracts (an initial contract in the document) are not served on this node yet: such a document is refused.
+// An initial contract in the document is deployed in the same batch (a `contract_deploy` row after the genesis row,
+// before the first events), with the chain's own contract code; the machine's settings come from the document.
 import { canonicalDigest } from '../kernel/canonical.js';
 import { ServiceError } from '../kernel/errors.js';
 import { signBody } from '../kernel/receipt.js';
 import { stampAt, type Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
-import type { ChainService, Role } from '../chain/service.js';
+import type { AuditRow, ChainService, Role } from '../chain/service.js';
 import type { IdentityService } from '../identity/service.js';
 import type { Ledger, TallyCharge } from '../tally/ledger.js';
+import type { Contract } from '../chain/contract-language.js';
 import { COSTS } from '../tally/costs.js';
+
+type Deployment = ReturnType<ChainService['contracts']['deployOps']>;
 
 export interface GenesisDocument {
   slug: string;
@@ -20,6 +24,11 @@ export interface GenesisDocument {
   roles: Record<string, Exclude<Role, 'owner'>>;
   events: { type: string; payload: unknown }[];
   metadata: Record<string, unknown>;
+  /** The machine's initial contract (validated), deployed at seq 2. */
+  contract?: Contract;
+  /** Settings (spec 2.7; default false). Present in the document, so in its digest, only when true. */
+  inject_agent_rail?: true;
+  inject_pulse_orb?: true;
 }
 
 export interface GenesisRecord {
@@ -28,6 +37,9 @@ export interface GenesisRecord {
   slug: string;
   svcond: number;
   rows: { seq: number; hash: string; transitionType: string }[];
+  /** The initial contract's id (null: the document had none). */
+  contract_id: string | null;
+  settings: { is_public: boolean; inject_agent_rail: boolean; inject_pulse_orb: boolean };
   tally_charge: TallyCharge;
 }
 
@@ -61,6 +73,7 @@ export class GenesisService {
     await this.deps.ledger.wallet(zid);
     const svcond = stampAt(this.deps.clock.nowNs()).svcond;
     let rec: GenesisRecord | null = null;
+    let deployment: Deployment | null = null;
     let created: Awaited<ReturnType<IdentityService['createMachine']>>;
     try {
       created = await this.deps.identity.createMachine(
@@ -72,9 +85,17 @@ export class GenesisService {
           // Synchronous up to the commit: the charge (402 here writes nothing), then the machine's first rows.
           const paid = this.deps.ledger.chargeOps(zid, 'genesis', COSTS.genesis);
           this.deps.chain.created(doc.slug);
-          const appended: ReturnType<ChainService['appendOps']>[] = [];
+          const appended: { row: AuditRow; op: Op; rollback: () => void }[] = [];
+          const recordOps: Op[] = [];
           try {
             appended.push(this.deps.chain.appendOps(doc.slug, svcond, 'genesis', { document_digest: digest }));
+            if (doc.contract) {
+              // The chain's own deploy, its row next (seq 2) and its record in this batch.
+              const d = this.deps.chain.contracts.deployOps(doc.slug, svcond, zid, doc.contract);
+              deployment = d;
+              appended.push({ row: d.row, op: d.ops[0]!, rollback: d.rollback });
+              recordOps.push(...d.ops.slice(1));
+            }
             for (const e of doc.events) appended.push(this.deps.chain.appendOps(doc.slug, svcond, 'genesis_event', { type: e.type, payload: e.payload }));
           } catch (err) {
             for (const a of appended.reverse()) a.rollback();
@@ -87,9 +108,11 @@ export class GenesisService {
             slug: doc.slug,
             svcond,
             rows: appended.map((a) => ({ seq: a.row.seq, hash: a.row.hash, transitionType: a.row.transitionType })),
+            contract_id: deployment?.contractId ?? null,
+            settings: { is_public: doc.is_public, inject_agent_rail: doc.inject_agent_rail === true, inject_pulse_orb: doc.inject_pulse_orb === true },
             tally_charge: paid.charge,
           };
-          const ops: Op[] = [...paid.ops, ...appended.map((a) => a.op), { type: 'put', sub: this.records, key: digest, value: rec }];
+          const ops: Op[] = [...paid.ops, ...appended.map((a) => a.op), ...recordOps, { type: 'put', sub: this.records, key: digest, value: rec }];
           return {
             ops,
             rollback: () => {
@@ -99,6 +122,7 @@ export class GenesisService {
           };
         },
         doc.roles,
+        { inject_agent_rail: doc.inject_agent_rail === true, inject_pulse_orb: doc.inject_pulse_orb === true },
       );
     } catch (err) {
       // A concurrent execution of the same document took the slug first: answer it.
@@ -107,6 +131,8 @@ export class GenesisService {
       throw err;
     }
     if (rec === null) throw new Error('genesis committed without its record');
+    // The contract's live state starts now (else its first use rebuilds it from the record and the row).
+    (deployment as Deployment | null)?.deployed();
     return { created: true, body: this.answer(rec, false, created.adminKey) };
   }
 

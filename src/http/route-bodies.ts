@@ -41,7 +41,7 @@ export const ROUTE_BODIES: Record<string, RouteBody> = {
   'GET /api/svc/mmio/registers': { request: 'Bearer key', answer: '{version, zid, svcond, registers [...]} (bank 0x1000)' },
   'POST /api/svc/agent/spawn': {
     request:
-      '{slug? (one of your machines; default your own), program {every, step {kind: compute|solver|append, ...}, state?, assign?, max_ticks?, derive? {every, max_children, max_depth, program?}}}',
+      '{slug? (one of your machines; default your own), program {every, step {kind: compute|solver|append|contract, ...} (contract: {contract_id, event {type, ...fields}} from {{placeholders}}; append writes a chain row only with inject_agent_rail on), state?, assign?, max_ticks?, derive? {every, max_children, max_depth, program?}}}',
     answer: '201 the agent {id, status, slug, depth, ticks, state, next_svcond, program, ...}; costs 75',
   },
   'GET /api/svc/agent/list': { request: 'query status?, offset?, limit?', answer: '{total, offset, limit, items [agent]}' },
@@ -52,8 +52,9 @@ export const ROUTE_BODIES: Record<string, RouteBody> = {
     answer: 'text/event-stream: events spawn, tick, derive, kill, stop; id = event seq; data {seq, type, agent, owner, svcond, data}; heartbeat comments',
   },
   'POST /api/genesis/execute': {
-    request: '{document {slug, is_public?, roles? {zid: viewer|operator|admin}, events? [{type, payload}], metadata?}}',
+    request:
+      '{document {slug, is_public?, inject_agent_rail?, inject_pulse_orb?, roles? {zid: viewer|operator|admin}, contract? (a JSON contract), events? [{type, payload}], metadata?}}',
     answer:
-      '201 {kind: genesis, document_digest, owner, slug, svcond, rows, tally_charge, replayed: false, svcProof, admin_key} | 200 the same, replayed: true',
+      '201 {kind: genesis, document_digest, owner, slug, svcond, rows, contract_id, settings, tally_charge, replayed: false, svcProof, admin_key} | 200 the same, replayed: true',
   },
 };

@@ -78,6 +78,9 @@ export interface IdentityDeps {
   keyCacheMax?: number;
 }
 
+/** A new machine's settings besides is_public (spec 2.7: booleans, default false). */
+export type MachineFlags = Partial<Pick<MachineRecord, 'inject_agent_rail' | 'inject_pulse_orb'>>;
+
 export type AssertionSink = (assertions: IdentityAssertion[]) => void;
 /** Ask other nodes for a key minted elsewhere; resolves to a verified assertion and its signer, or null. */
 export type RemoteKeyLookup = (digest: string) => Promise<{ assertion: unknown; sender: string } | null>;
@@ -416,6 +419,7 @@ export class IdentityService {
     svcond: number,
     isPublic = false,
     roles: Record<string, Role> = {},
+    flags: MachineFlags = {},
   ): { ops: Op[]; adminKey: string; machine: MachineRecord; announce: () => void } {
     const adminKey = mintKey('zsm');
     const machine: MachineRecord = {
@@ -425,8 +429,8 @@ export class IdentityService {
       is_public: isPublic,
       key_digest: keyDigest(adminKey),
       roles: { ...roles, [zid]: 'owner' },
-      inject_agent_rail: false,
-      inject_pulse_orb: false,
+      inject_agent_rail: flags.inject_agent_rail ?? false,
+      inject_pulse_orb: flags.inject_pulse_orb ?? false,
       home: this.deps.nodeId(),
       created_unix_ms: this.now(),
     };
@@ -502,6 +506,8 @@ export class IdentityService {
     charge?: () => { ops: Op[]; rollback: () => void },
     /** Roles of other identities on the new machine (a genesis document's); the creator is always its owner. */
     roles?: Record<string, Role>,
+    /** The machine's settings besides is_public (a genesis document's); absent: false. */
+    flags?: MachineFlags,
   ): Promise<{ machine: MachineRecord; adminKey: string }> {
     if (slug.startsWith(DEFAULT_SLUG_PREFIX)) {
       const reason = `slugs starting with "${DEFAULT_SLUG_PREFIX}" name identities' default machines and cannot be chosen`;
@@ -511,7 +517,7 @@ export class IdentityService {
     try {
       if (await this.deps.chain.getMachine(slug)) throw conflict('slug', slug);
       const paid = charge?.();
-      const { ops, adminKey, machine, announce } = this.machineFor(zid, slug, svcond, isPublic, roles);
+      const { ops, adminKey, machine, announce } = this.machineFor(zid, slug, svcond, isPublic, roles, flags);
       try {
         await this.deps.store.commit(paid ? [...paid.ops, ...ops] : ops);
       } catch (err) {

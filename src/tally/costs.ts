@@ -30,6 +30,8 @@ export const COSTS = {
   agentAppend: 1,
   /** POST /api/genesis/execute: a state machine's creation (part 8's 50). */
   genesis: 50,
+  /** An agent's contract step whose event the contract refuses (its tick is still recorded; decisions, session 12). */
+  agentRefusedTransition: 1,
 } as const;
 
 /** Part 8's bounds for a compute charge. */
@@ -71,9 +73,16 @@ export const COST_TABLE: readonly CostEntry[] = [
     credits: COSTS.agentAppend,
     per: 'action',
     served: true,
-    note: "an agent's chain-append step (a compute or solver step costs as one)",
+    note: "an agent's append step, on the chain or on its rail (inject_agent_rail); a compute or solver step costs as one",
   },
   { action: 'genesis', credits: COSTS.genesis, per: 'action', served: true, note: 'POST /api/genesis/execute: a new state machine from a genesis document' },
+  {
+    action: 'agent_refused_transition',
+    credits: COSTS.agentRefusedTransition,
+    per: 'action',
+    served: true,
+    note: "an agent's contract step whose event the contract refuses (an accepted one costs a contract transition)",
+  },
 ];
 
 /** What GET /api/tally/costs and discovery show. */

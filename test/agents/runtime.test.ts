@@ -154,6 +154,7 @@ describe('agents', () => {
 
   it('agents keep running across a restart; the stream resumes from the stored events', async () => {
     const owner = await zkIdentity(t.url, 'agent-restart');
+    expect((await call(t.url, 'PATCH', `/api/chain/${owner.slug}/settings`, { inject_agent_rail: true }, bearer(owner.key))).status).toBe(200);
     const r = await call(
       t.url,
       'POST',
@@ -187,5 +188,142 @@ describe('agents', () => {
     const v = Object.fromEntries(regs.body.registers.map((x: any) => [x.name, x.value]));
     expect(v.agents).toBe(1);
     expect(v.open_streams).toBe(1);
+  });
+
+  it('a contract-transition step: the event from placeholders, charged 5 a transition, a refused event a tick that changes nothing', async () => {
+    const owner = await zkIdentity(t.url, 'agent-contract');
+    const contract = {
+      name: 'counter',
+      states: ['low', 'high'],
+      initial: 'low',
+      variables: { count: 0 },
+      transitions: [
+        {
+          from: 'low',
+          on: 'inc',
+          to: 'low',
+          guards: [{ left: { var: 'count' }, op: '<', right: { value: 2 } }],
+          effects: [{ add: 'count', by: { event: 'by' } }],
+        },
+        {
+          from: 'low',
+          on: 'inc',
+          to: 'high',
+          guards: [{ left: { var: 'count' }, op: '>=', right: { value: 2 } }],
+          effects: [{ add: 'count', by: { event: 'by' } }],
+        },
+      ],
+    };
+    const deployed = await call(t.url, 'POST', `/api/chain/${owner.slug}/contracts`, contract, bearer(owner.key));
+    expect(deployed.status).toBe(201);
+    const id = deployed.body.contract_id as string;
+    const program = (contractId: string) => ({
+      every: 1,
+      state: { by: 1, seen: null },
+      step: { kind: 'contract', contract_id: contractId, event: { type: 'inc', by: '{{state.by}}', note: 'tick {{tick}}' } },
+      assign: { seen: '{{result.contract_state}}' },
+    });
+    const bad = await call(t.url, 'POST', '/api/svc/agent/spawn', { program: program(`ctr_${'0'.repeat(24)}`) }, bearer(owner.key));
+    expect(expectError(bad, 400, 'SVC_INVALID_INPUT').field).toBe('program.step.contract_id');
+    expectError(
+      await call(
+        t.url,
+        'POST',
+        '/api/svc/agent/spawn',
+        { program: { ...program(id), step: { ...program(id).step, event: { type: '{{state.nope}}' } } } },
+        bearer(owner.key),
+      ),
+      400,
+      'SVC_INVALID_INPUT',
+    );
+    const spawned = await call(t.url, 'POST', '/api/svc/agent/spawn', { program: program(id) }, bearer(owner.key));
+    expect(spawned.status).toBe(201);
+    for (let i = 0; i < 4; i++) await tick(1); // count 0 → 1 → 2 (low), 2 → 3 (high), then no transition from high
+    const after = await call(t.url, 'GET', `/api/chain/${owner.slug}/contracts/${id}`, undefined, bearer(owner.key));
+    expect(after.body).toMatchObject({ state: 'high', vars: { count: 3 }, transitions_applied: 3 });
+    const agent = await call(t.url, 'GET', `/api/svc/agent/${spawned.body.id}`, undefined, bearer(owner.key));
+    expect(agent.body).toMatchObject({ status: 'running', ticks: 4, state: { by: 1, seen: 'high' } });
+    // Three transitions (5 each) and one refused event (1: no tick is free).
+    expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(owner.key))).body.total).toBe(200 - 75 - 3 * 5 - 1);
+    const rows = (await call(t.url, 'GET', `/api/chain/${owner.slug}/explore?from=1&to=50`, undefined, bearer(owner.key))).body.rows;
+    expect(rows.filter((r: any) => r.transitionType === 'contract_transition')).toHaveLength(3);
+    const charges = await call(t.url, 'GET', `/api/chain/${owner.slug}/tally/charges`, undefined, bearer(owner.key));
+    expect(charges.body.items.filter((c: any) => c.action === 'contract_transition')).toHaveLength(3);
+
+    const s = await stream(owner.key, '0');
+    await waitFor(() => s.events.length >= 5, 10_000, 'the stored events');
+    const ticks = s.json().filter((e: any) => e.type === 'tick');
+    expect(ticks.map((e: any) => [e.data.contract.from, e.data.contract.to])).toEqual([
+      ['low', 'low'],
+      ['low', 'low'],
+      ['low', 'high'],
+      [undefined, undefined],
+    ]);
+    expect(ticks[2].data.contract).toMatchObject({ contract_id: id, event: 'inc', vars: { count: 3 }, charge: { action: 'contract_transition', cost: 5 } });
+    expect(ticks[2].data.chain.seq).toBe(rows.at(-1).seq);
+    expect(ticks[3].data.contract.refused).toEqual({ state: 'high', event: 'inc', reason: 'no transition' });
+    expect(ticks[3].data.contract.charge).toMatchObject({ action: 'agent_refused_transition', cost: 1 });
+    expect(ticks[3].data.chain).toBeUndefined();
+  });
+
+  it('the agent rail: an append step writes on the chain only when the machine injects the agent rail', async () => {
+    const owner = await zkIdentity(t.url, 'agent-rail');
+    const spawned = await call(
+      t.url,
+      'POST',
+      '/api/svc/agent/spawn',
+      { program: { every: 1, step: { kind: 'append', event: 'beat', payload: { tick: '{{tick}}' } } } },
+      bearer(owner.key),
+    );
+    expect(spawned.status).toBe(201);
+    const chainRows = async () =>
+      (await call(t.url, 'GET', `/api/chain/${owner.slug}/explore?from=1&to=50`, undefined, bearer(owner.key))).body.rows.filter(
+        (r: any) => r.transitionType === 'agent_event',
+      );
+    const balance = async () => (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(owner.key))).body.total;
+    for (let i = 0; i < 2; i++) await tick(1); // off (the default): the agent rail only, nothing on the chain; 1 a step
+    expect(await chainRows()).toHaveLength(0);
+    expect(await balance()).toBe(200 - 75 - 2);
+    expect((await call(t.url, 'PATCH', `/api/chain/${owner.slug}/settings`, { inject_agent_rail: true }, bearer(owner.key))).status).toBe(200);
+    await tick(1); // on: an agent_event row, charged 1 as well
+    const rows = await chainRows();
+    expect(rows).toHaveLength(1);
+    expect(await balance()).toBe(200 - 75 - 3);
+    expect((await call(t.url, 'PATCH', `/api/chain/${owner.slug}/settings`, { inject_agent_rail: false }, bearer(owner.key))).status).toBe(200);
+    await tick(1);
+    expect(await chainRows()).toHaveLength(1);
+    expect(await balance()).toBe(200 - 75 - 4);
+
+    const s = await stream(owner.key, '0');
+    await waitFor(() => s.events.length >= 5, 10_000, 'the stored events');
+    const ticks = s.json().filter((e: any) => e.type === 'tick');
+    expect(ticks.map((e: any) => e.data.rail.injected)).toEqual([false, false, true, false]);
+    expect(ticks[2].data.chain).toMatchObject({ slug: owner.slug, seq: rows[0].seq, hash: rows[0].hash });
+    // The same entry digest whether injected or not: the row commits exactly what the rail names.
+    expect(ticks[2].data.rail.entry_sha256).toBe(rows[0].payload_sha256);
+    expect(ticks.every((e: any) => /^[0-9a-f]{64}$/.test(e.data.rail.entry_sha256))).toBe(true);
+  });
+
+  it("an agent writes with its owner's role of now: an operator's agent stops when the role is taken", async () => {
+    const owner = await zkIdentity(t.url, 'agent-role-owner');
+    const op = await zkIdentity(t.url, 'agent-role-op');
+    expect((await call(t.url, 'PATCH', `/api/chain/${owner.slug}/settings`, { roles: { [op.zid]: 'operator' } }, bearer(owner.key))).status).toBe(200);
+    const spawned = await call(
+      t.url,
+      'POST',
+      '/api/svc/agent/spawn',
+      { slug: owner.slug, program: { every: 1, step: { kind: 'append', event: 'beat' } } },
+      bearer(op.key),
+    );
+    expect(spawned.status).toBe(201);
+    await tick(1);
+    expect((await call(t.url, 'GET', `/api/svc/agent/${spawned.body.id}`, undefined, bearer(op.key))).body).toMatchObject({ status: 'running', ticks: 1 });
+    expect((await call(t.url, 'PATCH', `/api/chain/${owner.slug}/settings`, { roles: { [op.zid]: null } }, bearer(owner.key))).status).toBe(200);
+    await tick(1);
+    expect((await call(t.url, 'GET', `/api/svc/agent/${spawned.body.id}`, undefined, bearer(op.key))).body).toMatchObject({
+      status: 'stopped',
+      stop_reason: 'step_failed: SVC_FORBIDDEN',
+      ticks: 1,
+    });
   });
 });

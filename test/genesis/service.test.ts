@@ -2,6 +2,7 @@
 // idempotent on the document's digest.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { canonicalDigest } from '../../src/kernel/canonical.js';
 
 describe('genesis', () => {
   let t: TestNode;
@@ -37,6 +38,10 @@ describe('genesis', () => {
     ]);
     expect(first.body.tally_charge).toMatchObject({ action: 'genesis', cost: 50 });
     expect(await balance(owner.key)).toBe(70);
+    // The digest is the one a document without the newer fields (contract, inject_*) always had: the normalised
+    // document's RFC 8785 SHA-256, the settings left out while false.
+    expect(first.body.document_digest).toBe(canonicalDigest({ ...document, is_public: false, metadata: {} }));
+    expect(first.body.contract_id).toBeNull();
 
     const again = await call(t.url, 'POST', '/api/genesis/execute', { document }, bearer(owner.key));
     expect(again.status).toBe(200);
@@ -57,13 +62,72 @@ describe('genesis', () => {
     expectError(await call(t.url, 'POST', '/api/genesis/execute', { document }, bearer(stranger.key)), 409, 'SVC_CONFLICT');
   });
 
-  it('refuses what it cannot do, writing nothing: a contract (not served yet), a wallet that cannot pay', async () => {
+  it('deploys the initial contract in the same batch, with the settings of the document; idempotent on its digest', async () => {
+    const owner = await zkIdentity(t.url, 'genesis-contract');
+    const operator = await zkIdentity(t.url, 'genesis-contract-op');
+    const contract = {
+      name: 'gate',
+      states: ['closed', 'open'],
+      initial: 'closed',
+      variables: { opened: 0 },
+      transitions: [
+        { from: 'closed', on: 'open', to: 'open', effects: [{ add: 'opened', by: { value: 1 } }] },
+        { from: 'open', on: 'close', to: 'closed' },
+      ],
+    };
+    const document = {
+      slug: 'genesis-gate',
+      inject_agent_rail: true,
+      roles: { [operator.zid]: 'operator' },
+      contract,
+      events: [{ type: 'note', payload: 'installed' }],
+    };
+    const first = await call(t.url, 'POST', '/api/genesis/execute', { document }, bearer(owner.key));
+    expect(first.status).toBe(201);
+    expect(first.body.rows.map((r: any) => [r.seq, r.transitionType])).toEqual([
+      [1, 'genesis'],
+      [2, 'contract_deploy'],
+      [3, 'genesis_event'],
+    ]);
+    expect(first.body.contract_id).toMatch(/^ctr_[0-9a-f]{24}$/);
+    expect(first.body.settings).toEqual({ is_public: false, inject_agent_rail: true, inject_pulse_orb: false });
+    const settings = await call(t.url, 'GET', '/api/chain/genesis-gate/settings', undefined, bearer(owner.key));
+    expect(settings.body).toMatchObject({ is_public: false, inject_agent_rail: true, inject_pulse_orb: false });
+
+    // The contract is the chain's: listed, at its initial state, and it transitions (an operator of the document, cost 5).
+    const id = first.body.contract_id as string;
+    const listed = await call(t.url, 'GET', '/api/chain/genesis-gate/contracts', undefined, bearer(owner.key));
+    expect(listed.body.contracts).toEqual([{ contract_id: id, name: 'gate', deployed_seq: 2 }]);
+    expect((await call(t.url, 'GET', `/api/chain/genesis-gate/contracts/${id}`, undefined, bearer(owner.key))).body).toMatchObject({ state: 'closed' });
+    const moved = await call(t.url, 'POST', `/api/chain/genesis-gate/contracts/${id}/transition`, { event: { type: 'open' } }, bearer(operator.key));
+    expect(moved.status).toBe(200);
+    expect(moved.body).toMatchObject({ state: 'open', vars: { opened: 1 } });
+
+    // Rebuilt from the log (what a restart does): the deploy row written by genesis checks out.
+    t.node.chain.contracts.forget();
+    expect((await call(t.url, 'GET', `/api/chain/genesis-gate/contracts/${id}`, undefined, bearer(owner.key))).body).toMatchObject({
+      state: 'open',
+      transitions_applied: 1,
+    });
+    expect((await call(t.url, 'GET', '/api/chain/genesis-gate/pohc/validate', undefined, bearer(owner.key))).body).toMatchObject({ valid: true, rows: 4 });
+
+    const again = await call(t.url, 'POST', '/api/genesis/execute', { document }, bearer(owner.key));
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ replayed: true, contract_id: id, document_digest: first.body.document_digest });
+    expect((await call(t.url, 'GET', '/api/chain/genesis-gate/contracts', undefined, bearer(owner.key))).body.contracts).toHaveLength(1);
+  });
+
+  it('refuses what it cannot do, writing nothing: a contract that does not validate, a wallet that cannot pay', async () => {
     const id = await zkIdentity(t.url, 'genesis-poor');
-    expectError(
-      await call(t.url, 'POST', '/api/genesis/execute', { document: { slug: 'with-contract', contract: { states: [] } } }, bearer(id.key)),
-      400,
-      'SVC_INVALID_INPUT',
+    const bad = await call(
+      t.url,
+      'POST',
+      '/api/genesis/execute',
+      { document: { slug: 'with-contract', contract: { name: 'x', states: ['a'], initial: 'a', transitions: [{ from: 'a', on: 'go', to: 'b' }] } } },
+      bearer(id.key),
     );
+    expect(expectError(bad, 400, 'SVC_INVALID_INPUT').field).toBe('document.contract.transitions.0.to');
+    expectError(await call(t.url, 'GET', '/api/chain/with-contract/explore', undefined, bearer(id.key)), 404, 'SVC_NOT_FOUND');
     for (const slug of ['poor-one', 'poor-two'])
       expect((await call(t.url, 'POST', '/api/genesis/execute', { document: { slug } }, bearer(id.key))).status).toBe(201);
     expectError(await call(t.url, 'POST', '/api/genesis/execute', { document: { slug: 'poor-three' } }, bearer(id.key)), 402, 'INSUFFICIENT_BALANCE');

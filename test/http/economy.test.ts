@@ -99,6 +99,7 @@ describe('costs', () => {
       page_generation: 100,
       agent_append: 1,
       genesis: 50,
+      agent_refused_transition: 1,
     });
     expect(r.body.split).toMatchObject({ burned_percent: 80, foundation_percent: 20 });
     const d = await call(t.url, 'GET', '/api');

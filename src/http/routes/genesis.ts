@@ -1,10 +1,11 @@
 // POST /api/genesis/execute (spec 4.2): a new state machine from a genesis document, at the caller's home. Thin:
-// validate the document, call the genesis service, answer 201 (created) or 200 (the same document again).
+// validate the document (its contract with the chain's contract schema, errors at `document.contract.<path>`), call
+// the genesis service, answer 201 (created) or 200 (the same document again).
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
-import { InputError } from '../../solvers/errors.js';
+import { parseContract } from '../../chain/contract-language.js';
 import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
@@ -17,6 +18,8 @@ const documentSchema = z
   .object({
     slug: z.string().regex(SLUG_PATTERN, '3 … 48 of a-z, 0-9 and -'),
     is_public: z.boolean().default(false),
+    inject_agent_rail: z.boolean().default(false),
+    inject_pulse_orb: z.boolean().default(false),
     roles: z
       .record(z.string().regex(/^zid_[A-Za-z0-9]{1,64}$/, 'a ZID'), z.enum(['viewer', 'operator', 'admin']))
       .refine((r) => Object.keys(r).length <= 64, 'at most 64 roles')
@@ -43,9 +46,16 @@ export function genesisRoutes(router: Router, s: HttpServices & { genesis: Genes
     const c = ctx.state.caller as Caller;
     if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'a genesis document is executed by an identity: use a key of one');
     const { document } = validate(executeBody, ctx.request.body);
-    const { contract, ...doc } = document;
-    if (contract !== undefined) throw new InputError('document.contract', 'contracts are not served on this node yet: leave the initial contract out', null);
-    const { created, body } = await s.genesis.execute(c.zid, { ...doc, events: doc.events.map((e) => ({ type: e.type, payload: e.payload ?? null })) });
+    const { contract, inject_agent_rail, inject_pulse_orb, ...doc } = document;
+    // The digested document: a setting only when true and the contract only when given, so a document written
+    // without them keeps the digest it had before they were read.
+    const { created, body } = await s.genesis.execute(c.zid, {
+      ...doc,
+      events: doc.events.map((e) => ({ type: e.type, payload: e.payload ?? null })),
+      ...(contract !== undefined ? { contract: parseContract(contract, 'document.contract') } : {}),
+      ...(inject_agent_rail ? { inject_agent_rail: true as const } : {}),
+      ...(inject_pulse_orb ? { inject_pulse_orb: true as const } : {}),
+    });
     ctx.status = created ? 201 : 200;
     ctx.body = body;
   });
