@@ -4,6 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { verifyLog, type LogReport } from '../chain/verify-log.js';
+import { progress } from './progress.js';
 
 /** The command's work, callable in-process (tests): the report and the exit code. */
 export async function verifyLogFiles(file: string, proofsFile?: string): Promise<{ report: LogReport | null; code: number; error?: string }> {
@@ -31,7 +32,14 @@ export function addVerifyLogCommand(program: Command): void {
     .description('verify an exported state-machine log offline (GET /api/chain/:slug/export): hash chain, signed checkpoints, forks, proofs')
     .option('--proofs <file>', 'a JSON proof or array of proofs (GET /api/chain/:slug/proof/inclusion or /proof/consistency answers)')
     .action(async (file: string, opts: { proofs?: string }) => {
+      // On a terminal: a spinner while a large export is hashed, then one line saying what held (stdout keeps the JSON).
+      const spin = progress(`verifying ${file}`);
       const { report, code, error } = await verifyLogFiles(file, opts.proofs);
+      if (report) {
+        const what = `${report.rows} rows, ${report.checkpoints.length} checkpoints, ${report.proofs.length} proofs`;
+        if (report.valid) spin.succeed(`valid: ${what}`);
+        else spin.fail(`invalid${report.first_bad ? ` at row ${report.first_bad.seq} (${report.first_bad.reason})` : ''}: ${what}`);
+      } else spin.fail(`cannot verify ${file}`);
       if (error) process.stderr.write(`svc-node: ${error}\n`);
       else process.stdout.write(`${JSON.stringify(report)}\n`);
       process.exit(code);
