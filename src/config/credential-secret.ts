@@ -3,9 +3,10 @@
 // receipt secret and the operator token (temp file, fsync, rename). Its own secret, not the receipt secret: a mesh
 // shares its receipt secret, and an identity's API keys must open only on its home node.
 import { randomBytes } from 'node:crypto';
-import { open, readFile, rename } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from './error.js';
+import { writeSecretFile } from './secret-file.js';
 
 export const CREDENTIAL_SECRET_FILE = 'credential-secret';
 const HEX_32 = /^[0-9a-f]{64}$/;
@@ -20,14 +21,6 @@ export async function loadOrCreateCredentialSecret(dir: string): Promise<Buffer>
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
   const secret = randomBytes(32);
-  const tmp = `${file}.${process.pid}.tmp`;
-  const fh = await open(tmp, 'wx', 0o600);
-  try {
-    await fh.writeFile(secret.toString('hex'));
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, file);
+  await writeSecretFile(file, secret.toString('hex'));
   return secret;
 }

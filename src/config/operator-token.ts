@@ -2,9 +2,10 @@
 // <dataDir>/operator-token (mode 0600, written like the receipt secret: temp file, fsync, rename), shown by
 // `svc-node keys`. The node keeps only its SHA-256 digest in memory and compares digests in constant time.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { open, readFile, rename } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from './error.js';
+import { writeSecretFile } from './secret-file.js';
 
 export const OPERATOR_TOKEN_FILE = 'operator-token';
 export const OPERATOR_TOKEN_PATTERN = /^op_[0-9a-f]{64}$/;
@@ -29,15 +30,7 @@ export async function loadOrCreateOperatorToken(dir: string): Promise<string> {
   if (kept !== null) return kept;
   const file = join(dir, OPERATOR_TOKEN_FILE);
   const token = `op_${randomBytes(32).toString('hex')}`;
-  const tmp = `${file}.${process.pid}.tmp`;
-  const fh = await open(tmp, 'wx', 0o600);
-  try {
-    await fh.writeFile(token);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, file);
+  await writeSecretFile(file, token);
   return token;
 }
 

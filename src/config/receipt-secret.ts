@@ -2,9 +2,10 @@
 // cluster data root's, SVC_RECEIPT_SECRET, the config's receiptSecret and `svc-node verify --secret`. One text is
 // one key on every path (docs/protocol.md, "Receipt keys"). Text that is not hex is refused, never reinterpreted.
 import { createHash, randomBytes } from 'node:crypto';
-import { open, readFile, rename } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from './error.js';
+import { writeSecretFile } from './secret-file.js';
 
 export const RECEIPT_SECRET_FILE = 'receipt-secret';
 /** A secret shorter than this is refused (16 bytes = 32 hex digits). */
@@ -40,15 +41,7 @@ export async function loadOrCreateReceiptSecret(dir: string): Promise<Buffer> {
   if (kept !== null) return kept;
   const file = join(dir, RECEIPT_SECRET_FILE);
   const secret = randomBytes(32);
-  const tmp = `${file}.${process.pid}.tmp`;
-  const fh = await open(tmp, 'wx', 0o600);
-  try {
-    await fh.writeFile(secret.toString('hex'));
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, file);
+  await writeSecretFile(file, secret.toString('hex'));
   return secret;
 }
 

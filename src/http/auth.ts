@@ -8,10 +8,13 @@ import type { Caller } from '../tally/ledger.js';
 import type { ChainService, MachineRecord } from '../chain/service.js';
 import { documented } from './validate.js';
 
-export function presentedKey(ctx: Context): string | null {
-  const header = ctx.get('authorization');
-  if (header) {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+/**
+ * The key a request presents: its Bearer header, else `?key=` (null: none). A header that is there but not
+ * "Bearer <key>" is 401, never read as no key. The HTTP routes and the WebSocket upgrade (ws-stream.ts) both use it.
+ */
+export function keyFrom(authorization: string | undefined, queryKey: unknown): string | null {
+  if (authorization) {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!m)
       throw new ServiceError(401, 'SVC_INVALID_KEY', 'Authorization header must be "Bearer <API_KEY>"', {
         key_id: null,
@@ -20,9 +23,11 @@ export function presentedKey(ctx: Context): string | null {
       });
     return m[1]!;
   }
-  const q = ctx.query.key;
-  if (typeof q === 'string' && q.length > 0) return q;
-  return null;
+  return typeof queryKey === 'string' && queryKey.length > 0 ? queryKey : null;
+}
+
+export function presentedKey(ctx: Context): string | null {
+  return keyFrom(ctx.get('authorization') || undefined, ctx.query.key);
 }
 
 export function noKeyError(): ServiceError {

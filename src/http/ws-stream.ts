@@ -14,6 +14,7 @@ import type { StreamService, ChannelRecord } from '../streams/channels.js';
 import type { Subscriber } from '../streams/hub.js';
 import { errorBody } from './errors.js';
 import { traceIdSource } from './trace.js';
+import { keyFrom } from './auth.js';
 
 export const WS_STREAM_PATH = '/ws/stream';
 export const HEARTBEAT_MS = 30_000;
@@ -42,26 +43,11 @@ function refuse(socket: Duplex, traceId: string, err: ServiceError): void {
   );
 }
 
-function keyOf(req: IncomingMessage, url: URL): string | null {
-  const header = req.headers.authorization;
-  if (header) {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!m)
-      throw new ServiceError(401, 'SVC_INVALID_KEY', 'Authorization header must be "Bearer <API_KEY>"', {
-        key_id: null,
-        revoked_at: null,
-        reason: 'malformed header',
-      });
-    return m[1]!;
-  }
-  return url.searchParams.get('key') || null;
-}
-
 async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL): Promise<ChannelRecord> {
   const id = url.searchParams.get('channel');
   if (!id) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'channel is required', { field: 'channel', reason: 'missing', allowed: 'a stream channel id' });
   const sig = url.searchParams.get('sig');
-  const key = keyOf(req, url);
+  const key = keyFrom(req.headers.authorization, url.searchParams.get('key'));
   if (key === null && sig !== null) {
     const check = deps.streams.checkLink(id, sig);
     if (!check.ok)

@@ -1,10 +1,11 @@
 // The node's persistent Ed25519 key: <dataDir>/node-key (libp2p protobuf encoding, file mode 0600), created on
 // first start. Its libp2p peer id is the node id.
-import { chmod, mkdir, open, readFile, rename, stat } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PeerId, PrivateKey } from '@libp2p/interface';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import { writeSecretFile } from '../config/secret-file.js';
 
 export const NODE_KEY_FILE = 'node-key';
 
@@ -34,15 +35,7 @@ export async function loadOrCreateNodeKey(dataDir: string): Promise<NodeIdentity
     if (!isMissing(err)) throw err;
     privateKey = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
     // Write to a temp file created 0600, fsync, then rename: never a half-written or world-readable key.
-    const tmp = `${file}.${process.pid}.tmp`;
-    const fh = await open(tmp, 'wx', 0o600);
-    try {
-      await fh.writeFile(privateKeyToProtobuf(privateKey as unknown as Parameters<typeof privateKeyToProtobuf>[0]));
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, file);
+    await writeSecretFile(file, privateKeyToProtobuf(privateKey as unknown as Parameters<typeof privateKeyToProtobuf>[0]));
   }
   const peerId = peerIdFromPrivateKey(privateKey as unknown as Parameters<typeof peerIdFromPrivateKey>[0]) as unknown as PeerId;
   return { privateKey, peerId, nodeId: peerId.toString() };
