@@ -16,6 +16,7 @@ import type { ComputeService } from '../compute/service.js';
 import { COSTS } from '../tally/costs.js';
 import { fill, parseProgram, type ChildProgram, type Program, type TemplateContext } from './program.js';
 import { AgentEvents, type AgentEvent } from './events.js';
+import { KeyedLock } from '../util/keyed-lock.js';
 
 /** A chain append step's price (part 8 names none; docs/decisions.md, session 12). */
 export const AGENT_APPEND_COST = COSTS.agentAppend;
@@ -100,7 +101,7 @@ export class AgentRuntime {
   private readonly byOwner: Sublevel;
   /** Running agents, by id. */
   private readonly running = new Map<string, AgentRecord>();
-  private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly locks = new KeyedLock();
   /**
    * Agents being killed or stopped (set synchronously, before their batch): a tick of one in flight does not write
    * its record over the kill's, and does not put it back among the running.
@@ -149,17 +150,6 @@ export class AgentRuntime {
 
   async totalOf(zid: string): Promise<number> {
     return (await this.deps.store.range(this.byOwner, { gte: `${zid}!`, lt: `${zid}!~`, limit: 100_000 })).length;
-  }
-
-  private serial<T>(id: string, work: () => Promise<T>): Promise<T> {
-    const before = this.locks.get(id) ?? Promise.resolve();
-    const run = before.then(work, work);
-    const settled = run.catch(() => undefined);
-    this.locks.set(id, settled);
-    void settled.then(() => {
-      if (this.locks.get(id) === settled) this.locks.delete(id);
-    });
-    return run;
   }
 
   private callerOf(a: AgentRecord): IdentityCaller {
@@ -299,7 +289,7 @@ export class AgentRuntime {
   async kill(caller: IdentityCaller, id: string): Promise<AgentRecord> {
     const target = await this.get(caller, id);
     if (target.status !== 'running') return target;
-    return this.serial(id, async () => {
+    return this.locks.run(id, async () => {
       const svcond = this.now();
       const ops: Op[] = [];
       const events: AgentEvent[] = [];
@@ -358,7 +348,7 @@ export class AgentRuntime {
     const worker = async (): Promise<void> => {
       while (i < due.length) {
         const id = due[i++]!;
-        await this.serial(id, () => this.tick(id, svcond)).catch((err: unknown) => this.deps.log?.('agent tick failed', { agent: id, err: String(err) }));
+        await this.locks.run(id, () => this.tick(id, svcond)).catch((err: unknown) => this.deps.log?.('agent tick failed', { agent: id, err: String(err) }));
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.limits.concurrency, due.length) }, worker));

@@ -13,6 +13,7 @@ import type { ComputeService, SealedRun } from '../compute/service.js';
 import { InputError } from '../solvers/errors.js';
 import { readInvariant, relativeDrift, type InvariantReading } from './invariants.js';
 import { fill } from '../util/template.js';
+import { KeyedLock } from '../util/keyed-lock.js';
 
 /** An operator chain with a feedback rule: each step's inputs are the last inputs with `feedback` applied. */
 export interface ChainLoop {
@@ -82,7 +83,7 @@ export class ReactorService {
   /** Reactor ids by owner (`zid!id`). */
   private readonly byOwner: Sublevel;
   /** Steps in flight by reactor: one at a time per reactor. */
-  private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly locks = new KeyedLock();
 
   constructor(private readonly deps: ReactorDeps) {
     this.reactors = deps.store.sub('reactors');
@@ -182,23 +183,12 @@ export class ReactorService {
     return r;
   }
 
-  private serial<T>(id: string, work: () => Promise<T>): Promise<T> {
-    const before = this.locks.get(id) ?? Promise.resolve();
-    const run = before.then(work, work);
-    const settled = run.catch(() => undefined);
-    this.locks.set(id, settled);
-    void settled.then(() => {
-      if (this.locks.get(id) === settled) this.locks.delete(id);
-    });
-    return run;
-  }
-
   /**
    * One step: the solver from the last state, sealed and charged as a solver run; the reactor's record and its
    * trajectory row go into the sealing batch. Returns the new record, the row and the sealed result's bytes.
    */
   step(caller: Caller & { kind: 'identity' }, id: string): Promise<{ reactor: ReactorRecord; row: StepRow; sealed: Buffer }> {
-    return this.serial(id, async () => {
+    return this.locks.run(id, async () => {
       const r = await this.get(caller, id);
       const startNs = this.deps.clock.nowNs();
       let next: ReactorRecord | null = null;

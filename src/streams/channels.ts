@@ -17,6 +17,7 @@ import { renderTemplate } from './template.js';
 import { checkLink, signLink, type LinkCheck } from './links.js';
 import type { StreamHub } from './hub.js';
 import { SecureSessions } from './secure.js';
+import { KeyedLock } from '../util/keyed-lock.js';
 
 export const CHANNEL_KEY_PREFIX = 'stk_';
 /** Ticks between autotick seals: at least 1, at most about 24 h (spec part 8: 111 197 ticks). */
@@ -113,7 +114,7 @@ export class StreamService {
   private readonly channels: Sublevel;
   private readonly autoIndex: Sublevel;
   /** Per-channel queue: ticks of one channel run one after another (each continues from the last head). */
-  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly locks = new KeyedLock();
   /** Channels with autotick on (ids), loaded at start. */
   readonly autotickIds = new Set<string>();
   /** Secure-pull sessions (secure.ts). */
@@ -195,20 +196,9 @@ export class StreamService {
     return { kind: 'identity', zid: c.owner.zid, slug: c.owner.slug, home: c.owner.home, key: c.owner.key };
   }
 
-  private serial<T>(id: string, work: () => Promise<T>): Promise<T> {
-    const before = this.queues.get(id) ?? Promise.resolve();
-    const run = before.then(work, work);
-    const tail = run.catch(() => undefined);
-    this.queues.set(id, tail);
-    void tail.then(() => {
-      if (this.queues.get(id) === tail) this.queues.delete(id);
-    });
-    return run;
-  }
-
   /** One tick: continue from the head state, seal, move the head in the seal's batch; then push. */
   tick(id: string): Promise<{ channel: ChannelRecord; sealed: Sealed }> {
-    return this.serial(id, async () => {
+    return this.locks.run(id, async () => {
       const c = await this.get(id);
       if (c.status !== 'open') throw new ServiceError(409, 'SVC_CONFLICT', `stream channel ${id} is closed`);
       let next: ChannelRecord | null = null;
@@ -260,7 +250,7 @@ export class StreamService {
   }
 
   async close(id: string): Promise<ChannelRecord> {
-    return this.serial(id, async () => {
+    return this.locks.run(id, async () => {
       const c = await this.get(id);
       if (c.status === 'closed') return c;
       const closed: ChannelRecord = { ...c, status: 'closed', autotick: false };
@@ -276,7 +266,7 @@ export class StreamService {
 
   /** Autotick stops by itself (the owner cannot pay); recorded so a restart does not start it again. */
   async stopAutotick(id: string, reason: string): Promise<void> {
-    await this.serial(id, async () => {
+    await this.locks.run(id, async () => {
       const c = await this.get(id);
       await this.deps.store.commit([
         { type: 'put', sub: this.channels, key: id, value: { ...c, autotick: false, autotick_stopped: reason } },

@@ -8,6 +8,7 @@ import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { Counters } from '../store/counters.js';
 import { folderCounter } from './counter-keys.js';
 import { ENVELOPE_SUBS, type EnvelopeRecord, type Ledger } from './ledger.js';
+import { KeyedLock } from '../util/keyed-lock.js';
 
 /** A folder name: 1 … 64 of letters, digits, space, '_', '.', '-', starting with a letter or digit. */
 export const FOLDER_PATTERN = /^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$/;
@@ -16,24 +17,7 @@ export const TOKEN_ID_PATTERN = /^env_[0-9a-f]{24}$/;
 const PAGE = 1000;
 
 /** One identity's envelope changes at a time, in arrival order. Transfers must take the same lock. */
-export class EnvelopeLocks {
-  private readonly tails = new Map<string, Promise<void>>();
-
-  async run<T>(zid: string, work: () => Promise<T>): Promise<T> {
-    const before = this.tails.get(zid) ?? Promise.resolve();
-    let release!: () => void;
-    const mine = new Promise<void>((r) => (release = r));
-    const tail = before.then(() => mine);
-    this.tails.set(zid, tail);
-    await before;
-    try {
-      return await work();
-    } finally {
-      release();
-      if (this.tails.get(zid) === tail) this.tails.delete(zid);
-    }
-  }
-}
+export class EnvelopeLocks extends KeyedLock {}
 
 export interface FolderMove {
   folder: string;
