@@ -106,28 +106,11 @@ export class ReactorService {
       throw new InputError('solver', `${solverId} is not stateful: a reactor needs a solver that accepts initialState`, stateful);
     }
     const { inputs, state } = this.deps.compute.resolveSolver(solverId, rawInputs ?? {}, rawState);
-    const record: ReactorRecord = {
-      id: `rx_${randomHex(24)}`,
-      owner: caller.zid,
-      home: this.deps.nodeId(),
+    return this.create(caller, {
       solver: solverId,
       inputs: JSON.parse(JSON.stringify(inputs)) as Record<string, unknown>,
       state: state === undefined ? null : JSON.parse(JSON.stringify(state)),
-      steps: 0,
-      opened_svcond: this.now(),
-      last_svcond: null,
-      last_result_id: null,
-      last_value: null,
-      unit: null,
-      total_ms: 0,
-      last_ms: null,
-      invariant: null,
-    };
-    await this.deps.store.commit([
-      { type: 'put', sub: this.reactors, key: record.id, value: record },
-      { type: 'put', sub: this.byOwner, key: `${caller.zid}!${record.id}`, value: 1 },
-    ]);
-    return record;
+    });
   }
 
   /**
@@ -143,15 +126,19 @@ export class ReactorService {
           throw new InputError(`feedback.${key}`, `unknown placeholder {{${path}}}`, FEEDBACK_PLACEHOLDERS);
       }
     }
+    return this.create(caller, { kind: 'chain', chain: loop, solver: 'chain', inputs, state: inputs });
+  }
+
+  /** A new reactor's record (no step yet), with its owner index, in one batch. */
+  private async create(
+    caller: Caller & { kind: 'identity' },
+    fields: Pick<ReactorRecord, 'solver' | 'inputs' | 'state'> & Partial<Pick<ReactorRecord, 'kind' | 'chain'>>,
+  ): Promise<ReactorRecord> {
     const record: ReactorRecord = {
       id: `rx_${randomHex(24)}`,
       owner: caller.zid,
       home: this.deps.nodeId(),
-      kind: 'chain',
-      chain: loop,
-      solver: 'chain',
-      inputs,
-      state: inputs,
+      ...fields,
       steps: 0,
       opened_svcond: this.now(),
       last_svcond: null,
