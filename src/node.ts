@@ -505,6 +505,8 @@ export class SvcNode {
     this.server.keepAliveTimeout = 5000;
     this.streamSocket = attachStreamSocket(this.server, {
       streams: this.streams,
+      nodeId: () => this.nodeId,
+      peerUrl: (id) => this.mesh?.peerUrl(id) ?? null,
       identity: this.identity,
       logger: this.logger,
       ...(this.options.wsHeartbeatMs !== undefined ? { heartbeatMs: this.options.wsHeartbeatMs } : {}),

@@ -15,12 +15,16 @@ import type { Subscriber } from '../streams/hub.js';
 import { errorBody } from './errors.js';
 import { traceIdSource } from './trace.js';
 import { keyFrom } from './auth.js';
+import { homeOfChannel } from '../streams/channel-id.js';
 
 export const WS_STREAM_PATH = '/ws/stream';
 export const HEARTBEAT_MS = 30_000;
 
 export interface StreamSocketDeps {
   streams: StreamService;
+  /** This node's id, and a peer's HTTP URL when known: a channel held by another node is named with its URL. */
+  nodeId: () => string;
+  peerUrl: (nodeId: string) => string | null;
   identity: IdentityService;
   logger: Logger;
   heartbeatMs?: number;
@@ -46,6 +50,16 @@ function refuse(socket: Duplex, traceId: string, err: ServiceError): void {
 async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL): Promise<ChannelRecord> {
   const id = url.searchParams.get('channel');
   if (!id) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'channel is required', { field: 'channel', reason: 'missing', allowed: 'a stream channel id' });
+  // A WebSocket is not relayed: a channel held by another node is refused with where to open it.
+  const home = homeOfChannel(id);
+  if (home !== null && home !== deps.nodeId()) {
+    const at = deps.peerUrl(home);
+    throw new ServiceError(404, 'SVC_NOT_FOUND', `stream channel ${id} is held by node ${home}${at ? `: open the WebSocket at ${at}` : ''}`, {
+      channel: id,
+      home,
+      ws_url: at ? `${at.replace(/^http/, 'ws')}${WS_STREAM_PATH}` : null,
+    });
+  }
   const sig = url.searchParams.get('sig');
   const key = keyFrom(req.headers.authorization, url.searchParams.get('key'));
   if (key === null && sig !== null) {

@@ -18,6 +18,7 @@ import { checkLink, signLink, type LinkCheck } from './links.js';
 import type { StreamHub } from './hub.js';
 import { SecureSessions } from './secure.js';
 import { KeyedLock } from '../util/keyed-lock.js';
+import { newChannelId } from './channel-id.js';
 
 export const CHANNEL_KEY_PREFIX = 'stk_';
 /** Ticks between autotick seals: at least 1, at most about 24 h (spec part 8: 111 197 ticks). */
@@ -139,7 +140,7 @@ export class StreamService {
   }
 
   async get(id: string): Promise<ChannelRecord> {
-    const c = typeof id === 'string' && id.length < 80 ? await this.deps.store.get<ChannelRecord>(this.channels, id) : undefined;
+    const c = typeof id === 'string' && id.length <= 128 ? await this.deps.store.get<ChannelRecord>(this.channels, id) : undefined;
     if (!c) throw new ServiceError(404, 'SVC_NOT_FOUND', `no stream channel ${JSON.stringify(id)}`);
     return c;
   }
@@ -159,7 +160,7 @@ export class StreamService {
       await this.deps.compute.compute(caller, { domain: source.domain, operators: source.operators, inputs: source.inputs }, { seal: false });
     }
     const key = `${CHANNEL_KEY_PREFIX}${randomHex(32)}${randomHex(16)}`;
-    const id = `str_${randomHex(24)}`;
+    const id = newChannelId(caller.home);
     const channel: ChannelRecord = {
       id,
       owner: { zid: caller.zid, slug: caller.slug, home: caller.home, key: caller.key },

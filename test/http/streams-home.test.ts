@@ -6,7 +6,9 @@ import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import type { PrivateKey } from '@libp2p/interface';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, startTestNode, type TestNode } from '../helpers/node.js';
+import WebSocket from 'ws';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { homeOfChannel } from '../../src/streams/channel-id.js';
 import { keyDigest, keyId, mintKey } from '../../src/identity/keys.js';
 import { buildEnvelope } from '../../src/mesh/wire.js';
 import { stampAt, systemClock } from '../../src/kernel/clock.js';
@@ -79,5 +81,43 @@ describe('stream channels at the owner home', () => {
     }
     expect(seen).toEqual(expect.arrayContaining(['POST /api/svc/streams', 'GET /api/svc/streams/str_far', 'POST /api/svc/streams/str_far/tick']));
     expectError(await call(t.url, 'GET', '/api/svc/streams/str_far', undefined, bearer(`stk_${'1'.repeat(48)}`)), 404, 'SVC_NOT_FOUND');
+  });
+
+  it('a channel whose id names its home is relayed there whatever the request carries: channel key, signed link, nothing', async () => {
+    const id = `str_${homeId}_${'ab'.repeat(12)}`;
+    for (const [method, path, headers] of [
+      ['GET', `/api/svc/streams/${id}`, bearer(`stk_${'1'.repeat(48)}`)],
+      ['POST', `/api/svc/streams/${id}/tick`, bearer(`stk_${'1'.repeat(48)}`)],
+      ['GET', `/api/svc/streams/${id}/latest`, bearer(`stk_${'1'.repeat(48)}`)],
+      ['GET', `/api/svc/streams/${id}/pull?sig=abc`, {}],
+      ['GET', `/api/svc/streams/${id}/secure/pull?session=s1`, {}],
+    ] as const) {
+      const r = await call(t.url, method, path, undefined, headers);
+      expect(r.status, `${method} ${path}: ${r.text}`).toBe(200);
+      expect(r.body).toEqual({ from: 'home', path });
+      expect(r.headers.get('x-svc-served-by')).toBe(homeId);
+    }
+    // A WebSocket is not relayed: the refusal says where to open it.
+    const refused = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const ws = new WebSocket(`${t.url.replace(/^http/, 'ws')}/ws/stream?channel=${id}`);
+      ws.on('unexpected-response', (_req, res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+      });
+      ws.on('open', () => reject(new Error('opened')));
+    });
+    expect(refused.status).toBe(404);
+    expect(refused.body.error).toMatchObject({ code: 'SVC_NOT_FOUND', home: homeId, ws_url: `${homeUrl.replace(/^http/, 'ws')}/ws/stream` });
+  });
+
+  it('a channel made here is named after this node and served here', async () => {
+    const owner = (await zkIdentity(t.url, 'streams-here')).key;
+    const created = await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz' }, bearer(owner));
+    expect(created.status, created.text).toBe(201);
+    expect(homeOfChannel(created.body.id)).toBe(t.node.nodeId);
+    const got = await call(t.url, 'GET', `/api/svc/streams/${created.body.id}`, undefined, bearer(created.body.key));
+    expect(got.status, got.text).toBe(200);
+    expect(got.headers.get('x-svc-served-by')).toBeNull();
   });
 });

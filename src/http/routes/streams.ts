@@ -6,7 +6,7 @@ import type { Context, Next } from 'koa';
 import { z } from 'zod';
 import type { HttpServices } from '../context.js';
 import { noKeyError, presentedKey, requireKey, resolveCaller } from '../auth.js';
-import { forwardToHome } from '../forward.js';
+import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { validate } from '../validate.js';
 import { ServiceError } from '../../kernel/errors.js';
 import type { Caller } from '../../tally/ledger.js';
@@ -14,6 +14,7 @@ import { channelView, headersOf, TICK_INTERVAL_MAX, type ChannelRecord, type Str
 import { TEMPLATE_MAX } from '../../streams/template.js';
 import { LINK_TTL_DEFAULT_SECONDS, LINK_TTL_MAX_SECONDS } from '../../streams/links.js';
 import { x25519PublicKey } from '../../streams/secure.js';
+import { homeOfChannel } from '../../streams/channel-id.js';
 
 export const createBody = z
   .object({
@@ -101,7 +102,22 @@ export function streamRoutes(router: Router, s: HttpServices): void {
    * A channel lives at its owner's home: a request with an owner's key (not a channel key) whose home is another node
    * is relayed there, as compute is. A channel key or a link names no home: it is served where the channel is.
    */
+  /**
+   * The channel's id names its home: whatever the request carries (owner key, channel key, signed link), it is
+   * relayed there once (a relayed request is served where it lands). True when it was.
+   */
+  const relayedToChannelHome = async (ctx: Context): Promise<boolean> => {
+    const channelHome = ctx.params.id ? homeOfChannel(ctx.params.id) : null;
+    if (!channelHome || channelHome === s.nodeId() || !s.mesh?.enabled || wasForwarded(ctx)) return false;
+    await relayToHome(ctx, s, channelHome, 'stream channel', { channel: ctx.params.id });
+    return true;
+  };
+  const atChannelHome = async (ctx: Context, next: Next): Promise<void> => {
+    if (!(await relayedToChannelHome(ctx))) await next();
+  };
+
   const ownerHome = async (ctx: Context, next: Next): Promise<void> => {
+    if (await relayedToChannelHome(ctx)) return;
     const key = presentedKey(ctx);
     if (key && !key.startsWith('stk_') && s.mesh?.enabled) ctx.state.caller = await resolveCaller(ctx, auth, false);
     await home(ctx, next);
@@ -158,7 +174,7 @@ export function streamRoutes(router: Router, s: HttpServices): void {
     };
   });
 
-  router.get('/api/svc/streams/:id/pull', async (ctx) => {
+  router.get('/api/svc/streams/:id/pull', atChannelHome, async (ctx) => {
     const id = ctx.params.id!;
     const check = streams.checkLink(id, ctx.query.sig);
     if (!check.ok)
@@ -199,7 +215,7 @@ export function streamRoutes(router: Router, s: HttpServices): void {
     };
   });
 
-  router.get('/api/svc/streams/:id/secure/pull', async (ctx) => {
+  router.get('/api/svc/streams/:id/secure/pull', atChannelHome, async (ctx) => {
     const id = ctx.params.id!;
     const session = streams.secure.get(id, ctx.query.session);
     if (session === null)
