@@ -66,6 +66,28 @@ describe('OpenAPI document', () => {
     expect(doc.paths['/api/tally/envelopes/{zid}'].get.parameters[0]).toMatchObject({ name: 'zid', in: 'path', required: true });
   });
 
+  it('declares the schema of every body and query a handler validates (walking the router)', () => {
+    // A handler that calls validate(schema, ctx.request.body) / validate(schema, ctx.query) must have the same schema
+    // declared with body() / query() in its middleware list, so the document shows it.
+    const missing: string[] = [];
+    let bodies = 0;
+    for (const layer of t.node.router.stack) {
+      const handler = String(layer.stack[layer.stack.length - 1]);
+      for (const m of layer.methods) {
+        if (m === 'HEAD') continue;
+        const op = doc.paths[template(String(layer.path))]?.[m === 'QUERY' ? 'x-query' : m.toLowerCase()];
+        if (/validate\)?\([^;]*ctx\.request\.body/.test(handler)) {
+          bodies++;
+          if (Object.keys(op?.requestBody?.content?.['application/json']?.schema ?? {}).length === 0) missing.push(`${m} ${layer.path} (body)`);
+        }
+        if (/validate\)?\([^;]*ctx\.query/.test(handler) && !(op?.parameters ?? []).some((p: Json) => p.in === 'query'))
+          missing.push(`${m} ${layer.path} (query)`);
+      }
+    }
+    expect(missing).toEqual([]);
+    expect(bodies).toBeGreaterThan(30);
+  });
+
   it('35 real answers fit their documented schemas', async () => {
     const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
     ajv.addSchema({ $id: 'doc', components: doc.components } as never);

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import { validate } from '../validate.js';
+import { body, query, validate } from '../validate.js';
 import type { Caller } from '../../tally/ledger.js';
 import { EVENT_TYPES } from '../../webhooks/events.js';
 import { webhookView } from '../../webhooks/registry.js';
@@ -36,7 +36,7 @@ export function webhookRoutes(router: Router, s: HttpServices): void {
   const guard = [requireKey(auth), forwardToHome(s)] as const;
   const caller = (ctx: Context) => ctx.state.caller as Caller;
 
-  router.post('/api/webhooks', ...guard, async (ctx) => {
+  router.post('/api/webhooks', ...guard, body(registerBody), async (ctx) => {
     const b = validate(registerBody, ctx.request.body);
     const { webhook, secret } = await hooks.register(caller(ctx), b);
     ctx.status = 201;
@@ -48,7 +48,7 @@ export function webhookRoutes(router: Router, s: HttpServices): void {
   router.get('/api/webhooks/:id', ...guard, (ctx) => {
     ctx.body = webhookView(hooks.get(caller(ctx), ctx.params.id!));
   });
-  router.patch('/api/webhooks/:id', ...guard, async (ctx) => {
+  router.patch('/api/webhooks/:id', ...guard, body(updateBody), async (ctx) => {
     const b = validate(updateBody, ctx.request.body);
     ctx.body = webhookView(await hooks.update(caller(ctx), ctx.params.id!, b));
   });
@@ -60,7 +60,7 @@ export function webhookRoutes(router: Router, s: HttpServices): void {
     ctx.status = 202;
     ctx.body = await hooks.test(caller(ctx), ctx.params.id!);
   });
-  router.get('/api/webhooks/:id/deliveries', ...guard, async (ctx) => {
+  router.get('/api/webhooks/:id/deliveries', ...guard, query(deliveriesQuery), async (ctx) => {
     const q = validate(deliveriesQuery, ctx.query);
     ctx.body = { deliveries: (await hooks.deliveries(caller(ctx), ctx.params.id!, q.limit, q.status)).map(deliveryView) };
   });
