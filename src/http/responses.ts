@@ -221,3 +221,19 @@ export const chainValidationResponse = z.looseObject({
   head: z.string(),
   first_bad: z.object({ seq: int, reason: z.string() }).nullable(),
 });
+
+/** A reactor as its routes show it (reactor.ts reactorView): open (201), state, step (with the step's figures). */
+export const reactorResponse = z.looseObject({
+  id: z.string().min(1),
+  kind: z.enum(['solver', 'chain']),
+  owner: z.string(),
+  home: z.string(),
+  step: int.min(0),
+  opened_svcond: tick,
+  last_svcond: tick.nullable(),
+  last_result_id: z.string().nullable(),
+  value: z.number().nullable(),
+  unit: z.string().nullable(),
+  state: z.unknown(),
+});
+export const reactorStepResponse = reactorResponse.extend({ ms: z.number().min(0), result: z.looseObject({}) });

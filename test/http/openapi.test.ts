@@ -169,6 +169,14 @@ describe('OpenAPI document', () => {
     const proof = await call(t.url, 'POST', '/api/svc/prove', {});
     check('POST', '/api/svc/prove', proof);
     check('POST', '/api/svc/prove/verify', await call(t.url, 'POST', '/api/svc/prove/verify', proof.body));
+    // A reactor (a stateful solver): open (201), one step, its state.
+    const opened = await call(t.url, 'POST', '/api/svc/reactor', { solver: 'lorenz', inputs: { t_end: 0.1 } }, key);
+    expect(opened.status, opened.text).toBe(201);
+    check('POST', '/api/svc/reactor', opened);
+    const stepped = await call(t.url, 'POST', '/api/svc/reactor/step', { id: opened.body.id }, key);
+    expect(stepped.status, stepped.text).toBe(200);
+    check('POST', '/api/svc/reactor/step', stepped);
+    check('POST', '/api/svc/reactor/state', await call(t.url, 'POST', '/api/svc/reactor/state', { id: opened.body.id }, key));
     expect(checked + 4).toBeGreaterThanOrEqual(35);
   }, 60_000);
 
