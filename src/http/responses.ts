@@ -237,3 +237,18 @@ export const reactorResponse = z.looseObject({
   state: z.unknown(),
 });
 export const reactorStepResponse = reactorResponse.extend({ ms: z.number().min(0), result: z.looseObject({}) });
+
+/** A webhook as its routes show it (webhooks/registry.ts webhookView); registration adds the secret, shown once. */
+export const webhookResponse = z.looseObject({
+  id: z.string().min(1),
+  url: z.string(),
+  events: z.array(z.string()),
+  headers: z.record(z.string(), z.string()),
+  metadata: z.record(z.string(), z.unknown()),
+  status: z.string(),
+  last_delivery_at: z.string().nullable(),
+  failure_count: int.min(0),
+  created_at: z.string(),
+});
+export const webhookCreatedResponse = webhookResponse.extend({ secret: z.string().min(1), secret_notice: z.string() });
+export const webhookListResponse = z.looseObject({ webhooks: z.array(webhookResponse) });

@@ -169,6 +169,11 @@ describe('OpenAPI document', () => {
     const proof = await call(t.url, 'POST', '/api/svc/prove', {});
     check('POST', '/api/svc/prove', proof);
     check('POST', '/api/svc/prove/verify', await call(t.url, 'POST', '/api/svc/prove/verify', proof.body));
+    const ok = async (m: string, p: string, b?: unknown): Promise<void> => {
+      const r = await call(t.url, m, p, b, key);
+      expect(r.status, `${m} ${p}: ${r.text}`).toBeLessThan(300);
+      check(m, p, r);
+    };
     // A reactor (a stateful solver): open (201), one step, its state.
     const opened = await call(t.url, 'POST', '/api/svc/reactor', { solver: 'lorenz', inputs: { t_end: 0.1 } }, key);
     expect(opened.status, opened.text).toBe(201);
@@ -176,7 +181,14 @@ describe('OpenAPI document', () => {
     const stepped = await call(t.url, 'POST', '/api/svc/reactor/step', { id: opened.body.id }, key);
     expect(stepped.status, stepped.text).toBe(200);
     check('POST', '/api/svc/reactor/step', stepped);
-    check('POST', '/api/svc/reactor/state', await call(t.url, 'POST', '/api/svc/reactor/state', { id: opened.body.id }, key));
+    await ok('POST', '/api/svc/reactor/state', { id: opened.body.id });
+    // A webhook: registered (201, its secret shown once), listed, read, updated.
+    const hook = await call(t.url, 'POST', '/api/webhooks', { url: 'https://example.com/hook', events: ['webhook.test'] }, key);
+    expect(hook.status, hook.text).toBe(201);
+    check('POST', '/api/webhooks', hook);
+    await ok('GET', '/api/webhooks');
+    await ok('GET', `/api/webhooks/${hook.body.id}`);
+    await ok('PATCH', `/api/webhooks/${hook.body.id}`, { metadata: { app: 'openapi' } });
     expect(checked + 4).toBeGreaterThanOrEqual(35);
   }, 60_000);
 
