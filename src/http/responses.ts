@@ -252,3 +252,14 @@ export const webhookResponse = z.looseObject({
 });
 export const webhookCreatedResponse = webhookResponse.extend({ secret: z.string().min(1), secret_notice: z.string() });
 export const webhookListResponse = z.looseObject({ webhooks: z.array(webhookResponse) });
+
+/** GET /api/chain/:slug/checkpoint: the signed head of a chain's log (chain/checkpoints.ts). */
+export const checkpointResponse = z.looseObject({
+  format: z.literal('svc-chain-checkpoint/1'),
+  slug: z.string().min(1),
+  home: peerId,
+  tree_size: int.min(0),
+  root_hash: z.string().regex(/^[0-9a-f]{64}$/),
+  svcond: tick,
+  signature: z.string().min(1),
+});

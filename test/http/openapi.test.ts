@@ -189,6 +189,7 @@ describe('OpenAPI document', () => {
     await ok('GET', '/api/webhooks');
     await ok('GET', `/api/webhooks/${hook.body.id}`);
     await ok('PATCH', `/api/webhooks/${hook.body.id}`, { metadata: { app: 'openapi' } });
+    await ok('GET', `/api/chain/${id.slug}/checkpoint`);
     expect(checked + 4).toBeGreaterThanOrEqual(35);
   }, 60_000);
 

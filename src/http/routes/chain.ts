@@ -6,7 +6,8 @@ import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
 import { authorizeMachineRead, noKeyError as noKey, presentedKey, requireKey, resolveCaller } from '../auth.js';
-import { body, query, validate } from '../validate.js';
+import { body, query, responds, validate } from '../validate.js';
+import { checkpointResponse } from '../responses.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { perMinuteLimit } from '../limits.js';
 import type { KeyRecord } from '../../identity/service.js';
@@ -252,7 +253,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
   });
 
   /** The machine's latest signed checkpoint, covering every row (signed now when rows came after the last one). */
-  router.get('/api/chain/:slug/checkpoint', h.atMachineHome, async (ctx) => {
+  router.get('/api/chain/:slug/checkpoint', responds(checkpointResponse), h.atMachineHome, async (ctx) => {
     const machine = await machineOf(s, ctx);
     await authorizeMachineRead(ctx, auth, machine);
     ctx.body = { format: CHECKPOINT_FORMAT, ...(await s.chain.checkpoints.current(machine.slug)) };
