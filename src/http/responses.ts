@@ -263,3 +263,14 @@ export const checkpointResponse = z.looseObject({
   svcond: tick,
   signature: z.string().min(1),
 });
+
+/** POST /api/svc/shift: the metric shift a variance applies at a phase (kernel/parity.ts). */
+export const shiftResponse = z.looseObject({
+  applied: z.boolean(),
+  variance: z.number(),
+  threshold: z.number(),
+  elapsed_ticks: z.number(),
+  delta_alpha: z.number(),
+  phase: z.number(),
+  svcond: tick,
+});

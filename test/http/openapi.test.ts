@@ -190,6 +190,7 @@ describe('OpenAPI document', () => {
     await ok('GET', `/api/webhooks/${hook.body.id}`);
     await ok('PATCH', `/api/webhooks/${hook.body.id}`, { metadata: { app: 'openapi' } });
     await ok('GET', `/api/chain/${id.slug}/checkpoint`);
+    await ok('POST', '/api/svc/shift', { variance: 1, phase: 0.25 });
     expect(checked + 4).toBeGreaterThanOrEqual(35);
   }, 60_000);
 
