@@ -221,3 +221,56 @@ export const chainValidationResponse = z.looseObject({
   head: z.string(),
   first_bad: z.object({ seq: int, reason: z.string() }).nullable(),
 });
+
+/** A reactor as its routes show it (reactor.ts reactorView): open (201), state, step (with the step's figures). */
+export const reactorResponse = z.looseObject({
+  id: z.string().min(1),
+  kind: z.enum(['solver', 'chain']),
+  owner: z.string(),
+  home: z.string(),
+  step: int.min(0),
+  opened_svcond: tick,
+  last_svcond: tick.nullable(),
+  last_result_id: z.string().nullable(),
+  value: z.number().nullable(),
+  unit: z.string().nullable(),
+  state: z.unknown(),
+});
+export const reactorStepResponse = reactorResponse.extend({ ms: z.number().min(0), result: z.looseObject({}) });
+
+/** A webhook as its routes show it (webhooks/registry.ts webhookView); registration adds the secret, shown once. */
+export const webhookResponse = z.looseObject({
+  id: z.string().min(1),
+  url: z.string(),
+  events: z.array(z.string()),
+  headers: z.record(z.string(), z.string()),
+  metadata: z.record(z.string(), z.unknown()),
+  status: z.string(),
+  last_delivery_at: z.string().nullable(),
+  failure_count: int.min(0),
+  created_at: z.string(),
+});
+export const webhookCreatedResponse = webhookResponse.extend({ secret: z.string().min(1), secret_notice: z.string() });
+export const webhookListResponse = z.looseObject({ webhooks: z.array(webhookResponse) });
+
+/** GET /api/chain/:slug/checkpoint: the signed head of a chain's log (chain/checkpoints.ts). */
+export const checkpointResponse = z.looseObject({
+  format: z.literal('svc-chain-checkpoint/1'),
+  slug: z.string().min(1),
+  home: peerId,
+  tree_size: int.min(0),
+  root_hash: z.string().regex(/^[0-9a-f]{64}$/),
+  svcond: tick,
+  signature: z.string().min(1),
+});
+
+/** POST /api/svc/shift: the metric shift a variance applies at a phase (kernel/parity.ts). */
+export const shiftResponse = z.looseObject({
+  applied: z.boolean(),
+  variance: z.number(),
+  threshold: z.number(),
+  elapsed_ticks: z.number(),
+  delta_alpha: z.number(),
+  phase: z.number(),
+  svcond: tick,
+});

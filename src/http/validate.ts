@@ -63,24 +63,39 @@ function remember(schema: z.ZodType, input: unknown): void {
   if (input !== null && typeof input === 'object') parsed.set(input, { schema, data });
 }
 
+/**
+ * How a body()/query() declaration parses. `inHandler`: the handler itself authorizes first (it must look the resource
+ * up to know who may call: a chain machine, a stream channel) and then calls `validate(schema, …)` with this same
+ * schema, so the middleware only declares; a refused caller keeps its 401/403/404 ahead of a 400 for its body.
+ */
+export interface ParseOptions {
+  inHandler?: boolean;
+}
+
+const passThrough: Middleware = (_ctx, next) => next();
+
 /** Middleware: the request body must fit `schema` (400 SVC_INVALID_INPUT otherwise); declared for the document. */
-export function body(schema: z.ZodType): Middleware {
+export function body(schema: z.ZodType, options: ParseOptions = {}): Middleware {
   return documented(
-    (ctx: Context, next) => {
-      remember(schema, ctx.request.body);
-      return next();
-    },
+    options.inHandler
+      ? (ctx: Context, next) => passThrough(ctx, next)
+      : (ctx: Context, next) => {
+          remember(schema, ctx.request.body);
+          return next();
+        },
     { body: schema },
   );
 }
 
 /** Middleware: the query string must fit `schema`; declared for the document. */
-export function query(schema: z.ZodType): Middleware {
+export function query(schema: z.ZodType, options: ParseOptions = {}): Middleware {
   return documented(
-    (ctx: Context, next) => {
-      remember(schema, ctx.query);
-      return next();
-    },
+    options.inHandler
+      ? (ctx: Context, next) => passThrough(ctx, next)
+      : (ctx: Context, next) => {
+          remember(schema, ctx.query);
+          return next();
+        },
     { query: schema },
   );
 }

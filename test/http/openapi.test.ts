@@ -66,6 +66,28 @@ describe('OpenAPI document', () => {
     expect(doc.paths['/api/tally/envelopes/{zid}'].get.parameters[0]).toMatchObject({ name: 'zid', in: 'path', required: true });
   });
 
+  it('declares the schema of every body and query a handler validates (walking the router)', () => {
+    // A handler that calls validate(schema, ctx.request.body) / validate(schema, ctx.query) must have the same schema
+    // declared with body() / query() in its middleware list, so the document shows it.
+    const missing: string[] = [];
+    let bodies = 0;
+    for (const layer of t.node.router.stack) {
+      const handler = String(layer.stack[layer.stack.length - 1]);
+      for (const m of layer.methods) {
+        if (m === 'HEAD') continue;
+        const op = doc.paths[template(String(layer.path))]?.[m === 'QUERY' ? 'x-query' : m.toLowerCase()];
+        if (/validate\)?\([^;]*ctx\.request\.body/.test(handler)) {
+          bodies++;
+          if (Object.keys(op?.requestBody?.content?.['application/json']?.schema ?? {}).length === 0) missing.push(`${m} ${layer.path} (body)`);
+        }
+        if (/validate\)?\([^;]*ctx\.query/.test(handler) && !(op?.parameters ?? []).some((p: Json) => p.in === 'query'))
+          missing.push(`${m} ${layer.path} (query)`);
+      }
+    }
+    expect(missing).toEqual([]);
+    expect(bodies).toBeGreaterThan(50);
+  });
+
   it('35 real answers fit their documented schemas', async () => {
     const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
     ajv.addSchema({ $id: 'doc', components: doc.components } as never);
@@ -147,6 +169,28 @@ describe('OpenAPI document', () => {
     const proof = await call(t.url, 'POST', '/api/svc/prove', {});
     check('POST', '/api/svc/prove', proof);
     check('POST', '/api/svc/prove/verify', await call(t.url, 'POST', '/api/svc/prove/verify', proof.body));
+    const ok = async (m: string, p: string, b?: unknown): Promise<void> => {
+      const r = await call(t.url, m, p, b, key);
+      expect(r.status, `${m} ${p}: ${r.text}`).toBeLessThan(300);
+      check(m, p, r);
+    };
+    // A reactor (a stateful solver): open (201), one step, its state.
+    const opened = await call(t.url, 'POST', '/api/svc/reactor', { solver: 'lorenz', inputs: { t_end: 0.1 } }, key);
+    expect(opened.status, opened.text).toBe(201);
+    check('POST', '/api/svc/reactor', opened);
+    const stepped = await call(t.url, 'POST', '/api/svc/reactor/step', { id: opened.body.id }, key);
+    expect(stepped.status, stepped.text).toBe(200);
+    check('POST', '/api/svc/reactor/step', stepped);
+    await ok('POST', '/api/svc/reactor/state', { id: opened.body.id });
+    // A webhook: registered (201, its secret shown once), listed, read, updated.
+    const hook = await call(t.url, 'POST', '/api/webhooks', { url: 'https://example.com/hook', events: ['webhook.test'] }, key);
+    expect(hook.status, hook.text).toBe(201);
+    check('POST', '/api/webhooks', hook);
+    await ok('GET', '/api/webhooks');
+    await ok('GET', `/api/webhooks/${hook.body.id}`);
+    await ok('PATCH', `/api/webhooks/${hook.body.id}`, { metadata: { app: 'openapi' } });
+    await ok('GET', `/api/chain/${id.slug}/checkpoint`);
+    await ok('POST', '/api/svc/shift', { variance: 1, phase: 0.25 });
     expect(checked + 4).toBeGreaterThanOrEqual(35);
   }, 60_000);
 

@@ -8,7 +8,7 @@ import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import { validate } from '../validate.js';
+import { body, query, validate } from '../validate.js';
 import type { Caller } from '../../tally/ledger.js';
 import type { AgentRecord, AgentRuntime } from '../../agents/runtime.js';
 import type { AgentEvent } from '../../agents/events.js';
@@ -94,14 +94,14 @@ export function agentRoutes(router: Router, s: HttpServices & { agents: AgentRun
     return c;
   };
 
-  router.post('/api/svc/agent/spawn', key, home, async (ctx) => {
+  router.post('/api/svc/agent/spawn', key, home, body(spawnBody), async (ctx) => {
     const body = validate(spawnBody, ctx.request.body);
     const a = await rt.spawn(identityOf(ctx), body.program, body.slug);
     ctx.status = 201;
     ctx.body = agentView(a);
   });
 
-  router.get('/api/svc/agent/list', key, home, async (ctx) => {
+  router.get('/api/svc/agent/list', key, home, query(listQuery), async (ctx) => {
     const q = validate(listQuery, ctx.query);
     const page = await rt.list(identityOf(ctx), q.status, q.offset, q.limit);
     ctx.body = { total: page.total, offset: q.offset, limit: q.limit, items: page.items.map(agentView) };
@@ -109,7 +109,7 @@ export function agentRoutes(router: Router, s: HttpServices & { agents: AgentRun
 
   // The stream is served where the caller's agents run: at its home (a remote home is named, not relayed: an SSE
   // stream does not end, so it is not forwarded like a request).
-  router.get('/api/svc/agent/stream', key, async (ctx) => {
+  router.get('/api/svc/agent/stream', key, query(streamQuery), async (ctx) => {
     const c = identityOf(ctx);
     if (c.home !== s.nodeId()) {
       const url = s.mesh?.peerUrl(c.home) ?? null;

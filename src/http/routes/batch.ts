@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import { validate } from '../validate.js';
+import { body, validate } from '../validate.js';
 import type { Caller } from '../../tally/ledger.js';
 import { BATCH_MAX } from '../../compute/batches.js';
 
@@ -27,7 +27,7 @@ export function batchRoutes(router: Router, s: HttpServices): void {
   if (!batches) return;
   const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
 
-  router.post('/api/svc/batch', requireKey(auth), forwardToHome(s), async (ctx) => {
+  router.post('/api/svc/batch', requireKey(auth), forwardToHome(s), body(batchBody), async (ctx) => {
     const b = validate(batchBody, ctx.request.body);
     const caller = ctx.state.caller as Caller;
     if (b.webhook !== undefined && s.webhooks) await s.webhooks.assertOwned(caller, b.webhook);

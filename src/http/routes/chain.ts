@@ -6,7 +6,8 @@ import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
 import { authorizeMachineRead, noKeyError as noKey, presentedKey, requireKey, resolveCaller } from '../auth.js';
-import { validate } from '../validate.js';
+import { body, query, responds, validate } from '../validate.js';
+import { checkpointResponse } from '../responses.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { perMinuteLimit } from '../limits.js';
 import type { KeyRecord } from '../../identity/service.js';
@@ -39,6 +40,8 @@ export const eventBody = z
 export const transitionBody = z.object({ event: z.unknown() }).strict();
 /** Embed rows accepted per embed key per minute. */
 export const EMBED_PER_MINUTE = 60;
+/** Minting an embed key takes no options: the body is empty (or {}). */
+const embedKeysBody = z.object({}).strict();
 const embedBody = z.object({ payload: z.unknown().refine((v) => v !== undefined && v !== null, 'a payload (any JSON value but null)') }).strict();
 const inclusionQuery = z.object({ seq: z.coerce.number().int().min(1), size: z.coerce.number().int().min(1).optional(), key: z.string().optional() }).strict();
 const consistencyQuery = z.object({ from: z.coerce.number().int().min(1), to: z.coerce.number().int().min(1).optional(), key: z.string().optional() }).strict();
@@ -98,7 +101,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
     return requireKey(auth)(ctx, () => home(ctx, next));
   };
 
-  router.get('/api/chain/aggregate/list', optionalKey, async (ctx) => {
+  router.get('/api/chain/aggregate/list', optionalKey, query(pageQuery), async (ctx) => {
     const q = validate(pageQuery, ctx.query);
     const caller = ctx.state.caller as Caller | undefined;
     const zid = caller?.kind === 'identity' ? caller.zid : null;
@@ -112,7 +115,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
     ctx.body = settingsView(machine);
   });
 
-  router.patch('/api/chain/:slug/settings', h.atMachineHome, async (ctx) => {
+  router.patch('/api/chain/:slug/settings', h.atMachineHome, body(settingsBody, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
     const caller = await resolveCaller(ctx, auth, false);
     if (caller.kind !== 'identity' || machine.roles[caller.zid] === undefined) requireRole(machine.slug, undefined, 'settings');
@@ -121,7 +124,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
     ctx.body = settingsView(next);
   });
 
-  router.get('/api/chain/:slug/tally/charges', h.atMachineHome, async (ctx) => {
+  router.get('/api/chain/:slug/tally/charges', h.atMachineHome, query(pageQuery, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
     await authorizeMachine(s, ctx, machine, 'tally');
     const q = validate(pageQuery, ctx.query);
@@ -138,7 +141,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
   });
 
   /** Spec 2.7: a row commits SHA-256 of the payload, never the bytes; sealed: a sealed envelope and 'sealed_event'. */
-  router.post('/api/chain/:slug/events', h.atMachineHome, async (ctx) => {
+  router.post('/api/chain/:slug/events', h.atMachineHome, body(eventBody, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
     await authorizeMachine(s, ctx, machine, 'append');
     const body = validate(eventBody, ctx.request.body);
@@ -168,7 +171,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
   });
 
   /** Part 8: a contract transition costs 5, charged in the transition's batch (402 and nothing applied when short). */
-  router.post('/api/chain/:slug/contracts/:id/transition', h.atMachineHome, async (ctx) => {
+  router.post('/api/chain/:slug/contracts/:id/transition', h.atMachineHome, body(transitionBody, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
     const { zid } = await authorizeMachine(s, ctx, machine, 'transition');
     const body = validate(transitionBody, ctx.request.body);
@@ -198,10 +201,10 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
     };
   });
 
-  router.post('/api/chain/:slug/embed-keys', h.atMachineHome, async (ctx) => {
+  router.post('/api/chain/:slug/embed-keys', h.atMachineHome, body(embedKeysBody, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
     const { zid } = await authorizeMachine(s, ctx, machine, 'embed_keys');
-    validate(z.object({}).strict(), ctx.request.body);
+    validate(embedKeysBody, ctx.request.body);
     const { key, record } = await s.identity.mintEmbedKey(zid, machine.slug);
     ctx.status = 201;
     ctx.body = {
@@ -241,7 +244,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
     ctx.state.embedKey = rec;
     return next();
   };
-  router.post('/api/chain/:slug/embed', embedKey, embedLimit, async (ctx) => {
+  router.post('/api/chain/:slug/embed', embedKey, embedLimit, body(embedBody), async (ctx) => {
     const slug = String(ctx.params.slug);
     const body = validate(embedBody, ctx.request.body);
     const row = await s.chain.append(slug, stampAt(s.clock.nowNs()).svcond, 'embed', body.payload);
@@ -250,7 +253,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
   });
 
   /** The machine's latest signed checkpoint, covering every row (signed now when rows came after the last one). */
-  router.get('/api/chain/:slug/checkpoint', h.atMachineHome, async (ctx) => {
+  router.get('/api/chain/:slug/checkpoint', responds(checkpointResponse), h.atMachineHome, async (ctx) => {
     const machine = await machineOf(s, ctx);
     await authorizeMachineRead(ctx, auth, machine);
     ctx.body = { format: CHECKPOINT_FORMAT, ...(await s.chain.checkpoints.current(machine.slug)) };
@@ -260,7 +263,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
     new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input ${field}: ${reason}`, { field, reason, allowed: null });
 
   /** RFC 9162 inclusion proof of row `seq` (leaf_index = seq − 1) in the tree of `size` rows (default: the checkpoint's). */
-  router.get('/api/chain/:slug/proof/inclusion', h.atMachineHome, async (ctx) => {
+  router.get('/api/chain/:slug/proof/inclusion', h.atMachineHome, query(inclusionQuery, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
     await authorizeMachineRead(ctx, auth, machine);
     const q = validate(inclusionQuery, ctx.query);
@@ -286,7 +289,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
   });
 
   /** RFC 9162 consistency proof between the trees of `from` and `to` rows (default: the checkpoint's). */
-  router.get('/api/chain/:slug/proof/consistency', h.atMachineHome, async (ctx) => {
+  router.get('/api/chain/:slug/proof/consistency', h.atMachineHome, query(consistencyQuery, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
     await authorizeMachineRead(ctx, auth, machine);
     const q = validate(consistencyQuery, ctx.query);

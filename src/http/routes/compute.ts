@@ -3,7 +3,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import type { HttpServices } from '../context.js';
-import { proveResponse, proveVerifyResponse, sealedResponse, verifyResponse } from '../responses.js';
+import { proveResponse, proveVerifyResponse, sealedResponse, verifyResponse, shiftResponse } from '../responses.js';
 import { computeCaller, requireKey } from '../auth.js';
 import { perMinuteLimit } from '../limits.js';
 import { forwardToHome } from '../forward.js';
@@ -91,7 +91,7 @@ export function computeRoutes(router: Router, s: HttpServices): void {
     ctx.body = s.compute.proveVerify(ctx.request.body);
   });
 
-  router.post('/api/svc/shift', requireKey(auth), body(shiftBody), (ctx) => {
+  router.post('/api/svc/shift', responds(shiftResponse), requireKey(auth), body(shiftBody), (ctx) => {
     const body = validate(shiftBody, ctx.request.body);
     ctx.body = s.compute.shift(body.variance, body.phase);
   });

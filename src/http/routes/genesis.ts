@@ -9,7 +9,7 @@ import { parseContract } from '../../chain/contract-language.js';
 import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import { validate } from '../validate.js';
+import { body, validate } from '../validate.js';
 import type { Caller } from '../../tally/ledger.js';
 import { SLUG_PATTERN } from '../../mesh/machines.js';
 import type { GenesisService } from '../../genesis/service.js';
@@ -42,7 +42,7 @@ export function genesisRoutes(router: Router, s: HttpServices & { genesis: Genes
   const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
   const home = forwardToHome(s);
 
-  router.post('/api/genesis/execute', requireKey(auth), home, async (ctx: Context) => {
+  router.post('/api/genesis/execute', requireKey(auth), home, body(executeBody, { inHandler: true }), async (ctx: Context) => {
     const c = ctx.state.caller as Caller;
     if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'a genesis document is executed by an identity: use a key of one');
     const { document } = validate(executeBody, ctx.request.body);

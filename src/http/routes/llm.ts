@@ -8,7 +8,7 @@ import type { Caller } from '../../tally/ledger.js';
 import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import { validate } from '../validate.js';
+import { body, validate } from '../validate.js';
 import type { LocalTools } from '../local-tools.js';
 import type { SelfApi } from '../self-request.js';
 import { assertFeatureAllowed } from '../../tally/tier-gates.js';
@@ -45,7 +45,7 @@ export const credentialBody = z
 
 export function llmRoutes(router: Router, s: HttpServices, tools: LocalTools, self: SelfApi): void {
   const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
-  router.post('/api/llm/chat', requireKey(auth), forwardToHome(s), async (ctx) => {
+  router.post('/api/llm/chat', requireKey(auth), forwardToHome(s), body(chatBody, { inHandler: true }), async (ctx) => {
     const caller = ctx.state.caller as Caller;
     if (caller.kind !== 'identity')
       throw new ServiceError(403, 'SVC_FORBIDDEN', 'chat needs a key that belongs to an identity (its messages are counted per ZID)');
@@ -64,7 +64,7 @@ export function llmRoutes(router: Router, s: HttpServices, tools: LocalTools, se
   };
   const paid = (c: Extract<Caller, { kind: 'identity' }>) => assertFeatureAllowed('llm_credentials', s.tiers.ofCaller(c), `${s.publicUrl()}/api/tally/tiers`);
   const base = '/api/svc/llm/credentials';
-  router.post(base, requireKey(auth), forwardToHome(s), async (ctx) => {
+  router.post(base, requireKey(auth), forwardToHome(s), body(credentialBody, { inHandler: true }), async (ctx) => {
     const { caller, store } = identityOf(ctx.state.caller as Caller);
     paid(caller);
     const body = validate(credentialBody, ctx.request.body);

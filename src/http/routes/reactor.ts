@@ -7,7 +7,8 @@ import { InputError, ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import { validate } from '../validate.js';
+import { body, responds, validate } from '../validate.js';
+import { reactorResponse, reactorStepResponse } from '../responses.js';
 import type { Caller } from '../../tally/ledger.js';
 import type { ReactorRecord, ReactorService } from '../../reactor/service.js';
 import { TRAJECTORY_PAGE_MAX } from '../../reactor/service.js';
@@ -77,7 +78,7 @@ export function reactorRoutes(router: Router, s: HttpServices & { reactor: React
   };
   const r = s.reactor;
 
-  router.post('/api/svc/reactor', key, home, async (ctx) => {
+  router.post('/api/svc/reactor', responds(reactorResponse, { status: 201 }), key, home, body(openBody), async (ctx) => {
     const body = validate(openBody, ctx.request.body);
     let rec: ReactorRecord;
     if (body.chain) {
@@ -97,29 +98,29 @@ export function reactorRoutes(router: Router, s: HttpServices & { reactor: React
     ctx.status = 201;
     ctx.body = reactorView(rec);
   });
-  router.post('/api/svc/reactor/step', key, home, async (ctx) => {
+  router.post('/api/svc/reactor/step', responds(reactorStepResponse), key, home, body(idBody), async (ctx) => {
     const { id } = validate(idBody, ctx.request.body);
     const { reactor, row, sealed } = await r.step(identityOf(ctx), id);
     ctx.body = { ...reactorView(reactor), invariant: row.invariant, ms: row.ms, result: JSON.parse(sealed.toString('utf8')) as unknown };
   });
-  router.post('/api/svc/reactor/observe', key, home, async (ctx) => {
+  router.post('/api/svc/reactor/observe', key, home, body(idBody), async (ctx) => {
     const { id } = validate(idBody, ctx.request.body);
     ctx.body = await r.observe(identityOf(ctx), id);
   });
-  router.post('/api/svc/reactor/state', key, home, async (ctx) => {
+  router.post('/api/svc/reactor/state', responds(reactorResponse), key, home, body(idBody), async (ctx) => {
     const { id } = validate(idBody, ctx.request.body);
     ctx.body = reactorView(await r.get(identityOf(ctx), id));
   });
-  router.post('/api/svc/reactor/trajectory', key, home, async (ctx) => {
+  router.post('/api/svc/reactor/trajectory', key, home, body(pageBody), async (ctx) => {
     const q = validate(pageBody, ctx.request.body);
     const page = await r.trajectory(identityOf(ctx), q.id, q.offset, q.limit);
     ctx.body = { id: q.id, total: page.total, offset: q.offset, limit: q.limit, items: page.items };
   });
-  router.post('/api/svc/reactor/telemetry', key, home, async (ctx) => {
+  router.post('/api/svc/reactor/telemetry', key, home, body(idBody), async (ctx) => {
     const { id } = validate(idBody, ctx.request.body);
     ctx.body = await r.telemetry(identityOf(ctx), id);
   });
-  router.post('/api/svc/reactor/next', key, home, async (ctx) => {
+  router.post('/api/svc/reactor/next', key, home, body(idBody), async (ctx) => {
     const { id } = validate(idBody, ctx.request.body);
     ctx.body = await r.next(identityOf(ctx), id);
   });

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { HttpServices } from '../context.js';
 import { noKeyError, presentedKey, requireKey, resolveCaller } from '../auth.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
-import { validate } from '../validate.js';
+import { body, validate } from '../validate.js';
 import { ServiceError } from '../../kernel/errors.js';
 import type { Caller } from '../../tally/ledger.js';
 import { channelView, headersOf, TICK_INTERVAL_MAX, type ChannelRecord, type StreamService } from '../../streams/channels.js';
@@ -95,8 +95,8 @@ export function streamRoutes(router: Router, s: HttpServices): void {
     ctx.status = 201;
     ctx.body = { ...channelView(channel), key, key_notice: 'the channel key is shown once; it is stored only as a digest' };
   };
-  router.post('/api/svc/streams', requireKey(auth), home, create);
-  router.post('/api/svc/stream/channels', requireKey(auth), home, create);
+  router.post('/api/svc/streams', requireKey(auth), home, body(createBody), create);
+  router.post('/api/svc/stream/channels', requireKey(auth), home, body(createBody), create);
 
   /**
    * A channel lives at its owner's home: a request with an owner's key (not a channel key) whose home is another node
@@ -161,7 +161,7 @@ export function streamRoutes(router: Router, s: HttpServices): void {
     ctx.body = out.body;
   });
 
-  router.post('/api/svc/streams/:id/link', ownerHome, async (ctx) => {
+  router.post('/api/svc/streams/:id/link', ownerHome, body(linkBody, { inHandler: true }), async (ctx) => {
     const channel = await opened(ctx);
     const b = validate(linkBody, ctx.request.body);
     const { sig, expiresMs } = streams.link(channel, b.ttlSeconds);
@@ -191,7 +191,7 @@ export function streamRoutes(router: Router, s: HttpServices): void {
     ctx.body = bytes;
   });
 
-  router.post('/api/svc/streams/:id/secure/open', ownerHome, async (ctx) => {
+  router.post('/api/svc/streams/:id/secure/open', ownerHome, body(secureOpenBody, { inHandler: true }), async (ctx) => {
     const channel = await opened(ctx);
     const b = validate(secureOpenBody, ctx.request.body);
     const pub = x25519PublicKey(b.client_public_key);

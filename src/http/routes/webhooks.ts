@@ -6,7 +6,8 @@ import { z } from 'zod';
 import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import { validate } from '../validate.js';
+import { body, query, responds, validate } from '../validate.js';
+import { webhookCreatedResponse, webhookListResponse, webhookResponse } from '../responses.js';
 import type { Caller } from '../../tally/ledger.js';
 import { EVENT_TYPES } from '../../webhooks/events.js';
 import { webhookView } from '../../webhooks/registry.js';
@@ -36,19 +37,19 @@ export function webhookRoutes(router: Router, s: HttpServices): void {
   const guard = [requireKey(auth), forwardToHome(s)] as const;
   const caller = (ctx: Context) => ctx.state.caller as Caller;
 
-  router.post('/api/webhooks', ...guard, async (ctx) => {
+  router.post('/api/webhooks', responds(webhookCreatedResponse, { status: 201 }), ...guard, body(registerBody), async (ctx) => {
     const b = validate(registerBody, ctx.request.body);
     const { webhook, secret } = await hooks.register(caller(ctx), b);
     ctx.status = 201;
     ctx.body = { ...webhookView(webhook), secret, secret_notice: 'the signing secret is shown once; keep it to verify deliveries' };
   });
-  router.get('/api/webhooks', ...guard, (ctx) => {
+  router.get('/api/webhooks', responds(webhookListResponse), ...guard, (ctx) => {
     ctx.body = { webhooks: hooks.list(caller(ctx)).map(webhookView) };
   });
-  router.get('/api/webhooks/:id', ...guard, (ctx) => {
+  router.get('/api/webhooks/:id', responds(webhookResponse), ...guard, (ctx) => {
     ctx.body = webhookView(hooks.get(caller(ctx), ctx.params.id!));
   });
-  router.patch('/api/webhooks/:id', ...guard, async (ctx) => {
+  router.patch('/api/webhooks/:id', responds(webhookResponse), ...guard, body(updateBody), async (ctx) => {
     const b = validate(updateBody, ctx.request.body);
     ctx.body = webhookView(await hooks.update(caller(ctx), ctx.params.id!, b));
   });
@@ -60,7 +61,7 @@ export function webhookRoutes(router: Router, s: HttpServices): void {
     ctx.status = 202;
     ctx.body = await hooks.test(caller(ctx), ctx.params.id!);
   });
-  router.get('/api/webhooks/:id/deliveries', ...guard, async (ctx) => {
+  router.get('/api/webhooks/:id/deliveries', ...guard, query(deliveriesQuery), async (ctx) => {
     const q = validate(deliveriesQuery, ctx.query);
     ctx.body = { deliveries: (await hooks.deliveries(caller(ctx), ctx.params.id!, q.limit, q.status)).map(deliveryView) };
   });
