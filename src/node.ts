@@ -340,7 +340,7 @@ export class SvcNode {
       onSealed: (summary) => {
         this.metrics.sealed(summary.kind);
         this.announceSealed(summary);
-        if (outbox.takeOwed()) this.webhooks.dispatcher.kick();
+        if (outbox.takeOwed(summary.result_id)) this.webhooks.dispatcher.kick();
       },
       onGateRefused: (kind) => this.metrics.gateRefused(kind),
       outbox,

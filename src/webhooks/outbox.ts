@@ -9,6 +9,9 @@ import type { ResultRecorder, SealedFacts } from '../compute/service.js';
 import type { DeliveryStatus, EventType } from './events.js';
 import type { WebhookRecord, WebhookRegistry } from './registry.js';
 
+/** Sealed results awaiting their kick (takeOwed) kept at most. */
+const OWED_KEPT = 4096;
+
 export interface DeliveryRecord {
   id: string;
   webhook_id: string;
@@ -50,8 +53,12 @@ export class Outbox implements ResultRecorder {
   readonly history: Sublevel;
   /** Called when deliveries were written (the dispatcher looks at once). */
   onOwed: () => void = () => undefined;
-  /** Set when a sealing batch took deliveries (takeOwed). */
-  private owedBySeal = false;
+  /**
+   * Results whose sealing batch took deliveries, until that seal is durable (takeOwed). By result id, not one flag:
+   * seals finish in any order, and another seal's completion must not take this one's kick. A batch that fails
+   * leaves its id behind; the set is bounded, oldest dropped (its deliveries are then found by the dispatcher's timer).
+   */
+  private readonly owedBySeal = new Set<string>();
 
   constructor(
     readonly store: Store,
@@ -95,15 +102,14 @@ export class Outbox implements ResultRecorder {
     const hooks = this.registry.subscribers(f.owner, 'computation.complete');
     if (hooks.length === 0) return undefined;
     const data = { time_quantum: f.svcond, execution_time_ms: f.execution_time_ms ?? null };
-    this.owedBySeal = true;
+    if (this.owedBySeal.size >= OWED_KEPT) this.owedBySeal.delete(this.owedBySeal.values().next().value!);
+    this.owedBySeal.add(f.result_id);
     return { ops: this.opsFor(hooks, 'computation.complete', f.result_id, data, f.result_id), bump: [] };
   }
 
-  /** Did a seal owe deliveries since the last call? (The node kicks the dispatcher after the seal is durable.) */
-  takeOwed(): boolean {
-    const owed = this.owedBySeal;
-    this.owedBySeal = false;
-    return owed;
+  /** Did this result's seal owe deliveries? (The node kicks the dispatcher once the seal is durable.) */
+  takeOwed(resultId: string): boolean {
+    return this.owedBySeal.delete(resultId);
   }
 
   /**
