@@ -299,16 +299,16 @@ export class ComputeService {
         request: args.request,
         execution_time_ms: Number(endNs - args.startNs) / 1e6,
       };
-      let extra = this.deps.records?.sealOps(facts);
-      const more: Op[] = [];
-      const owed = this.deps.outbox?.sealOps(facts);
-      if (owed !== undefined) for (const op of owed.ops) more.push(op);
-      if (args.hooks?.ops)
-        for (const op of args.hooks.ops(facts, { result_id: resultId, result_digest: resultDigest, svcond: stamp.svcond, ...(args.run ?? NO_RUN) }))
-          more.push(op);
-      if (more.length > 0 || (owed !== undefined && owed.bump.length > 0)) {
-        extra = { ops: [...(extra?.ops ?? []), ...more], bump: [...(extra?.bump ?? []), ...(owed?.bump ?? [])] };
+      // What else the sealing batch writes: the result's records, the webhook deliveries it owes, the caller's hooks.
+      const extra: { ops: Op[]; bump: string[] } = { ops: [], bump: [] };
+      for (const recorder of [this.deps.records, this.deps.outbox]) {
+        const x = recorder?.sealOps(facts);
+        if (!x) continue;
+        extra.ops.push(...x.ops);
+        extra.bump.push(...x.bump);
       }
+      if (args.hooks?.ops)
+        extra.ops.push(...args.hooks.ops(facts, { result_id: resultId, result_digest: resultDigest, svcond: stamp.svcond, ...(args.run ?? NO_RUN) }));
       const sealed = await this.deps.ledger.seal({
         caller,
         action: args.action,
@@ -318,7 +318,7 @@ export class ComputeService {
         svcond: stamp.svcond,
         unixMs: Number(endNs / 1_000_000n),
         counterNames: args.reservation.names,
-        ...(extra !== undefined ? { extra } : {}),
+        ...(extra.ops.length > 0 || extra.bump.length > 0 ? { extra } : {}),
         // The ledger's members go into the prepared text at their slots; the proof signs the whole body.
         build: (ctx: SealContext) =>
           finishSeal(this.deps.receiptKey, prepared, {
