@@ -148,17 +148,23 @@ export function streamRoutes(router: Router, s: HttpServices): void {
   router.post('/api/svc/streams/:id/close', ownerHome, close);
   router.delete('/api/svc/streams/:id', ownerHome, close);
 
-  router.get('/api/svc/streams/:id/latest', ownerHome, async (ctx) => {
-    const channel = await opened(ctx);
-    const out = await streams.latest(channel);
-    setStreamHeaders(ctx, out.bytes, verifyUrl());
-    if (out.bytes === null) {
+  /** Answer a channel's latest envelope with the stream headers (204 before its first tick), as `encode` renders it. */
+  const answerLatest = (ctx: Context, bytes: Buffer | null, encode: (bytes: Buffer) => { type: string; body: unknown }): void => {
+    setStreamHeaders(ctx, bytes, verifyUrl());
+    if (bytes === null) {
       ctx.status = 204;
       ctx.body = '';
       return;
     }
-    ctx.type = out.contentType;
+    const out = encode(bytes);
+    ctx.type = out.type;
     ctx.body = out.body;
+  };
+
+  router.get('/api/svc/streams/:id/latest', ownerHome, async (ctx) => {
+    const channel = await opened(ctx);
+    const out = await streams.latest(channel);
+    answerLatest(ctx, out.bytes, () => ({ type: out.contentType, body: out.body }));
   });
 
   router.post('/api/svc/streams/:id/link', ownerHome, body(linkBody, { inHandler: true }), async (ctx) => {
@@ -179,16 +185,8 @@ export function streamRoutes(router: Router, s: HttpServices): void {
     const check = streams.checkLink(id, ctx.query.sig);
     if (!check.ok)
       throw new ServiceError(401, 'SVC_INVALID_KEY', `pull link refused: ${check.reason}`, { key_id: null, revoked_at: null, reason: check.reason });
-    const channel = await streams.get(id);
-    const bytes = await streams.latestBytes(channel);
-    setStreamHeaders(ctx, bytes, verifyUrl());
-    if (bytes === null) {
-      ctx.status = 204;
-      ctx.body = '';
-      return;
-    }
-    ctx.type = 'application/json; charset=utf-8';
-    ctx.body = bytes;
+    const bytes = await streams.latestBytes(await streams.get(id));
+    answerLatest(ctx, bytes, (b) => ({ type: 'application/json; charset=utf-8', body: b }));
   });
 
   router.post('/api/svc/streams/:id/secure/open', ownerHome, body(secureOpenBody, { inHandler: true }), async (ctx) => {
@@ -220,14 +218,7 @@ export function streamRoutes(router: Router, s: HttpServices): void {
     const session = streams.secure.get(id, ctx.query.session);
     if (session === null)
       throw new ServiceError(401, 'SVC_INVALID_KEY', 'unknown or expired secure session', { key_id: null, revoked_at: null, reason: 'no session' });
-    const channel = await streams.get(id);
-    const bytes = await streams.latestBytes(channel);
-    setStreamHeaders(ctx, bytes, verifyUrl());
-    if (bytes === null) {
-      ctx.status = 204;
-      ctx.body = '';
-      return;
-    }
-    ctx.body = streams.secure.seal(session, bytes);
+    const bytes = await streams.latestBytes(await streams.get(id));
+    answerLatest(ctx, bytes, (b) => ({ type: 'application/json; charset=utf-8', body: streams.secure.seal(session, b) }));
   });
 }
