@@ -570,8 +570,11 @@ export class SvcNode {
       timeoutMs: llm.timeoutMs,
     });
     // Identities' own provider keys, encrypted under a key derived from the credential secret (0600, data dir).
-    const credentials = new CredentialStore(this.store, credentialKey(await loadOrCreateCredentialSecret(this.config.dataDir)), () =>
-      Number(this.clock.nowNs() / 1_000_000n),
+    const credentials = new CredentialStore(
+      this.store,
+      credentialKey(await loadOrCreateCredentialSecret(this.config.dataDir)),
+      () => Number(this.clock.nowNs() / 1_000_000n),
+      llm.baseUrls,
     );
     return { chat, directory: new ProviderDirectory(llm.provider, credentials), credentials };
   }

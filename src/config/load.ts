@@ -44,6 +44,8 @@ const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'bool' | 
   SVC_CONTRIBUTION_OFFLOAD: { path: 'contribution.offload', kind: 'string' },
   SVC_WEBHOOK_ALLOW_LOOPBACK: { path: 'webhooks.allowLoopback', kind: 'bool' },
   SVC_WEBHOOK_ALLOW_HOSTS: { path: 'webhooks.allowHosts', kind: 'list' },
+  SVC_LLM_ALLOW_LOOPBACK: { path: 'llm.baseUrls.allowLoopback', kind: 'bool' },
+  SVC_LLM_ALLOW_HOSTS: { path: 'llm.baseUrls.allowHosts', kind: 'list' },
   SVC_METRICS_PORT: { path: 'metrics.port', kind: 'int' },
   SVC_METRICS_HOST: { path: 'metrics.host', kind: 'string' },
 };

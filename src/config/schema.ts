@@ -117,9 +117,17 @@ export const configSchema = z
         maxToolSteps: z.number().int().min(1).max(32).default(6),
         /** How long one provider call may take. */
         timeoutMs: z.number().int().min(100).max(600_000).default(60_000),
+        /**
+         * Where an identity's provider credential may point its base URL (the node calls it): public hosts only unless
+         * allowLoopback; allowHosts (exact, or `*.example.com`) narrows it. The operator's own provider is not limited.
+         */
+        baseUrls: z
+          .object({ allowLoopback: z.boolean().default(false), allowHosts: z.array(z.string().min(1).max(253)).default([]) })
+          .strict()
+          .default({ allowLoopback: false, allowHosts: [] }),
       })
       .strict()
-      .default({ provider: null, freeMessagesPerDay: 10, maxToolSteps: 6, timeoutMs: 60_000 }),
+      .default({ provider: null, freeMessagesPerDay: 10, maxToolSteps: 6, timeoutMs: 60_000, baseUrls: { allowLoopback: false, allowHosts: [] } }),
     /** Prometheus metrics (GET /metrics) on a listener of their own, never the API port; off when port is null. */
     metrics: z
       .object({

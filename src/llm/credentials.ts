@@ -6,7 +6,8 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { ServiceError } from '../kernel/errors.js';
 import type { Store, Sublevel } from '../store/db.js';
-import type { OwnProviders } from './directory.js';
+import type { UrlPolicy } from '../util/url-policy.js';
+import type { OwnProviders, ProviderEntry } from './directory.js';
 
 export const CREDENTIALS_PER_IDENTITY_MAX = 16;
 
@@ -56,6 +57,8 @@ export class CredentialStore implements OwnProviders {
     private readonly store: Store,
     private readonly key: Buffer,
     private readonly nowMs: () => number,
+    /** Where a credential's base URL may point (config llm.baseUrls): callers choose it, so not inside the node's network. */
+    readonly urlPolicy: UrlPolicy,
   ) {
     this.sub = store.sub('llm_credentials');
   }
@@ -117,15 +120,15 @@ export class CredentialStore implements OwnProviders {
   }
 
   /** One credential with its key, for a call to its provider (404 when the identity has none of that id). */
-  async withKey(zid: string, id: string): Promise<{ kind: string; baseUrl: string | null; apiKey: string; model: string | null }> {
+  async withKey(zid: string, id: string): Promise<ProviderEntry> {
     const rec = await this.store.get<StoredCredential>(this.sub, `${zid}:${id}`);
     if (!rec) throw new ServiceError(404, 'SVC_NOT_FOUND', `no provider credential ${id}`);
-    return { kind: rec.kind, baseUrl: rec.base_url, apiKey: this.open(rec), model: rec.model };
+    return { kind: rec.kind, baseUrl: rec.base_url, apiKey: this.open(rec), model: rec.model, policy: this.urlPolicy };
   }
 
   /** The identity's newest credential of a kind (any kind when null), with its key; null when it has none. */
-  async providerFor(zid: string, kind: string | null): Promise<{ kind: string; baseUrl: string | null; apiKey: string; model: string | null } | null> {
+  async providerFor(zid: string, kind: string | null): Promise<ProviderEntry | null> {
     const rec = (await this.records(zid)).find((r) => kind === null || r.kind === kind);
-    return rec ? { kind: rec.kind, baseUrl: rec.base_url, apiKey: this.open(rec), model: rec.model } : null;
+    return rec ? { kind: rec.kind, baseUrl: rec.base_url, apiKey: this.open(rec), model: rec.model, policy: this.urlPolicy } : null;
   }
 }

@@ -1,6 +1,8 @@
 // The eight provider kinds of spec 5.10 and the two wire protocols they speak (OpenAI's chat completions and
 // Anthropic's messages), over plain fetch with a configurable base URL: no SDK, nothing downloaded at run time.
 import { ServiceError } from '../kernel/errors.js';
+import { postOnce, type PostAnswer } from '../util/outbound-post.js';
+import type { UrlPolicy } from '../util/url-policy.js';
 
 export type WireProtocol = 'openai' | 'anthropic';
 
@@ -35,7 +37,12 @@ export interface ProviderConfig {
   baseUrl: string;
   apiKey: string;
   model: string;
+  /** Where this provider may be called: the operator's provider is trusted, an identity's credential is not. */
+  policy: UrlPolicy;
 }
+
+/** How much of a provider's answer is read. */
+const ANSWER_BYTES_MAX = 8 * 1024 * 1024;
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
@@ -83,21 +90,25 @@ async function post(
   signal: AbortSignal,
 ): Promise<Record<string, unknown>> {
   const url = `${config.baseUrl.replace(/\/+$/, '')}${path}`;
-  let res: Response;
+  let res: PostAnswer;
   try {
-    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal });
+    res = await postOnce(url, { 'content-type': 'application/json', ...headers }, JSON.stringify(body), {
+      policy: config.policy,
+      keepBytes: ANSWER_BYTES_MAX,
+      signal,
+    });
   } catch (err) {
     const e = err as Error;
     throw providerError(config, signal.aborted ? 'no answer in time' : `unreachable (${e.message})`, { provider_status: null });
   }
-  const text = await res.text();
+  const text = res.body;
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
     parsed = undefined;
   }
-  if (!res.ok) {
+  if (res.status < 200 || res.status >= 300) {
     const p = parsed as { error?: { message?: string } | string; message?: string } | undefined;
     const msg = typeof p?.error === 'object' ? p.error.message : typeof p?.error === 'string' ? p.error : (p?.message ?? text);
     throw providerError(config, `HTTP ${res.status}: ${msg ?? ''}`, { provider_status: res.status });

@@ -6,7 +6,7 @@ import type { Store, Sublevel } from '../store/db.js';
 import { randomHex } from '../tally/ledger.js';
 import type { EventType, WebhookStatus } from './events.js';
 import { newSecret, openSecret, sealSecret, type SealedSecret } from './signing.js';
-import { checkWebhookUrl, type UrlPolicy } from './url-policy.js';
+import { checkOutboundUrl, type UrlPolicy } from '../util/url-policy.js';
 
 export const WEBHOOKS_PER_IDENTITY = 16;
 
@@ -89,7 +89,7 @@ export class WebhookRegistry {
   }
 
   async register(owner: string, input: WebhookInput): Promise<{ webhook: WebhookRecord; secret: string }> {
-    checkWebhookUrl(input.url, this.policy);
+    checkOutboundUrl(input.url, this.policy);
     this.checkHeaders(input.headers ?? {});
     if ((this.byOwner.get(owner)?.size ?? 0) >= WEBHOOKS_PER_IDENTITY)
       throw new ServiceError(409, 'SVC_CONFLICT', `an identity has at most ${WEBHOOKS_PER_IDENTITY} webhooks`, { limit: WEBHOOKS_PER_IDENTITY });
@@ -153,7 +153,7 @@ export class WebhookRegistry {
 
   async update(owner: string, id: string, patch: Partial<WebhookInput> & { status?: WebhookStatus }): Promise<WebhookRecord> {
     const w = this.of(owner, id);
-    if (patch.url !== undefined) checkWebhookUrl(patch.url, this.policy);
+    if (patch.url !== undefined) checkOutboundUrl(patch.url, this.policy);
     if (patch.headers !== undefined) this.checkHeaders(patch.headers);
     const next: WebhookRecord = {
       ...w,

@@ -32,7 +32,11 @@ beforeAll(async () => {
       done();
     },
   });
-  t = await startTestNode({ solverThreads: 0, sealWorker: false }, { initialCredits: 1000, logger: pino({ level: 'trace' }, sink) });
+  // The fake provider listens on 127.0.0.1: this node lets credentials point at loopback (the default refuses it).
+  t = await startTestNode(
+    { solverThreads: 0, sealWorker: false, llm: { baseUrls: { allowLoopback: true, allowHosts: [] } } },
+    { initialCredits: 1000, logger: pino({ level: 'trace' }, sink) },
+  );
   ({ key, zid } = await zkIdentity(t.url, 'credentials'));
 });
 afterAll(async () => {
@@ -113,5 +117,35 @@ describe('provider credentials', () => {
       await db.close();
     }
     expect(records).toBe(1);
+  });
+});
+
+describe('provider credentials on a node with the default URL policy', () => {
+  it('a base URL inside the node network is refused (400 on base_url) and nothing is kept', async () => {
+    const strict = await startTestNode({ solverThreads: 0, sealWorker: false }, { initialCredits: 1000 });
+    try {
+      const me = await zkIdentity(strict.url, 'credentials-strict');
+      const token = (await readFile(join(strict.dataDir, 'operator-token'), 'utf8')).trim();
+      expect((await call(strict.url, 'POST', '/api/tally/grants', { zid: me.zid, credits: 0, tier: 'starter' }, bearer(token))).status).toBe(201);
+      for (const base_url of [`${fake.url}/v1`, 'http://169.254.169.254/latest', 'http://10.0.0.7/v1', 'http://localhost:11434/v1', 'file:///etc/passwd']) {
+        const e = expectError(
+          await call(strict.url, 'POST', '/api/svc/llm/credentials', { kind: 'openai_compatible', api_key: API_KEY, base_url, model: 'm' }, bearer(me.key)),
+          400,
+          'SVC_INVALID_INPUT',
+        );
+        expect(e, base_url).toMatchObject({ field: 'base_url' });
+      }
+      expect((await call(strict.url, 'GET', '/api/svc/llm/credentials', undefined, bearer(me.key))).body.credentials).toEqual([]);
+      const ok = await call(
+        strict.url,
+        'POST',
+        '/api/svc/llm/credentials',
+        { kind: 'openai_compatible', api_key: API_KEY, base_url: 'https://llm.example.com/v1', model: 'm' },
+        bearer(me.key),
+      );
+      expect(ok.status).toBe(201);
+    } finally {
+      await strict.destroy();
+    }
   });
 });

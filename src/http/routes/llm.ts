@@ -69,7 +69,7 @@ export function llmRoutes(router: Router, s: HttpServices, tools: LocalTools, se
     paid(caller);
     const body = validate(credentialBody, ctx.request.body);
     // The kind, base URL and model must make a provider (openai_compatible needs a base URL) before anything is kept.
-    completeProvider({ kind: body.kind, baseUrl: body.base_url ?? null, apiKey: body.api_key, model: body.model ?? null }, null);
+    completeProvider({ kind: body.kind, baseUrl: body.base_url ?? null, apiKey: body.api_key, model: body.model ?? null, policy: store.urlPolicy }, null);
     ctx.status = 201;
     ctx.body = await store.create(caller.zid, body);
   });

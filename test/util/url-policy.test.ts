@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { checkWebhookUrl, isBlockedAddress } from '../../src/webhooks/url-policy.js';
+import { checkOutboundUrl, isBlockedAddress } from '../../src/util/url-policy.js';
 
 const strict = { allowLoopback: false, allowHosts: [] };
 
-describe('webhook URL policy (no open proxy)', () => {
+describe('outbound URL policy (no open proxy)', () => {
   it('refuses non-http schemes, credentials, loopback, private and local names', () => {
     for (const u of [
       'ftp://example.com/',
@@ -25,18 +25,18 @@ describe('webhook URL policy (no open proxy)', () => {
       'http://svc.localhost/',
       'not a url',
     ])
-      expect(() => checkWebhookUrl(u, strict), u).toThrow(/invalid input url/);
-    expect(checkWebhookUrl('https://hooks.example.com/x', strict).hostname).toBe('hooks.example.com');
-    expect(checkWebhookUrl('http://8.8.8.8/x', strict).hostname).toBe('8.8.8.8');
+      expect(() => checkOutboundUrl(u, strict), u).toThrow(/invalid input url/);
+    expect(checkOutboundUrl('https://hooks.example.com/x', strict).hostname).toBe('hooks.example.com');
+    expect(checkOutboundUrl('http://8.8.8.8/x', strict).hostname).toBe('8.8.8.8');
   });
 
   it('loopback only when allowed; the allow-list decides hosts', () => {
-    expect(checkWebhookUrl('http://127.0.0.1:9/x', { allowLoopback: true, allowHosts: [] }).port).toBe('9');
+    expect(checkOutboundUrl('http://127.0.0.1:9/x', { allowLoopback: true, allowHosts: [] }).port).toBe('9');
     const listed = { allowLoopback: false, allowHosts: ['hooks.example.com', '*.corp.example'] };
-    expect(() => checkWebhookUrl('https://hooks.example.com/', listed)).not.toThrow();
-    expect(() => checkWebhookUrl('https://a.corp.example/', listed)).not.toThrow();
-    expect(() => checkWebhookUrl('https://corp.example/', listed)).toThrow();
-    expect(() => checkWebhookUrl('https://evil.example.com/', listed)).toThrow();
+    expect(() => checkOutboundUrl('https://hooks.example.com/', listed)).not.toThrow();
+    expect(() => checkOutboundUrl('https://a.corp.example/', listed)).not.toThrow();
+    expect(() => checkOutboundUrl('https://corp.example/', listed)).toThrow();
+    expect(() => checkOutboundUrl('https://evil.example.com/', listed)).toThrow();
     expect(isBlockedAddress('93.184.216.34')).toBe(false);
     expect(isBlockedAddress('2606:2800:220:1::1')).toBe(false);
     expect(isBlockedAddress('100.64.0.1')).toBe(true);

@@ -1,0 +1,93 @@
+// Which URLs a caller may make this node call (no open proxy): webhook receivers and the base URLs of provider
+// credentials. http or https only, no credentials in the URL, the host on the configured allow-list when there is
+// one, and never a loopback, private, link-local or otherwise non-public address unless the policy allows loopback.
+// A name is checked again when it is resolved for each request (guardedLookup, used by outbound-post.ts), so a name
+// that later points inside is refused then.
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { BlockList, isIP } from 'node:net';
+import { ServiceError } from '../kernel/errors.js';
+
+export interface UrlPolicy {
+  allowLoopback: boolean;
+  /** Hosts that may be called: exact names, or `*.example.com` for its subdomains; empty = any public host. */
+  allowHosts: string[];
+}
+
+/** The operator's own configuration is trusted: any host, loopback included. */
+export const TRUSTED_URLS: UrlPolicy = { allowLoopback: true, allowHosts: [] };
+
+const blocked = new BlockList();
+for (const [net, prefix] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  blocked.addSubnet(net, prefix, 'ipv4');
+for (const [net, prefix] of [
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+] as const)
+  blocked.addSubnet(net, prefix, 'ipv6');
+
+/** A loopback, private, link-local, multicast or unspecified address (IPv4-mapped IPv6 is read as its IPv4). */
+export function isBlockedAddress(ip: string): boolean {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return blocked.check(mapped[1]!, 'ipv4');
+  const v = isIP(ip);
+  if (v === 4) return blocked.check(ip, 'ipv4');
+  if (v === 6) return blocked.check(ip, 'ipv6');
+  return true;
+}
+
+function refuse(field: string, reason: string): ServiceError {
+  return new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input ${field}: ${reason}`, { field, reason, allowed: 'an http or https URL of a public host' });
+}
+
+function hostAllowed(host: string, list: string[]): boolean {
+  if (list.length === 0) return true;
+  return list.some((h) => (h.startsWith('*.') ? host.endsWith(h.slice(1)) && host.length > h.length - 1 : host === h.toLowerCase()));
+}
+
+/** The URL the node may call for a caller, or 400 SVC_INVALID_INPUT naming `field` and saying why not. */
+export function checkOutboundUrl(raw: string, policy: UrlPolicy, field = 'url'): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw refuse(field, 'not a URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refuse(field, 'only http and https URLs');
+  if (url.username !== '' || url.password !== '') throw refuse(field, 'credentials in the URL are not accepted (use headers)');
+  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (!hostAllowed(host, policy.allowHosts)) throw refuse(field, `host ${host} is not on the allow-list`);
+  if (!policy.allowLoopback) {
+    if (isIP(host) !== 0 && isBlockedAddress(host)) throw refuse(field, 'loopback, private and link-local addresses are refused');
+    if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.local') || host.endsWith('.internal'))
+      throw refuse(field, 'local names are refused');
+  }
+  return url;
+}
+
+/** A `lookup` for node:http(s) that drops the private addresses a name resolves to (all of them: the request fails). */
+export function guardedLookup(policy: UrlPolicy) {
+  return (hostname: string, options: { all?: boolean; family?: number }, cb: (...a: unknown[]) => void): void => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+      if (err) return cb(err);
+      const ok = policy.allowLoopback ? addresses : addresses.filter((a) => !isBlockedAddress(a.address));
+      if (ok.length === 0) return cb(new Error(`${hostname} resolves to a private address`));
+      if (options.all) cb(null, ok);
+      else cb(null, ok[0]!.address, ok[0]!.family);
+    });
+  };
+}
