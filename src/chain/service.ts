@@ -162,12 +162,22 @@ export class ChainService {
   /**
    * A machine's ops were written: its (empty) chain joins the heads, as every machine's does at start, so
    * headsDigest() is the same before and after a restart. Not before the write: a batch that fails leaves no head.
+   * A caller that must append in the same batch (genesis) calls it first and undoes it if the batch fails.
    */
-  created(slug: string): void {
-    if (this.heads.has(slug)) return;
+  created(slug: string): () => void {
+    if (this.heads.has(slug)) return () => {};
     const genesis = { seq: 0, hash: GENESIS_HASH };
     this.heads.set(slug, genesis);
     this.moveHead(slug, null, genesis);
+    let undone = false;
+    // Called after the batch's own rows were rolled back (the head is back at seq 0, or evicted): the chain leaves
+    // the heads and the digest.
+    return () => {
+      if (undone) return;
+      undone = true;
+      if (this.heads.get(slug)?.seq === 0) this.heads.delete(slug);
+      this.headsSum = (((this.headsSum - headTerm(slug, genesis)) % MOD_256) + MOD_256) % MOD_256;
+    };
   }
 
   private async head(slug: string): Promise<Head> {

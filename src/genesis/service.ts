@@ -84,7 +84,8 @@ export class GenesisService {
         () => {
           // Synchronous up to the commit: the charge (402 here writes nothing), then the machine's first rows.
           const paid = this.deps.ledger.chargeOps(zid, 'genesis', COSTS.genesis);
-          this.deps.chain.created(doc.slug);
+          // The new chain's head, so its first rows can be appended in this batch; undone if the batch fails.
+          const uncreate = this.deps.chain.created(doc.slug);
           const appended: { row: AuditRow; op: Op; rollback: () => void }[] = [];
           const recordOps: Op[] = [];
           try {
@@ -99,6 +100,7 @@ export class GenesisService {
             for (const e of doc.events) appended.push(this.deps.chain.appendOps(doc.slug, svcond, 'genesis_event', { type: e.type, payload: e.payload }));
           } catch (err) {
             for (const a of appended.reverse()) a.rollback();
+            uncreate();
             paid.rollback();
             throw err;
           }
@@ -117,6 +119,7 @@ export class GenesisService {
             ops,
             rollback: () => {
               for (const a of [...appended].reverse()) a.rollback();
+              uncreate();
               paid.rollback();
             },
           };

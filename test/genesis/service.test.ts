@@ -136,3 +136,48 @@ describe('genesis', () => {
     expectError(await call(t.url, 'POST', '/api/genesis/execute', { document: { slug: 'no-key' } }), 401, 'SVC_NO_KEY');
   });
 });
+
+describe('genesis when its batch fails', () => {
+  it('leaves no chain head behind: the heads digest is as before and the slug can be created later', async () => {
+    const t = await startTestNode({ solverThreads: 0, sealWorker: false }, { initialCredits: 120 });
+    try {
+      const id = await zkIdentity(t.url, 'genesis-disk');
+      const before = t.node.chain.headsDigest();
+      const store = t.node.store;
+      const commit = store.commit.bind(store);
+      // One failing write, as a full disk would give.
+      store.commit = async () => {
+        store.commit = commit;
+        throw new Error('disk full');
+      };
+      const failed = await call(
+        t.url,
+        'POST',
+        '/api/genesis/execute',
+        { document: { slug: 'after-disk', events: [{ type: 'e', payload: { a: 1 } }] } },
+        bearer(id.key),
+      );
+      expect(failed.status).toBe(500);
+      expect(t.node.chain.headsDigest()).toBe(before);
+      expectError(await call(t.url, 'GET', '/api/chain/after-disk/explore', undefined, bearer(id.key)), 404, 'SVC_NOT_FOUND');
+      const made = await call(
+        t.url,
+        'POST',
+        '/api/genesis/execute',
+        { document: { slug: 'after-disk', events: [{ type: 'e', payload: { a: 1 } }] } },
+        bearer(id.key),
+      );
+      expect(made.status).toBe(201);
+      expect(made.body.rows.map((r: { seq: number }) => r.seq)).toEqual([1, 2]);
+      expect(t.node.chain.headsDigest()).not.toBe(before);
+      // The same digest a restart computes from the store.
+      const digest = t.node.chain.headsDigest();
+      const again = await t.restart();
+      expect(again.node.chain.headsDigest()).toBe(digest);
+      await again.destroy();
+    } catch (err) {
+      await t.destroy();
+      throw err;
+    }
+  });
+});
