@@ -7,6 +7,7 @@ import type { IdentityService } from '../identity/service.js';
 import type { Caller } from '../tally/ledger.js';
 import type { ChainService, MachineRecord } from '../chain/service.js';
 import { documented } from './validate.js';
+import { callerAddress } from './caller-address.js';
 
 /**
  * The key a request presents: its Bearer header, else `?key=` (null: none). A header that is there but not
@@ -47,7 +48,7 @@ export interface AuthDeps {
 export async function resolveCaller(ctx: Context, deps: AuthDeps, allowAnonymous: boolean): Promise<Caller> {
   const key = presentedKey(ctx);
   if (!key) {
-    if (allowAnonymous) return { kind: 'anonymous', ip: ctx.ip };
+    if (allowAnonymous) return { kind: 'anonymous', ip: callerAddress(ctx) };
     throw noKeyError();
   }
   const rec = await deps.identity.resolveKey(key);

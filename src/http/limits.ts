@@ -3,9 +3,10 @@
 import type { Context, Next } from 'koa';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { ServiceError } from '../kernel/errors.js';
+import { callerAddress } from './caller-address.js';
 
-/** `by` names what is counted (default: the caller's IP; the embed ingest counts per embed key). */
-export function perMinuteLimit(points: number, scope: string, by: { what: string; keyOf: (ctx: Context) => string } = { what: 'IP', keyOf: (ctx) => ctx.ip }) {
+/** `by` names what is counted (default: the caller's address, an IPv6 /64; the embed ingest counts per embed key). */
+export function perMinuteLimit(points: number, scope: string, by: { what: string; keyOf: (ctx: Context) => string } = { what: 'IP', keyOf: callerAddress }) {
   const limiter = new RateLimiterMemory({ points, duration: 60, keyPrefix: scope });
   return async function rateLimit(ctx: Context, next: Next): Promise<void> {
     try {

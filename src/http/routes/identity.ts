@@ -8,6 +8,7 @@ import type { HttpServices } from '../context.js';
 import { demoKeyResponse, registerV3Response, whoamiResponse } from '../responses.js';
 import { body, describes, responds, validate } from '../validate.js';
 import { resolveCaller } from '../auth.js';
+import { callerAddress } from '../caller-address.js';
 
 const credentials = z.object({ email: z.string().trim().email().max(254), password: z.string().min(8).max(1024) }).strict();
 const loginBody = z.object({ email: z.string().trim().min(1).max(254), password: z.string().min(1).max(1024) }).strict();
@@ -98,7 +99,12 @@ export function identityRoutes(router: Router, s: HttpServices): void {
 
   router.post('/api/demo-key/mint', async (ctx) => {
     ctx.status = 201;
-    ctx.body = { key: await s.demoKeys.mint(ctx.ip), plan: 'demo', dailyLimit: s.config.limits.demoKeyPerDay, message: 'your own demo key; shown once' };
+    ctx.body = {
+      key: await s.demoKeys.mint(callerAddress(ctx)),
+      plan: 'demo',
+      dailyLimit: s.config.limits.demoKeyPerDay,
+      message: 'your own demo key; shown once',
+    };
   });
 
   // Who am I (useful to clients holding only a key).
