@@ -231,6 +231,7 @@ export class SvcNode {
       saltSecret: deriveKey(secret, 'SALT'),
       keyCacheMax: config.limits.identityCacheMax,
     });
+    await this.identity.indexEmbedKeysOnce();
     this.ledger = new Ledger(this.store, this.counters, this.chain, {
       initialCredits: this.options.initialCredits ?? config.limits.initialCredits,
       walletCacheMax: config.limits.identityCacheMax,

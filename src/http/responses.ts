@@ -274,3 +274,20 @@ export const shiftResponse = z.looseObject({
   phase: z.number(),
   svcond: tick,
 });
+
+/** An embed key as GET/DELETE /api/chain/:slug/embed-keys answer it: its id and times, never the key. */
+const embedKeyItem = z
+  .object({
+    key_id: z.string().regex(/^zsm_pub_[0-9a-f]{8}$/),
+    kind: z.literal('zsm_pub'),
+    minted_by: z.string().nullable(),
+    created_at: z.string(),
+    revoked_at: z.string().nullable(),
+  })
+  .strict();
+
+export const embedKeyResponse = embedKeyItem.extend({ slug: z.string().min(1) }).strict();
+
+export const embedKeysResponse = z
+  .object({ slug: z.string().min(1), total: int.min(0), limit: int.min(1), offset: int.min(0), items: z.array(embedKeyItem) })
+  .strict();

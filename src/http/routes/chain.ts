@@ -7,7 +7,7 @@ import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
 import { authorizeMachineRead, noKeyError as noKey, presentedKey, requireKey, resolveCaller } from '../auth.js';
 import { body, query, responds, validate } from '../validate.js';
-import { checkpointResponse } from '../responses.js';
+import { checkpointResponse, embedKeyResponse, embedKeysResponse } from '../responses.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { perMinuteLimit } from '../limits.js';
 import type { KeyRecord } from '../../identity/service.js';
@@ -54,6 +54,17 @@ const pageQuery = z
     key: z.string().optional(),
   })
   .strict();
+
+/** An embed key as listed: never the key nor its digest. */
+function embedKeyView(k: KeyRecord): Record<string, unknown> {
+  return {
+    key_id: k.key_id,
+    kind: k.kind,
+    minted_by: k.zid,
+    created_at: new Date(k.created_unix_ms).toISOString(),
+    revoked_at: k.revoked_unix_ms === null ? null : new Date(k.revoked_unix_ms).toISOString(),
+  };
+}
 
 export function settingsView(m: MachineRecord): Record<string, unknown> {
   return {
@@ -214,6 +225,22 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
       kind: 'zsm_pub',
       message: 'the embed key is shown once; it is valid on POST /api/chain/:slug/embed only',
     };
+  });
+
+  /** The machine's embed keys: ids and times only (a key is shown once, at minting; its digest never leaves the store). */
+  router.get('/api/chain/:slug/embed-keys', h.atMachineHome, query(pageQuery, { inHandler: true }), responds(embedKeysResponse), async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachine(s, ctx, machine, 'embed_keys');
+    const q = validate(pageQuery, ctx.query);
+    const { total, items } = await s.identity.listEmbedKeys(machine.slug, q.limit, q.offset);
+    ctx.body = { slug: machine.slug, total, limit: q.limit, offset: q.offset, items: items.map(embedKeyView) };
+  });
+
+  /** Revoke an embed key: 401 on the ingest from this answer on, and after a restart (the revoked record is stored). */
+  router.delete('/api/chain/:slug/embed-keys/:id', h.atMachineHome, responds(embedKeyResponse), async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachine(s, ctx, machine, 'embed_keys');
+    ctx.body = { slug: machine.slug, ...embedKeyView(await s.identity.revokeEmbedKey(machine.slug, String(ctx.params.id))) };
   });
 
   /**
