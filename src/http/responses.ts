@@ -291,3 +291,16 @@ export const embedKeyResponse = embedKeyItem.extend({ slug: z.string().min(1) })
 export const embedKeysResponse = z
   .object({ slug: z.string().min(1), total: int.min(0), limit: int.min(1), offset: int.min(0), items: z.array(embedKeyItem) })
   .strict();
+
+/** GET /api/chain/:slug/tally/envelopes: the envelopes sealed with rows of the machine, newest first. */
+export const machineEnvelopesResponse = z
+  .object({
+    slug: z.string().min(1),
+    total: int.min(0),
+    limit: int.min(1),
+    offset: int.min(0),
+    items: z.array(
+      z.object({ seq: int.min(1), token_id: z.string().regex(/^env_[0-9a-f]{24}$/), envelope: z.looseObject({ token_id: z.string() }).nullable() }).strict(),
+    ),
+  })
+  .strict();

@@ -7,7 +7,7 @@ import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
 import { authorizeMachineRead, noKeyError as noKey, presentedKey, requireKey, resolveCaller } from '../auth.js';
 import { body, query, responds, validate } from '../validate.js';
-import { checkpointResponse, embedKeyResponse, embedKeysResponse } from '../responses.js';
+import { checkpointResponse, embedKeyResponse, embedKeysResponse, machineEnvelopesResponse } from '../responses.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { perMinuteLimit } from '../limits.js';
 import type { KeyRecord } from '../../identity/service.js';
@@ -146,9 +146,28 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
   router.get('/api/chain/:slug/tally/summary', h.atMachineHome, async (ctx) => {
     const machine = await machineOf(s, ctx);
     await authorizeMachine(s, ctx, machine, 'tally');
-    const { total, credits } = await s.chain.listCharges(machine.slug, 1, 0);
+    const tally = await s.chain.tally(machine.slug);
     const head = await s.chain.headOf(machine.slug);
-    ctx.body = { slug: machine.slug, owner: machine.owner, charges: total, credits_charged: credits, rows: head.seq };
+    ctx.body = { slug: machine.slug, owner: machine.owner, charges: tally.charges, credits_charged: tally.credits, envelopes: tally.envelopes, rows: head.seq };
+  });
+
+  /**
+   * The envelopes sealed with a row on this machine (its callers' compute seals), newest first: the row's seq and
+   * the envelope record as it is now (a transferred envelope shows its new owner and folder).
+   */
+  router.get('/api/chain/:slug/tally/envelopes', h.atMachineHome, query(pageQuery, { inHandler: true }), responds(machineEnvelopesResponse), async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachine(s, ctx, machine, 'tally');
+    const q = validate(pageQuery, ctx.query);
+    const { total, items } = await s.chain.listEnvelopes(machine.slug, q.limit, q.offset);
+    const records = await s.ledger.envelopesById(items.map((e) => e.token_id));
+    ctx.body = {
+      slug: machine.slug,
+      total,
+      limit: q.limit,
+      offset: q.offset,
+      items: items.map((e, i) => ({ seq: e.seq, token_id: e.token_id, envelope: records[i] ?? null })),
+    };
   });
 
   /** Spec 2.7: a row commits SHA-256 of the payload, never the bytes; sealed: a sealed envelope and 'sealed_event'. */
