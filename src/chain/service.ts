@@ -40,6 +40,17 @@ export interface MachineRecord {
   inject_pulse_orb: boolean;
   home: string;
   created_unix_ms: number;
+  /** Set when another home won the machine's slug (slug-loss.ts): the machine stays here, unreachable by slug. */
+  lost?: MachineLoss;
+}
+
+/** What the losing home of a slug race records on its machine, in the batch that refunds the creation charge. */
+export interface MachineLoss {
+  /** The home whose claim won the slug. */
+  lost_to: string;
+  lost_unix_ms: number;
+  /** The creation charge given back to the owner (0 when none was recorded), and to which part of the wallet. */
+  refund: { credits: number; to: 'free' | 'paid' };
 }
 
 export interface AuditRow {
@@ -211,6 +222,36 @@ export class ChainService {
     return { charges: charges ?? 0, credits: credits ?? 0, envelopes: env?.value.envelopes_total ?? 0 };
   }
 
+  /** The charge recorded for the machine's creation (seq 0), if any. */
+  async creationCharge(slug: string): Promise<MachineCharge | undefined> {
+    return this.store.get<MachineCharge>(this.charges, `${slug}!${padNum(0)}`);
+  }
+
+  /** The op writing a changed machine record, with its index changes (the caller commits them in its batch). */
+  machineUpdateOps(before: MachineRecord, after: MachineRecord): Op[] {
+    return [{ type: 'put', sub: this.machines, key: after.slug, value: after }, ...this.index.ops(before, after)];
+  }
+
+  /** Commit ops of the chain's records with the caller's own, in one batch. */
+  commit(ops: Op[]): Promise<void> {
+    return this.store.commit(ops);
+  }
+
+  /** Machine records by slug (undefined where there is none). */
+  async machinesBySlug(slugs: string[]): Promise<(MachineRecord | undefined)[]> {
+    return this.store.getMany<MachineRecord>(this.machines, slugs);
+  }
+
+  /** Every machine record held here, one at a time (a start-time pass). */
+  async *allMachines(): AsyncGenerator<MachineRecord> {
+    const it = this.machines.iterator();
+    try {
+      for await (const [, value] of it) yield value as MachineRecord;
+    } finally {
+      await it.close();
+    }
+  }
+
   /** The machine's totals: from memory when its head is there, else from the store. */
   async tally(slug: string): Promise<MachineTally> {
     const head = await this.head(slug);
@@ -240,9 +281,9 @@ export class ChainService {
    * A machine's ops were written: its (empty) chain joins the heads, as every machine's does at start, so
    * headsDigest() is the same before and after a restart. Not before the write: a batch that fails leaves no head.
    */
-  created(slug: string): void {
+  created(slug: string, tally?: MachineTally): void {
     if (this.heads.has(slug)) return;
-    const genesis = { seq: 0, hash: GENESIS_HASH };
+    const genesis: Head = tally ? { seq: 0, hash: GENESIS_HASH, tally: { ...tally } } : { seq: 0, hash: GENESIS_HASH };
     this.heads.set(slug, genesis);
     this.moveHead(slug, null, genesis);
   }

@@ -421,6 +421,23 @@ export class IdentityService {
     return { key, record, ops: [{ type: 'put', sub: this.keys, key: keyDigest(key), value: { ...record, shared } }] };
   }
 
+  /**
+   * The ops revoking a stored key by its digest (null when there is none, or it is revoked already), for a caller
+   * that commits them in its own batch; `applied()` after the commit updates the cache and tells the mesh.
+   */
+  async revokeDigestOps(digest: string): Promise<{ ops: Op[]; applied: () => void } | null> {
+    const rec = await this.deps.store.get<KeyRecord>(this.keys, digest);
+    if (!rec || rec.revoked_unix_ms !== null) return null;
+    const revoked: KeyRecord = { ...rec, revoked_unix_ms: this.now() };
+    return {
+      ops: [{ type: 'put', sub: this.keys, key: digest, value: revoked }],
+      applied: () => {
+        this.cacheKey(digest, revoked);
+        this.assert(digest, revoked);
+      },
+    };
+  }
+
   async revokeKey(key: string): Promise<void> {
     const digest = keyDigest(key);
     const rec = await this.deps.store.get<KeyRecord>(this.keys, digest);

@@ -76,6 +76,8 @@ export function settingsView(m: MachineRecord): Record<string, unknown> {
     inject_pulse_orb: m.inject_pulse_orb,
     roles: m.roles,
     home: m.home,
+    status: m.lost ? 'lost' : 'active',
+    ...(m.lost ? { lost: m.lost } : {}),
   };
 }
 
@@ -117,7 +119,13 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
     const caller = ctx.state.caller as Caller | undefined;
     const zid = caller?.kind === 'identity' ? caller.zid : null;
     const { total, items } = await s.chain.index.list(zid, q.limit, q.offset);
-    ctx.body = { zid, total, limit: q.limit, offset: q.offset, node: s.nodeId(), items };
+    // Each machine's status: `lost` when another home won its slug (chain/slug-loss.ts), with the loss and refund.
+    const records = await s.chain.machinesBySlug(items.map((i) => i.slug));
+    const listed = items.map((i, n) => {
+      const lost = records[n]?.lost;
+      return lost ? { ...i, status: 'lost', lost } : { ...i, status: 'active' };
+    });
+    ctx.body = { zid, total, limit: q.limit, offset: q.offset, node: s.nodeId(), items: listed };
   });
 
   router.get('/api/chain/:slug/settings', h.atMachineHome, async (ctx) => {
