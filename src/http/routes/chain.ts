@@ -10,6 +10,7 @@ import { body, query, responds, validate } from '../validate.js';
 import { checkpointResponse, embedKeyResponse, embedKeysResponse, machineEnvelopesResponse } from '../responses.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { perMinuteLimit } from '../limits.js';
+import { signVoucher, voucherRequest } from '../chain-delegation.js';
 import type { KeyRecord } from '../../identity/service.js';
 import { SLUG_PATTERN } from '../../mesh/machines.js';
 import type { Caller } from '../../tally/ledger.js';
@@ -97,12 +98,17 @@ export async function machineOf(s: HttpServices, ctx: Context): Promise<MachineR
  * The keyed caller's role on the machine, checked against the role matrix for `action` (401 without a good key;
  * 403 naming the action and the roles that may, for a key of an identity whose role does not allow it).
  */
-export async function authorizeMachine(s: HttpServices, ctx: Context, machine: MachineRecord, action: ChainAction): Promise<{ zid: string; role: Role }> {
+export async function authorizeMachine(
+  s: HttpServices,
+  ctx: Context,
+  machine: MachineRecord,
+  action: ChainAction,
+): Promise<{ zid: string; role: Role; home: string }> {
   const caller = await resolveCaller(ctx, { identity: s.identity, chain: s.chain, nodeId: s.nodeId }, false);
   const zid = caller.kind === 'identity' ? caller.zid : null;
   const role = zid ? machine.roles[zid] : undefined;
   requireRole(machine.slug, role, action);
-  return { zid: zid!, role: role! };
+  return { zid: zid!, role: role!, home: (caller as Extract<Caller, { kind: 'identity' }>).home };
 }
 
 export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelpers): void {
@@ -113,6 +119,16 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
     if (!presentedKey(ctx)) return next();
     return requireKey(auth)(ctx, () => home(ctx, next));
   };
+
+  /**
+   * A node asks this one, the home of the presented key's identity, to vouch for a request it forwards to a
+   * machine's home without the key (chain-delegation.ts): a `chain.caller` event signed here, for that one request.
+   */
+  router.post('/api/mesh/chain-caller', requireKey(auth), body(voucherRequest), async (ctx) => {
+    const caller = ctx.state.caller as Caller;
+    if (caller.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'only an identity is vouched for');
+    ctx.body = await signVoucher(s, caller, validate(voucherRequest, ctx.request.body));
+  });
 
   router.get('/api/chain/aggregate/list', optionalKey, query(pageQuery), async (ctx) => {
     const q = validate(pageQuery, ctx.query);
@@ -211,7 +227,16 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
   /** Part 8: a contract transition costs 5, charged in the transition's batch (402 and nothing applied when short). */
   router.post('/api/chain/:slug/contracts/:id/transition', h.atMachineHome, body(transitionBody, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
-    const { zid } = await authorizeMachine(s, ctx, machine, 'transition');
+    const { zid, home } = await authorizeMachine(s, ctx, machine, 'transition');
+    // A transition is charged to the caller's wallet, which lives at the identity's home only (architecture.md §5).
+    if (home !== s.nodeId()) {
+      throw new ServiceError(403, 'SVC_FORBIDDEN', `a contract transition is charged to the caller's wallet, kept at its home ${home}, not here`, {
+        slug: machine.slug,
+        action: 'transition',
+        reason: 'wallet at another home',
+        home,
+      });
+    }
     const body = validate(transitionBody, ctx.request.body);
     let charge: TallyCharge | null = null;
     const out = await s.chain.contracts.transition(
