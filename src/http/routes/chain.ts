@@ -44,8 +44,17 @@ export const EMBED_PER_MINUTE = 60;
 /** Minting an embed key takes no options: the body is empty (or {}). */
 const embedKeysBody = z.object({}).strict();
 const embedBody = z.object({ payload: z.unknown().refine((v) => v !== undefined && v !== null, 'a payload (any JSON value but null)') }).strict();
-const inclusionQuery = z.object({ seq: z.coerce.number().int().min(1), size: z.coerce.number().int().min(1).optional(), key: z.string().optional() }).strict();
-const consistencyQuery = z.object({ from: z.coerce.number().int().min(1), to: z.coerce.number().int().min(1).optional(), key: z.string().optional() }).strict();
+/**
+ * How a proof's hashes are written: lower-case hex (the default, like every hash of this API, the rows and the
+ * checkpoints) or standard base64 (RFC 6962 §4's JSON API). `svc-node verify-log` reads either.
+ */
+const hashEncoding = z.enum(['hex', 'base64']).default('hex');
+const inclusionQuery = z
+  .object({ seq: z.coerce.number().int().min(1), size: z.coerce.number().int().min(1).optional(), encoding: hashEncoding, key: z.string().optional() })
+  .strict();
+const consistencyQuery = z
+  .object({ from: z.coerce.number().int().min(1), to: z.coerce.number().int().min(1).optional(), encoding: hashEncoding, key: z.string().optional() })
+  .strict();
 /** Rows one export carries at most. */
 export const EXPORT_ROWS_MAX = 200_000;
 const pageQuery = z
@@ -355,14 +364,16 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
       s.chain.merkle.leaf(machine.slug, q.seq),
       size === cp.tree_size ? Promise.resolve(Buffer.from(cp.root_hash, 'hex')) : s.chain.merkle.root(machine.slug, size),
     ]);
+    const enc = q.encoding;
     ctx.body = {
       slug: machine.slug,
       seq: q.seq,
       leaf_index: q.seq - 1,
       tree_size: size,
-      leaf_hash: leaf.toString('hex'),
-      audit_path: path.map((p) => p.toString('hex')),
-      root_hash: root.toString('hex'),
+      encoding: enc,
+      leaf_hash: leaf.toString(enc),
+      audit_path: path.map((p) => p.toString(enc)),
+      root_hash: root.toString(enc),
       checkpoint: size === cp.tree_size ? cp : ((await s.chain.checkpoints.at(machine.slug, size)) ?? null),
     };
   });
@@ -381,13 +392,15 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
       s.chain.merkle.root(machine.slug, q.from),
       s.chain.merkle.root(machine.slug, to),
     ]);
+    const enc = q.encoding;
     ctx.body = {
       slug: machine.slug,
       tree_size_1: q.from,
       tree_size_2: to,
-      root_hash_1: first.toString('hex'),
-      root_hash_2: second.toString('hex'),
-      consistency_path: path.map((p) => p.toString('hex')),
+      encoding: enc,
+      root_hash_1: first.toString(enc),
+      root_hash_2: second.toString(enc),
+      consistency_path: path.map((p) => p.toString(enc)),
     };
   });
 
