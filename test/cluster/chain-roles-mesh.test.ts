@@ -49,6 +49,9 @@ afterAll(async () => {
 describe('a role held by an identity homed on another node', () => {
   it('reads and appends from any node (served by the machine’s home); what the role does not allow stays 403', async () => {
     const [a, b, c] = nodes as [TestNode, TestNode, TestNode];
+    // By header from C, B and A; by ?key= from C.
+    const byQuery = await call(c.url, 'GET', `/api/chain/${SLUG}/explore?key=${operator.key}`);
+    expect(byQuery.status, byQuery.text).toBe(200);
     for (const n of [c, b, a]) {
       const read = await call(n.url, 'GET', `/api/chain/${SLUG}/explore`, undefined, bearer(operator.key));
       expect(read.status, `${n === a ? 'A' : n === b ? 'B' : 'C'}: ${read.text}`).toBe(200);
