@@ -304,3 +304,21 @@ export const machineEnvelopesResponse = z
     ),
   })
   .strict();
+
+/** POST /api/mesh/chain-caller: a `chain.caller` mesh event signed by the identity's home (http/chain-delegation.ts). */
+export const chainCallerResponse = z
+  .object({
+    type: z.literal('chain.caller'),
+    sender: peerId,
+    svcond: tick,
+    body: z.object({
+      zid: z.string(),
+      key_id: z.string(),
+      method: z.string(),
+      path: z.string(),
+      body_sha256: z.string().regex(/^[0-9a-f]{64}$/),
+      nonce: z.string().regex(/^[0-9a-f]{32}$/),
+    }),
+    signature: z.string().min(1),
+  })
+  .strict();

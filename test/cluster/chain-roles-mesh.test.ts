@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { CHAIN_CALLER_HEADER } from '../../src/http/chain-delegation.js';
 import { FORWARDED_HEADER } from '../../src/http/forward.js';
+import { chainCallerResponse } from '../../src/http/responses.js';
 
 const MESH_SECRET = 'chain-roles-mesh-secret-0123456789';
 const meshConfig = (bootstrap: string[]) => ({ mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 } });
@@ -79,6 +80,7 @@ describe('a role held by an identity homed on another node', () => {
       bearer(operator.key),
     );
     expect(v.status, v.text).toBe(200);
+    chainCallerResponse.parse(v.body);
     const voucher = Buffer.from(JSON.stringify(v.body)).toString('base64url');
     const vouched = (p: string) => call(a.url, 'GET', p, undefined, { [FORWARDED_HEADER]: b.node.nodeId, [CHAIN_CALLER_HEADER]: voucher });
     expect(expectError((await vouched(`/api/chain/${SLUG}/settings`)) as never, 401, 'SVC_INVALID_KEY').reason).toBe('for another request');

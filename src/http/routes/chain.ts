@@ -7,7 +7,7 @@ import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
 import { authorizeMachineRead, noKeyError as noKey, presentedKey, requireKey, resolveCaller } from '../auth.js';
 import { body, query, responds, validate } from '../validate.js';
-import { checkpointResponse, embedKeyResponse, embedKeysResponse, machineEnvelopesResponse } from '../responses.js';
+import { chainCallerResponse, checkpointResponse, embedKeyResponse, embedKeysResponse, machineEnvelopesResponse } from '../responses.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { perMinuteLimit } from '../limits.js';
 import { signVoucher, voucherRequest } from '../chain-delegation.js';
@@ -133,7 +133,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
    * A node asks this one, the home of the presented key's identity, to vouch for a request it forwards to a
    * machine's home without the key (chain-delegation.ts): a `chain.caller` event signed here, for that one request.
    */
-  router.post('/api/mesh/chain-caller', requireKey(auth), body(voucherRequest), async (ctx) => {
+  router.post('/api/mesh/chain-caller', requireKey(auth), body(voucherRequest), responds(chainCallerResponse), async (ctx) => {
     const caller = ctx.state.caller as Caller;
     if (caller.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'only an identity is vouched for');
     ctx.body = await signVoucher(s, caller, validate(voucherRequest, ctx.request.body));
