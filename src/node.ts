@@ -15,6 +15,7 @@ import { ChainService } from './chain/service.js';
 import { IdentityService } from './identity/service.js';
 import { DemoKeys } from './identity/demo.js';
 import { Ledger } from './tally/ledger.js';
+import { SlugLosses } from './chain/slug-loss.js';
 import { QuotaService } from './tally/quota.js';
 import { Grants } from './tally/grants.js';
 import { LONGEST_TIME_LIMIT_SECONDS, TierBook, tierPolicy, type Tier } from './tally/tiers.js';
@@ -231,6 +232,7 @@ export class SvcNode {
       saltSecret: deriveKey(secret, 'SALT'),
       keyCacheMax: config.limits.identityCacheMax,
     });
+    await this.identity.indexEmbedKeysOnce();
     this.ledger = new Ledger(this.store, this.counters, this.chain, {
       initialCredits: this.options.initialCredits ?? config.limits.initialCredits,
       walletCacheMax: config.limits.identityCacheMax,
@@ -520,7 +522,10 @@ export class SvcNode {
     if (config.metrics.port !== null) this.metricsUrl = await this.metrics.listen(config.metrics.host, config.metrics.port);
     meshOptions.httpUrl = this.url;
     this.wireIdentityGossip();
+    const slugLosses = this.wireSlugLosses();
     await this.mesh.start();
+    // A slug race lost before a stop and not settled then (chain/slug-loss.ts): settled now, once.
+    if (slugLosses) await slugLosses.reconcile().catch((err: unknown) => this.logger.error({ err: String(err) }, 'slug losses could not be settled at start'));
     // After the mesh: a delivery signs with the node key and finds the receiver's home in the peer table.
     await this.transferDelivery.start();
     // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast.
@@ -601,6 +606,24 @@ export class SvcNode {
       }),
     );
     this.identity.onRemoteLookup(remoteKeyLookup({ peers: () => this.mesh.peers(), nowSvcond: () => this.mesh.nowSvcond() }));
+  }
+
+  /** The losing home of a slug race marks its machine lost and refunds its owner (chain/slug-loss.ts). */
+  private wireSlugLosses(): SlugLosses | null {
+    if (!this.mesh.enabled) return null;
+    const losses = new SlugLosses({
+      chain: this.chain,
+      ledger: this.ledger,
+      identity: this.identity,
+      nodeId: () => this.nodeId,
+      nowMs: () => Number(this.clock.nowNs() / 1_000_000n),
+      winnerOf: (slug) => this.mesh.machines.known(slug),
+      log: (msg, fields) => this.logger.info(fields, msg),
+    });
+    this.mesh.machines.onWonElsewhere((slug) => {
+      void losses.settle(slug).catch((err: unknown) => this.logger.error({ err: String(err), slug }, 'a lost slug could not be settled'));
+    });
+    return losses;
   }
 
   /**

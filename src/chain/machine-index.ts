@@ -28,8 +28,11 @@ export class MachineIndex {
     for (const zid of Object.keys(was)) {
       if (after.roles[zid] === undefined) ops.push({ type: 'del', sub: this.members, key: `${zid}!${after.slug}` });
     }
-    if (after.is_public && !before?.is_public) ops.push({ type: 'put', sub: this.publics, key: after.slug, value: 1 });
-    if (!after.is_public && before?.is_public) ops.push({ type: 'del', sub: this.publics, key: after.slug });
+    // A machine that lost its slug (slug-loss.ts) is no longer listed as public: its slug names another home's machine.
+    const wasPublic = before !== null && before.is_public && !before.lost;
+    const isPublic = after.is_public && !after.lost;
+    if (isPublic && !wasPublic) ops.push({ type: 'put', sub: this.publics, key: after.slug, value: 1 });
+    if (!isPublic && wasPublic) ops.push({ type: 'del', sub: this.publics, key: after.slug });
     return ops;
   }
 

@@ -20,9 +20,9 @@ export type ChainAction =
   | 'grant_member'
   /** Give or take admin. */
   | 'grant_admin'
-  /** Mint zsm_pub_ embed keys. */
+  /** Mint, list and revoke zsm_pub_ embed keys. */
   | 'embed_keys'
-  /** The machine's charges (tally/*). */
+  /** The machine's tally (tally/charges, tally/summary, tally/envelopes). */
   | 'tally';
 
 /** The matrix: action → the roles allowed it. The owner role is never granted or taken (one owner, the creator). */

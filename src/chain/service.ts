@@ -40,6 +40,17 @@ export interface MachineRecord {
   inject_pulse_orb: boolean;
   home: string;
   created_unix_ms: number;
+  /** Set when another home won the machine's slug (slug-loss.ts): the machine stays here, unreachable by slug. */
+  lost?: MachineLoss;
+}
+
+/** What the losing home of a slug race records on its machine, in the batch that refunds the creation charge. */
+export interface MachineLoss {
+  /** The home whose claim won the slug. */
+  lost_to: string;
+  lost_unix_ms: number;
+  /** The creation charge given back to the owner (0 when none was recorded), and to which part of the wallet. */
+  refund: { credits: number; to: 'free' | 'paid' };
 }
 
 export interface AuditRow {
@@ -70,7 +81,31 @@ export function rowText(row: Omit<AuditRow, 'hash'>): string {
 interface Head {
   seq: number;
   hash: string;
+  /** The machine's running tally (undefined until read: prepare() reads it; charges and envelopes need it). */
+  tally?: MachineTally;
 }
+
+/** What a machine's charges and envelopes add up to: kept in memory with its head, stored in each index entry. */
+export interface MachineTally {
+  /** Charges recorded for actions on the machine (its creation, contract transitions). */
+  charges: number;
+  /** Credits those charges took. */
+  credits: number;
+  /** Envelopes sealed with a row on the machine (compute seals of its callers). */
+  envelopes: number;
+}
+
+/** A charge record: the charge, who paid, and the machine's running totals after it (written in its batch). */
+export type MachineCharge = TallyCharge & { seq: number; zid: string; charges_total?: number; credits_total?: number };
+
+/** An entry of the machine's envelope index: the envelope's token id and the machine's envelope count after it. */
+export interface MachineEnvelopeEntry {
+  token_id: string;
+  envelopes_total: number;
+}
+
+/** Charges one listing of a machine recorded before running totals (session 12) reads at most. */
+const LEGACY_CHARGES_SCAN = 100_000;
 
 export class ChainService {
   private readonly machines: Sublevel;
@@ -86,6 +121,8 @@ export class ChainService {
   /** Who holds a role on which machine, and the public machines (aggregate/list). */
   readonly index: MachineIndex;
   private readonly charges: Sublevel;
+  /** The envelopes sealed with a row on each machine: `${slug}!${seq}` → MachineEnvelopeEntry (tally/envelopes). */
+  private readonly envelopes: Sublevel;
   /** One change at a time per machine record (settings) or contract (transitions): a keyed lock. */
   readonly locks = new EnvelopeLocks();
   /** JSON contracts deployed on this node's machines (contracts.ts). */
@@ -105,6 +142,7 @@ export class ChainService {
     this.pending = new PendingWrites(store.progress);
     this.index = new MachineIndex(store);
     this.charges = store.sub('chain_charges');
+    this.envelopes = store.sub('chain_envelopes');
     this.contracts = new ContractService(store, this);
     this.merkle = new MerkleLog(store, this.rows, this.locks);
     this.checkpoints = new Checkpoints(store, this.merkle, async (slug) => (await this.head(slug)).seq);
@@ -142,21 +180,101 @@ export class ChainService {
     });
   }
 
-  /** The op recording a charge made for an action on this machine (its creation: seq 0; else the row it paid for). */
+  /**
+   * The op recording a charge made for an action on this machine (its creation: seq 0; else the row it paid for),
+   * with the machine's running totals after it. Synchronous, in the batch of the row it paid for: the head's tally
+   * must be in memory (append() and prepare() read it), and a failed batch's rollback restores it with the head.
+   */
   chargeOp(slug: string, seq: number, zid: string, charge: TallyCharge): Op {
-    return { type: 'put', sub: this.charges, key: `${slug}!${padNum(seq)}`, value: { seq, zid, ...charge } };
+    let totals: { charges: number; credits: number };
+    if (seq === 0) totals = { charges: 1, credits: charge.charged };
+    else {
+      const head = this.heads.get(slug);
+      if (!head?.tally) throw new Error(`chain tally of ${slug} not prepared`);
+      head.tally = { ...head.tally, charges: head.tally.charges + 1, credits: head.tally.credits + charge.charged };
+      totals = head.tally;
+    }
+    const value: MachineCharge = { seq, zid, ...charge, charges_total: totals.charges, credits_total: totals.credits };
+    return { type: 'put', sub: this.charges, key: `${slug}!${padNum(seq)}`, value };
   }
 
-  /** The machine's charges, newest first, with their total count and credits (bounded scan). */
-  async listCharges(slug: string, limit: number, offset: number): Promise<{ total: number; credits: number; items: unknown[] }> {
-    const all = await this.store.range<TallyCharge & { seq: number; zid: string }>(this.charges, {
+  /** The op indexing an envelope sealed with row `seq` of the machine (synchronous, in the sealing batch; as chargeOp). */
+  envelopeOp(slug: string, seq: number, tokenId: string): Op {
+    const head = this.heads.get(slug);
+    if (!head?.tally) throw new Error(`chain tally of ${slug} not prepared`);
+    head.tally = { ...head.tally, envelopes: head.tally.envelopes + 1 };
+    const value: MachineEnvelopeEntry = { token_id: tokenId, envelopes_total: head.tally.envelopes };
+    return { type: 'put', sub: this.envelopes, key: `${slug}!${padNum(seq)}`, value };
+  }
+
+  /** The machine's totals as stored: the newest entry of each index carries them (two reads, never a scan). */
+  private async storedTally(slug: string): Promise<MachineTally> {
+    const [charge] = await this.store.range<MachineCharge>(this.charges, { gte: `${slug}!`, lt: `${slug}!~`, reverse: true, limit: 1 });
+    const [env] = await this.store.range<MachineEnvelopeEntry>(this.envelopes, { gte: `${slug}!`, lt: `${slug}!~`, reverse: true, limit: 1 });
+    let charges = charge?.value.charges_total;
+    let credits = charge?.value.credits_total;
+    if (charge && (charges === undefined || credits === undefined)) {
+      // Written before running totals: counted once (the next charge stores the totals).
+      const all = await this.store.range<MachineCharge>(this.charges, { gte: `${slug}!`, lt: `${slug}!~`, limit: LEGACY_CHARGES_SCAN });
+      charges = all.length;
+      credits = all.reduce((sum, e) => sum + e.value.charged, 0);
+    }
+    return { charges: charges ?? 0, credits: credits ?? 0, envelopes: env?.value.envelopes_total ?? 0 };
+  }
+
+  /** The charge recorded for the machine's creation (seq 0), if any. */
+  async creationCharge(slug: string): Promise<MachineCharge | undefined> {
+    return this.store.get<MachineCharge>(this.charges, `${slug}!${padNum(0)}`);
+  }
+
+  /** The op writing a changed machine record, with its index changes (the caller commits them in its batch). */
+  machineUpdateOps(before: MachineRecord, after: MachineRecord): Op[] {
+    return [{ type: 'put', sub: this.machines, key: after.slug, value: after }, ...this.index.ops(before, after)];
+  }
+
+  /** Commit ops of the chain's records with the caller's own, in one batch. */
+  commit(ops: Op[]): Promise<void> {
+    return this.store.commit(ops);
+  }
+
+  /** Machine records by slug (undefined where there is none). */
+  async machinesBySlug(slugs: string[]): Promise<(MachineRecord | undefined)[]> {
+    return this.store.getMany<MachineRecord>(this.machines, slugs);
+  }
+
+  /** Every machine record held here, one at a time (a start-time pass). */
+  async *allMachines(): AsyncGenerator<MachineRecord> {
+    const it = this.machines.iterator();
+    try {
+      for await (const [, value] of it) yield value as MachineRecord;
+    } finally {
+      await it.close();
+    }
+  }
+
+  /** The machine's totals: from memory when its head is there, else from the store. */
+  async tally(slug: string): Promise<MachineTally> {
+    const head = await this.head(slug);
+    return { ...head.tally! };
+  }
+
+  /** The machine's charges, newest first, with their total count and credits (running totals: no scan). */
+  async listCharges(slug: string, limit: number, offset: number): Promise<{ total: number; credits: number; items: MachineCharge[] }> {
+    const { charges, credits } = await this.tally(slug);
+    const page = await this.store.range<MachineCharge>(this.charges, { gte: `${slug}!`, lt: `${slug}!~`, reverse: true, limit: offset + limit });
+    return { total: charges, credits, items: page.slice(offset).map((e) => e.value) };
+  }
+
+  /** The envelopes sealed with rows of the machine, newest first: {seq, token_id} (the caller reads the records). */
+  async listEnvelopes(slug: string, limit: number, offset: number): Promise<{ total: number; items: { seq: number; token_id: string }[] }> {
+    const { envelopes } = await this.tally(slug);
+    const page = await this.store.range<MachineEnvelopeEntry>(this.envelopes, {
       gte: `${slug}!`,
       lt: `${slug}!~`,
       reverse: true,
-      limit: 100_000,
+      limit: offset + limit,
     });
-    const credits = all.reduce((sum, e) => sum + e.value.charged, 0);
-    return { total: all.length, credits, items: all.slice(offset, offset + limit).map((e) => e.value) };
+    return { total: envelopes, items: page.slice(offset).map((e) => ({ seq: Number(e.key.slice(e.key.lastIndexOf('!') + 1)), token_id: e.value.token_id })) };
   }
 
   /**
@@ -164,9 +282,9 @@ export class ChainService {
    * headsDigest() is the same before and after a restart. Not before the write: a batch that fails leaves no head.
    * A caller that must append in the same batch (genesis) calls it first and undoes it if the batch fails.
    */
-  created(slug: string): () => void {
+  created(slug: string, tally?: MachineTally): () => void {
     if (this.heads.has(slug)) return () => {};
-    const genesis = { seq: 0, hash: GENESIS_HASH };
+    const genesis: Head = tally ? { seq: 0, hash: GENESIS_HASH, tally: { ...tally } } : { seq: 0, hash: GENESIS_HASH };
     this.heads.set(slug, genesis);
     this.moveHead(slug, null, genesis);
     let undone = false;
@@ -180,14 +298,39 @@ export class ChainService {
     };
   }
 
-  private async head(slug: string): Promise<Head> {
-    const cached = this.heads.get(slug);
-    if (cached) return cached;
+  /** The head from the chain's last row, kept in memory (its tally unread). */
+  private async rowHead(slug: string): Promise<Head> {
     const last = await this.store.range<AuditRow>(this.rows, { gte: `${slug}!`, lt: `${slug}!~`, reverse: true, limit: 1 });
-    const head = last[0] ? { seq: last[0].value.seq, hash: last[0].value.hash } : { seq: 0, hash: GENESIS_HASH };
-    // Another caller may have loaded it meanwhile; the first loaded head wins.
     const again = this.heads.get(slug);
     if (again) return again;
+    const head: Head = last[0] ? { seq: last[0].value.seq, hash: last[0].value.hash } : { seq: 0, hash: GENESIS_HASH };
+    this.heads.set(slug, head);
+    return head;
+  }
+
+  private async head(slug: string): Promise<Head> {
+    const cached = this.heads.get(slug);
+    if (cached?.tally) return cached;
+    if (cached) {
+      // A new machine's head (created()): its tally is read once. Nothing changes a tally that is not in memory, so
+      // the stored one is current; the first read to land is kept.
+      const tally = await this.storedTally(slug);
+      const now = this.heads.get(slug);
+      if (now && !now.tally) now.tally = tally;
+      if (now) return now;
+    }
+    const [last, tally] = await Promise.all([
+      this.store.range<AuditRow>(this.rows, { gte: `${slug}!`, lt: `${slug}!~`, reverse: true, limit: 1 }),
+      this.storedTally(slug),
+    ]);
+    const head: Head = last[0] ? { seq: last[0].value.seq, hash: last[0].value.hash, tally } : { seq: 0, hash: GENESIS_HASH, tally };
+    // Another caller may have loaded it meanwhile; the first loaded head wins.
+    const again = this.heads.get(slug);
+    if (again?.tally) return again;
+    if (again) {
+      again.tally = tally;
+      return again;
+    }
     this.heads.set(slug, head);
     return head;
   }
@@ -201,7 +344,8 @@ export class ChainService {
     let n = 0;
     try {
       for await (const slug of it) {
-        this.moveHead(slug as string, null, await this.head(slug as string));
+        // The row head only: a machine's tally is read when it is first prepared.
+        this.moveHead(slug as string, null, this.heads.get(slug as string) ?? (await this.rowHead(slug as string)));
         n++;
       }
     } finally {
@@ -221,9 +365,9 @@ export class ChainService {
     return head.seq + 1;
   }
 
-  /** Is the head of this chain in memory (appendOps can run)? */
+  /** Is the head of this chain in memory with its tally (appendOps, chargeOp and envelopeOp can run)? */
   isPrepared(slug: string): boolean {
-    return this.heads.has(slug);
+    return this.heads.get(slug)?.tally !== undefined;
   }
 
   /**
@@ -239,8 +383,8 @@ export class ChainService {
     // Written out, not spread and extended: V8 gives `{ ...base, hash }` a new hidden class on every call (measured:
     // a map allocation and a page fault per seal, and megamorphic reads of the row downstream).
     const row: AuditRow = { seq, svcond, transitionType, payload_sha256: payloadSha256, prev_hash: head.hash, hash: sha256Hex(text) };
-    const previous: Head = { seq: head.seq, hash: head.hash };
-    const next: Head = { seq: row.seq, hash: row.hash };
+    const previous: Head = { seq: head.seq, hash: head.hash, tally: head.tally };
+    const next: Head = { seq: row.seq, hash: row.hash, tally: head.tally };
     this.heads.set(slug, next);
     this.pending.changed(slug);
     this.moveHead(slug, previous, next);
@@ -319,8 +463,9 @@ export class ChainService {
     return this.store.get<AuditRow>(this.rows, `${slug}!${padNum(seq)}`);
   }
 
-  async headOf(slug: string): Promise<Head> {
-    return { ...(await this.head(slug)) };
+  async headOf(slug: string): Promise<{ seq: number; hash: string }> {
+    const { seq, hash } = await this.head(slug);
+    return { seq, hash };
   }
 
   /** Rows from seq `from` to `to` inclusive (bounded). */

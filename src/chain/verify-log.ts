@@ -35,7 +35,24 @@ export interface LogReport {
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
-const hex = (s: unknown): Buffer | null => (typeof s === 'string' && HEX64.test(s) ? Buffer.from(s, 'hex') : null);
+/** A SHA-256 in standard base64 (RFC 4648 §4), as RFC 6962's JSON API writes hashes: 43 characters and one "=". */
+const B64_32 = /^[A-Za-z0-9+/]{43}=$/;
+/**
+ * A proof's hash: lower-case hex (what the node answers by default, like every hash in its API) or base64 (what it
+ * answers with ?encoding=base64, as RFC 6962 §4 writes them). The two cannot be confused: 64 hex digits are not a
+ * base64 SHA-256 (44 characters ending in "="), so a proof in either is read without being told which.
+ */
+const hex = (s: unknown): Buffer | null => {
+  if (typeof s !== 'string') return null;
+  if (HEX64.test(s)) return Buffer.from(s, 'hex');
+  if (B64_32.test(s)) {
+    const b = Buffer.from(s, 'base64');
+    return b.length === 32 ? b : null;
+  }
+  return null;
+};
+/** A hash as hex (how rows and checkpoints write them), whichever encoding it came in; null when it is not one. */
+const asHex = (s: unknown): string | null => hex(s)?.toString('hex') ?? null;
 
 export async function verifyLog(
   doc: unknown,
@@ -100,7 +117,7 @@ export async function verifyLog(
       const size = Number(p.tree_size);
       const ok = !!leaf && !!root && path.every((x) => x) && verifyInclusion(index, size, leaf, path as Buffer[], root);
       const rowLeaf = index < tree.levels[0]!.length ? tree.levels[0]![index]!.toString('hex') : null;
-      const anchored = ok && signedRoot(size) === p.root_hash && (rowLeaf === null || rowLeaf === p.leaf_hash);
+      const anchored = ok && signedRoot(size) === asHex(p.root_hash) && (rowLeaf === null || rowLeaf === asHex(p.leaf_hash));
       report.proofs.push({
         kind: 'inclusion',
         valid: ok,
@@ -111,7 +128,7 @@ export async function verifyLog(
       const [r1, r2] = [hex(p.root_hash_1), hex(p.root_hash_2)];
       const path = Array.isArray(p.consistency_path) ? p.consistency_path.map(hex) : [null];
       const ok = !!r1 && !!r2 && path.every((x) => x) && verifyConsistency(Number(p.tree_size_1), Number(p.tree_size_2), r1, r2, path as Buffer[]);
-      const anchored = ok && signedRoot(Number(p.tree_size_2)) === p.root_hash_2;
+      const anchored = ok && signedRoot(Number(p.tree_size_2)) === asHex(p.root_hash_2);
       report.proofs.push({
         kind: 'consistency',
         valid: ok,

@@ -84,8 +84,9 @@ export class GenesisService {
         () => {
           // Synchronous up to the commit: the charge (402 here writes nothing), then the machine's first rows.
           const paid = this.deps.ledger.chargeOps(zid, 'genesis', COSTS.genesis);
-          // The new chain's head, so its first rows can be appended in this batch; undone if the batch fails.
-          const uncreate = this.deps.chain.created(doc.slug);
+          // The new chain's head, so its first rows can be appended in this batch (undone if the batch fails), with its
+          // tally from the start: the creation charge this batch records (below), no envelopes yet.
+          const uncreate = this.deps.chain.created(doc.slug, { charges: 1, credits: paid.charge.charged, envelopes: 0 });
           const appended: { row: AuditRow; op: Op; rollback: () => void }[] = [];
           const recordOps: Op[] = [];
           try {
@@ -114,7 +115,14 @@ export class GenesisService {
             settings: { is_public: doc.is_public, inject_agent_rail: doc.inject_agent_rail === true, inject_pulse_orb: doc.inject_pulse_orb === true },
             tally_charge: paid.charge,
           };
-          const ops: Op[] = [...paid.ops, ...appended.map((a) => a.op), ...recordOps, { type: 'put', sub: this.records, key: digest, value: rec }];
+          const ops: Op[] = [
+            ...paid.ops,
+            // The machine's own tally records its creation charge (seq 0), as POST /api/chain/state-machines does.
+            this.deps.chain.chargeOp(doc.slug, 0, zid, paid.charge),
+            ...appended.map((a) => a.op),
+            ...recordOps,
+            { type: 'put', sub: this.records, key: digest, value: rec },
+          ];
           return {
             ops,
             rollback: () => {

@@ -48,6 +48,9 @@ export interface AuthDeps {
 export async function resolveCaller(ctx: Context, deps: AuthDeps, allowAnonymous: boolean): Promise<Caller> {
   const key = presentedKey(ctx);
   if (!key) {
+    // A request forwarded to a machine's home with its caller vouched for by the caller's home (chain-delegation.ts).
+    const vouched = ctx.state.vouchedCaller as Caller | undefined;
+    if (vouched) return vouched;
     if (allowAnonymous) return { kind: 'anonymous', ip: callerAddress(ctx) };
     throw noKeyError();
   }

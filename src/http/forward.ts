@@ -37,6 +37,8 @@ export interface RelayOptions {
    * then read as by anyone). The Authorization header and a ?key= are left out.
    */
   withoutKey?: boolean;
+  /** Headers sent besides the forwarding ones (a caller's voucher: chain-delegation.ts). */
+  headers?: Record<string, string>;
 }
 
 export interface HomeAnswer {
@@ -49,8 +51,8 @@ function retryAfterSeconds(s: HttpServices): number {
   return Math.max(1, Math.ceil(s.config.mesh.forwardTimeoutMs / 1000));
 }
 
-/** The request's path and query, without a ?key= when the key stays here. */
-function pathFor(ctx: Context, withoutKey: boolean): string {
+/** The request's path and query, without a ?key= when the key stays here (as askHome sends it). */
+export function pathFor(ctx: Context, withoutKey: boolean): string {
   if (!withoutKey || !('key' in ctx.query)) return ctx.originalUrl;
   const u = new URL(ctx.originalUrl, 'http://local');
   u.searchParams.delete('key');
@@ -92,7 +94,7 @@ export async function askHome(
       { home, ...extra, deadline_ms: deadlineMs, retry_after_seconds: retry },
     );
   }
-  const headers: Record<string, string> = { [FORWARDED_HEADER]: s.nodeId(), 'x-forwarded-for': ctx.ip };
+  const headers: Record<string, string> = { ...opts.headers, [FORWARDED_HEADER]: s.nodeId(), 'x-forwarded-for': ctx.ip };
   const auth = ctx.get('authorization');
   if (auth && !opts.withoutKey) headers.authorization = auth;
   const raw = ctx.request.rawBody;

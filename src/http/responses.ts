@@ -274,3 +274,51 @@ export const shiftResponse = z.looseObject({
   phase: z.number(),
   svcond: tick,
 });
+
+/** An embed key as GET/DELETE /api/chain/:slug/embed-keys answer it: its id and times, never the key. */
+const embedKeyItem = z
+  .object({
+    key_id: z.string().regex(/^zsm_pub_[0-9a-f]{8}$/),
+    kind: z.literal('zsm_pub'),
+    minted_by: z.string().nullable(),
+    created_at: z.string(),
+    revoked_at: z.string().nullable(),
+  })
+  .strict();
+
+export const embedKeyResponse = embedKeyItem.extend({ slug: z.string().min(1) }).strict();
+
+export const embedKeysResponse = z
+  .object({ slug: z.string().min(1), total: int.min(0), limit: int.min(1), offset: int.min(0), items: z.array(embedKeyItem) })
+  .strict();
+
+/** GET /api/chain/:slug/tally/envelopes: the envelopes sealed with rows of the machine, newest first. */
+export const machineEnvelopesResponse = z
+  .object({
+    slug: z.string().min(1),
+    total: int.min(0),
+    limit: int.min(1),
+    offset: int.min(0),
+    items: z.array(
+      z.object({ seq: int.min(1), token_id: z.string().regex(/^env_[0-9a-f]{24}$/), envelope: z.looseObject({ token_id: z.string() }).nullable() }).strict(),
+    ),
+  })
+  .strict();
+
+/** POST /api/mesh/chain-caller: a `chain.caller` mesh event signed by the identity's home (http/chain-delegation.ts). */
+export const chainCallerResponse = z
+  .object({
+    type: z.literal('chain.caller'),
+    sender: peerId,
+    svcond: tick,
+    body: z.object({
+      zid: z.string(),
+      key_id: z.string(),
+      method: z.string(),
+      path: z.string(),
+      body_sha256: z.string().regex(/^[0-9a-f]{64}$/),
+      nonce: z.string().regex(/^[0-9a-f]{32}$/),
+    }),
+    signature: z.string().min(1),
+  })
+  .strict();

@@ -86,6 +86,9 @@ export type AssertionSink = (assertions: IdentityAssertion[]) => void;
 export type RemoteKeyLookup = (digest: string) => Promise<{ assertion: unknown; sender: string } | null>;
 
 const NEGATIVE_LOOKUP_MS = 30_000;
+/** Embed keys one machine's listing reads at most. */
+export const EMBED_KEYS_MAX = 10_000;
+const EMBED_INDEX_VERSION_KEY = 'embed-key-index-v1';
 
 function nowMs(clock: Clock): number {
   return Number(clock.nowNs() / 1_000_000n);
@@ -100,6 +103,8 @@ export class IdentityService {
   private readonly emails: Sublevel;
   private readonly keys: Sublevel;
   private readonly sessions: Sublevel;
+  /** A machine's embed keys: `${slug}!${key_id}` → the key's digest (list and revoke by key id; no secret in it). */
+  private readonly embedKeys: Sublevel;
   /** Key records by digest: a hot read on every authenticated request. Bounded; writes go through it. */
   private readonly keyCache: BoundedMap<string, KeyRecord>;
   private assertionSink: AssertionSink | null = null;
@@ -115,6 +120,7 @@ export class IdentityService {
     this.emails = deps.store.sub('emails');
     this.keys = deps.store.sub('keys');
     this.sessions = deps.store.sub('sessions');
+    this.embedKeys = deps.store.sub('embed_keys');
   }
 
   private cacheKey(digest: string, rec: KeyRecord): void {
@@ -321,9 +327,67 @@ export class IdentityService {
       revoked_unix_ms: null,
       home: this.deps.nodeId(),
     };
-    await this.deps.store.commit([{ type: 'put', sub: this.keys, key: keyDigest(key), value: record }]);
-    this.cacheKey(keyDigest(key), record);
+    const digest = keyDigest(key);
+    // The key and its place in the machine's list, in one batch.
+    await this.deps.store.commit([
+      { type: 'put', sub: this.keys, key: digest, value: record },
+      { type: 'put', sub: this.embedKeys, key: `${slug}!${record.key_id}`, value: digest },
+    ]);
+    this.cacheKey(digest, record);
     return { key, record };
+  }
+
+  /**
+   * Index the embed keys minted before the index existed (once; at start): one pass over the key records, marked
+   * done in the chain's meta sublevel so later starts skip it.
+   */
+  async indexEmbedKeysOnce(): Promise<number> {
+    const meta = this.deps.store.sub('chain_meta');
+    if ((await this.deps.store.get(meta, EMBED_INDEX_VERSION_KEY)) !== undefined) return 0;
+    let ops: Op[] = [];
+    let n = 0;
+    for await (const [digest, value] of this.keys.iterator()) {
+      const rec = value as KeyRecord;
+      if (rec.kind !== 'zsm_pub' || !rec.slug) continue;
+      ops.push({ type: 'put', sub: this.embedKeys, key: `${rec.slug}!${rec.key_id}`, value: digest as string });
+      n++;
+      if (ops.length >= 1000) {
+        await this.deps.store.commit(ops);
+        ops = [];
+      }
+    }
+    ops.push({ type: 'put', sub: meta, key: EMBED_INDEX_VERSION_KEY, value: 1 });
+    await this.deps.store.commit(ops);
+    return n;
+  }
+
+  /** A machine's embed keys (records only: key id, minted by, times; never the secret nor its digest), oldest id first. */
+  async listEmbedKeys(slug: string, limit: number, offset: number): Promise<{ total: number; items: KeyRecord[] }> {
+    const entries = await this.deps.store.range<string>(this.embedKeys, { gte: `${slug}!`, lt: `${slug}!~`, limit: EMBED_KEYS_MAX });
+    const page = entries.slice(offset, offset + limit);
+    const recs = await this.deps.store.getMany<KeyRecord>(
+      this.keys,
+      page.map((e) => e.value),
+    );
+    return { total: entries.length, items: recs.filter((r): r is KeyRecord => r !== undefined) };
+  }
+
+  /**
+   * Revoke one of a machine's embed keys by its key id: the revoked record is stored (so it stays 401 after a restart)
+   * and replaces the cached one at once. Revoking a revoked key answers its record unchanged. 404 when the machine
+   * has no embed key of that id.
+   */
+  async revokeEmbedKey(slug: string, keyIdText: string): Promise<KeyRecord> {
+    const digest = await this.deps.store.get<string>(this.embedKeys, `${slug}!${keyIdText}`);
+    const rec = digest === undefined ? undefined : await this.deps.store.get<KeyRecord>(this.keys, digest);
+    if (digest === undefined || !rec || rec.kind !== 'zsm_pub' || rec.slug !== slug) {
+      throw new ServiceError(404, 'SVC_NOT_FOUND', `state machine ${slug} has no embed key ${keyIdText}`);
+    }
+    if (rec.revoked_unix_ms !== null) return rec;
+    const revoked: KeyRecord = { ...rec, revoked_unix_ms: this.now() };
+    await this.deps.store.commit([{ type: 'put', sub: this.keys, key: digest, value: revoked }]);
+    this.cacheKey(digest, revoked);
+    return revoked;
   }
 
   /** A session-key for in-browser scripts: an sk_ key bound to the session's identity, expiring with it. */
@@ -355,6 +419,23 @@ export class IdentityService {
       revoked_unix_ms: null,
     };
     return { key, record, ops: [{ type: 'put', sub: this.keys, key: keyDigest(key), value: { ...record, shared } }] };
+  }
+
+  /**
+   * The ops revoking a stored key by its digest (null when there is none, or it is revoked already), for a caller
+   * that commits them in its own batch; `applied()` after the commit updates the cache and tells the mesh.
+   */
+  async revokeDigestOps(digest: string): Promise<{ ops: Op[]; applied: () => void } | null> {
+    const rec = await this.deps.store.get<KeyRecord>(this.keys, digest);
+    if (!rec || rec.revoked_unix_ms !== null) return null;
+    const revoked: KeyRecord = { ...rec, revoked_unix_ms: this.now() };
+    return {
+      ops: [{ type: 'put', sub: this.keys, key: digest, value: revoked }],
+      applied: () => {
+        this.cacheKey(digest, revoked);
+        this.assert(digest, revoked);
+      },
+    };
   }
 
   async revokeKey(key: string): Promise<void> {

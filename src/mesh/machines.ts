@@ -91,6 +91,8 @@ export class MachineDirectory {
   private readonly unknown = new BoundedMap<string, number>(NEGATIVE_MAX);
   private readonly inflight = new Map<string, Promise<string | null>>();
   private writes: Promise<unknown> = Promise.resolve();
+  /** Told when a slug's stored winner is another home (chain/slug-loss.ts settles a machine of it held here). */
+  private wonElsewhere: ((slug: string, home: string) => void) | null = null;
 
   constructor(private readonly opts: MachineDirectoryOptions) {
     this.sub = opts.store.sub('mesh-machines');
@@ -101,6 +103,11 @@ export class MachineDirectory {
     let n = 0;
     for await (const _ of this.sub.keys()) n++;
     this.count = n;
+  }
+
+  /** Call `fn` each time a slug's stored winner becomes (or, for this node's own claim, stays) another home. */
+  onWonElsewhere(fn: (slug: string, home: string) => void): void {
+    this.wonElsewhere = fn;
   }
 
   /** Entries in the store. */
@@ -120,13 +127,18 @@ export class MachineDirectory {
     if (!isMachineHome(rec) || (rec.home === this.opts.nodeId() && !own)) return false;
     const existing = await this.opts.store.get<MachineHome>(this.sub, rec.slug);
     const next = existing ? better(existing, rec) : rec;
-    if (existing && next.home === existing.home && next.created_unix_ms === existing.created_unix_ms && next.svcond === existing.svcond) return false;
+    if (existing && next.home === existing.home && next.created_unix_ms === existing.created_unix_ms && next.svcond === existing.svcond) {
+      // This node's own claim, made after another home's better one was stored: it lost on arrival.
+      if (own && next.home !== this.opts.nodeId()) this.wonElsewhere?.(rec.slug, next.home);
+      return false;
+    }
     if (!existing && this.count >= this.maxEntries) return false;
     const value: MachineHome = { slug: next.slug, home: next.home, created_unix_ms: next.created_unix_ms };
     if (next.svcond !== undefined) value.svcond = next.svcond;
     await this.opts.store.commit([{ type: 'put', sub: this.sub, key: rec.slug, value }]);
     if (!existing) this.count++;
     this.unknown.delete(rec.slug);
+    if (next.home !== this.opts.nodeId()) this.wonElsewhere?.(rec.slug, next.home);
     return true;
   }
 

@@ -370,6 +370,8 @@ export class Ledger {
       audit = appended.row;
       ops.push(appended.op);
       rollbacks.push(appended.rollback);
+      // The machine's envelope index (GET /api/chain/:slug/tally/envelopes), its count restored with the head on a rollback.
+      ops.push(this.chain.envelopeOp(caller.slug, appended.row.seq, tokenId));
     } else {
       charge = { action: args.action, cost, charged: 0, burned: 0, foundation: 0, funded_by: caller.kind, balance_after: null };
     }

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { canonicalJson } from '../../src/kernel/canonical.js';
 import { EMBED_PER_MINUTE } from '../../src/http/routes/chain.js';
+import { embedKeyResponse, embedKeysResponse } from '../../src/http/responses.js';
 
 let t: TestNode;
 let owner: { zid: string; key: string; slug: string };
@@ -67,5 +68,51 @@ describe('embed keys', () => {
     expect(last.headers.get('retry-after')).toBeTruthy();
     const fresh = await mint(owner);
     expect((await call(t.url, 'POST', `/api/chain/${owner.slug}/embed`, { payload: 'y' }, bearer(fresh))).status).toBe(201);
+  });
+
+  it('lists a machine’s embed keys (ids only, never the key) and revokes one: 401 on the ingest at once and after a restart', async () => {
+    const kept = await mint(owner);
+    const gone = await mint(owner);
+    const ingest = (key: string) => call(t.url, 'POST', `/api/chain/${owner.slug}/embed`, { payload: 'r' }, bearer(key));
+    const list = await call(t.url, 'GET', `/api/chain/${owner.slug}/embed-keys?limit=500`, undefined, bearer(owner.key));
+    expect(list.status, list.text).toBe(200);
+    expect(list.text).not.toContain(gone.slice(8, 20));
+    const idOf = (key: string) => `zsm_pub_${createHash('sha256').update(key).digest('hex').slice(0, 8)}`;
+    const listed = (list.body.items as { key_id: string; revoked_at: string | null; minted_by: string }[]).find((k) => k.key_id === idOf(gone));
+    expect(listed).toMatchObject({ revoked_at: null, minted_by: owner.zid, kind: 'zsm_pub' });
+    expect(list.body.total).toBe(list.body.items.length);
+    embedKeysResponse.parse(list.body);
+    // A stranger may neither list nor revoke; an unknown id is 404.
+    expectError((await call(t.url, 'GET', `/api/chain/${owner.slug}/embed-keys`, undefined, bearer(other.key))) as never, 403, 'SVC_FORBIDDEN');
+    expectError(
+      (await call(t.url, 'DELETE', `/api/chain/${owner.slug}/embed-keys/${idOf(gone)}`, undefined, bearer(other.key))) as never,
+      403,
+      'SVC_FORBIDDEN',
+    );
+    expectError(
+      (await call(t.url, 'DELETE', `/api/chain/${owner.slug}/embed-keys/zsm_pub_00000000`, undefined, bearer(owner.key))) as never,
+      404,
+      'SVC_NOT_FOUND',
+    );
+    // Another machine's key is not revoked through this one.
+    expectError(
+      (await call(t.url, 'DELETE', `/api/chain/${other.slug}/embed-keys/${idOf(gone)}`, undefined, bearer(other.key))) as never,
+      404,
+      'SVC_NOT_FOUND',
+    );
+    expect((await ingest(gone)).status).toBe(201);
+    const revoked = await call(t.url, 'DELETE', `/api/chain/${owner.slug}/embed-keys/${idOf(gone)}`, undefined, bearer(owner.key));
+    expect(revoked.status, revoked.text).toBe(200);
+    embedKeyResponse.parse(revoked.body);
+    expect(revoked.body).toMatchObject({ slug: owner.slug, key_id: idOf(gone), revoked_at: expect.any(String) });
+    expect(expectError((await ingest(gone)) as never, 401, 'SVC_INVALID_KEY').reason).toBe('revoked');
+    expect((await ingest(kept)).status).toBe(201);
+    t = await t.restart();
+    expect(expectError((await ingest(gone)) as never, 401, 'SVC_INVALID_KEY').reason).toBe('revoked');
+    expect((await ingest(kept)).status).toBe(201);
+    const after = await call(t.url, 'GET', `/api/chain/${owner.slug}/embed-keys?limit=500`, undefined, bearer(owner.key));
+    expect((after.body.items as { key_id: string; revoked_at: string | null }[]).find((k) => k.key_id === idOf(gone))?.revoked_at).toBe(
+      revoked.body.revoked_at,
+    );
   });
 });

@@ -103,6 +103,28 @@ describe('verify-log', () => {
     expect((await verifyLogFiles(join(dir, 'missing.json'))).code).toBe(2);
   });
 
+  it('proofs in base64 (RFC 6962 §4’s JSON) on ?encoding=base64, hex by default; verify-log reads both', async () => {
+    const b64 = /^[A-Za-z0-9+/]{43}=$/;
+    const hexInc = (await get(`/api/chain/${owner.slug}/proof/inclusion?seq=5`)).body;
+    const inc = (await get(`/api/chain/${owner.slug}/proof/inclusion?seq=5&encoding=base64`)).body;
+    expect(hexInc).toMatchObject({ encoding: 'hex', root_hash: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(inc).toMatchObject({ encoding: 'base64', leaf_index: 4, root_hash: expect.stringMatching(b64) });
+    expect(inc.audit_path.map((h: string) => Buffer.from(h, 'base64').toString('hex'))).toEqual(hexInc.audit_path);
+    expect(Buffer.from(inc.leaf_hash, 'base64').toString('hex')).toBe(hexInc.leaf_hash);
+    const con = (await get(`/api/chain/${owner.slug}/proof/consistency?from=7&encoding=base64`)).body;
+    expect(con.consistency_path.every((h: string) => b64.test(h))).toBe(true);
+    const b = (h: string) => Buffer.from(h, 'base64');
+    expect(verifyConsistency(con.tree_size_1, con.tree_size_2, b(con.root_hash_1), b(con.root_hash_2), con.consistency_path.map(b))).toBe(true);
+    const doc = (await get(`/api/chain/${owner.slug}/export`)).body;
+    const report = await verifyLog(doc, [inc, con, hexInc]);
+    expect(report.proofs).toEqual([1, 2, 3].map(() => expect.objectContaining({ valid: true, anchored: true })));
+    expect(report.valid).toBe(true);
+    // A base64 proof tampered in one hash fails as a hex one does.
+    const bad = { ...inc, audit_path: [Buffer.alloc(32, 7).toString('base64'), ...inc.audit_path.slice(1)] };
+    expect((await verifyLog(doc, [bad])).proofs[0]).toMatchObject({ valid: false });
+    expectError((await get(`/api/chain/${owner.slug}/proof/inclusion?seq=5&encoding=base58`)) as never, 400, 'SVC_INVALID_INPUT');
+  });
+
   it('a tampered row, a rewritten chain, a dropped row, a forged proof are each detected', async () => {
     const doc = (await get(`/api/chain/${owner.slug}/export`)).body;
     const tampered = structuredClone(doc);

@@ -71,6 +71,13 @@ describe('slugs across the mesh', () => {
       expect(r.status, r.text).toBe(200);
       expect(r.headers.get('x-svc-served-by') ?? n.node.nodeId).toBe(winner);
     }
+    // A loser (when both creations went through) marks its machine lost and refunds it.
+    for (const [j, r] of made.entries()) {
+      const n = nodes[j + 1]!;
+      if (r.status !== 201 || n.node.nodeId === winner) continue;
+      const loss = await waitFor(async () => (await n.node.chain.getMachine('race-book'))?.lost, 'the loser marks its machine lost');
+      expect(loss).toMatchObject({ lost_to: winner, refund: { credits: 50 } });
+    }
   });
 
   it('claims learnt in any order give the same winner: the earlier tick, then the smaller peer id', async () => {
@@ -90,5 +97,41 @@ describe('slugs across the mesh', () => {
       }),
     );
     expect(await knownEverywhere('order-book')).toEqual(['peer-a', 'peer-a', 'peer-a']);
+  });
+
+  it('the losing home marks its machine lost, refunds the creation charge once (across restarts too), revokes its admin key and shows it to the owner', async () => {
+    const B = 1;
+    const a = nodes[0]!.node.nodeId;
+    const balance = async () => (await call(nodes[B]!.url, 'GET', '/api/tally/balance', undefined, bearer(ids[B]!.key))).body.total as number;
+    const before = await balance();
+    const made = await create(B, 'lost-book');
+    expect(made.status, made.text).toBe(201);
+    expect(await balance()).toBe(before - 50);
+    // A claim of the slug by A at an earlier tick (as A would gossip had it created the slug within the gossip delay).
+    await nodes[B]!.node.mesh.machines.learn({ slug: 'lost-book', home: a, svcond: made.body.genesis_svcond - 1, created_unix_ms: 0 });
+    await waitFor(async () => (await nodes[B]!.node.chain.getMachine('lost-book'))?.lost, 'the machine marked lost');
+    expect(await balance()).toBe(before);
+    const listed = async () =>
+      ((await call(nodes[B]!.url, 'GET', '/api/chain/aggregate/list?limit=500', undefined, bearer(ids[B]!.key))).body.items as { slug: string }[]).find(
+        (i) => i.slug === 'lost-book',
+      );
+    expect(await listed()).toMatchObject({ role: 'owner', status: 'lost', lost: { lost_to: a, refund: { credits: 50, to: 'free' } } });
+    const adminKey = bearer(made.body.admin_key);
+    expect(expectError((await call(nodes[B]!.url, 'GET', '/api/tally/balance', undefined, adminKey)) as never, 401, 'SVC_INVALID_KEY').reason).toBe('revoked');
+    // Another claim of the same winner, gossiped again: nothing more is refunded.
+    await nodes[B]!.node.mesh.machines.learn({ slug: 'lost-book', home: a, svcond: made.body.genesis_svcond - 2, created_unix_ms: 0 });
+    // A loss learnt but not settled before a stop (the directory's entry written, the node gone before the refund):
+    // settled at the next start, once.
+    const second = await create(B, 'lost-book-two');
+    expect(second.status, second.text).toBe(201);
+    const store = nodes[B]!.node.store;
+    await store.commit([
+      { type: 'put', sub: store.sub('mesh-machines'), key: 'lost-book-two', value: { slug: 'lost-book-two', home: a, svcond: 1, created_unix_ms: 0 } },
+    ]);
+    expect(await balance()).toBe(before - 50);
+    nodes[B] = await nodes[B]!.restart();
+    expect((await nodes[B]!.node.chain.getMachine('lost-book-two'))?.lost).toMatchObject({ lost_to: a, refund: { credits: 50 } });
+    expect(await balance()).toBe(before);
+    expect(await listed()).toMatchObject({ status: 'lost' });
   });
 });

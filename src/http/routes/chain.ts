@@ -7,9 +7,10 @@ import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
 import { authorizeMachineRead, noKeyError as noKey, presentedKey, requireKey, resolveCaller } from '../auth.js';
 import { body, query, responds, validate } from '../validate.js';
-import { checkpointResponse } from '../responses.js';
+import { chainCallerResponse, checkpointResponse, embedKeyResponse, embedKeysResponse, machineEnvelopesResponse } from '../responses.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { perMinuteLimit } from '../limits.js';
+import { signVoucher, voucherRequest } from '../chain-delegation.js';
 import type { KeyRecord } from '../../identity/service.js';
 import { SLUG_PATTERN } from '../../mesh/machines.js';
 import type { Caller } from '../../tally/ledger.js';
@@ -43,8 +44,17 @@ export const EMBED_PER_MINUTE = 60;
 /** Minting an embed key takes no options: the body is empty (or {}). */
 const embedKeysBody = z.object({}).strict();
 const embedBody = z.object({ payload: z.unknown().refine((v) => v !== undefined && v !== null, 'a payload (any JSON value but null)') }).strict();
-const inclusionQuery = z.object({ seq: z.coerce.number().int().min(1), size: z.coerce.number().int().min(1).optional(), key: z.string().optional() }).strict();
-const consistencyQuery = z.object({ from: z.coerce.number().int().min(1), to: z.coerce.number().int().min(1).optional(), key: z.string().optional() }).strict();
+/**
+ * How a proof's hashes are written: lower-case hex (the default, like every hash of this API, the rows and the
+ * checkpoints) or standard base64 (RFC 6962 §4's JSON API). `svc-node verify-log` reads either.
+ */
+const hashEncoding = z.enum(['hex', 'base64']).default('hex');
+const inclusionQuery = z
+  .object({ seq: z.coerce.number().int().min(1), size: z.coerce.number().int().min(1).optional(), encoding: hashEncoding, key: z.string().optional() })
+  .strict();
+const consistencyQuery = z
+  .object({ from: z.coerce.number().int().min(1), to: z.coerce.number().int().min(1).optional(), encoding: hashEncoding, key: z.string().optional() })
+  .strict();
 /** Rows one export carries at most. */
 export const EXPORT_ROWS_MAX = 200_000;
 const pageQuery = z
@@ -54,6 +64,17 @@ const pageQuery = z
     key: z.string().optional(),
   })
   .strict();
+
+/** An embed key as listed: never the key nor its digest. */
+function embedKeyView(k: KeyRecord): Record<string, unknown> {
+  return {
+    key_id: k.key_id,
+    kind: k.kind,
+    minted_by: k.zid,
+    created_at: new Date(k.created_unix_ms).toISOString(),
+    revoked_at: k.revoked_unix_ms === null ? null : new Date(k.revoked_unix_ms).toISOString(),
+  };
+}
 
 export function settingsView(m: MachineRecord): Record<string, unknown> {
   return {
@@ -65,6 +86,8 @@ export function settingsView(m: MachineRecord): Record<string, unknown> {
     inject_pulse_orb: m.inject_pulse_orb,
     roles: m.roles,
     home: m.home,
+    status: m.lost ? 'lost' : 'active',
+    ...(m.lost ? { lost: m.lost } : {}),
   };
 }
 
@@ -84,12 +107,17 @@ export async function machineOf(s: HttpServices, ctx: Context): Promise<MachineR
  * The keyed caller's role on the machine, checked against the role matrix for `action` (401 without a good key;
  * 403 naming the action and the roles that may, for a key of an identity whose role does not allow it).
  */
-export async function authorizeMachine(s: HttpServices, ctx: Context, machine: MachineRecord, action: ChainAction): Promise<{ zid: string; role: Role }> {
+export async function authorizeMachine(
+  s: HttpServices,
+  ctx: Context,
+  machine: MachineRecord,
+  action: ChainAction,
+): Promise<{ zid: string; role: Role; home: string }> {
   const caller = await resolveCaller(ctx, { identity: s.identity, chain: s.chain, nodeId: s.nodeId }, false);
   const zid = caller.kind === 'identity' ? caller.zid : null;
   const role = zid ? machine.roles[zid] : undefined;
   requireRole(machine.slug, role, action);
-  return { zid: zid!, role: role! };
+  return { zid: zid!, role: role!, home: (caller as Extract<Caller, { kind: 'identity' }>).home };
 }
 
 export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelpers): void {
@@ -101,12 +129,28 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
     return requireKey(auth)(ctx, () => home(ctx, next));
   };
 
+  /**
+   * A node asks this one, the home of the presented key's identity, to vouch for a request it forwards to a
+   * machine's home without the key (chain-delegation.ts): a `chain.caller` event signed here, for that one request.
+   */
+  router.post('/api/mesh/chain-caller', requireKey(auth), body(voucherRequest), responds(chainCallerResponse), async (ctx) => {
+    const caller = ctx.state.caller as Caller;
+    if (caller.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'only an identity is vouched for');
+    ctx.body = await signVoucher(s, caller, validate(voucherRequest, ctx.request.body));
+  });
+
   router.get('/api/chain/aggregate/list', optionalKey, query(pageQuery), async (ctx) => {
     const q = validate(pageQuery, ctx.query);
     const caller = ctx.state.caller as Caller | undefined;
     const zid = caller?.kind === 'identity' ? caller.zid : null;
     const { total, items } = await s.chain.index.list(zid, q.limit, q.offset);
-    ctx.body = { zid, total, limit: q.limit, offset: q.offset, node: s.nodeId(), items };
+    // Each machine's status: `lost` when another home won its slug (chain/slug-loss.ts), with the loss and refund.
+    const records = await s.chain.machinesBySlug(items.map((i) => i.slug));
+    const listed = items.map((i, n) => {
+      const lost = records[n]?.lost;
+      return lost ? { ...i, status: 'lost', lost } : { ...i, status: 'active' };
+    });
+    ctx.body = { zid, total, limit: q.limit, offset: q.offset, node: s.nodeId(), items: listed };
   });
 
   router.get('/api/chain/:slug/settings', h.atMachineHome, async (ctx) => {
@@ -135,9 +179,28 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
   router.get('/api/chain/:slug/tally/summary', h.atMachineHome, async (ctx) => {
     const machine = await machineOf(s, ctx);
     await authorizeMachine(s, ctx, machine, 'tally');
-    const { total, credits } = await s.chain.listCharges(machine.slug, 1, 0);
+    const tally = await s.chain.tally(machine.slug);
     const head = await s.chain.headOf(machine.slug);
-    ctx.body = { slug: machine.slug, owner: machine.owner, charges: total, credits_charged: credits, rows: head.seq };
+    ctx.body = { slug: machine.slug, owner: machine.owner, charges: tally.charges, credits_charged: tally.credits, envelopes: tally.envelopes, rows: head.seq };
+  });
+
+  /**
+   * The envelopes sealed with a row on this machine (its callers' compute seals), newest first: the row's seq and
+   * the envelope record as it is now (a transferred envelope shows its new owner and folder).
+   */
+  router.get('/api/chain/:slug/tally/envelopes', h.atMachineHome, query(pageQuery, { inHandler: true }), responds(machineEnvelopesResponse), async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachine(s, ctx, machine, 'tally');
+    const q = validate(pageQuery, ctx.query);
+    const { total, items } = await s.chain.listEnvelopes(machine.slug, q.limit, q.offset);
+    const records = await s.ledger.envelopesById(items.map((e) => e.token_id));
+    ctx.body = {
+      slug: machine.slug,
+      total,
+      limit: q.limit,
+      offset: q.offset,
+      items: items.map((e, i) => ({ seq: e.seq, token_id: e.token_id, envelope: records[i] ?? null })),
+    };
   });
 
   /** Spec 2.7: a row commits SHA-256 of the payload, never the bytes; sealed: a sealed envelope and 'sealed_event'. */
@@ -173,7 +236,16 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
   /** Part 8: a contract transition costs 5, charged in the transition's batch (402 and nothing applied when short). */
   router.post('/api/chain/:slug/contracts/:id/transition', h.atMachineHome, body(transitionBody, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
-    const { zid } = await authorizeMachine(s, ctx, machine, 'transition');
+    const { zid, home } = await authorizeMachine(s, ctx, machine, 'transition');
+    // A transition is charged to the caller's wallet, which lives at the identity's home only (architecture.md §5).
+    if (home !== s.nodeId()) {
+      throw new ServiceError(403, 'SVC_FORBIDDEN', `a contract transition is charged to the caller's wallet, kept at its home ${home}, not here`, {
+        slug: machine.slug,
+        action: 'transition',
+        reason: 'wallet at another home',
+        home,
+      });
+    }
     const body = validate(transitionBody, ctx.request.body);
     let charge: TallyCharge | null = null;
     const out = await s.chain.contracts.transition(
@@ -214,6 +286,22 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
       kind: 'zsm_pub',
       message: 'the embed key is shown once; it is valid on POST /api/chain/:slug/embed only',
     };
+  });
+
+  /** The machine's embed keys: ids and times only (a key is shown once, at minting; its digest never leaves the store). */
+  router.get('/api/chain/:slug/embed-keys', h.atMachineHome, query(pageQuery, { inHandler: true }), responds(embedKeysResponse), async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachine(s, ctx, machine, 'embed_keys');
+    const q = validate(pageQuery, ctx.query);
+    const { total, items } = await s.identity.listEmbedKeys(machine.slug, q.limit, q.offset);
+    ctx.body = { slug: machine.slug, total, limit: q.limit, offset: q.offset, items: items.map(embedKeyView) };
+  });
+
+  /** Revoke an embed key: 401 on the ingest from this answer on, and after a restart (the revoked record is stored). */
+  router.delete('/api/chain/:slug/embed-keys/:id', h.atMachineHome, responds(embedKeyResponse), async (ctx) => {
+    const machine = await machineOf(s, ctx);
+    await authorizeMachine(s, ctx, machine, 'embed_keys');
+    ctx.body = { slug: machine.slug, ...embedKeyView(await s.identity.revokeEmbedKey(machine.slug, String(ctx.params.id))) };
   });
 
   /**
@@ -276,14 +364,16 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
       s.chain.merkle.leaf(machine.slug, q.seq),
       size === cp.tree_size ? Promise.resolve(Buffer.from(cp.root_hash, 'hex')) : s.chain.merkle.root(machine.slug, size),
     ]);
+    const enc = q.encoding;
     ctx.body = {
       slug: machine.slug,
       seq: q.seq,
       leaf_index: q.seq - 1,
       tree_size: size,
-      leaf_hash: leaf.toString('hex'),
-      audit_path: path.map((p) => p.toString('hex')),
-      root_hash: root.toString('hex'),
+      encoding: enc,
+      leaf_hash: leaf.toString(enc),
+      audit_path: path.map((p) => p.toString(enc)),
+      root_hash: root.toString(enc),
       checkpoint: size === cp.tree_size ? cp : ((await s.chain.checkpoints.at(machine.slug, size)) ?? null),
     };
   });
@@ -302,13 +392,15 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
       s.chain.merkle.root(machine.slug, q.from),
       s.chain.merkle.root(machine.slug, to),
     ]);
+    const enc = q.encoding;
     ctx.body = {
       slug: machine.slug,
       tree_size_1: q.from,
       tree_size_2: to,
-      root_hash_1: first.toString('hex'),
-      root_hash_2: second.toString('hex'),
-      consistency_path: path.map((p) => p.toString('hex')),
+      encoding: enc,
+      root_hash_1: first.toString(enc),
+      root_hash_2: second.toString(enc),
+      consistency_path: path.map((p) => p.toString(enc)),
     };
   });
 

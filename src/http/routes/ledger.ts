@@ -8,7 +8,8 @@ import type { HttpServices } from '../context.js';
 import { balanceResponse, chainValidationResponse } from '../responses.js';
 import { authorizeMachineRead, presentedKey, requireKey, resolveCaller } from '../auth.js';
 import { body, describes, query, responds, validate } from '../validate.js';
-import { askHome, forwardToHome, relayAnswer, relayToHome, wasForwarded } from '../forward.js';
+import { askHome, forwardToHome, pathFor, relayAnswer, relayToHome, wasForwarded } from '../forward.js';
+import { CHAIN_CALLER_HEADER, vouchedCaller, voucherFor } from '../chain-delegation.js';
 import type { Caller, TallyCharge } from '../../tally/ledger.js';
 import { MACHINE_HOME, SLUG_CLAIM, SLUG_PATTERN } from '../../mesh/machines.js';
 import { conflict } from '../../identity/claims.js';
@@ -139,7 +140,12 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     const slug = String(ctx.params.slug);
     // Held here, unless another home won the slug (an earlier claim: mesh/machines.ts); then it is served there.
     const won = s.mesh?.enabled ? await s.mesh.machines.known(slug) : null;
-    if ((won === null || won === s.nodeId()) && (await s.chain.getMachine(slug))) return next();
+    if ((won === null || won === s.nodeId()) && (await s.chain.getMachine(slug))) {
+      // Forwarded with a voucher of the caller's home (a key homed elsewhere never travels here): the caller it names.
+      const vouched = await vouchedCaller(ctx, s);
+      if (vouched) ctx.state.vouchedCaller = vouched;
+      return next();
+    }
     if (wasForwarded(ctx)) {
       throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `this request was forwarded here but this node does not hold state machine ${slug}`, {
         slug,
@@ -150,6 +156,19 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     if (!home || home === s.nodeId()) throw notFound(slug);
     if (presentedKey(ctx)) {
       const caller = await resolveCaller(ctx, auth, false);
+      if (caller.kind === 'identity' && caller.home !== home) {
+        // An identity homed elsewhere than the machine: its key stays, its home vouches for it (chain-delegation.ts),
+        // so a role it holds there works from any node.
+        // Its home unreachable: the request goes on without the key, as before (a public machine stays readable).
+        const voucher = await voucherFor(ctx, s, caller, pathFor(ctx, true)).catch((err: unknown) => {
+          if (err instanceof ServiceError && err.status === 503) return null;
+          throw err;
+        });
+        if (voucher !== null) {
+          const answer = await askHome(ctx, s, home, 'state machine', { slug }, { withoutKey: true, headers: { [CHAIN_CALLER_HEADER]: voucher } });
+          return relayAnswer(ctx, home, answer);
+        }
+      }
       if (caller.kind !== 'identity' || caller.home !== home) {
         const answer = await askHome(ctx, s, home, 'state machine', { slug }, { withoutKey: true });
         if (answer.status === 401) throw noAccess(slug);
