@@ -129,7 +129,7 @@ export async function buildEnvelope(
   type: string,
   svcond: number,
   body: unknown,
-): Promise<WireEnvelope> {
+): Promise<Required<WireEnvelope>> {
   const event = await signEvent(privateKey, sender, type, svcond, body);
   return { event, handshake: handshakeFor(secret, sender, svcond, bodyDigest(body)) };
 }

@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { call, zkIdentity } from '../helpers/node.js';
+import { call, zkIdentity, type Reply } from '../helpers/node.js';
 import { CLI, ROOT, exitOf, runCli, tempDirs } from '../helpers/cli.js';
 
 const tempDir = tempDirs('svc-cli-');
@@ -101,7 +101,7 @@ describe('svc-node start', () => {
     const { child, lines } = await startLines(['start', '--port', '0', '--data-dir', dir], { SVC_LOG_LEVEL: 'info' }, (ls) =>
       ls.some((l) => l.msg === 'listening'),
     );
-    let r: Awaited<ReturnType<typeof call>>;
+    let r: Reply;
     try {
       const listening = lines.find((l) => l.msg === 'listening')!;
       expect(listening.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
@@ -164,7 +164,7 @@ describe('svc-node cluster', () => {
   }, 150_000);
 
   /** Wait until fn() is truthy (polling), or fail naming what. */
-  async function until<T>(fn: () => Promise<T | null | false> | T | null | false, what: string, timeoutMs = 30_000): Promise<T> {
+  async function until<T>(fn: () => Promise<T | null | false | undefined> | T | null | false | undefined, what: string, timeoutMs = 30_000): Promise<T> {
     const end = Date.now() + timeoutMs;
     for (;;) {
       const v = await fn();

@@ -144,7 +144,8 @@ export function jsonText(value: unknown): string {
 
 /** Inputs for a solver: some of its own keys with hostile values, sometimes an unknown key or none at all. */
 export function solverInputs(keys: string[]): fc.Arbitrary<Record<string, unknown>> {
-  const own = keys.length > 0 ? fc.dictionary(fc.constantFrom(...keys), numberish, { maxKeys: Math.min(3, keys.length) }) : fc.constant({});
+  const own: fc.Arbitrary<Record<string, unknown>> =
+    keys.length > 0 ? fc.dictionary(fc.constantFrom(...keys), numberish, { maxKeys: Math.min(3, keys.length) }) : fc.constant({});
   return fc.tuple(own, fc.option(fc.dictionary(anyKey, jsonValue, { maxKeys: 1 }), { freq: 6 })).map(([a, extra]) => {
     const out: Record<string, unknown> = {};
     for (const k of Object.keys(a)) out[k] = a[k];

@@ -13,6 +13,23 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = resolve(__dirname, '../../test-artifacts');
 const MESH_SECRET = 'dashboard-test-secret-0123456789abcdef';
 
+// The page.waitForFunction / page.evaluate callbacks below run in Chromium, not in Node. The part of the DOM they
+// read, declared for this file only (a `/// <reference lib="dom" />` would give every test file the DOM globals).
+interface PageElement {
+  textContent: string | null;
+  tagName: string;
+  id: string;
+  className: string;
+  getBoundingClientRect(): { right: number };
+  closest(selector: string): PageElement | null;
+}
+declare const document: {
+  documentElement: { clientWidth: number; scrollWidth: number };
+  getElementById(id: string): PageElement | null;
+  querySelector(selector: string): PageElement | null;
+  querySelectorAll(selector: string): Iterable<PageElement> & { length: number };
+};
+
 let nodes: TestNode[] = [];
 let browser: BrowserContext;
 let profile: string;

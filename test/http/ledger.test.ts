@@ -164,7 +164,7 @@ describe('restart on the same data dir', () => {
     await t.stop();
     const db = new Level<string, string>(join(t.dataDir, 'db'));
     await db.open();
-    const rows = db.sublevel<string, string>('chain_rows');
+    const rows = db.sublevel<string, string>('chain_rows', { valueEncoding: 'utf8' });
     const k = `${id.slug}!${String(2).padStart(16, '0')}`;
     const row = JSON.parse((await rows.get(k)) as string);
     row.payload_sha256 = 'f'.repeat(64);

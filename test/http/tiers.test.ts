@@ -67,7 +67,7 @@ describe('tiers on one node (small limits)', () => {
     expect(usage.body).toMatchObject({ used: 0, tier: 'free', daily_allowance: 3 });
     expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).body.total).toBe(1000);
     // The upgrade URL answers with the gate that locked it.
-    const sheet = await fetch(e.upgrade_url).then((r) => r.json());
+    const sheet = (await fetch(e.upgrade_url).then((r) => r.json())) as { gates: unknown[] };
     expect(sheet.gates).toContainEqual(expect.objectContaining({ solver: 'heat', input: 'nx', above: 501, tier: 'standard' }));
 
     // A starter is still below it; a standard identity runs it (the grant applies from the next request).

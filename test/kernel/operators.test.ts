@@ -41,7 +41,14 @@ interface Case {
 }
 
 function bs(v: V, type: 'call' | 'put'): number {
-  const { spot: S, strike: X, rate: r, volatility: s, maturity_years: T, dividend_yield: q } = v as Record<string, number>;
+  const {
+    spot: S,
+    strike: X,
+    rate: r,
+    volatility: s,
+    maturity_years: T,
+    dividend_yield: q,
+  } = v as Record<'spot' | 'strike' | 'rate' | 'volatility' | 'maturity_years' | 'dividend_yield', number>;
   const d1 = (Math.log(S / X) + (r - q + (s * s) / 2) * T) / (s * Math.sqrt(T));
   const d2 = d1 - s * Math.sqrt(T);
   return type === 'call'
@@ -480,7 +487,12 @@ const CASES: Record<string, Case> = {
     unit: '1',
     defaults: { initial_population: 100, carrying_capacity: 1000, growth_rate_per_day: 0.1, time_days: 10 },
     f: (v) => {
-      const { initial_population: N0, carrying_capacity: Kc, growth_rate_per_day: r, time_days: t } = v as Record<string, number>;
+      const {
+        initial_population: N0,
+        carrying_capacity: Kc,
+        growth_rate_per_day: r,
+        time_days: t,
+      } = v as Record<'initial_population' | 'carrying_capacity' | 'growth_rate_per_day' | 'time_days', number>;
       return (Kc * N0) / (N0 + (Kc - N0) * Math.exp(-r * t));
     },
     alt: [{ time_days: 0 }, { initial_population: 10, carrying_capacity: 500, growth_rate_per_day: 0.5, time_days: 12 }],

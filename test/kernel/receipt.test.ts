@@ -2,7 +2,7 @@
 // canonical JSON of the signed body, and any tampered field fails verification.
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/kernel/canonical.js';
-import { deriveKey, finishSeal, prepareSeal, signBody, verifyBody } from '../../src/kernel/receipt.js';
+import { deriveKey, finishSeal, prepareSeal, signBody, verifyBody, type TickReceiptFacts } from '../../src/kernel/receipt.js';
 
 const key = deriveKey(Buffer.from('test secret'), 'RECEIPT');
 
@@ -119,7 +119,7 @@ describe('tickReceipt', () => {
     const { canonicalJson } = await import('../../src/kernel/canonical.js');
     const { hmacHex, tickReceipt } = await import('../../src/kernel/receipt.js');
     const key = Buffer.from('tick receipt key');
-    const cases = [
+    const cases: TickReceiptFacts[] = [
       { svcond: 2310558463, phase: 0.6909045986706909, R_t: 0.9990681462116127, value: 9, unit: 'J', result_digest: 'ab'.repeat(32), fields: {} },
       {
         svcond: 1,

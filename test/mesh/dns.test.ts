@@ -10,6 +10,7 @@ import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import type { PrivateKey } from '@libp2p/interface';
 import { removeDir, startNode, waitFor, waitForTopicMesh, type TestNode } from './helpers.js';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode as FullNode } from '../helpers/node.js';
+import { firstN } from '../helpers/tuple.js';
 
 const now = (): number => stampAt(systemClock.nowNs()).svcond;
 
@@ -44,7 +45,7 @@ describe('mesh DNS', () => {
     );
 
   it('the earlier svcond wins, even when it arrives second', async () => {
-    const [, b, c] = nodes;
+    const [a, b, c] = firstN(nodes, 3);
     const t = now();
     const late = await b.mesh.dns.register('alpha.svc', target(b, 'http://127.0.0.1:7002'), t);
     expect(late.won).toBe(true);
@@ -60,7 +61,7 @@ describe('mesh DNS', () => {
     await c.mesh.dns.register('alpha.svc', target(c, 'http://127.0.0.1:7103'), t + 2);
     await allResolve('alpha.svc', c.mesh.nodeId, 'http://127.0.0.1:7103');
     for (const n of nodes) {
-      expect(n.mesh.dns.resolve('ALPHA.svc')).toEqual(nodes[0].mesh.dns.resolve('alpha.svc'));
+      expect(n.mesh.dns.resolve('ALPHA.svc')).toEqual(a.mesh.dns.resolve('alpha.svc'));
       expect(n.mesh.dns.lookup(c.mesh.nodeId).map((r) => r.name)).toContain('alpha.svc');
       expect(n.mesh.dns.lookup(b.mesh.nodeId).map((r) => r.name)).not.toContain('alpha.svc');
     }
@@ -69,8 +70,7 @@ describe('mesh DNS', () => {
   it('same svcond: the smaller peer id wins on every node, whichever registered first', async () => {
     const t = now();
     const sorted = [...nodes].sort((x, y) => (x.mesh.nodeId < y.mesh.nodeId ? -1 : 1));
-    const larger = sorted[2];
-    const smaller = sorted[0];
+    const [smaller, , larger] = firstN(sorted, 3);
     await larger.mesh.dns.register('beta.svc', target(larger, 'http://127.0.0.1:7200'), t);
     await allResolve('beta.svc', larger.mesh.nodeId);
     await smaller.mesh.dns.register('beta.svc', target(smaller, 'http://127.0.0.1:7201'), t);
@@ -81,7 +81,7 @@ describe('mesh DNS', () => {
   });
 
   it('refuses bad records and claims far from now', async () => {
-    const [a] = nodes;
+    const [a] = firstN(nodes, 1);
     const bad = [
       () => a.mesh.dns.register('-bad-', target(a, 'http://127.0.0.1:1')),
       () => a.mesh.dns.register('ok.svc', { peerId: 'nope', url: 'http://127.0.0.1:1', multiaddrs: [] }),
@@ -99,7 +99,7 @@ describe('mesh DNS', () => {
   });
 
   it('a node registers names for its own peer id only: refused at its door, and such a claim gossiped by it is ignored everywhere', async () => {
-    const [a, b] = nodes;
+    const [a, b] = firstN(nodes, 2);
     const err = await a.mesh.dns.register('forged.svc', target(b, 'http://127.0.0.1:7300')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ServiceError);
     expect((err as ServiceError).code).toBe('DNS_INVALID_RECORD');

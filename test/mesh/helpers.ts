@@ -68,8 +68,8 @@ export async function removeDir(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
 }
 
-/** Poll until fn() is truthy or the time runs out. */
-export async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs = 8_000, what = 'condition'): Promise<T> {
+/** Poll until fn() is truthy or the time runs out; resolves to that (so never null or undefined) value. */
+export async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs = 8_000, what = 'condition'): Promise<NonNullable<T>> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

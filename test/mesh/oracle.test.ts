@@ -7,6 +7,7 @@ import { ConfigError, loadConfig } from '../../src/config/load.js';
 import type { Store } from '../../src/store/db.js';
 import { startTestNode } from '../helpers/node.js';
 import { makeDataDir, removeDir, startNode, waitFor, waitForTopicMesh, type TestNode } from './helpers.js';
+import { firstN } from '../helpers/tuple.js';
 
 describe('transparency oracle', () => {
   // Start on a tick that is a multiple of 4, near real time.
@@ -52,10 +53,11 @@ describe('transparency oracle', () => {
       expect(await verifySnapshot(s)).toBe(true);
       expect(Object.keys(s).sort()).toEqual(['chainHeadsDigest', 'kernelVersion', 'node', 'peers', 'sealedCount', 'signature', 'svcond']);
     }
-    expect(hist[hist.length - 1].sealedCount).toBe(0);
-    expect(hist[0].sealedCount).toBe(7);
-    expect(await verifySnapshot({ ...hist[0], sealedCount: 8 })).toBe(false);
-    expect(a.mesh.oracle.now()).toEqual(hist[0]);
+    const [newest, , , , oldest] = firstN(hist, 5);
+    expect(oldest.sealedCount).toBe(0);
+    expect(newest.sealedCount).toBe(7);
+    expect(await verifySnapshot({ ...newest, sealedCount: 8 })).toBe(false);
+    expect(a.mesh.oracle.now()).toEqual(newest);
     expect(await a.mesh.oracle.history(2)).toEqual(hist.slice(0, 2));
     expect((await a.mesh.oracle.history(100_000)).length).toBe(5);
   });
@@ -75,7 +77,7 @@ describe('transparency oracle', () => {
     const latest = a.mesh.oracle.now()!;
     expect(latest.svcond).toBe(S + 20);
     expect(latest.peers.map((p) => p.peerId)).toEqual([b.mesh.nodeId]);
-    expect(latest.peers[0].lastTick).toBe(S + 20);
+    expect(latest.peers[0]?.lastTick).toBe(S + 20);
     const br = a.mesh.oracle.breakdown();
     expect(br.svcond).toBe(S + 20);
     expect(br.nodes.map((n) => n.nodeId)).toEqual([a.mesh.nodeId, b.mesh.nodeId]);

@@ -6,9 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/kernel/clock.js';
 import { TOPICS } from '../../src/mesh/wire.js';
 import { removeDir, startNode, waitFor, waitForTopicMesh, type TestNode } from './helpers.js';
+import { firstN } from '../helpers/tuple.js';
 
 function portOf(addrs: string[]): number {
-  const m = /\/tcp\/(\d+)/.exec(addrs[0]);
+  const m = /\/tcp\/(\d+)/.exec(addrs[0] ?? '');
   if (!m) throw new Error('no tcp port');
   return Number(m[1]);
 }
@@ -42,7 +43,7 @@ describe('mesh: stop and restart', () => {
   });
 
   it('a bootstrap target that goes away and comes back (same port, same dir) is redialled and rejoins', async () => {
-    const a = nodes[0];
+    const [a, b, c] = firstN(nodes, 3);
     const id = a.mesh.nodeId;
     const port = portOf(a.mesh.multiaddrs());
     await a.stop();
@@ -53,18 +54,14 @@ describe('mesh: stop and restart', () => {
     // a2 has no bootstrap list of its own: only the redial of B and C can bring it back.
     await waitFor(() => a2.mesh.p2p!.connectedPeers().length === 2, 10_000, 'b and c redial a');
     const mark = a2.mesh.nowSvcond();
-    await waitFor(async () => (await ticksFrom(nodes[1], id, mark)) && (await ticksFrom(nodes[2], id, mark)), 10_000, 'ticks from restarted a');
-    await waitFor(
-      async () => (await ticksFrom(a2, nodes[1].mesh.nodeId, mark)) && (await ticksFrom(a2, nodes[2].mesh.nodeId, mark)),
-      10_000,
-      'ticks at restarted a',
-    );
+    await waitFor(async () => (await ticksFrom(b, id, mark)) && (await ticksFrom(c, id, mark)), 10_000, 'ticks from restarted a');
+    await waitFor(async () => (await ticksFrom(a2, b.mesh.nodeId, mark)) && (await ticksFrom(a2, c.mesh.nodeId, mark)), 10_000, 'ticks at restarted a');
     // Its earlier accepted events survived the restart.
     expect((await a2.mesh.status()).storedEvents).toBeGreaterThan(0);
   });
 
   it('a node restarted on a new port dials its bootstrap peers and rejoins with the same peer id', async () => {
-    const c = nodes[2];
+    const [a, b, c] = firstN(nodes, 3);
     const id = c.mesh.nodeId;
     await c.stop();
     const c2 = await startNode({
@@ -72,13 +69,13 @@ describe('mesh: stop and restart', () => {
       tickEvery: 1,
       autoPulse: true,
       dataDir: c.dataDir,
-      bootstrap: [...nodes[0].mesh.multiaddrs(), ...nodes[1].mesh.multiaddrs()],
+      bootstrap: [...a.mesh.multiaddrs(), ...b.mesh.multiaddrs()],
     });
     nodes[2] = c2;
     expect(c2.mesh.nodeId).toBe(id);
     await waitForTopicMesh(nodes, TOPICS.ticks, 10_000);
     const mark = c2.mesh.nowSvcond();
-    await waitFor(async () => (await ticksFrom(nodes[0], id, mark)) && (await ticksFrom(nodes[1], id, mark)), 10_000, 'ticks from restarted c');
+    await waitFor(async () => (await ticksFrom(a, id, mark)) && (await ticksFrom(b, id, mark)), 10_000, 'ticks from restarted c');
     const s = await c2.mesh.status();
     expect(s.meshSize).toBe(3);
   });

@@ -29,8 +29,8 @@ function rosenbrockGrad(x: ArrayLike<number>): number[] {
   const g = new Array<number>(x.length).fill(0);
   for (let i = 0; i + 1 < x.length; i++) {
     const a = x[i + 1]! - x[i]! ** 2;
-    g[i] += -400 * x[i]! * a - 2 * (1 - x[i]!);
-    g[i + 1] += 200 * a;
+    g[i]! += -400 * x[i]! * a - 2 * (1 - x[i]!);
+    g[i + 1]! += 200 * a;
   }
   return g;
 }

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import type { PrivateKey } from '@libp2p/interface';
 import { canonicalJson } from '../../src/kernel/canonical.js';
 import { MAX_BODY_BYTES } from '../../src/mesh/validator.js';
 import { signEvent } from '../../src/mesh/wire.js';
@@ -73,9 +74,10 @@ describe('a delivery', () => {
   });
 
   it("is marked delivered only on an acknowledgement signed by the receiver's home for those transfers, in order", async () => {
-    const key = await generateKeyPair('Ed25519');
-    const home = peerIdFromPrivateKey(key).toString();
-    const other = peerIdFromPrivateKey(await generateKeyPair('Ed25519')).toString();
+    // @libp2p/crypto is typed against a newer @libp2p/interface than libp2p's (see src/mesh/identity.ts): same key objects.
+    const key = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
+    const home = peerIdFromPrivateKey(key as never).toString();
+    const other = peerIdFromPrivateKey((await generateKeyPair('Ed25519')) as never).toString();
     const ids = [`xfer_${'1'.repeat(24)}`, `xfer_${'2'.repeat(24)}`];
     const ack = { transfer_id: ids[0]!, to: `zid_${'b'.repeat(32)}`, delivered_svcond: 5, delivered_unix_ms: 6, duplicate: false };
     const refusal = { transfer_id: ids[1]!, error: { status: 404, code: 'SVC_NOT_FOUND', message: 'no identity' } };
