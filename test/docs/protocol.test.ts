@@ -11,6 +11,8 @@ import { ManualClock } from '../../src/kernel/clock.js';
 import { deriveKey, signBody } from '../../src/kernel/receipt.js';
 import { bodyDigest, decodeEnvelope, eventId, handshakeFor, signingText, topicForType } from '../../src/mesh/wire.js';
 import { keyFingerprint } from '../../src/config/receipt-secret.js';
+import { RESULT_SEALED } from '../../src/node.js';
+import { deliveryBatch, TRANSFER_ACK_EVENT, TRANSFER_EVENT } from '../../src/tally/transfers.js';
 import { call, bearer, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 
 const DOC = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'protocol.md'), 'utf8');
@@ -188,6 +190,16 @@ describe('docs/protocol.md, recomputed from its own numbers', () => {
   });
 });
 
+/** The top-level members a §13 cell names: the `name`s outside parentheses (what is inside describes a member). */
+function topMembers(cell: string): string[] {
+  let text = cell;
+  for (let before = ''; before !== text;) {
+    before = text;
+    text = text.replace(/\([^()]*\)/g, '');
+  }
+  return [...text.matchAll(/`([A-Za-z_]+\??)`/g)].map((m) => m[1]!);
+}
+
 describe("docs/protocol.md: the project's code agrees", () => {
   let node: TestNode;
   let bare: TestNode;
@@ -325,5 +337,49 @@ describe("docs/protocol.md: the project's code agrees", () => {
     });
     expect(big.status).toBe(s.http_refused.status);
     expect(big.body.error).toMatchObject({ code: s.http_refused.code, limit_bytes: s.http_refused.limit_bytes });
+  });
+
+  it("§13 lists every event type: the types with a row are the node's handler table, on their topics, with its members", async () => {
+    const section = DOC.slice(DOC.indexOf('## 13. Event types'));
+    const rows = [...section.matchAll(/^\| `([^`]+)` \| `([^`]+)` \| (yes|no) \| [^|]* \| ([^|]*) \|/gm)].map((m) => ({
+      type: m[1]!,
+      topic: m[2]!,
+      row: m[3] === 'yes',
+      members: topMembers(m[4]!),
+    }));
+    const table = node.node.mesh.gossip;
+    expect(
+      rows
+        .filter((r) => r.row)
+        .map((r) => r.type)
+        .sort(),
+    ).toEqual(table.types());
+    for (const r of rows) {
+      expect(r.topic, r.type).toBe(topicForType(r.type));
+      if (!r.row) continue;
+      const shape = (table.bodySchema(r.type) as unknown as { shape: Record<string, { safeParse(v: unknown): { success: boolean } }> }).shape;
+      const schemaMembers = Object.keys(shape).map((k) => (shape[k]!.safeParse(undefined).success ? `${k}?` : k));
+      expect(r.members.sort(), r.type).toEqual(schemaMembers.sort());
+    }
+    // A type without a row: the sealed-result announcement, with the members a sealed compute's announcement has.
+    const sealed = rows.find((r) => r.type === RESULT_SEALED);
+    expect(sealed?.row).toBe(false);
+    const c = await call(
+      node.url,
+      'POST',
+      '/api/svc/compute',
+      { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2.5, velocity_m_s: 3 } },
+      bearer(key),
+    );
+    expect(c.status, c.text).toBe(200);
+    const events = (await call(node.url, 'GET', '/api/mesh/events?limit=500')).body.events as { event: { type: string; body: Record<string, unknown> } }[];
+    const announced = events.find((e) => e.event.type === RESULT_SEALED && e.event.body.result_id === c.body.result_id);
+    expect(announced, 'the node announces its sealed result').toBeDefined();
+    expect(Object.keys(announced!.event.body).sort()).toEqual(sealed!.members.sort());
+    // The direct (never gossiped) types, with the transfer delivery's body.
+    const direct = [...section.matchAll(/^\| `([^`]+)` \| [^|]*\| [^|]*\| ([^|]*) \|$/gm)].map((m) => ({ type: m[1]!, members: topMembers(m[2]!) }));
+    expect(direct.map((d) => d.type)).toEqual([TRANSFER_EVENT, TRANSFER_ACK_EVENT]);
+    expect(direct[0]!.members).toEqual(Object.keys(deliveryBatch.shape));
+    expect(direct[1]!.members).toEqual(['acks']);
   });
 });
