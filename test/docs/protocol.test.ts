@@ -9,9 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { ManualClock } from '../../src/kernel/clock.js';
 import { deriveKey, signBody } from '../../src/kernel/receipt.js';
-import { bodyDigest, decodeEnvelope, eventId, handshakeFor, signingText, topicForType } from '../../src/mesh/wire.js';
+import { bodyDigest, decodeEnvelope, eventId, handshakeFor, signingText, topicForType, verifyText } from '../../src/mesh/wire.js';
 import { keyFingerprint } from '../../src/config/receipt-secret.js';
 import { RESULT_SEALED } from '../../src/node.js';
+import { CheckpointSchema, checkpointText, verifyCheckpoint } from '../../src/chain/checkpoints.js';
+import { Frontier, leafHash } from '../../src/chain/merkle.js';
 import { deliveryBatch, TRANSFER_ACK_EVENT, TRANSFER_EVENT } from '../../src/tally/transfers.js';
 import { call, bearer, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 
@@ -187,6 +189,20 @@ describe('docs/protocol.md, recomputed from its own numbers', () => {
     const s = example('size-limits');
     expect(Buffer.byteLength(jcs({ [s.member]: s.fill.repeat(s.accepted_fill_length) }))).toBe(s.max_body_bytes);
     expect(Buffer.byteLength(jcs({ [s.member]: s.fill.repeat(s.refused_fill_length) }))).toBe(s.max_body_bytes + 1);
+  });
+
+  it('§13 the checkpoint: its root is RFC 6962 over the rows, its signature Ed25519 by the home over JCS with the format', () => {
+    const cp = example('checkpoint');
+    const digest = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest();
+    const leaves = (cp.rows_text as string[]).map((t) => digest(Buffer.from([0]), Buffer.from(t, 'utf8')));
+    const node = (l: Buffer, r: Buffer) => digest(Buffer.from([1]), l, r);
+    expect(leaves).toHaveLength(cp.checkpoint.tree_size);
+    expect(node(node(leaves[0]!, leaves[1]!), leaves[2]!).toString('hex')).toBe(cp.checkpoint.root_hash);
+    const { signature, ...signed } = cp.checkpoint;
+    expect(jcs({ format: 'svc-chain-checkpoint/1', ...signed })).toBe(cp.signing_text);
+    expect(cp.checkpoint.home).toBe(event.peer_id);
+    expect(edSign(null, Buffer.from(cp.signing_text, 'utf8'), edPrivate(event.seed_hex)).toString('base64')).toBe(signature);
+    expect(edVerify(null, Buffer.from(cp.signing_text, 'utf8'), createPublicKey(edPrivate(event.seed_hex)), Buffer.from(signature, 'base64'))).toBe(true);
   });
 });
 
@@ -381,5 +397,17 @@ describe("docs/protocol.md: the project's code agrees", () => {
     expect(direct.map((d) => d.type)).toEqual([TRANSFER_EVENT, TRANSFER_ACK_EVENT]);
     expect(direct[0]!.members).toEqual(Object.keys(deliveryBatch.shape));
     expect(direct[1]!.members).toEqual(['acks']);
+  });
+
+  it("§13 the node's checkpoint schema, signing text and verification take the document's checkpoint, and its Merkle root", () => {
+    const cp = example('checkpoint');
+    expect(CheckpointSchema.parse(cp.checkpoint)).toEqual(cp.checkpoint);
+    const { signature: _s, ...signed } = cp.checkpoint;
+    expect(checkpointText(signed)).toBe(cp.signing_text);
+    expect(verifyCheckpoint(cp.checkpoint, verifyText)).toBe(true);
+    expect(verifyCheckpoint({ ...cp.checkpoint, tree_size: 4 }, verifyText)).toBe(false);
+    const frontier = new Frontier();
+    for (const t of cp.rows_text as string[]) frontier.append(leafHash(Buffer.from(t, 'utf8')));
+    expect(frontier.root().toString('hex')).toBe(cp.checkpoint.root_hash);
   });
 });
