@@ -14,6 +14,10 @@ import { keyFingerprint } from '../../src/config/receipt-secret.js';
 import { RESULT_SEALED } from '../../src/node.js';
 import { CheckpointSchema, checkpointText, verifyCheckpoint } from '../../src/chain/checkpoints.js';
 import { Frontier, leafHash } from '../../src/chain/merkle.js';
+import { EXEC_REFUSALS, encodeFrame, execRequestSchema } from '../../src/consensus/exec-protocol.js';
+import { executionText, verifyExecution } from '../../src/consensus/executed-by.js';
+import { plainJson, solverRequestDigest, solverResultDigest } from '../../src/compute/result-digest.js';
+import { defaultRegistry } from '../../src/solvers/registry.js';
 import { deliveryBatch, TRANSFER_ACK_EVENT, TRANSFER_EVENT } from '../../src/tally/transfers.js';
 import { call, bearer, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 
@@ -203,6 +207,42 @@ describe('docs/protocol.md, recomputed from its own numbers', () => {
     expect(cp.checkpoint.home).toBe(event.peer_id);
     expect(edSign(null, Buffer.from(cp.signing_text, 'utf8'), edPrivate(event.seed_hex)).toString('base64')).toBe(signature);
     expect(edVerify(null, Buffer.from(cp.signing_text, 'utf8'), createPublicKey(edPrivate(event.seed_hex)), Buffer.from(signature, 'base64'))).toBe(true);
+  });
+
+  it('§14 executed_by and the /svc/exec/1.0.0 request: digests, handshake, frame and signature from the numbers', () => {
+    const x = example('execution');
+    const r = x.request;
+    expect(sha256(jcs({ solver: r.solver, inputs: r.inputs }))).toBe(r.request_digest);
+    expect(r.handshake).toBe('v1=' + hmac(Buffer.from(x.mesh_secret, 'utf8'), `${x.home}|${r.svcond}|${r.request_digest}`));
+    const text = Buffer.from(jcs(r), 'utf8');
+    expect(text.length).toBe(x.request_frame.text_bytes);
+    // LEB128: 7 bits a byte, low group first, the high bit set on every byte but the last.
+    const varint: number[] = [];
+    for (let n = text.length; ; n = Math.floor(n / 128)) {
+      if (n < 128) {
+        varint.push(n);
+        break;
+      }
+      varint.push((n % 128) | 0x80);
+    }
+    expect(Buffer.from(varint).toString('hex')).toBe(x.request_frame.length_prefix_hex);
+    expect(base58(Buffer.concat([PEER_ID_PREFIX, edPublicRaw(x.executor_seed_hex)]))).toBe(x.executor);
+    const e = x.executed_by;
+    expect({ node: e.node, svcond: e.svcond, request_digest: e.request_digest }).toEqual({
+      node: x.executor,
+      svcond: r.svcond,
+      request_digest: r.request_digest,
+    });
+    const signing = jcs({
+      attests: 'execution',
+      node: e.node,
+      bond_id: e.bond_id,
+      svcond: e.svcond,
+      request_digest: e.request_digest,
+      result_digest: x.result_digest,
+    });
+    expect(signing).toBe(x.signing_text);
+    expect(edSign(null, Buffer.from(signing, 'utf8'), edPrivate(x.executor_seed_hex)).toString('base64')).toBe(e.signature);
   });
 });
 
@@ -409,5 +449,28 @@ describe("docs/protocol.md: the project's code agrees", () => {
     const frontier = new Frontier();
     for (const t of cp.rows_text as string[]) frontier.append(leafHash(Buffer.from(t, 'utf8')));
     expect(frontier.root().toString('hex')).toBe(cp.checkpoint.root_hash);
+  });
+
+  it("§14 the node's request schema, frame, handshake, digests and execution check agree with the document", () => {
+    const x = example('execution');
+    const r = x.request;
+    expect(execRequestSchema.parse(r)).toEqual(r);
+    const frame = Buffer.from(encodeFrame(r));
+    expect(frame.subarray(0, 2).toString('hex')).toBe(x.request_frame.length_prefix_hex);
+    expect(frame.subarray(2).toString('utf8')).toBe(jcs(r));
+    expect(handshakeFor(x.mesh_secret, x.home, r.svcond, r.request_digest)).toBe(r.handshake);
+    expect(solverRequestDigest(r.solver, r.inputs)).toBe(r.request_digest);
+    const zeta = defaultRegistry().get('zeta')!;
+    const out = zeta.run(zeta.resolve(r.inputs) as never);
+    expect(solverResultDigest('zeta', r.inputs, out, plainJson(out.outputs))).toBe(x.result_digest);
+    expect(executionText(x.executed_by, x.result_digest)).toBe(x.signing_text);
+    expect(verifyExecution(verifyText, x.executed_by, x.result_digest)).toBe(true);
+    expect(verifyExecution(verifyText, { ...x.executed_by, svcond: r.svcond + 1 }, x.result_digest)).toBe(false);
+    const section = DOC.slice(DOC.indexOf('## 14.'));
+    const codes = /Refusal codes: ([^.]*)\./
+      .exec(section.replace(/\n/g, ' '))![1]!
+      .match(/`([A-Z_]+)`/g)!
+      .map((c) => c.slice(1, -1));
+    expect(codes.sort()).toEqual([...new Set(Object.values(EXEC_REFUSALS))].sort());
   });
 });
