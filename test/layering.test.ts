@@ -4,7 +4,8 @@
 // read, static and dynamic, type-only included.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Linter } from 'eslint';
 import { describe, expect, it } from 'vitest';
 
 const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'src');
@@ -80,5 +81,39 @@ describe('layering of kernel/, numerics/ and solvers/', () => {
 
   it('each of the three folders has files, so the scan is not vacuous', () => {
     for (const folder of Object.keys(ALLOWED)) expect(sourceFiles(join(SRC, folder)).length).toBeGreaterThan(5);
+  });
+});
+
+describe('the ESLint rule holds the same layering', () => {
+  /** The entries of eslint.config.js that restrict imports (the layering rule), without the type-aware rest. */
+  const layerEntries = async (): Promise<Linter.Config[]> => {
+    const config = (await import(pathToFileURL(resolve(SRC, '..', 'eslint.config.js')).href)).default as Linter.Config[];
+    return config.filter((c) => c.files && c.rules?.['no-restricted-imports']);
+  };
+  /** Every folder and root module of src, as an import names it. */
+  const srcEntries = (): string[] =>
+    readdirSync(SRC, { withFileTypes: true })
+      .filter((e) => e.isDirectory() || /\.ts$/.test(e.name))
+      .map((e) => (e.isDirectory() ? e.name : e.name.replace(/\.ts$/, '.js')));
+
+  it('refuses an import of every other folder of src (those added after the rule too), from any depth of a pure folder', async () => {
+    const linter = new Linter({ cwd: resolve(SRC, '..') });
+    const entries = await layerEntries();
+    expect(entries.length).toBe(3);
+    const missed: string[] = [];
+    for (const [folder, allowed] of Object.entries(ALLOWED)) {
+      for (const target of srcEntries()) {
+        const spec = (up: string) => (target.endsWith('.js') ? `${up}${target}` : `${up}${target}/probe.js`);
+        for (const [file, up] of [
+          [`src/${folder}/probe.js`, '../'],
+          [`src/${folder}/sub/probe.js`, '../../'],
+        ] as const) {
+          const messages = linter.verify(`import { p } from '${spec(up)}';\nexport const q = p;\n`, entries, resolve(SRC, '..', file));
+          const refused = messages.some((m) => m.ruleId === 'no-restricted-imports');
+          if (refused === allowed.includes(target)) missed.push(`${file} → ${spec(up)}: ${refused ? 'refused' : 'allowed'}`);
+        }
+      }
+    }
+    expect(missed).toEqual([]);
   });
 });

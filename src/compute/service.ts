@@ -547,12 +547,9 @@ export class ComputeService {
     const unsealable = unsealableOutput(out);
     if (unsealable !== null) {
       reservation.release();
-      throw new ServiceError(
-        422,
-        'SVC_TOLERANCE_GATE',
-        `reality check cannot pass: ${unsealable}`,
-        { rel_error: verdict.rel_error, solver: solver.id },
-        { reason: unsealable },
+      throw this.gateRefused(
+        'solver',
+        toleranceGateError({ passed: false, rel_error: verdict.rel_error, reason: unsealable }, { id: solver.id, unsealable: true }),
       );
     }
     const outputs = plainJson(out.outputs);

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import type { Stream } from '@libp2p/interface';
 import { canonicalJson } from '../kernel/canonical.js';
+import type { ErrorCode } from '../kernel/errors.js';
 import { executedBySchema, type ExecutedBy } from './executed-by.js';
 import type { SolverOutput } from '../solvers/types.js';
 
@@ -88,7 +89,7 @@ export const EXEC_REFUSALS = {
   unsealable: 'SVC_TOLERANCE_GATE',
   /** Its queue for the requesting node is full: the requester runs it itself and keeps the peer. */
   busy: 'SVC_RATE_LIMIT',
-} as const;
+} as const satisfies Record<string, ErrorCode>;
 
 function uvarint(n: number): Uint8Array {
   const out: number[] = [];

@@ -8,6 +8,7 @@ import type { Clock } from '../kernel/clock.js';
 import type { Counters } from '../store/counters.js';
 import type { Store, Sublevel } from '../store/db.js';
 import { dayKey, nextMidnightUtc } from '../tally/ledger.js';
+import { demoMintCounter } from '../tally/counter-keys.js';
 import type { IdentityService } from './service.js';
 
 export interface DemoKeysOptions {
@@ -15,14 +16,6 @@ export interface DemoKeysOptions {
   clock: Clock;
   /** Own demo keys one IP may mint per UTC day. */
   mintsPerDay: number;
-}
-
-/**
- * The day counter of an IP's mints. Under the 'demo:<day>:' day prefix, which quota.ts prunes when a new day starts;
- * beside the demo keys' own counters (demo:<day>:sk_…), which a key id never confuses with 'mint:'.
- */
-export function mintCounter(day: string, ip: string): string {
-  return `demo:${day}:mint:${ip}`;
 }
 
 export class DemoKeys {
@@ -63,7 +56,7 @@ export class DemoKeys {
   async mint(ip: string): Promise<string> {
     const { counters, clock, mintsPerDay } = this.options;
     const now = Number(clock.nowNs() / 1_000_000n);
-    const name = mintCounter(dayKey(now), ip);
+    const name = demoMintCounter(dayKey(now), ip);
     const used = counters.get(name);
     if (used >= mintsPerDay) {
       const reset = nextMidnightUtc(now);

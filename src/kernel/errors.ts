@@ -66,7 +66,10 @@ export type ErrorCode =
   // state machines (issue 20): a contract transition the contract's table does not allow from its state
   | 'SVC_ILLEGAL_TRANSITION'
   // AI clients: a chat's language-model provider failed (nothing charged)
-  | 'SVC_LLM_PROVIDER_ERROR';
+  | 'SVC_LLM_PROVIDER_ERROR'
+  // offloaded execution, node to node only (/svc/exec/1.0.0 refusals; docs/protocol.md §14)
+  | 'SVC_NOT_CONTRIBUTING'
+  | 'SVC_PREEMPTED';
 
 export class ServiceError extends Error {
   readonly status: number;

@@ -55,9 +55,19 @@ export function gateModulation(verdict: GateVerdict & { tick_average: number }, 
 
 /**
  * The one 422 of part 7: the result failed the tolerance gate and nothing was sealed (code SVC_TOLERANCE_GATE,
- * docs/decisions.md). A solver's failure names the solver and carries its check, with the recomputed rel_error.
+ * docs/decisions.md). A solver's failure names the solver and carries its check, with the recomputed rel_error; a
+ * solver output that cannot be sealed whatever its check says (`unsealable`: a number JSON cannot carry, the
+ * verdict's reason says which) names the solver and the reason.
  */
-export function toleranceGateError(verdict: GateVerdict, solver?: { id: string; check: Check }): ServiceError {
+export function toleranceGateError(verdict: GateVerdict, solver?: { id: string; check: Check } | { id: string; unsealable: true }): ServiceError {
+  if (solver && 'unsealable' in solver)
+    return new ServiceError(
+      422,
+      'SVC_TOLERANCE_GATE',
+      `reality check cannot pass: ${verdict.reason}`,
+      { rel_error: verdict.rel_error, solver: solver.id },
+      { reason: verdict.reason },
+    );
   if (!solver)
     return new ServiceError(
       422,

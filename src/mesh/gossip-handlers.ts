@@ -52,6 +52,11 @@ export class GossipHandlerTable {
     return [...this.rows.keys()].sort();
   }
 
+  /** The body schema of a type's row (undefined when the type has no row). */
+  bodySchema(type: string): z.ZodType | undefined {
+    return this.rows.get(type)?.body;
+  }
+
   /** Check and apply a validated event that arrived on a topic. Resolves when accepted; throws GossipError. */
   async run(event: MeshEvent, topic: MeshTopic): Promise<void> {
     const row = this.rows.get(event.type);

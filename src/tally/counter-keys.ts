@@ -44,6 +44,14 @@ export function demoDayCounter(day: string, keyId: string): string {
   return `demo:${day}:${keyId}`;
 }
 
+/**
+ * Own demo keys minted from one IP on a UTC day. Under the 'demo:<day>:' day prefix (pruned with it), beside the demo
+ * keys' own counters (demo:<day>:sk_…), which a key id never confuses with 'mint:'.
+ */
+export function demoMintCounter(day: string, ip: string): string {
+  return `demo:${day}:mint:${ip}`;
+}
+
 /** Computations of an identity on a UTC day. */
 export function identityDayCounter(day: string, zid: string): string {
   return `used:${day}:${zid}`;

@@ -5,6 +5,7 @@
 // Records: deliveries by id; the due index `<next_ms>!<id>`; each webhook's history `<webhook>!<created_ms>!<id>`.
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { randomHex } from '../tally/ledger.js';
+import { BoundedSet } from '../util/bounded-map.js';
 import type { ResultRecorder, SealedFacts } from '../compute/service.js';
 import type { DeliveryStatus, EventType } from './events.js';
 import type { WebhookRecord, WebhookRegistry } from './registry.js';
@@ -58,7 +59,7 @@ export class Outbox implements ResultRecorder {
    * seals finish in any order, and another seal's completion must not take this one's kick. A batch that fails
    * leaves its id behind; the set is bounded, oldest dropped (its deliveries are then found by the dispatcher's timer).
    */
-  private readonly owedBySeal = new Set<string>();
+  private readonly owedBySeal = new BoundedSet<string>(OWED_KEPT);
 
   constructor(
     readonly store: Store,
@@ -102,7 +103,6 @@ export class Outbox implements ResultRecorder {
     const hooks = this.registry.subscribers(f.owner, 'computation.complete');
     if (hooks.length === 0) return undefined;
     const data = { time_quantum: f.svcond, execution_time_ms: f.execution_time_ms ?? null };
-    if (this.owedBySeal.size >= OWED_KEPT) this.owedBySeal.delete(this.owedBySeal.values().next().value!);
     this.owedBySeal.add(f.result_id);
     return { ops: this.opsFor(hooks, 'computation.complete', f.result_id, data, f.result_id), bump: [] };
   }

@@ -57,4 +57,24 @@ describe('docs', () => {
       expect(e!.text, term).toMatch(/`src\//);
     }
   });
+
+  it('a name a document places in a source file ("`name` in `src/…`") is in that file', () => {
+    const missing: string[] = [];
+    let checked = 0;
+    for (const f of [...DOCS, 'docs/sealing.md', 'docs/chain.md']) {
+      // A list of names before one file: "`a`, `b` and `c` in `src/x.ts`" (no sentence break between).
+      for (const m of read(f).matchAll(/((?:`[A-Za-z_][A-Za-z0-9_.]*`(?:,|,? and|,? or|\/)?\s+)+)in\s+`((?:src|scripts)\/[A-Za-z0-9_./-]+\.ts)`/g)) {
+        const file = join(ROOT, m[2]!);
+        if (!existsSync(file)) continue; // the test above names it
+        const text = readFileSync(file, 'utf8');
+        for (const n of m[1]!.matchAll(/`([A-Za-z_][A-Za-z0-9_.]*)`/g)) {
+          const name = n[1]!.split('.').pop()!;
+          checked++;
+          if (!new RegExp(`\\b${name}\\b`).test(text)) missing.push(`${f}: ${n[1]} in ${m[2]}`);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
+    expect(checked).toBeGreaterThan(20);
+  });
 });

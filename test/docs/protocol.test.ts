@@ -9,8 +9,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { ManualClock } from '../../src/kernel/clock.js';
 import { deriveKey, signBody } from '../../src/kernel/receipt.js';
-import { bodyDigest, decodeEnvelope, eventId, handshakeFor, signingText, topicForType } from '../../src/mesh/wire.js';
+import { bodyDigest, decodeEnvelope, eventId, handshakeFor, signingText, topicForType, verifyText } from '../../src/mesh/wire.js';
 import { keyFingerprint } from '../../src/config/receipt-secret.js';
+import { RESULT_SEALED } from '../../src/node.js';
+import { CheckpointSchema, checkpointText, verifyCheckpoint } from '../../src/chain/checkpoints.js';
+import { Frontier, leafHash } from '../../src/chain/merkle.js';
+import { EXEC_REFUSALS, encodeFrame, execRequestSchema } from '../../src/consensus/exec-protocol.js';
+import { executionText, verifyExecution } from '../../src/consensus/executed-by.js';
+import { plainJson, solverRequestDigest, solverResultDigest } from '../../src/compute/result-digest.js';
+import { defaultRegistry } from '../../src/solvers/registry.js';
+import { deliveryBatch, TRANSFER_ACK_EVENT, TRANSFER_EVENT } from '../../src/tally/transfers.js';
 import { call, bearer, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 
 const DOC = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'protocol.md'), 'utf8');
@@ -186,7 +194,67 @@ describe('docs/protocol.md, recomputed from its own numbers', () => {
     expect(Buffer.byteLength(jcs({ [s.member]: s.fill.repeat(s.accepted_fill_length) }))).toBe(s.max_body_bytes);
     expect(Buffer.byteLength(jcs({ [s.member]: s.fill.repeat(s.refused_fill_length) }))).toBe(s.max_body_bytes + 1);
   });
+
+  it('§13 the checkpoint: its root is RFC 6962 over the rows, its signature Ed25519 by the home over JCS with the format', () => {
+    const cp = example('checkpoint');
+    const digest = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest();
+    const leaves = (cp.rows_text as string[]).map((t) => digest(Buffer.from([0]), Buffer.from(t, 'utf8')));
+    const node = (l: Buffer, r: Buffer) => digest(Buffer.from([1]), l, r);
+    expect(leaves).toHaveLength(cp.checkpoint.tree_size);
+    expect(node(node(leaves[0]!, leaves[1]!), leaves[2]!).toString('hex')).toBe(cp.checkpoint.root_hash);
+    const { signature, ...signed } = cp.checkpoint;
+    expect(jcs({ format: 'svc-chain-checkpoint/1', ...signed })).toBe(cp.signing_text);
+    expect(cp.checkpoint.home).toBe(event.peer_id);
+    expect(edSign(null, Buffer.from(cp.signing_text, 'utf8'), edPrivate(event.seed_hex)).toString('base64')).toBe(signature);
+    expect(edVerify(null, Buffer.from(cp.signing_text, 'utf8'), createPublicKey(edPrivate(event.seed_hex)), Buffer.from(signature, 'base64'))).toBe(true);
+  });
+
+  it('§14 executed_by and the /svc/exec/1.0.0 request: digests, handshake, frame and signature from the numbers', () => {
+    const x = example('execution');
+    const r = x.request;
+    expect(sha256(jcs({ solver: r.solver, inputs: r.inputs }))).toBe(r.request_digest);
+    expect(r.handshake).toBe('v1=' + hmac(Buffer.from(x.mesh_secret, 'utf8'), `${x.home}|${r.svcond}|${r.request_digest}`));
+    const text = Buffer.from(jcs(r), 'utf8');
+    expect(text.length).toBe(x.request_frame.text_bytes);
+    // LEB128: 7 bits a byte, low group first, the high bit set on every byte but the last.
+    const varint: number[] = [];
+    for (let n = text.length; ; n = Math.floor(n / 128)) {
+      if (n < 128) {
+        varint.push(n);
+        break;
+      }
+      varint.push((n % 128) | 0x80);
+    }
+    expect(Buffer.from(varint).toString('hex')).toBe(x.request_frame.length_prefix_hex);
+    expect(base58(Buffer.concat([PEER_ID_PREFIX, edPublicRaw(x.executor_seed_hex)]))).toBe(x.executor);
+    const e = x.executed_by;
+    expect({ node: e.node, svcond: e.svcond, request_digest: e.request_digest }).toEqual({
+      node: x.executor,
+      svcond: r.svcond,
+      request_digest: r.request_digest,
+    });
+    const signing = jcs({
+      attests: 'execution',
+      node: e.node,
+      bond_id: e.bond_id,
+      svcond: e.svcond,
+      request_digest: e.request_digest,
+      result_digest: x.result_digest,
+    });
+    expect(signing).toBe(x.signing_text);
+    expect(edSign(null, Buffer.from(signing, 'utf8'), edPrivate(x.executor_seed_hex)).toString('base64')).toBe(e.signature);
+  });
 });
+
+/** The top-level members a §13 cell names: the `name`s outside parentheses (what is inside describes a member). */
+function topMembers(cell: string): string[] {
+  let text = cell;
+  for (let before = ''; before !== text;) {
+    before = text;
+    text = text.replace(/\([^()]*\)/g, '');
+  }
+  return [...text.matchAll(/`([A-Za-z_]+\??)`/g)].map((m) => m[1]!);
+}
 
 describe("docs/protocol.md: the project's code agrees", () => {
   let node: TestNode;
@@ -325,5 +393,84 @@ describe("docs/protocol.md: the project's code agrees", () => {
     });
     expect(big.status).toBe(s.http_refused.status);
     expect(big.body.error).toMatchObject({ code: s.http_refused.code, limit_bytes: s.http_refused.limit_bytes });
+  });
+
+  it("§13 lists every event type: the types with a row are the node's handler table, on their topics, with its members", async () => {
+    const section = DOC.slice(DOC.indexOf('## 13. Event types'));
+    const rows = [...section.matchAll(/^\| `([^`]+)` \| `([^`]+)` \| (yes|no) \| [^|]* \| ([^|]*) \|/gm)].map((m) => ({
+      type: m[1]!,
+      topic: m[2]!,
+      row: m[3] === 'yes',
+      members: topMembers(m[4]!),
+    }));
+    const table = node.node.mesh.gossip;
+    expect(
+      rows
+        .filter((r) => r.row)
+        .map((r) => r.type)
+        .sort(),
+    ).toEqual(table.types());
+    for (const r of rows) {
+      expect(r.topic, r.type).toBe(topicForType(r.type));
+      if (!r.row) continue;
+      const shape = (table.bodySchema(r.type) as unknown as { shape: Record<string, { safeParse(v: unknown): { success: boolean } }> }).shape;
+      const schemaMembers = Object.keys(shape).map((k) => (shape[k]!.safeParse(undefined).success ? `${k}?` : k));
+      expect(r.members.sort(), r.type).toEqual(schemaMembers.sort());
+    }
+    // A type without a row: the sealed-result announcement, with the members a sealed compute's announcement has.
+    const sealed = rows.find((r) => r.type === RESULT_SEALED);
+    expect(sealed?.row).toBe(false);
+    const c = await call(
+      node.url,
+      'POST',
+      '/api/svc/compute',
+      { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2.5, velocity_m_s: 3 } },
+      bearer(key),
+    );
+    expect(c.status, c.text).toBe(200);
+    const events = (await call(node.url, 'GET', '/api/mesh/events?limit=500')).body.events as { event: { type: string; body: Record<string, unknown> } }[];
+    const announced = events.find((e) => e.event.type === RESULT_SEALED && e.event.body.result_id === c.body.result_id);
+    expect(announced, 'the node announces its sealed result').toBeDefined();
+    expect(Object.keys(announced!.event.body).sort()).toEqual(sealed!.members.sort());
+    // The direct (never gossiped) types, with the transfer delivery's body.
+    const direct = [...section.matchAll(/^\| `([^`]+)` \| [^|]*\| [^|]*\| ([^|]*) \|$/gm)].map((m) => ({ type: m[1]!, members: topMembers(m[2]!) }));
+    expect(direct.map((d) => d.type)).toEqual([TRANSFER_EVENT, TRANSFER_ACK_EVENT]);
+    expect(direct[0]!.members).toEqual(Object.keys(deliveryBatch.shape));
+    expect(direct[1]!.members).toEqual(['acks']);
+  });
+
+  it("§13 the node's checkpoint schema, signing text and verification take the document's checkpoint, and its Merkle root", () => {
+    const cp = example('checkpoint');
+    expect(CheckpointSchema.parse(cp.checkpoint)).toEqual(cp.checkpoint);
+    const { signature: _s, ...signed } = cp.checkpoint;
+    expect(checkpointText(signed)).toBe(cp.signing_text);
+    expect(verifyCheckpoint(cp.checkpoint, verifyText)).toBe(true);
+    expect(verifyCheckpoint({ ...cp.checkpoint, tree_size: 4 }, verifyText)).toBe(false);
+    const frontier = new Frontier();
+    for (const t of cp.rows_text as string[]) frontier.append(leafHash(Buffer.from(t, 'utf8')));
+    expect(frontier.root().toString('hex')).toBe(cp.checkpoint.root_hash);
+  });
+
+  it("§14 the node's request schema, frame, handshake, digests and execution check agree with the document", () => {
+    const x = example('execution');
+    const r = x.request;
+    expect(execRequestSchema.parse(r)).toEqual(r);
+    const frame = Buffer.from(encodeFrame(r));
+    expect(frame.subarray(0, 2).toString('hex')).toBe(x.request_frame.length_prefix_hex);
+    expect(frame.subarray(2).toString('utf8')).toBe(jcs(r));
+    expect(handshakeFor(x.mesh_secret, x.home, r.svcond, r.request_digest)).toBe(r.handshake);
+    expect(solverRequestDigest(r.solver, r.inputs)).toBe(r.request_digest);
+    const zeta = defaultRegistry().get('zeta')!;
+    const out = zeta.run(zeta.resolve(r.inputs) as never);
+    expect(solverResultDigest('zeta', r.inputs, out, plainJson(out.outputs))).toBe(x.result_digest);
+    expect(executionText(x.executed_by, x.result_digest)).toBe(x.signing_text);
+    expect(verifyExecution(verifyText, x.executed_by, x.result_digest)).toBe(true);
+    expect(verifyExecution(verifyText, { ...x.executed_by, svcond: r.svcond + 1 }, x.result_digest)).toBe(false);
+    const section = DOC.slice(DOC.indexOf('## 14.'));
+    const codes = /Refusal codes: ([^.]*)\./
+      .exec(section.replace(/\n/g, ' '))![1]!
+      .match(/`([A-Z_]+)`/g)!
+      .map((c) => c.slice(1, -1));
+    expect(codes.sort()).toEqual([...new Set(Object.values(EXEC_REFUSALS))].sort());
   });
 });

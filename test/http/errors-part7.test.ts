@@ -1,8 +1,10 @@
 // Part 7 codes as the node renders them: SVC_SOLVER_ERROR with its listed fields (details, trace_id, status_page),
 // the one 422 constructor, and the chain's 404 under the project's SVC_NOT_FOUND.
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { ChainService } from '../../src/chain/service.js';
@@ -78,6 +80,33 @@ describe('the 422 of the tolerance gate', () => {
     expect(e.code).toBe('SVC_TOLERANCE_GATE');
     expect(e.extra).toEqual({ rel_error: 0.01, solver: 'heat' });
     expect(e.details).toEqual({ check: { ...check, rel_error: 0.01, passed: false }, reason: 'energy: relative error 1.000e-2 exceeds 0.001' });
+  });
+  it('unsealable output: names the solver and says the check cannot pass, with the reason', () => {
+    const e = toleranceGateError({ passed: false, rel_error: 0, reason: 'outputs.u: not a finite number' }, { id: 'heat', unsealable: true });
+    expect({ status: e.status, code: e.code, message: e.message, extra: e.extra, details: e.details }).toEqual({
+      status: 422,
+      code: 'SVC_TOLERANCE_GATE',
+      message: 'reality check cannot pass: outputs.u: not a finite number',
+      extra: { rel_error: 0, solver: 'heat' },
+      details: { reason: 'outputs.u: not a finite number' },
+    });
+  });
+
+  it('is built by toleranceGateError only: no other file of src makes a 422 or a SVC_TOLERANCE_GATE error', () => {
+    const src = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src');
+    const files = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+      );
+    const found: string[] = [];
+    for (const file of files(src)) {
+      const rel = relative(src, file);
+      if (rel === join('kernel', 'gate.ts')) continue;
+      const text = readFileSync(file, 'utf8');
+      // A ServiceError (or a subclass) constructed with 422 or with the gate's code.
+      for (const m of text.matchAll(/new [A-Za-z]*Error\(\s*(422\b|[^)]*'SVC_TOLERANCE_GATE')/g)) found.push(`${rel}: ${m[0].slice(0, 60)}`);
+    }
+    expect(found).toEqual([]);
   });
 });
 

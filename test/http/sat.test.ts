@@ -3,6 +3,7 @@
 // the part-7 shape, with nothing charged as a result.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { WorkerPoolExecutor } from '../../src/compute/executor.js';
 
 /** A satisfiable ("planted") 3-SAT instance: clauses drawn by an LCG, kept when x_v = (v odd) satisfies them. */
 function planted(nVars: number, nClauses: number): number[][] {
@@ -56,6 +57,9 @@ describe('POST /api/svc/sat budgets', () => {
     const e = expectError(r, 500, 'SVC_SOLVER_ERROR');
     expect(e.message).toBe('DPLL decision budget exhausted');
     expect(e.details).toEqual({ max_decisions: 5 });
+    // Part 7's status_page survives the solver worker thread (this node runs solvers on its pool).
+    expect(e.status_page).toBe('/api/health');
+    expect((t.node as unknown as { executor: unknown }).executor).toBeInstanceOf(WorkerPoolExecutor);
     expect(await usage()).toBe(before);
     // The same measure moves on a run that completes.
     expect((await call(t.url, 'POST', '/api/svc/sat', { clauses: [[1, 2], [-1]] }, bearer(key))).status).toBe(200);
