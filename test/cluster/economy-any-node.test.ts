@@ -12,6 +12,8 @@ import { hourKey } from '../../src/tally/claim.js';
 import { claimAddressCounter } from '../../src/tally/counter-keys.js';
 import { FORWARDED_HEADER } from '../../src/http/forward.js';
 import { FORWARDED_FOR_HEADER } from '../../src/http/forwarded-address.js';
+import { TOPICS } from '../../src/mesh/wire.js';
+import { waitFor } from '../mesh/helpers.js';
 
 const MESH_SECRET = 'economy-cluster-secret-0123456789abcdef';
 const RECEIPT_SECRET = 'ab'.repeat(32);
@@ -188,4 +190,43 @@ describe('the daily claim across the mesh', () => {
     expect(addressClaims('127.0.0.3', hours)).toBe(1);
     expect(addressClaims('127.0.0.9', hours)).toBe(0);
   }, 60_000);
+
+  it("an address's claims at one home count at the others: past the cap at B, a claim at A from that address is 429", async () => {
+    const toNextHour = 3_600_000 - (Date.now() % 3_600_000);
+    if (toNextHour < 20_000) await new Promise((r) => setTimeout(r, toNextHour + 100)); // the test stays in one hour
+    const hour = hourKey(Date.now());
+    await waitFor(() => b.node.mesh.p2p?.topicPeers(TOPICS.events).includes(a.node.nodeId), 30_000, "B's events topic reaching A");
+    const atB = await zkIdentity(b.url, 'claim-cap-homed-on-b');
+    const atA = await zkIdentity(a.url, 'claim-cap-homed-on-a');
+    // 63 claims from 127.0.0.4 already served at B this hour (planted), and the 64th made there now: B's cap is reached.
+    b.node.counters.bump(claimAddressCounter(hour, '127.0.0.4'), 63);
+    const st = await callFrom('127.0.0.4', b.url, 'GET', '/api/tally/claim', undefined, bearer(atB.key));
+    expect(st.body).toMatchObject({ claimable: true, difficulty: 4 + 8 });
+    const ok = await callFrom(
+      '127.0.0.4',
+      b.url,
+      'POST',
+      '/api/tally/claim',
+      { challenge: st.body.challenge, nonce: solveChallenge(st.body.challenge, st.body.difficulty) },
+      bearer(atB.key),
+    );
+    expect(ok.status, ok.text).toBe(200);
+
+    // A learns B's count from its gossip: the same address is at the cap there too, for A's own identities.
+    const atCap = await waitFor(
+      async () => {
+        const r = await callFrom('127.0.0.4', a.url, 'GET', '/api/tally/claim', undefined, bearer(atA.key));
+        return r.body.reason === 'hourly_cap' ? r : null;
+      },
+      30_000,
+      "A hearing B's claim count",
+    );
+    expect(atCap.body).toMatchObject({ claimable: false, challenge: null });
+    const refused = await callFrom('127.0.0.4', a.url, 'POST', '/api/tally/claim', { challenge: st.body.challenge, nonce: '1' }, bearer(atA.key));
+    expect(refused.status, refused.text).toBe(429);
+    expect(refused.body.error).toMatchObject({ code: 'SVC_RATE_LIMIT', limit: 64 });
+    // Another address is not touched.
+    expect((await callFrom('127.0.0.5', a.url, 'GET', '/api/tally/claim', undefined, bearer(atA.key))).body).toMatchObject({ claimable: true, difficulty: 4 });
+    expect(a.node.claimAddresses.elsewhere(hour, '127.0.0.4')).toBe(64);
+  }, 90_000);
 });
