@@ -221,7 +221,7 @@ describe('the daily claim across the mesh', () => {
       30_000,
       "A hearing B's claim count",
     );
-    expect(atCap.body).toMatchObject({ claimable: false, challenge: null });
+    expect(atCap?.body).toMatchObject({ claimable: false, challenge: null });
     const refused = await callFrom('127.0.0.4', a.url, 'POST', '/api/tally/claim', { challenge: st.body.challenge, nonce: '1' }, bearer(atA.key));
     expect(refused.status, refused.text).toBe(429);
     expect(refused.body.error).toMatchObject({ code: 'SVC_RATE_LIMIT', limit: 64 });
