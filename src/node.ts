@@ -20,6 +20,7 @@ import { QuotaService } from './tally/quota.js';
 import { Grants } from './tally/grants.js';
 import { LONGEST_TIME_LIMIT_SECONDS, TierBook, tierPolicy, type Tier } from './tally/tiers.js';
 import { ClaimService } from './tally/claim.js';
+import { CLAIM_ADDRESS_EVENT, ClaimAddresses } from './tally/claim-addresses.js';
 import { EnvelopeLocks, Folders } from './tally/folders.js';
 import { Transfers } from './tally/transfers.js';
 import { TransferDelivery, httpSender } from './tally/transfer-delivery.js';
@@ -149,6 +150,7 @@ export class SvcNode {
   grants!: Grants;
   tiers!: TierBook;
   claims!: ClaimService;
+  claimAddresses!: ClaimAddresses;
   folders!: Folders;
   transfers!: Transfers;
   transferDelivery!: TransferDelivery;
@@ -261,6 +263,7 @@ export class SvcNode {
       operatorTokenDigest,
       nodeId,
     });
+    this.claimAddresses = new ClaimAddresses(this.store, this.counters, config.mesh.secret);
     this.claims = new ClaimService({
       store: this.store,
       counters: this.counters,
@@ -270,6 +273,7 @@ export class SvcNode {
       key: deriveKey(secret, 'CLAIM'),
       threshold: config.limits.claimThreshold,
       baseBits: config.limits.claimDifficultyBits,
+      addresses: this.claimAddresses,
     });
     // One lock per identity for every change that reads envelope records first: folder moves, transfers, bonds.
     const envelopeLocks = new EnvelopeLocks();
@@ -451,6 +455,15 @@ export class SvcNode {
       },
     });
     this.mesh.gossip.register(this.chain.checkpoints.handler());
+    this.claimAddresses.use(async (b) => {
+      if (this.mesh.enabled) await this.mesh.publish(CLAIM_ADDRESS_EVENT, b, TOPICS.events);
+    });
+    this.mesh.gossip.register(
+      this.claimAddresses.handler(
+        () => Number(this.clock.nowNs() / 1_000_000n),
+        () => this.nodeId,
+      ),
+    );
     this.wireConsensus(envelopeLocks);
     await this.challenges.load();
     const signMeshEvent = (type: string, body: unknown): Promise<MeshEvent> =>

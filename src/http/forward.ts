@@ -13,6 +13,8 @@ import { LONGEST_TIME_LIMIT_SECONDS } from '../tally/tiers.js';
 import type { Caller } from '../tally/ledger.js';
 import type { HttpServices } from './context.js';
 import { answersHealth, HungHomes } from './home-health.js';
+import { FORWARDED_FOR_HEADER, forwardedForValue, statedClientIp } from './forwarded-address.js';
+import { addressKey } from './caller-address.js';
 
 export const FORWARDED_HEADER = 'x-svc-forwarded-by';
 export const SERVED_BY_HEADER = 'X-Svc-Served-By';
@@ -100,6 +102,18 @@ export async function askHome(
   const raw = ctx.request.rawBody;
   const hasBody = !['GET', 'HEAD'].includes(ctx.method) && typeof raw === 'string' && raw.length > 0;
   if (hasBody) headers['content-type'] = 'application/json';
+  const path = pathFor(ctx, !!opts.withoutKey);
+  // The caller's address, stated under the mesh secret: the home's per-address limits count the caller, not this node.
+  const secret = s.config.mesh.secret;
+  if (secret)
+    headers[FORWARDED_FOR_HEADER] = forwardedForValue(secret, {
+      forwarder: s.nodeId(),
+      ip: ctx.ip,
+      unixMs: Date.now(),
+      method: ctx.method,
+      path,
+      body: hasBody ? raw : '',
+    });
 
   // The request's own bound: a live home answers within its time limit (a solver run at the caller's tier, which
   // only the home knows: the longest), plus the deadline.
@@ -123,7 +137,7 @@ export async function askHome(
     Math.max(1, Math.floor(deadlineMs / 2)),
   );
   try {
-    const res = await fetch(url + pathFor(ctx, !!opts.withoutKey), { method: ctx.method, headers, body: hasBody ? raw : undefined, signal: controller.signal });
+    const res = await fetch(url + path, { method: ctx.method, headers, body: hasBody ? raw : undefined, signal: controller.signal });
     const text = await res.text();
     return { status: res.status, headers: res.headers, text };
   } catch (err) {
@@ -166,6 +180,11 @@ export async function relayToHome(
   opts: RelayOptions = {},
 ): Promise<void> {
   relayAnswer(ctx, home, await askHome(ctx, s, home, subject, extra, opts));
+}
+
+/** The caller's address as limits count it (caller-address.ts): the IP stated by the forwarding mesh node (verified), else the socket's. */
+export function clientAddress(ctx: Context, s: HttpServices): string {
+  return addressKey(statedClientIp(ctx, s.config.mesh.secret, ctx.get(FORWARDED_HEADER) || null));
 }
 
 /** Middleware for ledger routes: a caller whose identity is homed on another node is served by that node. */

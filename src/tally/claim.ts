@@ -1,6 +1,7 @@
 // The daily claim (spec parts 3 and 8, architecture.md §7): 128 free credits, once per UTC day per identity, only
 // when the balance is below the nearly-out threshold. Per address, a hashcash proof of work (claim-proof.ts):
 // base difficulty for the first 32 claims of a UTC hour, one more bit per 4 claims past 32, and 429 past 64.
+// The hour's count of an address is this home's plus what the mesh's other homes gossiped (claim-addresses.ts).
 // The day's claim and the hour's count are counters written in the claim's batch with the wallet and an audit
 // row, computed synchronously from memory (ledger.ts's rule), so they survive a restart and never double up.
 import { ServiceError } from '../kernel/errors.js';
@@ -11,6 +12,7 @@ import type { IdentityService } from '../identity/service.js';
 import { dayKey, type Ledger, type Wallet } from './ledger.js';
 import { claimAddressCounter, claimDayCounter } from './counter-keys.js';
 import { makeChallenge, openChallenge, proofBits } from './claim-proof.js';
+import type { ClaimAddresses } from './claim-addresses.js';
 
 export const CLAIM_AMOUNT = 128;
 /** Claims per address per UTC hour at base difficulty, and the hourly cap (part 8). */
@@ -72,6 +74,8 @@ export class ClaimService {
       /** Claimable only while the balance (free + paid) is below this. */
       threshold: number;
       baseBits: number;
+      /** The address's claims at the mesh's other homes (gossiped); absent: this node's only. */
+      addresses?: ClaimAddresses;
     },
   ) {}
 
@@ -88,7 +92,8 @@ export class ClaimService {
   /** Where this identity and address stand, synchronously (the wallet in memory). */
   private standing(zid: string, ip: string, unixMs: number): { reason: ClaimReason; wallet: Wallet; addressClaims: number; difficulty: number } {
     const wallet = this.deps.ledger.cachedWallet(zid);
-    const addressClaims = this.deps.counters.get(claimAddressCounter(hourKey(unixMs), ip));
+    const hour = hourKey(unixMs);
+    const addressClaims = this.deps.counters.get(claimAddressCounter(hour, ip)) + (this.deps.addresses?.elsewhere(hour, ip) ?? 0);
     const difficulty = claimDifficulty(this.deps.baseBits, addressClaims + 1);
     let reason: ClaimReason = 'claimable';
     if (this.deps.counters.get(claimDayCounter(dayKey(unixMs), zid)) > 0) reason = 'already_claimed_today';
@@ -173,6 +178,7 @@ export class ClaimService {
       credit.rollback();
       throw err;
     }
+    this.deps.addresses?.announce(hourKey(unixMs), ip, this.deps.counters.get(addressName));
     const w = credit.wallet;
     return { zid, amount: CLAIM_AMOUNT, day, balance: { free: w.free, paid: w.paid, total: w.free + w.paid }, audit: appended.row };
   }

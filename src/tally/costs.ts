@@ -44,9 +44,15 @@ export const COST_TABLE: readonly CostEntry[] = [
     credits: COSTS.computePerOperator,
     per: 'domain operator',
     served: true,
-    note: 'closed-form chain: 1 per domain operator (KO42 free), clamped to 1 … 20',
+    note: 'closed-form chain: 1 per domain operator (KO42 free), clamped to 1 … 20; also each sealed tick of a chain stream (to its owner), each chain item of a batch and each reactor step on a chain',
   },
-  { action: 'solver', credits: COSTS.solver, per: 'action', served: true, note: 'any solver endpoint and /api/svc/solve' },
+  {
+    action: 'solver',
+    credits: COSTS.solver,
+    per: 'action',
+    served: true,
+    note: 'any solver endpoint and /api/svc/solve; also each sealed tick of a solver stream (to its owner), each solver item of a batch and each reactor step',
+  },
   { action: 'auto', credits: COSTS.auto, per: 'action', served: true },
   {
     action: 'state_machine_creation',
@@ -85,10 +91,26 @@ export const COST_TABLE: readonly CostEntry[] = [
   },
 ];
 
+/** What the node does without a charge, so a client does not have to guess from the table's silence. */
+export const FREE_ACTIONS: readonly string[] = [
+  'registration (with its default state machine)',
+  'chain events (POST /api/chain/:slug/events)',
+  'contract deployment',
+  'stream and reactor creation (their ticks and steps are charged as above)',
+  'webhooks: registration and deliveries',
+  'daily claim, folder moves, transfers, grants',
+  'reads: results, envelopes, chains, proofs, verification',
+];
+
 /** What GET /api/tally/costs and discovery show. */
-export function costSheet(): { costs: readonly CostEntry[]; split: { burned_percent: number; foundation_percent: number; rule: string } } {
+export function costSheet(): {
+  costs: readonly CostEntry[];
+  free: readonly string[];
+  split: { burned_percent: number; foundation_percent: number; rule: string };
+} {
   return {
     costs: COST_TABLE,
+    free: FREE_ACTIONS,
     split: {
       burned_percent: 100 - FOUNDATION_SHARE_PERCENT,
       foundation_percent: FOUNDATION_SHARE_PERCENT,

@@ -22,7 +22,7 @@ export function chargedCounter(zid: string): string {
 }
 
 /** The prefixes of the per-day quota counters: each is followed by the UTC day (YYYY-MM-DD) and the caller. */
-export const DAY_COUNTER_PREFIXES = ['anon:', 'demo:', 'used:', 'claimed:', 'claimip:', 'chat:'] as const;
+export const DAY_COUNTER_PREFIXES = ['anon:', 'demo:', 'used:', 'claimed:', 'claimip:', 'chat:', 'claimipm:', 'claimipp:'] as const;
 
 /** Daily claims of an identity on a UTC day (0 or 1). */
 export function claimDayCounter(day: string, zid: string): string {
@@ -32,6 +32,16 @@ export function claimDayCounter(day: string, zid: string): string {
 /** Daily claims from one address in a UTC hour (YYYY-MM-DDTHH: pruned with the day counters, by day). */
 export function claimAddressCounter(hour: string, ip: string): string {
   return `claimip:${hour}:${ip}`;
+}
+
+/** Daily claims other homes served to one address (its mesh digest, claim-addresses.ts) in a UTC hour: their sum. */
+export function claimAddressElsewhereCounter(hour: string, addressDigest: string): string {
+  return `claimipm:${hour}:${addressDigest}`;
+}
+
+/** The latest count one home gossiped for an address (its mesh digest) and UTC hour. */
+export function claimAddressPeerCounter(hour: string, addressDigest: string, peerId: string): string {
+  return `claimipp:${hour}:${addressDigest}:${peerId}`;
 }
 
 /** Computations of an anonymous caller (by IP) on a UTC day. */

@@ -102,6 +102,10 @@ describe('costs', () => {
       agent_refused_transition: 1,
     });
     expect(r.body.split).toMatchObject({ burned_percent: 80, foundation_percent: 20 });
+    // Stream ticks, batch items and reactor steps are priced as the compute or solver run they seal; the rest is free.
+    const notes = Object.fromEntries(r.body.costs.map((c: { action: string; note?: string }) => [c.action, c.note ?? '']));
+    for (const action of ['compute', 'solver']) for (const what of ['stream', 'batch', 'reactor']) expect(notes[action]).toContain(what);
+    for (const what of ['chain events', 'contract deployment', 'webhooks', 'daily claim']) expect(r.body.free.join('; ')).toContain(what);
     const d = await call(t.url, 'GET', '/api');
     expect(d.body.costs).toEqual(r.body);
     expect(d.body.endpoints).toContainEqual({ method: 'GET', path: '/api/tally/costs' });

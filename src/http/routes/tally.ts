@@ -13,11 +13,10 @@ import { tierSheet } from '../../tally/tier-gates.js';
 import { TIERS } from '../../tally/tiers.js';
 import type { Caller } from '../../tally/ledger.js';
 import { requireKey } from '../auth.js';
-import { forwardToHome } from '../forward.js';
+import { clientAddress, forwardToHome } from '../forward.js';
 import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBatch } from '../../tally/transfers.js';
 import { DELIVER_PATH } from '../../tally/transfer-delivery.js';
 import { HANDSHAKE_HEADER } from '../../mesh/wire.js';
-import { callerAddress } from '../caller-address.js';
 
 const ZID_PATTERN = /^zid_[0-9a-f]{32}$/;
 const grantBody = z
@@ -106,14 +105,14 @@ export function tallyRoutes(router: Router, s: HttpServices): void {
   });
 
   router.get('/api/tally/claim', requireKey(auth), home, async (ctx) => {
-    ctx.body = await s.claims.status(zidOf(ctx), callerAddress(ctx), nowMs());
+    ctx.body = await s.claims.status(zidOf(ctx), clientAddress(ctx, s), nowMs());
   });
 
   router.post('/api/tally/claim', requireKey(auth), home, body(claimBody), async (ctx) => {
     const zid = zidOf(ctx);
     const body = validate(claimBody, ctx.request.body);
     const now = s.clock.nowNs();
-    ctx.body = await s.claims.claim(zid, callerAddress(ctx), body.challenge, body.nonce, stampAt(now).svcond, Number(now / 1_000_000n));
+    ctx.body = await s.claims.claim(zid, clientAddress(ctx, s), body.challenge, body.nonce, stampAt(now).svcond, Number(now / 1_000_000n));
   });
 
   router.get('/api/tally/costs', responds(costsResponse), (ctx) => {
