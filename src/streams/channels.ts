@@ -107,6 +107,8 @@ export interface StreamDeps {
   /** A sealed result's bytes (the ledger). */
   resultBytes: (resultId: string) => Promise<Buffer | undefined>;
   linkKey: Buffer;
+  /** The at-rest key of secure-pull session keys (secure.ts sessionAtRestKey). */
+  sessionKey: Buffer;
   hub: StreamHub;
   /** Called after a tick is durable (webhooks, bench). */
   onTick?: (channel: ChannelRecord, sealed: Sealed) => void;
@@ -123,7 +125,7 @@ export class StreamService {
   readonly secure: SecureSessions;
 
   constructor(private readonly deps: StreamDeps) {
-    this.secure = new SecureSessions(() => this.nowMs());
+    this.secure = new SecureSessions(() => this.nowMs(), deps.store, deps.sessionKey);
     this.channels = deps.store.sub('stream_channels');
     this.autoIndex = deps.store.sub('stream_autotick', 'utf8');
   }
@@ -134,6 +136,7 @@ export class StreamService {
 
   async load(): Promise<void> {
     for (const { key } of await this.deps.store.range<string>(this.autoIndex)) this.autotickIds.add(key);
+    await this.secure.load();
   }
 
   private nowMs(): number {

@@ -217,7 +217,7 @@ export function streamRoutes(router: Router, s: HttpServices): void {
         reason: 'not an X25519 public key',
         allowed: '32 bytes, base64url',
       });
-    const { session, serverPublicKey } = streams.secure.open(channel.id, pub);
+    const { session, serverPublicKey } = await streams.secure.open(channel.id, pub);
     ctx.status = 201;
     ctx.body = {
       session: session.id,
@@ -233,10 +233,11 @@ export function streamRoutes(router: Router, s: HttpServices): void {
 
   router.get('/api/svc/streams/:id/secure/pull', atChannelHome, async (ctx) => {
     const id = ctx.params.id!;
-    const session = streams.secure.get(id, ctx.query.session);
+    const session = await streams.secure.get(id, ctx.query.session);
     if (session === null)
       throw new ServiceError(401, 'SVC_INVALID_KEY', 'unknown or expired secure session', { key_id: null, revoked_at: null, reason: 'no session' });
     const bytes = await streams.latestBytes(await streams.get(id));
-    answerLatest(ctx, bytes, (b) => ({ type: 'application/json; charset=utf-8', body: streams.secure.seal(session, b) }));
+    const frame = bytes === null ? null : await streams.secure.seal(session, bytes);
+    answerLatest(ctx, bytes, () => ({ type: 'application/json; charset=utf-8', body: frame }));
   });
 }
