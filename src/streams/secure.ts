@@ -20,6 +20,7 @@
 import { createCipheriv, createDecipheriv, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
 import type { Store, Sublevel } from '../store/db.js';
 import { BoundedMap } from '../util/bounded-map.js';
+import { KeyedLock } from '../util/keyed-lock.js';
 
 export const SESSION_TTL_MS = 10 * 60 * 1000;
 export const SESSIONS_MAX = 4096;
@@ -89,8 +90,8 @@ export function nonceFor(seq: bigint): Buffer {
 export class SecureSessions {
   private readonly sessions = new BoundedMap<string, SecureSession>(SESSIONS_MAX);
   private readonly sub: Sublevel;
-  /** One reservation write at a time per session. */
-  private readonly reserving = new Map<string, Promise<void>>();
+  /** One reservation at a time per session. */
+  private readonly reserving = new KeyedLock();
 
   constructor(
     private readonly nowMs: () => number,
@@ -172,20 +173,26 @@ export class SecureSessions {
     return s.channelId === channelId ? s : null;
   }
 
-  /** Store the next reservation of seqs (one write at a time per session). */
+  /**
+   * Reserve the session's next range of seqs. The stored mark is the one source of truth: under a per-session lock the
+   * mark is read, moved SEQ_RESERVE on and written, and this object gets (old mark, new mark] — so two objects of one
+   * session (one evicted from memory while a pull was using it, one read back) never get the same range.
+   */
   private reserve(s: SecureSession): Promise<void> {
-    let p = this.reserving.get(s.id);
-    if (!p) {
-      const next = s.reserved + SEQ_RESERVE;
-      p = this.store
-        .commit([{ type: 'put', sub: this.sub, key: s.id, value: this.stored({ ...s, reserved: next }) }])
-        .then(() => {
-          s.reserved = next;
-        })
-        .finally(() => this.reserving.delete(s.id));
-      this.reserving.set(s.id, p);
-    }
-    return p;
+    return this.reserving.run(s.id, async () => {
+      if (s.seq < s.reserved) return; // another pull of this object reserved meanwhile
+      const r = await this.store.get<StoredSession>(this.sub, s.id);
+      if (!r) {
+        // Deleted (expired) while this pull was under way: it can never be read back, so nothing to store.
+        s.reserved += SEQ_RESERVE;
+        return;
+      }
+      const start = BigInt(r.seqReserved);
+      const next = (start > s.reserved ? start : s.reserved) + SEQ_RESERVE;
+      await this.store.commit([{ type: 'put', sub: this.sub, key: s.id, value: this.stored({ ...s, reserved: next }) }]);
+      if (s.seq < next - SEQ_RESERVE) s.seq = next - SEQ_RESERVE;
+      s.reserved = next;
+    });
   }
 
   /** Step 4: one frame; the session's counter moves first (within a stored reservation), so no two frames share a nonce. */
