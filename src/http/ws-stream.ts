@@ -171,10 +171,10 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
           ws.on('error', () => ws.terminate());
           const sub: Subscriber = {
             // ws writes its own frames (hello, pings, close) straight to the socket too (no compression, so no queue):
-            // a frame written here is never interleaved with one of its.
+            // a frame written here is never interleaved with one of its. A closing socket gets nothing more (as
+            // ws.send would skip it), its close handshake left to finish.
             send: (data) => {
-              if (ws.readyState !== ws.OPEN || !socket.writable) throw new Error('socket not open');
-              socket.write(frameOf(data));
+              if (ws.readyState === ws.OPEN && socket.writable) socket.write(frameOf(data));
             },
             get bufferedAmount() {
               return ws.bufferedAmount;
