@@ -71,6 +71,7 @@ import { ChatService } from './llm/chat.js';
 import { ProviderDirectory } from './llm/directory.js';
 import { CredentialStore, credentialKey } from './llm/credentials.js';
 import { loadOrCreateCredentialSecret } from './config/credential-secret.js';
+import { sessionAtRestKey } from './streams/secure.js';
 import { ReactorService } from './reactor/service.js';
 import { AgentRuntime, type AgentLimits } from './agents/runtime.js';
 import { StreamCount } from './http/routes/agents.js';
@@ -363,6 +364,7 @@ export class SvcNode {
       compute: this.compute,
       resultBytes: (id) => this.ledger.getResultBytes(id),
       linkKey: deriveKey(secret, 'STREAM_LINK'),
+      sessionKey: sessionAtRestKey(await loadOrCreateCredentialSecret(config.dataDir)),
       hub: new StreamHub(),
     });
     await this.streams.load();

@@ -582,6 +582,11 @@ export class ComputeService {
     });
   }
 
+  /** 402 when the caller could not pay `cost` credits (a stream channel's autotick turned back on: one tick's price). */
+  async assertCanPayCost(caller: Caller, cost: number): Promise<void> {
+    await this.deps.ledger.assertCanPay(caller, cost);
+  }
+
   /** 402 when the caller could not pay the dearest closed-form compute (a chain reactor's /next). */
   async assertCanPayCompute(caller: Caller): Promise<void> {
     await this.deps.ledger.assertCanPay(caller, COST.computePerOperator);

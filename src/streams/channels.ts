@@ -19,6 +19,7 @@ import type { StreamHub } from './hub.js';
 import { SecureSessions } from './secure.js';
 import { KeyedLock } from '../util/keyed-lock.js';
 import { newChannelId } from './channel-id.js';
+import { COSTS as COST } from '../tally/costs.js';
 
 export const CHANNEL_KEY_PREFIX = 'stk_';
 /** Ticks between autotick seals: at least 1, at most about 24 h (spec part 8: 111 197 ticks). */
@@ -106,6 +107,8 @@ export interface StreamDeps {
   /** A sealed result's bytes (the ledger). */
   resultBytes: (resultId: string) => Promise<Buffer | undefined>;
   linkKey: Buffer;
+  /** The at-rest key of secure-pull session keys (secure.ts sessionAtRestKey). */
+  sessionKey: Buffer;
   hub: StreamHub;
   /** Called after a tick is durable (webhooks, bench). */
   onTick?: (channel: ChannelRecord, sealed: Sealed) => void;
@@ -122,7 +125,7 @@ export class StreamService {
   readonly secure: SecureSessions;
 
   constructor(private readonly deps: StreamDeps) {
-    this.secure = new SecureSessions(() => this.nowMs());
+    this.secure = new SecureSessions(() => this.nowMs(), deps.store, deps.sessionKey);
     this.channels = deps.store.sub('stream_channels');
     this.autoIndex = deps.store.sub('stream_autotick', 'utf8');
   }
@@ -133,6 +136,7 @@ export class StreamService {
 
   async load(): Promise<void> {
     for (const { key } of await this.deps.store.range<string>(this.autoIndex)) this.autotickIds.add(key);
+    await this.secure.load();
   }
 
   private nowMs(): number {
@@ -274,6 +278,33 @@ export class StreamService {
         { type: 'del', sub: this.autoIndex, key: id },
       ]);
       this.autotickIds.delete(id);
+    });
+  }
+
+  /** What one tick of the channel costs its owner: a solver run, or a closed-form chain (KO42 free, 1 … 20). */
+  tickPrice(c: ChannelRecord): number {
+    if (c.source.kind === 'solver') return COST.solver;
+    return Math.min(20, Math.max(1, c.source.operators.filter((o) => o !== 'KO42').length)) * COST.computePerOperator;
+  }
+
+  /**
+   * The owner turns autotick on or off (PATCH /api/svc/streams/:id), optionally with a new interval. Turning it on
+   * again after it stopped for lack of funds clears `autotick_stopped`; 402 INSUFFICIENT_BALANCE (nothing written) when
+   * the owner still cannot pay one tick. Stored with the autotick index in one batch, so a restart keeps it.
+   */
+  async setAutotick(id: string, on: boolean, tickIntervalZeqonds?: number): Promise<ChannelRecord> {
+    return this.locks.run(id, async () => {
+      const c = await this.get(id);
+      if (c.status !== 'open') throw new ServiceError(409, 'SVC_CONFLICT', `stream channel ${id} is closed`);
+      if (on) await this.deps.compute.assertCanPayCost(this.ownerCaller(c), this.tickPrice(c));
+      const next: ChannelRecord = { ...c, autotick: on, autotick_stopped: null, tick_interval: tickIntervalZeqonds ?? c.tick_interval };
+      await this.deps.store.commit([
+        { type: 'put', sub: this.channels, key: id, value: next },
+        on ? { type: 'put', sub: this.autoIndex, key: id, value: '1' } : { type: 'del', sub: this.autoIndex, key: id },
+      ]);
+      if (on) this.autotickIds.add(id);
+      else this.autotickIds.delete(id);
+      return next;
     });
   }
 

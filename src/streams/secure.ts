@@ -10,20 +10,46 @@
 //   4. each frame of GET …/secure/pull?session= is {session, seq, nonce, ciphertext, tag} (binary fields base64url):
 //      AES-256-GCM with K, nonce = 4 zero bytes ‖ seq as 8 bytes big-endian (seq counts from 1 per session, so a nonce
 //      never repeats under one key), additional data = UTF-8 of "<session>|<seq>"; the plaintext is the sealed envelope.
-// A session lives SESSION_TTL_MS; the node keeps at most SESSIONS_MAX of them (oldest dropped first), in memory only
-// (a restart ends them: the client opens another).
-import { createCipheriv, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
+// A session lives SESSION_TTL_MS and survives a restart of the node: it is stored in LevelDB (`stream_sessions`) with
+// its key encrypted at rest (AES-256-GCM under a key derived from the node's credential secret, which never leaves
+// this node; additional data = session id and channel), its expiry and the high-water mark of its counter. Counters are
+// reserved SEQ_RESERVE at a time: the mark is stored before a frame uses a seq above the last one stored, and a session
+// loaded after a restart continues past the mark, so a seq (a nonce) is never used twice under its key, even when the
+// node died between two frames (up to SEQ_RESERVE numbers are skipped then). At most SESSIONS_MAX are kept in memory
+// (oldest dropped first; a dropped one is read again from the store); expired ones are deleted when met and at start.
+import { createCipheriv, createDecipheriv, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
+import type { Store, Sublevel } from '../store/db.js';
 import { BoundedMap } from '../util/bounded-map.js';
+import { KeyedLock } from '../util/keyed-lock.js';
 
 export const SESSION_TTL_MS = 10 * 60 * 1000;
 export const SESSIONS_MAX = 4096;
 export const SECURE_INFO_PREFIX = 'svc-stream-secure/v1|';
+/** Sequence numbers reserved per store write. */
+export const SEQ_RESERVE = 1024n;
+
+/** The at-rest key of stored session keys: HKDF-SHA256 of the node's credential secret (config/credential-secret.ts). */
+export function sessionAtRestKey(credentialSecret: Buffer): Buffer {
+  return Buffer.from(hkdfSync('sha256', credentialSecret, Buffer.from('svc-node stream sessions'), Buffer.from('AES-256-GCM v1'), 32));
+}
+
+/** A session as stored: never its key in clear. */
+interface StoredSession {
+  id: string;
+  channelId: string;
+  expiresMs: number;
+  /** The highest seq this session may use before another reservation is stored (decimal). */
+  seqReserved: string;
+  enc: { iv: string; tag: string; ct: string };
+}
 
 export interface SecureSession {
   id: string;
   channelId: string;
   key: Buffer;
   seq: bigint;
+  /** Seqs up to this one are reserved in the store. */
+  reserved: bigint;
   expiresMs: number;
 }
 
@@ -63,41 +89,124 @@ export function nonceFor(seq: bigint): Buffer {
 
 export class SecureSessions {
   private readonly sessions = new BoundedMap<string, SecureSession>(SESSIONS_MAX);
+  private readonly sub: Sublevel;
+  /** One reservation at a time per session. */
+  private readonly reserving = new KeyedLock();
 
-  constructor(private readonly nowMs: () => number) {}
+  constructor(
+    private readonly nowMs: () => number,
+    private readonly store: Store,
+    private readonly atRestKey: Buffer,
+  ) {
+    this.sub = store.sub('stream_sessions');
+  }
 
-  /** Steps 2-3: a session for a client's public key. */
-  open(channelId: string, clientPublic: KeyObject): { session: SecureSession; serverPublicKey: string } {
+  /** Delete the sessions that expired while the node was down. */
+  async load(): Promise<void> {
+    const now = this.nowMs();
+    const gone = (await this.store.range<StoredSession>(this.sub)).filter((r) => r.value.expiresMs <= now);
+    if (gone.length > 0) await this.store.commit(gone.map((r) => ({ type: 'del' as const, sub: this.sub, key: r.key })));
+  }
+
+  private stored(s: SecureSession): StoredSession {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.atRestKey, iv);
+    cipher.setAAD(Buffer.from(`${s.id}|${s.channelId}`, 'utf8'));
+    const ct = Buffer.concat([cipher.update(s.key), cipher.final()]);
+    return {
+      id: s.id,
+      channelId: s.channelId,
+      expiresMs: s.expiresMs,
+      seqReserved: String(s.reserved),
+      enc: { iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), ct: ct.toString('base64') },
+    };
+  }
+
+  private restored(r: StoredSession): SecureSession | null {
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', this.atRestKey, Buffer.from(r.enc.iv, 'base64'));
+      decipher.setAAD(Buffer.from(`${r.id}|${r.channelId}`, 'utf8'));
+      decipher.setAuthTag(Buffer.from(r.enc.tag, 'base64'));
+      const key = Buffer.concat([decipher.update(Buffer.from(r.enc.ct, 'base64')), decipher.final()]);
+      // Continue past everything that may have been used before the restart.
+      const reserved = BigInt(r.seqReserved);
+      return { id: r.id, channelId: r.channelId, key, seq: reserved, reserved, expiresMs: r.expiresMs };
+    } catch {
+      return null; // another node's secret, or altered: the session is not usable here
+    }
+  }
+
+  /** Steps 2-3: a session for a client's public key, stored (with its first reservation) before it is answered. */
+  async open(channelId: string, clientPublic: KeyObject): Promise<{ session: SecureSession; serverPublicKey: string }> {
     const { privateKey, publicKey } = generateKeyPairSync('x25519');
     const shared = diffieHellman({ privateKey, publicKey: clientPublic });
     const id = `ses_${randomBytes(16).toString('hex')}`;
-    const session: SecureSession = { id, channelId, key: sessionKey(shared, id, channelId), seq: 0n, expiresMs: this.nowMs() + SESSION_TTL_MS };
+    const session: SecureSession = {
+      id,
+      channelId,
+      key: sessionKey(shared, id, channelId),
+      seq: 0n,
+      reserved: SEQ_RESERVE,
+      expiresMs: this.nowMs() + SESSION_TTL_MS,
+    };
+    await this.store.commit([{ type: 'put', sub: this.sub, key: id, value: this.stored(session) }]);
     this.sessions.set(id, session);
     return { session, serverPublicKey: rawPublicKey(publicKey) };
   }
 
   /** A live session of this channel, or null (unknown, expired or another channel's). */
-  get(channelId: string, id: unknown): SecureSession | null {
-    if (typeof id !== 'string') return null;
-    const s = this.sessions.get(id);
-    if (!s) return null;
+  async get(channelId: string, id: unknown): Promise<SecureSession | null> {
+    if (typeof id !== 'string' || !/^ses_[0-9a-f]{32}$/.test(id)) return null;
+    let s = this.sessions.get(id);
+    if (!s) {
+      const r = await this.store.get<StoredSession>(this.sub, id);
+      if (!r) return null;
+      s = this.sessions.get(id) ?? this.restored(r) ?? undefined;
+      if (!s) return null;
+      this.sessions.set(id, s);
+    }
     if (s.expiresMs <= this.nowMs()) {
       this.sessions.delete(id);
+      await this.store.commit([{ type: 'del', sub: this.sub, key: id }]);
       return null;
     }
     return s.channelId === channelId ? s : null;
   }
 
-  /** Step 4: one frame; the session's counter moves first, so no two frames share a nonce. */
-  seal(s: SecureSession, plaintext: Buffer): SecureFrame {
+  /**
+   * Reserve the session's next range of seqs. The stored mark is the one source of truth: under a per-session lock the
+   * mark is read, moved SEQ_RESERVE on and written, and this object gets (old mark, new mark] — so two objects of one
+   * session (one evicted from memory while a pull was using it, one read back) never get the same range.
+   */
+  private reserve(s: SecureSession): Promise<void> {
+    return this.reserving.run(s.id, async () => {
+      if (s.seq < s.reserved) return; // another pull of this object reserved meanwhile
+      const r = await this.store.get<StoredSession>(this.sub, s.id);
+      if (!r) {
+        // Deleted (expired) while this pull was under way: it can never be read back, so nothing to store.
+        s.reserved += SEQ_RESERVE;
+        return;
+      }
+      const start = BigInt(r.seqReserved);
+      const next = (start > s.reserved ? start : s.reserved) + SEQ_RESERVE;
+      await this.store.commit([{ type: 'put', sub: this.sub, key: s.id, value: this.stored({ ...s, reserved: next }) }]);
+      if (s.seq < next - SEQ_RESERVE) s.seq = next - SEQ_RESERVE;
+      s.reserved = next;
+    });
+  }
+
+  /** Step 4: one frame; the session's counter moves first (within a stored reservation), so no two frames share a nonce. */
+  async seal(s: SecureSession, plaintext: Buffer): Promise<SecureFrame> {
+    while (s.seq >= s.reserved) await this.reserve(s);
     s.seq += 1n;
-    const nonce = nonceFor(s.seq);
+    const seq = s.seq;
+    const nonce = nonceFor(seq);
     const cipher = createCipheriv('aes-256-gcm', s.key, nonce);
-    cipher.setAAD(Buffer.from(`${s.id}|${s.seq}`, 'utf8'));
+    cipher.setAAD(Buffer.from(`${s.id}|${seq}`, 'utf8'));
     const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
     return {
       session: s.id,
-      seq: Number(s.seq),
+      seq: Number(seq),
       algorithm: 'AES-256-GCM',
       nonce: nonce.toString('base64url'),
       ciphertext: ciphertext.toString('base64url'),

@@ -23,8 +23,8 @@ let homeId: string;
 let key: string;
 const zid = `zid_${'cd'.repeat(16)}`;
 
-async function gossip(type: string, body: unknown): Promise<void> {
-  const env = await buildEnvelope(homeKey, homeId, MESH_SECRET, type, stampAt(systemClock.nowNs()).svcond, body);
+async function gossip(type: string, body: unknown, as: { key: PrivateKey; id: string } = { key: homeKey, id: homeId }): Promise<void> {
+  const env = await buildEnvelope(as.key, as.id, MESH_SECRET, type, stampAt(systemClock.nowNs()).svcond, body);
   const r = await call(t.url, 'POST', '/api/mesh/gossip', env.event, { 'x-node-handshake': env.handshake });
   expect(r.status, r.text).toBe(200);
 }
@@ -97,9 +97,29 @@ describe('stream channels at the owner home', () => {
       expect(r.body).toEqual({ from: 'home', path });
       expect(r.headers.get('x-svc-served-by')).toBe(homeId);
     }
-    // A WebSocket is not relayed: the refusal says where to open it.
-    const refused = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+    // A WebSocket is relayed too (test/cluster/ws-relay.test.ts with a real home): this home speaks no WebSocket, so
+    // its plain answer comes back as the upgrade's, from the home.
+    const relayed = await new Promise<{ status: number; body: any; servedBy: unknown }>((resolve, reject) => {
       const ws = new WebSocket(`${t.url.replace(/^http/, 'ws')}/ws/stream?channel=${id}`);
+      ws.on('unexpected-response', (_req, res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text), servedBy: res.headers['x-svc-served-by'] }));
+      });
+      ws.on('open', () => reject(new Error('opened')));
+    });
+    expect(relayed).toEqual({ status: 200, body: { from: 'home', path: `/ws/stream?channel=${id}` }, servedBy: homeId });
+
+    // A home whose URL is known but that does not answer: 503, as for the HTTP routes.
+    const goneKey = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
+    const goneId = peerIdFromPrivateKey(goneKey as never).toString();
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+    const goneUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise<void>((r) => closed.close(() => r()));
+    await gossip('tick', { url: goneUrl, kernelVersion: '1.287.6', sealedCount: 0, chainHeadsDigest: '0'.repeat(64) }, { key: goneKey, id: goneId });
+    const unreachable = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const ws = new WebSocket(`${t.url.replace(/^http/, 'ws')}/ws/stream?channel=str_${goneId}_${'cd'.repeat(12)}`);
       ws.on('unexpected-response', (_req, res) => {
         let text = '';
         res.on('data', (d: Buffer) => (text += d.toString()));
@@ -107,8 +127,8 @@ describe('stream channels at the owner home', () => {
       });
       ws.on('open', () => reject(new Error('opened')));
     });
-    expect(refused.status).toBe(404);
-    expect(refused.body.error).toMatchObject({ code: 'SVC_NOT_FOUND', home: homeId, ws_url: `${homeUrl.replace(/^http/, 'ws')}/ws/stream` });
+    expect(unreachable.status).toBe(503);
+    expect(unreachable.body.error).toMatchObject({ code: 'SVC_HOME_UNREACHABLE', home: goneId });
   });
 
   it('a channel made here is named after this node and served here', async () => {

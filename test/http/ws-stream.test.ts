@@ -109,3 +109,20 @@ describe('WS /ws/stream', () => {
     live.ws.close();
   });
 });
+
+describe('textFrame', () => {
+  it('frames a tick once as a text frame a ws client reads, at every length encoding', async () => {
+    const { textFrame } = await import('../../src/http/ws-stream.js');
+    const { Receiver } = (await import('ws')) as unknown as { Receiver: new (o: object) => import('node:stream').Writable };
+    for (const len of [0, 125, 126, 65_535, 65_536]) {
+      const data = Buffer.alloc(len, 0x61);
+      const got = await new Promise<Buffer>((resolve, reject) => {
+        const r = new Receiver({ isServer: false, maxPayload: 0, skipUTF8Validation: false });
+        r.on('message', (d: Buffer, isBinary: boolean) => (isBinary ? reject(new Error('binary')) : resolve(d)));
+        r.on('error', reject);
+        r.write(textFrame(data));
+      });
+      expect(got.equals(data)).toBe(true);
+    }
+  });
+});

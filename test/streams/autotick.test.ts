@@ -41,3 +41,49 @@ describe('autotick', () => {
     expect(t.node.streams.autotickIds.has(c.id)).toBe(false);
   });
 });
+
+describe('autotick turned back on', () => {
+  it('PATCH {autotick: true}: owner only, 402 while unfunded, then resumed and kept across a restart', async () => {
+    const clk = new ManualClock(BigInt(Date.now()) * 1_000_000n);
+    let n = await startTestNode({ solverThreads: 0, sealWorker: false }, { initialCredits: 15, clock: clk });
+    try {
+      const owner = await zkIdentity(n.url, 'autotick-resume');
+      const c = (
+        await call(n.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: 0.05 }, autotick: true, tickIntervalZeqonds: 2 }, bearer(owner.key))
+      ).body;
+      clk.advanceTicks(2);
+      await n.node.autotick.runDue();
+      clk.advanceTicks(2);
+      await n.node.autotick.runDue();
+      const view = async () => (await call(n.url, 'GET', `/api/svc/streams/${c.id}`, undefined, bearer(owner.key))).body;
+      expect(await view()).toMatchObject({ tick_count: 1, autotick: false, autotick_stopped: 'insufficient_balance' });
+
+      const patch = (b: unknown, key: string) => call(n.url, 'PATCH', `/api/svc/streams/${c.id}`, b, bearer(key));
+      expect((await patch({ autotick: true }, c.key)).status).toBe(403);
+      expect((await patch({ autotick: 'yes' }, owner.key)).status).toBe(400);
+      const broke = await patch({ autotick: true }, owner.key);
+      expect(broke.status).toBe(402);
+      expect(broke.body.error.code).toBe('INSUFFICIENT_BALANCE');
+      expect(await view()).toMatchObject({ autotick: false, autotick_stopped: 'insufficient_balance' });
+
+      // Funded again (the ledger's own credit path, as a grant makes), then resumed.
+      const ledger = n.node.ledger;
+      await ledger.wallet(owner.zid);
+      await n.node.store.commit(ledger.creditOps(owner.zid, 100, 0).ops);
+      const on = await patch({ autotick: true, tickIntervalZeqonds: 3 }, owner.key);
+      expect(on.status).toBe(200);
+      expect(on.body).toMatchObject({ autotick: true, autotick_stopped: null, tickIntervalZeqonds: 3 });
+
+      n = await n.restart();
+      expect(n.node.streams.autotickIds.has(c.id)).toBe(true);
+      clk.advanceTicks(3);
+      await n.node.autotick.runDue();
+      expect(await view()).toMatchObject({ tick_count: 2, autotick: true });
+
+      expect((await patch({ autotick: false }, owner.key)).body).toMatchObject({ autotick: false, autotick_stopped: null });
+      expect(n.node.streams.autotickIds.has(c.id)).toBe(false);
+    } finally {
+      await n.destroy();
+    }
+  });
+});

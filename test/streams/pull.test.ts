@@ -70,7 +70,7 @@ describe('secure pull', () => {
       d.setAuthTag(Buffer.from(f.tag, 'base64url'));
       return Buffer.concat([d.update(Buffer.from(f.ciphertext, 'base64url')), d.final()]);
     };
-    return { session: o.body.session as string, decrypt };
+    return { session: o.body.session as string, decrypt, key };
   }
 
   it('a test client decrypts the sealed envelope; nonces never repeat; sessions are per channel and expire', async () => {
@@ -90,6 +90,39 @@ describe('secure pull', () => {
     expectError(await call(t.url, 'POST', `/api/svc/streams/${a.id}/secure/open`, { client_public_key: 'AAAA' }, bearer(a.key)), 400, 'SVC_INVALID_INPUT');
     expectError(await call(t.url, 'POST', `/api/svc/streams/${a.id}/secure/open`, { client_public_key: 'x'.repeat(43) }), 401, 'SVC_NO_KEY');
     clock.set(clock.nowNs() + 11n * 60n * 1_000_000_000n);
+    expectError(await call(t.url, 'GET', `/api/svc/streams/${a.id}/secure/pull?session=${c.session}`), 401, 'SVC_INVALID_KEY');
+  });
+
+  it('a session survives a restart: its key encrypted at rest, its counter continuing past the stored mark', async () => {
+    const c = await openClient(a);
+    const nonces = new Set<string>();
+    const pullOnce = async () => {
+      const r = await call(t.url, 'GET', `/api/svc/streams/${a.id}/secure/pull?session=${c.session}`);
+      expect(r.status, r.text).toBe(200);
+      expect(nonces.has(r.body.nonce)).toBe(false);
+      nonces.add(r.body.nonce);
+      expect(JSON.parse(c.decrypt(r.body).toString('utf8'))).toEqual(sealedA);
+      return r.body.seq as number;
+    };
+    expect(await pullOnce()).toBe(1);
+    expect(await pullOnce()).toBe(2);
+
+    // Stored, the key never in clear (nor in base64 or hex).
+    const rows = await t.node.store.range<any>(t.node.store.sub('stream_sessions'));
+    const text = JSON.stringify(rows);
+    expect(text).toContain(c.session);
+    for (const form of [c.key.toString('base64'), c.key.toString('base64url'), c.key.toString('hex')]) expect(text).not.toContain(form);
+
+    t = await t.restart();
+    // Past every seq the first run may have used (a reservation of 1,024), never 3 again.
+    expect(await pullOnce()).toBe(1025);
+    expect(await pullOnce()).toBe(1026);
+    t = await t.restart();
+    expect(await pullOnce()).toBe(2049);
+
+    clock.set(clock.nowNs() + 11n * 60n * 1_000_000_000n);
+    t = await t.restart();
+    expect((await t.node.store.range(t.node.store.sub('stream_sessions'))).length).toBe(0);
     expectError(await call(t.url, 'GET', `/api/svc/streams/${a.id}/secure/pull?session=${c.session}`), 401, 'SVC_INVALID_KEY');
   });
 });

@@ -44,6 +44,13 @@ export const createBody = z
   })
   .refine((b) => b.solver !== undefined || b.initialState === undefined, { message: 'initialState is for stateful solvers', path: ['initialState'] });
 
+export const patchBody = z
+  .object({
+    autotick: z.boolean(),
+    tickIntervalZeqonds: z.number().int().min(1).max(TICK_INTERVAL_MAX).optional(),
+  })
+  .strict();
+
 const linkBody = z.object({ ttlSeconds: z.number().int().min(1).max(LINK_TTL_MAX_SECONDS).default(LINK_TTL_DEFAULT_SECONDS) }).strict();
 const secureOpenBody = z.object({ client_public_key: z.string().min(1).max(64) }).strict();
 
@@ -148,6 +155,17 @@ export function streamRoutes(router: Router, s: HttpServices): void {
   router.post('/api/svc/streams/:id/close', ownerHome, close);
   router.delete('/api/svc/streams/:id', ownerHome, close);
 
+  // The owner turns autotick back on (after it stopped for lack of funds: 402 while still unfunded) or off. The
+  // channel key opens the channel but does not own it: 403.
+  router.patch('/api/svc/streams/:id', ownerHome, body(patchBody, { inHandler: true }), async (ctx) => {
+    const channel = await opened(ctx);
+    const key = presentedKey(ctx);
+    if (key !== null && streams.isChannelKey(channel, key))
+      throw new ServiceError(403, 'SVC_FORBIDDEN', `changing stream channel ${channel.id} needs its owner's key, not the channel key`);
+    const b = validate(patchBody, ctx.request.body);
+    ctx.body = channelView(await streams.setAutotick(channel.id, b.autotick, b.tickIntervalZeqonds));
+  });
+
   /** Answer a channel's latest envelope with the stream headers (204 before its first tick), as `encode` renders it. */
   const answerLatest = (ctx: Context, bytes: Buffer | null, encode: (bytes: Buffer) => { type: string; body: unknown }): void => {
     setStreamHeaders(ctx, bytes, verifyUrl());
@@ -199,7 +217,7 @@ export function streamRoutes(router: Router, s: HttpServices): void {
         reason: 'not an X25519 public key',
         allowed: '32 bytes, base64url',
       });
-    const { session, serverPublicKey } = streams.secure.open(channel.id, pub);
+    const { session, serverPublicKey } = await streams.secure.open(channel.id, pub);
     ctx.status = 201;
     ctx.body = {
       session: session.id,
@@ -215,10 +233,11 @@ export function streamRoutes(router: Router, s: HttpServices): void {
 
   router.get('/api/svc/streams/:id/secure/pull', atChannelHome, async (ctx) => {
     const id = ctx.params.id!;
-    const session = streams.secure.get(id, ctx.query.session);
+    const session = await streams.secure.get(id, ctx.query.session);
     if (session === null)
       throw new ServiceError(401, 'SVC_INVALID_KEY', 'unknown or expired secure session', { key_id: null, revoked_at: null, reason: 'no session' });
     const bytes = await streams.latestBytes(await streams.get(id));
-    answerLatest(ctx, bytes, (b) => ({ type: 'application/json; charset=utf-8', body: streams.secure.seal(session, b) }));
+    const frame = bytes === null ? null : await streams.secure.seal(session, bytes);
+    answerLatest(ctx, bytes, () => ({ type: 'application/json; charset=utf-8', body: frame }));
   });
 }

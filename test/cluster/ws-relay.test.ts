@@ -1,0 +1,114 @@
+// WS /ws/stream at any node: two meshed nodes; a channel homed on A is subscribed to through B, which relays the
+// upgrade to A (authenticated there), the frames back, backpressure end to end, and closes either side with the other.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+
+const MESH_SECRET = 'ws-relay-secret-0123456789abcdef';
+let a: TestNode;
+let b: TestNode;
+let channel: { id: string; key: string };
+let owner: { zid: string; key: string };
+
+const meshConfig = (bootstrap: string[]) => ({ mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 }, solverThreads: 0, sealWorker: false });
+const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 }, initialCredits: 10_000 };
+
+beforeAll(async () => {
+  a = await startTestNode(meshConfig([]), opts);
+  b = await startTestNode(meshConfig([a.node.mesh.multiaddrs()[0]!]), opts);
+  const end = Date.now() + 60_000;
+  while (![a, b].every((n) => n.node.mesh.peers().some((p) => p.url))) {
+    if (Date.now() > end) throw new Error('the nodes did not hear each other');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  owner = await zkIdentity(a.url, 'ws-relay-owner');
+  channel = (await call(a.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: 0.05 } }, bearer(owner.key))).body;
+}, 120_000);
+afterAll(async () => {
+  await Promise.all([a, b].map((n) => n?.destroy()));
+});
+
+async function until(cond: () => boolean, what: string, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what} (B clients ${b.node.wsClients}, A subscribers ${a.node.streams.hub.count()})`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function open(url: string, q: string, headers: Record<string, string> = {}) {
+  return new Promise<{ ws: WebSocket; frames: string[]; hello: any; closed: () => boolean }>((resolve, reject) => {
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws/stream?${q}`, { headers });
+    const frames: string[] = [];
+    let hello: any = null;
+    let closed = false;
+    ws.on('close', () => (closed = true));
+    ws.on('message', (d) => {
+      if (hello === null) {
+        hello = JSON.parse(String(d));
+        resolve({ ws, frames, hello, closed: () => closed });
+      } else frames.push(String(d));
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () =>
+        reject(Object.assign(new Error(`refused ${res.statusCode}`), { status: res.statusCode, body: text, servedBy: res.headers['x-svc-served-by'] })),
+      );
+    });
+    ws.on('error', reject);
+  });
+}
+
+describe('WS /ws/stream relayed to the channel home', () => {
+  it('a client at B gets the hello and every tick sealed at A; the owner key, the channel key and a link all open it', async () => {
+    const link = (await call(a.url, 'POST', `/api/svc/streams/${channel.id}/link`, {}, bearer(owner.key))).body;
+    const clients = await Promise.all([
+      open(b.url, `channel=${channel.id}`, bearer(owner.key)),
+      open(b.url, `channel=${channel.id}&key=${channel.key}`),
+      open(b.url, `channel=${channel.id}&sig=${encodeURIComponent(link.sig)}`),
+    ]);
+    for (const c of clients) expect(c.hello).toEqual({ subscribed: channel.id, tick_count: 0 });
+    await until(() => a.node.streams.hub.count(channel.id) === 3, 'three subscribers at A');
+    const ticks: string[] = [];
+    for (let i = 0; i < 2; i++) ticks.push((await call(a.url, 'POST', `/api/svc/streams/${channel.id}/tick`, undefined, bearer(channel.key))).text);
+    await until(() => clients.every((c) => c.frames.length === 2), 'both ticks at every client');
+    for (const c of clients) expect(c.frames).toEqual(ticks);
+    // The client closes: the relay and A's subscriber go with it.
+    for (const c of clients) c.ws.close();
+    await until(() => a.node.streams.hub.count(channel.id) === 0 && b.node.wsClients === 0, 'the clients closing to close their relays');
+  });
+
+  it("A's refusal is the client's, from A: a wrong channel key, another identity", async () => {
+    const other = await zkIdentity(a.url, 'ws-relay-other');
+    const wrong = await open(b.url, `channel=${channel.id}&key=stk_${'0'.repeat(48)}`).catch((e) => e);
+    expect(wrong).toMatchObject({ status: 401, servedBy: a.node.nodeId });
+    expect(JSON.parse(wrong.body).error.code).toBe('SVC_INVALID_KEY');
+    const foreign = await open(b.url, `channel=${channel.id}`, bearer(other.key)).catch((e) => e);
+    expect(foreign).toMatchObject({ status: 403, servedBy: a.node.nodeId });
+  });
+
+  it('a stalled client at B is dropped there (the bound kept at each hop) and A lets go of it; closing at A closes B', async () => {
+    const hub = a.node.streams.hub;
+    const slow = await open(b.url, `channel=${channel.id}&key=${channel.key}`);
+    const fast = await open(b.url, `channel=${channel.id}&key=${channel.key}`);
+    await until(() => hub.count(channel.id) === 2, 'two subscribers at A');
+    slow.ws.pause();
+    const frame = Buffer.from(JSON.stringify({ pad: ' '.repeat(256 * 1024) }));
+    let sent = 0;
+    while (b.node.wsClients === 2 && sent < 400) {
+      hub.publish(channel.id, frame);
+      sent++;
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    // B let go of the stalled client (its socket is gone, not kept with frames queued), and closed its relay to A.
+    expect(b.node.wsClients).toBe(1);
+    await until(() => hub.count(channel.id) === 1, 'A to drop the relay of the stalled client');
+    await until(() => fast.frames.length === sent, 'the reading client to get every frame');
+    slow.ws.resume();
+    await until(() => slow.closed(), 'the stalled client to see its close');
+
+    await call(a.url, 'POST', `/api/svc/streams/${channel.id}/close`, undefined, bearer(owner.key));
+    await until(() => fast.closed() && b.node.wsClients === 0, 'closing at A to close the client at B');
+  });
+});
