@@ -76,3 +76,28 @@ describe(`${PARALLEL} parallel creations against a per-identity cap`, () => {
     expect(before - after).toBe(AGENT_CAP * 75);
   });
 });
+
+describe('genesis documents claiming one slug at once', () => {
+  it('10 identities, 10 documents, one slug: one 201 and 9 × 409; only the winner is charged', async () => {
+    const ids = await Promise.all(Array.from({ length: 10 }, (_, i) => zkIdentity(t.url, `cap-genesis-${i}`)));
+    const balance = async (key: string) => (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key))).body.total as number;
+    const before = await Promise.all(ids.map((id) => balance(id.key)));
+    const replies = await Promise.all(
+      ids.map((id, i) =>
+        call(t.url, 'POST', '/api/genesis/execute', { document: { slug: 'genesis-race', events: [{ type: 'note', payload: i }] } }, bearer(id.key)),
+      ),
+    );
+    expect(tally(replies)).toEqual({ 201: 1, 409: 9 });
+    const winner = replies.findIndex((r) => r.status === 201);
+    const after = await Promise.all(ids.map((id) => balance(id.key)));
+    ids.forEach((_, i) => expect(before[i]! - after[i]!).toBe(i === winner ? 50 : 0));
+  });
+
+  it('one identity sending one document 10 times at once: one 201, the others its replay (200)', async () => {
+    const me = await zkIdentity(t.url, 'cap-genesis-same');
+    const document = { slug: 'genesis-same', events: [{ type: 'note', payload: 'once' }] };
+    const replies = await Promise.all(Array.from({ length: 10 }, () => call(t.url, 'POST', '/api/genesis/execute', { document }, bearer(me.key))));
+    expect(tally(replies)).toEqual({ 200: 9, 201: 1 });
+    for (const r of replies) if (r.status === 200) expect(r.body.replayed).toBe(true);
+  });
+});
