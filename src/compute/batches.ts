@@ -213,11 +213,24 @@ export class BatchService {
         return [{ type: 'put', sub: this.outcomes, key, value: sealedOutcome }];
       },
     };
+    const once = (): Promise<Sealed> =>
+      'solver' in item
+        ? this.deps.compute.solve(caller, item.solver, item.inputs ?? {}, item.initialState, {}, hooks)
+        : this.deps.compute.compute(caller, { domain: item.domain, operators: item.operators, inputs: item.inputs ?? {} }, { seal: true }, hooks);
     try {
       let sealed: Sealed;
-      if ('solver' in item) sealed = await this.deps.compute.solve(caller, item.solver, item.inputs ?? {}, item.initialState, {}, hooks);
-      else
-        sealed = await this.deps.compute.compute(caller, { domain: item.domain, operators: item.operators, inputs: item.inputs ?? {} }, { seal: true }, hooks);
+      for (;;) {
+        try {
+          sealed = await once();
+          break;
+        } catch (err) {
+          // The solver queue is full (the owner's own cap, or the node's): the item waits its turn, as a caller told
+          // Retry-After would, instead of failing. Several batches of one owner run more items at once than may wait.
+          if (!(err instanceof ServiceError && err.code === 'SVC_RATE_LIMIT' && 'queued_runs' in err.extra) || this.stopped) throw err;
+          const retry = typeof err.extra.retry_after_seconds === 'number' ? err.extra.retry_after_seconds : 1;
+          await new Promise((r) => setTimeout(r, Math.min(30_000, Math.max(100, retry * 1000))));
+        }
+      }
       const body = JSON.parse(sealed.bytes.toString('utf8')) as { value: number; unit: string; svcProof: string; svcond: number; result_id: string };
       const outcome: ItemOutcome = { ...sealedOutcome!, value: body.value, unit: body.unit, svcProof: body.svcProof };
       // The seal's batch recorded the item; this adds what the body says (value, proof) for the status view.

@@ -138,3 +138,42 @@ describe('batches per identity', () => {
     }
   });
 });
+
+describe('a batch item refused by a full solver queue', () => {
+  it('waits its turn (Retry-After) and runs, instead of failing with 429', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'svc-batches-'));
+    const store = await Store.open(dir, { sync: false });
+    let refusals = 2;
+    const compute = {
+      solve: async (
+        _c: unknown,
+        _s: unknown,
+        _i: unknown,
+        _st: unknown,
+        _o: unknown,
+        hooks: { ops: (f: { result_id: string; svcond: number }) => unknown[] },
+      ) => {
+        if (refusals-- > 0)
+          throw new ServiceError(429, 'SVC_RATE_LIMIT', 'too many solver runs waiting', {
+            limit: 4,
+            queued_runs: 4,
+            running_runs: 1,
+            retry_after_seconds: 0.1,
+          });
+        await store.commit(hooks.ops({ result_id: 'res_1', svcond: 7 }) as never);
+        return { bytes: Buffer.from(JSON.stringify({ value: 1, unit: 'J', svcProof: 'p', svcond: 7, result_id: 'res_1' })) };
+      },
+    } as unknown as ComputeService;
+    const batches = new BatchService({ store, clock: new ManualClock(1_800_000_000n * 1_000_000_000n), compute });
+    try {
+      const rec = await batches.submit({ kind: 'identity', zid: 'z', slug: 'm-z', home: 'here', key: null as never }, [{ solver: 'lorenz' }], null);
+      await batches.idle();
+      const outcome = await store.get<{ status: string; result_id: string }>(store.sub('batch_items'), `${rec.id}!${'0'.padStart(6, '0')}`);
+      expect(outcome).toMatchObject({ status: 'sealed', result_id: 'res_1' });
+      expect(refusals).toBe(-1);
+    } finally {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
