@@ -174,6 +174,8 @@ export class BatchService {
         if (index >= total || this.stopped) return;
         if (done.has(index)) continue;
         const outcome = await this.runItem(rec.id, caller, index, rec.items[index]!);
+        // Stopped while waiting for the solver queue: no outcome, the restart runs it.
+        if (outcome === null) return;
         done.set(index, outcome);
         const decile = Math.floor((done.size * 10) / total);
         if (decile > lastDecile && done.size < total) {
@@ -204,7 +206,7 @@ export class BatchService {
     await this.deps.events.emit(rec.owner.zid, event, rec.id, data, rec.webhook).catch((err: unknown) => this.deps.onError?.(rec.id, err));
   }
 
-  private async runItem(batchId: string, caller: Caller, index: number, item: BatchItem): Promise<ItemOutcome> {
+  private async runItem(batchId: string, caller: Caller, index: number, item: BatchItem): Promise<ItemOutcome | null> {
     const key = `${batchId}!${padNum(index, 6)}`;
     let sealedOutcome: ItemOutcome | null = null;
     const hooks = {
@@ -226,9 +228,11 @@ export class BatchService {
         } catch (err) {
           // The solver queue is full (the owner's own cap, or the node's): the item waits its turn, as a caller told
           // Retry-After would, instead of failing. Several batches of one owner run more items at once than may wait.
-          if (!(err instanceof ServiceError && err.code === 'SVC_RATE_LIMIT' && 'queued_runs' in err.extra) || this.stopped) throw err;
+          if (!(err instanceof ServiceError && err.code === 'SVC_RATE_LIMIT' && 'queued_runs' in err.extra)) throw err;
+          if (this.stopped) return null;
           const retry = typeof err.extra.retry_after_seconds === 'number' ? err.extra.retry_after_seconds : 1;
           await new Promise((r) => setTimeout(r, Math.min(30_000, Math.max(100, retry * 1000))));
+          if (this.stopped) return null;
         }
       }
       const body = JSON.parse(sealed.bytes.toString('utf8')) as { value: number; unit: string; svcProof: string; svcond: number; result_id: string };
