@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, startTestNode, zkIdentity, type Reply, type TestNode } from '../helpers/node.js';
 import { WEBHOOKS_PER_IDENTITY } from '../../src/webhooks/registry.js';
 import { CREDENTIALS_PER_IDENTITY_MAX } from '../../src/llm/credentials.js';
+import { AGENT_STREAMS_PER_IDENTITY } from '../../src/http/routes/agents.js';
 
 const PARALLEL = 40;
 const AGENT_CAP = 3;
@@ -99,5 +100,32 @@ describe('genesis documents claiming one slug at once', () => {
     const replies = await Promise.all(Array.from({ length: 10 }, () => call(t.url, 'POST', '/api/genesis/execute', { document }, bearer(me.key))));
     expect(tally(replies)).toEqual({ 200: 9, 201: 1 });
     for (const r of replies) if (r.status === 200) expect(r.body.replayed).toBe(true);
+  });
+});
+
+describe('agent streams per identity', () => {
+  it(`${PARALLEL} opened at once: ${AGENT_STREAMS_PER_IDENTITY} open, the rest 429 with Retry-After; closing one lets another open`, async () => {
+    const me = await zkIdentity(t.url, 'cap-streams');
+    const abort = new AbortController();
+    const open = () => fetch(`${t.url}/api/svc/agent/stream`, { headers: bearer(me.key), signal: abort.signal });
+    try {
+      const replies = await Promise.all(Array.from({ length: PARALLEL }, open));
+      const statuses: Record<number, number> = {};
+      for (const r of replies) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+      expect(statuses).toEqual({ 200: AGENT_STREAMS_PER_IDENTITY, 429: PARALLEL - AGENT_STREAMS_PER_IDENTITY });
+      const refused = replies.find((r) => r.status === 429)!;
+      expect(refused.headers.get('retry-after')).toBe('5');
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('SVC_RATE_LIMIT');
+      expect(t.node.agentStreams.of(me.zid)).toBe(AGENT_STREAMS_PER_IDENTITY);
+    } finally {
+      abort.abort();
+    }
+    // The server sees the clients go: the count falls back and a stream opens again.
+    for (const end = Date.now() + 10_000; t.node.agentStreams.of(me.zid) > 0 && Date.now() < end;) await new Promise((r) => setTimeout(r, 20));
+    expect(t.node.agentStreams.of(me.zid)).toBe(0);
+    const again = new AbortController();
+    const r = await fetch(`${t.url}/api/svc/agent/stream`, { headers: bearer(me.key), signal: again.signal });
+    expect(r.status).toBe(200);
+    again.abort();
   });
 });
