@@ -325,6 +325,7 @@ export class SvcNode {
         : new WorkerPoolExecutor({
             size: solverPoolSize(config.solverThreads),
             maxQueuedPerOwner: config.limits.maxQueuedRunsPerIdentity,
+            maxQueued: config.limits.maxQueuedRuns,
           }),
     );
     this.sealer = config.sealWorker ? new WorkerSealer(this.receiptKey) : new InlineSealer(this.receiptKey);

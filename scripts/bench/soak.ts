@@ -7,7 +7,10 @@
 // With --snapshots DIR the node also runs with --expose-gc and, after the first and the last minute, collects garbage
 // and writes a heap snapshot into DIR (compare them with scripts/bench/heap-diff.ts); a snapshot pauses the node for
 // seconds, so the figure run goes without.
-// Usage: npx tsx scripts/bench/soak.ts [--minutes 30] [--rate 100] [--concurrency 32] [--snapshots DIR]
+// With --new-routes, 6 % of the mix (taken from the health and pulse reads) goes to session 12's surfaces instead: an
+// event appended to the caller's machine, a tick of the caller's stream channel (made at its first use), its
+// checkpoint read, its webhooks and agents listed.
+// Usage: npx tsx scripts/bench/soak.ts [--minutes 30] [--rate 100] [--concurrency 32] [--snapshots DIR] [--new-routes]
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -23,6 +26,7 @@ const SAMPLE_MS = 10_000;
 const MiB = 1024 * 1024;
 const snapshotArg = process.argv.indexOf('--snapshots');
 const snapshotDir = snapshotArg > 0 ? process.argv[snapshotArg + 1] : undefined;
+const newRoutes = process.argv.includes('--new-routes');
 
 /** Preloaded into the node: its memory over the IPC channel, every SAMPLE_MS. */
 const REPORTER = `data:text/javascript,setInterval(() => process.send && process.send(process.memoryUsage()), ${SAMPLE_MS}).unref();`;
@@ -82,11 +86,11 @@ async function request(method: string, path: string, body?: unknown, key?: strin
 }
 
 let registered = 0;
-async function register(): Promise<{ key: string; zid: string }> {
+async function register(): Promise<{ key: string; zid: string; slug: string; channel?: Promise<string> }> {
   const digest = createHash('sha256').update(`soak ${process.pid} ${++registered} ${Date.now()}`).digest('hex');
   const r = await request('POST', '/api/svc-auth/register-v3', { equation_sha256: digest });
   if (r.status !== 201) throw new Error(`register-v3: ${r.status}`);
-  return { key: r.json.admin_key as string, zid: r.json.zid as string };
+  return { key: r.json.admin_key as string, zid: r.json.zid as string, slug: r.json.state_machine.slug as string };
 }
 
 // A working set of identities; registrations add to it (the newest replace the oldest, as users come and go).
@@ -132,6 +136,25 @@ async function one(i: number): Promise<number> {
   if (roll < 78) return (await request('GET', `/api/tally/envelopes/${id.zid}?limit=20`, undefined, id.key)).status;
   if (roll < 81) return (await request('GET', `/api/tally/envelopes/${id.zid}/folders`, undefined, id.key)).status;
   if (roll < 84) return (await request('GET', '/api/compute/usage', undefined, id.key)).status;
+  if (newRoutes && roll >= 84 && roll < 95) {
+    if (roll < 87) return (await request('GET', '/api/health')).status;
+    if (roll < 89) return (await request('GET', '/api/svc/pulse')).status;
+    if (roll < 91) return (await request('POST', `/api/chain/${id.slug}/events`, { payload: { i, fresh } }, id.key)).status;
+    if (roll < 93) {
+      id.channel ??= request(
+        'POST',
+        '/api/svc/streams',
+        { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } },
+        id.key,
+      ).then((r) => {
+        if (r.status !== 201) throw new Error(`stream create: ${r.status}`);
+        return r.json.id as string;
+      });
+      return (await request('POST', `/api/svc/streams/${await id.channel}/tick`, {}, id.key)).status;
+    }
+    if (roll < 94) return (await request('GET', `/api/chain/${id.slug}/checkpoint`, undefined, id.key)).status;
+    return (await request('GET', i % 2 ? '/api/webhooks' : '/api/svc/agent/list', undefined, id.key)).status;
+  }
   if (roll < 90) return (await request('GET', '/api/health')).status;
   if (roll < 95) return (await request('GET', '/api/svc/pulse')).status;
   const newcomer = await register();
@@ -217,6 +240,7 @@ try {
       bench: 'soak',
       minutes,
       rate,
+      newRoutes,
       sent,
       dropped,
       registered,

@@ -102,6 +102,8 @@ export class AgentRuntime {
   /** Running agents, by id. */
   private readonly running = new Map<string, AgentRecord>();
   private readonly locks = new KeyedLock();
+  /** Spawns past the cap check whose batch has not settled, per owner: they count against limits.maxPerOwner. */
+  private readonly spawning = new Map<string, number>();
   /**
    * Agents being killed or stopped (set synchronously, before their batch): a tick of one in flight does not write
    * its record over the kill's, and does not put it back among the running.
@@ -210,13 +212,26 @@ export class AgentRuntime {
       throw new ServiceError(403, 'SVC_FORBIDDEN', `an agent binds to a state machine its owner operates; ${machineSlug} is not one`);
     if (program.step.kind === 'contract') await this.checkContract(machineSlug, program.step.contract_id);
     else if (program.step.kind !== 'append') this.checkStepTarget(program);
-    if (this.runningOf(caller.zid) >= this.limits.maxPerOwner)
+    // Checked and reserved in one synchronous turn: parallel spawns cannot all pass the check before any commits.
+    const pending = this.spawning.get(caller.zid) ?? 0;
+    if (this.runningOf(caller.zid) + pending >= this.limits.maxPerOwner)
       throw new ServiceError(429, 'SVC_RATE_LIMIT', `at most ${this.limits.maxPerOwner} running agents per identity`, {
         limit: this.limits.maxPerOwner,
         window_seconds: null,
         retry_after_seconds: null,
         reset_at: null,
       });
+    this.spawning.set(caller.zid, pending + 1);
+    try {
+      return await this.spawnReserved(caller, machineSlug, program);
+    } finally {
+      const left = (this.spawning.get(caller.zid) ?? 1) - 1;
+      if (left > 0) this.spawning.set(caller.zid, left);
+      else this.spawning.delete(caller.zid);
+    }
+  }
+
+  private async spawnReserved(caller: IdentityCaller, machineSlug: string, program: Program): Promise<AgentRecord> {
     await this.deps.ledger.wallet(caller.zid);
     const svcond = this.now();
     const a = this.newRecord(caller.zid, machineSlug, program, null, svcond);

@@ -12,6 +12,8 @@ import type { KeyRecord } from '../identity/service.js';
 
 export const BATCH_MAX = 100;
 export const BATCH_CONCURRENCY = 4;
+/** Batches one identity may have running at once (each holds its items in memory until done); beyond it 429. */
+export const BATCHES_OPEN_PER_IDENTITY = 4;
 
 export type BatchItem =
   { solver: string; inputs?: Record<string, unknown>; initialState?: unknown } | { domain: string; operators: string[]; inputs?: Record<string, unknown> };
@@ -63,6 +65,8 @@ export class BatchService {
   private readonly outcomes: Sublevel;
   /** Running batches by id. */
   private readonly running = new Map<string, Promise<void>>();
+  /** Batches accepted and not finished, per owner (reserved before the accepting commit). */
+  private readonly openBy = new Map<string, number>();
   private stopped = false;
 
   constructor(
@@ -81,6 +85,17 @@ export class BatchService {
   /** Accept a batch; its items run in the background. */
   async submit(caller: Caller, items: BatchItem[], webhook: string | null): Promise<BatchRecord> {
     if (caller.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'a batch belongs to an identity: use an identity key (sk_ or zsm_)');
+    // Checked and reserved in one synchronous turn, so parallel submissions cannot all pass.
+    const open = this.openBy.get(caller.zid) ?? 0;
+    if (open >= BATCHES_OPEN_PER_IDENTITY)
+      throw new ServiceError(429, 'SVC_RATE_LIMIT', `at most ${BATCHES_OPEN_PER_IDENTITY} batches per identity run at once; retry when one has completed`, {
+        limit: BATCHES_OPEN_PER_IDENTITY,
+        open_batches: open,
+        window_seconds: null,
+        retry_after_seconds: 5,
+        reset_at: null,
+      });
+    this.openBy.set(caller.zid, open + 1);
     const ns = this.deps.clock.nowNs();
     const rec: BatchRecord = {
       id: `bat_${randomHex(24)}`,
@@ -90,11 +105,16 @@ export class BatchService {
       created_svcond: stampAt(ns).svcond,
       created_ms: Number(ns / 1_000_000n),
     };
-    await this.deps.store.commit([
-      { type: 'put', sub: this.batches, key: rec.id, value: rec },
-      { type: 'put', sub: this.batches, key: `~open!${rec.id}`, value: 1 },
-    ]);
-    this.start(rec, new Map());
+    try {
+      await this.deps.store.commit([
+        { type: 'put', sub: this.batches, key: rec.id, value: rec },
+        { type: 'put', sub: this.batches, key: `~open!${rec.id}`, value: 1 },
+      ]);
+    } catch (err) {
+      this.release(caller.zid);
+      throw err;
+    }
+    this.start(rec, new Map(), false);
     return rec;
   }
 
@@ -125,10 +145,21 @@ export class BatchService {
     return new Map(rows.map((r) => [r.value.index, r.value]));
   }
 
-  private start(rec: BatchRecord, done: Map<number, ItemOutcome>): void {
+  private release(zid: string): void {
+    const left = (this.openBy.get(zid) ?? 1) - 1;
+    if (left > 0) this.openBy.set(zid, left);
+    else this.openBy.delete(zid);
+  }
+
+  /** Run a batch; `count`: not yet counted among its owner's open batches (a resumed one). */
+  private start(rec: BatchRecord, done: Map<number, ItemOutcome>, count = true): void {
+    if (count) this.openBy.set(rec.owner.zid, (this.openBy.get(rec.owner.zid) ?? 0) + 1);
     const run = this.run(rec, done)
       .catch((err: unknown) => this.deps.onError?.(rec.id, err))
-      .finally(() => this.running.delete(rec.id));
+      .finally(() => {
+        this.running.delete(rec.id);
+        this.release(rec.owner.zid);
+      });
     this.running.set(rec.id, run);
   }
 
@@ -143,6 +174,8 @@ export class BatchService {
         if (index >= total || this.stopped) return;
         if (done.has(index)) continue;
         const outcome = await this.runItem(rec.id, caller, index, rec.items[index]!);
+        // Stopped while waiting for the solver queue: no outcome, the restart runs it.
+        if (outcome === null) return;
         done.set(index, outcome);
         const decile = Math.floor((done.size * 10) / total);
         if (decile > lastDecile && done.size < total) {
@@ -173,7 +206,7 @@ export class BatchService {
     await this.deps.events.emit(rec.owner.zid, event, rec.id, data, rec.webhook).catch((err: unknown) => this.deps.onError?.(rec.id, err));
   }
 
-  private async runItem(batchId: string, caller: Caller, index: number, item: BatchItem): Promise<ItemOutcome> {
+  private async runItem(batchId: string, caller: Caller, index: number, item: BatchItem): Promise<ItemOutcome | null> {
     const key = `${batchId}!${padNum(index, 6)}`;
     let sealedOutcome: ItemOutcome | null = null;
     const hooks = {
@@ -182,11 +215,26 @@ export class BatchService {
         return [{ type: 'put', sub: this.outcomes, key, value: sealedOutcome }];
       },
     };
+    const once = (): Promise<Sealed> =>
+      'solver' in item
+        ? this.deps.compute.solve(caller, item.solver, item.inputs ?? {}, item.initialState, {}, hooks)
+        : this.deps.compute.compute(caller, { domain: item.domain, operators: item.operators, inputs: item.inputs ?? {} }, { seal: true }, hooks);
     try {
       let sealed: Sealed;
-      if ('solver' in item) sealed = await this.deps.compute.solve(caller, item.solver, item.inputs ?? {}, item.initialState, {}, hooks);
-      else
-        sealed = await this.deps.compute.compute(caller, { domain: item.domain, operators: item.operators, inputs: item.inputs ?? {} }, { seal: true }, hooks);
+      for (;;) {
+        try {
+          sealed = await once();
+          break;
+        } catch (err) {
+          // The solver queue is full (the owner's own cap, or the node's): the item waits its turn, as a caller told
+          // Retry-After would, instead of failing. Several batches of one owner run more items at once than may wait.
+          if (!(err instanceof ServiceError && err.code === 'SVC_RATE_LIMIT' && 'queued_runs' in err.extra)) throw err;
+          if (this.stopped) return null;
+          const retry = typeof err.extra.retry_after_seconds === 'number' ? err.extra.retry_after_seconds : 1;
+          await new Promise((r) => setTimeout(r, Math.min(30_000, Math.max(100, retry * 1000))));
+          if (this.stopped) return null;
+        }
+      }
       const body = JSON.parse(sealed.bytes.toString('utf8')) as { value: number; unit: string; svcProof: string; svcond: number; result_id: string };
       const outcome: ItemOutcome = { ...sealedOutcome!, value: body.value, unit: body.unit, svcProof: body.svcProof };
       // The seal's batch recorded the item; this adds what the body says (value, proof) for the status view.

@@ -170,6 +170,11 @@ export interface WorkerPoolOptions {
   size: number;
   /** Runs one owner may have waiting for a worker; beyond it 429 SVC_RATE_LIMIT. */
   maxQueuedPerOwner: number;
+  /**
+   * Runs waiting for a worker node-wide, whoever the owners (many identities could otherwise each fill their own cap
+   * and grow the queue without bound); beyond it 429 SVC_RATE_LIMIT. Absent: no node-wide cap.
+   */
+  maxQueued?: number;
 }
 
 export class WorkerPoolExecutor implements SolverExecutor {
@@ -215,6 +220,7 @@ export class WorkerPoolExecutor implements SolverExecutor {
     if (this.closed) return Promise.reject(new Error('executor is closed'));
     let queue = this.owners.get(owner);
     if (queue && queue.waiting.length >= this.options.maxQueuedPerOwner) return Promise.reject(this.queueFull(queue, timeLimitSeconds));
+    if (this.options.maxQueued !== undefined && this.waitingCount >= this.options.maxQueued) return Promise.reject(this.nodeQueueFull(timeLimitSeconds));
     if (!queue) {
       queue = { waiting: [], running: 0, lastServed: -1 };
       this.owners.set(owner, queue);
@@ -278,6 +284,30 @@ export class WorkerPoolExecutor implements SolverExecutor {
         reset_at: new Date(Date.now() + retry * 1000).toISOString(),
         queued_runs: queue.waiting.length,
         running_runs: queue.running,
+      },
+    );
+  }
+
+  /** 429 when the node's queue is full, whoever asks; Retry-After: about when the run first in line should start. */
+  private nodeQueueFull(limitSeconds: number): ServiceError {
+    const max = this.options.maxQueued!;
+    let running = 0;
+    for (const slot of this.slots) if (slot.job) running++;
+    // The queue drains at about one run per worker per typical run time; a waiting run leaves it within its limit.
+    const estimate = this.typicalRunMs / this.size / 1000;
+    const retry = Math.min(Math.max(1, Math.ceil(estimate)), Math.max(1, Math.ceil(limitSeconds)));
+    return new ServiceError(
+      429,
+      'SVC_RATE_LIMIT',
+      `too many solver runs waiting on this node: at most ${max} wait for a worker, whoever the callers (${running} running, ${this.waitingCount} waiting); retry when one has started`,
+      {
+        limit: max,
+        scope: 'node',
+        window_seconds: limitSeconds,
+        retry_after_seconds: retry,
+        reset_at: new Date(Date.now() + retry * 1000).toISOString(),
+        queued_runs: this.waitingCount,
+        running_runs: running,
       },
     );
   }

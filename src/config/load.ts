@@ -28,6 +28,7 @@ const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'bool' | 
   SVC_CLAIM_THRESHOLD: { path: 'limits.claimThreshold', kind: 'int' },
   SVC_CLAIM_DIFFICULTY_BITS: { path: 'limits.claimDifficultyBits', kind: 'int' },
   SVC_MAX_QUEUED_RUNS_PER_IDENTITY: { path: 'limits.maxQueuedRunsPerIdentity', kind: 'int' },
+  SVC_MAX_QUEUED_RUNS: { path: 'limits.maxQueuedRuns', kind: 'int' },
   SVC_IDENTITY_CACHE_MAX: { path: 'limits.identityCacheMax', kind: 'int' },
   SVC_P2P_PORT: { path: 'mesh.p2pPort', kind: 'int' },
   SVC_BOOTSTRAP: { path: 'mesh.bootstrap', kind: 'list' },

@@ -50,6 +50,8 @@ export const configSchema = z
         claimDifficultyBits: z.number().int().min(0).max(24),
         /** Solver runs one caller (ZID, demo key, anonymous IP) may have waiting for a worker; beyond it 429. */
         maxQueuedRunsPerIdentity: z.number().int().min(1).max(1000),
+        /** Solver runs waiting for a worker node-wide, whoever the callers; beyond it 429 with Retry-After. */
+        maxQueuedRuns: z.number().int().min(1).max(100_000).default(256),
         /**
          * Identities whose wallet, counters, chain head and key record are kept in memory (each cache bounded by it,
          * least recently used first out; a miss reads the store). docs/performance.md, "Memory".

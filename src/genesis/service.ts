@@ -15,6 +15,7 @@ import type { IdentityService } from '../identity/service.js';
 import type { Ledger, TallyCharge } from '../tally/ledger.js';
 import type { Contract } from '../chain/contract-language.js';
 import { COSTS } from '../tally/costs.js';
+import { KeyedLock } from '../util/keyed-lock.js';
 
 type Deployment = ReturnType<ChainService['contracts']['deployOps']>;
 
@@ -54,6 +55,8 @@ export interface GenesisDeps {
 
 export class GenesisService {
   private readonly records: Sublevel;
+  /** One execution of a document at a time: a second one sent while the first is in flight answers its replay. */
+  private readonly executing = new KeyedLock();
 
   constructor(private readonly deps: GenesisDeps) {
     this.records = deps.store.sub('genesis');
@@ -68,6 +71,10 @@ export class GenesisService {
   /** Execute a document (or answer its earlier execution by the same owner). */
   async execute(zid: string, doc: GenesisDocument): Promise<{ created: boolean; body: Record<string, unknown> }> {
     const digest = canonicalDigest(doc);
+    return this.executing.run(digest, () => this.executeOnce(zid, doc, digest));
+  }
+
+  private async executeOnce(zid: string, doc: GenesisDocument, digest: string): Promise<{ created: boolean; body: Record<string, unknown> }> {
     const earlier = await this.deps.store.get<GenesisRecord>(this.records, digest);
     if (earlier) return this.replay(zid, earlier);
     await this.deps.ledger.wallet(zid);

@@ -6,7 +6,7 @@
 //
 // Served on a listener of its own (config `metrics.port`, on `metrics.host`, default 127.0.0.1; off when null), never
 // on the public API port: metrics name routes, peers and volumes an operator may not want to publish.
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Context, Middleware, Next } from 'koa';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -16,6 +16,9 @@ import type { MeshService } from '../mesh/service.js';
 import type { ChallengeService } from '../consensus/challenges.js';
 import { STATES } from '../consensus/challenges.js';
 import { OUTCOMES } from '../consensus/verdict.js';
+import { errorBody } from './errors.js';
+import { traceIdSource } from './trace.js';
+import type { ErrorCode } from '../kernel/errors.js';
 
 /**
  * Node's default metrics (CPU, memory, GC, event-loop lag) describe the process, not a node: collected once per
@@ -297,14 +300,21 @@ export class NodeMetrics {
 
   /** Serve GET /metrics on host:port (0 = any free port); returns the URL. */
   async listen(host: string, port: number): Promise<string> {
+    const traceId = traceIdSource();
+    // Errors in the part-7 shape, as on the API port.
+    const fail = (res: ServerResponse, status: number, code: ErrorCode, message: string, headers: Record<string, string> = {}) => {
+      const id = traceId();
+      res
+        .writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'x-trace-id': id, ...headers })
+        .end(JSON.stringify(errorBody(id, status, code, message)));
+    };
     const server = createServer((req, res) => {
-      if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
-        res.writeHead(404, { 'content-type': 'text/plain' }).end('only GET /metrics here\n');
-        return;
-      }
+      const path = (req.url ?? '').split('?')[0];
+      if (path !== '/metrics') return fail(res, 404, 'SVC_NOT_FOUND', `only GET /metrics here, not ${path}`);
+      if (req.method !== 'GET' && req.method !== 'HEAD') return fail(res, 405, 'SVC_METHOD_NOT_ALLOWED', 'only GET /metrics here', { allow: 'GET, HEAD' });
       this.text().then(
         (body) => res.writeHead(200, { 'content-type': this.contentType }).end(body),
-        (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(err)}\n`),
+        (err: unknown) => fail(res, 500, 'SVC_INTERNAL_ERROR', `metrics failed: ${String(err)}`),
       );
     });
     this.server = server;

@@ -8,6 +8,7 @@ import { ServiceError } from '../kernel/errors.js';
 import type { Store, Sublevel } from '../store/db.js';
 import type { UrlPolicy } from '../util/url-policy.js';
 import type { OwnProviders, ProviderEntry } from './directory.js';
+import { KeyedLock } from '../util/keyed-lock.js';
 
 export const CREDENTIALS_PER_IDENTITY_MAX = 16;
 
@@ -52,6 +53,8 @@ const aad = (zid: string, id: string, kind: string) => Buffer.from(`${zid}\n${id
 
 export class CredentialStore implements OwnProviders {
   private readonly sub: Sublevel;
+  /** One creation per identity at a time: the count read and the commit are one step, so the cap holds under parallel calls. */
+  private readonly creating = new KeyedLock();
 
   constructor(
     private readonly store: Store,
@@ -69,6 +72,13 @@ export class CredentialStore implements OwnProviders {
   }
 
   async create(
+    zid: string,
+    input: { kind: string; api_key: string; base_url?: string | undefined; model?: string | undefined; label?: string | undefined },
+  ): Promise<CredentialView> {
+    return this.creating.run(zid, () => this.add(zid, input));
+  }
+
+  private async add(
     zid: string,
     input: { kind: string; api_key: string; base_url?: string | undefined; model?: string | undefined; label?: string | undefined },
   ): Promise<CredentialView> {

@@ -53,6 +53,8 @@ export class WebhookRegistry {
   private readonly sub: Sublevel;
   private readonly byId = new Map<string, WebhookRecord>();
   private readonly byOwner = new Map<string, Set<string>>();
+  /** Registrations past the cap check whose batch has not settled, per owner: they count against the cap. */
+  private readonly registering = new Map<string, number>();
 
   constructor(
     private readonly store: Store,
@@ -91,8 +93,21 @@ export class WebhookRegistry {
   async register(owner: string, input: WebhookInput): Promise<{ webhook: WebhookRecord; secret: string }> {
     checkOutboundUrl(input.url, this.policy);
     this.checkHeaders(input.headers ?? {});
-    if ((this.byOwner.get(owner)?.size ?? 0) >= WEBHOOKS_PER_IDENTITY)
+    // Checked and reserved in one synchronous turn: parallel registrations cannot all pass the check before any commits.
+    const pending = this.registering.get(owner) ?? 0;
+    if ((this.byOwner.get(owner)?.size ?? 0) + pending >= WEBHOOKS_PER_IDENTITY)
       throw new ServiceError(409, 'SVC_CONFLICT', `an identity has at most ${WEBHOOKS_PER_IDENTITY} webhooks`, { limit: WEBHOOKS_PER_IDENTITY });
+    this.registering.set(owner, pending + 1);
+    try {
+      return await this.add(owner, input);
+    } finally {
+      const left = (this.registering.get(owner) ?? 1) - 1;
+      if (left > 0) this.registering.set(owner, left);
+      else this.registering.delete(owner);
+    }
+  }
+
+  private async add(owner: string, input: WebhookInput): Promise<{ webhook: WebhookRecord; secret: string }> {
     const secret = newSecret();
     const w: WebhookRecord = {
       id: `wh_${randomHex(24)}`,

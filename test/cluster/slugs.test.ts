@@ -134,4 +134,22 @@ describe('slugs across the mesh', () => {
     expect(await balance()).toBe(before);
     expect(await listed()).toMatchObject({ status: 'lost' });
   });
+
+  it('a machine made by a genesis document is claimed mesh-wide too; a genesis document cannot take a slug another node holds', async () => {
+    const [a] = nodes;
+    const genesis = (i: number, slug: string) =>
+      call(nodes[i]!.url, 'POST', '/api/genesis/execute', { document: { slug, is_public: true, events: [{ type: 'note', payload: i }] } }, bearer(ids[i]!.key));
+    // Made at A by genesis: every node learns A holds it, and refuses it to others (plain creation or genesis).
+    const made = await genesis(0, 'genesis-wide-book');
+    expect(made.status, made.text).toBe(201);
+    await waitFor(async () => (await knownEverywhere('genesis-wide-book')).every((h) => h === a!.node.nodeId), 'the genesis claim on every node');
+    expect(expectError((await create(1, 'genesis-wide-book')) as never, 409, 'SVC_CONFLICT').field).toBe('slug');
+    expectError((await genesis(2, 'genesis-wide-book')) as never, 409, 'SVC_CONFLICT');
+    // Made at A by plain creation: a genesis document at B cannot take it.
+    expect((await create(0, 'plain-wide-book')).status).toBe(201);
+    await waitFor(async () => (await knownEverywhere('plain-wide-book')).every((h) => h === a!.node.nodeId), 'the claim on every node');
+    expect(expectError((await genesis(1, 'plain-wide-book')) as never, 409, 'SVC_CONFLICT').field).toBe('slug');
+    const read = await call(nodes[1]!.url, 'GET', '/api/chain/plain-wide-book/explore');
+    expect(read.headers.get('x-svc-served-by')).toBe(a!.node.nodeId);
+  });
 });

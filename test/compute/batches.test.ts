@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { BatchService, BATCHES_OPEN_PER_IDENTITY } from '../../src/compute/batches.js';
+import type { ComputeService } from '../../src/compute/service.js';
+import { ManualClock } from '../../src/kernel/clock.js';
+import { ServiceError } from '../../src/kernel/errors.js';
+import { Store } from '../../src/store/db.js';
 
 let t: TestNode;
 let owner: { zid: string; key: string };
@@ -86,5 +94,86 @@ describe('batch computations', () => {
     expectError(await call(t.url, 'GET', `/api/svc/batch/${r.body.id}`, undefined, bearer(other.key)), 403, 'SVC_FORBIDDEN');
     expectError(await call(t.url, 'GET', '/api/svc/batch/bat_nope', undefined, bearer(owner.key)), 404, 'SVC_NOT_FOUND');
     expectError(await call(t.url, 'GET', '/api/svc/batch/~open!x', undefined, bearer(owner.key)), 404, 'SVC_NOT_FOUND');
+  });
+});
+
+describe('batches per identity', () => {
+  it(`at most ${BATCHES_OPEN_PER_IDENTITY} run at once per identity, also when sent in parallel: the rest 429 with Retry-After, others unaffected`, async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'svc-batches-'));
+    const store = await Store.open(dir, { sync: false });
+    // Items that wait until released: the batches stay open while more are sent.
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const compute = {
+      compute: async () => {
+        await gate;
+        throw new ServiceError(400, 'SVC_INVALID_INPUT', 'held');
+      },
+      solve: async () => {
+        await gate;
+        throw new ServiceError(400, 'SVC_INVALID_INPUT', 'held');
+      },
+    } as unknown as ComputeService;
+    const batches = new BatchService({ store, clock: new ManualClock(1_800_000_000n * 1_000_000_000n), compute });
+    const caller = (zid: string) => ({ kind: 'identity' as const, zid, slug: `m-${zid}`, home: 'here', key: null as never });
+    try {
+      const sent = await Promise.allSettled(Array.from({ length: 10 }, () => batches.submit(caller('greedy'), [chain as never], null)));
+      expect(sent.filter((r) => r.status === 'fulfilled').length).toBe(BATCHES_OPEN_PER_IDENTITY);
+      for (const r of sent.filter((r) => r.status === 'rejected')) {
+        const e = (r as PromiseRejectedResult).reason as ServiceError;
+        expect([e.status, e.code, e.extra.limit]).toEqual([429, 'SVC_RATE_LIMIT', BATCHES_OPEN_PER_IDENTITY]);
+        expect(e.extra.retry_after_seconds).toBeGreaterThanOrEqual(1);
+      }
+      // Another identity is not held back.
+      await batches.submit(caller('other'), [chain as never], null);
+      release();
+      await batches.idle();
+      // Once they have finished, the identity may send again.
+      await batches.submit(caller('greedy'), [chain as never], null);
+      await batches.idle();
+    } finally {
+      release();
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a batch item refused by a full solver queue', () => {
+  it('waits its turn (Retry-After) and runs, instead of failing with 429', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'svc-batches-'));
+    const store = await Store.open(dir, { sync: false });
+    let refusals = 2;
+    const compute = {
+      solve: async (
+        _c: unknown,
+        _s: unknown,
+        _i: unknown,
+        _st: unknown,
+        _o: unknown,
+        hooks: { ops: (f: { result_id: string; svcond: number }) => unknown[] },
+      ) => {
+        if (refusals-- > 0)
+          throw new ServiceError(429, 'SVC_RATE_LIMIT', 'too many solver runs waiting', {
+            limit: 4,
+            queued_runs: 4,
+            running_runs: 1,
+            retry_after_seconds: 0.1,
+          });
+        await store.commit(hooks.ops({ result_id: 'res_1', svcond: 7 }) as never);
+        return { bytes: Buffer.from(JSON.stringify({ value: 1, unit: 'J', svcProof: 'p', svcond: 7, result_id: 'res_1' })) };
+      },
+    } as unknown as ComputeService;
+    const batches = new BatchService({ store, clock: new ManualClock(1_800_000_000n * 1_000_000_000n), compute });
+    try {
+      const rec = await batches.submit({ kind: 'identity', zid: 'z', slug: 'm-z', home: 'here', key: null as never }, [{ solver: 'lorenz' }], null);
+      await batches.idle();
+      const outcome = await store.get<{ status: string; result_id: string }>(store.sub('batch_items'), `${rec.id}!${'0'.padStart(6, '0')}`);
+      expect(outcome).toMatchObject({ status: 'sealed', result_id: 'res_1' });
+      expect(refusals).toBe(-1);
+    } finally {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -33,3 +33,11 @@ describe('limits.maxQueuedRunsPerIdentity', () => {
     expect(() => loadConfig({ env: {}, overrides: { limits: { maxQueuedRunsPerIdentity: 2.5 } } })).toThrow(/maxQueuedRunsPerIdentity/);
   });
 });
+
+describe('limits.maxQueuedRuns', () => {
+  it('defaults to 256, is set by SVC_MAX_QUEUED_RUNS, and is at least 1', () => {
+    expect(loadConfig({ env: {} }).limits.maxQueuedRuns).toBe(256);
+    expect(loadConfig({ env: { SVC_MAX_QUEUED_RUNS: '9' } }).limits.maxQueuedRuns).toBe(9);
+    expect(() => loadConfig({ env: { SVC_MAX_QUEUED_RUNS: '0' } })).toThrow(/maxQueuedRuns/);
+  });
+});

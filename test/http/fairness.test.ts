@@ -101,6 +101,53 @@ describe('fair solver scheduling (one pool worker)', () => {
   }, 120_000);
 });
 
+describe('a node-wide cap on waiting runs', () => {
+  it('beyond limits.maxQueuedRuns waiting node-wide, any caller gets 429 SVC_RATE_LIMIT (scope node) with Retry-After, uncharged', async () => {
+    // Per caller 2 may wait, node-wide 2: one caller filling its own cap fills the node's.
+    const t = await startTestNode(
+      { solverThreads: 1, limits: { maxQueuedRunsPerIdentity: 2, maxQueuedRuns: 2 } },
+      { initialCredits: 1000, timeLimitSeconds: 600 },
+    );
+    const abort = new AbortController();
+    try {
+      const filler = await zkIdentity(t.url, 'node-cap-filler');
+      const stranger = await zkIdentity(t.url, 'node-cap-stranger');
+      await warmUp(t.url, filler.key);
+      await warmUp(t.url, stranger.key);
+      const pool = (t.node as unknown as { executor: WorkerPoolExecutor }).executor;
+      const runs = () => pool.runsOf(`zid:${filler.zid}`);
+      const send = (body: unknown) =>
+        fetch(`${t.url}/api/svc/gauge`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...bearer(filler.key) },
+          body: JSON.stringify(body),
+          signal: abort.signal,
+        }).catch(() => undefined);
+      // Aborted at the end (the node's stop waits for open requests): one long run holds the worker, two wait.
+      void send(ENDLESS);
+      await until(() => runs().running === 1);
+      void send(HEAVY);
+      void send(HEAVY);
+      await until(() => runs().waiting === 2);
+      const before = (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(stranger.key))).body.total;
+      // The stranger has nothing waiting or running, yet the node's queue is full.
+      const refused = await call(t.url, 'POST', '/api/svc/heat', {}, bearer(stranger.key));
+      const e = expectError(refused, 429, 'SVC_RATE_LIMIT');
+      expect(e.scope).toBe('node');
+      expect(e.limit).toBe(2);
+      expect(e.queued_runs).toBe(2);
+      expect(e.message).toMatch(/on this node/);
+      expect(Number.isInteger(e.retry_after_seconds) && e.retry_after_seconds >= 1).toBe(true);
+      expect(refused.headers.get('retry-after')).toBe(String(e.retry_after_seconds));
+      expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(stranger.key))).body.total).toBe(before);
+      expect(pool.queueDepth()).toBe(2);
+    } finally {
+      abort.abort();
+      await t.destroy();
+    }
+  }, 120_000);
+});
+
 describe('a full pool', () => {
   it("a newcomer's small run does not wait for another caller's long run to end: an overflow worker serves it", async () => {
     const t = await startTestNode({ solverThreads: 1 }, { initialCredits: 1000, timeLimitSeconds: 600 });

@@ -9,7 +9,15 @@ let owner: { zid: string; key: string; slug: string };
 let stranger: { zid: string; key: string; slug: string };
 let openBook: string;
 const kinetic = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
-const routes = (slug: string) => [`/api/chain/${slug}/pohc/validate`, `/api/chain/${slug}/explore`];
+/** Every read of a machine's chain, session 12's (settings, contracts, log export, proofs) included. */
+const routes = (slug: string) => [
+  `/api/chain/${slug}/pohc/validate`,
+  `/api/chain/${slug}/explore`,
+  `/api/chain/${slug}/settings`,
+  `/api/chain/${slug}/contracts`,
+  `/api/chain/${slug}/export`,
+  `/api/chain/${slug}/proof/consistency?from=1`,
+];
 
 beforeAll(async () => {
   t = await startTestNode();
@@ -33,7 +41,7 @@ describe('a public machine', () => {
         expect(r.status, r.text).toBe(200);
         expect(r.body).toEqual(anonymous.body);
       }
-      const byQuery = await call(t.url, 'GET', `${path}?key=${stranger.key}`);
+      const byQuery = await call(t.url, 'GET', `${path}${path.includes('?') ? '&' : '?'}key=${stranger.key}`);
       expect(byQuery.status, byQuery.text).toBe(200);
     }
     expect((await call(t.url, 'GET', '/api/chain/public-book/pohc/validate', undefined, bearer(stranger.key))).body).toMatchObject({
@@ -53,8 +61,13 @@ describe('a public machine', () => {
 describe('a private machine', () => {
   it("is read by role only: its owner's keys yes; another identity 403, a demo key 403, no key 401", async () => {
     const sk = (await t.node.identity.mintKeyFor(owner.zid, 'sk', null)).key;
+    // A row on the chain, so that a proof of it exists.
+    expect((await call(t.url, 'POST', '/api/svc/compute', kinetic, bearer(owner.key))).status).toBe(200);
     for (const path of routes(owner.slug)) {
-      for (const key of [owner.key, sk]) expect((await call(t.url, 'GET', path, undefined, bearer(key))).status).toBe(200);
+      for (const key of [owner.key, sk]) {
+        const r = await call(t.url, 'GET', path, undefined, bearer(key));
+        expect(r.status, `${path} ${r.text}`).toBe(200);
+      }
       expectError(await call(t.url, 'GET', path, undefined, bearer(stranger.key)), 403, 'SVC_FORBIDDEN');
       expectError(await call(t.url, 'GET', path, undefined, bearer((await call(t.url, 'GET', '/api/demo-key')).body.key)), 403, 'SVC_FORBIDDEN');
       const none = expectError(await call(t.url, 'GET', path), 401, 'SVC_NO_KEY');

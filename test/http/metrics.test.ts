@@ -87,7 +87,15 @@ describe('GET /metrics', () => {
     expect(a.node.metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
     expect(new URL(a.node.metricsUrl!).port).not.toBe(new URL(a.url).port);
     expect((await call(a.url, 'GET', '/metrics')).status).toBe(404);
-    expect((await fetch(a.node.metricsUrl!.replace('/metrics', '/api/health'))).status).toBe(404);
+    const other = await fetch(a.node.metricsUrl!.replace('/metrics', '/api/health'));
+    expect(other.status).toBe(404);
+    // Its errors are in the part-7 shape too.
+    const e = ((await other.json()) as { error: Record<string, unknown> }).error;
+    expect(e).toMatchObject({ code: 'SVC_NOT_FOUND', status: 404 });
+    expect(e.trace_id).toBe(other.headers.get('x-trace-id'));
+    const post = await fetch(a.node.metricsUrl!, { method: 'POST' });
+    expect(post.status).toBe(405);
+    expect(((await post.json()) as { error: { code: string } }).error.code).toBe('SVC_METHOD_NOT_ALLOWED');
   });
 
   it('parses, and its counters move with traffic: requests by route and status, seals, solver runs, store batches, gossip, peers, libp2p', async () => {

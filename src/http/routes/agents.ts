@@ -55,6 +55,9 @@ export function agentView(a: AgentRecord): Record<string, unknown> {
   };
 }
 
+/** Agent streams (server-sent events) one identity may have open at once; beyond it 429. */
+export const AGENT_STREAMS_PER_IDENTITY = 16;
+
 /** Open agent streams by owner (the MMIO open_streams register). */
 export class StreamCount {
   private readonly open = new Map<string, number>();
@@ -127,11 +130,26 @@ export function agentRoutes(router: Router, s: HttpServices & { agents: AgentRun
     const header = ctx.get('last-event-id');
     const fromHeader = /^\d{1,15}$/.test(header) ? Number(header) : undefined;
     const after = fromHeader ?? q.last_event_id ?? null;
+    // Checked and counted in one synchronous turn (parallel opens cannot all pass); uncounted if the session fails.
+    if (streams.of(c.zid) >= AGENT_STREAMS_PER_IDENTITY)
+      throw new ServiceError(429, 'SVC_RATE_LIMIT', `at most ${AGENT_STREAMS_PER_IDENTITY} agent streams per identity are open at once; close one`, {
+        limit: AGENT_STREAMS_PER_IDENTITY,
+        open_streams: streams.of(c.zid),
+        window_seconds: null,
+        retry_after_seconds: 5,
+        reset_at: null,
+      });
+    streams.add(c.zid, 1);
     ctx.respond = false;
     // Koa's default status (404) is on the response already: the stream's head must say 200.
     ctx.res.statusCode = 200;
-    const session = await createSession(ctx.req, ctx.res, { keepAlive: opts.heartbeatMs, retry: 1000, trustClientEventId: false, statusCode: 200 });
-    streams.add(c.zid, 1);
+    let session: Awaited<ReturnType<typeof createSession>>;
+    try {
+      session = await createSession(ctx.req, ctx.res, { keepAlive: opts.heartbeatMs, retry: 1000, trustClientEventId: false, statusCode: 200 });
+    } catch (err) {
+      streams.add(c.zid, -1);
+      throw err;
+    }
     const untrack = streams.track(() => ctx.res.end());
     const wanted = (e: AgentEvent) => e.owner === c.zid && (q.agent === undefined || e.agent === q.agent);
     const send = (e: AgentEvent) => {

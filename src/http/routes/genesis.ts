@@ -13,6 +13,7 @@ import { body, validate } from '../validate.js';
 import type { Caller } from '../../tally/ledger.js';
 import { SLUG_PATTERN } from '../../mesh/machines.js';
 import type { GenesisService } from '../../genesis/service.js';
+import { claimSlug, refuseSlugHeldElsewhere } from '../slug-claims.js';
 
 const documentSchema = z
   .object({
@@ -49,6 +50,8 @@ export function genesisRoutes(router: Router, s: HttpServices & { genesis: Genes
     const { contract, inject_agent_rail, inject_pulse_orb, ...doc } = document;
     // The digested document: a setting only when true and the contract only when given, so a document written
     // without them keeps the digest it had before they were read.
+    // Slugs are mesh-wide, as for POST /api/chain/state-machines.
+    await refuseSlugHeldElsewhere(s, document.slug);
     const { created, body } = await s.genesis.execute(c.zid, {
       ...doc,
       events: doc.events.map((e) => ({ type: e.type, payload: e.payload ?? null })),
@@ -56,6 +59,10 @@ export function genesisRoutes(router: Router, s: HttpServices & { genesis: Genes
       ...(inject_agent_rail ? { inject_agent_rail: true as const } : {}),
       ...(inject_pulse_orb ? { inject_pulse_orb: true as const } : {}),
     });
+    if (created) {
+      const machine = await s.chain.getMachine(document.slug);
+      if (machine) await claimSlug(s, machine);
+    }
     ctx.status = created ? 201 : 200;
     ctx.body = body;
   });

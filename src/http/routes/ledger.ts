@@ -11,11 +11,10 @@ import { body, describes, query, responds, validate } from '../validate.js';
 import { askHome, forwardToHome, pathFor, relayAnswer, relayToHome, wasForwarded } from '../forward.js';
 import { CHAIN_CALLER_HEADER, vouchedCaller, voucherFor } from '../chain-delegation.js';
 import type { Caller, TallyCharge } from '../../tally/ledger.js';
-import { MACHINE_HOME, SLUG_CLAIM, SLUG_PATTERN } from '../../mesh/machines.js';
-import { conflict } from '../../identity/claims.js';
-import { TOPICS } from '../../mesh/wire.js';
+import { MACHINE_HOME, SLUG_PATTERN } from '../../mesh/machines.js';
 import { COSTS } from '../../tally/costs.js';
 import { chainRoutes } from './chain.js';
+import { claimSlug, refuseSlugHeldElsewhere } from '../slug-claims.js';
 
 const envelopeQuery = z
   .object({
@@ -93,10 +92,7 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     const c = identityOf(ctx);
     const body = validate(machineBody, ctx.request.body);
     // Slugs are mesh-wide (mesh/machines.ts): a slug another node has claimed is never handed out here.
-    if (s.mesh?.enabled) {
-      const holder = await s.mesh.machines.homeOf(body.slug);
-      if (holder && holder !== s.nodeId()) throw conflict('slug', body.slug);
-    }
+    await refuseSlugHeldElsewhere(s, body.slug);
     // Part 8: creating a state machine costs 50, charged in the creation's batch (402 and nothing created if short).
     await s.ledger.wallet(c.zid);
     let charge: TallyCharge | null = null;
@@ -106,11 +102,7 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
       // The machine's own tally records its creation charge (seq 0), in the same batch.
       return { ops: [...paid.ops, s.chain.chargeOp(body.slug, 0, c.zid, paid.charge)], rollback: paid.rollback };
     });
-    if (s.mesh?.enabled) {
-      const claim = { slug: machine.slug, home: s.nodeId(), svcond: machine.genesis_svcond, created_unix_ms: machine.created_unix_ms };
-      await s.mesh.machines.claimOwn(claim);
-      void s.mesh.publish(SLUG_CLAIM, claim, TOPICS.events).catch(() => undefined);
-    }
+    await claimSlug(s, machine);
     ctx.status = 201;
     ctx.body = {
       slug: machine.slug,
