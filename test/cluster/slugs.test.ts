@@ -149,7 +149,9 @@ describe('slugs across the mesh', () => {
     expect((await create(0, 'plain-wide-book')).status).toBe(201);
     await waitFor(async () => (await knownEverywhere('plain-wide-book')).every((h) => h === a!.node.nodeId), 'the claim on every node');
     expect(expectError((await genesis(1, 'plain-wide-book')) as never, 409, 'SVC_CONFLICT').field).toBe('slug');
-    const read = await call(nodes[1]!.url, 'GET', '/api/chain/plain-wide-book/explore');
+    // Read at C (B was restarted by the test before, and may not have A's address yet).
+    const read = await call(nodes[2]!.url, 'GET', '/api/chain/plain-wide-book/explore');
+    expect(read.status, read.text).toBe(200);
     expect(read.headers.get('x-svc-served-by')).toBe(a!.node.nodeId);
   });
 });

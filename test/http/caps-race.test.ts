@@ -55,7 +55,7 @@ describe(`${PARALLEL} parallel creations against a per-identity cap`, () => {
           t.url,
           'POST',
           '/api/svc/llm/credentials',
-          { kind: 'anthropic', api_key: `sk-ant-api03-race-${i}-0123456789abcdef`, base_url: 'http://127.0.0.1:9/v1', model: 'm' },
+          { kind: 'anthropic', api_key: `sk-ant-api03-race-${i}-0123456789abcdef`, base_url: 'https://llm.example.com/v1', model: 'm' },
           bearer(me.key),
         ),
       ),
