@@ -6,15 +6,8 @@
 // monotonic hrtime), but anchored on a millisecond edge of Date.now() so this side's anchor is exact; the node's anchor
 // truncates Date.now() (0–1 ms behind), so a latency here is the true one plus at most 1 ms, never less.
 import WebSocket from 'ws';
+import { exactAnchorNs, tickStampOf } from './push-stamp.js';
 
-const STAMP = Buffer.from('"unix_ns":"');
-
-function exactAnchorNs(): bigint {
-  const start = Date.now();
-  let now = start;
-  while (now === start) now = Date.now();
-  return BigInt(now) * 1_000_000n - process.hrtime.bigint();
-}
 const anchorNs = exactAnchorNs();
 
 interface Open {
@@ -49,10 +42,8 @@ async function open(o: Open): Promise<void> {
               resolve();
               return;
             }
-            const buf = d as Buffer;
-            const k = buf.indexOf(STAMP);
             arrivals.push(at);
-            stamps.push(buf.toString('latin1', k + STAMP.length, buf.indexOf(0x22, k + STAMP.length)));
+            stamps.push(tickStampOf(d as Buffer));
             received[n]!++;
           });
           ws.on('error', reject);

@@ -21,6 +21,7 @@ import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { numberArg, root, startProcess, stop } from './lib.js';
+import { exactAnchorNs, tickStampOf } from './push-stamp.js';
 
 const CLIENTS = numberArg('clients', 1000);
 const TICKS = numberArg('ticks', 200);
@@ -28,16 +29,8 @@ const DELIVERIES = numberArg('deliveries', 500);
 const SYNC = numberArg('sync', 1) !== 0;
 const PROCS = numberArg('procs', 2);
 
-const STAMP = Buffer.from('"unix_ns":"');
 const wallMs = () => performance.timeOrigin + performance.now();
 
-/** This machine's realtime clock on a millisecond edge, advanced by hrtime (as push-clients.ts). */
-function exactAnchorNs(): bigint {
-  const start = Date.now();
-  let now = start;
-  while (now === start) now = Date.now();
-  return BigInt(now) * 1_000_000n - process.hrtime.bigint();
-}
 const anchorNs = exactAnchorNs();
 
 interface ClientGroup {
@@ -93,9 +86,7 @@ function inProcessClients(): ClientGroup {
                   return;
                 }
                 const at = wallMs();
-                const buf = d as Buffer;
-                const k = buf.indexOf(STAMP);
-                const ns = buf.toString('latin1', k + STAMP.length, buf.indexOf(0x22, k + STAMP.length));
+                const ns = tickStampOf(d as Buffer);
                 latencies.push(at - Number(BigInt(ns) / 1000n) / 1000);
                 stamps.push(ns);
                 received[n]!++;
