@@ -2,7 +2,9 @@
 // channel in `procs` client processes of their own (push-clients.ts; --procs 0: in this process, session 12's method),
 // and a webhook receiver on 127.0.0.1. This process only ticks and counts.
 //   ticks:    the channel (lorenz, t_end 0.01: a stateful continuation each tick) is ticked `ticks` times, one after
-//             another; ticksPerSec = ticks / elapsed. Every client must receive every tick.
+//             another; ticksPerSec = ticks / elapsed. Every client must receive every tick. With --interval-ms N the
+//             ticks start N ms apart (an offered rate below saturation: a tick's fan-out does not queue behind the
+//             last one's); by default each starts when the previous one is answered (the saturating rate).
 //   push:     a push's latency is from the tick's stamp (unix_ns in the sealed envelope: the node's clock, taken when
 //             the tick is sealed, before its batch is written) to the moment the client's 'message' handler runs;
 //             it includes the durable batch, the fan-out to all clients and the client process's own queue. Both
@@ -11,7 +13,7 @@
 //   webhooks: `deliveries` computations (16 at a time) owe one computation.complete delivery each to a receiver that
 //             answers 200 at once; webhookDeliveriesPerSec = deliveries / (last delivery − first computation sent).
 // Prints ONE JSON line: {wsClients, ticksPerSec, p99PushMs, webhookDeliveriesPerSec, …, loadAvg1m: [before, after]}.
-// Usage: npx tsx scripts/bench/push.ts [--clients 1000] [--ticks 200] [--deliveries 500] [--sync 1] [--procs 2]
+// Usage: npx tsx scripts/bench/push.ts [--clients 1000] [--ticks 200] [--deliveries 500] [--sync 1] [--procs 2] [--interval-ms 0]
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -25,6 +27,7 @@ import { exactAnchorNs, tickStampOf } from './push-stamp.js';
 
 const CLIENTS = numberArg('clients', 1000);
 const TICKS = numberArg('ticks', 200);
+const INTERVAL_MS = numberArg('interval-ms', 0);
 const DELIVERIES = numberArg('deliveries', 500);
 const SYNC = numberArg('sync', 1) !== 0;
 const PROCS = numberArg('procs', 2);
@@ -149,6 +152,8 @@ async function main(): Promise<void> {
     // arrival here, against the tick's stamp, bounds the node's part (durable batch + writes to every socket).
     const answered: number[] = [];
     for (let i = 0; i < TICKS; i++) {
+      const due = t0 + i * INTERVAL_MS;
+      if (performance.now() < due) await new Promise((r) => setTimeout(r, due - performance.now()));
       const r = await call(node.url, 'POST', `/api/svc/streams/${ch.id}/tick`, undefined, ch.key);
       const at = process.hrtime.bigint();
       if (r.status !== 200) throw new Error(`tick ${i}: ${r.status} ${JSON.stringify(r.body)}`);
@@ -230,6 +235,7 @@ async function main(): Promise<void> {
         webhookDeliveriesPerSec: Math.round((got / ((lastAt - w0) / 1000)) * 10) / 10,
         webhookDeliveries: got,
         ticks: TICKS,
+        intervalMs: INTERVAL_MS,
         syncWrites: SYNC,
         clientProcs: PROCS,
         loadAvg1m: [load0[0], load1[0]].map((x) => Math.round(x * 100) / 100),
