@@ -6,20 +6,14 @@ import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } f
 import { keyDigest } from '../../src/identity/keys.js';
 import { buildEnvelope } from '../../src/mesh/wire.js';
 import { stampAt } from '../../src/kernel/clock.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const MESH_SECRET = 'cluster-test-secret-0123456789abcdef';
 // Hex, as every receipt secret is (docs/protocol.md): the UTF-8 of the text this test used before.
 const RECEIPT_SECRET = Buffer.from('cluster-receipt-secret-0123456789ab', 'utf8').toString('hex');
 
-async function waitFor<T>(fn: () => Promise<T | null | false | undefined> | T | null | false | undefined, what: string, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as T;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const waitFor = <T>(fn: () => Promise<T | null | false | undefined> | T | null | false | undefined, what: string, timeoutMs = 10_000) =>
+  waitUntil(fn, what, timeoutMs, 50);
 
 let a: TestNode;
 let b: TestNode;

@@ -5,21 +5,12 @@ import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } f
 import { CHAIN_CALLER_HEADER } from '../../src/http/chain-delegation.js';
 import { FORWARDED_HEADER } from '../../src/http/forward.js';
 import { chainCallerResponse } from '../../src/http/responses.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const MESH_SECRET = 'chain-roles-mesh-secret-0123456789';
 const meshConfig = (bootstrap: string[]) => ({ mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 } });
 const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 }, initialCredits: 1000 };
 const SLUG = 'shared-book';
-
-async function waitFor<T>(fn: () => Promise<T | null | false | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as T;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 let nodes: TestNode[] = [];
 let owner: { zid: string; key: string };
@@ -32,14 +23,14 @@ beforeAll(async () => {
   const b = await startTestNode(meshConfig([addrA]), opts);
   const c = await startTestNode(meshConfig([addrA, b.node.mesh.multiaddrs()[0]!]), opts);
   nodes = [a, b, c];
-  await waitFor(async () => nodes.every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 2), 'tick events from every peer');
+  await waitUntil(async () => nodes.every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 2), 'tick events from every peer');
   owner = await zkIdentity(a.url, 'roles-mesh-owner');
   operator = await zkIdentity(b.url, 'roles-mesh-operator');
   stranger = await zkIdentity(b.url, 'roles-mesh-stranger');
   const made = await call(a.url, 'POST', '/api/chain/state-machines', { slug: SLUG }, bearer(owner.key));
   expect(made.status, made.text).toBe(201);
   // The machine's home knows the operator's identity (and its home) from identity gossip.
-  await waitFor(async () => (await a.node.identity.getIdentity(operator.zid))?.home === b.node.nodeId, 'the operator known at A');
+  await waitUntil(async () => (await a.node.identity.getIdentity(operator.zid))?.home === b.node.nodeId, 'the operator known at A');
   const r = await call(a.url, 'PATCH', `/api/chain/${SLUG}/settings`, { roles: { [operator.zid]: 'operator' } }, bearer(owner.key));
   expect(r.status, r.text).toBe(200);
 }, 60_000);

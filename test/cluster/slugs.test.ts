@@ -4,20 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { better, type MachineHome } from '../../src/mesh/machines.js';
 import { padNum } from '../../src/store/db.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const MESH_SECRET = 'slugs-test-secret-0123456789abcdef';
 const meshConfig = (bootstrap: string[]) => ({ mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 } });
 const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 }, initialCredits: 1000 };
-
-async function waitFor<T>(fn: () => Promise<T | null | false | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as T;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 let nodes: TestNode[] = [];
 const ids: { key: string; zid: string; slug: string }[] = [];
@@ -28,7 +19,7 @@ beforeAll(async () => {
   const b = await startTestNode(meshConfig([addrA]), opts);
   const c = await startTestNode(meshConfig([addrA, b.node.mesh.multiaddrs()[0]!]), opts);
   nodes = [a, b, c];
-  await waitFor(async () => nodes.every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 2), 'tick events from every peer');
+  await waitUntil(async () => nodes.every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 2), 'tick events from every peer');
   for (const [i, n] of nodes.entries()) ids.push(await zkIdentity(n.url, `slugs-${i}`));
 }, 60_000);
 afterAll(async () => {
@@ -42,7 +33,7 @@ describe('slugs across the mesh', () => {
   it('a slug claimed on one node is refused on the others, and read there through its home', async () => {
     const [a] = nodes;
     expect((await create(0, 'mesh-wide-book')).status).toBe(201);
-    await waitFor(async () => (await knownEverywhere('mesh-wide-book')).every((h) => h === a!.node.nodeId), 'the claim on every node');
+    await waitUntil(async () => (await knownEverywhere('mesh-wide-book')).every((h) => h === a!.node.nodeId), 'the claim on every node');
     for (const i of [1, 2]) expect(expectError((await create(i, 'mesh-wide-book')) as never, 409, 'SVC_CONFLICT').field).toBe('slug');
     const read = await call(nodes[2]!.url, 'GET', '/api/chain/mesh-wide-book/explore');
     expect(read.status, read.text).toBe(200);
@@ -52,7 +43,7 @@ describe('slugs across the mesh', () => {
     const cp = await call(nodes[2]!.url, 'GET', '/api/chain/mesh-wide-book/checkpoint');
     expect(cp.body).toMatchObject({ home: a!.node.nodeId, tree_size: 1 });
     const seen = `mesh-wide-book!${a!.node.nodeId}!${padNum(1)}`;
-    await waitFor(
+    await waitUntil(
       async () => (await Promise.all(nodes.map((n) => n.node.store.get(n.node.store.sub('chain_checkpoints_seen'), seen)))).every((c) => c !== undefined),
       'the checkpoint on every node',
     );
@@ -65,7 +56,7 @@ describe('slugs across the mesh', () => {
     );
     expect(claims.length).toBeGreaterThanOrEqual(1);
     const winner = claims.reduce(better).home;
-    await waitFor(async () => (await knownEverywhere('race-book')).every((h) => h === winner), 'one winner on every node');
+    await waitUntil(async () => (await knownEverywhere('race-book')).every((h) => h === winner), 'one winner on every node');
     for (const n of nodes) {
       const r = await call(n.url, 'GET', '/api/chain/race-book/explore');
       expect(r.status, r.text).toBe(200);
@@ -75,7 +66,7 @@ describe('slugs across the mesh', () => {
     for (const [j, r] of made.entries()) {
       const n = nodes[j + 1]!;
       if (r.status !== 201 || n.node.nodeId === winner) continue;
-      const loss = await waitFor(async () => (await n.node.chain.getMachine('race-book'))?.lost, 'the loser marks its machine lost');
+      const loss = await waitUntil(async () => (await n.node.chain.getMachine('race-book'))?.lost, 'the loser marks its machine lost');
       expect(loss).toMatchObject({ lost_to: winner, refund: { credits: 50 } });
     }
   });
@@ -109,7 +100,7 @@ describe('slugs across the mesh', () => {
     expect(await balance()).toBe(before - 50);
     // A claim of the slug by A at an earlier tick (as A would gossip had it created the slug within the gossip delay).
     await nodes[B]!.node.mesh.machines.learn({ slug: 'lost-book', home: a, svcond: made.body.genesis_svcond - 1, created_unix_ms: 0 });
-    await waitFor(async () => (await nodes[B]!.node.chain.getMachine('lost-book'))?.lost, 'the machine marked lost');
+    await waitUntil(async () => (await nodes[B]!.node.chain.getMachine('lost-book'))?.lost, 'the machine marked lost');
     expect(await balance()).toBe(before);
     const listed = async () =>
       ((await call(nodes[B]!.url, 'GET', '/api/chain/aggregate/list?limit=500', undefined, bearer(ids[B]!.key))).body.items as { slug: string }[]).find(
@@ -142,12 +133,12 @@ describe('slugs across the mesh', () => {
     // Made at A by genesis: every node learns A holds it, and refuses it to others (plain creation or genesis).
     const made = await genesis(0, 'genesis-wide-book');
     expect(made.status, made.text).toBe(201);
-    await waitFor(async () => (await knownEverywhere('genesis-wide-book')).every((h) => h === a!.node.nodeId), 'the genesis claim on every node');
+    await waitUntil(async () => (await knownEverywhere('genesis-wide-book')).every((h) => h === a!.node.nodeId), 'the genesis claim on every node');
     expect(expectError((await create(1, 'genesis-wide-book')) as never, 409, 'SVC_CONFLICT').field).toBe('slug');
     expectError((await genesis(2, 'genesis-wide-book')) as never, 409, 'SVC_CONFLICT');
     // Made at A by plain creation: a genesis document at B cannot take it.
     expect((await create(0, 'plain-wide-book')).status).toBe(201);
-    await waitFor(async () => (await knownEverywhere('plain-wide-book')).every((h) => h === a!.node.nodeId), 'the claim on every node');
+    await waitUntil(async () => (await knownEverywhere('plain-wide-book')).every((h) => h === a!.node.nodeId), 'the claim on every node');
     expect(expectError((await genesis(1, 'plain-wide-book')) as never, 409, 'SVC_CONFLICT').field).toBe('slug');
     // Read at C (B was restarted by the test before, and may not have A's address yet).
     const read = await call(nodes[2]!.url, 'GET', '/api/chain/plain-wide-book/explore');

@@ -15,6 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startProcess, stop } from '../../scripts/bench/lib.js';
 import { DIST_CLI } from '../helpers/cli.js';
 import { bearer, call, zkIdentity } from '../helpers/node.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const CLI = [DIST_CLI, 'start'];
 const MESH_SECRET = 'transfer-crash-secret-0123456789abcdef';
@@ -68,15 +69,8 @@ function killed(child: ChildProcess): Promise<void> {
   return exited;
 }
 
-async function waitFor<T>(fn: () => Promise<T | null | false | undefined>, what: string, timeoutMs = 60_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => null);
-    if (v) return v as T;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const waitFor = <T>(fn: () => Promise<T | null | false | undefined> | T | null | false | undefined, what: string, timeoutMs = 60_000) =>
+  waitUntil(fn, what, timeoutMs, 200);
 
 const nodeIdOf = async (url: string): Promise<string> => (await call(url, 'GET', '/api/mesh/status')).body.nodeId;
 const addrOf = (spec: Spec, id: string) => `/ip4/127.0.0.1/tcp/${spec.p2pPort}/p2p/${id}`;

@@ -8,6 +8,7 @@ import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } f
 import { TRANSFER_EVENT, type DeliveryBody } from '../../src/tally/transfers.js';
 import { DELIVER_PATH, verifiedAnswers } from '../../src/tally/transfer-delivery.js';
 import { HANDSHAKE_HEADER } from '../../src/mesh/wire.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const MESH_SECRET = 'transfer-cluster-secret-0123456789abcdef';
 const RECEIPT_SECRET = 'cd'.repeat(32);
@@ -23,15 +24,8 @@ const meshConfig = (bootstrap: string[], ports: { port: number; p2pPort: number 
 });
 const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 }, initialCredits: 0 };
 
-async function waitFor<T>(fn: () => Promise<T | null | false | undefined> | T | null | false | undefined, what: string, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as T;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const waitFor = <T>(fn: () => Promise<T | null | false | undefined> | T | null | false | undefined, what: string, timeoutMs = 30_000) =>
+  waitUntil(fn, what, timeoutMs, 100);
 
 async function grant(n: TestNode, zid: string, credits: number): Promise<void> {
   const token = (await readFile(join(n.dataDir, 'operator-token'), 'utf8')).trim();

@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = resolve(__dirname, '../../test-artifacts');
@@ -34,15 +35,8 @@ let nodes: TestNode[] = [];
 let browser: BrowserContext;
 let profile: string;
 
-async function waitFor<T>(fn: () => Promise<T | null | false> | T | null | false, what: string, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const waitFor = <T>(fn: () => Promise<T | null | false | undefined> | T | null | false | undefined, what: string, timeoutMs = 20_000) =>
+  waitUntil(fn, what, timeoutMs, 100);
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does)`);

@@ -4,6 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, startTestNode, zkIdentity, bearer, type TestNode } from '../helpers/node.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const MESH_SECRET = 'metrics-test-secret-0123456789abcdef';
 
@@ -60,15 +61,8 @@ async function scrape(n: TestNode): Promise<{ types: Map<string, string>; sample
   return parsePrometheus(await res.text());
 }
 
-async function waitFor<T>(fn: () => Promise<T | null | false>, what: string, timeoutMs = 15_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const waitFor = <T>(fn: () => Promise<T | null | false | undefined> | T | null | false | undefined, what: string, timeoutMs = 15_000) =>
+  waitUntil(fn, what, timeoutMs, 100);
 
 let a: TestNode;
 let b: TestNode;
