@@ -14,7 +14,6 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../kernel/errors.js';
 import { stampAt } from '../kernel/clock.js';
-import { BoundedMap } from '../util/bounded-map.js';
 import { MAX_SKEW_TICKS } from '../mesh/validator.js';
 import { verifyEventSignature, type MeshEvent } from '../mesh/wire.js';
 import type { Caller } from '../tally/ledger.js';
@@ -90,9 +89,6 @@ function refused(reason: string): ServiceError {
   return new ServiceError(401, 'SVC_INVALID_KEY', `the caller's voucher was refused: ${reason}`, { key_id: null, revoked_at: null, reason });
 }
 
-/** Nonces of vouchers accepted here (a voucher is good for one request). */
-const seenNonces = new WeakMap<HttpServices, BoundedMap<string, number>>();
-
 /**
  * At the machine's home: the caller a forwarded request's voucher names, or null when it carries none. 401 when the
  * voucher is malformed, not signed by the identity's home, old, for another request, or used before.
@@ -116,10 +112,8 @@ export async function vouchedCaller(ctx: Context, s: HttpServices): Promise<Call
   if (Math.abs(event.svcond - now) > MAX_SKEW_TICKS) throw refused('too old');
   const raw = typeof ctx.request.rawBody === 'string' && !['GET', 'HEAD'].includes(ctx.method) ? ctx.request.rawBody : '';
   if (v.method !== ctx.method || v.path !== ctx.originalUrl || v.body_sha256 !== bodyDigest(raw)) throw refused('for another request');
-  let seen = seenNonces.get(s);
-  if (!seen) seenNonces.set(s, (seen = new BoundedMap(100_000)));
-  if (seen.has(v.nonce)) throw refused('used before');
-  seen.set(v.nonce, event.svcond);
+  // A voucher is good for one request: its nonce joins the mesh's replay window (kept for the tick's skew window).
+  if (!s.mesh?.firstSight(`${CHAIN_CALLER_EVENT}:${v.nonce}`, event.svcond)) throw refused('used before');
   return {
     kind: 'identity',
     zid: v.zid,

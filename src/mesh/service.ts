@@ -283,6 +283,14 @@ export class MeshService {
     return this.validator.enabled;
   }
 
+  /**
+   * The replay window of gossip, for a signed event that reaches this node another way (a chain.caller voucher in a
+   * header): true the first time its id is met within the skew window of its tick.
+   */
+  firstSight(id: string, svcond: number): boolean {
+    return this.validator.firstSight(id, svcond);
+  }
+
   nowSvcond(): number {
     return stampAt(this.opts.clock.nowNs()).svcond;
   }

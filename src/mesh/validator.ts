@@ -137,6 +137,13 @@ export class MeshValidator {
     this.seen.add(id, svcond + this.maxSkew, this.nowSvcond());
   }
 
+  /** True the first time `id` is met within its event's skew window (then it is marked seen); false for a replay. */
+  firstSight(id: string, svcond: number): boolean {
+    if (this.seen.has(id)) return false;
+    this.markSeen(id, svcond);
+    return true;
+  }
+
   /** Give a claimed id back when the event could not be stored, so a retry is not taken for a duplicate. */
   release(id: string): void {
     this.seen.delete(id);
