@@ -11,7 +11,8 @@ import type { PrivateKey } from '@libp2p/interface';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, type TestNode } from '../helpers/node.js';
 import { loadConfig } from '../../src/config/load.js';
-import { keyDigest, keyId, mintKey } from '../../src/identity/keys.js';
+import { mintKey } from '../../src/identity/keys.js';
+import { identityAssertBody } from '../helpers/identity-assert.js';
 import { buildEnvelope } from '../../src/mesh/wire.js';
 import { stampAt, systemClock } from '../../src/kernel/clock.js';
 
@@ -71,21 +72,7 @@ beforeAll(async () => {
   expect(t.node.mesh.peers().find((p) => p.peerId === homeId)?.url).toBe(home.url);
   key = mintKey('sk');
   const now = Date.now();
-  await gossip('identity.assert', {
-    digest: keyDigest(key),
-    key: {
-      key_id: keyId(key),
-      kind: 'sk',
-      zid,
-      slug: null,
-      plan: 'standard',
-      created_unix_ms: now,
-      expires_unix_ms: null,
-      revoked_unix_ms: null,
-      home: homeId,
-    },
-    identity: { zid, home: homeId, default_machine: null },
-  });
+  await gossip('identity.assert', identityAssertBody(key, zid, homeId, now));
   await t.node.mesh.machines.learn({ slug: 'far-away-book', home: homeId, created_unix_ms: now });
 }, 30_000);
 

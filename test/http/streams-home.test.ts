@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { homeOfChannel } from '../../src/streams/channel-id.js';
-import { keyDigest, keyId, mintKey } from '../../src/identity/keys.js';
+import { mintKey } from '../../src/identity/keys.js';
+import { identityAssertBody } from '../helpers/identity-assert.js';
 import { buildEnvelope } from '../../src/mesh/wire.js';
 import { stampAt, systemClock } from '../../src/kernel/clock.js';
 
@@ -43,21 +44,7 @@ beforeAll(async () => {
   await gossip('tick', { url: homeUrl, kernelVersion: '1.287.6', sealedCount: 0, chainHeadsDigest: '0'.repeat(64) });
   key = mintKey('sk');
   const now = Date.now();
-  await gossip('identity.assert', {
-    digest: keyDigest(key),
-    key: {
-      key_id: keyId(key),
-      kind: 'sk',
-      zid,
-      slug: null,
-      plan: 'standard',
-      created_unix_ms: now,
-      expires_unix_ms: null,
-      revoked_unix_ms: null,
-      home: homeId,
-    },
-    identity: { zid, home: homeId, default_machine: null },
-  });
+  await gossip('identity.assert', identityAssertBody(key, zid, homeId, now));
 }, 30_000);
 
 afterAll(async () => {
