@@ -4,7 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, expectError, startNodePair, zkIdentity, type TestNode } from '../helpers/node.js';
 
 const MESH_SECRET = 'tiers-cluster-secret-0123456789abcdef';
 const RECEIPT_SECRET = 'cd'.repeat(32);
@@ -26,13 +26,7 @@ const opts = {
 };
 
 beforeAll(async () => {
-  a = await startTestNode(meshConfig([]), opts);
-  b = await startTestNode(meshConfig([a.node.mesh.multiaddrs()[0]!]), opts);
-  const end = Date.now() + 60_000;
-  while (![a, b].every((n) => n.node.mesh.peers().some((p) => p.url))) {
-    if (Date.now() > end) throw new Error('the nodes did not hear each other');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  [a, b] = await startNodePair(meshConfig, opts);
 }, 120_000);
 afterAll(async () => {
   await Promise.all([a, b].map((n) => n?.destroy()));

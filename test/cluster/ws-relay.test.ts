@@ -2,7 +2,7 @@
 // upgrade to A (authenticated there), the frames back, backpressure end to end, and closes either side with the other.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, startNodePair, zkIdentity, type TestNode } from '../helpers/node.js';
 
 const MESH_SECRET = 'ws-relay-secret-0123456789abcdef';
 let a: TestNode;
@@ -14,13 +14,7 @@ const meshConfig = (bootstrap: string[]) => ({ mesh: { secret: MESH_SECRET, p2pP
 const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 }, initialCredits: 10_000 };
 
 beforeAll(async () => {
-  a = await startTestNode(meshConfig([]), opts);
-  b = await startTestNode(meshConfig([a.node.mesh.multiaddrs()[0]!]), opts);
-  const end = Date.now() + 60_000;
-  while (![a, b].every((n) => n.node.mesh.peers().some((p) => p.url))) {
-    if (Date.now() > end) throw new Error('the nodes did not hear each other');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  [a, b] = await startNodePair(meshConfig, opts);
   owner = await zkIdentity(a.url, 'ws-relay-owner');
   channel = (await call(a.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: 0.05 } }, bearer(owner.key))).body;
 }, 120_000);

@@ -84,3 +84,18 @@ export function expectError(r: Reply, status: number, code: string): Record<stri
   if (r.headers.get('x-trace-id') !== e.trace_id) throw new Error('X-Trace-Id header does not match trace_id');
   return e;
 }
+
+/**
+ * Two meshed nodes: A alone, B bootstrapped from A, resolved once each has heard the other's URL (a tick event).
+ * `config(bootstrap)` is the config override of a node given its bootstrap list.
+ */
+export async function startNodePair(config: (bootstrap: string[]) => Record<string, unknown>, options: NodeOptions = {}): Promise<[TestNode, TestNode]> {
+  const a = await startTestNode(config([]), options);
+  const b = await startTestNode(config([a.node.mesh.multiaddrs()[0]!]), options);
+  const end = Date.now() + 60_000;
+  while (![a, b].every((n) => n.node.mesh.peers().some((p) => p.url))) {
+    if (Date.now() > end) throw new Error('the nodes did not hear each other');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return [a, b];
+}

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Store } from '../../src/store/db.js';
 import type { Clock } from '../../src/kernel/clock.js';
 import { MeshService, type MeshServiceOptions } from '../../src/mesh/service.js';
+import { waitUntil } from '../helpers/wait.js';
 
 export const SECRET = 'test-mesh-secret-0123456789abcdef';
 
@@ -70,13 +71,7 @@ export async function removeDir(dir: string): Promise<void> {
 
 /** Poll until fn() is truthy or the time runs out; resolves to that (so never null or undefined) value. */
 export async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs = 8_000, what = 'condition'): Promise<NonNullable<T>> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  return waitUntil(fn as () => Promise<NonNullable<T> | null | undefined>, what, timeoutMs, 25);
 }
 
 /** Wait until every node sees every other node subscribed to a topic. */
