@@ -152,6 +152,7 @@ export class SvcNode {
   tiers!: TierBook;
   claims!: ClaimService;
   claimAddresses!: ClaimAddresses;
+  private credentialSecret!: Buffer;
   folders!: Folders;
   transfers!: Transfers;
   transferDelivery!: TransferDelivery;
@@ -218,6 +219,9 @@ export class SvcNode {
     this.nodeIdentity = await loadOrCreateNodeKey(config.dataDir);
     const secret = await receiptSecret(config);
     this.receiptKey = deriveKey(secret, 'RECEIPT');
+    // This node's own secret for what it encrypts at rest (secure-pull session keys, provider credentials): never
+    // shared with the mesh, unlike the receipt secret. Read once; each use derives its own key.
+    this.credentialSecret = await loadOrCreateCredentialSecret(config.dataDir);
     this.store = await Store.open(join(config.dataDir, 'db'), { sync: config.syncWrites });
     this.metrics = new NodeMetrics({ tick: () => stampAt(this.clock.nowNs()).svcond, mesh: () => this.mesh, challenges: () => this.challenges });
     this.store.onBatch = (ops, seconds) => this.metrics.storeBatch(ops, seconds);
@@ -365,7 +369,7 @@ export class SvcNode {
       compute: this.compute,
       resultBytes: (id) => this.ledger.getResultBytes(id),
       linkKey: deriveKey(secret, 'STREAM_LINK'),
-      sessionKey: sessionAtRestKey(await loadOrCreateCredentialSecret(config.dataDir)),
+      sessionKey: sessionAtRestKey(this.credentialSecret),
       hub: new StreamHub(),
     });
     await this.streams.load();
@@ -591,12 +595,7 @@ export class SvcNode {
       timeoutMs: llm.timeoutMs,
     });
     // Identities' own provider keys, encrypted under a key derived from the credential secret (0600, data dir).
-    const credentials = new CredentialStore(
-      this.store,
-      credentialKey(await loadOrCreateCredentialSecret(this.config.dataDir)),
-      () => Number(this.clock.nowNs() / 1_000_000n),
-      llm.baseUrls,
-    );
+    const credentials = new CredentialStore(this.store, credentialKey(this.credentialSecret), () => Number(this.clock.nowNs() / 1_000_000n), llm.baseUrls);
     return { chat, directory: new ProviderDirectory(llm.provider, credentials), credentials };
   }
 
