@@ -12,7 +12,7 @@ const DEFAULT_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '
 type Partial = Record<string, unknown>;
 
 /** Environment variables and the config path they set (dots = nesting). */
-const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'bool' | 'list' | 'number' | 'intOrAuto' }> = {
+export const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'bool' | 'list' | 'number' | 'intOrAuto' }> = {
   SVC_HOST: { path: 'host', kind: 'string' },
   SVC_PORT: { path: 'port', kind: 'int' },
   SVC_DATA_DIR: { path: 'dataDir', kind: 'string' },
