@@ -1,8 +1,8 @@
-// README's "Walk-through with curl" is run as written (bash, curl, node -p, the built CLI) against a real node, from a
-// directory laid out as the README assumes (./data is the node's data dir, ./dist the build): a step that drifts from
-// the API (a renamed route, field or flag) shows up here as an error body or a missing answer.
+// README's walk-throughs ("Walk-through with curl" and the state-machine one) are run as written (bash, curl, jq,
+// node -p, the built CLI) against a real node, from a directory laid out as the README assumes (./data is the node's
+// data dir, ./dist the build): a step that drifts from the API (a renamed route, field or flag) fails here.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -12,12 +12,13 @@ import { startTestNode, type TestNode } from '../helpers/node.js';
 const ROOT = join(import.meta.dirname, '..', '..');
 const run = promisify(execFile);
 
-/** The first sh block under a README heading. */
-async function readmeBlock(heading: string): Promise<string> {
-  const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
-  const from = readme.indexOf(`\n## ${heading}\n`);
-  const open = readme.indexOf('```sh\n', from);
-  return readme.slice(open + 6, readme.indexOf('\n```', open));
+/** The first block fenced with `fence` (e.g. ```sh) after `heading` in a document. */
+async function docBlock(file: string, heading: string, fence = '```sh'): Promise<string> {
+  const text = await readFile(join(ROOT, file), 'utf8');
+  const from = text.indexOf(`\n${heading}\n`);
+  const open = text.indexOf(`${fence}\n`, from);
+  if (from < 0 || open < 0) throw new Error(`${file}: no ${fence} block after "${heading}"`);
+  return text.slice(open + fence.length + 1, text.indexOf('\n```', open));
 }
 
 describe('README walk-through with curl', () => {
@@ -35,7 +36,7 @@ describe('README walk-through with curl', () => {
   });
 
   it('runs as written, every step answered without an error', { timeout: 120_000 }, async () => {
-    const script = (await readmeBlock('Walk-through with curl')).replace(/^URL=http:\/\/127\.0\.0\.1:8787$/m, `URL=${t.url}`);
+    const script = (await docBlock('README.md', '## Walk-through with curl')).replace(/^URL=http:\/\/127\.0\.0\.1:8787$/m, `URL=${t.url}`);
     expect(script).toContain(`URL=${t.url}`);
     const { stdout } = await run('bash', ['-c', script], { cwd: dir, maxBuffer: 16 * 1024 * 1024, timeout: 110_000 });
 
@@ -64,5 +65,21 @@ describe('README walk-through with curl', () => {
     expect(xfer).toMatchObject({ state: 'delivered', count: 2 });
     expect(xfer.token_ids).toHaveLength(2);
     expect(stdout.split(`"transfer_id":"${xfer.transfer_id}","state":"delivered"`)).toHaveLength(3);
+  });
+
+  it('the state-machine walk-through (escrow of docs/chain.md) runs as written', { timeout: 120_000 }, async () => {
+    await writeFile(join(dir, 'escrow.json'), await docBlock('docs/chain.md', '### Example: an escrow', '```json contract:escrow'));
+    const host = t.url.replace(/^http:\/\//, '');
+    const script = (await docBlock('README.md', '## State machines: a contract walk-through')).replaceAll('localhost:8080', host);
+    const { stdout } = await run('bash', ['-c', script], { cwd: dir, maxBuffer: 16 * 1024 * 1024, timeout: 110_000 });
+    const lines = stdout.replace(/\s+/g, ' ');
+    expect(lines).toContain('"slug": "escrow-book"');
+    expect(lines).toContain('"illegal transition: event deposit in state awaiting_deposit: guard failed"');
+    expect(lines).toMatch(/"state": "funded", "vars": \{[^}]*\}, "tally_charge": 5 \}/);
+    expect(lines).toContain('"shipped" "released"');
+    expect(lines).toContain('"zid_0123456789abcdef0123456789abcdef": "viewer"');
+    expect(lines).toMatch(/"tree_size": \d+, "root_hash": "[0-9a-f]{64}", "signature": "[^"]+"/);
+    expect(lines).toMatch(/"leaf_index": 1, "tree_size": 4, "audit_path": \[ "[0-9a-f]{64}", "[0-9a-f]{64}" \]/); // seq 2 is leaf 1 of the 4 rows
+    expect(stdout).toMatch(/\{"valid":true,"slug":"escrow-book","rows":4,"sound_rows":4,"first_bad":null,.*"proofs":\[\{"kind":"inclusion","valid":true/);
   });
 });
