@@ -70,7 +70,7 @@ describe('README walk-through with curl', () => {
   it('the state-machine walk-through (escrow of docs/chain.md) runs as written', { timeout: 120_000 }, async () => {
     await writeFile(join(dir, 'escrow.json'), await docBlock('docs/chain.md', '### Example: an escrow', '```json contract:escrow'));
     const host = t.url.replace(/^http:\/\//, '');
-    const script = (await docBlock('README.md', '## State machines: a contract walk-through')).replaceAll('localhost:8080', host);
+    const script = (await docBlock('README.md', '## State machines: a contract walk-through')).replaceAll('localhost:8787', host);
     const { stdout } = await run('bash', ['-c', script], { cwd: dir, maxBuffer: 16 * 1024 * 1024, timeout: 110_000 });
     const lines = stdout.replace(/\s+/g, ' ');
     expect(lines).toContain('"slug": "escrow-book"');
