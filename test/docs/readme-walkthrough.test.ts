@@ -82,4 +82,17 @@ describe('README walk-through with curl', () => {
     expect(lines).toMatch(/"leaf_index": 1, "tree_size": 4, "audit_path": \[ "[0-9a-f]{64}", "[0-9a-f]{64}" \]/); // seq 2 is leaf 1 of the 4 rows
     expect(stdout).toMatch(/\{"valid":true,"slug":"escrow-book","rows":4,"sound_rows":4,"first_bad":null,.*"proofs":\[\{"kind":"inclusion","valid":true/);
   });
+
+  it('the streams block runs as written (with URL and KEY of the walk-through above)', { timeout: 60_000 }, async () => {
+    const script = `URL=${t.url}\nKEY=$(node -p 'require("./reg.json").admin_key')\n` + (await docBlock('README.md', '## Streams'));
+    const { stdout } = await run('bash', ['-c', script], { cwd: dir, maxBuffer: 16 * 1024 * 1024, timeout: 50_000 });
+    expect(stdout).not.toContain('"error":');
+    const channel = JSON.parse(await readFile(join(dir, 'channel.json'), 'utf8'));
+    expect(channel.key).toMatch(/^stk_/);
+    // The tick's headers, the channel after one tick, the rendered template, the close.
+    for (const h of ['x-svc-sealed', 'x-svc-proof', 'x-svc-token', 'x-svc-svcond', 'x-svc-verify']) expect(stdout.toLowerCase()).toContain(`${h}:`);
+    expect(stdout).toMatch(new RegExp(`"id":"${channel.id}"[^\\n]*"tick_count":1`));
+    expect(stdout).toMatch(/z=-?\d+(\.\d+)?(e[-+]\d+)? at tick 1/);
+    expect(stdout).toMatch(/"status":"closed"/);
+  });
 });
