@@ -298,7 +298,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
         transition: out.transition,
         row: out.row,
         tally_charge: charge,
-        ...(remote ? { charged_at: home } : {}),
+        ...(remote && vouched ? { remote_charge: { home, nonce: vouched.voucher.nonce } } : {}),
       };
     } catch (err) {
       // The voucher's charge was made and the transition did not happen: recorded refused, so its payer refunds it.
