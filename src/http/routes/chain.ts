@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
 import { authorizeMachineRead, noKeyError as noKey, presentedKey, requireKey, resolveCaller } from '../auth.js';
-import { body, query, responds, validate } from '../validate.js';
+import { body, describes, query, responds, validate } from '../validate.js';
 import { chainCallerResponse, checkpointResponse, embedKeyResponse, embedKeysResponse, machineEnvelopesResponse } from '../responses.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { perMinuteLimit } from '../limits.js';
@@ -315,7 +315,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
    * Node to node: a caller's home asks what became of the charges it made for vouchers good here (chain.charge.settle,
    * a signed event with the handshake, mesh.verifyDirect); the answer is signed (chain.charge.outcome), one per charge.
    */
-  router.post(CHARGE_SETTLE_PATH, async (ctx) => {
+  router.post(CHARGE_SETTLE_PATH, describes({ auth: 'node' }), async (ctx) => {
     if (!s.mesh || !s.remoteCharges) throw new ServiceError(503, 'MESH_DISABLED', 'this node runs without a mesh');
     const { event } = await s.mesh.verifyDirect(ctx.request.body, ctx.get(HANDSHAKE_HEADER) || undefined);
     if (event.type !== CHARGE_SETTLE_EVENT) throw new ServiceError(400, 'INVALID_EVENT', `this route takes ${CHARGE_SETTLE_EVENT} events, not ${event.type}`);
