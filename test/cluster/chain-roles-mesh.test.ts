@@ -14,7 +14,10 @@ import type { RemoteChargeRecord } from '../../src/tally/remote-charges.js';
 
 const MESH_SECRET = 'chain-roles-mesh-secret-0123456789';
 const meshConfig = (bootstrap: string[]) => ({ mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 } });
-const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 }, initialCredits: 1000 };
+const opts: { mesh: { redialMinMs: number; redialMaxMs: number }; initialCredits: number; chargeSettleAfterMs?: number } = {
+  mesh: { redialMinMs: 100, redialMaxMs: 1000 },
+  initialCredits: 1000,
+};
 const SLUG = 'shared-book';
 
 let nodes: TestNode[] = [];
@@ -226,6 +229,39 @@ describe('a contract transition by a caller homed on another node than the machi
     expect(await state(a)).toBe('off');
   });
 
+  it('charges pending when the caller’s home stops are settled after its restart: the applied one kept, the unused one refunded', async () => {
+    const [a, b] = nodes as [TestNode, TestNode];
+    const before = await total(b, operator.zid);
+    const raw = JSON.stringify(flip);
+    const voucher = async () => {
+      const v = await call(
+        b.url,
+        'POST',
+        '/api/mesh/chain-caller',
+        { method: 'POST', path: path(), body_sha256: createHash('sha256').update(raw).digest('hex') },
+        bearer(operator.key),
+      );
+      expect(v.status, v.text).toBe(200);
+      return v.body;
+    };
+    const used = await voucher();
+    const unused = await voucher();
+    const applied = await call(a.url, 'POST', path(), raw, {
+      [FORWARDED_HEADER]: b.node.nodeId,
+      [CHAIN_CALLER_HEADER]: Buffer.from(JSON.stringify(used)).toString('base64url'),
+    });
+    expect(applied.status, applied.text).toBe(200);
+    expect(await total(b, operator.zid)).toBe(before - 2 * COSTS.contractTransition);
+    // B stops with both pending (first asked after their vouchers' expiry) and starts again, asking soon.
+    opts.chargeSettleAfterMs = 200;
+    const restarted = await b.restart();
+    nodes[1] = restarted;
+    expect(await settled(restarted, used.body.nonce)).toMatchObject({ state: 'charged', outcome: 'applied' });
+    expect(await settled(restarted, unused.body.nonce)).toMatchObject({ state: 'refunded', outcome: 'void' });
+    expect(await total(restarted, operator.zid)).toBe(before - COSTS.contractTransition);
+    await waitUntil(async () => a.node.mesh.peerUrl(restarted.node.nodeId) === restarted.url, 'A knows B again');
+  });
+
   it('a wallet too short: 402 wherever asked, nothing charged, recorded or applied on any node', async () => {
     const [a, b, c] = nodes as [TestNode, TestNode, TestNode];
     const poor = await zkIdentity(b.url, 'roles-mesh-poor');
@@ -236,13 +272,14 @@ describe('a contract transition by a caller homed on another node than the machi
     const drain = b.node.ledger.creditOps(poor.zid, -(w.free - 3), -w.paid);
     await b.node.store.commit(drain.ops);
     const tallyBefore = await charges(a);
+    const stateBefore = await state(a);
     for (const n of [b, c, a]) {
       const r = await call(n.url, 'POST', path(), flip, bearer(poor.key));
       expect(expectError(r as never, 402, 'INSUFFICIENT_BALANCE')).toMatchObject({ cost: COSTS.contractTransition, balance: 3 });
     }
     expect(await total(b, poor.zid)).toBe(3);
     expect(await records(b, poor.zid)).toEqual([]);
-    expect(await state(a)).toBe('off');
+    expect(await state(a)).toBe(stateBefore);
     expect(await charges(a)).toBe(tallyBefore);
   });
 });
