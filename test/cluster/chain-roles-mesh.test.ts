@@ -259,7 +259,8 @@ describe('a contract transition by a caller homed on another node than the machi
     expect(await settled(restarted, used.body.nonce)).toMatchObject({ state: 'charged', outcome: 'applied' });
     expect(await settled(restarted, unused.body.nonce)).toMatchObject({ state: 'refunded', outcome: 'void' });
     expect(await total(restarted, operator.zid)).toBe(before - COSTS.contractTransition);
-    await waitUntil(async () => a.node.mesh.peerUrl(restarted.node.nodeId) === restarted.url, 'A knows B again');
+    const [, , c] = nodes as [TestNode, TestNode, TestNode];
+    await waitUntil(async () => [a, c].every((n) => n.node.mesh.peerUrl(restarted.node.nodeId) === restarted.url), 'A and C know B again');
   });
 
   it('a wallet too short: 402 wherever asked, nothing charged, recorded or applied on any node', async () => {
