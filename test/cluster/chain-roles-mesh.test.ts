@@ -119,6 +119,19 @@ describe('a contract transition by a caller homed on another node than the machi
     await waitUntil(async () => (r = await t.node.remoteCharges.load(nonce))?.state !== 'pending', `charge ${nonce} settled`);
     return r!;
   };
+  /** The flip's raw body, and a voucher for it signed (and charged) by the caller's home `t`, as a forwarding node asks it. */
+  const raw = JSON.stringify(flip);
+  const voucherFrom = async (t: TestNode) => {
+    const v = await call(
+      t.url,
+      'POST',
+      '/api/mesh/chain-caller',
+      { method: 'POST', path: path(), body_sha256: createHash('sha256').update(raw).digest('hex') },
+      bearer(operator.key),
+    );
+    expect(v.status, v.text).toBe(200);
+    return v;
+  };
 
   beforeAll(async () => {
     const [a] = nodes as [TestNode];
@@ -172,15 +185,7 @@ describe('a contract transition by a caller homed on another node than the machi
   it('a charged voucher is applied once: replayed, it is refused; from C and at the machine’s home itself the caller pays at its home', async () => {
     const [a, b, c] = nodes as [TestNode, TestNode, TestNode];
     const before = await total(b, operator.zid);
-    const raw = JSON.stringify(flip);
-    const v = await call(
-      b.url,
-      'POST',
-      '/api/mesh/chain-caller',
-      { method: 'POST', path: path(), body_sha256: createHash('sha256').update(raw).digest('hex') },
-      bearer(operator.key),
-    );
-    expect(v.status, v.text).toBe(200);
+    const v = await voucherFrom(b);
     expect(chainCallerResponse.parse(v.body).body.charge).toMatchObject({ charged: COSTS.contractTransition, machine_home: a.node.nodeId });
     expect(await total(b, operator.zid)).toBe(before - COSTS.contractTransition);
     const voucher = Buffer.from(JSON.stringify(v.body)).toString('base64url');
@@ -211,15 +216,7 @@ describe('a contract transition by a caller homed on another node than the machi
   it('a voucher that never reaches the machine’s home is voided there when asked, and refunded; a late arrival is refused', async () => {
     const [a, b] = nodes as [TestNode, TestNode];
     const before = await total(b, operator.zid);
-    const raw = JSON.stringify(flip);
-    const v = await call(
-      b.url,
-      'POST',
-      '/api/mesh/chain-caller',
-      { method: 'POST', path: path(), body_sha256: createHash('sha256').update(raw).digest('hex') },
-      bearer(operator.key),
-    );
-    expect(v.status, v.text).toBe(200);
+    const v = await voucherFrom(b);
     b.node.chargeSettlement.soon(v.body.body.nonce, a.node.nodeId);
     expect(await settled(b, v.body.body.nonce)).toMatchObject({ state: 'refunded', outcome: 'void' });
     expect(await total(b, operator.zid)).toBe(before);
@@ -232,20 +229,8 @@ describe('a contract transition by a caller homed on another node than the machi
   it('charges pending when the caller’s home stops are settled after its restart: the applied one kept, the unused one refunded', async () => {
     const [a, b] = nodes as [TestNode, TestNode];
     const before = await total(b, operator.zid);
-    const raw = JSON.stringify(flip);
-    const voucher = async () => {
-      const v = await call(
-        b.url,
-        'POST',
-        '/api/mesh/chain-caller',
-        { method: 'POST', path: path(), body_sha256: createHash('sha256').update(raw).digest('hex') },
-        bearer(operator.key),
-      );
-      expect(v.status, v.text).toBe(200);
-      return v.body;
-    };
-    const used = await voucher();
-    const unused = await voucher();
+    const used = (await voucherFrom(b)).body;
+    const unused = (await voucherFrom(b)).body;
     const applied = await call(a.url, 'POST', path(), raw, {
       [FORWARDED_HEADER]: b.node.nodeId,
       [CHAIN_CALLER_HEADER]: Buffer.from(JSON.stringify(used)).toString('base64url'),
