@@ -24,6 +24,9 @@ import { CLAIM_ADDRESS_EVENT, ClaimAddresses } from './tally/claim-addresses.js'
 import { EnvelopeLocks, Folders } from './tally/folders.js';
 import { Transfers } from './tally/transfers.js';
 import { TransferDelivery, httpSender } from './tally/transfer-delivery.js';
+import { RemoteCharges } from './tally/remote-charges.js';
+import { settlementLoop, type SettlementLoop } from './tally/remote-charge-delivery.js';
+import { ChargeOutcomes } from './chain/charge-outcomes.js';
 import { loadOrCreateOperatorToken, tokenDigest } from './config/operator-token.js';
 import { ComputeService } from './compute/service.js';
 import { InlineExecutor, WorkerPoolExecutor, solverPoolSize, type SolverExecutor } from './compute/executor.js';
@@ -125,6 +128,8 @@ export interface NodeOptions {
    * the SSE heartbeat interval (default 15 s).
    */
   agents?: { limits?: Partial<AgentLimits>; autoTick?: boolean; heartbeatMs?: number };
+  /** Tests: how long after it is made a remote charge not forwarded by this node is first settled (default: its voucher's expiry). */
+  chargeSettleAfterMs?: number;
   /** Mesh overrides (tests: autoPulse, redial bounds). */
   mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits'>>;
 }
@@ -156,6 +161,10 @@ export class SvcNode {
   folders!: Folders;
   transfers!: Transfers;
   transferDelivery!: TransferDelivery;
+  /** Charges made here for actions at other machines' homes, their settlement loop, and the outcomes of charges made elsewhere. */
+  remoteCharges!: RemoteCharges;
+  chargeSettlement!: SettlementLoop;
+  chargeOutcomes!: ChargeOutcomes;
   compute!: ComputeService;
   nodeIdentity!: NodeIdentity;
   receiptKey!: Buffer;
@@ -302,6 +311,21 @@ export class SvcNode {
       peerUrl,
       logger: this.logger,
     });
+    this.remoteCharges = new RemoteCharges({
+      store: this.store,
+      ledger: this.ledger,
+      nowSvcond: () => stampAt(this.clock.nowNs()).svcond,
+      nowMs: () => Number(this.clock.nowNs() / 1_000_000n),
+      peerUrl,
+    });
+    this.chargeSettlement = settlementLoop({
+      charges: this.remoteCharges,
+      sign: (type, body) => this.mesh.signDirect(type, body),
+      peerUrl,
+      logger: this.logger,
+      ...(this.options.chargeSettleAfterMs !== undefined ? { firstDelayMs: this.options.chargeSettleAfterMs } : {}),
+    });
+    this.chargeOutcomes = new ChargeOutcomes(this.store, () => Number(this.clock.nowNs() / 1_000_000n));
     this.publish = new PublishSettings(this.store);
     await this.publish.load();
     this.results = new ResultRecords(this.store, this.counters, this.publish, nodeId, async (id) => (await this.ledger.getResultBytes(id)) !== undefined);
@@ -490,6 +514,11 @@ export class SvcNode {
       claims: this.claims,
       folders: this.folders,
       transfers: this.transfers,
+      remoteCharges: {
+        payer: this.remoteCharges,
+        outcomes: this.chargeOutcomes,
+        settleSoon: (nonce, machineHome) => this.chargeSettlement.soon(nonce, machineHome),
+      },
       demoKeys,
       nodeId,
       publicUrl: () => this.url,
@@ -548,6 +577,7 @@ export class SvcNode {
     if (slugLosses) await slugLosses.reconcile().catch((err: unknown) => this.logger.error({ err: String(err) }, 'slug losses could not be settled at start'));
     // After the mesh: a delivery signs with the node key and finds the receiver's home in the peer table.
     await this.transferDelivery.start();
+    await this.chargeSettlement.start();
     // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast.
     await this.challenges.resumeEffects().catch((err: unknown) => this.logger.error({ err: String(err) }, 'a verdict effect could not be applied at start'));
     void this.reexecutor.resume().catch((err: unknown) => this.logger.warn({ err: String(err) }, 'resumed re-execution failed'));
@@ -830,6 +860,7 @@ export class SvcNode {
     this.reannounceTimer = null;
     if (this.metrics) await this.metrics.close();
     if (this.transferDelivery) await this.transferDelivery.stop();
+    if (this.chargeSettlement) await this.chargeSettlement.stop();
     if (this.consensusTimer) clearInterval(this.consensusTimer);
     this.consensusTimer = null;
     this.execSessions?.closeAll();

@@ -69,6 +69,15 @@ export interface HttpServices {
   mmio?: import('./routes/mmio.js').MmioSources;
   /** Prometheus metrics (http/metrics.ts): requests by route, status and latency. Absent: not counted. */
   metrics?: import('./metrics.js').NodeMetrics;
+  /**
+   * Charges made at a caller's home for an action at a machine's home elsewhere (tally/remote-charges.ts): the payer's
+   * records, the machine home's outcomes, and the nudge that asks about a charge now.
+   */
+  remoteCharges?: {
+    payer: import('../tally/remote-charges.js').RemoteCharges;
+    outcomes: import('../chain/charge-outcomes.js').ChargeOutcomes;
+    settleSoon: (nonce: string, machineHome: string) => void;
+  };
   /** Extra route groups (the mesh) register themselves here. */
   extraRouters?: ((router: import('@koa/router').default) => void)[];
 }

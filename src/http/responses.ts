@@ -318,6 +318,18 @@ export const chainCallerResponse = z
       path: z.string(),
       body_sha256: z.string().regex(/^[0-9a-f]{64}$/),
       nonce: z.string().regex(/^[0-9a-f]{32}$/),
+      /** For a charged route (a contract transition): what the caller's home charged, and the machine's home it is good at. */
+      charge: z
+        .object({
+          action: z.string(),
+          cost: z.number().int(),
+          charged: z.number().int(),
+          burned: z.number().int(),
+          foundation: z.number().int(),
+          funded_by: z.enum(['free', 'paid']),
+          machine_home: peerId,
+        })
+        .optional(),
     }),
     signature: z.string().min(1),
   })

@@ -19,7 +19,10 @@ import { executionText, verifyExecution } from '../../src/consensus/executed-by.
 import { plainJson, solverRequestDigest, solverResultDigest } from '../../src/compute/result-digest.js';
 import { defaultRegistry } from '../../src/solvers/registry.js';
 import { deliveryBatch, TRANSFER_ACK_EVENT, TRANSFER_EVENT } from '../../src/tally/transfers.js';
+import { CHARGE_OUTCOME_EVENT, CHARGE_SETTLE_EVENT, settleBatch } from '../../src/tally/remote-charges.js';
+import { CHAIN_CALLER_EVENT, voucherBody } from '../../src/http/chain-delegation.js';
 import { call, bearer, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const DOC = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'protocol.md'), 'utf8');
 
@@ -253,7 +256,7 @@ function topMembers(cell: string): string[] {
     before = text;
     text = text.replace(/\([^()]*\)/g, '');
   }
-  return [...text.matchAll(/`([A-Za-z_]+\??)`/g)].map((m) => m[1]!);
+  return [...text.matchAll(/`([A-Za-z_][A-Za-z0-9_]*\??)`/g)].map((m) => m[1]!);
 }
 
 describe("docs/protocol.md: the project's code agrees", () => {
@@ -428,15 +431,26 @@ describe("docs/protocol.md: the project's code agrees", () => {
       bearer(key),
     );
     expect(c.status, c.text).toBe(200);
-    const events = (await call(node.url, 'GET', '/api/mesh/events?limit=500')).body.events as { event: { type: string; body: Record<string, unknown> } }[];
-    const announced = events.find((e) => e.event.type === RESULT_SEALED && e.event.body.result_id === c.body.result_id);
-    expect(announced, 'the node announces its sealed result').toBeDefined();
+    // Announced once the seal's batch is durable, after the answer: waited for.
+    type Listed = { event: { type: string; body: Record<string, unknown> } };
+    let announced: Listed | undefined;
+    await waitUntil(async () => {
+      const events = (await call(node.url, 'GET', '/api/mesh/events?limit=500')).body.events as Listed[];
+      announced = events.find((e) => e.event.type === RESULT_SEALED && e.event.body.result_id === c.body.result_id);
+      return announced !== undefined;
+    }, 'the node announces its sealed result');
     expect(Object.keys(announced!.event.body).sort()).toEqual(sealed!.members.sort());
     // The direct (never gossiped) types, with the transfer delivery's body.
     const direct = [...section.matchAll(/^\| `([^`]+)` \| [^|]*\| [^|]*\| ([^|]*) \|$/gm)].map((m) => ({ type: m[1]!, members: topMembers(m[2]!) }));
-    expect(direct.map((d) => d.type)).toEqual([TRANSFER_EVENT, TRANSFER_ACK_EVENT]);
+    expect(direct.map((d) => d.type)).toEqual([TRANSFER_EVENT, TRANSFER_ACK_EVENT, CHAIN_CALLER_EVENT, CHARGE_SETTLE_EVENT, CHARGE_OUTCOME_EVENT]);
     expect(direct[0]!.members).toEqual(Object.keys(deliveryBatch.shape));
     expect(direct[1]!.members).toEqual(['acks']);
+    const voucherMembers = Object.keys(voucherBody.shape).map((k) => (k === 'charge' ? 'charge?' : k));
+    expect(direct[2]!.members).toEqual(voucherMembers);
+    const callerRow = section.split('\n').find((l) => l.startsWith(`| \`${CHAIN_CALLER_EVENT}\``))!;
+    for (const k of Object.keys(voucherBody.shape.charge.unwrap().shape)) expect(callerRow, k).toContain(`\`${k}\``);
+    expect(direct[3]!.members).toEqual(Object.keys(settleBatch.shape));
+    expect(direct[4]!.members).toEqual(['outcomes']);
   });
 
   it("§13 the node's checkpoint schema, signing text and verification take the document's checkpoint, and its Merkle root", () => {

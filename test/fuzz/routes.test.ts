@@ -15,9 +15,9 @@ const TIME_LIMIT_SECONDS = 1;
 const ALLOWED_5XX = new Set(['SVC_SOLVER_ERROR', 'SVC_TIMEOUT']);
 /**
  * Part 7: the gossip entrance of a node without a mesh secret answers 503 (this node has none); so does the other
- * node-to-node entrance, a cross-node transfer's delivery, checked by the same validator.
+ * node-to-node entrances, a cross-node transfer's delivery and a remote charge's settlement, checked by the same validator.
  */
-const GOSSIP = new Set(['POST /api/mesh/gossip', 'POST /api/tally/transfers/deliver']);
+const GOSSIP = new Set(['POST /api/mesh/gossip', 'POST /api/tally/transfers/deliver', 'POST /api/mesh/chain-charges/settle']);
 /** Streams (server-sent events) never end: a stream that opens is let go at its headers; its refusals are checked. */
 const STREAMS = new Set(['/api/svc/pulse/stream', '/api/svc/agent/stream']);
 /** FUZZ_ROUTES=<regex>: only the routes whose "METHOD /path" matches (to search one area longer). */

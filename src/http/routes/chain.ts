@@ -6,11 +6,14 @@ import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpServices } from '../context.js';
 import { authorizeMachineRead, noKeyError as noKey, presentedKey, requireKey, resolveCaller } from '../auth.js';
-import { body, query, responds, validate } from '../validate.js';
+import { body, describes, query, responds, validate } from '../validate.js';
 import { chainCallerResponse, checkpointResponse, embedKeyResponse, embedKeysResponse, machineEnvelopesResponse } from '../responses.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { perMinuteLimit } from '../limits.js';
-import { signVoucher, voucherRequest } from '../chain-delegation.js';
+import { chargedVoucherHere, signVoucher, tallyChargeOf, voucherRequest, type Vouched } from '../chain-delegation.js';
+import type { ChargeClaim } from '../../chain/charge-outcomes.js';
+import { CHARGE_OUTCOME_EVENT, CHARGE_SETTLE_EVENT, CHARGE_SETTLE_PATH, settleBatch } from '../../tally/remote-charges.js';
+import { HANDSHAKE_HEADER } from '../../mesh/wire.js';
 import type { KeyRecord } from '../../identity/service.js';
 import { SLUG_PATTERN } from '../../mesh/machines.js';
 import type { Caller } from '../../tally/ledger.js';
@@ -123,6 +126,11 @@ export async function authorizeMachine(
 export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelpers): void {
   const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
   const home = forwardToHome(s);
+  /** Take a charged voucher for this request (401 when its nonce was used, asked about or is in use). */
+  const claimCharge = (v: Vouched, slug: string): Promise<ChargeClaim> => {
+    if (!s.remoteCharges) throw new ServiceError(503, 'MESH_DISABLED', 'this node does not apply charged vouchers');
+    return s.remoteCharges.outcomes.claim(v.sender, v.voucher.nonce, v.voucher.zid, slug);
+  };
   /** A key is optional here; when present it must be good, and the request goes to the key's home. */
   const optionalKey: Middleware = async (ctx, next) => {
     if (!presentedKey(ctx)) return next();
@@ -233,44 +241,86 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
     ctx.body = await s.chain.contracts.get(machine.slug, String(ctx.params.id));
   });
 
-  /** Part 8: a contract transition costs 5, charged in the transition's batch (402 and nothing applied when short). */
+  /**
+   * Part 8: a contract transition costs 5, charged in the transition's batch (402 and nothing applied when short).
+   * A caller homed on another node pays at its home: the voucher of its home states the charge, made there when the
+   * voucher was signed (chain-delegation.ts; tally/remote-charges.ts). Here the voucher's outcome is recorded — applied
+   * in the transition's batch, refused when anything after the voucher's acceptance refuses — and the caller's home
+   * asks for it and refunds a refusal.
+   */
   router.post('/api/chain/:slug/contracts/:id/transition', h.atMachineHome, body(transitionBody, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
-    const { zid, home } = await authorizeMachine(s, ctx, machine, 'transition');
-    // A transition is charged to the caller's wallet, which lives at the identity's home only (architecture.md §5).
-    if (home !== s.nodeId()) {
-      throw new ServiceError(403, 'SVC_FORBIDDEN', `a contract transition is charged to the caller's wallet, kept at its home ${home}, not here`, {
-        slug: machine.slug,
-        action: 'transition',
-        reason: 'wallet at another home',
-        home,
-      });
+    let vouched = ctx.state.voucher as Vouched | undefined;
+    let claim: ChargeClaim | null = vouched?.voucher.charge ? await claimCharge(vouched, machine.slug) : null;
+    try {
+      const { zid, home } = await authorizeMachine(s, ctx, machine, 'transition');
+      const body = validate(transitionBody, ctx.request.body);
+      if (home !== s.nodeId() && !vouched) {
+        // Asked here with a key of an identity homed elsewhere: its home charges the wallet and vouches (the key goes there only).
+        const caller = await resolveCaller(ctx, auth, false);
+        if (caller.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'only an identity transitions a contract');
+        vouched = await chargedVoucherHere(ctx, s, caller);
+        if (vouched.voucher.charge) claim = await claimCharge(vouched, machine.slug);
+      }
+      if (home !== s.nodeId() && !claim) {
+        throw new ServiceError(403, 'SVC_FORBIDDEN', `a contract transition is charged at the caller's home ${home}, and its voucher states no charge`, {
+          slug: machine.slug,
+          action: 'transition',
+          reason: 'not charged at the caller’s home',
+          home,
+        });
+      }
+      const remote = claim !== null ? tallyChargeOf(vouched!.voucher) : null;
+      let charge: TallyCharge | null = remote;
+      const out = await s.chain.contracts.transition(
+        machine.slug,
+        String(ctx.params.id),
+        stampAt(s.clock.nowNs()).svcond,
+        body.event,
+        remote
+          ? { prepare: async () => undefined, take: () => ({ ops: [], rollback: () => undefined }) }
+          : {
+              prepare: () => s.ledger.wallet(zid),
+              take: () => {
+                const paid = s.ledger.chargeOps(zid, 'contract_transition', COSTS.contractTransition);
+                charge = paid.charge;
+                return paid;
+              },
+            },
+        (seq) => [s.chain.chargeOp(machine.slug, seq, zid, charge!), ...(claim ? [claim.appliedOp(seq)] : [])],
+      );
+      claim?.release();
+      claim = null;
+      ctx.body = {
+        ...out.contract,
+        from: out.from,
+        event: (body.event as { type: string }).type,
+        transition: out.transition,
+        row: out.row,
+        tally_charge: charge,
+        ...(remote && vouched ? { remote_charge: { home, nonce: vouched.voucher.nonce } } : {}),
+      };
+    } catch (err) {
+      // The voucher's charge was made and the transition did not happen: recorded refused, so its payer refunds it.
+      if (claim) {
+        const reason = err instanceof ServiceError ? `${err.status} ${err.code}: ${err.message}` : 'the transition failed';
+        await claim.refused(reason).catch((e: unknown) => s.logger.warn({ err: String(e) }, 'a refused charge was not recorded; its payer will void it'));
+        claim.release();
+      }
+      throw err;
     }
-    const body = validate(transitionBody, ctx.request.body);
-    let charge: TallyCharge | null = null;
-    const out = await s.chain.contracts.transition(
-      machine.slug,
-      String(ctx.params.id),
-      stampAt(s.clock.nowNs()).svcond,
-      body.event,
-      {
-        prepare: () => s.ledger.wallet(zid),
-        take: () => {
-          const paid = s.ledger.chargeOps(zid, 'contract_transition', COSTS.contractTransition);
-          charge = paid.charge;
-          return paid;
-        },
-      },
-      (seq) => [s.chain.chargeOp(machine.slug, seq, zid, charge!)],
-    );
-    ctx.body = {
-      ...out.contract,
-      from: out.from,
-      event: (body.event as { type: string }).type,
-      transition: out.transition,
-      row: out.row,
-      tally_charge: charge,
-    };
+  });
+
+  /**
+   * Node to node: a caller's home asks what became of the charges it made for vouchers good here (chain.charge.settle,
+   * a signed event with the handshake, mesh.verifyDirect); the answer is signed (chain.charge.outcome), one per charge.
+   */
+  router.post(CHARGE_SETTLE_PATH, describes({ auth: 'node' }), async (ctx) => {
+    if (!s.mesh || !s.remoteCharges) throw new ServiceError(503, 'MESH_DISABLED', 'this node runs without a mesh');
+    const { event } = await s.mesh.verifyDirect(ctx.request.body, ctx.get(HANDSHAKE_HEADER) || undefined);
+    if (event.type !== CHARGE_SETTLE_EVENT) throw new ServiceError(400, 'INVALID_EVENT', `this route takes ${CHARGE_SETTLE_EVENT} events, not ${event.type}`);
+    const answers = await s.remoteCharges.outcomes.answer(validate(settleBatch, event.body).charges, event.sender);
+    ctx.body = await s.signMeshEvent(CHARGE_OUTCOME_EVENT, answers);
   });
 
   router.post('/api/chain/:slug/embed-keys', h.atMachineHome, body(embedKeysBody, { inHandler: true }), async (ctx) => {

@@ -9,7 +9,7 @@ import { balanceResponse, chainValidationResponse } from '../responses.js';
 import { authorizeMachineRead, presentedKey, requireKey, resolveCaller } from '../auth.js';
 import { body, describes, query, responds, validate } from '../validate.js';
 import { askHome, forwardToHome, pathFor, relayAnswer, relayToHome, wasForwarded } from '../forward.js';
-import { CHAIN_CALLER_HEADER, vouchedCaller, voucherFor } from '../chain-delegation.js';
+import { CHAIN_CALLER_HEADER, vouchedCaller, voucherFor, type Voucher } from '../chain-delegation.js';
 import type { Caller, TallyCharge } from '../../tally/ledger.js';
 import { MACHINE_HOME, SLUG_PATTERN } from '../../mesh/machines.js';
 import { COSTS } from '../../tally/costs.js';
@@ -135,7 +135,10 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     if ((won === null || won === s.nodeId()) && (await s.chain.getMachine(slug))) {
       // Forwarded with a voucher of the caller's home (a key homed elsewhere never travels here): the caller it names.
       const vouched = await vouchedCaller(ctx, s);
-      if (vouched) ctx.state.vouchedCaller = vouched;
+      if (vouched) {
+        ctx.state.vouchedCaller = vouched.caller;
+        ctx.state.voucher = vouched;
+      }
       return next();
     }
     if (wasForwarded(ctx)) {
@@ -157,8 +160,16 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
           throw err;
         });
         if (voucher !== null) {
-          const answer = await askHome(ctx, s, home, 'state machine', { slug }, { withoutKey: true, headers: { [CHAIN_CALLER_HEADER]: voucher } });
-          return relayAnswer(ctx, home, answer);
+          // A voucher this node signed with a charge: once the home has answered (or could not be asked), what became of
+          // the charge is asked of it at once (tally/remote-charges.ts).
+          const v = voucher.event.body as Voucher;
+          const charged = caller.home === s.nodeId() ? v.charge : undefined;
+          try {
+            const answer = await askHome(ctx, s, home, 'state machine', { slug }, { withoutKey: true, headers: { [CHAIN_CALLER_HEADER]: voucher.header } });
+            return relayAnswer(ctx, home, answer);
+          } finally {
+            if (charged) s.remoteCharges?.settleSoon(v.nonce, charged.machine_home);
+          }
         }
       }
       if (caller.kind !== 'identity' || caller.home !== home) {

@@ -1,0 +1,68 @@
+// The shared delivery loop (tally/delivery-loop.ts) beyond what the transfers' tests cover: an item is first due after
+// the source's first delay, unless nudged (soon), and an answered item is not sent again.
+import { describe, expect, it } from 'vitest';
+import { DeliveryLoop, type Sender } from '../../src/tally/delivery-loop.js';
+
+interface Item {
+  id: string;
+  home: string;
+  attempts: number;
+  done: boolean;
+}
+
+function loopOver(items: Item[], firstDelayMs: number, send: Sender<{ id: string }, { id: string }>) {
+  const byId = new Map(items.map((i) => [i.id, i]));
+  return new DeliveryLoop<Item, { id: string }, { id: string }>({
+    source: {
+      onPending: () => undefined,
+      pending: async () => items.filter((i) => !i.done),
+      loadMany: async (ids) => ids.map((id) => byId.get(id)),
+      settle: async (outcomes) => {
+        for (const o of outcomes) {
+          const i = byId.get(o.id)!;
+          i.attempts = o.attempts;
+          if (o.ack) i.done = true;
+        }
+      },
+      idOf: (i) => i.id,
+      homeOf: (i) => i.home,
+      isPending: (i) => !i.done,
+      attemptsOf: (i) => i.attempts,
+      urlHint: () => 'http://127.0.0.1:1',
+      deliveryOf: (i) => ({ id: i.id }),
+    },
+    send,
+    peerUrl: () => null,
+    logger: { info: () => undefined, warn: () => undefined },
+    what: 'test item',
+    maxBatch: 8,
+    firstDelayMs,
+  });
+}
+
+describe('the delivery loop', () => {
+  it('waits its first delay, goes at once when nudged, and sends an answered item once', async () => {
+    const sent: string[][] = [];
+    const items: Item[] = [
+      { id: 'a', home: 'h', attempts: 0, done: false },
+      { id: 'b', home: 'h', attempts: 0, done: false },
+    ];
+    const loop = loopOver(items, 60_000, async (_home, _url, ds) => {
+      sent.push(ds.map((d) => d.id));
+      return ds.map((d) => ({ ack: { id: d.id } }));
+    });
+    expect(await loop.start()).toBe(2);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(sent).toEqual([]);
+    loop.soon('a', 'h');
+    const end = Date.now() + 5_000;
+    while (!items[0]!.done && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    expect(sent).toEqual([['a']]);
+    expect(items[1]!.done).toBe(false);
+    loop.soon('a', 'h');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(sent).toEqual([['a']]);
+    expect(loop.queued).toBe(1);
+    await loop.stop();
+  });
+});
