@@ -627,13 +627,22 @@ export class SvcNode {
   private wireSlugLosses(): SlugLosses | null {
     if (!this.mesh.enabled) return null;
     const losses = new SlugLosses({
+      store: this.store,
       chain: this.chain,
       ledger: this.ledger,
       identity: this.identity,
       nodeId: () => this.nodeId,
       nowMs: () => Number(this.clock.nowNs() / 1_000_000n),
       winnerOf: (slug) => this.mesh.machines.known(slug),
+      confirm: (slug) => this.mesh.machines.confirmOwn(slug),
       log: (msg, fields) => this.logger.info(fields, msg),
+    });
+    // A loss owed is marked in the batch that decides it (the directory's entry, a creation's), read at start.
+    this.mesh.machines.useMarks(losses);
+    this.chain.trackSlugClaims({
+      markOp: (slug) => losses.markOp(slug),
+      written: (slug) =>
+        void this.mesh.machines.confirmOwn(slug).catch((err: unknown) => this.logger.warn({ err: String(err), slug }, 'a new slug not checked')),
     });
     this.mesh.machines.onWonElsewhere((slug) => {
       void losses.settle(slug).catch((err: unknown) => this.logger.error({ err: String(err), slug }, 'a lost slug could not be settled'));

@@ -130,6 +130,7 @@ export class ChainService {
   /** Each machine's rows as an RFC 6962 tree (merkle-log.ts), and its signed checkpoints (checkpoints.ts). */
   readonly merkle: MerkleLog;
   readonly checkpoints: Checkpoints;
+  private slugClaims: { markOp: (slug: string) => Op; written: (slug: string) => void } | null = null;
 
   constructor(
     private readonly store: Store,
@@ -166,7 +167,21 @@ export class ChainService {
 
   /** Ops that create a machine; the caller commits them with its own records (one batch), then calls created(). */
   machineOps(machine: MachineRecord): Op[] {
-    return [{ type: 'put', sub: this.machines, key: machine.slug, value: machine }, ...this.index.ops(null, machine)];
+    const owed = this.slugClaims ? [this.slugClaims.markOp(machine.slug)] : [];
+    return [{ type: 'put', sub: this.machines, key: machine.slug, value: machine }, ...this.index.ops(null, machine), ...owed];
+  }
+
+  /**
+   * Slugs claimed mesh-wide (node.ts, with a mesh): each creation's batch carries a slug-loss marker
+   * (chain/slug-loss.ts), and once written the directory checks the slug (`written`), which clears it or settles a loss.
+   */
+  trackSlugClaims(claims: { markOp: (slug: string) => Op; written: (slug: string) => void }): void {
+    this.slugClaims = claims;
+  }
+
+  /** A machine's creation batch is on disk (identity/service.ts). */
+  machineWritten(slug: string): void {
+    this.slugClaims?.written(slug);
   }
 
   /** PATCH settings: checked against the role matrix (settings.ts), written with its index changes in one batch. */

@@ -5,6 +5,7 @@ import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } f
 import { better, type MachineHome } from '../../src/mesh/machines.js';
 import { padNum } from '../../src/store/db.js';
 import { waitUntil } from '../helpers/wait.js';
+import { SLUG_OWED_SUB } from '../../src/chain/slug-loss.js';
 
 const MESH_SECRET = 'slugs-test-secret-0123456789abcdef';
 const meshConfig = (bootstrap: string[]) => ({ mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 } });
@@ -111,19 +112,23 @@ describe('slugs across the mesh', () => {
     expect(expectError((await call(nodes[B]!.url, 'GET', '/api/tally/balance', undefined, adminKey)) as never, 401, 'SVC_INVALID_KEY').reason).toBe('revoked');
     // Another claim of the same winner, gossiped again: nothing more is refunded.
     await nodes[B]!.node.mesh.machines.learn({ slug: 'lost-book', home: a, svcond: made.body.genesis_svcond - 2, created_unix_ms: 0 });
-    // A loss learnt but not settled before a stop (the directory's entry written, the node gone before the refund):
-    // settled at the next start, once.
+    // A loss learnt but not settled before a stop (the directory's entry written with its owed marker, the node gone
+    // before the settlement's batch): settled at the next start, once, from the marker.
     const second = await create(B, 'lost-book-two');
     expect(second.status, second.text).toBe(201);
     const store = nodes[B]!.node.store;
-    await store.commit([
-      { type: 'put', sub: store.sub('mesh-machines'), key: 'lost-book-two', value: { slug: 'lost-book-two', home: a, svcond: 1, created_unix_ms: 0 } },
-    ]);
+    await waitUntil(async () => (await store.get(store.sub(SLUG_OWED_SUB), 'lost-book-two')) === undefined, 'the creation marker cleared');
+    nodes[B]!.node.mesh.machines.onWonElsewhere(() => undefined);
+    await nodes[B]!.node.mesh.machines.learn({ slug: 'lost-book-two', home: a, svcond: 1, created_unix_ms: 0 });
+    expect(await store.get(store.sub(SLUG_OWED_SUB), 'lost-book-two')).toBeDefined();
+    expect((await nodes[B]!.node.chain.getMachine('lost-book-two'))?.lost).toBeUndefined();
     expect(await balance()).toBe(before - 50);
     nodes[B] = await nodes[B]!.restart();
     expect((await nodes[B]!.node.chain.getMachine('lost-book-two'))?.lost).toMatchObject({ lost_to: a, refund: { credits: 50 } });
     expect(await balance()).toBe(before);
     expect(await listed()).toMatchObject({ status: 'lost' });
+    const restarted = nodes[B]!.node.store;
+    expect(await restarted.get(restarted.sub(SLUG_OWED_SUB), 'lost-book-two')).toBeUndefined();
   });
 
   it('a machine made by a genesis document is claimed mesh-wide too; a genesis document cannot take a slug another node holds', async () => {
