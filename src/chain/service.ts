@@ -9,7 +9,7 @@ import { EnvelopeLocks } from '../tally/folders.js';
 import { MachineIndex } from './machine-index.js';
 import { applySettings, type SettingsPatch } from './settings.js';
 import type { Role } from './roles.js';
-import type { TallyCharge } from '../tally/ledger.js';
+import type { ChargeSplit, TallyCharge } from '../tally/ledger.js';
 import type { TickStamp } from '../kernel/clock.js';
 import { SEALED_EVENT, sealEvent } from './sealed-event.js';
 import { ContractService } from './contracts.js';
@@ -49,8 +49,11 @@ export interface MachineLoss {
   /** The home whose claim won the slug. */
   lost_to: string;
   lost_unix_ms: number;
-  /** The creation charge given back to the owner (0 when none was recorded), and to which part of the wallet. */
-  refund: { credits: number; to: 'free' | 'paid' };
+  /**
+   * The creation charge given back to the owner (0 when none was recorded), and to which part of the wallet: `both`
+   * when it took free and paid credits (`free` and `paid` say how many each; recorded from session 14 on).
+   */
+  refund: { credits: number; to: 'free' | 'paid' | 'both'; free?: number; paid?: number };
 }
 
 export interface AuditRow {
@@ -95,8 +98,12 @@ export interface MachineTally {
   envelopes: number;
 }
 
-/** A charge record: the charge, who paid, and the machine's running totals after it (written in its batch). */
-export type MachineCharge = TallyCharge & { seq: number; zid: string; charges_total?: number; credits_total?: number };
+/**
+ * A charge record: the charge, who paid, and the machine's running totals after it (written in its batch). `split`:
+ * the free and paid credits it took (creation charges from session 14 on; a refund gives each part back where it came
+ * from; a record without it is refunded to `funded_by`'s part).
+ */
+export type MachineCharge = TallyCharge & { seq: number; zid: string; charges_total?: number; credits_total?: number; split?: ChargeSplit };
 
 /** An entry of the machine's envelope index: the envelope's token id and the machine's envelope count after it. */
 export interface MachineEnvelopeEntry {
@@ -200,7 +207,7 @@ export class ChainService {
    * with the machine's running totals after it. Synchronous, in the batch of the row it paid for: the head's tally
    * must be in memory (append() and prepare() read it), and a failed batch's rollback restores it with the head.
    */
-  chargeOp(slug: string, seq: number, zid: string, charge: TallyCharge): Op {
+  chargeOp(slug: string, seq: number, zid: string, charge: TallyCharge, split?: ChargeSplit): Op {
     let totals: { charges: number; credits: number };
     if (seq === 0) totals = { charges: 1, credits: charge.charged };
     else {
@@ -209,7 +216,7 @@ export class ChainService {
       head.tally = { ...head.tally, charges: head.tally.charges + 1, credits: head.tally.credits + charge.charged };
       totals = head.tally;
     }
-    const value: MachineCharge = { seq, zid, ...charge, charges_total: totals.charges, credits_total: totals.credits };
+    const value: MachineCharge = { seq, zid, ...charge, charges_total: totals.charges, credits_total: totals.credits, ...(split ? { split } : {}) };
     return { type: 'put', sub: this.charges, key: `${slug}!${padNum(seq)}`, value };
   }
 

@@ -78,13 +78,16 @@ export class SlugLosses {
       if (!machine || machine.home !== self || machine.lost) return null;
       const charge = await chain.creationCharge(slug);
       const credits = charge?.charged ?? 0;
-      const to = charge?.funded_by === 'paid' ? 'paid' : 'free';
+      // Each part back where it came from; a charge recorded without its split (before session 14): to funded_by's.
+      const split = charge?.split ?? (charge?.funded_by === 'paid' ? { free: 0, paid: credits } : { free: credits, paid: 0 });
       const revoke = await this.deps.identity.revokeDigestOps(machine.key_digest);
       await this.deps.ledger.wallet(machine.owner);
       // From here to the commit nothing waits: the credit is applied in memory and written with the mark.
-      const loss: MachineLoss = { lost_to: winner, lost_unix_ms: this.deps.nowMs(), refund: { credits, to } };
+      const to = split.free > 0 && split.paid > 0 ? 'both' : split.paid > 0 ? 'paid' : 'free';
+      const refund: MachineLoss['refund'] = to === 'both' ? { credits, to, free: split.free, paid: split.paid } : { credits, to };
+      const loss: MachineLoss = { lost_to: winner, lost_unix_ms: this.deps.nowMs(), refund };
       const next: MachineRecord = { ...machine, lost: loss };
-      const credit = credits > 0 ? this.deps.ledger.creditOps(machine.owner, to === 'free' ? credits : 0, to === 'paid' ? credits : 0) : null;
+      const credit = credits > 0 ? this.deps.ledger.creditOps(machine.owner, split.free, split.paid) : null;
       try {
         await chain.commit([...chain.machineUpdateOps(machine, next), ...(credit?.ops ?? []), ...(revoke?.ops ?? []), ...this.clearOps(slug)]);
       } catch (err) {

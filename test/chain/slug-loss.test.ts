@@ -5,6 +5,7 @@ import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } f
 import { failNextBatch } from '../helpers/fail-batch.js';
 import { SLUG_OWED_SUB, SlugLosses, type SlugLossDeps } from '../../src/chain/slug-loss.js';
 import type { MachineRecord } from '../../src/chain/service.js';
+import { padNum } from '../../src/store/db.js';
 
 let t: TestNode;
 let owner: { zid: string; key: string; slug: string };
@@ -71,6 +72,32 @@ describe('slug losses', () => {
     expect(await losses().reconcile()).toMatchObject({ settled: 1 });
     expect(await balance()).toBe(before);
     expect(await losses().reconcile()).toEqual({ markers: 0, settled: 0 });
+  });
+
+  it('a creation charge that took the last free credits and some paid ones is refunded to each part it came from', async () => {
+    const mixed = await zkIdentity(t.url, 'slug-loss-mixed');
+    const w = await t.node.ledger.wallet(mixed.zid);
+    const set = t.node.ledger.creditOps(mixed.zid, 10 - w.free, 100 - w.paid);
+    await t.node.store.commit(set.ops);
+    const wallet = async () => (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(mixed.key))).body as { free: number; paid: number };
+    expect(await wallet()).toMatchObject({ free: 10, paid: 100 });
+    const made = await call(t.url, 'POST', '/api/chain/state-machines', { slug: 'loss-mixed', is_public: false }, bearer(mixed.key));
+    expect(made.status, made.text).toBe(201);
+    expect(await wallet()).toMatchObject({ free: 0, paid: 60 });
+    expect(await t.node.chain.creationCharge('loss-mixed')).toMatchObject({ charged: 50, funded_by: 'paid', split: { free: 10, paid: 40 } });
+    winners.set('loss-mixed', 'peer-winner');
+    expect(await losses().settle('loss-mixed')).toMatchObject({ refund: { credits: 50, to: 'both', free: 10, paid: 40 } });
+    expect(await wallet()).toMatchObject({ free: 10, paid: 100 });
+    // A charge recorded before the split was kept (no `split`): refunded to its funded_by part, as before.
+    const legacy = await call(t.url, 'POST', '/api/chain/state-machines', { slug: 'loss-mixed-old', is_public: false }, bearer(mixed.key));
+    expect(legacy.status, legacy.text).toBe(201);
+    const charges = t.node.store.sub('chain_charges');
+    const key = `loss-mixed-old!${padNum(0)}`;
+    const { split: _split, ...old } = (await t.node.store.get<Record<string, unknown>>(charges, key))!;
+    await t.node.store.commit([{ type: 'put', sub: charges, key, value: old }]);
+    winners.set('loss-mixed-old', 'peer-winner');
+    expect(await losses().settle('loss-mixed-old')).toMatchObject({ refund: { credits: 50, to: 'paid' } });
+    expect(await wallet()).toMatchObject({ free: 0, paid: 110 });
   });
 
   it('at start only the owed markers are read: many machines and no marker, no lookup; a marker is settled once', async () => {

@@ -100,7 +100,7 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
       const paid = s.ledger.chargeOps(c.zid, 'state_machine_creation', COSTS.stateMachineCreation);
       charge = paid.charge;
       // The machine's own tally records its creation charge (seq 0), in the same batch.
-      return { ops: [...paid.ops, s.chain.chargeOp(body.slug, 0, c.zid, paid.charge)], rollback: paid.rollback };
+      return { ops: [...paid.ops, s.chain.chargeOp(body.slug, 0, c.zid, paid.charge, paid.split)], rollback: paid.rollback };
     });
     await claimSlug(s, machine);
     ctx.status = 201;
