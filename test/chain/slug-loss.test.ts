@@ -74,6 +74,30 @@ describe('slug losses', () => {
     expect(await losses().reconcile()).toEqual({ markers: 0, settled: 0 });
   });
 
+  it('a lost machine is read at its node by its owner only, with ?lost=1, read-only (writes: 409 SVC_MACHINE_LOST)', async () => {
+    const other = await zkIdentity(t.url, 'slug-loss-stranger');
+    const own = bearer(owner.key);
+    const explore = await call(t.url, 'GET', '/api/chain/loss-once/explore?lost=1&from=1', undefined, own);
+    expect(explore.status, explore.text).toBe(200);
+    expect(explore.body).toMatchObject({ slug: 'loss-once', head: { seq: 0 } });
+    for (const path of ['settings', 'tally/summary', 'tally/charges?limit=5', 'tally/envelopes', 'pohc/validate', 'contracts']) {
+      const sep = path.includes('?') ? '&' : '?';
+      const r = await call(t.url, 'GET', `/api/chain/loss-once/${path}${sep}lost=1`, undefined, own);
+      expect(r.status, `${path}: ${r.text}`).toBe(200);
+    }
+    const charges = await call(t.url, 'GET', '/api/chain/loss-once/tally/charges?lost=1', undefined, own);
+    expect(charges.body.items[0]).toMatchObject({ seq: 0, action: 'state_machine_creation', charged: 50 });
+    expectError((await call(t.url, 'GET', '/api/chain/loss-once/explore?lost=1')) as never, 401, 'SVC_NO_KEY');
+    expectError((await call(t.url, 'GET', '/api/chain/loss-once/explore?lost=1', undefined, bearer(other.key))) as never, 403, 'SVC_FORBIDDEN');
+    const write = expectError((await call(t.url, 'POST', '/api/chain/loss-once/events?lost=1', { payload: 1 }, own)) as never, 409, 'SVC_MACHINE_LOST');
+    expect(write).toMatchObject({ slug: 'loss-once', lost_to: 'peer-winner' });
+    expectError((await call(t.url, 'PATCH', '/api/chain/loss-once/settings?lost=1', { is_public: true }, own)) as never, 409, 'SVC_MACHINE_LOST');
+    expectError((await call(t.url, 'GET', '/api/chain/loss-once/checkpoint?lost=1', undefined, own)) as never, 409, 'SVC_MACHINE_LOST');
+    // A machine not lost is not read this way; `lost` takes 1 only.
+    expectError((await call(t.url, 'GET', `/api/chain/${owner.slug}/explore?lost=1`, undefined, own)) as never, 404, 'SVC_NOT_FOUND');
+    expectError((await call(t.url, 'GET', '/api/chain/loss-once/explore?lost=yes', undefined, own)) as never, 400, 'SVC_INVALID_INPUT');
+  });
+
   it('a creation charge that took the last free credits and some paid ones is refunded to each part it came from', async () => {
     const mixed = await zkIdentity(t.url, 'slug-loss-mixed');
     const w = await t.node.ledger.wallet(mixed.zid);

@@ -108,6 +108,11 @@ describe('slugs across the mesh', () => {
         (i) => i.slug === 'lost-book',
       );
     expect(await listed()).toMatchObject({ role: 'owner', status: 'lost', lost: { lost_to: a, refund: { credits: 50, to: 'free' } } });
+    // Its rows stay readable at B by its owner, with ?lost=1 (served here, never forwarded to the winner).
+    const kept = await call(nodes[B]!.url, 'GET', '/api/chain/lost-book/tally/charges?lost=1', undefined, bearer(ids[B]!.key));
+    expect(kept.status, kept.text).toBe(200);
+    expect(kept.headers.get('x-svc-served-by')).toBeNull();
+    expect(kept.body.items[0]).toMatchObject({ seq: 0, charged: 50 });
     const adminKey = bearer(made.body.admin_key);
     expect(expectError((await call(nodes[B]!.url, 'GET', '/api/tally/balance', undefined, adminKey)) as never, 401, 'SVC_INVALID_KEY').reason).toBe('revoked');
     // Another claim of the same winner, gossiped again: nothing more is refunded.
