@@ -11,10 +11,10 @@ import { systemClock, type Clock } from './kernel/clock.js';
 import { deriveKey } from './kernel/receipt.js';
 import { Store } from './store/db.js';
 import { Counters } from './store/counters.js';
-import { ChainService } from './chain/service.js';
+import { ChainService, sealingOfBody } from './chain/service.js';
 import { IdentityService } from './identity/service.js';
 import { DemoKeys } from './identity/demo.js';
-import { Ledger } from './tally/ledger.js';
+import { ENVELOPE_SUBS, Ledger } from './tally/ledger.js';
 import { SlugLosses } from './chain/slug-loss.js';
 import { QuotaService } from './tally/quota.js';
 import { Grants } from './tally/grants.js';
@@ -244,6 +244,10 @@ export class SvcNode {
       initialCredits: this.options.initialCredits ?? config.limits.initialCredits,
       walletCacheMax: config.limits.identityCacheMax,
     });
+    // Envelopes sealed before the machine envelope index (session 13): indexed once, at the first start (chain/service.ts).
+    await this.chain.indexOldEnvelopes(this.store.sub(ENVELOPE_SUBS.envelopes), async (resultId) =>
+      sealingOfBody(await this.ledger.getResult(resultId).catch(() => undefined)),
+    );
     this.tiers = new TierBook(this.store, tierPolicy({ dailyAllowance: this.options.tierDailyAllowance, timeLimitSeconds: this.options.tierTimeLimitSeconds }));
     await this.tiers.load();
     this.quota = new QuotaService(

@@ -16,6 +16,7 @@ import { ContractService } from './contracts.js';
 import { MerkleLog } from './merkle-log.js';
 import { Checkpoints } from './checkpoints.js';
 import { Frontier, leafHash } from './merkle.js';
+import { backfillOnce } from '../store/backfill.js';
 
 /** Chain heads kept in memory, unless configured (limits.identityCacheMax: one machine per identity). */
 export const HEADS_CACHE_DEFAULT = 4096;
@@ -109,6 +110,26 @@ export type MachineCharge = TallyCharge & { seq: number; zid: string; charges_to
 export interface MachineEnvelopeEntry {
   token_id: string;
   envelopes_total: number;
+}
+
+/** The one-time pass indexing envelopes sealed before the machine envelope index (session 13), in chain_meta. */
+const ENVELOPE_BACKFILL_KEY = 'machine-envelopes-v1';
+/** Machines whose envelope index the pass added to: their running totals are counted again (slug → true). */
+const ENVELOPE_RETOTAL_SUB = 'chain_envelopes_retotal';
+
+/** Where a stored envelope was sealed, read from its sealed result (the body's `audit` and `result_digest`). */
+export interface EnvelopeSealing {
+  slug: string;
+  seq: number;
+  result_digest: string;
+}
+
+/** Where a sealed result's body says it was sealed (its `audit` member: slug and seq), or null. */
+export function sealingOfBody(body: Record<string, unknown> | undefined): EnvelopeSealing | null {
+  const audit = body?.audit as { slug?: unknown; seq?: unknown } | null | undefined;
+  const digest = body?.result_digest;
+  if (!audit || typeof audit.slug !== 'string' || typeof audit.seq !== 'number' || typeof digest !== 'string') return null;
+  return { slug: audit.slug, seq: audit.seq, result_digest: digest };
 }
 
 /** Charges one listing of a machine recorded before running totals (session 12) reads at most. */
@@ -297,6 +318,66 @@ export class ChainService {
       limit: offset + limit,
     });
     return { total: envelopes, items: page.slice(offset).map((e) => ({ seq: Number(e.key.slice(e.key.lastIndexOf('!') + 1)), token_id: e.value.token_id })) };
+  }
+
+  /**
+   * Index the envelopes sealed before the machine envelope index existed (once, at start; store/backfill.ts): each
+   * stored envelope whose sealed result names a `compute_sealed` row of a machine here, and whose row commits exactly
+   * that envelope (the payload's digest is recomputed), gets its entry. Then the machines it added to have their
+   * running totals counted again, in seq order (a stop in between: counted at the next start, from the marks left).
+   */
+  async indexOldEnvelopes(envelopes: Sublevel, sealedAt: (resultId: string) => Promise<EnvelopeSealing | null>): Promise<number> {
+    const retotal = this.store.sub(ENVELOPE_RETOTAL_SUB);
+    const added = await backfillOnce<{ result_id?: string; face_value?: number }>(this.store, {
+      key: ENVELOPE_BACKFILL_KEY,
+      source: envelopes,
+      opsFor: async (tokenId, env) => {
+        if (typeof env.result_id !== 'string' || typeof env.face_value !== 'number') return [];
+        const at = await sealedAt(env.result_id);
+        if (!at || !Number.isSafeInteger(at.seq) || at.seq < 1) return [];
+        const key = `${at.slug}!${padNum(at.seq)}`;
+        if ((await this.store.get(this.envelopes, key)) !== undefined) return [];
+        const row = await this.row(at.slug, at.seq);
+        if (!row || row.transitionType !== 'compute_sealed') return [];
+        const payload = { result_id: env.result_id, result_digest: at.result_digest, token_id: tokenId, face_value: env.face_value };
+        if (sha256Hex(canonicalJson(payload)) !== row.payload_sha256) return [];
+        const entry: MachineEnvelopeEntry = { token_id: tokenId, envelopes_total: 0 };
+        return [
+          { type: 'put', sub: this.envelopes, key, value: entry },
+          { type: 'put', sub: retotal, key: at.slug, value: true },
+        ];
+      },
+    });
+    const slugs: string[] = [];
+    for await (const slug of retotal.keys()) slugs.push(slug as string);
+    for (const slug of slugs) {
+      await this.retotalEnvelopes(slug);
+      await this.store.commit([{ type: 'del', sub: retotal, key: slug }]);
+    }
+    return added;
+  }
+
+  /** Count a machine's envelope entries again, in seq order, into their running totals (the cached tally is dropped). */
+  private async retotalEnvelopes(slug: string): Promise<void> {
+    let n = 0;
+    let ops: Op[] = [];
+    const it = this.envelopes.iterator({ gte: `${slug}!`, lt: `${slug}!~` });
+    try {
+      for await (const [key, value] of it) {
+        const entry = value as MachineEnvelopeEntry;
+        n++;
+        if (entry.envelopes_total !== n) ops.push({ type: 'put', sub: this.envelopes, key: key as string, value: { ...entry, envelopes_total: n } });
+        if (ops.length >= 1000) {
+          await this.store.commit(ops);
+          ops = [];
+        }
+      }
+    } finally {
+      await it.close();
+    }
+    await this.store.commit(ops);
+    const head = this.heads.get(slug);
+    if (head) delete head.tally;
   }
 
   /**
