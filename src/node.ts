@@ -309,6 +309,8 @@ export class SvcNode {
     this.publish = new PublishSettings(this.store);
     await this.publish.load();
     this.results = new ResultRecords(this.store, this.counters, this.publish, nodeId, async (id) => (await this.ledger.getResultBytes(id)) !== undefined);
+    // Results published before the by-owner index (session 12): indexed once, at the first start (tally/record.ts).
+    await this.results.indexByOwnerOnce();
     const nowMs = () => Number(this.clock.nowNs() / 1_000_000n);
     const webhookRegistry = new WebhookRegistry(this.store, deriveKey(secret, 'WEBHOOK_SECRET'), config.webhooks, nowMs);
     await webhookRegistry.load();

@@ -9,9 +9,12 @@ import { padNum, type Json, type Op, type Store, type Sublevel } from '../store/
 import type { CanonicalRequest, ResultRecorder, SealedFacts } from '../compute/service.js';
 import type { ExecutedBy } from '../consensus/executed-by.js';
 import type { PublishSettings } from './publish-settings.js';
+import { backfillOnce } from '../store/backfill.js';
 
 export const PUBLISHED_COUNTER = 'published_total';
 export const RECORD_PAGE_MAX = 100;
+/** The one-time pass indexing by owner the rows published before the index (session 12), in chain_meta. */
+const BY_OWNER_BACKFILL_KEY = 'record-by-owner-v1';
 
 /** Per result sealed here (key: result_id). */
 interface IndexEntry {
@@ -108,6 +111,18 @@ export class ResultRecords implements ResultRecorder {
     ];
     if (f.owner !== null) ops.push({ type: 'put', sub: this.byOwner, key: `${f.owner}!${key}`, value: key });
     return { ops, bump: [PUBLISHED_COUNTER] };
+  }
+
+  /**
+   * Index by owner the published rows written before the by-owner index existed (once, at start; store/backfill.ts):
+   * the same put the sealing batch writes, so a row indexed already is written again unchanged.
+   */
+  indexByOwnerOnce(): Promise<number> {
+    return backfillOnce<StoredRow>(this.store, {
+      key: BY_OWNER_BACKFILL_KEY,
+      source: this.rows,
+      opsFor: (key, row) => (typeof row.owner === 'string' ? [{ type: 'put', sub: this.byOwner, key: `${row.owner}!${key}`, value: key }] : []),
+    });
   }
 
   /** Published results sealed here, newest first. */

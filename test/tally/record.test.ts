@@ -108,6 +108,32 @@ describe('the record of published results', () => {
     });
   });
 
+  it('results published before the by-owner index (session 12) are listed by owner after the next start, once indexed', async () => {
+    const id = await zkIdentity(t.url, 'record-legacy');
+    await call(t.url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key));
+    const made: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const r = await call(t.url, 'POST', '/api/svc/compute', COMPUTE, bearer(id.key));
+      expect(r.status, r.text).toBe(200);
+      made.unshift(r.body.result_id as string);
+    }
+    const byOwner = async () => (await call(t.url, 'GET', `/api/tally/record?owner=${id.zid}`, undefined, bearer(id.key))).body;
+    const listed = await byOwner();
+    expect(listed.results.map((r: { result_id: string }) => r.result_id)).toEqual(made);
+    // As a node before the index left them: published rows, no by-owner entry.
+    const index = t.node.store.sub('record_by_owner');
+    const entries = await t.node.store.range(index, { gte: `${id.zid}!`, lt: `${id.zid}!\uffff` });
+    expect(entries).toHaveLength(2);
+    await t.node.store.commit([
+      ...entries.map((e) => ({ type: 'del' as const, sub: index, key: e.key })),
+      { type: 'del', sub: t.node.store.sub('chain_meta'), key: 'record-by-owner-v1' },
+    ]);
+    expect((await byOwner()).total).toBe(0);
+    t = await t.restart();
+    expect(await byOwner()).toEqual(listed);
+    expect(await t.node.store.get(t.node.store.sub('chain_meta'), 'record-by-owner-v1')).toBe(1);
+  }, 30_000);
+
   it('is keyed and validates its query', async () => {
     const id = await zkIdentity(t.url, 'record-query');
     expectError(await call(t.url, 'GET', '/api/tally/record'), 401, 'SVC_NO_KEY');
