@@ -22,6 +22,7 @@ import { quorumOf, type ContributionPolicy } from './policy.js';
 import { foldVotes, OUTCOMES, type Fold, type Outcome } from './verdict.js';
 import { executedBySchema, verifyExecution, type ExecutedBy } from './executed-by.js';
 import { Outbox, type SendFn } from './outbox.js';
+import { ChallengeIndex } from './challenge-index.js';
 
 export type { ExecutedBy };
 
@@ -377,6 +378,8 @@ export function documentOf(e: ChallengeEntry): VerdictDocument | null {
 
 export class ChallengeService {
   private readonly sub: Sublevel;
+  /** Listings page from it (challenge-index.ts), written with each entry. */
+  private readonly index: ChallengeIndex;
   /** Every open challenge, and the most recently settled ones (at most maxSettledInMemory); the store holds them all. */
   private readonly entries = new Map<string, ChallengeEntry>();
   /** Ids of the settled challenges in memory, least recently stored first. */
@@ -402,11 +405,13 @@ export class ChallengeService {
 
   constructor(private readonly o: ChallengeServiceOptions) {
     this.sub = o.store.sub('challenges');
+    this.index = new ChallengeIndex(o.store, STATES);
     this.outbox = o.send ? new Outbox({ send: o.send, nowSvcond: o.nowSvcond }) : null;
   }
 
   /** At start: every open challenge into memory, and the most recently decided settled ones up to the bound. */
   async load(): Promise<void> {
+    await this.index.backfill(this.sub);
     const settled: ChallengeEntry[] = [];
     for (const { value } of await this.o.store.range<ChallengeEntry>(this.sub)) {
       if (isTerminal(value.state)) settled.push(value);
@@ -469,13 +474,10 @@ export class ChallengeService {
 
   /** Newest first, filtered by state, paged (read from the store, which holds every challenge). */
   async list(opts: { state?: ChallengeState; limit: number; offset: number }): Promise<{ total: number; items: ChallengeEntry[] }> {
-    const all = (await this.stored())
-      .filter((e) => opts.state === undefined || e.state === opts.state)
-      .sort(
-        (a, b) =>
-          b.challenge.challenge.svcond - a.challenge.challenge.svcond || (a.challenge.challenge.challenge_id < b.challenge.challenge.challenge_id ? -1 : 1),
-      );
-    return { total: all.length, items: all.slice(opts.offset, opts.offset + opts.limit) };
+    // One page of ids from the index by tick (by state and tick), then those entries only (memory, else the store).
+    const { total, ids } = await this.index.page(opts.state, opts.limit, opts.offset);
+    const items = await Promise.all(ids.map((id) => this.find(id)));
+    return { total, items: items.filter((e): e is ChallengeEntry => e !== null) };
   }
 
   /**
@@ -539,7 +541,7 @@ export class ChallengeService {
       const stake = await this.o.holdStake(zid, p.challengeStake);
       const entry = this.newEntry(signed, stake.hold);
       try {
-        await this.o.store.commit([...stake.ops, this.putOp(entry)]);
+        await this.o.store.commit([...stake.ops, ...this.putOps(entry)]);
       } catch (err) {
         stake.rollback();
         throw err;
@@ -691,7 +693,7 @@ export class ChallengeService {
     let added = false;
     await this.serial(c.challenge_id, async () => {
       if (await this.find(c.challenge_id)) return;
-      await this.o.store.commit([this.putOp(entry)]);
+      await this.o.store.commit(this.putOps(entry));
       this.cache(entry);
       added = true;
     });
@@ -819,7 +821,7 @@ export class ChallengeService {
       const cur = await this.find(id);
       if (!cur) return;
       const next = change(cur);
-      await this.o.store.commit([this.putOp(next)]);
+      await this.o.store.commit(this.putOps(next));
       this.cache(next);
     });
   }
@@ -829,7 +831,7 @@ export class ChallengeService {
     const c = entry.challenge.challenge;
     if (isTerminal(entry.state)) {
       // A verdict stands; a vote after it is kept as evidence (equivocation) and changes nothing.
-      await this.o.store.commit([this.putOp(entry)]);
+      await this.o.store.commit(this.putOps(entry));
       this.cache(entry);
       return;
     }
@@ -853,7 +855,7 @@ export class ChallengeService {
           }
         : null;
     const next: ChallengeEntry = { ...entry, state, verdict };
-    await this.o.store.commit([this.putOp(next)]);
+    await this.o.store.commit(this.putOps(next));
     this.cache(next);
     if (!verdict) return;
     const me = this.o.nodeId();
@@ -940,8 +942,9 @@ export class ChallengeService {
     return { challenge: sc, state: 'opened', votes: [], non_member_votes: 0, refused_votes: 0, verdict: null, stake, received_svcond: this.o.nowSvcond() };
   }
 
-  private putOp(e: ChallengeEntry): Op {
-    return { type: 'put', sub: this.sub, key: e.challenge.challenge.challenge_id, value: e as unknown as Json };
+  /** The entry's put and its index ops (challenge-index.ts), for one batch. */
+  private putOps(e: ChallengeEntry): Op[] {
+    return [{ type: 'put', sub: this.sub, key: e.challenge.challenge.challenge_id, value: e as unknown as Json }, ...this.index.ops(e)];
   }
 
   private fire(listeners: ChallengeListener[], entry: ChallengeEntry): void {

@@ -5,11 +5,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import type { PrivateKey } from '@libp2p/interface';
-import { Store } from '../../src/store/db.js';
+import { Store, type Op } from '../../src/store/db.js';
 import {
   ChallengeService,
   TRANSITIONS,
@@ -22,6 +22,7 @@ import {
   verifyVerdictDocument,
   voteSigningText,
   type ChallengeRecord,
+  type ChallengeState,
   type ChallengeServiceOptions,
   type ChallengedResult,
   type SignedChallenge,
@@ -453,6 +454,57 @@ describe('a node that misses gossip still converges', () => {
     await s.applyOpened(scs[0]!, { sender: keys[1]!.id });
     expect(s.memory().settled).toBe(2);
     expect(s.openAgainst(open.challenge.executed_by.bond_id)).toEqual([open.challenge.challenge_id]);
+  });
+
+  it('listings page from the index by tick and state, written with each entry; challenges stored before it are indexed once at load', async () => {
+    const s = await service(keys[5]!);
+    const store = stores[stores.length - 1]!;
+    const start = now;
+    const scs: SignedChallenge[] = [];
+    try {
+      for (const [i, r] of ['res_30_a', 'res_30_b', 'res_30_c', 'res_30_d', 'res_30_e'].entries()) {
+        now = start + (i % 3) * 10; // three ticks, two challenges on two of them (ordered by id there)
+        const sc = signedChallenge(r);
+        scs.push(sc);
+        await s.applyOpened(sc, { sender: keys[1]!.id });
+      }
+      now = start + 10; // within both deadlines
+      await two(s, scs[0]!);
+      await two(s, scs[4]!, EXEC);
+    } finally {
+      now = start;
+    }
+    const stateOf = (id: string) => (id === scs[0]!.challenge.challenge_id ? 'upheld' : id === scs[4]!.challenge.challenge_id ? 'rejected' : 'opened');
+    // The order listings always had: newest tick first, then by id.
+    const expected = (state?: string) =>
+      scs
+        .map((sc) => sc.challenge)
+        .filter((c) => state === undefined || stateOf(c.challenge_id) === state)
+        .sort((a, b) => b.svcond - a.svcond || (a.challenge_id < b.challenge_id ? -1 : 1))
+        .map((c) => c.challenge_id);
+    const ids = async (svc: ChallengeService, state?: ChallengeState, limit = 10, offset = 0) => {
+      const r = await svc.list({ ...(state ? { state } : {}), limit, offset });
+      return { total: r.total, ids: r.items.map((e) => e.challenge.challenge.challenge_id) };
+    };
+    const scan = vi.spyOn(s, 'stored');
+    expect(await ids(s)).toEqual({ total: 5, ids: expected() });
+    expect(await ids(s, undefined, 2, 1)).toEqual({ total: 5, ids: expected().slice(1, 3) });
+    expect(await ids(s, 'opened')).toEqual({ total: 3, ids: expected('opened') });
+    expect(await ids(s, 'upheld')).toEqual({ total: 1, ids: [scs[0]!.challenge.challenge_id] });
+    expect(await ids(s, 'rejected')).toEqual({ total: 1, ids: [scs[4]!.challenge.challenge_id] });
+    expect(await ids(s, 'voting')).toEqual({ total: 0, ids: [] });
+    expect(scan).not.toHaveBeenCalled();
+    // As a node before the index left its store: the entries only. Loaded again (a restart), they are indexed once.
+    const drop: Op[] = [{ type: 'del', sub: store.sub('chain_meta'), key: 'challenges-by-tick-v1' }];
+    for (const name of ['challenges_by_tick', 'challenges_by_state'])
+      for (const e of await store.range(store.sub(name))) drop.push({ type: 'del', sub: store.sub(name), key: e.key });
+    await store.commit(drop);
+    expect((await ids(s)).total).toBe(0);
+    const again = await service(keys[5]!, undefined, undefined, { store });
+    expect(await ids(again)).toEqual({ total: 5, ids: expected() });
+    expect(await ids(again, 'opened', 2, 0)).toEqual({ total: 3, ids: expected('opened').slice(0, 2) });
+    expect(await ids(again, 'upheld')).toEqual({ total: 1, ids: [scs[0]!.challenge.challenge_id] });
+    expect(await store.get(store.sub('chain_meta'), 'challenges-by-tick-v1')).toBe(1);
   });
 
   it('the opener sends the challenge to the committee and the bond home, a member its vote to the opener, the opener the verdict to the bond home until acknowledged', async () => {

@@ -1,0 +1,68 @@
+// Challenges by tick (docs/decisions.md, "Challenges bounded in memory": the next step). Listings page from two index
+// sublevels written in the same batch as the challenge's entry, instead of reading every stored challenge:
+//   challenges_by_tick   `inverse tick!challenge_id` → id   (newest first, then by id, in key order)
+//   challenges_by_state  `state!inverse tick!challenge_id` → id
+// A challenge's tick never changes; its state does, so each write puts the key of its state and deletes the keys of
+// the others (blind deletes: no read before the batch). Challenges stored before the index are indexed once at start.
+import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
+import { backfillOnce } from '../store/backfill.js';
+
+/** The one-time pass indexing the challenges stored before the index (chain_meta, as every pass's state). */
+const BACKFILL_KEY = 'challenges-by-tick-v1';
+
+/** What the index reads of a challenge entry. */
+export interface IndexedChallenge {
+  state: string;
+  challenge: { challenge: { challenge_id: string; svcond: number } };
+}
+
+export class ChallengeIndex {
+  private readonly byTick: Sublevel;
+  private readonly byState: Sublevel;
+
+  constructor(
+    private readonly store: Store,
+    /** Every state a challenge can be in (each write deletes the keys of the others). */
+    private readonly states: readonly string[],
+  ) {
+    this.byTick = store.sub('challenges_by_tick');
+    this.byState = store.sub('challenges_by_state');
+  }
+
+  /** The index ops of an entry as it is written now (in the entry's own batch). */
+  ops(e: IndexedChallenge): Op[] {
+    const c = e.challenge.challenge;
+    const at = `${inverseTick(c.svcond)}!${c.challenge_id}`;
+    const ops: Op[] = [{ type: 'put', sub: this.byTick, key: at, value: c.challenge_id }];
+    for (const s of this.states) {
+      const key = `${s}!${at}`;
+      ops.push(s === e.state ? { type: 'put', sub: this.byState, key, value: c.challenge_id } : { type: 'del', sub: this.byState, key });
+    }
+    return ops;
+  }
+
+  /** The ids of one page, newest tick first (then by id), of every challenge or of one state's; and how many there are. */
+  async page(state: string | undefined, limit: number, offset: number): Promise<{ total: number; ids: string[] }> {
+    const [sub, range] = state === undefined ? [this.byTick, { gte: '', lt: '~' }] : [this.byState, { gte: `${state}!`, lt: `${state}!~` }];
+    const page = await this.store.range<string>(sub, { ...range, limit: offset + limit });
+    // The count reads keys only (no entry is read or parsed).
+    let total = 0;
+    const it = sub.keys(range);
+    try {
+      for await (const _ of it) total++;
+    } finally {
+      await it.close();
+    }
+    return { total, ids: page.slice(offset).map((e) => e.value) };
+  }
+
+  /** At start, once: index the stored challenges (the same ops a write makes; a stop mid-pass resumes). */
+  backfill(entries: Sublevel): Promise<number> {
+    return backfillOnce<IndexedChallenge>(this.store, { key: BACKFILL_KEY, source: entries, opsFor: (_id, e) => this.ops(e) });
+  }
+}
+
+/** A tick as a key that sorts the newest first (ticks are non-negative safe integers). */
+function inverseTick(svcond: number): string {
+  return padNum(Number.MAX_SAFE_INTEGER - Math.max(0, Math.min(Math.floor(svcond), Number.MAX_SAFE_INTEGER)));
+}
