@@ -128,12 +128,19 @@ describe('slugs across the mesh', () => {
     expect(await store.get(store.sub(SLUG_OWED_SUB), 'lost-book-two')).toBeDefined();
     expect((await nodes[B]!.node.chain.getMachine('lost-book-two'))?.lost).toBeUndefined();
     expect(await balance()).toBe(before - 50);
+    // Another home's claim learnt before this node's creation batch was on disk (that entry's batch found no machine):
+    // the creation's own marker stays (the directory's check after it finds the slug won elsewhere) until settled.
+    await nodes[B]!.node.mesh.machines.learn({ slug: 'lost-book-three', home: a, svcond: 1, created_unix_ms: 0 });
+    await nodes[B]!.node.identity.createMachine(ids[B]!.zid, 'lost-book-three', made.body.genesis_svcond, false);
+    await nodes[B]!.node.mesh.machines.confirmOwn('lost-book-three');
+    expect(await store.get(store.sub(SLUG_OWED_SUB), 'lost-book-three')).toBeDefined();
     nodes[B] = await nodes[B]!.restart();
     expect((await nodes[B]!.node.chain.getMachine('lost-book-two'))?.lost).toMatchObject({ lost_to: a, refund: { credits: 50 } });
+    expect((await nodes[B]!.node.chain.getMachine('lost-book-three'))?.lost).toMatchObject({ lost_to: a, refund: { credits: 0 } });
     expect(await balance()).toBe(before);
     expect(await listed()).toMatchObject({ status: 'lost' });
     const restarted = nodes[B]!.node.store;
-    expect(await restarted.get(restarted.sub(SLUG_OWED_SUB), 'lost-book-two')).toBeUndefined();
+    expect(await restarted.range(restarted.sub(SLUG_OWED_SUB))).toEqual([]);
   });
 
   it('a machine made by a genesis document is claimed mesh-wide too; a genesis document cannot take a slug another node holds', async () => {
