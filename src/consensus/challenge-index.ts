@@ -19,6 +19,8 @@ export interface IndexedChallenge {
 export class ChallengeIndex {
   private readonly byTick: Sublevel;
   private readonly byState: Sublevel;
+  /** Stored challenges by state, counted at load and moved after each write's batch (null: count the index's keys). */
+  private counts: Map<string, number> | null = null;
 
   constructor(
     private readonly store: Store,
@@ -41,11 +43,30 @@ export class ChallengeIndex {
     return ops;
   }
 
+  /** At load, which reads every stored challenge once: how many are in each state. */
+  countFrom(entries: Iterable<{ state: string }>): void {
+    const counts = new Map<string, number>();
+    for (const e of entries) counts.set(e.state, (counts.get(e.state) ?? 0) + 1);
+    this.counts = counts;
+  }
+
+  /** After a write's batch: a challenge stored in state `to`, before in `from` (null: new). */
+  moved(from: string | null, to: string): void {
+    if (!this.counts || from === to) return;
+    if (from !== null) this.counts.set(from, Math.max(0, (this.counts.get(from) ?? 0) - 1));
+    this.counts.set(to, (this.counts.get(to) ?? 0) + 1);
+  }
+
   /** The ids of one page, newest tick first (then by id), of every challenge or of one state's; and how many there are. */
   async page(state: string | undefined, limit: number, offset: number): Promise<{ total: number; ids: string[] }> {
     const [sub, range] = state === undefined ? [this.byTick, { gte: '', lt: '~' }] : [this.byState, { gte: `${state}!`, lt: `${state}!~` }];
     const page = await this.store.range<string>(sub, { ...range, limit: offset + limit });
-    // The count reads keys only (no entry is read or parsed).
+    const ids = page.slice(offset).map((e) => e.value);
+    if (this.counts) {
+      const total = state === undefined ? [...this.counts.values()].reduce((a, b) => a + b, 0) : (this.counts.get(state) ?? 0);
+      return { total, ids };
+    }
+    // Not counted (no load yet): the index's keys only (no entry is read or parsed).
     let total = 0;
     const it = sub.keys(range);
     try {
@@ -53,7 +74,7 @@ export class ChallengeIndex {
     } finally {
       await it.close();
     }
-    return { total, ids: page.slice(offset).map((e) => e.value) };
+    return { total, ids };
   }
 
   /** At start, once: index the stored challenges (the same ops a write makes; a stop mid-pass resumes). */

@@ -413,7 +413,9 @@ export class ChallengeService {
   async load(): Promise<void> {
     await this.index.backfill(this.sub);
     const settled: ChallengeEntry[] = [];
-    for (const { value } of await this.o.store.range<ChallengeEntry>(this.sub)) {
+    const stored = await this.o.store.range<ChallengeEntry>(this.sub);
+    this.index.countFrom(stored.map((x) => x.value));
+    for (const { value } of stored) {
       if (isTerminal(value.state)) settled.push(value);
       else this.cache(value);
     }
@@ -546,6 +548,7 @@ export class ChallengeService {
         stake.rollback();
         throw err;
       }
+      this.index.moved(null, entry.state);
       this.cache(entry);
       await this.gossip(CHALLENGE_OPENED_EVENT, signed);
       this.sendChallenge(entry);
@@ -694,6 +697,7 @@ export class ChallengeService {
     await this.serial(c.challenge_id, async () => {
       if (await this.find(c.challenge_id)) return;
       await this.o.store.commit(this.putOps(entry));
+      this.index.moved(null, entry.state);
       this.cache(entry);
       added = true;
     });
@@ -822,6 +826,7 @@ export class ChallengeService {
       if (!cur) return;
       const next = change(cur);
       await this.o.store.commit(this.putOps(next));
+      this.index.moved(cur.state, next.state);
       this.cache(next);
     });
   }
@@ -856,6 +861,7 @@ export class ChallengeService {
         : null;
     const next: ChallengeEntry = { ...entry, state, verdict };
     await this.o.store.commit(this.putOps(next));
+    this.index.moved(entry.state, next.state);
     this.cache(next);
     if (!verdict) return;
     const me = this.o.nodeId();
