@@ -12,10 +12,11 @@ import { deriveKey } from './kernel/receipt.js';
 import { Store } from './store/db.js';
 import { Counters } from './store/counters.js';
 import { ChainService, sealingOfBody } from './chain/service.js';
-import { IdentityService } from './identity/service.js';
+import { DEFAULT_SLUG_PREFIX, IdentityService } from './identity/service.js';
 import { DemoKeys } from './identity/demo.js';
 import { ENVELOPE_SUBS, Ledger } from './tally/ledger.js';
 import { SlugLosses } from './chain/slug-loss.js';
+import { SLUG_CLAIM } from './mesh/machines.js';
 import { QuotaService } from './tally/quota.js';
 import { Grants } from './tally/grants.js';
 import { LONGEST_TIME_LIMIT_SECONDS, TierBook, tierPolicy, type Tier } from './tally/tiers.js';
@@ -641,6 +642,13 @@ export class SvcNode {
       nowMs: () => Number(this.clock.nowNs() / 1_000_000n),
       winnerOf: (slug) => this.mesh.machines.known(slug),
       confirm: (slug) => this.mesh.machines.confirmOwn(slug),
+      reclaim: async (m) => {
+        if (m.slug.startsWith(DEFAULT_SLUG_PREFIX)) return false;
+        const claim = { slug: m.slug, home: this.nodeId, svcond: m.genesis_svcond, created_unix_ms: m.created_unix_ms };
+        await this.mesh.machines.claimOwn(claim);
+        void this.mesh.publish(SLUG_CLAIM, claim, TOPICS.events).catch(() => undefined);
+        return true;
+      },
       log: (msg, fields) => this.logger.info(fields, msg),
     });
     // A loss owed is marked in the batch that decides it (the directory's entry, a creation's), read at start.

@@ -33,6 +33,13 @@ export interface SlugLossDeps {
   winnerOf: (slug: string) => Promise<string | null>;
   /** The directory's check of a marked slug whose winner is not another home (MachineDirectory.confirmOwn). */
   confirm?: (slug: string) => Promise<void>;
+  /**
+   * Claim a machine's slug mesh-wide again (MachineDirectory.claimOwn and the gossip): at start, for a marked machine
+   * whose slug the directory does not hold at all — its creation was written, and the node stopped before its claim.
+   * False when the machine is not claimed that way (an identity's default machine: the mesh learns it from the key's
+   * identity assertion); the directory's check clears its marker then.
+   */
+  reclaim?: (machine: MachineRecord) => Promise<boolean>;
   log?: (msg: string, fields: Record<string, unknown>) => void;
 }
 
@@ -129,6 +136,8 @@ export class SlugLosses {
       const winner = await this.deps.winnerOf(slug);
       if (winner !== null && winner !== self) {
         if (await this.settle(slug)) stats.settled++;
+      } else if (winner === null && this.deps.reclaim && (await this.deps.reclaim(machine))) {
+        // Claimed again: the claim's own batch clears the marker (or, beaten meanwhile, the loss is settled).
       } else if (this.deps.confirm) await this.deps.confirm(slug);
       else await this.deps.store.commit(this.clearOps(slug));
     }

@@ -134,12 +134,20 @@ describe('slugs across the mesh', () => {
     await nodes[B]!.node.identity.createMachine(ids[B]!.zid, 'lost-book-three', made.body.genesis_svcond, false);
     await nodes[B]!.node.mesh.machines.confirmOwn('lost-book-three');
     expect(await store.get(store.sub(SLUG_OWED_SUB), 'lost-book-three')).toBeDefined();
+    // A creation written, and the node stopped before its claim (its batch's marker is all there is): claimed at start.
+    const two = (await nodes[B]!.node.chain.getMachine('lost-book-two'))!;
+    await store.commit(nodes[B]!.node.chain.machineOps({ ...two, slug: 'unclaimed-book', key_digest: 'f'.repeat(64) }));
+    expect(await nodes[B]!.node.mesh.machines.known('unclaimed-book')).toBeNull();
     nodes[B] = await nodes[B]!.restart();
     expect((await nodes[B]!.node.chain.getMachine('lost-book-two'))?.lost).toMatchObject({ lost_to: a, refund: { credits: 50 } });
     expect((await nodes[B]!.node.chain.getMachine('lost-book-three'))?.lost).toMatchObject({ lost_to: a, refund: { credits: 0 } });
     expect(await balance()).toBe(before);
     expect(await listed()).toMatchObject({ status: 'lost' });
     const restarted = nodes[B]!.node.store;
+    const b = nodes[B]!.node.nodeId;
+    // The claim is stored at B by the pass at start (then gossiped, as at creation); the others find B its home.
+    expect(await nodes[B]!.node.mesh.machines.known('unclaimed-book')).toBe(b);
+    for (const n of nodes) expect(await n.node.mesh.machines.homeOf('unclaimed-book')).toBe(b);
     expect(await restarted.range(restarted.sub(SLUG_OWED_SUB))).toEqual([]);
   });
 
