@@ -285,14 +285,9 @@ export class ChainService {
     return this.store.getMany<MachineRecord>(this.machines, slugs);
   }
 
-  /** Every machine record held here, one at a time (a start-time pass). */
-  async *allMachines(): AsyncGenerator<MachineRecord> {
-    const it = this.machines.iterator();
-    try {
-      for await (const [, value] of it) yield value as MachineRecord;
-    } finally {
-      await it.close();
-    }
+  /** The machine records' sublevel, walked by a start-time pass (chain/slug-loss.ts: the one-time marking). */
+  get machineRecords(): Sublevel {
+    return this.machines;
   }
 
   /** The machine's totals: from memory when its head is there, else from the store. */

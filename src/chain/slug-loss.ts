@@ -116,7 +116,7 @@ export class SlugLosses {
     const self = this.deps.nodeId();
     await backfillOnce<MachineRecord>(this.deps.store, {
       key: OWED_BACKFILL_KEY,
-      source: this.deps.store.sub('machines'),
+      source: this.deps.chain.machineRecords,
       opsFor: async (_slug, m) => {
         if (m.home !== self || m.lost) return [];
         const winner = await this.deps.winnerOf(m.slug);
