@@ -2,6 +2,7 @@
 // sublevels written in the same batch as the challenge's entry, instead of reading every stored challenge:
 //   challenges_by_tick   `inverse tick!challenge_id` → id   (newest first, then by id, in key order)
 //   challenges_by_state  `state!inverse tick!challenge_id` → id
+//   challenges_by_bond   `bond_id!inverse tick!challenge_id` → id   (a bond's challenges: GET /api/contribute/status)
 // A challenge's tick never changes; its state does, so each write puts the key of its state and deletes the keys of
 // the others (blind deletes: no read before the batch). Challenges stored before the index are indexed once at start.
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
@@ -9,16 +10,19 @@ import { backfillOnce } from '../store/backfill.js';
 
 /** The one-time pass indexing the challenges stored before the index (chain_meta, as every pass's state). */
 const BACKFILL_KEY = 'challenges-by-tick-v1';
+/** The one-time pass indexing by bond the challenges stored before that index (session 14). */
+const BY_BOND_BACKFILL_KEY = 'challenges-by-bond-v1';
 
 /** What the index reads of a challenge entry. */
 export interface IndexedChallenge {
   state: string;
-  challenge: { challenge: { challenge_id: string; svcond: number } };
+  challenge: { challenge: { challenge_id: string; svcond: number; executed_by: { bond_id: string } } };
 }
 
 export class ChallengeIndex {
   private readonly byTick: Sublevel;
   private readonly byState: Sublevel;
+  private readonly byBond: Sublevel;
   /** Stored challenges by state, counted at load and moved after each write's batch (null: count the index's keys). */
   private counts: Map<string, number> | null = null;
 
@@ -29,13 +33,14 @@ export class ChallengeIndex {
   ) {
     this.byTick = store.sub('challenges_by_tick');
     this.byState = store.sub('challenges_by_state');
+    this.byBond = store.sub('challenges_by_bond');
   }
 
   /** The index ops of an entry as it is written now (in the entry's own batch). */
   ops(e: IndexedChallenge): Op[] {
     const c = e.challenge.challenge;
     const at = `${inverseTick(c.svcond)}!${c.challenge_id}`;
-    const ops: Op[] = [{ type: 'put', sub: this.byTick, key: at, value: c.challenge_id }];
+    const ops: Op[] = [{ type: 'put', sub: this.byTick, key: at, value: c.challenge_id }, this.bondOp(e)];
     for (const s of this.states) {
       const key = `${s}!${at}`;
       ops.push(s === e.state ? { type: 'put', sub: this.byState, key, value: c.challenge_id } : { type: 'del', sub: this.byState, key });
@@ -43,11 +48,40 @@ export class ChallengeIndex {
     return ops;
   }
 
-  /** At load, which reads every stored challenge once: how many are in each state. */
-  countFrom(entries: Iterable<{ state: string }>): void {
+  /** A challenge's key in the by-bond index (its bond and tick never change: a put, the same each write). */
+  private bondOp(e: IndexedChallenge): Op {
+    const c = e.challenge.challenge;
+    return { type: 'put', sub: this.byBond, key: `${c.executed_by.bond_id}!${inverseTick(c.svcond)}!${c.challenge_id}`, value: c.challenge_id };
+  }
+
+  /** At load: how many challenges are in each state, from the by-state index's keys (no entry is read). */
+  async count(): Promise<void> {
     const counts = new Map<string, number>();
-    for (const e of entries) counts.set(e.state, (counts.get(e.state) ?? 0) + 1);
+    for (const s of this.states) counts.set(s, await this.countKeys(this.byState, { gte: `${s}!`, lt: `${s}!~` }));
     this.counts = counts;
+  }
+
+  /** The ids of the challenges in the given states (the open ones, at load), newest first per state. */
+  async idsIn(states: readonly string[]): Promise<string[]> {
+    const ids: string[] = [];
+    for (const s of states) for (const { value } of await this.store.range<string>(this.byState, { gte: `${s}!`, lt: `${s}!~` })) ids.push(value);
+    return ids;
+  }
+
+  /** The ids of the challenges against a bond, newest tick first. */
+  async ofBond(bondId: string): Promise<string[]> {
+    return (await this.store.range<string>(this.byBond, { gte: `${bondId}!`, lt: `${bondId}!~` })).map((e) => e.value);
+  }
+
+  private async countKeys(sub: Sublevel, range: { gte: string; lt: string }): Promise<number> {
+    let total = 0;
+    const it = sub.keys(range);
+    try {
+      for await (const _ of it) total++;
+    } finally {
+      await it.close();
+    }
+    return total;
   }
 
   /** After a write's batch: a challenge stored in state `to`, before in `from` (null: new). */
@@ -67,19 +101,13 @@ export class ChallengeIndex {
       return { total, ids };
     }
     // Not counted (no load yet): the index's keys only (no entry is read or parsed).
-    let total = 0;
-    const it = sub.keys(range);
-    try {
-      for await (const _ of it) total++;
-    } finally {
-      await it.close();
-    }
-    return { total, ids };
+    return { total: await this.countKeys(sub, range), ids };
   }
 
-  /** At start, once: index the stored challenges (the same ops a write makes; a stop mid-pass resumes). */
-  backfill(entries: Sublevel): Promise<number> {
-    return backfillOnce<IndexedChallenge>(this.store, { key: BACKFILL_KEY, source: entries, opsFor: (_id, e) => this.ops(e) });
+  /** At start, once each: index the stored challenges (the same ops a write makes; a stop mid-pass resumes). */
+  async backfill(entries: Sublevel): Promise<number> {
+    const n = await backfillOnce<IndexedChallenge>(this.store, { key: BACKFILL_KEY, source: entries, opsFor: (_id, e) => this.ops(e) });
+    return n + (await backfillOnce<IndexedChallenge>(this.store, { key: BY_BOND_BACKFILL_KEY, source: entries, opsFor: (_id, e) => [this.bondOp(e)] }));
   }
 }
 

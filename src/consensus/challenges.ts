@@ -23,6 +23,7 @@ import { foldVotes, OUTCOMES, type Fold, type Outcome } from './verdict.js';
 import { executedBySchema, verifyExecution, type ExecutedBy } from './executed-by.js';
 import { Outbox, type SendFn } from './outbox.js';
 import { ChallengeIndex } from './challenge-index.js';
+import { OwedEffects, owedBy } from './owed-effects.js';
 
 export type { ExecutedBy };
 
@@ -380,6 +381,8 @@ export class ChallengeService {
   private readonly sub: Sublevel;
   /** Listings page from it (challenge-index.ts), written with each entry. */
   private readonly index: ChallengeIndex;
+  /** Effects of verdicts owed by this node (owed-effects.ts): what the pass at start reads. */
+  private readonly owed: OwedEffects;
   /** Every open challenge, and the most recently settled ones (at most maxSettledInMemory); the store holds them all. */
   private readonly entries = new Map<string, ChallengeEntry>();
   /** Ids of the settled challenges in memory, least recently stored first. */
@@ -406,21 +409,23 @@ export class ChallengeService {
   constructor(private readonly o: ChallengeServiceOptions) {
     this.sub = o.store.sub('challenges');
     this.index = new ChallengeIndex(o.store, STATES);
+    this.owed = new OwedEffects(o.store);
     this.outbox = o.send ? new Outbox({ send: o.send, nowSvcond: o.nowSvcond }) : null;
   }
 
-  /** At start: every open challenge into memory, and the most recently decided settled ones up to the bound. */
+  /**
+   * At start: every open challenge into memory, found by the by-state index; no settled challenge is read (those
+   * whose effects are owed are read by resumeEffects, the others on demand). The counts per state from the index's keys.
+   */
   async load(): Promise<void> {
     await this.index.backfill(this.sub);
-    const settled: ChallengeEntry[] = [];
-    const stored = await this.o.store.range<ChallengeEntry>(this.sub);
-    this.index.countFrom(stored.map((x) => x.value));
-    for (const { value } of stored) {
-      if (isTerminal(value.state)) settled.push(value);
-      else this.cache(value);
+    await this.owed.backfill(this.sub, this.o.nodeId(), this.outbox !== null);
+    await this.index.count();
+    const open = await this.index.idsIn(STATES.filter((s) => !isTerminal(s)));
+    for (const id of open) {
+      const e = await this.o.store.get<ChallengeEntry>(this.sub, id);
+      if (e && !isTerminal(e.state)) this.cache(e);
     }
-    settled.sort((a, b) => (a.verdict?.decided_svcond ?? 0) - (b.verdict?.decided_svcond ?? 0));
-    for (const e of settled.slice(-this.maxSettled())) this.cache(e);
   }
 
   /** Called with a challenge this node has just learned of (the re-executor votes from here). */
@@ -467,11 +472,10 @@ export class ChallengeService {
       .sort();
   }
 
-  /** Challenges against a bond, any state, newest first (read from the store). */
-  async against(bondId: string): Promise<ChallengeEntry[]> {
-    return (await this.stored())
-      .filter((e) => e.challenge.challenge.executed_by.bond_id === bondId)
-      .sort((a, b) => b.challenge.challenge.svcond - a.challenge.challenge.svcond);
+  /** Challenges against a bond, any state, newest tick first (from the by-bond index: those entries only). */
+  async ofBond(bondId: string): Promise<ChallengeEntry[]> {
+    const entries = await Promise.all((await this.index.ofBond(bondId)).map((id) => this.find(id)));
+    return entries.filter((e): e is ChallengeEntry => e !== null);
   }
 
   /** Newest first, filtered by state, paged (read from the store, which holds every challenge). */
@@ -641,12 +645,17 @@ export class ChallengeService {
   }
 
   /**
-   * At start: run the verdict listeners again for every recorded verdict (each effect is idempotent), and queue again
-   * the direct deliveries not yet acknowledged (the verdicts this node opened, its votes and challenges still open).
+   * At start: run the verdict listeners again for every verdict with an effect still owed here (owed-effects.ts; each
+   * effect is idempotent), and queue again the direct deliveries not yet acknowledged (the verdicts this node opened,
+   * its votes and challenges still open). Only the challenges the markers name are read.
    */
   async resumeEffects(): Promise<void> {
-    for (const e of await this.stored()) {
-      if (!e.verdict) continue;
+    for (const id of await this.owed.ids()) {
+      const e = await this.find(id);
+      if (!e?.verdict) {
+        await this.o.store.commit(this.owed.clearOps(id));
+        continue;
+      }
       for (const l of this.verdictListeners) await l(e);
       this.sendVerdict(e);
     }
@@ -860,7 +869,8 @@ export class ChallengeService {
           }
         : null;
     const next: ChallengeEntry = { ...entry, state, verdict };
-    await this.o.store.commit(this.putOps(next));
+    // The effects this node owes for the verdict are marked in its batch (deleted by each effect's batch).
+    await this.o.store.commit([...this.putOps(next), ...owedBy(next, this.o.nodeId(), this.outbox !== null).map((k) => this.owed.put(c.challenge_id, k))]);
     this.index.moved(entry.state, next.state);
     this.cache(next);
     if (!verdict) return;
@@ -939,18 +949,16 @@ export class ChallengeService {
     return this.o.graceTicks ?? 2;
   }
 
-  /** Every stored challenge, settled or open (read on demand: listings, a bond's history, the effects at start). */
-  async stored(): Promise<ChallengeEntry[]> {
-    return (await this.o.store.range<ChallengeEntry>(this.sub)).map((x) => x.value);
-  }
-
   private newEntry(sc: SignedChallenge, stake: StakeHold | null): ChallengeEntry {
     return { challenge: sc, state: 'opened', votes: [], non_member_votes: 0, refused_votes: 0, verdict: null, stake, received_svcond: this.o.nowSvcond() };
   }
 
-  /** The entry's put and its index ops (challenge-index.ts), for one batch. */
+  /** The entry's put and its index ops (challenge-index.ts), for one batch; a verdict acknowledged is no longer owed. */
   private putOps(e: ChallengeEntry): Op[] {
-    return [{ type: 'put', sub: this.sub, key: e.challenge.challenge.challenge_id, value: e as unknown as Json }, ...this.index.ops(e)];
+    const id = e.challenge.challenge.challenge_id;
+    const ops: Op[] = [{ type: 'put', sub: this.sub, key: id, value: e as unknown as Json }, ...this.index.ops(e)];
+    if (e.verdict_delivered) ops.push(this.owed.done(id, 'deliver'));
+    return ops;
   }
 
   private fire(listeners: ChallengeListener[], entry: ChallengeEntry): void {

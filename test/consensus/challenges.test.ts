@@ -486,14 +486,15 @@ describe('a node that misses gossip still converges', () => {
       const r = await svc.list({ ...(state ? { state } : {}), limit, offset });
       return { total: r.total, ids: r.items.map((e) => e.challenge.challenge.challenge_id) };
     };
-    const scan = vi.spyOn(s, 'stored');
+    const scan = vi.spyOn(store, 'range').mockName('range');
     expect(await ids(s)).toEqual({ total: 5, ids: expected() });
     expect(await ids(s, undefined, 2, 1)).toEqual({ total: 5, ids: expected().slice(1, 3) });
     expect(await ids(s, 'opened')).toEqual({ total: 3, ids: expected('opened') });
     expect(await ids(s, 'upheld')).toEqual({ total: 1, ids: [scs[0]!.challenge.challenge_id] });
     expect(await ids(s, 'rejected')).toEqual({ total: 1, ids: [scs[4]!.challenge.challenge_id] });
     expect(await ids(s, 'voting')).toEqual({ total: 0, ids: [] });
-    expect(scan).not.toHaveBeenCalled();
+    expect(scan.mock.calls.filter(([sub]) => sub === store.sub('challenges'))).toEqual([]);
+    scan.mockRestore();
     // As a node before the index left its store: the entries only. Loaded again (a restart), they are indexed once.
     const drop: Op[] = [{ type: 'del', sub: store.sub('chain_meta'), key: 'challenges-by-tick-v1' }];
     for (const name of ['challenges_by_tick', 'challenges_by_state'])
@@ -505,6 +506,84 @@ describe('a node that misses gossip still converges', () => {
     expect(await ids(again, 'opened', 2, 0)).toEqual({ total: 3, ids: expected('opened').slice(0, 2) });
     expect(await ids(again, 'upheld')).toEqual({ total: 1, ids: [scs[0]!.challenge.challenge_id] });
     expect(await store.get(store.sub('chain_meta'), 'challenges-by-tick-v1')).toBe(1);
+  });
+
+  it('start reads the open challenges and those with an effect owed only; an owed effect left before a stop is applied after it; a bond’s verdicts by index', async () => {
+    // keys[0] is the bond's home: an upheld verdict owes it the slashing; rejected ones owe it nothing.
+    const s = await service(keys[0]!);
+    const store = stores[stores.length - 1]!;
+    const start = now;
+    const rejected: string[] = [];
+    let upheld = '';
+    let open = '';
+    try {
+      for (let i = 0; i < 12; i++) {
+        now = start + i;
+        const sc = signedChallenge(`res_40_${i}`);
+        await s.applyOpened(sc, { sender: keys[1]!.id });
+        if (i === 11) open = sc.challenge.challenge_id;
+        else if (i === 5) {
+          await two(s, sc);
+          upheld = sc.challenge.challenge_id;
+        } else {
+          await two(s, sc, EXEC);
+          rejected.push(sc.challenge.challenge_id);
+        }
+      }
+    } finally {
+      now = start;
+    }
+    const owedSub = store.sub('challenges_owed');
+    // No listener ran the slashing before the stop: its marker is still there (written in the verdict's batch).
+    expect((await store.range(owedSub)).map((e) => e.key)).toEqual([`${upheld}!slash`]);
+    const bondId = 'bond_' + 'a'.repeat(24);
+    expect((await s.ofBond(bondId)).map((e) => e.challenge.challenge.challenge_id)).toHaveLength(12);
+    expect((await s.ofBond('bond_' + 'b'.repeat(24))).length).toBe(0);
+
+    // A restart: every read of a stored challenge is counted (load, then the effects owed).
+    const restart = async () => {
+      const get = vi.spyOn(store, 'get');
+      const range = vi.spyOn(store, 'range');
+      const again = await service(keys[0]!, undefined, undefined, { store });
+      const applied: string[] = [];
+      again.onVerdict(async (e) => {
+        applied.push(e.challenge.challenge.challenge_id);
+        await store.commit([{ type: 'del', sub: owedSub, key: `${e.challenge.challenge.challenge_id}!slash` }]); // as slashing.ts does
+      });
+      await again.resumeEffects();
+      const ranged = range.mock.calls.filter(([sub]) => sub === store.sub('challenges')).length;
+      const reads = get.mock.calls.filter(([sub]) => sub === store.sub('challenges')).map(([, key]) => key);
+      get.mockRestore();
+      range.mockRestore();
+      return { again, reads, applied, ranged };
+    };
+    const first = await restart();
+    expect(first.ranged).toBe(0);
+    expect(first.reads.sort()).toEqual([open, upheld].sort());
+    expect(first.applied).toEqual([upheld]);
+    expect(first.again.memory()).toMatchObject({ open: 1, settled: 0 });
+    expect((await first.again.list({ limit: 1, offset: 0 })).total).toBe(12);
+    expect((await first.again.list({ state: 'rejected', limit: 1, offset: 0 })).total).toBe(10);
+    // The effect done, the next start reads the open challenge only.
+    const second = await restart();
+    expect(second.reads).toEqual([open]);
+    expect(second.applied).toEqual([]);
+    // A store from before the markers and the by-bond index: both made once at load (the upheld one still owed).
+    const metaSub = store.sub('chain_meta');
+    const drop: Op[] = [
+      { type: 'del', sub: metaSub, key: 'challenges-owed-v1' },
+      { type: 'del', sub: metaSub, key: 'challenges-by-bond-v1' },
+    ];
+    for (const e of await store.range(store.sub('challenges_by_bond'))) drop.push({ type: 'del', sub: store.sub('challenges_by_bond'), key: e.key });
+    await store.commit(drop);
+    const third = await restart();
+    expect(third.applied).toEqual([upheld]);
+    expect((await third.again.ofBond(bondId)).map((e) => e.challenge.challenge.challenge_id)).toEqual([
+      open,
+      ...[...rejected.slice(5)].reverse(),
+      upheld,
+      ...[...rejected.slice(0, 5)].reverse(),
+    ]);
   });
 
   it('the opener sends the challenge to the committee and the bond home, a member its vote to the opener, the opener the verdict to the bond home until acknowledged', async () => {
