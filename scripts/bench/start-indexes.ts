@@ -3,6 +3,7 @@
 //   (SlugLosses.reconcile with nothing owed: the marker sublevel only);
 // - a challenge listing (50 newest): every stored challenge read and sorted, against one page of the tick index
 //   (ChallengeIndex.page: its total from the counts kept since load, or, before a load, from the index's keys).
+// Node start with settled challenges: scripts/bench/start-challenges.ts.
 // Prints ONE JSON line. Usage: npx tsx scripts/bench/start-indexes.ts [--machines 20000] [--challenges 20000]
 import '../../src/polyfill.js';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -78,7 +79,10 @@ async function main(): Promise<void> {
       for (let j = i; j < Math.min(CHALLENGES, i + 1000); j++) {
         const id = `chl_${j.toString(16).padStart(32, '0')}`;
         // About the size of a stored challenge with its votes (~2 KiB).
-        const e = { state: STATES[j % STATES.length]!, challenge: { challenge: { challenge_id: id, svcond: 1000 + (j % 997), pad: 'x'.repeat(2000) } } };
+        const e = {
+          state: STATES[j % STATES.length]!,
+          challenge: { challenge: { challenge_id: id, svcond: 1000 + (j % 997), executed_by: { bond_id: `bond_${j % 100}` }, pad: 'x'.repeat(2000) } },
+        };
         ops.push({ type: 'put', sub: entries, key: id, value: e }, ...index.ops(e));
       }
       await store.commit(ops);
@@ -91,7 +95,7 @@ async function main(): Promise<void> {
     const counted = await index.page(undefined, 50, 0);
     await store.getMany(entries, counted.ids);
     const keyCountListMs = performance.now() - t;
-    index.countFrom(all as unknown as { state: string }[]); // what ChallengeService.load does with the entries it reads
+    await index.count(); // what ChallengeService.load does: the by-state index's keys counted once
     t = performance.now();
     const page = await index.page(undefined, 50, 0);
     await store.getMany(entries, page.ids);
