@@ -3,6 +3,7 @@
 //   challenges_by_tick   `inverse tick!challenge_id` → id   (newest first, then by id, in key order)
 //   challenges_by_state  `state!inverse tick!challenge_id` → id
 //   challenges_by_bond   `bond_id!inverse tick!challenge_id` → id   (a bond's challenges: GET /api/contribute/status)
+//   challenges_counts    `states` → {state: n}   (listing totals; rewritten in each batch that moves a challenge)
 // A challenge's tick never changes; its state does, so each write puts the key of its state and deletes the keys of
 // the others (blind deletes: no read before the batch). Challenges stored before the index are indexed once at start.
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
@@ -12,6 +13,8 @@ import { backfillOnce } from '../store/backfill.js';
 const BACKFILL_KEY = 'challenges-by-tick-v1';
 /** The one-time pass indexing by bond the challenges stored before that index (session 14). */
 const BY_BOND_BACKFILL_KEY = 'challenges-by-bond-v1';
+/** The key of the counts record. */
+const COUNTS_KEY = 'states';
 
 /** What the index reads of a challenge entry. */
 export interface IndexedChallenge {
@@ -23,6 +26,7 @@ export class ChallengeIndex {
   private readonly byTick: Sublevel;
   private readonly byState: Sublevel;
   private readonly byBond: Sublevel;
+  private readonly countsSub: Sublevel;
   /** Stored challenges by state, counted at load and moved after each write's batch (null: count the index's keys). */
   private counts: Map<string, number> | null = null;
 
@@ -34,6 +38,7 @@ export class ChallengeIndex {
     this.byTick = store.sub('challenges_by_tick');
     this.byState = store.sub('challenges_by_state');
     this.byBond = store.sub('challenges_by_bond');
+    this.countsSub = store.sub('challenges_counts', 'json', { rewritten: true });
   }
 
   /** The index ops of an entry as it is written now (in the entry's own batch). */
@@ -54,11 +59,45 @@ export class ChallengeIndex {
     return { type: 'put', sub: this.byBond, key: `${c.executed_by.bond_id}!${inverseTick(c.svcond)}!${c.challenge_id}`, value: c.challenge_id };
   }
 
-  /** At load: how many challenges are in each state, from the by-state index's keys (no entry is read). */
-  async count(): Promise<void> {
+  /**
+   * At load: how many challenges are in each state, from the counts record; a store without one (before it) has
+   * them counted once from the by-state index's keys (no entry is read), and the record written; so has a store
+   * whose one-time pass indexed challenges now (`recount`).
+   */
+  async count(recount = false): Promise<void> {
+    const kept = recount ? undefined : await this.store.get<Record<string, number>>(this.countsSub, COUNTS_KEY);
+    if (kept !== undefined) {
+      this.counts = new Map(this.states.map((s) => [s, kept[s] ?? 0]));
+      return;
+    }
     const counts = new Map<string, number>();
     for (const s of this.states) counts.set(s, await this.countKeys(this.byState, { gte: `${s}!`, lt: `${s}!~` }));
     this.counts = counts;
+    await this.store.commit([this.countsOp()]);
+  }
+
+  /**
+   * A challenge about to be stored in state `to`, before in `from` (null: new): the counts moved now, and the op that
+   * persists them for the write's batch (committed in this turn: batches land in call order); undo if it fails.
+   */
+  moveOps(from: string | null, to: string): { ops: Op[]; undo: () => void } {
+    if (!this.counts || from === to) return { ops: [], undo: () => undefined };
+    this.moved(from, to);
+    return {
+      ops: [this.countsOp()],
+      undo: () => {
+        this.bump(to, -1);
+        if (from !== null) this.bump(from, 1);
+      },
+    };
+  }
+
+  private countsOp(): Op {
+    return { type: 'put', sub: this.countsSub, key: COUNTS_KEY, value: Object.fromEntries(this.counts ?? []) };
+  }
+
+  private bump(state: string, d: number): void {
+    this.counts?.set(state, Math.max(0, (this.counts.get(state) ?? 0) + d));
   }
 
   /** The ids of the challenges in the given states (the open ones, at load), newest first per state. */
@@ -84,11 +123,11 @@ export class ChallengeIndex {
     return total;
   }
 
-  /** After a write's batch: a challenge stored in state `to`, before in `from` (null: new). */
-  moved(from: string | null, to: string): void {
+  /** A challenge stored in state `to`, before in `from` (null: new): the counts in memory. */
+  private moved(from: string | null, to: string): void {
     if (!this.counts || from === to) return;
-    if (from !== null) this.counts.set(from, Math.max(0, (this.counts.get(from) ?? 0) - 1));
-    this.counts.set(to, (this.counts.get(to) ?? 0) + 1);
+    if (from !== null) this.bump(from, -1);
+    this.bump(to, 1);
   }
 
   /** The ids of one page, newest tick first (then by id), of every challenge or of one state's; and how many there are. */

@@ -415,12 +415,12 @@ export class ChallengeService {
 
   /**
    * At start: every open challenge into memory, found by the by-state index; no settled challenge is read (those
-   * whose effects are owed are read by resumeEffects, the others on demand). The counts per state from the index's keys.
+   * whose effects are owed are read by resumeEffects, the others on demand). The counts per state from their record.
    */
   async load(): Promise<void> {
-    await this.index.backfill(this.sub);
+    const indexed = await this.index.backfill(this.sub);
     await this.owed.backfill(this.sub, this.o.nodeId(), this.outbox !== null);
-    await this.index.count();
+    await this.index.count(indexed > 0);
     const open = await this.index.idsIn(STATES.filter((s) => !isTerminal(s)));
     for (const id of open) {
       const e = await this.o.store.get<ChallengeEntry>(this.sub, id);
@@ -547,12 +547,11 @@ export class ChallengeService {
       const stake = await this.o.holdStake(zid, p.challengeStake);
       const entry = this.newEntry(signed, stake.hold);
       try {
-        await this.o.store.commit([...stake.ops, ...this.putOps(entry)]);
+        await this.write(entry, null, stake.ops);
       } catch (err) {
         stake.rollback();
         throw err;
       }
-      this.index.moved(null, entry.state);
       this.cache(entry);
       await this.gossip(CHALLENGE_OPENED_EVENT, signed);
       this.sendChallenge(entry);
@@ -705,8 +704,7 @@ export class ChallengeService {
     let added = false;
     await this.serial(c.challenge_id, async () => {
       if (await this.find(c.challenge_id)) return;
-      await this.o.store.commit(this.putOps(entry));
-      this.index.moved(null, entry.state);
+      await this.write(entry, null);
       this.cache(entry);
       added = true;
     });
@@ -834,8 +832,7 @@ export class ChallengeService {
       const cur = await this.find(id);
       if (!cur) return;
       const next = change(cur);
-      await this.o.store.commit(this.putOps(next));
-      this.index.moved(cur.state, next.state);
+      await this.write(next, cur.state);
       this.cache(next);
     });
   }
@@ -870,8 +867,11 @@ export class ChallengeService {
         : null;
     const next: ChallengeEntry = { ...entry, state, verdict };
     // The effects this node owes for the verdict are marked in its batch (deleted by each effect's batch).
-    await this.o.store.commit([...this.putOps(next), ...owedBy(next, this.o.nodeId(), this.outbox !== null).map((k) => this.owed.put(c.challenge_id, k))]);
-    this.index.moved(entry.state, next.state);
+    await this.write(
+      next,
+      entry.state,
+      owedBy(next, this.o.nodeId(), this.outbox !== null).map((k) => this.owed.put(c.challenge_id, k)),
+    );
     this.cache(next);
     if (!verdict) return;
     const me = this.o.nodeId();
@@ -951,6 +951,20 @@ export class ChallengeService {
 
   private newEntry(sc: SignedChallenge, stake: StakeHold | null): ChallengeEntry {
     return { challenge: sc, state: 'opened', votes: [], non_member_votes: 0, refused_votes: 0, verdict: null, stake, received_svcond: this.o.nowSvcond() };
+  }
+
+  /**
+   * Store an entry (before: in state `from`, null when new) with `extra` ops, in one batch with its index ops and the
+   * per-state counts moved (in this turn, so batches land in the order the counts moved; undone if it fails).
+   */
+  private async write(next: ChallengeEntry, from: ChallengeState | null, extra: Op[] = []): Promise<void> {
+    const moved = this.index.moveOps(from, next.state);
+    try {
+      await this.o.store.commit([...extra, ...this.putOps(next), ...moved.ops]);
+    } catch (err) {
+      moved.undo();
+      throw err;
+    }
   }
 
   /** The entry's put and its index ops (challenge-index.ts), for one batch; a verdict acknowledged is no longer owed. */
