@@ -92,6 +92,11 @@ export class ChallengeIndex {
     };
   }
 
+  /** Stored challenges in a state (0 before load). */
+  countOf(state: string): number {
+    return this.counts?.get(state) ?? 0;
+  }
+
   private countsOp(): Op {
     return { type: 'put', sub: this.countsSub, key: COUNTS_KEY, value: Object.fromEntries(this.counts ?? []) };
   }

@@ -453,6 +453,11 @@ export class ChallengeService {
     return [...this.entries.values()];
   }
 
+  /** How many stored challenges are in each state (kept with every write: challenge-index.ts). */
+  countsByState(): Record<ChallengeState, number> {
+    return Object.fromEntries(STATES.map((s) => [s, this.index.countOf(s)])) as Record<ChallengeState, number>;
+  }
+
   stats(): Record<string, number> {
     return { ...this.counts };
   }
