@@ -23,7 +23,7 @@ import { foldVotes, OUTCOMES, type Fold, type Outcome } from './verdict.js';
 import { executedBySchema, verifyExecution, type ExecutedBy } from './executed-by.js';
 import { Outbox, type SendFn } from './outbox.js';
 import { ChallengeIndex } from './challenge-index.js';
-import { OwedEffects, owedBy } from './owed-effects.js';
+import { announces, OwedEffects, owedBy } from './owed-effects.js';
 
 export type { ExecutedBy };
 
@@ -419,7 +419,7 @@ export class ChallengeService {
    */
   async load(): Promise<void> {
     const indexed = await this.index.backfill(this.sub);
-    await this.owed.backfill(this.sub, this.o.nodeId(), this.outbox !== null);
+    await this.owed.backfill(this.sub, this.o.nodeId(), this.outbox !== null, this.o.nowSvcond() - this.o.policy.deadlineTicks);
     await this.index.count(indexed > 0);
     const open = await this.index.idsIn(STATES.filter((s) => !isTerminal(s)));
     for (const id of open) {
@@ -638,14 +638,16 @@ export class ChallengeService {
    * changes nothing. (The bond's home, which applies the slashing, also gets it directly from the opener.)
    */
   async reannounceVerdicts(): Promise<void> {
+    // From the markers put in each verdict's batch where this node announces (owed-effects.ts): a stop in the window
+    // does not end it, and a verdict out of memory is read; a marker past its window is deleted.
     const now = this.o.nowSvcond();
-    const me = this.o.nodeId();
-    for (const e of this.all()) {
-      const c = e.challenge.challenge;
-      if (!e.verdict || now - e.verdict.decided_svcond > this.o.policy.deadlineTicks) continue;
-      if (c.challenger_home !== me && !c.committee.includes(me)) continue;
-      await this.gossip(VERDICT_EVENT, documentOf(e));
+    const done: Op[] = [];
+    for (const { id, decided } of await this.owed.announcing()) {
+      const e = now - decided > this.o.policy.deadlineTicks ? null : await this.find(id);
+      if (!e?.verdict) done.push(this.owed.announceDone(id));
+      else await this.gossip(VERDICT_EVENT, documentOf(e));
     }
+    if (done.length > 0) await this.o.store.commit(done);
   }
 
   /**
@@ -872,14 +874,12 @@ export class ChallengeService {
         : null;
     const next: ChallengeEntry = { ...entry, state, verdict };
     // The effects this node owes for the verdict are marked in its batch (deleted by each effect's batch).
-    await this.write(
-      next,
-      entry.state,
-      owedBy(next, this.o.nodeId(), this.outbox !== null).map((k) => this.owed.put(c.challenge_id, k)),
-    );
+    const me = this.o.nodeId();
+    const owed = verdict ? owedBy(next, me, this.outbox !== null).map((k) => this.owed.put(c.challenge_id, k)) : [];
+    if (verdict && announces(next, me)) owed.push(this.owed.announcePut(c.challenge_id, verdict.decided_svcond));
+    await this.write(next, entry.state, owed);
     this.cache(next);
     if (!verdict) return;
-    const me = this.o.nodeId();
     // The opener and the committee gossip the verdict they reached from votes, so a node that missed votes gets them.
     if (decidedHere && (c.challenger_home === me || c.committee.includes(me) || c.executed_by.node === me)) void this.gossip(VERDICT_EVENT, documentOf(next));
     this.sendVerdict(next);

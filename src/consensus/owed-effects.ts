@@ -7,6 +7,9 @@
 //     deliver  the verdict sent by the opener to the bond's home: deleted in the batch that marks it acknowledged
 // Each effect is still idempotent on its own record (slashing's `stake!` / `slash!` rows): a marker left by a stop
 // between an effect's batch and its deletion only makes the next start look at it again.
+// And one duty with a window: the opener and the committee announce a verdict again for deadlineTicks after it
+// (ChallengeService.reannounceVerdicts), from their own marker, so a stop in between does not end it:
+//   challenges_announce   `challenge_id` → decided_svcond   (deleted once the window has passed)
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { backfillOnce } from '../store/backfill.js';
 import type { ChallengeEntry } from './challenges.js';
@@ -33,13 +36,35 @@ export function owedBy(e: ChallengeEntry, me: string, delivers: boolean): OwedKi
   return kinds;
 }
 
+/** Whether node `me` announces a decided entry's verdict again (the opener and the committee). */
+export function announces(e: ChallengeEntry, me: string): boolean {
+  const c = e.challenge.challenge;
+  return e.verdict !== null && (c.challenger_home === me || c.committee.includes(me));
+}
+
 export class OwedEffects {
   private readonly sub: Sublevel;
   private readonly slashing: Sublevel;
+  private readonly announceSub: Sublevel;
 
   constructor(private readonly store: Store) {
     this.sub = store.sub('challenges_owed');
     this.slashing = store.sub('slashing');
+    this.announceSub = store.sub('challenges_announce');
+  }
+
+  /** The announcing duty of a verdict decided at `decided` (in the verdict's batch). */
+  announcePut(id: string, decided: number): Op {
+    return { type: 'put', sub: this.announceSub, key: id, value: decided };
+  }
+
+  announceDone(id: string): Op {
+    return { type: 'del', sub: this.announceSub, key: id };
+  }
+
+  /** The verdicts this node announces again, with the tick each was decided at. */
+  async announcing(): Promise<{ id: string; decided: number }[]> {
+    return (await this.store.range<number>(this.announceSub)).map((e) => ({ id: e.key, decided: e.value }));
   }
 
   /** The marker of an owed effect (in the verdict's batch). */
@@ -66,14 +91,16 @@ export class OwedEffects {
 
   /**
    * At start, once: mark the effects still owed by verdicts stored before the markers (an effect whose record is
-   * written is done; a verdict acknowledged is delivered). A stop mid-pass resumes.
+   * written is done; a verdict acknowledged is delivered), and the announcing duties still within their window
+   * (`announceWithin`: decided at or after that tick). A stop mid-pass resumes.
    */
-  backfill(entries: Sublevel, me: string, delivers: boolean): Promise<number> {
+  backfill(entries: Sublevel, me: string, delivers: boolean, announceWithin: number): Promise<number> {
     return backfillOnce<ChallengeEntry>(this.store, {
       key: BACKFILL_KEY,
       source: entries,
       opsFor: async (id, e) => {
         const ops: Op[] = [];
+        if (announces(e, me) && e.verdict!.decided_svcond >= announceWithin) ops.push(this.announcePut(id, e.verdict!.decided_svcond));
         for (const kind of owedBy(e, me, delivers)) {
           if (kind !== 'deliver' && (await this.store.get<unknown>(this.slashing, effectRecordKey(kind, id))) !== undefined) continue;
           ops.push(this.put(id, kind));

@@ -344,6 +344,7 @@ describe('the gossip rows', () => {
     const sent: { type: string; body: unknown }[] = [];
     const m0 = member(sc, 0);
     const decider = await service(m0, undefined, async (type, body) => void sent.push({ type, body }));
+    const store = stores.at(-1)!;
     const bystanderSent: unknown[] = [];
     // An eligible node off the committee (neither the executor nor the opener).
     const off = keys.slice(2).find((k) => !sc.challenge.committee.includes(k.id))!;
@@ -366,10 +367,17 @@ describe('the gossip rows', () => {
     const executorHome = await service(keys[0]!);
     await executorHome.applyVerdict(verdicts.at(-1)!.body as VerdictDocument);
     expect(executorHome.get(id)!.verdict).toMatchObject({ outcome: 'upheld', deciding_digest: CLAIM });
-    // Past deadlineTicks after the decision: no more announcements.
+    // A stop within the window does not end it: the decider, restarted, announces it again (from its marker).
+    const restarted = await service(m0, undefined, async (type, body) => void sent.push({ type, body }), { store });
+    expect(restarted.memory()).toMatchObject({ settled: 0 });
+    await restarted.reannounceVerdicts();
+    expect(sent.filter((x) => x.type === 'consensus.verdict').length).toBe(once + 2);
+    // Past deadlineTicks after the decision: no more announcements, and the marker is gone.
     now += policy.deadlineTicks + 1;
     await decider.reannounceVerdicts();
-    expect(sent.filter((x) => x.type === 'consensus.verdict').length).toBe(once + 1);
+    await restarted.reannounceVerdicts();
+    expect(sent.filter((x) => x.type === 'consensus.verdict').length).toBe(once + 2);
+    expect(await store.range(store.sub('challenges_announce'))).toEqual([]);
   });
 
   it('the deadline sweep declares no_quorum once deadline + grace has passed, with the votes heard so far', async () => {
