@@ -419,7 +419,11 @@ export class ChallengeService {
    */
   async load(): Promise<void> {
     const indexed = await this.index.backfill(this.sub);
-    await this.owed.backfill(this.sub, this.o.nodeId(), this.outbox !== null, this.o.nowSvcond() - this.o.policy.deadlineTicks);
+    const bondActive = (bondId: string) => {
+      const zid = this.o.bonds.get(bondId)?.bond?.bond.zid;
+      return zid !== undefined && this.o.bonds.ofZid(zid)?.bond.bond_id === bondId;
+    };
+    await this.owed.backfill(this.sub, this.o.nodeId(), this.outbox !== null, this.o.nowSvcond() - this.o.policy.deadlineTicks, bondActive);
     await this.index.count(indexed > 0);
     const open = await this.index.idsIn(STATES.filter((s) => !isTerminal(s)));
     for (const id of open) {

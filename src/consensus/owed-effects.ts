@@ -92,9 +92,10 @@ export class OwedEffects {
   /**
    * At start, once: mark the effects still owed by verdicts stored before the markers (an effect whose record is
    * written is done; a verdict acknowledged is delivered), and the announcing duties still within their window
-   * (`announceWithin`: decided at or after that tick). A stop mid-pass resumes.
+   * (`announceWithin`: decided at or after that tick). A slashing written whose bond is still active (`bondActive`:
+   * its release not done) stays owed, as every start tried the release again before. A stop mid-pass resumes.
    */
-  backfill(entries: Sublevel, me: string, delivers: boolean, announceWithin: number): Promise<number> {
+  backfill(entries: Sublevel, me: string, delivers: boolean, announceWithin: number, bondActive: (bondId: string) => boolean): Promise<number> {
     return backfillOnce<ChallengeEntry>(this.store, {
       key: BACKFILL_KEY,
       source: entries,
@@ -102,7 +103,8 @@ export class OwedEffects {
         const ops: Op[] = [];
         if (announces(e, me) && e.verdict!.decided_svcond >= announceWithin) ops.push(this.announcePut(id, e.verdict!.decided_svcond));
         for (const kind of owedBy(e, me, delivers)) {
-          if (kind !== 'deliver' && (await this.store.get<unknown>(this.slashing, effectRecordKey(kind, id))) !== undefined) continue;
+          const written = kind !== 'deliver' && (await this.store.get<unknown>(this.slashing, effectRecordKey(kind, id))) !== undefined;
+          if (written && !(kind === 'slash' && bondActive(e.challenge.challenge.executed_by.bond_id))) continue;
           ops.push(this.put(id, kind));
         }
         return ops;
