@@ -11,11 +11,12 @@ import { systemClock, type Clock } from './kernel/clock.js';
 import { deriveKey } from './kernel/receipt.js';
 import { Store } from './store/db.js';
 import { Counters } from './store/counters.js';
-import { ChainService } from './chain/service.js';
-import { IdentityService } from './identity/service.js';
+import { ChainService, sealingOfBody } from './chain/service.js';
+import { DEFAULT_SLUG_PREFIX, IdentityService } from './identity/service.js';
 import { DemoKeys } from './identity/demo.js';
-import { Ledger } from './tally/ledger.js';
+import { ENVELOPE_SUBS, Ledger } from './tally/ledger.js';
 import { SlugLosses } from './chain/slug-loss.js';
+import { SLUG_CLAIM } from './mesh/machines.js';
 import { QuotaService } from './tally/quota.js';
 import { Grants } from './tally/grants.js';
 import { LONGEST_TIME_LIMIT_SECONDS, TierBook, tierPolicy, type Tier } from './tally/tiers.js';
@@ -253,6 +254,10 @@ export class SvcNode {
       initialCredits: this.options.initialCredits ?? config.limits.initialCredits,
       walletCacheMax: config.limits.identityCacheMax,
     });
+    // Envelopes sealed before the machine envelope index (session 13): indexed once, at the first start (chain/service.ts).
+    await this.chain.indexOldEnvelopes(this.store.sub(ENVELOPE_SUBS.envelopes), async (resultId) =>
+      sealingOfBody(await this.ledger.getResult(resultId).catch(() => undefined)),
+    );
     this.tiers = new TierBook(this.store, tierPolicy({ dailyAllowance: this.options.tierDailyAllowance, timeLimitSeconds: this.options.tierTimeLimitSeconds }));
     await this.tiers.load();
     this.quota = new QuotaService(
@@ -329,6 +334,8 @@ export class SvcNode {
     this.publish = new PublishSettings(this.store);
     await this.publish.load();
     this.results = new ResultRecords(this.store, this.counters, this.publish, nodeId, async (id) => (await this.ledger.getResultBytes(id)) !== undefined);
+    // Results published before the by-owner index (session 12): indexed once, at the first start (tally/record.ts).
+    await this.results.indexByOwnerOnce();
     const nowMs = () => Number(this.clock.nowNs() / 1_000_000n);
     const webhookRegistry = new WebhookRegistry(this.store, deriveKey(secret, 'WEBHOOK_SECRET'), config.webhooks, nowMs);
     await webhookRegistry.load();
@@ -657,13 +664,29 @@ export class SvcNode {
   private wireSlugLosses(): SlugLosses | null {
     if (!this.mesh.enabled) return null;
     const losses = new SlugLosses({
+      store: this.store,
       chain: this.chain,
       ledger: this.ledger,
       identity: this.identity,
       nodeId: () => this.nodeId,
       nowMs: () => Number(this.clock.nowNs() / 1_000_000n),
       winnerOf: (slug) => this.mesh.machines.known(slug),
+      confirm: (slug) => this.mesh.machines.confirmOwn(slug),
+      reclaim: async (m) => {
+        if (m.slug.startsWith(DEFAULT_SLUG_PREFIX)) return false;
+        const claim = { slug: m.slug, home: this.nodeId, svcond: m.genesis_svcond, created_unix_ms: m.created_unix_ms };
+        await this.mesh.machines.claimOwn(claim);
+        void this.mesh.publish(SLUG_CLAIM, claim, TOPICS.events).catch(() => undefined);
+        return true;
+      },
       log: (msg, fields) => this.logger.info(fields, msg),
+    });
+    // A loss owed is marked in the batch that decides it (the directory's entry, a creation's), read at start.
+    this.mesh.machines.useMarks(losses);
+    this.chain.trackSlugClaims({
+      markOp: (slug) => losses.markOp(slug),
+      written: (slug) =>
+        void this.mesh.machines.confirmOwn(slug).catch((err: unknown) => this.logger.warn({ err: String(err), slug }, 'a new slug not checked')),
     });
     this.mesh.machines.onWonElsewhere((slug) => {
       void losses.settle(slug).catch((err: unknown) => this.logger.error({ err: String(err), slug }, 'a lost slug could not be settled'));

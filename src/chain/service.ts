@@ -9,13 +9,14 @@ import { EnvelopeLocks } from '../tally/folders.js';
 import { MachineIndex } from './machine-index.js';
 import { applySettings, type SettingsPatch } from './settings.js';
 import type { Role } from './roles.js';
-import type { TallyCharge } from '../tally/ledger.js';
+import type { ChargeSplit, TallyCharge } from '../tally/ledger.js';
 import type { TickStamp } from '../kernel/clock.js';
 import { SEALED_EVENT, sealEvent } from './sealed-event.js';
 import { ContractService } from './contracts.js';
 import { MerkleLog } from './merkle-log.js';
 import { Checkpoints } from './checkpoints.js';
 import { Frontier, leafHash } from './merkle.js';
+import { backfillOnce } from '../store/backfill.js';
 
 /** Chain heads kept in memory, unless configured (limits.identityCacheMax: one machine per identity). */
 export const HEADS_CACHE_DEFAULT = 4096;
@@ -49,8 +50,11 @@ export interface MachineLoss {
   /** The home whose claim won the slug. */
   lost_to: string;
   lost_unix_ms: number;
-  /** The creation charge given back to the owner (0 when none was recorded), and to which part of the wallet. */
-  refund: { credits: number; to: 'free' | 'paid' };
+  /**
+   * The creation charge given back to the owner (0 when none was recorded), and to which part of the wallet: `both`
+   * when it took free and paid credits (`free` and `paid` say how many each; recorded from session 14 on).
+   */
+  refund: { credits: number; to: 'free' | 'paid' | 'both'; free?: number; paid?: number };
 }
 
 export interface AuditRow {
@@ -95,13 +99,37 @@ export interface MachineTally {
   envelopes: number;
 }
 
-/** A charge record: the charge, who paid, and the machine's running totals after it (written in its batch). */
-export type MachineCharge = TallyCharge & { seq: number; zid: string; charges_total?: number; credits_total?: number };
+/**
+ * A charge record: the charge, who paid, and the machine's running totals after it (written in its batch). `split`:
+ * the free and paid credits it took (creation charges from session 14 on; a refund gives each part back where it came
+ * from; a record without it is refunded to `funded_by`'s part).
+ */
+export type MachineCharge = TallyCharge & { seq: number; zid: string; charges_total?: number; credits_total?: number; split?: ChargeSplit };
 
 /** An entry of the machine's envelope index: the envelope's token id and the machine's envelope count after it. */
 export interface MachineEnvelopeEntry {
   token_id: string;
   envelopes_total: number;
+}
+
+/** The one-time pass indexing envelopes sealed before the machine envelope index (session 13), in chain_meta. */
+const ENVELOPE_BACKFILL_KEY = 'machine-envelopes-v1';
+/** Machines whose envelope index the pass added to: their running totals are counted again (slug → true). */
+const ENVELOPE_RETOTAL_SUB = 'chain_envelopes_retotal';
+
+/** Where a stored envelope was sealed, read from its sealed result (the body's `audit` and `result_digest`). */
+export interface EnvelopeSealing {
+  slug: string;
+  seq: number;
+  result_digest: string;
+}
+
+/** Where a sealed result's body says it was sealed (its `audit` member: slug and seq), or null. */
+export function sealingOfBody(body: Record<string, unknown> | undefined): EnvelopeSealing | null {
+  const audit = body?.audit as { slug?: unknown; seq?: unknown } | null | undefined;
+  const digest = body?.result_digest;
+  if (!audit || typeof audit.slug !== 'string' || typeof audit.seq !== 'number' || typeof digest !== 'string') return null;
+  return { slug: audit.slug, seq: audit.seq, result_digest: digest };
 }
 
 /** Charges one listing of a machine recorded before running totals (session 12) reads at most. */
@@ -130,6 +158,7 @@ export class ChainService {
   /** Each machine's rows as an RFC 6962 tree (merkle-log.ts), and its signed checkpoints (checkpoints.ts). */
   readonly merkle: MerkleLog;
   readonly checkpoints: Checkpoints;
+  private slugClaims: { markOp: (slug: string) => Op; written: (slug: string) => void } | null = null;
 
   constructor(
     private readonly store: Store,
@@ -166,7 +195,21 @@ export class ChainService {
 
   /** Ops that create a machine; the caller commits them with its own records (one batch), then calls created(). */
   machineOps(machine: MachineRecord): Op[] {
-    return [{ type: 'put', sub: this.machines, key: machine.slug, value: machine }, ...this.index.ops(null, machine)];
+    const owed = this.slugClaims ? [this.slugClaims.markOp(machine.slug)] : [];
+    return [{ type: 'put', sub: this.machines, key: machine.slug, value: machine }, ...this.index.ops(null, machine), ...owed];
+  }
+
+  /**
+   * Slugs claimed mesh-wide (node.ts, with a mesh): each creation's batch carries a slug-loss marker
+   * (chain/slug-loss.ts), and once written the directory checks the slug (`written`), which clears it or settles a loss.
+   */
+  trackSlugClaims(claims: { markOp: (slug: string) => Op; written: (slug: string) => void }): void {
+    this.slugClaims = claims;
+  }
+
+  /** A machine's creation batch is on disk (identity/service.ts). */
+  machineWritten(slug: string): void {
+    this.slugClaims?.written(slug);
   }
 
   /** PATCH settings: checked against the role matrix (settings.ts), written with its index changes in one batch. */
@@ -185,7 +228,7 @@ export class ChainService {
    * with the machine's running totals after it. Synchronous, in the batch of the row it paid for: the head's tally
    * must be in memory (append() and prepare() read it), and a failed batch's rollback restores it with the head.
    */
-  chargeOp(slug: string, seq: number, zid: string, charge: TallyCharge): Op {
+  chargeOp(slug: string, seq: number, zid: string, charge: TallyCharge, split?: ChargeSplit): Op {
     let totals: { charges: number; credits: number };
     if (seq === 0) totals = { charges: 1, credits: charge.charged };
     else {
@@ -194,7 +237,7 @@ export class ChainService {
       head.tally = { ...head.tally, charges: head.tally.charges + 1, credits: head.tally.credits + charge.charged };
       totals = head.tally;
     }
-    const value: MachineCharge = { seq, zid, ...charge, charges_total: totals.charges, credits_total: totals.credits };
+    const value: MachineCharge = { seq, zid, ...charge, charges_total: totals.charges, credits_total: totals.credits, ...(split ? { split } : {}) };
     return { type: 'put', sub: this.charges, key: `${slug}!${padNum(seq)}`, value };
   }
 
@@ -242,14 +285,9 @@ export class ChainService {
     return this.store.getMany<MachineRecord>(this.machines, slugs);
   }
 
-  /** Every machine record held here, one at a time (a start-time pass). */
-  async *allMachines(): AsyncGenerator<MachineRecord> {
-    const it = this.machines.iterator();
-    try {
-      for await (const [, value] of it) yield value as MachineRecord;
-    } finally {
-      await it.close();
-    }
+  /** The machine records' sublevel, walked by a start-time pass (chain/slug-loss.ts: the one-time marking). */
+  get machineRecords(): Sublevel {
+    return this.machines;
   }
 
   /** The machine's totals: from memory when its head is there, else from the store. */
@@ -275,6 +313,66 @@ export class ChainService {
       limit: offset + limit,
     });
     return { total: envelopes, items: page.slice(offset).map((e) => ({ seq: Number(e.key.slice(e.key.lastIndexOf('!') + 1)), token_id: e.value.token_id })) };
+  }
+
+  /**
+   * Index the envelopes sealed before the machine envelope index existed (once, at start; store/backfill.ts): each
+   * stored envelope whose sealed result names a `compute_sealed` row of a machine here, and whose row commits exactly
+   * that envelope (the payload's digest is recomputed), gets its entry. Then the machines it added to have their
+   * running totals counted again, in seq order (a stop in between: counted at the next start, from the marks left).
+   */
+  async indexOldEnvelopes(envelopes: Sublevel, sealedAt: (resultId: string) => Promise<EnvelopeSealing | null>): Promise<number> {
+    const retotal = this.store.sub(ENVELOPE_RETOTAL_SUB);
+    const added = await backfillOnce<{ result_id?: string; face_value?: number }>(this.store, {
+      key: ENVELOPE_BACKFILL_KEY,
+      source: envelopes,
+      opsFor: async (tokenId, env) => {
+        if (typeof env.result_id !== 'string' || typeof env.face_value !== 'number') return [];
+        const at = await sealedAt(env.result_id);
+        if (!at || !Number.isSafeInteger(at.seq) || at.seq < 1) return [];
+        const key = `${at.slug}!${padNum(at.seq)}`;
+        if ((await this.store.get(this.envelopes, key)) !== undefined) return [];
+        const row = await this.row(at.slug, at.seq);
+        if (!row || row.transitionType !== 'compute_sealed') return [];
+        const payload = { result_id: env.result_id, result_digest: at.result_digest, token_id: tokenId, face_value: env.face_value };
+        if (sha256Hex(canonicalJson(payload)) !== row.payload_sha256) return [];
+        const entry: MachineEnvelopeEntry = { token_id: tokenId, envelopes_total: 0 };
+        return [
+          { type: 'put', sub: this.envelopes, key, value: entry },
+          { type: 'put', sub: retotal, key: at.slug, value: true },
+        ];
+      },
+    });
+    const slugs: string[] = [];
+    for await (const slug of retotal.keys()) slugs.push(slug as string);
+    for (const slug of slugs) {
+      await this.retotalEnvelopes(slug);
+      await this.store.commit([{ type: 'del', sub: retotal, key: slug }]);
+    }
+    return added;
+  }
+
+  /** Count a machine's envelope entries again, in seq order, into their running totals (the cached tally is dropped). */
+  private async retotalEnvelopes(slug: string): Promise<void> {
+    let n = 0;
+    let ops: Op[] = [];
+    const it = this.envelopes.iterator({ gte: `${slug}!`, lt: `${slug}!~` });
+    try {
+      for await (const [key, value] of it) {
+        const entry = value as MachineEnvelopeEntry;
+        n++;
+        if (entry.envelopes_total !== n) ops.push({ type: 'put', sub: this.envelopes, key: key as string, value: { ...entry, envelopes_total: n } });
+        if (ops.length >= 1000) {
+          await this.store.commit(ops);
+          ops = [];
+        }
+      }
+    } finally {
+      await it.close();
+    }
+    await this.store.commit(ops);
+    const head = this.heads.get(slug);
+    if (head) delete head.tally;
   }
 
   /**

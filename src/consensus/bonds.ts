@@ -166,6 +166,13 @@ export class BondService {
     return this.entries.get(bondId) ?? null;
   }
 
+  /** Ids of every bond of an identity this node knows (active or released; the registry is in memory). */
+  idsOf(zid: string): string[] {
+    const ids: string[] = [];
+    for (const [id, e] of this.entries) if (e.bond?.bond.zid === zid) ids.push(id);
+    return ids;
+  }
+
   /** Active bonds, oldest first. */
   active(): AttestedBond[] {
     return [...this.byNode.values()]

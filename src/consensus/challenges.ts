@@ -22,6 +22,8 @@ import { quorumOf, type ContributionPolicy } from './policy.js';
 import { foldVotes, OUTCOMES, type Fold, type Outcome } from './verdict.js';
 import { executedBySchema, verifyExecution, type ExecutedBy } from './executed-by.js';
 import { Outbox, type SendFn } from './outbox.js';
+import { ChallengeIndex } from './challenge-index.js';
+import { announces, OwedEffects, owedBy } from './owed-effects.js';
 
 export type { ExecutedBy };
 
@@ -377,6 +379,10 @@ export function documentOf(e: ChallengeEntry): VerdictDocument | null {
 
 export class ChallengeService {
   private readonly sub: Sublevel;
+  /** Listings page from it (challenge-index.ts), written with each entry. */
+  private readonly index: ChallengeIndex;
+  /** Effects of verdicts owed by this node (owed-effects.ts): what the pass at start reads. */
+  private readonly owed: OwedEffects;
   /** Every open challenge, and the most recently settled ones (at most maxSettledInMemory); the store holds them all. */
   private readonly entries = new Map<string, ChallengeEntry>();
   /** Ids of the settled challenges in memory, least recently stored first. */
@@ -402,18 +408,28 @@ export class ChallengeService {
 
   constructor(private readonly o: ChallengeServiceOptions) {
     this.sub = o.store.sub('challenges');
+    this.index = new ChallengeIndex(o.store, STATES);
+    this.owed = new OwedEffects(o.store);
     this.outbox = o.send ? new Outbox({ send: o.send, nowSvcond: o.nowSvcond }) : null;
   }
 
-  /** At start: every open challenge into memory, and the most recently decided settled ones up to the bound. */
+  /**
+   * At start: every open challenge into memory, found by the by-state index; no settled challenge is read (those
+   * whose effects are owed are read by resumeEffects, the others on demand). The counts per state from their record.
+   */
   async load(): Promise<void> {
-    const settled: ChallengeEntry[] = [];
-    for (const { value } of await this.o.store.range<ChallengeEntry>(this.sub)) {
-      if (isTerminal(value.state)) settled.push(value);
-      else this.cache(value);
+    const indexed = await this.index.backfill(this.sub);
+    const bondActive = (bondId: string) => {
+      const zid = this.o.bonds.get(bondId)?.bond?.bond.zid;
+      return zid !== undefined && this.o.bonds.ofZid(zid)?.bond.bond_id === bondId;
+    };
+    await this.owed.backfill(this.sub, this.o.nodeId(), this.outbox !== null, this.o.nowSvcond() - this.o.policy.deadlineTicks, bondActive);
+    await this.index.count(indexed > 0);
+    const open = await this.index.idsIn(STATES.filter((s) => !isTerminal(s)));
+    for (const id of open) {
+      const e = await this.o.store.get<ChallengeEntry>(this.sub, id);
+      if (e && !isTerminal(e.state)) this.cache(e);
     }
-    settled.sort((a, b) => (a.verdict?.decided_svcond ?? 0) - (b.verdict?.decided_svcond ?? 0));
-    for (const e of settled.slice(-this.maxSettled())) this.cache(e);
   }
 
   /** Called with a challenge this node has just learned of (the re-executor votes from here). */
@@ -441,6 +457,11 @@ export class ChallengeService {
     return [...this.entries.values()];
   }
 
+  /** How many stored challenges are in each state (kept with every write: challenge-index.ts). */
+  countsByState(): Record<ChallengeState, number> {
+    return Object.fromEntries(STATES.map((s) => [s, this.index.countOf(s)])) as Record<ChallengeState, number>;
+  }
+
   stats(): Record<string, number> {
     return { ...this.counts };
   }
@@ -460,22 +481,18 @@ export class ChallengeService {
       .sort();
   }
 
-  /** Challenges against a bond, any state, newest first (read from the store). */
-  async against(bondId: string): Promise<ChallengeEntry[]> {
-    return (await this.stored())
-      .filter((e) => e.challenge.challenge.executed_by.bond_id === bondId)
-      .sort((a, b) => b.challenge.challenge.svcond - a.challenge.challenge.svcond);
+  /** Challenges against a bond, any state, newest tick first (from the by-bond index: those entries only). */
+  async ofBond(bondId: string): Promise<ChallengeEntry[]> {
+    const entries = await Promise.all((await this.index.ofBond(bondId)).map((id) => this.find(id)));
+    return entries.filter((e): e is ChallengeEntry => e !== null);
   }
 
   /** Newest first, filtered by state, paged (read from the store, which holds every challenge). */
   async list(opts: { state?: ChallengeState; limit: number; offset: number }): Promise<{ total: number; items: ChallengeEntry[] }> {
-    const all = (await this.stored())
-      .filter((e) => opts.state === undefined || e.state === opts.state)
-      .sort(
-        (a, b) =>
-          b.challenge.challenge.svcond - a.challenge.challenge.svcond || (a.challenge.challenge.challenge_id < b.challenge.challenge.challenge_id ? -1 : 1),
-      );
-    return { total: all.length, items: all.slice(opts.offset, opts.offset + opts.limit) };
+    // One page of ids from the index by tick (by state and tick), then those entries only (memory, else the store).
+    const { total, ids } = await this.index.page(opts.state, opts.limit, opts.offset);
+    const items = await Promise.all(ids.map((id) => this.find(id)));
+    return { total, items: items.filter((e): e is ChallengeEntry => e !== null) };
   }
 
   /**
@@ -539,7 +556,7 @@ export class ChallengeService {
       const stake = await this.o.holdStake(zid, p.challengeStake);
       const entry = this.newEntry(signed, stake.hold);
       try {
-        await this.o.store.commit([...stake.ops, this.putOp(entry)]);
+        await this.write(entry, null, stake.ops);
       } catch (err) {
         stake.rollback();
         throw err;
@@ -625,23 +642,30 @@ export class ChallengeService {
    * changes nothing. (The bond's home, which applies the slashing, also gets it directly from the opener.)
    */
   async reannounceVerdicts(): Promise<void> {
+    // From the markers put in each verdict's batch where this node announces (owed-effects.ts): a stop in the window
+    // does not end it, and a verdict out of memory is read; a marker past its window is deleted.
     const now = this.o.nowSvcond();
-    const me = this.o.nodeId();
-    for (const e of this.all()) {
-      const c = e.challenge.challenge;
-      if (!e.verdict || now - e.verdict.decided_svcond > this.o.policy.deadlineTicks) continue;
-      if (c.challenger_home !== me && !c.committee.includes(me)) continue;
-      await this.gossip(VERDICT_EVENT, documentOf(e));
+    const done: Op[] = [];
+    for (const { id, decided } of await this.owed.announcing()) {
+      const e = now - decided > this.o.policy.deadlineTicks ? null : await this.find(id);
+      if (!e?.verdict) done.push(this.owed.announceDone(id));
+      else await this.gossip(VERDICT_EVENT, documentOf(e));
     }
+    if (done.length > 0) await this.o.store.commit(done);
   }
 
   /**
-   * At start: run the verdict listeners again for every recorded verdict (each effect is idempotent), and queue again
-   * the direct deliveries not yet acknowledged (the verdicts this node opened, its votes and challenges still open).
+   * At start: run the verdict listeners again for every verdict with an effect still owed here (owed-effects.ts; each
+   * effect is idempotent), and queue again the direct deliveries not yet acknowledged (the verdicts this node opened,
+   * its votes and challenges still open). Only the challenges the markers name are read.
    */
   async resumeEffects(): Promise<void> {
-    for (const e of await this.stored()) {
-      if (!e.verdict) continue;
+    for (const id of await this.owed.ids()) {
+      const e = await this.find(id);
+      if (!e?.verdict) {
+        await this.o.store.commit(this.owed.clearOps(id));
+        continue;
+      }
       for (const l of this.verdictListeners) await l(e);
       this.sendVerdict(e);
     }
@@ -691,7 +715,7 @@ export class ChallengeService {
     let added = false;
     await this.serial(c.challenge_id, async () => {
       if (await this.find(c.challenge_id)) return;
-      await this.o.store.commit([this.putOp(entry)]);
+      await this.write(entry, null);
       this.cache(entry);
       added = true;
     });
@@ -819,7 +843,7 @@ export class ChallengeService {
       const cur = await this.find(id);
       if (!cur) return;
       const next = change(cur);
-      await this.o.store.commit([this.putOp(next)]);
+      await this.write(next, cur.state);
       this.cache(next);
     });
   }
@@ -829,7 +853,7 @@ export class ChallengeService {
     const c = entry.challenge.challenge;
     if (isTerminal(entry.state)) {
       // A verdict stands; a vote after it is kept as evidence (equivocation) and changes nothing.
-      await this.o.store.commit([this.putOp(entry)]);
+      await this.o.store.commit(this.putOps(entry));
       this.cache(entry);
       return;
     }
@@ -853,10 +877,13 @@ export class ChallengeService {
           }
         : null;
     const next: ChallengeEntry = { ...entry, state, verdict };
-    await this.o.store.commit([this.putOp(next)]);
+    // The effects this node owes for the verdict are marked in its batch (deleted by each effect's batch).
+    const me = this.o.nodeId();
+    const owed = verdict ? owedBy(next, me, this.outbox !== null).map((k) => this.owed.put(c.challenge_id, k)) : [];
+    if (verdict && announces(next, me)) owed.push(this.owed.announcePut(c.challenge_id, verdict.decided_svcond));
+    await this.write(next, entry.state, owed);
     this.cache(next);
     if (!verdict) return;
-    const me = this.o.nodeId();
     // The opener and the committee gossip the verdict they reached from votes, so a node that missed votes gets them.
     if (decidedHere && (c.challenger_home === me || c.committee.includes(me) || c.executed_by.node === me)) void this.gossip(VERDICT_EVENT, documentOf(next));
     this.sendVerdict(next);
@@ -931,17 +958,30 @@ export class ChallengeService {
     return this.o.graceTicks ?? 2;
   }
 
-  /** Every stored challenge, settled or open (read on demand: listings, a bond's history, the effects at start). */
-  async stored(): Promise<ChallengeEntry[]> {
-    return (await this.o.store.range<ChallengeEntry>(this.sub)).map((x) => x.value);
-  }
-
   private newEntry(sc: SignedChallenge, stake: StakeHold | null): ChallengeEntry {
     return { challenge: sc, state: 'opened', votes: [], non_member_votes: 0, refused_votes: 0, verdict: null, stake, received_svcond: this.o.nowSvcond() };
   }
 
-  private putOp(e: ChallengeEntry): Op {
-    return { type: 'put', sub: this.sub, key: e.challenge.challenge.challenge_id, value: e as unknown as Json };
+  /**
+   * Store an entry (before: in state `from`, null when new) with `extra` ops, in one batch with its index ops and the
+   * per-state counts moved (in this turn, so batches land in the order the counts moved; undone if it fails).
+   */
+  private async write(next: ChallengeEntry, from: ChallengeState | null, extra: Op[] = []): Promise<void> {
+    const moved = this.index.moveOps(from, next.state);
+    try {
+      await this.o.store.commit([...extra, ...this.putOps(next), ...moved.ops]);
+    } catch (err) {
+      moved.undo();
+      throw err;
+    }
+  }
+
+  /** The entry's put and its index ops (challenge-index.ts), for one batch; a verdict acknowledged is no longer owed. */
+  private putOps(e: ChallengeEntry): Op[] {
+    const id = e.challenge.challenge.challenge_id;
+    const ops: Op[] = [{ type: 'put', sub: this.sub, key: id, value: e as unknown as Json }, ...this.index.ops(e)];
+    if (e.verdict_delivered) ops.push(this.owed.done(id, 'deliver'));
+    return ops;
   }
 
   private fire(listeners: ChallengeListener[], entry: ChallengeEntry): void {

@@ -7,6 +7,8 @@
 //     challenge of the same bond finds nothing left under it and records an empty slashing: the bond goes once.
 // A verdict recorded but whose effect was not yet written (a crash in between) is applied again at start
 // (ChallengeService.resumeEffects): the record of an effect is in the effect's own batch, so it is never applied twice.
+// The verdict's batch marks each effect owed here (owed-effects.ts); the effect's batch deletes the marker (the
+// slashing's once its bond's release was tried), so the pass at start reads only those.
 import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Json, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { Counters } from '../store/counters.js';
@@ -16,6 +18,7 @@ import { ENVELOPE_SUBS, type EnvelopeRecord, type Ledger } from '../tally/ledger
 import type { BondService } from './bonds.js';
 import type { ChallengeEntry, StakeHold } from './challenges.js';
 import type { ModeService } from './modes.js';
+import { effectRecordKey, OwedEffects } from './owed-effects.js';
 
 /** The owner of slashed envelopes: the foundation account of the node that holds the bond. */
 export const FOUNDATION_ACCOUNT = 'foundation';
@@ -59,12 +62,14 @@ export class SlashingService {
   private readonly byOwner: Sublevel;
   private readonly byFolder: Sublevel;
   private readonly running = new Map<string, Promise<void>>();
+  private readonly owed: OwedEffects;
 
   constructor(private readonly o: SlashingOptions) {
     this.sub = o.store.sub('slashing');
     this.envelopes = o.store.sub(ENVELOPE_SUBS.envelopes);
     this.byOwner = o.store.sub(ENVELOPE_SUBS.byOwner);
     this.byFolder = o.store.sub(ENVELOPE_SUBS.byFolder);
+    this.owed = new OwedEffects(o.store);
   }
 
   /**
@@ -99,11 +104,11 @@ export class SlashingService {
   }
 
   async slashRecord(challengeId: string): Promise<SlashRecord | undefined> {
-    return this.o.store.get<SlashRecord>(this.sub, `slash!${challengeId}`);
+    return this.o.store.get<SlashRecord>(this.sub, effectRecordKey('slash', challengeId));
   }
 
   async stakeRecord(challengeId: string): Promise<StakeRecord | undefined> {
-    return this.o.store.get<StakeRecord>(this.sub, `stake!${challengeId}`);
+    return this.o.store.get<StakeRecord>(this.sub, effectRecordKey('stake', challengeId));
   }
 
   private async apply(entry: ChallengeEntry): Promise<void> {
@@ -117,7 +122,10 @@ export class SlashingService {
 
   private async settleStake(entry: ChallengeEntry, hold: StakeHold, outcome: string): Promise<void> {
     const id = entry.challenge.challenge.challenge_id;
-    if (await this.stakeRecord(id)) return;
+    if (await this.stakeRecord(id)) {
+      await this.o.store.commit([this.owed.done(id, 'stake')]);
+      return;
+    }
     const burned = outcome === 'rejected';
     const rec: StakeRecord = {
       challenge_id: id,
@@ -127,7 +135,7 @@ export class SlashingService {
       effect: burned ? 'burned' : 'returned',
       svcond: this.o.nowSvcond(),
     };
-    const ops: Op[] = [{ type: 'put', sub: this.sub, key: `stake!${id}`, value: rec as unknown as Json }];
+    const ops: Op[] = [{ type: 'put', sub: this.sub, key: effectRecordKey('stake', id), value: rec as unknown as Json }, this.owed.done(id, 'stake')];
     let rollback: () => void;
     if (burned) {
       this.o.counters.bump('burned_total', hold.amount);
@@ -181,7 +189,7 @@ export class SlashingService {
           bump(folderCounter(FOUNDATION_ACCOUNT, SLASHED_FOLDER), held.length);
         }
         const rec: SlashRecord = { challenge_id: id, bond_id: bond.bond_id, zid: bond.zid, token_ids: held.map((e) => e.token_id), svcond: this.o.nowSvcond() };
-        ops.push({ type: 'put', sub: this.sub, key: `slash!${id}`, value: rec as unknown as Json });
+        ops.push({ type: 'put', sub: this.sub, key: effectRecordKey('slash', id), value: rec as unknown as Json });
         for (const [name, d] of deltas) this.o.counters.bump(name, d);
         this.o.counters.persistOps([...deltas.keys()], ops);
         this.o.log?.('slashing a bond', { challenge_id: id, bond_id: bond.bond_id, envelopes: held.length });
@@ -195,12 +203,16 @@ export class SlashingService {
       });
     }
     // The bond holds nothing now: it is released (its operator back to idle), once no other challenge holds it open.
-    if (this.o.bonds.ofZid(bond.zid)?.bond.bond_id === bond.bond_id && this.o.bonds.openChallenges(bond.bond_id).length === 0) {
+    const active = this.o.bonds.ofZid(bond.zid)?.bond.bond_id === bond.bond_id;
+    if (active && this.o.bonds.openChallenges(bond.bond_id).length > 0) return; // owed still: the next start tries the release again
+    if (active) {
       const idle = this.o.modes.idleOnRelease(bond.zid);
       await this.o.bonds.release(bond.zid, idle.ops).then(
         () => idle.apply(),
         () => undefined,
       );
     }
+    // Slashed, and released or no longer active: no longer owed.
+    await this.o.store.commit([this.owed.done(id, 'slash')]);
   }
 }

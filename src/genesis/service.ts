@@ -125,7 +125,7 @@ export class GenesisService {
           const ops: Op[] = [
             ...paid.ops,
             // The machine's own tally records its creation charge (seq 0), as POST /api/chain/state-machines does.
-            this.deps.chain.chargeOp(doc.slug, 0, zid, paid.charge),
+            this.deps.chain.chargeOp(doc.slug, 0, zid, paid.charge, paid.split),
             ...appended.map((a) => a.op),
             ...recordOps,
             { type: 'put', sub: this.records, key: digest, value: rec },

@@ -210,8 +210,9 @@ export class NodeMetrics {
       labelNames: ['state'],
       registers: [r],
       collect() {
-        const all = sources.challenges()?.all() ?? [];
-        for (const state of STATES) this.set({ state }, all.filter((e) => e.state === state).length);
+        // Every stored challenge, from the counts kept with each write (the ones in memory are a bounded part).
+        const counts = sources.challenges()?.countsByState();
+        for (const state of STATES) this.set({ state }, counts?.[state] ?? 0);
       },
     });
     new Gauge({
@@ -220,8 +221,9 @@ export class NodeMetrics {
       labelNames: ['outcome'],
       registers: [r],
       collect() {
-        const all = sources.challenges()?.all() ?? [];
-        for (const outcome of OUTCOMES) this.set({ outcome }, all.filter((e) => e.verdict?.outcome === outcome).length);
+        // A verdict's outcome is its challenge's state.
+        const counts = sources.challenges()?.countsByState();
+        for (const outcome of OUTCOMES) this.set({ outcome }, counts?.[outcome] ?? 0);
       },
     });
   }

@@ -3,6 +3,7 @@
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, createHmac } from 'node:crypto';
 import { promisify } from 'node:util';
 import { sha256Hex } from '../kernel/bytes.js';
+import { backfillOnce } from '../store/backfill.js';
 import { ServiceError } from '../kernel/errors.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
@@ -224,6 +225,7 @@ export class IdentityService {
         { type: 'put', sub: this.emails, key: normalised, value: zid },
         ...ops,
       ]);
+      this.deps.chain.machineWritten(slug);
       return { zid, message: 'identity registered; log in to obtain a session' };
     } finally {
       // Written (the store answers for the names now) or failed (they are free again).
@@ -342,23 +344,12 @@ export class IdentityService {
    * done in the chain's meta sublevel so later starts skip it.
    */
   async indexEmbedKeysOnce(): Promise<number> {
-    const meta = this.deps.store.sub('chain_meta');
-    if ((await this.deps.store.get(meta, EMBED_INDEX_VERSION_KEY)) !== undefined) return 0;
-    let ops: Op[] = [];
-    let n = 0;
-    for await (const [digest, value] of this.keys.iterator()) {
-      const rec = value as KeyRecord;
-      if (rec.kind !== 'zsm_pub' || !rec.slug) continue;
-      ops.push({ type: 'put', sub: this.embedKeys, key: `${rec.slug}!${rec.key_id}`, value: digest as string });
-      n++;
-      if (ops.length >= 1000) {
-        await this.deps.store.commit(ops);
-        ops = [];
-      }
-    }
-    ops.push({ type: 'put', sub: meta, key: EMBED_INDEX_VERSION_KEY, value: 1 });
-    await this.deps.store.commit(ops);
-    return n;
+    return backfillOnce<KeyRecord>(this.deps.store, {
+      key: EMBED_INDEX_VERSION_KEY,
+      source: this.keys,
+      opsFor: (digest, rec) =>
+        rec.kind === 'zsm_pub' && rec.slug ? [{ type: 'put', sub: this.embedKeys, key: `${rec.slug}!${rec.key_id}`, value: digest }] : [],
+    });
   }
 
   /** A machine's embed keys (records only: key id, minted by, times; never the secret nor its digest), oldest id first. */
@@ -532,6 +523,7 @@ export class IdentityService {
       machine,
       announce: () => {
         this.deps.chain.created(slug);
+        this.deps.chain.machineWritten(slug);
         this.assert(keyDigest(adminKey), keyRecord, { zid, home: this.deps.nodeId(), default_machine: slug });
       },
     };

@@ -69,7 +69,9 @@ export type ErrorCode =
   | 'SVC_LLM_PROVIDER_ERROR'
   // offloaded execution, node to node only (/svc/exec/1.0.0 refusals; docs/protocol.md §14)
   | 'SVC_NOT_CONTRIBUTING'
-  | 'SVC_PREEMPTED';
+  | 'SVC_PREEMPTED'
+  // a state machine whose slug another home won (chain/slug-loss.ts): read-only at its node, by its owner
+  | 'SVC_MACHINE_LOST';
 
 export class ServiceError extends Error {
   readonly status: number;

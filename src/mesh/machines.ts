@@ -9,7 +9,7 @@
 // like DNS, every node picks the same home whatever order it learnt them in, the losing home included (its own
 // claim is stored here too, and it forwards the slug to the winner). Claims known only from identity assertions
 // (no tick) rank after any claim with a tick, then by creation time.
-import type { Store, Sublevel } from '../store/db.js';
+import type { Op, Store, Sublevel } from '../store/db.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import { askPeers } from './ask-peers.js';
 import { MAX_SKEW_TICKS } from './validator.js';
@@ -46,6 +46,18 @@ export interface MachineDirectoryOptions {
   peers: () => { peerId: string; url: string | null }[];
   /** Entries kept in the store; beyond it homes are still looked up, not remembered. */
   maxEntries?: number;
+}
+
+/**
+ * The slug-loss markers (chain/slug-loss.ts), written in the batch of the directory entry that decides them: a loss
+ * is owed when another home wins a slug of a machine held here, and a creation's marker clears when this node's own
+ * claim holds. The settlement pass at start reads the markers only.
+ */
+export interface SlugLossMarks {
+  /** Ops marking a loss owed: empty unless a machine of the slug is held here and not marked lost yet. */
+  owedOps(slug: string): Promise<Op[]>;
+  /** Ops clearing the slug's marker (nothing is owed). */
+  clearOps(slug: string): Op[];
 }
 
 export function isMachineHome(v: unknown): v is MachineHome {
@@ -93,6 +105,7 @@ export class MachineDirectory {
   private writes: Promise<unknown> = Promise.resolve();
   /** Told when a slug's stored winner is another home (chain/slug-loss.ts settles a machine of it held here). */
   private wonElsewhere: ((slug: string, home: string) => void) | null = null;
+  private marks: SlugLossMarks | null = null;
 
   constructor(private readonly opts: MachineDirectoryOptions) {
     this.sub = opts.store.sub('mesh-machines');
@@ -108,6 +121,25 @@ export class MachineDirectory {
   /** Call `fn` each time a slug's stored winner becomes (or, for this node's own claim, stays) another home. */
   onWonElsewhere(fn: (slug: string, home: string) => void): void {
     this.wonElsewhere = fn;
+  }
+
+  /** Write the slug-loss markers with the entries that decide them (chain/slug-loss.ts). */
+  useMarks(marks: SlugLossMarks): void {
+    this.marks = marks;
+  }
+
+  /**
+   * After this node made a machine of the slug (its batch carries a marker): in the queue of the directory's writes,
+   * a slug another home already holds is a loss (told, the marker stays until settled); else the marker clears.
+   */
+  confirmOwn(slug: string): Promise<void> {
+    const run = this.writes.then(async () => {
+      const home = await this.known(slug);
+      if (home !== null && home !== this.opts.nodeId()) this.wonElsewhere?.(slug, home);
+      else if (this.marks) await this.opts.store.commit(this.marks.clearOps(slug));
+    });
+    this.writes = run.catch(() => undefined);
+    return run;
   }
 
   /** Entries in the store. */
@@ -129,13 +161,21 @@ export class MachineDirectory {
     const next = existing ? better(existing, rec) : rec;
     if (existing && next.home === existing.home && next.created_unix_ms === existing.created_unix_ms && next.svcond === existing.svcond) {
       // This node's own claim, made after another home's better one was stored: it lost on arrival.
+      // (Its creation's marker stays until the loss is settled.) This node's claim holding: nothing is owed.
       if (own && next.home !== this.opts.nodeId()) this.wonElsewhere?.(rec.slug, next.home);
+      else if (own && this.marks) await this.opts.store.commit(this.marks.clearOps(rec.slug));
       return false;
     }
-    if (!existing && this.count >= this.maxEntries) return false;
+    if (!existing && this.count >= this.maxEntries) {
+      if (own && this.marks) await this.opts.store.commit(this.marks.clearOps(rec.slug));
+      return false;
+    }
     const value: MachineHome = { slug: next.slug, home: next.home, created_unix_ms: next.created_unix_ms };
     if (next.svcond !== undefined) value.svcond = next.svcond;
-    await this.opts.store.commit([{ type: 'put', sub: this.sub, key: rec.slug, value }]);
+    // A loss is owed in the entry's own batch (a stop before the settlement leaves the marker for the next start).
+    let marks: Op[] = [];
+    if (this.marks) marks = next.home !== this.opts.nodeId() ? await this.marks.owedOps(rec.slug) : own ? this.marks.clearOps(rec.slug) : [];
+    await this.opts.store.commit([{ type: 'put', sub: this.sub, key: rec.slug, value }, ...marks]);
     if (!existing) this.count++;
     this.unknown.delete(rec.slug);
     if (next.home !== this.opts.nodeId()) this.wonElsewhere?.(rec.slug, next.home);

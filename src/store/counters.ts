@@ -3,7 +3,7 @@
 //
 // Storage: counters that always change together are stored as one record, so a seal writes fewer keys:
 //   '#totals'    → {sealed_total, burned_total, foundation_total, envelope_seq, charged_total, foundation_shares_total}   (node-wide totals)
-//   '#id:<zid>'  → {'env:<zid>': n, 'envf:<zid>:<folder>': n, 'chg:<zid>': n, …}   (an identity's envelope counts, credits charged)
+//   '#id:<zid>'  → {'env:<zid>': n, 'envf:<zid>:<folder>': n, 'chg:<zid>': n, 'rec:<zid>': n, …}   (an identity's envelope counts, credits charged, results published)
 // Every other counter (day quotas, which are pruned by prefix) is its own key with a number value. Records of
 // the earlier layout (one key per counter) are read at load and folded into their group record once.
 // An identity's record is read when it is first needed (loadIdentity) and kept in a cache bounded by least recent
@@ -26,7 +26,7 @@ export function groupOf(name: string): string | null {
 
 /** The identity whose record holds this counter, or null for a node-wide or day counter. */
 export function identityOf(name: string): string | null {
-  if (name.startsWith('env:') || name.startsWith('chg:')) return name.slice(4);
+  if (name.startsWith('env:') || name.startsWith('chg:') || name.startsWith('rec:')) return name.slice(4);
   if (name.startsWith('envf:')) {
     const end = name.indexOf(':', 5);
     if (end > 5) return name.slice(5, end);

@@ -1,5 +1,5 @@
 // The names of the tally's counters (kept by store/counters.ts): one place for their formats. store/counters.ts
-// groups `env:`, `envf:` and `chg:` names by identity; QuotaService prunes the day counters by their prefixes.
+// groups `env:`, `envf:`, `chg:` and `rec:` names by identity; QuotaService prunes the day counters by their prefixes.
 
 /** Envelopes of an identity. */
 export function envelopeCounter(zid: string): string {
@@ -19,6 +19,11 @@ export function folderCounterPrefix(zid: string): string {
 /** Credits charged to an identity so far (its running total: the carry of the exact split, split.ts). */
 export function chargedCounter(zid: string): string {
   return `chg:${zid}`;
+}
+
+/** Results of an identity published here (its by-owner record rows: GET /api/tally/record?owner= total). */
+export function recordCounter(zid: string): string {
+  return `rec:${zid}`;
 }
 
 /** The prefixes of the per-day quota counters: each is followed by the UTC day (YYYY-MM-DD) and the caller. */

@@ -40,6 +40,12 @@ export interface TallyCharge {
   balance_after: Wallet | null;
 }
 
+/** Which part of the wallet a charge took its credits from (free first): kept where a charge may be refunded. */
+export interface ChargeSplit {
+  free: number;
+  paid: number;
+}
+
 export interface EnvelopeRecord {
   token_id: string;
   owner: string;
@@ -238,7 +244,7 @@ export class Ledger {
    * the wallet cannot pay, before anything changes. Free credits are spent first, as in seal(). The wallet must be
    * in memory (await wallet(zid) first), so the check and the change happen with nothing in between.
    */
-  chargeOps(zid: string, action: string, cost: number): { charge: TallyCharge; ops: Op[]; rollback: () => void } {
+  chargeOps(zid: string, action: string, cost: number): { charge: TallyCharge; split: ChargeSplit; ops: Op[]; rollback: () => void } {
     const w = this.walletCache.get(zid);
     if (!w) throw new Error('wallet not prepared');
     checkBalance(w, cost);
@@ -262,7 +268,7 @@ export class Ledger {
       for (let i = 0; i < bumped.length; i += 2) this.counters.revert(bumped[i] as string, bumped[i + 1] as number);
       debit.rollback();
     };
-    return { charge, ops, rollback };
+    return { charge, split: { free: fromFree, paid: cost - fromFree }, ops, rollback };
   }
 
   /** Credit a wallet (a grant, a claim): like chargeOps(), synchronous, the wallet in memory. */

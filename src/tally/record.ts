@@ -3,15 +3,24 @@
 // published list (newest first) with what a challenger and a re-executing committee need: the canonical request,
 // the stamping tick, the result digest and executed_by. Results are sealed at their caller's home, so this is the
 // home's record; other nodes ask it (GET /api/mesh/results/:id, consensus/result-lookup.ts). A published row is also
-// indexed by owner (owner!row key), so one identity's published results page without a scan of the home's record.
+// indexed by owner (owner!row key), so one identity's published results page without a scan of the home's record,
+// and counted in the owner's counter record (`rec:<zid>`, store/counters.ts) in the same batch: a listing's total.
 import type { Counters } from '../store/counters.js';
 import { padNum, type Json, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { CanonicalRequest, ResultRecorder, SealedFacts } from '../compute/service.js';
 import type { ExecutedBy } from '../consensus/executed-by.js';
 import type { PublishSettings } from './publish-settings.js';
+import { backfillDone, backfillOnce } from '../store/backfill.js';
+import { recordCounter } from './counter-keys.js';
 
 export const PUBLISHED_COUNTER = 'published_total';
 export const RECORD_PAGE_MAX = 100;
+/** The one-time pass indexing by owner the rows published before the index (session 12), in chain_meta. */
+const BY_OWNER_BACKFILL_KEY = 'record-by-owner-v1';
+/** The one-time pass setting each owner's count from its by-owner rows (session 14), in chain_meta. */
+const OWNER_COUNT_BACKFILL_KEY = 'record-owner-count-v1';
+/** Owners' counter records written per batch by that pass. */
+const OWNER_COUNT_CHUNK = 500;
 
 /** Per result sealed here (key: result_id). */
 interface IndexEntry {
@@ -106,8 +115,63 @@ export class ResultRecords implements ResultRecorder {
       { type: 'put', sub: this.index, key: f.result_id, value: entry as unknown as Json },
       { type: 'put', sub: this.rows, key, value: row as unknown as Json },
     ];
-    if (f.owner !== null) ops.push({ type: 'put', sub: this.byOwner, key: `${f.owner}!${key}`, value: key });
-    return { ops, bump: [PUBLISHED_COUNTER] };
+    if (f.owner === null) return { ops, bump: [PUBLISHED_COUNTER] };
+    // The owner is the caller, whose counter record the seal has in memory (Ledger.prepare).
+    ops.push({ type: 'put', sub: this.byOwner, key: `${f.owner}!${key}`, value: key });
+    return { ops, bump: [PUBLISHED_COUNTER, recordCounter(f.owner)] };
+  }
+
+  /**
+   * Index by owner the published rows written before the by-owner index existed (once, at start; store/backfill.ts):
+   * the same put the sealing batch writes, so a row indexed already is written again unchanged.
+   */
+  async indexByOwnerOnce(): Promise<number> {
+    const n = await backfillOnce<StoredRow>(this.store, {
+      key: BY_OWNER_BACKFILL_KEY,
+      source: this.rows,
+      opsFor: (key, row) => (typeof row.owner === 'string' ? [{ type: 'put', sub: this.byOwner, key: `${row.owner}!${key}`, value: key }] : []),
+    });
+    await this.countByOwnerOnce();
+    return n;
+  }
+
+  /**
+   * Once, at start (before any seal): each owner's count set to its by-owner rows, walking the index's keys in
+   * order (an owner's keys are together). It sets values, so a pass redone after a stop writes the same.
+   */
+  private async countByOwnerOnce(): Promise<void> {
+    const meta = this.store.sub('chain_meta');
+    if (await backfillDone(this.store, OWNER_COUNT_BACKFILL_KEY, meta)) return;
+    let ops: Op[] = [];
+    let owner: string | null = null;
+    let n = 0;
+    const flush = async () => {
+      if (owner === null) return;
+      const name = recordCounter(owner);
+      for (let p = this.counters.loadIdentity(owner); p !== undefined; p = this.counters.loadIdentity(owner)) await p;
+      this.counters.bump(name, n - this.counters.get(name));
+      ops.push(this.counters.persistOp(name));
+      if (ops.length >= OWNER_COUNT_CHUNK) {
+        await this.store.commit(ops);
+        ops = [];
+      }
+    };
+    const it = this.byOwner.keys();
+    try {
+      for await (const key of it) {
+        const of = String(key).slice(0, String(key).indexOf('!'));
+        if (of !== owner) {
+          await flush();
+          owner = of;
+          n = 0;
+        }
+        n++;
+      }
+    } finally {
+      await it.close();
+    }
+    await flush();
+    await this.store.commit([...ops, { type: 'put', sub: meta, key: OWNER_COUNT_BACKFILL_KEY, value: 1 }]);
   }
 
   /** Published results sealed here, newest first. */
@@ -121,9 +185,13 @@ export class ResultRecords implements ResultRecorder {
   /** The published results of one identity sealed here (its home), newest first. */
   async listOf(owner: string, limit: number, offset: number): Promise<{ total: number; limit: number; offset: number; results: RecordRow[] }> {
     const n = Math.min(Math.max(1, limit), RECORD_PAGE_MAX);
-    const keys = await this.store.range<string>(this.byOwner, { gte: `${owner}!`, lt: `${owner}!\uffff`, reverse: true });
-    const rows = await Promise.all(keys.slice(offset, offset + n).map(({ value }) => this.store.get<StoredRow>(this.rows, value)));
-    return { total: keys.length, limit: n, offset, results: rows.filter((r): r is StoredRow => r !== undefined).map(showRow) };
+    // One page of the owner's keys; the total from its count (kept in the sealing batch), not a count of the keys.
+    const keys = await this.store.range<string>(this.byOwner, { gte: `${owner}!`, lt: `${owner}!\uffff`, reverse: true, limit: offset + n });
+    const rows = await Promise.all(keys.slice(offset).map(({ value }) => this.store.get<StoredRow>(this.rows, value)));
+    const name = recordCounter(owner);
+    for (let p = this.counters.loadIdentity(owner); p !== undefined; p = this.counters.loadIdentity(owner)) await p;
+    const total = this.counters.get(name);
+    return { total, limit: n, offset, results: rows.filter((r): r is StoredRow => r !== undefined).map(showRow) };
   }
 
   /** What this node (a result's home) knows of a result: found (published), unpublished, or unknown here. */

@@ -102,4 +102,33 @@ describe('running totals', () => {
     expect(after.body.total).toBe(4);
     expect(after.body.items[0].token_id).toBe(token);
   });
+
+  it('envelopes sealed before the index (session 13) are indexed once, at the next start, with their totals', async () => {
+    await seal(adminKey);
+    await seal(adminKey);
+    const before = await envelopes('?limit=500');
+    expect(before.body.total).toBe(6);
+    // As an older node left it: no entry for the envelopes sealed before the index, the later ones counted from 1.
+    const index = t.node.store.sub('chain_envelopes');
+    const entries = await t.node.store.range<{ token_id: string; envelopes_total: number }>(index, { gte: `${SLUG}!`, lt: `${SLUG}!~` });
+    expect(entries).toHaveLength(6);
+    await t.node.store.commit([
+      ...entries.slice(0, 4).map((e) => ({ type: 'del' as const, sub: index, key: e.key })),
+      ...entries.slice(4).map((e, i) => ({ type: 'put' as const, sub: index, key: e.key, value: { ...e.value, envelopes_total: i + 1 } })),
+      { type: 'del', sub: t.node.store.sub('chain_meta'), key: 'machine-envelopes-v1' },
+    ]);
+    t = await t.restart();
+    const after = await envelopes('?limit=500');
+    expect(after.status, after.text).toBe(200);
+    expect(after.body.total).toBe(6);
+    expect(after.body.items).toEqual(before.body.items);
+    expect((await summary()).body.envelopes).toBe(6);
+    const rewritten = await t.node.store.range<{ envelopes_total: number }>(t.node.store.sub('chain_envelopes'), { gte: `${SLUG}!`, lt: `${SLUG}!~` });
+    expect(rewritten.map((e) => e.value.envelopes_total)).toEqual([1, 2, 3, 4, 5, 6]);
+    // Once: the pass is marked done, and the count goes on from there.
+    expect(await t.node.store.get(t.node.store.sub('chain_meta'), 'machine-envelopes-v1')).toBe(1);
+    const token = await seal(adminKey);
+    const next = await envelopes('?limit=1');
+    expect(next.body).toMatchObject({ total: 7, items: [{ token_id: token }] });
+  });
 });

@@ -5,6 +5,7 @@ import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } f
 import { better, type MachineHome } from '../../src/mesh/machines.js';
 import { padNum } from '../../src/store/db.js';
 import { waitUntil } from '../helpers/wait.js';
+import { SLUG_OWED_SUB } from '../../src/chain/slug-loss.js';
 
 const MESH_SECRET = 'slugs-test-secret-0123456789abcdef';
 const meshConfig = (bootstrap: string[]) => ({ mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 } });
@@ -107,23 +108,47 @@ describe('slugs across the mesh', () => {
         (i) => i.slug === 'lost-book',
       );
     expect(await listed()).toMatchObject({ role: 'owner', status: 'lost', lost: { lost_to: a, refund: { credits: 50, to: 'free' } } });
+    // Its rows stay readable at B by its owner, with ?lost=1 (served here, never forwarded to the winner).
+    const kept = await call(nodes[B]!.url, 'GET', '/api/chain/lost-book/tally/charges?lost=1', undefined, bearer(ids[B]!.key));
+    expect(kept.status, kept.text).toBe(200);
+    expect(kept.headers.get('x-svc-served-by')).toBeNull();
+    expect(kept.body.items[0]).toMatchObject({ seq: 0, charged: 50 });
     const adminKey = bearer(made.body.admin_key);
     expect(expectError((await call(nodes[B]!.url, 'GET', '/api/tally/balance', undefined, adminKey)) as never, 401, 'SVC_INVALID_KEY').reason).toBe('revoked');
     // Another claim of the same winner, gossiped again: nothing more is refunded.
     await nodes[B]!.node.mesh.machines.learn({ slug: 'lost-book', home: a, svcond: made.body.genesis_svcond - 2, created_unix_ms: 0 });
-    // A loss learnt but not settled before a stop (the directory's entry written, the node gone before the refund):
-    // settled at the next start, once.
+    // A loss learnt but not settled before a stop (the directory's entry written with its owed marker, the node gone
+    // before the settlement's batch): settled at the next start, once, from the marker.
     const second = await create(B, 'lost-book-two');
     expect(second.status, second.text).toBe(201);
     const store = nodes[B]!.node.store;
-    await store.commit([
-      { type: 'put', sub: store.sub('mesh-machines'), key: 'lost-book-two', value: { slug: 'lost-book-two', home: a, svcond: 1, created_unix_ms: 0 } },
-    ]);
+    await waitUntil(async () => (await store.get(store.sub(SLUG_OWED_SUB), 'lost-book-two')) === undefined, 'the creation marker cleared');
+    nodes[B]!.node.mesh.machines.onWonElsewhere(() => undefined);
+    await nodes[B]!.node.mesh.machines.learn({ slug: 'lost-book-two', home: a, svcond: 1, created_unix_ms: 0 });
+    expect(await store.get(store.sub(SLUG_OWED_SUB), 'lost-book-two')).toBeDefined();
+    expect((await nodes[B]!.node.chain.getMachine('lost-book-two'))?.lost).toBeUndefined();
     expect(await balance()).toBe(before - 50);
+    // Another home's claim learnt before this node's creation batch was on disk (that entry's batch found no machine):
+    // the creation's own marker stays (the directory's check after it finds the slug won elsewhere) until settled.
+    await nodes[B]!.node.mesh.machines.learn({ slug: 'lost-book-three', home: a, svcond: 1, created_unix_ms: 0 });
+    await nodes[B]!.node.identity.createMachine(ids[B]!.zid, 'lost-book-three', made.body.genesis_svcond, false);
+    await nodes[B]!.node.mesh.machines.confirmOwn('lost-book-three');
+    expect(await store.get(store.sub(SLUG_OWED_SUB), 'lost-book-three')).toBeDefined();
+    // A creation written, and the node stopped before its claim (its batch's marker is all there is): claimed at start.
+    const two = (await nodes[B]!.node.chain.getMachine('lost-book-two'))!;
+    await store.commit(nodes[B]!.node.chain.machineOps({ ...two, slug: 'unclaimed-book', key_digest: 'f'.repeat(64) }));
+    expect(await nodes[B]!.node.mesh.machines.known('unclaimed-book')).toBeNull();
     nodes[B] = await nodes[B]!.restart();
     expect((await nodes[B]!.node.chain.getMachine('lost-book-two'))?.lost).toMatchObject({ lost_to: a, refund: { credits: 50 } });
+    expect((await nodes[B]!.node.chain.getMachine('lost-book-three'))?.lost).toMatchObject({ lost_to: a, refund: { credits: 0 } });
     expect(await balance()).toBe(before);
     expect(await listed()).toMatchObject({ status: 'lost' });
+    const restarted = nodes[B]!.node.store;
+    const b = nodes[B]!.node.nodeId;
+    // The claim is stored at B by the pass at start (then gossiped, as at creation); the others find B its home.
+    expect(await nodes[B]!.node.mesh.machines.known('unclaimed-book')).toBe(b);
+    for (const n of nodes) expect(await n.node.mesh.machines.homeOf('unclaimed-book')).toBe(b);
+    expect(await restarted.range(restarted.sub(SLUG_OWED_SUB))).toEqual([]);
   });
 
   it('a machine made by a genesis document is claimed mesh-wide too; a genesis document cannot take a slug another node holds', async () => {

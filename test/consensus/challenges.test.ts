@@ -5,11 +5,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import type { PrivateKey } from '@libp2p/interface';
-import { Store } from '../../src/store/db.js';
+import { Store, type Op } from '../../src/store/db.js';
 import {
   ChallengeService,
   TRANSITIONS,
@@ -22,6 +22,7 @@ import {
   verifyVerdictDocument,
   voteSigningText,
   type ChallengeRecord,
+  type ChallengeState,
   type ChallengeServiceOptions,
   type ChallengedResult,
   type SignedChallenge,
@@ -343,6 +344,7 @@ describe('the gossip rows', () => {
     const sent: { type: string; body: unknown }[] = [];
     const m0 = member(sc, 0);
     const decider = await service(m0, undefined, async (type, body) => void sent.push({ type, body }));
+    const store = stores.at(-1)!;
     const bystanderSent: unknown[] = [];
     // An eligible node off the committee (neither the executor nor the opener).
     const off = keys.slice(2).find((k) => !sc.challenge.committee.includes(k.id))!;
@@ -365,10 +367,17 @@ describe('the gossip rows', () => {
     const executorHome = await service(keys[0]!);
     await executorHome.applyVerdict(verdicts.at(-1)!.body as VerdictDocument);
     expect(executorHome.get(id)!.verdict).toMatchObject({ outcome: 'upheld', deciding_digest: CLAIM });
-    // Past deadlineTicks after the decision: no more announcements.
+    // A stop within the window does not end it: the decider, restarted, announces it again (from its marker).
+    const restarted = await service(m0, undefined, async (type, body) => void sent.push({ type, body }), { store });
+    expect(restarted.memory()).toMatchObject({ settled: 0 });
+    await restarted.reannounceVerdicts();
+    expect(sent.filter((x) => x.type === 'consensus.verdict').length).toBe(once + 2);
+    // Past deadlineTicks after the decision: no more announcements, and the marker is gone.
     now += policy.deadlineTicks + 1;
     await decider.reannounceVerdicts();
-    expect(sent.filter((x) => x.type === 'consensus.verdict').length).toBe(once + 1);
+    await restarted.reannounceVerdicts();
+    expect(sent.filter((x) => x.type === 'consensus.verdict').length).toBe(once + 2);
+    expect(await store.range(store.sub('challenges_announce'))).toEqual([]);
   });
 
   it('the deadline sweep declares no_quorum once deadline + grace has passed, with the votes heard so far', async () => {
@@ -453,6 +462,136 @@ describe('a node that misses gossip still converges', () => {
     await s.applyOpened(scs[0]!, { sender: keys[1]!.id });
     expect(s.memory().settled).toBe(2);
     expect(s.openAgainst(open.challenge.executed_by.bond_id)).toEqual([open.challenge.challenge_id]);
+  });
+
+  it('listings page from the index by tick and state, written with each entry; challenges stored before it are indexed once at load', async () => {
+    const s = await service(keys[5]!);
+    const store = stores[stores.length - 1]!;
+    const start = now;
+    const scs: SignedChallenge[] = [];
+    try {
+      for (const [i, r] of ['res_30_a', 'res_30_b', 'res_30_c', 'res_30_d', 'res_30_e'].entries()) {
+        now = start + (i % 3) * 10; // three ticks, two challenges on two of them (ordered by id there)
+        const sc = signedChallenge(r);
+        scs.push(sc);
+        await s.applyOpened(sc, { sender: keys[1]!.id });
+      }
+      now = start + 10; // within both deadlines
+      await two(s, scs[0]!);
+      await two(s, scs[4]!, EXEC);
+    } finally {
+      now = start;
+    }
+    const stateOf = (id: string) => (id === scs[0]!.challenge.challenge_id ? 'upheld' : id === scs[4]!.challenge.challenge_id ? 'rejected' : 'opened');
+    // The order listings always had: newest tick first, then by id.
+    const expected = (state?: string) =>
+      scs
+        .map((sc) => sc.challenge)
+        .filter((c) => state === undefined || stateOf(c.challenge_id) === state)
+        .sort((a, b) => b.svcond - a.svcond || (a.challenge_id < b.challenge_id ? -1 : 1))
+        .map((c) => c.challenge_id);
+    const ids = async (svc: ChallengeService, state?: ChallengeState, limit = 10, offset = 0) => {
+      const r = await svc.list({ ...(state ? { state } : {}), limit, offset });
+      return { total: r.total, ids: r.items.map((e) => e.challenge.challenge.challenge_id) };
+    };
+    const scan = vi.spyOn(store, 'range').mockName('range');
+    expect(await ids(s)).toEqual({ total: 5, ids: expected() });
+    expect(await ids(s, undefined, 2, 1)).toEqual({ total: 5, ids: expected().slice(1, 3) });
+    expect(await ids(s, 'opened')).toEqual({ total: 3, ids: expected('opened') });
+    expect(await ids(s, 'upheld')).toEqual({ total: 1, ids: [scs[0]!.challenge.challenge_id] });
+    expect(await ids(s, 'rejected')).toEqual({ total: 1, ids: [scs[4]!.challenge.challenge_id] });
+    expect(await ids(s, 'voting')).toEqual({ total: 0, ids: [] });
+    expect(scan.mock.calls.filter(([sub]) => sub === store.sub('challenges'))).toEqual([]);
+    scan.mockRestore();
+    // As a node before the index left its store: the entries only. Loaded again (a restart), they are indexed once.
+    const drop: Op[] = [{ type: 'del', sub: store.sub('chain_meta'), key: 'challenges-by-tick-v1' }];
+    for (const name of ['challenges_by_tick', 'challenges_by_state'])
+      for (const e of await store.range(store.sub(name))) drop.push({ type: 'del', sub: store.sub(name), key: e.key });
+    await store.commit(drop);
+    expect((await ids(s)).ids).toEqual([]);
+    const again = await service(keys[5]!, undefined, undefined, { store });
+    expect(await ids(again)).toEqual({ total: 5, ids: expected() });
+    expect(await ids(again, 'opened', 2, 0)).toEqual({ total: 3, ids: expected('opened').slice(0, 2) });
+    expect(await ids(again, 'upheld')).toEqual({ total: 1, ids: [scs[0]!.challenge.challenge_id] });
+    expect(await store.get(store.sub('chain_meta'), 'challenges-by-tick-v1')).toBe(1);
+  });
+
+  it('start reads the open challenges and those with an effect owed only; an owed effect left before a stop is applied after it; a bond’s verdicts by index', async () => {
+    // keys[0] is the bond's home: an upheld verdict owes it the slashing; rejected ones owe it nothing.
+    const s = await service(keys[0]!);
+    const store = stores[stores.length - 1]!;
+    const start = now;
+    const rejected: string[] = [];
+    let upheld = '';
+    let open = '';
+    try {
+      for (let i = 0; i < 12; i++) {
+        now = start + i;
+        const sc = signedChallenge(`res_40_${i}`);
+        await s.applyOpened(sc, { sender: keys[1]!.id });
+        if (i === 11) open = sc.challenge.challenge_id;
+        else if (i === 5) {
+          await two(s, sc);
+          upheld = sc.challenge.challenge_id;
+        } else {
+          await two(s, sc, EXEC);
+          rejected.push(sc.challenge.challenge_id);
+        }
+      }
+    } finally {
+      now = start;
+    }
+    const owedSub = store.sub('challenges_owed');
+    // No listener ran the slashing before the stop: its marker is still there (written in the verdict's batch).
+    expect((await store.range(owedSub)).map((e) => e.key)).toEqual([`${upheld}!slash`]);
+    const bondId = 'bond_' + 'a'.repeat(24);
+    expect((await s.ofBond(bondId)).map((e) => e.challenge.challenge.challenge_id)).toHaveLength(12);
+    expect((await s.ofBond('bond_' + 'b'.repeat(24))).length).toBe(0);
+
+    // A restart: every read of a stored challenge is counted (load, then the effects owed).
+    const restart = async () => {
+      const get = vi.spyOn(store, 'get');
+      const range = vi.spyOn(store, 'range');
+      const again = await service(keys[0]!, undefined, undefined, { store });
+      const applied: string[] = [];
+      again.onVerdict(async (e) => {
+        applied.push(e.challenge.challenge.challenge_id);
+        await store.commit([{ type: 'del', sub: owedSub, key: `${e.challenge.challenge.challenge_id}!slash` }]); // as slashing.ts does
+      });
+      await again.resumeEffects();
+      const ranged = range.mock.calls.filter(([sub]) => sub === store.sub('challenges')).length;
+      const reads = get.mock.calls.filter(([sub]) => sub === store.sub('challenges')).map(([, key]) => key);
+      get.mockRestore();
+      range.mockRestore();
+      return { again, reads, applied, ranged };
+    };
+    const first = await restart();
+    expect(first.ranged).toBe(0);
+    expect(first.reads.sort()).toEqual([open, upheld].sort());
+    expect(first.applied).toEqual([upheld]);
+    expect(first.again.memory()).toMatchObject({ open: 1, settled: 0 });
+    expect((await first.again.list({ limit: 1, offset: 0 })).total).toBe(12);
+    expect((await first.again.list({ state: 'rejected', limit: 1, offset: 0 })).total).toBe(10);
+    // The effect done, the next start reads the open challenge only.
+    const second = await restart();
+    expect(second.reads).toEqual([open]);
+    expect(second.applied).toEqual([]);
+    // A store from before the markers and the by-bond index: both made once at load (the upheld one still owed).
+    const metaSub = store.sub('chain_meta');
+    const drop: Op[] = [
+      { type: 'del', sub: metaSub, key: 'challenges-owed-v1' },
+      { type: 'del', sub: metaSub, key: 'challenges-by-bond-v1' },
+    ];
+    for (const e of await store.range(store.sub('challenges_by_bond'))) drop.push({ type: 'del', sub: store.sub('challenges_by_bond'), key: e.key });
+    await store.commit(drop);
+    const third = await restart();
+    expect(third.applied).toEqual([upheld]);
+    expect((await third.again.ofBond(bondId)).map((e) => e.challenge.challenge.challenge_id)).toEqual([
+      open,
+      ...[...rejected.slice(5)].reverse(),
+      upheld,
+      ...[...rejected.slice(0, 5)].reverse(),
+    ]);
   });
 
   it('the opener sends the challenge to the committee and the bond home, a member its vote to the opener, the opener the verdict to the bond home until acknowledged', async () => {

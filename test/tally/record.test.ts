@@ -108,6 +108,49 @@ describe('the record of published results', () => {
     });
   });
 
+  it('results published before the by-owner index (session 12) are listed by owner after the next start, once indexed', async () => {
+    const id = await zkIdentity(t.url, 'record-legacy');
+    await call(t.url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key));
+    const made: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const r = await call(t.url, 'POST', '/api/svc/compute', COMPUTE, bearer(id.key));
+      expect(r.status, r.text).toBe(200);
+      made.unshift(r.body.result_id as string);
+    }
+    const byOwner = async () => (await call(t.url, 'GET', `/api/tally/record?owner=${id.zid}`, undefined, bearer(id.key))).body;
+    const listed = await byOwner();
+    expect(listed.results.map((r: { result_id: string }) => r.result_id)).toEqual(made);
+    // The total is the owner's count, kept in the sealing batch (not a count of the index's keys): after publishing…
+    expect(listed.total).toBe(2);
+    const page = (await call(t.url, 'GET', `/api/tally/record?owner=${id.zid}&limit=1&offset=1`, undefined, bearer(id.key))).body;
+    expect(page).toMatchObject({ total: 2, results: [{ result_id: made[1] }] });
+    // …and after a restart.
+    t = await t.restart();
+    expect(await byOwner()).toEqual(listed);
+    // As a node before the index left them: published rows, no by-owner entry, no count.
+    const store = t.node.store;
+    const index = store.sub('record_by_owner');
+    const entries = await store.range(index, { gte: `${id.zid}!`, lt: `${id.zid}!\uffff` });
+    expect(entries).toHaveLength(2);
+    const counters = store.sub('counters', 'json', { rewritten: true });
+    const { [`rec:${id.zid}`]: count, ...others } = (await store.get<Record<string, number>>(counters, `#id:${id.zid}`))!;
+    expect(count).toBe(2);
+    await store.commit([
+      ...entries.map((e) => ({ type: 'del' as const, sub: index, key: e.key })),
+      { type: 'put', sub: counters, key: `#id:${id.zid}`, value: others },
+      { type: 'del', sub: store.sub('chain_meta'), key: 'record-by-owner-v1' },
+      { type: 'del', sub: store.sub('chain_meta'), key: 'record-owner-count-v1' },
+    ]);
+    expect((await byOwner()).results).toEqual([]);
+    t = await t.restart();
+    // …and after the one-time passes (indexed, then counted); a new one counts on from there.
+    expect(await byOwner()).toEqual(listed);
+    expect(await t.node.store.get(t.node.store.sub('chain_meta'), 'record-by-owner-v1')).toBe(1);
+    expect(await t.node.store.get(t.node.store.sub('chain_meta'), 'record-owner-count-v1')).toBe(1);
+    expect((await call(t.url, 'POST', '/api/svc/compute', COMPUTE, bearer(id.key))).status).toBe(200);
+    expect((await byOwner()).total).toBe(3);
+  }, 30_000);
+
   it('is keyed and validates its query', async () => {
     const id = await zkIdentity(t.url, 'record-query');
     expectError(await call(t.url, 'GET', '/api/tally/record'), 401, 'SVC_NO_KEY');

@@ -61,9 +61,13 @@ export function contributeRoutes(router: Router, s: HttpServices): void {
       mode_since_svcond: mode.svcond,
       open_challenges: held ? bonds.openChallenges(held.bond.bond_id) : [],
       // Verdicts on challenges of this identity's bonds (the active one and any earlier), newest first.
-      verdicts: ((await s.consensus?.challenges.stored()) ?? [])
-        .filter((e) => e.verdict !== null && bonds.get(e.challenge.challenge.executed_by.bond_id)?.bond?.bond.zid === c.zid)
-        .sort((a, b) => b.verdict!.decided_svcond - a.verdict!.decided_svcond)
+      // Read through the by-bond index: only these bonds' challenges.
+      verdicts: (await Promise.all(bonds.idsOf(c.zid).map((id) => s.consensus?.challenges.ofBond(id) ?? [])))
+        .flat()
+        .filter((e) => e.verdict !== null)
+        .sort(
+          (a, b) => b.verdict!.decided_svcond - a.verdict!.decided_svcond || (a.challenge.challenge.challenge_id < b.challenge.challenge.challenge_id ? -1 : 1),
+        )
         .map((e) => ({
           challenge_id: e.challenge.challenge.challenge_id,
           bond_id: e.challenge.challenge.executed_by.bond_id,

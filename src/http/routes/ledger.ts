@@ -30,6 +30,10 @@ export const exploreQuery = z
   .object({ from: z.coerce.number().int().min(1).default(1), to: z.coerce.number().int().min(1).optional(), key: z.string().optional() })
   .strict();
 
+/** What GET /api/chain/:slug/…?lost=1 reads of a lost machine (atLostMachine): nothing that signs. */
+const LOST_READABLE_ROUTES = ['explore', 'pohc/validate', 'settings', 'tally/summary', 'tally/charges', 'tally/envelopes', 'contracts', 'contracts/:id'];
+const LOST_READABLE = /^\/(explore|pohc\/validate|settings|tally\/(summary|charges|envelopes)|contracts(\/[^/]+)?)\/?$/;
+
 function forbidden(message: string): ServiceError {
   return new ServiceError(403, 'SVC_FORBIDDEN', message);
 }
@@ -100,7 +104,7 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
       const paid = s.ledger.chargeOps(c.zid, 'state_machine_creation', COSTS.stateMachineCreation);
       charge = paid.charge;
       // The machine's own tally records its creation charge (seq 0), in the same batch.
-      return { ops: [...paid.ops, s.chain.chargeOp(body.slug, 0, c.zid, paid.charge)], rollback: paid.rollback };
+      return { ops: [...paid.ops, s.chain.chargeOp(body.slug, 0, c.zid, paid.charge, paid.split)], rollback: paid.rollback };
     });
     await claimSlug(s, machine);
     ctx.status = 201;
@@ -130,6 +134,7 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
   const machineReader = describes({ auth: 'optional' });
   async function atMachineHome(ctx: Context, next: Next): Promise<void> {
     const slug = String(ctx.params.slug);
+    if (ctx.query.lost !== undefined) return atLostMachine(ctx, next);
     // Held here, unless another home won the slug (an earlier claim: mesh/machines.ts); then it is served there.
     const won = s.mesh?.enabled ? await s.mesh.machines.known(slug) : null;
     if ((won === null || won === s.nodeId()) && (await s.chain.getMachine(slug))) {
@@ -179,6 +184,37 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
       }
     }
     await relayToHome(ctx, s, home, 'state machine', { slug });
+  }
+
+  /**
+   * `?lost=1`: a machine whose slug another home won (chain/slug-loss.ts) stays on this node, its rows, settings,
+   * tally and contracts readable here by its owner only (a key of the owner's identity; the admin key is revoked),
+   * never forwarded. Anything else on it — a write, or a read that may sign a checkpoint — answers 409
+   * SVC_MACHINE_LOST (docs/decisions.md, Session 14).
+   */
+  async function atLostMachine(ctx: Context, next: Next): Promise<void> {
+    const slug = String(ctx.params.slug);
+    if (ctx.query.lost !== '1') {
+      throw new ServiceError(400, 'SVC_INVALID_INPUT', 'invalid input lost: 1 or absent', { field: 'lost', reason: '1 or absent', allowed: ['1'] });
+    }
+    const machine = await s.chain.getMachine(slug);
+    if (!machine?.lost || machine.home !== s.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no lost state machine ${slug} on this node`);
+    const caller = await resolveCaller(ctx, auth, false);
+    if (caller.kind !== 'identity' || caller.zid !== machine.owner) throw forbidden(`a lost state machine is read by its owner only`);
+    const rest = ctx.path.slice(`/api/chain/${slug}`.length);
+    if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || !LOST_READABLE.test(rest)) {
+      throw new ServiceError(409, 'SVC_MACHINE_LOST', `state machine ${slug} lost its slug to ${machine.lost.lost_to}: it is read-only here`, {
+        slug,
+        lost_to: machine.lost.lost_to,
+        lost_unix_ms: machine.lost.lost_unix_ms,
+        readable: LOST_READABLE_ROUTES,
+      });
+    }
+    // The routes' own query schemas do not know `lost`: it is taken off once read.
+    const params = new URLSearchParams(ctx.querystring);
+    params.delete('lost');
+    ctx.querystring = params.toString();
+    return next();
   }
 
   /** Routes under /api/chain/:slug: public machines are readable by anyone, keyed or not; private ones by role. */
