@@ -34,6 +34,7 @@ import { createApp } from './http/app.js';
 import { NodeMetrics } from './http/metrics.js';
 import { createHttpServer } from './http/server.js';
 import { attachStreamSocket } from './http/ws-stream.js';
+import { StreamSlots } from './http/stream-slots.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './mesh/identity.js';
 import { MeshService, type MeshServiceOptions } from './mesh/service.js';
 import { signEvent, TOPICS, type MeshEvent } from './mesh/wire.js';
@@ -475,6 +476,7 @@ export class SvcNode {
     await this.challenges.load();
     const signMeshEvent = (type: string, body: unknown): Promise<MeshEvent> =>
       signEvent(this.nodeIdentity.privateKey, this.nodeId, type, stampAt(this.clock.nowNs()).svcond, body);
+    const keylessStreams = new StreamSlots({ perAddress: config.limits.keylessStreamsPerAddress, perNode: config.limits.keylessStreamsPerNode });
     const { app, router } = createApp({
       config,
       logger: this.logger,
@@ -513,6 +515,7 @@ export class SvcNode {
         receiptKey: this.receiptKey,
       }),
       agentStream: { count: this.agentStreams, heartbeatMs: this.options.agents?.heartbeatMs ?? 15_000 },
+      keylessStreams,
       mmio: {
         queueDepth: () => this.executor?.queueDepth?.() ?? 0,
         agentsRunning: () => this.agents.runningCount(),
@@ -532,6 +535,8 @@ export class SvcNode {
       identity: this.identity,
       logger: this.logger,
       ...(this.options.wsHeartbeatMs !== undefined ? { heartbeatMs: this.options.wsHeartbeatMs } : {}),
+      keylessStreams,
+      meshSecret: config.mesh.secret,
     });
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);

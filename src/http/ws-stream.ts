@@ -27,6 +27,9 @@ import { traceIdSource } from './trace.js';
 import { keyFrom } from './auth.js';
 import { homeOfChannel } from '../streams/channel-id.js';
 import { FORWARDED_HEADER, SERVED_BY_HEADER } from './forward.js';
+import { addressKey } from './caller-address.js';
+import { FORWARDED_FOR_HEADER, forwardedForValue, verifyForwardedFor } from './forwarded-address.js';
+import type { StreamSlots } from './stream-slots.js';
 
 export const WS_STREAM_PATH = '/ws/stream';
 export const HEARTBEAT_MS = 30_000;
@@ -43,6 +46,23 @@ export interface StreamSocketDeps {
   identity: IdentityService;
   logger: Logger;
   heartbeatMs?: number;
+  /**
+   * Caps on keyless streams (stream-slots.ts), shared with the pulse SSE: an upgrade without a well-formed key (a pull
+   * link's ?sig=, or anything this node relays before the home checks it) takes a slot of its caller's address until
+   * its socket closes. Absent: not capped.
+   */
+  keylessStreams?: StreamSlots;
+  /** The mesh secret: a relay states its caller's address to the home under it (forwarded-address.ts). */
+  meshSecret?: string | null;
+}
+
+/** True when the upgrade carries a well-formed key (Authorization: Bearer, or ?key=): then it is not keyless. */
+function carriesKey(req: IncomingMessage, url: URL): boolean {
+  try {
+    return keyFrom(req.headers.authorization, url.searchParams.get('key')) !== null;
+  } catch {
+    return false;
+  }
 }
 
 type Alive = WebSocket & { alive?: boolean };
@@ -70,7 +90,10 @@ export function textFrame(data: Buffer): Buffer {
 }
 
 function refuse(socket: Duplex, traceId: string, err: ServiceError): void {
-  answer(socket, err.status, JSON.stringify(errorBody(traceId, err.status, err.code, err.message, err.extra)), [`X-Trace-Id: ${traceId}`]);
+  // As sendError (errors.ts): every 429, and any refusal that says when to come back, carries Retry-After.
+  const retry = err.extra.retry_after_seconds;
+  const after = typeof retry === 'number' ? [`Retry-After: ${Math.max(1, Math.ceil(retry))}`] : err.status === 429 ? ['Retry-After: 1'] : [];
+  answer(socket, err.status, JSON.stringify(errorBody(traceId, err.status, err.code, err.message, err.extra)), [`X-Trace-Id: ${traceId}`, ...after]);
 }
 
 /** An HTTP answer on an upgrade's socket (a refusal), then closed. */
@@ -155,6 +178,18 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
       refuse(socket, id, new ServiceError(404, 'SVC_NOT_FOUND', `no WebSocket at ${url.pathname}`));
       return;
     }
+    if (deps.keylessStreams && !carriesKey(req, url)) {
+      let release: () => void;
+      try {
+        release = deps.keylessStreams.take(callerOf(req), 'ws');
+      } catch (err) {
+        refuse(socket, id, err as ServiceError);
+        return;
+      }
+      // Given back when the socket is done: refused (this side ended it) or, once upgraded, closed either way.
+      socket.once('finish', release);
+      socket.once('close', release);
+    }
     const home = homeOfChannel(url.searchParams.get('channel') ?? '');
     if (home !== null && home !== deps.nodeId() && !req.headers[FORWARDED_HEADER]) {
       const at = deps.peerUrl(home);
@@ -196,6 +231,16 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
     );
   });
 
+  /** The caller's address as limits count it: the one a mesh relay stated (verified), else the socket's. */
+  const callerOf = (req: IncomingMessage): string => {
+    const socketIp = req.socket.remoteAddress ?? '';
+    const forwarder = req.headers[FORWARDED_HEADER];
+    const stated = req.headers[FORWARDED_FOR_HEADER];
+    if (!deps.meshSecret || typeof forwarder !== 'string' || typeof stated !== 'string') return addressKey(socketIp);
+    const ip = verifyForwardedFor(deps.meshSecret, stated, { forwarder, method: 'GET', path: req.url ?? '', body: '' }, Date.now());
+    return addressKey(ip ?? socketIp);
+  };
+
   const relays = new Set<WebSocket>();
   const maxRelayed = deps.relayMaxBufferedBytes ?? HUB_DEFAULTS.maxBufferedBytes;
 
@@ -203,6 +248,15 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
   const relay = (req: IncomingMessage, socket: Duplex, head: Buffer, traceId: string, home: string, homeUrl: string): void => {
     const headers: Record<string, string> = { [FORWARDED_HEADER]: deps.nodeId(), 'x-forwarded-for': req.socket.remoteAddress ?? '' };
     if (req.headers.authorization) headers.authorization = req.headers.authorization;
+    if (deps.meshSecret)
+      headers[FORWARDED_FOR_HEADER] = forwardedForValue(deps.meshSecret, {
+        forwarder: deps.nodeId(),
+        ip: req.socket.remoteAddress ?? '',
+        unixMs: Date.now(),
+        method: 'GET',
+        path: req.url ?? WS_STREAM_PATH,
+        body: '',
+      });
     const upstream = new WebSocket(`${homeUrl.replace(/^http/, 'ws')}${req.url ?? WS_STREAM_PATH}`, {
       headers,
       perMessageDeflate: false,
