@@ -56,6 +56,28 @@ export interface StreamSocketDeps {
   meshSecret?: string | null;
 }
 
+/** What ws's handleUpgrade checks (websocket-server.js), refused here first in the part-7 shape (ws answers plain text). */
+const WS_KEY = /^[+/0-9A-Za-z]{22}==$/;
+function handshakeProblem(req: IncomingMessage): { err: ServiceError; headers: string[] } | null {
+  if (req.method !== 'GET')
+    return {
+      err: new ServiceError(405, 'SVC_METHOD_NOT_ALLOWED', `a WebSocket opens with GET, not ${req.method ?? '?'}`, { allow: ['GET'] }),
+      headers: ['Allow: GET'],
+    };
+  if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket')
+    return { err: new ServiceError(400, 'SVC_BAD_REQUEST', 'the Upgrade header must be "websocket"'), headers: [] };
+  const key = req.headers['sec-websocket-key'];
+  if (key === undefined || !WS_KEY.test(key))
+    return { err: new ServiceError(400, 'SVC_BAD_REQUEST', 'missing or invalid Sec-WebSocket-Key header (16 bytes, base64)'), headers: [] };
+  const version = req.headers['sec-websocket-version'];
+  if (version !== '13' && version !== '8')
+    return {
+      err: new ServiceError(400, 'SVC_BAD_REQUEST', 'missing or unsupported Sec-WebSocket-Version header (13 or 8)', { supported_versions: [13, 8] }),
+      headers: ['Sec-WebSocket-Version: 13, 8'],
+    };
+  return null;
+}
+
 /** True when the upgrade carries a well-formed key (Authorization: Bearer, or ?key=): then it is not keyless. */
 function carriesKey(req: IncomingMessage, url: URL): boolean {
   try {
@@ -89,11 +111,15 @@ export function textFrame(data: Buffer): Buffer {
   return out;
 }
 
-function refuse(socket: Duplex, traceId: string, err: ServiceError): void {
+function refuse(socket: Duplex, traceId: string, err: ServiceError, extraHeaders: string[] = []): void {
   // As sendError (errors.ts): every 429, and any refusal that says when to come back, carries Retry-After.
   const retry = err.extra.retry_after_seconds;
   const after = typeof retry === 'number' ? [`Retry-After: ${Math.max(1, Math.ceil(retry))}`] : err.status === 429 ? ['Retry-After: 1'] : [];
-  answer(socket, err.status, JSON.stringify(errorBody(traceId, err.status, err.code, err.message, err.extra)), [`X-Trace-Id: ${traceId}`, ...after]);
+  answer(socket, err.status, JSON.stringify(errorBody(traceId, err.status, err.code, err.message, err.extra)), [
+    `X-Trace-Id: ${traceId}`,
+    ...after,
+    ...extraHeaders,
+  ]);
 }
 
 /** An HTTP answer on an upgrade's socket (a refusal), then closed. */
@@ -151,6 +177,11 @@ async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL)
 /** Serve /ws/stream on `server`; close() ends every client. */
 export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { close(): void; clients(): number } {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 4096 });
+  // What ws still refuses itself (a malformed Sec-WebSocket-Protocol …) is answered in the part-7 shape, not its text.
+  wss.on('wsClientError', (err: Error, socket: Duplex) => {
+    if (socket.writable) refuse(socket, traceId(), new ServiceError(400, 'SVC_BAD_REQUEST', err.message));
+    else socket.destroy();
+  });
   const traceId = traceIdSource();
   const hub = deps.streams.hub;
   // The last tick's frame: a publish hands every subscriber the same Buffer, framed once.
@@ -176,6 +207,12 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
     }
     if (url.pathname !== WS_STREAM_PATH) {
       refuse(socket, id, new ServiceError(404, 'SVC_NOT_FOUND', `no WebSocket at ${url.pathname}`));
+      return;
+    }
+    // Checked before any work (auth, a relay's upstream): a handshake ws would refuse is refused here, in JSON.
+    const bad = handshakeProblem(req);
+    if (bad) {
+      refuse(socket, id, bad.err, bad.headers);
       return;
     }
     if (deps.keylessStreams && !carriesKey(req, url)) {

@@ -132,6 +132,13 @@ describe('keyless stream caps on a node', () => {
     }, 'every slot freed');
   });
 
+  it('HEAD of the pulse stream answers its head at once and takes no slot', async () => {
+    const before = t.node.url;
+    const res = await fetch(`${before}/api/svc/pulse/stream`, { method: 'HEAD', signal: AbortSignal.timeout(10_000) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+  });
+
   it('a pull-link WebSocket holds a slot of its address until it closes', async () => {
     const owner = await zkIdentity(t.url, 'slots-owner');
     const channel = (await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: 0.1 } }, bearer(owner.key))).body;

@@ -125,6 +125,12 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
   // (stream-slots.ts); the slot is given back when the connection closes, however it ends.
   const slots = s.keylessStreams ?? new StreamSlots({ perAddress: s.config.limits.keylessStreamsPerAddress, perNode: s.config.limits.keylessStreamsPerNode });
   router.get('/api/svc/pulse/stream', describes({ contentType: 'text/event-stream' }), async (ctx) => {
+    // A HEAD asks for the head only: an SSE session would never send it (and hold the connection open).
+    if (ctx.method === 'HEAD') {
+      ctx.status = 200;
+      ctx.type = 'text/event-stream';
+      return;
+    }
     const release = slots.take(callerAddress(ctx), 'pulse');
     ctx.res.once('close', release);
     ctx.respond = false;
