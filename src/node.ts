@@ -303,11 +303,11 @@ export class SvcNode {
       peerUrl,
       logger: this.logger,
     });
-    this.publish = new PublishSettings(this.store);
+    this.publish = new PublishSettings(this.store, config.limits.identityCacheMax);
     await this.publish.load();
     this.results = new ResultRecords(this.store, this.counters, this.publish, nodeId, async (id) => (await this.ledger.getResultBytes(id)) !== undefined);
     const nowMs = () => Number(this.clock.nowNs() / 1_000_000n);
-    const webhookRegistry = new WebhookRegistry(this.store, deriveKey(secret, 'WEBHOOK_SECRET'), config.webhooks, nowMs);
+    const webhookRegistry = new WebhookRegistry(this.store, deriveKey(secret, 'WEBHOOK_SECRET'), config.webhooks, nowMs, config.limits.identityCacheMax);
     await webhookRegistry.load();
     const outbox = new Outbox(this.store, webhookRegistry, nowMs);
     this.webhooks = new Webhooks(
