@@ -4,6 +4,7 @@ import { request, type ClientRequest, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { addressKey } from '../../src/http/caller-address.js';
+import { FORWARDED_FOR_HEADER, forwardedForValue } from '../../src/http/forwarded-address.js';
 import { StreamSlots } from '../../src/http/stream-slots.js';
 import { ServiceError } from '../../src/kernel/errors.js';
 import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
@@ -33,10 +34,11 @@ describe('StreamSlots', () => {
   });
 });
 
+const MESH_SECRET = 'stream-slots-mesh-secret-0123456789';
 let t: TestNode;
 beforeAll(async () => {
   t = await startTestNode(
-    { solverThreads: 0, sealWorker: false, limits: { keylessStreamsPerAddress: 2, keylessStreamsPerNode: 4 } },
+    { solverThreads: 0, sealWorker: false, limits: { keylessStreamsPerAddress: 2, keylessStreamsPerNode: 4 }, mesh: { secret: MESH_SECRET } },
     { initialCredits: 10_000 },
   );
 });
@@ -160,5 +162,27 @@ describe('keyless stream caps on a node', () => {
     }, 'a freed ws slot');
     w2.ws.close();
     w4.ws.close();
+  });
+
+  it('a relayed upgrade counts against the caller address its relay stated (verified), not the relay', async () => {
+    const owner = await zkIdentity(t.url, 'slots-relay-owner');
+    const channel = (await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: 0.1 } }, bearer(owner.key))).body;
+    const link = (await call(t.url, 'POST', `/api/svc/streams/${channel.id}/link`, {}, bearer(owner.key))).body;
+    const q = `channel=${channel.id}&sig=${encodeURIComponent(link.sig)}`;
+    const forwarder = 'relay-node';
+    const stated = (ip: string, secret = MESH_SECRET) => ({
+      'x-svc-forwarded-by': forwarder,
+      [FORWARDED_FOR_HEADER]: forwardedForValue(secret, { forwarder, ip, unixMs: Date.now(), method: 'GET', path: `/ws/stream?${q}`, body: '' }),
+    });
+    const a = await ws(q, '127.0.0.5', stated('10.9.9.9'));
+    const b = await ws(q, '127.0.0.5', stated('10.9.9.9'));
+    expect([a.status, b.status]).toEqual([101, 101]);
+    const c = await ws(q, '127.0.0.5', stated('10.9.9.9'));
+    expect(c.status).toBe(429);
+    expect(c.body.error).toMatchObject({ scope: 'address' });
+    // The relay's own address is untouched; a statement under another secret is not believed (the socket's counts).
+    const d = await ws(q, '127.0.0.5', stated('10.9.9.9', 'not-the-mesh-secret-at-all-0000'));
+    expect(d.status).toBe(101);
+    for (const x of [a, b, d]) x.ws.close();
   });
 });
