@@ -4,6 +4,7 @@ import { request, type ClientRequest, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { addressKey } from '../../src/http/caller-address.js';
+import { loadConfig } from '../../src/config/load.js';
 import { FORWARDED_FOR_HEADER, forwardedForValue } from '../../src/http/forwarded-address.js';
 import { StreamSlots } from '../../src/http/stream-slots.js';
 import { ServiceError } from '../../src/kernel/errors.js';
@@ -11,6 +12,12 @@ import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpe
 import { waitUntil } from '../helpers/wait.js';
 
 describe('StreamSlots', () => {
+  it('is configured in limits.*, with an environment override, defaults 16 per address and 1024 per node', () => {
+    expect(loadConfig({ env: {} }).limits).toMatchObject({ keylessStreamsPerAddress: 16, keylessStreamsPerNode: 1024 });
+    const c = loadConfig({ env: { SVC_KEYLESS_STREAMS_PER_ADDRESS: '3', SVC_KEYLESS_STREAMS_PER_NODE: '50' } });
+    expect(c.limits).toMatchObject({ keylessStreamsPerAddress: 3, keylessStreamsPerNode: 50 });
+  });
+
   it('caps per address and per node, counts an IPv6 caller by its /64, and releases once', () => {
     const slots = new StreamSlots({ perAddress: 2, perNode: 3 });
     const a = slots.take(addressKey('2001:db8:1:2::1'), 'pulse');
