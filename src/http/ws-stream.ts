@@ -231,7 +231,8 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
     if (home !== null && home !== deps.nodeId() && !req.headers[FORWARDED_HEADER]) {
       const at = deps.peerUrl(home);
       if (at !== null) {
-        relay(req, socket, head, id, home, at);
+        // The parsed path and query, as a WebSocket client sends them (a fragment in the raw target is not sent on).
+        relay(req, socket, head, id, home, at, `${url.pathname}${url.search}`);
         return;
       }
     }
@@ -282,7 +283,7 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
   const maxRelayed = deps.relayMaxBufferedBytes ?? HUB_DEFAULTS.maxBufferedBytes;
 
   /** Relay the upgrade to the channel's home at `homeUrl` (see the head of this file). */
-  const relay = (req: IncomingMessage, socket: Duplex, head: Buffer, traceId: string, home: string, homeUrl: string): void => {
+  const relay = (req: IncomingMessage, socket: Duplex, head: Buffer, traceId: string, home: string, homeUrl: string, path: string): void => {
     const headers: Record<string, string> = { [FORWARDED_HEADER]: deps.nodeId(), 'x-forwarded-for': req.socket.remoteAddress ?? '' };
     if (req.headers.authorization) headers.authorization = req.headers.authorization;
     if (deps.meshSecret)
@@ -291,14 +292,17 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
         ip: req.socket.remoteAddress ?? '',
         unixMs: Date.now(),
         method: 'GET',
-        path: req.url ?? WS_STREAM_PATH,
+        path,
         body: '',
       });
-    const upstream = new WebSocket(`${homeUrl.replace(/^http/, 'ws')}${req.url ?? WS_STREAM_PATH}`, {
-      headers,
-      perMessageDeflate: false,
-      handshakeTimeout: RELAY_OPEN_TIMEOUT_MS,
-    });
+    let upstream: WebSocket;
+    try {
+      upstream = new WebSocket(`${homeUrl.replace(/^http/, 'ws')}${path}`, { headers, perMessageDeflate: false, handshakeTimeout: RELAY_OPEN_TIMEOUT_MS });
+    } catch (err) {
+      // ws refuses some targets outright (it throws): answered here, never thrown out of the upgrade handler.
+      refuse(socket, traceId, new ServiceError(400, 'SVC_BAD_REQUEST', `this upgrade cannot be relayed: ${(err as Error).message}`));
+      return;
+    }
     let settled = false;
     const unreachable = (reason: string) => {
       if (settled) return;
@@ -324,7 +328,13 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
         settled = true;
         upstream.terminate();
         const trace = res.headers['x-trace-id'];
-        answer(socket, res.statusCode ?? 502, text, [`${SERVED_BY_HEADER}: ${home}`, ...(typeof trace === 'string' ? [`X-Trace-Id: ${trace}`] : [])]);
+        const after = res.headers['retry-after'];
+        answer(socket, res.statusCode ?? 502, text, [
+          `${SERVED_BY_HEADER}: ${home}`,
+          ...(typeof trace === 'string' ? [`X-Trace-Id: ${trace}`] : []),
+          // A home's 429 (its keyless stream caps) says when to come back; so does its relayed answer.
+          ...(typeof after === 'string' && /^\d{1,6}$/.test(after) ? [`Retry-After: ${after}`] : []),
+        ]);
       });
       res.on('error', () => unreachable('its answer was cut'));
     });
