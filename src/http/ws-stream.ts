@@ -195,7 +195,23 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
     return framed!;
   };
 
+  // Nothing may throw out of this listener (an exception there ends the process): whatever escapes is logged and the
+  // socket answered 500 or closed.
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    try {
+      onUpgrade(req, socket, head);
+    } catch (err) {
+      failed(socket, err);
+    }
+  });
+  /** `answer`: nothing was written on the socket yet (the synchronous part); else the handshake may be done: close it. */
+  const failed = (socket: Duplex, err: unknown, answer = true): void => {
+    deps.logger.error({ err }, 'WebSocket upgrade failed');
+    if (answer && socket.writable) refuse(socket, traceId(), new ServiceError(500, 'SVC_INTERNAL_ERROR', 'internal error'));
+    else socket.destroy();
+  };
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     const id = traceId();
     socket.on('error', () => socket.destroy());
     let url: URL;
@@ -236,38 +252,40 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
         return;
       }
     }
-    authorize(deps, req, url).then(
-      (channel) => {
-        wss.handleUpgrade(req, socket, head, (ws: Alive) => {
-          ws.alive = true;
-          ws.on('pong', () => (ws.alive = true));
-          ws.on('error', () => ws.terminate());
-          const sub: Subscriber = {
-            // ws writes its own frames (hello, pings, close) straight to the socket too (no compression, so no queue):
-            // a frame written here is never interleaved with one of its. A closing socket gets nothing more (as
-            // ws.send would skip it), its close handshake left to finish.
-            send: (data) => {
-              if (ws.readyState === ws.OPEN && socket.writable) socket.write(frameOf(data));
-            },
-            get bufferedAmount() {
-              return ws.bufferedAmount;
-            },
-            drop: (reason) => {
-              deps.logger.debug({ channel: channel.id, reason }, 'stream subscriber dropped');
-              ws.terminate();
-            },
-          };
-          if (!hub.add(channel.id, sub)) {
-            ws.close(1013, 'channel has too many subscribers');
-            return;
-          }
-          ws.on('close', () => hub.remove(channel.id, sub));
-          ws.send(JSON.stringify({ subscribed: channel.id, tick_count: channel.tick_count }));
-        });
-      },
-      (err: unknown) => refuse(socket, id, err instanceof ServiceError ? err : new ServiceError(500, 'SVC_INTERNAL_ERROR', 'internal error')),
-    );
-  });
+    authorize(deps, req, url)
+      .then(
+        (channel) => {
+          wss.handleUpgrade(req, socket, head, (ws: Alive) => {
+            ws.alive = true;
+            ws.on('pong', () => (ws.alive = true));
+            ws.on('error', () => ws.terminate());
+            const sub: Subscriber = {
+              // ws writes its own frames (hello, pings, close) straight to the socket too (no compression, so no queue):
+              // a frame written here is never interleaved with one of its. A closing socket gets nothing more (as
+              // ws.send would skip it), its close handshake left to finish.
+              send: (data) => {
+                if (ws.readyState === ws.OPEN && socket.writable) socket.write(frameOf(data));
+              },
+              get bufferedAmount() {
+                return ws.bufferedAmount;
+              },
+              drop: (reason) => {
+                deps.logger.debug({ channel: channel.id, reason }, 'stream subscriber dropped');
+                ws.terminate();
+              },
+            };
+            if (!hub.add(channel.id, sub)) {
+              ws.close(1013, 'channel has too many subscribers');
+              return;
+            }
+            ws.on('close', () => hub.remove(channel.id, sub));
+            ws.send(JSON.stringify({ subscribed: channel.id, tick_count: channel.tick_count }));
+          });
+        },
+        (err: unknown) => refuse(socket, id, err instanceof ServiceError ? err : new ServiceError(500, 'SVC_INTERNAL_ERROR', 'internal error')),
+      )
+      .catch((err: unknown) => failed(socket, err, false));
+  };
 
   /** The caller's address as limits count it: the one a mesh relay stated (verified), else the socket's. */
   const callerOf = (req: IncomingMessage): string => {
