@@ -38,6 +38,7 @@ import { createApp } from './http/app.js';
 import { NodeMetrics } from './http/metrics.js';
 import { createHttpServer } from './http/server.js';
 import { attachStreamSocket } from './http/ws-stream.js';
+import { StreamSlots } from './http/stream-slots.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './mesh/identity.js';
 import { MeshService, type MeshServiceOptions } from './mesh/service.js';
 import { signEvent, TOPICS, type MeshEvent } from './mesh/wire.js';
@@ -331,13 +332,13 @@ export class SvcNode {
       ...(this.options.chargeSettleAfterMs !== undefined ? { firstDelayMs: this.options.chargeSettleAfterMs } : {}),
     });
     this.chargeOutcomes = new ChargeOutcomes(this.store, () => Number(this.clock.nowNs() / 1_000_000n));
-    this.publish = new PublishSettings(this.store);
+    this.publish = new PublishSettings(this.store, config.limits.identityCacheMax);
     await this.publish.load();
     this.results = new ResultRecords(this.store, this.counters, this.publish, nodeId, async (id) => (await this.ledger.getResultBytes(id)) !== undefined);
     // Results published before the by-owner index (session 12): indexed once, at the first start (tally/record.ts).
     await this.results.indexByOwnerOnce();
     const nowMs = () => Number(this.clock.nowNs() / 1_000_000n);
-    const webhookRegistry = new WebhookRegistry(this.store, deriveKey(secret, 'WEBHOOK_SECRET'), config.webhooks, nowMs);
+    const webhookRegistry = new WebhookRegistry(this.store, deriveKey(secret, 'WEBHOOK_SECRET'), config.webhooks, nowMs, config.limits.identityCacheMax);
     await webhookRegistry.load();
     const outbox = new Outbox(this.store, webhookRegistry, nowMs);
     this.webhooks = new Webhooks(
@@ -506,6 +507,7 @@ export class SvcNode {
     await this.challenges.load();
     const signMeshEvent = (type: string, body: unknown): Promise<MeshEvent> =>
       signEvent(this.nodeIdentity.privateKey, this.nodeId, type, stampAt(this.clock.nowNs()).svcond, body);
+    const keylessStreams = new StreamSlots({ perAddress: config.limits.keylessStreamsPerAddress, perNode: config.limits.keylessStreamsPerNode });
     const { app, router } = createApp({
       config,
       logger: this.logger,
@@ -549,6 +551,7 @@ export class SvcNode {
         receiptKey: this.receiptKey,
       }),
       agentStream: { count: this.agentStreams, heartbeatMs: this.options.agents?.heartbeatMs ?? 15_000 },
+      keylessStreams,
       mmio: {
         queueDepth: () => this.executor?.queueDepth?.() ?? 0,
         agentsRunning: () => this.agents.runningCount(),
@@ -568,6 +571,8 @@ export class SvcNode {
       identity: this.identity,
       logger: this.logger,
       ...(this.options.wsHeartbeatMs !== undefined ? { heartbeatMs: this.options.wsHeartbeatMs } : {}),
+      keylessStreams,
+      meshSecret: config.mesh.secret,
     });
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);

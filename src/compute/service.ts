@@ -133,9 +133,21 @@ export type CanonicalRequest =
   { kind: 'solver'; solver: string; inputs: Record<string, unknown> } | { kind: 'compute'; domain: unknown; operators: unknown; inputs: unknown };
 
 export interface ResultRecorder {
+  /**
+   * What the sealing batch of a result of `owner` writes, decided from what the recorder holds about the owner. Asked
+   * before the batch is built: synchronously when the owner is in memory, else after reading the store (memory is a
+   * bounded cache, the store the truth), so the batch never waits and an owner evicted from the cache is never missed.
+   */
+  forOwner(owner: string | null): SealRecorder | Promise<SealRecorder>;
+}
+
+export interface SealRecorder {
   /** Ops for the sealing batch and counters it bumps by one. */
   sealOps(facts: SealedFacts): { ops: Op[]; bump: string[] } | undefined;
 }
+
+/** A recorder with nothing to write for an owner. */
+export const NOTHING_TO_RECORD: SealRecorder = { sealOps: () => undefined };
 
 export type { ChainRequest };
 
@@ -275,6 +287,14 @@ export class ComputeService {
     try {
       const loading = this.deps.ledger.prepare(caller);
       if (loading !== undefined) await loading;
+      // What the result's records and webhooks owe, read for its owner now (a cache miss reads the store).
+      const owner = caller.kind === 'identity' ? caller.zid : null;
+      const recorders: SealRecorder[] = [];
+      for (const r of [this.deps.records, this.deps.outbox]) {
+        if (!r) continue;
+        const bound = r.forOwner(owner);
+        recorders.push(bound instanceof Promise ? await bound : bound);
+      }
       const endNs = this.deps.clock.nowNs();
       if (args.checkTime) this.assertInTime(args.tier, args.startNs, endNs);
       const stamp = stampAt(endNs);
@@ -289,7 +309,7 @@ export class ComputeService {
       const s = args.summary;
       const facts: SealedFacts = {
         result_id: resultId,
-        owner: caller.kind === 'identity' ? caller.zid : null,
+        owner,
         kind: s.kind,
         solver: s.solver,
         operators: s.operators,
@@ -301,8 +321,8 @@ export class ComputeService {
       };
       // What else the sealing batch writes: the result's records, the webhook deliveries it owes, the caller's hooks.
       const extra: { ops: Op[]; bump: string[] } = { ops: [], bump: [] };
-      for (const recorder of [this.deps.records, this.deps.outbox]) {
-        const x = recorder?.sealOps(facts);
+      for (const recorder of recorders) {
+        const x = recorder.sealOps(facts);
         if (!x) continue;
         extra.ops.push(...x.ops);
         extra.bump.push(...x.bump);

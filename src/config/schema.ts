@@ -57,6 +57,10 @@ export const configSchema = z
          * least recently used first out; a miss reads the store). docs/performance.md, "Memory".
          */
         identityCacheMax: z.number().int().min(1).max(10_000_000).default(4096),
+        /** Keyless long-lived streams (pulse SSE, /ws/stream by pull link or relayed) one caller address (IPv6: its /64) may hold open; beyond it 429. */
+        keylessStreamsPerAddress: z.number().int().min(1).max(100_000).default(16),
+        /** Keyless long-lived streams open on the node, whoever the callers; beyond it 429 with Retry-After. */
+        keylessStreamsPerNode: z.number().int().min(1).max(1_000_000).default(1024),
       })
       .strict(),
     mesh: z

@@ -63,6 +63,8 @@ export interface HttpServices {
   /** Agents (agents/runtime.ts) and their SSE stream's open count and heartbeat. */
   agents?: import('../agents/runtime.js').AgentRuntime;
   agentStream?: { count: import('./routes/agents.js').StreamCount; heartbeatMs: number };
+  /** Slots of keyless long-lived streams (stream-slots.ts), shared with /ws/stream; absent: the pulse stream makes its own from limits.*. */
+  keylessStreams?: import('./stream-slots.js').StreamSlots;
   /** Genesis documents (genesis/service.ts). */
   genesis?: import('../genesis/service.js').GenesisService;
   /** Live values of the MMIO registers this node shows (http/routes/mmio.ts). */

@@ -27,6 +27,9 @@ import { traceIdSource } from './trace.js';
 import { keyFrom } from './auth.js';
 import { homeOfChannel } from '../streams/channel-id.js';
 import { FORWARDED_HEADER, SERVED_BY_HEADER } from './forward.js';
+import { addressKey } from './caller-address.js';
+import { FORWARDED_FOR_HEADER, forwardedForValue, verifyForwardedFor } from './forwarded-address.js';
+import type { StreamSlots } from './stream-slots.js';
 
 export const WS_STREAM_PATH = '/ws/stream';
 export const HEARTBEAT_MS = 30_000;
@@ -43,6 +46,45 @@ export interface StreamSocketDeps {
   identity: IdentityService;
   logger: Logger;
   heartbeatMs?: number;
+  /**
+   * Caps on keyless streams (stream-slots.ts), shared with the pulse SSE: an upgrade without a well-formed key (a pull
+   * link's ?sig=, or anything this node relays before the home checks it) takes a slot of its caller's address until
+   * its socket closes. Absent: not capped.
+   */
+  keylessStreams?: StreamSlots;
+  /** The mesh secret: a relay states its caller's address to the home under it (forwarded-address.ts). */
+  meshSecret?: string | null;
+}
+
+/** What ws's handleUpgrade checks (websocket-server.js), refused here first in the part-7 shape (ws answers plain text). */
+const WS_KEY = /^[+/0-9A-Za-z]{22}==$/;
+function handshakeProblem(req: IncomingMessage): { err: ServiceError; headers: string[] } | null {
+  if (req.method !== 'GET')
+    return {
+      err: new ServiceError(405, 'SVC_METHOD_NOT_ALLOWED', `a WebSocket opens with GET, not ${req.method ?? '?'}`, { allow: ['GET'] }),
+      headers: ['Allow: GET'],
+    };
+  if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket')
+    return { err: new ServiceError(400, 'SVC_BAD_REQUEST', 'the Upgrade header must be "websocket"'), headers: [] };
+  const key = req.headers['sec-websocket-key'];
+  if (key === undefined || !WS_KEY.test(key))
+    return { err: new ServiceError(400, 'SVC_BAD_REQUEST', 'missing or invalid Sec-WebSocket-Key header (16 bytes, base64)'), headers: [] };
+  const version = req.headers['sec-websocket-version'];
+  if (version !== '13' && version !== '8')
+    return {
+      err: new ServiceError(400, 'SVC_BAD_REQUEST', 'missing or unsupported Sec-WebSocket-Version header (13 or 8)', { supported_versions: [13, 8] }),
+      headers: ['Sec-WebSocket-Version: 13, 8'],
+    };
+  return null;
+}
+
+/** True when the upgrade carries a well-formed key (Authorization: Bearer, or ?key=): then it is not keyless. */
+function carriesKey(req: IncomingMessage, url: URL): boolean {
+  try {
+    return keyFrom(req.headers.authorization, url.searchParams.get('key')) !== null;
+  } catch {
+    return false;
+  }
 }
 
 type Alive = WebSocket & { alive?: boolean };
@@ -69,8 +111,15 @@ export function textFrame(data: Buffer): Buffer {
   return out;
 }
 
-function refuse(socket: Duplex, traceId: string, err: ServiceError): void {
-  answer(socket, err.status, JSON.stringify(errorBody(traceId, err.status, err.code, err.message, err.extra)), [`X-Trace-Id: ${traceId}`]);
+function refuse(socket: Duplex, traceId: string, err: ServiceError, extraHeaders: string[] = []): void {
+  // As sendError (errors.ts): every 429, and any refusal that says when to come back, carries Retry-After.
+  const retry = err.extra.retry_after_seconds;
+  const after = typeof retry === 'number' ? [`Retry-After: ${Math.max(1, Math.ceil(retry))}`] : err.status === 429 ? ['Retry-After: 1'] : [];
+  answer(socket, err.status, JSON.stringify(errorBody(traceId, err.status, err.code, err.message, err.extra)), [
+    `X-Trace-Id: ${traceId}`,
+    ...after,
+    ...extraHeaders,
+  ]);
 }
 
 /** An HTTP answer on an upgrade's socket (a refusal), then closed. */
@@ -128,6 +177,11 @@ async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL)
 /** Serve /ws/stream on `server`; close() ends every client. */
 export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { close(): void; clients(): number } {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 4096 });
+  // What ws still refuses itself (a malformed Sec-WebSocket-Protocol …) is answered in the part-7 shape, not its text.
+  wss.on('wsClientError', (err: Error, socket: Duplex) => {
+    if (socket.writable) refuse(socket, traceId(), new ServiceError(400, 'SVC_BAD_REQUEST', err.message));
+    else socket.destroy();
+  });
   const traceId = traceIdSource();
   const hub = deps.streams.hub;
   // The last tick's frame: a publish hands every subscriber the same Buffer, framed once.
@@ -141,7 +195,23 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
     return framed!;
   };
 
+  // Nothing may throw out of this listener (an exception there ends the process): whatever escapes is logged and the
+  // socket answered 500 or closed.
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    try {
+      onUpgrade(req, socket, head);
+    } catch (err) {
+      failed(socket, err);
+    }
+  });
+  /** `answer`: nothing was written on the socket yet (the synchronous part); else the handshake may be done: close it. */
+  const failed = (socket: Duplex, err: unknown, answer = true): void => {
+    deps.logger.error({ err }, 'WebSocket upgrade failed');
+    if (answer && socket.writable) refuse(socket, traceId(), new ServiceError(500, 'SVC_INTERNAL_ERROR', 'internal error'));
+    else socket.destroy();
+  };
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     const id = traceId();
     socket.on('error', () => socket.destroy());
     let url: URL;
@@ -155,59 +225,102 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
       refuse(socket, id, new ServiceError(404, 'SVC_NOT_FOUND', `no WebSocket at ${url.pathname}`));
       return;
     }
+    // Checked before any work (auth, a relay's upstream): a handshake ws would refuse is refused here, in JSON.
+    const bad = handshakeProblem(req);
+    if (bad) {
+      refuse(socket, id, bad.err, bad.headers);
+      return;
+    }
+    if (deps.keylessStreams && !carriesKey(req, url)) {
+      let release: () => void;
+      try {
+        release = deps.keylessStreams.take(callerOf(req), 'ws');
+      } catch (err) {
+        refuse(socket, id, err as ServiceError);
+        return;
+      }
+      // Given back when the socket is done: refused (this side ended it) or, once upgraded, closed either way.
+      socket.once('finish', release);
+      socket.once('close', release);
+    }
     const home = homeOfChannel(url.searchParams.get('channel') ?? '');
     if (home !== null && home !== deps.nodeId() && !req.headers[FORWARDED_HEADER]) {
       const at = deps.peerUrl(home);
       if (at !== null) {
-        relay(req, socket, head, id, home, at);
+        // The parsed path and query, as a WebSocket client sends them (a fragment in the raw target is not sent on).
+        relay(req, socket, head, id, home, at, `${url.pathname}${url.search}`);
         return;
       }
     }
-    authorize(deps, req, url).then(
-      (channel) => {
-        wss.handleUpgrade(req, socket, head, (ws: Alive) => {
-          ws.alive = true;
-          ws.on('pong', () => (ws.alive = true));
-          ws.on('error', () => ws.terminate());
-          const sub: Subscriber = {
-            // ws writes its own frames (hello, pings, close) straight to the socket too (no compression, so no queue):
-            // a frame written here is never interleaved with one of its. A closing socket gets nothing more (as
-            // ws.send would skip it), its close handshake left to finish.
-            send: (data) => {
-              if (ws.readyState === ws.OPEN && socket.writable) socket.write(frameOf(data));
-            },
-            get bufferedAmount() {
-              return ws.bufferedAmount;
-            },
-            drop: (reason) => {
-              deps.logger.debug({ channel: channel.id, reason }, 'stream subscriber dropped');
-              ws.terminate();
-            },
-          };
-          if (!hub.add(channel.id, sub)) {
-            ws.close(1013, 'channel has too many subscribers');
-            return;
-          }
-          ws.on('close', () => hub.remove(channel.id, sub));
-          ws.send(JSON.stringify({ subscribed: channel.id, tick_count: channel.tick_count }));
-        });
-      },
-      (err: unknown) => refuse(socket, id, err instanceof ServiceError ? err : new ServiceError(500, 'SVC_INTERNAL_ERROR', 'internal error')),
-    );
-  });
+    authorize(deps, req, url)
+      .then(
+        (channel) => {
+          wss.handleUpgrade(req, socket, head, (ws: Alive) => {
+            ws.alive = true;
+            ws.on('pong', () => (ws.alive = true));
+            ws.on('error', () => ws.terminate());
+            const sub: Subscriber = {
+              // ws writes its own frames (hello, pings, close) straight to the socket too (no compression, so no queue):
+              // a frame written here is never interleaved with one of its. A closing socket gets nothing more (as
+              // ws.send would skip it), its close handshake left to finish.
+              send: (data) => {
+                if (ws.readyState === ws.OPEN && socket.writable) socket.write(frameOf(data));
+              },
+              get bufferedAmount() {
+                return ws.bufferedAmount;
+              },
+              drop: (reason) => {
+                deps.logger.debug({ channel: channel.id, reason }, 'stream subscriber dropped');
+                ws.terminate();
+              },
+            };
+            if (!hub.add(channel.id, sub)) {
+              ws.close(1013, 'channel has too many subscribers');
+              return;
+            }
+            ws.on('close', () => hub.remove(channel.id, sub));
+            ws.send(JSON.stringify({ subscribed: channel.id, tick_count: channel.tick_count }));
+          });
+        },
+        (err: unknown) => refuse(socket, id, err instanceof ServiceError ? err : new ServiceError(500, 'SVC_INTERNAL_ERROR', 'internal error')),
+      )
+      .catch((err: unknown) => failed(socket, err, false));
+  };
+
+  /** The caller's address as limits count it: the one a mesh relay stated (verified), else the socket's. */
+  const callerOf = (req: IncomingMessage): string => {
+    const socketIp = req.socket.remoteAddress ?? '';
+    const forwarder = req.headers[FORWARDED_HEADER];
+    const stated = req.headers[FORWARDED_FOR_HEADER];
+    if (!deps.meshSecret || typeof forwarder !== 'string' || typeof stated !== 'string') return addressKey(socketIp);
+    const ip = verifyForwardedFor(deps.meshSecret, stated, { forwarder, method: 'GET', path: req.url ?? '', body: '' }, Date.now());
+    return addressKey(ip ?? socketIp);
+  };
 
   const relays = new Set<WebSocket>();
   const maxRelayed = deps.relayMaxBufferedBytes ?? HUB_DEFAULTS.maxBufferedBytes;
 
   /** Relay the upgrade to the channel's home at `homeUrl` (see the head of this file). */
-  const relay = (req: IncomingMessage, socket: Duplex, head: Buffer, traceId: string, home: string, homeUrl: string): void => {
+  const relay = (req: IncomingMessage, socket: Duplex, head: Buffer, traceId: string, home: string, homeUrl: string, path: string): void => {
     const headers: Record<string, string> = { [FORWARDED_HEADER]: deps.nodeId(), 'x-forwarded-for': req.socket.remoteAddress ?? '' };
     if (req.headers.authorization) headers.authorization = req.headers.authorization;
-    const upstream = new WebSocket(`${homeUrl.replace(/^http/, 'ws')}${req.url ?? WS_STREAM_PATH}`, {
-      headers,
-      perMessageDeflate: false,
-      handshakeTimeout: RELAY_OPEN_TIMEOUT_MS,
-    });
+    if (deps.meshSecret)
+      headers[FORWARDED_FOR_HEADER] = forwardedForValue(deps.meshSecret, {
+        forwarder: deps.nodeId(),
+        ip: req.socket.remoteAddress ?? '',
+        unixMs: Date.now(),
+        method: 'GET',
+        path,
+        body: '',
+      });
+    let upstream: WebSocket;
+    try {
+      upstream = new WebSocket(`${homeUrl.replace(/^http/, 'ws')}${path}`, { headers, perMessageDeflate: false, handshakeTimeout: RELAY_OPEN_TIMEOUT_MS });
+    } catch (err) {
+      // ws refuses some targets outright (it throws): answered here, never thrown out of the upgrade handler.
+      refuse(socket, traceId, new ServiceError(400, 'SVC_BAD_REQUEST', `this upgrade cannot be relayed: ${(err as Error).message}`));
+      return;
+    }
     let settled = false;
     const unreachable = (reason: string) => {
       if (settled) return;
@@ -233,7 +346,13 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
         settled = true;
         upstream.terminate();
         const trace = res.headers['x-trace-id'];
-        answer(socket, res.statusCode ?? 502, text, [`${SERVED_BY_HEADER}: ${home}`, ...(typeof trace === 'string' ? [`X-Trace-Id: ${trace}`] : [])]);
+        const after = res.headers['retry-after'];
+        answer(socket, res.statusCode ?? 502, text, [
+          `${SERVED_BY_HEADER}: ${home}`,
+          ...(typeof trace === 'string' ? [`X-Trace-Id: ${trace}`] : []),
+          // A home's 429 (its keyless stream caps) says when to come back; so does its relayed answer.
+          ...(typeof after === 'string' && /^\d{1,6}$/.test(after) ? [`Retry-After: ${after}`] : []),
+        ]);
       });
       res.on('error', () => unreachable('its answer was cut'));
     });

@@ -7,7 +7,7 @@
 // and counted in the owner's counter record (`rec:<zid>`, store/counters.ts) in the same batch: a listing's total.
 import type { Counters } from '../store/counters.js';
 import { padNum, type Json, type Op, type Store, type Sublevel } from '../store/db.js';
-import type { CanonicalRequest, ResultRecorder, SealedFacts } from '../compute/service.js';
+import { NOTHING_TO_RECORD, type CanonicalRequest, type ResultRecorder, type SealRecorder, type SealedFacts } from '../compute/service.js';
 import type { ExecutedBy } from '../consensus/executed-by.js';
 import type { PublishSettings } from './publish-settings.js';
 import { backfillDone, backfillOnce } from '../store/backfill.js';
@@ -90,10 +90,17 @@ export class ResultRecords implements ResultRecorder {
     this.byOwner = store.sub('record_by_owner');
   }
 
-  /** For the sealing batch (ComputeService.sealResult → Ledger.seal): decided synchronously from memory. */
-  sealOps(f: SealedFacts): { ops: Op[]; bump: string[] } | undefined {
+  /** The owner's publish setting, read before the sealing batch is built (ComputeService.sealResult → Ledger.seal). */
+  forOwner(owner: string | null): SealRecorder | Promise<SealRecorder> {
     // An unpublished result needs no entry: the ledger's own record of it says it was sealed here.
-    if (!this.publish.publishes(f.owner)) return undefined;
+    const yes = this.publish.publishes(owner);
+    return yes instanceof Promise ? yes.then((y) => (y ? this.publishing : NOTHING_TO_RECORD)) : yes ? this.publishing : NOTHING_TO_RECORD;
+  }
+
+  private readonly publishing: SealRecorder = { sealOps: (f) => this.rowOps(f) };
+
+  /** A published result's rows for the sealing batch. */
+  private rowOps(f: SealedFacts): { ops: Op[]; bump: string[] } | undefined {
     this.seq = (this.seq + 1) % 1e9;
     const key = `${padNum(f.svcond, 12)}!${padNum(this.seq, 9)}`;
     const row: StoredRow = {

@@ -126,7 +126,7 @@ export class Dispatcher {
       await outbox.store.commit([{ type: 'del', sub: outbox.due, key: dueKeyNow }]);
       return;
     }
-    const w = registry.get(d.webhook_id);
+    const w = await registry.get(d.webhook_id);
     const now = this.deps.nowMs();
     if (!w || w.status !== 'enabled') {
       const failed: DeliveryRecord = { ...d, status: 'failed', next_retry_at: null, response_body: w ? 'webhook disabled' : 'webhook deleted' };

@@ -6,7 +6,7 @@
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { randomHex } from '../tally/ledger.js';
 import { BoundedSet } from '../util/bounded-map.js';
-import type { ResultRecorder, SealedFacts } from '../compute/service.js';
+import { NOTHING_TO_RECORD, type ResultRecorder, type SealRecorder, type SealedFacts } from '../compute/service.js';
 import type { DeliveryStatus, EventType } from './events.js';
 import type { WebhookRecord, WebhookRegistry } from './registry.js';
 
@@ -97,14 +97,26 @@ export class Outbox implements ResultRecorder {
     return ops;
   }
 
-  /** computation.complete deliveries for the sealing batch (synchronous, from memory). */
-  sealOps(f: SealedFacts): { ops: Op[]; bump: string[] } | undefined {
-    if (f.owner === null) return undefined;
-    const hooks = this.registry.subscribers(f.owner, 'computation.complete');
-    if (hooks.length === 0) return undefined;
-    const data = { time_quantum: f.svcond, execution_time_ms: f.execution_time_ms ?? null };
-    this.owedBySeal.add(f.result_id);
-    return { ops: this.opsFor(hooks, 'computation.complete', f.result_id, data, f.result_id), bump: [] };
+  /**
+   * The owner's computation.complete subscribers, asked before the sealing batch is built (from memory, or read from
+   * the store when the owner is not there): the batch then writes their deliveries synchronously.
+   */
+  forOwner(owner: string | null): SealRecorder | Promise<SealRecorder> {
+    if (owner === null) return NOTHING_TO_RECORD;
+    const hooks = this.registry.subscribers(owner, 'computation.complete');
+    return hooks instanceof Promise ? hooks.then((h) => this.completeTo(h)) : this.completeTo(hooks);
+  }
+
+  /** computation.complete deliveries to `hooks` for the sealing batch. */
+  private completeTo(hooks: WebhookRecord[]): SealRecorder {
+    if (hooks.length === 0) return NOTHING_TO_RECORD;
+    return {
+      sealOps: (f: SealedFacts) => {
+        const data = { time_quantum: f.svcond, execution_time_ms: f.execution_time_ms ?? null };
+        this.owedBySeal.add(f.result_id);
+        return { ops: this.opsFor(hooks, 'computation.complete', f.result_id, data, f.result_id), bump: [] };
+      },
+    };
   }
 
   /** Did this result's seal owe deliveries? (The node kicks the dispatcher once the seal is durable.) */
@@ -117,9 +129,9 @@ export class Outbox implements ResultRecorder {
    * batch's) when it is the owner's and enabled. Resolves when the deliveries are durable; returns their ids.
    */
   async enqueue(owner: string, event: EventType, computationId: string, data: Record<string, unknown>, also: string | null = null): Promise<string[]> {
-    const hooks = this.registry.subscribers(owner, event);
+    const hooks = [...(await this.registry.subscribers(owner, event))];
     if (also !== null && !hooks.some((w) => w.id === also)) {
-      const w = this.registry.get(also);
+      const w = await this.registry.get(also);
       if (w && w.owner === owner && w.status === 'enabled') hooks.push(w);
     }
     if (hooks.length === 0) return [];

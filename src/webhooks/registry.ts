@@ -1,14 +1,27 @@
-// Webhook registrations (spec 2.6, part 6 management operations): an identity's webhooks, kept in the store and in
-// memory (the sealing batch decides synchronously which webhooks a result owes an event to). The signing secret is
+// Webhook registrations (spec 2.6, part 6 management operations): an identity's webhooks. The signing secret is
 // shown once, at registration, and stored encrypted. Part 3: a webhook is disabled when a delivery's 5th attempt fails.
+// LevelDB is the truth (records by id, and an index by owner); memory keeps the registrations of the owners seen
+// lately (session 14): a bounded LRU of owner → its list (≤ WEBHOOKS_PER_IDENTITY each; an owner with none is kept
+// as an empty list, so a seal of an owner without webhooks reads the store once). The sealing batch decides
+// synchronously which webhooks a result owes an event to: it asks subscribers() before the batch is built
+// (Outbox.forOwner), which answers from memory or reads the owner's list from the store, so an owner evicted from the
+// cache still gets its deliveries. A read that a write of the same owner overtook is read again, so a list never
+// misses a registration acknowledged before it was asked for; an owner with a write under way stays in memory.
 import { ServiceError } from '../kernel/errors.js';
 import type { Store, Sublevel } from '../store/db.js';
 import { randomHex } from '../tally/ledger.js';
 import type { EventType, WebhookStatus } from './events.js';
 import { newSecret, openSecret, sealSecret, type SealedSecret } from './signing.js';
 import { checkOutboundUrl, type UrlPolicy } from '../util/url-policy.js';
+import { LruMap } from '../util/bounded-map.js';
 
 export const WEBHOOKS_PER_IDENTITY = 16;
+/** Owners whose registrations are kept in memory, unless configured (limits.identityCacheMax). */
+export const WEBHOOK_OWNERS_CACHED = 4096;
+/** Records read per page when the owner index is built for records stored before it. */
+const INDEX_PAGE = 1000;
+/** A read overtaken by writes is tried again this many times, then answered without being kept. */
+const READ_TRIES = 5;
 
 export interface WebhookRecord {
   id: string;
@@ -51,8 +64,15 @@ export function webhookView(w: WebhookRecord): Record<string, unknown> {
 
 export class WebhookRegistry {
   private readonly sub: Sublevel;
-  private readonly byId = new Map<string, WebhookRecord>();
-  private readonly byOwner = new Map<string, Set<string>>();
+  /** `<owner>!<id>` → id: an owner's registrations without a scan. */
+  private readonly ownerIndex: Sublevel;
+  private readonly meta: Sublevel;
+  /** Owners seen lately → their registrations, sorted by creation (bounded; owners with a write under way stay). */
+  private readonly owners: LruMap<string, WebhookRecord[]>;
+  /** Writes under way, per owner. */
+  private readonly writing = new Map<string, number>();
+  /** Reads from the store under way, per owner: a write of that owner marks them overtaken. */
+  private readonly reading = new Map<string, { overtaken: boolean }[]>();
   /** Registrations past the cap check whose batch has not settled, per owner: they count against the cap. */
   private readonly registering = new Map<string, number>();
 
@@ -61,19 +81,91 @@ export class WebhookRegistry {
     private readonly secretKey: Buffer,
     readonly policy: UrlPolicy,
     private readonly nowMs: () => number,
+    cacheMax = WEBHOOK_OWNERS_CACHED,
   ) {
     this.sub = store.sub('webhooks');
+    this.ownerIndex = store.sub('webhooks_by_owner', 'utf8');
+    this.meta = store.sub('webhooks_meta');
+    this.owners = new LruMap(cacheMax, (owner) => this.writing.has(owner));
   }
 
+  /** Owners in memory (tests, docs/performance.md's cache list). */
+  get cachedOwners(): number {
+    return this.owners.size;
+  }
+
+  /** Is `owner`'s list in memory? (Does not count as a use.) */
+  inMemory(owner: string): boolean {
+    return this.owners.has(owner);
+  }
+
+  /** Builds the owner index for records stored before it existed (once, a page at a time; nothing kept in memory). */
   async load(): Promise<void> {
-    for (const { value } of await this.store.range<WebhookRecord>(this.sub)) this.remember(value);
+    if ((await this.store.get<boolean>(this.meta, 'owner_index')) === true) return;
+    let after: string | null = null;
+    for (;;) {
+      const page: { key: string; value: WebhookRecord }[] = await this.store.range<WebhookRecord>(this.sub, {
+        ...(after !== null ? { gte: `${after}\u0000` } : {}),
+        limit: INDEX_PAGE,
+      });
+      if (page.length === 0) break;
+      await this.store.commit(page.map(({ value: w }) => ({ type: 'put' as const, sub: this.ownerIndex, key: `${w.owner}!${w.id}`, value: w.id })));
+      after = page[page.length - 1]!.key;
+    }
+    await this.store.commit([{ type: 'put', sub: this.meta, key: 'owner_index', value: true }]);
   }
 
-  private remember(w: WebhookRecord): void {
-    this.byId.set(w.id, w);
-    let set = this.byOwner.get(w.owner);
-    if (!set) this.byOwner.set(w.owner, (set = new Set()));
-    set.add(w.id);
+  /** Every registration of `owner`, oldest first: from memory when seen lately (synchronously), else from the store. */
+  ofOwner(owner: string): WebhookRecord[] | Promise<WebhookRecord[]> {
+    return this.owners.get(owner) ?? this.read(owner);
+  }
+
+  private async read(owner: string): Promise<WebhookRecord[]> {
+    let list: WebhookRecord[] = [];
+    for (let i = 0; i < READ_TRIES; i++) {
+      const mark = { overtaken: false };
+      const marks = this.reading.get(owner) ?? [];
+      marks.push(mark);
+      this.reading.set(owner, marks);
+      try {
+        const ids = await this.store.range<string>(this.ownerIndex, { gte: `${owner}!`, lt: `${owner}!~` });
+        const records = await this.store.getMany<WebhookRecord>(
+          this.sub,
+          ids.map((e) => e.value),
+        );
+        list = sorted(records.filter((w): w is WebhookRecord => w !== undefined && w.owner === owner));
+      } finally {
+        const left = (this.reading.get(owner) ?? []).filter((m) => m !== mark);
+        if (left.length > 0) this.reading.set(owner, left);
+        else this.reading.delete(owner);
+      }
+      // A write of this owner that finished meanwhile updated memory if the owner was there: that is the newer word.
+      const known = this.owners.get(owner);
+      if (known !== undefined) return known;
+      if (!mark.overtaken) {
+        this.owners.set(owner, list);
+        return list;
+      }
+    }
+    return list;
+  }
+
+  /** After a write of `owner` is durable: memory follows (when the owner is there), reads under way read again. */
+  private wrote(owner: string, change: (list: WebhookRecord[]) => WebhookRecord[]): void {
+    for (const m of this.reading.get(owner) ?? []) m.overtaken = true;
+    const list = this.owners.get(owner);
+    if (list !== undefined) this.owners.set(owner, sorted(change(list)));
+  }
+
+  private async writeFor<T>(owner: string, write: () => Promise<T>): Promise<T> {
+    this.writing.set(owner, (this.writing.get(owner) ?? 0) + 1);
+    try {
+      return await write();
+    } finally {
+      const left = (this.writing.get(owner) ?? 1) - 1;
+      if (left > 0) this.writing.set(owner, left);
+      else this.writing.delete(owner);
+    }
   }
 
   private checkHeaders(headers: Record<string, string>): void {
@@ -93,13 +185,17 @@ export class WebhookRegistry {
   async register(owner: string, input: WebhookInput): Promise<{ webhook: WebhookRecord; secret: string }> {
     checkOutboundUrl(input.url, this.policy);
     this.checkHeaders(input.headers ?? {});
+    const loaded = this.ofOwner(owner);
+    const list = loaded instanceof Promise ? await loaded : loaded;
     // Checked and reserved in one synchronous turn: parallel registrations cannot all pass the check before any commits.
+    // (The newest list: memory when the owner is there — it follows every durable write — else the one just read.)
+    const current = this.owners.get(owner) ?? list;
     const pending = this.registering.get(owner) ?? 0;
-    if ((this.byOwner.get(owner)?.size ?? 0) + pending >= WEBHOOKS_PER_IDENTITY)
+    if (current.length + pending >= WEBHOOKS_PER_IDENTITY)
       throw new ServiceError(409, 'SVC_CONFLICT', `an identity has at most ${WEBHOOKS_PER_IDENTITY} webhooks`, { limit: WEBHOOKS_PER_IDENTITY });
     this.registering.set(owner, pending + 1);
     try {
-      return await this.add(owner, input);
+      return await this.writeFor(owner, () => this.add(owner, input));
     } finally {
       const left = (this.registering.get(owner) ?? 1) - 1;
       if (left > 0) this.registering.set(owner, left);
@@ -122,38 +218,38 @@ export class WebhookRegistry {
       secret: sealSecret(this.secretKey, secret),
       created_at: new Date(this.nowMs()).toISOString(),
     };
-    await this.store.commit([{ type: 'put', sub: this.sub, key: w.id, value: w }]);
-    this.remember(w);
+    await this.store.commit([
+      { type: 'put', sub: this.sub, key: w.id, value: w },
+      { type: 'put', sub: this.ownerIndex, key: `${owner}!${w.id}`, value: w.id },
+    ]);
+    this.wrote(owner, (list) => [...list, w]);
     return { webhook: w, secret };
   }
 
-  list(owner: string): WebhookRecord[] {
-    return [...(this.byOwner.get(owner) ?? [])]
-      .map((id) => this.byId.get(id)!)
-      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+  async list(owner: string): Promise<WebhookRecord[]> {
+    return [...(await this.ofOwner(owner))];
   }
 
   /** A webhook of `owner` (404 when there is none: another's webhook is not shown to exist). */
-  of(owner: string, id: string): WebhookRecord {
-    const w = this.byId.get(id);
-    if (!w || w.owner !== owner) throw new ServiceError(404, 'SVC_NOT_FOUND', `no webhook ${JSON.stringify(id)}`);
+  async of(owner: string, id: string): Promise<WebhookRecord> {
+    const w = (await this.ofOwner(owner)).find((x) => x.id === id);
+    if (!w) throw new ServiceError(404, 'SVC_NOT_FOUND', `no webhook ${JSON.stringify(id)}`);
     return w;
   }
 
-  get(id: string): WebhookRecord | undefined {
-    return this.byId.get(id);
+  /** A webhook by id, whoever owns it (the dispatcher): the store's record. */
+  async get(id: string): Promise<WebhookRecord | undefined> {
+    return this.store.get<WebhookRecord>(this.sub, id);
   }
 
-  /** Enabled webhooks of `owner` subscribed to `event` (synchronous: the sealing batch asks). */
-  subscribers(owner: string, event: EventType): WebhookRecord[] {
-    const ids = this.byOwner.get(owner);
-    if (!ids) return [];
-    const out: WebhookRecord[] = [];
-    for (const id of ids) {
-      const w = this.byId.get(id)!;
-      if (w.status === 'enabled' && w.events.includes(event)) out.push(w);
-    }
-    return out;
+  /**
+   * Enabled webhooks of `owner` subscribed to `event`: synchronously when the owner is in memory, else read. The
+   * sealing batch asks before it is built (Outbox.forOwner) and decides from the answer.
+   */
+  subscribers(owner: string, event: EventType): WebhookRecord[] | Promise<WebhookRecord[]> {
+    const pick = (list: WebhookRecord[]) => list.filter((w) => w.status === 'enabled' && w.events.includes(event));
+    const loaded = this.ofOwner(owner);
+    return loaded instanceof Promise ? loaded.then(pick) : pick(loaded);
   }
 
   secretOf(w: WebhookRecord): string {
@@ -161,13 +257,15 @@ export class WebhookRegistry {
   }
 
   private async save(w: WebhookRecord): Promise<WebhookRecord> {
-    await this.store.commit([{ type: 'put', sub: this.sub, key: w.id, value: w }]);
-    if (this.byId.has(w.id)) this.byId.set(w.id, w);
+    await this.writeFor(w.owner, async () => {
+      await this.store.commit([{ type: 'put', sub: this.sub, key: w.id, value: w }]);
+      this.wrote(w.owner, (list) => list.map((x) => (x.id === w.id ? w : x)));
+    });
     return w;
   }
 
   async update(owner: string, id: string, patch: Partial<WebhookInput> & { status?: WebhookStatus }): Promise<WebhookRecord> {
-    const w = this.of(owner, id);
+    const w = await this.of(owner, id);
     if (patch.url !== undefined) checkOutboundUrl(patch.url, this.policy);
     if (patch.headers !== undefined) this.checkHeaders(patch.headers);
     const next: WebhookRecord = {
@@ -183,15 +281,19 @@ export class WebhookRegistry {
   }
 
   async remove(owner: string, id: string): Promise<void> {
-    this.of(owner, id);
-    await this.store.commit([{ type: 'del', sub: this.sub, key: id }]);
-    this.byId.delete(id);
-    this.byOwner.get(owner)?.delete(id);
+    await this.of(owner, id);
+    await this.writeFor(owner, async () => {
+      await this.store.commit([
+        { type: 'del', sub: this.sub, key: id },
+        { type: 'del', sub: this.ownerIndex, key: `${owner}!${id}` },
+      ]);
+      this.wrote(owner, (list) => list.filter((x) => x.id !== id));
+    });
   }
 
   /** After an attempt: success resets the failure count; the 5th failed attempt of a delivery disables the webhook. */
   async recordAttempt(id: string, ok: boolean, atMs: number, disable: boolean): Promise<void> {
-    const w = this.byId.get(id);
+    const w = await this.get(id);
     if (!w) return;
     await this.save({
       ...w,
@@ -200,4 +302,8 @@ export class WebhookRegistry {
       ...(disable ? { status: 'disabled' as const } : {}),
     });
   }
+}
+
+function sorted(list: WebhookRecord[]): WebhookRecord[] {
+  return [...list].sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
 }

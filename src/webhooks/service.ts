@@ -25,16 +25,16 @@ export class Webhooks implements BatchEvents {
     return this.registry.register(this.zidOf(caller), input);
   }
 
-  list(caller: Caller): WebhookRecord[] {
+  list(caller: Caller): Promise<WebhookRecord[]> {
     return this.registry.list(this.zidOf(caller));
   }
 
-  get(caller: Caller, id: string): WebhookRecord {
+  get(caller: Caller, id: string): Promise<WebhookRecord> {
     return this.registry.of(this.zidOf(caller), id);
   }
 
   async assertOwned(caller: Caller, id: string): Promise<void> {
-    this.get(caller, id);
+    await this.get(caller, id);
   }
 
   update(caller: Caller, id: string, patch: Parameters<WebhookRegistry['update']>[2]): Promise<WebhookRecord> {
@@ -45,12 +45,12 @@ export class Webhooks implements BatchEvents {
     return this.registry.remove(this.zidOf(caller), id);
   }
 
-  test(caller: Caller, id: string): Promise<{ delivery_id: string; test_id: string }> {
-    return this.outbox.test(this.get(caller, id));
+  async test(caller: Caller, id: string): Promise<{ delivery_id: string; test_id: string }> {
+    return this.outbox.test(await this.get(caller, id));
   }
 
-  deliveries(caller: Caller, id: string, limit: number, status?: DeliveryStatus): Promise<DeliveryRecord[]> {
-    this.get(caller, id);
+  async deliveries(caller: Caller, id: string, limit: number, status?: DeliveryStatus): Promise<DeliveryRecord[]> {
+    await this.get(caller, id);
     return this.outbox.list(id, limit, status);
   }
 

@@ -44,6 +44,13 @@ describe('agents', () => {
     derive: { every: 1, max_children: 1, max_depth: 1 },
   };
 
+  it('a HEAD of the stream answers its head at once', async () => {
+    const me = await zkIdentity(t.url, 'agent-head');
+    const res = await fetch(`${t.url}/api/svc/agent/stream`, { method: 'HEAD', headers: bearer(me.key), signal: AbortSignal.timeout(10_000) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+  });
+
   it('spawn (75), ticks every k-th tick, derives within limits, kill takes the subtree; the stream in order and resumed', async () => {
     const owner = await zkIdentity(t.url, 'agent-owner');
     const live = await stream(owner.key);

@@ -3,10 +3,16 @@
 // every error in the part-7 shape with its trace_id in X-Trace-Id; the node healthy afterwards.
 // Bounded to about a minute: a fixed seed (FUZZ_SEED replays another), runs per route sized to it, and a time cap per
 // route. FUZZ_SCALE=10 runs ten times as many.
+// Robust under load (session 14): the time cap is a run gate (budget.ts), not fast-check's interruptAfterTimeLimit,
+// which raced each run against a clock started at fc.assert and failed a route whose first request alone outlasted
+// the cap ("interrupted after 0 tests"; fast-check counts an interrupt with no success as a failure). Every run
+// that starts is awaited to its answer (or REQUEST_DEADLINE_MS, a failure naming the request), a floor of runs is
+// always sent, and each route's test has its own timeout sized to that, not the suite's 30 s.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { anyKey, jsonText, jsonValue, numberish, pathParam, queryString, solverInputs } from './arbitraries.js';
+import { runGate } from './budget.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 17_017);
 const SCALE = Number(process.env.FUZZ_SCALE ?? 1);
@@ -22,6 +28,10 @@ const GOSSIP = new Set(['POST /api/mesh/gossip', 'POST /api/tally/transfers/deli
 const STREAMS = new Set(['/api/svc/pulse/stream', '/api/svc/agent/stream']);
 /** FUZZ_ROUTES=<regex>: only the routes whose "METHOD /path" matches (to search one area longer). */
 const ONLY = process.env.FUZZ_ROUTES ? new RegExp(process.env.FUZZ_ROUTES) : null;
+/** One answer may take this long on a loaded machine before its run fails as a hang. */
+const REQUEST_DEADLINE_MS = 45_000;
+/** A route's test: its floor of runs each at the deadline would still fit (a hang fails by the deadline first). */
+const ROUTE_TIMEOUT_MS = 240_000;
 
 interface Endpoint {
   method: string;
@@ -191,14 +201,22 @@ async function check(e: Endpoint, s: Sample): Promise<void> {
   const headers: Record<string, string> = { ...authHeaders(s.auth) };
   if (s.body !== undefined) headers['content-type'] = 'application/json';
   const abort = new AbortController();
-  const res = await fetch(`${t.url}${s.path}${s.query}`, { method: e.method, headers, body: s.body, signal: abort.signal });
+  const deadline = setTimeout(() => abort.abort(new Error(`no answer in ${REQUEST_DEADLINE_MS} ms`)), REQUEST_DEADLINE_MS);
+  let res: Response;
+  try {
+    res = await fetch(`${t.url}${s.path}${s.query}`, { method: e.method, headers, body: s.body, signal: abort.signal });
+  } catch (err) {
+    clearTimeout(deadline);
+    throw new Error(`${e.method} ${s.path}${s.query} [${s.auth}] ${s.body?.slice(0, 300) ?? ''}: ${(err as Error).message}`, { cause: err });
+  }
   if (STREAMS.has(e.path) && res.status < 400) {
+    clearTimeout(deadline);
     abort.abort();
     seen.requests++;
     seen.byStatus.set(res.status, (seen.byStatus.get(res.status) ?? 0) + 1);
     return;
   }
-  const text = await res.text();
+  const text = await res.text().finally(() => clearTimeout(deadline));
   seen.requests++;
   seen.byStatus.set(res.status, (seen.byStatus.get(res.status) ?? 0) + 1);
   const where = `${e.method} ${s.path}${s.query} [${s.auth}] ${s.body?.slice(0, 300) ?? ''} → ${res.status} ${text.slice(0, 400)}`;
@@ -225,21 +243,29 @@ async function check(e: Endpoint, s: Sample): Promise<void> {
   if (res.status >= 500 && !ALLOWED_5XX.has(err.code) && !gossipOff) throw new Error(`5xx ${err.code}: ${where}`);
 }
 
-/** Runs per route: solver routes run solvers (cut at TIME_LIMIT_SECONDS), so fewer. */
-function budget(e: Endpoint): { numRuns: number; capMs: number } {
+/** Runs per route: solver routes run solvers (cut at TIME_LIMIT_SECONDS), so fewer. `minRuns` are sent whatever the clock. */
+function budget(e: Endpoint): { numRuns: number; capMs: number; minRuns: number } {
   const computes = e.path.startsWith('/api/svc/') && (solvers.some((s) => s.endpoint === e.path) || ['/api/svc/solve', '/api/svc/auto'].includes(e.path));
-  return computes ? { numRuns: 12 * SCALE, capMs: 1000 * SCALE } : { numRuns: 40 * SCALE, capMs: 350 * SCALE };
+  return computes ? { numRuns: 12 * SCALE, capMs: 1000 * SCALE, minRuns: 3 } : { numRuns: 40 * SCALE, capMs: 350 * SCALE, minRuns: 5 };
 }
 
 describe('fuzz: every route', async () => {
   await boot;
-  it.each(endpoints.map((e) => [`${e.method} ${e.path}`, e] as const))('%s', async (_name, e) => {
-    const { numRuns, capMs } = budget(e);
-    await fc.assert(
-      fc.asyncProperty(request(e), (s) => check(e, s)),
-      { seed: SEED, numRuns, interruptAfterTimeLimit: capMs, markInterruptAsFailure: false, endOnFailure: true },
-    );
-  });
+  it.each(endpoints.map((e) => [`${e.method} ${e.path}`, e] as const))(
+    '%s',
+    async (_name, e) => {
+      const { numRuns, capMs, minRuns } = budget(e);
+      const gate = runGate(capMs, minRuns);
+      await fc.assert(
+        fc.asyncProperty(request(e), async (s) => {
+          if (gate.open()) await check(e, s);
+        }),
+        { seed: SEED, numRuns, endOnFailure: true },
+      );
+      expect(gate.ran).toBeGreaterThanOrEqual(Math.min(minRuns, numRuns));
+    },
+    ROUTE_TIMEOUT_MS,
+  );
 
   it('leaves the node healthy: /api/health answers and a valid compute still seals', async () => {
     expect((await call(t.url, 'GET', '/api/health')).status).toBe(200);

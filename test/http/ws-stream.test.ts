@@ -126,3 +126,40 @@ describe('textFrame', () => {
     }
   });
 });
+
+describe('the upgrade listener', () => {
+  it('never lets an exception out (it would end the process): the caller gets a part-7 500 and the server goes on', async () => {
+    const { createServer } = await import('node:http');
+    const { connect } = await import('node:net');
+    const pino = (await import('pino')).default;
+    const { attachStreamSocket } = await import('../../src/http/ws-stream.js');
+    const server = createServer((_req, res) => res.end('ok'));
+    const socketApi = attachStreamSocket(server, {
+      streams: { hub: { closeAll: () => undefined } } as never,
+      nodeId: () => {
+        throw new Error('a fault inside the listener');
+      },
+      peerUrl: () => null,
+      identity: {} as never,
+      logger: pino({ level: 'silent' }),
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as { port: number }).port;
+    const raw = await new Promise<string>((resolve, reject) => {
+      const c = connect(port, '127.0.0.1', () =>
+        c.write(
+          `GET /ws/stream?channel=str_${'1'.repeat(40)}_${'0'.repeat(24)} HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+        ),
+      );
+      let text = '';
+      c.on('data', (d) => (text += String(d)));
+      c.on('close', () => resolve(text));
+      c.on('error', reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 500/);
+    expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)).error).toMatchObject({ code: 'SVC_INTERNAL_ERROR', status: 500 });
+    expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toBe('ok');
+    socketApi.close();
+    await new Promise((r) => server.close(r));
+  });
+});

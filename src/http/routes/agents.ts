@@ -127,6 +127,12 @@ export function agentRoutes(router: Router, s: HttpServices & { agents: AgentRun
       return;
     }
     const q = validate(streamQuery, ctx.query);
+    // A HEAD asks for the head only: an SSE session would never send it (and hold one of the identity's streams).
+    if (ctx.method === 'HEAD') {
+      ctx.status = 200;
+      ctx.type = 'text/event-stream';
+      return;
+    }
     const header = ctx.get('last-event-id');
     const fromHeader = /^\d{1,15}$/.test(header) ? Number(header) : undefined;
     const after = fromHeader ?? q.last_event_id ?? null;

@@ -46,8 +46,8 @@ export function recordRoutes(router: Router, s: HttpServices): void {
     if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'the publish setting belongs to an identity: use a key of one');
     return c.zid;
   };
-  const show = (zid: string) => {
-    const setting = record().publish.of(zid);
+  const show = async (zid: string) => {
+    const setting = await record().publish.of(zid);
     return {
       zid,
       publish_default: setting.publish_default,
@@ -58,15 +58,15 @@ export function recordRoutes(router: Router, s: HttpServices): void {
     };
   };
 
-  router.get('/api/tally/settings/publish-default', requireKey(auth), home, (ctx) => {
-    ctx.body = show(zidOf(ctx));
+  router.get('/api/tally/settings/publish-default', requireKey(auth), home, async (ctx) => {
+    ctx.body = await show(zidOf(ctx));
   });
 
   router.post('/api/tally/settings/publish-default', requireKey(auth), home, body(publishBody), async (ctx) => {
     const zid = zidOf(ctx);
     const body = validate(publishBody, ctx.request.body);
     await record().publish.set(zid, body.publish_default, stampAt(s.clock.nowNs()).svcond);
-    ctx.body = show(zid);
+    ctx.body = await show(zid);
   });
 
   // Keyed (spec part 5: not among the keyless routes): any identity's key reads the published record.

@@ -11,6 +11,8 @@ import { KEY_PREFIX } from '../../identity/keys.js';
 import { KERNEL_DOCS, type Library } from '../../compute/library.js';
 import { InputError } from '../../solvers/errors.js';
 import type { HttpServices } from '../context.js';
+import { callerAddress } from '../caller-address.js';
+import { StreamSlots } from '../stream-slots.js';
 import {
   capabilitiesResponse,
   categoriesResponse,
@@ -119,11 +121,27 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
     };
   });
 
-  // One SSE event per tick, sent at the tick boundary.
+  // One SSE event per tick, sent at the tick boundary. Keyless, so capped per caller address and per node
+  // (stream-slots.ts); the slot is given back when the connection closes, however it ends.
+  const slots = s.keylessStreams ?? new StreamSlots({ perAddress: s.config.limits.keylessStreamsPerAddress, perNode: s.config.limits.keylessStreamsPerNode });
   router.get('/api/svc/pulse/stream', describes({ contentType: 'text/event-stream' }), async (ctx) => {
+    // A HEAD asks for the head only: an SSE session would never send it (and hold the connection open).
+    if (ctx.method === 'HEAD') {
+      ctx.status = 200;
+      ctx.type = 'text/event-stream';
+      return;
+    }
+    const release = slots.take(callerAddress(ctx), 'pulse');
+    ctx.res.once('close', release);
     ctx.respond = false;
     ctx.res.statusCode = 200;
-    const session = await createSession(ctx.req, ctx.res, { keepAlive: null, retry: 1000 });
+    let session: Awaited<ReturnType<typeof createSession>>;
+    try {
+      session = await createSession(ctx.req, ctx.res, { keepAlive: null, retry: 1000 });
+    } catch (err) {
+      release();
+      throw err;
+    }
     let timer: NodeJS.Timeout | null = null;
     let lastSent = -1;
     const send = (): void => {
@@ -143,6 +161,7 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
     send();
     session.on('disconnected', () => {
       if (timer) clearTimeout(timer);
+      release();
     });
   });
 

@@ -43,11 +43,11 @@ export function webhookRoutes(router: Router, s: HttpServices): void {
     ctx.status = 201;
     ctx.body = { ...webhookView(webhook), secret, secret_notice: 'the signing secret is shown once; keep it to verify deliveries' };
   });
-  router.get('/api/webhooks', responds(webhookListResponse), ...guard, (ctx) => {
-    ctx.body = { webhooks: hooks.list(caller(ctx)).map(webhookView) };
+  router.get('/api/webhooks', responds(webhookListResponse), ...guard, async (ctx) => {
+    ctx.body = { webhooks: (await hooks.list(caller(ctx))).map(webhookView) };
   });
-  router.get('/api/webhooks/:id', responds(webhookResponse), ...guard, (ctx) => {
-    ctx.body = webhookView(hooks.get(caller(ctx), ctx.params.id!));
+  router.get('/api/webhooks/:id', responds(webhookResponse), ...guard, async (ctx) => {
+    ctx.body = webhookView(await hooks.get(caller(ctx), ctx.params.id!));
   });
   router.patch('/api/webhooks/:id', responds(webhookResponse), ...guard, body(updateBody), async (ctx) => {
     const b = validate(updateBody, ctx.request.body);

@@ -1,0 +1,89 @@
+// The webhook registry over the store (session 14): records stored before the owner index get indexed at load; a
+// read of an owner that a write of the same owner overtakes is read again, so no list misses an acknowledged write.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Store } from '../../src/store/db.js';
+import { WebhookRegistry, type WebhookRecord } from '../../src/webhooks/registry.js';
+
+const KEY = Buffer.alloc(32, 7);
+const POLICY = { allowLoopback: true, allowHosts: [] };
+let dir: string;
+let store: Store;
+
+async function openStore(): Promise<Store> {
+  dir = await mkdtemp(join(tmpdir(), 'svc-wh-'));
+  store = await Store.open(dir, { sync: false });
+  return store;
+}
+afterEach(async () => {
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('WebhookRegistry', () => {
+  it('indexes by owner the records stored before the index existed, once', async () => {
+    await openStore();
+    const old = (id: string, owner: string): WebhookRecord =>
+      ({
+        id,
+        owner,
+        url: 'http://127.0.0.1:9/x',
+        events: ['computation.complete'],
+        headers: {},
+        metadata: {},
+        status: 'enabled',
+        last_delivery_at: null,
+        failure_count: 0,
+        secret: { iv: '', tag: '', data: '' },
+        created_at: `2026-01-01T00:00:0${id.slice(-1)}.000Z`,
+      }) as unknown as WebhookRecord;
+    const sub = store.sub('webhooks');
+    await store.commit([
+      { type: 'put', sub, key: 'wh_1', value: old('wh_1', 'zid_a') },
+      { type: 'put', sub, key: 'wh_2', value: old('wh_2', 'zid_b') },
+      { type: 'put', sub, key: 'wh_3', value: old('wh_3', 'zid_a') },
+    ]);
+    const r = new WebhookRegistry(store, KEY, POLICY, () => Date.now(), 1);
+    await r.load();
+    expect((await r.list('zid_a')).map((w) => w.id)).toEqual(['wh_1', 'wh_3']);
+    expect((await r.list('zid_b')).map((w) => w.id)).toEqual(['wh_2']);
+    expect(await r.subscribers('zid_a', 'computation.complete')).toHaveLength(2);
+    expect(r.cachedOwners).toBe(1);
+    // A second start finds the index built.
+    const again = new WebhookRegistry(store, KEY, POLICY, () => Date.now(), 1);
+    await again.load();
+    expect((await again.list('zid_a')).map((w) => w.id)).toEqual(['wh_1', 'wh_3']);
+  });
+
+  it('a read overtaken by a registration of the same owner is read again', async () => {
+    await openStore();
+    const r = new WebhookRegistry(store, KEY, POLICY, () => Date.now(), 1);
+    await r.load();
+    // Hold the first read of the owner index until a registration has been written.
+    const range = store.range.bind(store);
+    let gate: () => void = () => undefined;
+    let hold: Promise<void> | null = new Promise<void>((res) => (gate = res));
+    store.range = (async (...args: Parameters<Store['range']>) => {
+      const out = await range(...args);
+      if (hold) {
+        const h = hold;
+        hold = null;
+        await h;
+      }
+      return out;
+    }) as Store['range'];
+    const reading = r.subscribers('zid_c', 'computation.complete');
+    expect(reading).toBeInstanceOf(Promise);
+    // The registration reads the owner too (it waits behind nothing: the held read is the first one only).
+    const registered = await r.register('zid_c', { url: 'http://127.0.0.1:9/y', events: ['computation.complete'] });
+    // Another owner pushes zid_c out of memory (bound 1): the held read cannot take memory's newer word.
+    await r.list('zid_other');
+    expect(r.inMemory('zid_c')).toBe(false);
+    gate();
+    const hooks = await reading;
+    expect(hooks.map((w) => w.id)).toEqual([registered.webhook.id]);
+    expect((await r.list('zid_c')).map((w) => w.id)).toEqual([registered.webhook.id]);
+  });
+});
