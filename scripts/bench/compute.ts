@@ -169,6 +169,22 @@ if (other !== null) {
   });
 }
 /**
+ * The targets in round `r`'s order. With --compare, each figure of this node is taken right beside the same figure of
+ * the other node, the pair's order alternating from round to round: taken in the targets' order, the node measured
+ * first came out 5–8 % behind whichever build it was (docs/performance.md, session 14).
+ */
+function roundOrder(r: number): Target[] {
+  if (other === null) return targets;
+  const byName = (name: string) => targets.find((t) => t.name === name)!;
+  const pairs = [
+    [byName('fresh'), byName('otherFresh')],
+    [byName('buffered'), byName('otherRepeated')],
+  ];
+  const paired = new Set(pairs.flat());
+  return [...targets.filter((t) => !paired.has(t)), ...pairs.flatMap(([mine, theirs]) => (r % 2 === 0 ? [mine!, theirs!] : [theirs!, mine!]))];
+}
+
+/**
  * A fixed piece of CPU work (JSON, SHA-256, string building), timed: the same code on the same machine, so its time
  * says how fast the machine ran then. This VM's speed moves by ±30 % from minute to minute, which moves every figure
  * here with it; the probe lets runs be compared.
@@ -221,7 +237,7 @@ try {
   const seconds = duration / rounds;
   for (let r = 0; r < rounds; r++) {
     probes.push(machineProbeMs());
-    for (const t of targets) {
+    for (const t of roundOrder(r)) {
       spin.text(`bench: round ${r + 1} of ${rounds}, ${t.name} (${seconds} s)`);
       const background = targets.map((o) => o.server).filter((server, i, all) => server !== t.server && all.indexOf(server) === i);
       settleWaitsMs.push(await settle(background));
