@@ -65,6 +65,8 @@ export interface DeliveryLoopOptions<R, D, A> {
   logger: DeliveryLogger;
   /** What the items are, in log lines ("transfer"). */
   what: string;
+  /** The log field naming an item's id (`transfer_id`, `nonce`): what an operator greps the logs for. */
+  idField: string;
   /** Most items in one request. */
   maxBatch: number;
   /** How long after it is scheduled (made, or resumed at start) an item is first due (default 0: at once). */
@@ -225,7 +227,7 @@ export class DeliveryLoop<R, D, A> {
       this.stats.failed++;
       later.push({ id: s.id, retryMs: backoffMs(s.attempts) });
       if (s.attempts === 1 || s.attempts % 10 === 0)
-        this.o.logger.warn({ id: s.id, attempt: s.attempts, err: s.error }, `${this.o.what} delivery failed; retrying`);
+        this.o.logger.warn({ [this.o.idField]: s.id, attempt: s.attempts, err: s.error }, `${this.o.what} delivery failed; retrying`);
     }
     return later;
   }

@@ -57,6 +57,7 @@ export function settlementLoop(o: {
     peerUrl: o.peerUrl,
     logger: o.logger,
     what: 'remote charge settlement',
+    idField: 'nonce',
     maxBatch: MAX_SETTLE_BATCH,
     firstDelayMs: o.firstDelayMs ?? SETTLE_AFTER_MS,
   });

@@ -118,6 +118,7 @@ export class TransferDelivery extends DeliveryLoop<TransferRecord, DeliveryBody,
       peerUrl: o.peerUrl,
       logger: o.logger,
       what: 'transfer',
+      idField: 'transfer_id',
       maxBatch: MAX_DELIVERY_BATCH,
       ...(o.nowMs ? { nowMs: o.nowMs } : {}),
     });

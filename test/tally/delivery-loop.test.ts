@@ -1,7 +1,8 @@
 // The shared delivery loop (tally/delivery-loop.ts) beyond what the transfers' tests cover: an item is first due after
 // the source's first delay, unless nudged (soon), and an answered item is not sent again.
 import { describe, expect, it } from 'vitest';
-import { DeliveryLoop, type Sender } from '../../src/tally/delivery-loop.js';
+import { DeliveryLoop, type DeliveryLogger, type Sender } from '../../src/tally/delivery-loop.js';
+import { waitUntil } from '../helpers/wait.js';
 
 interface Item {
   id: string;
@@ -10,7 +11,12 @@ interface Item {
   done: boolean;
 }
 
-function loopOver(items: Item[], firstDelayMs: number, send: Sender<{ id: string }, { id: string }>) {
+function loopOver(
+  items: Item[],
+  firstDelayMs: number,
+  send: Sender<{ id: string }, { id: string }>,
+  logger: DeliveryLogger = { info: () => undefined, warn: () => undefined },
+) {
   const byId = new Map(items.map((i) => [i.id, i]));
   return new DeliveryLoop<Item, { id: string }, { id: string }>({
     source: {
@@ -33,8 +39,9 @@ function loopOver(items: Item[], firstDelayMs: number, send: Sender<{ id: string
     },
     send,
     peerUrl: () => null,
-    logger: { info: () => undefined, warn: () => undefined },
+    logger,
     what: 'test item',
+    idField: 'item_id',
     maxBatch: 8,
     firstDelayMs,
   });
@@ -63,6 +70,20 @@ describe('the delivery loop', () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(sent).toEqual([['a']]);
     expect(loop.queued).toBe(1);
+    await loop.stop();
+  });
+
+  it('names a failed item in its warning by the id field of its kind', async () => {
+    const warned: object[] = [];
+    const items: Item[] = [{ id: 'x', home: 'h', attempts: 0, done: false }];
+    const loop = loopOver(items, 0, async (_home, _url, ds) => ds.map(() => ({ error: 'refused' })), {
+      info: () => undefined,
+      warn: (o) => warned.push(o),
+    });
+    await loop.start();
+    await waitUntil(() => warned.length > 0, 'a warning');
+    expect(warned[0]).toMatchObject({ item_id: 'x', err: 'refused' });
+    expect(warned[0]).not.toHaveProperty('id');
     await loop.stop();
   });
 });
