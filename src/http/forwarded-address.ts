@@ -47,12 +47,22 @@ export function verifyForwardedFor(secret: string, value: string, f: Omit<Forwar
 }
 
 /**
- * The caller's IP: the one a mesh node stated when it forwarded this request here (verified), else the socket's.
- * `forwarder` is the forwarding node's id (its x-svc-forwarded-by header), null when the request was not forwarded.
+ * The caller's IP: the one the forwarding mesh node `forwarder` stated in `stated` (the header's value) for this
+ * request (verified), else the socket's. `forwarder` is null when the request was not forwarded.
  */
+export function statedIp(
+  secret: string | null,
+  forwarder: string | null,
+  stated: string | undefined,
+  request: { method: string; path: string; body: string },
+  socketIp: string,
+): string {
+  if (!secret || !forwarder || !stated) return socketIp;
+  return verifyForwardedFor(secret, stated, { forwarder, ...request }, Date.now()) ?? socketIp;
+}
+
+/** statedIp of a Koa request (`forwarder`: its x-svc-forwarded-by header, null when it was not forwarded). */
 export function statedClientIp(ctx: Context, secret: string | null, forwarder: string | null): string {
-  const value = ctx.get(FORWARDED_FOR_HEADER);
-  if (!secret || !forwarder || !value) return ctx.ip;
-  const stated = verifyForwardedFor(secret, value, { forwarder, method: ctx.method, path: ctx.originalUrl, body: ctx.request.rawBody ?? '' }, Date.now());
-  return stated ?? ctx.ip;
+  const request = { method: ctx.method, path: ctx.originalUrl, body: ctx.request.rawBody ?? '' };
+  return statedIp(secret, forwarder, ctx.get(FORWARDED_FOR_HEADER) || undefined, request, ctx.ip);
 }

@@ -28,7 +28,7 @@ import { keyFrom } from './auth.js';
 import { homeOfChannel } from '../streams/channel-id.js';
 import { FORWARDED_HEADER, SERVED_BY_HEADER } from './forward.js';
 import { addressKey } from './caller-address.js';
-import { FORWARDED_FOR_HEADER, forwardedForValue, verifyForwardedFor } from './forwarded-address.js';
+import { FORWARDED_FOR_HEADER, forwardedForValue, statedIp } from './forwarded-address.js';
 import type { StreamSlots } from './stream-slots.js';
 
 export const WS_STREAM_PATH = '/ws/stream';
@@ -289,12 +289,16 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
 
   /** The caller's address as limits count it: the one a mesh relay stated (verified), else the socket's. */
   const callerOf = (req: IncomingMessage): string => {
-    const socketIp = req.socket.remoteAddress ?? '';
     const forwarder = req.headers[FORWARDED_HEADER];
     const stated = req.headers[FORWARDED_FOR_HEADER];
-    if (!deps.meshSecret || typeof forwarder !== 'string' || typeof stated !== 'string') return addressKey(socketIp);
-    const ip = verifyForwardedFor(deps.meshSecret, stated, { forwarder, method: 'GET', path: req.url ?? '', body: '' }, Date.now());
-    return addressKey(ip ?? socketIp);
+    const ip = statedIp(
+      deps.meshSecret ?? null,
+      typeof forwarder === 'string' ? forwarder : null,
+      typeof stated === 'string' ? stated : undefined,
+      { method: 'GET', path: req.url ?? '', body: '' },
+      req.socket.remoteAddress ?? '',
+    );
+    return addressKey(ip);
   };
 
   const relays = new Set<WebSocket>();
