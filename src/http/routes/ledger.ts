@@ -32,7 +32,7 @@ export const exploreQuery = z
 
 /** What GET /api/chain/:slug/…?lost=1 reads of a lost machine (atLostMachine): nothing that signs. */
 const LOST_READABLE_ROUTES = ['explore', 'pohc/validate', 'settings', 'tally/summary', 'tally/charges', 'tally/envelopes', 'contracts', 'contracts/:id'];
-const LOST_READABLE = /^\/(explore|pohc\/validate|settings|tally\/(summary|charges|envelopes)|contracts(\/[^/]+)?)\/?$/;
+const LOST_READABLE = new RegExp(`^/(${LOST_READABLE_ROUTES.map((r) => r.replace(/:[a-z]+/g, '[^/]+')).join('|')})/?$`);
 
 function forbidden(message: string): ServiceError {
   return new ServiceError(403, 'SVC_FORBIDDEN', message);
