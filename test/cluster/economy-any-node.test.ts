@@ -14,6 +14,7 @@ import { FORWARDED_HEADER } from '../../src/http/forward.js';
 import { FORWARDED_FOR_HEADER } from '../../src/http/forwarded-address.js';
 import { TOPICS } from '../../src/mesh/wire.js';
 import { waitFor } from '../mesh/helpers.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const MESH_SECRET = 'economy-cluster-secret-0123456789abcdef';
 const RECEIPT_SECRET = 'ab'.repeat(32);
@@ -27,6 +28,11 @@ const meshConfig = (bootstrap: string[]) => ({
   limits: { claimDifficultyBits: 4 },
 });
 const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 }, initialCredits: 0 };
+/** The POST body answering a claim's challenge (GET /api/tally/claim's answer). */
+const proofFor = (st: { body: { challenge: string; difficulty: number } }) => ({
+  challenge: st.body.challenge,
+  nonce: solveChallenge(st.body.challenge, st.body.difficulty),
+});
 
 beforeAll(async () => {
   a = await startTestNode(meshConfig([]), opts);
@@ -34,11 +40,12 @@ beforeAll(async () => {
     startTestNode(meshConfig([a.node.mesh.multiaddrs()[0]!]), opts),
     startTestNode(meshConfig([a.node.mesh.multiaddrs()[0]!]), opts),
   ]);
-  const end = Date.now() + 60_000;
-  while (![b, c].every((n) => n.node.mesh.peerUrl(a.node.nodeId)) || !a.node.mesh.peers().some((p) => p.url)) {
-    if (Date.now() > end) throw new Error('the nodes did not hear each other');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitUntil(
+    () => [b, c].every((n) => n.node.mesh.peerUrl(a.node.nodeId)) && a.node.mesh.peers().some((p) => p.url),
+    'the nodes hearing each other',
+    60_000,
+    100,
+  );
 }, 120_000);
 afterAll(async () => {
   await Promise.all([a, b, c].map((n) => n?.destroy()));
@@ -51,13 +58,7 @@ describe('economy through any node', () => {
     expect(st.status, st.text).toBe(200);
     expect(st.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
     expect(st.body.claimable).toBe(true);
-    const r = await call(
-      b.url,
-      'POST',
-      '/api/tally/claim',
-      { challenge: st.body.challenge, nonce: solveChallenge(st.body.challenge, st.body.difficulty) },
-      bearer(id.key),
-    );
+    const r = await call(b.url, 'POST', '/api/tally/claim', proofFor(st), bearer(id.key));
     expect(r.status, r.text).toBe(200);
     expect(r.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
     expect((await a.node.ledger.wallet(id.zid)).free).toBe(128);
@@ -120,24 +121,12 @@ describe('the daily claim across the mesh', () => {
     const id = await zkIdentity(a.url, 'claim-b-then-c');
     const st = await call(b.url, 'GET', '/api/tally/claim', undefined, bearer(id.key));
     expect(st.status, st.text).toBe(200);
-    const ok = await call(
-      b.url,
-      'POST',
-      '/api/tally/claim',
-      { challenge: st.body.challenge, nonce: solveChallenge(st.body.challenge, st.body.difficulty) },
-      bearer(id.key),
-    );
+    const ok = await call(b.url, 'POST', '/api/tally/claim', proofFor(st), bearer(id.key));
     expect(ok.status, ok.text).toBe(200);
     const again = await call(c.url, 'GET', '/api/tally/claim', undefined, bearer(id.key));
     expect(again.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
     expect(again.body).toMatchObject({ claimable: false, reason: 'already_claimed_today', challenge: null });
-    const refused = await call(
-      c.url,
-      'POST',
-      '/api/tally/claim',
-      { challenge: st.body.challenge, nonce: solveChallenge(st.body.challenge, st.body.difficulty) },
-      bearer(id.key),
-    );
+    const refused = await call(c.url, 'POST', '/api/tally/claim', proofFor(st), bearer(id.key));
     expect(expectError(refused, 400, 'SVC_BAD_REQUEST').reason).toBe('already_claimed_today');
     expect(refused.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
     expect((await a.node.ledger.wallet(id.zid)).free).toBe(128);
@@ -153,14 +142,7 @@ describe('the daily claim across the mesh', () => {
     const st = await callFrom('127.0.0.2', b.url, 'GET', '/api/tally/claim', undefined, bearer(id.key));
     expect(st.status, st.text).toBe(200);
     expect(st.servedBy).toBe(a.node.nodeId);
-    const ok = await callFrom(
-      '127.0.0.2',
-      c.url,
-      'POST',
-      '/api/tally/claim',
-      { challenge: st.body.challenge, nonce: solveChallenge(st.body.challenge, st.body.difficulty) },
-      bearer(id.key),
-    );
+    const ok = await callFrom('127.0.0.2', c.url, 'POST', '/api/tally/claim', proofFor(st), bearer(id.key));
     expect(ok.status, ok.text).toBe(200);
     hours.push(hourKey(Date.now()));
     expect(addressClaims('127.0.0.2', hours)).toBe(1);
@@ -177,14 +159,7 @@ describe('the daily claim across the mesh', () => {
     const st2 = await callFrom('127.0.0.3', a.url, 'GET', '/api/tally/claim', undefined, forged);
     expect(st2.status, st2.text).toBe(200);
     // The challenge was made for 127.0.0.3: a plain request from there answers it.
-    const ok2 = await callFrom(
-      '127.0.0.3',
-      a.url,
-      'POST',
-      '/api/tally/claim',
-      { challenge: st2.body.challenge, nonce: solveChallenge(st2.body.challenge, st2.body.difficulty) },
-      bearer(other.key),
-    );
+    const ok2 = await callFrom('127.0.0.3', a.url, 'POST', '/api/tally/claim', proofFor(st2), bearer(other.key));
     expect(ok2.status, ok2.text).toBe(200);
     hours.push(hourKey(Date.now()));
     expect(addressClaims('127.0.0.3', hours)).toBe(1);
@@ -202,14 +177,7 @@ describe('the daily claim across the mesh', () => {
     b.node.counters.bump(claimAddressCounter(hour, '127.0.0.4'), 63);
     const st = await callFrom('127.0.0.4', b.url, 'GET', '/api/tally/claim', undefined, bearer(atB.key));
     expect(st.body).toMatchObject({ claimable: true, difficulty: 4 + 8 });
-    const ok = await callFrom(
-      '127.0.0.4',
-      b.url,
-      'POST',
-      '/api/tally/claim',
-      { challenge: st.body.challenge, nonce: solveChallenge(st.body.challenge, st.body.difficulty) },
-      bearer(atB.key),
-    );
+    const ok = await callFrom('127.0.0.4', b.url, 'POST', '/api/tally/claim', proofFor(st), bearer(atB.key));
     expect(ok.status, ok.text).toBe(200);
 
     // A learns B's count from its gossip: the same address is at the cap there too, for A's own identities.
