@@ -85,6 +85,12 @@ const compute = example('sealed-compute');
 const event = example('event');
 const handshake = example('handshake');
 
+/** A body schema's members as docs/protocol.md §13 writes them: `name`, or `name?` for an optional one. */
+function membersOf(schema: unknown): string[] {
+  const shape = (schema as { shape: Record<string, { safeParse(v: unknown): { success: boolean } }> }).shape;
+  return Object.keys(shape).map((k) => (shape[k]!.safeParse(undefined).success ? `${k}?` : k));
+}
+
 describe('docs/protocol.md, recomputed from its own numbers', () => {
   it('§2 the three keys are HMAC(secret bytes, "svc-key:" + label)', () => {
     for (const label of ['RECEIPT', 'PROVE', 'SALT']) expect(keyOf(keys.secret_hex, label).toString('hex'), label).toBe(keys[`K_${label}`]);
@@ -416,9 +422,7 @@ describe("docs/protocol.md: the project's code agrees", () => {
     for (const r of rows) {
       expect(r.topic, r.type).toBe(topicForType(r.type));
       if (!r.row) continue;
-      const shape = (table.bodySchema(r.type) as unknown as { shape: Record<string, { safeParse(v: unknown): { success: boolean } }> }).shape;
-      const schemaMembers = Object.keys(shape).map((k) => (shape[k]!.safeParse(undefined).success ? `${k}?` : k));
-      expect(r.members.sort(), r.type).toEqual(schemaMembers.sort());
+      expect(r.members.sort(), r.type).toEqual(membersOf(table.bodySchema(r.type)).sort());
     }
     // A type without a row: the sealed-result announcement, with the members a sealed compute's announcement has.
     const sealed = rows.find((r) => r.type === RESULT_SEALED);
@@ -433,20 +437,17 @@ describe("docs/protocol.md: the project's code agrees", () => {
     expect(c.status, c.text).toBe(200);
     // Announced once the seal's batch is durable, after the answer: waited for.
     type Listed = { event: { type: string; body: Record<string, unknown> } };
-    let announced: Listed | undefined;
-    await waitUntil(async () => {
+    const announced = await waitUntil(async () => {
       const events = (await call(node.url, 'GET', '/api/mesh/events?limit=500')).body.events as Listed[];
-      announced = events.find((e) => e.event.type === RESULT_SEALED && e.event.body.result_id === c.body.result_id);
-      return announced !== undefined;
+      return events.find((e) => e.event.type === RESULT_SEALED && e.event.body.result_id === c.body.result_id);
     }, 'the node announces its sealed result');
-    expect(Object.keys(announced!.event.body).sort()).toEqual(sealed!.members.sort());
+    expect(Object.keys(announced.event.body).sort()).toEqual(sealed!.members.sort());
     // The direct (never gossiped) types, with the transfer delivery's body.
     const direct = [...section.matchAll(/^\| `([^`]+)` \| [^|]*\| [^|]*\| ([^|]*) \|$/gm)].map((m) => ({ type: m[1]!, members: topMembers(m[2]!) }));
     expect(direct.map((d) => d.type)).toEqual([TRANSFER_EVENT, TRANSFER_ACK_EVENT, CHAIN_CALLER_EVENT, CHARGE_SETTLE_EVENT, CHARGE_OUTCOME_EVENT]);
     expect(direct[0]!.members).toEqual(Object.keys(deliveryBatch.shape));
     expect(direct[1]!.members).toEqual(['acks']);
-    const voucherMembers = Object.keys(voucherBody.shape).map((k) => (k === 'charge' ? 'charge?' : k));
-    expect(direct[2]!.members).toEqual(voucherMembers);
+    expect(direct[2]!.members).toEqual(membersOf(voucherBody));
     const callerRow = section.split('\n').find((l) => l.startsWith(`| \`${CHAIN_CALLER_EVENT}\``))!;
     for (const k of Object.keys(voucherBody.shape.charge.unwrap().shape)) expect(callerRow, k).toContain(`\`${k}\``);
     expect(direct[3]!.members).toEqual(Object.keys(settleBatch.shape));
