@@ -1,4 +1,4 @@
-// Agent runtime benchmark (issue 23): 1,000 agents on one in-process node, every one due on every tick, with SSE
+// Agent runtime benchmark: 1,000 agents on one in-process node, every one due on every tick, with SSE
 // clients reading the event stream over real HTTP. The node's clock is a ManualClock moved one tick per round, and
 // each round runs everything due (AgentRuntime.pump), so the figure is the runtime's capacity, not the 1.287 Hz pace:
 // at 1,000 agents a node keeps up with the real clock while ticksPerSec ≥ 1,287.

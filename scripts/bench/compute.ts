@@ -171,7 +171,7 @@ if (other !== null) {
 /**
  * The targets in round `r`'s order. With --compare, each figure of this node is taken right beside the same figure of
  * the other node, the pair's order alternating from round to round: taken in the targets' order, the node measured
- * first came out 5–8 % behind whichever build it was (docs/performance.md, session 14).
+ * first came out 5–8 % behind whichever build it was (docs/performance.md, "The compute path").
  */
 function roundOrder(r: number): Target[] {
   if (other === null) return targets;

@@ -1,4 +1,4 @@
-// Consensus benchmark (architecture.md §6; issue 19): a 5-node cluster on 127.0.0.1 (real HTTP and libp2p, all in
+// Consensus benchmark (architecture.md §6): a 5-node cluster on 127.0.0.1 (real HTTP and libp2p, all in
 // this process), every operator bonded and contributing. A's operator seals closed-form results (a kinetic-energy
 // chain, fresh inputs each time), publishes them, and a challenger homed on B challenges each with a false digest;
 // the committee {C, D, E} re-executes and votes, and every node folds the votes to `rejected`. Ticks to verdict =

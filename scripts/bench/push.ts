@@ -1,5 +1,5 @@
-// Push benchmark (issue 21): one `svc-node start` process (durable writes), `clients` WebSocket clients on ONE stream
-// channel in `procs` client processes of their own (push-clients.ts; --procs 0: in this process, session 12's method),
+// Push benchmark: one `svc-node start` process (durable writes), `clients` WebSocket clients on ONE stream
+// channel in `procs` client processes of their own (push-clients.ts; --procs 0: in this process, the in-process method),
 // and a webhook receiver on 127.0.0.1. This process only ticks and counts.
 //   ticks:    the channel (lorenz, t_end 0.01: a stateful continuation each tick) is ticked `ticks` times, one after
 //             another; ticksPerSec = ticks / elapsed. Every client must receive every tick. With --interval-ms N the
@@ -64,7 +64,7 @@ async function clientProcess(): Promise<ClientGroup> {
 }
 
 /**
- * Session 12's method: the clients in this process, the arrival read with performance.timeOrigin + now() (which can
+ * The in-process method: the clients in this process, the arrival read with performance.timeOrigin + now() (which can
  * differ from the node's Date.now() anchor by more than a millisecond), each message handled in this process's loop.
  */
 function inProcessClients(): ClientGroup {

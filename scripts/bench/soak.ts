@@ -7,7 +7,7 @@
 // With --snapshots DIR the node also runs with --expose-gc and, after the first and the last minute, collects garbage
 // and writes a heap snapshot into DIR (compare them with scripts/bench/heap-diff.ts); a snapshot pauses the node for
 // seconds, so the figure run goes without.
-// With --new-routes, 6 % of the mix (taken from the health and pulse reads) goes to session 12's surfaces instead: an
+// With --new-routes, 6 % of the mix (taken from the health and pulse reads) goes to the state-machine, stream, webhook and agent surfaces instead: an
 // event appended to the caller's machine, a tick of the caller's stream channel (made at its first use), its
 // checkpoint read, its webhooks and agents listed.
 // Usage: npx tsx scripts/bench/soak.ts [--minutes 30] [--rate 100] [--concurrency 32] [--snapshots DIR] [--new-routes]

@@ -1,6 +1,6 @@
 // Node start with many settled challenges (ChallengeService.load + resumeEffects, as src/node.ts runs them), and
 // GET /api/contribute/status's read of one bond's verdicts, on a real LevelDB store. Runs against any version of the
-// service (main's reads every stored challenge at start; session 14's the open ones and the owed effects only): the
+// service (an unindexed one reads every stored challenge at start; an indexed one the open ones and the owed effects only): the
 // entries are written as a store of that version holds them, so the first start of a version that indexes them runs
 // its one-time passes (firstStartMs); the next start is the steady state (startMs).
 // Prints ONE JSON line. Usage: npx tsx scripts/bench/start-challenges.ts [--settled 20000] [--open 20] [--bonds 100]

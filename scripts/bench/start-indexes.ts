@@ -1,5 +1,5 @@
-// Start-time reads and listings that session 14 moved onto indexes, on a real LevelDB store:
-// - slug losses at start: session 13's pass (every machine read, one directory lookup each) against the owed markers
+// Start-time reads and listings served from indexes, on a real LevelDB store:
+// - slug losses at start: the full pass (every machine read, one directory lookup each) against the owed markers
 //   (SlugLosses.reconcile with nothing owed: the marker sublevel only);
 // - a challenge listing (50 newest): every stored challenge read and sorted, against one page of the tick index
 //   (ChallengeIndex.page: its total from the counts kept since load, or, before a load, from the index's keys).
@@ -46,7 +46,7 @@ async function main(): Promise<void> {
       await store.commit(ops);
     }
     const winnerOf = async (slug: string) => (await store.get<{ home: string }>(directory, slug))?.home ?? null;
-    // Session 13's pass: every machine, one lookup each.
+    // The full pass: every machine, one lookup each.
     let t = performance.now();
     let owed = 0;
     for await (const [, m] of store.sub('machines').iterator()) {

@@ -1,4 +1,4 @@
-// Transfer benchmark (issue 18 item 4): three real `svc-node start` processes on 127.0.0.1 sharing a mesh secret.
+// Transfer benchmark: three real `svc-node start` processes on 127.0.0.1 sharing a mesh secret.
 // Every node homes `senders` identities (each holding paid, movable envelopes) and as many receivers. Two phases,
 // taken in alternating rounds so that both see the same machine conditions:
 //   same node:  every sender sends 1 envelope to a receiver homed on its own node, `per-sender` times in a row, all

@@ -18,7 +18,7 @@ import { fill, parseProgram, type ChildProgram, type Program, type TemplateConte
 import { AgentEvents, type AgentEvent } from './events.js';
 import { KeyedLock } from '../util/keyed-lock.js';
 
-/** A chain append step's price (part 8 names none; docs/decisions.md, session 12). */
+/** A chain append step's price (part 8 names none; docs/decisions.md, "Agents"). */
 export const AGENT_APPEND_COST = COSTS.agentAppend;
 
 export interface AgentLimits {
@@ -469,8 +469,8 @@ export class AgentRuntime {
    * A chain append step, charged 1 (its entry is recorded either way). The machine's `inject_agent_rail` (read at each
    * step) decides where the entry goes: on, an `agent_event` row on the machine's chain; off (the default), the agent
    * rail only — the tick event carries the entry's digest and nothing is written on the chain. The charge, the row
-   * when there is one, the agent's record and its event in one batch (docs/decisions.md, session 12 — genesis
-   * contracts and the agent rail).
+   * when there is one, the agent's record and its event in one batch (docs/decisions.md,
+   * "Agents", the agent rail).
    */
   private async append(a: AgentRecord, svcond: number, tick: number, payload: unknown, event: string, finish: (run: StepRun) => Op[]): Promise<void> {
     const entry = { agent: a.id, tick, event, payload };

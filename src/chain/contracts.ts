@@ -1,4 +1,4 @@
-// JSON contracts on a state machine's chain (issue 20). A deploy appends a `contract_deploy` row committing
+// JSON contracts on a state machine's chain. A deploy appends a `contract_deploy` row committing
 // {contract_id, definition}; a transition appends a `contract_transition` row committing {contract_id, event, from,
 // to}. The definition and each transition's event are kept (the chain commits their digests); a contract's state is
 // never stored: it is rebuilt by replaying its events through the language (contract-language.ts), each checked

@@ -52,7 +52,7 @@ export interface MachineLoss {
   lost_unix_ms: number;
   /**
    * The creation charge given back to the owner (0 when none was recorded), and to which part of the wallet: `both`
-   * when it took free and paid credits (`free` and `paid` say how many each; recorded from session 14 on).
+   * when it took free and paid credits (`free` and `paid` say how many each; older charge records lack the split).
    */
   refund: { credits: number; to: 'free' | 'paid' | 'both'; free?: number; paid?: number };
 }
@@ -101,7 +101,7 @@ export interface MachineTally {
 
 /**
  * A charge record: the charge, who paid, and the machine's running totals after it (written in its batch). `split`:
- * the free and paid credits it took (creation charges from session 14 on; a refund gives each part back where it came
+ * the free and paid credits it took (creation charges; a refund gives each part back where it came
  * from; a record without it is refunded to `funded_by`'s part).
  */
 export type MachineCharge = TallyCharge & { seq: number; zid: string; charges_total?: number; credits_total?: number; split?: ChargeSplit };
@@ -112,7 +112,7 @@ export interface MachineEnvelopeEntry {
   envelopes_total: number;
 }
 
-/** The one-time pass indexing envelopes sealed before the machine envelope index (session 13), in chain_meta. */
+/** The one-time pass indexing envelopes sealed before the machine envelope index existed, in chain_meta. */
 const ENVELOPE_BACKFILL_KEY = 'machine-envelopes-v1';
 /** Machines whose envelope index the pass added to: their running totals are counted again (slug → true). */
 const ENVELOPE_RETOTAL_SUB = 'chain_envelopes_retotal';
@@ -132,7 +132,7 @@ export function sealingOfBody(body: Record<string, unknown> | undefined): Envelo
   return { slug: audit.slug, seq: audit.seq, result_digest: digest };
 }
 
-/** Charges one listing of a machine recorded before running totals (session 12) reads at most. */
+/** Charges one listing of a machine recorded before running totals existed reads at most. */
 const LEGACY_CHARGES_SCAN = 100_000;
 
 export class ChainService {

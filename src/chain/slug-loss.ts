@@ -85,7 +85,7 @@ export class SlugLosses {
       if (!machine || machine.home !== self || machine.lost) return null;
       const charge = await chain.creationCharge(slug);
       const credits = charge?.charged ?? 0;
-      // Each part back where it came from; a charge recorded without its split (before session 14): to funded_by's.
+      // Each part back where it came from; a charge recorded without its split (an older record): to funded_by's.
       const split = charge?.split ?? (charge?.funded_by === 'paid' ? { free: 0, paid: credits } : { free: credits, paid: 0 });
       const revoke = await this.deps.identity.revokeDigestOps(machine.key_digest);
       await this.deps.ledger.wallet(machine.owner);

@@ -1,4 +1,4 @@
-// Batch computations (issue 21; spec 6.1's batch events): POST /api/svc/batch takes up to BATCH_MAX items (compute or
+// Batch computations (spec 6.1's batch events): POST /api/svc/batch takes up to BATCH_MAX items (compute or
 // solver requests), answers 202 at once, and runs the items in the background, BATCH_CONCURRENCY at a time (the
 // worker pool bounds the solver work). Each item is sealed and charged on its own, like the same request sent alone;
 // its outcome is written IN ITS SEAL'S BATCH (SealHooks), so a crash never leaves an item sealed and unrecorded, and

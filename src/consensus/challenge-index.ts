@@ -11,7 +11,7 @@ import { backfillOnce } from '../store/backfill.js';
 
 /** The one-time pass indexing the challenges stored before the index (chain_meta, as every pass's state). */
 const BACKFILL_KEY = 'challenges-by-tick-v1';
-/** The one-time pass indexing by bond the challenges stored before that index (session 14). */
+/** The one-time pass indexing by bond the challenges stored before the by-bond index existed. */
 const BY_BOND_BACKFILL_KEY = 'challenges-by-bond-v1';
 /** The key of the counts record. */
 const COUNTS_KEY = 'states';

@@ -17,7 +17,7 @@ import type { ChallengeEntry } from './challenges.js';
 export const OWED_KINDS = ['stake', 'slash', 'deliver'] as const;
 export type OwedKind = (typeof OWED_KINDS)[number];
 
-/** The one-time pass marking the effects owed by verdicts stored before the markers (session 14). */
+/** The one-time pass marking the effects owed by verdicts stored before the owed-effect markers existed. */
 const BACKFILL_KEY = 'challenges-owed-v1';
 
 /** The key of an effect's own record in the slashing sublevel (its presence: the effect is done). */

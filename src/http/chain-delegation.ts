@@ -1,4 +1,4 @@
-// A caller's role on a state machine homed on another node than the caller's identity. Session 10's rule stays: a key
+// A caller's role on a state machine homed on another node than the caller's identity. The forwarding rule holds: a key
 // travels to its own home only. So a node that is not the machine's home, asked with a key of an identity homed
 // elsewhere, does not send the key to the machine's home: it gets the key's home to vouch for the caller, and
 // forwards the request without the key and with that voucher — a `chain.caller` mesh event signed by the identity's
@@ -10,7 +10,7 @@
 //            X ──request, no key, x-svc-chain-caller: voucher──▶ H (the machine's home)
 // (X = B: the voucher is signed at once; X = H: the key is resolved there through identity gossip, no voucher.)
 //
-// A voucher for a charged action (CHARGED_ROUTES: a contract transition) is also a charge (session 14): B debits the
+// A voucher for a charged action (CHARGED_ROUTES: a contract transition) is also a charge: B debits the
 // caller's wallet when it signs, in one batch with a pending record (tally/remote-charges.ts), and the voucher states
 // the charge and the machine's home it is good at; B later asks H what became of it and refunds what H did not apply.
 // H, asked with a key of an identity homed at B, gets the voucher from B itself (chargedVoucherHere).

@@ -2,7 +2,7 @@
 // relayed here before any key is checked): at most `perAddress` open at once per caller address (caller-address.ts:
 // an IPv4 address, an IPv6 /64) and `perNode` in all. A stream holds its slot until its connection closes; the
 // release is idempotent, so a stream whose handlers both fire gives its slot back once. One caller can no longer hold
-// thousands of sockets and timers open on a node (session 14). Counts only, in memory: they describe open sockets,
+// thousands of sockets and timers open on a node. Counts only, in memory: they describe open sockets,
 // which a restart closes. The map has one entry per address with a stream open, so it is bounded by `perNode`.
 import { ServiceError } from '../kernel/errors.js';
 

@@ -92,7 +92,7 @@ type Alive = WebSocket & { alive?: boolean };
 /**
  * One unmasked, unfragmented RFC 6455 text frame holding `data` (a server's frames are never masked). A tick's frame is
  * built once and the same bytes written to every subscriber's socket: one write each, instead of ws framing it anew per
- * socket (session 13: the send loop to 1,000 sockets 12 % shorter).
+ * socket (the send loop to 1,000 sockets 12 % shorter: docs/performance.md, "Push").
  */
 export function textFrame(data: Buffer): Buffer {
   const len = data.length;

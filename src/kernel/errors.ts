@@ -63,7 +63,7 @@ export type ErrorCode =
   | 'INVALID_CHALLENGE'
   | 'INVALID_VOTE'
   | 'INVALID_VERDICT'
-  // state machines (issue 20): a contract transition the contract's table does not allow from its state
+  // state machines: a contract transition the contract's table does not allow from its state
   | 'SVC_ILLEGAL_TRANSITION'
   // AI clients: a chat's language-model provider failed (nothing charged)
   | 'SVC_LLM_PROVIDER_ERROR'

@@ -26,11 +26,11 @@ export const COSTS = {
   sourceAuditCreation: 50,
   agentSpawn: 75,
   pageGeneration: 100,
-  /** An agent's chain-append step (part 8 names no price; docs/decisions.md, session 12). */
+  /** An agent's chain-append step (part 8 names no price; docs/decisions.md, "Agents"). */
   agentAppend: 1,
   /** POST /api/genesis/execute: a state machine's creation (part 8's 50). */
   genesis: 50,
-  /** An agent's contract step whose event the contract refuses (its tick is still recorded; decisions, session 12). */
+  /** An agent's contract step whose event the contract refuses (its tick is still recorded; docs/decisions.md, "Agents"). */
   agentRefusedTransition: 1,
 } as const;
 

@@ -15,9 +15,9 @@ import { recordCounter } from './counter-keys.js';
 
 export const PUBLISHED_COUNTER = 'published_total';
 export const RECORD_PAGE_MAX = 100;
-/** The one-time pass indexing by owner the rows published before the index (session 12), in chain_meta. */
+/** The one-time pass indexing by owner the rows published before the by-owner index existed, in chain_meta. */
 const BY_OWNER_BACKFILL_KEY = 'record-by-owner-v1';
-/** The one-time pass setting each owner's count from its by-owner rows (session 14), in chain_meta. */
+/** The one-time pass setting each owner's count from its by-owner rows, in chain_meta. */
 const OWNER_COUNT_BACKFILL_KEY = 'record-owner-count-v1';
 /** Owners' counter records written per batch by that pass. */
 const OWNER_COUNT_CHUNK = 500;

@@ -1,4 +1,4 @@
-// An action on a state machine charged to a caller whose wallet is at another home than the machine (session 14): a
+// An action on a state machine charged to a caller whose wallet is at another home than the machine: a
 // contract transition by an identity homed on P, on a machine homed on M. The wallet lives at P only, so P charges it
 // when it signs the caller's voucher (http/chain-delegation.ts), and M applies the action; the charge is settled by
 // asking M what became of it.

@@ -1,4 +1,4 @@
-// Reading result records of the compact format that nodes wrote before session 8, when a repeated request's body was
+// Reading result records of the compact format older nodes wrote when a repeated request's body was
 // filled from a kept template: such a record holds the template's id plus the result's own texts (the holes' JSON and
 // the members the ledger and the proof added), and the template is stored once under its id (`result_templates`).
 // Every result is now stored whole, as its UTF-8 JSON; records already written this way are still read, rebuilt

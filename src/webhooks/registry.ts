@@ -1,7 +1,7 @@
 // Webhook registrations (spec 2.6, part 6 management operations): an identity's webhooks. The signing secret is
 // shown once, at registration, and stored encrypted. Part 3: a webhook is disabled when a delivery's 5th attempt fails.
 // LevelDB is the truth (records by id, and an index by owner); memory keeps the registrations of the owners seen
-// lately (session 14): a bounded LRU of owner → its list (≤ WEBHOOKS_PER_IDENTITY each; an owner with none is kept
+// lately: a bounded LRU of owner → its list (≤ WEBHOOKS_PER_IDENTITY each; an owner with none is kept
 // as an empty list, so a seal of an owner without webhooks reads the store once). The sealing batch decides
 // synchronously which webhooks a result owes an event to: it asks subscribers() before the batch is built
 // (Outbox.forOwner), which answers from memory or reads the owner's list from the store, so an owner evicted from the

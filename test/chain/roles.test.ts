@@ -8,7 +8,7 @@ let t: TestNode;
 const ids: Record<string, { zid: string; key: string }> = {};
 const SLUG = 'roles-book';
 
-/** Actions whose routes land in a later step of issue 20. */
+/** Actions whose routes are not served yet. */
 const PENDING = new Set<ChainAction>([]);
 type Who = Role | 'stranger';
 const WHO: Who[] = [...ROLES, 'stranger'];

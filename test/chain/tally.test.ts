@@ -103,7 +103,7 @@ describe('running totals', () => {
     expect(after.body.items[0].token_id).toBe(token);
   });
 
-  it('envelopes sealed before the index (session 13) are indexed once, at the next start, with their totals', async () => {
+  it('envelopes sealed before the machine envelope index existed are indexed once, at the next start, with their totals', async () => {
     await seal(adminKey);
     await seal(adminKey);
     const before = await envelopes('?limit=500');

@@ -1,4 +1,4 @@
-// Re-execution consensus on a real 5-node cluster on 127.0.0.1 (architecture.md §6; issue 19 "Done when"): four
+// Re-execution consensus on a real 5-node cluster on 127.0.0.1 (architecture.md §6): four
 // nodes in this process (A, B, C, D) and E, a separate `svc-node start` process composed with a tampered zeta solver
 // (test/helpers/tampered-zeta.mjs) and a slow disk (slow-disk.mjs: a SIGKILL lands during its slashing batch). Every
 // operator bonds and contributes; challengers live on B, so a challenge of A's result goes to the committee {C, D, E} and one of E's

@@ -1,4 +1,4 @@
-// Cross-node transfers on three meshed nodes (issue 18 item 4; architecture.md §7): the sender's home debits and
+// Cross-node transfers on three meshed nodes (architecture.md §7): the sender's home debits and
 // keeps an outbox entry, its delivery loop sends the transfer to the receiver's home until acknowledged, and the
 // receiver's home applies it once by transfer id. A request made at a third node is forwarded to the sender's home.
 import { readFile } from 'node:fs/promises';

@@ -1,4 +1,4 @@
-// The configuration's limit names: the per-minute prove limit is spelt provePerMinute everywhere (issue 16 item 6).
+// The configuration's limit names: the per-minute prove limit is spelt provePerMinute everywhere.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -3,7 +3,7 @@
 // every error in the part-7 shape with its trace_id in X-Trace-Id; the node healthy afterwards.
 // Bounded to about a minute: a fixed seed (FUZZ_SEED replays another), runs per route sized to it, and a time cap per
 // route. FUZZ_SCALE=10 runs ten times as many.
-// Robust under load (session 14): the time cap is a run gate (budget.ts), not fast-check's interruptAfterTimeLimit,
+// Robust under load: the time cap is a run gate (budget.ts), not fast-check's interruptAfterTimeLimit,
 // which raced each run against a clock started at fc.assert and failed a route whose first request alone outlasted
 // the cap ("interrupted after 0 tests"; fast-check counts an interrupt with no success as a failure). Every run
 // that starts is awaited to its answer (or REQUEST_DEADLINE_MS, a failure naming the request), a floor of runs is

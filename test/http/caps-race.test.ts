@@ -1,4 +1,4 @@
-// Per-identity caps decided across an await are the name race of issue 17 (defect 1) in another form: parallel
+// Per-identity caps decided across an await are the race of unique names (test/http/claims.test.ts) in another form: parallel
 // creations each read the count before any has committed, and all pass. Webhooks (16), provider credentials (16) and
 // running agents (limits.maxPerOwner) are each asked for many at once: exactly the cap is created, the rest refused.
 import { readFile } from 'node:fs/promises';

@@ -1,4 +1,4 @@
-// Unique names under concurrency (issue 17, defect 1): a slug, an email, an equation digest is claimed by exactly one
+// Unique names under concurrency: a slug, an email, an equation digest is claimed by exactly one
 // of many parallel callers; the others get 409 SVC_CONFLICT in the part-7 shape. The default-slug space (m-…) is not
 // open to callers, so no registration can be handed a machine someone else made.
 import { createHash } from 'node:crypto';

@@ -1,4 +1,4 @@
-// Minting own demo keys (issue 17, defect 6): limited per IP per UTC day, counted in the store so a restart keeps
+// Minting own demo keys: limited per IP per UTC day, counted in the store so a restart keeps
 // the count; beyond it 429 SVC_RATE_LIMIT with Retry-After and the part-7 fields. Without the limit, each mint was 10
 // more computations a day for anyone, past the anonymous cap of 5.
 import { request } from 'node:http';

@@ -1,4 +1,4 @@
-// The economy over HTTP on real nodes: the exact 80/20 split and the cost table (issue 18 item 5).
+// The economy over HTTP on real nodes: the exact 80/20 split and the cost table.
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';

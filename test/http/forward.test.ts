@@ -1,4 +1,4 @@
-// A hung home node (issue 17, defect 8). The home here is an in-test HTTP server that accepts and never answers,
+// A hung home node. The home here is an in-test HTTP server that accepts and never answers,
 // as a stopped process does; it joins the node's mesh as a peer by a signed tick event carrying its URL, and an
 // identity and a machine homed on it are asserted by events it signs. Requests forwarded to it answer 503
 // SVC_HOME_UNREACHABLE with Retry-After once the deadline passes; the home is then skipped (no request reaches it)

@@ -1,5 +1,5 @@
-// Issue 17, defects 4 and 5, against real nodes: input that used to answer 500 (deep bodies, results that cannot be
-// sealed), Node's parser errors without a JSON body, a 413 that left its connection hanging, DNS's 409 outside the
+// Hostile input against real nodes: input that must not answer 500 (deep bodies, results that cannot be
+// sealed), Node's parser errors with a JSON body, a 413 that closes its connection, DNS's 409 in the
 // error shape, and the mesh's read routes on a node without a mesh secret.
 import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';

@@ -1,4 +1,4 @@
-// Who may read a state machine's chain (issue 17, defect 7): a public machine is readable by anyone, with a key of
+// Who may read a state machine's chain: a public machine is readable by anyone, with a key of
 // any identity, a demo key or no key at all; a private one only by an identity that holds a role on it. A key that is
 // present but bad is 401 on either.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +9,7 @@ let owner: { zid: string; key: string; slug: string };
 let stranger: { zid: string; key: string; slug: string };
 let openBook: string;
 const kinetic = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
-/** Every read of a machine's chain, session 12's (settings, contracts, log export, proofs) included. */
+/** Every read of a machine's chain, settings, contracts, log export and proofs included. */
 const routes = (slug: string) => [
   `/api/chain/${slug}/pohc/validate`,
   `/api/chain/${slug}/explore`,

@@ -1,4 +1,4 @@
-// The sat route with its default budgets (issue 16 item 7): a 100-variable, 420-clause instance is accepted (its
+// The sat route with its default budgets: a 100-variable, 420-clause instance is accepted (its
 // budgets were refused up front with 400 before), and a budget used up during the run is a 500 SVC_SOLVER_ERROR in
 // the part-7 shape, with nothing charged as a result.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

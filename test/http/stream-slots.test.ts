@@ -1,5 +1,5 @@
 // Keyless long-lived streams are capped per caller address (IPv6: its /64) and per node, and a closed stream frees
-// its slot (session 14, issue 17 follow-up). The node is reached from several loopback addresses (127.0.0.x).
+// its slot. The node is reached from several loopback addresses (127.0.0.x).
 import { request, type ClientRequest, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';

@@ -1,4 +1,4 @@
-// Tiers (issue 18 item 6) on real nodes over HTTP: the compute time limit, the daily allowance and the tier gates
+// Tiers on real nodes over HTTP: the compute time limit, the daily allowance and the tier gates
 // follow the caller's tier, which the operator's grant sets and the next request sees; a caller homed on another
 // node is served at its home, with its real tier.
 import { readFile } from 'node:fs/promises';

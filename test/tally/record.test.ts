@@ -108,7 +108,7 @@ describe('the record of published results', () => {
     });
   });
 
-  it('results published before the by-owner index (session 12) are listed by owner after the next start, once indexed', async () => {
+  it('results published before the by-owner index existed are listed by owner after the next start, once indexed', async () => {
     const id = await zkIdentity(t.url, 'record-legacy');
     await call(t.url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key));
     const made: string[] = [];

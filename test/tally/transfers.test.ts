@@ -1,4 +1,4 @@
-// Transfers on one real node (issue 18 item 4): POST /api/tally/envelopes/transfer-bulk between identities homed on
+// Transfers on one real node: POST /api/tally/envelopes/transfer-bulk between identities homed on
 // the same node, GET /api/tally/transfers/:id, the refusals (soulbound, bonded, not enough movable, self, unknown), and
 // 100 concurrent transfers and spends of one identity that neither overdraw nor duplicate (conservation checked).
 import { readFile } from 'node:fs/promises';

@@ -1,4 +1,4 @@
-// Webhook registrations and publish settings in bounded memory (session 14, issue 17 follow-up): LevelDB is the
+// Webhook registrations and publish settings in bounded memory: LevelDB is the
 // truth, memory an LRU of the identities seen lately (limits.identityCacheMax). An identity pushed out of both caches
 // by many others still gets its computation.complete delivery and its published record entry at its next seal, and
 // its settings read back from the store.

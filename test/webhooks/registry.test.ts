@@ -1,4 +1,4 @@
-// The webhook registry over the store (session 14): records stored before the owner index get indexed at load; a
+// The webhook registry over the store: records stored before the owner index get indexed at load; a
 // read of an owner that a write of the same owner overtakes is read again, so no list misses an acknowledged write.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

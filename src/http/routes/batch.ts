@@ -1,4 +1,4 @@
-// Batch computations (issue 21): POST /api/svc/batch → 202 with the batch id; GET /api/svc/batch/:id for its owner.
+// Batch computations: POST /api/svc/batch → 202 with the batch id; GET /api/svc/batch/:id for its owner.
 import type Router from '@koa/router';
 import { z } from 'zod';
 import type { HttpServices } from '../context.js';

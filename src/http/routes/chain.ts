@@ -1,4 +1,4 @@
-// State-machine routes of issue 20 (spec 2.7, 4.8): settings and roles, the aggregate list, the machine's tally.
+// State-machine routes (spec 2.7, 4.8): settings and roles, the aggregate list, the machine's tally.
 // Every /api/chain/:slug route goes through atMachineHome first (ledger.ts): the machine's home answers.
 import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';

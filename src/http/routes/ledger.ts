@@ -190,7 +190,7 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
    * `?lost=1`: a machine whose slug another home won (chain/slug-loss.ts) stays on this node, its rows, settings,
    * tally and contracts readable here by its owner only (a key of the owner's identity; the admin key is revoked),
    * never forwarded. Anything else on it — a write, or a read that may sign a checkpoint — answers 409
-   * SVC_MACHINE_LOST (docs/decisions.md, Session 14).
+   * SVC_MACHINE_LOST (docs/decisions.md, "State machines").
    */
   async function atLostMachine(ctx: Context, next: Next): Promise<void> {
     const slug = String(ctx.params.slug);
