@@ -1,4 +1,4 @@
-// Challenges by tick (docs/decisions.md, "Challenges bounded in memory": the next step). Listings page from two index
+// Challenges by tick (docs/decisions.md, "Challenges indexed in their batch"). Listings page from two index
 // sublevels written in the same batch as the challenge's entry, instead of reading every stored challenge:
 //   challenges_by_tick   `inverse tick!challenge_id` → id   (newest first, then by id, in key order)
 //   challenges_by_state  `state!inverse tick!challenge_id` → id
