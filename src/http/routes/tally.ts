@@ -89,7 +89,6 @@ function registerTallyRoutes(router: Router, kit: HttpKit, s: TallyRouteServices
     if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'this route needs a key that belongs to an identity');
     return c.zid;
   };
-  const nowMs = () => kit.time.nowMs();
 
   // Spec 4.6: moves the caller's envelopes (soulbound included, no cap). Registered before GET
   // /api/tally/envelopes/:zid, whose path would otherwise answer this POST with 405.
@@ -124,7 +123,7 @@ function registerTallyRoutes(router: Router, kit: HttpKit, s: TallyRouteServices
   });
 
   router.get('/api/tally/claim', requireKey(auth), home, async (ctx) => {
-    ctx.body = await s.claims.status(zidOf(ctx), clientAddress(ctx, kit), nowMs());
+    ctx.body = await s.claims.status(zidOf(ctx), clientAddress(ctx, kit), kit.time.nowMs());
   });
 
   router.post('/api/tally/claim', requireKey(auth), home, body(claimBody), async (ctx) => {
