@@ -35,6 +35,35 @@ import { InlineSealer, WorkerSealer, type Sealer } from './compute/sealer.js';
 import type { SealedSummary } from './compute/service.js';
 import { defaultRegistry, type SolverRegistry } from './solvers/registry.js';
 import { createApp } from './http/app.js';
+import type { HttpKit } from './http/kit.js';
+import type { RouteGroup } from './http/route-group.js';
+import { discoveryOf } from './http/discovery.js';
+import { HungHomes } from './http/home-health.js';
+import { SelfApi } from './http/self-request.js';
+import { LocalTools } from './http/local-tools.js';
+import { Library } from './compute/library.js';
+import { timeOf } from './util/time.js';
+import { systemRoutes } from './http/routes/system.js';
+import { computeRoutes } from './http/routes/compute.js';
+import { identityRoutes } from './http/routes/identity.js';
+import { tallyRoutes } from './http/routes/tally.js';
+import { ledgerRoutes } from './http/routes/ledger.js';
+import { meshRoutes } from './http/routes/mesh.js';
+import { contributeRoutes } from './http/routes/contribute.js';
+import { consensusRoutes } from './http/routes/consensus.js';
+import { pohcRoutes } from './http/routes/pohc.js';
+import { recordRoutes } from './http/routes/record.js';
+import { streamRoutes } from './http/routes/streams.js';
+import { batchRoutes } from './http/routes/batch.js';
+import { webhookRoutes } from './http/routes/webhooks.js';
+import { mcpRoutes } from './http/routes/mcp.js';
+import { llmRoutes } from './http/routes/llm.js';
+import { reactorRoutes } from './http/routes/reactor.js';
+import { mmioRoutes } from './http/routes/mmio.js';
+import { genesisRoutes } from './http/routes/genesis.js';
+import { agentRoutes } from './http/routes/agents.js';
+import { docsRoutes } from './http/routes/docs.js';
+import { dashboardRoutes } from './http/routes/dashboard.js';
 import { NodeMetrics } from './http/metrics.js';
 import { createHttpServer } from './http/server.js';
 import { attachStreamSocket } from './http/ws-stream.js';
@@ -505,62 +534,75 @@ export class SvcNode {
     );
     this.wireConsensus(envelopeLocks);
     await this.challenges.load();
+    // ── HTTP: the kit every route group may use, then the route groups in registration order (literal paths before
+    // parameters: tally before ledger). Optional groups are in the list or not.
     const signMeshEvent = (type: string, body: unknown): Promise<MeshEvent> =>
       signEvent(this.nodeIdentity.privateKey, this.nodeId, type, stampAt(this.clock.nowNs()).svcond, body);
     const keylessStreams = new StreamSlots({ perAddress: config.limits.keylessStreamsPerAddress, perNode: config.limits.keylessStreamsPerNode });
-    const { app, router } = createApp({
+    const library = new Library(registry);
+    const selfApi = new SelfApi();
+    const tools = new LocalTools(registry, selfApi, config.kernel.version);
+    const httpKit: HttpKit = {
       config,
       logger: this.logger,
-      clock: this.clock,
-      compute: this.compute,
-      identity: this.identity,
-      chain: this.chain,
-      ledger: this.ledger,
-      quota: this.quota,
-      counters: this.counters,
-      grants: this.grants,
-      tiers: this.tiers,
-      claims: this.claims,
-      folders: this.folders,
-      transfers: this.transfers,
-      remoteCharges: {
-        payer: this.remoteCharges,
-        outcomes: this.chargeOutcomes,
-        settleSoon: (nonce, machineHome) => this.chargeSettlement.soon(nonce, machineHome),
-      },
-      demoKeys,
+      time: timeOf(this.clock),
       nodeId,
       publicUrl: () => this.url,
-      mesh: this.mesh,
+      auth: { identity: this.identity, nodeId },
+      homes: { peerUrl: (id) => this.mesh.peerUrl(id), hung: new HungHomes() },
       signMeshEvent,
-      contribution: { bonds: this.bonds, modes: this.modes },
-      consensus: { challenges: this.challenges, slashing: this.slashing },
-      record: { results: this.results, publish: this.publish },
-      streams: this.streams,
-      batches: this.batches,
-      webhooks: this.webhooks,
-      llm: await this.wireLlm(),
-      reactor: this.reactor,
-      agents: this.agents,
-      genesis: new GenesisService({
-        store: this.store,
-        clock: this.clock,
-        chain: this.chain,
-        identity: this.identity,
-        ledger: this.ledger,
-        receiptKey: this.receiptKey,
-      }),
-      agentStream: { count: this.agentStreams, heartbeatMs: this.options.agents?.heartbeatMs ?? 15_000 },
-      keylessStreams,
-      mmio: {
-        queueDepth: () => this.executor?.queueDepth?.() ?? 0,
-        agentsRunning: () => this.agents.runningCount(),
-        agentsOf: async (zid) => ({ running: this.agents.runningOf(zid), total: await this.agents.totalOf(zid) }),
-        streamsOf: (zid) => this.agentStreams.of(zid),
-        reactorsOf: (zid) => this.reactor.countOf(zid),
-      },
+      selfApi,
+      discovery: discoveryOf({ config, nodeId, registry, library, tiers: this.tiers, servedOutsideRouter: { wsStream: true, webhooks: true } }),
       metrics: this.metrics,
-    });
+    };
+    const { identity, chain, ledger, mesh, tiers } = this;
+    const remoteCharges = {
+      payer: this.remoteCharges,
+      outcomes: this.chargeOutcomes,
+      settleSoon: (nonce: string, machineHome: string) => this.chargeSettlement.soon(nonce, machineHome),
+    };
+    const routeGroups: RouteGroup[] = [
+      systemRoutes({ registry, library, tiers, keylessStreams }),
+      computeRoutes({ compute: this.compute }),
+      identityRoutes({ identity, demoKeys }),
+      tallyRoutes({ grants: this.grants, tiers, claims: this.claims, folders: this.folders, transfers: this.transfers, mesh }),
+      ledgerRoutes({ identity, chain, mesh, remoteCharges, ledger, quota: this.quota, tiers }),
+      meshRoutes({ mesh, identity, chain }),
+      contributeRoutes({ bonds: this.bonds, modes: this.modes, challenges: this.challenges }),
+      consensusRoutes({ challenges: this.challenges, slashing: this.slashing }),
+      pohcRoutes(),
+      recordRoutes({ identity, mesh, results: this.results, publish: this.publish }),
+      streamRoutes({ streams: this.streams, mesh }),
+      batchRoutes({ batches: this.batches, webhooks: this.webhooks }),
+      webhookRoutes({ webhooks: this.webhooks }),
+      mcpRoutes({ tools }),
+      llmRoutes({ ...(await this.wireLlm()), tiers, tools }),
+      reactorRoutes({ reactor: this.reactor }),
+      mmioRoutes({
+        mmio: {
+          queueDepth: () => this.executor?.queueDepth?.() ?? 0,
+          agentsRunning: () => this.agents.runningCount(),
+          agentsOf: async (zid) => ({ running: this.agents.runningOf(zid), total: await this.agents.totalOf(zid) }),
+          streamsOf: (zid) => this.agentStreams.of(zid),
+          reactorsOf: (zid) => this.reactor.countOf(zid),
+        },
+        mesh,
+        counters: this.counters,
+        ledger,
+        quota: this.quota,
+        tiers,
+      }),
+      genesisRoutes({
+        genesis: new GenesisService({ store: this.store, clock: this.clock, chain, identity, ledger, receiptKey: this.receiptKey }),
+        chain,
+        mesh,
+      }),
+      agentRoutes({ agents: this.agents, streams: this.agentStreams }, { heartbeatMs: this.options.agents?.heartbeatMs ?? 15_000 }),
+      docsRoutes(),
+      dashboardRoutes(),
+    ];
+    const { app, router } = createApp(httpKit, routeGroups);
+    // ── end of HTTP
     this.router = router;
     this.server = createHttpServer(app.callback(), this.logger);
     this.server.keepAliveTimeout = 5000;

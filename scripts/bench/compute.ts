@@ -385,7 +385,7 @@ async function runInProcess(): Promise<Record<string, unknown>> {
     const ctx = { get: (h: string) => (h === 'authorization' ? `Bearer ${key}` : ''), query: {}, ip: '127.0.0.1' } as unknown as Parameters<
       typeof resolveCaller
     >[0];
-    const deps = { identity: node.identity, chain: node.chain, nodeId: () => node.nodeId };
+    const deps = { identity: node.identity, nodeId: () => node.nodeId };
     const run = async (ms: number): Promise<number> => {
       const end = performance.now() + ms;
       let done = 0;

@@ -5,7 +5,7 @@ import type { Context, Next } from 'koa';
 import { ServiceError } from '../kernel/errors.js';
 import type { IdentityService } from '../identity/service.js';
 import type { Caller } from '../tally/ledger.js';
-import type { ChainService, MachineRecord } from '../chain/service.js';
+import type { MachineRecord } from '../chain/service.js';
 import { documented } from './validate.js';
 import { callerAddress } from './caller-address.js';
 
@@ -40,7 +40,6 @@ export function noKeyError(): ServiceError {
 
 export interface AuthDeps {
   identity: IdentityService;
-  chain: ChainService;
   nodeId: () => string;
 }
 

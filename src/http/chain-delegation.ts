@@ -18,11 +18,15 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../kernel/errors.js';
-import { stampAt } from '../kernel/clock.js';
 import { MAX_SKEW_TICKS } from '../mesh/validator.js';
 import { verifyEventSignature, type MeshEvent } from '../mesh/wire.js';
 import type { Caller } from '../tally/ledger.js';
-import type { HttpServices } from './context.js';
+import type { HttpKit } from './kit.js';
+import type { IdentityService } from '../identity/service.js';
+import type { ChainService } from '../chain/service.js';
+import type { MeshService } from '../mesh/service.js';
+import type { RemoteCharges } from '../tally/remote-charges.js';
+import type { ChargeOutcomes } from '../chain/charge-outcomes.js';
 import { FORWARDED_HEADER, pathFor } from './forward.js';
 import { COSTS } from '../tally/costs.js';
 import type { TallyCharge } from '../tally/ledger.js';
@@ -98,18 +102,45 @@ export function tallyChargeOf(v: Voucher): TallyCharge | null {
 /** What a node asks the key's home to vouch for (POST /api/mesh/chain-caller). */
 export const voucherRequest = voucherBody.pick({ method: true, path: true, body_sha256: true }).strict();
 
+/**
+ * Charges made at a caller's home for an action at a machine's home elsewhere (tally/remote-charges.ts): the payer's
+ * records, the machine home's outcomes, and the nudge that asks about a charge now.
+ */
+export interface RemoteChargeServices {
+  payer: RemoteCharges;
+  outcomes: ChargeOutcomes;
+  settleSoon: (nonce: string, machineHome: string) => void;
+}
+
+/** What vouching for a caller uses from the kit. */
+export type DelegationKit = Pick<HttpKit, 'nodeId' | 'signMeshEvent' | 'time' | 'homes'>;
+
+/** The services vouching for a caller and checking a voucher use. */
+export interface DelegationServices {
+  identity: IdentityService;
+  chain: ChainService;
+  mesh: MeshService | null;
+  /** Absent: this node neither charges for requests it forwards nor applies charged vouchers (503). */
+  remoteCharges?: RemoteChargeServices;
+}
+
 export function bodyDigest(raw: string): string {
   return createHash('sha256').update(raw).digest('hex');
 }
 
 /** The voucher the key's home (this node) signs for its own identity. */
-export async function signVoucher(s: HttpServices, caller: Extract<Caller, { kind: 'identity' }>, req: z.infer<typeof voucherRequest>): Promise<MeshEvent> {
-  if (caller.home !== s.nodeId()) {
+export async function signVoucher(
+  kit: DelegationKit,
+  s: DelegationServices,
+  caller: Extract<Caller, { kind: 'identity' }>,
+  req: z.infer<typeof voucherRequest>,
+): Promise<MeshEvent> {
+  if (caller.home !== kit.nodeId()) {
     throw new ServiceError(403, 'SVC_FORBIDDEN', 'a node vouches only for identities homed at it', { home: caller.home });
   }
   const body: Voucher = { zid: caller.zid, key_id: caller.key.key_id, ...req, nonce: randomBytes(16).toString('hex') };
   const charged = chargedAction(req.method, req.path);
-  const machineHome = charged ? await machineHomeOf(s, charged.slug) : null;
+  const machineHome = charged ? await machineHomeOf(kit, s, charged.slug) : null;
   // A charged route on a machine homed elsewhere: the wallet is debited now, with the pending record (402: nothing signed).
   if (charged && machineHome) {
     if (!s.remoteCharges) throw new ServiceError(503, 'MESH_DISABLED', 'this node does not charge for requests it forwards');
@@ -131,31 +162,32 @@ export async function signVoucher(s: HttpServices, caller: Extract<Caller, { kin
       machine_home: machineHome,
     };
   }
-  return s.signMeshEvent(CHAIN_CALLER_EVENT, body);
+  return kit.signMeshEvent(CHAIN_CALLER_EVENT, body);
 }
 
 /** The home of machine `slug` when it is another node (null: held here); 404 when no node is known to hold it. */
-async function machineHomeOf(s: HttpServices, slug: string): Promise<string | null> {
+async function machineHomeOf(kit: DelegationKit, s: DelegationServices, slug: string): Promise<string | null> {
   const won = s.mesh?.enabled ? await s.mesh.machines.known(slug) : null;
-  if ((won === null || won === s.nodeId()) && (await s.chain.getMachine(slug))) return null;
+  if ((won === null || won === kit.nodeId()) && (await s.chain.getMachine(slug))) return null;
   const home = won ?? (s.mesh?.enabled ? await s.mesh.machines.homeOf(slug) : null);
-  if (!home || home === s.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
+  if (!home || home === kit.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
   return home;
 }
 
 /** A voucher for the caller's request as it will be sent on (path and body), from the caller's home: signed here, or asked there. */
 export async function voucherFor(
   ctx: Context,
-  s: HttpServices,
+  kit: DelegationKit,
+  s: DelegationServices,
   caller: Extract<Caller, { kind: 'identity' }>,
   path: string,
 ): Promise<{ header: string; event: MeshEvent }> {
   const raw = typeof ctx.request.rawBody === 'string' && !['GET', 'HEAD'].includes(ctx.method) ? ctx.request.rawBody : '';
   const req = { method: ctx.method, path, body_sha256: bodyDigest(raw) };
   let event: MeshEvent;
-  if (caller.home === s.nodeId()) event = await signVoucher(s, caller, req);
+  if (caller.home === kit.nodeId()) event = await signVoucher(kit, s, caller, req);
   else {
-    const url = s.mesh?.peerUrl(caller.home) ?? null;
+    const url = kit.homes.peerUrl(caller.home);
     if (!url) throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', 'the home node of this identity is not reachable from here', { home: caller.home });
     let res: Response;
     try {
@@ -164,7 +196,7 @@ export async function voucherFor(
         headers: {
           authorization: ctx.get('authorization') || `Bearer ${String(ctx.query.key)}`,
           'content-type': 'application/json',
-          [FORWARDED_HEADER]: s.nodeId(),
+          [FORWARDED_HEADER]: kit.nodeId(),
         },
         body: JSON.stringify(req),
         signal: AbortSignal.timeout(VOUCHER_TIMEOUT_MS),
@@ -201,7 +233,7 @@ function refused(reason: string): ServiceError {
  * At the machine's home: the caller a forwarded request's voucher names, or null when it carries none. 401 when the
  * voucher is malformed, not signed by the identity's home, old, for another request or another home, or used before.
  */
-export async function vouchedCaller(ctx: Context, s: HttpServices): Promise<Vouched | null> {
+export async function vouchedCaller(ctx: Context, kit: DelegationKit, s: DelegationServices): Promise<Vouched | null> {
   const header = ctx.get(CHAIN_CALLER_HEADER);
   if (!header || ctx.get(FORWARDED_HEADER) === '') return null;
   let event: MeshEvent;
@@ -210,32 +242,37 @@ export async function vouchedCaller(ctx: Context, s: HttpServices): Promise<Vouc
   } catch {
     throw refused('malformed');
   }
-  return checkVoucher(ctx, s, event, ctx.originalUrl);
+  return checkVoucher(ctx, kit, s, event, ctx.originalUrl);
 }
 
 /**
  * At the machine's home asked with a key of an identity homed elsewhere, for a charged route: the voucher of the key's
  * home (which charges the wallet there), checked as a forwarded one is. The key travels to its own home only.
  */
-export async function chargedVoucherHere(ctx: Context, s: HttpServices, caller: Extract<Caller, { kind: 'identity' }>): Promise<Vouched> {
+export async function chargedVoucherHere(
+  ctx: Context,
+  kit: DelegationKit,
+  s: DelegationServices,
+  caller: Extract<Caller, { kind: 'identity' }>,
+): Promise<Vouched> {
   const path = pathFor(ctx, true);
-  const { event } = await voucherFor(ctx, s, caller, path);
-  return checkVoucher(ctx, s, event, path);
+  const { event } = await voucherFor(ctx, kit, s, caller, path);
+  return checkVoucher(ctx, kit, s, event, path);
 }
 
-async function checkVoucher(ctx: Context, s: HttpServices, event: MeshEvent, path: string): Promise<Vouched> {
+async function checkVoucher(ctx: Context, kit: DelegationKit, s: DelegationServices, event: MeshEvent, path: string): Promise<Vouched> {
   const parsed = voucherBody.safeParse(event?.body);
   if (!parsed.success || event.type !== CHAIN_CALLER_EVENT || typeof event.sender !== 'string' || typeof event.svcond !== 'number') throw refused('malformed');
   const v = parsed.data;
   if (!(await verifyEventSignature(event))) throw refused('bad signature');
   const ident = await s.identity.getIdentity(v.zid);
   if (!ident || ident.home !== event.sender) throw refused('not signed by the identity’s home');
-  const now = stampAt(s.clock.nowNs()).svcond;
+  const now = kit.time.nowSvcond();
   if (Math.abs(event.svcond - now) > MAX_SKEW_TICKS) throw refused('too old');
   const raw = typeof ctx.request.rawBody === 'string' && !['GET', 'HEAD'].includes(ctx.method) ? ctx.request.rawBody : '';
   if (v.method !== ctx.method || v.path !== path || v.body_sha256 !== bodyDigest(raw)) throw refused('for another request');
   // A charge is good at the one home its payer will ask about it (elsewhere it would be applied and never settled).
-  if (v.charge && v.charge.machine_home !== s.nodeId()) throw refused('charged for another home');
+  if (v.charge && v.charge.machine_home !== kit.nodeId()) throw refused('charged for another home');
   // A voucher is good for one request: its nonce joins the mesh's replay window (kept for the tick's skew window).
   if (!s.mesh?.firstSight(`${CHAIN_CALLER_EVENT}:${v.nonce}`, event.svcond)) throw refused('used before');
   return {

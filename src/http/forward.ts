@@ -11,22 +11,23 @@ import type { Context, Next } from 'koa';
 import { ServiceError } from '../kernel/errors.js';
 import { LONGEST_TIME_LIMIT_SECONDS } from '../tally/tiers.js';
 import type { Caller } from '../tally/ledger.js';
-import type { HttpServices } from './context.js';
-import { answersHealth, HungHomes } from './home-health.js';
+import type { HttpKit } from './kit.js';
+import { answersHealth, type HungHomes } from './home-health.js';
 import { FORWARDED_FOR_HEADER, forwardedForValue, statedClientIp } from './forwarded-address.js';
 import { addressKey } from './caller-address.js';
 
 export const FORWARDED_HEADER = 'x-svc-forwarded-by';
 export const SERVED_BY_HEADER = 'X-Svc-Served-By';
 
-/** Each node's hung homes, kept beside its services (one HttpServices per node). */
-const hungHomes = new WeakMap<HttpServices, HungHomes>();
-
-export function hungHomesOf(s: HttpServices): HungHomes {
-  let h = hungHomes.get(s);
-  if (!h) hungHomes.set(s, (h = new HungHomes()));
-  return h;
+/** Where other nodes' HTTP APIs are, and which of them are skipped as hung (one per node). */
+export interface HomeLinks {
+  /** The HTTP URL of a peer (null: not known). */
+  peerUrl: (nodeId: string) => string | null;
+  hung: HungHomes;
 }
+
+/** What forwarding to a home uses from the kit. */
+export type ForwardKit = Pick<HttpKit, 'config' | 'nodeId' | 'homes'>;
 
 /** Did this request come from another node's forward? (Such a request is never forwarded again.) */
 export function wasForwarded(ctx: Context): boolean {
@@ -49,8 +50,8 @@ export interface HomeAnswer {
   text: string;
 }
 
-function retryAfterSeconds(s: HttpServices): number {
-  return Math.max(1, Math.ceil(s.config.mesh.forwardTimeoutMs / 1000));
+function retryAfterSeconds(kit: ForwardKit): number {
+  return Math.max(1, Math.ceil(kit.config.mesh.forwardTimeoutMs / 1000));
 }
 
 /** The request's path and query, without a ?key= when the key stays here (as askHome sends it). */
@@ -68,7 +69,7 @@ export function pathFor(ctx: Context, withoutKey: boolean): string {
  */
 export async function askHome(
   ctx: Context,
-  s: HttpServices,
+  kit: ForwardKit,
   home: string,
   subject = 'identity',
   extra: Record<string, unknown> = {},
@@ -77,16 +78,16 @@ export async function askHome(
   if (wasForwarded(ctx)) {
     throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `this request was forwarded here but this node is not the ${subject}'s home`, { home, ...extra });
   }
-  const retry = retryAfterSeconds(s);
-  const url = s.mesh?.peerUrl(home) ?? null;
+  const retry = retryAfterSeconds(kit);
+  const url = kit.homes.peerUrl(home);
   if (!url)
     throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this ${subject} is not reachable from here`, {
       home,
       ...extra,
       retry_after_seconds: retry,
     });
-  const deadlineMs = s.config.mesh.forwardTimeoutMs;
-  const hung = hungHomesOf(s);
+  const deadlineMs = kit.config.mesh.forwardTimeoutMs;
+  const hung = kit.homes.hung;
   if (hung.isHung(home)) {
     hung.recheck(home, url, deadlineMs);
     throw new ServiceError(
@@ -96,7 +97,7 @@ export async function askHome(
       { home, ...extra, deadline_ms: deadlineMs, retry_after_seconds: retry },
     );
   }
-  const headers: Record<string, string> = { ...opts.headers, [FORWARDED_HEADER]: s.nodeId(), 'x-forwarded-for': ctx.ip };
+  const headers: Record<string, string> = { ...opts.headers, [FORWARDED_HEADER]: kit.nodeId(), 'x-forwarded-for': ctx.ip };
   const auth = ctx.get('authorization');
   if (auth && !opts.withoutKey) headers.authorization = auth;
   const raw = ctx.request.rawBody;
@@ -104,10 +105,10 @@ export async function askHome(
   if (hasBody) headers['content-type'] = 'application/json';
   const path = pathFor(ctx, !!opts.withoutKey);
   // The caller's address, stated under the mesh secret: the home's per-address limits count the caller, not this node.
-  const secret = s.config.mesh.secret;
+  const secret = kit.config.mesh.secret;
   if (secret)
     headers[FORWARDED_FOR_HEADER] = forwardedForValue(secret, {
-      forwarder: s.nodeId(),
+      forwarder: kit.nodeId(),
       ip: ctx.ip,
       unixMs: Date.now(),
       method: ctx.method,
@@ -173,25 +174,25 @@ export function relayAnswer(ctx: Context, home: string, answer: HomeAnswer): voi
 /** Forward the request once to `home` and relay its answer (see askHome). `subject` names what home is the home of. */
 export async function relayToHome(
   ctx: Context,
-  s: HttpServices,
+  kit: ForwardKit,
   home: string,
   subject = 'identity',
   extra: Record<string, unknown> = {},
   opts: RelayOptions = {},
 ): Promise<void> {
-  relayAnswer(ctx, home, await askHome(ctx, s, home, subject, extra, opts));
+  relayAnswer(ctx, home, await askHome(ctx, kit, home, subject, extra, opts));
 }
 
 /** The caller's address as limits count it (caller-address.ts): the IP stated by the forwarding mesh node (verified), else the socket's. */
-export function clientAddress(ctx: Context, s: HttpServices): string {
-  return addressKey(statedClientIp(ctx, s.config.mesh.secret, ctx.get(FORWARDED_HEADER) || null));
+export function clientAddress(ctx: Context, kit: Pick<HttpKit, 'config'>): string {
+  return addressKey(statedClientIp(ctx, kit.config.mesh.secret, ctx.get(FORWARDED_HEADER) || null));
 }
 
 /** Middleware for ledger routes: a caller whose identity is homed on another node is served by that node. */
-export function forwardToHome(s: HttpServices) {
+export function forwardToHome(kit: ForwardKit) {
   return async function forward(ctx: Context, next: Next): Promise<void> {
     const caller = ctx.state.caller as Caller | undefined;
-    if (!caller || caller.kind !== 'identity' || caller.home === s.nodeId() || !s.mesh) return next();
-    await relayToHome(ctx, s, caller.home);
+    if (!caller || caller.kind !== 'identity' || caller.home === kit.nodeId()) return next();
+    await relayToHome(ctx, kit, caller.home);
   };
 }

@@ -5,7 +5,8 @@ import type { Context } from 'koa';
 import { createSession } from 'better-sse';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, query, validate } from '../validate.js';
@@ -86,9 +87,20 @@ export class StreamCount {
   }
 }
 
-export function agentRoutes(router: Router, s: HttpServices & { agents: AgentRuntime }, streams: StreamCount, opts: AgentStreamOptions): void {
-  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
-  const home = forwardToHome(s);
+export interface AgentRouteServices {
+  agents: AgentRuntime;
+  /** The open agent streams, counted per identity (shared with the MMIO registers). */
+  streams: StreamCount;
+}
+
+export function agentRoutes(s: AgentRouteServices, opts: AgentStreamOptions): RouteGroup {
+  return { name: 'agents', register: (router, kit) => registerAgentRoutes(router, kit, s, opts) };
+}
+
+function registerAgentRoutes(router: Router, kit: HttpKit, s: AgentRouteServices, opts: AgentStreamOptions): void {
+  const { streams } = s;
+  const auth = kit.auth;
+  const home = forwardToHome(kit);
   const key = requireKey(auth);
   const rt = s.agents;
   const identityOf = (ctx: Context): Extract<Caller, { kind: 'identity' }> => {
@@ -114,8 +126,8 @@ export function agentRoutes(router: Router, s: HttpServices & { agents: AgentRun
   // stream does not end, so it is not forwarded like a request).
   router.get('/api/svc/agent/stream', key, query(streamQuery), async (ctx) => {
     const c = identityOf(ctx);
-    if (c.home !== s.nodeId()) {
-      const url = s.mesh?.peerUrl(c.home) ?? null;
+    if (c.home !== kit.nodeId()) {
+      const url = kit.homes.peerUrl(c.home);
       if (!url)
         throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', 'the home node of this identity is not reachable from here', {
           home: c.home,

@@ -1,12 +1,14 @@
 // Batch computations: POST /api/svc/batch → 202 with the batch id; GET /api/svc/batch/:id for its owner.
 import type Router from '@koa/router';
 import { z } from 'zod';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
+import type { Webhooks } from '../../webhooks/service.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, validate } from '../validate.js';
 import type { Caller } from '../../tally/ledger.js';
-import { BATCH_MAX } from '../../compute/batches.js';
+import { BATCH_MAX, type BatchService } from '../../compute/batches.js';
 
 const solverItem = z.object({ solver: z.string().min(1).max(64), inputs: z.record(z.string(), z.any()).optional(), initialState: z.any().optional() }).strict();
 const chainItem = z
@@ -22,21 +24,30 @@ const batchBody = z
   })
   .strict();
 
-export function batchRoutes(router: Router, s: HttpServices): void {
-  const batches = s.batches;
-  if (!batches) return;
-  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+export interface BatchRouteServices {
+  batches: BatchService;
+  /** A batch's webhook must be the caller's own. */
+  webhooks: Webhooks;
+}
 
-  router.post('/api/svc/batch', requireKey(auth), forwardToHome(s), body(batchBody), async (ctx) => {
+export function batchRoutes(s: BatchRouteServices): RouteGroup {
+  return { name: 'batch', register: (router, kit) => registerBatchRoutes(router, kit, s) };
+}
+
+function registerBatchRoutes(router: Router, kit: HttpKit, s: BatchRouteServices): void {
+  const { batches } = s;
+  const auth = kit.auth;
+
+  router.post('/api/svc/batch', requireKey(auth), forwardToHome(kit), body(batchBody), async (ctx) => {
     const b = validate(batchBody, ctx.request.body);
     const caller = ctx.state.caller as Caller;
-    if (b.webhook !== undefined && s.webhooks) await s.webhooks.assertOwned(caller, b.webhook);
+    if (b.webhook !== undefined) await s.webhooks.assertOwned(caller, b.webhook);
     const rec = await batches.submit(caller, b.items, b.webhook ?? null);
     ctx.status = 202;
-    ctx.body = { id: rec.id, status: 'accepted', total: rec.items.length, status_url: `${s.publicUrl()}/api/svc/batch/${rec.id}` };
+    ctx.body = { id: rec.id, status: 'accepted', total: rec.items.length, status_url: `${kit.publicUrl()}/api/svc/batch/${rec.id}` };
   });
 
-  router.get('/api/svc/batch/:id', requireKey(auth), forwardToHome(s), async (ctx) => {
+  router.get('/api/svc/batch/:id', requireKey(auth), forwardToHome(kit), async (ctx) => {
     const caller = ctx.state.caller as Caller;
     ctx.body = await batches.view(ctx.params.id!, caller.kind === 'identity' ? caller.zid : '');
   });

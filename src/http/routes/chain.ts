@@ -4,13 +4,15 @@ import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
-import type { HttpServices } from '../context.js';
-import { authorizeMachineRead, noKeyError as noKey, presentedKey, requireKey, resolveCaller } from '../auth.js';
+import type { HttpKit } from '../kit.js';
+import type { Ledger } from '../../tally/ledger.js';
+import type { ChainService } from '../../chain/service.js';
+import { authorizeMachineRead, noKeyError as noKey, presentedKey, requireKey, resolveCaller, type AuthDeps } from '../auth.js';
 import { body, describes, query, responds, validate } from '../validate.js';
 import { chainCallerResponse, checkpointResponse, embedKeyResponse, embedKeysResponse, machineEnvelopesResponse } from '../responses.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { perMinuteLimit } from '../limits.js';
-import { chargedVoucherHere, signVoucher, tallyChargeOf, voucherRequest, type Vouched } from '../chain-delegation.js';
+import { chargedVoucherHere, signVoucher, tallyChargeOf, voucherRequest, type DelegationServices, type Vouched } from '../chain-delegation.js';
 import type { ChargeClaim } from '../../chain/charge-outcomes.js';
 import { CHARGE_OUTCOME_EVENT, CHARGE_SETTLE_EVENT, CHARGE_SETTLE_PATH, settleBatch } from '../../tally/remote-charges.js';
 import { HANDSHAKE_HEADER } from '../../mesh/wire.js';
@@ -94,12 +96,17 @@ export function settingsView(m: MachineRecord): Record<string, unknown> {
   };
 }
 
+/** The state-machine chain routes' services (registered by the ledger group, after its own routes). */
+export interface ChainRouteServices extends DelegationServices {
+  ledger: Ledger;
+}
+
 export interface ChainRouteHelpers {
   atMachineHome: Middleware;
 }
 
 /** The machine of the route (404 when this node, its home, does not hold it). */
-export async function machineOf(s: HttpServices, ctx: Context): Promise<MachineRecord> {
+export async function machineOf(s: { chain: ChainService }, ctx: Context): Promise<MachineRecord> {
   const slug = String(ctx.params.slug);
   const machine = await s.chain.getMachine(slug);
   if (!machine) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
@@ -111,21 +118,21 @@ export async function machineOf(s: HttpServices, ctx: Context): Promise<MachineR
  * 403 naming the action and the roles that may, for a key of an identity whose role does not allow it).
  */
 export async function authorizeMachine(
-  s: HttpServices,
+  auth: AuthDeps,
   ctx: Context,
   machine: MachineRecord,
   action: ChainAction,
 ): Promise<{ zid: string; role: Role; home: string }> {
-  const caller = await resolveCaller(ctx, { identity: s.identity, chain: s.chain, nodeId: s.nodeId }, false);
+  const caller = await resolveCaller(ctx, auth, false);
   const zid = caller.kind === 'identity' ? caller.zid : null;
   const role = zid ? machine.roles[zid] : undefined;
   requireRole(machine.slug, role, action);
   return { zid: zid!, role: role!, home: (caller as Extract<Caller, { kind: 'identity' }>).home };
 }
 
-export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelpers): void {
-  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
-  const home = forwardToHome(s);
+export function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices, h: ChainRouteHelpers): void {
+  const auth = kit.auth;
+  const home = forwardToHome(kit);
   /** Take a charged voucher for this request (401 when its nonce was used, asked about or is in use). */
   const claimCharge = (v: Vouched, slug: string): Promise<ChargeClaim> => {
     if (!s.remoteCharges) throw new ServiceError(503, 'MESH_DISABLED', 'this node does not apply charged vouchers');
@@ -144,7 +151,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
   router.post('/api/mesh/chain-caller', requireKey(auth), body(voucherRequest), responds(chainCallerResponse), async (ctx) => {
     const caller = ctx.state.caller as Caller;
     if (caller.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'only an identity is vouched for');
-    ctx.body = await signVoucher(s, caller, validate(voucherRequest, ctx.request.body));
+    ctx.body = await signVoucher(kit, s, caller, validate(voucherRequest, ctx.request.body));
   });
 
   router.get('/api/chain/aggregate/list', optionalKey, query(pageQuery), async (ctx) => {
@@ -158,7 +165,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
       const lost = records[n]?.lost;
       return lost ? { ...i, status: 'lost', lost } : { ...i, status: 'active' };
     });
-    ctx.body = { zid, total, limit: q.limit, offset: q.offset, node: s.nodeId(), items: listed };
+    ctx.body = { zid, total, limit: q.limit, offset: q.offset, node: kit.nodeId(), items: listed };
   });
 
   router.get('/api/chain/:slug/settings', h.atMachineHome, async (ctx) => {
@@ -178,7 +185,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
 
   router.get('/api/chain/:slug/tally/charges', h.atMachineHome, query(pageQuery, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
-    await authorizeMachine(s, ctx, machine, 'tally');
+    await authorizeMachine(kit.auth, ctx, machine, 'tally');
     const q = validate(pageQuery, ctx.query);
     const { total, credits, items } = await s.chain.listCharges(machine.slug, q.limit, q.offset);
     ctx.body = { slug: machine.slug, total, credits_charged: credits, limit: q.limit, offset: q.offset, items };
@@ -186,7 +193,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
 
   router.get('/api/chain/:slug/tally/summary', h.atMachineHome, async (ctx) => {
     const machine = await machineOf(s, ctx);
-    await authorizeMachine(s, ctx, machine, 'tally');
+    await authorizeMachine(kit.auth, ctx, machine, 'tally');
     const tally = await s.chain.tally(machine.slug);
     const head = await s.chain.headOf(machine.slug);
     ctx.body = { slug: machine.slug, owner: machine.owner, charges: tally.charges, credits_charged: tally.credits, envelopes: tally.envelopes, rows: head.seq };
@@ -198,7 +205,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
    */
   router.get('/api/chain/:slug/tally/envelopes', h.atMachineHome, query(pageQuery, { inHandler: true }), responds(machineEnvelopesResponse), async (ctx) => {
     const machine = await machineOf(s, ctx);
-    await authorizeMachine(s, ctx, machine, 'tally');
+    await authorizeMachine(kit.auth, ctx, machine, 'tally');
     const q = validate(pageQuery, ctx.query);
     const { total, items } = await s.chain.listEnvelopes(machine.slug, q.limit, q.offset);
     const records = await s.ledger.envelopesById(items.map((e) => e.token_id));
@@ -214,17 +221,17 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
   /** Spec 2.7: a row commits SHA-256 of the payload, never the bytes; sealed: a sealed envelope and 'sealed_event'. */
   router.post('/api/chain/:slug/events', h.atMachineHome, body(eventBody, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
-    await authorizeMachine(s, ctx, machine, 'append');
+    await authorizeMachine(kit.auth, ctx, machine, 'append');
     const body = validate(eventBody, ctx.request.body);
-    const { row, envelope } = await s.chain.appendEvent(machine.slug, stampAt(s.clock.nowNs()), body.payload, body.sealed);
+    const { row, envelope } = await s.chain.appendEvent(machine.slug, stampAt(kit.time.nowNs()), body.payload, body.sealed);
     ctx.status = 201;
     ctx.body = envelope ? { slug: machine.slug, row, envelope } : { slug: machine.slug, row };
   });
 
   router.post('/api/chain/:slug/contracts', h.atMachineHome, async (ctx) => {
     const machine = await machineOf(s, ctx);
-    const { zid } = await authorizeMachine(s, ctx, machine, 'deploy');
-    const { contract, row } = await s.chain.contracts.deploy(machine.slug, stampAt(s.clock.nowNs()).svcond, zid, ctx.request.body);
+    const { zid } = await authorizeMachine(kit.auth, ctx, machine, 'deploy');
+    const { contract, row } = await s.chain.contracts.deploy(machine.slug, kit.time.nowSvcond(), zid, ctx.request.body);
     ctx.status = 201;
     ctx.body = { ...contract, row };
   });
@@ -253,16 +260,16 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
     let vouched = ctx.state.voucher as Vouched | undefined;
     let claim: ChargeClaim | null = vouched?.voucher.charge ? await claimCharge(vouched, machine.slug) : null;
     try {
-      const { zid, home } = await authorizeMachine(s, ctx, machine, 'transition');
+      const { zid, home } = await authorizeMachine(kit.auth, ctx, machine, 'transition');
       const body = validate(transitionBody, ctx.request.body);
-      if (home !== s.nodeId() && !vouched) {
+      if (home !== kit.nodeId() && !vouched) {
         // Asked here with a key of an identity homed elsewhere: its home charges the wallet and vouches (the key goes there only).
         const caller = await resolveCaller(ctx, auth, false);
         if (caller.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'only an identity transitions a contract');
-        vouched = await chargedVoucherHere(ctx, s, caller);
+        vouched = await chargedVoucherHere(ctx, kit, s, caller);
         if (vouched.voucher.charge) claim = await claimCharge(vouched, machine.slug);
       }
-      if (home !== s.nodeId() && !claim) {
+      if (home !== kit.nodeId() && !claim) {
         throw new ServiceError(403, 'SVC_FORBIDDEN', `a contract transition is charged at the caller's home ${home}, and its voucher states no charge`, {
           slug: machine.slug,
           action: 'transition',
@@ -275,7 +282,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
       const out = await s.chain.contracts.transition(
         machine.slug,
         String(ctx.params.id),
-        stampAt(s.clock.nowNs()).svcond,
+        kit.time.nowSvcond(),
         body.event,
         remote
           ? { prepare: async () => undefined, take: () => ({ ops: [], rollback: () => undefined }) }
@@ -304,7 +311,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
       // The voucher's charge was made and the transition did not happen: recorded refused, so its payer refunds it.
       if (claim) {
         const reason = err instanceof ServiceError ? `${err.status} ${err.code}: ${err.message}` : 'the transition failed';
-        await claim.refused(reason).catch((e: unknown) => s.logger.warn({ err: String(e) }, 'a refused charge was not recorded; its payer will void it'));
+        await claim.refused(reason).catch((e: unknown) => kit.logger.warn({ err: String(e) }, 'a refused charge was not recorded; its payer will void it'));
         claim.release();
       }
       throw err;
@@ -320,12 +327,12 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
     const { event } = await s.mesh.verifyDirect(ctx.request.body, ctx.get(HANDSHAKE_HEADER) || undefined);
     if (event.type !== CHARGE_SETTLE_EVENT) throw new ServiceError(400, 'INVALID_EVENT', `this route takes ${CHARGE_SETTLE_EVENT} events, not ${event.type}`);
     const answers = await s.remoteCharges.outcomes.answer(validate(settleBatch, event.body).charges, event.sender);
-    ctx.body = await s.signMeshEvent(CHARGE_OUTCOME_EVENT, answers);
+    ctx.body = await kit.signMeshEvent(CHARGE_OUTCOME_EVENT, answers);
   });
 
   router.post('/api/chain/:slug/embed-keys', h.atMachineHome, body(embedKeysBody, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
-    const { zid } = await authorizeMachine(s, ctx, machine, 'embed_keys');
+    const { zid } = await authorizeMachine(kit.auth, ctx, machine, 'embed_keys');
     validate(embedKeysBody, ctx.request.body);
     const { key, record } = await s.identity.mintEmbedKey(zid, machine.slug);
     ctx.status = 201;
@@ -341,7 +348,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
   /** The machine's embed keys: ids and times only (a key is shown once, at minting; its digest never leaves the store). */
   router.get('/api/chain/:slug/embed-keys', h.atMachineHome, query(pageQuery, { inHandler: true }), responds(embedKeysResponse), async (ctx) => {
     const machine = await machineOf(s, ctx);
-    await authorizeMachine(s, ctx, machine, 'embed_keys');
+    await authorizeMachine(kit.auth, ctx, machine, 'embed_keys');
     const q = validate(pageQuery, ctx.query);
     const { total, items } = await s.identity.listEmbedKeys(machine.slug, q.limit, q.offset);
     ctx.body = { slug: machine.slug, total, limit: q.limit, offset: q.offset, items: items.map(embedKeyView) };
@@ -350,7 +357,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
   /** Revoke an embed key: 401 on the ingest from this answer on, and after a restart (the revoked record is stored). */
   router.delete('/api/chain/:slug/embed-keys/:id', h.atMachineHome, responds(embedKeyResponse), async (ctx) => {
     const machine = await machineOf(s, ctx);
-    await authorizeMachine(s, ctx, machine, 'embed_keys');
+    await authorizeMachine(kit.auth, ctx, machine, 'embed_keys');
     ctx.body = { slug: machine.slug, ...embedKeyView(await s.identity.revokeEmbedKey(machine.slug, String(ctx.params.id))) };
   });
 
@@ -364,10 +371,10 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
     const slug = String(ctx.params.slug);
     // As atMachineHome: held here unless another home won the slug.
     const won = s.mesh?.enabled ? await s.mesh.machines.known(slug) : null;
-    if (!((won === null || won === s.nodeId()) && (await s.chain.getMachine(slug)))) {
+    if (!((won === null || won === kit.nodeId()) && (await s.chain.getMachine(slug)))) {
       const home = wasForwarded(ctx) ? null : (won ?? (s.mesh?.enabled && SLUG_PATTERN.test(slug) ? await s.mesh.machines.homeOf(slug) : null));
-      if (!home || home === s.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
-      return relayToHome(ctx, s, home, 'state machine', { slug });
+      if (!home || home === kit.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
+      return relayToHome(ctx, kit, home, 'state machine', { slug });
     }
     const key = presentedKey(ctx);
     if (!key) throw noKey();
@@ -385,7 +392,7 @@ export function chainRoutes(router: Router, s: HttpServices, h: ChainRouteHelper
   router.post('/api/chain/:slug/embed', embedKey, embedLimit, body(embedBody), async (ctx) => {
     const slug = String(ctx.params.slug);
     const body = validate(embedBody, ctx.request.body);
-    const row = await s.chain.append(slug, stampAt(s.clock.nowNs()).svcond, 'embed', body.payload);
+    const row = await s.chain.append(slug, kit.time.nowSvcond(), 'embed', body.payload);
     ctx.status = 201;
     ctx.body = { slug, row };
   });

@@ -2,14 +2,15 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
 import { proveResponse, proveVerifyResponse, sealedResponse, verifyResponse, shiftResponse } from '../responses.js';
 import { computeCaller, requireKey } from '../auth.js';
 import { perMinuteLimit } from '../limits.js';
 import { forwardToHome } from '../forward.js';
 import { body, responds, validate } from '../validate.js';
 import type { Caller } from '../../tally/ledger.js';
-import type { Sealed } from '../../compute/service.js';
+import type { ComputeService, Sealed } from '../../compute/service.js';
 
 /** Send a sealed result as the JSON bytes that were stored (serialised once). */
 function sendSealed(ctx: Context, sealed: Sealed): void {
@@ -60,10 +61,18 @@ function splitSolverBody(body: unknown): { inputs: unknown; initialState: unknow
   return { inputs, initialState };
 }
 
-export function computeRoutes(router: Router, s: HttpServices): void {
-  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+export interface ComputeRouteServices {
+  compute: ComputeService;
+}
+
+export function computeRoutes(s: ComputeRouteServices): RouteGroup {
+  return { name: 'compute', register: (router, kit) => registerComputeRoutes(router, kit, s) };
+}
+
+function registerComputeRoutes(router: Router, kit: HttpKit, s: ComputeRouteServices): void {
+  const auth = kit.auth;
   const caller = (ctx: Context) => ctx.state.caller as Caller;
-  const home = forwardToHome(s);
+  const home = forwardToHome(kit);
 
   router.post('/api/svc/compute', responds(sealedResponse), computeCaller(auth), home, body(chainBody), async (ctx) => {
     const body = validate(chainBody, ctx.request.body);
@@ -81,8 +90,8 @@ export function computeRoutes(router: Router, s: HttpServices): void {
     ctx.body = s.compute.verifyResult(candidate);
   });
 
-  const proveLimit = perMinuteLimit(s.config.limits.provePerMinute, 'prove');
-  const proveVerifyLimit = perMinuteLimit(s.config.limits.provePerMinute, 'prove-verify');
+  const proveLimit = perMinuteLimit(kit.config.limits.provePerMinute, 'prove');
+  const proveVerifyLimit = perMinuteLimit(kit.config.limits.provePerMinute, 'prove-verify');
   router.post('/api/svc/prove', responds(proveResponse), proveLimit, body(proveBody), (ctx) => {
     const body = validate(proveBody, ctx.request.body);
     ctx.body = s.compute.prove(body);

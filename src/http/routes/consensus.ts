@@ -4,9 +4,11 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
-import { DIGEST_PATTERN, STATES, documentOf, type ChallengeEntry } from '../../consensus/challenges.js';
+import { DIGEST_PATTERN, STATES, documentOf, type ChallengeEntry, type ChallengeService } from '../../consensus/challenges.js';
 import type { Caller } from '../../tally/ledger.js';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
+import type { SlashingService } from '../../consensus/slashing.js';
 import { challengeListResponse } from '../responses.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
@@ -48,13 +50,18 @@ export function challengeSummary(e: ChallengeEntry): Record<string, unknown> {
   };
 }
 
-export function consensusRoutes(router: Router, s: HttpServices): void {
-  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
-  const home = forwardToHome(s);
-  const consensus = () => {
-    if (!s.consensus) throw new ServiceError(503, 'SVC_INTERNAL_ERROR', 'consensus is not wired on this node');
-    return s.consensus;
-  };
+export interface ConsensusRouteServices {
+  challenges: ChallengeService;
+  slashing: SlashingService;
+}
+
+export function consensusRoutes(s: ConsensusRouteServices): RouteGroup {
+  return { name: 'consensus', register: (router, kit) => registerConsensusRoutes(router, kit, s) };
+}
+
+function registerConsensusRoutes(router: Router, kit: HttpKit, s: ConsensusRouteServices): void {
+  const auth = kit.auth;
+  const home = forwardToHome(kit);
   const zidOf = (ctx: Context): string => {
     const c = ctx.state.caller as Caller;
     if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'a challenge needs a key that belongs to an identity (the stake is its credits)');
@@ -64,21 +71,21 @@ export function consensusRoutes(router: Router, s: HttpServices): void {
   router.post('/api/tally/consensus/challenges', requireKey(auth), home, body(challengeBody), async (ctx) => {
     const zid = zidOf(ctx);
     const body = validate(challengeBody, ctx.request.body);
-    const e = await consensus().challenges.open(zid, body.result_id, body.claimed_digest);
+    const e = await s.challenges.open(zid, body.result_id, body.claimed_digest);
     ctx.status = 201;
     ctx.body = { ...challengeSummary(e), stake: e.stake?.amount ?? 0, eligible: e.challenge.challenge.eligible, quorum: e.challenge.challenge.quorum };
   });
 
   router.get('/api/tally/consensus', responds(challengeListResponse), query(listQuery), async (ctx) => {
     const q = validate(listQuery, ctx.query);
-    const { challenges } = consensus();
+    const { challenges } = s;
     const { total, items } = await challenges.list(q);
     ctx.body = { total, limit: q.limit, offset: q.offset, state: q.state ?? null, counts: challenges.stats(), items: items.map(challengeSummary) };
   });
 
   router.get('/api/tally/consensus/:id', async (ctx) => {
     const id = String(ctx.params.id);
-    const { challenges, slashing } = consensus();
+    const { challenges, slashing } = s;
     const e = await challenges.find(id);
     if (!e) throw new ServiceError(404, 'SVC_NOT_FOUND', `no challenge ${id} is known to this node`, { challenge_id: id });
     const c = e.challenge.challenge;

@@ -5,11 +5,13 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
-import { stampAt } from '../../kernel/clock.js';
 import { daysRemaining, MODES, policyDocument, quorumOf } from '../../consensus/policy.js';
-import type { AttestedBond } from '../../consensus/bonds.js';
+import type { AttestedBond, BondService } from '../../consensus/bonds.js';
 import type { Caller } from '../../tally/ledger.js';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
+import type { ModeService } from '../../consensus/modes.js';
+import type { ChallengeService } from '../../consensus/challenges.js';
 import { contributeStatusResponse, contributionPolicyResponse } from '../responses.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
@@ -19,20 +21,27 @@ const bondBody = z.object({ token_ids: z.array(z.string().min(1).max(128)).min(1
 const releaseBody = z.object({}).strict();
 const modeBody = z.object({ mode: z.enum(MODES) }).strict();
 
-export function contributeRoutes(router: Router, s: HttpServices): void {
-  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
-  const home = forwardToHome(s);
-  const policy = s.config.contribution;
-  const contribution = () => {
-    if (!s.contribution) throw new ServiceError(503, 'SVC_INTERNAL_ERROR', 'contribution is not wired on this node');
-    return s.contribution;
-  };
+export interface ContributeRouteServices {
+  bonds: BondService;
+  modes: ModeService;
+  /** The verdicts on a caller's bonds. */
+  challenges: ChallengeService;
+}
+
+export function contributeRoutes(s: ContributeRouteServices): RouteGroup {
+  return { name: 'contribute', register: (router, kit) => registerContributeRoutes(router, kit, s) };
+}
+
+function registerContributeRoutes(router: Router, kit: HttpKit, s: ContributeRouteServices): void {
+  const auth = kit.auth;
+  const home = forwardToHome(kit);
+  const policy = kit.config.contribution;
   const identityOf = (ctx: Context): Extract<Caller, { kind: 'identity' }> => {
     const c = ctx.state.caller as Caller;
     if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'contribution needs a key that belongs to an identity');
     return c;
   };
-  const now = () => stampAt(s.clock.nowNs()).svcond;
+  const now = () => kit.time.nowSvcond();
   const showBond = (b: AttestedBond) => ({
     bond_id: b.bond.bond_id,
     node: b.bond.node,
@@ -49,12 +58,12 @@ export function contributeRoutes(router: Router, s: HttpServices): void {
 
   router.get('/api/contribute/status', responds(contributeStatusResponse), requireKey(auth), home, async (ctx) => {
     const c = identityOf(ctx);
-    const { bonds, modes } = contribution();
+    const { bonds, modes } = s;
     const held = bonds.ofZid(c.zid);
     const mode = modes.of(c.zid);
     ctx.body = {
       zid: c.zid,
-      node: s.nodeId(),
+      node: kit.nodeId(),
       bonded: held !== null,
       bond: held ? showBond(held) : null,
       mode: mode.mode,
@@ -62,7 +71,7 @@ export function contributeRoutes(router: Router, s: HttpServices): void {
       open_challenges: held ? bonds.openChallenges(held.bond.bond_id) : [],
       // Verdicts on challenges of this identity's bonds (the active one and any earlier), newest first.
       // Read through the by-bond index: only these bonds' challenges.
-      verdicts: (await Promise.all(bonds.idsOf(c.zid).map((id) => s.consensus?.challenges.ofBond(id) ?? [])))
+      verdicts: (await Promise.all(bonds.idsOf(c.zid).map((id) => s.challenges.ofBond(id))))
         .flat()
         .filter((e) => e.verdict !== null)
         .sort(
@@ -82,7 +91,7 @@ export function contributeRoutes(router: Router, s: HttpServices): void {
   router.post('/api/contribute/bond', requireKey(auth), home, body(bondBody), async (ctx) => {
     const c = identityOf(ctx);
     const body = validate(bondBody, ctx.request.body);
-    const bond = await contribution().bonds.bond(c.zid, body.token_ids);
+    const bond = await s.bonds.bond(c.zid, body.token_ids);
     ctx.status = 201;
     ctx.body = { zid: c.zid, ...showBond(bond), token_ids: bond.bond.token_ids, record: bond.bond };
   });
@@ -90,7 +99,7 @@ export function contributeRoutes(router: Router, s: HttpServices): void {
   router.post('/api/contribute/release', requireKey(auth), home, body(releaseBody), async (ctx) => {
     const c = identityOf(ctx);
     validate(releaseBody, ctx.request.body);
-    const { bonds, modes } = contribution();
+    const { bonds, modes } = s;
     const idle = modes.idleOnRelease(c.zid);
     const released = await bonds.release(c.zid, idle.ops);
     idle.apply();
@@ -106,7 +115,7 @@ export function contributeRoutes(router: Router, s: HttpServices): void {
   router.post('/api/contribute/mode', requireKey(auth), home, body(modeBody), async (ctx) => {
     const c = identityOf(ctx);
     const body = validate(modeBody, ctx.request.body);
-    const { bonds, modes } = contribution();
+    const { bonds, modes } = s;
     const r = await modes.set(c.zid, body.mode);
     ctx.body = { zid: c.zid, mode: r.mode, previous: r.previous, since_svcond: r.svcond, bond_id: bonds.ofZid(c.zid)?.bond.bond_id ?? null };
   });

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type Router from '@koa/router';
 import { ServiceError } from '../../kernel/errors.js';
 import { describes } from '../validate.js';
+import type { RouteGroup } from '../route-group.js';
 
 const DIR = fileURLToPath(new URL('../../../public/dashboard/', import.meta.url));
 const FILES: Record<string, string> = {
@@ -14,7 +15,11 @@ const FILES: Record<string, string> = {
   'dashboard.js': 'application/javascript; charset=utf-8',
 };
 
-export function dashboardRoutes(router: Router): void {
+export function dashboardRoutes(): RouteGroup {
+  return { name: 'dashboard', register: registerDashboardRoutes };
+}
+
+function registerDashboardRoutes(router: Router): void {
   const cache = new Map<string, Buffer>();
   const file = (name: string): Buffer => {
     let bytes = cache.get(name);

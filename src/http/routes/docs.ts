@@ -5,7 +5,8 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type Router from '@koa/router';
 import { ServiceError } from '../../kernel/errors.js';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
 import { openApiDocument } from '../openapi.js';
 import { describes } from '../validate.js';
 
@@ -21,7 +22,11 @@ const PAGE = `<!doctype html>
 <script>window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_id: '#ui', deepLinking: true });</script>
 </body></html>`;
 
-export function docsRoutes(router: Router, s: HttpServices): void {
+export function docsRoutes(): RouteGroup {
+  return { name: 'docs', register: registerDocsRoutes };
+}
+
+function registerDocsRoutes(router: Router, kit: HttpKit): void {
   const dir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
   const assets = new Map<string, Buffer>();
   let document: string | null = null;
@@ -31,7 +36,7 @@ export function docsRoutes(router: Router, s: HttpServices): void {
     document ??= JSON.stringify(
       openApiDocument(router, {
         title: 'svc-node',
-        version: s.config.kernel.version,
+        version: kit.config.kernel.version,
         description: 'A node of the Deterministic Computation Service (interface 1.287.0). Generated from the routes’ own zod schemas.',
       }),
     );

@@ -6,7 +6,10 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import { parseContract } from '../../chain/contract-language.js';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
+import type { ChainService } from '../../chain/service.js';
+import type { MeshService } from '../../mesh/service.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, validate } from '../validate.js';
@@ -39,9 +42,20 @@ const documentSchema = z
   .strict();
 const executeBody = z.object({ document: documentSchema }).strict();
 
-export function genesisRoutes(router: Router, s: HttpServices & { genesis: GenesisService }): void {
-  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
-  const home = forwardToHome(s);
+export interface GenesisRouteServices {
+  genesis: GenesisService;
+  chain: ChainService;
+  /** Slugs are mesh-wide (slug-claims.ts). */
+  mesh: MeshService | null;
+}
+
+export function genesisRoutes(s: GenesisRouteServices): RouteGroup {
+  return { name: 'genesis', register: (router, kit) => registerGenesisRoutes(router, kit, s) };
+}
+
+function registerGenesisRoutes(router: Router, kit: HttpKit, s: GenesisRouteServices): void {
+  const auth = kit.auth;
+  const home = forwardToHome(kit);
 
   router.post('/api/genesis/execute', requireKey(auth), home, body(executeBody, { inHandler: true }), async (ctx: Context) => {
     const c = ctx.state.caller as Caller;
@@ -51,7 +65,7 @@ export function genesisRoutes(router: Router, s: HttpServices & { genesis: Genes
     // The digested document: a setting only when true and the contract only when given, so a document written
     // without them keeps the digest it had before they were read.
     // Slugs are mesh-wide, as for POST /api/chain/state-machines.
-    await refuseSlugHeldElsewhere(s, document.slug);
+    await refuseSlugHeldElsewhere(kit, s, document.slug);
     const { created, body } = await s.genesis.execute(c.zid, {
       ...doc,
       events: doc.events.map((e) => ({ type: e.type, payload: e.payload ?? null })),
@@ -61,7 +75,7 @@ export function genesisRoutes(router: Router, s: HttpServices & { genesis: Genes
     });
     if (created) {
       const machine = await s.chain.getMachine(document.slug);
-      if (machine) await claimSlug(s, machine);
+      if (machine) await claimSlug(kit, s, machine);
     }
     ctx.status = created ? 201 : 200;
     ctx.body = body;

@@ -2,9 +2,11 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { stampAt } from '../../kernel/clock.js';
 import { ServiceError } from '../../kernel/errors.js';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
+import type { IdentityService } from '../../identity/service.js';
+import type { DemoKeys } from '../../identity/demo.js';
 import { demoKeyResponse, registerV3Response, whoamiResponse } from '../responses.js';
 import { body, describes, responds, validate } from '../validate.js';
 import { resolveCaller } from '../auth.js';
@@ -20,7 +22,16 @@ function setSessionCookie(ctx: Context, token: string, expiresMs: number): void 
   ctx.cookies.set(SESSION_COOKIE, token, { httpOnly: true, sameSite: 'lax', path: '/', expires: new Date(expiresMs), overwrite: true });
 }
 
-export function identityRoutes(router: Router, s: HttpServices): void {
+export interface IdentityRouteServices {
+  identity: IdentityService;
+  demoKeys: DemoKeys;
+}
+
+export function identityRoutes(s: IdentityRouteServices): RouteGroup {
+  return { name: 'identity', register: (router, kit) => registerIdentityRoutes(router, kit, s) };
+}
+
+function registerIdentityRoutes(router: Router, kit: HttpKit, s: IdentityRouteServices): void {
   router.post('/api/auth/register', body(credentials), async (ctx) => {
     const body = validate(credentials, ctx.request.body);
     ctx.status = 201;
@@ -67,7 +78,7 @@ export function identityRoutes(router: Router, s: HttpServices): void {
 
   router.post('/api/svc-auth/register-v3', responds(registerV3Response, { status: 201 }), body(zkBody), async (ctx) => {
     const body = validate(zkBody, ctx.request.body);
-    const svcond = stampAt(s.clock.nowNs()).svcond;
+    const svcond = kit.time.nowSvcond();
     const { zid, machine, adminKey } = await s.identity.registerV3(body.equation_sha256, svcond);
     ctx.status = 201;
     ctx.body = {
@@ -94,7 +105,7 @@ export function identityRoutes(router: Router, s: HttpServices): void {
   });
 
   router.get('/api/demo-key', responds(demoKeyResponse), async (ctx) => {
-    ctx.body = { key: await s.demoKeys.sharedKey(), plan: 'demo', dailyLimit: s.config.limits.demoKeyPerDay };
+    ctx.body = { key: await s.demoKeys.sharedKey(), plan: 'demo', dailyLimit: kit.config.limits.demoKeyPerDay };
   });
 
   router.post('/api/demo-key/mint', async (ctx) => {
@@ -102,14 +113,14 @@ export function identityRoutes(router: Router, s: HttpServices): void {
     ctx.body = {
       key: await s.demoKeys.mint(callerAddress(ctx)),
       plan: 'demo',
-      dailyLimit: s.config.limits.demoKeyPerDay,
+      dailyLimit: kit.config.limits.demoKeyPerDay,
       message: 'your own demo key; shown once',
     };
   });
 
   // Who am I (useful to clients holding only a key).
   router.get('/api/auth/whoami', responds(whoamiResponse), describes({ auth: 'key' }), async (ctx) => {
-    const caller = await resolveCaller(ctx, { identity: s.identity, chain: s.chain, nodeId: s.nodeId }, false);
+    const caller = await resolveCaller(ctx, kit.auth, false);
     ctx.body =
       caller.kind === 'identity'
         ? { kind: 'identity', zid: caller.zid, key_id: caller.key.key_id, key_kind: caller.key.kind, machine: caller.slug }

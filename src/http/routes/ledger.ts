@@ -2,9 +2,11 @@
 import type Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { z } from 'zod';
-import { stampAt } from '../../kernel/clock.js';
 import { ServiceError } from '../../kernel/errors.js';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
+import type { QuotaService } from '../../tally/quota.js';
+import type { TierBook } from '../../tally/tiers.js';
 import { balanceResponse, chainValidationResponse } from '../responses.js';
 import { authorizeMachineRead, presentedKey, requireKey, resolveCaller } from '../auth.js';
 import { body, describes, query, responds, validate } from '../validate.js';
@@ -13,7 +15,7 @@ import { CHAIN_CALLER_HEADER, vouchedCaller, voucherFor, type Voucher } from '..
 import type { Caller, TallyCharge } from '../../tally/ledger.js';
 import { MACHINE_HOME, SLUG_PATTERN } from '../../mesh/machines.js';
 import { COSTS } from '../../tally/costs.js';
-import { chainRoutes } from './chain.js';
+import { registerChainRoutes, type ChainRouteServices } from './chain.js';
 import { claimSlug, refuseSlugHeldElsewhere } from '../slug-claims.js';
 
 const envelopeQuery = z
@@ -38,9 +40,19 @@ function forbidden(message: string): ServiceError {
   return new ServiceError(403, 'SVC_FORBIDDEN', message);
 }
 
-export function ledgerRoutes(router: Router, s: HttpServices): void {
-  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
-  const home = forwardToHome(s);
+export interface LedgerRouteServices extends ChainRouteServices {
+  quota: QuotaService;
+  tiers: TierBook;
+}
+
+/** Usage, envelopes, balances and machines, then the state-machine chains (chain.ts). */
+export function ledgerRoutes(s: LedgerRouteServices): RouteGroup {
+  return { name: 'ledger', register: (router, kit) => registerLedgerRoutes(router, kit, s) };
+}
+
+function registerLedgerRoutes(router: Router, kit: HttpKit, s: LedgerRouteServices): void {
+  const auth = kit.auth;
+  const home = forwardToHome(kit);
   const identityOf = (ctx: Context): Extract<Caller, { kind: 'identity' }> => {
     const c = ctx.state.caller as Caller;
     if (c.kind !== 'identity') throw forbidden('this route needs a key that belongs to an identity');
@@ -49,20 +61,20 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
 
   router.get('/api/compute/usage', requireKey(auth), home, (ctx) => {
     const c = ctx.state.caller as Caller;
-    const now = Number(s.clock.nowNs() / 1_000_000n);
+    const now = kit.time.nowMs();
     // The bundle is the published statement for a free ZID (10 a day) and a demo key (10); a paid tier's bundle is its
     // allowance. The tier's allowance is the cap limits.enforceDailyQuota enforces for an identity (a demo key's cap is
     // its bundle, always enforced).
     const tier = s.tiers.ofCaller(c);
-    const allowance = c.kind === 'demo' ? s.config.limits.demoKeyPerDay : s.tiers.allowance(tier);
-    const bundle = c.kind === 'demo' ? allowance : tier === 'free' ? s.config.limits.freeDailyComputations : allowance;
+    const allowance = c.kind === 'demo' ? kit.config.limits.demoKeyPerDay : s.tiers.allowance(tier);
+    const bundle = c.kind === 'demo' ? allowance : tier === 'free' ? kit.config.limits.freeDailyComputations : allowance;
     const used = c.kind === 'identity' ? s.quota.usedToday(c.zid, now) : c.kind === 'demo' ? s.quota.demoUsedToday(c.key.key_id, now) : 0;
     ctx.body = {
       used,
       bundle,
       remaining: Math.max(0, bundle - used),
       overage: Math.max(0, used - bundle),
-      enforced: s.config.limits.enforceDailyQuota,
+      enforced: kit.config.limits.enforceDailyQuota,
       tier,
       daily_allowance: allowance,
       allowance_remaining: Math.max(0, allowance - used),
@@ -96,17 +108,17 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     const c = identityOf(ctx);
     const body = validate(machineBody, ctx.request.body);
     // Slugs are mesh-wide (mesh/machines.ts): a slug another node has claimed is never handed out here.
-    await refuseSlugHeldElsewhere(s, body.slug);
+    await refuseSlugHeldElsewhere(kit, s, body.slug);
     // Part 8: creating a state machine costs 50, charged in the creation's batch (402 and nothing created if short).
     await s.ledger.wallet(c.zid);
     let charge: TallyCharge | null = null;
-    const { machine, adminKey } = await s.identity.createMachine(c.zid, body.slug, stampAt(s.clock.nowNs()).svcond, body.is_public, () => {
+    const { machine, adminKey } = await s.identity.createMachine(c.zid, body.slug, kit.time.nowSvcond(), body.is_public, () => {
       const paid = s.ledger.chargeOps(c.zid, 'state_machine_creation', COSTS.stateMachineCreation);
       charge = paid.charge;
       // The machine's own tally records its creation charge (seq 0), in the same batch.
       return { ops: [...paid.ops, s.chain.chargeOp(body.slug, 0, c.zid, paid.charge, paid.split)], rollback: paid.rollback };
     });
-    await claimSlug(s, machine);
+    await claimSlug(kit, s, machine);
     ctx.status = 201;
     ctx.body = {
       slug: machine.slug,
@@ -137,9 +149,9 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     if (ctx.query.lost !== undefined) return atLostMachine(ctx, next);
     // Held here, unless another home won the slug (an earlier claim: mesh/machines.ts); then it is served there.
     const won = s.mesh?.enabled ? await s.mesh.machines.known(slug) : null;
-    if ((won === null || won === s.nodeId()) && (await s.chain.getMachine(slug))) {
+    if ((won === null || won === kit.nodeId()) && (await s.chain.getMachine(slug))) {
       // Forwarded with a voucher of the caller's home (a key homed elsewhere never travels here): the caller it names.
-      const vouched = await vouchedCaller(ctx, s);
+      const vouched = await vouchedCaller(ctx, kit, s);
       if (vouched) {
         ctx.state.vouchedCaller = vouched.caller;
         ctx.state.voucher = vouched;
@@ -153,14 +165,14 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
       });
     }
     const home = won ?? (s.mesh?.enabled && SLUG_PATTERN.test(slug) ? await s.mesh.machines.homeOf(slug) : null);
-    if (!home || home === s.nodeId()) throw notFound(slug);
+    if (!home || home === kit.nodeId()) throw notFound(slug);
     if (presentedKey(ctx)) {
       const caller = await resolveCaller(ctx, auth, false);
       if (caller.kind === 'identity' && caller.home !== home) {
         // An identity homed elsewhere than the machine: its key stays, its home vouches for it (chain-delegation.ts),
         // so a role it holds there works from any node.
         // Its home unreachable: the request goes on without the key, as before (a public machine stays readable).
-        const voucher = await voucherFor(ctx, s, caller, pathFor(ctx, true)).catch((err: unknown) => {
+        const voucher = await voucherFor(ctx, kit, s, caller, pathFor(ctx, true)).catch((err: unknown) => {
           if (err instanceof ServiceError && err.status === 503) return null;
           throw err;
         });
@@ -168,9 +180,9 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
           // A voucher this node signed with a charge: once the home has answered (or could not be asked), what became of
           // the charge is asked of it at once (tally/remote-charges.ts).
           const v = voucher.event.body as Voucher;
-          const charged = caller.home === s.nodeId() ? v.charge : undefined;
+          const charged = caller.home === kit.nodeId() ? v.charge : undefined;
           try {
-            const answer = await askHome(ctx, s, home, 'state machine', { slug }, { withoutKey: true, headers: { [CHAIN_CALLER_HEADER]: voucher.header } });
+            const answer = await askHome(ctx, kit, home, 'state machine', { slug }, { withoutKey: true, headers: { [CHAIN_CALLER_HEADER]: voucher.header } });
             return relayAnswer(ctx, home, answer);
           } finally {
             if (charged) s.remoteCharges?.settleSoon(v.nonce, charged.machine_home);
@@ -178,12 +190,12 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
         }
       }
       if (caller.kind !== 'identity' || caller.home !== home) {
-        const answer = await askHome(ctx, s, home, 'state machine', { slug }, { withoutKey: true });
+        const answer = await askHome(ctx, kit, home, 'state machine', { slug }, { withoutKey: true });
         if (answer.status === 401) throw noAccess(slug);
         return relayAnswer(ctx, home, answer);
       }
     }
-    await relayToHome(ctx, s, home, 'state machine', { slug });
+    await relayToHome(ctx, kit, home, 'state machine', { slug });
   }
 
   /**
@@ -198,7 +210,7 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
       throw new ServiceError(400, 'SVC_INVALID_INPUT', 'invalid input lost: 1 or absent', { field: 'lost', reason: '1 or absent', allowed: ['1'] });
     }
     const machine = await s.chain.getMachine(slug);
-    if (!machine?.lost || machine.home !== s.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no lost state machine ${slug} on this node`);
+    if (!machine?.lost || machine.home !== kit.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no lost state machine ${slug} on this node`);
     const caller = await resolveCaller(ctx, auth, false);
     if (caller.kind !== 'identity' || caller.zid !== machine.owner) throw forbidden(`a lost state machine is read by its owner only`);
     const rest = ctx.path.slice(`/api/chain/${slug}`.length);
@@ -244,9 +256,9 @@ export function ledgerRoutes(router: Router, s: HttpServices): void {
     if (!SLUG_PATTERN.test(slug))
       throw new ServiceError(400, 'SVC_INVALID_INPUT', 'slug must be 3 … 48 of a-z, 0-9 and -', { field: 'slug', reason: 'format', allowed: null });
     const machine = await s.chain.getMachine(slug);
-    if (!machine || machine.home !== s.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug} is homed here`);
-    ctx.body = await s.signMeshEvent(MACHINE_HOME, { slug, home: s.nodeId(), created_unix_ms: machine.created_unix_ms });
+    if (!machine || machine.home !== kit.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug} is homed here`);
+    ctx.body = await kit.signMeshEvent(MACHINE_HOME, { slug, home: kit.nodeId(), created_unix_ms: machine.created_unix_ms });
   });
 
-  chainRoutes(router, s, { atMachineHome });
+  registerChainRoutes(router, kit, s, { atMachineHome });
 }

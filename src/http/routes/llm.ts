@@ -5,12 +5,16 @@ import type Router from '@koa/router';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import type { Caller } from '../../tally/ledger.js';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
+import type { ChatService } from '../../llm/chat.js';
+import type { ProviderDirectory } from '../../llm/directory.js';
+import type { CredentialStore } from '../../llm/credentials.js';
+import type { TierBook } from '../../tally/tiers.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, validate } from '../validate.js';
 import type { LocalTools } from '../local-tools.js';
-import type { SelfApi } from '../self-request.js';
 import { assertFeatureAllowed } from '../../tally/tier-gates.js';
 import { PROVIDER_KIND_NAMES, probeProvider } from '../../llm/providers.js';
 import { completeProvider } from '../../llm/directory.js';
@@ -43,28 +47,43 @@ export const credentialBody = z
   })
   .strict();
 
-export function llmRoutes(router: Router, s: HttpServices, tools: LocalTools, self: SelfApi): void {
-  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
-  router.post('/api/llm/chat', requireKey(auth), forwardToHome(s), body(chatBody, { inHandler: true }), async (ctx) => {
+export interface LlmRouteServices {
+  chat: ChatService;
+  /** Where a chat's provider comes from. */
+  directory: ProviderDirectory;
+  /** Identities' own provider keys; absent: not enabled on this node (404). */
+  credentials?: CredentialStore;
+  tiers: TierBook;
+  /** This node's tools, offered to the model: requests to its own routes on the caller's behalf. */
+  tools: LocalTools;
+}
+
+export function llmRoutes(s: LlmRouteServices): RouteGroup {
+  return { name: 'llm', register: (router, kit) => registerLlmRoutes(router, kit, s) };
+}
+
+function registerLlmRoutes(router: Router, kit: HttpKit, s: LlmRouteServices): void {
+  const { tools } = s;
+  const auth = kit.auth;
+  router.post('/api/llm/chat', requireKey(auth), forwardToHome(kit), body(chatBody, { inHandler: true }), async (ctx) => {
     const caller = ctx.state.caller as Caller;
     if (caller.kind !== 'identity')
       throw new ServiceError(403, 'SVC_FORBIDDEN', 'chat needs a key that belongs to an identity (its messages are counted per ZID)');
-    if (!s.llm) throw new ServiceError(404, 'SVC_NOT_FOUND', 'chat is not enabled on this node');
     const body = validate(chatBody, ctx.request.body);
-    const provider = await s.llm.directory.providerFor(caller.zid, body.provider, body.model);
-    const source = tools.sourceFor(self.targetOf(ctx), ctx.state.traceId as string);
-    ctx.body = await s.llm.chat.chat(caller, { messages: body.messages, tools: body.tools }, provider, source);
+    const provider = await s.directory.providerFor(caller.zid, body.provider, body.model);
+    const source = tools.sourceFor(kit.selfApi.targetOf(ctx), ctx.state.traceId as string);
+    ctx.body = await s.chat.chat(caller, { messages: body.messages, tools: body.tools }, provider, source);
   });
 
   // Provider credentials (spec 5.10): the identity's own, at its home; creating and testing need a paid tier.
   const identityOf = (c: Caller) => {
     if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'provider credentials belong to an identity: use a key of one');
-    if (!s.llm?.credentials) throw new ServiceError(404, 'SVC_NOT_FOUND', 'provider credentials are not enabled on this node');
-    return { caller: c, store: s.llm.credentials };
+    if (!s.credentials) throw new ServiceError(404, 'SVC_NOT_FOUND', 'provider credentials are not enabled on this node');
+    return { caller: c, store: s.credentials };
   };
-  const paid = (c: Extract<Caller, { kind: 'identity' }>) => assertFeatureAllowed('llm_credentials', s.tiers.ofCaller(c), `${s.publicUrl()}/api/tally/tiers`);
+  const paid = (c: Extract<Caller, { kind: 'identity' }>) => assertFeatureAllowed('llm_credentials', s.tiers.ofCaller(c), `${kit.publicUrl()}/api/tally/tiers`);
   const base = '/api/svc/llm/credentials';
-  router.post(base, requireKey(auth), forwardToHome(s), body(credentialBody, { inHandler: true }), async (ctx) => {
+  router.post(base, requireKey(auth), forwardToHome(kit), body(credentialBody, { inHandler: true }), async (ctx) => {
     const { caller, store } = identityOf(ctx.state.caller as Caller);
     paid(caller);
     const body = validate(credentialBody, ctx.request.body);
@@ -73,22 +92,22 @@ export function llmRoutes(router: Router, s: HttpServices, tools: LocalTools, se
     ctx.status = 201;
     ctx.body = await store.create(caller.zid, body);
   });
-  router.get(base, requireKey(auth), forwardToHome(s), async (ctx) => {
+  router.get(base, requireKey(auth), forwardToHome(kit), async (ctx) => {
     const { caller, store } = identityOf(ctx.state.caller as Caller);
     ctx.body = { credentials: await store.list(caller.zid) };
   });
-  router.delete(`${base}/:id`, requireKey(auth), forwardToHome(s), async (ctx) => {
+  router.delete(`${base}/:id`, requireKey(auth), forwardToHome(kit), async (ctx) => {
     const { caller, store } = identityOf(ctx.state.caller as Caller);
     await store.delete(caller.zid, String(ctx.params.id));
     ctx.body = { id: String(ctx.params.id), deleted: true };
   });
-  router.post(`${base}/:id/test`, requireKey(auth), forwardToHome(s), async (ctx) => {
+  router.post(`${base}/:id/test`, requireKey(auth), forwardToHome(kit), async (ctx) => {
     const { caller, store } = identityOf(ctx.state.caller as Caller);
     paid(caller);
     const id = String(ctx.params.id);
     const provider = completeProvider(await store.withKey(caller.zid, id), null);
     try {
-      const probe = await probeProvider(provider, s.config.llm.timeoutMs, () => Date.now());
+      const probe = await probeProvider(provider, kit.config.llm.timeoutMs, () => Date.now());
       ctx.body = { id, ok: true, provider: provider.kind, model: provider.model, ...probe };
     } catch (err) {
       if (!(err instanceof ServiceError)) throw err;

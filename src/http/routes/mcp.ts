@@ -7,9 +7,9 @@ import type { Context } from 'koa';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { ServiceError } from '../../kernel/errors.js';
 import { buildMcpServer, TOOL_INSTRUCTIONS } from '../../mcp/server.js';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
 import type { LocalTools } from '../local-tools.js';
-import type { SelfApi } from '../self-request.js';
 import { PLANNED_TOOLS } from '../tool-table.js';
 
 /** Headers the transport needs, from a request that may come from curl or a forwarding node without them. */
@@ -26,20 +26,29 @@ function transportHeaders(ctx: Context): Headers {
   return headers;
 }
 
-export function mcpRoutes(router: Router, s: HttpServices, tools: LocalTools, self: SelfApi, discovery: () => Record<string, unknown>): void {
+export interface McpRouteServices {
+  /** This node's tools: requests to its own routes on the caller's behalf. */
+  tools: LocalTools;
+}
+
+export function mcpRoutes(s: McpRouteServices): RouteGroup {
+  return { name: 'mcp', register: (router, kit) => registerMcpRoutes(router, kit, s) };
+}
+
+function registerMcpRoutes(router: Router, kit: HttpKit, { tools }: McpRouteServices): void {
   router.get('/api/mcp', (ctx) => {
     if ((ctx.get('accept') ?? '').includes('text/event-stream')) {
       ctx.set('Allow', 'POST');
       throw new ServiceError(405, 'SVC_METHOD_NOT_ALLOWED', 'this node offers no server-initiated MCP stream: POST JSON-RPC to /api/mcp', { allow: ['POST'] });
     }
-    const d = discovery();
+    const d = kit.discovery(router);
     ctx.body = {
       ok: true,
       name: 'svc-node',
-      node: s.nodeId(),
-      url: s.publicUrl(),
+      node: kit.nodeId(),
+      url: kit.publicUrl(),
       machine_hash: tools.digest,
-      kernel_version: s.config.kernel.version,
+      kernel_version: kit.config.kernel.version,
       mcp: { endpoint: '/api/mcp', transport: 'streamable-http', stateless: true, methods: ['initialize', 'tools/list', 'tools/call'] },
       counts: { ...(d.counts as Record<string, unknown>), tools: tools.tools.length },
       tools: tools.tools.map((t) => ({ name: t.name, description: t.description })),
@@ -50,8 +59,8 @@ export function mcpRoutes(router: Router, s: HttpServices, tools: LocalTools, se
 
   router.post('/api/mcp', async (ctx) => {
     const server = buildMcpServer(
-      { name: 'svc-node', version: s.config.kernel.version, instructions: TOOL_INSTRUCTIONS },
-      tools.sourceFor(self.targetOf(ctx), ctx.state.traceId as string),
+      { name: 'svc-node', version: kit.config.kernel.version, instructions: TOOL_INSTRUCTIONS },
+      tools.sourceFor(kit.selfApi.targetOf(ctx), ctx.state.traceId as string),
     );
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     try {

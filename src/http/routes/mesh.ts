@@ -5,7 +5,10 @@ import { ServiceError } from '../../kernel/errors.js';
 import type { MeshService } from '../../mesh/service.js';
 import { askPeers } from '../../mesh/ask-peers.js';
 import { IDENTITY_ASSERT } from '../../mesh/identity-assert.js';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
+import type { IdentityService } from '../../identity/service.js';
+import type { ChainService } from '../../chain/service.js';
 import { meshEventsResponse, meshStatusResponse, networkSnapshot, transparencyHistoryResponse } from '../responses.js';
 import { requireKey } from '../auth.js';
 import { body, describes, query, responds, validate } from '../validate.js';
@@ -22,12 +25,23 @@ const lookupQuery = z.object({ peerId: z.string().min(1).max(128) }).strict();
 const historyQuery = z.object({ n: z.coerce.number().int().min(1).max(100).default(10) }).strict();
 const PEER_TIMEOUT_MS = 3000;
 
-export function meshRoutes(router: Router, s: HttpServices): void {
+export interface MeshRouteServices {
+  /** Null: a node without a mesh (its routes answer 503 MESH_DISABLED). */
+  mesh: MeshService | null;
+  identity: IdentityService;
+  chain: ChainService;
+}
+
+export function meshRoutes(s: MeshRouteServices): RouteGroup {
+  return { name: 'mesh', register: (router, kit) => registerMeshRoutes(router, kit, s) };
+}
+
+function registerMeshRoutes(router: Router, kit: HttpKit, s: MeshRouteServices): void {
   const mesh = (): MeshService => {
     if (!s.mesh) throw new ServiceError(503, 'MESH_DISABLED', 'this node runs without a mesh');
     return s.mesh;
   };
-  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
+  const auth = kit.auth;
 
   router.post('/api/mesh/gossip', describes({ auth: 'node' }), async (ctx) => {
     ctx.body = await mesh().acceptHttpEvent(ctx.request.body, ctx.get('x-node-handshake') || undefined);
@@ -48,7 +62,7 @@ export function meshRoutes(router: Router, s: HttpServices): void {
   router.get('/api/mesh/identity/:zid', async (ctx) => {
     const zid = String(ctx.params.zid);
     const ident = await s.identity.getIdentity(zid);
-    ctx.body = { nodeId: s.nodeId(), zid, verified: !!ident, home: ident?.home ?? null, svcond: mesh().nowSvcond() };
+    ctx.body = { nodeId: kit.nodeId(), zid, verified: !!ident, home: ident?.home ?? null, svcond: mesh().nowSvcond() };
   });
 
   /** A key homed here, as an assertion signed by this node (peers verify the signature and that we are its home). */
@@ -58,14 +72,14 @@ export function meshRoutes(router: Router, s: HttpServices): void {
       throw new ServiceError(400, 'SVC_INVALID_INPUT', 'digest must be 64 hex characters', { field: 'digest', reason: 'format', allowed: null });
     const assertion = await s.identity.assertionFor(digest);
     if (!assertion) throw new ServiceError(404, 'SVC_NOT_FOUND', 'no key with this digest is homed here');
-    ctx.body = await s.signMeshEvent(IDENTITY_ASSERT, assertion);
+    ctx.body = await kit.signMeshEvent(IDENTITY_ASSERT, assertion);
   });
 
   router.post('/api/mesh/verify', body(verifyBody), async (ctx) => {
     const { zid } = validate(verifyBody, ctx.request.body);
     const m = mesh();
     const local = await s.identity.getIdentity(zid);
-    const meshNodes: { nodeId: string; verified: boolean; svcond: number | null }[] = [{ nodeId: s.nodeId(), verified: !!local, svcond: m.nowSvcond() }];
+    const meshNodes: { nodeId: string; verified: boolean; svcond: number | null }[] = [{ nodeId: kit.nodeId(), verified: !!local, svcond: m.nowSvcond() }];
     const answers = await askPeers(m.peers(), `/api/mesh/identity/${zid}`, PEER_TIMEOUT_MS, (body, p) => {
       const b = body as { nodeId?: unknown; verified?: unknown; svcond?: unknown } | null;
       // The answer must come from the peer we asked.
@@ -93,7 +107,7 @@ export function meshRoutes(router: Router, s: HttpServices): void {
   router.post('/api/dns/register', requireKey(auth), body(dnsRegisterBody), async (ctx) => {
     const body = validate(dnsRegisterBody, ctx.request.body);
     const m = mesh();
-    const own = { url: s.publicUrl(), multiaddrs: m.multiaddrs() };
+    const own = { url: kit.publicUrl(), multiaddrs: m.multiaddrs() };
     if (body.url !== undefined && body.url !== own.url) {
       throw new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input url: a name points at the node that registers it (${own.url})`, {
         field: 'url',
@@ -109,7 +123,7 @@ export function meshRoutes(router: Router, s: HttpServices): void {
         allowed: own.multiaddrs,
       });
     }
-    const { record, winner, won } = await m.dns.register(body.name, { peerId: s.nodeId(), url: own.url, multiaddrs: body.multiaddrs ?? own.multiaddrs });
+    const { record, winner, won } = await m.dns.register(body.name, { peerId: kit.nodeId(), url: own.url, multiaddrs: body.multiaddrs ?? own.multiaddrs });
     if (!won)
       throw new ServiceError(409, 'SVC_CONFLICT', `the name ${body.name} is held by ${winner.peerId}, which claimed it first`, {
         field: 'name',

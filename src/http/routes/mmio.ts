@@ -6,10 +6,15 @@ import { stampAt, TICK_NS_NUMBER } from '../../kernel/clock.js';
 import { modulationFactor } from '../../kernel/modulation.js';
 import { ServiceError } from '../../kernel/errors.js';
 import { CALLER_REGISTERS, MMIO_VERSION, NODE_REGISTERS, readBank } from '../../mmio/map.js';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
+import type { MeshService } from '../../mesh/service.js';
+import type { Counters } from '../../store/counters.js';
+import type { QuotaService } from '../../tally/quota.js';
+import type { TierBook } from '../../tally/tiers.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller, Ledger } from '../../tally/ledger.js';
 
 /** What the node's registers read that the routes' services do not have (node.ts). */
 export interface MmioSources {
@@ -21,18 +26,31 @@ export interface MmioSources {
   reactorsOf(zid: string): Promise<number>;
 }
 
-export function mmioRoutes(router: Router, s: HttpServices & { mmio: MmioSources }): void {
-  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
-  const home = forwardToHome(s);
+export interface MmioRouteServices {
+  mmio: MmioSources;
+  mesh: MeshService | null;
+  counters: Counters;
+  ledger: Ledger;
+  quota: QuotaService;
+  tiers: TierBook;
+}
+
+export function mmioRoutes(s: MmioRouteServices): RouteGroup {
+  return { name: 'mmio', register: (router, kit) => registerMmioRoutes(router, kit, s) };
+}
+
+function registerMmioRoutes(router: Router, kit: HttpKit, s: MmioRouteServices): void {
+  const auth = kit.auth;
+  const home = forwardToHome(kit);
 
   router.get('/api/svc/mmio', async (ctx) => {
-    const st = stampAt(s.clock.nowNs());
+    const st = stampAt(kit.time.nowNs());
     const status = s.mesh ? await s.mesh.status() : null;
     const values = {
       map_version: Number(MMIO_VERSION.split('.')[0]),
       svcond: st.svcond,
       phase: st.phase,
-      R_t: modulationFactor(st.phase, s.config.kernel.phi0),
+      R_t: modulationFactor(st.phase, kit.config.kernel.phi0),
       sealed_count: s.counters.get('sealed_total'),
       peers: status ? status.meshSize - 1 : 0,
       queue_depth: s.mmio.queueDepth(),
@@ -42,7 +60,7 @@ export function mmioRoutes(router: Router, s: HttpServices & { mmio: MmioSources
     };
     ctx.body = {
       version: MMIO_VERSION,
-      node: s.nodeId(),
+      node: kit.nodeId(),
       svcond: st.svcond,
       registers: readBank(NODE_REGISTERS, values),
       caller_registers: { path: '/api/svc/mmio/registers', auth: 'Bearer key', registers: readBank(CALLER_REGISTERS, {}).map(({ value: _v, ...r }) => r) },
@@ -53,7 +71,7 @@ export function mmioRoutes(router: Router, s: HttpServices & { mmio: MmioSources
     const c = ctx.state.caller as Caller;
     if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'caller registers belong to an identity: use a key of one');
     const w = await s.ledger.wallet(c.zid);
-    const now = Number(s.clock.nowNs() / 1_000_000n);
+    const now = kit.time.nowMs();
     const agents = await s.mmio.agentsOf(c.zid);
     const values = {
       balance_free: w.free,
@@ -66,6 +84,6 @@ export function mmioRoutes(router: Router, s: HttpServices & { mmio: MmioSources
       agents: agents.running,
       agents_total: agents.total,
     };
-    ctx.body = { version: MMIO_VERSION, zid: c.zid, svcond: stampAt(s.clock.nowNs()).svcond, registers: readBank(CALLER_REGISTERS, values) };
+    ctx.body = { version: MMIO_VERSION, zid: c.zid, svcond: kit.time.nowSvcond(), registers: readBank(CALLER_REGISTERS, values) };
   });
 }

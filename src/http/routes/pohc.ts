@@ -2,7 +2,6 @@
 // GET /api/protocol/pohc describes it; POST /api/protocol/pohc/verify re-checks a verdict document — the opener's
 // signature and committee, every vote's signature — and re-runs the fold. Keyless: it reads nothing of the node.
 import type Router from '@koa/router';
-import { stampAt } from '../../kernel/clock.js';
 import { quorumOf } from '../../consensus/policy.js';
 import {
   CHALLENGE_OPENED_EVENT,
@@ -14,11 +13,16 @@ import {
   type VerdictDocument,
 } from '../../consensus/challenges.js';
 import { verifyText } from '../../mesh/wire.js';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
 import { body, validate } from '../validate.js';
 
-export function pohcRoutes(router: Router, s: HttpServices): void {
-  const p = s.config.contribution;
+export function pohcRoutes(): RouteGroup {
+  return { name: 'pohc', register: registerPohcRoutes };
+}
+
+function registerPohcRoutes(router: Router, kit: HttpKit): void {
+  const p = kit.config.contribution;
 
   router.get('/api/protocol/pohc', (ctx) => {
     ctx.body = {
@@ -58,7 +62,7 @@ export function pohcRoutes(router: Router, s: HttpServices): void {
 
   router.post('/api/protocol/pohc/verify', body(verdictDocumentSchema), (ctx) => {
     const doc = validate(verdictDocumentSchema, ctx.request.body) as VerdictDocument;
-    const now = stampAt(s.clock.nowNs()).svcond;
+    const now = kit.time.nowSvcond();
     const r = verifyVerdictDocument(doc, verifyText, now);
     ctx.body = {
       valid: r.valid,

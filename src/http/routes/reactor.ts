@@ -4,7 +4,8 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { InputError, ServiceError } from '../../kernel/errors.js';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, responds, validate } from '../validate.js';
@@ -67,9 +68,17 @@ export function reactorView(r: ReactorRecord): Record<string, unknown> {
   };
 }
 
-export function reactorRoutes(router: Router, s: HttpServices & { reactor: ReactorService }): void {
-  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
-  const home = forwardToHome(s);
+export interface ReactorRouteServices {
+  reactor: ReactorService;
+}
+
+export function reactorRoutes(s: ReactorRouteServices): RouteGroup {
+  return { name: 'reactor', register: (router, kit) => registerReactorRoutes(router, kit, s) };
+}
+
+function registerReactorRoutes(router: Router, kit: HttpKit, s: ReactorRouteServices): void {
+  const auth = kit.auth;
+  const home = forwardToHome(kit);
   const key = requireKey(auth);
   const identityOf = (ctx: Context): Extract<Caller, { kind: 'identity' }> => {
     const c = ctx.state.caller as Caller;

@@ -9,12 +9,14 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
-import { stampAt } from '../../kernel/clock.js';
 import type { Caller } from '../../tally/ledger.js';
-import { PUBLISH_DEFAULT } from '../../tally/publish-settings.js';
+import { PUBLISH_DEFAULT, type PublishSettings } from '../../tally/publish-settings.js';
 import { RESULT_ID_PATTERN, RESULT_LOOKUP } from '../../consensus/result-lookup.js';
-import { RECORD_PAGE_MAX } from '../../tally/record.js';
-import type { HttpServices } from '../context.js';
+import { RECORD_PAGE_MAX, type ResultRecords } from '../../tally/record.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
+import type { IdentityService } from '../../identity/service.js';
+import type { MeshService } from '../../mesh/service.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome, relayToHome } from '../forward.js';
 import { body, query, validate } from '../validate.js';
@@ -34,20 +36,27 @@ const recordQuery = z
   })
   .strict();
 
-export function recordRoutes(router: Router, s: HttpServices): void {
-  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
-  const home = forwardToHome(s);
-  const record = () => {
-    if (!s.record) throw new ServiceError(503, 'SVC_INTERNAL_ERROR', 'the result record is not wired on this node');
-    return s.record;
-  };
+export interface RecordRouteServices {
+  identity: IdentityService;
+  mesh: MeshService | null;
+  results: ResultRecords;
+  publish: PublishSettings;
+}
+
+export function recordRoutes(s: RecordRouteServices): RouteGroup {
+  return { name: 'record', register: (router, kit) => registerRecordRoutes(router, kit, s) };
+}
+
+function registerRecordRoutes(router: Router, kit: HttpKit, s: RecordRouteServices): void {
+  const auth = kit.auth;
+  const home = forwardToHome(kit);
   const zidOf = (ctx: Context): string => {
     const c = ctx.state.caller as Caller;
     if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'the publish setting belongs to an identity: use a key of one');
     return c.zid;
   };
   const show = async (zid: string) => {
-    const setting = await record().publish.of(zid);
+    const setting = await s.publish.of(zid);
     return {
       zid,
       publish_default: setting.publish_default,
@@ -65,7 +74,7 @@ export function recordRoutes(router: Router, s: HttpServices): void {
   router.post('/api/tally/settings/publish-default', requireKey(auth), home, body(publishBody), async (ctx) => {
     const zid = zidOf(ctx);
     const body = validate(publishBody, ctx.request.body);
-    await record().publish.set(zid, body.publish_default, stampAt(s.clock.nowNs()).svcond);
+    await s.publish.set(zid, body.publish_default, kit.time.nowSvcond());
     ctx.body = await show(zid);
   });
 
@@ -74,14 +83,14 @@ export function recordRoutes(router: Router, s: HttpServices): void {
     const q = validate(recordQuery, ctx.query);
     if (q.owner === undefined) {
       await home(ctx, async () => {
-        ctx.body = { node: s.nodeId(), owner: null, ...(await record().results.list(q.limit, q.offset)) };
+        ctx.body = { node: kit.nodeId(), owner: null, ...(await s.results.list(q.limit, q.offset)) };
       });
       return;
     }
     const owner = await s.identity.getIdentity(q.owner);
     if (!owner) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${q.owner} is known to this node`, { zid: q.owner });
-    if (owner.home && owner.home !== s.nodeId() && s.mesh) return relayToHome(ctx, s, owner.home, 'identity', { zid: q.owner });
-    ctx.body = { node: s.nodeId(), owner: q.owner, ...(await record().results.listOf(q.owner, q.limit, q.offset)) };
+    if (owner.home && owner.home !== kit.nodeId() && s.mesh) return relayToHome(ctx, kit, owner.home, 'identity', { zid: q.owner });
+    ctx.body = { node: kit.nodeId(), owner: q.owner, ...(await s.results.listOf(q.owner, q.limit, q.offset)) };
   });
 
   router.get('/api/mesh/results/:result_id', async (ctx) => {
@@ -92,8 +101,8 @@ export function recordRoutes(router: Router, s: HttpServices): void {
         reason: 'format',
         allowed: null,
       });
-    const found = await record().results.lookup(id);
+    const found = await s.results.lookup(id);
     if (found.status === 'unknown') throw new ServiceError(404, 'SVC_NOT_FOUND', 'no result with this id was sealed here');
-    ctx.body = await s.signMeshEvent(RESULT_LOOKUP, found);
+    ctx.body = await kit.signMeshEvent(RESULT_LOOKUP, found);
   });
 }

@@ -4,8 +4,10 @@
 import type Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { z } from 'zod';
-import type { HttpServices } from '../context.js';
-import { noKeyError, presentedKey, requireKey, resolveCaller } from '../auth.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
+import type { MeshService } from '../../mesh/service.js';
+import { noKeyError, presentedKey, requireKey, resolveCaller, type AuthDeps } from '../auth.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { body, validate } from '../validate.js';
 import { ServiceError } from '../../kernel/errors.js';
@@ -67,23 +69,31 @@ function setStreamHeaders(ctx: Context, bytes: Buffer | null, verifyUrl: string)
  * Who may open a channel: the channel's key, or a key of its owner. A key present but wrong is 401 (never read as no
  * key); another identity's key is 403.
  */
-export async function authorizeChannel(ctx: Context, s: HttpServices, streams: StreamService, channel: ChannelRecord): Promise<void> {
+export async function authorizeChannel(ctx: Context, auth: AuthDeps, streams: StreamService, channel: ChannelRecord): Promise<void> {
   const key = presentedKey(ctx);
   if (!key) throw noKeyError();
   if (streams.isChannelKey(channel, key)) return;
   if (key.startsWith('stk_'))
     throw new ServiceError(401, 'SVC_INVALID_KEY', 'this is not the channel key', { key_id: null, revoked_at: null, reason: 'wrong channel key' });
-  const caller = await resolveCaller(ctx, { identity: s.identity, chain: s.chain, nodeId: s.nodeId }, false);
+  const caller = await resolveCaller(ctx, auth, false);
   if (caller.kind !== 'identity' || caller.zid !== channel.owner.zid)
     throw new ServiceError(403, 'SVC_FORBIDDEN', `stream channel ${channel.id} belongs to another identity`);
 }
 
-export function streamRoutes(router: Router, s: HttpServices): void {
-  const streams = s.streams;
-  if (!streams) return;
-  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
-  const home = forwardToHome(s);
-  const verifyUrl = () => `${s.publicUrl()}/api/svc/verify`;
+export interface StreamRouteServices {
+  streams: StreamService;
+  mesh: MeshService | null;
+}
+
+export function streamRoutes(s: StreamRouteServices): RouteGroup {
+  return { name: 'streams', register: (router, kit) => registerStreamRoutes(router, kit, s) };
+}
+
+function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServices): void {
+  const { streams } = s;
+  const auth = kit.auth;
+  const home = forwardToHome(kit);
+  const verifyUrl = () => `${kit.publicUrl()}/api/svc/verify`;
 
   const create = async (ctx: Context) => {
     const b = validate(createBody, ctx.request.body);
@@ -115,8 +125,8 @@ export function streamRoutes(router: Router, s: HttpServices): void {
    */
   const relayedToChannelHome = async (ctx: Context): Promise<boolean> => {
     const channelHome = ctx.params.id ? homeOfChannel(ctx.params.id) : null;
-    if (!channelHome || channelHome === s.nodeId() || !s.mesh?.enabled || wasForwarded(ctx)) return false;
-    await relayToHome(ctx, s, channelHome, 'stream channel', { channel: ctx.params.id });
+    if (!channelHome || channelHome === kit.nodeId() || !s.mesh?.enabled || wasForwarded(ctx)) return false;
+    await relayToHome(ctx, kit, channelHome, 'stream channel', { channel: ctx.params.id });
     return true;
   };
   const atChannelHome = async (ctx: Context, next: Next): Promise<void> => {
@@ -132,7 +142,7 @@ export function streamRoutes(router: Router, s: HttpServices): void {
 
   const opened = async (ctx: Context): Promise<ChannelRecord> => {
     const channel = await streams.get(ctx.params.id!);
-    await authorizeChannel(ctx, s, streams, channel);
+    await authorizeChannel(ctx, kit.auth, streams, channel);
     return channel;
   };
 
@@ -191,8 +201,8 @@ export function streamRoutes(router: Router, s: HttpServices): void {
     const { sig, expiresMs } = streams.link(channel, b.ttlSeconds);
     ctx.status = 201;
     ctx.body = {
-      url: `${s.publicUrl()}/api/svc/streams/${channel.id}/pull?sig=${encodeURIComponent(sig)}`,
-      ws_url: `${s.publicUrl().replace(/^http/, 'ws')}/ws/stream?channel=${channel.id}&sig=${encodeURIComponent(sig)}`,
+      url: `${kit.publicUrl()}/api/svc/streams/${channel.id}/pull?sig=${encodeURIComponent(sig)}`,
+      ws_url: `${kit.publicUrl().replace(/^http/, 'ws')}/ws/stream?channel=${channel.id}&sig=${encodeURIComponent(sig)}`,
       sig,
       expires_at: new Date(expiresMs).toISOString(),
     };

@@ -10,7 +10,10 @@ import { DOMAINS } from '../../kernel/operators/types.js';
 import { KEY_PREFIX } from '../../identity/keys.js';
 import { KERNEL_DOCS, type Library } from '../../compute/library.js';
 import { InputError } from '../../solvers/errors.js';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
+import type { SolverRegistry } from '../../solvers/registry.js';
+import type { TierBook } from '../../tally/tiers.js';
 import { callerAddress } from '../caller-address.js';
 import { StreamSlots } from '../stream-slots.js';
 import {
@@ -35,27 +38,27 @@ const libSearchBody = z
   })
   .strict();
 
-export function pulseObject(s: HttpServices): Record<string, unknown> {
-  const ns = s.clock.nowNs();
+export function pulseObject(kit: Pick<HttpKit, 'time' | 'config' | 'nodeId'>): Record<string, unknown> {
+  const ns = kit.time.nowNs();
   const st = stampAt(ns);
   const nextNs = (BigInt(st.svcond) + 1n) * TICK_NS;
   return {
     svcond: st.svcond,
     phase: st.phase,
-    R_t: modulationFactor(st.phase, s.config.kernel.phi0),
+    R_t: modulationFactor(st.phase, kit.config.kernel.phi0),
     pulse_hz: PULSE_HZ,
     zeqond_ns: TICK_NS_NUMBER,
     zeqond_sec: TICK_SECONDS_DISPLAY,
     zeqond_sec_exact: TICK_SECONDS_EXACT,
     unix_ns: st.unix_ns,
     next_tick_in_ms: Number(nextNs - ns) / 1e6,
-    node: s.nodeId(),
+    node: kit.nodeId(),
   };
 }
 
-export function kernelPrompt(s: HttpServices): string {
+export function kernelPrompt(kit: Pick<HttpKit, 'config'>, registry: SolverRegistry): string {
   const lines = [
-    `# svc kernel v${s.config.kernel.version}`,
+    `# svc kernel v${kit.config.kernel.version}`,
     '',
     'You are talking to a node of the Deterministic Computation Service. Every result is stamped to a fixed',
     `${PULSE_HZ} Hz clock (tick period ${TICK_SECONDS_EXACT} s = ${TICK_NS_NUMBER} ns), wrapped in a result envelope (CKO) and signed`,
@@ -72,7 +75,7 @@ export function kernelPrompt(s: HttpServices): string {
     '',
     `## Domains\n${DOMAINS.map((d) => `- ${d}`).join('\n')}`,
     '',
-    `## Solvers\n${s.compute.registry
+    `## Solvers\n${registry
       .list()
       .map((x) => `- \`${x.id}\` — ${x.kind} (${x.endpoint ?? 'POST /api/svc/solve'})`)
       .join('\n')}`,
@@ -88,28 +91,41 @@ function routedMethods(router: Router): string[] {
   return [...methods];
 }
 
-export function systemRoutes(router: Router, s: HttpServices, library: Library, discovery: () => Record<string, unknown>): void {
+export interface SystemRouteServices {
+  registry: SolverRegistry;
+  library: Library;
+  tiers: TierBook;
+  /** Slots of keyless long-lived streams, shared with /ws/stream (stream-slots.ts); absent: the pulse stream makes its own. */
+  keylessStreams?: StreamSlots;
+}
+
+export function systemRoutes(s: SystemRouteServices): RouteGroup {
+  return { name: 'system', register: (router, kit) => registerSystemRoutes(router, kit, s) };
+}
+
+function registerSystemRoutes(router: Router, kit: HttpKit, s: SystemRouteServices): void {
+  const { library } = s;
   router.get('/api/health', responds(healthResponse), (ctx) => {
     ctx.body = {
       ok: true,
       status: 'live',
-      node: s.nodeId(),
-      kernel_version: s.config.kernel.version,
-      svcond: stampAt(s.clock.nowNs()).svcond,
+      node: kit.nodeId(),
+      kernel_version: kit.config.kernel.version,
+      svcond: kit.time.nowSvcond(),
       uptime_s: Math.round(process.uptime()),
     };
   });
 
   router.get('/api', responds(discoveryResponse), (ctx) => {
-    ctx.body = discovery();
+    ctx.body = kit.discovery(router);
   });
 
   router.get('/api/svc/pulse', responds(pulseResponse), (ctx) => {
-    ctx.body = pulseObject(s);
+    ctx.body = pulseObject(kit);
   });
 
   router.get('/api/tally/clock', responds(clockResponse), (ctx) => {
-    const st = stampAt(s.clock.nowNs());
+    const st = stampAt(kit.time.nowNs());
     ctx.body = {
       zeqond_sec: TICK_SECONDS_DISPLAY,
       zeqond_sec_exact: TICK_SECONDS_EXACT,
@@ -123,7 +139,8 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
 
   // One SSE event per tick, sent at the tick boundary. Keyless, so capped per caller address and per node
   // (stream-slots.ts); the slot is given back when the connection closes, however it ends.
-  const slots = s.keylessStreams ?? new StreamSlots({ perAddress: s.config.limits.keylessStreamsPerAddress, perNode: s.config.limits.keylessStreamsPerNode });
+  const slots =
+    s.keylessStreams ?? new StreamSlots({ perAddress: kit.config.limits.keylessStreamsPerAddress, perNode: kit.config.limits.keylessStreamsPerNode });
   router.get('/api/svc/pulse/stream', describes({ contentType: 'text/event-stream' }), async (ctx) => {
     // A HEAD asks for the head only: an SSE session would never send it (and hold the connection open).
     if (ctx.method === 'HEAD') {
@@ -145,7 +162,7 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
     let timer: NodeJS.Timeout | null = null;
     let lastSent = -1;
     const send = (): void => {
-      const pulse = pulseObject(s);
+      const pulse = pulseObject(kit);
       // A timer may fire a hair before the boundary: never send the same tick twice.
       if (pulse.svcond !== lastSent) {
         lastSent = pulse.svcond as number;
@@ -177,8 +194,8 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
   router.post('/api/svc/operator-spec', (ctx) => {
     const body = ctx.request.body as Record<string, unknown> | undefined;
     if (body && typeof body === 'object' && typeof body.solver === 'string') {
-      const solver = s.compute.registry.get(body.solver);
-      if (!solver) throw new InputError('solver', `unknown solver ${body.solver}`, s.compute.registry.ids());
+      const solver = s.registry.get(body.solver);
+      if (!solver) throw new InputError('solver', `unknown solver ${body.solver}`, s.registry.ids());
       ctx.body = {
         solver: solver.id,
         endpoint: solver.endpoint ?? '/api/svc/solve',
@@ -199,45 +216,45 @@ export function systemRoutes(router: Router, s: HttpServices, library: Library, 
 
   router.get('/api/kernel', responds(kernelResponse), (ctx) => {
     ctx.body = {
-      version: s.config.kernel.version,
+      version: kit.config.kernel.version,
       interface_version: '1.287.0',
       clock: { pulse_hz: PULSE_HZ, zeqond_ns: TICK_NS_NUMBER, zeqond_sec: TICK_SECONDS_DISPLAY, zeqond_sec_exact: TICK_SECONDS_EXACT },
-      modulation: { amplitude: MODULATION_AMPLITUDE, phi0: s.config.kernel.phi0, formula: 'R(t) = S(t)[1 + a·sin(2π·f·t + φ0)]' },
+      modulation: { amplitude: MODULATION_AMPLITUDE, phi0: kit.config.kernel.phi0, formula: 'R(t) = S(t)[1 + a·sin(2π·f·t + φ0)]' },
       gate: { tolerance: TOLERANCE_GATE, precision_bound: PRECISION_BOUND },
       parity: { variance_threshold: VARIANCE_THRESHOLD },
       rules: KERNEL_DOCS.filter((d) => d.id.startsWith('rule-')).map((d) => ({ id: d.id, title: d.title, text: d.text })),
       domains: DOMAINS,
       operators: listOperators().length,
-      solvers: s.compute.registry.ids(),
+      solvers: s.registry.ids(),
     };
   });
 
   router.get('/api/kernel/prompt', describes({ contentType: 'text/markdown' }), (ctx) => {
     ctx.type = 'text/markdown; charset=utf-8';
-    ctx.body = kernelPrompt(s);
+    ctx.body = kernelPrompt(kit, s.registry);
   });
 
   router.get('/api/system/capabilities', responds(capabilitiesResponse), (ctx) => {
     ctx.body = {
-      node: s.nodeId(),
-      kernel_version: s.config.kernel.version,
+      node: kit.nodeId(),
+      kernel_version: kit.config.kernel.version,
       storage: 'leveldb',
       methods: routedMethods(router),
       key_kinds: Object.values(KEY_PREFIX),
       domains: DOMAINS,
       operators: listOperators().length,
-      solvers: s.compute.registry
+      solvers: s.registry
         .list()
         .map((x) => ({ id: x.id, kind: x.kind, endpoint: x.endpoint ?? '/api/svc/solve', catalogue: x.catalogue, modes: x.modes, stateful: x.stateful })),
       limits: {
-        keyless_prove_per_minute: s.config.limits.provePerMinute,
-        demo_key_per_day: s.config.limits.demoKeyPerDay,
-        anonymous_compute_per_day: s.config.limits.anonymousComputePerDay,
+        keyless_prove_per_minute: kit.config.limits.provePerMinute,
+        demo_key_per_day: kit.config.limits.demoKeyPerDay,
+        anonymous_compute_per_day: kit.config.limits.anonymousComputePerDay,
         max_operators: 10,
-        daily_quota_enforced: s.config.limits.enforceDailyQuota,
-        tiers: tierSheet(s.tiers.policy, s.config.limits.enforceDailyQuota).tiers,
+        daily_quota_enforced: kit.config.limits.enforceDailyQuota,
+        tiers: tierSheet(s.tiers.policy, kit.config.limits.enforceDailyQuota).tiers,
       },
-      mesh: { enabled: s.config.mesh.secret !== null },
+      mesh: { enabled: kit.config.mesh.secret !== null },
     };
   });
 }

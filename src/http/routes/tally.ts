@@ -5,16 +5,21 @@ import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import { stampAt } from '../../kernel/clock.js';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
+import type { Grants } from '../../tally/grants.js';
+import type { ClaimService } from '../../tally/claim.js';
+import type { Folders } from '../../tally/folders.js';
+import type { MeshService } from '../../mesh/service.js';
 import { costsResponse, tiersResponse } from '../responses.js';
 import { body, documented, responds, validate } from '../validate.js';
 import { costSheet } from '../../tally/costs.js';
 import { tierSheet } from '../../tally/tier-gates.js';
-import { TIERS } from '../../tally/tiers.js';
+import { TIERS, type TierBook } from '../../tally/tiers.js';
 import type { Caller } from '../../tally/ledger.js';
 import { requireKey } from '../auth.js';
 import { clientAddress, forwardToHome } from '../forward.js';
-import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBatch } from '../../tally/transfers.js';
+import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBatch, type Transfers } from '../../tally/transfers.js';
 import { DELIVER_PATH } from '../../tally/transfer-delivery.js';
 import { HANDSHAKE_HEADER } from '../../mesh/wire.js';
 
@@ -48,7 +53,7 @@ const transferBody = z
 const claimBody = z.object({ challenge: z.string().min(1).max(200), nonce: z.string().min(1).max(64) }).strict();
 
 /** 401 unless the request carries this node's operator token as `Authorization: Bearer`. */
-function requireOperator(ctx: Context, s: HttpServices): void {
+function requireOperator(ctx: Context, s: { grants: Grants }): void {
   const header = ctx.get('authorization');
   if (!header) {
     throw new ServiceError(401, 'SVC_NO_KEY', 'this route needs the node operator token', {
@@ -62,15 +67,28 @@ function requireOperator(ctx: Context, s: HttpServices): void {
   }
 }
 
-export function tallyRoutes(router: Router, s: HttpServices): void {
-  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
-  const home = forwardToHome(s);
+export interface TallyRouteServices {
+  grants: Grants;
+  tiers: TierBook;
+  claims: ClaimService;
+  folders: Folders;
+  transfers: Transfers;
+  /** Null: a node without a mesh (the delivery route answers 503 MESH_DISABLED). */
+  mesh: MeshService | null;
+}
+
+export function tallyRoutes(s: TallyRouteServices): RouteGroup {
+  return { name: 'tally', register: (router, kit) => registerTallyRoutes(router, kit, s) };
+}
+
+function registerTallyRoutes(router: Router, kit: HttpKit, s: TallyRouteServices): void {
+  const auth = kit.auth;
+  const home = forwardToHome(kit);
   const zidOf = (ctx: Context): string => {
     const c = ctx.state.caller as Caller;
     if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'this route needs a key that belongs to an identity');
     return c.zid;
   };
-  const nowMs = () => Number(s.clock.nowNs() / 1_000_000n);
 
   // Spec 4.6: moves the caller's envelopes (soulbound included, no cap). Registered before GET
   // /api/tally/envelopes/:zid, whose path would otherwise answer this POST with 405.
@@ -101,18 +119,18 @@ export function tallyRoutes(router: Router, s: HttpServices): void {
     const { event } = await s.mesh.verifyDirect(ctx.request.body, ctx.get(HANDSHAKE_HEADER) || undefined);
     if (event.type !== TRANSFER_EVENT) throw new ServiceError(400, 'INVALID_EVENT', `this route takes ${TRANSFER_EVENT} events, not ${event.type}`);
     const answers = await s.transfers.receiveAll(validate(deliveryBatch, event.body), event.sender);
-    ctx.body = await s.signMeshEvent(TRANSFER_ACK_EVENT, answers);
+    ctx.body = await kit.signMeshEvent(TRANSFER_ACK_EVENT, answers);
   });
 
   router.get('/api/tally/claim', requireKey(auth), home, async (ctx) => {
-    ctx.body = await s.claims.status(zidOf(ctx), clientAddress(ctx, s), nowMs());
+    ctx.body = await s.claims.status(zidOf(ctx), clientAddress(ctx, kit), kit.time.nowMs());
   });
 
   router.post('/api/tally/claim', requireKey(auth), home, body(claimBody), async (ctx) => {
     const zid = zidOf(ctx);
     const body = validate(claimBody, ctx.request.body);
-    const now = s.clock.nowNs();
-    ctx.body = await s.claims.claim(zid, clientAddress(ctx, s), body.challenge, body.nonce, stampAt(now).svcond, Number(now / 1_000_000n));
+    const now = kit.time.nowNs();
+    ctx.body = await s.claims.claim(zid, clientAddress(ctx, kit), body.challenge, body.nonce, stampAt(now).svcond, Number(now / 1_000_000n));
   });
 
   router.get('/api/tally/costs', responds(costsResponse), (ctx) => {
@@ -121,7 +139,7 @@ export function tallyRoutes(router: Router, s: HttpServices): void {
 
   // Keyless, like the costs: every tier's allowance and time limit, the inputs each tier unlocks, how to upgrade.
   router.get('/api/tally/tiers', responds(tiersResponse), (ctx) => {
-    ctx.body = tierSheet(s.tiers.policy, s.config.limits.enforceDailyQuota);
+    ctx.body = tierSheet(s.tiers.policy, kit.config.limits.enforceDailyQuota);
   });
 
   const operatorOnly = documented<Middleware>(
@@ -133,7 +151,7 @@ export function tallyRoutes(router: Router, s: HttpServices): void {
   );
   router.post('/api/tally/grants', operatorOnly, body(grantBody), async (ctx) => {
     const body = validate(grantBody, ctx.request.body);
-    const now = s.clock.nowNs();
+    const now = kit.time.nowNs();
     try {
       ctx.status = 201;
       ctx.body = await s.grants.grant(body.zid, body.credits, body.tier, stampAt(now).svcond, Number(now / 1_000_000n));

@@ -3,7 +3,9 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
-import type { HttpServices } from '../context.js';
+import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
+import type { Webhooks } from '../../webhooks/service.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, query, responds, validate } from '../validate.js';
@@ -30,11 +32,18 @@ const deliveriesQuery = z
   .object({ limit: z.coerce.number().int().min(1).max(100).default(20), status: z.enum(['pending', 'delivered', 'failed']).optional() })
   .strict();
 
-export function webhookRoutes(router: Router, s: HttpServices): void {
+export interface WebhookRouteServices {
+  webhooks: Webhooks;
+}
+
+export function webhookRoutes(s: WebhookRouteServices): RouteGroup {
+  return { name: 'webhooks', register: (router, kit) => registerWebhookRoutes(router, kit, s) };
+}
+
+function registerWebhookRoutes(router: Router, kit: HttpKit, s: WebhookRouteServices): void {
   const hooks = s.webhooks;
-  if (!hooks) return;
-  const auth = { identity: s.identity, chain: s.chain, nodeId: s.nodeId };
-  const guard = [requireKey(auth), forwardToHome(s)] as const;
+  const auth = kit.auth;
+  const guard = [requireKey(auth), forwardToHome(kit)] as const;
   const caller = (ctx: Context) => ctx.state.caller as Caller;
 
   router.post('/api/webhooks', responds(webhookCreatedResponse, { status: 201 }), ...guard, body(registerBody), async (ctx) => {
