@@ -53,7 +53,7 @@ import type { Json } from './store/db.js';
 import type { Candidate } from './consensus/committee.js';
 import { Reexecutor, rerunDigest } from './consensus/reexecutor.js';
 import { SlashingService } from './consensus/slashing.js';
-import { signExecution, verifyExecution, type ExecutedBy } from './consensus/executed-by.js';
+import { signExecution, verifyExecution } from './consensus/executed-by.js';
 import { findResult } from './consensus/result-lookup.js';
 import { ExecHandler } from './consensus/exec-handler.js';
 import { EXEC_PROTOCOL, type ExecAnswer, type ExecRequest } from './consensus/exec-protocol.js';
@@ -81,6 +81,7 @@ import { ReactorService } from './reactor/service.js';
 import { AgentRuntime, type AgentLimits } from './agents/runtime.js';
 import { StreamCount } from './http/routes/agents.js';
 import { GenesisService } from './genesis/service.js';
+import type { ExecutedBy } from './records/types.js';
 
 export const RESULT_SEALED = 'result.sealed';
 const BOND_REANNOUNCE_TICKS = 64;

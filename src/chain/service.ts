@@ -9,7 +9,7 @@ import { EnvelopeLocks } from '../tally/folders.js';
 import { MachineIndex } from './machine-index.js';
 import { applySettings, type SettingsPatch } from './settings.js';
 import type { Role } from './roles.js';
-import type { ChargeSplit, TallyCharge } from '../tally/ledger.js';
+import type { ChargeSplit, TallyCharge } from '../records/types.js';
 import type { TickStamp } from '../kernel/clock.js';
 import { SEALED_EVENT, sealEvent } from './sealed-event.js';
 import { ContractService } from './contracts.js';

@@ -21,11 +21,10 @@ import { ServiceError } from '../kernel/errors.js';
 import { stampAt } from '../kernel/clock.js';
 import { MAX_SKEW_TICKS } from '../mesh/validator.js';
 import { verifyEventSignature, type MeshEvent } from '../mesh/wire.js';
-import type { Caller } from '../tally/ledger.js';
+import type { Caller, TallyCharge } from '../records/types.js';
 import type { HttpServices } from './context.js';
 import { FORWARDED_HEADER, pathFor } from './forward.js';
 import { COSTS } from '../tally/costs.js';
-import type { TallyCharge } from '../tally/ledger.js';
 
 export const CHAIN_CALLER_HEADER = 'x-svc-chain-caller';
 export const CHAIN_CALLER_EVENT = 'chain.caller';

@@ -9,7 +9,8 @@ import type { Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import type { ChainService, MachineRecord, Role } from '../chain/service.js';
-import { compareVersions, keyDigest, keyId, keyKind, mintKey, randomToken, type KeyKind } from './keys.js';
+import type { KeyRecord } from '../records/types.js';
+import { compareVersions, keyDigest, keyId, keyKind, mintKey, randomToken } from './keys.js';
 import { Claims, conflict, type Claim, type ClaimSpace } from './claims.js';
 
 const scrypt = promisify(scryptCb) as (pw: string | Buffer, salt: string | Buffer, len: number) => Promise<Buffer>;
@@ -32,19 +33,6 @@ export interface IdentityRecord {
   home: string;
   default_machine?: string;
   created_unix_ms: number;
-}
-
-export interface KeyRecord {
-  key_id: string;
-  kind: KeyKind;
-  zid: string | null;
-  slug: string | null;
-  plan: 'standard' | 'demo' | 'test';
-  created_unix_ms: number;
-  expires_unix_ms: number | null;
-  revoked_unix_ms: number | null;
-  /** The node that minted the key (the identity's home); absent on records written before the mesh. */
-  home?: string;
 }
 
 /**

@@ -9,8 +9,8 @@ import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { BoundedMap, LruMap, PendingWrites } from '../util/bounded-map.js';
 import type { Counters } from '../store/counters.js';
+import type { Caller, ChargeSplit, TallyCharge, Wallet } from '../records/types.js';
 import type { ChainService, AuditRow } from '../chain/service.js';
-import type { KeyRecord } from '../identity/service.js';
 import { chargedCounter, envelopeCounter, folderCounter, folderCounterPrefix } from './counter-keys.js';
 import { splitCharge } from './split.js';
 import { compactTemplateId, decodeCompact, isCompact, rebuildBody, templateFromStored, type StoredTemplate } from './stored-result.js';
@@ -19,32 +19,6 @@ export { FOUNDATION_SHARE_PERCENT, splitCharge } from './split.js';
 const READ_TEMPLATES_MAX = 256;
 /** Sublevels of envelopes: records by token id, and the owner's and the owner's folder's indexes (keys end in the zero-padded seq). */
 export const ENVELOPE_SUBS = { envelopes: 'envelopes', byOwner: 'env_owner', byFolder: 'env_folder' } as const;
-
-export type Caller =
-  | { kind: 'identity'; zid: string; key: KeyRecord; slug: string; /** Node that keeps this identity's ledgers. */ home: string }
-  | { kind: 'demo'; key: KeyRecord }
-  | { kind: 'anonymous'; ip: string };
-
-export interface Wallet {
-  free: number;
-  paid: number;
-}
-
-export interface TallyCharge {
-  action: string;
-  cost: number;
-  charged: number;
-  burned: number;
-  foundation: number;
-  funded_by: 'free' | 'paid' | 'demo' | 'anonymous';
-  balance_after: Wallet | null;
-}
-
-/** Which part of the wallet a charge took its credits from (free first): kept where a charge may be refunded. */
-export interface ChargeSplit {
-  free: number;
-  paid: number;
-}
 
 export interface EnvelopeRecord {
   token_id: string;

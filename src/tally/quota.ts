@@ -5,8 +5,9 @@ import { ServiceError } from '../kernel/errors.js';
 import type { Counters } from '../store/counters.js';
 import type { Op } from '../store/db.js';
 import { DAY_COUNTER_PREFIXES, anonymousDayCounter, demoDayCounter, identityDayCounter } from './counter-keys.js';
-import { dayKey, nextMidnightUtc, type Caller } from './ledger.js';
+import { dayKey, nextMidnightUtc } from './ledger.js';
 import type { Tier } from './tiers.js';
+import type { Caller } from '../records/types.js';
 
 export interface QuotaOptions {
   anonymousPerDay: number;

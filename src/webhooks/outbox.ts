@@ -6,7 +6,7 @@
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { randomHex } from '../tally/ledger.js';
 import { BoundedSet } from '../util/bounded-map.js';
-import { NOTHING_TO_RECORD, type ResultRecorder, type SealRecorder, type SealedFacts } from '../compute/service.js';
+import { NOTHING_TO_RECORD, type ResultRecorder, type SealRecorder, type SealedFacts } from '../records/types.js';
 import type { DeliveryStatus, EventType } from './events.js';
 import type { WebhookRecord, WebhookRegistry } from './registry.js';
 

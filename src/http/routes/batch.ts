@@ -5,7 +5,7 @@ import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, validate } from '../validate.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 import { BATCH_MAX } from '../../compute/batches.js';
 
 const solverItem = z.object({ solver: z.string().min(1).max(64), inputs: z.record(z.string(), z.any()).optional(), initialState: z.any().optional() }).strict();

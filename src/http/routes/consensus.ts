@@ -5,7 +5,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import { DIGEST_PATTERN, STATES, documentOf, type ChallengeEntry } from '../../consensus/challenges.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 import type { HttpServices } from '../context.js';
 import { challengeListResponse } from '../responses.js';
 import { requireKey } from '../auth.js';

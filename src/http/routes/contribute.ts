@@ -8,7 +8,7 @@ import { ServiceError } from '../../kernel/errors.js';
 import { stampAt } from '../../kernel/clock.js';
 import { daysRemaining, MODES, policyDocument, quorumOf } from '../../consensus/policy.js';
 import type { AttestedBond } from '../../consensus/bonds.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 import type { HttpServices } from '../context.js';
 import { contributeStatusResponse, contributionPolicyResponse } from '../responses.js';
 import { requireKey } from '../auth.js';

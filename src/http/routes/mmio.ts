@@ -9,7 +9,7 @@ import { CALLER_REGISTERS, MMIO_VERSION, NODE_REGISTERS, readBank } from '../../
 import type { HttpServices } from '../context.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 
 /** What the node's registers read that the routes' services do not have (node.ts). */
 export interface MmioSources {

@@ -10,7 +10,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import { stampAt } from '../../kernel/clock.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 import { PUBLISH_DEFAULT } from '../../tally/publish-settings.js';
 import { RESULT_ID_PATTERN, RESULT_LOOKUP } from '../../consensus/result-lookup.js';
 import { RECORD_PAGE_MAX } from '../../tally/record.js';
