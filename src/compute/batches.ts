@@ -6,7 +6,7 @@
 import { ServiceError } from '../kernel/errors.js';
 import { stampAt, type Clock } from '../kernel/clock.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
-import { randomHex } from '../tally/ledger.js';
+import { randomHex } from '../util/random-hex.js';
 import type { ComputeService, Sealed } from './service.js';
 import type { Caller, KeyRecord } from '../records/types.js';
 

@@ -13,7 +13,7 @@ import { InputError } from '../solvers/errors.js';
 import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
 import { routeQuery, splitConstants } from '../solvers/auto.js';
-import { randomHex, type EnvelopeRecord, type Ledger, type SealContext } from '../tally/ledger.js';
+import { type EnvelopeRecord, type Ledger, type SealContext } from '../tally/ledger.js';
 import { buildBody, type BodyJob, type StampParts } from './sealed-body.js';
 import type { Sealer } from './sealer.js';
 import { timeoutError, type SolverExecutor } from './executor.js';
@@ -26,6 +26,7 @@ import { assertTierAllows } from '../tally/tier-gates.js';
 import type { Op } from '../store/db.js';
 import { chainRequestDigest, plainJson, solverRequestDigest, solverResultDigest } from './result-digest.js';
 import type { Caller, CanonicalRequest, ExecutedBy, ResultRecorder, SealedFacts, SealRecorder } from '../records/types.js';
+import { randomHex } from '../util/random-hex.js';
 
 /** Part 8's costs (the one table: tally/costs.ts). */
 export const COST = { computePerOperator: COSTS.computePerOperator, solver: COSTS.solver, auto: COSTS.auto } as const;

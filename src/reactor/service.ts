@@ -8,7 +8,7 @@ import { ServiceError } from '../kernel/errors.js';
 import { stampAt, type Clock } from '../kernel/clock.js';
 import { modulationFactor } from '../kernel/modulation.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
-import { randomHex } from '../tally/ledger.js';
+import { randomHex } from '../util/random-hex.js';
 import type { ComputeService, SealedRun } from '../compute/service.js';
 import { InputError } from '../solvers/errors.js';
 import { readInvariant, relativeDrift, type InvariantReading } from './invariants.js';

@@ -11,7 +11,7 @@ import { stampAt, type Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import type { ComputeService, Sealed } from '../compute/service.js';
 import type { Caller, KeyRecord } from '../records/types.js';
-import { randomHex } from '../tally/ledger.js';
+import { randomHex } from '../util/random-hex.js';
 import { renderTemplate } from './template.js';
 import { checkLink, signLink, type LinkCheck } from './links.js';
 import type { StreamHub } from './hub.js';

@@ -4,7 +4,7 @@
 // written in their own batch before anything is sent. The dispatcher (dispatcher.ts) sends what is due.
 // Records: deliveries by id; the due index `<next_ms>!<id>`; each webhook's history `<webhook>!<created_ms>!<id>`.
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
-import { randomHex } from '../tally/ledger.js';
+import { randomHex } from '../util/random-hex.js';
 import { BoundedSet } from '../util/bounded-map.js';
 import { NOTHING_TO_RECORD, type ResultRecorder, type SealRecorder, type SealedFacts } from '../records/types.js';
 import type { DeliveryStatus, EventType } from './events.js';
