@@ -7,7 +7,7 @@
 import { ServiceError } from '../kernel/errors.js';
 import { stampAt, type Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
-import { type Ledger } from '../tally/ledger.js';
+import type { Ledger } from '../tally/ledger.js';
 import { sha256Hex } from '../kernel/bytes.js';
 import { canonicalJson } from '../kernel/canonical.js';
 import type { ChainService } from '../chain/service.js';

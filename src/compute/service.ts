@@ -13,7 +13,7 @@ import { InputError } from '../solvers/errors.js';
 import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
 import { routeQuery, splitConstants } from '../solvers/auto.js';
-import { type EnvelopeRecord, type Ledger, type SealContext } from '../tally/ledger.js';
+import type { EnvelopeRecord, Ledger, SealContext } from '../tally/ledger.js';
 import { buildBody, type BodyJob, type StampParts } from './sealed-body.js';
 import type { Sealer } from './sealer.js';
 import { timeoutError, type SolverExecutor } from './executor.js';

@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { canonicalJson } from '../kernel/canonical.js';
 import { InputError, ServiceError } from '../kernel/errors.js';
 import type { Json, Op, Store, Sublevel } from '../store/db.js';
-import { type EnvelopeRecord, type Ledger } from '../tally/ledger.js';
+import type { EnvelopeRecord, Ledger } from '../tally/ledger.js';
 import { GossipError } from '../mesh/gossip-error.js';
 import type { GossipHandler } from '../mesh/gossip-handlers.js';
 import type { MeshEvent } from '../mesh/wire.js';

@@ -9,7 +9,7 @@ import type { Counters } from '../store/counters.js';
 import type { Op } from '../store/db.js';
 import { COSTS } from '../tally/costs.js';
 import { chatDayCounter } from '../tally/counter-keys.js';
-import { type Ledger } from '../tally/ledger.js';
+import type { Ledger } from '../tally/ledger.js';
 import { errorCodeOf } from '../mcp/result.js';
 import { TOOL_INSTRUCTIONS, type ToolSource } from '../mcp/server.js';
 import { offlineAnswer, type ToolCallRecord } from './offline.js';
