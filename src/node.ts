@@ -27,7 +27,7 @@ import { Transfers } from './tally/transfers.js';
 import { TransferDelivery, httpSender } from './tally/transfer-delivery.js';
 import { RemoteCharges } from './tally/remote-charges.js';
 import { settlementLoop, type SettlementLoop } from './tally/remote-charge-delivery.js';
-import { ChargeOutcomes } from './chain/charge-outcomes.js';
+import { ChargeOutcomes } from './tally/charge-outcomes.js';
 import { loadOrCreateOperatorToken, tokenDigest } from './config/operator-token.js';
 import { ComputeService } from './compute/service.js';
 import { InlineExecutor, WorkerPoolExecutor, solverPoolSize, type SolverExecutor } from './compute/executor.js';

@@ -77,7 +77,7 @@ export interface HttpServices {
    */
   remoteCharges?: {
     payer: import('../tally/remote-charges.js').RemoteCharges;
-    outcomes: import('../chain/charge-outcomes.js').ChargeOutcomes;
+    outcomes: import('../tally/charge-outcomes.js').ChargeOutcomes;
     settleSoon: (nonce: string, machineHome: string) => void;
   };
   /** Extra route groups (the mesh) register themselves here. */

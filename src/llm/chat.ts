@@ -8,7 +8,7 @@ import { ServiceError } from '../kernel/errors.js';
 import type { Counters } from '../store/counters.js';
 import type { Op } from '../store/db.js';
 import { COSTS } from '../tally/costs.js';
-import { chatDayCounter } from '../tally/counter-keys.js';
+import { chatDayCounter } from '../store/counter-keys.js';
 import type { Ledger } from '../tally/ledger.js';
 import { errorCodeOf } from '../mcp/result.js';
 import { TOOL_INSTRUCTIONS, type ToolSource } from '../mcp/server.js';

@@ -10,7 +10,7 @@ import type { Counters } from '../store/counters.js';
 import type { ChainService, AuditRow } from '../chain/service.js';
 import type { IdentityService } from '../identity/service.js';
 import type { Ledger } from './ledger.js';
-import { claimAddressCounter, claimDayCounter } from './counter-keys.js';
+import { claimAddressCounter, claimDayCounter } from '../store/counter-keys.js';
 import { makeChallenge, openChallenge, proofBits } from './claim-proof.js';
 import type { ClaimAddresses } from './claim-addresses.js';
 import type { Wallet } from '../records/types.js';

@@ -11,7 +11,7 @@ import { BoundedMap, LruMap, PendingWrites } from '../util/bounded-map.js';
 import type { Counters } from '../store/counters.js';
 import type { Caller, ChargeSplit, TallyCharge, Wallet } from '../records/types.js';
 import type { ChainService, AuditRow } from '../chain/service.js';
-import { chargedCounter, envelopeCounter, folderCounter, folderCounterPrefix } from './counter-keys.js';
+import { chargedCounter, envelopeCounter, folderCounter, folderCounterPrefix } from '../store/counter-keys.js';
 import { splitCharge } from './split.js';
 import { compactTemplateId, decodeCompact, isCompact, rebuildBody, templateFromStored, type StoredTemplate } from './stored-result.js';
 

@@ -7,7 +7,7 @@
 //   voucher asked → debit + pending record + outbox, one batch (402 and nothing signed when short)
 //                  ─── voucher {…, nonce, charge} via the forwarding node ──▶ the transition's batch writes
 //                                                                             `applied` under (P, nonce); a refusal
-//                                                                             writes `refused` (chain/charge-outcomes.ts)
+//                                                                             writes `refused` (tally/charge-outcomes.ts)
 //   the outbox asks (chain.charge.settle) ───────────────────────────────────▶ applied | refused | void
 //                  ◀── signed answer (chain.charge.outcome) ───────────────── (unknown nonce: `void` is written first,
 //   applied → charged; refused or void → refunded                             so the voucher can never apply after)

@@ -18,7 +18,7 @@ import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { Counters } from '../store/counters.js';
 import type { ChainService } from '../chain/service.js';
 import type { IdentityService } from '../identity/service.js';
-import { envelopeCounter, folderCounter } from './counter-keys.js';
+import { envelopeCounter, folderCounter } from '../store/counter-keys.js';
 import { TOKEN_ID_PATTERN, type EnvelopeLocks } from './folders.js';
 import { ENVELOPE_SUBS, type EnvelopeRecord } from './ledger.js';
 import { randomHex } from '../util/random-hex.js';

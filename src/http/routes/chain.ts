@@ -11,7 +11,7 @@ import { chainCallerResponse, checkpointResponse, embedKeyResponse, embedKeysRes
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { perMinuteLimit } from '../limits.js';
 import { chargedVoucherHere, signVoucher, tallyChargeOf, voucherRequest, type Vouched } from '../chain-delegation.js';
-import type { ChargeClaim } from '../../chain/charge-outcomes.js';
+import type { ChargeClaim } from '../../tally/charge-outcomes.js';
 import { CHARGE_OUTCOME_EVENT, CHARGE_SETTLE_EVENT, CHARGE_SETTLE_PATH, settleBatch } from '../../tally/remote-charges.js';
 import { HANDSHAKE_HEADER } from '../../mesh/wire.js';
 import { SLUG_PATTERN } from '../../mesh/machines.js';
