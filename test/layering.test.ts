@@ -209,6 +209,11 @@ describe('no cycle between the folders of src', () => {
     expect(cycle && cycleSteps(graph, cycle)).toBeNull();
   });
 
+  it('records/, the shared record types, sits low: it imports only kernel/ and store/', () => {
+    const imported = [...(folderGraph('all').get('records')?.keys() ?? [])];
+    expect(imported.filter((to) => to !== 'kernel' && to !== 'store')).toEqual([]);
+  });
+
   it('the graph is the whole of src, so the check is not vacuous', () => {
     const graph = folderGraph();
     expect(graph.size).toBeGreaterThan(15);
