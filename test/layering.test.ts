@@ -2,7 +2,8 @@
 // imports kernel/ and numerics/, never solvers/; solvers/ imports solvers/, kernel/ and numerics/; none of the three
 // imports another folder of src (no I/O, services, http, mesh, store, util). Every import and export-from of every
 // file is read, static and dynamic, type-only included. Across all of src: no two folders import each other in a
-// cycle of value imports, and only the composition root (src/node/, src/node.ts) and the CLI import the composition root.
+// cycle (of value imports; of type-only ones neither), and only the composition root (src/node/, src/node.ts) and the
+// CLI import the composition root.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
