@@ -7,7 +7,7 @@
 import { ServiceError } from '../kernel/errors.js';
 import { stampAt, type Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
-import { randomHex, type Caller, type Ledger, type TallyCharge } from '../tally/ledger.js';
+import type { Ledger } from '../tally/ledger.js';
 import { sha256Hex } from '../kernel/bytes.js';
 import { canonicalJson } from '../kernel/canonical.js';
 import type { ChainService } from '../chain/service.js';
@@ -17,6 +17,8 @@ import { COSTS } from '../tally/costs.js';
 import { fill, parseProgram, type ChildProgram, type Program, type TemplateContext } from './program.js';
 import { AgentEvents, type AgentEvent } from './events.js';
 import { KeyedLock } from '../util/keyed-lock.js';
+import type { Caller, TallyCharge } from '../records/types.js';
+import { randomHex } from '../util/random-hex.js';
 
 /** A chain append step's price (part 8 names none; docs/decisions.md, "Agents"). */
 export const AGENT_APPEND_COST = COSTS.agentAppend;

@@ -5,7 +5,7 @@
 // up checks each row (seq, prev_hash, hash) and stops before the first bad one: a tree covers a sound prefix only.
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { LruMap } from '../util/bounded-map.js';
-import type { EnvelopeLocks } from '../tally/folders.js';
+import type { KeyedLock } from '../util/keyed-lock.js';
 import { consistencyPath, Frontier, inclusionPath, leafHash, RangeHasher } from './merkle.js';
 import { GENESIS_HASH, rowText, type AuditRow } from './service.js';
 import { sha256Hex } from '../kernel/bytes.js';
@@ -26,7 +26,7 @@ export class MerkleLog {
   constructor(
     private readonly store: Store,
     private readonly rows: Sublevel,
-    private readonly locks: EnvelopeLocks,
+    private readonly locks: KeyedLock,
   ) {
     this.nodes = store.sub('chain_merkle', 'utf8');
     this.sizes = store.sub('chain_merkle_size');

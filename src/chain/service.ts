@@ -5,11 +5,11 @@ import { sha256Hex } from '../kernel/bytes.js';
 import { ServiceError } from '../kernel/errors.js';
 import { JsonText, padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { LruMap, PendingWrites } from '../util/bounded-map.js';
-import { EnvelopeLocks } from '../tally/folders.js';
+import { KeyedLock } from '../util/keyed-lock.js';
 import { MachineIndex } from './machine-index.js';
 import { applySettings, type SettingsPatch } from './settings.js';
 import type { Role } from './roles.js';
-import type { ChargeSplit, TallyCharge } from '../tally/ledger.js';
+import type { ChargeSplit, TallyCharge } from '../records/types.js';
 import type { TickStamp } from '../kernel/clock.js';
 import { SEALED_EVENT, sealEvent } from './sealed-event.js';
 import { ContractService } from './contracts.js';
@@ -152,7 +152,7 @@ export class ChainService {
   /** The envelopes sealed with a row on each machine: `${slug}!${seq}` → MachineEnvelopeEntry (tally/envelopes). */
   private readonly envelopes: Sublevel;
   /** One change at a time per machine record (settings) or contract (transitions): a keyed lock. */
-  readonly locks = new EnvelopeLocks();
+  readonly locks = new KeyedLock();
   /** JSON contracts deployed on this node's machines (contracts.ts). */
   readonly contracts: ContractService;
   /** Each machine's rows as an RFC 6962 tree (merkle-log.ts), and its signed checkpoints (checkpoints.ts). */

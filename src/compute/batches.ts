@@ -6,9 +6,9 @@
 import { ServiceError } from '../kernel/errors.js';
 import { stampAt, type Clock } from '../kernel/clock.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
-import { randomHex, type Caller } from '../tally/ledger.js';
+import { randomHex } from '../util/random-hex.js';
 import type { ComputeService, Sealed } from './service.js';
-import type { KeyRecord } from '../identity/service.js';
+import type { Caller, KeyRecord } from '../records/types.js';
 
 export const BATCH_MAX = 100;
 export const BATCH_CONCURRENCY = 4;

@@ -10,7 +10,7 @@ import { unstampedSteps, verifyStep } from '../kernel/protocol.js';
 import { prepareSeal, stateFields, tickReceipt } from '../kernel/receipt.js';
 import { ko42Equation, type ChainResult } from '../kernel/operators/chain.js';
 import type { SolverOutput } from '../solvers/types.js';
-import type { ExecutedBy } from '../consensus/executed-by.js';
+import type { ExecutedBy } from '../records/types.js';
 
 /** Members of a sealed body that come from the ledger when the seal is committed. */
 export const LEDGER_MEMBERS = ['audit', 'envelope', 'tally_charge'] as const;

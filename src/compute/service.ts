@@ -13,7 +13,7 @@ import { InputError } from '../solvers/errors.js';
 import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
 import { routeQuery, splitConstants } from '../solvers/auto.js';
-import { randomHex, type Caller, type EnvelopeRecord, type Ledger, type SealContext } from '../tally/ledger.js';
+import type { EnvelopeRecord, Ledger, SealContext } from '../tally/ledger.js';
 import { buildBody, type BodyJob, type StampParts } from './sealed-body.js';
 import type { Sealer } from './sealer.js';
 import { timeoutError, type SolverExecutor } from './executor.js';
@@ -24,8 +24,9 @@ import { COSTS } from '../tally/costs.js';
 import type { Tier, TierBook } from '../tally/tiers.js';
 import { assertTierAllows } from '../tally/tier-gates.js';
 import type { Op } from '../store/db.js';
-import type { ExecutedBy } from '../consensus/executed-by.js';
 import { chainRequestDigest, plainJson, solverRequestDigest, solverResultDigest } from './result-digest.js';
+import type { Caller, CanonicalRequest, ExecutedBy, ResultRecorder, SealedFacts, SealRecorder } from '../records/types.js';
+import { randomHex } from '../util/random-hex.js';
 
 /** Part 8's costs (the one table: tally/costs.ts). */
 export const COST = { computePerOperator: COSTS.computePerOperator, solver: COSTS.solver, auto: COSTS.auto } as const;
@@ -111,43 +112,6 @@ export interface SolverPlacement {
    */
   offload(req: PlacementRequest): Promise<PlacedRun | null>;
 }
-
-/** The facts a sealed result is recorded with (tally/record.ts). */
-export interface SealedFacts {
-  result_id: string;
-  /** The caller's ZID; null for demo and anonymous callers. */
-  owner: string | null;
-  kind: 'compute' | 'solver';
-  solver: string | null;
-  operators: string[] | null;
-  result_digest: string;
-  svcond: number;
-  executed_by: ExecutedBy | null;
-  /** What re-execution runs: the solver and its resolved inputs, or the chain request as validated. */
-  request: CanonicalRequest;
-  /** From the request's start to the stamp. */
-  execution_time_ms?: number;
-}
-
-export type CanonicalRequest =
-  { kind: 'solver'; solver: string; inputs: Record<string, unknown> } | { kind: 'compute'; domain: unknown; operators: unknown; inputs: unknown };
-
-export interface ResultRecorder {
-  /**
-   * What the sealing batch of a result of `owner` writes, decided from what the recorder holds about the owner. Asked
-   * before the batch is built: synchronously when the owner is in memory, else after reading the store (memory is a
-   * bounded cache, the store the truth), so the batch never waits and an owner evicted from the cache is never missed.
-   */
-  forOwner(owner: string | null): SealRecorder | Promise<SealRecorder>;
-}
-
-export interface SealRecorder {
-  /** Ops for the sealing batch and counters it bumps by one. */
-  sealOps(facts: SealedFacts): { ops: Op[]; bump: string[] } | undefined;
-}
-
-/** A recorder with nothing to write for an owner. */
-export const NOTHING_TO_RECORD: SealRecorder = { sealOps: () => undefined };
 
 export type { ChainRequest };
 

@@ -13,12 +13,13 @@ import { z } from 'zod';
 import { canonicalJson } from '../kernel/canonical.js';
 import { InputError, ServiceError } from '../kernel/errors.js';
 import type { Json, Op, Store, Sublevel } from '../store/db.js';
-import { randomHex, type EnvelopeRecord, type Ledger } from '../tally/ledger.js';
+import type { EnvelopeRecord, Ledger } from '../tally/ledger.js';
 import { GossipError } from '../mesh/gossip-error.js';
 import type { GossipHandler } from '../mesh/gossip-handlers.js';
 import type { MeshEvent } from '../mesh/wire.js';
 import type { ContributionPolicy } from './policy.js';
 import type { EnvelopeLocks } from '../tally/folders.js';
+import { randomHex } from '../util/random-hex.js';
 
 export const BOND_EVENT = 'consensus.bond';
 export const RELEASE_EVENT = 'consensus.release';

@@ -20,10 +20,11 @@ import type { BondService } from './bonds.js';
 import { committeeOf, eligibleNodes, type Candidate } from './committee.js';
 import { quorumOf, type ContributionPolicy } from './policy.js';
 import { foldVotes, OUTCOMES, type Fold, type Outcome } from './verdict.js';
-import { executedBySchema, verifyExecution, type ExecutedBy } from './executed-by.js';
+import { executedBySchema, verifyExecution } from './executed-by.js';
 import { Outbox, type SendFn } from './outbox.js';
 import { ChallengeIndex } from './challenge-index.js';
 import { announces, OwedEffects, owedBy } from './owed-effects.js';
+import type { ExecutedBy } from '../records/types.js';
 
 export type { ExecutedBy };
 

@@ -11,7 +11,7 @@ import { MAX_SKEW_TICKS } from '../mesh/validator.js';
 import type { SolverOutput } from '../solvers/types.js';
 import { plainJson, solverRequestDigest, solverResultDigest } from '../compute/result-digest.js';
 import { unsealableOutput } from '../compute/finite-output.js';
-import type { ExecutedBy } from './executed-by.js';
+import type { ExecutedBy } from '../records/types.js';
 import { EXEC_REFUSALS, FrameError, MAX_REQUEST_BYTES, execRequestSchema, readFrame, writeFrame, type ExecAnswer, type ExecRequest } from './exec-protocol.js';
 import { serveSession } from './exec-session.js';
 

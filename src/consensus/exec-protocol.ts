@@ -8,8 +8,9 @@ import { z } from 'zod';
 import type { Stream } from '@libp2p/interface';
 import { canonicalJson } from '../kernel/canonical.js';
 import type { ErrorCode } from '../kernel/errors.js';
-import { executedBySchema, type ExecutedBy } from './executed-by.js';
+import { executedBySchema } from './executed-by.js';
 import type { SolverOutput } from '../solvers/types.js';
+import type { ExecutedBy } from '../records/types.js';
 
 export const EXEC_PROTOCOL = '/svc/exec/1.0.0';
 /** A request carries at most the 1 MiB of inputs a request body may hold, plus its envelope. */

@@ -6,19 +6,8 @@
 // member (null when the executing node was not contributing); its result_digest is the body's own.
 import { z } from 'zod';
 import { canonicalJson } from '../kernel/canonical.js';
+import type { ExecutedBy } from '../records/types.js';
 import { BOND_ID_PATTERN } from './bonds.js';
-
-export interface ExecutedBy {
-  /** Peer id of the node that executed the run. */
-  node: string;
-  /** That node's bond (its operator's), at stake for this result. */
-  bond_id: string;
-  /** Tick the run was placed at (the home's stamping tick when offloaded). */
-  svcond: number;
-  request_digest: string;
-  /** base64 Ed25519 by `node` over executionText(...). */
-  signature: string;
-}
 
 const HEX64 = /^[0-9a-f]{64}$/;
 

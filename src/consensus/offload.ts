@@ -17,9 +17,10 @@ import type { PlacedRun, PlacementRequest, SolverPlacement } from '../compute/se
 import type { SolverOutput } from '../solvers/types.js';
 import { solverResultDigest } from '../compute/result-digest.js';
 import { BoundedMap } from '../util/bounded-map.js';
-import { verifyExecution, type ExecutedBy } from './executed-by.js';
+import { verifyExecution } from './executed-by.js';
 import { EXEC_PROTOCOL, EXEC_REFUSALS, MAX_ANSWER_BYTES, execAnswerSchema, readFrame, writeFrame, type ExecRequest } from './exec-protocol.js';
 import { SessionFull } from './exec-session.js';
+import type { ExecutedBy } from '../records/types.js';
 
 export type OffloadPolicy = 'never' | 'when-busy' | 'always';
 

@@ -12,7 +12,7 @@
 import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Json, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { Counters } from '../store/counters.js';
-import { envelopeCounter, folderCounter } from '../tally/counter-keys.js';
+import { envelopeCounter, folderCounter } from '../store/counter-keys.js';
 import type { EnvelopeLocks } from '../tally/folders.js';
 import { ENVELOPE_SUBS, type EnvelopeRecord, type Ledger } from '../tally/ledger.js';
 import type { BondService } from './bonds.js';

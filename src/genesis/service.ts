@@ -12,10 +12,11 @@ import { stampAt, type Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import type { AuditRow, ChainService, Role } from '../chain/service.js';
 import type { IdentityService } from '../identity/service.js';
-import type { Ledger, TallyCharge } from '../tally/ledger.js';
+import type { Ledger } from '../tally/ledger.js';
 import type { Contract } from '../chain/contract-language.js';
 import { COSTS } from '../tally/costs.js';
 import { KeyedLock } from '../util/keyed-lock.js';
+import type { TallyCharge } from '../records/types.js';
 
 type Deployment = ReturnType<ChainService['contracts']['deployOps']>;
 

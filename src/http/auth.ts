@@ -4,7 +4,7 @@
 import type { Context, Next } from 'koa';
 import { ServiceError } from '../kernel/errors.js';
 import type { IdentityService } from '../identity/service.js';
-import type { Caller } from '../tally/ledger.js';
+import type { Caller } from '../records/types.js';
 import type { MachineRecord } from '../chain/service.js';
 import { documented } from './validate.js';
 import { callerAddress } from './caller-address.js';

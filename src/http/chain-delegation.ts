@@ -20,16 +20,15 @@ import { z } from 'zod';
 import { ServiceError } from '../kernel/errors.js';
 import { MAX_SKEW_TICKS } from '../mesh/validator.js';
 import { verifyEventSignature, type MeshEvent } from '../mesh/wire.js';
-import type { Caller } from '../tally/ledger.js';
+import type { Caller, TallyCharge } from '../records/types.js';
 import type { HttpKit } from './kit.js';
 import type { IdentityService } from '../identity/service.js';
 import type { ChainService } from '../chain/service.js';
 import type { MeshService } from '../mesh/service.js';
 import type { RemoteCharges } from '../tally/remote-charges.js';
-import type { ChargeOutcomes } from '../chain/charge-outcomes.js';
+import type { ChargeOutcomes } from '../tally/charge-outcomes.js';
 import { FORWARDED_HEADER, pathFor } from './forward.js';
 import { COSTS } from '../tally/costs.js';
-import type { TallyCharge } from '../tally/ledger.js';
 
 export const CHAIN_CALLER_HEADER = 'x-svc-chain-caller';
 export const CHAIN_CALLER_EVENT = 'chain.caller';

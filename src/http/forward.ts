@@ -10,7 +10,7 @@
 import type { Context, Next } from 'koa';
 import { ServiceError } from '../kernel/errors.js';
 import { LONGEST_TIME_LIMIT_SECONDS } from '../tally/tiers.js';
-import type { Caller } from '../tally/ledger.js';
+import type { Caller } from '../records/types.js';
 import type { HttpKit } from './kit.js';
 import { answersHealth, type HungHomes } from './home-health.js';
 import { FORWARDED_FOR_HEADER, forwardedForValue, statedClientIp } from './forwarded-address.js';

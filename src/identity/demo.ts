@@ -7,8 +7,8 @@ import { ServiceError } from '../kernel/errors.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Counters } from '../store/counters.js';
 import type { Store, Sublevel } from '../store/db.js';
-import { dayKey, nextMidnightUtc } from '../tally/ledger.js';
-import { demoMintCounter } from '../tally/counter-keys.js';
+import { dayKey, nextMidnightUtc } from '../util/utc-day.js';
+import { demoMintCounter } from '../store/counter-keys.js';
 import type { IdentityService } from './service.js';
 
 export interface DemoKeysOptions {

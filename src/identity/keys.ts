@@ -1,8 +1,7 @@
 // API keys: kinds by prefix (spec part 5 item 3), minted at random, shown once, stored as SHA-256 digests.
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../kernel/bytes.js';
-
-export type KeyKind = 'sk' | 'sk_test' | 'svc_ak' | 'zsm' | 'zsm_pub';
+import type { KeyKind } from '../records/types.js';
 
 export const KEY_PREFIX: Record<KeyKind, string> = {
   sk: 'sk_',

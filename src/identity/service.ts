@@ -8,8 +8,10 @@ import { ServiceError } from '../kernel/errors.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { BoundedMap } from '../util/bounded-map.js';
-import type { ChainService, MachineRecord, Role } from '../chain/service.js';
-import { compareVersions, keyDigest, keyId, keyKind, mintKey, randomToken, type KeyKind } from './keys.js';
+import type { ChainService, MachineRecord } from '../chain/service.js';
+import { DEFAULT_SLUG_PREFIX, MachineCreation, type AdminKey } from '../chain/machine-creation.js';
+import type { KeyRecord } from '../records/types.js';
+import { compareVersions, keyDigest, keyId, keyKind, mintKey, randomToken } from './keys.js';
 import { Claims, conflict, type Claim, type ClaimSpace } from './claims.js';
 
 const scrypt = promisify(scryptCb) as (pw: string | Buffer, salt: string | Buffer, len: number) => Promise<Buffer>;
@@ -17,8 +19,6 @@ const scrypt = promisify(scryptCb) as (pw: string | Buffer, salt: string | Buffe
 export const SESSION_TTL_MS = 24 * 3600 * 1000;
 export const SESSION_KEY_TTL_MS = 24 * 3600 * 1000;
 export const LEGACY_KEY_REMOVED_IN = '1.287.7';
-/** Slugs of identities' default machines: never chosen by callers, so no registration finds its slug taken. */
-export const DEFAULT_SLUG_PREFIX = 'm-';
 
 export interface IdentityRecord {
   zid: string;
@@ -32,19 +32,6 @@ export interface IdentityRecord {
   home: string;
   default_machine?: string;
   created_unix_ms: number;
-}
-
-export interface KeyRecord {
-  key_id: string;
-  kind: KeyKind;
-  zid: string | null;
-  slug: string | null;
-  plan: 'standard' | 'demo' | 'test';
-  created_unix_ms: number;
-  expires_unix_ms: number | null;
-  revoked_unix_ms: number | null;
-  /** The node that minted the key (the identity's home); absent on records written before the mesh. */
-  home?: string;
 }
 
 /**
@@ -79,9 +66,6 @@ export interface IdentityDeps {
   keyCacheMax?: number;
 }
 
-/** A new machine's settings besides is_public (spec 2.7: booleans, default false). */
-export type MachineFlags = Partial<Pick<MachineRecord, 'inject_agent_rail' | 'inject_pulse_orb'>>;
-
 export type AssertionSink = (assertions: IdentityAssertion[]) => void;
 /** Ask other nodes for a key minted elsewhere; resolves to a verified assertion and its signer, or null. */
 export type RemoteKeyLookup = (digest: string) => Promise<{ assertion: unknown; sender: string } | null>;
@@ -114,6 +98,8 @@ export class IdentityService {
   private readonly unknownRemote = new BoundedMap<string, number>(10_000);
   /** Slugs, emails and zids being created right now (see claims.ts). */
   private readonly claims = new Claims();
+  /** Machines with their admin keys: identities' default ones at registration, and further ones (createMachine). */
+  private readonly machines: MachineCreation;
 
   constructor(private readonly deps: IdentityDeps) {
     this.keyCache = new BoundedMap(deps.keyCacheMax ?? 10_000);
@@ -122,6 +108,14 @@ export class IdentityService {
     this.keys = deps.store.sub('keys');
     this.sessions = deps.store.sub('sessions');
     this.embedKeys = deps.store.sub('embed_keys');
+    this.machines = new MachineCreation({
+      store: deps.store,
+      chain: deps.chain,
+      nodeId: deps.nodeId,
+      nowMs: () => this.now(),
+      adminKey: (zid, slug) => this.adminKey(zid, slug),
+      slugClaims: { take: (slug) => this.claims.take('slug', slug), conflict: (slug) => conflict('slug', slug) },
+    });
   }
 
   private cacheKey(digest: string, rec: KeyRecord): void {
@@ -219,7 +213,7 @@ export class IdentityService {
         default_machine: slug,
         created_unix_ms: this.now(),
       };
-      const { ops } = this.machineFor(zid, slug, 0);
+      const { ops } = this.machines.newMachine(zid, slug, 0);
       await this.deps.store.commit([
         { type: 'put', sub: this.identities, key: zid, value: record },
         { type: 'put', sub: this.emails, key: normalised, value: zid },
@@ -484,30 +478,12 @@ export class IdentityService {
     throw conflict(space, zid);
   }
 
-  /** Ops creating a machine with its zsm_ admin key (returned once); `announce` once they are written. */
-  private machineFor(
-    zid: string,
-    slug: string,
-    svcond: number,
-    isPublic = false,
-    roles: Record<string, Role> = {},
-    flags: MachineFlags = {},
-  ): { ops: Op[]; adminKey: string; machine: MachineRecord; announce: () => void } {
-    const adminKey = mintKey('zsm');
-    const machine: MachineRecord = {
-      slug,
-      owner: zid,
-      genesis_svcond: svcond,
-      is_public: isPublic,
-      key_digest: keyDigest(adminKey),
-      roles: { ...roles, [zid]: 'owner' },
-      inject_agent_rail: flags.inject_agent_rail ?? false,
-      inject_pulse_orb: flags.inject_pulse_orb ?? false,
-      home: this.deps.nodeId(),
-      created_unix_ms: this.now(),
-    };
-    const keyRecord: KeyRecord = {
-      key_id: keyId(adminKey),
+  /** A new machine's zsm_ admin key: its record goes into the machine's batch, its assertion out once written. */
+  private adminKey(zid: string, slug: string): AdminKey {
+    const key = mintKey('zsm');
+    const digest = keyDigest(key);
+    const record: KeyRecord = {
+      key_id: keyId(key),
       kind: 'zsm',
       zid,
       slug,
@@ -518,14 +494,10 @@ export class IdentityService {
       home: this.deps.nodeId(),
     };
     return {
-      ops: [...this.deps.chain.machineOps(machine), { type: 'put', sub: this.keys, key: keyDigest(adminKey), value: keyRecord }],
-      adminKey,
-      machine,
-      announce: () => {
-        this.deps.chain.created(slug);
-        this.deps.chain.machineWritten(slug);
-        this.assert(keyDigest(adminKey), keyRecord, { zid, home: this.deps.nodeId(), default_machine: slug });
-      },
+      key,
+      digest,
+      ops: [{ type: 'put', sub: this.keys, key: digest, value: record }],
+      announce: () => this.assert(digest, record, { zid, home: this.deps.nodeId(), default_machine: slug }),
     };
   }
 
@@ -544,7 +516,7 @@ export class IdentityService {
       const hash = (await scrypt(digest, Buffer.from(salt, 'hex'), 32)).toString('hex');
       const slug = await this.claimDefaultSlug(zid, 'zid', claims);
       const record: IdentityRecord = { zid, kind: 'zk', hash, salt, home: this.deps.nodeId(), default_machine: slug, created_unix_ms: this.now() };
-      const { ops, adminKey, machine, announce } = this.machineFor(zid, slug, svcond);
+      const { ops, adminKey, machine, announce } = this.machines.newMachine(zid, slug, svcond);
       await this.deps.store.commit([{ type: 'put', sub: this.identities, key: zid, value: record }, ...ops]);
       announce();
       return { zid, machine, adminKey };
@@ -565,43 +537,9 @@ export class IdentityService {
     return this.openSession(zid);
   }
 
-  /**
-   * Create a further state machine for an identity (returns the admin key once). Of concurrent creations of one
-   * slug, one goes on (the claim is taken before the first await); m-… slugs are identities' default machines.
-   * `charge`, when given, is called synchronously just before the batch is written: its ops (the creation's charge)
-   * go into the same batch, and its rollback runs if the batch fails; if it throws (402), nothing is written.
-   */
-  async createMachine(
-    zid: string,
-    slug: string,
-    svcond: number,
-    isPublic: boolean,
-    charge?: () => { ops: Op[]; rollback: () => void },
-    /** Roles of other identities on the new machine (a genesis document's); the creator is always its owner. */
-    roles?: Record<string, Role>,
-    /** The machine's settings besides is_public (a genesis document's); absent: false. */
-    flags?: MachineFlags,
-  ): Promise<{ machine: MachineRecord; adminKey: string }> {
-    if (slug.startsWith(DEFAULT_SLUG_PREFIX)) {
-      const reason = `slugs starting with "${DEFAULT_SLUG_PREFIX}" name identities' default machines and cannot be chosen`;
-      throw new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input slug: ${reason}`, { field: 'slug', reason, allowed: null });
-    }
-    const claim = this.claims.take('slug', slug);
-    try {
-      if (await this.deps.chain.getMachine(slug)) throw conflict('slug', slug);
-      const paid = charge?.();
-      const { ops, adminKey, machine, announce } = this.machineFor(zid, slug, svcond, isPublic, roles, flags);
-      try {
-        await this.deps.store.commit(paid ? [...paid.ops, ...ops] : ops);
-      } catch (err) {
-        paid?.rollback();
-        throw err;
-      }
-      announce();
-      return { machine, adminKey };
-    } finally {
-      claim.release();
-    }
+  /** Create a further state machine for an identity, with its admin key (returned once): chain/machine-creation.ts. */
+  createMachine(...args: Parameters<MachineCreation['create']>): ReturnType<MachineCreation['create']> {
+    return this.machines.create(...args);
   }
 }
 

@@ -8,12 +8,14 @@ import { ServiceError } from '../kernel/errors.js';
 import type { Counters } from '../store/counters.js';
 import type { Op } from '../store/db.js';
 import { COSTS } from '../tally/costs.js';
-import { chatDayCounter } from '../tally/counter-keys.js';
-import { dayKey, type Caller, type Ledger, type TallyCharge } from '../tally/ledger.js';
+import { chatDayCounter } from '../store/counter-keys.js';
+import type { Ledger } from '../tally/ledger.js';
 import { errorCodeOf } from '../mcp/result.js';
 import { TOOL_INSTRUCTIONS, type ToolSource } from '../mcp/server.js';
 import { offlineAnswer, type ToolCallRecord } from './offline.js';
 import { openSession, type ChatMessage, type ProviderConfig, type ToolCallOutcome, type ToolDecl } from './providers.js';
+import type { Caller, TallyCharge } from '../records/types.js';
+import { dayKey } from '../util/utc-day.js';
 
 export interface ChatDeps {
   counters: Counters;

@@ -8,12 +8,13 @@ import { ServiceError } from '../kernel/errors.js';
 import { stampAt, type Clock } from '../kernel/clock.js';
 import { modulationFactor } from '../kernel/modulation.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
-import { randomHex, type Caller } from '../tally/ledger.js';
+import { randomHex } from '../util/random-hex.js';
 import type { ComputeService, SealedRun } from '../compute/service.js';
 import { InputError } from '../solvers/errors.js';
 import { readInvariant, relativeDrift, type InvariantReading } from './invariants.js';
 import { fill } from '../util/template.js';
 import { KeyedLock } from '../util/keyed-lock.js';
+import type { Caller } from '../records/types.js';
 
 /** An operator chain with a feedback rule: each step's inputs are the last inputs with `feedback` applied. */
 export interface ChainLoop {

@@ -13,7 +13,7 @@ import type { Store } from '../store/db.js';
 import type { Counters } from '../store/counters.js';
 import { GossipError } from '../mesh/gossip-error.js';
 import type { GossipHandler } from '../mesh/gossip-handlers.js';
-import { claimAddressElsewhereCounter, claimAddressPeerCounter } from './counter-keys.js';
+import { claimAddressElsewhereCounter, claimAddressPeerCounter } from '../store/counter-keys.js';
 
 export const CLAIM_ADDRESS_EVENT = 'tally.claim.address';
 /** An hour further than this from the receiver's clock is ignored (past hours are no longer counted anyway). */

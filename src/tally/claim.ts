@@ -9,10 +9,12 @@ import type { Op, Store } from '../store/db.js';
 import type { Counters } from '../store/counters.js';
 import type { ChainService, AuditRow } from '../chain/service.js';
 import type { IdentityService } from '../identity/service.js';
-import { dayKey, type Ledger, type Wallet } from './ledger.js';
-import { claimAddressCounter, claimDayCounter } from './counter-keys.js';
+import type { Ledger } from './ledger.js';
+import { claimAddressCounter, claimDayCounter } from '../store/counter-keys.js';
 import { makeChallenge, openChallenge, proofBits } from './claim-proof.js';
 import type { ClaimAddresses } from './claim-addresses.js';
+import type { Wallet } from '../records/types.js';
+import { dayKey } from '../util/utc-day.js';
 
 export const CLAIM_AMOUNT = 128;
 /** Claims per address per UTC hour at base difficulty, and the hourly cap (part 8). */

@@ -6,7 +6,7 @@
 import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { Counters } from '../store/counters.js';
-import { folderCounter } from './counter-keys.js';
+import { folderCounter } from '../store/counter-keys.js';
 import { ENVELOPE_SUBS, type EnvelopeRecord, type Ledger } from './ledger.js';
 import { KeyedLock } from '../util/keyed-lock.js';
 

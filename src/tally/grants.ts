@@ -7,8 +7,9 @@ import { matchesToken } from '../config/operator-token.js';
 import type { Op, Store } from '../store/db.js';
 import type { ChainService, AuditRow } from '../chain/service.js';
 import type { IdentityService } from '../identity/service.js';
-import type { Ledger, Wallet } from './ledger.js';
+import type { Ledger } from './ledger.js';
 import type { Tier, TierBook, TierRecord } from './tiers.js';
+import type { Wallet } from '../records/types.js';
 
 export type { TierRecord };
 

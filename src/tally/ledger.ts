@@ -2,16 +2,16 @@
 // result record + caller's envelope + audit-chain row + wallet charge + counters, written atomically.
 // Everything that depends on in-memory state (balances, chain head, counters) is computed synchronously,
 // so concurrent seals serialise without locks; the batch itself is group-committed by the store.
-import { randomUUID } from 'node:crypto';
+import { randomHex } from '../util/random-hex.js';
 import { canonicalJson } from '../kernel/canonical.js';
 import { sha256Hex } from '../kernel/bytes.js';
 import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { BoundedMap, LruMap, PendingWrites } from '../util/bounded-map.js';
 import type { Counters } from '../store/counters.js';
+import type { Caller, ChargeSplit, TallyCharge, Wallet } from '../records/types.js';
 import type { ChainService, AuditRow } from '../chain/service.js';
-import type { KeyRecord } from '../identity/service.js';
-import { chargedCounter, envelopeCounter, folderCounter, folderCounterPrefix } from './counter-keys.js';
+import { chargedCounter, envelopeCounter, folderCounter, folderCounterPrefix } from '../store/counter-keys.js';
 import { splitCharge } from './split.js';
 import { compactTemplateId, decodeCompact, isCompact, rebuildBody, templateFromStored, type StoredTemplate } from './stored-result.js';
 
@@ -19,32 +19,6 @@ export { FOUNDATION_SHARE_PERCENT, splitCharge } from './split.js';
 const READ_TEMPLATES_MAX = 256;
 /** Sublevels of envelopes: records by token id, and the owner's and the owner's folder's indexes (keys end in the zero-padded seq). */
 export const ENVELOPE_SUBS = { envelopes: 'envelopes', byOwner: 'env_owner', byFolder: 'env_folder' } as const;
-
-export type Caller =
-  | { kind: 'identity'; zid: string; key: KeyRecord; slug: string; /** Node that keeps this identity's ledgers. */ home: string }
-  | { kind: 'demo'; key: KeyRecord }
-  | { kind: 'anonymous'; ip: string };
-
-export interface Wallet {
-  free: number;
-  paid: number;
-}
-
-export interface TallyCharge {
-  action: string;
-  cost: number;
-  charged: number;
-  burned: number;
-  foundation: number;
-  funded_by: 'free' | 'paid' | 'demo' | 'anonymous';
-  balance_after: Wallet | null;
-}
-
-/** Which part of the wallet a charge took its credits from (free first): kept where a charge may be refunded. */
-export interface ChargeSplit {
-  free: number;
-  paid: number;
-}
 
 export interface EnvelopeRecord {
   token_id: string;
@@ -89,29 +63,6 @@ export interface LedgerOptions {
 
 /** Wallets kept in memory, unless configured (limits.identityCacheMax). */
 export const WALLET_CACHE_DEFAULT = 4096;
-
-/** The last day key made, and the [start, end) of its day in ms: most calls fall in the same day. */
-let lastDay = { key: '', start: 0, end: -1 };
-
-/** UTC day key, e.g. '2026-11-21'. */
-export function dayKey(unixMs: number): string {
-  if (unixMs >= lastDay.start && unixMs < lastDay.end) return lastDay.key;
-  const key = new Date(unixMs).toISOString().slice(0, 10);
-  const start = Date.UTC(Number(key.slice(0, 4)), Number(key.slice(5, 7)) - 1, Number(key.slice(8, 10)));
-  lastDay = { key, start, end: start + 86_400_000 };
-  return key;
-}
-
-export function nextMidnightUtc(unixMs: number): number {
-  const d = new Date(unixMs);
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1);
-}
-
-/** `digits` (at most 32) random hex digits for an id: a UUID's, without its dashes (sliced out: no regex per id). */
-export function randomHex(digits: number): string {
-  const u = randomUUID();
-  return (u.slice(0, 8) + u.slice(9, 13) + u.slice(14, 18) + u.slice(19, 23) + u.slice(24)).slice(0, digits);
-}
 
 /** 402 when a wallet cannot pay `cost`. */
 function checkBalance(w: Wallet, cost: number): void {

@@ -4,9 +4,10 @@
 import { ServiceError } from '../kernel/errors.js';
 import type { Counters } from '../store/counters.js';
 import type { Op } from '../store/db.js';
-import { DAY_COUNTER_PREFIXES, anonymousDayCounter, demoDayCounter, identityDayCounter } from './counter-keys.js';
-import { dayKey, nextMidnightUtc, type Caller } from './ledger.js';
+import { DAY_COUNTER_PREFIXES, anonymousDayCounter, demoDayCounter, identityDayCounter } from '../store/counter-keys.js';
+import { dayKey, nextMidnightUtc } from '../util/utc-day.js';
 import type { Tier } from './tiers.js';
+import type { Caller } from '../records/types.js';
 
 export interface QuotaOptions {
   anonymousPerDay: number;

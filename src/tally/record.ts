@@ -7,11 +7,10 @@
 // and counted in the owner's counter record (`rec:<zid>`, store/counters.ts) in the same batch: a listing's total.
 import type { Counters } from '../store/counters.js';
 import { padNum, type Json, type Op, type Store, type Sublevel } from '../store/db.js';
-import { NOTHING_TO_RECORD, type CanonicalRequest, type ResultRecorder, type SealRecorder, type SealedFacts } from '../compute/service.js';
-import type { ExecutedBy } from '../consensus/executed-by.js';
+import { NOTHING_TO_RECORD, type CanonicalRequest, type ResultRecorder, type SealRecorder, type SealedFacts, type ExecutedBy } from '../records/types.js';
 import type { PublishSettings } from './publish-settings.js';
 import { backfillDone, backfillOnce } from '../store/backfill.js';
-import { recordCounter } from './counter-keys.js';
+import { recordCounter } from '../store/counter-keys.js';
 
 export const PUBLISHED_COUNTER = 'published_total';
 export const RECORD_PAGE_MAX = 100;

@@ -7,7 +7,7 @@
 //   voucher asked → debit + pending record + outbox, one batch (402 and nothing signed when short)
 //                  ─── voucher {…, nonce, charge} via the forwarding node ──▶ the transition's batch writes
 //                                                                             `applied` under (P, nonce); a refusal
-//                                                                             writes `refused` (chain/charge-outcomes.ts)
+//                                                                             writes `refused` (tally/charge-outcomes.ts)
 //   the outbox asks (chain.charge.settle) ───────────────────────────────────▶ applied | refused | void
 //                  ◀── signed answer (chain.charge.outcome) ───────────────── (unknown nonce: `void` is written first,
 //   applied → charged; refused or void → refunded                             so the voucher can never apply after)
@@ -25,8 +25,9 @@ import { verifyEventSignature } from '../mesh/wire.js';
 import { MAX_SKEW_TICKS } from '../mesh/validator.js';
 import { TICK_SECONDS_EXACT } from '../kernel/clock.js';
 import { ServiceError } from '../kernel/errors.js';
-import type { Ledger, TallyCharge } from './ledger.js';
+import type { Ledger } from './ledger.js';
 import type { Outcome } from './delivery-loop.js';
+import type { TallyCharge } from '../records/types.js';
 
 /** A direct request of the payer's home to the machine's home: what became of these charges? And its signed answer. */
 export const CHARGE_SETTLE_EVENT = 'chain.charge.settle';

@@ -3,7 +3,7 @@
 // identity's tier. The names are ours (part 8 names free, standard and professional in its time-outs only). An
 // operator grant (grants.ts) sets an identity's tier at its home node; anonymous and demo callers are free.
 import type { Op, Store, Sublevel } from '../store/db.js';
-import type { Caller } from './ledger.js';
+import type { Caller } from '../records/types.js';
 
 export const TIERS = ['free', 'starter', 'standard', 'professional', 'enterprise'] as const;
 export type Tier = (typeof TIERS)[number];

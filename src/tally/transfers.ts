@@ -18,9 +18,10 @@ import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { Counters } from '../store/counters.js';
 import type { ChainService } from '../chain/service.js';
 import type { IdentityService } from '../identity/service.js';
-import { envelopeCounter, folderCounter } from './counter-keys.js';
+import { envelopeCounter, folderCounter } from '../store/counter-keys.js';
 import { TOKEN_ID_PATTERN, type EnvelopeLocks } from './folders.js';
-import { ENVELOPE_SUBS, randomHex, type EnvelopeRecord } from './ledger.js';
+import { ENVELOPE_SUBS, type EnvelopeRecord } from './ledger.js';
+import { randomHex } from '../util/random-hex.js';
 
 export const TRANSFER_ID_PATTERN = /^xfer_[0-9a-f]{24}$/;
 /** The type of a signed delivery request (sender's home → receiver's home) and of its signed acknowledgement. */

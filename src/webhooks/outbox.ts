@@ -4,9 +4,9 @@
 // written in their own batch before anything is sent. The dispatcher (dispatcher.ts) sends what is due.
 // Records: deliveries by id; the due index `<next_ms>!<id>`; each webhook's history `<webhook>!<created_ms>!<id>`.
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
-import { randomHex } from '../tally/ledger.js';
+import { randomHex } from '../util/random-hex.js';
 import { BoundedSet } from '../util/bounded-map.js';
-import { NOTHING_TO_RECORD, type ResultRecorder, type SealRecorder, type SealedFacts } from '../compute/service.js';
+import { NOTHING_TO_RECORD, type ResultRecorder, type SealRecorder, type SealedFacts } from '../records/types.js';
 import type { DeliveryStatus, EventType } from './events.js';
 import type { WebhookRecord, WebhookRegistry } from './registry.js';
 

@@ -9,7 +9,7 @@
 // misses a registration acknowledged before it was asked for; an owner with a write under way stays in memory.
 import { ServiceError } from '../kernel/errors.js';
 import type { Store, Sublevel } from '../store/db.js';
-import { randomHex } from '../tally/ledger.js';
+import { randomHex } from '../util/random-hex.js';
 import type { EventType, WebhookStatus } from './events.js';
 import { newSecret, openSecret, sealSecret, type SealedSecret } from './signing.js';
 import { checkOutboundUrl, type UrlPolicy } from '../util/url-policy.js';

@@ -1,9 +1,9 @@
 // Webhooks as the routes and the other services see them (part 6): registrations, the outbox and its dispatcher.
 import { ServiceError } from '../kernel/errors.js';
-import type { Caller } from '../tally/ledger.js';
+import type { Caller } from '../records/types.js';
 import type { ComputationFailure } from '../compute/service.js';
 import type { BatchEvents } from '../compute/batches.js';
-import { randomHex } from '../tally/ledger.js';
+import { randomHex } from '../util/random-hex.js';
 import type { DeliveryStatus } from './events.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { DeliveryRecord, Outbox } from './outbox.js';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { solveChallenge } from '../../src/tally/claim-proof.js';
 import { hourKey } from '../../src/tally/claim.js';
-import { claimAddressCounter } from '../../src/tally/counter-keys.js';
+import { claimAddressCounter } from '../../src/store/counter-keys.js';
 import { FORWARDED_HEADER } from '../../src/http/forward.js';
 import { FORWARDED_FOR_HEADER } from '../../src/http/forwarded-address.js';
 import { TOPICS } from '../../src/mesh/wire.js';

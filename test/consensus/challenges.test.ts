@@ -35,7 +35,8 @@ import { GossipError } from '../../src/mesh/gossip-error.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
 import { foldVotes } from '../../src/consensus/verdict.js';
 import { ServiceError } from '../../src/kernel/errors.js';
-import { signExecution, type ExecutedBy } from '../../src/consensus/executed-by.js';
+import { signExecution } from '../../src/consensus/executed-by.js';
+import type { ExecutedBy } from '../../src/records/types.js';
 
 const REQUEST_DIGEST = 'd'.repeat(64);
 /** executed_by as the executor (keys[0]) signs it for `digest`. */

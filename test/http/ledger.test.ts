@@ -122,7 +122,7 @@ describe('sealing', () => {
 
 describe('restart on the same data dir', () => {
   it('makes ids of the sizes and shape clients see: res_<tick>_<16 hex>, env_<24 hex>, all different', async () => {
-    const { randomHex } = await import('../../src/tally/ledger.js');
+    const { randomHex } = await import('../../src/util/random-hex.js');
     const many = Array.from({ length: 200 }, () => randomHex(24));
     for (const id of many) expect(id).toMatch(/^[0-9a-f]{24}$/);
     expect(new Set(many).size).toBe(many.length);

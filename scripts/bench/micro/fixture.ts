@@ -6,7 +6,7 @@ import { metricShift } from '../../../src/kernel/parity.js';
 import { evaluateChain } from '../../../src/kernel/operators/chain.js';
 import { deriveKey } from '../../../src/kernel/receipt.js';
 import type { BodyJob } from '../../../src/compute/sealed-body.js';
-import type { TallyCharge } from '../../../src/tally/ledger.js';
+import type { TallyCharge } from '../../../src/records/types.js';
 
 export const receiptKey = deriveKey(Buffer.from('micro-bench secret'), 'RECEIPT');
 

@@ -10,7 +10,7 @@ import type { RouteGroup } from '../route-group.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, query, validate } from '../validate.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 import type { AgentRecord, AgentRuntime } from '../../agents/runtime.js';
 import type { AgentEvent } from '../../agents/events.js';
 

@@ -7,7 +7,7 @@ import type { Webhooks } from '../../webhooks/service.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, validate } from '../validate.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 import { BATCH_MAX, type BatchService } from '../../compute/batches.js';
 
 const solverItem = z.object({ solver: z.string().min(1).max(64), inputs: z.record(z.string(), z.any()).optional(), initialState: z.any().optional() }).strict();

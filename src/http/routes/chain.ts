@@ -13,19 +13,17 @@ import { chainCallerResponse, checkpointResponse, embedKeyResponse, embedKeysRes
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { perMinuteLimit } from '../limits.js';
 import { chargedVoucherHere, signVoucher, tallyChargeOf, voucherRequest, type DelegationServices, type Vouched } from '../chain-delegation.js';
-import type { ChargeClaim } from '../../chain/charge-outcomes.js';
+import type { ChargeClaim } from '../../tally/charge-outcomes.js';
 import { CHARGE_OUTCOME_EVENT, CHARGE_SETTLE_EVENT, CHARGE_SETTLE_PATH, settleBatch } from '../../tally/remote-charges.js';
 import { HANDSHAKE_HEADER } from '../../mesh/wire.js';
-import type { KeyRecord } from '../../identity/service.js';
 import { SLUG_PATTERN } from '../../mesh/machines.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller, TallyCharge, KeyRecord } from '../../records/types.js';
 import type { MachineRecord } from '../../chain/service.js';
 import { requireRole, type ChainAction, type Role } from '../../chain/roles.js';
 import { stampAt } from '../../kernel/clock.js';
 import { COSTS } from '../../tally/costs.js';
 import { CHECKPOINT_FORMAT } from '../../chain/checkpoints.js';
 import { EXPORT_FORMAT } from '../../chain/verify-log.js';
-import type { TallyCharge } from '../../tally/ledger.js';
 
 const ZID = z.string().regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters');
 const settingsBody = z

@@ -9,7 +9,7 @@ import { computeCaller, requireKey } from '../auth.js';
 import { perMinuteLimit } from '../limits.js';
 import { forwardToHome } from '../forward.js';
 import { body, responds, validate } from '../validate.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 import type { ComputeService, Sealed } from '../../compute/service.js';
 
 /** Send a sealed result as the JSON bytes that were stored (serialised once). */

@@ -5,7 +5,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import { DIGEST_PATTERN, STATES, documentOf, type ChallengeEntry, type ChallengeService } from '../../consensus/challenges.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import type { SlashingService } from '../../consensus/slashing.js';

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import { daysRemaining, MODES, policyDocument, quorumOf } from '../../consensus/policy.js';
 import type { AttestedBond, BondService } from '../../consensus/bonds.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import type { ModeService } from '../../consensus/modes.js';

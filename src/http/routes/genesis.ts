@@ -13,7 +13,7 @@ import type { MeshService } from '../../mesh/service.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, validate } from '../validate.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 import { SLUG_PATTERN } from '../../mesh/machines.js';
 import type { GenesisService } from '../../genesis/service.js';
 import { claimSlug, refuseSlugHeldElsewhere } from '../slug-claims.js';

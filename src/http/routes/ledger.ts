@@ -12,7 +12,7 @@ import { authorizeMachineRead, presentedKey, requireKey, resolveCaller } from '.
 import { body, describes, query, responds, validate } from '../validate.js';
 import { askHome, forwardToHome, pathFor, relayAnswer, relayToHome, wasForwarded } from '../forward.js';
 import { CHAIN_CALLER_HEADER, vouchedCaller, voucherFor, type Voucher } from '../chain-delegation.js';
-import type { Caller, TallyCharge } from '../../tally/ledger.js';
+import type { Caller, TallyCharge } from '../../records/types.js';
 import { MACHINE_HOME, SLUG_PATTERN } from '../../mesh/machines.js';
 import { COSTS } from '../../tally/costs.js';
 import { registerChainRoutes, type ChainRouteServices } from './chain.js';

@@ -4,7 +4,7 @@
 import type Router from '@koa/router';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import type { ChatService } from '../../llm/chat.js';

@@ -14,7 +14,8 @@ import type { QuotaService } from '../../tally/quota.js';
 import type { TierBook } from '../../tally/tiers.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import type { Caller, Ledger } from '../../tally/ledger.js';
+import type { Ledger } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 
 /** What the node's registers read that the routes' services do not have (node.ts). */
 export interface MmioSources {

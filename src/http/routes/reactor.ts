@@ -10,7 +10,7 @@ import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, responds, validate } from '../validate.js';
 import { reactorResponse, reactorStepResponse } from '../responses.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 import type { ReactorRecord, ReactorService } from '../../reactor/service.js';
 import { TRAJECTORY_PAGE_MAX } from '../../reactor/service.js';
 

@@ -9,7 +9,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 import { PUBLISH_DEFAULT, type PublishSettings } from '../../tally/publish-settings.js';
 import { RESULT_ID_PATTERN, RESULT_LOOKUP } from '../../consensus/result-lookup.js';
 import { RECORD_PAGE_MAX, type ResultRecords } from '../../tally/record.js';

@@ -11,7 +11,7 @@ import { noKeyError, presentedKey, requireKey, resolveCaller, type AuthDeps } fr
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { body, validate } from '../validate.js';
 import { ServiceError } from '../../kernel/errors.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 import { channelView, headersOf, TICK_INTERVAL_MAX, type ChannelRecord, type StreamService } from '../../streams/channels.js';
 import { TEMPLATE_MAX } from '../../streams/template.js';
 import { LINK_TTL_DEFAULT_SECONDS, LINK_TTL_MAX_SECONDS } from '../../streams/links.js';

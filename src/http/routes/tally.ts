@@ -16,7 +16,7 @@ import { body, documented, responds, validate } from '../validate.js';
 import { costSheet } from '../../tally/costs.js';
 import { tierSheet } from '../../tally/tier-gates.js';
 import { TIERS, type TierBook } from '../../tally/tiers.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 import { requireKey } from '../auth.js';
 import { clientAddress, forwardToHome } from '../forward.js';
 import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBatch, type Transfers } from '../../tally/transfers.js';

@@ -10,7 +10,7 @@ import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, query, responds, validate } from '../validate.js';
 import { webhookCreatedResponse, webhookListResponse, webhookResponse } from '../responses.js';
-import type { Caller } from '../../tally/ledger.js';
+import type { Caller } from '../../records/types.js';
 import { EVENT_TYPES } from '../../webhooks/events.js';
 import { webhookView } from '../../webhooks/registry.js';
 import { deliveryView } from '../../webhooks/outbox.js';

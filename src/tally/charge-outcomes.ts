@@ -10,7 +10,7 @@
 // answered "ask again" (409), and a question's own check-and-void holds the same claim, so the two never interleave.
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { ServiceError } from '../kernel/errors.js';
-import { inProgress, type ChargeOutcome, type SettleAnswer, type SettleAnswers, type SettleItem } from '../tally/remote-charges.js';
+import { inProgress, type ChargeOutcome, type SettleAnswer, type SettleAnswers, type SettleItem } from './remote-charges.js';
 
 export interface ChargeOutcomeRecord {
   outcome: ChargeOutcome;

@@ -1,13 +1,13 @@
-// The tally's counter names have one home (tally/counter-keys.ts): quota.ts prunes the day counters by their
+// The counter names have one home (store/counter-keys.ts): quota.ts prunes the day counters by their
 // prefixes, and two names under one prefix must not collide, which only one file can see.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { DAY_COUNTER_PREFIXES, demoDayCounter, demoMintCounter } from '../../src/tally/counter-keys.js';
+import { DAY_COUNTER_PREFIXES, demoDayCounter, demoMintCounter } from '../../src/store/counter-keys.js';
 
 describe('counter names', () => {
-  it('every day counter is named in tally/counter-keys.ts, nowhere else in src', () => {
+  it('every day counter is named in store/counter-keys.ts, nowhere else in src', () => {
     const src = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src');
     const files = (dir: string): string[] =>
       readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
@@ -17,7 +17,7 @@ describe('counter names', () => {
     const dayName = new RegExp('`(?:' + DAY_COUNTER_PREFIXES.map((p) => p.slice(0, -1)).join('|') + '):\\$\\{[^}]+\\}:');
     const found = files(src)
       .map((f) => relative(src, f))
-      .filter((rel) => rel !== join('tally', 'counter-keys.ts') && dayName.test(readFileSync(join(src, rel), 'utf8')));
+      .filter((rel) => rel !== join('store', 'counter-keys.ts') && dayName.test(readFileSync(join(src, rel), 'utf8')));
     expect(found).toEqual([]);
   });
 

@@ -1,11 +1,11 @@
-// The machine's home's record of charged vouchers (chain/charge-outcomes.ts): applied, refused or void, once each,
+// The machine's home's record of charged vouchers (tally/charge-outcomes.ts): applied, refused or void, once each,
 // keyed by the payer's home; a question about a voucher being applied waits; a voided voucher never applies.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/db.js';
-import { ChargeOutcomes } from '../../src/chain/charge-outcomes.js';
+import { ChargeOutcomes } from '../../src/tally/charge-outcomes.js';
 import type { SettleItem } from '../../src/tally/remote-charges.js';
 
 let dir: string;

@@ -1,5 +1,6 @@
-// The names of the tally's counters (kept by store/counters.ts): one place for their formats. store/counters.ts
-// groups `env:`, `envf:`, `chg:` and `rec:` names by identity; QuotaService prunes the day counters by their prefixes.
+// The names of the counters store/counters.ts keeps (the tally's, the quotas', chat's, demo keys' mints): one place
+// for their formats, below every folder that counts. store/counters.ts groups `env:`, `envf:`, `chg:` and `rec:`
+// names by identity; QuotaService prunes the day counters by their prefixes.
 
 /** Envelopes of an identity. */
 export function envelopeCounter(zid: string): string {

@@ -1,6 +1,6 @@
 // UTC day keys (quota counters, reset times): exact at the midnight boundaries, in any call order.
 import { describe, expect, it } from 'vitest';
-import { dayKey, nextMidnightUtc } from '../../src/tally/ledger.js';
+import { dayKey, nextMidnightUtc } from '../../src/util/utc-day.js';
 
 describe('dayKey', () => {
   it('changes exactly at midnight UTC, forwards and backwards', () => {
