@@ -4,15 +4,15 @@
 import type Router from '@koa/router';
 import { stampAt } from '../../kernel/clock.js';
 import { quorumOf } from '../../consensus/policy.js';
+import { TRANSITIONS } from '../../consensus/challenge-lifecycle.js';
 import {
   CHALLENGE_OPENED_EVENT,
-  TRANSITIONS,
   VERDICT_EVENT,
   VOTE_EVENT,
   verdictDocumentSchema,
   verifyVerdictDocument,
   type VerdictDocument,
-} from '../../consensus/challenges.js';
+} from '../../consensus/challenge-wire.js';
 import { verifyText } from '../../mesh/wire.js';
 import type { HttpServices } from '../context.js';
 import { body, validate } from '../validate.js';
