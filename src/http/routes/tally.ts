@@ -14,7 +14,7 @@ import { TIERS } from '../../tally/tiers.js';
 import type { Caller } from '../../tally/ledger.js';
 import { requireKey } from '../auth.js';
 import { clientAddress, forwardToHome } from '../forward.js';
-import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBatch } from '../../tally/transfers.js';
+import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBatch } from '../../tally/transfer-wire.js';
 import { DELIVER_PATH } from '../../tally/transfer-delivery.js';
 import { HANDSHAKE_HEADER } from '../../mesh/wire.js';
 
