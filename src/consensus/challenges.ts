@@ -24,7 +24,7 @@ import { ChallengeDeliveries } from './challenge-deliveries.js';
 import { ChallengeIndex } from './challenge-index.js';
 import { EarlyVotes, type EarlyVoteLimits } from './early-votes.js';
 import { announces, OwedEffects, owedBy } from './owed-effects.js';
-import { advance, isTerminal, STATES, type ChallengeState } from './challenge-lifecycle.js';
+import { isTerminal, move, STATES, type ChallengeState } from './challenge-lifecycle.js';
 import {
   CHALLENGE_OPENED_EVENT,
   VERDICT_EVENT,
@@ -593,11 +593,11 @@ export class ChallengeService {
       return;
     }
     const fold = foldOf(c, entry.votes, deadlinePassed);
-    const path = advance(entry.state, fold);
+    const { path, effects } = move(entry.state, fold);
     const state = path.length > 0 ? path[path.length - 1]! : entry.state;
     const now = this.o.nowSvcond();
     const verdict: VerdictRecord | null =
-      fold.outcome !== null && isTerminal(state)
+      fold.outcome !== null && effects.includes('verdict')
         ? {
             challenge_id: c.challenge_id,
             outcome: fold.outcome,

@@ -45,7 +45,8 @@ export function pohcRoutes(router: Router, s: HttpServices): void {
         "a digest with quorum votes decides: the claim (not the executor's) → upheld; the executor's → rejected; neither → not_reproducible",
         `no deciding digest by ${p.deadlineTicks} ticks after the challenge → no_quorum`,
       ],
-      lifecycle: TRANSITIONS,
+      // The rows' moves; their effects are described per outcome below.
+      lifecycle: TRANSITIONS.map(({ from, on, to }) => ({ from, on, to })),
       effects: {
         upheld: "the bonded envelopes go to the foundation account at the bond's home, once (keyed by challenge id); the stake is returned",
         rejected: 'the stake is burned; nobody is slashed',
