@@ -5,7 +5,8 @@
 //   consensus.verdict           {challenge, votes, verdict}   the verdict with the signed votes it rests on
 // Every node keeps every challenge it hears of, folds the votes itself (verdict.ts) and reaches the same outcome;
 // a node that missed votes takes them from the verdict event, after checking each signature and re-running the fold.
-// The lifecycle is challenge-lifecycle.ts (the transition table); the records, schemas and checks challenge-wire.ts.
+// The lifecycle is challenge-lifecycle.ts (the transition table); the records, schemas and checks challenge-wire.ts;
+// who is sent what directly challenge-deliveries.ts; votes heard before their challenge early-votes.ts.
 // Ledger effects (stake, slashing) belong to slashing.ts; re-execution and votes to reexecutor.ts.
 import { z } from 'zod';
 import { canonicalJson } from '../kernel/canonical.js';
@@ -168,7 +169,7 @@ export class ChallengeService {
       ? new ChallengeDeliveries({
           send: o.send,
           nowSvcond: o.nowSvcond,
-          nodeId: o.nodeId,
+          nodeId: () => o.nodeId(),
           graceTicks: this.graceTicks(),
           verdictDelivered: (id) => this.update(id, (cur) => ({ ...cur, verdict_delivered: true })),
         })
