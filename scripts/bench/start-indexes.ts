@@ -14,7 +14,7 @@ import { Store, type Op } from '../../src/store/db.js';
 import { ChainService, type MachineRecord } from '../../src/chain/service.js';
 import { SlugLosses } from '../../src/chain/slug-loss.js';
 import { ChallengeIndex } from '../../src/consensus/challenge-index.js';
-import { STATES } from '../../src/consensus/challenges.js';
+import { STATES } from '../../src/consensus/challenge-lifecycle.js';
 import { numberArg } from './lib.js';
 
 const MACHINES = numberArg('machines', 20_000);

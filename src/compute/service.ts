@@ -1,14 +1,13 @@
 // The computation pipeline of architecture.md §3: validate → protocol → run → gate → parity → seal.
-// Every route that computes (compute, solver endpoints, /solve, /auto, prove) goes through here.
-import { canonicalDigest, canonicalJson } from '../kernel/canonical.js';
+// Every route that computes (compute, solver endpoints, /solve, /auto, prove) goes through here. Chain requests are
+// compiled in compiled-chain.ts; the stamp-and-sign family (verify, prove, shift, lattice) is proofs.ts.
 import { ServiceError, SolverFailure } from '../kernel/errors.js';
 import { stampAt, TICK_NS_NUMBER, type Clock, type TickStamp } from '../kernel/clock.js';
-import { gateChainValues, gateClosedForm, gateModulation, gateSolverCheck, toleranceGateError } from '../kernel/gate.js';
-import { modulationFactor, PRECISION_BOUND } from '../kernel/modulation.js';
-import { metricShift, metricShiftFromVariance } from '../kernel/parity.js';
-import { protocolSteps } from '../kernel/protocol.js';
-import { finishSeal, hmacHex, hexEqual, signBody, verifyBody } from '../kernel/receipt.js';
-import { evaluateChain, type ChainRequest, type ChainResult } from '../kernel/operators/chain.js';
+import { gateModulation, gateSolverCheck, toleranceGateError } from '../kernel/gate.js';
+import { modulationFactor } from '../kernel/modulation.js';
+import { metricShift } from '../kernel/parity.js';
+import { finishSeal, signBody } from '../kernel/receipt.js';
+import type { ChainRequest } from '../kernel/operators/chain.js';
 import { InputError } from '../solvers/errors.js';
 import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
@@ -18,7 +17,6 @@ import { buildBody, type BodyJob, type StampParts } from './sealed-body.js';
 import type { Sealer } from './sealer.js';
 import { timeoutError, type SolverExecutor } from './executor.js';
 import type { QuotaService } from '../tally/quota.js';
-import { BoundedMap } from '../util/bounded-map.js';
 import { unsealableOutput } from './finite-output.js';
 import { COSTS } from '../tally/costs.js';
 import type { Tier, TierBook } from '../tally/tiers.js';
@@ -27,6 +25,8 @@ import type { Op } from '../store/db.js';
 import { chainRequestDigest, plainJson, solverRequestDigest, solverResultDigest } from './result-digest.js';
 import type { Caller, CanonicalRequest, ExecutedBy, ResultRecorder, SealedFacts, SealRecorder } from '../records/types.js';
 import { randomHex } from '../util/random-hex.js';
+import { CompiledChains, type CompiledChain } from './compiled-chain.js';
+import { chainLattice, proveChain, shiftAt, verifyProof, verifySealedResult } from './proofs.js';
 
 /** Part 8's costs (the one table: tally/costs.ts). */
 export const COST = { computePerOperator: COSTS.computePerOperator, solver: COSTS.solver, auto: COSTS.auto } as const;
@@ -146,46 +146,17 @@ export interface SealedSummary {
   unit: string;
 }
 
-/**
- * What determines a chain's evaluation but the stamp (rule 5): phi0 and the request. JSON.stringify writes -0 as 0,
- * so the inputs that are -0 are named too. Only a valid request is kept, and in a valid request the inputs' values are
- * its only numbers; so two requests with the same key, one of them valid, are the same request.
- */
-export function chainKey(req: ChainRequest, phi0: number): string {
-  const inputs = req.inputs as Record<string, unknown> | null | undefined;
-  const negativeZeros = inputs !== null && typeof inputs === 'object' ? Object.keys(inputs).filter((k) => Object.is(inputs[k], -0)) : [];
-  return `${phi0}\n${JSON.stringify(req)}${negativeZeros.length > 0 ? `\n-0: ${JSON.stringify(negativeZeros)}` : ''}`;
-}
-
-/**
- * The same key from the request's JSON text as the client sent it (one text parses to one request): what the compute
- * route has at hand, with no second serialisation. Distinct from every chainKey (whose second line starts with {).
- */
-export function chainTextKey(text: string, phi0: number): string {
-  return `${phi0}\ntext\n${text}`;
-}
-
-/** A validated chain request and what follows from it alone (ComputeService.compiledChain). */
-interface CompiledChain {
-  /** The chain evaluated at the first request's stamp: only its KO42 line and term belong to that stamp. */
-  preview: ChainResult;
-  cost: number;
-  resultDigest: string;
-  gate: ReturnType<typeof gateChainValues>;
-}
-const COMPILED_CHAINS_MAX = 512;
-/** Longest request kept (its key): a request may carry up to 1 MiB of unused inputs, which is not worth keeping. */
-const COMPILED_CHAIN_KEY_MAX = 4096;
-
 function elapsedTicks(startNs: bigint, endNs: bigint): number {
   return Number(endNs - startNs) / TICK_NS_NUMBER;
 }
 
 export class ComputeService {
-  /** Compiled chains by request (compiledChain). */
-  private readonly chains = new BoundedMap<string, CompiledChain>(COMPILED_CHAINS_MAX);
+  /** Compiled chains by request (compiled-chain.ts). */
+  private readonly chains: CompiledChains;
 
-  constructor(private readonly deps: ComputeDeps) {}
+  constructor(private readonly deps: ComputeDeps) {
+    this.chains = new CompiledChains(deps.phi0);
+  }
 
   private gateRefused(kind: 'compute' | 'solver' | 'prove', err: Error): Error {
     this.deps.onGateRefused?.(kind);
@@ -337,37 +308,6 @@ export class ComputeService {
   }
 
   /**
-   * A chain request evaluated and validated (400s thrown here, before any charge), with what follows from it
-   * alone: cost, result digest and the stamp-free part of the gate. The same request gives the same chain at every
-   * stamp (rule 5) but for the KO42 line and term, which the body takes from its own stamp, so evaluations are kept
-   * by request (bounded).
-   */
-  private compiledChain(req: ChainRequest, startNs: bigint, requestText: string | undefined): CompiledChain {
-    const key = requestText !== undefined ? chainTextKey(requestText, this.deps.phi0) : chainKey(req, this.deps.phi0);
-    const known = this.chains.get(key);
-    if (known !== undefined) return known;
-    const probe = stampAt(startNs);
-    const preview = evaluateChain(req, { R_t: modulationFactor(probe.phase, this.deps.phi0), svcond: probe.svcond, phase: probe.phase, phi0: this.deps.phi0 });
-    const values = preview.master_sum.terms.slice(1).map((t: { value: number }) => t.value);
-    const compiled: CompiledChain = {
-      preview,
-      cost: Math.min(20, Math.max(1, preview.operator_count - 1) * COST.computePerOperator),
-      resultDigest: canonicalDigest({
-        operators: preview.operators,
-        domain: preview.domain,
-        inputs: preview.resolved,
-        value: preview.value,
-        unit: preview.unit,
-        fields: null,
-      }),
-      gate: gateChainValues(values, preview.value, this.deps.phi0),
-    };
-    if (key.length > COMPILED_CHAIN_KEY_MAX) return compiled;
-    this.chains.set(key, compiled);
-    return compiled;
-  }
-
-  /**
    * POST /api/svc/compute: a closed-form operator chain (solvers.md §6). `requestText`: the JSON text `req` was
    * parsed from, when the caller has it (it keys the kept evaluation without serialising `req` again).
    */
@@ -406,7 +346,7 @@ export class ComputeService {
     hooks: SealHooks | undefined,
   ): Promise<Sealed> {
     const startNs = this.deps.clock.nowNs();
-    const chain = this.compiledChain(req, startNs, options.requestText);
+    const chain = this.chains.of(req, startNs, options.requestText);
     const { preview, cost } = chain;
     if (!options.seal) {
       const body = this.unsealedChain(chain, startNs);
@@ -609,138 +549,29 @@ export class ComputeService {
     };
   }
 
-  /** POST /api/svc/verify: genuine → valid; any tampered field → invalid. */
-  verifyResult(body: unknown): { valid: boolean; proof_valid: boolean; receipt_valid: boolean; result_id: unknown; svcond: unknown; reason: string | null } {
-    if (!body || typeof body !== 'object' || Array.isArray(body))
-      return { valid: false, proof_valid: false, receipt_valid: false, result_id: null, svcond: null, reason: 'body is not a result object' };
-    const b = body as Record<string, unknown>;
-    const proofValid = verifyBody(this.deps.receiptKey, b);
-    let receiptValid = false;
-    const r = b.svcond_receipt as Record<string, unknown> | undefined;
-    if (r && typeof r === 'object') {
-      const { hmac, ...base } = r;
-      try {
-        receiptValid = hexEqual(hmac, hmacHex(this.deps.receiptKey, canonicalJson({ ...base, value: b.value, unit: b.unit, result_digest: b.result_digest })));
-      } catch {
-        receiptValid = false;
-      }
-    }
-    const valid = proofValid && receiptValid;
-    return {
-      valid,
-      proof_valid: proofValid,
-      receipt_valid: receiptValid,
-      result_id: b.result_id ?? null,
-      svcond: b.svcond ?? null,
-      reason: valid ? null : !proofValid ? 'svcProof does not match the body' : 'tick receipt HMAC does not match',
-    };
+  /** POST /api/svc/verify (proofs.ts). */
+  verifyResult(body: unknown): ReturnType<typeof verifySealedResult> {
+    return verifySealedResult(this.deps.receiptKey, body);
   }
 
-  /** POST /api/svc/prove: a signed 7-step receipt for a chain (default: kinetic energy at its defaults). */
-  prove(req: { domain?: string; operators?: string[]; inputs?: Record<string, number> }): Record<string, unknown> {
-    const domain = req.domain ?? 'mechanics';
-    const operators = req.operators ?? ['KO42', 'MECH_KINETIC_ENERGY'];
-    const request: ChainRequest = { domain, operators, inputs: req.inputs ?? {} };
-    const stamp = stampAt(this.deps.clock.nowNs());
-    const R_t = modulationFactor(stamp.phase, this.deps.phi0);
-    const chain = evaluateChain(request, { R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: this.deps.phi0 });
-    const values = chain.master_sum.terms.slice(1).map((t: { value: number }) => t.value);
-    const gate = gateClosedForm(values, chain.value, R_t, this.deps.phi0);
-    if (!gate.passed) throw this.gateRefused('prove', toleranceGateError(gate));
-    const steps = protocolSteps({
-      operatorChain: chain.operators,
-      domainOperatorCount: chain.domain_operator_count,
-      domain: chain.domain,
-      relError: gate.rel_error,
-      fieldTerms: false,
-      value: chain.value,
-      unit: chain.unit,
-      R_t,
-      phase: stamp.phase,
-      svcond: stamp.svcond,
-    });
-    const receipt = plainJson({
-      keyPrefix: 'PROVE',
-      domain,
-      operatorIds: operators,
-      inputs: chain.resolved,
-      value: chain.value,
-      unit: chain.unit,
-      equations: chain.equations,
-      steps,
-      R_t,
-      phase: stamp.phase,
-      svcond: stamp.svcond,
-      unix_ns: stamp.unix_ns,
-      precisionBound: PRECISION_BOUND,
-      node: this.deps.nodeId(),
-    });
-    return { receipt, signature: hmacHex(this.deps.proveKey, canonicalJson(receipt)), algorithm: 'HMAC-SHA256' };
+  /** POST /api/svc/prove (proofs.ts). */
+  prove(req: Parameters<typeof proveChain>[1]): Record<string, unknown> {
+    return proveChain(this.deps, req);
   }
 
-  proveVerify(body: unknown): { valid: boolean; R_t: number | null; svcond: number | null; operatorIds: string[]; keyPrefix: 'PROVE' } {
-    const b = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
-    const receipt = b.receipt as Record<string, unknown> | undefined;
-    let valid = false;
-    if (receipt && typeof receipt === 'object' && !Array.isArray(receipt)) {
-      try {
-        valid = receipt.keyPrefix === 'PROVE' && hexEqual(b.signature, hmacHex(this.deps.proveKey, canonicalJson(receipt)));
-      } catch {
-        valid = false;
-      }
-    }
-    const r = receipt ?? {};
-    return {
-      valid,
-      R_t: valid && typeof r.R_t === 'number' ? r.R_t : null,
-      svcond: valid && typeof r.svcond === 'number' ? r.svcond : null,
-      operatorIds: valid && Array.isArray(r.operatorIds) ? (r.operatorIds as string[]) : [],
-      keyPrefix: 'PROVE',
-    };
+  /** POST /api/svc/prove/verify (proofs.ts). */
+  proveVerify(body: unknown): ReturnType<typeof verifyProof> {
+    return verifyProof(this.deps.proveKey, body);
   }
 
-  /** POST /api/svc/shift: the metric shift for a given tick variance (rule 6). */
+  /** POST /api/svc/shift (proofs.ts). */
   shift(variance: number, phase?: number): Record<string, unknown> {
-    const stamp = stampAt(this.deps.clock.nowNs());
-    const p = phase ?? stamp.phase;
-    return { ...metricShiftFromVariance(variance, p, this.deps.phi0), phase: p, svcond: stamp.svcond };
+    return shiftAt(this.deps, variance, phase);
   }
 
-  /** POST /api/svc/lattice: a closed-form chain swept over one input (≤ 64 points), stamped and signed. */
-  lattice(req: {
-    domain: string;
-    operators: string[];
-    inputs: Record<string, number>;
-    sweep: { key: string; from: number; to: number; points: number };
-  }): Record<string, unknown> {
-    const stamp = stampAt(this.deps.clock.nowNs());
-    const R_t = modulationFactor(stamp.phase, this.deps.phi0);
-    const { key, from, to, points } = req.sweep;
-    const xs: number[] = [];
-    const ys: number[] = [];
-    let unit = '';
-    for (let i = 0; i < points; i++) {
-      const x = points === 1 ? from : from + ((to - from) * i) / (points - 1);
-      const chain = evaluateChain({ ...req, inputs: { ...req.inputs, [key]: x } }, { R_t, svcond: stamp.svcond, phase: stamp.phase });
-      xs.push(x);
-      ys.push(chain.value);
-      unit = chain.unit;
-    }
-    const body = plainJson({
-      kind: 'lattice',
-      domain: req.domain,
-      operators: req.operators,
-      sweep: { key, values: xs },
-      values: ys,
-      unit,
-      R_t,
-      phase: stamp.phase,
-      svcond: stamp.svcond,
-      unix_ns: stamp.unix_ns,
-      precisionBound: PRECISION_BOUND,
-      node: this.deps.nodeId(),
-    });
-    return { ...body, svcProof: signBody(this.deps.receiptKey, body) };
+  /** POST /api/svc/lattice (proofs.ts). */
+  lattice(req: Parameters<typeof chainLattice>[1]): Record<string, unknown> {
+    return chainLattice(this.deps, req);
   }
 }
 

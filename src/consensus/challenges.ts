@@ -1,158 +1,53 @@
-// Challenges (architecture.md §6): intake at the challenger's home, the lifecycle as an explicit transition table,
-// and the three gossip rows of svc/consensus/1 that carry a challenge to every node:
+// Challenges (architecture.md §6), the service: intake at the challenger's home, the three gossip rows of
+// svc/consensus/1 that carry a challenge to every node, and the direct deliveries to the nodes that must hear it:
 //   consensus.challenge.opened  {challenge, signature}        signed by the challenger's home (the opener)
 //   consensus.vote              {vote, signature}             signed by a committee member
 //   consensus.verdict           {challenge, votes, verdict}   the verdict with the signed votes it rests on
 // Every node keeps every challenge it hears of, folds the votes itself (verdict.ts) and reaches the same outcome;
 // a node that missed votes takes them from the verdict event, after checking each signature and re-running the fold.
-// The challenge id is derived (chl_ + SHA-256(result_id|challenger)), not drawn: the opener cannot grind ids to
-// pick a committee (the ranking hashes the id), and a second challenge of a result by one identity has the same id.
+// The lifecycle is challenge-lifecycle.ts (the transition table); the records, schemas and checks challenge-wire.ts;
+// who is sent what directly challenge-deliveries.ts; votes heard before their challenge early-votes.ts.
 // Ledger effects (stake, slashing) belong to slashing.ts; re-execution and votes to reexecutor.ts.
 import { z } from 'zod';
 import { canonicalJson } from '../kernel/canonical.js';
-import { sha256Hex } from '../kernel/bytes.js';
 import { InputError, ServiceError } from '../kernel/errors.js';
 import type { Json, Op, Store, Sublevel } from '../store/db.js';
 import { GossipError } from '../mesh/gossip-error.js';
 import type { GossipHandler } from '../mesh/gossip-handlers.js';
 import type { MeshEvent } from '../mesh/wire.js';
+import { KeyedLock } from '../util/keyed-lock.js';
 import type { BondService } from './bonds.js';
 import { committeeOf, eligibleNodes, type Candidate } from './committee.js';
 import { quorumOf, type ContributionPolicy } from './policy.js';
-import { foldVotes, OUTCOMES, type Fold, type Outcome } from './verdict.js';
-import { executedBySchema, verifyExecution } from './executed-by.js';
-import { Outbox, type SendFn } from './outbox.js';
+import type { SendFn } from './outbox.js';
+import { ChallengeDeliveries } from './challenge-deliveries.js';
 import { ChallengeIndex } from './challenge-index.js';
+import { EarlyVotes, type EarlyVoteLimits } from './early-votes.js';
 import { announces, OwedEffects, owedBy } from './owed-effects.js';
 import type { ExecutedBy } from '../records/types.js';
+import { isTerminal, move, STATES, type ChallengeState } from './challenge-lifecycle.js';
+import {
+  CHALLENGE_OPENED_EVENT,
+  VERDICT_EVENT,
+  VOTE_EVENT,
+  challengeFault,
+  challengeIdOf,
+  challengeSigningText,
+  foldOf,
+  signedChallengeSchema,
+  signedVoteSchema,
+  verdictDocumentSchema,
+  verifyVerdictDocument,
+  voteFault,
+  type ChallengeRecord,
+  type SignedChallenge,
+  type SignedVote,
+  type VerdictDocument,
+  type VerdictRecord,
+  type VerifyFn,
+} from './challenge-wire.js';
 
 export type { ExecutedBy };
-
-export const CHALLENGE_OPENED_EVENT = 'consensus.challenge.opened';
-export const VOTE_EVENT = 'consensus.vote';
-export const VERDICT_EVENT = 'consensus.verdict';
-
-export const CHALLENGE_ID_PATTERN = /^chl_[0-9a-f]{32}$/;
-export const DIGEST_PATTERN = /^[0-9a-f]{64}$/;
-
-// ---------------------------------------------------------------- lifecycle
-
-export const STATES = ['opened', 'voting', ...OUTCOMES] as const;
-export type ChallengeState = (typeof STATES)[number];
-/** What moves a challenge: a counted vote with no decision yet, a decision of the fold, or the deadline passing. */
-export type LifecycleEvent = 'vote' | 'quorum_claim' | 'quorum_executor' | 'quorum_other' | 'deadline';
-
-/** The lifecycle, one row per allowed move; anything else (every move out of a verdict) is refused. */
-export const TRANSITIONS: readonly { from: ChallengeState; on: LifecycleEvent; to: ChallengeState }[] = [
-  { from: 'opened', on: 'vote', to: 'voting' },
-  { from: 'opened', on: 'deadline', to: 'no_quorum' },
-  { from: 'voting', on: 'vote', to: 'voting' },
-  { from: 'voting', on: 'quorum_claim', to: 'upheld' },
-  { from: 'voting', on: 'quorum_executor', to: 'rejected' },
-  { from: 'voting', on: 'quorum_other', to: 'not_reproducible' },
-  { from: 'voting', on: 'deadline', to: 'no_quorum' },
-];
-
-/** The state after `on`, or null when the table has no such row. */
-export function transition(from: ChallengeState, on: LifecycleEvent): ChallengeState | null {
-  return TRANSITIONS.find((t) => t.from === from && t.on === on)?.to ?? null;
-}
-
-export function isTerminal(state: ChallengeState): boolean {
-  return !TRANSITIONS.some((t) => t.from === state);
-}
-
-const EVENT_OF: Record<Outcome, LifecycleEvent> = {
-  upheld: 'quorum_claim',
-  rejected: 'quorum_executor',
-  not_reproducible: 'quorum_other',
-  no_quorum: 'deadline',
-};
-
-/**
- * The path from `state` through the table to what `fold` says: a first counted vote moves opened → voting, then
- * the decision (if any). Returns the states visited (empty when nothing moves).
- */
-export function advance(state: ChallengeState, fold: Fold): ChallengeState[] {
-  const path: ChallengeState[] = [];
-  let s = state;
-  const step = (on: LifecycleEvent) => {
-    const next = transition(s, on);
-    if (next !== null) {
-      if (next !== s) path.push(next);
-      s = next;
-    }
-  };
-  if (fold.outcome === 'no_quorum') step('deadline');
-  else {
-    if (fold.counted.length > 0 && s === 'opened') step('vote');
-    if (fold.outcome !== null) step(EVENT_OF[fold.outcome]);
-  }
-  return path;
-}
-
-// ---------------------------------------------------------------- records
-
-export interface ChallengeRecord {
-  challenge_id: string;
-  result_id: string;
-  /** The challenger's identity and home node (the opener, which signs). */
-  challenger: string;
-  challenger_home: string;
-  claimed_digest: string;
-  executor_digest: string;
-  executed_by: ExecutedBy;
-  /** The canonical request the result answered, and the tick it was stamped at: what the committee re-executes. */
-  request: Json;
-  stamp_svcond: number;
-  /** The challenge's tick. */
-  svcond: number;
-  deadline_svcond: number;
-  committee_size: number;
-  quorum: number;
-  /** Eligible nodes at the challenge's tick (sorted) and the committee drawn from them. */
-  eligible: string[];
-  committee: string[];
-}
-
-export interface SignedChallenge {
-  challenge: ChallengeRecord;
-  signature: string;
-}
-
-export interface VoteRecord {
-  challenge_id: string;
-  voter: string;
-  digest: string;
-  svcond: number;
-}
-
-export interface SignedVote {
-  vote: VoteRecord;
-  signature: string;
-}
-
-export interface VerdictRecord {
-  challenge_id: string;
-  outcome: Outcome;
-  deciding_digest: string | null;
-  tally: Record<string, number>;
-  equivocators: string[];
-  non_member_votes: number;
-  late_votes: number;
-  /** Local tick at which this node recorded the verdict, and the ticks from the challenge's tick to it. */
-  decided_svcond: number;
-  ticks_taken: number;
-  /** How many of the entry's votes (the first ones heard) the verdict rests on: its document carries those. */
-  rests_on_votes: number;
-}
-
-/** A verdict with what it rests on: anyone can check it (POST /api/protocol/pohc/verify). */
-export interface VerdictDocument {
-  challenge: SignedChallenge;
-  votes: SignedVote[];
-  verdict: Pick<VerdictRecord, 'challenge_id' | 'outcome' | 'deciding_digest'> & Partial<VerdictRecord>;
-}
 
 /** The challenger's stake as its home holds it (only at that node). */
 export interface StakeHold {
@@ -177,148 +72,6 @@ export interface ChallengeEntry {
   /** At the opener: the bond's home acknowledged the verdict (outbox.ts); it is not sent again after a restart. */
   verdict_delivered?: boolean;
 }
-
-export function challengeIdOf(resultId: string, challenger: string): string {
-  return `chl_${sha256Hex(`${resultId}|${challenger}`).slice(0, 32)}`;
-}
-
-export function challengeSigningText(c: ChallengeRecord): string {
-  return canonicalJson({ attests: 'challenge', challenge: c });
-}
-
-export function voteSigningText(v: VoteRecord): string {
-  return canonicalJson({ attests: 'vote', vote: v });
-}
-
-// ---------------------------------------------------------------- wire schemas
-
-const PEER = z.string().min(1).max(128);
-const DIGEST = z.string().regex(DIGEST_PATTERN, '64 lower-case hex digits');
-const SIG = z.string().min(1).max(128);
-const TICK = z.number().int().nonnegative();
-
-export const signedChallengeSchema = z
-  .object({
-    challenge: z
-      .object({
-        challenge_id: z.string().regex(CHALLENGE_ID_PATTERN),
-        result_id: z.string().min(1).max(128),
-        challenger: z.string().min(1).max(128),
-        challenger_home: PEER,
-        claimed_digest: DIGEST,
-        executor_digest: DIGEST,
-        executed_by: executedBySchema,
-        request: z.unknown().refine((v) => v !== undefined, 'request is required') as z.ZodType<Json>,
-        stamp_svcond: TICK,
-        svcond: TICK,
-        deadline_svcond: TICK,
-        committee_size: z.number().int().min(1).max(99),
-        quorum: z.number().int().min(1).max(99),
-        eligible: z.array(PEER).max(512),
-        committee: z.array(PEER).max(99),
-      })
-      .strict(),
-    signature: SIG,
-  })
-  .strict();
-
-export const signedVoteSchema = z
-  .object({
-    vote: z.object({ challenge_id: z.string().regex(CHALLENGE_ID_PATTERN), voter: PEER, digest: DIGEST, svcond: TICK }).strict(),
-    signature: SIG,
-  })
-  .strict();
-
-export const verdictDocumentSchema = z
-  .object({
-    challenge: signedChallengeSchema,
-    votes: z.array(signedVoteSchema).max(200),
-    verdict: z
-      .object({
-        challenge_id: z.string().regex(CHALLENGE_ID_PATTERN),
-        outcome: z.enum(OUTCOMES),
-        deciding_digest: DIGEST.nullable(),
-      })
-      .passthrough(),
-  })
-  .strict();
-
-// ---------------------------------------------------------------- checks anyone can run
-
-export type VerifyFn = (signer: string, text: string, signature: string) => boolean;
-
-/**
- * What is wrong with a signed challenge on its own (null when nothing): the opener's signature, the committee as
- * the ranking of its eligible set, the quorum of its size, the executor and the opener left out.
- */
-export function challengeFault(sc: SignedChallenge, verify: VerifyFn): string | null {
-  const c = sc.challenge;
-  if (c.challenge_id !== challengeIdOf(c.result_id, c.challenger)) return 'the challenge id is not chl_ + SHA-256(result_id|challenger)';
-  if (!verify(c.challenger_home, challengeSigningText(c), sc.signature)) return "the challenge is not signed by the challenger's home";
-  if (c.quorum !== quorumOf(c.committee_size)) return `the quorum of a committee of ${c.committee_size} is ${quorumOf(c.committee_size)}`;
-  if (c.eligible.includes(c.executed_by.node) || c.eligible.includes(c.challenger_home)) return "the executor and the challenger's home cannot be eligible";
-  const sorted = [...new Set(c.eligible)].sort();
-  if (canonicalJson(sorted) !== canonicalJson(c.eligible)) return 'the eligible set must be sorted, each node once';
-  if (canonicalJson(committeeOf(c.challenge_id, c.eligible, c.committee_size)) !== canonicalJson(c.committee))
-    return 'the committee is not the top of the eligible set ranked by SHA-256(challenge_id|peer id)';
-  if (c.claimed_digest === c.executor_digest) return "the claim equals the executor's digest";
-  if (!verifyExecution(verify, c.executed_by, c.executor_digest)) return "executed_by is not the executor's signature over its digest";
-  if (c.deadline_svcond < c.svcond) return 'the deadline is before the challenge';
-  return null;
-}
-
-/** What is wrong with a signed vote for `challengeId` (null when nothing). */
-export function voteFault(sv: SignedVote, challengeId: string, verify: VerifyFn): string | null {
-  if (sv.vote.challenge_id !== challengeId) return 'a vote for another challenge';
-  if (!verify(sv.vote.voter, voteSigningText(sv.vote), sv.signature)) return 'the vote is not signed by its voter';
-  return null;
-}
-
-/** The fold over a challenge's votes (the ones given; signatures checked by the caller). */
-export function foldOf(c: ChallengeRecord, votes: readonly SignedVote[], deadlinePassed: boolean): Fold {
-  return foldVotes({
-    committee: c.committee,
-    quorum: c.quorum,
-    claimedDigest: c.claimed_digest,
-    executorDigest: c.executor_digest,
-    votes: votes.map((v) => ({ voter: v.vote.voter, digest: v.vote.digest, svcond: v.vote.svcond })),
-    deadlineSvcond: c.deadline_svcond,
-    deadlinePassed,
-  });
-}
-
-/**
- * Check a verdict document: the challenge (signature, committee), every vote's signature, and the fold over the
- * votes, which must give the verdict's outcome and deciding digest. A no_quorum verdict holds when the votes
- * decide nothing (whether its deadline has passed is the reader's clock; `nowSvcond` checks it when given).
- */
-export function verifyVerdictDocument(
-  doc: VerdictDocument,
-  verify: VerifyFn,
-  nowSvcond?: number,
-): { valid: boolean; reasons: string[]; fold: Fold | null; bad_votes: number } {
-  const reasons: string[] = [];
-  const c = doc.challenge.challenge;
-  const fault = challengeFault(doc.challenge, verify);
-  if (fault) reasons.push(`challenge: ${fault}`);
-  if (doc.verdict.challenge_id !== c.challenge_id) reasons.push('the verdict names another challenge');
-  const good: SignedVote[] = [];
-  let bad = 0;
-  for (const v of doc.votes) {
-    const f = voteFault(v, c.challenge_id, verify);
-    if (f) {
-      bad++;
-      reasons.push(`vote of ${v.vote.voter}: ${f}`);
-    } else good.push(v);
-  }
-  const passed = doc.verdict.outcome === 'no_quorum';
-  if (passed && nowSvcond !== undefined && nowSvcond <= c.deadline_svcond) reasons.push(`no_quorum before the deadline tick ${c.deadline_svcond}`);
-  const fold = foldOf(c, good, passed);
-  if (fold.outcome !== doc.verdict.outcome) reasons.push(`the votes fold to ${fold.outcome ?? 'no outcome yet'}, not ${doc.verdict.outcome}`);
-  else if (fold.decidingDigest !== doc.verdict.deciding_digest) reasons.push('the deciding digest is not the one the votes give');
-  return { valid: reasons.length === 0, reasons, fold, bad_votes: bad };
-}
-
 // ---------------------------------------------------------------- the service
 
 /** What a challenge needs to know of a result (exec's lookup by result id). */
@@ -366,7 +119,7 @@ export interface ChallengeServiceOptions {
   /** Settled challenges kept in memory at most; older ones are read from the store on demand. Default 512. */
   maxSettledInMemory?: number;
   /** Votes held for challenges not heard of yet: challenges at most (default 256), votes each (default 16), ticks kept (default deadline + grace). */
-  earlyVotes?: { maxChallenges?: number; maxPerChallenge?: number; ttlTicks?: number };
+  earlyVotes?: EarlyVoteLimits;
 }
 
 export type ChallengeListener = (entry: ChallengeEntry) => void | Promise<void>;
@@ -392,10 +145,11 @@ export class ChallengeService {
   private readonly openedListeners: ChallengeListener[] = [];
   private readonly verdictListeners: ChallengeListener[] = [];
   /** Writes of one challenge's entry run one at a time (votes arrive concurrently). */
-  private readonly tails = new Map<string, Promise<void>>();
-  /** Signed votes of challenges not heard of yet (gossip does not keep order), oldest challenge first. */
-  private readonly early = new Map<string, { votes: SignedVote[]; until: number }>();
-  private readonly outbox: Outbox | null;
+  private readonly lock = new KeyedLock();
+  /** Signed votes of challenges not heard of yet (gossip does not keep order). */
+  private readonly early: EarlyVotes;
+  /** Direct deliveries of its events (challenge-deliveries.ts); none without a way to send. */
+  private readonly deliveries: ChallengeDeliveries | null;
   private sweeping = false;
   private readonly counts = {
     refused_votes: 0,
@@ -411,7 +165,20 @@ export class ChallengeService {
     this.sub = o.store.sub('challenges');
     this.index = new ChallengeIndex(o.store, STATES);
     this.owed = new OwedEffects(o.store);
-    this.outbox = o.send ? new Outbox({ send: o.send, nowSvcond: o.nowSvcond }) : null;
+    this.deliveries = o.send
+      ? new ChallengeDeliveries({
+          send: o.send,
+          nowSvcond: o.nowSvcond,
+          nodeId: () => o.nodeId(),
+          graceTicks: this.graceTicks(),
+          verdictDelivered: (id) => this.update(id, (cur) => ({ ...cur, verdict_delivered: true })),
+        })
+      : null;
+    this.early = new EarlyVotes(
+      o.earlyVotes ?? {},
+      () => o.policy.deadlineTicks + this.graceTicks(),
+      (votes) => (this.counts.early_votes_dropped += votes),
+    );
   }
 
   /**
@@ -424,7 +191,7 @@ export class ChallengeService {
       const zid = this.o.bonds.get(bondId)?.bond?.bond.zid;
       return zid !== undefined && this.o.bonds.ofZid(zid)?.bond.bond_id === bondId;
     };
-    await this.owed.backfill(this.sub, this.o.nodeId(), this.outbox !== null, this.o.nowSvcond() - this.o.policy.deadlineTicks, bondActive);
+    await this.owed.backfill(this.sub, this.o.nodeId(), this.deliveries !== null, this.o.nowSvcond() - this.o.policy.deadlineTicks, bondActive);
     await this.index.count(indexed > 0);
     const open = await this.index.idsIn(STATES.filter((s) => !isTerminal(s)));
     for (const id of open) {
@@ -469,9 +236,12 @@ export class ChallengeService {
 
   /** What this node holds in memory (bounded: open challenges, settled ones up to the bound, early votes, deliveries). */
   memory(): { open: number; settled: number; early_votes: number; deliveries: number } {
-    let early = 0;
-    for (const s of this.early.values()) early += s.votes.length;
-    return { open: this.entries.size - this.settled.size, settled: this.settled.size, early_votes: early, deliveries: this.outbox?.size() ?? 0 };
+    return {
+      open: this.entries.size - this.settled.size,
+      settled: this.settled.size,
+      early_votes: this.early.size(),
+      deliveries: this.deliveries?.size() ?? 0,
+    };
   }
 
   /** Open challenges against a bond (the release hook; open challenges are all in memory). */
@@ -564,7 +334,7 @@ export class ChallengeService {
       }
       this.cache(entry);
       await this.gossip(CHALLENGE_OPENED_EVENT, signed);
-      this.sendChallenge(entry);
+      this.deliveries?.challenge(entry);
       this.fire(this.openedListeners, entry);
       return entry;
     } finally {
@@ -577,7 +347,7 @@ export class ChallengeService {
     await this.recordVote(vote);
     await this.gossip(VOTE_EVENT, vote);
     const e = await this.find(vote.vote.challenge_id);
-    if (e) this.sendVote(e, vote);
+    if (e) this.deliveries?.vote(e, vote);
   }
 
   /** The verdict document of a decided challenge in memory (null before, or when not in memory: see documentOf). */
@@ -597,7 +367,7 @@ export class ChallengeService {
     this.sweeping = true;
     try {
       const now = this.o.nowSvcond();
-      this.expireEarly(now);
+      this.early.expire(now);
       const grace = this.graceTicks();
       const me = this.o.nodeId();
       const due = this.all().filter((e) => !isTerminal(e.state) && now > e.challenge.challenge.deadline_svcond + grace);
@@ -617,7 +387,7 @@ export class ChallengeService {
               return;
             if (now <= c.deadline_svcond + grace + (this.o.askPatienceTicks ?? 4 * this.o.policy.deadlineTicks)) return;
           }
-          await this.serial(c.challenge_id, async () => {
+          await this.lock.run(c.challenge_id, async () => {
             const cur = await this.find(c.challenge_id);
             if (cur && !isTerminal(cur.state)) await this.refold(cur, true, false);
           });
@@ -630,11 +400,11 @@ export class ChallengeService {
 
   /** Attempt the direct deliveries that are due (outbox.ts). Called on the consensus timer. */
   async flushDeliveries(): Promise<void> {
-    await this.outbox?.flush();
+    await this.deliveries?.flush();
   }
 
   deliveryStats(): Record<string, number> {
-    return { ...(this.outbox?.stats ?? {}), queued: this.outbox?.size() ?? 0 };
+    return this.deliveries?.stats() ?? { queued: 0 };
   }
 
   /**
@@ -668,14 +438,14 @@ export class ChallengeService {
         continue;
       }
       for (const l of this.verdictListeners) await l(e);
-      this.sendVerdict(e);
+      this.deliveries?.verdict(e, documentOf(e));
     }
     const me = this.o.nodeId();
     for (const e of this.all()) {
       if (isTerminal(e.state)) continue;
-      if (e.challenge.challenge.challenger_home === me) this.sendChallenge(e);
+      if (e.challenge.challenge.challenger_home === me) this.deliveries?.challenge(e);
       const mine = e.votes.find((v) => v.vote.voter === me);
-      if (mine) this.sendVote(e, mine);
+      if (mine) this.deliveries?.vote(e, mine);
     }
   }
 
@@ -714,7 +484,7 @@ export class ChallengeService {
     }
     const entry = this.newEntry(sc, null);
     let added = false;
-    await this.serial(c.challenge_id, async () => {
+    await this.lock.run(c.challenge_id, async () => {
       if (await this.find(c.challenge_id)) return;
       await this.write(entry, null);
       this.cache(entry);
@@ -746,7 +516,7 @@ export class ChallengeService {
     }
     if (!e) {
       this.counts.unknown_challenge_votes++;
-      this.holdEarly(sv);
+      this.early.hold(sv, this.o.nowSvcond());
       throw new GossipError('ignore', 404, 'SVC_NOT_FOUND', `no challenge ${id} is known here yet: the vote is held until it arrives`);
     }
     if (!(await this.takeVote(sv))) throw new GossipError('ignore', 403, 'SVC_NOT_A_MEMBER', `${sv.vote.voter} is not on the committee of ${id}`);
@@ -760,7 +530,7 @@ export class ChallengeService {
     if (!deadlineOk) throw new GossipError('ignore', 409, 'INVALID_VERDICT', 'no_quorum before the deadline has passed here');
     const e = await this.learnChallenge(doc.challenge);
     const id = e.challenge.challenge.challenge_id;
-    await this.serial(id, async () => {
+    await this.lock.run(id, async () => {
       const cur = await this.find(id);
       if (!cur || isTerminal(cur.state)) return;
       const merged = mergeVotes(cur.votes, doc.votes);
@@ -784,44 +554,9 @@ export class ChallengeService {
     return true;
   }
 
-  /** Hold a vote (signature checked) whose challenge has not arrived; bounded in challenges and votes, expiring. */
-  private holdEarly(sv: SignedVote): void {
-    const now = this.o.nowSvcond();
-    this.expireEarly(now);
-    const lim = this.o.earlyVotes ?? {};
-    const id = sv.vote.challenge_id;
-    let slot = this.early.get(id);
-    if (!slot) {
-      if (this.early.size >= (lim.maxChallenges ?? 256)) {
-        const [oldest, s] = this.early.entries().next().value!;
-        this.counts.early_votes_dropped += s.votes.length;
-        this.early.delete(oldest);
-      }
-      slot = { votes: [], until: now + (lim.ttlTicks ?? this.o.policy.deadlineTicks + this.graceTicks()) };
-      this.early.set(id, slot);
-    }
-    if (slot.votes.some((v) => v.vote.voter === sv.vote.voter && v.vote.digest === sv.vote.digest)) return;
-    if (slot.votes.length >= (lim.maxPerChallenge ?? 16)) {
-      this.counts.early_votes_dropped++;
-      return;
-    }
-    slot.votes.push(sv);
-  }
-
-  private expireEarly(now: number): void {
-    for (const [id, s] of this.early) {
-      if (now <= s.until) continue;
-      this.counts.early_votes_dropped += s.votes.length;
-      this.early.delete(id);
-    }
-  }
-
   /** The held votes of a challenge that has just arrived, counted as if they came now. */
   private async takeEarlyVotes(id: string): Promise<void> {
-    const slot = this.early.get(id);
-    if (!slot) return;
-    this.early.delete(id);
-    for (const v of slot.votes) {
+    for (const v of this.early.take(id)) {
       this.counts.early_votes_taken++;
       await this.takeVote(v).catch(() => false);
     }
@@ -829,7 +564,7 @@ export class ChallengeService {
 
   private async recordVote(sv: SignedVote): Promise<void> {
     const id = sv.vote.challenge_id;
-    await this.serial(id, async () => {
+    await this.lock.run(id, async () => {
       const cur = await this.find(id);
       if (!cur) return;
       if (cur.votes.some((v) => v.vote.voter === sv.vote.voter && v.vote.digest === sv.vote.digest)) return;
@@ -840,7 +575,7 @@ export class ChallengeService {
 
   /** Change a stored entry (one at a time per challenge). */
   private async update(id: string, change: (cur: ChallengeEntry) => ChallengeEntry): Promise<void> {
-    await this.serial(id, async () => {
+    await this.lock.run(id, async () => {
       const cur = await this.find(id);
       if (!cur) return;
       const next = change(cur);
@@ -859,11 +594,11 @@ export class ChallengeService {
       return;
     }
     const fold = foldOf(c, entry.votes, deadlinePassed);
-    const path = advance(entry.state, fold);
+    const { path, effects } = move(entry.state, fold);
     const state = path.length > 0 ? path[path.length - 1]! : entry.state;
     const now = this.o.nowSvcond();
     const verdict: VerdictRecord | null =
-      fold.outcome !== null && isTerminal(state)
+      fold.outcome !== null && effects.includes('verdict')
         ? {
             challenge_id: c.challenge_id,
             outcome: fold.outcome,
@@ -880,61 +615,15 @@ export class ChallengeService {
     const next: ChallengeEntry = { ...entry, state, verdict };
     // The effects this node owes for the verdict are marked in its batch (deleted by each effect's batch).
     const me = this.o.nodeId();
-    const owed = verdict ? owedBy(next, me, this.outbox !== null).map((k) => this.owed.put(c.challenge_id, k)) : [];
+    const owed = verdict ? owedBy(next, me, this.deliveries !== null).map((k) => this.owed.put(c.challenge_id, k)) : [];
     if (verdict && announces(next, me)) owed.push(this.owed.announcePut(c.challenge_id, verdict.decided_svcond));
     await this.write(next, entry.state, owed);
     this.cache(next);
     if (!verdict) return;
     // The opener and the committee gossip the verdict they reached from votes, so a node that missed votes gets them.
     if (decidedHere && (c.challenger_home === me || c.committee.includes(me) || c.executed_by.node === me)) void this.gossip(VERDICT_EVENT, documentOf(next));
-    this.sendVerdict(next);
+    this.deliveries?.verdict(next, documentOf(next));
     this.fire(this.verdictListeners, next);
-  }
-
-  /** The opener sends its challenge to each committee member and the bond's home until the deadline + grace. */
-  private sendChallenge(e: ChallengeEntry): void {
-    const c = e.challenge.challenge;
-    const me = this.o.nodeId();
-    if (!this.outbox || c.challenger_home !== me) return;
-    for (const node of new Set([...c.committee, c.executed_by.node])) {
-      if (node === me) continue;
-      this.outbox.add({
-        key: `challenge!${c.challenge_id}!${node}`,
-        node,
-        type: CHALLENGE_OPENED_EVENT,
-        body: () => e.challenge,
-        until: c.deadline_svcond + this.graceTicks(),
-      });
-    }
-  }
-
-  /** A member sends its vote to the opener (who declares no_quorum from what it holds) until the deadline + grace. */
-  private sendVote(e: ChallengeEntry, vote: SignedVote): void {
-    const c = e.challenge.challenge;
-    if (!this.outbox || c.challenger_home === this.o.nodeId()) return;
-    this.outbox.add({
-      key: `vote!${c.challenge_id}!${vote.vote.voter}!${vote.vote.digest}`,
-      node: c.challenger_home,
-      type: VOTE_EVENT,
-      body: () => vote,
-      until: c.deadline_svcond + this.graceTicks(),
-    });
-  }
-
-  /** The opener sends the verdict to the bond's home (which applies the slashing) until it acknowledges; once. */
-  private sendVerdict(e: ChallengeEntry): void {
-    const c = e.challenge.challenge;
-    const me = this.o.nodeId();
-    if (!this.outbox || !e.verdict || e.verdict_delivered || c.challenger_home !== me || c.executed_by.node === me) return;
-    const doc = documentOf(e);
-    this.outbox.add({
-      key: `verdict!${c.challenge_id}`,
-      node: c.executed_by.node,
-      type: VERDICT_EVENT,
-      body: () => doc,
-      until: null,
-      onDone: () => this.update(c.challenge_id, (cur) => ({ ...cur, verdict_delivered: true })),
-    });
   }
 
   /** Keep an entry in memory: open ones always, settled ones up to the bound (the least recently stored go first). */
@@ -987,18 +676,6 @@ export class ChallengeService {
 
   private fire(listeners: ChallengeListener[], entry: ChallengeEntry): void {
     for (const l of listeners) void Promise.resolve(l(entry)).catch(() => undefined);
-  }
-
-  private async serial(id: string, work: () => Promise<void>): Promise<void> {
-    const before = this.tails.get(id) ?? Promise.resolve();
-    const run = before.then(work);
-    const tail = run.catch(() => undefined);
-    this.tails.set(id, tail);
-    try {
-      await run;
-    } finally {
-      if (this.tails.get(id) === tail) this.tails.delete(id);
-    }
   }
 
   private async gossip(type: string, body: unknown): Promise<void> {

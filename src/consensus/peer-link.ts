@@ -4,7 +4,7 @@
 // relays it into the mesh; a 2xx (also "duplicate") is the acknowledgement. An ask reads the peer's verdict document
 // of a challenge (GET /api/tally/consensus/:id); the caller checks it as any verdict event (verifyVerdictDocument).
 import { HANDSHAKE_HEADER, type WireEnvelope } from '../mesh/wire.js';
-import type { VerdictDocument } from './challenges.js';
+import type { VerdictDocument } from './challenge-wire.js';
 
 const TIMEOUT_MS = 3000;
 

@@ -3,8 +3,9 @@
 // gets, signed with this node's key. One vote per challenge: a vote already cast (kept in the challenge's entry) is
 // not cast again, also after a restart (resume). A run that fails here casts no vote: the committee's other members
 // decide, or the deadline does (no_quorum) — a member never votes a digest it did not compute.
-import { voteSigningText, type ChallengeEntry, type ChallengeService, type SignedVote, type VoteRecord } from './challenges.js';
-import { isTerminal } from './challenges.js';
+import type { ChallengeEntry, ChallengeService } from './challenges.js';
+import { voteSigningText, type SignedVote, type VoteRecord } from './challenge-wire.js';
+import { isTerminal } from './challenge-lifecycle.js';
 import type { Json } from '../store/db.js';
 import { chainRequestDigest, plainJson, solverRequestDigest, solverResultDigest } from '../compute/result-digest.js';
 import type { ChainRequest, ComputeService } from '../compute/service.js';

@@ -14,7 +14,7 @@ import { prometheusMetrics } from '@libp2p/prometheus-metrics';
 import type { SolverExecutor } from '../compute/executor.js';
 import type { MeshService } from '../mesh/service.js';
 import type { ChallengeService } from '../consensus/challenges.js';
-import { STATES } from '../consensus/challenges.js';
+import { STATES } from '../consensus/challenge-lifecycle.js';
 import { OUTCOMES } from '../consensus/verdict.js';
 import { errorBody } from './errors.js';
 import { traceIdSource } from './trace.js';

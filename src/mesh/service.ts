@@ -1,19 +1,21 @@
 // MeshService: the node's mesh as one domain service. It owns the node key, the libp2p host, the one validator
-// for both entrances, the accepted-event log (a bounded sublevel), tick events and the peer table, the mesh DNS,
-// the transparency oracle and the directory of machine homes. It never imports the HTTP layer: routes call
+// for both entrances, the accepted-event log (event-log.ts), tick events and the peer table (peer-table.ts), the
+// mesh DNS, the transparency oracle and the directory of machine homes. It never imports the HTTP layer: routes call
 // acceptHttpEvent, status, recentEvents, dns.*, oracle.* and machines.*. Events are applied by the gossip handler
 // table (`gossip`, gossip-handlers.ts): this service registers the tick and DNS rows, other capabilities their own.
 import { z } from 'zod';
 import type { Stream } from '@libp2p/interface';
 import { stampAt, type Clock } from '../kernel/clock.js';
-import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
+import type { Store } from '../store/db.js';
 import { DnsRegistry, DNS_EVENT_TYPE, parseDnsBody } from './dns.js';
 import { GossipError, invalidEvent } from './gossip-error.js';
 import { GossipHandlerTable } from './gossip-handlers.js';
 import { MachineDirectory } from './machines.js';
+import { MeshEventLog, type Entrance, type EventOrder, type StoredEvent } from './event-log.js';
+import { PeerTable, RECENT_WINDOW_TICKS, TICK_EVENT_TYPE, tickBody, type PeerInfo, type StatusPeer, type TickAdvert } from './peer-table.js';
 import { MeshHost, silentLogger, type MeshHostOptions, type MeshLogger } from './host.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './identity.js';
-import { SNAPSHOT_RETENTION_DEFAULT, TransparencyOracle, type HeadState, type RevenueFigures, type SnapshotPeer } from './oracle.js';
+import { SNAPSHOT_RETENTION_DEFAULT, TransparencyOracle, type HeadState, type RevenueFigures } from './oracle.js';
 import { MeshValidator, MAX_SKEW_TICKS, checkShape, gossipVerdict, type GossipVerdict, type Validation } from './validator.js';
 import {
   TOPICS,
@@ -31,23 +33,6 @@ import {
   type WireEnvelope,
 } from './wire.js';
 
-export const TICK_EVENT_TYPE = 'tick';
-
-/** A tick event's body (pulseOnce writes it); fields a newer node adds are ignored. */
-const tickBody = z.object({
-  svcond: z.number().int().optional(),
-  sealedCount: z.number().optional(),
-  chainHeadsDigest: z.string().optional(),
-  kernelVersion: z.string().optional(),
-  url: z.string().max(2048).optional(),
-  // The node's operator's contribution (architecture.md §6); absent from an older node's ticks. The mode is any
-  // short string, so a mode a newer node adds does not make its ticks invalid here.
-  mode: z.string().max(32).optional(),
-  bondId: z.string().max(64).nullable().optional(),
-  freeSlots: z.number().int().min(0).max(4096).optional(),
-});
-type TickBody = z.infer<typeof tickBody>;
-
 /** A DNS registration's shape; parseDnsBody checks the name, peer id, URL and multiaddrs themselves. */
 const dnsBody = z.object({
   name: z.string().max(253),
@@ -57,15 +42,6 @@ const dnsBody = z.object({
   svcond: z.number().int().nonnegative(),
 });
 type DnsBody = z.infer<typeof dnsBody>;
-
-/** What a node advertises in its tick events about its operator's contribution (architecture.md §6). */
-export interface TickAdvert {
-  /** The operator's mode (the identity bonded on this node; idle without a bond). */
-  mode: string;
-  bondId: string | null;
-  /** Solver runs this node could start now. */
-  freeSlots: number;
-}
 
 export interface MeshConfig {
   /** Shared mesh secret; null → the node runs alone and the HTTP entrance answers 503. */
@@ -116,24 +92,6 @@ export interface MeshServiceOptions {
   libp2pMetrics?: MeshHostOptions['metrics'];
 }
 
-export type Entrance = 'gossip' | 'http' | 'self';
-
-export interface StoredEvent {
-  id: string;
-  topic: MeshTopic;
-  via: Entrance;
-  /** Peer the message came from on libp2p ('' on other entrances). */
-  from: string;
-  /** Local tick when the event arrived. */
-  receivedSvcond: number;
-  /** Arrival number on this node (increasing, kept across restarts): the order of GET /api/mesh/events. */
-  arrival: number;
-  event: MeshEvent;
-}
-
-/** Orders of the event log: by arrival here (default), or by the event's own tick (svcond). */
-export type EventOrder = 'arrival' | 'tick';
-
 export interface EventMeta {
   id: string;
   topic: MeshTopic;
@@ -143,23 +101,6 @@ export interface EventMeta {
 
 export type EventHandler = (event: MeshEvent, meta: EventMeta) => void | Promise<void>;
 
-export interface PeerInfo {
-  peerId: string;
-  url: string | null;
-  /** svcond of the last tick event received from the peer. */
-  lastTick: number | null;
-  /** Local svcond when that tick event arrived. */
-  receivedSvcond: number | null;
-  kernelVersion: string | null;
-  sealedCount: number | null;
-  chainHeadsDigest: string | null;
-  /** The peer's advertised operator mode, bond id and free execution slots (null until a tick carries them). */
-  mode: string | null;
-  bondId: string | null;
-  freeSlots: number | null;
-  connected: boolean;
-}
-
 export interface MeshStatus {
   nodeId: string;
   enabled: boolean;
@@ -168,15 +109,7 @@ export interface MeshStatus {
   lastGossip: number;
   lastGossipZeqond: number | null;
   /** Connected peers and peers whose tick event arrived in the last 120 ticks, at most STATUS_PEERS_MAX. */
-  peers: {
-    peerId: string;
-    url: string | null;
-    lastTick: number | null;
-    connected: boolean;
-    mode: string | null;
-    bondId: string | null;
-    freeSlots: number | null;
-  }[];
+  peers: StatusPeer[];
   meshSize: number;
   multiaddrs: string[];
   tickEvery: number;
@@ -193,10 +126,6 @@ export interface AcceptResult {
   id: string;
 }
 
-const RECENT_WINDOW_TICKS = MAX_SKEW_TICKS;
-/** Most peers listed in status (connected first, then the most recently heard). */
-export const STATUS_PEERS_MAX = 64;
-
 export class MeshService {
   /** Event type → body schema → handler; register a capability's events here (see gossip-handlers.ts). */
   readonly gossip = new GossipHandlerTable();
@@ -209,20 +138,15 @@ export class MeshService {
   private host: MeshHost | null = null;
   /** Stream protocols this node serves (offloaded execution), registered on the host at start. */
   private readonly streamHandlers = new Map<string, (stream: Stream, remotePeer: string) => void>();
-  private readonly sub: Sublevel;
-  /** Arrival index of the event log: padded arrival number → the event's key in `sub`. */
-  private readonly arrivals: Sublevel;
-  private nextArrival = 0;
-  private arrivalCount = 0;
+  /** The accepted-event log (event-log.ts). */
+  private readonly events: MeshEventLog;
   private readonly log: MeshLogger;
   private readonly limits: MeshLimits;
   private readonly tickEvery: number;
   private readonly handlers = new Map<string, Set<EventHandler>>();
-  private readonly peerTable = new Map<string, PeerInfo>();
+  private readonly peerTable: PeerTable;
   private readonly pendingGossip = new WeakMap<Uint8Array, Validation>();
   private readonly recentBuckets = new Map<number, number>();
-  private storedCount = 0;
-  private pruning = false;
   private totalGossip = 0;
   private lastGossipSvcond: number | null = null;
   private lastTickSlot = -1;
@@ -240,8 +164,12 @@ export class MeshService {
     this.limits = { eventsMax: 10_000, seenMax: 20_000, peersMax: 1_024, dnsMaxNames: 10_000, snapshotsMax: SNAPSHOT_RETENTION_DEFAULT, ...opts.limits };
     this.tickEvery = opts.config.tickEvery ?? 4;
     this.validator = new MeshValidator({ secret: opts.config.secret, clock: opts.clock, seenMax: this.limits.seenMax });
-    this.sub = opts.store.sub('mesh-events');
-    this.arrivals = opts.store.sub('mesh-arrivals');
+    this.events = new MeshEventLog({ store: opts.store, eventsMax: this.limits.eventsMax, nowSvcond: () => this.nowSvcond(), log: this.log });
+    this.peerTable = new PeerTable({
+      peersMax: this.limits.peersMax,
+      nowSvcond: () => this.nowSvcond(),
+      isConnected: (peerId) => this.host?.connectedPeers().includes(peerId) ?? false,
+    });
     this.dns = new DnsRegistry({
       store: opts.store,
       nodeId: () => this.nodeId,
@@ -256,7 +184,7 @@ export class MeshService {
       nodeId: () => this.nodeId,
       sign: (text) => this.signText(text),
       headState: opts.headState,
-      peers: () => this.snapshotPeers(),
+      peers: () => this.peerTable.snapshotPeers(),
       revenue: opts.revenue,
       retention: this.limits.snapshotsMax,
     });
@@ -267,7 +195,7 @@ export class MeshService {
       nowMs: () => Number(opts.clock.nowNs() / 1_000_000n),
       peers: () => this.peers(),
     });
-    this.gossip.register({ type: TICK_EVENT_TYPE, body: tickBody, handle: (body, event) => this.applyTick(body, event) });
+    this.gossip.register({ type: TICK_EVENT_TYPE, body: tickBody, handle: (body, event) => this.peerTable.applyTick(body, event) });
     this.gossip.register({ type: DNS_EVENT_TYPE, body: dnsBody, handle: (body, event) => this.applyDns(body, event) });
     this.gossip.register(this.machines.claimHandler());
   }
@@ -312,7 +240,7 @@ export class MeshService {
         logger: this.log,
         validate: (topic, data, from) => this.validateGossip(topic, data, from),
         onMessage: (topic, data, from) => this.onGossip(topic, data, from),
-        onPeerChange: (peerId, connected) => this.onPeerChange(peerId, connected),
+        onPeerChange: (peerId, connected) => this.peerTable.connectionChanged(peerId, connected),
         redialMinMs: this.opts.redialMinMs,
         redialMaxMs: this.opts.redialMaxMs,
         seenTtlMs: this.opts.gossipSeenTtlMs,
@@ -340,7 +268,7 @@ export class MeshService {
     const host = this.host;
     this.host = null;
     if (host) await host.stop();
-    while (this.pruning) await new Promise((r) => setTimeout(r, 5));
+    await this.events.settled();
   }
 
   // ---------------------------------------------------------------- entrances
@@ -370,7 +298,7 @@ export class MeshService {
       throw applied.error;
     }
     try {
-      await this.store(v.event, v.id, topic, 'http', '');
+      await this.events.append(v.event, v.id, topic, 'http', '');
     } catch (err) {
       this.validator.release(v.id);
       throw err;
@@ -463,29 +391,12 @@ export class MeshService {
     const ok = v;
     // Gossip has no acknowledgement: the write and the dispatch run side by side, so delivery to subscribers
     // does not wait for LevelDB's completion callback behind a burst of incoming messages.
-    this.store(ok.event, ok.id, topic, 'gossip', from).catch((err: unknown) => {
+    this.events.append(ok.event, ok.id, topic, 'gossip', from).catch((err: unknown) => {
       this.log.warn({ err: String(err), id: ok.id }, 'mesh could not store a gossiped event');
     });
     this.dispatch(ok.event, ok.id, topic, 'gossip', from).catch((err: unknown) => {
       this.log.warn({ err: String(err), id: ok.id }, 'mesh could not apply a gossiped event');
     });
-  }
-
-  /** Write an accepted event to the bounded event log, with its place in the arrival index (one batch). */
-  private store(event: MeshEvent, id: string, topic: MeshTopic, via: Entrance, from: string): Promise<void> {
-    const arrival = this.nextArrival++;
-    const key = eventKey(event.svcond, id);
-    const stored: StoredEvent = { id, topic, via, from, receivedSvcond: this.nowSvcond(), arrival, event };
-    return this.opts.store
-      .commit([
-        { type: 'put', sub: this.sub, key, value: stored },
-        { type: 'put', sub: this.arrivals, key: padNum(arrival, 16), value: key },
-      ])
-      .then(() => {
-        this.storedCount++;
-        this.arrivalCount++;
-        if (this.arrivalCount > this.limits.eventsMax) void this.prune();
-      });
   }
 
   /**
@@ -525,28 +436,6 @@ export class MeshService {
     }
   }
 
-  /** The tick row: a peer's latest tick (an older one arriving late changes nothing) updates its peer entry. */
-  private applyTick(b: TickBody, event: MeshEvent): void {
-    const now = this.nowSvcond();
-    const prev = this.peerTable.get(event.sender);
-    if (prev && prev.lastTick !== null && prev.lastTick > event.svcond) return;
-    this.peerTable.delete(event.sender);
-    this.peerTable.set(event.sender, {
-      peerId: event.sender,
-      url: b.url ?? prev?.url ?? null,
-      lastTick: event.svcond,
-      receivedSvcond: now,
-      kernelVersion: b.kernelVersion ?? null,
-      sealedCount: b.sealedCount ?? null,
-      chainHeadsDigest: b.chainHeadsDigest ?? null,
-      mode: b.mode ?? null,
-      bondId: b.bondId ?? null,
-      freeSlots: b.freeSlots ?? null,
-      connected: prev?.connected ?? this.host?.connectedPeers().includes(event.sender) ?? false,
-    });
-    this.boundPeers();
-  }
-
   /** The DNS row: a registration folded into the registry (a full registry or a losing claim changes nothing). */
   private async applyDns(body: DnsBody, event: MeshEvent): Promise<void> {
     let rec;
@@ -559,46 +448,6 @@ export class MeshService {
     if (rec.svcond > event.svcond + MAX_SKEW_TICKS)
       throw new GossipError('reject', 400, 'DNS_INVALID_RECORD', 'the claim is dated after the event that carries it');
     await this.dns.apply(rec);
-  }
-
-  private onPeerChange(peerId: string, connected: boolean): void {
-    const p = this.peerTable.get(peerId);
-    // A peer that leaves without ever sending a valid tick event (e.g. one that only forged) is forgotten.
-    if (p && !connected && p.lastTick === null) this.peerTable.delete(peerId);
-    else if (p) p.connected = connected;
-    else if (connected) {
-      this.peerTable.set(peerId, {
-        peerId,
-        url: null,
-        lastTick: null,
-        receivedSvcond: null,
-        kernelVersion: null,
-        sealedCount: null,
-        chainHeadsDigest: null,
-        mode: null,
-        bondId: null,
-        freeSlots: null,
-        connected: true,
-      });
-      this.boundPeers();
-    }
-  }
-
-  private boundPeers(): void {
-    while (this.peerTable.size > this.limits.peersMax) {
-      // Evict a disconnected peer heard from longest ago, else the oldest entry.
-      let victim: string | null = null;
-      let oldest = Infinity;
-      for (const p of this.peerTable.values()) {
-        if (p.connected) continue;
-        const t = p.receivedSvcond ?? -1;
-        if (t < oldest) {
-          oldest = t;
-          victim = p.peerId;
-        }
-      }
-      this.peerTable.delete(victim ?? (this.peerTable.keys().next().value as string));
-    }
   }
 
   // ---------------------------------------------------------------- publishing
@@ -617,7 +466,7 @@ export class MeshService {
     if (typeof shape === 'string') throw invalidEvent(shape);
     const id = eventId(event.sender, svcond, shape.digest);
     this.validator.markSeen(id, svcond);
-    const stored = this.store(event, id, t, 'self', '');
+    const stored = this.events.append(event, id, t, 'self', '');
     const secret = this.opts.config.secret;
     if (!this.host || secret === null) {
       await stored;
@@ -696,18 +545,7 @@ export class MeshService {
    * svcond within 1 tick of this node's clock on arrival, and the same kernel version. null when no peer is heard.
    */
   coherenceScore(kernelVersion: string | null): number | null {
-    const now = this.nowSvcond();
-    let heard = 0;
-    let agree = 0;
-    for (const p of this.peerTable.values()) {
-      if (p.receivedSvcond === null || p.lastTick === null || now - p.receivedSvcond > RECENT_WINDOW_TICKS) continue;
-      heard++;
-      const fresh = now - p.receivedSvcond <= 2 * this.tickEvery + 1;
-      const inStep = Math.abs(p.lastTick - p.receivedSvcond) <= 1;
-      const sameKernel = kernelVersion === null || p.kernelVersion === kernelVersion;
-      if (fresh && inStep && sameKernel) agree++;
-    }
-    return heard === 0 ? null : Math.round((agree / heard) * 10_000) / 10_000;
+    return this.peerTable.coherenceScore(kernelVersion, this.tickEvery);
   }
 
   async status(): Promise<MeshStatus> {
@@ -717,7 +555,7 @@ export class MeshService {
     let recent = 0;
     for (const n of this.recentBuckets.values()) recent += n;
     const connected = new Set(this.host?.connectedPeers() ?? []);
-    const peers = this.statusPeers(connected, now);
+    const peers = this.peerTable.statusPeers(connected, now);
     return {
       nodeId: this.nodeId,
       enabled: this.enabled,
@@ -733,44 +571,18 @@ export class MeshService {
       rejected: { http: { ...this.stats.rejected.http }, gossip: { ...this.stats.rejected.gossip } },
       gossipVerdicts: { ...this.stats.verdicts },
       duplicates: { ...this.stats.duplicates },
-      storedEvents: this.storedCount,
+      storedEvents: this.events.stored,
     };
-  }
-
-  /**
-   * The peers status shows: connected now, or heard (a valid tick event) in the last 120 ticks; connected first,
-   * then by the latest tick heard; at most STATUS_PEERS_MAX; listed in peer id order.
-   */
-  private statusPeers(connected: ReadonlySet<string>, now: number): MeshStatus['peers'] {
-    const shown: PeerInfo[] = [];
-    for (const p of this.peerTable.values()) {
-      const recent = p.receivedSvcond !== null && now - p.receivedSvcond <= RECENT_WINDOW_TICKS;
-      if (connected.has(p.peerId) || recent) shown.push(p);
-    }
-    const heard = (p: PeerInfo): number => p.receivedSvcond ?? -1;
-    shown.sort((a, b) => Number(connected.has(b.peerId)) - Number(connected.has(a.peerId)) || heard(b) - heard(a));
-    return shown
-      .slice(0, STATUS_PEERS_MAX)
-      .map((p) => ({
-        peerId: p.peerId,
-        url: p.url,
-        lastTick: p.lastTick,
-        connected: connected.has(p.peerId),
-        mode: p.mode,
-        bondId: p.bondId,
-        freeSlots: p.freeSlots,
-      }))
-      .sort((a, b) => (a.peerId < b.peerId ? -1 : 1));
   }
 
   /** Peers known to the node (tick senders and connected peers). */
   peers(): PeerInfo[] {
-    return [...this.peerTable.values()].map((p) => ({ ...p }));
+    return this.peerTable.list();
   }
 
   /** A peer's HTTP URL from its tick events; null when it has not told us one. */
   peerUrl(peerId: string): string | null {
-    return this.peerTable.get(peerId)?.url ?? null;
+    return this.peerTable.url(peerId);
   }
 
   /** Listening multiaddrs (with /p2p/<nodeId>); empty when the mesh is disabled. */
@@ -799,118 +611,27 @@ export class MeshService {
    * Accepted events, newest first: by arrival on this node (default), or by the event's own tick (`'tick'`, where a
    * late-stamped event sorts among older ones); 1 ≤ limit ≤ 500.
    */
-  async recentEvents(limit = 50, order: EventOrder = 'arrival'): Promise<StoredEvent[]> {
-    const n = Math.max(1, Math.min(500, Number.isFinite(limit) ? Math.floor(limit) : 50));
-    if (order === 'tick') return (await this.opts.store.range<StoredEvent>(this.sub, { reverse: true, limit: n })).map((e) => e.value);
-    const out: StoredEvent[] = [];
-    let lt: string | undefined;
-    // An index entry whose event was stored again later (a replay after the seen cache let it go) is skipped.
-    while (out.length < n) {
-      const page = await this.opts.store.range<string>(this.arrivals, { reverse: true, limit: n - out.length, ...(lt !== undefined ? { lt } : {}) });
-      if (page.length === 0) break;
-      lt = page[page.length - 1]!.key;
-      const events = await this.opts.store.getMany<StoredEvent>(
-        this.sub,
-        page.map((e) => e.value),
-      );
-      for (let i = 0; i < page.length; i++) {
-        const e = events[i];
-        if (e !== undefined && e.arrival === Number(page[i]!.key)) out.push(e);
-      }
-    }
-    return out;
+  recentEvents(limit = 50, order: EventOrder = 'arrival'): Promise<StoredEvent[]> {
+    return this.events.recent(limit, order);
   }
 
   /** Has an event with this id been stored? */
-  async hasEvent(id: string): Promise<boolean> {
-    for await (const key of this.sub.keys()) if (key.endsWith(`!${id}`)) return true;
-    return false;
+  hasEvent(id: string): Promise<boolean> {
+    return this.events.has(id);
   }
 
   // ---------------------------------------------------------------- internals
-
-  private snapshotPeers(): SnapshotPeer[] {
-    return [...this.peerTable.values()]
-      .filter((p) => p.lastTick !== null)
-      .map((p) => ({ peerId: p.peerId, url: p.url, lastTick: p.lastTick, sealedCount: p.sealedCount, chainHeadsDigest: p.chainHeadsDigest }))
-      .sort((a, b) => (a.peerId < b.peerId ? -1 : 1));
-  }
 
   private pruneBuckets(now: number): void {
     for (const t of this.recentBuckets.keys()) if (now - t > RECENT_WINDOW_TICKS || t > now + RECENT_WINDOW_TICKS) this.recentBuckets.delete(t);
   }
 
   private async loadEvents(): Promise<void> {
-    let count = 0;
-    for await (const _ of this.sub.keys()) count++;
-    this.storedCount = count;
-    let arrivals = 0;
-    for await (const _ of this.arrivals.keys()) arrivals++;
-    this.arrivalCount = arrivals;
-    const last = await this.opts.store.range<string>(this.arrivals, { reverse: true, limit: 1 });
-    this.nextArrival = last.length > 0 ? Number(last[0]!.key) + 1 : 0;
-    if (arrivals === 0 && count > 0) await this.indexArrivals();
+    await this.events.load();
     // Events still inside the staleness window are remembered, so a replay after a restart is a duplicate.
     const from = Math.max(0, this.nowSvcond() - 2 * MAX_SKEW_TICKS);
-    const recent = await this.opts.store.range<StoredEvent>(this.sub, { gte: padNum(from, 16), limit: this.limits.seenMax });
-    for (const { value } of recent) this.validator.markSeen(value.id, value.event.svcond);
+    for (const e of await this.events.stampedSince(from, this.limits.seenMax)) this.validator.markSeen(e.id, e.event.svcond);
   }
-
-  /**
-   * A log written before the arrival index: its events get arrival numbers in the order they arrived (their
-   * receivedSvcond, then their key), once.
-   */
-  private async indexArrivals(): Promise<void> {
-    const all = await this.opts.store.range<StoredEvent>(this.sub);
-    all.sort((a, b) => a.value.receivedSvcond - b.value.receivedSvcond || (a.key < b.key ? -1 : 1));
-    for (let i = 0; i < all.length; i += 1_000) {
-      const ops: Op[] = [];
-      for (const { key, value } of all.slice(i, i + 1_000)) {
-        const arrival = this.nextArrival++;
-        ops.push({ type: 'put', sub: this.sub, key, value: { ...value, arrival } }, { type: 'put', sub: this.arrivals, key: padNum(arrival, 16), value: key });
-      }
-      await this.opts.store.commit(ops);
-    }
-    this.arrivalCount = all.length;
-  }
-
-  /** Keep the newest eventsMax arrivals: the oldest arrivals and their events are deleted. */
-  private async prune(): Promise<void> {
-    if (this.pruning) return;
-    this.pruning = true;
-    try {
-      while (this.arrivalCount > this.limits.eventsMax) {
-        const excess = Math.min(this.arrivalCount - this.limits.eventsMax, 1_000);
-        const oldest = await this.opts.store.range<string>(this.arrivals, { limit: excess });
-        if (oldest.length === 0) break;
-        const events = await this.opts.store.getMany<StoredEvent>(
-          this.sub,
-          oldest.map((e) => e.value),
-        );
-        const ops: Op[] = [];
-        let removed = 0;
-        for (let i = 0; i < oldest.length; i++) {
-          ops.push({ type: 'del', sub: this.arrivals, key: oldest[i]!.key });
-          // An event stored again since (a later arrival) stays with its later index entry.
-          if (events[i] !== undefined && events[i]!.arrival === Number(oldest[i]!.key)) {
-            ops.push({ type: 'del', sub: this.sub, key: oldest[i]!.value });
-            removed++;
-          }
-        }
-        await this.opts.store.commit(ops);
-        this.arrivalCount -= oldest.length;
-        this.storedCount -= removed;
-      }
-    } catch (err) {
-      this.log.warn({ err: String(err) }, 'mesh event pruning failed');
-    } finally {
-      this.pruning = false;
-    }
-  }
-}
-
-function eventKey(svcond: number, id: string): string {
-  return `${padNum(svcond, 16)}!${id}`;
 }
 
 function bump(rec: Record<string, number>, code: string): void {

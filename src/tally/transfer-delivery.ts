@@ -13,6 +13,7 @@ import type { WireEnvelope } from '../mesh/wire.js';
 import { verifyEventSignature, type MeshEvent } from '../mesh/wire.js';
 import { BACKOFF, BATCH_BYTES, DeliveryLoop, backoffMs, directSender } from './delivery-loop.js';
 import type { DeliveryLogger, Outcome, Sender } from './delivery-loop.js';
+import type { Transfers } from './transfers.js';
 import {
   MAX_DELIVERY_BATCH,
   TRANSFER_ACK_EVENT,
@@ -21,8 +22,7 @@ import {
   type TransferAck,
   type TransferRecord,
   type TransferRefusal,
-  type Transfers,
-} from './transfers.js';
+} from './transfer-wire.js';
 
 export { BACKOFF, BATCH_BYTES, backoffMs };
 export type { DeliveryLogger };

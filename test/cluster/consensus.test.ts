@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProcess } from '../../scripts/bench/lib.js';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
-import { challengeIdOf } from '../../src/consensus/challenges.js';
+import { challengeIdOf } from '../../src/consensus/challenge-wire.js';
 import { DIST_CLI, runCliAsync } from '../helpers/cli.js';
 
 /** The CLI as a child process, awaited without blocking this process (whose nodes it talks to). */

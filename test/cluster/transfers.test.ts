@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
-import { TRANSFER_EVENT, type DeliveryBody } from '../../src/tally/transfers.js';
+import { TRANSFER_EVENT, type DeliveryBody } from '../../src/tally/transfer-wire.js';
 import { DELIVER_PATH, verifiedAnswers } from '../../src/tally/transfer-delivery.js';
 import { HANDSHAKE_HEADER } from '../../src/mesh/wire.js';
 import { waitUntil } from '../helpers/wait.js';

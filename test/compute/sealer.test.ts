@@ -9,7 +9,7 @@ import { metricShift } from '../../src/kernel/parity.js';
 import { evaluateChain } from '../../src/kernel/operators/chain.js';
 import { InlineSealer, WorkerSealer } from '../../src/compute/sealer.js';
 import { buildBody, LEDGER_MEMBERS, prepareBody, type BodyJob } from '../../src/compute/sealed-body.js';
-import { chainKey } from '../../src/compute/service.js';
+import { chainKey } from '../../src/compute/compiled-chain.js';
 import { bearer, call, startTestNode, zkIdentity } from '../helpers/node.js';
 
 const key = deriveKey(Buffer.from('sealer test secret'), 'RECEIPT');

@@ -1,5 +1,4 @@
-// Challenges without a network (architecture.md §6): the transition table, one test per row (and the refusals out
-// of a verdict); intake's refusals; and the gossip rows' abuse cases — forged, misdirected and replayed votes,
+// Challenges without a network (architecture.md §6): intake's refusals; and the gossip rows' abuse cases — forged, misdirected and replayed votes,
 // votes from non-members, equivocation, a forged challenge or verdict — on a ChallengeService over a real store,
 // with real Ed25519 node keys. Every node folds the same votes to the same verdict.
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -10,25 +9,18 @@ import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import type { PrivateKey } from '@libp2p/interface';
 import { Store, type Op } from '../../src/store/db.js';
+import { ChallengeService, type ChallengeServiceOptions, type ChallengedResult } from '../../src/consensus/challenges.js';
+import type { ChallengeState } from '../../src/consensus/challenge-lifecycle.js';
 import {
-  ChallengeService,
-  TRANSITIONS,
-  STATES,
-  advance,
   challengeIdOf,
   challengeSigningText,
-  isTerminal,
-  transition,
   verifyVerdictDocument,
   voteSigningText,
   type ChallengeRecord,
-  type ChallengeState,
-  type ChallengeServiceOptions,
-  type ChallengedResult,
   type SignedChallenge,
   type SignedVote,
   type VerdictDocument,
-} from '../../src/consensus/challenges.js';
+} from '../../src/consensus/challenge-wire.js';
 import { committeeOf } from '../../src/consensus/committee.js';
 import type { BondService } from '../../src/consensus/bonds.js';
 import { GossipError } from '../../src/mesh/gossip-error.js';
@@ -149,34 +141,6 @@ async function refusal(p: Promise<unknown>): Promise<GossipError> {
   }
   throw new Error('expected a GossipError');
 }
-
-describe('the transition table', () => {
-  const base = { counted: [], decidingDigest: null, tally: {}, equivocators: [], nonMemberVotes: 0, lateVotes: 0 };
-  const one = { ...base, counted: [{ voter: 'm', digest: CLAIM }] };
-  // One test per row: the row's event moves its from-state to its to-state, through transition() and advance().
-  it.each(TRANSITIONS.map((t) => [`${t.from} --${t.on}--> ${t.to}`, t] as const))('%s', (_name, row) => {
-    expect(transition(row.from, row.on)).toBe(row.to);
-    const fold =
-      row.on === 'vote'
-        ? { ...one, outcome: null }
-        : row.on === 'deadline'
-          ? { ...base, outcome: 'no_quorum' as const }
-          : { ...one, outcome: ({ quorum_claim: 'upheld', quorum_executor: 'rejected', quorum_other: 'not_reproducible' } as const)[row.on] };
-    const path = advance(row.from, fold);
-    expect(path[path.length - 1] ?? row.from).toBe(row.to);
-  });
-  it('a quorum reached from opened passes through voting', () => {
-    expect(advance('opened', { ...one, outcome: 'upheld' })).toEqual(['voting', 'upheld']);
-  });
-  it('nothing moves a verdict, and no row skips voting', () => {
-    for (const s of STATES)
-      if (isTerminal(s))
-        for (const on of ['vote', 'quorum_claim', 'quorum_executor', 'quorum_other', 'deadline'] as const) expect(transition(s, on)).toBeNull();
-    expect(STATES.filter(isTerminal)).toEqual(['upheld', 'rejected', 'not_reproducible', 'no_quorum']);
-    expect(transition('opened', 'quorum_claim')).toBeNull();
-    expect(advance('upheld', { ...one, outcome: 'rejected' })).toEqual([]);
-  });
-});
 
 describe('intake at the challenger home', () => {
   const found = (over: Partial<ChallengedResult> = {}): ChallengedResult => ({

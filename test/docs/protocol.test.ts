@@ -18,7 +18,7 @@ import { EXEC_REFUSALS, encodeFrame, execRequestSchema } from '../../src/consens
 import { executionText, verifyExecution } from '../../src/consensus/executed-by.js';
 import { plainJson, solverRequestDigest, solverResultDigest } from '../../src/compute/result-digest.js';
 import { defaultRegistry } from '../../src/solvers/registry.js';
-import { deliveryBatch, TRANSFER_ACK_EVENT, TRANSFER_EVENT } from '../../src/tally/transfers.js';
+import { deliveryBatch, TRANSFER_ACK_EVENT, TRANSFER_EVENT } from '../../src/tally/transfer-wire.js';
 import { CHARGE_OUTCOME_EVENT, CHARGE_SETTLE_EVENT, settleBatch } from '../../src/tally/remote-charges.js';
 import { CHAIN_CALLER_EVENT, voucherBody } from '../../src/http/chain-delegation.js';
 import { call, bearer, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';

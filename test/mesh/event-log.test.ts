@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { ManualClock, stampAt, systemClock, TICK_NS } from '../../src/kernel/clock.js';
 import { padNum, Store } from '../../src/store/db.js';
 import { bodyDigest, eventId, handshakeFor, HANDSHAKE_HEADER, signEvent, TOPICS } from '../../src/mesh/wire.js';
-import { STATUS_PEERS_MAX, type StoredEvent } from '../../src/mesh/service.js';
+import type { StoredEvent } from '../../src/mesh/event-log.js';
+import { STATUS_PEERS_MAX } from '../../src/mesh/peer-table.js';
 import { call, startTestNode, type TestNode as HttpNode } from '../helpers/node.js';
 import { makeDataDir, removeDir, SECRET, startNode, waitFor, waitForTopicMesh, type TestNode } from './helpers.js';
 

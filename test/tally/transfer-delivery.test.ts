@@ -7,17 +7,16 @@ import type { PrivateKey } from '@libp2p/interface';
 import { canonicalJson } from '../../src/kernel/canonical.js';
 import { MAX_BODY_BYTES } from '../../src/mesh/validator.js';
 import { signEvent } from '../../src/mesh/wire.js';
+import { pickAtRandom, type Transfers } from '../../src/tally/transfers.js';
 import {
   MAX_TRANSFER_ENVELOPES,
   TRANSFER_ACK_EVENT,
   deliveryBatch,
   deliveryBody,
-  pickAtRandom,
   type DeliveryBody,
   type TransferAck,
   type TransferRecord,
-  type Transfers,
-} from '../../src/tally/transfers.js';
+} from '../../src/tally/transfer-wire.js';
 import { BACKOFF, BATCH_BYTES, TransferDelivery, backoffMs, verifiedAnswers, type DeliverySender } from '../../src/tally/transfer-delivery.js';
 
 describe('pickAtRandom', () => {

@@ -3,15 +3,15 @@
 // signature and committee, every vote's signature — and re-runs the fold. Keyless: it reads nothing of the node.
 import type Router from '@koa/router';
 import { quorumOf } from '../../consensus/policy.js';
+import { TRANSITIONS } from '../../consensus/challenge-lifecycle.js';
 import {
   CHALLENGE_OPENED_EVENT,
-  TRANSITIONS,
   VERDICT_EVENT,
   VOTE_EVENT,
   verdictDocumentSchema,
   verifyVerdictDocument,
   type VerdictDocument,
-} from '../../consensus/challenges.js';
+} from '../../consensus/challenge-wire.js';
 import { verifyText } from '../../mesh/wire.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
@@ -49,7 +49,8 @@ function registerPohcRoutes(router: Router, kit: HttpKit): void {
         "a digest with quorum votes decides: the claim (not the executor's) → upheld; the executor's → rejected; neither → not_reproducible",
         `no deciding digest by ${p.deadlineTicks} ticks after the challenge → no_quorum`,
       ],
-      lifecycle: TRANSITIONS,
+      // The rows' moves; their effects are described per outcome below.
+      lifecycle: TRANSITIONS.map(({ from, on, to }) => ({ from, on, to })),
       effects: {
         upheld: "the bonded envelopes go to the foundation account at the bond's home, once (keyed by challenge id); the stake is returned",
         rejected: 'the stake is burned; nobody is slashed',

@@ -19,7 +19,8 @@ import { TIERS, type TierBook } from '../../tally/tiers.js';
 import type { Caller } from '../../records/types.js';
 import { requireKey } from '../auth.js';
 import { clientAddress, forwardToHome } from '../forward.js';
-import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBatch, type Transfers } from '../../tally/transfers.js';
+import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBatch } from '../../tally/transfer-wire.js';
+import type { Transfers } from '../../tally/transfers.js';
 import { DELIVER_PATH } from '../../tally/transfer-delivery.js';
 import { HANDSHAKE_HEADER } from '../../mesh/wire.js';
 

@@ -1,0 +1,224 @@
+// The wire of svc/consensus/1's challenges (architecture.md §6): the records three gossip rows carry, their zod
+// schemas, the texts the opener and the voters sign, and the checks anyone can run on them offline — a signed
+// challenge, a signed vote, and a verdict document re-folded from its votes (POST /api/protocol/pohc/verify).
+// The challenge id is derived (chl_ + SHA-256(result_id|challenger)), not drawn: the opener cannot grind ids to
+// pick a committee (the ranking hashes the id), and a second challenge of a result by one identity has the same id.
+import { z } from 'zod';
+import { canonicalJson } from '../kernel/canonical.js';
+import { sha256Hex } from '../kernel/bytes.js';
+import type { Json } from '../store/db.js';
+import { committeeOf } from './committee.js';
+import { quorumOf } from './policy.js';
+import { foldVotes, OUTCOMES, type Fold, type Outcome } from './verdict.js';
+import { executedBySchema, verifyExecution } from './executed-by.js';
+import type { ExecutedBy } from '../records/types.js';
+
+export const CHALLENGE_OPENED_EVENT = 'consensus.challenge.opened';
+export const VOTE_EVENT = 'consensus.vote';
+export const VERDICT_EVENT = 'consensus.verdict';
+
+export const CHALLENGE_ID_PATTERN = /^chl_[0-9a-f]{32}$/;
+export const DIGEST_PATTERN = /^[0-9a-f]{64}$/;
+// ---------------------------------------------------------------- records
+
+export interface ChallengeRecord {
+  challenge_id: string;
+  result_id: string;
+  /** The challenger's identity and home node (the opener, which signs). */
+  challenger: string;
+  challenger_home: string;
+  claimed_digest: string;
+  executor_digest: string;
+  executed_by: ExecutedBy;
+  /** The canonical request the result answered, and the tick it was stamped at: what the committee re-executes. */
+  request: Json;
+  stamp_svcond: number;
+  /** The challenge's tick. */
+  svcond: number;
+  deadline_svcond: number;
+  committee_size: number;
+  quorum: number;
+  /** Eligible nodes at the challenge's tick (sorted) and the committee drawn from them. */
+  eligible: string[];
+  committee: string[];
+}
+
+export interface SignedChallenge {
+  challenge: ChallengeRecord;
+  signature: string;
+}
+
+export interface VoteRecord {
+  challenge_id: string;
+  voter: string;
+  digest: string;
+  svcond: number;
+}
+
+export interface SignedVote {
+  vote: VoteRecord;
+  signature: string;
+}
+
+export interface VerdictRecord {
+  challenge_id: string;
+  outcome: Outcome;
+  deciding_digest: string | null;
+  tally: Record<string, number>;
+  equivocators: string[];
+  non_member_votes: number;
+  late_votes: number;
+  /** Local tick at which this node recorded the verdict, and the ticks from the challenge's tick to it. */
+  decided_svcond: number;
+  ticks_taken: number;
+  /** How many of the entry's votes (the first ones heard) the verdict rests on: its document carries those. */
+  rests_on_votes: number;
+}
+
+/** A verdict with what it rests on: anyone can check it (POST /api/protocol/pohc/verify). */
+export interface VerdictDocument {
+  challenge: SignedChallenge;
+  votes: SignedVote[];
+  verdict: Pick<VerdictRecord, 'challenge_id' | 'outcome' | 'deciding_digest'> & Partial<VerdictRecord>;
+}
+
+export function challengeIdOf(resultId: string, challenger: string): string {
+  return `chl_${sha256Hex(`${resultId}|${challenger}`).slice(0, 32)}`;
+}
+
+export function challengeSigningText(c: ChallengeRecord): string {
+  return canonicalJson({ attests: 'challenge', challenge: c });
+}
+
+export function voteSigningText(v: VoteRecord): string {
+  return canonicalJson({ attests: 'vote', vote: v });
+}
+
+// ---------------------------------------------------------------- wire schemas
+
+const PEER = z.string().min(1).max(128);
+const DIGEST = z.string().regex(DIGEST_PATTERN, '64 lower-case hex digits');
+const SIG = z.string().min(1).max(128);
+const TICK = z.number().int().nonnegative();
+
+export const signedChallengeSchema = z
+  .object({
+    challenge: z
+      .object({
+        challenge_id: z.string().regex(CHALLENGE_ID_PATTERN),
+        result_id: z.string().min(1).max(128),
+        challenger: z.string().min(1).max(128),
+        challenger_home: PEER,
+        claimed_digest: DIGEST,
+        executor_digest: DIGEST,
+        executed_by: executedBySchema,
+        request: z.unknown().refine((v) => v !== undefined, 'request is required') as z.ZodType<Json>,
+        stamp_svcond: TICK,
+        svcond: TICK,
+        deadline_svcond: TICK,
+        committee_size: z.number().int().min(1).max(99),
+        quorum: z.number().int().min(1).max(99),
+        eligible: z.array(PEER).max(512),
+        committee: z.array(PEER).max(99),
+      })
+      .strict(),
+    signature: SIG,
+  })
+  .strict();
+
+export const signedVoteSchema = z
+  .object({
+    vote: z.object({ challenge_id: z.string().regex(CHALLENGE_ID_PATTERN), voter: PEER, digest: DIGEST, svcond: TICK }).strict(),
+    signature: SIG,
+  })
+  .strict();
+
+export const verdictDocumentSchema = z
+  .object({
+    challenge: signedChallengeSchema,
+    votes: z.array(signedVoteSchema).max(200),
+    verdict: z
+      .object({
+        challenge_id: z.string().regex(CHALLENGE_ID_PATTERN),
+        outcome: z.enum(OUTCOMES),
+        deciding_digest: DIGEST.nullable(),
+      })
+      .passthrough(),
+  })
+  .strict();
+
+// ---------------------------------------------------------------- checks anyone can run
+
+export type VerifyFn = (signer: string, text: string, signature: string) => boolean;
+
+/**
+ * What is wrong with a signed challenge on its own (null when nothing): the opener's signature, the committee as
+ * the ranking of its eligible set, the quorum of its size, the executor and the opener left out.
+ */
+export function challengeFault(sc: SignedChallenge, verify: VerifyFn): string | null {
+  const c = sc.challenge;
+  if (c.challenge_id !== challengeIdOf(c.result_id, c.challenger)) return 'the challenge id is not chl_ + SHA-256(result_id|challenger)';
+  if (!verify(c.challenger_home, challengeSigningText(c), sc.signature)) return "the challenge is not signed by the challenger's home";
+  if (c.quorum !== quorumOf(c.committee_size)) return `the quorum of a committee of ${c.committee_size} is ${quorumOf(c.committee_size)}`;
+  if (c.eligible.includes(c.executed_by.node) || c.eligible.includes(c.challenger_home)) return "the executor and the challenger's home cannot be eligible";
+  const sorted = [...new Set(c.eligible)].sort();
+  if (canonicalJson(sorted) !== canonicalJson(c.eligible)) return 'the eligible set must be sorted, each node once';
+  if (canonicalJson(committeeOf(c.challenge_id, c.eligible, c.committee_size)) !== canonicalJson(c.committee))
+    return 'the committee is not the top of the eligible set ranked by SHA-256(challenge_id|peer id)';
+  if (c.claimed_digest === c.executor_digest) return "the claim equals the executor's digest";
+  if (!verifyExecution(verify, c.executed_by, c.executor_digest)) return "executed_by is not the executor's signature over its digest";
+  if (c.deadline_svcond < c.svcond) return 'the deadline is before the challenge';
+  return null;
+}
+
+/** What is wrong with a signed vote for `challengeId` (null when nothing). */
+export function voteFault(sv: SignedVote, challengeId: string, verify: VerifyFn): string | null {
+  if (sv.vote.challenge_id !== challengeId) return 'a vote for another challenge';
+  if (!verify(sv.vote.voter, voteSigningText(sv.vote), sv.signature)) return 'the vote is not signed by its voter';
+  return null;
+}
+
+/** The fold over a challenge's votes (the ones given; signatures checked by the caller). */
+export function foldOf(c: ChallengeRecord, votes: readonly SignedVote[], deadlinePassed: boolean): Fold {
+  return foldVotes({
+    committee: c.committee,
+    quorum: c.quorum,
+    claimedDigest: c.claimed_digest,
+    executorDigest: c.executor_digest,
+    votes: votes.map((v) => ({ voter: v.vote.voter, digest: v.vote.digest, svcond: v.vote.svcond })),
+    deadlineSvcond: c.deadline_svcond,
+    deadlinePassed,
+  });
+}
+
+/**
+ * Check a verdict document: the challenge (signature, committee), every vote's signature, and the fold over the
+ * votes, which must give the verdict's outcome and deciding digest. A no_quorum verdict holds when the votes
+ * decide nothing (whether its deadline has passed is the reader's clock; `nowSvcond` checks it when given).
+ */
+export function verifyVerdictDocument(
+  doc: VerdictDocument,
+  verify: VerifyFn,
+  nowSvcond?: number,
+): { valid: boolean; reasons: string[]; fold: Fold | null; bad_votes: number } {
+  const reasons: string[] = [];
+  const c = doc.challenge.challenge;
+  const fault = challengeFault(doc.challenge, verify);
+  if (fault) reasons.push(`challenge: ${fault}`);
+  if (doc.verdict.challenge_id !== c.challenge_id) reasons.push('the verdict names another challenge');
+  const good: SignedVote[] = [];
+  let bad = 0;
+  for (const v of doc.votes) {
+    const f = voteFault(v, c.challenge_id, verify);
+    if (f) {
+      bad++;
+      reasons.push(`vote of ${v.vote.voter}: ${f}`);
+    } else good.push(v);
+  }
+  const passed = doc.verdict.outcome === 'no_quorum';
+  if (passed && nowSvcond !== undefined && nowSvcond <= c.deadline_svcond) reasons.push(`no_quorum before the deadline tick ${c.deadline_svcond}`);
+  const fold = foldOf(c, good, passed);
+  if (fold.outcome !== doc.verdict.outcome) reasons.push(`the votes fold to ${fold.outcome ?? 'no outcome yet'}, not ${doc.verdict.outcome}`);
+  else if (fold.decidingDigest !== doc.verdict.deciding_digest) reasons.push('the deciding digest is not the one the votes give');
+  return { valid: reasons.length === 0, reasons, fold, bad_votes: bad };
+}

@@ -1,0 +1,207 @@
+// The peer table: what this node knows of each peer, from the peer's tick events (the tick row of the gossip table)
+// and from libp2p's connection changes. Bounded (a disconnected peer heard from longest ago goes first); it answers
+// the peers mesh status lists, the coherence score and the peers an oracle snapshot names.
+import { z } from 'zod';
+import type { SnapshotPeer } from './oracle.js';
+import { MAX_SKEW_TICKS } from './validator.js';
+import type { MeshEvent } from './wire.js';
+
+export const TICK_EVENT_TYPE = 'tick';
+
+/** A tick event's body (the mesh's pulse writes it); fields a newer node adds are ignored. */
+export const tickBody = z.object({
+  svcond: z.number().int().optional(),
+  sealedCount: z.number().optional(),
+  chainHeadsDigest: z.string().optional(),
+  kernelVersion: z.string().optional(),
+  url: z.string().max(2048).optional(),
+  // The node's operator's contribution (architecture.md §6); absent from an older node's ticks. The mode is any
+  // short string, so a mode a newer node adds does not make its ticks invalid here.
+  mode: z.string().max(32).optional(),
+  bondId: z.string().max(64).nullable().optional(),
+  freeSlots: z.number().int().min(0).max(4096).optional(),
+});
+export type TickBody = z.infer<typeof tickBody>;
+
+/** What a node advertises in its tick events about its operator's contribution (architecture.md §6). */
+export interface TickAdvert {
+  /** The operator's mode (the identity bonded on this node; idle without a bond). */
+  mode: string;
+  bondId: string | null;
+  /** Solver runs this node could start now. */
+  freeSlots: number;
+}
+
+export interface PeerInfo {
+  peerId: string;
+  url: string | null;
+  /** svcond of the last tick event received from the peer. */
+  lastTick: number | null;
+  /** Local svcond when that tick event arrived. */
+  receivedSvcond: number | null;
+  kernelVersion: string | null;
+  sealedCount: number | null;
+  chainHeadsDigest: string | null;
+  /** The peer's advertised operator mode, bond id and free execution slots (null until a tick carries them). */
+  mode: string | null;
+  bondId: string | null;
+  freeSlots: number | null;
+  connected: boolean;
+}
+
+/** A peer as mesh status lists it. */
+export interface StatusPeer {
+  peerId: string;
+  url: string | null;
+  lastTick: number | null;
+  connected: boolean;
+  mode: string | null;
+  bondId: string | null;
+  freeSlots: number | null;
+}
+
+/** The window in which a peer, or gossip, counts as recently heard. */
+export const RECENT_WINDOW_TICKS = MAX_SKEW_TICKS;
+/** Most peers listed in status (connected first, then the most recently heard). */
+export const STATUS_PEERS_MAX = 64;
+
+export interface PeerTableOptions {
+  /** Peers kept at most. */
+  peersMax: number;
+  nowSvcond: () => number;
+  /** Is libp2p connected to this peer now (for a peer first heard by its tick)? */
+  isConnected: (peerId: string) => boolean;
+}
+
+export class PeerTable {
+  private readonly peers = new Map<string, PeerInfo>();
+
+  constructor(private readonly o: PeerTableOptions) {}
+
+  /** The tick row: a peer's latest tick (an older one arriving late changes nothing) updates its peer entry. */
+  applyTick(b: TickBody, event: MeshEvent): void {
+    const now = this.o.nowSvcond();
+    const prev = this.peers.get(event.sender);
+    if (prev && prev.lastTick !== null && prev.lastTick > event.svcond) return;
+    this.peers.delete(event.sender);
+    this.peers.set(event.sender, {
+      peerId: event.sender,
+      url: b.url ?? prev?.url ?? null,
+      lastTick: event.svcond,
+      receivedSvcond: now,
+      kernelVersion: b.kernelVersion ?? null,
+      sealedCount: b.sealedCount ?? null,
+      chainHeadsDigest: b.chainHeadsDigest ?? null,
+      mode: b.mode ?? null,
+      bondId: b.bondId ?? null,
+      freeSlots: b.freeSlots ?? null,
+      connected: prev?.connected ?? this.o.isConnected(event.sender),
+    });
+    this.bound();
+  }
+
+  /** libp2p connected to or disconnected from a peer. */
+  connectionChanged(peerId: string, connected: boolean): void {
+    const p = this.peers.get(peerId);
+    // A peer that leaves without ever sending a valid tick event (e.g. one that only forged) is forgotten.
+    if (p && !connected && p.lastTick === null) this.peers.delete(peerId);
+    else if (p) p.connected = connected;
+    else if (connected) {
+      this.peers.set(peerId, {
+        peerId,
+        url: null,
+        lastTick: null,
+        receivedSvcond: null,
+        kernelVersion: null,
+        sealedCount: null,
+        chainHeadsDigest: null,
+        mode: null,
+        bondId: null,
+        freeSlots: null,
+        connected: true,
+      });
+      this.bound();
+    }
+  }
+
+  /**
+   * coherenceScore (docs/decisions.md, "Mesh: coherenceScore"): of the peers whose tick events arrived in the
+   * last 120 ticks, the fraction that agree with this node — last tick arrived within 2·tickEvery+1 ticks, its
+   * svcond within 1 tick of this node's clock on arrival, and the same kernel version. null when no peer is heard.
+   */
+  coherenceScore(kernelVersion: string | null, tickEvery: number): number | null {
+    const now = this.o.nowSvcond();
+    let heard = 0;
+    let agree = 0;
+    for (const p of this.peers.values()) {
+      if (p.receivedSvcond === null || p.lastTick === null || now - p.receivedSvcond > RECENT_WINDOW_TICKS) continue;
+      heard++;
+      const fresh = now - p.receivedSvcond <= 2 * tickEvery + 1;
+      const inStep = Math.abs(p.lastTick - p.receivedSvcond) <= 1;
+      const sameKernel = kernelVersion === null || p.kernelVersion === kernelVersion;
+      if (fresh && inStep && sameKernel) agree++;
+    }
+    return heard === 0 ? null : Math.round((agree / heard) * 10_000) / 10_000;
+  }
+
+  /**
+   * The peers status shows: connected now, or heard (a valid tick event) in the last 120 ticks; connected first,
+   * then by the latest tick heard; at most STATUS_PEERS_MAX; listed in peer id order.
+   */
+  statusPeers(connected: ReadonlySet<string>, now: number): StatusPeer[] {
+    const shown: PeerInfo[] = [];
+    for (const p of this.peers.values()) {
+      const recent = p.receivedSvcond !== null && now - p.receivedSvcond <= RECENT_WINDOW_TICKS;
+      if (connected.has(p.peerId) || recent) shown.push(p);
+    }
+    const heard = (p: PeerInfo): number => p.receivedSvcond ?? -1;
+    shown.sort((a, b) => Number(connected.has(b.peerId)) - Number(connected.has(a.peerId)) || heard(b) - heard(a));
+    return shown
+      .slice(0, STATUS_PEERS_MAX)
+      .map((p) => ({
+        peerId: p.peerId,
+        url: p.url,
+        lastTick: p.lastTick,
+        connected: connected.has(p.peerId),
+        mode: p.mode,
+        bondId: p.bondId,
+        freeSlots: p.freeSlots,
+      }))
+      .sort((a, b) => (a.peerId < b.peerId ? -1 : 1));
+  }
+
+  /** Every peer known (copies). */
+  list(): PeerInfo[] {
+    return [...this.peers.values()].map((p) => ({ ...p }));
+  }
+
+  /** A peer's HTTP URL from its tick events; null when it has not told us one. */
+  url(peerId: string): string | null {
+    return this.peers.get(peerId)?.url ?? null;
+  }
+
+  /** The peers an oracle snapshot names: those heard by a tick, in peer id order. */
+  snapshotPeers(): SnapshotPeer[] {
+    return [...this.peers.values()]
+      .filter((p) => p.lastTick !== null)
+      .map((p) => ({ peerId: p.peerId, url: p.url, lastTick: p.lastTick, sealedCount: p.sealedCount, chainHeadsDigest: p.chainHeadsDigest }))
+      .sort((a, b) => (a.peerId < b.peerId ? -1 : 1));
+  }
+
+  private bound(): void {
+    while (this.peers.size > this.o.peersMax) {
+      // Evict a disconnected peer heard from longest ago, else the oldest entry.
+      let victim: string | null = null;
+      let oldest = Infinity;
+      for (const p of this.peers.values()) {
+        if (p.connected) continue;
+        const t = p.receivedSvcond ?? -1;
+        if (t < oldest) {
+          oldest = t;
+          victim = p.peerId;
+        }
+      }
+      this.peers.delete(victim ?? (this.peers.keys().next().value as string));
+    }
+  }
+}
