@@ -60,6 +60,7 @@ export async function wireConsensus(
     if (mesh.enabled) await mesh.publish(type, body, TOPICS.consensus);
   };
   const timeLimitSeconds = options.timeLimitSeconds ?? LONGEST_TIME_LIMIT_SECONDS;
+  // A bond's release asks which challenges are open against it: the challenges are built on the bonds, after them.
   const openChallenges = new Port<ChallengeService>('bonds.openChallenges');
   const bonds = new BondService({
     store,

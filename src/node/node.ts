@@ -17,6 +17,10 @@ import { wirePush, wireWebhooks } from './push.js';
 export { RECEIPT_SECRET_FILE } from '../config/receipt-secret.js';
 export type { NodeOptions } from './foundation.js';
 
+/**
+ * Every part, in dependency order: loads and backfills run here, and the HTTP server listens last (wireHttp). A part
+ * that needs a later one reads it through a port the later one binds (compute's attest and offload, the mesh's advert).
+ */
 async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
   const foundation = await openFoundation(config, options);
   const chain = await openChain(foundation);
@@ -31,6 +35,9 @@ async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
   const consensus = await wireConsensus(foundation, mesh, economy, { ...compute, ...ports });
   const chainParts = wireChain(foundation, chain, mesh.mesh, { ledger: economy.ledger, identity: identity.identity });
   const http = await wireHttp(foundation, { chain, identity, mesh: mesh.mesh, economy, webhooks, compute, push, assistants, consensus });
+  // Start order; stop runs it backwards. The store closes last, the solver engine after all that runs on it; identity
+  // gossip and slug-loss hooks are in place before the mesh starts, deliveries and votes resume after it; HTTP is
+  // last so that its stop (stop accepting, finish in-flight requests) runs first.
   const capabilities = new Capabilities([
     { name: 'store', stop: () => foundation.store.close() },
     compute.engine,
