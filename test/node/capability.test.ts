@@ -4,7 +4,10 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { BEATS_PER_TICK, beatsOf, Capabilities, Port, TickLoop, type Capability, type Listeners } from '../../src/node/capability.js';
 import { TICK_MS } from '../../src/util/time.js';
 
-afterEach(() => vi.useRealTimers());
+afterEach(() => {
+  vi.restoreAllMocks();
+  vi.useRealTimers();
+});
 
 const noListeners: Listeners = { gossip: () => undefined, stream: () => undefined };
 
