@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
-import { SvcNode } from '../../src/node.js';
+import { SvcNode } from '../../src/node/node.js';
 import { ManualClock } from '../../src/kernel/clock.js';
 import { numberArg } from './lib.js';
 

@@ -24,7 +24,7 @@ import pino from 'pino';
 import { NODE_HEAP_FLAGS } from '../../src/config/heap-flags.js';
 import { loadConfig } from '../../src/config/load.js';
 import { resolveCaller } from '../../src/http/auth.js';
-import { SvcNode } from '../../src/node.js';
+import { SvcNode } from '../../src/node/node.js';
 import { numberArg, processCpuMs, root, startProcess, stop } from './lib.js';
 import { progress } from '../../src/cli/progress.js';
 

@@ -16,7 +16,7 @@ import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
-import { SvcNode } from '../../src/node.js';
+import { SvcNode } from '../../src/node/node.js';
 import { execFileSync } from 'node:child_process';
 import { numberArg, root, startProcess, stop } from './lib.js';
 

@@ -1,4 +1,4 @@
-// Node start with many settled challenges (ChallengeService.load + resumeEffects, as src/node.ts runs them), and
+// Node start with many settled challenges (ChallengeService.load + resumeEffects, as src/node/consensus.ts runs them), and
 // GET /api/contribute/status's read of one bond's verdicts, on a real LevelDB store. Runs against any version of the
 // service (an unindexed one reads every stored challenge at start; an indexed one the open ones and the owed effects only): the
 // entries are written as a store of that version holds them, so the first start of a version that indexes them runs

@@ -144,3 +144,35 @@ export class SlugLosses {
     return stats;
   }
 }
+
+/** A slug claim as the mesh's directory holds it and the gossip carries it (mesh/machines.ts). */
+export interface SlugClaim {
+  slug: string;
+  home: string;
+  svcond: number;
+  created_unix_ms: number;
+}
+
+export interface SlugReclaimDeps {
+  /** The prefix of an identity's default machine: the mesh learns that slug from the key's identity assertion. */
+  defaultSlugPrefix: string;
+  nodeId: () => string;
+  /** Hold the claim in this node's directory (MachineDirectory.claimOwn). */
+  claimOwn: (claim: SlugClaim) => Promise<unknown>;
+  /** Gossip the claim; a failure is the gossip's (the directory's check settles the slug later). */
+  announce: (claim: SlugClaim) => Promise<unknown>;
+}
+
+/**
+ * The reclaim of SlugLossDeps: claim the machine's slug again with its genesis tick and creation time, held here and
+ * announced; false for a default machine, never claimed that way.
+ */
+export function slugReclaim(deps: SlugReclaimDeps): (machine: MachineRecord) => Promise<boolean> {
+  return async (m) => {
+    if (m.slug.startsWith(deps.defaultSlugPrefix)) return false;
+    const claim: SlugClaim = { slug: m.slug, home: deps.nodeId(), svcond: m.genesis_svcond, created_unix_ms: m.created_unix_ms };
+    await deps.claimOwn(claim);
+    void deps.announce(claim).catch(() => undefined);
+    return true;
+  };
+}

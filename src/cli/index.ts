@@ -74,7 +74,7 @@ configFlags(program.command('start').description('run a node')).action(async (op
     throw err;
   }
   // Loaded here, not at the top: the client commands (contribute, challenge, claim, grant …) start without the node.
-  const { SvcNode } = await import('../node.js');
+  const { SvcNode } = await import('../node/node.js');
   const node = new SvcNode(config);
   try {
     await node.start();

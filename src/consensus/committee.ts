@@ -52,3 +52,36 @@ export function committeeOf(challengeId: string, eligible: readonly string[], si
     .slice(0, Math.max(0, size))
     .map((x) => x.node);
 }
+
+/** What a candidate's bond says: its node, identity, id and tick. */
+export interface CandidateBond {
+  node: string;
+  zid: string;
+  bond_id: string;
+  svcond: number;
+}
+
+/** What a peer's latest tick event says of its operator: its mode and bond id (null until a tick carries them). */
+export interface CandidatePeer {
+  peerId: string;
+  mode: string | null;
+  bondId: string | null;
+}
+
+/**
+ * Nodes that may sit on a committee: every active bond, contributing when its node says so — this node (`self`) from
+ * its operator's mode, a peer from its latest tick event (mode contributing and the same bond id).
+ */
+export function committeeCandidates(
+  active: readonly { bond: CandidateBond }[],
+  peers: readonly CandidatePeer[],
+  self: string,
+  modeOf: (zid: string) => string,
+): Candidate[] {
+  const byId = new Map(peers.map((p) => [p.peerId, p]));
+  return active.map(({ bond }) => {
+    const peer = byId.get(bond.node);
+    const contributing = bond.node === self ? modeOf(bond.zid) === 'contributing' : peer?.mode === 'contributing' && peer.bondId === bond.bond_id;
+    return { node: bond.node, bondSvcond: bond.svcond, contributing };
+  });
+}

@@ -6,6 +6,8 @@ import { askPeers, type PeerAddress } from '../mesh/ask-peers.js';
 import { MAX_SKEW_TICKS } from '../mesh/validator.js';
 import { verifyEventSignature, type MeshEvent } from '../mesh/wire.js';
 import type { ResultLookup } from '../tally/record.js';
+import type { Json } from '../store/db.js';
+import type { ChallengedResult } from './challenges.js';
 import { executedBySchema } from './executed-by.js';
 
 export const RESULT_LOOKUP = 'result.lookup';
@@ -65,4 +67,28 @@ export async function findResult(local: { lookup(resultId: string): Promise<Resu
   const here = await local.lookup(resultId);
   if (here.status !== 'unknown') return here;
   return remoteResultLookup(deps, resultId);
+}
+
+/** A finder of results: this node's record first, then the peers (none while the mesh is off). */
+export function resultFinder(local: { lookup(resultId: string): Promise<ResultLookup> }, deps: ResultLookupDeps): (resultId: string) => Promise<ResultLookup> {
+  return (resultId) => findResult(local, deps, resultId);
+}
+
+/**
+ * What a challenge needs of a result, from its lookup: null when no node homes it; an unpublished result carries no
+ * request, digest or executor (a challenge against it is refused as unpublished).
+ */
+export function challengedResult(found: ResultLookup): ChallengedResult | null {
+  if (found.status === 'unknown') return null;
+  if (found.status === 'unpublished')
+    return { result_id: found.result_id, request: null, stamp_svcond: 0, result_digest: '', executed_by: null, owner: null, published: false };
+  return {
+    result_id: found.result_id,
+    request: found.request as Json,
+    stamp_svcond: found.svcond,
+    result_digest: found.result_digest,
+    executed_by: found.executed_by,
+    owner: found.owner,
+    published: true,
+  };
 }

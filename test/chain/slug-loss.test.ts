@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { failNextBatch } from '../helpers/fail-batch.js';
-import { SLUG_OWED_SUB, SlugLosses, type SlugLossDeps } from '../../src/chain/slug-loss.js';
+import { SLUG_OWED_SUB, SlugLosses, slugReclaim, type SlugLossDeps } from '../../src/chain/slug-loss.js';
 import type { MachineRecord } from '../../src/chain/service.js';
 import { padNum } from '../../src/store/db.js';
 
@@ -177,5 +177,38 @@ describe('slug losses', () => {
     lookups = 0;
     expect(await counted().reconcile()).toEqual({ markers: 0, settled: 0 });
     expect(lookups).toBe(0);
+  });
+});
+
+describe('the slug reclaim', () => {
+  const machine = (slug: string) => ({ slug, genesis_svcond: 77, created_unix_ms: 1_700_000_000_000 }) as MachineRecord;
+  const reclaimer = () => {
+    const held: unknown[] = [];
+    const announced: unknown[] = [];
+    const reclaim = slugReclaim({
+      defaultSlugPrefix: 'm-',
+      nodeId: () => 'self-node',
+      claimOwn: async (c) => held.push(c),
+      announce: async (c) => {
+        announced.push(c);
+        throw new Error('no peers');
+      },
+    });
+    return { reclaim, held, announced };
+  };
+
+  it('claims a named machine again with its genesis tick and creation time, held here and announced', async () => {
+    const { reclaim, held, announced } = reclaimer();
+    expect(await reclaim(machine('my-sim'))).toBe(true);
+    const claim = { slug: 'my-sim', home: 'self-node', svcond: 77, created_unix_ms: 1_700_000_000_000 };
+    expect(held).toEqual([claim]);
+    expect(announced).toEqual([claim]);
+  });
+
+  it('never claims an identity’s default machine that way', async () => {
+    const { reclaim, held, announced } = reclaimer();
+    expect(await reclaim(machine('m-0123abcd'))).toBe(false);
+    expect(held).toEqual([]);
+    expect(announced).toEqual([]);
   });
 });

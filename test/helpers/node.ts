@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
-import { SvcNode, type NodeOptions } from '../../src/node.js';
+import { SvcNode, type NodeOptions } from '../../src/node/node.js';
 
 export interface TestNode {
   node: SvcNode;

@@ -3,18 +3,14 @@ import type Router from '@koa/router';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import type { MeshService } from '../../mesh/service.js';
-import { askPeers } from '../../mesh/ask-peers.js';
-import { IDENTITY_ASSERT } from '../../mesh/identity-assert.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
-import type { IdentityService } from '../../identity/service.js';
 import type { ChainService } from '../../chain/service.js';
 import { meshEventsResponse, meshStatusResponse, networkSnapshot, transparencyHistoryResponse } from '../responses.js';
 import { requireKey } from '../auth.js';
 import { body, describes, query, responds, validate } from '../validate.js';
 
 const eventsQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).default(50), order: z.enum(['arrival', 'tick']).default('arrival') }).strict();
-const verifyBody = z.object({ zid: z.string().regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters') }).strict();
 const dnsName = z
   .string()
   .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/, 'lower-case DNS-style name')
@@ -23,12 +19,10 @@ const dnsRegisterBody = z.object({ name: dnsName, url: z.string().url().optional
 const resolveQuery = z.object({ name: dnsName }).strict();
 const lookupQuery = z.object({ peerId: z.string().min(1).max(128) }).strict();
 const historyQuery = z.object({ n: z.coerce.number().int().min(1).max(100).default(10) }).strict();
-const PEER_TIMEOUT_MS = 3000;
 
 export interface MeshRouteServices {
   /** Null: a node without a mesh (its routes answer 503 MESH_DISABLED). */
   mesh: MeshService | null;
-  identity: IdentityService;
   chain: ChainService;
 }
 
@@ -56,48 +50,6 @@ function registerMeshRoutes(router: Router, kit: HttpKit, s: MeshRouteServices):
     const q = validate(eventsQuery, ctx.query);
     const events = await mesh().recentEvents(q.limit, q.order);
     ctx.body = { count: events.length, order: q.order, events };
-  });
-
-  /** What this node knows of a zid (asked by peers during /api/mesh/verify). */
-  router.get('/api/mesh/identity/:zid', async (ctx) => {
-    const zid = String(ctx.params.zid);
-    const ident = await s.identity.getIdentity(zid);
-    ctx.body = { nodeId: kit.nodeId(), zid, verified: !!ident, home: ident?.home ?? null, svcond: mesh().nowSvcond() };
-  });
-
-  /** A key homed here, as an assertion signed by this node (peers verify the signature and that we are its home). */
-  router.get('/api/mesh/keys/:digest', async (ctx) => {
-    const digest = String(ctx.params.digest);
-    if (!/^[0-9a-f]{64}$/.test(digest))
-      throw new ServiceError(400, 'SVC_INVALID_INPUT', 'digest must be 64 hex characters', { field: 'digest', reason: 'format', allowed: null });
-    const assertion = await s.identity.assertionFor(digest);
-    if (!assertion) throw new ServiceError(404, 'SVC_NOT_FOUND', 'no key with this digest is homed here');
-    ctx.body = await kit.signMeshEvent(IDENTITY_ASSERT, assertion);
-  });
-
-  router.post('/api/mesh/verify', body(verifyBody), async (ctx) => {
-    const { zid } = validate(verifyBody, ctx.request.body);
-    const m = mesh();
-    const local = await s.identity.getIdentity(zid);
-    const meshNodes: { nodeId: string; verified: boolean; svcond: number | null }[] = [{ nodeId: kit.nodeId(), verified: !!local, svcond: m.nowSvcond() }];
-    const answers = await askPeers(m.peers(), `/api/mesh/identity/${zid}`, PEER_TIMEOUT_MS, (body, p) => {
-      const b = body as { nodeId?: unknown; verified?: unknown; svcond?: unknown } | null;
-      // The answer must come from the peer we asked.
-      if (!b || b.nodeId !== p.peerId) return null;
-      return { nodeId: p.peerId, verified: b.verified === true, svcond: typeof b.svcond === 'number' ? b.svcond : null };
-    });
-    meshNodes.push(...answers.map((a) => a.answer ?? { nodeId: a.peer.peerId, verified: false, svcond: null }));
-    const quorum = Math.floor(meshNodes.length / 2) + 1;
-    const yes = meshNodes.filter((n) => n.verified).length;
-    const status = await m.status();
-    ctx.body = {
-      zid,
-      verified: yes >= quorum,
-      consensusReached: yes >= quorum || meshNodes.length - yes >= quorum,
-      coherenceScore: status.coherenceScore,
-      quorum,
-      meshNodes,
-    };
   });
 
   /**

@@ -1,0 +1,130 @@
+// Compute: the pipeline of architecture.md §3 — the solver executor (a worker pool), the sealer, the compute service
+// and batches. The engine (executor, sealer) stops after everything that runs on it; batches resume last at start
+// (their items run through the whole node) and stop first.
+import type { ExecutedBy } from '../records/types.js';
+import { sealedAnnouncer } from '../compute/announce.js';
+import { BatchService } from '../compute/batches.js';
+import { InlineExecutor, WorkerPoolExecutor, solverPoolSize, type SolverExecutor } from '../compute/executor.js';
+import { InlineSealer, WorkerSealer, type Sealer } from '../compute/sealer.js';
+import { ComputeService, type SolverPlacement } from '../compute/service.js';
+import type { MeshService } from '../mesh/service.js';
+import { TOPICS } from '../mesh/wire.js';
+import { defaultRegistry } from '../solvers/registry.js';
+import type { Ledger } from '../tally/ledger.js';
+import type { QuotaService } from '../tally/quota.js';
+import type { ResultRecords } from '../tally/record.js';
+import type { TierBook } from '../tally/tiers.js';
+import type { Webhooks } from '../webhooks/service.js';
+import { batchRoutes } from '../http/routes/batch.js';
+import { computeRoutes } from '../http/routes/compute.js';
+import type { Capability, Port } from './capability.js';
+import type { Foundation } from './foundation.js';
+
+export type Attest = (requestDigest: string, resultDigest: string, svcond: number) => ExecutedBy | null;
+export type Offload = SolverPlacement['offload'];
+
+export interface ComputeNeeds {
+  ledger: Ledger;
+  quota: QuotaService;
+  tiers: TierBook;
+  results: ResultRecords;
+  webhooks: Webhooks;
+  mesh: MeshService;
+  /** executed_by of this node's own runs (the consensus wiring binds its operator's). */
+  attest: Port<Attest>;
+  /** Placement of solver runs on peers (the consensus wiring binds its offloader, when there is one). */
+  offload: Port<Offload>;
+}
+
+export interface ComputePart {
+  executor: SolverExecutor;
+  sealer: Sealer;
+  compute: ComputeService;
+  batches: BatchService;
+  /** Stops the executor and the sealer. */
+  engine: Capability;
+  /** Resumes and stops batches. */
+  batchRuns: Capability;
+}
+
+export function wireCompute(f: Foundation, needs: ComputeNeeds): ComputePart {
+  const { config, options, metrics } = f;
+  const { webhooks, mesh } = needs;
+  const registry = options.registry ?? defaultRegistry();
+  // An injected registry (tests) holds functions a worker cannot receive: run it inline.
+  const executor = metrics.timed(
+    options.registry || config.solverThreads === 0
+      ? new InlineExecutor(registry)
+      : new WorkerPoolExecutor({
+          size: solverPoolSize(config.solverThreads),
+          maxQueuedPerOwner: config.limits.maxQueuedRunsPerIdentity,
+          maxQueued: config.limits.maxQueuedRuns,
+        }),
+  );
+  const sealer = config.sealWorker ? new WorkerSealer(f.keys.receipt) : new InlineSealer(f.keys.receipt);
+  const announce = sealedAnnouncer({
+    enabled: () => mesh.enabled,
+    publish: (type, body) => mesh.publish(type, body, TOPICS.events),
+    onError: (err) => f.logger.warn({ err: String(err) }, 'sealed-result announcement not published'),
+  });
+  const compute = new ComputeService({
+    clock: f.clock,
+    registry,
+    executor,
+    sealer,
+    ledger: needs.ledger,
+    quota: needs.quota,
+    receiptKey: f.keys.receipt,
+    proveKey: f.keys.prove,
+    phi0: config.kernel.phi0,
+    kernelVersion: config.kernel.version,
+    tiers: needs.tiers,
+    upgradeUrl: () => `${f.publicUrl.get() ?? ''}/api/tally/tiers`,
+    timeLimitSeconds: options.timeLimitSeconds,
+    nodeId: () => f.nodeId,
+    // After the batch is durable (never before): announce the result to the mesh; send the webhooks it owes.
+    onSealed: (summary) => {
+      metrics.sealed(summary.kind);
+      announce(summary);
+      if (webhooks.outbox.takeOwed(summary.result_id)) webhooks.dispatcher.kick();
+    },
+    onGateRefused: (kind) => metrics.gateRefused(kind),
+    outbox: webhooks.outbox,
+    onFailed: (failure) => webhooks.failed(failure),
+    attest: (requestDigest, resultDigest, svcond) => needs.attest.get()?.(requestDigest, resultDigest, svcond) ?? null,
+    records: needs.results,
+    ...(config.contribution.offload !== 'never' && config.mesh.secret
+      ? { placement: { offload: (req) => needs.offload.get()?.(req) ?? Promise.resolve(null) } }
+      : {}),
+  });
+  const batches = new BatchService({
+    store: f.store,
+    clock: f.clock,
+    compute,
+    events: webhooks,
+    onError: (batch, err) => f.logger.warn({ batch, err: String(err) }, 'batch failed'),
+  });
+  return {
+    executor,
+    sealer,
+    compute,
+    batches,
+    engine: {
+      name: 'compute',
+      routes: [computeRoutes({ compute })],
+      stop: async () => {
+        await executor.close();
+        await sealer.close();
+      },
+    },
+    batchRuns: {
+      name: 'batches',
+      routes: [batchRoutes({ batches, webhooks })],
+      // Batches a stop left unfinished: their items without an outcome run now.
+      start: async () => {
+        await batches.resume();
+      },
+      stop: () => batches.stop(),
+    },
+  };
+}

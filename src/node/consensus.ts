@@ -1,0 +1,196 @@
+// Consensus (architecture.md §6): bonds and modes, this node's operator, offloaded execution (this node serves
+// /svc/exec for its peers while its operator contributes, and places its own runs per `contribution.offload`),
+// challenges with their votes and verdicts, the re-executor (this node's votes) and slashing (the ledger effects).
+import { ChallengeService } from '../consensus/challenges.js';
+import { BondService } from '../consensus/bonds.js';
+import { committeeCandidates } from '../consensus/committee.js';
+import { ExecHandler } from '../consensus/exec-handler.js';
+import { EXEC_PROTOCOL, type ExecRequest } from '../consensus/exec-protocol.js';
+import { EXEC_SESSION_PROTOCOL, ExecSessions } from '../consensus/exec-session.js';
+import { verifyExecution } from '../consensus/executed-by.js';
+import { ModeService } from '../consensus/modes.js';
+import { Offloader } from '../consensus/offload.js';
+import { NodeOperator } from '../consensus/operator.js';
+import { httpPeerLink } from '../consensus/peer-link.js';
+import { Reexecutor, rerunDigest } from '../consensus/reexecutor.js';
+import { challengedResult, resultFinder } from '../consensus/result-lookup.js';
+import { SlashingService } from '../consensus/slashing.js';
+import { signText, TOPICS, verifyText } from '../mesh/wire.js';
+import type { ResultLookup } from '../tally/record.js';
+import { LONGEST_TIME_LIMIT_SECONDS } from '../tally/tiers.js';
+import { consensusRoutes } from '../http/routes/consensus.js';
+import { contributeRoutes } from '../http/routes/contribute.js';
+import { pohcRoutes } from '../http/routes/pohc.js';
+import { Port, type Capability, type StreamProtocol, type Ticker } from './capability.js';
+import type { ComputeNeeds, ComputePart } from './compute.js';
+import type { EconomyPart } from './economy.js';
+import type { Foundation } from './foundation.js';
+import type { MeshPart } from './mesh.js';
+
+/** Ticks between re-announcements of this node's bond on svc/consensus/1 (about 50 s). */
+const BOND_REANNOUNCE_TICKS = 64;
+/** Ticks between announcements of recent verdicts again (challenges.reannounceVerdicts). */
+const VERDICT_REANNOUNCE_TICKS = 4;
+
+export interface ConsensusPart {
+  bonds: BondService;
+  modes: ModeService;
+  operator: NodeOperator;
+  /** The executor side of /svc/exec/1.0.0. */
+  execHandler: ExecHandler;
+  /** Placement of solver runs on contributing peers (null when offload is never or there is no mesh). */
+  offloader: Offloader | null;
+  slashing: SlashingService;
+  challenges: ChallengeService;
+  reexecutor: Reexecutor;
+  /** What re-execution needs about a result: from this node's record if it is the home, else from its home. */
+  lookupResult: (resultId: string) => Promise<ResultLookup>;
+  capability: Capability;
+}
+
+export async function wireConsensus(
+  f: Foundation,
+  meshPart: MeshPart,
+  economy: Pick<EconomyPart, 'ledger' | 'envelopeLocks' | 'results'>,
+  computePart: Pick<ComputePart, 'compute' | 'executor'> & Pick<ComputeNeeds, 'attest' | 'offload'>,
+): Promise<ConsensusPart> {
+  const { config, options, store, time, logger } = f;
+  const { mesh } = meshPart;
+  const { compute, executor } = computePart;
+  const nodeId = () => f.nodeId;
+  const sign = (text: string) => signText(f.nodeIdentity.privateKey, text);
+  const publish = async (type: string, body: unknown) => {
+    if (mesh.enabled) await mesh.publish(type, body, TOPICS.consensus);
+  };
+  const timeLimitSeconds = options.timeLimitSeconds ?? LONGEST_TIME_LIMIT_SECONDS;
+  // A bond's release asks which challenges are open against it: the challenges are built on the bonds, after them.
+  const openChallenges = new Port<ChallengeService>('bonds.openChallenges');
+  const bonds = new BondService({
+    store,
+    ledger: economy.ledger,
+    policy: config.contribution,
+    nodeId,
+    nowSvcond: time.nowSvcond,
+    locks: economy.envelopeLocks,
+    sign,
+    verify: verifyText,
+    publish,
+    openChallenges: (bondId) => openChallenges.get()?.openAgainst(bondId) ?? [],
+  });
+  await bonds.load();
+  const modes = new ModeService(store, bonds, time.nowSvcond);
+  await modes.load();
+  const operator = new NodeOperator({ bonds, modes, nodeId: f.nodeId, sign });
+  computePart.attest.bind((requestDigest, resultDigest, svcond) => operator.attest(requestDigest, resultDigest, svcond));
+  meshPart.advert.bind(() => ({ mode: operator.mode(), bondId: operator.bond()?.bond.bond_id ?? null, freeSlots: executor.freeSlots() }));
+
+  const execHandler = new ExecHandler({
+    meshSecret: config.mesh.secret ?? null,
+    nowSvcond: time.nowSvcond,
+    contributing: () => operator.contributing() !== null,
+    resolve: (solverId, inputs) => compute.resolveSolver(solverId, inputs, undefined).inputs,
+    run: (solverId, inputs, limit, owner) => executor.run(solverId, inputs, undefined, limit, owner),
+    // The requester's home applies its caller's tier; an executor caps at the longest tier limit.
+    timeLimitSeconds,
+    attest: (requestDigest, resultDigest, svcond) => operator.attest(requestDigest, resultDigest, svcond),
+    ...(options.execAnswer ? { rewrite: options.execAnswer } : {}),
+    logger,
+  });
+  // Modes live at the identity's home, and only a bond's node holds it: a switch away from contributing here is
+  // this node's operator's, and preempts what it runs for peers.
+  modes.onSwitch((_zid, previous) => {
+    if (previous === 'contributing') execHandler.preemptAll();
+  });
+  const streams: StreamProtocol[] = mesh.enabled
+    ? [
+        { protocol: EXEC_PROTOCOL, handle: (stream, peer) => void execHandler.serve(stream, peer) },
+        { protocol: EXEC_SESSION_PROTOCOL, handle: (stream, peer) => void execHandler.serveSession(stream, peer) },
+      ]
+    : [];
+  const sessions =
+    mesh.enabled && config.contribution.offload !== 'never' && !options.execStreamPerRun
+      ? new ExecSessions((peerId, protocol, signal) => mesh.openStream(peerId, protocol, signal))
+      : null;
+  const offloader = mesh.enabled && config.contribution.offload !== 'never' ? wireOffloader(f, meshPart, bonds, executor, sessions) : null;
+  if (offloader) computePart.offload.bind((req) => offloader.offload(req));
+
+  const slashing = new SlashingService({
+    store,
+    ledger: economy.ledger,
+    counters: f.counters,
+    locks: economy.envelopeLocks,
+    bonds,
+    modes,
+    nodeId,
+    nowSvcond: time.nowSvcond,
+    log: (msg, fields) => logger.info(fields, msg),
+  });
+  const lookupResult = resultFinder(economy.results, { peers: () => (mesh.enabled ? mesh.peers() : []), nowSvcond: time.nowSvcond });
+  const challenges = new ChallengeService({
+    store,
+    policy: config.contribution,
+    bonds,
+    nodeId,
+    nowSvcond: time.nowSvcond,
+    sign,
+    verify: verifyText,
+    publish,
+    lookup: async (resultId) => challengedResult(await lookupResult(resultId)),
+    candidates: () => committeeCandidates(bonds.active(), mesh.peers(), f.nodeId, (zid) => modes.of(zid).mode),
+    holdStake: (zid, amount) => slashing.holdStake(zid, amount),
+    verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
+    ...(mesh.enabled ? httpPeerLink({ sign: (type, body) => mesh.signDirect(type, body), peerUrl: (node) => mesh.peerUrl(node) }) : {}),
+  });
+  openChallenges.bind(challenges);
+  f.metricsChallenges.bind(challenges);
+  challenges.onVerdict((e) => slashing.onVerdict(e));
+  const reexecutor = new Reexecutor({
+    challenges,
+    nodeId,
+    nowSvcond: time.nowSvcond,
+    sign,
+    execute: (request, stampSvcond) => rerunDigest({ compute, executor, timeLimitSeconds }, request, stampSvcond),
+    onError: (challengeId, err) => logger.warn({ challengeId, err: String(err) }, 're-execution failed: no vote cast'),
+  });
+  await challenges.load();
+
+  const tickers: Ticker[] = [
+    { name: 'challenge deadlines', run: () => challenges.sweepDeadlines() },
+    { name: 'challenge deliveries', run: () => challenges.flushDeliveries() },
+    { name: 'verdict reannounce', everyTicks: VERDICT_REANNOUNCE_TICKS, run: () => challenges.reannounceVerdicts() },
+  ];
+  if (mesh.enabled) tickers.push({ name: 'bond reannounce', everyTicks: options.bondReannounceTicks ?? BOND_REANNOUNCE_TICKS, run: () => bonds.reannounce() });
+  const capability: Capability = {
+    name: 'consensus',
+    gossip: [...bonds.handlers(), ...challenges.handlers()],
+    streams,
+    tickers,
+    routes: [contributeRoutes({ bonds, modes, challenges }), consensusRoutes({ challenges, slashing }), pohcRoutes()],
+    start: async () => {
+      // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast.
+      await challenges.resumeEffects().catch((err: unknown) => logger.error({ err: String(err) }, 'a verdict effect could not be applied at start'));
+      void reexecutor.resume().catch((err: unknown) => logger.warn({ err: String(err) }, 'resumed re-execution failed'));
+    },
+    stop: () => sessions?.closeAll(),
+  };
+  return { bonds, modes, operator, execHandler, offloader, slashing, challenges, reexecutor, lookupResult, capability };
+}
+
+function wireOffloader(f: Foundation, { mesh }: MeshPart, bonds: BondService, executor: ComputePart['executor'], sessions: ExecSessions | null): Offloader {
+  const { config, options } = f;
+  const answerMs = options.offloadAnswerTimeoutMs;
+  return new Offloader({
+    policy: config.contribution.offload,
+    selfId: () => f.nodeId,
+    peers: () => mesh.peers(),
+    bondOf: (node) => bonds.ofNode(node)?.bond.bond_id ?? null,
+    freeSlots: () => executor.freeSlots(),
+    meshSecret: config.mesh.secret ?? null,
+    open: (peerId, protocol, signal) => mesh.openStream(peerId, protocol, signal),
+    ...(sessions ? { exchange: (peerId: string, request: ExecRequest, signal: AbortSignal) => sessions.request(peerId, request, signal) } : {}),
+    verify: verifyText,
+    ...(answerMs !== undefined ? { answerTimeoutMs: () => answerMs } : {}),
+    ...(options.offloadSkipMs !== undefined ? { skipPeerMs: options.offloadSkipMs } : {}),
+    logger: f.logger,
+  });
+}

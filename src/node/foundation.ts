@@ -1,0 +1,153 @@
+// What every capability stands on: config and options, the logger, one Time, the keys derived from the node's
+// secrets, the node key, the store, the counters and the metrics.
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import pino, { type Logger } from 'pino';
+import type { NodeConfig } from '../config/schema.js';
+import { decodeReceiptSecret, loadOrCreateReceiptSecret } from '../config/receipt-secret.js';
+import { loadOrCreateCredentialSecret } from '../config/credential-secret.js';
+import { systemClock, type Clock } from '../kernel/clock.js';
+import { deriveKey } from '../kernel/receipt.js';
+import { Store } from '../store/db.js';
+import { Counters } from '../store/counters.js';
+import { NodeMetrics } from '../http/metrics.js';
+import { loadOrCreateNodeKey, type NodeIdentity } from '../mesh/identity.js';
+import type { MeshService, MeshServiceOptions } from '../mesh/service.js';
+import type { ChallengeService } from '../consensus/challenges.js';
+import type { ExecAnswer, ExecRequest } from '../consensus/exec-protocol.js';
+import type { SolverRegistry } from '../solvers/registry.js';
+import type { Tier } from '../tally/tiers.js';
+import type { AgentLimits } from '../agents/runtime.js';
+import type { Sender } from '../webhooks/sender.js';
+import { timeOf, type Time } from '../util/time.js';
+import { Port, type Capability } from './capability.js';
+
+export interface NodeOptions {
+  clock?: Clock;
+  registry?: SolverRegistry;
+  logger?: Logger;
+  /** Tests: override every tier's time limit to force SVC_TIMEOUT. */
+  timeLimitSeconds?: number;
+  /** Tests: smaller per-tier time limits (seconds) than part 8's 30 / 120 / 600. */
+  tierTimeLimitSeconds?: Partial<Record<Tier, number>>;
+  /** Tests: smaller per-tier daily allowances than part 8's 143 … 25 000. */
+  tierDailyAllowance?: Partial<Record<Tier, number>>;
+  /** Credits a new identity starts with (overrides limits.initialCredits). */
+  initialCredits?: number;
+  /** Ticks between re-announcements of this node's bond on svc/consensus/1 (default 64, about 50 s). */
+  bondReannounceTicks?: number;
+  /**
+   * Test composition only (architecture.md §8, never config): rewrite what this node answers on /svc/exec/1.0.0 —
+   * garbage, a bad signature, or a promise that never settles (a hung executor).
+   */
+  execAnswer?: (answer: ExecAnswer, request: ExecRequest) => unknown;
+  /** How long a home waits for an offloaded run's answer (default: the run's time limit + 2 s). */
+  offloadAnswerTimeoutMs?: number;
+  /** How long a peer that failed an offloaded run is skipped (default 60 s). */
+  offloadSkipMs?: number;
+  /** Benchmarks: one stream per offloaded run (/svc/exec/1.0.0) instead of one session per peer (1.1.0). */
+  execStreamPerRun?: boolean;
+  /**
+   * The solver set is `registry` above: a test composes a node with a tampered solver by passing
+   * `defaultRegistry().with([{ ...solver, run: tampered }])` (architecture.md §8; never a production flag).
+   */
+  /** Tests: how webhook deliveries are sent (default: HTTP, webhooks/sender.ts). */
+  webhookSender?: Sender;
+  /** Tests: no dispatch timer; deliveries go out on kicks (after seals and enqueues) and on dispatcher.runDue(). */
+  webhookManualDispatch?: boolean;
+  /** Tests: ms between WebSocket heartbeat pings (default 30 s). */
+  wsHeartbeatMs?: number;
+  /**
+   * Agents: limits (tests, the bench), autoTick false (tests with a ManualClock call node.agents.pump() themselves),
+   * the SSE heartbeat interval (default 15 s).
+   */
+  agents?: { limits?: Partial<AgentLimits>; autoTick?: boolean; heartbeatMs?: number };
+  /** Tests: how long after it is made a remote charge not forwarded by this node is first settled (default: its voucher's expiry). */
+  chargeSettleAfterMs?: number;
+  /** Mesh overrides (tests: autoPulse, redial bounds). */
+  mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits'>>;
+}
+
+/** Keys derived from the receipt secret, and the credential secret (this node's own, never shared with the mesh). */
+export interface NodeKeys {
+  receipt: Buffer;
+  prove: Buffer;
+  salt: Buffer;
+  claim: Buffer;
+  webhookSecret: Buffer;
+  streamLink: Buffer;
+  /** What this node encrypts at rest (secure-pull session keys, provider credentials): each use derives its own key. */
+  credentialSecret: Buffer;
+}
+
+export interface Foundation {
+  config: NodeConfig;
+  options: NodeOptions;
+  logger: Logger;
+  clock: Clock;
+  time: Time;
+  keys: NodeKeys;
+  nodeIdentity: NodeIdentity;
+  nodeId: string;
+  store: Store;
+  counters: Counters;
+  /** Prometheus metrics (http/metrics.ts); the mesh and the challenges are bound when they are wired. */
+  metrics: NodeMetrics;
+  metricsMesh: Port<MeshService>;
+  metricsChallenges: Port<ChallengeService>;
+  /** This node's public URL, bound when the HTTP server listens ('' until then). */
+  publicUrl: Port<string>;
+  /** Closes the store: first in the node's list, so last to stop. */
+  capability: Capability;
+}
+
+/**
+ * The receipt secret's bytes: from config (hex, as SVC_RECEIPT_SECRET), else kept in the data dir (hex, created once,
+ * mode 0600). One encoding on every path (config/receipt-secret.ts), so a data dir's file and the env var name one key.
+ */
+async function receiptSecret(config: NodeConfig): Promise<Buffer> {
+  if (config.receiptSecret) return decodeReceiptSecret(config.receiptSecret, 'receiptSecret (SVC_RECEIPT_SECRET)');
+  return loadOrCreateReceiptSecret(config.dataDir);
+}
+
+export async function openFoundation(config: NodeConfig, options: NodeOptions): Promise<Foundation> {
+  const clock = options.clock ?? systemClock;
+  const time = timeOf(clock);
+  const logger = options.logger ?? pino({ level: config.logLevel, base: { svc: 'svc-node' } });
+  await mkdir(config.dataDir, { recursive: true });
+  const nodeIdentity = await loadOrCreateNodeKey(config.dataDir);
+  const secret = await receiptSecret(config);
+  const keys: NodeKeys = {
+    receipt: deriveKey(secret, 'RECEIPT'),
+    prove: deriveKey(secret, 'PROVE'),
+    salt: deriveKey(secret, 'SALT'),
+    claim: deriveKey(secret, 'CLAIM'),
+    webhookSecret: deriveKey(secret, 'WEBHOOK_SECRET'),
+    streamLink: deriveKey(secret, 'STREAM_LINK'),
+    credentialSecret: await loadOrCreateCredentialSecret(config.dataDir),
+  };
+  const store = await Store.open(join(config.dataDir, 'db'), { sync: config.syncWrites });
+  const metricsMesh = new Port<MeshService>('metrics.mesh');
+  const metricsChallenges = new Port<ChallengeService>('metrics.challenges');
+  const metrics = new NodeMetrics({ tick: time.nowSvcond, mesh: () => metricsMesh.get(), challenges: () => metricsChallenges.get() });
+  store.onBatch = (ops, seconds) => metrics.storeBatch(ops, seconds);
+  const counters = new Counters(store, config.limits.identityCacheMax);
+  await counters.load();
+  return {
+    config,
+    options,
+    logger,
+    clock,
+    time,
+    keys,
+    nodeIdentity,
+    nodeId: nodeIdentity.nodeId,
+    store,
+    counters,
+    metrics,
+    metricsMesh,
+    metricsChallenges,
+    publicUrl: new Port<string>('publicUrl'),
+    capability: { name: 'store', stop: () => store.close() },
+  };
+}

@@ -1,0 +1,123 @@
+// HTTP: the Koa app with every route group, the server, the /ws/stream socket and the metrics listener. The server
+// listens here, when the node is wired: after every backfill, and before the mesh starts (its tick events carry the
+// URL). Its stop runs first: stop accepting, end the long-lived streams, finish in-flight requests.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type Router from '@koa/router';
+import { Library } from '../compute/library.js';
+import type { ComputeService } from '../compute/service.js';
+import { createApp } from '../http/app.js';
+import { discoveryOf } from '../http/discovery.js';
+import { HungHomes } from '../http/home-health.js';
+import type { HttpKit } from '../http/kit.js';
+import type { RouteGroup } from '../http/route-group.js';
+import { dashboardRoutes } from '../http/routes/dashboard.js';
+import { docsRoutes } from '../http/routes/docs.js';
+import { systemRoutes } from '../http/routes/system.js';
+import type { IdentityService } from '../identity/service.js';
+import type { StreamService } from '../streams/channels.js';
+import type { TierBook } from '../tally/tiers.js';
+import { createHttpServer } from '../http/server.js';
+import { StreamSlots } from '../http/stream-slots.js';
+import { attachStreamSocket } from '../http/ws-stream.js';
+import type { MeshService } from '../mesh/service.js';
+import { signEvent } from '../mesh/wire.js';
+import type { Capability } from './capability.js';
+import type { AssistantsPart } from './assistants.js';
+import type { Foundation } from './foundation.js';
+
+export interface HttpParts {
+  identity: IdentityService;
+  mesh: MeshService;
+  compute: ComputeService;
+  tiers: TierBook;
+  streams: StreamService;
+  assistants: AssistantsPart;
+  /** Every other capability's route groups, in the node's list order (node.ts). */
+  routes: readonly RouteGroup[];
+}
+
+export interface HttpPart {
+  /** The HTTP router (every route; the OpenAPI document and its test walk it). */
+  router: Router;
+  url: string;
+  /** http://host:port/metrics of the metrics listener, or null when it is off. */
+  metricsUrl: string | null;
+  /** WebSocket stream clients connected now (0 once stopped). */
+  wsClients(): number;
+  capability: Capability;
+}
+
+export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
+  const { config, logger, options } = f;
+  const { mesh, assistants } = p;
+  const nodeId = () => f.nodeId;
+  const registry = p.compute.registry;
+  const library = new Library(registry);
+  const keylessStreams = new StreamSlots({ perAddress: config.limits.keylessStreamsPerAddress, perNode: config.limits.keylessStreamsPerNode });
+  const kit: HttpKit = {
+    config,
+    logger,
+    time: f.time,
+    nodeId,
+    publicUrl: () => f.publicUrl.get() ?? '',
+    auth: { identity: p.identity, nodeId },
+    homes: { peerUrl: (id) => mesh.peerUrl(id), hung: new HungHomes() },
+    signMeshEvent: (type, body) => signEvent(f.nodeIdentity.privateKey, f.nodeId, type, f.time.nowSvcond(), body),
+    selfApi: assistants.selfApi,
+    discovery: discoveryOf({ config, nodeId, registry, library, tiers: p.tiers, servedOutsideRouter: { wsStream: true, webhooks: true } }),
+    metrics: f.metrics,
+  };
+  // The node's own routes first (health, discovery, pulse), the documents last.
+  const own = { system: systemRoutes({ registry, library, tiers: p.tiers, keylessStreams }), pages: [docsRoutes(), dashboardRoutes()] };
+  const { app, router } = createApp(kit, [own.system, ...p.routes, ...own.pages]);
+  const server = createHttpServer(app.callback(), logger);
+  server.keepAliveTimeout = 5000;
+  const streamSocket = attachStreamSocket(server, {
+    streams: p.streams,
+    nodeId,
+    peerUrl: (id) => mesh.peerUrl(id),
+    identity: p.identity,
+    logger,
+    ...(options.wsHeartbeatMs !== undefined ? { heartbeatMs: options.wsHeartbeatMs } : {}),
+    keylessStreams,
+    meshSecret: config.mesh.secret,
+  });
+  await listen(server, config.port, config.host);
+  const url = config.publicUrl ?? `http://${config.host}:${(server.address() as AddressInfo).port}`;
+  f.publicUrl.bind(url);
+  const metricsUrl = config.metrics.port !== null ? await f.metrics.listen(config.metrics.host, config.metrics.port) : null;
+  let open = true;
+  return {
+    router,
+    url,
+    metricsUrl,
+    wsClients: () => (open ? streamSocket.clients() : 0),
+    capability: {
+      name: 'http',
+      routes: [own.system, ...own.pages],
+      // Last to start: the node is ready when this line is logged (the mesh has its addresses by now).
+      start: () => {
+        const fields = { url, node: f.nodeId, dataDir: config.dataDir, multiaddrs: mesh.multiaddrs(), mesh: mesh.enabled, metrics: metricsUrl };
+        logger.info(fields, 'listening');
+      },
+      stop: async () => {
+        open = false;
+        streamSocket.close();
+        assistants.agentStreams.endAll();
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        });
+        await f.metrics.close();
+      },
+    },
+  };
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+}

@@ -1,0 +1,59 @@
+// Identity: keys and their gossip (architecture.md §5). Keys minted here are gossiped on svc/identity/1, assertions
+// from their home nodes are applied (a row of the gossip table), and a key nobody told us about is looked up on the
+// peers, accepted only as an event signed by its home node. The gossip is wired after the HTTP server listens.
+import type { ChainService } from '../chain/service.js';
+import { IdentityService } from '../identity/service.js';
+import { DemoKeys } from '../identity/demo.js';
+import { IDENTITY_ASSERT, identityAssertHandler } from '../mesh/identity-assert.js';
+import { remoteKeyLookup } from '../mesh/key-lookup.js';
+import type { MeshService } from '../mesh/service.js';
+import { TOPICS } from '../mesh/wire.js';
+import { identityRoutes } from '../http/routes/identity.js';
+import { meshIdentityRoutes } from '../http/routes/mesh-identity.js';
+import type { Capability } from './capability.js';
+import type { Foundation } from './foundation.js';
+
+export interface IdentityPart {
+  identity: IdentityService;
+  demoKeys: DemoKeys;
+  capability: Capability;
+}
+
+export async function wireIdentity(f: Foundation, chain: ChainService, mesh: MeshService): Promise<IdentityPart> {
+  const { config, store } = f;
+  const identity = new IdentityService({
+    store,
+    clock: f.clock,
+    chain,
+    nodeId: () => f.nodeId,
+    kernelVersion: config.kernel.version,
+    saltSecret: f.keys.salt,
+    keyCacheMax: config.limits.identityCacheMax,
+  });
+  await identity.indexEmbedKeysOnce();
+  const demoKeys = new DemoKeys(store, identity, { counters: f.counters, clock: f.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
+  const routes = [identityRoutes({ identity, demoKeys }), meshIdentityRoutes({ mesh, identity })];
+  if (!mesh.enabled) return { identity, demoKeys, capability: { name: 'identity', routes } };
+  const capability: Capability = {
+    name: 'identity',
+    routes,
+    gossip: [
+      identityAssertHandler(async (assertion, sender) => {
+        await identity.applyAssertion(assertion, sender);
+        // A machine's admin key names its slug: the signer (its home) holds that machine.
+        await mesh.machines.learnFromAssertion(assertion, sender);
+      }),
+    ],
+    start: () => {
+      identity.onAssertions((assertions) => {
+        for (const a of assertions) {
+          void mesh
+            .publish(IDENTITY_ASSERT, a, TOPICS.identity)
+            .catch((err: unknown) => f.logger.warn({ err: String(err) }, 'identity assertion not published'));
+        }
+      });
+      identity.onRemoteLookup(remoteKeyLookup({ peers: () => mesh.peers(), nowSvcond: () => mesh.nowSvcond() }));
+    },
+  };
+  return { identity, demoKeys, capability };
+}

@@ -1,0 +1,80 @@
+// The composition root, the only module that knows every part: wires the capabilities, starts them in the order
+// listed here, and stops them backwards.
+import type { NodeConfig } from '../config/schema.js';
+import { wireAssistants } from './assistants.js';
+import { Capabilities, Port } from './capability.js';
+import { openChain, wireChain } from './chain.js';
+import { wireCompute, type Attest, type Offload } from './compute.js';
+import { wireConsensus } from './consensus.js';
+import { wireEconomy } from './economy.js';
+import { openFoundation, type NodeOptions } from './foundation.js';
+import { NodeHandles, type Wired } from './handles.js';
+import { wireHttp } from './http.js';
+import { wireIdentity } from './identity.js';
+import { wireMesh } from './mesh.js';
+import { wirePush, wireWebhooks } from './push.js';
+
+export type { NodeOptions } from './foundation.js';
+
+// Every part in dependency order (loads and backfills run here); a part that needs a later one reads it through a port.
+async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
+  const foundation = await openFoundation(config, options);
+  const chain = await openChain(foundation);
+  const mesh = wireMesh(foundation, chain);
+  const identity = await wireIdentity(foundation, chain, mesh.mesh);
+  const economy = await wireEconomy(foundation, chain, identity.identity, mesh.mesh);
+  const webhooks = await wireWebhooks(foundation, economy.ledger);
+  const ports = { attest: new Port<Attest>('compute.attest'), offload: new Port<Offload>('compute.offload') };
+  const compute = wireCompute(foundation, { ...economy, webhooks, mesh: mesh.mesh, ...ports });
+  const push = await wirePush(foundation, webhooks, compute.compute, economy.ledger, mesh.mesh);
+  const assistants = await wireAssistants(foundation, { chain, identity: identity.identity, ...economy, ...compute, mesh: mesh.mesh });
+  const consensus = await wireConsensus(foundation, mesh, economy, { ...compute, ...ports });
+  const chainParts = wireChain(foundation, chain, mesh.mesh, { ledger: economy.ledger, identity: identity.identity });
+  // Start order; stop runs it backwards. The store closes last, the solver engine after all that runs on it; identity
+  // gossip and slug-loss hooks are in place before the mesh starts, deliveries and votes resume after it. HTTP serves
+  // every capability's routes in this order and is last, so that its stop (stop accepting, finish requests) runs first.
+  const served = [
+    foundation.capability,
+    compute.engine,
+    identity.capability,
+    chainParts.capability,
+    mesh.capability,
+    chainParts.slugLosses,
+    assistants.capability,
+    economy.capability,
+    consensus.capability,
+    push.capability,
+    compute.batchRuns,
+  ];
+  const routes = served.flatMap((c) => c.routes ?? []);
+  const http = await wireHttp(foundation, { ...identity, ...economy, ...compute, ...push, mesh: mesh.mesh, assistants, routes });
+  const capabilities = new Capabilities([...served, http.capability]);
+  return { foundation, chain, mesh, identity, economy, webhooks, compute, push, assistants, consensus, http, capabilities };
+}
+
+export class SvcNode extends NodeHandles {
+  constructor(
+    readonly config: NodeConfig,
+    private readonly options: NodeOptions = {},
+  ) {
+    super();
+  }
+
+  async start(): Promise<this> {
+    const wired = await wire(this.config, this.options);
+    this.wired = wired;
+    await wired.capabilities.start(wired.mesh.listeners);
+    return this;
+  }
+
+  /** Stop accepting, finish in-flight requests, leave the mesh, close the store. */
+  async stop(): Promise<void> {
+    if (!this.wired) return;
+    await this.wired.capabilities.stop();
+    this.logger.info({ node: this.nodeId }, 'stopped');
+  }
+}
+
+export async function startNode(config: NodeConfig, options: NodeOptions = {}): Promise<SvcNode> {
+  return new SvcNode(config, options).start();
+}
