@@ -93,7 +93,7 @@ export class Checkpoints {
     this.forks = store.sub('chain_forks');
   }
 
-  /** Signing and gossip are wired by the composition root (node.ts). */
+  /** Signing and gossip are wired by the composition root (node/chain.ts). */
   use(deps: CheckpointDeps): void {
     this.deps = deps;
   }

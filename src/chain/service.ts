@@ -200,7 +200,7 @@ export class ChainService {
   }
 
   /**
-   * Slugs claimed mesh-wide (node.ts, with a mesh): each creation's batch carries a slug-loss marker
+   * Slugs claimed mesh-wide (node/chain.ts, with a mesh): each creation's batch carries a slug-loss marker
    * (chain/slug-loss.ts), and once written the directory checks the slug (`written`), which clears it or settles a loss.
    */
   trackSlugClaims(claims: { markOp: (slug: string) => Op; written: (slug: string) => void }): void {

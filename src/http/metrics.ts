@@ -1,5 +1,5 @@
 // Prometheus metrics of a node (prom-client): one registry per node (several nodes share a process in tests and in
-// `svc-node cluster`), fed through seams node.ts wires — the store's onBatch, the compute service's onSealed and
+// `svc-node cluster`), fed through seams the node's wiring (node/) connects — the store's onBatch, the compute service's onSealed and
 // onGateRefused, a timing wrapper around the solver executor, the HTTP middleware here — and read at scrape time
 // from the mesh's and the challenges' own counts. Domain services never import prom-client. libp2p's metrics come
 // from @libp2p/prometheus-metrics into a registry of their own, scraped with this one.

@@ -41,7 +41,7 @@ export interface MeshHostOptions {
   redialMaxMs?: number;
   /** gossipsub seen-cache TTL in ms (default 120 s). */
   seenTtlMs?: number;
-  /** libp2p's own metrics (a factory such as @libp2p/prometheus-metrics', supplied by node.ts). */
+  /** libp2p's own metrics (a factory such as @libp2p/prometheus-metrics', supplied by the mesh's wiring, node/mesh.ts). */
   metrics?: (components: { logger: ComponentLogger }) => Metrics;
 }
 

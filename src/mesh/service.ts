@@ -88,7 +88,7 @@ export interface MeshServiceOptions {
   redialMaxMs?: number;
   /** gossipsub seen-cache TTL (ms). */
   gossipSeenTtlMs?: number;
-  /** libp2p's own metrics (node.ts supplies @libp2p/prometheus-metrics'); none when absent. */
+  /** libp2p's own metrics (the mesh's wiring, node/mesh.ts, supplies @libp2p/prometheus-metrics'); none when absent. */
   libp2pMetrics?: MeshHostOptions['metrics'];
 }
 

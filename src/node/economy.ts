@@ -121,7 +121,7 @@ export async function wireEconomy(f: Foundation, chain: ChainService, identity: 
   const capability: Capability = {
     name: 'economy',
     gossip: [claimAddresses.handler(time.nowMs, nodeId)],
-    // Tally before ledger: the literal /api/tally/envelopes/folder and /transfer-bulk before /api/tally/envelopes/:zid.
+    // Tally's literal /api/tally/envelopes/folder and /transfer-bulk are listed before ledger's /api/tally/envelopes/:zid.
     routes: [
       tallyRoutes({ grants, tiers, claims, folders, transfers, mesh }),
       ledgerRoutes({

@@ -33,7 +33,7 @@ export interface HttpParts {
   tiers: TierBook;
   streams: StreamService;
   assistants: AssistantsPart;
-  /** Every other capability's route groups, in the node's list order (node.ts). */
+  /** Every other capability's route groups, in the node's list order (node/node.ts). */
   routes: readonly RouteGroup[];
 }
 

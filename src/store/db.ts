@@ -71,7 +71,7 @@ export class Store {
    * settled yet (util/bounded-map.ts, PendingWrites).
    */
   readonly progress = { commits: 0, settled: 0 };
-  /** Called after each batch is written: its ops and how long the write took (the node's metrics, node.ts). */
+  /** Called after each batch is written: its ops and how long the write took (the node's metrics, node/foundation.ts). */
   onBatch: ((ops: number, seconds: number) => void) | null = null;
 
   private constructor(db: Level<string, Json>, options: StoreOptions) {

@@ -100,8 +100,8 @@ describe('one helper for "drop the oldest when full"', () => {
       readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
         e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
       );
-    // mesh/service.ts picks its victim (a peer not connected first); consensus/challenges.ts drops a settled entry from two maps.
-    const chooses = new Set([join('mesh', 'service.ts'), join('consensus', 'challenges.ts'), join('util', 'bounded-map.ts')]);
+    // mesh/peer-table.ts picks its victim (a peer not connected first); consensus/challenges.ts drops a settled entry from two maps.
+    const chooses = new Set([join('mesh', 'peer-table.ts'), join('consensus', 'challenges.ts'), join('util', 'bounded-map.ts')]);
     const found: string[] = [];
     for (const file of files(src)) {
       const rel = relative(src, file);

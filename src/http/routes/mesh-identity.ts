@@ -15,8 +15,7 @@ const verifyBody = z.object({ zid: z.string().regex(/^zid_[0-9a-f]{32}$/, 'a zid
 const PEER_TIMEOUT_MS = 3000;
 
 export interface MeshIdentityRouteServices {
-  /** Null: a node without a mesh (its routes answer 503 MESH_DISABLED). */
-  mesh: MeshService | null;
+  mesh: MeshService;
   identity: IdentityService;
 }
 
@@ -25,16 +24,11 @@ export function meshIdentityRoutes(s: MeshIdentityRouteServices): RouteGroup {
 }
 
 function registerMeshIdentityRoutes(router: Router, kit: HttpKit, s: MeshIdentityRouteServices): void {
-  const mesh = (): MeshService => {
-    if (!s.mesh) throw new ServiceError(503, 'MESH_DISABLED', 'this node runs without a mesh');
-    return s.mesh;
-  };
-
   /** What this node knows of a zid (asked by peers during /api/mesh/verify). */
   router.get('/api/mesh/identity/:zid', async (ctx) => {
     const zid = String(ctx.params.zid);
     const ident = await s.identity.getIdentity(zid);
-    ctx.body = { nodeId: kit.nodeId(), zid, verified: !!ident, home: ident?.home ?? null, svcond: mesh().nowSvcond() };
+    ctx.body = { nodeId: kit.nodeId(), zid, verified: !!ident, home: ident?.home ?? null, svcond: s.mesh.nowSvcond() };
   });
 
   /** A key homed here, as an assertion signed by this node (peers verify the signature and that we are its home). */
@@ -49,7 +43,7 @@ function registerMeshIdentityRoutes(router: Router, kit: HttpKit, s: MeshIdentit
 
   router.post('/api/mesh/verify', body(verifyBody), async (ctx) => {
     const { zid } = validate(verifyBody, ctx.request.body);
-    const m = mesh();
+    const m = s.mesh;
     const local = await s.identity.getIdentity(zid);
     const meshNodes: { nodeId: string; verified: boolean; svcond: number | null }[] = [{ nodeId: kit.nodeId(), verified: !!local, svcond: m.nowSvcond() }];
     const answers = await askPeers(m.peers(), `/api/mesh/identity/${zid}`, PEER_TIMEOUT_MS, (body, p) => {

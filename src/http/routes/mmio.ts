@@ -17,7 +17,7 @@ import { forwardToHome } from '../forward.js';
 import type { Ledger } from '../../tally/ledger.js';
 import type { Caller } from '../../records/types.js';
 
-/** What the node's registers read that the routes' services do not have (node.ts). */
+/** What the node's registers read that the routes' services do not have (node/assistants.ts). */
 export interface MmioSources {
   queueDepth(): number;
   agentsRunning(): number;
