@@ -74,6 +74,13 @@ export async function resolveCaller(ctx: Context, deps: AuthDeps, allowAnonymous
   return { kind: 'identity', zid: rec.zid, key: rec, slug: ident.default_machine ?? deps.identity.defaultSlug(rec.zid), home };
 }
 
+/** The identity behind the request's key (set by requireKey), or 403 for a key that belongs to no identity. */
+export function identityOf(ctx: Context): Extract<Caller, { kind: 'identity' }> {
+  const c = ctx.state.caller as Caller;
+  if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'this route needs a key that belongs to an identity');
+  return c;
+}
+
 /** Middleware: authenticated route (no anonymous). */
 export function requireKey(deps: AuthDeps) {
   return documented(

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
 import { SLUG_PATTERN } from '../mesh/machines.js';
 import { autoBody, chainBody, latticeBody, shiftBody } from './routes/compute.js';
-import { exploreQuery } from './routes/ledger.js';
+import { exploreQuery } from './routes/chain.js';
 import { eventBody, transitionBody } from './routes/chain.js';
 import { createBody as streamBody } from './routes/streams.js';
 import { ContractSchema } from '../chain/contract-language.js';

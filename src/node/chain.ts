@@ -9,8 +9,9 @@ import { DEFAULT_SLUG_PREFIX } from '../chain/machine-creation.js';
 import { SLUG_CLAIM } from '../mesh/machines.js';
 import type { MeshService } from '../mesh/service.js';
 import { signText, TOPICS, verifyText } from '../mesh/wire.js';
-import type { Ledger } from '../tally/ledger.js';
+import { chainRoutes } from '../http/routes/chain.js';
 import type { Capability } from './capability.js';
+import type { EconomyPart } from './economy.js';
 import type { Foundation } from './foundation.js';
 
 /** The chain service with its heads loaded: what every later part writes through. */
@@ -27,8 +28,17 @@ export interface ChainPart {
   slugLosses: Capability;
 }
 
-export function wireChain(f: Foundation, chain: ChainService, mesh: MeshService, owners: { ledger: Ledger; identity: IdentityService }): ChainPart {
+/** What the chain's routes and slug losses use of the economy and the identities. */
+export type ChainNeeds = Pick<EconomyPart, 'ledger' | 'remoteCharges' | 'chargeOutcomes' | 'chargeSettlement'> & { identity: IdentityService };
+
+export function wireChain(f: Foundation, chain: ChainService, mesh: MeshService, owners: ChainNeeds): ChainPart {
   const { time, logger } = f;
+  const remoteCharges = {
+    payer: owners.remoteCharges,
+    outcomes: owners.chargeOutcomes,
+    settleSoon: (nonce: string, machineHome: string) => owners.chargeSettlement.soon(nonce, machineHome),
+  };
+  const routes = [chainRoutes({ identity: owners.identity, chain, mesh, ledger: owners.ledger, remoteCharges })];
   chain.checkpoints.use({
     nodeId: () => f.nodeId,
     sign: (text) => signText(f.nodeIdentity.privateKey, text),
@@ -40,7 +50,7 @@ export function wireChain(f: Foundation, chain: ChainService, mesh: MeshService,
   });
   const checkpoints = { name: 'checkpoints', run: () => chain.checkpoints.tick() };
   if (!mesh.enabled)
-    return { capability: { name: 'chain', gossip: [chain.checkpoints.handler()], tickers: [checkpoints] }, slugLosses: { name: 'slug losses' } };
+    return { capability: { name: 'chain', gossip: [chain.checkpoints.handler()], tickers: [checkpoints], routes }, slugLosses: { name: 'slug losses' } };
   const losses = new SlugLosses({
     store: f.store,
     chain,
@@ -70,7 +80,7 @@ export function wireChain(f: Foundation, chain: ChainService, mesh: MeshService,
     });
   };
   return {
-    capability: { name: 'chain', gossip: [chain.checkpoints.handler()], tickers: [checkpoints], start: trackLosses },
+    capability: { name: 'chain', gossip: [chain.checkpoints.handler()], tickers: [checkpoints], routes, start: trackLosses },
     slugLosses: {
       name: 'slug losses',
       // A slug race lost before a stop and not settled then: settled now, once.

@@ -124,15 +124,7 @@ export async function wireEconomy(f: Foundation, chain: ChainService, identity: 
     // Tally's literal /api/tally/envelopes/folder and /transfer-bulk are listed before ledger's /api/tally/envelopes/:zid.
     routes: [
       tallyRoutes({ grants, tiers, claims, folders, transfers, mesh }),
-      ledgerRoutes({
-        identity,
-        chain,
-        mesh,
-        remoteCharges: { payer: remoteCharges, outcomes: chargeOutcomes, settleSoon: (nonce, machineHome) => chargeSettlement.soon(nonce, machineHome) },
-        ledger,
-        quota,
-        tiers,
-      }),
+      ledgerRoutes({ ledger, quota, tiers }),
       recordRoutes({ identity, mesh, results, publish }),
     ],
     start: async () => {

@@ -29,7 +29,7 @@ async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
   const push = await wirePush(foundation, webhooks, compute.compute, economy.ledger, mesh.mesh);
   const assistants = await wireAssistants(foundation, { chain, identity: identity.identity, ...economy, ...compute, mesh: mesh.mesh });
   const consensus = await wireConsensus(foundation, mesh, economy, { ...compute, ...ports });
-  const chainParts = wireChain(foundation, chain, mesh.mesh, { ledger: economy.ledger, identity: identity.identity });
+  const chainParts = wireChain(foundation, chain, mesh.mesh, { ...economy, identity: identity.identity });
   // Start order; stop runs it backwards. The store closes last, the solver engine after all that runs on it; identity
   // gossip and slug-loss hooks are in place before the mesh starts, deliveries and votes resume after it. HTTP serves
   // every capability's routes in this order and is last, so that its stop (stop accepting, finish requests) runs first.

@@ -1,22 +1,32 @@
 // State-machine routes (spec 2.7, 4.8): settings and roles, the aggregate list, the machine's tally.
-// Every /api/chain/:slug route goes through atMachineHome first (ledger.ts): the machine's home answers.
+// Every /api/chain/:slug route goes through atMachineHome first (machine-home.ts): the machine's home answers.
 import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpKit } from '../kit.js';
+import type { RouteGroup } from '../route-group.js';
+import { machineHome } from './machine-home.js';
+import { claimSlug, refuseSlugHeldElsewhere } from '../slug-claims.js';
 import type { Ledger } from '../../tally/ledger.js';
 import type { ChainService } from '../../chain/service.js';
-import { authorizeMachineRead, noKeyError as noKey, presentedKey, requireKey, resolveCaller, type AuthDeps } from '../auth.js';
+import { authorizeMachineRead, identityOf, noKeyError as noKey, presentedKey, requireKey, resolveCaller, type AuthDeps } from '../auth.js';
 import { body, describes, query, responds, validate } from '../validate.js';
-import { chainCallerResponse, checkpointResponse, embedKeyResponse, embedKeysResponse, machineEnvelopesResponse } from '../responses.js';
+import {
+  chainCallerResponse,
+  chainValidationResponse,
+  checkpointResponse,
+  embedKeyResponse,
+  embedKeysResponse,
+  machineEnvelopesResponse,
+} from '../responses.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { perMinuteLimit } from '../limits.js';
 import { chargedVoucherHere, signVoucher, tallyChargeOf, voucherRequest, type DelegationServices, type Vouched } from '../chain-delegation.js';
 import type { ChargeClaim } from '../../tally/charge-outcomes.js';
 import { CHARGE_OUTCOME_EVENT, CHARGE_SETTLE_EVENT, CHARGE_SETTLE_PATH, settleBatch } from '../../tally/remote-charges.js';
 import { HANDSHAKE_HEADER } from '../../mesh/wire.js';
-import { SLUG_PATTERN } from '../../mesh/machines.js';
+import { MACHINE_HOME, SLUG_PATTERN } from '../../mesh/machines.js';
 import type { Caller, TallyCharge, KeyRecord } from '../../records/types.js';
 import type { MachineRecord } from '../../chain/service.js';
 import { requireRole, type ChainAction, type Role } from '../../chain/roles.js';
@@ -94,14 +104,19 @@ export function settingsView(m: MachineRecord): Record<string, unknown> {
   };
 }
 
-/** The state-machine chain routes' services (registered by the ledger group, after its own routes). */
 export interface ChainRouteServices extends DelegationServices {
   ledger: Ledger;
 }
 
-export interface ChainRouteHelpers {
-  atMachineHome: Middleware;
+/** State machines: their creation, the home rule (machine-home.ts), then every route under /api/chain/:slug. */
+export function chainRoutes(s: ChainRouteServices): RouteGroup {
+  return { name: 'chain', register: (router, kit) => registerChainRoutes(router, kit, s) };
 }
+
+const machineBody = z.object({ slug: z.string().regex(SLUG_PATTERN, '3 … 48 of a-z, 0-9 and -'), is_public: z.boolean().default(false) }).strict();
+export const exploreQuery = z
+  .object({ from: z.coerce.number().int().min(1).default(1), to: z.coerce.number().int().min(1).optional(), key: z.string().optional() })
+  .strict();
 
 /** The machine of the route (404 when this node, its home, does not hold it). */
 export async function machineOf(s: { chain: ChainService }, ctx: Context): Promise<MachineRecord> {
@@ -128,9 +143,62 @@ export async function authorizeMachine(
   return { zid: zid!, role: role!, home: (caller as Extract<Caller, { kind: 'identity' }>).home };
 }
 
-export function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices, h: ChainRouteHelpers): void {
+function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices): void {
   const auth = kit.auth;
   const home = forwardToHome(kit);
+  const { atMachineHome, readableMachine } = machineHome(kit, s);
+  const h = { atMachineHome };
+  const machineReader = describes({ auth: 'optional' });
+
+  router.post('/api/chain/state-machines', requireKey(auth), home, body(machineBody), async (ctx) => {
+    const c = identityOf(ctx);
+    const body = validate(machineBody, ctx.request.body);
+    // Slugs are mesh-wide (mesh/machines.ts): a slug another node has claimed is never handed out here.
+    await refuseSlugHeldElsewhere(kit, s, body.slug);
+    // Part 8: creating a state machine costs 50, charged in the creation's batch (402 and nothing created if short).
+    await s.ledger.wallet(c.zid);
+    let charge: TallyCharge | null = null;
+    const { machine, adminKey } = await s.identity.createMachine(c.zid, body.slug, kit.time.nowSvcond(), body.is_public, () => {
+      const paid = s.ledger.chargeOps(c.zid, 'state_machine_creation', COSTS.stateMachineCreation);
+      charge = paid.charge;
+      // The machine's own tally records its creation charge (seq 0), in the same batch.
+      return { ops: [...paid.ops, s.chain.chargeOp(body.slug, 0, c.zid, paid.charge, paid.split)], rollback: paid.rollback };
+    });
+    await claimSlug(kit, s, machine);
+    ctx.status = 201;
+    ctx.body = {
+      slug: machine.slug,
+      owner: machine.owner,
+      genesis_svcond: machine.genesis_svcond,
+      is_public: machine.is_public,
+      admin_key: adminKey,
+      tally_charge: charge,
+      message: 'the admin key is shown once',
+    };
+  });
+
+  router.get('/api/chain/:slug/pohc/validate', responds(chainValidationResponse), machineReader, atMachineHome, async (ctx) => {
+    const slug = await readableMachine(ctx);
+    ctx.body = await s.chain.validate(slug);
+  });
+
+  router.get('/api/chain/:slug/explore', machineReader, atMachineHome, query(exploreQuery), async (ctx) => {
+    const slug = await readableMachine(ctx);
+    const q = validate(exploreQuery, ctx.query);
+    const head = await s.chain.headOf(slug);
+    ctx.body = { slug, head, rows: await s.chain.explore(slug, q.from, q.to ?? q.from + 99) };
+  });
+
+  /** Peers ask where a machine lives: answered only by its home, as a `machine.home` event signed by this node. */
+  router.get('/api/mesh/machines/:slug', async (ctx) => {
+    const slug = String(ctx.params.slug);
+    if (!SLUG_PATTERN.test(slug))
+      throw new ServiceError(400, 'SVC_INVALID_INPUT', 'slug must be 3 … 48 of a-z, 0-9 and -', { field: 'slug', reason: 'format', allowed: null });
+    const machine = await s.chain.getMachine(slug);
+    if (!machine || machine.home !== kit.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug} is homed here`);
+    ctx.body = await kit.signMeshEvent(MACHINE_HOME, { slug, home: kit.nodeId(), created_unix_ms: machine.created_unix_ms });
+  });
+
   /** Take a charged voucher for this request (401 when its nonce was used, asked about or is in use). */
   const claimCharge = (v: Vouched, slug: string): Promise<ChargeClaim> => {
     if (!s.remoteCharges) throw new ServiceError(503, 'MESH_DISABLED', 'this node does not apply charged vouchers');

@@ -16,8 +16,7 @@ import { body, documented, responds, validate } from '../validate.js';
 import { costSheet } from '../../tally/costs.js';
 import { tierSheet } from '../../tally/tier-gates.js';
 import { TIERS, type TierBook } from '../../tally/tiers.js';
-import type { Caller } from '../../records/types.js';
-import { requireKey } from '../auth.js';
+import { identityOf, requireKey } from '../auth.js';
 import { clientAddress, forwardToHome } from '../forward.js';
 import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBatch } from '../../tally/transfer-wire.js';
 import type { Transfers } from '../../tally/transfers.js';
@@ -85,11 +84,7 @@ export function tallyRoutes(s: TallyRouteServices): RouteGroup {
 function registerTallyRoutes(router: Router, kit: HttpKit, s: TallyRouteServices): void {
   const auth = kit.auth;
   const home = forwardToHome(kit);
-  const zidOf = (ctx: Context): string => {
-    const c = ctx.state.caller as Caller;
-    if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'this route needs a key that belongs to an identity');
-    return c.zid;
-  };
+  const zidOf = (ctx: Context): string => identityOf(ctx).zid;
 
   // Spec 4.6: moves the caller's envelopes (soulbound included, no cap). Registered before GET
   // /api/tally/envelopes/:zid, whose path would otherwise answer this POST with 405.
