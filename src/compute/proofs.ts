@@ -3,7 +3,7 @@
 // (POST /api/svc/shift) and a chain swept over one input (POST /api/svc/lattice). Nothing here is charged or stored:
 // each answer is computed at the current stamp and signed with the node's keys.
 import { canonicalJson } from '../kernel/canonical.js';
-import { stampAt, type Clock } from '../kernel/clock.js';
+import { stampAt, type Clock, type TickStamp } from '../kernel/clock.js';
 import { gateClosedForm, toleranceGateError } from '../kernel/gate.js';
 import { modulationFactor, PRECISION_BOUND } from '../kernel/modulation.js';
 import { metricShiftFromVariance } from '../kernel/parity.js';
@@ -24,6 +24,11 @@ export interface ProofContext {
 }
 
 /** POST /api/svc/verify: genuine → valid; any tampered field → invalid. */
+/** What a prove receipt and a lattice body end with: the stamp, R(t) at it, the precision bound and the node. */
+function stampedBy(stamp: TickStamp, R_t: number, node: string) {
+  return { R_t, phase: stamp.phase, svcond: stamp.svcond, unix_ns: stamp.unix_ns, precisionBound: PRECISION_BOUND, node };
+}
+
 export function verifySealedResult(
   receiptKey: Buffer,
   body: unknown,
@@ -88,12 +93,7 @@ export function proveChain(ctx: ProofContext, req: { domain?: string; operators?
     unit: chain.unit,
     equations: chain.equations,
     steps,
-    R_t,
-    phase: stamp.phase,
-    svcond: stamp.svcond,
-    unix_ns: stamp.unix_ns,
-    precisionBound: PRECISION_BOUND,
-    node: ctx.nodeId(),
+    ...stampedBy(stamp, R_t, ctx.nodeId()),
   });
   return { receipt, signature: hmacHex(ctx.proveKey, canonicalJson(receipt)), algorithm: 'HMAC-SHA256' };
 }
@@ -160,12 +160,7 @@ export function chainLattice(
     sweep: { key, values: xs },
     values: ys,
     unit,
-    R_t,
-    phase: stamp.phase,
-    svcond: stamp.svcond,
-    unix_ns: stamp.unix_ns,
-    precisionBound: PRECISION_BOUND,
-    node: ctx.nodeId(),
+    ...stampedBy(stamp, R_t, ctx.nodeId()),
   });
   return { ...body, svcProof: signBody(ctx.receiptKey, body) };
 }

@@ -19,8 +19,6 @@ export interface DiscoveryDeps {
   registry: SolverRegistry;
   library: Library;
   tiers: TierBook;
-  /** Spec entries this node serves outside the router: the WebSocket stream (ws-stream.ts), webhook deliveries. */
-  servedOutsideRouter: { wsStream: boolean; webhooks: boolean };
 }
 
 /** Every method and path the router answers, once each, in registration order (HEAD comes with GET). */
@@ -40,24 +38,27 @@ export function routerEndpoints(router: Router): Endpoint[] {
   return out;
 }
 
+/** Spec entries the node serves outside the router: the WebSocket stream (ws-stream.ts) and webhook deliveries. */
+const SERVED_OUTSIDE_ROUTER = new Set(['WS /ws/stream', 'webhooks (planned, part 6)']);
+
 export function discoveryOf(d: DiscoveryDeps): (router: Router) => Record<string, unknown> {
-  const outside = d.servedOutsideRouter;
-  return (router) => ({
-    ok: true,
-    node: d.nodeId(),
-    kernel_version: d.config.kernel.version,
-    counts: {
-      libraries: d.library.entries.length,
-      categories: categories().length,
-      solvers: d.registry.ids().length,
-      keys: Object.keys(KEY_PREFIX).length,
-    },
-    endpoints: routerEndpoints(router),
-    costs: costSheet(),
-    tiers: tierSheet(d.tiers.policy, d.config.limits.enforceDailyQuota),
-    not_here: notHere(routerEndpoints(router)).filter(
-      (e) => !(outside.wsStream && e === 'WS /ws/stream') && !(outside.webhooks && e === 'webhooks (planned, part 6)'),
-    ),
-    bodies: ROUTE_BODIES,
-  });
+  return (router) => {
+    const endpoints = routerEndpoints(router);
+    return {
+      ok: true,
+      node: d.nodeId(),
+      kernel_version: d.config.kernel.version,
+      counts: {
+        libraries: d.library.entries.length,
+        categories: categories().length,
+        solvers: d.registry.ids().length,
+        keys: Object.keys(KEY_PREFIX).length,
+      },
+      endpoints,
+      costs: costSheet(),
+      tiers: tierSheet(d.tiers.policy, d.config.limits.enforceDailyQuota),
+      not_here: notHere(endpoints).filter((e) => !SERVED_OUTSIDE_ROUTER.has(e)),
+      bodies: ROUTE_BODIES,
+    };
+  };
 }

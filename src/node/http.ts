@@ -65,7 +65,7 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     homes: { peerUrl: (id) => mesh.peerUrl(id), hung: new HungHomes() },
     signMeshEvent: (type, body) => signEvent(f.nodeIdentity.privateKey, f.nodeId, type, f.time.nowSvcond(), body),
     selfApi: assistants.selfApi,
-    discovery: discoveryOf({ config, nodeId, registry, library, tiers: p.tiers, servedOutsideRouter: { wsStream: true, webhooks: true } }),
+    discovery: discoveryOf({ config, nodeId, registry, library, tiers: p.tiers }),
     metrics: f.metrics,
   };
   // The node's own routes first (health, discovery, pulse), the documents last.
