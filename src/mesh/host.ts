@@ -57,6 +57,9 @@ interface BootstrapTarget {
   dialling: boolean;
 }
 
+/** Multicodec of the /p2p/<peer id> component. */
+const P2P_CODE = 421;
+
 function listenAddr(host: string, port: number): string {
   const h = host === 'localhost' ? '127.0.0.1' : host;
   return h.includes(':') ? `/ip6/${h}/tcp/${port}` : `/ip4/${h}/tcp/${port}`;
@@ -280,6 +283,36 @@ export class MeshHost {
 
   multiaddrs(): string[] {
     return this.node ? this.node.getMultiaddrs().map((m) => m.toString()) : [];
+  }
+
+  /** The addresses other nodes can dial this host at (without the /p2p/<id> suffix), at most 8. */
+  dialableAddrs(): string[] {
+    if (!this.node) return [];
+    return this.node
+      .getMultiaddrs()
+      .map((m) => m.decapsulateCode(P2P_CODE).toString())
+      .slice(0, 8);
+  }
+
+  /**
+   * Remember where a peer can be dialled (addresses from its signed tick events), so a stream to a peer this host has
+   * no connection to can be opened. Malformed addresses are skipped.
+   */
+  learnAddresses(peerId: string, addrs: readonly string[]): void {
+    const node = this.node;
+    if (!node || peerId === node.peerId.toString()) return;
+    const parsed: Multiaddr[] = [];
+    for (const a of addrs) {
+      try {
+        parsed.push(multiaddr(a).decapsulateCode(P2P_CODE));
+      } catch {
+        // not a multiaddr: ignored
+      }
+    }
+    if (parsed.length === 0) return;
+    node.peerStore.merge(peerIdFromString(peerId), { multiaddrs: parsed }).catch((err: unknown) => {
+      this.log.debug({ peerId, err: String(err) }, 'mesh could not store peer addresses');
+    });
   }
 
   connectedPeers(): string[] {

@@ -15,6 +15,9 @@ export const tickBody = z.object({
   chainHeadsDigest: z.string().optional(),
   kernelVersion: z.string().optional(),
   url: z.string().max(2048).optional(),
+  // Where the sender's libp2p host can be dialled (its announced or listening multiaddrs), so a node that has no
+  // connection to it can open a stream to it.
+  multiaddrs: z.array(z.string().max(512)).max(8).optional(),
   // The node's operator's contribution (architecture.md §6); absent from an older node's ticks. The mode is any
   // short string, so a mode a newer node adds does not make its ticks invalid here.
   mode: z.string().max(32).optional(),
@@ -35,6 +38,8 @@ export interface TickAdvert {
 export interface PeerInfo {
   peerId: string;
   url: string | null;
+  /** The multiaddrs its latest tick event names (empty until one does). */
+  multiaddrs: string[];
   /** svcond of the last tick event received from the peer. */
   lastTick: number | null;
   /** Local svcond when that tick event arrived. */
@@ -87,6 +92,7 @@ export class PeerTable {
     this.peers.set(event.sender, {
       peerId: event.sender,
       url: b.url ?? prev?.url ?? null,
+      multiaddrs: b.multiaddrs ?? prev?.multiaddrs ?? [],
       lastTick: event.svcond,
       receivedSvcond: now,
       kernelVersion: b.kernelVersion ?? null,
@@ -110,6 +116,7 @@ export class PeerTable {
       this.peers.set(peerId, {
         peerId,
         url: null,
+        multiaddrs: [],
         lastTick: null,
         receivedSvcond: null,
         kernelVersion: null,

@@ -195,7 +195,14 @@ export class MeshService {
       nowMs: () => Number(opts.clock.nowNs() / 1_000_000n),
       peers: () => this.peers(),
     });
-    this.gossip.register({ type: TICK_EVENT_TYPE, body: tickBody, handle: (body, event) => this.peerTable.applyTick(body, event) });
+    this.gossip.register({
+      type: TICK_EVENT_TYPE,
+      body: tickBody,
+      handle: (body, event) => {
+        this.peerTable.applyTick(body, event);
+        if (body.multiaddrs?.length) this.host?.learnAddresses(event.sender, body.multiaddrs);
+      },
+    });
     this.gossip.register({ type: DNS_EVENT_TYPE, body: dnsBody, handle: (body, event) => this.applyDns(body, event) });
     this.gossip.register(this.machines.claimHandler());
   }
@@ -527,6 +534,7 @@ export class MeshService {
           chainHeadsDigest: head.chainHeadsDigest,
           kernelVersion: head.kernelVersion,
           url: this.opts.httpUrl,
+          multiaddrs: this.host?.dialableAddrs() ?? [],
           ...this.opts.advert?.(),
         },
         TOPICS.ticks,

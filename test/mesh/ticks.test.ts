@@ -57,7 +57,7 @@ describe('mesh: tick events among three real nodes', () => {
       expect(ticks.length).toBeGreaterThanOrEqual(2);
       const [tick] = firstN(ticks, 1);
       const body = tick.event.body as Record<string, unknown>;
-      expect(Object.keys(body).sort()).toEqual(['chainHeadsDigest', 'kernelVersion', 'sealedCount', 'svcond', 'url']);
+      expect(Object.keys(body).sort()).toEqual(['chainHeadsDigest', 'kernelVersion', 'multiaddrs', 'sealedCount', 'svcond', 'url']);
     }
   });
 
