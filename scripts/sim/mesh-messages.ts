@@ -1,0 +1,31 @@
+// What the mesh simulation's coordinator (mesh.ts) and its worker processes (mesh-worker.ts) say to each other.
+
+/** A tick event a node published: [node index, tick, wall ms]. */
+export type Send = [number, number, number];
+/** A tick event received: [sender index, tick, receiving node indexes (in one worker)]. */
+export type Receipt = [number, number, number[]];
+
+export type ToWorker =
+  | { op: 'known'; peers: [string, number][] }
+  | { op: 'start'; index: number; bootstrap: string[] }
+  | { op: 'stop'; index: number }
+  | { op: 'flush' }
+  | { op: 'exit' };
+
+export type FromWorker =
+  | { op: 'ready' }
+  | { op: 'started'; index: number; nodeId: string; addrs: string[] }
+  | { op: 'stopped'; index: number }
+  | {
+      op: 'figures';
+      sends: Send[];
+      receipts: Receipt[];
+      histogram: [number, number][];
+      /** CPU time since the process started, ms. */
+      cpuMs: number;
+      /** Memory above the process's own at start (before any node). */
+      rssBytes: number;
+      heapBytes: number;
+      nodes: { index: number; connections: number }[];
+    }
+  | { op: 'error'; message: string };

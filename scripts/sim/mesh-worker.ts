@@ -1,0 +1,134 @@
+// One process of the mesh simulation (scripts/sim/mesh.ts): it hosts some of the simulated nodes — each the real
+// MeshService (libp2p host, gossipsub, the mesh validator, the gossip handler table, the event log in its own LevelDB),
+// without kernel, HTTP or any other capability — and does what the coordinator asks over IPC: start a node that knows
+// one address, stop a node, report its figures. What it measures for the coordinator:
+//   - sends: every tick event one of its nodes publishes (sender, tick, wall time);
+//   - receipts: every tick event one of its nodes accepts, by event (sender, tick) → receiving nodes;
+//   - latency: a log-bucket histogram (1 % wide buckets) of receive time − publish time over all receipts (the
+//     publish time rides in the tick body as an extra field, which the node's tick schema ignores);
+//   - the process's CPU time and memory, which the coordinator divides by the nodes it hosts.
+import '../../src/polyfill.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { systemClock } from '../../src/kernel/clock.js';
+import { MeshService } from '../../src/mesh/service.js';
+import { TOPICS, type MeshEvent } from '../../src/mesh/wire.js';
+import { Store } from '../../src/store/db.js';
+import type { ToWorker, FromWorker, Receipt, Send } from './mesh-messages.js';
+
+const SECRET = 'sim-mesh-secret-0123456789abcdef';
+const tickEvery = Number(process.env.SIM_TICK_EVERY ?? 2);
+
+interface SimNode {
+  index: number;
+  mesh: MeshService;
+  store: Store;
+  dir: string;
+}
+
+const nodes = new Map<number, SimNode>();
+/** Peer id → simulated node index, for every node the coordinator has announced (any process). */
+const indexOf = new Map<string, number>();
+let sends: Send[] = [];
+let receipts = new Map<string, Receipt>();
+/** Latency histogram: bucket b holds latencies in [1.01^b, 1.01^(b+1)) µs. */
+let histogram = new Map<number, number>();
+const LOG_STEP = Math.log(1.01);
+
+function wallMs(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+function send(msg: FromWorker): void {
+  process.send!(msg);
+}
+
+async function startNode(index: number, bootstrap: string[]): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-sim-'));
+  const store = await Store.open(join(dir, 'db'), { sync: false });
+  const mesh = new MeshService({
+    store,
+    clock: systemClock,
+    config: { secret: SECRET, p2pPort: 0, bootstrap, tickEvery, host: '127.0.0.1' },
+    dataDir: dir,
+    httpUrl: `http://127.0.0.1:${20_000 + index}`,
+    headState: () => ({ sealedCount: 0, chainHeadsDigest: '00'.repeat(32), kernelVersion: '1.287.6' }),
+    // The publish time travels as an extra tick field (a node's tick schema drops fields it does not know).
+    advert: () => ({ mode: 'idle', bondId: null, freeSlots: 0, simSentMs: wallMs() }) as never,
+    autoPulse: true,
+  });
+  // Sends are read off the instance's publish (this script's measurement, not the node's behaviour).
+  const publish = mesh.publish.bind(mesh);
+  mesh.publish = async (type, body, topic) => {
+    const out = await publish(type, body, topic);
+    if (type === 'tick') sends.push([index, out.event.svcond, (body as { simSentMs: number }).simSentMs]);
+    return out;
+  };
+  mesh.onEvent(TOPICS.ticks, (e: MeshEvent) => {
+    const sender = indexOf.get(e.sender);
+    const sentMs = (e.body as { simSentMs?: unknown }).simSentMs;
+    if (sender === undefined || typeof sentMs !== 'number') return;
+    const key = `${sender}:${e.svcond}`;
+    let r = receipts.get(key);
+    if (!r) {
+      r = [sender, e.svcond, []];
+      receipts.set(key, r);
+    }
+    r[2].push(index);
+    const us = Math.max(1, (wallMs() - sentMs) * 1000);
+    const b = Math.floor(Math.log(us) / LOG_STEP);
+    histogram.set(b, (histogram.get(b) ?? 0) + 1);
+  });
+  await mesh.start();
+  nodes.set(index, { index, mesh, store, dir });
+  send({ op: 'started', index, nodeId: mesh.nodeId, addrs: mesh.multiaddrs() });
+}
+
+async function stopNode(index: number): Promise<void> {
+  const n = nodes.get(index);
+  if (!n) return;
+  nodes.delete(index);
+  await n.mesh.stop();
+  await n.store.close();
+  await rm(n.dir, { recursive: true, force: true });
+  send({ op: 'stopped', index });
+}
+
+const baseline = { cpu: process.cpuUsage(), rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed };
+
+function flush(): void {
+  const cpu = process.cpuUsage(baseline.cpu);
+  const mem = process.memoryUsage();
+  send({
+    op: 'figures',
+    sends,
+    receipts: [...receipts.values()],
+    histogram: [...histogram.entries()],
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    rssBytes: mem.rss - baseline.rss,
+    heapBytes: mem.heapUsed - baseline.heap,
+    nodes: [...nodes.values()].map((n) => ({ index: n.index, connections: n.mesh.p2p?.connectedPeers().length ?? 0 })),
+  });
+  sends = [];
+  receipts = new Map();
+  histogram = new Map();
+}
+
+process.on('message', (msg: ToWorker) => {
+  const run = async (): Promise<void> => {
+    if (msg.op === 'known') for (const [id, index] of msg.peers) indexOf.set(id, index);
+    else if (msg.op === 'start') await startNode(msg.index, msg.bootstrap);
+    else if (msg.op === 'stop') await stopNode(msg.index);
+    else if (msg.op === 'flush') flush();
+    else if (msg.op === 'exit') {
+      for (const i of [...nodes.keys()]) await stopNode(i);
+      process.exit(0);
+    }
+  };
+  run().catch((err: unknown) => {
+    send({ op: 'error', message: String(err) });
+  });
+});
+send({ op: 'ready' });

@@ -1,0 +1,263 @@
+// Mesh simulation: N nodes — each the real MeshService (libp2p host, gossipsub, the mesh validator, the gossip
+// handlers, its event log in LevelDB), no kernel — spread over a few worker processes (mesh-worker.ts), joined the
+// way independent operators join: node 0 is the seed and every other node is told the seed's address only. Nodes then
+// churn: every minute `--churn` nodes leave and as many new ones join, each told one address of a random live node;
+// the seed itself leaves `--kill-seed-after` seconds into the measurement. Prints ONE JSON line:
+//   {nodes, procs, tickEvery, seconds, churnPerMin, events, expectedPairs, deliveredPairs, delivery, p50Ms, p99Ms,
+//    connections: {min, median, max}, cpuMsPerNodePerSec, rssMbPerNode, heapMbPerNode}
+// delivery counts (tick event, receiving node) pairs in the measured window whose sender stayed up 2 s after sending
+// and whose receiver had been up `--settle` s before it and stayed up `--grace` s after it. Latency is publish →
+// accept (signature, handshake and duplicate checks included), over every receipt in the window.
+// Usage: npx tsx scripts/sim/mesh.ts [--nodes 100] [--procs 4] [--seconds 120] [--warmup 30] [--churn 5]
+//        [--tick-every 2] [--settle 20] [--grace 10] [--kill-seed-after 10] [--seed 1]
+// Everything listens on 127.0.0.1 only, and the run stops by itself.
+import { fork, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { numberArg } from '../bench/lib.js';
+import type { FromWorker, Receipt, Send, ToWorker } from './mesh-messages.js';
+
+const NODES = numberArg('nodes', 100);
+const PROCS = numberArg('procs', 4);
+const SECONDS = numberArg('seconds', 120);
+const WARMUP = numberArg('warmup', 30);
+const CHURN = numberArg('churn', 5);
+const TICK_EVERY = numberArg('tick-every', 2);
+const SETTLE = numberArg('settle', 20);
+const GRACE = numberArg('grace', 10);
+const KILL_SEED_AFTER = numberArg('kill-seed-after', 10);
+let rng = numberArg('seed', 1) >>> 0 || 1;
+
+/** xorshift32: the run is the same for the same --seed. */
+function random(): number {
+  rng ^= rng << 13;
+  rng >>>= 0;
+  rng ^= rng >>> 17;
+  rng ^= rng << 5;
+  rng >>>= 0;
+  return rng / 2 ** 32;
+}
+
+function wallMs(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+interface Worker {
+  child: ChildProcess;
+  cpuMs: number;
+  rssBytes: number;
+  heapBytes: number;
+}
+
+interface NodeLife {
+  index: number;
+  worker: number;
+  nodeId: string | null;
+  addrs: string[];
+  joinedMs: number;
+  leftMs: number | null;
+}
+
+const workers: Worker[] = [];
+const lives = new Map<number, NodeLife>();
+const waiters = new Map<string, () => void>();
+const sends: Send[] = [];
+const receivedBy = new Map<string, Set<number>>();
+const histogram = new Map<number, number>();
+const connectionSamples: number[] = [];
+let measuring = false;
+let nextIndex = 0;
+
+function tell(w: number, msg: ToWorker): void {
+  workers[w]!.child.send(msg);
+}
+
+function awaitReply(key: string, timeoutMs = 30_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ${key} within ${timeoutMs} ms`)), timeoutMs);
+    waiters.set(key, () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+function onMessage(w: number, msg: FromWorker): void {
+  if (msg.op === 'ready') waiters.get(`ready:${w}`)?.();
+  else if (msg.op === 'started') {
+    const life = lives.get(msg.index)!;
+    life.nodeId = msg.nodeId;
+    life.addrs = msg.addrs;
+    life.joinedMs = wallMs();
+    for (let i = 0; i < workers.length; i++) tell(i, { op: 'known', peers: [[msg.nodeId, msg.index]] });
+    waiters.get(`started:${msg.index}`)?.();
+  } else if (msg.op === 'stopped') waiters.get(`stopped:${msg.index}`)?.();
+  else if (msg.op === 'figures') {
+    const wk = workers[w]!;
+    wk.cpuMs = msg.cpuMs;
+    wk.rssBytes = msg.rssBytes;
+    wk.heapBytes = msg.heapBytes;
+    if (measuring) {
+      for (const c of msg.nodes) connectionSamples.push(c.connections);
+      for (const [b, n] of msg.histogram) histogram.set(b, (histogram.get(b) ?? 0) + n);
+    }
+    sends.push(...msg.sends);
+    for (const [sender, tick, receivers] of msg.receipts as Receipt[]) {
+      const key = `${sender}:${tick}`;
+      let set = receivedBy.get(key);
+      if (!set) receivedBy.set(key, (set = new Set()));
+      for (const r of receivers) set.add(r);
+    }
+    waiters.get(`figures:${w}`)?.();
+  } else if (msg.op === 'error') process.stderr.write(`worker ${w}: ${msg.message}\n`);
+}
+
+async function startNode(bootstrap: string[]): Promise<number> {
+  const index = nextIndex++;
+  const worker = index % PROCS;
+  lives.set(index, { index, worker, nodeId: null, addrs: [], joinedMs: wallMs(), leftMs: null });
+  const started = awaitReply(`started:${index}`);
+  tell(worker, { op: 'start', index, bootstrap });
+  await started;
+  return index;
+}
+
+async function stopNode(index: number): Promise<void> {
+  const life = lives.get(index)!;
+  life.leftMs = wallMs();
+  const stopped = awaitReply(`stopped:${index}`);
+  tell(life.worker, { op: 'stop', index });
+  await stopped;
+}
+
+async function flushAll(): Promise<void> {
+  await Promise.all(
+    workers.map((_, w) => {
+      const got = awaitReply(`figures:${w}`);
+      tell(w, { op: 'flush' });
+      return got;
+    }),
+  );
+}
+
+function alive(): NodeLife[] {
+  return [...lives.values()].filter((l) => l.leftMs === null && l.nodeId !== null);
+}
+
+function percentileMs(p: number): number {
+  const total = [...histogram.values()].reduce((a, b) => a + b, 0);
+  let seen = 0;
+  for (const b of [...histogram.keys()].sort((x, y) => x - y)) {
+    seen += histogram.get(b)!;
+    if (seen >= (p / 100) * total) return Math.round(1.01 ** (b + 0.5) / 10) / 100;
+  }
+  return NaN;
+}
+
+async function main(): Promise<void> {
+  for (let w = 0; w < PROCS; w++) {
+    const child = fork(join(import.meta.dirname, 'mesh-worker.ts'), [], {
+      execArgv: ['--import', 'tsx'],
+      env: { ...process.env, SIM_TICK_EVERY: String(TICK_EVERY) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    workers.push({ child, cpuMs: 0, rssBytes: 0, heapBytes: 0 });
+    const ready = awaitReply(`ready:${w}`);
+    child.on('message', (m) => onMessage(w, m as FromWorker));
+    await ready;
+  }
+  const t0 = wallMs();
+  const seed = await startNode([]);
+  const seedAddr = lives.get(seed)!.addrs;
+  // Everyone else is told the seed's address only; ten join at a time.
+  for (let i = 1; i < NODES; i += 10) {
+    await Promise.all(Array.from({ length: Math.min(10, NODES - i) }, () => startNode(seedAddr)));
+  }
+  process.stderr.write(`${NODES} nodes started in ${Math.round(wallMs() - t0)} ms; warming up ${WARMUP} s\n`);
+  const flusher = setInterval(() => void flushAll().catch(() => {}), 2_000);
+  await new Promise((r) => setTimeout(r, WARMUP * 1000));
+  await flushAll();
+  const cpuStart = workers.map((w) => w.cpuMs);
+  const measureStart = wallMs();
+  measuring = true;
+  const churnEveryMs = CHURN > 0 ? 60_000 / CHURN : Infinity;
+  let nextChurn = measureStart + churnEveryMs;
+  let seedKilled = false;
+  const liveCounts: number[] = [];
+  while (wallMs() < measureStart + SECONDS * 1000) {
+    await new Promise((r) => setTimeout(r, 250));
+    liveCounts.push(alive().length);
+    if (!seedKilled && wallMs() >= measureStart + KILL_SEED_AFTER * 1000) {
+      seedKilled = true;
+      await stopNode(seed);
+      process.stderr.write(`seed node stopped at ${Math.round((wallMs() - measureStart) / 1000)} s\n`);
+    }
+    if (wallMs() >= nextChurn) {
+      nextChurn += churnEveryMs;
+      const live = alive().filter((l) => l.index !== seed);
+      const leaving = live[Math.floor(random() * live.length)]!;
+      await stopNode(leaving.index);
+      const settled = alive().filter((l) => wallMs() - l.joinedMs >= SETTLE * 1000);
+      const contact = settled[Math.floor(random() * settled.length)] ?? alive()[0]!;
+      void startNode(contact.addrs);
+    }
+  }
+  const measureEnd = wallMs();
+  await flushAll();
+  const cpuMs = workers.reduce((a, w, i) => a + w.cpuMs - cpuStart[i]!, 0);
+  const rss = workers.reduce((a, w) => a + w.rssBytes, 0);
+  const heap = workers.reduce((a, w) => a + w.heapBytes, 0);
+  const liveNow = alive().length;
+  measuring = false;
+  // Late receipts of the last counted events.
+  await new Promise((r) => setTimeout(r, 3_000));
+  await flushAll();
+  clearInterval(flusher);
+
+  let events = 0;
+  let expected = 0;
+  let delivered = 0;
+  for (const [sender, tick, sentMs] of sends) {
+    if (sentMs < measureStart || sentMs > measureEnd - GRACE * 1000) continue;
+    const s = lives.get(sender)!;
+    if (s.leftMs !== null && s.leftMs < sentMs + 2_000) continue;
+    events++;
+    const got = receivedBy.get(`${sender}:${tick}`);
+    for (const r of lives.values()) {
+      if (r.index === sender || r.nodeId === null) continue;
+      if (r.joinedMs + SETTLE * 1000 > sentMs) continue;
+      if (r.leftMs !== null && r.leftMs < sentMs + GRACE * 1000) continue;
+      expected++;
+      if (got?.has(r.index)) delivered++;
+    }
+  }
+  const conns = [...connectionSamples].sort((a, b) => a - b);
+  const meanLive = liveCounts.reduce((a, b) => a + b, 0) / Math.max(1, liveCounts.length);
+  const seconds = (measureEnd - measureStart) / 1000;
+  const out = {
+    nodes: NODES,
+    procs: PROCS,
+    tickEvery: TICK_EVERY,
+    seconds: Math.round(seconds),
+    churnPerMin: CHURN,
+    events,
+    expectedPairs: expected,
+    deliveredPairs: delivered,
+    delivery: expected === 0 ? null : Math.round((delivered / expected) * 1e6) / 1e6,
+    p50Ms: percentileMs(50),
+    p99Ms: percentileMs(99),
+    connections: { min: conns[0] ?? 0, median: conns[Math.floor(conns.length / 2)] ?? 0, max: conns[conns.length - 1] ?? 0 },
+    cpuMsPerNodePerSec: Math.round((cpuMs / meanLive / seconds) * 100) / 100,
+    rssMbPerNode: Math.round((rss / liveNow / 2 ** 20) * 10) / 10,
+    heapMbPerNode: Math.round((heap / liveNow / 2 ** 20) * 10) / 10,
+  };
+  process.stdout.write(JSON.stringify(out) + '\n');
+  for (let w = 0; w < workers.length; w++) tell(w, { op: 'exit' });
+  await Promise.all(workers.map((w) => new Promise((r) => (w.child.exitCode !== null ? r(null) : w.child.once('exit', r)))));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${String(err)}\n`);
+  for (const w of workers) w.child.kill('SIGKILL');
+  process.exit(1);
+});
