@@ -72,7 +72,7 @@ function tell(w: number, msg: ToWorker): void {
   workers[w]!.child.send(msg);
 }
 
-function awaitReply(key: string, timeoutMs = 30_000): Promise<void> {
+function awaitReply(key: string, timeoutMs = 120_000): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no ${key} within ${timeoutMs} ms`)), timeoutMs);
     waiters.set(key, () => {
