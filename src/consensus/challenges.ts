@@ -605,6 +605,16 @@ export class ChallengeService {
     return null;
   }
 
+  /**
+   * stateFault for a challenge from elsewhere (a verdict document to verify): none for one this node accepted already
+   * under the same record (it was checked then, against the state of that moment).
+   */
+  async checkAgainstState(c: ChallengeRecord): Promise<string | null> {
+    const known = await this.find(c.challenge_id);
+    if (known && canonicalJson(known.challenge.challenge) === canonicalJson(c)) return null;
+    return this.stateFault(c);
+  }
+
   // ---------------------------------------------------------------- internals
 
   /** Who never sits on a challenge's committee: the executor, the challenger's home, the executor's operator. */

@@ -179,7 +179,11 @@ export async function wireConsensus(
     gossip: [...bonds.handlers(), ...challenges.handlers()],
     streams,
     tickers,
-    routes: [contributeRoutes({ bonds, modes, challenges }), consensusRoutes({ challenges, slashing }), pohcRoutes()],
+    routes: [
+      contributeRoutes({ bonds, modes, challenges }),
+      consensusRoutes({ challenges, slashing }),
+      pohcRoutes({ challengeStateFault: (c) => challenges.checkAgainstState(c) }),
+    ],
     start: async () => {
       // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast.
       await challenges.resumeEffects().catch((err: unknown) => logger.error({ err: String(err) }, 'a verdict effect could not be applied at start'));
