@@ -42,6 +42,7 @@ export const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'b
   SVC_CONTRIBUTION_COMMITTEE_SIZE: { path: 'contribution.committeeSize', kind: 'int' },
   SVC_CONTRIBUTION_SETTLE_TICKS: { path: 'contribution.settleTicks', kind: 'int' },
   SVC_CONTRIBUTION_DEADLINE_TICKS: { path: 'contribution.deadlineTicks', kind: 'int' },
+  SVC_CONTRIBUTION_LIVE_TICKS: { path: 'contribution.liveTicks', kind: 'int' },
   SVC_CONTRIBUTION_CHALLENGE_STAKE: { path: 'contribution.challengeStake', kind: 'int' },
   SVC_CONTRIBUTION_BOND_TERM_DAYS: { path: 'contribution.bondTermDays', kind: 'int' },
   SVC_CONTRIBUTION_OFFLOAD: { path: 'contribution.offload', kind: 'string' },

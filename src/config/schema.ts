@@ -86,6 +86,11 @@ export const configSchema = z
         settleTicks: z.number().int().min(0).max(1_000_000),
         /** Ticks after a challenge opens by which a quorum must have voted, else no_quorum. */
         deadlineTicks: z.number().int().min(1).max(1_000_000),
+        /**
+         * A node sits on a committee only if one of its tick events, saying it contributes with its bond, is at most
+         * this many ticks older than the challenge's tick (docs/decisions.md, "Consensus: live eligibility").
+         */
+        liveTicks: z.number().int().min(1).max(1_000_000).default(32),
         /** Credits a challenger stakes: burned when the challenge is rejected, returned otherwise. */
         challengeStake: z.number().int().min(0).max(1_000_000),
         /** Days a bond is committed for (status counts them down). */

@@ -17,7 +17,7 @@ import type { GossipHandler } from '../mesh/gossip-handlers.js';
 import type { MeshEvent } from '../mesh/wire.js';
 import { KeyedLock } from '../util/keyed-lock.js';
 import type { BondService } from './bonds.js';
-import { committeeOf, eligibleNodes, type Candidate } from './committee.js';
+import { committeeOf, eligibleNodes, heardContributing, type Candidate, type EligibilityRule } from './committee.js';
 import { quorumOf, type ContributionPolicy } from './policy.js';
 import type { SendFn } from './outbox.js';
 import { ChallengeDeliveries } from './challenge-deliveries.js';
@@ -48,6 +48,13 @@ import {
 } from './challenge-wire.js';
 
 export type { ExecutedBy };
+
+/**
+ * Ticks of leeway between nodes' records of who was heard when (a tick event in flight at the challenge's tick): a
+ * listed node must have been heard within the live window widened by it, and a node heard within the window narrowed
+ * by it must be listed.
+ */
+export const LIVE_SLACK_TICKS = 2;
 
 /** The challenger's stake as its home holds it (only at that node). */
 export interface StakeHold {
@@ -96,8 +103,13 @@ export interface ChallengeServiceOptions {
   publish?: (type: string, body: unknown) => Promise<void>;
   /** A result by id, wherever it is kept (null when no node knows it). */
   lookup: (resultId: string) => Promise<ChallengedResult | null>;
-  /** Nodes that may sit on a committee: active bonds with their operators' modes. */
+  /** Nodes that may sit on a committee: active bonds with the tick events heard from their nodes (liveness.ts). */
   candidates: () => Candidate[];
+  /**
+   * Does this node's liveness record hold every tick event heard from tick `from` on? Where it does not (the node
+   * started later), a challenge's eligible set is checked against bonds only. Default: always.
+   */
+  livenessCovers?: (from: number) => boolean;
   /** Does exec's `executed_by` signature hold for this result (digest, request, tick)? */
   verifyExecution?: (r: { executed_by: ExecutedBy; result_digest: string }) => boolean;
   /** The stake taken at intake: ops (in the challenge's batch) and their undo; 402 thrown when it cannot be paid. */
@@ -159,6 +171,9 @@ export class ChallengeService {
     early_votes_taken: 0,
     early_votes_dropped: 0,
     verdicts_asked: 0,
+    /** Challenges and verdicts refused here: failing a check against this node's own state, or forged. */
+    refused_challenges: 0,
+    refused_verdicts: 0,
   };
 
   constructor(private readonly o: ChallengeServiceOptions) {
@@ -298,14 +313,22 @@ export class ChallengeService {
       const now = this.o.nowSvcond();
       const home = this.o.nodeId();
       const p = this.o.policy;
-      const eligible = eligibleNodes(this.o.candidates(), { svcond: now, settleTicks: p.settleTicks, executor: r.executed_by.node, challengerHome: home });
+      const eligible = eligibleNodes(this.o.candidates(), {
+        ...this.exclusions(r.executed_by, home),
+        svcond: now,
+        settleTicks: p.settleTicks,
+        live: { from: now - p.liveTicks, to: now },
+      });
       const committee = committeeOf(id, eligible, p.committeeSize);
       const quorum = quorumOf(p.committeeSize);
-      if (committee.length < quorum)
-        throw new ServiceError(409, 'SVC_NO_COMMITTEE', `${committee.length} node(s) can re-execute now; a verdict needs ${quorum}`, {
-          eligible: eligible.length,
-          quorum,
-        });
+      // A smaller committee would let fewer members decide than the policy promises: never formed.
+      if (committee.length < p.committeeSize)
+        throw new ServiceError(
+          409,
+          'SVC_NO_COMMITTEE',
+          `${eligible.length} node(s) are bonded, settled and heard contributing in the last ${p.liveTicks} ticks; a committee needs ${p.committeeSize}`,
+          { eligible: eligible.length, committee_size: p.committeeSize, live_ticks: p.liveTicks },
+        );
       const challenge: ChallengeRecord = {
         challenge_id: id,
         result_id: resultId,
@@ -474,13 +497,10 @@ export class ChallengeService {
         throw new GossipError('reject', 400, 'INVALID_CHALLENGE', 'another challenge under a known id');
       return known;
     }
-    const fault = challengeFault(sc, this.o.verify);
-    if (fault) throw new GossipError('reject', 400, 'INVALID_CHALLENGE', fault);
-    for (const node of c.eligible) {
-      const bond = this.o.bonds.ofNode(node);
-      // A bond this node knows must have settled by the challenge's tick; one it has not heard of yet is taken on the opener's word.
-      if (bond && c.svcond - bond.bond.svcond < this.o.policy.settleTicks)
-        throw new GossipError('reject', 400, 'INVALID_CHALLENGE', `node ${node} is listed eligible, but its bond had not settled by the challenge's tick`);
+    const fault = challengeFault(sc, this.o.verify) ?? this.stateFault(c);
+    if (fault) {
+      this.counts.refused_challenges++;
+      throw new GossipError('reject', 400, 'INVALID_CHALLENGE', fault);
     }
     const entry = this.newEntry(sc, null);
     let added = false;
@@ -526,9 +546,19 @@ export class ChallengeService {
   async applyVerdict(doc: VerdictDocument): Promise<void> {
     const check = verifyVerdictDocument(doc, this.o.verify);
     const deadlineOk = doc.verdict.outcome !== 'no_quorum' || this.o.nowSvcond() > doc.challenge.challenge.deadline_svcond;
-    if (!check.valid) throw new GossipError('reject', 400, 'INVALID_VERDICT', check.reasons.join('; '));
+    if (!check.valid) {
+      this.counts.refused_verdicts++;
+      throw new GossipError('reject', 400, 'INVALID_VERDICT', check.reasons.join('; '));
+    }
     if (!deadlineOk) throw new GossipError('ignore', 409, 'INVALID_VERDICT', 'no_quorum before the deadline has passed here');
-    const e = await this.learnChallenge(doc.challenge);
+    // Its challenge is checked against this node's own state (stateFault) unless this node accepted it already.
+    const e = await this.learnChallenge(doc.challenge).catch((err: unknown) => {
+      if (err instanceof GossipError && err.action === 'reject') {
+        this.counts.refused_verdicts++;
+        throw new GossipError('reject', 400, 'INVALID_VERDICT', `its challenge is refused here: ${err.message}`);
+      }
+      throw err;
+    });
     const id = e.challenge.challenge.challenge_id;
     await this.lock.run(id, async () => {
       const cur = await this.find(id);
@@ -538,7 +568,59 @@ export class ChallengeService {
     });
   }
 
+  /**
+   * What is wrong with a challenge judged from this node's own state (null when nothing; the signed record's own
+   * checks are challengeFault's): the policy's committee size, never a smaller committee; every listed node bonded
+   * here, its bond settled by the challenge's tick, one per operator, not the executor's operator, and heard
+   * contributing around that tick; and no node this node heard contributing well inside the window left out. Where
+   * this node's liveness record does not reach back to the challenge's window, liveness is not judged.
+   */
+  stateFault(c: ChallengeRecord): string | null {
+    const p = this.o.policy;
+    if (c.committee_size !== p.committeeSize) return `the committee size is ${c.committee_size}; the policy's is ${p.committeeSize}`;
+    if (c.committee.length !== c.committee_size) return `a committee of ${c.committee.length} is smaller than the policy's ${c.committee_size}`;
+    const rule = { ...this.exclusions(c.executed_by, c.challenger_home), svcond: c.svcond, settleTicks: p.settleTicks };
+    const candidates = this.o.candidates();
+    const byNode = new Map(candidates.map((x) => [x.node, x]));
+    const zids = new Set<string>();
+    const covers = this.o.livenessCovers ?? (() => true);
+    const loose = covers(c.svcond - p.liveTicks - LIVE_SLACK_TICKS)
+      ? { from: c.svcond - p.liveTicks - LIVE_SLACK_TICKS, to: c.svcond + LIVE_SLACK_TICKS }
+      : null;
+    for (const node of c.eligible) {
+      const cand = byNode.get(node);
+      if (!cand) return `node ${node} is listed eligible, but holds no bond known here`;
+      if (c.svcond - cand.bondSvcond < p.settleTicks) return `node ${node} is listed eligible, but its bond had not settled by the challenge's tick`;
+      if (zids.has(cand.zid)) return `operator ${cand.zid} holds more than one seat`;
+      zids.add(cand.zid);
+      if (rule.executorZid && cand.zid === rule.executorZid) return `node ${node} is the executor's operator's`;
+      if (loose && !heardContributing(cand, loose)) return `node ${node} is listed eligible, but was not heard contributing around the challenge's tick`;
+    }
+    if (covers(c.svcond - p.liveTicks)) {
+      const listed = new Set(c.eligible);
+      const strict = eligibleNodes(candidates, { ...rule, live: { from: c.svcond - p.liveTicks + LIVE_SLACK_TICKS, to: c.svcond - LIVE_SLACK_TICKS } });
+      const missing = strict.filter((n) => !listed.has(n) && !zids.has(byNode.get(n)!.zid));
+      if (missing.length > 0) return `node(s) ${missing.join(', ')} were heard contributing before the challenge's tick but are not listed eligible`;
+    }
+    return null;
+  }
+
+  /**
+   * stateFault for a challenge from elsewhere (a verdict document to verify): none for one this node accepted already
+   * under the same record (it was checked then, against the state of that moment).
+   */
+  async checkAgainstState(c: ChallengeRecord): Promise<string | null> {
+    const known = await this.find(c.challenge_id);
+    if (known && canonicalJson(known.challenge.challenge) === canonicalJson(c)) return null;
+    return this.stateFault(c);
+  }
+
   // ---------------------------------------------------------------- internals
+
+  /** Who never sits on a challenge's committee: the executor, the challenger's home, the executor's operator. */
+  private exclusions(executedBy: ExecutedBy, challengerHome: string): Pick<EligibilityRule, 'executor' | 'challengerHome' | 'executorZid'> {
+    return { executor: executedBy.node, challengerHome, executorZid: this.o.bonds.get(executedBy.bond_id)?.bond?.bond.zid ?? null };
+  }
 
   /** A vote whose signature holds, for a known challenge: a non-member's is counted (false), a member's recorded. */
   private async takeVote(sv: SignedVote): Promise<boolean> {

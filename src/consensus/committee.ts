@@ -1,42 +1,69 @@
 // Who re-executes a challenged result (architecture.md §6): a pure function of the challenge id and the eligible set.
-//   eligible  = nodes whose bond attestation is at least settleTicks old at the challenge's tick, whose operator is
-//               contributing, other than the executor and the challenger's home
+//   eligible  = nodes with an active bond at least settleTicks old at the challenge's tick, heard (a tick event of
+//               theirs, liveness.ts) saying they contribute with that bond within the live window before the
+//               challenge's tick, other than the executor and the challenger's home; one seat per operator identity
 //   ranking   = SHA-256(challenge_id | peer id), highest first (rendezvous hashing: a node's place depends on the
 //               challenge alone, so no one picks a committee by ordering a list)
-//   committee = the top committeeSize; quorum = ⌊k/2⌋ + 1 of the committee size k of the policy
+//   committee = the top committeeSize, never fewer (SVC_NO_COMMITTEE); quorum = ⌊k/2⌋ + 1 of the policy's size k
+// Every node computes the eligible set from its own bond registry and liveness log, at the opener's intake and again
+// when it checks a challenge (challenges.ts), so an opener cannot list nodes of its own making or leave live ones out.
 // Pure: no clock, no store, no randomness.
 import { sha256Hex } from '../kernel/bytes.js';
+import type { Heard } from './liveness.js';
 
 export { quorumOf } from './policy.js';
 
-/** A node that might sit on a committee: its bond's tick and whether its operator contributes. */
+/** A node that might sit on a committee: its active bond and the tick events heard from it around the challenge. */
 export interface Candidate {
   node: string;
+  /** The bond's identity (the node's operator) and id. */
+  zid: string;
+  bondId: string;
   /** Tick of its active bond's attestation. */
   bondSvcond: number;
-  contributing: boolean;
+  heard: readonly Heard[];
+}
+
+/** A window of ticks, both ends included. */
+export interface TickWindow {
+  from: number;
+  to: number;
 }
 
 export interface EligibilityRule {
   /** The challenge's tick. */
   svcond: number;
   settleTicks: number;
+  /**
+   * The ticks in which a tick event saying "contributing with this bond" makes a node live; null when liveness is not
+   * judged (the reader has no record of those ticks).
+   */
+  live: TickWindow | null;
   /** The node that executed the challenged result. */
   executor: string;
   /** The node where the challenge was accepted (the challenger's home). */
   challengerHome: string;
+  /** The executor's operator identity: none of its nodes sits on the committee (null when unknown). */
+  executorZid?: string | null;
 }
 
-/** Eligible node ids, sorted (each once). */
+/** Is a candidate live in the window: heard contributing with its own bond? */
+export function heardContributing(c: Pick<Candidate, 'bondId' | 'heard'>, live: TickWindow): boolean {
+  return c.heard.some((h) => h.svcond >= live.from && h.svcond <= live.to && h.mode === 'contributing' && h.bondId === c.bondId);
+}
+
+/** Eligible node ids, sorted (each once; one node per operator identity, the lowest node id). */
 export function eligibleNodes(candidates: readonly Candidate[], rule: EligibilityRule): string[] {
-  const out = new Set<string>();
+  const byZid = new Map<string, string>();
   for (const c of candidates) {
-    if (!c.contributing) continue;
     if (c.node === rule.executor || c.node === rule.challengerHome) continue;
+    if (rule.executorZid && c.zid === rule.executorZid) continue;
     if (rule.svcond - c.bondSvcond < rule.settleTicks) continue;
-    out.add(c.node);
+    if (rule.live && !heardContributing(c, rule.live)) continue;
+    const seat = byZid.get(c.zid);
+    if (seat === undefined || c.node < seat) byZid.set(c.zid, c.node);
   }
-  return [...out].sort();
+  return [...byZid.values()].sort();
 }
 
 /** The rendezvous weight of a peer for a challenge: hex SHA-256 of `challengeId|peerId`. */
@@ -61,27 +88,7 @@ export interface CandidateBond {
   svcond: number;
 }
 
-/** What a peer's latest tick event says of its operator: its mode and bond id (null until a tick carries them). */
-export interface CandidatePeer {
-  peerId: string;
-  mode: string | null;
-  bondId: string | null;
-}
-
-/**
- * Nodes that may sit on a committee: every active bond, contributing when its node says so — this node (`self`) from
- * its operator's mode, a peer from its latest tick event (mode contributing and the same bond id).
- */
-export function committeeCandidates(
-  active: readonly { bond: CandidateBond }[],
-  peers: readonly CandidatePeer[],
-  self: string,
-  modeOf: (zid: string) => string,
-): Candidate[] {
-  const byId = new Map(peers.map((p) => [p.peerId, p]));
-  return active.map(({ bond }) => {
-    const peer = byId.get(bond.node);
-    const contributing = bond.node === self ? modeOf(bond.zid) === 'contributing' : peer?.mode === 'contributing' && peer.bondId === bond.bond_id;
-    return { node: bond.node, bondSvcond: bond.svcond, contributing };
-  });
+/** Every active bond as a candidate, with the tick events heard from its node (`heard`, from the liveness log). */
+export function committeeCandidates(active: readonly { bond: CandidateBond }[], heard: (node: string) => readonly Heard[]): Candidate[] {
+  return active.map(({ bond }) => ({ node: bond.node, zid: bond.zid, bondId: bond.bond_id, bondSvcond: bond.svcond, heard: heard(bond.node) }));
 }

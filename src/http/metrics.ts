@@ -216,6 +216,17 @@ export class NodeMetrics {
       },
     });
     new Gauge({
+      name: 'svc_consensus_refused',
+      help: 'Challenges and verdicts this node refused since it started: failing a check against its own state, or forged',
+      labelNames: ['kind'],
+      registers: [r],
+      collect() {
+        const stats = sources.challenges()?.stats();
+        this.set({ kind: 'challenge' }, stats?.refused_challenges ?? 0);
+        this.set({ kind: 'verdict' }, stats?.refused_verdicts ?? 0);
+      },
+    });
+    new Gauge({
       name: 'svc_verdicts',
       help: 'Verdicts recorded on this node, by outcome',
       labelNames: ['outcome'],

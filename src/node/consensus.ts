@@ -4,6 +4,7 @@
 import { ChallengeService } from '../consensus/challenges.js';
 import { BondService } from '../consensus/bonds.js';
 import { committeeCandidates } from '../consensus/committee.js';
+import { LivenessLog } from '../consensus/liveness.js';
 import { ExecHandler } from '../consensus/exec-handler.js';
 import { EXEC_PROTOCOL, type ExecRequest } from '../consensus/exec-protocol.js';
 import { EXEC_SESSION_PROTOCOL, ExecSessions } from '../consensus/exec-session.js';
@@ -125,6 +126,14 @@ export async function wireConsensus(
     nowSvcond: time.nowSvcond,
     log: (msg, fields) => logger.info(fields, msg),
   });
+  // Who was heard contributing, and when: the committee's eligible set, at intake and when a challenge is checked.
+  const liveness = new LivenessLog({ keepTicks: 4 * (config.contribution.liveTicks + config.contribution.deadlineTicks) });
+  const recordHeard = () => {
+    const now = time.nowSvcond();
+    liveness.record(f.nodeId, { svcond: now, mode: operator.mode(), bondId: operator.bond()?.bond.bond_id ?? null }, now);
+    if (!mesh.enabled) return;
+    for (const p of mesh.peers()) if (p.lastTick !== null) liveness.record(p.peerId, { svcond: p.lastTick, mode: p.mode, bondId: p.bondId }, now);
+  };
   const lookupResult = resultFinder(economy.results, { peers: () => (mesh.enabled ? mesh.peers() : []), nowSvcond: time.nowSvcond });
   const challenges = new ChallengeService({
     store,
@@ -136,7 +145,11 @@ export async function wireConsensus(
     verify: verifyText,
     publish,
     lookup: async (resultId) => challengedResult(await lookupResult(resultId)),
-    candidates: () => committeeCandidates(bonds.active(), mesh.peers(), f.nodeId, (zid) => modes.of(zid).mode),
+    candidates: () => {
+      recordHeard();
+      return committeeCandidates(bonds.active(), (node) => liveness.heardIn(node, 0, Number.MAX_SAFE_INTEGER));
+    },
+    livenessCovers: (from) => liveness.covers(from),
     holdStake: (zid, amount) => slashing.holdStake(zid, amount),
     verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
     ...(mesh.enabled ? httpPeerLink({ sign: (type, body) => mesh.signDirect(type, body), peerUrl: (node) => mesh.peerUrl(node) }) : {}),
@@ -155,6 +168,7 @@ export async function wireConsensus(
   await challenges.load();
 
   const tickers: Ticker[] = [
+    { name: 'liveness record', run: recordHeard },
     { name: 'challenge deadlines', run: () => challenges.sweepDeadlines() },
     { name: 'challenge deliveries', run: () => challenges.flushDeliveries() },
     { name: 'verdict reannounce', everyTicks: VERDICT_REANNOUNCE_TICKS, run: () => challenges.reannounceVerdicts() },
@@ -165,7 +179,11 @@ export async function wireConsensus(
     gossip: [...bonds.handlers(), ...challenges.handlers()],
     streams,
     tickers,
-    routes: [contributeRoutes({ bonds, modes, challenges }), consensusRoutes({ challenges, slashing }), pohcRoutes()],
+    routes: [
+      contributeRoutes({ bonds, modes, challenges }),
+      consensusRoutes({ challenges, slashing }),
+      pohcRoutes({ challengeStateFault: (c) => challenges.checkAgainstState(c) }),
+    ],
     start: async () => {
       // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast.
       await challenges.resumeEffects().catch((err: unknown) => logger.error({ err: String(err) }, 'a verdict effect could not be applied at start'));

@@ -13,7 +13,16 @@ import type { Ledger } from '../../src/tally/ledger.js';
 import { GossipError } from '../../src/mesh/gossip-error.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
 
-const policy = { bondEnvelopes: 4, committeeSize: 3, settleTicks: 4, deadlineTicks: 10, challengeStake: 20, bondTermDays: 30, offload: 'never' as const };
+const policy = {
+  bondEnvelopes: 4,
+  committeeSize: 3,
+  settleTicks: 4,
+  deadlineTicks: 10,
+  liveTicks: 32,
+  challengeStake: 20,
+  bondTermDays: 30,
+  offload: 'never' as const,
+};
 let dir = '';
 let store: Store | null = null;
 afterAll(async () => {

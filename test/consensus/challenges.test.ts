@@ -39,7 +39,16 @@ function executedBy(bondId: string, digest = EXEC): ExecutedBy {
 const CLAIM = 'c'.repeat(64);
 const EXEC = 'e'.repeat(64);
 const OTHER = '0'.repeat(64);
-const policy = { bondEnvelopes: 3, committeeSize: 3, settleTicks: 4, deadlineTicks: 10, challengeStake: 20, bondTermDays: 30, offload: 'never' as const };
+const policy = {
+  bondEnvelopes: 3,
+  committeeSize: 3,
+  settleTicks: 4,
+  deadlineTicks: 10,
+  liveTicks: 32,
+  challengeStake: 20,
+  bondTermDays: 30,
+  offload: 'never' as const,
+};
 
 interface Key {
   priv: PrivateKey;
@@ -85,7 +94,15 @@ async function service(
     sign: (t) => signText(me.priv, t),
     verify: verifyText,
     lookup,
-    candidates: () => keys.map((k) => ({ node: k.id, bondSvcond: 0, contributing: true })),
+    // Every key heard contributing at every tick since 900 (the tests' clock starts at 1000).
+    candidates: () =>
+      keys.map((k, i) => ({
+        node: k.id,
+        zid: `zid_${i}`,
+        bondId: `bond_${i}`,
+        bondSvcond: 0,
+        heard: Array.from({ length: now - 899 }, (_, t) => ({ svcond: 900 + t, mode: 'contributing', bondId: `bond_${i}` })),
+      })),
     holdStake: async (zid, amount) => {
       if (zid === 'zid_poor') throw new ServiceError(402, 'INSUFFICIENT_BALANCE', 'poor');
       return { hold: { zid, amount, from_free: amount, from_paid: 0 }, ops: [], rollback: () => held.pop() };
@@ -194,6 +211,71 @@ describe('intake at the challenger home', () => {
     const s = await service(keys[1]!, async () => found());
     (s as unknown as { o: { candidates: () => unknown[] } }).o.candidates = () => [];
     expect(await code(s.open('zid_a', 'res_9_b', CLAIM))).toEqual([409, 'SVC_NO_COMMITTEE']);
+  });
+});
+
+describe("a challenge is checked against this node's own state", () => {
+  /** A challenge of res_s by `opener` listing `eligible`, with the committee of `size` the ranking draws from them. */
+  function listing(eligible: string[], size = 3, resultId = 'res_s', opener = keys[1]!): SignedChallenge {
+    const base = signedChallenge(resultId, CLAIM, opener).challenge;
+    const sorted = [...eligible].sort();
+    const c: ChallengeRecord = {
+      ...base,
+      committee_size: size,
+      quorum: Math.floor(size / 2) + 1,
+      eligible: sorted,
+      committee: committeeOf(base.challenge_id, sorted, size),
+    };
+    return { challenge: c, signature: signText(opener.priv, challengeSigningText(c)) };
+  }
+  const ids = (from: number, to: number) => keys.slice(from, to).map((k) => k.id);
+
+  it('fresh keys listed as a committee of 3 or of 1, a committee smaller than the policy, a live node left out: refused and counted', async () => {
+    const s = await service(keys[4]!);
+    const fresh = await Promise.all([key(), key(), key()]);
+    const forged3 = listing(fresh.map((k) => k.id));
+    expect((await refusal(s.applyOpened(forged3, { sender: keys[1]!.id }))).message).toContain('holds no bond known here');
+    const forged1 = listing([fresh[0]!.id], 1, 'res_s1');
+    expect((await refusal(s.applyOpened(forged1, { sender: keys[1]!.id }))).message).toContain("the policy's is 3");
+    // Policy size, but only two listed: a committee of 2.
+    const small = listing(ids(2, 4), 3, 'res_s2');
+    expect(small.challenge.committee).toHaveLength(2);
+    expect((await refusal(s.applyOpened(small, { sender: keys[1]!.id }))).message).toContain('smaller than');
+    // Three of the four live nodes: the fourth, heard contributing all along, is left out.
+    const partial = listing(ids(2, 5), 3, 'res_s3');
+    expect((await refusal(s.applyOpened(partial, { sender: keys[1]!.id }))).message).toContain(`${keys[5]!.id} were heard contributing`);
+    expect(s.all()).toEqual([]);
+    expect(s.stats()).toMatchObject({ refused_challenges: 4 });
+    // The same checks hold a verdict resting on such a challenge: refused, counted, nothing recorded.
+    const f0 = fresh[0]!;
+    const v = { challenge_id: forged1.challenge.challenge_id, voter: f0.id, digest: CLAIM, svcond: now };
+    const doc: VerdictDocument = {
+      challenge: forged1,
+      votes: [{ vote: v, signature: signText(f0.priv, voteSigningText(v)) }],
+      verdict: { challenge_id: v.challenge_id, outcome: 'upheld', deciding_digest: CLAIM },
+    };
+    expect(verifyVerdictDocument(doc, verifyText).valid).toBe(true); // the document alone is consistent
+    const refused = await refusal(s.applyVerdict(doc));
+    expect([refused.action, refused.code]).toEqual(['reject', 'INVALID_VERDICT']);
+    expect(s.all()).toEqual([]);
+    expect(s.stats()).toMatchObject({ refused_verdicts: 1 });
+  });
+
+  it('a listed node not heard contributing around the challenge is refused; without a record of those ticks only bonds are judged', async () => {
+    const heardUntil = { tick: now - 40 };
+    const quiet = keys[5]!.id;
+    const opts: Partial<ChallengeServiceOptions> = {};
+    const s = await service(keys[4]!, undefined, undefined, opts);
+    const inner = s as unknown as { o: ChallengeServiceOptions };
+    const all = inner.o.candidates;
+    // keys[5] was last heard 40 ticks before the challenge (the live window is 32).
+    inner.o.candidates = () => all().map((c) => (c.node === quiet ? { ...c, heard: c.heard.filter((h) => h.svcond <= heardUntil.tick) } : c));
+    const sc = listing(ids(2, 6), 3, 'res_q');
+    expect((await refusal(s.applyOpened(sc, { sender: keys[1]!.id }))).message).toContain(`${quiet} is listed eligible, but was not heard contributing`);
+    // The same listing, at a node whose record starts after the challenge's window: not judged on liveness.
+    inner.o.livenessCovers = () => false;
+    await s.applyOpened(sc, { sender: keys[1]!.id });
+    expect(s.get(sc.challenge.challenge_id)!.state).toBe('opened');
   });
 });
 

@@ -1,6 +1,7 @@
 // The protocol of re-execution consensus, described and checkable by anyone (architecture.md §6):
 // GET /api/protocol/pohc describes it; POST /api/protocol/pohc/verify re-checks a verdict document — the opener's
-// signature and committee, every vote's signature — and re-runs the fold. Keyless: it reads nothing of the node.
+// signature and committee, every vote's signature, the fold — and the checks this node runs before it applies a
+// verdict: the challenge against its own bond registry and liveness record (challenges.ts stateFault). Keyless.
 import type Router from '@koa/router';
 import { quorumOf } from '../../consensus/policy.js';
 import { TRANSITIONS } from '../../consensus/challenge-lifecycle.js';
@@ -10,6 +11,7 @@ import {
   VOTE_EVENT,
   verdictDocumentSchema,
   verifyVerdictDocument,
+  type ChallengeRecord,
   type VerdictDocument,
 } from '../../consensus/challenge-wire.js';
 import { verifyText } from '../../mesh/wire.js';
@@ -17,11 +19,16 @@ import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import { body, validate } from '../validate.js';
 
-export function pohcRoutes(): RouteGroup {
-  return { name: 'pohc', register: registerPohcRoutes };
+export interface PohcDeps {
+  /** What this node finds wrong with a challenge from its own state (null when nothing). */
+  challengeStateFault: (c: ChallengeRecord) => Promise<string | null>;
 }
 
-function registerPohcRoutes(router: Router, kit: HttpKit): void {
+export function pohcRoutes(deps: PohcDeps): RouteGroup {
+  return { name: 'pohc', register: (router, kit) => registerPohcRoutes(router, kit, deps) };
+}
+
+function registerPohcRoutes(router: Router, kit: HttpKit, deps: PohcDeps): void {
   const p = kit.config.contribution;
 
   router.get('/api/protocol/pohc', (ctx) => {
@@ -61,12 +68,14 @@ function registerPohcRoutes(router: Router, kit: HttpKit): void {
     };
   });
 
-  router.post('/api/protocol/pohc/verify', body(verdictDocumentSchema), (ctx) => {
+  router.post('/api/protocol/pohc/verify', body(verdictDocumentSchema), async (ctx) => {
     const doc = validate(verdictDocumentSchema, ctx.request.body) as VerdictDocument;
     const now = kit.time.nowSvcond();
     const r = verifyVerdictDocument(doc, verifyText, now);
+    const stateFault = await deps.challengeStateFault(doc.challenge.challenge);
+    const reasons = stateFault ? [...r.reasons, `challenge, checked against this node's bonds and liveness: ${stateFault}`] : r.reasons;
     ctx.body = {
-      valid: r.valid,
+      valid: reasons.length === 0,
       challenge_id: doc.challenge.challenge.challenge_id,
       outcome: doc.verdict.outcome,
       folded_outcome: r.fold?.outcome ?? null,
@@ -76,7 +85,7 @@ function registerPohcRoutes(router: Router, kit: HttpKit): void {
       equivocators: r.fold?.equivocators ?? [],
       non_member_votes: r.fold?.nonMemberVotes ?? 0,
       bad_signatures: r.bad_votes,
-      reasons: r.reasons,
+      reasons,
     };
   });
 }

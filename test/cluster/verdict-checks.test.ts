@@ -1,0 +1,216 @@
+// Every node checks every challenge and verdict against its own state (architecture.md §6), on four real nodes on
+// 127.0.0.1 (A, B, C, D; committees of 2, so a challenge of A's result opened at B draws {C, D}). Every operator
+// bonds and contributes. The liar is composed here: a key that is no node of the mesh but holds its secret, posting
+// to /api/mesh/gossip a verdict on A's real, published result whose challenge and votes it signed with fresh keys.
+//   1. an honest challenge is decided on every node, and its document verifies at a node that checks its state;
+//   2. the forged verdict (fresh-key committees of 3, of 2 and of 1) is refused by every node (Reject, counted,
+//      seen in metrics), slashes nobody, and pohc/verify calls it invalid;
+//   3. D stopped: once it has not been heard for liveTicks it is not drawn, and no committee smaller than the
+//      policy's is formed (409 SVC_NO_COMMITTEE).
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import type { PrivateKey } from '@libp2p/interface';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { waitFor } from '../mesh/helpers.js';
+import {
+  VERDICT_EVENT,
+  challengeIdOf,
+  challengeSigningText,
+  voteSigningText,
+  type ChallengeRecord,
+  type SignedVote,
+  type VerdictDocument,
+} from '../../src/consensus/challenge-wire.js';
+import { committeeOf } from '../../src/consensus/committee.js';
+import { quorumOf } from '../../src/consensus/policy.js';
+import { buildEnvelope, signText } from '../../src/mesh/wire.js';
+import { stampAt, systemClock } from '../../src/kernel/clock.js';
+
+const MESH_SECRET = 'verdict-checks-secret-0123456789ab';
+const BOND = 2;
+const LIVE_TICKS = 6;
+const config = (bootstrap: string[]) => ({
+  solverThreads: 0,
+  sealWorker: false,
+  receiptSecret: 'ce'.repeat(32),
+  contribution: {
+    bondEnvelopes: BOND,
+    committeeSize: 2,
+    settleTicks: 1,
+    deadlineTicks: 8,
+    liveTicks: LIVE_TICKS,
+    challengeStake: 20,
+    bondTermDays: 30,
+    offload: 'never',
+  },
+  mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
+  metrics: { port: 0 },
+});
+const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
+const RANDOM_DIGEST = 'ab'.repeat(32);
+
+interface Key {
+  priv: PrivateKey;
+  id: string;
+}
+async function freshKey(): Promise<Key> {
+  const priv = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
+  return { priv, id: peerIdFromPrivateKey(priv as never).toString() };
+}
+
+let a: TestNode;
+let b: TestNode;
+let c: TestNode;
+let d: TestNode;
+const nodes = () => [a, b, c, d];
+const ops: Record<string, { zid: string; key: string; bondId: string }> = {};
+
+async function operator(url: string, seed: string) {
+  const id = await zkIdentity(url, seed);
+  for (let i = 0; i < BOND; i++)
+    expect(
+      (await call(url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(id.key))).status,
+    ).toBe(200);
+  const bond = await call(url, 'POST', '/api/contribute/bond', {}, bearer(id.key));
+  expect(bond.status, bond.text).toBe(201);
+  expect((await call(url, 'POST', '/api/contribute/mode', { mode: 'contributing' }, bearer(id.key))).status).toBe(200);
+  expect((await call(url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key))).status).toBe(200);
+  return { zid: id.zid, key: id.key, bondId: bond.body.bond_id as string };
+}
+
+/** A published zeta run by A's operator, executed with its bond at stake. */
+async function resultOfA(n: number): Promise<{ result_id: string; result_digest: string; executed_by: ChallengeRecord['executed_by'] }> {
+  const r = await call(a.url, 'POST', '/api/svc/zeta', { n, count: 1 }, bearer(ops.a!.key));
+  expect(r.status, r.text).toBe(200);
+  expect(r.body.executed_by?.bond_id).toBe(ops.a!.bondId);
+  return r.body;
+}
+
+/** The liar's verdict: A's real result "upheld" by a committee of `size` fresh keys, each voting the liar's claim. */
+async function forgedVerdict(liar: Key, result: Awaited<ReturnType<typeof resultOfA>>, size: number, policySize = size): Promise<VerdictDocument> {
+  const members = await Promise.all(Array.from({ length: size }, () => freshKey()));
+  const now = stampAt(systemClock.nowNs()).svcond;
+  const id = challengeIdOf(result.result_id, `zid_liar_${size}`);
+  const eligible = members.map((m) => m.id).sort();
+  const challenge: ChallengeRecord = {
+    challenge_id: id,
+    result_id: result.result_id,
+    challenger: `zid_liar_${size}`,
+    challenger_home: liar.id,
+    claimed_digest: RANDOM_DIGEST,
+    executor_digest: result.result_digest,
+    executed_by: result.executed_by,
+    request: { kind: 'solver', solver: 'zeta', inputs: {} },
+    stamp_svcond: now - 2,
+    svcond: now,
+    deadline_svcond: now + 8,
+    committee_size: policySize,
+    quorum: quorumOf(policySize),
+    eligible,
+    committee: committeeOf(id, eligible, policySize),
+  };
+  const votes: SignedVote[] = members.map((m) => {
+    const vote = { challenge_id: id, voter: m.id, digest: RANDOM_DIGEST, svcond: now };
+    return { vote, signature: signText(m.priv, voteSigningText(vote)) };
+  });
+  return {
+    challenge: { challenge, signature: signText(liar.priv, challengeSigningText(challenge)) },
+    votes,
+    verdict: { challenge_id: id, outcome: 'upheld', deciding_digest: RANDOM_DIGEST },
+  };
+}
+
+async function gossipAs(as: Key, url: string, type: string, body: unknown) {
+  const env = await buildEnvelope(as.priv, as.id, MESH_SECRET, type, stampAt(systemClock.nowNs()).svcond, body);
+  return call(url, 'POST', '/api/mesh/gossip', env.event, { 'x-node-handshake': env.handshake });
+}
+
+beforeAll(async () => {
+  a = await startTestNode(config([]), opts);
+  const boot = [a.node.mesh.multiaddrs()[0]!];
+  [b, c, d] = await Promise.all([startTestNode(config(boot), opts), startTestNode(config(boot), opts), startTestNode(config(boot), opts)]);
+  await waitFor(() => nodes().every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 3), 40_000, 'tick events from every peer');
+  const [opA, opB, opC, opD] = await Promise.all([operator(a.url, 'vc-a'), operator(b.url, 'vc-b'), operator(c.url, 'vc-c'), operator(d.url, 'vc-d')]);
+  Object.assign(ops, { a: opA!, b: opB!, c: opC!, d: opD! });
+  await waitFor(() => nodes().every((n) => n.node.bonds.active().length === 4), 30_000, 'every bond at every node');
+  await waitFor(
+    () => nodes().every((n) => n.node.mesh.peers().filter((p) => p.mode === 'contributing' && p.bondId).length === 3),
+    30_000,
+    'every node hears every operator contributing',
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(nodes().map((n) => n?.destroy()));
+});
+
+describe('verdicts every node checks', () => {
+  it('an honest challenge is decided on every node; its document verifies against a node’s own state', async () => {
+    const result = await resultOfA(3);
+    const ch = await zkIdentity(b.url, 'vc-challenger');
+    const opened = await call(b.url, 'POST', '/api/tally/consensus/challenges', { result_id: result.result_id, claimed_digest: RANDOM_DIGEST }, bearer(ch.key));
+    expect(opened.status, opened.text).toBe(201);
+    expect([...opened.body.committee].sort()).toEqual([c.node.nodeId, d.node.nodeId].sort());
+    const seen = await Promise.all(
+      nodes().map((n) =>
+        waitFor(
+          async () => {
+            const r = await call(n.url, 'GET', `/api/tally/consensus/${opened.body.challenge_id}`);
+            return r.status === 200 && r.body.verdict ? r.body : null;
+          },
+          30_000,
+          `the verdict at ${n.url}`,
+        ),
+      ),
+    );
+    for (const v of seen) expect(v.verdict.outcome).toBe('rejected');
+    const ok = await call(d.url, 'POST', '/api/protocol/pohc/verify', seen[0].document);
+    expect(ok.body).toMatchObject({ valid: true, folded_outcome: 'rejected', reasons: [] });
+    for (const n of nodes()) expect(n.node.challenges.stats()).toMatchObject({ refused_challenges: 0, refused_verdicts: 0 });
+  }, 60_000);
+
+  it('a forged verdict with a fresh-key committee of 3, of 2 or of 1 is refused by every node and slashes nobody', async () => {
+    const result = await resultOfA(4);
+    const liar = await freshKey();
+    const forged = [await forgedVerdict(liar, result, 3), await forgedVerdict(liar, result, 2), await forgedVerdict(liar, result, 1)];
+    for (const doc of forged) {
+      for (const n of nodes()) {
+        const r = await gossipAs(liar, n.url, VERDICT_EVENT, doc);
+        expectError(r, 400, 'INVALID_VERDICT');
+        expect(r.body.error.message).toMatch(/policy's is 2|holds no bond known here/);
+      }
+      // Also anyone's own check says so.
+      const verify = await call(c.url, 'POST', '/api/protocol/pohc/verify', doc);
+      expect(verify.body.valid).toBe(false);
+      expect(verify.body.reasons.join(' ')).toContain("checked against this node's bonds and liveness");
+    }
+    // The committee of 2 has the policy's size: what refuses it is that its members hold no bond here.
+    expect((await gossipAs(liar, a.url, VERDICT_EVENT, forged[1])).body.error.message).toContain('holds no bond known here');
+    for (const n of nodes()) {
+      expect(n.node.challenges.stats().refused_verdicts).toBeGreaterThanOrEqual(3);
+      for (const doc of forged) expect((await call(n.url, 'GET', `/api/tally/consensus/${doc.verdict.challenge_id}`)).status).toBe(404);
+      // A's bond stands everywhere; A's operator is still bonded and contributing.
+      expect(n.node.bonds.ofNode(a.node.nodeId)?.bond.bond_id).toBe(ops.a!.bondId);
+    }
+    const status = await call(a.url, 'GET', '/api/contribute/status', undefined, bearer(ops.a!.key));
+    expect(status.body).toMatchObject({ bonded: true, mode: 'contributing' });
+    const metrics = await fetch(b.node.metricsUrl!).then((r) => r.text());
+    const line = metrics.split('\n').find((l) => l.startsWith('svc_consensus_refused{kind="verdict"}'));
+    expect(Number(line?.split(' ')[1])).toBeGreaterThanOrEqual(3);
+  }, 60_000);
+
+  it('a stopped node is not drawn once it has not been heard for liveTicks; no smaller committee is formed', async () => {
+    const result = await resultOfA(5);
+    await d.stop();
+    const stoppedAt = b.node.mesh.nowSvcond();
+    // D's last tick event falls out of B's live window.
+    await waitFor(() => b.node.mesh.nowSvcond() > stoppedAt + LIVE_TICKS + 1, 20_000, 'D silent for liveTicks');
+    const ch = await zkIdentity(b.url, 'vc-challenger-2');
+    const r = await call(b.url, 'POST', '/api/tally/consensus/challenges', { result_id: result.result_id, claimed_digest: RANDOM_DIGEST }, bearer(ch.key));
+    const refused = expectError(r, 409, 'SVC_NO_COMMITTEE');
+    expect(refused).toMatchObject({ eligible: 1, committee_size: 2, live_ticks: LIVE_TICKS });
+    // Nothing was held: the challenge does not exist.
+    expect((await call(b.url, 'GET', `/api/tally/consensus/${challengeIdOf(result.result_id, ch.zid)}`)).status).toBe(404);
+  }, 60_000);
+});
