@@ -368,7 +368,13 @@ export class BondService {
       if (extra.length > 0) await this.o.store.commit(extra);
       return;
     }
-    const entry: RegistryEntry = { bond_id: bondId, bond: known?.bond ?? null, release: known?.release ?? null, slashed: mark, slash_applied: known?.slash_applied ?? null };
+    const entry: RegistryEntry = {
+      bond_id: bondId,
+      bond: known?.bond ?? null,
+      release: known?.release ?? null,
+      slashed: mark,
+      slash_applied: known?.slash_applied ?? null,
+    };
     await this.o.store.commit([this.putOp(entry), ...extra]);
     this.remember(entry);
   }
@@ -433,7 +439,13 @@ export class BondService {
     if (known?.bond && known.bond.bond.node !== slashed.node)
       throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'a slashing signed by a node that does not hold the bond');
     if (known?.slash_applied) return;
-    const entry: RegistryEntry = { bond_id: slashed.bond_id, bond: known?.bond ?? null, release: known?.release ?? null, slashed: known?.slashed ?? null, slash_applied: body };
+    const entry: RegistryEntry = {
+      bond_id: slashed.bond_id,
+      bond: known?.bond ?? null,
+      release: known?.release ?? null,
+      slashed: known?.slashed ?? null,
+      slash_applied: body,
+    };
     await this.o.store.commit([this.putOp(entry)]);
     this.remember(entry);
   }
@@ -524,7 +536,12 @@ export class BondService {
       );
     const defaulted = this.defaultedOf(bond.node, this.o.nowSvcond());
     if (defaulted)
-      throw new GossipError('ignore', 403, 'SVC_BOND_COOLDOWN', `node ${bond.node} has not applied the slashing of ${defaulted.bond_id}: it bonds no one until it does`);
+      throw new GossipError(
+        'ignore',
+        403,
+        'SVC_BOND_COOLDOWN',
+        `node ${bond.node} has not applied the slashing of ${defaulted.bond_id}: it bonds no one until it does`,
+      );
   }
 
   private async oldest(zid: string, needed: number): Promise<EnvelopeRecord[]> {

@@ -29,8 +29,7 @@ describe('the transition table', () => {
   });
   it('nothing moves a verdict, and no row skips voting', () => {
     for (const s of STATES)
-      if (isTerminal(s))
-        for (const on of ['vote', 'quorum_executor', 'quorum_other', 'deadline'] as const) expect(transition(s, on)).toBeNull();
+      if (isTerminal(s)) for (const on of ['vote', 'quorum_executor', 'quorum_other', 'deadline'] as const) expect(transition(s, on)).toBeNull();
     expect(STATES.filter(isTerminal)).toEqual(['upheld', 'rejected', 'no_quorum']);
     expect(transition('opened', 'quorum_other')).toBeNull();
     expect(move('upheld', { ...one, outcome: 'rejected' })).toEqual({ path: [], effects: [] });
