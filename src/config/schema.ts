@@ -99,6 +99,22 @@ export const configSchema = z
         offload: z.enum(['never', 'when-busy', 'always']),
       })
       .strict(),
+    /**
+     * What follows an upheld verdict (consensus/slashing.ts, docs/decisions.md "Slashing"): how long the bond's home has
+     * to apply it before every node treats the bond as slashed anyway, the re-bond cooldown of a slashed operator, and
+     * the successful challenger's share of the slashed envelopes.
+     */
+    slashing: z
+      .object({
+        /** Ticks after the challenge's deadline by which the bond's home must have applied the slashing (128 ≈ 100 s). */
+        applyTicks: z.number().int().min(1).max(1_000_000).default(128),
+        /** Days a slashed operator cannot bond again, counted from the challenge's tick (0: none). */
+        cooldownDays: z.number().int().min(0).max(3650).default(30),
+        /** Share of the slashed envelopes a challenger whose claim was the deciding digest receives (rounded down). */
+        challengerShare: z.number().min(0).max(1).default(0.25),
+      })
+      .strict()
+      .default({ applyTicks: 128, cooldownDays: 30, challengerShare: 0.25 }),
     /** Webhooks (webhooks/): which URLs they may call, and the receivers' response window (spec 6.3: 30 s). */
     webhooks: z
       .object({

@@ -6,7 +6,12 @@
 // The home marks the envelopes immovable and writes the bond record in one batch (Ledger.markImmovable), then
 // gossips the attested record on svc/consensus/1 (`consensus.bond`, `consensus.release`). Every node keeps the
 // registry in a sublevel and rebuilds its maps from it on start. A node holds at most one active bond: its
-// operator's. Decisions (already bonded, the node's one bond, a release in progress) are made synchronously
+// operator's.
+// Slashing is every node's fact (slashing.ts): an applied upheld verdict marks the bond slashed in the registry
+// (`slashed`), which takes it out of the active maps at once: ineligible, its node's runs carry no bond. The bond's
+// home, once it has moved the envelopes, signs `consensus.slashed` (`slash_applied`); past the mark's due tick
+// without it the bond is `defaulted`: slashed anyway, and its node may not bond anyone until it applies it. A
+// slashed operator cannot bond again until its cooldown ends (every node refuses such a bond attestation too). Decisions (already bonded, the node's one bond, a release in progress) are made synchronously
 // against the in-memory maps and a pending set, so two concurrent requests cannot both pass; the maps change only
 // after the batch is durable, so a failed batch leaves nothing behind.
 import { z } from 'zod';
@@ -20,9 +25,11 @@ import type { MeshEvent } from '../mesh/wire.js';
 import type { ContributionPolicy } from './policy.js';
 import type { EnvelopeLocks } from '../tally/folders.js';
 import { randomHex } from '../util/random-hex.js';
+import { TICK_SECONDS_EXACT } from '../kernel/clock.js';
 
 export const BOND_EVENT = 'consensus.bond';
 export const RELEASE_EVENT = 'consensus.release';
+export const SLASHED_EVENT = 'consensus.slashed';
 
 export const BOND_ID_PATTERN = /^bond_[0-9a-f]{24}$/;
 const TOKEN_ID = z.string().min(1).max(128);
@@ -57,6 +64,33 @@ export interface AttestedRelease {
   attestation: string;
 }
 
+/** A slashing as the bond's home applied it: the envelopes it moved, signed by that home. */
+export interface SlashApplied {
+  bond_id: string;
+  challenge_id: string;
+  node: string;
+  token_ids: string[];
+  svcond: number;
+}
+
+/** A slashing with its attestation: the body of a consensus.slashed event. */
+export interface AttestedSlash {
+  slashed: SlashApplied;
+  attestation: string;
+}
+
+/** An upheld verdict against a bond, as every node marks it in its registry. */
+export interface SlashMark {
+  challenge_id: string;
+  /** The challenge's tick (signed by its opener, the same at every node): the cooldown counts from it. */
+  challenge_svcond: number;
+  /** The tick by which the bond's home must have applied it: the challenge's deadline + slashing.applyTicks. */
+  due_svcond: number;
+}
+
+/** Where a slashed bond stands at a tick: its home applied it, not yet (within the due tick), or defaulted. */
+export type SlashState = 'applied' | 'pending' | 'defaulted';
+
 /**
  * What the registry keeps per bond id. `bond` is null for a release heard before its bond (kept so the late bond
  * stays released). A release whose attestation is '' was inferred here, not heard: a newer bond of the same node
@@ -66,6 +100,10 @@ export interface RegistryEntry {
   bond_id: string;
   bond: AttestedBond | null;
   release: AttestedRelease | null;
+  /** The upheld verdict that slashed it (absent: never slashed). */
+  slashed?: SlashMark | null;
+  /** Its home's attestation that the slashing is applied (absent: not heard). */
+  slash_applied?: AttestedSlash | null;
 }
 
 export const bondBody = z
@@ -97,6 +135,26 @@ export const releaseBody = z
   })
   .strict();
 
+export const slashedBody = z
+  .object({
+    slashed: z
+      .object({
+        bond_id: z.string().regex(BOND_ID_PATTERN, 'bond_ followed by 24 hex digits'),
+        challenge_id: z.string().regex(/^chl_[0-9a-f]{32}$/),
+        node: PEER_ID,
+        token_ids: z.array(TOKEN_ID).max(1_500),
+        svcond: z.number().int().nonnegative(),
+      })
+      .strict(),
+    attestation: z.string().min(1).max(128),
+  })
+  .strict();
+
+/** The text a slashing attestation signs. */
+export function slashedAttestationText(slashed: SlashApplied): string {
+  return canonicalJson({ attests: 'slashed', slashed });
+}
+
 /** The text a bond attestation signs. */
 export function bondAttestationText(bond: BondRecord): string {
   return canonicalJson({ attests: 'bond', bond });
@@ -126,6 +184,8 @@ export interface BondServiceOptions {
   publish?: (type: string, body: unknown) => Promise<void>;
   /** Ids of the open challenges against a bond (challenges come with their own service; none yet). */
   openChallenges?: (bondId: string) => string[];
+  /** Ticks a slashed operator cannot bond again, from its challenge's tick (0 or absent: no cooldown). */
+  cooldownTicks?: number;
 }
 
 export class BondService {
@@ -196,6 +256,17 @@ export class BondService {
     const existing = this.ofZid(zid);
     if (existing || this.pending.has(zid)) {
       throw new ServiceError(409, 'SVC_CONFLICT', 'this identity already holds a bond; release it first', { bond_id: existing?.bond.bond_id ?? null });
+    }
+    const cooldown = this.cooldownOf(zid);
+    if (cooldown && this.o.nowSvcond() < cooldown.until_svcond) {
+      // A tick is floor(unix time / tick length): the cooldown's end tick begins at this unix time.
+      const endMs = Math.round(cooldown.until_svcond * TICK_SECONDS_EXACT * 1000);
+      throw new ServiceError(
+        403,
+        'SVC_BOND_COOLDOWN',
+        `this identity's bond was slashed (challenge ${cooldown.challenge_id}): it cannot bond again before tick ${cooldown.until_svcond}`,
+        { challenge_id: cooldown.challenge_id, cooldown_until_svcond: cooldown.until_svcond, cooldown_until: new Date(endMs).toISOString() },
+      );
     }
     const operator = this.ofNode(node);
     if (operator || this.nodeBonding) {
@@ -271,16 +342,112 @@ export class BondService {
   async reannounce(): Promise<void> {
     const own = this.latestOwn;
     if (!own?.bond) return;
-    if (own.release && own.release.attestation !== '') await this.gossip(RELEASE_EVENT, own.release);
+    if (own.slash_applied) await this.gossip(SLASHED_EVENT, own.slash_applied);
+    else if (own.release && own.release.attestation !== '') await this.gossip(RELEASE_EVENT, own.release);
     else if (!own.release) await this.gossip(BOND_EVENT, own.bond);
   }
 
-  /** The gossip rows: consensus.bond and consensus.release, verified and applied to the registry. */
-  handlers(): [GossipHandler<AttestedBond>, GossipHandler<AttestedRelease>] {
+  /** The gossip rows: consensus.bond, consensus.release and consensus.slashed, verified and applied to the registry. */
+  handlers(): [GossipHandler<AttestedBond>, GossipHandler<AttestedRelease>, GossipHandler<AttestedSlash>] {
     return [
       { type: BOND_EVENT, body: bondBody, handle: (body, event) => this.applyBond(body, event) },
       { type: RELEASE_EVENT, body: releaseBody, handle: (body, event) => this.applyRelease(body, event) },
+      { type: SLASHED_EVENT, body: slashedBody, handle: (body, event) => this.applySlashed(body, event) },
     ];
+  }
+
+  // ---------------------------------------------------------------- slashing
+
+  /**
+   * Mark a bond slashed by an upheld verdict (every node, slashing.ts): out of the active maps at once. Idempotent:
+   * the first mark stands. `extra` ops go in the same batch.
+   */
+  async markSlashed(bondId: string, mark: SlashMark, extra: Op[] = []): Promise<void> {
+    const known = this.entries.get(bondId);
+    if (known?.slashed) {
+      if (extra.length > 0) await this.o.store.commit(extra);
+      return;
+    }
+    const entry: RegistryEntry = {
+      bond_id: bondId,
+      bond: known?.bond ?? null,
+      release: known?.release ?? null,
+      slashed: mark,
+      slash_applied: known?.slash_applied ?? null,
+    };
+    await this.o.store.commit([this.putOp(entry), ...extra]);
+    this.remember(entry);
+  }
+
+  /**
+   * At the bond's home: the registry op recording its own slashing as applied (in the slashing's batch), and what
+   * remembers and gossips it once that batch is durable.
+   */
+  appliedOps(applied: SlashApplied): { ops: Op[]; done: () => Promise<void> } {
+    const attested: AttestedSlash = { slashed: applied, attestation: this.o.sign(slashedAttestationText(applied)) };
+    const known = this.entries.get(applied.bond_id);
+    const entry: RegistryEntry = {
+      bond_id: applied.bond_id,
+      bond: known?.bond ?? null,
+      release: known?.release ?? null,
+      slashed: known?.slashed ?? null,
+      slash_applied: attested,
+    };
+    return {
+      ops: [this.putOp(entry)],
+      done: async () => {
+        this.remember(entry);
+        await this.gossip(SLASHED_EVENT, attested);
+      },
+    };
+  }
+
+  /** Where a bond's slashing stands at tick `now`; null when it was never slashed. */
+  slashState(bondId: string, now: number): SlashState | null {
+    const e = this.entries.get(bondId);
+    if (!e || (!e.slashed && !e.slash_applied)) return null;
+    if (e.slash_applied) return 'applied';
+    return now > e.slashed!.due_svcond ? 'defaulted' : 'pending';
+  }
+
+  /** The latest cooldown of an identity's slashed bonds (its end tick and the challenge), or null. */
+  cooldownOf(zid: string): { until_svcond: number; challenge_id: string } | null {
+    const ticks = this.o.cooldownTicks ?? 0;
+    let out: { until_svcond: number; challenge_id: string } | null = null;
+    if (ticks <= 0) return null;
+    for (const e of this.entries.values()) {
+      if (e.bond?.bond.zid !== zid || !e.slashed) continue;
+      const until = e.slashed.challenge_svcond + ticks;
+      if (!out || until > out.until_svcond) out = { until_svcond: until, challenge_id: e.slashed.challenge_id };
+    }
+    return out;
+  }
+
+  /** A bond of `node` whose slashing its home has not applied past the due tick, or null. */
+  defaultedOf(node: string, now: number): RegistryEntry | null {
+    for (const e of this.entries.values()) if (e.bond?.bond.node === node && this.slashState(e.bond_id, now) === 'defaulted') return e;
+    return null;
+  }
+
+  /** [REJECT] unless the sender is the bond's node and the attestation verifies under its key. Idempotent. */
+  async applySlashed(body: AttestedSlash, event: Pick<MeshEvent, 'sender'>): Promise<void> {
+    const { slashed } = body;
+    if (event.sender !== slashed.node) throw new GossipError('reject', 400, 'INVALID_ATTESTATION', "a slashing must be gossiped by the bond's node");
+    if (!this.o.verify(slashed.node, slashedAttestationText(slashed), body.attestation))
+      throw new GossipError('reject', 400, 'INVALID_ATTESTATION', "the slashing attestation is not signed by the bond's node");
+    const known = this.entries.get(slashed.bond_id);
+    if (known?.bond && known.bond.bond.node !== slashed.node)
+      throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'a slashing signed by a node that does not hold the bond');
+    if (known?.slash_applied) return;
+    const entry: RegistryEntry = {
+      bond_id: slashed.bond_id,
+      bond: known?.bond ?? null,
+      release: known?.release ?? null,
+      slashed: known?.slashed ?? null,
+      slash_applied: body,
+    };
+    await this.o.store.commit([this.putOp(entry)]);
+    this.remember(entry);
   }
 
   /** [REJECT] unless the sender is the bond's node and the attestation verifies under its key. Idempotent. */
@@ -299,13 +466,20 @@ export class BondService {
       throw new GossipError('reject', 400, 'INVALID_ATTESTATION', "the bond attestation is not signed by the bond's node");
     }
     const known = this.entries.get(bond.bond_id);
+    if (!known?.bond) this.refuseSlashedOperator(bond);
     if (known?.bond) {
       if (known.bond.attestation !== body.attestation && canonicalJson(known.bond.bond) !== canonicalJson(bond)) {
         throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'another bond record under a known bond id');
       }
       return;
     }
-    const entry: RegistryEntry = { bond_id: bond.bond_id, bond: body, release: known?.release ?? null };
+    const entry: RegistryEntry = {
+      bond_id: bond.bond_id,
+      bond: body,
+      release: known?.release ?? null,
+      slashed: known?.slashed ?? null,
+      slash_applied: known?.slash_applied ?? null,
+    };
     const ops: Op[] = [this.putOp(entry)];
     // A node holds one bond: a newer bond of the same node means the older one was released (its release not heard yet).
     const older = this.byNode.get(bond.node);
@@ -340,12 +514,35 @@ export class BondService {
     if (known?.bond && known.bond.bond.node !== release.node)
       throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'a release signed by a node that does not hold the bond');
     if (known?.release && known.release.attestation !== '') return;
-    const entry: RegistryEntry = { bond_id: release.bond_id, bond: known?.bond ?? null, release: body };
+    const entry: RegistryEntry = { ...(known ?? { bond_id: release.bond_id, bond: null }), release: body };
     await this.o.store.commit([this.putOp(entry)]);
     this.remember(entry);
   }
 
   // ---------------------------------------------------------------- internals
+
+  /**
+   * A new bond heard from the mesh: refused when its identity is in a slashing's cooldown at the bond's tick, or its
+   * node has not applied a slashing past the due tick (a home that skips its own slashing bonds no one).
+   */
+  private refuseSlashedOperator(bond: BondRecord): void {
+    const cooldown = this.cooldownOf(bond.zid);
+    if (cooldown && bond.svcond < cooldown.until_svcond)
+      throw new GossipError(
+        'ignore',
+        403,
+        'SVC_BOND_COOLDOWN',
+        `${bond.zid} was slashed (challenge ${cooldown.challenge_id}): it cannot bond again before tick ${cooldown.until_svcond}`,
+      );
+    const defaulted = this.defaultedOf(bond.node, this.o.nowSvcond());
+    if (defaulted)
+      throw new GossipError(
+        'ignore',
+        403,
+        'SVC_BOND_COOLDOWN',
+        `node ${bond.node} has not applied the slashing of ${defaulted.bond_id}: it bonds no one until it does`,
+      );
+  }
 
   private async oldest(zid: string, needed: number): Promise<EnvelopeRecord[]> {
     await this.o.ledger.loadCounts(zid);
@@ -380,7 +577,8 @@ export class BondService {
     if (!b) return;
     if (b.node === this.o.nodeId() && (this.latestOwn === null || this.latestOwn.bond_id === b.bond_id || this.latestOwn.bond!.bond.svcond <= b.svcond))
       this.latestOwn = entry;
-    if (entry.release === null) {
+    // Released or slashed (marked here, or applied at its home): no longer active.
+    if (entry.release === null && !entry.slashed && !entry.slash_applied) {
       this.byZid.set(b.zid, b.bond_id);
       this.byNode.set(b.node, b.bond_id);
     } else {

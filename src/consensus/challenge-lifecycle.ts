@@ -5,8 +5,11 @@ import { OUTCOMES, type Fold, type Outcome } from './verdict.js';
 
 export const STATES = ['opened', 'voting', ...OUTCOMES] as const;
 export type ChallengeState = (typeof STATES)[number];
-/** What moves a challenge: a counted vote with no decision yet, a decision of the fold, or the deadline passing. */
-export type LifecycleEvent = 'vote' | 'quorum_claim' | 'quorum_executor' | 'quorum_other' | 'deadline';
+/**
+ * What moves a challenge: a counted vote with no decision yet, a decision of the fold (a quorum on the executor's
+ * digest, or on any other), or the deadline passing.
+ */
+export type LifecycleEvent = 'vote' | 'quorum_executor' | 'quorum_other' | 'deadline';
 
 /**
  * What a move does beside storing the entry. `verdict`: the verdict is recorded, the effects this node owes for it
@@ -27,9 +30,8 @@ export const TRANSITIONS: readonly Transition[] = [
   { from: 'opened', on: 'vote', to: 'voting', effect: 'none' },
   { from: 'opened', on: 'deadline', to: 'no_quorum', effect: 'verdict' },
   { from: 'voting', on: 'vote', to: 'voting', effect: 'none' },
-  { from: 'voting', on: 'quorum_claim', to: 'upheld', effect: 'verdict' },
+  { from: 'voting', on: 'quorum_other', to: 'upheld', effect: 'verdict' },
   { from: 'voting', on: 'quorum_executor', to: 'rejected', effect: 'verdict' },
-  { from: 'voting', on: 'quorum_other', to: 'not_reproducible', effect: 'verdict' },
   { from: 'voting', on: 'deadline', to: 'no_quorum', effect: 'verdict' },
 ];
 
@@ -48,9 +50,8 @@ export function isTerminal(state: ChallengeState): boolean {
 }
 
 const EVENT_OF: Record<Outcome, LifecycleEvent> = {
-  upheld: 'quorum_claim',
+  upheld: 'quorum_other',
   rejected: 'quorum_executor',
-  not_reproducible: 'quorum_other',
   no_quorum: 'deadline',
 };
 

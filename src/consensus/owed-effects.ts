@@ -3,7 +3,8 @@
 // reads the markers and the challenges they name only, never every stored challenge:
 //   challenges_owed   `challenge_id!kind` → 1
 //     stake    the challenger's stake, at its home: deleted in the batch that burns or returns it
-//     slash    the bond, at the bond's home (upheld): deleted once slashed and the bond's release tried
+//     mark     the bond marked slashed in this node's registry (upheld, every node): deleted in the mark's batch
+//     slash    the bond's envelopes, at the bond's home (upheld): deleted in the batch that moves them
 //     deliver  the verdict sent by the opener to the bond's home: deleted in the batch that marks it acknowledged
 // Each effect is still idempotent on its own record (slashing's `stake!` / `slash!` rows): a marker left by a stop
 // between an effect's batch and its deletion only makes the next start look at it again.
@@ -14,7 +15,7 @@ import type { Op, Store, Sublevel } from '../store/db.js';
 import { backfillOnce } from '../store/backfill.js';
 import type { ChallengeEntry } from './challenges.js';
 
-export const OWED_KINDS = ['stake', 'slash', 'deliver'] as const;
+export const OWED_KINDS = ['stake', 'mark', 'slash', 'deliver'] as const;
 export type OwedKind = (typeof OWED_KINDS)[number];
 
 /** The one-time pass marking the effects owed by verdicts stored before the owed-effect markers existed. */
@@ -31,6 +32,7 @@ export function owedBy(e: ChallengeEntry, me: string, delivers: boolean): OwedKi
   const c = e.challenge.challenge;
   const kinds: OwedKind[] = [];
   if (e.stake && c.challenger_home === me) kinds.push('stake');
+  if (e.verdict.outcome === 'upheld') kinds.push('mark');
   if (e.verdict.outcome === 'upheld' && c.executed_by.node === me) kinds.push('slash');
   if (delivers && c.challenger_home === me && c.executed_by.node !== me && !e.verdict_delivered) kinds.push('deliver');
   return kinds;
@@ -103,7 +105,7 @@ export class OwedEffects {
         const ops: Op[] = [];
         if (announces(e, me) && e.verdict!.decided_svcond >= announceWithin) ops.push(this.announcePut(id, e.verdict!.decided_svcond));
         for (const kind of owedBy(e, me, delivers)) {
-          const written = kind !== 'deliver' && (await this.store.get<unknown>(this.slashing, effectRecordKey(kind, id))) !== undefined;
+          const written = (kind === 'stake' || kind === 'slash') && (await this.store.get<unknown>(this.slashing, effectRecordKey(kind, id))) !== undefined;
           if (written && !(kind === 'slash' && bondActive(e.challenge.challenge.executed_by.bond_id))) continue;
           ops.push(this.put(id, kind));
         }

@@ -67,10 +67,10 @@ export function policyDocument(p: ContributionPolicy): Record<string, unknown> {
     outcomes: [
       {
         verdict: 'upheld',
-        when: `${quorum} votes equal the challenger's claimed digest`,
+        when: `${quorum} votes agree on a digest other than the executor's, whatever the challenger claimed`,
         executor_loses_envelopes: p.bondEnvelopes,
         challenger_stake: 'returned',
-        words: `the whole bond (${p.bondEnvelopes} envelopes) goes to the foundation account, once`,
+        words: `the whole bond (${p.bondEnvelopes} envelopes) is slashed, once: a share goes to the challenger when its claim was the deciding digest, the rest to the foundation account`,
       },
       {
         verdict: 'rejected',
@@ -78,13 +78,6 @@ export function policyDocument(p: ContributionPolicy): Record<string, unknown> {
         executor_loses_envelopes: 0,
         challenger_stake: 'burned',
         words: `the challenger's ${p.challengeStake} credits are burned; an honest executor is never slashed`,
-      },
-      {
-        verdict: 'not_reproducible',
-        when: `${quorum} votes agree on a digest that is neither`,
-        executor_loses_envelopes: 0,
-        challenger_stake: 'returned',
-        words: 'nobody is slashed',
       },
       {
         verdict: 'no_quorum',

@@ -1,20 +1,28 @@
-// The ledger effects of a challenge (architecture.md §6), each at the home that keeps the ledger it touches, each
-// applied exactly once, keyed by challenge id:
+// The effects of a verdict (architecture.md §6; docs/protocol.md §15 is the table, verdict.ts's effectsOf the rule),
+// each applied exactly once, keyed by challenge id:
 //   - the stake, at the challenger's home: held at intake (in the challenge's batch); burned when the challenge is
-//     rejected, returned (to the free and paid balances it came from) on upheld, not_reproducible and no_quorum;
-//   - the bond, at the bond's home (the executor's node): on upheld, the bonded envelopes still held under the bond
-//     go to the foundation account — owner, indexes, counters and the slashing record in ONE batch. A second upheld
-//     challenge of the same bond finds nothing left under it and records an empty slashing: the bond goes once.
+//     rejected, returned (to the free and paid balances it came from) on upheld and no_quorum;
+//   - the mark, at every node (upheld): the bond is marked slashed in the node's registry (bonds.ts), which makes it
+//     ineligible at once and its node's runs bond-less, and starts its operator's cooldown;
+//   - the envelopes, at the bond's home (upheld): the envelopes still held under the bond leave its identity —
+//     `challengerShare` of them (rounded down) to the challenger when its claim was the deciding digest (moved here
+//     when the challenger is homed here, else a transfer to its home in the outbox), the rest to the foundation
+//     account; owner, indexes, counters, the slashing record, the operator's return to idle and the registry's
+//     applied record in ONE batch, then `consensus.slashed` is gossiped. A second upheld challenge of the same bond
+//     finds nothing left under it and records an empty slashing: the bond goes once, and its reward with it.
 // A verdict recorded but whose effect was not yet written (a crash in between) is applied again at start
 // (ChallengeService.resumeEffects): the record of an effect is in the effect's own batch, so it is never applied twice.
-// The verdict's batch marks each effect owed here (owed-effects.ts); the effect's batch deletes the marker (the
-// slashing's once its bond's release was tried), so the pass at start reads only those.
+// The verdict's batch marks each effect owed here (owed-effects.ts); the effect's batch deletes the marker, so the
+// pass at start reads only those.
 import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Json, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { Counters } from '../store/counters.js';
 import { envelopeCounter, folderCounter } from '../store/counter-keys.js';
 import type { EnvelopeLocks } from '../tally/folders.js';
 import { ENVELOPE_SUBS, type EnvelopeRecord, type Ledger } from '../tally/ledger.js';
+import { RECEIVED_FOLDER, type Transfers } from '../tally/transfers.js';
+import { sha256Hex } from '../kernel/bytes.js';
+import { effectsOf, rewardCount, type Outcome } from './verdict.js';
 import type { BondService } from './bonds.js';
 import type { ChallengeEntry, StakeHold } from './challenges.js';
 import type { ModeService } from './modes.js';
@@ -29,8 +37,19 @@ export interface SlashRecord {
   challenge_id: string;
   bond_id: string;
   zid: string;
+  /** Every envelope the slashing took from the bonded identity (the reward's and the foundation's). */
   token_ids: string[];
   svcond: number;
+  /** The challenger's share (its claim was the deciding digest), or null: the envelopes and how they went. */
+  reward: SlashReward | null;
+}
+
+export interface SlashReward {
+  zid: string;
+  home: string;
+  token_ids: string[];
+  /** The transfer that carries them to the challenger's home; null when the challenger is homed here. */
+  transfer_id: string | null;
 }
 
 export interface StakeRecord {
@@ -52,6 +71,12 @@ export interface SlashingOptions {
   modes: ModeService;
   nodeId: () => string;
   nowSvcond: () => number;
+  /** Share of the slashed envelopes a challenger whose claim was the deciding digest receives (config slashing). */
+  challengerShare: number;
+  /** Ticks after a challenge's deadline by which the bond's home must apply its slashing (config slashing). */
+  applyTicks: number;
+  /** Cross-node transfers (a reward to a challenger homed elsewhere); absent without a mesh. */
+  transfers?: Pick<Transfers, 'outgoingOps'>;
   /** Where a slashing is logged (before its batch, and once written). */
   log?: (msg: string, fields: Record<string, unknown>) => void;
 }
@@ -116,8 +141,15 @@ export class SlashingService {
     if (!v) return;
     const c = entry.challenge.challenge;
     const me = this.o.nodeId();
+    const effects = effectsOf(v.outcome, claimMatched(entry));
     if (entry.stake && c.challenger_home === me) await this.settleStake(entry, entry.stake, v.outcome);
-    if (v.outcome === 'upheld' && c.executed_by.node === me) await this.slash(entry);
+    if (!effects.slashBond) return;
+    await this.o.bonds.markSlashed(
+      c.executed_by.bond_id,
+      { challenge_id: c.challenge_id, challenge_svcond: c.svcond, due_svcond: c.deadline_svcond + this.o.applyTicks },
+      [this.owed.done(c.challenge_id, 'mark')],
+    );
+    if (c.executed_by.node === me) await this.slash(entry, effects.rewardChallenger);
   }
 
   private async settleStake(entry: ChallengeEntry, hold: StakeHold, outcome: string): Promise<void> {
@@ -126,7 +158,7 @@ export class SlashingService {
       await this.o.store.commit([this.owed.done(id, 'stake')]);
       return;
     }
-    const burned = outcome === 'rejected';
+    const burned = effectsOf(outcome as Outcome, claimMatched(entry)).stake === 'burned';
     const rec: StakeRecord = {
       challenge_id: id,
       zid: hold.zid,
@@ -155,64 +187,114 @@ export class SlashingService {
     }
   }
 
-  private async slash(entry: ChallengeEntry): Promise<void> {
+  private async slash(entry: ChallengeEntry, rewardChallenger: boolean): Promise<void> {
     const c = entry.challenge.challenge;
     const id = c.challenge_id;
     const bondEntry = this.o.bonds.get(c.executed_by.bond_id);
     const bond = bondEntry?.bond?.bond;
     if (!bond) return;
-    if (!(await this.slashRecord(id))) {
-      await this.o.locks.run(bond.zid, async () => {
-        if (await this.slashRecord(id)) return;
-        const held = (await this.o.ledger.envelopesById(bond.token_ids)).filter(
-          (e): e is EnvelopeRecord => !!e && e.owner === bond.zid && e.bond_id === bond.bond_id,
-        );
-        await this.o.ledger.loadCounts(bond.zid);
-        await this.o.ledger.loadCounts(FOUNDATION_ACCOUNT);
-        // From here to the commit: synchronous (counters in memory), as ledger.ts's rule asks.
-        const ops: Op[] = [];
-        const deltas = new Map<string, number>();
-        const bump = (name: string, d: number) => deltas.set(name, (deltas.get(name) ?? 0) + d);
-        for (const e of held) {
-          const { immovable: _i, bond_id: _b, ...rest } = e;
-          const moved: EnvelopeRecord = { ...rest, owner: FOUNDATION_ACCOUNT, folder: SLASHED_FOLDER };
-          ops.push({ type: 'del', sub: this.byOwner, key: `${bond.zid}!${padNum(e.seq)}` });
-          ops.push({ type: 'del', sub: this.byFolder, key: `${bond.zid}!${e.folder}!${padNum(e.seq)}` });
-          ops.push({ type: 'put', sub: this.byOwner, key: `${FOUNDATION_ACCOUNT}!${padNum(e.seq)}`, value: e.token_id });
-          ops.push({ type: 'put', sub: this.byFolder, key: `${FOUNDATION_ACCOUNT}!${SLASHED_FOLDER}!${padNum(e.seq)}`, value: e.token_id });
-          ops.push({ type: 'put', sub: this.envelopes, key: e.token_id, value: moved });
-          bump(folderCounter(bond.zid, e.folder), -1);
-        }
-        if (held.length > 0) {
-          bump(envelopeCounter(bond.zid), -held.length);
-          bump(envelopeCounter(FOUNDATION_ACCOUNT), held.length);
-          bump(folderCounter(FOUNDATION_ACCOUNT, SLASHED_FOLDER), held.length);
-        }
-        const rec: SlashRecord = { challenge_id: id, bond_id: bond.bond_id, zid: bond.zid, token_ids: held.map((e) => e.token_id), svcond: this.o.nowSvcond() };
-        ops.push({ type: 'put', sub: this.sub, key: effectRecordKey('slash', id), value: rec as unknown as Json });
-        for (const [name, d] of deltas) this.o.counters.bump(name, d);
-        this.o.counters.persistOps([...deltas.keys()], ops);
-        this.o.log?.('slashing a bond', { challenge_id: id, bond_id: bond.bond_id, envelopes: held.length });
-        try {
-          await this.o.store.commit(ops);
-        } catch (err) {
-          for (const [name, d] of deltas) this.o.counters.revert(name, d);
-          throw err;
-        }
-        this.o.log?.('bond slashed', { challenge_id: id, bond_id: bond.bond_id, envelopes: held.length });
-      });
-    }
-    // The bond holds nothing now: it is released (its operator back to idle), once no other challenge holds it open.
-    const active = this.o.bonds.ofZid(bond.zid)?.bond.bond_id === bond.bond_id;
-    if (active && this.o.bonds.openChallenges(bond.bond_id).length > 0) return; // owed still: the next start tries the release again
-    if (active) {
-      const idle = this.o.modes.idleOnRelease(bond.zid);
-      await this.o.bonds.release(bond.zid, idle.ops).then(
-        () => idle.apply(),
-        () => undefined,
+    await this.o.locks.run(bond.zid, async () => {
+      if (await this.slashRecord(id)) {
+        await this.o.store.commit([this.owed.done(id, 'slash')]);
+        return;
+      }
+      const held = (await this.o.ledger.envelopesById(bond.token_ids)).filter(
+        (e): e is EnvelopeRecord => !!e && e.owner === bond.zid && e.bond_id === bond.bond_id,
       );
-    }
-    // Slashed, and released or no longer active: no longer owed.
-    await this.o.store.commit([this.owed.done(id, 'slash')]);
+      const here = c.challenger_home === this.o.nodeId();
+      const canPay = rewardChallenger && (here || this.o.transfers !== undefined);
+      // The challenger's share: the first envelopes in the bond's order (the same pick at every retry).
+      const toChallenger = canPay ? held.slice(0, rewardCount(held.length, this.o.challengerShare)) : [];
+      const toFoundation = held.slice(toChallenger.length);
+      await this.o.ledger.loadCounts(bond.zid);
+      await this.o.ledger.loadCounts(FOUNDATION_ACCOUNT);
+      if (here && toChallenger.length > 0) await this.o.ledger.loadCounts(c.challenger);
+      // From here to the commit: synchronous (counters in memory), as ledger.ts's rule asks.
+      const ops: Op[] = [];
+      const deltas = new Map<string, number>();
+      const bump = (name: string, d: number) => deltas.set(name, (deltas.get(name) ?? 0) + d);
+      const moveTo = (e: EnvelopeRecord, owner: string, folder: string) => {
+        const { immovable: _i, bond_id: _b, ...rest } = e;
+        ops.push({ type: 'put', sub: this.byOwner, key: `${owner}!${padNum(e.seq)}`, value: e.token_id });
+        ops.push({ type: 'put', sub: this.byFolder, key: `${owner}!${folder}!${padNum(e.seq)}`, value: e.token_id });
+        ops.push({ type: 'put', sub: this.envelopes, key: e.token_id, value: { ...rest, owner, folder } });
+        bump(envelopeCounter(owner), 1);
+        bump(folderCounter(owner, folder), 1);
+      };
+      for (const e of held) {
+        ops.push({ type: 'del', sub: this.byOwner, key: `${bond.zid}!${padNum(e.seq)}` });
+        ops.push({ type: 'del', sub: this.byFolder, key: `${bond.zid}!${e.folder}!${padNum(e.seq)}` });
+        bump(envelopeCounter(bond.zid), -1);
+        bump(folderCounter(bond.zid, e.folder), -1);
+      }
+      for (const e of toFoundation) moveTo(e, FOUNDATION_ACCOUNT, SLASHED_FOLDER);
+      let reward: SlashReward | null = null;
+      let queue = () => undefined as void;
+      if (toChallenger.length > 0 && here) {
+        for (const e of toChallenger) moveTo(e, c.challenger, RECEIVED_FOLDER);
+        reward = { zid: c.challenger, home: c.challenger_home, token_ids: toChallenger.map((e) => e.token_id), transfer_id: null };
+      } else if (toChallenger.length > 0) {
+        // The envelopes leave this ledger: the challenger's home writes them on its own when the transfer arrives.
+        for (const e of toChallenger) ops.push({ type: 'del', sub: this.envelopes, key: e.token_id });
+        const out = this.o.transfers!.outgoingOps(rewardTransferId(id), { from: bond.zid, to: c.challenger, toHome: c.challenger_home }, toChallenger);
+        ops.push(...out.ops);
+        queue = out.queue;
+        reward = { zid: c.challenger, home: c.challenger_home, token_ids: out.record.token_ids, transfer_id: out.record.transfer_id };
+      }
+      const rec: SlashRecord = {
+        challenge_id: id,
+        bond_id: bond.bond_id,
+        zid: bond.zid,
+        token_ids: held.map((e) => e.token_id),
+        svcond: this.o.nowSvcond(),
+        reward,
+      };
+      ops.push({ type: 'put', sub: this.sub, key: effectRecordKey('slash', id), value: rec as unknown as Json }, this.owed.done(id, 'slash'));
+      // The operator returns to idle, and the registry records the slashing applied (the first one: the bond goes once).
+      const idle = this.o.modes.idleOnRelease(bond.zid);
+      ops.push(...idle.ops);
+      const applied = bondEntry.slash_applied
+        ? null
+        : this.o.bonds.appliedOps({ bond_id: bond.bond_id, challenge_id: id, node: bond.node, token_ids: rec.token_ids, svcond: rec.svcond });
+      if (applied) ops.push(...applied.ops);
+      for (const [name, d] of deltas) this.o.counters.bump(name, d);
+      this.o.counters.persistOps([...deltas.keys()], ops);
+      this.o.log?.('slashing a bond', { challenge_id: id, bond_id: bond.bond_id, envelopes: held.length, reward: toChallenger.length });
+      try {
+        await this.o.store.commit(ops);
+      } catch (err) {
+        for (const [name, d] of deltas) this.o.counters.revert(name, d);
+        throw err;
+      }
+      idle.apply();
+      queue();
+      this.o.log?.('bond slashed', { challenge_id: id, bond_id: bond.bond_id, envelopes: held.length, reward: toChallenger.length });
+      await applied?.done();
+    });
   }
+}
+
+/** What a result's record row and its verify answer say of its bond's verdict: upheld, with the challenge, or none. */
+export interface VerdictMark {
+  verdict: 'upheld' | null;
+  challenge_id: string | null;
+}
+
+/** The verdict mark of a result executed under `executedBy` (its bond slashed in this node's registry, or not). */
+export function verdictMarkOf(bonds: Pick<BondService, 'get'>, executedBy: { bond_id?: unknown } | null | undefined): VerdictMark {
+  const bondId = executedBy && typeof executedBy.bond_id === 'string' ? executedBy.bond_id : null;
+  const e = bondId === null ? null : bonds.get(bondId);
+  const challenge = e?.slashed?.challenge_id ?? e?.slash_applied?.slashed.challenge_id ?? null;
+  return challenge === null ? { verdict: null, challenge_id: null } : { verdict: 'upheld', challenge_id: challenge };
+}
+
+/** Whether a decided challenge's claim was the deciding digest. */
+export function claimMatched(entry: ChallengeEntry): boolean {
+  const v = entry.verdict;
+  return v !== null && v.deciding_digest !== null && v.deciding_digest === entry.challenge.challenge.claimed_digest;
+}
+
+/** The id of the transfer that carries a challenge's reward: derived from the challenge id, so it is made once. */
+export function rewardTransferId(challengeId: string): string {
+  return `xfer_${sha256Hex(`reward|${challengeId}`).slice(0, 24)}`;
 }

@@ -6,13 +6,16 @@
 //   - a member's repeated identical vote counts once;
 //   - a member that voted two different digests equivocated: it is recorded, and none of its votes count (a member
 //     that says both cannot speak for either);
-//   - a digest with ≥ quorum counted votes decides: equal to the claim and not the executor's → upheld; equal to
-//     the executor's → rejected; neither → not_reproducible;
+//   - a digest with ≥ quorum counted votes decides, and the fold is about the executor: equal to the executor's →
+//     rejected; any other digest → upheld, whatever the challenger claimed (claimMatched says whether the claim was
+//     the deciding digest: only then is the challenger rewarded);
 //   - no deciding digest once the deadline has passed → no_quorum; before it, no outcome yet (null).
+// effectsOf gives what each outcome does to the executor's bond and the challenger's stake (docs/protocol.md §15,
+// the table of outcomes and effects, held to this file by test/consensus/verdict.test.ts).
 // Signatures are checked before votes reach the fold (challenges.ts, and pohc verify for a verdict document).
 // Pure: no clock (the caller says whether the deadline has passed), no store.
 
-export const OUTCOMES = ['upheld', 'rejected', 'not_reproducible', 'no_quorum'] as const;
+export const OUTCOMES = ['upheld', 'rejected', 'no_quorum'] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
 export interface BallotVote {
@@ -37,6 +40,8 @@ export interface Fold {
   outcome: Outcome | null;
   /** The digest that decided (null for no_quorum or no outcome yet). */
   decidingDigest: string | null;
+  /** The deciding digest is the challenger's claim (upheld with the claim proven: the challenger is rewarded). */
+  claimMatched: boolean;
   /** Counted votes by digest (members that did not equivocate, one vote each). */
   tally: Record<string, number>;
   /** Members whose vote counts, with it, sorted by voter. */
@@ -86,10 +91,31 @@ export function foldVotes(input: FoldInput): Fold {
     for (const d of Object.keys(tally).sort()) if (tally[d]! >= input.quorum) deciding = deciding ?? d;
   }
   let outcome: Outcome | null = null;
-  if (deciding !== null) {
-    if (deciding === input.executorDigest) outcome = 'rejected';
-    else if (deciding === input.claimedDigest) outcome = 'upheld';
-    else outcome = 'not_reproducible';
-  } else if (input.deadlinePassed) outcome = 'no_quorum';
-  return { outcome, decidingDigest: deciding, tally, counted, equivocators, nonMemberVotes, lateVotes };
+  if (deciding !== null) outcome = deciding === input.executorDigest ? 'rejected' : 'upheld';
+  else if (input.deadlinePassed) outcome = 'no_quorum';
+  const claimMatched = deciding !== null && deciding === input.claimedDigest;
+  return { outcome, decidingDigest: deciding, claimMatched, tally, counted, equivocators, nonMemberVotes, lateVotes };
+}
+
+/** What an outcome does: to the executor's bond, to the challenger's stake, and the challenger's reward. */
+export interface OutcomeEffects {
+  /** The executor's bond is slashed (marked in every registry; its envelopes move at its home). */
+  slashBond: boolean;
+  stake: 'burned' | 'returned';
+  /** The challenger receives its share of the slashed envelopes (the rest go to the foundation account). */
+  rewardChallenger: boolean;
+}
+
+/** The effects of a verdict: `outcome` and whether the claim was the deciding digest. */
+export function effectsOf(outcome: Outcome, claimMatched: boolean): OutcomeEffects {
+  return {
+    slashBond: outcome === 'upheld',
+    stake: outcome === 'rejected' ? 'burned' : 'returned',
+    rewardChallenger: outcome === 'upheld' && claimMatched,
+  };
+}
+
+/** How many of `slashed` envelopes a rewarded challenger receives: `share` of them, rounded down. */
+export function rewardCount(slashed: number, share: number): number {
+  return Math.floor(slashed * share + 1e-9);
 }

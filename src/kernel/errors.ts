@@ -54,6 +54,8 @@ export type ErrorCode =
   // the economy (architecture.md §7): a soulbound or bonded envelope named in a transfer
   | 'SVC_ENVELOPE_NOT_MOVABLE'
   | 'SVC_BOND_CHALLENGED'
+  // a slashed operator's bond inside its cooldown, or a bond of a node that has not applied its slashing
+  | 'SVC_BOND_COOLDOWN'
   | 'SVC_NO_BOND'
   // challenges, votes and verdicts (architecture.md §6)
   | 'SVC_RESULT_UNPUBLISHED'

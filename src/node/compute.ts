@@ -18,7 +18,7 @@ import type { Webhooks } from '../webhooks/service.js';
 import { batchRoutes } from '../http/routes/batch.js';
 import { computeRoutes } from '../http/routes/compute.js';
 import type { Capability, Port } from './capability.js';
-import type { Foundation } from './foundation.js';
+import { verdictMark, type Foundation } from './foundation.js';
 
 export type Attest = (requestDigest: string, resultDigest: string, svcond: number) => ExecutedBy | null;
 export type Offload = SolverPlacement['offload'];
@@ -111,7 +111,7 @@ export function wireCompute(f: Foundation, needs: ComputeNeeds): ComputePart {
     batches,
     engine: {
       name: 'compute',
-      routes: [computeRoutes({ compute })],
+      routes: [computeRoutes({ compute, verdictOf: (executedBy) => verdictMark(f, executedBy) })],
       stop: async () => {
         await executor.close();
         await sealer.close();

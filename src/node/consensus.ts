@@ -15,7 +15,8 @@ import { NodeOperator } from '../consensus/operator.js';
 import { httpPeerLink } from '../consensus/peer-link.js';
 import { Reexecutor, rerunDigest } from '../consensus/reexecutor.js';
 import { challengedResult, resultFinder } from '../consensus/result-lookup.js';
-import { SlashingService } from '../consensus/slashing.js';
+import { SlashingService, verdictMarkOf } from '../consensus/slashing.js';
+import { ticksPerDays } from '../consensus/policy.js';
 import { signText, TOPICS, verifyText } from '../mesh/wire.js';
 import type { ResultLookup } from '../tally/record.js';
 import { LONGEST_TIME_LIMIT_SECONDS } from '../tally/tiers.js';
@@ -52,7 +53,7 @@ export interface ConsensusPart {
 export async function wireConsensus(
   f: Foundation,
   meshPart: MeshPart,
-  economy: Pick<EconomyPart, 'ledger' | 'envelopeLocks' | 'results'>,
+  economy: Pick<EconomyPart, 'ledger' | 'envelopeLocks' | 'results' | 'transfers'>,
   computePart: Pick<ComputePart, 'compute' | 'executor'> & Pick<ComputeNeeds, 'attest' | 'offload'>,
 ): Promise<ConsensusPart> {
   const { config, options, store, time, logger } = f;
@@ -77,6 +78,7 @@ export async function wireConsensus(
     verify: verifyText,
     publish,
     openChallenges: (bondId) => openChallenges.get()?.openAgainst(bondId) ?? [],
+    cooldownTicks: ticksPerDays(config.slashing.cooldownDays),
   });
   await bonds.load();
   const modes = new ModeService(store, bonds, time.nowSvcond);
@@ -124,6 +126,9 @@ export async function wireConsensus(
     modes,
     nodeId,
     nowSvcond: time.nowSvcond,
+    challengerShare: config.slashing.challengerShare,
+    applyTicks: config.slashing.applyTicks,
+    ...(mesh.enabled ? { transfers: economy.transfers } : {}),
     log: (msg, fields) => logger.info(fields, msg),
   });
   // Who was heard contributing, and when: the committee's eligible set, at intake and when a challenge is checked.
@@ -134,6 +139,7 @@ export async function wireConsensus(
     if (!mesh.enabled) return;
     for (const p of mesh.peers()) if (p.lastTick !== null) liveness.record(p.peerId, { svcond: p.lastTick, mode: p.mode, bondId: p.bondId }, now);
   };
+  f.verdictMarks.bind((executedBy) => verdictMarkOf(bonds, executedBy));
   const lookupResult = resultFinder(economy.results, { peers: () => (mesh.enabled ? mesh.peers() : []), nowSvcond: time.nowSvcond });
   const challenges = new ChallengeService({
     store,

@@ -24,7 +24,7 @@ import { ledgerRoutes } from '../http/routes/ledger.js';
 import { recordRoutes } from '../http/routes/record.js';
 import { tallyRoutes } from '../http/routes/tally.js';
 import type { Capability } from './capability.js';
-import type { Foundation } from './foundation.js';
+import { verdictMark, type Foundation } from './foundation.js';
 
 export interface EconomyPart {
   ledger: Ledger;
@@ -125,7 +125,7 @@ export async function wireEconomy(f: Foundation, chain: ChainService, identity: 
     routes: [
       tallyRoutes({ grants, tiers, claims, folders, transfers, mesh }),
       ledgerRoutes({ ledger, quota, tiers }),
-      recordRoutes({ identity, mesh, results, publish }),
+      recordRoutes({ identity, mesh, results, publish, verdictOf: (executedBy) => verdictMark(f, executedBy) }),
     ],
     start: async () => {
       await transferDelivery.start();

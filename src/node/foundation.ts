@@ -14,6 +14,7 @@ import { NodeMetrics } from '../http/metrics.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from '../mesh/identity.js';
 import type { MeshService, MeshServiceOptions } from '../mesh/service.js';
 import type { ChallengeService } from '../consensus/challenges.js';
+import type { VerdictMark } from '../consensus/slashing.js';
 import type { ExecAnswer, ExecRequest } from '../consensus/exec-protocol.js';
 import type { SolverRegistry } from '../solvers/registry.js';
 import type { Tier } from '../tally/tiers.js';
@@ -95,6 +96,8 @@ export interface Foundation {
   metrics: NodeMetrics;
   metricsMesh: Port<MeshService>;
   metricsChallenges: Port<ChallengeService>;
+  /** What the record rows and verify answers say of a result's bond (consensus/slashing.ts verdictMarkOf), bound by the consensus part. */
+  verdictMarks: Port<(executedBy: { bond_id?: unknown } | null | undefined) => VerdictMark>;
   /** This node's public URL, bound when the HTTP server listens ('' until then). */
   publicUrl: Port<string>;
   /** Closes the store: first in the node's list, so last to stop. */
@@ -147,7 +150,13 @@ export async function openFoundation(config: NodeConfig, options: NodeOptions): 
     metrics,
     metricsMesh,
     metricsChallenges,
+    verdictMarks: new Port('verdictMarks'),
     publicUrl: new Port<string>('publicUrl'),
     capability: { name: 'store', stop: () => store.close() },
   };
+}
+
+/** A result's verdict mark (record rows, verify answers): none until the consensus part has bound the lookup. */
+export function verdictMark(f: Pick<Foundation, 'verdictMarks'>, executedBy: { bond_id?: unknown } | null | undefined): VerdictMark {
+  return f.verdictMarks.get()?.(executedBy) ?? { verdict: null, challenge_id: null };
 }

@@ -238,6 +238,48 @@ export class Transfers {
   }
 
   /**
+   * A cross-node transfer the node makes inside another batch (a slashing's reward, consensus/slashing.ts): the
+   * pending record and its outbox entry for that batch, and what queues its delivery once the batch is durable. The
+   * caller takes the envelopes off this ledger (their records and indexes) in the same batch; `from` signs nothing:
+   * the delivery is signed by this node, as for every transfer.
+   */
+  outgoingOps(
+    transferId: string,
+    parties: { from: string; to: string; toHome: string },
+    envelopes: EnvelopeRecord[],
+  ): { record: TransferRecord; ops: Op[]; queue: () => void } {
+    const svcond = this.d.nowSvcond();
+    const record: TransferRecord = {
+      transfer_id: transferId,
+      state: 'pending',
+      from: parties.from,
+      to: parties.to,
+      from_home: this.d.nodeId(),
+      to_home: parties.toHome,
+      count: envelopes.length,
+      token_ids: envelopes.map((e) => e.token_id),
+      face_value_total: envelopes.reduce((sum, e) => sum + e.face_value, 0),
+      picked_by: 'token_ids',
+      seed: null,
+      attempts: 0,
+      last_error: null,
+      created_svcond: svcond,
+      created_unix_ms: this.d.nowMs(),
+      delivered_svcond: null,
+      delivered_unix_ms: null,
+    };
+    const pending: TransferRecord = { ...record, envelopes: envelopes.map(travelling), to_url: this.d.peerUrl(parties.toHome) };
+    return {
+      record,
+      ops: [
+        { type: 'put', sub: this.records, key: transferId, value: pending },
+        { type: 'put', sub: this.outbox, key: transferId, value: transferId },
+      ],
+      queue: () => this.pendingSink?.(pending),
+    };
+  }
+
+  /**
    * At the receiver's home: credit a delivery once. `sender` is the verified signer of the delivery, which must be the
    * sender's home. 404 when the receiver is not homed here; a transfer id seen before is acknowledged as a duplicate
    * and changes nothing. The check and the batch run under the receiver's lock, so two concurrent deliveries of one

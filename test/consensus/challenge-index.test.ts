@@ -12,7 +12,7 @@ beforeAll(async () => {
 afterAll(async () => t.destroy());
 
 /** A settled challenge entry as the store holds it (no verdict effects: nothing to resume at start). */
-function entry(i: number, svcond: number, state: 'no_quorum' | 'not_reproducible') {
+function entry(i: number, svcond: number, state: 'no_quorum' | 'rejected') {
   const id = `chl_${i.toString(16).padStart(32, '0')}`;
   return {
     challenge: {
@@ -48,7 +48,7 @@ function entry(i: number, svcond: number, state: 'no_quorum' | 'not_reproducible
 describe('challenges by tick', () => {
   it('challenges stored before the index are listed after the next start, newest first, by state and paged', async () => {
     const ticks = [500, 700, 600, 700, 400];
-    const entries = ticks.map((tick, i) => entry(i + 1, tick, i % 2 === 0 ? 'no_quorum' : 'not_reproducible'));
+    const entries = ticks.map((tick, i) => entry(i + 1, tick, i % 2 === 0 ? 'no_quorum' : 'rejected'));
     const store = t.node.store;
     await store.commit([
       ...entries.map((e): Op => ({ type: 'put', sub: store.sub('challenges'), key: e.challenge.challenge.challenge_id, value: e })),

@@ -7,7 +7,7 @@ import { STATES, TRANSITIONS, isTerminal, move, transition } from '../../src/con
 const CLAIM = 'c'.repeat(64);
 
 describe('the transition table', () => {
-  const base = { counted: [], decidingDigest: null, tally: {}, equivocators: [], nonMemberVotes: 0, lateVotes: 0 };
+  const base = { counted: [], decidingDigest: null, claimMatched: false, tally: {}, equivocators: [], nonMemberVotes: 0, lateVotes: 0 };
   const one = { ...base, counted: [{ voter: 'm', digest: CLAIM }] };
   // One test per row: the row's event moves its from-state to its to-state, through transition() and move(), with
   // the row's effect: a verdict exactly when the move ends the challenge.
@@ -18,7 +18,7 @@ describe('the transition table', () => {
         ? { ...one, outcome: null }
         : row.on === 'deadline'
           ? { ...base, outcome: 'no_quorum' as const }
-          : { ...one, outcome: ({ quorum_claim: 'upheld', quorum_executor: 'rejected', quorum_other: 'not_reproducible' } as const)[row.on] };
+          : { ...one, outcome: ({ quorum_executor: 'rejected', quorum_other: 'upheld' } as const)[row.on] };
     const { path, effects } = move(row.from, fold);
     expect(path[path.length - 1] ?? row.from).toBe(row.to);
     expect(row.effect).toBe(isTerminal(row.to) ? 'verdict' : 'none');
@@ -29,10 +29,9 @@ describe('the transition table', () => {
   });
   it('nothing moves a verdict, and no row skips voting', () => {
     for (const s of STATES)
-      if (isTerminal(s))
-        for (const on of ['vote', 'quorum_claim', 'quorum_executor', 'quorum_other', 'deadline'] as const) expect(transition(s, on)).toBeNull();
-    expect(STATES.filter(isTerminal)).toEqual(['upheld', 'rejected', 'not_reproducible', 'no_quorum']);
-    expect(transition('opened', 'quorum_claim')).toBeNull();
+      if (isTerminal(s)) for (const on of ['vote', 'quorum_executor', 'quorum_other', 'deadline'] as const) expect(transition(s, on)).toBeNull();
+    expect(STATES.filter(isTerminal)).toEqual(['upheld', 'rejected', 'no_quorum']);
+    expect(transition('opened', 'quorum_other')).toBeNull();
     expect(move('upheld', { ...one, outcome: 'rejected' })).toEqual({ path: [], effects: [] });
   });
 });

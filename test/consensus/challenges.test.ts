@@ -589,8 +589,8 @@ describe('a node that misses gossip still converges', () => {
       now = start;
     }
     const owedSub = store.sub('challenges_owed');
-    // No listener ran the slashing before the stop: its marker is still there (written in the verdict's batch).
-    expect((await store.range(owedSub)).map((e) => e.key)).toEqual([`${upheld}!slash`]);
+    // No listener ran the mark or the slashing before the stop: their markers are still there (written in the verdict's batch).
+    expect((await store.range(owedSub)).map((e) => e.key)).toEqual([`${upheld}!mark`, `${upheld}!slash`]);
     const bondId = 'bond_' + 'a'.repeat(24);
     expect((await s.ofBond(bondId)).map((e) => e.challenge.challenge.challenge_id)).toHaveLength(12);
     expect((await s.ofBond('bond_' + 'b'.repeat(24))).length).toBe(0);
@@ -603,7 +603,12 @@ describe('a node that misses gossip still converges', () => {
       const applied: string[] = [];
       again.onVerdict(async (e) => {
         applied.push(e.challenge.challenge.challenge_id);
-        await store.commit([{ type: 'del', sub: owedSub, key: `${e.challenge.challenge.challenge_id}!slash` }]); // as slashing.ts does
+        const id = e.challenge.challenge.challenge_id;
+        // As slashing.ts does: the mark's batch and the slashing's delete their markers.
+        await store.commit([
+          { type: 'del', sub: owedSub, key: `${id}!mark` },
+          { type: 'del', sub: owedSub, key: `${id}!slash` },
+        ]);
       });
       await again.resumeEffects();
       const ranged = range.mock.calls.filter(([sub]) => sub === store.sub('challenges')).length;

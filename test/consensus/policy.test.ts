@@ -68,10 +68,9 @@ describe('GET /api/contribute/policy and /status on a node', () => {
     expect(r.body.challenge).toMatchObject({ stake: 20, deadline_ticks: 12, deadline_seconds: 9.324 });
     expect(r.body.modes.values).toEqual(['idle', 'contributing', 'experimenting']);
     const byVerdict = Object.fromEntries(r.body.outcomes.map((o: any) => [o.verdict, o]));
-    expect(Object.keys(byVerdict).sort()).toEqual(['no_quorum', 'not_reproducible', 'rejected', 'upheld']);
+    expect(Object.keys(byVerdict).sort()).toEqual(['no_quorum', 'rejected', 'upheld']);
     expect(byVerdict.upheld).toMatchObject({ executor_loses_envelopes: 5, challenger_stake: 'returned' });
     expect(byVerdict.rejected).toMatchObject({ executor_loses_envelopes: 0, challenger_stake: 'burned' });
-    expect(byVerdict.not_reproducible.executor_loses_envelopes).toBe(0);
     expect(byVerdict.no_quorum.executor_loses_envelopes).toBe(0);
     expect(r.body.offload.setting).toBe('never');
     expect(r.body.tick_seconds).toBe(0.777000777);

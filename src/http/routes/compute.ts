@@ -11,6 +11,7 @@ import { forwardToHome } from '../forward.js';
 import { body, responds, validate } from '../validate.js';
 import type { Caller } from '../../records/types.js';
 import type { ComputeService, Sealed } from '../../compute/service.js';
+import type { VerdictMark } from '../../consensus/slashing.js';
 
 /** Send a sealed result as the JSON bytes that were stored (serialised once). */
 function sendSealed(ctx: Context, sealed: Sealed): void {
@@ -63,6 +64,8 @@ function splitSolverBody(body: unknown): { inputs: unknown; initialState: unknow
 
 export interface ComputeRouteServices {
   compute: ComputeService;
+  /** The verdict mark of a verified result's bond: upheld with the challenge id when it is slashed (consensus/slashing.ts). */
+  verdictOf: (executedBy: { bond_id?: unknown } | null | undefined) => VerdictMark;
 }
 
 export function computeRoutes(s: ComputeRouteServices): RouteGroup {
@@ -87,7 +90,8 @@ function registerComputeRoutes(router: Router, kit: HttpKit, s: ComputeRouteServ
   router.post('/api/svc/verify', responds(verifyResponse), requireKey(auth), (ctx) => {
     const body = ctx.request.body as Record<string, unknown> | undefined;
     const candidate = body && typeof body === 'object' && 'result' in body && Object.keys(body).length === 1 ? body.result : body;
-    ctx.body = s.compute.verifyResult(candidate);
+    const executedBy = candidate && typeof candidate === 'object' ? (candidate as { executed_by?: { bond_id?: unknown } | null }).executed_by : null;
+    ctx.body = { ...s.compute.verifyResult(candidate), ...s.verdictOf(executedBy) };
   });
 
   const proveLimit = perMinuteLimit(kit.config.limits.provePerMinute, 'prove');

@@ -53,15 +53,15 @@ function registerPohcRoutes(router: Router, kit: HttpKit, deps: PohcDeps): void 
         'votes from nodes outside the committee are ignored and counted',
         'a member that voted two different digests equivocated: recorded, and none of its votes count',
         'a vote signed after the deadline tick does not count',
-        "a digest with quorum votes decides: the claim (not the executor's) → upheld; the executor's → rejected; neither → not_reproducible",
+        "a digest with quorum votes decides, about the executor: the executor's → rejected; any other → upheld, whatever the challenger claimed",
         `no deciding digest by ${p.deadlineTicks} ticks after the challenge → no_quorum`,
       ],
       // The rows' moves; their effects are described per outcome below.
       lifecycle: TRANSITIONS.map(({ from, on, to }) => ({ from, on, to })),
       effects: {
-        upheld: "the bonded envelopes go to the foundation account at the bond's home, once (keyed by challenge id); the stake is returned",
+        upheld:
+          "the bond is marked slashed in every node's registry; its envelopes move at the bond's home, once (keyed by challenge id): a share to the challenger when its claim was the deciding digest, the rest to the foundation account; the stake is returned",
         rejected: 'the stake is burned; nobody is slashed',
-        not_reproducible: 'nobody is slashed; the stake is returned',
         no_quorum: 'nobody is slashed; the stake is returned',
       },
       verify: 'POST /api/protocol/pohc/verify with {challenge, votes, verdict} (GET /api/tally/consensus/:id gives it as document)',

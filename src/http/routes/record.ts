@@ -12,7 +12,8 @@ import { ServiceError } from '../../kernel/errors.js';
 import type { Caller } from '../../records/types.js';
 import { PUBLISH_DEFAULT, type PublishSettings } from '../../tally/publish-settings.js';
 import { RESULT_ID_PATTERN, RESULT_LOOKUP } from '../../consensus/result-lookup.js';
-import { RECORD_PAGE_MAX, type ResultRecords } from '../../tally/record.js';
+import { RECORD_PAGE_MAX, type RecordRow, type ResultRecords } from '../../tally/record.js';
+import type { VerdictMark } from '../../consensus/slashing.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import type { IdentityService } from '../../identity/service.js';
@@ -41,6 +42,8 @@ export interface RecordRouteServices {
   mesh: MeshService | null;
   results: ResultRecords;
   publish: PublishSettings;
+  /** Each row's verdict mark: upheld with the challenge id when its bond is slashed (consensus/slashing.ts). */
+  verdictOf: (executedBy: RecordRow['executed_by']) => VerdictMark;
 }
 
 export function recordRoutes(s: RecordRouteServices): RouteGroup {
@@ -78,19 +81,24 @@ function registerRecordRoutes(router: Router, kit: HttpKit, s: RecordRouteServic
     ctx.body = await show(zid);
   });
 
+  const marked = <T extends { results: RecordRow[] }>(page: T): T => ({
+    ...page,
+    results: page.results.map((row) => ({ ...row, ...s.verdictOf(row.executed_by) })),
+  });
+
   // Keyed (spec part 5: not among the keyless routes): any identity's key reads the published record.
   router.get('/api/tally/record', requireKey(auth), query(recordQuery), async (ctx) => {
     const q = validate(recordQuery, ctx.query);
     if (q.owner === undefined) {
       await home(ctx, async () => {
-        ctx.body = { node: kit.nodeId(), owner: null, ...(await s.results.list(q.limit, q.offset)) };
+        ctx.body = { node: kit.nodeId(), owner: null, ...marked(await s.results.list(q.limit, q.offset)) };
       });
       return;
     }
     const owner = await s.identity.getIdentity(q.owner);
     if (!owner) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${q.owner} is known to this node`, { zid: q.owner });
     if (owner.home && owner.home !== kit.nodeId() && s.mesh) return relayToHome(ctx, kit, owner.home, 'identity', { zid: q.owner });
-    ctx.body = { node: kit.nodeId(), owner: q.owner, ...(await s.results.listOf(q.owner, q.limit, q.offset)) };
+    ctx.body = { node: kit.nodeId(), owner: q.owner, ...marked(await s.results.listOf(q.owner, q.limit, q.offset)) };
   });
 
   router.get('/api/mesh/results/:result_id', async (ctx) => {
