@@ -1,10 +1,10 @@
 // A sealed event (spec 2.7: transitionType 'sealed_event'): the payload's SHA-256 wrapped in an envelope sealed the
-// way every result is sealed (kernel/receipt.ts: the tick receipt with its HMAC, and svcProof over the canonical
-// body), so POST /api/svc/verify checks it like a result. The envelope carries the payload's digest, never its
+// way every result is sealed (kernel/receipt.ts: the tick receipt with its HMAC, the node's seal_signature and
+// svcProof over the canonical body), so POST /api/svc/verify checks it like a result. The envelope carries the payload's digest, never its
 // bytes; the audit row commits the SHA-256 of the envelope.
 import type { TickStamp } from '../kernel/clock.js';
 import { modulationFactor } from '../kernel/modulation.js';
-import { signBody, tickReceipt } from '../kernel/receipt.js';
+import { sealWhole, tickReceipt, type SealSigner } from '../kernel/receipt.js';
 
 export const SEALED_EVENT = 'sealed_event';
 /** The unit of a sealed event's value (its row's seq). */
@@ -19,7 +19,7 @@ export interface SealedEventFacts {
   phi0: number;
 }
 
-export function sealEvent(receiptKey: Buffer, f: SealedEventFacts): Record<string, unknown> {
+export function sealEvent(receiptKey: Buffer, sign: SealSigner, f: SealedEventFacts): Record<string, unknown> {
   const R_t = modulationFactor(f.stamp.phase, f.phi0);
   const body: Record<string, unknown> = {
     kind: SEALED_EVENT,
@@ -42,6 +42,5 @@ export function sealEvent(receiptKey: Buffer, f: SealedEventFacts): Record<strin
       fields: {},
     }),
   };
-  body.svcProof = signBody(receiptKey, body);
-  return body;
+  return sealWhole(receiptKey, sign, body);
 }

@@ -1,6 +1,7 @@
 // State machines and their hash-chained audit logs. Appends to one chain are serialised: the next row is
 // built synchronously from the in-memory head, and its op goes into the caller's atomic batch.
 import { canonicalJson } from '../kernel/canonical.js';
+import type { SealSigner } from '../kernel/receipt.js';
 import { sha256Hex } from '../kernel/bytes.js';
 import { ServiceError } from '../kernel/errors.js';
 import { JsonText, padNum, type Op, type Store, type Sublevel } from '../store/db.js';
@@ -164,7 +165,7 @@ export class ChainService {
     private readonly store: Store,
     headsCacheMax = HEADS_CACHE_DEFAULT,
     /** What sealed events are sealed with (the node's receipt key and phi0); absent: sealed events are refused. */
-    private readonly sealing: { receiptKey: Buffer; phi0: number; nodeId: () => string } | null = null,
+    private readonly sealing: { receiptKey: Buffer; sealSigner: SealSigner; phi0: number; nodeId: () => string } | null = null,
   ) {
     this.machines = store.sub('machines');
     this.rows = store.sub('chain_rows');
@@ -543,7 +544,7 @@ export class ChainService {
     if (!sealing) throw new Error('this chain service was built without a receipt key: it cannot seal events');
     let envelope: Record<string, unknown> = {};
     const row = await this.append(slug, stamp.svcond, SEALED_EVENT, null, undefined, (seq) => {
-      envelope = sealEvent(sealing.receiptKey, {
+      envelope = sealEvent(sealing.receiptKey, sealing.sealSigner, {
         slug,
         seq,
         stamp,

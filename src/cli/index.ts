@@ -1,12 +1,15 @@
 #!/usr/bin/env -S node --max-semi-space-size=64 --min-semi-space-size=64
 // The svc-node command: start, verify FILE, keys (and cluster, see cluster.ts).
 import '../polyfill.js';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config/load.js';
 import { decodeReceiptSecret, keyFingerprint, readReceiptSecretFile, RECEIPT_SECRET_FILE } from '../config/receipt-secret.js';
-import { deriveKey, verifyBody } from '../kernel/receipt.js';
-import { loadOrCreateNodeKey } from '../mesh/identity.js';
+import { deriveKey } from '../kernel/receipt.js';
+import { loadOrCreateNodeKey, readNodeId } from '../mesh/identity.js';
+import { verifyText } from '../mesh/wire.js';
+import { verifySealedResult } from '../compute/verify-result.js';
 import { runCluster } from './cluster.js';
 import { addContributeCommand } from './contribute.js';
 import { addVerifyLogCommand } from './verify-log.js';
@@ -118,12 +121,33 @@ async function receiptSecretFor(opts: { secret?: string; dataDir?: string }): Pr
   return readReceiptSecretFile(process.env.SVC_DATA_DIR ?? './data');
 }
 
+/**
+ * The nodes an offline verify knows as sealers: those given with --node, and the node whose key is kept in the data
+ * dir the secret is read from (or, for a cluster's data root, each node's dir under it).
+ */
+async function knownSealers(opts: { dataDir?: string; node?: string[] }): Promise<Set<string>> {
+  const known = new Set(opts.node ?? []);
+  const dir = opts.dataDir ?? process.env.SVC_DATA_DIR ?? './data';
+  const own = await readNodeId(dir);
+  if (own !== null) known.add(own);
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  for (const e of entries) {
+    if (!e.isDirectory()) continue;
+    const id = await readNodeId(join(dir, e.name)).catch(() => null);
+    if (id !== null) known.add(id);
+  }
+  return known;
+}
+
 program
   .command('verify <file>')
-  .description('verify a saved compute or solver response offline with the receipt secret')
+  .description(
+    'verify a saved compute or solver response offline: its proof and tick receipt with the receipt secret, its seal_signature by a known node, its result_digest',
+  )
   .option('--secret <hex>', 'the receipt secret, hex (as SVC_RECEIPT_SECRET and the receipt-secret file)')
-  .option('--data-dir <dir>', "read the secret kept in this data dir (or a cluster's data root)")
-  .action(async (file: string, opts: { secret?: string; dataDir?: string }) => {
+  .option('--data-dir <dir>', "read the secret kept in this data dir (or a cluster's data root); its node (or nodes) are known sealers")
+  .option('--node <peer id>', 'a node accepted as the sealer (repeatable)', (v: string, all: string[] = []) => [...all, v])
+  .action(async (file: string, opts: { secret?: string; dataDir?: string; node?: string[] }) => {
     let secret: Buffer | null = null;
     try {
       secret = await receiptSecretFor(opts);
@@ -139,12 +163,17 @@ program
       fail(`cannot read ${file} as JSON: ${(err as Error).message}`);
     }
     if (!body || typeof body !== 'object' || Array.isArray(body)) fail(`${file} is not a result object`);
-    const valid = verifyBody(deriveKey(secret, 'RECEIPT'), body as Record<string, unknown>);
+    let sealers: Set<string>;
+    try {
+      sealers = await knownSealers(opts);
+    } catch (err) {
+      fail(`cannot read the node key: ${(err as Error).message}`);
+    }
+    // The same check as POST /api/svc/verify, with the nodes given here as the known ones.
+    const answer = verifySealedResult({ receiptKey: deriveKey(secret, 'RECEIPT'), isKnownNode: (n) => sealers.has(n), verifySignature: verifyText }, body);
     const b = body as Record<string, unknown>;
-    process.stdout.write(
-      `${JSON.stringify({ valid, result_id: b.result_id ?? null, svcond: b.svcond ?? null, value: b.value ?? null, unit: b.unit ?? null })}\n`,
-    );
-    process.exit(valid ? 0 : 1);
+    process.stdout.write(`${JSON.stringify({ ...answer, value: b.value ?? null, unit: b.unit ?? null })}\n`);
+    process.exit(answer.valid ? 0 : 1);
   });
 
 program

@@ -1,4 +1,4 @@
-// The stamp-and-sign family beside the sealing pipeline: checking a sealed result (POST /api/svc/verify), a signed
+// The stamp-and-sign family beside the sealing pipeline (a sealed result's check is verify-result.ts): a signed
 // 7-step receipt for a chain and its check (POST /api/svc/prove, /prove/verify), the metric shift for a tick variance
 // (POST /api/svc/shift) and a chain swept over one input (POST /api/svc/lattice). Nothing here is charged or stored:
 // each answer is computed at the current stamp and signed with the node's keys.
@@ -8,7 +8,7 @@ import { gateClosedForm, toleranceGateError } from '../kernel/gate.js';
 import { modulationFactor, PRECISION_BOUND } from '../kernel/modulation.js';
 import { metricShiftFromVariance } from '../kernel/parity.js';
 import { protocolSteps } from '../kernel/protocol.js';
-import { hmacHex, hexEqual, signBody, verifyBody } from '../kernel/receipt.js';
+import { hmacHex, hexEqual, signBody } from '../kernel/receipt.js';
 import { evaluateChain, type ChainRequest } from '../kernel/operators/chain.js';
 import { plainJson } from './result-digest.js';
 
@@ -23,39 +23,9 @@ export interface ProofContext {
   onGateRefused?: (kind: 'prove') => void;
 }
 
-/** POST /api/svc/verify: genuine → valid; any tampered field → invalid. */
 /** What a prove receipt and a lattice body end with: the stamp, R(t) at it, the precision bound and the node. */
 function stampedBy(stamp: TickStamp, R_t: number, node: string) {
   return { R_t, phase: stamp.phase, svcond: stamp.svcond, unix_ns: stamp.unix_ns, precisionBound: PRECISION_BOUND, node };
-}
-
-export function verifySealedResult(
-  receiptKey: Buffer,
-  body: unknown,
-): { valid: boolean; proof_valid: boolean; receipt_valid: boolean; result_id: unknown; svcond: unknown; reason: string | null } {
-  if (!body || typeof body !== 'object' || Array.isArray(body))
-    return { valid: false, proof_valid: false, receipt_valid: false, result_id: null, svcond: null, reason: 'body is not a result object' };
-  const b = body as Record<string, unknown>;
-  const proofValid = verifyBody(receiptKey, b);
-  let receiptValid = false;
-  const r = b.svcond_receipt as Record<string, unknown> | undefined;
-  if (r && typeof r === 'object') {
-    const { hmac, ...base } = r;
-    try {
-      receiptValid = hexEqual(hmac, hmacHex(receiptKey, canonicalJson({ ...base, value: b.value, unit: b.unit, result_digest: b.result_digest })));
-    } catch {
-      receiptValid = false;
-    }
-  }
-  const valid = proofValid && receiptValid;
-  return {
-    valid,
-    proof_valid: proofValid,
-    receipt_valid: receiptValid,
-    result_id: b.result_id ?? null,
-    svcond: b.svcond ?? null,
-    reason: valid ? null : !proofValid ? 'svcProof does not match the body' : 'tick receipt HMAC does not match',
-  };
 }
 
 /** POST /api/svc/prove: a signed 7-step receipt for a chain (default: kinetic energy at its defaults). */

@@ -6,7 +6,7 @@ import { stampAt, TICK_NS_NUMBER, type Clock, type TickStamp } from '../kernel/c
 import { gateModulation, gateSolverCheck, toleranceGateError } from '../kernel/gate.js';
 import { modulationFactor } from '../kernel/modulation.js';
 import { metricShift } from '../kernel/parity.js';
-import { finishSeal, signBody } from '../kernel/receipt.js';
+import { finishSeal, sealWhole, type SealSigner } from '../kernel/receipt.js';
 import type { ChainRequest } from '../kernel/operators/chain.js';
 import { InputError } from '../solvers/errors.js';
 import type { SolverRegistry, AnySolver } from '../solvers/registry.js';
@@ -26,7 +26,8 @@ import { chainRequestDigest, plainJson, solverRequestDigest, solverResultDigest 
 import type { Caller, CanonicalRequest, ExecutedBy, ResultRecorder, SealedFacts, SealRecorder } from '../records/types.js';
 import { randomHex } from '../util/random-hex.js';
 import { CompiledChains, type CompiledChain } from './compiled-chain.js';
-import { chainLattice, proveChain, shiftAt, verifyProof, verifySealedResult } from './proofs.js';
+import { chainLattice, proveChain, shiftAt, verifyProof } from './proofs.js';
+import { verifySealedResult, type ResultVerification } from './verify-result.js';
 
 /** Part 8's costs (the one table: tally/costs.ts). */
 export const COST = { computePerOperator: COSTS.computePerOperator, solver: COSTS.solver, auto: COSTS.auto } as const;
@@ -41,6 +42,12 @@ export interface ComputeDeps {
   /** Where sealed bodies are built and serialised (the seal worker in a running node). */
   sealer: Sealer;
   receiptKey: Buffer;
+  /** This node's Ed25519 signature of a body (seal_signature; its key made once: one signature a seal). */
+  sealSigner: SealSigner;
+  /** Is a peer id a node known to this node's mesh (itself included)? What verification accepts as a sealer. */
+  isKnownNode: (node: string) => boolean;
+  /** base64 Ed25519 check by a peer id's embedded key (mesh/wire.ts verifyText). */
+  verifySignature: (signer: string, text: string, signature: string) => boolean;
   proveKey: Buffer;
   phi0: number;
   kernelVersion: string;
@@ -276,7 +283,7 @@ export class ComputeService {
         ...(extra.ops.length > 0 || extra.bump.length > 0 ? { extra } : {}),
         // The ledger's members go into the prepared text at their slots; the proof signs the whole body.
         build: (ctx: SealContext) =>
-          finishSeal(this.deps.receiptKey, prepared, {
+          finishSeal(this.deps.receiptKey, this.deps.sealSigner, prepared, {
             tally_charge: ctx.tally_charge,
             envelope: ctx.envelope ? envelopeView(ctx.envelope) : null,
             audit: ctx.audit ? auditMember(caller.kind === 'identity' ? caller.slug : null, ctx.audit.seq, ctx.audit.hash) : null,
@@ -393,8 +400,7 @@ export class ComputeService {
       ...buildBody(this.deps.receiptKey, { kind: 'compute', parts, chain, average: gate.tick_average, relError: gate.rel_error }),
       sealed: false,
     });
-    const proof = signBody(this.deps.receiptKey, body);
-    return { ...body, cko: { ...(body.cko as object), svcProof: proof }, svcProof: proof };
+    return sealWhole(this.deps.receiptKey, this.deps.sealSigner, body);
   }
 
   /** Resolve and validate a solver request (400s) without running it. */
@@ -549,9 +555,9 @@ export class ComputeService {
     };
   }
 
-  /** POST /api/svc/verify (proofs.ts). */
-  verifyResult(body: unknown): ReturnType<typeof verifySealedResult> {
-    return verifySealedResult(this.deps.receiptKey, body);
+  /** POST /api/svc/verify (verify-result.ts): with this node's receipt key, its mesh's nodes as known sealers. */
+  verifyResult(body: unknown): ResultVerification {
+    return verifySealedResult(this.deps, body);
   }
 
   /** POST /api/svc/prove (proofs.ts). */

@@ -2,6 +2,7 @@
 // document. Loose objects: the fields named are promised (spec part 9 item 4: responses grow, fields keep their
 // meaning); more may come. test/http/openapi.test.ts checks real responses against them.
 import { z } from 'zod';
+import { VERIFY_REASONS, type VerifyReason } from '../compute/verify-result.js';
 
 const int = z.number().int();
 const peerId = z.string().min(1);
@@ -110,13 +111,19 @@ export const sealedResponse = z.looseObject({
   executed_by: z.looseObject({ node: z.string() }).nullable(),
 });
 
+const verifyReason = z.enum(Object.keys(VERIFY_REASONS) as [VerifyReason, ...VerifyReason[]]);
 export const verifyResponse = z.looseObject({
   valid: z.boolean(),
   proof_valid: z.boolean(),
   receipt_valid: z.boolean(),
+  seal_signature_valid: z.boolean(),
+  result_digest_valid: z.boolean(),
+  sealed_by: z.string().nullable(),
+  sealer_known: z.boolean(),
   result_id: z.unknown(),
   svcond: z.unknown(),
-  reason: z.string().nullable(),
+  reason: verifyReason.nullable(),
+  reasons: z.array(z.object({ code: verifyReason, message: z.string() })),
 });
 
 export const registerV3Response = z.looseObject({

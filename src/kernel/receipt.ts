@@ -1,5 +1,6 @@
-// Receipts: svcProof = hex HMAC-SHA256 over the RFC 8785 canonical JSON of the sealed body, the tick receipt
-// (spec 2.2) with its own HMAC, and the continuum state fields mapped from the result unit.
+// Receipts: svcProof = hex HMAC-SHA256 over the RFC 8785 canonical JSON of the sealed body, seal_signature = the
+// sealing node's Ed25519 signature over the same body without it (docs/protocol.md §3), the tick receipt (spec 2.2)
+// with its own HMAC, and the continuum state fields mapped from the result unit.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { canonicalJson } from './canonical.js';
 import { canonicalJsonWithSlots, insertMembers, type SlottedJson } from './member-slots.js';
@@ -38,32 +39,65 @@ export function signBody(key: Buffer, body: Record<string, unknown>): string {
 }
 
 /**
+ * The member that names who sealed a body: base64 Ed25519 by the body's `node` (its peer id holds the public key).
+ * The receipt secret is shared by the whole mesh, so svcProof says "a mesh member sealed this"; only this signature
+ * says which one.
+ */
+export const SEAL_SIGNATURE = 'seal_signature';
+
+/** Signs UTF-8 bytes (or a text) with the sealing node's Ed25519 key: base64. */
+export type SealSigner = (data: Uint8Array | string) => string;
+
+/** What seal_signature signs: the canonical JSON of the body without its two svcProof members and seal_signature. */
+export function sealSigningText(body: Record<string, unknown>): string {
+  const { [SEAL_SIGNATURE]: _s, ...rest } = unsignedView(body);
+  return canonicalJson(rest);
+}
+
+/**
+ * Seal a whole body at once (the playground's unsealed compute, a sealed event): seal_signature first, then svcProof
+ * over the body with it, in both places when the body has a cko.
+ */
+export function sealWhole(key: Buffer, sign: SealSigner, body: Record<string, unknown>): Record<string, unknown> {
+  const signed: Record<string, unknown> = { ...body, [SEAL_SIGNATURE]: sign(sealSigningText(body)) };
+  const proof = signBody(key, signed);
+  if (signed.cko && typeof signed.cko === 'object') signed.cko = { ...(signed.cko as object), svcProof: proof };
+  signed.svcProof = proof;
+  return signed;
+}
+
+/**
  * The first half of sealing a freshly built body that has neither a proof nor the members named in `later` yet
  * (the ledger's charge, envelope and audit row, which are known only when the seal is committed): its canonical
- * JSON as UTF-8, with slots for those members and for the two svcProof fields (top level and in the CKO). Pure
+ * JSON as UTF-8, with slots for those members, seal_signature and the two svcProof fields (top level and in the CKO). Pure
  * and key-free, so it runs on the seal worker.
  */
 export function prepareSeal(body: Record<string, unknown>, later: readonly string[]): SlottedJson {
   if (!body.cko || typeof body.cko !== 'object' || Array.isArray(body.cko)) throw new Error('a sealed body has a cko object');
-  return canonicalJsonWithSlots(body, [...later, 'svcProof'], 'cko', ['svcProof']);
+  return canonicalJsonWithSlots(body, [...later, SEAL_SIGNATURE, 'svcProof'], 'cko', ['svcProof']);
 }
 
-/** A body sealed by finishSeal: its proof, and the UTF-8 canonical JSON of the signed body with the proofs in. */
+/** A body sealed by finishSeal: its proof, its seal signature, and the UTF-8 canonical JSON of the body with both in. */
 export interface FinishedSeal {
   proof: string;
+  sealSignature: string;
   bytes: Buffer;
 }
 
 /**
- * The second half: add the `later` members (JSON values), sign (signBody's proof: the HMAC over the canonical JSON of
- * the whole body without its two svcProof fields) and return the canonical JSON of the body with the proofs in.
+ * The second half: add the `later` members (JSON values), sign the text with the node key (seal_signature, over
+ * sealSigningText's text), then prove it (signBody's proof: the HMAC over the canonical JSON of the whole body, the
+ * signature included, without its two svcProof fields) and return the canonical JSON of the body with both in.
  */
-export function finishSeal(key: Buffer, prepared: SlottedJson, later: Readonly<Record<string, unknown>>): FinishedSeal {
+export function finishSeal(key: Buffer, sign: SealSigner, prepared: SlottedJson, later: Readonly<Record<string, unknown>>): FinishedSeal {
   const members = new Map<string, string>();
   for (const [name, value] of Object.entries(later)) members.set(name, canonicalJson(value));
+  // Base64 needs no JSON escaping.
+  const sealSignature = sign(insertMembers(prepared, members));
+  members.set(SEAL_SIGNATURE, `"${sealSignature}"`);
   const proof = hmacHex(key, insertMembers(prepared, members));
   members.set('svcProof', `"${proof}"`);
-  return { proof, bytes: insertMembers(prepared, members) };
+  return { proof, sealSignature, bytes: insertMembers(prepared, members) };
 }
 
 export function verifyBody(key: Buffer, body: Record<string, unknown>): boolean {

@@ -40,3 +40,16 @@ export async function loadOrCreateNodeKey(dataDir: string): Promise<NodeIdentity
   const peerId = peerIdFromPrivateKey(privateKey as unknown as Parameters<typeof peerIdFromPrivateKey>[0]) as unknown as PeerId;
   return { privateKey, peerId, nodeId: peerId.toString() };
 }
+
+/** The node id kept in a data dir, without creating a key (offline tools): null when the dir holds none. */
+export async function readNodeId(dataDir: string): Promise<string | null> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(join(dataDir, NODE_KEY_FILE));
+  } catch (err) {
+    if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
+    throw err;
+  }
+  const privateKey = privateKeyFromProtobuf(bytes) as unknown as PrivateKey;
+  return (peerIdFromPrivateKey(privateKey as unknown as Parameters<typeof peerIdFromPrivateKey>[0]) as unknown as PeerId).toString();
+}

@@ -8,7 +8,7 @@ import type { IdentityService } from '../identity/service.js';
 import { DEFAULT_SLUG_PREFIX } from '../chain/machine-creation.js';
 import { SLUG_CLAIM } from '../mesh/machines.js';
 import type { MeshService } from '../mesh/service.js';
-import { signText, TOPICS, verifyText } from '../mesh/wire.js';
+import { bytesSigner, signText, TOPICS, verifyText } from '../mesh/wire.js';
 import { chainRoutes } from '../http/routes/chain.js';
 import type { Capability } from './capability.js';
 import type { EconomyPart } from './economy.js';
@@ -16,7 +16,12 @@ import type { Foundation } from './foundation.js';
 
 /** The chain service with its heads loaded: what every later part writes through. */
 export async function openChain(f: Foundation): Promise<ChainService> {
-  const chain = new ChainService(f.store, f.config.limits.identityCacheMax, { receiptKey: f.keys.receipt, phi0: f.config.kernel.phi0, nodeId: () => f.nodeId });
+  const chain = new ChainService(f.store, f.config.limits.identityCacheMax, {
+    receiptKey: f.keys.receipt,
+    sealSigner: bytesSigner(f.nodeIdentity.privateKey),
+    phi0: f.config.kernel.phi0,
+    nodeId: () => f.nodeId,
+  });
   await chain.loadHeads();
   return chain;
 }

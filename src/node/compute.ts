@@ -8,7 +8,7 @@ import { InlineExecutor, WorkerPoolExecutor, solverPoolSize, type SolverExecutor
 import { InlineSealer, WorkerSealer, type Sealer } from '../compute/sealer.js';
 import { ComputeService, type SolverPlacement } from '../compute/service.js';
 import type { MeshService } from '../mesh/service.js';
-import { TOPICS } from '../mesh/wire.js';
+import { bytesSigner, TOPICS, verifyText } from '../mesh/wire.js';
 import { defaultRegistry } from '../solvers/registry.js';
 import type { Ledger } from '../tally/ledger.js';
 import type { QuotaService } from '../tally/quota.js';
@@ -75,6 +75,10 @@ export function wireCompute(f: Foundation, needs: ComputeNeeds): ComputePart {
     ledger: needs.ledger,
     quota: needs.quota,
     receiptKey: f.keys.receipt,
+    sealSigner: bytesSigner(f.nodeIdentity.privateKey),
+    // A sealer this node knows: itself, or a peer whose signed tick event (with the mesh's handshake) it has heard.
+    isKnownNode: (node) => node === f.nodeId || mesh.peers().some((p) => p.peerId === node && p.lastTick !== null),
+    verifySignature: verifyText,
     proveKey: f.keys.prove,
     phi0: config.kernel.phi0,
     kernelVersion: config.kernel.version,

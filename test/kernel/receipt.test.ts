@@ -1,10 +1,26 @@
-// prepareSeal + finishSeal (the sealing path) against signBody/verifyBody: same proof, the JSON bytes are the
-// canonical JSON of the signed body, and any tampered field fails verification.
+// prepareSeal + finishSeal (the sealing path) against signBody/verifyBody and sealWhole: same proof and seal
+// signature, the JSON bytes are the canonical JSON of the signed body, and any tampered field fails verification.
+import { createPublicKey, generateKeyPairSync, sign as edSign, verify as edVerify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/kernel/canonical.js';
-import { deriveKey, finishSeal, prepareSeal, signBody, verifyBody, type TickReceiptFacts } from '../../src/kernel/receipt.js';
+import {
+  deriveKey,
+  finishSeal,
+  prepareSeal,
+  sealSigningText,
+  sealWhole,
+  signBody,
+  verifyBody,
+  type SealSigner,
+  type TickReceiptFacts,
+} from '../../src/kernel/receipt.js';
 
 const key = deriveKey(Buffer.from('test secret'), 'RECEIPT');
+const nodeKey = generateKeyPairSync('ed25519').privateKey;
+const sign: SealSigner = (data) => edSign(null, Buffer.from(data), nodeKey).toString('base64');
+/** seal_signature checked with node:crypto over the text the document names (independent of finishSeal). */
+const signatureHolds = (b: Record<string, unknown>) =>
+  edVerify(null, Buffer.from(sealSigningText(b), 'utf8'), createPublicKey(nodeKey), Buffer.from(String(b.seal_signature), 'base64'));
 
 function body(): Record<string, unknown> {
   return {
@@ -23,21 +39,37 @@ function body(): Record<string, unknown> {
 
 /** Seal a body in one step (no ledger members added later). */
 function seal(b: Record<string, unknown>): { proof: string; json: string } {
-  const { proof, bytes } = finishSeal(key, prepareSeal(b, []), {});
+  const { proof, bytes } = finishSeal(key, sign, prepareSeal(b, []), {});
   return { proof, json: bytes.toString('utf8') };
 }
 
 describe('sealing a whole body', () => {
-  it('gives the proof signBody gives, and canonical text of the signed body', () => {
-    const expected = signBody(key, body());
+  it('gives the proof signBody gives over the body with its seal signature, and canonical text of the signed body', () => {
+    const signature = sign(canonicalJson(body()));
+    const expected = signBody(key, { ...body(), seal_signature: signature });
     const { proof, json } = seal(body());
     expect(proof).toBe(expected);
-    const sealed = { ...body(), cko: { ...(body().cko as object), svcProof: proof }, svcProof: proof };
+    const sealed = { ...body(), cko: { ...(body().cko as object), svcProof: proof }, seal_signature: signature, svcProof: proof };
     expect(JSON.parse(json).svcProof).toBe(expected);
     expect(JSON.parse(json).cko.svcProof).toBe(expected);
+    expect(JSON.parse(json).seal_signature).toBe(signature);
     expect(json).toBe(canonicalJson(sealed));
     expect(JSON.parse(json)).toEqual(JSON.parse(JSON.stringify(sealed)));
     expect(verifyBody(key, JSON.parse(json))).toBe(true);
+    expect(signatureHolds(JSON.parse(json))).toBe(true);
+    // sealWhole (the bodies sealed at once) gives the same body.
+    expect(canonicalJson(sealWhole(key, sign, body()))).toBe(json);
+  });
+
+  it('the proof covers the seal signature: another signature (or none) breaks svcProof, and a tampered body breaks both', () => {
+    const { json } = seal(body());
+    const other = generateKeyPairSync('ed25519').privateKey;
+    const b = JSON.parse(json);
+    const resigned = { ...b, seal_signature: edSign(null, Buffer.from(sealSigningText(b), 'utf8'), other).toString('base64') };
+    expect(verifyBody(key, resigned)).toBe(false);
+    const { seal_signature: _s, ...stripped } = b;
+    expect(verifyBody(key, stripped)).toBe(false);
+    expect(signatureHolds({ ...b, value: 10 })).toBe(false);
   });
 
   it('any tampered field fails verification', () => {
@@ -89,13 +121,14 @@ describe('prepareSeal + finishSeal (ledger members added after serialisation)', 
     const { tally_charge, envelope, ...rest } = body();
     const later = { tally_charge, envelope, audit: { slug: 'm-1', seq: 7, hash: 'ab'.repeat(32) } };
     whole.audit = later.audit;
-    const expectedProof = signBody(key, whole);
     const prepared = prepareSeal(rest, ['audit', 'envelope', 'tally_charge']);
-    const { proof, bytes } = finishSeal(key, prepared, later);
-    expect(proof).toBe(expectedProof);
-    const signed = { ...whole, cko: { ...(whole.cko as object), svcProof: proof }, svcProof: proof };
+    const { proof, sealSignature, bytes } = finishSeal(key, sign, prepared, later);
+    expect(sealSignature).toBe(sign(canonicalJson(whole)));
+    expect(proof).toBe(signBody(key, { ...whole, seal_signature: sealSignature }));
+    const signed = { ...whole, cko: { ...(whole.cko as object), svcProof: proof }, seal_signature: sealSignature, svcProof: proof };
     expect(bytes.toString('utf8')).toBe(canonicalJson(signed));
     expect(verifyBody(key, JSON.parse(bytes.toString('utf8')))).toBe(true);
+    expect(signatureHolds(JSON.parse(bytes.toString('utf8')))).toBe(true);
   });
 
   it('signs the text without its proofs when two proofs share one place', async () => {
@@ -103,7 +136,7 @@ describe('prepareSeal + finishSeal (ledger members added after serialisation)', 
     // Hand-made slots: two svcProof members and an audit member at the start of the key "b".
     const slot = (name: string) => ({ name, commaBefore: false, commaAfter: true, offset: 7 });
     const prepared = { bytes: Buffer.from('{"a":1,"b":2}'), slots: [slot('audit'), slot('svcProof'), slot('svcProof')] };
-    const { proof, bytes } = finishSeal(key, prepared, { audit: 5 });
+    const { proof, bytes } = finishSeal(key, sign, prepared, { audit: 5 });
     expect(proof).toBe(hmacHex(key, '{"a":1,"audit":5,"b":2}'));
     expect(bytes.toString('utf8')).toBe(`{"a":1,"audit":5,"svcProof":"${proof}","svcProof":"${proof}","b":2}`);
   });
