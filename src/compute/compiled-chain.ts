@@ -54,7 +54,6 @@ export class CompiledChains {
     if (known !== undefined) return known;
     const probe = stampAt(startNs);
     const preview = evaluateChain(req, { R_t: modulationFactor(probe.phase, this.phi0), svcond: probe.svcond, phase: probe.phase, phi0: this.phi0 });
-    const values = preview.master_sum.terms.slice(1).map((t: { value: number }) => t.value);
     const compiled: CompiledChain = {
       preview,
       cost: Math.min(20, Math.max(1, preview.operator_count - 1) * COSTS.computePerOperator),
@@ -66,7 +65,7 @@ export class CompiledChains {
         unit: preview.unit,
         fields: null,
       }),
-      gate: gateChainValues(values, preview.value, this.phi0),
+      gate: gateChainValues(preview, this.phi0),
     };
     if (key.length > COMPILED_CHAIN_KEY_MAX) return compiled;
     this.chains.set(key, compiled);

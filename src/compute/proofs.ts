@@ -7,8 +7,8 @@ import { stampAt, type Clock, type TickStamp } from '../kernel/clock.js';
 import { gateClosedForm, toleranceGateError } from '../kernel/gate.js';
 import { modulationFactor, PRECISION_BOUND } from '../kernel/modulation.js';
 import { metricShiftFromVariance } from '../kernel/parity.js';
-import { protocolSteps } from '../kernel/protocol.js';
-import { hmacHex, hexEqual, signBody } from '../kernel/receipt.js';
+import { chainChecks, protocolSteps } from '../kernel/protocol.js';
+import { hmacHex, hexEqual, signBody, verifyBody } from '../kernel/receipt.js';
 import { evaluateChain, type ChainRequest } from '../kernel/operators/chain.js';
 import { plainJson } from './result-digest.js';
 
@@ -36,8 +36,7 @@ export function proveChain(ctx: ProofContext, req: { domain?: string; operators?
   const stamp = stampAt(ctx.clock.nowNs());
   const R_t = modulationFactor(stamp.phase, ctx.phi0);
   const chain = evaluateChain(request, { R_t, svcond: stamp.svcond, phase: stamp.phase, phi0: ctx.phi0 });
-  const values = chain.master_sum.terms.slice(1).map((t: { value: number }) => t.value);
-  const gate = gateClosedForm(values, chain.value, R_t, ctx.phi0);
+  const gate = gateClosedForm(chain, R_t, ctx.phi0);
   if (!gate.passed) {
     ctx.onGateRefused?.('prove');
     throw toleranceGateError(gate);
@@ -45,11 +44,8 @@ export function proveChain(ctx: ProofContext, req: { domain?: string; operators?
   const steps = protocolSteps({
     operatorChain: chain.operators,
     domainOperatorCount: chain.domain_operator_count,
-    domain: chain.domain,
     relError: gate.rel_error,
-    fieldTerms: false,
-    value: chain.value,
-    unit: chain.unit,
+    ...chainChecks(chain),
     R_t,
     phase: stamp.phase,
     svcond: stamp.svcond,

@@ -4,13 +4,22 @@
 import type { TickStamp } from '../kernel/clock.js';
 import type { SlottedJson } from '../kernel/member-slots.js';
 import { fieldTerms } from '../kernel/master.js';
-import { PRECISION_BOUND, tickAverage } from '../kernel/modulation.js';
+import { PRECISION_BOUND, TOLERANCE_GATE, tickAverage } from '../kernel/modulation.js';
 import type { MetricShift } from '../kernel/parity.js';
-import { unstampedSteps, verifyStep } from '../kernel/protocol.js';
+import { chainChecks, solverChecks, unstampedSteps, verifyStep } from '../kernel/protocol.js';
 import { prepareSeal, stateFields, tickReceipt } from '../kernel/receipt.js';
 import { ko42Equation, type ChainResult } from '../kernel/operators/chain.js';
 import type { SolverOutput } from '../solvers/types.js';
 import type { ExecutedBy } from '../records/types.js';
+
+/** How a closed-form result's `uncertainty` is computed (kernel/operators/independent.ts). */
+export const CHAIN_UNCERTAINTY_BASIS =
+  'interval arithmetic: max |S - y| over every value y of the primary formula on the same inputs, with each measured ' +
+  'constant anywhere within its CODATA 2018 standard uncertainty and every rounding bounded outwards';
+/** A solver that states its own uncertainty (a Monte Carlo standard error, a discretisation estimate). */
+export const SOLVER_OWN_UNCERTAINTY_BASIS = "the solver's own estimate: the standard error of its Monte Carlo average";
+/** Otherwise: the reality check's relative error applied to the value. */
+export const SOLVER_CHECK_UNCERTAINTY_BASIS = "rel_error of the solver's reality check × |value|";
 
 /** Members of a sealed body that come from the ledger when the seal is committed. */
 export const LEDGER_MEMBERS = ['audit', 'envelope', 'tally_charge'] as const;
@@ -89,11 +98,8 @@ function chainBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'compute' }
   const protocol = unstampedSteps({
     operatorChain: chain.operators,
     domainOperatorCount: chain.domain_operator_count,
-    domain: chain.domain,
     relError: job.relError,
-    fieldTerms: false,
-    value: chain.value,
-    unit: chain.unit,
+    ...chainChecks({ ...chain, master_sum: masterSum }),
   });
   return {
     result_id: parts.resultId,
@@ -101,11 +107,11 @@ function chainBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'compute' }
     domain: chain.domain,
     value: chain.value,
     unit: chain.unit,
-    uncertainty: Math.abs(chain.value) * PRECISION_BOUND,
+    uncertainty: chain.checks[0]!.uncertainty,
+    uncertainty_basis: CHAIN_UNCERTAINTY_BASIS,
     operator_id: chain.operator_id,
     operators: chain.operators,
     inputs: chain.resolved,
-    unused_inputs: chain.unused_inputs ?? [],
     equations: [stamped.ko42Equation, ...chain.equations.slice(1)],
     master_sum: masterSum,
     masterEquation: `${chain.operators.join(' ∘ ')}: S = ${chain.value} ${chain.unit}; field terms null (scalar result, rule 8)`,
@@ -136,11 +142,16 @@ function solverBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'solver' }
   const protocol = unstampedSteps({
     operatorChain,
     domainOperatorCount: 1,
-    domain: solver.kind,
     relError: job.relError,
-    fieldTerms: terms !== null,
-    value: out.value,
-    unit: out.unit,
+    ...solverChecks({
+      solver: solver.id,
+      value: out.value,
+      unit: out.unit,
+      uncertainty,
+      check: out.check,
+      fieldTerms: terms ? terms.master_equation.masterSum.terms.map((t) => t.value) : null,
+      gate: { passed: out.check.passed && out.check.refused === undefined && job.relError <= TOLERANCE_GATE, rel_error: job.relError },
+    }),
   });
   return {
     ...job.extra,
@@ -151,6 +162,7 @@ function solverBody(receiptKey: Buffer, job: Extract<BodyJob, { kind: 'solver' }
     value: out.value,
     unit: out.unit,
     uncertainty,
+    uncertainty_basis: out.uncertainty !== undefined ? SOLVER_OWN_UNCERTAINTY_BASIS : SOLVER_CHECK_UNCERTAINTY_BASIS,
     operator_id: solver.id,
     inputs: job.inputs,
     output_class: out.output_class,

@@ -3,6 +3,7 @@
 import type { Check, CheckPart } from './check.js';
 import { ServiceError } from './errors.js';
 import { PRECISION_BOUND, TOLERANCE_GATE, tickAverage, withinModulationBound } from './modulation.js';
+import type { OperatorCheck } from './operators/independent.js';
 
 export interface GateVerdict {
   passed: boolean;
@@ -28,22 +29,39 @@ export function gateSolverCheck(check: Check, value: number): GateVerdict {
   return { passed: true, rel_error: worst, reason: null };
 }
 
-/**
- * The gate of a closed-form chain (solvers.md §6 step 6): every value finite, the tick average of R(t)·S
- * recovers S within the precision bound, and |R_t − 1| ≤ a.
- */
-export function gateClosedForm(values: number[], primary: number, R_t: number, phi0: number): GateVerdict & { tick_average: number } {
-  return gateModulation(gateChainValues(values, primary, phi0), R_t);
+/** What the closed-form gate reads of an evaluated chain (kernel/operators/chain.ts ChainResult). */
+export interface GatedChain {
+  value: number;
+  master_sum: { terms: { value: number }[] };
+  checks: OperatorCheck[];
 }
 
-/** The part of the closed-form gate that does not depend on the stamp: a chain's values decide it once. */
-export function gateChainValues(values: number[], primary: number, phi0: number): GateVerdict & { tick_average: number } {
+/**
+ * The gate of a closed-form chain (solvers.md §6 step 6): every value finite, every operator's check passed (inputs
+ * and result within their physical domains, the formula's dimension its unit, the value within the tolerance of the
+ * independent evaluation), the tick average of R(t)·S recovers S within the precision bound, and |R_t − 1| ≤ a.
+ */
+export function gateClosedForm(chain: GatedChain, R_t: number, phi0: number): GateVerdict & { tick_average: number } {
+  return gateModulation(gateChainValues(chain, phi0), R_t);
+}
+
+/**
+ * The part of the closed-form gate that does not depend on the stamp: a chain's values decide it once. rel_error is
+ * the worst of the operators' disagreement with their independent evaluation and the tick average's.
+ */
+export function gateChainValues(chain: GatedChain, phi0: number): GateVerdict & { tick_average: number } {
+  const primary = chain.value;
+  const values = chain.master_sum.terms.slice(1).map((t) => t.value);
   const avg = tickAverage(primary, phi0);
   if (!values.every(Number.isFinite))
     return { passed: false, rel_error: Number.POSITIVE_INFINITY, reason: 'an operator value is not finite', tick_average: avg };
+  let worst = 0;
+  for (const c of chain.checks) worst = Math.max(worst, c.rel_error);
+  const failed = chain.checks.find((c) => !c.passed || !(c.rel_error <= TOLERANCE_GATE));
+  if (failed) return { passed: false, rel_error: worst, reason: failed.reason ?? `${failed.operator}: check did not pass`, tick_average: avg };
   const rel = primary === 0 ? Math.abs(avg) : Math.abs(avg - primary) / Math.abs(primary);
   if (!(rel <= PRECISION_BOUND)) return { passed: false, rel_error: rel, reason: 'tick average does not recover S', tick_average: avg };
-  return { passed: true, rel_error: rel, reason: null, tick_average: avg };
+  return { passed: true, rel_error: Math.max(worst, rel), reason: null, tick_average: avg };
 }
 
 /** The stamp's part of the closed-form gate, after gateChainValues: |R_t − 1| ≤ a. */

@@ -22,7 +22,10 @@ describe('POST /api/svc/compute', () => {
     const b = r.body;
     expect(b.value).toBe(9); // ½·2·3² exactly
     expect(b.unit).toBe('J');
-    expect(b.uncertainty).toBeCloseTo(9e-4, 12);
+    // uncertainty: the interval bound on |S − exact ½mv²| (rounding only: no measured constant in the formula).
+    expect(b.uncertainty).toBeGreaterThan(0);
+    expect(b.uncertainty).toBeLessThan(9e-14);
+    expect(b.uncertainty_basis).toMatch(/^interval arithmetic: /);
     expect(b.operator_id).toBe('MECH_KINETIC_ENERGY');
     expect(b.equations[0]).toMatch(
       /^KO42: R\(t\) = S\(t\)\[1 \+ 0\.001·sin\(2π·1\.287·t \+ 0\)\] = S·1\.\d{6}|^KO42: R\(t\) = S\(t\)\[1 \+ 0\.001·sin\(2π·1\.287·t \+ 0\)\] = S·0\.\d{6}/,
@@ -58,6 +61,12 @@ describe('POST /api/svc/compute', () => {
     // Seven protocol steps, all passed.
     expect(b.protocol.map((s: { step: number }) => s.step)).toEqual([1, 2, 3, 4, 5, 6, 7]);
     expect(b.protocol.every((s: { passed: boolean }) => s.passed)).toBe(true);
+    // Steps 3, 5 and 6 say what they checked.
+    expect(b.protocol[2].detail).toBe(
+      'every operator of mechanics: inputs and result within their physical domains; dimensional analysis: MECH_KINETIC_ENERGY m^2*kg*s^-2 = J',
+    );
+    expect(b.protocol[4].detail).toContain('total = S of MECH_KINETIC_ENERGY (9 J)');
+    expect(b.protocol[5].detail).toMatch(/^S = 9 J; independent interval evaluation of each formula: MECH_KINETIC_ENERGY in \[/);
     // Tick receipt and average.
     expect(b.svcond_receipt).toMatchObject({ pulse_hz: 1.287, tick_period_s: 0.777000777, zeqond_ns: 777000777, svcond: b.svcond });
     expect(b.svcond_receipt.hmac).toMatch(/^[0-9a-f]{64}$/);
@@ -124,20 +133,61 @@ describe('POST /api/svc/compute', () => {
     expectError(strings, 400, 'SVC_INVALID_INPUT');
   });
 
-  it('a request too large to keep (many unused inputs) is sealed the same way', async () => {
-    const inputs: Record<string, number> = { mass_kg: 2, velocity_m_s: 3 };
-    for (let i = 0; i < 300; i++) inputs[`extra_input_${String(i).padStart(3, '0')}`] = i / 7;
-    const req = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs };
-    expect(JSON.stringify(req).length).toBeGreaterThan(4096);
+  it('a request too large to keep (a number written with 5000 digits) is sealed the same way', async () => {
+    const text = `{"domain":"mechanics","operators":["KO42","MECH_KINETIC_ENERGY"],"inputs":{"mass_kg":2.${'0'.repeat(5000)},"velocity_m_s":3}}`;
     for (let k = 0; k < 2; k++) {
-      const r = await call(t.url, 'POST', '/api/svc/compute', req, bearer(key));
-      expect(r.status).toBe(200);
+      const r = await call(t.url, 'POST', '/api/svc/compute', text, { ...bearer(key), 'content-type': 'application/json' });
+      expect(r.status, r.text).toBe(200);
       expect(r.body.value).toBe(9);
-      expect(r.body.unused_inputs).toHaveLength(300);
-      expect(r.body.unused_inputs[0]).toBe('extra_input_000');
       const v = await call(t.url, 'POST', '/api/svc/verify', r.body, bearer(key));
       expect(v.body.valid).toBe(true);
     }
+  });
+
+  it('an unknown input name or a value outside its physical domain is a 400, nothing sealed or charged', async () => {
+    const balance = async () => (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key))).body.total as number;
+    const beforeBalance = await balance();
+    const beforeSealed = t.node.counters.get('sealed_total');
+
+    const unknown = expectError(
+      await call(t.url, 'POST', '/api/svc/compute', { ...ke, inputs: { mass: 2, velocity: 3 } }, bearer(key)),
+      400,
+      'SVC_INVALID_INPUT',
+    );
+    expect(unknown.field).toBe('mass');
+    expect(unknown.closest).toEqual(['mass_kg', 'velocity_m_s']);
+    expect(unknown.message).toContain('closest known: mass_kg, velocity_m_s');
+
+    const negative = expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, inputs: { mass_kg: -2, velocity_m_s: 3 } }, bearer(key)), 400, 'SVC_INVALID_INPUT');
+    expect(negative).toMatchObject({ field: 'mass_kg', operator: 'MECH_KINETIC_ENERGY', value: -2, domain: { text: 'mass ≥ 0', min: 0 } });
+    expect(negative.message).toContain('mass_kg = (-2 kg) is outside its domain: mass ≥ 0');
+
+    const fast = expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, inputs: { mass_kg: 2, velocity_m_s: 4e8 } }, bearer(key)), 400, 'SVC_INVALID_INPUT');
+    expect(fast).toMatchObject({ field: 'velocity_m_s', value: 4e8, domain: { text: '|v| < c = 299792458 m/s' } });
+
+    const cold = expectError(
+      await call(t.url, 'POST', '/api/svc/compute', { domain: 'thermodynamics', operators: ['KO42', 'THERMO_WIEN_PEAK'], inputs: { temperature_K: 0 } }, bearer(key)),
+      400,
+      'SVC_INVALID_INPUT',
+    );
+    expect(cold.domain.text).toBe('absolute temperature > 0 K');
+
+    expect(await balance()).toBe(beforeBalance);
+    expect(t.node.counters.get('sealed_total')).toBe(beforeSealed);
+    // The same node seals the valid request, so the counters above can move.
+    expect((await call(t.url, 'POST', '/api/svc/compute', ke, bearer(key))).status).toBe(200);
+    expect(t.node.counters.get('sealed_total')).toBe(beforeSealed + 1);
+    expect(await balance()).toBe(beforeBalance - 1);
+  });
+
+  it('GET /api/operators lists each input with its physical domain and each result domain', async () => {
+    const r = await call(t.url, 'GET', '/api/operators');
+    expect(r.status).toBe(200);
+    const ke = r.body.operators.find((o: { id: string }) => o.id === 'MECH_KINETIC_ENERGY');
+    expect(ke.inputs[0]).toEqual({ key: 'mass_kg', unit: 'kg', default: 1, domain: { text: 'mass ≥ 0', min: 0, min_inclusive: true } });
+    expect(ke.result_domain).toEqual({ text: 'energy ≥ 0', min: 0, min_inclusive: true });
+    const hw = r.body.operators.find((o: { id: string }) => o.id === 'BIO_HARDY_WEINBERG_HET');
+    expect(hw.inputs[0].domain).toEqual({ text: 'probability in [0, 1]', min: 0, min_inclusive: true, max: 1, max_inclusive: true });
   });
 
   it('rejects an unknown domain with SVC_INVALID_DOMAIN and a suggestion', async () => {

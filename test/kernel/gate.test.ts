@@ -7,6 +7,11 @@ import { tickAverage } from '../../src/kernel/modulation.js';
 
 type Check = Parameters<typeof gateSolverCheck>[0];
 
+/** A chain whose operators' own checks are not in question here: S first, then the other operators' values. */
+function chainOf(values: number[]): Parameters<typeof gateChainValues>[0] {
+  return { value: values[0]!, master_sum: { terms: [{ value: 1 }, ...values.map((value) => ({ value }))] }, checks: [] };
+}
+
 /** A one-part check that claims to pass with the error it reports. */
 function check(computed: number, reference: number, extra: Partial<Check> = {}): Check {
   const rel = Math.abs(computed - reference) / Math.abs(reference);
@@ -74,28 +79,28 @@ describe('closed-form gate (solvers.md §6 step 6)', () => {
   });
 
   it('passes finite values whose tick average recovers S, and |R_t − 1| ≤ a = 1e-3', () => {
-    const v = gateClosedForm([2, 3.5], 3.5, 1.001, 0.3);
+    const v = gateClosedForm(chainOf([3.5, 2]), 1.001, 0.3);
     expect(v.passed).toBe(true);
     expect(v.reason).toBeNull();
     expect(v.rel_error).toBeLessThan(1e-14);
     expect(v.tick_average).toBeCloseTo(3.5, 13);
-    expect(gateClosedForm([0], 0, 0.999, 0)).toMatchObject({ passed: true, rel_error: 0, tick_average: 0 });
+    expect(gateClosedForm(chainOf([0]), 0.999, 0)).toMatchObject({ passed: true, rel_error: 0, tick_average: 0 });
   });
 
   it('fails on a non-finite operator value', () => {
-    const v = gateChainValues([1, Number.NaN], 1, 0);
+    const v = gateChainValues(chainOf([1, Number.NaN]), 0);
     expect(v).toMatchObject({ passed: false, rel_error: Number.POSITIVE_INFINITY, reason: 'an operator value is not finite' });
-    expect(gateClosedForm([Number.POSITIVE_INFINITY], 1, 1, 0).passed).toBe(false);
+    expect(gateClosedForm(chainOf([Number.POSITIVE_INFINITY]), 1, 0).passed).toBe(false);
   });
 
   it('fails when R_t is outside 1 ± 1e-3, keeping the chain verdict otherwise', () => {
-    const chain = gateChainValues([5], 5, 0);
+    const chain = gateChainValues(chainOf([5]), 0);
     expect(gateModulation(chain, 1.0011)).toMatchObject({ passed: false, reason: '|R_t - 1| exceeds 1e-3', tick_average: chain.tick_average });
     expect(gateModulation(chain, 0.9989).passed).toBe(false);
     expect(gateModulation(chain, 1 + 1e-3)).toBe(chain);
     expect(gateModulation(chain, 1 - 1e-3)).toBe(chain);
     // A chain that already failed stays failed with its own reason, whatever the stamp.
-    const bad = gateChainValues([Number.NaN], 1, 0);
+    const bad = gateChainValues(chainOf([Number.NaN]), 0);
     expect(gateModulation(bad, 1)).toBe(bad);
   });
 });

@@ -1,17 +1,18 @@
 // The seven-step protocol of rule 7: seven steps in the spec's order, each failing exactly when its condition
-// does (KO42 first; 1–3 domain operators; ≤ 0.1 % precision; field terms or rule-8 nulls; |R_t − 1| ≤ 1e-3 and
-// a phase in [0, 1) at the stamp).
+// does (KO42 first; 1–3 domain operators; physical domains and dimensions; ≤ 0.1 % precision; the master sum and
+// field terms or rule-8 nulls; the independent evaluation or the reality check; |R_t − 1| ≤ 1e-3 and a phase in
+// [0, 1) at the stamp).
 import { describe, expect, it } from 'vitest';
-import { protocolSteps, unstampedSteps, verifyStep, type ProtocolFacts } from '../../src/kernel/protocol.js';
+import { evaluateChain } from '../../src/kernel/operators/chain.js';
+import { chainChecks, protocolSteps, solverChecks, unstampedSteps, verifyStep, type ProtocolFacts } from '../../src/kernel/protocol.js';
 
 const facts: ProtocolFacts = {
   operatorChain: ['KO42', 'NM21', 'QM1'],
   domainOperatorCount: 2,
-  domain: 'quantum',
   relError: 2.5e-5,
-  fieldTerms: false,
-  value: 1.5,
-  unit: 'eV',
+  scale: { passed: true, detail: 'scale checked' },
+  master: { passed: true, detail: 'master checked' },
+  execution: { passed: true, detail: 'S = 1.5 eV' },
   R_t: 1.0004,
   phase: 0.25,
   svcond: 123456,
@@ -57,9 +58,55 @@ describe('rule 7: the seven-step protocol', () => {
     expect(passedOf({ ...facts, relError: Number.NaN })[3]).toBe(false);
   });
 
-  it('step 5 says where the terms come from: the field, or null for a scalar result (rule 8)', () => {
-    expect(protocolSteps({ ...facts, fieldTerms: false })[4]!.detail).toBe('scalar result: field terms null (rule 8)');
-    expect(protocolSteps({ ...facts, fieldTerms: true })[4]!.detail).toBe('six terms computed from the returned field');
+  it('steps 3, 5 and 6 carry their computed checks', () => {
+    expect(passedOf({ ...facts, scale: { passed: false, detail: 'x' } })).toEqual([true, true, false, true, true, true, true]);
+    expect(passedOf({ ...facts, master: { passed: false, detail: 'x' } })).toEqual([true, true, true, true, false, true, true]);
+    expect(passedOf({ ...facts, execution: { passed: false, detail: 'x' } })).toEqual([true, true, true, true, true, false, true]);
+  });
+
+  it('a closed-form chain: steps 3, 5 and 6 computed from its operators, and each can fail', () => {
+    const MOD = { R_t: 1.0005, svcond: 7, phase: 0.1 };
+    const chain = evaluateChain({ domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } }, MOD);
+    const ok = chainChecks(chain);
+    expect(ok.scale).toEqual({
+      passed: true,
+      detail: 'every operator of mechanics: inputs and result within their physical domains; dimensional analysis: MECH_KINETIC_ENERGY m^2*kg*s^-2 = J',
+    });
+    expect(ok.master.passed).toBe(true);
+    expect(ok.master.detail).toBe(
+      'master sum: KO42 factor and 1 operator term(s), total = S of MECH_KINETIC_ENERGY (9 J); field terms null: scalar result (rule 8)',
+    );
+    expect(ok.execution.passed).toBe(true);
+    expect(ok.execution.detail).toMatch(
+      /^S = 9 J; independent interval evaluation of each formula: MECH_KINETIC_ENERGY in \[8\.9999999999999\d*, 9\.0000000000000\d*\] \(rel\. error 0\.000e\+0\)$/,
+    );
+
+    // A result outside its domain (a negative kinetic energy), a master sum whose total is not S, a value that
+    // disagrees with the independent evaluation: each fails its own step.
+    const negative = { ...chain, checks: [{ ...chain.checks[0]!, result_in_domain: false, value: -9 }] };
+    expect(chainChecks(negative).scale).toMatchObject({ passed: false, detail: expect.stringContaining('MECH_KINETIC_ENERGY result -9 J') });
+    const total = { ...chain, master_sum: { ...chain.master_sum, total: 9.5 } };
+    expect(chainChecks(total).master.passed).toBe(false);
+    const far = { ...chain, checks: [{ ...chain.checks[0]!, rel_error: 0.01 }] };
+    expect(chainChecks(far).execution.passed).toBe(false);
+    const badDimension = { ...chain, checks: [{ ...chain.checks[0]!, dimension_ok: false, dimension: 'm*kg*s^-1' }] };
+    expect(chainChecks(badDimension).scale).toMatchObject({ passed: false, detail: expect.stringContaining('MECH_KINETIC_ENERGY m*kg*s^-1 ≠ J') });
+  });
+
+  it('a solver run: step 5 says where the terms come from (the field, or null for a scalar result), step 6 is its check', () => {
+    const check = { name: 'energy drift', quantity: 'E', computed: 1.0001, reference: 1, rel_error: 1e-4, tolerance: 1e-3, passed: true };
+    const run = { solver: 'action', value: 1.0001, unit: 'J', uncertainty: 1e-4, check, fieldTerms: null, gate: { passed: true, rel_error: 1e-4 } };
+    const scalar = solverChecks(run);
+    expect(scalar.master).toEqual({ passed: true, detail: 'scalar result: field terms null (rule 8)' });
+    expect(scalar.scale.passed).toBe(true);
+    expect(scalar.execution).toEqual({ passed: true, detail: 'energy drift: E 1.0001 against reference 1 (rel. error 1.000e-4)' });
+    expect(solverChecks({ ...run, fieldTerms: [1, 2, 3, 4, 5, 6] }).master).toEqual({
+      passed: true,
+      detail: 'six terms computed from the returned field, all finite',
+    });
+    expect(solverChecks({ ...run, fieldTerms: [1, 2, 3, 4, 5, Number.NaN] }).master.passed).toBe(false);
+    expect(solverChecks({ ...run, uncertainty: Number.POSITIVE_INFINITY }).scale.passed).toBe(false);
+    expect(solverChecks({ ...run, gate: { passed: false, rel_error: 0.01 } }).execution.passed).toBe(false);
   });
 
   it('step 7 fails when |R_t − 1| > 1e-3 or the phase is outside [0, 1)', () => {

@@ -2,7 +2,8 @@
 // stamping tick) is handed in by the caller, which also runs the step-6 gate, seals and stores.
 import { InputError, ServiceError } from '../errors.js';
 import { num, resolveOperatorInputs } from './define.js';
-import { invalidDomainError, isDomain, getOperator, KO42, KO42_ID, operatorsInDomain, similarOperators } from './registry.js';
+import { checkOperator, type OperatorCheck } from './independent.js';
+import { invalidDomainError, isDomain, getOperator, KO42, KO42_ID, operatorsInDomain, similarNames, similarOperators } from './registry.js';
 import type { Domain, OperatorDef } from './types.js';
 
 /** Part 7/8: more than this many operators (KO42 included) → 400 SVC_TOO_MANY_OPERATORS. */
@@ -51,9 +52,12 @@ export interface ChainResult {
   domain_operator_count: number;
   /** Rule 7 step 2: 1–3 domain operators (plus KO42). 4 … 9 domain operators are evaluated but not compliant. */
   protocol_step2_compliant: boolean;
-  /** Keys of `inputs` that no operator of the chain reads, sorted. */
-  unused_inputs: string[];
+  /** Rule 7 steps 3 and 6 for each domain operator, in chain order: domains, dimensions, independent evaluation. */
+  checks: OperatorCheck[];
 }
+
+/** Where a chain's operator ids are looked up: the registry, or (in a test) a registry with one operator replaced. */
+export type OperatorLookup = (id: string) => OperatorDef | undefined;
 
 function invalidOperator(message: string, availableSimilar: string[]): ServiceError {
   return new ServiceError(400, 'SVC_INVALID_OPERATOR', message, { available_similar: availableSimilar });
@@ -76,7 +80,10 @@ function describe(x: unknown): string {
  * {requested_operators, limit}; operators[0] ≠ KO42, an unknown id, an id of another domain, KO42 repeated
  * after position 0, or no domain operator at all → SVC_INVALID_OPERATOR {available_similar}.
  */
-export function validateChain(request: { domain: unknown; operators: unknown }): {
+export function validateChain(
+  request: { domain: unknown; operators: unknown },
+  lookup: OperatorLookup = getOperator,
+): {
   domain: Domain;
   chain: OperatorDef[];
 } {
@@ -111,7 +118,7 @@ export function validateChain(request: { domain: unknown; operators: unknown }):
     if (id === KO42_ID) {
       throw invalidOperator(`${KO42_ID} may appear only as operators[0] (found again at operators[${i}])`, similarDomainOperators(name, domain));
     }
-    const op = typeof id === 'string' ? getOperator(id) : undefined;
+    const op = typeof id === 'string' ? lookup(id) : undefined;
     if (!op) {
       throw invalidOperator(`operators[${i}] = ${describe(id)} is not a registered operator`, similarDomainOperators(name, domain));
     }
@@ -146,9 +153,10 @@ export function ko42Equation(modulation: Modulation): string {
 /**
  * Evaluate a chain {domain, operators: ['KO42', P, S1?, …], inputs} (§6 steps 1–5).
  * Throws ServiceError (400 SVC_INVALID_DOMAIN / SVC_TOO_MANY_OPERATORS / SVC_INVALID_OPERATOR) or InputError
- * (400 SVC_INVALID_INPUT naming the operator and key).
+ * (400 SVC_INVALID_INPUT: an unknown key with the closest known ones, or a value of the wrong type or outside its
+ * physical domain, naming the operator and key).
  */
-export function evaluateChain(request: ChainRequest, modulation: Modulation): ChainResult {
+export function evaluateChain(request: ChainRequest, modulation: Modulation, lookup: OperatorLookup = getOperator): ChainResult {
   if (
     !Number.isFinite(modulation.R_t) ||
     !Number.isSafeInteger(modulation.svcond) ||
@@ -159,7 +167,7 @@ export function evaluateChain(request: ChainRequest, modulation: Modulation): Ch
   }
 
   // Step 1.
-  const { domain, chain } = validateChain(request);
+  const { domain, chain } = validateChain(request, lookup);
 
   // Step 2: the inputs object is shared by the whole chain.
   const raw = request.inputs === undefined ? {} : request.inputs;
@@ -168,27 +176,27 @@ export function evaluateChain(request: ChainRequest, modulation: Modulation): Ch
   }
   const inputs = raw as Record<string, unknown>;
 
-  // Resolve every operator first (type errors before domain errors), in chain order.
-  const resolved = chain.map((op) => ({ operator: op.id, inputs: resolveOperatorInputs(op, inputs) }));
-
-  // Keys no operator of this chain reads are accepted and reported, not rejected: the inputs object is shared
-  // by the chain (step 2), so a client may send one inputs object for several chains or domains, and neither
-  // spec 2.1 ("operator-specific keys with numeric values") nor part 7 gives a code for an unused key; rejecting
-  // it would make a key's validity depend on which other operators are in the chain. Listing them in
-  // unused_inputs keeps a mistyped key visible. They must still be finite numbers: inputs is an object of numbers.
-  const read = new Set(chain.flatMap((op) => op.inputs.map((i) => i.key)));
-  const unused = Object.keys(inputs)
-    .filter((key) => !read.has(key))
-    .sort();
-  for (const key of unused) {
-    const value = inputs[key];
-    if (typeof value !== 'number' || !Number.isFinite(value)) {
-      throw new InputError(key, `must be a finite number (key not read by any operator of this chain), got ${describe(value)}`, 'finite number');
-    }
+  // Every key must be one some operator of the chain reads: a key no operator reads is a misspelt name (a 'mass' for
+  // 'mass_kg') whose value would otherwise be replaced by the default without a word. Refused, naming the nearest keys.
+  const known = [...new Set(chain.flatMap((op) => op.inputs.map((i) => i.key)))];
+  for (const key of Object.keys(inputs)) {
+    if (known.includes(key)) continue;
+    const closest = similarNames(key, known, 3);
+    const err = new InputError(
+      key,
+      `unknown input '${key}': no operator of ${[KO42_ID, ...chain.map((op) => op.id)].join(' → ')} reads it; closest known: ${closest.join(', ')}`,
+      known,
+    );
+    err.extra.closest = closest;
+    throw err;
   }
+
+  // Resolve every operator (type errors, then physical domains), in chain order.
+  const resolved = chain.map((op) => ({ operator: op.id, inputs: resolveOperatorInputs(op, inputs) }));
 
   // Evaluate each domain operator on its resolved inputs; domain violations throw InputError.
   const values = chain.map((op, i) => op.evaluate(resolved[i]!.inputs));
+  const checks = chain.map((op, i) => checkOperator(op, resolved[i]!.inputs, values[i]!));
 
   // Steps 3–5.
   const primary = chain[0]!;
@@ -210,6 +218,6 @@ export function evaluateChain(request: ChainRequest, modulation: Modulation): Ch
     operator_count: chain.length + 1,
     domain_operator_count: chain.length,
     protocol_step2_compliant: chain.length >= PROTOCOL_MIN_DOMAIN_OPERATORS && chain.length <= PROTOCOL_MAX_DOMAIN_OPERATORS,
-    unused_inputs: unused,
+    checks,
   };
 }

@@ -38,6 +38,24 @@ export const M_SUN = 1.988_47e30;
 /** Standard acceleration of gravity, m/s² (exact). */
 export const G0 = 9.806_65;
 
+/**
+ * Relative standard uncertainty of the values as listed above (CODATA 2018). Constants exact by definition and listed
+ * in full (c, h, k_B, e, N_A, g0) have none; exact constants listed to fewer digits than they have (R, σ, b, F) carry
+ * the rounding of the listing; the nominal solar mass is a convention and has none.
+ */
+export const RELATIVE_UNCERTAINTY = Object.freeze({
+  R: 2e-11,
+  G: 2.2e-5,
+  epsilon0: 1.5e-10,
+  mu0: 1.5e-10,
+  me: 3.0e-10,
+  u: 3.0e-10,
+  sigmaSB: 4e-11,
+  wienB: 7e-11,
+  rydbergEnergy: 1.9e-12,
+  F: 4e-11,
+});
+
 /** All of the above in one frozen object (for listings and for callers that want a single import). */
 export const CODATA_2018 = Object.freeze({
   c: C_LIGHT,

@@ -2,6 +2,8 @@
 // OperatorDef, the guarded arithmetic that reports domain violations as 400 SVC_INVALID_INPUT naming the
 // operator and the key, and the number formatting of the equation strings. Pure.
 import { InputError } from '../errors.js';
+import { inDomain, type PhysicalDomain } from './domains.js';
+import type { Expr } from './reference.js';
 import type { Domain, OperatorDef, OperatorInput } from './types.js';
 
 /**
@@ -68,8 +70,8 @@ function makeGuard(operator: string): Guard {
   };
 }
 
-/** One input: key, unit, default. */
-export type InputSpec = readonly [key: string, unit: string, defaultValue: number];
+/** One input: key, unit, default, physical domain. */
+export type InputSpec = readonly [key: string, unit: string, defaultValue: number, domain: PhysicalDomain];
 
 export interface OperatorSpecDef {
   id: string;
@@ -77,6 +79,10 @@ export interface OperatorSpecDef {
   formula: string;
   unit: string;
   inputs: readonly InputSpec[];
+  /** The values the result can take (rule 7 step 3). */
+  result_domain: PhysicalDomain;
+  /** The formula once more, independent of compute(): see reference.ts. */
+  reference: Expr;
   /** The standard result S. Use the guard for every division, root and logarithm. */
   compute(v: Record<string, number>, g: Guard): number;
   /** The equation with the inputs substituted and the result, e.g. 'E = 1/2 m v^2 = 1/2 · 2 kg · (3 m/s)^2 = 9 J'. */
@@ -85,7 +91,8 @@ export interface OperatorSpecDef {
 
 /**
  * Resolve one operator's inputs from a shared inputs object: a missing key takes the default; a key present
- * but not a finite number is SVC_INVALID_INPUT naming the operator and key. Keys come out in the operator's order.
+ * but not a finite number, or a value outside the input's physical domain, is SVC_INVALID_INPUT naming the operator
+ * and key (and the value and domain). Keys come out in the operator's order.
  */
 export function resolveOperatorInputs(def: Pick<OperatorDef, 'id' | 'inputs'>, inputs: Readonly<Record<string, unknown>>): Record<string, number> {
   const out: Record<string, number> = {};
@@ -101,9 +108,18 @@ export function resolveOperatorInputs(def: Pick<OperatorDef, 'id' | 'inputs'>, i
     if (!Number.isFinite(raw)) {
       throw new OperatorInputError(def.id, input.key, `must be finite, got ${String(raw)}`, 'finite number');
     }
+    if (!inDomain(raw, input.domain)) throw outsideDomain(def.id, input, raw);
     out[input.key] = raw;
   }
   return out;
+}
+
+/** 400 naming the input, its value and its domain. */
+export function outsideDomain(operator: string, input: OperatorInput, value: number): OperatorInputError {
+  const err = new OperatorInputError(operator, input.key, `${input.key} = ${q(value, input.unit)} is outside its domain: ${input.domain.text}`, input.domain);
+  err.extra.value = value;
+  err.extra.domain = input.domain;
+  return err;
 }
 
 function describe(raw: unknown): string {
@@ -119,7 +135,7 @@ function describe(raw: unknown): string {
  * largest magnitude, the usual cause.
  */
 export function defineOperator(spec: OperatorSpecDef): OperatorDef {
-  const inputs: OperatorInput[] = spec.inputs.map(([key, unit, def]) => ({ key, unit, default: def }));
+  const inputs: OperatorInput[] = spec.inputs.map(([key, unit, def, domain]) => ({ key, unit, default: def, domain }));
   const guard = makeGuard(spec.id);
   const resolve = (values: Record<string, number>) => resolveOperatorInputs({ id: spec.id, inputs }, values);
   return {
@@ -128,6 +144,8 @@ export function defineOperator(spec: OperatorSpecDef): OperatorDef {
     formula: spec.formula,
     unit: spec.unit,
     inputs,
+    result_domain: spec.result_domain,
+    reference: spec.reference,
     evaluate(values) {
       const v = resolve(values);
       const result = spec.compute(v, guard);

@@ -1,15 +1,50 @@
 // Finance operators of solvers.md §6. Money is in USD, rates per year, times in years.
 import { blackScholes, type OptionType } from '../../numerics/black-scholes.js';
+import { atLeast, nonNegative, positive, REAL, type PhysicalDomain } from './domains.js';
 import { defineOperator, num, q, res, type Guard, type InputSpec } from './define.js';
+import { add, div, exp, expm1, ifPositive, k, ln, ln1p, max, mul, neg, Phi, pow, sqrt, sub, x, type Expr } from './reference.js';
 import type { OperatorDef } from './types.js';
 
 /**
  * (1 + x)^e. For x > −1 as exp(e·log1p(x)), which keeps the accuracy that rounding 1 + x would lose; otherwise
  * a plain power through the guard (a negative base with a non-integer exponent is rejected, naming `key`).
  */
-function growth(x: number, e: number, g: Guard, key: string): number {
-  if (x > -1) return g.finite(Math.exp(e * Math.log1p(x)), key);
-  return g.pow(1 + x, e, key);
+function growth(rate: number, e: number, g: Guard, key: string): number {
+  if (rate > -1) return g.finite(Math.exp(e * Math.log1p(rate)), key);
+  return g.pow(1 + rate, e, key);
+}
+
+/** An interest rate per year: above −100 % (a loss of everything is the limit). */
+const RATE: PhysicalDomain = { text: 'rate > -1 per year (no loss beyond 100 %)', min: -1, min_inclusive: false };
+/** A return over a period: at least −100 %. */
+const RETURN = atLeast(-1, 'return');
+/** Compounding periods: at least one a year, so that the rate per period stays above −100 %. */
+const PERIODS = atLeast(1, 'periods per year');
+/** One year: a rate per year times a year is the pure number the formulas compound with. */
+const YEAR = k(1, 'yr');
+
+/** PMT = P i / (1 − (1 + i)^(−N)), and P/N, its limit, at i = 0. */
+const annuityReference: Expr = (() => {
+  const i = div(x('rate'), x('periods_per_year'));
+  const N = mul(x('years'), x('periods_per_year'));
+  const payment = div(mul(x('principal'), i), neg(expm1(neg(mul(N, ln1p(i))))));
+  return ifPositive(pow(i, 2), payment, div(x('principal'), N));
+})();
+
+/** The Black–Scholes price with Φ evaluated by quadrature, and its intrinsic limit where σ√T = 0. */
+function blackScholesReference(option_type: OptionType): Expr {
+  const sigmaSqrtT = mul(x('volatility'), sqrt(x('maturity_years')));
+  const d1 = div(
+    add(ln(div(x('spot'), x('strike'))), mul(add(sub(x('rate'), x('dividend_yield')), mul(k(0.5), pow(x('volatility'), 2))), x('maturity_years'))),
+    sigmaSqrtT,
+  );
+  const d2 = sub(d1, sigmaSqrtT);
+  const spot = mul(x('spot'), exp(neg(mul(x('dividend_yield'), x('maturity_years')))));
+  const strike = mul(x('strike'), exp(neg(mul(x('rate'), x('maturity_years')))));
+  const zero = k(0, 'USD');
+  return option_type === 'call'
+    ? ifPositive(sigmaSqrtT, sub(mul(spot, Phi(d1)), mul(strike, Phi(d2))), max(sub(spot, strike), zero))
+    : ifPositive(sigmaSqrtT, sub(mul(strike, Phi(neg(d2))), mul(spot, Phi(neg(d1)))), max(sub(strike, spot), zero));
 }
 
 export const FIN_COMPOUND_INTEREST = defineOperator({
@@ -18,11 +53,13 @@ export const FIN_COMPOUND_INTEREST = defineOperator({
   formula: 'FV = PV(1 + r/n)^(nt)',
   unit: 'USD',
   inputs: [
-    ['principal', 'USD', 1000],
-    ['rate', '1/yr', 0.05],
-    ['periods_per_year', '1/yr', 12],
-    ['years', 'yr', 10],
+    ['principal', 'USD', 1000, REAL],
+    ['rate', '1/yr', 0.05, RATE],
+    ['periods_per_year', '1/yr', 12, PERIODS],
+    ['years', 'yr', 10, nonNegative('time')],
   ],
+  result_domain: REAL,
+  reference: mul(x('principal'), exp(mul(x('periods_per_year'), x('years'), ln1p(div(x('rate'), x('periods_per_year')))))),
   compute: (v, g) => {
     const n = v.periods_per_year!;
     const perPeriod = g.div(v.rate!, n, 'periods_per_year');
@@ -39,10 +76,12 @@ export const FIN_CONTINUOUS_COMPOUNDING = defineOperator({
   formula: 'FV = PV e^(rt)',
   unit: 'USD',
   inputs: [
-    ['principal', 'USD', 1000],
-    ['rate', '1/yr', 0.05],
-    ['years', 'yr', 10],
+    ['principal', 'USD', 1000, REAL],
+    ['rate', '1/yr', 0.05, REAL],
+    ['years', 'yr', 10, nonNegative('time')],
   ],
+  result_domain: REAL,
+  reference: mul(x('principal'), exp(mul(x('rate'), x('years')))),
   compute: (v, g) => v.principal! * g.finite(Math.exp(v.rate! * v.years!), 'rate'),
   equation: (v, r) => `FV = PV e^(r t) = ${q(v.principal!, 'USD')} · e^(${num(v.rate!)} · ${num(v.years!)}) = ${res(r, 'USD')}`,
 });
@@ -53,10 +92,12 @@ export const FIN_PRESENT_VALUE = defineOperator({
   formula: 'PV = FV/(1 + r)^t',
   unit: 'USD',
   inputs: [
-    ['future_value', 'USD', 1000],
-    ['rate', '1/yr', 0.05],
-    ['years', 'yr', 10],
+    ['future_value', 'USD', 1000, REAL],
+    ['rate', '1/yr', 0.05, RATE],
+    ['years', 'yr', 10, nonNegative('time')],
   ],
+  result_domain: REAL,
+  reference: div(x('future_value'), exp(mul(div(x('years'), YEAR), ln1p(mul(x('rate'), YEAR))))),
   compute: (v, g) => g.div(v.future_value!, growth(v.rate!, v.years!, g, 'rate'), 'rate'),
   equation: (v, r) => `PV = FV / (1 + r)^t = ${q(v.future_value!, 'USD')} / (1 + ${num(v.rate!)})^${num(v.years!)} = ${res(r, 'USD')}`,
 });
@@ -67,11 +108,13 @@ export const FIN_ANNUITY_PAYMENT = defineOperator({
   formula: 'PMT = P i/(1 − (1+i)^(−N)), i = rate/periods_per_year, N = years·periods_per_year',
   unit: 'USD',
   inputs: [
-    ['principal', 'USD', 200000],
-    ['rate', '1/yr', 0.04],
-    ['periods_per_year', '1/yr', 12],
-    ['years', 'yr', 30],
+    ['principal', 'USD', 200000, REAL],
+    ['rate', '1/yr', 0.04, RATE],
+    ['periods_per_year', '1/yr', 12, PERIODS],
+    ['years', 'yr', 30, positive('term')],
   ],
+  result_domain: REAL,
+  reference: annuityReference,
   compute: (v, g) => {
     const i = g.div(v.rate!, v.periods_per_year!, 'periods_per_year');
     const N = v.years! * v.periods_per_year!;
@@ -96,12 +139,12 @@ export const FIN_ANNUITY_PAYMENT = defineOperator({
 });
 
 const BS_INPUTS: readonly InputSpec[] = [
-  ['spot', 'USD', 100],
-  ['strike', 'USD', 100],
-  ['rate', '1/yr', 0.05],
-  ['volatility', '1/yr^(1/2)', 0.2],
-  ['maturity_years', 'yr', 1],
-  ['dividend_yield', '1/yr', 0],
+  ['spot', 'USD', 100, positive('spot price')],
+  ['strike', 'USD', 100, positive('strike price')],
+  ['rate', '1/yr', 0.05, REAL],
+  ['volatility', '1/yr^(1/2)', 0.2, nonNegative('volatility')],
+  ['maturity_years', 'yr', 1, nonNegative('time to maturity')],
+  ['dividend_yield', '1/yr', 0, REAL],
 ];
 
 /** Domain of the closed form: ln(S/K) needs S, K > 0; σ√T needs σ ≥ 0 and T ≥ 0 (σ√T = 0 is the intrinsic limit). */
@@ -163,6 +206,8 @@ export const FIN_BLACK_SCHOLES_CALL = defineOperator({
   formula: 'S e^(−qT)Φ(d1) − K e^(−rT)Φ(d2)',
   unit: 'USD',
   inputs: BS_INPUTS,
+  result_domain: nonNegative('option price'),
+  reference: blackScholesReference('call'),
   compute: (v, g) => blackScholesOperator(v, g, 'call'),
   equation: (v, r) => blackScholesEquation(v, r, 'call'),
 });
@@ -173,6 +218,8 @@ export const FIN_BLACK_SCHOLES_PUT = defineOperator({
   formula: 'K e^(−rT)Φ(−d2) − S e^(−qT)Φ(−d1)',
   unit: 'USD',
   inputs: BS_INPUTS,
+  result_domain: nonNegative('option price'),
+  reference: blackScholesReference('put'),
   compute: (v, g) => blackScholesOperator(v, g, 'put'),
   equation: (v, r) => blackScholesEquation(v, r, 'put'),
 });
@@ -183,10 +230,12 @@ export const FIN_CAPM = defineOperator({
   formula: 'E[R] = r_f + β(E[R_m] − r_f)',
   unit: '1',
   inputs: [
-    ['risk_free_rate', '1', 0.03],
-    ['beta', '1', 1.2],
-    ['market_return', '1', 0.08],
+    ['risk_free_rate', '1', 0.03, RETURN],
+    ['beta', '1', 1.2, REAL],
+    ['market_return', '1', 0.08, RETURN],
   ],
+  result_domain: REAL,
+  reference: add(x('risk_free_rate'), mul(x('beta'), sub(x('market_return'), x('risk_free_rate')))),
   compute: (v) => v.risk_free_rate! + v.beta! * (v.market_return! - v.risk_free_rate!),
   equation: (v, r) =>
     `E[R] = r_f + β (E[R_m] - r_f) = ${num(v.risk_free_rate!)} + ${q(v.beta!, '1')} · (${num(v.market_return!)} - ` +

@@ -1,6 +1,8 @@
 // Fluid operators of solvers.md §6.
 import { G0 } from './constants.js';
+import { nonNegative, positive, REAL } from './domains.js';
 import { defineOperator, negKey, pw, q, res } from './define.js';
+import { add, div, k, mul, PI, pow, sqrt, sub, x } from './reference.js';
 import type { OperatorDef } from './types.js';
 
 export const FLUID_REYNOLDS = defineOperator({
@@ -9,11 +11,13 @@ export const FLUID_REYNOLDS = defineOperator({
   formula: 'Re = ρvL/μ',
   unit: '1',
   inputs: [
-    ['density_kg_m3', 'kg/m^3', 1000],
-    ['velocity_m_s', 'm/s', 1],
-    ['length_m', 'm', 0.1],
-    ['dynamic_viscosity_Pa_s', 'Pa*s', 1.002e-3],
+    ['density_kg_m3', 'kg/m^3', 1000, nonNegative('density')],
+    ['velocity_m_s', 'm/s', 1, nonNegative('flow speed')],
+    ['length_m', 'm', 0.1, positive('characteristic length')],
+    ['dynamic_viscosity_Pa_s', 'Pa*s', 1.002e-3, positive('dynamic viscosity')],
   ],
+  result_domain: nonNegative('Reynolds number'),
+  reference: div(mul(x('density_kg_m3'), x('velocity_m_s'), x('length_m')), x('dynamic_viscosity_Pa_s')),
   compute: (v, g) => g.div(v.density_kg_m3! * v.velocity_m_s! * v.length_m!, v.dynamic_viscosity_Pa_s!, 'dynamic_viscosity_Pa_s'),
   equation: (v, r) =>
     `Re = ρ v L / μ = ${q(v.density_kg_m3!, 'kg/m^3')} · ${q(v.velocity_m_s!, 'm/s')} · ${q(v.length_m!, 'm')} / ` +
@@ -26,9 +30,11 @@ export const FLUID_TORRICELLI = defineOperator({
   formula: 'v = √(2gh)',
   unit: 'm/s',
   inputs: [
-    ['gravity_m_s2', 'm/s^2', G0],
-    ['height_m', 'm', 1],
+    ['gravity_m_s2', 'm/s^2', G0, nonNegative('gravitational acceleration')],
+    ['height_m', 'm', 1, nonNegative('height of fluid above the outlet')],
   ],
+  result_domain: nonNegative('speed'),
+  reference: sqrt(mul(k(2), x('gravity_m_s2'), x('height_m'))),
   compute: (v, g) => g.sqrt(2 * v.gravity_m_s2! * v.height_m!, negKey(v, 'height_m', 'gravity_m_s2')),
   equation: (v, r) => `v = sqrt(2 g h) = sqrt(2 · ${q(v.gravity_m_s2!, 'm/s^2')} · ${q(v.height_m!, 'm')}) = ${res(r, 'm/s')}`,
 });
@@ -39,11 +45,13 @@ export const FLUID_HYDROSTATIC_PRESSURE = defineOperator({
   formula: 'P = P0 + ρgh',
   unit: 'Pa',
   inputs: [
-    ['surface_pressure_Pa', 'Pa', 101325],
-    ['density_kg_m3', 'kg/m^3', 1000],
-    ['gravity_m_s2', 'm/s^2', G0],
-    ['depth_m', 'm', 10],
+    ['surface_pressure_Pa', 'Pa', 101325, nonNegative('absolute pressure')],
+    ['density_kg_m3', 'kg/m^3', 1000, nonNegative('density')],
+    ['gravity_m_s2', 'm/s^2', G0, nonNegative('gravitational acceleration')],
+    ['depth_m', 'm', 10, nonNegative('depth')],
   ],
+  result_domain: nonNegative('absolute pressure'),
+  reference: add(x('surface_pressure_Pa'), mul(x('density_kg_m3'), x('gravity_m_s2'), x('depth_m'))),
   compute: (v) => v.surface_pressure_Pa! + v.density_kg_m3! * v.gravity_m_s2! * v.depth_m!,
   equation: (v, r) =>
     `P = P0 + ρ g h = ${q(v.surface_pressure_Pa!, 'Pa')} + ${q(v.density_kg_m3!, 'kg/m^3')} · ` +
@@ -56,11 +64,13 @@ export const FLUID_POISEUILLE_FLOW = defineOperator({
   formula: 'Q = πΔP r⁴/(8μL)',
   unit: 'm^3/s',
   inputs: [
-    ['pressure_drop_Pa', 'Pa', 1000],
-    ['radius_m', 'm', 0.01],
-    ['dynamic_viscosity_Pa_s', 'Pa*s', 1.002e-3],
-    ['length_m', 'm', 1],
+    ['pressure_drop_Pa', 'Pa', 1000, REAL],
+    ['radius_m', 'm', 0.01, nonNegative('radius')],
+    ['dynamic_viscosity_Pa_s', 'Pa*s', 1.002e-3, positive('dynamic viscosity')],
+    ['length_m', 'm', 1, positive('length')],
   ],
+  result_domain: REAL,
+  reference: div(mul(PI, x('pressure_drop_Pa'), pow(x('radius_m'), 4)), mul(k(8), x('dynamic_viscosity_Pa_s'), x('length_m'))),
   compute: (v, g) => {
     const r2 = v.radius_m! * v.radius_m!;
     return g.div(
@@ -80,11 +90,13 @@ export const FLUID_DRAG_FORCE = defineOperator({
   formula: 'F = ½ρv²C_dA',
   unit: 'N',
   inputs: [
-    ['density_kg_m3', 'kg/m^3', 1.225],
-    ['velocity_m_s', 'm/s', 30],
-    ['drag_coefficient', '1', 0.47],
-    ['area_m2', 'm^2', 0.01],
+    ['density_kg_m3', 'kg/m^3', 1.225, nonNegative('density')],
+    ['velocity_m_s', 'm/s', 30, REAL],
+    ['drag_coefficient', '1', 0.47, nonNegative('drag coefficient')],
+    ['area_m2', 'm^2', 0.01, nonNegative('area')],
   ],
+  result_domain: nonNegative('force magnitude'),
+  reference: mul(k(0.5), x('density_kg_m3'), pow(x('velocity_m_s'), 2), x('drag_coefficient'), x('area_m2')),
   compute: (v) => 0.5 * v.density_kg_m3! * v.velocity_m_s! * v.velocity_m_s! * v.drag_coefficient! * v.area_m2!,
   equation: (v, r) =>
     `F = 1/2 ρ v^2 C_d A = 1/2 · ${q(v.density_kg_m3!, 'kg/m^3')} · ${pw(v.velocity_m_s!, 'm/s', 2)} · ` +
@@ -97,12 +109,17 @@ export const FLUID_STOKES_TERMINAL = defineOperator({
   formula: 'v = 2(ρp − ρf)gr²/(9μ)',
   unit: 'm/s',
   inputs: [
-    ['particle_density_kg_m3', 'kg/m^3', 2650],
-    ['density_kg_m3', 'kg/m^3', 1000],
-    ['gravity_m_s2', 'm/s^2', G0],
-    ['radius_m', 'm', 1e-5],
-    ['dynamic_viscosity_Pa_s', 'Pa*s', 1.002e-3],
+    ['particle_density_kg_m3', 'kg/m^3', 2650, nonNegative('density')],
+    ['density_kg_m3', 'kg/m^3', 1000, nonNegative('density')],
+    ['gravity_m_s2', 'm/s^2', G0, nonNegative('gravitational acceleration')],
+    ['radius_m', 'm', 1e-5, nonNegative('radius')],
+    ['dynamic_viscosity_Pa_s', 'Pa*s', 1.002e-3, positive('dynamic viscosity')],
   ],
+  result_domain: REAL,
+  reference: div(
+    mul(k(2), sub(x('particle_density_kg_m3'), x('density_kg_m3')), x('gravity_m_s2'), pow(x('radius_m'), 2)),
+    mul(k(9), x('dynamic_viscosity_Pa_s')),
+  ),
   compute: (v, g) =>
     g.div(
       2 * (v.particle_density_kg_m3! - v.density_kg_m3!) * v.gravity_m_s2! * v.radius_m! * v.radius_m!,
@@ -121,9 +138,11 @@ export const FLUID_SHALLOW_WAVE_SPEED = defineOperator({
   formula: 'c = √(gh)',
   unit: 'm/s',
   inputs: [
-    ['gravity_m_s2', 'm/s^2', G0],
-    ['depth_m', 'm', 10],
+    ['gravity_m_s2', 'm/s^2', G0, nonNegative('gravitational acceleration')],
+    ['depth_m', 'm', 10, nonNegative('depth')],
   ],
+  result_domain: nonNegative('speed'),
+  reference: sqrt(mul(x('gravity_m_s2'), x('depth_m'))),
   compute: (v, g) => g.sqrt(v.gravity_m_s2! * v.depth_m!, negKey(v, 'depth_m', 'gravity_m_s2')),
   equation: (v, r) => `c = sqrt(g h) = sqrt(${q(v.gravity_m_s2!, 'm/s^2')} · ${q(v.depth_m!, 'm')}) = ${res(r, 'm/s')}`,
 });

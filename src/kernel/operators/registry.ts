@@ -9,6 +9,7 @@ import { MECHANICS_OPERATORS } from './mechanics.js';
 import { QUANTUM_OPERATORS } from './quantum.js';
 import { RELATIVITY_OPERATORS } from './relativity.js';
 import { THERMODYNAMICS_OPERATORS } from './thermodynamics.js';
+import type { PhysicalDomain } from './domains.js';
 import { DOMAINS, type Domain, type OperatorDef, type OperatorInput } from './types.js';
 
 /** KO42, the modulation operator: registered in every domain, always operators[0], no inputs. */
@@ -95,6 +96,11 @@ function rankBySimilarity(name: string, candidates: readonly string[]): string[]
     .map((x) => x.c);
 }
 
+/** Up to `limit` of `candidates` nearest to `name` (the ranking of operator ids, for input keys). */
+export function similarNames(name: string, candidates: readonly string[], limit: number): string[] {
+  return rankBySimilarity(name, candidates).slice(0, limit);
+}
+
 /** The recognised domain nearest to `name` by edit distance (case-insensitive; ties in DOMAINS order). */
 export function nearestDomain(name: string): Domain {
   return rankBySimilarity(name, DOMAINS)[0] as Domain;
@@ -126,8 +132,16 @@ export interface OperatorListing {
   /** Only on KO42: the domains it is registered in (all eight). */
   domains?: Domain[];
   formula: string;
+  /** Each input with its unit, default and physical domain. */
   inputs: OperatorInput[];
   unit: string;
+  /** The values the result can take (KO42: none, it has no result of its own). */
+  result_domain: PhysicalDomain | null;
+}
+
+/** An operator's inputs as listed: key, unit, default and physical domain. */
+function inputListing(op: OperatorDef): OperatorInput[] {
+  return op.inputs.map((i) => ({ key: i.key, unit: i.unit, default: i.default, domain: { ...i.domain } }));
 }
 
 function listing(op: OperatorDef): OperatorListing {
@@ -135,14 +149,18 @@ function listing(op: OperatorDef): OperatorListing {
     id: op.id,
     domain: op.domain,
     formula: op.formula,
-    inputs: op.inputs.map((i) => ({ key: i.key, unit: i.unit, default: i.default })),
+    inputs: inputListing(op),
     unit: op.unit,
+    result_domain: { ...op.result_domain },
   };
 }
 
 /** GET /api/operators: KO42 once (domain 'all', domains: all eight), then every domain operator in table order. */
 export function listOperators(): OperatorListing[] {
-  return [{ id: KO42_ID, domain: 'all', domains: [...DOMAINS], formula: KO42.formula, inputs: [], unit: KO42.unit }, ...OPERATORS.map(listing)];
+  return [
+    { id: KO42_ID, domain: 'all', domains: [...DOMAINS], formula: KO42.formula, inputs: [], unit: KO42.unit, result_domain: null },
+    ...OPERATORS.map(listing),
+  ];
 }
 
 /** GET /api/operators/categories: each domain with its registered ids (KO42 first, as it is registered in every domain). */
@@ -161,6 +179,7 @@ export interface OperatorSpecForOperator {
   formula: string;
   unit: string;
   inputs: OperatorInput[];
+  result_domain: PhysicalDomain | null;
   accepted_keys: string[];
 }
 
@@ -168,7 +187,7 @@ export interface OperatorSpecForDomain {
   domain: Domain;
   operators: string[];
   /** Every key some operator of the domain reads, in first-use order, with each reader's default. */
-  inputs: { key: string; unit: string; operators: { operator: string; default: number }[] }[];
+  inputs: { key: string; unit: string; operators: { operator: string; default: number; domain: PhysicalDomain }[] }[];
   accepted_keys: string[];
 }
 
@@ -205,6 +224,7 @@ export function operatorSpec(request: unknown): OperatorSpecForOperator | Operat
       formula: KO42.formula,
       unit: KO42.unit,
       inputs: [],
+      result_domain: null,
       accepted_keys: [],
     };
   }
@@ -222,7 +242,8 @@ export function operatorSpec(request: unknown): OperatorSpecForOperator | Operat
     domain: op.domain,
     formula: op.formula,
     unit: op.unit,
-    inputs: op.inputs.map((i) => ({ key: i.key, unit: i.unit, default: i.default })),
+    inputs: inputListing(op),
+    result_domain: { ...op.result_domain },
     accepted_keys: op.inputs.map((i) => i.key),
   };
 }
@@ -238,7 +259,7 @@ function domainSpec(domain: Domain): OperatorSpecForDomain {
         byKey.set(input.key, entry);
         inputs.push(entry);
       }
-      entry.operators.push({ operator: op.id, default: input.default });
+      entry.operators.push({ operator: op.id, default: input.default, domain: { ...input.domain } });
     }
   }
   return { domain, operators: operatorIdsInDomain(domain), inputs, accepted_keys: inputs.map((i) => i.key) };

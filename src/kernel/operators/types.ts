@@ -1,4 +1,6 @@
 // The closed-form operator contract of solvers.md §6.
+import type { PhysicalDomain } from './domains.js';
+import type { Expr } from './reference.js';
 
 export const DOMAINS = ['mechanics', 'thermodynamics', 'electromagnetism', 'quantum', 'relativity', 'fluids', 'finance', 'biology'] as const;
 export type Domain = (typeof DOMAINS)[number];
@@ -7,6 +9,8 @@ export interface OperatorInput {
   key: string;
   unit: string;
   default: number;
+  /** The values the input can take in the physics of the formula; anything else is 400 SVC_INVALID_INPUT. */
+  domain: PhysicalDomain;
 }
 
 export interface OperatorDef {
@@ -16,6 +20,10 @@ export interface OperatorDef {
   formula: string;
   unit: string;
   inputs: OperatorInput[];
+  /** The values the result can take; a result outside it fails rule 7 step 3 (the implementation is wrong). */
+  result_domain: PhysicalDomain;
+  /** The formula once more, as an expression tree: evaluated over dimensions and in interval arithmetic (reference.ts). */
+  reference: Expr;
   /**
    * The standard result S from resolved inputs. Throws InputError (field = key) on a domain violation
    * (division by zero, v ≥ c, negative under a root, log of a non-positive number).
