@@ -74,6 +74,38 @@ export async function resolveCaller(ctx: Context, deps: AuthDeps, allowAnonymous
   return { kind: 'identity', zid: rec.zid, key: rec, slug: ident.default_machine ?? deps.identity.defaultSlug(rec.zid), home };
 }
 
+/**
+ * Part 5 item 3: a `zsm_` key is 1:1 with its machine. It acts on that machine (and on compute); anything the
+ * identity does as a whole needs one of the identity's own keys. 403 naming the key's scope and how to get one.
+ */
+export function refuseMachineKey(caller: Caller): void {
+  if (caller.kind !== 'identity' || caller.key.kind !== 'zsm') return;
+  throw new ServiceError(
+    403,
+    'SVC_FORBIDDEN',
+    `a state-machine key acts on its own machine ${caller.key.slug ?? ''} and on compute only: this action needs an identity key (sk_; a v3 identity gets one with POST /api/svc-auth/login-v3, then POST /api/auth/api-key)`,
+    {
+      key_id: caller.key.key_id,
+      key_kind: 'zsm',
+      key_scope: caller.key.slug,
+      reason: 'identity-wide action with a state-machine key',
+      required: 'identity key (sk_ or sk_test_)',
+    },
+  );
+}
+
+/** A `zsm_` key opens its own machine only: 403 on any other machine, whatever role its identity holds there. */
+export function refuseOtherMachine(caller: Caller, slug: string): void {
+  if (caller.kind !== 'identity' || caller.key.kind !== 'zsm' || caller.key.slug === slug) return;
+  throw new ServiceError(403, 'SVC_FORBIDDEN', `this state-machine key belongs to machine ${caller.key.slug ?? ''}, not to ${slug}`, {
+    key_id: caller.key.key_id,
+    key_kind: 'zsm',
+    key_scope: caller.key.slug,
+    slug,
+    reason: 'state-machine key of another machine',
+  });
+}
+
 /** The identity behind the request's key (set by requireKey), or 403 for a key that belongs to no identity. */
 export function identityOf(ctx: Context): Extract<Caller, { kind: 'identity' }> {
   const c = ctx.state.caller as Caller;
@@ -86,6 +118,19 @@ export function requireKey(deps: AuthDeps) {
   return documented(
     async (ctx: Context, next: Next): Promise<void> => {
       ctx.state.caller = await resolveCaller(ctx, deps, false);
+      await next();
+    },
+    { auth: 'key' },
+  );
+}
+
+/** Middleware: an identity-wide route (envelopes, transfers, bonds, webhooks, credentials, chat, keys): refuses `zsm_` keys. */
+export function requireIdentityKey(deps: AuthDeps) {
+  return documented(
+    async (ctx: Context, next: Next): Promise<void> => {
+      const caller = await resolveCaller(ctx, deps, false);
+      refuseMachineKey(caller);
+      ctx.state.caller = caller;
       await next();
     },
     { auth: 'key' },
@@ -114,6 +159,7 @@ export async function authorizeMachineRead(ctx: Context, deps: AuthDeps, machine
     return;
   }
   const caller = await resolveCaller(ctx, deps, false);
+  refuseOtherMachine(caller, machine.slug);
   if (caller.kind !== 'identity' || machine.roles[caller.zid] === undefined) {
     throw new ServiceError(403, 'SVC_FORBIDDEN', `no access to state machine ${machine.slug}`);
   }

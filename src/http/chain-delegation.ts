@@ -28,6 +28,7 @@ import type { MeshService } from '../mesh/service.js';
 import type { RemoteCharges } from '../tally/remote-charges.js';
 import type { ChargeOutcomes } from '../tally/charge-outcomes.js';
 import { FORWARDED_HEADER, pathFor } from './forward.js';
+import { refuseMachineKey, refuseOtherMachine } from './auth.js';
 import { COSTS } from '../tally/costs.js';
 
 export const CHAIN_CALLER_HEADER = 'x-svc-chain-caller';
@@ -137,6 +138,10 @@ export async function signVoucher(
   if (caller.home !== kit.nodeId()) {
     throw new ServiceError(403, 'SVC_FORBIDDEN', 'a node vouches only for identities homed at it', { home: caller.home });
   }
+  // A state-machine key is vouched for on its own machine only (part 5 item 3).
+  const slug = /^\/api\/chain\/([^/?]+)/.exec(req.path)?.[1];
+  if (slug === undefined) refuseMachineKey(caller);
+  else refuseOtherMachine(caller, decodeURIComponent(slug));
   const body: Voucher = { zid: caller.zid, key_id: caller.key.key_id, ...req, nonce: randomBytes(16).toString('hex') };
   const charged = chargedAction(req.method, req.path);
   const machineHome = charged ? await machineHomeOf(kit, s, charged.slug) : null;

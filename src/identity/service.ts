@@ -74,6 +74,17 @@ const NEGATIVE_LOOKUP_MS = 30_000;
 /** Embed keys one machine's listing reads at most. */
 export const EMBED_KEYS_MAX = 10_000;
 const EMBED_INDEX_VERSION_KEY = 'embed-key-index-v1';
+const IDENTITY_KEY_INDEX_VERSION_KEY = 'identity-key-index-v1';
+/** Keys one identity's listing reads at most. */
+export const IDENTITY_KEYS_MAX = 10_000;
+/** A key's last use is written at most once per this many ms (a write per request would be one per request). */
+export const LAST_USED_RESOLUTION_MS = 60_000;
+
+/** A key as its identity lists it: what it is and when it was used, never the secret nor its digest. */
+export interface KeyListing {
+  key: KeyRecord;
+  last_used_unix_ms: number | null;
+}
 
 function nowMs(clock: Clock): number {
   return Number(clock.nowNs() / 1_000_000n);
@@ -90,6 +101,12 @@ export class IdentityService {
   private readonly sessions: Sublevel;
   /** A machine's embed keys: `${slug}!${key_id}` → the key's digest (list and revoke by key id; no secret in it). */
   private readonly embedKeys: Sublevel;
+  /** An identity's keys minted here: `${zid}!${key_id}` → the key's digest (list and revoke by key id). */
+  private readonly identityKeys: Sublevel;
+  /** When each key homed here was last presented here: digest → ms, at LAST_USED_RESOLUTION_MS. */
+  private readonly lastUsed: Sublevel;
+  /** The last-use time last written per digest, so a busy key is written once per resolution. */
+  private readonly lastUseWritten: BoundedMap<string, number>;
   /** Key records by digest: a hot read on every authenticated request. Bounded; writes go through it. */
   private readonly keyCache: BoundedMap<string, KeyRecord>;
   private assertionSink: AssertionSink | null = null;
@@ -108,6 +125,9 @@ export class IdentityService {
     this.keys = deps.store.sub('keys');
     this.sessions = deps.store.sub('sessions');
     this.embedKeys = deps.store.sub('embed_keys');
+    this.identityKeys = deps.store.sub('identity_keys');
+    this.lastUsed = deps.store.sub('key_last_used');
+    this.lastUseWritten = new BoundedMap(deps.keyCacheMax ?? 10_000);
     this.machines = new MachineCreation({
       store: deps.store,
       chain: deps.chain,
@@ -116,6 +136,11 @@ export class IdentityService {
       adminKey: (zid, slug) => this.adminKey(zid, slug),
       slugClaims: { take: (slug) => this.claims.take('slug', slug), conflict: (slug) => conflict('slug', slug) },
     });
+  }
+
+  /** The op placing a key in its identity's list (keys without an identity, demo keys, are in no list). */
+  private indexOp(digest: string, rec: KeyRecord): Op[] {
+    return rec.zid ? [{ type: 'put', sub: this.identityKeys, key: `${rec.zid}!${rec.key_id}`, value: digest }] : [];
   }
 
   private cacheKey(digest: string, rec: KeyRecord): void {
@@ -300,7 +325,7 @@ export class IdentityService {
       revoked_unix_ms: null,
       home: this.deps.nodeId(),
     };
-    await this.deps.store.commit([{ type: 'put', sub: this.keys, key: keyDigest(key), value: record }]);
+    await this.deps.store.commit([{ type: 'put', sub: this.keys, key: keyDigest(key), value: record }, ...this.indexOp(keyDigest(key), record)]);
     const ident = await this.getIdentity(zid);
     this.assert(keyDigest(key), record, { zid, home: this.deps.nodeId(), default_machine: ident?.default_machine ?? null });
     return { key, record };
@@ -328,6 +353,7 @@ export class IdentityService {
     await this.deps.store.commit([
       { type: 'put', sub: this.keys, key: digest, value: record },
       { type: 'put', sub: this.embedKeys, key: `${slug}!${record.key_id}`, value: digest },
+      ...this.indexOp(digest, record),
     ]);
     this.cacheKey(digest, record);
     return { key, record };
@@ -355,6 +381,59 @@ export class IdentityService {
       page.map((e) => e.value),
     );
     return { total: entries.length, items: recs.filter((r): r is KeyRecord => r !== undefined) };
+  }
+
+  /**
+   * Place the keys minted before identities' key lists existed in their lists (once; at start): the keys homed
+   * here that belong to an identity.
+   */
+  async indexIdentityKeysOnce(): Promise<number> {
+    return backfillOnce<KeyRecord>(this.deps.store, {
+      key: IDENTITY_KEY_INDEX_VERSION_KEY,
+      source: this.keys,
+      opsFor: (digest, rec) => (rec.home === this.deps.nodeId() ? this.indexOp(digest, rec) : []),
+    });
+  }
+
+  /** An identity's keys minted here, by key id, with their last use here; never the secret nor its digest. */
+  async listKeys(zid: string): Promise<KeyListing[]> {
+    const entries = await this.deps.store.range<string>(this.identityKeys, { gte: `${zid}!`, lt: `${zid}!~`, limit: IDENTITY_KEYS_MAX });
+    const digests = entries.map((e) => e.value);
+    const [recs, used] = await Promise.all([this.deps.store.getMany<KeyRecord>(this.keys, digests), this.deps.store.getMany<number>(this.lastUsed, digests)]);
+    const out: KeyListing[] = [];
+    recs.forEach((key, i) => {
+      if (key) out.push({ key, last_used_unix_ms: used[i] ?? null });
+    });
+    return out;
+  }
+
+  /**
+   * Revoke one of an identity's keys by its key id, at once: the revoked record is stored (401 after a restart),
+   * replaces the cached one and is asserted to the mesh, whose nodes apply it (a revocation wins over a live record).
+   * Revoking a revoked key answers its record unchanged; 404 when the identity has no key of that id here.
+   */
+  async revokeKeyOf(zid: string, keyIdText: string): Promise<KeyRecord> {
+    const digest = await this.deps.store.get<string>(this.identityKeys, `${zid}!${keyIdText}`);
+    const rec = digest === undefined ? undefined : await this.deps.store.get<KeyRecord>(this.keys, digest);
+    if (digest === undefined || !rec || rec.zid !== zid)
+      throw new ServiceError(404, 'SVC_NOT_FOUND', `this identity has no key ${keyIdText} minted on this node`);
+    if (rec.revoked_unix_ms !== null) return rec;
+    const revoked: KeyRecord = { ...rec, revoked_unix_ms: this.now() };
+    await this.deps.store.commit([{ type: 'put', sub: this.keys, key: digest, value: revoked }]);
+    this.cacheKey(digest, revoked);
+    // Embed keys are valid at their machine's home only and are never asserted (mintEmbedKey).
+    if (revoked.kind !== 'zsm_pub') this.assert(digest, revoked);
+    return revoked;
+  }
+
+  /** Note that a key homed here was presented now (at most one write per key per LAST_USED_RESOLUTION_MS). */
+  private async noteUse(digest: string, rec: KeyRecord): Promise<void> {
+    if (!rec.zid || rec.home !== this.deps.nodeId()) return;
+    const now = this.now();
+    const written = this.lastUseWritten.get(digest);
+    if (written !== undefined && now - written < LAST_USED_RESOLUTION_MS) return;
+    this.lastUseWritten.set(digest, now);
+    await this.deps.store.commit([{ type: 'put', sub: this.lastUsed, key: digest, value: now }]);
   }
 
   /**
@@ -453,6 +532,7 @@ export class IdentityService {
     }
     if (rec.revoked_unix_ms !== null) throw invalidKey(key, 'revoked', new Date(rec.revoked_unix_ms).toISOString());
     if (rec.expires_unix_ms !== null && rec.expires_unix_ms <= this.now()) throw invalidKey(key, 'expired');
+    await this.noteUse(digest, rec);
     return rec;
   }
 
@@ -496,7 +576,7 @@ export class IdentityService {
     return {
       key,
       digest,
-      ops: [{ type: 'put', sub: this.keys, key: digest, value: record }],
+      ops: [{ type: 'put', sub: this.keys, key: digest, value: record }, ...this.indexOp(digest, record)],
       announce: () => this.assert(digest, record, { zid, home: this.deps.nodeId(), default_machine: slug }),
     };
   }

@@ -31,6 +31,7 @@ export async function wireIdentity(f: Foundation, chain: ChainService, mesh: Mes
     keyCacheMax: config.limits.identityCacheMax,
   });
   await identity.indexEmbedKeysOnce();
+  await identity.indexIdentityKeysOnce();
   const demoKeys = new DemoKeys(store, identity, { counters: f.counters, clock: f.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
   const routes = [identityRoutes({ identity, demoKeys }), meshIdentityRoutes({ mesh, identity })];
   if (!mesh.enabled) return { identity, demoKeys, capability: { name: 'identity', routes } };

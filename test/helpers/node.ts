@@ -64,13 +64,26 @@ export async function call<T = any>(url: string, method: string, path: string, b
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
-/** Register a ZK identity and return its zid and the admin key of its default machine. */
-export async function zkIdentity(url: string, seed: string): Promise<{ zid: string; key: string; slug: string }> {
+/** An identity key (sk_) of a v3 identity: login-v3 opens a session, the session mints the key (part 5 item 4). */
+export async function identityKeyOf(url: string, equationSha256: string): Promise<string> {
+  const login = await call(url, 'POST', '/api/svc-auth/login-v3', { equation_sha256: equationSha256 });
+  if (login.status !== 200) throw new Error(`login-v3 failed: ${login.status} ${login.text}`);
+  const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
+  const minted = await call(url, 'POST', '/api/auth/api-key', { kind: 'sk' }, { cookie });
+  if (minted.status !== 201) throw new Error(`api-key failed: ${minted.status} ${minted.text}`);
+  return minted.body.key as string;
+}
+
+/**
+ * Register a ZK identity: its zid, an identity key (`key`, sk_: identity-wide actions and every machine its identity
+ * holds a role on) and the admin key of its default machine (`adminKey`, zsm_: that machine and compute only).
+ */
+export async function zkIdentity(url: string, seed: string): Promise<{ zid: string; key: string; adminKey: string; slug: string }> {
   const { createHash } = await import('node:crypto');
   const digest = createHash('sha256').update(`equation:${seed}`).digest('hex');
   const r = await call(url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: digest });
   if (r.status !== 201) throw new Error(`register-v3 failed: ${r.status} ${r.text}`);
-  return { zid: r.body.zid, key: r.body.admin_key, slug: r.body.state_machine.slug };
+  return { zid: r.body.zid, key: await identityKeyOf(url, digest), adminKey: r.body.admin_key, slug: r.body.state_machine.slug };
 }
 
 /** The part-7 error shape, asserted field by field. */

@@ -10,7 +10,17 @@ import { machineHome } from './machine-home.js';
 import { claimSlug, refuseSlugHeldElsewhere } from '../slug-claims.js';
 import type { Ledger } from '../../tally/ledger.js';
 import type { ChainService } from '../../chain/service.js';
-import { authorizeMachineRead, identityOf, noKeyError as noKey, presentedKey, requireKey, resolveCaller, type AuthDeps } from '../auth.js';
+import {
+  authorizeMachineRead,
+  identityOf,
+  noKeyError as noKey,
+  presentedKey,
+  refuseOtherMachine,
+  requireIdentityKey,
+  requireKey,
+  resolveCaller,
+  type AuthDeps,
+} from '../auth.js';
 import { body, describes, query, responds, validate } from '../validate.js';
 import {
   chainCallerResponse,
@@ -137,6 +147,7 @@ export async function authorizeMachine(
   action: ChainAction,
 ): Promise<{ zid: string; role: Role; home: string }> {
   const caller = await resolveCaller(ctx, auth, false);
+  refuseOtherMachine(caller, machine.slug);
   const zid = caller.kind === 'identity' ? caller.zid : null;
   const role = zid ? machine.roles[zid] : undefined;
   requireRole(machine.slug, role, action);
@@ -150,7 +161,7 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
   const h = { atMachineHome };
   const machineReader = describes({ auth: 'optional' });
 
-  router.post('/api/chain/state-machines', requireKey(auth), home, body(machineBody), async (ctx) => {
+  router.post('/api/chain/state-machines', requireIdentityKey(auth), home, body(machineBody), async (ctx) => {
     const c = identityOf(ctx);
     const body = validate(machineBody, ctx.request.body);
     // Slugs are mesh-wide (mesh/machines.ts): a slug another node has claimed is never handed out here.
@@ -243,6 +254,7 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
   router.patch('/api/chain/:slug/settings', h.atMachineHome, body(settingsBody, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
     const caller = await resolveCaller(ctx, auth, false);
+    refuseOtherMachine(caller, machine.slug);
     if (caller.kind !== 'identity' || machine.roles[caller.zid] === undefined) requireRole(machine.slug, undefined, 'settings');
     const body = validate(settingsBody, ctx.request.body);
     const next = await s.chain.updateSettings(machine.slug, (caller as Extract<Caller, { kind: 'identity' }>).zid, body);

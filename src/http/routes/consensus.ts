@@ -12,7 +12,7 @@ import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import type { SlashingService } from '../../consensus/slashing.js';
 import { challengeListResponse } from '../responses.js';
-import { requireKey } from '../auth.js';
+import { requireIdentityKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, query, responds, validate } from '../validate.js';
 
@@ -70,7 +70,7 @@ function registerConsensusRoutes(router: Router, kit: HttpKit, s: ConsensusRoute
     return c.zid;
   };
 
-  router.post('/api/tally/consensus/challenges', requireKey(auth), home, body(challengeBody), async (ctx) => {
+  router.post('/api/tally/consensus/challenges', requireIdentityKey(auth), home, body(challengeBody), async (ctx) => {
     const zid = zidOf(ctx);
     const body = validate(challengeBody, ctx.request.body);
     const e = await s.challenges.open(zid, body.result_id, body.claimed_digest);

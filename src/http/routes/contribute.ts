@@ -13,7 +13,7 @@ import type { RouteGroup } from '../route-group.js';
 import type { ModeService } from '../../consensus/modes.js';
 import type { ChallengeService } from '../../consensus/challenges.js';
 import { contributeStatusResponse, contributionPolicyResponse } from '../responses.js';
-import { requireKey } from '../auth.js';
+import { requireIdentityKey, requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, responds, validate } from '../validate.js';
 
@@ -88,7 +88,7 @@ function registerContributeRoutes(router: Router, kit: HttpKit, s: ContributeRou
     };
   });
 
-  router.post('/api/contribute/bond', requireKey(auth), home, body(bondBody), async (ctx) => {
+  router.post('/api/contribute/bond', requireIdentityKey(auth), home, body(bondBody), async (ctx) => {
     const c = identityOf(ctx);
     const body = validate(bondBody, ctx.request.body);
     const bond = await s.bonds.bond(c.zid, body.token_ids);
@@ -96,7 +96,7 @@ function registerContributeRoutes(router: Router, kit: HttpKit, s: ContributeRou
     ctx.body = { zid: c.zid, ...showBond(bond), token_ids: bond.bond.token_ids, record: bond.bond };
   });
 
-  router.post('/api/contribute/release', requireKey(auth), home, body(releaseBody), async (ctx) => {
+  router.post('/api/contribute/release', requireIdentityKey(auth), home, body(releaseBody), async (ctx) => {
     const c = identityOf(ctx);
     validate(releaseBody, ctx.request.body);
     const { bonds, modes } = s;
@@ -112,7 +112,7 @@ function registerContributeRoutes(router: Router, kit: HttpKit, s: ContributeRou
     };
   });
 
-  router.post('/api/contribute/mode', requireKey(auth), home, body(modeBody), async (ctx) => {
+  router.post('/api/contribute/mode', requireIdentityKey(auth), home, body(modeBody), async (ctx) => {
     const c = identityOf(ctx);
     const body = validate(modeBody, ctx.request.body);
     const { bonds, modes } = s;

@@ -5,18 +5,55 @@ import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
-import type { IdentityService } from '../../identity/service.js';
+import type { IdentityService, KeyListing } from '../../identity/service.js';
+import type { KeyRecord } from '../../records/types.js';
 import type { DemoKeys } from '../../identity/demo.js';
 import { demoKeyResponse, registerV3Response, whoamiResponse } from '../responses.js';
 import { body, describes, responds, validate } from '../validate.js';
-import { resolveCaller } from '../auth.js';
+import { identityOf, requireIdentityKey, resolveCaller } from '../auth.js';
+import { forwardToHome } from '../forward.js';
 import { callerAddress } from '../caller-address.js';
 
 const credentials = z.object({ email: z.string().trim().email().max(254), password: z.string().min(8).max(1024) }).strict();
 const loginBody = z.object({ email: z.string().trim().min(1).max(254), password: z.string().min(1).max(1024) }).strict();
 const zkBody = z.object({ equation_sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters: SHA-256 of the client-held equation') }).strict();
 const apiKeyBody = z.object({ kind: z.enum(['sk', 'sk_test', 'svc_ak']).default('sk') }).strict();
+const mintBody = z
+  .object({
+    kind: z.enum(['sk', 'sk_test']).default('sk'),
+    ttl_seconds: z
+      .number()
+      .int()
+      .min(60)
+      .max(366 * 86_400)
+      .optional(),
+  })
+  .strict();
+const KEY_ID = /^(sk_test_|sk_|svc_ak_|zsm_pub_|zsm_)[0-9a-f]{8}$/;
 const SESSION_COOKIE = 'session';
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** What a key acts on: its identity as a whole, one machine (zsm_), or one machine's embed ingest (zsm_pub_). */
+function scopeOf(k: KeyRecord): { scope: 'identity' | 'machine' | 'embed'; slug: string | null } {
+  if (k.kind === 'zsm') return { scope: 'machine', slug: k.slug };
+  if (k.kind === 'zsm_pub') return { scope: 'embed', slug: k.slug };
+  return { scope: 'identity', slug: null };
+}
+
+/** A key as listed and revoked: never the key nor its digest. */
+export function keyView(k: KeyRecord, lastUsedMs: number | null): Record<string, unknown> {
+  return {
+    key_id: k.key_id,
+    kind: k.kind,
+    ...scopeOf(k),
+    plan: k.plan,
+    created_at: iso(k.created_unix_ms),
+    expires_at: iso(k.expires_unix_ms),
+    last_used_at: iso(lastUsedMs),
+    revoked_at: iso(k.revoked_unix_ms),
+  };
+}
 
 function setSessionCookie(ctx: Context, token: string, expiresMs: number): void {
   ctx.cookies.set(SESSION_COOKIE, token, { httpOnly: true, sameSite: 'lax', path: '/', expires: new Date(expiresMs), overwrite: true });
@@ -116,6 +153,34 @@ function registerIdentityRoutes(router: Router, kit: HttpKit, s: IdentityRouteSe
       dailyLimit: kit.config.limits.demoKeyPerDay,
       message: 'your own demo key; shown once',
     };
+  });
+
+  // The caller's keys (an identity key; at the identity's home, which mints and revokes them).
+  const keyOwner = [requireIdentityKey(kit.auth), forwardToHome(kit)] as const;
+  router.get('/api/auth/keys', ...keyOwner, async (ctx) => {
+    const c = identityOf(ctx);
+    const keys = await s.identity.listKeys(c.zid);
+    ctx.body = { zid: c.zid, total: keys.length, keys: keys.map((k: KeyListing) => keyView(k.key, k.last_used_unix_ms)) };
+  });
+
+  router.post('/api/auth/keys', ...keyOwner, body(mintBody), async (ctx) => {
+    const c = identityOf(ctx);
+    const b = validate(mintBody, ctx.request.body ?? {});
+    const { key, record } = await s.identity.mintKeyFor(c.zid, b.kind, b.ttl_seconds === undefined ? null : b.ttl_seconds * 1000);
+    ctx.status = 201;
+    ctx.body = { key, ...keyView(record, null), message: 'shown once; only its digest is stored' };
+  });
+
+  router.delete('/api/auth/keys/:key_id', ...keyOwner, async (ctx) => {
+    const c = identityOf(ctx);
+    const id = String(ctx.params.key_id);
+    if (!KEY_ID.test(id))
+      throw new ServiceError(400, 'SVC_INVALID_INPUT', 'invalid input key_id: a key prefix and 8 hex characters, as GET /api/auth/keys lists it', {
+        field: 'key_id',
+        reason: 'format',
+        allowed: null,
+      });
+    ctx.body = keyView(await s.identity.revokeKeyOf(c.zid, id), null);
   });
 
   // Who am I (useful to clients holding only a key).

@@ -7,7 +7,7 @@ import type { RouteGroup } from '../route-group.js';
 import type { QuotaService } from '../../tally/quota.js';
 import type { TierBook } from '../../tally/tiers.js';
 import { balanceResponse } from '../responses.js';
-import { identityOf, requireKey } from '../auth.js';
+import { identityOf, requireIdentityKey, requireKey } from '../auth.js';
 import { query, responds, validate } from '../validate.js';
 import { forwardToHome } from '../forward.js';
 import type { Caller } from '../../records/types.js';
@@ -70,7 +70,7 @@ function registerLedgerRoutes(router: Router, kit: HttpKit, s: LedgerRouteServic
     ctx.body = { zid: c.zid, free: w.free, paid: w.paid, total: w.free + w.paid };
   });
 
-  router.get('/api/tally/envelopes/:zid', requireKey(auth), home, query(envelopeQuery), async (ctx) => {
+  router.get('/api/tally/envelopes/:zid', requireIdentityKey(auth), home, query(envelopeQuery), async (ctx) => {
     const c = identityOf(ctx);
     const zid = String(ctx.params.zid);
     if (zid !== c.zid) throw forbidden('envelopes are listed to their owner only');
@@ -79,7 +79,7 @@ function registerLedgerRoutes(router: Router, kit: HttpKit, s: LedgerRouteServic
     ctx.body = { zid, total, limit: q.limit, offset: q.offset, folder: q.folder ?? null, items };
   });
 
-  router.get('/api/tally/envelopes/:zid/folders', requireKey(auth), home, async (ctx) => {
+  router.get('/api/tally/envelopes/:zid/folders', requireIdentityKey(auth), home, async (ctx) => {
     const c = identityOf(ctx);
     const zid = String(ctx.params.zid);
     if (zid !== c.zid) throw forbidden('folders are listed to their owner only');

@@ -3,7 +3,7 @@
 import type { Context, Middleware, Next } from 'koa';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpKit } from '../kit.js';
-import { authorizeMachineRead, presentedKey, resolveCaller } from '../auth.js';
+import { authorizeMachineRead, presentedKey, refuseOtherMachine, resolveCaller } from '../auth.js';
 import { askHome, pathFor, relayAnswer, relayToHome, wasForwarded } from '../forward.js';
 import { CHAIN_CALLER_HEADER, vouchedCaller, voucherFor, type DelegationServices, type Voucher } from '../chain-delegation.js';
 import { SLUG_PATTERN } from '../../mesh/machines.js';
@@ -104,6 +104,7 @@ export function machineHome(kit: HttpKit, s: DelegationServices): MachineHome {
     const machine = await s.chain.getMachine(slug);
     if (!machine?.lost || machine.home !== kit.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no lost state machine ${slug} on this node`);
     const caller = await resolveCaller(ctx, auth, false);
+    refuseOtherMachine(caller, slug);
     if (caller.kind !== 'identity' || caller.zid !== machine.owner) throw forbidden(`a lost state machine is read by its owner only`);
     const rest = ctx.path.slice(`/api/chain/${slug}`.length);
     if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || !LOST_READABLE.test(rest)) {

@@ -18,7 +18,7 @@ import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import type { IdentityService } from '../../identity/service.js';
 import type { MeshService } from '../../mesh/service.js';
-import { requireKey } from '../auth.js';
+import { requireIdentityKey, requireKey } from '../auth.js';
 import { forwardToHome, relayToHome } from '../forward.js';
 import { body, query, validate } from '../validate.js';
 
@@ -74,7 +74,7 @@ function registerRecordRoutes(router: Router, kit: HttpKit, s: RecordRouteServic
     ctx.body = await show(zidOf(ctx));
   });
 
-  router.post('/api/tally/settings/publish-default', requireKey(auth), home, body(publishBody), async (ctx) => {
+  router.post('/api/tally/settings/publish-default', requireIdentityKey(auth), home, body(publishBody), async (ctx) => {
     const zid = zidOf(ctx);
     const body = validate(publishBody, ctx.request.body);
     await s.publish.set(zid, body.publish_default, kit.time.nowSvcond());

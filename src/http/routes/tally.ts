@@ -16,7 +16,7 @@ import { body, documented, responds, validate } from '../validate.js';
 import { costSheet } from '../../tally/costs.js';
 import { tierSheet } from '../../tally/tier-gates.js';
 import { TIERS, type TierBook } from '../../tally/tiers.js';
-import { identityOf, requireKey } from '../auth.js';
+import { identityOf, requireIdentityKey, requireKey } from '../auth.js';
 import { clientAddress, forwardToHome } from '../forward.js';
 import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBatch } from '../../tally/transfer-wire.js';
 import type { Transfers } from '../../tally/transfers.js';
@@ -88,14 +88,14 @@ function registerTallyRoutes(router: Router, kit: HttpKit, s: TallyRouteServices
 
   // Spec 4.6: moves the caller's envelopes (soulbound included, no cap). Registered before GET
   // /api/tally/envelopes/:zid, whose path would otherwise answer this POST with 405.
-  router.post('/api/tally/envelopes/folder', requireKey(auth), home, body(folderBody), async (ctx) => {
+  router.post('/api/tally/envelopes/folder', requireIdentityKey(auth), home, body(folderBody), async (ctx) => {
     const zid = zidOf(ctx);
     ctx.body = await s.folders.move(zid, validate(folderBody, ctx.request.body));
   });
 
   // Spec 4.6: movable envelopes to another identity (architecture.md §7). Also before GET /api/tally/envelopes/:zid.
   // Served at the sender's home (forwarded there); 200 when delivered at once (same node), 202 while pending.
-  router.post('/api/tally/envelopes/transfer-bulk', requireKey(auth), home, body(transferBody), async (ctx) => {
+  router.post('/api/tally/envelopes/transfer-bulk', requireIdentityKey(auth), home, body(transferBody), async (ctx) => {
     const zid = zidOf(ctx);
     const view = await s.transfers.transfer(zid, validate(transferBody, ctx.request.body));
     ctx.status = view.state === 'delivered' ? 200 : 202;
@@ -103,7 +103,7 @@ function registerTallyRoutes(router: Router, kit: HttpKit, s: TallyRouteServices
   });
 
   // A transfer's state, to its sender and receiver, each at its own home.
-  router.get('/api/tally/transfers/:id', requireKey(auth), home, async (ctx) => {
+  router.get('/api/tally/transfers/:id', requireIdentityKey(auth), home, async (ctx) => {
     ctx.body = await s.transfers.view(String(ctx.params.id), zidOf(ctx));
   });
 
@@ -122,7 +122,7 @@ function registerTallyRoutes(router: Router, kit: HttpKit, s: TallyRouteServices
     ctx.body = await s.claims.status(zidOf(ctx), clientAddress(ctx, kit), kit.time.nowMs());
   });
 
-  router.post('/api/tally/claim', requireKey(auth), home, body(claimBody), async (ctx) => {
+  router.post('/api/tally/claim', requireIdentityKey(auth), home, body(claimBody), async (ctx) => {
     const zid = zidOf(ctx);
     const body = validate(claimBody, ctx.request.body);
     const now = kit.time.nowNs();

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import type { Webhooks } from '../../webhooks/service.js';
-import { requireKey } from '../auth.js';
+import { requireIdentityKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, query, responds, validate } from '../validate.js';
 import { webhookCreatedResponse, webhookListResponse, webhookResponse } from '../responses.js';
@@ -43,7 +43,7 @@ export function webhookRoutes(s: WebhookRouteServices): RouteGroup {
 function registerWebhookRoutes(router: Router, kit: HttpKit, s: WebhookRouteServices): void {
   const hooks = s.webhooks;
   const auth = kit.auth;
-  const guard = [requireKey(auth), forwardToHome(kit)] as const;
+  const guard = [requireIdentityKey(auth), forwardToHome(kit)] as const;
   const caller = (ctx: Context) => ctx.state.caller as Caller;
 
   router.post('/api/webhooks', responds(webhookCreatedResponse, { status: 201 }), ...guard, body(registerBody), async (ctx) => {
