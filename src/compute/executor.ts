@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { WORKER_HEAP_RESET_FLAGS } from '../config/heap-flags.js';
 import { ServiceError, type ErrorCode } from '../kernel/errors.js';
+import { FIRST_BACKOFF_SECONDS } from '../kernel/error-catalogue.js';
 import type { SolverRegistry } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
 
@@ -89,6 +90,9 @@ export function timeoutError(
       suggestion: waited
         ? 'the run waited for a free solver worker most of the time: retry later, or reduce the problem size (grid points, steps)'
         : 'reduce the problem size (grid points, steps) or use a higher tier',
+      // A busy node: come back after about as long as this run waited; a run too large for the limit: the spec's first
+      // backoff step (the same run will time out again unless the problem or the tier changes).
+      retry_after_seconds: waited ? Math.max(FIRST_BACKOFF_SECONDS, Math.ceil(split.queuedSeconds)) : FIRST_BACKOFF_SECONDS,
     },
   );
 }

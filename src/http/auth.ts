@@ -7,6 +7,7 @@ import type { IdentityService } from '../identity/service.js';
 import type { Caller } from '../records/types.js';
 import type { MachineRecord } from '../chain/service.js';
 import { documented } from './validate.js';
+import { documentationUrl } from './errors.js';
 import { callerAddress } from './caller-address.js';
 
 /**
@@ -34,7 +35,7 @@ export function presentedKey(ctx: Context): string | null {
 export function noKeyError(): ServiceError {
   return new ServiceError(401, 'SVC_NO_KEY', 'this route needs an API key', {
     auth_header_example: 'Authorization: Bearer sk_…',
-    docs_url: 'https://svc.local/docs/auth',
+    docs_url: documentationUrl('SVC_NO_KEY'),
   });
 }
 

@@ -4,9 +4,23 @@ import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ServiceError, type ErrorCode } from '../kernel/errors.js';
+import { errorAnchor, retryAdvice } from '../kernel/error-catalogue.js';
 import { StoreWriteError } from '../store/db.js';
 
-export const DOCS_URL = 'https://svc.local/docs/errors';
+/**
+ * The error catalogue this node serves (routes/docs.ts), one anchor per code. documentation_url is this path, relative:
+ * an error made before routing (Node's parser, the MCP tools, a WebSocket upgrade) cannot know which of the node's
+ * addresses the client used, and a relative reference resolves against the URL that answered, behind any proxy.
+ */
+export const ERRORS_PATH = '/api/errors';
+
+/** The catalogue entry of a code: what documentation_url (and SVC_NO_KEY's docs_url) give. */
+export function documentationUrl(code: ErrorCode): string {
+  return `${ERRORS_PATH}#${errorAnchor(code)}`;
+}
+
+/** Statuses whose answers carry a Retry-After header when the error says when to come back (RFC 6585, RFC 9110 §10.2.3). */
+const RETRY_AFTER_STATUSES = new Set([429, 503]);
 
 export function errorPayload(
   ctx: Context,
@@ -34,19 +48,22 @@ export function errorBody(
       message,
       ...(details !== undefined ? { details } : {}),
       ...extra,
+      // Part 7's retryable codes: retryable and when (the error's own figure, else the catalogue's first backoff step).
+      ...retryAdvice(code, extra.retry_after_seconds),
       status,
       trace_id: traceId,
       timestamp: new Date().toISOString(),
-      documentation_url: `${DOCS_URL}#${code.toLowerCase()}`,
+      documentation_url: documentationUrl(code),
     },
   };
 }
 
 export function sendError(ctx: Context, err: ServiceError): void {
   ctx.status = err.status;
-  const retry = err.extra.retry_after_seconds;
-  // Every 429, and any error that says when to come back (e.g. 503 SVC_HOME_UNREACHABLE), carries Retry-After.
-  if (typeof retry === 'number') ctx.set('Retry-After', String(Math.max(1, Math.ceil(retry))));
+  const retry = retryAdvice(err.code, err.extra.retry_after_seconds)?.retry_after_seconds ?? err.extra.retry_after_seconds;
+  // Every 429, and a 503 that says when to come back (SVC_HOME_UNREACHABLE), carries Retry-After. A retryable 500
+  // (SVC_TIMEOUT, SVC_SOLVER_ERROR) says it in the body only: HTTP defines the header for 429, 503 and 3xx.
+  if (RETRY_AFTER_STATUSES.has(err.status) && typeof retry === 'number') ctx.set('Retry-After', String(Math.max(1, Math.ceil(retry))));
   if (err.status === 429 && !ctx.response.get('Retry-After')) ctx.set('Retry-After', '1');
   ctx.body = errorPayload(ctx, err.status, err.code, err.message, err.extra, err.details);
 }

@@ -1,5 +1,6 @@
 // Part 7 codes as the node renders them: SVC_SOLVER_ERROR with its listed fields (details, trace_id, status_page),
-// the one 422 constructor, and the chain's 404 under the project's SVC_NOT_FOUND.
+// the retryable codes' advice, the error catalogue documentation_url points into, the one 422 constructor, and the
+// chain's 404 under the project's SVC_NOT_FOUND.
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,9 +11,11 @@ import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } f
 import { ChainService } from '../../src/chain/service.js';
 import { InputError, ServiceError, SolverFailure } from '../../src/kernel/errors.js';
 import { toleranceGateError } from '../../src/kernel/gate.js';
+import { timeoutError } from '../../src/compute/executor.js';
 import { Store } from '../../src/store/db.js';
 import * as solverErrors from '../../src/solvers/errors.js';
 import { defaultRegistry } from '../../src/solvers/registry.js';
+import { ERROR_CATALOGUE, ERROR_CODES } from '../../src/kernel/error-catalogue.js';
 
 // No catalogue input is meant to reach a SolverFailure any more (the ranges refuse them with 400), so the shape
 // of SVC_SOLVER_ERROR is exercised with heat whose run fails as a non-converging method would.
@@ -23,6 +26,16 @@ const failing = {
   endpoint: null,
   run: () => {
     throw new SolverFailure('did not converge', { iterations: 50 });
+  },
+};
+/** A run that takes longer than the time limit of the node that runs it below. */
+const slow = {
+  ...registry.get('heat')!,
+  id: 'heat_slow',
+  endpoint: null,
+  run: (inputs: Record<string, unknown>, state: unknown) => {
+    for (const end = Date.now() + 120; Date.now() < end;);
+    return registry.get('heat')!.run(inputs, state);
   },
 };
 
@@ -47,6 +60,14 @@ describe('SVC_SOLVER_ERROR', () => {
     expect((await call(t.url, 'GET', e.status_page)).status).toBe(200);
   });
 
+  it('is retryable (part 7) with retry_after_seconds in the body; no Retry-After header on a 500', async () => {
+    const r = await call(t.url, 'POST', '/api/svc/solve', { solver: 'heat_not_converging', inputs: {} }, bearer(key));
+    const e = expectError(r, 500, 'SVC_SOLVER_ERROR');
+    expect(e.retryable).toBe(true);
+    expect(e.retry_after_seconds).toBe(1);
+    expect(r.headers.get('retry-after')).toBeNull();
+  });
+
   it('is the one SolverFailure, also as solvers/ import it', () => {
     expect(solverErrors.SolverFailure).toBe(SolverFailure);
     expect(solverErrors.InputError).toBe(InputError);
@@ -57,6 +78,87 @@ describe('SVC_SOLVER_ERROR', () => {
       extra: { details: { iterations: 50 }, status_page: '/api/health' },
       details: { iterations: 50 },
     });
+  });
+});
+
+describe('SVC_TIMEOUT', () => {
+  it('is retryable with retry_after_seconds beside the limit and the elapsed time; nothing sealed', async () => {
+    const n = await startTestNode({}, { registry: registry.with([slow]), initialCredits: 1000, timeLimitSeconds: 0.05 });
+    try {
+      const id = await zkIdentity(n.url, 'part7-timeout');
+      const r = await call(n.url, 'POST', '/api/svc/solve', { solver: 'heat_slow', inputs: {} }, bearer(id.key));
+      const e = expectError(r, 500, 'SVC_TIMEOUT');
+      expect(e.time_limit_seconds).toBe(0.05);
+      expect(e.elapsed_seconds).toBeGreaterThan(0.05);
+      expect(e.retryable).toBe(true);
+      expect(e.retry_after_seconds).toBe(1);
+      expect(r.headers.get('retry-after')).toBeNull();
+      expect((await call(n.url, 'GET', `/api/tally/envelopes/${id.zid}`, undefined, bearer(id.key))).body.total).toBe(0);
+    } finally {
+      await n.destroy();
+    }
+  });
+
+  it('a run that waited for a worker most of its time: retry after about that wait', () => {
+    expect(timeoutError(2, 2.2, 'free', { queuedSeconds: 1.7, runSeconds: 0.5 }).extra.retry_after_seconds).toBe(2);
+    expect(timeoutError(2, 2.2, 'free', { queuedSeconds: 0.2, runSeconds: 2 }).extra.retry_after_seconds).toBe(1);
+  });
+});
+
+describe('codes that are not retryable', () => {
+  it('carry neither retryable nor retry_after_seconds', async () => {
+    const e = expectError(
+      await call(t.url, 'POST', '/api/svc/compute', { domain: 'astrology', operators: ['KO42'], inputs: {} }, bearer(key)),
+      400,
+      'SVC_INVALID_DOMAIN',
+    );
+    expect(e.retryable).toBeUndefined();
+    expect(e.retry_after_seconds).toBeUndefined();
+  });
+});
+
+describe('the error catalogue', () => {
+  it('has one entry per code of the closed union in kernel/errors.ts, each with a status and a meaning', () => {
+    const source = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'kernel', 'errors.ts'), 'utf8');
+    const union = source.slice(source.indexOf('export type ErrorCode'), source.indexOf("';\n", source.indexOf('export type ErrorCode')) + 1);
+    const codes = [...union.matchAll(/\|\s*'([A-Z_]+)'/g)].map((m) => m[1]);
+    expect(codes.length).toBeGreaterThan(40);
+    expect([...ERROR_CODES].sort()).toEqual([...codes].sort());
+    for (const code of ERROR_CODES) {
+      const entry = ERROR_CATALOGUE[code];
+      expect(entry.status, code).toBeGreaterThanOrEqual(400);
+      expect(entry.meaning.length, code).toBeGreaterThan(10);
+    }
+  });
+
+  it('documentation_url points at the node’s own catalogue, at an anchor that names the code, its status and meaning', async () => {
+    const r = await call(t.url, 'GET', '/api/tally/balance');
+    const e = expectError(r, 401, 'SVC_NO_KEY');
+    expect(e.documentation_url).toBe('/api/errors#svc_no_key');
+    expect(e.docs_url).toBe('/api/errors#svc_no_key');
+    const page = await fetch(new URL(e.documentation_url, `${t.url}/api/tally/balance`));
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toContain('text/html');
+    const html = await page.text();
+    for (const code of ERROR_CODES) {
+      const section = new RegExp(
+        `<section id="${code.toLowerCase()}"><h2><a href="#${code.toLowerCase()}">${code}</a></h2><p>HTTP ${ERROR_CATALOGUE[code].status}\\b`,
+      );
+      expect(html, code).toMatch(section);
+    }
+    expect(html).toContain('retryable');
+    expect(html).not.toContain('svc.local');
+  });
+
+  it('answers JSON to a client that asks for it, and the OpenAPI document lists the route', async () => {
+    const r = await call(t.url, 'GET', '/api/errors', undefined, { accept: 'application/json' });
+    expect(r.status).toBe(200);
+    expect(r.body.count).toBe(ERROR_CODES.length);
+    const timeout = r.body.errors.find((x: { code: string }) => x.code === 'SVC_TIMEOUT');
+    expect(timeout).toMatchObject({ code: 'SVC_TIMEOUT', anchor: 'svc_timeout', status: 500, origin: 'part 7', retryable: true, retryAfterSeconds: 1 });
+    expect(r.body.errors.find((x: { code: string }) => x.code === 'SVC_INVALID_INPUT')).toMatchObject({ status: 400, retryable: false });
+    const doc = await call(t.url, 'GET', '/api/openapi.json');
+    expect(Object.keys(doc.body.paths['/api/errors'])).toContain('get');
   });
 });
 

@@ -75,6 +75,11 @@ describe('webhooks', () => {
     );
     const d = (await call(t.url, 'GET', `/api/webhooks/${hook.id}/deliveries`, undefined, bearer(me.key))).body.deliveries[0];
     expect(d).toMatchObject({ id: h['webhook-id'], status: 'delivered', attempt: 1, response_status: 200, response_body: 'thanks', next_retry_at: null });
+    // Part 5 item 2: the key may travel as ?key= instead of the header, beside the route's own query.
+    const byQuery = await call(t.url, 'GET', `/api/webhooks/${hook.id}/deliveries?status=delivered&key=${encodeURIComponent(me.key)}`);
+    expect(byQuery.status, byQuery.text).toBe(200);
+    expect(byQuery.body.deliveries).toEqual([d]);
+    expectError(await call(t.url, 'GET', `/api/webhooks/${hook.id}/deliveries?key=zsm_not_a_key`), 401, 'SVC_INVALID_KEY');
     const after = (await call(t.url, 'GET', `/api/webhooks/${hook.id}`, undefined, bearer(me.key))).body;
     expect(after.last_delivery_at).not.toBeNull();
   });

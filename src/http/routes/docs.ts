@@ -1,5 +1,6 @@
-// The API's own description: GET /api/openapi.json (generated from the router, openapi.ts) and GET /api/docs, a
-// reference page rendered by swagger-ui-dist's files served from this node (no CDN).
+// The API's own description: GET /api/openapi.json (generated from the router, openapi.ts), GET /api/docs, a
+// reference page rendered by swagger-ui-dist's files served from this node (no CDN), and GET /api/errors, the error
+// catalogue every error's documentation_url points into.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -9,6 +10,8 @@ import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import { openApiDocument } from '../openapi.js';
 import { describes } from '../validate.js';
+import { ERROR_CATALOGUE, ERROR_CODES, errorAnchor, type ErrorEntry } from '../../kernel/error-catalogue.js';
+import { ERRORS_PATH } from '../errors.js';
 
 const ASSETS: Record<string, string> = {
   'swagger-ui.css': 'text/css; charset=utf-8',
@@ -21,6 +24,35 @@ const PAGE = `<!doctype html>
 <body><div id="ui"></div><script src="/api/docs/swagger-ui-bundle.js"></script>
 <script>window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_id: '#ui', deepLinking: true });</script>
 </body></html>`;
+
+const escapeHtml = (text: string): string => text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+
+/** The catalogue as data: one row per code of the closed union, in catalogue order. */
+export function errorCatalogueRows(): (ErrorEntry & { code: string; anchor: string; retryable: boolean })[] {
+  return ERROR_CODES.map((code) => {
+    const entry: ErrorEntry = ERROR_CATALOGUE[code];
+    return { code, anchor: errorAnchor(code), ...entry, retryable: entry.retryAfterSeconds !== undefined };
+  });
+}
+
+/** The catalogue as a page: one section per code, its id the anchor documentation_url names. */
+function errorCataloguePage(): string {
+  const sections = errorCatalogueRows().map(
+    (r) =>
+      `<section id="${r.anchor}"><h2><a href="#${r.anchor}">${r.code}</a></h2><p>HTTP ${r.status} · ${r.origin}${
+        r.retryable ? ` · retryable (retry_after_seconds, default ${r.retryAfterSeconds} s)` : ''
+      }</p><p>${escapeHtml(r.meaning)}</p></section>`,
+  );
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>svc-node errors</title></head>
+<body><h1>Errors</h1>
+<p>Every error is JSON: <code>{"error": {code, message, details?, status, trace_id, timestamp, documentation_url, …}}</code>
+(spec part 7); the trace id is also in the X-Trace-Id header. The same list as JSON: <code>GET ${ERRORS_PATH}</code> with
+<code>Accept: application/json</code>.</p>
+${sections.join('\n')}
+</body></html>`;
+}
 
 export function docsRoutes(): RouteGroup {
   return { name: 'docs', register: registerDocsRoutes };
@@ -43,6 +75,24 @@ function registerDocsRoutes(router: Router, kit: HttpKit): void {
     ctx.type = 'application/json; charset=utf-8';
     ctx.body = document;
   });
+
+  // The error catalogue: HTML (anchors per code) unless the client prefers JSON.
+  const errorPage = errorCataloguePage();
+  router.get(
+    ERRORS_PATH,
+    describes({
+      contentType: 'text/html',
+      summary: 'The error catalogue: one anchor per error code, with its status and meaning (JSON with Accept: application/json).',
+    }),
+    (ctx) => {
+      if (ctx.accepts('html', 'json') === 'json') {
+        ctx.body = { count: ERROR_CODES.length, errors: errorCatalogueRows() };
+        return;
+      }
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.body = errorPage;
+    },
+  );
 
   router.get('/api/docs', describes({ contentType: 'text/html' }), (ctx) => {
     ctx.type = 'text/html; charset=utf-8';

@@ -1,5 +1,6 @@
 // Mesh, DNS and transparency routes (spec 2.7, 4.8, part 5 item 8). Thin: the mesh service does the work.
 import type Router from '@koa/router';
+import type { Middleware } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import type { MeshService } from '../../mesh/service.js';
@@ -104,11 +105,14 @@ function registerMeshRoutes(router: Router, kit: HttpKit, s: MeshRouteServices):
     ctx.body = mesh().dns.status();
   });
 
-  router.get('/api/transparency/now', responds(networkSnapshot), (ctx) => {
+  const latestSnapshot: Middleware = (ctx) => {
     const snap = mesh().oracle.now();
     if (!snap) throw new ServiceError(404, 'SVC_NOT_FOUND', 'no network snapshot yet: one is written every 4 ticks');
     ctx.body = snap;
-  });
+  };
+  router.get('/api/transparency/now', responds(networkSnapshot), latestSnapshot);
+  // Part 4.8 lists transparency among the /api/tally/* routes: the oracle's latest snapshot, as /api/transparency/now.
+  router.get('/api/tally/transparency', responds(networkSnapshot), latestSnapshot);
 
   router.get('/api/transparency/history', responds(transparencyHistoryResponse), query(historyQuery), async (ctx) => {
     const { n } = validate(historyQuery, ctx.query);

@@ -1,5 +1,6 @@
 // Keyless system routes: health, discovery, clock and pulse (JSON and SSE), kernel, operators, library.
 import type Router from '@koa/router';
+import type { Middleware } from 'koa';
 import { createSession } from 'better-sse';
 import { z } from 'zod';
 import { PULSE_HZ, stampAt, TICK_NS, TICK_NS_NUMBER, TICK_SECONDS_DISPLAY, TICK_SECONDS_EXACT } from '../../kernel/clock.js';
@@ -105,7 +106,7 @@ export function systemRoutes(s: SystemRouteServices): RouteGroup {
 
 function registerSystemRoutes(router: Router, kit: HttpKit, s: SystemRouteServices): void {
   const { library } = s;
-  router.get('/api/health', responds(healthResponse), (ctx) => {
+  const health: Middleware = (ctx) => {
     ctx.body = {
       ok: true,
       status: 'live',
@@ -114,7 +115,10 @@ function registerSystemRoutes(router: Router, kit: HttpKit, s: SystemRouteServic
       svcond: kit.time.nowSvcond(),
       uptime_s: Math.round(process.uptime()),
     };
-  });
+  };
+  router.get('/api/health', responds(healthResponse), health);
+  // Part 4.8 lists health among the /api/tally/* routes: the same liveness answer under the tally prefix.
+  router.get('/api/tally/health', responds(healthResponse), health);
 
   router.get('/api', responds(discoveryResponse), (ctx) => {
     ctx.body = kit.discovery(router);

@@ -22,6 +22,7 @@ import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBat
 import type { Transfers } from '../../tally/transfers.js';
 import { DELIVER_PATH } from '../../tally/transfer-delivery.js';
 import { HANDSHAKE_HEADER } from '../../mesh/wire.js';
+import { documentationUrl } from '../errors.js';
 
 const ZID_PATTERN = /^zid_[0-9a-f]{32}$/;
 const grantBody = z
@@ -58,7 +59,7 @@ function requireOperator(ctx: Context, s: { grants: Grants }): void {
   if (!header) {
     throw new ServiceError(401, 'SVC_NO_KEY', 'this route needs the node operator token', {
       auth_header_example: 'Authorization: Bearer op_…',
-      docs_url: 'https://svc.local/docs/operator',
+      docs_url: documentationUrl('SVC_NO_KEY'),
     });
   }
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);

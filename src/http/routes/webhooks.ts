@@ -29,7 +29,12 @@ const updateBody = z
   })
   .strict();
 const deliveriesQuery = z
-  .object({ limit: z.coerce.number().int().min(1).max(100).default(20), status: z.enum(['pending', 'delivered', 'failed']).optional() })
+  .object({
+    limit: z.coerce.number().int().min(1).max(100).default(20),
+    status: z.enum(['pending', 'delivered', 'failed']).optional(),
+    // The key may travel as ?key= (spec 5.2).
+    key: z.string().optional(),
+  })
   .strict();
 
 export interface WebhookRouteServices {
