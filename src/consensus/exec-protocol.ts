@@ -1,16 +1,16 @@
 // The wire of offloaded execution (architecture.md §6): the libp2p stream protocol /svc/exec/1.0.0. One request and
 // one answer per stream, each a frame = unsigned varint byte length + the RFC 8785 canonical JSON of the value as
-// UTF-8 (the length-prefixing libp2p protocols use). The request carries the canonical inputs and the stamping
+// UTF-8 (the length-prefixing libp2p protocols use; mesh/frame.ts). The request carries the canonical inputs and the stamping
 // tick, with the mesh handshake (an HMAC with the mesh secret over sender, tick and the request's digest: only a
 // mesh member can place work); the stream itself is authenticated by noise, so the remote peer id is the sender.
 // The answer is the solver's output, its result digest and executed_by, signed by the executor's node key.
 import { z } from 'zod';
-import type { Stream } from '@libp2p/interface';
-import { canonicalJson } from '../kernel/canonical.js';
 import type { ErrorCode } from '../kernel/errors.js';
 import { executedBySchema } from './executed-by.js';
 import type { SolverOutput } from '../solvers/types.js';
 import type { ExecutedBy } from '../records/types.js';
+
+export { encodeFrame, FrameError, readFrame, writeFrame } from '../mesh/frame.js';
 
 export const EXEC_PROTOCOL = '/svc/exec/1.0.0';
 /** A request carries at most the 1 MiB of inputs a request body may hold, plus its envelope. */
@@ -91,86 +91,3 @@ export const EXEC_REFUSALS = {
   /** Its queue for the requesting node is full: the requester runs it itself and keeps the peer. */
   busy: 'SVC_RATE_LIMIT',
 } as const satisfies Record<string, ErrorCode>;
-
-function uvarint(n: number): Uint8Array {
-  const out: number[] = [];
-  let v = n;
-  while (v >= 0x80) {
-    out.push((v & 0x7f) | 0x80);
-    v = Math.floor(v / 128);
-  }
-  out.push(v);
-  return Uint8Array.from(out);
-}
-
-/** One frame: varint length + the canonical JSON of `value` as UTF-8. */
-export function encodeFrame(value: unknown): Uint8Array {
-  const body = Buffer.from(canonicalJson(value), 'utf8');
-  const prefix = uvarint(body.length);
-  const out = new Uint8Array(prefix.length + body.length);
-  out.set(prefix, 0);
-  out.set(body, prefix.length);
-  return out;
-}
-
-/** Write one frame and close the writing side. */
-export async function writeFrame(stream: Pick<Stream, 'sink'>, value: unknown): Promise<void> {
-  await stream.sink([encodeFrame(value)]);
-}
-
-export class FrameError extends Error {}
-
-/**
- * Read one frame from a stream's source: its JSON value. Throws FrameError when the stream ends first, the length
- * is over `max`, or the text is not JSON.
- */
-export async function readFrame(source: AsyncIterable<{ subarray(): Uint8Array }>, max: number): Promise<unknown> {
-  const chunks: Uint8Array[] = [];
-  let have = 0;
-  let length = -1;
-  let headerBytes = 0;
-  for await (const chunk of source) {
-    const bytes = chunk.subarray();
-    chunks.push(bytes);
-    have += bytes.length;
-    if (length < 0) {
-      const all = concat(chunks, have);
-      let value = 0;
-      let scale = 1;
-      for (let i = 0; i < all.length && i < 5; i++) {
-        const b = all[i]!;
-        value += (b & 0x7f) * scale;
-        scale *= 128;
-        if ((b & 0x80) === 0) {
-          length = value;
-          headerBytes = i + 1;
-          break;
-        }
-      }
-      if (length < 0 && all.length >= 5) throw new FrameError('frame length is not a varint of at most 5 bytes');
-      if (length > max) throw new FrameError(`frame of ${length} bytes is over the ${max}-byte limit`);
-    }
-    if (length >= 0 && have >= headerBytes + length) {
-      const all = concat(chunks, have);
-      try {
-        return JSON.parse(Buffer.from(all.subarray(headerBytes, headerBytes + length)).toString('utf8')) as unknown;
-      } catch {
-        throw new FrameError('frame is not JSON');
-      }
-    }
-  }
-  throw new FrameError('the stream ended before a whole frame');
-}
-
-function concat(chunks: Uint8Array[], total: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  chunks.length = 0;
-  chunks.push(out);
-  return out;
-}

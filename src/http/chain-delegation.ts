@@ -20,6 +20,7 @@ import { z } from 'zod';
 import { ServiceError } from '../kernel/errors.js';
 import { MAX_SKEW_TICKS } from '../mesh/validator.js';
 import { verifyEventSignature, type MeshEvent } from '../mesh/wire.js';
+import { PeerUnreachable, requestPeer, type PeerAnswer } from '../mesh/peer-http.js';
 import type { Caller, TallyCharge } from '../records/types.js';
 import type { HttpKit } from './kit.js';
 import type { IdentityService } from '../identity/service.js';
@@ -191,35 +192,44 @@ export async function voucherFor(
   let event: MeshEvent;
   if (caller.home === kit.nodeId()) event = await signVoucher(kit, s, caller, req);
   else {
-    const url = kit.homes.peerUrl(caller.home);
-    if (!url) throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', 'the home node of this identity is not reachable from here', { home: caller.home });
-    let res: Response;
+    const headers = {
+      authorization: ctx.get('authorization') || `Bearer ${String(ctx.query.key)}`,
+      'content-type': 'application/json',
+      [FORWARDED_HEADER]: kit.nodeId(),
+    };
+    let res: PeerAnswer;
     try {
-      res = await fetch(`${url}/api/mesh/chain-caller`, {
-        method: 'POST',
-        headers: {
-          authorization: ctx.get('authorization') || `Bearer ${String(ctx.query.key)}`,
-          'content-type': 'application/json',
-          [FORWARDED_HEADER]: kit.nodeId(),
-        },
-        body: JSON.stringify(req),
-        signal: AbortSignal.timeout(VOUCHER_TIMEOUT_MS),
-      });
+      res = await requestPeer(
+        kit.homes,
+        caller.home,
+        { method: 'POST', path: '/api/mesh/chain-caller', headers, body: JSON.stringify(req) },
+        AbortSignal.timeout(VOUCHER_TIMEOUT_MS),
+      );
     } catch (err) {
-      throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this identity did not answer: ${(err as Error).message}`, { home: caller.home });
+      const tried = err instanceof PeerUnreachable ? err.tried : [(err as Error).message];
+      throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this identity could not be reached: ${tried.join('; ')}`, {
+        home: caller.home,
+        tried,
+        retry_after_seconds: Math.max(1, Math.ceil(VOUCHER_TIMEOUT_MS / 1000)),
+      });
     }
     // A wallet too short for a charged route: the caller's home's 402, as it gave it (nothing was charged there).
-    if (res.status === 402) throw await relayedError(res);
-    if (!res.ok)
+    if (res.status === 402) throw relayedError(res.text);
+    if (res.status < 200 || res.status > 299)
       throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this identity did not vouch for it (${res.status})`, { home: caller.home });
-    event = (await res.json()) as MeshEvent;
+    event = JSON.parse(res.text) as MeshEvent;
   }
   return { header: Buffer.from(JSON.stringify(event)).toString('base64url'), event };
 }
 
 /** Another node's part-7 402 as this node's error (its code, message and members; a fresh trace id here). */
-async function relayedError(res: Response): Promise<ServiceError> {
-  const body = (await res.json().catch(() => null)) as { error?: Record<string, unknown> } | null;
+function relayedError(text: string): ServiceError {
+  let body: { error?: Record<string, unknown> } | null = null;
+  try {
+    body = JSON.parse(text) as { error?: Record<string, unknown> } | null;
+  } catch {
+    // not JSON: the error is named from this node
+  }
   const { code, message, trace_id: _t, timestamp: _s, documentation_url: _d, ...extra } = body?.error ?? {};
   return new ServiceError(
     402,

@@ -3,10 +3,14 @@
 // is forwarded to the home node's HTTP API once, and the answer relayed as it came. A request that was already
 // forwarded is never forwarded again (no loops).
 //
+// The home is reached at its URL from its tick events, and over libp2p (/svc/http/1, mesh/peer-http.ts) when no URL
+// is known or the URL does not take the connection (a home behind NAT); the order is in docs/decisions.md.
+//
 // A home that is stopped (not dead: its socket accepts and never answers) must not hang its callers: it has
 // mesh.forwardTimeoutMs to show life, by answering or by answering a probe of its health sent while the request is
-// pending (a home busy with a long solver run answers its probes, and is waited for up to the tier time limit).
-// Past that, 503 SVC_HOME_UNREACHABLE with Retry-After, and the home is skipped until a probe finds it again.
+// pending (a home busy with a long solver run answers its probes, and is waited for up to the tier time limit); over
+// libp2p, by opening the stream within that time. Past that, 503 SVC_HOME_UNREACHABLE with Retry-After, and the home
+// is skipped until a probe finds it again. When neither way reaches it, the 503 names the home and what was tried.
 import type { Context, Next } from 'koa';
 import { ServiceError } from '../kernel/errors.js';
 import { LONGEST_TIME_LIMIT_SECONDS } from '../tally/tiers.js';
@@ -15,6 +19,7 @@ import type { HttpKit } from './kit.js';
 import { answersHealth, type HungHomes } from './home-health.js';
 import { FORWARDED_FOR_HEADER, forwardedForValue, statedClientIp } from './forwarded-address.js';
 import { addressKey } from './caller-address.js';
+import { PEER_HTTP_PROTOCOL, fetchFailure, isConnectFailure, type OverMesh, type PeerRequest } from '../mesh/peer-http.js';
 
 export const FORWARDED_HEADER = 'x-svc-forwarded-by';
 export const SERVED_BY_HEADER = 'X-Svc-Served-By';
@@ -23,6 +28,8 @@ export const SERVED_BY_HEADER = 'X-Svc-Served-By';
 export interface HomeLinks {
   /** The HTTP URL of a peer (null: not known). */
   peerUrl: (nodeId: string) => string | null;
+  /** A peer's API over libp2p (null: the mesh does not run). */
+  overMesh: OverMesh | null;
   hung: HungHomes;
 }
 
@@ -80,16 +87,18 @@ export async function askHome(
   }
   const retry = retryAfterSeconds(kit);
   const url = kit.homes.peerUrl(home);
-  if (!url)
+  const overMesh = kit.homes.overMesh;
+  if (!url && !overMesh)
     throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this ${subject} is not reachable from here`, {
       home,
       ...extra,
+      tried: ['HTTP: no URL is known for it', 'libp2p: the mesh is not running'],
       retry_after_seconds: retry,
     });
   const deadlineMs = kit.config.mesh.forwardTimeoutMs;
   const hung = kit.homes.hung;
   if (hung.isHung(home)) {
-    hung.recheck(home, url, deadlineMs);
+    if (url) hung.recheck(home, url, deadlineMs);
     throw new ServiceError(
       503,
       'SVC_HOME_UNREACHABLE',
@@ -97,6 +106,51 @@ export async function askHome(
       { home, ...extra, deadline_ms: deadlineMs, retry_after_seconds: retry },
     );
   }
+  const req = homeRequest(ctx, kit, opts);
+  // The request's own bound: a live home answers within its time limit (a solver run at the caller's tier, which
+  // only the home knows: the longest), plus the deadline.
+  const capMs = LONGEST_TIME_LIMIT_SECONDS * 1000 + deadlineMs;
+  const tried: string[] = [];
+  if (url) {
+    const sent = await askAtUrl(url, req, deadlineMs, capMs);
+    if ('answer' in sent) return sent.answer;
+    if (sent.hung) {
+      hung.mark(home, Date.now());
+      throw new ServiceError(
+        503,
+        'SVC_HOME_UNREACHABLE',
+        `the home node of this ${subject} did not answer within ${deadlineMs} ms (nor its health probe); it is skipped until it answers again`,
+        { home, ...extra, deadline_ms: deadlineMs, retry_after_seconds: retry },
+      );
+    }
+    tried.push(`HTTP at ${url}: ${sent.reason}`);
+    // A request that reached the home may have been applied there: it is not sent a second way.
+    if (!sent.connectFailed || !overMesh)
+      throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node did not answer: ${sent.reason}`, {
+        home,
+        ...extra,
+        tried,
+        retry_after_seconds: retry,
+      });
+  } else tried.push('HTTP: no URL is known for it');
+  if (overMesh) {
+    try {
+      const a = await overMesh(home, req, AbortSignal.timeout(capMs), deadlineMs);
+      return { status: a.status, headers: new Headers(a.headers), text: a.text };
+    } catch (err) {
+      tried.push(`libp2p ${PEER_HTTP_PROTOCOL}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  } else tried.push('libp2p: the mesh is not running');
+  throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node ${home} of this ${subject} could not be reached: ${tried.join('; ')}`, {
+    home,
+    ...extra,
+    tried,
+    retry_after_seconds: retry,
+  });
+}
+
+/** The request as it is sent on to the home: same method, path, query, Authorization and body, with the forwarding headers. */
+function homeRequest(ctx: Context, kit: ForwardKit, opts: RelayOptions): PeerRequest {
   const headers: Record<string, string> = { ...opts.headers, [FORWARDED_HEADER]: kit.nodeId(), 'x-forwarded-for': ctx.ip };
   const auth = ctx.get('authorization');
   if (auth && !opts.withoutKey) headers.authorization = auth;
@@ -115,13 +169,22 @@ export async function askHome(
       path,
       body: hasBody ? raw : '',
     });
+  return { method: ctx.method as PeerRequest['method'], path, headers, body: hasBody ? raw : '' };
+}
 
-  // The request's own bound: a live home answers within its time limit (a solver run at the caller's tier, which
-  // only the home knows: the longest), plus the deadline.
+/**
+ * One attempt at the home's URL, watched: every half deadline without an answer, the home's health is probed with
+ * half the deadline to answer, so a home that shows no life is known within one deadline of the request, or of its
+ * last sign of life.
+ */
+async function askAtUrl(
+  url: string,
+  req: PeerRequest,
+  deadlineMs: number,
+  capMs: number,
+): Promise<{ answer: HomeAnswer } | { hung: boolean; connectFailed: boolean; reason: string }> {
   const controller = new AbortController();
-  const cap = setTimeout(() => controller.abort(new Error('no answer within the time limit')), LONGEST_TIME_LIMIT_SECONDS * 1000 + deadlineMs);
-  // Liveness: every half deadline without an answer, the home's health is probed with half the deadline to answer.
-  // A home that shows no life is known within one deadline of the request, or of its last sign of life.
+  const cap = setTimeout(() => controller.abort(new Error('no answer within the time limit')), capMs);
   let hungNow = false;
   let probing = false;
   const watch = setInterval(
@@ -138,21 +201,17 @@ export async function askHome(
     Math.max(1, Math.floor(deadlineMs / 2)),
   );
   try {
-    const res = await fetch(url + path, { method: ctx.method, headers, body: hasBody ? raw : undefined, signal: controller.signal });
+    const res = await fetch(url + req.path, {
+      method: req.method,
+      headers: req.headers,
+      body: req.body === '' ? undefined : req.body,
+      signal: controller.signal,
+    });
     const text = await res.text();
-    return { status: res.status, headers: res.headers, text };
+    return { answer: { status: res.status, headers: res.headers, text } };
   } catch (err) {
-    if (hungNow) {
-      hung.mark(home, Date.now());
-      throw new ServiceError(
-        503,
-        'SVC_HOME_UNREACHABLE',
-        `the home node of this ${subject} did not answer within ${deadlineMs} ms (nor its health probe); it is skipped until it answers again`,
-        { home, ...extra, deadline_ms: deadlineMs, retry_after_seconds: retry },
-      );
-    }
-    const reason = controller.signal.aborted ? (controller.signal.reason as Error).message : (err as Error).message;
-    throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node did not answer: ${reason}`, { home, ...extra, retry_after_seconds: retry });
+    const reason = controller.signal.aborted ? (controller.signal.reason as Error).message : fetchFailure(err);
+    return { hung: hungNow, connectFailed: !controller.signal.aborted && isConnectFailure(err), reason };
   } finally {
     clearTimeout(cap);
     clearInterval(watch);

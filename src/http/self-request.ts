@@ -18,12 +18,18 @@ export interface SelfRequest {
   /** Path under /api, with its query string when it has one. */
   path: string;
   body?: unknown;
+  /** The body as text, sent as it is (a request relayed from another node: http/peer-entrance.ts); wins over `body`. */
+  rawBody?: string;
+  /** Headers besides the ones the self-API sets (which win over these). */
+  headers?: Record<string, string>;
 }
 
 export interface SelfAnswer {
   status: number;
   contentType: string;
   text: string;
+  /** Every header of the answer (lower-case names; repeated ones joined by ', '). */
+  headers: Record<string, string>;
 }
 
 export interface SelfTarget {
@@ -63,15 +69,17 @@ export class SelfApi {
   }
 
   send(target: SelfTarget, req: SelfRequest, signal?: AbortSignal): Promise<SelfAnswer> {
-    const payload = req.body === undefined ? undefined : Buffer.from(JSON.stringify(req.body), 'utf8');
+    const text = req.rawBody !== undefined ? req.rawBody : req.body === undefined ? undefined : JSON.stringify(req.body);
+    const payload = text === undefined || (req.rawBody !== undefined && text === '') ? undefined : Buffer.from(text, 'utf8');
     const headers: Record<string, string | number> = {
+      ...req.headers,
       [TOKEN_HEADER]: this.token,
       [CLIENT_IP_HEADER]: target.ip,
       accept: 'application/json',
     };
     if (target.authorization) headers.authorization = target.authorization;
     if (payload) {
-      headers['content-type'] = 'application/json';
+      headers['content-type'] = req.headers?.['content-type'] ?? 'application/json';
       headers['content-length'] = payload.length;
     }
     return new Promise<SelfAnswer>((resolve, reject) => {
@@ -90,7 +98,12 @@ export class SelfApi {
           });
           res.on('error', reject);
           res.on('end', () =>
-            resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), text: Buffer.concat(chunks).toString('utf8') }),
+            resolve({
+              status: res.statusCode ?? 0,
+              contentType: String(res.headers['content-type'] ?? ''),
+              text: Buffer.concat(chunks).toString('utf8'),
+              headers: Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v)])),
+            }),
           );
         },
       );

@@ -12,6 +12,7 @@ import { verifyExecution } from '../consensus/executed-by.js';
 import { ModeService } from '../consensus/modes.js';
 import { Offloader } from '../consensus/offload.js';
 import { NodeOperator } from '../consensus/operator.js';
+import { meshPeerLinks } from '../mesh/peer-http.js';
 import { httpPeerLink } from '../consensus/peer-link.js';
 import { Reexecutor, rerunDigest } from '../consensus/reexecutor.js';
 import { challengedResult, resultFinder } from '../consensus/result-lookup.js';
@@ -158,7 +159,7 @@ export async function wireConsensus(
     livenessCovers: (from) => liveness.covers(from),
     holdStake: (zid, amount) => slashing.holdStake(zid, amount),
     verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
-    ...(mesh.enabled ? httpPeerLink({ sign: (type, body) => mesh.signDirect(type, body), peerUrl: (node) => mesh.peerUrl(node) }) : {}),
+    ...(mesh.enabled ? httpPeerLink({ sign: (type, body) => mesh.signDirect(type, body), links: meshPeerLinks(mesh, config.mesh.secret) }) : {}),
   });
   openChallenges.bind(challenges);
   f.metricsChallenges.bind(challenges);

@@ -15,6 +15,7 @@ import { ClaimService } from '../tally/claim.js';
 import { CLAIM_ADDRESS_EVENT, ClaimAddresses } from '../tally/claim-addresses.js';
 import { EnvelopeLocks, Folders } from '../tally/folders.js';
 import { Transfers } from '../tally/transfers.js';
+import { meshPeerLinks } from '../mesh/peer-http.js';
 import { TransferDelivery, httpSender } from '../tally/transfer-delivery.js';
 import { RemoteCharges } from '../tally/remote-charges.js';
 import { settlementLoop, type SettlementLoop } from '../tally/remote-charge-delivery.js';
@@ -100,12 +101,13 @@ export async function wireEconomy(f: Foundation, chain: ChainService, identity: 
     canDeliver: () => mesh.enabled,
     peerUrl,
   });
-  const transferDelivery = new TransferDelivery({ transfers, send: httpSender({ sign }), peerUrl, logger: f.logger });
+  const links = meshPeerLinks(mesh, config.mesh.secret);
+  const transferDelivery = new TransferDelivery({ transfers, send: httpSender({ sign, links }), peerUrl, logger: f.logger });
   const remoteCharges = new RemoteCharges({ store, ledger, nowSvcond: time.nowSvcond, nowMs: time.nowMs, peerUrl });
   const chargeSettlement = settlementLoop({
     charges: remoteCharges,
     sign,
-    peerUrl,
+    links,
     logger: f.logger,
     ...(options.chargeSettleAfterMs !== undefined ? { firstDelayMs: options.chargeSettleAfterMs } : {}),
   });

@@ -21,6 +21,8 @@ import { createHttpServer } from '../http/server.js';
 import { StreamSlots } from '../http/stream-slots.js';
 import { attachStreamSocket } from '../http/ws-stream.js';
 import type { MeshService } from '../mesh/service.js';
+import { PEER_HTTP_PROTOCOL, meshPeerLinks } from '../mesh/peer-http.js';
+import { peerEntrance } from '../http/peer-entrance.js';
 import { signEvent } from '../mesh/wire.js';
 import type { Capability } from './capability.js';
 import type { AssistantsPart } from './assistants.js';
@@ -62,7 +64,7 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     nodeId,
     publicUrl: () => f.publicUrl.get() ?? '',
     auth: { identity: p.identity, nodeId },
-    homes: { peerUrl: (id) => mesh.peerUrl(id), hung: new HungHomes() },
+    homes: { ...meshPeerLinks(mesh, config.mesh.secret), hung: new HungHomes() },
     signMeshEvent: (type, body) => signEvent(f.nodeIdentity.privateKey, f.nodeId, type, f.time.nowSvcond(), body),
     selfApi: assistants.selfApi,
     discovery: discoveryOf({ config, nodeId, registry, library, tiers: p.tiers }),
@@ -86,6 +88,15 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
   await listen(server, config.port, config.host);
   const url = config.publicUrl ?? `http://${config.host}:${(server.address() as AddressInfo).port}`;
   f.publicUrl.bind(url);
+  // The API's libp2p entrance, for peers that cannot reach the URL: its requests go to the server over loopback.
+  const entrance = peerEntrance({
+    selfApi: assistants.selfApi,
+    target: () => loopbackOf(server.address() as AddressInfo),
+    meshSecret: config.mesh.secret,
+    nowSvcond: f.time.nowSvcond,
+    logger,
+  });
+  await mesh.handleStream(PEER_HTTP_PROTOCOL, (stream, peer) => void entrance(stream, peer));
   const metricsUrl = config.metrics.port !== null ? await f.metrics.listen(config.metrics.host, config.metrics.port) : null;
   let open = true;
   return {
@@ -120,4 +131,10 @@ function listen(server: Server, port: number, host: string): Promise<void> {
     server.once('error', reject);
     server.listen(port, host, () => resolve());
   });
+}
+
+/** Where this process reaches a server listening at `a` (a wildcard address through loopback). */
+function loopbackOf(a: AddressInfo): { host: string; port: number } {
+  const host = a.address === '0.0.0.0' || a.address === '::' ? '127.0.0.1' : a.address;
+  return { host, port: a.port };
 }

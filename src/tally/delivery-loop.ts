@@ -11,6 +11,7 @@
 import { canonicalJson } from '../kernel/canonical.js';
 import type { WireEnvelope, MeshEvent } from '../mesh/wire.js';
 import { HANDSHAKE_HEADER } from '../mesh/wire.js';
+import { requestPeer, type PeerLinks } from '../mesh/peer-http.js';
 
 /** Backoff between attempts of an item: 250 ms, doubling, at most 5 s (a home back from an outage is reached within 5 s). */
 export const BACKOFF = { firstMs: 250, maxMs: 5_000 } as const;
@@ -234,30 +235,27 @@ export class DeliveryLoop<R, D, A> {
 }
 
 /**
- * The HTTP sender of a direct message: signs the request as a `type` event, posts it to `path` of the home with the
- * handshake, and verifies the home's signed answer (`verify` returns the outcomes, or null when the answer is not the
- * home's signed answer to exactly these deliveries).
+ * The sender of a direct message: signs the request as a `type` event, posts it to `path` of the home with the
+ * handshake (at its URL, or over libp2p when it has none or the URL does not connect: mesh/peer-http.ts), and verifies
+ * the home's signed answer (`verify` returns the outcomes, or null when the answer is not the home's signed answer to
+ * exactly these deliveries).
  */
 export function directSender<D, A>(deps: {
   sign: (type: string, body: unknown) => Promise<WireEnvelope>;
+  links: PeerLinks;
   type: string;
   path: string;
   body: (deliveries: D[]) => unknown;
   verify: (answer: unknown, home: string, deliveries: D[]) => Promise<Outcome<A>[] | null>;
 }): Sender<D, A> {
   return async (home, url, deliveries) => {
-    if (!url) throw new Error(`no URL is known for node ${home}`);
     const { event, handshake } = await deps.sign(deps.type, deps.body(deliveries));
-    const res = await fetch(url + deps.path, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', [HANDSHAKE_HEADER]: handshake ?? '' },
-      body: JSON.stringify(event satisfies MeshEvent),
-      signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${url} answered ${res.status}: ${text.slice(0, 300)}`);
-    const outcomes = await deps.verify(JSON.parse(text) as unknown, home, deliveries);
-    if (!outcomes) throw new Error(`${url} did not answer with an acknowledgement signed by ${home}`);
+    const headers = { 'content-type': 'application/json', [HANDSHAKE_HEADER]: handshake ?? '' };
+    const body = JSON.stringify(event satisfies MeshEvent);
+    const res = await requestPeer(deps.links, home, { method: 'POST', path: deps.path, headers, body }, AbortSignal.timeout(SEND_TIMEOUT_MS), url);
+    if (res.status < 200 || res.status > 299) throw new Error(`node ${home} answered ${res.status} (${res.via}): ${res.text.slice(0, 300)}`);
+    const outcomes = await deps.verify(JSON.parse(res.text) as unknown, home, deliveries);
+    if (!outcomes) throw new Error(`node ${home} did not answer with an acknowledgement signed by it (${res.via})`);
     return outcomes;
   };
 }

@@ -4,6 +4,7 @@
 // backoff; resumed at start. A charge is first due SETTLE_AFTER_MS after it is made (or after a start), or at once when
 // this node forwarded its request itself (settleSoon).
 import type { WireEnvelope } from '../mesh/wire.js';
+import type { PeerLinks } from '../mesh/peer-http.js';
 import { DeliveryLoop, directSender, type DeliveryLogger } from './delivery-loop.js';
 import {
   CHARGE_SETTLE_EVENT,
@@ -23,7 +24,8 @@ export type SettlementLoop = DeliveryLoop<RemoteChargeRecord, SettleItem, Settle
 export function settlementLoop(o: {
   charges: RemoteCharges;
   sign: (type: string, body: unknown) => Promise<WireEnvelope>;
-  peerUrl: (peerId: string) => string | null;
+  /** The ways to a machine's home (its URL, libp2p); its URL now, from the peer table, before the record's. */
+  links: PeerLinks;
   logger: DeliveryLogger;
   /** Tests: how long after it is made a charge not forwarded by this node is first asked about (default SETTLE_AFTER_MS). */
   firstDelayMs?: number;
@@ -44,6 +46,7 @@ export function settlementLoop(o: {
     },
     send: directSender<SettleItem, SettleAck>({
       sign: o.sign,
+      links: o.links,
       type: CHARGE_SETTLE_EVENT,
       path: CHARGE_SETTLE_PATH,
       body: (charges) => ({ charges }),
@@ -54,7 +57,7 @@ export function settlementLoop(o: {
           items.map((i) => i.nonce),
         ),
     }),
-    peerUrl: o.peerUrl,
+    peerUrl: o.links.peerUrl,
     logger: o.logger,
     what: 'remote charge settlement',
     idField: 'nonce',

@@ -11,6 +11,7 @@
 // transfer, verified here against the home's peer id before anything is marked delivered.
 import type { WireEnvelope } from '../mesh/wire.js';
 import { verifyEventSignature, type MeshEvent } from '../mesh/wire.js';
+import type { PeerLinks } from '../mesh/peer-http.js';
 import { BACKOFF, BATCH_BYTES, DeliveryLoop, backoffMs, directSender } from './delivery-loop.js';
 import type { DeliveryLogger, Outcome, Sender } from './delivery-loop.js';
 import type { Transfers } from './transfers.js';
@@ -73,10 +74,11 @@ export async function verifiedAnswers(answer: unknown, home: string, ids: readon
   return (await verifyEventSignature(e)) ? out : null;
 }
 
-/** The HTTP sender: signs the request, posts it to the receiver's home, verifies its signed answer. */
-export function httpSender(deps: { sign: (type: string, body: unknown) => Promise<WireEnvelope> }): DeliverySender {
+/** The sender: signs the request, posts it to the receiver's home (its URL, or libp2p), verifies its signed answer. */
+export function httpSender(deps: { sign: (type: string, body: unknown) => Promise<WireEnvelope>; links: PeerLinks }): DeliverySender {
   return directSender<DeliveryBody, TransferAck>({
     sign: deps.sign,
+    links: deps.links,
     type: TRANSFER_EVENT,
     path: DELIVER_PATH,
     body: (deliveries) => ({ deliveries }),

@@ -4,7 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, connectedIndexes, expectError, startMesh, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { TRANSFER_EVENT, type DeliveryBody } from '../../src/tally/transfer-wire.js';
 import { DELIVER_PATH, verifiedAnswers } from '../../src/tally/transfer-delivery.js';
 import { HANDSHAKE_HEADER } from '../../src/mesh/wire.js';
@@ -86,59 +86,67 @@ afterAll(async () => {
   await Promise.all([a, b, c].map((n) => n?.destroy()));
 });
 
+/**
+ * A transfer made at `c` from an identity homed on `a` to one homed on `b`: debited at `a`, delivered once to `b`, and
+ * passed back. `tag` keeps the identities of each mesh apart.
+ */
+async function transferThroughThirdNode(a: TestNode, b: TestNode, c: TestNode, tag = ''): Promise<void> {
+  const x = await richIdentity(a, `xn-sender${tag}`, 8);
+  const y = await remoteIdentity(b, a, `xn-receiver${tag}`);
+  await waitFor(() => c.node.identity.getIdentity(x.zid), 'the sender known at C');
+
+  const r = await call(c.url, 'POST', '/api/tally/envelopes/transfer-bulk', { to: y.zid, count: 5 }, bearer(x.key));
+  expect(r.status, r.text).toBe(202);
+  expect(r.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
+  expect(r.body).toMatchObject({
+    state: 'pending',
+    from: x.zid,
+    to: y.zid,
+    count: 5,
+    from_home: a.node.nodeId,
+    to_home: b.node.nodeId,
+    delivered_svcond: null,
+  });
+  const sent: string[] = r.body.token_ids;
+  // The debit is at once: X holds 3.
+  expect((await held(a, x)).total).toBe(3);
+  await a.node.counters.loadIdentity(x.zid); // counters are read on demand
+  expect(a.node.counters.get(`env:${x.zid}`)).toBe(3);
+
+  const done = await delivered(a, x, r.body.transfer_id);
+  expect(done.attempts).toBeGreaterThanOrEqual(1);
+  expect(done.delivered_svcond).toBeGreaterThanOrEqual(done.created_svcond);
+  // The receiver's home shows it to the receiver (and not to the sender's key there: the sender's home answers it).
+  const atB = await call(b.url, 'GET', `/api/tally/transfers/${r.body.transfer_id}`, undefined, bearer(y.key));
+  expect(atB.status, atB.text).toBe(200);
+  expect(atB.body).toMatchObject({ state: 'delivered', from: x.zid, to: y.zid, count: 5, token_ids: sent, from_home: a.node.nodeId, to_home: b.node.nodeId });
+
+  const ys = await held(b, y);
+  expect(ys.total).toBe(5);
+  expect(ys.items.map((e) => e.token_id).sort()).toEqual([...sent].sort());
+  expect(ys.items.every((e) => e.owner === y.zid && e.folder === 'inbox' && e.transfer_id === r.body.transfer_id)).toBe(true);
+  await b.node.counters.loadIdentity(y.zid); // counters are read on demand
+  expect(b.node.counters.get(`env:${y.zid}`)).toBe(5);
+  expect(b.node.counters.get(`envf:${y.zid}:inbox`)).toBe(5);
+  // The envelopes left A's ledger (no record there), and no other node wrote them.
+  expect((await a.node.ledger.envelopesById(sent)).every((e) => e === undefined)).toBe(true);
+  expect((await c.node.ledger.envelopesById(sent)).every((e) => e === undefined)).toBe(true);
+  await c.node.counters.loadIdentity(y.zid); // counters are read on demand
+  expect(c.node.counters.get(`env:${y.zid}`)).toBe(0);
+  // Nothing left in A's outbox.
+  expect(await a.node.transfers.pending()).toEqual([]);
+
+  // The receiver passes two back to the sender across the mesh: they land at A again.
+  const back = await call(b.url, 'POST', '/api/tally/envelopes/transfer-bulk', { to: x.zid, token_ids: sent.slice(0, 2) }, bearer(y.key));
+  expect(back.status, back.text).toBe(202);
+  await delivered(b, y, back.body.transfer_id);
+  expect((await held(a, x)).total).toBe(5);
+  expect((await held(b, y)).total).toBe(3);
+}
+
 describe('cross-node transfers', () => {
   it('a transfer made through a third node is debited at the sender home and lands exactly once at the receiver home', async () => {
-    const x = await richIdentity(a, 'xn-sender', 8);
-    const y = await remoteIdentity(b, a, 'xn-receiver');
-    await waitFor(() => c.node.identity.getIdentity(x.zid), 'the sender known at C');
-
-    const r = await call(c.url, 'POST', '/api/tally/envelopes/transfer-bulk', { to: y.zid, count: 5 }, bearer(x.key));
-    expect(r.status, r.text).toBe(202);
-    expect(r.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
-    expect(r.body).toMatchObject({
-      state: 'pending',
-      from: x.zid,
-      to: y.zid,
-      count: 5,
-      from_home: a.node.nodeId,
-      to_home: b.node.nodeId,
-      delivered_svcond: null,
-    });
-    const sent: string[] = r.body.token_ids;
-    // The debit is at once: X holds 3.
-    expect((await held(a, x)).total).toBe(3);
-    await a.node.counters.loadIdentity(x.zid); // counters are read on demand
-    expect(a.node.counters.get(`env:${x.zid}`)).toBe(3);
-
-    const done = await delivered(a, x, r.body.transfer_id);
-    expect(done.attempts).toBeGreaterThanOrEqual(1);
-    expect(done.delivered_svcond).toBeGreaterThanOrEqual(done.created_svcond);
-    // The receiver's home shows it to the receiver (and not to the sender's key there: the sender's home answers it).
-    const atB = await call(b.url, 'GET', `/api/tally/transfers/${r.body.transfer_id}`, undefined, bearer(y.key));
-    expect(atB.status, atB.text).toBe(200);
-    expect(atB.body).toMatchObject({ state: 'delivered', from: x.zid, to: y.zid, count: 5, token_ids: sent, from_home: a.node.nodeId, to_home: b.node.nodeId });
-
-    const ys = await held(b, y);
-    expect(ys.total).toBe(5);
-    expect(ys.items.map((e) => e.token_id).sort()).toEqual([...sent].sort());
-    expect(ys.items.every((e) => e.owner === y.zid && e.folder === 'inbox' && e.transfer_id === r.body.transfer_id)).toBe(true);
-    await b.node.counters.loadIdentity(y.zid); // counters are read on demand
-    expect(b.node.counters.get(`env:${y.zid}`)).toBe(5);
-    expect(b.node.counters.get(`envf:${y.zid}:inbox`)).toBe(5);
-    // The envelopes left A's ledger (no record there), and no other node wrote them.
-    expect((await a.node.ledger.envelopesById(sent)).every((e) => e === undefined)).toBe(true);
-    expect((await c.node.ledger.envelopesById(sent)).every((e) => e === undefined)).toBe(true);
-    await c.node.counters.loadIdentity(y.zid); // counters are read on demand
-    expect(c.node.counters.get(`env:${y.zid}`)).toBe(0);
-    // Nothing left in A's outbox.
-    expect(await a.node.transfers.pending()).toEqual([]);
-
-    // The receiver passes two back to the sender across the mesh: they land at A again.
-    const back = await call(b.url, 'POST', '/api/tally/envelopes/transfer-bulk', { to: x.zid, token_ids: sent.slice(0, 2) }, bearer(y.key));
-    expect(back.status, back.text).toBe(202);
-    await delivered(b, y, back.body.transfer_id);
-    expect((await held(a, x)).total).toBe(5);
-    expect((await held(b, y)).total).toBe(3);
+    await transferThroughThirdNode(a, b, c);
   }, 120_000);
 
   it('a delivery replayed (the same bytes, or signed again) is acknowledged as a duplicate and applied once; concurrent first deliveries apply once', async () => {
@@ -251,5 +259,23 @@ describe('cross-node transfers', () => {
     expect((await held(b, y)).total).toBe(4);
     await b.node.counters.loadIdentity(y.zid); // counters are read on demand
     expect(b.node.counters.get(`env:${y.zid}`)).toBe(4);
+  }, 120_000);
+});
+
+// The same on a line: the two homes are its ends and hold no connection to each other; the request is made at the middle.
+describe('cross-node transfers on a line', () => {
+  let line: TestNode[] = [];
+  beforeAll(async () => {
+    line = await startMesh(3, (bootstrap) => meshConfig(bootstrap), opts, 'line');
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all(line.map((n) => n.destroy()));
+  });
+
+  it('debited at one end, delivered once at the other, passed back', async () => {
+    const [home, middle, far] = line as [TestNode, TestNode, TestNode];
+    expect(connectedIndexes(home, line)).toEqual([1]);
+    expect(connectedIndexes(far, line)).toEqual([1]);
+    await transferThroughThirdNode(home, far, middle, '-line');
   }, 120_000);
 });

@@ -112,3 +112,53 @@ export async function startNodePair(config: (bootstrap: string[]) => Record<stri
   }
   return [a, b];
 }
+
+/**
+ * How test nodes are bootstrapped. full: each node to every node started before it; line: each to the one before it
+ * (the ends only reach each other through the middle); ring: a line whose last node also dials the first.
+ */
+export type Topology = 'full' | 'line' | 'ring';
+
+export const TOPOLOGIES: readonly Topology[] = ['full', 'line', 'ring'];
+
+/** The bootstrap list of a node of `topology`, given the first multiaddr of each node started before it, in order. */
+export function bootstrapOf(topology: Topology, earlier: readonly string[]): string[] {
+  if (topology === 'full') return [...earlier];
+  return earlier.length > 0 ? [earlier[earlier.length - 1]!] : [];
+}
+
+/** Wait until every node has heard a tick event (with its URL) from every other one. */
+export async function waitMeshHeard(nodes: readonly TestNode[], timeoutMs = 60_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  const heard = (n: TestNode) => nodes.every((o) => o === n || n.node.mesh.peers().some((p) => p.peerId === o.node.nodeId && p.url));
+  while (!nodes.every(heard)) {
+    if (Date.now() > end) throw new Error('the nodes did not hear each other');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * `n` meshed nodes started one after another on `topology`, resolved once each has heard every other's tick event.
+ * `config(bootstrap, i)` is the config override of the i-th node; `options` its node options.
+ */
+export async function startMesh(
+  n: number,
+  config: (bootstrap: string[], i: number) => Record<string, unknown>,
+  options: NodeOptions | ((i: number) => NodeOptions) = {},
+  topology: Topology = 'full',
+): Promise<TestNode[]> {
+  const nodes: TestNode[] = [];
+  for (let i = 0; i < n; i++) {
+    const earlier = nodes.map((t) => t.node.mesh.multiaddrs()[0]!);
+    nodes.push(await startTestNode(config(bootstrapOf(topology, earlier), i), typeof options === 'function' ? options(i) : options));
+  }
+  if (topology === 'ring' && n > 2) await nodes[n - 1]!.node.mesh.p2p!.dial(nodes[0]!.node.mesh.multiaddrs()[0]!);
+  await waitMeshHeard(nodes);
+  return nodes;
+}
+
+/** The peers a node holds a libp2p connection to, among `nodes` (by index). */
+export function connectedIndexes(node: TestNode, nodes: readonly TestNode[]): number[] {
+  const connected = new Set(node.node.mesh.p2p?.connectedPeers() ?? []);
+  return nodes.flatMap((o, i) => (connected.has(o.node.nodeId) ? [i] : []));
+}

@@ -21,7 +21,7 @@ const kit: HttpKit = {
   nodeId: () => 'node-a',
   publicUrl: () => 'http://node-a',
   auth: { identity: {} as IdentityService, nodeId: () => 'node-a' },
-  homes: { peerUrl: () => null, hung: new HungHomes() },
+  homes: { peerUrl: () => null, overMesh: null, hung: new HungHomes() },
   signMeshEvent: () => Promise.reject(new Error('no mesh here')),
   selfApi: new SelfApi(),
   discovery: (router) => ({ routes: router.stack.map((l) => String(l.path)) }),
