@@ -8,7 +8,7 @@ import { gateClosedForm, toleranceGateError } from '../kernel/gate.js';
 import { modulationFactor, PRECISION_BOUND } from '../kernel/modulation.js';
 import { metricShiftFromVariance } from '../kernel/parity.js';
 import { chainChecks, protocolSteps } from '../kernel/protocol.js';
-import { hmacHex, hexEqual, signBody, verifyBody } from '../kernel/receipt.js';
+import { hmacHex, hexEqual, signBody } from '../kernel/receipt.js';
 import { evaluateChain, type ChainRequest } from '../kernel/operators/chain.js';
 import { plainJson } from './result-digest.js';
 
