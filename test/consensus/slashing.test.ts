@@ -12,7 +12,7 @@ import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } f
 import { waitFor } from '../mesh/helpers.js';
 import { defaultRegistry } from '../../src/solvers/registry.js';
 import { systemClock, TICK_NS, type Clock } from '../../src/kernel/clock.js';
-import { bondAttestationText, type BondRecord } from '../../src/consensus/bonds.js';
+import { bondAttestationText, slashedAttestationText, type BondRecord } from '../../src/consensus/bonds.js';
 import { rewardTransferId } from '../../src/consensus/slashing.js';
 import { signText } from '../../src/mesh/wire.js';
 import { GossipError } from '../../src/mesh/gossip-error.js';
@@ -235,5 +235,16 @@ describe('slashing is every node’s fact', () => {
       expect(refused).toMatchObject({ code: 'SVC_BOND_COOLDOWN', action: 'ignore' });
       expect(t.node.bonds.get(fresh.bond_id)).toBeNull();
     }
+    // Only the bond's node can say it applied the slashing; once it does, late, its node is no longer in default.
+    const claim = { bond_id: ops.l!.bondId, challenge_id: id, node: l.node.nodeId, token_ids: [], svcond: b.node.mesh.nowSvcond() };
+    const byC = { slashed: claim, attestation: signText(c.node.nodeIdentity.privateKey, slashedAttestationText(claim)) };
+    await expect(b.node.bonds.applySlashed(byC, { sender: c.node.nodeId })).rejects.toMatchObject({ code: 'INVALID_ATTESTATION', action: 'reject' });
+    await expect(b.node.bonds.applySlashed(byC, { sender: l.node.nodeId })).rejects.toMatchObject({ code: 'INVALID_ATTESTATION', action: 'reject' });
+    expect(b.node.bonds.slashState(ops.l!.bondId, b.node.mesh.nowSvcond())).toBe('defaulted');
+    const late = { slashed: claim, attestation: signText(l.node.nodeIdentity.privateKey, slashedAttestationText(claim)) };
+    await b.node.bonds.applySlashed(late, { sender: l.node.nodeId });
+    expect(b.node.bonds.slashState(ops.l!.bondId, b.node.mesh.nowSvcond())).toBe('applied');
+    expect(b.node.bonds.defaultedOf(l.node.nodeId, b.node.mesh.nowSvcond())).toBeNull();
+    expect(b.node.bonds.ofNode(l.node.nodeId)).toBeNull();
   }, 120_000);
 });

@@ -82,6 +82,8 @@ describe('the record of published results', () => {
       owner: id.zid,
       home: t.node.nodeId,
       executed_by: null,
+      verdict: null,
+      challenge_id: null,
     });
     expect(page.body.results[1]).toMatchObject({ kind: 'compute', solver: null, operators: ['KO42', 'MECH_KINETIC_ENERGY'], owner: id.zid });
     const next = await call(t.url, 'GET', '/api/tally/record?limit=1&offset=1', undefined, bearer(id.key));
