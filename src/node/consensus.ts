@@ -13,7 +13,7 @@ import { Offloader } from '../consensus/offload.js';
 import { NodeOperator } from '../consensus/operator.js';
 import { httpPeerLink } from '../consensus/peer-link.js';
 import { Reexecutor, rerunDigest } from '../consensus/reexecutor.js';
-import { challengedResult, resultFinder } from '../consensus/result-lookup.js';
+import { carriedResult, challengedResult, resultFinder } from '../consensus/result-lookup.js';
 import { SlashingService } from '../consensus/slashing.js';
 import { signText, TOPICS, verifyText } from '../mesh/wire.js';
 import type { ResultLookup } from '../tally/record.js';
@@ -135,7 +135,10 @@ export async function wireConsensus(
     sign,
     verify: verifyText,
     publish,
-    lookup: async (resultId) => challengedResult(await lookupResult(resultId)),
+    lookup: async (resultId, carried) => {
+      const found = challengedResult(await lookupResult(resultId));
+      return found !== null || carried === undefined ? found : carriedResult((body) => compute.verifyResult(body), resultId, carried);
+    },
     candidates: () => committeeCandidates(bonds.active(), mesh.peers(), f.nodeId, (zid) => modes.of(zid).mode),
     holdStake: (zid, amount) => slashing.holdStake(zid, amount),
     verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
