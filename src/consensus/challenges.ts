@@ -101,8 +101,11 @@ export interface ChallengeServiceOptions {
   sign: (text: string) => string;
   verify: VerifyFn;
   publish?: (type: string, body: unknown) => Promise<void>;
-  /** A result by id, wherever it is kept (null when no node knows it). */
-  lookup: (resultId: string) => Promise<ChallengedResult | null>;
+  /**
+   * A result by id, wherever it is kept (null when no node knows it); `carried`: the sealed result the challenge
+   * carries, used when no node's record holds it (result-lookup.ts carriedResult).
+   */
+  lookup: (resultId: string, carried?: unknown) => Promise<ChallengedResult | null>;
   /** Nodes that may sit on a committee: active bonds with the tick events heard from their nodes (liveness.ts). */
   candidates: () => Candidate[];
   /**
@@ -288,7 +291,7 @@ export class ChallengeService {
    * stake and the challenge land in one batch; then the challenge is gossiped, and sent to each committee member and
    * the bond's home directly (outbox.ts) until they acknowledge it or the deadline passes.
    */
-  async open(zid: string, resultId: string, claimedDigest: string): Promise<ChallengeEntry> {
+  async open(zid: string, resultId: string, claimedDigest: string, carried?: unknown): Promise<ChallengeEntry> {
     const id = challengeIdOf(resultId, zid);
     const conflict = (state: ChallengeState) =>
       new ServiceError(409, 'SVC_CONFLICT', 'this identity has already challenged this result', { challenge_id: id, state });
@@ -297,7 +300,7 @@ export class ChallengeService {
     try {
       const again = await this.find(id);
       if (again) throw conflict(again.state);
-      const r = await this.o.lookup(resultId);
+      const r = await this.o.lookup(resultId, carried);
       if (!r) throw new ServiceError(404, 'SVC_NOT_FOUND', `no published result ${resultId} is known to the mesh`, { result_id: resultId });
       if (!r.published)
         throw new ServiceError(403, 'SVC_RESULT_UNPUBLISHED', `result ${resultId} is not published by its owner: only published results can be challenged`, {

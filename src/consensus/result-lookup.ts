@@ -1,6 +1,9 @@
 // Where a result's re-execution facts are: at its home (tally/record.ts), the node that sealed it. A node that is
 // not the home asks every peer (GET /api/mesh/results/:id) and accepts only an answer signed by the peer it asked,
-// fresh, that names that peer as the home — the same rule as key lookups (mesh/key-lookup.ts).
+// fresh, that names that peer as the home — the same rule as key lookups (mesh/key-lookup.ts). A result no ledger
+// holds (a liar's, sealed and handed out but never recorded) is challengeable by carrying it: the challenge's
+// `result` is accepted when it verifies as any result does (compute/verify-result.ts: its proof, tick receipt,
+// seal_signature by a node this mesh knows, its own result_digest), so only its sealer can have made it.
 import { z } from 'zod';
 import { askPeers, type PeerAddress } from '../mesh/ask-peers.js';
 import { MAX_SKEW_TICKS } from '../mesh/validator.js';
@@ -8,6 +11,8 @@ import { verifyEventSignature, type MeshEvent } from '../mesh/wire.js';
 import type { ResultLookup } from '../tally/record.js';
 import type { Json } from '../store/db.js';
 import type { ChallengedResult } from './challenges.js';
+import { InputError } from '../solvers/errors.js';
+import type { ResultVerification } from '../compute/verify-result.js';
 import { executedBySchema } from './executed-by.js';
 
 export const RESULT_LOOKUP = 'result.lookup';
@@ -91,4 +96,40 @@ export function challengedResult(found: ResultLookup): ChallengedResult | null {
     owner: found.owner,
     published: true,
   };
+}
+
+/**
+ * A challenged result carried by the challenge itself, for a result no node's record holds: its re-execution facts
+ * read from the body, once it verifies (the same check as POST /api/svc/verify) and is the result the challenge
+ * names. 400 SVC_INVALID_INPUT on `result` otherwise, naming the failed checks.
+ */
+export function carriedResult(verify: (body: unknown) => ResultVerification, resultId: string, body: unknown): ChallengedResult {
+  const v = verify(body);
+  if (!v.valid) throw new InputError('result', `the carried result does not verify: ${v.reasons.map((r) => r.code).join(', ')}`, null);
+  const b = body as Record<string, unknown>;
+  if (b.result_id !== resultId) throw new InputError('result', `the carried result is ${String(b.result_id)}, not ${resultId}`, null);
+  const executedBy = executedBySchema.nullable().safeParse(b.executed_by ?? null);
+  if (!executedBy.success || typeof b.svcond !== 'number') throw new InputError('result', 'the carried result has no valid executed_by or svcond', null);
+  return {
+    result_id: resultId,
+    request: requestOf(b),
+    stamp_svcond: b.svcond,
+    result_digest: b.result_digest as string,
+    executed_by: executedBy.data,
+    owner: null,
+    // Whoever holds a sealed result may show it: carrying it publishes it.
+    published: true,
+  };
+}
+
+/**
+ * The canonical request a sealed body answered (records/types.ts CanonicalRequest): a solver run's resolved inputs
+ * as they are; a chain's resolved `[{operator, inputs}]` merged into the one inputs object a chain request takes
+ * (each operator reads its own names from it, so the chain resolves to the same inputs).
+ */
+function requestOf(b: Record<string, unknown>): Json {
+  if (b.kind === 'solver') return { kind: 'solver', solver: b.solver as string, inputs: b.inputs as Json };
+  const inputs: Record<string, Json> = {};
+  for (const step of Array.isArray(b.inputs) ? (b.inputs as { inputs?: Record<string, Json> }[]) : []) Object.assign(inputs, step.inputs ?? {});
+  return { kind: 'compute', domain: b.domain as Json, operators: b.operators as Json, inputs };
 }

@@ -15,7 +15,7 @@ import { NodeOperator } from '../consensus/operator.js';
 import { meshPeerLinks } from '../mesh/peer-http.js';
 import { httpPeerLink } from '../consensus/peer-link.js';
 import { Reexecutor, rerunDigest } from '../consensus/reexecutor.js';
-import { challengedResult, resultFinder } from '../consensus/result-lookup.js';
+import { carriedResult, challengedResult, resultFinder } from '../consensus/result-lookup.js';
 import { SlashingService, verdictMarkOf } from '../consensus/slashing.js';
 import { ticksPerDays } from '../consensus/policy.js';
 import { signText, TOPICS, verifyText } from '../mesh/wire.js';
@@ -151,7 +151,10 @@ export async function wireConsensus(
     sign,
     verify: verifyText,
     publish,
-    lookup: async (resultId) => challengedResult(await lookupResult(resultId)),
+    lookup: async (resultId, carried) => {
+      const found = challengedResult(await lookupResult(resultId));
+      return found !== null || carried === undefined ? found : carriedResult((body) => compute.verifyResult(body), resultId, carried);
+    },
     candidates: () => {
       recordHeard();
       return committeeCandidates(bonds.active(), (node) => liveness.heardIn(node, 0, Number.MAX_SAFE_INTEGER));

@@ -20,6 +20,8 @@ const challengeBody = z
   .object({
     result_id: z.string().min(1).max(128),
     claimed_digest: z.string().regex(DIGEST_PATTERN, '64 lower-case hex digits (a result digest)'),
+    // The sealed result itself, for a result no node's record holds (consensus/result-lookup.ts carriedResult).
+    result: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
 const listQuery = z
@@ -73,7 +75,7 @@ function registerConsensusRoutes(router: Router, kit: HttpKit, s: ConsensusRoute
   router.post('/api/tally/consensus/challenges', requireIdentityKey(auth), home, body(challengeBody), async (ctx) => {
     const zid = zidOf(ctx);
     const body = validate(challengeBody, ctx.request.body);
-    const e = await s.challenges.open(zid, body.result_id, body.claimed_digest);
+    const e = await s.challenges.open(zid, body.result_id, body.claimed_digest, body.result);
     ctx.status = 201;
     ctx.body = { ...challengeSummary(e), stake: e.stake?.amount ?? 0, eligible: e.challenge.challenge.eligible, quorum: e.challenge.challenge.quorum };
   });
