@@ -45,6 +45,7 @@ export const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'b
   SVC_CONTRIBUTION_CHALLENGE_STAKE: { path: 'contribution.challengeStake', kind: 'int' },
   SVC_CONTRIBUTION_BOND_TERM_DAYS: { path: 'contribution.bondTermDays', kind: 'int' },
   SVC_CONTRIBUTION_OFFLOAD: { path: 'contribution.offload', kind: 'string' },
+  SVC_CONTRIBUTION_OPERATOR: { path: 'contribution.operator', kind: 'string' },
   SVC_WEBHOOK_ALLOW_LOOPBACK: { path: 'webhooks.allowLoopback', kind: 'bool' },
   SVC_WEBHOOK_ALLOW_HOSTS: { path: 'webhooks.allowHosts', kind: 'list' },
   SVC_LLM_ALLOW_LOOPBACK: { path: 'llm.baseUrls.allowLoopback', kind: 'bool' },

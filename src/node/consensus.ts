@@ -51,7 +51,7 @@ export interface ConsensusPart {
 export async function wireConsensus(
   f: Foundation,
   meshPart: MeshPart,
-  economy: Pick<EconomyPart, 'ledger' | 'envelopeLocks' | 'results'>,
+  economy: Pick<EconomyPart, 'ledger' | 'envelopeLocks' | 'results' | 'grants'>,
   computePart: Pick<ComputePart, 'compute' | 'executor'> & Pick<ComputeNeeds, 'attest' | 'offload'>,
 ): Promise<ConsensusPart> {
   const { config, options, store, time, logger } = f;
@@ -165,7 +165,16 @@ export async function wireConsensus(
     gossip: [...bonds.handlers(), ...challenges.handlers()],
     streams,
     tickers,
-    routes: [contributeRoutes({ bonds, modes, challenges }), consensusRoutes({ challenges, slashing }), pohcRoutes()],
+    routes: [
+      contributeRoutes({
+        bonds,
+        modes,
+        challenges,
+        bondSlot: { operator: config.contribution.operator ?? null, isOperatorToken: (t) => economy.grants.isOperator(t) },
+      }),
+      consensusRoutes({ challenges, slashing }),
+      pohcRoutes(),
+    ],
     start: async () => {
       // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast.
       await challenges.resumeEffects().catch((err: unknown) => logger.error({ err: String(err) }, 'a verdict effect could not be applied at start'));
