@@ -71,7 +71,7 @@ describe('POST /api/contribute/bond and /release on one node', () => {
   });
 
   it('the bond slot is the operator’s: without the operator token, or with another, a stranger holding enough envelopes gets 403 and nothing is marked', async () => {
-    const stranger = await withEnvelopes('bond-stranger', BOND);
+    const stranger = await withEnvelopes('bond-squatter', BOND);
     const bare = expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(stranger.key)), 403, 'SVC_FORBIDDEN');
     expect(bare).toMatchObject({ zid: stranger.zid, operator_named: false, header: 'x-svc-operator-token' });
     expect(bare.reason).toContain('operator token');
