@@ -4,63 +4,8 @@
 // stderr; with --json the error body on stdout), 2 when the node cannot be reached or answers something else.
 import { Argument, Command, Option } from 'commander';
 import { MODES } from '../consensus/policy.js';
-
-interface Common {
-  url: string;
-  key?: string;
-  json: boolean;
-}
-
-/** What the node answered: the parsed body of a 2xx. */
-type Body = Record<string, unknown>;
-
-function exitWith(message: string, code: number): never {
-  process.stderr.write(`svc-node: ${message}\n`);
-  process.exit(code);
-}
-
-/** The part-7 error's code, message and own fields, in lines a person reads. */
-function describeError(status: number, body: unknown): string {
-  const e = (body as { error?: Record<string, unknown> } | null)?.error;
-  if (!e || typeof e !== 'object') return `the node answered ${status}`;
-  const skip = new Set(['code', 'message', 'status', 'trace_id', 'timestamp', 'documentation_url', 'details']);
-  const fields = Object.entries(e)
-    .filter(([k]) => !skip.has(k))
-    .map(([k, v]) => `  ${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
-  return [`${String(e.code)} (${status}): ${String(e.message)}`, ...fields, `  trace_id: ${String(e.trace_id)}`].join('\n');
-}
-
-async function request(opts: Common, method: 'GET' | 'POST', path: string, body?: unknown): Promise<Body> {
-  const key = opts.key ?? process.env.SVC_KEY;
-  if (!key) exitWith('no key: give --key or SVC_KEY', 2);
-  const url = `${opts.url.replace(/\/+$/, '')}${path}`;
-  const headers: Record<string, string> = { authorization: `Bearer ${key}` };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  let res: Response;
-  try {
-    res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(60_000) });
-  } catch (err) {
-    exitWith(`cannot reach ${url}: ${(err as Error).message}`, 2);
-  }
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    exitWith(`${url} answered ${res.status} with no JSON: ${text.slice(0, 200)}`, 2);
-  }
-  if (!res.ok) {
-    if (opts.json) process.stdout.write(`${JSON.stringify(parsed)}\n`);
-    exitWith(describeError(res.status, parsed), 1);
-  }
-  return parsed as Body;
-}
-
-function show(opts: Common, body: Body, lines: () => string[]): void {
-  process.stdout.write(opts.json ? `${JSON.stringify(body)}\n` : `${lines().join('\n')}\n`);
-}
-
-const str = (v: unknown): string => (v === null || v === undefined ? '-' : typeof v === 'string' ? v : JSON.stringify(v));
+import { OPERATOR_TOKEN_HEADER } from '../consensus/bond-slot.js';
+import { exitWith, request, show, str, type Common } from './node-request.js';
 
 function bondLine(b: Record<string, unknown>): string {
   return `${str(b.bond_id)} on node ${str(b.node)}: ${str(b.token_ids_count)} envelopes since tick ${str(b.since_svcond)}, ${str(b.days_remaining)} of ${str(b.term_days)} days remaining`;
@@ -95,13 +40,20 @@ export function addContributeCommand(program: Command): void {
 
   withCommon(contribute.command('bond').description('bond envelopes the identity holds (the oldest, or those named): they become immovable'))
     .addOption(new Option('--token-ids <ids>', 'comma-separated envelope token ids to bond (default: the oldest held)'))
-    .action(async (opts: Common & { tokenIds?: string }) => {
+    .addOption(
+      new Option(
+        '--operator-token <token>',
+        "the node's operator token (svc-node keys shows it): the bond slot is the operator's unless contribution.operator names the identity",
+      ).env('SVC_OPERATOR_TOKEN'),
+    )
+    .action(async (opts: Common & { tokenIds?: string; operatorToken?: string }) => {
       const ids = opts.tokenIds
         ?.split(',')
         .map((s) => s.trim())
         .filter(Boolean);
       if (opts.tokenIds !== undefined && (!ids || ids.length === 0)) exitWith('--token-ids names no token id', 2);
-      const body = await request(opts, 'POST', '/api/contribute/bond', ids ? { token_ids: ids } : {});
+      const operator: Record<string, string> = opts.operatorToken ? { [OPERATOR_TOKEN_HEADER]: opts.operatorToken } : {};
+      const body = await request(opts, 'POST', '/api/contribute/bond', ids ? { token_ids: ids } : {}, operator);
       show(opts, body, () => [`bonded     ${bondLine(body)}`, `identity   ${str(body.zid)}`]);
     });
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env -S node --max-semi-space-size=64 --min-semi-space-size=64
-// The svc-node command: start, verify FILE, keys (and cluster, see cluster.ts).
+// The svc-node command: start, verify FILE, keys (and its list|revoke|mint, see keys.ts), and cluster (cluster.ts).
 import '../polyfill.js';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -12,6 +12,7 @@ import { verifyText } from '../mesh/wire.js';
 import { verifySealedResult } from '../compute/verify-result.js';
 import { runCluster } from './cluster.js';
 import { addContributeCommand } from './contribute.js';
+import { addKeysSubcommands } from './keys.js';
 import { addVerifyLogCommand } from './verify-log.js';
 import { challengeCommand } from './challenge.js';
 import { mcpCommand } from './mcp.js';
@@ -176,9 +177,9 @@ program
     process.exit(answer.valid ? 0 : 1);
   });
 
-program
+const keysCommand = program
   .command('keys')
-  .description('show the node identity (peer id), the receipt-key fingerprint and the operator token')
+  .description('show the node identity (peer id), the receipt-key fingerprint and the operator token; list, revoke or mint an identity’s API keys')
   .option('--data-dir <dir>', 'data directory', process.env.SVC_DATA_DIR ?? './data')
   .action(async (opts: { dataDir: string }) => {
     const ident = await loadOrCreateNodeKey(opts.dataDir);
@@ -202,6 +203,7 @@ program
       `${JSON.stringify({ nodeId: ident.nodeId, keyType: 'Ed25519', receiptKeyFingerprint: fingerprint, operatorToken, dataDir: opts.dataDir })}\n`,
     );
   });
+addKeysSubcommands(keysCommand);
 
 /** POST `body` as JSON to `url`; prints the answer as one JSON line; exit 1 when it is not a success. */
 async function postJson(url: string, body: unknown, headers: Record<string, string>): Promise<never> {

@@ -46,6 +46,7 @@ export const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'b
   SVC_CONTRIBUTION_CHALLENGE_STAKE: { path: 'contribution.challengeStake', kind: 'int' },
   SVC_CONTRIBUTION_BOND_TERM_DAYS: { path: 'contribution.bondTermDays', kind: 'int' },
   SVC_CONTRIBUTION_OFFLOAD: { path: 'contribution.offload', kind: 'string' },
+  SVC_CONTRIBUTION_OPERATOR: { path: 'contribution.operator', kind: 'string' },
   SVC_SLASHING_APPLY_TICKS: { path: 'slashing.applyTicks', kind: 'int' },
   SVC_SLASHING_COOLDOWN_DAYS: { path: 'slashing.cooldownDays', kind: 'int' },
   SVC_SLASHING_CHALLENGER_SHARE: { path: 'slashing.challengerShare', kind: 'number' },

@@ -97,6 +97,11 @@ export const configSchema = z
         bondTermDays: z.number().int().min(1).max(3650),
         /** Place solver runs on contributing peers: never, when this node's workers are all busy, or always. */
         offload: z.enum(['never', 'when-busy', 'always']),
+        /** The identity that owns this node's bond slot (consensus/bond-slot.ts); null: the one bonding with the operator token. */
+        operator: z
+          .string()
+          .regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters')
+          .nullish(),
       })
       .strict(),
     /**

@@ -54,7 +54,7 @@ export interface ConsensusPart {
 export async function wireConsensus(
   f: Foundation,
   meshPart: MeshPart,
-  economy: Pick<EconomyPart, 'ledger' | 'envelopeLocks' | 'results' | 'transfers'>,
+  economy: Pick<EconomyPart, 'ledger' | 'envelopeLocks' | 'results' | 'transfers' | 'grants'>,
   computePart: Pick<ComputePart, 'compute' | 'executor'> & Pick<ComputeNeeds, 'attest' | 'offload'>,
 ): Promise<ConsensusPart> {
   const { config, options, store, time, logger } = f;
@@ -190,7 +190,12 @@ export async function wireConsensus(
     streams,
     tickers,
     routes: [
-      contributeRoutes({ bonds, modes, challenges }),
+      contributeRoutes({
+        bonds,
+        modes,
+        challenges,
+        bondSlot: { operator: config.contribution.operator ?? null, isOperatorToken: (t) => economy.grants.isOperator(t) },
+      }),
       consensusRoutes({ challenges, slashing }),
       pohcRoutes({ challengeStateFault: (c) => challenges.checkAgainstState(c) }),
     ],

@@ -2,7 +2,7 @@
 // its own process (runCli waits synchronously, so the node cannot live in this one): human lines, --json, and the
 // part-7 code and message with a non-zero exit when the node refuses.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, zkIdentity } from '../helpers/node.js';
@@ -14,6 +14,8 @@ let child: ChildProcess;
 let url: string;
 let key: string;
 let tokens: string[];
+/** The node's operator token: the bond slot is its operator's (consensus/bond-slot.ts). */
+let operatorToken: string;
 
 /** Start `svc-node start` on port 0 and read its URL from the 'listening' log line. */
 async function startNode(dataDir: string, configFile: string): Promise<{ child: ChildProcess; url: string }> {
@@ -50,6 +52,7 @@ beforeAll(async () => {
   const configFile = join(dir, 'config.json');
   await writeFile(configFile, JSON.stringify({ syncWrites: false, solverThreads: 0, sealWorker: false, contribution: { bondEnvelopes: BOND } }));
   ({ child, url } = await startNode(join(dir, 'data'), configFile));
+  operatorToken = (await readFile(join(dir, 'data', 'operator-token'), 'utf8')).trim();
   const id = await zkIdentity(url, 'contribute-cli');
   key = id.key;
   tokens = [];
@@ -74,6 +77,7 @@ afterAll(async () => {
 });
 
 const cli = (...args: string[]) => runCli(['contribute', ...args, '--url', url, '--key', key]);
+const bond = (...args: string[]) => cli('bond', ...args, '--operator-token', operatorToken);
 
 describe('svc-node contribute', () => {
   it('status: an idle identity without a bond, in lines and as JSON', () => {
@@ -96,13 +100,16 @@ describe('svc-node contribute', () => {
     const j = cli('mode', 'contributing', '--json');
     expect(j.status).toBe(1);
     expect(JSON.parse(j.stdout).error).toMatchObject({ code: 'SVC_NO_BOND' });
-    const bad = cli('bond', '--token-ids', `${tokens[0]!},env_000000000000000000000000`);
+    const squat = cli('bond');
+    expect(squat.status).toBe(1);
+    expect(squat.stderr).toMatch(/^svc-node: SVC_FORBIDDEN \(403\): the bond slot of this node belongs to its operator/);
+    const bad = bond('--token-ids', `${tokens[0]!},env_000000000000000000000000`);
     expect(bad.status).toBe(1);
     expect(bad.stderr).toMatch(/svc-node: SVC_\w+ \(4\d\d\): .*env_000000000000000000000000/);
   }, 120_000);
 
   it('bond (named ids), mode contributing, status, release: each prints what the node did', () => {
-    const b = cli('bond', '--token-ids', tokens.slice(0, BOND).join(','));
+    const b = bond('--token-ids', tokens.slice(0, BOND).join(','));
     expect(b.status, b.stderr).toBe(0);
     expect(b.stdout).toMatch(new RegExp(`^bonded\\s+bond_\\S+ on node \\S+: ${BOND} envelopes since tick \\d+, 30 of 30 days remaining$`, 'm'));
     const bondId = /bonded\s+(\S+)/.exec(b.stdout)![1]!;
@@ -116,7 +123,7 @@ describe('svc-node contribute', () => {
     expect(cli('status').stdout).toContain(`bond       ${bondId} on node`);
 
     // A second bond is refused (the node holds one).
-    const again = cli('bond');
+    const again = bond();
     expect(again.status).toBe(1);
     expect(again.stderr).toMatch(/SVC_CONFLICT \(409\)/);
 
@@ -126,7 +133,7 @@ describe('svc-node contribute', () => {
     expect(JSON.parse(cli('status', '--json').stdout)).toMatchObject({ bonded: false, mode: 'idle' });
 
     // The oldest held envelopes when none are named.
-    const oldest = cli('bond', '--json');
+    const oldest = bond('--json');
     expect(oldest.status, oldest.stderr).toBe(0);
     expect(JSON.parse(oldest.stdout).token_ids).toEqual(tokens.slice(0, BOND));
     const rel = cli('release');

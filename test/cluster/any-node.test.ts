@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
-import { keyDigest } from '../../src/identity/keys.js';
+import { keyDigest, keyId } from '../../src/identity/keys.js';
 import { buildEnvelope } from '../../src/mesh/wire.js';
 import { stampAt } from '../../src/kernel/clock.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -129,13 +129,22 @@ describe('any-node API', () => {
     expectError(await call(b.url, 'GET', '/api/auth/whoami', undefined, bearer(forgedKey)), 401, 'SVC_INVALID_KEY');
   });
 
-  it('a revocation on A reaches B', async () => {
+  it('a revocation asked for at B is made at the home A and reaches every node over the gossip: 401 with revoked_at on each', async () => {
     const id = await zkIdentity(a.url, 'revoke-me');
-    await waitFor(async () => (await call(b.url, 'GET', '/api/auth/whoami', undefined, bearer(id.key))).status === 200, 'key on B');
-    await a.node.identity.revokeKey(id.key);
-    await waitFor(async () => (await call(b.url, 'GET', '/api/auth/whoami', undefined, bearer(id.key))).status === 401, 'revocation on B');
-    const e = expectError(await call(b.url, 'GET', '/api/auth/whoami', undefined, bearer(id.key)), 401, 'SVC_INVALID_KEY');
-    expect(e.reason).toBe('revoked');
+    await waitFor(async () => (await call(b.url, 'GET', '/api/auth/whoami', undefined, bearer(id.adminKey))).status === 200, 'key on B');
+    const d = await call(b.url, 'DELETE', `/api/auth/keys/${keyId(id.adminKey)}`, undefined, bearer(id.key));
+    expect(d.status, d.text).toBe(200);
+    expect(d.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
+    const revokedAt = d.body.revoked_at as string;
+    expect(Date.parse(revokedAt)).not.toBeNaN();
+    for (const n of [b, c]) {
+      await waitFor(async () => (await call(n.url, 'GET', '/api/auth/whoami', undefined, bearer(id.adminKey))).status === 401, 'revocation on a peer');
+    }
+    for (const n of [a, b, c]) {
+      const e = expectError(await call(n.url, 'GET', '/api/auth/whoami', undefined, bearer(id.adminKey)), 401, 'SVC_INVALID_KEY');
+      expect(e).toMatchObject({ reason: 'revoked', revoked_at: revokedAt, key_id: keyId(id.adminKey) });
+    }
+    expect((await call(b.url, 'GET', '/api/auth/whoami', undefined, bearer(id.key))).status).toBe(200);
   });
 
   it('POST /api/mesh/verify asks the peers and reaches consensus', async () => {

@@ -2,6 +2,7 @@
 // registry as an attested consensus.bond event; a bond asked for at another node is forwarded to the home; forged
 // attestations (composed here, signed by another key) are rejected at the gossip entrance; the release reaches
 // every registry too; the operator's mode, bond id and free slots travel in tick events (old ticks still accepted).
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
@@ -16,7 +17,18 @@ const MESH_SECRET = 'bonds-cluster-secret-0123456789abcdef';
 const RECEIPT_SECRET = 'ab'.repeat(32);
 const BOND = 3;
 const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
-const contribution = { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 4, deadlineTicks: 12, challengeStake: 20, bondTermDays: 30, offload: 'never' };
+/** The identity bonding below, named as every node's operator (consensus/bond-slot.ts): its bond is asked for at B and made at its home A. */
+const OPERATOR_SEED = 'cluster-bond';
+const contribution = {
+  bondEnvelopes: BOND,
+  committeeSize: 3,
+  settleTicks: 4,
+  deadlineTicks: 12,
+  challengeStake: 20,
+  bondTermDays: 30,
+  offload: 'never',
+  operator: `zid_${createHash('sha256').update(`equation:${OPERATOR_SEED}`).digest('hex').slice(0, 32)}`,
+};
 const config = (bootstrap: string[]) => ({
   solverThreads: 0,
   sealWorker: false,
@@ -59,7 +71,7 @@ describe('a bond across the mesh', () => {
   let bondId = '';
 
   it('a bond asked for at B is made at the home A, and its attestation reaches every registry', async () => {
-    id = await zkIdentity(a.url, 'cluster-bond');
+    id = await zkIdentity(a.url, OPERATOR_SEED);
     for (let i = 0; i < BOND; i++) expect((await call(a.url, 'POST', '/api/svc/compute', COMPUTE, bearer(id.key))).status).toBe(200);
     const r = await call(b.url, 'POST', '/api/contribute/bond', {}, bearer(id.key));
     expect(r.status, r.text).toBe(201);

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProcess } from '../../scripts/bench/lib.js';
-import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, operatorBond, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
 import { challengeIdOf } from '../../src/consensus/challenge-wire.js';
 import { DIST_CLI, runCliAsync } from '../helpers/cli.js';
@@ -107,13 +107,14 @@ const members = (): Member[] => [
 ];
 
 /** The node's operator: an identity homed there with BOND envelopes, bonded, contributing, publishing its results. */
-async function operator(url: string, seed: string): Promise<Operator> {
+async function operator(n: { url: string; dataDir: string }, seed: string): Promise<Operator> {
+  const url = n.url;
   const id = await zkIdentity(url, seed);
   for (let i = 0; i < BOND; i++)
     expect(
       (await call(url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(id.key))).status,
     ).toBe(200);
-  const bond = await call(url, 'POST', '/api/contribute/bond', {}, bearer(id.key));
+  const bond = await call(url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...operatorBond(n) });
   expect(bond.status, bond.text).toBe(201);
   expect((await call(url, 'POST', '/api/contribute/mode', { mode: 'contributing' }, bearer(id.key))).status).toBe(200);
   expect((await call(url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key))).status).toBe(200);
@@ -161,11 +162,11 @@ beforeAll(async () => {
   [b, c, d, e] = await Promise.all([startTestNode(config(boot), opts), startTestNode(config(boot), opts), startTestNode(config(boot), opts), startE(boot)]);
   await waitFor(() => [a, b, c, d].every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 4), 40_000, 'tick events from every peer');
   const [opA, opB, opC, opD, opE] = await Promise.all([
-    operator(a.url, 'op-a'),
-    operator(b.url, 'op-b'),
-    operator(c.url, 'op-c'),
-    operator(d.url, 'op-d'),
-    operator(e.url, 'op-e'),
+    operator(a, 'op-a'),
+    operator(b, 'op-b'),
+    operator(c, 'op-c'),
+    operator(d, 'op-d'),
+    operator({ url: e.url, dataDir: eDir }, 'op-e'),
   ]);
   Object.assign(ops, { a: opA!, b: opB!, c: opC!, d: opD!, e: opE! });
   // Every node hears every bond, and B hears every operator contributing (its committees are drawn from that).

@@ -5,7 +5,7 @@
 // when published; every failure of the peer ends in a local run and a 200; a mode switch preempts a run held for a
 // peer and the home re-places it here.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, operatorBond, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
 import { verifyExecution } from '../../src/consensus/executed-by.js';
 import { verifyText } from '../../src/mesh/wire.js';
@@ -59,7 +59,7 @@ const operators: Record<string, { zid: string; key: string; bondId: string }> = 
 async function bondAndContribute(n: TestNode, seed: string): Promise<{ zid: string; key: string; bondId: string }> {
   const id = await zkIdentity(n.url, seed);
   for (let i = 0; i < BOND; i++) expect((await call(n.url, 'POST', '/api/svc/compute', COMPUTE, bearer(id.key))).status).toBe(200);
-  const r = await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(id.key));
+  const r = await call(n.url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...operatorBond(n) });
   expect(r.status, r.text).toBe(201);
   return { ...id, bondId: r.body.bond_id };
 }

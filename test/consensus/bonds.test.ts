@@ -1,10 +1,11 @@
 // Bonds on one real node over HTTP (spec 4.7, part 3; architecture.md §6): bond the oldest held envelopes or named
 // ones, in one batch with the registry entry; 400 with held and needed; 409 when bonded or when the node already
 // holds its operator's bond; release lifts the mark, refused while a challenge is open; the registry survives a restart.
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bondAttestationText, releaseAttestationText } from '../../src/consensus/bonds.js';
 import { verifyText } from '../../src/mesh/wire.js';
-import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, operatorBond, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { failNextBatch } from '../helpers/fail-batch.js';
 
 const BOND = 5;
@@ -46,7 +47,11 @@ describe('POST /api/contribute/bond and /release on one node', () => {
 
   it('too few envelopes: 400 with how many are held and needed', async () => {
     const poor = await withEnvelopes('bond-poor', 3);
-    const e = expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(poor.key)), 400, 'SVC_INSUFFICIENT_ENVELOPES');
+    const e = expectError(
+      await call(n.url, 'POST', '/api/contribute/bond', {}, { ...bearer(poor.key), ...operatorBond(n) }),
+      400,
+      'SVC_INSUFFICIENT_ENVELOPES',
+    );
     expect(e.held).toBe(3);
     expect(e.needed).toBe(BOND);
     // Nothing was marked.
@@ -56,7 +61,7 @@ describe('POST /api/contribute/bond and /release on one node', () => {
   it('a bond whose batch fails leaves nothing: no mark, no registry entry, and the node can bond afterwards', async () => {
     const unlucky = await withEnvelopes('bond-unlucky', BOND);
     failNextBatch(n, 20);
-    expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(unlucky.key)), 503, 'SVC_STORAGE_UNAVAILABLE');
+    expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, { ...bearer(unlucky.key), ...operatorBond(n) }), 503, 'SVC_STORAGE_UNAVAILABLE');
     expect((await envelopes(unlucky)).some((x) => x.immovable)).toBe(false);
     expect(n.node.bonds.ofZid(unlucky.zid)).toBeNull();
     expect(n.node.bonds.ofNode(n.node.nodeId)).toBeNull();
@@ -65,10 +70,22 @@ describe('POST /api/contribute/bond and /release on one node', () => {
     expect(s.body.bonded).toBe(false);
   });
 
+  it('the bond slot is the operator’s: without the operator token, or with another, a stranger holding enough envelopes gets 403 and nothing is marked', async () => {
+    const stranger = await withEnvelopes('bond-squatter', BOND);
+    const bare = expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(stranger.key)), 403, 'SVC_FORBIDDEN');
+    expect(bare).toMatchObject({ zid: stranger.zid, operator_named: false, header: 'x-svc-operator-token' });
+    expect(bare.reason).toContain('operator token');
+    const wrong = { 'x-svc-operator-token': `op_${'0'.repeat(64)}` };
+    const forged = expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, { ...bearer(stranger.key), ...wrong }), 403, 'SVC_FORBIDDEN');
+    expect(forged.reason).toContain('not this node');
+    expect((await envelopes(stranger)).some((x) => x.immovable)).toBe(false);
+    expect(n.node.bonds.ofNode(n.node.nodeId)).toBeNull();
+  });
+
   it('bonds the oldest held envelopes, marks exactly those immovable, keeps the folder counts, and signs the record', async () => {
     op = await withEnvelopes('bond-operator', BOND + 2);
     const before = await call(n.url, 'GET', `/api/tally/envelopes/${op.zid}/folders`, undefined, bearer(op.key));
-    const r = await call(n.url, 'POST', '/api/contribute/bond', undefined, bearer(op.key));
+    const r = await call(n.url, 'POST', '/api/contribute/bond', undefined, { ...bearer(op.key), ...operatorBond(n) });
     expect(r.status, r.text).toBe(201);
     bondId = r.body.bond_id;
     expect(bondId).toMatch(/^bond_[0-9a-f]{24}$/);
@@ -102,10 +119,10 @@ describe('POST /api/contribute/bond and /release on one node', () => {
   });
 
   it("already bonded: 409; a second identity bonding on the same node: 409 (one bond per node, its operator's)", async () => {
-    const again = expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(op.key)), 409, 'SVC_CONFLICT');
+    const again = expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, { ...bearer(op.key), ...operatorBond(n) }), 409, 'SVC_CONFLICT');
     expect(again.bond_id).toBe(bondId);
     const other = await withEnvelopes('bond-second', BOND);
-    const e = expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(other.key)), 409, 'SVC_CONFLICT');
+    const e = expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, { ...bearer(other.key), ...operatorBond(n) }), 409, 'SVC_CONFLICT');
     expect(e.bond_id).toBe(bondId);
     expect(e.message).toContain('one bond');
     expect((await envelopes(other)).some((x) => x.immovable)).toBe(false);
@@ -158,32 +175,62 @@ describe('POST /api/contribute/bond and /release on one node', () => {
     const mine = (await envelopes(op)).map((x) => x.token_id);
     const theirs = (await envelopes(await withEnvelopes('bond-stranger', 1)))[0].token_id;
     const foreign = expectError(
-      await call(n.url, 'POST', '/api/contribute/bond', { token_ids: [...mine.slice(0, BOND - 1), theirs] }, bearer(op.key)),
+      await call(n.url, 'POST', '/api/contribute/bond', { token_ids: [...mine.slice(0, BOND - 1), theirs] }, { ...bearer(op.key), ...operatorBond(n) }),
       400,
       'SVC_INVALID_INPUT',
     );
     expect(foreign.field).toBe('token_ids');
     expect(foreign.message).toContain(theirs);
     expectError(
-      await call(n.url, 'POST', '/api/contribute/bond', { token_ids: [...mine.slice(0, BOND - 1), mine[0]] }, bearer(op.key)),
+      await call(n.url, 'POST', '/api/contribute/bond', { token_ids: [...mine.slice(0, BOND - 1), mine[0]] }, { ...bearer(op.key), ...operatorBond(n) }),
       400,
       'SVC_INVALID_INPUT',
     );
     const short = expectError(
-      await call(n.url, 'POST', '/api/contribute/bond', { token_ids: mine.slice(0, 2) }, bearer(op.key)),
+      await call(n.url, 'POST', '/api/contribute/bond', { token_ids: mine.slice(0, 2) }, { ...bearer(op.key), ...operatorBond(n) }),
       400,
       'SVC_INSUFFICIENT_ENVELOPES',
     );
     expect(short).toMatchObject({ needed: BOND, held: BOND + 2 });
-    expectError(await call(n.url, 'POST', '/api/contribute/bond', { token_ids: 'all' }, bearer(op.key)), 400, 'SVC_INVALID_INPUT');
+    expectError(await call(n.url, 'POST', '/api/contribute/bond', { token_ids: 'all' }, { ...bearer(op.key), ...operatorBond(n) }), 400, 'SVC_INVALID_INPUT');
     expect((await envelopes(op)).some((x) => x.immovable)).toBe(false);
     // The five newest, by name, asked for twice at once: one bond is made, of exactly those.
     const chosen = mine.slice(0, BOND);
-    const rs = await Promise.all([1, 2].map(() => call(n.url, 'POST', '/api/contribute/bond', { token_ids: chosen }, bearer(op.key))));
+    const rs = await Promise.all(
+      [1, 2].map(() => call(n.url, 'POST', '/api/contribute/bond', { token_ids: chosen }, { ...bearer(op.key), ...operatorBond(n) })),
+    );
     expect(rs.map((r) => r.status).sort()).toEqual([201, 409]);
     const made = rs.find((r) => r.status === 201)!;
     expect([...made.body.token_ids].sort()).toEqual([...chosen].sort());
     const marked = (await envelopes(op)).filter((x) => x.immovable).map((x) => x.token_id);
     expect(marked.sort()).toEqual([...chosen].sort());
   });
+});
+
+describe('a node whose operator names its identity (contribution.operator)', () => {
+  const zidOf = (seed: string) => `zid_${createHash('sha256').update(`equation:${seed}`).digest('hex').slice(0, 32)}`;
+  let named: TestNode;
+  beforeAll(async () => {
+    named = await startTestNode({ ...overrides, contribution: { ...overrides.contribution, operator: zidOf('slot-owner') } }, { initialCredits: 10_000 });
+  }, 60_000);
+  afterAll(async () => {
+    await named?.destroy();
+  });
+
+  it('anyone else is refused with the reason; the named identity bonds without a token', async () => {
+    const bondWith = async (seed: string, headers: Record<string, string> = {}) => {
+      const id = await zkIdentity(named.url, seed);
+      for (let i = 0; i < BOND; i++) expect((await call(named.url, 'POST', '/api/svc/compute', COMPUTE, bearer(id.key))).status).toBe(200);
+      return { id, r: await call(named.url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...headers }) };
+    };
+    const squatter = await bondWith('slot-squatter');
+    const e = expectError(squatter.r, 403, 'SVC_FORBIDDEN');
+    expect(e).toMatchObject({ zid: squatter.id.zid, operator_named: true });
+    expect(e.reason).toContain('contribution.operator');
+    expect(named.node.bonds.ofZid(squatter.id.zid)).toBeNull();
+    const owner = await bondWith('slot-owner');
+    expect(owner.r.status, owner.r.text).toBe(201);
+    expect(owner.r.body).toMatchObject({ zid: zidOf('slot-owner'), node: named.node.nodeId, token_ids_count: BOND });
+    expect(named.node.bonds.ofNode(named.node.nodeId)?.bond.zid).toBe(owner.id.zid);
+  }, 60_000);
 });

@@ -2,7 +2,7 @@
 // contributing | experimenting; contributing needs a bond (403 with the reason); one mode at a time, a switch
 // replaces it; persisted across a restart; a release returns a contributing identity to idle.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, operatorBond, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 
 const BOND = 2;
 const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
@@ -46,7 +46,7 @@ describe('POST /api/contribute/mode', () => {
     expect(r.status, r.text).toBe(200);
     expect(r.body).toMatchObject({ mode: 'experimenting', previous: 'idle', bond_id: null });
     for (let i = 0; i < BOND; i++) expect((await call(n.url, 'POST', '/api/svc/compute', COMPUTE, bearer(id.key))).status).toBe(200);
-    const bond = await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(id.key));
+    const bond = await call(n.url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...operatorBond(n) });
     expect(bond.status, bond.text).toBe(201);
     const c = await mode('contributing');
     expect(c.status, c.text).toBe(200);

@@ -1,4 +1,5 @@
 // Start a real node on 127.0.0.1:0 with a temp data dir, and speak HTTP to it.
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -63,6 +64,9 @@ export async function call<T = any>(url: string, method: string, path: string, b
 }
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+/** The header that makes a bond the operator's (consensus/bond-slot.ts): the node's operator token, from its data dir. */
+export const operatorBond = (t: { dataDir: string }) => ({ 'x-svc-operator-token': readFileSync(join(t.dataDir, 'operator-token'), 'utf8').trim() });
 
 /** An identity key (sk_) of a v3 identity: login-v3 opens a session, the session mints the key (part 5 item 4). */
 export async function identityKeyOf(url: string, equationSha256: string): Promise<string> {

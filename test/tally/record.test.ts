@@ -3,7 +3,7 @@
 // the node's operator is contributing carries executed_by (node, bond, Ed25519 signature over request and result
 // digests) inside the signed body, which still verifies; the lookup gives what re-execution needs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, operatorBond, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { verifyExecution, executionText } from '../../src/consensus/executed-by.js';
 import { verifyEventSignature, verifyText } from '../../src/mesh/wire.js';
 import { solverRequestDigest } from '../../src/compute/result-digest.js';
@@ -186,7 +186,7 @@ describe('executed_by', () => {
     expect(idle.status, idle.text).toBe(200);
     expect(idle.body.executed_by).toBeNull();
     for (let i = 0; i < BOND; i++) await call(t.url, 'POST', '/api/svc/compute', COMPUTE, bearer(op.key));
-    const bond = await call(t.url, 'POST', '/api/contribute/bond', {}, bearer(op.key));
+    const bond = await call(t.url, 'POST', '/api/contribute/bond', {}, { ...bearer(op.key), ...operatorBond(t) });
     expect(bond.status, bond.text).toBe(201);
     // Bonded but idle: nothing at stake yet.
     expect((await call(t.url, 'POST', '/api/svc/zeta', { n: 4 }, bearer(op.key))).body.executed_by).toBeNull();

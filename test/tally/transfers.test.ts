@@ -4,7 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, operatorBond, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { pickAtRandom } from '../../src/tally/transfers.js';
 
 // KO42 plus one domain operator: cost 1 (part 8).
@@ -140,7 +140,7 @@ describe('same-node transfers', () => {
 
     // A bond of 3 paid envelopes: each is refused by id, naming it and its bond.
     const bonded = minted.slice(FREE, FREE + 3);
-    const bond = await call(t.url, 'POST', '/api/contribute/bond', { token_ids: bonded }, bearer(x.key));
+    const bond = await call(t.url, 'POST', '/api/contribute/bond', { token_ids: bonded }, { ...bearer(x.key), ...operatorBond(t) });
     expect(bond.status, bond.text).toBe(201);
     e = expectError(await send({ to: y.zid, token_ids: [bonded[1]!] }), 400, 'SVC_ENVELOPE_NOT_MOVABLE');
     expect(e).toMatchObject({ token_id: bonded[1], reason: 'bonded', bond_id: bond.body.record.bond_id });
@@ -185,7 +185,7 @@ describe('same-node transfers', () => {
       // Without the shared lock the bond reads the three, the transfer moves the first to Y, and the bond then writes
       // that envelope back as W's (marked): both succeed, and Y's index points at a record owned by W.
       const [bond, sent] = await Promise.all([
-        call(t.url, 'POST', '/api/contribute/bond', { token_ids: paid.slice(0, 3) }, bearer(w.key)),
+        call(t.url, 'POST', '/api/contribute/bond', { token_ids: paid.slice(0, 3) }, { ...bearer(w.key), ...operatorBond(t) }),
         call(t.url, 'POST', '/api/tally/envelopes/transfer-bulk', { to: y.zid, token_ids: [paid[0]!] }, bearer(w.key)),
       ]);
       expect([bond.status, sent.status].sort(), `${bond.text} ${sent.text}`).toEqual(sent.status === 200 ? [200, 400] : [201, 400]);

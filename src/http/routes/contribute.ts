@@ -12,6 +12,7 @@ import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import type { ModeService } from '../../consensus/modes.js';
 import type { ChallengeService } from '../../consensus/challenges.js';
+import { assertBondSlotOwner, OPERATOR_TOKEN_HEADER, type BondSlotOwner } from '../../consensus/bond-slot.js';
 import { contributeStatusResponse, contributionPolicyResponse } from '../responses.js';
 import { requireIdentityKey, requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
@@ -26,6 +27,8 @@ export interface ContributeRouteServices {
   modes: ModeService;
   /** The verdicts on a caller's bonds. */
   challenges: ChallengeService;
+  /** Who may take this node's one bond slot: its operator's identity. */
+  bondSlot: BondSlotOwner;
 }
 
 export function contributeRoutes(s: ContributeRouteServices): RouteGroup {
@@ -91,6 +94,7 @@ function registerContributeRoutes(router: Router, kit: HttpKit, s: ContributeRou
   router.post('/api/contribute/bond', requireIdentityKey(auth), home, body(bondBody), async (ctx) => {
     const c = identityOf(ctx);
     const body = validate(bondBody, ctx.request.body);
+    assertBondSlotOwner(s.bondSlot, c.zid, ctx.get(OPERATOR_TOKEN_HEADER) || null);
     const bond = await s.bonds.bond(c.zid, body.token_ids);
     ctx.status = 201;
     ctx.body = { zid: c.zid, ...showBond(bond), token_ids: bond.bond.token_ids, record: bond.bond };
