@@ -65,6 +65,12 @@ export interface ComputeRouteServices {
   compute: ComputeService;
 }
 
+/** What a verify request checks: the sealed result as sent, or wrapped as {result} (the MCP tool's form). */
+export function verifyCandidate(body: unknown): unknown {
+  const b = body as Record<string, unknown> | undefined;
+  return b && typeof b === 'object' && 'result' in b && Object.keys(b).length === 1 ? b.result : b;
+}
+
 export function computeRoutes(s: ComputeRouteServices): RouteGroup {
   return { name: 'compute', register: (router, kit) => registerComputeRoutes(router, kit, s) };
 }
@@ -85,9 +91,7 @@ function registerComputeRoutes(router: Router, kit: HttpKit, s: ComputeRouteServ
   });
 
   router.post('/api/svc/verify', responds(verifyResponse), requireKey(auth), (ctx) => {
-    const body = ctx.request.body as Record<string, unknown> | undefined;
-    const candidate = body && typeof body === 'object' && 'result' in body && Object.keys(body).length === 1 ? body.result : body;
-    ctx.body = s.compute.verifyResult(candidate);
+    ctx.body = s.compute.verifyResult(verifyCandidate(ctx.request.body));
   });
 
   const proveLimit = perMinuteLimit(kit.config.limits.provePerMinute, 'prove');
