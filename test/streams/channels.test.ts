@@ -98,6 +98,13 @@ describe('stream channels', () => {
     expectError(await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: -1 } }, bearer(owner.key)), 400, 'SVC_INVALID_INPUT');
     expectError(await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', outputFormat: 'template' }, bearer(owner.key)), 400, 'SVC_INVALID_INPUT');
     expectError(await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz' }), 401, 'SVC_NO_KEY');
+    // A channel's contract has no behaviour here: naming one is refused; null (none) is taken.
+    const withContract = await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', contract: 'ctr_0123' }, bearer(owner.key));
+    expect(expectError(withContract, 400, 'SVC_INVALID_INPUT')).toMatchObject({ field: 'contract' });
+    expect(withContract.body.error.reason).toContain('takes no contract');
+    const noContract = await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', contract: null }, bearer(owner.key));
+    expect(noContract.status, noContract.text).toBe(201);
+    expect(noContract.body.contract).toBeNull();
     expectError(await call(t.url, 'POST', '/api/svc/streams', { domain: 'nowhere', operators: ['KO42'] }, bearer(owner.key)), 400, 'SVC_INVALID_DOMAIN');
     const closed = await call(t.url, 'POST', `${path}/close`, undefined, bearer(c.body.key));
     expect(closed.body.status).toBe('closed');

@@ -14,7 +14,7 @@ import { verifyResponse } from '../responses.js';
 import { verifyCandidate } from './compute.js';
 import { ServiceError } from '../../kernel/errors.js';
 import type { Caller } from '../../records/types.js';
-import { channelView, headersOf, TICK_INTERVAL_MAX, type ChannelRecord, type StreamService } from '../../streams/channels.js';
+import { CHANNEL_CONTRACT_REFUSAL, channelView, headersOf, TICK_INTERVAL_MAX, type ChannelRecord, type StreamService } from '../../streams/channels.js';
 import { TEMPLATE_MAX } from '../../streams/template.js';
 import { LINK_TTL_DEFAULT_SECONDS, LINK_TTL_MAX_SECONDS } from '../../streams/links.js';
 import { x25519PublicKey } from '../../streams/secure.js';
@@ -29,7 +29,8 @@ export const createBody = z
     initialState: z.any().optional(),
     outputFormat: z.enum(['json', 'template']).default('json'),
     template: z.string().max(TEMPLATE_MAX).optional(),
-    contract: z.string().min(1).max(128).nullable().optional(),
+    // Spec 2.7 shows a channel's contract but not what it does: only null (none) is taken (docs/decisions.md).
+    contract: z.null({ error: CHANNEL_CONTRACT_REFUSAL }).optional(),
     autotick: z.boolean().default(false),
     tickIntervalZeqonds: z.number().int().min(1).max(TICK_INTERVAL_MAX).default(1),
   })
