@@ -5,6 +5,12 @@ import { ServiceError } from '../kernel/errors.js';
 import type { MachineRecord } from './service.js';
 import { grantAction, requireRole, type Role } from './roles.js';
 
+/**
+ * Why inject_pulse_orb stays false: spec 2.7 names the flag (boolean, default false) and nothing it does, and no part
+ * of the node would read it, so turning it on is refused where a machine's settings are written (docs/decisions.md).
+ */
+export const PULSE_ORB_REFUSAL = 'inject_pulse_orb cannot be turned on: the spec does not say what it does, so this node keeps it false';
+
 export interface SettingsPatch {
   is_public?: boolean;
   inject_agent_rail?: boolean;

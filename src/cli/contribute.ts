@@ -67,7 +67,7 @@ export function addContributeCommand(program: Command): void {
   withCommon(
     contribute
       .command('mode')
-      .description('switch the mode: contributing needs a bond; contributing and experimenting exclude each other')
+      .description('switch the mode: idle or contributing (needs a bond); experimenting is refused by the node')
       .addArgument(new Argument('<mode>', 'the new mode').choices(MODES)),
   ).action(async (mode: string, opts: Common) => {
     const body = await request(opts, 'POST', '/api/contribute/mode', { mode });

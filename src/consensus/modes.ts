@@ -2,10 +2,10 @@
 // the identity's home. Contributing needs an active bond; contributing and experimenting are mutually exclusive,
 // which one field gives: asking for the other replaces it. Preempting the identity's running contributed work on
 // a switch is the exec handler's (consensus/exec-handler.ts), told through onSwitch.
-import { ServiceError } from '../kernel/errors.js';
+import { InputError, ServiceError } from '../kernel/errors.js';
 import type { Json, Op, Store, Sublevel } from '../store/db.js';
 import type { BondService } from './bonds.js';
-import type { Mode } from './policy.js';
+import { ACCEPTED_MODES, REFUSED_MODES, type Mode } from './policy.js';
 
 export interface ModeRecord {
   mode: Mode;
@@ -45,8 +45,13 @@ export class ModeService {
     return this.modes.get(zid) ?? { mode: 'idle', svcond: 0 };
   }
 
-  /** Switch `zid`'s mode. 403 SVC_NO_BOND for contributing without an active bond. Returns the previous mode too. */
+  /**
+   * Switch `zid`'s mode. 400 SVC_INVALID_INPUT for a refused mode (policy.ts REFUSED_MODES), 403 SVC_NO_BOND for
+   * contributing without an active bond. Returns the previous mode too.
+   */
   async set(zid: string, mode: Mode): Promise<{ mode: Mode; previous: Mode; svcond: number }> {
+    const refused = REFUSED_MODES[mode];
+    if (refused !== undefined) throw new InputError('mode', `${mode} is ${refused}`, ACCEPTED_MODES);
     if (mode === 'contributing' && !this.bonds.ofZid(zid)) {
       throw new ServiceError(403, 'SVC_NO_BOND', 'contributing needs an active bond: POST /api/contribute/bond first', { required: 'bond', mode });
     }

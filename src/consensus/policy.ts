@@ -9,6 +9,17 @@ export type ContributionPolicy = NodeConfig['contribution'];
 export const MODES = ['idle', 'contributing', 'experimenting'] as const;
 export type Mode = (typeof MODES)[number];
 
+/**
+ * Modes the spec names without saying what they do, refused here with the reason (docs/decisions.md, "Experimenting"):
+ * part 3 says only that experimenting excludes contributing and that a switch preempts running work.
+ */
+export const REFUSED_MODES: Readonly<Partial<Record<Mode, string>>> = {
+  experimenting: 'not offered by this node: the spec names the mode but not what it does, so it would change nothing',
+};
+
+/** The modes a switch may ask for. */
+export const ACCEPTED_MODES: readonly Mode[] = MODES.filter((m) => REFUSED_MODES[m] === undefined);
+
 const SECONDS_PER_DAY = 86_400;
 
 /** Votes that decide a verdict: a strict majority of the committee, ⌊k/2⌋ + 1. */
@@ -45,8 +56,9 @@ export function policyDocument(p: ContributionPolicy): Record<string, unknown> {
         `the term is ${p.bondTermDays} days, and release is refused while a challenge against the bond is open.`,
     },
     modes: {
-      values: [...MODES],
-      words: 'idle, contributing or experimenting, one at a time; contributing needs an active bond; switching replaces the mode.',
+      values: [...ACCEPTED_MODES],
+      refused: { ...REFUSED_MODES },
+      words: 'idle or contributing, one at a time; contributing needs an active bond; switching replaces the mode. Experimenting is refused (400).',
     },
     committee: {
       size: p.committeeSize,

@@ -58,7 +58,7 @@ export async function wirePush(f: Foundation, webhooks: Webhooks, compute: Compu
   });
   const capability: Capability = {
     name: 'push',
-    routes: [streamRoutes({ streams, mesh }), webhookRoutes({ webhooks })],
+    routes: [streamRoutes({ streams, mesh, verify: (candidate) => compute.verifyResult(candidate) }), webhookRoutes({ webhooks })],
     start: () => {
       autotick.start();
       // Deliveries owed before a stop or a crash resume on their schedule.

@@ -21,6 +21,12 @@ import { newChannelId } from './channel-id.js';
 import { COSTS as COST } from '../tally/costs.js';
 
 export const CHANNEL_KEY_PREFIX = 'stk_';
+/**
+ * Why a channel is not given a contract: spec 2.7 lists `contract` among a channel's fields without saying what it
+ * does to a tick, so a channel keeps it null and a create that names one is refused (docs/decisions.md).
+ */
+export const CHANNEL_CONTRACT_REFUSAL =
+  'a stream channel takes no contract on this node (the spec does not say what one would do to a tick): leave it out or null; deploy contracts on a state machine';
 /** Ticks between autotick seals: at least 1, at most about 24 h (spec part 8: 111 197 ticks). */
 export const TICK_INTERVAL_MAX = 111_197;
 

@@ -26,7 +26,7 @@ const ACTIONS: Record<ChainAction, (key: string, n: number) => Promise<{ status:
       bearer(key),
     ),
   transition: (key) => call(t.url, 'POST', `/api/chain/${SLUG}/contracts/${ids.contract!.key}/transition`, { event: { type: 'noop' } }, bearer(key)),
-  settings: (key, n) => call(t.url, 'PATCH', `/api/chain/${SLUG}/settings`, { inject_pulse_orb: n % 2 === 0 }, bearer(key)),
+  settings: (key) => call(t.url, 'PATCH', `/api/chain/${SLUG}/settings`, { inject_pulse_orb: false }, bearer(key)),
   grant_member: (key) => call(t.url, 'PATCH', `/api/chain/${SLUG}/settings`, { roles: { [ids.extra!.zid]: 'viewer' } }, bearer(key)),
   grant_admin: (key) => call(t.url, 'PATCH', `/api/chain/${SLUG}/settings`, { roles: { [ids.extra!.zid]: 'admin' } }, bearer(key)),
   embed_keys: (key) => call(t.url, 'POST', `/api/chain/${SLUG}/embed-keys`, {}, bearer(key)),
@@ -88,6 +88,12 @@ describe('settings', () => {
     const r3 = await call(t.url, 'PATCH', `/api/chain/${SLUG}/settings`, { is_public: 'yes' }, owner);
     expect(expectError(r3 as never, 400, 'SVC_INVALID_INPUT').field).toBe('is_public');
     expectError((await call(t.url, 'PATCH', `/api/chain/${SLUG}/settings`, { is_public: true })) as never, 401, 'SVC_NO_KEY');
+    // inject_pulse_orb has no behaviour here: turning it on is refused, naming the field and why; nothing applies.
+    const orb = await call(t.url, 'PATCH', `/api/chain/${SLUG}/settings`, { inject_pulse_orb: true, is_public: false }, owner);
+    const e = expectError(orb as never, 400, 'SVC_INVALID_INPUT');
+    expect(e.field).toBe('inject_pulse_orb');
+    expect(e.reason).toContain('the spec does not say what it does');
+    expect((await call(t.url, 'GET', `/api/chain/${SLUG}/settings`, undefined, owner)).body.inject_pulse_orb).toBe(false);
     // An admin cannot take another admin's role (grant_admin is the owner's), and nothing of the patch applies.
     const r4 = await call(
       t.url,

@@ -1,6 +1,6 @@
 // Contribution modes on one real node over HTTP (spec 4.7 and part 3's mode row; architecture.md §6): idle |
-// contributing | experimenting; contributing needs a bond (403 with the reason); one mode at a time, a switch
-// replaces it; persisted across a restart; a release returns a contributing identity to idle.
+// contributing (experimenting is refused: docs/decisions.md); contributing needs a bond (403 with the reason); one
+// mode at a time, a switch replaces it; persisted across a restart; a release returns a contributing identity to idle.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, operatorBond, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 
@@ -41,21 +41,21 @@ describe('POST /api/contribute/mode', () => {
     expect((await status()).mode).toBe('idle');
   });
 
-  it('experimenting needs no bond; contributing after a bond replaces it, and back', async () => {
-    const r = await mode('experimenting');
-    expect(r.status, r.text).toBe(200);
-    expect(r.body).toMatchObject({ mode: 'experimenting', previous: 'idle', bond_id: null });
+  it('experimenting is refused (400 naming the mode and the modes offered), nothing written; contributing after a bond, and back', async () => {
+    const e = expectError(await mode('experimenting'), 400, 'SVC_INVALID_INPUT');
+    expect(e).toMatchObject({ field: 'mode', allowed: ['idle', 'contributing'] });
+    expect(e.reason).toContain('experimenting');
+    expect((await status()).mode).toBe('idle');
     for (let i = 0; i < BOND; i++) expect((await call(n.url, 'POST', '/api/svc/compute', COMPUTE, bearer(id.key))).status).toBe(200);
     const bond = await call(n.url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...operatorBond(n) });
     expect(bond.status, bond.text).toBe(201);
     const c = await mode('contributing');
     expect(c.status, c.text).toBe(200);
-    expect(c.body).toMatchObject({ mode: 'contributing', previous: 'experimenting', bond_id: bond.body.bond_id });
+    expect(c.body).toMatchObject({ mode: 'contributing', previous: 'idle', bond_id: bond.body.bond_id });
+    expectError(await mode('experimenting'), 400, 'SVC_INVALID_INPUT');
     expect((await status()).mode).toBe('contributing');
-    // Mutually exclusive: one field, so asking for the other replaces it.
-    expect((await mode('experimenting')).body).toMatchObject({ mode: 'experimenting', previous: 'contributing' });
-    expect((await status()).mode).toBe('experimenting');
-    expect((await mode('contributing')).body.previous).toBe('experimenting');
+    expect((await mode('idle')).body).toMatchObject({ mode: 'idle', previous: 'contributing' });
+    expect((await mode('contributing')).body.previous).toBe('idle');
   });
 
   it('is kept across a restart', async () => {

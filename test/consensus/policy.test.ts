@@ -66,7 +66,8 @@ describe('GET /api/contribute/policy and /status on a node', () => {
     expect(r.body.bond.words).toContain('5 envelopes');
     expect(r.body.committee).toMatchObject({ size: 3, quorum: 2, settle_ticks: 4, settle_seconds: 3.108 });
     expect(r.body.challenge).toMatchObject({ stake: 20, deadline_ticks: 12, deadline_seconds: 9.324 });
-    expect(r.body.modes.values).toEqual(['idle', 'contributing', 'experimenting']);
+    expect(r.body.modes.values).toEqual(['idle', 'contributing']);
+    expect(Object.keys(r.body.modes.refused)).toEqual(['experimenting']);
     const byVerdict = Object.fromEntries(r.body.outcomes.map((o: any) => [o.verdict, o]));
     expect(Object.keys(byVerdict).sort()).toEqual(['no_quorum', 'rejected', 'upheld']);
     expect(byVerdict.upheld).toMatchObject({ executor_loses_envelopes: 5, challenger_stake: 'returned' });

@@ -127,6 +127,9 @@ describe('genesis', () => {
       bearer(id.key),
     );
     expect(expectError(bad, 400, 'SVC_INVALID_INPUT').field).toBe('document.contract.transitions.0.to');
+    const orb = await call(t.url, 'POST', '/api/genesis/execute', { document: { slug: 'with-orb', inject_pulse_orb: true } }, bearer(id.key));
+    expect(expectError(orb, 400, 'SVC_INVALID_INPUT').field).toBe('document.inject_pulse_orb');
+    expectError(await call(t.url, 'GET', '/api/chain/with-orb/explore', undefined, bearer(id.key)), 404, 'SVC_NOT_FOUND');
     expectError(await call(t.url, 'GET', '/api/chain/with-contract/explore', undefined, bearer(id.key)), 404, 'SVC_NOT_FOUND');
     for (const slug of ['poor-one', 'poor-two'])
       expect((await call(t.url, 'POST', '/api/genesis/execute', { document: { slug } }, bearer(id.key))).status).toBe(201);

@@ -12,12 +12,12 @@ beforeAll(async () => {
 });
 afterAll(() => t.destroy());
 
-const expectStreamHeaders = (h: Headers, body: any) => {
+const expectStreamHeaders = (h: Headers, body: any, channel: string) => {
   expect(h.get('x-svc-sealed')).toBe('true');
   expect(h.get('x-svc-proof')).toBe(body.svcProof);
   expect(h.get('x-svc-token')).toBe(body.envelope.token_id);
   expect(h.get('x-svc-svcond')).toBe(String(body.svcond));
-  expect(h.get('x-svc-verify')).toBe(`${t.url}/api/svc/verify`);
+  expect(h.get('x-svc-verify')).toBe(`${t.url}/api/svc/streams/${channel}/verify`);
 };
 
 describe('stream channels', () => {
@@ -30,7 +30,7 @@ describe('stream channels', () => {
     for (let i = 1; i <= 4; i++) {
       const r = await call(t.url, 'POST', `/api/svc/streams/${c.body.id}/tick`, undefined, bearer(i % 2 ? owner.key : c.body.key));
       expect(r.status, r.text).toBe(200);
-      expectStreamHeaders(r.headers, r.body);
+      expectStreamHeaders(r.headers, r.body, c.body.id);
       expect(r.body.stream).toEqual({ channel: c.body.id, tick: i });
       expect(r.body.tally_charge.charged).toBe(10);
       last = r.body;
@@ -46,7 +46,7 @@ describe('stream channels', () => {
     const latest = await call(t.url, 'GET', `/api/svc/streams/${c.body.id}/latest`, undefined, bearer(owner.key));
     expect(latest.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(latest.body).toEqual(last);
-    expectStreamHeaders(latest.headers, last);
+    expectStreamHeaders(latest.headers, last, c.body.id);
     // The sealed tick verifies like any sealed result.
     const v = await call(t.url, 'POST', '/api/svc/verify', last, bearer(owner.key));
     expect(v.body.valid).toBe(true);
@@ -69,7 +69,7 @@ describe('stream channels', () => {
     const latest = await call(t.url, 'GET', `/api/svc/streams/${c.body.id}/latest`, undefined, bearer(c.body.key));
     expect(latest.headers.get('content-type')).toBe('text/plain; charset=utf-8');
     expect(latest.text).toBe(`T=${tick.body.value} K tick 1 `);
-    expectStreamHeaders(latest.headers, tick.body);
+    expectStreamHeaders(latest.headers, tick.body, c.body.id);
   });
 
   it('an operator chain ticks too', async () => {
@@ -77,7 +77,14 @@ describe('stream channels', () => {
     expect(c.status, c.text).toBe(201);
     const r = await call(t.url, 'POST', `/api/svc/streams/${c.body.id}/tick`, undefined, bearer(c.body.key));
     expect(r.status, r.text).toBe(200);
-    expectStreamHeaders(r.headers, r.body);
+    expectStreamHeaders(r.headers, r.body, c.body.id);
+    // The channel key that ticked verifies at X-Svc-Verify; a stranger's key does not open it.
+    const verify = r.headers.get('x-svc-verify')!.slice(t.url.length);
+    const v = await call(t.url, 'POST', verify, r.body, bearer(c.body.key));
+    expect(v.status, v.text).toBe(200);
+    expect(v.body.valid).toBe(true);
+    expectError(await call(t.url, 'POST', verify, r.body, bearer(other.key)), 403, 'SVC_FORBIDDEN');
+    expectError(await call(t.url, 'POST', verify, r.body), 401, 'SVC_NO_KEY');
   });
 
   it('who may open a channel; validation; close', async () => {
@@ -91,6 +98,13 @@ describe('stream channels', () => {
     expectError(await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: -1 } }, bearer(owner.key)), 400, 'SVC_INVALID_INPUT');
     expectError(await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', outputFormat: 'template' }, bearer(owner.key)), 400, 'SVC_INVALID_INPUT');
     expectError(await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz' }), 401, 'SVC_NO_KEY');
+    // A channel's contract has no behaviour here: naming one is refused; null (none) is taken.
+    const withContract = await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', contract: 'ctr_0123' }, bearer(owner.key));
+    expect(expectError(withContract, 400, 'SVC_INVALID_INPUT')).toMatchObject({ field: 'contract' });
+    expect(withContract.body.error.reason).toContain('takes no contract');
+    const noContract = await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', contract: null }, bearer(owner.key));
+    expect(noContract.status, noContract.text).toBe(201);
+    expect(noContract.body.contract).toBeNull();
     expectError(await call(t.url, 'POST', '/api/svc/streams', { domain: 'nowhere', operators: ['KO42'] }, bearer(owner.key)), 400, 'SVC_INVALID_DOMAIN');
     const closed = await call(t.url, 'POST', `${path}/close`, undefined, bearer(c.body.key));
     expect(closed.body.status).toBe('closed');

@@ -35,6 +35,18 @@ describe('signed pull links', () => {
     expect(r.headers.get('x-svc-token')).toBe(sealedA.envelope.token_id);
     expect(r.headers.get('x-svc-sealed')).toBe('true');
 
+    // X-Svc-Verify: a verify the link holder calls without a key, opened by the same signature.
+    const verifyUrl = r.headers.get('x-svc-verify')!;
+    expect(verifyUrl).toBe(`${t.url}/api/svc/streams/${a.id}/verify?sig=${encodeURIComponent(l.body.sig)}`);
+    const v = await call(t.url, 'POST', verifyUrl.slice(t.url.length), r.body);
+    expect(v.status, v.text).toBe(200);
+    expect(v.body).toMatchObject({ valid: true, proof_valid: true, result_id: sealedA.result_id, svcond: sealedA.svcond });
+    const tampered = await call(t.url, 'POST', verifyUrl.slice(t.url.length), { ...r.body, value: r.body.value + 1 });
+    expect(tampered.body.valid).toBe(false);
+    expectError(await call(t.url, 'POST', `/api/svc/streams/${b.id}/verify?sig=${encodeURIComponent(l.body.sig)}`, r.body), 401, 'SVC_INVALID_KEY');
+    expectError(await call(t.url, 'POST', `/api/svc/streams/${a.id}/verify`, r.body), 401, 'SVC_NO_KEY');
+    expectError(await call(t.url, 'POST', '/api/svc/verify', r.body), 401, 'SVC_NO_KEY');
+
     const sig: string = l.body.sig;
     const flipped = sig.slice(0, -1) + (sig.endsWith('0') ? '1' : '0');
     expectError(await pull(a.id, flipped), 401, 'SVC_INVALID_KEY');

@@ -44,13 +44,14 @@ import { stampAt } from '../../kernel/clock.js';
 import { COSTS } from '../../tally/costs.js';
 import { CHECKPOINT_FORMAT } from '../../chain/checkpoints.js';
 import { EXPORT_FORMAT } from '../../chain/verify-log.js';
+import { PULSE_ORB_REFUSAL } from '../../chain/settings.js';
 
 const ZID = z.string().regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters');
 const settingsBody = z
   .object({
     is_public: z.boolean().optional(),
     inject_agent_rail: z.boolean().optional(),
-    inject_pulse_orb: z.boolean().optional(),
+    inject_pulse_orb: z.literal(false, { error: PULSE_ORB_REFUSAL }).optional(),
     roles: z
       .record(ZID, z.enum(['viewer', 'operator', 'admin']).nullable())
       .refine((r) => Object.keys(r).length <= 100, 'at most 100 role changes in one patch')

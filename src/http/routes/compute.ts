@@ -68,6 +68,12 @@ export interface ComputeRouteServices {
   verdictOf: (executedBy: { bond_id?: unknown } | null | undefined) => VerdictMark;
 }
 
+/** What a verify request checks: the sealed result as sent, or wrapped as {result} (the MCP tool's form). */
+export function verifyCandidate(body: unknown): unknown {
+  const b = body as Record<string, unknown> | undefined;
+  return b && typeof b === 'object' && 'result' in b && Object.keys(b).length === 1 ? b.result : b;
+}
+
 export function computeRoutes(s: ComputeRouteServices): RouteGroup {
   return { name: 'compute', register: (router, kit) => registerComputeRoutes(router, kit, s) };
 }
@@ -88,8 +94,7 @@ function registerComputeRoutes(router: Router, kit: HttpKit, s: ComputeRouteServ
   });
 
   router.post('/api/svc/verify', responds(verifyResponse), requireKey(auth), (ctx) => {
-    const body = ctx.request.body as Record<string, unknown> | undefined;
-    const candidate = body && typeof body === 'object' && 'result' in body && Object.keys(body).length === 1 ? body.result : body;
+    const candidate = verifyCandidate(ctx.request.body);
     const executedBy = candidate && typeof candidate === 'object' ? (candidate as { executed_by?: { bond_id?: unknown } | null }).executed_by : null;
     ctx.body = { ...s.compute.verifyResult(candidate), ...s.verdictOf(executedBy) };
   });

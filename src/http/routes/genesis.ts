@@ -6,6 +6,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import { parseContract } from '../../chain/contract-language.js';
+import { PULSE_ORB_REFUSAL } from '../../chain/settings.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import type { ChainService } from '../../chain/service.js';
@@ -23,7 +24,7 @@ const documentSchema = z
     slug: z.string().regex(SLUG_PATTERN, '3 … 48 of a-z, 0-9 and -'),
     is_public: z.boolean().default(false),
     inject_agent_rail: z.boolean().default(false),
-    inject_pulse_orb: z.boolean().default(false),
+    inject_pulse_orb: z.literal(false, { error: PULSE_ORB_REFUSAL }).default(false),
     roles: z
       .record(z.string().regex(/^zid_[A-Za-z0-9]{1,64}$/, 'a ZID'), z.enum(['viewer', 'operator', 'admin']))
       .refine((r) => Object.keys(r).length <= 64, 'at most 64 roles')

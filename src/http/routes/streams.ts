@@ -9,10 +9,12 @@ import type { RouteGroup } from '../route-group.js';
 import type { MeshService } from '../../mesh/service.js';
 import { noKeyError, presentedKey, requireKey, resolveCaller, type AuthDeps } from '../auth.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
-import { body, validate } from '../validate.js';
+import { body, responds, validate } from '../validate.js';
+import { verifyResponse } from '../responses.js';
+import { verifyCandidate } from './compute.js';
 import { ServiceError } from '../../kernel/errors.js';
 import type { Caller } from '../../records/types.js';
-import { channelView, headersOf, TICK_INTERVAL_MAX, type ChannelRecord, type StreamService } from '../../streams/channels.js';
+import { CHANNEL_CONTRACT_REFUSAL, channelView, headersOf, TICK_INTERVAL_MAX, type ChannelRecord, type StreamService } from '../../streams/channels.js';
 import { TEMPLATE_MAX } from '../../streams/template.js';
 import { LINK_TTL_DEFAULT_SECONDS, LINK_TTL_MAX_SECONDS } from '../../streams/links.js';
 import { x25519PublicKey } from '../../streams/secure.js';
@@ -27,7 +29,8 @@ export const createBody = z
     initialState: z.any().optional(),
     outputFormat: z.enum(['json', 'template']).default('json'),
     template: z.string().max(TEMPLATE_MAX).optional(),
-    contract: z.string().min(1).max(128).nullable().optional(),
+    // Spec 2.7 shows a channel's contract but not what it does: only null (none) is taken (docs/decisions.md).
+    contract: z.null({ error: CHANNEL_CONTRACT_REFUSAL }).optional(),
     autotick: z.boolean().default(false),
     tickIntervalZeqonds: z.number().int().min(1).max(TICK_INTERVAL_MAX).default(1),
   })
@@ -83,6 +86,8 @@ export async function authorizeChannel(ctx: Context, auth: AuthDeps, streams: St
 export interface StreamRouteServices {
   streams: StreamService;
   mesh: MeshService | null;
+  /** POST /api/svc/verify's check of a sealed result (compute/service.ts verifyResult). */
+  verify: (candidate: unknown) => unknown;
 }
 
 export function streamRoutes(s: StreamRouteServices): RouteGroup {
@@ -93,7 +98,12 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
   const { streams } = s;
   const auth = kit.auth;
   const home = forwardToHome(kit);
-  const verifyUrl = () => `${kit.publicUrl()}/api/svc/verify`;
+  /**
+   * X-Svc-Verify: the channel's own verify, which whoever holds what opened the answer can call — a pull link's
+   * signature (keyless, part 5 item 7) or a key that opens the channel.
+   */
+  const verifyUrl = (id: string, sig?: string) =>
+    `${kit.publicUrl()}/api/svc/streams/${id}/verify${sig === undefined ? '' : `?sig=${encodeURIComponent(sig)}`}`;
 
   const create = async (ctx: Context) => {
     const b = validate(createBody, ctx.request.body);
@@ -153,7 +163,7 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
   router.post('/api/svc/streams/:id/tick', ownerHome, async (ctx) => {
     const channel = await opened(ctx);
     const { sealed } = await streams.tick(channel.id);
-    setStreamHeaders(ctx, sealed.bytes, verifyUrl());
+    setStreamHeaders(ctx, sealed.bytes, verifyUrl(channel.id));
     ctx.type = 'application/json; charset=utf-8';
     ctx.body = sealed.bytes;
   });
@@ -177,8 +187,8 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
   });
 
   /** Answer a channel's latest envelope with the stream headers (204 before its first tick), as `encode` renders it. */
-  const answerLatest = (ctx: Context, bytes: Buffer | null, encode: (bytes: Buffer) => { type: string; body: unknown }): void => {
-    setStreamHeaders(ctx, bytes, verifyUrl());
+  const answerLatest = (ctx: Context, bytes: Buffer | null, verify: string, encode: (bytes: Buffer) => { type: string; body: unknown }): void => {
+    setStreamHeaders(ctx, bytes, verify);
     if (bytes === null) {
       ctx.status = 204;
       ctx.body = '';
@@ -192,7 +202,7 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
   router.get('/api/svc/streams/:id/latest', ownerHome, async (ctx) => {
     const channel = await opened(ctx);
     const out = await streams.latest(channel);
-    answerLatest(ctx, out.bytes, () => ({ type: out.contentType, body: out.body }));
+    answerLatest(ctx, out.bytes, verifyUrl(channel.id), () => ({ type: out.contentType, body: out.body }));
   });
 
   router.post('/api/svc/streams/:id/link', ownerHome, body(linkBody, { inHandler: true }), async (ctx) => {
@@ -208,13 +218,28 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
     };
   });
 
-  router.get('/api/svc/streams/:id/pull', atChannelHome, async (ctx) => {
-    const id = ctx.params.id!;
+  /** A pull link's signature (?sig=) for channel `id`, or 401 naming why not. */
+  const checkedLink = (ctx: Context, id: string): string => {
     const check = streams.checkLink(id, ctx.query.sig);
     if (!check.ok)
       throw new ServiceError(401, 'SVC_INVALID_KEY', `pull link refused: ${check.reason}`, { key_id: null, revoked_at: null, reason: check.reason });
+    return String(ctx.query.sig);
+  };
+
+  router.get('/api/svc/streams/:id/pull', atChannelHome, async (ctx) => {
+    const id = ctx.params.id!;
+    const sig = checkedLink(ctx, id);
     const bytes = await streams.latestBytes(await streams.get(id));
-    answerLatest(ctx, bytes, (b) => ({ type: 'application/json; charset=utf-8', body: b }));
+    answerLatest(ctx, bytes, verifyUrl(id, sig), (b) => ({ type: 'application/json; charset=utf-8', body: b }));
+  });
+
+  // The verify X-Svc-Verify names: /api/svc/verify's check, opened by the pull link's signature (no key) or by a key
+  // that opens the channel, so whoever received an envelope from the channel can check it.
+  router.post('/api/svc/streams/:id/verify', responds(verifyResponse), atChannelHome, async (ctx) => {
+    const channel = await streams.get(ctx.params.id!);
+    if (ctx.query.sig !== undefined) checkedLink(ctx, channel.id);
+    else await authorizeChannel(ctx, kit.auth, streams, channel);
+    ctx.body = s.verify(verifyCandidate(ctx.request.body));
   });
 
   router.post('/api/svc/streams/:id/secure/open', ownerHome, body(secureOpenBody, { inHandler: true }), async (ctx) => {
@@ -248,6 +273,6 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
       throw new ServiceError(401, 'SVC_INVALID_KEY', 'unknown or expired secure session', { key_id: null, revoked_at: null, reason: 'no session' });
     const bytes = await streams.latestBytes(await streams.get(id));
     const frame = bytes === null ? null : await streams.secure.seal(session, bytes);
-    answerLatest(ctx, bytes, () => ({ type: 'application/json; charset=utf-8', body: frame }));
+    answerLatest(ctx, bytes, verifyUrl(id), () => ({ type: 'application/json; charset=utf-8', body: frame }));
   });
 }
