@@ -2,7 +2,7 @@
 // forwarding to the home node, gossip entrance over HTTP, mesh verify, DNS, transparency.
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, connectedIndexes, expectError, startMesh, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { keyDigest, keyId } from '../../src/identity/keys.js';
 import { buildEnvelope } from '../../src/mesh/wire.js';
 import { stampAt } from '../../src/kernel/clock.js';
@@ -61,35 +61,40 @@ describe('tick events and status', () => {
   });
 });
 
+/** A key minted on `a` authenticates on `b`, and a write through `b` lands exactly once at `a` (`c` reads it). */
+async function writeThroughAnotherNode(a: TestNode, b: TestNode, c: TestNode, seed: string): Promise<void> {
+  const id = await zkIdentity(a.url, seed);
+  // Gossip (or the signed lookup) brings the key to B.
+  const r = await call(b.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(id.key));
+  expect(r.status, r.text).toBe(200);
+  expect(r.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
+  expect(r.body.node).toBe(a.node.nodeId);
+  expect(r.body.envelope).not.toBeNull();
+  // Exactly once, at A: one envelope and one chain row there; nothing sealed on B.
+  // An identity's counters are read into memory on demand (store/counters.ts).
+  await a.node.counters.loadIdentity(id.zid);
+  await b.node.counters.loadIdentity(id.zid);
+  expect(a.node.counters.get(`env:${id.zid}`)).toBe(1);
+  expect(b.node.counters.get(`env:${id.zid}`)).toBe(0);
+  expect(b.node.counters.get('sealed_total')).toBe(0);
+  const list = await call(c.url, 'GET', `/api/tally/envelopes/${id.zid}`, undefined, bearer(id.key));
+  expect(list.body.total).toBe(1);
+  expect(list.body.items[0].token_id).toBe(r.body.envelope.token_id);
+  // The home announced the sealed result to the mesh once it was durable.
+  await waitFor(async () => {
+    const ev = await call(c.url, 'GET', '/api/mesh/events?limit=200');
+    return ev.body.events.find(
+      (e: { event: { type: string; sender: string; body: { result_id: string } } }) =>
+        e.event.type === 'result.sealed' && e.event.body.result_id === r.body.result_id && e.event.sender === a.node.nodeId,
+    );
+  }, 'result.sealed on C');
+  // Any node verifies any node's receipt (shared receipt secret).
+  expect((await call(c.url, 'POST', '/api/svc/verify', r.body, bearer(id.key))).body.valid).toBe(true);
+}
+
 describe('any-node API', () => {
   it('a key minted on A authenticates on B, and a write through B lands exactly once at A', async () => {
-    const id = await zkIdentity(a.url, 'any-node');
-    // Gossip (or the signed lookup) brings the key to B.
-    const r = await call(b.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(id.key));
-    expect(r.status, r.text).toBe(200);
-    expect(r.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
-    expect(r.body.node).toBe(a.node.nodeId);
-    expect(r.body.envelope).not.toBeNull();
-    // Exactly once, at A: one envelope and one chain row there; nothing sealed on B.
-    // An identity's counters are read into memory on demand (store/counters.ts).
-    await a.node.counters.loadIdentity(id.zid);
-    await b.node.counters.loadIdentity(id.zid);
-    expect(a.node.counters.get(`env:${id.zid}`)).toBe(1);
-    expect(b.node.counters.get(`env:${id.zid}`)).toBe(0);
-    expect(b.node.counters.get('sealed_total')).toBe(0);
-    const list = await call(c.url, 'GET', `/api/tally/envelopes/${id.zid}`, undefined, bearer(id.key));
-    expect(list.body.total).toBe(1);
-    expect(list.body.items[0].token_id).toBe(r.body.envelope.token_id);
-    // The home announced the sealed result to the mesh once it was durable.
-    await waitFor(async () => {
-      const ev = await call(c.url, 'GET', '/api/mesh/events?limit=200');
-      return ev.body.events.find(
-        (e: { event: { type: string; sender: string; body: { result_id: string } } }) =>
-          e.event.type === 'result.sealed' && e.event.body.result_id === r.body.result_id && e.event.sender === a.node.nodeId,
-      );
-    }, 'result.sealed on C');
-    // Any node verifies any node's receipt (shared receipt secret).
-    expect((await call(c.url, 'POST', '/api/svc/verify', r.body, bearer(id.key))).body.valid).toBe(true);
+    await writeThroughAnotherNode(a, b, c, 'any-node');
   });
 
   it("a key that was never gossiped to B is found by B from A's signed answer", async () => {
@@ -416,4 +421,22 @@ describe('DNS and transparency over HTTP', () => {
 // Keep the digest helper honest: the key route takes SHA-256 hex of the key.
 it('keyDigest is SHA-256 hex', () => {
   expect(keyDigest('sk_x')).toBe(createHash('sha256').update('sk_x').digest('hex'));
+});
+
+// The same on a line: the key's home and the node the write comes in at are its ends, with no connection between them.
+describe('any-node API on a line', () => {
+  let line: TestNode[] = [];
+  beforeAll(async () => {
+    line = await startMesh(3, (bootstrap) => meshConfig(bootstrap), opts, 'line');
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(line.map((n) => n.destroy()));
+  });
+
+  it('a key minted at one end authenticates at the other, and a write there lands exactly once at its home', async () => {
+    const [home, middle, far] = line as [TestNode, TestNode, TestNode];
+    expect(connectedIndexes(home, line)).toEqual([1]);
+    expect(connectedIndexes(far, line)).toEqual([1]);
+    await writeThroughAnotherNode(home, far, middle, 'any-node-line');
+  }, 60_000);
 });

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProcess } from '../../scripts/bench/lib.js';
-import { bearer, call, operatorBond, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, connectedIndexes, expectError, operatorBond, startMesh, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
 import { challengeIdOf } from '../../src/consensus/challenge-wire.js';
 import { DIST_CLI, runCliAsync } from '../helpers/cli.js';
@@ -362,4 +362,51 @@ describe('re-execution consensus on five nodes', () => {
     expect(status.body.verdicts.map((v: any) => v.outcome)).toContain('upheld');
     expect(status.body.bonded).toBe(false);
   }, 150_000);
+});
+
+// A challenge on a ring of five honest in-process nodes (no node bootstrapped to all): the executor's node and the
+// challenger's are not neighbours, so the challenge, the votes and the verdict travel through the others.
+describe('re-execution consensus on a ring of five', () => {
+  let ring: TestNode[] = [];
+  const ringOps: Operator[] = [];
+  beforeAll(async () => {
+    ring = await startMesh(5, (bootstrap) => config(bootstrap), opts, 'ring');
+    ringOps.push(...(await Promise.all(ring.map((n, i) => operator(n.url, `ring-op-${i}`)))));
+    await waitFor(() => ring.every((n) => n.node.bonds.active().length === 5), 30_000, 'every bond at every ring node');
+    await waitFor(() => ring[2]!.node.mesh.peers().filter((p) => p.mode === 'contributing').length === 4, 30_000, 'contributing peers at the challenger');
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all(ring.map((n) => n.destroy()));
+  });
+
+  it('a false challenge of an honest result is rejected on every node of the ring, the stake burned', async () => {
+    const [executor, , challenger] = ring as [TestNode, TestNode, TestNode];
+    expect(connectedIndexes(challenger, ring)).toEqual([1, 3]);
+    const result = await run(executor.url, ringOps[0]!, 3);
+    const ch = await zkIdentity(challenger.url, 'ring-challenger');
+    const before = await balance(challenger.url, ch.key);
+    const opened = await call(
+      challenger.url,
+      'POST',
+      '/api/tally/consensus/challenges',
+      { result_id: result.result_id, claimed_digest: RANDOM_DIGEST },
+      bearer(ch.key),
+    );
+    expect(opened.status, opened.text).toBe(201);
+    expect([...opened.body.committee].sort()).toEqual([ring[1]!, ring[3]!, ring[4]!].map((n) => n.node.nodeId).sort());
+    const seen = await verdictEverywhere(
+      opened.body.challenge_id,
+      ring.map((n) => ({ url: n.url, node: n.node.nodeId })),
+    );
+    for (const v of seen) {
+      expect(v.verdict.outcome).toBe('rejected');
+      expect(v.verdict.deciding_digest).toBe(result.result_digest);
+    }
+    await waitFor(
+      async () => (await call(challenger.url, 'GET', `/api/tally/consensus/${opened.body.challenge_id}`)).body.stake?.effect === 'burned',
+      20_000,
+      'stake burned',
+    );
+    expect(await balance(challenger.url, ch.key)).toBe(before - STAKE);
+  }, 90_000);
 });

@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { bearer, call, startNodePair, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, connectedIndexes, startMesh, startNodePair, zkIdentity, type TestNode } from '../helpers/node.js';
 import { runGate } from '../fuzz/budget.js';
 import { check, upgradeArb, type WsTarget } from '../fuzz/ws-upgrade.js';
 
@@ -141,4 +141,31 @@ describe('WS /ws/stream relayed to the channel home', () => {
     for (const n of [a, b]) expect((await call(n.url, 'GET', '/api/health')).status).toBe(200);
     await until(() => b.node.wsClients === 0, 'the fuzzed relays to end');
   }, 120_000);
+});
+
+// On a line: the channel's home and the client's node are its ends, with no connection between them.
+describe('WS /ws/stream relayed across a line', () => {
+  let line: TestNode[] = [];
+  beforeAll(async () => {
+    line = await startMesh(3, (bootstrap) => meshConfig(bootstrap), opts, 'line');
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all(line.map((n) => n.destroy()));
+  });
+
+  it('a client at the far end gets the hello and every tick sealed at the home; closing it frees the home', async () => {
+    const [home, , far] = line as [TestNode, TestNode, TestNode];
+    expect(connectedIndexes(far, line)).toEqual([1]);
+    const who = await zkIdentity(home.url, 'ws-line-owner');
+    const ch = (await call(home.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: 0.05 } }, bearer(who.key))).body;
+    const client = await open(far.url, `channel=${ch.id}`, bearer(who.key));
+    expect(client.hello).toEqual({ subscribed: ch.id, tick_count: 0 });
+    await until(() => home.node.streams.hub.count(ch.id) === 1, 'the subscriber at the home');
+    const ticks: string[] = [];
+    for (let i = 0; i < 2; i++) ticks.push((await call(home.url, 'POST', `/api/svc/streams/${ch.id}/tick`, undefined, bearer(ch.key))).text);
+    await until(() => client.frames.length === 2, 'both ticks at the client');
+    expect(client.frames).toEqual(ticks);
+    client.ws.close();
+    await until(() => home.node.streams.hub.count(ch.id) === 0 && far.node.wsClients === 0, 'the client closing to close its relay');
+  }, 60_000);
 });
