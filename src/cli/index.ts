@@ -33,6 +33,13 @@ function configFlags(cmd: Command): Command {
     .addOption(new Option('--p2p-port <port>', 'libp2p TCP port (0 = any)').argParser(parseIntStrict))
     .option('--bootstrap <multiaddrs>', 'comma-separated bootstrap multiaddrs')
     .option('--mesh-secret <secret>', 'shared mesh secret (unset: node runs alone)')
+    .option('--announce <multiaddrs>', 'comma-separated multiaddrs other nodes should dial (a port forward, e.g. /ip4/203.0.113.7/tcp/4001)')
+    .option('--mdns', 'find peers on the LAN by multicast DNS')
+    .option('--upnp', 'ask the router for a port mapping (UPnP)')
+    .addOption(new Option('--peers-target <n>', 'connections kept open at least').argParser(parseIntStrict))
+    .addOption(new Option('--peers-max <n>', 'connections above which the worst-scored peers are disconnected').argParser(parseIntStrict))
+    .addOption(new Option('--relay-reserve <when>', 'reserve a circuit relay slot').choices(['auto', 'always', 'never']))
+    .option('--no-relay-serve', 'do not serve as a circuit relay for other nodes')
     .addOption(
       new Option('--metrics-port <port>', 'serve GET /metrics (Prometheus) on this port of --metrics-host (0 = any; default off)').argParser(parseIntStrict),
     )
@@ -44,6 +51,13 @@ function parseIntStrict(v: string): number {
   return Number(v);
 }
 
+function list(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
 function flagsToPaths(o: Record<string, unknown>): Record<string, unknown> {
   return {
     host: o.host,
@@ -51,14 +65,15 @@ function flagsToPaths(o: Record<string, unknown>): Record<string, unknown> {
     dataDir: o.dataDir,
     logLevel: o.logLevel,
     'mesh.p2pPort': o.p2pPort,
-    'mesh.bootstrap':
-      typeof o.bootstrap === 'string'
-        ? o.bootstrap
-            .split(',')
-            .map((s) => s.trim())
-            .filter(Boolean)
-        : undefined,
+    'mesh.bootstrap': typeof o.bootstrap === 'string' ? list(o.bootstrap) : undefined,
     'mesh.secret': o.meshSecret,
+    'mesh.announce': typeof o.announce === 'string' ? list(o.announce) : undefined,
+    'mesh.mdns': o.mdns === true ? true : undefined,
+    'mesh.upnp': o.upnp === true ? true : undefined,
+    'mesh.peers.target': o.peersTarget,
+    'mesh.peers.max': o.peersMax,
+    'mesh.relay.reserve': o.relayReserve,
+    'mesh.relay.serve': o.relayServe === false ? false : undefined,
     'metrics.port': o.metricsPort,
     'metrics.host': o.metricsHost,
   };

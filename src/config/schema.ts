@@ -73,6 +73,38 @@ export const configSchema = z
         snapshotRetention: z.number().int().min(1).max(1_000_000),
         /** How long a home node has to show life when a request is forwarded to it (answer, or its health probe). */
         forwardTimeoutMs: z.number().int().min(50).max(120_000),
+        // Joining a public mesh (docs/decisions.md, "Mesh: discovery", "Mesh: a healthy peer set", "Mesh: reachability").
+        /** Multiaddrs other nodes should dial (a port forward's public address); tick events carry them instead of the listen addresses. */
+        announce: z
+          .array(z.string().min(1).refine(isMultiaddr, 'each announced address must be a multiaddr such as /ip4/203.0.113.7/tcp/4001'))
+          .max(8)
+          .default([]),
+        /** Find peers on the LAN by multicast DNS. */
+        mdns: z.boolean().default(false),
+        /** Ask the router for a port mapping (UPnP IGD). */
+        upnp: z.boolean().default(false),
+        /** Connections kept open at least (known peers are dialled while under it) and at most (the worst-scored pruned above it). */
+        peers: z
+          .object({ target: z.number().int().min(1).max(1_000).default(8), max: z.number().int().min(1).max(10_000).default(24) })
+          .strict()
+          .refine((p) => p.max >= p.target, 'mesh.peers.max must be at least mesh.peers.target')
+          .default({ target: 8, max: 24 }),
+        /** Circuit relay v2: serve as a relay (with limits), and reserve a slot on one ('auto': when behind NAT). */
+        relay: z
+          .object({
+            serve: z.boolean().default(true),
+            reserve: z.enum(['auto', 'always', 'never']).default('auto'),
+            maxReservations: z.number().int().min(0).max(10_000).default(32),
+            durationLimitMs: z.number().int().min(1_000).max(86_400_000).default(600_000),
+            dataLimitBytes: z
+              .number()
+              .int()
+              .min(1_024)
+              .max(Number.MAX_SAFE_INTEGER)
+              .default(64 * 1024 * 1024),
+          })
+          .strict()
+          .default({ serve: true, reserve: 'auto', maxReservations: 32, durationLimitMs: 600_000, dataLimitBytes: 64 * 1024 * 1024 }),
       })
       .strict(),
     /** Contributing nodes (architecture.md §6; consensus/policy.ts): bonds, committees, challenges, offloading. */

@@ -1,19 +1,31 @@
-// The libp2p host of a node: TCP on the configured host, noise, yamux, identify, gossipsub (StrictSign, no
-// emitSelf) on the five versioned topics. Every topic has a validator that defers to the caller (the one mesh
-// validator). Bootstrap multiaddrs are dialled at start and redialled with a bounded exponential backoff while
-// they are away, so a peer that goes away and comes back is reconnected.
+// The libp2p host of a node: TCP (and circuit relay v2) transports, noise, yamux, identify, ping, AutoNAT, DCUtR,
+// gossipsub (StrictSign, no emitSelf, peer exchange, peer scoring) on the five versioned topics, and optionally a
+// relay server, UPnP, mDNS and a Kademlia DHT. Every topic has a validator that defers to the caller (the one mesh
+// validator). The peer set (peer-set.ts) keeps the connection count between its target and maximum from the
+// persisted peer store (peer-store.ts); reachability.ts says how other nodes reach this one.
 import { createHash } from 'node:crypto';
 import { createLibp2p, type Libp2p } from 'libp2p';
 import { tcp } from '@libp2p/tcp';
 import { noise } from '@chainsafe/libp2p-noise';
 import { yamux } from '@chainsafe/libp2p-yamux';
 import { identify, type Identify } from '@libp2p/identify';
+import { ping } from '@libp2p/ping';
+import { autoNAT } from '@libp2p/autonat';
+import { dcutr } from '@libp2p/dcutr';
+import { uPnPNAT } from '@libp2p/upnp-nat';
+import { mdns } from '@libp2p/mdns';
+import { kadDHT } from '@libp2p/kad-dht';
+import { circuitRelayServer, circuitRelayTransport } from '@libp2p/circuit-relay-v2';
 import { gossipsub, type GossipSub, type GossipsubEvents } from '@chainsafe/libp2p-gossipsub';
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
 import type { ComponentLogger, Message, Metrics, PeerId, PrivateKey, PubSub, SignaturePolicy, Stream, TopicValidatorResult } from '@libp2p/interface';
+import type { AddressManager } from '@libp2p/interface-internal';
 import { peerIdFromString } from '@libp2p/peer-id';
-import { ALL_TOPICS } from './wire.js';
+import { ALL_TOPICS, TOPICS } from './wire.js';
 import type { GossipVerdict } from './validator.js';
+import { PeerSet, P2P_CODE } from './peer-set.js';
+import type { PeerStore } from './peer-store.js';
+import { isPrivateHost, reachabilityOf, relayOf, type ReachabilityStatus } from './reachability.js';
 
 export interface MeshLogger {
   info(obj: object, msg?: string): void;
@@ -23,13 +35,61 @@ export interface MeshLogger {
 
 export const silentLogger: MeshLogger = { info: () => {}, warn: () => {}, debug: () => {} };
 
+/** Circuit relay v2: serving as a relay (with limits) and reserving a slot on one. */
+export interface RelayOptions {
+  /** Serve as a relay for other nodes. */
+  serve: boolean;
+  /**
+   * Reserve a slot on a relay and advertise the /p2p-circuit address: 'auto' when the node listens on no public or
+   * loopback address and announces none (a node behind NAT), or always, or never.
+   */
+  reserve: 'auto' | 'always' | 'never';
+  /** Reservations this node holds for others at once. */
+  maxReservations: number;
+  /** How long one relayed connection may last (ms) and how many bytes it may carry each way. */
+  durationLimitMs: number;
+  dataLimitBytes: number;
+}
+
+export const DEFAULT_RELAY: RelayOptions = { serve: true, reserve: 'auto', maxReservations: 32, durationLimitMs: 600_000, dataLimitBytes: 64 * 1024 * 1024 };
+
+/** The peer set's bounds and periods (docs/decisions.md, "Mesh: a healthy peer set"). */
+export interface PeerSetBounds {
+  /** Connections kept open at least: known peers are dialled while under it. */
+  target: number;
+  /** Connections above which the worst-scored peers are disconnected. */
+  max: number;
+  /** Period of the dial/prune pass (ms). */
+  maintainMs: number;
+  /** A connection younger than this is not pruned (ms): a joining peer has time to learn other peers first. */
+  graceMs: number;
+}
+
+export const DEFAULT_PEER_SET: PeerSetBounds = { target: 8, max: 24, maintainMs: 2_000, graceMs: 20_000 };
+
 export interface MeshHostOptions {
   privateKey: PrivateKey;
   /** Interface to listen on (an IPv4/IPv6 literal or 'localhost'). */
   host: string;
   /** TCP port, 0 = any free port. */
   port: number;
+  /** Listen on these multiaddrs instead of host:port (e.g. only '/p2p-circuit': a node reachable through a relay only). */
+  listen?: string[];
   bootstrap: string[];
+  /** Addresses other nodes should dial (a port forward's public address): they replace the listen addresses in tick events. */
+  announce?: string[];
+  /** The persisted peer store (loaded): the peers this node has met. */
+  known: PeerStore;
+  peerSet?: Partial<PeerSetBounds>;
+  relay?: Partial<RelayOptions>;
+  /** Discover peers on the LAN by multicast DNS. */
+  mdns?: boolean;
+  /** Ask the router for a port mapping (UPnP IGD). */
+  upnp?: boolean;
+  /** Run a Kademlia DHT (random walk discovery, peer routing). */
+  dht?: boolean;
+  /** gossipsub peer exchange on prune (default true). */
+  px?: boolean;
   logger?: MeshLogger;
   /** Topic validator for every mesh topic. */
   validate: (topic: string, data: Uint8Array, from: string) => Promise<GossipVerdict> | GossipVerdict;
@@ -45,30 +105,28 @@ export interface MeshHostOptions {
   metrics?: (components: { logger: ComponentLogger }) => Metrics;
 }
 
-type Services = { identify: Identify; pubsub: PubSub<GossipsubEvents> };
-
-interface BootstrapTarget {
-  addr: Multiaddr;
-  text: string;
-  /** Peer id named in the address, or learnt from the first successful dial. */
-  peerId: string | null;
-  backoffMs: number;
-  nextAt: number;
-  dialling: boolean;
+/** A service that only hands the address manager out (libp2p keeps its components private). */
+interface Addresses {
+  addressManager: AddressManager;
 }
 
-/** Multicodec of the /p2p/<peer id> component. */
-const P2P_CODE = 421;
+type Services = { identify: Identify; pubsub: PubSub<GossipsubEvents>; addresses: Addresses };
 
 function listenAddr(host: string, port: number): string {
   const h = host === 'localhost' ? '127.0.0.1' : host;
   return h.includes(':') ? `/ip6/${h}/tcp/${port}` : `/ip4/${h}/tcp/${port}`;
 }
 
-/** Score parameters: a rejected message (bad handshake or signature) costs its forwarder score on every topic. */
+/**
+ * Score parameters. A rejected message (bad handshake or signature) costs its forwarder score on every topic. On the
+ * tick topic a mesh peer that delivers less than half a tick event per decay window loses a little score: enough to
+ * rank it among the first pruned when the node is over its maximum, never enough to cross the gossip threshold, so
+ * a quiet peer (tick traffic is sparse) is not disconnected for it.
+ */
 function topicScores(): Record<string, object> {
   const out: Record<string, object> = {};
   for (const t of ALL_TOPICS) {
+    const ticks = t === TOPICS.ticks;
     out[t] = {
       topicWeight: 1,
       timeInMeshWeight: 0.01,
@@ -77,15 +135,26 @@ function topicScores(): Record<string, object> {
       firstMessageDeliveriesWeight: 0.1,
       firstMessageDeliveriesDecay: 0.5,
       firstMessageDeliveriesCap: 100,
-      // Tick traffic is sparse; do not punish quiet mesh peers.
-      meshMessageDeliveriesWeight: 0,
-      meshFailurePenaltyWeight: 0,
+      meshMessageDeliveriesWeight: ticks ? -0.5 : 0,
+      meshMessageDeliveriesDecay: 0.9,
+      meshMessageDeliveriesCap: 20,
+      meshMessageDeliveriesThreshold: 0.5,
+      meshMessageDeliveriesWindow: 100,
+      meshMessageDeliveriesActivation: 30_000,
+      meshFailurePenaltyWeight: ticks ? -0.5 : 0,
+      meshFailurePenaltyDecay: 0.9,
       invalidMessageDeliveriesWeight: -1,
       invalidMessageDeliveriesDecay: 0.5,
     };
   }
   return out;
 }
+
+/**
+ * Score thresholds: below gossipThreshold a peer gets no gossip, below graylistThreshold its messages are ignored.
+ * Peer exchange is accepted from peers above acceptPXThreshold (a peer that has delivered first messages).
+ */
+const SCORE_THRESHOLDS = { gossipThreshold: -10, publishThreshold: -50, graylistThreshold: -80, acceptPXThreshold: 0.5, opportunisticGraftThreshold: 1 };
 
 /** The gossipsub RPC message fields the fast id reads. */
 interface RpcMessageFields {
@@ -108,24 +177,30 @@ function fastMsgId(m: RpcMessageFields): string {
   return h.digest('base64');
 }
 
+/** Whether a node with these listen/announce addresses reserves a relay slot under 'auto'. */
+function needsRelay(listen: readonly string[], announce: readonly string[]): boolean {
+  if (announce.length > 0) return false;
+  for (const text of listen) {
+    const host = multiaddr(text)
+      .getComponents()
+      .find((c) => c.name === 'ip4' || c.name === 'ip6')?.value;
+    if (host === undefined) continue;
+    if (host.startsWith('127.') || host === '::1' || !isPrivateHost(host)) return false;
+  }
+  return true;
+}
+
 export class MeshHost {
   private node: Libp2p<Services> | null = null;
-  private readonly targets: BootstrapTarget[];
-  private timer: NodeJS.Timeout | null = null;
-  private stopping = false;
+  private peerSet: PeerSet | null = null;
   private readonly log: MeshLogger;
-  private readonly redialMin: number;
-  private readonly redialMax: number;
+  private readonly bounds: PeerSetBounds;
+  private readonly relay: RelayOptions;
 
   constructor(private readonly opts: MeshHostOptions) {
     this.log = opts.logger ?? silentLogger;
-    this.redialMin = opts.redialMinMs ?? 250;
-    this.redialMax = opts.redialMaxMs ?? 10_000;
-    this.targets = [];
-    for (const text of opts.bootstrap) {
-      const addr = multiaddr(text);
-      this.targets.push({ addr, text, peerId: addr.getPeerId(), backoffMs: this.redialMin, nextAt: 0, dialling: false });
-    }
+    this.bounds = { ...DEFAULT_PEER_SET, ...opts.peerSet };
+    this.relay = { ...DEFAULT_RELAY, ...opts.relay };
   }
 
   get peerId(): string {
@@ -139,40 +214,67 @@ export class MeshHost {
 
   async start(): Promise<void> {
     if (this.node) return;
-    this.stopping = false;
-    const node = await createLibp2p<Services>({
-      privateKey: this.opts.privateKey,
-      addresses: { listen: [listenAddr(this.opts.host, this.opts.port)] },
-      transports: [tcp()],
+    const o = this.opts;
+    const announce = o.announce ?? [];
+    const listen = o.listen ?? [listenAddr(o.host, o.port)];
+    const reserve = this.relay.reserve === 'always' || (this.relay.reserve === 'auto' && needsRelay(listen, announce));
+    if (reserve && !listen.includes('/p2p-circuit')) listen.push('/p2p-circuit');
+    const services = {
+      identify: identify({ runOnLimitedConnection: true }),
+      ping: ping(),
+      addresses: (components: Addresses): Addresses => ({ addressManager: components.addressManager }),
+      autonat: autoNAT(),
+      dcutr: dcutr(),
+      ...(this.relay.serve
+        ? {
+            relay: circuitRelayServer({
+              reservations: {
+                maxReservations: this.relay.maxReservations,
+                defaultDurationLimit: this.relay.durationLimitMs,
+                defaultDataLimit: BigInt(this.relay.dataLimitBytes),
+              },
+            }),
+          }
+        : {}),
+      ...(o.upnp ? { upnp: uPnPNAT() } : {}),
+      ...(o.dht ? { dht: kadDHT({ protocol: '/svc/kad/1.0.0', clientMode: false }) } : {}),
+      pubsub: gossipsub({
+        globalSignaturePolicy: 'StrictSign' as SignaturePolicy,
+        emitSelf: false,
+        allowPublishToZeroTopicPeers: true,
+        ignoreDuplicatePublishError: true,
+        fallbackToFloodsub: false,
+        floodPublish: true,
+        doPX: o.px ?? true,
+        // A node reachable only through a relay gossips over the relayed (limited) connection.
+        runOnLimitedConnection: true,
+        seenTTL: o.seenTtlMs ?? 120_000,
+        // Copies of a message arriving from several mesh peers are recognised before their signature is checked
+        // again. The fast id covers every field (a forged copy with other data or signature has another id, and
+        // gossipsub caches a fast id only after the message passed its signature check).
+        fastMsgIdFn: fastMsgId,
+        scoreParams: { topics: topicScores() as never, IPColocationFactorWeight: 0 },
+        scoreThresholds: SCORE_THRESHOLDS,
+      }),
+    };
+    const node = (await createLibp2p({
+      privateKey: o.privateKey,
+      addresses: { listen, announce },
+      transports: [tcp(), circuitRelayTransport()],
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
-      connectionManager: { maxConnections: 256, dialTimeout: 5_000 },
-      ...(this.opts.metrics ? { metrics: this.opts.metrics } : {}),
-      services: {
-        identify: identify(),
-        pubsub: gossipsub({
-          globalSignaturePolicy: 'StrictSign' as SignaturePolicy,
-          emitSelf: false,
-          allowPublishToZeroTopicPeers: true,
-          ignoreDuplicatePublishError: true,
-          fallbackToFloodsub: false,
-          floodPublish: true,
-          doPX: false,
-          seenTTL: this.opts.seenTtlMs ?? 120_000,
-          // Copies of a message arriving from several mesh peers are recognised before their signature is checked
-          // again. The fast id covers every field (a forged copy with other data or signature has another id, and
-          // gossipsub caches a fast id only after the message passed its signature check).
-          fastMsgIdFn: fastMsgId,
-          scoreParams: { topics: topicScores() as never, IPColocationFactorWeight: 0 },
-        }),
-      },
-    });
+      // libp2p refuses connections past the maximum plus room for the peer set to choose whom to prune by score.
+      connectionManager: { maxConnections: this.bounds.max + Math.max(8, Math.ceil(this.bounds.max / 2)), dialTimeout: 5_000 },
+      ...(o.mdns ? { peerDiscovery: [mdns()] } : {}),
+      ...(o.metrics ? { metrics: o.metrics } : {}),
+      services,
+    })) as unknown as Libp2p<Services>;
     this.node = node;
     const pubsub = node.services.pubsub;
     for (const topic of ALL_TOPICS) {
       pubsub.topicValidators.set(topic, async (peer: PeerId, msg: Message): Promise<TopicValidatorResult> => {
         try {
-          return (await this.opts.validate(msg.topic, msg.data, peer.toString())) as TopicValidatorResult;
+          return (await o.validate(msg.topic, msg.data, peer.toString())) as TopicValidatorResult;
         } catch (err) {
           this.log.warn({ err: String(err), topic }, 'mesh validator threw; message rejected');
           return 'reject' as TopicValidatorResult;
@@ -184,72 +286,56 @@ export class MeshHost {
       const msg = evt.detail;
       const from = msg.type === 'signed' ? msg.from.toString() : '';
       try {
-        this.opts.onMessage(msg.topic, msg.data, from);
+        o.onMessage(msg.topic, msg.data, from);
       } catch (err) {
         this.log.warn({ err: String(err), topic: msg.topic }, 'mesh message handler threw');
       }
     });
-    node.addEventListener('peer:connect', (evt) => this.opts.onPeerChange?.(evt.detail.toString(), true));
+    const known = o.known;
+    // Peers met are remembered with where they listen (identify) or were found (mDNS, the DHT).
+    node.addEventListener('peer:identify', (evt) => {
+      known.learn(
+        evt.detail.peerId.toString(),
+        evt.detail.listenAddrs.map((m) => m.decapsulateCode(P2P_CODE).toString()),
+      );
+    });
+    node.addEventListener('peer:discovery', (evt) => {
+      known.learn(
+        evt.detail.id.toString(),
+        evt.detail.multiaddrs.map((m) => m.decapsulateCode(P2P_CODE).toString()),
+      );
+    });
+    this.peerSet = new PeerSet({
+      node,
+      known,
+      bootstrap: o.bootstrap,
+      target: this.bounds.target,
+      max: this.bounds.max,
+      maintainMs: this.bounds.maintainMs,
+      graceMs: this.bounds.graceMs,
+      redialMinMs: o.redialMinMs ?? 250,
+      redialMaxMs: o.redialMaxMs ?? 10_000,
+      score: (peerId) => this.peerScore(peerId),
+      keep: (peerId) => this.reachability().relays.includes(peerId),
+      log: this.log,
+    });
+    node.addEventListener('peer:connect', (evt) => o.onPeerChange?.(evt.detail.toString(), true));
     node.addEventListener('peer:disconnect', (evt) => {
       const id = evt.detail.toString();
-      for (const t of this.targets) {
-        if (t.peerId === id) {
-          t.backoffMs = this.redialMin;
-          t.nextAt = Date.now() + this.redialMin;
-        }
-      }
-      this.opts.onPeerChange?.(id, false);
+      this.peerSet?.disconnected(id);
+      o.onPeerChange?.(id, false);
     });
-    this.log.info({ peerId: node.peerId.toString(), multiaddrs: this.multiaddrs() }, 'mesh listening');
-    const self = node.peerId.toString();
-    for (let i = this.targets.length - 1; i >= 0; i--) if (this.targets[i]!.peerId === self) this.targets.splice(i, 1);
-    await Promise.all(this.targets.map((t) => this.dialTarget(t)));
-    this.timer = setInterval(() => this.maintain(), Math.max(100, Math.min(this.redialMin, 500)));
-    this.timer.unref();
+    this.log.info({ peerId: node.peerId.toString(), multiaddrs: this.multiaddrs(), relayReservation: reserve }, 'mesh listening');
+    await this.peerSet.start();
   }
 
   async stop(): Promise<void> {
-    this.stopping = true;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
     const node = this.node;
+    const peerSet = this.peerSet;
     this.node = null;
+    this.peerSet = null;
+    if (peerSet) await peerSet.stop();
     if (node) await node.stop();
-  }
-
-  private isConnected(t: BootstrapTarget): boolean {
-    if (!this.node || t.peerId === null) return false;
-    return this.node.getConnections().some((c) => c.remotePeer.toString() === t.peerId && c.status === 'open');
-  }
-
-  private maintain(): void {
-    const now = Date.now();
-    for (const t of this.targets) {
-      if (t.dialling) continue;
-      if (this.isConnected(t)) {
-        t.backoffMs = this.redialMin;
-        continue;
-      }
-      if (now >= t.nextAt) void this.dialTarget(t);
-    }
-  }
-
-  private async dialTarget(t: BootstrapTarget): Promise<void> {
-    const node = this.node;
-    if (!node || this.stopping || t.dialling) return;
-    t.dialling = true;
-    try {
-      const conn = await node.dial(t.addr, { signal: AbortSignal.timeout(5_000) });
-      t.peerId = conn.remotePeer.toString();
-      t.backoffMs = this.redialMin;
-      this.log.debug({ addr: t.text }, 'mesh bootstrap peer connected');
-    } catch (err) {
-      if (!this.stopping) this.log.debug({ addr: t.text, err: String(err), retryInMs: t.backoffMs }, 'mesh bootstrap dial failed');
-      t.nextAt = Date.now() + t.backoffMs;
-      t.backoffMs = Math.min(t.backoffMs * 2, this.redialMax);
-    } finally {
-      t.dialling = false;
-    }
   }
 
   /** Dial an extra peer address now (not redialled). */
@@ -265,13 +351,15 @@ export class MeshHost {
     await this.node.handle(protocol, ({ stream, connection }) => handler(stream, connection.remotePeer.toString()), {
       maxInboundStreams,
       maxOutboundStreams: 64,
+      // A peer reachable only through a relay is served over the relayed connection.
+      runOnLimitedConnection: true,
     });
   }
 
   /** Open a stream of `protocol` to a peer (dialling it if needed). */
   async dialProtocol(peerId: string, protocol: string, signal: AbortSignal): Promise<Stream> {
     if (!this.node) throw new Error('mesh host is not started');
-    return this.node.dialProtocol(peerIdFromString(peerId), protocol, { signal, negotiateFully: false });
+    return this.node.dialProtocol(peerIdFromString(peerId), protocol, { signal, negotiateFully: false, runOnLimitedConnection: true });
   }
 
   /** Publish raw message data on a topic; resolves to the number of peers it was sent to. */
@@ -310,6 +398,10 @@ export class MeshHost {
       }
     }
     if (parsed.length === 0) return;
+    this.opts.known.learn(
+      peerId,
+      parsed.map((m) => m.toString()),
+    );
     node.peerStore.merge(peerIdFromString(peerId), { multiaddrs: parsed }).catch((err: unknown) => {
       this.log.debug({ peerId, err: String(err) }, 'mesh could not store peer addresses');
     });
@@ -330,5 +422,33 @@ export class MeshHost {
   peerScore(peerId: string): number {
     if (!this.node) return 0;
     return (this.node.services.pubsub as unknown as GossipSub).getScore(peerId);
+  }
+
+  /** How other nodes reach this one (reachability.ts). */
+  reachability(): ReachabilityStatus {
+    const node = this.node;
+    if (!node) return reachabilityOf([], this.opts.announce ?? []);
+    const addrs = node.services.addresses.addressManager.getAddressesWithMetadata();
+    // Circuit addresses are listed by the transport, not the address manager.
+    const circuits = node.getMultiaddrs().filter((m) => relayOf(m) !== null);
+    return reachabilityOf([...addrs, ...circuits.map((m) => ({ multiaddr: m, verified: true, type: 'transport' }))], this.opts.announce ?? []);
+  }
+
+  /** The peer set's bounds and its open connections (direct, or through a relay). */
+  connections(): { target: number; max: number; open: number; relayed: number } {
+    const conns = this.node?.getConnections().filter((c) => c.status === 'open') ?? [];
+    return {
+      target: this.bounds.target,
+      max: this.bounds.max,
+      open: new Set(conns.map((c) => c.remotePeer.toString())).size,
+      relayed: conns.filter((c) => c.remoteAddr.toString().includes('/p2p-circuit')).length,
+    };
+  }
+
+  /** How this node is connected to a peer: 'direct', 'relayed' or null when it is not. */
+  connectionKind(peerId: string): 'direct' | 'relayed' | null {
+    const conns = this.node?.getConnections().filter((c) => c.status === 'open' && c.remotePeer.toString() === peerId) ?? [];
+    if (conns.length === 0) return null;
+    return conns.some((c) => !c.remoteAddr.toString().includes('/p2p-circuit')) ? 'direct' : 'relayed';
   }
 }

@@ -13,7 +13,9 @@ import { GossipHandlerTable } from './gossip-handlers.js';
 import { MachineDirectory } from './machines.js';
 import { MeshEventLog, type Entrance, type EventOrder, type StoredEvent } from './event-log.js';
 import { PeerTable, RECENT_WINDOW_TICKS, TICK_EVENT_TYPE, tickBody, type PeerInfo, type StatusPeer, type TickAdvert } from './peer-table.js';
-import { MeshHost, silentLogger, type MeshHostOptions, type MeshLogger } from './host.js';
+import { MeshHost, silentLogger, type MeshHostOptions, type MeshLogger, type PeerSetBounds, type RelayOptions } from './host.js';
+import { PeerStore } from './peer-store.js';
+import type { ReachabilityStatus } from './reachability.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './identity.js';
 import { SNAPSHOT_RETENTION_DEFAULT, TransparencyOracle, type HeadState, type RevenueFigures } from './oracle.js';
 import { MeshValidator, MAX_SKEW_TICKS, checkShape, gossipVerdict, type GossipVerdict, type Validation } from './validator.js';
@@ -52,6 +54,17 @@ export interface MeshConfig {
   tickEvery?: number;
   /** Interface libp2p listens on (default 127.0.0.1). */
   host?: string;
+  /** Multiaddrs other nodes should dial (a port forward's public address); carried by tick events. */
+  announce?: string[];
+  /** Listen on these multiaddrs instead of host:p2pPort (e.g. only '/p2p-circuit'). */
+  listen?: string[];
+  /** Peer set bounds (target and maximum connections). */
+  peers?: Partial<PeerSetBounds>;
+  relay?: Partial<RelayOptions>;
+  /** Find peers on the LAN by multicast DNS. */
+  mdns?: boolean;
+  /** Ask the router for a port mapping (UPnP). */
+  upnp?: boolean;
 }
 
 export interface MeshLimits {
@@ -61,6 +74,8 @@ export interface MeshLimits {
   seenMax: number;
   /** Peers kept in the peer table. */
   peersMax: number;
+  /** Peers kept in the persisted peer store (mesh-peers). */
+  knownPeersMax: number;
   /** Names kept by the DNS registry. */
   dnsMaxNames: number;
   /** Oracle snapshots kept in the store (the oldest pruned in the batch that writes a new one). */
@@ -88,6 +103,11 @@ export interface MeshServiceOptions {
   redialMaxMs?: number;
   /** gossipsub seen-cache TTL (ms). */
   gossipSeenTtlMs?: number;
+  /** The peer set's dial/prune period and the grace of a new connection (ms; default 2 000 and 20 000). */
+  peerSetTiming?: Partial<Pick<PeerSetBounds, 'maintainMs' | 'graceMs'>>;
+  /** Discovery beyond tick events and identify: a Kademlia DHT (default off), gossipsub peer exchange (default on). */
+  dht?: boolean;
+  px?: boolean;
   /** libp2p's own metrics (the mesh's wiring, node/mesh.ts, supplies @libp2p/prometheus-metrics'); none when absent. */
   libp2pMetrics?: MeshHostOptions['metrics'];
 }
@@ -118,6 +138,25 @@ export interface MeshStatus {
   gossipVerdicts: Record<GossipVerdict, number>;
   duplicates: { http: number; gossip: number };
   storedEvents: number;
+  /** How other nodes reach this node (reachability.ts). */
+  reachability: ReachabilityStatus;
+  /** The peer set: its bounds, open connections, and the peers in the persisted peer store. */
+  connections: { target: number; max: number; open: number; relayed: number; known: number };
+}
+
+/** One peer of the persisted peer store, as `svc-node peers` shows it. */
+export interface KnownPeerReport {
+  peerId: string;
+  addrs: string[];
+  lastSeen: number | null;
+  lastFailure: number | null;
+  failures: number;
+  connection: 'direct' | 'relayed' | null;
+  /** The gossipsub score this node gives the peer; null when not connected. */
+  score: number | null;
+  /** Its HTTP URL and last tick, from its tick events. */
+  url: string | null;
+  lastTick: number | null;
 }
 
 export interface AcceptResult {
@@ -136,6 +175,7 @@ export class MeshService {
   private identity: NodeIdentity | null = null;
   private readonly validator: MeshValidator;
   private host: MeshHost | null = null;
+  private known: PeerStore | null = null;
   /** Stream protocols this node serves (offloaded execution), registered on the host at start. */
   private readonly streamHandlers = new Map<string, (stream: Stream, remotePeer: string) => void>();
   /** The accepted-event log (event-log.ts). */
@@ -161,7 +201,15 @@ export class MeshService {
 
   constructor(private readonly opts: MeshServiceOptions) {
     this.log = opts.logger ?? silentLogger;
-    this.limits = { eventsMax: 10_000, seenMax: 20_000, peersMax: 1_024, dnsMaxNames: 10_000, snapshotsMax: SNAPSHOT_RETENTION_DEFAULT, ...opts.limits };
+    this.limits = {
+      eventsMax: 10_000,
+      seenMax: 20_000,
+      peersMax: 1_024,
+      knownPeersMax: 512,
+      dnsMaxNames: 10_000,
+      snapshotsMax: SNAPSHOT_RETENTION_DEFAULT,
+      ...opts.limits,
+    };
     this.tickEvery = opts.config.tickEvery ?? 4;
     this.validator = new MeshValidator({ secret: opts.config.secret, clock: opts.clock, seenMax: this.limits.seenMax });
     this.events = new MeshEventLog({ store: opts.store, eventsMax: this.limits.eventsMax, nowSvcond: () => this.nowSvcond(), log: this.log });
@@ -239,11 +287,23 @@ export class MeshService {
     await this.oracle.load();
     await this.machines.load();
     if (this.enabled) {
+      const c = this.opts.config;
+      this.known = new PeerStore({ store: this.opts.store, max: this.limits.knownPeersMax });
+      await this.known.load();
       this.host = new MeshHost({
         privateKey: this.identity.privateKey,
-        host: this.opts.config.host ?? '127.0.0.1',
-        port: this.opts.config.p2pPort,
-        bootstrap: this.opts.config.bootstrap,
+        host: c.host ?? '127.0.0.1',
+        port: c.p2pPort,
+        listen: c.listen,
+        bootstrap: c.bootstrap,
+        announce: c.announce,
+        known: this.known,
+        peerSet: { ...c.peers, ...this.opts.peerSetTiming },
+        relay: c.relay,
+        mdns: c.mdns,
+        upnp: c.upnp,
+        dht: this.opts.dht,
+        px: this.opts.px,
         logger: this.log,
         validate: (topic, data, from) => this.validateGossip(topic, data, from),
         onMessage: (topic, data, from) => this.onGossip(topic, data, from),
@@ -580,7 +640,37 @@ export class MeshService {
       gossipVerdicts: { ...this.stats.verdicts },
       duplicates: { ...this.stats.duplicates },
       storedEvents: this.events.stored,
+      reachability: this.reachability(),
+      connections: { ...(this.host?.connections() ?? { target: 0, max: 0, open: 0, relayed: 0 }), known: this.known?.size ?? 0 },
     };
+  }
+
+  /** How other nodes reach this node; 'private' with no addresses when the mesh is off. */
+  reachability(): ReachabilityStatus {
+    return this.host?.reachability() ?? { reachability: 'private', relays: [], announce: [], addresses: [] };
+  }
+
+  /** The persisted peer store with each peer's connection, score and what its tick events said; the most recently seen first. */
+  knownPeers(): KnownPeerReport[] {
+    const host = this.host;
+    const table = new Map(this.peerTable.list().map((p) => [p.peerId, p]));
+    return (this.known?.list() ?? [])
+      .map((p) => {
+        const connection = host?.connectionKind(p.peerId) ?? null;
+        const heard = table.get(p.peerId);
+        return {
+          peerId: p.peerId,
+          addrs: p.addrs,
+          lastSeen: connection !== null ? Date.now() : p.lastSeen === 0 ? null : p.lastSeen,
+          lastFailure: p.lastFailure,
+          failures: p.failures,
+          connection,
+          score: connection !== null && host ? host.peerScore(p.peerId) : null,
+          url: heard?.url ?? null,
+          lastTick: heard?.lastTick ?? null,
+        };
+      })
+      .sort((a, b) => (b.lastSeen ?? 0) - (a.lastSeen ?? 0));
   }
 
   /** Peers known to the node (tick senders and connected peers). */

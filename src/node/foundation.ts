@@ -66,7 +66,7 @@ export interface NodeOptions {
   /** Tests: how long after it is made a remote charge not forwarded by this node is first settled (default: its voucher's expiry). */
   chargeSettleAfterMs?: number;
   /** Mesh overrides (tests: autoPulse, redial bounds). */
-  mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits'>>;
+  mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits' | 'peerSetTiming'>>;
 }
 
 /** Keys derived from the receipt secret, and the credential secret (this node's own, never shared with the mesh). */

@@ -31,6 +31,11 @@ export function wireMesh(f: Foundation, chain: ChainService): MeshPart {
       bootstrap: config.mesh.bootstrap,
       tickEvery: config.mesh.tickEvery,
       host: config.host,
+      announce: config.mesh.announce,
+      peers: config.mesh.peers,
+      relay: config.mesh.relay,
+      mdns: config.mesh.mdns,
+      upnp: config.mesh.upnp,
     },
     dataDir: config.dataDir,
     // Read by the mesh when it starts, after the HTTP server has its URL.

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Store } from '../../src/store/db.js';
 import type { Clock } from '../../src/kernel/clock.js';
-import { MeshService, type MeshServiceOptions } from '../../src/mesh/service.js';
+import { MeshService, type MeshConfig, type MeshServiceOptions } from '../../src/mesh/service.js';
 import { waitUntil } from '../helpers/wait.js';
 
 export const SECRET = 'test-mesh-secret-0123456789abcdef';
@@ -29,6 +29,8 @@ export async function startNode(opts: {
   port?: number;
   tickEvery?: number;
   autoPulse?: boolean;
+  /** Mesh config beyond the secret, port, bootstrap and tick period (listen, announce, peers, relay). */
+  config?: Partial<MeshConfig>;
   extra?: Partial<MeshServiceOptions>;
 }): Promise<TestNode> {
   const dataDir = opts.dataDir ?? (await makeDataDir());
@@ -52,6 +54,7 @@ export async function startNode(opts: {
       bootstrap: opts.bootstrap ?? [],
       tickEvery: opts.tickEvery ?? 4,
       host: '127.0.0.1',
+      ...opts.config,
     },
     dataDir,
     httpUrl: `http://127.0.0.1:${10_000 + Math.floor(Math.random() * 1000)}`,
@@ -62,6 +65,21 @@ export async function startNode(opts: {
     ...opts.extra,
   });
   await node.mesh.start();
+  return node;
+}
+
+/**
+ * A node that listens on no TCP address, only on /p2p-circuit: it dials `relay` (a started node, which serves as a
+ * circuit relay by default), reserves a slot on it and is reachable only through it. Resolves once its own addresses
+ * carry the relayed /p2p-circuit address.
+ */
+export async function startRelayedNode(opts: Parameters<typeof startNode>[0] & { relay: TestNode }): Promise<TestNode> {
+  const node = await startNode({
+    ...opts,
+    bootstrap: [...(opts.bootstrap ?? []), ...opts.relay.mesh.multiaddrs()],
+    config: { ...opts.config, listen: ['/p2p-circuit'] },
+  });
+  await waitFor(() => node.mesh.multiaddrs().some((m) => m.includes(`/p2p/${opts.relay.mesh.nodeId}/p2p-circuit`)), 10_000, 'relay reservation');
   return node;
 }
 

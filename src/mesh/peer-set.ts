@@ -1,0 +1,209 @@
+// A healthy peer set: the host's dialler and pruner. Every `maintainMs` it counts the open connections; below the
+// target it dials known peers (the persisted peer store: tick events, identify, discovery) that are not in their
+// redial backoff, the most recently seen first, and the bootstrap addresses (a first contact, dialled at start and
+// afterwards only while the node is under its target); above the maximum it closes the connections of the
+// worst-scored peers. A failed dial doubles that peer's backoff (bounded); an open connection resets it.
+import type { Connection, PeerId } from '@libp2p/interface';
+import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
+import type { PeerStore } from './peer-store.js';
+import type { MeshLogger } from './host.js';
+
+/** What the peer set needs of the libp2p node. */
+export interface Dialler {
+  readonly peerId: PeerId;
+  getConnections(): Connection[];
+  dial(addrs: Multiaddr | Multiaddr[], options: { signal: AbortSignal }): Promise<Connection>;
+}
+
+export interface PeerSetOptions {
+  node: Dialler;
+  known: PeerStore;
+  bootstrap: readonly string[];
+  /** Connections the node keeps open at least (dials while under it). */
+  target: number;
+  /** Connections above which the worst-scored peers are disconnected. */
+  max: number;
+  redialMinMs: number;
+  redialMaxMs: number;
+  /** Period of the dial/prune pass (ms). */
+  maintainMs: number;
+  /** Connections younger than this are not pruned (ms). */
+  graceMs: number;
+  /** Dials in flight at once. */
+  dialConcurrency?: number;
+  /** How the node rates a peer (gossipsub score): the lowest are pruned first. */
+  score: (peerId: string) => number;
+  /** Peers never pruned (the relays this node holds a reservation on). */
+  keep?: (peerId: string) => boolean;
+  log: MeshLogger;
+}
+
+interface Backoff {
+  backoffMs: number;
+  nextAt: number;
+}
+
+interface BootstrapTarget extends Backoff {
+  addr: Multiaddr;
+  text: string;
+  /** Peer id named in the address, or learnt from the first successful dial. */
+  peerId: string | null;
+}
+
+/** Multicodec of the /p2p/<peer id> component. */
+export const P2P_CODE = 421;
+/** The peer store is written at most this often (ms). */
+const FLUSH_EVERY_MS = 5_000;
+
+export class PeerSet {
+  private readonly targets: BootstrapTarget[] = [];
+  private readonly backoff = new Map<string, Backoff>();
+  private readonly dialling = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+  private stopping = false;
+  private lastFlush = 0;
+  private flushing: Promise<void> = Promise.resolve();
+  private readonly self: string;
+
+  constructor(private readonly o: PeerSetOptions) {
+    this.self = o.node.peerId.toString();
+    for (const text of o.bootstrap) {
+      const addr = multiaddr(text);
+      const peerId = addr.getPeerId();
+      if (peerId === this.self) continue;
+      this.targets.push({ addr, text, peerId, backoffMs: o.redialMinMs, nextAt: 0 });
+    }
+  }
+
+  /** Dial the bootstrap addresses and known peers once, then keep the set on a timer. */
+  async start(): Promise<void> {
+    this.stopping = false;
+    // The bootstrap dials are waited for (a node that starts connected publishes its first tick to someone); the
+    // known peers are dialled alongside.
+    void Promise.all(this.dialKnown(this.o.target));
+    await Promise.all(this.targets.map((t) => this.dialBootstrap(t)));
+    this.timer = setInterval(() => this.maintain(), this.o.maintainMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.flushing;
+    await this.o.known.flush();
+  }
+
+  /** Open connections per remote peer. */
+  connected(): Set<string> {
+    const out = new Set<string>();
+    for (const c of this.o.node.getConnections()) if (c.status === 'open') out.add(c.remotePeer.toString());
+    return out;
+  }
+
+  /** A connection to the peer closed: redial it soon if it is a bootstrap peer. */
+  disconnected(peerId: string): void {
+    for (const t of this.targets) {
+      if (t.peerId === peerId) {
+        t.backoffMs = this.o.redialMinMs;
+        t.nextAt = Date.now() + this.o.redialMinMs;
+      }
+    }
+  }
+
+  private maintain(): void {
+    if (this.stopping) return;
+    const now = Date.now();
+    const connected = this.connected();
+    for (const id of connected) {
+      this.o.known.seen(id, now);
+      this.backoff.delete(id);
+    }
+    if (connected.size < this.o.target) {
+      for (const t of this.targets) {
+        if (t.peerId !== null && connected.has(t.peerId)) t.backoffMs = this.o.redialMinMs;
+        else if (now >= t.nextAt) void this.dialBootstrap(t);
+      }
+      void Promise.all(this.dialKnown(this.o.target - connected.size, connected));
+    } else if (connected.size > this.o.max) {
+      this.prune(connected);
+    }
+    if (now - this.lastFlush >= FLUSH_EVERY_MS) {
+      this.lastFlush = now;
+      this.flushing = this.o.known.flush().catch((err: unknown) => this.o.log.warn({ err: String(err) }, 'mesh could not write its peer store'));
+    }
+  }
+
+  /** Close the worst-scored connections past their grace period, down to the maximum. */
+  private prune(connected: Set<string>): void {
+    const young = new Set<string>();
+    const now = Date.now();
+    for (const c of this.o.node.getConnections()) if (now - c.timeline.open < this.o.graceMs) young.add(c.remotePeer.toString());
+    const ranked = [...connected].filter((id) => !young.has(id) && !this.o.keep?.(id)).sort((a, b) => this.o.score(a) - this.o.score(b));
+    const drop = new Set(ranked.slice(0, connected.size - this.o.max));
+    for (const c of this.o.node.getConnections()) {
+      if (!drop.has(c.remotePeer.toString())) continue;
+      this.o.log.debug({ peerId: c.remotePeer.toString(), score: this.o.score(c.remotePeer.toString()) }, 'mesh prunes a peer over the maximum');
+      void c.close().catch(() => c.abort(new Error('pruned')));
+    }
+  }
+
+  /** Start dials to up to `wanted` known peers that are due (the most recently seen first). */
+  private dialKnown(wanted: number, connected = this.connected()): Promise<void>[] {
+    const now = Date.now();
+    const room = Math.min(wanted, (this.o.dialConcurrency ?? 4) - this.dialling.size);
+    if (room <= 0) return [];
+    const due = this.o.known
+      .list()
+      .filter((p) => p.peerId !== this.self && !connected.has(p.peerId) && !this.dialling.has(p.peerId) && (this.backoff.get(p.peerId)?.nextAt ?? 0) <= now)
+      .sort((a, b) => b.lastSeen - a.lastSeen || a.failures - b.failures)
+      .slice(0, room);
+    return due.map((p) => this.dialPeer(p.peerId, p.addrs));
+  }
+
+  private async dialPeer(peerId: string, addrs: string[]): Promise<void> {
+    const parsed: Multiaddr[] = [];
+    for (const a of addrs) {
+      try {
+        parsed.push(multiaddr(a).encapsulate(`/p2p/${peerId}`));
+      } catch {
+        // a malformed stored address is skipped
+      }
+    }
+    if (parsed.length === 0) return;
+    this.dialling.add(peerId);
+    try {
+      await this.o.node.dial(parsed, { signal: AbortSignal.timeout(5_000) });
+      this.backoff.delete(peerId);
+      this.o.known.seen(peerId, Date.now());
+    } catch (err) {
+      if (this.stopping) return;
+      const b = this.backoff.get(peerId) ?? { backoffMs: this.o.redialMinMs, nextAt: 0 };
+      b.nextAt = Date.now() + b.backoffMs;
+      b.backoffMs = Math.min(b.backoffMs * 2, this.o.redialMaxMs);
+      this.backoff.set(peerId, b);
+      this.o.known.failed(peerId, Date.now());
+      this.o.log.debug({ peerId, err: String(err), retryInMs: b.nextAt - Date.now() }, 'mesh dial to a known peer failed');
+    } finally {
+      this.dialling.delete(peerId);
+    }
+  }
+
+  private async dialBootstrap(t: BootstrapTarget): Promise<void> {
+    const key = `bootstrap:${t.text}`;
+    if (this.stopping || this.dialling.has(key)) return;
+    this.dialling.add(key);
+    try {
+      const conn = await this.o.node.dial(t.addr, { signal: AbortSignal.timeout(5_000) });
+      t.peerId = conn.remotePeer.toString();
+      t.backoffMs = this.o.redialMinMs;
+      this.o.log.debug({ addr: t.text }, 'mesh bootstrap peer connected');
+    } catch (err) {
+      if (!this.stopping) this.o.log.debug({ addr: t.text, err: String(err), retryInMs: t.backoffMs }, 'mesh bootstrap dial failed');
+      t.nextAt = Date.now() + t.backoffMs;
+      t.backoffMs = Math.min(t.backoffMs * 2, this.o.redialMaxMs);
+    } finally {
+      this.dialling.delete(key);
+    }
+  }
+}

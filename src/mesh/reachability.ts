@@ -1,0 +1,82 @@
+// How other nodes can reach this one, read from libp2p's address manager: public (an address on a public IP that
+// AutoNAT confirmed, or one the operator announced), relayed (a circuit relay v2 reservation: reachable through the
+// relays named), private (only loopback and private-range addresses) or unknown (a public address not yet confirmed).
+import { isIP } from 'node:net';
+import type { Multiaddr } from '@multiformats/multiaddr';
+
+export type Reachability = 'public' | 'relayed' | 'private' | 'unknown';
+
+/** One address of this node as the address manager holds it. */
+export interface HostAddress {
+  multiaddr: Multiaddr;
+  /** AutoNAT (or the operator, for announced addresses) confirmed it. */
+  verified: boolean;
+  type: string;
+}
+
+export interface ReachabilityStatus {
+  reachability: Reachability;
+  /** Peer ids of the relays this node holds a reservation on. */
+  relays: string[];
+  /** The operator's announced addresses (mesh.announce). */
+  announce: string[];
+  addresses: { multiaddr: string; type: string; verified: boolean }[];
+}
+
+const CIRCUIT = '/p2p-circuit';
+
+/** True for loopback, private, link-local and carrier-grade NAT ranges (addresses no outside node can dial). */
+export function isPrivateHost(host: string): boolean {
+  const family = isIP(host);
+  if (family === 4) {
+    const [a, b] = host.split('.').map(Number) as [number, number];
+    return (
+      a === 127 ||
+      a === 10 ||
+      a === 0 ||
+      (a === 172 && b >= 16 && b <= 31) ||
+      (a === 192 && b === 168) ||
+      (a === 169 && b === 254) ||
+      (a === 100 && b >= 64 && b <= 127)
+    );
+  }
+  if (family === 6) {
+    const h = host.toLowerCase();
+    return h === '::1' || h === '::' || h.startsWith('fc') || h.startsWith('fd') || h.startsWith('fe80');
+  }
+  return false;
+}
+
+function hostOf(ma: Multiaddr): string | null {
+  const c = ma.getComponents().find((x) => x.name === 'ip4' || x.name === 'ip6' || x.name === 'dns4' || x.name === 'dns6' || x.name === 'dns');
+  return c?.value ?? null;
+}
+
+/** The relay's peer id in a circuit address (/…/p2p/<relay>/p2p-circuit/…). */
+export function relayOf(ma: Multiaddr): string | null {
+  const comps = ma.getComponents();
+  const at = comps.findIndex((c) => c.name === 'p2p-circuit');
+  if (at <= 0) return null;
+  const relay = comps[at - 1];
+  return relay?.name === 'p2p' ? (relay.value ?? null) : null;
+}
+
+export function reachabilityOf(addresses: readonly HostAddress[], announce: readonly string[]): ReachabilityStatus {
+  const relays = [...new Set(addresses.map((a) => relayOf(a.multiaddr)).filter((r): r is string => r !== null))];
+  const direct = addresses.filter((a) => !a.multiaddr.toString().includes(CIRCUIT));
+  const publicHost = (a: HostAddress): boolean => {
+    const host = hostOf(a.multiaddr);
+    return host !== null && !isPrivateHost(host);
+  };
+  let reachability: Reachability;
+  if (direct.some((a) => publicHost(a) && (a.verified || a.type === 'announce'))) reachability = 'public';
+  else if (relays.length > 0) reachability = 'relayed';
+  else if (direct.every((a) => !publicHost(a))) reachability = 'private';
+  else reachability = 'unknown';
+  return {
+    reachability,
+    relays,
+    announce: [...announce],
+    addresses: addresses.map((a) => ({ multiaddr: a.multiaddr.toString(), type: a.type, verified: a.verified })),
+  };
+}
