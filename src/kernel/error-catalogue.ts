@@ -100,6 +100,11 @@ export const ERROR_CATALOGUE = {
   SVC_INSUFFICIENT_ENVELOPES: { status: 400, origin: 'node', meaning: 'Too few envelopes for a bond (`held`, `needed`).' },
   SVC_ENVELOPE_NOT_MOVABLE: { status: 400, origin: 'node', meaning: 'A transfer named a soulbound or bonded envelope.' },
   SVC_BOND_CHALLENGED: { status: 409, origin: 'node', meaning: 'The bond is under an open challenge and cannot be released yet.' },
+  SVC_BOND_COOLDOWN: {
+    status: 403,
+    origin: 'node',
+    meaning: 'The identity was slashed and cannot bond again before `cooldown_until` (the challenge is named).',
+  },
   SVC_NO_BOND: { status: 403, origin: 'node', meaning: 'Contributing needs an active bond.' },
   SVC_RESULT_UNPUBLISHED: { status: 403, origin: 'node', meaning: 'The result is not published, so it cannot be challenged.' },
   SVC_NOT_AT_STAKE: { status: 409, origin: 'node', meaning: 'The result was sealed without a bond at stake: nothing to challenge.' },
