@@ -371,7 +371,7 @@ describe('re-execution consensus on a ring of five', () => {
   const ringOps: Operator[] = [];
   beforeAll(async () => {
     ring = await startMesh(5, (bootstrap) => config(bootstrap), opts, 'ring');
-    ringOps.push(...(await Promise.all(ring.map((n, i) => operator(n.url, `ring-op-${i}`)))));
+    ringOps.push(...(await Promise.all(ring.map((n, i) => operator(n, `ring-op-${i}`)))));
     await waitFor(() => ring.every((n) => n.node.bonds.active().length === 5), 30_000, 'every bond at every ring node');
     await waitFor(() => ring[2]!.node.mesh.peers().filter((p) => p.mode === 'contributing').length === 4, 30_000, 'contributing peers at the challenger');
   }, 120_000);
