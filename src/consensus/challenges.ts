@@ -4,8 +4,10 @@
 //   consensus.vote.commit       {commit, signature}           a member's commitment to its digest, signed by it
 //   consensus.vote              {vote, signature}             the member's reveal (digest and salt), signed by it
 //   consensus.verdict           {challenge, votes, verdict}   the verdict with the signed votes it rests on
-// Every node keeps every challenge it hears of, folds the votes itself (verdict.ts) and reaches the same outcome;
-// a node that missed votes takes them from the verdict event, after checking each signature and re-running the fold.
+// Every node keeps every challenge it hears of — once it has checked it against its own bond registry and the tick
+// events it heard (stateFault: the eligible set and committee are the draw it would make itself) — folds the
+// revealed votes itself (verdict.ts) and reaches the same outcome; a node that missed commits or votes takes them
+// from the verdict event, after checking each signature and re-running the fold. A refusal is a gossipsub Reject.
 // The lifecycle is challenge-lifecycle.ts (the transition table); the records, schemas and checks challenge-wire.ts;
 // who is sent what directly challenge-deliveries.ts; votes heard before their challenge early-votes.ts.
 // Ledger effects (stake, slashing) belong to slashing.ts; re-execution and votes to reexecutor.ts.
