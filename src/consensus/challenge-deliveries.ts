@@ -1,9 +1,18 @@
 // Who is sent which of a challenge's events directly, beside gossip, and until when (the routing rules of
 // outbox.ts's point-to-point deliveries): the opener sends its challenge to each committee member and the bond's
-// home, a member sends its vote to the opener (who declares no_quorum from what it holds), both until the deadline +
-// grace; the opener sends the verdict to the bond's home, which applies the slashing, until it acknowledges.
+// home, a member sends its commit (until the commit window + grace) and its vote to the opener (who declares
+// no_quorum from what it holds), both until the deadline + grace; the opener sends the verdict to the bond's home, which applies the slashing, until it acknowledges.
 import type { ChallengeEntry } from './challenges.js';
-import { CHALLENGE_OPENED_EVENT, VERDICT_EVENT, VOTE_EVENT, type SignedVote, type VerdictDocument } from './challenge-wire.js';
+import {
+  CHALLENGE_OPENED_EVENT,
+  COMMIT_EVENT,
+  VERDICT_EVENT,
+  VOTE_EVENT,
+  commitDeadlineOf,
+  type SignedCommit,
+  type SignedVote,
+  type VerdictDocument,
+} from './challenge-wire.js';
 import { Outbox, type SendFn } from './outbox.js';
 
 export interface ChallengeDeliveriesOptions {
@@ -38,6 +47,19 @@ export class ChallengeDeliveries {
         until: c.deadline_svcond + this.o.graceTicks,
       });
     }
+  }
+
+  /** At a member other than the opener: its commit to the opener, until the commit window (+ grace) closes. */
+  commit(e: ChallengeEntry, commit: SignedCommit): void {
+    const c = e.challenge.challenge;
+    if (c.challenger_home === this.o.nodeId()) return;
+    this.outbox.add({
+      key: `commit!${c.challenge_id}!${commit.commit.voter}!${commit.commit.commitment}`,
+      node: c.challenger_home,
+      type: COMMIT_EVENT,
+      body: () => commit,
+      until: commitDeadlineOf(c) + this.o.graceTicks,
+    });
   }
 
   /** At a member other than the opener: its vote to the opener. */

@@ -1,6 +1,10 @@
-// The wire of svc/consensus/1's challenges (architecture.md §6): the records three gossip rows carry, their zod
+// The wire of svc/consensus/1's challenges (architecture.md §6): the records four gossip rows carry, their zod
 // schemas, the texts the opener and the voters sign, and the checks anyone can run on them offline — a signed
-// challenge, a signed vote, and a verdict document re-folded from its votes (POST /api/protocol/pohc/verify).
+// challenge, a signed commit, a signed vote (the reveal), and a verdict document re-folded from its commits and votes
+// (POST /api/protocol/pohc/verify).
+// Votes are committed, then revealed: a member first signs commitment = SHA-256(digest|salt) and reveals {digest,
+// salt} only once every member's commit is heard or the commit window has passed; a vote counts only if it opens a
+// commit its voter signed within the window, so a member cannot copy a digest revealed before it committed.
 // The challenge id is derived (chl_ + SHA-256(result_id|challenger)), not drawn: the opener cannot grind ids to
 // pick a committee (the ranking hashes the id), and a second challenge of a result by one identity has the same id.
 import { z } from 'zod';
@@ -15,6 +19,7 @@ import type { ExecutedBy } from '../records/types.js';
 
 export const CHALLENGE_OPENED_EVENT = 'consensus.challenge.opened';
 export const VOTE_EVENT = 'consensus.vote';
+export const COMMIT_EVENT = 'consensus.vote.commit';
 export const VERDICT_EVENT = 'consensus.verdict';
 
 export const CHALLENGE_ID_PATTERN = /^chl_[0-9a-f]{32}$/;
@@ -53,6 +58,21 @@ export interface VoteRecord {
   voter: string;
   digest: string;
   svcond: number;
+  /** The salt of the voter's commit (hex): SHA-256(digest|salt) is its commitment. */
+  salt?: string;
+}
+
+export interface CommitRecord {
+  challenge_id: string;
+  voter: string;
+  /** SHA-256(digest|salt), hex. */
+  commitment: string;
+  svcond: number;
+}
+
+export interface SignedCommit {
+  commit: CommitRecord;
+  signature: string;
 }
 
 export interface SignedVote {
@@ -68,16 +88,22 @@ export interface VerdictRecord {
   equivocators: string[];
   non_member_votes: number;
   late_votes: number;
+  /** Votes that open no commit of their voter (copied, or never committed): not counted. */
+  uncommitted_votes?: number;
   /** Local tick at which this node recorded the verdict, and the ticks from the challenge's tick to it. */
   decided_svcond: number;
   ticks_taken: number;
   /** How many of the entry's votes (the first ones heard) the verdict rests on: its document carries those. */
   rests_on_votes: number;
+  /** How many of the entry's commits (the first ones heard) it rests on. */
+  rests_on_commits?: number;
 }
 
 /** A verdict with what it rests on: anyone can check it (POST /api/protocol/pohc/verify). */
 export interface VerdictDocument {
   challenge: SignedChallenge;
+  /** The members' signed commits the votes open. */
+  commits?: SignedCommit[];
   votes: SignedVote[];
   verdict: Pick<VerdictRecord, 'challenge_id' | 'outcome' | 'deciding_digest'> & Partial<VerdictRecord>;
 }
@@ -94,12 +120,27 @@ export function voteSigningText(v: VoteRecord): string {
   return canonicalJson({ attests: 'vote', vote: v });
 }
 
+export function commitSigningText(c: CommitRecord): string {
+  return canonicalJson({ attests: 'commit', commit: c });
+}
+
+/** The commitment to a digest: hex SHA-256(digest|salt). */
+export function commitmentOf(digest: string, salt: string): string {
+  return sha256Hex(`${digest}|${salt}`);
+}
+
+/** The last tick at which a member's commit counts: half the way from the challenge's tick to its deadline (at least 1 tick). */
+export function commitDeadlineOf(c: Pick<ChallengeRecord, 'svcond' | 'deadline_svcond'>): number {
+  return c.svcond + Math.max(1, Math.floor((c.deadline_svcond - c.svcond) / 2));
+}
+
 // ---------------------------------------------------------------- wire schemas
 
 const PEER = z.string().min(1).max(128);
 const DIGEST = z.string().regex(DIGEST_PATTERN, '64 lower-case hex digits');
 const SIG = z.string().min(1).max(128);
 const TICK = z.number().int().nonnegative();
+const SALT_PATTERN = /^[0-9a-f]{32,64}$/;
 
 export const signedChallengeSchema = z
   .object({
@@ -128,7 +169,22 @@ export const signedChallengeSchema = z
 
 export const signedVoteSchema = z
   .object({
-    vote: z.object({ challenge_id: z.string().regex(CHALLENGE_ID_PATTERN), voter: PEER, digest: DIGEST, svcond: TICK }).strict(),
+    vote: z
+      .object({
+        challenge_id: z.string().regex(CHALLENGE_ID_PATTERN),
+        voter: PEER,
+        digest: DIGEST,
+        svcond: TICK,
+        salt: z.string().regex(SALT_PATTERN).optional(),
+      })
+      .strict(),
+    signature: SIG,
+  })
+  .strict();
+
+export const signedCommitSchema = z
+  .object({
+    commit: z.object({ challenge_id: z.string().regex(CHALLENGE_ID_PATTERN), voter: PEER, commitment: DIGEST, svcond: TICK }).strict(),
     signature: SIG,
   })
   .strict();
@@ -136,6 +192,7 @@ export const signedVoteSchema = z
 export const verdictDocumentSchema = z
   .object({
     challenge: signedChallengeSchema,
+    commits: z.array(signedCommitSchema).max(200).optional(),
     votes: z.array(signedVoteSchema).max(200),
     verdict: z
       .object({
@@ -178,29 +235,74 @@ export function voteFault(sv: SignedVote, challengeId: string, verify: VerifyFn)
   return null;
 }
 
-/** The fold over a challenge's votes (the ones given; signatures checked by the caller). */
-export function foldOf(c: ChallengeRecord, votes: readonly SignedVote[], deadlinePassed: boolean): Fold {
-  return foldVotes({
+/** What is wrong with a signed commit for `challengeId` (null when nothing). */
+export function commitFault(sc: SignedCommit, challengeId: string, verify: VerifyFn): string | null {
+  if (sc.commit.challenge_id !== challengeId) return 'a commit for another challenge';
+  if (!verify(sc.commit.voter, commitSigningText(sc.commit), sc.signature)) return 'the commit is not signed by its voter';
+  return null;
+}
+
+/**
+ * The votes that open a commit: the vote's SHA-256(digest|salt) is the commitment of its voter's one commit signed
+ * by the commit deadline. A voter with two different commitments opens neither (it equivocated); a vote without a
+ * salt, or whose commit is missing or another, is not counted (uncommitted).
+ */
+export function revealedVotes(
+  c: ChallengeRecord,
+  votes: readonly SignedVote[],
+  commits: readonly SignedCommit[],
+): { votes: SignedVote[]; uncommitted: number; equivocators: string[] } {
+  const last = commitDeadlineOf(c);
+  const byVoter = new Map<string, Set<string>>();
+  for (const k of commits) {
+    if (k.commit.challenge_id !== c.challenge_id || k.commit.svcond > last) continue;
+    let set = byVoter.get(k.commit.voter);
+    if (!set) byVoter.set(k.commit.voter, (set = new Set()));
+    set.add(k.commit.commitment);
+  }
+  const out: SignedVote[] = [];
+  let uncommitted = 0;
+  for (const v of votes) {
+    const set = byVoter.get(v.vote.voter);
+    if (v.vote.salt !== undefined && set?.size === 1 && set.has(commitmentOf(v.vote.digest, v.vote.salt))) out.push(v);
+    else uncommitted++;
+  }
+  const equivocators = [...byVoter].filter(([, set]) => set.size > 1).map(([voter]) => voter);
+  return { votes: out, uncommitted, equivocators };
+}
+
+/** The fold over a challenge's revealed votes (the ones given that open their voters' commits; signatures checked by the caller). */
+export function foldOf(
+  c: ChallengeRecord,
+  votes: readonly SignedVote[],
+  deadlinePassed: boolean,
+  commits: readonly SignedCommit[] = [],
+): Fold & { uncommittedVotes: number } {
+  const revealed = revealedVotes(c, votes, commits);
+  const fold = foldVotes({
     committee: c.committee,
     quorum: c.quorum,
     claimedDigest: c.claimed_digest,
     executorDigest: c.executor_digest,
-    votes: votes.map((v) => ({ voter: v.vote.voter, digest: v.vote.digest, svcond: v.vote.svcond })),
+    votes: revealed.votes.map((v) => ({ voter: v.vote.voter, digest: v.vote.digest, svcond: v.vote.svcond })),
     deadlineSvcond: c.deadline_svcond,
     deadlinePassed,
   });
+  // A member that committed twice could reveal whichever digest wins: it equivocated, like one that voted twice.
+  const equivocators = [...new Set([...fold.equivocators, ...revealed.equivocators.filter((v) => c.committee.includes(v))])].sort();
+  return { ...fold, equivocators, uncommittedVotes: revealed.uncommitted };
 }
 
 /**
- * Check a verdict document: the challenge (signature, committee), every vote's signature, and the fold over the
- * votes, which must give the verdict's outcome and deciding digest. A no_quorum verdict holds when the votes
+ * Check a verdict document: the challenge (signature, committee), every commit's and vote's signature, and the fold
+ * over the votes that open their commits, which must give the verdict's outcome and deciding digest. A no_quorum verdict holds when the votes
  * decide nothing (whether its deadline has passed is the reader's clock; `nowSvcond` checks it when given).
  */
 export function verifyVerdictDocument(
   doc: VerdictDocument,
   verify: VerifyFn,
   nowSvcond?: number,
-): { valid: boolean; reasons: string[]; fold: Fold | null; bad_votes: number } {
+): { valid: boolean; reasons: string[]; fold: (Fold & { uncommittedVotes: number }) | null; bad_votes: number } {
   const reasons: string[] = [];
   const c = doc.challenge.challenge;
   const fault = challengeFault(doc.challenge, verify);
@@ -215,9 +317,17 @@ export function verifyVerdictDocument(
       reasons.push(`vote of ${v.vote.voter}: ${f}`);
     } else good.push(v);
   }
+  const commits: SignedCommit[] = [];
+  for (const k of doc.commits ?? []) {
+    const f = commitFault(k, c.challenge_id, verify);
+    if (f) {
+      bad++;
+      reasons.push(`commit of ${k.commit.voter}: ${f}`);
+    } else commits.push(k);
+  }
   const passed = doc.verdict.outcome === 'no_quorum';
   if (passed && nowSvcond !== undefined && nowSvcond <= c.deadline_svcond) reasons.push(`no_quorum before the deadline tick ${c.deadline_svcond}`);
-  const fold = foldOf(c, good, passed);
+  const fold = foldOf(c, good, passed, commits);
   if (fold.outcome !== doc.verdict.outcome) reasons.push(`the votes fold to ${fold.outcome ?? 'no outcome yet'}, not ${doc.verdict.outcome}`);
   else if (fold.decidingDigest !== doc.verdict.deciding_digest) reasons.push('the deciding digest is not the one the votes give');
   return { valid: reasons.length === 0, reasons, fold, bad_votes: bad };

@@ -1,10 +1,13 @@
-// Challenges (architecture.md §6), the service: intake at the challenger's home, the three gossip rows of
+// Challenges (architecture.md §6), the service: intake at the challenger's home, the four gossip rows of
 // svc/consensus/1 that carry a challenge to every node, and the direct deliveries to the nodes that must hear it:
 //   consensus.challenge.opened  {challenge, signature}        signed by the challenger's home (the opener)
-//   consensus.vote              {vote, signature}             signed by a committee member
+//   consensus.vote.commit       {commit, signature}           a member's commitment to its digest, signed by it
+//   consensus.vote              {vote, signature}             the member's reveal (digest and salt), signed by it
 //   consensus.verdict           {challenge, votes, verdict}   the verdict with the signed votes it rests on
-// Every node keeps every challenge it hears of, folds the votes itself (verdict.ts) and reaches the same outcome;
-// a node that missed votes takes them from the verdict event, after checking each signature and re-running the fold.
+// Every node keeps every challenge it hears of — once it has checked it against its own bond registry and the tick
+// events it heard (stateFault: the eligible set and committee are the draw it would make itself) — folds the
+// revealed votes itself (verdict.ts) and reaches the same outcome; a node that missed commits or votes takes them
+// from the verdict event, after checking each signature and re-running the fold. A refusal is a gossipsub Reject.
 // The lifecycle is challenge-lifecycle.ts (the transition table); the records, schemas and checks challenge-wire.ts;
 // who is sent what directly challenge-deliveries.ts; votes heard before their challenge early-votes.ts.
 // Ledger effects (stake, slashing) belong to slashing.ts; re-execution and votes to reexecutor.ts.
@@ -28,9 +31,14 @@ import type { ExecutedBy } from '../records/types.js';
 import { isTerminal, move, STATES, type ChallengeState } from './challenge-lifecycle.js';
 import {
   CHALLENGE_OPENED_EVENT,
+  COMMIT_EVENT,
   VERDICT_EVENT,
   VOTE_EVENT,
   challengeFault,
+  commitDeadlineOf,
+  commitFault,
+  signedCommitSchema,
+  type SignedCommit,
   challengeIdOf,
   challengeSigningText,
   foldOf,
@@ -67,6 +75,8 @@ export interface StakeHold {
 export interface ChallengeEntry {
   challenge: SignedChallenge;
   state: ChallengeState;
+  /** Distinct signed member commits heard within the commit window (an equivocator's two both kept, as evidence). */
+  commits?: SignedCommit[];
   /** Distinct signed member votes heard (an equivocator's two votes both kept, as evidence). */
   votes: SignedVote[];
   non_member_votes: number;
@@ -142,8 +152,14 @@ export type ChallengeListener = (entry: ChallengeEntry) => void | Promise<void>;
 /** A decided challenge's verdict document: the challenge, the votes the verdict rests on, the verdict (null before). */
 export function documentOf(e: ChallengeEntry): VerdictDocument | null {
   if (!e.verdict) return null;
-  // The votes it rests on: a vote heard after the verdict (a late one, or an equivocation) changes nothing.
-  return { challenge: e.challenge, votes: e.votes.slice(0, e.verdict.rests_on_votes ?? e.votes.length), verdict: e.verdict };
+  // The commits and votes it rests on: one heard after the verdict (a late one, or an equivocation) changes nothing.
+  const commits = e.commits ?? [];
+  return {
+    challenge: e.challenge,
+    commits: commits.slice(0, e.verdict.rests_on_commits ?? commits.length),
+    votes: e.votes.slice(0, e.verdict.rests_on_votes ?? e.votes.length),
+    verdict: e.verdict,
+  };
 }
 
 export class ChallengeService {
@@ -159,6 +175,7 @@ export class ChallengeService {
   private readonly pending = new Set<string>();
   private readonly openedListeners: ChallengeListener[] = [];
   private readonly verdictListeners: ChallengeListener[] = [];
+  private readonly commitListeners: ChallengeListener[] = [];
   /** Writes of one challenge's entry run one at a time (votes arrive concurrently). */
   private readonly lock = new KeyedLock();
   /** Signed votes of challenges not heard of yet (gossip does not keep order). */
@@ -177,6 +194,9 @@ export class ChallengeService {
     /** Challenges and verdicts refused here: failing a check against this node's own state, or forged. */
     refused_challenges: 0,
     refused_verdicts: 0,
+    /** Commits refused (forged) or arriving after their window here. */
+    refused_commits: 0,
+    late_commits: 0,
   };
 
   constructor(private readonly o: ChallengeServiceOptions) {
@@ -221,6 +241,11 @@ export class ChallengeService {
   /** Called with a challenge this node has just learned of (the re-executor votes from here). */
   onOpened(l: ChallengeListener): void {
     this.openedListeners.push(l);
+  }
+
+  /** Called when a member's commit is recorded here (the re-executor reveals once every member has committed). */
+  onCommit(l: ChallengeListener): void {
+    this.commitListeners.push(l);
   }
 
   /** Called once a verdict is recorded here, and again at start for every recorded verdict (effects resume). */
@@ -368,6 +393,14 @@ export class ChallengeService {
     }
   }
 
+  /** Record this node's own commit (the re-executor), gossip it, and send it to the opener until it acknowledges. */
+  async castCommit(commit: SignedCommit): Promise<void> {
+    await this.recordCommit(commit);
+    await this.gossip(COMMIT_EVENT, commit);
+    const e = await this.find(commit.commit.challenge_id);
+    if (e) this.deliveries?.commit(e, commit);
+  }
+
   /** Record this node's own vote (the re-executor), gossip it, and send it to the opener until it acknowledges. */
   async castVote(vote: SignedVote): Promise<void> {
     await this.recordVote(vote);
@@ -477,9 +510,10 @@ export class ChallengeService {
 
   // ---------------------------------------------------------------- gossip rows
 
-  handlers(): [GossipHandler<SignedChallenge>, GossipHandler<SignedVote>, GossipHandler<VerdictDocument>] {
+  handlers(): [GossipHandler<SignedChallenge>, GossipHandler<SignedCommit>, GossipHandler<SignedVote>, GossipHandler<VerdictDocument>] {
     return [
       { type: CHALLENGE_OPENED_EVENT, body: signedChallengeSchema as unknown as z.ZodType<SignedChallenge>, handle: (b, e) => this.applyOpened(b, e) },
+      { type: COMMIT_EVENT, body: signedCommitSchema, handle: (b, e) => this.applyCommit(b, e) },
       { type: VOTE_EVENT, body: signedVoteSchema, handle: (b, e) => this.applyVote(b, e) },
       { type: VERDICT_EVENT, body: verdictDocumentSchema as unknown as z.ZodType<VerdictDocument>, handle: (b) => this.applyVerdict(b) },
     ];
@@ -545,6 +579,33 @@ export class ChallengeService {
     if (!(await this.takeVote(sv))) throw new GossipError('ignore', 403, 'SVC_NOT_A_MEMBER', `${sv.vote.voter} is not on the committee of ${id}`);
   }
 
+  /**
+   * [REJECT] forged commits (signature, sender); [IGNORE] commits of challenges not known here, of non-members, and
+   * those arriving after the commit window (+ grace) by this node's clock: a commit made once reveals are out could
+   * copy one, so it is not taken, whatever tick it claims.
+   */
+  async applyCommit(sc: SignedCommit, event: Pick<MeshEvent, 'sender'>): Promise<void> {
+    const id = sc.commit.challenge_id;
+    if (event.sender !== sc.commit.voter) {
+      this.counts.refused_commits++;
+      throw new GossipError('reject', 400, 'INVALID_VOTE', 'a commit must be gossiped by its voter');
+    }
+    const fault = commitFault(sc, id, this.o.verify);
+    if (fault) {
+      this.counts.refused_commits++;
+      throw new GossipError('reject', 400, 'INVALID_VOTE', fault);
+    }
+    const e = await this.find(id);
+    if (!e) throw new GossipError('ignore', 404, 'SVC_NOT_FOUND', `no challenge ${id} is known here`);
+    if (!e.challenge.challenge.committee.includes(sc.commit.voter))
+      throw new GossipError('ignore', 403, 'SVC_NOT_A_MEMBER', `${sc.commit.voter} is not on the committee of ${id}`);
+    if (this.o.nowSvcond() > commitDeadlineOf(e.challenge.challenge) + this.graceTicks()) {
+      this.counts.late_commits++;
+      throw new GossipError('ignore', 409, 'INVALID_VOTE', `the commit window of ${id} has closed here`);
+    }
+    await this.recordCommit(sc);
+  }
+
   /** A verdict from another node: its challenge and votes are checked and folded here; then it is this node's too. */
   async applyVerdict(doc: VerdictDocument): Promise<void> {
     const check = verifyVerdictDocument(doc, this.o.verify);
@@ -567,7 +628,9 @@ export class ChallengeService {
       const cur = await this.find(id);
       if (!cur || isTerminal(cur.state)) return;
       const merged = mergeVotes(cur.votes, doc.votes);
-      await this.refold({ ...cur, votes: merged }, doc.verdict.outcome === 'no_quorum', false);
+      // Its commits were checked with the document (verifyVerdictDocument): the opener's record of the window.
+      const commits = mergeCommits(cur.commits ?? [], doc.commits ?? []);
+      await this.refold({ ...cur, votes: merged, commits }, doc.verdict.outcome === 'no_quorum', false);
     });
   }
 
@@ -647,6 +710,22 @@ export class ChallengeService {
     }
   }
 
+  /** A member's commit (signature checked): kept once; a vote that arrived before it is folded again with it. */
+  private async recordCommit(sc: SignedCommit): Promise<void> {
+    const id = sc.commit.challenge_id;
+    let added = false;
+    await this.lock.run(id, async () => {
+      const cur = await this.find(id);
+      if (!cur) return;
+      const commits = mergeCommits(cur.commits ?? [], [sc]);
+      if (commits.length === (cur.commits ?? []).length) return;
+      added = true;
+      await this.refold({ ...cur, commits }, false, true);
+    });
+    const e = added ? await this.find(id) : null;
+    if (e) this.fire(this.commitListeners, e);
+  }
+
   private async recordVote(sv: SignedVote): Promise<void> {
     const id = sv.vote.challenge_id;
     await this.lock.run(id, async () => {
@@ -678,7 +757,7 @@ export class ChallengeService {
       this.cache(entry);
       return;
     }
-    const fold = foldOf(c, entry.votes, deadlinePassed);
+    const fold = foldOf(c, entry.votes, deadlinePassed, entry.commits ?? []);
     const { path, effects } = move(entry.state, fold);
     const state = path.length > 0 ? path[path.length - 1]! : entry.state;
     const now = this.o.nowSvcond();
@@ -692,9 +771,11 @@ export class ChallengeService {
             equivocators: fold.equivocators,
             non_member_votes: fold.nonMemberVotes + entry.non_member_votes,
             late_votes: fold.lateVotes,
+            uncommitted_votes: fold.uncommittedVotes,
             decided_svcond: now,
             ticks_taken: Math.max(0, now - c.svcond),
             rests_on_votes: entry.votes.length,
+            rests_on_commits: (entry.commits ?? []).length,
           }
         : null;
     const next: ChallengeEntry = { ...entry, state, verdict };
@@ -734,7 +815,17 @@ export class ChallengeService {
   }
 
   private newEntry(sc: SignedChallenge, stake: StakeHold | null): ChallengeEntry {
-    return { challenge: sc, state: 'opened', votes: [], non_member_votes: 0, refused_votes: 0, verdict: null, stake, received_svcond: this.o.nowSvcond() };
+    return {
+      challenge: sc,
+      state: 'opened',
+      commits: [],
+      votes: [],
+      non_member_votes: 0,
+      refused_votes: 0,
+      verdict: null,
+      stake,
+      received_svcond: this.o.nowSvcond(),
+    };
   }
 
   /**
@@ -767,6 +858,13 @@ export class ChallengeService {
     if (!this.o.publish) return;
     await this.o.publish(type, body).catch(() => undefined);
   }
+}
+
+/** Commits of `a` and `b`, each (voter, commitment) once. */
+function mergeCommits(a: readonly SignedCommit[], b: readonly SignedCommit[]): SignedCommit[] {
+  const out = [...a];
+  for (const k of b) if (!out.some((x) => x.commit.voter === k.commit.voter && x.commit.commitment === k.commit.commitment)) out.push(k);
+  return out;
 }
 
 /** Votes of `a` and `b`, each (voter, digest) once. */

@@ -65,10 +65,12 @@ export function policyDocument(p: ContributionPolicy): Record<string, unknown> {
       quorum,
       settle_ticks: p.settleTicks,
       settle_seconds: seconds(p.settleTicks),
+      live_ticks: p.liveTicks,
       words:
         `A challenged result is re-executed by ${p.committeeSize} nodes chosen by rendezvous hash of the challenge id among contributing nodes ` +
-        `whose bond is at least ${p.settleTicks} ticks old at the challenge's tick, excluding the executor and the challenger's home. ` +
-        `A digest with ${quorum} of ${p.committeeSize} votes decides.`,
+        `whose bond is at least ${p.settleTicks} ticks old at the challenge's tick and that were heard contributing within ${p.liveTicks} ticks before it, ` +
+        `one per operator, excluding the executor and the challenger's home; no smaller committee is formed. ` +
+        `Members commit to their digest, then reveal it. A digest with ${quorum} of ${p.committeeSize} votes decides.`,
     },
     challenge: {
       stake: p.challengeStake,

@@ -1,10 +1,14 @@
 // The committee member's part (architecture.md §6): on a challenge whose committee names this node, re-execute the
-// canonical request at its recorded stamping tick with this node's own kernel and solvers, and vote the digest it
-// gets, signed with this node's key. One vote per challenge: a vote already cast (kept in the challenge's entry) is
-// not cast again, also after a restart (resume). A run that fails here casts no vote: the committee's other members
-// decide, or the deadline does (no_quorum) — a member never votes a digest it did not compute.
+// canonical request at its recorded stamping tick with this node's own kernel and solvers, commit to the digest it
+// gets (SHA-256(digest|salt), a fresh random salt), and reveal the vote {digest, salt} once every member's commit is
+// heard or the commit window has passed — so no member sees another's digest before it is bound to its own. Both
+// are signed with this node's key. One commit per challenge: a commit already cast (kept in the challenge's entry)
+// is not cast again. The salt lives in memory only: a member restarted between its commit and its reveal cannot
+// reveal, and its vote is lost (the others decide, or the deadline). A run that fails here commits nothing — a
+// member never votes a digest it did not compute.
 import type { ChallengeEntry, ChallengeService } from './challenges.js';
-import { voteSigningText, type SignedVote, type VoteRecord } from './challenge-wire.js';
+import { randomBytes } from 'node:crypto';
+import { commitDeadlineOf, commitmentOf, commitSigningText, voteSigningText, type SignedCommit, type VoteRecord } from './challenge-wire.js';
 import { isTerminal } from './challenge-lifecycle.js';
 import type { Json } from '../store/db.js';
 import { chainRequestDigest, plainJson, solverRequestDigest, solverResultDigest } from '../compute/result-digest.js';
@@ -23,11 +27,37 @@ export interface ReexecutorOptions {
 
 export class Reexecutor {
   private readonly inFlight = new Set<string>();
+  /** Committed, not yet revealed: the digest and salt of this node's commit, by challenge id. */
+  private readonly unrevealed = new Map<string, { digest: string; salt: string }>();
 
   constructor(private readonly o: ReexecutorOptions) {
     o.challenges.onOpened(async (e) => {
       await this.consider(e);
     });
+    o.challenges.onCommit(async (e) => {
+      await this.revealIfDue(e);
+    });
+  }
+
+  /** Reveal every vote whose time has come (the commit window passed without every member's commit). On a timer. */
+  async revealDue(): Promise<void> {
+    for (const id of [...this.unrevealed.keys()]) {
+      const e = this.o.challenges.get(id) ?? (await this.o.challenges.find(id));
+      if (!e || isTerminal(e.state)) this.unrevealed.delete(id);
+      else await this.revealIfDue(e);
+    }
+  }
+
+  /** Reveal this node's vote once every member has committed, or once the commit window has passed. */
+  private async revealIfDue(e: ChallengeEntry): Promise<void> {
+    const c = e.challenge.challenge;
+    const mine = this.unrevealed.get(c.challenge_id);
+    if (!mine) return;
+    const committed = new Set((e.commits ?? []).map((k) => k.commit.voter));
+    if (!c.committee.every((m) => committed.has(m)) && this.o.nowSvcond() <= commitDeadlineOf(c)) return;
+    this.unrevealed.delete(c.challenge_id);
+    const vote: VoteRecord = { challenge_id: c.challenge_id, voter: this.o.nodeId(), digest: mine.digest, svcond: this.o.nowSvcond(), salt: mine.salt };
+    await this.o.challenges.castVote({ vote, signature: this.o.sign(voteSigningText(vote)) });
   }
 
   /** Vote on every open challenge whose committee names this node and that has no vote of it yet (at start). */
@@ -35,12 +65,13 @@ export class Reexecutor {
     for (const e of this.o.challenges.all()) await this.consider(e);
   }
 
-  /** Re-execute and vote when this node sits on the challenge's committee and has not voted. */
-  async consider(entry: ChallengeEntry): Promise<SignedVote | null> {
+  /** Re-execute and commit when this node sits on the challenge's committee and has not committed; reveal when due. */
+  async consider(entry: ChallengeEntry): Promise<SignedCommit | null> {
     const c = entry.challenge.challenge;
     const me = this.o.nodeId();
     if (!c.committee.includes(me) || isTerminal(entry.state)) return null;
-    if (entry.votes.some((v) => v.vote.voter === me) || this.inFlight.has(c.challenge_id)) return null;
+    const committed = (entry.commits ?? []).some((k) => k.commit.voter === me) || entry.votes.some((v) => v.vote.voter === me);
+    if (committed || this.inFlight.has(c.challenge_id)) return null;
     this.inFlight.add(c.challenge_id);
     try {
       let digest: string;
@@ -53,9 +84,13 @@ export class Reexecutor {
         this.o.onError?.(c.challenge_id, err);
         return null;
       }
-      const vote: VoteRecord = { challenge_id: c.challenge_id, voter: me, digest, svcond: this.o.nowSvcond() };
-      const signed: SignedVote = { vote, signature: this.o.sign(voteSigningText(vote)) };
-      await this.o.challenges.castVote(signed);
+      const salt = randomBytes(16).toString('hex');
+      const commit = { challenge_id: c.challenge_id, voter: me, commitment: commitmentOf(digest, salt), svcond: this.o.nowSvcond() };
+      const signed: SignedCommit = { commit, signature: this.o.sign(commitSigningText(commit)) };
+      this.unrevealed.set(c.challenge_id, { digest, salt });
+      await this.o.challenges.castCommit(signed);
+      const now = this.o.challenges.get(c.challenge_id);
+      if (now) await this.revealIfDue(now);
       return signed;
     } finally {
       this.inFlight.delete(c.challenge_id);

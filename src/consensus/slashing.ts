@@ -1,4 +1,4 @@
-// The effects of a verdict (architecture.md §6; docs/protocol.md §15 is the table, verdict.ts's effectsOf the rule),
+// The effects of a verdict (architecture.md §6; docs/protocol.md §16 is the table, verdict.ts's effectsOf the rule),
 // each applied exactly once, keyed by challenge id:
 //   - the stake, at the challenger's home: held at intake (in the challenge's batch); burned when the challenge is
 //     rejected, returned (to the free and paid balances it came from) on upheld and no_quorum;

@@ -10,7 +10,7 @@
 //     rejected; any other digest → upheld, whatever the challenger claimed (claimMatched says whether the claim was
 //     the deciding digest: only then is the challenger rewarded);
 //   - no deciding digest once the deadline has passed → no_quorum; before it, no outcome yet (null).
-// effectsOf gives what each outcome does to the executor's bond and the challenger's stake (docs/protocol.md §15,
+// effectsOf gives what each outcome does to the executor's bond and the challenger's stake (docs/protocol.md §16,
 // the table of outcomes and effects, held to this file by test/consensus/verdict.test.ts).
 // Signatures are checked before votes reach the fold (challenges.ts, and pohc verify for a verdict document).
 // Pure: no clock (the caller says whether the deadline has passed), no store.

@@ -181,6 +181,7 @@ export async function wireConsensus(
     { name: 'liveness record', run: recordHeard },
     { name: 'challenge deadlines', run: () => challenges.sweepDeadlines() },
     { name: 'challenge deliveries', run: () => challenges.flushDeliveries() },
+    { name: 'vote reveals', run: () => reexecutor.revealDue() },
     { name: 'verdict reannounce', everyTicks: VERDICT_REANNOUNCE_TICKS, run: () => challenges.reannounceVerdicts() },
   ];
   if (mesh.enabled) tickers.push({ name: 'bond reannounce', everyTicks: options.bondReannounceTicks ?? BOND_REANNOUNCE_TICKS, run: () => bonds.reannounce() });

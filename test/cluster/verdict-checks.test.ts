@@ -17,14 +17,18 @@ import {
   VERDICT_EVENT,
   challengeIdOf,
   challengeSigningText,
+  commitmentOf,
+  commitSigningText,
+  verifyVerdictDocument,
   voteSigningText,
   type ChallengeRecord,
+  type SignedCommit,
   type SignedVote,
   type VerdictDocument,
 } from '../../src/consensus/challenge-wire.js';
 import { committeeOf } from '../../src/consensus/committee.js';
 import { quorumOf } from '../../src/consensus/policy.js';
-import { buildEnvelope, signText } from '../../src/mesh/wire.js';
+import { buildEnvelope, signText, verifyText } from '../../src/mesh/wire.js';
 import { stampAt, systemClock } from '../../src/kernel/clock.js';
 
 const MESH_SECRET = 'verdict-checks-secret-0123456789ab';
@@ -110,12 +114,19 @@ async function forgedVerdict(liar: Key, result: Awaited<ReturnType<typeof result
     eligible,
     committee: committeeOf(id, eligible, policySize),
   };
+  // Each fresh member commits, then reveals: the document alone is consistent (pohc's own checks pass it).
+  const salt = 'f0'.repeat(16);
+  const commits: SignedCommit[] = members.map((m) => {
+    const commit = { challenge_id: id, voter: m.id, commitment: commitmentOf(RANDOM_DIGEST, salt), svcond: now };
+    return { commit, signature: signText(m.priv, commitSigningText(commit)) };
+  });
   const votes: SignedVote[] = members.map((m) => {
-    const vote = { challenge_id: id, voter: m.id, digest: RANDOM_DIGEST, svcond: now };
+    const vote = { challenge_id: id, voter: m.id, digest: RANDOM_DIGEST, svcond: now, salt };
     return { vote, signature: signText(m.priv, voteSigningText(vote)) };
   });
   return {
     challenge: { challenge, signature: signText(liar.priv, challengeSigningText(challenge)) },
+    commits,
     votes,
     verdict: { challenge_id: id, outcome: 'upheld', deciding_digest: RANDOM_DIGEST },
   };
@@ -175,6 +186,7 @@ describe('verdicts every node checks', () => {
     const liar = await freshKey();
     const forged = [await forgedVerdict(liar, result, 3), await forgedVerdict(liar, result, 2), await forgedVerdict(liar, result, 1)];
     for (const doc of forged) {
+      expect(verifyVerdictDocument(doc, verifyText).valid).toBe(true);
       for (const n of nodes()) {
         const r = await gossipAs(liar, n.url, VERDICT_EVENT, doc);
         expectError(r, 400, 'INVALID_VERDICT');

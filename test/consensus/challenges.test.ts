@@ -11,9 +11,14 @@ import type { PrivateKey } from '@libp2p/interface';
 import { Store, type Op } from '../../src/store/db.js';
 import { ChallengeService, type ChallengeServiceOptions, type ChallengedResult } from '../../src/consensus/challenges.js';
 import type { ChallengeState } from '../../src/consensus/challenge-lifecycle.js';
+import { createHash } from 'node:crypto';
 import {
   challengeIdOf,
   challengeSigningText,
+  commitDeadlineOf,
+  commitmentOf,
+  commitSigningText,
+  type SignedCommit,
   verifyVerdictDocument,
   voteSigningText,
   type ChallengeRecord,
@@ -111,7 +116,7 @@ async function service(
     ...extra,
   });
   await s.load();
-  return s;
+  return committing(s);
 }
 
 /** keys[0] executes, keys[1] is the challenger's home; eligible are keys[2..5]. */
@@ -141,9 +146,51 @@ function signedChallenge(resultId = 'res_1_a', claim = CLAIM, opener = keys[1]!)
   return { challenge: c, signature: signText(opener.priv, challengeSigningText(c)) };
 }
 
+/** The salt a key uses for a digest here (fixed, so a vote made twice is the same vote). */
+const saltOf = (by: Key, digest: string) => createHash('sha256').update(`${by.id}|${digest}`).digest('hex').slice(0, 32);
+
+/** A member's revealed vote: digest and salt, signed. Its commit is commitOf(by, vote). */
 function vote(by: Key, challengeId: string, digest: string, svcond = now): SignedVote {
-  const v = { challenge_id: challengeId, voter: by.id, digest, svcond };
+  const v = { challenge_id: challengeId, voter: by.id, digest, svcond, salt: saltOf(by, digest) };
   return { vote: v, signature: signText(by.priv, voteSigningText(v)) };
+}
+
+/** The commit a vote opens, signed by its voter at `svcond` (by default the vote's tick). */
+function commitOf(by: Key, sv: SignedVote, svcond = sv.vote.svcond): SignedCommit {
+  const c = { challenge_id: sv.vote.challenge_id, voter: by.id, commitment: commitmentOf(sv.vote.digest, sv.vote.salt!), svcond };
+  return { commit: c, signature: signText(by.priv, commitSigningText(c)) };
+}
+
+/**
+ * The service as the gossip rows drive it, with every member committing before it reveals: a vote applied (or cast)
+ * is preceded by its voter's commit, and a challenge learned takes the commits of votes held before it.
+ */
+function committing(s: ChallengeService): ChallengeService {
+  const made: { by: Key; sv: SignedVote }[] = [];
+  const commit = async (by: Key | undefined, sv: SignedVote) => {
+    if (!by) return;
+    made.push({ by, sv });
+    if (await s.find(sv.vote.challenge_id)) await s.applyCommit(commitOf(by, sv), { sender: by.id }).catch(() => undefined);
+  };
+  const applyVote = s.applyVote.bind(s);
+  const castVote = s.castVote.bind(s);
+  const applyOpened = s.applyOpened.bind(s);
+  // A vote carrying another's salt (a copy) is applied as it is: its voter committed nothing.
+  const own = (sv: SignedVote) => keys.find((k) => k.id === sv.vote.voter && sv.vote.salt === saltOf(k, sv.vote.digest));
+  s.applyVote = async (sv, ev) => {
+    await commit(sv.vote.voter === ev.sender ? own(sv) : undefined, sv);
+    return applyVote(sv, ev);
+  };
+  s.castVote = async (sv) => {
+    await commit(own(sv), sv);
+    return castVote(sv);
+  };
+  s.applyOpened = async (sc, ev) => {
+    await applyOpened(sc, ev);
+    for (const m of made)
+      if (m.sv.vote.challenge_id === sc.challenge.challenge_id) await s.applyCommit(commitOf(m.by, m.sv), { sender: m.by.id }).catch(() => undefined);
+  };
+  return s;
 }
 
 const member = (sc: SignedChallenge, i: number) => keys.find((k) => k.id === sc.challenge.committee[i])!;
@@ -248,11 +295,12 @@ describe("a challenge is checked against this node's own state", () => {
     expect(s.stats()).toMatchObject({ refused_challenges: 4 });
     // The same checks hold a verdict resting on such a challenge: refused, counted, nothing recorded.
     const f0 = fresh[0]!;
-    const v = { challenge_id: forged1.challenge.challenge_id, voter: f0.id, digest: CLAIM, svcond: now };
+    const sv = vote(f0, forged1.challenge.challenge_id, CLAIM);
     const doc: VerdictDocument = {
       challenge: forged1,
-      votes: [{ vote: v, signature: signText(f0.priv, voteSigningText(v)) }],
-      verdict: { challenge_id: v.challenge_id, outcome: 'upheld', deciding_digest: CLAIM },
+      commits: [commitOf(f0, sv)],
+      votes: [sv],
+      verdict: { challenge_id: sv.vote.challenge_id, outcome: 'upheld', deciding_digest: CLAIM },
     };
     expect(verifyVerdictDocument(doc, verifyText).valid).toBe(true); // the document alone is consistent
     const refused = await refusal(s.applyVerdict(doc));
@@ -298,6 +346,39 @@ describe('the gossip rows', () => {
     await s.applyOpened(sc, { sender: keys[1]!.id }); // idempotent
     expect(s.all()).toHaveLength(1);
     expect(s.get(sc.challenge.challenge_id)!.state).toBe('opened');
+  });
+
+  it('a copied vote without a matching commit does not count; a commit after the window is not taken', async () => {
+    const s = await service(keys[4]!);
+    const sc = signedChallenge('res_copy');
+    const id = sc.challenge.challenge_id;
+    await s.applyOpened(sc, { sender: keys[1]!.id });
+    const [m0, m1, m2] = [member(sc, 0), member(sc, 1), member(sc, 2)];
+    await s.applyVote(vote(m0, id, CLAIM), { sender: m0.id }); // committed, then revealed
+    // m1 committed nothing and copies m0's reveal (digest and salt), signed as its own vote.
+    const seen = vote(m0, id, CLAIM).vote;
+    const copy = { ...seen, voter: m1.id };
+    await s.applyVote({ vote: copy, signature: signText(m1.priv, voteSigningText(copy)) }, { sender: m1.id });
+    expect(s.get(id)!.votes).toHaveLength(2);
+    expect(s.get(id)!.state).toBe('voting'); // one counted vote: no quorum of 2 yet
+    // Its commit, made once the reveals are out (past the commit window here), is not taken either.
+    const start = now;
+    try {
+      now = commitDeadlineOf(sc.challenge) + 3;
+      const late = await refusal(s.applyCommit(commitOf(m1, { vote: copy, signature: '' }, start), { sender: m1.id }));
+      expect([late.action, late.message]).toEqual(['ignore', `the commit window of ${id} has closed here`]);
+      expect(s.stats()).toMatchObject({ late_commits: 1 });
+      expect(s.get(id)!.state).toBe('voting');
+    } finally {
+      now = start;
+    }
+    await s.applyVote(vote(m2, id, CLAIM), { sender: m2.id });
+    expect(s.get(id)!.verdict).toMatchObject({ outcome: 'upheld', tally: { [CLAIM]: 2 }, uncommitted_votes: 1 });
+    const doc = s.document(id)!;
+    expect(doc.commits!.map((k) => k.commit.voter).sort()).toEqual([m0.id, m2.id].sort());
+    expect(verifyVerdictDocument(doc, verifyText)).toMatchObject({ valid: true, fold: { uncommittedVotes: 1 } });
+    // Without the commits, no vote counts: the document does not hold.
+    expect(verifyVerdictDocument({ ...doc, commits: [] }, verifyText).valid).toBe(false);
   });
 
   it('forged, misdirected and replayed votes are rejected; non-member votes ignored and counted; equivocation recorded', async () => {
@@ -523,7 +604,7 @@ describe('a node that misses gossip still converges', () => {
         scs.push(sc);
         await s.applyOpened(sc, { sender: keys[1]!.id });
       }
-      now = start + 10; // within both deadlines
+      now = start + 5; // within both commit windows and deadlines
       await two(s, scs[0]!);
       await two(s, scs[4]!, EXEC);
     } finally {

@@ -1,4 +1,4 @@
-// Slashing as every node's fact (architecture.md §6, docs/protocol.md §15), on four real nodes on 127.0.0.1 (real
+// Slashing as every node's fact (architecture.md §6, docs/protocol.md §16), on four real nodes on 127.0.0.1 (real
 // libp2p, real HTTP): M and L are liars composed in the test — their zeta solver seals a wrong result (an extra output
 // member, still through the gate) — C is honest and contributing (the committee of one), B is where challengers live.
 //   1. M's wrong result challenged with the true digest: upheld; M is stopped between the verdict and its payment,

@@ -1,6 +1,6 @@
 // The fold of votes (architecture.md §6): each outcome, non-members ignored and counted, one vote per member,
 // equivocation recorded and discounted, late votes, no_quorum only once the deadline has passed; and docs/protocol.md
-// §15's table of outcomes and effects, read out of the document, one test per row through the fold and effectsOf.
+// §16's table of outcomes and effects, read out of the document, one test per row through the fold and effectsOf.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -70,15 +70,15 @@ describe('foldVotes', () => {
   });
 });
 
-/** docs/protocol.md §15's table: row number → its cells. */
+/** docs/protocol.md §16's table: row number → its cells. */
 function outcomeTable(): { row: string; deciding: string; outcome: string; bond: string; stake: string; reward: string }[] {
   const doc = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'protocol.md'), 'utf8');
-  const section = doc.slice(doc.indexOf('## 15. Verdicts and their effects'));
+  const section = doc.slice(doc.indexOf('## 16. Verdicts and their effects'));
   const rows = [...section.matchAll(/^\| (\d+) \| ([^|]+) \| ([^|]+) \| ([^|]+) \| ([^|]+) \| ([^|]+) \|$/gm)];
   return rows.map((m) => ({ row: m[1]!, deciding: m[2]!.trim(), outcome: m[3]!.trim(), bond: m[4]!.trim(), stake: m[5]!.trim(), reward: m[6]!.trim() }));
 }
 
-describe('docs/protocol.md §15: the table of outcomes and effects is the fold', () => {
+describe('docs/protocol.md §16: the table of outcomes and effects is the fold', () => {
   const table = outcomeTable();
   it('has its five rows', () => {
     expect(table.map((r) => r.row)).toEqual(['1', '2', '3', '4', '5']);

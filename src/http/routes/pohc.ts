@@ -7,6 +7,7 @@ import { quorumOf } from '../../consensus/policy.js';
 import { TRANSITIONS } from '../../consensus/challenge-lifecycle.js';
 import {
   CHALLENGE_OPENED_EVENT,
+  COMMIT_EVENT,
   VERDICT_EVENT,
   VOTE_EVENT,
   verdictDocumentSchema,
@@ -39,17 +40,22 @@ function registerPohcRoutes(router: Router, kit: HttpKit, deps: PohcDeps): void 
       topic: 'svc/consensus/1',
       events: {
         [CHALLENGE_OPENED_EVENT]: "{challenge, signature}: signed by the challenger's home over canonical JSON {attests: 'challenge', challenge}",
-        [VOTE_EVENT]: "{vote: {challenge_id, voter, digest, svcond}, signature}: signed by the voter over {attests: 'vote', vote}",
-        [VERDICT_EVENT]: '{challenge, votes, verdict}: the verdict with the signed votes it rests on',
+        [COMMIT_EVENT]:
+          "{commit: {challenge_id, voter, commitment, svcond}, signature}: commitment = SHA-256(digest|salt), signed by the voter over {attests: 'commit', commit}",
+        [VOTE_EVENT]:
+          "{vote: {challenge_id, voter, digest, svcond, salt}, signature}: the reveal of the voter's commit, signed by the voter over {attests: 'vote', vote}",
+        [VERDICT_EVENT]: '{challenge, commits, votes, verdict}: the verdict with the signed commits and votes it rests on',
       },
       challenge_id: 'chl_ + the first 32 hex digits of SHA-256(result_id|challenger zid): derived, so the opener cannot choose the committee',
       committee: {
-        eligible: `nodes whose bond attestation is at least ${p.settleTicks} ticks old at the challenge's tick, contributing, excluding the executor and the challenger's home`,
+        eligible: `nodes whose bond attestation is at least ${p.settleTicks} ticks old at the challenge's tick, heard contributing with that bond (a tick event) within ${p.liveTicks} ticks before it, one per operator, excluding the executor, its operator and the challenger's home; every node checks the listed set against its own bonds and tick events before it keeps a challenge or applies a verdict`,
         ranking: 'SHA-256(challenge_id|peer id), highest first',
         size: p.committeeSize,
         quorum: quorumOf(p.committeeSize),
+        smaller: 'never formed: 409 SVC_NO_COMMITTEE',
       },
       fold: [
+        "a vote counts only if SHA-256(digest|salt) is its voter's one commitment, signed within the commit window (half the way to the deadline); members reveal once every member has committed or the window has passed",
         'votes from nodes outside the committee are ignored and counted',
         'a member that voted two different digests equivocated: recorded, and none of its votes count',
         'a vote signed after the deadline tick does not count',
