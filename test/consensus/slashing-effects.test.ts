@@ -124,7 +124,9 @@ describe('the slashing batch at the bond’s home', () => {
     expect(await count(op.zid, op.key)).toBe(before.op - BOND);
     expect(await foundation()).toBe(before.foundation + BOND / 2);
     expect(n.node.bonds.slashState(op.bondId, n.node.mesh.nowSvcond())).toBe('applied');
-    expect((await call(n.url, 'GET', '/api/contribute/status', undefined, bearer(op.key))).body).toMatchObject({ bonded: false, mode: 'idle' });
+    const status = (await call(n.url, 'GET', '/api/contribute/status', undefined, bearer(op.key))).body;
+    expect(status).toMatchObject({ bonded: false, mode: 'idle', cooldown: { challenge_id: id } });
+    expect(status.cooldown.until_svcond).toBe(entry.challenge.challenge.svcond + Math.floor((30 * 86_400) / 0.777000777));
 
     // Told again, and after a restart: nothing moves twice; the cooldown holds.
     await n.node.slashing.onVerdict(entry);
