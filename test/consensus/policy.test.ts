@@ -82,7 +82,16 @@ describe('GET /api/contribute/policy and /status on a node', () => {
     const id = await zkIdentity(n.url, 'policy-status');
     const r = await call(n.url, 'GET', '/api/contribute/status', undefined, bearer(id.key));
     expect(r.status, r.text).toBe(200);
-    expect(r.body).toMatchObject({ zid: id.zid, node: n.node.nodeId, bonded: false, bond: null, mode: 'idle', open_challenges: [], verdicts: [] });
+    expect(r.body).toMatchObject({
+      zid: id.zid,
+      node: n.node.nodeId,
+      bonded: false,
+      bond: null,
+      mode: 'idle',
+      open_challenges: [],
+      cooldown: null,
+      verdicts: [],
+    });
     expect(r.body.policy).toEqual({ bond_envelopes: 5, committee_size: 3, quorum: 2 });
   });
 });

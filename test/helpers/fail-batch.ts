@@ -1,8 +1,9 @@
 // Make a node's next LevelDB batch that is not background mesh bookkeeping fail after `delayMs` (as a full disk
-// would), so a test can check that nothing of a failed write is left behind.
+// would), so a test can check that nothing of a failed write is left behind. With `touching`, the next batch that
+// writes or deletes a key it matches (e.g. one effect's batch among several).
 import type { TestNode } from './node.js';
 
-export function failNextBatch(t: TestNode, delayMs: number): void {
+export function failNextBatch(t: TestNode, delayMs: number, touching?: RegExp): void {
   type Batch = { put: (key: string, ...rest: unknown[]) => unknown; del: (key: string, ...rest: unknown[]) => unknown; write: (o?: unknown) => Promise<void> };
   const db = t.node.store.db as unknown as { batch: (...a: unknown[]) => Batch };
   const batch = db.batch.bind(db);
@@ -14,8 +15,9 @@ export function failNextBatch(t: TestNode, delayMs: number): void {
     let ours = false;
     const put = b.put.bind(b);
     const del = b.del.bind(b);
-    b.put = (key, ...rest) => ((ours ||= !background.test(key)), put(key, ...rest));
-    b.del = (key, ...rest) => ((ours ||= !background.test(key)), del(key, ...rest));
+    const matches = (key: string) => (touching ? touching.test(key) : !background.test(key));
+    b.put = (key, ...rest) => ((ours ||= matches(key)), put(key, ...rest));
+    b.del = (key, ...rest) => ((ours ||= matches(key)), del(key, ...rest));
     const write = b.write.bind(b);
     b.write = async (o?: unknown) => {
       if (!ours || failed) return write(o);

@@ -72,6 +72,8 @@ function registerContributeRoutes(router: Router, kit: HttpKit, s: ContributeRou
       mode: mode.mode,
       mode_since_svcond: mode.svcond,
       open_challenges: held ? bonds.openChallenges(held.bond.bond_id) : [],
+      // A slashed identity's cooldown: no new bond before this tick (null: none, or over).
+      cooldown: cooldownView(bonds.cooldownOf(c.zid), kit.time.nowSvcond()),
       // Verdicts on challenges of this identity's bonds (the active one and any earlier), newest first.
       // Read through the by-bond index: only these bonds' challenges.
       verdicts: (await Promise.all(bonds.idsOf(c.zid).map((id) => s.challenges.ofBond(id))))
@@ -123,4 +125,9 @@ function registerContributeRoutes(router: Router, kit: HttpKit, s: ContributeRou
     const r = await modes.set(c.zid, body.mode);
     ctx.body = { zid: c.zid, mode: r.mode, previous: r.previous, since_svcond: r.svcond, bond_id: bonds.ofZid(c.zid)?.bond.bond_id ?? null };
   });
+}
+
+/** A cooldown still running at `now`, as status shows it. */
+function cooldownView(cooldown: { until_svcond: number; challenge_id: string } | null, now: number): Record<string, unknown> | null {
+  return cooldown && now < cooldown.until_svcond ? { challenge_id: cooldown.challenge_id, until_svcond: cooldown.until_svcond } : null;
 }
