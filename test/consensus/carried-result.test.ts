@@ -1,0 +1,185 @@
+// A result no ledger holds is challengeable when the challenge carries it (consensus/result-lookup.ts carriedResult):
+// a liar composed here — a bonded mesh node that seals a zeta run ×(1 + 1e-6) and signs it, seal and execution, with
+// its own key, but records it nowhere — is challenged with the signed result itself, and the challenge opens for
+// re-execution against the liar's bond. The same body re-signed by another mesh member (who holds the receipt
+// secret but not the liar's key) is refused, naming the check that failed. Tested on the ChallengeService intake
+// (the full mesh flow is the cluster consensus tests').
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import type { PrivateKey } from '@libp2p/interface';
+import { Store } from '../../src/store/db.js';
+import { ChallengeService, type ChallengedResult } from '../../src/consensus/challenges.js';
+import type { BondService } from '../../src/consensus/bonds.js';
+import { carriedResult } from '../../src/consensus/result-lookup.js';
+import { signExecution, verifyExecution } from '../../src/consensus/executed-by.js';
+import { bytesSigner, signText, verifyText } from '../../src/mesh/wire.js';
+import { stampAt } from '../../src/kernel/clock.js';
+import { modulationFactor } from '../../src/kernel/modulation.js';
+import { metricShift } from '../../src/kernel/parity.js';
+import { deriveKey, sealWhole } from '../../src/kernel/receipt.js';
+import { buildBody } from '../../src/compute/sealed-body.js';
+import { plainJson, solverRequestDigest, solverResultDigest } from '../../src/compute/result-digest.js';
+import { verifySealedResult } from '../../src/compute/verify-result.js';
+import { defaultRegistry } from '../../src/solvers/registry.js';
+import { InputError } from '../../src/solvers/errors.js';
+
+const receiptKey = deriveKey(Buffer.from('0123456789abcdef0123456789abcdef', 'hex'), 'RECEIPT');
+const NS = 1_790_000_000_123_456_789n;
+const policy = { bondEnvelopes: 3, committeeSize: 3, settleTicks: 4, deadlineTicks: 10, challengeStake: 20, bondTermDays: 30, offload: 'never' as const };
+
+interface Key {
+  priv: PrivateKey;
+  id: string;
+}
+async function key(): Promise<Key> {
+  const priv = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
+  return { priv, id: peerIdFromPrivateKey(priv as never).toString() };
+}
+
+let liar: Key;
+let forger: Key;
+let others: Key[];
+let honestDigest: string;
+/** The liar's sealed result: zeta at n = 30, its value ×(1 + 1e-6), every digest and signature consistent. */
+let lie: Record<string, any>;
+const dirs: string[] = [];
+const stores: Store[] = [];
+
+/** What the liar's patched build seals. */
+function liarSeals(by: Key, sealer: Key): Record<string, any> {
+  const zeta = defaultRegistry().get('zeta')!;
+  const inputs = plainJson(zeta.resolve({ n: 30, count: 1 }) as Record<string, unknown>);
+  const honest = zeta.run(inputs as never);
+  const out = { ...honest, value: honest.value * (1 + 1e-6) };
+  const outputs = plainJson(out.outputs);
+  const resultDigest = solverResultDigest('zeta', inputs, out, outputs);
+  const stamp = stampAt(NS);
+  const executedBy = signExecution(
+    (t) => signText(sealer.priv, t),
+    { node: sealer.id, bond_id: 'bond_' + '1'.repeat(24), svcond: stamp.svcond, request_digest: solverRequestDigest('zeta', inputs) },
+    resultDigest,
+  );
+  const body = buildBody(receiptKey, {
+    kind: 'solver',
+    parts: {
+      stamp,
+      R_t: modulationFactor(stamp.phase, 0),
+      resultId: `res_${stamp.svcond}_00000000000000aa`,
+      resultDigest,
+      shift: metricShift(stamp.phase, 0, 0),
+      phi0: 0,
+      node: sealer.id,
+      kernelVersion: '1.287.6',
+      executedBy,
+    },
+    solver: { id: 'zeta', kind: zeta.kind },
+    inputs,
+    out: plainJson(out),
+    outputs,
+    relError: 0,
+    extra: {},
+  });
+  return sealWhole(receiptKey, bytesSigner(by.priv), plainJson({ ...body, tally_charge: null, envelope: null, audit: null }));
+}
+
+/** This mesh's verifier: the receipt key, and the nodes it has heard (the liar and the others, not the forger's claim). */
+const verify = (known: string[]) => (body: unknown) =>
+  verifySealedResult({ receiptKey, isKnownNode: (n) => known.includes(n), verifySignature: verifyText }, body);
+
+beforeAll(async () => {
+  const all = await Promise.all([0, 1, 2, 3, 4, 5].map(() => key()));
+  liar = all[0]!;
+  forger = all[1]!;
+  others = all.slice(2);
+  lie = liarSeals(liar, liar);
+  const zeta = defaultRegistry().get('zeta')!;
+  const honest = zeta.run(zeta.resolve(lie.inputs) as never);
+  honestDigest = solverResultDigest('zeta', lie.inputs, honest, plainJson(honest.outputs));
+});
+afterAll(async () => {
+  for (const s of stores) await s.close();
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+describe('carriedResult', () => {
+  it("accepts the liar's signed result: the request to re-execute, its stamp, the liar's digest and bond; honest re-execution disagrees", () => {
+    const known = [liar.id, ...others.map((k) => k.id)];
+    const r = carriedResult(verify(known), lie.result_id, lie);
+    expect(r).toEqual({
+      result_id: lie.result_id,
+      request: { kind: 'solver', solver: 'zeta', inputs: lie.inputs },
+      stamp_svcond: lie.svcond,
+      result_digest: lie.result_digest,
+      executed_by: lie.executed_by,
+      owner: null,
+      published: true,
+    });
+    expect(verifyExecution(verifyText, r.executed_by!, r.result_digest)).toBe(true);
+    expect(honestDigest).not.toBe(lie.result_digest);
+  });
+
+  it('refuses a result re-signed by another mesh member, one by a node nobody knows, one tampered, or one that is another result', () => {
+    const known = [liar.id, forger.id];
+    const reasonOf = (body: unknown, id = lie.result_id, k = known) => {
+      try {
+        carriedResult(verify(k), id, body);
+      } catch (err) {
+        expect(err).toBeInstanceOf(InputError);
+        expect((err as InputError).status).toBe(400);
+        return (err as Error).message.replace(/^invalid input result: /, '');
+      }
+      return 'accepted';
+    };
+    // The forger holds the receipt secret: its re-signed body keeps a good proof, not the liar's signature.
+    expect(reasonOf(liarSeals(forger, liar))).toBe('the carried result does not verify: seal_signature');
+    expect(reasonOf(lie, lie.result_id, [forger.id])).toBe('the carried result does not verify: sealer_unknown');
+    expect(reasonOf({ ...lie, value: lie.value * 2 })).toMatch(/^the carried result does not verify: proof, receipt, seal_signature, result_digest$/);
+    expect(reasonOf(lie, 'res_1_00000000000000bb')).toBe(`the carried result is ${lie.result_id}, not res_1_00000000000000bb`);
+  });
+});
+
+describe('ChallengeService.open with a carried result', () => {
+  it('opens a challenge against the liar for a result no ledger holds; without the result it is 404', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'svc-carried-'));
+    dirs.push(dir);
+    const store = await Store.open(join(dir, 'db'), { sync: false });
+    stores.push(store);
+    const home = others[0]!;
+    const known = [liar.id, ...others.map((k) => k.id)];
+    const now = lie.svcond + 20;
+    const s = new ChallengeService({
+      store,
+      policy,
+      bonds: { ofNode: () => null, get: () => null } as unknown as BondService,
+      nodeId: () => home.id,
+      nowSvcond: () => now,
+      sign: (t) => signText(home.priv, t),
+      verify: verifyText,
+      // No node's record holds it: as node/consensus.ts wires the lookup.
+      lookup: async (id, carried): Promise<ChallengedResult | null> => (carried === undefined ? null : carriedResult(verify(known), id, carried)),
+      candidates: () => [liar, ...others].map((k) => ({ node: k.id, bondSvcond: 0, contributing: true })),
+      verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
+      holdStake: async (zid, amount) => ({ hold: { zid, amount, from_free: amount, from_paid: 0 }, ops: [], rollback: () => undefined }),
+    });
+    await s.load();
+    await expect(s.open('zid_challenger', lie.result_id, honestDigest)).rejects.toMatchObject({ status: 404, code: 'SVC_NOT_FOUND' });
+    const e = await s.open('zid_challenger', lie.result_id, honestDigest, lie);
+    const c = e.challenge.challenge;
+    expect(e.state).toBe('opened');
+    expect(c).toMatchObject({
+      result_id: lie.result_id,
+      executed_by: lie.executed_by,
+      executor_digest: lie.result_digest,
+      claimed_digest: honestDigest,
+      request: { kind: 'solver', solver: 'zeta', inputs: lie.inputs },
+      stamp_svcond: lie.svcond,
+    });
+    // The liar executed it, so it sits on no committee for its own result.
+    expect(c.committee).not.toContain(liar.id);
+    expect(c.committee).toHaveLength(3);
+  });
+});
