@@ -50,7 +50,7 @@ describe('embed keys', () => {
       ['POST', `/api/chain/${owner.slug}/embed-keys`, {}],
       ['PATCH', `/api/chain/${owner.slug}/settings`, { is_public: true }],
       ['GET', '/api/tally/balance', undefined],
-      ['POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { m: 1, v: 1 } }],
+      ['POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 1, velocity_m_s: 1 } }],
     ] as const) {
       expectError((await call(t.url, method, path, body, bearer(key))) as never, 401, 'SVC_INVALID_KEY');
     }

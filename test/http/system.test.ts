@@ -81,10 +81,16 @@ describe('system routes', () => {
       domain: 'mechanics',
       formula: expect.any(String),
       inputs: [
-        { key: 'mass_kg', unit: 'kg', default: 1 },
-        { key: 'velocity_m_s', unit: 'm/s', default: 1 },
+        { key: 'mass_kg', unit: 'kg', default: 1, domain: { text: 'mass ≥ 0', min: 0, min_inclusive: true } },
+        {
+          key: 'velocity_m_s',
+          unit: 'm/s',
+          default: 1,
+          domain: { text: '|v| < c = 299792458 m/s', min: -299792458, min_inclusive: false, max: 299792458, max_inclusive: false },
+        },
       ],
       unit: 'J',
+      result_domain: { text: 'energy ≥ 0', min: 0, min_inclusive: true },
     });
     const cats = await call(t.url, 'GET', '/api/operators/categories');
     expect(cats.body.categories).toHaveLength(8);

@@ -10,7 +10,7 @@ import { solverRequestDigest } from '../../src/compute/result-digest.js';
 import { RESULT_LOOKUP } from '../../src/consensus/result-lookup.js';
 
 const BOND = 3;
-const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { m: 2, v: 3 } };
+const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } };
 const contribution = { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 4, deadlineTicks: 12, challengeStake: 20, bondTermDays: 30, offload: 'never' };
 
 let t: TestNode;
