@@ -1,5 +1,6 @@
-// Assertions shared by the solver tests: input rejection and the 1 % perturbation of the check gate.
+// Assertions shared by the solver tests: input rejection and the gate on a 1 %-perturbed result.
 import { expect } from 'vitest';
+import { gateSolverCheck, type GateVerdict } from '../../src/kernel/gate.js';
 import { InputError } from '../../src/solvers/errors.js';
 import type { Check } from '../../src/solvers/types.js';
 
@@ -38,12 +39,25 @@ export function inputErrorOnResolve(
   return (raw, field, expected = {}) => expectInputError(() => solver.resolve(raw), field, { ...defaults, ...expected });
 }
 
-/** Relative error of a check (or one of its parts) against its reference when the computed value is 1 % off. */
-export function perturbedError(p: { computed: number; reference: number }): number {
-  return Math.abs(p.computed * 1.01 - p.reference) / Math.abs(p.reference);
-}
-
-/** perturbedError of each check part (or of the check itself when it has none). */
-export function perturbedErrors(check: Check): number[] {
-  return (check.parts ?? [check]).map(perturbedError);
+/**
+ * Runs the gate (kernel/gate.ts) on a solver's result and on that result perturbed: each check part's computed value
+ * moved by 1 % of its reference in turn, with the solver's own rel_error and passed left as it claimed them (as a
+ * wrong solver would report them). The result as run must pass the gate; every perturbed one must fail it, with the
+ * error the gate recomputes. Returns the perturbed verdicts.
+ */
+export function expectGateRefusesPerturbed(out: { value: number; check: Check }): GateVerdict[] {
+  const honest = gateSolverCheck(out.check, out.value);
+  expect(honest.passed, honest.reason ?? '').toBe(true);
+  const parts = out.check.parts && out.check.parts.length > 0 ? out.check.parts : null;
+  const verdicts: GateVerdict[] = [];
+  for (const [i, part] of (parts ?? [out.check]).entries()) {
+    const computed = part.computed + 0.01 * Math.abs(part.reference);
+    const perturbed: Check = parts ? { ...out.check, parts: parts.map((q, j) => (j === i ? { ...q, computed } : q)) } : { ...out.check, computed };
+    const verdict = gateSolverCheck(perturbed, out.value === part.computed ? computed : out.value);
+    expect(verdict.passed, `${part.name} perturbed`).toBe(false);
+    expect(verdict.reason).toMatch(/relative error .* exceeds 0\.001$/);
+    expect(verdict.rel_error).toBeGreaterThanOrEqual(Math.abs(computed - part.reference) / Math.abs(part.reference));
+    verdicts.push(verdict);
+  }
+  return verdicts;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { climate } from '../../src/solvers/climate.js';
-import { expectInputError, perturbedError } from '../helpers/solver.js';
+import { expectGateRefusesPerturbed, expectInputError } from '../helpers/solver.js';
 
 // Poincaré (inertia–gravity) wave dispersion ω² = f² + gH|k|², f = 2Ω sin φ: phase speed ω/|k|.
 function poincare(raw: Record<string, unknown>): { speed: number; omega: number; f: number } {
@@ -104,7 +104,6 @@ describe('climate', () => {
   });
 
   it('a result perturbed by 1 % fails the gate', () => {
-    const c = climate.run(climate.resolve({})).check;
-    expect(perturbedError(c)).toBeGreaterThan(1e-3);
+    expectGateRefusesPerturbed(climate.run(climate.resolve({})));
   });
 });
