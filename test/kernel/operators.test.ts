@@ -1059,14 +1059,16 @@ describe('evaluateChain', () => {
       expect(run({ ...chain, inputs: { resistance_ohm: 0, current_A: 'x' } }).extra.field).toBe('current_A');
     });
 
-    it('inputs that are not an object, and unused keys that are not numbers → SVC_INVALID_INPUT', () => {
+    it('inputs that are not an object, and keys no operator of the chain reads (numbers or not) → SVC_INVALID_INPUT', () => {
       const chain = { domain: 'quantum', operators: ['KO42', 'QM_HYDROGEN_LEVEL'] };
       for (const bad of [null, [1, 2], 3, 'x']) {
         const err = run({ ...chain, inputs: bad });
         expect([err.code, err.extra.field]).toEqual(['SVC_INVALID_INPUT', 'inputs']);
       }
-      const err = run({ ...chain, inputs: { level_n: 2, extra_key: 'oops' } });
-      expect([err.code, err.extra.field]).toEqual(['SVC_INVALID_INPUT', 'extra_key']);
+      for (const extra of ['oops', 2]) {
+        const err = run({ ...chain, inputs: { level_n: 2, extra_key: extra } });
+        expect([err.code, err.extra.field, err.extra.closest]).toEqual(['SVC_INVALID_INPUT', 'extra_key', ['level_n']]);
+      }
     });
   });
 });
