@@ -133,7 +133,8 @@ export const configSchema = z
         operator: z
           .string()
           .regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters')
-          .nullish(),
+          .nullable()
+          .default(null),
       })
       .strict(),
     /**

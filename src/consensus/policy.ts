@@ -4,7 +4,8 @@
 import { TICK_SECONDS_EXACT } from '../kernel/clock.js';
 import type { NodeConfig } from '../config/schema.js';
 
-export type ContributionPolicy = NodeConfig['contribution'];
+/** The consensus rules (the bond slot's owner, `operator`, is bond-slot.ts's). */
+export type ContributionPolicy = Omit<NodeConfig['contribution'], 'operator'>;
 
 export const MODES = ['idle', 'contributing', 'experimenting'] as const;
 export type Mode = (typeof MODES)[number];

@@ -195,7 +195,7 @@ export async function wireConsensus(
         bonds,
         modes,
         challenges,
-        bondSlot: { operator: config.contribution.operator ?? null, isOperatorToken: (t) => economy.grants.isOperator(t) },
+        bondSlot: { operator: config.contribution.operator, isOperatorToken: (t) => economy.grants.isOperator(t) },
       }),
       consensusRoutes({ challenges, slashing }),
       pohcRoutes({ challengeStateFault: (c) => challenges.checkAgainstState(c) }),

@@ -65,6 +65,13 @@ describe('README walk-through with curl', () => {
     expect(xfer).toMatchObject({ state: 'delivered', count: 2 });
     expect(xfer.token_ids).toHaveLength(2);
     expect(stdout.split(`"transfer_id":"${xfer.transfer_id}","state":"delivered"`)).toHaveLength(3);
+    // 9. the machine key refused on an identity-wide route; the keys listed (no secret), one revoked by the CLI.
+    expect(stdout).toContain('zsm_ key on an identity-wide route: 403');
+    expect(stdout).toMatch(new RegExp(`"zid":"${reg.zid}","total":3,"keys":\\[`));
+    expect(stdout).toMatch(/\{"key_id":"sk_test_[0-9a-f]{8}","kind":"sk_test","scope":"identity","slug":null,"plan":"test",[^}]*"revoked_at":"[^"]+"\}/);
+    expect(stdout).toMatch(/^sk_test_[0-9a-f]{8} {2}sk_test {2}identity {2}created \S+ {2}last used \S+ {2}revoked \S+$/m);
+    expect(stdout).toMatch(/^zsm_[0-9a-f]{8} {2}zsm {2}machine m-[0-9a-f]+ {2}created \S+ {2}last used \S+ {2}active$/m);
+    expect(stdout).not.toContain(reg.admin_key);
   });
 
   it('the state-machine walk-through (escrow of docs/chain.md) runs as written', { timeout: 120_000 }, async () => {
