@@ -38,6 +38,16 @@ const clockFields = {
 
 export const pulseResponse = z.looseObject({ ...clockFields, R_t: z.number(), next_tick_in_ms: z.number().min(0), node: peerId });
 export const clockResponse = z.looseObject(clockFields);
+export const fieldStatusResponse = z.looseObject({
+  node: peerId,
+  svcond: int,
+  phase: z.number().min(0).max(1),
+  R_t: z.number(),
+  modulation: z.looseObject({ amplitude: z.number(), pulse_hz: z.number(), phi0: z.number(), deviation: z.number().min(0), within_bound: z.boolean() }),
+  gate: z.looseObject({ tolerance: z.number(), precision_bound: z.number() }),
+  parity: z.looseObject({ variance_threshold: z.number() }),
+  mesh: z.looseObject({ enabled: z.boolean(), coherenceScore: z.number().nullable(), peers: int, recentGossipCount: int }),
+});
 
 export const demoKeyResponse = z.looseObject({ key: z.string().startsWith('sk_'), plan: z.literal('demo'), dailyLimit: int });
 

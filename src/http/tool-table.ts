@@ -105,6 +105,13 @@ const computeTools: ToolRow[] = [
     request: (a) => ({ method: 'POST', path: '/api/svc/shift', body: a }),
   },
   {
+    name: 'svc_field_status',
+    description:
+      "The field now: tick, phase and R(t) with its distance from 1 against the 1e-3 bound, the tolerance gate and parity thresholds, and the mesh's coherenceScore (GET /api/svc/field/status).",
+    schema: none,
+    request: () => ({ method: 'GET', path: '/api/svc/field/status' }),
+  },
+  {
     name: 'svc_list_operators',
     description: 'Every operator of the kernel with its domain, inputs and formula (GET /api/operators).',
     schema: none,
@@ -210,9 +217,7 @@ function solverTool(solver: AnySolver): ToolRow {
 }
 
 /** The spec's tools whose capability this node does not have yet, and what they wait for. */
-export const PLANNED_TOOLS: readonly { name: string; waits_for: string }[] = [
-  { name: 'svc_field_status', waits_for: 'a field-status route (the spec names the tool only)' },
-];
+export const PLANNED_TOOLS: readonly { name: string; waits_for: string }[] = [];
 
 /** Every tool this node offers: the groups above, then one per solver. */
 export function toolTable(registry: SolverRegistry): ToolRow[] {

@@ -70,8 +70,13 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     discovery: discoveryOf({ config, nodeId, registry, library, tiers: p.tiers }),
     metrics: f.metrics,
   };
+  // The field status's view of the mesh: how far the peers heard agree with this node (none without a mesh).
+  const coherence = async () => {
+    const st = await mesh.status();
+    return st.enabled ? { coherenceScore: st.coherenceScore, peers: st.meshSize - 1, recentGossipCount: st.recentGossipCount } : null;
+  };
   // The node's own routes first (health, discovery, pulse), the documents last.
-  const own = { system: systemRoutes({ registry, library, tiers: p.tiers, keylessStreams }), pages: [docsRoutes(), dashboardRoutes()] };
+  const own = { system: systemRoutes({ registry, library, tiers: p.tiers, keylessStreams, coherence }), pages: [docsRoutes(), dashboardRoutes()] };
   const { app, router } = createApp(kit, [own.system, ...p.routes, ...own.pages]);
   const server = createHttpServer(app.callback(), logger);
   server.keepAliveTimeout = 5000;

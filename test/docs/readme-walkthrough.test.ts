@@ -90,6 +90,29 @@ describe('README walk-through with curl', () => {
     expect(stdout).toMatch(/\{"valid":true,"slug":"escrow-book","rows":4,"sound_rows":4,"first_bad":null,.*"proofs":\[\{"kind":"inclusion","valid":true/);
   });
 
+  it('the MCP block runs as written (U and KEY of the walk-through above): svc_auto routes its query and seals', { timeout: 60_000 }, async () => {
+    const script = `U=${t.url}\nKEY=$(node -p 'require("./reg.json").admin_key')\n` + (await docBlock('README.md', '## Use from an AI agent (MCP)'));
+    const { stdout } = await run('bash', ['-c', script], { cwd: dir, maxBuffer: 16 * 1024 * 1024, timeout: 50_000 });
+    const answer = JSON.parse(stdout);
+    expect(answer.result.isError, stdout).toBeFalsy();
+    expect(answer.result.structuredContent.solver).toBe('fea');
+    expect(answer.result.structuredContent.result.svcProof).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("the chat block's question is answered by the offline assistant with a sealed result", { timeout: 60_000 }, async () => {
+    const block = await docBlock('README.md', '## Chat');
+    const question = /"content":"([^"]+)"/.exec(block)![1]!;
+    const key = JSON.parse(await readFile(join(dir, 'reg.json'), 'utf8')).admin_key as string;
+    const r = await fetch(`${t.url}/api/llm/chat`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: question }], tools: true }),
+    });
+    const text = await r.text();
+    expect(r.status, text).toBe(200);
+    expect(JSON.parse(text).result?.svcProof, text).toMatch(/^[0-9a-f]{64}$/);
+  });
+
   it('the streams block runs as written (with URL and KEY of the walk-through above)', { timeout: 60_000 }, async () => {
     const script = `URL=${t.url}\nKEY=$(node -p 'require("./reg.json").admin_key')\n` + (await docBlock('README.md', '## Streams'));
     const { stdout } = await run('bash', ['-c', script], { cwd: dir, maxBuffer: 16 * 1024 * 1024, timeout: 50_000 });

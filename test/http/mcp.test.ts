@@ -78,6 +78,31 @@ describe('MCP over Streamable HTTP (official SDK client)', () => {
     expect(heat.additionalProperties).toBe(false);
   });
 
+  it('svc_field_status reads the field now: tick, phase and R(t) within its bound, the thresholds, the mesh', async () => {
+    const before = (await call(t.url, 'GET', '/api/svc/pulse')).body.svcond as number;
+    const r = (await client.callTool({ name: 'svc_field_status', arguments: {} })) as CallToolResult;
+    expect(r.isError).toBeFalsy();
+    const f = structured(r);
+    expect(f.node).toBe(t.node.nodeId);
+    expect(f.svcond).toBeGreaterThanOrEqual(before);
+    expect(f.svcond - before).toBeLessThanOrEqual(2);
+    expect(f.phase).toBeGreaterThanOrEqual(0);
+    expect(f.phase).toBeLessThan(1);
+    // Rule 2: R(t) = 1 + 1e-3 sin(2 pi phase + phi0), phi0 = 0 by default; |R - 1| <= 1e-3.
+    expect(f.R_t).toBeCloseTo(1 + 1e-3 * Math.sin(2 * Math.PI * f.phase), 12);
+    expect(f.modulation).toMatchObject({ amplitude: 1e-3, pulse_hz: 1.287, phi0: 0, within_bound: true });
+    expect(f.modulation.deviation).toBeCloseTo(Math.abs(f.R_t - 1), 15);
+    expect(f.zeqond_ns).toBe(777000777);
+    expect(f.gate).toEqual({ tolerance: 1e-3, precision_bound: 1e-4 });
+    expect(f.parity).toEqual({ variance_threshold: 0.0091 });
+    // This node runs without a mesh: nobody to agree with.
+    expect(f.mesh).toEqual({ enabled: false, coherenceScore: null, peers: 0, recentGossipCount: 0 });
+    // The same answer keyless over HTTP (the tool is a request to the route).
+    const http = await call(t.url, 'GET', '/api/svc/field/status');
+    expect(http.status).toBe(200);
+    expect(Object.keys(http.body).sort()).toEqual(Object.keys(f).sort());
+  });
+
   it('svc_compute seals a result, svc_verify accepts it and rejects it tampered', async () => {
     const r = (await client.callTool({
       name: 'svc_compute',

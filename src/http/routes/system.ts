@@ -22,6 +22,7 @@ import {
   categoriesResponse,
   clockResponse,
   discoveryResponse,
+  fieldStatusResponse,
   healthResponse,
   kernelResponse,
   libSearchResponse,
@@ -92,10 +93,49 @@ function routedMethods(router: Router): string[] {
   return [...methods];
 }
 
+/** What the field status reads of the mesh (null: a node without one). */
+export interface FieldCoherence {
+  coherenceScore: number | null;
+  peers: number;
+  recentGossipCount: number;
+}
+
+/**
+ * The field now (svc_field_status): the KO42 modulation at this instant — tick, phase, R(t) and its distance from 1
+ * against rule 2's bound — the gate and parity thresholds every result is held to (rules 4 and 6), and how far the
+ * mesh agrees with this node's clock and kernel (coherenceScore). Everything is read, nothing is stored.
+ */
+export function fieldStatus(kit: Pick<HttpKit, 'time' | 'config' | 'nodeId'>, mesh: FieldCoherence | null): Record<string, unknown> {
+  const pulse = pulseObject(kit);
+  const deviation = Math.abs((pulse.R_t as number) - 1);
+  return {
+    node: kit.nodeId(),
+    svcond: pulse.svcond,
+    phase: pulse.phase,
+    R_t: pulse.R_t,
+    modulation: {
+      formula: 'R(t) = S(t)[1 + a sin(2 pi f t + phi0)]',
+      amplitude: MODULATION_AMPLITUDE,
+      pulse_hz: PULSE_HZ,
+      phi0: kit.config.kernel.phi0,
+      deviation,
+      within_bound: deviation <= MODULATION_AMPLITUDE,
+    },
+    zeqond_ns: TICK_NS_NUMBER,
+    next_tick_in_ms: pulse.next_tick_in_ms,
+    gate: { tolerance: TOLERANCE_GATE, precision_bound: PRECISION_BOUND },
+    parity: { variance_threshold: VARIANCE_THRESHOLD },
+    mesh: mesh === null ? { enabled: false, coherenceScore: null, peers: 0, recentGossipCount: 0 } : { enabled: true, ...mesh },
+    kernel_version: kit.config.kernel.version,
+  };
+}
+
 export interface SystemRouteServices {
   registry: SolverRegistry;
   library: Library;
   tiers: TierBook;
+  /** The mesh's agreement for the field status (null or absent: no mesh). */
+  coherence?: () => Promise<FieldCoherence | null>;
   /** Slots of keyless long-lived streams, shared with /ws/stream (stream-slots.ts); absent: the pulse stream makes its own. */
   keylessStreams?: StreamSlots;
 }
@@ -126,6 +166,10 @@ function registerSystemRoutes(router: Router, kit: HttpKit, s: SystemRouteServic
 
   router.get('/api/svc/pulse', responds(pulseResponse), (ctx) => {
     ctx.body = pulseObject(kit);
+  });
+
+  router.get('/api/svc/field/status', responds(fieldStatusResponse), async (ctx) => {
+    ctx.body = fieldStatus(kit, (await s.coherence?.()) ?? null);
   });
 
   router.get('/api/tally/clock', responds(clockResponse), (ctx) => {
