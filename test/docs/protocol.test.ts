@@ -15,6 +15,7 @@ import { RESULT_SEALED } from '../../src/compute/announce.js';
 import { CheckpointSchema, checkpointText, verifyCheckpoint } from '../../src/chain/checkpoints.js';
 import { Frontier, leafHash } from '../../src/chain/merkle.js';
 import { EXEC_REFUSALS, encodeFrame, execRequestSchema } from '../../src/consensus/exec-protocol.js';
+import { PEER_HTTP_PROTOCOL, peerHttpRequestSchema } from '../../src/mesh/peer-http.js';
 import { executionText, verifyExecution } from '../../src/consensus/executed-by.js';
 import { plainJson, solverRequestDigest, solverResultDigest } from '../../src/compute/result-digest.js';
 import { defaultRegistry } from '../../src/solvers/registry.js';
@@ -487,5 +488,29 @@ describe("docs/protocol.md: the project's code agrees", () => {
       .match(/`([A-Z_]+)`/g)!
       .map((c) => c.slice(1, -1));
     expect(codes.sort()).toEqual([...new Set(Object.values(EXEC_REFUSALS))].sort());
+  });
+});
+
+describe('docs/protocol.md §17, /svc/http/1', () => {
+  it('the request digest, handshake and frame follow from the numbers', () => {
+    const x = example('peer-http');
+    const { handshake, ...rest } = x.request;
+    expect(sha256(jcs(rest))).toBe(x.digest);
+    expect(handshake).toBe('v1=' + hmac(Buffer.from(x.mesh_secret, 'utf8'), `${x.home}|${x.request.svcond}|${x.digest}`));
+    const text = Buffer.from(jcs(x.request), 'utf8');
+    expect(text.length).toBe(x.request_frame.text_bytes);
+    expect(Buffer.from([(text.length % 128) | 0x80, Math.floor(text.length / 128)]).toString('hex')).toBe(x.request_frame.length_prefix_hex);
+  });
+
+  it("the node's request schema, frame and handshake agree with the document", () => {
+    const x = example('peer-http');
+    const r = x.request;
+    expect(peerHttpRequestSchema.parse(r)).toEqual(r);
+    const { handshake: _h, ...rest } = r;
+    expect(handshakeFor(x.mesh_secret, x.home, r.svcond, bodyDigest(rest))).toBe(r.handshake);
+    const frame = Buffer.from(encodeFrame(r));
+    expect(frame.subarray(0, 2).toString('hex')).toBe(x.request_frame.length_prefix_hex);
+    expect(frame.subarray(2).toString('utf8')).toBe(jcs(r));
+    expect(DOC).toContain(`**\`${PEER_HTTP_PROTOCOL}\`**`);
   });
 });
