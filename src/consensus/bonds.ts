@@ -522,7 +522,7 @@ export class BondService {
   // ---------------------------------------------------------------- internals
 
   /**
-   * A new bond heard from the mesh: refused when its identity is in a slashing's cooldown at the bond's tick, or its
+   * A bond heard from the mesh, not yet in the registry: refused when its identity is in a slashing's cooldown at the bond's tick, or its
    * node has not applied a slashing past the due tick (a home that skips its own slashing bonds no one).
    */
   private refuseSlashedOperator(bond: BondRecord): void {

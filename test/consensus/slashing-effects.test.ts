@@ -1,4 +1,4 @@
-// The slashing's batch at the bond's home, on one real node (architecture.md §6, docs/protocol.md §15): an upheld
+// The slashing's batch at the bond's home, on one real node (architecture.md §6, docs/protocol.md §16): an upheld
 // verdict whose challenger is homed at the same node, told to the slashing as the challenge service tells it. The
 // challenger's share moves to it on this ledger and the rest to the foundation account, in one batch with the record,
 // the operator's return to idle and the registry's applied record; told again, and after a restart, nothing moves

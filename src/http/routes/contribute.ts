@@ -72,7 +72,7 @@ function registerContributeRoutes(router: Router, kit: HttpKit, s: ContributeRou
       mode: mode.mode,
       mode_since_svcond: mode.svcond,
       open_challenges: held ? bonds.openChallenges(held.bond.bond_id) : [],
-      // A slashed identity's cooldown: no new bond before this tick (null: none, or over).
+      // A slashed identity's cooldown: no bond before this tick (null: none, or over).
       cooldown: cooldownView(bonds.cooldownOf(c.zid), kit.time.nowSvcond()),
       // Verdicts on challenges of this identity's bonds (the active one and any earlier), newest first.
       // Read through the by-bond index: only these bonds' challenges.
