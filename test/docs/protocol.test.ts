@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { ManualClock } from '../../src/kernel/clock.js';
 import { deriveKey, signBody } from '../../src/kernel/receipt.js';
+import { VERIFY_REASONS, verifySealedResult } from '../../src/compute/verify-result.js';
 import { bodyDigest, decodeEnvelope, eventId, handshakeFor, signingText, topicForType, verifyText } from '../../src/mesh/wire.js';
 import { keyFingerprint } from '../../src/config/receipt-secret.js';
 import { RESULT_SEALED } from '../../src/compute/announce.js';
@@ -130,6 +131,25 @@ describe('docs/protocol.md, recomputed from its own numbers', () => {
       tamper(b);
       expect(hmac(Buffer.from(keys.K_RECEIPT, 'hex'), jcs(unsigned(b)))).not.toBe(expected);
     }
+  });
+
+  it("§3 seal_signature = Ed25519 by `node`'s key over JCS(body without svcProof, cko.svcProof and seal_signature); svcProof covers it", () => {
+    const sig = example('sealed-compute-signature');
+    const { seal_signature: given, ...rest } = unsigned(compute) as Record<string, any>;
+    const text = jcs(rest);
+    expect(Buffer.byteLength(text, 'utf8')).toBe(sig.signing_bytes);
+    expect(sha256(text)).toBe(sig.signing_sha256);
+    expect(compute.node).toBe(sig.node);
+    expect(sig.node).toBe(event.peer_id);
+    // Ed25519 is deterministic: the §7 seed signs to exactly the document's signature; the peer id's key verifies it.
+    expect(edSign(null, Buffer.from(text, 'utf8'), edPrivate(event.seed_hex)).toString('base64')).toBe(sig.seal_signature);
+    expect(given).toBe(sig.seal_signature);
+    expect(edVerify(null, Buffer.from(text, 'utf8'), edPublicFromPeerId(compute.node), Buffer.from(given, 'base64'))).toBe(true);
+    expect(edVerify(null, Buffer.from(jcs({ ...rest, value: 10 }), 'utf8'), edPublicFromPeerId(compute.node), Buffer.from(given, 'base64'))).toBe(false);
+    // The proof's text holds the signature: another one (or none) changes the proof.
+    const proofKey = Buffer.from(keys.K_RECEIPT, 'hex');
+    expect(hmac(proofKey, jcs(rest))).not.toBe(compute.svcProof);
+    expect(compute.executed_by).toBeNull();
   });
 
   it("§4 the tick receipt HMAC covers the receipt without hmac plus the body's value, unit and result_digest", () => {
@@ -293,11 +313,34 @@ describe("docs/protocol.md: the project's code agrees", () => {
     expect(signBody(deriveKey(secret, 'RECEIPT'), compute)).toBe(compute.svcProof);
   });
 
-  it("a node keyed with the document's secret verifies its sealed result and prove receipt, and refuses them tampered", async () => {
+  it("a node keyed with the document's secret checks its sealed result as §3 says, and refuses it tampered", async () => {
+    // This node has its own key and has never heard the example's node: every check holds but the sealer is unknown.
     const v = await call(node.url, 'POST', '/api/svc/verify', compute, bearer(key));
-    expect(v.body).toMatchObject({ valid: true, proof_valid: true, receipt_valid: true, result_id: compute.result_id, svcond: compute.svcond });
+    expect(v.body).toEqual({
+      valid: false,
+      proof_valid: true,
+      receipt_valid: true,
+      seal_signature_valid: true,
+      result_digest_valid: true,
+      sealed_by: compute.node,
+      sealer_known: false,
+      result_id: compute.result_id,
+      svcond: compute.svcond,
+      reason: 'sealer_unknown',
+      reasons: [{ code: 'sealer_unknown', message: VERIFY_REASONS.sealer_unknown }],
+    });
+    // The same function with the example's node known (as `svc-node verify --node` makes it): valid.
+    const known = verifySealedResult(
+      { receiptKey: deriveKey(Buffer.from(keys.secret_hex, 'hex'), 'RECEIPT'), isKnownNode: (n) => n === compute.node, verifySignature: verifyText },
+      compute,
+    );
+    expect(known).toMatchObject({ valid: true, sealed_by: compute.node, reasons: [] });
+    // §3's reason codes are the function's closed list, in the table's order.
+    const section = DOC.slice(DOC.indexOf('## 3.'), DOC.indexOf('## 4.'));
+    const codes = [...section.matchAll(/^\| \d \| .* \| `([a-z_]+)` \|$/gm)].map((m) => m[1]);
+    expect(['not_a_result', ...codes]).toEqual(Object.keys(VERIFY_REASONS));
     const t = await call(node.url, 'POST', '/api/svc/verify', { ...compute, value: 10 }, bearer(key));
-    expect(t.body).toMatchObject({ valid: false, proof_valid: false, receipt_valid: false });
+    expect(t.body).toMatchObject({ valid: false, proof_valid: false, receipt_valid: false, seal_signature_valid: false, result_digest_valid: false });
     const p = example('prove');
     const pv = await call(node.url, 'POST', '/api/svc/prove/verify', { receipt: p.receipt, signature: p.signature });
     expect(pv.body).toEqual({ valid: true, R_t: p.receipt.R_t, svcond: p.receipt.svcond, operatorIds: p.receipt.operatorIds, keyPrefix: 'PROVE' });
@@ -336,6 +379,9 @@ describe("docs/protocol.md: the project's code agrees", () => {
     expect(b.kind).toBe('solver');
     expect(b.result_digest).toBe(sha256(jcs({ fields: sha256(jcs(b.outputs)), inputs: b.inputs, solver: b.solver, unit: b.unit, value: b.value })));
     expect(b.svcProof).toBe(hmac(Buffer.from(keys.K_RECEIPT, 'hex'), jcs(unsigned(b))));
+    const { seal_signature: sealSignature, ...rest } = unsigned(b) as Record<string, any>;
+    expect(b.node).toBe(node.node.nodeId);
+    expect(edVerify(null, Buffer.from(jcs(rest), 'utf8'), edPublicFromPeerId(b.node), Buffer.from(sealSignature, 'base64'))).toBe(true);
   });
 
   it("the mesh code computes the document's signing text, digest, handshake, id, topic and reads its message data", () => {

@@ -5,10 +5,17 @@ import { modulationFactor } from '../../../src/kernel/modulation.js';
 import { metricShift } from '../../../src/kernel/parity.js';
 import { evaluateChain } from '../../../src/kernel/operators/chain.js';
 import { deriveKey } from '../../../src/kernel/receipt.js';
+import { privateKeyFromRaw } from '@libp2p/crypto/keys';
+import type { PrivateKey } from '@libp2p/interface';
 import type { BodyJob } from '../../../src/compute/sealed-body.js';
 import type { TallyCharge } from '../../../src/records/types.js';
 
 export const receiptKey = deriveKey(Buffer.from('micro-bench secret'), 'RECEIPT');
+
+/** The sealing node's Ed25519 key (RFC 8032's first test vector: any fixed key signs at the same speed). */
+export const nodeKey = privateKeyFromRaw(
+  Buffer.from('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a', 'hex'),
+) as unknown as PrivateKey;
 
 /** The job of a sealed kinetic-energy compute (mass varies: a fresh request) at `ns`. */
 export function computeJob(mass: number, ns = 1_790_000_000_123_456_789n): Extract<BodyJob, { kind: 'compute' }> {
