@@ -2,6 +2,7 @@
 // not the home asks every peer (GET /api/mesh/results/:id) and accepts only an answer signed by the peer it asked,
 // fresh, that names that peer as the home — the same rule as key lookups (mesh/key-lookup.ts).
 import { z } from 'zod';
+import type { OverMesh } from '../mesh/peer-http.js';
 import { askPeers, type PeerAddress } from '../mesh/ask-peers.js';
 import { MAX_SKEW_TICKS } from '../mesh/validator.js';
 import { verifyEventSignature, type MeshEvent } from '../mesh/wire.js';
@@ -40,6 +41,8 @@ export const resultLookupSchema = z.union([
 export interface ResultLookupDeps {
   peers: () => readonly PeerAddress[];
   nowSvcond: () => number;
+  /** The libp2p way to a peer whose URL is unknown or does not connect (null: URLs only). */
+  overMesh?: OverMesh | null;
 }
 
 /**
@@ -49,7 +52,7 @@ export interface ResultLookupDeps {
 export async function remoteResultLookup(deps: ResultLookupDeps, resultId: string): Promise<ResultLookup> {
   if (!RESULT_ID_PATTERN.test(resultId)) return { status: 'unknown', result_id: resultId };
   const now = deps.nowSvcond();
-  const answers = await askPeers(deps.peers(), `/api/mesh/results/${resultId}`, RESULT_LOOKUP_TIMEOUT_MS, async (body, peer) => {
+  const answers = await askPeers(deps.peers(), `/api/mesh/results/${resultId}`, RESULT_LOOKUP_TIMEOUT_MS, deps.overMesh ?? null, async (body, peer) => {
     const event = body as MeshEvent;
     if (!event || event.type !== RESULT_LOOKUP || event.sender !== peer.peerId) return null;
     if (typeof event.svcond !== 'number' || Math.abs(event.svcond - now) > MAX_SKEW_TICKS) return null;

@@ -126,7 +126,11 @@ export async function wireConsensus(
     nowSvcond: time.nowSvcond,
     log: (msg, fields) => logger.info(fields, msg),
   });
-  const lookupResult = resultFinder(economy.results, { peers: () => (mesh.enabled ? mesh.peers() : []), nowSvcond: time.nowSvcond });
+  const lookupResult = resultFinder(economy.results, {
+    peers: () => (mesh.enabled ? mesh.peers() : []),
+    nowSvcond: time.nowSvcond,
+    overMesh: meshPeerLinks(mesh, config.mesh.secret).overMesh,
+  });
   const challenges = new ChallengeService({
     store,
     policy: config.contribution,
