@@ -5,6 +5,7 @@
 // `result` is accepted when it verifies as any result does (compute/verify-result.ts: its proof, tick receipt,
 // seal_signature by a node this mesh knows, its own result_digest), so only its sealer can have made it.
 import { z } from 'zod';
+import type { OverMesh } from '../mesh/peer-http.js';
 import { askPeers, type PeerAddress } from '../mesh/ask-peers.js';
 import { MAX_SKEW_TICKS } from '../mesh/validator.js';
 import { verifyEventSignature, type MeshEvent } from '../mesh/wire.js';
@@ -45,6 +46,8 @@ export const resultLookupSchema = z.union([
 export interface ResultLookupDeps {
   peers: () => readonly PeerAddress[];
   nowSvcond: () => number;
+  /** The libp2p way to a peer whose URL is unknown or does not connect (null: URLs only). */
+  overMesh?: OverMesh | null;
 }
 
 /**
@@ -54,7 +57,7 @@ export interface ResultLookupDeps {
 export async function remoteResultLookup(deps: ResultLookupDeps, resultId: string): Promise<ResultLookup> {
   if (!RESULT_ID_PATTERN.test(resultId)) return { status: 'unknown', result_id: resultId };
   const now = deps.nowSvcond();
-  const answers = await askPeers(deps.peers(), `/api/mesh/results/${resultId}`, RESULT_LOOKUP_TIMEOUT_MS, async (body, peer) => {
+  const answers = await askPeers(deps.peers(), `/api/mesh/results/${resultId}`, RESULT_LOOKUP_TIMEOUT_MS, deps.overMesh ?? null, async (body, peer) => {
     const event = body as MeshEvent;
     if (!event || event.type !== RESULT_LOOKUP || event.sender !== peer.peerId) return null;
     if (typeof event.svcond !== 'number' || Math.abs(event.svcond - now) > MAX_SKEW_TICKS) return null;

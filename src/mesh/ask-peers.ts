@@ -1,5 +1,6 @@
-// Ask every known peer the same question over HTTP (a GET on its public URL), in parallel, each answer bounded by
-// a timeout. Used for what is not gossiped: key lookups, machine homes, identity verification.
+// Ask every known peer the same question (a GET of its API: at its URL, or over libp2p), in parallel, each answer
+// bounded by a timeout. Used for what is not gossiped: key lookups, machine homes, identity verification.
+import { requestPeer, type OverMesh } from './peer-http.js';
 
 export interface PeerAddress {
   peerId: string;
@@ -7,31 +8,32 @@ export interface PeerAddress {
 }
 
 export interface PeerAnswer<T> {
-  peer: PeerAddress & { url: string };
+  peer: PeerAddress;
   /** What `read` made of the peer's JSON answer; null when the peer failed, timed out or answered non-2xx. */
   answer: T | null;
 }
 
 /**
- * GET `path` on each peer that has a URL. `read` checks one answer (e.g. that it is signed by the peer asked) and
- * returns a value or null; if it throws, that answer is null. The answers are in the order of the peers.
+ * GET `path` on each peer: at its URL, or over libp2p (`overMesh`, mesh/peer-http.ts) when it has none or the URL does
+ * not connect; without `overMesh` only the peers that have a URL are asked. `read` checks one answer (e.g. that it is
+ * signed by the peer asked) and returns a value or null; if it throws, that answer is null. The answers are in the
+ * order of the peers asked.
  */
 export async function askPeers<T>(
   peers: readonly PeerAddress[],
   path: string,
   timeoutMs: number,
-  read: (body: unknown, peer: PeerAddress & { url: string }) => T | null | Promise<T | null>,
+  overMesh: OverMesh | null,
+  read: (body: unknown, peer: PeerAddress) => T | null | Promise<T | null>,
 ): Promise<PeerAnswer<T>[]> {
-  const reachable = peers.filter((p): p is PeerAddress & { url: string } => typeof p.url === 'string' && p.url !== '');
+  const asked = overMesh ? peers : peers.filter((p) => typeof p.url === 'string' && p.url !== '');
   return Promise.all(
-    reachable.map(async (peer) => {
+    asked.map(async (peer) => {
       try {
-        const res = await fetch(`${peer.url}${path}`, { signal: AbortSignal.timeout(timeoutMs) });
-        if (!res.ok) {
-          await res.body?.cancel();
-          return { peer, answer: null };
-        }
-        return { peer, answer: await read(await res.json(), peer) };
+        const links = { peerUrl: () => (peer.url === '' ? null : peer.url), overMesh };
+        const res = await requestPeer(links, peer.peerId, { method: 'GET', path, headers: {}, body: '' }, AbortSignal.timeout(timeoutMs));
+        if (res.status < 200 || res.status > 299) return { peer, answer: null };
+        return { peer, answer: await read(JSON.parse(res.text) as unknown, peer) };
       } catch {
         return { peer, answer: null };
       }

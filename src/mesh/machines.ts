@@ -12,6 +12,7 @@
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import { askPeers } from './ask-peers.js';
+import type { OverMesh } from './peer-http.js';
 import { MAX_SKEW_TICKS } from './validator.js';
 import { verifyEventSignature, type MeshEvent } from './wire.js';
 import { z } from 'zod';
@@ -44,6 +45,8 @@ export interface MachineDirectoryOptions {
   nowMs: () => number;
   /** Peers and their HTTP URLs (from tick events). */
   peers: () => { peerId: string; url: string | null }[];
+  /** The libp2p way to a peer whose URL is unknown or does not connect (absent or null: URLs only). */
+  overMesh?: () => OverMesh | null;
   /** Entries kept in the store; beyond it homes are still looked up, not remembered. */
   maxEntries?: number;
 }
@@ -236,7 +239,8 @@ export class MachineDirectory {
     const self = this.opts.nodeId();
     const now = this.opts.nowSvcond();
     const peers = this.opts.peers().filter((p) => p.peerId !== self);
-    const answers = await askPeers(peers, `/api/mesh/machines/${slug}`, LOOKUP_TIMEOUT_MS, async (body, p): Promise<MachineHome | null> => {
+    const overMesh = this.opts.overMesh?.() ?? null;
+    const answers = await askPeers(peers, `/api/mesh/machines/${slug}`, LOOKUP_TIMEOUT_MS, overMesh, async (body, p): Promise<MachineHome | null> => {
       const event = body as MeshEvent | null;
       if (!event || event.type !== MACHINE_HOME || event.sender !== p.peerId) return null;
       if (typeof event.svcond !== 'number' || Math.abs(event.svcond - now) > MAX_SKEW_TICKS) return null;

@@ -19,6 +19,7 @@ import type { ReachabilityStatus } from './reachability.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from './identity.js';
 import { SNAPSHOT_RETENTION_DEFAULT, TransparencyOracle, type HeadState, type RevenueFigures } from './oracle.js';
 import { MeshValidator, MAX_SKEW_TICKS, checkShape, gossipVerdict, type GossipVerdict, type Validation } from './validator.js';
+import { meshPeerLinks } from './peer-http.js';
 import {
   TOPICS,
   bodyDigest,
@@ -242,6 +243,7 @@ export class MeshService {
       nowSvcond: () => this.nowSvcond(),
       nowMs: () => Number(opts.clock.nowNs() / 1_000_000n),
       peers: () => this.peers(),
+      overMesh: () => meshPeerLinks(this, opts.config.secret).overMesh,
     });
     this.gossip.register({
       type: TICK_EVENT_TYPE,

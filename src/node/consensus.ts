@@ -141,7 +141,11 @@ export async function wireConsensus(
     for (const p of mesh.peers()) if (p.lastTick !== null) liveness.record(p.peerId, { svcond: p.lastTick, mode: p.mode, bondId: p.bondId }, now);
   };
   f.verdictMarks.bind((executedBy) => verdictMarkOf(bonds, executedBy));
-  const lookupResult = resultFinder(economy.results, { peers: () => (mesh.enabled ? mesh.peers() : []), nowSvcond: time.nowSvcond });
+  const lookupResult = resultFinder(economy.results, {
+    peers: () => (mesh.enabled ? mesh.peers() : []),
+    nowSvcond: time.nowSvcond,
+    overMesh: meshPeerLinks(mesh, config.mesh.secret).overMesh,
+  });
   const challenges = new ChallengeService({
     store,
     policy: config.contribution,

@@ -5,6 +5,7 @@ import type { ChainService } from '../chain/service.js';
 import { IdentityService } from '../identity/service.js';
 import { DemoKeys } from '../identity/demo.js';
 import { IDENTITY_ASSERT, identityAssertHandler } from '../mesh/identity-assert.js';
+import { meshPeerLinks } from '../mesh/peer-http.js';
 import { remoteKeyLookup } from '../mesh/key-lookup.js';
 import type { MeshService } from '../mesh/service.js';
 import { TOPICS } from '../mesh/wire.js';
@@ -53,7 +54,9 @@ export async function wireIdentity(f: Foundation, chain: ChainService, mesh: Mes
             .catch((err: unknown) => f.logger.warn({ err: String(err) }, 'identity assertion not published'));
         }
       });
-      identity.onRemoteLookup(remoteKeyLookup({ peers: () => mesh.peers(), nowSvcond: () => mesh.nowSvcond() }));
+      identity.onRemoteLookup(
+        remoteKeyLookup({ peers: () => mesh.peers(), nowSvcond: () => mesh.nowSvcond(), overMesh: meshPeerLinks(mesh, f.config.mesh.secret).overMesh }),
+      );
     },
   };
   return { identity, demoKeys, capability };

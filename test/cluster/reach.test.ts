@@ -108,6 +108,17 @@ describe('a home reached over libp2p when its URL does not connect', () => {
     expect(ys.body.items[0]).toMatchObject({ token_id: minted.body.envelope.token_id, owner: y.zid, folder: 'inbox' });
   }, 60_000);
 
+  it('a key C never gossiped is looked up at C over libp2p, and a write with it through A lands at C', async () => {
+    const id = await zkIdentity(cUrl, 'nat-lookup');
+    await grant(c, cUrl, id.zid, 1);
+    await waitFor(() => a.node.identity.getIdentity(id.zid), 'the identity known at A');
+    const { key } = await c.node.identity.mintKeyFor(id.zid, 'sk', null);
+    const r = await call(a.url, 'POST', '/api/svc/compute', compute, bearer(key));
+    expect(r.status, r.text).toBe(200);
+    expect(r.headers.get('x-svc-served-by')).toBe(c.node.nodeId);
+    expect(r.body.node).toBe(c.node.nodeId);
+  }, 60_000);
+
   it('the libp2p entrance refuses a request without the mesh handshake: part-7 401, nothing run', async () => {
     const mesh = a.node.mesh;
     const send = peerHttpOverMesh({

@@ -46,7 +46,7 @@ function registerMeshIdentityRoutes(router: Router, kit: HttpKit, s: MeshIdentit
     const m = s.mesh;
     const local = await s.identity.getIdentity(zid);
     const meshNodes: { nodeId: string; verified: boolean; svcond: number | null }[] = [{ nodeId: kit.nodeId(), verified: !!local, svcond: m.nowSvcond() }];
-    const answers = await askPeers(m.peers(), `/api/mesh/identity/${zid}`, PEER_TIMEOUT_MS, (body, p) => {
+    const answers = await askPeers(m.peers(), `/api/mesh/identity/${zid}`, PEER_TIMEOUT_MS, kit.homes.overMesh, (body, p) => {
       const b = body as { nodeId?: unknown; verified?: unknown; svcond?: unknown } | null;
       // The answer must come from the peer we asked.
       if (!b || b.nodeId !== p.peerId) return null;
