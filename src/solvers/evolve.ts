@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { rngForInputs } from './rng.js';
 import { InputError } from './errors.js';
 import type { SolverDef, SolverOutput } from './types.js';
-import { checkWorkLimit, makeCheck, parseInputs, parseState, seedSchema, strideIndices } from './util.js';
+import { checkWorkLimit, makeCheck, parseInputs, parseState, seedSchema, strideIndices, velocityBelowC } from './util.js';
 
 export interface EvolveInputs extends Record<string, unknown> {
   n_cells: number;
@@ -56,7 +56,7 @@ const vec3 = z.tuple([z.number(), z.number(), z.number()]);
 const stateSchema = z
   .object({
     positions_m: z.array(vec3).min(2).max(MAX_ATOMS),
-    velocities_m_s: z.array(vec3).min(2).max(MAX_ATOMS),
+    velocities_m_s: z.array(velocityBelowC()).min(2).max(MAX_ATOMS),
     box_m: z.number().positive(),
   })
   .strict();

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { rngForInputs } from './rng.js';
 import { InputError } from './errors.js';
 import type { SolverDef, SolverOutput } from './types.js';
+import { C_LIGHT } from '../kernel/operators/constants.js';
 import { boundProfile, makeCheck, numIn, parseInputs, parseState, refuseCheck, seedSchema } from './util.js';
 
 export type KalmanModel = 'constant_velocity' | 'random_walk';
@@ -30,7 +31,6 @@ export interface KalmanState {
 }
 
 const DIFFUSE_FACTOR = 1e3; // initial covariance = 10³ × measurement variance per state
-const C_LIGHT = 299_792_458;
 /** A state's estimate and covariance entries: well above anything the ranges produce, far below overflow. */
 const STATE_MAX_X = 1e20;
 const STATE_MAX_P = 1e40;

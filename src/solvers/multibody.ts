@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { InputError } from './errors.js';
 import type { CheckPart, SolverDef, SolverOutput } from './types.js';
-import { checkPart, checkWorkLimit, combineChecks, numIn, parseInputs, parseState, strideIndices } from './util.js';
+import { checkPart, checkWorkLimit, combineChecks, numIn, parseInputs, parseState, strideIndices, velocityBelowC } from './util.js';
 
 export interface Body {
   mass_kg: number;
@@ -37,9 +37,8 @@ const SAMPLES = 512;
 // Finite ranges (solvers.md had "> 0" and none for bodies): a 0.1 µg grain to a galaxy cluster, positions within the
 // observable universe, speeds below c, G from 1e-20 to 1e20 (N-body units have G = 1). With them every force,
 // energy and angular momentum stays finite; beyond them (1e300 kg, G = 1e300) the trajectories went NaN.
-const C_LIGHT = 299_792_458;
 const vec3Within = (limit: number) => z.tuple([numIn(-limit, limit), numIn(-limit, limit), numIn(-limit, limit)]);
-const bodySchema = z.object({ mass_kg: numIn(1e-10, 1e45), position_m: vec3Within(1e26), velocity_m_s: vec3Within(C_LIGHT) }).strict();
+const bodySchema = z.object({ mass_kg: numIn(1e-10, 1e45), position_m: vec3Within(1e26), velocity_m_s: velocityBelowC() }).strict();
 const bodiesSchema = z.array(bodySchema).min(2).max(100);
 
 /** Two bodies at one point have an infinite potential energy: refused by name (it was a NaN result). */

@@ -1,5 +1,6 @@
 // Helpers every solver uses: input parsing with zod, check construction, bounded arrays.
 import { z } from 'zod';
+import { C_LIGHT } from '../kernel/operators/constants.js';
 import { InputError } from './errors.js';
 import type { Check, CheckPart } from './types.js';
 
@@ -109,4 +110,9 @@ export const num = () => z.number().refine(Number.isFinite, 'must be a finite nu
 export const positive = () => z.number().positive().refine(Number.isFinite, 'must be finite');
 export const intIn = (min: number, max: number) => z.number().int().min(min).max(max);
 export const numIn = (min: number, max: number) => z.number().min(min).max(max);
+/** A massive body's velocity vector: finite components and a speed |v| below c (its physical domain). */
+export const velocityBelowC = () =>
+  z
+    .tuple([num(), num(), num()])
+    .refine((v) => Math.hypot(v[0], v[1], v[2]) < C_LIGHT, `speed |v| must be below c = ${C_LIGHT} m/s (classical mechanics of massive bodies)`);
 export const seedSchema = () => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);

@@ -158,15 +158,29 @@ describe('POST /api/svc/compute', () => {
     expect(unknown.closest).toEqual(['mass_kg', 'velocity_m_s']);
     expect(unknown.message).toContain('closest known: mass_kg, velocity_m_s');
 
-    const negative = expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, inputs: { mass_kg: -2, velocity_m_s: 3 } }, bearer(key)), 400, 'SVC_INVALID_INPUT');
+    const negative = expectError(
+      await call(t.url, 'POST', '/api/svc/compute', { ...ke, inputs: { mass_kg: -2, velocity_m_s: 3 } }, bearer(key)),
+      400,
+      'SVC_INVALID_INPUT',
+    );
     expect(negative).toMatchObject({ field: 'mass_kg', operator: 'MECH_KINETIC_ENERGY', value: -2, domain: { text: 'mass ≥ 0', min: 0 } });
     expect(negative.message).toContain('mass_kg = (-2 kg) is outside its domain: mass ≥ 0');
 
-    const fast = expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, inputs: { mass_kg: 2, velocity_m_s: 4e8 } }, bearer(key)), 400, 'SVC_INVALID_INPUT');
+    const fast = expectError(
+      await call(t.url, 'POST', '/api/svc/compute', { ...ke, inputs: { mass_kg: 2, velocity_m_s: 4e8 } }, bearer(key)),
+      400,
+      'SVC_INVALID_INPUT',
+    );
     expect(fast).toMatchObject({ field: 'velocity_m_s', value: 4e8, domain: { text: '|v| < c = 299792458 m/s' } });
 
     const cold = expectError(
-      await call(t.url, 'POST', '/api/svc/compute', { domain: 'thermodynamics', operators: ['KO42', 'THERMO_WIEN_PEAK'], inputs: { temperature_K: 0 } }, bearer(key)),
+      await call(
+        t.url,
+        'POST',
+        '/api/svc/compute',
+        { domain: 'thermodynamics', operators: ['KO42', 'THERMO_WIEN_PEAK'], inputs: { temperature_K: 0 } },
+        bearer(key),
+      ),
       400,
       'SVC_INVALID_INPUT',
     );

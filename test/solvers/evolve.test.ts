@@ -108,6 +108,19 @@ describe('evolve', () => {
     expectInputError(() => evolve.resolve({ n_cells: 5, steps: 20_000 }), 'steps');
     const inputs = evolve.resolve({});
     expectInputError(() => evolve.resolveState!({ positions_m: [[0, 0, 0]], velocities_m_s: [[0, 0, 0]], box_m: 1e-9 }, inputs), 'initialState');
+    // A speed at or above c is outside a massive atom's domain.
+    const fast = {
+      positions_m: [
+        [0, 0, 0],
+        [1e-9, 0, 0],
+      ],
+      velocities_m_s: [
+        [0, 0, 0],
+        [2.5e8, 2.5e8, 0],
+      ],
+      box_m: 1e-8,
+    };
+    expect(expectInputError(() => evolve.resolveState!(fast, inputs), 'initialState').reason).toMatch(/speed \|v\| must be below c/);
     expectInputError(
       () =>
         evolve.resolveState!(
