@@ -19,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { SvcNode } from '../../src/node/node.js';
-import { numberArg } from './lib.js';
+import { identityKey, numberArg, operatorBond } from './lib.js';
 import { measureOffload } from './offload.js';
 
 const CHALLENGES = numberArg('challenges', 40);
@@ -28,19 +28,27 @@ const NODES = 5;
 const SECRET = 'bench-consensus-secret-0123456789';
 const BOND = 2;
 
-async function http(url: string, method: string, path: string, body?: unknown, key?: string): Promise<{ status: number; body: any }> {
+async function http(
+  url: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  key?: string,
+  extra: Record<string, string> = {},
+): Promise<{ status: number; body: any }> {
   const res = await fetch(url + path, {
     method,
-    headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    headers: { ...extra, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(key ? { authorization: `Bearer ${key}` } : {}) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, body: await res.json() };
 }
 
 async function identity(url: string, seed: string): Promise<{ zid: string; key: string }> {
-  const r = await http(url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: createHash('sha256').update(`bench:${seed}`).digest('hex') });
+  const digest = createHash('sha256').update(`bench:${seed}`).digest('hex');
+  const r = await http(url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: digest });
   if (r.status !== 201) throw new Error(`register: ${r.status}`);
-  return { zid: r.body.zid, key: r.body.admin_key };
+  return { zid: r.body.zid, key: await identityKey(url, digest) };
 }
 
 async function until<T>(fn: () => Promise<T | null | undefined | false>, ms: number, what: string): Promise<T> {
@@ -94,7 +102,7 @@ async function main(): Promise<void> {
         const id = await identity(n.url, `op-${i}`);
         for (let k = 0; k < BOND; k++)
           await http(n.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, id.key);
-        if ((await http(n.url, 'POST', '/api/contribute/bond', {}, id.key)).status !== 201) throw new Error('bond');
+        if ((await http(n.url, 'POST', '/api/contribute/bond', {}, id.key, operatorBond(dirs[i]!))).status !== 201) throw new Error('bond');
         await http(n.url, 'POST', '/api/contribute/mode', { mode: 'contributing' }, id.key);
         await http(n.url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, id.key);
         return id;

@@ -1,4 +1,5 @@
-// What the bench scripts share: numeric --name value arguments, and child servers that report their url.
+// What the bench scripts share: numeric --name value arguments, child servers that report their url, and an
+// identity key and the operator's bond header as clients get them.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -66,4 +67,26 @@ export function processCpuMs(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * An identity key (sk_) of a v3 identity, as a client gets one: login-v3 opens a session, the session mints the key.
+ * Identity-wide routes (envelopes, transfers, bonds, modes, webhooks, challenges) refuse a machine's zsm_ key.
+ */
+export async function identityKey(url: string, equationSha256: string): Promise<string> {
+  const login = await fetch(`${url}/api/svc-auth/login-v3`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ equation_sha256: equationSha256 }),
+  });
+  if (login.status !== 200) throw new Error(`login-v3 answered ${login.status}`);
+  const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
+  const minted = await fetch(`${url}/api/auth/api-key`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: '{"kind":"sk"}' });
+  if (minted.status !== 201) throw new Error(`api-key answered ${minted.status}`);
+  return ((await minted.json()) as { key: string }).key;
+}
+
+/** The header that makes a bond the operator's (consensus/bond-slot.ts): the operator token in a node's data dir. */
+export function operatorBond(dataDir: string): Record<string, string> {
+  return { 'x-svc-operator-token': readFileSync(join(dataDir, 'operator-token'), 'utf8').trim() };
 }

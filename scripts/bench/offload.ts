@@ -18,7 +18,7 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { SvcNode } from '../../src/node/node.js';
 import { execFileSync } from 'node:child_process';
-import { numberArg, root, startProcess, stop } from './lib.js';
+import { identityKey, numberArg, operatorBond, root, startProcess, stop } from './lib.js';
 
 export interface OffloadBenchTarget {
   /** A node with contribution.offload 'always' (or 'when-busy' under load) and a key of an identity homed there. */
@@ -138,19 +138,20 @@ const round = (x: number): number => Math.round(x * 10) / 10;
 
 async function register(url: string, seed: string): Promise<string> {
   const { createHash } = await import('node:crypto');
+  const digest = createHash('sha256').update(`bench:${seed}:${Date.now()}`).digest('hex');
   const res = await fetch(`${url}/api/svc-auth/register-v3`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ equation_sha256: createHash('sha256').update(`bench:${seed}:${Date.now()}`).digest('hex') }),
+    body: JSON.stringify({ equation_sha256: digest }),
   });
-  const body = (await res.json()) as { admin_key: string };
-  return body.admin_key;
+  if (res.status !== 201) throw new Error(`register-v3 answered ${res.status}`);
+  return identityKey(url, digest);
 }
 
-async function post(url: string, path: string, key: string, body: unknown): Promise<unknown> {
+async function post(url: string, path: string, key: string, body: unknown, extra: Record<string, string> = {}): Promise<unknown> {
   const res = await fetch(`${url}${path}`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    headers: { ...extra, authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
   const json = (await res.json()) as unknown;
@@ -160,6 +161,8 @@ async function post(url: string, path: string, key: string, body: unknown): Prom
 
 interface BenchNode {
   url: string;
+  /** Its data dir (the operator token is there). */
+  dir: string;
   nodeId: string;
   multiaddr: string;
   stop(): Promise<void>;
@@ -188,6 +191,7 @@ async function inProcessNode(offload: string, bootstrap: string[], threads: numb
   const node = await new SvcNode(config, { logger: pino({ level: 'silent' }), initialCredits: 1_000_000, execStreamPerRun: streamPerRun }).start();
   return {
     url: node.url,
+    dir,
     nodeId: node.nodeId,
     multiaddr: node.mesh.multiaddrs()[0]!,
     stop: async () => {
@@ -224,6 +228,7 @@ SvcNode.prototype.start = function (...a) { this.options = { ...this.options, ex
   const status = (await (await fetch(`${url}/api/mesh/status`)).json()) as { nodeId: string; multiaddrs: string[] };
   return {
     url,
+    dir,
     nodeId: status.nodeId,
     multiaddr: status.multiaddrs[0]!,
     stop: async () => {
@@ -261,7 +266,7 @@ async function main(): Promise<void> {
     const operator = await register(b.url, 'operator');
     for (let i = 0; i < CONTRIBUTION.bondEnvelopes; i++)
       await post(b.url, '/api/svc/compute', operator, { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} });
-    await post(b.url, '/api/contribute/bond', operator, {});
+    await post(b.url, '/api/contribute/bond', operator, {}, operatorBond(b.dir));
     await post(b.url, '/api/contribute/mode', operator, { mode: 'contributing' });
     const deadline = Date.now() + 60_000;
     const sees = async (x: BenchNode) => (await peersOf(x.url)).some((p) => p.peerId === b.nodeId && p.mode === 'contributing' && p.connected);

@@ -22,7 +22,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { numberArg, root, startProcess, stop } from './lib.js';
+import { identityKey, numberArg, root, startProcess, stop } from './lib.js';
 import { exactAnchorNs, tickStampOf } from './push-stamp.js';
 
 const CLIENTS = numberArg('clients', 1000);
@@ -136,8 +136,8 @@ async function main(): Promise<void> {
   });
   try {
     const digest = createHash('sha256').update(`bench-push:${Date.now()}`).digest('hex');
-    const who = (await call(node.url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: digest })).body as { admin_key: string };
-    const key = who.admin_key;
+    await call(node.url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: digest });
+    const key = await identityKey(node.url, digest);
     const ch = (await call(node.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: 0.01 } }, key)).body as { id: string; key: string };
 
     // 1 000 clients on one channel: in `procs` client processes (push-clients.ts), or with --procs 0 in this process.

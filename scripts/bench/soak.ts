@@ -17,7 +17,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NODE_HEAP_FLAGS } from '../../src/config/heap-flags.js';
-import { numberArg, root, startProcess, stop } from './lib.js';
+import { identityKey, numberArg, root, startProcess, stop } from './lib.js';
 
 const minutes = numberArg('minutes', 30);
 const rate = numberArg('rate', 100);
@@ -90,7 +90,7 @@ async function register(): Promise<{ key: string; zid: string; slug: string; cha
   const digest = createHash('sha256').update(`soak ${process.pid} ${++registered} ${Date.now()}`).digest('hex');
   const r = await request('POST', '/api/svc-auth/register-v3', { equation_sha256: digest });
   if (r.status !== 201) throw new Error(`register-v3: ${r.status}`);
-  return { key: r.json.admin_key as string, zid: r.json.zid as string, slug: r.json.state_machine.slug as string };
+  return { key: await identityKey(url, digest), zid: r.json.zid as string, slug: r.json.state_machine.slug as string };
 }
 
 // A working set of identities; registrations add to it (the newest replace the oldest, as users come and go).

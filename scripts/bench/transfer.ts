@@ -17,7 +17,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { numberArg, root, startProcess, stop } from './lib.js';
+import { identityKey, numberArg, root, startProcess, stop } from './lib.js';
 
 const SENDERS = numberArg('senders', 12);
 const PER_SENDER = numberArg('per-sender', 6);
@@ -88,7 +88,7 @@ async function startNode(i: number, bootstrap: string[]): Promise<Node & { addr:
 async function register(n: Node, seed: string): Promise<Who> {
   const digest = createHash('sha256').update(`bench-transfer:${seed}`).digest('hex');
   const b = must(await call(n.url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: digest }), 201, 'register');
-  return { zid: b.zid, key: b.admin_key };
+  return { zid: b.zid, key: await identityKey(n.url, digest) };
 }
 
 async function until(what: string, fn: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
