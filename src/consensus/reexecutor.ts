@@ -39,11 +39,14 @@ export class Reexecutor {
     });
   }
 
-  /** Reveal every vote whose time has come (the commit window passed without every member's commit). On a timer. */
+  /**
+   * Reveal every vote whose time has come (the commit window passed without every member's commit). On a timer. A
+   * vote is revealed after a verdict too: it changes nothing then, and is kept as evidence.
+   */
   async revealDue(): Promise<void> {
     for (const id of [...this.unrevealed.keys()]) {
       const e = this.o.challenges.get(id) ?? (await this.o.challenges.find(id));
-      if (!e || isTerminal(e.state)) this.unrevealed.delete(id);
+      if (!e) this.unrevealed.delete(id);
       else await this.revealIfDue(e);
     }
   }

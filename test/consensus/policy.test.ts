@@ -8,7 +8,16 @@ import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } f
 describe('contribution config', () => {
   it('defaults to the spec numbers', () => {
     const c = loadConfig({ env: {} }).contribution;
-    expect(c).toEqual({ bondEnvelopes: 1000, committeeSize: 3, settleTicks: 8, deadlineTicks: 32, challengeStake: 50, bondTermDays: 30, offload: 'never' });
+    expect(c).toEqual({
+      bondEnvelopes: 1000,
+      committeeSize: 3,
+      settleTicks: 8,
+      deadlineTicks: 32,
+      liveTicks: 32,
+      challengeStake: 50,
+      bondTermDays: 30,
+      offload: 'never',
+    });
   });
 
   it('takes SVC_CONTRIBUTION_* from the environment, and refuses bad values with a reason', () => {
@@ -20,13 +29,24 @@ describe('contribution config', () => {
         SVC_CONTRIBUTION_CHALLENGE_STAKE: '7',
         SVC_CONTRIBUTION_SETTLE_TICKS: '2',
         SVC_CONTRIBUTION_DEADLINE_TICKS: '9',
+        SVC_CONTRIBUTION_LIVE_TICKS: '12',
         SVC_CONTRIBUTION_BOND_TERM_DAYS: '1',
       },
     }).contribution;
-    expect(c).toEqual({ bondEnvelopes: 5, committeeSize: 5, settleTicks: 2, deadlineTicks: 9, challengeStake: 7, bondTermDays: 1, offload: 'when-busy' });
+    expect(c).toEqual({
+      bondEnvelopes: 5,
+      committeeSize: 5,
+      settleTicks: 2,
+      deadlineTicks: 9,
+      liveTicks: 12,
+      challengeStake: 7,
+      bondTermDays: 1,
+      offload: 'when-busy',
+    });
     expect(() => loadConfig({ env: { SVC_CONTRIBUTION_OFFLOAD: 'sometimes' } })).toThrow(ConfigError);
     expect(() => loadConfig({ env: { SVC_CONTRIBUTION_BOND_ENVELOPES: '0' } })).toThrow(/contribution\.bondEnvelopes/);
     expect(() => loadConfig({ env: { SVC_CONTRIBUTION_BOND_ENVELOPES: 'many' } })).toThrow(/must be an integer/);
+    expect(() => loadConfig({ env: { SVC_CONTRIBUTION_LIVE_TICKS: '0' } })).toThrow(/contribution\.liveTicks/);
   });
 });
 
