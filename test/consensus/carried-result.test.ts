@@ -29,7 +29,16 @@ import { InputError } from '../../src/solvers/errors.js';
 
 const receiptKey = deriveKey(Buffer.from('0123456789abcdef0123456789abcdef', 'hex'), 'RECEIPT');
 const NS = 1_790_000_000_123_456_789n;
-const policy = { bondEnvelopes: 3, committeeSize: 3, settleTicks: 4, deadlineTicks: 10, challengeStake: 20, bondTermDays: 30, offload: 'never' as const };
+const policy = {
+  bondEnvelopes: 3,
+  committeeSize: 3,
+  settleTicks: 4,
+  deadlineTicks: 10,
+  liveTicks: 32,
+  challengeStake: 20,
+  bondTermDays: 30,
+  offload: 'never' as const,
+};
 
 interface Key {
   priv: PrivateKey;
@@ -161,7 +170,15 @@ describe('ChallengeService.open with a carried result', () => {
       verify: verifyText,
       // No node's record holds it: as node/consensus.ts wires the lookup.
       lookup: async (id, carried): Promise<ChallengedResult | null> => (carried === undefined ? null : carriedResult(verify(known), id, carried)),
-      candidates: () => [liar, ...others].map((k) => ({ node: k.id, bondSvcond: 0, contributing: true })),
+      // Every key bonded, one operator each, and heard contributing at every tick of the live window.
+      candidates: () =>
+        [liar, ...others].map((k, i) => ({
+          node: k.id,
+          zid: `zid_${i}`,
+          bondId: `bond_${i}`,
+          bondSvcond: 0,
+          heard: Array.from({ length: 40 }, (_, t) => ({ svcond: now - 39 + t, mode: 'contributing', bondId: `bond_${i}` })),
+        })),
       verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
       holdStake: async (zid, amount) => ({ hold: { zid, amount, from_free: amount, from_paid: 0 }, ops: [], rollback: () => undefined }),
     });
