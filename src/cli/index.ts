@@ -13,6 +13,7 @@ import { addVerifyLogCommand } from './verify-log.js';
 import { challengeCommand } from './challenge.js';
 import { mcpCommand } from './mcp.js';
 import { statusCommand } from './status.js';
+import { peersCommand } from './peers.js';
 import { solveChallenge } from '../tally/claim-proof.js';
 import { loadOrCreateOperatorToken, readOperatorToken, OPERATOR_TOKEN_FILE } from '../config/operator-token.js';
 
@@ -288,6 +289,7 @@ mcpCommand(program, '0.1.0');
 
 addVerifyLogCommand(program);
 statusCommand(program);
+peersCommand(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof ConfigError) fail(err.message);
