@@ -38,10 +38,10 @@ describe('mesh: twelve nodes bootstrapped to one seed', () => {
   beforeAll(async () => {
     const seed = await start([]);
     nodes.push(seed);
-    for (let i = 0; i < 11; i++) nodes.push(await start(seed.mesh.multiaddrs()));
+    nodes.push(...(await Promise.all(Array.from({ length: 11 }, () => start(seed.mesh.multiaddrs())))));
     // Every node has heard every other once: each has learnt where the others listen.
     await waitFor(() => deafPairs(nodes, 0).length === 0, 30_000, 'the first tick of every node at every node');
-  }, 90_000);
+  }, 120_000);
 
   afterAll(async () => {
     for (const n of live()) await n.stop();
