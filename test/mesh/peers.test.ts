@@ -40,7 +40,7 @@ describe('mesh: twelve nodes bootstrapped to one seed', () => {
     nodes.push(seed);
     nodes.push(...(await Promise.all(Array.from({ length: 11 }, () => start(seed.mesh.multiaddrs())))));
     // Every node has heard every other once: each has learnt where the others listen.
-    await waitFor(() => deafPairs(nodes, 0).length === 0, 30_000, 'the first tick of every node at every node');
+    await waitFor(() => deafPairs(nodes, 0).length === 0, 80_000, 'the first tick of every node at every node');
   }, 120_000);
 
   afterAll(async () => {
