@@ -48,14 +48,12 @@ describe('mesh: twelve nodes bootstrapped to one seed', () => {
     for (const d of dirs) await removeDir(d);
   });
 
-  it('is no star: nodes connect to peers they were never told of, within the bounds', () => {
+  it('is no star: nodes connect to peers they were never told of, and are pruned to the maximum after the grace', async () => {
     const seedId = nodes[0]!.mesh.nodeId;
-    for (const n of nodes.slice(1)) {
-      const others = n.mesh.p2p!.connectedPeers().filter((p) => p !== seedId);
-      expect(others.length).toBeGreaterThan(0);
-      expect(n.mesh.p2p!.connections().open).toBeLessThanOrEqual(PEERS.max + 1);
-    }
-  });
+    const others = (n: TestNode) => n.mesh.p2p!.connectedPeers().filter((p) => p !== seedId);
+    await waitFor(() => nodes.slice(1).every((n) => others(n).length > 0), 10_000, 'every node connected beyond the seed');
+    await waitFor(() => nodes.every((n) => n.mesh.p2p!.connections().open <= PEERS.max), 20_000, 'every node at most at its maximum');
+  }, 25_000);
 
   it('outlives its seed: every pair of live nodes hears each other within 40 s of the kill', async () => {
     const seed = nodes[0]!;
@@ -76,7 +74,7 @@ describe('mesh: twelve nodes bootstrapped to one seed', () => {
     await waitFor(() => others.every((s) => (heard.get(joiner.mesh.nodeId)?.get(s.mesh.nodeId) ?? 0) > joinedAt), 30_000, 'the joiner hearing every node');
     // And every node hears it.
     await waitFor(() => others.every((r) => (heard.get(r.mesh.nodeId)?.get(joiner.mesh.nodeId) ?? 0) > joinedAt), 30_000, 'every node hearing the joiner');
-    expect(joiner.mesh.p2p!.connections().open).toBeGreaterThanOrEqual(PEERS.target);
+    await waitFor(() => joiner.mesh.p2p!.connections().open >= PEERS.target, 10_000, 'the joiner at its target');
   }, 65_000);
 
   it('a node restarted with no bootstrap list reconnects from its persisted peer store', async () => {
