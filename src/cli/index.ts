@@ -17,6 +17,7 @@ import { addVerifyLogCommand } from './verify-log.js';
 import { challengeCommand } from './challenge.js';
 import { mcpCommand } from './mcp.js';
 import { statusCommand } from './status.js';
+import { peersCommand } from './peers.js';
 import { solveChallenge } from '../tally/claim-proof.js';
 import { loadOrCreateOperatorToken, readOperatorToken, OPERATOR_TOKEN_FILE } from '../config/operator-token.js';
 
@@ -319,6 +320,7 @@ mcpCommand(program, '0.1.0');
 
 addVerifyLogCommand(program);
 statusCommand(program);
+peersCommand(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof ConfigError) fail(err.message);

@@ -2,6 +2,7 @@
 // Reads the node's keyless routes only.
 import type { Command } from 'commander';
 import { progress } from './progress.js';
+import { describeReachability, type PeersReport } from './peers.js';
 
 export interface NodeStatus {
   url: string;
@@ -14,6 +15,7 @@ export interface NodeStatus {
     meshSize: number;
     coherenceScore: number | null;
     peers: { peerId: string; url: string | null; lastTick: number | null; connected: boolean; mode: string | null }[];
+    reachability?: PeersReport['reachability'];
   };
   sealed?: number | null;
 }
@@ -58,6 +60,7 @@ export function formatStatus(s: NodeStatus): string {
     `  sealed    ${s.sealed ?? '–'}`,
     `  mesh      ${m.enabled ? `${m.meshSize} nodes · coherence ${m.coherenceScore === null ? '–' : m.coherenceScore.toFixed(3)}` : 'off (no mesh secret): the node runs alone'}`,
   ];
+  if (m.enabled && m.reachability) lines.push(`  reachable ${describeReachability(m.reachability)}`);
   if (m.peers.length > 0) {
     lines.push('', `  ${pad('peer', 54)}${pad('last tick', 12)}${pad('behind', 8)}${pad('state', 11)}mode`);
     for (const peer of m.peers) {

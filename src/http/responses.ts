@@ -154,6 +154,13 @@ export const tiersResponse = z.looseObject({
   daily_allowance_enforced: z.boolean(),
 });
 
+/** How other nodes reach a node (mesh/reachability.ts). */
+const reachability = z.looseObject({
+  reachability: z.enum(['public', 'relayed', 'private', 'unknown']),
+  relays: z.array(z.string()),
+  announce: z.array(z.string()),
+});
+
 export const meshStatusResponse = z.looseObject({
   nodeId: peerId,
   enabled: z.boolean(),
@@ -162,6 +169,27 @@ export const meshStatusResponse = z.looseObject({
   meshSize: int,
   multiaddrs: z.array(z.string()),
   svcond: tick,
+  reachability,
+});
+
+/** GET /api/mesh/peers: the persisted peer store with each peer's connection and score. */
+export const meshPeersResponse = z.looseObject({
+  nodeId: peerId,
+  reachability,
+  connections: z.looseObject({ target: int, max: int, open: int, relayed: int, known: int }),
+  peers: z.array(
+    z.looseObject({
+      peerId: z.string(),
+      addrs: z.array(z.string()),
+      lastSeen: int.nullable(),
+      lastFailure: int.nullable(),
+      failures: int,
+      connection: z.enum(['direct', 'relayed']).nullable(),
+      score: z.number().nullable(),
+      url: z.string().nullable(),
+      lastTick: tick.nullable(),
+    }),
+  ),
 });
 
 /** A signed network snapshot of the transparency oracle (one every 4 ticks). */

@@ -263,8 +263,13 @@ export class MeshHost {
       transports: [tcp(), circuitRelayTransport()],
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
-      // libp2p refuses connections past the maximum plus room for the peer set to choose whom to prune by score.
-      connectionManager: { maxConnections: this.bounds.max + Math.max(8, Math.ceil(this.bounds.max / 2)), dialTimeout: 5_000 },
+      // libp2p refuses connections past the maximum plus room for the peer set to choose whom to prune by score, and
+      // inbound connections from one IP address past `max` a second (nodes behind one NAT, a local cluster).
+      connectionManager: {
+        maxConnections: this.bounds.max + Math.max(8, Math.ceil(this.bounds.max / 2)),
+        inboundConnectionThreshold: Math.max(5, this.bounds.max),
+        dialTimeout: 5_000,
+      },
       ...(o.mdns ? { peerDiscovery: [mdns()] } : {}),
       ...(o.metrics ? { metrics: o.metrics } : {}),
       services,

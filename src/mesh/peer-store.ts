@@ -109,7 +109,7 @@ export class PeerStore {
     this.peers.set(p.peerId, p);
     this.removed.delete(p.peerId);
     this.dirty.add(p.peerId);
-    if (this.peers.size > this.max) this.evict();
+    if (this.peers.size > this.max) this.evict(p.peerId);
   }
 
   private remove(peerId: string): void {
@@ -118,9 +118,9 @@ export class PeerStore {
     this.removed.add(peerId);
   }
 
-  /** Drop the least recently seen peers (never-seen ones with the most failures first) down to max. */
-  private evict(): void {
-    const order = [...this.peers.values()].sort((a, b) => a.lastSeen - b.lastSeen || b.failures - a.failures);
+  /** Drop the least recently seen peers (never-seen ones with the most failures first) down to max, but not `keep` (the peer just learnt). */
+  private evict(keep: string): void {
+    const order = [...this.peers.values()].filter((p) => p.peerId !== keep).sort((a, b) => a.lastSeen - b.lastSeen || b.failures - a.failures);
     for (const p of order.slice(0, this.peers.size - this.max)) this.remove(p.peerId);
   }
 }

@@ -122,6 +122,7 @@ describe('OpenAPI document', () => {
       ['GET', '/api/tally/costs'],
       ['GET', '/api/tally/tiers'],
       ['GET', '/api/mesh/status'],
+      ['GET', '/api/mesh/peers'],
       ['GET', '/api/transparency/history?n=3'],
       ['GET', '/api/transparency/now'],
       ['GET', '/api/mesh/events?limit=5'],

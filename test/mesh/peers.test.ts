@@ -8,7 +8,7 @@ import { TOPICS } from '../../src/mesh/wire.js';
 import { removeDir, startNode, waitFor, type TestNode } from './helpers.js';
 
 const PEERS = { target: 3, max: 6 };
-const FAST = { redialMinMs: 100, redialMaxMs: 1_000, peerSetTiming: { maintainMs: 200, graceMs: 3_000 } };
+const FAST = { redialMinMs: 100, redialMaxMs: 1_000, peerSetTiming: { maintainMs: 200, graceMs: 10_000 } };
 
 /** Tick events heard: receiver → sender → arrival (ms) of the latest. */
 type Heard = Map<string, Map<string, number>>;
@@ -19,7 +19,7 @@ describe('mesh: twelve nodes bootstrapped to one seed', () => {
   const heard: Heard = new Map();
 
   const start = async (bootstrap: string[], dataDir?: string): Promise<TestNode> => {
-    const n = await startNode({ clock: systemClock, tickEvery: 1, autoPulse: true, bootstrap, dataDir, config: { peers: PEERS }, extra: FAST });
+    const n = await startNode({ clock: systemClock, tickEvery: 2, autoPulse: true, bootstrap, dataDir, config: { peers: PEERS }, extra: FAST });
     const mine = new Map<string, number>();
     heard.set(n.mesh.nodeId, mine);
     n.mesh.onEvent(TOPICS.ticks, (event) => void mine.set(event.sender, Date.now()));
@@ -38,24 +38,22 @@ describe('mesh: twelve nodes bootstrapped to one seed', () => {
   beforeAll(async () => {
     const seed = await start([]);
     nodes.push(seed);
-    for (let i = 0; i < 11; i++) nodes.push(await start(seed.mesh.multiaddrs()));
+    nodes.push(...(await Promise.all(Array.from({ length: 11 }, () => start(seed.mesh.multiaddrs())))));
     // Every node has heard every other once: each has learnt where the others listen.
-    await waitFor(() => deafPairs(nodes, 0).length === 0, 30_000, 'the first tick of every node at every node');
-  }, 60_000);
+    await waitFor(() => deafPairs(nodes, 0).length === 0, 80_000, 'the first tick of every node at every node');
+  }, 120_000);
 
   afterAll(async () => {
     for (const n of live()) await n.stop();
     for (const d of dirs) await removeDir(d);
   });
 
-  it('is no star: nodes connect to peers they were never told of, within the bounds', () => {
+  it('is no star: nodes connect to peers they were never told of, and are pruned to the maximum after the grace', async () => {
     const seedId = nodes[0]!.mesh.nodeId;
-    for (const n of nodes.slice(1)) {
-      const others = n.mesh.p2p!.connectedPeers().filter((p) => p !== seedId);
-      expect(others.length).toBeGreaterThan(0);
-      expect(n.mesh.p2p!.connections().open).toBeLessThanOrEqual(PEERS.max + 1);
-    }
-  });
+    const others = (n: TestNode) => n.mesh.p2p!.connectedPeers().filter((p) => p !== seedId);
+    await waitFor(() => nodes.slice(1).every((n) => others(n).length > 0), 10_000, 'every node connected beyond the seed');
+    await waitFor(() => nodes.every((n) => n.mesh.p2p!.connections().open <= PEERS.max), 20_000, 'every node at most at its maximum');
+  }, 25_000);
 
   it('outlives its seed: every pair of live nodes hears each other within 40 s of the kill', async () => {
     const seed = nodes[0]!;
@@ -76,7 +74,7 @@ describe('mesh: twelve nodes bootstrapped to one seed', () => {
     await waitFor(() => others.every((s) => (heard.get(joiner.mesh.nodeId)?.get(s.mesh.nodeId) ?? 0) > joinedAt), 30_000, 'the joiner hearing every node');
     // And every node hears it.
     await waitFor(() => others.every((r) => (heard.get(r.mesh.nodeId)?.get(joiner.mesh.nodeId) ?? 0) > joinedAt), 30_000, 'every node hearing the joiner');
-    expect(joiner.mesh.p2p!.connections().open).toBeGreaterThanOrEqual(PEERS.target);
+    await waitFor(() => joiner.mesh.p2p!.connections().open >= PEERS.target, 10_000, 'the joiner at its target');
   }, 65_000);
 
   it('a node restarted with no bootstrap list reconnects from its persisted peer store', async () => {

@@ -7,7 +7,7 @@ import type { MeshService } from '../../mesh/service.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import type { ChainService } from '../../chain/service.js';
-import { meshEventsResponse, meshStatusResponse, networkSnapshot, transparencyHistoryResponse } from '../responses.js';
+import { meshEventsResponse, meshPeersResponse, meshStatusResponse, networkSnapshot, transparencyHistoryResponse } from '../responses.js';
 import { requireKey } from '../auth.js';
 import { body, describes, query, responds, validate } from '../validate.js';
 
@@ -45,6 +45,12 @@ function registerMeshRoutes(router: Router, kit: HttpKit, s: MeshRouteServices):
   router.get('/api/mesh/status', responds(meshStatusResponse), async (ctx) => {
     // Forked checkpoints of state machines seen here (chain/checkpoints.ts): kept as evidence, reported.
     ctx.body = { ...(await mesh().status()), chainCheckpointForks: s.chain.checkpoints.forkReport() };
+  });
+
+  router.get('/api/mesh/peers', responds(meshPeersResponse), async (ctx) => {
+    const m = mesh();
+    const status = await m.status();
+    ctx.body = { nodeId: status.nodeId, reachability: status.reachability, connections: status.connections, peers: m.knownPeers() };
   });
 
   router.get('/api/mesh/events', responds(meshEventsResponse), query(eventsQuery), async (ctx) => {
