@@ -4,6 +4,8 @@
 // starts when this node started recording: before it, nothing is known (`covers`). Pure: ticks are given by the
 // caller; bounded in nodes and in ticks per node.
 
+import { BoundedMap } from '../util/bounded-map.js';
+
 /** One tick event heard: the sender's own tick, and what it advertised about its operator. */
 export interface Heard {
   svcond: number;
@@ -21,12 +23,15 @@ export interface LivenessLogOptions {
 }
 
 export class LivenessLog {
-  private readonly byNode = new Map<string, Heard[]>();
+  /** Node → its tick events; a node heard again moves to the newest end, so the one heard longest ago goes first. */
+  private readonly byNode: BoundedMap<string, Heard[]>;
   /** The first tick recorded: the log says nothing about the ticks before it. */
   private start: number | null = null;
   private newest = 0;
 
-  constructor(private readonly o: LivenessLogOptions) {}
+  constructor(private readonly o: LivenessLogOptions) {
+    this.byNode = new BoundedMap(o.maxNodes ?? 4096);
+  }
 
   /** A tick event of `node` at its tick `h.svcond` (one already recorded, or older than the node's latest, is skipped). */
   record(node: string, h: Heard, now: number): void {
@@ -40,7 +45,6 @@ export class LivenessLog {
     list.push({ svcond: h.svcond, mode: h.mode, bondId: h.bondId });
     const floor = this.newest - this.o.keepTicks;
     while (list.length > 0 && (list[0]!.svcond < floor || list.length > (this.o.maxPerNode ?? 1024))) list.shift();
-    while (this.byNode.size > (this.o.maxNodes ?? 4096)) this.byNode.delete(this.byNode.keys().next().value!);
   }
 
   /** Does the log hold every tick event heard from `from` on (it started recording by then and still keeps it)? */

@@ -11,7 +11,7 @@ import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import type { PrivateKey } from '@libp2p/interface';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, expectError, operatorBond, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
 import {
   VERDICT_EVENT,
@@ -70,13 +70,14 @@ let d: TestNode;
 const nodes = () => [a, b, c, d];
 const ops: Record<string, { zid: string; key: string; bondId: string }> = {};
 
-async function operator(url: string, seed: string) {
+async function operator(t: TestNode, seed: string) {
+  const url = t.url;
   const id = await zkIdentity(url, seed);
   for (let i = 0; i < BOND; i++)
     expect(
       (await call(url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(id.key))).status,
     ).toBe(200);
-  const bond = await call(url, 'POST', '/api/contribute/bond', {}, bearer(id.key));
+  const bond = await call(url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...operatorBond(t) });
   expect(bond.status, bond.text).toBe(201);
   expect((await call(url, 'POST', '/api/contribute/mode', { mode: 'contributing' }, bearer(id.key))).status).toBe(200);
   expect((await call(url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key))).status).toBe(200);
@@ -142,7 +143,7 @@ beforeAll(async () => {
   const boot = [a.node.mesh.multiaddrs()[0]!];
   [b, c, d] = await Promise.all([startTestNode(config(boot), opts), startTestNode(config(boot), opts), startTestNode(config(boot), opts)]);
   await waitFor(() => nodes().every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 3), 40_000, 'tick events from every peer');
-  const [opA, opB, opC, opD] = await Promise.all([operator(a.url, 'vc-a'), operator(b.url, 'vc-b'), operator(c.url, 'vc-c'), operator(d.url, 'vc-d')]);
+  const [opA, opB, opC, opD] = await Promise.all([operator(a, 'vc-a'), operator(b, 'vc-b'), operator(c, 'vc-c'), operator(d, 'vc-d')]);
   Object.assign(ops, { a: opA!, b: opB!, c: opC!, d: opD! });
   await waitFor(() => nodes().every((n) => n.node.bonds.active().length === 4), 30_000, 'every bond at every node');
   await waitFor(

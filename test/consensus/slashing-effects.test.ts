@@ -8,7 +8,7 @@ import type { ChallengeEntry } from '../../src/consensus/challenges.js';
 import { FOUNDATION_ACCOUNT } from '../../src/consensus/slashing.js';
 import { envelopeCounter } from '../../src/store/counter-keys.js';
 import { failNextBatch } from '../helpers/fail-batch.js';
-import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, expectError, operatorBond, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 
 const BOND = 4;
 const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
@@ -34,7 +34,7 @@ afterAll(async () => {
 async function bondedOperator(seed: string): Promise<{ zid: string; key: string; bondId: string }> {
   const id = await zkIdentity(n.url, seed);
   for (let i = 0; i < BOND; i++) expect((await call(n.url, 'POST', '/api/svc/compute', COMPUTE, bearer(id.key))).status).toBe(200);
-  const bond = await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(id.key));
+  const bond = await call(n.url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...operatorBond(n) });
   expect(bond.status, bond.text).toBe(201);
   expect((await call(n.url, 'POST', '/api/contribute/mode', { mode: 'contributing' }, bearer(id.key))).status).toBe(200);
   return { ...id, bondId: bond.body.bond_id };
@@ -136,7 +136,7 @@ describe('the slashing batch at the bond’s home', () => {
     expect(await count(op.zid, op.key)).toBe(before.op - BOND);
     expect(await foundation()).toBe(before.foundation + BOND / 2);
     expect(n.node.bonds.slashState(op.bondId, n.node.mesh.nowSvcond())).toBe('applied');
-    expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, bearer(op.key)), 403, 'SVC_BOND_COOLDOWN');
+    expectError(await call(n.url, 'POST', '/api/contribute/bond', {}, { ...bearer(op.key), ...operatorBond(n) }), 403, 'SVC_BOND_COOLDOWN');
   });
 
   it('a claim that was not the deciding digest: every envelope to the foundation, no reward', async () => {

@@ -8,7 +8,7 @@
 //      is slashed at once in B's and C's registries; once their clocks pass the due tick (driven, not slept), the
 //      bond is in default there and a bond attestation of L's is ignored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, expectError, operatorBond, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
 import { defaultRegistry } from '../../src/solvers/registry.js';
 import { systemClock, TICK_NS, type Clock } from '../../src/kernel/clock.js';
@@ -78,7 +78,7 @@ async function operator(t: TestNode, seed: string, contributing = true): Promise
     expect(
       (await call(t.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(id.key))).status,
     ).toBe(200);
-  const bond = await call(t.url, 'POST', '/api/contribute/bond', {}, bearer(id.key));
+  const bond = await call(t.url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...operatorBond(t) });
   expect(bond.status, bond.text).toBe(201);
   if (contributing) expect((await call(t.url, 'POST', '/api/contribute/mode', { mode: 'contributing' }, bearer(id.key))).status).toBe(200);
   expect((await call(t.url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key))).status).toBe(200);
@@ -177,7 +177,7 @@ describe('slashing is every node’s fact', () => {
     // The slashed operator: idle, and refused a new bond until the cooldown ends.
     const status = await call(m.url, 'GET', '/api/contribute/status', undefined, bearer(ops.m!.key));
     expect(status.body).toMatchObject({ bonded: false, mode: 'idle' });
-    const refused = expectError(await call(m.url, 'POST', '/api/contribute/bond', {}, bearer(ops.m!.key)), 403, 'SVC_BOND_COOLDOWN');
+    const refused = expectError(await call(m.url, 'POST', '/api/contribute/bond', {}, { ...bearer(ops.m!.key), ...operatorBond(m) }), 403, 'SVC_BOND_COOLDOWN');
     expect(refused.challenge_id).toBe(id);
     expect(refused.cooldown_until_svcond).toBe(opened.body.svcond + Math.floor((30 * 86_400) / 0.777000777));
     expect(Date.parse(refused.cooldown_until)).toBeGreaterThan(Date.now() + 29 * 86_400_000);

@@ -328,6 +328,8 @@ describe("docs/protocol.md: the project's code agrees", () => {
       svcond: compute.svcond,
       reason: 'sealer_unknown',
       reasons: [{ code: 'sealer_unknown', message: VERIFY_REASONS.sealer_unknown }],
+      verdict: null,
+      challenge_id: null,
     });
     // The same function with the example's node known (as `svc-node verify --node` makes it): valid.
     const known = verifySealedResult(

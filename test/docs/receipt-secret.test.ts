@@ -54,11 +54,13 @@ describe('the receipt secret is hex on every path', () => {
     const text = (await readFile(join(dir, 'receipt-secret'), 'utf8')).trim();
     const other = await startTestNode({ receiptSecret: text });
     let second: { body: Record<string, any>; text: string };
+    const sealer = other.node.nodeId;
     try {
       second = await computeOn(other.url, 'env');
-      // The online verifier of the env-keyed node accepts the standalone node's result too.
+      // The env-keyed node's verifier holds the standalone node's proof and tick receipt (the same key); only the
+      // sealer, a node it never heard, is unknown to it.
       const v = await call(other.url, 'POST', '/api/svc/verify', first.body, bearer((await zkIdentity(other.url, 'env-verify')).key));
-      expect(v.body).toMatchObject({ valid: true, proof_valid: true, receipt_valid: true });
+      expect(v.body).toMatchObject({ valid: false, proof_valid: true, receipt_valid: true, seal_signature_valid: true, reason: 'sealer_unknown' });
     } finally {
       await other.destroy();
     }
@@ -66,10 +68,10 @@ describe('the receipt secret is hex on every path', () => {
     // Offline (each CLI run is a process: a few, under load they take seconds each).
     const file = join(dir, 'result.json');
     await writeFile(file, second.text);
-    expect(JSON.parse(run(['verify', file, '--data-dir', dir]).stdout).valid).toBe(true);
-    expect(JSON.parse(run(['verify', file, '--secret', text]).stdout).valid).toBe(true);
+    expect(JSON.parse(run(['verify', file, '--data-dir', dir, '--node', sealer]).stdout).valid).toBe(true);
+    expect(JSON.parse(run(['verify', file, '--secret', text, '--node', sealer]).stdout).valid).toBe(true);
     // SVC_RECEIPT_SECRET: upper-case hex and a trailing newline are the same bytes.
-    expect(JSON.parse(run(['verify', file], { SVC_RECEIPT_SECRET: `${text.toUpperCase()}\n` }).stdout).valid).toBe(true);
+    expect(JSON.parse(run(['verify', file, '--node', sealer], { SVC_RECEIPT_SECRET: `${text.toUpperCase()}\n` }).stdout).valid).toBe(true);
   }, 180_000);
 
   it('text that is not hex is refused with a reason (exit 2), never taken as another key', async () => {

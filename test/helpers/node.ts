@@ -126,6 +126,9 @@ export type Topology = 'full' | 'line' | 'ring';
 export const TOPOLOGIES: readonly Topology[] = ['full', 'line', 'ring'];
 
 /** The bootstrap list of a node of `topology`, given the first multiaddr of each node started before it, in order. */
+/** The peer-set bounds of a line or a ring: a node at its one or two neighbours is at its target, never over its maximum. */
+const SPARSE_PEERS = { target: 1, max: 2 };
+
 export function bootstrapOf(topology: Topology, earlier: readonly string[]): string[] {
   if (topology === 'full') return [...earlier];
   return earlier.length > 0 ? [earlier[earlier.length - 1]!] : [];
@@ -154,7 +157,10 @@ export async function startMesh(
   const nodes: TestNode[] = [];
   for (let i = 0; i < n; i++) {
     const earlier = nodes.map((t) => t.node.mesh.multiaddrs()[0]!);
-    nodes.push(await startTestNode(config(bootstrapOf(topology, earlier), i), typeof options === 'function' ? options(i) : options));
+    const c = config(bootstrapOf(topology, earlier), i);
+    // A sparse mesh stays sparse: the peer set dials no peer beyond the ones the topology connects.
+    const shaped = topology === 'full' ? c : { ...c, mesh: { ...(c.mesh as Record<string, unknown>), peers: SPARSE_PEERS } };
+    nodes.push(await startTestNode(shaped, typeof options === 'function' ? options(i) : options));
   }
   if (topology === 'ring' && n > 2) await nodes[n - 1]!.node.mesh.p2p!.dial(nodes[0]!.node.mesh.multiaddrs()[0]!);
   await waitMeshHeard(nodes);
