@@ -32,7 +32,7 @@ describe('contribution config', () => {
         SVC_CONTRIBUTION_DEADLINE_TICKS: '9',
         SVC_CONTRIBUTION_LIVE_TICKS: '12',
         SVC_CONTRIBUTION_BOND_TERM_DAYS: '1',
-        SVC_CONTRIBUTION_OPERATOR: 'zid_0123456789abcdef',
+        SVC_CONTRIBUTION_OPERATOR: 'zid_0123456789abcdef0123456789abcdef',
       },
     }).contribution;
     expect(c).toEqual({
@@ -44,7 +44,7 @@ describe('contribution config', () => {
       challengeStake: 7,
       bondTermDays: 1,
       offload: 'when-busy',
-      operator: 'zid_0123456789abcdef',
+      operator: 'zid_0123456789abcdef0123456789abcdef',
     });
     expect(() => loadConfig({ env: { SVC_CONTRIBUTION_OFFLOAD: 'sometimes' } })).toThrow(ConfigError);
     expect(() => loadConfig({ env: { SVC_CONTRIBUTION_BOND_ENVELOPES: '0' } })).toThrow(/contribution\.bondEnvelopes/);
