@@ -127,7 +127,7 @@ export const TOPOLOGIES: readonly Topology[] = ['full', 'line', 'ring'];
 
 /** The bootstrap list of a node of `topology`, given the first multiaddr of each node started before it, in order. */
 /** The peer-set bounds of a line or a ring: a node at its one or two neighbours is at its target, never over its maximum. */
-const SPARSE_PEERS = { target: 1, max: 2 };
+export const SPARSE_PEERS = { target: 1, max: 2 };
 
 export function bootstrapOf(topology: Topology, earlier: readonly string[]): string[] {
   if (topology === 'full') return [...earlier];
