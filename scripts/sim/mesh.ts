@@ -9,7 +9,7 @@
 // and whose receiver had been up `--settle` s before it and stayed up `--grace` s after it. Latency is publish →
 // accept (signature, handshake and duplicate checks included), over every receipt in the window.
 // Usage: npx tsx scripts/sim/mesh.ts [--nodes 100] [--procs 4] [--seconds 120] [--warmup 30] [--churn 5]
-//        [--tick-every 2] [--settle 20] [--grace 10] [--kill-seed-after 10] [--seed 1]
+//        [--tick-every 2] [--settle 20] [--grace 10] [--kill-seed-after 10] [--seed 1] [--join-batch 25]
 // Everything listens on 127.0.0.1 only, and the run stops by itself.
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
@@ -27,6 +27,7 @@ const SETTLE = numberArg('settle', 20);
 const GRACE = numberArg('grace', 10);
 const KILL_SEED_AFTER = numberArg('kill-seed-after', 10);
 let rng = numberArg('seed', 1) >>> 0 || 1;
+const JOIN_BATCH = numberArg('join-batch', 25);
 
 /** xorshift32: the run is the same for the same --seed. */
 function random(): number {
@@ -130,7 +131,16 @@ async function stopNode(index: number): Promise<void> {
   await stopped;
 }
 
-async function flushAll(): Promise<void> {
+/** One flush at a time: a worker answers flushes in order, and each answer is awaited under its own key. */
+let flushing: Promise<void> = Promise.resolve();
+
+function flushAll(): Promise<void> {
+  const next = flushing.then(flushOnce);
+  flushing = next.catch(() => {});
+  return next;
+}
+
+async function flushOnce(): Promise<void> {
   await Promise.all(
     workers.map((_, w) => {
       const got = awaitReply(`figures:${w}`);
@@ -169,9 +179,9 @@ async function main(): Promise<void> {
   const t0 = wallMs();
   const seed = await startNode([]);
   const seedAddr = lives.get(seed)!.addrs;
-  // Everyone else is told the seed's address only; ten join at a time.
-  for (let i = 1; i < NODES; i += 10) {
-    await Promise.all(Array.from({ length: Math.min(10, NODES - i) }, () => startNode(seedAddr)));
+  // Everyone else is told the seed's address only; a batch of JOIN_BATCH joins at a time.
+  for (let i = 1; i < NODES; i += JOIN_BATCH) {
+    await Promise.all(Array.from({ length: Math.min(JOIN_BATCH, NODES - i) }, () => startNode(seedAddr)));
   }
   process.stderr.write(`${NODES} nodes started in ${Math.round(wallMs() - t0)} ms; warming up ${WARMUP} s\n`);
   const flusher = setInterval(() => void flushAll().catch(() => {}), 2_000);
