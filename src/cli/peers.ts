@@ -2,22 +2,13 @@
 // scores, and how the node itself is reachable (or one JSON object with --json). Reads GET /api/mesh/peers.
 import type { Command } from 'commander';
 import { progress } from './progress.js';
+import type { KnownPeerReport } from '../mesh/service.js';
 
 export interface PeersReport {
   nodeId: string;
   reachability: { reachability: string; relays: string[]; announce: string[] };
   connections: { target: number; max: number; open: number; relayed: number; known: number };
-  peers: {
-    peerId: string;
-    addrs: string[];
-    lastSeen: number | null;
-    lastFailure: number | null;
-    failures: number;
-    connection: 'direct' | 'relayed' | null;
-    score: number | null;
-    url: string | null;
-    lastTick: number | null;
-  }[];
+  peers: KnownPeerReport[];
 }
 
 /** Read a node's peer report; throws with the reason when the node does not answer. */
