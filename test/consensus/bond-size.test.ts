@@ -12,17 +12,9 @@ import { BondService, bondAttestationText, type BondRecord } from '../../src/con
 import type { Ledger } from '../../src/tally/ledger.js';
 import { GossipError } from '../../src/mesh/gossip-error.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
+import { TEST_POLICY } from './helpers.js';
 
-const policy = {
-  bondEnvelopes: 4,
-  committeeSize: 3,
-  settleTicks: 4,
-  deadlineTicks: 10,
-  liveTicks: 32,
-  challengeStake: 20,
-  bondTermDays: 30,
-  offload: 'never' as const,
-};
+const policy = { ...TEST_POLICY, bondEnvelopes: 4 };
 let dir = '';
 let store: Store | null = null;
 afterAll(async () => {

@@ -8,9 +8,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateKeyPair } from '@libp2p/crypto/keys';
-import { peerIdFromPrivateKey } from '@libp2p/peer-id';
-import type { PrivateKey } from '@libp2p/interface';
 import { Store } from '../../src/store/db.js';
 import { ChallengeService, type ChallengedResult } from '../../src/consensus/challenges.js';
 import type { BondService } from '../../src/consensus/bonds.js';
@@ -26,28 +23,11 @@ import { plainJson, solverRequestDigest, solverResultDigest } from '../../src/co
 import { verifySealedResult } from '../../src/compute/verify-result.js';
 import { defaultRegistry } from '../../src/solvers/registry.js';
 import { InputError } from '../../src/solvers/errors.js';
+import { TEST_POLICY, key, type Key } from './helpers.js';
 
 const receiptKey = deriveKey(Buffer.from('0123456789abcdef0123456789abcdef', 'hex'), 'RECEIPT');
 const NS = 1_790_000_000_123_456_789n;
-const policy = {
-  bondEnvelopes: 3,
-  committeeSize: 3,
-  settleTicks: 4,
-  deadlineTicks: 10,
-  liveTicks: 32,
-  challengeStake: 20,
-  bondTermDays: 30,
-  offload: 'never' as const,
-};
-
-interface Key {
-  priv: PrivateKey;
-  id: string;
-}
-async function key(): Promise<Key> {
-  const priv = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
-  return { priv, id: peerIdFromPrivateKey(priv as never).toString() };
-}
+const policy = TEST_POLICY;
 
 let liar: Key;
 let forger: Key;

@@ -5,9 +5,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { generateKeyPair } from '@libp2p/crypto/keys';
-import { peerIdFromPrivateKey } from '@libp2p/peer-id';
-import type { PrivateKey } from '@libp2p/interface';
 import { Store, type Op } from '../../src/store/db.js';
 import { ChallengeService, type ChallengeServiceOptions, type ChallengedResult } from '../../src/consensus/challenges.js';
 import type { ChallengeState } from '../../src/consensus/challenge-lifecycle.js';
@@ -34,6 +31,7 @@ import { foldVotes } from '../../src/consensus/verdict.js';
 import { ServiceError } from '../../src/kernel/errors.js';
 import { signExecution } from '../../src/consensus/executed-by.js';
 import type { ExecutedBy } from '../../src/records/types.js';
+import { TEST_POLICY, key, type Key } from './helpers.js';
 
 const REQUEST_DIGEST = 'd'.repeat(64);
 /** executed_by as the executor (keys[0]) signs it for `digest`. */
@@ -44,25 +42,7 @@ function executedBy(bondId: string, digest = EXEC): ExecutedBy {
 const CLAIM = 'c'.repeat(64);
 const EXEC = 'e'.repeat(64);
 const OTHER = '0'.repeat(64);
-const policy = {
-  bondEnvelopes: 3,
-  committeeSize: 3,
-  settleTicks: 4,
-  deadlineTicks: 10,
-  liveTicks: 32,
-  challengeStake: 20,
-  bondTermDays: 30,
-  offload: 'never' as const,
-};
-
-interface Key {
-  priv: PrivateKey;
-  id: string;
-}
-async function key(): Promise<Key> {
-  const priv = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
-  return { priv, id: peerIdFromPrivateKey(priv as never).toString() };
-}
+const policy = TEST_POLICY;
 
 let keys: Key[] = [];
 const dirs: string[] = [];

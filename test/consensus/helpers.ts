@@ -1,0 +1,28 @@
+// What the in-process consensus tests share: a small contribution policy and fresh node keys.
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import type { PrivateKey } from '@libp2p/interface';
+import type { ContributionPolicy } from '../../src/consensus/policy.js';
+
+/** A policy small enough to bond and decide in a test: 3 envelopes, a committee of 3, ten ticks to vote. */
+export const TEST_POLICY = {
+  bondEnvelopes: 3,
+  committeeSize: 3,
+  settleTicks: 4,
+  deadlineTicks: 10,
+  liveTicks: 32,
+  challengeStake: 20,
+  bondTermDays: 30,
+  offload: 'never',
+} as const satisfies ContributionPolicy;
+
+/** A node key and its peer id. */
+export interface Key {
+  priv: PrivateKey;
+  id: string;
+}
+
+export async function key(): Promise<Key> {
+  const priv = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
+  return { priv, id: peerIdFromPrivateKey(priv as never).toString() };
+}
