@@ -54,6 +54,16 @@ function refuse(field: string, reason: string): ServiceError {
   return new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input ${field}: ${reason}`, { field, reason, allowed: 'an http or https URL of a public host' });
 }
 
+/** Names of this machine in the usual hosts files (glibc, Debian), besides `localhost` itself. */
+const LOOPBACK_NAMES = new Set(['localhost', 'localhost.localdomain', 'ip6-localhost', 'ip6-loopback', 'localhost6', 'localhost6.localdomain6']);
+/** Suffixes of names that only resolve inside a host or a private network. */
+const LOCAL_SUFFIXES = ['.localhost', '.local', '.internal', '.localdomain'];
+
+/** A name (lower case, no trailing dot) that points at this machine or a private network, whatever DNS says. */
+export function isLocalName(host: string): boolean {
+  return LOOPBACK_NAMES.has(host) || LOCAL_SUFFIXES.some((s) => host.endsWith(s));
+}
+
 function hostAllowed(host: string, list: string[]): boolean {
   if (list.length === 0) return true;
   return list.some((h) => (h.startsWith('*.') ? host.endsWith(h.slice(1)) && host.length > h.length - 1 : host === h.toLowerCase()));
@@ -69,12 +79,15 @@ export function checkOutboundUrl(raw: string, policy: UrlPolicy, field = 'url'):
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refuse(field, 'only http and https URLs');
   if (url.username !== '' || url.password !== '') throw refuse(field, 'credentials in the URL are not accepted (use headers)');
-  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  // A fully qualified name's trailing dot names the same host (`localhost.` is localhost).
+  const host = url.hostname
+    .replace(/^\[|\]$/g, '')
+    .toLowerCase()
+    .replace(/\.+$/, '');
   if (!hostAllowed(host, policy.allowHosts)) throw refuse(field, `host ${host} is not on the allow-list`);
   if (!policy.allowLoopback) {
     if (isIP(host) !== 0 && isBlockedAddress(host)) throw refuse(field, 'loopback, private and link-local addresses are refused');
-    if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.local') || host.endsWith('.internal'))
-      throw refuse(field, 'local names are refused');
+    if (isLocalName(host)) throw refuse(field, 'local names are refused');
   }
   return url;
 }

@@ -23,11 +23,19 @@ describe('outbound URL policy (no open proxy)', () => {
       'http://[::ffff:127.0.0.1]/',
       'http://localhost:8080/',
       'http://svc.localhost/',
+      'http://localhost./',
+      'http://LOCALHOST.:8080/',
+      'http://localhost.localdomain/',
+      'http://ip6-localhost/',
+      'http://ip6-loopback:9/',
+      'http://printer.localdomain/',
       'not a url',
     ])
       expect(() => checkOutboundUrl(u, strict), u).toThrow(/invalid input url/);
     expect(checkOutboundUrl('https://hooks.example.com/x', strict).hostname).toBe('hooks.example.com');
     expect(checkOutboundUrl('http://8.8.8.8/x', strict).hostname).toBe('8.8.8.8');
+    // A public name written fully qualified is still that name.
+    expect(checkOutboundUrl('https://hooks.example.com./x', strict).hostname).toBe('hooks.example.com.');
   });
 
   it('loopback only when allowed; the allow-list decides hosts', () => {
