@@ -11,6 +11,7 @@ import { loadOrCreateNodeKey, readNodeId } from '../mesh/identity.js';
 import { verifyText } from '../mesh/wire.js';
 import { verifySealedResult } from '../compute/verify-result.js';
 import { runCluster } from './cluster.js';
+import { dataDirProblem } from './data-dir.js';
 import { addContributeCommand } from './contribute.js';
 import { addKeysSubcommands } from './keys.js';
 import { addVerifyLogCommand } from './verify-log.js';
@@ -83,6 +84,12 @@ function flagsToPaths(o: Record<string, unknown>): Record<string, unknown> {
 function fail(message: string, code = 2): never {
   process.stderr.write(`svc-node: ${message}\n`);
   process.exit(code);
+}
+
+/** A client command's data dir must exist: exit 2 with the reason, nothing created. */
+async function requireDataDir(dir: string): Promise<void> {
+  const problem = await dataDirProblem(dir);
+  if (problem !== null) fail(problem);
 }
 
 configFlags(program.command('start').description('run a node')).action(async (opts: Record<string, unknown>) => {
@@ -165,6 +172,7 @@ program
   .option('--data-dir <dir>', "read the secret kept in this data dir (or a cluster's data root); its node (or nodes) are known sealers")
   .option('--node <peer id>', 'a node accepted as the sealer (repeatable)', (v: string, all: string[] = []) => [...all, v])
   .action(async (file: string, opts: { secret?: string; dataDir?: string; node?: string[] }) => {
+    if (opts.dataDir !== undefined) await requireDataDir(opts.dataDir);
     let secret: Buffer | null = null;
     try {
       secret = await receiptSecretFor(opts);
@@ -198,6 +206,7 @@ const keysCommand = program
   .description('show the node identity (peer id), the receipt-key fingerprint and the operator token; list, revoke or mint an identity’s API keys')
   .option('--data-dir <dir>', 'data directory', process.env.SVC_DATA_DIR ?? './data')
   .action(async (opts: { dataDir: string }) => {
+    await requireDataDir(opts.dataDir);
     const ident = await loadOrCreateNodeKey(opts.dataDir);
     let fingerprint: string | null;
     try {
@@ -246,6 +255,7 @@ program
   .action(async (opts: { url: string; zid: string; credits: number; tier?: string; token?: string; dataDir: string }) => {
     let token = opts.token ?? process.env.SVC_OPERATOR_TOKEN ?? null;
     if (token === null) {
+      await requireDataDir(opts.dataDir);
       try {
         token = await readOperatorToken(opts.dataDir);
       } catch (err) {

@@ -85,6 +85,12 @@ export interface Foundation {
   config: NodeConfig;
   options: NodeOptions;
   logger: Logger;
+  /**
+   * Where the ready line ('listening': URL, node, multiaddrs) goes: the logger, or, when the node's own logger is set
+   * above info, a logger of that one line on stdout in the same shape. Whatever the level, the port of a node started
+   * with --port 0 can be read (svc-node cluster reads it). A logger the embedding program passes in is left as it is.
+   */
+  readyLogger: Logger;
   clock: Clock;
   time: Time;
   keys: NodeKeys;
@@ -116,7 +122,9 @@ async function receiptSecret(config: NodeConfig): Promise<Buffer> {
 export async function openFoundation(config: NodeConfig, options: NodeOptions): Promise<Foundation> {
   const clock = options.clock ?? systemClock;
   const time = timeOf(clock);
-  const logger = options.logger ?? pino({ level: config.logLevel, base: { svc: 'svc-node' } });
+  const base = { svc: 'svc-node' };
+  const logger = options.logger ?? pino({ level: config.logLevel, base });
+  const readyLogger = options.logger !== undefined || logger.isLevelEnabled('info') ? logger : pino({ level: 'info', base });
   await mkdir(config.dataDir, { recursive: true });
   const nodeIdentity = await loadOrCreateNodeKey(config.dataDir);
   const secret = await receiptSecret(config);
@@ -140,6 +148,7 @@ export async function openFoundation(config: NodeConfig, options: NodeOptions): 
     config,
     options,
     logger,
+    readyLogger,
     clock,
     time,
     keys,

@@ -115,7 +115,7 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
       // Last to start: the node is ready when this line is logged (the mesh has its addresses by now).
       start: () => {
         const fields = { url, node: f.nodeId, dataDir: config.dataDir, multiaddrs: mesh.multiaddrs(), mesh: mesh.enabled, metrics: metricsUrl };
-        logger.info(fields, 'listening');
+        f.readyLogger.info(fields, 'listening');
       },
       stop: async () => {
         open = false;
