@@ -193,6 +193,43 @@ export const configSchema = z
       })
       .strict()
       .default({ provider: null, freeMessagesPerDay: 10, maxToolSteps: 6, timeoutMs: 60_000, baseUrls: { allowLoopback: false, allowHosts: [] } }),
+    /** The warnings of /api/health (health/monitor.ts; docs/operating.md, "Warnings"): how often they are checked, and their bounds. */
+    health: z
+      .object({
+        /** Ticks between two rounds of checks (4 ≈ 3 s). */
+        checkTicks: z.number().int().min(1).max(10_000).default(4),
+        /** Seconds without a refused handshake (or a stale event) before that warning clears. */
+        handshakeWindowSeconds: z.number().int().min(1).max(86_400).default(120),
+        /** Seconds with no mesh connection, bootstrap peers configured, before MESH_NO_PEERS. */
+        noPeersGraceSeconds: z.number().int().min(0).max(86_400).default(30),
+        /** Ticks a peer's tick event may be stamped away from this node's clock on arrival (2 ≈ 1.6 s). */
+        clockSkewTicks: z.number().int().min(1).max(120).default(2),
+        /** DISK_LOW when the data dir's file system has less than this share free … */
+        diskFreeMinPercent: z.number().min(0).max(100).default(5),
+        /** … or fewer bytes free than this (512 MiB). */
+        diskFreeMinBytes: z
+          .number()
+          .int()
+          .min(0)
+          .default(512 * 2 ** 20),
+        /** BACKLOG_GROWING when an outbox holds this many items, or grew at this many checks without shrinking between. */
+        backlogMax: z.number().int().min(1).max(10_000_000).default(1000),
+        backlogGrowthChecks: z.number().int().min(1).max(10_000).default(20),
+        /** Seconds between TCP probes of the mesh.announce addresses. */
+        announceProbeSeconds: z.number().int().min(1).max(86_400).default(60),
+      })
+      .strict()
+      .default({
+        checkTicks: 4,
+        handshakeWindowSeconds: 120,
+        noPeersGraceSeconds: 30,
+        clockSkewTicks: 2,
+        diskFreeMinPercent: 5,
+        diskFreeMinBytes: 512 * 2 ** 20,
+        backlogMax: 1000,
+        backlogGrowthChecks: 20,
+        announceProbeSeconds: 60,
+      }),
     /** Prometheus metrics (GET /metrics) on a listener of their own, never the API port; off when port is null. */
     metrics: z
       .object({

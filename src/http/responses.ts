@@ -3,6 +3,7 @@
 // meaning); more may come. test/http/openapi.test.ts checks real responses against them.
 import { z } from 'zod';
 import { VERIFY_REASONS, type VerifyReason } from '../compute/verify-result.js';
+import { WARNING_CODES } from '../health/warnings.js';
 
 const int = z.number().int();
 const peerId = z.string().min(1);
@@ -15,6 +16,7 @@ export const healthResponse = z.looseObject({
   kernel_version: z.string(),
   svcond: tick,
   uptime_s: int.min(0),
+  warnings: z.array(z.object({ code: z.enum(WARNING_CODES), message: z.string(), since: z.string(), count: int.min(1) })),
 });
 
 export const discoveryResponse = z.looseObject({

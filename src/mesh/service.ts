@@ -199,6 +199,9 @@ export class MeshService {
     verdicts: { accept: 0, ignore: 0, reject: 0 } as Record<GossipVerdict, number>,
     duplicates: { http: 0, gossip: 0 },
   };
+  /** Handshakes refused, by the peer that sent them (health warnings); bounded, the least recently refused dropped. */
+  private readonly handshakeRefused = new Map<string, number>();
+  private staleRefused = 0;
 
   constructor(private readonly opts: MeshServiceOptions) {
     this.log = opts.logger ?? silentLogger;
@@ -354,6 +357,7 @@ export class MeshService {
     const v = await this.validator.validate(event, hs);
     if (!v.ok) {
       bump(this.stats.rejected.http, v.error.code);
+      this.noteRefusal(v.error.code, claimedSender(event));
       throw v.error;
     }
     if (v.duplicate) {
@@ -406,6 +410,7 @@ export class MeshService {
     const v = await this.validator.validate(raw, hs);
     if (!v.ok) {
       bump(this.stats.rejected.http, v.error.code);
+      this.noteRefusal(v.error.code, claimedSender(raw));
       throw v.error;
     }
     return { event: v.event, duplicate: v.duplicate };
@@ -421,6 +426,7 @@ export class MeshService {
     this.stats.verdicts[verdict]++;
     if (!v.ok) {
       bump(this.stats.rejected.gossip, v.error.code);
+      this.noteRefusal(v.error.code, from);
       this.log.debug({ topic, from, code: v.error.code }, 'mesh gossip refused');
     } else if (v.duplicate) {
       this.stats.duplicates.gossip++;
@@ -647,6 +653,23 @@ export class MeshService {
     };
   }
 
+  /**
+   * Refused handshakes by the peer that sent them (gossip: the peer that forwarded the message; HTTP: the sender the
+   * event names), and events refused as stale (a clock far off): what the health warnings read.
+   */
+  refusals(): { handshake: Record<string, number>; stale: number } {
+    return { handshake: Object.fromEntries(this.handshakeRefused), stale: this.staleRefused };
+  }
+
+  private noteRefusal(code: string, peer: string): void {
+    if (code === 'STALE_HANDSHAKE') this.staleRefused++;
+    if (code !== 'INVALID_HANDSHAKE' && code !== 'MISSING_HANDSHAKE') return;
+    const n = (this.handshakeRefused.get(peer) ?? 0) + 1;
+    this.handshakeRefused.delete(peer);
+    this.handshakeRefused.set(peer, n);
+    if (this.handshakeRefused.size > REFUSING_PEERS_MAX) this.handshakeRefused.delete(this.handshakeRefused.keys().next().value as string);
+  }
+
   /** How other nodes reach this node; 'private' with no addresses when the mesh is off. */
   reachability(): ReachabilityStatus {
     return this.host?.reachability() ?? { reachability: 'private', relays: [], announce: [], addresses: [] };
@@ -732,6 +755,15 @@ export class MeshService {
     const from = Math.max(0, this.nowSvcond() - 2 * MAX_SKEW_TICKS);
     for (const e of await this.events.stampedSince(from, this.limits.seenMax)) this.validator.markSeen(e.id, e.event.svcond);
   }
+}
+
+/** Peers whose refused handshakes are counted one by one. */
+const REFUSING_PEERS_MAX = 256;
+
+/** The sender an event names (unverified: its handshake failed), for the operator's eyes only. */
+function claimedSender(event: unknown): string {
+  const sender = (event as { sender?: unknown } | null)?.sender;
+  return typeof sender === 'string' && sender.length > 0 && sender.length <= 128 ? sender : 'an HTTP caller';
 }
 
 function bump(rec: Record<string, number>, code: string): void {

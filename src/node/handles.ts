@@ -11,6 +11,7 @@ import type { ComputePart } from './compute.js';
 import type { ConsensusPart } from './consensus.js';
 import type { EconomyPart } from './economy.js';
 import type { Foundation } from './foundation.js';
+import type { HealthPart } from './health.js';
 import type { HttpPart } from './http.js';
 import type { IdentityPart } from './identity.js';
 import type { MeshPart } from './mesh.js';
@@ -28,6 +29,7 @@ export interface Wired {
   push: PushPart;
   assistants: AssistantsPart;
   consensus: ConsensusPart;
+  health: HealthPart;
   http: HttpPart;
   capabilities: Capabilities;
 }
@@ -161,6 +163,10 @@ export class NodeHandles {
   }
   get offloader() {
     return this.w.consensus.offloader;
+  }
+  /** The open health warnings (/api/health lists them) and the checks behind them. */
+  get health(): HealthPart {
+    return this.w.health;
   }
   get router() {
     return this.w.http.router;

@@ -14,6 +14,7 @@ import type { RouteGroup } from '../http/route-group.js';
 import { dashboardRoutes } from '../http/routes/dashboard.js';
 import { docsRoutes } from '../http/routes/docs.js';
 import { systemRoutes } from '../http/routes/system.js';
+import type { Warning } from '../health/warnings.js';
 import type { IdentityService } from '../identity/service.js';
 import type { StreamService } from '../streams/channels.js';
 import type { TierBook } from '../tally/tiers.js';
@@ -35,6 +36,8 @@ export interface HttpParts {
   tiers: TierBook;
   streams: StreamService;
   assistants: AssistantsPart;
+  /** The open health warnings (node/health.ts), listed by /api/health. */
+  warnings: () => Warning[];
   /** Every other capability's route groups, in the node's list order (node/node.ts). */
   routes: readonly RouteGroup[];
 }
@@ -76,7 +79,10 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     return st.enabled ? { coherenceScore: st.coherenceScore, peers: st.meshSize - 1, recentGossipCount: st.recentGossipCount } : null;
   };
   // The node's own routes first (health, discovery, pulse), the documents last.
-  const own = { system: systemRoutes({ registry, library, tiers: p.tiers, keylessStreams, coherence }), pages: [docsRoutes(), dashboardRoutes()] };
+  const own = {
+    system: systemRoutes({ registry, library, tiers: p.tiers, keylessStreams, coherence, warnings: p.warnings }),
+    pages: [docsRoutes(), dashboardRoutes()],
+  };
   const { app, router } = createApp(kit, [own.system, ...p.routes, ...own.pages]);
   const server = createHttpServer(app.callback(), logger);
   server.keepAliveTimeout = 5000;

@@ -9,6 +9,7 @@ import { wireConsensus } from './consensus.js';
 import { wireEconomy } from './economy.js';
 import { openFoundation, type NodeOptions } from './foundation.js';
 import { NodeHandles, type Wired } from './handles.js';
+import { wireHealth } from './health.js';
 import { wireHttp } from './http.js';
 import { wireIdentity } from './identity.js';
 import { wireMesh } from './mesh.js';
@@ -30,9 +31,9 @@ async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
   const assistants = await wireAssistants(foundation, { chain, identity: identity.identity, ...economy, ...compute, mesh: mesh.mesh });
   const consensus = await wireConsensus(foundation, mesh, economy, { ...compute, ...ports });
   const chainParts = wireChain(foundation, chain, mesh.mesh, { ...economy, identity: identity.identity });
-  // Start order; stop runs it backwards. The store closes last, the solver engine after all that runs on it; identity
-  // gossip and slug-loss hooks are in place before the mesh starts, deliveries and votes resume after it. HTTP serves
-  // every capability's routes in this order and is last, so that its stop (stop accepting, finish requests) runs first.
+  const health = wireHealth(foundation, { mesh: mesh.mesh, economy, webhooks, consensus });
+  // Start order; stop runs it backwards. The store closes last, the solver engine after all that runs on it; identity gossip
+  // and slug-loss hooks precede the mesh, deliveries and votes follow it. HTTP serves the routes in this order, last to start.
   const served = [
     foundation.capability,
     compute.engine,
@@ -45,11 +46,12 @@ async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
     consensus.capability,
     push.capability,
     compute.batchRuns,
+    health.capability,
   ];
   const routes = served.flatMap((c) => c.routes ?? []);
-  const http = await wireHttp(foundation, { ...identity, ...economy, ...compute, ...push, mesh: mesh.mesh, assistants, routes });
+  const http = await wireHttp(foundation, { ...identity, ...economy, ...compute, ...push, mesh: mesh.mesh, assistants, routes, warnings: health.warnings });
   const capabilities = new Capabilities([...served, http.capability]);
-  return { foundation, chain, mesh, identity, economy, webhooks, compute, push, assistants, consensus, http, capabilities };
+  return { foundation, chain, mesh, identity, economy, webhooks, compute, push, assistants, consensus, health, http, capabilities };
 }
 
 export class SvcNode extends NodeHandles {
@@ -75,6 +77,4 @@ export class SvcNode extends NodeHandles {
   }
 }
 
-export async function startNode(config: NodeConfig, options: NodeOptions = {}): Promise<SvcNode> {
-  return new SvcNode(config, options).start();
-}
+export const startNode = (config: NodeConfig, options: NodeOptions = {}): Promise<SvcNode> => new SvcNode(config, options).start();

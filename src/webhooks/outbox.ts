@@ -150,6 +150,11 @@ export class Outbox implements ResultRecorder {
     return { delivery_id: ops[0]!.key, test_id: testId };
   }
 
+  /** Deliveries waiting for an attempt (the due index), counted up to `limit`. */
+  async backlog(limit: number): Promise<number> {
+    return (await this.store.range<string>(this.due, { limit })).length;
+  }
+
   async get(id: string): Promise<DeliveryRecord | undefined> {
     return this.store.get<DeliveryRecord>(this.deliveries, id);
   }

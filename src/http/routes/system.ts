@@ -11,6 +11,7 @@ import { DOMAINS } from '../../kernel/operators/types.js';
 import { KEY_PREFIX } from '../../identity/keys.js';
 import { KERNEL_DOCS, type Library } from '../../compute/library.js';
 import { InputError } from '../../solvers/errors.js';
+import type { Warning } from '../../health/warnings.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import type { SolverRegistry } from '../../solvers/registry.js';
@@ -136,6 +137,8 @@ export interface SystemRouteServices {
   tiers: TierBook;
   /** The mesh's agreement for the field status (null or absent: no mesh). */
   coherence?: () => Promise<FieldCoherence | null>;
+  /** The node's open warnings (health/warnings.ts); absent: none. */
+  warnings?: () => Warning[];
   /** Slots of keyless long-lived streams, shared with /ws/stream (stream-slots.ts); absent: the pulse stream makes its own. */
   keylessStreams?: StreamSlots;
 }
@@ -154,6 +157,7 @@ function registerSystemRoutes(router: Router, kit: HttpKit, s: SystemRouteServic
       kernel_version: kit.config.kernel.version,
       svcond: kit.time.nowSvcond(),
       uptime_s: Math.round(process.uptime()),
+      warnings: s.warnings?.() ?? [],
     };
   };
   router.get('/api/health', responds(healthResponse), health);
