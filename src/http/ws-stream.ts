@@ -52,6 +52,8 @@ export interface StreamSocketDeps {
    * its socket closes. Absent: not capped.
    */
   keylessStreams?: StreamSlots;
+  /** The Retry-After a client that reached no home is told (the forward deadline, in seconds). */
+  retryAfterSeconds?: number;
   /** The mesh secret: a relay states its caller's address to the home under it (forwarded-address.ts). */
   meshSecret?: string | null;
 }
@@ -135,6 +137,11 @@ function answer(socket: Duplex, status: number, text: string, headers: string[])
       text,
     ].join('\r\n'),
   );
+}
+
+/** The close reason (≤ 123 bytes) a relayed client gets when its home went away: the part-7 code, and when to come back. */
+export function unreachableReason(retryAfterSeconds: number): string {
+  return `SVC_HOME_UNREACHABLE: the home node of this stream channel could not be reached; retry after ${retryAfterSeconds} s`;
 }
 
 /** A close code that may be sent in a close frame (RFC 6455 §7.4), or undefined. */
@@ -303,6 +310,7 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
 
   const relays = new Set<WebSocket>();
   const maxRelayed = deps.relayMaxBufferedBytes ?? HUB_DEFAULTS.maxBufferedBytes;
+  const retryAfter = deps.retryAfterSeconds ?? 5;
 
   /** Relay the upgrade to the channel's home at `homeUrl` (see the head of this file). */
   const relay = (req: IncomingMessage, socket: Duplex, head: Buffer, traceId: string, home: string, homeUrl: string, path: string): void => {
@@ -330,7 +338,14 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
       if (settled) return;
       settled = true;
       upstream.terminate();
-      refuse(socket, traceId, new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this stream channel did not answer: ${reason}`, { home }));
+      refuse(
+        socket,
+        traceId,
+        new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this stream channel did not answer: ${reason}`, {
+          home,
+          retry_after_seconds: retryAfter,
+        }),
+      );
     };
     socket.once('close', () => {
       if (!settled) {
@@ -382,13 +397,19 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
           relays.delete(ws);
           if (upstream.readyState === upstream.OPEN || upstream.readyState === upstream.CONNECTING) upstream.terminate();
         };
+        // The home's own close frame is passed on; a home that went away without one (1006, an error) is told to the
+        // client in a close frame of its own: 1013 (try again later) with SVC_HOME_UNREACHABLE, never a bare 1006.
+        const homeGone = () => {
+          relays.delete(ws);
+          if (ws.readyState === ws.OPEN) ws.close(1013, unreachableReason(retryAfter));
+        };
         upstream.on('close', (code, reason) => {
           relays.delete(ws);
           const c = sendableCode(code);
-          if (c !== undefined && ws.readyState === ws.OPEN) ws.close(c, reason.subarray(0, 123));
-          else ws.terminate();
+          if (c === undefined) homeGone();
+          else if (ws.readyState === ws.OPEN) ws.close(c, reason.subarray(0, 123));
         });
-        upstream.on('error', () => ws.terminate());
+        upstream.on('error', homeGone);
         ws.on('error', () => ws.terminate());
         ws.on('close', closeBoth);
         upstream.resume();

@@ -94,6 +94,7 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     logger,
     ...(options.wsHeartbeatMs !== undefined ? { heartbeatMs: options.wsHeartbeatMs } : {}),
     keylessStreams,
+    retryAfterSeconds: Math.max(1, Math.ceil(config.mesh.forwardTimeoutMs / 1000)),
     meshSecret: config.mesh.secret,
   });
   await listen(server, config.port, config.host);
