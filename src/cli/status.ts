@@ -8,7 +8,13 @@ export interface NodeStatus {
   url: string;
   reachable: boolean;
   error?: string;
-  health?: { node: string; kernel_version: string; svcond: number; uptime_s: number };
+  health?: {
+    node: string;
+    kernel_version: string;
+    svcond: number;
+    uptime_s: number;
+    warnings?: { code: string; message: string; since: string; count: number }[];
+  };
   pulse?: { svcond: number; phase: number; R_t: number };
   mesh?: {
     enabled: boolean;
@@ -61,6 +67,8 @@ export function formatStatus(s: NodeStatus): string {
     `  mesh      ${m.enabled ? `${m.meshSize} nodes · coherence ${m.coherenceScore === null ? '–' : m.coherenceScore.toFixed(3)}` : 'off (no mesh secret): the node runs alone'}`,
   ];
   if (m.enabled && m.reachability) lines.push(`  reachable ${describeReachability(m.reachability)}`);
+  // The node's warnings (docs/operating.md, "Warnings"), each on its line: what the operator should fix first.
+  for (const w of h.warnings ?? []) lines.push(`  warning   ${w.code} (×${w.count} since ${w.since}): ${w.message}`);
   if (m.peers.length > 0) {
     lines.push('', `  ${pad('peer', 54)}${pad('last tick', 12)}${pad('behind', 8)}${pad('state', 11)}mode`);
     for (const peer of m.peers) {

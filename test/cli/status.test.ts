@@ -33,6 +33,13 @@ describe('svc-node status', () => {
       },
     });
     expect(peers).toMatch(/peerB\s+\d+\s+3\s+connected\s+idle/);
+    expect(s.health!.warnings).toEqual([]);
+    expect(text).not.toContain('warning');
+    const warned = formatStatus({
+      ...s,
+      health: { ...s.health!, warnings: [{ code: 'DISK_LOW', message: 'the data dir is nearly full', since: '2026-01-01T00:00:00.000Z', count: 3 }] },
+    });
+    expect(warned).toContain('  warning   DISK_LOW (×3 since 2026-01-01T00:00:00.000Z): the data dir is nearly full\n');
   });
 
   it('--json prints one JSON object; an unreachable node exits 1 with the reason', async () => {
