@@ -20,6 +20,7 @@ import { loadOrCreateNodeKey, type NodeIdentity } from './identity.js';
 import { SNAPSHOT_RETENTION_DEFAULT, TransparencyOracle, type HeadState, type RevenueFigures } from './oracle.js';
 import { MeshValidator, MAX_SKEW_TICKS, checkShape, gossipVerdict, type GossipVerdict, type Validation } from './validator.js';
 import { meshPeerLinks } from './peer-http.js';
+import { BoundedMap } from '../util/bounded-map.js';
 import {
   TOPICS,
   bodyDigest,
@@ -188,6 +189,8 @@ export class MeshService {
   private readonly peerTable: PeerTable;
   private readonly pendingGossip = new WeakMap<Uint8Array, Validation>();
   private readonly recentBuckets = new Map<number, number>();
+  /** Gossip refused on its handshake, by the peer it came from (likely another mesh secret): bounded, oldest first out. */
+  private readonly handshakeRefusals = new BoundedMap<string, number>(256);
   private totalGossip = 0;
   private lastGossipSvcond: number | null = null;
   private lastTickSlot = -1;
@@ -421,6 +424,8 @@ export class MeshService {
     this.stats.verdicts[verdict]++;
     if (!v.ok) {
       bump(this.stats.rejected.gossip, v.error.code);
+      if (v.error.code === 'INVALID_HANDSHAKE' || v.error.code === 'MISSING_HANDSHAKE')
+        this.handshakeRefusals.set(from, (this.handshakeRefusals.get(from) ?? 0) + 1);
       this.log.debug({ topic, from, code: v.error.code }, 'mesh gossip refused');
     } else if (v.duplicate) {
       this.stats.duplicates.gossip++;
@@ -645,6 +650,11 @@ export class MeshService {
       reachability: this.reachability(),
       connections: { ...(this.host?.connections() ?? { target: 0, max: 0, open: 0, relayed: 0 }), known: this.known?.size ?? 0 },
     };
+  }
+
+  /** Gossip messages refused on their handshake, by the peer that sent them (since this node started). */
+  handshakeRefusalsByPeer(): Record<string, number> {
+    return Object.fromEntries(this.handshakeRefusals);
   }
 
   /** How other nodes reach this node; 'private' with no addresses when the mesh is off. */

@@ -47,7 +47,7 @@ async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
     compute.batchRuns,
   ];
   const routes = served.flatMap((c) => c.routes ?? []);
-  const http = await wireHttp(foundation, { ...identity, ...economy, ...compute, ...push, mesh: mesh.mesh, assistants, routes });
+  const http = await wireHttp(foundation, { ...identity, ...economy, ...compute, ...push, webhooks, consensus, mesh: mesh.mesh, assistants, routes });
   const capabilities = new Capabilities([...served, http.capability]);
   return { foundation, chain, mesh, identity, economy, webhooks, compute, push, assistants, consensus, http, capabilities };
 }

@@ -150,6 +150,11 @@ export class Outbox implements ResultRecorder {
     return { delivery_id: ops[0]!.key, test_id: testId };
   }
 
+  /** Deliveries due or waiting for a retry, counted up to `max`. */
+  backlog(max: number): Promise<number> {
+    return this.store.count(this.due, max);
+  }
+
   async get(id: string): Promise<DeliveryRecord | undefined> {
     return this.store.get<DeliveryRecord>(this.deliveries, id);
   }
