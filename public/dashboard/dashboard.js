@@ -110,21 +110,25 @@
     $('rpm').textContent = num(w.per_minute);
     $('epm').textContent = num(w.errors_per_minute);
     $('epm').className = w.errors_per_minute > 0 ? 'warn' : '';
-    $('p50').textContent = ms(m.requests.latency_ms.p50);
-    $('p99').textContent = ms(m.requests.latency_ms.p99);
+    const msNumber = (x) => (x === null ? '–' : x < 10 ? x.toFixed(2) : String(Math.round(x)));
+    $('p50').textContent = msNumber(m.requests.latency_ms.p50);
+    $('p99').textContent = msNumber(m.requests.latency_ms.p99);
     $('cpu').textContent = `${num(m.cpu.percent)} %`;
     $('rss').textContent = bytes(m.memory.rss_bytes);
-    $('heap').textContent = `heap ${bytes(m.memory.heap_used_bytes)} / ${bytes(m.memory.heap_total_bytes)}`;
+    $('heap').textContent = `heap ${bytes(m.memory.heap_used_bytes)}`;
+    $('heap').title = `heap used ${bytes(m.memory.heap_used_bytes)} of ${bytes(m.memory.heap_total_bytes)}`;
     $('eld').textContent = ms(m.event_loop_ms.p99);
     $('eld').title = `max ${ms(m.event_loop_ms.max)}`;
     $('disk-data').textContent = bytes(m.disk.data_dir_bytes);
-    $('disk-free').textContent = m.disk.free_bytes === null ? '' : `${bytes(m.disk.free_bytes)} free of ${bytes(m.disk.total_bytes)}`;
+    $('disk-free').textContent = m.disk.free_bytes === null ? '' : bytes(m.disk.free_bytes);
+    $('disk-free').title = m.disk.free_bytes === null ? '' : `${bytes(m.disk.free_bytes)} free of ${bytes(m.disk.total_bytes)}`;
     const used = m.disk.total_bytes ? 1 - m.disk.free_bytes / m.disk.total_bytes : 0;
     $('disk-bar').style.width = `${(used * 100).toFixed(1)}%`;
     $('disk-bar').className = used > 0.9 ? 'full' : '';
     const q = m.queues;
     const backlog = q.webhooks + q.transfers + q.settlements + q.consensus_deliveries;
-    $('backlog').textContent = `${q.solver_waiting} runs · ${backlog} owed`;
+    $('backlog').textContent = `${q.solver_waiting + q.sealing + q.store_commits} · ${backlog}`;
+    $('backlog').title = 'runs, seals and commits waiting · webhook deliveries, transfers, settlements and consensus events owed';
     $('machine-summary').textContent = `sampled ${new Date(m.sampled_at_ms).toLocaleTimeString()} · rates over ${Math.round(m.window_s)} s`;
     const h = st.history;
     spark(
@@ -161,10 +165,11 @@
       $('own-bond').className = 'figure muted';
       $('own-bond-detail').textContent = st.mesh ? 'this node holds no bond' : 'standalone: no mesh to bond in';
     } else {
-      $('own-bond').textContent = `${b.envelopes} envelope${b.envelopes === 1 ? '' : 's'} · ${b.state}`;
+      $('own-bond').textContent = b.state;
       $('own-bond').className = `figure ${b.state === 'active' ? 'ok' : b.slashed ? 'bad' : 'muted'}`;
       $('own-bond').title = b.bond_id;
-      $('own-bond-detail').textContent = `${short(b.bond_id, 14)} since tick ${b.svcond}${b.slashed ? ` · slashed (${b.slash_state})` : ''}`;
+      $('own-bond-detail').textContent =
+        `${b.envelopes} envelope${b.envelopes === 1 ? '' : 's'} · since tick ${b.svcond}${b.slashed ? ` · slashed (${b.slash_state})` : ''}`;
     }
 
     // Alarms: the node's health warnings.

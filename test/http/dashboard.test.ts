@@ -121,7 +121,8 @@ describe('dashboard in Chromium', () => {
       timeout: 10_000,
     });
     // The node's own bond and its own seal, with their real values; the machine's figures filled in.
-    expect(await page.textContent('#own-bond')).toBe('1 envelope · active');
+    expect(await page.textContent('#own-bond')).toBe('active');
+    expect(await page.textContent('#own-bond-detail')).toMatch(/^1 envelope · since tick \d+$/);
     expect(await page.getAttribute('#own-bond', 'title')).toMatch(/^bond_[0-9a-f]{24}$/);
     expect(await page.textContent('#sealed-here')).toBe('1 sealed here');
     expect(await page.textContent('#seals')).toContain('this node');
@@ -129,7 +130,7 @@ describe('dashboard in Chromium', () => {
     expect(await page.textContent('#mode')).toBe('idle');
     expect(await page.textContent('#rpm')).toMatch(/^\d/);
     expect(await page.textContent('#rss')).toMatch(/^\d+(\.\d)? (MB|GB)$/);
-    expect(await page.textContent('#disk-free')).toMatch(/free of/);
+    expect(await page.getAttribute('#disk-free', 'title')).toMatch(/free of/);
     expect(await page.textContent('#groups')).toContain('compute');
     expect(await page.textContent('#alarms')).toBe('No alarms.');
 
