@@ -1,10 +1,12 @@
 // The machine's health (GET /api/system/stats, and the same sample in /metrics): one standalone node, sampled by
 // hand (machineSampleMs 0), so the figures between two samples are exactly the traffic the test sends. Its own
-// seals are counted and listed (no mesh to hear them from), its own bond shows with its size and state.
+// seals are counted and listed (no mesh to hear them from), its own bond shows with its size and state. A peer
+// started with another mesh secret shows as misconfigured, by its refused handshakes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, operatorBond, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { parsePrometheus, value, type Sample } from '../helpers/prometheus.js';
 import { peerHealth, quantileMs } from '../../src/http/machine-stats.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const BOND = 2;
 const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } };
@@ -140,6 +142,36 @@ describe('GET /api/system/stats', () => {
       challenge_id: null,
     });
   });
+});
+
+describe('peers by health', () => {
+  it('a peer with another mesh secret: its gossip refused on the handshake, shown as misconfigured', async () => {
+    const mesh = (secret: string, bootstrap: string[]) => ({
+      solverThreads: 0,
+      sealWorker: false,
+      metrics: { port: 0 },
+      mesh: { secret, p2pPort: 0, bootstrap, tickEvery: 1 },
+    });
+    const a = await startTestNode(mesh('stats-mesh-secret-0123456789abcdef', []), { machineSampleMs: 0 });
+    const b = await startTestNode(mesh('another-mesh-secret-0123456789abcdef', [a.node.mesh.multiaddrs()[0]!]), { machineSampleMs: 0 });
+    try {
+      const seen = await waitUntil(
+        async () => (await a.node.machine.sample()).peers.find((p) => p.peer_id === b.node.nodeId && p.health === 'misconfigured'),
+        'the other-secret peer shown as misconfigured',
+        30_000,
+        200,
+      );
+      expect(seen.handshake_failures).toBeGreaterThan(0);
+      expect(seen.last_tick).toBeNull();
+      const r = await call(a.url, 'GET', '/api/system/stats');
+      expect(r.body.machine.peers.find((p: { peer_id: string }) => p.peer_id === b.node.nodeId)).toMatchObject({ health: 'misconfigured' });
+      const res = await fetch(a.node.metricsUrl!);
+      expect(value(parsePrometheus(await res.text()).samples, 'svc_machine_peers', { health: 'misconfigured' })).toBe(1);
+    } finally {
+      await b.destroy();
+      await a.destroy();
+    }
+  }, 60_000);
 });
 
 describe('machine figures', () => {
