@@ -65,49 +65,227 @@
     $('uptime').textContent = s < 3600 ? `${Math.floor(s / 60)}m ${s % 60}s` : `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
   }
 
-  async function mesh() {
-    const m = await get('/api/mesh/status');
-    const coherence = m.coherenceScore === null ? '–' : m.coherenceScore.toFixed(3);
-    $('mesh-summary').textContent = m.enabled ? `${m.meshSize} nodes · coherence ${coherence}` : 'mesh off (no secret): this node runs alone';
+  const bytes = (n) => {
+    if (n === null || n === undefined) return '–';
+    const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+    let i = 0;
+    while (n >= 1024 && i < units.length - 1) {
+      n /= 1024;
+      i++;
+    }
+    return `${n >= 100 || i === 0 ? Math.round(n) : n.toFixed(1)} ${units[i]}`;
+  };
+  const ms = (x) => (x === null || x === undefined ? '–' : x < 10 ? `${x.toFixed(2)} ms` : `${Math.round(x)} ms`);
+  const num = (x) => (x >= 100 ? String(Math.round(x)) : String(Number(x.toFixed(1))));
+
+  /** A sparkline of the values into a tile's <svg class="spark">. */
+  function spark(tile, values) {
+    const svg = $(tile).querySelector('svg.spark');
+    if (!svg) return;
+    svg.replaceChildren();
+    const vs = values.filter((v) => typeof v === 'number');
+    if (vs.length < 2) return;
+    const hi = Math.max(...vs);
+    const lo = Math.min(0, ...vs);
+    const pts = vs.map((v, i) => `${((i / (vs.length - 1)) * 100).toFixed(2)},${(22 - ((v - lo) / Math.max(1e-9, hi - lo)) * 20).toFixed(2)}`);
+    const pl = document.createElementNS('http://www.w3.org/2000/svg', 'polyline');
+    pl.setAttribute('points', pts.join(' '));
+    pl.setAttribute('fill', 'none');
+    pl.setAttribute('stroke', '#58a6ff');
+    pl.setAttribute('stroke-width', '1.5');
+    pl.setAttribute('vector-effect', 'non-scaling-stroke');
+    svg.append(pl);
+  }
+
+  let ownNode = null;
+  let ownSeals = [];
+  let sealedHere = null;
+
+  const HEALTH_CLASS = { live: 'ok', late: 'warn', silent: 'warn', dead: 'bad', misconfigured: 'bad' };
+
+  async function stats() {
+    const st = await get('/api/system/stats');
+    const m = st.machine;
+    const w = m.requests.window;
+    $('rpm').textContent = num(w.per_minute);
+    $('epm').textContent = num(w.errors_per_minute);
+    $('epm').className = w.errors_per_minute > 0 ? 'warn' : '';
+    const msNumber = (x) => (x === null ? '–' : x < 10 ? x.toFixed(2) : String(Math.round(x)));
+    $('p50').textContent = msNumber(m.requests.latency_ms.p50);
+    $('p99').textContent = msNumber(m.requests.latency_ms.p99);
+    $('cpu').textContent = `${num(m.cpu.percent)} %`;
+    $('rss').textContent = bytes(m.memory.rss_bytes);
+    $('heap').textContent = `heap ${bytes(m.memory.heap_used_bytes)}`;
+    $('heap').title = `heap used ${bytes(m.memory.heap_used_bytes)} of ${bytes(m.memory.heap_total_bytes)}`;
+    $('eld').textContent = ms(m.event_loop_ms.p99);
+    $('eld').title = `max ${ms(m.event_loop_ms.max)}`;
+    $('disk-data').textContent = bytes(m.disk.data_dir_bytes);
+    $('disk-free').textContent = m.disk.free_bytes === null ? '' : bytes(m.disk.free_bytes);
+    $('disk-free').title = m.disk.free_bytes === null ? '' : `${bytes(m.disk.free_bytes)} free of ${bytes(m.disk.total_bytes)}`;
+    const used = m.disk.total_bytes ? 1 - m.disk.free_bytes / m.disk.total_bytes : 0;
+    $('disk-bar').style.width = `${(used * 100).toFixed(1)}%`;
+    $('disk-bar').className = used > 0.9 ? 'full' : '';
+    const q = m.queues;
+    const backlog = q.webhooks + q.transfers + q.settlements + q.consensus_deliveries;
+    $('backlog').textContent = `${q.solver_waiting + q.sealing + q.store_commits} · ${backlog}`;
+    $('backlog').title = 'runs, seals and commits waiting · webhook deliveries, transfers, settlements and consensus events owed';
+    $('machine-summary').textContent = `sampled ${new Date(m.sampled_at_ms).toLocaleTimeString()} · rates over ${Math.round(m.window_s)} s`;
+    const h = st.history;
+    spark(
+      'tile-requests',
+      h.map((p) => p.requests_per_minute),
+    );
+    spark(
+      'tile-latency',
+      h.map((p) => p.p99_ms),
+    );
+    spark(
+      'tile-cpu',
+      h.map((p) => p.cpu_percent),
+    );
+    spark(
+      'tile-memory',
+      h.map((p) => p.rss_bytes),
+    );
+    spark(
+      'tile-loop',
+      h.map((p) => p.event_loop_p99_ms),
+    );
+    spark(
+      'tile-backlog',
+      h.map((p) => p.backlog),
+    );
+
+    // Mode and own bond.
+    $('mode').textContent = st.mode;
+    $('mode').className = `badge ${st.mode === 'contributing' ? 'ok' : ''}`;
+    const b = st.bond;
+    if (b === null) {
+      $('own-bond').textContent = 'none';
+      $('own-bond').className = 'figure muted';
+      $('own-bond-detail').textContent = st.mesh ? 'this node holds no bond' : 'standalone: no mesh to bond in';
+    } else {
+      $('own-bond').textContent = b.state;
+      $('own-bond').className = `figure ${b.state === 'active' ? 'ok' : b.slashed ? 'bad' : 'muted'}`;
+      $('own-bond').title = b.bond_id;
+      $('own-bond-detail').textContent =
+        `${b.envelopes} envelope${b.envelopes === 1 ? '' : 's'} · since tick ${b.svcond}${b.slashed ? ` · slashed (${b.slash_state})` : ''}`;
+    }
+
+    // Alarms: the node's health warnings.
+    const alarms = $('alarms');
+    alarms.replaceChildren();
+    if (st.warnings.length === 0) {
+      const none = document.createElement('span');
+      none.className = 'muted small';
+      none.textContent = 'No alarms.';
+      alarms.append(none);
+      alarms.classList.remove('on');
+    } else {
+      alarms.classList.add('on');
+      for (const wn of st.warnings) {
+        const el = document.createElement('span');
+        el.className = 'alarm';
+        el.title = `since ${wn.since} · ${wn.count}×`;
+        el.textContent = `${wn.code}: ${wn.message}`;
+        alarms.append(el);
+      }
+    }
+
+    // Requests by group, busiest first; queues.
+    const groups = Object.entries(m.requests.by_group).sort((a, b) => b[1].window.requests - a[1].window.requests || b[1].total - a[1].total);
+    rows(
+      $('groups'),
+      groups.map(([g, v]) => [
+        [g],
+        [num(v.window.per_minute), 'num mono'],
+        [num(v.window.errors_per_minute), `num mono ${v.window.errors_per_minute > 0 ? 'warn' : ''}`],
+        [String(v.total), 'num mono'],
+        [String(v.by_class['4xx']), 'num mono'],
+        [String(v.by_class['5xx']), `num mono ${v.by_class['5xx'] > 0 ? 'bad' : ''}`],
+      ]),
+      6,
+      'no requests yet',
+    );
+    $('requests-window').textContent = `${m.requests.total} since start`;
+    const queueNames = {
+      solver_waiting: 'solver runs waiting',
+      sealing: 'seals in the worker',
+      store_commits: 'store commits pending',
+      webhooks: 'webhook deliveries owed',
+      transfers: 'transfers owed',
+      settlements: 'settlements owed',
+      consensus_deliveries: 'consensus deliveries owed',
+    };
+    rows(
+      $('queues'),
+      Object.entries(queueNames)
+        .map(([k, label]) => [
+          [label, 'muted'],
+          [String(q[k]), `num mono ${q[k] > 0 ? 'warn' : ''}`],
+        ])
+        .concat([
+          [
+            ['seal batch write, mean', 'muted'],
+            [ms(m.seal_batch_ms), 'num mono'],
+          ],
+        ]),
+      2,
+      '',
+    );
+
+    // Peers with their health.
     rows(
       $('peers'),
-      m.peers.map((p) => {
-        const behind = p.lastTick === null ? null : (tick || m.svcond) - p.lastTick;
-        return [
-          [short(p.peerId, 16), 'mono', p.peerId],
-          [p.lastTick === null ? '–' : String(p.lastTick), 'mono'],
-          [behind === null ? '–' : String(behind), behind !== null && behind > 8 ? 'warn' : ''],
-          [p.connected ? 'connected' : 'heard', p.connected ? 'ok' : 'warn'],
-          [p.mode ? `${p.mode}${p.bondId ? ' (bonded)' : ''}` : '–'],
-        ];
-      }),
-      5,
-      'no peers',
+      m.peers.map((p) => [
+        [short(p.peer_id, 16), 'mono', p.peer_id],
+        [p.health, HEALTH_CLASS[p.health] || ''],
+        [p.last_heard_s === null ? 'never' : `${num(p.last_heard_s)} s`, 'num mono'],
+        [`${num(p.interval_s)} s`, 'num mono'],
+        [String(p.handshake_failures), `num mono ${p.handshake_failures > 0 ? 'bad' : ''}`],
+        [p.mode ? `${p.mode}${p.bond_id ? ' (bonded)' : ''}` : '–'],
+      ]),
+      6,
+      st.mesh ? 'no peers' : 'no mesh: this node runs alone',
     );
+
+    ownSeals = st.seals.recent;
+    sealedHere = st.seals.sealed_here;
+  }
+
+  async function mesh() {
+    const m = await get('/api/mesh/status');
+    ownNode = m.nodeId;
+    const coherence = m.coherenceScore === null ? '–' : m.coherenceScore.toFixed(3);
+    $('mesh-summary').textContent = m.enabled ? `${m.meshSize} nodes · coherence ${coherence}` : 'mesh off (no secret): this node runs alone';
     const bonded = m.peers.filter((p) => p.bondId);
     $('bonds').textContent = `Bonded peers: ${bonded.length}${bonded.length ? ` (${bonded.map((p) => short(p.bondId, 12)).join(', ')})` : ''}`;
   }
 
+  /** This node's own seals (from its stats) and those heard from the mesh, newest first. */
   async function seals() {
     const ev = await get('/api/mesh/events?limit=200');
-    const sealed = ev.events
+    const heard = ev.events
       .filter((e) => e.event && e.event.type === 'result.sealed')
-      .slice(-12)
-      .reverse();
+      .map((e) => ({ ...(e.event.body || {}), svcond: (e.event.body || {}).svcond ?? e.event.svcond, node: e.event.sender }));
+    const own = ownSeals.map((x) => ({ ...x, node: ownNode || 'this node' }));
+    const seen = new Set(own.map((x) => x.result_id));
+    const all = own
+      .concat(heard.filter((x) => !x.result_id || !seen.has(x.result_id)))
+      .sort((a, b) => b.svcond - a.svcond)
+      .slice(0, 12);
+    $('sealed-here').textContent = sealedHere === null ? '' : `${sealedHere} sealed here`;
     rows(
       $('seals'),
-      sealed.map((e) => {
-        const b = e.event.body || {};
-        return [
-          [String(b.svcond ?? e.event.svcond), 'mono'],
-          [String(b.kind ?? '–')],
-          [b.solver ?? (Array.isArray(b.operators) ? b.operators.slice(1).join(' ') : '–')],
-          [typeof b.value === 'number' ? `${Number(b.value.toPrecision(6))} ${b.unit ?? ''}` : '–', 'mono'],
-          [short(e.event.sender, 12), 'mono', e.event.sender],
-        ];
-      }),
+      all.map((b) => [
+        [String(b.svcond), 'mono'],
+        [String(b.kind ?? '–')],
+        [b.solver ?? (Array.isArray(b.operators) ? b.operators.slice(1).join(' ') : '–')],
+        [typeof b.value === 'number' ? `${Number(b.value.toPrecision(6))} ${b.unit ?? ''}` : '–', 'mono'],
+        [b.node === ownNode ? 'this node' : short(b.node, 12), 'mono', b.node],
+      ]),
       5,
-      'none heard yet',
+      'none yet',
     );
   }
 
@@ -228,6 +406,7 @@
 
   pulse();
   every(10000, health, 'pulse-card');
+  every(2000, stats, 'machine-card');
   every(
     2000,
     async () => {
@@ -236,7 +415,7 @@
     },
     'peers-card',
   );
-  every(3000, seals, 'seals-card');
+  every(2000, seals, 'seals-card');
   every(5000, history, 'history-card');
   every(30000, ownChain, 'chains-card');
 })();

@@ -8,6 +8,8 @@ import { spawnWorker } from './executor.js';
 
 export interface Sealer {
   prepare(job: BodyJob): Promise<SlottedJson>;
+  /** Bodies handed over and not back yet (the seal worker's queue; 0 inline, where none waits). */
+  inFlight(): number;
   close(): Promise<void>;
 }
 
@@ -16,6 +18,10 @@ export class InlineSealer implements Sealer {
 
   async prepare(job: BodyJob): Promise<SlottedJson> {
     return prepareBody(this.receiptKey, job);
+  }
+
+  inFlight(): number {
+    return 0;
   }
 
   async close(): Promise<void> {}
@@ -54,6 +60,10 @@ export class WorkerSealer implements Sealer {
     worker.on('error', failAll);
     worker.on('exit', (code) => failAll(new Error(`seal worker exited with code ${code}`)));
     return worker;
+  }
+
+  inFlight(): number {
+    return this.pending.size;
   }
 
   prepare(job: BodyJob): Promise<SlottedJson> {

@@ -222,6 +222,11 @@ export class BondService {
     return id === undefined ? null : (this.entries.get(id)?.bond ?? null);
   }
 
+  /** This node's latest bond (active, released or slashed), or null when it never held one. */
+  own(): RegistryEntry | null {
+    return this.latestOwn;
+  }
+
   /** A registry entry by bond id (active or released), or null. */
   get(bondId: string): RegistryEntry | null {
     return this.entries.get(bondId) ?? null;

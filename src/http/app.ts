@@ -54,7 +54,11 @@ export function createApp(kit: HttpKit, groups: readonly RouteGroup[]): { app: K
   });
   app.use(jsonBody());
 
-  for (const group of groups) group.register(router, kit);
+  for (const group of groups) {
+    const before = router.stack.length;
+    group.register(router, kit);
+    for (const layer of router.stack.slice(before)) kit.metrics?.routeGroup(String(layer.path), group.name);
+  }
 
   for (const path of [...QUERY_ROUTES, ...REACTOR_READ_PATHS]) {
     const layer = router.stack.find((l) => l.path === path && l.methods.includes('POST'));

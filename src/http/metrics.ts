@@ -34,7 +34,8 @@ function processMetrics(): Registry {
   return processRegistry;
 }
 
-const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** Upper bounds (seconds) of the request latency histogram's buckets, then +Inf: the one bounded histogram of requests. */
+export const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /** One (method, route)'s requests: counts by status and the latency histogram (per-bucket counts, not cumulative). */
 interface RouteStats {
@@ -52,6 +53,8 @@ interface RouteStats {
  */
 class RequestStats {
   readonly routes = new Map<string, RouteStats>();
+  /** The route group of each route template (createApp names them as the groups register). */
+  readonly groups = new Map<string, string>();
 
   record(method: string, route: string, status: number, seconds: number): void {
     const key = `${method} ${route}`;
@@ -66,6 +69,22 @@ class RequestStats {
     r.buckets[i]!++;
     r.sum += seconds;
     r.count++;
+  }
+
+  /** Every route's requests summed: by route group and status class, and the latency buckets. */
+  totals(): RequestTotals {
+    const byGroup = new Map<string, number[]>();
+    const buckets = new Array<number>(LATENCY_BUCKETS.length + 1).fill(0);
+    let count = 0;
+    for (const r of this.routes.values()) {
+      const group = this.groups.get(r.route) ?? 'other';
+      let classes = byGroup.get(group);
+      if (classes === undefined) byGroup.set(group, (classes = [0, 0, 0, 0, 0]));
+      for (const [status, n] of r.statuses) classes[statusClassIndex(status)]! += n;
+      r.buckets.forEach((n, i) => (buckets[i]! += n));
+      count += r.count;
+    }
+    return { byGroup, buckets, count };
   }
 
   /** A histogram family in prom-client's metric shape (name, help, get()), read from the numbers above. */
@@ -89,6 +108,22 @@ class RequestStats {
   }
 }
 
+/** Status classes, in the order of RequestTotals' per-group arrays. */
+export const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
+
+function statusClassIndex(status: number): number {
+  return Math.min(4, Math.max(0, Math.floor(status / 100) - 1));
+}
+
+/** Requests since the node started, summed over routes. */
+export interface RequestTotals {
+  /** By route group (unmatched paths: 'other'): counts by status class, in STATUS_CLASSES order. */
+  byGroup: Map<string, number[]>;
+  /** Latency bucket counts (not cumulative): LATENCY_BUCKETS, then +Inf. */
+  buckets: number[];
+  count: number;
+}
+
 /** What the scrape reads from the running node (each may be absent while it starts). */
 export interface MetricsSources {
   tick: () => number;
@@ -108,6 +143,8 @@ export class NodeMetrics {
   private readonly batchOps: Histogram;
   private readonly commitSeconds: Histogram;
   private server: Server | null = null;
+  /** LevelDB batches written and their write time summed (the seal batch latency's mean over a window). */
+  private readonly commitTotals = { batches: 0, seconds: 0 };
 
   constructor(sources: MetricsSources) {
     const r = this.registry;
@@ -250,6 +287,23 @@ export class NodeMetrics {
   storeBatch(ops: number, seconds: number): void {
     this.batchOps.observe(ops);
     this.commitSeconds.observe(seconds);
+    this.commitTotals.batches++;
+    this.commitTotals.seconds += seconds;
+  }
+
+  /** LevelDB batches written since start and their write time summed. */
+  commits(): { batches: number; seconds: number } {
+    return { ...this.commitTotals };
+  }
+
+  /** Requests since start, by route group and status class, with the latency buckets. */
+  requestTotals(): RequestTotals {
+    return this.requests.totals();
+  }
+
+  /** Name the route group of a route template (its requests are summed under it; a template two groups share counts under the first). */
+  routeGroup(route: string, group: string): void {
+    if (!this.requests.groups.has(route)) this.requests.groups.set(route, group);
   }
 
   /** The executor, its runs counted and timed by solver (a proxy: everything else is the executor's own). */

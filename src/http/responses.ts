@@ -103,6 +103,33 @@ export const capabilitiesResponse = z.looseObject({
 
 export const libSearchResponse = z.looseObject({ query: z.string() });
 
+/** The dashboard's data (GET /api/system/stats): machine-stats.ts's sample and the node's own bond, seals and warnings. */
+export const systemStatsResponse = z.looseObject({
+  svcond: tick,
+  mesh: z.boolean(),
+  mode: z.string(),
+  bond: z.looseObject({ bond_id: z.string(), envelopes: int.min(0), state: z.enum(['active', 'released', 'slashed']), slashed: z.boolean() }).nullable(),
+  seals: z.looseObject({ sealed_here: int.min(0), recent: z.array(z.looseObject({ result_id: z.string(), kind: z.string(), svcond: tick })) }),
+  warnings: z.array(z.looseObject({ code: z.string(), message: z.string(), since: z.string(), count: int.min(0) })),
+  machine: z.looseObject({
+    sampled_at_ms: z.number(),
+    window_s: z.number().min(0),
+    requests: z.looseObject({
+      total: int.min(0),
+      by_group: z.record(z.string(), z.looseObject({ total: int.min(0) })),
+      latency_ms: z.looseObject({ p50: z.number().nullable(), p99: z.number().nullable() }),
+    }),
+    cpu: z.looseObject({ percent: z.number().min(0) }),
+    memory: z.looseObject({ rss_bytes: int.min(0), heap_used_bytes: int.min(0), heap_total_bytes: int.min(0) }),
+    disk: z.looseObject({ data_dir_bytes: int.min(0), free_bytes: z.number().nullable(), total_bytes: z.number().nullable() }),
+    event_loop_ms: z.looseObject({ p50: z.number(), p99: z.number(), max: z.number() }),
+    queues: z.record(z.string(), int.min(0)),
+    peers: z.array(z.looseObject({ peer_id: z.string(), health: z.enum(['live', 'late', 'silent', 'dead', 'misconfigured']) })),
+    sealed_here: int.min(0),
+  }),
+  history: z.array(z.looseObject({ at_ms: z.number() })),
+});
+
 /** A sealed result (spec 2.2): the CKO, the receipts, the envelope and the charge. */
 export const sealedResponse = z.looseObject({
   result_id: z.string(),

@@ -20,6 +20,7 @@ import { loadOrCreateNodeKey, type NodeIdentity } from './identity.js';
 import { SNAPSHOT_RETENTION_DEFAULT, TransparencyOracle, type HeadState, type RevenueFigures } from './oracle.js';
 import { MeshValidator, MAX_SKEW_TICKS, checkShape, gossipVerdict, type GossipVerdict, type Validation } from './validator.js';
 import { meshPeerLinks } from './peer-http.js';
+import { BoundedMap } from '../util/bounded-map.js';
 import {
   TOPICS,
   bodyDigest,
@@ -188,6 +189,7 @@ export class MeshService {
   private readonly peerTable: PeerTable;
   private readonly pendingGossip = new WeakMap<Uint8Array, Validation>();
   private readonly recentBuckets = new Map<number, number>();
+  /** Gossip refused on its handshake, by the peer it came from (likely another mesh secret): bounded, oldest first out. */
   private totalGossip = 0;
   private lastGossipSvcond: number | null = null;
   private lastTickSlot = -1;

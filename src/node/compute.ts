@@ -89,6 +89,7 @@ export function wireCompute(f: Foundation, needs: ComputeNeeds): ComputePart {
     // After the batch is durable (never before): announce the result to the mesh; send the webhooks it owes.
     onSealed: (summary) => {
       metrics.sealed(summary.kind);
+      f.machine.sealed(summary);
       announce(summary);
       if (webhooks.outbox.takeOwed(summary.result_id)) webhooks.dispatcher.kick();
     },

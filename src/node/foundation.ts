@@ -11,6 +11,7 @@ import { deriveKey } from '../kernel/receipt.js';
 import { Store } from '../store/db.js';
 import { Counters } from '../store/counters.js';
 import { NodeMetrics } from '../http/metrics.js';
+import { MachineStats } from '../http/machine-stats.js';
 import { loadOrCreateNodeKey, type NodeIdentity } from '../mesh/identity.js';
 import type { MeshService, MeshServiceOptions } from '../mesh/service.js';
 import type { ChallengeService } from '../consensus/challenges.js';
@@ -65,6 +66,8 @@ export interface NodeOptions {
   agents?: { limits?: Partial<AgentLimits>; autoTick?: boolean; heartbeatMs?: number };
   /** Tests: how long after it is made a remote charge not forwarded by this node is first settled (default: its voucher's expiry). */
   chargeSettleAfterMs?: number;
+  /** Milliseconds between samples of the machine's health (default 5000; 0: no timer, tests call node.machine.sample()). */
+  machineSampleMs?: number;
   /** Mesh overrides (tests: autoPulse, redial bounds). */
   mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits' | 'peerSetTiming'>>;
 }
@@ -102,6 +105,8 @@ export interface Foundation {
   metrics: NodeMetrics;
   metricsMesh: Port<MeshService>;
   metricsChallenges: Port<ChallengeService>;
+  /** The machine's health, sampled on a timer (http/machine-stats.ts); the HTTP part starts it once every part is wired. */
+  machine: MachineStats;
   /** What the record rows and verify answers say of a result's bond (consensus/slashing.ts verdictMarkOf), bound by the consensus part. */
   verdictMarks: Port<(executedBy: { bond_id?: unknown } | null | undefined) => VerdictMark>;
   /** This node's public URL, bound when the HTTP server listens ('' until then). */
@@ -144,6 +149,17 @@ export async function openFoundation(config: NodeConfig, options: NodeOptions): 
   store.onBatch = (ops, seconds) => metrics.storeBatch(ops, seconds);
   const counters = new Counters(store, config.limits.identityCacheMax);
   await counters.load();
+  const machine = new MachineStats(
+    {
+      dataDir: config.dataDir,
+      nowMs: time.nowMs,
+      requests: () => metrics.requestTotals(),
+      commits: () => metrics.commits(),
+      sealedHere: () => counters.get('sealed_total'),
+    },
+    options.machineSampleMs ?? 5000,
+    metrics.registry,
+  );
   return {
     config,
     options,
@@ -159,6 +175,7 @@ export async function openFoundation(config: NodeConfig, options: NodeOptions): 
     metrics,
     metricsMesh,
     metricsChallenges,
+    machine,
     verdictMarks: new Port('verdictMarks'),
     publicUrl: new Port<string>('publicUrl'),
     capability: { name: 'store', stop: () => store.close() },

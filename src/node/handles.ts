@@ -56,6 +56,9 @@ export class NodeHandles {
   get metrics() {
     return this.w.foundation.metrics;
   }
+  get machine() {
+    return this.w.foundation.machine;
+  }
   get nodeIdentity() {
     return this.w.foundation.nodeIdentity;
   }

@@ -25,7 +25,15 @@ import type { MeshService } from '../mesh/service.js';
 import { PEER_HTTP_PROTOCOL, meshPeerLinks } from '../mesh/peer-http.js';
 import { peerEntrance } from '../http/peer-entrance.js';
 import { signEvent } from '../mesh/wire.js';
+import type { SolverExecutor } from '../compute/executor.js';
+import type { Sealer } from '../compute/sealer.js';
+import type { Transfers } from '../tally/transfers.js';
+import type { RemoteCharges } from '../tally/remote-charges.js';
+import type { Webhooks } from '../webhooks/service.js';
+import { TICK_SECONDS_EXACT } from '../kernel/clock.js';
+import { BACKLOG_COUNT_MAX, peerHealth, type MachineWatch, type PeerView } from '../http/machine-stats.js';
 import type { Capability } from './capability.js';
+import type { ConsensusPart } from './consensus.js';
 import type { AssistantsPart } from './assistants.js';
 import type { Foundation } from './foundation.js';
 
@@ -38,6 +46,13 @@ export interface HttpParts {
   assistants: AssistantsPart;
   /** The open health warnings (node/health.ts), listed by /api/health. */
   warnings: () => Warning[];
+  /** What the machine's health reads: queues and backlogs, the node's own bond and mode. */
+  executor: SolverExecutor;
+  sealer: Sealer;
+  transfers: Transfers;
+  remoteCharges: RemoteCharges;
+  webhooks: Webhooks;
+  consensus: Pick<ConsensusPart, 'bonds' | 'operator' | 'challenges'>;
   /** Every other capability's route groups, in the node's list order (node/node.ts). */
   routes: readonly RouteGroup[];
 }
@@ -79,9 +94,19 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     return st.enabled ? { coherenceScore: st.coherenceScore, peers: st.meshSize - 1, recentGossipCount: st.recentGossipCount } : null;
   };
   // The node's own routes first (health, discovery, pulse), the documents last.
+  const { bonds, operator } = p.consensus;
+  const dashboard = dashboardRoutes({
+    machine: f.machine,
+    nowSvcond: f.time.nowSvcond,
+    meshEnabled: () => mesh.enabled,
+    mode: () => operator.mode(),
+    ownBond: () => bonds.own(),
+    slashState: (bondId, now) => bonds.slashState(bondId, now),
+    warnings: p.warnings,
+  });
   const own = {
     system: systemRoutes({ registry, library, tiers: p.tiers, keylessStreams, coherence, warnings: p.warnings }),
-    pages: [docsRoutes(), dashboardRoutes()],
+    pages: [docsRoutes(), dashboard],
   };
   const { app, router } = createApp(kit, [own.system, ...p.routes, ...own.pages]);
   const server = createHttpServer(app.callback(), logger);
@@ -120,12 +145,14 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
       name: 'http',
       routes: [own.system, ...own.pages],
       // Last to start: the node is ready when this line is logged (the mesh has its addresses by now).
-      start: () => {
+      start: async () => {
+        await f.machine.start(machineWatch(f, p));
         const fields = { url, node: f.nodeId, dataDir: config.dataDir, multiaddrs: mesh.multiaddrs(), mesh: mesh.enabled, metrics: metricsUrl };
         f.readyLogger.info(fields, 'listening');
       },
       stop: async () => {
         open = false;
+        await f.machine.stop();
         streamSocket.close();
         assistants.agentStreams.endAll();
         await new Promise<void>((resolve) => {
@@ -134,6 +161,60 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
         });
         await f.metrics.close();
       },
+    },
+  };
+}
+
+/** The queues and peers the machine's health samples (machine-stats.ts). */
+function machineWatch(f: Foundation, p: HttpParts): MachineWatch {
+  const { mesh } = p;
+  return {
+    queues: async () => {
+      const [webhooks, transfers, settlements] = await Promise.all([
+        p.webhooks.outbox.backlog(BACKLOG_COUNT_MAX),
+        p.transfers.backlog(BACKLOG_COUNT_MAX),
+        p.remoteCharges.backlog(BACKLOG_COUNT_MAX),
+      ]);
+      return {
+        solver_waiting: p.executor.queueDepth?.() ?? 0,
+        sealing: p.sealer.inFlight(),
+        store_commits: f.store.progress.commits - f.store.progress.settled,
+        webhooks,
+        transfers,
+        settlements,
+        consensus_deliveries: p.consensus.challenges.deliveryStats().queued ?? 0,
+      };
+    },
+    peers: async (): Promise<PeerView[]> => {
+      if (!mesh.enabled) return [];
+      const status = await mesh.status();
+      const refused = mesh.refusals().handshake;
+      // The mesh's own tick interval: tick events do not carry the sender's, and one mesh runs one.
+      const interval = status.tickEvery;
+      const view = (
+        peerId: string,
+        q: { url: string | null; connected: boolean; lastTick: number | null; mode: string | null; bondId: string | null },
+      ): PeerView => {
+        const ticksSinceHeard = q.lastTick === null ? null : Math.max(0, status.svcond - q.lastTick);
+        const handshakeFailures = refused[peerId] ?? 0;
+        return {
+          peer_id: peerId,
+          url: q.url,
+          health: peerHealth({ connected: q.connected, ticksSinceHeard, intervalTicks: interval, handshakeFailures }),
+          connected: q.connected,
+          last_tick: q.lastTick,
+          last_heard_s: ticksSinceHeard === null ? null : Math.round(ticksSinceHeard * TICK_SECONDS_EXACT * 10) / 10,
+          interval_s: Math.round(interval * TICK_SECONDS_EXACT * 1000) / 1000,
+          handshake_failures: handshakeFailures,
+          mode: q.mode,
+          bond_id: q.bondId,
+        };
+      };
+      const peers = status.peers.map((q) => view(q.peerId, q));
+      // A peer whose every message was refused is in no peer list: shown from its refusals alone.
+      for (const peerId of Object.keys(refused))
+        if (!peers.some((q) => q.peer_id === peerId)) peers.push(view(peerId, { url: null, connected: false, lastTick: null, mode: null, bondId: null }));
+      return peers;
     },
   };
 }

@@ -49,7 +49,18 @@ async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
     health.capability,
   ];
   const routes = served.flatMap((c) => c.routes ?? []);
-  const http = await wireHttp(foundation, { ...identity, ...economy, ...compute, ...push, mesh: mesh.mesh, assistants, routes, warnings: health.warnings });
+  const http = await wireHttp(foundation, {
+    ...identity,
+    ...economy,
+    ...compute,
+    ...push,
+    webhooks,
+    consensus,
+    mesh: mesh.mesh,
+    assistants,
+    routes,
+    warnings: health.warnings,
+  });
   const capabilities = new Capabilities([...served, http.capability]);
   return { foundation, chain, mesh, identity, economy, webhooks, compute, push, assistants, consensus, health, http, capabilities };
 }

@@ -130,6 +130,18 @@ export class Store {
     return out;
   }
 
+  /** Keys of a sublevel, counted up to `max` (a backlog's size: bounded, so a huge one costs no more than `max` keys). */
+  async count(sub: Sublevel, max: number): Promise<number> {
+    let n = 0;
+    const it = sub.keys({ limit: max });
+    try {
+      for await (const _ of it) n++;
+    } finally {
+      await it.close();
+    }
+    return n;
+  }
+
   /**
    * Write ops atomically. Ops of callers that arrive while a batch is in flight are grouped into the next
    * batch; each caller's promise settles when the batch holding its ops is on disk.

@@ -150,9 +150,9 @@ export class Outbox implements ResultRecorder {
     return { delivery_id: ops[0]!.key, test_id: testId };
   }
 
-  /** Deliveries waiting for an attempt (the due index), counted up to `limit`. */
-  async backlog(limit: number): Promise<number> {
-    return (await this.store.range<string>(this.due, { limit })).length;
+  /** Deliveries due or waiting for a retry, counted up to `max`. */
+  backlog(max: number): Promise<number> {
+    return this.store.count(this.due, max);
   }
 
   async get(id: string): Promise<DeliveryRecord | undefined> {

@@ -1,13 +1,15 @@
 // The dashboard (GET /) in a real headless Chromium (Debian's chromium, driven by playwright-core): it loads
 // without console errors, its tick advances from the SSE pulse stream, it lists the peers of a 3-node in-process
-// cluster, and it reads on a phone's width. Screenshots go to test-artifacts/ (gitignored). One browser launch.
+// cluster with their health, shows the machine's figures, the node's own bond and its own seals, fits a 1,280 × 800
+// screen with no table overflowing its panel, and reads on a phone's width. Screenshots go to test-artifacts/
+// (gitignored; docs/img/dashboard.png comes from scripts/dashboard-shot.ts). One browser launch.
 import { mkdtemp, mkdir, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type BrowserContext } from 'playwright-core';
-import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, operatorBond, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -23,6 +25,8 @@ interface PageElement {
   className: string;
   getBoundingClientRect(): { right: number };
   closest(selector: string): PageElement | null;
+  scrollWidth: number;
+  clientWidth: number;
 }
 declare const document: {
   documentElement: { clientWidth: number; scrollWidth: number };
@@ -40,8 +44,11 @@ const waitFor = <T>(fn: () => Promise<T | null | false | undefined> | T | null |
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does)`);
-  const config = (bootstrap: string[]) => ({ mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 } });
-  const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
+  const config = (bootstrap: string[]) => ({
+    mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
+    contribution: { bondEnvelopes: 1, offload: 'never' },
+  });
+  const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 }, machineSampleMs: 500 };
   const a = await startTestNode(config([]), opts);
   const b = await startTestNode(config([a.node.mesh.multiaddrs()[0]!]), opts);
   const c = await startTestNode(config([a.node.mesh.multiaddrs()[0]!, b.node.mesh.multiaddrs()[0]!]), opts);
@@ -51,7 +58,7 @@ beforeAll(async () => {
     // A fresh profile (--user-data-dir) of our own: playwright takes it as launchPersistentContext's first argument.
     chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
-      viewport: { width: 1280, height: 900 },
+      viewport: { width: 1280, height: 800 },
       args: [
         '--headless',
         '--no-sandbox',
@@ -74,6 +81,8 @@ beforeAll(async () => {
     bearer(id.key),
   );
   expect(sealed.status, sealed.text).toBe(200);
+  const bond = await call(a.url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...operatorBond(a) });
+  expect(bond.status, bond.text).toBe(201);
 }, 60_000);
 
 afterAll(async () => {
@@ -83,7 +92,7 @@ afterAll(async () => {
 });
 
 describe('dashboard in Chromium', () => {
-  it('loads without console errors, ticks live, lists the cluster peers, and fits a phone', async () => {
+  it('loads without console errors, ticks live, shows the machine, own bond, own seals and healthy peers, fits 1280 × 800 and a phone', async () => {
     const [a, b, c] = nodes as [TestNode, TestNode, TestNode];
     const problems: string[] = [];
     const page = await browser.newPage();
@@ -107,6 +116,34 @@ describe('dashboard in Chromium', () => {
     });
     expect(await page.textContent('#mesh-summary')).toMatch(/3 nodes/);
     await page.waitForFunction(() => document.querySelectorAll('#seals tr td.mono').length > 0, undefined, { timeout: 10_000 });
+    // Both other nodes live (ticking within their interval), none refusing handshakes.
+    await page.waitForFunction(() => [...document.querySelectorAll('#peers tr')].filter((r) => /live/.test(r.textContent ?? '')).length === 2, undefined, {
+      timeout: 10_000,
+    });
+    // The node's own bond and its own seal, with their real values; the machine's figures filled in.
+    expect(await page.textContent('#own-bond')).toBe('active');
+    expect(await page.textContent('#own-bond-detail')).toMatch(/^1 envelope · since tick \d+$/);
+    expect(await page.getAttribute('#own-bond', 'title')).toMatch(/^bond_[0-9a-f]{24}$/);
+    expect(await page.textContent('#sealed-here')).toBe('1 sealed here');
+    expect(await page.textContent('#seals')).toContain('this node');
+    expect(await page.textContent('#seals')).toContain('9 J');
+    expect(await page.textContent('#mode')).toBe('idle');
+    expect(await page.textContent('#rpm')).toMatch(/^\d/);
+    expect(await page.textContent('#rss')).toMatch(/^\d+(\.\d)? (MB|GB)$/);
+    expect(await page.getAttribute('#disk-free', 'title')).toMatch(/free of/);
+    expect(await page.textContent('#groups')).toContain('compute');
+    expect(await page.textContent('#alarms')).toBe('No alarms.');
+
+    // 1,280 × 800: the page does not scroll sideways, and no panel or table inside one is wider than its box.
+    const clipped = await page.evaluate(() => {
+      const out: string[] = [];
+      const page = document.documentElement;
+      if (page.scrollWidth > page.clientWidth) out.push(`page ${page.scrollWidth} > ${page.clientWidth}`);
+      for (const el of document.querySelectorAll('.card, .card .scroll'))
+        if (el.scrollWidth > el.clientWidth) out.push(`${el.id || el.className} ${el.scrollWidth} > ${el.clientWidth}`);
+      return out;
+    });
+    expect(clipped).toEqual([]);
 
     await mkdir(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });

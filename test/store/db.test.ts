@@ -1,5 +1,6 @@
 // Store.commit writes the same bytes as abstract-level's sublevel put (so data dirs of either layout read the
-// same), keeps each caller's ops atomic under group commit, and round-trips json and utf8 sublevels.
+// same), keeps each caller's ops atomic under group commit, round-trips json and utf8 sublevels, and counts a
+// sublevel's keys up to a bound.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -162,5 +163,18 @@ describe('Store', () => {
     await expect(s.commit([{ type: 'put', sub, key: 'x', value: 'text' }])).rejects.toThrow(TypeError);
     await s.close();
     await t.close();
+  });
+
+  it('count: a sublevel’s keys only, up to the bound', async () => {
+    const s = await open();
+    const sub = s.sub('webhook_due', 'utf8');
+    expect(await s.count(sub, 100)).toBe(0);
+    await s.commit([
+      ...Array.from({ length: 7 }, (_, i) => ({ type: 'put' as const, sub, key: `k${i}`, value: 'x' })),
+      { type: 'put', sub: s.sub('other', 'utf8'), key: 'k', value: 'y' },
+    ]);
+    expect(await s.count(sub, 100)).toBe(7);
+    expect(await s.count(sub, 5)).toBe(5);
+    await s.close();
   });
 });
