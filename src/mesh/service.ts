@@ -20,7 +20,6 @@ import { loadOrCreateNodeKey, type NodeIdentity } from './identity.js';
 import { SNAPSHOT_RETENTION_DEFAULT, TransparencyOracle, type HeadState, type RevenueFigures } from './oracle.js';
 import { MeshValidator, MAX_SKEW_TICKS, checkShape, gossipVerdict, type GossipVerdict, type Validation } from './validator.js';
 import { meshPeerLinks } from './peer-http.js';
-import { BoundedMap } from '../util/bounded-map.js';
 import {
   TOPICS,
   bodyDigest,
