@@ -12,7 +12,9 @@
 // unsent bytes pass it is dropped at the relay (which closes its upstream, so the home lets go of it too), and a relay
 // that itself falls behind is dropped by the home as any slow subscriber (then the relay closes its client). The relay
 // never stops reading from the home: a paused socket would not see the home close it. Either side closing closes the
-// other (with the same code when it may be sent in a close frame).
+// other (with the same code when it may be sent in a close frame). A home whose URL is unknown or does not take the
+// connection (behind NAT) is reached over libp2p instead (/svc/stream/1, mesh/peer-stream.ts), the same way; when
+// nothing reaches it, the upgrade is accepted and closed with 1013 and a reason naming SVC_HOME_UNREACHABLE.
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { STATUS_CODES } from 'node:http';
