@@ -10,6 +10,7 @@ import { bearer, call, expectError, operatorBond, SPARSE_PEERS, startTestNode, w
 import { waitUntil } from '../helpers/wait.js';
 import { verifyExecution } from '../../src/consensus/executed-by.js';
 import { verifyText } from '../../src/mesh/wire.js';
+import { PEER_STREAM_PROTOCOL, peerStreamOverMesh } from '../../src/mesh/peer-stream.js';
 
 const MESH_SECRET = 'relay-cluster-secret-0123456789abcdef';
 const BOND = 3;
@@ -222,6 +223,31 @@ describe('streams of a node reachable only through a relay', () => {
     } finally {
       await sse.close();
     }
+  }, 30_000);
+
+  it('/svc/stream/1 refuses a request without the mesh handshake: a part-7 401 head, nothing opened at H', async () => {
+    const mesh = o.node.mesh;
+    const open = peerStreamOverMesh({
+      openStream: (p, proto, signal) => mesh.openStream(p, proto, signal),
+      selfId: () => mesh.nodeId,
+      secret: 'another-mesh-secret-0123456789abcdef',
+      nowSvcond: () => mesh.nowSvcond(),
+    });
+    const session = await open(
+      h.node.nodeId,
+      { kind: 'ws', path: `/ws/stream?channel=${channel.id}&key=${channel.key}`, headers: {} },
+      AbortSignal.timeout(10_000),
+    );
+    expect(session.head.status).toBe(401);
+    const body = JSON.parse(session.head.body);
+    expect(body.error.code).toBe('INVALID_HANDSHAKE');
+    expect(body.error.trace_id).toBe(session.head.headers['x-trace-id']);
+    // The home ends the stream after its refusal.
+    const rest: unknown[] = [];
+    for await (const f of session.frames) rest.push(f);
+    expect(rest).toEqual([]);
+    expect(h.node.streams.hub.count(channel.id)).toBe(0);
+    expect(PEER_STREAM_PROTOCOL).toBe('/svc/stream/1');
   }, 30_000);
 });
 
