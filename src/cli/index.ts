@@ -35,6 +35,10 @@ function configFlags(cmd: Command): Command {
     .addOption(new Option('--p2p-port <port>', 'libp2p TCP port (0 = any)').argParser(parseIntStrict))
     .option('--bootstrap <multiaddrs>', 'comma-separated bootstrap multiaddrs')
     .option('--mesh-secret <secret>', 'shared mesh secret (unset: node runs alone)')
+    .option(
+      '--listen <multiaddrs>',
+      'comma-separated multiaddrs libp2p listens on instead of the host and p2p port (only /p2p-circuit: reached through a relay)',
+    )
     .option('--announce <multiaddrs>', 'comma-separated multiaddrs other nodes should dial (a port forward, e.g. /ip4/203.0.113.7/tcp/4001)')
     .option('--mdns', 'find peers on the LAN by multicast DNS')
     .option('--upnp', 'ask the router for a port mapping (UPnP)')
@@ -70,6 +74,7 @@ function flagsToPaths(o: Record<string, unknown>): Record<string, unknown> {
     'mesh.bootstrap': typeof o.bootstrap === 'string' ? list(o.bootstrap) : undefined,
     'mesh.secret': o.meshSecret,
     'mesh.announce': typeof o.announce === 'string' ? list(o.announce) : undefined,
+    'mesh.listen': typeof o.listen === 'string' ? list(o.listen) : undefined,
     'mesh.mdns': o.mdns === true ? true : undefined,
     'mesh.upnp': o.upnp === true ? true : undefined,
     'mesh.peers.target': o.peersTarget,

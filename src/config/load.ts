@@ -39,6 +39,7 @@ export const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'b
   SVC_MESH_SNAPSHOT_RETENTION: { path: 'mesh.snapshotRetention', kind: 'int' },
   SVC_MESH_FORWARD_TIMEOUT_MS: { path: 'mesh.forwardTimeoutMs', kind: 'int' },
   SVC_ANNOUNCE: { path: 'mesh.announce', kind: 'list' },
+  SVC_LISTEN: { path: 'mesh.listen', kind: 'list' },
   SVC_MDNS: { path: 'mesh.mdns', kind: 'bool' },
   SVC_UPNP: { path: 'mesh.upnp', kind: 'bool' },
   SVC_MESH_PEERS_TARGET: { path: 'mesh.peers.target', kind: 'int' },

@@ -79,6 +79,14 @@ export const configSchema = z
           .array(z.string().min(1).refine(isMultiaddr, 'each announced address must be a multiaddr such as /ip4/203.0.113.7/tcp/4001'))
           .max(8)
           .default([]),
+        /**
+         * Multiaddrs libp2p listens on instead of host:p2pPort ([]: that one). Only '/p2p-circuit': a node that opens no
+         * port and is reached through the relay it reserves a slot on.
+         */
+        listen: z
+          .array(z.string().min(1).refine(isMultiaddr, 'each listen address must be a multiaddr such as /ip4/0.0.0.0/tcp/4001 or /p2p-circuit'))
+          .max(8)
+          .default([]),
         /** Find peers on the LAN by multicast DNS. */
         mdns: z.boolean().default(false),
         /** Ask the router for a port mapping (UPnP IGD). */

@@ -6,86 +6,20 @@
 // checks are those of 1.0.0.
 import type { Stream } from '@libp2p/interface';
 import { encodeFrame, FrameError, MAX_ANSWER_BYTES, MAX_REQUEST_BYTES, type ExecRequest } from './exec-protocol.js';
+import { FrameQueue, readFrames } from '../mesh/frame.js';
+
+export { readFrames };
 
 export const EXEC_SESSION_PROTOCOL = '/svc/exec/1.1.0';
 /** Runs in flight on one session at most (a further one runs at home: SessionFull, the peer is not skipped). */
 const MAX_OPEN_REQUESTS = 256;
-
-/** Frames from a stream's source, one JSON value each, until the stream ends. */
-export async function* readFrames(source: AsyncIterable<{ subarray(): Uint8Array }>, max: number): AsyncGenerator<unknown> {
-  let buf: Uint8Array = new Uint8Array(0);
-  for await (const chunk of source) {
-    const bytes = chunk.subarray();
-    const joined = new Uint8Array(buf.length + bytes.length);
-    joined.set(buf, 0);
-    joined.set(bytes, buf.length);
-    buf = joined;
-    for (;;) {
-      let length = -1;
-      let header = 0;
-      let value = 0;
-      let scale = 1;
-      for (let i = 0; i < buf.length && i < 5; i++) {
-        const b = buf[i]!;
-        value += (b & 0x7f) * scale;
-        scale *= 128;
-        if ((b & 0x80) === 0) {
-          length = value;
-          header = i + 1;
-          break;
-        }
-      }
-      if (length < 0) {
-        if (buf.length >= 5) throw new FrameError('frame length is not a varint of at most 5 bytes');
-        break;
-      }
-      if (length > max) throw new FrameError(`frame of ${length} bytes is over the ${max}-byte limit`);
-      if (buf.length < header + length) break;
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(Buffer.from(buf.subarray(header, header + length)).toString('utf8')) as unknown;
-      } catch {
-        throw new FrameError('frame is not JSON');
-      }
-      buf = buf.subarray(header + length);
-      yield parsed;
-    }
-  }
-}
-
-/** What a stream's sink reads: frames pushed one by one until end(). */
-class Outgoing implements AsyncIterable<Uint8Array> {
-  private readonly queue: Uint8Array[] = [];
-  private wake: (() => void) | null = null;
-  private ended = false;
-
-  push(frame: Uint8Array): void {
-    if (this.ended) return;
-    this.queue.push(frame);
-    this.wake?.();
-  }
-
-  end(): void {
-    this.ended = true;
-    this.wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
-    for (;;) {
-      while (this.queue.length > 0) yield this.queue.shift()!;
-      if (this.ended) return;
-      await new Promise<void>((r) => (this.wake = r));
-      this.wake = null;
-    }
-  }
-}
 
 /** The session holds its most runs in flight: the run happens at home, and the peer is not skipped for it. */
 export class SessionFull extends Error {}
 
 interface Session {
   stream: Stream;
-  out: Outgoing;
+  out: FrameQueue;
   pending: Map<number, { resolve: (raw: unknown) => void; reject: (err: Error) => void }>;
   next: number;
   closed: boolean;
@@ -149,7 +83,7 @@ export class ExecSessions {
   private async start(peerId: string, signal: AbortSignal): Promise<Session> {
     const stream = await this.open(peerId, EXEC_SESSION_PROTOCOL, signal);
     this.stats.opened++;
-    const s: Session = { stream, out: new Outgoing(), pending: new Map(), next: 1, closed: false };
+    const s: Session = { stream, out: new FrameQueue(), pending: new Map(), next: 1, closed: false };
     const drop = (err: Error) => {
       if (this.sessions.get(peerId) !== undefined) this.sessions.delete(peerId);
       this.fail(s, err);
@@ -182,7 +116,7 @@ export class ExecSessions {
 
 /** The executor's side: answer every {id, request} frame of the session with {id, answer}, runs concurrently. */
 export async function serveSession(stream: Stream, answer: (raw: unknown) => Promise<unknown>, onError: (err: unknown) => void): Promise<void> {
-  const out = new Outgoing();
+  const out = new FrameQueue();
   const sink = stream.sink(out).catch(onError);
   const running = new Set<Promise<void>>();
   try {

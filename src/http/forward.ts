@@ -20,6 +20,8 @@ import { answersHealth, type HungHomes } from './home-health.js';
 import { FORWARDED_FOR_HEADER, forwardedForValue, statedClientIp } from './forwarded-address.js';
 import { addressKey } from './caller-address.js';
 import { PEER_HTTP_PROTOCOL, fetchFailure, isConnectFailure, type OverMesh, type PeerRequest } from '../mesh/peer-http.js';
+import { PEER_STREAM_PROTOCOL, type OpenPeerStream, type PeerStreamSession } from '../mesh/peer-stream.js';
+import { HUB_DEFAULTS } from '../streams/hub.js';
 
 export const FORWARDED_HEADER = 'x-svc-forwarded-by';
 export const SERVED_BY_HEADER = 'X-Svc-Served-By';
@@ -30,6 +32,8 @@ export interface HomeLinks {
   peerUrl: (nodeId: string) => string | null;
   /** A peer's API over libp2p (null: the mesh does not run). */
   overMesh: OverMesh | null;
+  /** A peer's long-lived answers (an SSE stream, a WebSocket) over libp2p (absent or null: the mesh does not run). */
+  streamOverMesh?: OpenPeerStream | null;
   hung: HungHomes;
 }
 
@@ -240,6 +244,68 @@ export async function relayToHome(
   opts: RelayOptions = {},
 ): Promise<void> {
   relayAnswer(ctx, home, await askHome(ctx, kit, home, subject, extra, opts));
+}
+
+/**
+ * Serve an event stream (SSE) of `home` here, relayed over libp2p (/svc/stream/1, mesh/peer-stream.ts): for a home
+ * whose URL is unknown or does not connect, where a client could not follow a redirect. The home's head is the
+ * client's (its refusal as it gave it); then each chunk as it comes, until either side ends. 503
+ * SVC_HOME_UNREACHABLE (with what was tried) when the home cannot be reached this way either.
+ */
+export async function relayEventStream(ctx: Context, kit: ForwardKit, home: string, tried: string[], subject = 'identity'): Promise<void> {
+  if (wasForwarded(ctx))
+    throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `this request was forwarded here but this node is not the ${subject}'s home`, { home });
+  const retry = retryAfterSeconds(kit);
+  const open = kit.homes.streamOverMesh;
+  if (!open)
+    throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this ${subject} is not reachable from here`, {
+      home,
+      tried: [...tried, 'libp2p: the mesh is not running'],
+      retry_after_seconds: retry,
+    });
+  const req = homeRequest(ctx, kit, {});
+  const headers = { ...req.headers };
+  for (const h of ['last-event-id', 'accept']) if (ctx.get(h)) headers[h] = ctx.get(h);
+  let session: PeerStreamSession;
+  try {
+    session = await open(home, { kind: 'sse', path: req.path, headers }, AbortSignal.timeout(kit.config.mesh.forwardTimeoutMs));
+  } catch (err) {
+    const all = [...tried, `libp2p ${PEER_STREAM_PROTOCOL}: ${err instanceof Error ? err.message : String(err)}`];
+    throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node ${home} of this ${subject} could not be reached: ${all.join('; ')}`, {
+      home,
+      tried: all,
+      retry_after_seconds: retry,
+    });
+  }
+  const head = session.head;
+  if (head.status !== 200) {
+    session.close();
+    relayAnswer(ctx, home, { status: head.status, headers: new Headers(head.headers), text: head.body });
+    return;
+  }
+  ctx.respond = false;
+  const res = ctx.res;
+  res.writeHead(200, {
+    'content-type': head.headers['content-type'] ?? 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    [SERVED_BY_HEADER]: home,
+  });
+  res.flushHeaders();
+  ctx.req.once('close', () => session.close());
+  try {
+    for await (const f of session.frames) {
+      if (!('data' in f) || res.destroyed) break;
+      // A client that does not read is let go, as a slow subscriber is (the home's bound, kept at this hop).
+      if (res.writableLength > HUB_DEFAULTS.maxBufferedBytes) break;
+      res.write(f.data);
+    }
+  } catch {
+    // The home or the relay went away: the client sees its stream end and reconnects with Last-Event-ID.
+  } finally {
+    session.close();
+    res.end();
+  }
 }
 
 /** The caller's address as limits count it (caller-address.ts): the IP stated by the forwarding mesh node (verified), else the socket's. */

@@ -12,7 +12,9 @@
 // unsent bytes pass it is dropped at the relay (which closes its upstream, so the home lets go of it too), and a relay
 // that itself falls behind is dropped by the home as any slow subscriber (then the relay closes its client). The relay
 // never stops reading from the home: a paused socket would not see the home close it. Either side closing closes the
-// other (with the same code when it may be sent in a close frame).
+// other (with the same code when it may be sent in a close frame). A home whose URL is unknown or does not take the
+// connection (behind NAT) is reached over libp2p instead (/svc/stream/1, mesh/peer-stream.ts), the same way; when
+// nothing reaches it, the upgrade is accepted and closed with 1013 and a reason naming SVC_HOME_UNREACHABLE.
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { STATUS_CODES } from 'node:http';
@@ -30,6 +32,8 @@ import { FORWARDED_HEADER, SERVED_BY_HEADER } from './forward.js';
 import { addressKey } from './caller-address.js';
 import { FORWARDED_FOR_HEADER, forwardedForValue, statedIp } from './forwarded-address.js';
 import type { StreamSlots } from './stream-slots.js';
+import { CONNECT_FAILURES } from '../mesh/peer-http.js';
+import { PEER_STREAM_PROTOCOL, type OpenPeerStream } from '../mesh/peer-stream.js';
 
 export const WS_STREAM_PATH = '/ws/stream';
 export const HEARTBEAT_MS = 30_000;
@@ -52,6 +56,11 @@ export interface StreamSocketDeps {
    * its socket closes. Absent: not capped.
    */
   keylessStreams?: StreamSlots;
+  /**
+   * The libp2p way to a home whose URL is unknown or does not connect (/svc/stream/1, mesh/peer-stream.ts), for a home
+   * this node has heard of. Absent: a home is reached only at its URL.
+   */
+  overMesh?: { open: OpenPeerStream; knows: (nodeId: string) => boolean } | null;
   /** The Retry-After a client that reached no home is told (the forward deadline, in seconds). */
   retryAfterSeconds?: number;
   /** The mesh secret: a relay states its caller's address to the home under it (forwarded-address.ts). */
@@ -139,7 +148,7 @@ function answer(socket: Duplex, status: number, text: string, headers: string[])
   );
 }
 
-/** The close reason (≤ 123 bytes) a relayed client gets when its home went away: the part-7 code, and when to come back. */
+/** The close reason of a relayed WebSocket whose home could not be reached (at most 123 bytes). */
 export function unreachableReason(retryAfterSeconds: number): string {
   return `SVC_HOME_UNREACHABLE: the home node of this stream channel could not be reached; retry after ${retryAfterSeconds} s`;
 }
@@ -252,10 +261,15 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
     }
     const home = homeOfChannel(url.searchParams.get('channel') ?? '');
     if (home !== null && home !== deps.nodeId() && !req.headers[FORWARDED_HEADER]) {
+      // The parsed path and query, as a WebSocket client sends them (a fragment in the raw target is not sent on).
+      const path = `${url.pathname}${url.search}`;
       const at = deps.peerUrl(home);
       if (at !== null) {
-        // The parsed path and query, as a WebSocket client sends them (a fragment in the raw target is not sent on).
-        relay(req, socket, head, id, home, at, `${url.pathname}${url.search}`);
+        relay(req, socket, head, id, home, at, path);
+        return;
+      }
+      if (deps.overMesh?.knows(home)) {
+        relayOverMesh(req, socket, head, id, home, path, ['HTTP: no URL is known for it']);
         return;
       }
     }
@@ -312,8 +326,8 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
   const maxRelayed = deps.relayMaxBufferedBytes ?? HUB_DEFAULTS.maxBufferedBytes;
   const retryAfter = deps.retryAfterSeconds ?? 5;
 
-  /** Relay the upgrade to the channel's home at `homeUrl` (see the head of this file). */
-  const relay = (req: IncomingMessage, socket: Duplex, head: Buffer, traceId: string, home: string, homeUrl: string, path: string): void => {
+  /** The headers a relayed upgrade carries to the home: the client's key, and its address stated under the mesh secret. */
+  const relayHeaders = (req: IncomingMessage, path: string): Record<string, string> => {
     const headers: Record<string, string> = { [FORWARDED_HEADER]: deps.nodeId(), 'x-forwarded-for': req.socket.remoteAddress ?? '' };
     if (req.headers.authorization) headers.authorization = req.headers.authorization;
     if (deps.meshSecret)
@@ -325,6 +339,25 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
         path,
         body: '',
       });
+    return headers;
+  };
+
+  /**
+   * Neither way reached the home: the upgrade is accepted and closed at once with 1013 (try again later) and a reason
+   * naming SVC_HOME_UNREACHABLE, which a browser's WebSocket shows (it never sees an HTTP refusal: 1006).
+   */
+  const closeUnreachable = (req: IncomingMessage, socket: Duplex, head: Buffer, home: string, tried: string[]): void => {
+    deps.logger.debug({ home, tried }, 'relayed stream: the home could not be reached');
+    if (!socket.writable) return;
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      ws.on('error', () => ws.terminate());
+      ws.close(1013, unreachableReason(retryAfter));
+    });
+  };
+
+  /** Relay the upgrade to the channel's home at `homeUrl` (see the head of this file). */
+  const relay = (req: IncomingMessage, socket: Duplex, head: Buffer, traceId: string, home: string, homeUrl: string, path: string): void => {
+    const headers = relayHeaders(req, path);
     let upstream: WebSocket;
     try {
       upstream = new WebSocket(`${homeUrl.replace(/^http/, 'ws')}${path}`, { headers, perMessageDeflate: false, handshakeTimeout: RELAY_OPEN_TIMEOUT_MS });
@@ -338,14 +371,7 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
       if (settled) return;
       settled = true;
       upstream.terminate();
-      refuse(
-        socket,
-        traceId,
-        new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node of this stream channel did not answer: ${reason}`, {
-          home,
-          retry_after_seconds: retryAfter,
-        }),
-      );
+      closeUnreachable(req, socket, head, home, [`HTTP at ${homeUrl}: ${reason}`]);
     };
     socket.once('close', () => {
       if (!settled) {
@@ -375,7 +401,16 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
       });
       res.on('error', () => unreachable('its answer was cut'));
     });
-    upstream.on('error', (err) => unreachable(err.message));
+    upstream.on('error', (err: Error & { code?: string }) => {
+      // Nothing reached the URL (a home behind NAT): the libp2p way, as a forwarded request goes (forward.ts).
+      if (!settled && deps.overMesh && err.code !== undefined && CONNECT_FAILURES.has(err.code)) {
+        settled = true;
+        upstream.terminate();
+        relayOverMesh(req, socket, head, traceId, home, path, [`HTTP at ${homeUrl}: ${err.code}`]);
+        return;
+      }
+      unreachable(err.code ?? err.message);
+    });
     upstream.once('open', () => {
       if (settled) return;
       settled = true;
@@ -415,6 +450,73 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
         upstream.resume();
       });
     });
+  };
+
+  /**
+   * Relay the upgrade to the channel's home over libp2p (/svc/stream/1): the home runs it against its own server and
+   * sends its answer, then each message, as frames; the client is upgraded only once the home has accepted.
+   */
+  const relayOverMesh = (req: IncomingMessage, socket: Duplex, head: Buffer, traceId: string, home: string, path: string, tried: string[]): void => {
+    const overMesh = deps.overMesh;
+    if (!overMesh) return closeUnreachable(req, socket, head, home, [...tried, 'libp2p: the mesh is not running']);
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new Error(`no answer within ${RELAY_OPEN_TIMEOUT_MS} ms`)), RELAY_OPEN_TIMEOUT_MS);
+    let gone = false;
+    const onGone = () => {
+      gone = true;
+      controller.abort(new Error('the client left'));
+    };
+    socket.once('close', onGone);
+    overMesh.open(home, { kind: 'ws', path, headers: relayHeaders(req, path) }, controller.signal).then(
+      (session) => {
+        clearTimeout(timer);
+        socket.off('close', onGone);
+        if (gone) return session.close();
+        const h = session.head;
+        if (h.status !== 101) {
+          // The home refused (401, 403, 404, 429 …): its answer is the client's.
+          session.close();
+          const after = h.headers['retry-after'];
+          answer(socket, h.status, h.body, [
+            `${SERVED_BY_HEADER}: ${home}`,
+            ...(h.headers['x-trace-id'] ? [`X-Trace-Id: ${h.headers['x-trace-id']}`] : []),
+            ...(after !== undefined && /^\d{1,6}$/.test(after) ? [`Retry-After: ${after}`] : []),
+          ]);
+          return;
+        }
+        wss.handleUpgrade(req, socket, head, (ws: Alive) => {
+          ws.alive = true;
+          ws.on('pong', () => (ws.alive = true));
+          ws.on('error', () => ws.terminate());
+          relays.add(ws);
+          ws.on('close', () => {
+            relays.delete(ws);
+            session.close();
+          });
+          void (async () => {
+            for await (const f of session.frames) {
+              if (ws.readyState !== ws.OPEN) return;
+              if ('close' in f) return ws.close(f.close, f.reason);
+              if (ws.bufferedAmount + f.data.length > maxRelayed) {
+                deps.logger.debug({ home, reason: 'slow consumer' }, 'relayed stream subscriber dropped');
+                return ws.terminate();
+              }
+              ws.send(f.data);
+            }
+            throw new Error('the home ended the stream');
+          })().catch((err: unknown) => {
+            if (ws.readyState === ws.OPEN) ws.close(1013, unreachableReason(deps.retryAfterSeconds ?? 5));
+            deps.logger.debug({ home, err: String(err) }, 'relayed stream over libp2p ended');
+          });
+        });
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        socket.off('close', onGone);
+        if (gone) return;
+        closeUnreachable(req, socket, head, home, [...tried, `libp2p ${PEER_STREAM_PROTOCOL}: ${err instanceof Error ? err.message : String(err)}`]);
+      },
+    );
   };
 
   const heartbeat = setInterval(() => {

@@ -1,4 +1,4 @@
-// The framing of the node's libp2p stream protocols (/svc/exec/1.0.0, /svc/http/1): one frame = unsigned varint byte
+// The framing of the node's libp2p stream protocols (/svc/exec/1.0.0, /svc/exec/1.1.0, /svc/http/1, /svc/stream/1): one frame = unsigned varint byte
 // length + the RFC 8785 canonical JSON of the value as UTF-8 (the length-prefixing libp2p protocols use). A reader
 // names the largest frame it takes, so a peer cannot make it buffer without bound.
 import type { Stream } from '@libp2p/interface';
@@ -72,6 +72,85 @@ export async function readFrame(source: AsyncIterable<{ subarray(): Uint8Array }
     }
   }
   throw new FrameError('the stream ended before a whole frame');
+}
+
+/** Frames from a stream's source, one JSON value each, until the stream ends (a stream of many frames). */
+export async function* readFrames(source: AsyncIterable<{ subarray(): Uint8Array }>, max: number): AsyncGenerator<unknown> {
+  let buf: Uint8Array = new Uint8Array(0);
+  for await (const chunk of source) {
+    const bytes = chunk.subarray();
+    const joined = new Uint8Array(buf.length + bytes.length);
+    joined.set(buf, 0);
+    joined.set(bytes, buf.length);
+    buf = joined;
+    for (;;) {
+      let length = -1;
+      let header = 0;
+      let value = 0;
+      let scale = 1;
+      for (let i = 0; i < buf.length && i < 5; i++) {
+        const b = buf[i]!;
+        value += (b & 0x7f) * scale;
+        scale *= 128;
+        if ((b & 0x80) === 0) {
+          length = value;
+          header = i + 1;
+          break;
+        }
+      }
+      if (length < 0) {
+        if (buf.length >= 5) throw new FrameError('frame length is not a varint of at most 5 bytes');
+        break;
+      }
+      if (length > max) throw new FrameError(`frame of ${length} bytes is over the ${max}-byte limit`);
+      if (buf.length < header + length) break;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(Buffer.from(buf.subarray(header, header + length)).toString('utf8')) as unknown;
+      } catch {
+        throw new FrameError('frame is not JSON');
+      }
+      buf = buf.subarray(header + length);
+      yield parsed;
+    }
+  }
+}
+
+/** What a stream's sink reads: frames pushed one by one until end(); `bytes` is what is queued and not yet taken. */
+export class FrameQueue implements AsyncIterable<Uint8Array> {
+  private readonly queue: Uint8Array[] = [];
+  private wake: (() => void) | null = null;
+  private ended = false;
+  private queued = 0;
+
+  get bytes(): number {
+    return this.queued;
+  }
+
+  push(frame: Uint8Array): void {
+    if (this.ended) return;
+    this.queue.push(frame);
+    this.queued += frame.length;
+    this.wake?.();
+  }
+
+  end(): void {
+    this.ended = true;
+    this.wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    for (;;) {
+      while (this.queue.length > 0) {
+        const frame = this.queue.shift()!;
+        this.queued -= frame.length;
+        yield frame;
+      }
+      if (this.ended) return;
+      await new Promise<void>((r) => (this.wake = r));
+      this.wake = null;
+    }
+  }
 }
 
 function concat(chunks: Uint8Array[], total: number): Uint8Array {

@@ -23,9 +23,9 @@ import type { AddressManager } from '@libp2p/interface-internal';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { ALL_TOPICS, TOPICS } from './wire.js';
 import type { GossipVerdict } from './validator.js';
-import { PeerSet, P2P_CODE } from './peer-set.js';
+import { PeerSet } from './peer-set.js';
 import type { PeerStore } from './peer-store.js';
-import { isPrivateHost, reachabilityOf, relayOf, type ReachabilityStatus } from './reachability.js';
+import { isPrivateHost, reachabilityOf, relayOf, withoutPeerId, type ReachabilityStatus } from './reachability.js';
 
 export interface MeshLogger {
   info(obj: object, msg?: string): void;
@@ -301,13 +301,13 @@ export class MeshHost {
     node.addEventListener('peer:identify', (evt) => {
       known.learn(
         evt.detail.peerId.toString(),
-        evt.detail.listenAddrs.map((m) => m.decapsulateCode(P2P_CODE).toString()),
+        evt.detail.listenAddrs.map((m) => withoutPeerId(m).toString()),
       );
     });
     node.addEventListener('peer:discovery', (evt) => {
       known.learn(
         evt.detail.id.toString(),
-        evt.detail.multiaddrs.map((m) => m.decapsulateCode(P2P_CODE).toString()),
+        evt.detail.multiaddrs.map((m) => withoutPeerId(m).toString()),
       );
     });
     this.peerSet = new PeerSet({
@@ -383,7 +383,7 @@ export class MeshHost {
     if (!this.node) return [];
     return this.node
       .getMultiaddrs()
-      .map((m) => m.decapsulateCode(P2P_CODE).toString())
+      .map((m) => withoutPeerId(m).toString())
       .slice(0, 8);
   }
 
@@ -397,7 +397,7 @@ export class MeshHost {
     const parsed: Multiaddr[] = [];
     for (const a of addrs) {
       try {
-        parsed.push(multiaddr(a).decapsulateCode(P2P_CODE));
+        parsed.push(withoutPeerId(multiaddr(a)));
       } catch {
         // not a multiaddr: ignored
       }

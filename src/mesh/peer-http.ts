@@ -123,7 +123,15 @@ export function peerHttpOverMesh(deps: PeerHttpDeps): OverMesh {
 }
 
 /** Error codes of a connection that was never made (nothing was sent): safe to try the other way. */
-const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
+export const CONNECT_FAILURES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /** Did fetch fail before it connected? (undici wraps the socket error as `cause`, several in an AggregateError.) */
 export function isConnectFailure(err: unknown): boolean {

@@ -212,3 +212,12 @@ export class PeerTable {
     }
   }
 }
+
+/**
+ * Can a stream to this peer be opened? Connected, or heard recently with addresses to dial (through its relay for a
+ * node behind NAT): the mesh need not hold a connection to every peer it places work on.
+ */
+export function isReachable(peer: Pick<PeerInfo, 'connected' | 'multiaddrs' | 'receivedSvcond'>, nowSvcond: number): boolean {
+  if (peer.connected) return true;
+  return peer.multiaddrs.length > 0 && peer.receivedSvcond !== null && nowSvcond - peer.receivedSvcond <= RECENT_WINDOW_TICKS;
+}

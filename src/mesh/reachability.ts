@@ -24,6 +24,8 @@ export interface ReachabilityStatus {
 }
 
 const CIRCUIT = '/p2p-circuit';
+/** Multicodec of the /p2p/<peer id> component. */
+const P2P_CODE = 421;
 
 /** True for loopback, private, link-local and carrier-grade NAT ranges (addresses no outside node can dial). */
 export function isPrivateHost(host: string): boolean {
@@ -59,6 +61,15 @@ export function relayOf(ma: Multiaddr): string | null {
   if (at <= 0) return null;
   const relay = comps[at - 1];
   return relay?.name === 'p2p' ? (relay.value ?? null) : null;
+}
+
+/**
+ * The address without its trailing /p2p/<peer id>, as the peer store keeps it. Only a last component is removed: a
+ * circuit address (/…/p2p/<relay>/p2p-circuit) keeps its relay's id, without which it would name the relay itself.
+ */
+export function withoutPeerId(ma: Multiaddr): Multiaddr {
+  const comps = ma.getComponents();
+  return comps[comps.length - 1]?.name === 'p2p' ? ma.decapsulateCode(P2P_CODE) : ma;
 }
 
 export function reachabilityOf(addresses: readonly HostAddress[], announce: readonly string[]): ReachabilityStatus {

@@ -13,6 +13,7 @@ import { ModeService } from '../consensus/modes.js';
 import { Offloader } from '../consensus/offload.js';
 import { NodeOperator } from '../consensus/operator.js';
 import { meshPeerLinks } from '../mesh/peer-http.js';
+import { isReachable } from '../mesh/peer-table.js';
 import { httpPeerLink } from '../consensus/peer-link.js';
 import { Reexecutor, rerunDigest } from '../consensus/reexecutor.js';
 import { carriedResult, challengedResult, resultFinder } from '../consensus/result-lookup.js';
@@ -220,7 +221,8 @@ function wireOffloader(f: Foundation, { mesh }: MeshPart, bonds: BondService, ex
   return new Offloader({
     policy: config.contribution.offload,
     selfId: () => f.nodeId,
-    peers: () => mesh.peers(),
+    // A peer reached through a relay counts as reachable, connected or not: the offloader dials it when it places a run.
+    peers: () => mesh.peers().map((p) => ({ ...p, connected: isReachable(p, f.time.nowSvcond()) })),
     bondOf: (node) => bonds.ofNode(node)?.bond.bond_id ?? null,
     freeSlots: () => executor.freeSlots(),
     meshSecret: config.mesh.secret ?? null,

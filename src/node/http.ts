@@ -23,7 +23,9 @@ import { StreamSlots } from '../http/stream-slots.js';
 import { attachStreamSocket } from '../http/ws-stream.js';
 import type { MeshService } from '../mesh/service.js';
 import { PEER_HTTP_PROTOCOL, meshPeerLinks } from '../mesh/peer-http.js';
-import { peerEntrance } from '../http/peer-entrance.js';
+import { PEER_STREAM_PROTOCOL, meshPeerStreams } from '../mesh/peer-stream.js';
+import { HUB_DEFAULTS } from '../streams/hub.js';
+import { peerEntrance, peerStreamEntrance } from '../http/peer-entrance.js';
 import { signEvent } from '../mesh/wire.js';
 import type { SolverExecutor } from '../compute/executor.js';
 import type { Sealer } from '../compute/sealer.js';
@@ -75,6 +77,7 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
   const registry = p.compute.registry;
   const library = new Library(registry);
   const keylessStreams = new StreamSlots({ perAddress: config.limits.keylessStreamsPerAddress, perNode: config.limits.keylessStreamsPerNode });
+  const streamOverMesh = meshPeerStreams(mesh, config.mesh.secret);
   const kit: HttpKit = {
     config,
     logger,
@@ -82,7 +85,7 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     nodeId,
     publicUrl: () => f.publicUrl.get() ?? '',
     auth: { identity: p.identity, nodeId },
-    homes: { ...meshPeerLinks(mesh, config.mesh.secret), hung: new HungHomes() },
+    homes: { ...meshPeerLinks(mesh, config.mesh.secret), streamOverMesh, hung: new HungHomes() },
     signMeshEvent: (type, body) => signEvent(f.nodeIdentity.privateKey, f.nodeId, type, f.time.nowSvcond(), body),
     selfApi: assistants.selfApi,
     discovery: discoveryOf({ config, nodeId, registry, library, tiers: p.tiers }),
@@ -121,6 +124,7 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     keylessStreams,
     retryAfterSeconds: Math.max(1, Math.ceil(config.mesh.forwardTimeoutMs / 1000)),
     meshSecret: config.mesh.secret,
+    overMesh: streamOverMesh ? { open: streamOverMesh, knows: (id) => mesh.peerUrl(id) !== null || mesh.peers().some((p) => p.peerId === id) } : null,
   });
   await listen(server, config.port, config.host);
   const url = config.publicUrl ?? `http://${config.host}:${(server.address() as AddressInfo).port}`;
@@ -134,6 +138,14 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     logger,
   });
   await mesh.handleStream(PEER_HTTP_PROTOCOL, (stream, peer) => void entrance(stream, peer));
+  const streamEntrance = peerStreamEntrance({
+    target: () => loopbackOf(server.address() as AddressInfo),
+    meshSecret: config.mesh.secret,
+    nowSvcond: f.time.nowSvcond,
+    maxQueuedBytes: HUB_DEFAULTS.maxBufferedBytes,
+    logger,
+  });
+  await mesh.handleStream(PEER_STREAM_PROTOCOL, (stream, peer) => void streamEntrance(stream, peer));
   const metricsUrl = config.metrics.port !== null ? await f.metrics.listen(config.metrics.host, config.metrics.port) : null;
   let open = true;
   return {

@@ -32,6 +32,7 @@ export function wireMesh(f: Foundation, chain: ChainService): MeshPart {
       tickEvery: config.mesh.tickEvery,
       host: config.host,
       announce: config.mesh.announce,
+      ...(config.mesh.listen.length > 0 ? { listen: config.mesh.listen } : {}),
       peers: config.mesh.peers,
       relay: config.mesh.relay,
       mdns: config.mesh.mdns,

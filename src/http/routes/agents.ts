@@ -8,7 +8,8 @@ import { ServiceError } from '../../kernel/errors.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import { requireKey } from '../auth.js';
-import { forwardToHome } from '../forward.js';
+import { forwardToHome, relayEventStream } from '../forward.js';
+import { answersHealth } from '../home-health.js';
 import { body, query, validate } from '../validate.js';
 import type { Caller } from '../../records/types.js';
 import type { AgentRecord, AgentRuntime } from '../../agents/runtime.js';
@@ -122,20 +123,20 @@ function registerAgentRoutes(router: Router, kit: HttpKit, s: AgentRouteServices
     ctx.body = { total: page.total, offset: q.offset, limit: q.limit, items: page.items.map(agentView) };
   });
 
-  // The stream is served where the caller's agents run: at its home (a remote home is named, not relayed: an SSE
-  // stream does not end, so it is not forwarded like a request).
+  // The stream is served where the caller's agents run: at its home. A remote home whose URL answers is named (307: an
+  // SSE stream does not end, so it is not forwarded like a request); one whose URL is unknown or does not answer (a
+  // home behind NAT) is relayed here over libp2p.
   router.get('/api/svc/agent/stream', key, query(streamQuery), async (ctx) => {
     const c = identityOf(ctx);
     if (c.home !== kit.nodeId()) {
       const url = kit.homes.peerUrl(c.home);
-      if (!url)
-        throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', 'the home node of this identity is not reachable from here', {
-          home: c.home,
-          retry_after_seconds: 5,
-        });
-      ctx.status = 307;
-      ctx.set('Location', `${url}${ctx.originalUrl}`);
-      ctx.body = { home: c.home, location: `${url}${ctx.originalUrl}` };
+      if (url && (await answersHealth(url, kit.config.mesh.forwardTimeoutMs))) {
+        ctx.status = 307;
+        ctx.set('Location', `${url}${ctx.originalUrl}`);
+        ctx.body = { home: c.home, location: `${url}${ctx.originalUrl}` };
+        return;
+      }
+      await relayEventStream(ctx, kit, c.home, [url ? `HTTP at ${url}: no answer to its health probe` : 'HTTP: no URL is known for it']);
       return;
     }
     const q = validate(streamQuery, ctx.query);
