@@ -19,7 +19,8 @@ export interface Migration {
   /** What it changes, for the log line. */
   what: string;
   source: (store: Store) => Sublevel;
-  opsFor: (key: string, value: Json) => Op[] | Promise<Op[]>;
+  /** The ops of one record, on `store` (the same ops again when a stopped pass redoes its last chunk). */
+  opsFor: (key: string, value: Json, store: Store) => Op[] | Promise<Op[]>;
 }
 
 export interface StorageFormat {
@@ -93,7 +94,13 @@ export async function settleStorageFormat(store: Store, format: StorageFormat, l
       );
     }
     log(`migrating the store from storage format ${v} to ${v + 1}: ${step.what}`);
-    await backfillOnce(store, { key: `migration-${v}`, source: step.source(store), opsFor: step.opsFor, meta, finish: [versionOp(v + 1)] });
+    await backfillOnce(store, {
+      key: `migration-${v}`,
+      source: step.source(store),
+      opsFor: (key, value) => step.opsFor(key, value, store),
+      meta,
+      finish: [versionOp(v + 1)],
+    });
     migrated.push(v);
   }
   // A store from before the version key, already at the first format: the key is written once.
