@@ -25,6 +25,8 @@ let t: TestNode;
 let a: Who;
 let b: Who;
 const restored: TestNode[] = [];
+/** The backup of the stopped node and the data dir restored from it (the refusals reuse them). */
+const stopped = { file: '', restoredDir: '' };
 
 beforeAll(async () => {
   t = await startTestNode({}, { initialCredits: FREE });
@@ -61,6 +63,7 @@ async function answers(url: string, who: Who): Promise<{ balance: any; envelopes
 
 async function restoreAndStart(file: string): Promise<TestNode> {
   const dir = join(await tempDir(), 'restored');
+  stopped.restoredDir = dir;
   const r = runCli(['restore', '--in', file, '--data-dir', dir]);
   expect(r.status, r.stderr).toBe(0);
   expect(JSON.parse(r.stdout)).toMatchObject({ restored: dir, node_id: t.node.nodeId, storage_format: 1 });
@@ -150,10 +153,11 @@ describe('svc-node backup / restore', () => {
     const backup = runCli(['backup', '--data-dir', t.dataDir, '--out', file]);
     expect(backup.status, backup.stderr).toBe(0);
     expect(JSON.parse(backup.stdout)).toMatchObject({ from: 'data dir', node_id: t.node.nodeId });
+    stopped.file = file;
     const r = await restoreAndStart(file);
     expect({ a: await answers(r.url, a), b: await answers(r.url, b) }).toEqual(original);
     // A result sealed by the original verifies on the restored node: the same receipt secret and node key.
-    const verified = await call(r.url, 'POST', '/api/svc/verify', sealed.body);
+    const verified = await call(r.url, 'POST', '/api/svc/verify', sealed.body, bearer(a.key));
     expect(verified.status, verified.text).toBe(200);
     expect(verified.body.valid).toBe(true);
     await r.stop();
@@ -166,11 +170,8 @@ describe('svc-node backup / restore', () => {
     expect(missing.stderr).toContain(`no data dir ${join(root, 'nope')}`);
     expect(await readdir(root)).toEqual([]);
 
-    const file = join(root, 'good.gz');
-    expect(runCli(['backup', '--data-dir', t.dataDir, '--out', file]).status).toBe(0);
-    const full = join(root, 'full');
-    expect(runCli(['restore', '--in', file, '--data-dir', full]).status).toBe(0);
-    const again = runCli(['restore', '--in', file, '--data-dir', full]);
+    const file = stopped.file;
+    const again = runCli(['restore', '--in', file, '--data-dir', stopped.restoredDir]);
     expect(again.status).toBe(2);
     expect(again.stderr).toContain('is not empty');
 
@@ -195,6 +196,6 @@ describe('svc-node backup / restore', () => {
       expect(r.stderr).toContain(why);
       expect(await stat(target).catch(() => null)).toBe(null);
     }
-    expect((await readdir(root)).sort()).toEqual(['cut.gz', 'full', 'good.gz', 'tampered.gz']);
+    expect((await readdir(root)).sort()).toEqual(['cut.gz', 'tampered.gz']);
   }, 120_000);
 });
