@@ -142,5 +142,5 @@ describe('storage format', () => {
     const again = await Store.open(join(dir, 'db'), { sync: false });
     expect(await version(again)).toBe(2);
     await again.close();
-  });
+  }, 120_000);
 });
