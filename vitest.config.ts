@@ -10,6 +10,7 @@ const alone = [
   'test/http/compute.test.ts',
   'test/http/economy.test.ts',
   'test/docs/receipt-secret.test.ts',
+  'test/docs/operating-nginx.test.ts',
   'test/http/dashboard.test.ts',
   'test/webhooks/crash.test.ts',
 ];

@@ -1,5 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=64 --min-semi-space-size=64
-// The svc-node command: start, verify FILE, keys (and its list|revoke|mint, see keys.ts), and cluster (cluster.ts).
+// The svc-node command: start, verify FILE, keys (and its list|revoke|mint, see keys.ts), cluster (cluster.ts), backup
+// and restore (backup.ts).
 import '../polyfill.js';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import { verifyText } from '../mesh/wire.js';
 import { verifySealedResult } from '../compute/verify-result.js';
 import { runCluster } from './cluster.js';
 import { dataDirProblem } from './data-dir.js';
+import { addBackupCommands } from './backup.js';
 import { addContributeCommand } from './contribute.js';
 import { addKeysSubcommands } from './keys.js';
 import { addVerifyLogCommand } from './verify-log.js';
@@ -21,9 +23,10 @@ import { statusCommand } from './status.js';
 import { peersCommand } from './peers.js';
 import { solveChallenge } from '../tally/claim-proof.js';
 import { loadOrCreateOperatorToken, readOperatorToken, OPERATOR_TOKEN_FILE } from '../config/operator-token.js';
+import { NODE_VERSION } from '../config/version.js';
 
 const program = new Command();
-program.name('svc-node').description('Deterministic Computation Service node').version('0.1.0');
+program.name('svc-node').description('Deterministic Computation Service node').version(NODE_VERSION);
 
 function configFlags(cmd: Command): Command {
   return cmd
@@ -114,6 +117,7 @@ configFlags(program.command('start').description('run a node')).action(async (op
     const e = err as NodeJS.ErrnoException & { cause?: { code?: string } };
     if (e.code === 'EADDRINUSE' || e.code === 'EACCES' || e.code === 'EADDRNOTAVAIL') fail(`cannot listen on ${config.host}:${config.port}: ${e.code}`);
     if (e.cause?.code === 'LEVEL_LOCKED' || e.code === 'LEVEL_LOCKED') fail(`data dir ${config.dataDir} is in use by another node`);
+    if (e.name === 'StorageFormatError') fail(e.message);
     if (e.name === 'UnsupportedListenAddressesError') {
       const why = /EADDRINUSE|EACCES|EADDRNOTAVAIL/.exec(e.message)?.[0] ?? 'listen failed';
       fail(`cannot listen for libp2p on ${config.host}:${config.mesh.p2pPort}: ${why}`);
@@ -330,8 +334,9 @@ program
   });
 
 addContributeCommand(program);
+addBackupCommands(program);
 challengeCommand(program);
-mcpCommand(program, '0.1.0');
+mcpCommand(program, NODE_VERSION);
 
 addVerifyLogCommand(program);
 statusCommand(program);

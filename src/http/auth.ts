@@ -1,7 +1,7 @@
 // Part 5 at the door: a Bearer header or ?key= resolves to a caller. A key that is present but bad is always
 // 401 SVC_INVALID_KEY (never an anonymous fallback); no key at all is anonymous on computing routes and
 // 401 SVC_NO_KEY elsewhere.
-import type { Context, Next } from 'koa';
+import type { Context, Middleware, Next } from 'koa';
 import { ServiceError } from '../kernel/errors.js';
 import type { IdentityService } from '../identity/service.js';
 import type { Caller } from '../records/types.js';
@@ -164,4 +164,30 @@ export async function authorizeMachineRead(ctx: Context, deps: AuthDeps, machine
   if (caller.kind !== 'identity' || machine.roles[caller.zid] === undefined) {
     throw new ServiceError(403, 'SVC_FORBIDDEN', `no access to state machine ${machine.slug}`);
   }
+}
+
+/** 401 unless the request carries this node's operator token as `Authorization: Bearer`. */
+function requireOperator(ctx: Context, isOperator: (token: string) => boolean): void {
+  const header = ctx.get('authorization');
+  if (!header) {
+    throw new ServiceError(401, 'SVC_NO_KEY', 'this route needs the node operator token', {
+      auth_header_example: 'Authorization: Bearer op_…',
+      docs_url: documentationUrl('SVC_NO_KEY'),
+    });
+  }
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!m || !isOperator(m[1]!)) {
+    throw new ServiceError(401, 'SVC_INVALID_KEY', 'not the operator token of this node', { key_id: null, revoked_at: null, reason: 'not the operator token' });
+  }
+}
+
+/** The middleware of an operator route (documented as such): the node's operator token or 401. */
+export function operatorOnly(isOperator: (token: string) => boolean): Middleware {
+  return documented<Middleware>(
+    (ctx, next) => {
+      requireOperator(ctx, isOperator);
+      return next();
+    },
+    { auth: 'operator' },
+  );
 }

@@ -3,7 +3,6 @@
 // after the mesh: they sign with the node key and find a receiver's home in the peer table.
 import { sealingOfBody, type ChainService } from '../chain/service.js';
 import { ChargeOutcomes } from '../tally/charge-outcomes.js';
-import { loadOrCreateOperatorToken, tokenDigest } from '../config/operator-token.js';
 import type { IdentityService } from '../identity/service.js';
 import type { MeshService } from '../mesh/service.js';
 import { TOPICS } from '../mesh/wire.js';
@@ -70,9 +69,7 @@ export async function wireEconomy(f: Foundation, chain: ChainService, identity: 
     (ops) => store.commit(ops),
   );
   await quota.pruneOldDays(time.nowMs());
-  // The operator token's digest only: the token stays in its 0600 file.
-  const operatorTokenDigest = tokenDigest(await loadOrCreateOperatorToken(config.dataDir));
-  const grants = new Grants({ store, ledger, chain, identity, tiers, operatorTokenDigest, nodeId });
+  const grants = new Grants({ store, ledger, chain, identity, tiers, operatorTokenDigest: f.operatorTokenDigest, nodeId });
   const claimAddresses = new ClaimAddresses(store, counters, config.mesh.secret);
   const claims = new ClaimService({
     store,

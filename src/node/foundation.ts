@@ -1,18 +1,23 @@
 // What every capability stands on: config and options, the logger, one Time, the keys derived from the node's
 // secrets, the node key, the store, the counters and the metrics.
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { NodeConfig } from '../config/schema.js';
-import { decodeReceiptSecret, loadOrCreateReceiptSecret } from '../config/receipt-secret.js';
-import { loadOrCreateCredentialSecret } from '../config/credential-secret.js';
+import { decodeReceiptSecret, loadOrCreateReceiptSecret, RECEIPT_SECRET_FILE } from '../config/receipt-secret.js';
+import { CREDENTIAL_SECRET_FILE, loadOrCreateCredentialSecret } from '../config/credential-secret.js';
+import { loadOrCreateOperatorToken, matchesToken, OPERATOR_TOKEN_FILE, tokenDigest } from '../config/operator-token.js';
+import { NODE_VERSION } from '../config/version.js';
 import { systemClock, type Clock } from '../kernel/clock.js';
 import { deriveKey } from '../kernel/receipt.js';
 import { Store } from '../store/db.js';
+import { settleStorageFormat, STORAGE_FORMAT, type StorageFormat } from '../store/format.js';
 import { Counters } from '../store/counters.js';
 import { NodeMetrics } from '../http/metrics.js';
 import { MachineStats } from '../http/machine-stats.js';
-import { loadOrCreateNodeKey, type NodeIdentity } from '../mesh/identity.js';
+import { loadOrCreateNodeKey, NODE_KEY_FILE, type NodeIdentity } from '../mesh/identity.js';
+import type { DataDirFile } from '../store/backup.js';
+import { adminRoutes } from '../http/routes/admin.js';
 import type { MeshService, MeshServiceOptions } from '../mesh/service.js';
 import type { ChallengeService } from '../consensus/challenges.js';
 import type { VerdictMark } from '../consensus/slashing.js';
@@ -68,6 +73,8 @@ export interface NodeOptions {
   chargeSettleAfterMs?: number;
   /** Milliseconds between samples of the machine's health (default 5000; 0: no timer, tests call node.machine.sample()). */
   machineSampleMs?: number;
+  /** Tests: the storage format and its migrations (default: this release's, store/format.ts). */
+  storageFormat?: StorageFormat;
   /** Mesh overrides (tests: autoPulse, redial bounds). */
   mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits' | 'peerSetTiming'>>;
 }
@@ -111,7 +118,9 @@ export interface Foundation {
   verdictMarks: Port<(executedBy: { bond_id?: unknown } | null | undefined) => VerdictMark>;
   /** This node's public URL, bound when the HTTP server listens ('' until then). */
   publicUrl: Port<string>;
-  /** Closes the store: first in the node's list, so last to stop. */
+  /** SHA-256 of the operator token (config/operator-token.ts): the operator routes compare digests, the token stays in its file. */
+  operatorTokenDigest: Buffer;
+  /** Closes the store: first in the node's list, so last to stop. Serves the store's backup route. */
   capability: Capability;
 }
 
@@ -119,6 +128,28 @@ export interface Foundation {
  * The receipt secret's bytes: from config (hex, as SVC_RECEIPT_SECRET), else kept in the data dir (hex, created once,
  * mode 0600). One encoding on every path (config/receipt-secret.ts), so a data dir's file and the env var name one key.
  */
+/** The data dir's files a backup carries with the store: the node's secrets (docs/operating.md, Keys and secrets). */
+export const DATA_DIR_SECRETS: readonly string[] = [NODE_KEY_FILE, RECEIPT_SECRET_FILE, OPERATOR_TOKEN_FILE, CREDENTIAL_SECRET_FILE];
+
+/**
+ * Where a running node writes the loopback URL of its HTTP server (not a secret): how `svc-node backup --data-dir`
+ * reaches the node that holds the data dir's store.
+ */
+export const LOCAL_URL_FILE = 'local-url';
+
+/** Those of the secret files that `dataDir` holds (a receipt secret given by config has no file). */
+export async function readDataDirSecrets(dataDir: string): Promise<DataDirFile[]> {
+  const files: DataDirFile[] = [];
+  for (const name of DATA_DIR_SECRETS) {
+    try {
+      files.push({ name, bytes: await readFile(join(dataDir, name)) });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  return files;
+}
+
 async function receiptSecret(config: NodeConfig): Promise<Buffer> {
   if (config.receiptSecret) return decodeReceiptSecret(config.receiptSecret, 'receiptSecret (SVC_RECEIPT_SECRET)');
   return loadOrCreateReceiptSecret(config.dataDir);
@@ -143,6 +174,12 @@ export async function openFoundation(config: NodeConfig, options: NodeOptions): 
     credentialSecret: await loadOrCreateCredentialSecret(config.dataDir),
   };
   const store = await Store.open(join(config.dataDir, 'db'), { sync: config.syncWrites });
+  // Before anything reads the store: its format written, migrated, or refused (and the store closed again).
+  const format = await settleStorageFormat(store, options.storageFormat ?? STORAGE_FORMAT, (message) => logger.warn(message)).catch(async (err: unknown) => {
+    await store.close();
+    throw err;
+  });
+  const operatorTokenDigest = tokenDigest(await loadOrCreateOperatorToken(config.dataDir));
   const metricsMesh = new Port<MeshService>('metrics.mesh');
   const metricsChallenges = new Port<ChallengeService>('metrics.challenges');
   const metrics = new NodeMetrics({ tick: time.nowSvcond, mesh: () => metricsMesh.get(), challenges: () => metricsChallenges.get() });
@@ -178,7 +215,20 @@ export async function openFoundation(config: NodeConfig, options: NodeOptions): 
     machine,
     verdictMarks: new Port('verdictMarks'),
     publicUrl: new Port<string>('publicUrl'),
-    capability: { name: 'store', stop: () => store.close() },
+    operatorTokenDigest,
+    capability: {
+      name: 'store',
+      routes: [
+        adminRoutes({
+          db: store.db,
+          files: () => readDataDirSecrets(config.dataDir),
+          nodeVersion: NODE_VERSION,
+          storageFormat: format.version,
+          isOperator: (token) => matchesToken(token, operatorTokenDigest),
+        }),
+      ],
+      stop: () => store.close(),
+    },
   };
 }
 

@@ -1,8 +1,10 @@
 // HTTP: the Koa app with every route group, the server, the /ws/stream socket and the metrics listener. The server
 // listens here, when the node is wired: after every backfill, and before the mesh starts (its tick events carry the
 // URL). Its stop runs first: stop accepting, end the long-lived streams, finish in-flight requests.
+import { writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import type Router from '@koa/router';
 import { Library } from '../compute/library.js';
 import type { ComputeService } from '../compute/service.js';
@@ -37,7 +39,7 @@ import { BACKLOG_COUNT_MAX, peerHealth, type MachineWatch, type PeerView } from 
 import type { Capability } from './capability.js';
 import type { ConsensusPart } from './consensus.js';
 import type { AssistantsPart } from './assistants.js';
-import type { Foundation } from './foundation.js';
+import { LOCAL_URL_FILE, type Foundation } from './foundation.js';
 
 export interface HttpParts {
   identity: IdentityService;
@@ -129,6 +131,8 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
   await listen(server, config.port, config.host);
   const url = config.publicUrl ?? `http://${config.host}:${(server.address() as AddressInfo).port}`;
   f.publicUrl.bind(url);
+  const local = loopbackOf(server.address() as AddressInfo);
+  await writeFile(join(config.dataDir, LOCAL_URL_FILE), `http://${local.host.includes(':') ? `[${local.host}]` : local.host}:${local.port}\n`);
   // The API's libp2p entrance, for peers that cannot reach the URL: its requests go to the server over loopback.
   const entrance = peerEntrance({
     selfApi: assistants.selfApi,

@@ -18,6 +18,8 @@ export interface BackfillPass<T> {
   /** Where the pass's state is kept (default: the chain's meta sublevel, as the embed-key index's). */
   meta?: Sublevel;
   chunk?: number;
+  /** Ops written in the batch that marks the pass done (a storage migration's version bump, store/format.ts). */
+  finish?: Op[];
 }
 
 /** Whether the pass has run to its end on this store. */
@@ -53,6 +55,6 @@ export async function backfillOnce<T>(store: Store, pass: BackfillPass<T>): Prom
   } finally {
     await it.close();
   }
-  await store.commit([...ops, { type: 'put', sub: meta, key: pass.key, value: 1 }]);
+  await store.commit([...ops, ...(pass.finish ?? []), { type: 'put', sub: meta, key: pass.key, value: 1 }]);
   return indexed;
 }

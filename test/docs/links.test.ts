@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const DOCS = ['README.md', 'docs/decisions.md', 'docs/performance.md', 'docs/protocol.md', 'docs/glossary.md'];
+const DOCS = ['README.md', 'docs/decisions.md', 'docs/performance.md', 'docs/protocol.md', 'docs/glossary.md', 'docs/operating.md'];
 const read = (f: string): string => readFileSync(join(ROOT, f), 'utf8');
 
 describe('docs', () => {

@@ -1,7 +1,7 @@
 // The economy's routes (architecture.md §7): the cost table, operator grants, the daily claim, folder moves and
 // transfers (with the node-to-node delivery route of cross-node transfers).
 import type Router from '@koa/router';
-import type { Context, Middleware } from 'koa';
+import type { Context } from 'koa';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import { stampAt } from '../../kernel/clock.js';
@@ -12,17 +12,16 @@ import type { ClaimService } from '../../tally/claim.js';
 import type { Folders } from '../../tally/folders.js';
 import type { MeshService } from '../../mesh/service.js';
 import { costsResponse, tiersResponse } from '../responses.js';
-import { body, documented, responds, validate } from '../validate.js';
+import { body, responds, validate } from '../validate.js';
 import { costSheet } from '../../tally/costs.js';
 import { tierSheet } from '../../tally/tier-gates.js';
 import { TIERS, type TierBook } from '../../tally/tiers.js';
-import { identityOf, requireIdentityKey, requireKey } from '../auth.js';
+import { identityOf, requireIdentityKey, requireKey, operatorOnly } from '../auth.js';
 import { clientAddress, forwardToHome } from '../forward.js';
 import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBatch } from '../../tally/transfer-wire.js';
 import type { Transfers } from '../../tally/transfers.js';
 import { DELIVER_PATH } from '../../tally/transfer-delivery.js';
 import { HANDSHAKE_HEADER } from '../../mesh/wire.js';
-import { documentationUrl } from '../errors.js';
 
 const ZID_PATTERN = /^zid_[0-9a-f]{32}$/;
 const grantBody = z
@@ -52,21 +51,6 @@ const transferBody = z
   .strict()
   .refine((b) => (b.token_ids === undefined) !== (b.count === undefined), { message: 'give token_ids or count (one of them)', path: ['token_ids'] });
 const claimBody = z.object({ challenge: z.string().min(1).max(200), nonce: z.string().min(1).max(64) }).strict();
-
-/** 401 unless the request carries this node's operator token as `Authorization: Bearer`. */
-function requireOperator(ctx: Context, s: { grants: Grants }): void {
-  const header = ctx.get('authorization');
-  if (!header) {
-    throw new ServiceError(401, 'SVC_NO_KEY', 'this route needs the node operator token', {
-      auth_header_example: 'Authorization: Bearer op_…',
-      docs_url: documentationUrl('SVC_NO_KEY'),
-    });
-  }
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!m || !s.grants.isOperator(m[1]!)) {
-    throw new ServiceError(401, 'SVC_INVALID_KEY', 'not the operator token of this node', { key_id: null, revoked_at: null, reason: 'not the operator token' });
-  }
-}
 
 export interface TallyRouteServices {
   grants: Grants;
@@ -139,27 +123,25 @@ function registerTallyRoutes(router: Router, kit: HttpKit, s: TallyRouteServices
     ctx.body = tierSheet(s.tiers.policy, kit.config.limits.enforceDailyQuota);
   });
 
-  const operatorOnly = documented<Middleware>(
-    (ctx, next) => {
-      requireOperator(ctx, s);
-      return next();
-    },
-    { auth: 'operator' },
-  );
-  router.post('/api/tally/grants', operatorOnly, body(grantBody), async (ctx) => {
-    const body = validate(grantBody, ctx.request.body);
-    const now = kit.time.nowNs();
-    try {
-      ctx.status = 201;
-      ctx.body = await s.grants.grant(body.zid, body.credits, body.tier, stampAt(now).svcond, Number(now / 1_000_000n));
-    } catch (err) {
-      // An identity homed elsewhere: its home's operator grants it. The operator token is this node's own secret
-      // and is never sent to another node, so the request is not forwarded; the answer names the home and its URL.
-      if (err instanceof ServiceError && err.code === 'SVC_CONFLICT' && typeof err.extra.home === 'string') {
-        const url = s.mesh?.peerUrl(err.extra.home) ?? null;
-        throw new ServiceError(409, 'SVC_CONFLICT', err.message, { ...err.extra, home_url: url });
+  router.post(
+    '/api/tally/grants',
+    operatorOnly((token) => s.grants.isOperator(token)),
+    body(grantBody),
+    async (ctx) => {
+      const body = validate(grantBody, ctx.request.body);
+      const now = kit.time.nowNs();
+      try {
+        ctx.status = 201;
+        ctx.body = await s.grants.grant(body.zid, body.credits, body.tier, stampAt(now).svcond, Number(now / 1_000_000n));
+      } catch (err) {
+        // An identity homed elsewhere: its home's operator grants it. The operator token is this node's own secret
+        // and is never sent to another node, so the request is not forwarded; the answer names the home and its URL.
+        if (err instanceof ServiceError && err.code === 'SVC_CONFLICT' && typeof err.extra.home === 'string') {
+          const url = s.mesh?.peerUrl(err.extra.home) ?? null;
+          throw new ServiceError(409, 'SVC_CONFLICT', err.message, { ...err.extra, home_url: url });
+        }
+        throw err;
       }
-      throw err;
-    }
-  });
+    },
+  );
 }
