@@ -76,7 +76,8 @@
         return [
           [short(p.peerId, 16), 'mono', p.peerId],
           [p.lastTick === null ? '–' : String(p.lastTick), 'mono'],
-          [behind === null ? '–' : String(behind), behind !== null && behind > 8 ? 'warn' : ''],
+          // Behind once its next tick event is overdue with one to spare: 2·every + 1 of the peer's own interval.
+          [behind === null ? '–' : String(behind), behind !== null && behind > 2 * (p.every ?? m.tickEvery) + 1 ? 'warn' : ''],
           [p.connected ? 'connected' : 'heard', p.connected ? 'ok' : 'warn'],
           [p.mode ? `${p.mode}${p.bondId ? ' (bonded)' : ''}` : '–'],
         ];

@@ -3,6 +3,9 @@
 // eligible set can be judged at the challenge's tick from this node's own record, not the opener's word. The window
 // starts when this node started recording: before it, nothing is known (`covers`). Pure: ticks are given by the
 // caller; bounded in nodes and in ticks per node.
+// A node's tick events come every `every` ticks, its own interval, which grows with the mesh (mesh/tick-interval.ts):
+// "heard within liveTicks" is read in the sender's intervals (liveSpan), so a node of a large mesh, ticking seldom,
+// is no less live for it.
 
 import { BoundedMap } from '../util/bounded-map.js';
 
@@ -11,6 +14,25 @@ export interface Heard {
   svcond: number;
   mode: string | null;
   bondId: string | null;
+  /** The interval (ticks) the sender declared in that tick event; absent: judged on liveTicks alone. */
+  every?: number;
+}
+
+/**
+ * A sender is live for this many of its own intervals after a tick event when that is longer than liveTicks: the
+ * default liveTicks (32) over the default interval (4), so a node of a large mesh may miss as many events as one of a
+ * small mesh before it drops out (docs/decisions.md, "Consensus: live eligibility").
+ */
+export const LIVE_INTERVALS = 8;
+
+/** How many ticks after a tick event of interval `every` its sender counts as live: liveTicks, or LIVE_INTERVALS of its interval. */
+export function liveSpan(liveTicks: number, every: number | undefined): number {
+  return Math.max(liveTicks, LIVE_INTERVALS * (every ?? 0));
+}
+
+/** How much further back than liveTicks a tick event of interval `every` keeps its sender live. */
+export function liveReach(liveTicks: number, every: number | undefined): number {
+  return liveSpan(liveTicks, every) - liveTicks;
 }
 
 export interface LivenessLogOptions {
@@ -42,14 +64,21 @@ export class LivenessLog {
     if (!list) list = [];
     this.byNode.delete(node);
     this.byNode.set(node, list);
-    list.push({ svcond: h.svcond, mode: h.mode, bondId: h.bondId });
-    const floor = this.newest - this.o.keepTicks;
-    while (list.length > 0 && (list[0]!.svcond < floor || list.length > (this.o.maxPerNode ?? 1024))) list.shift();
+    list.push(
+      h.every === undefined ? { svcond: h.svcond, mode: h.mode, bondId: h.bondId } : { svcond: h.svcond, mode: h.mode, bondId: h.bondId, every: h.every },
+    );
+    // An event is kept keepTicks back, and LIVE_INTERVALS of its sender's interval further: as long as it can make its
+    // sender live in a window a challenge still checks. The node's latest event is always kept.
+    const expired = (e: Heard) => e.svcond < this.newest - this.o.keepTicks - LIVE_INTERVALS * (e.every ?? 0);
+    while (list.length > 1 && (expired(list[0]!) || list.length > (this.o.maxPerNode ?? 1024))) list.shift();
   }
 
-  /** Does the log hold every tick event heard from `from` on (it started recording by then and still keeps it)? */
-  covers(from: number): boolean {
-    return this.start !== null && this.start <= from && from >= this.newest - this.o.keepTicks;
+  /**
+   * Does the log hold every tick event heard from `from` on (it started recording by then and still keeps it)? `every`:
+   * for events of that interval, kept LIVE_INTERVALS intervals longer.
+   */
+  covers(from: number, every?: number): boolean {
+    return this.start !== null && this.start <= from && from >= this.newest - this.o.keepTicks - LIVE_INTERVALS * (every ?? 0);
   }
 
   /** The tick events of `node` whose tick is in [from, to], oldest first. */
