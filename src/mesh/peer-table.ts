@@ -100,10 +100,20 @@ export interface PeerTableOptions {
   isConnected: (peerId: string) => boolean;
   /** The interval of a peer whose tick events declare none: this node's mesh.tickEvery (default 4). */
   defaultEvery?: number;
+  /** Senders counted for N_heard at most (default HEARD_MAX). */
+  heardMax?: number;
 }
+
+/**
+ * Senders kept for N_heard (the tick interval's count): a tick and an interval each, far more than the peer table
+ * keeps, so that N_heard counts a mesh of tens of thousands of nodes, not the table's bound.
+ */
+export const HEARD_MAX = 65_536;
 
 export class PeerTable {
   private readonly peers = new Map<string, PeerInfo>();
+  /** Every sender heard (the peer table is bounded lower): when its last tick event arrived and the interval it declared; the one heard longest ago first. */
+  private readonly heard = new Map<string, { receivedSvcond: number; every: number }>();
 
   constructor(private readonly o: PeerTableOptions) {}
 
@@ -112,6 +122,9 @@ export class PeerTable {
     const now = this.o.nowSvcond();
     const prev = this.peers.get(event.sender);
     if (prev && prev.lastTick !== null && prev.lastTick > event.svcond) return;
+    this.heard.delete(event.sender);
+    this.heard.set(event.sender, { receivedSvcond: now, every: b.every ?? this.defaultEvery });
+    if (this.heard.size > (this.o.heardMax ?? HEARD_MAX)) this.heard.delete(this.heard.keys().next().value as string);
     this.peers.delete(event.sender);
     this.peers.set(event.sender, {
       peerId: event.sender,
@@ -187,10 +200,13 @@ export class PeerTable {
     return heard === 0 ? null : Math.round((agree / heard) * 10_000) / 10_000;
   }
 
-  /** Distinct peers heard recently (recentWindow of each one's own interval): the tick interval's N_heard, less this node. */
+  /**
+   * Distinct peers heard recently (recentWindow of each one's own interval): the tick interval's N_heard, less this
+   * node. Counted over every sender heard (up to heardMax), not only the peers the table keeps.
+   */
   heardCount(now: number): number {
     let n = 0;
-    for (const p of this.peers.values()) if (this.heardRecently(p, now)) n++;
+    for (const h of this.heard.values()) if (now - h.receivedSvcond <= recentWindow(h.every)) n++;
     return n;
   }
 

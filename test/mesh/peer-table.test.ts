@@ -107,3 +107,17 @@ describe("the peer table reads each peer's own tick interval", () => {
     expect(t.coherenceScore(null)).toBeNull();
   });
 });
+
+describe('N_heard', () => {
+  it('counts every sender heard recently, beyond the peers the table keeps, up to its own bound', () => {
+    let now = 1_000;
+    const t = new PeerTable({ peersMax: 4, nowSvcond: () => now, isConnected: () => false, heardMax: 50 });
+    for (let i = 0; i < 40; i++) t.applyTick(...tick(`p${i}`, 1_000, { every: 4 }));
+    expect(t.list()).toHaveLength(4);
+    expect(t.heardCount(now)).toBe(40);
+    for (let i = 40; i < 60; i++) t.applyTick(...tick(`p${i}`, 1_000, { every: 4 }));
+    expect(t.heardCount(now)).toBe(50);
+    now = 1_000 + RECENT_WINDOW_TICKS + 1;
+    expect(t.heardCount(now)).toBe(0);
+  });
+});
