@@ -1,7 +1,7 @@
 // Who re-executes a challenged result (architecture.md §6): a pure function of the challenge id and the eligible set.
 //   eligible  = nodes with an active bond at least settleTicks old at the challenge's tick, heard (a tick event of
 //               theirs, liveness.ts) saying they contribute with that bond within the live window before the
-//               challenge's tick (reaching further back for a node that ticks seldom: liveness.ts liveSpan), other
+//               challenge's tick (reaching further back for a node that ticks seldom: liveness.ts liveReach), other
 //               than the executor and the challenger's home; one seat per operator identity
 //   ranking   = SHA-256(challenge_id | peer id), highest first (rendezvous hashing: a node's place depends on the
 //               challenge alone, so no one picks a committee by ordering a list)
@@ -32,11 +32,14 @@ export interface TickWindow {
 }
 
 /**
- * The live window of a challenge: [from, to] for a tick event whose sender ticks often; with `liveTicks`, `from`
- * reaches back liveReach(liveTicks, every) further for a tick event declaring a longer interval `every`.
+ * The live window of a challenge: [from, to] for a tick event whose sender ticks at the base interval; with
+ * `liveTicks`, `from` reaches back liveReach(liveTicks, every, baseEvery) further for a tick event declaring a
+ * longer interval `every` (liveTicks read in the sender's intervals).
  */
 export interface LiveWindow extends TickWindow {
   liveTicks?: number;
+  /** The mesh's base tick interval (mesh.tickEvery; default 4). */
+  baseEvery?: number;
 }
 
 export interface EligibilityRule {
@@ -58,7 +61,7 @@ export interface EligibilityRule {
 
 /** Is a candidate live in the window (read in the interval each of its tick events declares): heard contributing with its own bond? */
 export function heardContributing(c: Pick<Candidate, 'bondId' | 'heard'>, live: LiveWindow): boolean {
-  const reach = (h: Heard) => (live.liveTicks === undefined ? 0 : liveReach(live.liveTicks, h.every));
+  const reach = (h: Heard) => (live.liveTicks === undefined ? 0 : liveReach(live.liveTicks, h.every, live.baseEvery ?? 4));
   return c.heard.some((h) => h.svcond >= live.from - reach(h) && h.svcond <= live.to && h.mode === 'contributing' && h.bondId === c.bondId);
 }
 

@@ -19,20 +19,18 @@ export interface Heard {
 }
 
 /**
- * A sender is live for this many of its own intervals after a tick event when that is longer than liveTicks: the
- * default liveTicks (32) over the default interval (4), so a node of a large mesh may miss as many events as one of a
- * small mesh before it drops out (docs/decisions.md, "Consensus: live eligibility").
+ * A span of ticks read in the sender's intervals: `ticks` as written for the mesh's base interval (mesh.tickEvery),
+ * stretched by every / base for a tick event declaring a longer interval, so a node of a large mesh may miss as many
+ * of its events as one of a small mesh before it drops out (docs/decisions.md, "Consensus: live eligibility"). A
+ * tick event declaring no interval, or one no longer than the base, is read in ticks.
  */
-export const LIVE_INTERVALS = 8;
-
-/** How many ticks after a tick event of interval `every` its sender counts as live: liveTicks, or LIVE_INTERVALS of its interval. */
-export function liveSpan(liveTicks: number, every: number | undefined): number {
-  return Math.max(liveTicks, LIVE_INTERVALS * (every ?? 0));
+export function inSenderIntervals(ticks: number, every: number | undefined, baseEvery: number): number {
+  return every !== undefined && every > baseEvery ? Math.ceil((ticks * every) / baseEvery) : ticks;
 }
 
 /** How much further back than liveTicks a tick event of interval `every` keeps its sender live. */
-export function liveReach(liveTicks: number, every: number | undefined): number {
-  return liveSpan(liveTicks, every) - liveTicks;
+export function liveReach(liveTicks: number, every: number | undefined, baseEvery: number): number {
+  return inSenderIntervals(liveTicks, every, baseEvery) - liveTicks;
 }
 
 export interface LivenessLogOptions {
@@ -42,6 +40,8 @@ export interface LivenessLogOptions {
   maxNodes?: number;
   /** Tick events kept per node at most (the oldest go first). */
   maxPerNode?: number;
+  /** The mesh's base tick interval (mesh.tickEvery, default 4): keepTicks is read in the sender's intervals against it. */
+  baseEvery?: number;
 }
 
 export class LivenessLog {
@@ -67,18 +67,22 @@ export class LivenessLog {
     list.push(
       h.every === undefined ? { svcond: h.svcond, mode: h.mode, bondId: h.bondId } : { svcond: h.svcond, mode: h.mode, bondId: h.bondId, every: h.every },
     );
-    // An event is kept keepTicks back, and LIVE_INTERVALS of its sender's interval further: as long as it can make its
-    // sender live in a window a challenge still checks. The node's latest event is always kept.
-    const expired = (e: Heard) => e.svcond < this.newest - this.o.keepTicks - LIVE_INTERVALS * (e.every ?? 0);
+    // An event is kept keepTicks back, read in its sender's intervals: as long as it can make its sender live in a
+    // window a challenge still checks. The node's latest event is always kept.
+    const expired = (e: Heard) => e.svcond < this.newest - this.keepFor(e.every);
     while (list.length > 1 && (expired(list[0]!) || list.length > (this.o.maxPerNode ?? 1024))) list.shift();
   }
 
   /**
    * Does the log hold every tick event heard from `from` on (it started recording by then and still keeps it)? `every`:
-   * for events of that interval, kept LIVE_INTERVALS intervals longer.
+   * for tick events of that interval, which are kept longer.
    */
   covers(from: number, every?: number): boolean {
-    return this.start !== null && this.start <= from && from >= this.newest - this.o.keepTicks - LIVE_INTERVALS * (every ?? 0);
+    return this.start !== null && this.start <= from && from >= this.newest - this.keepFor(every);
+  }
+
+  private keepFor(every: number | undefined): number {
+    return inSenderIntervals(this.o.keepTicks, every, this.o.baseEvery ?? 4);
   }
 
   /** The tick events of `node` whose tick is in [from, to], oldest first. */

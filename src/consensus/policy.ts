@@ -1,7 +1,6 @@
 // The contribution policy (architecture.md §6): the numbers every node of a mesh must share — bond size,
 // committee size and quorum, settle and deadline ticks, the challenge stake, the bond term — and what follows
 // from them, in words and numbers, as GET /api/contribute/policy shows it. Pure: no clock, no store.
-import { LIVE_INTERVALS } from './liveness.js';
 import { TICK_SECONDS_EXACT } from '../kernel/clock.js';
 import type { NodeConfig } from '../config/schema.js';
 
@@ -71,7 +70,7 @@ export function policyDocument(p: ContributionPolicy): Record<string, unknown> {
       words:
         `A challenged result is re-executed by ${p.committeeSize} nodes chosen by rendezvous hash of the challenge id among contributing nodes ` +
         `whose bond is at least ${p.settleTicks} ticks old at the challenge's tick and that were heard contributing within ${p.liveTicks} ticks before it ` +
-        `(or ${LIVE_INTERVALS} of the interval their tick events declare, when longer), ` +
+        `(read in the interval their tick events declare: liveTicks × every / mesh.tickEvery when that interval is longer), ` +
         `one per operator, excluding the executor and the challenger's home; no smaller committee is formed. ` +
         `Members commit to their digest, then reveal it. A digest with ${quorum} of ${p.committeeSize} votes decides.`,
     },

@@ -133,7 +133,10 @@ export async function wireConsensus(
     log: (msg, fields) => logger.info(fields, msg),
   });
   // Who was heard contributing, and when: the committee's eligible set, at intake and when a challenge is checked.
-  const liveness = new LivenessLog({ keepTicks: 4 * (config.contribution.liveTicks + config.contribution.deadlineTicks) });
+  const liveness = new LivenessLog({
+    keepTicks: 4 * (config.contribution.liveTicks + config.contribution.deadlineTicks),
+    baseEvery: config.mesh.tickEvery,
+  });
   const recordHeard = () => {
     const now = time.nowSvcond();
     liveness.record(f.nodeId, { svcond: now, mode: operator.mode(), bondId: operator.bond()?.bond.bond_id ?? null }, now);
@@ -165,6 +168,7 @@ export async function wireConsensus(
       return committeeCandidates(bonds.active(), (node) => liveness.heardIn(node, 0, Number.MAX_SAFE_INTEGER));
     },
     livenessCovers: (from, every) => liveness.covers(from, every),
+    baseEvery: config.mesh.tickEvery,
     holdStake: (zid, amount) => slashing.holdStake(zid, amount),
     verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
     ...(mesh.enabled ? httpPeerLink({ sign: (type, body) => mesh.signDirect(type, body), links: meshPeerLinks(mesh, config.mesh.secret) }) : {}),

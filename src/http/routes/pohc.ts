@@ -2,7 +2,6 @@
 // GET /api/protocol/pohc describes it; POST /api/protocol/pohc/verify re-checks a verdict document — the opener's
 // signature and committee, every vote's signature, the fold — and the checks this node runs before it applies a
 // verdict: the challenge against its own bond registry and liveness record (challenges.ts stateFault). Keyless.
-import { LIVE_INTERVALS } from '../../consensus/liveness.js';
 import type Router from '@koa/router';
 import { quorumOf } from '../../consensus/policy.js';
 import { TRANSITIONS } from '../../consensus/challenge-lifecycle.js';
@@ -49,7 +48,7 @@ function registerPohcRoutes(router: Router, kit: HttpKit, deps: PohcDeps): void 
       },
       challenge_id: 'chl_ + the first 32 hex digits of SHA-256(result_id|challenger zid): derived, so the opener cannot choose the committee',
       committee: {
-        eligible: `nodes whose bond attestation is at least ${p.settleTicks} ticks old at the challenge's tick, heard contributing with that bond (a tick event) within ${p.liveTicks} ticks before it, or ${LIVE_INTERVALS} of the interval that tick event declares (every) when longer, one per operator, excluding the executor, its operator and the challenger's home; every node checks the listed set against its own bonds and tick events before it keeps a challenge or applies a verdict`,
+        eligible: `nodes whose bond attestation is at least ${p.settleTicks} ticks old at the challenge's tick, heard contributing with that bond (a tick event) within ${p.liveTicks} ticks before it, read in the interval that tick event declares (liveTicks × every / mesh.tickEvery when every is longer), one per operator, excluding the executor, its operator and the challenger's home; every node checks the listed set against its own bonds and tick events before it keeps a challenge or applies a verdict`,
         ranking: 'SHA-256(challenge_id|peer id), highest first',
         size: p.committeeSize,
         quorum: quorumOf(p.committeeSize),
