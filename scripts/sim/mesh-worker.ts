@@ -20,6 +20,7 @@ import type { ToWorker, FromWorker, Receipt, Send } from './mesh-messages.js';
 
 const SECRET = 'sim-mesh-secret-0123456789abcdef';
 const tickEvery = Number(process.env.SIM_TICK_EVERY ?? 2);
+const tickRate = Number(process.env.SIM_TICK_RATE ?? 32);
 
 interface SimNode {
   index: number;
@@ -51,7 +52,7 @@ async function startNode(index: number, bootstrap: string[]): Promise<void> {
   const mesh = new MeshService({
     store,
     clock: systemClock,
-    config: { secret: SECRET, p2pPort: 0, bootstrap, tickEvery, host: '127.0.0.1' },
+    config: { secret: SECRET, p2pPort: 0, bootstrap, tickEvery, tickRate, host: '127.0.0.1' },
     dataDir: dir,
     httpUrl: `http://127.0.0.1:${20_000 + index}`,
     headState: () => ({ sealedCount: 0, chainHeadsDigest: '00'.repeat(32), kernelVersion: '1.287.6' }),

@@ -36,6 +36,7 @@ export const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'b
   SVC_BOOTSTRAP: { path: 'mesh.bootstrap', kind: 'list' },
   SVC_MESH_SECRET: { path: 'mesh.secret', kind: 'string' },
   SVC_MESH_TICK_EVERY: { path: 'mesh.tickEvery', kind: 'int' },
+  SVC_MESH_TICK_RATE: { path: 'mesh.tickRate', kind: 'number' },
   SVC_MESH_SNAPSHOT_RETENTION: { path: 'mesh.snapshotRetention', kind: 'int' },
   SVC_MESH_FORWARD_TIMEOUT_MS: { path: 'mesh.forwardTimeoutMs', kind: 'int' },
   SVC_ANNOUNCE: { path: 'mesh.announce', kind: 'list' },

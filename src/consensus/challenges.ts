@@ -17,9 +17,11 @@ import { InputError, ServiceError } from '../kernel/errors.js';
 import type { Json, Op, Store, Sublevel } from '../store/db.js';
 import { GossipError } from '../mesh/gossip-error.js';
 import type { GossipHandler } from '../mesh/gossip-handlers.js';
+import { MAX_TICK_INTERVAL } from '../mesh/tick-interval.js';
 import type { MeshEvent } from '../mesh/wire.js';
 import { KeyedLock } from '../util/keyed-lock.js';
 import type { BondService } from './bonds.js';
+import { liveReach } from './liveness.js';
 import { committeeOf, eligibleNodes, heardContributing, type Candidate, type EligibilityRule } from './committee.js';
 import { quorumOf, type ContributionPolicy } from './policy.js';
 import type { SendFn } from './outbox.js';
@@ -120,9 +122,12 @@ export interface ChallengeServiceOptions {
   candidates: () => Candidate[];
   /**
    * Does this node's liveness record hold every tick event heard from tick `from` on? Where it does not (the node
-   * started later), a challenge's eligible set is checked against bonds only. Default: always.
+   * started later), a challenge's eligible set is checked against bonds only. `every`: for tick events of that
+   * interval (kept longer, liveness.ts). Default: always.
    */
-  livenessCovers?: (from: number) => boolean;
+  livenessCovers?: (from: number, every?: number) => boolean;
+  /** The mesh's base tick interval (mesh.tickEvery, default 4): liveTicks is read in each sender's intervals against it. */
+  baseEvery?: number;
   /** Does exec's `executed_by` signature hold for this result (digest, request, tick)? */
   verifyExecution?: (r: { executed_by: ExecutedBy; result_digest: string }) => boolean;
   /** The stake taken at intake: ops (in the challenge's batch) and their undo; 402 thrown when it cannot be paid. */
@@ -345,7 +350,7 @@ export class ChallengeService {
         ...this.exclusions(r.executed_by, home),
         svcond: now,
         settleTicks: p.settleTicks,
-        live: { from: now - p.liveTicks, to: now },
+        live: { from: now - p.liveTicks, to: now, ...this.liveReading() },
       });
       const committee = committeeOf(id, eligible, p.committeeSize);
       const quorum = quorumOf(p.committeeSize);
@@ -650,9 +655,7 @@ export class ChallengeService {
     const byNode = new Map(candidates.map((x) => [x.node, x]));
     const zids = new Set<string>();
     const covers = this.o.livenessCovers ?? (() => true);
-    const loose = covers(c.svcond - p.liveTicks - LIVE_SLACK_TICKS)
-      ? { from: c.svcond - p.liveTicks - LIVE_SLACK_TICKS, to: c.svcond + LIVE_SLACK_TICKS }
-      : null;
+    const loose = { from: c.svcond - p.liveTicks - LIVE_SLACK_TICKS, to: c.svcond + LIVE_SLACK_TICKS, ...this.liveReading() };
     for (const node of c.eligible) {
       const cand = byNode.get(node);
       if (!cand) return `node ${node} is listed eligible, but holds no bond known here`;
@@ -660,11 +663,17 @@ export class ChallengeService {
       if (zids.has(cand.zid)) return `operator ${cand.zid} holds more than one seat`;
       zids.add(cand.zid);
       if (rule.executorZid && cand.zid === rule.executorZid) return `node ${node} is the executor's operator's`;
-      if (loose && !heardContributing(cand, loose)) return `node ${node} is listed eligible, but was not heard contributing around the challenge's tick`;
+      // A node that ticks seldom is judged only where this node's record reaches back over its own live span.
+      const every = cand.heard.length > 0 ? cand.heard[cand.heard.length - 1]!.every : MAX_TICK_INTERVAL;
+      const judged = covers(loose.from - liveReach(p.liveTicks, every, loose.baseEvery), every);
+      if (judged && !heardContributing(cand, loose)) return `node ${node} is listed eligible, but was not heard contributing around the challenge's tick`;
     }
     if (covers(c.svcond - p.liveTicks)) {
       const listed = new Set(c.eligible);
-      const strict = eligibleNodes(candidates, { ...rule, live: { from: c.svcond - p.liveTicks + LIVE_SLACK_TICKS, to: c.svcond - LIVE_SLACK_TICKS } });
+      const strict = eligibleNodes(candidates, {
+        ...rule,
+        live: { from: c.svcond - p.liveTicks + LIVE_SLACK_TICKS, to: c.svcond - LIVE_SLACK_TICKS, ...this.liveReading() },
+      });
       const missing = strict.filter((n) => !listed.has(n) && !zids.has(byNode.get(n)!.zid));
       if (missing.length > 0) return `node(s) ${missing.join(', ')} were heard contributing before the challenge's tick but are not listed eligible`;
     }
@@ -682,6 +691,11 @@ export class ChallengeService {
   }
 
   // ---------------------------------------------------------------- internals
+
+  /** How a live window reads each tick event: liveTicks in the sender's intervals against the mesh's base interval. */
+  private liveReading(): { liveTicks: number; baseEvery: number } {
+    return { liveTicks: this.o.policy.liveTicks, baseEvery: this.o.baseEvery ?? 4 };
+  }
 
   /** Who never sits on a challenge's committee: the executor, the challenger's home, the executor's operator. */
   private exclusions(executedBy: ExecutedBy, challengerHome: string): Pick<EligibilityRule, 'executor' | 'challengerHome' | 'executorZid'> {

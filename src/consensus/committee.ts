@@ -1,7 +1,8 @@
 // Who re-executes a challenged result (architecture.md §6): a pure function of the challenge id and the eligible set.
 //   eligible  = nodes with an active bond at least settleTicks old at the challenge's tick, heard (a tick event of
 //               theirs, liveness.ts) saying they contribute with that bond within the live window before the
-//               challenge's tick, other than the executor and the challenger's home; one seat per operator identity
+//               challenge's tick (reaching further back for a node that ticks seldom: liveness.ts liveReach), other
+//               than the executor and the challenger's home; one seat per operator identity
 //   ranking   = SHA-256(challenge_id | peer id), highest first (rendezvous hashing: a node's place depends on the
 //               challenge alone, so no one picks a committee by ordering a list)
 //   committee = the top committeeSize, never fewer (SVC_NO_COMMITTEE); quorum = ⌊k/2⌋ + 1 of the policy's size k
@@ -9,7 +10,7 @@
 // when it checks a challenge (challenges.ts), so an opener cannot list nodes of its own making or leave live ones out.
 // Pure: no clock, no store, no randomness.
 import { sha256Hex } from '../kernel/bytes.js';
-import type { Heard } from './liveness.js';
+import { liveReach, type Heard } from './liveness.js';
 
 export { quorumOf } from './policy.js';
 
@@ -30,6 +31,17 @@ export interface TickWindow {
   to: number;
 }
 
+/**
+ * The live window of a challenge: [from, to] for a tick event whose sender ticks at the base interval; with
+ * `liveTicks`, `from` reaches back liveReach(liveTicks, every, baseEvery) further for a tick event declaring a
+ * longer interval `every` (liveTicks read in the sender's intervals).
+ */
+export interface LiveWindow extends TickWindow {
+  liveTicks?: number;
+  /** The mesh's base tick interval (mesh.tickEvery; default 4). */
+  baseEvery?: number;
+}
+
 export interface EligibilityRule {
   /** The challenge's tick. */
   svcond: number;
@@ -38,7 +50,7 @@ export interface EligibilityRule {
    * The ticks in which a tick event saying "contributing with this bond" makes a node live; null when liveness is not
    * judged (the reader has no record of those ticks).
    */
-  live: TickWindow | null;
+  live: LiveWindow | null;
   /** The node that executed the challenged result. */
   executor: string;
   /** The node where the challenge was accepted (the challenger's home). */
@@ -47,9 +59,10 @@ export interface EligibilityRule {
   executorZid?: string | null;
 }
 
-/** Is a candidate live in the window: heard contributing with its own bond? */
-export function heardContributing(c: Pick<Candidate, 'bondId' | 'heard'>, live: TickWindow): boolean {
-  return c.heard.some((h) => h.svcond >= live.from && h.svcond <= live.to && h.mode === 'contributing' && h.bondId === c.bondId);
+/** Is a candidate live in the window (read in the interval each of its tick events declares): heard contributing with its own bond? */
+export function heardContributing(c: Pick<Candidate, 'bondId' | 'heard'>, live: LiveWindow): boolean {
+  const reach = (h: Heard) => (live.liveTicks === undefined ? 0 : liveReach(live.liveTicks, h.every, live.baseEvery ?? 4));
+  return c.heard.some((h) => h.svcond >= live.from - reach(h) && h.svcond <= live.to && h.mode === 'contributing' && h.bondId === c.bondId);
 }
 
 /** Eligible node ids, sorted (each once; one node per operator identity, the lowest node id). */

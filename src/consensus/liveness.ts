@@ -3,6 +3,9 @@
 // eligible set can be judged at the challenge's tick from this node's own record, not the opener's word. The window
 // starts when this node started recording: before it, nothing is known (`covers`). Pure: ticks are given by the
 // caller; bounded in nodes and in ticks per node.
+// A node's tick events come every `every` ticks, its own interval, which grows with the mesh (mesh/tick-interval.ts):
+// "heard within liveTicks" is read in the sender's intervals (liveSpan), so a node of a large mesh, ticking seldom,
+// is no less live for it.
 
 import { BoundedMap } from '../util/bounded-map.js';
 
@@ -11,6 +14,23 @@ export interface Heard {
   svcond: number;
   mode: string | null;
   bondId: string | null;
+  /** The interval (ticks) the sender declared in that tick event; absent: judged on liveTicks alone. */
+  every?: number;
+}
+
+/**
+ * A span of ticks read in the sender's intervals: `ticks` as written for the mesh's base interval (mesh.tickEvery),
+ * stretched by every / base for a tick event declaring a longer interval, so a node of a large mesh may miss as many
+ * of its events as one of a small mesh before it drops out (docs/decisions.md, "Consensus: live eligibility"). A
+ * tick event declaring no interval, or one no longer than the base, is read in ticks.
+ */
+export function inSenderIntervals(ticks: number, every: number | undefined, baseEvery: number): number {
+  return every !== undefined && every > baseEvery ? Math.ceil((ticks * every) / baseEvery) : ticks;
+}
+
+/** How much further back than liveTicks a tick event of interval `every` keeps its sender live. */
+export function liveReach(liveTicks: number, every: number | undefined, baseEvery: number): number {
+  return inSenderIntervals(liveTicks, every, baseEvery) - liveTicks;
 }
 
 export interface LivenessLogOptions {
@@ -20,6 +40,8 @@ export interface LivenessLogOptions {
   maxNodes?: number;
   /** Tick events kept per node at most (the oldest go first). */
   maxPerNode?: number;
+  /** The mesh's base tick interval (mesh.tickEvery, default 4): keepTicks is read in the sender's intervals against it. */
+  baseEvery?: number;
 }
 
 export class LivenessLog {
@@ -42,14 +64,25 @@ export class LivenessLog {
     if (!list) list = [];
     this.byNode.delete(node);
     this.byNode.set(node, list);
-    list.push({ svcond: h.svcond, mode: h.mode, bondId: h.bondId });
-    const floor = this.newest - this.o.keepTicks;
-    while (list.length > 0 && (list[0]!.svcond < floor || list.length > (this.o.maxPerNode ?? 1024))) list.shift();
+    list.push(
+      h.every === undefined ? { svcond: h.svcond, mode: h.mode, bondId: h.bondId } : { svcond: h.svcond, mode: h.mode, bondId: h.bondId, every: h.every },
+    );
+    // An event is kept keepTicks back, read in its sender's intervals: as long as it can make its sender live in a
+    // window a challenge still checks. The node's latest event is always kept.
+    const expired = (e: Heard) => e.svcond < this.newest - this.keepFor(e.every);
+    while (list.length > 1 && (expired(list[0]!) || list.length > (this.o.maxPerNode ?? 1024))) list.shift();
   }
 
-  /** Does the log hold every tick event heard from `from` on (it started recording by then and still keeps it)? */
-  covers(from: number): boolean {
-    return this.start !== null && this.start <= from && from >= this.newest - this.o.keepTicks;
+  /**
+   * Does the log hold every tick event heard from `from` on (it started recording by then and still keeps it)? `every`:
+   * for tick events of that interval, which are kept longer.
+   */
+  covers(from: number, every?: number): boolean {
+    return this.start !== null && this.start <= from && from >= this.newest - this.keepFor(every);
+  }
+
+  private keepFor(every: number | undefined): number {
+    return inSenderIntervals(this.o.keepTicks, every, this.o.baseEvery ?? 4);
   }
 
   /** The tick events of `node` whose tick is in [from, to], oldest first. */

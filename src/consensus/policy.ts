@@ -69,7 +69,8 @@ export function policyDocument(p: ContributionPolicy): Record<string, unknown> {
       live_ticks: p.liveTicks,
       words:
         `A challenged result is re-executed by ${p.committeeSize} nodes chosen by rendezvous hash of the challenge id among contributing nodes ` +
-        `whose bond is at least ${p.settleTicks} ticks old at the challenge's tick and that were heard contributing within ${p.liveTicks} ticks before it, ` +
+        `whose bond is at least ${p.settleTicks} ticks old at the challenge's tick and that were heard contributing within ${p.liveTicks} ticks before it ` +
+        `(read in the interval their tick events declare: liveTicks × every / mesh.tickEvery when that interval is longer), ` +
         `one per operator, excluding the executor and the challenger's home; no smaller committee is formed. ` +
         `Members commit to their digest, then reveal it. A digest with ${quorum} of ${p.committeeSize} votes decides.`,
     },

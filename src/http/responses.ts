@@ -197,6 +197,10 @@ export const meshStatusResponse = z.looseObject({
   peers: z.array(z.looseObject({ peerId: z.string() })),
   meshSize: int,
   multiaddrs: z.array(z.string()),
+  /** The floor of the tick interval, the interval the node's tick events declare now, and the nodes heard that set it. */
+  tickEvery: int,
+  every: int,
+  nodesHeard: int,
   svcond: tick,
   reachability,
 });

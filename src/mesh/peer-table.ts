@@ -1,8 +1,11 @@
 // The peer table: what this node knows of each peer, from the peer's tick events (the tick row of the gossip table)
 // and from libp2p's connection changes. Bounded (a disconnected peer heard from longest ago goes first); it answers
-// the peers mesh status lists, the coherence score and the peers an oracle snapshot names.
+// the peers mesh status lists, the coherence score, the nodes heard (the tick interval's N_heard) and the peers an
+// oracle snapshot names. Every judgement of "heard recently" reads the peer's own tick interval (its `every`), not
+// this node's: a peer in a large mesh ticks seldom and is no less alive for it.
 import { z } from 'zod';
 import type { SnapshotPeer } from './oracle.js';
+import { MAX_TICK_INTERVAL } from './tick-interval.js';
 import { MAX_SKEW_TICKS } from './validator.js';
 import type { MeshEvent } from './wire.js';
 
@@ -23,6 +26,9 @@ export const tickBody = z.object({
   mode: z.string().max(32).optional(),
   bondId: z.string().max(64).nullable().optional(),
   freeSlots: z.number().int().min(0).max(4096).optional(),
+  // The interval (ticks) at which the sender sends its tick events (tick-interval.ts); absent: the receiver's
+  // mesh.tickEvery.
+  every: z.number().int().min(1).max(MAX_TICK_INTERVAL).optional(),
 });
 export type TickBody = z.infer<typeof tickBody>;
 
@@ -51,6 +57,8 @@ export interface PeerInfo {
   mode: string | null;
   bondId: string | null;
   freeSlots: number | null;
+  /** The tick interval its latest tick event declares (this node's mesh.tickEvery when it declares none or none was heard). */
+  every: number;
   connected: boolean;
 }
 
@@ -63,10 +71,24 @@ export interface StatusPeer {
   mode: string | null;
   bondId: string | null;
   freeSlots: number | null;
+  /** Its tick interval: it counts as behind once its last tick is more than 2·every + 1 ticks old. */
+  every: number;
 }
 
-/** The window in which a peer, or gossip, counts as recently heard. */
+/** The window in which a peer, or gossip, counts as recently heard (for a peer: at least; see recentWindow). */
 export const RECENT_WINDOW_TICKS = MAX_SKEW_TICKS;
+/** A peer that ticks seldom stays recently heard for this many of its intervals (when longer than RECENT_WINDOW_TICKS). */
+export const RECENT_INTERVALS = 4;
+
+/** How long after its last tick event arrived a peer with tick interval `every` counts as recently heard. */
+export function recentWindow(every: number): number {
+  return Math.max(RECENT_WINDOW_TICKS, RECENT_INTERVALS * every);
+}
+
+/** How long after its last tick event arrived a peer is in step: its next event is due, with one more to spare. */
+export function freshWindow(every: number): number {
+  return 2 * every + 1;
+}
 /** Most peers listed in status (connected first, then the most recently heard). */
 export const STATUS_PEERS_MAX = 64;
 
@@ -76,10 +98,22 @@ export interface PeerTableOptions {
   nowSvcond: () => number;
   /** Is libp2p connected to this peer now (for a peer first heard by its tick)? */
   isConnected: (peerId: string) => boolean;
+  /** The interval of a peer whose tick events declare none: this node's mesh.tickEvery (default 4). */
+  defaultEvery?: number;
+  /** Senders counted for N_heard at most (default HEARD_MAX). */
+  heardMax?: number;
 }
+
+/**
+ * Senders kept for N_heard (the tick interval's count): a tick and an interval each, far more than the peer table
+ * keeps, so that N_heard counts a mesh of tens of thousands of nodes, not the table's bound.
+ */
+export const HEARD_MAX = 65_536;
 
 export class PeerTable {
   private readonly peers = new Map<string, PeerInfo>();
+  /** Every sender heard (the peer table is bounded lower): when its last tick event arrived and the interval it declared; the one heard longest ago first. */
+  private readonly heard = new Map<string, { receivedSvcond: number; every: number }>();
 
   constructor(private readonly o: PeerTableOptions) {}
 
@@ -88,6 +122,9 @@ export class PeerTable {
     const now = this.o.nowSvcond();
     const prev = this.peers.get(event.sender);
     if (prev && prev.lastTick !== null && prev.lastTick > event.svcond) return;
+    this.heard.delete(event.sender);
+    this.heard.set(event.sender, { receivedSvcond: now, every: b.every ?? this.defaultEvery });
+    if (this.heard.size > (this.o.heardMax ?? HEARD_MAX)) this.heard.delete(this.heard.keys().next().value as string);
     this.peers.delete(event.sender);
     this.peers.set(event.sender, {
       peerId: event.sender,
@@ -101,6 +138,7 @@ export class PeerTable {
       mode: b.mode ?? null,
       bondId: b.bondId ?? null,
       freeSlots: b.freeSlots ?? null,
+      every: b.every ?? this.defaultEvery,
       connected: prev?.connected ?? this.o.isConnected(event.sender),
     });
     this.bound();
@@ -125,25 +163,36 @@ export class PeerTable {
         mode: null,
         bondId: null,
         freeSlots: null,
+        every: this.defaultEvery,
         connected: true,
       });
       this.bound();
     }
   }
 
+  private get defaultEvery(): number {
+    return this.o.defaultEvery ?? 4;
+  }
+
+  /** Was the peer's last tick event received within its recent window (recentWindow of its own interval)? */
+  private heardRecently(p: PeerInfo, now: number): boolean {
+    return p.receivedSvcond !== null && p.lastTick !== null && now - p.receivedSvcond <= recentWindow(p.every);
+  }
+
   /**
-   * coherenceScore (docs/decisions.md, "Mesh: coherenceScore"): of the peers whose tick events arrived in the
-   * last 120 ticks, the fraction that agree with this node — last tick arrived within 2·tickEvery+1 ticks, its
-   * svcond within 1 tick of this node's clock on arrival, and the same kernel version. null when no peer is heard.
+   * coherenceScore (docs/decisions.md, "Mesh: coherenceScore"): of the peers heard recently (recentWindow of each
+   * peer's own interval), the fraction that agree with this node — last tick arrived within 2·every+1 ticks of the
+   * peer's interval, its svcond within 1 tick of this node's clock on arrival, and the same kernel version. null
+   * when no peer is heard.
    */
-  coherenceScore(kernelVersion: string | null, tickEvery: number): number | null {
+  coherenceScore(kernelVersion: string | null): number | null {
     const now = this.o.nowSvcond();
     let heard = 0;
     let agree = 0;
     for (const p of this.peers.values()) {
-      if (p.receivedSvcond === null || p.lastTick === null || now - p.receivedSvcond > RECENT_WINDOW_TICKS) continue;
+      if (!this.heardRecently(p, now) || p.receivedSvcond === null || p.lastTick === null) continue;
       heard++;
-      const fresh = now - p.receivedSvcond <= 2 * tickEvery + 1;
+      const fresh = now - p.receivedSvcond <= freshWindow(p.every);
       const inStep = Math.abs(p.lastTick - p.receivedSvcond) <= 1;
       const sameKernel = kernelVersion === null || p.kernelVersion === kernelVersion;
       if (fresh && inStep && sameKernel) agree++;
@@ -152,15 +201,22 @@ export class PeerTable {
   }
 
   /**
-   * The peers status shows: connected now, or heard (a valid tick event) in the last 120 ticks; connected first,
-   * then by the latest tick heard; at most STATUS_PEERS_MAX; listed in peer id order.
+   * Distinct peers heard recently (recentWindow of each one's own interval): the tick interval's N_heard, less this
+   * node. Counted over every sender heard (up to heardMax), not only the peers the table keeps.
+   */
+  heardCount(now: number): number {
+    let n = 0;
+    for (const h of this.heard.values()) if (now - h.receivedSvcond <= recentWindow(h.every)) n++;
+    return n;
+  }
+
+  /**
+   * The peers status shows: connected now, or heard recently (a valid tick event within recentWindow of its own
+   * interval); connected first, then by the latest tick heard; at most STATUS_PEERS_MAX; listed in peer id order.
    */
   statusPeers(connected: ReadonlySet<string>, now: number): StatusPeer[] {
     const shown: PeerInfo[] = [];
-    for (const p of this.peers.values()) {
-      const recent = p.receivedSvcond !== null && now - p.receivedSvcond <= RECENT_WINDOW_TICKS;
-      if (connected.has(p.peerId) || recent) shown.push(p);
-    }
+    for (const p of this.peers.values()) if (connected.has(p.peerId) || this.heardRecently(p, now)) shown.push(p);
     const heard = (p: PeerInfo): number => p.receivedSvcond ?? -1;
     shown.sort((a, b) => Number(connected.has(b.peerId)) - Number(connected.has(a.peerId)) || heard(b) - heard(a));
     return shown
@@ -173,6 +229,7 @@ export class PeerTable {
         mode: p.mode,
         bondId: p.bondId,
         freeSlots: p.freeSlots,
+        every: p.every,
       }))
       .sort((a, b) => (a.peerId < b.peerId ? -1 : 1));
   }

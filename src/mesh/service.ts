@@ -5,6 +5,7 @@
 // table (`gossip`, gossip-handlers.ts): this service registers the tick and DNS rows, other capabilities their own.
 import { z } from 'zod';
 import type { Stream } from '@libp2p/interface';
+import { sha256Hex } from '../kernel/bytes.js';
 import { stampAt, type Clock } from '../kernel/clock.js';
 import type { Store } from '../store/db.js';
 import { DnsRegistry, DNS_EVENT_TYPE, parseDnsBody } from './dns.js';
@@ -13,6 +14,7 @@ import { GossipHandlerTable } from './gossip-handlers.js';
 import { MachineDirectory } from './machines.js';
 import { MeshEventLog, type Entrance, type EventOrder, type StoredEvent } from './event-log.js';
 import { PeerTable, RECENT_WINDOW_TICKS, TICK_EVENT_TYPE, tickBody, type PeerInfo, type StatusPeer, type TickAdvert } from './peer-table.js';
+import { DEFAULT_TICK_RATE, nextTickInterval, tickDue, tickPhase } from './tick-interval.js';
 import { MeshHost, silentLogger, type MeshHostOptions, type MeshLogger, type PeerSetBounds, type RelayOptions } from './host.js';
 import { PeerStore } from './peer-store.js';
 import type { ReachabilityStatus } from './reachability.js';
@@ -51,8 +53,10 @@ export interface MeshConfig {
   secret: string | null;
   p2pPort: number;
   bootstrap: string[];
-  /** Publish a tick event every this many ticks (default 4). */
+  /** Publish a tick event at least every this many ticks (default 4): the floor of the interval (tick-interval.ts). */
   tickEvery?: number;
+  /** Tick events per second a node accepts, mesh-wide: the interval grows with the nodes heard to keep it (default 32). */
+  tickRate?: number;
   /** Interface libp2p listens on (default 127.0.0.1). */
   host?: string;
   /** Multiaddrs other nodes should dial (a port forward's public address); carried by tick events. */
@@ -133,7 +137,11 @@ export interface MeshStatus {
   peers: StatusPeer[];
   meshSize: number;
   multiaddrs: string[];
+  /** The configured floor of the tick interval (mesh.tickEvery). */
   tickEvery: number;
+  /** The interval this node's tick events declare now (`every`), and the nodes heard that set it (itself included). */
+  every: number;
+  nodesHeard: number;
   svcond: number;
   rejected: { http: Record<string, number>; gossip: Record<string, number> };
   gossipVerdicts: Record<GossipVerdict, number>;
@@ -184,6 +192,9 @@ export class MeshService {
   private readonly log: MeshLogger;
   private readonly limits: MeshLimits;
   private readonly tickEvery: number;
+  private readonly tickRate: number;
+  /** The interval the node ticks at (tick-interval.ts): its floor is tickEvery. */
+  private every: number;
   private readonly handlers = new Map<string, Set<EventHandler>>();
   private readonly peerTable: PeerTable;
   private readonly pendingGossip = new WeakMap<Uint8Array, Validation>();
@@ -191,7 +202,10 @@ export class MeshService {
   /** Gossip refused on its handshake, by the peer it came from (likely another mesh secret): bounded, oldest first out. */
   private totalGossip = 0;
   private lastGossipSvcond: number | null = null;
-  private lastTickSlot = -1;
+  /** Tick of this node's previous tick event (null: none sent since start). */
+  private lastTickSvcond: number | null = null;
+  /** sha256 hex of the node id: where in its interval the node ticks. */
+  private phaseSeed: string | null = null;
   private timer: NodeJS.Timeout | null = null;
   private pulseChain: Promise<void> = Promise.resolve();
   private running = false;
@@ -216,12 +230,15 @@ export class MeshService {
       ...opts.limits,
     };
     this.tickEvery = opts.config.tickEvery ?? 4;
+    this.tickRate = opts.config.tickRate ?? DEFAULT_TICK_RATE;
+    this.every = this.tickEvery;
     this.validator = new MeshValidator({ secret: opts.config.secret, clock: opts.clock, seenMax: this.limits.seenMax });
     this.events = new MeshEventLog({ store: opts.store, eventsMax: this.limits.eventsMax, nowSvcond: () => this.nowSvcond(), log: this.log });
     this.peerTable = new PeerTable({
       peersMax: this.limits.peersMax,
       nowSvcond: () => this.nowSvcond(),
       isConnected: (peerId) => this.host?.connectedPeers().includes(peerId) ?? false,
+      defaultEvery: this.tickEvery,
     });
     this.dns = new DnsRegistry({
       store: opts.store,
@@ -576,7 +593,8 @@ export class MeshService {
   // ---------------------------------------------------------------- ticks
 
   /**
-   * One step of the node's mesh clock: publishes the tick event of the current tickEvery slot (once per slot),
+   * One step of the node's mesh clock: publishes the tick event of the current slot of its interval (once per slot,
+   * at the node's phase in it; the interval is set anew with each event, tick-interval.ts),
    * writes the oracle snapshot of the current 4-tick slot (once per slot) and re-announces DNS records.
    * Runs on a timer unless autoPulse is false; calls are serialised.
    */
@@ -591,9 +609,10 @@ export class MeshService {
   private async pulseOnce(): Promise<void> {
     if (!this.running) return;
     const now = this.nowSvcond();
-    const slot = Math.floor(now / this.tickEvery);
-    if (this.enabled && slot > this.lastTickSlot) {
-      this.lastTickSlot = slot;
+    if (this.enabled && tickDue(now, this.lastTickSvcond, this.every, this.phase())) {
+      this.lastTickSvcond = now;
+      // The interval this event declares: the gap to this node's next tick event.
+      this.every = nextTickInterval({ heard: this.nodesHeard(now), floor: this.tickEvery, rate: this.tickRate, current: this.every });
       const head = await this.opts.headState();
       await this.publish(
         TICK_EVENT_TYPE,
@@ -605,6 +624,7 @@ export class MeshService {
           url: this.opts.httpUrl,
           multiaddrs: this.host?.dialableAddrs() ?? [],
           ...this.opts.advert?.(),
+          every: this.every,
         },
         TOPICS.ticks,
       );
@@ -614,15 +634,26 @@ export class MeshService {
     this.pruneBuckets(now);
   }
 
+  /** N_heard of the tick interval: the peers heard recently (each within its own interval's window), and this node. */
+  private nodesHeard(now: number): number {
+    return 1 + this.peerTable.heardCount(now);
+  }
+
+  /** This node's place in its interval (tick-interval.ts tickPhase), from its node id. */
+  private phase(): number {
+    this.phaseSeed ??= this.identity ? sha256Hex(this.identity.nodeId) : null;
+    return this.phaseSeed === null ? 0 : tickPhase(this.phaseSeed, this.every);
+  }
+
   // ---------------------------------------------------------------- status
 
   /**
-   * coherenceScore (docs/decisions.md, "Mesh: coherenceScore"): of the peers whose tick events arrived in the
-   * last 120 ticks, the fraction that agree with this node — last tick arrived within 2·tickEvery+1 ticks, its
-   * svcond within 1 tick of this node's clock on arrival, and the same kernel version. null when no peer is heard.
+   * coherenceScore (docs/decisions.md, "Mesh: coherenceScore"): of the peers heard recently, the fraction that agree
+   * with this node — last tick arrived within 2·every+1 ticks of the peer's own interval, its svcond within 1 tick of
+   * this node's clock on arrival, and the same kernel version (peer-table.ts). null when no peer is heard.
    */
   coherenceScore(kernelVersion: string | null): number | null {
-    return this.peerTable.coherenceScore(kernelVersion, this.tickEvery);
+    return this.peerTable.coherenceScore(kernelVersion);
   }
 
   async status(): Promise<MeshStatus> {
@@ -644,6 +675,8 @@ export class MeshService {
       meshSize: 1 + connected.size,
       multiaddrs: this.host?.multiaddrs() ?? [],
       tickEvery: this.tickEvery,
+      every: this.every,
+      nodesHeard: this.nodesHeard(now),
       svcond: now,
       rejected: { http: { ...this.stats.rejected.http }, gossip: { ...this.stats.rejected.gossip } },
       gossipVerdicts: { ...this.stats.verdicts },

@@ -134,12 +134,16 @@ export async function wireConsensus(
     log: (msg, fields) => logger.info(fields, msg),
   });
   // Who was heard contributing, and when: the committee's eligible set, at intake and when a challenge is checked.
-  const liveness = new LivenessLog({ keepTicks: 4 * (config.contribution.liveTicks + config.contribution.deadlineTicks) });
+  const liveness = new LivenessLog({
+    keepTicks: 4 * (config.contribution.liveTicks + config.contribution.deadlineTicks),
+    baseEvery: config.mesh.tickEvery,
+  });
   const recordHeard = () => {
     const now = time.nowSvcond();
     liveness.record(f.nodeId, { svcond: now, mode: operator.mode(), bondId: operator.bond()?.bond.bond_id ?? null }, now);
     if (!mesh.enabled) return;
-    for (const p of mesh.peers()) if (p.lastTick !== null) liveness.record(p.peerId, { svcond: p.lastTick, mode: p.mode, bondId: p.bondId }, now);
+    for (const p of mesh.peers())
+      if (p.lastTick !== null) liveness.record(p.peerId, { svcond: p.lastTick, mode: p.mode, bondId: p.bondId, every: p.every }, now);
   };
   f.verdictMarks.bind((executedBy) => verdictMarkOf(bonds, executedBy));
   const lookupResult = resultFinder(economy.results, {
@@ -164,7 +168,8 @@ export async function wireConsensus(
       recordHeard();
       return committeeCandidates(bonds.active(), (node) => liveness.heardIn(node, 0, Number.MAX_SAFE_INTEGER));
     },
-    livenessCovers: (from) => liveness.covers(from),
+    livenessCovers: (from, every) => liveness.covers(from, every),
+    baseEvery: config.mesh.tickEvery,
     holdStake: (zid, amount) => slashing.holdStake(zid, amount),
     verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
     ...(mesh.enabled ? httpPeerLink({ sign: (type, body) => mesh.signDirect(type, body), links: meshPeerLinks(mesh, config.mesh.secret) }) : {}),

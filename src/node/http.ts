@@ -205,12 +205,12 @@ function machineWatch(f: Foundation, p: HttpParts): MachineWatch {
       if (!mesh.enabled) return [];
       const status = await mesh.status();
       const refused = mesh.refusals().handshake;
-      // The mesh's own tick interval: tick events do not carry the sender's, and one mesh runs one.
-      const interval = status.tickEvery;
       const view = (
         peerId: string,
-        q: { url: string | null; connected: boolean; lastTick: number | null; mode: string | null; bondId: string | null },
+        q: { url: string | null; connected: boolean; lastTick: number | null; mode: string | null; bondId: string | null; every?: number },
       ): PeerView => {
+        // Judged against the interval the peer says it ticks at (its tick events' `every`).
+        const interval = q.every ?? status.tickEvery;
         const ticksSinceHeard = q.lastTick === null ? null : Math.max(0, status.svcond - q.lastTick);
         const handshakeFailures = refused[peerId] ?? 0;
         return {

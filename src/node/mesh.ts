@@ -30,6 +30,7 @@ export function wireMesh(f: Foundation, chain: ChainService): MeshPart {
       p2pPort: config.mesh.p2pPort,
       bootstrap: config.mesh.bootstrap,
       tickEvery: config.mesh.tickEvery,
+      tickRate: config.mesh.tickRate,
       host: config.host,
       announce: config.mesh.announce,
       ...(config.mesh.listen.length > 0 ? { listen: config.mesh.listen } : {}),

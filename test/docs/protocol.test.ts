@@ -195,7 +195,7 @@ describe('docs/protocol.md, recomputed from its own numbers', () => {
     // Ed25519 is deterministic: the seed signs to exactly the document's signature, which the peer id's key verifies.
     expect(edSign(null, Buffer.from(event.signing_text, 'utf8'), edPrivate(event.seed_hex)).toString('base64')).toBe(e.signature);
     expect(edVerify(null, Buffer.from(event.signing_text, 'utf8'), edPublicFromPeerId(e.sender), Buffer.from(e.signature, 'base64'))).toBe(true);
-    expect(Object.keys(e.body).sort()).toEqual(['chainHeadsDigest', 'kernelVersion', 'sealedCount', 'svcond', 'url']);
+    expect(Object.keys(e.body).sort()).toEqual(['chainHeadsDigest', 'every', 'kernelVersion', 'sealedCount', 'svcond', 'url']);
   });
 
   it('§8 handshake = "v1=" + HMAC(UTF-8 of the mesh secret, sender|svcond|body digest); event id = sha256 of the same text', () => {

@@ -155,7 +155,7 @@ describe('mesh status: peers', () => {
     await waitFor(async () => (await a.mesh.status()).peers.every((p) => !p.connected), 20_000, 'b disconnected');
     // Heard within 120 ticks: still listed, as not connected.
     expect((await a.mesh.status()).peers).toEqual([
-      { peerId: b.mesh.nodeId, url: expect.any(String), lastTick: expect.any(Number), connected: false, mode: null, bondId: null, freeSlots: null },
+      { peerId: b.mesh.nodeId, url: expect.any(String), lastTick: expect.any(Number), connected: false, mode: null, bondId: null, freeSlots: null, every: 1 },
     ]);
     clock.advanceTicks(121);
     expect((await a.mesh.status()).peers).toEqual([]);

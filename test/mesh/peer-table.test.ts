@@ -1,8 +1,9 @@
 // The peer table without a network: a late older tick changes nothing, a peer that never sent a valid tick is
 // forgotten when it leaves, the bound evicts the disconnected peer heard from longest ago (never a connected one),
-// and the coherence score counts the recently heard peers that agree with this node's clock and kernel.
+// the coherence score counts the recently heard peers that agree with this node's clock and kernel, and every
+// "recently heard" and "in step" is read in the peer's own declared interval.
 import { describe, expect, it } from 'vitest';
-import { PeerTable, RECENT_WINDOW_TICKS, TICK_EVENT_TYPE, type TickBody } from '../../src/mesh/peer-table.js';
+import { PeerTable, RECENT_WINDOW_TICKS, TICK_EVENT_TYPE, recentWindow, type TickBody } from '../../src/mesh/peer-table.js';
 import type { MeshEvent } from '../../src/mesh/wire.js';
 
 function tick(sender: string, svcond: number, body: TickBody = {}): [TickBody, MeshEvent] {
@@ -48,12 +49,75 @@ describe('the peer table', () => {
 
   it('coherence: the fraction of recently heard peers in step with this clock and kernel; null when none is heard', () => {
     const { t, at } = table();
-    expect(t.coherenceScore('k1', 4)).toBeNull();
+    expect(t.coherenceScore('k1')).toBeNull();
     t.applyTick(...tick('same', 1_000, { kernelVersion: 'k1' }));
     t.applyTick(...tick('skewed', 990, { kernelVersion: 'k1' }));
     t.applyTick(...tick('other-kernel', 1_000, { kernelVersion: 'k2' }));
-    expect(t.coherenceScore('k1', 4)).toBe(0.3333);
+    expect(t.coherenceScore('k1')).toBe(0.3333);
     at(1_000 + RECENT_WINDOW_TICKS + 1);
-    expect(t.coherenceScore('k1', 4)).toBeNull();
+    expect(t.coherenceScore('k1')).toBeNull();
+  });
+});
+
+describe("the peer table reads each peer's own tick interval", () => {
+  it('a peer that declares every = 8 and was last heard 20 ticks ago is in step; one that declares every = 2 is behind', () => {
+    const { t, at } = table();
+    t.applyTick(...tick('slow', 1_000, { kernelVersion: 'k1', every: 8 }));
+    t.applyTick(...tick('fast', 1_000, { kernelVersion: 'k1', every: 2 }));
+    at(1_016);
+    // 16 ticks: within 2·8 + 1 for the slow peer, past 2·2 + 1 for the fast one.
+    expect(t.coherenceScore('k1')).toBe(0.5);
+    at(1_017);
+    expect(t.coherenceScore('k1')).toBe(0.5);
+    at(1_018);
+    expect(t.coherenceScore('k1')).toBe(0);
+    expect(t.list().map((p) => [p.peerId, p.every])).toEqual([
+      ['slow', 8],
+      ['fast', 2],
+    ]);
+  });
+
+  it('a body without `every` means this node’s mesh.tickEvery', () => {
+    const t = new PeerTable({ peersMax: 8, nowSvcond: () => 1_000, isConnected: () => false, defaultEvery: 6 });
+    t.applyTick(...tick('old', 1_000, {}));
+    t.connectionChanged('silent', true);
+    expect(t.list().map((p) => p.every)).toEqual([6, 6]);
+  });
+
+  it('heard recently: 120 ticks, or 4 of the peer’s intervals when longer (status peers, N_heard, coherence)', () => {
+    const { t, at } = table();
+    at(1_000);
+    t.applyTick(...tick('p4', 1_000, { every: 4 }));
+    t.applyTick(...tick('p100', 1_000, { every: 100 }));
+    expect(recentWindow(4)).toBe(RECENT_WINDOW_TICKS);
+    expect(recentWindow(100)).toBe(400);
+    at(1_000 + RECENT_WINDOW_TICKS);
+    expect(t.heardCount(1_000 + RECENT_WINDOW_TICKS)).toBe(2);
+    at(1_000 + RECENT_WINDOW_TICKS + 1);
+    expect(t.heardCount(1_000 + RECENT_WINDOW_TICKS + 1)).toBe(1);
+    expect(t.statusPeers(new Set(), 1_000 + RECENT_WINDOW_TICKS + 1).map((p) => [p.peerId, p.every])).toEqual([['p100', 100]]);
+    // In step until its last tick is more than 2·100 + 1 ticks old.
+    expect(t.coherenceScore(null)).toBe(1);
+    at(1_000 + 201);
+    expect(t.coherenceScore(null)).toBe(1);
+    at(1_000 + 202);
+    expect(t.coherenceScore(null)).toBe(0);
+    at(1_401);
+    expect(t.heardCount(1_401)).toBe(0);
+    expect(t.coherenceScore(null)).toBeNull();
+  });
+});
+
+describe('N_heard', () => {
+  it('counts every sender heard recently, beyond the peers the table keeps, up to its own bound', () => {
+    let now = 1_000;
+    const t = new PeerTable({ peersMax: 4, nowSvcond: () => now, isConnected: () => false, heardMax: 50 });
+    for (let i = 0; i < 40; i++) t.applyTick(...tick(`p${i}`, 1_000, { every: 4 }));
+    expect(t.list()).toHaveLength(4);
+    expect(t.heardCount(now)).toBe(40);
+    for (let i = 40; i < 60; i++) t.applyTick(...tick(`p${i}`, 1_000, { every: 4 }));
+    expect(t.heardCount(now)).toBe(50);
+    now = 1_000 + RECENT_WINDOW_TICKS + 1;
+    expect(t.heardCount(now)).toBe(0);
   });
 });

@@ -48,7 +48,7 @@ function registerPohcRoutes(router: Router, kit: HttpKit, deps: PohcDeps): void 
       },
       challenge_id: 'chl_ + the first 32 hex digits of SHA-256(result_id|challenger zid): derived, so the opener cannot choose the committee',
       committee: {
-        eligible: `nodes whose bond attestation is at least ${p.settleTicks} ticks old at the challenge's tick, heard contributing with that bond (a tick event) within ${p.liveTicks} ticks before it, one per operator, excluding the executor, its operator and the challenger's home; every node checks the listed set against its own bonds and tick events before it keeps a challenge or applies a verdict`,
+        eligible: `nodes whose bond attestation is at least ${p.settleTicks} ticks old at the challenge's tick, heard contributing with that bond (a tick event) within ${p.liveTicks} ticks before it, read in the interval that tick event declares (liveTicks × every / mesh.tickEvery when every is longer), one per operator, excluding the executor, its operator and the challenger's home; every node checks the listed set against its own bonds and tick events before it keeps a challenge or applies a verdict`,
         ranking: 'SHA-256(challenge_id|peer id), highest first',
         size: p.committeeSize,
         quorum: quorumOf(p.committeeSize),
