@@ -716,7 +716,7 @@ export const reactorNextResponse = z.looseObject({
 });
 
 /** MMIO (routes/mmio.ts): a bank of registers with their live values. */
-const register = z.looseObject({ name: z.string(), offset: z.string(), type: z.string(), unit: z.string(), description: z.string(), value: z.unknown() });
+const register = z.looseObject({ name: z.string(), offset: int.min(0), type: z.string(), unit: z.string(), description: z.string(), value: z.unknown() });
 export const mmioMapResponse = z.looseObject({
   version: z.string(),
   node: peerId,
