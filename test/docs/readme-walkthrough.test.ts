@@ -114,7 +114,10 @@ describe('README walk-through with curl', () => {
     });
     const text = await r.text();
     expect(r.status, text).toBe(200);
-    expect(JSON.parse(text).result?.svcProof, text).toMatch(/^[0-9a-f]{64}$/);
+    const answer = JSON.parse(text);
+    expect(answer.result?.svcProof, text).toMatch(/^[0-9a-f]{64}$/);
+    // The tube's length in the question is the run's (README: "a tube of 60 cm" → length_m = 0.6).
+    expect(answer.reply.content).toContain('length_m = 0.6 m (from "60 cm")');
   });
 
   it('the streams block runs as written (with URL and KEY of the walk-through above)', { timeout: 60_000 }, async () => {
