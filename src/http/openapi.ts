@@ -12,11 +12,57 @@ type Json = Record<string, unknown>;
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'patch', 'trace'] as const;
 
+/** The `format` values JSON Schema 2020-12 and OpenAPI 3.1 define; zod names others (starts_with, ends_with, …). */
+const STANDARD_FORMATS = new Set([
+  'date-time',
+  'date',
+  'time',
+  'duration',
+  'email',
+  'idn-email',
+  'hostname',
+  'idn-hostname',
+  'ipv4',
+  'ipv6',
+  'uri',
+  'uri-reference',
+  'iri',
+  'iri-reference',
+  'uuid',
+  'uri-template',
+  'json-pointer',
+  'relative-json-pointer',
+  'regex',
+  'int32',
+  'int64',
+  'float',
+  'double',
+  'password',
+]);
+
+/** Drops non-standard `format` keywords in place; what they say stays in `pattern`, which zod writes beside them. */
+function standardFormats(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const item of node) standardFormats(item);
+    return;
+  }
+  if (node === null || typeof node !== 'object') return;
+  const obj = node as Json;
+  if (typeof obj.format === 'string' && !STANDARD_FORMATS.has(obj.format)) delete obj.format;
+  for (const value of Object.values(obj)) standardFormats(value);
+}
+
 /** zod → JSON Schema 2020-12 (OpenAPI 3.1's dialect); what JSON cannot say (transforms) is left open. */
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
+export function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
   const out = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Json;
   delete out.$schema;
+  standardFormats(out);
   return out;
+}
+
+/** operationId: the method, then the path's words in camel case (GET /api/tally/envelopes/:zid → getApiTallyEnvelopesZid). */
+function operationId(method: string, path: string): string {
+  return `${method}${path.replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`;
 }
 
 /** :name and /* of the router as OpenAPI path templates. */
@@ -38,18 +84,28 @@ const SECURITY: Record<NonNullable<RouteDoc['auth']>, Json[]> = {
   operator: [{ operatorToken: [] }],
 };
 
+/** The success statuses a route answers: 200 unless it declares others (201 for a creation, 202 for accepted work). */
+function successStatuses(doc: RouteDoc): readonly number[] {
+  if (doc.status === undefined) return [200];
+  return typeof doc.status === 'number' ? [doc.status] : doc.status;
+}
+
 function operation(method: string, path: string, paramNames: readonly string[], doc: RouteDoc): Json {
   const errorRef = { $ref: '#/components/responses/Error' };
   const okContent = doc.contentType
     ? { [doc.contentType]: { schema: { type: 'string' } } }
     : { 'application/json': { schema: doc.response ? jsonSchema(doc.response, 'output') : {} } };
-  const responses: Json = { [String(doc.status ?? 200)]: { description: doc.response ? 'OK' : 'OK (body not described by this route)', content: okContent } };
+  const responses: Json = {};
+  for (const status of successStatuses(doc)) {
+    const description = doc.response || doc.contentType ? 'OK' : 'OK (body not described by this route)';
+    responses[String(status)] = status === 204 ? { description: 'No content yet' } : { description, content: okContent };
+  }
   if (doc.body || doc.query || paramNames.length > 0) responses['400'] = errorRef;
   if (doc.auth !== undefined) responses['401'] = errorRef;
   responses.default = errorRef;
   const tag = path.split('/')[2] ?? 'root';
   const op: Json = {
-    operationId: `${method}${path.replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
+    operationId: operationId(method, path),
     summary: doc.summary ?? `${method.toUpperCase()} ${path}`,
     tags: [tag],
     parameters: [
@@ -59,9 +115,8 @@ function operation(method: string, path: string, paramNames: readonly string[], 
     security: doc.auth ? SECURITY[doc.auth] : [],
     responses,
   };
+  // A route that declares no body reads none (an empty body or {} is what it takes), so it has no requestBody.
   if (doc.body) op.requestBody = { required: false, content: { 'application/json': { schema: jsonSchema(doc.body, 'input') } } };
-  else if (method === 'post' || method === 'patch' || method === 'put' || method === 'query')
-    op.requestBody = { required: false, content: { 'application/json': { schema: {} } } };
   return op;
 }
 
@@ -84,7 +139,7 @@ export function openApiDocument(router: Router, info: DocumentInfo): Json {
       const method = m.toLowerCase();
       if (method === 'head') continue;
       const op = operation(method, layer.path, params, doc);
-      if (method === 'query') item['x-query'] = { ...op, operationId: `query${String(op.operationId).replace(/^post/, '')}` };
+      if (method === 'query') item['x-query'] = op;
       else if ((METHODS as readonly string[]).includes(method) && item[method] === undefined) item[method] = op;
     }
   }

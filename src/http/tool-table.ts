@@ -11,6 +11,7 @@ import { eventBody, transitionBody } from './routes/chain.js';
 import { createBody as streamBody } from './routes/streams.js';
 import { ContractSchema } from '../chain/contract-language.js';
 import type { SelfRequest } from './self-request.js';
+import { solverBodySchema } from './solver-body.js';
 
 export interface ToolRow {
   name: string;
@@ -194,20 +195,13 @@ const tallyTools: ToolRow[] = [
   },
 ];
 
-/** A solver's tool arguments: its own input schema, and initialState for a stateful solver. */
-export function solverToolSchema(solver: AnySolver): z.ZodType {
-  const base = solver.schema ?? z.record(z.string(), z.unknown());
-  if (!solver.stateful || !(base instanceof z.ZodObject)) return base;
-  return base.extend({ initialState: z.record(z.string(), z.unknown()).optional().describe('the state a previous run of this solver returned') });
-}
-
 function solverTool(solver: AnySolver): ToolRow {
   return {
     name: `svc_${solver.id}`,
     description: `Solver: ${solver.kind}. Runs with its reality check; a sealed result with receipt, or 422 when the check fails (nothing charged). Inputs: ${solver.inputs
       .map((i) => `${i.key} [${i.unit}] default ${JSON.stringify(i.default)}`)
       .join('; ')}.`,
-    schema: solverToolSchema(solver),
+    schema: solverBodySchema(solver),
     request: (a) => {
       if (solver.endpoint) return { method: 'POST', path: solver.endpoint, body: a };
       const { initialState, ...inputs } = a;

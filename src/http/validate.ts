@@ -16,8 +16,8 @@ export interface RouteDoc {
   query?: z.ZodType;
   /** The success response body's schema. */
   response?: z.ZodType;
-  /** The success status when it is not 200 (201 for a creation). */
-  status?: number;
+  /** The success status when it is not 200 (201 for a creation, 202 for accepted work); several when the route answers several. */
+  status?: number | readonly number[];
   /** Who may call: a key (401 without), a key or anonymous (counted by IP), a mesh node (x-node-handshake), the node's operator token. */
   auth?: 'key' | 'optional' | 'node' | 'operator';
   /** The response is not JSON (text/markdown, text/html, text/event-stream, text/plain). */

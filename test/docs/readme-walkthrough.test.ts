@@ -3,12 +3,14 @@
 // data dir, ./dist the build): a step that drifts from the API (a renamed route, field or flag) fails here.
 import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { identityKeyOf, startTestNode, type TestNode } from '../helpers/node.js';
+import { identityKeyOf, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const run = promisify(execFile);
@@ -26,7 +28,7 @@ describe('README walk-through with curl', () => {
   let t: TestNode;
   let dir: string;
   beforeAll(async () => {
-    t = await startTestNode();
+    t = await startTestNode({ webhooks: { allowLoopback: true } });
     dir = await mkdtemp(join(tmpdir(), 'svc-readme-'));
     await symlink(t.dataDir, join(dir, 'data'));
     await symlink(join(ROOT, 'dist'), join(dir, 'dist'));
@@ -114,7 +116,31 @@ describe('README walk-through with curl', () => {
     });
     const text = await r.text();
     expect(r.status, text).toBe(200);
-    expect(JSON.parse(text).result?.svcProof, text).toMatch(/^[0-9a-f]{64}$/);
+    const answer = JSON.parse(text);
+    expect(answer.result?.svcProof, text).toMatch(/^[0-9a-f]{64}$/);
+    // The tube's length in the question is the run's (README: "a tube of 60 cm" → length_m = 0.6).
+    expect(answer.reply.content).toContain('length_m = 0.6 m (from "60 cm")');
+  });
+
+  it('the webhooks block runs as written (URL and an identity KEY)', { timeout: 60_000 }, async () => {
+    const { key } = await zkIdentity(t.url, 'readme-webhooks');
+    // The block's receiver is a local one (the test stays on 127.0.0.1): the node allows loopback webhooks here.
+    const receiver = createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/svc`;
+    const block = await docBlock('README.md', '## Webhooks');
+    expect(block).toContain('https://hooks.example.com/svc');
+    const script = `URL=${t.url}\nKEY=${key}\n` + block.replaceAll('https://hooks.example.com/svc', hookUrl);
+    const { stdout } = await run('bash', ['-c', script], { cwd: dir, maxBuffer: 16 * 1024 * 1024, timeout: 50_000 }).finally(() => receiver.close());
+    expect(stdout).not.toContain('"error":');
+    const hook = JSON.parse(await readFile(join(dir, 'webhook.json'), 'utf8'));
+    expect(hook).toMatchObject({ url: hookUrl, events: ['computation.complete', 'batch.complete'], status: 'enabled' });
+    expect(hook.secret).toMatch(/^whsec_/);
+    // Listed, enabled again, a test delivery owed, its deliveries read, then deleted: every step named the webhook.
+    expect(stdout).toContain(`{"webhooks":[{"id":"${hook.id}"`);
+    expect(stdout).toMatch(/"delivery_id":"[^"]+","test_id":"test_[0-9a-f]+"/);
+    expect(stdout).toContain('{"deliveries":[');
+    expect(stdout).toContain(`{"id":"${hook.id}","deleted":true}`);
   });
 
   it('the streams block runs as written (with URL and KEY of the walk-through above)', { timeout: 60_000 }, async () => {

@@ -128,4 +128,43 @@ describe('the offline assistant', () => {
     expect(lib.body.tool_calls.map((c: any) => c.name)).toEqual(['svc_auto', 'svc_http']);
     expect(lib.body.reply.content).toMatch(/MECH_KINETIC_ENERGY/);
   });
+
+  it('reads numbers with units from the question: an operator computed on them (½·m·v², m·g·h), a solver run with them', async () => {
+    const { key } = await zkIdentity(t.url, 'chat-quantities');
+    const ask = async (question: string) => {
+      const r = await chat(key, { messages: user(question), provider: 'offline' });
+      expect(r.status, r.text).toBe(200);
+      return r.body;
+    };
+    // Three phrasings of one kinetic energy: ½ · 2 kg · (3 m/s)² = 9 J, whatever the units and the order.
+    for (const question of [
+      'kinetic energy of a 2 kg mass at 3 m/s',
+      'What is the kinetic energy at 10.8 km/h of a 2000 g cart?',
+      'kinetic energy: 3 m/s, 2 kg',
+    ]) {
+      const a = await ask(question);
+      expect(a.result, question).toMatchObject({ value: 9, unit: 'J', operators: ['KO42', 'MECH_KINETIC_ENERGY'] });
+      expect(a.reply.content).toContain('mass_kg = 2 kg');
+      expect(a.reply.content).toContain('velocity_m_s = 3 m/s');
+      expect(a.reply.content).toContain('Result: 9 J');
+      expect(a.tool_calls.at(-1)).toMatchObject({ name: 'svc_compute', is_error: false, arguments: { inputs: { mass_kg: 2, velocity_m_s: 3 } } });
+      expect((await call(t.url, 'POST', '/api/svc/verify', { result: a.result }, bearer(key))).body.valid).toBe(true);
+    }
+    // m·g·h with g at its default (9.80665 m/s²), said so.
+    const potential = await ask('potential energy of 5 kg raised 2 m');
+    expect(potential.result.value).toBeCloseTo(5 * 9.80665 * 2, 9);
+    expect(potential.reply.content).toContain('every other input at its default');
+    // A pendulum of 1 m: T = 2π√(L/g).
+    const pendulum = await ask('pendulum period of a 1 m pendulum');
+    expect(pendulum.result.value).toBeCloseTo(2 * Math.PI * Math.sqrt(1 / 9.80665), 9);
+    // A solver: the tube of 60 cm goes to length_m = 0.6 (the run equals the acoustic route's own at that length).
+    const tube = await ask('Which note does a clarinet-like closed tube of 60 cm play?');
+    expect(tube.reply.content).toContain('length_m = 0.6 m (from "60 cm")');
+    const direct = await call(t.url, 'POST', '/api/svc/solve', { solver: 'acoustic', inputs: { length_m: 0.6 } }, bearer(key));
+    expect(direct.status, direct.text).toBe(200);
+    expect(tube.result.value).toEqual(direct.body.value);
+    // A quantity no input takes is named, not silently dropped.
+    const extra = await ask('Which note does a clarinet-like closed tube of 60 cm and 2 kg play?');
+    expect(extra.reply.content).toContain('No input of that dimension took: "2 kg"');
+  });
 });

@@ -6,11 +6,12 @@ import { createSession } from 'better-sse';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpKit } from '../kit.js';
+import { agentListResponse, agentResponse } from '../responses.js';
 import type { RouteGroup } from '../route-group.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome, relayEventStream } from '../forward.js';
 import { answersHealth } from '../home-health.js';
-import { body, query, validate } from '../validate.js';
+import { body, describes, query, responds, validate } from '../validate.js';
 import type { Caller } from '../../records/types.js';
 import type { AgentRecord, AgentRuntime } from '../../agents/runtime.js';
 import type { AgentEvent } from '../../agents/events.js';
@@ -110,14 +111,14 @@ function registerAgentRoutes(router: Router, kit: HttpKit, s: AgentRouteServices
     return c;
   };
 
-  router.post('/api/svc/agent/spawn', key, home, body(spawnBody), async (ctx) => {
+  router.post('/api/svc/agent/spawn', responds(agentResponse, { status: 201 }), key, home, body(spawnBody), async (ctx) => {
     const body = validate(spawnBody, ctx.request.body);
     const a = await rt.spawn(identityOf(ctx), body.program, body.slug);
     ctx.status = 201;
     ctx.body = agentView(a);
   });
 
-  router.get('/api/svc/agent/list', key, home, query(listQuery), async (ctx) => {
+  router.get('/api/svc/agent/list', responds(agentListResponse), key, home, query(listQuery), async (ctx) => {
     const q = validate(listQuery, ctx.query);
     const page = await rt.list(identityOf(ctx), q.status, q.offset, q.limit);
     ctx.body = { total: page.total, offset: q.offset, limit: q.limit, items: page.items.map(agentView) };
@@ -126,7 +127,7 @@ function registerAgentRoutes(router: Router, kit: HttpKit, s: AgentRouteServices
   // The stream is served where the caller's agents run: at its home. A remote home whose URL answers is named (307: an
   // SSE stream does not end, so it is not forwarded like a request); one whose URL is unknown or does not answer (a
   // home behind NAT) is relayed here over libp2p.
-  router.get('/api/svc/agent/stream', key, query(streamQuery), async (ctx) => {
+  router.get('/api/svc/agent/stream', describes({ contentType: 'text/event-stream', auth: 'key' }), key, query(streamQuery), async (ctx) => {
     const c = identityOf(ctx);
     if (c.home !== kit.nodeId()) {
       const url = kit.homes.peerUrl(c.home);
@@ -206,11 +207,11 @@ function registerAgentRoutes(router: Router, kit: HttpKit, s: AgentRouteServices
     }
   });
 
-  router.get('/api/svc/agent/:id', key, home, async (ctx) => {
+  router.get('/api/svc/agent/:id', responds(agentResponse), key, home, async (ctx) => {
     ctx.body = agentView(await rt.get(identityOf(ctx), String(ctx.params.id)));
   });
 
-  router.post('/api/svc/agent/:id/kill', key, home, async (ctx) => {
+  router.post('/api/svc/agent/:id/kill', responds(agentResponse), key, home, async (ctx) => {
     ctx.body = agentView(await rt.kill(identityOf(ctx), String(ctx.params.id)));
   });
 }

@@ -2,11 +2,12 @@
 import type Router from '@koa/router';
 import { z } from 'zod';
 import type { HttpKit } from '../kit.js';
+import { batchAcceptedResponse, batchResponse } from '../responses.js';
 import type { RouteGroup } from '../route-group.js';
 import type { Webhooks } from '../../webhooks/service.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import { body, validate } from '../validate.js';
+import { body, responds, validate } from '../validate.js';
 import type { Caller } from '../../records/types.js';
 import { BATCH_MAX, type BatchService } from '../../compute/batches.js';
 
@@ -38,7 +39,7 @@ function registerBatchRoutes(router: Router, kit: HttpKit, s: BatchRouteServices
   const { batches } = s;
   const auth = kit.auth;
 
-  router.post('/api/svc/batch', requireKey(auth), forwardToHome(kit), body(batchBody), async (ctx) => {
+  router.post('/api/svc/batch', responds(batchAcceptedResponse, { status: 202 }), requireKey(auth), forwardToHome(kit), body(batchBody), async (ctx) => {
     const b = validate(batchBody, ctx.request.body);
     const caller = ctx.state.caller as Caller;
     if (b.webhook !== undefined) await s.webhooks.assertOwned(caller, b.webhook);
@@ -47,7 +48,7 @@ function registerBatchRoutes(router: Router, kit: HttpKit, s: BatchRouteServices
     ctx.body = { id: rec.id, status: 'accepted', total: rec.items.length, status_url: `${kit.publicUrl()}/api/svc/batch/${rec.id}` };
   });
 
-  router.get('/api/svc/batch/:id', requireKey(auth), forwardToHome(kit), async (ctx) => {
+  router.get('/api/svc/batch/:id', responds(batchResponse), requireKey(auth), forwardToHome(kit), async (ctx) => {
     const caller = ctx.state.caller as Caller;
     ctx.body = await batches.view(ctx.params.id!, caller.kind === 'identity' ? caller.zid : '');
   });

@@ -3,6 +3,7 @@
 import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
+import { ContractSchema } from '../../chain/contract-language.js';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
@@ -29,6 +30,24 @@ import {
   embedKeyResponse,
   embedKeysResponse,
   machineEnvelopesResponse,
+  chainEventResponse,
+  chainExportResponse,
+  consistencyProofResponse,
+  contractDeployedResponse,
+  contractDetailResponse,
+  contractListResponse,
+  embedKeyMintedResponse,
+  embedRowResponse,
+  exploreResponse,
+  forksResponse,
+  inclusionProofResponse,
+  machineChargesResponse,
+  machineCreatedResponse,
+  machineListResponse,
+  machineSettingsResponse,
+  machineTallySummaryResponse,
+  signedMeshEventResponse,
+  transitionResponse,
 } from '../responses.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { perMinuteLimit } from '../limits.js';
@@ -162,39 +181,46 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
   const h = { atMachineHome };
   const machineReader = describes({ auth: 'optional' });
 
-  router.post('/api/chain/state-machines', requireIdentityKey(auth), home, body(machineBody), async (ctx) => {
-    const c = identityOf(ctx);
-    const body = validate(machineBody, ctx.request.body);
-    // Slugs are mesh-wide (mesh/machines.ts): a slug another node has claimed is never handed out here.
-    await refuseSlugHeldElsewhere(kit, s, body.slug);
-    // Part 8: creating a state machine costs 50, charged in the creation's batch (402 and nothing created if short).
-    await s.ledger.wallet(c.zid);
-    let charge: TallyCharge | null = null;
-    const { machine, adminKey } = await s.identity.createMachine(c.zid, body.slug, kit.time.nowSvcond(), body.is_public, () => {
-      const paid = s.ledger.chargeOps(c.zid, 'state_machine_creation', COSTS.stateMachineCreation);
-      charge = paid.charge;
-      // The machine's own tally records its creation charge (seq 0), in the same batch.
-      return { ops: [...paid.ops, s.chain.chargeOp(body.slug, 0, c.zid, paid.charge, paid.split)], rollback: paid.rollback };
-    });
-    await claimSlug(kit, s, machine);
-    ctx.status = 201;
-    ctx.body = {
-      slug: machine.slug,
-      owner: machine.owner,
-      genesis_svcond: machine.genesis_svcond,
-      is_public: machine.is_public,
-      admin_key: adminKey,
-      tally_charge: charge,
-      message: 'the admin key is shown once',
-    };
-  });
+  router.post(
+    '/api/chain/state-machines',
+    responds(machineCreatedResponse, { status: 201 }),
+    requireIdentityKey(auth),
+    home,
+    body(machineBody),
+    async (ctx) => {
+      const c = identityOf(ctx);
+      const body = validate(machineBody, ctx.request.body);
+      // Slugs are mesh-wide (mesh/machines.ts): a slug another node has claimed is never handed out here.
+      await refuseSlugHeldElsewhere(kit, s, body.slug);
+      // Part 8: creating a state machine costs 50, charged in the creation's batch (402 and nothing created if short).
+      await s.ledger.wallet(c.zid);
+      let charge: TallyCharge | null = null;
+      const { machine, adminKey } = await s.identity.createMachine(c.zid, body.slug, kit.time.nowSvcond(), body.is_public, () => {
+        const paid = s.ledger.chargeOps(c.zid, 'state_machine_creation', COSTS.stateMachineCreation);
+        charge = paid.charge;
+        // The machine's own tally records its creation charge (seq 0), in the same batch.
+        return { ops: [...paid.ops, s.chain.chargeOp(body.slug, 0, c.zid, paid.charge, paid.split)], rollback: paid.rollback };
+      });
+      await claimSlug(kit, s, machine);
+      ctx.status = 201;
+      ctx.body = {
+        slug: machine.slug,
+        owner: machine.owner,
+        genesis_svcond: machine.genesis_svcond,
+        is_public: machine.is_public,
+        admin_key: adminKey,
+        tally_charge: charge,
+        message: 'the admin key is shown once',
+      };
+    },
+  );
 
   router.get('/api/chain/:slug/pohc/validate', responds(chainValidationResponse), machineReader, atMachineHome, async (ctx) => {
     const slug = await readableMachine(ctx);
     ctx.body = await s.chain.validate(slug);
   });
 
-  router.get('/api/chain/:slug/explore', machineReader, atMachineHome, query(exploreQuery), async (ctx) => {
+  router.get('/api/chain/:slug/explore', responds(exploreResponse), machineReader, atMachineHome, query(exploreQuery), async (ctx) => {
     const slug = await readableMachine(ctx);
     const q = validate(exploreQuery, ctx.query);
     const head = await s.chain.headOf(slug);
@@ -202,7 +228,7 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
   });
 
   /** Peers ask where a machine lives: answered only by its home, as a `machine.home` event signed by this node. */
-  router.get('/api/mesh/machines/:slug', async (ctx) => {
+  router.get('/api/mesh/machines/:slug', responds(signedMeshEventResponse), async (ctx) => {
     const slug = String(ctx.params.slug);
     if (!SLUG_PATTERN.test(slug))
       throw new ServiceError(400, 'SVC_INVALID_INPUT', 'slug must be 3 … 48 of a-z, 0-9 and -', { field: 'slug', reason: 'format', allowed: null });
@@ -232,7 +258,7 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
     ctx.body = await signVoucher(kit, s, caller, validate(voucherRequest, ctx.request.body));
   });
 
-  router.get('/api/chain/aggregate/list', optionalKey, query(pageQuery), async (ctx) => {
+  router.get('/api/chain/aggregate/list', responds(machineListResponse), optionalKey, query(pageQuery), async (ctx) => {
     const q = validate(pageQuery, ctx.query);
     const caller = ctx.state.caller as Caller | undefined;
     const zid = caller?.kind === 'identity' ? caller.zid : null;
@@ -246,13 +272,13 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
     ctx.body = { zid, total, limit: q.limit, offset: q.offset, node: kit.nodeId(), items: listed };
   });
 
-  router.get('/api/chain/:slug/settings', h.atMachineHome, async (ctx) => {
+  router.get('/api/chain/:slug/settings', responds(machineSettingsResponse), h.atMachineHome, async (ctx) => {
     const machine = await machineOf(s, ctx);
     await authorizeMachineRead(ctx, auth, machine);
     ctx.body = settingsView(machine);
   });
 
-  router.patch('/api/chain/:slug/settings', h.atMachineHome, body(settingsBody, { inHandler: true }), async (ctx) => {
+  router.patch('/api/chain/:slug/settings', responds(machineSettingsResponse), h.atMachineHome, body(settingsBody, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
     const caller = await resolveCaller(ctx, auth, false);
     refuseOtherMachine(caller, machine.slug);
@@ -262,7 +288,7 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
     ctx.body = settingsView(next);
   });
 
-  router.get('/api/chain/:slug/tally/charges', h.atMachineHome, query(pageQuery, { inHandler: true }), async (ctx) => {
+  router.get('/api/chain/:slug/tally/charges', responds(machineChargesResponse), h.atMachineHome, query(pageQuery, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
     await authorizeMachine(kit.auth, ctx, machine, 'tally');
     const q = validate(pageQuery, ctx.query);
@@ -270,7 +296,7 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
     ctx.body = { slug: machine.slug, total, credits_charged: credits, limit: q.limit, offset: q.offset, items };
   });
 
-  router.get('/api/chain/:slug/tally/summary', h.atMachineHome, async (ctx) => {
+  router.get('/api/chain/:slug/tally/summary', responds(machineTallySummaryResponse), h.atMachineHome, async (ctx) => {
     const machine = await machineOf(s, ctx);
     await authorizeMachine(kit.auth, ctx, machine, 'tally');
     const tally = await s.chain.tally(machine.slug);
@@ -298,7 +324,7 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
   });
 
   /** Spec 2.7: a row commits SHA-256 of the payload, never the bytes; sealed: a sealed envelope and 'sealed_event'. */
-  router.post('/api/chain/:slug/events', h.atMachineHome, body(eventBody, { inHandler: true }), async (ctx) => {
+  router.post('/api/chain/:slug/events', responds(chainEventResponse, { status: 201 }), h.atMachineHome, body(eventBody, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
     await authorizeMachine(kit.auth, ctx, machine, 'append');
     const body = validate(eventBody, ctx.request.body);
@@ -307,21 +333,27 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
     ctx.body = envelope ? { slug: machine.slug, row, envelope } : { slug: machine.slug, row };
   });
 
-  router.post('/api/chain/:slug/contracts', h.atMachineHome, async (ctx) => {
-    const machine = await machineOf(s, ctx);
-    const { zid } = await authorizeMachine(kit.auth, ctx, machine, 'deploy');
-    const { contract, row } = await s.chain.contracts.deploy(machine.slug, kit.time.nowSvcond(), zid, ctx.request.body);
-    ctx.status = 201;
-    ctx.body = { ...contract, row };
-  });
+  router.post(
+    '/api/chain/:slug/contracts',
+    responds(contractDeployedResponse, { status: 201 }),
+    body(ContractSchema, { inHandler: true }),
+    h.atMachineHome,
+    async (ctx) => {
+      const machine = await machineOf(s, ctx);
+      const { zid } = await authorizeMachine(kit.auth, ctx, machine, 'deploy');
+      const { contract, row } = await s.chain.contracts.deploy(machine.slug, kit.time.nowSvcond(), zid, ctx.request.body);
+      ctx.status = 201;
+      ctx.body = { ...contract, row };
+    },
+  );
 
-  router.get('/api/chain/:slug/contracts', h.atMachineHome, async (ctx) => {
+  router.get('/api/chain/:slug/contracts', responds(contractListResponse), h.atMachineHome, async (ctx) => {
     const machine = await machineOf(s, ctx);
     await authorizeMachineRead(ctx, auth, machine);
     ctx.body = { slug: machine.slug, contracts: await s.chain.contracts.list(machine.slug) };
   });
 
-  router.get('/api/chain/:slug/contracts/:id', h.atMachineHome, async (ctx) => {
+  router.get('/api/chain/:slug/contracts/:id', responds(contractDetailResponse), h.atMachineHome, async (ctx) => {
     const machine = await machineOf(s, ctx);
     await authorizeMachineRead(ctx, auth, machine);
     ctx.body = await s.chain.contracts.get(machine.slug, String(ctx.params.id));
@@ -334,95 +366,113 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
    * in the transition's batch, refused when anything after the voucher's acceptance refuses — and the caller's home
    * asks for it and refunds a refusal.
    */
-  router.post('/api/chain/:slug/contracts/:id/transition', h.atMachineHome, body(transitionBody, { inHandler: true }), async (ctx) => {
-    const machine = await machineOf(s, ctx);
-    let vouched = ctx.state.voucher as Vouched | undefined;
-    let claim: ChargeClaim | null = vouched?.voucher.charge ? await claimCharge(vouched, machine.slug) : null;
-    try {
-      const { zid, home } = await authorizeMachine(kit.auth, ctx, machine, 'transition');
-      const body = validate(transitionBody, ctx.request.body);
-      if (home !== kit.nodeId() && !vouched) {
-        // Asked here with a key of an identity homed elsewhere: its home charges the wallet and vouches (the key goes there only).
-        const caller = await resolveCaller(ctx, auth, false);
-        if (caller.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'only an identity transitions a contract');
-        vouched = await chargedVoucherHere(ctx, kit, s, caller);
-        if (vouched.voucher.charge) claim = await claimCharge(vouched, machine.slug);
-      }
-      if (home !== kit.nodeId() && !claim) {
-        throw new ServiceError(403, 'SVC_FORBIDDEN', `a contract transition is charged at the caller's home ${home}, and its voucher states no charge`, {
-          slug: machine.slug,
-          action: 'transition',
-          reason: 'not charged at the caller’s home',
-          home,
-        });
-      }
-      const remote = claim !== null ? tallyChargeOf(vouched!.voucher) : null;
-      let charge: TallyCharge | null = remote;
-      const out = await s.chain.contracts.transition(
-        machine.slug,
-        String(ctx.params.id),
-        kit.time.nowSvcond(),
-        body.event,
-        remote
-          ? { prepare: async () => undefined, take: () => ({ ops: [], rollback: () => undefined }) }
-          : {
-              prepare: () => s.ledger.wallet(zid),
-              take: () => {
-                const paid = s.ledger.chargeOps(zid, 'contract_transition', COSTS.contractTransition);
-                charge = paid.charge;
-                return paid;
+  router.post(
+    '/api/chain/:slug/contracts/:id/transition',
+    responds(transitionResponse),
+    h.atMachineHome,
+    body(transitionBody, { inHandler: true }),
+    async (ctx) => {
+      const machine = await machineOf(s, ctx);
+      let vouched = ctx.state.voucher as Vouched | undefined;
+      let claim: ChargeClaim | null = vouched?.voucher.charge ? await claimCharge(vouched, machine.slug) : null;
+      try {
+        const { zid, home } = await authorizeMachine(kit.auth, ctx, machine, 'transition');
+        const body = validate(transitionBody, ctx.request.body);
+        if (home !== kit.nodeId() && !vouched) {
+          // Asked here with a key of an identity homed elsewhere: its home charges the wallet and vouches (the key goes there only).
+          const caller = await resolveCaller(ctx, auth, false);
+          if (caller.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'only an identity transitions a contract');
+          vouched = await chargedVoucherHere(ctx, kit, s, caller);
+          if (vouched.voucher.charge) claim = await claimCharge(vouched, machine.slug);
+        }
+        if (home !== kit.nodeId() && !claim) {
+          throw new ServiceError(403, 'SVC_FORBIDDEN', `a contract transition is charged at the caller's home ${home}, and its voucher states no charge`, {
+            slug: machine.slug,
+            action: 'transition',
+            reason: 'not charged at the caller’s home',
+            home,
+          });
+        }
+        const remote = claim !== null ? tallyChargeOf(vouched!.voucher) : null;
+        let charge: TallyCharge | null = remote;
+        const out = await s.chain.contracts.transition(
+          machine.slug,
+          String(ctx.params.id),
+          kit.time.nowSvcond(),
+          body.event,
+          remote
+            ? { prepare: async () => undefined, take: () => ({ ops: [], rollback: () => undefined }) }
+            : {
+                prepare: () => s.ledger.wallet(zid),
+                take: () => {
+                  const paid = s.ledger.chargeOps(zid, 'contract_transition', COSTS.contractTransition);
+                  charge = paid.charge;
+                  return paid;
+                },
               },
-            },
-        (seq) => [s.chain.chargeOp(machine.slug, seq, zid, charge!), ...(claim ? [claim.appliedOp(seq)] : [])],
-      );
-      claim?.release();
-      claim = null;
-      ctx.body = {
-        ...out.contract,
-        from: out.from,
-        event: (body.event as { type: string }).type,
-        transition: out.transition,
-        row: out.row,
-        tally_charge: charge,
-        ...(remote && vouched ? { remote_charge: { home, nonce: vouched.voucher.nonce } } : {}),
-      };
-    } catch (err) {
-      // The voucher's charge was made and the transition did not happen: recorded refused, so its payer refunds it.
-      if (claim) {
-        const reason = err instanceof ServiceError ? `${err.status} ${err.code}: ${err.message}` : 'the transition failed';
-        await claim.refused(reason).catch((e: unknown) => kit.logger.warn({ err: String(e) }, 'a refused charge was not recorded; its payer will void it'));
-        claim.release();
+          (seq) => [s.chain.chargeOp(machine.slug, seq, zid, charge!), ...(claim ? [claim.appliedOp(seq)] : [])],
+        );
+        claim?.release();
+        claim = null;
+        ctx.body = {
+          ...out.contract,
+          from: out.from,
+          event: (body.event as { type: string }).type,
+          transition: out.transition,
+          row: out.row,
+          tally_charge: charge,
+          ...(remote && vouched ? { remote_charge: { home, nonce: vouched.voucher.nonce } } : {}),
+        };
+      } catch (err) {
+        // The voucher's charge was made and the transition did not happen: recorded refused, so its payer refunds it.
+        if (claim) {
+          const reason = err instanceof ServiceError ? `${err.status} ${err.code}: ${err.message}` : 'the transition failed';
+          await claim.refused(reason).catch((e: unknown) => kit.logger.warn({ err: String(e) }, 'a refused charge was not recorded; its payer will void it'));
+          claim.release();
+        }
+        throw err;
       }
-      throw err;
-    }
-  });
+    },
+  );
 
   /**
    * Node to node: a caller's home asks what became of the charges it made for vouchers good here (chain.charge.settle,
    * a signed event with the handshake, mesh.verifyDirect); the answer is signed (chain.charge.outcome), one per charge.
    */
-  router.post(CHARGE_SETTLE_PATH, describes({ auth: 'node' }), async (ctx) => {
-    if (!s.mesh || !s.remoteCharges) throw new ServiceError(503, 'MESH_DISABLED', 'this node runs without a mesh');
-    const { event } = await s.mesh.verifyDirect(ctx.request.body, ctx.get(HANDSHAKE_HEADER) || undefined);
-    if (event.type !== CHARGE_SETTLE_EVENT) throw new ServiceError(400, 'INVALID_EVENT', `this route takes ${CHARGE_SETTLE_EVENT} events, not ${event.type}`);
-    const answers = await s.remoteCharges.outcomes.answer(validate(settleBatch, event.body).charges, event.sender);
-    ctx.body = await kit.signMeshEvent(CHARGE_OUTCOME_EVENT, answers);
-  });
+  router.post(
+    CHARGE_SETTLE_PATH,
+    responds(signedMeshEventResponse),
+    body(signedMeshEventResponse, { inHandler: true }),
+    describes({ auth: 'node' }),
+    async (ctx) => {
+      if (!s.mesh || !s.remoteCharges) throw new ServiceError(503, 'MESH_DISABLED', 'this node runs without a mesh');
+      const { event } = await s.mesh.verifyDirect(ctx.request.body, ctx.get(HANDSHAKE_HEADER) || undefined);
+      if (event.type !== CHARGE_SETTLE_EVENT) throw new ServiceError(400, 'INVALID_EVENT', `this route takes ${CHARGE_SETTLE_EVENT} events, not ${event.type}`);
+      const answers = await s.remoteCharges.outcomes.answer(validate(settleBatch, event.body).charges, event.sender);
+      ctx.body = await kit.signMeshEvent(CHARGE_OUTCOME_EVENT, answers);
+    },
+  );
 
-  router.post('/api/chain/:slug/embed-keys', h.atMachineHome, body(embedKeysBody, { inHandler: true }), async (ctx) => {
-    const machine = await machineOf(s, ctx);
-    const { zid } = await authorizeMachine(kit.auth, ctx, machine, 'embed_keys');
-    validate(embedKeysBody, ctx.request.body);
-    const { key, record } = await s.identity.mintEmbedKey(zid, machine.slug);
-    ctx.status = 201;
-    ctx.body = {
-      slug: machine.slug,
-      embed_key: key,
-      key_id: record.key_id,
-      kind: 'zsm_pub',
-      message: 'the embed key is shown once; it is valid on POST /api/chain/:slug/embed only',
-    };
-  });
+  router.post(
+    '/api/chain/:slug/embed-keys',
+    responds(embedKeyMintedResponse, { status: 201 }),
+    h.atMachineHome,
+    body(embedKeysBody, { inHandler: true }),
+    async (ctx) => {
+      const machine = await machineOf(s, ctx);
+      const { zid } = await authorizeMachine(kit.auth, ctx, machine, 'embed_keys');
+      validate(embedKeysBody, ctx.request.body);
+      const { key, record } = await s.identity.mintEmbedKey(zid, machine.slug);
+      ctx.status = 201;
+      ctx.body = {
+        slug: machine.slug,
+        embed_key: key,
+        key_id: record.key_id,
+        kind: 'zsm_pub',
+        message: 'the embed key is shown once; it is valid on POST /api/chain/:slug/embed only',
+      };
+    },
+  );
 
   /** The machine's embed keys: ids and times only (a key is shown once, at minting; its digest never leaves the store). */
   router.get('/api/chain/:slug/embed-keys', h.atMachineHome, query(pageQuery, { inHandler: true }), responds(embedKeysResponse), async (ctx) => {
@@ -468,7 +518,7 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
     ctx.state.embedKey = rec;
     return next();
   };
-  router.post('/api/chain/:slug/embed', embedKey, embedLimit, body(embedBody), async (ctx) => {
+  router.post('/api/chain/:slug/embed', responds(embedRowResponse, { status: 201 }), embedKey, embedLimit, body(embedBody), async (ctx) => {
     const slug = String(ctx.params.slug);
     const body = validate(embedBody, ctx.request.body);
     const row = await s.chain.append(slug, kit.time.nowSvcond(), 'embed', body.payload);
@@ -487,7 +537,7 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
     new ServiceError(400, 'SVC_INVALID_INPUT', `invalid input ${field}: ${reason}`, { field, reason, allowed: null });
 
   /** RFC 9162 inclusion proof of row `seq` (leaf_index = seq − 1) in the tree of `size` rows (default: the checkpoint's). */
-  router.get('/api/chain/:slug/proof/inclusion', h.atMachineHome, query(inclusionQuery, { inHandler: true }), async (ctx) => {
+  router.get('/api/chain/:slug/proof/inclusion', responds(inclusionProofResponse), h.atMachineHome, query(inclusionQuery, { inHandler: true }), async (ctx) => {
     const machine = await machineOf(s, ctx);
     await authorizeMachineRead(ctx, auth, machine);
     const q = validate(inclusionQuery, ctx.query);
@@ -515,33 +565,39 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
   });
 
   /** RFC 9162 consistency proof between the trees of `from` and `to` rows (default: the checkpoint's). */
-  router.get('/api/chain/:slug/proof/consistency', h.atMachineHome, query(consistencyQuery, { inHandler: true }), async (ctx) => {
-    const machine = await machineOf(s, ctx);
-    await authorizeMachineRead(ctx, auth, machine);
-    const q = validate(consistencyQuery, ctx.query);
-    const cp = await s.chain.checkpoints.current(machine.slug);
-    const to = q.to ?? cp.tree_size;
-    if (to > cp.tree_size) throw badSize('to', `the tree has ${cp.tree_size} rows`);
-    if (q.from > to) throw badSize('from', `from must be at most to (${to})`);
-    const [path, first, second] = await Promise.all([
-      s.chain.merkle.consistency(machine.slug, q.from, to),
-      s.chain.merkle.root(machine.slug, q.from),
-      s.chain.merkle.root(machine.slug, to),
-    ]);
-    const enc = q.encoding;
-    ctx.body = {
-      slug: machine.slug,
-      tree_size_1: q.from,
-      tree_size_2: to,
-      encoding: enc,
-      root_hash_1: first.toString(enc),
-      root_hash_2: second.toString(enc),
-      consistency_path: path.map((p) => p.toString(enc)),
-    };
-  });
+  router.get(
+    '/api/chain/:slug/proof/consistency',
+    responds(consistencyProofResponse),
+    h.atMachineHome,
+    query(consistencyQuery, { inHandler: true }),
+    async (ctx) => {
+      const machine = await machineOf(s, ctx);
+      await authorizeMachineRead(ctx, auth, machine);
+      const q = validate(consistencyQuery, ctx.query);
+      const cp = await s.chain.checkpoints.current(machine.slug);
+      const to = q.to ?? cp.tree_size;
+      if (to > cp.tree_size) throw badSize('to', `the tree has ${cp.tree_size} rows`);
+      if (q.from > to) throw badSize('from', `from must be at most to (${to})`);
+      const [path, first, second] = await Promise.all([
+        s.chain.merkle.consistency(machine.slug, q.from, to),
+        s.chain.merkle.root(machine.slug, q.from),
+        s.chain.merkle.root(machine.slug, to),
+      ]);
+      const enc = q.encoding;
+      ctx.body = {
+        slug: machine.slug,
+        tree_size_1: q.from,
+        tree_size_2: to,
+        encoding: enc,
+        root_hash_1: first.toString(enc),
+        root_hash_2: second.toString(enc),
+        consistency_path: path.map((p) => p.toString(enc)),
+      };
+    },
+  );
 
   /** The log as `svc-node verify-log` reads it: the rows up to the latest checkpoint, and every checkpoint signed here. */
-  router.get('/api/chain/:slug/export', h.atMachineHome, async (ctx) => {
+  router.get('/api/chain/:slug/export', responds(chainExportResponse), h.atMachineHome, async (ctx) => {
     const machine = await machineOf(s, ctx);
     await authorizeMachineRead(ctx, auth, machine);
     const cp = await s.chain.checkpoints.current(machine.slug);
@@ -551,7 +607,7 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
   });
 
   /** Fork evidence kept here: pairs of checkpoints one home signed for the same machine and size with different roots. */
-  router.get('/api/chain/forks', async (ctx) => {
+  router.get('/api/chain/forks', responds(forksResponse), async (ctx) => {
     ctx.body = { ...s.chain.checkpoints.forkReport(), evidence: await s.chain.checkpoints.evidence() };
   });
 }

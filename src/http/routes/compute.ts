@@ -4,7 +4,17 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
-import { proveResponse, proveVerifyResponse, sealedResponse, verifyResponse, shiftResponse } from '../responses.js';
+import {
+  autoResponse,
+  latticeResponse,
+  playgroundResponse,
+  proveResponse,
+  proveVerifyResponse,
+  sealedResponse,
+  verifyResponse,
+  shiftResponse,
+} from '../responses.js';
+import { solverBodySchema } from '../solver-body.js';
 import { computeCaller, requireKey } from '../auth.js';
 import { perMinuteLimit } from '../limits.js';
 import { forwardToHome } from '../forward.js';
@@ -35,6 +45,11 @@ export const chainBody = z
       .meta({ type: 'object', additionalProperties: { type: 'number' }, description: 'operator input keys with numeric values (POST /api/svc/operator-spec)' }),
   })
   .strict();
+/** POST /api/svc/verify: a sealed result as it was answered, or {result: <that result>}. */
+export const verifyBody = z.union([
+  z.object({ result: z.looseObject({}).describe('a sealed result, unchanged') }).strict(),
+  z.looseObject({ result_id: z.string(), svcProof: z.string() }).describe('a sealed result, unchanged'),
+]);
 const proveBody = z
   .object({
     operators: z.array(z.string()).min(1).max(10).optional(),
@@ -88,12 +103,12 @@ function registerComputeRoutes(router: Router, kit: HttpKit, s: ComputeRouteServ
     sendSealed(ctx, await s.compute.compute(caller(ctx), body, { seal: true, requestText: ctx.request.rawBody }));
   });
 
-  router.post('/api/playground/compute', responds(sealedResponse), requireKey(auth), body(chainBody), async (ctx) => {
+  router.post('/api/playground/compute', responds(playgroundResponse), requireKey(auth), body(chainBody), async (ctx) => {
     const body = validate(chainBody, ctx.request.body);
     sendSealed(ctx, await s.compute.compute(caller(ctx), body, { seal: false, requestText: ctx.request.rawBody }));
   });
 
-  router.post('/api/svc/verify', responds(verifyResponse), requireKey(auth), (ctx) => {
+  router.post('/api/svc/verify', responds(verifyResponse), requireKey(auth), body(verifyBody, { inHandler: true }), (ctx) => {
     const candidate = verifyCandidate(ctx.request.body);
     const executedBy = candidate && typeof candidate === 'object' ? (candidate as { executed_by?: { bond_id?: unknown } | null }).executed_by : null;
     ctx.body = { ...s.compute.verifyResult(candidate), ...s.verdictOf(executedBy) };
@@ -105,7 +120,7 @@ function registerComputeRoutes(router: Router, kit: HttpKit, s: ComputeRouteServ
     const body = validate(proveBody, ctx.request.body);
     ctx.body = s.compute.prove(body);
   });
-  router.post('/api/svc/prove/verify', responds(proveVerifyResponse), proveVerifyLimit, (ctx) => {
+  router.post('/api/svc/prove/verify', responds(proveVerifyResponse), proveVerifyLimit, body(proveResponse, { inHandler: true }), (ctx) => {
     ctx.body = s.compute.proveVerify(ctx.request.body);
   });
 
@@ -114,14 +129,15 @@ function registerComputeRoutes(router: Router, kit: HttpKit, s: ComputeRouteServ
     ctx.body = s.compute.shift(body.variance, body.phase);
   });
 
-  router.post('/api/svc/lattice', requireKey(auth), body(latticeBody), (ctx) => {
+  router.post('/api/svc/lattice', responds(latticeResponse), requireKey(auth), body(latticeBody), (ctx) => {
     const body = validate(latticeBody, ctx.request.body);
     ctx.body = s.compute.lattice(body);
   });
 
   for (const solver of s.compute.registry.list()) {
     if (!solver.endpoint) continue;
-    router.post(solver.endpoint, responds(sealedResponse), computeCaller(auth), home, async (ctx) => {
+    // The body is declared, not parsed here: the solver pipeline checks the inputs itself (its part-7 codes).
+    router.post(solver.endpoint, responds(sealedResponse), computeCaller(auth), home, body(solverBodySchema(solver), { inHandler: true }), async (ctx) => {
       const { inputs, initialState } = splitSolverBody(ctx.request.body);
       sendSealed(ctx, await s.compute.solve(caller(ctx), solver.id, inputs, initialState));
     });
@@ -132,7 +148,7 @@ function registerComputeRoutes(router: Router, kit: HttpKit, s: ComputeRouteServ
     sendSealed(ctx, await s.compute.solve(caller(ctx), body.solver, body.inputs ?? {}, body.initialState));
   });
 
-  router.post('/api/svc/auto', computeCaller(auth), home, body(autoBody), async (ctx) => {
+  router.post('/api/svc/auto', responds(autoResponse), computeCaller(auth), home, body(autoBody), async (ctx) => {
     const body = validate(autoBody, ctx.request.body);
     ctx.body = await s.compute.auto(caller(ctx), body.query, body.constants);
   });

@@ -11,7 +11,7 @@ import type { Caller } from '../../records/types.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import type { SlashingService } from '../../consensus/slashing.js';
-import { challengeListResponse } from '../responses.js';
+import { challengeDetailResponse, challengeListResponse, challengeOpenedResponse } from '../responses.js';
 import { requireIdentityKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, query, responds, validate } from '../validate.js';
@@ -72,13 +72,20 @@ function registerConsensusRoutes(router: Router, kit: HttpKit, s: ConsensusRoute
     return c.zid;
   };
 
-  router.post('/api/tally/consensus/challenges', requireIdentityKey(auth), home, body(challengeBody), async (ctx) => {
-    const zid = zidOf(ctx);
-    const body = validate(challengeBody, ctx.request.body);
-    const e = await s.challenges.open(zid, body.result_id, body.claimed_digest, body.result);
-    ctx.status = 201;
-    ctx.body = { ...challengeSummary(e), stake: e.stake?.amount ?? 0, eligible: e.challenge.challenge.eligible, quorum: e.challenge.challenge.quorum };
-  });
+  router.post(
+    '/api/tally/consensus/challenges',
+    responds(challengeOpenedResponse, { status: 201 }),
+    requireIdentityKey(auth),
+    home,
+    body(challengeBody),
+    async (ctx) => {
+      const zid = zidOf(ctx);
+      const body = validate(challengeBody, ctx.request.body);
+      const e = await s.challenges.open(zid, body.result_id, body.claimed_digest, body.result);
+      ctx.status = 201;
+      ctx.body = { ...challengeSummary(e), stake: e.stake?.amount ?? 0, eligible: e.challenge.challenge.eligible, quorum: e.challenge.challenge.quorum };
+    },
+  );
 
   router.get('/api/tally/consensus', responds(challengeListResponse), query(listQuery), async (ctx) => {
     const q = validate(listQuery, ctx.query);
@@ -87,7 +94,7 @@ function registerConsensusRoutes(router: Router, kit: HttpKit, s: ConsensusRoute
     ctx.body = { total, limit: q.limit, offset: q.offset, state: q.state ?? null, counts: challenges.stats(), items: items.map(challengeSummary) };
   });
 
-  router.get('/api/tally/consensus/:id', async (ctx) => {
+  router.get('/api/tally/consensus/:id', responds(challengeDetailResponse), async (ctx) => {
     const id = String(ctx.params.id);
     const { challenges, slashing } = s;
     const e = await challenges.find(id);

@@ -13,7 +13,7 @@ import type { RouteGroup } from '../route-group.js';
 import type { ModeService } from '../../consensus/modes.js';
 import type { ChallengeService } from '../../consensus/challenges.js';
 import { assertBondSlotOwner, OPERATOR_TOKEN_HEADER, type BondSlotOwner } from '../../consensus/bond-slot.js';
-import { contributeStatusResponse, contributionPolicyResponse } from '../responses.js';
+import { bondResponse, contributeStatusResponse, contributionPolicyResponse, modeResponse, releaseResponse } from '../responses.js';
 import { requireIdentityKey, requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, responds, validate } from '../validate.js';
@@ -93,7 +93,7 @@ function registerContributeRoutes(router: Router, kit: HttpKit, s: ContributeRou
     };
   });
 
-  router.post('/api/contribute/bond', requireIdentityKey(auth), home, body(bondBody), async (ctx) => {
+  router.post('/api/contribute/bond', responds(bondResponse, { status: 201 }), requireIdentityKey(auth), home, body(bondBody), async (ctx) => {
     const c = identityOf(ctx);
     const body = validate(bondBody, ctx.request.body);
     assertBondSlotOwner(s.bondSlot, c.zid, ctx.get(OPERATOR_TOKEN_HEADER) || null);
@@ -102,7 +102,7 @@ function registerContributeRoutes(router: Router, kit: HttpKit, s: ContributeRou
     ctx.body = { zid: c.zid, ...showBond(bond), token_ids: bond.bond.token_ids, record: bond.bond };
   });
 
-  router.post('/api/contribute/release', requireIdentityKey(auth), home, body(releaseBody), async (ctx) => {
+  router.post('/api/contribute/release', responds(releaseResponse), requireIdentityKey(auth), home, body(releaseBody), async (ctx) => {
     const c = identityOf(ctx);
     validate(releaseBody, ctx.request.body);
     const { bonds, modes } = s;
@@ -118,7 +118,7 @@ function registerContributeRoutes(router: Router, kit: HttpKit, s: ContributeRou
     };
   });
 
-  router.post('/api/contribute/mode', requireIdentityKey(auth), home, body(modeBody), async (ctx) => {
+  router.post('/api/contribute/mode', responds(modeResponse), requireIdentityKey(auth), home, body(modeBody), async (ctx) => {
     const c = identityOf(ctx);
     const body = validate(modeBody, ctx.request.body);
     const { bonds, modes } = s;

@@ -7,9 +7,10 @@ import { dirname, join } from 'node:path';
 import type Router from '@koa/router';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpKit } from '../kit.js';
+import { openApiResponse } from '../responses.js';
 import type { RouteGroup } from '../route-group.js';
 import { openApiDocument } from '../openapi.js';
-import { describes } from '../validate.js';
+import { describes, responds } from '../validate.js';
 import { ERROR_CATALOGUE, ERROR_CODES, errorAnchor, type ErrorEntry } from '../../kernel/error-catalogue.js';
 import { ERRORS_PATH } from '../errors.js';
 
@@ -63,7 +64,7 @@ function registerDocsRoutes(router: Router, kit: HttpKit): void {
   const assets = new Map<string, Buffer>();
   let document: string | null = null;
 
-  router.get('/api/openapi.json', (ctx) => {
+  router.get('/api/openapi.json', responds(openApiResponse), (ctx) => {
     // Built on first use: by then every route group (extra routers and QUERY included) is registered.
     document ??= JSON.stringify(
       openApiDocument(router, {

@@ -8,12 +8,13 @@ import { ServiceError } from '../../kernel/errors.js';
 import { parseContract } from '../../chain/contract-language.js';
 import { PULSE_ORB_REFUSAL } from '../../chain/settings.js';
 import type { HttpKit } from '../kit.js';
+import { genesisResponse } from '../responses.js';
 import type { RouteGroup } from '../route-group.js';
 import type { ChainService } from '../../chain/service.js';
 import type { MeshService } from '../../mesh/service.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import { body, validate } from '../validate.js';
+import { body, responds, validate } from '../validate.js';
 import type { Caller } from '../../records/types.js';
 import { SLUG_PATTERN } from '../../mesh/machines.js';
 import type { GenesisService } from '../../genesis/service.js';
@@ -58,27 +59,34 @@ function registerGenesisRoutes(router: Router, kit: HttpKit, s: GenesisRouteServ
   const auth = kit.auth;
   const home = forwardToHome(kit);
 
-  router.post('/api/genesis/execute', requireKey(auth), home, body(executeBody, { inHandler: true }), async (ctx: Context) => {
-    const c = ctx.state.caller as Caller;
-    if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'a genesis document is executed by an identity: use a key of one');
-    const { document } = validate(executeBody, ctx.request.body);
-    const { contract, inject_agent_rail, inject_pulse_orb, ...doc } = document;
-    // The digested document: a setting only when true and the contract only when given, so a document written
-    // without them keeps the digest it had before they were read.
-    // Slugs are mesh-wide, as for POST /api/chain/state-machines.
-    await refuseSlugHeldElsewhere(kit, s, document.slug);
-    const { created, body } = await s.genesis.execute(c.zid, {
-      ...doc,
-      events: doc.events.map((e) => ({ type: e.type, payload: e.payload ?? null })),
-      ...(contract !== undefined ? { contract: parseContract(contract, 'document.contract') } : {}),
-      ...(inject_agent_rail ? { inject_agent_rail: true as const } : {}),
-      ...(inject_pulse_orb ? { inject_pulse_orb: true as const } : {}),
-    });
-    if (created) {
-      const machine = await s.chain.getMachine(document.slug);
-      if (machine) await claimSlug(kit, s, machine);
-    }
-    ctx.status = created ? 201 : 200;
-    ctx.body = body;
-  });
+  router.post(
+    '/api/genesis/execute',
+    responds(genesisResponse, { status: [201, 200] }),
+    requireKey(auth),
+    home,
+    body(executeBody, { inHandler: true }),
+    async (ctx: Context) => {
+      const c = ctx.state.caller as Caller;
+      if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'a genesis document is executed by an identity: use a key of one');
+      const { document } = validate(executeBody, ctx.request.body);
+      const { contract, inject_agent_rail, inject_pulse_orb, ...doc } = document;
+      // The digested document: a setting only when true and the contract only when given, so a document written
+      // without them keeps the digest it had before they were read.
+      // Slugs are mesh-wide, as for POST /api/chain/state-machines.
+      await refuseSlugHeldElsewhere(kit, s, document.slug);
+      const { created, body } = await s.genesis.execute(c.zid, {
+        ...doc,
+        events: doc.events.map((e) => ({ type: e.type, payload: e.payload ?? null })),
+        ...(contract !== undefined ? { contract: parseContract(contract, 'document.contract') } : {}),
+        ...(inject_agent_rail ? { inject_agent_rail: true as const } : {}),
+        ...(inject_pulse_orb ? { inject_pulse_orb: true as const } : {}),
+      });
+      if (created) {
+        const machine = await s.chain.getMachine(document.slug);
+        if (machine) await claimSlug(kit, s, machine);
+      }
+      ctx.status = created ? 201 : 200;
+      ctx.body = body;
+    },
+  );
 }

@@ -8,7 +8,22 @@ import type { RouteGroup } from '../route-group.js';
 import type { IdentityService, KeyListing } from '../../identity/service.js';
 import type { KeyRecord } from '../../records/types.js';
 import type { DemoKeys } from '../../identity/demo.js';
-import { demoKeyResponse, registerV3Response, whoamiResponse } from '../responses.js';
+import {
+  apiKeyMintedResponse,
+  demoKeyMintedResponse,
+  demoKeyResponse,
+  keyListResponse,
+  keyMintedResponse,
+  keyViewResponse,
+  okResponse,
+  registerResponse,
+  registerV3Response,
+  saltResponse,
+  sessionCheckResponse,
+  sessionKeyResponse,
+  sessionResponse,
+  whoamiResponse,
+} from '../responses.js';
 import { body, describes, responds, validate } from '../validate.js';
 import { identityOf, requireIdentityKey, resolveCaller } from '../auth.js';
 import { forwardToHome } from '../forward.js';
@@ -69,35 +84,35 @@ export function identityRoutes(s: IdentityRouteServices): RouteGroup {
 }
 
 function registerIdentityRoutes(router: Router, kit: HttpKit, s: IdentityRouteServices): void {
-  router.post('/api/auth/register', body(credentials), async (ctx) => {
+  router.post('/api/auth/register', responds(registerResponse, { status: 201 }), body(credentials), async (ctx) => {
     const body = validate(credentials, ctx.request.body);
     ctx.status = 201;
     ctx.body = await s.identity.register(body.email, body.password);
   });
 
-  router.post('/api/auth/login', body(loginBody), async (ctx) => {
+  router.post('/api/auth/login', responds(sessionResponse), body(loginBody), async (ctx) => {
     const body = validate(loginBody, ctx.request.body);
     const session = await s.identity.login(body.email, body.password);
     setSessionCookie(ctx, session.token, session.expires_unix_ms);
     ctx.body = { zid: session.zid, expiresAt: new Date(session.expires_unix_ms).toISOString(), message: 'logged in; session cookie set' };
   });
 
-  router.post('/api/auth/logout', async (ctx) => {
+  router.post('/api/auth/logout', responds(okResponse), async (ctx) => {
     const token = ctx.cookies.get(SESSION_COOKIE);
     if (token) await s.identity.logout(token);
     ctx.cookies.set(SESSION_COOKIE, '', { httpOnly: true, sameSite: 'lax', path: '/', expires: new Date(0) });
     ctx.body = { ok: true };
   });
 
-  router.post('/api/auth/verify', async (ctx) => {
+  router.post('/api/auth/verify', responds(sessionCheckResponse), async (ctx) => {
     ctx.body = await s.identity.verifySession(ctx.cookies.get(SESSION_COOKIE));
   });
 
-  router.post('/api/auth/session-key', async (ctx) => {
+  router.post('/api/auth/session-key', responds(sessionKeyResponse), async (ctx) => {
     ctx.body = await s.identity.sessionKey(ctx.cookies.get(SESSION_COOKIE));
   });
 
-  router.post('/api/auth/api-key', body(apiKeyBody), async (ctx) => {
+  router.post('/api/auth/api-key', responds(apiKeyMintedResponse, { status: 201 }), body(apiKeyBody), async (ctx) => {
     const body = validate(apiKeyBody, ctx.request.body);
     const session = await s.identity.verifySession(ctx.cookies.get(SESSION_COOKIE));
     if (!session.valid || !session.zid) throw new ServiceError(401, 'SVC_NO_SESSION', 'a valid session cookie is required');
@@ -106,7 +121,7 @@ function registerIdentityRoutes(router: Router, kit: HttpKit, s: IdentityRouteSe
     ctx.body = { key, key_id: record.key_id, kind: record.kind, plan: record.plan, message: 'shown once; only its digest is stored' };
   });
 
-  router.get('/api/auth/salt/:email', async (ctx) => {
+  router.get('/api/auth/salt/:email', responds(saltResponse), async (ctx) => {
     const email = String(ctx.params.email ?? '');
     if (email.length < 3 || email.length > 254)
       throw new ServiceError(400, 'SVC_INVALID_INPUT', 'email is not valid', { field: 'email', reason: 'length 3 … 254', allowed: null });
@@ -134,7 +149,7 @@ function registerIdentityRoutes(router: Router, kit: HttpKit, s: IdentityRouteSe
     };
   });
 
-  router.post('/api/svc-auth/login-v3', body(zkBody), async (ctx) => {
+  router.post('/api/svc-auth/login-v3', responds(sessionResponse), body(zkBody), async (ctx) => {
     const body = validate(zkBody, ctx.request.body);
     const session = await s.identity.loginV3(body.equation_sha256);
     setSessionCookie(ctx, session.token, session.expires_unix_ms);
@@ -145,7 +160,7 @@ function registerIdentityRoutes(router: Router, kit: HttpKit, s: IdentityRouteSe
     ctx.body = { key: await s.demoKeys.sharedKey(), plan: 'demo', dailyLimit: kit.config.limits.demoKeyPerDay };
   });
 
-  router.post('/api/demo-key/mint', async (ctx) => {
+  router.post('/api/demo-key/mint', responds(demoKeyMintedResponse, { status: 201 }), async (ctx) => {
     ctx.status = 201;
     ctx.body = {
       key: await s.demoKeys.mint(callerAddress(ctx)),
@@ -157,13 +172,13 @@ function registerIdentityRoutes(router: Router, kit: HttpKit, s: IdentityRouteSe
 
   // The caller's keys (an identity key; at the identity's home, which mints and revokes them).
   const keyOwner = [requireIdentityKey(kit.auth), forwardToHome(kit)] as const;
-  router.get('/api/auth/keys', ...keyOwner, async (ctx) => {
+  router.get('/api/auth/keys', responds(keyListResponse), ...keyOwner, async (ctx) => {
     const c = identityOf(ctx);
     const keys = await s.identity.listKeys(c.zid);
     ctx.body = { zid: c.zid, total: keys.length, keys: keys.map((k: KeyListing) => keyView(k.key, k.last_used_unix_ms)) };
   });
 
-  router.post('/api/auth/keys', ...keyOwner, body(mintBody), async (ctx) => {
+  router.post('/api/auth/keys', responds(keyMintedResponse, { status: 201 }), ...keyOwner, body(mintBody), async (ctx) => {
     const c = identityOf(ctx);
     const b = validate(mintBody, ctx.request.body ?? {});
     const { key, record } = await s.identity.mintKeyFor(c.zid, b.kind, b.ttl_seconds === undefined ? null : b.ttl_seconds * 1000);
@@ -171,7 +186,7 @@ function registerIdentityRoutes(router: Router, kit: HttpKit, s: IdentityRouteSe
     ctx.body = { key, ...keyView(record, null), message: 'shown once; only its digest is stored' };
   });
 
-  router.delete('/api/auth/keys/:key_id', ...keyOwner, async (ctx) => {
+  router.delete('/api/auth/keys/:key_id', responds(keyViewResponse), ...keyOwner, async (ctx) => {
     const c = identityOf(ctx);
     const id = String(ctx.params.key_id);
     if (!KEY_ID.test(id))

@@ -6,7 +6,7 @@ import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import type { QuotaService } from '../../tally/quota.js';
 import type { TierBook } from '../../tally/tiers.js';
-import { balanceResponse } from '../responses.js';
+import { balanceResponse, envelopeFoldersResponse, envelopeListResponse, usageResponse } from '../responses.js';
 import { identityOf, requireIdentityKey, requireKey } from '../auth.js';
 import { query, responds, validate } from '../validate.js';
 import { forwardToHome } from '../forward.js';
@@ -42,7 +42,7 @@ function registerLedgerRoutes(router: Router, kit: HttpKit, s: LedgerRouteServic
   const auth = kit.auth;
   const home = forwardToHome(kit);
 
-  router.get('/api/compute/usage', requireKey(auth), home, (ctx) => {
+  router.get('/api/compute/usage', responds(usageResponse), requireKey(auth), home, (ctx) => {
     const c = ctx.state.caller as Caller;
     const now = kit.time.nowMs();
     // The bundle is the published statement for a free ZID (10 a day) and a demo key (10); a paid tier's bundle is its
@@ -70,7 +70,7 @@ function registerLedgerRoutes(router: Router, kit: HttpKit, s: LedgerRouteServic
     ctx.body = { zid: c.zid, free: w.free, paid: w.paid, total: w.free + w.paid };
   });
 
-  router.get('/api/tally/envelopes/:zid', requireIdentityKey(auth), home, query(envelopeQuery), async (ctx) => {
+  router.get('/api/tally/envelopes/:zid', responds(envelopeListResponse), requireIdentityKey(auth), home, query(envelopeQuery), async (ctx) => {
     const c = identityOf(ctx);
     const zid = String(ctx.params.zid);
     if (zid !== c.zid) throw forbidden('envelopes are listed to their owner only');
@@ -79,7 +79,7 @@ function registerLedgerRoutes(router: Router, kit: HttpKit, s: LedgerRouteServic
     ctx.body = { zid, total, limit: q.limit, offset: q.offset, folder: q.folder ?? null, items };
   });
 
-  router.get('/api/tally/envelopes/:zid/folders', requireIdentityKey(auth), home, async (ctx) => {
+  router.get('/api/tally/envelopes/:zid/folders', responds(envelopeFoldersResponse), requireIdentityKey(auth), home, async (ctx) => {
     const c = identityOf(ctx);
     const zid = String(ctx.params.zid);
     if (zid !== c.zid) throw forbidden('folders are listed to their owner only');

@@ -13,7 +13,8 @@ import type { CredentialStore } from '../../llm/credentials.js';
 import type { TierBook } from '../../tally/tiers.js';
 import { requireIdentityKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
-import { body, validate } from '../validate.js';
+import { body, responds, validate } from '../validate.js';
+import { chatResponse, credentialDeletedResponse, credentialListResponse, credentialResponse, credentialTestResponse } from '../responses.js';
 import type { LocalTools } from '../local-tools.js';
 import { assertFeatureAllowed } from '../../tally/tier-gates.js';
 import { PROVIDER_KIND_NAMES, probeProvider } from '../../llm/providers.js';
@@ -65,7 +66,7 @@ export function llmRoutes(s: LlmRouteServices): RouteGroup {
 function registerLlmRoutes(router: Router, kit: HttpKit, s: LlmRouteServices): void {
   const { tools } = s;
   const auth = kit.auth;
-  router.post('/api/llm/chat', requireIdentityKey(auth), forwardToHome(kit), body(chatBody, { inHandler: true }), async (ctx) => {
+  router.post('/api/llm/chat', responds(chatResponse), requireIdentityKey(auth), forwardToHome(kit), body(chatBody, { inHandler: true }), async (ctx) => {
     const caller = ctx.state.caller as Caller;
     if (caller.kind !== 'identity')
       throw new ServiceError(403, 'SVC_FORBIDDEN', 'chat needs a key that belongs to an identity (its messages are counted per ZID)');
@@ -83,25 +84,32 @@ function registerLlmRoutes(router: Router, kit: HttpKit, s: LlmRouteServices): v
   };
   const paid = (c: Extract<Caller, { kind: 'identity' }>) => assertFeatureAllowed('llm_credentials', s.tiers.ofCaller(c), `${kit.publicUrl()}/api/tally/tiers`);
   const base = '/api/svc/llm/credentials';
-  router.post(base, requireIdentityKey(auth), forwardToHome(kit), body(credentialBody, { inHandler: true }), async (ctx) => {
-    const { caller, store } = identityOf(ctx.state.caller as Caller);
-    paid(caller);
-    const body = validate(credentialBody, ctx.request.body);
-    // The kind, base URL and model must make a provider (openai_compatible needs a base URL) before anything is kept.
-    completeProvider({ kind: body.kind, baseUrl: body.base_url ?? null, apiKey: body.api_key, model: body.model ?? null, policy: store.urlPolicy }, null);
-    ctx.status = 201;
-    ctx.body = await store.create(caller.zid, body);
-  });
-  router.get(base, requireIdentityKey(auth), forwardToHome(kit), async (ctx) => {
+  router.post(
+    base,
+    responds(credentialResponse, { status: 201 }),
+    requireIdentityKey(auth),
+    forwardToHome(kit),
+    body(credentialBody, { inHandler: true }),
+    async (ctx) => {
+      const { caller, store } = identityOf(ctx.state.caller as Caller);
+      paid(caller);
+      const body = validate(credentialBody, ctx.request.body);
+      // The kind, base URL and model must make a provider (openai_compatible needs a base URL) before anything is kept.
+      completeProvider({ kind: body.kind, baseUrl: body.base_url ?? null, apiKey: body.api_key, model: body.model ?? null, policy: store.urlPolicy }, null);
+      ctx.status = 201;
+      ctx.body = await store.create(caller.zid, body);
+    },
+  );
+  router.get(base, responds(credentialListResponse), requireIdentityKey(auth), forwardToHome(kit), async (ctx) => {
     const { caller, store } = identityOf(ctx.state.caller as Caller);
     ctx.body = { credentials: await store.list(caller.zid) };
   });
-  router.delete(`${base}/:id`, requireIdentityKey(auth), forwardToHome(kit), async (ctx) => {
+  router.delete(`${base}/:id`, responds(credentialDeletedResponse), requireIdentityKey(auth), forwardToHome(kit), async (ctx) => {
     const { caller, store } = identityOf(ctx.state.caller as Caller);
     await store.delete(caller.zid, String(ctx.params.id));
     ctx.body = { id: String(ctx.params.id), deleted: true };
   });
-  router.post(`${base}/:id/test`, requireIdentityKey(auth), forwardToHome(kit), async (ctx) => {
+  router.post(`${base}/:id/test`, responds(credentialTestResponse), requireIdentityKey(auth), forwardToHome(kit), async (ctx) => {
     const { caller, store } = identityOf(ctx.state.caller as Caller);
     paid(caller);
     const id = String(ctx.params.id);

@@ -8,6 +8,8 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { ServiceError } from '../../kernel/errors.js';
 import { buildMcpServer, TOOL_INSTRUCTIONS } from '../../mcp/server.js';
 import type { HttpKit } from '../kit.js';
+import { responds, body } from '../validate.js';
+import { jsonRpcRequest, jsonRpcResponse, mcpDiscoveryResponse } from '../responses.js';
 import type { RouteGroup } from '../route-group.js';
 import type { LocalTools } from '../local-tools.js';
 import { PLANNED_TOOLS } from '../tool-table.js';
@@ -36,7 +38,7 @@ export function mcpRoutes(s: McpRouteServices): RouteGroup {
 }
 
 function registerMcpRoutes(router: Router, kit: HttpKit, { tools }: McpRouteServices): void {
-  router.get('/api/mcp', (ctx) => {
+  router.get('/api/mcp', responds(mcpDiscoveryResponse), (ctx) => {
     if ((ctx.get('accept') ?? '').includes('text/event-stream')) {
       ctx.set('Allow', 'POST');
       throw new ServiceError(405, 'SVC_METHOD_NOT_ALLOWED', 'this node offers no server-initiated MCP stream: POST JSON-RPC to /api/mcp', { allow: ['POST'] });
@@ -57,7 +59,7 @@ function registerMcpRoutes(router: Router, kit: HttpKit, { tools }: McpRouteServ
     };
   });
 
-  router.post('/api/mcp', async (ctx) => {
+  router.post('/api/mcp', responds(jsonRpcResponse), body(jsonRpcRequest, { inHandler: true }), async (ctx) => {
     const server = buildMcpServer(
       { name: 'svc-node', version: kit.config.kernel.version, instructions: TOOL_INSTRUCTIONS },
       tools.sourceFor(kit.selfApi.targetOf(ctx), ctx.state.traceId as string),

@@ -9,7 +9,8 @@ import { IDENTITY_ASSERT } from '../../mesh/identity-assert.js';
 import type { MeshService } from '../../mesh/service.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
-import { body, validate } from '../validate.js';
+import { body, responds, validate } from '../validate.js';
+import { meshIdentityResponse, meshVerifyResponse, signedMeshEventResponse } from '../responses.js';
 
 const verifyBody = z.object({ zid: z.string().regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters') }).strict();
 const PEER_TIMEOUT_MS = 3000;
@@ -25,14 +26,14 @@ export function meshIdentityRoutes(s: MeshIdentityRouteServices): RouteGroup {
 
 function registerMeshIdentityRoutes(router: Router, kit: HttpKit, s: MeshIdentityRouteServices): void {
   /** What this node knows of a zid (asked by peers during /api/mesh/verify). */
-  router.get('/api/mesh/identity/:zid', async (ctx) => {
+  router.get('/api/mesh/identity/:zid', responds(meshIdentityResponse), async (ctx) => {
     const zid = String(ctx.params.zid);
     const ident = await s.identity.getIdentity(zid);
     ctx.body = { nodeId: kit.nodeId(), zid, verified: !!ident, home: ident?.home ?? null, svcond: s.mesh.nowSvcond() };
   });
 
   /** A key homed here, as an assertion signed by this node (peers verify the signature and that we are its home). */
-  router.get('/api/mesh/keys/:digest', async (ctx) => {
+  router.get('/api/mesh/keys/:digest', responds(signedMeshEventResponse), async (ctx) => {
     const digest = String(ctx.params.digest);
     if (!/^[0-9a-f]{64}$/.test(digest))
       throw new ServiceError(400, 'SVC_INVALID_INPUT', 'digest must be 64 hex characters', { field: 'digest', reason: 'format', allowed: null });
@@ -41,7 +42,7 @@ function registerMeshIdentityRoutes(router: Router, kit: HttpKit, s: MeshIdentit
     ctx.body = await kit.signMeshEvent(IDENTITY_ASSERT, assertion);
   });
 
-  router.post('/api/mesh/verify', body(verifyBody), async (ctx) => {
+  router.post('/api/mesh/verify', responds(meshVerifyResponse), body(verifyBody), async (ctx) => {
     const { zid } = validate(verifyBody, ctx.request.body);
     const m = s.mesh;
     const local = await s.identity.getIdentity(zid);

@@ -7,7 +7,21 @@ import type { MeshService } from '../../mesh/service.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import type { ChainService } from '../../chain/service.js';
-import { meshEventsResponse, meshPeersResponse, meshStatusResponse, networkSnapshot, transparencyHistoryResponse } from '../responses.js';
+import {
+  dnsLookupResponse,
+  dnsRecordResponse,
+  dnsRegisteredResponse,
+  dnsStatusResponse,
+  gossipAcceptedResponse,
+  meshEventsResponse,
+  meshPeersResponse,
+  meshStatusResponse,
+  networkSnapshot,
+  signedMeshEventResponse,
+  transparencyBreakdownResponse,
+  transparencyHistoryResponse,
+  transparencyRevenueResponse,
+} from '../responses.js';
 import { requireKey } from '../auth.js';
 import { body, describes, query, responds, validate } from '../validate.js';
 
@@ -38,9 +52,15 @@ function registerMeshRoutes(router: Router, kit: HttpKit, s: MeshRouteServices):
   };
   const auth = kit.auth;
 
-  router.post('/api/mesh/gossip', describes({ auth: 'node' }), async (ctx) => {
-    ctx.body = await mesh().acceptHttpEvent(ctx.request.body, ctx.get('x-node-handshake') || undefined);
-  });
+  router.post(
+    '/api/mesh/gossip',
+    responds(gossipAcceptedResponse),
+    body(signedMeshEventResponse, { inHandler: true }),
+    describes({ auth: 'node' }),
+    async (ctx) => {
+      ctx.body = await mesh().acceptHttpEvent(ctx.request.body, ctx.get('x-node-handshake') || undefined);
+    },
+  );
 
   router.get('/api/mesh/status', responds(meshStatusResponse), async (ctx) => {
     // Forked checkpoints of state machines seen here (chain/checkpoints.ts): kept as evidence, reported.
@@ -63,7 +83,7 @@ function registerMeshRoutes(router: Router, kit: HttpKit, s: MeshRouteServices):
    * A name for this node: its peer id, its URL and its multiaddrs, nothing a caller picks (any identity may register,
    * so a name must not be made to point elsewhere). A url or multiaddrs in the body must be this node's own.
    */
-  router.post('/api/dns/register', requireKey(auth), body(dnsRegisterBody), async (ctx) => {
+  router.post('/api/dns/register', responds(dnsRegisteredResponse, { status: 201 }), requireKey(auth), body(dnsRegisterBody), async (ctx) => {
     const body = validate(dnsRegisterBody, ctx.request.body);
     const m = mesh();
     const own = { url: kit.publicUrl(), multiaddrs: m.multiaddrs() };
@@ -95,19 +115,19 @@ function registerMeshRoutes(router: Router, kit: HttpKit, s: MeshRouteServices):
     ctx.body = { name: body.name, won, record, winner };
   });
 
-  router.get('/api/dns/resolve', query(resolveQuery), (ctx) => {
+  router.get('/api/dns/resolve', responds(dnsRecordResponse), query(resolveQuery), (ctx) => {
     const { name } = validate(resolveQuery, ctx.query);
     const rec = mesh().dns.resolve(name);
     if (!rec) throw new ServiceError(404, 'SVC_NOT_FOUND', `no DNS record for ${name}`);
     ctx.body = rec;
   });
 
-  router.get('/api/dns/lookup', query(lookupQuery), (ctx) => {
+  router.get('/api/dns/lookup', responds(dnsLookupResponse), query(lookupQuery), (ctx) => {
     const { peerId } = validate(lookupQuery, ctx.query);
     ctx.body = { peerId, names: mesh().dns.lookup(peerId) };
   });
 
-  router.get('/api/dns/status', (ctx) => {
+  router.get('/api/dns/status', responds(dnsStatusResponse), (ctx) => {
     ctx.body = mesh().dns.status();
   });
 
@@ -126,11 +146,11 @@ function registerMeshRoutes(router: Router, kit: HttpKit, s: MeshRouteServices):
     ctx.body = { count: snapshots.length, snapshots };
   });
 
-  router.get('/api/transparency/breakdown', (ctx) => {
+  router.get('/api/transparency/breakdown', responds(transparencyBreakdownResponse), (ctx) => {
     ctx.body = mesh().oracle.breakdown();
   });
 
-  router.get('/api/transparency/revenue', async (ctx) => {
+  router.get('/api/transparency/revenue', responds(transparencyRevenueResponse), async (ctx) => {
     ctx.body = await mesh().oracle.revenue();
   });
 }

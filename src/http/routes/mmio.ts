@@ -7,6 +7,8 @@ import { modulationFactor } from '../../kernel/modulation.js';
 import { ServiceError } from '../../kernel/errors.js';
 import { CALLER_REGISTERS, MMIO_VERSION, NODE_REGISTERS, readBank } from '../../mmio/map.js';
 import type { HttpKit } from '../kit.js';
+import { mmioCallerResponse, mmioMapResponse } from '../responses.js';
+import { responds } from '../validate.js';
 import type { RouteGroup } from '../route-group.js';
 import type { MeshService } from '../../mesh/service.js';
 import type { Counters } from '../../store/counters.js';
@@ -44,7 +46,7 @@ function registerMmioRoutes(router: Router, kit: HttpKit, s: MmioRouteServices):
   const auth = kit.auth;
   const home = forwardToHome(kit);
 
-  router.get('/api/svc/mmio', async (ctx) => {
+  router.get('/api/svc/mmio', responds(mmioMapResponse), async (ctx) => {
     const st = stampAt(kit.time.nowNs());
     const status = s.mesh ? await s.mesh.status() : null;
     const values = {
@@ -68,7 +70,7 @@ function registerMmioRoutes(router: Router, kit: HttpKit, s: MmioRouteServices):
     };
   });
 
-  router.get('/api/svc/mmio/registers', requireKey(auth), home, async (ctx: Context) => {
+  router.get('/api/svc/mmio/registers', responds(mmioCallerResponse), requireKey(auth), home, async (ctx: Context) => {
     const c = ctx.state.caller as Caller;
     if (c.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'caller registers belong to an identity: use a key of one');
     const w = await s.ledger.wallet(c.zid);

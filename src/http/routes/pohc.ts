@@ -17,8 +17,9 @@ import {
 } from '../../consensus/challenge-wire.js';
 import { verifyText } from '../../mesh/wire.js';
 import type { HttpKit } from '../kit.js';
+import { pohcResponse, pohcVerifyResponse } from '../responses.js';
 import type { RouteGroup } from '../route-group.js';
-import { body, validate } from '../validate.js';
+import { body, responds, validate } from '../validate.js';
 
 export interface PohcDeps {
   /** What this node finds wrong with a challenge from its own state (null when nothing). */
@@ -32,7 +33,7 @@ export function pohcRoutes(deps: PohcDeps): RouteGroup {
 function registerPohcRoutes(router: Router, kit: HttpKit, deps: PohcDeps): void {
   const p = kit.config.contribution;
 
-  router.get('/api/protocol/pohc', (ctx) => {
+  router.get('/api/protocol/pohc', responds(pohcResponse), (ctx) => {
     ctx.body = {
       name: 'pohc: re-execution consensus on challenged results',
       guarantee:
@@ -74,7 +75,7 @@ function registerPohcRoutes(router: Router, kit: HttpKit, deps: PohcDeps): void 
     };
   });
 
-  router.post('/api/protocol/pohc/verify', body(verdictDocumentSchema), async (ctx) => {
+  router.post('/api/protocol/pohc/verify', responds(pohcVerifyResponse), body(verdictDocumentSchema), async (ctx) => {
     const doc = validate(verdictDocumentSchema, ctx.request.body) as VerdictDocument;
     const now = kit.time.nowSvcond();
     const r = verifyVerdictDocument(doc, verifyText, now);

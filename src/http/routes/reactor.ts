@@ -9,7 +9,14 @@ import type { RouteGroup } from '../route-group.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, responds, validate } from '../validate.js';
-import { reactorResponse, reactorStepResponse } from '../responses.js';
+import {
+  reactorNextResponse,
+  reactorObserveResponse,
+  reactorResponse,
+  reactorStepResponse,
+  reactorTelemetryResponse,
+  reactorTrajectoryResponse,
+} from '../responses.js';
 import type { Caller } from '../../records/types.js';
 import type { ReactorRecord, ReactorService } from '../../reactor/service.js';
 import { TRAJECTORY_PAGE_MAX } from '../../reactor/service.js';
@@ -112,7 +119,7 @@ function registerReactorRoutes(router: Router, kit: HttpKit, s: ReactorRouteServ
     const { reactor, row, sealed } = await r.step(identityOf(ctx), id);
     ctx.body = { ...reactorView(reactor), invariant: row.invariant, ms: row.ms, result: JSON.parse(sealed.toString('utf8')) as unknown };
   });
-  router.post('/api/svc/reactor/observe', key, home, body(idBody), async (ctx) => {
+  router.post('/api/svc/reactor/observe', responds(reactorObserveResponse), key, home, body(idBody), async (ctx) => {
     const { id } = validate(idBody, ctx.request.body);
     ctx.body = await r.observe(identityOf(ctx), id);
   });
@@ -120,16 +127,16 @@ function registerReactorRoutes(router: Router, kit: HttpKit, s: ReactorRouteServ
     const { id } = validate(idBody, ctx.request.body);
     ctx.body = reactorView(await r.get(identityOf(ctx), id));
   });
-  router.post('/api/svc/reactor/trajectory', key, home, body(pageBody), async (ctx) => {
+  router.post('/api/svc/reactor/trajectory', responds(reactorTrajectoryResponse), key, home, body(pageBody), async (ctx) => {
     const q = validate(pageBody, ctx.request.body);
     const page = await r.trajectory(identityOf(ctx), q.id, q.offset, q.limit);
     ctx.body = { id: q.id, total: page.total, offset: q.offset, limit: q.limit, items: page.items };
   });
-  router.post('/api/svc/reactor/telemetry', key, home, body(idBody), async (ctx) => {
+  router.post('/api/svc/reactor/telemetry', responds(reactorTelemetryResponse), key, home, body(idBody), async (ctx) => {
     const { id } = validate(idBody, ctx.request.body);
     ctx.body = await r.telemetry(identityOf(ctx), id);
   });
-  router.post('/api/svc/reactor/next', key, home, body(idBody), async (ctx) => {
+  router.post('/api/svc/reactor/next', responds(reactorNextResponse), key, home, body(idBody), async (ctx) => {
     const { id } = validate(idBody, ctx.request.body);
     ctx.body = await r.next(identityOf(ctx), id);
   });

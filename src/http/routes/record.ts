@@ -15,12 +15,13 @@ import { RESULT_ID_PATTERN, RESULT_LOOKUP } from '../../consensus/result-lookup.
 import { RECORD_PAGE_MAX, type RecordRow, type ResultRecords } from '../../tally/record.js';
 import type { VerdictMark } from '../../consensus/slashing.js';
 import type { HttpKit } from '../kit.js';
+import { publishSettingResponse, recordResponse, signedMeshEventResponse } from '../responses.js';
 import type { RouteGroup } from '../route-group.js';
 import type { IdentityService } from '../../identity/service.js';
 import type { MeshService } from '../../mesh/service.js';
 import { requireIdentityKey, requireKey } from '../auth.js';
 import { forwardToHome, relayToHome } from '../forward.js';
-import { body, query, validate } from '../validate.js';
+import { body, query, responds, validate } from '../validate.js';
 
 const publishBody = z.object({ publish_default: z.boolean() }).strict();
 const RECORD_OFFSET_MAX = 100_000;
@@ -70,11 +71,11 @@ function registerRecordRoutes(router: Router, kit: HttpKit, s: RecordRouteServic
     };
   };
 
-  router.get('/api/tally/settings/publish-default', requireKey(auth), home, async (ctx) => {
+  router.get('/api/tally/settings/publish-default', responds(publishSettingResponse), requireKey(auth), home, async (ctx) => {
     ctx.body = await show(zidOf(ctx));
   });
 
-  router.post('/api/tally/settings/publish-default', requireIdentityKey(auth), home, body(publishBody), async (ctx) => {
+  router.post('/api/tally/settings/publish-default', responds(publishSettingResponse), requireIdentityKey(auth), home, body(publishBody), async (ctx) => {
     const zid = zidOf(ctx);
     const body = validate(publishBody, ctx.request.body);
     await s.publish.set(zid, body.publish_default, kit.time.nowSvcond());
@@ -87,7 +88,7 @@ function registerRecordRoutes(router: Router, kit: HttpKit, s: RecordRouteServic
   });
 
   // Keyed (spec part 5: not among the keyless routes): any identity's key reads the published record.
-  router.get('/api/tally/record', requireKey(auth), query(recordQuery), async (ctx) => {
+  router.get('/api/tally/record', responds(recordResponse), requireKey(auth), query(recordQuery), async (ctx) => {
     const q = validate(recordQuery, ctx.query);
     if (q.owner === undefined) {
       await home(ctx, async () => {
@@ -101,7 +102,7 @@ function registerRecordRoutes(router: Router, kit: HttpKit, s: RecordRouteServic
     ctx.body = { node: kit.nodeId(), owner: q.owner, ...marked(await s.results.listOf(q.owner, q.limit, q.offset)) };
   });
 
-  router.get('/api/mesh/results/:result_id', async (ctx) => {
+  router.get('/api/mesh/results/:result_id', responds(signedMeshEventResponse), async (ctx) => {
     const id = String(ctx.params.result_id);
     if (!RESULT_ID_PATTERN.test(id))
       throw new ServiceError(400, 'SVC_INVALID_INPUT', 'result_id must look like res_<svcond>_<16 hex>', {

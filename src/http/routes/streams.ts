@@ -10,8 +10,16 @@ import type { MeshService } from '../../mesh/service.js';
 import { noKeyError, presentedKey, requireKey, resolveCaller, type AuthDeps } from '../auth.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
 import { body, responds, validate } from '../validate.js';
-import { verifyResponse } from '../responses.js';
-import { verifyCandidate } from './compute.js';
+import {
+  channelCreatedResponse,
+  channelResponse,
+  pullLinkResponse,
+  sealedResponse,
+  secureFrameResponse,
+  secureOpenResponse,
+  verifyResponse,
+} from '../responses.js';
+import { verifyBody, verifyCandidate } from './compute.js';
 import { ServiceError } from '../../kernel/errors.js';
 import type { Caller } from '../../records/types.js';
 import { CHANNEL_CONTRACT_REFUSAL, channelView, headersOf, TICK_INTERVAL_MAX, type ChannelRecord, type StreamService } from '../../streams/channels.js';
@@ -122,8 +130,8 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
     ctx.status = 201;
     ctx.body = { ...channelView(channel), key, key_notice: 'the channel key is shown once; it is stored only as a digest' };
   };
-  router.post('/api/svc/streams', requireKey(auth), home, body(createBody), create);
-  router.post('/api/svc/stream/channels', requireKey(auth), home, body(createBody), create);
+  router.post('/api/svc/streams', responds(channelCreatedResponse, { status: 201 }), requireKey(auth), home, body(createBody), create);
+  router.post('/api/svc/stream/channels', responds(channelCreatedResponse, { status: 201 }), requireKey(auth), home, body(createBody), create);
 
   /**
    * A channel lives at its owner's home: a request with an owner's key (not a channel key) whose home is another node
@@ -156,11 +164,11 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
     return channel;
   };
 
-  router.get('/api/svc/streams/:id', ownerHome, async (ctx) => {
+  router.get('/api/svc/streams/:id', responds(channelResponse), ownerHome, async (ctx) => {
     ctx.body = channelView(await opened(ctx));
   });
 
-  router.post('/api/svc/streams/:id/tick', ownerHome, async (ctx) => {
+  router.post('/api/svc/streams/:id/tick', responds(sealedResponse), ownerHome, async (ctx) => {
     const channel = await opened(ctx);
     const { sealed } = await streams.tick(channel.id);
     setStreamHeaders(ctx, sealed.bytes, verifyUrl(channel.id));
@@ -172,12 +180,12 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
     const channel = await opened(ctx);
     ctx.body = channelView(await streams.close(channel.id));
   };
-  router.post('/api/svc/streams/:id/close', ownerHome, close);
-  router.delete('/api/svc/streams/:id', ownerHome, close);
+  router.post('/api/svc/streams/:id/close', responds(channelResponse), ownerHome, close);
+  router.delete('/api/svc/streams/:id', responds(channelResponse), ownerHome, close);
 
   // The owner turns autotick back on (after it stopped for lack of funds: 402 while still unfunded) or off. The
   // channel key opens the channel but does not own it: 403.
-  router.patch('/api/svc/streams/:id', ownerHome, body(patchBody, { inHandler: true }), async (ctx) => {
+  router.patch('/api/svc/streams/:id', responds(channelResponse), ownerHome, body(patchBody, { inHandler: true }), async (ctx) => {
     const channel = await opened(ctx);
     const key = presentedKey(ctx);
     if (key !== null && streams.isChannelKey(channel, key))
@@ -199,13 +207,13 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
     ctx.body = out.body;
   };
 
-  router.get('/api/svc/streams/:id/latest', ownerHome, async (ctx) => {
+  router.get('/api/svc/streams/:id/latest', responds(sealedResponse, { status: [200, 204] }), ownerHome, async (ctx) => {
     const channel = await opened(ctx);
     const out = await streams.latest(channel);
     answerLatest(ctx, out.bytes, verifyUrl(channel.id), () => ({ type: out.contentType, body: out.body }));
   });
 
-  router.post('/api/svc/streams/:id/link', ownerHome, body(linkBody, { inHandler: true }), async (ctx) => {
+  router.post('/api/svc/streams/:id/link', responds(pullLinkResponse, { status: 201 }), ownerHome, body(linkBody, { inHandler: true }), async (ctx) => {
     const channel = await opened(ctx);
     const b = validate(linkBody, ctx.request.body);
     const { sig, expiresMs } = streams.link(channel, b.ttlSeconds);
@@ -226,7 +234,7 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
     return String(ctx.query.sig);
   };
 
-  router.get('/api/svc/streams/:id/pull', atChannelHome, async (ctx) => {
+  router.get('/api/svc/streams/:id/pull', responds(sealedResponse, { status: [200, 204] }), atChannelHome, async (ctx) => {
     const id = ctx.params.id!;
     const sig = checkedLink(ctx, id);
     const bytes = await streams.latestBytes(await streams.get(id));
@@ -235,38 +243,44 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
 
   // The verify X-Svc-Verify names: /api/svc/verify's check, opened by the pull link's signature (no key) or by a key
   // that opens the channel, so whoever received an envelope from the channel can check it.
-  router.post('/api/svc/streams/:id/verify', responds(verifyResponse), atChannelHome, async (ctx) => {
+  router.post('/api/svc/streams/:id/verify', responds(verifyResponse), body(verifyBody, { inHandler: true }), atChannelHome, async (ctx) => {
     const channel = await streams.get(ctx.params.id!);
     if (ctx.query.sig !== undefined) checkedLink(ctx, channel.id);
     else await authorizeChannel(ctx, kit.auth, streams, channel);
     ctx.body = s.verify(verifyCandidate(ctx.request.body));
   });
 
-  router.post('/api/svc/streams/:id/secure/open', ownerHome, body(secureOpenBody, { inHandler: true }), async (ctx) => {
-    const channel = await opened(ctx);
-    const b = validate(secureOpenBody, ctx.request.body);
-    const pub = x25519PublicKey(b.client_public_key);
-    if (pub === null)
-      throw new ServiceError(400, 'SVC_INVALID_INPUT', 'client_public_key must be a raw X25519 public key (32 bytes, base64url)', {
-        field: 'client_public_key',
-        reason: 'not an X25519 public key',
-        allowed: '32 bytes, base64url',
-      });
-    const { session, serverPublicKey } = await streams.secure.open(channel.id, pub);
-    ctx.status = 201;
-    ctx.body = {
-      session: session.id,
-      server_public_key: serverPublicKey,
-      algorithm: 'AES-256-GCM',
-      key_agreement: 'X25519',
-      kdf: { name: 'HKDF-SHA256', salt: 'utf8(session)', info: `svc-stream-secure/v1|${channel.id}`, length: 32 },
-      nonce: '4 zero bytes || seq (8 bytes, big-endian), seq from 1',
-      aad: 'utf8(session + "|" + seq)',
-      expires_at: new Date(session.expiresMs).toISOString(),
-    };
-  });
+  router.post(
+    '/api/svc/streams/:id/secure/open',
+    responds(secureOpenResponse, { status: 201 }),
+    ownerHome,
+    body(secureOpenBody, { inHandler: true }),
+    async (ctx) => {
+      const channel = await opened(ctx);
+      const b = validate(secureOpenBody, ctx.request.body);
+      const pub = x25519PublicKey(b.client_public_key);
+      if (pub === null)
+        throw new ServiceError(400, 'SVC_INVALID_INPUT', 'client_public_key must be a raw X25519 public key (32 bytes, base64url)', {
+          field: 'client_public_key',
+          reason: 'not an X25519 public key',
+          allowed: '32 bytes, base64url',
+        });
+      const { session, serverPublicKey } = await streams.secure.open(channel.id, pub);
+      ctx.status = 201;
+      ctx.body = {
+        session: session.id,
+        server_public_key: serverPublicKey,
+        algorithm: 'AES-256-GCM',
+        key_agreement: 'X25519',
+        kdf: { name: 'HKDF-SHA256', salt: 'utf8(session)', info: `svc-stream-secure/v1|${channel.id}`, length: 32 },
+        nonce: '4 zero bytes || seq (8 bytes, big-endian), seq from 1',
+        aad: 'utf8(session + "|" + seq)',
+        expires_at: new Date(session.expiresMs).toISOString(),
+      };
+    },
+  );
 
-  router.get('/api/svc/streams/:id/secure/pull', atChannelHome, async (ctx) => {
+  router.get('/api/svc/streams/:id/secure/pull', responds(secureFrameResponse, { status: [200, 204] }), atChannelHome, async (ctx) => {
     const id = ctx.params.id!;
     const session = await streams.secure.get(id, ctx.query.session);
     if (session === null)

@@ -27,6 +27,8 @@ import {
   healthResponse,
   kernelResponse,
   libSearchResponse,
+  operatorSpecBody,
+  operatorSpecResponse,
   operatorsResponse,
   pulseResponse,
 } from '../responses.js';
@@ -243,7 +245,7 @@ function registerSystemRoutes(router: Router, kit: HttpKit, s: SystemRouteServic
     ctx.body = { categories: categories() };
   });
 
-  router.post('/api/svc/operator-spec', (ctx) => {
+  router.post('/api/svc/operator-spec', responds(operatorSpecResponse), body(operatorSpecBody, { inHandler: true }), (ctx) => {
     const body = ctx.request.body as Record<string, unknown> | undefined;
     if (body && typeof body === 'object' && typeof body.solver === 'string') {
       const solver = s.registry.get(body.solver);

@@ -11,7 +11,16 @@ import type { Grants } from '../../tally/grants.js';
 import type { ClaimService } from '../../tally/claim.js';
 import type { Folders } from '../../tally/folders.js';
 import type { MeshService } from '../../mesh/service.js';
-import { costsResponse, tiersResponse } from '../responses.js';
+import {
+  claimResponse,
+  claimStatusResponse,
+  costsResponse,
+  folderMoveResponse,
+  grantResponse,
+  signedMeshEventResponse,
+  tiersResponse,
+  transferResponse,
+} from '../responses.js';
 import { body, responds, validate } from '../validate.js';
 import { costSheet } from '../../tally/costs.js';
 import { tierSheet } from '../../tally/tier-gates.js';
@@ -73,29 +82,36 @@ function registerTallyRoutes(router: Router, kit: HttpKit, s: TallyRouteServices
 
   // Spec 4.6: moves the caller's envelopes (soulbound included, no cap). Registered before GET
   // /api/tally/envelopes/:zid, whose path would otherwise answer this POST with 405.
-  router.post('/api/tally/envelopes/folder', requireIdentityKey(auth), home, body(folderBody), async (ctx) => {
+  router.post('/api/tally/envelopes/folder', responds(folderMoveResponse), requireIdentityKey(auth), home, body(folderBody), async (ctx) => {
     const zid = zidOf(ctx);
     ctx.body = await s.folders.move(zid, validate(folderBody, ctx.request.body));
   });
 
   // Spec 4.6: movable envelopes to another identity (architecture.md §7). Also before GET /api/tally/envelopes/:zid.
   // Served at the sender's home (forwarded there); 200 when delivered at once (same node), 202 while pending.
-  router.post('/api/tally/envelopes/transfer-bulk', requireIdentityKey(auth), home, body(transferBody), async (ctx) => {
-    const zid = zidOf(ctx);
-    const view = await s.transfers.transfer(zid, validate(transferBody, ctx.request.body));
-    ctx.status = view.state === 'delivered' ? 200 : 202;
-    ctx.body = view;
-  });
+  router.post(
+    '/api/tally/envelopes/transfer-bulk',
+    responds(transferResponse, { status: [200, 202] }),
+    requireIdentityKey(auth),
+    home,
+    body(transferBody),
+    async (ctx) => {
+      const zid = zidOf(ctx);
+      const view = await s.transfers.transfer(zid, validate(transferBody, ctx.request.body));
+      ctx.status = view.state === 'delivered' ? 200 : 202;
+      ctx.body = view;
+    },
+  );
 
   // A transfer's state, to its sender and receiver, each at its own home.
-  router.get('/api/tally/transfers/:id', requireIdentityKey(auth), home, async (ctx) => {
+  router.get('/api/tally/transfers/:id', responds(transferResponse), requireIdentityKey(auth), home, async (ctx) => {
     ctx.body = await s.transfers.view(String(ctx.params.id), zidOf(ctx));
   });
 
   // Node to node: cross-node transfers delivered by the senders' home to the receivers'. The body is a signed mesh
   // event with its handshake (the gossip entrance's checks, mesh.verifyDirect); the answer a signed acknowledgement
   // with one answer per transfer (applied, a duplicate, or refused with its part-7 status and code).
-  router.post(DELIVER_PATH, async (ctx) => {
+  router.post(DELIVER_PATH, responds(signedMeshEventResponse), body(signedMeshEventResponse, { inHandler: true }), async (ctx) => {
     if (!s.mesh) throw new ServiceError(503, 'MESH_DISABLED', 'this node runs without a mesh');
     const { event } = await s.mesh.verifyDirect(ctx.request.body, ctx.get(HANDSHAKE_HEADER) || undefined);
     if (event.type !== TRANSFER_EVENT) throw new ServiceError(400, 'INVALID_EVENT', `this route takes ${TRANSFER_EVENT} events, not ${event.type}`);
@@ -103,11 +119,11 @@ function registerTallyRoutes(router: Router, kit: HttpKit, s: TallyRouteServices
     ctx.body = await kit.signMeshEvent(TRANSFER_ACK_EVENT, answers);
   });
 
-  router.get('/api/tally/claim', requireKey(auth), home, async (ctx) => {
+  router.get('/api/tally/claim', responds(claimStatusResponse), requireKey(auth), home, async (ctx) => {
     ctx.body = await s.claims.status(zidOf(ctx), clientAddress(ctx, kit), kit.time.nowMs());
   });
 
-  router.post('/api/tally/claim', requireIdentityKey(auth), home, body(claimBody), async (ctx) => {
+  router.post('/api/tally/claim', responds(claimResponse), requireIdentityKey(auth), home, body(claimBody), async (ctx) => {
     const zid = zidOf(ctx);
     const body = validate(claimBody, ctx.request.body);
     const now = kit.time.nowNs();
@@ -125,6 +141,7 @@ function registerTallyRoutes(router: Router, kit: HttpKit, s: TallyRouteServices
 
   router.post(
     '/api/tally/grants',
+    responds(grantResponse, { status: 201 }),
     operatorOnly((token) => s.grants.isOperator(token)),
     body(grantBody),
     async (ctx) => {

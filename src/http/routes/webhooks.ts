@@ -9,7 +9,14 @@ import type { Webhooks } from '../../webhooks/service.js';
 import { requireIdentityKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, query, responds, validate } from '../validate.js';
-import { webhookCreatedResponse, webhookListResponse, webhookResponse } from '../responses.js';
+import {
+  deliveryListResponse,
+  webhookCreatedResponse,
+  webhookDeletedResponse,
+  webhookListResponse,
+  webhookResponse,
+  webhookTestResponse,
+} from '../responses.js';
 import type { Caller } from '../../records/types.js';
 import { EVENT_TYPES } from '../../webhooks/events.js';
 import { webhookView } from '../../webhooks/registry.js';
@@ -67,15 +74,15 @@ function registerWebhookRoutes(router: Router, kit: HttpKit, s: WebhookRouteServ
     const b = validate(updateBody, ctx.request.body);
     ctx.body = webhookView(await hooks.update(caller(ctx), ctx.params.id!, b));
   });
-  router.delete('/api/webhooks/:id', ...guard, async (ctx) => {
+  router.delete('/api/webhooks/:id', responds(webhookDeletedResponse), ...guard, async (ctx) => {
     await hooks.remove(caller(ctx), ctx.params.id!);
     ctx.body = { id: ctx.params.id, deleted: true };
   });
-  router.post('/api/webhooks/:id/test', ...guard, async (ctx) => {
+  router.post('/api/webhooks/:id/test', responds(webhookTestResponse, { status: 202 }), ...guard, async (ctx) => {
     ctx.status = 202;
     ctx.body = await hooks.test(caller(ctx), ctx.params.id!);
   });
-  router.get('/api/webhooks/:id/deliveries', ...guard, query(deliveriesQuery), async (ctx) => {
+  router.get('/api/webhooks/:id/deliveries', responds(deliveryListResponse), ...guard, query(deliveriesQuery), async (ctx) => {
     const q = validate(deliveriesQuery, ctx.query);
     ctx.body = { deliveries: (await hooks.deliveries(caller(ctx), ctx.params.id!, q.limit, q.status)).map(deliveryView) };
   });
