@@ -201,6 +201,9 @@ function needsRelay(listen: readonly string[], announce: readonly string[]): boo
   return true;
 }
 
+/** Protocols of a connection's own upkeep (identify, ping, AutoNAT, DCUtR, gossipsub, the exchange). */
+const CLOSABLE_AFTER_FULL = /^\/(ipfs\/id|ipfs\/ping|libp2p\/autonat|libp2p\/dcutr|meshsub|svc\/peers)(\/|$)/;
+
 export class MeshHost {
   private node: Libp2p<Services> | null = null;
   private peerSet: PeerSet | null = null;
@@ -368,6 +371,9 @@ export class MeshHost {
       },
       full: (peerId, conn) => {
         peerSet.full(peerId);
+        // A connection opened to carry a request (a /svc/http/1 or /svc/exec stream to a peer with no connection) is
+        // kept until the peer set prunes it: closing it would cut the request.
+        if (conn.streams.some((st) => st.protocol !== undefined && !CLOSABLE_AFTER_FULL.test(st.protocol))) return;
         this.log.debug({ peerId }, 'mesh peer is full: its exchange answer taken, the connection closed');
         void conn.close().catch((err: unknown) => conn.abort(err instanceof Error ? err : new Error(String(err))));
       },
