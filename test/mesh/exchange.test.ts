@@ -63,9 +63,9 @@ describe('peer exchange: eight nodes join through a seed that keeps two', () => 
       rest.flatMap((r) =>
         rest.filter((s) => s !== r && (heard.get(r.mesh.nodeId)?.get(s.mesh.nodeId) ?? 0) <= stoppedAt).map((s) => `${r.mesh.nodeId}<-${s.mesh.nodeId}`),
       );
-    await waitFor(() => deaf().length === 0, 15_000, 'every pair of live nodes hearing each other');
+    await waitFor(() => deaf().length === 0, 25_000, 'every pair of live nodes hearing each other');
     expect(deaf()).toEqual([]);
-  }, 20_000);
+  }, 30_000);
 });
 
 describe('peer exchange: only mesh members are answered, and answers are authenticated', () => {
