@@ -21,6 +21,9 @@ import type { ToWorker, FromWorker, Receipt, Send } from './mesh-messages.js';
 const SECRET = 'sim-mesh-secret-0123456789abcdef';
 const tickEvery = Number(process.env.SIM_TICK_EVERY ?? 2);
 const tickRate = Number(process.env.SIM_TICK_RATE ?? 32);
+/** Discovery under measurement: the peer exchange on first contact (/svc/peers/1) and gossipsub's PX on prune. */
+const peerExchange = process.env.SIM_EXCHANGE !== '0';
+const px = process.env.SIM_PX !== '0';
 
 interface SimNode {
   index: number;
@@ -59,6 +62,11 @@ async function startNode(index: number, bootstrap: string[]): Promise<void> {
     // The publish time travels as an extra tick field (a node's tick schema drops fields it does not know).
     advert: () => ({ mode: 'idle', bondId: null, freeSlots: 0, simSentMs: wallMs() }) as never,
     autoPulse: true,
+    peerExchange,
+    px,
+    // Every simulated node dials from 127.0.0.1; real joiners arrive from their own addresses, so libp2p's per-IP
+    // inbound threshold (which would count the whole simulation as one joiner) is lifted.
+    inboundPerIpPerSec: 10_000,
   });
   // Sends are read off the instance's publish (this script's measurement, not the node's behaviour).
   const publish = mesh.publish.bind(mesh);

@@ -3,13 +3,16 @@
 // way independent operators join: node 0 is the seed and every other node is told the seed's address only. Nodes then
 // churn: every minute `--churn` nodes leave and as many new ones join, each told one address of a random live node;
 // the seed itself leaves `--kill-seed-after` seconds into the measurement. Prints ONE JSON line:
-//   {nodes, procs, tickEvery, tickRate, seconds, churnPerMin, events, expectedPairs, deliveredPairs, delivery, p50Ms, p99Ms,
+//   {nodes, procs, tickEvery, tickRate, exchange, px, seconds, churnPerMin, events, expectedPairs, deliveredPairs, delivery, p50Ms, p99Ms,
 //    connections: {min, median, max}, cpuMsPerNodePerSec, rssMbPerNode, heapMbPerNode}
 // delivery counts (tick event, receiving node) pairs in the measured window whose sender stayed up 2 s after sending
 // and whose receiver had been up `--settle` s before it and stayed up `--grace` s after it. Latency is publish →
 // accept (signature, handshake and duplicate checks included), over every receipt in the window.
 // Usage: npx tsx scripts/sim/mesh.ts [--nodes 100] [--procs 4] [--seconds 120] [--warmup 30] [--churn 5]
 //        [--tick-every 2] [--tick-rate 32] [--settle 20] [--grace 10] [--kill-seed-after 10] [--seed 1] [--join-batch 25]
+//        [--exchange 1] [--px 1]
+// --exchange 0 turns the peer exchange on first contact (/svc/peers/1) off, --px 0 gossipsub's PX on prune: the
+// discovery comparison of docs/decisions.md.
 // Everything listens on 127.0.0.1 only, and the run stops by itself.
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
@@ -30,6 +33,8 @@ const GRACE = numberArg('grace', 10);
 const KILL_SEED_AFTER = numberArg('kill-seed-after', 10);
 let rng = numberArg('seed', 1) >>> 0 || 1;
 const JOIN_BATCH = numberArg('join-batch', 25);
+const EXCHANGE = numberArg('exchange', 1);
+const PX = numberArg('px', 1);
 
 /** xorshift32: the run is the same for the same --seed. */
 function random(): number {
@@ -170,7 +175,7 @@ async function main(): Promise<void> {
   for (let w = 0; w < PROCS; w++) {
     const child = fork(join(import.meta.dirname, 'mesh-worker.ts'), [], {
       execArgv: ['--import', 'tsx'],
-      env: { ...process.env, SIM_TICK_EVERY: String(TICK_EVERY), SIM_TICK_RATE: String(TICK_RATE) },
+      env: { ...process.env, SIM_TICK_EVERY: String(TICK_EVERY), SIM_TICK_RATE: String(TICK_RATE), SIM_EXCHANGE: String(EXCHANGE), SIM_PX: String(PX) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     workers.push({ child, cpuMs: 0, rssBytes: 0, heapBytes: 0 });
@@ -251,6 +256,8 @@ async function main(): Promise<void> {
     procs: PROCS,
     tickEvery: TICK_EVERY,
     tickRate: TICK_RATE,
+    exchange: EXCHANGE === 1,
+    px: PX === 1,
     seconds: Math.round(seconds),
     churnPerMin: CHURN,
     events,

@@ -25,6 +25,7 @@ import { ALL_TOPICS, TOPICS } from './wire.js';
 import type { GossipVerdict } from './validator.js';
 import { PeerSet } from './peer-set.js';
 import type { PeerStore } from './peer-store.js';
+import { PEER_EXCHANGE_PROTOCOL, PeerExchange } from './peer-exchange.js';
 import { isPrivateHost, reachabilityOf, relayOf, withoutPeerId, type ReachabilityStatus } from './reachability.js';
 
 export interface MeshLogger {
@@ -90,6 +91,16 @@ export interface MeshHostOptions {
   dht?: boolean;
   /** gossipsub peer exchange on prune (default true). */
   px?: boolean;
+  /**
+   * Peer exchange on first contact (/svc/peers/1, peer-exchange.ts), gated by the mesh handshake: the mesh secret and
+   * this node's tick. Absent: not served and not asked.
+   */
+  exchange?: { secret: string; nowSvcond: () => number };
+  /**
+   * Inbound connections libp2p takes from one IP address a second (default max(5, peers max)). A simulation whose
+   * nodes all share 127.0.0.1 raises it: real joiners arrive from their own addresses.
+   */
+  inboundPerIpPerSec?: number;
   logger?: MeshLogger;
   /** Topic validator for every mesh topic. */
   validate: (topic: string, data: Uint8Array, from: string) => Promise<GossipVerdict> | GossipVerdict;
@@ -190,6 +201,9 @@ function needsRelay(listen: readonly string[], announce: readonly string[]): boo
   return true;
 }
 
+/** Protocols of a connection's own upkeep (identify, ping, AutoNAT, DCUtR, gossipsub, the exchange). */
+const CLOSABLE_AFTER_FULL = /^\/(ipfs\/id|ipfs\/ping|libp2p\/autonat|libp2p\/dcutr|meshsub|svc\/peers)(\/|$)/;
+
 export class MeshHost {
   private node: Libp2p<Services> | null = null;
   private peerSet: PeerSet | null = null;
@@ -263,11 +277,12 @@ export class MeshHost {
       transports: [tcp(), circuitRelayTransport()],
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
-      // libp2p refuses connections past the maximum plus room for the peer set to choose whom to prune by score, and
-      // inbound connections from one IP address past `max` a second (nodes behind one NAT, a local cluster).
+      // libp2p refuses connections past the maximum plus room for the peer set to choose whom to prune by score and for
+      // peer exchanges in flight (a newcomer past the maximum is answered and leaves), and inbound connections from one
+      // IP address past `max` a second (nodes behind one NAT, a local cluster).
       connectionManager: {
-        maxConnections: this.bounds.max + Math.max(8, Math.ceil(this.bounds.max / 2)),
-        inboundConnectionThreshold: Math.max(5, this.bounds.max),
+        maxConnections: this.bounds.max + Math.max(2, Math.ceil(this.bounds.max / 2)),
+        inboundConnectionThreshold: o.inboundPerIpPerSec ?? Math.max(5, this.bounds.max),
         dialTimeout: 5_000,
       },
       ...(o.mdns ? { peerDiscovery: [mdns()] } : {}),
@@ -324,6 +339,7 @@ export class MeshHost {
       keep: (peerId) => this.reachability().relays.includes(peerId),
       log: this.log,
     });
+    if (o.exchange) await this.startExchange(node, o.exchange, this.peerSet);
     node.addEventListener('peer:connect', (evt) => o.onPeerChange?.(evt.detail.toString(), true));
     node.addEventListener('peer:disconnect', (evt) => {
       const id = evt.detail.toString();
@@ -332,6 +348,45 @@ export class MeshHost {
     });
     this.log.info({ peerId: node.peerId.toString(), multiaddrs: this.multiaddrs(), relayReservation: reserve }, 'mesh listening');
     await this.peerSet.start();
+  }
+
+  /**
+   * Serve /svc/peers/1 and ask it on every connection this node opens. An answer's peers go to the peer store and the
+   * peer set dials them (with its usual limits) if under its target; a peer that answers full is disconnected and
+   * backed off. The exchange's stream keeps libp2p's own pruner off the connection until it completes
+   * (safelyCloseConnectionIfUnused leaves connections with other protocols' streams open).
+   */
+  private async startExchange(node: Libp2p<Services>, gate: { secret: string; nowSvcond: () => number }, peerSet: PeerSet): Promise<void> {
+    const known = this.opts.known;
+    const exchange = new PeerExchange({
+      selfId: () => node.peerId.toString(),
+      secret: gate.secret,
+      nowSvcond: gate.nowSvcond,
+      known,
+      connections: () => node.getConnections(),
+      max: this.bounds.max,
+      learnt: (peers) => {
+        for (const p of peers) known.learn(p.peerId, p.addrs);
+        peerSet.learnt();
+      },
+      full: (peerId, conn) => {
+        peerSet.full(peerId);
+        // A connection opened to carry a request (a /svc/http/1 or /svc/exec stream to a peer with no connection) is
+        // kept until the peer set prunes it: closing it would cut the request.
+        if (conn.streams.some((st) => st.protocol !== undefined && !CLOSABLE_AFTER_FULL.test(st.protocol))) return;
+        this.log.debug({ peerId }, 'mesh peer is full: its exchange answer taken, the connection closed');
+        void conn.close().catch((err: unknown) => conn.abort(err instanceof Error ? err : new Error(String(err))));
+      },
+      log: this.log,
+    });
+    await node.handle(PEER_EXCHANGE_PROTOCOL, ({ stream, connection }) => void exchange.serve(stream, connection), {
+      maxInboundStreams: 2,
+      maxOutboundStreams: 2,
+      runOnLimitedConnection: true,
+    });
+    node.addEventListener('connection:open', (evt) => {
+      if (evt.detail.direction === 'outbound') void exchange.ask(evt.detail);
+    });
   }
 
   async stop(): Promise<void> {

@@ -58,6 +58,8 @@ const FLUSH_EVERY_MS = 5_000;
 export class PeerSet {
   private readonly targets: BootstrapTarget[] = [];
   private readonly backoff = new Map<string, Backoff>();
+  /** Peers that answered as full, and until when they are not redialled. */
+  private readonly fullUntil = new Map<string, number>();
   private readonly dialling = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
   private stopping = false;
@@ -101,14 +103,35 @@ export class PeerSet {
     return out;
   }
 
-  /** A connection to the peer closed: redial it soon if it is a bootstrap peer. */
+  /** A connection to the peer closed: redial it soon if it is a bootstrap peer, unless it said it is full. */
   disconnected(peerId: string): void {
+    const now = Date.now();
+    if ((this.fullUntil.get(peerId) ?? 0) > now) return;
     for (const t of this.targets) {
       if (t.peerId === peerId) {
         t.backoffMs = this.o.redialMinMs;
-        t.nextAt = Date.now() + this.o.redialMinMs;
+        t.nextAt = now + this.o.redialMinMs;
       }
     }
+  }
+
+  /**
+   * The peer answered the peer exchange as full (over its maximum): it is not dialled again for the longest redial
+   * backoff (a full node frees room only as its own peers leave or are pruned; the exchange gave this node others to
+   * dial meanwhile). It is alive, so the peer store counts no failure.
+   */
+  full(peerId: string): void {
+    const until = Date.now() + this.o.redialMaxMs;
+    this.fullUntil.set(peerId, until);
+    this.backoff.set(peerId, { backoffMs: this.o.redialMaxMs, nextAt: until });
+    for (const t of this.targets) if (t.peerId === peerId) t.nextAt = until;
+  }
+
+  /** Peers were learnt (a peer exchange): dial them now if the node is under its target, not at the next pass. */
+  learnt(): void {
+    if (this.stopping) return;
+    const connected = this.connected();
+    if (connected.size < this.o.target) void Promise.all(this.dialKnown(this.o.target - connected.size, connected));
   }
 
   private maintain(): void {
@@ -117,8 +140,9 @@ export class PeerSet {
     const connected = this.connected();
     for (const id of connected) {
       this.o.known.seen(id, now);
-      this.backoff.delete(id);
+      if ((this.fullUntil.get(id) ?? 0) <= now) this.backoff.delete(id);
     }
+    for (const [id, until] of this.fullUntil) if (until <= now) this.fullUntil.delete(id);
     if (connected.size < this.o.target) {
       for (const t of this.targets) {
         if (t.peerId !== null && connected.has(t.peerId)) t.backoffMs = this.o.redialMinMs;

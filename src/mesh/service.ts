@@ -110,9 +110,15 @@ export interface MeshServiceOptions {
   gossipSeenTtlMs?: number;
   /** The peer set's dial/prune period and the grace of a new connection (ms; default 2 000 and 20 000). */
   peerSetTiming?: Partial<Pick<PeerSetBounds, 'maintainMs' | 'graceMs'>>;
-  /** Discovery beyond tick events and identify: a Kademlia DHT (default off), gossipsub peer exchange (default on). */
+  /**
+   * Discovery beyond tick events and identify: a Kademlia DHT (default off), gossipsub peer exchange on prune (default
+   * on), the peer exchange on first contact, /svc/peers/1 (default on; off only to measure without it).
+   */
   dht?: boolean;
   px?: boolean;
+  peerExchange?: boolean;
+  /** Inbound connections taken from one IP address a second (host.ts; a simulation on one address raises it). */
+  inboundPerIpPerSec?: number;
   /** libp2p's own metrics (the mesh's wiring, node/mesh.ts, supplies @libp2p/prometheus-metrics'); none when absent. */
   libp2pMetrics?: MeshHostOptions['metrics'];
 }
@@ -327,6 +333,8 @@ export class MeshService {
         upnp: c.upnp,
         dht: this.opts.dht,
         px: this.opts.px,
+        inboundPerIpPerSec: this.opts.inboundPerIpPerSec,
+        ...(this.opts.peerExchange !== false && c.secret !== null ? { exchange: { secret: c.secret, nowSvcond: () => this.nowSvcond() } } : {}),
         logger: this.log,
         validate: (topic, data, from) => this.validateGossip(topic, data, from),
         onMessage: (topic, data, from) => this.onGossip(topic, data, from),

@@ -17,6 +17,14 @@ import { CheckpointSchema, checkpointText, verifyCheckpoint } from '../../src/ch
 import { Frontier, leafHash } from '../../src/chain/merkle.js';
 import { EXEC_REFUSALS, encodeFrame, execRequestSchema } from '../../src/consensus/exec-protocol.js';
 import { PEER_HTTP_PROTOCOL, peerHttpRequestSchema } from '../../src/mesh/peer-http.js';
+import {
+  PEER_EXCHANGE_PROTOCOL,
+  checkExchange,
+  exchangeAnswer,
+  exchangeAnswerSchema,
+  exchangeRequest,
+  exchangeRequestSchema,
+} from '../../src/mesh/peer-exchange.js';
 import { executionText, verifyExecution } from '../../src/consensus/executed-by.js';
 import { plainJson, solverRequestDigest, solverResultDigest } from '../../src/compute/result-digest.js';
 import { defaultRegistry } from '../../src/solvers/registry.js';
@@ -560,5 +568,38 @@ describe('docs/protocol.md §17, /svc/http/1', () => {
     expect(frame.subarray(0, 2).toString('hex')).toBe(x.request_frame.length_prefix_hex);
     expect(frame.subarray(2).toString('utf8')).toBe(jcs(r));
     expect(DOC).toContain(`**\`${PEER_HTTP_PROTOCOL}\`**`);
+  });
+});
+
+describe('docs/protocol.md §18, /svc/peers/1', () => {
+  it('the request and answer digests, handshakes and frame follow from the numbers', () => {
+    const x = example('peer-exchange');
+    const secret = Buffer.from(x.mesh_secret, 'utf8');
+    const { handshake: rh, ...request } = x.request;
+    expect(sha256(jcs(request))).toBe(x.request_digest);
+    expect(rh).toBe('v1=' + hmac(secret, `${x.asker}|${x.request.svcond}|${x.request_digest}`));
+    const { handshake: ah, ...answer } = x.answer;
+    expect(sha256(jcs(answer))).toBe(x.answer_digest);
+    expect(ah).toBe('v1=' + hmac(secret, `${x.answerer}|${x.answer.svcond}|${x.answer_digest}`));
+    const text = Buffer.from(jcs(x.request), 'utf8');
+    expect(text.length).toBe(x.request_frame.text_bytes);
+    expect(Buffer.from([text.length]).toString('hex')).toBe(x.request_frame.length_prefix_hex);
+  });
+
+  it("the node's schemas, handshakes and frame agree with the document", () => {
+    const x = example('peer-exchange');
+    expect(exchangeRequestSchema.parse(x.request)).toEqual(x.request);
+    expect(exchangeAnswerSchema.parse(x.answer)).toEqual(x.answer);
+    expect(exchangeRequest(x.mesh_secret, x.asker, x.request.svcond)).toEqual(x.request);
+    expect(exchangeAnswer(x.mesh_secret, x.answerer, x.answer.svcond, x.answer.full, x.answer.peers)).toEqual(x.answer);
+    expect(() => checkExchange(x.mesh_secret, x.answerer, x.answer.svcond, x.answer)).not.toThrow();
+    // The answer's handshake names its sender: it does not pass as the asker's, nor with another secret.
+    expect(() => checkExchange(x.mesh_secret, x.asker, x.answer.svcond, x.answer)).toThrow(/handshake/);
+    expect(() => checkExchange('another-secret-0123456789abcdef', x.answerer, x.answer.svcond, x.answer)).toThrow(/handshake/);
+    expect(() => checkExchange(x.mesh_secret, x.answerer, x.answer.svcond + 121, x.answer)).toThrow(/tick/);
+    const frame = Buffer.from(encodeFrame(x.request));
+    expect(frame.subarray(0, 1).toString('hex')).toBe(x.request_frame.length_prefix_hex);
+    expect(frame.subarray(1).toString('utf8')).toBe(jcs(x.request));
+    expect(DOC).toContain(`**\`${PEER_EXCHANGE_PROTOCOL}\`**`);
   });
 });

@@ -3,15 +3,17 @@ import { systemClock } from '../../src/kernel/clock.js';
 import { removeDir, startNode, waitFor, type TestNode } from './helpers.js';
 
 // A line a — b — c: a and c each know only b. Tick events cross the line through b, and they carry where their
-// sender can be dialled, so a opens a stream to c although neither was ever told the other's address.
+// sender can be dialled, so a opens a stream to c although neither was ever told the other's address. The ends keep
+// one connection (peer set target 1), so the line stays a line: they would otherwise dial each other.
 describe('mesh: a line of three nodes', () => {
   const nodes: TestNode[] = [];
   const PROTOCOL = '/svc/test-line/1';
 
   beforeAll(async () => {
+    const end = { peers: { target: 1, max: 4 } };
     const b = await startNode({ clock: systemClock, tickEvery: 1, autoPulse: true });
-    const a = await startNode({ clock: systemClock, tickEvery: 1, autoPulse: true, bootstrap: b.mesh.multiaddrs() });
-    const c = await startNode({ clock: systemClock, tickEvery: 1, autoPulse: true, bootstrap: b.mesh.multiaddrs() });
+    const a = await startNode({ clock: systemClock, tickEvery: 1, autoPulse: true, bootstrap: b.mesh.multiaddrs(), config: end });
+    const c = await startNode({ clock: systemClock, tickEvery: 1, autoPulse: true, bootstrap: b.mesh.multiaddrs(), config: end });
     nodes.push(a, b, c);
   });
 
