@@ -1,4 +1,6 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 // Files that start node processes or a mesh, or assert on time limits: they run one at a time, after the rest, so
@@ -15,6 +17,19 @@ const alone = [
   'test/webhooks/crash.test.ts',
 ];
 
+// Files that start nothing (no node, server, worker or process) and touch no process-wide state share one module
+// graph per worker instead of importing it again for each file: for most of them the import costs more CPU than
+// their tests. The rest keep a fresh graph each (a node's sockets, timers and patched methods stay in their file).
+const STARTS_SOMETHING =
+  /startTestNode|from '\.\/helpers|createLibp2p|MeshHost|startMesh|startNodePair|new SvcNode|helpers\/(node|mesh|cli)|spawn|fork\(|new Worker|createServer|\.listen\(|process\.env\.\w+ *=|vi\.(mock|stub|spy|useFakeTimers)|HeapFlags/;
+function testFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name);
+    return e.isDirectory() ? testFiles(path) : e.name.endsWith('.test.ts') ? [path] : [];
+  });
+}
+const shared = testFiles('test').filter((f) => !STARTS_SOMETHING.test(readFileSync(f, 'utf8')));
+
 export default defineConfig({
   test: {
     setupFiles: ['test/setup.ts'],
@@ -25,11 +40,21 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'parallel', include: ['test/**/*.test.ts'], exclude: alone, maxWorkers: availableParallelism(), sequence: { groupOrder: 0 } },
+        test: { name: 'shared', include: shared, exclude: alone, isolate: false, maxWorkers: availableParallelism(), sequence: { groupOrder: 0 } },
       },
       {
         extends: true,
-        test: { name: 'alone', include: alone, maxWorkers: 1, sequence: { groupOrder: 1 } },
+        test: {
+          name: 'parallel',
+          include: ['test/**/*.test.ts'],
+          exclude: [...alone, ...shared],
+          maxWorkers: availableParallelism(),
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        extends: true,
+        test: { name: 'alone', include: alone, maxWorkers: 1, sequence: { groupOrder: 2 } },
       },
     ],
   },

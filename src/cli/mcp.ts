@@ -3,14 +3,17 @@
 // tools/list and tools/call is relayed to the node's own /api/mcp (mcp/proxy.ts), so the tools, their schemas, the
 // charges and the errors are that node's.
 import type { Command } from 'commander';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { buildMcpServer } from '../mcp/server.js';
-import { RemoteTools } from '../mcp/proxy.js';
 
 export const STDIO_INSTRUCTIONS =
   'Tools of a Deterministic Computation Service node (relayed from its /api/mcp). Results are sealed with an HMAC receipt; pass a result unchanged to svc_verify to check it.';
 
 export async function runStdioBridge(opts: { url: string; key: string | null; version: string }): Promise<() => Promise<void>> {
+  // Loaded here, not at the top: the SDK and the tool table would cost every other command half a second of start-up.
+  const [{ StdioServerTransport }, { buildMcpServer }, { RemoteTools }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/server/stdio.js'),
+    import('../mcp/server.js'),
+    import('../mcp/proxy.js'),
+  ]);
   const tools = new RemoteTools({ url: opts.url, key: opts.key, clientName: 'svc-node-mcp-stdio', version: opts.version });
   const server = buildMcpServer({ name: 'svc-node', version: opts.version, instructions: STDIO_INSTRUCTIONS }, tools);
   const transport = new StdioServerTransport();

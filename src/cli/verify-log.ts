@@ -3,7 +3,7 @@
 // report as one JSON line; exit 0 when everything holds, 1 when anything does not, 2 when a file cannot be read.
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { verifyLog, type LogReport } from '../chain/verify-log.js';
+import type { LogReport } from '../chain/verify-log.js';
 import { progress } from './progress.js';
 
 /** The command's work, callable in-process (tests): the report and the exit code. */
@@ -22,6 +22,8 @@ export async function verifyLogFiles(file: string, proofsFile?: string): Promise
   // Proofs may also travel inside the export document.
   const inDoc = (doc as { proofs?: unknown } | null)?.proofs;
   if (Array.isArray(inDoc)) proofs = [...inDoc, ...proofs];
+  // Loaded on use: the chain's modules would cost every other command a part of a second of start-up.
+  const { verifyLog } = await import('../chain/verify-log.js');
   const report = await verifyLog(doc, proofs);
   return { report, code: report.valid ? 0 : 1 };
 }

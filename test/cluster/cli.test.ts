@@ -134,35 +134,6 @@ describe('svc-node start', () => {
 });
 
 describe('svc-node cluster', () => {
-  it('starts N nodes that find each other, prints one JSON line each, and stops them all on SIGINT', async () => {
-    const root = await tempDir();
-    const { child, lines } = await startLines(
-      ['cluster', '--nodes', '2', '--base-port', '0', '--data-root', root, '--mesh-secret', 'cluster-cli-secret-123456'],
-      {},
-      (ls) => ls.length >= 2,
-    );
-    try {
-      expect(lines.map((l) => l.name)).toEqual(['node1', 'node2']);
-      for (const l of lines) {
-        expect(Object.keys(l).sort()).toEqual(['dataDir', 'multiaddr', 'name', 'peerId', 'pid', 'url']);
-        expect(Number.isInteger(l.pid)).toBe(true);
-        expect(l.multiaddr).toContain(`/p2p/${l.peerId}`);
-        expect((await call(l.url, 'GET', '/api/health')).status).toBe(200);
-      }
-      const end = Date.now() + 15_000;
-      let size = 0;
-      while (Date.now() < end && size < 2) {
-        size = (await call(lines[0]!.url, 'GET', '/api/mesh/status')).body.meshSize;
-        if (size < 2) await new Promise((r) => setTimeout(r, 200));
-      }
-      expect(size).toBe(2);
-    } finally {
-      child.kill('SIGINT');
-      expect(await exitOf(child)).toBe(0);
-    }
-    for (const l of lines) await expect(fetch(`${l.url}/api/health`)).rejects.toThrow();
-  }, 150_000);
-
   /** Wait until fn() is truthy (polling), or fail naming what. */
   async function until<T>(fn: () => Promise<T | null | false | undefined> | T | null | false | undefined, what: string, timeoutMs = 30_000): Promise<T> {
     const end = Date.now() + timeoutMs;
@@ -215,7 +186,8 @@ describe('svc-node cluster', () => {
     for (const l of lines) expect(await health(l.url)).toBe(0);
   }, 200_000);
 
-  it('--restart brings an exited node back on the same data dir, ports and peer id', async () => {
+  // One cluster for both: starting nodes is what these tests spend their time on.
+  it('starts N nodes that find each other, one JSON line each; --restart brings an exited node back on the same data dir, ports and peer id; SIGINT stops them all', async () => {
     const root = await tempDir();
     let stopped: { code: number | null; leftover: string[] };
     const { child, lines, stderr } = await startLines(
@@ -225,6 +197,15 @@ describe('svc-node cluster', () => {
     );
     try {
       const [n1, n2] = lines as [Record<string, any>, Record<string, any>];
+      expect(lines.map((l) => l.name)).toEqual(['node1', 'node2']);
+      for (const l of lines) {
+        expect(Object.keys(l).sort()).toEqual(['dataDir', 'multiaddr', 'name', 'peerId', 'pid', 'url']);
+        expect(Number.isInteger(l.pid)).toBe(true);
+        expect(l.multiaddr).toContain(`/p2p/${l.peerId}`);
+        expect(await health(l.url)).toBe(200);
+      }
+      const meshed = await until(async () => ((await call(n1.url, 'GET', '/api/mesh/status')).body.meshSize === 2 ? true : null), 'a mesh of two', 15_000);
+      expect(meshed).toBe(true);
       const id = await zkIdentity(n1.url, 'cluster-restart');
       process.kill(n1.pid, 'SIGKILL');
       const back = await until(() => lines.find((l, i) => i >= 2 && l.name === 'node1'), 'node1 restarted', 60_000);
