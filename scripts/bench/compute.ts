@@ -82,6 +82,16 @@ const freshBody = (): string =>
     inputs: { mass_kg: 1 + ++freshCount / 1e6, velocity_m_s: 3 + (freshCount % 1000) / 1000 },
   });
 
+/** Every server this bench started: killed when it exits, so a start that fails (a 30 s timeout) leaves none behind. */
+const started: ChildProcess[] = [];
+process.once('exit', () => {
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+const tracked = <T extends { child: ChildProcess }>(server: T): T => {
+  started.push(server.child);
+  return server;
+};
+
 /** The heap flags npm start gives node. */
 const START_HEAP_FLAGS: string[] = [...NODE_HEAP_FLAGS];
 
@@ -89,17 +99,19 @@ const START_HEAP_FLAGS: string[] = [...NODE_HEAP_FLAGS];
 async function startNode(sync: boolean, from = root): Promise<{ child: ChildProcess; url: string; key: string; dataDir: string }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
   // With the heap flags npm start gives node (V8 refuses --min-semi-space-size in NODE_OPTIONS).
-  const { child, url } = await startProcess(
-    process.execPath,
-    [...START_HEAP_FLAGS, 'dist/cli/index.js', 'start'],
-    {
-      SVC_PORT: '0',
-      SVC_DATA_DIR: dataDir,
-      SVC_LOG_LEVEL: 'info',
-      SVC_SYNC_WRITES: String(sync),
-      SVC_INITIAL_CREDITS: '100000000',
-    },
-    from,
+  const { child, url } = tracked(
+    await startProcess(
+      process.execPath,
+      [...START_HEAP_FLAGS, 'dist/cli/index.js', 'start'],
+      {
+        SVC_PORT: '0',
+        SVC_DATA_DIR: dataDir,
+        SVC_LOG_LEVEL: 'info',
+        SVC_SYNC_WRITES: String(sync),
+        SVC_INITIAL_CREDITS: '100000000',
+      },
+      from,
+    ),
   );
   const digest = createHash('sha256').update(`bench ${sync} ${Date.now()}`).digest('hex');
   const reg = await fetch(`${url}/api/svc-auth/register-v3`, {
@@ -119,13 +131,15 @@ const rate = (t: Target): number => t.turns.reduce((n, r) => n + r.ok, 0) / t.tu
 const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
-const koa = await startProcess(tsx, ['scripts/bench/bare-koa.ts'], {});
-const lean = await startProcess(tsx, ['scripts/bench/bare-koa.ts'], { BARE_BODY: 'node' });
+const koa = tracked(await startProcess(tsx, ['scripts/bench/bare-koa.ts'], {}));
+const lean = tracked(await startProcess(tsx, ['scripts/bench/bare-koa.ts'], { BARE_BODY: 'node' }));
 const buffered = await startNode(false);
 const durable = await startNode(true);
 // The bare durable pipeline of ceiling.ts (raw node:http, one seal-shaped LevelDB batch per group, fsync): what the
 // machine allows a durable answer at the time, so the node's durable rate can be read against it.
-const bareDurable = await startProcess(process.execPath, [...process.execArgv, join(root, 'scripts', 'bench', 'ceiling.ts')], { CEILING_SERVER: 'durable' });
+const bareDurable = tracked(
+  await startProcess(process.execPath, [...process.execArgv, join(root, 'scripts', 'bench', 'ceiling.ts')], { CEILING_SERVER: 'durable' }),
+);
 const compareIndex = process.argv.indexOf('--compare');
 const compareRoot = compareIndex >= 0 ? process.argv[compareIndex + 1]! : null;
 const other = compareRoot !== null ? await startNode(false, compareRoot) : null;
