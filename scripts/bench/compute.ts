@@ -82,10 +82,13 @@ const freshBody = (): string =>
     inputs: { mass_kg: 1 + ++freshCount / 1e6, velocity_m_s: 3 + (freshCount % 1000) / 1000 },
   });
 
-/** Every server this bench started: killed when it exits, so a start that fails (a 30 s timeout) leaves none behind. */
+/**
+ * Every server this bench started: sent SIGTERM when it exits, so a start that fails (a 30 s timeout) leaves none
+ * behind. SIGTERM, not SIGKILL: tsx passes it on to the script it runs in a child process.
+ */
 const started: ChildProcess[] = [];
 process.once('exit', () => {
-  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
 });
 const tracked = <T extends { child: ChildProcess }>(server: T): T => {
   started.push(server.child);
