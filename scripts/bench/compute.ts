@@ -11,9 +11,9 @@
 // which separate 10 s runs put straight into the ratio. Each turn starts once the other servers are quiet (a node
 // compacts LevelDB for a while after its writes; settle). cpuUsPerRequest is the node process's CPU time (all its
 // threads) over its turns per request answered: what the micro-benchmarks (scripts/bench/micro) measure savings against.
-// With --compare DIR (another checkout of the project, built), a second buffered node runs from DIR's dist beside this
-// one, fresh and repeated, in the same turns; a last line gives its figures and this node's ratio to them.
-// Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50] [--rounds 5] [--compare DIR]
+// With --compare DIR (another checkout of the project, built), DIR's node runs beside this one, buffered (fresh and
+// repeated) and durable, each figure taken in the same round right beside this node's; a line after the durable one gives its figures
+// and this node's ratio to them (scripts/bench/guard.ts reads that line).
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -27,6 +27,17 @@ import { resolveCaller } from '../../src/http/auth.js';
 import { SvcNode } from '../../src/node/node.js';
 import { numberArg, processCpuMs, root, startProcess, stop } from './lib.js';
 import { progress } from '../../src/cli/progress.js';
+
+const usage = `Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50] [--rounds 5] [--compare DIR]
+  --duration S     seconds of load per target, taken in --rounds turns (round robin)
+  --connections N  autocannon connections per target
+  --rounds N       turns each target's seconds are split into
+  --compare DIR    a built checkout whose node runs beside this one (fresh, repeated, durable), paired turn by turn
+Prints one JSON line per figure: fresh, repeated, durable, [compare], in-process.`;
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  console.log(usage);
+  process.exit(0);
+}
 
 const duration = numberArg('duration', 10);
 const connections = numberArg('connections', 50);
@@ -71,6 +82,19 @@ const freshBody = (): string =>
     inputs: { mass_kg: 1 + ++freshCount / 1e6, velocity_m_s: 3 + (freshCount % 1000) / 1000 },
   });
 
+/**
+ * Every server this bench started: sent SIGTERM when it exits, so a start that fails (a 30 s timeout) leaves none
+ * behind. SIGTERM, not SIGKILL: tsx passes it on to the script it runs in a child process.
+ */
+const started: ChildProcess[] = [];
+process.once('exit', () => {
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+});
+const tracked = <T extends { child: ChildProcess }>(server: T): T => {
+  started.push(server.child);
+  return server;
+};
+
 /** The heap flags npm start gives node. */
 const START_HEAP_FLAGS: string[] = [...NODE_HEAP_FLAGS];
 
@@ -78,17 +102,19 @@ const START_HEAP_FLAGS: string[] = [...NODE_HEAP_FLAGS];
 async function startNode(sync: boolean, from = root): Promise<{ child: ChildProcess; url: string; key: string; dataDir: string }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
   // With the heap flags npm start gives node (V8 refuses --min-semi-space-size in NODE_OPTIONS).
-  const { child, url } = await startProcess(
-    process.execPath,
-    [...START_HEAP_FLAGS, 'dist/cli/index.js', 'start'],
-    {
-      SVC_PORT: '0',
-      SVC_DATA_DIR: dataDir,
-      SVC_LOG_LEVEL: 'info',
-      SVC_SYNC_WRITES: String(sync),
-      SVC_INITIAL_CREDITS: '100000000',
-    },
-    from,
+  const { child, url } = tracked(
+    await startProcess(
+      process.execPath,
+      [...START_HEAP_FLAGS, 'dist/cli/index.js', 'start'],
+      {
+        SVC_PORT: '0',
+        SVC_DATA_DIR: dataDir,
+        SVC_LOG_LEVEL: 'info',
+        SVC_SYNC_WRITES: String(sync),
+        SVC_INITIAL_CREDITS: '100000000',
+      },
+      from,
+    ),
   );
   const digest = createHash('sha256').update(`bench ${sync} ${Date.now()}`).digest('hex');
   const reg = await fetch(`${url}/api/svc-auth/register-v3`, {
@@ -108,16 +134,19 @@ const rate = (t: Target): number => t.turns.reduce((n, r) => n + r.ok, 0) / t.tu
 const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
-const koa = await startProcess(tsx, ['scripts/bench/bare-koa.ts'], {});
-const lean = await startProcess(tsx, ['scripts/bench/bare-koa.ts'], { BARE_BODY: 'node' });
+const koa = tracked(await startProcess(tsx, ['scripts/bench/bare-koa.ts'], {}));
+const lean = tracked(await startProcess(tsx, ['scripts/bench/bare-koa.ts'], { BARE_BODY: 'node' }));
 const buffered = await startNode(false);
 const durable = await startNode(true);
 // The bare durable pipeline of ceiling.ts (raw node:http, one seal-shaped LevelDB batch per group, fsync): what the
 // machine allows a durable answer at the time, so the node's durable rate can be read against it.
-const bareDurable = await startProcess(process.execPath, [...process.execArgv, join(root, 'scripts', 'bench', 'ceiling.ts')], { CEILING_SERVER: 'durable' });
+const bareDurable = tracked(
+  await startProcess(process.execPath, [...process.execArgv, join(root, 'scripts', 'bench', 'ceiling.ts')], { CEILING_SERVER: 'durable' }),
+);
 const compareIndex = process.argv.indexOf('--compare');
 const compareRoot = compareIndex >= 0 ? process.argv[compareIndex + 1]! : null;
 const other = compareRoot !== null ? await startNode(false, compareRoot) : null;
+const otherDurable = compareRoot !== null ? await startNode(true, compareRoot) : null;
 const ping = JSON.stringify({ ping: 1 });
 const targets: Target[] = [
   { name: 'baseline', server: koa.child, url: `${koa.url}/ping`, body: ping, headers: {}, turns: [] },
@@ -149,7 +178,7 @@ const targets: Target[] = [
   },
   { name: 'bareDurable', server: bareDurable.child, url: `${bareDurable.url}/`, body: computeBody, headers: {}, turns: [] },
 ];
-if (other !== null) {
+if (other !== null && otherDurable !== null) {
   targets.push({
     name: 'otherFresh',
     server: other.child,
@@ -167,6 +196,14 @@ if (other !== null) {
     headers: { authorization: `Bearer ${other.key}` },
     turns: [],
   });
+  targets.push({
+    name: 'otherDurable',
+    server: otherDurable.child,
+    url: `${otherDurable.url}/api/svc/compute`,
+    body: computeBody,
+    headers: { authorization: `Bearer ${otherDurable.key}` },
+    turns: [],
+  });
 }
 /**
  * The targets in round `r`'s order. With --compare, each figure of this node is taken right beside the same figure of
@@ -179,6 +216,7 @@ function roundOrder(r: number): Target[] {
   const pairs = [
     [byName('fresh'), byName('otherFresh')],
     [byName('buffered'), byName('otherRepeated')],
+    [byName('durable'), byName('otherDurable')],
   ];
   const paired = new Set(pairs.flat());
   return [...targets.filter((t) => !paired.has(t)), ...pairs.flatMap(([mine, theirs]) => (r % 2 === 0 ? [mine!, theirs!] : [theirs!, mine!]))];
@@ -269,11 +307,13 @@ try {
     stop(durable.child),
     stop(bareDurable.child),
     ...(other ? [stop(other.child)] : []),
+    ...(otherDurable ? [stop(otherDurable.child)] : []),
   ]);
   await Promise.all([
     rm(buffered.dataDir, { recursive: true, force: true }),
     rm(durable.dataDir, { recursive: true, force: true }),
     ...(other ? [rm(other.dataDir, { recursive: true, force: true })] : []),
+    ...(otherDurable ? [rm(otherDurable.dataDir, { recursive: true, force: true })] : []),
   ]);
 }
 const [baseline, leanBaseline, freshT, bufferedT, durableT, bareDurableT] = targets as [Target, Target, Target, Target, Target, Target];
@@ -348,8 +388,10 @@ console.log(
   }),
 );
 
-if (other !== null) {
-  const [otherFresh, otherRepeated] = targets.slice(6) as [Target, Target];
+if (compareRoot !== null) {
+  const [otherFresh, otherRepeated, otherDurableT] = targets.slice(6) as [Target, Target, Target];
+  const turnRatios = (mine: Target, theirs: Target): number[] =>
+    mine.turns.map((r, i) => round3(r.ok / r.seconds / (theirs.turns[i]!.ok / theirs.turns[i]!.seconds)));
   console.log(
     JSON.stringify({
       compare: compareRoot,
@@ -359,12 +401,19 @@ if (other !== null) {
       computeRps: Math.round(rate(otherRepeated)),
       ratio: round3(rate(otherRepeated) / baselineRps),
       repeatedCpuUsPerRequest: cpuUsPerRequest(otherRepeated),
-      // This node's figure over the other's, fresh and repeated.
+      durableComputeRps: Math.round(rate(otherDurableT)),
+      durableCpuUsPerRequest: cpuUsPerRequest(otherDurableT),
+      // This node's figure over the other's: fresh, repeated, durable.
       freshThisOverOther: round3(rate(freshT) / rate(otherFresh)),
       repeatedThisOverOther: round3(rate(bufferedT) / rate(otherRepeated)),
-      // Per round: this node's fresh rate over the other's in the same round.
-      freshTurnRatios: freshT.turns.map((r, i) => round3(r.ok / r.seconds / (otherFresh.turns[i]!.ok / otherFresh.turns[i]!.seconds))),
-      non2xx: sum(otherFresh, 'non2xx') + sum(otherRepeated, 'non2xx'),
+      durableThisOverOther: round3(rate(durableT) / rate(otherDurableT)),
+      // Each side's durable rate over the bare durable pipeline (ceiling.ts) of the same rounds.
+      thisOfBareDurable: round3(rate(durableT) / rate(bareDurableT)),
+      otherOfBareDurable: round3(rate(otherDurableT) / rate(bareDurableT)),
+      // Per round: this node's rate over the other's in the same round.
+      freshTurnRatios: turnRatios(freshT, otherFresh),
+      durableTurnRatios: turnRatios(durableT, otherDurableT),
+      non2xx: sum(otherFresh, 'non2xx') + sum(otherRepeated, 'non2xx') + sum(otherDurableT, 'non2xx'),
     }),
   );
 }
