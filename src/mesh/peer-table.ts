@@ -8,6 +8,7 @@ import type { SnapshotPeer } from './oracle.js';
 import { MAX_TICK_INTERVAL } from './tick-interval.js';
 import { MAX_SKEW_TICKS } from './validator.js';
 import type { MeshEvent } from './wire.js';
+import { LruMap } from '../util/bounded-map.js';
 
 export const TICK_EVENT_TYPE = 'tick';
 
@@ -113,18 +114,18 @@ export const HEARD_MAX = 65_536;
 export class PeerTable {
   private readonly peers = new Map<string, PeerInfo>();
   /** Every sender heard (the peer table is bounded lower): when its last tick event arrived and the interval it declared; the one heard longest ago first. */
-  private readonly heard = new Map<string, { receivedSvcond: number; every: number }>();
+  private readonly heard: LruMap<string, { receivedSvcond: number; every: number }>;
 
-  constructor(private readonly o: PeerTableOptions) {}
+  constructor(private readonly o: PeerTableOptions) {
+    this.heard = new LruMap(o.heardMax ?? HEARD_MAX);
+  }
 
   /** The tick row: a peer's latest tick (an older one arriving late changes nothing) updates its peer entry. */
   applyTick(b: TickBody, event: MeshEvent): void {
     const now = this.o.nowSvcond();
     const prev = this.peers.get(event.sender);
     if (prev && prev.lastTick !== null && prev.lastTick > event.svcond) return;
-    this.heard.delete(event.sender);
     this.heard.set(event.sender, { receivedSvcond: now, every: b.every ?? this.defaultEvery });
-    if (this.heard.size > (this.o.heardMax ?? HEARD_MAX)) this.heard.delete(this.heard.keys().next().value as string);
     this.peers.delete(event.sender);
     this.peers.set(event.sender, {
       peerId: event.sender,

@@ -37,6 +37,7 @@ import {
   type MeshTopic,
   type WireEnvelope,
 } from './wire.js';
+import { LruMap } from '../util/bounded-map.js';
 
 /** A DNS registration's shape; parseDnsBody checks the name, peer id, URL and multiaddrs themselves. */
 const dnsBody = z.object({
@@ -221,7 +222,7 @@ export class MeshService {
     duplicates: { http: 0, gossip: 0 },
   };
   /** Handshakes refused, by the peer that sent them (health warnings); bounded, the least recently refused dropped. */
-  private readonly handshakeRefused = new Map<string, number>();
+  private readonly handshakeRefused = new LruMap<string, number>(REFUSING_PEERS_MAX);
   private staleRefused = 0;
 
   constructor(private readonly opts: MeshServiceOptions) {
@@ -706,10 +707,7 @@ export class MeshService {
   private noteRefusal(code: string, peer: string): void {
     if (code === 'STALE_HANDSHAKE') this.staleRefused++;
     if (code !== 'INVALID_HANDSHAKE' && code !== 'MISSING_HANDSHAKE') return;
-    const n = (this.handshakeRefused.get(peer) ?? 0) + 1;
-    this.handshakeRefused.delete(peer);
-    this.handshakeRefused.set(peer, n);
-    if (this.handshakeRefused.size > REFUSING_PEERS_MAX) this.handshakeRefused.delete(this.handshakeRefused.keys().next().value as string);
+    this.handshakeRefused.set(peer, (this.handshakeRefused.get(peer) ?? 0) + 1);
   }
 
   /** How other nodes reach this node; 'private' with no addresses when the mesh is off. */
