@@ -173,6 +173,7 @@ export async function wireConsensus(
   challenges.onVerdict((e) => slashing.onVerdict(e));
   const reexecutor = new Reexecutor({
     challenges,
+    store,
     nodeId,
     nowSvcond: time.nowSvcond,
     sign,
@@ -180,6 +181,7 @@ export async function wireConsensus(
     onError: (challengeId, err) => logger.warn({ challengeId, err: String(err) }, 're-execution failed: no vote cast'),
   });
   await challenges.load();
+  await reexecutor.load();
 
   const tickers: Ticker[] = [
     { name: 'liveness record', run: recordHeard },
