@@ -55,7 +55,7 @@ export async function wireConsensus(
   f: Foundation,
   meshPart: MeshPart,
   economy: Pick<EconomyPart, 'ledger' | 'envelopeLocks' | 'results' | 'transfers' | 'grants'>,
-  computePart: Pick<ComputePart, 'compute' | 'executor'> & Pick<ComputeNeeds, 'attest' | 'offload'>,
+  computePart: Pick<ComputePart, 'compute' | 'executor'> & Pick<ComputeNeeds, 'attest' | 'offload' | 'registered'>,
 ): Promise<ConsensusPart> {
   const { config, options, store, time, logger } = f;
   const { mesh } = meshPart;
@@ -82,6 +82,7 @@ export async function wireConsensus(
     cooldownTicks: ticksPerDays(config.slashing.cooldownDays),
   });
   await bonds.load();
+  computePart.registered.bind((node) => bonds.registers(node));
   const modes = new ModeService(store, bonds, time.nowSvcond);
   await modes.load();
   const operator = new NodeOperator({ bonds, modes, nodeId: f.nodeId, sign });
