@@ -227,6 +227,13 @@ export class BondService {
     return this.latestOwn;
   }
 
+  /** Does the registry hold a bond of `node`, active or released (its key is then known to the mesh)? */
+  registers(node: string): boolean {
+    if (this.byNode.has(node)) return true;
+    for (const e of this.entries.values()) if (e.bond?.bond.node === node) return true;
+    return false;
+  }
+
   /** A registry entry by bond id (active or released), or null. */
   get(bondId: string): RegistryEntry | null {
     return this.entries.get(bondId) ?? null;

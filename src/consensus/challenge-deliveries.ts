@@ -1,6 +1,6 @@
 // Who is sent which of a challenge's events directly, beside gossip, and until when (the routing rules of
 // outbox.ts's point-to-point deliveries): the opener sends its challenge to each committee member and the bond's
-// home, a member sends its commit (until the commit window + grace) and its vote to the opener (who declares
+// home (again to the larger committee when it escalates), a member sends its commit (until the commit window + grace) and its vote to the opener (who declares
 // no_quorum from what it holds), both until the deadline + grace; the opener sends the verdict to the bond's home, which applies the slashing, until it acknowledges.
 import type { ChallengeEntry } from './challenges.js';
 import {
@@ -9,6 +9,10 @@ import {
   VERDICT_EVENT,
   VOTE_EVENT,
   commitDeadlineOf,
+  roundDeadlineOf,
+  roundOf,
+  roundView,
+  type RoundView,
   type SignedCommit,
   type SignedVote,
   type VerdictDocument,
@@ -32,19 +36,19 @@ export class ChallengeDeliveries {
     this.outbox = new Outbox({ send: o.send, nowSvcond: o.nowSvcond });
   }
 
-  /** At the opener: the challenge to each committee member and the bond's home. */
-  challenge(e: ChallengeEntry): void {
+  /** At the opener: the challenge to each member of the round's committee and the bond's home, until the round's deadline. */
+  challenge(e: ChallengeEntry, round: RoundView): void {
     const c = e.challenge.challenge;
     const me = this.o.nodeId();
     if (c.challenger_home !== me) return;
-    for (const node of new Set([...c.committee, c.executed_by.node])) {
+    for (const node of new Set([...round.committee, c.executed_by.node])) {
       if (node === me) continue;
       this.outbox.add({
         key: `challenge!${c.challenge_id}!${node}`,
         node,
         type: CHALLENGE_OPENED_EVENT,
         body: () => e.challenge,
-        until: c.deadline_svcond + this.o.graceTicks,
+        until: round.deadline_svcond + this.o.graceTicks,
       });
     }
   }
@@ -58,7 +62,7 @@ export class ChallengeDeliveries {
       node: c.challenger_home,
       type: COMMIT_EVENT,
       body: () => commit,
-      until: commitDeadlineOf(c) + this.o.graceTicks,
+      until: commitDeadlineOf(roundView(c, roundOf(commit.commit)) ?? c) + this.o.graceTicks,
     });
   }
 
@@ -67,11 +71,11 @@ export class ChallengeDeliveries {
     const c = e.challenge.challenge;
     if (c.challenger_home === this.o.nodeId()) return;
     this.outbox.add({
-      key: `vote!${c.challenge_id}!${vote.vote.voter}!${vote.vote.digest}`,
+      key: `vote!${c.challenge_id}!${vote.vote.voter}!${roundOf(vote.vote)}!${vote.vote.digest}`,
       node: c.challenger_home,
       type: VOTE_EVENT,
       body: () => vote,
-      until: c.deadline_svcond + this.o.graceTicks,
+      until: roundDeadlineOf(c, roundOf(vote.vote)) + this.o.graceTicks,
     });
   }
 

@@ -7,6 +7,10 @@
 // commit its voter signed within the window, so a member cannot copy a digest revealed before it committed.
 // The challenge id is derived (chl_ + SHA-256(result_id|challenger)), not drawn: the opener cannot grind ids to
 // pick a committee (the ranking hashes the id), and a second challenge of a result by one identity has the same id.
+// A challenge is voted in rounds: round 0 by the signed committee of k; when it ends without a quorum it escalates
+// once to round 1, a committee of 2k + 1 drawn by the same ranking over the same signed eligible set (escalationOf:
+// every node derives it, nothing new is signed), with its own window; round 1's fold is final. Commits and votes
+// name their round (absent: round 0).
 import { z } from 'zod';
 import { canonicalJson } from '../kernel/canonical.js';
 import { sha256Hex } from '../kernel/bytes.js';
@@ -60,6 +64,8 @@ export interface VoteRecord {
   svcond: number;
   /** The salt of the voter's commit (hex): SHA-256(digest|salt) is its commitment. */
   salt?: string;
+  /** The round voted in: 1 for the escalated committee, absent for round 0. */
+  round?: 1;
 }
 
 export interface CommitRecord {
@@ -68,6 +74,8 @@ export interface CommitRecord {
   /** SHA-256(digest|salt), hex. */
   commitment: string;
   svcond: number;
+  /** The round committed in: 1 for the escalated committee, absent for round 0. */
+  round?: 1;
 }
 
 export interface SignedCommit {
@@ -97,6 +105,8 @@ export interface VerdictRecord {
   rests_on_votes: number;
   /** How many of the entry's commits (the first ones heard) it rests on. */
   rests_on_commits?: number;
+  /** The round whose fold decided: 1 when round 0 ended without a quorum and escalated (absent: round 0). */
+  round?: Round;
 }
 
 /** A verdict with what it rests on: anyone can check it (POST /api/protocol/pohc/verify). */
@@ -106,6 +116,51 @@ export interface VerdictDocument {
   commits?: SignedCommit[];
   votes: SignedVote[];
   verdict: Pick<VerdictRecord, 'challenge_id' | 'outcome' | 'deciding_digest'> & Partial<VerdictRecord>;
+}
+
+export type Round = 0 | 1;
+
+/** The round a commit or vote belongs to. */
+export function roundOf(r: { round?: 1 }): Round {
+  return r.round === 1 ? 1 : 0;
+}
+
+/** What one round of a challenge is voted by: its committee, quorum and window (round 0: the signed record's). */
+export type RoundView = ChallengeRecord & { round: Round };
+
+/**
+ * The size of the escalated committee for a committee of `k` over `eligible` nodes: 2k + 1, else the largest odd
+ * size ≥ k + 2 the eligible set holds, else null (the first round's no_quorum is final).
+ */
+export function escalatedSize(k: number, eligible: number): number | null {
+  if (eligible >= 2 * k + 1) return 2 * k + 1;
+  const odd = eligible % 2 === 1 ? eligible : eligible - 1;
+  return odd >= k + 2 ? odd : null;
+}
+
+/**
+ * Round 1 of a challenge, or null when it cannot escalate: the committee of escalatedSize drawn by the same ranking
+ * over the same eligible set (round 0's members are its top k), its quorum, and a window twice round 0's starting at
+ * round 0's deadline (it opens only once round 0's no_quorum is declared, grace ticks later, and has more members).
+ */
+export function escalationOf(c: ChallengeRecord): RoundView | null {
+  const size = escalatedSize(c.committee_size, c.eligible.length);
+  if (size === null) return null;
+  const span = Math.max(1, c.deadline_svcond - c.svcond);
+  return {
+    ...c,
+    round: 1,
+    committee_size: size,
+    quorum: quorumOf(size),
+    committee: committeeOf(c.challenge_id, c.eligible, size),
+    svcond: c.deadline_svcond,
+    deadline_svcond: c.deadline_svcond + 2 * span,
+  };
+}
+
+/** A round of a challenge (null: round 1 of one that cannot escalate). */
+export function roundView(c: ChallengeRecord, round: Round): RoundView | null {
+  return round === 0 ? { ...c, round: 0 } : escalationOf(c);
 }
 
 export function challengeIdOf(resultId: string, challenger: string): string {
@@ -176,6 +231,7 @@ export const signedVoteSchema = z
         digest: DIGEST,
         svcond: TICK,
         salt: z.string().regex(SALT_PATTERN).optional(),
+        round: z.literal(1).optional(),
       })
       .strict(),
     signature: SIG,
@@ -184,7 +240,9 @@ export const signedVoteSchema = z
 
 export const signedCommitSchema = z
   .object({
-    commit: z.object({ challenge_id: z.string().regex(CHALLENGE_ID_PATTERN), voter: PEER, commitment: DIGEST, svcond: TICK }).strict(),
+    commit: z
+      .object({ challenge_id: z.string().regex(CHALLENGE_ID_PATTERN), voter: PEER, commitment: DIGEST, svcond: TICK, round: z.literal(1).optional() })
+      .strict(),
     signature: SIG,
   })
   .strict();
@@ -199,6 +257,7 @@ export const verdictDocumentSchema = z
         challenge_id: z.string().regex(CHALLENGE_ID_PATTERN),
         outcome: z.enum(OUTCOMES),
         deciding_digest: DIGEST.nullable(),
+        round: z.union([z.literal(0), z.literal(1)]).optional(),
       })
       .passthrough(),
   })
@@ -243,19 +302,21 @@ export function commitFault(sc: SignedCommit, challengeId: string, verify: Verif
 }
 
 /**
- * The votes that open a commit: the vote's SHA-256(digest|salt) is the commitment of its voter's one commit signed
- * by the commit deadline. A voter with two different commitments opens neither (it equivocated); a vote without a
- * salt, or whose commit is missing or another, is not counted (uncommitted).
+ * The votes of `c`'s round that open a commit: the vote's SHA-256(digest|salt) is the commitment of its voter's one
+ * commit of that round signed by the round's commit deadline. A voter with two different commitments opens neither
+ * (it equivocated); a vote without a salt, or whose commit is missing or another, is not counted (uncommitted).
+ * Commits and votes of the other round are left out.
  */
 export function revealedVotes(
-  c: ChallengeRecord,
+  c: ChallengeRecord & { round?: Round },
   votes: readonly SignedVote[],
   commits: readonly SignedCommit[],
 ): { votes: SignedVote[]; uncommitted: number; equivocators: string[] } {
+  const round = c.round ?? 0;
   const last = commitDeadlineOf(c);
   const byVoter = new Map<string, Set<string>>();
   for (const k of commits) {
-    if (k.commit.challenge_id !== c.challenge_id || k.commit.svcond > last) continue;
+    if (k.commit.challenge_id !== c.challenge_id || roundOf(k.commit) !== round || k.commit.svcond > last) continue;
     let set = byVoter.get(k.commit.voter);
     if (!set) byVoter.set(k.commit.voter, (set = new Set()));
     set.add(k.commit.commitment);
@@ -263,6 +324,7 @@ export function revealedVotes(
   const out: SignedVote[] = [];
   let uncommitted = 0;
   for (const v of votes) {
+    if (roundOf(v.vote) !== round) continue;
     const set = byVoter.get(v.vote.voter);
     if (v.vote.salt !== undefined && set?.size === 1 && set.has(commitmentOf(v.vote.digest, v.vote.salt))) out.push(v);
     else uncommitted++;
@@ -271,9 +333,9 @@ export function revealedVotes(
   return { votes: out, uncommitted, equivocators };
 }
 
-/** The fold over a challenge's revealed votes (the ones given that open their voters' commits; signatures checked by the caller). */
+/** The fold over one round's revealed votes (the ones given that open their voters' commits; signatures checked by the caller). */
 export function foldOf(
-  c: ChallengeRecord,
+  c: ChallengeRecord & { round?: Round },
   votes: readonly SignedVote[],
   deadlinePassed: boolean,
   commits: readonly SignedCommit[] = [],
@@ -293,16 +355,43 @@ export function foldOf(
   return { ...fold, equivocators, uncommittedVotes: revealed.uncommitted };
 }
 
+/** A challenge's fold: the round it rests on, and whether round 0 ended without a quorum and escalated. */
+export type ChallengeFold = Fold & { uncommittedVotes: number; round: Round; escalated: boolean };
+
+/**
+ * The fold of a challenge over its rounds: round 0's, unless round 0's deadline has passed (`passedRounds` ≥ 1)
+ * without a quorum and the challenge can escalate (escalationOf) — then round 1's, whose no_quorum is final once its
+ * own deadline has passed (`passedRounds` = 2).
+ */
+export function foldChallenge(c: ChallengeRecord, votes: readonly SignedVote[], commits: readonly SignedCommit[], passedRounds: 0 | 1 | 2): ChallengeFold {
+  const first = foldOf(c, votes, passedRounds >= 1, commits);
+  const escalated = first.outcome === 'no_quorum' ? escalationOf(c) : null;
+  if (!escalated) return { ...first, round: 0, escalated: false };
+  return { ...foldOf(escalated, votes, passedRounds >= 2, commits), round: 1, escalated: true };
+}
+
+/** How many rounds' deadlines a verdict asserts have passed: the rounds before its own, and its own for no_quorum. */
+export function passedRoundsOf(verdict: Pick<VerdictRecord, 'outcome' | 'round'>): 0 | 1 | 2 {
+  return ((verdict.round ?? 0) + (verdict.outcome === 'no_quorum' ? 1 : 0)) as 0 | 1 | 2;
+}
+
+/** The last tick of round `round`'s window (round 1 of a challenge that cannot escalate: round 0's). */
+export function roundDeadlineOf(c: ChallengeRecord, round: Round): number {
+  return (roundView(c, round) ?? c).deadline_svcond;
+}
+
 /**
  * Check a verdict document: the challenge (signature, committee), every commit's and vote's signature, and the fold
- * over the votes that open their commits, which must give the verdict's outcome and deciding digest. A no_quorum verdict holds when the votes
- * decide nothing (whether its deadline has passed is the reader's clock; `nowSvcond` checks it when given).
+ * over the votes that open their commits, which must give the verdict's outcome and deciding digest in the verdict's
+ * round (round 1: the committee of escalationOf, after round 0 folded to no_quorum). A no_quorum verdict holds when
+ * the votes decide nothing in a round that cannot escalate further; whether the deadlines it rests on have passed is
+ * the reader's clock (`nowSvcond` checks it when given).
  */
 export function verifyVerdictDocument(
   doc: VerdictDocument,
   verify: VerifyFn,
   nowSvcond?: number,
-): { valid: boolean; reasons: string[]; fold: (Fold & { uncommittedVotes: number }) | null; bad_votes: number } {
+): { valid: boolean; reasons: string[]; fold: ChallengeFold | null; bad_votes: number } {
   const reasons: string[] = [];
   const c = doc.challenge.challenge;
   const fault = challengeFault(doc.challenge, verify);
@@ -325,10 +414,15 @@ export function verifyVerdictDocument(
       reasons.push(`commit of ${k.commit.voter}: ${f}`);
     } else commits.push(k);
   }
-  const passed = doc.verdict.outcome === 'no_quorum';
-  if (passed && nowSvcond !== undefined && nowSvcond <= c.deadline_svcond) reasons.push(`no_quorum before the deadline tick ${c.deadline_svcond}`);
-  const fold = foldOf(c, good, passed, commits);
-  if (fold.outcome !== doc.verdict.outcome) reasons.push(`the votes fold to ${fold.outcome ?? 'no outcome yet'}, not ${doc.verdict.outcome}`);
+  const round = doc.verdict.round ?? 0;
+  const passed = passedRoundsOf(doc.verdict);
+  if (nowSvcond !== undefined && passed > 0) {
+    const last = roundDeadlineOf(c, passed === 2 ? 1 : 0);
+    if (nowSvcond <= last) reasons.push(`the verdict rests on the deadline tick ${last}, not passed yet`);
+  }
+  const fold = foldChallenge(c, good, commits, passed);
+  if (fold.round !== round) reasons.push(`the votes decide in round ${fold.round}, not round ${round}`);
+  else if (fold.outcome !== doc.verdict.outcome) reasons.push(`the votes fold to ${fold.outcome ?? 'no outcome yet'}, not ${doc.verdict.outcome}`);
   else if (fold.decidingDigest !== doc.verdict.deciding_digest) reasons.push('the deciding digest is not the one the votes give');
   return { valid: reasons.length === 0, reasons, fold, bad_votes: bad };
 }

@@ -39,11 +39,17 @@ import {
   challengeFault,
   commitDeadlineOf,
   commitFault,
+  escalationOf,
+  foldChallenge,
+  passedRoundsOf,
+  roundDeadlineOf,
+  roundOf,
+  roundView,
+  type RoundView,
   signedCommitSchema,
   type SignedCommit,
   challengeIdOf,
   challengeSigningText,
-  foldOf,
   signedChallengeSchema,
   signedVoteSchema,
   verdictDocumentSchema,
@@ -181,6 +187,7 @@ export class ChallengeService {
   private readonly openedListeners: ChallengeListener[] = [];
   private readonly verdictListeners: ChallengeListener[] = [];
   private readonly commitListeners: ChallengeListener[] = [];
+  private readonly escalationListeners: ChallengeListener[] = [];
   /** Writes of one challenge's entry run one at a time (votes arrive concurrently). */
   private readonly lock = new KeyedLock();
   /** Signed votes of challenges not heard of yet (gossip does not keep order). */
@@ -251,6 +258,11 @@ export class ChallengeService {
   /** Called when a member's commit is recorded here (the re-executor reveals once every member has committed). */
   onCommit(l: ChallengeListener): void {
     this.commitListeners.push(l);
+  }
+
+  /** Called when a challenge's round 0 ended without a quorum and it escalated here (the re-executor commits again). */
+  onEscalated(l: ChallengeListener): void {
+    this.escalationListeners.push(l);
   }
 
   /** Called once a verdict is recorded here, and again at start for every recorded verdict (effects resume). */
@@ -390,7 +402,7 @@ export class ChallengeService {
       }
       this.cache(entry);
       await this.gossip(CHALLENGE_OPENED_EVENT, signed);
-      this.deliveries?.challenge(entry);
+      this.deliveries?.challenge(entry, { ...challenge, round: 0 });
       this.fire(this.openedListeners, entry);
       return entry;
     } finally {
@@ -398,17 +410,23 @@ export class ChallengeService {
     }
   }
 
-  /** Record this node's own commit (the re-executor), gossip it, and send it to the opener until it acknowledges. */
-  async castCommit(commit: SignedCommit): Promise<void> {
-    await this.recordCommit(commit);
+  /**
+   * Record this node's own commit (the re-executor) with `extra` ops in its batch (its salt, kept until it reveals),
+   * gossip it, and send it to the opener until it acknowledges.
+   */
+  async castCommit(commit: SignedCommit, extra: Op[] = []): Promise<void> {
+    await this.recordCommit(commit, extra);
     await this.gossip(COMMIT_EVENT, commit);
     const e = await this.find(commit.commit.challenge_id);
     if (e) this.deliveries?.commit(e, commit);
   }
 
-  /** Record this node's own vote (the re-executor), gossip it, and send it to the opener until it acknowledges. */
-  async castVote(vote: SignedVote): Promise<void> {
-    await this.recordVote(vote);
+  /**
+   * Record this node's own vote (the re-executor) with `extra` ops in its batch (its salt deleted), gossip it, and
+   * send it to the opener until it acknowledges.
+   */
+  async castVote(vote: SignedVote, extra: Op[] = []): Promise<void> {
+    await this.recordVote(vote, extra);
     await this.gossip(VOTE_EVENT, vote);
     const e = await this.find(vote.vote.challenge_id);
     if (e) this.deliveries?.vote(e, vote);
@@ -434,10 +452,19 @@ export class ChallengeService {
       this.early.expire(now);
       const grace = this.graceTicks();
       const me = this.o.nodeId();
-      const due = this.all().filter((e) => !isTerminal(e.state) && now > e.challenge.challenge.deadline_svcond + grace);
+      const due = this.all().filter((e) => !isTerminal(e.state) && now > this.currentDeadline(e) + grace);
       await Promise.all(
         due.map(async (e) => {
           const c = e.challenge.challenge;
+          // Round 0 of a challenge that can escalate: every node folds it itself; no_quorum there is no verdict, only
+          // the larger committee, and a node that missed votes is moved on by the opener's verdict when it comes.
+          if (e.state !== 'escalated' && escalationOf(c) !== null) {
+            await this.lock.run(c.challenge_id, async () => {
+              const cur = await this.find(c.challenge_id);
+              if (cur && !isTerminal(cur.state) && cur.state !== 'escalated') await this.refold(cur, 1, false);
+            });
+            return;
+          }
           if (c.challenger_home !== me && this.o.ask) {
             this.counts.verdicts_asked++;
             const doc = await this.o.ask(c.challenger_home, c.challenge_id).catch(() => null);
@@ -449,11 +476,11 @@ export class ChallengeService {
               ))
             )
               return;
-            if (now <= c.deadline_svcond + grace + (this.o.askPatienceTicks ?? 4 * this.o.policy.deadlineTicks)) return;
+            if (now <= this.currentDeadline(e) + grace + (this.o.askPatienceTicks ?? 4 * this.o.policy.deadlineTicks)) return;
           }
           await this.lock.run(c.challenge_id, async () => {
             const cur = await this.find(c.challenge_id);
-            if (cur && !isTerminal(cur.state)) await this.refold(cur, true, false);
+            if (cur && !isTerminal(cur.state)) await this.refold(cur, cur.state === 'escalated' ? 2 : 1, false);
           });
         }),
       );
@@ -507,8 +534,9 @@ export class ChallengeService {
     const me = this.o.nodeId();
     for (const e of this.all()) {
       if (isTerminal(e.state)) continue;
-      if (e.challenge.challenge.challenger_home === me) this.deliveries?.challenge(e);
-      const mine = e.votes.find((v) => v.vote.voter === me);
+      const round = this.currentRound(e);
+      if (e.challenge.challenge.challenger_home === me) this.deliveries?.challenge(e, round);
+      const mine = e.votes.find((v) => v.vote.voter === me && roundOf(v.vote) === round.round);
       if (mine) this.deliveries?.vote(e, mine);
     }
   }
@@ -602,9 +630,10 @@ export class ChallengeService {
     }
     const e = await this.find(id);
     if (!e) throw new GossipError('ignore', 404, 'SVC_NOT_FOUND', `no challenge ${id} is known here`);
-    if (!e.challenge.challenge.committee.includes(sc.commit.voter))
-      throw new GossipError('ignore', 403, 'SVC_NOT_A_MEMBER', `${sc.commit.voter} is not on the committee of ${id}`);
-    if (this.o.nowSvcond() > commitDeadlineOf(e.challenge.challenge) + this.graceTicks()) {
+    const view = roundView(e.challenge.challenge, roundOf(sc.commit));
+    if (!view?.committee.includes(sc.commit.voter))
+      throw new GossipError('ignore', 403, 'SVC_NOT_A_MEMBER', `${sc.commit.voter} is not on the committee of ${id} in round ${roundOf(sc.commit)}`);
+    if (this.o.nowSvcond() > commitDeadlineOf(view) + this.graceTicks()) {
       this.counts.late_commits++;
       throw new GossipError('ignore', 409, 'INVALID_VOTE', `the commit window of ${id} has closed here`);
     }
@@ -614,12 +643,13 @@ export class ChallengeService {
   /** A verdict from another node: its challenge and votes are checked and folded here; then it is this node's too. */
   async applyVerdict(doc: VerdictDocument): Promise<void> {
     const check = verifyVerdictDocument(doc, this.o.verify);
-    const deadlineOk = doc.verdict.outcome !== 'no_quorum' || this.o.nowSvcond() > doc.challenge.challenge.deadline_svcond;
+    const passed = passedRoundsOf(doc.verdict);
+    const deadlineOk = passed === 0 || this.o.nowSvcond() > roundDeadlineOf(doc.challenge.challenge, passed === 2 ? 1 : 0);
     if (!check.valid) {
       this.counts.refused_verdicts++;
       throw new GossipError('reject', 400, 'INVALID_VERDICT', check.reasons.join('; '));
     }
-    if (!deadlineOk) throw new GossipError('ignore', 409, 'INVALID_VERDICT', 'no_quorum before the deadline has passed here');
+    if (!deadlineOk) throw new GossipError('ignore', 409, 'INVALID_VERDICT', 'the deadline the verdict rests on has not passed here');
     // Its challenge is checked against this node's own state (stateFault) unless this node accepted it already.
     const e = await this.learnChallenge(doc.challenge).catch((err: unknown) => {
       if (err instanceof GossipError && err.action === 'reject') {
@@ -635,7 +665,7 @@ export class ChallengeService {
       const merged = mergeVotes(cur.votes, doc.votes);
       // Its commits were checked with the document (verifyVerdictDocument): the opener's record of the window.
       const commits = mergeCommits(cur.commits ?? [], doc.commits ?? []);
-      await this.refold({ ...cur, votes: merged, commits }, doc.verdict.outcome === 'no_quorum', false);
+      await this.refold({ ...cur, votes: merged, commits }, passed, false);
     });
   }
 
@@ -707,7 +737,7 @@ export class ChallengeService {
     const id = sv.vote.challenge_id;
     const e = await this.find(id);
     if (!e) return false;
-    if (!e.challenge.challenge.committee.includes(sv.vote.voter)) {
+    if (!roundView(e.challenge.challenge, roundOf(sv.vote))?.committee.includes(sv.vote.voter)) {
       this.counts.non_member_votes++;
       await this.update(id, (cur) => ({ ...cur, non_member_votes: cur.non_member_votes + 1 }));
       return false;
@@ -725,7 +755,7 @@ export class ChallengeService {
   }
 
   /** A member's commit (signature checked): kept once; a vote that arrived before it is folded again with it. */
-  private async recordCommit(sc: SignedCommit): Promise<void> {
+  private async recordCommit(sc: SignedCommit, extra: Op[] = []): Promise<void> {
     const id = sc.commit.challenge_id;
     let added = false;
     await this.lock.run(id, async () => {
@@ -734,20 +764,24 @@ export class ChallengeService {
       const commits = mergeCommits(cur.commits ?? [], [sc]);
       if (commits.length === (cur.commits ?? []).length) return;
       added = true;
-      await this.refold({ ...cur, commits }, false, true);
+      await this.refold({ ...cur, commits }, 0, true, extra);
     });
     const e = added ? await this.find(id) : null;
     if (e) this.fire(this.commitListeners, e);
   }
 
-  private async recordVote(sv: SignedVote): Promise<void> {
+  private async recordVote(sv: SignedVote, extra: Op[] = []): Promise<void> {
     const id = sv.vote.challenge_id;
     await this.lock.run(id, async () => {
       const cur = await this.find(id);
       if (!cur) return;
-      if (cur.votes.some((v) => v.vote.voter === sv.vote.voter && v.vote.digest === sv.vote.digest)) return;
-      if (cur.votes.some((v) => v.vote.voter === sv.vote.voter)) this.counts.equivocations++;
-      await this.refold({ ...cur, votes: [...cur.votes, sv] }, false, true);
+      const sameRound = cur.votes.filter((v) => v.vote.voter === sv.vote.voter && roundOf(v.vote) === roundOf(sv.vote));
+      if (sameRound.some((v) => v.vote.digest === sv.vote.digest)) {
+        if (extra.length > 0) await this.o.store.commit(extra);
+        return;
+      }
+      if (sameRound.length > 0) this.counts.equivocations++;
+      await this.refold({ ...cur, votes: [...cur.votes, sv] }, 0, true, extra);
     });
   }
 
@@ -762,16 +796,21 @@ export class ChallengeService {
     });
   }
 
-  /** Fold the entry's votes, move it through the table, store it; on a verdict, tell the listeners and gossip it. */
-  private async refold(entry: ChallengeEntry, deadlinePassed: boolean, decidedHere: boolean): Promise<void> {
+  /**
+   * Fold the entry's votes over `passedRounds` passed deadlines (at least round 0's once it escalated), move it
+   * through the table, store it with `extra` ops; on a verdict, tell the listeners and gossip it; on an escalation,
+   * tell the escalation listeners.
+   */
+  private async refold(entry: ChallengeEntry, passedRounds: 0 | 1 | 2, decidedHere: boolean, extra: Op[] = []): Promise<void> {
     const c = entry.challenge.challenge;
     if (isTerminal(entry.state)) {
       // A verdict stands; a vote after it is kept as evidence (equivocation) and changes nothing.
-      await this.o.store.commit(this.putOps(entry));
+      await this.o.store.commit([...extra, ...this.putOps(entry)]);
       this.cache(entry);
       return;
     }
-    const fold = foldOf(c, entry.votes, deadlinePassed, entry.commits ?? []);
+    const passed = entry.state === 'escalated' ? (Math.max(1, passedRounds) as 1 | 2) : passedRounds;
+    const fold = foldChallenge(c, entry.votes, entry.commits ?? [], passed);
     const { path, effects } = move(entry.state, fold);
     const state = path.length > 0 ? path[path.length - 1]! : entry.state;
     const now = this.o.nowSvcond();
@@ -790,6 +829,7 @@ export class ChallengeService {
             ticks_taken: Math.max(0, now - c.svcond),
             rests_on_votes: entry.votes.length,
             rests_on_commits: (entry.commits ?? []).length,
+            ...(fold.round === 1 ? { round: 1 as const } : {}),
           }
         : null;
     const next: ChallengeEntry = { ...entry, state, verdict };
@@ -797,11 +837,17 @@ export class ChallengeService {
     const me = this.o.nodeId();
     const owed = verdict ? owedBy(next, me, this.deliveries !== null).map((k) => this.owed.put(c.challenge_id, k)) : [];
     if (verdict && announces(next, me)) owed.push(this.owed.announcePut(c.challenge_id, verdict.decided_svcond));
-    await this.write(next, entry.state, owed);
+    await this.write(next, entry.state, [...owed, ...extra]);
     this.cache(next);
+    if (effects.includes('escalate')) {
+      const view = escalationOf(c);
+      if (view) this.deliveries?.challenge(next, view);
+      this.fire(this.escalationListeners, next);
+    }
     if (!verdict) return;
     // The opener and the committee gossip the verdict they reached from votes, so a node that missed votes gets them.
-    if (decidedHere && (c.challenger_home === me || c.committee.includes(me) || c.executed_by.node === me)) void this.gossip(VERDICT_EVENT, documentOf(next));
+    const members = fold.round === 1 ? (escalationOf(c)?.committee ?? c.committee) : c.committee;
+    if (decidedHere && (c.challenger_home === me || members.includes(me) || c.executed_by.node === me)) void this.gossip(VERDICT_EVENT, documentOf(next));
     this.deliveries?.verdict(next, documentOf(next));
     this.fire(this.verdictListeners, next);
   }
@@ -818,6 +864,17 @@ export class ChallengeService {
       this.settled.delete(oldest);
       this.entries.delete(oldest);
     }
+  }
+
+  /** The round a challenge is voted in now: 1 once it escalated here. */
+  currentRound(e: ChallengeEntry): RoundView {
+    const c = e.challenge.challenge;
+    return (e.state === 'escalated' ? escalationOf(c) : null) ?? { ...c, round: 0 };
+  }
+
+  /** The deadline of the round a challenge is voted in now. */
+  private currentDeadline(e: ChallengeEntry): number {
+    return this.currentRound(e).deadline_svcond;
   }
 
   private maxSettled(): number {

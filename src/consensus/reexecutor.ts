@@ -2,21 +2,33 @@
 // canonical request at its recorded stamping tick with this node's own kernel and solvers, commit to the digest it
 // gets (SHA-256(digest|salt), a fresh random salt), and reveal the vote {digest, salt} once every member's commit is
 // heard or the commit window has passed — so no member sees another's digest before it is bound to its own. Both
-// are signed with this node's key. One commit per challenge: a commit already cast (kept in the challenge's entry)
-// is not cast again. The salt lives in memory only: a member restarted between its commit and its reveal cannot
-// reveal, and its vote is lost (the others decide, or the deadline). A run that fails here commits nothing — a
-// member never votes a digest it did not compute.
+// are signed with this node's key. One commit per challenge and round: a commit already cast (kept in the
+// challenge's entry) is not cast again; when round 0 escalates, a member of the larger committee commits again in
+// round 1. The {digest, salt} between commit and reveal is a store row written in the commit's batch and deleted in
+// the vote's (or once the challenge is final), so a member restarted between the two still reveals. A run that fails
+// here commits nothing — a member never votes a digest it did not compute.
 import type { ChallengeEntry, ChallengeService } from './challenges.js';
 import { randomBytes } from 'node:crypto';
-import { commitDeadlineOf, commitmentOf, commitSigningText, voteSigningText, type SignedCommit, type VoteRecord } from './challenge-wire.js';
+import {
+  commitDeadlineOf,
+  commitmentOf,
+  commitSigningText,
+  roundOf,
+  voteSigningText,
+  type Round,
+  type SignedCommit,
+  type VoteRecord,
+} from './challenge-wire.js';
 import { isTerminal } from './challenge-lifecycle.js';
-import type { Json } from '../store/db.js';
+import type { Json, Op, Store, Sublevel } from '../store/db.js';
 import { chainRequestDigest, plainJson, solverRequestDigest, solverResultDigest } from '../compute/result-digest.js';
 import type { ChainRequest, ComputeService } from '../compute/service.js';
 import type { SolverExecutor } from '../compute/executor.js';
 
 export interface ReexecutorOptions {
   challenges: ChallengeService;
+  /** Holds the committed, not yet revealed {digest, salt} of this node's commits (sublevel `commit-salts`). */
+  store: Store;
   nodeId: () => string;
   nowSvcond: () => number;
   sign: (text: string) => string;
@@ -25,13 +37,26 @@ export interface ReexecutorOptions {
   onError?: (challengeId: string, err: unknown) => void;
 }
 
+/** A commit of this node not yet revealed: the digest and salt it opens with. */
+interface Unrevealed {
+  challenge_id: string;
+  round: Round;
+  digest: string;
+  salt: string;
+}
+
 export class Reexecutor {
   private readonly inFlight = new Set<string>();
-  /** Committed, not yet revealed: the digest and salt of this node's commit, by challenge id. */
-  private readonly unrevealed = new Map<string, { digest: string; salt: string }>();
+  private readonly salts: Sublevel;
+  /** Committed, not yet revealed, by `challenge_id|round` (the store row's key). */
+  private readonly unrevealed = new Map<string, Unrevealed>();
 
   constructor(private readonly o: ReexecutorOptions) {
+    this.salts = o.store.sub('commit-salts');
     o.challenges.onOpened(async (e) => {
+      await this.consider(e);
+    });
+    o.challenges.onEscalated(async (e) => {
       await this.consider(e);
     });
     o.challenges.onCommit(async (e) => {
@@ -39,43 +64,76 @@ export class Reexecutor {
     });
   }
 
+  /** At start: the commits this node made and has not revealed (a row of a final challenge is deleted). */
+  async load(): Promise<void> {
+    const stale: Op[] = [];
+    for (const { key, value } of await this.o.store.range<Unrevealed>(this.salts)) {
+      const e = await this.o.challenges.find(value.challenge_id);
+      if (!e || isTerminal(e.state)) stale.push({ type: 'del', sub: this.salts, key });
+      else this.unrevealed.set(key, value);
+    }
+    if (stale.length > 0) await this.o.store.commit(stale);
+  }
+
   /**
    * Reveal every vote whose time has come (the commit window passed without every member's commit). On a timer. A
    * vote is revealed after a verdict too: it changes nothing then, and is kept as evidence.
    */
   async revealDue(): Promise<void> {
-    for (const id of [...this.unrevealed.keys()]) {
-      const e = this.o.challenges.get(id) ?? (await this.o.challenges.find(id));
-      if (!e) this.unrevealed.delete(id);
-      else await this.revealIfDue(e);
+    for (const [key, mine] of [...this.unrevealed]) {
+      const e = this.o.challenges.get(mine.challenge_id) ?? (await this.o.challenges.find(mine.challenge_id));
+      if (!e) {
+        this.unrevealed.delete(key);
+        await this.o.store.commit([{ type: 'del', sub: this.salts, key }]);
+      } else await this.revealIfDue(e);
     }
   }
 
-  /** Reveal this node's vote once every member has committed, or once the commit window has passed. */
+  /** Reveal this node's vote of the current round once every member has committed, or once the commit window has passed. */
   private async revealIfDue(e: ChallengeEntry): Promise<void> {
-    const c = e.challenge.challenge;
-    const mine = this.unrevealed.get(c.challenge_id);
-    if (!mine) return;
-    const committed = new Set((e.commits ?? []).map((k) => k.commit.voter));
-    if (!c.committee.every((m) => committed.has(m)) && this.o.nowSvcond() <= commitDeadlineOf(c)) return;
-    this.unrevealed.delete(c.challenge_id);
-    const vote: VoteRecord = { challenge_id: c.challenge_id, voter: this.o.nodeId(), digest: mine.digest, svcond: this.o.nowSvcond(), salt: mine.salt };
-    await this.o.challenges.castVote({ vote, signature: this.o.sign(voteSigningText(vote)) });
+    const view = this.o.challenges.currentRound(e);
+    for (const round of [0, 1] as const) {
+      const key = saltKey(view.challenge_id, round);
+      const mine = this.unrevealed.get(key);
+      if (!mine) continue;
+      // Round 0's vote, when the challenge has escalated here, is past its window: revealed as it stands.
+      if (round === view.round) {
+        const committed = new Set((e.commits ?? []).filter((k) => roundOf(k.commit) === round).map((k) => k.commit.voter));
+        if (!view.committee.every((m) => committed.has(m)) && this.o.nowSvcond() <= commitDeadlineOf(view)) continue;
+      }
+      this.unrevealed.delete(key);
+      const vote: VoteRecord = {
+        challenge_id: view.challenge_id,
+        voter: this.o.nodeId(),
+        digest: mine.digest,
+        svcond: this.o.nowSvcond(),
+        salt: mine.salt,
+        ...(round === 1 ? { round: 1 as const } : {}),
+      };
+      await this.o.challenges.castVote({ vote, signature: this.o.sign(voteSigningText(vote)) }, [{ type: 'del', sub: this.salts, key }]);
+    }
   }
 
   /** Vote on every open challenge whose committee names this node and that has no vote of it yet (at start). */
   async resume(): Promise<void> {
     for (const e of this.o.challenges.all()) await this.consider(e);
+    await this.revealDue();
   }
 
-  /** Re-execute and commit when this node sits on the challenge's committee and has not committed; reveal when due. */
+  /**
+   * Re-execute and commit when this node sits on the committee of the challenge's current round and has not
+   * committed in it; reveal when due.
+   */
   async consider(entry: ChallengeEntry): Promise<SignedCommit | null> {
     const c = entry.challenge.challenge;
+    const view = this.o.challenges.currentRound(entry);
     const me = this.o.nodeId();
-    if (!c.committee.includes(me) || isTerminal(entry.state)) return null;
-    const committed = (entry.commits ?? []).some((k) => k.commit.voter === me) || entry.votes.some((v) => v.vote.voter === me);
-    if (committed || this.inFlight.has(c.challenge_id)) return null;
-    this.inFlight.add(c.challenge_id);
+    if (!view.committee.includes(me) || isTerminal(entry.state)) return null;
+    const inRound = (r: { voter: string; round?: 1 }) => r.voter === me && roundOf(r) === view.round;
+    const committed = (entry.commits ?? []).some((k) => inRound(k.commit)) || entry.votes.some((v) => inRound(v.vote));
+    const key = saltKey(c.challenge_id, view.round);
+    if (committed || this.unrevealed.has(key) || this.inFlight.has(key)) return null;
+    this.inFlight.add(key);
     try {
       let digest: string;
       try {
@@ -88,17 +146,28 @@ export class Reexecutor {
         return null;
       }
       const salt = randomBytes(16).toString('hex');
-      const commit = { challenge_id: c.challenge_id, voter: me, commitment: commitmentOf(digest, salt), svcond: this.o.nowSvcond() };
+      const commit = {
+        challenge_id: c.challenge_id,
+        voter: me,
+        commitment: commitmentOf(digest, salt),
+        svcond: this.o.nowSvcond(),
+        ...(view.round === 1 ? { round: 1 as const } : {}),
+      };
       const signed: SignedCommit = { commit, signature: this.o.sign(commitSigningText(commit)) };
-      this.unrevealed.set(c.challenge_id, { digest, salt });
-      await this.o.challenges.castCommit(signed);
+      const mine: Unrevealed = { challenge_id: c.challenge_id, round: view.round, digest, salt };
+      this.unrevealed.set(key, mine);
+      await this.o.challenges.castCommit(signed, [{ type: 'put', sub: this.salts, key, value: mine as unknown as Json }]);
       const now = this.o.challenges.get(c.challenge_id);
       if (now) await this.revealIfDue(now);
       return signed;
     } finally {
-      this.inFlight.delete(c.challenge_id);
+      this.inFlight.delete(key);
     }
   }
+}
+
+function saltKey(challengeId: string, round: Round): string {
+  return `${challengeId}|${round}`;
 }
 
 /** What a re-execution needs of this node: its own solvers (through its executor) and its own chain evaluation. */

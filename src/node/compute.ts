@@ -17,10 +17,12 @@ import type { TierBook } from '../tally/tiers.js';
 import type { Webhooks } from '../webhooks/service.js';
 import { batchRoutes } from '../http/routes/batch.js';
 import { computeRoutes } from '../http/routes/compute.js';
-import type { Capability, Port } from './capability.js';
+import { Port, type Capability } from './capability.js';
 import { verdictMark, type Foundation } from './foundation.js';
 
 export type Attest = (requestDigest: string, resultDigest: string, svcond: number) => ExecutedBy | null;
+/** Does the bond registry hold a bond (active or released) of this node, so its key is known to the mesh? */
+export type RegisteredNode = (node: string) => boolean;
 export type Offload = SolverPlacement['offload'];
 
 export interface ComputeNeeds {
@@ -34,6 +36,17 @@ export interface ComputeNeeds {
   attest: Port<Attest>;
   /** Placement of solver runs on peers (the consensus wiring binds its offloader, when there is one). */
   offload: Port<Offload>;
+  /** Nodes the bond registry holds (the consensus wiring binds it): known sealers even while silent. */
+  registered: Port<RegisteredNode>;
+}
+
+/** The ports compute reads and the consensus wiring binds (it is wired after compute). */
+export function computePorts(): Pick<ComputeNeeds, 'attest' | 'offload' | 'registered'> {
+  return {
+    attest: new Port<Attest>('compute.attest'),
+    offload: new Port<Offload>('compute.offload'),
+    registered: new Port<RegisteredNode>('compute.registered'),
+  };
 }
 
 export interface ComputePart {
@@ -76,8 +89,9 @@ export function wireCompute(f: Foundation, needs: ComputeNeeds): ComputePart {
     quota: needs.quota,
     receiptKey: f.keys.receipt,
     sealSigner: bytesSigner(f.nodeIdentity.privateKey),
-    // A sealer this node knows: itself, or a peer whose signed tick event (with the mesh's handshake) it has heard.
-    isKnownNode: (node) => node === f.nodeId || mesh.peers().some((p) => p.peerId === node && p.lastTick !== null),
+    // A sealer this node knows: itself, a peer whose signed tick event (with the mesh's handshake) it has heard, or a
+    // node whose bond the registry holds (a bonded node silent for a while, or one whose bond was released).
+    isKnownNode: (node) => node === f.nodeId || mesh.peers().some((p) => p.peerId === node && p.lastTick !== null) || (needs.registered.get()?.(node) ?? false),
     verifySignature: verifyText,
     proveKey: f.keys.prove,
     phi0: config.kernel.phi0,

@@ -56,7 +56,7 @@ export async function wireConsensus(
   f: Foundation,
   meshPart: MeshPart,
   economy: Pick<EconomyPart, 'ledger' | 'envelopeLocks' | 'results' | 'transfers' | 'grants'>,
-  computePart: Pick<ComputePart, 'compute' | 'executor'> & Pick<ComputeNeeds, 'attest' | 'offload'>,
+  computePart: Pick<ComputePart, 'compute' | 'executor'> & Pick<ComputeNeeds, 'attest' | 'offload' | 'registered'>,
 ): Promise<ConsensusPart> {
   const { config, options, store, time, logger } = f;
   const { mesh } = meshPart;
@@ -83,6 +83,7 @@ export async function wireConsensus(
     cooldownTicks: ticksPerDays(config.slashing.cooldownDays),
   });
   await bonds.load();
+  computePart.registered.bind((node) => bonds.registers(node));
   const modes = new ModeService(store, bonds, time.nowSvcond);
   await modes.load();
   const operator = new NodeOperator({ bonds, modes, nodeId: f.nodeId, sign });
@@ -179,6 +180,7 @@ export async function wireConsensus(
   challenges.onVerdict((e) => slashing.onVerdict(e));
   const reexecutor = new Reexecutor({
     challenges,
+    store,
     nodeId,
     nowSvcond: time.nowSvcond,
     sign,
@@ -186,6 +188,7 @@ export async function wireConsensus(
     onError: (challengeId, err) => logger.warn({ challengeId, err: String(err) }, 're-execution failed: no vote cast'),
   });
   await challenges.load();
+  await reexecutor.load();
 
   const tickers: Ticker[] = [
     { name: 'liveness record', run: recordHeard },

@@ -2,9 +2,9 @@
 // listed here, and stops them backwards.
 import type { NodeConfig } from '../config/schema.js';
 import { wireAssistants } from './assistants.js';
-import { Capabilities, Port } from './capability.js';
+import { Capabilities } from './capability.js';
 import { openChain, wireChain } from './chain.js';
-import { wireCompute, type Attest, type Offload } from './compute.js';
+import { computePorts, wireCompute } from './compute.js';
 import { wireConsensus } from './consensus.js';
 import { wireEconomy } from './economy.js';
 import { openFoundation, type NodeOptions } from './foundation.js';
@@ -25,7 +25,7 @@ async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
   const identity = await wireIdentity(foundation, chain, mesh.mesh);
   const economy = await wireEconomy(foundation, chain, identity.identity, mesh.mesh);
   const webhooks = await wireWebhooks(foundation, economy.ledger);
-  const ports = { attest: new Port<Attest>('compute.attest'), offload: new Port<Offload>('compute.offload') };
+  const ports = computePorts();
   const compute = wireCompute(foundation, { ...economy, webhooks, mesh: mesh.mesh, ...ports });
   const push = await wirePush(foundation, webhooks, compute.compute, economy.ledger, mesh.mesh);
   const assistants = await wireAssistants(foundation, { chain, identity: identity.identity, ...economy, ...compute, mesh: mesh.mesh });
@@ -54,12 +54,12 @@ async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
     ...economy,
     ...compute,
     ...push,
+    ...health,
     webhooks,
     consensus,
     mesh: mesh.mesh,
     assistants,
     routes,
-    warnings: health.warnings,
   });
   const capabilities = new Capabilities([...served, http.capability]);
   return { foundation, chain, mesh, identity, economy, webhooks, compute, push, assistants, consensus, health, http, capabilities };

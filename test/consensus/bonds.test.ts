@@ -169,6 +169,10 @@ describe('POST /api/contribute/bond and /release on one node', () => {
     expect(s.body).toMatchObject({ bonded: false, bond: null });
     expect(n.node.bonds.get(bondId)?.release?.release.bond_id).toBe(bondId);
     expectError(await call(n.url, 'POST', '/api/contribute/release', {}, bearer(op.key)), 409, 'SVC_CONFLICT');
+    // The registry still holds the released bond's node: a sealer known to the mesh (verify's sealer_known).
+    expect(n.node.bonds.ofNode(n.node.nodeId)).toBeNull();
+    expect(n.node.bonds.registers(n.node.nodeId)).toBe(true);
+    expect(n.node.bonds.registers('12D3KooWNotARegisteredNode')).toBe(false);
   });
 
   it("token_ids: a token not the caller's is named (400), a repeat or a wrong count is 400, the right ones are bonded", async () => {

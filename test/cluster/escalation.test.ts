@@ -1,0 +1,164 @@
+// A committee with a dead member escalates instead of returning a false challenger's stake (architecture.md §6,
+// docs/protocol.md §15), on six real nodes on 127.0.0.1: A (the executor, and the challenger's home: one node
+// excluded, so five are eligible), and B…F, every operator bonded and contributing. The liar is composed here: L runs
+// a tampered zeta (its digest is neither the executor's nor the claim). The challenge of A's honest result is picked
+// so that round 0's committee of 3 is {L, D, H}; D is stopped before the challenge (still eligible: heard within
+// liveTicks), H is restarted over its data dir between its commit and its reveal (its salt is a store row).
+//   round 0: H's executor digest against L's tampered one, D silent → no quorum → escalates to the 5 eligible;
+//   round 1: H and the two others vote the executor's digest, 3 of 5 → rejected, the stake burned; H's round-0 vote,
+//   revealed after its restart, counts in round 0's tally.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, operatorBond, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { waitFor } from '../mesh/helpers.js';
+import { challengeIdOf, escalationOf, roundOf } from '../../src/consensus/challenge-wire.js';
+import { committeeOf } from '../../src/consensus/committee.js';
+import { defaultRegistry } from '../../src/solvers/registry.js';
+
+const MESH_SECRET = 'escalation-cluster-secret-0123456789';
+const BOND = 2;
+const STAKE = 20;
+const DEADLINE = 10;
+const config = (bootstrap: string[]) => ({
+  solverThreads: 0,
+  sealWorker: false,
+  receiptSecret: 'e5'.repeat(32),
+  contribution: {
+    bondEnvelopes: BOND,
+    committeeSize: 3,
+    settleTicks: 1,
+    deadlineTicks: DEADLINE,
+    liveTicks: 60,
+    challengeStake: STAKE,
+    bondTermDays: 30,
+    offload: 'never',
+  },
+  mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
+});
+const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
+const RANDOM_DIGEST = 'ab'.repeat(32);
+
+/** L's solvers: zeta's outputs carry one extra member, so its result digest is not the honest one. */
+function tamperedRegistry() {
+  const zeta = defaultRegistry().get('zeta')!;
+  const run: typeof zeta.run = (inputs, state) => {
+    const out = zeta.run(inputs, state);
+    return { ...out, outputs: { ...out.outputs, tampered: 1 } };
+  };
+  return defaultRegistry().with([{ ...zeta, run }]);
+}
+
+let a: TestNode;
+let liar: TestNode;
+let others: TestNode[] = [];
+const all = () => [a, liar, ...others];
+
+async function operator(t: TestNode, seed: string): Promise<{ zid: string; key: string }> {
+  const id = await zkIdentity(t.url, seed);
+  for (let i = 0; i < BOND; i++)
+    expect(
+      (await call(t.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(id.key))).status,
+    ).toBe(200);
+  const bond = await call(t.url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...operatorBond(t) });
+  expect(bond.status, bond.text).toBe(201);
+  expect((await call(t.url, 'POST', '/api/contribute/mode', { mode: 'contributing' }, bearer(id.key))).status).toBe(200);
+  expect((await call(t.url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key))).status).toBe(200);
+  return { zid: id.zid, key: id.key };
+}
+
+let opA: { zid: string; key: string };
+
+beforeAll(async () => {
+  a = await startTestNode(config([]), opts);
+  const boot = [a.node.mesh.multiaddrs()[0]!];
+  [liar, ...others] = await Promise.all([
+    startTestNode(config(boot), { ...opts, registry: tamperedRegistry() }),
+    ...[0, 1, 2, 3].map(() => startTestNode(config(boot), opts)),
+  ]);
+  await waitFor(() => all().every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 5), 60_000, 'tick events from every peer');
+  // One node at a time: six nodes' setup at once on two loaded cores drops connections.
+  opA = await operator(a, 'op-a');
+  for (const [i, t] of [liar, ...others].entries()) await operator(t, `op-${i}`);
+  await waitFor(() => all().every((n) => n.node.bonds.active().length === 6), 40_000, 'every bond at every node');
+  await waitFor(() => a.node.mesh.peers().filter((p) => p.mode === 'contributing').length === 5, 40_000, 'contributing peers at A');
+}, 400_000);
+
+afterAll(async () => {
+  await Promise.all(all().map((n) => n?.destroy()));
+});
+
+describe('escalation on six nodes', () => {
+  it("a committee with a dead member escalates instead of returning a false challenger's stake; a member restarted between commit and reveal still counts", async () => {
+    const challenger = await zkIdentity(a.url, 'challenger-escalation');
+    const eligible = [liar, ...others].map((t) => t.node.nodeId).sort();
+    // A published result of A whose round-0 committee holds L (the ranking is a function of the challenge id).
+    let result: { result_id: string; result_digest: string } | null = null;
+    let committee: string[] = [];
+    for (let n = 200; result === null; n++) {
+      const r = await call(a.url, 'POST', '/api/svc/zeta', { n, count: 1 }, bearer(opA.key));
+      expect(r.status, r.text).toBe(200);
+      committee = committeeOf(challengeIdOf(r.body.result_id, challenger.zid), eligible, 3);
+      if (committee.includes(liar.node.nodeId)) result = r.body;
+    }
+    const [deadId, restartedId] = committee.filter((m) => m !== liar.node.nodeId);
+    const dead = others.find((t) => t.node.nodeId === deadId)!;
+    let restarted = others.find((t) => t.node.nodeId === restartedId)!;
+    await dead.stop();
+
+    const burned = a.node.counters.get('burned_total');
+    const opened = await call(
+      a.url,
+      'POST',
+      '/api/tally/consensus/challenges',
+      { result_id: result.result_id, claimed_digest: RANDOM_DIGEST },
+      bearer(challenger.key),
+    );
+    expect(opened.status, opened.text).toBe(201);
+    const id = opened.body.challenge_id as string;
+    expect([...opened.body.committee].sort()).toEqual([...committee].sort());
+    expect(opened.body.eligible).toEqual(eligible);
+
+    // H commits, and is restarted over its data dir before it reveals (D never commits: reveals wait for the window).
+    const heardCommit = (t: TestNode, voter: string, round: 0 | 1) =>
+      (t.node.challenges.get(id)?.commits ?? []).some((k) => k.commit.voter === voter && roundOf(k.commit) === round);
+    await waitFor(() => heardCommit(a, restartedId!, 0), 60_000, "H's commit at the opener");
+    expect((restarted.node.challenges.get(id)?.votes ?? []).some((v) => v.vote.voter === restartedId)).toBe(false);
+    restarted = await restarted.restart();
+    others = others.map((t) => (t.node.nodeId === restartedId ? restarted : t));
+
+    const live = all().filter((t) => t !== dead);
+    const decided = await Promise.all(live.map((t) => waitFor(() => t.node.challenges.get(id)?.verdict ?? null, 60_000, `the verdict at ${t.url}`)));
+    for (const v of decided) expect(v).toMatchObject({ outcome: 'rejected', deciding_digest: result.result_digest, round: 1 });
+
+    const entry = a.node.challenges.get(id)!;
+    const c = entry.challenge.challenge;
+    const round1 = escalationOf(c)!;
+    expect(round1.committee_size).toBe(5);
+    expect([...round1.committee].sort()).toEqual(eligible);
+    const round0Votes = entry.votes.filter((v) => roundOf(v.vote) === 0);
+    // Round 0: H's vote (revealed after its restart, within the window) and L's lie; D silent.
+    const h0 = round0Votes.find((v) => v.vote.voter === restartedId);
+    expect(h0?.vote.digest).toBe(result.result_digest);
+    expect(h0!.vote.svcond).toBeLessThanOrEqual(c.deadline_svcond);
+    expect(round0Votes.find((v) => v.vote.voter === liar.node.nodeId)?.vote.digest).not.toBe(result.result_digest);
+    expect(round0Votes.some((v) => v.vote.voter === deadId)).toBe(false);
+    // Round 1 decided on the executor's digest by at least three members, D among none of them.
+    expect(entry.verdict!.tally[result.result_digest]).toBeGreaterThanOrEqual(3);
+    expect(entry.votes.some((v) => v.vote.voter === deadId)).toBe(false);
+    // The restarted member's salt row is gone once it revealed.
+    expect(await restarted.node.store.range(restarted.node.store.sub('commit-salts'))).toEqual([]);
+
+    // The stake is burned at the challenger's home; the executor's bond is kept.
+    await waitFor(async () => (await call(a.url, 'GET', `/api/tally/consensus/${id}`)).body.stake?.effect === 'burned', 20_000, 'stake burned');
+    expect(a.node.counters.get('burned_total')).toBe(burned + STAKE);
+    expect((await a.node.slashing.slashRecord(id)) ?? null).toBeNull();
+
+    // Every node checks the round-1 document; the same document claiming round 0 is refused.
+    const doc = (await call(a.url, 'GET', `/api/tally/consensus/${id}`)).body.document;
+    expect(doc.verdict.round).toBe(1);
+    const checker = live.find((t) => t !== a)!;
+    const ok = await call(checker.url, 'POST', '/api/protocol/pohc/verify', doc);
+    expect(ok.body).toMatchObject({ valid: true, folded_outcome: 'rejected' });
+    const round0 = await call(checker.url, 'POST', '/api/protocol/pohc/verify', { ...doc, verdict: { ...doc.verdict, round: 0 } });
+    expect(round0.body.valid).toBe(false);
+  }, 300_000);
+});
