@@ -49,18 +49,8 @@ async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
     health.capability,
   ];
   const routes = served.flatMap((c) => c.routes ?? []);
-  const http = await wireHttp(foundation, {
-    ...identity,
-    ...economy,
-    ...compute,
-    ...push,
-    ...health,
-    webhooks,
-    consensus,
-    mesh: mesh.mesh,
-    assistants,
-    routes,
-  });
+  const parts = { ...identity, ...economy, ...compute, ...push, ...health, webhooks, consensus, mesh: mesh.mesh, assistants, routes };
+  const http = await wireHttp(foundation, parts);
   const capabilities = new Capabilities([...served, http.capability]);
   return { foundation, chain, mesh, identity, economy, webhooks, compute, push, assistants, consensus, health, http, capabilities };
 }
