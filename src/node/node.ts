@@ -77,5 +77,3 @@ export class SvcNode extends NodeHandles {
     this.logger.info({ node: this.nodeId }, 'stopped');
   }
 }
-
-export const startNode = (config: NodeConfig, options: NodeOptions = {}): Promise<SvcNode> => new SvcNode(config, options).start();
