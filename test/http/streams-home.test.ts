@@ -97,7 +97,8 @@ describe('stream channels at the owner home', () => {
     });
     expect(relayed).toEqual({ status: 200, body: { from: 'home', path: `/ws/stream?channel=${id}` }, servedBy: homeId });
 
-    // A home whose URL is known but that does not answer: 503, as for the HTTP routes.
+    // A home whose URL is known but that does not answer: the upgrade is accepted and closed at once with 1013 and
+    // the part-7 code (a browser sees a close frame and its reason, not an HTTP status).
     const goneKey = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
     const goneId = peerIdFromPrivateKey(goneKey as never).toString();
     const closed = createServer();
@@ -105,17 +106,13 @@ describe('stream channels at the owner home', () => {
     const goneUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
     await new Promise<void>((r) => closed.close(() => r()));
     await gossip('tick', { url: goneUrl, kernelVersion: '1.287.6', sealedCount: 0, chainHeadsDigest: '0'.repeat(64) }, { key: goneKey, id: goneId });
-    const unreachable = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+    const unreachable = await new Promise<{ code: number; reason: string }>((resolve) => {
       const ws = new WebSocket(`${t.url.replace(/^http/, 'ws')}/ws/stream?channel=str_${goneId}_${'cd'.repeat(12)}`);
-      ws.on('unexpected-response', (_req, res) => {
-        let text = '';
-        res.on('data', (d: Buffer) => (text += d.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
-      });
-      ws.on('open', () => reject(new Error('opened')));
+      ws.on('close', (code, reason) => resolve({ code, reason: String(reason) }));
+      ws.on('error', () => undefined);
     });
-    expect(unreachable.status).toBe(503);
-    expect(unreachable.body.error).toMatchObject({ code: 'SVC_HOME_UNREACHABLE', home: goneId });
+    expect(unreachable.code).toBe(1013);
+    expect(unreachable.reason).toMatch(/^SVC_HOME_UNREACHABLE: .*retry after \d+ s$/);
   });
 
   it('a channel made here is named after this node and served here', async () => {

@@ -108,9 +108,10 @@ describe('mesh validation on both entrances', () => {
 
   beforeAll(async () => {
     victim = await startNode({ clock: systemClock });
-    attacker = await startNode({ clock: systemClock, bootstrap: victim.mesh.multiaddrs() });
-    // The watcher is connected to the victim only: whatever reaches it was accepted and forwarded by the victim.
-    watcher = await startNode({ clock: systemClock, bootstrap: victim.mesh.multiaddrs() });
+    // The watcher is connected to the victim only: whatever reaches it was accepted and forwarded by the victim. (No
+    // peer exchange, so neither the attacker nor the watcher learns of the other from the victim and dials it.)
+    attacker = await startNode({ clock: systemClock, bootstrap: victim.mesh.multiaddrs(), extra: { peerExchange: false } });
+    watcher = await startNode({ clock: systemClock, bootstrap: victim.mesh.multiaddrs(), extra: { peerExchange: false } });
     attackerKey = (await loadOrCreateNodeKey(attacker.dataDir)).privateKey;
     otherKey = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
     await waitFor(() => (victim.mesh.p2p?.topicPeers(TOPICS.events).length ?? 0) >= 2, 8_000, 'victim sees both subscribers');
