@@ -58,17 +58,19 @@ function passedHeaders(given: Record<string, string>): Record<string, string> {
   return headers;
 }
 
+/** A part-7 refusal as the answer (or head) of a request that came over libp2p: the same shape on both protocols. */
+function refusalAnswer(traceId: string, status: number, code: ErrorCode, message: string): PeerHttpAnswer & PeerStreamHead {
+  return {
+    v: 1,
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'x-trace-id': traceId },
+    body: JSON.stringify(errorBody(traceId, status, code, message)),
+  };
+}
+
 export function peerEntrance(deps: PeerEntranceDeps): (stream: Stream, remotePeer: string) => Promise<void> {
   const traceId = traceIdSource();
-  const refusal = (status: number, code: ErrorCode, message: string): PeerHttpAnswer => {
-    const id = traceId();
-    return {
-      v: 1,
-      status,
-      headers: { 'content-type': 'application/json; charset=utf-8', 'x-trace-id': id },
-      body: JSON.stringify(errorBody(id, status, code, message)),
-    };
-  };
+  const refusal = (status: number, code: ErrorCode, message: string): PeerHttpAnswer => refusalAnswer(traceId(), status, code, message);
 
   const answerTo = async (raw: unknown, remotePeer: string): Promise<PeerHttpAnswer> => {
     const secret = deps.meshSecret;
@@ -156,15 +158,7 @@ function closeCodeOf(code: number): number {
  */
 export function peerStreamEntrance(deps: PeerStreamEntranceDeps): (stream: Stream, remotePeer: string) => Promise<void> {
   const traceId = traceIdSource();
-  const refusalHead = (status: number, code: ErrorCode, message: string): PeerStreamHead => {
-    const id = traceId();
-    return {
-      v: 1,
-      status,
-      headers: { 'content-type': 'application/json; charset=utf-8', 'x-trace-id': id },
-      body: JSON.stringify(errorBody(id, status, code, message)),
-    };
-  };
+  const refusalHead = (status: number, code: ErrorCode, message: string): PeerStreamHead => refusalAnswer(traceId(), status, code, message);
 
   return async (stream, remotePeer) => {
     const out = new FrameQueue();
