@@ -31,8 +31,8 @@ import { peerEntrance, peerStreamEntrance } from '../http/peer-entrance.js';
 import { signEvent } from '../mesh/wire.js';
 import type { SolverExecutor } from '../compute/executor.js';
 import type { Sealer } from '../compute/sealer.js';
-import type { Transfers } from '../tally/transfers.js';
-import type { RemoteCharges } from '../tally/remote-charges.js';
+import type { TransferDelivery } from '../tally/transfer-delivery.js';
+import type { SettlementLoop } from '../tally/remote-charge-delivery.js';
 import type { Webhooks } from '../webhooks/service.js';
 import { TICK_SECONDS_EXACT } from '../kernel/clock.js';
 import { BACKLOG_COUNT_MAX, peerHealth, type MachineWatch, type PeerView } from '../http/machine-stats.js';
@@ -53,8 +53,8 @@ export interface HttpParts {
   /** What the machine's health reads: queues and backlogs, the node's own bond and mode. */
   executor: SolverExecutor;
   sealer: Sealer;
-  transfers: Transfers;
-  remoteCharges: RemoteCharges;
+  transferDelivery: TransferDelivery;
+  chargeSettlement: SettlementLoop;
   webhooks: Webhooks;
   consensus: Pick<ConsensusPart, 'bonds' | 'operator' | 'challenges'>;
   /** Every other capability's route groups, in the node's list order (node/node.ts). */
@@ -186,18 +186,15 @@ function machineWatch(f: Foundation, p: HttpParts): MachineWatch {
   const { mesh } = p;
   return {
     queues: async () => {
-      const [webhooks, transfers, settlements] = await Promise.all([
-        p.webhooks.outbox.backlog(BACKLOG_COUNT_MAX),
-        p.transfers.backlog(BACKLOG_COUNT_MAX),
-        p.remoteCharges.backlog(BACKLOG_COUNT_MAX),
-      ]);
+      const webhooks = await p.webhooks.outbox.backlog(BACKLOG_COUNT_MAX);
       return {
         solver_waiting: p.executor.queueDepth?.() ?? 0,
         sealing: p.sealer.inFlight(),
         store_commits: f.store.progress.commits - f.store.progress.settled,
         webhooks,
-        transfers,
-        settlements,
+        // The delivery loops hold their outboxes in memory: read there, not counted again in the store.
+        transfers: p.transferDelivery.queued,
+        settlements: p.chargeSettlement.queued,
         consensus_deliveries: p.consensus.challenges.deliveryStats().queued ?? 0,
       };
     },

@@ -196,11 +196,6 @@ export class RemoteCharges {
     return this.d.store.getMany<RemoteChargeRecord>(this.records, ids);
   }
 
-  /** Charges in the outbox (not yet settled by their home), counted up to `max`. */
-  backlog(max: number): Promise<number> {
-    return this.d.store.count(this.outbox, max);
-  }
-
   /** Pending charges (the outbox): what the loop resumes at start. */
   async pending(): Promise<RemoteChargeRecord[]> {
     const ids = await this.d.store.range<string>(this.outbox);

@@ -120,11 +120,6 @@ export class Transfers {
     return this.d.store.get<TransferRecord>(this.records, id);
   }
 
-  /** Transfers in the outbox (not yet delivered), counted up to `max`. */
-  backlog(max: number): Promise<number> {
-    return this.d.store.count(this.outbox, max);
-  }
-
   /** Pending cross-node transfers (the outbox), oldest id order: what the delivery loop resumes at start. */
   async pending(): Promise<TransferRecord[]> {
     const ids = await this.d.store.range<string>(this.outbox);
