@@ -120,7 +120,7 @@ describe('a bond across the mesh', () => {
   it("a node that joins after the bond learns it from the bond node's re-announcement", async () => {
     const d = await startTestNode(config([a.node.mesh.multiaddrs()[0]!]), opts);
     try {
-      expect(d.node.bonds.get(bondId)).toBeNull();
+      // D starts from an empty data dir, so whatever it holds it heard; the re-announcement can beat this line.
       const got = await waitFor(() => d.node.bonds.get(bondId), 30_000, 'the bond at the late joiner');
       expect(got.bond?.bond.node).toBe(a.node.nodeId);
       expect(d.node.bonds.ofZid(id.zid)?.bond.bond_id).toBe(bondId);
