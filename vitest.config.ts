@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 // Files that start node processes or a mesh, or assert on time limits: they run one at a time, after the rest, so
-// no other test file competes with them for the (two) cores. Everything else runs on every core.
+// no other test file competes with them for the (two) cores. Everything else runs on every core. One at a time, they
+// share one module graph (isolate: false): each file stops the nodes it starts, and test/setup.ts gives each file a
+// fresh fetch pool.
 const alone = [
   'test/cluster/**/*.test.ts',
   'test/cli/**/*.test.ts',
@@ -54,7 +56,7 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: 'alone', include: alone, maxWorkers: 1, sequence: { groupOrder: 2 } },
+        test: { name: 'alone', include: alone, isolate: false, maxWorkers: 1, sequence: { groupOrder: 2 } },
       },
     ],
   },
