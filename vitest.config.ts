@@ -15,6 +15,7 @@ const alone = [
   'test/http/economy.test.ts',
   'test/docs/receipt-secret.test.ts',
   'test/docs/operating-nginx.test.ts',
+  'test/docs/readme-blocks.test.ts',
   'test/http/dashboard.test.ts',
   'test/webhooks/crash.test.ts',
 ];

@@ -267,6 +267,8 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
     }
     spin.succeed(`${o.nodes} node${o.nodes === 1 ? '' : 's'} running: ${members.map((m) => m.current?.url).join(' ')} (Ctrl-C stops them)`);
   } catch (err) {
+    // Ctrl-C while the nodes start stops the ones being started: that is the stop asked for (exit 0), not a failure.
+    if (stopping) return;
     spin.fail(`cluster start failed`);
     process.stderr.write(`svc-node cluster: ${(err as Error).message}\n`);
     await stopAll(1);
