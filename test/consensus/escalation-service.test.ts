@@ -26,11 +26,10 @@ import {
   type SignedVote,
   type VerdictDocument,
 } from '../../src/consensus/challenge-wire.js';
-import { committeeOf } from '../../src/consensus/committee.js';
 import type { BondService } from '../../src/consensus/bonds.js';
 import { signExecution } from '../../src/consensus/executed-by.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
-import { TEST_POLICY, key, type Key } from './helpers.js';
+import { TEST_POLICY, drawEvent, drawnCommittee, key, type Key } from './helpers.js';
 
 const CLAIM = 'c'.repeat(64);
 const EXEC = 'e'.repeat(64);
@@ -94,6 +93,7 @@ async function startNode(k: Key, digest: string | null, dir?: string): Promise<R
     sign: (t) => signText(k.priv, t),
     verify: verifyText,
     lookup: async () => null,
+    tickEvents: () => [drawEvent(keys[2]!, now + 1)],
     candidates: () =>
       keys.map((c, i) => ({
         node: c.id,
@@ -165,7 +165,8 @@ function signedChallenge(): SignedChallenge {
     committee_size: 3,
     quorum: 2,
     eligible,
-    committee: committeeOf(id, eligible, 3),
+    committee: drawnCommittee('res_escalation_service', drawEvent(keys[2]!, now + 1), eligible, 3),
+    draw: drawEvent(keys[2]!, now + 1),
   };
   return { challenge: c, signature: signText(keys[1]!.priv, challengeSigningText(c)) };
 }

@@ -21,11 +21,10 @@ import {
   type VerdictDocument,
 } from '../../src/consensus/challenge-wire.js';
 import { move } from '../../src/consensus/challenge-lifecycle.js';
-import { committeeOf } from '../../src/consensus/committee.js';
 import { quorumOf } from '../../src/consensus/policy.js';
 import { signExecution } from '../../src/consensus/executed-by.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
-import { key, type Key } from './helpers.js';
+import { drawEvent, drawnCommittee, key, type Key } from './helpers.js';
 
 const CLAIM = 'c'.repeat(64);
 const EXEC = 'e'.repeat(64);
@@ -65,7 +64,8 @@ beforeAll(async () => {
     committee_size: K,
     quorum: quorumOf(K),
     eligible,
-    committee: committeeOf(id, eligible, K),
+    committee: drawnCommittee('res_escalation', drawEvent(byId.get(eligible[0]!)!, T + 1), eligible, K),
+    draw: drawEvent(byId.get(eligible[0]!)!, T + 1),
   };
 });
 
