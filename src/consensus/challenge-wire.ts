@@ -377,6 +377,12 @@ export function revealedVotes(
     if (!set) byVoter.set(k.commit.voter, (set = new Set()));
     set.add(k.commit.commitment);
   }
+  // A round-1 commit with another voter's round-0 commitment is a copy of a round-0 reveal: it opens nothing.
+  if (round === 1) {
+    const round0 = new Map<string, string>();
+    for (const k of commits) if (k.commit.challenge_id === c.challenge_id && roundOf(k.commit) === 0) round0.set(k.commit.commitment, k.commit.voter);
+    for (const [voter, set] of byVoter) for (const commitment of set) if ((round0.get(commitment) ?? voter) !== voter) set.delete(commitment);
+  }
   const out: SignedVote[] = [];
   let uncommitted = 0;
   for (const v of votes) {
@@ -411,6 +417,16 @@ export function foldOf(
   return { ...fold, equivocators, uncommittedVotes: revealed.uncommitted };
 }
 
+/** Has every member of the round committed (one commitment each) by the round's commit deadline? */
+export function everyMemberCommitted(view: ChallengeRecord & { round?: Round }, commits: readonly SignedCommit[]): boolean {
+  const round = view.round ?? 0;
+  const last = commitDeadlineOf(view);
+  const committed = new Set(
+    commits.filter((k) => k.commit.challenge_id === view.challenge_id && roundOf(k.commit) === round && k.commit.svcond <= last).map((k) => k.commit.voter),
+  );
+  return view.committee.every((m) => committed.has(m));
+}
+
 /** A challenge's fold: the round it rests on, and whether round 0 ended without a quorum and escalated. */
 export type ChallengeFold = Fold & { uncommittedVotes: number; round: Round; escalated: boolean };
 
@@ -420,8 +436,12 @@ export type ChallengeFold = Fold & { uncommittedVotes: number; round: Round; esc
  * own deadline has passed (`passedRounds` = 2).
  */
 export function foldChallenge(c: ChallengeRecord, votes: readonly SignedVote[], commits: readonly SignedCommit[], passedRounds: 0 | 1 | 2): ChallengeFold {
-  const first = foldOf(c, votes, passedRounds >= 1, commits);
-  const escalated = first.outcome === 'no_quorum' ? escalationOf(c) : null;
+  // Where round 0 can escalate, its reveals count only once every member committed in its window: a round short of
+  // a commit escalates with no reveal of it counted (nor made, reexecutor.ts), so round 1 commits before any round-0
+  // digest is out.
+  const canEscalate = escalationOf(c) !== null;
+  const first = foldOf(c, canEscalate && !everyMemberCommitted({ ...c, round: 0 }, commits) ? [] : votes, passedRounds >= 1, commits);
+  const escalated = first.outcome === 'no_quorum' && canEscalate ? escalationOf(c) : null;
   if (!escalated) return { ...first, round: 0, escalated: false };
   return { ...foldOf(escalated, votes, passedRounds >= 2, commits), round: 1, escalated: true };
 }

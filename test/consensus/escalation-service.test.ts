@@ -195,15 +195,10 @@ describe('escalation through the services', () => {
     const h2 = await startNode(h.key, EXEC, h.dir);
     expect(await h2.store.range(h2.store.sub('commit-salts'))).toHaveLength(1);
 
+    // Round 0 is short of D's commit and can escalate: nobody reveals in it, whatever the window.
     await tick(commitDeadlineOf(c) + 1);
-    const votes0 = opener.svc.get(id)!.votes.filter((v) => roundOf(v.vote) === 0);
-    expect(new Map(votes0.map((v) => [v.vote.voter, v.vote.digest]))).toEqual(
-      new Map([
-        [liarId, LIE],
-        [restartedId, EXEC],
-      ]),
-    );
-    expect(await h2.store.range(h2.store.sub('commit-salts'))).toEqual([]);
+    expect(opener.svc.get(id)!.votes).toEqual([]);
+    expect(await h2.store.range(h2.store.sub('commit-salts'))).toHaveLength(1);
 
     // Round 0's deadline + grace: every node escalates; round 1 is all five, D still silent.
     await tick(c.deadline_svcond + 3);
@@ -216,5 +211,20 @@ describe('escalation through the services', () => {
     }
     const e = opener.svc.get(id)!;
     expect(e.verdict!.tally).toEqual({ [EXEC]: 3, [LIE]: 1 });
+    // Every round-1 commit was signed before any round-0 digest was revealed: round 0's votes (H's after its
+    // restart, from its salt row) come only once round 1's commit window has passed, as evidence.
+    await tick(commitDeadlineOf(r1) + 2);
+    const all = opener.svc.get(id)!;
+    const votes0 = all.votes.filter((v) => roundOf(v.vote) === 0);
+    expect(new Map(votes0.map((v) => [v.vote.voter, v.vote.digest]))).toEqual(
+      new Map([
+        [liarId, LIE],
+        [restartedId, EXEC],
+      ]),
+    );
+    const firstReveal0 = Math.min(...votes0.map((v) => v.vote.svcond));
+    expect(firstReveal0).toBeGreaterThan(commitDeadlineOf(r1));
+    for (const k of (all.commits ?? []).filter((k) => roundOf(k.commit) === 1)) expect(k.commit.svcond).toBeLessThan(firstReveal0);
+    expect(await h2.store.range(h2.store.sub('commit-salts'))).toEqual([]);
   });
 });
