@@ -21,7 +21,7 @@ import { MAX_TICK_INTERVAL } from '../mesh/tick-interval.js';
 import type { MeshEvent } from '../mesh/wire.js';
 import { KeyedLock } from '../util/keyed-lock.js';
 import type { BondService } from './bonds.js';
-import { liveReach } from './liveness.js';
+import { inSenderIntervals, liveReach } from './liveness.js';
 import { committeeOf, eligibleNodes, heardContributing, type Candidate, type EligibilityRule } from './committee.js';
 import { quorumOf, type ContributionPolicy } from './policy.js';
 import type { SendFn } from './outbox.js';
@@ -381,7 +381,7 @@ export class ChallengeService {
           { eligible: eligible.length, committee_size: p.committeeSize, live_ticks: p.liveTicks },
         );
       // T and the eligible set are fixed before the draw event exists: nobody who knows them can pick the seed.
-      const draw = await this.awaitDraw(eligible, now);
+      const draw = await this.awaitDraw(eligible, now, this.drawPatience(eligible));
       const committee = committeeOf(drawSeedOf({ result_id: resultId, draw }), eligible, p.committeeSize);
       const challenge: ChallengeRecord = {
         challenge_id: id,
@@ -423,25 +423,30 @@ export class ChallengeService {
   /**
    * The draw event of a challenge at tick `T` over `eligible`: the first tick event a node of the set signs after T
    * (drawEventOf over the latest heard from each), looked for until one comes; 409 SVC_NO_COMMITTEE when none has
-   * come within liveTicks (every node of the set was heard within them before T).
+   * come within `patience` ticks (every node of the set was heard within as many before T).
    */
-  private async awaitDraw(eligible: readonly string[], T: number): Promise<DrawEvent> {
+  private async awaitDraw(eligible: readonly string[], T: number, patience: number): Promise<DrawEvent> {
     for (;;) {
       const draw = drawEventOf(this.o.tickEvents(), eligible, T);
       if (draw) return draw;
-      if (this.o.nowSvcond() > T + this.o.policy.liveTicks)
-        throw new ServiceError(
-          409,
-          'SVC_NO_COMMITTEE',
-          `no node of the eligible set ticked in the ${this.o.policy.liveTicks} ticks after the challenge's tick`,
-          {
-            eligible: eligible.length,
-            committee_size: this.o.policy.committeeSize,
-            live_ticks: this.o.policy.liveTicks,
-          },
-        );
+      if (this.o.nowSvcond() > T + patience)
+        throw new ServiceError(409, 'SVC_NO_COMMITTEE', `no node of the eligible set ticked in the ${patience} ticks after the challenge's tick`, {
+          eligible: eligible.length,
+          committee_size: this.o.policy.committeeSize,
+          live_ticks: this.o.policy.liveTicks,
+        });
       await new Promise((r) => setTimeout(r, this.o.drawPollMs ?? 50));
     }
+  }
+
+  /** How long the intake waits for a draw event: liveTicks read in the longest interval a node of the set ticks at. */
+  private drawPatience(eligible: readonly string[]): number {
+    const set = new Set(eligible);
+    const p = this.o.policy;
+    let ticks = p.liveTicks;
+    for (const c of this.o.candidates())
+      if (set.has(c.node)) ticks = Math.max(ticks, inSenderIntervals(p.liveTicks, c.heard[c.heard.length - 1]?.every, this.o.baseEvery ?? 4));
+    return ticks;
   }
 
   /**
