@@ -5,8 +5,13 @@
 // Votes are committed, then revealed: a member first signs commitment = SHA-256(digest|salt) and reveals {digest,
 // salt} only once every member's commit is heard or the commit window has passed; a vote counts only if it opens a
 // commit its voter signed within the window, so a member cannot copy a digest revealed before it committed.
-// The challenge id is derived (chl_ + SHA-256(result_id|challenger)), not drawn: the opener cannot grind ids to
-// pick a committee (the ranking hashes the id), and a second challenge of a result by one identity has the same id.
+// The challenge id is derived (chl_ + SHA-256(result_id|challenger)), so a second challenge of a result by one
+// identity has the same id. The committee is not ranked by the id (a challenger can mint identities and grind ids):
+// it is ranked by a seed drawn after the challenge's tick T from material neither the challenger nor the executor
+// signs — the draw event, the first tick event signed after T by a node of the eligible set (ties: the lowest peer
+// id), carried in the record: seed = SHA-256(result_id|its signature) (drawSeedOf). The opener holds the stake and
+// fixes T and the eligible set before the draw event exists; every node checks the event's signature, signer and
+// tick from the record alone, and from its own record of tick events that none came earlier (challenges.ts).
 // A challenge is voted in rounds: round 0 by the signed committee of k; when it ends without a quorum it escalates
 // once to round 1, a committee of 2k + 1 drawn by the same ranking over the same signed eligible set (escalationOf:
 // every node derives it, nothing new is signed), with its own window; round 1's fold is final. Commits and votes
@@ -50,6 +55,17 @@ export interface ChallengeRecord {
   /** Eligible nodes at the challenge's tick (sorted) and the committee drawn from them. */
   eligible: string[];
   committee: string[];
+  /** The draw event: the seed's material (drawSeedOf). */
+  draw: DrawEvent;
+}
+
+/** A signed tick event (docs/protocol.md §7) of a node of the eligible set: the material of the committee's seed. */
+export interface DrawEvent {
+  type: 'tick';
+  sender: string;
+  svcond: number;
+  body: Json;
+  signature: string;
 }
 
 export interface SignedChallenge {
@@ -152,7 +168,7 @@ export function escalationOf(c: ChallengeRecord): RoundView | null {
     round: 1,
     committee_size: size,
     quorum: quorumOf(size),
-    committee: committeeOf(c.challenge_id, c.eligible, size),
+    committee: committeeOf(drawSeedOf(c), c.eligible, size),
     svcond: c.deadline_svcond,
     deadline_svcond: c.deadline_svcond + 2 * span,
   };
@@ -184,9 +200,37 @@ export function commitmentOf(digest: string, salt: string): string {
   return sha256Hex(`${digest}|${salt}`);
 }
 
-/** The last tick at which a member's commit counts: half the way from the challenge's tick to its deadline (at least 1 tick). */
-export function commitDeadlineOf(c: Pick<ChallengeRecord, 'svcond' | 'deadline_svcond'>): number {
-  return c.svcond + Math.max(1, Math.floor((c.deadline_svcond - c.svcond) / 2));
+/**
+ * The last tick at which a member's commit counts: half the way from the round's start — the draw event's tick in
+ * round 0 (the committee is known from then), the round's own tick in round 1 — to its deadline (at least 1 tick).
+ */
+export function commitDeadlineOf(c: Pick<ChallengeRecord, 'svcond' | 'deadline_svcond'> & { draw?: Pick<DrawEvent, 'svcond'> }): number {
+  const start = Math.max(c.svcond, c.draw?.svcond ?? c.svcond);
+  return start + Math.max(1, Math.floor((c.deadline_svcond - start) / 2));
+}
+
+/** The seed the committee is ranked by: hex SHA-256 of `result_id|` and the draw event's signature. */
+export function drawSeedOf(c: Pick<ChallengeRecord, 'result_id' | 'draw'>): string {
+  return sha256Hex(`${c.result_id}|${c.draw.signature}`);
+}
+
+/** The text a draw event's sender signed (docs/protocol.md §7). */
+export function drawSigningText(d: DrawEvent): string {
+  return canonicalJson({ type: d.type, sender: d.sender, svcond: d.svcond, body: d.body });
+}
+
+/**
+ * The draw event among `events` (signed tick events, signatures checked by the caller) for a challenge at tick `T`
+ * over `eligible`: the earliest one signed after T by a node of the set, ties to the lowest peer id; null when none.
+ */
+export function drawEventOf(events: readonly DrawEvent[], eligible: readonly string[], T: number): DrawEvent | null {
+  const set = new Set(eligible);
+  let best: DrawEvent | null = null;
+  for (const e of events) {
+    if (e.type !== 'tick' || !set.has(e.sender) || e.svcond <= T) continue;
+    if (!best || e.svcond < best.svcond || (e.svcond === best.svcond && e.sender < best.sender)) best = e;
+  }
+  return best;
 }
 
 // ---------------------------------------------------------------- wire schemas
@@ -216,6 +260,15 @@ export const signedChallengeSchema = z
         quorum: z.number().int().min(1).max(99),
         eligible: z.array(PEER).max(512),
         committee: z.array(PEER).max(99),
+        draw: z
+          .object({
+            type: z.literal('tick'),
+            sender: PEER,
+            svcond: TICK,
+            body: z.record(z.string(), z.unknown()) as unknown as z.ZodType<Json>,
+            signature: SIG,
+          })
+          .strict(),
       })
       .strict(),
     signature: SIG,
@@ -279,8 +332,11 @@ export function challengeFault(sc: SignedChallenge, verify: VerifyFn): string | 
   if (c.eligible.includes(c.executed_by.node) || c.eligible.includes(c.challenger_home)) return "the executor and the challenger's home cannot be eligible";
   const sorted = [...new Set(c.eligible)].sort();
   if (canonicalJson(sorted) !== canonicalJson(c.eligible)) return 'the eligible set must be sorted, each node once';
-  if (canonicalJson(committeeOf(c.challenge_id, c.eligible, c.committee_size)) !== canonicalJson(c.committee))
-    return 'the committee is not the top of the eligible set ranked by SHA-256(challenge_id|peer id)';
+  if (!c.eligible.includes(c.draw.sender)) return 'the draw event is not from a node of the eligible set';
+  if (c.draw.svcond <= c.svcond || c.draw.svcond >= c.deadline_svcond) return "the draw event is not signed after the challenge's tick and before its deadline";
+  if (!verify(c.draw.sender, drawSigningText(c.draw), c.draw.signature)) return 'the draw event is not signed by its sender';
+  if (canonicalJson(committeeOf(drawSeedOf(c), c.eligible, c.committee_size)) !== canonicalJson(c.committee))
+    return 'the committee is not the top of the eligible set ranked by SHA-256(seed|peer id), seed = SHA-256(result_id|draw signature)';
   if (c.claimed_digest === c.executor_digest) return "the claim equals the executor's digest";
   if (!verifyExecution(verify, c.executed_by, c.executor_digest)) return "executed_by is not the executor's signature over its digest";
   if (c.deadline_svcond < c.svcond) return 'the deadline is before the challenge';
@@ -321,6 +377,12 @@ export function revealedVotes(
     if (!set) byVoter.set(k.commit.voter, (set = new Set()));
     set.add(k.commit.commitment);
   }
+  // A round-1 commit with another voter's round-0 commitment is a copy of a round-0 reveal: it opens nothing.
+  if (round === 1) {
+    const round0 = new Map<string, string>();
+    for (const k of commits) if (k.commit.challenge_id === c.challenge_id && roundOf(k.commit) === 0) round0.set(k.commit.commitment, k.commit.voter);
+    for (const [voter, set] of byVoter) for (const commitment of set) if ((round0.get(commitment) ?? voter) !== voter) set.delete(commitment);
+  }
   const out: SignedVote[] = [];
   let uncommitted = 0;
   for (const v of votes) {
@@ -355,6 +417,16 @@ export function foldOf(
   return { ...fold, equivocators, uncommittedVotes: revealed.uncommitted };
 }
 
+/** Has every member of the round committed (one commitment each) by the round's commit deadline? */
+export function everyMemberCommitted(view: ChallengeRecord & { round?: Round }, commits: readonly SignedCommit[]): boolean {
+  const round = view.round ?? 0;
+  const last = commitDeadlineOf(view);
+  const committed = new Set(
+    commits.filter((k) => k.commit.challenge_id === view.challenge_id && roundOf(k.commit) === round && k.commit.svcond <= last).map((k) => k.commit.voter),
+  );
+  return view.committee.every((m) => committed.has(m));
+}
+
 /** A challenge's fold: the round it rests on, and whether round 0 ended without a quorum and escalated. */
 export type ChallengeFold = Fold & { uncommittedVotes: number; round: Round; escalated: boolean };
 
@@ -364,8 +436,12 @@ export type ChallengeFold = Fold & { uncommittedVotes: number; round: Round; esc
  * own deadline has passed (`passedRounds` = 2).
  */
 export function foldChallenge(c: ChallengeRecord, votes: readonly SignedVote[], commits: readonly SignedCommit[], passedRounds: 0 | 1 | 2): ChallengeFold {
-  const first = foldOf(c, votes, passedRounds >= 1, commits);
-  const escalated = first.outcome === 'no_quorum' ? escalationOf(c) : null;
+  // Where round 0 can escalate, its reveals count only once every member committed in its window: a round short of
+  // a commit escalates with no reveal of it counted (nor made, reexecutor.ts), so round 1 commits before any round-0
+  // digest is out.
+  const canEscalate = escalationOf(c) !== null;
+  const first = foldOf(c, canEscalate && !everyMemberCommitted({ ...c, round: 0 }, commits) ? [] : votes, passedRounds >= 1, commits);
+  const escalated = first.outcome === 'no_quorum' && canEscalate ? escalationOf(c) : null;
   if (!escalated) return { ...first, round: 0, escalated: false };
   return { ...foldOf(escalated, votes, passedRounds >= 2, commits), round: 1, escalated: true };
 }

@@ -21,7 +21,7 @@ import { MAX_TICK_INTERVAL } from '../mesh/tick-interval.js';
 import type { MeshEvent } from '../mesh/wire.js';
 import { KeyedLock } from '../util/keyed-lock.js';
 import type { BondService } from './bonds.js';
-import { liveReach } from './liveness.js';
+import { inSenderIntervals, liveReach } from './liveness.js';
 import { committeeOf, eligibleNodes, heardContributing, type Candidate, type EligibilityRule } from './committee.js';
 import { quorumOf, type ContributionPolicy } from './policy.js';
 import type { SendFn } from './outbox.js';
@@ -50,6 +50,9 @@ import {
   type SignedCommit,
   challengeIdOf,
   challengeSigningText,
+  drawEventOf,
+  drawSeedOf,
+  type DrawEvent,
   signedChallengeSchema,
   signedVoteSchema,
   verdictDocumentSchema,
@@ -134,6 +137,10 @@ export interface ChallengeServiceOptions {
   livenessCovers?: (from: number, every?: number) => boolean;
   /** The mesh's base tick interval (mesh.tickEvery, default 4): liveTicks is read in each sender's intervals against it. */
   baseEvery?: number;
+  /** The latest signed tick event heard from each node: where the intake takes its draw event (drawEventOf). */
+  tickEvents: () => readonly DrawEvent[];
+  /** Milliseconds between looks for the draw event at intake. Default 50. */
+  drawPollMs?: number;
   /** Does exec's `executed_by` signature hold for this result (digest, request, tick)? */
   verifyExecution?: (r: { executed_by: ExecutedBy; result_digest: string }) => boolean;
   /** The stake taken at intake: ops (in the challenge's batch) and their undo; 402 thrown when it cannot be paid. */
@@ -364,16 +371,18 @@ export class ChallengeService {
         settleTicks: p.settleTicks,
         live: { from: now - p.liveTicks, to: now, ...this.liveReading() },
       });
-      const committee = committeeOf(id, eligible, p.committeeSize);
       const quorum = quorumOf(p.committeeSize);
       // A smaller committee would let fewer members decide than the policy promises: never formed.
-      if (committee.length < p.committeeSize)
+      if (eligible.length < p.committeeSize)
         throw new ServiceError(
           409,
           'SVC_NO_COMMITTEE',
           `${eligible.length} node(s) are bonded, settled and heard contributing in the last ${p.liveTicks} ticks; a committee needs ${p.committeeSize}`,
           { eligible: eligible.length, committee_size: p.committeeSize, live_ticks: p.liveTicks },
         );
+      // T and the eligible set are fixed before the draw event exists: nobody who knows them can pick the seed.
+      const draw = await this.awaitDraw(eligible, now, this.drawPatience(eligible));
+      const committee = committeeOf(drawSeedOf({ result_id: resultId, draw }), eligible, p.committeeSize);
       const challenge: ChallengeRecord = {
         challenge_id: id,
         result_id: resultId,
@@ -385,11 +394,12 @@ export class ChallengeService {
         request: r.request,
         stamp_svcond: r.stamp_svcond,
         svcond: now,
-        deadline_svcond: now + p.deadlineTicks,
+        deadline_svcond: draw.svcond + p.deadlineTicks,
         committee_size: p.committeeSize,
         quorum,
         eligible,
         committee,
+        draw,
       };
       const signed: SignedChallenge = { challenge, signature: this.o.sign(challengeSigningText(challenge)) };
       const stake = await this.o.holdStake(zid, p.challengeStake);
@@ -408,6 +418,35 @@ export class ChallengeService {
     } finally {
       this.pending.delete(id);
     }
+  }
+
+  /**
+   * The draw event of a challenge at tick `T` over `eligible`: the first tick event a node of the set signs after T
+   * (drawEventOf over the latest heard from each), looked for until one comes; 409 SVC_NO_COMMITTEE when none has
+   * come within `patience` ticks (every node of the set was heard within as many before T).
+   */
+  private async awaitDraw(eligible: readonly string[], T: number, patience: number): Promise<DrawEvent> {
+    for (;;) {
+      const draw = drawEventOf(this.o.tickEvents(), eligible, T);
+      if (draw) return draw;
+      if (this.o.nowSvcond() > T + patience)
+        throw new ServiceError(409, 'SVC_NO_COMMITTEE', `no node of the eligible set ticked in the ${patience} ticks after the challenge's tick`, {
+          eligible: eligible.length,
+          committee_size: this.o.policy.committeeSize,
+          live_ticks: this.o.policy.liveTicks,
+        });
+      await new Promise((r) => setTimeout(r, this.o.drawPollMs ?? 50));
+    }
+  }
+
+  /** How long the intake waits for a draw event: liveTicks read in the longest interval a node of the set ticks at. */
+  private drawPatience(eligible: readonly string[]): number {
+    const set = new Set(eligible);
+    const p = this.o.policy;
+    let ticks = p.liveTicks;
+    for (const c of this.o.candidates())
+      if (set.has(c.node)) ticks = Math.max(ticks, inSenderIntervals(p.liveTicks, c.heard[c.heard.length - 1]?.every, this.o.baseEvery ?? 4));
+    return ticks;
   }
 
   /**
@@ -697,6 +736,17 @@ export class ChallengeService {
       const every = cand.heard.length > 0 ? cand.heard[cand.heard.length - 1]!.every : MAX_TICK_INTERVAL;
       const judged = covers(loose.from - liveReach(p.liveTicks, every, loose.baseEvery), every);
       if (judged && !heardContributing(cand, loose)) return `node ${node} is listed eligible, but was not heard contributing around the challenge's tick`;
+    }
+    // The draw event must be the first after T: one signed later while another node of the set had ticked well
+    // before it is the opener choosing among seeds. (This node's own record of itself is not its tick events.)
+    if (covers(c.svcond)) {
+      const me = this.o.nodeId();
+      for (const node of c.eligible) {
+        if (node === me) continue;
+        const earlier = byNode.get(node)?.heard.find((h) => h.svcond > c.svcond && h.svcond <= c.draw.svcond - LIVE_SLACK_TICKS);
+        if (earlier)
+          return `node ${node} ticked at ${earlier.svcond}, before the draw event's tick ${c.draw.svcond}: the draw takes the first tick event after the challenge's tick`;
+      }
     }
     if (covers(c.svcond - p.liveTicks)) {
       const listed = new Set(c.eligible);

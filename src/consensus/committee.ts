@@ -3,8 +3,10 @@
 //               theirs, liveness.ts) saying they contribute with that bond within the live window before the
 //               challenge's tick (reaching further back for a node that ticks seldom: liveness.ts liveReach), other
 //               than the executor and the challenger's home; one seat per operator identity
-//   ranking   = SHA-256(challenge_id | peer id), highest first (rendezvous hashing: a node's place depends on the
-//               challenge alone, so no one picks a committee by ordering a list)
+//   ranking   = SHA-256(seed | peer id), highest first (rendezvous hashing: a node's place depends on the seed alone,
+//               so no one picks a committee by ordering a list); seed = SHA-256(result_id | the signature of the draw
+//               event), the first tick event a node of the eligible set signed after the challenge's tick
+//               (challenge-wire.ts drawSeedOf): material that did not exist when the challenge was committed to
 //   committee = the top committeeSize, never fewer (SVC_NO_COMMITTEE); quorum = ⌊k/2⌋ + 1 of the policy's size k
 // Every node computes the eligible set from its own bond registry and liveness log, at the opener's intake and again
 // when it checks a challenge (challenges.ts), so an opener cannot list nodes of its own making or leave live ones out.
@@ -79,15 +81,15 @@ export function eligibleNodes(candidates: readonly Candidate[], rule: Eligibilit
   return [...byZid.values()].sort();
 }
 
-/** The rendezvous weight of a peer for a challenge: hex SHA-256 of `challengeId|peerId`. */
-export function rankWeight(challengeId: string, peerId: string): string {
-  return sha256Hex(`${challengeId}|${peerId}`);
+/** The rendezvous weight of a peer for a draw seed: hex SHA-256 of `seed|peerId`. */
+export function rankWeight(seed: string, peerId: string): string {
+  return sha256Hex(`${seed}|${peerId}`);
 }
 
-/** The committee: the `size` eligible nodes of highest weight, highest first. */
-export function committeeOf(challengeId: string, eligible: readonly string[], size: number): string[] {
+/** The committee: the `size` eligible nodes of highest weight under `seed`, highest first. */
+export function committeeOf(seed: string, eligible: readonly string[], size: number): string[] {
   return [...new Set(eligible)]
-    .map((node) => ({ node, w: rankWeight(challengeId, node) }))
+    .map((node) => ({ node, w: rankWeight(seed, node) }))
     .sort((a, b) => (a.w < b.w ? 1 : a.w > b.w ? -1 : 0))
     .slice(0, Math.max(0, size))
     .map((x) => x.node);

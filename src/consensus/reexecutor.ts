@@ -12,6 +12,8 @@ import { randomBytes } from 'node:crypto';
 import {
   commitDeadlineOf,
   commitmentOf,
+  escalationOf,
+  everyMemberCommitted,
   commitSigningText,
   roundOf,
   voteSigningText,
@@ -89,18 +91,24 @@ export class Reexecutor {
     }
   }
 
-  /** Reveal this node's vote of the current round once every member has committed, or once the commit window has passed. */
+  /**
+   * Reveal this node's vote of the current round once every member has committed, or once the commit window has
+   * passed — except in a round 0 that can escalate, whose vote is revealed only once every member committed: short
+   * of a commit it escalates, and the vote is revealed (as evidence, counting for nothing) only after round 1's
+   * commit window, so no round-1 member sees it before it is bound to its own digest.
+   */
   private async revealIfDue(e: ChallengeEntry): Promise<void> {
     const view = this.o.challenges.currentRound(e);
+    const now = this.o.nowSvcond();
+    const round1 = escalationOf(e.challenge.challenge);
     for (const round of [0, 1] as const) {
       const key = saltKey(view.challenge_id, round);
       const mine = this.unrevealed.get(key);
       if (!mine) continue;
-      // Round 0's vote, when the challenge has escalated here, is past its window: revealed as it stands.
       if (round === view.round) {
-        const committed = new Set((e.commits ?? []).filter((k) => roundOf(k.commit) === round).map((k) => k.commit.voter));
-        if (!view.committee.every((m) => committed.has(m)) && this.o.nowSvcond() <= commitDeadlineOf(view)) continue;
-      }
+        const all = everyMemberCommitted(view, e.commits ?? []);
+        if (!all && (now <= commitDeadlineOf(view) || (round === 0 && round1 !== null))) continue;
+      } else if (round1 && now <= commitDeadlineOf(round1)) continue;
       this.unrevealed.delete(key);
       const vote: VoteRecord = {
         challenge_id: view.challenge_id,

@@ -211,6 +211,8 @@ export class MeshService {
   private lastGossipSvcond: number | null = null;
   /** Tick of this node's previous tick event (null: none sent since start). */
   private lastTickSvcond: number | null = null;
+  /** The latest signed tick event of each sender (a challenge's draw event is taken from them): the one heard longest ago first out. */
+  private readonly latestTicks = new LruMap<string, MeshEvent>(4096);
   /** sha256 hex of the node id: where in its interval the node ticks. */
   private phaseSeed: string | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -278,6 +280,7 @@ export class MeshService {
       body: tickBody,
       handle: (body, event) => {
         this.peerTable.applyTick(body, event);
+        if ((this.latestTicks.get(event.sender)?.svcond ?? -1) < event.svcond) this.latestTicks.set(event.sender, event);
         if (body.multiaddrs?.length) this.host?.learnAddresses(event.sender, body.multiaddrs);
       },
     });
@@ -741,6 +744,11 @@ export class MeshService {
   /** Peers known to the node (tick senders and connected peers). */
   peers(): PeerInfo[] {
     return this.peerTable.list();
+  }
+
+  /** The latest signed tick event heard from each sender (at most 4096 senders). */
+  latestTickEvents(): MeshEvent[] {
+    return [...this.latestTicks.values()];
   }
 
   /** A peer's HTTP URL from its tick events; null when it has not told us one. */

@@ -19,7 +19,8 @@ import { Reexecutor, rerunDigest } from '../consensus/reexecutor.js';
 import { carriedResult, challengedResult, resultFinder } from '../consensus/result-lookup.js';
 import { SlashingService, verdictMarkOf } from '../consensus/slashing.js';
 import { ticksPerDays } from '../consensus/policy.js';
-import { signText, TOPICS, verifyText } from '../mesh/wire.js';
+import { signText, TOPICS, verifyText, type MeshEvent } from '../mesh/wire.js';
+import type { DrawEvent } from '../consensus/challenge-wire.js';
 import type { ResultLookup } from '../tally/record.js';
 import { LONGEST_TIME_LIMIT_SECONDS } from '../tally/tiers.js';
 import { consensusRoutes } from '../http/routes/consensus.js';
@@ -35,6 +36,11 @@ import type { MeshPart } from './mesh.js';
 const BOND_REANNOUNCE_TICKS = 64;
 /** Ticks between announcements of recent verdicts again (challenges.reannounceVerdicts). */
 const VERDICT_REANNOUNCE_TICKS = 4;
+
+/** A tick event whose body is an object (the draw event's shape). */
+function isDrawEvent(e: MeshEvent): e is MeshEvent & DrawEvent {
+  return e.type === 'tick' && typeof e.body === 'object' && e.body !== null && !Array.isArray(e.body);
+}
 
 export interface ConsensusPart {
   bonds: BondService;
@@ -171,6 +177,7 @@ export async function wireConsensus(
     },
     livenessCovers: (from, every) => liveness.covers(from, every),
     baseEvery: config.mesh.tickEvery,
+    tickEvents: () => (mesh.enabled ? mesh.latestTickEvents().filter(isDrawEvent) : []),
     holdStake: (zid, amount) => slashing.holdStake(zid, amount),
     verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
     ...(mesh.enabled ? httpPeerLink({ sign: (type, body) => mesh.signDirect(type, body), links: meshPeerLinks(mesh, config.mesh.secret) }) : {}),

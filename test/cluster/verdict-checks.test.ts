@@ -26,7 +26,7 @@ import {
   type SignedVote,
   type VerdictDocument,
 } from '../../src/consensus/challenge-wire.js';
-import { committeeOf } from '../../src/consensus/committee.js';
+import { drawEvent, drawnCommittee } from '../consensus/helpers.js';
 import { quorumOf } from '../../src/consensus/policy.js';
 import { buildEnvelope, signText, verifyText } from '../../src/mesh/wire.js';
 import { stampAt, systemClock } from '../../src/kernel/clock.js';
@@ -98,6 +98,10 @@ async function forgedVerdict(liar: Key, result: Awaited<ReturnType<typeof result
   const now = stampAt(systemClock.nowNs()).svcond;
   const id = challengeIdOf(result.result_id, `zid_liar_${size}`);
   const eligible = members.map((m) => m.id).sort();
+  const draw = drawEvent(
+    members.find((m) => m.id === eligible[0])!,
+    now + 1,
+  );
   const challenge: ChallengeRecord = {
     challenge_id: id,
     result_id: result.result_id,
@@ -113,7 +117,8 @@ async function forgedVerdict(liar: Key, result: Awaited<ReturnType<typeof result
     committee_size: policySize,
     quorum: quorumOf(policySize),
     eligible,
-    committee: committeeOf(id, eligible, policySize),
+    committee: drawnCommittee(result.result_id, draw, eligible, policySize),
+    draw,
   };
   // Each fresh member commits, then reveals: the document alone is consistent (pohc's own checks pass it).
   const salt = 'f0'.repeat(16);

@@ -23,7 +23,7 @@ import { plainJson, solverRequestDigest, solverResultDigest } from '../../src/co
 import { verifySealedResult } from '../../src/compute/verify-result.js';
 import { defaultRegistry } from '../../src/solvers/registry.js';
 import { InputError } from '../../src/solvers/errors.js';
-import { TEST_POLICY, key, type Key } from './helpers.js';
+import { TEST_POLICY, drawEvent, key, type Key } from './helpers.js';
 
 const receiptKey = deriveKey(Buffer.from('0123456789abcdef0123456789abcdef', 'hex'), 'RECEIPT');
 const NS = 1_790_000_000_123_456_789n;
@@ -150,6 +150,8 @@ describe('ChallengeService.open with a carried result', () => {
       verify: verifyText,
       // No node's record holds it: as node/consensus.ts wires the lookup.
       lookup: async (id, carried): Promise<ChallengedResult | null> => (carried === undefined ? null : carriedResult(verify(known), id, carried)),
+      // The draw event: the first of the others but the home ticks right after the clock.
+      tickEvents: () => [drawEvent(others[1]!, now + 1)],
       // Every key bonded, one operator each, and heard contributing at every tick of the live window.
       candidates: () =>
         [liar, ...others].map((k, i) => ({

@@ -13,6 +13,7 @@ import {
   challengeIdOf,
   challengeSigningText,
   commitDeadlineOf,
+  drawSeedOf,
   commitmentOf,
   commitSigningText,
   type SignedCommit,
@@ -23,7 +24,6 @@ import {
   type SignedVote,
   type VerdictDocument,
 } from '../../src/consensus/challenge-wire.js';
-import { committeeOf } from '../../src/consensus/committee.js';
 import type { BondService } from '../../src/consensus/bonds.js';
 import { GossipError } from '../../src/mesh/gossip-error.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
@@ -31,7 +31,8 @@ import { foldVotes } from '../../src/consensus/verdict.js';
 import { ServiceError } from '../../src/kernel/errors.js';
 import { signExecution } from '../../src/consensus/executed-by.js';
 import type { ExecutedBy } from '../../src/records/types.js';
-import { TEST_POLICY, key, type Key } from './helpers.js';
+import { committeeOf } from '../../src/consensus/committee.js';
+import { TEST_POLICY, drawEvent, drawnCommittee, key, type Key } from './helpers.js';
 
 const REQUEST_DIGEST = 'd'.repeat(64);
 /** executed_by as the executor (keys[0]) signs it for `digest`. */
@@ -43,6 +44,8 @@ const CLAIM = 'c'.repeat(64);
 const EXEC = 'e'.repeat(64);
 const OTHER = '0'.repeat(64);
 const policy = TEST_POLICY;
+/** docs/protocol.md §15's worked example of the draw: its seed, and its committee of 2 over peer_a … peer_d. */
+const DOC_EXAMPLE = { seed: '5532272332937ece37ea3d66d9227425f0573e60548179b18d1c53fc71bcc567', committee: ['peer_d', 'peer_b'] };
 
 let keys: Key[] = [];
 const dirs: string[] = [];
@@ -79,6 +82,8 @@ async function service(
     sign: (t) => signText(me.priv, t),
     verify: verifyText,
     lookup,
+    // The draw event: the first key but the executor and the home ticks right after the clock.
+    tickEvents: () => [drawEvent(keys[2]!, now + 1)],
     // Every key heard contributing at every tick since 900 (the tests' clock starts at 1000).
     candidates: () =>
       keys.map((k, i) => ({
@@ -121,7 +126,8 @@ function signedChallenge(resultId = 'res_1_a', claim = CLAIM, opener = keys[1]!)
     committee_size: 3,
     quorum: 2,
     eligible,
-    committee: committeeOf(id, eligible, 3),
+    committee: drawnCommittee(resultId, drawEvent(keys[2]!, now + 1), eligible, 3),
+    draw: drawEvent(keys[2]!, now + 1),
   };
   return { challenge: c, signature: signText(opener.priv, challengeSigningText(c)) };
 }
@@ -243,6 +249,14 @@ describe('intake at the challenger home', () => {
 
 describe("a challenge is checked against this node's own state", () => {
   /** A challenge of res_s by `opener` listing `eligible`, with the committee of `size` the ranking draws from them. */
+  /** Keys made in a test, besides the mesh's. */
+  const fresh: Key[] = [];
+  /** The draw event of a listed node (a key of the mesh, else a fresh one's). */
+  const drawOf = (node: string) =>
+    drawEvent(
+      [...keys, ...fresh].find((k) => k.id === node)!,
+      now + 1,
+    );
   function listing(eligible: string[], size = 3, resultId = 'res_s', opener = keys[1]!): SignedChallenge {
     const base = signedChallenge(resultId, CLAIM, opener).challenge;
     const sorted = [...eligible].sort();
@@ -251,7 +265,8 @@ describe("a challenge is checked against this node's own state", () => {
       committee_size: size,
       quorum: Math.floor(size / 2) + 1,
       eligible: sorted,
-      committee: committeeOf(base.challenge_id, sorted, size),
+      committee: drawnCommittee(resultId, drawOf(sorted[0]!), sorted, size),
+      draw: drawOf(sorted[0]!),
     };
     return { challenge: c, signature: signText(opener.priv, challengeSigningText(c)) };
   }
@@ -259,7 +274,7 @@ describe("a challenge is checked against this node's own state", () => {
 
   it('fresh keys listed as a committee of 3 or of 1, a committee smaller than the policy, a live node left out: refused and counted', async () => {
     const s = await service(keys[4]!);
-    const fresh = await Promise.all([key(), key(), key()]);
+    fresh.push(...(await Promise.all([key(), key(), key()])));
     const forged3 = listing(fresh.map((k) => k.id));
     expect((await refusal(s.applyOpened(forged3, { sender: keys[1]!.id }))).message).toContain('holds no bond known here');
     const forged1 = listing([fresh[0]!.id], 1, 'res_s1');
@@ -304,6 +319,87 @@ describe("a challenge is checked against this node's own state", () => {
     inner.o.livenessCovers = () => false;
     await s.applyOpened(sc, { sender: keys[1]!.id });
     expect(s.get(sc.challenge.challenge_id)!.state).toBe('opened');
+  });
+});
+
+describe('the draw: a seed signed after the challenge by a node of the eligible set', () => {
+  const ids = (from: number, to: number) => keys.slice(from, to).map((k) => k.id);
+  it('grinding challenge ids picks nothing: one draw event gives one committee for every challenger; the committee is what the draw event after T gives', async () => {
+    const eligible = ids(2, 6).sort();
+    const draw = drawEvent(keys[3]!, now + 1);
+    // 200 challenger identities, 200 challenge ids: the same seats (the seed is SHA-256(result_id|draw signature)).
+    const seats = new Set(
+      Array.from({ length: 200 }, (_, i) => {
+        const c = { ...signedChallenge('res_grind').challenge, challenger: `zid_${i}`, challenge_id: challengeIdOf('res_grind', `zid_${i}`), draw };
+        return drawnCommittee(c.result_id, c.draw, eligible, 3).join(',');
+      }),
+    );
+    expect(seats.size).toBe(1);
+    // What does pick the seats is the draw event, which no challenger can sign (it is a node of the set's, after T):
+    // over the tick events the eligible nodes sign in the 24 ticks after T, the committee takes several values and
+    // every eligible node sits on one — so before T no id and no identity tells the challenger its committee.
+    const drawn = eligible.flatMap((node) =>
+      Array.from({ length: 24 }, (_, t) =>
+        drawnCommittee(
+          'res_grind',
+          drawEvent(
+            keys.find((k) => k.id === node)!,
+            now + 1 + t,
+          ),
+          eligible,
+          3,
+        ),
+      ),
+    );
+    expect(new Set(drawn.map((c) => c.join(','))).size).toBeGreaterThanOrEqual(3);
+    expect(new Set(drawn.flat())).toEqual(new Set(eligible));
+    // The worked example of docs/protocol.md §15: the seed and committee recomputed from its numbers.
+    const example = { result_id: 'res_example', draw: { type: 'tick' as const, sender: 'p', svcond: 1, body: {}, signature: 'c2lnbmF0dXJl' } };
+    expect(drawSeedOf(example)).toBe(createHash('sha256').update('res_example|c2lnbmF0dXJl').digest('hex'));
+    expect(drawSeedOf(example)).toBe(DOC_EXAMPLE.seed);
+    expect(committeeOf(drawSeedOf(example), ['peer_a', 'peer_b', 'peer_c', 'peer_d'], 2)).toEqual(DOC_EXAMPLE.committee);
+  });
+
+  it('a challenge whose draw event is substituted is refused by every check: another node later, a key outside the set, a tampered event, a committee not from it', async () => {
+    const s = await service(keys[4]!);
+    const base = signedChallenge('res_draw');
+    const resign = (c: ChallengeRecord): SignedChallenge => ({ challenge: c, signature: signText(keys[1]!.priv, challengeSigningText(c)) });
+    const withDraw = (draw: ChallengeRecord['draw']) =>
+      resign({ ...base.challenge, draw, committee: drawnCommittee('res_draw', draw, base.challenge.eligible, 3) });
+    // A later tick event of another node: the others heard keys[2]..keys[5] tick right after T, so it is not the first.
+    const inner = s as unknown as { o: ChallengeServiceOptions };
+    const all = inner.o.candidates;
+    inner.o.candidates = () => all().map((c) => ({ ...c, heard: [...c.heard, { svcond: now + 1, mode: 'contributing', bondId: c.bondId }] }));
+    const later = withDraw(drawEvent(keys[5]!, now + 6));
+    expect((await refusal(s.applyOpened(later, { sender: keys[1]!.id }))).message).toContain('the draw takes the first tick event after');
+    inner.o.candidates = all;
+    // The opener's own key, or the executor's: not a node of the eligible set.
+    expect((await refusal(s.applyOpened(withDraw(drawEvent(keys[1]!, now + 1)), { sender: keys[1]!.id }))).message).toContain(
+      'not from a node of the eligible set',
+    );
+    expect((await refusal(s.applyOpened(withDraw(drawEvent(keys[0]!, now + 1)), { sender: keys[1]!.id }))).message).toContain(
+      'not from a node of the eligible set',
+    );
+    // Signed before T, or its body changed after signing.
+    expect((await refusal(s.applyOpened(withDraw(drawEvent(keys[2]!, now)), { sender: keys[1]!.id }))).message).toContain('not signed after');
+    const tampered = { ...drawEvent(keys[2]!, now + 1), body: { svcond: now + 1, every: 8 } };
+    expect((await refusal(s.applyOpened(withDraw(tampered), { sender: keys[1]!.id }))).message).toContain('not signed by its sender');
+    // The right draw event with another draw's committee.
+    const moved = resign({ ...base.challenge, committee: drawnCommittee('res_draw', drawEvent(keys[3]!, now + 2), base.challenge.eligible, 3) });
+    if (moved.challenge.committee.join() !== base.challenge.committee.join())
+      expect((await refusal(s.applyOpened(moved, { sender: keys[1]!.id }))).message).toContain('seed');
+    expect(s.all()).toEqual([]);
+    // pohc's document check refuses the same substitutions: a verdict resting on a draw of the opener's own.
+    const doc: VerdictDocument = {
+      challenge: withDraw(drawEvent(keys[1]!, now + 1)),
+      commits: [],
+      votes: [],
+      verdict: { challenge_id: base.challenge.challenge_id, outcome: 'no_quorum', deciding_digest: null },
+    };
+    expect(verifyVerdictDocument(doc, verifyText).reasons.join()).toContain('draw event');
+    // The record as the opener drew it is taken.
+    await s.applyOpened(base, { sender: keys[1]!.id });
+    expect(s.get(base.challenge.challenge_id)!.state).toBe('opened');
   });
 });
 

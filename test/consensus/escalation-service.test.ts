@@ -26,11 +26,10 @@ import {
   type SignedVote,
   type VerdictDocument,
 } from '../../src/consensus/challenge-wire.js';
-import { committeeOf } from '../../src/consensus/committee.js';
 import type { BondService } from '../../src/consensus/bonds.js';
 import { signExecution } from '../../src/consensus/executed-by.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
-import { TEST_POLICY, key, type Key } from './helpers.js';
+import { TEST_POLICY, drawEvent, drawnCommittee, key, type Key } from './helpers.js';
 
 const CLAIM = 'c'.repeat(64);
 const EXEC = 'e'.repeat(64);
@@ -94,6 +93,7 @@ async function startNode(k: Key, digest: string | null, dir?: string): Promise<R
     sign: (t) => signText(k.priv, t),
     verify: verifyText,
     lookup: async () => null,
+    tickEvents: () => [drawEvent(keys[2]!, now + 1)],
     candidates: () =>
       keys.map((c, i) => ({
         node: c.id,
@@ -165,7 +165,8 @@ function signedChallenge(): SignedChallenge {
     committee_size: 3,
     quorum: 2,
     eligible,
-    committee: committeeOf(id, eligible, 3),
+    committee: drawnCommittee('res_escalation_service', drawEvent(keys[2]!, now + 1), eligible, 3),
+    draw: drawEvent(keys[2]!, now + 1),
   };
   return { challenge: c, signature: signText(keys[1]!.priv, challengeSigningText(c)) };
 }
@@ -194,15 +195,10 @@ describe('escalation through the services', () => {
     const h2 = await startNode(h.key, EXEC, h.dir);
     expect(await h2.store.range(h2.store.sub('commit-salts'))).toHaveLength(1);
 
+    // Round 0 is short of D's commit and can escalate: nobody reveals in it, whatever the window.
     await tick(commitDeadlineOf(c) + 1);
-    const votes0 = opener.svc.get(id)!.votes.filter((v) => roundOf(v.vote) === 0);
-    expect(new Map(votes0.map((v) => [v.vote.voter, v.vote.digest]))).toEqual(
-      new Map([
-        [liarId, LIE],
-        [restartedId, EXEC],
-      ]),
-    );
-    expect(await h2.store.range(h2.store.sub('commit-salts'))).toEqual([]);
+    expect(opener.svc.get(id)!.votes).toEqual([]);
+    expect(await h2.store.range(h2.store.sub('commit-salts'))).toHaveLength(1);
 
     // Round 0's deadline + grace: every node escalates; round 1 is all five, D still silent.
     await tick(c.deadline_svcond + 3);
@@ -215,5 +211,20 @@ describe('escalation through the services', () => {
     }
     const e = opener.svc.get(id)!;
     expect(e.verdict!.tally).toEqual({ [EXEC]: 3, [LIE]: 1 });
+    // Every round-1 commit was signed before any round-0 digest was revealed: round 0's votes (H's after its
+    // restart, from its salt row) come only once round 1's commit window has passed, as evidence.
+    await tick(commitDeadlineOf(r1) + 2);
+    const all = opener.svc.get(id)!;
+    const votes0 = all.votes.filter((v) => roundOf(v.vote) === 0);
+    expect(new Map(votes0.map((v) => [v.vote.voter, v.vote.digest]))).toEqual(
+      new Map([
+        [liarId, LIE],
+        [restartedId, EXEC],
+      ]),
+    );
+    const firstReveal0 = Math.min(...votes0.map((v) => v.vote.svcond));
+    expect(firstReveal0).toBeGreaterThan(commitDeadlineOf(r1));
+    for (const k of (all.commits ?? []).filter((k) => roundOf(k.commit) === 1)) expect(k.commit.svcond).toBeLessThan(firstReveal0);
+    expect(await h2.store.range(h2.store.sub('commit-salts'))).toEqual([]);
   });
 });

@@ -3,6 +3,7 @@
 // ranking over the same eligible set, whose fold is final. Pure: the sizes, the round-1 view, the fold over both
 // rounds (one case per lifecycle row the escalation adds), and the verdict document's check of its round, on
 // documents signed with real Ed25519 keys.
+import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   challengeIdOf,
@@ -21,16 +22,16 @@ import {
   type VerdictDocument,
 } from '../../src/consensus/challenge-wire.js';
 import { move } from '../../src/consensus/challenge-lifecycle.js';
-import { committeeOf } from '../../src/consensus/committee.js';
 import { quorumOf } from '../../src/consensus/policy.js';
 import { signExecution } from '../../src/consensus/executed-by.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
-import { key, type Key } from './helpers.js';
+import { drawEvent, drawnCommittee, key, type Key } from './helpers.js';
 
 const CLAIM = 'c'.repeat(64);
 const EXEC = 'e'.repeat(64);
 const OTHER = '0'.repeat(64);
-const SALT = 'f0'.repeat(16);
+/** A member's salt in a round (a fresh random one in a node: distinct per member and round). */
+const saltOf = (voter: string, round: 0 | 1) => createHash('sha256').update(`${voter}|${round}`).digest('hex').slice(0, 32);
 const T = 1_000;
 const K = 3;
 
@@ -65,16 +66,17 @@ beforeAll(async () => {
     committee_size: K,
     quorum: quorumOf(K),
     eligible,
-    committee: committeeOf(id, eligible, K),
+    committee: drawnCommittee('res_escalation', drawEvent(byId.get(eligible[0]!)!, T + 1), eligible, K),
+    draw: drawEvent(byId.get(eligible[0]!)!, T + 1),
   };
 });
 
 /** A member's commit and its reveal of `digest` in `round`, signed by it at `svcond`. */
-function ballot(voter: string, digest: string, round: 0 | 1, svcond: number): { commit: SignedCommit; vote: SignedVote } {
+function ballot(voter: string, digest: string, round: 0 | 1, svcond: number, salt = saltOf(voter, round)): { commit: SignedCommit; vote: SignedVote } {
   const k = byId.get(voter)!;
   const r = round === 1 ? { round: 1 as const } : {};
-  const commit = { challenge_id: challenge.challenge_id, voter, commitment: commitmentOf(digest, SALT), svcond, ...r };
-  const vote = { challenge_id: challenge.challenge_id, voter, digest, svcond, salt: SALT, ...r };
+  const commit = { challenge_id: challenge.challenge_id, voter, commitment: commitmentOf(digest, salt), svcond, ...r };
+  const vote = { challenge_id: challenge.challenge_id, voter, digest, svcond, salt, ...r };
   return { commit: { commit, signature: signText(k.priv, commitSigningText(commit)) }, vote: { vote, signature: signText(k.priv, voteSigningText(vote)) } };
 }
 
@@ -178,6 +180,39 @@ describe('the fold over both rounds, one case per row the escalation adds', () =
     const f = foldChallenge(challenge, [r1vote], [r0.commit], 1);
     expect(f).toMatchObject({ counted: [], uncommittedVotes: 1 });
   });
+
+  it("a round-1 member that copies a round-0 reveal gains nothing: its commit repeats another's round-0 commitment and opens nothing; short of a round-0 commit no round-0 reveal counts", () => {
+    const [m0, m1, m2] = challenge.committee;
+    // Every round-0 member committed, m2 never revealed: round 0's reveals are out, and it escalates.
+    const r0 = [ballot(m0!, EXEC, 0, T + 2), ballot(m1!, OTHER, 0, T + 2), ballot(m2!, EXEC, 0, T + 2)];
+    const copier = escalationOf(challenge)!.committee[3]!;
+    // The copier commits in round 1 to m0's revealed digest and salt (the same commitment), and reveals them.
+    const copied = ballot(copier, EXEC, 1, T + 12, r0[0]!.vote.vote.salt);
+    expect(copied.commit.commit.commitment).toBe(r0[0]!.commit.commit.commitment);
+    const honest = [m0!, m2!].map((v) => ballot(v, EXEC, 1, T + 12));
+    const commits = [...r0.map((b) => b.commit), copied.commit, ...honest.map((b) => b.commit)];
+    const votes = [r0[0]!.vote, r0[1]!.vote, copied.vote, ...honest.map((b) => b.vote)];
+    const f = foldChallenge(challenge, votes, commits, 1);
+    expect(f).toMatchObject({ round: 1, outcome: null, tally: { [EXEC]: 2 }, uncommittedVotes: 1 });
+    expect(f.counted.map((c) => c.voter)).not.toContain(copier);
+    // Round 0 short of m2's commit: m0's and m1's reveals count for nothing, even two agreeing ones.
+    const agreeing = [ballot(m0!, EXEC, 0, T + 2), ballot(m1!, EXEC, 0, T + 2)];
+    const short = foldChallenge(
+      challenge,
+      agreeing.map((b) => b.vote),
+      agreeing.map((b) => b.commit),
+      0,
+    );
+    expect(short).toMatchObject({ outcome: null, round: 0, counted: [] });
+    expect(
+      foldChallenge(
+        challenge,
+        agreeing.map((b) => b.vote),
+        agreeing.map((b) => b.commit),
+        1,
+      ),
+    ).toMatchObject({ round: 1, escalated: true });
+  });
 });
 
 describe('the verdict document names its round, and every check folds that round', () => {
@@ -207,6 +242,8 @@ describe('the verdict document names its round, and every check folds that round
 
   it("a round-1 verdict over round 0's quorum is refused: round 0 decided", () => {
     const b = ballots(challenge.committee.slice(0, 2).map((voter) => ({ voter, digest: EXEC, round: 0 as const })));
+    // The third member committed too (its reveal is not needed): every member committed, so round 0's reveals count.
+    b.commits.push(ballot(challenge.committee[2]!, OTHER, 0, T + 2).commit);
     const doc = documentOf(b, { challenge_id: challenge.challenge_id, outcome: 'rejected', deciding_digest: EXEC, round: 1 });
     const r = verifyVerdictDocument(doc, verifyText, T + 13);
     expect(r.valid).toBe(false);
