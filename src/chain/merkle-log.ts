@@ -1,17 +1,21 @@
 // Each machine's audit rows as the leaves of an RFC 6962 tree (leaf i = row seq i+1; leaf data = the row's
 // canonical text, rowText, which its hash chain also hashes). Derived from the rows, never the other way round:
-// the complete subtrees are stored as the tree catches up with the chain (amortised O(1) per row, in batches, with
-// the size in the same batch), so a proof reads O(log n) stored subtrees instead of rehashing the log. Catching
-// up checks each row (seq, prev_hash, hash) and stops before the first bad one: a tree covers a sound prefix only.
+// the complete subtrees of 2^STORED_FROM_LEVEL rows and up are stored as the tree catches up with the chain (in
+// batches, with the size in the same batch), so a proof reads O(log n) stored subtrees instead of rehashing the log;
+// a smaller subtree is hashed from its rows when asked (at most 2^(STORED_FROM_LEVEL-1) rows, one range read), which
+// keeps the tree's writes at ~1/8 of an op per row instead of ~2. Catching up checks each row (seq, prev_hash, hash)
+// and stops before the first bad one: a tree covers a sound prefix only.
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { LruMap } from '../util/bounded-map.js';
 import type { KeyedLock } from '../util/keyed-lock.js';
-import { consistencyPath, Frontier, inclusionPath, leafHash, RangeHasher } from './merkle.js';
+import { consistencyPath, Frontier, inclusionPath, leafHash, nodeHash, RangeHasher } from './merkle.js';
 import { GENESIS_HASH, rowText, type AuditRow } from './service.js';
 import { sha256Hex } from '../kernel/bytes.js';
 
 const BATCH_ROWS = 4096;
 const FRONTIERS_MAX = 4096;
+/** Subtrees of 2^4 = 16 rows and up are stored; smaller ones are hashed from their rows (docs/performance.md, "The store"). */
+export const STORED_FROM_LEVEL = 4;
 
 export function rowLeafHash(row: Omit<AuditRow, 'hash'>): Buffer {
   return leafHash(rowText(row));
@@ -36,11 +40,28 @@ export class MerkleLog {
     return `${slug}!${String(level).padStart(2, '0')}!${padNum(index)}`;
   }
 
-  /** The stored hash of the complete subtree (level, index). */
+  /** The hash of the complete subtree (level, index): stored, or hashed from its rows below STORED_FROM_LEVEL. */
   async subtree(slug: string, level: number, index: number): Promise<Buffer> {
+    if (level < STORED_FROM_LEVEL) return this.hashRows(slug, level, index);
     const hex = await this.store.get<string>(this.nodes, this.nodeKey(slug, level, index));
     if (hex === undefined) throw new Error(`merkle subtree (${level}, ${index}) of ${slug} is not stored`);
     return Buffer.from(hex, 'hex');
+  }
+
+  /** The subtree (level, index) hashed from its 2^level rows (leaves index·2^level …, rows seq = leaf + 1). */
+  private async hashRows(slug: string, level: number, index: number): Promise<Buffer> {
+    const width = 2 ** level;
+    const first = index * width + 1;
+    const rows = await this.store.range<AuditRow>(this.rows, { gte: `${slug}!${padNum(first)}`, lt: `${slug}!~`, limit: width });
+    if (rows.length !== width || rows[width - 1]!.value.seq !== first + width - 1)
+      throw new Error(`merkle subtree (${level}, ${index}) of ${slug}: its rows are not stored`);
+    let hashes = rows.map((r) => leafHash(rowText(r.value)));
+    while (hashes.length > 1) {
+      const up: Buffer[] = [];
+      for (let i = 0; i < hashes.length; i += 2) up.push(nodeHash(hashes[i]!, hashes[i + 1]!));
+      hashes = up;
+    }
+    return hashes[0]!;
   }
 
   private async frontier(slug: string): Promise<{ f: Frontier; lastHash: string }> {
@@ -73,9 +94,9 @@ export class MerkleLog {
             sound = false;
             break;
           }
-          f.append(leafHash(text), (level, index, hash) =>
-            ops.push({ type: 'put', sub: this.nodes, key: this.nodeKey(slug, level, index), value: hash.toString('hex') }),
-          );
+          f.append(leafHash(text), (level, index, hash) => {
+            if (level >= STORED_FROM_LEVEL) ops.push({ type: 'put', sub: this.nodes, key: this.nodeKey(slug, level, index), value: hash.toString('hex') });
+          });
           entry.lastHash = row.hash;
         }
         if (f.size > before.size) {

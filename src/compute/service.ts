@@ -23,7 +23,15 @@ import type { Tier, TierBook } from '../tally/tiers.js';
 import { assertTierAllows } from '../tally/tier-gates.js';
 import type { Op } from '../store/db.js';
 import { chainRequestDigest, plainJson, solverRequestDigest, solverResultDigest } from './result-digest.js';
-import type { Caller, CanonicalRequest, ExecutedBy, ResultRecorder, SealedFacts, SealRecorder } from '../records/types.js';
+import {
+  NOTHING_TO_RECORD,
+  type Caller,
+  type CanonicalRequest,
+  type ExecutedBy,
+  type ResultRecorder,
+  type SealedFacts,
+  type SealRecorder,
+} from '../records/types.js';
 import { randomHex } from '../util/random-hex.js';
 import { CompiledChains, type CompiledChain } from './compiled-chain.js';
 import { chainLattice, proveChain, shiftAt, verifyProof } from './proofs.js';
@@ -66,7 +74,7 @@ export interface ComputeDeps {
    * executed_by for a run this node executed itself (consensus/executed-by.ts), or null when its operator is not
    * contributing (nothing at stake). Absent: never.
    */
-  attest?: (requestDigest: string, resultDigest: string, svcond: number) => ExecutedBy | null;
+  attest?: (requestDigest: () => string, resultDigest: string, svcond: number) => ExecutedBy | null;
   /** Where solver runs may be placed instead of this node's executor (consensus/offload.ts). */
   placement?: SolverPlacement;
   /** What the sealing batch also records about the result (tally/record.ts). */
@@ -213,8 +221,8 @@ export class ComputeService {
     checkTime: boolean;
     /** SHA-256 of the canonical core of the result (what the mesh and re-execution compare). */
     resultDigest: string;
-    /** SHA-256 of the canonical request (result-digest.ts): what executed_by signs beside the result digest. */
-    requestDigest: string;
+    /** SHA-256 of the canonical request (result-digest.ts): what executed_by signs beside the result digest; asked only then. */
+    requestDigest: () => string;
     request: CanonicalRequest;
     /** Set when a contributing peer executed the run; else this node attests its own run (deps.attest). */
     executedBy?: ExecutedBy | null;
@@ -229,13 +237,19 @@ export class ComputeService {
     try {
       const loading = this.deps.ledger.prepare(caller);
       if (loading !== undefined) await loading;
-      // What the result's records and webhooks owe, read for its owner now (a cache miss reads the store).
+      // What the result's records and webhooks owe, read for its owner now (a cache miss reads the store). Only those
+      // with something to write are kept: an owner that publishes nothing and has no webhooks pays nothing further.
       const owner = caller.kind === 'identity' ? caller.zid : null;
-      const recorders: SealRecorder[] = [];
-      for (const r of [this.deps.records, this.deps.outbox]) {
-        if (!r) continue;
-        const bound = r.forOwner(owner);
-        recorders.push(bound instanceof Promise ? await bound : bound);
+      let recorders: SealRecorder[] | null = null;
+      if (this.deps.records) {
+        const bound = this.deps.records.forOwner(owner);
+        const recorder = bound instanceof Promise ? await bound : bound;
+        if (recorder !== NOTHING_TO_RECORD) (recorders ??= []).push(recorder);
+      }
+      if (this.deps.outbox) {
+        const bound = this.deps.outbox.forOwner(owner);
+        const recorder = bound instanceof Promise ? await bound : bound;
+        if (recorder !== NOTHING_TO_RECORD) (recorders ??= []).push(recorder);
       }
       const endNs = this.deps.clock.nowNs();
       if (args.checkTime) this.assertInTime(args.tier, args.startNs, endNs);
@@ -249,28 +263,35 @@ export class ComputeService {
       const job = args.job(this.stampParts(stamp, R_t, resultId, resultDigest, shift, executedBy));
       const prepared = await this.deps.sealer.prepare(job);
       const s = args.summary;
-      const facts: SealedFacts = {
-        result_id: resultId,
-        owner,
-        kind: s.kind,
-        solver: s.solver,
-        operators: s.operators,
-        result_digest: resultDigest,
-        svcond: stamp.svcond,
-        executed_by: executedBy,
-        request: args.request,
-        execution_time_ms: Number(endNs - args.startNs) / 1e6,
-      };
       // What else the sealing batch writes: the result's records, the webhook deliveries it owes, the caller's hooks.
-      const extra: { ops: Op[]; bump: string[] } = { ops: [], bump: [] };
-      for (const recorder of recorders) {
-        const x = recorder.sealOps(facts);
-        if (!x) continue;
-        extra.ops.push(...x.ops);
-        extra.bump.push(...x.bump);
+      // The facts they are told are made only when one of them is there.
+      let extra: { ops: Op[]; bump: string[] } | null = null;
+      const hookOps = args.hooks?.ops;
+      if (recorders !== null || hookOps !== undefined) {
+        const facts: SealedFacts = {
+          result_id: resultId,
+          owner,
+          kind: s.kind,
+          solver: s.solver,
+          operators: s.operators,
+          result_digest: resultDigest,
+          svcond: stamp.svcond,
+          executed_by: executedBy,
+          request: args.request,
+          execution_time_ms: Number(endNs - args.startNs) / 1e6,
+        };
+        const found: { ops: Op[]; bump: string[] } = { ops: [], bump: [] };
+        if (recorders !== null)
+          for (const recorder of recorders) {
+            const x = recorder.sealOps(facts);
+            if (!x) continue;
+            found.ops.push(...x.ops);
+            found.bump.push(...x.bump);
+          }
+        if (hookOps !== undefined)
+          found.ops.push(...hookOps(facts, { result_id: resultId, result_digest: resultDigest, svcond: stamp.svcond, ...(args.run ?? NO_RUN) }));
+        if (found.ops.length > 0 || found.bump.length > 0) extra = found;
       }
-      if (args.hooks?.ops)
-        extra.ops.push(...args.hooks.ops(facts, { result_id: resultId, result_digest: resultDigest, svcond: stamp.svcond, ...(args.run ?? NO_RUN) }));
       const sealed = await this.deps.ledger.seal({
         caller,
         action: args.action,
@@ -280,7 +301,7 @@ export class ComputeService {
         svcond: stamp.svcond,
         unixMs: Number(endNs / 1_000_000n),
         counterNames: args.reservation.names,
-        ...(extra.ops.length > 0 || extra.bump.length > 0 ? { extra } : {}),
+        ...(extra !== null ? { extra } : {}),
         // The ledger's members go into the prepared text at their slots; the proof signs the whole body.
         build: (ctx: SealContext) =>
           finishSeal(this.deps.receiptKey, this.deps.sealSigner, prepared, {
@@ -377,7 +398,7 @@ export class ComputeService {
       reservation,
       checkTime: true,
       resultDigest: chain.resultDigest,
-      requestDigest: chainRequestDigest(preview.domain, preview.operators, preview.resolved),
+      requestDigest: () => chainRequestDigest(preview.domain, preview.operators, preview.resolved),
       request: { kind: 'compute', domain: req.domain, operators: req.operators, inputs: req.inputs ?? {} },
       job: (parts) => {
         const gate = gateModulation(chain.gate, parts.R_t);
@@ -494,7 +515,7 @@ export class ComputeService {
       reservation,
       checkTime: placed !== null || !this.deps.executor.enforcesTimeLimit,
       resultDigest,
-      requestDigest,
+      requestDigest: () => requestDigest,
       request: { kind: 'solver', solver: solver.id, inputs: plainInputs },
       executedBy: placed?.executedBy ?? null,
       job: (parts) => ({

@@ -38,9 +38,11 @@ export class NodeOperator {
    * executed_by for a run this node executes (its operator's bond, signed with this node's key), or null when its
    * operator is not contributing: every run a contributing node executes carries its bond (architecture.md §6).
    */
-  attest(requestDigest: string, resultDigest: string, svcond: number): ExecutedBy | null {
+  attest(requestDigest: string | (() => string), resultDigest: string, svcond: number): ExecutedBy | null {
     const bond = this.contributing();
     if (bond === null) return null;
-    return signExecution(this.deps.sign, { node: this.deps.nodeId, bond_id: bond.bond_id, svcond, request_digest: requestDigest }, resultDigest);
+    // A sealed compute gives its request digest as a function: it is made only for a run this node signs.
+    const request_digest = typeof requestDigest === 'string' ? requestDigest : requestDigest();
+    return signExecution(this.deps.sign, { node: this.deps.nodeId, bond_id: bond.bond_id, svcond, request_digest }, resultDigest);
   }
 }

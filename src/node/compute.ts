@@ -20,7 +20,8 @@ import { computeRoutes } from '../http/routes/compute.js';
 import { Port, type Capability } from './capability.js';
 import { verdictMark, type Foundation } from './foundation.js';
 
-export type Attest = (requestDigest: string, resultDigest: string, svcond: number) => ExecutedBy | null;
+/** executed_by for a run; the request digest is asked for only when the node signs one (contributing). */
+export type Attest = (requestDigest: () => string, resultDigest: string, svcond: number) => ExecutedBy | null;
 /** Does the bond registry hold a bond (active or released) of this node, so its key is known to the mesh? */
 export type RegisteredNode = (node: string) => boolean;
 export type Offload = SolverPlacement['offload'];
