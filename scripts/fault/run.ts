@@ -1,8 +1,9 @@
 // A fault-injection run against real node processes on 127.0.0.1 (test/helpers/fault, docs/fault-testing.md):
-//   npx tsx scripts/fault/run.ts --nodes 5 --faults 200 --seed 7 [--clients 4] [--keep]
+//   npx tsx scripts/fault/run.ts --nodes 5 --faults 200 --seed 7 [--clients 4] [--minutes 30] [--keep]
 // Runs on the build (dist/: `npm run build` first). Prints one JSON line: the faults, the operations, what was
 // acknowledged, the recovery and each checker result (violations cut to the first 20 of each); exits 1 when a check
-// fails. --history FILE writes every operation, fault and the final state read, as JSON.
+// fails. No fault starts after --minutes (30). --history FILE writes every operation, fault and the final state read,
+// as JSON.
 import { writeFile } from 'node:fs/promises';
 import '../../src/polyfill.js';
 import { runFaultRun } from '../../test/helpers/fault/run.js';
@@ -16,6 +17,7 @@ const run = await runFaultRun({
   faults: numberArg('faults', 200),
   seed: numberArg('seed', 1),
   workload: { clients: numberArg('clients', 4) },
+  schedule: { deadlineMs: numberArg('minutes', 30) * 60_000 },
   keep: process.argv.includes('--keep'),
 });
 if (historyAt >= 0) await writeFile(process.argv[historyAt + 1]!, JSON.stringify({ history: run.history, faults: run.faults, state: run.state }));

@@ -30,6 +30,8 @@ export interface FaultRunReport {
   faults: { planned: number; done: number; kills: number; partitions: number; restart_failures: number };
   operations: { total: number; spends: number; transfers: number; acknowledged: number; refused: number; unknown: number };
   recovery: Recovery;
+  /** Wall time of each phase: starting the nodes, setting up the identities, the faults under load, the final read. */
+  phases_ms: { start: number; setup: number; faults: number; read: number };
   elapsed_ms: number;
   checks: CheckResult[];
   ok: boolean;
@@ -46,10 +48,19 @@ export interface FaultRun {
 
 export async function runFaultRun(o: FaultRunOptions): Promise<FaultRun> {
   const started = Date.now();
+  let lap = started;
+  const phase = (): number => {
+    const now = Date.now();
+    const ms = now - lap;
+    lap = now;
+    return ms;
+  };
   const cluster = await FaultCluster.start({ nodes: o.nodes });
+  const startMs = phase();
   try {
     const credits = o.credits ?? 400;
     const { identities, granted } = await setUpIdentities(cluster, o.identitiesPerNode ?? 2, credits, o.seed);
+    const setupMs = phase();
     const workload = startWorkload(cluster, identities, { clients: 4, transferShare: 0.4, pauseMs: 25, ...o.workload, seed: o.seed });
     let faults: FaultRecord[];
     try {
@@ -67,9 +78,12 @@ export async function runFaultRun(o: FaultRunOptions): Promise<FaultRun> {
       await workload.stop();
     }
     const history = workload.history;
+    const faultsMs = phase();
     const recovery = await recover(cluster, history, identities, o.recoverWithinMs ?? 60_000);
+    phase();
     const state = await readFinalState(cluster, history, identities, { grants: granted, claims: 0, initial: 0 }, o.certified ?? noCertifiedEntries);
     const checks = checkHistory(history, state);
+    const readMs = phase();
     const count = (f: (op: Operation) => boolean) => history.filter(f).length;
     const restartFailures = faults.filter((f) => f.error).length;
     const report: FaultRunReport = {
@@ -91,6 +105,7 @@ export async function runFaultRun(o: FaultRunOptions): Promise<FaultRun> {
         unknown: count((op) => op.outcome === 'unknown'),
       },
       recovery,
+      phases_ms: { start: startMs, setup: setupMs, faults: faultsMs, read: readMs },
       elapsed_ms: Date.now() - started,
       checks,
       ok: checks.every((c) => c.ok) && recovery.drained && restartFailures === 0,
