@@ -72,6 +72,8 @@ export class FaultCluster {
   /** The nodes each node refuses (indexes), as the partition stands. */
   private blocked: Set<number>[] = [];
   private askSeq = 0;
+  /** Nodes that exited while serving without being killed or stopped, with the end of their log. */
+  readonly unexpectedExits: { node: number; code: number | null; signal: NodeJS.Signals | null; log: string }[] = [];
 
   private constructor(private readonly o: Required<FaultClusterOptions>) {}
 
@@ -163,7 +165,11 @@ export class FaultCluster {
         clearTimeout(timer);
         for (const answer of run.asks.values()) answer({ ok: false, error: 'the node exited' });
         run.asks.clear();
-        if (this.running[i] === run) this.running[i] = null;
+        // Still listed: nobody killed or stopped it. A node that ends by itself is a finding of the run.
+        if (this.running[i] === run) {
+          this.running[i] = null;
+          if (run.ready) this.unexpectedExits.push({ node: i, code, signal, log: logTail(spec.dataDir) });
+        }
         reject(new Error(`node ${i} exited with ${code ?? signal}; its log ends with: ${logTail(spec.dataDir)}`));
       });
     });

@@ -4,7 +4,7 @@
 // checker's FinalState (history.ts).
 import type { FaultCluster } from './cluster.js';
 import type { CertifiedEntry, ChainRow, FinalState, HeldEnvelope, LedgerInputs, NodeFinalState, Operation, TransferView } from './history.js';
-import { request, type Identity } from './workload.js';
+import { HARNESS_WITHIN_MS, request, type Identity } from './workload.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Rows per page of /api/chain/:slug/explore, envelopes per page of /api/tally/envelopes/:zid (the routes' maxima). */
@@ -46,7 +46,7 @@ export async function recover(cluster: FaultCluster, ops: readonly Operation[], 
       for (const op of acked) {
         const id = (op.response as { transfer_id?: string }).transfer_id;
         const sender = byZid.get(op.zid)!;
-        const r = await request(cluster.url(sender.home), 'GET', `/api/tally/transfers/${id}`, undefined, sender.key).catch(() => null);
+        const r = await request(cluster.url(sender.home), 'GET', `/api/tally/transfers/${id}`, undefined, sender.key, HARNESS_WITHIN_MS).catch(() => null);
         if ((r?.body as { state?: string } | undefined)?.state !== 'delivered') pending.push(`transfer ${id} is not delivered`);
         if (pending.length > 0) break;
       }
@@ -58,7 +58,7 @@ export async function recover(cluster: FaultCluster, ops: readonly Operation[], 
 }
 
 async function readOk<T>(url: string, path: string, key?: string): Promise<T> {
-  const r = await request(url, 'GET', path, undefined, key);
+  const r = await request(url, 'GET', path, undefined, key, HARNESS_WITHIN_MS);
   if (r.status !== 200) throw new Error(`GET ${url}${path}: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body as T;
 }
@@ -126,7 +126,7 @@ export async function readFinalState(
   for (const op of ops) {
     const resultId = op.call === 'spend' && op.outcome === 'ok' ? (op.response as { result_id?: string }).result_id : undefined;
     if (!resultId) continue;
-    const r = await request(cluster.url(byZid.get(op.zid)!.home), 'GET', `/api/mesh/results/${resultId}`);
+    const r = await request(cluster.url(byZid.get(op.zid)!.home), 'GET', `/api/mesh/results/${resultId}`, undefined, undefined, HARNESS_WITHIN_MS);
     state.results[resultId] = r.status === 200;
   }
   // Every transfer id the clients saw or an envelope carries, read at the sender's and the receiver's homes.
@@ -140,7 +140,7 @@ export async function readFinalState(
     const view = async (zid: string | undefined): Promise<TransferView | null> => {
       const who = zid ? byZid.get(zid) : undefined;
       if (!who) return null;
-      const r = await request(cluster.url(who.home), 'GET', `/api/tally/transfers/${tid}`, undefined, who.key);
+      const r = await request(cluster.url(who.home), 'GET', `/api/tally/transfers/${tid}`, undefined, who.key, HARNESS_WITHIN_MS);
       return r.status === 200 ? (r.body as TransferView) : null;
     };
     const atReceiver = await view(end.to);

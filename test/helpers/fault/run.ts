@@ -27,7 +27,8 @@ export interface FaultRunOptions {
 export interface FaultRunReport {
   seed: number;
   nodes: number;
-  faults: { planned: number; done: number; kills: number; partitions: number; restart_failures: number };
+  /** restart_failures: killed nodes that did not start again; unexpected_exits: nodes that ended by themselves. */
+  faults: { planned: number; done: number; kills: number; partitions: number; restart_failures: number; unexpected_exits: number };
   operations: { total: number; spends: number; transfers: number; acknowledged: number; refused: number; unknown: number };
   recovery: Recovery;
   /** Wall time of each phase: starting the nodes, setting up the identities, the faults under load, the final read. */
@@ -95,6 +96,7 @@ export async function runFaultRun(o: FaultRunOptions): Promise<FaultRun> {
         kills: faults.filter((f) => f.kind === 'kill').length,
         partitions: faults.filter((f) => f.kind === 'partition').length,
         restart_failures: restartFailures,
+        unexpected_exits: cluster.unexpectedExits.length,
       },
       operations: {
         total: history.length,
@@ -108,7 +110,7 @@ export async function runFaultRun(o: FaultRunOptions): Promise<FaultRun> {
       phases_ms: { start: startMs, setup: setupMs, faults: faultsMs, read: readMs },
       elapsed_ms: Date.now() - started,
       checks,
-      ok: checks.every((c) => c.ok) && recovery.drained && restartFailures === 0,
+      ok: checks.every((c) => c.ok) && recovery.drained && restartFailures === 0 && cluster.unexpectedExits.length === 0,
       ...(o.keep ? { data_dirs: cluster.specs.map((s) => s.dataDir) } : {}),
     };
     return { report, history, faults, state };

@@ -15,6 +15,11 @@ import { prng } from './prng.js';
 export const SPEND_BODY = { domain: 'thermodynamics', operators: ['KO42', 'THERMO_CARNOT_EFFICIENCY'], inputs: {} } as const;
 /** How long a client waits for an answer before it records the operation as unknown. */
 const ANSWER_WITHIN_MS = 10_000;
+/**
+ * How long a request of the harness itself (setup, the final read) may take: it is not recorded, it must succeed, and
+ * the cores may be busy.
+ */
+export const HARNESS_WITHIN_MS = 60_000;
 
 export interface Identity {
   zid: string;
@@ -62,11 +67,11 @@ export async function setUpIdentities(
     const token = (await readFile(join(cluster.specs[home]!.dataDir, 'operator-token'), 'utf8')).trim();
     for (let k = 0; k < perNode; k++) {
       const equation = createHash('sha256').update(`fault-run ${seed} node ${home} identity ${k}`).digest('hex');
-      const reg = await request(url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: equation });
+      const reg = await request(url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: equation }, undefined, HARNESS_WITHIN_MS);
       if (reg.status !== 201) throw new Error(`register at node ${home}: ${reg.status} ${JSON.stringify(reg.body)}`);
       const r = reg.body as { zid: string; state_machine: { slug: string } };
       const key = await identityKey(url, equation);
-      const grant = await request(url, 'POST', '/api/tally/grants', { zid: r.zid, credits }, token);
+      const grant = await request(url, 'POST', '/api/tally/grants', { zid: r.zid, credits }, token, HARNESS_WITHIN_MS);
       if (grant.status !== 201) throw new Error(`grant at node ${home}: ${grant.status} ${JSON.stringify(grant.body)}`);
       granted += credits;
       identities.push({ zid: r.zid, key, slug: r.state_machine.slug, home });
@@ -76,7 +81,7 @@ export async function setUpIdentities(
   for (let n = 0; n < cluster.size; n++) {
     for (const id of identities) {
       for (;;) {
-        const r = await request(cluster.url(n), 'GET', `/api/mesh/identity/${id.zid}`).catch(() => null);
+        const r = await request(cluster.url(n), 'GET', `/api/mesh/identity/${id.zid}`, undefined, undefined, HARNESS_WITHIN_MS).catch(() => null);
         if (r?.status === 200 && (r.body as { verified?: boolean }).verified) break;
         if (Date.now() > end) throw new Error(`node ${n} does not know ${id.zid}`);
         await new Promise((res) => setTimeout(res, 100));
