@@ -18,6 +18,7 @@ const alone = [
   'test/docs/readme-blocks.test.ts',
   'test/http/dashboard.test.ts',
   'test/webhooks/crash.test.ts',
+  'test/fault/faults.test.ts',
 ];
 
 // Files that start nothing (no node, server, worker or process) and touch no process-wide state share one module

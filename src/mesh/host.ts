@@ -18,7 +18,18 @@ import { kadDHT } from '@libp2p/kad-dht';
 import { circuitRelayServer, circuitRelayTransport } from '@libp2p/circuit-relay-v2';
 import { gossipsub, type GossipSub, type GossipsubEvents } from '@chainsafe/libp2p-gossipsub';
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
-import type { ComponentLogger, Message, Metrics, PeerId, PrivateKey, PubSub, SignaturePolicy, Stream, TopicValidatorResult } from '@libp2p/interface';
+import type {
+  ComponentLogger,
+  ConnectionGater,
+  Message,
+  Metrics,
+  PeerId,
+  PrivateKey,
+  PubSub,
+  SignaturePolicy,
+  Stream,
+  TopicValidatorResult,
+} from '@libp2p/interface';
 import type { AddressManager } from '@libp2p/interface-internal';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { ALL_TOPICS, TOPICS } from './wire.js';
@@ -114,6 +125,11 @@ export interface MeshHostOptions {
   seenTtlMs?: number;
   /** libp2p's own metrics (a factory such as @libp2p/prometheus-metrics', supplied by the mesh's wiring, node/mesh.ts). */
   metrics?: (components: { logger: ComponentLogger }) => Metrics;
+  /**
+   * Test composition only (architecture.md §8, never config): which connections libp2p refuses. The fault harness
+   * (test/helpers/fault) partitions nodes with it; absent, libp2p's default allows every connection.
+   */
+  connectionGater?: Partial<ConnectionGater>;
 }
 
 /** A service that only hands the address manager out (libp2p keeps its components private). */
@@ -287,6 +303,7 @@ export class MeshHost {
       },
       ...(o.mdns ? { peerDiscovery: [mdns()] } : {}),
       ...(o.metrics ? { metrics: o.metrics } : {}),
+      ...(o.connectionGater ? { connectionGater: o.connectionGater } : {}),
       services,
     })) as unknown as Libp2p<Services>;
     this.node = node;

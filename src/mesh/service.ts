@@ -122,6 +122,8 @@ export interface MeshServiceOptions {
   inboundPerIpPerSec?: number;
   /** libp2p's own metrics (the mesh's wiring, node/mesh.ts, supplies @libp2p/prometheus-metrics'); none when absent. */
   libp2pMetrics?: MeshHostOptions['metrics'];
+  /** Test composition only (never config): the libp2p connection gater (host.ts). */
+  connectionGater?: MeshHostOptions['connectionGater'];
 }
 
 export interface EventMeta {
@@ -347,6 +349,7 @@ export class MeshService {
         redialMaxMs: this.opts.redialMaxMs,
         seenTtlMs: this.opts.gossipSeenTtlMs,
         metrics: this.opts.libp2pMetrics,
+        connectionGater: this.opts.connectionGater,
       });
       await this.host.start();
       for (const [protocol, handler] of this.streamHandlers) await this.host.handle(protocol, handler);

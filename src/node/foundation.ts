@@ -75,8 +75,8 @@ export interface NodeOptions {
   machineSampleMs?: number;
   /** Tests: the storage format and its migrations (default: this release's, store/format.ts). */
   storageFormat?: StorageFormat;
-  /** Mesh overrides (tests: autoPulse, redial bounds). */
-  mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits' | 'peerSetTiming'>>;
+  /** Mesh overrides (tests: autoPulse, redial bounds, a connection gater that partitions the node). */
+  mesh?: Partial<Pick<MeshServiceOptions, 'autoPulse' | 'redialMinMs' | 'redialMaxMs' | 'limits' | 'peerSetTiming' | 'connectionGater'>>;
 }
 
 /** Keys derived from the receipt secret, and the credential secret (this node's own, never shared with the mesh). */

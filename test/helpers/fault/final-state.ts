@@ -1,0 +1,151 @@
+// After the last fault: heal the mesh, start every node that is down, wait (bounded) until the nodes reach each other
+// and every delivery is done, then read what the mesh holds — each identity's wallet, envelopes and audit chain at its
+// home, each acknowledged result at its home, each transfer at both ends, each node's revenue totals — as the
+// checker's FinalState (history.ts).
+import type { FaultCluster } from './cluster.js';
+import type { CertifiedEntry, ChainRow, FinalState, HeldEnvelope, LedgerInputs, NodeFinalState, Operation, TransferView } from './history.js';
+import { HARNESS_WITHIN_MS, request, type Identity } from './workload.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Rows per page of /api/chain/:slug/explore, envelopes per page of /api/tally/envelopes/:zid (the routes' maxima). */
+const CHAIN_PAGE = 100;
+const ENVELOPE_PAGE = 500;
+
+export interface Recovery {
+  /** ms from the heal to a mesh with nothing left to deliver (or to the bound). */
+  ms: number;
+  /** False when the bound passed first: the run reports what was still pending. */
+  drained: boolean;
+  pending: string[];
+}
+
+/**
+ * Heal, start every node, and wait until every node holds a connection to every other, no node has a transfer or a
+ * charge settlement waiting, and every acknowledged transfer is delivered at its sender's home. Bounded by `withinMs`.
+ */
+export async function recover(cluster: FaultCluster, ops: readonly Operation[], identities: readonly Identity[], withinMs: number): Promise<Recovery> {
+  const started = Date.now();
+  await cluster.heal();
+  for (let i = 0; i < cluster.size; i++) if (!cluster.isUp(i)) await cluster.startNode(i);
+  const byZid = new Map(identities.map((id) => [id.zid, id]));
+  const acked = ops.filter((o) => o.call === 'transfer' && o.outcome === 'ok');
+  let pending: string[] = [];
+  while (Date.now() - started < withinMs) {
+    pending = [];
+    for (let i = 0; i < cluster.size; i++) {
+      const s = await cluster.state(i);
+      if (!s) pending.push(`node ${i} does not answer`);
+      else {
+        const missing = cluster.nodeIds.filter((id, j) => j !== i && !s.connected.includes(id));
+        if (missing.length > 0) pending.push(`node ${i} is not connected to ${missing.length} node(s)`);
+        if (s.backlogs.transfers + s.backlogs.settlements > 0)
+          pending.push(`node ${i} has ${s.backlogs.transfers} transfers, ${s.backlogs.settlements} settlements waiting`);
+      }
+    }
+    if (pending.length === 0) {
+      for (const op of acked) {
+        const id = (op.response as { transfer_id?: string }).transfer_id;
+        const sender = byZid.get(op.zid)!;
+        const r = await request(cluster.url(sender.home), 'GET', `/api/tally/transfers/${id}`, undefined, sender.key, HARNESS_WITHIN_MS).catch(() => null);
+        if ((r?.body as { state?: string } | undefined)?.state !== 'delivered') pending.push(`transfer ${id} is not delivered`);
+        if (pending.length > 0) break;
+      }
+    }
+    if (pending.length === 0) return { ms: Date.now() - started, drained: true, pending };
+    await sleep(250);
+  }
+  return { ms: Date.now() - started, drained: false, pending };
+}
+
+async function readOk<T>(url: string, path: string, key?: string): Promise<T> {
+  const r = await request(url, 'GET', path, undefined, key, HARNESS_WITHIN_MS);
+  if (r.status !== 200) throw new Error(`GET ${url}${path}: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body as T;
+}
+
+async function envelopesOf(url: string, id: Identity): Promise<HeldEnvelope[]> {
+  const out: HeldEnvelope[] = [];
+  for (let offset = 0; ; offset += ENVELOPE_PAGE) {
+    const page = await readOk<{ total: number; items: HeldEnvelope[] }>(url, `/api/tally/envelopes/${id.zid}?limit=${ENVELOPE_PAGE}&offset=${offset}`, id.key);
+    out.push(
+      ...page.items.map((e) => ({ token_id: e.token_id, owner: e.owner, result_id: e.result_id, ...(e.transfer_id ? { transfer_id: e.transfer_id } : {}) })),
+    );
+    if (page.items.length < ENVELOPE_PAGE) return out;
+  }
+}
+
+async function chainOf(url: string, id: Identity): Promise<ChainRow[]> {
+  const rows: ChainRow[] = [];
+  for (let from = 1; ; from += CHAIN_PAGE) {
+    const page = await readOk<{ head: { seq: number } | null; rows: ChainRow[] }>(
+      url,
+      `/api/chain/${id.slug}/explore?from=${from}&to=${from + CHAIN_PAGE - 1}`,
+      id.key,
+    );
+    rows.push(...page.rows.map((r) => ({ seq: r.seq, hash: r.hash, transitionType: r.transitionType })));
+    if (!page.head || from + CHAIN_PAGE > page.head.seq) return rows;
+  }
+}
+
+/**
+ * Where certified entries come from. With one copy per identity (its home) there are none; custody's reader (the
+ * entries each custodian holds, e.g. behind GET /api/mesh/custody/:zid) is passed to readFinalState in its place.
+ */
+export type CertifiedEntrySource = (cluster: FaultCluster, identities: readonly Identity[]) => Promise<CertifiedEntry[]>;
+
+export const noCertifiedEntries: CertifiedEntrySource = async () => [];
+
+export async function readFinalState(
+  cluster: FaultCluster,
+  ops: readonly Operation[],
+  identities: readonly Identity[],
+  ledger: LedgerInputs,
+  certified: CertifiedEntrySource = noCertifiedEntries,
+): Promise<FinalState> {
+  const byZid = new Map(identities.map((id) => [id.zid, id]));
+  const state: FinalState = { identities: [], nodes: [], results: {}, transfers: [], ledger, certified: await certified(cluster, identities) };
+  for (const id of identities) {
+    const url = cluster.url(id.home);
+    const balance = await readOk<{ free: number; paid: number }>(url, '/api/tally/balance', id.key);
+    state.identities.push({
+      zid: id.zid,
+      home: id.home,
+      slug: id.slug,
+      balance: { free: balance.free, paid: balance.paid },
+      envelopes: await envelopesOf(url, id),
+      chain: await chainOf(url, id),
+    });
+  }
+  for (let i = 0; i < cluster.size; i++) {
+    const revenue = await readOk<{ burned: number; foundation: number }>(cluster.url(i), '/api/transparency/revenue');
+    const s = await cluster.state(i);
+    if (!s) throw new Error(`node ${i} does not answer`);
+    const node: NodeFinalState = { nodeId: cluster.nodeIds[i]!, burned: revenue.burned, foundation: revenue.foundation, sealed: s.counters.sealed_total };
+    state.nodes.push(node);
+  }
+  for (const op of ops) {
+    const resultId = op.call === 'spend' && op.outcome === 'ok' ? (op.response as { result_id?: string }).result_id : undefined;
+    if (!resultId) continue;
+    const r = await request(cluster.url(byZid.get(op.zid)!.home), 'GET', `/api/mesh/results/${resultId}`, undefined, undefined, HARNESS_WITHIN_MS);
+    state.results[resultId] = r.status === 200;
+  }
+  // Every transfer id the clients saw or an envelope carries, read at the sender's and the receiver's homes.
+  const ends = new Map<string, { from?: string; to?: string }>();
+  for (const op of ops) {
+    const a = op.response as { transfer_id?: unknown; to?: unknown } | null;
+    if (op.call === 'transfer' && a && typeof a.transfer_id === 'string') ends.set(a.transfer_id, { from: op.zid, to: String(op.body.to) });
+  }
+  for (const i of state.identities) for (const e of i.envelopes) if (e.transfer_id && !ends.has(e.transfer_id)) ends.set(e.transfer_id, { to: i.zid });
+  for (const [tid, end] of ends) {
+    const view = async (zid: string | undefined): Promise<TransferView | null> => {
+      const who = zid ? byZid.get(zid) : undefined;
+      if (!who) return null;
+      const r = await request(cluster.url(who.home), 'GET', `/api/tally/transfers/${tid}`, undefined, who.key, HARNESS_WITHIN_MS);
+      return r.status === 200 ? (r.body as TransferView) : null;
+    };
+    const atReceiver = await view(end.to);
+    const atSender = await view(end.from ?? atReceiver?.from);
+    state.transfers.push({ id: tid, atSender, atReceiver });
+  }
+  return state;
+}
