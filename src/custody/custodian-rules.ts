@@ -16,6 +16,8 @@ export interface HeldHead {
   /** The epoch below which this custodian signs nothing for the identity (the highest epoch it accepted). */
   fenced_below: number;
   balance: { free: number; paid: number } | null;
+  /** The node that proposed the entries held (the identity's home). */
+  home: string;
 }
 
 /** Why a custodian refuses an entry (the answer's `code`). */

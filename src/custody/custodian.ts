@@ -120,7 +120,10 @@ export class Custodian {
       const slotHash = slots.get(slot) ?? (await this.deps.store.get<HeldEntry>(this.held, slot))?.hash ?? null;
       const transferKey = entry.transfer_id === null ? null : `${entry.zid}!${entry.transfer_id}`;
       const transferSeen = transferKey !== null && (seen.has(transferKey) || (await this.deps.store.get(this.transfers, transferKey)) !== undefined);
-      const d = decide(entry, hash, head, { fromHome: home === sender, slotHash, transferSeen });
+      // An identity whose assertion has not reached this node yet: the node that proposes its first entry here is
+      // held to it (docs/decisions.md "Custody").
+      const fromHome = home !== null ? home === sender : head === null || head.home === sender;
+      const d = decide(entry, hash, head, { fromHome, slotHash, transferSeen });
       if ('refuse' in d) {
         this.stats.refused++;
         const r: CustodyResult = { ok: false, code: d.refuse, reason: d.reason };
@@ -136,6 +139,7 @@ export class Custodian {
         hash,
         fenced_below: Math.max(head?.fenced_below ?? entry.epoch, entry.epoch),
         balance: entry.balance ?? head?.balance ?? null,
+        home: sender,
       };
       this.cache.set(entry.zid, next);
       touched.add(entry.zid);
