@@ -1,6 +1,7 @@
 // Custody (architecture.md §5, docs/decisions.md "Custody"): the store's gate that holds an identity's ledger writes
 // until a majority of its custodians holds them (the replicator), this node's custodian side of /svc/custody/1, and
-// the custody routes. Members are the nodes the bond registry knows with an active bond.
+// the custody routes. Members are the nodes the bond registry knows with an active bond that the node itself
+// advertised in a tick event this node heard: a bond whose node never spoke (or another's) makes no custodian.
 import { custodyClient } from '../custody/client.js';
 import { Custodian } from '../custody/custodian.js';
 import { LedgerOpsReader } from '../custody/ledger-ops.js';
@@ -33,7 +34,19 @@ export function wireCustody(
   const { config, store, time } = f;
   const nodeId = () => f.nodeId;
   const secret = config.mesh.secret ?? null;
-  const members = () => consensus.bonds.active().map((b) => b.bond.node);
+  // Read once a tick: the registry and the peer table change by events, and every ledger write asks.
+  let known: { svcond: number; nodes: string[] } = { svcond: -1, nodes: [] };
+  const members = () => {
+    const now = time.nowSvcond();
+    if (known.svcond === now) return known.nodes;
+    const advertised = new Map(mesh.peers().map((p) => [p.peerId, p.bondId]));
+    const nodes = consensus.bonds
+      .active()
+      .filter((b) => b.bond.node === f.nodeId || advertised.get(b.bond.node) === b.bond.bond_id)
+      .map((b) => b.bond.node);
+    known = { svcond: now, nodes };
+    return nodes;
+  };
   const homeOf = async (zid: string) => (await identity.identity.getIdentity(zid))?.home ?? null;
   const replicator = new Replicator({
     store,
