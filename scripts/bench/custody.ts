@@ -28,22 +28,30 @@ interface BenchNode {
 
 async function processNode(replicas: number, bootstrap: string[]): Promise<BenchNode> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-custody-bench-'));
-  const { child, url } = await startProcess(process.execPath, ['dist/cli/index.js', 'start'], {
-    SVC_PORT: '0',
-    SVC_HOST: '127.0.0.1',
-    SVC_DATA_DIR: dir,
-    SVC_LOG_LEVEL: 'info',
-    SVC_SYNC_WRITES: 'true',
-    SVC_SOLVER_THREADS: '0',
-    SVC_INITIAL_CREDITS: '1000000',
-    SVC_RECEIPT_SECRET: 'ef'.repeat(32),
-    SVC_MESH_SECRET: SECRET,
-    SVC_P2P_PORT: '0',
-    SVC_BOOTSTRAP: bootstrap.join(','),
-    SVC_MESH_TICK_EVERY: '1',
-    SVC_CONTRIBUTION_BOND_ENVELOPES: String(BOND),
-    SVC_CUSTODY_REPLICAS: String(replicas),
-  });
+  const { child, url } = await startProcess(
+    process.execPath,
+    ['dist/cli/index.js', 'start'],
+    {
+      SVC_PORT: '0',
+      SVC_HOST: '127.0.0.1',
+      SVC_DATA_DIR: dir,
+      SVC_LOG_LEVEL: 'info',
+      SVC_SYNC_WRITES: 'true',
+      SVC_SOLVER_THREADS: '0',
+      SVC_INITIAL_CREDITS: '1000000',
+      SVC_RECEIPT_SECRET: 'ef'.repeat(32),
+      SVC_MESH_SECRET: SECRET,
+      SVC_P2P_PORT: '0',
+      SVC_BOOTSTRAP: bootstrap.join(','),
+      SVC_MESH_TICK_EVERY: '1',
+      SVC_CONTRIBUTION_BOND_ENVELOPES: String(BOND),
+      SVC_CUSTODY_REPLICAS: String(replicas),
+    },
+    root,
+    false,
+    // Four processes start on a machine that may be shared: a start is slow, not failed.
+    180_000,
+  );
   const status = (await (await fetch(`${url}/api/mesh/status`)).json()) as { nodeId: string; multiaddrs: string[] };
   return {
     url,

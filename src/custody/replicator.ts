@@ -89,6 +89,8 @@ export class Replicator {
 
   /** The store's gate: hold a write that changes the ledger of identities with more than one custodian. */
   hold(ops: readonly Op[]): Promise<Op[]> | null {
+    // Alone (R = 1, or no other member): every set is the home alone, and the write is not even read.
+    if (this.deps.replicas < 2 || !this.othersExist()) return null;
     const changes = this.deps.reader.changes(ops);
     if (changes.length === 0) return null;
     let held: Promise<Op[]>[] | null = null;
@@ -100,6 +102,12 @@ export class Replicator {
     if (held === null) return null;
     if (held.length === 1) return held[0]!;
     return Promise.all(held).then((parts) => parts.flat());
+  }
+
+  private othersExist(): boolean {
+    const self = this.deps.nodeId();
+    for (const node of this.deps.members()) if (node !== self) return true;
+    return false;
   }
 
   /** The certified head of an identity homed here (null: no entry certified). */
