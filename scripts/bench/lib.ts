@@ -13,18 +13,25 @@ export function numberArg(name: string, def: number): number {
 }
 
 /**
- * Spawn a server (cwd: the project root, or `cwd`) and wait for the `"url":…` of its listening line (30 s at most; a server
- * that has not said it by then is killed). Its output after that line is read and dropped. `ipc` opens an IPC channel
+ * Spawn a server (cwd: the project root, or `cwd`) and wait for the `"url":…` of its listening line (`startMs`, 30 s by
+ * default; a server that has not said it by then is killed). Its output after that line is read and dropped. `ipc` opens an IPC channel
  * to it (process.send in the child).
  */
-export function startProcess(cmd: string, argv: string[], env: Record<string, string>, cwd = root, ipc = false): Promise<{ child: ChildProcess; url: string }> {
+export function startProcess(
+  cmd: string,
+  argv: string[],
+  env: Record<string, string>,
+  cwd = root,
+  ipc = false,
+  startMs = 30_000,
+): Promise<{ child: ChildProcess; url: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, argv, { cwd, env: { ...process.env, ...env }, stdio: ipc ? ['ignore', 'pipe', 'inherit', 'ipc'] : ['ignore', 'pipe', 'inherit'] });
     let buf = '';
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error('process did not report its url in 30 s'));
-    }, 30_000);
+      reject(new Error(`process did not report its url in ${startMs / 1000} s`));
+    }, startMs);
     const onData = (d: Buffer): void => {
       buf += d.toString();
       const m = /"url":"([^"]+)"/.exec(buf);

@@ -48,6 +48,8 @@ export const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'b
   SVC_RELAY_SERVE: { path: 'mesh.relay.serve', kind: 'bool' },
   SVC_RELAY_RESERVE: { path: 'mesh.relay.reserve', kind: 'string' },
   SVC_CONTRIBUTION_BOND_ENVELOPES: { path: 'contribution.bondEnvelopes', kind: 'int' },
+  SVC_CUSTODY_REPLICAS: { path: 'custody.replicas', kind: 'int' },
+  SVC_CUSTODY_CERTIFY_TIMEOUT_MS: { path: 'custody.certifyTimeoutMs', kind: 'int' },
   SVC_CONTRIBUTION_COMMITTEE_SIZE: { path: 'contribution.committeeSize', kind: 'int' },
   SVC_CONTRIBUTION_SETTLE_TICKS: { path: 'contribution.settleTicks', kind: 'int' },
   SVC_CONTRIBUTION_DEADLINE_TICKS: { path: 'contribution.deadlineTicks', kind: 'int' },

@@ -167,6 +167,19 @@ export const configSchema = z
       })
       .strict()
       .default({ applyTicks: 128, cooldownDays: 30, challengerShare: 0.25 }),
+    /**
+     * Custody of identities' ledgers (src/custody/, docs/decisions.md "Custody"): how many nodes hold each identity's
+     * certified entries (its home first), and how long a write waits for a majority of them.
+     */
+    custody: z
+      .object({
+        /** R: custodians per identity, the home included (1: the home alone, as a node without peers always is). */
+        replicas: z.number().int().min(1).max(7).default(3),
+        /** Milliseconds a ledger write waits for its majority before it answers 503 SVC_CUSTODY_UNAVAILABLE. */
+        certifyTimeoutMs: z.number().int().min(50).max(60_000).default(2000),
+      })
+      .strict()
+      .default({ replicas: 3, certifyTimeoutMs: 2000 }),
     /** Webhooks (webhooks/): which URLs they may call, and the receivers' response window (spec 6.3: 30 s). */
     webhooks: z
       .object({

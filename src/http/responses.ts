@@ -613,6 +613,31 @@ export const meshVerifyResponse = z.looseObject({
   meshNodes: z.array(z.looseObject({ nodeId: peerId, verified: z.boolean(), svcond: tick.nullable() })),
 });
 
+/** Custody (routes/custody.ts): where an identity's ledger is held, and how final what this node answers is. */
+const custodyFinality = z.enum(['local', 'certified', 'held', 'none']);
+export const custodyResponse = z.looseObject({
+  zid: z.string(),
+  epoch: int.min(0),
+  home: peerId,
+  custodians: z.array(peerId),
+  certified_seq: int.min(0),
+  finality: custodyFinality,
+  balance: z.looseObject({ free: int, paid: int }).nullable(),
+});
+const signatureOf = z.looseObject({ node: peerId, signature: z.string() });
+export const custodyEntriesResponse = z.looseObject({
+  zid: z.string(),
+  seq: int.min(0),
+  finality: custodyFinality,
+  entries: z.array(
+    z.looseObject({
+      entry: z.looseObject({ zid: z.string(), epoch: int, seq: int, prev_hash: z.string() }),
+      hash: z.string(),
+      signatures: z.array(signatureOf),
+    }),
+  ),
+});
+
 /** Mesh routes (routes/mesh.ts). */
 export const gossipAcceptedResponse = z.looseObject({ accepted: z.boolean(), duplicate: z.boolean(), id: z.string() });
 const dnsRecord = z.looseObject({ name: z.string(), peerId: peerId, url: z.string(), multiaddrs: z.array(z.string()), svcond: tick, registrar: peerId });

@@ -93,6 +93,13 @@ export const ERROR_CATALOGUE = {
     retryAfterSeconds: FIRST_BACKOFF_SECONDS,
     meaning: 'The node could not write to its store: nothing was sealed or charged.',
   },
+  SVC_CUSTODY_UNAVAILABLE: {
+    status: 503,
+    origin: 'node',
+    retryAfterSeconds: FIRST_BACKOFF_SECONDS,
+    meaning:
+      "No majority of the identity's custodians held the ledger write in time (`reason`, `custodians`, `signed`, `needed`): it was not acknowledged and nothing of it is written.",
+  },
   SVC_INTERNAL_ERROR: { status: 500, origin: 'node', meaning: 'An unexpected failure of the node; the trace_id is in its log.' },
   DNS_INVALID_RECORD: { status: 400, origin: 'mesh', meaning: 'A mesh DNS record is malformed or not signed by the node it names.' },
   DNS_REGISTRY_FULL: { status: 507, origin: 'node', meaning: 'The mesh DNS registry of this node is full.' },

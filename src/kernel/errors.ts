@@ -44,6 +44,8 @@ export type ErrorCode =
   // the node itself
   | 'SVC_HOME_UNREACHABLE'
   | 'SVC_STORAGE_UNAVAILABLE'
+  // custody (architecture.md §5): a ledger write no majority of the identity's custodians holds
+  | 'SVC_CUSTODY_UNAVAILABLE'
   | 'SVC_INTERNAL_ERROR'
   // mesh DNS
   | 'DNS_INVALID_RECORD'

@@ -9,6 +9,7 @@ import type { AssistantsPart } from './assistants.js';
 import type { Capabilities } from './capability.js';
 import type { ComputePart } from './compute.js';
 import type { ConsensusPart } from './consensus.js';
+import type { CustodyPart } from './custody.js';
 import type { EconomyPart } from './economy.js';
 import type { Foundation } from './foundation.js';
 import type { HealthPart } from './health.js';
@@ -29,6 +30,7 @@ export interface Wired {
   push: PushPart;
   assistants: AssistantsPart;
   consensus: ConsensusPart;
+  custody: CustodyPart;
   health: HealthPart;
   http: HttpPart;
   capabilities: Capabilities;
@@ -148,6 +150,9 @@ export class NodeHandles {
   }
   get bonds() {
     return this.w.consensus.bonds;
+  }
+  get custody() {
+    return this.w.custody;
   }
   get modes() {
     return this.w.consensus.modes;

@@ -6,6 +6,7 @@ import { Capabilities } from './capability.js';
 import { openChain, wireChain } from './chain.js';
 import { computePorts, wireCompute } from './compute.js';
 import { wireConsensus } from './consensus.js';
+import { wireCustody } from './custody.js';
 import { wireEconomy } from './economy.js';
 import { openFoundation, type NodeOptions } from './foundation.js';
 import { NodeHandles, type Wired } from './handles.js';
@@ -16,7 +17,6 @@ import { wireMesh } from './mesh.js';
 import { wirePush, wireWebhooks } from './push.js';
 
 export type { NodeOptions } from './foundation.js';
-
 // Every part in dependency order (loads and backfills run here); a part that needs a later one reads it through a port.
 async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
   const foundation = await openFoundation(config, options);
@@ -30,6 +30,7 @@ async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
   const push = await wirePush(foundation, webhooks, compute.compute, economy.ledger, mesh.mesh);
   const assistants = await wireAssistants(foundation, { chain, identity: identity.identity, ...economy, ...compute, mesh: mesh.mesh });
   const consensus = await wireConsensus(foundation, mesh, economy, { ...compute, ...ports });
+  const custody = wireCustody(foundation, mesh, consensus, identity, economy);
   const chainParts = wireChain(foundation, chain, mesh.mesh, { ...economy, identity: identity.identity });
   const health = wireHealth(foundation, { mesh: mesh.mesh, economy, webhooks, consensus });
   // Start order; stop runs it backwards. The store closes last, the solver engine after all that runs on it; identity gossip
@@ -44,6 +45,7 @@ async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
     assistants.capability,
     economy.capability,
     consensus.capability,
+    custody.capability,
     push.capability,
     compute.batchRuns,
     health.capability,
@@ -52,7 +54,7 @@ async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
   const parts = { ...identity, ...economy, ...compute, ...push, ...health, webhooks, consensus, mesh: mesh.mesh, assistants, routes };
   const http = await wireHttp(foundation, parts);
   const capabilities = new Capabilities([...served, http.capability]);
-  return { foundation, chain, mesh, identity, economy, webhooks, compute, push, assistants, consensus, health, http, capabilities };
+  return { foundation, chain, mesh, identity, economy, webhooks, compute, push, assistants, consensus, custody, health, http, capabilities };
 }
 
 export class SvcNode extends NodeHandles {
@@ -64,9 +66,8 @@ export class SvcNode extends NodeHandles {
   }
 
   async start(): Promise<this> {
-    const wired = await wire(this.config, this.options);
-    this.wired = wired;
-    await wired.capabilities.start(wired.mesh.listeners);
+    this.wired = await wire(this.config, this.options);
+    await this.wired.capabilities.start(this.wired.mesh.listeners);
     return this;
   }
 

@@ -17,8 +17,28 @@ export interface StoreOptions {
 interface Pending {
   /** Encoded ops (those not on rewritten records): root key, then the value text or bytes (put) or null (del). */
   encoded: (string | Uint8Array | null)[];
+  /** Its ops on rewritten records, put in the batch's last-op map when it joins the queue. */
+  rewrites: Op[] | null;
+  /** Counted in `progress` (a commit made with commitAside is not). */
+  tracked: boolean;
   resolve: () => void;
   reject: (err: unknown) => void;
+}
+
+/**
+ * A stage between a commit and its batch: the custody replicator (src/custody/replicator.ts) holds an identity's
+ * ledger writes until a majority of its custodians hold them. Called synchronously in the committer's turn.
+ */
+export interface CommitGate {
+  /** null: the ops go on as they are; else the ops to add to the commit's batch, once they may be written (rejected: the commit fails, nothing of it is written). */
+  hold(ops: readonly Op[]): Promise<Op[]> | null;
+}
+
+/** A commit waiting for its turn: commits join the queue in the order they were made, a held one when its gate lets it. */
+interface Held {
+  pending: Pending;
+  ready: boolean;
+  failure: unknown;
 }
 
 /**
@@ -62,6 +82,10 @@ export class Store {
   private rewrites = new Map<string, Op>();
   private flushing = false;
   private closed = false;
+  /** Where held commits wait, in order (empty unless a gate holds one). */
+  private held: Held[] = [];
+  /** The stage that may hold a commit (set by the composition root; null: every commit goes straight to the queue). */
+  gate: CommitGate | null = null;
   private readonly sync: boolean;
   /** Batches written and ops written (after dropping ops replaced within their batch), for the bench and status. */
   readonly stats = { batches: 0, ops: 0 };
@@ -147,38 +171,107 @@ export class Store {
    * batch; each caller's promise settles when the batch holding its ops is on disk.
    */
   commit(ops: Op[]): Promise<void> {
+    return this.accept(ops, true);
+  }
+
+  /**
+   * Write ops that no other commit builds on (a custodian's records of other nodes' identities) in the next batch,
+   * past the commits a gate holds: a custodian answering its peers never waits for its own identities' custodians.
+   */
+  commitAside(ops: Op[]): Promise<void> {
+    return this.accept(ops, false);
+  }
+
+  private accept(ops: Op[], tracked: boolean): Promise<void> {
     if (this.closed) return Promise.reject(new Error('store is closed'));
     if (ops.length === 0) return Promise.resolve();
-    // Encode now, in the caller's turn: a value that cannot be encoded fails this caller only.
-    // Same bytes as put(key, value, { sublevel }): the sublevel's key prefix and its value encoding
-    // (level-transcoder's json is JSON.stringify), without abstract-level's per-op option cloning.
-    const encoded: (string | Uint8Array | null)[] = [];
-    let rewrites: Op[] | null = null;
+    let pending: Pending;
     try {
-      for (let i = 0; i < ops.length; i++) {
-        const op = ops[i]!;
-        if (this.rewrittenSubs.has(op.sub)) {
-          // Checked now, encoded when the batch is written (values of rewritten records are never changed after a commit).
-          if (op.type === 'put') this.checkEncodable(op.sub, op.value);
-          (rewrites ??= []).push(op);
-          continue;
-        }
-        encoded.push(op.sub.prefixKey(op.key, 'utf8'), op.type === 'put' ? this.encode(op.sub, op.value) : null);
-      }
+      pending = this.encodeOps(ops, tracked);
     } catch (err) {
       return Promise.reject(err);
     }
-    if (rewrites !== null) for (const op of rewrites) this.rewrites.set(op.sub.prefixKey(op.key, 'utf8'), op);
-    this.progress.commits++;
-    return new Promise<void>((resolve, reject) => {
-      this.queue.push({ encoded, resolve, reject });
-      if (!this.flushing) {
-        // Started after the current round of I/O callbacks (setImmediate), so one batch takes the seals of the whole
-        // round, not the first alone: one log write (and one fsync) for all of them.
-        this.flushing = true;
-        void nextRound().then(() => this.flush());
+    if (tracked) this.progress.commits++;
+    let hold: Promise<Op[]> | null = null;
+    if (tracked && this.gate !== null) {
+      try {
+        hold = this.gate.hold(ops);
+      } catch (err) {
+        hold = Promise.reject(err);
       }
+    }
+    return new Promise<void>((resolve, reject) => {
+      pending.resolve = resolve;
+      pending.reject = reject;
+      if (!tracked || (hold === null && this.held.length === 0)) {
+        this.enqueue(pending);
+        return;
+      }
+      const h: Held = { pending, ready: hold === null, failure: null };
+      this.held.push(h);
+      hold?.then(
+        (extra) => {
+          try {
+            const more = this.encodeOps(extra, true);
+            pending.encoded.push(...more.encoded);
+            if (more.rewrites !== null) (pending.rewrites ??= []).push(...more.rewrites);
+          } catch (err) {
+            h.failure = err;
+          }
+          h.ready = true;
+          this.drainHeld();
+        },
+        (err: unknown) => {
+          h.failure = err ?? new Error('the commit was refused');
+          h.ready = true;
+          this.drainHeld();
+        },
+      );
     });
+  }
+
+  /**
+   * Encode now, in the caller's turn: a value that cannot be encoded fails this caller only. Same bytes as
+   * put(key, value, { sublevel }): the sublevel's key prefix and its value encoding (level-transcoder's json is
+   * JSON.stringify), without abstract-level's per-op option cloning.
+   */
+  private encodeOps(ops: readonly Op[], tracked: boolean): Pending {
+    const encoded: (string | Uint8Array | null)[] = [];
+    let rewrites: Op[] | null = null;
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i]!;
+      if (this.rewrittenSubs.has(op.sub)) {
+        // Checked now, encoded when the batch is written (values of rewritten records are never changed after a commit).
+        if (op.type === 'put') this.checkEncodable(op.sub, op.value);
+        (rewrites ??= []).push(op);
+        continue;
+      }
+      encoded.push(op.sub.prefixKey(op.key, 'utf8'), op.type === 'put' ? this.encode(op.sub, op.value) : null);
+    }
+    return { encoded, rewrites, tracked, resolve: () => undefined, reject: () => undefined };
+  }
+
+  /** Held commits join the queue in the order they were made; a refused one settles there in its turn, unwritten. */
+  private drainHeld(): void {
+    while (this.held.length > 0 && this.held[0]!.ready) {
+      const h = this.held.shift()!;
+      if (h.failure === null) this.enqueue(h.pending);
+      else {
+        const { failure, pending } = h;
+        this.enqueue({ encoded: [], rewrites: null, tracked: true, resolve: () => pending.reject(failure), reject: pending.reject });
+      }
+    }
+  }
+
+  private enqueue(pending: Pending): void {
+    if (pending.rewrites !== null) for (const op of pending.rewrites) this.rewrites.set(op.sub.prefixKey(op.key, 'utf8'), op);
+    this.queue.push(pending);
+    if (!this.flushing) {
+      // Started after the current round of I/O callbacks (setImmediate), so one batch takes the seals of the whole
+      // round, not the first alone: one log write (and one fsync) for all of them.
+      this.flushing = true;
+      void nextRound().then(() => this.flush());
+    }
   }
 
   private async flush(): Promise<void> {
@@ -217,7 +310,7 @@ export class Store {
           if (this.onBatch !== null) this.onBatch(count, (performance.now() - started) / 1000);
           this.stats.batches++;
           this.stats.ops += count;
-          this.progress.settled += group.length;
+          this.progress.settled += tracked(group);
           for (const p of group) p.resolve();
         } catch (err) {
           // The callers queued meanwhile built their ops on this group's in-memory changes (a chain row's previous
@@ -227,7 +320,7 @@ export class Store {
           const queued = this.queue;
           this.queue = [];
           this.rewrites = new Map();
-          this.progress.settled += group.length + queued.length;
+          this.progress.settled += tracked(group) + tracked(queued);
           for (const p of group) p.reject(failed);
           for (const p of queued) p.reject(failed);
         }
@@ -258,10 +351,17 @@ export class Store {
 
   /** Wait for queued writes, then close LevelDB. */
   async close(): Promise<void> {
-    while (this.flushing || this.queue.length > 0) await new Promise((r) => setTimeout(r, 5));
+    while (this.flushing || this.queue.length > 0 || this.held.length > 0) await new Promise((r) => setTimeout(r, 5));
     this.closed = true;
     await this.db.close();
   }
+}
+
+/** Commits of a group counted in `progress`. */
+function tracked(group: readonly Pending[]): number {
+  let n = 0;
+  for (const p of group) if (p.tracked) n++;
+  return n;
 }
 
 /** Resolves in the event loop's check phase, after the I/O callbacks of the current round. */

@@ -1,0 +1,88 @@
+// What a custodian does with a proposed entry (docs/protocol.md §19), as a table: the identity's state at this
+// custodian (`fresh`: it holds nothing of it; `holding`: it holds entries up to a head) and, row by row in order, the
+// first check the entry fails decides the refusal. An entry that passes every row is signed and becomes the head.
+// The rows that make two different entries of one slot impossible are `slot-taken` (this custodian signed another
+// entry for that (zid, epoch, seq)) and `seq` (only the next slot is ever signed). Pure: the caller reads the facts
+// (the slot's record, whether the transfer id was seen) from its store first.
+import type { CustodyEntry } from './entry.js';
+
+export type CustodianState = 'fresh' | 'holding';
+
+/** The identity at this custodian: its head (the last entry it signed) and the epoch it is fenced at. */
+export interface HeldHead {
+  epoch: number;
+  seq: number;
+  hash: string;
+  /** The epoch below which this custodian signs nothing for the identity (the highest epoch it accepted). */
+  fenced_below: number;
+  balance: { free: number; paid: number } | null;
+  /** The node that proposed the entries held (the identity's home). */
+  home: string;
+}
+
+/** Why a custodian refuses an entry (the answer's `code`). */
+export type Refusal = 'not-home' | 'fenced' | 'slot-taken' | 'seq' | 'prev-hash' | 'balance' | 'transfer-reused';
+
+export interface Facts {
+  /** The sender is the identity's home for this epoch (the identity directory says so). */
+  fromHome: boolean;
+  /** Hash of the entry this custodian signed for the entry's slot, or null. */
+  slotHash: string | null;
+  /** The transfer id of the entry was carried by an earlier entry of the identity here. */
+  transferSeen: boolean;
+}
+
+export type Decision = { to: 'holding'; sign: 'new' | 'again' } | { to: CustodianState; refuse: Refusal; reason: string };
+
+interface Row {
+  from: readonly CustodianState[];
+  refuse: Refusal | 'again';
+  /** True when the row applies (the entry fails this check, or for 'again' is the one already signed). */
+  test: (e: CustodyEntry, head: HeldHead | null, f: Facts, hash: string) => boolean;
+  reason: (e: CustodyEntry, head: HeldHead | null) => string;
+}
+
+const BOTH = ['fresh', 'holding'] as const;
+const HOLDING = ['holding'] as const;
+
+/** The rows, in the order they are checked. */
+export const CUSTODIAN_ROWS: readonly Row[] = [
+  { from: BOTH, refuse: 'not-home', test: (_e, _h, f) => !f.fromHome, reason: () => 'the sender is not the identity’s home' },
+  {
+    from: HOLDING,
+    refuse: 'fenced',
+    test: (e, h) => e.epoch < h!.fenced_below,
+    reason: (e, h) => `epoch ${e.epoch} is fenced (this custodian is at ${h!.fenced_below})`,
+  },
+  { from: BOTH, refuse: 'again', test: (_e, _h, f, hash) => f.slotHash === hash, reason: () => 'signed already' },
+  { from: BOTH, refuse: 'slot-taken', test: (_e, _h, f) => f.slotHash !== null, reason: (e) => `another entry is signed for seq ${e.seq} of epoch ${e.epoch}` },
+  { from: HOLDING, refuse: 'seq', test: (e, h) => e.seq !== h!.seq + 1, reason: (e, h) => `seq ${e.seq} is not the next (${h!.seq + 1})` },
+  { from: HOLDING, refuse: 'prev-hash', test: (e, h) => e.prev_hash !== h!.hash, reason: () => 'prev_hash is not the hash of the last entry' },
+  {
+    from: BOTH,
+    refuse: 'balance',
+    test: (e) => e.balance !== null && (e.balance.free < 0 || e.balance.paid < 0),
+    reason: (e) => `the balance would be below zero (${e.balance!.free} free, ${e.balance!.paid} paid)`,
+  },
+  {
+    from: BOTH,
+    refuse: 'transfer-reused',
+    test: (e, _h, f) => e.transfer_id !== null && f.transferSeen,
+    reason: (e) => `transfer ${e.transfer_id} was applied already`,
+  },
+];
+
+/**
+ * The decision for `entry` (its hash `hash`) given the identity's head here (null: fresh). A fresh custodian takes
+ * the entry it is first sent at any seq: it joins the chain there (the history before it is the home's and the
+ * earlier custodians').
+ */
+export function decide(entry: CustodyEntry, hash: string, head: HeldHead | null, facts: Facts): Decision {
+  const state: CustodianState = head === null ? 'fresh' : 'holding';
+  for (const row of CUSTODIAN_ROWS) {
+    if (!row.from.includes(state) || !row.test(entry, head, facts, hash)) continue;
+    if (row.refuse === 'again') return { to: 'holding', sign: 'again' };
+    return { to: state, refuse: row.refuse, reason: row.reason(entry, head) };
+  }
+  return { to: 'holding', sign: 'new' };
+}

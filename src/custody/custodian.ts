@@ -1,0 +1,193 @@
+// The custodian's side of /svc/custody/1 (docs/protocol.md §19): check each proposed entry (custodian-rules.ts), keep
+// the ones it signs in ONE batch (commitAside: never behind this node's own held writes), then answer the signatures.
+// A signature leaves only after its entry and its slot are on disk, so a restarted custodian refuses a second,
+// different entry for a slot it signed. Batches are taken one at a time: the heads they read are the ones the last
+// batch wrote.
+import { timingSafeEqual } from 'node:crypto';
+import type { Stream } from '@libp2p/interface';
+import type { Logger } from 'pino';
+import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
+import { FrameError, readFrame, writeFrame } from '../mesh/frame.js';
+import { bodyDigest, handshakeFor } from '../mesh/wire.js';
+import { decide, type HeldHead } from './custodian-rules.js';
+import { entryHash, signingTextOf, type CustodyEntry } from './entry.js';
+import { custodyRequestSchema, MAX_REQUEST_BYTES, MAX_SKEW_TICKS, type CustodyAnswer, type CustodyResult } from './protocol.js';
+
+/** How long a custodian waits for a request on a stream it accepted. */
+const REQUEST_READ_MS = 10_000;
+
+/** An entry as a custodian keeps it: the entry, its hash and this custodian's signature. */
+export interface HeldEntry {
+  entry: CustodyEntry;
+  hash: string;
+  signature: string;
+}
+
+export interface CustodianDeps {
+  store: Store;
+  nodeId: () => string;
+  /** This node's Ed25519 signature (base64) of a text. */
+  sign: (text: string) => string;
+  /** The identity's home as this node's identity directory knows it, or null. */
+  homeOf: (zid: string) => Promise<string | null>;
+  meshSecret: string | null;
+  nowSvcond: () => number;
+  logger?: Logger;
+}
+
+export class Custodian {
+  private readonly heads: Sublevel;
+  private readonly held: Sublevel;
+  private readonly transfers: Sublevel;
+  private readonly cache = new Map<string, HeldHead | null>();
+  /** The batch being taken (the next one waits for it). */
+  private turn: Promise<unknown> = Promise.resolve();
+  readonly stats = { signed: 0, refused: 0 };
+
+  constructor(private readonly deps: CustodianDeps) {
+    this.heads = deps.store.sub('custody_heads');
+    this.held = deps.store.sub('custody_held');
+    this.transfers = deps.store.sub('custody_transfers');
+  }
+
+  /** Serve one /svc/custody/1 stream: one request, one answer. */
+  async serve(stream: Stream, remotePeer: string): Promise<void> {
+    let answer: CustodyAnswer;
+    try {
+      const timer = setTimeout(() => stream.abort(new Error('request not received in time')), REQUEST_READ_MS);
+      let raw: unknown;
+      try {
+        raw = await readFrame(stream.source, MAX_REQUEST_BYTES);
+      } finally {
+        clearTimeout(timer);
+      }
+      answer = await this.answer(raw, remotePeer);
+    } catch (err) {
+      if (!(err instanceof FrameError)) {
+        this.deps.logger?.debug({ err: String(err), peer: remotePeer }, 'custody stream failed');
+        return;
+      }
+      answer = { v: 1, refused: { code: 'bad-request', reason: err.message }, results: [] };
+    }
+    try {
+      await writeFrame(stream, answer);
+      await stream.close();
+    } catch (err) {
+      stream.abort(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  /** The answer to one raw request from `sender` (checked here, entry by entry). */
+  async answer(raw: unknown, sender: string): Promise<CustodyAnswer> {
+    const parsed = custodyRequestSchema.safeParse(raw);
+    if (!parsed.success)
+      return { v: 1, refused: { code: 'bad-request', reason: `malformed request: ${parsed.error.issues[0]?.message ?? 'invalid'}` }, results: [] };
+    const request = parsed.data;
+    // [REJECT] only a mesh member proposes, within the handshake window.
+    if (!this.handshakeHolds(request, sender))
+      return { v: 1, refused: { code: 'bad-request', reason: 'the handshake does not match this request from this peer' }, results: [] };
+    if (Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS)
+      return { v: 1, refused: { code: 'bad-request', reason: 'the request tick is too far from now' }, results: [] };
+    const run = this.turn.then(() => this.take(request.entries, sender));
+    this.turn = run.catch(() => undefined);
+    return { v: 1, results: await run };
+  }
+
+  private handshakeHolds(request: { svcond: number; handshake: string; v: 1; entries: unknown[] }, sender: string): boolean {
+    const secret = this.deps.meshSecret;
+    if (secret === null) return false;
+    const { handshake, ...rest } = request;
+    const expected = Buffer.from(handshakeFor(secret, sender, request.svcond, bodyDigest(rest)), 'utf8');
+    const given = Buffer.from(handshake, 'utf8');
+    return expected.length === given.length && timingSafeEqual(expected, given);
+  }
+
+  /** Decide every entry of a batch in order, write the signed ones in one batch, then sign. */
+  private async take(entries: CustodyEntry[], sender: string): Promise<CustodyResult[]> {
+    const results: (CustodyResult | { sign: string })[] = [];
+    const ops: Op[] = [];
+    const touched = new Set<string>();
+    /** Slots and transfer ids taken by earlier entries of this batch. */
+    const slots = new Map<string, string>();
+    const seen = new Set<string>();
+    const homes = new Map<string, string | null>();
+    for (const entry of entries) {
+      const hash = entryHash(entry);
+      const head = await this.head(entry.zid);
+      let home = homes.get(entry.zid);
+      if (home === undefined) homes.set(entry.zid, (home = await this.deps.homeOf(entry.zid)));
+      const slot = slotKey(entry);
+      const slotHash = slots.get(slot) ?? (await this.deps.store.get<HeldEntry>(this.held, slot))?.hash ?? null;
+      const transferKey = entry.transfer_id === null ? null : `${entry.zid}!${entry.transfer_id}`;
+      const transferSeen = transferKey !== null && (seen.has(transferKey) || (await this.deps.store.get(this.transfers, transferKey)) !== undefined);
+      // An identity whose assertion has not reached this node yet: the node that proposes its first entry here is
+      // held to it (docs/decisions.md "Custody").
+      const fromHome = home !== null ? home === sender : head === null || head.home === sender;
+      const d = decide(entry, hash, head, { fromHome, slotHash, transferSeen });
+      if ('refuse' in d) {
+        this.stats.refused++;
+        const r: CustodyResult = { ok: false, code: d.refuse, reason: d.reason };
+        if ((d.refuse === 'seq' || d.refuse === 'prev-hash') && head !== null) r.head = { seq: head.seq, hash: head.hash };
+        results.push(r);
+        continue;
+      }
+      results.push({ sign: hash });
+      if (d.sign === 'again') continue;
+      const next: HeldHead = {
+        epoch: entry.epoch,
+        seq: entry.seq,
+        hash,
+        fenced_below: Math.max(head?.fenced_below ?? entry.epoch, entry.epoch),
+        balance: entry.balance ?? head?.balance ?? null,
+        home: sender,
+      };
+      this.cache.set(entry.zid, next);
+      touched.add(entry.zid);
+      slots.set(slot, hash);
+      const held: HeldEntry = { entry, hash, signature: this.deps.sign(signingTextOf(hash)) };
+      ops.push({ type: 'put', sub: this.held, key: slot, value: held });
+      ops.push({ type: 'put', sub: this.heads, key: entry.zid, value: next });
+      if (transferKey !== null) {
+        seen.add(transferKey);
+        ops.push({ type: 'put', sub: this.transfers, key: transferKey, value: entry.seq });
+      }
+    }
+    try {
+      await this.deps.store.commitAside(ops);
+    } catch (err) {
+      // Nothing of the batch is on disk: its heads are read again, and no signature leaves.
+      for (const zid of touched) this.cache.delete(zid);
+      this.deps.logger?.warn({ err: String(err) }, 'custody batch not written');
+      return results.map((r) => ('sign' in r ? { ok: false, code: 'unavailable', reason: 'the custodian could not write the entry' } : r));
+    }
+    return results.map((r) => {
+      if (!('sign' in r)) return r;
+      this.stats.signed++;
+      return { ok: true, signature: this.deps.sign(signingTextOf(r.sign)) };
+    });
+  }
+
+  /** The identity's head here (null: this custodian holds nothing of it). */
+  async head(zid: string): Promise<HeldHead | null> {
+    const cached = this.cache.get(zid);
+    if (cached !== undefined) return cached;
+    const stored = (await this.deps.store.get<HeldHead>(this.heads, zid)) ?? null;
+    if (!this.cache.has(zid)) this.cache.set(zid, stored);
+    return this.cache.get(zid) ?? null;
+  }
+
+  /** Entries of an identity held here, by seq from `fromSeq`, at most `limit` (of the head's epoch and earlier ones). */
+  async entries(zid: string, fromSeq: number, limit: number): Promise<HeldEntry[]> {
+    const all = await this.deps.store.range<HeldEntry>(this.held, { gte: `${zid}!`, lt: `${zid}!~` });
+    return all
+      .map((r) => r.value)
+      .filter((h) => h.entry.seq >= fromSeq)
+      .sort((a, b) => a.entry.seq - b.entry.seq || a.entry.epoch - b.entry.epoch)
+      .slice(0, limit);
+  }
+}
+
+/** The record key of a slot: zid, epoch, seq. */
+export function slotKey(e: Pick<CustodyEntry, 'zid' | 'epoch' | 'seq'>): string {
+  return `${e.zid}!${padNum(e.epoch, 8)}!${padNum(e.seq)}`;
+}

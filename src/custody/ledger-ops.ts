@@ -1,0 +1,100 @@
+// The one seam of custody: every write of the node passes the store's gate (store/db.ts CommitGate), and this reader
+// finds in a write's records the identities whose ledger it changes: their wallet (`wallets`, keyed by zid), their
+// envelopes (`envelopes` by owner, the owner and folder indexes keyed `zid!…`). The write's audit-chain rows go into
+// each such identity's records digest. A transfer record in the same write names the transfer it debits or credits.
+// Writes that touch no wallet and no envelope (a machine's own events, sessions, the peer store) are not entries.
+import { createHash } from 'node:crypto';
+import { JsonText, type Op, type Store, type Sublevel } from '../store/db.js';
+import type { EntryKind } from './entry.js';
+
+/** The sublevels this reader knows, by their store names (the ledger's, the chain's and the transfers'). */
+export const LEDGER_SUBLEVELS = {
+  wallets: 'wallets',
+  envelopes: 'envelopes',
+  byOwner: 'env_owner',
+  byFolder: 'env_folder',
+  results: 'results',
+  transfers: 'transfers',
+  chainRows: 'chain_rows',
+} as const;
+
+/** What one write does to one identity's ledger. */
+export interface LedgerChange {
+  zid: string;
+  kind: EntryKind;
+  /** SHA-256 over the write's records of this identity and its chain rows, in the write's order. */
+  records: string;
+  balance: { free: number; paid: number } | null;
+  transferId: string | null;
+}
+
+export class LedgerOpsReader {
+  private readonly names = new Map<Sublevel, string>();
+
+  constructor(store: Store) {
+    for (const name of Object.values(LEDGER_SUBLEVELS)) this.names.set(store.sub(name, name === LEDGER_SUBLEVELS.results ? 'bytes' : 'json'), name);
+  }
+
+  /** The identities a write changes, each once (in the order the write first names them); empty for any other write. */
+  changes(ops: readonly Op[]): LedgerChange[] {
+    let byZid: Map<string, { ops: Op[]; balance: { free: number; paid: number } | null }> | null = null;
+    let sealed = false;
+    let rows: Op[] | null = null;
+    let transfers: Op[] | null = null;
+    for (const op of ops) {
+      const name = this.names.get(op.sub);
+      if (name === undefined) continue;
+      let zid: string | undefined;
+      if (name === LEDGER_SUBLEVELS.wallets) zid = op.key;
+      else if (name === LEDGER_SUBLEVELS.envelopes) zid = op.type === 'put' ? ((op.value as { owner?: unknown }).owner as string | undefined) : undefined;
+      else if (name === LEDGER_SUBLEVELS.byOwner || name === LEDGER_SUBLEVELS.byFolder) zid = op.key.slice(0, op.key.indexOf('!'));
+      else if (name === LEDGER_SUBLEVELS.results) sealed = sealed || op.type === 'put';
+      else if (name === LEDGER_SUBLEVELS.chainRows) (rows ??= []).push(op);
+      else if (name === LEDGER_SUBLEVELS.transfers && op.type === 'put') (transfers ??= []).push(op);
+      if (zid === undefined || zid === '') continue;
+      byZid ??= new Map();
+      let c = byZid.get(zid);
+      if (c === undefined) byZid.set(zid, (c = { ops: [], balance: null }));
+      c.ops.push(op);
+      if (name === LEDGER_SUBLEVELS.wallets && op.type === 'put') {
+        const w = op.value as { free: number; paid: number };
+        c.balance = { free: w.free, paid: w.paid };
+      }
+    }
+    if (byZid === null) return [];
+    const out: LedgerChange[] = [];
+    for (const [zid, c] of byZid) {
+      const transferId = transferOf(zid, transfers);
+      const kind: EntryKind = transferId !== null ? 'transfer' : sealed ? 'seal' : c.balance !== null ? 'wallet' : 'envelope';
+      out.push({ zid, kind, records: this.digest(rows === null ? c.ops : [...c.ops, ...rows]), balance: c.balance, transferId });
+    }
+    return out;
+  }
+
+  private digest(ops: readonly Op[]): string {
+    const h = createHash('sha256');
+    for (const op of ops) {
+      h.update(`${op.type}|${this.names.get(op.sub)}|${op.key}|`);
+      if (op.type === 'put') h.update(valueText(op.value));
+      h.update('\n');
+    }
+    return h.digest('hex');
+  }
+}
+
+/** The id of a transfer record of the write that moves envelopes from or to `zid`, else null. */
+function transferOf(zid: string, transfers: readonly Op[] | null): string | null {
+  if (transfers === null) return null;
+  for (const op of transfers) {
+    if (op.type !== 'put') continue;
+    const t = op.value as { from?: unknown; to?: unknown };
+    if (t.from === zid || t.to === zid) return op.key;
+  }
+  return null;
+}
+
+function valueText(value: unknown): string | Uint8Array {
+  if (value instanceof JsonText) return value.text;
+  if (value instanceof Uint8Array || typeof value === 'string') return value;
+  return JSON.stringify(value) ?? 'null';
+}

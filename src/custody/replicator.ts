@@ -1,0 +1,314 @@
+// The home's side of custody (docs/protocol.md §19, docs/decisions.md "Custody"): the store's gate. A write that
+// changes an identity's ledger (ledger-ops.ts) becomes one entry per identity, chained on the last one proposed; the
+// write is held until a majority of the identity's custody set holds the entry (the home counts once its batch is on
+// disk, so it needs majority − 1 signatures of the others), then joins the store's queue with the certified entry
+// and its signatures, in the same batch. No majority within the bound: the write fails with 503
+// SVC_CUSTODY_UNAVAILABLE, its callers roll back, nothing of it is written here, and the identity's later entries
+// proposed on it fail with it. A set of one (a node alone) holds nothing: the write goes on as it is.
+//
+// Group commit: each custodian has one batch in flight; what is proposed meanwhile waits in its queue and goes in the
+// next batch, entries of every identity together.
+import { ServiceError } from '../kernel/errors.js';
+import type { Op, Store, Sublevel } from '../store/db.js';
+import { custodySetOf, type CustodySet } from './custody-set.js';
+import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
+import { slotKey } from './custodian.js';
+import type { LedgerChange, LedgerOpsReader } from './ledger-ops.js';
+import { MAX_BATCH_ENTRIES, type CustodyResult } from './protocol.js';
+import type { SendBatch } from './client.js';
+
+/** The head of an identity's chain of entries at its home. */
+export interface OwnHead {
+  epoch: number;
+  seq: number;
+  hash: string;
+}
+
+/** A certified entry as its home keeps it. */
+export interface CertifiedEntry {
+  entry: CustodyEntry;
+  hash: string;
+  signatures: EntrySignature[];
+}
+
+export interface ReplicatorDeps {
+  store: Store;
+  reader: LedgerOpsReader;
+  nodeId: () => string;
+  /** R: custodians per identity, the home included (config custody.replicas). */
+  replicas: number;
+  /** The nodes that may hold identities (custody-set.ts): those the bond registry knows with an active bond. */
+  members: () => Iterable<string>;
+  send: SendBatch | null;
+  verify: (signer: string, text: string, signature: string) => boolean;
+  /** How long a write waits for its majority before it fails (config custody.certifyTimeoutMs). */
+  timeoutMs: number;
+}
+
+interface Proposal {
+  entry: CustodyEntry;
+  hash: string;
+  set: CustodySet;
+  signatures: EntrySignature[];
+  /** Custodians that refused it or did not answer. */
+  missed: string[];
+  reasons: string[];
+  settled: boolean;
+  resolve: (p: Proposal) => void;
+  reject: (err: unknown) => void;
+}
+
+interface Link {
+  queue: Proposal[];
+  busy: boolean;
+}
+
+export class Replicator {
+  private readonly own: Sublevel;
+  private readonly log: Sublevel;
+  /** Proposed heads by zid (the last entry proposed, certified or still held). */
+  private readonly proposed = new Map<string, OwnHead>();
+  /** Certified heads by zid (where the chain goes back to when a proposal fails). */
+  private readonly certified = new Map<string, OwnHead>();
+  /** Heads being read from the store, by zid: proposals made meanwhile chain on the read, in order. */
+  private readonly loading = new Map<string, Promise<void>>();
+  /** Proposals not settled yet, by zid, oldest first. */
+  private readonly open = new Map<string, Proposal[]>();
+  private readonly links = new Map<string, Link>();
+  readonly stats = { proposed: 0, certified: 0, failed: 0, batches: 0 };
+
+  constructor(private readonly deps: ReplicatorDeps) {
+    this.own = deps.store.sub('custody_own', 'json', { rewritten: true });
+    this.log = deps.store.sub('custody_log');
+  }
+
+  /** The custody set of an identity homed here. */
+  setOf(zid: string): CustodySet {
+    return custodySetOf(zid, this.deps.nodeId(), this.deps.members(), this.deps.replicas);
+  }
+
+  /** The store's gate: hold a write that changes the ledger of identities with more than one custodian. */
+  hold(ops: readonly Op[]): Promise<Op[]> | null {
+    // Alone (R = 1, or no other member): every set is the home alone, and the write is not even read.
+    if (this.deps.replicas < 2 || !this.othersExist()) return null;
+    const changes = this.deps.reader.changes(ops);
+    if (changes.length === 0) return null;
+    let held: Promise<Op[]>[] | null = null;
+    for (const change of changes) {
+      const set = this.setOf(change.zid);
+      if (set.custodians.length < 2) continue;
+      (held ??= []).push(this.propose(change, set));
+    }
+    if (held === null) return null;
+    if (held.length === 1) return held[0]!;
+    return Promise.all(held).then((parts) => parts.flat());
+  }
+
+  private othersExist(): boolean {
+    const self = this.deps.nodeId();
+    for (const node of this.deps.members()) if (node !== self) return true;
+    return false;
+  }
+
+  /** The certified head of an identity homed here (null: no entry certified). */
+  async certifiedHead(zid: string): Promise<OwnHead | null> {
+    const loading = this.loading.get(zid);
+    if (loading !== undefined) await loading;
+    return this.certified.get(zid) ?? (await this.deps.store.get<OwnHead>(this.own, zid)) ?? null;
+  }
+
+  /** Certified entries of an identity homed here, from `fromSeq`, at most `limit`. */
+  async entries(zid: string, fromSeq: number, limit: number): Promise<CertifiedEntry[]> {
+    const all = await this.deps.store.range<CertifiedEntry>(this.log, { gte: `${zid}!`, lt: `${zid}!~` });
+    return all
+      .map((r) => r.value)
+      .filter((c) => c.entry.seq >= fromSeq)
+      .sort((a, b) => a.entry.seq - b.entry.seq)
+      .slice(0, limit);
+  }
+
+  private propose(change: LedgerChange, set: CustodySet): Promise<Op[]> {
+    const head = this.proposed.get(change.zid);
+    if (head !== undefined) return this.proposeOn(head, change, set);
+    // The head is read once; proposals made while it is read wait for it in the order they were made.
+    let loading = this.loading.get(change.zid);
+    if (loading === undefined) {
+      loading = this.deps.store.get<OwnHead>(this.own, change.zid).then((stored) => {
+        const h = stored ?? { epoch: FIRST_EPOCH, seq: 0, hash: GENESIS_ENTRY_HASH };
+        this.proposed.set(change.zid, h);
+        this.certified.set(change.zid, h);
+        this.loading.delete(change.zid);
+      });
+      this.loading.set(change.zid, loading);
+    }
+    return loading.then(() => this.proposeOn(this.proposed.get(change.zid)!, change, set));
+  }
+
+  private proposeOn(head: OwnHead, change: LedgerChange, set: CustodySet): Promise<Op[]> {
+    const entry: CustodyEntry = {
+      v: 1,
+      zid: change.zid,
+      epoch: head.epoch,
+      seq: head.seq + 1,
+      prev_hash: head.hash,
+      kind: change.kind,
+      records: change.records,
+      balance: change.balance,
+      transfer_id: change.transferId,
+    };
+    const hash = entryHash(entry);
+    this.proposed.set(change.zid, { epoch: entry.epoch, seq: entry.seq, hash });
+    this.stats.proposed++;
+    return new Promise<Proposal>((resolve, reject) => {
+      const p: Proposal = {
+        entry,
+        hash,
+        set,
+        signatures: [],
+        missed: [],
+        reasons: [],
+        settled: false,
+        resolve,
+        reject,
+      };
+      let open = this.open.get(change.zid);
+      if (open === undefined) this.open.set(change.zid, (open = []));
+      open.push(p);
+      const timer = setTimeout(() => this.fail(p, `no majority within ${this.deps.timeoutMs} ms`), this.deps.timeoutMs);
+      timer.unref?.();
+      const done = () => clearTimeout(timer);
+      p.resolve = (x) => {
+        done();
+        resolve(x);
+      };
+      p.reject = (err) => {
+        done();
+        reject(err);
+      };
+      for (const node of set.custodians) if (node !== set.home) this.enqueue(node, p);
+    }).then((p) => this.certifiedOps(p));
+  }
+
+  private certifiedOps(p: Proposal): Op[] {
+    const head: OwnHead = { epoch: p.entry.epoch, seq: p.entry.seq, hash: p.hash };
+    const record: CertifiedEntry = { entry: p.entry, hash: p.hash, signatures: p.signatures };
+    return [
+      { type: 'put', sub: this.log, key: slotKey(p.entry), value: record },
+      { type: 'put', sub: this.own, key: p.entry.zid, value: head },
+    ];
+  }
+
+  private enqueue(node: string, p: Proposal): void {
+    let link = this.links.get(node);
+    if (link === undefined) this.links.set(node, (link = { queue: [], busy: false }));
+    link.queue.push(p);
+    if (!link.busy) {
+      link.busy = true;
+      // After this round of callbacks: the batch takes every entry proposed in it.
+      setImmediate(() => void this.pump(node, link));
+    }
+  }
+
+  /** Send the link's queue in batches, one in flight at a time. */
+  private async pump(node: string, link: Link): Promise<void> {
+    try {
+      while (link.queue.length > 0) {
+        // An entry that failed is never sent again: a custodian that signed it would hold a slot the home gave up.
+        const batch = link.queue.splice(0, MAX_BATCH_ENTRIES).filter((p) => !(p.settled && p.signatures.length < this.needed(p)));
+        if (batch.length === 0) continue;
+        this.stats.batches++;
+        const send = this.deps.send;
+        let results: CustodyResult[] | null = null;
+        let why = 'the mesh is not running';
+        if (send !== null) {
+          try {
+            const answer = await send(
+              node,
+              batch.map((p) => p.entry),
+              AbortSignal.timeout(this.deps.timeoutMs),
+            );
+            if (answer.refused !== undefined) why = `${answer.refused.code}: ${answer.refused.reason}`;
+            else results = answer.results;
+          } catch (err) {
+            why = err instanceof Error ? err.message : String(err);
+          }
+        }
+        batch.forEach((p, i) => {
+          const r = results?.[i];
+          if (r?.ok === true && verifyEntrySignature(this.deps.verify, p.hash, { node, signature: r.signature }))
+            this.signed(p, { node, signature: r.signature });
+          else this.missed(p, node, r === undefined ? why : r.ok ? 'a signature that does not verify' : `${r.code}: ${r.reason}`);
+        });
+      }
+    } finally {
+      link.busy = false;
+    }
+  }
+
+  private needed(p: Proposal): number {
+    return p.set.majority - 1;
+  }
+
+  private signed(p: Proposal, s: EntrySignature): void {
+    p.signatures.push(s);
+    if (p.settled || p.signatures.length < this.needed(p)) return;
+    p.settled = true;
+    this.stats.certified++;
+    if ((this.certified.get(p.entry.zid)?.seq ?? 0) < p.entry.seq) this.certified.set(p.entry.zid, { epoch: p.entry.epoch, seq: p.entry.seq, hash: p.hash });
+    this.close(p);
+    p.resolve(p);
+  }
+
+  private missed(p: Proposal, node: string, reason: string): void {
+    p.missed.push(node);
+    p.reasons.push(`${node}: ${reason}`);
+    const others = p.set.custodians.length - 1;
+    if (!p.settled && others - p.missed.length < this.needed(p)) this.fail(p, 'too few custodians hold it');
+  }
+
+  /**
+   * `p` is not certified: it and every later proposal of its identity fail (they were built on it), and the next
+   * proposal chains on the entry before it (an earlier one still open, else the certified head).
+   */
+  private fail(p: Proposal, why: string): void {
+    if (p.settled) return;
+    const zid = p.entry.zid;
+    const open = this.open.get(zid) ?? [];
+    const later = open.filter((q) => q.entry.seq >= p.entry.seq && !q.settled);
+    const before = open.filter((q) => q.entry.seq < p.entry.seq && !q.settled).pop();
+    this.proposed.set(
+      zid,
+      before !== undefined
+        ? { epoch: before.entry.epoch, seq: before.entry.seq, hash: before.hash }
+        : (this.certified.get(zid) ?? { epoch: FIRST_EPOCH, seq: 0, hash: GENESIS_ENTRY_HASH }),
+    );
+    for (const q of later) {
+      q.settled = true;
+      this.stats.failed++;
+      this.close(q);
+      q.reject(
+        new ServiceError(
+          503,
+          'SVC_CUSTODY_UNAVAILABLE',
+          `the write was not acknowledged: ${q === p ? why : 'an earlier write of the identity was not certified'}; nothing of it is written`,
+          {
+            reason: q === p ? why : 'an earlier write of the identity was not certified',
+            zid,
+            custodians: q.set.custodians,
+            signed: q.signatures.length,
+            needed: q.set.majority,
+            refusals: q.reasons,
+          },
+        ),
+      );
+    }
+  }
+
+  private close(p: Proposal): void {
+    const open = this.open.get(p.entry.zid);
+    if (open === undefined) return;
+    const i = open.indexOf(p);
+    if (i >= 0) open.splice(i, 1);
+    if (open.length === 0) this.open.delete(p.entry.zid);
+  }
+}

@@ -1,0 +1,93 @@
+// What a node answers about an identity's custody (GET /api/mesh/custody/:zid and …/entries), and how final it is:
+//   local      the home answers, and the identity's custody set is the home alone (R = 1, or no other member)
+//   certified  the home answers: every write up to `certified_seq` is held by a majority of the custody set
+//   held       a custodian answers: it holds (and signed) the entries up to `certified_seq`; later ones may exist
+//   none       this node is neither the home nor holds an entry of the identity
+import { custodySetOf } from './custody-set.js';
+import type { Custodian } from './custodian.js';
+import { FIRST_EPOCH, type EntrySignature, type CustodyEntry } from './entry.js';
+import type { Replicator } from './replicator.js';
+
+export type Finality = 'local' | 'certified' | 'held' | 'none';
+
+export interface CustodyStatus {
+  zid: string;
+  epoch: number;
+  home: string;
+  custodians: string[];
+  certified_seq: number;
+  finality: Finality;
+  /** The wallet as of `certified_seq` (null when this node holds none). */
+  balance: { free: number; paid: number } | null;
+}
+
+export interface CustodyEntries {
+  zid: string;
+  seq: number;
+  finality: Finality;
+  entries: { entry: CustodyEntry; hash: string; signatures: EntrySignature[] }[];
+}
+
+export interface CustodyViewDeps {
+  nodeId: () => string;
+  replicas: number;
+  members: () => Iterable<string>;
+  homeOf: (zid: string) => Promise<string | null>;
+  wallet: (zid: string) => Promise<{ free: number; paid: number }>;
+  replicator: Replicator;
+  custodian: Custodian;
+}
+
+export class CustodyView {
+  constructor(private readonly deps: CustodyViewDeps) {}
+
+  /** null: the identity is not known here. */
+  async status(zid: string): Promise<CustodyStatus | null> {
+    const home = await this.deps.homeOf(zid);
+    if (home === null) return null;
+    const { custodians } = custodySetOf(zid, home, this.deps.members(), this.deps.replicas);
+    if (home === this.deps.nodeId()) {
+      const head = await this.deps.replicator.certifiedHead(zid);
+      const w = await this.deps.wallet(zid);
+      return {
+        zid,
+        epoch: head?.epoch ?? FIRST_EPOCH,
+        home,
+        custodians,
+        certified_seq: head?.seq ?? 0,
+        finality: custodians.length < 2 ? 'local' : 'certified',
+        balance: { free: w.free, paid: w.paid },
+      };
+    }
+    const held = await this.deps.custodian.head(zid);
+    return {
+      zid,
+      epoch: held?.epoch ?? FIRST_EPOCH,
+      home,
+      custodians,
+      certified_seq: held?.seq ?? 0,
+      finality: held === null ? 'none' : 'held',
+      balance: held?.balance ?? null,
+    };
+  }
+
+  /** Entries from `fromSeq` with their signatures; null when this node has none of the identity. */
+  async entries(zid: string, fromSeq: number, limit: number): Promise<CustodyEntries | null> {
+    const home = await this.deps.homeOf(zid);
+    if (home === this.deps.nodeId()) {
+      const head = await this.deps.replicator.certifiedHead(zid);
+      const entries = await this.deps.replicator.entries(zid, fromSeq, limit);
+      return { zid, seq: head?.seq ?? 0, finality: this.deps.replicator.setOf(zid).custodians.length < 2 ? 'local' : 'certified', entries };
+    }
+    const head = await this.deps.custodian.head(zid);
+    if (head === null) return null;
+    const self = this.deps.nodeId();
+    const held = await this.deps.custodian.entries(zid, fromSeq, limit);
+    return {
+      zid,
+      seq: head.seq,
+      finality: 'held',
+      entries: held.map((h) => ({ entry: h.entry, hash: h.hash, signatures: [{ node: self, signature: h.signature }] })),
+    };
+  }
+}

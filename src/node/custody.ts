@@ -1,0 +1,92 @@
+// Custody (architecture.md §5, docs/decisions.md "Custody"): the store's gate that holds an identity's ledger writes
+// until a majority of its custodians holds them (the replicator), this node's custodian side of /svc/custody/1, and
+// the custody routes. Members are the nodes the bond registry knows with an active bond that the node itself
+// advertised in a tick event this node heard: a bond whose node never spoke (or another's) makes no custodian.
+import { custodyClient } from '../custody/client.js';
+import { Custodian } from '../custody/custodian.js';
+import { LedgerOpsReader } from '../custody/ledger-ops.js';
+import { CUSTODY_PROTOCOL } from '../custody/protocol.js';
+import { Replicator } from '../custody/replicator.js';
+import { CustodyView } from '../custody/view.js';
+import { signText, verifyText } from '../mesh/wire.js';
+import { custodyRoutes } from '../http/routes/custody.js';
+import type { Capability } from './capability.js';
+import type { ConsensusPart } from './consensus.js';
+import type { EconomyPart } from './economy.js';
+import type { Foundation } from './foundation.js';
+import type { IdentityPart } from './identity.js';
+import type { MeshPart } from './mesh.js';
+
+export interface CustodyPart {
+  replicator: Replicator;
+  custodian: Custodian;
+  view: CustodyView;
+  capability: Capability;
+}
+
+export function wireCustody(
+  f: Foundation,
+  { mesh }: MeshPart,
+  consensus: Pick<ConsensusPart, 'bonds'>,
+  identity: IdentityPart,
+  economy: Pick<EconomyPart, 'ledger'>,
+): CustodyPart {
+  const { config, store, time } = f;
+  const nodeId = () => f.nodeId;
+  const secret = config.mesh.secret ?? null;
+  // Read once a tick: the registry and the peer table change by events, and every ledger write asks.
+  let known: { svcond: number; nodes: string[] } = { svcond: -1, nodes: [] };
+  const members = () => {
+    const now = time.nowSvcond();
+    if (known.svcond === now) return known.nodes;
+    const advertised = new Map(mesh.peers().map((p) => [p.peerId, p.bondId]));
+    const nodes = consensus.bonds
+      .active()
+      .filter((b) => b.bond.node === f.nodeId || advertised.get(b.bond.node) === b.bond.bond_id)
+      .map((b) => b.bond.node);
+    known = { svcond: now, nodes };
+    return nodes;
+  };
+  const homeOf = async (zid: string) => (await identity.identity.getIdentity(zid))?.home ?? null;
+  const replicator = new Replicator({
+    store,
+    reader: new LedgerOpsReader(store),
+    nodeId,
+    replicas: config.custody.replicas,
+    members,
+    send:
+      mesh.enabled && secret !== null
+        ? custodyClient({ openStream: (p, proto, signal) => mesh.openStream(p, proto, signal), selfId: nodeId, secret, nowSvcond: time.nowSvcond })
+        : null,
+    verify: verifyText,
+    timeoutMs: config.custody.certifyTimeoutMs,
+  });
+  store.gate = replicator;
+  const custodian = new Custodian({
+    store,
+    nodeId,
+    sign: (text) => signText(f.nodeIdentity.privateKey, text),
+    homeOf,
+    meshSecret: secret,
+    nowSvcond: time.nowSvcond,
+    logger: f.logger,
+  });
+  const view = new CustodyView({
+    nodeId,
+    replicas: config.custody.replicas,
+    members,
+    homeOf,
+    wallet: (zid) => economy.ledger.wallet(zid),
+    replicator,
+    custodian,
+  });
+  const capability: Capability = {
+    name: 'custody',
+    streams: mesh.enabled ? [{ protocol: CUSTODY_PROTOCOL, handle: (stream, peer) => void custodian.serve(stream, peer) }] : [],
+    routes: [custodyRoutes(view)],
+    stop: () => {
+      store.gate = null;
+    },
+  };
+  return { replicator, custodian, view, capability };
+}

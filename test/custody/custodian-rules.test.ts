@@ -1,0 +1,79 @@
+// The custodian's table, one case per row (custody/custodian-rules.ts), and the custody set's draw (custody-set.ts).
+import { describe, expect, it } from 'vitest';
+import { CUSTODIAN_ROWS, decide, type Facts, type HeldHead } from '../../src/custody/custodian-rules.js';
+import { custodySetOf } from '../../src/custody/custody-set.js';
+import { entryHash, GENESIS_ENTRY_HASH, type CustodyEntry } from '../../src/custody/entry.js';
+import { rankWeight } from '../../src/consensus/committee.js';
+
+const zid = 'zid_00112233445566778899aabbccddeeff';
+const head: HeldHead = { epoch: 2, seq: 5, hash: 'aa'.repeat(32), fenced_below: 2, balance: { free: 10, paid: 0 }, home: 'home' };
+const next = (more: Partial<CustodyEntry> = {}): CustodyEntry => ({
+  v: 1,
+  zid,
+  epoch: 2,
+  seq: 6,
+  prev_hash: head.hash,
+  kind: 'wallet',
+  records: 'bb'.repeat(32),
+  balance: { free: 9, paid: 0 },
+  transfer_id: null,
+  ...more,
+});
+const facts = (more: Partial<Facts> = {}): Facts => ({ fromHome: true, slotHash: null, transferSeen: false, ...more });
+const outcome = (e: CustodyEntry, h: HeldHead | null, f: Facts) => {
+  const d = decide(e, entryHash(e), h, f);
+  return 'refuse' in d ? d.refuse : `sign-${d.sign}`;
+};
+
+describe('the custodian table', () => {
+  it('has its rows in the order the protocol lists them', () => {
+    expect(CUSTODIAN_ROWS.map((r) => r.refuse)).toEqual(['not-home', 'fenced', 'again', 'slot-taken', 'seq', 'prev-hash', 'balance', 'transfer-reused']);
+  });
+  it('signs the next entry of the holder, and the first entry it is sent when fresh (any seq)', () => {
+    expect(outcome(next(), head, facts())).toBe('sign-new');
+    expect(outcome(next({ seq: 40, prev_hash: GENESIS_ENTRY_HASH }), null, facts())).toBe('sign-new');
+  });
+  it('not-home: a sender that is not the home, fresh or holding', () => {
+    expect(outcome(next(), head, facts({ fromHome: false }))).toBe('not-home');
+    expect(outcome(next(), null, facts({ fromHome: false }))).toBe('not-home');
+  });
+  it('fenced: an epoch below the highest accepted', () => {
+    expect(outcome(next({ epoch: 1 }), head, facts())).toBe('fenced');
+  });
+  it('again: the very entry it signed for the slot; slot-taken: another one', () => {
+    const e = next();
+    expect(outcome(e, head, facts({ slotHash: entryHash(e) }))).toBe('sign-again');
+    expect(outcome(e, head, facts({ slotHash: 'cc'.repeat(32) }))).toBe('slot-taken');
+  });
+  it('seq and prev-hash: only the next slot, on the head', () => {
+    expect(outcome(next({ seq: 7 }), head, facts())).toBe('seq');
+    expect(outcome(next({ seq: 5 }), head, facts())).toBe('seq');
+    expect(outcome(next({ prev_hash: 'dd'.repeat(32) }), head, facts())).toBe('prev-hash');
+  });
+  it('balance: free or paid below zero', () => {
+    expect(outcome(next({ balance: { free: -1, paid: 0 } }), head, facts())).toBe('balance');
+    expect(outcome(next({ balance: { free: 0, paid: -1 } }), null, facts())).toBe('balance');
+    expect(outcome(next({ balance: null }), head, facts())).toBe('sign-new');
+  });
+  it('transfer-reused: a transfer id seen on an earlier entry', () => {
+    expect(outcome(next({ kind: 'transfer', transfer_id: 'tr_1' }), head, facts({ transferSeen: true }))).toBe('transfer-reused');
+    expect(outcome(next({ kind: 'transfer', transfer_id: 'tr_1' }), head, facts())).toBe('sign-new');
+  });
+});
+
+describe('the custody set', () => {
+  const members = ['n1', 'n2', 'n3', 'n4', 'n5'];
+  it('is the home, then the members of highest sha256(zid|peer), R in all, majority ⌊R/2⌋ + 1', () => {
+    const set = custodySetOf(zid, 'n3', members, 3);
+    const ranked = members.filter((m) => m !== 'n3').sort((a, b) => (rankWeight(zid, a) < rankWeight(zid, b) ? 1 : -1));
+    expect(set).toEqual({ home: 'n3', custodians: ['n3', ranked[0], ranked[1]], majority: 2 });
+  });
+  it('is smaller with fewer members, the home alone when there are none (majority 1)', () => {
+    expect(custodySetOf(zid, 'h', ['h', 'x'], 3)).toEqual({ home: 'h', custodians: ['h', 'x'], majority: 2 });
+    expect(custodySetOf(zid, 'h', [], 3)).toEqual({ home: 'h', custodians: ['h'], majority: 1 });
+    expect(custodySetOf(zid, 'h', members, 1)).toEqual({ home: 'h', custodians: ['h'], majority: 1 });
+  });
+  it('does not depend on the order the members are listed in', () => {
+    expect(custodySetOf(zid, 'n1', [...members].reverse(), 3)).toEqual(custodySetOf(zid, 'n1', members, 3));
+  });
+});

@@ -1,0 +1,57 @@
+// docs/protocol.md §19 is true: its custody example is recomputed from the document's own numbers with node:crypto and
+// the RFC 8785 package `canonicalize` (not the node's code), then the node's schemas, hash and request agree with it.
+import { createHash, createHmac, createPrivateKey, createPublicKey, sign as edSign, verify as edVerify } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import canonicalize from 'canonicalize';
+import { peerIdFromString } from '@libp2p/peer-id';
+import { describe, expect, it } from 'vitest';
+import { custodyRequest } from '../../src/custody/client.js';
+import { entryHash, entrySchema, signingTextOf, verifyEntrySignature } from '../../src/custody/entry.js';
+import { custodyAnswerSchema, custodyRequestSchema } from '../../src/custody/protocol.js';
+import { verifyText } from '../../src/mesh/wire.js';
+
+const DOC = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'protocol.md'), 'utf8');
+const m = /```json example=custody\n([\s\S]*?)\n```/.exec(DOC);
+if (!m) throw new Error('docs/protocol.md has no example=custody');
+const x = JSON.parse(m[1]!);
+
+const jcs = (v: unknown): string => canonicalize(v)!;
+const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
+const edPrivate = (seedHex: string) =>
+  createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(seedHex, 'hex')]), format: 'der', type: 'pkcs8' });
+const rawPublic = (seedHex: string) => (createPublicKey(edPrivate(seedHex)).export({ format: 'der', type: 'spki' }) as Buffer).subarray(-32);
+
+describe('docs/protocol.md §19, /svc/custody/1', () => {
+  it('the entry hash, the signature and the handshake follow from the numbers', () => {
+    expect(jcs(x.entry)).toBe(x.entry_jcs);
+    expect(sha256(x.entry_jcs)).toBe(x.entry_hash);
+    expect(x.signing_text).toBe(`svc/custody/1|${x.entry_hash}`);
+    // Ed25519 is deterministic: the seed signs to exactly the document's signature, and the peer id's key verifies it.
+    expect(edSign(null, Buffer.from(x.signing_text, 'utf8'), edPrivate(x.custodian_seed_hex)).toString('base64')).toBe(x.signature);
+    const embedded = Buffer.from(peerIdFromString(x.custodian).publicKey!.raw);
+    expect(embedded.equals(rawPublic(x.custodian_seed_hex))).toBe(true);
+    expect(edVerify(null, Buffer.from(x.signing_text, 'utf8'), createPublicKey(edPrivate(x.custodian_seed_hex)), Buffer.from(x.signature, 'base64'))).toBe(
+      true,
+    );
+    const { handshake, ...request } = x.request;
+    expect(request.entries).toEqual([x.entry]);
+    expect(sha256(jcs(request))).toBe(x.request_digest);
+    const mac = createHmac('sha256', Buffer.from(x.mesh_secret, 'utf8')).update(`${x.home}|${x.request.svcond}|${x.request_digest}`, 'utf8').digest('hex');
+    expect(handshake).toBe(`v1=${mac}`);
+    expect(x.answer.results[0].signature).toBe(x.signature);
+  });
+
+  it("the node's schemas, hash, signature check and request agree with the document", () => {
+    const entry = entrySchema.parse(x.entry);
+    expect(entryHash(entry)).toBe(x.entry_hash);
+    expect(signingTextOf(x.entry_hash)).toBe(x.signing_text);
+    expect(verifyEntrySignature(verifyText, x.entry_hash, { node: x.custodian, signature: x.signature })).toBe(true);
+    expect(verifyEntrySignature(verifyText, x.entry_hash, { node: x.home, signature: x.signature })).toBe(false);
+    expect(custodyRequest(x.mesh_secret, x.home, x.request.svcond, [entry])).toEqual(x.request);
+    expect(custodyRequestSchema.safeParse(x.request).success).toBe(true);
+    expect(custodyAnswerSchema.safeParse(x.answer).success).toBe(true);
+    // No other member: an entry with one more is not an entry.
+    expect(entrySchema.safeParse({ ...x.entry, extra: 1 }).success).toBe(false);
+  });
+});
