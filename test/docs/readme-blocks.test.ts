@@ -6,8 +6,8 @@
 // test fills what the README leaves to the reader: URLs and ports (chosen free on 127.0.0.1), keys, ids. `npm start`
 // and `npm run cluster` run as the command their package.json script runs after its build (test/global-setup.ts has
 // built dist/). Checked, not run: `npm ci` and `npm test` (this suite), the CLI reference (its commands and flags
-// against the built CLI's) and the benchmarks (minutes of both cores; bench:guard builds a release in a git worktree). Streaming commands (`curl -N`)
-// are bounded. No block starts Docker (there is no engine where tests run).
+// against the built CLI's) and the benchmarks (minutes of both cores; bench:guard builds a release in a git
+// worktree). Streaming commands (`curl -N`) are bounded. No block starts Docker (there is no engine where tests run).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { readFile, symlink } from 'node:fs/promises';
