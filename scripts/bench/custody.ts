@@ -46,6 +46,8 @@ async function processNode(replicas: number, bootstrap: string[]): Promise<Bench
       SVC_MESH_TICK_EVERY: '1',
       SVC_CONTRIBUTION_BOND_ENVELOPES: String(BOND),
       SVC_CUSTODY_REPLICAS: String(replicas),
+      // Throughput, not the availability bound: a loaded machine may hold a batch past the default 2 s.
+      SVC_CUSTODY_CERTIFY_TIMEOUT_MS: '15000',
     },
     root,
     false,

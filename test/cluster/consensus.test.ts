@@ -45,6 +45,9 @@ const config = (bootstrap: string[]) => ({
   receiptSecret: RECEIPT_SECRET,
   contribution,
   mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
+  // Nodes of this mesh go offline while their peers write: each identity is held by its home alone here (custody,
+  // where a write needs a majority of its custodians, is test/custody's).
+  custody: { replicas: 1 },
 });
 const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
 const RANDOM_DIGEST = 'ab'.repeat(32);
@@ -84,6 +87,7 @@ async function startE(bootstrap: string[]): Promise<typeof e> {
     SVC_P2P_PORT: '0',
     SVC_BOOTSTRAP: bootstrap.join(','),
     SVC_MESH_TICK_EVERY: '1',
+    SVC_CUSTODY_REPLICAS: '1',
     SVC_CONTRIBUTION_BOND_ENVELOPES: String(BOND),
     SVC_CONTRIBUTION_SETTLE_TICKS: '1',
     SVC_CONTRIBUTION_DEADLINE_TICKS: String(DEADLINE),
