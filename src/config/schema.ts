@@ -176,10 +176,10 @@ export const configSchema = z
         /** R: custodians per identity, the home included (1: the home alone, as a node without peers always is). */
         replicas: z.number().int().min(1).max(7).default(3),
         /** Milliseconds a ledger write waits for its majority before it answers 503 SVC_CUSTODY_UNAVAILABLE. */
-        certifyTimeoutMs: z.number().int().min(50).max(60_000).default(2000),
+        certifyTimeoutMs: z.number().int().min(50).max(60_000).default(5000),
       })
       .strict()
-      .default({ replicas: 3, certifyTimeoutMs: 2000 }),
+      .default({ replicas: 3, certifyTimeoutMs: 5000 }),
     /** Webhooks (webhooks/): which URLs they may call, and the receivers' response window (spec 6.3: 30 s). */
     webhooks: z
       .object({
