@@ -85,11 +85,18 @@ describe('a tick period that grows with the mesh', () => {
           .sort(),
       );
       for (const { every } of latest.values()) expect(every).toBe(3);
-      // Once the interval is set, a node sends one tick event per slot of 3 ticks, at its phase (from its node id).
-      const own = (await n.node.mesh.recentEvents(500)).filter((e) => e.event.type === 'tick' && e.via === 'self').map((e) => e.event);
+      // Once the interval is set, a node sends one tick event per slot of 3 ticks, at its phase (from its node id):
+      // wait for two of them (the interval may have been set one slot ago).
       const phase = tickPhase(sha256Hex(n.node.nodeId), 3);
-      const slots = own.filter((e) => (e.body as { every: number }).every === 3).map((e) => Math.floor((e.svcond - phase) / 3));
-      expect(slots.length).toBeGreaterThanOrEqual(2);
+      const slots = await waitFor(
+        async () => {
+          const own = (await n.node.mesh.recentEvents(500)).filter((e) => e.event.type === 'tick' && e.via === 'self').map((e) => e.event);
+          const at = own.filter((e) => (e.body as { every: number }).every === 3).map((e) => Math.floor((e.svcond - phase) / 3));
+          return at.length >= 2 ? at : null;
+        },
+        20_000,
+        'two tick events at the interval of 3',
+      );
       expect(new Set(slots).size).toBe(slots.length);
     }
   });
