@@ -75,6 +75,13 @@ export type { ExecutedBy };
  */
 export const LIVE_SLACK_TICKS = 2;
 
+/**
+ * Ticks of leeway for the draw event: a tick event of a listed node signed more than this before the draw's tick
+ * (after T) makes the draw not the first. Wider than LIVE_SLACK_TICKS: the opener takes the first to arrive, and
+ * gossip on a loaded mesh can hold an earlier one back a few ticks.
+ */
+export const DRAW_SLACK_TICKS = 4;
+
 /** The challenger's stake as its home holds it (only at that node). */
 export interface StakeHold {
   zid: string;
@@ -743,7 +750,7 @@ export class ChallengeService {
       const me = this.o.nodeId();
       for (const node of c.eligible) {
         if (node === me) continue;
-        const earlier = byNode.get(node)?.heard.find((h) => h.svcond > c.svcond && h.svcond <= c.draw.svcond - LIVE_SLACK_TICKS);
+        const earlier = byNode.get(node)?.heard.find((h) => h.svcond > c.svcond && h.svcond <= c.draw.svcond - DRAW_SLACK_TICKS);
         if (earlier)
           return `node ${node} ticked at ${earlier.svcond}, before the draw event's tick ${c.draw.svcond}: the draw takes the first tick event after the challenge's tick`;
       }
