@@ -2,13 +2,13 @@
 // advertises a URL on a closed port: A reaches C's API over libp2p (/svc/http/1) for a forwarded write and a transfer
 // delivery, although A holds no connection to C and knows no working URL of it. With C stopped, neither way works and
 // the caller gets a 503 that names C and both attempts.
-import { createServer } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, SPARSE_PEERS, startTestNode, waitMeshHeard, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitUntil } from '../helpers/wait.js';
 import { PEER_HTTP_PROTOCOL, peerHttpOverMesh } from '../../src/mesh/peer-http.js';
+import { freePort } from '../helpers/free-port.js';
 
 const MESH_SECRET = 'reach-cluster-secret-0123456789abcdef';
 const RECEIPT_SECRET = 'ef'.repeat(32);
@@ -27,18 +27,6 @@ let c: TestNode;
 let cUrl: string;
 let deadUrl: string;
 
-/** A port nothing listens on (bound, then released). */
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** Paid credits for `zid`, granted by the operator of node `n` (served at `url`). */
 async function grant(n: TestNode, url: string, zid: string, credits: number): Promise<void> {
   const token = (await readFile(join(n.dataDir, 'operator-token'), 'utf8')).trim();
@@ -53,7 +41,7 @@ beforeAll(async () => {
   b = await startTestNode(meshConfig([]), opts);
   const addrB = b.node.mesh.multiaddrs()[0]!;
   a = await startTestNode(meshConfig([addrB]), opts);
-  const [port, dead] = [await closedPort(), await closedPort()];
+  const [port, dead] = [await freePort(), await freePort()];
   cUrl = `http://127.0.0.1:${port}`;
   deadUrl = `http://127.0.0.1:${dead}`;
   c = await startTestNode({ ...meshConfig([addrB]), port, publicUrl: deadUrl }, opts);

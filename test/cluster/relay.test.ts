@@ -2,7 +2,6 @@
 // its URL does not connect. O, bootstrapped to R alone, holds no connection to H: what O is asked for H goes through
 // R over libp2p — a forwarded request, an offloaded run, a WebSocket of a channel H holds and the agent stream of an
 // identity homed on H. With H stopped, O answers 503 SVC_HOME_UNREACHABLE, and closes a WebSocket with 1013.
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { SseClient } from '../helpers/sse.js';
@@ -11,6 +10,7 @@ import { waitUntil } from '../helpers/wait.js';
 import { verifyExecution } from '../../src/consensus/executed-by.js';
 import { verifyText } from '../../src/mesh/wire.js';
 import { PEER_STREAM_PROTOCOL, peerStreamOverMesh } from '../../src/mesh/peer-stream.js';
+import { freePort } from '../helpers/free-port.js';
 
 const MESH_SECRET = 'relay-cluster-secret-0123456789abcdef';
 const BOND = 3;
@@ -34,18 +34,6 @@ const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMin
 
 const waitFor = <T>(fn: () => Promise<T | null | false | undefined> | T | null | false | undefined, what: string, timeoutMs = 20_000) =>
   waitUntil(fn, what, timeoutMs, 50);
-
-/** A port nothing listens on (bound, then released). */
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface WsClient {
   ws: WebSocket;
@@ -95,7 +83,7 @@ beforeAll(async () => {
   const addrR = r.node.mesh.multiaddrs()[0]!;
   // O and H stay at their one connection (to R): nothing but R links them.
   o = await startTestNode(config([addrR], 'always', { peers: SPARSE_PEERS }), { ...opts, offloadAnswerTimeoutMs: 10_000 });
-  const [port, dead] = [await closedPort(), await closedPort()];
+  const [port, dead] = [await freePort(), await freePort()];
   hUrl = `http://127.0.0.1:${port}`;
   deadUrl = `http://127.0.0.1:${dead}`;
   h = await startTestNode({ ...config([addrR], 'never', { listen: ['/p2p-circuit'], peers: SPARSE_PEERS }), port, publicUrl: deadUrl }, opts);

@@ -8,7 +8,6 @@
 //      and the transfer lands, once.
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -16,6 +15,7 @@ import { startProcess, stop } from '../../scripts/bench/lib.js';
 import { DIST_CLI } from '../helpers/cli.js';
 import { bearer, call, zkIdentity } from '../helpers/node.js';
 import { waitUntil } from '../helpers/wait.js';
+import { freePort } from '../helpers/free-port.js';
 
 const CLI = [DIST_CLI, 'start'];
 const MESH_SECRET = 'transfer-crash-secret-0123456789abcdef';
@@ -26,17 +26,6 @@ afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface Spec {
   dataDir: string;

@@ -5,7 +5,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -13,6 +12,7 @@ import { tempDirs } from '../helpers/cli.js';
 import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { SseClient } from '../helpers/sse.js';
 import { waitUntil } from '../helpers/wait.js';
+import { freePort } from '../helpers/free-port.js';
 
 const NGINX = '/usr/sbin/nginx';
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -23,17 +23,6 @@ function nginxSnippet(): string {
   const m = /<!-- nginx-snippet -->\s*```nginx\n([\s\S]*?)```\s*<!-- \/nginx-snippet -->/.exec(doc);
   if (!m) throw new Error('docs/operating.md has no nginx block between its markers');
   return m[1]!;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 const tempDir = tempDirs('svc-nginx-');

@@ -24,6 +24,7 @@ import { exitOf, ROOT, tempDirs } from '../helpers/cli.js';
 import { anthropicAnswer, startFakeProvider, type FakeProvider } from '../helpers/fake-llm.js';
 import { bearer, call, zkIdentity } from '../helpers/node.js';
 import { waitUntil } from '../helpers/wait.js';
+import { freePort } from '../helpers/free-port.js';
 
 const run = promisify(execFile);
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
@@ -125,17 +126,6 @@ function npmScript(name: string): string {
 /** `npm start` / `npm run cluster -- …` as the command their scripts run. */
 function withoutNpm(line: string): string {
   return line.replace(/npm run (--silent )?cluster --/, npmScript('cluster')).replace(/npm start/, npmScript('start'));
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** Two free ports p and p + 100 (a cluster's first node: HTTP and libp2p). */

@@ -5,9 +5,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '../free-port.js';
 
 const ENTRY = join(import.meta.dirname, '..', 'fault-node.mjs');
 const ROOT = join(import.meta.dirname, '..', '..', '..');
@@ -51,17 +51,6 @@ function logTail(dataDir: string): string {
   } catch {
     return '(no log)';
   }
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 export class FaultCluster {
