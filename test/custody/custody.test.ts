@@ -67,8 +67,12 @@ beforeAll(async () => {
   await waitFor(() => all.every((n) => n.node.mesh.peers().filter((p) => p.url && p.connected).length >= 2), 30_000, 'a full mesh');
   await Promise.all([bond(a, 'custody-operator-a'), bond(b, 'custody-operator-b'), bond(c, 'custody-operator-c')]);
   await waitFor(() => all.every((n) => n.node.bonds.active().length === 3), 30_000, 'every bond known everywhere');
-  // A bonded node joins custody sets once its own tick events have advertised its bond.
-  await waitFor(() => all.every((n) => n.node.mesh.peers().filter((p) => p.bondId).length === 2), 30_000, 'every bond advertised in tick events');
+  // A bonded node joins custody sets once its own tick events have advertised its bond (read once a tick).
+  await waitFor(
+    () => all.every((n) => n.node.custody.replicator.setOf(`zid_${'0'.repeat(32)}`).custodians.length === 3),
+    30_000,
+    'every bond advertised in tick events: custody sets of three',
+  );
 }, 90_000);
 
 afterAll(async () => {
