@@ -128,18 +128,27 @@ function withoutNpm(line: string): string {
   return line.replace(/npm run (--silent )?cluster --/, npmScript('cluster')).replace(/npm start/, npmScript('start'));
 }
 
-/** Two free ports p and p + 100 (a cluster's first node: HTTP and libp2p). */
-async function freeBasePort(): Promise<number> {
-  for (;;) {
-    const p = await freePort();
-    if (p + 100 > 65_535) continue;
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createServer();
-      s.once('error', () => resolve(false));
-      s.listen(p + 100, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (ok) return p;
+/** Whether nothing listens on a port of 127.0.0.1 now. */
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A base port p for a cluster of `nodes` nodes: p … p + nodes - 1 (HTTP) and p + 100 … (libp2p) all free. Drawn below
+ * the ephemeral range (32768 and up on Linux), so an outgoing connection cannot take one of them before a node listens.
+ */
+let baseDraws = 0;
+async function freeBasePort(nodes: number): Promise<number> {
+  for (let tries = 0; tries < 200; tries++) {
+    const p = 20_000 + ((process.pid * 7919 + baseDraws++ * 257) % 12_000);
+    const ports = Array.from({ length: nodes }, (_, i) => [p + i, p + 100 + i]).flat();
+    if ((await Promise.all(ports.map(isFree))).every(Boolean)) return p;
   }
+  throw new Error(`no free base port for ${nodes} nodes`);
 }
 
 /** A script run to its end: its output and exit code (a block's last command may exit non-zero on purpose). */
@@ -527,7 +536,7 @@ describe('README blocks, run', () => {
         expect(lines.filter(isRecipes)).toHaveLength(1);
         for (const line of lines.filter((l) => !isRecipes(l))) {
           const cwd = await workDir();
-          const base = line.includes('--base-port') ? null : await freeBasePort();
+          const base = line.includes('--base-port') ? null : await freeBasePort(Number(/--nodes (\d+)/.exec(line)![1]));
           // The README's 8787 … 8789 may be taken where tests run: a free base port instead.
           const command = withoutNpm(line) + (base === null ? '' : ` --base-port ${base}`);
           const c = background(command, cwd);
@@ -542,7 +551,7 @@ describe('README blocks, run', () => {
               expect(again).toMatchObject({ name: 'node1', url: first.url, peerId: first.peerId, restarted: true });
             }
           } finally {
-            expect(await stopGroup(c)).toBe(0);
+            expect(await stopGroup(c), `${line}: ${c.stderr()}`).toBe(0);
           }
         }
       },
