@@ -26,14 +26,11 @@ const FROM_SOURCE = fileURLToPath(import.meta.url).endsWith('.ts');
  * `--min-semi-space-size` (npm start gives node 64 MiB; docs/decisions.md) is meant for the main thread, which serves
  * HTTP and seals. V8 applies it to every isolate it creates, workers too, and there it would pin the whole young
  * generation, ~128 MiB per worker (measured: RSS 207 → 432 MiB after 40 solver runs); a worker's resourceLimits do
- * not override the flag. So it is reset before the first worker is made: heap flags are read when an isolate is
- * created, so the main isolate keeps what it started with and workers get V8's growing young generation.
+ * not override the flag. So it is reset before each worker is made (cheap, and idempotent): heap flags are read when an
+ * isolate is created, so the main isolate keeps what it started with and workers get V8's growing young generation.
  */
-let workerHeapFlagsSet = false;
 export function resetWorkerHeapFlags(): void {
-  if (workerHeapFlagsSet) return;
   for (const flag of WORKER_HEAP_RESET_FLAGS) v8.setFlagsFromString(flag);
-  workerHeapFlagsSet = true;
 }
 
 /**

@@ -336,7 +336,9 @@ export class NodeMetrics {
   libp2p(): ReturnType<typeof prometheusMetrics> {
     return (components) => {
       this.libp2pRegistry = new Registry();
-      return prometheusMetrics({ registry: this.libp2pRegistry, collectDefaultMetrics: false, preserveExistingMetrics: true })(components);
+      // The library keeps its metric objects by name in one map per process: not preserved, so this start registers
+      // its own in its own registry (another node's, or an earlier start's, stay in theirs and keep counting).
+      return prometheusMetrics({ registry: this.libp2pRegistry, collectDefaultMetrics: false, preserveExistingMetrics: false })(components);
     };
   }
 
