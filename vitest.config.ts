@@ -1,24 +1,22 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
-// Files that start node processes or a mesh, or assert on time limits: they run one at a time, after the rest, so
-// no other test file competes with them for the (two) cores. Everything else runs on every core. Each worker imports
-// the module graph once for all the files it runs (isolate: false; importing it again per file cost more than most
-// files' tests): each file stops the nodes it starts, restores what it patches, and test/setup.ts gives each file a
-// fresh fetch pool.
-const alone = [
+// Files that start node processes or a mesh: two run at a time, after the rest (they mostly wait on ticks, and one of
+// them at a time left a core idle), so nothing else competes with them. Files that assert on time limits or draw in
+// a browser run one at a time after them. Everything else runs on every core. Each worker imports the module graph
+// once for all the files it runs (isolate: false; importing it again per file cost more than most files' tests):
+// each file stops the nodes it starts, restores what it patches, and test/setup.ts gives each file a fresh fetch pool.
+const paired = [
   'test/cluster/**/*.test.ts',
   'test/cli/**/*.test.ts',
-  'test/http/fairness.test.ts',
-  'test/http/compute.test.ts',
   'test/http/economy.test.ts',
   'test/docs/receipt-secret.test.ts',
   'test/docs/operating-nginx.test.ts',
   'test/docs/readme-blocks.test.ts',
-  'test/http/dashboard.test.ts',
   'test/webhooks/crash.test.ts',
   'test/fault/faults.test.ts',
 ];
+const alone = ['test/http/fairness.test.ts', 'test/http/compute.test.ts', 'test/http/dashboard.test.ts', 'test/cluster/tick-interval.test.ts'];
 
 export default defineConfig({
   test: {
@@ -33,16 +31,14 @@ export default defineConfig({
         test: {
           name: 'parallel',
           include: ['test/**/*.test.ts'],
-          exclude: alone,
+          exclude: [...paired, ...alone],
           isolate: false,
           maxWorkers: availableParallelism(),
           sequence: { groupOrder: 0 },
         },
       },
-      {
-        extends: true,
-        test: { name: 'alone', include: alone, isolate: false, maxWorkers: 1, sequence: { groupOrder: 1 } },
-      },
+      { extends: true, test: { name: 'paired', include: paired, exclude: alone, isolate: false, maxWorkers: 2, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'alone', include: alone, isolate: false, maxWorkers: 1, sequence: { groupOrder: 2 } } },
     ],
   },
 });

@@ -2,7 +2,9 @@
 // receipt secret, each bootstrapping to the nodes started before it. Prints one JSON line per node once it is
 // healthy. A node that exits leaves the others running (said on stderr): killing one to watch the others carry on
 // is the first thing one does with a test cluster. With --restart an exited node is started again on the same data
-// dir and ports (so the same peer id and URL). Only SIGINT/SIGTERM stop the cluster.
+// dir and ports (so the same peer id and URL). Only SIGINT/SIGTERM stop the cluster. Ctrl-C reaches the cluster and
+// every node at once (one process group), and a node may die of it before the cluster hears it: so a node that exits
+// on SIGINT is taken as that stop too, never as a node to report, restart or fail the start for.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -86,10 +88,10 @@ function startOne(name: string, dataDir: string, env: Record<string, string>, on
         }
       }
     });
-    child.once('exit', (code) => {
+    child.once('exit', (code, signal) => {
       if (!done) {
         clearTimeout(timer);
-        reject(new Error(`${name} exited with code ${code} before it was ready (see ${join(dataDir, 'node.log')})`));
+        reject(Object.assign(new Error(`${name} exited ${describeExit(code, signal)} before it was ready (see ${join(dataDir, 'node.log')})`), { signal }));
       }
     });
   });
@@ -119,6 +121,11 @@ function p2pPortOf(multiaddr: string): string | null {
 
 function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
   return signal ? `on signal ${signal}` : `with code ${code}`;
+}
+
+/** Whether a node's exit (or its failed start) was Ctrl-C, which the whole process group gets. */
+function interrupted(signal: NodeJS.Signals | null | undefined): boolean {
+  return signal === 'SIGINT';
 }
 
 interface Member {
@@ -180,6 +187,7 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
   const watch = (m: Member, node: Started): void => {
     node.child.once('exit', (code, signal) => {
       if (stopping) return;
+      if (interrupted(signal)) return void stopAll(0);
       m.current = null;
       const how = describeExit(code, signal);
       if (!o.restart) {
@@ -229,6 +237,7 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
       watch(m, node);
     } catch (err) {
       if (stopping) return;
+      if (interrupted((err as { signal?: NodeJS.Signals }).signal)) return void stopAll(0);
       process.stderr.write(`svc-node cluster: ${m.name} did not come back: ${(err as Error).message}; trying again in ${m.restartDelayMs / 1000} s\n`);
       scheduleRestart(m);
     }
@@ -269,6 +278,7 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
   } catch (err) {
     // Ctrl-C while the nodes start stops the ones being started: that is the stop asked for (exit 0), not a failure.
     if (stopping) return;
+    if (interrupted((err as { signal?: NodeJS.Signals }).signal)) return void (await stopAll(0));
     spin.fail(`cluster start failed`);
     process.stderr.write(`svc-node cluster: ${(err as Error).message}\n`);
     await stopAll(1);
