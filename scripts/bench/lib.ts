@@ -1,4 +1,4 @@
-// What the bench scripts share: numeric --name value arguments, child servers that report their url, and an
+// What the bench scripts share: numeric --name value arguments, percentiles, child servers that report their url, and an
 // identity key and the operator's bond header as clients get them.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -10,6 +10,13 @@ export const root = join(import.meta.dirname, '..', '..');
 export function numberArg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : def;
+}
+
+/** The p-th percentile (nearest rank) of some figures, in any order; NaN for none. */
+export function percentile(figures: readonly number[], p: number): number {
+  if (figures.length === 0) return NaN;
+  const sorted = [...figures].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
 /**
