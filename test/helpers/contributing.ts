@@ -35,10 +35,15 @@ export function contributingConfig(m: ContributingMesh): (bootstrap: string[]) =
 }
 
 /**
- * An operator on `t`: `bond` envelopes of its own, bonded as the node's operator, publishing its results by default;
+ * An operator on `t` (a node started here or as its own process): `bond` envelopes of its own, bonded as the node's operator, publishing its results by default;
  * contributing unless told otherwise.
  */
-export async function bondedOperator(t: TestNode, seed: string, bond: number, contributing = true): Promise<{ zid: string; key: string; bondId: string }> {
+export async function bondedOperator(
+  t: Pick<TestNode, 'url' | 'dataDir'>,
+  seed: string,
+  bond: number,
+  contributing = true,
+): Promise<{ zid: string; key: string; bondId: string }> {
   const id = await zkIdentity(t.url, seed);
   for (let i = 0; i < bond; i++)
     expect(

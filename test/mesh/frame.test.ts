@@ -4,38 +4,25 @@
 import { describe, expect, it } from 'vitest';
 import type { Stream } from '@libp2p/interface';
 import { answerFrame, encodeFrame, FrameError, readRequestFrame } from '../../src/mesh/frame.js';
+import { Pipe } from '../helpers/pipe.js';
 
 /** One side of a stream: chunks pushed into its source, what its sink takes, and how it was closed or aborted. */
 class FakeStream {
-  private readonly chunks: Uint8Array[] = [];
-  private wake: (() => void) | null = null;
-  private done: Error | true | null = null;
+  readonly source = new Pipe();
   readonly written: Uint8Array[] = [];
   aborted: Error | null = null;
   closed = false;
   sinkFails: Error | null = null;
 
   push(...chunks: Uint8Array[]): this {
-    this.chunks.push(...chunks);
-    this.wake?.();
+    for (const c of chunks) this.source.push(c);
     return this;
   }
 
   end(err?: Error): this {
-    this.done = err ?? true;
-    this.wake?.();
+    this.source.end(err);
     return this;
   }
-
-  readonly source = (async function* (self: FakeStream): AsyncGenerator<{ subarray(): Uint8Array }> {
-    for (;;) {
-      while (self.chunks.length > 0) yield self.chunks.shift()!;
-      if (self.done instanceof Error) throw self.done;
-      if (self.done) return;
-      await new Promise<void>((r) => (self.wake = r));
-      self.wake = null;
-    }
-  })(this);
 
   sink: Stream['sink'] = async (src) => {
     if (this.sinkFails) throw this.sinkFails;
