@@ -20,12 +20,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import pino from 'pino';
 import { NODE_HEAP_FLAGS } from '../../src/config/heap-flags.js';
-import { loadConfig } from '../../src/config/load.js';
-import { resolveCaller } from '../../src/http/auth.js';
-import { SvcNode } from '../../src/node/node.js';
-import { numberArg, processCpuMs, root, startProcess, stop } from './lib.js';
+import { callerOf, numberArg, processCpuMs, registerV3, root, startInProcessNode, startProcess, stop } from './lib.js';
 import { progress } from '../../src/cli/progress.js';
 
 const usage = `Usage: npx tsx scripts/bench/compute.ts [--duration 10] [--connections 50] [--rounds 5] [--compare DIR]
@@ -116,13 +112,7 @@ async function startNode(sync: boolean, from = root): Promise<{ child: ChildProc
       from,
     ),
   );
-  const digest = createHash('sha256').update(`bench ${sync} ${Date.now()}`).digest('hex');
-  const reg = await fetch(`${url}/api/svc-auth/register-v3`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ equation_sha256: digest }),
-  });
-  const key = ((await reg.json()) as { admin_key: string }).admin_key;
+  const { adminKey: key } = await registerV3(url, `${sync}`);
   return { child, url, key, dataDir };
 }
 
@@ -420,28 +410,15 @@ if (compareRoot !== null) {
 
 /** Sealed computes through ComputeService.compute in this process, `connections` at a time, durable writes. */
 async function runInProcess(): Promise<Record<string, unknown>> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
-  const config = loadConfig({ env: {}, overrides: { port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', syncWrites: true } });
-  const node = await new SvcNode(config, { logger: pino({ level: 'silent' }), initialCredits: 100_000_000 }).start();
+  const { node, stop: stopNode } = await startInProcessNode();
   try {
-    const digest = createHash('sha256').update(`bench in-process ${Date.now()}`).digest('hex');
-    const reg = await fetch(`${node.url}/api/svc-auth/register-v3`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ equation_sha256: digest }),
-    });
-    const key = ((await reg.json()) as { admin_key: string }).admin_key;
-    const ctx = { get: (h: string) => (h === 'authorization' ? `Bearer ${key}` : ''), query: {}, ip: '127.0.0.1' } as unknown as Parameters<
-      typeof resolveCaller
-    >[0];
-    const deps = { identity: node.identity, nodeId: () => node.nodeId };
+    const caller = callerOf(node, (await registerV3(node.url, 'in-process')).adminKey);
     const run = async (ms: number): Promise<number> => {
       const end = performance.now() + ms;
       let done = 0;
       const worker = async () => {
         while (performance.now() < end) {
-          const caller = await resolveCaller(ctx, deps, true);
-          await node.compute.compute(caller, JSON.parse(computeBody));
+          await node.compute.compute(await caller(), JSON.parse(computeBody));
           done++;
         }
       };
@@ -466,8 +443,7 @@ async function runInProcess(): Promise<Record<string, unknown>> {
       durationS: duration,
     };
   } finally {
-    await node.stop();
-    await rm(dataDir, { recursive: true, force: true });
+    await stopNode();
   }
 }
 

@@ -19,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { SvcNode } from '../../src/node/node.js';
-import { identityKey, numberArg, operatorBond } from './lib.js';
+import { identityKey, numberArg, operatorBond, percentile } from './lib.js';
 import { measureOffload } from './offload.js';
 
 const CHALLENGES = numberArg('challenges', 40);
@@ -59,10 +59,6 @@ async function until<T>(fn: () => Promise<T | null | undefined | false>, ms: num
     if (Date.now() > end) throw new Error(`timed out: ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
 async function main(): Promise<void> {
@@ -143,8 +139,6 @@ async function main(): Promise<void> {
       local: { url: a.url, key: runner.a.key },
       runs: OFFLOAD_RUNS,
     });
-    ticks.sort((x, y) => x - y);
-    ms.sort((x, y) => x - y);
     process.stdout.write(
       `${JSON.stringify({
         nodes: NODES,

@@ -8,86 +8,29 @@
 // Usage: npx tsx scripts/bench/custody.ts [--runs 1200] [--concurrency 32] [--rounds 6]
 import '../../src/polyfill.js';
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { identityKey, numberArg, operatorBond, root, startProcess, stop } from './lib.js';
+import { numberArg, operatorBond, postJson, registerIdentity, root, startNodeProcess, type BenchNode } from './lib.js';
 
 const SECRET = 'bench-custody-secret-0123456789abcdef';
 const BOND = 3;
 
-interface BenchNode {
-  url: string;
-  dir: string;
-  nodeId: string;
-  multiaddr: string;
-  stop(): Promise<void>;
-}
-
-async function processNode(replicas: number, bootstrap: string[]): Promise<BenchNode> {
-  const dir = await mkdtemp(join(tmpdir(), 'svc-custody-bench-'));
-  const { child, url } = await startProcess(
-    process.execPath,
-    ['dist/cli/index.js', 'start'],
-    {
-      SVC_PORT: '0',
-      SVC_HOST: '127.0.0.1',
-      SVC_DATA_DIR: dir,
-      SVC_LOG_LEVEL: 'info',
+/** A node of the cluster: `replicas` custodians per identity homed there, durable writes, bonds of BOND envelopes. */
+function processNode(replicas: number, bootstrap: string[]): Promise<BenchNode> {
+  return startNodeProcess({
+    secret: SECRET,
+    bootstrap,
+    env: {
       SVC_SYNC_WRITES: 'true',
       SVC_SOLVER_THREADS: '0',
-      SVC_INITIAL_CREDITS: '1000000',
-      SVC_RECEIPT_SECRET: 'ef'.repeat(32),
-      SVC_MESH_SECRET: SECRET,
-      SVC_P2P_PORT: '0',
-      SVC_BOOTSTRAP: bootstrap.join(','),
-      SVC_MESH_TICK_EVERY: '1',
       SVC_CONTRIBUTION_BOND_ENVELOPES: String(BOND),
       SVC_CUSTODY_REPLICAS: String(replicas),
       // Throughput, not the availability bound: a loaded machine may hold a batch past the default 2 s.
       SVC_CUSTODY_CERTIFY_TIMEOUT_MS: '15000',
     },
-    root,
-    false,
     // Four processes start on a machine that may be shared: a start is slow, not failed.
-    180_000,
-  );
-  const status = (await (await fetch(`${url}/api/mesh/status`)).json()) as { nodeId: string; multiaddrs: string[] };
-  return {
-    url,
-    dir,
-    nodeId: status.nodeId,
-    multiaddr: status.multiaddrs[0]!,
-    stop: async () => {
-      await stop(child);
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-async function register(url: string, seed: string): Promise<{ key: string; zid: string }> {
-  const digest = createHash('sha256').update(`bench:${seed}:${Date.now()}`).digest('hex');
-  const res = await fetch(`${url}/api/svc-auth/register-v3`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ equation_sha256: digest }),
+    startMs: 180_000,
   });
-  if (res.status !== 201) throw new Error(`register-v3 answered ${res.status}`);
-  const zid = ((await res.json()) as { zid: string }).zid;
-  return { key: await identityKey(url, digest), zid };
-}
-
-async function post(url: string, path: string, key: string, body: unknown, extra: Record<string, string> = {}): Promise<unknown> {
-  const res = await fetch(`${url}${path}`, {
-    method: 'POST',
-    headers: { ...extra, authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const json = (await res.json()) as unknown;
-  if (res.status >= 300) throw new Error(`${path} answered ${res.status}: ${JSON.stringify(json)}`);
-  return json;
 }
 
 let fresh = 0;
@@ -101,7 +44,7 @@ const computeBody = () => ({
 async function phase(url: string, key: string, runs: number, concurrency: number): Promise<number> {
   let next = 0;
   const worker = async (): Promise<void> => {
-    while (next++ < runs) await post(url, '/api/svc/compute', key, computeBody());
+    while (next++ < runs) await postJson(url, '/api/svc/compute', key, computeBody());
   };
   const t0 = performance.now();
   await Promise.all(Array.from({ length: concurrency }, worker));
@@ -127,12 +70,12 @@ async function main(): Promise<void> {
       [b, 'operator-b'],
       [c, 'operator-c'],
     ] as const) {
-      const op = await register(n.url, seed);
-      for (let i = 0; i < BOND; i++) await post(n.url, '/api/svc/compute', op.key, computeBody());
-      await post(n.url, '/api/contribute/bond', op.key, {}, operatorBond(n.dir));
+      const op = await registerIdentity(n.url, seed);
+      for (let i = 0; i < BOND; i++) await postJson(n.url, '/api/svc/compute', op.key, computeBody());
+      await postJson(n.url, '/api/contribute/bond', op.key, {}, operatorBond(n.dir));
     }
-    const r3 = await register(a.url, 'caller-a');
-    const r1 = await register(d.url, 'caller-d');
+    const r3 = await registerIdentity(a.url, 'caller-a');
+    const r1 = await registerIdentity(d.url, 'caller-d');
     const deadline = Date.now() + 60_000;
     const setOf = async (n: BenchNode, zid: string) =>
       ((await (await fetch(`${n.url}/api/mesh/custody/${zid}`)).json()) as { custodians: string[] }).custodians;

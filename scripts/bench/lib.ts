@@ -1,8 +1,16 @@
-// What the bench scripts share: numeric --name value arguments, child servers that report their url, and an
-// identity key and the operator's bond header as clients get them.
+// What the bench scripts share: numeric --name value arguments, percentiles, child servers that report their url,
+// bench nodes (a mesh node as its own process, a durable node in this process), registered identities and their keys
+// as clients get them, and the operator's bond header.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pino from 'pino';
+import { loadConfig } from '../../src/config/load.js';
+import { resolveCaller } from '../../src/http/auth.js';
+import { SvcNode } from '../../src/node/node.js';
 
 export const root = join(import.meta.dirname, '..', '..');
 
@@ -10,6 +18,13 @@ export const root = join(import.meta.dirname, '..', '..');
 export function numberArg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : def;
+}
+
+/** The p-th percentile (nearest rank) of some figures, in any order; NaN for none. */
+export function percentile(figures: readonly number[], p: number): number {
+  if (figures.length === 0) return NaN;
+  const sorted = [...figures].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
 /**
@@ -74,6 +89,125 @@ export function processCpuMs(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/** A node of a bench cluster: its data dir holds the operator token; stop() ends it and removes that dir. */
+export interface BenchNode {
+  url: string;
+  dir: string;
+  nodeId: string;
+  /** Its first libp2p address (what the next node bootstraps from). */
+  multiaddr: string;
+  stop(): Promise<void>;
+}
+
+export interface NodeProcessOptions {
+  /** The mesh secret the cluster shares. */
+  secret: string;
+  /** Addresses of the nodes already started. */
+  bootstrap: string[];
+  /** The bench's own settings (SVC_…), over the common ones. */
+  env: Record<string, string>;
+  /** Node flags before the CLI (an --import of a composition). */
+  preload?: string[];
+  /** How long it may take to report its url (startProcess). */
+  startMs?: number;
+}
+
+/**
+ * A mesh node as its own process: the built CLI as npm start runs it (the bench builds first), in a fresh data dir,
+ * on 127.0.0.1 with free ports, 1,000,000 initial credits, ticking every second.
+ */
+export async function startNodeProcess(o: NodeProcessOptions): Promise<BenchNode> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-bench-node-'));
+  const { child, url } = await startProcess(
+    process.execPath,
+    [...(o.preload ?? []), 'dist/cli/index.js', 'start'],
+    {
+      SVC_PORT: '0',
+      SVC_HOST: '127.0.0.1',
+      SVC_DATA_DIR: dir,
+      SVC_LOG_LEVEL: 'info',
+      SVC_INITIAL_CREDITS: '1000000',
+      SVC_RECEIPT_SECRET: 'ef'.repeat(32),
+      SVC_MESH_SECRET: o.secret,
+      SVC_P2P_PORT: '0',
+      SVC_BOOTSTRAP: o.bootstrap.join(','),
+      SVC_MESH_TICK_EVERY: '1',
+      ...o.env,
+    },
+    root,
+    false,
+    o.startMs,
+  );
+  const status = (await (await fetch(`${url}/api/mesh/status`)).json()) as { nodeId: string; multiaddrs: string[] };
+  return {
+    url,
+    dir,
+    nodeId: status.nodeId,
+    multiaddr: status.multiaddrs[0]!,
+    stop: async () => {
+      await stop(child);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A durable node in this process (fresh data dir, 127.0.0.1, silent), with credits enough for any bench. */
+export async function startInProcessNode(): Promise<{ node: SvcNode; stop(): Promise<void> }> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-node-'));
+  const config = loadConfig({ env: {}, overrides: { port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', syncWrites: true } });
+  const node = await new SvcNode(config, { logger: pino({ level: 'silent' }), initialCredits: 100_000_000 }).start();
+  return {
+    node,
+    stop: async () => {
+      await node.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The caller a request with this bearer key resolves to at `node`, as its HTTP layer resolves it (compute without HTTP). */
+export function callerOf(node: SvcNode, key: string): () => ReturnType<typeof resolveCaller> {
+  const ctx = { get: (h: string) => (h === 'authorization' ? `Bearer ${key}` : ''), query: {}, ip: '127.0.0.1' } as unknown as Parameters<
+    typeof resolveCaller
+  >[0];
+  const deps = { identity: node.identity, nodeId: () => node.nodeId };
+  return () => resolveCaller(ctx, deps, true);
+}
+
+/**
+ * A v3 identity registered at `url` under a fresh equation digest (from `seed` and the time): its zid, that digest,
+ * and the machine key (zsm_) the registration answers.
+ */
+export async function registerV3(url: string, seed: string): Promise<{ zid: string; digest: string; adminKey: string }> {
+  const digest = createHash('sha256').update(`bench:${seed}:${Date.now()}`).digest('hex');
+  const res = await fetch(`${url}/api/svc-auth/register-v3`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ equation_sha256: digest }),
+  });
+  if (res.status !== 201) throw new Error(`register-v3 answered ${res.status}`);
+  const body = (await res.json()) as { zid: string; admin_key: string };
+  return { zid: body.zid, digest, adminKey: body.admin_key };
+}
+
+/** A v3 identity registered at `url`, with an identity key (sk_) for the identity-wide routes. */
+export async function registerIdentity(url: string, seed: string): Promise<{ zid: string; key: string }> {
+  const { zid, digest } = await registerV3(url, seed);
+  return { zid, key: await identityKey(url, digest) };
+}
+
+/** POST a JSON body with a bearer key (and `extra` headers): the answer's JSON; an error for any status from 300 on. */
+export async function postJson(url: string, path: string, key: string, body: unknown, extra: Record<string, string> = {}): Promise<unknown> {
+  const res = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { ...extra, authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const json = (await res.json()) as unknown;
+  if (res.status >= 300) throw new Error(`${path} answered ${res.status}: ${JSON.stringify(json)}`);
+  return json;
 }
 
 /**

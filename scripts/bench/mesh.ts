@@ -17,7 +17,7 @@ import { systemClock } from '../../src/kernel/clock.js';
 import { MeshService } from '../../src/mesh/service.js';
 import { TOPICS } from '../../src/mesh/wire.js';
 import { Store } from '../../src/store/db.js';
-import { numberArg } from './lib.js';
+import { numberArg, percentile } from './lib.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -116,18 +116,13 @@ async function run(nodes: BenchNode[], count: number, keepLatencies: boolean, wi
     const seq = base + i;
     sentAt.set(seq, performance.now());
     pending.set(seq, NODES - 1);
-    await nodes[i % NODES].mesh.publish('bench.event', { seq, payload: 'x'.repeat(64) }, TOPICS.events);
+    await nodes[i % NODES]!.mesh.publish('bench.event', { seq, payload: 'x'.repeat(64) }, TOPICS.events);
   }
   const deadline = Date.now() + 15_000;
   while (pending.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   const elapsedMs = performance.now() - start;
   for (const off of offs) off();
   return { latencies, deliveries, elapsedMs };
-}
-
-function pct(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
 async function main(): Promise<void> {
@@ -137,14 +132,9 @@ async function main(): Promise<void> {
   try {
     const r = await run(nodes, EVENTS, true, WINDOW);
     process.stderr.write(`phase 1: ${r.deliveries} deliveries in ${Math.round(r.elapsedMs)} ms\n`);
-    {
-      const s = [...r.latencies].sort((a, b) => a - b);
-      process.stderr.write(
-        `latency p50 ${pct(s, 50).toFixed(2)} p90 ${pct(s, 90).toFixed(2)} p99 ${pct(s, 99).toFixed(2)} max ${s[s.length - 1].toFixed(2)}\n`,
-      );
-    }
+    const [p50, p90, p99, max] = [50, 90, 99, 100].map((p) => percentile(r.latencies, p).toFixed(2));
+    process.stderr.write(`latency p50 ${p50} p90 ${p90} p99 ${p99} max ${max}\n`);
     if (process.argv.includes('--no-heap')) return;
-    const sorted = [...r.latencies].sort((a, b) => a - b);
     await run(nodes, WARMUP, false, HEAP_WINDOW);
     // Let the age-bounded caches reach their steady state (gossipsub prunes its seen cache on heartbeats).
     await new Promise((res) => setTimeout(res, GOSSIP_SEEN_TTL_MS + 2_000));
@@ -167,8 +157,8 @@ async function main(): Promise<void> {
       JSON.stringify({
         nodes: NODES,
         delivered: round((r.deliveries / (EVENTS * (NODES - 1))) * 100, 3),
-        p50Ms: round(pct(sorted, 50)),
-        p99Ms: round(pct(sorted, 99)),
+        p50Ms: round(percentile(r.latencies, 50)),
+        p99Ms: round(percentile(r.latencies, 99)),
         eventsPerSec: Math.round(EVENTS / (r.elapsedMs / 1000)),
         heapGrowthPct: round(((heap1 - heap0) / heap0) * 100),
       }),

@@ -18,7 +18,7 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { SvcNode } from '../../src/node/node.js';
 import { execFileSync } from 'node:child_process';
-import { identityKey, numberArg, operatorBond, root, startProcess, stop } from './lib.js';
+import { numberArg, operatorBond, postJson, registerIdentity, root, startNodeProcess, type BenchNode } from './lib.js';
 
 export interface OffloadBenchTarget {
   /** A node with contribution.offload 'always' (or 'when-busy' under load) and a key of an identity homed there. */
@@ -136,38 +136,6 @@ export async function measureOffload(t: OffloadBenchTarget): Promise<OffloadFigu
 
 const round = (x: number): number => Math.round(x * 10) / 10;
 
-async function register(url: string, seed: string): Promise<string> {
-  const { createHash } = await import('node:crypto');
-  const digest = createHash('sha256').update(`bench:${seed}:${Date.now()}`).digest('hex');
-  const res = await fetch(`${url}/api/svc-auth/register-v3`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ equation_sha256: digest }),
-  });
-  if (res.status !== 201) throw new Error(`register-v3 answered ${res.status}`);
-  return identityKey(url, digest);
-}
-
-async function post(url: string, path: string, key: string, body: unknown, extra: Record<string, string> = {}): Promise<unknown> {
-  const res = await fetch(`${url}${path}`, {
-    method: 'POST',
-    headers: { ...extra, authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const json = (await res.json()) as unknown;
-  if (res.status >= 300) throw new Error(`${path} answered ${res.status}: ${JSON.stringify(json)}`);
-  return json;
-}
-
-interface BenchNode {
-  url: string;
-  /** Its data dir (the operator token is there). */
-  dir: string;
-  nodeId: string;
-  multiaddr: string;
-  stop(): Promise<void>;
-}
-
 const SECRET = 'bench-offload-secret-0123456789abcdef';
 const CONTRIBUTION = { bondEnvelopes: 3, committeeSize: 3, settleTicks: 4, deadlineTicks: 12, challengeStake: 20, bondTermDays: 30 };
 
@@ -203,39 +171,21 @@ async function inProcessNode(offload: string, bootstrap: string[], threads: numb
 
 /** One node as its own process (the built CLI, as npm start runs it). */
 async function processNode(offload: string, bootstrap: string[], threads: number, streamPerRun = false): Promise<BenchNode> {
-  const dir = await mkdtemp(join(tmpdir(), 'svc-offload-bench-'));
   // A2 of --compare-streams: NodeOptions.execStreamPerRun, which the CLI does not expose (a benchmark composition).
   const perRun = `import { SvcNode } from ${JSON.stringify(pathToFileURL(join(root, 'dist/node.js')).href)};
 const start = SvcNode.prototype.start;
 SvcNode.prototype.start = function (...a) { this.options = { ...this.options, execStreamPerRun: true }; return start.apply(this, a); };`;
-  const preload = streamPerRun ? ['--import', `data:text/javascript,${encodeURIComponent(perRun)}`] : [];
-  const { child, url } = await startProcess(process.execPath, [...preload, 'dist/cli/index.js', 'start'], {
-    SVC_PORT: '0',
-    SVC_HOST: '127.0.0.1',
-    SVC_DATA_DIR: dir,
-    SVC_LOG_LEVEL: 'info',
-    SVC_SYNC_WRITES: 'false',
-    SVC_SOLVER_THREADS: String(threads),
-    SVC_INITIAL_CREDITS: '1000000',
-    SVC_RECEIPT_SECRET: 'ef'.repeat(32),
-    SVC_MESH_SECRET: SECRET,
-    SVC_P2P_PORT: '0',
-    SVC_BOOTSTRAP: bootstrap.join(','),
-    SVC_MESH_TICK_EVERY: '1',
-    SVC_CONTRIBUTION_BOND_ENVELOPES: String(CONTRIBUTION.bondEnvelopes),
-    SVC_CONTRIBUTION_OFFLOAD: offload,
-  });
-  const status = (await (await fetch(`${url}/api/mesh/status`)).json()) as { nodeId: string; multiaddrs: string[] };
-  return {
-    url,
-    dir,
-    nodeId: status.nodeId,
-    multiaddr: status.multiaddrs[0]!,
-    stop: async () => {
-      await stop(child);
-      await rm(dir, { recursive: true, force: true });
+  return startNodeProcess({
+    secret: SECRET,
+    bootstrap,
+    env: {
+      SVC_SYNC_WRITES: 'false',
+      SVC_SOLVER_THREADS: String(threads),
+      SVC_CONTRIBUTION_BOND_ENVELOPES: String(CONTRIBUTION.bondEnvelopes),
+      SVC_CONTRIBUTION_OFFLOAD: offload,
     },
-  };
+    preload: streamPerRun ? ['--import', `data:text/javascript,${encodeURIComponent(perRun)}`] : [],
+  });
 }
 
 async function peersOf(url: string): Promise<{ peerId: string; mode: string | null; connected: boolean }[]> {
@@ -263,11 +213,11 @@ async function main(): Promise<void> {
     const a2 = compare ? await start('always', [a.multiaddr, b.multiaddr], threads, true) : null;
     if (a2) nodes.push(a2);
     // B's operator bonds and contributes.
-    const operator = await register(b.url, 'operator');
+    const operator = (await registerIdentity(b.url, 'operator')).key;
     for (let i = 0; i < CONTRIBUTION.bondEnvelopes; i++)
-      await post(b.url, '/api/svc/compute', operator, { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} });
-    await post(b.url, '/api/contribute/bond', operator, {}, operatorBond(b.dir));
-    await post(b.url, '/api/contribute/mode', operator, { mode: 'contributing' });
+      await postJson(b.url, '/api/svc/compute', operator, { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} });
+    await postJson(b.url, '/api/contribute/bond', operator, {}, operatorBond(b.dir));
+    await postJson(b.url, '/api/contribute/mode', operator, { mode: 'contributing' });
     const deadline = Date.now() + 60_000;
     const sees = async (x: BenchNode) => (await peersOf(x.url)).some((p) => p.peerId === b.nodeId && p.mode === 'contributing' && p.connected);
     while (!(await sees(a)) || (a2 !== null && !(await sees(a2)))) {
@@ -277,9 +227,9 @@ async function main(): Promise<void> {
     // The bond's gossip and the tick that advertises it may arrive in either order: one more tick.
     await new Promise((r) => setTimeout(r, 1_600));
     const figures = await measureOffload({
-      offloading: { url: a.url, key: await register(a.url, 'caller-a'), nodeId: a.nodeId },
-      local: { url: d.url, key: await register(d.url, 'caller-d') },
-      ...(a2 ? { alternative: { url: a2.url, key: await register(a2.url, 'caller-a2'), nodeId: a2.nodeId } } : {}),
+      offloading: { url: a.url, key: (await registerIdentity(a.url, 'caller-a')).key, nodeId: a.nodeId },
+      local: { url: d.url, key: (await registerIdentity(d.url, 'caller-d')).key },
+      ...(a2 ? { alternative: { url: a2.url, key: (await registerIdentity(a2.url, 'caller-a2')).key, nodeId: a2.nodeId } } : {}),
       runs,
       concurrency,
     });

@@ -22,7 +22,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { identityKey, numberArg, root, startProcess, stop } from './lib.js';
+import { identityKey, numberArg, percentile, root, startProcess, stop } from './lib.js';
 import { exactAnchorNs, tickStampOf } from './push-stamp.js';
 
 const CLIENTS = numberArg('clients', 1000);
@@ -116,11 +116,6 @@ async function call(url: string, method: string, path: string, body?: unknown, k
   });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
-}
-
-function percentile(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
 }
 
 async function main(): Promise<void> {
@@ -238,7 +233,7 @@ async function main(): Promise<void> {
         intervalMs: INTERVAL_MS,
         syncWrites: SYNC,
         clientProcs: PROCS,
-        loadAvg1m: [load0[0], load1[0]].map((x) => Math.round(x * 100) / 100),
+        loadAvg1m: [load0, load1].map(([oneMinute]) => Math.round((oneMinute ?? NaN) * 100) / 100),
       }),
     );
   } finally {

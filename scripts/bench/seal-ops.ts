@@ -4,17 +4,10 @@
 // `given` counts the ops seals hand to the store; `written` what the store wrote (a rewritten record, such as a
 // wallet or counter, is written once per batch); `perSealWritten` at the given concurrency.
 // Usage: npx tsx scripts/bench/seal-ops.ts [--seals 2000] [--concurrency 50] [--profile FILE]
-import { createHash } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pino from 'pino';
-import { loadConfig } from '../../src/config/load.js';
-import { resolveCaller } from '../../src/http/auth.js';
-import { SvcNode } from '../../src/node/node.js';
 import type { Op } from '../../src/store/db.js';
-import { numberArg } from './lib.js';
+import { callerOf, numberArg, registerV3, startInProcessNode } from './lib.js';
 
 const seals = Math.max(1, Math.floor(numberArg('seals', 2000)));
 const concurrency = Math.max(1, Math.floor(numberArg('concurrency', 50)));
@@ -28,22 +21,9 @@ const freshChain = () => ({
   inputs: { mass_kg: 1 + ++freshCount / 1e6, velocity_m_s: 3 + (freshCount % 1000) / 1000 },
 });
 
-const dataDir = await mkdtemp(join(tmpdir(), 'svc-seal-ops-'));
-const config = loadConfig({ env: {}, overrides: { port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', syncWrites: true } });
-const node = await new SvcNode(config, { logger: pino({ level: 'silent' }), initialCredits: 100_000_000 }).start();
+const { node, stop } = await startInProcessNode();
 try {
-  const digest = createHash('sha256').update(`seal-ops ${Date.now()}`).digest('hex');
-  const reg = await fetch(`${node.url}/api/svc-auth/register-v3`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ equation_sha256: digest }),
-  });
-  const key = ((await reg.json()) as { admin_key: string }).admin_key;
-  const ctx = { get: (h: string) => (h === 'authorization' ? `Bearer ${key}` : ''), query: {}, ip: '127.0.0.1' } as unknown as Parameters<
-    typeof resolveCaller
-  >[0];
-  const deps = { identity: node.identity, nodeId: () => node.nodeId };
-  const caller = await resolveCaller(ctx, deps, true);
+  const caller = await callerOf(node, (await registerV3(node.url, 'seal-ops')).adminKey)();
 
   const run = async (n: number, at: number): Promise<void> => {
     let next = 0;
@@ -98,6 +78,5 @@ try {
     }),
   );
 } finally {
-  await node.stop();
-  await rm(dataDir, { recursive: true, force: true });
+  await stop();
 }

@@ -12,13 +12,14 @@ import { performance } from 'node:perf_hooks';
 import { Store, type Json, type Op, type Sublevel } from '../../src/store/db.js';
 import { ChallengeService, type ChallengeEntry } from '../../src/consensus/challenges.js';
 import type { BondService } from '../../src/consensus/bonds.js';
+// The consensus tests' small policy: this bench opens no challenge, only loads stored ones.
+import { TEST_POLICY } from '../../test/consensus/helpers.js';
 import { numberArg } from './lib.js';
 
 const SETTLED = numberArg('settled', 20_000);
 const OPEN = numberArg('open', 20);
 const BONDS = numberArg('bonds', 100);
 const ME = 'node_bench';
-const policy = { bondEnvelopes: 3, committeeSize: 3, settleTicks: 4, deadlineTicks: 10, challengeStake: 20, bondTermDays: 30, offload: 'never' as const };
 
 /** A stored entry about the size of a real one (committee of 3, two votes, the request). */
 function entryOf(j: number, settled: boolean): ChallengeEntry {
@@ -103,7 +104,7 @@ function countReads(store: Store, sub: Sublevel): { n: number; stop: () => void 
 async function start(store: Store): Promise<{ ms: number; read: number; svc: ChallengeService }> {
   const svc = new ChallengeService({
     store,
-    policy,
+    policy: TEST_POLICY,
     bonds: { ofNode: () => null, get: () => null } as unknown as BondService,
     nodeId: () => ME,
     nowSvcond: () => 1000 + SETTLED + OPEN + 1,
@@ -111,6 +112,8 @@ async function start(store: Store): Promise<{ ms: number; read: number; svc: Cha
     verify: () => true,
     lookup: async () => null,
     candidates: () => [],
+    // No intake in the bench: no draw event is ever needed.
+    tickEvents: () => [],
     holdStake: async () => {
       throw new Error('no stake in the bench');
     },

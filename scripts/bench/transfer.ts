@@ -14,9 +14,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '../../test/helpers/free-port.js';
 import { identityKey, numberArg, root, startProcess, stop } from './lib.js';
 
 const SENDERS = numberArg('senders', 12);
@@ -52,17 +52,6 @@ async function call(url: string, method: string, path: string, body?: unknown, k
 function must(r: { status: number; body: unknown }, status: number, what: string): any {
   if (r.status !== status) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 async function startNode(i: number, bootstrap: string[]): Promise<Node & { addr: string }> {

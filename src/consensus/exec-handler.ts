@@ -12,7 +12,8 @@ import type { SolverOutput } from '../solvers/types.js';
 import { plainJson, solverRequestDigest, solverResultDigest } from '../compute/result-digest.js';
 import { unsealableOutput } from '../compute/finite-output.js';
 import type { ExecutedBy } from '../records/types.js';
-import { EXEC_REFUSALS, FrameError, MAX_REQUEST_BYTES, execRequestSchema, readFrame, writeFrame, type ExecAnswer, type ExecRequest } from './exec-protocol.js';
+import { answerFrame, readRequestFrame } from '../mesh/frame.js';
+import { EXEC_REFUSALS, MAX_REQUEST_BYTES, execRequestSchema, type ExecAnswer, type ExecRequest } from './exec-protocol.js';
 import { serveSession } from './exec-session.js';
 
 /** A request must arrive whole within this (the run's own time comes after). */
@@ -66,30 +67,17 @@ export class ExecHandler {
   async serve(stream: Stream, remotePeer: string): Promise<void> {
     let answer: unknown;
     try {
-      const timer = setTimeout(() => stream.abort(new Error('request not received in time')), REQUEST_READ_MS);
-      let raw: unknown;
-      try {
-        raw = await readFrame(stream.source, MAX_REQUEST_BYTES);
-      } finally {
-        clearTimeout(timer);
-      }
-      answer = await this.answerTo(raw, remotePeer);
+      const request = await readRequestFrame(stream, MAX_REQUEST_BYTES, REQUEST_READ_MS);
+      answer = 'refused' in request ? refusal(EXEC_REFUSALS.badRequest, request.refused.message) : await this.answerTo(request.value, remotePeer);
     } catch (err) {
-      if (!(err instanceof FrameError)) {
-        // The stream failed (aborted, reset): nobody to answer.
-        this.deps.logger?.debug({ err: String(err), peer: remotePeer }, 'exec stream failed');
-        return;
-      }
-      answer = refusal(EXEC_REFUSALS.badRequest, err.message);
+      // The stream failed (aborted, reset, the deadline): nobody to answer.
+      this.deps.logger?.debug({ err: String(err), peer: remotePeer }, 'exec stream failed');
+      stream.abort(err instanceof Error ? err : new Error(String(err)));
+      return;
     }
     if (answer === null || typeof answer !== 'object' || (answer as { ok?: unknown }).ok !== true) this.stats.refused++;
-    try {
-      await writeFrame(stream, answer);
-      await stream.close();
-    } catch (err) {
-      this.deps.logger?.debug({ err: String(err), peer: remotePeer }, 'exec answer not delivered');
-      stream.abort(err instanceof Error ? err : new Error(String(err)));
-    }
+    const undelivered = await answerFrame(stream, answer);
+    if (undelivered) this.deps.logger?.debug({ err: String(undelivered), peer: remotePeer }, 'exec answer not delivered');
   }
 
   /** Serve a long-lived session stream (/svc/exec/1.1.0, exec-session.ts): every request answered as its run ends. */

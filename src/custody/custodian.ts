@@ -7,7 +7,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Stream } from '@libp2p/interface';
 import type { Logger } from 'pino';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
-import { FrameError, readFrame, writeFrame } from '../mesh/frame.js';
+import { answerFrame, readRequestFrame } from '../mesh/frame.js';
 import { bodyDigest, handshakeFor } from '../mesh/wire.js';
 import { decide, type HeldHead } from './custodian-rules.js';
 import { entryHash, signingTextOf, type CustodyEntry } from './entry.js';
@@ -54,27 +54,18 @@ export class Custodian {
   async serve(stream: Stream, remotePeer: string): Promise<void> {
     let answer: CustodyAnswer;
     try {
-      const timer = setTimeout(() => stream.abort(new Error('request not received in time')), REQUEST_READ_MS);
-      let raw: unknown;
-      try {
-        raw = await readFrame(stream.source, MAX_REQUEST_BYTES);
-      } finally {
-        clearTimeout(timer);
-      }
-      answer = await this.answer(raw, remotePeer);
+      const request = await readRequestFrame(stream, MAX_REQUEST_BYTES, REQUEST_READ_MS);
+      answer =
+        'refused' in request
+          ? { v: 1, refused: { code: 'bad-request', reason: request.refused.message }, results: [] }
+          : await this.answer(request.value, remotePeer);
     } catch (err) {
-      if (!(err instanceof FrameError)) {
-        this.deps.logger?.debug({ err: String(err), peer: remotePeer }, 'custody stream failed');
-        return;
-      }
-      answer = { v: 1, refused: { code: 'bad-request', reason: err.message }, results: [] };
-    }
-    try {
-      await writeFrame(stream, answer);
-      await stream.close();
-    } catch (err) {
+      // The stream failed (aborted, reset, the deadline) or this node could not decide: the peer sees the stream end.
+      this.deps.logger?.debug({ err: String(err), peer: remotePeer }, 'custody stream failed');
       stream.abort(err instanceof Error ? err : new Error(String(err)));
+      return;
     }
+    await answerFrame(stream, answer);
   }
 
   /** The answer to one raw request from `sender` (checked here, entry by entry). */

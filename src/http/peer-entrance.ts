@@ -10,7 +10,7 @@ import type { Stream } from '@libp2p/interface';
 import type { ErrorCode } from '../kernel/errors.js';
 import { request as httpRequest } from 'node:http';
 import { WebSocket } from 'ws';
-import { FrameError, FrameQueue, readFrame, readFrames, writeFrame } from '../mesh/frame.js';
+import { answerFrame, FrameError, FrameQueue, readFrames, readRequestFrame } from '../mesh/frame.js';
 import { MAX_STREAM_REQUEST_BYTES, peerStreamRequestSchema, streamFrame, type PeerStreamFrame, type PeerStreamHead } from '../mesh/peer-stream.js';
 import { MAX_PEER_REQUEST_BYTES, peerHttpRequestSchema, type PeerHttpAnswer, type PeerHttpRequest } from '../mesh/peer-http.js';
 import { MAX_SKEW_TICKS } from '../mesh/validator.js';
@@ -93,30 +93,16 @@ export function peerEntrance(deps: PeerEntranceDeps): (stream: Stream, remotePee
   return async (stream, remotePeer) => {
     let answer: PeerHttpAnswer;
     try {
-      const timer = setTimeout(() => stream.abort(new Error('request not received in time')), REQUEST_READ_MS);
-      let raw: unknown;
-      try {
-        raw = await readFrame(stream.source, MAX_PEER_REQUEST_BYTES);
-      } finally {
-        clearTimeout(timer);
-      }
-      answer = await answerTo(raw, remotePeer);
+      const request = await readRequestFrame(stream, MAX_PEER_REQUEST_BYTES, REQUEST_READ_MS);
+      answer = 'refused' in request ? refusal(400, 'SVC_BAD_REQUEST', request.refused.message) : await answerTo(request.value, remotePeer);
     } catch (err) {
-      if (!(err instanceof FrameError)) {
-        // The stream failed (aborted, reset) or the loopback request did: logged, the peer sees the stream end.
-        deps.logger.debug({ err: String(err), peer: remotePeer }, 'peer HTTP stream failed');
-        stream.abort(err instanceof Error ? err : new Error(String(err)));
-        return;
-      }
-      answer = refusal(400, 'SVC_BAD_REQUEST', err.message);
-    }
-    try {
-      await writeFrame(stream, answer);
-      await stream.close();
-    } catch (err) {
-      deps.logger.debug({ err: String(err), peer: remotePeer }, 'peer HTTP answer not delivered');
+      // The stream failed (aborted, reset, the deadline) or the loopback request did: logged, the peer sees the stream end.
+      deps.logger.debug({ err: String(err), peer: remotePeer }, 'peer HTTP stream failed');
       stream.abort(err instanceof Error ? err : new Error(String(err)));
+      return;
     }
+    const undelivered = await answerFrame(stream, answer);
+    if (undelivered) deps.logger.debug({ err: String(undelivered), peer: remotePeer }, 'peer HTTP answer not delivered');
   };
 }
 

@@ -74,6 +74,49 @@ export async function readFrame(source: AsyncIterable<{ subarray(): Uint8Array }
   throw new FrameError('the stream ended before a whole frame');
 }
 
+/** A request as a stream protocol handler reads it: its JSON value, or the FrameError its refusal names. */
+export type RequestFrame = { value: unknown } | { refused: FrameError };
+
+/**
+ * Read the one request frame of an inbound stream, aborting the stream when it has not come whole within
+ * `timeoutMs`. A frame that is cut short, over `maxBytes` or not JSON resolves to `refused` (the peer is answered a
+ * refusal); a stream that fails (reset, aborted, the deadline) rejects: nobody is left to answer.
+ */
+export async function readRequestFrame(
+  stream: { source: AsyncIterable<{ subarray(): Uint8Array }>; abort(err: Error): void },
+  maxBytes: number,
+  timeoutMs: number,
+): Promise<RequestFrame> {
+  const late = new Error(`request not received within ${timeoutMs} ms`);
+  let expired = false;
+  const timer = setTimeout(() => {
+    expired = true;
+    stream.abort(late);
+  }, timeoutMs);
+  try {
+    return { value: await readFrame(stream.source, maxBytes) };
+  } catch (err) {
+    if (expired) throw late;
+    if (err instanceof FrameError) return { refused: err };
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Write one answer frame and close the stream; a stream that fails on the way is aborted. Resolves to that failure, or null. */
+export async function answerFrame(stream: Pick<Stream, 'sink'> & { close(): Promise<void>; abort(err: Error): void }, value: unknown): Promise<Error | null> {
+  try {
+    await writeFrame(stream, value);
+    await stream.close();
+    return null;
+  } catch (err) {
+    const failure = err instanceof Error ? err : new Error(String(err));
+    stream.abort(failure);
+    return failure;
+  }
+}
+
 /** Frames from a stream's source, one JSON value each, until the stream ends (a stream of many frames). */
 export async function* readFrames(source: AsyncIterable<{ subarray(): Uint8Array }>, max: number): AsyncGenerator<unknown> {
   let buf: Uint8Array = new Uint8Array(0);

@@ -13,7 +13,7 @@ import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
 import { peerIdFromString } from '@libp2p/peer-id';
 import type { Connection, Stream } from '@libp2p/interface';
 import type { ErrorCode } from '../kernel/errors.js';
-import { FrameError, readFrame, writeFrame } from './frame.js';
+import { answerFrame, readFrame, readRequestFrame, writeFrame } from './frame.js';
 import type { PeerStore } from './peer-store.js';
 import { isPrivateHost } from './reachability.js';
 import { MAX_SKEW_TICKS } from './validator.js';
@@ -203,27 +203,22 @@ export class PeerExchange {
     const asker = conn.remotePeer.toString();
     let answer: ExchangeAnswer | z.infer<typeof exchangeRefusalSchema>;
     try {
-      const raw = await withTimeout(readFrame(stream.source, MAX_REQUEST_BYTES), stream);
-      const parsed = exchangeRequestSchema.safeParse(raw);
+      const request = await readRequestFrame(stream, MAX_REQUEST_BYTES, EXCHANGE_WITHIN_MS);
+      if ('refused' in request) throw new ExchangeRefused('SVC_BAD_REQUEST', request.refused.message);
+      const parsed = exchangeRequestSchema.safeParse(request.value);
       if (!parsed.success) throw new ExchangeRefused('SVC_BAD_REQUEST', `malformed request: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
       const now = this.d.nowSvcond();
       checkExchange(this.d.secret, asker, now, parsed.data);
       answer = exchangeAnswer(this.d.secret, this.d.selfId(), now, this.isFull(conn), this.offer(asker, conn.remoteAddr, Date.now()));
     } catch (err) {
-      if (err instanceof FrameError) answer = { v: 1, refused: { code: 'SVC_BAD_REQUEST', message: err.message } };
-      else if (err instanceof ExchangeRefused) answer = { v: 1, refused: { code: err.code, message: err.message } };
-      else {
+      if (!(err instanceof ExchangeRefused)) {
         this.d.log.debug({ peer: asker, err: String(err) }, 'peer exchange stream failed');
         stream.abort(err instanceof Error ? err : new Error(String(err)));
         return;
       }
+      answer = { v: 1, refused: { code: err.code, message: err.message } };
     }
-    try {
-      await writeFrame(stream, answer);
-      await stream.close();
-    } catch (err) {
-      stream.abort(err instanceof Error ? err : new Error(String(err)));
-    }
+    await answerFrame(stream, answer);
   }
 
   /**

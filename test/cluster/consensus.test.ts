@@ -16,7 +16,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProcess } from '../../scripts/bench/lib.js';
-import { bearer, call, connectedIndexes, expectError, operatorBond, startMesh, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bondedOperator } from '../helpers/contributing.js';
+import { bearer, call, connectedIndexes, expectError, startMesh, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
 import { challengeIdOf } from '../../src/consensus/challenge-wire.js';
 import { DIST_CLI, runCliAsync } from '../helpers/cli.js';
@@ -110,21 +111,6 @@ const members = (): Member[] => [
   { url: e.url, node: e.node },
 ];
 
-/** The node's operator: an identity homed there with BOND envelopes, bonded, contributing, publishing its results. */
-async function operator(n: { url: string; dataDir: string }, seed: string): Promise<Operator> {
-  const url = n.url;
-  const id = await zkIdentity(url, seed);
-  for (let i = 0; i < BOND; i++)
-    expect(
-      (await call(url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(id.key))).status,
-    ).toBe(200);
-  const bond = await call(url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...operatorBond(n) });
-  expect(bond.status, bond.text).toBe(201);
-  expect((await call(url, 'POST', '/api/contribute/mode', { mode: 'contributing' }, bearer(id.key))).status).toBe(200);
-  expect((await call(url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key))).status).toBe(200);
-  return { zid: id.zid, key: id.key, bondId: bond.body.bond_id };
-}
-
 /** A zeta run by the operator on its own node: published, executed with its bond at stake. */
 async function run(
   url: string,
@@ -166,11 +152,11 @@ beforeAll(async () => {
   [b, c, d, e] = await Promise.all([startTestNode(config(boot), opts), startTestNode(config(boot), opts), startTestNode(config(boot), opts), startE(boot)]);
   await waitFor(() => [a, b, c, d].every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 4), 40_000, 'tick events from every peer');
   const [opA, opB, opC, opD, opE] = await Promise.all([
-    operator(a, 'op-a'),
-    operator(b, 'op-b'),
-    operator(c, 'op-c'),
-    operator(d, 'op-d'),
-    operator({ url: e.url, dataDir: eDir }, 'op-e'),
+    bondedOperator(a, 'op-a', BOND),
+    bondedOperator(b, 'op-b', BOND),
+    bondedOperator(c, 'op-c', BOND),
+    bondedOperator(d, 'op-d', BOND),
+    bondedOperator({ url: e.url, dataDir: eDir }, 'op-e', BOND),
   ]);
   Object.assign(ops, { a: opA!, b: opB!, c: opC!, d: opD!, e: opE! });
   // Every node hears every bond, and B hears every operator contributing (its committees are drawn from that).
@@ -375,7 +361,7 @@ describe('re-execution consensus on a ring of five', () => {
   const ringOps: Operator[] = [];
   beforeAll(async () => {
     ring = await startMesh(5, (bootstrap) => config(bootstrap), opts, 'ring');
-    ringOps.push(...(await Promise.all(ring.map((n, i) => operator(n, `ring-op-${i}`)))));
+    ringOps.push(...(await Promise.all(ring.map((n, i) => bondedOperator(n, `ring-op-${i}`, BOND)))));
     await waitFor(() => ring.every((n) => n.node.bonds.active().length === 5), 30_000, 'every bond at every ring node');
     await waitFor(() => ring[2]!.node.mesh.peers().filter((p) => p.mode === 'contributing').length === 4, 30_000, 'contributing peers at the challenger');
   }, 120_000);

@@ -10,7 +10,8 @@
 //   H's from its salt row after its restart, are revealed only once round 1's commit window has passed.
 // Every wait is on state, bounded; the windows (DEADLINE) leave a loaded machine room to commit in time.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, operatorBond, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bondedOperator, contributingConfig, CONTRIBUTING_NODE_OPTIONS } from '../helpers/contributing.js';
+import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
 import { commitDeadlineOf, escalationOf, roundOf } from '../../src/consensus/challenge-wire.js';
 import { defaultRegistry } from '../../src/solvers/registry.js';
@@ -19,23 +20,11 @@ const MESH_SECRET = 'escalation-cluster-secret-0123456789';
 const BOND = 2;
 const STAKE = 20;
 const DEADLINE = 14;
-const config = (bootstrap: string[]) => ({
-  solverThreads: 0,
-  sealWorker: false,
+const config = contributingConfig({
+  secret: MESH_SECRET,
   receiptSecret: 'e5'.repeat(32),
-  contribution: {
-    bondEnvelopes: BOND,
-    committeeSize: 3,
-    settleTicks: 1,
-    deadlineTicks: DEADLINE,
-    liveTicks: 60,
-    challengeStake: STAKE,
-    bondTermDays: 30,
-    offload: 'never',
-  },
-  mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
+  contribution: { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 1, deadlineTicks: DEADLINE, liveTicks: 60, challengeStake: STAKE },
 });
-const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
 const RANDOM_DIGEST = 'ab'.repeat(32);
 
 /** L's solvers: zeta's outputs carry one extra member, so its result digest is not the honest one. */
@@ -53,32 +42,19 @@ let liar: TestNode;
 let others: TestNode[] = [];
 const all = () => [a, liar, ...others];
 
-async function operator(t: TestNode, seed: string): Promise<{ zid: string; key: string }> {
-  const id = await zkIdentity(t.url, seed);
-  for (let i = 0; i < BOND; i++)
-    expect(
-      (await call(t.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(id.key))).status,
-    ).toBe(200);
-  const bond = await call(t.url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...operatorBond(t) });
-  expect(bond.status, bond.text).toBe(201);
-  expect((await call(t.url, 'POST', '/api/contribute/mode', { mode: 'contributing' }, bearer(id.key))).status).toBe(200);
-  expect((await call(t.url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key))).status).toBe(200);
-  return { zid: id.zid, key: id.key };
-}
-
-let opA: { zid: string; key: string };
+let opA: { zid: string; key: string; bondId: string };
 
 beforeAll(async () => {
-  a = await startTestNode(config([]), opts);
+  a = await startTestNode(config([]), CONTRIBUTING_NODE_OPTIONS);
   const boot = [a.node.mesh.multiaddrs()[0]!];
   [liar, ...others] = await Promise.all([
-    startTestNode(config(boot), { ...opts, registry: tamperedRegistry() }),
-    ...[0, 1, 2, 3].map(() => startTestNode(config(boot), opts)),
+    startTestNode(config(boot), { ...CONTRIBUTING_NODE_OPTIONS, registry: tamperedRegistry() }),
+    ...[0, 1, 2, 3].map(() => startTestNode(config(boot), CONTRIBUTING_NODE_OPTIONS)),
   ]);
   await waitFor(() => all().every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 5), 60_000, 'tick events from every peer');
   // One node at a time: six nodes' setup at once on two loaded cores drops connections.
-  opA = await operator(a, 'op-a');
-  for (const [i, t] of [liar, ...others].entries()) await operator(t, `op-${i}`);
+  opA = await bondedOperator(a, 'op-a', BOND);
+  for (const [i, t] of [liar, ...others].entries()) await bondedOperator(t, `op-${i}`, BOND);
   await waitFor(() => all().every((n) => n.node.bonds.active().length === 6), 40_000, 'every bond at every node');
   await waitFor(() => a.node.mesh.peers().filter((p) => p.mode === 'contributing').length === 5, 40_000, 'contributing peers at A');
 }, 400_000);

@@ -4,7 +4,8 @@
 // and in step, and with liveTicks = 2 — shorter than the 3 ticks between a node’s events — every bonded, contributing
 // operator is still eligible, so a challenge of A's result opened at B draws {C, D} every time.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, operatorBond, startMesh, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bondedOperator, contributingConfig, CONTRIBUTING_NODE_OPTIONS } from '../helpers/contributing.js';
+import { bearer, call, startMesh, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
 import { sha256Hex } from '../../src/kernel/bytes.js';
 import { intervalFor, tickPhase } from '../../src/mesh/tick-interval.js';
@@ -13,45 +14,20 @@ const MESH_SECRET = 'tick-interval-secret-0123456789abc';
 const BOND = 2;
 const RATE = 2;
 const LIVE_TICKS = 2;
-const config = (bootstrap: string[]) => ({
-  solverThreads: 0,
-  sealWorker: false,
+const config = contributingConfig({
+  secret: MESH_SECRET,
   receiptSecret: 'c3'.repeat(32),
-  contribution: {
-    bondEnvelopes: BOND,
-    committeeSize: 2,
-    settleTicks: 1,
-    deadlineTicks: 8,
-    liveTicks: LIVE_TICKS,
-    challengeStake: 20,
-    bondTermDays: 30,
-    offload: 'never',
-  },
-  mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1, tickRate: RATE },
+  contribution: { bondEnvelopes: BOND, committeeSize: 2, settleTicks: 1, deadlineTicks: 8, liveTicks: LIVE_TICKS },
+  mesh: { tickRate: RATE },
 });
-const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
 const RANDOM_DIGEST = 'cd'.repeat(32);
 
 let nodes: TestNode[] = [];
 const keys: string[] = [];
 
-/** The node's operator bonds and contributes, publishing its results. */
-async function operator(t: TestNode, seed: string): Promise<string> {
-  const id = await zkIdentity(t.url, seed);
-  for (let i = 0; i < BOND; i++)
-    expect(
-      (await call(t.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(id.key))).status,
-    ).toBe(200);
-  const bond = await call(t.url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...operatorBond(t) });
-  expect(bond.status, bond.text).toBe(201);
-  expect((await call(t.url, 'POST', '/api/contribute/mode', { mode: 'contributing' }, bearer(id.key))).status).toBe(200);
-  expect((await call(t.url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key))).status).toBe(200);
-  return id.key;
-}
-
 beforeAll(async () => {
-  nodes = await startMesh(4, config, opts);
-  keys.push(...(await Promise.all(nodes.map((n, i) => operator(n, `ti-${i}`)))));
+  nodes = await startMesh(4, config, CONTRIBUTING_NODE_OPTIONS);
+  keys.push(...(await Promise.all(nodes.map(async (n, i) => (await bondedOperator(n, `ti-${i}`, BOND)).key))));
   await waitFor(() => nodes.every((n) => n.node.bonds.active().length === 4), 30_000, 'every bond at every node');
   await waitFor(
     () => nodes.every((n) => n.node.mesh.peers().filter((p) => p.mode === 'contributing' && p.bondId && p.every === 3).length === 3),

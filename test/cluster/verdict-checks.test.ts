@@ -11,7 +11,8 @@ import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import type { PrivateKey } from '@libp2p/interface';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, operatorBond, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bondedOperator, contributingConfig, CONTRIBUTING_NODE_OPTIONS } from '../helpers/contributing.js';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
 import {
   VERDICT_EVENT,
@@ -34,24 +35,12 @@ import { stampAt, systemClock } from '../../src/kernel/clock.js';
 const MESH_SECRET = 'verdict-checks-secret-0123456789ab';
 const BOND = 2;
 const LIVE_TICKS = 6;
-const config = (bootstrap: string[]) => ({
-  solverThreads: 0,
-  sealWorker: false,
+const config = contributingConfig({
+  secret: MESH_SECRET,
   receiptSecret: 'ce'.repeat(32),
-  contribution: {
-    bondEnvelopes: BOND,
-    committeeSize: 2,
-    settleTicks: 1,
-    deadlineTicks: 8,
-    liveTicks: LIVE_TICKS,
-    challengeStake: 20,
-    bondTermDays: 30,
-    offload: 'never',
-  },
-  mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
-  metrics: { port: 0 },
+  contribution: { bondEnvelopes: BOND, committeeSize: 2, settleTicks: 1, deadlineTicks: 8, liveTicks: LIVE_TICKS },
+  sections: { metrics: { port: 0 } },
 });
-const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
 const RANDOM_DIGEST = 'ab'.repeat(32);
 
 interface Key {
@@ -69,20 +58,6 @@ let c: TestNode;
 let d: TestNode;
 const nodes = () => [a, b, c, d];
 const ops: Record<string, { zid: string; key: string; bondId: string }> = {};
-
-async function operator(t: TestNode, seed: string) {
-  const url = t.url;
-  const id = await zkIdentity(url, seed);
-  for (let i = 0; i < BOND; i++)
-    expect(
-      (await call(url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(id.key))).status,
-    ).toBe(200);
-  const bond = await call(url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...operatorBond(t) });
-  expect(bond.status, bond.text).toBe(201);
-  expect((await call(url, 'POST', '/api/contribute/mode', { mode: 'contributing' }, bearer(id.key))).status).toBe(200);
-  expect((await call(url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key))).status).toBe(200);
-  return { zid: id.zid, key: id.key, bondId: bond.body.bond_id as string };
-}
 
 /** A published zeta run by A's operator, executed with its bond at stake. */
 async function resultOfA(n: number): Promise<{ result_id: string; result_digest: string; executed_by: ChallengeRecord['executed_by'] }> {
@@ -144,11 +119,20 @@ async function gossipAs(as: Key, url: string, type: string, body: unknown) {
 }
 
 beforeAll(async () => {
-  a = await startTestNode(config([]), opts);
+  a = await startTestNode(config([]), CONTRIBUTING_NODE_OPTIONS);
   const boot = [a.node.mesh.multiaddrs()[0]!];
-  [b, c, d] = await Promise.all([startTestNode(config(boot), opts), startTestNode(config(boot), opts), startTestNode(config(boot), opts)]);
+  [b, c, d] = await Promise.all([
+    startTestNode(config(boot), CONTRIBUTING_NODE_OPTIONS),
+    startTestNode(config(boot), CONTRIBUTING_NODE_OPTIONS),
+    startTestNode(config(boot), CONTRIBUTING_NODE_OPTIONS),
+  ]);
   await waitFor(() => nodes().every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 3), 40_000, 'tick events from every peer');
-  const [opA, opB, opC, opD] = await Promise.all([operator(a, 'vc-a'), operator(b, 'vc-b'), operator(c, 'vc-c'), operator(d, 'vc-d')]);
+  const [opA, opB, opC, opD] = await Promise.all([
+    bondedOperator(a, 'vc-a', BOND),
+    bondedOperator(b, 'vc-b', BOND),
+    bondedOperator(c, 'vc-c', BOND),
+    bondedOperator(d, 'vc-d', BOND),
+  ]);
   Object.assign(ops, { a: opA!, b: opB!, c: opC!, d: opD! });
   await waitFor(() => nodes().every((n) => n.node.bonds.active().length === 4), 30_000, 'every bond at every node');
   await waitFor(

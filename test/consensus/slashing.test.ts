@@ -8,6 +8,7 @@
 //      is slashed at once in B's and C's registries; once their clocks pass the due tick (driven, not slept), the
 //      bond is in default there and a bond attestation of L's is ignored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bondedOperator } from '../helpers/contributing.js';
 import { bearer, call, expectError, operatorBond, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
 import { defaultRegistry } from '../../src/solvers/registry.js';
@@ -71,20 +72,6 @@ let l: TestNode;
 const clocks = { b: new DrivenClock(), c: new DrivenClock() };
 const ops: Record<string, Operator> = {};
 
-/** An operator on `t`: BOND envelopes of its own, bonded, publishing; contributing unless told otherwise. */
-async function operator(t: TestNode, seed: string, contributing = true): Promise<Operator> {
-  const id = await zkIdentity(t.url, seed);
-  for (let i = 0; i < BOND; i++)
-    expect(
-      (await call(t.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} }, bearer(id.key))).status,
-    ).toBe(200);
-  const bond = await call(t.url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...operatorBond(t) });
-  expect(bond.status, bond.text).toBe(201);
-  if (contributing) expect((await call(t.url, 'POST', '/api/contribute/mode', { mode: 'contributing' }, bearer(id.key))).status).toBe(200);
-  expect((await call(t.url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key))).status).toBe(200);
-  return { zid: id.zid, key: id.key, bondId: bond.body.bond_id };
-}
-
 async function envelopes(t: TestNode, key: string, zid: string): Promise<number> {
   return (await call(t.url, 'GET', `/api/tally/envelopes/${zid}?limit=1`, undefined, bearer(key))).body.total;
 }
@@ -110,7 +97,7 @@ beforeAll(async () => {
   ]);
   await waitFor(() => [b, c, m, l].every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 3), 40_000, 'tick events from every peer');
   // L stays idle until its own test: the committee of M's challenge is C alone.
-  [ops.c, ops.m, ops.l] = await Promise.all([operator(c, 'op-c'), operator(m, 'op-m'), operator(l, 'op-l', false)]);
+  [ops.c, ops.m, ops.l] = await Promise.all([bondedOperator(c, 'op-c', BOND), bondedOperator(m, 'op-m', BOND), bondedOperator(l, 'op-l', BOND, false)]);
   await waitFor(() => [b, c, m, l].every((n) => n.node.bonds.active().length === 3), 30_000, 'every bond at every node');
   await waitFor(() => b.node.mesh.peers().filter((p) => p.mode === 'contributing').length === 2, 30_000, 'C and M contributing, as B hears it');
 }, 120_000);

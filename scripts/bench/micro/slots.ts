@@ -18,8 +18,8 @@ const later = () => ({ tally_charge: charge, envelope: envelopeView(envelope), a
 const sign = bytesSigner(nodeKey);
 const slotted = () => finishSeal(receiptKey, sign, prepared, later()).bytes;
 const whole = () => {
-  const unsigned = { ...body, ...later() };
-  const signed = { ...unsigned, seal_signature: sign(canonicalJson(unsigned)) };
+  const unsigned: Record<string, unknown> = { ...body, ...later() };
+  const signed: Record<string, unknown> = { ...unsigned, seal_signature: sign(canonicalJson(unsigned)) };
   const proof = hmacHex(receiptKey, canonicalJson(signed));
   return Buffer.from(canonicalJson({ ...signed, cko: { ...(signed.cko as object), svcProof: proof }, svcProof: proof }), 'utf8');
 };
