@@ -68,9 +68,18 @@ export class DemoKeys {
         reset_at: new Date(reset).toISOString(),
       });
     }
-    counters.reserve(name, 1);
+    // Counted in memory now, with nothing awaited since the check: a concurrent mint sees it; written in the key's batch.
+    const { key, ops } = this.identity.demoKeyOps(false);
+    counters.bump(name, 1);
     try {
-      const { key, ops } = this.identity.demoKeyOps(false);
+      await this.store.commit([...ops, counters.persistOp(name)]);
+      return key;
+    } catch (err) {
+      counters.revert(name, 1);
+      throw err;
+    }
+    counters.settle(name, 1);
+    try {
       await this.store.commit([...ops, counters.persistOp(name)]);
       return key;
     } catch (err) {

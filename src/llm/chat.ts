@@ -71,10 +71,11 @@ export class ChatService {
     try {
       answer = provider ? await this.withModel(req, provider, tools) : await this.offline(req, tools);
     } catch (err) {
-      d.counters.revert(name, 1);
+      d.counters.unreserve(name, 1);
       throw err;
     }
-    const ops: Op[] = [d.counters.persistOp(name)];
+    d.counters.settle(name, 1);
+    const ops: Op[] = [];
     let charge: TallyCharge | null = null;
     let rollback = () => d.counters.revert(name, 1);
     if (!free) {
@@ -101,7 +102,8 @@ export class ChatService {
       }
     }
     try {
-      await d.commit(ops);
+      // The day count's record is read here, with nothing awaited before the commit, so no later value is overwritten.
+      await d.commit([d.counters.persistOp(name), ...ops]);
     } catch (err) {
       rollback();
       throw err;

@@ -43,6 +43,11 @@ export class Counters {
   private readonly identities: LruMap<string, Map<string, number>>;
   /** Identities whose counters changed in memory and are not written yet: never evicted. */
   private readonly pending: PendingWrites<string>;
+  /**
+   * Reservations taken before their work (a day-quota slot) and not settled yet: counted by get, so limits see work in
+   * flight, but never persisted, so a batch written meanwhile (or a crash) cannot store a count of work never sealed.
+   */
+  private readonly reserved = new Map<string, number>();
   private readonly sub: Sublevel;
 
   constructor(
@@ -140,7 +145,13 @@ export class Counters {
     members.add(name);
   }
 
+  /** A counter's value, with the reservations on it not yet settled. */
   get(name: string): number {
+    return this.committed(name) + (this.reserved.get(name) ?? 0);
+  }
+
+  /** A counter's value without its reservations: what persistOp writes. */
+  private committed(name: string): number {
     const zid = identityOf(name);
     if (zid !== null) return this.identity(zid).get(name) ?? 0;
     return this.values.get(name) ?? 0;
@@ -166,17 +177,39 @@ export class Counters {
     return this.persistOp(name);
   }
 
-  /** Reserve in memory only (e.g. a day quota slot taken before the work); persist with persistOp at seal time. */
+  /**
+   * Reserve in memory only (a day-quota slot taken before the work): counted by get, never persisted. The work's batch
+   * settles it (settle, then persistOp in that batch); work that ends without a batch gives it back (unreserve).
+   */
   reserve(name: string, delta = 1): number {
-    this.bump(name, delta);
+    this.reserved.set(name, (this.reserved.get(name) ?? 0) + delta);
     return this.get(name);
+  }
+
+  /** Give back a reservation that will not be settled. */
+  unreserve(name: string, delta = 1): void {
+    const left = (this.reserved.get(name) ?? 0) - delta;
+    if (left > 0) this.reserved.set(name, left);
+    else this.reserved.delete(name);
+  }
+
+  /** Turn a reservation into an increment in memory: persist it with persistOp in the batch (undo with unsettle). */
+  settle(name: string, delta = 1): void {
+    this.unreserve(name, delta);
+    this.bump(name, delta);
+  }
+
+  /** Undo a settle whose batch failed: the increment goes, the reservation is held again. */
+  unsettle(name: string, delta = 1): void {
+    this.revert(name, delta);
+    this.reserve(name, delta);
   }
 
   /** The op that persists a counter's current in-memory value (its whole group record, if it has one). */
   persistOp(name: string): Op {
     const group = groupOf(name);
     if (group !== null) return this.groupOp(group);
-    return { type: 'put', sub: this.sub, key: name, value: this.get(name) };
+    return { type: 'put', sub: this.sub, key: name, value: this.committed(name) };
   }
 
   /** The ops that persist the current values of the named counters: one per record, in first-seen order. */
@@ -212,7 +245,7 @@ export class Counters {
       if (m !== undefined) m.set(name, (m.get(name) ?? 0) - delta);
       return;
     }
-    this.values.set(name, this.get(name) - delta);
+    this.values.set(name, (this.values.get(name) ?? 0) - delta);
   }
 
   /** Counters whose name starts with prefix, sorted by name (an identity's folder counters: load it first). */

@@ -251,6 +251,7 @@ export class Ledger {
     resultDigest: string;
     svcond: number;
     unixMs: number;
+    /** Counters reserved for this work (Counters.reserve): settled in the seal's batch. */
     counterNames: string[];
     build: (ctx: SealContext) => Buffer;
     /** Other records of the result written in the same batch (tally/record.ts), and counters it bumps by one. */
@@ -345,6 +346,8 @@ export class Ledger {
     const names: string[] = [];
     for (let i = 0; i < bumped.length; i += 2) names.push(bumped[i] as string);
     this.counters.persistOps(names, ops);
+    // The day-quota slots reserved for this work become counts in this batch (a failed batch holds them again).
+    for (const name of args.counterNames) this.counters.settle(name);
     this.counters.persistOps(args.counterNames, ops);
 
     let bytes: Buffer;
@@ -355,6 +358,7 @@ export class Ledger {
       await this.store.commit(ops);
     } catch (err) {
       for (let i = 0; i < bumped.length; i += 2) this.counters.revert(bumped[i] as string, bumped[i + 1] as number);
+      for (const name of args.counterNames) this.counters.unsettle(name);
       for (const undo of rollbacks.reverse()) undo();
       throw err;
     }

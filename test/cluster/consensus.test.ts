@@ -303,14 +303,14 @@ describe('re-execution consensus on five nodes', () => {
     await waitFor(() => e.log.slice(logged).join('').includes('deaf to consensus gossip'), 20_000, 'E deaf to consensus gossip');
     logged = e.log.length;
     // Through the CLI, which follows the challenge to its verdict (--wait).
-    const cli = cliRun(['challenge', result.result_id, '--digest', RANDOM_DIGEST, '--url', b.url, '--key', ch.key, '--wait', '--timeout', '60']);
+    const cli = cliRun(['challenge', result.result_id, '--digest', RANDOM_DIGEST, '--url', b.url, '--key', ch.key, '--wait', '--timeout', '120']);
     const id = challengeIdOf(result.result_id, ch.zid);
     // Killed the moment it logs the slashing, before its (slow) batch is on disk.
     const exited = new Promise((r) => e.child.once('exit', r));
     e.child.stdout!.on('data', (chunk: Buffer) => {
       if (chunk.toString().includes('"msg":"slashing a bond"')) e.child.kill('SIGKILL');
     });
-    await waitFor(() => e.log.slice(logged).join('').includes('"msg":"slashing a bond"'), 45_000, 'E slashing');
+    await waitFor(() => e.log.slice(logged).join('').includes('"msg":"slashing a bond"'), 90_000, 'E slashing');
     await exited;
     const live = members().filter((m) => m.node !== e.node);
     const seen = await verdictEverywhere(id, live);
@@ -351,7 +351,7 @@ describe('re-execution consensus on five nodes', () => {
     const status = await call(e.url, 'GET', '/api/contribute/status', undefined, bearer(ops.e!.key));
     expect(status.body.verdicts.map((v: any) => v.outcome)).toContain('upheld');
     expect(status.body.bonded).toBe(false);
-  }, 150_000);
+  }, 240_000);
 });
 
 // A challenge on a ring of five honest in-process nodes (no node bootstrapped to all): the executor's node and the

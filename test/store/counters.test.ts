@@ -110,4 +110,25 @@ describe('Counters', () => {
     expect(await rawCounters(a.store)).toEqual({ 'used:2026-01-02:zid_c': 1 });
     await a.store.close();
   });
+
+  it('counts a reservation in get but writes only settled counts: a batch (or a crash) never stores work in flight', async () => {
+    const a = await open();
+    const day = 'used:2026-01-01:zid_r';
+    expect(a.counters.reserve(day)).toBe(1);
+    expect(a.counters.reserve(day)).toBe(2); // two requests in flight
+    a.counters.settle(day); // the first one's seal
+    expect(a.counters.get(day)).toBe(2);
+    await a.store.commit([a.counters.persistOp(day)]);
+    expect(await rawCounters(a.store)).toEqual({ [day]: 1 });
+    a.counters.unsettle(day); // a seal batch that failed holds its slot again
+    expect(a.counters.get(day)).toBe(2);
+    a.counters.unreserve(day);
+    a.counters.unreserve(day); // both requests ended without a seal
+    expect(a.counters.get(day)).toBe(0);
+    expect(a.counters.persistOp(day)).toMatchObject({ key: day, value: 0 });
+    await a.store.close();
+    const b = await open(a.dir);
+    expect(b.counters.get(day)).toBe(1); // the stored count: what was settled and written, nothing in flight
+    await b.store.close();
+  });
 });
