@@ -25,6 +25,7 @@ import { quorumOf } from './policy.js';
 import { foldVotes, OUTCOMES, type Fold, type Outcome } from './verdict.js';
 import { executedBySchema, verifyExecution } from './executed-by.js';
 import type { ExecutedBy } from '../records/types.js';
+import type { ResultVerification } from '../compute/verify-result.js';
 
 export const CHALLENGE_OPENED_EVENT = 'consensus.challenge.opened';
 export const VOTE_EVENT = 'consensus.vote';
@@ -71,7 +72,22 @@ export interface DrawEvent {
 export interface SignedChallenge {
   challenge: ChallengeRecord;
   signature: string;
+  /**
+   * The challenged sealed result itself, as its sealer sent it (outside the opener's signature: its own
+   * seal_signature speaks for it). Every node checks it against the record (carriedResultFault), so a verdict
+   * document shows, on its own, that the executor's digest the fold compares is that of a result its sealer signed.
+   */
+  result?: SealedResult;
 }
+
+/** A sealed result body (compute/verify-result.ts checks it). */
+export type SealedResult = Record<string, Json>;
+
+/**
+ * The most a carried result may weigh, as canonical JSON: with the record, the commits and the votes, a verdict
+ * document stays within one gossip body (mesh/validator.ts MAX_BODY_BYTES).
+ */
+export const MAX_CARRIED_RESULT_BYTES = 24 * 1024;
 
 export interface VoteRecord {
   challenge_id: string;
@@ -241,6 +257,25 @@ const SIG = z.string().min(1).max(128);
 const TICK = z.number().int().nonnegative();
 const SALT_PATTERN = /^[0-9a-f]{32,64}$/;
 
+/** A sealed result body of at most MAX_CARRIED_RESULT_BYTES as canonical JSON. */
+export function sealedResultSchema(): z.ZodType<SealedResult> {
+  return z
+    .record(z.string(), z.unknown())
+    .refine(
+      (b) => carriedBytes(b) <= MAX_CARRIED_RESULT_BYTES,
+      `a carried result is at most ${MAX_CARRIED_RESULT_BYTES} bytes of canonical JSON`,
+    ) as unknown as z.ZodType<SealedResult>;
+}
+
+/** A body's canonical JSON size in bytes (Infinity when it has none). */
+export function carriedBytes(body: unknown): number {
+  try {
+    return Buffer.byteLength(canonicalJson(body), 'utf8');
+  } catch {
+    return Infinity;
+  }
+}
+
 export const signedChallengeSchema = z
   .object({
     challenge: z
@@ -272,6 +307,7 @@ export const signedChallengeSchema = z
       })
       .strict(),
     signature: SIG,
+    result: sealedResultSchema().optional(),
   })
   .strict();
 
@@ -340,6 +376,30 @@ export function challengeFault(sc: SignedChallenge, verify: VerifyFn): string | 
   if (c.claimed_digest === c.executor_digest) return "the claim equals the executor's digest";
   if (!verifyExecution(verify, c.executed_by, c.executor_digest)) return "executed_by is not the executor's signature over its digest";
   if (c.deadline_svcond < c.svcond) return 'the deadline is before the challenge';
+  return null;
+}
+
+/** Checks a sealed result as POST /api/svc/verify does (compute/verify-result.ts), with this node's key and mesh. */
+export type ResultVerifyFn = (body: unknown) => ResultVerification;
+
+/**
+ * What is wrong with the sealed result a challenge carries (null when nothing): it must be there; verify as any
+ * sealed result does — its proof and tick receipt, its seal_signature under the key of the node it names as sealer,
+ * a node this mesh knows, its own result_digest — and be the challenged one: its result_id the record's, its
+ * result_digest the executor's digest the fold compares, its executed_by the record's. Its sealer is the executor
+ * (executed_by.node), or the home that placed the run on the executor (consensus/offload.ts): then the executor's
+ * own signature over that digest is the body's executed_by, which the sealer's signature covers.
+ */
+export function carriedResultFault(sc: SignedChallenge, verifyResult: ResultVerifyFn): string | null {
+  const c = sc.challenge;
+  const body = sc.result;
+  if (body === undefined) return 'the challenge carries no sealed result';
+  const v = verifyResult(body);
+  if (!v.valid) return `the carried result does not verify: ${v.reasons.map((r) => r.code).join(', ')}`;
+  if (body.result_id !== c.result_id) return `the carried result is ${String(body.result_id)}, not the challenge's ${c.result_id}`;
+  if (body.result_digest !== c.executor_digest) return "the carried result's result_digest is not the challenge's executor_digest";
+  if (canonicalJson(body.executed_by ?? null) !== canonicalJson(c.executed_by))
+    return "the carried result's executed_by is not the challenge's: another executor, bond or signature";
   return null;
 }
 

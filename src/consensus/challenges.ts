@@ -1,13 +1,15 @@
 // Challenges (architecture.md §6), the service: intake at the challenger's home, the four gossip rows of
 // svc/consensus/1 that carry a challenge to every node, and the direct deliveries to the nodes that must hear it:
-//   consensus.challenge.opened  {challenge, signature}        signed by the challenger's home (the opener)
+//   consensus.challenge.opened  {challenge, signature, result} signed by the challenger's home (the opener); result:
+//                                                             the challenged sealed result, signed by its sealer
 //   consensus.vote.commit       {commit, signature}           a member's commitment to its digest, signed by it
 //   consensus.vote              {vote, signature}             the member's reveal (digest and salt), signed by it
 //   consensus.verdict           {challenge, votes, verdict}   the verdict with the signed votes it rests on
 // Every node keeps every challenge it hears of — once it has checked it against its own bond registry and the tick
 // events it heard (stateFault: the eligible set and committee are the draw it would make itself) — folds the
 // revealed votes itself (verdict.ts) and reaches the same outcome; a node that missed commits or votes takes them
-// from the verdict event, after checking each signature and re-running the fold. A refusal is a gossipsub Reject.
+// from the verdict event, after checking each signature and re-running the fold. The result a challenge (and so a
+// verdict) carries is checked everywhere too (challenge-wire.ts carriedResultFault). A refusal is a gossipsub Reject.
 // The lifecycle is challenge-lifecycle.ts (the transition table); the records, schemas and checks challenge-wire.ts;
 // who is sent what directly challenge-deliveries.ts; votes heard before their challenge early-votes.ts.
 // Ledger effects (stake, slashing) belong to slashing.ts; re-execution and votes to reexecutor.ts.
@@ -64,6 +66,10 @@ import {
   type VerdictDocument,
   type VerdictRecord,
   type VerifyFn,
+  MAX_CARRIED_RESULT_BYTES,
+  carriedResultFault,
+  type ResultVerifyFn,
+  type SealedResult,
 } from './challenge-wire.js';
 
 export type { ExecutedBy };
@@ -118,6 +124,8 @@ export interface ChallengedResult {
   executed_by: ExecutedBy | null;
   owner: string | null;
   published: boolean;
+  /** The sealed result itself, as its home or the challenger gave it: the challenge carries it (challenge-wire.ts). */
+  sealed?: SealedResult;
 }
 
 export interface ChallengeServiceOptions {
@@ -148,6 +156,11 @@ export interface ChallengeServiceOptions {
   tickEvents: () => readonly DrawEvent[];
   /** Milliseconds between looks for the draw event at intake. Default 50. */
   drawPollMs?: number;
+  /**
+   * Checks a sealed result as POST /api/svc/verify does: every challenge and verdict must carry the challenged
+   * result, which must verify and be the record's (challenge-wire.ts carriedResultFault).
+   */
+  verifyResult?: ResultVerifyFn;
   /** Does exec's `executed_by` signature hold for this result (digest, request, tick)? */
   verifyExecution?: (r: { executed_by: ExecutedBy; result_digest: string }) => boolean;
   /** The stake taken at intake: ops (in the challenge's batch) and their undo; 402 thrown when it cannot be paid. */
@@ -408,7 +421,21 @@ export class ChallengeService {
         committee,
         draw,
       };
-      const signed: SignedChallenge = { challenge, signature: this.o.sign(challengeSigningText(challenge)) };
+      const signed: SignedChallenge = {
+        challenge,
+        signature: this.o.sign(challengeSigningText(challenge)),
+        ...(r.sealed !== undefined ? { result: r.sealed } : {}),
+      };
+      // Every node refuses a challenge whose carried result fails: it is not opened (nor its stake held) here either.
+      const resultFault = this.resultFault(signed);
+      if (resultFault)
+        throw new InputError(
+          'result',
+          r.sealed === undefined
+            ? `the home of ${resultId} gave no sealed body a challenge can carry (at most ${MAX_CARRIED_RESULT_BYTES} bytes): carry the sealed result in \`result\``
+            : resultFault,
+          null,
+        );
       const stake = await this.o.holdStake(zid, p.challengeStake);
       const entry = this.newEntry(signed, stake.hold);
       try {
@@ -613,7 +640,7 @@ export class ChallengeService {
         throw new GossipError('reject', 400, 'INVALID_CHALLENGE', 'another challenge under a known id');
       return known;
     }
-    const fault = challengeFault(sc, this.o.verify) ?? this.stateFault(c);
+    const fault = challengeFault(sc, this.o.verify) ?? this.stateFault(c) ?? this.resultFault(sc);
     if (fault) {
       this.counts.refused_challenges++;
       throw new GossipError('reject', 400, 'INVALID_CHALLENGE', fault);
@@ -704,6 +731,12 @@ export class ChallengeService {
       }
       throw err;
     });
+    // Whether this node knew the challenge or not, the result this document carries must be the challenged one.
+    const resultFault = this.resultFault(doc.challenge);
+    if (resultFault) {
+      this.counts.refused_verdicts++;
+      throw new GossipError('reject', 400, 'INVALID_VERDICT', `its carried result is refused here: ${resultFault}`);
+    }
     const id = e.challenge.challenge.challenge_id;
     await this.lock.run(id, async () => {
       const cur = await this.find(id);
@@ -775,6 +808,11 @@ export class ChallengeService {
     const known = await this.find(c.challenge_id);
     if (known && canonicalJson(known.challenge.challenge) === canonicalJson(c)) return null;
     return this.stateFault(c);
+  }
+
+  /** What is wrong with the result a challenge carries (carriedResultFault; null without a result verifier). */
+  resultFault(sc: SignedChallenge): string | null {
+    return this.o.verifyResult ? carriedResultFault(sc, this.o.verifyResult) : null;
   }
 
   // ---------------------------------------------------------------- internals

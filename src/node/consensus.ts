@@ -20,7 +20,7 @@ import { carriedResult, challengedResult, resultFinder } from '../consensus/resu
 import { SlashingService, verdictMarkOf } from '../consensus/slashing.js';
 import { ticksPerDays } from '../consensus/policy.js';
 import { signText, TOPICS, verifyText, type MeshEvent } from '../mesh/wire.js';
-import type { DrawEvent } from '../consensus/challenge-wire.js';
+import type { DrawEvent, SealedResult } from '../consensus/challenge-wire.js';
 import type { ResultLookup } from '../tally/record.js';
 import { LONGEST_TIME_LIMIT_SECONDS } from '../tally/tiers.js';
 import { consensusRoutes } from '../http/routes/consensus.js';
@@ -169,8 +169,12 @@ export async function wireConsensus(
     publish,
     lookup: async (resultId, carried) => {
       const found = challengedResult(await lookupResult(resultId));
-      return found !== null || carried === undefined ? found : carriedResult((body) => compute.verifyResult(body), resultId, carried);
+      if (carried === undefined) return found;
+      // The challenger's copy where no record holds the result, or its home gave no body to carry.
+      if (found === null) return carriedResult((body) => compute.verifyResult(body), resultId, carried);
+      return found.sealed === undefined && found.published ? { ...found, sealed: carried as SealedResult } : found;
     },
+    verifyResult: (body) => compute.verifyResult(body),
     candidates: () => {
       recordHeard();
       return committeeCandidates(bonds.active(), (node) => liveness.heardIn(node, 0, Number.MAX_SAFE_INTEGER));
@@ -218,7 +222,7 @@ export async function wireConsensus(
         bondSlot: { operator: config.contribution.operator, isOperatorToken: (t) => economy.grants.isOperator(t) },
       }),
       consensusRoutes({ challenges, slashing }),
-      pohcRoutes({ challengeStateFault: (c) => challenges.checkAgainstState(c) }),
+      pohcRoutes({ challengeStateFault: (c) => challenges.checkAgainstState(c), carriedResultFault: (sc) => challenges.resultFault(sc) }),
     ],
     start: async () => {
       // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast.

@@ -20,6 +20,7 @@ import { RemoteCharges } from '../tally/remote-charges.js';
 import { settlementLoop, type SettlementLoop } from '../tally/remote-charge-delivery.js';
 import { PublishSettings } from '../tally/publish-settings.js';
 import { ResultRecords } from '../tally/record.js';
+import { MAX_CARRIED_RESULT_BYTES } from '../consensus/challenge-wire.js';
 import { ledgerRoutes } from '../http/routes/ledger.js';
 import { recordRoutes } from '../http/routes/record.js';
 import { tallyRoutes } from '../http/routes/tally.js';
@@ -111,7 +112,18 @@ export async function wireEconomy(f: Foundation, chain: ChainService, identity: 
   const chargeOutcomes = new ChargeOutcomes(store, time.nowMs);
   const publish = new PublishSettings(store, config.limits.identityCacheMax);
   await publish.load();
-  const results = new ResultRecords(store, counters, publish, nodeId, async (id) => (await ledger.getResultBytes(id)) !== undefined);
+  const results = new ResultRecords(
+    store,
+    counters,
+    publish,
+    nodeId,
+    async (id) => (await ledger.getResultBytes(id)) !== undefined,
+    // A challenge carries the sealed body (consensus/challenge-wire.ts): stored as its canonical JSON, so its length is the bound's measure.
+    async (id) => {
+      const bytes = await ledger.getResultBytes(id);
+      return bytes === undefined || bytes.length > MAX_CARRIED_RESULT_BYTES ? undefined : (JSON.parse(bytes.toString('utf8')) as Record<string, unknown>);
+    },
+  );
   // Results published before the by-owner index: indexed once, at the first start (tally/record.ts).
   await results.indexByOwnerOnce();
   claimAddresses.use(async (b) => {
