@@ -2,7 +2,9 @@
 // 127.0.0.1 (A, B, C, D; committees of 2, so a challenge of A's result opened at B draws {C, D}). Every operator
 // bonds and contributes. The liar is composed here: a key that is no node of the mesh but holds its secret, posting
 // to /api/mesh/gossip a verdict on A's real, published result whose challenge and votes it signed with fresh keys.
-//   1. an honest challenge is decided on every node, and its document verifies at a node that checks its state;
+//   1. an honest challenge is decided on every node, and its document verifies at a node that checks its state; the
+//      same document with its carried result swapped (another result, re-signed by another key, a changed value, no
+//      seal_signature) is refused by every node and pohc/verify says which check failed;
 //   2. the forged verdict (fresh-key committees of 3, of 2 and of 1) is refused by every node (Reject, counted,
 //      seen in metrics), slashes nobody, and pohc/verify calls it invalid;
 //   3. D stopped: once it has not been heard for liveTicks it is not drawn, and no committee smaller than the
@@ -28,7 +30,8 @@ import {
 } from '../../src/consensus/challenge-wire.js';
 import { drawEvent, drawnCommittee } from '../consensus/helpers.js';
 import { quorumOf } from '../../src/consensus/policy.js';
-import { buildEnvelope, signText, verifyText } from '../../src/mesh/wire.js';
+import { buildEnvelope, bytesSigner, signText, verifyText } from '../../src/mesh/wire.js';
+import { deriveKey, sealWhole } from '../../src/kernel/receipt.js';
 import { stampAt, systemClock } from '../../src/kernel/clock.js';
 
 const MESH_SECRET = 'verdict-checks-secret-0123456789ab';
@@ -185,7 +188,45 @@ describe('verdicts every node checks', () => {
     const ok = await call(d.url, 'POST', '/api/protocol/pohc/verify', seen[0].document);
     expect(ok.body).toMatchObject({ valid: true, folded_outcome: 'rejected', reasons: [] });
     for (const n of nodes()) expect(n.node.challenges.stats()).toMatchObject({ refused_challenges: 0, refused_verdicts: 0 });
-  }, 60_000);
+
+    // The liar keeps the document and swaps the result it carries.
+    const doc = seen[0].document as VerdictDocument;
+    const sealed = doc.challenge.result!;
+    expect(sealed).toMatchObject({ result_id: result.result_id, result_digest: result.result_digest, node: a.node.nodeId, executed_by: result.executed_by });
+    const liar = await freshKey();
+    const another = (await resultOfA(6)) as unknown as Record<string, never>;
+    const { seal_signature: _s, svcProof: _p, ...unsigned } = sealed;
+    const receiptKey = deriveKey(Buffer.from('ce'.repeat(32), 'hex'), 'RECEIPT');
+    const swaps: [string, unknown, string][] = [
+      ['another result', another, `the carried result is ${String(another.result_id)}, not the challenge's ${result.result_id}`],
+      // The liar holds the receipt secret: its re-signed body keeps a good proof, not A's signature.
+      ['re-signed by another key', sealWhole(receiptKey, bytesSigner(liar.priv), unsigned), 'the carried result does not verify: seal_signature'],
+      [
+        'a changed value under the old signature',
+        { ...sealed, value: (sealed.value as number) * (1 + 1e-6) },
+        'the carried result does not verify: proof, receipt, seal_signature, result_digest',
+      ],
+      ['no seal_signature', { ...unsigned, svcProof: sealed.svcProof }, 'the carried result does not verify: proof, seal_signature'],
+    ];
+    for (const [what, swapped, reason] of swaps) {
+      const bad = { ...doc, challenge: { ...doc.challenge, result: swapped } };
+      const verify = await call(d.url, 'POST', '/api/protocol/pohc/verify', bad);
+      expect(verify.status, what).toBe(200);
+      expect(verify.body, what).toMatchObject({ valid: false, folded_outcome: 'rejected', reasons: [`result: ${reason}`] });
+      for (const n of nodes()) {
+        const r = await gossipAs(liar, n.url, VERDICT_EVENT, bad);
+        expectError(r, 400, 'INVALID_VERDICT');
+        expect(r.body.error.message, what).toBe(`its carried result is refused here: ${reason}`);
+      }
+    }
+    for (const n of nodes()) {
+      expect(n.node.challenges.stats()).toMatchObject({ refused_verdicts: swaps.length });
+      // The verdict each node holds stands, with A's own result.
+      const held = await call(n.url, 'GET', `/api/tally/consensus/${opened.body.challenge_id}`);
+      expect(held.body.verdict.outcome).toBe('rejected');
+      expect(held.body.document.challenge.result).toEqual(sealed);
+    }
+  }, 90_000);
 
   it('a forged verdict with a fresh-key committee of 3, of 2 or of 1 is refused by every node and slashes nobody', async () => {
     const result = await resultOfA(4);
