@@ -84,10 +84,11 @@ export interface SignedChallenge {
 export type SealedResult = Record<string, Json>;
 
 /**
- * The most a carried result may weigh, as canonical JSON: with the record, the commits and the votes, a verdict
- * document stays within one gossip body (mesh/validator.ts MAX_BODY_BYTES).
+ * The most a carried result may weigh, as canonical JSON: a verdict document travels as one event body
+ * (mesh/validator.ts MAX_BODY_BYTES, 64 KiB), and this leaves 24 KiB for its record, commits and votes (a committee
+ * and its escalation, an eligible set of a few hundred nodes).
  */
-export const MAX_CARRIED_RESULT_BYTES = 24 * 1024;
+export const MAX_CARRIED_RESULT_BYTES = 40 * 1024;
 
 export interface VoteRecord {
   challenge_id: string;
@@ -383,7 +384,7 @@ export function challengeFault(sc: SignedChallenge, verify: VerifyFn): string | 
 export type ResultVerifyFn = (body: unknown) => ResultVerification;
 
 /**
- * What is wrong with the sealed result a challenge carries (null when nothing): it must be there; verify as any
+ * What is wrong with the sealed result a challenge carries (null when nothing): it must be there, within the bound; verify as any
  * sealed result does — its proof and tick receipt, its seal_signature under the key of the node it names as sealer,
  * a node this mesh knows, its own result_digest — and be the challenged one: its result_id the record's, its
  * result_digest the executor's digest the fold compares, its executed_by the record's. Its sealer is the executor
@@ -394,6 +395,7 @@ export function carriedResultFault(sc: SignedChallenge, verifyResult: ResultVeri
   const c = sc.challenge;
   const body = sc.result;
   if (body === undefined) return 'the challenge carries no sealed result';
+  if (carriedBytes(body) > MAX_CARRIED_RESULT_BYTES) return `the carried result is larger than ${MAX_CARRIED_RESULT_BYTES} bytes of canonical JSON`;
   const v = verifyResult(body);
   if (!v.valid) return `the carried result does not verify: ${v.reasons.map((r) => r.code).join(', ')}`;
   if (body.result_id !== c.result_id) return `the carried result is ${String(body.result_id)}, not the challenge's ${c.result_id}`;

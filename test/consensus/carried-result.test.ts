@@ -16,7 +16,9 @@ import { ChallengeService, type ChallengedResult } from '../../src/consensus/cha
 import type { BondService } from '../../src/consensus/bonds.js';
 import { carriedResult } from '../../src/consensus/result-lookup.js';
 import {
+  MAX_CARRIED_RESULT_BYTES,
   carriedResultFault,
+  challengeIdOf,
   challengeSigningText,
   commitmentOf,
   commitSigningText,
@@ -145,7 +147,7 @@ describe('carriedResult', () => {
 });
 
 /** A ChallengeService run by `me` over a fresh store, its clock at `now`, every key bonded (one operator each). */
-async function service(me: Key, now: number): Promise<ChallengeService> {
+async function service(me: Key, now: number, onHold: () => void = () => undefined): Promise<ChallengeService> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-carried-'));
   dirs.push(dir);
   const store = await Store.open(join(dir, 'db'), { sync: false });
@@ -174,7 +176,10 @@ async function service(me: Key, now: number): Promise<ChallengeService> {
         heard: Array.from({ length: 40 }, (_, t) => ({ svcond: now - 39 + t, mode: 'contributing', bondId: `bond_${i}` })),
       })),
     verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
-    holdStake: async (zid, amount) => ({ hold: { zid, amount, from_free: amount, from_paid: 0 }, ops: [], rollback: () => undefined }),
+    holdStake: async (zid, amount) => {
+      onHold();
+      return { hold: { zid, amount, from_free: amount, from_paid: 0 }, ops: [], rollback: () => undefined };
+    },
   });
   await s.load();
   return s;
@@ -203,6 +208,22 @@ describe('ChallengeService.open with a carried result', () => {
     // The liar executed it, so it sits on no committee for its own result.
     expect(c.committee).not.toContain(liar.id);
     expect(c.committee).toHaveLength(3);
+  });
+
+  it('refuses a result larger than a verdict document can carry, before any stake is held', async () => {
+    const { seal_signature: _s, svcProof: _p, ...unsigned } = lie;
+    // A valid sealed result (its digest covers no padding member) over the bound.
+    const big = sealWhole(receiptKey, bytesSigner(liar.priv), plainJson({ ...unsigned, pad: 'x'.repeat(MAX_CARRIED_RESULT_BYTES) }));
+    expect(verify([liar.id])(big).valid).toBe(true);
+    let held = 0;
+    const s = await service(others[0]!, lie.svcond + 20, () => held++);
+    await expect(s.open('zid_challenger', lie.result_id, honestDigest, big)).rejects.toMatchObject({
+      status: 400,
+      code: 'SVC_INVALID_INPUT',
+      message: expect.stringContaining(`the carried result is larger than ${MAX_CARRIED_RESULT_BYTES} bytes of canonical JSON`),
+    });
+    expect(held).toBe(0);
+    expect(await s.find(challengeIdOf(lie.result_id, 'zid_challenger'))).toBeNull();
   });
 });
 
