@@ -432,7 +432,7 @@ export class ChallengeService {
         throw new InputError(
           'result',
           r.sealed === undefined
-            ? `the home of ${resultId} gave no sealed body a challenge can carry (at most ${MAX_CARRIED_RESULT_BYTES} bytes): carry the sealed result in \`result\``
+            ? `a challenge carries the sealed result, at most ${MAX_CARRIED_RESULT_BYTES} bytes of canonical JSON: the home of ${resultId} gave none (a larger body, or none kept); carry it in \`result\``
             : resultFault,
           null,
         );

@@ -147,7 +147,7 @@ describe('carriedResult', () => {
 });
 
 /** A ChallengeService run by `me` over a fresh store, its clock at `now`, every key bonded (one operator each). */
-async function service(me: Key, now: number, onHold: () => void = () => undefined): Promise<ChallengeService> {
+async function service(me: Key, now: number, onHold: () => void = () => undefined, recorded: ChallengedResult | null = null): Promise<ChallengeService> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-carried-'));
   dirs.push(dir);
   const store = await Store.open(join(dir, 'db'), { sync: false });
@@ -161,8 +161,8 @@ async function service(me: Key, now: number, onHold: () => void = () => undefine
     nowSvcond: () => now,
     sign: (t) => signText(me.priv, t),
     verify: verifyText,
-    // No node's record holds it: as node/consensus.ts wires the lookup.
-    lookup: async (id, carried): Promise<ChallengedResult | null> => (carried === undefined ? null : carriedResult(verify(known), id, carried)),
+    // A record's facts when given, else the carried result: as node/consensus.ts wires the lookup.
+    lookup: async (id, carried): Promise<ChallengedResult | null> => recorded ?? (carried === undefined ? null : carriedResult(verify(known), id, carried)),
     verifyResult: verify(known),
     // The draw event: the first of the others but the home ticks right after the clock.
     tickEvents: () => [drawEvent(others[1]!, now + 1)],
@@ -224,6 +224,18 @@ describe('ChallengeService.open with a carried result', () => {
     });
     expect(held).toBe(0);
     expect(await s.find(challengeIdOf(lie.result_id, 'zid_challenger'))).toBeNull();
+  });
+
+  it('refuses a recorded result whose home gave no body to carry, before any stake is held', async () => {
+    let held = 0;
+    const { sealed: _b, ...facts } = carriedResult(verify([liar.id]), lie.result_id, lie);
+    const s = await service(others[0]!, lie.svcond + 20, () => held++, facts);
+    await expect(s.open('zid_challenger', lie.result_id, honestDigest)).rejects.toMatchObject({
+      status: 400,
+      code: 'SVC_INVALID_INPUT',
+      message: expect.stringContaining(`the home of ${lie.result_id} gave none`),
+    });
+    expect(held).toBe(0);
   });
 });
 
