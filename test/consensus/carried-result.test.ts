@@ -52,8 +52,11 @@ let lie: Record<string, any>;
 const dirs: string[] = [];
 const stores: Store[] = [];
 
-/** What the liar's patched build seals (at `ns`: another tick is another result). */
-function liarSeals(by: Key, sealer: Key, ns = NS): Record<string, any> {
+/**
+ * What the liar's patched build seals (at `ns`: another tick is another result), signed by `by`, naming `sealer` as
+ * its node; `executor` signs executed_by (the sealer, unless the run was placed on a peer).
+ */
+function liarSeals(by: Key, sealer: Key, ns = NS, executor = sealer): Record<string, any> {
   const zeta = defaultRegistry().get('zeta')!;
   const inputs = plainJson(zeta.resolve({ n: 30, count: 1 }) as Record<string, unknown>);
   const honest = zeta.run(inputs as never);
@@ -62,8 +65,8 @@ function liarSeals(by: Key, sealer: Key, ns = NS): Record<string, any> {
   const resultDigest = solverResultDigest('zeta', inputs, out, outputs);
   const stamp = stampAt(ns);
   const executedBy = signExecution(
-    (t) => signText(sealer.priv, t),
-    { node: sealer.id, bond_id: 'bond_' + '1'.repeat(24), svcond: stamp.svcond, request_digest: solverRequestDigest('zeta', inputs) },
+    (t) => signText(executor.priv, t),
+    { node: executor.id, bond_id: 'bond_' + '1'.repeat(24), svcond: stamp.svcond, request_digest: solverRequestDigest('zeta', inputs) },
     resultDigest,
   );
   const body = buildBody(receiptKey, {
@@ -339,10 +342,14 @@ describe('a verdict document carries the challenged result', () => {
     expect(await receiver.find(doc.verdict.challenge_id)).toMatchObject({ state: 'upheld' });
   });
 
-  it("pohc's check names the failed check, and passes the honest document", () => {
+  it("pohc's check names the failed check, and passes the honest document and a run its home placed on the liar", () => {
     const known = [liar.id, ...others.map((k) => k.id)];
     expect(carriedResultFault(doc.challenge, verify(known))).toBeNull();
     for (const [what, bad, reason] of swapped()) expect(carriedResultFault(bad.challenge, verify(known)), what).toBe(reason);
+    // A run the liar executed for a home that placed it there: the home seals it, the liar's executed_by inside.
+    const placed = liarSeals(others[0]!, others[0]!, NS, liar);
+    expect(placed).toMatchObject({ node: others[0]!.id, executed_by: lie.executed_by, result_digest: lie.result_digest });
+    expect(carriedResultFault(carrying(placed).challenge, verify(known))).toBeNull();
     // Verified by a node that does not know the liar: its sealer is no node of this mesh.
     expect(carriedResultFault(doc.challenge, verify(others.map((k) => k.id)))).toBe('the carried result does not verify: sealer_unknown');
   });
