@@ -54,7 +54,7 @@ const stores: Store[] = [];
 
 /**
  * What the liar's patched build seals (at `ns`: another tick is another result), signed by `by`, naming `sealer` as
- * its node; `executor` signs executed_by (the sealer, unless the run was placed on a peer).
+ * its node; `executor` signs executed_by (the sealer, unless the home placed the run on a peer).
  */
 function liarSeals(by: Key, sealer: Key, ns = NS, executor = sealer): Record<string, any> {
   const zeta = defaultRegistry().get('zeta')!;
