@@ -17,7 +17,8 @@
 // every node derives it, nothing new is signed), with its own window; round 1's fold is final. Commits and votes
 // name their round (absent: round 0).
 import { z } from 'zod';
-import { canonicalJson } from '../kernel/canonical.js';
+import { canonicalDigest, canonicalJson } from '../kernel/canonical.js';
+import { MAX_BODY_BYTES } from '../mesh/validator.js';
 import { sha256Hex } from '../kernel/bytes.js';
 import type { Json } from '../store/db.js';
 import { committeeOf } from './committee.js';
@@ -76,19 +77,40 @@ export interface SignedChallenge {
    * The challenged sealed result itself, as its sealer sent it (outside the opener's signature: its own
    * seal_signature speaks for it). Every node checks it against the record (carriedResultFault), so a verdict
    * document shows, on its own, that the executor's digest the fold compares is that of a result its sealer signed.
+   * An HTTP document carries it whatever its size; a mesh event only when the event still fits its bound (forMesh).
    */
   result?: SealedResult;
+  /** SHA-256 of the sealed result's canonical JSON (sealedDigestOf): always on the mesh, where `result` may be left out. */
+  result_sha256?: string;
 }
 
 /** A sealed result body (compute/verify-result.ts checks it). */
 export type SealedResult = Record<string, Json>;
 
+/** The digest a challenge names its sealed result by: SHA-256 of its canonical JSON. */
+export function sealedDigestOf(body: unknown): string {
+  return canonicalDigest(body);
+}
+
+/** A signed challenge with its result_sha256 set from the result it carries (as it is stored and served). */
+export function withSealedDigest(sc: SignedChallenge): SignedChallenge {
+  return sc.result === undefined ? sc : { ...sc, result_sha256: sealedDigestOf(sc.result) };
+}
+
 /**
- * The most a carried result may weigh, as canonical JSON: a verdict document travels as one event body
- * (mesh/validator.ts MAX_BODY_BYTES, 64 KiB), and this leaves 24 KiB for its record, commits and votes (a committee
- * and its escalation, an eligible set of a few hundred nodes).
+ * A signed challenge or verdict document as a mesh event carries it (one event body, MAX_BODY_BYTES of JCS): with
+ * the sealed result inline when the whole body fits, else by its result_sha256 alone; a receiver fetches it
+ * (challenges.ts sealedBody).
  */
-export const MAX_CARRIED_RESULT_BYTES = 40 * 1024;
+export function forMesh<T extends SignedChallenge | VerdictDocument>(body: T): T {
+  const sc = 'challenge' in body && 'signature' in body ? (body as SignedChallenge) : (body as VerdictDocument).challenge;
+  const full = withSealedDigest(sc);
+  const put = (c: SignedChallenge): T => (sc === body ? (c as T) : ({ ...body, challenge: c } as T));
+  const inline = put(full);
+  if (carriedBytes(inline) <= MAX_BODY_BYTES) return inline;
+  const { result: _left, ...byDigest } = full;
+  return put(byDigest);
+}
 
 export interface VoteRecord {
   challenge_id: string;
@@ -258,14 +280,9 @@ const SIG = z.string().min(1).max(128);
 const TICK = z.number().int().nonnegative();
 const SALT_PATTERN = /^[0-9a-f]{32,64}$/;
 
-/** A sealed result body of at most MAX_CARRIED_RESULT_BYTES as canonical JSON. */
+/** A sealed result body, at any size (the HTTP body bound holds it; a mesh event leaves it out when too large: forMesh). */
 export function sealedResultSchema(): z.ZodType<SealedResult> {
-  return z
-    .record(z.string(), z.unknown())
-    .refine(
-      (b) => carriedBytes(b) <= MAX_CARRIED_RESULT_BYTES,
-      `a carried result is at most ${MAX_CARRIED_RESULT_BYTES} bytes of canonical JSON`,
-    ) as unknown as z.ZodType<SealedResult>;
+  return z.record(z.string(), z.unknown()) as unknown as z.ZodType<SealedResult>;
 }
 
 /** A body's canonical JSON size in bytes (Infinity when it has none). */
@@ -309,6 +326,7 @@ export const signedChallengeSchema = z
       .strict(),
     signature: SIG,
     result: sealedResultSchema().optional(),
+    result_sha256: DIGEST.optional(),
   })
   .strict();
 
@@ -384,7 +402,8 @@ export function challengeFault(sc: SignedChallenge, verify: VerifyFn): string | 
 export type ResultVerifyFn = (body: unknown) => ResultVerification;
 
 /**
- * What is wrong with the sealed result a challenge carries (null when nothing): it must be there, within the bound; verify as any
+ * What is wrong with the sealed result a challenge carries (null when nothing): it must be there, be the one its
+ * result_sha256 names (when it names one), verify as any
  * sealed result does — its proof and tick receipt, its seal_signature under the key of the node it names as sealer,
  * a node this mesh knows, its own result_digest — and be the challenged one: its result_id the record's, its
  * result_digest the executor's digest the fold compares, its executed_by the record's. Its sealer is the executor
@@ -395,7 +414,7 @@ export function carriedResultFault(sc: SignedChallenge, verifyResult: ResultVeri
   const c = sc.challenge;
   const body = sc.result;
   if (body === undefined) return 'the challenge carries no sealed result';
-  if (carriedBytes(body) > MAX_CARRIED_RESULT_BYTES) return `the carried result is larger than ${MAX_CARRIED_RESULT_BYTES} bytes of canonical JSON`;
+  if (sc.result_sha256 !== undefined && sealedDigestOf(body) !== sc.result_sha256) return 'the carried result is not the one its result_sha256 names';
   const v = verifyResult(body);
   if (!v.valid) return `the carried result does not verify: ${v.reasons.map((r) => r.code).join(', ')}`;
   if (body.result_id !== c.result_id) return `the carried result is ${String(body.result_id)}, not the challenge's ${c.result_id}`;

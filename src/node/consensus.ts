@@ -158,6 +158,7 @@ export async function wireConsensus(
     nowSvcond: time.nowSvcond,
     overMesh: meshPeerLinks(mesh, config.mesh.secret).overMesh,
   });
+  const peerLink = mesh.enabled ? httpPeerLink({ sign: (type, body) => mesh.signDirect(type, body), links: meshPeerLinks(mesh, config.mesh.secret) }) : null;
   const challenges = new ChallengeService({
     store,
     policy: config.contribution,
@@ -184,7 +185,25 @@ export async function wireConsensus(
     tickEvents: () => (mesh.enabled ? mesh.latestTickEvents().filter(isDrawEvent) : []),
     holdStake: (zid, amount) => slashing.holdStake(zid, amount),
     verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
-    ...(mesh.enabled ? httpPeerLink({ sign: (type, body) => mesh.signDirect(type, body), links: meshPeerLinks(mesh, config.mesh.secret) }) : {}),
+    ...(peerLink ? { send: peerLink.send, ask: peerLink.ask } : {}),
+    // A sealed result a mesh event carried by digest: the opener's challenge, else the result's home (its lookup).
+    sealedSources: (sc) => [
+      ...(peerLink
+        ? [
+            {
+              from: `the opener ${sc.challenge.challenger_home}`,
+              get: async () => (await peerLink.askChallenge(sc.challenge.challenger_home, sc.challenge.challenge_id))?.result,
+            },
+          ]
+        : []),
+      {
+        from: `the home of ${sc.challenge.result_id}`,
+        get: async () => {
+          const found = await lookupResult(sc.challenge.result_id);
+          return found.status === 'found' ? found.result : undefined;
+        },
+      },
+    ],
   });
   openChallenges.bind(challenges);
   f.metricsChallenges.bind(challenges);

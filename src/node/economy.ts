@@ -20,7 +20,6 @@ import { RemoteCharges } from '../tally/remote-charges.js';
 import { settlementLoop, type SettlementLoop } from '../tally/remote-charge-delivery.js';
 import { PublishSettings } from '../tally/publish-settings.js';
 import { ResultRecords } from '../tally/record.js';
-import { MAX_CARRIED_RESULT_BYTES } from '../consensus/challenge-wire.js';
 import { ledgerRoutes } from '../http/routes/ledger.js';
 import { recordRoutes } from '../http/routes/record.js';
 import { tallyRoutes } from '../http/routes/tally.js';
@@ -118,10 +117,10 @@ export async function wireEconomy(f: Foundation, chain: ChainService, identity: 
     publish,
     nodeId,
     async (id) => (await ledger.getResultBytes(id)) !== undefined,
-    // A challenge carries the sealed body (consensus/challenge-wire.ts): stored as its canonical JSON, so its length is the bound's measure.
+    // A challenge carries the sealed body, whatever its size (consensus/challenge-wire.ts).
     async (id) => {
       const bytes = await ledger.getResultBytes(id);
-      return bytes === undefined || bytes.length > MAX_CARRIED_RESULT_BYTES ? undefined : (JSON.parse(bytes.toString('utf8')) as Record<string, unknown>);
+      return bytes === undefined ? undefined : (JSON.parse(bytes.toString('utf8')) as Record<string, unknown>);
     },
   );
   // Results published before the by-owner index: indexed once, at the first start (tally/record.ts).

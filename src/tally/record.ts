@@ -65,7 +65,7 @@ export type ResultLookup =
       svcond: number;
       result_digest: string;
       executed_by: ExecutedBy | null;
-      /** The sealed body as sent, when it is small enough for a challenge to carry (consensus/challenge-wire.ts). */
+      /** The sealed body as sent, whatever its size: a challenge carries it (consensus/challenge-wire.ts). */
       result?: Record<string, unknown>;
     }
   | { status: 'unpublished'; result_id: string; home: string }
@@ -85,7 +85,7 @@ export class ResultRecords implements ResultRecorder {
     private readonly nodeId: () => string,
     /** Whether a result was sealed here (the ledger keeps every sealed body by id): unpublished, not unknown. */
     private readonly sealedHere: (resultId: string) => Promise<boolean>,
-    /** A published result's sealed body, when a challenge can carry it (undefined: none, or too large). */
+    /** A published result's sealed body, which a challenge carries (undefined: none kept). */
     private readonly carriedBody: (resultId: string) => Promise<Record<string, unknown> | undefined> = async () => undefined,
   ) {
     this.index = store.sub('result_index');

@@ -6,19 +6,21 @@
 // (the full mesh flow is the cluster consensus tests'). The verdict document carries the result on: a node that
 // receives the honest verdict applies it; one whose carried result is swapped — another result, the body re-signed
 // by another key, a changed value under the old signature, no seal_signature, another executed_by — is refused,
-// counted, and nothing of it is kept.
+// counted, and nothing of it is kept. A result of any size is challengeable: a mesh event larger than its bound
+// carries it by result_sha256, and a receiver asks for it, checks its digest, and refuses (counted) a body that is
+// not the one named or one it could not have.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/db.js';
-import { ChallengeService, type ChallengedResult } from '../../src/consensus/challenges.js';
+import { ChallengeService, type ChallengedResult, type ChallengeServiceOptions } from '../../src/consensus/challenges.js';
 import type { BondService } from '../../src/consensus/bonds.js';
 import { carriedResult } from '../../src/consensus/result-lookup.js';
 import {
-  MAX_CARRIED_RESULT_BYTES,
   carriedResultFault,
-  challengeIdOf,
+  forMesh,
+  sealedDigestOf,
   challengeSigningText,
   commitmentOf,
   commitSigningText,
@@ -26,6 +28,7 @@ import {
   type VerdictDocument,
 } from '../../src/consensus/challenge-wire.js';
 import { GossipError } from '../../src/mesh/gossip-error.js';
+import { MAX_BODY_BYTES } from '../../src/mesh/validator.js';
 import { signExecution, verifyExecution } from '../../src/consensus/executed-by.js';
 import { bytesSigner, signText, verifyText } from '../../src/mesh/wire.js';
 import { stampAt } from '../../src/kernel/clock.js';
@@ -150,7 +153,13 @@ describe('carriedResult', () => {
 });
 
 /** A ChallengeService run by `me` over a fresh store, its clock at `now`, every key bonded (one operator each). */
-async function service(me: Key, now: number, onHold: () => void = () => undefined, recorded: ChallengedResult | null = null): Promise<ChallengeService> {
+async function service(
+  me: Key,
+  now: number,
+  onHold: () => void = () => undefined,
+  recorded: ChallengedResult | null = null,
+  extra: Partial<ChallengeServiceOptions> = {},
+): Promise<ChallengeService> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-carried-'));
   dirs.push(dir);
   const store = await Store.open(join(dir, 'db'), { sync: false });
@@ -183,6 +192,7 @@ async function service(me: Key, now: number, onHold: () => void = () => undefine
       onHold();
       return { hold: { zid, amount, from_free: amount, from_paid: 0 }, ops: [], rollback: () => undefined };
     },
+    ...extra,
   });
   await s.load();
   return s;
@@ -211,22 +221,6 @@ describe('ChallengeService.open with a carried result', () => {
     // The liar executed it, so it sits on no committee for its own result.
     expect(c.committee).not.toContain(liar.id);
     expect(c.committee).toHaveLength(3);
-  });
-
-  it('refuses a result larger than a verdict document can carry, before any stake is held', async () => {
-    const { seal_signature: _s, svcProof: _p, ...unsigned } = lie;
-    // A valid sealed result (its digest covers no padding member) over the bound.
-    const big = sealWhole(receiptKey, bytesSigner(liar.priv), plainJson({ ...unsigned, pad: 'x'.repeat(MAX_CARRIED_RESULT_BYTES) }));
-    expect(verify([liar.id])(big).valid).toBe(true);
-    let held = 0;
-    const s = await service(others[0]!, lie.svcond + 20, () => held++);
-    await expect(s.open('zid_challenger', lie.result_id, honestDigest, big)).rejects.toMatchObject({
-      status: 400,
-      code: 'SVC_INVALID_INPUT',
-      message: expect.stringContaining(`the carried result is larger than ${MAX_CARRIED_RESULT_BYTES} bytes of canonical JSON`),
-    });
-    expect(held).toBe(0);
-    expect(await s.find(challengeIdOf(lie.result_id, 'zid_challenger'))).toBeNull();
   });
 
   it('refuses a recorded result whose home gave no body to carry, before any stake is held', async () => {
@@ -268,9 +262,9 @@ describe('a verdict document carries the challenged result', () => {
     expect(doc.challenge.result).toEqual(lie);
   });
 
-  /** The document with its challenge carrying `result` instead (undefined: none). */
+  /** The document with its challenge carrying `result` instead (undefined: none), and naming no result_sha256. */
   const carrying = (result: Record<string, any> | undefined): VerdictDocument => {
-    const { result: _r, ...challenge } = doc.challenge;
+    const { result: _r, result_sha256: _d, ...challenge } = doc.challenge;
     return { ...doc, challenge: result === undefined ? challenge : { ...challenge, result } };
   };
   const swapped = (): [string, VerdictDocument, string][] => {
@@ -352,5 +346,115 @@ describe('a verdict document carries the challenged result', () => {
     expect(carriedResultFault(carrying(placed).challenge, verify(known))).toBeNull();
     // Verified by a node that does not know the liar: its sealer is no node of this mesh.
     expect(carriedResultFault(doc.challenge, verify(others.map((k) => k.id)))).toBe('the carried result does not verify: sealer_unknown');
+  });
+});
+
+describe('a result larger than a mesh event travels by its digest', () => {
+  const SALT = 'b6'.repeat(16);
+  /** A valid sealed result of the liar's (its digest covers no padding member) whose verdict no event body can hold. */
+  let big: Record<string, any>;
+  let doc: VerdictDocument;
+  let now: number;
+
+  beforeAll(async () => {
+    const { seal_signature: _s, svcProof: _p, ...unsigned } = lie;
+    big = sealWhole(receiptKey, bytesSigner(liar.priv), plainJson({ ...unsigned, pad: 'x'.repeat(MAX_BODY_BYTES) }));
+    expect(verify([liar.id])(big).valid).toBe(true);
+    now = lie.svcond + 20;
+    const opener = await service(others[0]!, now);
+    const e = await opener.open('zid_challenger', lie.result_id, honestDigest, big);
+    expect(e.challenge).toMatchObject({ result: big, result_sha256: sealedDigestOf(big) });
+    const c = e.challenge.challenge;
+    for (const m of c.committee) {
+      const k = others.find((o) => o.id === m)!;
+      const commit = { challenge_id: c.challenge_id, voter: m, commitment: commitmentOf(honestDigest, SALT), svcond: now };
+      await opener.applyCommit({ commit, signature: signText(k.priv, commitSigningText(commit)) }, { sender: m });
+    }
+    for (const m of c.committee) {
+      const k = others.find((o) => o.id === m)!;
+      const vote = { challenge_id: c.challenge_id, voter: m, digest: honestDigest, svcond: now, salt: SALT };
+      await opener.applyVote({ vote, signature: signText(k.priv, voteSigningText(vote)) }, { sender: m });
+    }
+    doc = opener.document(c.challenge_id)!;
+    expect(doc.verdict).toMatchObject({ outcome: 'upheld', deciding_digest: honestDigest });
+    // The HTTP document carries the body in full.
+    expect(doc.challenge.result).toEqual(big);
+  });
+
+  it('the mesh event leaves the body out and names it by result_sha256; a small one stays inline', () => {
+    const onMesh = forMesh(doc);
+    expect(onMesh.challenge.result).toBeUndefined();
+    expect(onMesh.challenge.result_sha256).toBe(sealedDigestOf(big));
+    expect(Buffer.byteLength(JSON.stringify(onMesh))).toBeLessThan(MAX_BODY_BYTES);
+    expect(forMesh(doc.challenge)).toEqual({ ...onMesh.challenge });
+    const small = forMesh({ challenge: doc.challenge.challenge, signature: doc.challenge.signature, result: lie });
+    expect(small).toMatchObject({ result: lie, result_sha256: sealedDigestOf(lie) });
+  });
+
+  it('a receiver asks for the body, checks its digest and applies the verdict; a challenge it holds gives the body after', async () => {
+    const asked: string[] = [];
+    const receiver = await service(others[3]!, now, undefined, null, {
+      sealedSources: () => [
+        {
+          from: 'the opener',
+          get: async () => {
+            asked.push('opener');
+            return big;
+          },
+        },
+      ],
+    });
+    await receiver.applyVerdict(forMesh(doc));
+    const applied = await receiver.find(doc.verdict.challenge_id);
+    expect(applied).toMatchObject({ state: 'upheld', challenge: { result: big, result_sha256: sealedDigestOf(big) } });
+    expect(asked).toEqual(['opener']);
+    // The same verdict again (as it is re-announced): the body is the one held, nothing asked.
+    await receiver.applyVerdict(forMesh(doc));
+    expect(asked).toEqual(['opener']);
+    expect(receiver.stats()).toMatchObject({ refused_verdicts: 0, sealed_unavailable: 0 });
+  });
+
+  it('a body that is not the one the digest names, or none to be had, is asked for again a bounded number of times, then refused and counted', async () => {
+    let asks = 0;
+    const other = liarSeals(liar, liar, NS + 9_000_000_000n);
+    const receiver = await service(others[2]!, now, undefined, null, {
+      sealedAttempts: 3,
+      sealedRetryMs: 5,
+      sealedSources: () => [
+        {
+          from: 'the opener',
+          get: async () => {
+            asks++;
+            return asks === 1 ? null : other;
+          },
+        },
+        {
+          from: 'the home',
+          get: async () => {
+            throw new Error('unreachable');
+          },
+        },
+      ],
+    });
+    const id = doc.verdict.challenge_id;
+    const err = await receiver.applyVerdict(forMesh(doc)).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(GossipError);
+    expect(err).toMatchObject({ action: 'reject', status: 400, code: 'INVALID_VERDICT' });
+    expect((err as Error).message).toContain(`its sealed result (result_sha256 ${sealedDigestOf(big)}) could not be had in 3 rounds of asking`);
+    expect(asks).toBe(3);
+    expect(receiver.stats()).toMatchObject({ refused_verdicts: 1, refused_challenges: 1, sealed_unavailable: 1 });
+    expect(await receiver.find(id)).toBeNull();
+    // A body that came inline but is not the one its digest names is refused without asking.
+    const lying = { ...forMesh(doc), challenge: { ...forMesh(doc).challenge, result: other } };
+    await expect(receiver.applyVerdict(lying)).rejects.toMatchObject({
+      code: 'INVALID_VERDICT',
+      message: expect.stringContaining('the carried result is not the one its result_sha256 names'),
+    });
+    expect(asks).toBe(3);
+    // Its mismatch message, and the last round's reason when the opener gives the wrong body.
+    expect((err as Error).message).toMatch(/the home could not be asked: unreachable$/);
   });
 });
