@@ -9,7 +9,9 @@
 // events it heard (stateFault: the eligible set and committee are the draw it would make itself) — folds the
 // revealed votes itself (verdict.ts) and reaches the same outcome; a node that missed commits or votes takes them
 // from the verdict event, after checking each signature and re-running the fold. The result a challenge (and so a
-// verdict) carries is checked everywhere too (challenge-wire.ts carriedResultFault). A refusal is a gossipsub Reject.
+// verdict) carries is checked everywhere too (challenge-wire.ts carriedResultFault): an event too large to carry it
+// names it by result_sha256, and the receiver asks the opener or the result's home for it (sealedBody) before any
+// check that needs it. A refusal is a gossipsub Reject.
 // The lifecycle is challenge-lifecycle.ts (the transition table); the records, schemas and checks challenge-wire.ts;
 // who is sent what directly challenge-deliveries.ts; votes heard before their challenge early-votes.ts.
 // Ledger effects (stake, slashing) belong to slashing.ts; re-execution and votes to reexecutor.ts.

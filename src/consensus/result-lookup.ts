@@ -4,7 +4,8 @@
 // holds (a liar's, sealed and handed out but never recorded) is challengeable by carrying it: the challenge's
 // `result` is accepted when it verifies as any result does (compute/verify-result.ts: its proof, tick receipt,
 // seal_signature by a node this mesh knows, its own result_digest), so only its sealer can have made it. A home's
-// answer carries the sealed body too (when small enough): the challenge carries it on to every node and its verdict.
+// answer carries the sealed body too, whatever its size: the challenge carries it on, and a node that got a
+// challenge or verdict event naming the body by its digest alone asks for it here (challenges.ts sealedBody).
 import { z } from 'zod';
 import type { OverMesh } from '../mesh/peer-http.js';
 import { askPeers, type PeerAddress } from '../mesh/ask-peers.js';

@@ -21,7 +21,7 @@ const challengeBody = z
     result_id: z.string().min(1).max(128),
     claimed_digest: z.string().regex(DIGEST_PATTERN, '64 lower-case hex digits (a result digest)'),
     // The sealed result itself, for a result no node's record holds (consensus/result-lookup.ts carriedResult), or
-    // whose home gives no body to carry; bounded as the challenge carries it on.
+    // whose home gives no body to carry; at any size (the body bound of every route holds it).
     result: sealedResultSchema().optional(),
   })
   .strict();

@@ -45,7 +45,7 @@ function registerPohcRoutes(router: Router, kit: HttpKit, deps: PohcDeps): void 
       topic: 'svc/consensus/1',
       events: {
         [CHALLENGE_OPENED_EVENT]:
-          "{challenge, signature, result}: signed by the challenger's home over canonical JSON {attests: 'challenge', challenge}; result: the challenged sealed result, whose own seal_signature speaks for it: it must verify (a sealer this mesh knows) and be the record's result_id, executor_digest and executed_by",
+          "{challenge, signature, result, result_sha256}: signed by the challenger's home over canonical JSON {attests: 'challenge', challenge}; result: the challenged sealed result, whose own seal_signature speaks for it: it must verify (a sealer this mesh knows) and be the record's result_id, executor_digest and executed_by; result_sha256: SHA-256 of its canonical JSON, which an event carries alone when the result would not fit it (the receiver asks the opener or the result's home for the body); a document given here carries the result in full",
         [COMMIT_EVENT]:
           "{commit: {challenge_id, voter, commitment, svcond}, signature}: commitment = SHA-256(digest|salt), signed by the voter over {attests: 'commit', commit}",
         [VOTE_EVENT]:
