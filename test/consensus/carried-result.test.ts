@@ -420,18 +420,19 @@ describe('a result larger than a mesh event travels by its digest', () => {
     const receiver = await service(others[2]!, now, undefined, null, {
       sealedAttempts: 3,
       sealedRetryMs: 5,
+      // The home unreachable; the opener with no body at first, then another result.
       sealedSources: () => [
+        {
+          from: 'the home',
+          get: async () => {
+            throw new Error('unreachable');
+          },
+        },
         {
           from: 'the opener',
           get: async () => {
             asks++;
             return asks === 1 ? null : other;
-          },
-        },
-        {
-          from: 'the home',
-          get: async () => {
-            throw new Error('unreachable');
           },
         },
       ],
@@ -454,7 +455,7 @@ describe('a result larger than a mesh event travels by its digest', () => {
       message: expect.stringContaining('the carried result is not the one its result_sha256 names'),
     });
     expect(asks).toBe(3);
-    // Its mismatch message, and the last round's reason when the opener gives the wrong body.
-    expect((err as Error).message).toMatch(/the home could not be asked: unreachable$/);
+    // The refusal names the last round's last reason: the opener's body is not the one named.
+    expect((err as Error).message).toMatch(/: the sealed result the opener gave is not the one result_sha256 names$/);
   });
 });
