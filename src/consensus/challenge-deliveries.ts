@@ -9,6 +9,7 @@ import {
   VERDICT_EVENT,
   VOTE_EVENT,
   commitDeadlineOf,
+  forMesh,
   roundDeadlineOf,
   roundOf,
   roundView,
@@ -47,7 +48,7 @@ export class ChallengeDeliveries {
         key: `challenge!${c.challenge_id}!${node}`,
         node,
         type: CHALLENGE_OPENED_EVENT,
-        body: () => e.challenge,
+        body: () => forMesh(e.challenge),
         until: round.deadline_svcond + this.o.graceTicks,
       });
     }
@@ -88,7 +89,7 @@ export class ChallengeDeliveries {
       key: `verdict!${c.challenge_id}`,
       node: c.executed_by.node,
       type: VERDICT_EVENT,
-      body: () => doc,
+      body: () => (doc ? forMesh(doc) : doc),
       until: null,
       onDone: () => this.o.verdictDelivered(c.challenge_id),
     });

@@ -17,7 +17,8 @@
 // every node derives it, nothing new is signed), with its own window; round 1's fold is final. Commits and votes
 // name their round (absent: round 0).
 import { z } from 'zod';
-import { canonicalJson } from '../kernel/canonical.js';
+import { canonicalDigest, canonicalJson } from '../kernel/canonical.js';
+import { MAX_BODY_BYTES } from '../mesh/validator.js';
 import { sha256Hex } from '../kernel/bytes.js';
 import type { Json } from '../store/db.js';
 import { committeeOf } from './committee.js';
@@ -25,6 +26,7 @@ import { quorumOf } from './policy.js';
 import { foldVotes, OUTCOMES, type Fold, type Outcome } from './verdict.js';
 import { executedBySchema, verifyExecution } from './executed-by.js';
 import type { ExecutedBy } from '../records/types.js';
+import type { ResultVerification } from '../compute/verify-result.js';
 
 export const CHALLENGE_OPENED_EVENT = 'consensus.challenge.opened';
 export const VOTE_EVENT = 'consensus.vote';
@@ -71,6 +73,43 @@ export interface DrawEvent {
 export interface SignedChallenge {
   challenge: ChallengeRecord;
   signature: string;
+  /**
+   * The challenged sealed result itself, as its sealer sent it (outside the opener's signature: its own
+   * seal_signature speaks for it). Every node checks it against the record (carriedResultFault), so a verdict
+   * document shows, on its own, that the executor's digest the fold compares is that of a result its sealer signed.
+   * An HTTP document carries it whatever its size; a mesh event only when the event still fits its bound (forMesh).
+   */
+  result?: SealedResult;
+  /** SHA-256 of the sealed result's canonical JSON (sealedDigestOf): always on the mesh, where `result` may be left out. */
+  result_sha256?: string;
+}
+
+/** A sealed result body (compute/verify-result.ts checks it). */
+export type SealedResult = Record<string, Json>;
+
+/** The digest a challenge names its sealed result by: SHA-256 of its canonical JSON. */
+export function sealedDigestOf(body: unknown): string {
+  return canonicalDigest(body);
+}
+
+/** A signed challenge with its result_sha256 set from the result it carries (as it is stored and served). */
+export function withSealedDigest(sc: SignedChallenge): SignedChallenge {
+  return sc.result === undefined ? sc : { ...sc, result_sha256: sealedDigestOf(sc.result) };
+}
+
+/**
+ * A signed challenge or verdict document as a mesh event carries it (one event body, MAX_BODY_BYTES of JCS): with
+ * the sealed result inline when the whole body fits, else by its result_sha256 alone; a receiver fetches it
+ * (challenges.ts sealedBody).
+ */
+export function forMesh<T extends SignedChallenge | VerdictDocument>(body: T): T {
+  const sc = 'challenge' in body && 'signature' in body ? (body as SignedChallenge) : (body as VerdictDocument).challenge;
+  const full = withSealedDigest(sc);
+  const put = (c: SignedChallenge): T => (sc === body ? (c as T) : ({ ...body, challenge: c } as T));
+  const inline = put(full);
+  if (carriedBytes(inline) <= MAX_BODY_BYTES) return inline;
+  const { result: _left, ...byDigest } = full;
+  return put(byDigest);
 }
 
 export interface VoteRecord {
@@ -241,6 +280,20 @@ const SIG = z.string().min(1).max(128);
 const TICK = z.number().int().nonnegative();
 const SALT_PATTERN = /^[0-9a-f]{32,64}$/;
 
+/** A sealed result body, at any size (the HTTP body bound holds it; a mesh event leaves it out when too large: forMesh). */
+export function sealedResultSchema(): z.ZodType<SealedResult> {
+  return z.record(z.string(), z.unknown()) as unknown as z.ZodType<SealedResult>;
+}
+
+/** A body's canonical JSON size in bytes (Infinity when it has none). */
+export function carriedBytes(body: unknown): number {
+  try {
+    return Buffer.byteLength(canonicalJson(body), 'utf8');
+  } catch {
+    return Infinity;
+  }
+}
+
 export const signedChallengeSchema = z
   .object({
     challenge: z
@@ -272,6 +325,8 @@ export const signedChallengeSchema = z
       })
       .strict(),
     signature: SIG,
+    result: sealedResultSchema().optional(),
+    result_sha256: DIGEST.optional(),
   })
   .strict();
 
@@ -340,6 +395,32 @@ export function challengeFault(sc: SignedChallenge, verify: VerifyFn): string | 
   if (c.claimed_digest === c.executor_digest) return "the claim equals the executor's digest";
   if (!verifyExecution(verify, c.executed_by, c.executor_digest)) return "executed_by is not the executor's signature over its digest";
   if (c.deadline_svcond < c.svcond) return 'the deadline is before the challenge';
+  return null;
+}
+
+/** Checks a sealed result as POST /api/svc/verify does (compute/verify-result.ts), with this node's key and mesh. */
+export type ResultVerifyFn = (body: unknown) => ResultVerification;
+
+/**
+ * What is wrong with the sealed result a challenge carries (null when nothing): it must be there, be the one its
+ * result_sha256 names (when it names one), verify as any
+ * sealed result does — its proof and tick receipt, its seal_signature under the key of the node it names as sealer,
+ * a node this mesh knows, its own result_digest — and be the challenged one: its result_id the record's, its
+ * result_digest the executor's digest the fold compares, its executed_by the record's. Its sealer is the executor
+ * (executed_by.node), or the home that placed the run on the executor (consensus/offload.ts): then the executor's
+ * own signature over that digest is the body's executed_by, which the sealer's signature covers.
+ */
+export function carriedResultFault(sc: SignedChallenge, verifyResult: ResultVerifyFn): string | null {
+  const c = sc.challenge;
+  const body = sc.result;
+  if (body === undefined) return 'the challenge carries no sealed result';
+  if (sc.result_sha256 !== undefined && sealedDigestOf(body) !== sc.result_sha256) return 'the carried result is not the one its result_sha256 names';
+  const v = verifyResult(body);
+  if (!v.valid) return `the carried result does not verify: ${v.reasons.map((r) => r.code).join(', ')}`;
+  if (body.result_id !== c.result_id) return `the carried result is ${String(body.result_id)}, not the challenge's ${c.result_id}`;
+  if (body.result_digest !== c.executor_digest) return "the carried result's result_digest is not the challenge's executor_digest";
+  if (canonicalJson(body.executed_by ?? null) !== canonicalJson(c.executed_by))
+    return "the carried result's executed_by is not the challenge's: another executor, bond or signature";
   return null;
 }
 

@@ -1,13 +1,17 @@
 // Challenges (architecture.md §6), the service: intake at the challenger's home, the four gossip rows of
 // svc/consensus/1 that carry a challenge to every node, and the direct deliveries to the nodes that must hear it:
-//   consensus.challenge.opened  {challenge, signature}        signed by the challenger's home (the opener)
+//   consensus.challenge.opened  {challenge, signature, result} signed by the challenger's home (the opener); result:
+//                                                             the challenged sealed result, signed by its sealer
 //   consensus.vote.commit       {commit, signature}           a member's commitment to its digest, signed by it
 //   consensus.vote              {vote, signature}             the member's reveal (digest and salt), signed by it
 //   consensus.verdict           {challenge, votes, verdict}   the verdict with the signed votes it rests on
 // Every node keeps every challenge it hears of — once it has checked it against its own bond registry and the tick
 // events it heard (stateFault: the eligible set and committee are the draw it would make itself) — folds the
 // revealed votes itself (verdict.ts) and reaches the same outcome; a node that missed commits or votes takes them
-// from the verdict event, after checking each signature and re-running the fold. A refusal is a gossipsub Reject.
+// from the verdict event, after checking each signature and re-running the fold. The result a challenge (and so a
+// verdict) carries is checked everywhere too (challenge-wire.ts carriedResultFault): an event too large to carry it
+// names it by result_sha256, and the receiver asks the opener or the result's home for it (sealedBody) before any
+// check that needs it. A refusal is a gossipsub Reject.
 // The lifecycle is challenge-lifecycle.ts (the transition table); the records, schemas and checks challenge-wire.ts;
 // who is sent what directly challenge-deliveries.ts; votes heard before their challenge early-votes.ts.
 // Ledger effects (stake, slashing) belong to slashing.ts; re-execution and votes to reexecutor.ts.
@@ -64,6 +68,12 @@ import {
   type VerdictDocument,
   type VerdictRecord,
   type VerifyFn,
+  carriedResultFault,
+  forMesh,
+  sealedDigestOf,
+  withSealedDigest,
+  type ResultVerifyFn,
+  type SealedResult,
 } from './challenge-wire.js';
 
 export type { ExecutedBy };
@@ -118,6 +128,8 @@ export interface ChallengedResult {
   executed_by: ExecutedBy | null;
   owner: string | null;
   published: boolean;
+  /** The sealed result itself, as its home or the challenger gave it: the challenge carries it (challenge-wire.ts). */
+  sealed?: SealedResult;
 }
 
 export interface ChallengeServiceOptions {
@@ -148,6 +160,20 @@ export interface ChallengeServiceOptions {
   tickEvents: () => readonly DrawEvent[];
   /** Milliseconds between looks for the draw event at intake. Default 50. */
   drawPollMs?: number;
+  /**
+   * Checks a sealed result as POST /api/svc/verify does: every challenge and verdict must carry the challenged
+   * result, which must verify and be the record's (challenge-wire.ts carriedResultFault).
+   */
+  verifyResult?: ResultVerifyFn;
+  /**
+   * Where a challenge's sealed result can be asked for when a mesh event left it out (forMesh): the opener's copy
+   * of the challenge, the result's home. Each `get` answers the body (null: it has none) or throws.
+   */
+  sealedSources?: (sc: SignedChallenge) => SealedSource[];
+  /** Rounds of asking the sources before a challenge or verdict whose sealed result cannot be had is refused. Default 3. */
+  sealedAttempts?: number;
+  /** Milliseconds before the second round of asking (doubled before each next). Default 250. */
+  sealedRetryMs?: number;
   /** Does exec's `executed_by` signature hold for this result (digest, request, tick)? */
   verifyExecution?: (r: { executed_by: ExecutedBy; result_digest: string }) => boolean;
   /** The stake taken at intake: ops (in the challenge's batch) and their undo; 402 thrown when it cannot be paid. */
@@ -170,6 +196,13 @@ export interface ChallengeServiceOptions {
   maxSettledInMemory?: number;
   /** Votes held for challenges not heard of yet: challenges at most (default 256), votes each (default 16), ticks kept (default deadline + grace). */
   earlyVotes?: EarlyVoteLimits;
+}
+
+/** One place a challenge's sealed result can be asked for (ChallengeServiceOptions.sealedSources). */
+export interface SealedSource {
+  /** Who is asked, as a refusal's reason names it. */
+  from: string;
+  get: () => Promise<unknown>;
 }
 
 export type ChallengeListener = (entry: ChallengeEntry) => void | Promise<void>;
@@ -209,6 +242,8 @@ export class ChallengeService {
   /** Direct deliveries of its events (challenge-deliveries.ts); none without a way to send. */
   private readonly deliveries: ChallengeDeliveries | null;
   private sweeping = false;
+  /** Fetches of sealed results under way, by result_sha256 (sealedBody). */
+  private readonly fetching = new Map<string, Promise<SealedResult>>();
   private readonly counts = {
     refused_votes: 0,
     non_member_votes: 0,
@@ -220,6 +255,8 @@ export class ChallengeService {
     /** Challenges and verdicts refused here: failing a check against this node's own state, or forged. */
     refused_challenges: 0,
     refused_verdicts: 0,
+    /** Challenges and verdicts refused because their sealed result, carried by digest, could not be had. */
+    sealed_unavailable: 0,
     /** Commits refused (forged) or arriving after their window here. */
     refused_commits: 0,
     late_commits: 0,
@@ -408,7 +445,19 @@ export class ChallengeService {
         committee,
         draw,
       };
-      const signed: SignedChallenge = { challenge, signature: this.o.sign(challengeSigningText(challenge)) };
+      const signed = withSealedDigest({
+        challenge,
+        signature: this.o.sign(challengeSigningText(challenge)),
+        ...(r.sealed !== undefined ? { result: r.sealed } : {}),
+      });
+      // Every node refuses a challenge whose carried result fails: it is not opened (nor its stake held) here either.
+      const resultFault = this.resultFault(signed);
+      if (resultFault)
+        throw new InputError(
+          'result',
+          r.sealed === undefined ? `a challenge carries the sealed result: the home of ${resultId} gave none (none kept); carry it in \`result\`` : resultFault,
+          null,
+        );
       const stake = await this.o.holdStake(zid, p.challengeStake);
       const entry = this.newEntry(signed, stake.hold);
       try {
@@ -418,7 +467,7 @@ export class ChallengeService {
         throw err;
       }
       this.cache(entry);
-      await this.gossip(CHALLENGE_OPENED_EVENT, signed);
+      await this.gossip(CHALLENGE_OPENED_EVENT, forMesh(signed));
       this.deliveries?.challenge(entry, { ...challenge, round: 0 });
       this.fire(this.openedListeners, entry);
       return entry;
@@ -557,7 +606,7 @@ export class ChallengeService {
     for (const { id, decided } of await this.owed.announcing()) {
       const e = now - decided > this.o.policy.deadlineTicks ? null : await this.find(id);
       if (!e?.verdict) done.push(this.owed.announceDone(id));
-      else await this.gossip(VERDICT_EVENT, documentOf(e));
+      else await this.gossip(VERDICT_EVENT, forMesh(documentOf(e)!));
     }
     if (done.length > 0) await this.o.store.commit(done);
   }
@@ -613,12 +662,17 @@ export class ChallengeService {
         throw new GossipError('reject', 400, 'INVALID_CHALLENGE', 'another challenge under a known id');
       return known;
     }
-    const fault = challengeFault(sc, this.o.verify) ?? this.stateFault(c);
-    if (fault) {
+    const refuse = (fault: string): never => {
       this.counts.refused_challenges++;
       throw new GossipError('reject', 400, 'INVALID_CHALLENGE', fault);
-    }
-    const entry = this.newEntry(sc, null);
+    };
+    const fault = challengeFault(sc, this.o.verify) ?? this.stateFault(c);
+    if (fault) refuse(fault);
+    // Checked and kept with its sealed result in full, fetched when the event carried only its digest.
+    const full = await this.sealedBody(sc, null).catch((err: unknown) => refuse(sealedRefusal(err)));
+    const resultFault = this.resultFault(full);
+    if (resultFault) refuse(resultFault);
+    const entry = this.newEntry(withSealedDigest(full), null);
     let added = false;
     await this.lock.run(c.challenge_id, async () => {
       if (await this.find(c.challenge_id)) return;
@@ -704,6 +758,14 @@ export class ChallengeService {
       }
       throw err;
     });
+    // Whether this node knew the challenge or not, the result this document carries must be the challenged one.
+    const refuse = (fault: string): never => {
+      this.counts.refused_verdicts++;
+      throw new GossipError('reject', 400, 'INVALID_VERDICT', `its carried result is refused here: ${fault}`);
+    };
+    const full = await this.sealedBody(doc.challenge, e).catch((err: unknown) => refuse(sealedRefusal(err)));
+    const resultFault = this.resultFault(full);
+    if (resultFault) refuse(resultFault);
     const id = e.challenge.challenge.challenge_id;
     await this.lock.run(id, async () => {
       const cur = await this.find(id);
@@ -777,7 +839,52 @@ export class ChallengeService {
     return this.stateFault(c);
   }
 
+  /** What is wrong with the result a challenge carries (carriedResultFault; null without a result verifier). */
+  resultFault(sc: SignedChallenge): string | null {
+    return this.o.verifyResult ? carriedResultFault(sc, this.o.verifyResult) : null;
+  }
+
   // ---------------------------------------------------------------- internals
+
+  /**
+   * The signed challenge with its sealed result in full: as it came, when it came with it (or names none: the
+   * checks refuse that); else the copy this node holds under the same result_sha256, else asked for from the
+   * sources (the opener, the result's home), a body counting only when its digest is the one named. Rounds of
+   * asking are bounded (sealedAttempts, backing off); after the last it throws a SealedUnavailable naming why.
+   * Concurrent asks for one digest share one fetch.
+   */
+  private async sealedBody(sc: SignedChallenge, known: ChallengeEntry | null): Promise<SignedChallenge> {
+    const want = sc.result_sha256;
+    if (sc.result !== undefined || want === undefined) return sc;
+    const held = known?.challenge.result;
+    if (held !== undefined && sealedDigestOf(held) === want) return { ...sc, result: held };
+    let fetching = this.fetching.get(want);
+    if (!fetching) {
+      fetching = this.fetchSealed(sc, want).finally(() => this.fetching.delete(want));
+      this.fetching.set(want, fetching);
+    }
+    return { ...sc, result: await fetching };
+  }
+
+  private async fetchSealed(sc: SignedChallenge, want: string): Promise<SealedResult> {
+    const attempts = Math.max(1, this.o.sealedAttempts ?? 3);
+    let why = 'no node to ask';
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, (this.o.sealedRetryMs ?? 250) * 2 ** (attempt - 1)));
+      for (const source of this.o.sealedSources?.(sc) ?? []) {
+        try {
+          const body = await source.get();
+          if (body === null || body === undefined || typeof body !== 'object' || Array.isArray(body)) why = `${source.from} gave no sealed result`;
+          else if (sealedDigestOf(body) !== want) why = `the sealed result ${source.from} gave is not the one result_sha256 names`;
+          else return body as SealedResult;
+        } catch (err) {
+          why = `${source.from} could not be asked: ${err instanceof Error ? err.message : String(err)}`;
+        }
+      }
+    }
+    this.counts.sealed_unavailable++;
+    throw new SealedUnavailable(`its sealed result (result_sha256 ${want}) could not be had in ${attempts} rounds of asking: ${why}`);
+  }
 
   /** How a live window reads each tick event: liveTicks in the sender's intervals against the mesh's base interval. */
   private liveReading(): { liveTicks: number; baseEvery: number } {
@@ -904,7 +1011,8 @@ export class ChallengeService {
     if (!verdict) return;
     // The opener and the committee gossip the verdict they reached from votes, so a node that missed votes gets them.
     const members = fold.round === 1 ? (escalationOf(c)?.committee ?? c.committee) : c.committee;
-    if (decidedHere && (c.challenger_home === me || members.includes(me) || c.executed_by.node === me)) void this.gossip(VERDICT_EVENT, documentOf(next));
+    if (decidedHere && (c.challenger_home === me || members.includes(me) || c.executed_by.node === me))
+      void this.gossip(VERDICT_EVENT, forMesh(documentOf(next)!));
     this.deliveries?.verdict(next, documentOf(next));
     this.fire(this.verdictListeners, next);
   }
@@ -986,6 +1094,15 @@ export class ChallengeService {
     if (!this.o.publish) return;
     await this.o.publish(type, body).catch(() => undefined);
   }
+}
+
+/** A sealed result carried by digest that no source gave (ChallengeService.sealedBody). */
+class SealedUnavailable extends Error {}
+
+/** The reason a refusal names for a failed sealedBody. */
+function sealedRefusal(err: unknown): string {
+  if (err instanceof SealedUnavailable) return err.message;
+  throw err;
 }
 
 /** Commits of `a` and `b`, each (voter, commitment) once. */

@@ -3,7 +3,9 @@
 // fresh, that names that peer as the home — the same rule as key lookups (mesh/key-lookup.ts). A result no ledger
 // holds (a liar's, sealed and handed out but never recorded) is challengeable by carrying it: the challenge's
 // `result` is accepted when it verifies as any result does (compute/verify-result.ts: its proof, tick receipt,
-// seal_signature by a node this mesh knows, its own result_digest), so only its sealer can have made it.
+// seal_signature by a node this mesh knows, its own result_digest), so only its sealer can have made it. A home's
+// answer carries the sealed body too, whatever its size: the challenge carries it on, and a node that got a
+// challenge or verdict event naming the body by its digest alone asks for it here (challenges.ts sealedBody).
 import { z } from 'zod';
 import type { OverMesh } from '../mesh/peer-http.js';
 import { askPeers, type PeerAddress } from '../mesh/ask-peers.js';
@@ -15,6 +17,7 @@ import type { ChallengedResult } from './challenges.js';
 import { InputError } from '../solvers/errors.js';
 import type { ResultVerification } from '../compute/verify-result.js';
 import { executedBySchema } from './executed-by.js';
+import { sealedResultSchema, type SealedResult } from './challenge-wire.js';
 
 export const RESULT_LOOKUP = 'result.lookup';
 const RESULT_LOOKUP_TIMEOUT_MS = 2000;
@@ -38,6 +41,7 @@ export const resultLookupSchema = z.union([
       svcond: z.number().int().min(0),
       result_digest: z.string().regex(/^[0-9a-f]{64}$/),
       executed_by: executedBySchema.nullable(),
+      result: sealedResultSchema().optional(),
     })
     .strict(),
   z.object({ status: z.literal('unpublished'), result_id: z.string().regex(RESULT_ID_PATTERN), home: z.string().min(1).max(128) }).strict(),
@@ -98,6 +102,7 @@ export function challengedResult(found: ResultLookup): ChallengedResult | null {
     executed_by: found.executed_by,
     owner: found.owner,
     published: true,
+    ...(found.result !== undefined ? { sealed: found.result as SealedResult } : {}),
   };
 }
 
@@ -122,6 +127,7 @@ export function carriedResult(verify: (body: unknown) => ResultVerification, res
     owner: null,
     // Whoever holds a sealed result may show it: carrying it publishes it.
     published: true,
+    sealed: b as SealedResult,
   };
 }
 

@@ -20,7 +20,7 @@ import { carriedResult, challengedResult, resultFinder } from '../consensus/resu
 import { SlashingService, verdictMarkOf } from '../consensus/slashing.js';
 import { ticksPerDays } from '../consensus/policy.js';
 import { signText, TOPICS, verifyText, type MeshEvent } from '../mesh/wire.js';
-import type { DrawEvent } from '../consensus/challenge-wire.js';
+import type { DrawEvent, SealedResult } from '../consensus/challenge-wire.js';
 import type { ResultLookup } from '../tally/record.js';
 import { LONGEST_TIME_LIMIT_SECONDS } from '../tally/tiers.js';
 import { consensusRoutes } from '../http/routes/consensus.js';
@@ -158,6 +158,7 @@ export async function wireConsensus(
     nowSvcond: time.nowSvcond,
     overMesh: meshPeerLinks(mesh, config.mesh.secret).overMesh,
   });
+  const peerLink = mesh.enabled ? httpPeerLink({ sign: (type, body) => mesh.signDirect(type, body), links: meshPeerLinks(mesh, config.mesh.secret) }) : null;
   const challenges = new ChallengeService({
     store,
     policy: config.contribution,
@@ -169,8 +170,12 @@ export async function wireConsensus(
     publish,
     lookup: async (resultId, carried) => {
       const found = challengedResult(await lookupResult(resultId));
-      return found !== null || carried === undefined ? found : carriedResult((body) => compute.verifyResult(body), resultId, carried);
+      if (carried === undefined) return found;
+      // The challenger's copy where no record holds the result, or its home gave no body to carry.
+      if (found === null) return carriedResult((body) => compute.verifyResult(body), resultId, carried);
+      return found.sealed === undefined && found.published ? { ...found, sealed: carried as SealedResult } : found;
     },
+    verifyResult: (body) => compute.verifyResult(body),
     candidates: () => {
       recordHeard();
       return committeeCandidates(bonds.active(), (node) => liveness.heardIn(node, 0, Number.MAX_SAFE_INTEGER));
@@ -180,7 +185,25 @@ export async function wireConsensus(
     tickEvents: () => (mesh.enabled ? mesh.latestTickEvents().filter(isDrawEvent) : []),
     holdStake: (zid, amount) => slashing.holdStake(zid, amount),
     verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
-    ...(mesh.enabled ? httpPeerLink({ sign: (type, body) => mesh.signDirect(type, body), links: meshPeerLinks(mesh, config.mesh.secret) }) : {}),
+    ...(peerLink ? { send: peerLink.send, ask: peerLink.ask } : {}),
+    // A sealed result a mesh event carried by digest: the opener's challenge, else the result's home (its lookup).
+    sealedSources: (sc) => [
+      ...(peerLink
+        ? [
+            {
+              from: `the opener ${sc.challenge.challenger_home}`,
+              get: async () => (await peerLink.askChallenge(sc.challenge.challenger_home, sc.challenge.challenge_id))?.result,
+            },
+          ]
+        : []),
+      {
+        from: `the home of ${sc.challenge.result_id}`,
+        get: async () => {
+          const found = await lookupResult(sc.challenge.result_id);
+          return found.status === 'found' ? found.result : undefined;
+        },
+      },
+    ],
   });
   openChallenges.bind(challenges);
   f.metricsChallenges.bind(challenges);
@@ -218,7 +241,7 @@ export async function wireConsensus(
         bondSlot: { operator: config.contribution.operator, isOperatorToken: (t) => economy.grants.isOperator(t) },
       }),
       consensusRoutes({ challenges, slashing }),
-      pohcRoutes({ challengeStateFault: (c) => challenges.checkAgainstState(c) }),
+      pohcRoutes({ challengeStateFault: (c) => challenges.checkAgainstState(c), carriedResultFault: (sc) => challenges.resultFault(sc) }),
     ],
     start: async () => {
       // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast.

@@ -111,7 +111,18 @@ export async function wireEconomy(f: Foundation, chain: ChainService, identity: 
   const chargeOutcomes = new ChargeOutcomes(store, time.nowMs);
   const publish = new PublishSettings(store, config.limits.identityCacheMax);
   await publish.load();
-  const results = new ResultRecords(store, counters, publish, nodeId, async (id) => (await ledger.getResultBytes(id)) !== undefined);
+  const results = new ResultRecords(
+    store,
+    counters,
+    publish,
+    nodeId,
+    async (id) => (await ledger.getResultBytes(id)) !== undefined,
+    // A challenge carries the sealed body, whatever its size (consensus/challenge-wire.ts).
+    async (id) => {
+      const bytes = await ledger.getResultBytes(id);
+      return bytes === undefined ? undefined : (JSON.parse(bytes.toString('utf8')) as Record<string, unknown>);
+    },
+  );
   // Results published before the by-owner index: indexed once, at the first start (tally/record.ts).
   await results.indexByOwnerOnce();
   claimAddresses.use(async (b) => {

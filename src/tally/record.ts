@@ -65,6 +65,8 @@ export type ResultLookup =
       svcond: number;
       result_digest: string;
       executed_by: ExecutedBy | null;
+      /** The sealed body as sent, whatever its size: a challenge carries it (consensus/challenge-wire.ts). */
+      result?: Record<string, unknown>;
     }
   | { status: 'unpublished'; result_id: string; home: string }
   | { status: 'unknown'; result_id: string };
@@ -83,6 +85,8 @@ export class ResultRecords implements ResultRecorder {
     private readonly nodeId: () => string,
     /** Whether a result was sealed here (the ledger keeps every sealed body by id): unpublished, not unknown. */
     private readonly sealedHere: (resultId: string) => Promise<boolean>,
+    /** A published result's sealed body, which a challenge carries (undefined: none kept). */
+    private readonly carriedBody: (resultId: string) => Promise<Record<string, unknown> | undefined> = async () => undefined,
   ) {
     this.index = store.sub('result_index');
     this.rows = store.sub('record');
@@ -210,6 +214,7 @@ export class ResultRecords implements ResultRecorder {
     }
     const row = await this.store.get<StoredRow>(this.rows, entry.row);
     if (row === undefined) return { status: 'unknown', result_id: resultId };
+    const result = await this.carriedBody(resultId);
     return {
       status: 'found',
       result_id: row.result_id,
@@ -221,6 +226,7 @@ export class ResultRecords implements ResultRecorder {
       svcond: row.svcond,
       result_digest: row.result_digest,
       executed_by: row.executed_by,
+      ...(result !== undefined ? { result } : {}),
     };
   }
 }

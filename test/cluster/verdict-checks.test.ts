@@ -2,10 +2,15 @@
 // 127.0.0.1 (A, B, C, D; committees of 2, so a challenge of A's result opened at B draws {C, D}). Every operator
 // bonds and contributes. The liar is composed here: a key that is no node of the mesh but holds its secret, posting
 // to /api/mesh/gossip a verdict on A's real, published result whose challenge and votes it signed with fresh keys.
-//   1. an honest challenge is decided on every node, and its document verifies at a node that checks its state;
-//   2. the forged verdict (fresh-key committees of 3, of 2 and of 1) is refused by every node (Reject, counted,
+//   1. an honest challenge is decided on every node, and its document verifies at a node that checks its state; the
+//      same document with its carried result swapped (another result, re-signed by another key, a changed value, no
+//      seal_signature) is refused by every node and pohc/verify says which check failed;
+//   2. a challenge of a result larger than an event body (lorenz at its default inputs) is opened, decided on every
+//      node (its events name the body by result_sha256; the nodes ask for it) and verified by pohc/verify; the same
+//      verdict naming another result_sha256 is refused by every node once the body it gets does not match;
+//   3. the forged verdict (fresh-key committees of 3, of 2 and of 1) is refused by every node (Reject, counted,
 //      seen in metrics), slashes nobody, and pohc/verify calls it invalid;
-//   3. D stopped: once it has not been heard for liveTicks it is not drawn, and no committee smaller than the
+//   4. D stopped: once it has not been heard for liveTicks it is not drawn, and no committee smaller than the
 //      policy's is formed (409 SVC_NO_COMMITTEE).
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
@@ -26,10 +31,15 @@ import {
   type SignedCommit,
   type SignedVote,
   type VerdictDocument,
+  forMesh,
+  sealedDigestOf,
 } from '../../src/consensus/challenge-wire.js';
+import { canonicalJson } from '../../src/kernel/canonical.js';
+import { MAX_BODY_BYTES } from '../../src/mesh/validator.js';
 import { drawEvent, drawnCommittee } from '../consensus/helpers.js';
 import { quorumOf } from '../../src/consensus/policy.js';
-import { buildEnvelope, signText, verifyText } from '../../src/mesh/wire.js';
+import { buildEnvelope, bytesSigner, signText, verifyText } from '../../src/mesh/wire.js';
+import { deriveKey, sealWhole } from '../../src/kernel/receipt.js';
 import { stampAt, systemClock } from '../../src/kernel/clock.js';
 
 const MESH_SECRET = 'verdict-checks-secret-0123456789ab';
@@ -169,7 +179,98 @@ describe('verdicts every node checks', () => {
     const ok = await call(d.url, 'POST', '/api/protocol/pohc/verify', seen[0].document);
     expect(ok.body).toMatchObject({ valid: true, folded_outcome: 'rejected', reasons: [] });
     for (const n of nodes()) expect(n.node.challenges.stats()).toMatchObject({ refused_challenges: 0, refused_verdicts: 0 });
-  }, 60_000);
+
+    // The liar keeps the document and swaps the result it carries.
+    const doc = seen[0].document as VerdictDocument;
+    const sealed = doc.challenge.result!;
+    expect(sealed).toMatchObject({ result_id: result.result_id, result_digest: result.result_digest, node: a.node.nodeId, executed_by: result.executed_by });
+    const liar = await freshKey();
+    const another = (await resultOfA(6)) as unknown as Record<string, never>;
+    const { seal_signature: _s, svcProof: _p, ...unsigned } = sealed;
+    const receiptKey = deriveKey(Buffer.from('ce'.repeat(32), 'hex'), 'RECEIPT');
+    const swaps: [string, unknown, string][] = [
+      ['another result', another, `the carried result is ${String(another.result_id)}, not the challenge's ${result.result_id}`],
+      // The liar holds the receipt secret: its re-signed body keeps a good proof, not A's signature.
+      ['re-signed by another key', sealWhole(receiptKey, bytesSigner(liar.priv), unsigned), 'the carried result does not verify: seal_signature'],
+      [
+        'a changed value under the old signature',
+        { ...sealed, value: (sealed.value as number) * (1 + 1e-6) },
+        'the carried result does not verify: proof, receipt, seal_signature, result_digest',
+      ],
+      ['no seal_signature', { ...unsigned, svcProof: sealed.svcProof }, 'the carried result does not verify: proof, seal_signature'],
+    ];
+    // Swapped inline, with no result_sha256 to hold it to: the body's own checks refuse it.
+    const { result_sha256: _d, ...signedOnly } = doc.challenge;
+    for (const [what, swapped, reason] of swaps) {
+      const bad = { ...doc, challenge: { ...signedOnly, result: swapped } };
+      const verify = await call(d.url, 'POST', '/api/protocol/pohc/verify', bad);
+      expect(verify.status, what).toBe(200);
+      expect(verify.body, what).toMatchObject({ valid: false, folded_outcome: 'rejected', reasons: [`result: ${reason}`] });
+      for (const n of nodes()) {
+        const r = await gossipAs(liar, n.url, VERDICT_EVENT, bad);
+        expectError(r, 400, 'INVALID_VERDICT');
+        expect(r.body.error.message, what).toBe(`its carried result is refused here: ${reason}`);
+      }
+    }
+    for (const n of nodes()) {
+      expect(n.node.challenges.stats()).toMatchObject({ refused_verdicts: swaps.length });
+      // The verdict each node holds stands, with A's own result.
+      const held = await call(n.url, 'GET', `/api/tally/consensus/${opened.body.challenge_id}`);
+      expect(held.body.verdict.outcome).toBe('rejected');
+      expect(held.body.document.challenge.result).toEqual(sealed);
+    }
+  }, 90_000);
+
+  it('a result larger than an event body is challenged, decided everywhere and verified; a verdict naming another digest is refused', async () => {
+    const run = await call(a.url, 'POST', '/api/svc/lorenz', {}, bearer(ops.a!.key));
+    expect(run.status, run.text).toBe(200);
+    expect(run.body.executed_by?.bond_id).toBe(ops.a!.bondId);
+    const sealed = run.body as Record<string, unknown>;
+    expect(Buffer.byteLength(canonicalJson(sealed))).toBeGreaterThan(MAX_BODY_BYTES);
+    const ch = await zkIdentity(b.url, 'vc-challenger-large');
+    const opened = await call(b.url, 'POST', '/api/tally/consensus/challenges', { result_id: sealed.result_id, claimed_digest: RANDOM_DIGEST }, bearer(ch.key));
+    expect(opened.status, opened.text).toBe(201);
+    const id = opened.body.challenge_id as string;
+    const seen = await Promise.all(
+      nodes().map((n) =>
+        waitFor(
+          async () => {
+            const r = await call(n.url, 'GET', `/api/tally/consensus/${id}`);
+            return r.status === 200 && r.body.verdict ? r.body : null;
+          },
+          30_000,
+          `the verdict at ${n.url}`,
+        ),
+      ),
+    );
+    // Every node holds the body in full, asked for by its digest (no event could carry it), and the same verdict.
+    for (const v of seen) {
+      expect(v.verdict.outcome).toBe('rejected');
+      expect(v.challenge).toMatchObject({ result: sealed, result_sha256: sealedDigestOf(sealed) });
+    }
+    for (const n of nodes()) expect(n.node.challenges.stats()).toMatchObject({ sealed_unavailable: 0 });
+    const doc = seen[0].document as VerdictDocument;
+    const ok = await call(d.url, 'POST', '/api/protocol/pohc/verify', doc);
+    expect(ok.body).toMatchObject({ valid: true, folded_outcome: 'rejected', reasons: [] });
+
+    // The liar re-sends the verdict as an event names its body, under another result_sha256: the body every node
+    // gets (its own copy, the opener's, the home's) is not that one.
+    const liar = await freshKey();
+    const onMesh = forMesh(doc);
+    expect(onMesh.challenge.result).toBeUndefined();
+    const other = { ...onMesh, challenge: { ...onMesh.challenge, result_sha256: 'cd'.repeat(32) } };
+    const before = nodes().map((n) => n.node.challenges.stats().refused_verdicts);
+    for (const n of nodes()) {
+      const r = await gossipAs(liar, n.url, VERDICT_EVENT, other);
+      expectError(r, 400, 'INVALID_VERDICT');
+      expect(r.body.error.message).toContain(`its carried result is refused here: its sealed result (result_sha256 ${'cd'.repeat(32)}) could not be had`);
+      expect(r.body.error.message).toContain('is not the one result_sha256 names');
+    }
+    nodes().forEach((n, i) => expect(n.node.challenges.stats()).toMatchObject({ refused_verdicts: before[i]! + 1, sealed_unavailable: 1 }));
+    // The verdict named by its true digest is taken (a duplicate here), and every node's verdict stands.
+    for (const n of nodes()) expect((await gossipAs(liar, n.url, VERDICT_EVENT, onMesh)).status).toBeLessThan(300);
+    for (const n of nodes()) expect((await call(n.url, 'GET', `/api/tally/consensus/${id}`)).body.verdict.outcome).toBe('rejected');
+  }, 90_000);
 
   it('a forged verdict with a fresh-key committee of 3, of 2 or of 1 is refused by every node and slashes nobody', async () => {
     const result = await resultOfA(4);

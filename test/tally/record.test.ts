@@ -1,7 +1,8 @@
 // The publish setting, executed_by and the record of published results on one node: the setting is the
 // identity's (default off); a result is listed only when its owner published at sealing time; a run executed while
 // the node's operator is contributing carries executed_by (node, bond, Ed25519 signature over request and result
-// digests) inside the signed body, which still verifies; the lookup gives what re-execution needs.
+// digests) inside the signed body, which still verifies; the lookup gives what re-execution needs, and the sealed
+// body a challenge carries.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, operatorBond, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { verifyExecution, executionText } from '../../src/consensus/executed-by.js';
@@ -104,6 +105,8 @@ describe('the record of published results', () => {
       svcond: second.body.svcond,
       result_digest: second.body.result_digest,
       executed_by: null,
+      // The sealed body as it was sent: a challenge carries it on (consensus/challenge-wire.ts).
+      result: second.body,
     });
     expect((await t.node.lookupResult(first.body.result_id)).status === 'found' && (await t.node.lookupResult(first.body.result_id))).toMatchObject({
       request: { kind: 'compute', domain: 'mechanics', operators: COMPUTE.operators, inputs: COMPUTE.inputs },
@@ -171,7 +174,7 @@ describe('the record of published results', () => {
     expect(found.body.type).toBe(RESULT_LOOKUP);
     expect(found.body.sender).toBe(t.node.nodeId);
     expect(await verifyEventSignature(found.body)).toBe(true);
-    expect(found.body.body).toMatchObject({ status: 'found', result_digest: shown.body.result_digest });
+    expect(found.body.body).toMatchObject({ status: 'found', result_digest: shown.body.result_digest, result: shown.body });
     const unpublished = await call(t.url, 'GET', `/api/mesh/results/${hidden.body.result_id}`);
     expect(unpublished.body.body).toEqual({ status: 'unpublished', result_id: hidden.body.result_id, home: t.node.nodeId });
     expectError(await call(t.url, 'GET', '/api/mesh/results/res_1_0123456789abcdef'), 404, 'SVC_NOT_FOUND');

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import { documentOf, type ChallengeEntry, type ChallengeService } from '../../consensus/challenges.js';
 import { STATES } from '../../consensus/challenge-lifecycle.js';
-import { DIGEST_PATTERN } from '../../consensus/challenge-wire.js';
+import { DIGEST_PATTERN, sealedResultSchema } from '../../consensus/challenge-wire.js';
 import type { Caller } from '../../records/types.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
@@ -20,8 +20,9 @@ const challengeBody = z
   .object({
     result_id: z.string().min(1).max(128),
     claimed_digest: z.string().regex(DIGEST_PATTERN, '64 lower-case hex digits (a result digest)'),
-    // The sealed result itself, for a result no node's record holds (consensus/result-lookup.ts carriedResult).
-    result: z.record(z.string(), z.unknown()).optional(),
+    // The sealed result itself, for a result no node's record holds (consensus/result-lookup.ts carriedResult), or
+    // whose home gives no body to carry; at any size (the body bound of every route holds it).
+    result: sealedResultSchema().optional(),
   })
   .strict();
 const listQuery = z

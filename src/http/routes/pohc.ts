@@ -1,7 +1,8 @@
 // The protocol of re-execution consensus, described and checkable by anyone (architecture.md §6):
 // GET /api/protocol/pohc describes it; POST /api/protocol/pohc/verify re-checks a verdict document — the opener's
 // signature and committee, every vote's signature, the fold — and the checks this node runs before it applies a
-// verdict: the challenge against its own bond registry and liveness record (challenges.ts stateFault). Keyless.
+// verdict: the challenge against its own bond registry and liveness record (challenges.ts stateFault), and the
+// sealed result the challenge carries against the record (challenge-wire.ts carriedResultFault). Keyless.
 import type Router from '@koa/router';
 import { quorumOf } from '../../consensus/policy.js';
 import { TRANSITIONS } from '../../consensus/challenge-lifecycle.js';
@@ -13,6 +14,7 @@ import {
   verdictDocumentSchema,
   verifyVerdictDocument,
   type ChallengeRecord,
+  type SignedChallenge,
   type VerdictDocument,
 } from '../../consensus/challenge-wire.js';
 import { verifyText } from '../../mesh/wire.js';
@@ -24,6 +26,8 @@ import { body, responds, validate } from '../validate.js';
 export interface PohcDeps {
   /** What this node finds wrong with a challenge from its own state (null when nothing). */
   challengeStateFault: (c: ChallengeRecord) => Promise<string | null>;
+  /** What this node finds wrong with the sealed result the challenge carries (null when nothing). */
+  carriedResultFault: (sc: SignedChallenge) => string | null;
 }
 
 export function pohcRoutes(deps: PohcDeps): RouteGroup {
@@ -40,12 +44,14 @@ function registerPohcRoutes(router: Router, kit: HttpKit, deps: PohcDeps): void 
         'a result sealed with a bond at stake that an honest majority of an independent, deterministically chosen committee cannot reproduce costs its executor the whole bond; an honest executor is never slashed',
       topic: 'svc/consensus/1',
       events: {
-        [CHALLENGE_OPENED_EVENT]: "{challenge, signature}: signed by the challenger's home over canonical JSON {attests: 'challenge', challenge}",
+        [CHALLENGE_OPENED_EVENT]:
+          "{challenge, signature, result, result_sha256}: signed by the challenger's home over canonical JSON {attests: 'challenge', challenge}; result: the challenged sealed result, whose own seal_signature speaks for it: it must verify (a sealer this mesh knows) and be the record's result_id, executor_digest and executed_by; result_sha256: SHA-256 of its canonical JSON, which an event carries alone when the result would not fit it (the receiver asks the opener or the result's home for the body); a document given here carries the result in full",
         [COMMIT_EVENT]:
           "{commit: {challenge_id, voter, commitment, svcond}, signature}: commitment = SHA-256(digest|salt), signed by the voter over {attests: 'commit', commit}",
         [VOTE_EVENT]:
           "{vote: {challenge_id, voter, digest, svcond, salt}, signature}: the reveal of the voter's commit, signed by the voter over {attests: 'vote', vote}",
-        [VERDICT_EVENT]: '{challenge, commits, votes, verdict}: the verdict with the signed commits and votes it rests on',
+        [VERDICT_EVENT]:
+          '{challenge, commits, votes, verdict}: the verdict with the signed commits and votes it rests on; its challenge carries the challenged sealed result',
       },
       challenge_id: 'chl_ + the first 32 hex digits of SHA-256(result_id|challenger zid): derived, so the opener cannot choose the committee',
       committee: {
@@ -80,7 +86,12 @@ function registerPohcRoutes(router: Router, kit: HttpKit, deps: PohcDeps): void 
     const now = kit.time.nowSvcond();
     const r = verifyVerdictDocument(doc, verifyText, now);
     const stateFault = await deps.challengeStateFault(doc.challenge.challenge);
-    const reasons = stateFault ? [...r.reasons, `challenge, checked against this node's bonds and liveness: ${stateFault}`] : r.reasons;
+    const resultFault = deps.carriedResultFault(doc.challenge);
+    const reasons = [
+      ...r.reasons,
+      ...(stateFault ? [`challenge, checked against this node's bonds and liveness: ${stateFault}`] : []),
+      ...(resultFault ? [`result: ${resultFault}`] : []),
+    ];
     ctx.body = {
       valid: reasons.length === 0,
       challenge_id: doc.challenge.challenge.challenge_id,
