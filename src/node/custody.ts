@@ -1,9 +1,11 @@
 // Custody (architecture.md §5, docs/decisions.md "Custody"): the store's gate that holds an identity's ledger writes
 // until a majority of its custodians holds them (the replicator), this node's custodian side of /svc/custody/1, and
 // the custody routes. Members are the nodes the bond registry knows with an active bond that the node itself
-// advertised in a tick event this node heard: a bond whose node never spoke (or another's) makes no custodian.
+// advertised in a tick event this node heard: a bond whose node never spoke (or another's) makes no custodian. The
+// check of a transfer credit's debit certificate is custody's, used by the custodian and by the receiver's home.
 import { custodyClient } from '../custody/client.js';
 import { Custodian } from '../custody/custodian.js';
+import { DebitCertificates, debitCertificateFault, type CreditClaim, type DebitCertificate, type DebitCheckDeps } from '../custody/debit-certificate.js';
 import { LedgerOpsReader } from '../custody/ledger-ops.js';
 import { CUSTODY_PROTOCOL } from '../custody/protocol.js';
 import { Replicator } from '../custody/replicator.js';
@@ -29,7 +31,7 @@ export function wireCustody(
   { mesh }: MeshPart,
   consensus: Pick<ConsensusPart, 'bonds'>,
   identity: IdentityPart,
-  economy: Pick<EconomyPart, 'ledger'>,
+  economy: Pick<EconomyPart, 'ledger' | 'transfers'>,
 ): CustodyPart {
   const { config, store, time } = f;
   const nodeId = () => f.nodeId;
@@ -48,6 +50,10 @@ export function wireCustody(
     return nodes;
   };
   const homeOf = async (zid: string) => (await identity.identity.getIdentity(zid))?.home ?? null;
+  // One check of a credit's debit certificate, at the receiver's home and at its custodians.
+  const debitCheck: DebitCheckDeps = { members, replicas: config.custody.replicas, homeOf, verify: verifyText };
+  const debitFault = (cert: DebitCertificate | null, credit: CreditClaim) => debitCertificateFault(cert, credit, debitCheck);
+  economy.transfers.checkDebitsWith(debitFault);
   const replicator = new Replicator({
     store,
     reader: new LedgerOpsReader(store),
@@ -59,6 +65,8 @@ export function wireCustody(
         ? custodyClient({ openStream: (p, proto, signal) => mesh.openStream(p, proto, signal), selfId: nodeId, secret, nowSvcond: time.nowSvcond })
         : null,
     verify: verifyText,
+    sign: (text) => signText(f.nodeIdentity.privateKey, text),
+    certificates: new DebitCertificates(store),
     timeoutMs: config.custody.certifyTimeoutMs,
   });
   store.gate = replicator;
@@ -67,6 +75,7 @@ export function wireCustody(
     nodeId,
     sign: (text) => signText(f.nodeIdentity.privateKey, text),
     homeOf,
+    debitFault,
     meshSecret: secret,
     nowSvcond: time.nowSvcond,
     logger: f.logger,

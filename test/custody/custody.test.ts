@@ -45,6 +45,7 @@ async function propose(from: TestNode, to: TestNode, entries: CustodyEntry[]): P
   return send(to.node.nodeId, entries, AbortSignal.timeout(5000));
 }
 
+const forgedDebit = { id: 'tr_forged_1', side: 'debit' as const, party: `zid_${'9'.repeat(32)}`, amount: 1, tokens: 'ab'.repeat(32) };
 const entry = (zid: string, seq: number, prevHash: string, more: Partial<CustodyEntry> = {}): CustodyEntry => ({
   v: 1,
   zid,
@@ -54,7 +55,7 @@ const entry = (zid: string, seq: number, prevHash: string, more: Partial<Custody
   kind: 'wallet',
   records: 'ab'.repeat(32),
   balance: { free: 100, paid: 0 },
-  transfer_id: null,
+  transfer: null,
   ...more,
 });
 
@@ -130,7 +131,7 @@ describe('custody of an identity homed on A', () => {
 
   it('a custodian refuses a wrong seq, a wrong prev_hash, a negative balance, a reused transfer id, a second entry for a slot, a node not the home', async () => {
     const liar = await zkIdentity(a.url, 'custody-forged');
-    const first = entry(liar.zid, 1, GENESIS_ENTRY_HASH, { kind: 'transfer', transfer_id: 'tr_forged_1' });
+    const first = entry(liar.zid, 1, GENESIS_ENTRY_HASH, { kind: 'transfer', transfer: forgedDebit });
     const h1 = entryHash(first);
     const ok = await propose(a, b, [first]);
     expect(ok.results).toEqual([{ ok: true, signature: expect.any(String) }]);
@@ -140,7 +141,7 @@ describe('custody of an identity homed on A', () => {
       entry(liar.zid, 3, h1),
       entry(liar.zid, 2, 'cd'.repeat(32)),
       entry(liar.zid, 2, h1, { balance: { free: -1, paid: 0 } }),
-      entry(liar.zid, 2, h1, { kind: 'transfer', transfer_id: 'tr_forged_1' }),
+      entry(liar.zid, 2, h1, { kind: 'transfer', transfer: forgedDebit }),
       entry(liar.zid, 1, GENESIS_ENTRY_HASH, { records: 'ef'.repeat(32) }),
     ]);
     expect(answer.results.map((r) => (r.ok ? 'signed' : r.code))).toEqual(['seq', 'prev-hash', 'balance', 'transfer-reused', 'slot-taken']);
