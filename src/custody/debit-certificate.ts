@@ -7,7 +7,8 @@
 import { z } from 'zod';
 import type { Store, Sublevel, Op } from '../store/db.js';
 import { custodySetOf } from './custody-set.js';
-import { entryHash, entrySchema, verifyEntrySignature, type CustodyEntry, type EntrySignature, type EntryTransfer } from './entry.js';
+import type { CreditFacts } from '../records/types.js';
+import { entryHash, entrySchema, tokensDigest, verifyEntrySignature, type CustodyEntry, type EntrySignature, type EntryTransfer } from './entry.js';
 
 /** Most signatures a certificate carries: one per custodian, and R (config custody.replicas) is at most 7. */
 export const MAX_CERTIFICATE_SIGNATURES = 7;
@@ -37,14 +38,22 @@ export interface CreditClaim {
   transfer: EntryTransfer;
 }
 
+/** The claim of a credit a receiver's home reads from a delivery. */
+export function creditClaimOf(c: CreditFacts): CreditClaim {
+  return { zid: c.to, transfer: { id: c.transfer_id, side: 'credit', party: c.from, amount: c.amount, tokens: tokensDigest(c.token_ids) } };
+}
+
 /**
  * Why `cert` does not certify the debit of `credit`, or null when it does: its entry debits that transfer id, amount
  * and envelopes from the credit's party to the credit's identity, and distinct members of the sender's custody set
  * (its home from this node's identity directory, its members from this node's view of bonded nodes) that are a
  * majority of it each signed the entry.
  */
-export async function debitCertificateFault(cert: DebitCertificate | null, credit: CreditClaim, deps: DebitCheckDeps): Promise<string | null> {
-  if (cert === null) return 'the credit carries no debit certificate';
+export async function debitCertificateFault(given: unknown, credit: CreditClaim, deps: DebitCheckDeps): Promise<string | null> {
+  if (given === null || given === undefined) return 'the credit carries no debit certificate';
+  const parsed = debitCertificateSchema.safeParse(given);
+  if (!parsed.success) return `the debit certificate is malformed: ${parsed.error.issues[0]?.message ?? 'invalid'}`;
+  const cert = parsed.data;
   const e = cert.entry;
   const t = e.transfer;
   if (t === null || t.side !== 'debit') return 'the certificate entry is not a transfer debit';

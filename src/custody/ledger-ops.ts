@@ -6,7 +6,7 @@
 // Writes that touch no wallet and no envelope (a machine's own events, sessions, the peer store) are not entries.
 import { createHash } from 'node:crypto';
 import { JsonText, type Op, type Store, type Sublevel } from '../store/db.js';
-import type { DebitCertificate } from './debit-certificate.js';
+import { debitCertificateSchema, type DebitCertificate } from './debit-certificate.js';
 import { tokensDigest, type EntryKind, type EntryTransfer } from './entry.js';
 
 /** The sublevels this reader knows, by their store names (the ledger's, the chain's and the transfers'). */
@@ -106,7 +106,7 @@ interface MovedRecord {
   to?: unknown;
   token_ids?: unknown;
   face_value_total?: unknown;
-  debit_certificate?: DebitCertificate;
+  debit_certificate?: unknown;
 }
 
 /** The transfer of the write that moves envelopes from or to `zid` (its side for `zid`), else null. */
@@ -124,7 +124,9 @@ function transferOf(zid: string, transfers: readonly Op[] | null): { transfer: E
       amount: typeof t.face_value_total === 'number' ? t.face_value_total : 0,
       tokens: tokensDigest(Array.isArray(t.token_ids) ? t.token_ids.map(String) : []),
     };
-    return { transfer, certificate: side === 'credit' ? (t.debit_certificate ?? null) : null };
+    // A certificate that is not one goes as none: the custodians refuse the credit (debit-uncertified).
+    const certificate = side === 'credit' ? (debitCertificateSchema.safeParse(t.debit_certificate).data ?? null) : null;
+    return { transfer, certificate };
   }
   return null;
 }

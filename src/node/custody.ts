@@ -5,7 +5,7 @@
 // check of a transfer credit's debit certificate is custody's, used by the custodian and by the receiver's home.
 import { custodyClient } from '../custody/client.js';
 import { Custodian } from '../custody/custodian.js';
-import { DebitCertificates, debitCertificateFault, type CreditClaim, type DebitCertificate, type DebitCheckDeps } from '../custody/debit-certificate.js';
+import { creditClaimOf, DebitCertificates, debitCertificateFault, type CreditClaim, type DebitCheckDeps } from '../custody/debit-certificate.js';
 import { LedgerOpsReader } from '../custody/ledger-ops.js';
 import { CUSTODY_PROTOCOL } from '../custody/protocol.js';
 import { Replicator } from '../custody/replicator.js';
@@ -52,8 +52,8 @@ export function wireCustody(
   const homeOf = async (zid: string) => (await identity.identity.getIdentity(zid))?.home ?? null;
   // One check of a credit's debit certificate, at the receiver's home and at its custodians.
   const debitCheck: DebitCheckDeps = { members, replicas: config.custody.replicas, homeOf, verify: verifyText };
-  const debitFault = (cert: DebitCertificate | null, credit: CreditClaim) => debitCertificateFault(cert, credit, debitCheck);
-  economy.transfers.checkDebitsWith(debitFault);
+  const debitFault = (cert: unknown, credit: CreditClaim) => debitCertificateFault(cert, credit, debitCheck);
+  economy.transfers.checkDebitsWith((cert, credit) => debitFault(cert, creditClaimOf(credit)));
   const replicator = new Replicator({
     store,
     reader: new LedgerOpsReader(store),

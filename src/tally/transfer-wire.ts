@@ -3,7 +3,7 @@
 // zod schemas and bounds, and the acknowledgement the receiver's home signs. The service is transfers.ts; the
 // delivery loop transfer-delivery.ts.
 import { z } from 'zod';
-import { debitCertificateSchema, type DebitCertificate } from '../custody/debit-certificate.js';
+import type { DebitCertificateRecord } from '../records/types.js';
 import { TOKEN_ID_PATTERN } from './folders.js';
 
 export const TRANSFER_ID_PATTERN = /^xfer_[0-9a-f]{24}$/;
@@ -61,7 +61,7 @@ export interface TransferRecord {
    * The sender's debit certificate (custody/debit-certificate.ts): at the sender's home joined to a pending record from
    * where the debit's batch keeps it; at the receiver's home kept with the credit.
    */
-  debit_certificate?: DebitCertificate;
+  debit_certificate?: DebitCertificateRecord;
 }
 
 /** One transfer as the receiver's home is told it. */
@@ -95,8 +95,11 @@ export const deliveryBody = z
       )
       .min(1)
       .max(MAX_TRANSFER_ENVELOPES),
-    /** The sender's certified debit of this transfer: checked at the receiver's home and by its custodians. */
-    debit_certificate: debitCertificateSchema,
+    /**
+     * The sender's certified debit of this transfer: its exact shape and checks are custody's
+     * (custody/debit-certificate.ts), applied at the receiver's home before anything is written.
+     */
+    debit_certificate: z.object({ entry: z.record(z.string(), z.unknown()), signatures: z.array(z.object({ node: z.string(), signature: z.string() })) }),
   })
   .strict();
 export type DeliveryBody = z.infer<typeof deliveryBody>;

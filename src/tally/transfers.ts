@@ -23,8 +23,7 @@ import { envelopeCounter, folderCounter } from '../store/counter-keys.js';
 import { TOKEN_ID_PATTERN, type EnvelopeLocks } from './folders.js';
 import { ENVELOPE_SUBS, type EnvelopeRecord } from './ledger.js';
 import { randomHex } from '../util/random-hex.js';
-import { tokensDigest } from '../custody/entry.js';
-import type { CreditClaim, DebitCertificate, DebitCertificates } from '../custody/debit-certificate.js';
+import type { DebitCertificateRecord, DebitCheck } from '../records/types.js';
 import {
   MAX_TRANSFER_ENVELOPES,
   TRANSFER_ID_PATTERN,
@@ -58,12 +57,9 @@ export interface TransfersDeps {
   canDeliver: () => boolean;
   /** The receiver's home URL as this node knows it now, or null. */
   peerUrl: (peerId: string) => string | null;
-  /** Where the debits' certificates are kept (written by the custody gate in each debit's batch). */
-  debitCertificates: DebitCertificates;
+  /** The debits' certificates by transfer id (custody's: written by the custody gate in each debit's batch). */
+  debitCertificates: { get(transferId: string): Promise<DebitCertificateRecord | null> };
 }
-
-/** Why a debit certificate does not certify a credit, else null (custody/debit-certificate.ts debitCertificateFault). */
-export type DebitFault = (cert: DebitCertificate | null, credit: CreditClaim) => Promise<string | null>;
 
 function badInput(field: string, reason: string, message: string, extra: Record<string, unknown> = {}): ServiceError {
   return new ServiceError(400, 'SVC_INVALID_INPUT', message, { field, reason, allowed: null, ...extra });
@@ -103,7 +99,7 @@ export class Transfers {
   private readonly byFolder: Sublevel;
   private pendingSink: ((r: TransferRecord) => void) | null = null;
   /** Until custody supplies its check (checkDebitsWith), no credit is applied. */
-  private debitFault: DebitFault = () => Promise.resolve('this node does not check debit certificates yet');
+  private debitFault: DebitCheck = () => Promise.resolve('this node does not check debit certificates yet');
 
   constructor(private readonly d: TransfersDeps) {
     this.records = d.store.sub('transfers');
@@ -114,7 +110,7 @@ export class Transfers {
   }
 
   /** The check of a delivery's debit certificate (custody's: the sender's custody set as this node sees it). */
-  checkDebitsWith(fault: DebitFault): void {
+  checkDebitsWith(fault: DebitCheck): void {
     this.debitFault = fault;
   }
 
@@ -307,15 +303,12 @@ export class Transfers {
     if (!receiver || receiver.kind === 'remote' || receiver.home !== here)
       throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${delivery.to} is homed on this node`, { field: 'to' });
     const toSlug = receiver.default_machine ?? this.d.identity.defaultSlug(delivery.to);
-    const credit: CreditClaim = {
-      zid: delivery.to,
-      transfer: {
-        id: delivery.transfer_id,
-        side: 'credit',
-        party: delivery.from,
-        amount: delivery.envelopes.reduce((s, e) => s + e.face_value, 0),
-        tokens: tokensDigest(delivery.envelopes.map((e) => e.token_id)),
-      },
+    const credit = {
+      transfer_id: delivery.transfer_id,
+      from: delivery.from,
+      to: delivery.to,
+      amount: delivery.envelopes.reduce((sum, e) => sum + e.face_value, 0),
+      token_ids: delivery.envelopes.map((e) => e.token_id),
     };
     const fault = await this.debitFault(delivery.debit_certificate, credit);
     if (fault !== null)

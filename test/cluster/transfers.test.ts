@@ -8,7 +8,7 @@ import { bearer, call, connectedIndexes, expectError, startMesh, startTestNode, 
 import { TRANSFER_EVENT, type DeliveryBody } from '../../src/tally/transfer-wire.js';
 import { DELIVER_PATH, verifiedAnswers } from '../../src/tally/transfer-delivery.js';
 import { HANDSHAKE_HEADER, signText } from '../../src/mesh/wire.js';
-import { DebitCertificates } from '../../src/custody/debit-certificate.js';
+import { debitCertificateSchema, DebitCertificates } from '../../src/custody/debit-certificate.js';
 import { entryHash, signingTextOf, tokensDigest, type CustodyEntry } from '../../src/custody/entry.js';
 import { waitUntil } from '../helpers/wait.js';
 
@@ -230,9 +230,10 @@ describe('cross-node transfers', () => {
     // Its debit certificate is A's own signature: x's custody set is A alone (no bonds on this mesh).
     const freshId = `xfer_${'5'.repeat(24)}`;
     const freshToken = `env_${'7'.repeat(24)}`;
+    const debited = debitCertificateSchema.parse(body.debit_certificate).entry;
     const freshDebit: CustodyEntry = {
-      ...body.debit_certificate.entry,
-      seq: body.debit_certificate.entry.seq + 1,
+      ...debited,
+      seq: debited.seq + 1,
       transfer: { id: freshId, side: 'debit', party: y.zid, amount: 1, tokens: tokensDigest([freshToken]) },
     };
     const fresh: DeliveryBody = {
