@@ -1,8 +1,9 @@
 // A cross-node transfer carries the sender's debit certificate (docs/protocol.md §19), on three real bonded nodes
 // (every custody set all three): x homed on A sends to y homed on B. A's debit is certified by A and a custodian; the
 // receiver's custodian C refuses a credit of y whose certificate is short, forged, missing or for another amount (B's
-// libp2p host sending credits the test composes), and B refuses such a delivery; the honest delivery is credited at
-// B and signed by y's custodians once: again, it is a duplicate at B and `transfer-reused` at C.
+// libp2p host sending credits the test composes), and B refuses such a delivery; the honest delivery (resumed from A's
+// outbox after a restart, with the certificate kept there) is credited at B and signed by y's custodians once: again,
+// it is a duplicate at B and `transfer-reused` at C.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
@@ -96,19 +97,30 @@ describe('a transfer from A to B carries its debit certificate', () => {
     expect(shortAtB.ack).toMatchObject({ transfer_id: id, error: { status: 403, code: 'SVC_DEBIT_UNCERTIFIED' } });
     expect(await b.node.transfers.load(id)).toBeUndefined();
 
-    // The honest delivery: credited at B, the credit entry signed by y's custodians A and C.
-    await a.node.transferDelivery.start();
+    // The honest delivery, after A restarts: its outbox resumes with the certificate kept in the debit's batch. Credited
+    // at B with that very certificate, the credit entry signed by y's custodians A and C.
+    a = await a.restart();
     await waitFor(
       async () => (await call(a.url, 'GET', `/api/tally/transfers/${id}`, undefined, bearer(x.key))).body.state === 'delivered',
       20_000,
       'delivered',
     );
-    const held = async (n: TestNode) => (await call(n.url, 'GET', `/api/mesh/custody/${y.zid}/entries`)).body.entries as { entry: CustodyEntry }[];
-    for (const custodian of [a, c]) {
-      await waitFor(async () => (await held(custodian)).some((h) => h.entry.transfer?.id === id), 5000, 'the credit held by a custodian of y');
-      const credits = (await held(custodian)).filter((h) => h.entry.transfer?.id === id);
-      expect(credits.map((h) => h.entry.transfer)).toEqual([{ ...moved, side: 'credit', party: x.zid }]);
+    type Held = { entry: CustodyEntry; hash: string; signatures: { node: string; signature: string }[] };
+    const held = async (n: TestNode) => ((await call(n.url, 'GET', `/api/mesh/custody/${y.zid}/entries`)).body?.entries ?? []) as Held[];
+    const creditHeld = { ...moved, side: 'credit', party: x.zid };
+    // B's certified log holds the credit with the signature of a custodian of y (A, just restarted, may have missed it).
+    await waitFor(async () => (await held(b)).some((h) => h.entry.transfer?.id === id), 5000, 'the credit certified at B');
+    const atB = (await held(b)).filter((h) => h.entry.transfer?.id === id);
+    expect(atB.map((h) => h.entry.transfer)).toEqual([creditHeld]);
+    const signers = atB[0]!.signatures.map((s) => s.node);
+    expect(signers.length).toBeGreaterThanOrEqual(1);
+    for (const s of atB[0]!.signatures) {
+      expect([a.node.nodeId, c.node.nodeId]).toContain(s.node);
+      expect(verifyText(s.node, signingTextOf(atB[0]!.hash), s.signature)).toBe(true);
     }
+    const holder = signers.includes(c.node.nodeId) ? c : a;
+    expect((await held(holder)).filter((h) => h.entry.transfer?.id === id).map((h) => h.entry.transfer)).toEqual([creditHeld]);
+    expect((await b.node.transfers.load(id))?.debit_certificate).toEqual(cert);
     const envelopes = async () => (await call(b.url, 'GET', `/api/tally/envelopes/${y.zid}`, undefined, bearer(y.key))).body;
     const landed = await envelopes();
     expect(
@@ -122,8 +134,8 @@ describe('a transfer from A to B carries its debit certificate', () => {
     const again = await deliverToB(body);
     expect(again.ack).toMatchObject({ transfer_id: id, duplicate: true });
     expect((await envelopes()).total).toBe(landed.total);
-    const now = (await c.node.custody.custodian.head(y.zid))!;
+    const now = (await holder.node.custody.custodian.head(y.zid))!;
     const replay = { ...credit(), seq: now.seq + 1, prev_hash: now.hash };
-    expect(outcomes(await propose(SECRET, b, c, [replay], [cert]))).toEqual(['transfer-reused']);
+    expect(outcomes(await propose(SECRET, b, holder, [replay], [cert]))).toEqual(['transfer-reused']);
   });
 });
