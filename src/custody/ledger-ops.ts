@@ -3,11 +3,12 @@
 // envelopes (`envelopes` by owner, the owner and folder indexes keyed `zid!…`). The write's audit-chain rows go into
 // each such identity's records digest. A transfer record in the same write names the transfer it debits or credits
 // (its id, parties, face value and envelopes), and a credit's record carries the sender's debit certificate.
-// Writes that touch no wallet and no envelope (a machine's own events, sessions, the peer store) are not entries.
+// Writes that touch no wallet and no envelope (a machine's own events, sessions, the peer store) are not entries, nor
+// are the changes of an account that is no identity (the foundation's).
 import { createHash } from 'node:crypto';
 import { JsonText, type Op, type Store, type Sublevel } from '../store/db.js';
 import { debitCertificateSchema, type DebitCertificate } from './debit-certificate.js';
-import { tokensDigest, type EntryKind, type EntryTransfer } from './entry.js';
+import { tokensDigest, ZID_PATTERN, type EntryKind, type EntryTransfer } from './entry.js';
 
 /** The sublevels this reader knows, by their store names (the ledger's, the chain's and the transfers'). */
 export const LEDGER_SUBLEVELS = {
@@ -62,7 +63,8 @@ export class LedgerOpsReader {
       else if (name === LEDGER_SUBLEVELS.results) sealed = sealed || op.type === 'put';
       else if (name === LEDGER_SUBLEVELS.chainRows) (rows ??= []).push(op);
       else if (name === LEDGER_SUBLEVELS.transfers && op.type === 'put') (transfers ??= []).push(op);
-      if (zid === undefined || zid === '') continue;
+      // An account that is no identity (the node's foundation account, slashing.ts) has no home and no custody set.
+      if (zid === undefined || !ZID_PATTERN.test(zid)) continue;
       byZid ??= new Map();
       let c = byZid.get(zid);
       if (c === undefined) byZid.set(zid, (c = { ops: [], balance: null }));
