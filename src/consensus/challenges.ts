@@ -29,7 +29,7 @@ import type { SendFn } from './outbox.js';
 import { ChallengeDeliveries } from './challenge-deliveries.js';
 import { ChallengeIndex } from './challenge-index.js';
 import { EarlyVotes, type EarlyVoteLimits } from './early-votes.js';
-import { announces, OwedEffects, owedBy } from './owed-effects.js';
+import { announces, OwedEffects, owedBy, type OwedKind } from './owed-effects.js';
 import type { ExecutedBy } from '../records/types.js';
 import { isTerminal, move, STATES, type ChallengeState } from './challenge-lifecycle.js';
 import {
@@ -598,9 +598,9 @@ export class ChallengeService {
     // Cleared before the markers are read: a verdict whose batch lands meanwhile sets it again.
     this.owedLeft = false;
     try {
-      const ids = await this.owed.ids();
-      if (ids.length > 0) this.owedLeft = true;
-      for (const id of ids) await this.attemptOwed(id);
+      const owed = await this.owed.owed();
+      if (owed.size > 0) this.owedLeft = true;
+      for (const [id, kinds] of owed) await this.attemptOwed(id, kinds);
     } catch (err) {
       this.owedLeft = true;
       throw err;
@@ -609,13 +609,15 @@ export class ChallengeService {
     }
   }
 
-  private async attemptOwed(id: string): Promise<void> {
+  private async attemptOwed(id: string, kinds: readonly OwedKind[]): Promise<void> {
     const e = await this.find(id);
     if (!e?.verdict) {
       await this.o.store.commit(this.owed.clearOps(id));
       return;
     }
-    for (const l of this.verdictListeners) {
+    // A delivery only is the outbox's to retry (queued again below); the listeners apply every other kind.
+    const applies = kinds.some((k) => k !== 'deliver');
+    for (const l of applies ? this.verdictListeners : []) {
       try {
         await l(e);
       } catch (err) {

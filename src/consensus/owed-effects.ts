@@ -80,11 +80,15 @@ export class OwedEffects {
     return { type: 'del', sub: this.sub, key: `${id}!${kind}` };
   }
 
-  /** The challenges with an effect owed, each once. */
-  async ids(): Promise<string[]> {
-    const ids = new Set<string>();
-    for (const { key } of await this.store.range<number>(this.sub)) ids.add(key.slice(0, key.lastIndexOf('!')));
-    return [...ids];
+  /** The challenges with an effect owed, each with the kinds owed. */
+  async owed(): Promise<Map<string, OwedKind[]>> {
+    const byId = new Map<string, OwedKind[]>();
+    for (const { key } of await this.store.range<number>(this.sub)) {
+      const cut = key.lastIndexOf('!');
+      const id = key.slice(0, cut);
+      byId.set(id, [...(byId.get(id) ?? []), key.slice(cut + 1) as OwedKind]);
+    }
+    return byId;
   }
 
   /** Every marker of a challenge deleted (it is gone, or has no verdict). */
