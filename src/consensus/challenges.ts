@@ -15,6 +15,7 @@
 // The lifecycle is challenge-lifecycle.ts (the transition table); the records, schemas and checks challenge-wire.ts;
 // who is sent what directly challenge-deliveries.ts; votes heard before their challenge early-votes.ts.
 // Ledger effects (stake, slashing) belong to slashing.ts; re-execution and votes to reexecutor.ts.
+import type { Logger } from 'pino';
 import { z } from 'zod';
 import { canonicalJson } from '../kernel/canonical.js';
 import { InputError, ServiceError } from '../kernel/errors.js';
@@ -32,7 +33,7 @@ import type { SendFn } from './outbox.js';
 import { ChallengeDeliveries } from './challenge-deliveries.js';
 import { ChallengeIndex } from './challenge-index.js';
 import { EarlyVotes, type EarlyVoteLimits } from './early-votes.js';
-import { announces, OwedEffects, owedBy } from './owed-effects.js';
+import { announces, OwedEffects, owedBy, type OwedKind } from './owed-effects.js';
 import type { ExecutedBy } from '../records/types.js';
 import { isTerminal, move, STATES, type ChallengeState } from './challenge-lifecycle.js';
 import {
@@ -196,6 +197,8 @@ export interface ChallengeServiceOptions {
   maxSettledInMemory?: number;
   /** Votes held for challenges not heard of yet: challenges at most (default 256), votes each (default 16), ticks kept (default deadline + grace). */
   earlyVotes?: EarlyVoteLimits;
+  /** Where a failed attempt at an owed effect is logged (debug: it is attempted again). */
+  logger?: Pick<Logger, 'debug'>;
 }
 
 /** One place a challenge's sealed result can be asked for (ChallengeServiceOptions.sealedSources). */
@@ -260,7 +263,12 @@ export class ChallengeService {
     /** Commits refused (forged) or arriving after their window here. */
     refused_commits: 0,
     late_commits: 0,
+    /** Attempts at owed effects (owed-effects.ts) that failed, each to be made again (retryOwedEffects). */
+    owed_effect_failures: 0,
   };
+  /** Whether a marker of an owed effect may be left: set by every verdict's batch, cleared by a pass that finds none. */
+  private owedLeft = true;
+  private retryingOwed = false;
 
   constructor(private readonly o: ChallengeServiceOptions) {
     this.sub = o.store.sub('challenges');
@@ -617,15 +625,7 @@ export class ChallengeService {
    * its votes and challenges still open). Only the challenges the markers name are read.
    */
   async resumeEffects(): Promise<void> {
-    for (const id of await this.owed.ids()) {
-      const e = await this.find(id);
-      if (!e?.verdict) {
-        await this.o.store.commit(this.owed.clearOps(id));
-        continue;
-      }
-      for (const l of this.verdictListeners) await l(e);
-      this.deliveries?.verdict(e, documentOf(e));
-    }
+    await this.retryOwedEffects();
     const me = this.o.nodeId();
     for (const e of this.all()) {
       if (isTerminal(e.state)) continue;
@@ -634,6 +634,47 @@ export class ChallengeService {
       const mine = e.votes.find((v) => v.vote.voter === me && roundOf(v.vote) === round.round);
       if (mine) this.deliveries?.vote(e, mine);
     }
+  }
+  /**
+   * Attempt again every effect still owed here (its marker left: an attempt failed, e.g. the bond's home could not
+   * reach the custodians of the identities it writes, or the node stopped first), and queue again the verdicts to
+   * deliver. Each effect is idempotent on its own record, so one done stays done. Run at start and on the consensus
+   * timer; no scan while no marker is left. A failed attempt is logged at debug and counted (owed_effect_failures).
+   */
+  async retryOwedEffects(): Promise<void> {
+    if (!this.owedLeft || this.retryingOwed) return;
+    this.retryingOwed = true;
+    // Cleared before the markers are read: a verdict whose batch lands meanwhile sets it again.
+    this.owedLeft = false;
+    try {
+      const owed = await this.owed.owed();
+      if (owed.size > 0) this.owedLeft = true;
+      for (const [id, kinds] of owed) await this.attemptOwed(id, kinds);
+    } catch (err) {
+      this.owedLeft = true;
+      throw err;
+    } finally {
+      this.retryingOwed = false;
+    }
+  }
+
+  private async attemptOwed(id: string, kinds: readonly OwedKind[]): Promise<void> {
+    const e = await this.find(id);
+    if (!e?.verdict) {
+      await this.o.store.commit(this.owed.clearOps(id));
+      return;
+    }
+    // A delivery only is the outbox's to retry (queued again below); the listeners apply every other kind.
+    const applies = kinds.some((k) => k !== 'deliver');
+    for (const l of applies ? this.verdictListeners : []) {
+      try {
+        await l(e);
+      } catch (err) {
+        this.counts.owed_effect_failures++;
+        this.o.logger?.debug({ challengeId: id, err: String(err) }, 'an owed verdict effect failed: attempted again');
+      }
+    }
+    this.deliveries?.verdict(e, documentOf(e));
   }
 
   // ---------------------------------------------------------------- gossip rows
@@ -1002,6 +1043,7 @@ export class ChallengeService {
     const owed = verdict ? owedBy(next, me, this.deliveries !== null).map((k) => this.owed.put(c.challenge_id, k)) : [];
     if (verdict && announces(next, me)) owed.push(this.owed.announcePut(c.challenge_id, verdict.decided_svcond));
     await this.write(next, entry.state, [...owed, ...extra]);
+    if (owed.length > 0) this.owedLeft = true;
     this.cache(next);
     if (effects.includes('escalate')) {
       const view = escalationOf(c);

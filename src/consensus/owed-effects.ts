@@ -1,13 +1,14 @@
 // Effects of a verdict owed by this node (slashing.ts, challenges.ts): one marker row per effect, put in the batch
-// that records the verdict and deleted when the effect is done, so the pass at start (ChallengeService.resumeEffects)
-// reads the markers and the challenges they name only, never every stored challenge:
+// that records the verdict and deleted when the effect is done, so the passes that attempt them again (at start and
+// every few ticks while a marker is left: ChallengeService.retryOwedEffects) read the markers and the challenges they
+// name only, never every stored challenge:
 //   challenges_owed   `challenge_id!kind` → 1
 //     stake    the challenger's stake, at its home: deleted in the batch that burns or returns it
 //     mark     the bond marked slashed in this node's registry (upheld, every node): deleted in the mark's batch
 //     slash    the bond's envelopes, at the bond's home (upheld): deleted in the batch that moves them
 //     deliver  the verdict sent by the opener to the bond's home: deleted in the batch that marks it acknowledged
 // Each effect is still idempotent on its own record (slashing's `stake!` / `slash!` rows): a marker left by a stop
-// between an effect's batch and its deletion only makes the next start look at it again.
+// between an effect's batch and its deletion only makes the next pass look at it again.
 // And one duty with a window: the opener and the committee announce a verdict again for deadlineTicks after it
 // (ChallengeService.reannounceVerdicts), from their own marker, so a stop in between does not end it:
 //   challenges_announce   `challenge_id` → decided_svcond   (deleted once the window has passed)
@@ -79,11 +80,15 @@ export class OwedEffects {
     return { type: 'del', sub: this.sub, key: `${id}!${kind}` };
   }
 
-  /** The challenges with an effect owed, each once. */
-  async ids(): Promise<string[]> {
-    const ids = new Set<string>();
-    for (const { key } of await this.store.range<number>(this.sub)) ids.add(key.slice(0, key.lastIndexOf('!')));
-    return [...ids];
+  /** The challenges with an effect owed, each with the kinds owed. */
+  async owed(): Promise<Map<string, OwedKind[]>> {
+    const byId = new Map<string, OwedKind[]>();
+    for (const { key } of await this.store.range<number>(this.sub)) {
+      const cut = key.lastIndexOf('!');
+      const id = key.slice(0, cut);
+      byId.set(id, [...(byId.get(id) ?? []), key.slice(cut + 1) as OwedKind]);
+    }
+    return byId;
   }
 
   /** Every marker of a challenge deleted (it is gone, or has no verdict). */

@@ -10,10 +10,10 @@
 //     account; owner, indexes, counters, the slashing record, the operator's return to idle and the registry's
 //     applied record in ONE batch, then `consensus.slashed` is gossiped. A second upheld challenge of the same bond
 //     finds nothing left under it and records an empty slashing: the bond goes once, and its reward with it.
-// A verdict recorded but whose effect was not yet written (a crash in between) is applied again at start
-// (ChallengeService.resumeEffects): the record of an effect is in the effect's own batch, so it is never applied twice.
-// The verdict's batch marks each effect owed here (owed-effects.ts); the effect's batch deletes the marker, so the
-// pass at start reads only those.
+// A verdict recorded but whose effect was not yet written (a crash in between, or a write its custodians did not
+// certify) is applied again, at start and on the consensus timer (ChallengeService.retryOwedEffects): the record of an
+// effect is in the effect's own batch, so it is never applied twice. The verdict's batch marks each effect owed here
+// (owed-effects.ts); the effect's batch deletes the marker, so each pass reads only those.
 import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Json, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { Counters } from '../store/counters.js';

@@ -2,6 +2,7 @@
 import type { Stream } from '@libp2p/interface';
 import { readFrame, writeFrame } from '../mesh/frame.js';
 import { bodyDigest, handshakeFor } from '../mesh/wire.js';
+import type { DebitCertificate } from './debit-certificate.js';
 import type { CustodyEntry } from './entry.js';
 import { CUSTODY_PROTOCOL, custodyAnswerSchema, MAX_ANSWER_BYTES, type CustodyAnswer, type CustodyRequest } from './protocol.js';
 
@@ -12,17 +13,24 @@ export interface CustodyClientDeps {
   nowSvcond: () => number;
 }
 
-export type SendBatch = (peer: string, entries: CustodyEntry[], signal: AbortSignal) => Promise<CustodyAnswer>;
+/** `certificates`: one per entry (a credit's debit certificate, else null), or undefined when no entry is a credit. */
+export type SendBatch = (peer: string, entries: CustodyEntry[], signal: AbortSignal, certificates?: (DebitCertificate | null)[]) => Promise<CustodyAnswer>;
 
-/** The request a home sends for `entries`: the batch and its handshake. */
-export function custodyRequest(secret: string, sender: string, svcond: number, entries: CustodyEntry[]): CustodyRequest {
-  const unsigned = { v: 1 as const, svcond, entries };
+/** The request a home sends for `entries` (and their certificates, when a credit is among them): the batch and its handshake. */
+export function custodyRequest(
+  secret: string,
+  sender: string,
+  svcond: number,
+  entries: CustodyEntry[],
+  certificates?: (DebitCertificate | null)[],
+): CustodyRequest {
+  const unsigned = { v: 1 as const, svcond, entries, ...(certificates !== undefined ? { certificates } : {}) };
   return { ...unsigned, handshake: handshakeFor(secret, sender, svcond, bodyDigest(unsigned)) };
 }
 
 export function custodyClient(deps: CustodyClientDeps): SendBatch {
-  return async (peer, entries, signal) => {
-    const request = custodyRequest(deps.secret, deps.selfId(), deps.nowSvcond(), entries);
+  return async (peer, entries, signal, certificates) => {
+    const request = custodyRequest(deps.secret, deps.selfId(), deps.nowSvcond(), entries, certificates);
     const stream = await deps.openStream(peer, CUSTODY_PROTOCOL, signal);
     const onAbort = () => stream.abort(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
     signal.addEventListener('abort', onAbort, { once: true });

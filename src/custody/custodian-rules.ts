@@ -3,7 +3,7 @@
 // first check the entry fails decides the refusal. An entry that passes every row is signed and becomes the head.
 // The rows that make two different entries of one slot impossible are `slot-taken` (this custodian signed another
 // entry for that (zid, epoch, seq)) and `seq` (only the next slot is ever signed). Pure: the caller reads the facts
-// (the slot's record, whether the transfer id was seen) from its store first.
+// (the slot's record, whether the transfer id was seen, what is wrong with a credit's debit certificate) first.
 import type { CustodyEntry } from './entry.js';
 
 export type CustodianState = 'fresh' | 'holding';
@@ -21,7 +21,7 @@ export interface HeldHead {
 }
 
 /** Why a custodian refuses an entry (the answer's `code`). */
-export type Refusal = 'not-home' | 'fenced' | 'slot-taken' | 'seq' | 'prev-hash' | 'balance' | 'transfer-reused';
+export type Refusal = 'not-home' | 'fenced' | 'slot-taken' | 'seq' | 'prev-hash' | 'balance' | 'transfer-reused' | 'debit-uncertified';
 
 export interface Facts {
   /** The sender is the identity's home for this epoch (the identity directory says so). */
@@ -30,6 +30,8 @@ export interface Facts {
   slotHash: string | null;
   /** The transfer id of the entry was carried by an earlier entry of the identity here. */
   transferSeen: boolean;
+  /** For a credit: why the debit certificate sent with it does not certify it (debit-certificate.ts), else null. */
+  debitFault: string | null;
 }
 
 export type Decision = { to: 'holding'; sign: 'new' | 'again' } | { to: CustodianState; refuse: Refusal; reason: string };
@@ -39,7 +41,7 @@ interface Row {
   refuse: Refusal | 'again';
   /** True when the row applies (the entry fails this check, or for 'again' is the one already signed). */
   test: (e: CustodyEntry, head: HeldHead | null, f: Facts, hash: string) => boolean;
-  reason: (e: CustodyEntry, head: HeldHead | null) => string;
+  reason: (e: CustodyEntry, head: HeldHead | null, f: Facts) => string;
 }
 
 const BOTH = ['fresh', 'holding'] as const;
@@ -67,8 +69,14 @@ export const CUSTODIAN_ROWS: readonly Row[] = [
   {
     from: BOTH,
     refuse: 'transfer-reused',
-    test: (e, _h, f) => e.transfer_id !== null && f.transferSeen,
-    reason: (e) => `transfer ${e.transfer_id} was applied already`,
+    test: (e, _h, f) => e.transfer !== null && f.transferSeen,
+    reason: (e) => `transfer ${e.transfer!.id} was applied already`,
+  },
+  {
+    from: BOTH,
+    refuse: 'debit-uncertified',
+    test: (e, _h, f) => e.transfer?.side === 'credit' && f.debitFault !== null,
+    reason: (_e, _h, f) => `the sender's debit is not certified: ${f.debitFault!}`,
   },
 ];
 
@@ -82,7 +90,7 @@ export function decide(entry: CustodyEntry, hash: string, head: HeldHead | null,
   for (const row of CUSTODIAN_ROWS) {
     if (!row.from.includes(state) || !row.test(entry, head, facts, hash)) continue;
     if (row.refuse === 'again') return { to: 'holding', sign: 'again' };
-    return { to: state, refuse: row.refuse, reason: row.reason(entry, head) };
+    return { to: state, refuse: row.refuse, reason: row.reason(entry, head, facts) };
   }
   return { to: 'holding', sign: 'new' };
 }

@@ -10,6 +10,7 @@ import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { answerFrame, readRequestFrame } from '../mesh/frame.js';
 import { bodyDigest, handshakeFor } from '../mesh/wire.js';
 import { decide, type HeldHead } from './custodian-rules.js';
+import type { CreditClaim, DebitCertificate } from './debit-certificate.js';
 import { entryHash, signingTextOf, type CustodyEntry } from './entry.js';
 import { custodyRequestSchema, MAX_REQUEST_BYTES, MAX_SKEW_TICKS, type CustodyAnswer, type CustodyResult } from './protocol.js';
 
@@ -30,6 +31,8 @@ export interface CustodianDeps {
   sign: (text: string) => string;
   /** The identity's home as this node's identity directory knows it, or null. */
   homeOf: (zid: string) => Promise<string | null>;
+  /** Why a debit certificate does not certify a credit, else null (debit-certificate.ts debitCertificateFault). */
+  debitFault: (cert: DebitCertificate | null, credit: CreditClaim) => Promise<string | null>;
   meshSecret: string | null;
   nowSvcond: () => number;
   logger?: Logger;
@@ -79,12 +82,12 @@ export class Custodian {
       return { v: 1, refused: { code: 'bad-request', reason: 'the handshake does not match this request from this peer' }, results: [] };
     if (Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS)
       return { v: 1, refused: { code: 'bad-request', reason: 'the request tick is too far from now' }, results: [] };
-    const run = this.turn.then(() => this.take(request.entries, sender));
+    const run = this.turn.then(() => this.take(request.entries, request.certificates, sender));
     this.turn = run.catch(() => undefined);
     return { v: 1, results: await run };
   }
 
-  private handshakeHolds(request: { svcond: number; handshake: string; v: 1; entries: unknown[] }, sender: string): boolean {
+  private handshakeHolds(request: { svcond: number; handshake: string }, sender: string): boolean {
     const secret = this.deps.meshSecret;
     if (secret === null) return false;
     const { handshake, ...rest } = request;
@@ -94,7 +97,7 @@ export class Custodian {
   }
 
   /** Decide every entry of a batch in order, write the signed ones in one batch, then sign. */
-  private async take(entries: CustodyEntry[], sender: string): Promise<CustodyResult[]> {
+  private async take(entries: CustodyEntry[], certificates: (DebitCertificate | null)[] | undefined, sender: string): Promise<CustodyResult[]> {
     const results: (CustodyResult | { sign: string })[] = [];
     const ops: Op[] = [];
     const touched = new Set<string>();
@@ -102,19 +105,28 @@ export class Custodian {
     const slots = new Map<string, string>();
     const seen = new Set<string>();
     const homes = new Map<string, string | null>();
-    for (const entry of entries) {
+    for (const [i, entry] of entries.entries()) {
       const hash = entryHash(entry);
       const head = await this.head(entry.zid);
       let home = homes.get(entry.zid);
       if (home === undefined) homes.set(entry.zid, (home = await this.deps.homeOf(entry.zid)));
       const slot = slotKey(entry);
       const slotHash = slots.get(slot) ?? (await this.deps.store.get<HeldEntry>(this.held, slot))?.hash ?? null;
-      const transferKey = entry.transfer_id === null ? null : `${entry.zid}!${entry.transfer_id}`;
+      const transferKey = entry.transfer === null ? null : `${entry.zid}!${entry.transfer.id}`;
       const transferSeen = transferKey !== null && (seen.has(transferKey) || (await this.deps.store.get(this.transfers, transferKey)) !== undefined);
       // An identity whose assertion has not reached this node yet: the node that proposes its first entry here is
       // held to it (docs/decisions.md "Custody").
       const fromHome = home !== null ? home === sender : head === null || head.home === sender;
-      const d = decide(entry, hash, head, { fromHome, slotHash, transferSeen });
+      // A credit of a transfer between two identities of one home is one write with its debit: nothing crossed nodes,
+      // and no certificate can exist before the write (docs/decisions.md "Custody").
+      let debitFault: string | null = null;
+      if (entry.transfer?.side === 'credit') {
+        const party = entry.transfer.party;
+        let senderHome = homes.get(party);
+        if (senderHome === undefined) homes.set(party, (senderHome = await this.deps.homeOf(party)));
+        if (senderHome !== sender) debitFault = await this.deps.debitFault(certificates?.[i] ?? null, { zid: entry.zid, transfer: entry.transfer });
+      }
+      const d = decide(entry, hash, head, { fromHome, slotHash, transferSeen, debitFault });
       if ('refuse' in d) {
         this.stats.refused++;
         const r: CustodyResult = { ok: false, code: d.refuse, reason: d.reason };

@@ -1,6 +1,6 @@
 // A certified entry (docs/protocol.md §19): one ledger write of an identity, as its home proposes it to the identity's
 // custodians. The entry names its place in the identity's chain of writes (epoch, seq, prev_hash), what the write did
-// (kind, the digest of its records) and what it leaves (the wallet's balance, a transfer's id); its hash is SHA-256 of
+// (kind, the digest of its records) and what it leaves (the wallet's balance, a transfer's side, party and amount); its hash is SHA-256 of
 // its RFC 8785 canonical JSON, and a custodian signs `svc/custody/1|` + that hash with its node key.
 import { z } from 'zod';
 import { canonicalJson } from '../kernel/canonical.js';
@@ -25,6 +25,24 @@ const HEX64 = /^[0-9a-f]{64}$/;
 export const ZID_PATTERN = /^zid_[0-9a-f]{32}$/;
 const credits = z.number().int().min(-Number.MAX_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER);
 
+/** The side of a transfer an entry writes: the sender's debit or the receiver's credit. */
+export const TRANSFER_SIDES = ['debit', 'credit'] as const;
+
+/** What a transfer entry moves: enough for the receiver's custodians to match a credit to its sender's debit. */
+export const entryTransferSchema = z
+  .object({
+    id: z.string().min(1).max(128),
+    side: z.enum(TRANSFER_SIDES),
+    /** The other identity: the receiver of a debit, the sender of a credit. */
+    party: z.string().regex(ZID_PATTERN),
+    /** The face value moved. */
+    amount: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+    /** tokensDigest of the envelopes moved. */
+    tokens: z.string().regex(HEX64),
+  })
+  .strict();
+export type EntryTransfer = z.infer<typeof entryTransferSchema>;
+
 export const entrySchema = z
   .object({
     v: z.literal(1),
@@ -38,7 +56,7 @@ export const entrySchema = z
     /** The wallet after the write; null when the write leaves it as it was. */
     balance: z.object({ free: credits, paid: credits }).strict().nullable(),
     /** The transfer this write debits or credits, else null. */
-    transfer_id: z.string().min(1).max(128).nullable(),
+    transfer: entryTransferSchema.nullable(),
   })
   .strict();
 export type CustodyEntry = z.infer<typeof entrySchema>;
@@ -51,6 +69,11 @@ export interface EntrySignature {
 
 export function entryHash(entry: CustodyEntry): string {
   return sha256Hex(canonicalJson(entry));
+}
+
+/** SHA-256 of the JCS array of a transfer's token ids, sorted: the same at both ends whatever order they travel in. */
+export function tokensDigest(tokenIds: readonly string[]): string {
+  return sha256Hex(canonicalJson([...tokenIds].sort()));
 }
 
 /** The text a custodian signs for an entry. */

@@ -1,11 +1,14 @@
 // The one seam of custody: every write of the node passes the store's gate (store/db.ts CommitGate), and this reader
 // finds in a write's records the identities whose ledger it changes: their wallet (`wallets`, keyed by zid), their
 // envelopes (`envelopes` by owner, the owner and folder indexes keyed `zid!…`). The write's audit-chain rows go into
-// each such identity's records digest. A transfer record in the same write names the transfer it debits or credits.
-// Writes that touch no wallet and no envelope (a machine's own events, sessions, the peer store) are not entries.
+// each such identity's records digest. A transfer record in the same write names the transfer it debits or credits
+// (its id, parties, face value and envelopes), and a credit's record carries the sender's debit certificate.
+// Writes that touch no wallet and no envelope (a machine's own events, sessions, the peer store) are not entries, nor
+// are the changes of an account that is no identity (the foundation's).
 import { createHash } from 'node:crypto';
 import { JsonText, type Op, type Store, type Sublevel } from '../store/db.js';
-import type { EntryKind } from './entry.js';
+import { debitCertificateSchema, type DebitCertificate } from './debit-certificate.js';
+import { tokensDigest, ZID_PATTERN, type EntryKind, type EntryTransfer } from './entry.js';
 
 /** The sublevels this reader knows, by their store names (the ledger's, the chain's and the transfers'). */
 export const LEDGER_SUBLEVELS = {
@@ -25,7 +28,10 @@ export interface LedgerChange {
   /** SHA-256 over the write's records of this identity and its chain rows, in the write's order. */
   records: string;
   balance: { free: number; paid: number } | null;
-  transferId: string | null;
+  /** The transfer the write debits or credits for this identity, else null. */
+  transfer: EntryTransfer | null;
+  /** A credit's debit certificate, as the receiver's transfer record carries it (null for anything else). */
+  certificate: DebitCertificate | null;
 }
 
 export class LedgerOpsReader {
@@ -33,6 +39,12 @@ export class LedgerOpsReader {
 
   constructor(store: Store) {
     for (const name of Object.values(LEDGER_SUBLEVELS)) this.names.set(store.sub(name, name === LEDGER_SUBLEVELS.results ? 'bytes' : 'json'), name);
+  }
+
+  /** Does the write put a transfer record? (A debit is certified even where its home holds the identity alone.) */
+  putsTransfer(ops: readonly Op[]): boolean {
+    for (const op of ops) if (op.type === 'put' && this.names.get(op.sub) === LEDGER_SUBLEVELS.transfers) return true;
+    return false;
   }
 
   /** The identities a write changes, each once (in the order the write first names them); empty for any other write. */
@@ -51,7 +63,8 @@ export class LedgerOpsReader {
       else if (name === LEDGER_SUBLEVELS.results) sealed = sealed || op.type === 'put';
       else if (name === LEDGER_SUBLEVELS.chainRows) (rows ??= []).push(op);
       else if (name === LEDGER_SUBLEVELS.transfers && op.type === 'put') (transfers ??= []).push(op);
-      if (zid === undefined || zid === '') continue;
+      // An account that is no identity (the node's foundation account, slashing.ts) has no home and no custody set.
+      if (zid === undefined || !ZID_PATTERN.test(zid)) continue;
       byZid ??= new Map();
       let c = byZid.get(zid);
       if (c === undefined) byZid.set(zid, (c = { ops: [], balance: null }));
@@ -64,9 +77,16 @@ export class LedgerOpsReader {
     if (byZid === null) return [];
     const out: LedgerChange[] = [];
     for (const [zid, c] of byZid) {
-      const transferId = transferOf(zid, transfers);
-      const kind: EntryKind = transferId !== null ? 'transfer' : sealed ? 'seal' : c.balance !== null ? 'wallet' : 'envelope';
-      out.push({ zid, kind, records: this.digest(rows === null ? c.ops : [...c.ops, ...rows]), balance: c.balance, transferId });
+      const moved = transferOf(zid, transfers);
+      const kind: EntryKind = moved !== null ? 'transfer' : sealed ? 'seal' : c.balance !== null ? 'wallet' : 'envelope';
+      out.push({
+        zid,
+        kind,
+        records: this.digest(rows === null ? c.ops : [...c.ops, ...rows]),
+        balance: c.balance,
+        transfer: moved?.transfer ?? null,
+        certificate: moved?.certificate ?? null,
+      });
     }
     return out;
   }
@@ -82,13 +102,33 @@ export class LedgerOpsReader {
   }
 }
 
-/** The id of a transfer record of the write that moves envelopes from or to `zid`, else null. */
-function transferOf(zid: string, transfers: readonly Op[] | null): string | null {
+/** The fields of a transfer record (tally/transfer-wire.ts TransferRecord) this reader needs. */
+interface MovedRecord {
+  from?: unknown;
+  to?: unknown;
+  token_ids?: unknown;
+  face_value_total?: unknown;
+  debit_certificate?: unknown;
+}
+
+/** The transfer of the write that moves envelopes from or to `zid` (its side for `zid`), else null. */
+function transferOf(zid: string, transfers: readonly Op[] | null): { transfer: EntryTransfer; certificate: DebitCertificate | null } | null {
   if (transfers === null) return null;
   for (const op of transfers) {
     if (op.type !== 'put') continue;
-    const t = op.value as { from?: unknown; to?: unknown };
-    if (t.from === zid || t.to === zid) return op.key;
+    const t = op.value as MovedRecord;
+    if (t.from !== zid && t.to !== zid) continue;
+    const side = t.from === zid ? 'debit' : 'credit';
+    const transfer: EntryTransfer = {
+      id: op.key,
+      side,
+      party: String(side === 'debit' ? t.to : t.from),
+      amount: typeof t.face_value_total === 'number' ? t.face_value_total : 0,
+      tokens: tokensDigest(Array.isArray(t.token_ids) ? t.token_ids.map(String) : []),
+    };
+    // A certificate that is not one goes as none: the custodians refuse the credit (debit-uncertified).
+    const certificate = side === 'credit' ? (debitCertificateSchema.safeParse(t.debit_certificate).data ?? null) : null;
+    return { transfer, certificate };
   }
   return null;
 }

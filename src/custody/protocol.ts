@@ -4,6 +4,7 @@
 // the batch's digest: only a mesh member proposes); noise authenticates the stream, so the remote peer id is the
 // sender. The custodian answers one result per entry, in order: its signature, or a refusal with its code.
 import { z } from 'zod';
+import { debitCertificateSchema } from './debit-certificate.js';
 import { entrySchema } from './entry.js';
 
 export const CUSTODY_PROTOCOL = '/svc/custody/1';
@@ -12,6 +13,11 @@ export const CUSTODY_PROTOCOL = '/svc/custody/1';
  * (an entry is ~420 bytes of JSON, so a full batch stays far below the frame limit).
  */
 export const MAX_BATCH_ENTRIES = 1024;
+/**
+ * Credits (each with its debit certificate, ~1.2 KiB with three signatures) per batch: with MAX_BATCH_ENTRIES entries
+ * the request stays within MAX_REQUEST_BYTES.
+ */
+export const MAX_BATCH_CERTIFICATES = 256;
 export const MAX_REQUEST_BYTES = 1024 * 1024;
 export const MAX_ANSWER_BYTES = 512 * 1024;
 /** How far the request's tick may be from the custodian's (the mesh's handshake window, mesh/validator.ts). */
@@ -22,13 +28,30 @@ export const custodyRequestSchema = z
     v: z.literal(1),
     svcond: z.number().int().min(0),
     entries: z.array(entrySchema).min(1).max(MAX_BATCH_ENTRIES),
+    /**
+     * Present when the batch holds a transfer credit: one per entry, in order, the sender's debit certificate of a
+     * credit and null for any other entry.
+     */
+    certificates: z.array(debitCertificateSchema.nullable()).max(MAX_BATCH_ENTRIES).optional(),
     /** 'v1=' + HMAC(mesh secret, `${sender}|${svcond}|${digest of {v, svcond, entries}}`) (mesh/wire.ts handshakeFor). */
     handshake: z.string().min(1).max(128),
   })
-  .strict();
+  .strict()
+  .refine((r) => r.certificates === undefined || r.certificates.length === r.entries.length, { message: 'one certificate (or null) per entry' });
 export type CustodyRequest = z.infer<typeof custodyRequestSchema>;
 
-const refusalCodes = ['not-home', 'fenced', 'slot-taken', 'seq', 'prev-hash', 'balance', 'transfer-reused', 'bad-request', 'unavailable'] as const;
+const refusalCodes = [
+  'not-home',
+  'fenced',
+  'slot-taken',
+  'seq',
+  'prev-hash',
+  'balance',
+  'transfer-reused',
+  'debit-uncertified',
+  'bad-request',
+  'unavailable',
+] as const;
 
 export const custodyResultSchema = z.union([
   z.object({ ok: z.literal(true), signature: z.string().min(1).max(128) }).strict(),

@@ -4,17 +4,21 @@
 // disk, so it needs majority − 1 signatures of the others), then joins the store's queue with the certified entry
 // and its signatures, in the same batch. No majority within the bound: the write fails with 503
 // SVC_CUSTODY_UNAVAILABLE, its callers roll back, nothing of it is written here, and the identity's later entries
-// proposed on it fail with it. A set of one (a node alone) holds nothing: the write goes on as it is.
+// proposed on it fail with it. A set of one (a node alone) holds nothing: the write goes on as it is, except a
+// transfer debit, which is an entry certified by the home's own signature. A certified debit's certificate (the entry
+// and the signatures of a majority, the home's included) is kept by transfer id in the debit's batch; a credit's entry
+// goes to the custodians with the sender's debit certificate its write carries (debit-certificate.ts).
 //
 // Group commit: each custodian has one batch in flight; what is proposed meanwhile waits in its queue and goes in the
 // next batch, entries of every identity together.
 import { ServiceError } from '../kernel/errors.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { custodySetOf, type CustodySet } from './custody-set.js';
-import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
+import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, signingTextOf, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
 import { slotKey } from './custodian.js';
+import type { DebitCertificate, DebitCertificates } from './debit-certificate.js';
 import type { LedgerChange, LedgerOpsReader } from './ledger-ops.js';
-import { MAX_BATCH_ENTRIES, type CustodyResult } from './protocol.js';
+import { MAX_BATCH_CERTIFICATES, MAX_BATCH_ENTRIES, type CustodyResult } from './protocol.js';
 import type { SendBatch } from './client.js';
 
 /** The head of an identity's chain of entries at its home. */
@@ -41,6 +45,10 @@ export interface ReplicatorDeps {
   members: () => Iterable<string>;
   send: SendBatch | null;
   verify: (signer: string, text: string, signature: string) => boolean;
+  /** This node's Ed25519 signature (base64) of a text: the home's own signature in a debit certificate. */
+  sign: (text: string) => string;
+  /** Where a certified debit's certificate is kept (with the debit, so with its outbox entry). */
+  certificates: DebitCertificates;
   /** How long a write waits for its majority before it fails (config custody.certifyTimeoutMs). */
   timeoutMs: number;
 }
@@ -49,6 +57,8 @@ interface Proposal {
   entry: CustodyEntry;
   hash: string;
   set: CustodySet;
+  /** A credit's debit certificate, sent with it to the custodians. */
+  certificate: DebitCertificate | null;
   signatures: EntrySignature[];
   /** Custodians that refused it or did not answer. */
   missed: string[];
@@ -89,14 +99,16 @@ export class Replicator {
 
   /** The store's gate: hold a write that changes the ledger of identities with more than one custodian. */
   hold(ops: readonly Op[]): Promise<Op[]> | null {
-    // Alone (R = 1, or no other member): every set is the home alone, and the write is not even read.
-    if (this.deps.replicas < 2 || !this.othersExist()) return null;
+    // Alone (R = 1, or no other member): every set is the home alone, and only a write that moves a transfer is read
+    // (its debit still gets a certificate, the home's own signature).
+    const alone = this.deps.replicas < 2 || !this.othersExist();
+    if (alone && !this.deps.reader.putsTransfer(ops)) return null;
     const changes = this.deps.reader.changes(ops);
     if (changes.length === 0) return null;
     let held: Promise<Op[]>[] | null = null;
     for (const change of changes) {
-      const set = this.setOf(change.zid);
-      if (set.custodians.length < 2) continue;
+      const set = alone ? custodySetOf(change.zid, this.deps.nodeId(), [], 1) : this.setOf(change.zid);
+      if (set.custodians.length < 2 && change.transfer?.side !== 'debit') continue;
       (held ??= []).push(this.propose(change, set));
     }
     if (held === null) return null;
@@ -154,7 +166,7 @@ export class Replicator {
       kind: change.kind,
       records: change.records,
       balance: change.balance,
-      transfer_id: change.transferId,
+      transfer: change.transfer,
     };
     const hash = entryHash(entry);
     this.proposed.set(change.zid, { epoch: entry.epoch, seq: entry.seq, hash });
@@ -164,6 +176,7 @@ export class Replicator {
         entry,
         hash,
         set,
+        certificate: change.certificate,
         signatures: [],
         missed: [],
         reasons: [],
@@ -185,17 +198,25 @@ export class Replicator {
         done();
         reject(err);
       };
-      for (const node of set.custodians) if (node !== set.home) this.enqueue(node, p);
+      // A set of one (a debit of a home alone) needs no other signature: certified as it is made.
+      if (this.needed(p) <= 0) this.certify(p);
+      else for (const node of set.custodians) if (node !== set.home) this.enqueue(node, p);
     }).then((p) => this.certifiedOps(p));
   }
 
   private certifiedOps(p: Proposal): Op[] {
     const head: OwnHead = { epoch: p.entry.epoch, seq: p.entry.seq, hash: p.hash };
     const record: CertifiedEntry = { entry: p.entry, hash: p.hash, signatures: p.signatures };
-    return [
+    const ops: Op[] = [
       { type: 'put', sub: this.log, key: slotKey(p.entry), value: record },
       { type: 'put', sub: this.own, key: p.entry.zid, value: head },
     ];
+    // A debit's certificate: the home's own signature with the others', a majority of the set.
+    if (p.entry.transfer?.side === 'debit') {
+      const own: EntrySignature = { node: p.set.home, signature: this.deps.sign(signingTextOf(p.hash)) };
+      ops.push(this.deps.certificates.putOp(p.entry, [own, ...p.signatures]));
+    }
+    return ops;
   }
 
   private enqueue(node: string, p: Proposal): void {
@@ -214,8 +235,9 @@ export class Replicator {
     try {
       while (link.queue.length > 0) {
         // An entry that failed is never sent again: a custodian that signed it would hold a slot the home gave up.
-        const batch = link.queue.splice(0, MAX_BATCH_ENTRIES).filter((p) => !(p.settled && p.signatures.length < this.needed(p)));
+        const batch = this.nextBatch(link).filter((p) => !(p.settled && p.signatures.length < this.needed(p)));
         if (batch.length === 0) continue;
+        const certificates = batch.some((p) => p.certificate !== null) ? batch.map((p) => p.certificate) : undefined;
         this.stats.batches++;
         const send = this.deps.send;
         let results: CustodyResult[] | null = null;
@@ -226,6 +248,7 @@ export class Replicator {
               node,
               batch.map((p) => p.entry),
               AbortSignal.timeout(this.deps.timeoutMs),
+              certificates,
             );
             if (answer.refused !== undefined) why = `${answer.refused.code}: ${answer.refused.reason}`;
             else results = answer.results;
@@ -245,6 +268,17 @@ export class Replicator {
     }
   }
 
+  /** The next batch of a link's queue: at most MAX_BATCH_ENTRIES entries, of them at most MAX_BATCH_CERTIFICATES credits. */
+  private nextBatch(link: Link): Proposal[] {
+    let end = 0;
+    let credits = 0;
+    while (end < link.queue.length && end < MAX_BATCH_ENTRIES) {
+      if (link.queue[end]!.certificate !== null && ++credits > MAX_BATCH_CERTIFICATES) break;
+      end++;
+    }
+    return link.queue.splice(0, end);
+  }
+
   private needed(p: Proposal): number {
     return p.set.majority - 1;
   }
@@ -252,6 +286,10 @@ export class Replicator {
   private signed(p: Proposal, s: EntrySignature): void {
     p.signatures.push(s);
     if (p.settled || p.signatures.length < this.needed(p)) return;
+    this.certify(p);
+  }
+
+  private certify(p: Proposal): void {
     p.settled = true;
     this.stats.certified++;
     if ((this.certified.get(p.entry.zid)?.seq ?? 0) < p.entry.seq) this.certified.set(p.entry.zid, { epoch: p.entry.epoch, seq: p.entry.seq, hash: p.hash });

@@ -100,6 +100,12 @@ export const ERROR_CATALOGUE = {
     meaning:
       "No majority of the identity's custodians held the ledger write in time (`reason`, `custodians`, `signed`, `needed`): it was not acknowledged and nothing of it is written.",
   },
+  SVC_DEBIT_UNCERTIFIED: {
+    status: 403,
+    origin: 'mesh',
+    meaning:
+      "A transfer's delivery whose debit certificate does not certify the sender's debit (`reason`: not that transfer, amount, envelopes or receiver; a signer outside the sender's custody set; too few signers; a bad signature): nothing is credited.",
+  },
   SVC_INTERNAL_ERROR: { status: 500, origin: 'node', meaning: 'An unexpected failure of the node; the trace_id is in its log.' },
   DNS_INVALID_RECORD: { status: 400, origin: 'mesh', meaning: 'A mesh DNS record is malformed or not signed by the node it names.' },
   DNS_REGISTRY_FULL: { status: 507, origin: 'node', meaning: 'The mesh DNS registry of this node is full.' },

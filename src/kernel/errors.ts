@@ -46,6 +46,8 @@ export type ErrorCode =
   | 'SVC_STORAGE_UNAVAILABLE'
   // custody (architecture.md §5): a ledger write no majority of the identity's custodians holds
   | 'SVC_CUSTODY_UNAVAILABLE'
+  // custody: a transfer's credit whose debit certificate does not certify the sender's debit (node to node)
+  | 'SVC_DEBIT_UNCERTIFIED'
   | 'SVC_INTERNAL_ERROR'
   // mesh DNS
   | 'DNS_INVALID_RECORD'

@@ -36,6 +36,8 @@ import type { MeshPart } from './mesh.js';
 const BOND_REANNOUNCE_TICKS = 64;
 /** Ticks between announcements of recent verdicts again (challenges.reannounceVerdicts). */
 const VERDICT_REANNOUNCE_TICKS = 4;
+/** Ticks between attempts at the verdict effects still owed here (challenges.retryOwedEffects). */
+const OWED_EFFECT_RETRY_TICKS = 2;
 
 /** A tick event whose body is an object (the draw event's shape). */
 function isDrawEvent(e: MeshEvent): e is MeshEvent & DrawEvent {
@@ -185,6 +187,7 @@ export async function wireConsensus(
     tickEvents: () => (mesh.enabled ? mesh.latestTickEvents().filter(isDrawEvent) : []),
     holdStake: (zid, amount) => slashing.holdStake(zid, amount),
     verifyExecution: (r) => verifyExecution(verifyText, r.executed_by, r.result_digest),
+    logger,
     ...(peerLink ? { send: peerLink.send, ask: peerLink.ask } : {}),
     // A sealed result a mesh event carried by digest: the opener's challenge, else the result's home (its lookup).
     sealedSources: (sc) => [
@@ -226,6 +229,7 @@ export async function wireConsensus(
     { name: 'challenge deliveries', run: () => challenges.flushDeliveries() },
     { name: 'vote reveals', run: () => reexecutor.revealDue() },
     { name: 'verdict reannounce', everyTicks: VERDICT_REANNOUNCE_TICKS, run: () => challenges.reannounceVerdicts() },
+    { name: 'owed verdict effects', everyTicks: OWED_EFFECT_RETRY_TICKS, run: () => challenges.retryOwedEffects() },
   ];
   if (mesh.enabled) tickers.push({ name: 'bond reannounce', everyTicks: options.bondReannounceTicks ?? BOND_REANNOUNCE_TICKS, run: () => bonds.reannounce() });
   const capability: Capability = {
@@ -244,8 +248,9 @@ export async function wireConsensus(
       pohcRoutes({ challengeStateFault: (c) => challenges.checkAgainstState(c), carriedResultFault: (sc) => challenges.resultFault(sc) }),
     ],
     start: async () => {
-      // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast.
-      await challenges.resumeEffects().catch((err: unknown) => logger.error({ err: String(err) }, 'a verdict effect could not be applied at start'));
+      // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast. Not
+      // awaited: an effect's ledger write waits for its custodians, who answer once this node is in the mesh again.
+      void challenges.resumeEffects().catch((err: unknown) => logger.error({ err: String(err) }, 'a verdict effect could not be applied at start'));
       void reexecutor.resume().catch((err: unknown) => logger.warn({ err: String(err) }, 'resumed re-execution failed'));
     },
     stop: () => sessions?.closeAll(),

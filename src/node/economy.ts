@@ -14,6 +14,7 @@ import { ClaimService } from '../tally/claim.js';
 import { CLAIM_ADDRESS_EVENT, ClaimAddresses } from '../tally/claim-addresses.js';
 import { EnvelopeLocks, Folders } from '../tally/folders.js';
 import { Transfers } from '../tally/transfers.js';
+import { DebitCertificates } from '../custody/debit-certificate.js';
 import { meshPeerLinks } from '../mesh/peer-http.js';
 import { TransferDelivery, httpSender } from '../tally/transfer-delivery.js';
 import { RemoteCharges } from '../tally/remote-charges.js';
@@ -97,6 +98,7 @@ export async function wireEconomy(f: Foundation, chain: ChainService, identity: 
     nowMs: time.nowMs,
     canDeliver: () => mesh.enabled,
     peerUrl,
+    debitCertificates: new DebitCertificates(store),
   });
   const links = meshPeerLinks(mesh, config.mesh.secret);
   const transferDelivery = new TransferDelivery({ transfers, send: httpSender({ sign, links }), peerUrl, logger: f.logger });

@@ -97,3 +97,27 @@ export interface SealRecorder {
 
 /** A recorder with nothing to write for an owner. */
 export const NOTHING_TO_RECORD: SealRecorder = { sealOps: () => undefined };
+
+/**
+ * A transfer's debit certificate as the transfer carries it (tally/): the sender's certified debit entry and the
+ * signatures of a majority of the sender's custody set. custody/debit-certificate.ts makes it, gives its exact shape and
+ * checks it; tally keeps it with a pending transfer, sends it, and has the receiver's home check it (DebitCheck).
+ */
+export interface DebitCertificateRecord {
+  entry: Record<string, unknown>;
+  signatures: { node: string; signature: string }[];
+}
+
+/** A credit as the receiver's home reads it from a delivery: what its sender's debit certificate must certify. */
+export interface CreditFacts {
+  transfer_id: string;
+  /** The sender (the debited identity) and the receiver (the credited one). */
+  from: string;
+  to: string;
+  /** The face value moved. */
+  amount: number;
+  token_ids: string[];
+}
+
+/** Why `cert` does not certify the debit of `credit`, or null when it does (custody/debit-certificate.ts). */
+export type DebitCheck = (cert: DebitCertificateRecord | null, credit: CreditFacts) => Promise<string | null>;

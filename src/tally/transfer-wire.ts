@@ -3,6 +3,7 @@
 // zod schemas and bounds, and the acknowledgement the receiver's home signs. The service is transfers.ts; the
 // delivery loop transfer-delivery.ts.
 import { z } from 'zod';
+import type { DebitCertificateRecord } from '../records/types.js';
 import { TOKEN_ID_PATTERN } from './folders.js';
 
 export const TRANSFER_ID_PATTERN = /^xfer_[0-9a-f]{24}$/;
@@ -11,7 +12,8 @@ export const TRANSFER_EVENT = 'tally.transfer';
 export const TRANSFER_ACK_EVENT = 'tally.transfer.ack';
 /**
  * Most envelopes in one transfer: a delivery request is one signed mesh event, whose body the validator caps at 64 KiB
- * (mesh/validator.ts MAX_BODY_BYTES); a transfer of 200 envelopes (~220 bytes each) fits in one on its own.
+ * (mesh/validator.ts MAX_BODY_BYTES); a transfer of 200 envelopes (~220 bytes each) and its debit certificate (~1 KiB
+ * with three signatures) fits in one on its own.
  */
 export const MAX_TRANSFER_ENVELOPES = 200;
 
@@ -55,6 +57,11 @@ export interface TransferRecord {
   envelopes?: TravellingEnvelope[];
   /** The receiver's home URL when the transfer was made (used while the peer table does not know it yet). */
   to_url?: string | null;
+  /**
+   * The sender's debit certificate (custody/debit-certificate.ts): at the sender's home joined to a pending record from
+   * where the debit's batch keeps it; at the receiver's home kept with the credit.
+   */
+  debit_certificate?: DebitCertificateRecord;
 }
 
 /** One transfer as the receiver's home is told it. */
@@ -88,6 +95,11 @@ export const deliveryBody = z
       )
       .min(1)
       .max(MAX_TRANSFER_ENVELOPES),
+    /**
+     * The sender's certified debit of this transfer: its exact shape and checks are custody's
+     * (custody/debit-certificate.ts), applied at the receiver's home before anything is written.
+     */
+    debit_certificate: z.object({ entry: z.record(z.string(), z.unknown()), signatures: z.array(z.object({ node: z.string(), signature: z.string() })) }),
   })
   .strict();
 export type DeliveryBody = z.infer<typeof deliveryBody>;
@@ -129,10 +141,10 @@ export interface TransferRequest {
 }
 
 /** A transfer as GET /api/tally/transfers/:id shows it. */
-export type TransferView = Omit<TransferRecord, 'envelopes' | 'to_url'>;
+export type TransferView = Omit<TransferRecord, 'envelopes' | 'to_url' | 'debit_certificate'>;
 
-/** The view of a record: everything but the travelling envelopes and the URL hint. */
+/** The view of a record: everything but the travelling envelopes, the URL hint and the debit certificate. */
 export function viewOf(r: TransferRecord): TransferView {
-  const { envelopes: _e, to_url: _u, ...view } = r;
+  const { envelopes: _e, to_url: _u, debit_certificate: _c, ...view } = r;
   return view;
 }

@@ -6,7 +6,8 @@
 //   cross node: the two-ledger transfer. At the sender's home one batch removes the envelopes, writes the sender's
 //               counters and audit row, the transfer record (pending, carrying the envelopes) and its outbox entry;
 //               the delivery loop (transfer-delivery.ts) sends it, with the other transfers due to the same home, to
-//               the receiver's home until acknowledged. The receiver's home credits it in one batch keyed by the
+//               the receiver's home until acknowledged, with the sender's debit certificate (custody/debit-
+//               certificate.ts), which the receiver's home checks. The receiver's home credits it in one batch keyed by the
 //               transfer id, so a second delivery is answered as a duplicate and applied once; the sender's home
 //               then marks it delivered and drops the outbox entry.
 // The records and the delivery's wire (schemas, bounds, acknowledgements) are transfer-wire.ts.
@@ -22,6 +23,7 @@ import { envelopeCounter, folderCounter } from '../store/counter-keys.js';
 import { TOKEN_ID_PATTERN, type EnvelopeLocks } from './folders.js';
 import { ENVELOPE_SUBS, type EnvelopeRecord } from './ledger.js';
 import { randomHex } from '../util/random-hex.js';
+import type { DebitCertificateRecord, DebitCheck } from '../records/types.js';
 import {
   MAX_TRANSFER_ENVELOPES,
   TRANSFER_ID_PATTERN,
@@ -55,6 +57,8 @@ export interface TransfersDeps {
   canDeliver: () => boolean;
   /** The receiver's home URL as this node knows it now, or null. */
   peerUrl: (peerId: string) => string | null;
+  /** The debits' certificates by transfer id (custody's: written by the custody gate in each debit's batch). */
+  debitCertificates: { get(transferId: string): Promise<DebitCertificateRecord | null> };
 }
 
 function badInput(field: string, reason: string, message: string, extra: Record<string, unknown> = {}): ServiceError {
@@ -94,6 +98,8 @@ export class Transfers {
   private readonly byOwner: Sublevel;
   private readonly byFolder: Sublevel;
   private pendingSink: ((r: TransferRecord) => void) | null = null;
+  /** Until custody supplies its check (checkDebitsWith), no credit is applied. */
+  private debitFault: DebitCheck = () => Promise.resolve('this node does not check debit certificates yet');
 
   constructor(private readonly d: TransfersDeps) {
     this.records = d.store.sub('transfers');
@@ -101,6 +107,11 @@ export class Transfers {
     this.envelopes = d.store.sub(ENVELOPE_SUBS.envelopes);
     this.byOwner = d.store.sub(ENVELOPE_SUBS.byOwner);
     this.byFolder = d.store.sub(ENVELOPE_SUBS.byFolder);
+  }
+
+  /** The check of a delivery's debit certificate (custody's: the sender's custody set as this node sees it). */
+  checkDebitsWith(fault: DebitCheck): void {
+    this.debitFault = fault;
   }
 
   /** Where new pending transfers go once durable (the delivery loop). */
@@ -123,10 +134,7 @@ export class Transfers {
   /** Pending cross-node transfers (the outbox), oldest id order: what the delivery loop resumes at start. */
   async pending(): Promise<TransferRecord[]> {
     const ids = await this.d.store.range<string>(this.outbox);
-    const recs = await this.d.store.getMany<TransferRecord>(
-      this.records,
-      ids.map((e) => e.key),
-    );
+    const recs = await this.loadMany(ids.map((e) => e.key));
     return recs.filter((r): r is TransferRecord => r !== undefined && r.state === 'pending');
   }
 
@@ -295,6 +303,19 @@ export class Transfers {
     if (!receiver || receiver.kind === 'remote' || receiver.home !== here)
       throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${delivery.to} is homed on this node`, { field: 'to' });
     const toSlug = receiver.default_machine ?? this.d.identity.defaultSlug(delivery.to);
+    const credit = {
+      transfer_id: delivery.transfer_id,
+      from: delivery.from,
+      to: delivery.to,
+      amount: delivery.envelopes.reduce((sum, e) => sum + e.face_value, 0),
+      token_ids: delivery.envelopes.map((e) => e.token_id),
+    };
+    const fault = await this.debitFault(delivery.debit_certificate, credit);
+    if (fault !== null)
+      throw new ServiceError(403, 'SVC_DEBIT_UNCERTIFIED', `transfer ${delivery.transfer_id} is not credited: ${fault}`, {
+        transfer_id: delivery.transfer_id,
+        reason: fault,
+      });
     return this.d.locks.run(delivery.to, async () => {
       const seen = await this.load(delivery.transfer_id);
       if (seen) {
@@ -365,7 +386,8 @@ export class Transfers {
         delivered_svcond: svcond,
         delivered_unix_ms: unixMs,
       };
-      ops.push({ type: 'put', sub: this.records, key: delivery.transfer_id, value: record });
+      // The certificate goes with the credit: the custody gate sends it to the receiver's custodians.
+      ops.push({ type: 'put', sub: this.records, key: delivery.transfer_id, value: { ...record, debit_certificate: delivery.debit_certificate } });
       this.d.counters.persistOps(names, ops);
       try {
         await this.d.store.commit(ops);
@@ -430,9 +452,15 @@ export class Transfers {
     if (ops.length > 0) await this.d.store.commit(ops);
   }
 
-  /** Records by id (undefined where there is none). */
+  /** Records by id (undefined where there is none), a pending one with the debit certificate its delivery carries. */
   async loadMany(ids: string[]): Promise<(TransferRecord | undefined)[]> {
-    return this.d.store.getMany<TransferRecord>(this.records, ids);
+    const recs = await this.d.store.getMany<TransferRecord>(this.records, ids);
+    return Promise.all(recs.map((r) => (r?.state === 'pending' ? this.withCertificate(r) : r)));
+  }
+
+  private async withCertificate(r: TransferRecord): Promise<TransferRecord> {
+    const cert = await this.d.debitCertificates.get(r.transfer_id);
+    return cert === null ? r : { ...r, debit_certificate: cert };
   }
 
   /** The named envelopes of `zid`: 400 naming the first that is unknown, another's, soulbound or bonded. */

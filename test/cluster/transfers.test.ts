@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, connectedIndexes, expectError, startMesh, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { TRANSFER_EVENT, type DeliveryBody } from '../../src/tally/transfer-wire.js';
 import { DELIVER_PATH, verifiedAnswers } from '../../src/tally/transfer-delivery.js';
-import { HANDSHAKE_HEADER } from '../../src/mesh/wire.js';
+import { HANDSHAKE_HEADER, signText } from '../../src/mesh/wire.js';
+import { debitCertificateSchema, DebitCertificates } from '../../src/custody/debit-certificate.js';
+import { entryHash, signingTextOf, tokensDigest, type CustodyEntry } from '../../src/custody/entry.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const MESH_SECRET = 'transfer-cluster-secret-0123456789abcdef';
@@ -175,7 +177,9 @@ describe('cross-node transfers', () => {
         result_id: e.result_id,
         hash: e.hash,
       })),
+      debit_certificate: (await new DebitCertificates(a.node.store).get(r.body.transfer_id))!,
     };
+    expect(body.debit_certificate.entry.transfer).toMatchObject({ id: r.body.transfer_id, side: 'debit', party: y.zid });
     const deliver = async (from: TestNode, payload: unknown, handshake?: string) => {
       const env = await from.node.mesh.signDirect(TRANSFER_EVENT, { deliveries: [payload] });
       return call(b.url, 'POST', DELIVER_PATH, env.event, { [HANDSHAKE_HEADER]: handshake ?? env.handshake! });
@@ -223,11 +227,45 @@ describe('cross-node transfers', () => {
 
     // A first delivery sent five times at once (made up here with A's key: the receiver trusts what the sender's home
     // signs) is applied once.
+    // Its debit certificate is A's own signature: x's custody set is A alone (no bonds on this mesh).
+    const freshId = `xfer_${'5'.repeat(24)}`;
+    const freshToken = `env_${'7'.repeat(24)}`;
+    const debited = debitCertificateSchema.parse(body.debit_certificate).entry;
+    const freshDebit: CustodyEntry = {
+      ...debited,
+      seq: debited.seq + 1,
+      transfer: { id: freshId, side: 'debit', party: y.zid, amount: 1, tokens: tokensDigest([freshToken]) },
+    };
     const fresh: DeliveryBody = {
       ...body,
-      transfer_id: `xfer_${'5'.repeat(24)}`,
-      envelopes: [{ token_id: `env_${'7'.repeat(24)}`, face_value: 1, funding: 'paid', svcond: 1, result_id: 'res_1_test', hash: 'a'.repeat(64) }],
+      transfer_id: freshId,
+      envelopes: [{ token_id: freshToken, face_value: 1, funding: 'paid', svcond: 1, result_id: 'res_1_test', hash: 'a'.repeat(64) }],
+      debit_certificate: {
+        entry: freshDebit,
+        signatures: [{ node: a.node.nodeId, signature: signText(a.node.nodeIdentity.privateKey, signingTextOf(entryHash(freshDebit))) }],
+      },
     };
+    // B checks the certificate itself (its custody set of one holds nothing): a certificate for another amount, or
+    // signed by a node that is not x's custodian, credits nothing.
+    const signedBy = (n: TestNode, e: CustodyEntry) => ({
+      node: n.node.nodeId,
+      signature: signText(n.node.nodeIdentity.privateKey, signingTextOf(entryHash(e))),
+    });
+    const twoCredits: CustodyEntry = { ...freshDebit, transfer: { ...freshDebit.transfer!, amount: 2 } };
+    for (const [certificate, why] of [
+      [{ entry: twoCredits, signatures: [signedBy(a, twoCredits)] }, 'debits 2'],
+      [{ entry: freshDebit, signatures: [signedBy(c, freshDebit)] }, 'is not a custodian'],
+      [
+        { entry: freshDebit, signatures: [{ ...signedBy(a, freshDebit), node: a.node.nodeId, signature: signedBy(c, freshDebit).signature }] },
+        'does not verify',
+      ],
+    ] as const) {
+      const refused = await deliver(a, { ...fresh, debit_certificate: certificate });
+      expect(refused.status, refused.text).toBe(200);
+      expect(refused.body.body.acks[0]).toMatchObject({ transfer_id: freshId, error: { status: 403, code: 'SVC_DEBIT_UNCERTIFIED' } });
+      expect(refused.body.body.acks[0].error.message).toContain(why);
+    }
+    expect(await b.node.transfers.load(freshId)).toBeUndefined();
     const answers = await Promise.all(Array.from({ length: 5 }, () => deliver(a, fresh)));
     for (const x5 of answers) expect(x5.status, x5.text).toBe(200);
     expect(answers.filter((x5) => x5.body.body.acks[0].duplicate === false)).toHaveLength(1);

@@ -23,13 +23,13 @@ const STAKE = 20;
 const DEADLINE = 6;
 const APPLY = 10;
 const RANDOM_DIGEST = 'ab'.repeat(32);
-const config = (bootstrap: string[]) => ({
+const config = (bootstrap: string[], p2pPort = 0) => ({
   solverThreads: 0,
   sealWorker: false,
   receiptSecret: 'ef'.repeat(32),
   contribution: { bondEnvelopes: BOND, committeeSize: 1, settleTicks: 1, deadlineTicks: DEADLINE, challengeStake: STAKE, bondTermDays: 30, offload: 'never' },
   slashing: { applyTicks: APPLY, cooldownDays: 30, challengerShare: 0.5 },
-  mesh: { secret: 'slashing-test-mesh-secret-0123456789', p2pPort: 0, bootstrap, tickEvery: 1 },
+  mesh: { secret: 'slashing-test-mesh-secret-0123456789', p2pPort, bootstrap, tickEvery: 1 },
 });
 const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
 
@@ -71,6 +71,14 @@ let m: TestNode;
 let l: TestNode;
 const clocks = { b: new DrivenClock(), c: new DrivenClock() };
 const ops: Record<string, Operator> = {};
+let bootAddr: string;
+const nodes = () => ({ b, c, l });
+const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
+
+/** The TCP port of a node's libp2p host (a node started again on it keeps its address, B's the others' bootstrap). */
+function p2pPortOf(t: TestNode): number {
+  return Number(/\/tcp\/(\d+)/.exec(t.node.mesh.multiaddrs()[0]!)![1]);
+}
 
 async function envelopes(t: TestNode, key: string, zid: string): Promise<number> {
   return (await call(t.url, 'GET', `/api/tally/envelopes/${zid}?limit=1`, undefined, bearer(key))).body.total;
@@ -89,7 +97,8 @@ async function verdictAt(t: TestNode, id: string): Promise<any> {
 
 beforeAll(async () => {
   b = await startTestNode(config([]), { ...opts, clock: clocks.b });
-  const boot = [b.node.mesh.multiaddrs()[0]!];
+  bootAddr = b.node.mesh.multiaddrs()[0]!;
+  const boot = [bootAddr];
   [c, m, l] = await Promise.all([
     startTestNode(config(boot), { ...opts, clock: clocks.c }),
     startTestNode(config(boot), { ...opts, registry: tamperedRegistry() }),
@@ -132,8 +141,30 @@ describe('slashing is every node’s fact', () => {
     expect(await m.node.slashing.slashRecord(id)).toBeUndefined();
     expect(await envelopes(b, ch.key, ch.zid)).toBe(before);
 
+    // M starts again while the two custodians of its operator's identity are stopped: its custody view (kept across
+    // the restart) still names them, so a write answers 503 and the owed slashing fails, rather than either being
+    // certified by M alone; once they are back the slashing lands, attempted again on M's timer.
+    const custodians = m.node.custody.replicator.setOf(ops.m!.zid).custodians.filter((n) => n !== m.node.nodeId);
+    expect(custodians).toHaveLength(2);
+    const away = (['b', 'c', 'l'] as const).filter((k) => custodians.includes(nodes()[k].node.nodeId));
+    const ports = away.map((k) => p2pPortOf(nodes()[k]));
+    await Promise.all(away.map((k) => nodes()[k].stop()));
     m = await m.restart();
-    const slashed = await waitFor(() => m.node.slashing.slashRecord(id), 20_000, 'the slashing at M after its restart');
+    const unavailable = await call(m.url, 'POST', '/api/svc/compute', COMPUTE, bearer(ops.m!.key));
+    expect(expectError(unavailable, 503, 'SVC_CUSTODY_UNAVAILABLE').custodians).toEqual(expect.arrayContaining(custodians));
+    await waitFor(() => (m.node.challenges.stats().owed_effect_failures ?? 0) > 0, 20_000, 'a failed attempt at the owed slashing');
+    expect(await m.node.slashing.slashRecord(id)).toBeUndefined();
+    for (const [i, k] of away.entries()) {
+      const back = await startTestNode(
+        config([bootAddr], ports[i]),
+        { ...opts, ...(k === 'l' ? { registry: tamperedRegistry() } : { clock: clocks[k] }) },
+        nodes()[k].dataDir,
+      );
+      if (k === 'b') b = back;
+      else if (k === 'c') c = back;
+      else l = back;
+    }
+    const slashed = await waitFor(() => m.node.slashing.slashRecord(id), 20_000, 'the slashing at M once its custodians are back');
     expect(slashed.token_ids).toHaveLength(BOND);
     expect(slashed.reward).toEqual({ zid: ch.zid, home: b.node.nodeId, token_ids: slashed.token_ids.slice(0, 1), transfer_id: rewardTransferId(id) });
     await waitFor(async () => (await envelopes(b, ch.key, ch.zid)) === before + 1, 20_000, 'the reward at the challenger’s home');

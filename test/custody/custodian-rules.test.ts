@@ -16,10 +16,11 @@ const next = (more: Partial<CustodyEntry> = {}): CustodyEntry => ({
   kind: 'wallet',
   records: 'bb'.repeat(32),
   balance: { free: 9, paid: 0 },
-  transfer_id: null,
+  transfer: null,
   ...more,
 });
-const facts = (more: Partial<Facts> = {}): Facts => ({ fromHome: true, slotHash: null, transferSeen: false, ...more });
+const moved = (side: 'debit' | 'credit') => ({ id: 'tr_1', side, party: 'zid_ffeeddccbbaa99887766554433221100', amount: 3, tokens: 'cc'.repeat(32) });
+const facts = (more: Partial<Facts> = {}): Facts => ({ fromHome: true, slotHash: null, transferSeen: false, debitFault: null, ...more });
 const outcome = (e: CustodyEntry, h: HeldHead | null, f: Facts) => {
   const d = decide(e, entryHash(e), h, f);
   return 'refuse' in d ? d.refuse : `sign-${d.sign}`;
@@ -27,7 +28,17 @@ const outcome = (e: CustodyEntry, h: HeldHead | null, f: Facts) => {
 
 describe('the custodian table', () => {
   it('has its rows in the order the protocol lists them', () => {
-    expect(CUSTODIAN_ROWS.map((r) => r.refuse)).toEqual(['not-home', 'fenced', 'again', 'slot-taken', 'seq', 'prev-hash', 'balance', 'transfer-reused']);
+    expect(CUSTODIAN_ROWS.map((r) => r.refuse)).toEqual([
+      'not-home',
+      'fenced',
+      'again',
+      'slot-taken',
+      'seq',
+      'prev-hash',
+      'balance',
+      'transfer-reused',
+      'debit-uncertified',
+    ]);
   });
   it('signs the next entry of the holder, and the first entry it is sent when fresh (any seq)', () => {
     expect(outcome(next(), head, facts())).toBe('sign-new');
@@ -56,8 +67,19 @@ describe('the custodian table', () => {
     expect(outcome(next({ balance: null }), head, facts())).toBe('sign-new');
   });
   it('transfer-reused: a transfer id seen on an earlier entry', () => {
-    expect(outcome(next({ kind: 'transfer', transfer_id: 'tr_1' }), head, facts({ transferSeen: true }))).toBe('transfer-reused');
-    expect(outcome(next({ kind: 'transfer', transfer_id: 'tr_1' }), head, facts())).toBe('sign-new');
+    expect(outcome(next({ kind: 'transfer', transfer: moved('debit') }), head, facts({ transferSeen: true }))).toBe('transfer-reused');
+    expect(outcome(next({ kind: 'transfer', transfer: moved('credit') }), head, facts({ transferSeen: true }))).toBe('transfer-reused');
+    expect(outcome(next({ kind: 'transfer', transfer: moved('debit') }), head, facts())).toBe('sign-new');
+  });
+  it('debit-uncertified: a credit whose debit certificate fails, fresh or holding; never a debit', () => {
+    const credit = next({ kind: 'transfer', transfer: moved('credit') });
+    const d = decide(credit, entryHash(credit), head, facts({ debitFault: 'too few signers' }));
+    expect(d).toEqual({ to: 'holding', refuse: 'debit-uncertified', reason: "the sender's debit is not certified: too few signers" });
+    expect(outcome(credit, null, facts({ debitFault: 'no certificate' }))).toBe('debit-uncertified');
+    expect(outcome(credit, head, facts())).toBe('sign-new');
+    // The fact is about a credit only: a debit or a wallet write with it set is signed.
+    expect(outcome(next({ kind: 'transfer', transfer: moved('debit') }), head, facts({ debitFault: 'x' }))).toBe('sign-new');
+    expect(outcome(next(), head, facts({ debitFault: 'x' }))).toBe('sign-new');
   });
 });
 

@@ -3,48 +3,24 @@
 // a lying home (A's own libp2p host sending entries the test forges) is refused for each broken rule, also after a
 // custodian restarts; with both custodians stopped, A's write answers 503 and nothing of it is written.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, operatorBond, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, expectError, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
-import { custodyClient, custodyRequest } from '../../src/custody/client.js';
+import { COMPUTE, propose as proposeFrom, startBondedTrio } from '../helpers/custody.js';
+import { custodyRequest } from '../../src/custody/client.js';
 import { entryHash, GENESIS_ENTRY_HASH, signingTextOf, type CustodyEntry } from '../../src/custody/entry.js';
 import type { CustodyAnswer } from '../../src/custody/protocol.js';
 import { verifyText } from '../../src/mesh/wire.js';
 
 const MESH_SECRET = 'custody-cluster-secret-0123456789abcdef';
-const BOND = 3;
-const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
-const config = (bootstrap: string[]) => ({
-  solverThreads: 0,
-  sealWorker: false,
-  receiptSecret: 'ef'.repeat(32),
-  contribution: { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 4, deadlineTicks: 12, challengeStake: 20, bondTermDays: 30, offload: 'never' },
-  custody: { replicas: 3, certifyTimeoutMs: 1500 },
-  mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
-});
-const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
 
 let a: TestNode;
 let b: TestNode;
 let c: TestNode;
 
-async function bond(n: TestNode, seed: string): Promise<void> {
-  const id = await zkIdentity(n.url, seed);
-  for (let i = 0; i < BOND; i++) expect((await call(n.url, 'POST', '/api/svc/compute', COMPUTE, bearer(id.key))).status).toBe(200);
-  const r = await call(n.url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...operatorBond(n) });
-  expect(r.status, r.text).toBe(201);
-}
-
 /** Send `entries` to `to` over /svc/custody/1 from `from`'s libp2p host (a home the test makes lie). */
-async function propose(from: TestNode, to: TestNode, entries: CustodyEntry[]): Promise<CustodyAnswer> {
-  const send = custodyClient({
-    openStream: (p, proto, signal) => from.node.mesh.openStream(p, proto, signal),
-    selfId: () => from.node.nodeId,
-    secret: MESH_SECRET,
-    nowSvcond: () => from.node.mesh.nowSvcond(),
-  });
-  return send(to.node.nodeId, entries, AbortSignal.timeout(5000));
-}
+const propose = (from: TestNode, to: TestNode, entries: CustodyEntry[]): Promise<CustodyAnswer> => proposeFrom(MESH_SECRET, from, to, entries);
 
+const forgedDebit = { id: 'tr_forged_1', side: 'debit' as const, party: `zid_${'9'.repeat(32)}`, amount: 1, tokens: 'ab'.repeat(32) };
 const entry = (zid: string, seq: number, prevHash: string, more: Partial<CustodyEntry> = {}): CustodyEntry => ({
   v: 1,
   zid,
@@ -54,25 +30,12 @@ const entry = (zid: string, seq: number, prevHash: string, more: Partial<Custody
   kind: 'wallet',
   records: 'ab'.repeat(32),
   balance: { free: 100, paid: 0 },
-  transfer_id: null,
+  transfer: null,
   ...more,
 });
 
 beforeAll(async () => {
-  a = await startTestNode(config([]), opts);
-  const addr = (n: TestNode) => n.node.mesh.multiaddrs()[0]!;
-  b = await startTestNode(config([addr(a)]), opts);
-  c = await startTestNode(config([addr(a), addr(b)]), opts);
-  const all = [a, b, c];
-  await waitFor(() => all.every((n) => n.node.mesh.peers().filter((p) => p.url && p.connected).length >= 2), 30_000, 'a full mesh');
-  await Promise.all([bond(a, 'custody-operator-a'), bond(b, 'custody-operator-b'), bond(c, 'custody-operator-c')]);
-  await waitFor(() => all.every((n) => n.node.bonds.active().length === 3), 30_000, 'every bond known everywhere');
-  // A bonded node joins custody sets once its own tick events have advertised its bond (read once a tick).
-  await waitFor(
-    () => all.every((n) => n.node.custody.replicator.setOf(`zid_${'0'.repeat(32)}`).custodians.length === 3),
-    30_000,
-    'every bond advertised in tick events: custody sets of three',
-  );
+  [a, b, c] = await startBondedTrio(MESH_SECRET, 10_000);
 }, 90_000);
 
 afterAll(async () => {
@@ -130,7 +93,7 @@ describe('custody of an identity homed on A', () => {
 
   it('a custodian refuses a wrong seq, a wrong prev_hash, a negative balance, a reused transfer id, a second entry for a slot, a node not the home', async () => {
     const liar = await zkIdentity(a.url, 'custody-forged');
-    const first = entry(liar.zid, 1, GENESIS_ENTRY_HASH, { kind: 'transfer', transfer_id: 'tr_forged_1' });
+    const first = entry(liar.zid, 1, GENESIS_ENTRY_HASH, { kind: 'transfer', transfer: forgedDebit });
     const h1 = entryHash(first);
     const ok = await propose(a, b, [first]);
     expect(ok.results).toEqual([{ ok: true, signature: expect.any(String) }]);
@@ -140,7 +103,7 @@ describe('custody of an identity homed on A', () => {
       entry(liar.zid, 3, h1),
       entry(liar.zid, 2, 'cd'.repeat(32)),
       entry(liar.zid, 2, h1, { balance: { free: -1, paid: 0 } }),
-      entry(liar.zid, 2, h1, { kind: 'transfer', transfer_id: 'tr_forged_1' }),
+      entry(liar.zid, 2, h1, { kind: 'transfer', transfer: forgedDebit }),
       entry(liar.zid, 1, GENESIS_ENTRY_HASH, { records: 'ef'.repeat(32) }),
     ]);
     expect(answer.results.map((r) => (r.ok ? 'signed' : r.code))).toEqual(['seq', 'prev-hash', 'balance', 'transfer-reused', 'slot-taken']);

@@ -2,7 +2,7 @@
 // 127.0.0.1, clients doing spends and cross-node transfers, fifteen faults (SIGKILL and restart, partitions and heals)
 // drawn from a fixed seed; then heal, recover and check the history. With one copy per identity (its home), a killed
 // or cut-off home's ledger is unavailable until it returns: that is not a violation; loss, double application, a
-// negative balance or credits that appear or vanish are.
+// negative balance, credits that appear or vanish, or two entries certified for one slot are.
 import { describe, expect, it } from 'vitest';
 import { runFaultRun } from '../helpers/fault/run.js';
 
@@ -49,5 +49,11 @@ describe('a mesh under crashes and partitions', () => {
     const spent = state.nodes.reduce((s, n) => s + n.burned + n.foundation, 0);
     expect(spent).toBeGreaterThanOrEqual(acked('spend').length);
     expect(state.nodes.reduce((s, n) => s + n.sealed, 0)).toBe(spent);
+
+    // The custody entries read from every node: no bonds here, so each home holds its identities alone and its
+    // entries are the transfer debits, at least one per acknowledged transfer, each slot certified once.
+    const debits = new Set(state.certified.map((e) => `${e.zid}/${e.epoch}/${e.seq}`));
+    expect(debits.size).toBeGreaterThanOrEqual(acked('transfer').length);
+    expect(report.checks.find((c) => c.name === 'one certified entry per (zid, epoch, seq)')).toMatchObject({ ok: true });
   }, 240_000);
 });

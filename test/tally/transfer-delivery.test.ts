@@ -6,6 +6,7 @@ import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import type { PrivateKey } from '@libp2p/interface';
 import { canonicalJson } from '../../src/kernel/canonical.js';
 import { MAX_BODY_BYTES } from '../../src/mesh/validator.js';
+import { debitCertificateSchema, MAX_CERTIFICATE_SIGNATURES } from '../../src/custody/debit-certificate.js';
 import { signEvent } from '../../src/mesh/wire.js';
 import { pickAtRandom, type Transfers } from '../../src/tally/transfers.js';
 import {
@@ -57,6 +58,20 @@ describe('a delivery', () => {
         result_id: 'r'.repeat(64),
         hash: 'd'.repeat(64),
       })),
+      debit_certificate: {
+        entry: {
+          v: 1,
+          zid: `zid_${'a'.repeat(32)}`,
+          epoch: Number.MAX_SAFE_INTEGER,
+          seq: Number.MAX_SAFE_INTEGER,
+          prev_hash: '0'.repeat(64),
+          kind: 'transfer',
+          records: '1'.repeat(64),
+          balance: { free: -Number.MAX_SAFE_INTEGER, paid: -Number.MAX_SAFE_INTEGER },
+          transfer: { id: 'x'.repeat(128), side: 'debit', party: `zid_${'b'.repeat(32)}`, amount: Number.MAX_SAFE_INTEGER, tokens: '2'.repeat(64) },
+        },
+        signatures: Array.from({ length: MAX_CERTIFICATE_SIGNATURES }, () => ({ node: 'n'.repeat(128), signature: 's'.repeat(128) })),
+      },
     };
     expect(deliveryBody.safeParse(body).success).toBe(true);
     // The loop packs deliveries up to BATCH_BYTES; the largest one alone, wrapped, is still a valid event body.
@@ -65,6 +80,10 @@ describe('a delivery', () => {
     expect(Buffer.byteLength(canonicalJson({ deliveries: [body] }), 'utf8')).toBeLessThan(MAX_BODY_BYTES);
     expect(deliveryBatch.safeParse({ deliveries: [body] }).success).toBe(true);
     expect(deliveryBody.safeParse({ ...body, envelopes: [...body.envelopes, body.envelopes[0]!] }).success).toBe(false);
+    // Its certificate at its longest is one (custody checks the shape at the receiver's home), and one more signer is not.
+    const signatures = body.debit_certificate.signatures;
+    expect(debitCertificateSchema.safeParse(body.debit_certificate).success).toBe(true);
+    expect(debitCertificateSchema.safeParse({ ...body.debit_certificate, signatures: [...signatures, signatures[0]!] }).success).toBe(false);
   });
 
   it('is retried after 250 ms, doubling, at most 5 s apart', () => {
@@ -130,6 +149,21 @@ describe('the delivery loop', () => {
     delivered_svcond: null,
     delivered_unix_ms: null,
     envelopes: [{ token_id: `env_${String(i).padStart(24, '0')}`, face_value: 1, funding: 'paid', svcond: 1, result_id: 'res_1_x', hash: 'd'.repeat(64) }],
+    // The loop carries the certificate as it is; its checks are the receiver's (test/custody).
+    debit_certificate: {
+      entry: {
+        v: 1,
+        zid: `zid_${'a'.repeat(32)}`,
+        epoch: 1,
+        seq: i + 1,
+        prev_hash: '0'.repeat(64),
+        kind: 'transfer',
+        records: '1'.repeat(64),
+        balance: null,
+        transfer: { id: `xfer_${String(i).padStart(24, '0')}`, side: 'debit', party: `zid_${'b'.repeat(32)}`, amount: 1, tokens: '2'.repeat(64) },
+      },
+      signatures: [{ node: 'here', signature: 'c2ln' }],
+    },
   });
 
   it('sends the due transfers of a home in one request, one request in flight per home, and backs off while the home is down', async () => {

@@ -141,7 +141,7 @@ export function noDoubleApplication(state: FinalState): CheckResult {
 
 /**
  * One certified entry per (zid, epoch, seq): the custodians never certify two different entries for one slot. Takes
- * the entries read from every custodian (an empty list while each identity has one copy, its home).
+ * the entries read from every node (final-state.ts custodyEntries).
  */
 export function oneCertifiedEntryPerSlot(entries: readonly CertifiedEntry[]): CheckResult {
   const bySlot = new Map<string, Set<string>>();

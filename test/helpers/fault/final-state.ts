@@ -1,15 +1,18 @@
 // After the last fault: heal the mesh, start every node that is down, wait (bounded) until the nodes reach each other
 // and every delivery is done, then read what the mesh holds — each identity's wallet, envelopes and audit chain at its
-// home, each acknowledged result at its home, each transfer at both ends, each node's revenue totals — as the
-// checker's FinalState (history.ts).
+// home, each acknowledged result at its home, each transfer at both ends, each node's revenue totals, the custody
+// entries every node holds — as the checker's FinalState (history.ts).
 import type { FaultCluster } from './cluster.js';
 import type { CertifiedEntry, ChainRow, FinalState, HeldEnvelope, LedgerInputs, NodeFinalState, Operation, TransferView } from './history.js';
 import { HARNESS_WITHIN_MS, request, type Identity } from './workload.js';
+import { entryHash, type CustodyEntry } from '../../../src/custody/entry.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Rows per page of /api/chain/:slug/explore, envelopes per page of /api/tally/envelopes/:zid (the routes' maxima). */
 const CHAIN_PAGE = 100;
 const ENVELOPE_PAGE = 500;
+/** Entries per page of /api/mesh/custody/:zid/entries (the route's maximum). */
+const CUSTODY_PAGE = 500;
 
 export interface Recovery {
   /** ms from the heal to a mesh with nothing left to deliver (or to the bound). */
@@ -87,13 +90,34 @@ async function chainOf(url: string, id: Identity): Promise<ChainRow[]> {
   }
 }
 
-/**
- * Where certified entries come from. With one copy per identity (its home) there are none; custody's reader (the
- * entries each custodian holds, e.g. behind GET /api/mesh/custody/:zid) is passed to readFinalState in its place.
- */
+/** Where the certified entries the checker compares come from (custodyEntries; noCertifiedEntries reads none). */
 export type CertifiedEntrySource = (cluster: FaultCluster, identities: readonly Identity[]) => Promise<CertifiedEntry[]>;
 
 export const noCertifiedEntries: CertifiedEntrySource = async () => [];
+
+/**
+ * The custody entries every node holds of every identity (GET /api/mesh/custody/:zid/entries): its home's certified
+ * log, a custodian's signed entries. The hash is recomputed from the entry, so a slot held as two different entries
+ * shows as two hashes whatever each holder states.
+ */
+export const custodyEntries: CertifiedEntrySource = async (cluster, identities) => {
+  const out: CertifiedEntry[] = [];
+  for (const id of identities) {
+    for (let i = 0; i < cluster.size; i++) {
+      for (let from = 1; ;) {
+        const path = `/api/mesh/custody/${id.zid}/entries?from=${from}&limit=${CUSTODY_PAGE}`;
+        const r = await request(cluster.url(i), 'GET', path, undefined, undefined, HARNESS_WITHIN_MS);
+        if (r.status === 404) break; // this node holds nothing of the identity
+        if (r.status !== 200) throw new Error(`GET ${cluster.url(i)}${path}: ${r.status} ${JSON.stringify(r.body)}`);
+        const page = (r.body as { entries: { entry: CustodyEntry }[] }).entries;
+        for (const { entry } of page) out.push({ zid: entry.zid, epoch: entry.epoch, seq: entry.seq, hash: entryHash(entry), holder: cluster.nodeIds[i]! });
+        if (page.length < CUSTODY_PAGE) break;
+        from = page[page.length - 1]!.entry.seq + 1;
+      }
+    }
+  }
+  return out;
+};
 
 export async function readFinalState(
   cluster: FaultCluster,

@@ -99,6 +99,6 @@ export interface FinalState {
   /** Every transfer id the history or the envelopes name, as each end's home holds it (null: not there). */
   transfers: { id: string; atSender: TransferView | null; atReceiver: TransferView | null }[];
   ledger: LedgerInputs;
-  /** The certified entries the custodians hold (none while every identity has one copy, its home). */
+  /** The certified entries every node holds: a home's log and its custodians' copies (with no bonds, a set of one, only transfer debits). */
   certified: CertifiedEntry[];
 }

@@ -4,7 +4,7 @@
 import { checkHistory, type CheckResult } from './checker.js';
 import { FaultCluster } from './cluster.js';
 import { runFaults, type FaultOptions, type FaultRecord } from './faults.js';
-import { noCertifiedEntries, readFinalState, recover, type CertifiedEntrySource, type Recovery } from './final-state.js';
+import { custodyEntries, readFinalState, recover, type CertifiedEntrySource, type Recovery } from './final-state.js';
 import type { FinalState, Operation } from './history.js';
 import { setUpIdentities, startWorkload, type WorkloadOptions } from './workload.js';
 
@@ -19,6 +19,7 @@ export interface FaultRunOptions {
   schedule?: Partial<Omit<FaultOptions, 'count' | 'seed'>>;
   /** Bound of the recovery wait (ms). */
   recoverWithinMs?: number;
+  /** Where the certified entries come from (default: every node's custody entries of every identity). */
   certified?: CertifiedEntrySource;
   /** Keep the data dirs (with each node's node.log) after the run. */
   keep?: boolean;
@@ -82,7 +83,7 @@ export async function runFaultRun(o: FaultRunOptions): Promise<FaultRun> {
     const faultsMs = phase();
     const recovery = await recover(cluster, history, identities, o.recoverWithinMs ?? 60_000);
     phase();
-    const state = await readFinalState(cluster, history, identities, { grants: granted, claims: 0, initial: 0 }, o.certified ?? noCertifiedEntries);
+    const state = await readFinalState(cluster, history, identities, { grants: granted, claims: 0, initial: 0 }, o.certified ?? custodyEntries);
     const checks = checkHistory(history, state);
     const readMs = phase();
     const count = (f: (op: Operation) => boolean) => history.filter(f).length;
