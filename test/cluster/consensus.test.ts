@@ -19,6 +19,7 @@ import { startProcess } from '../../scripts/bench/lib.js';
 import { bondedOperator } from '../helpers/contributing.js';
 import { bearer, call, connectedIndexes, expectError, startMesh, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
+import { waitUntil } from '../helpers/wait.js';
 import { challengeIdOf } from '../../src/consensus/challenge-wire.js';
 import { DIST_CLI, runCliAsync } from '../helpers/cli.js';
 
@@ -375,12 +376,22 @@ describe('re-execution consensus on a ring of five', () => {
     const result = await run(executor.url, ringOps[0]!, 3);
     const ch = await zkIdentity(challenger.url, 'ring-challenger');
     const before = await balance(challenger.url, ch.key);
-    const opened = await call(
-      challenger.url,
-      'POST',
-      '/api/tally/consensus/challenges',
-      { result_id: result.result_id, claimed_digest: RANDOM_DIGEST },
-      bearer(ch.key),
+    // Each member's tick event naming its bond crosses the ring in up to two hops: until the challenger has heard all
+    // three it answers 409 SVC_NO_COMMITTEE, holding nothing, as it would answer any client.
+    const opened = await waitUntil(
+      async () => {
+        const r = await call(
+          challenger.url,
+          'POST',
+          '/api/tally/consensus/challenges',
+          { result_id: result.result_id, claimed_digest: RANDOM_DIGEST },
+          bearer(ch.key),
+        );
+        return r.status === 409 && r.body.error.code === 'SVC_NO_COMMITTEE' ? null : r;
+      },
+      'a committee of three at the challenger',
+      30_000,
+      500,
     );
     expect(opened.status, opened.text).toBe(201);
     expect([...opened.body.committee].sort()).toEqual([ring[1]!, ring[3]!, ring[4]!].map((n) => n.node.nodeId).sort());
