@@ -78,13 +78,5 @@ export class DemoKeys {
       counters.revert(name, 1);
       throw err;
     }
-    counters.settle(name, 1);
-    try {
-      await this.store.commit([...ops, counters.persistOp(name)]);
-      return key;
-    } catch (err) {
-      counters.revert(name, 1);
-      throw err;
-    }
   }
 }
