@@ -152,6 +152,21 @@ describe('carriedResult', () => {
   });
 });
 
+/** Every member of the committee commits to, then reveals, the true digest at the opener: its verdict document. */
+async function decideHonestly(opener: ChallengeService, c: { challenge_id: string; committee: string[] }, now: number, salt: string): Promise<VerdictDocument> {
+  for (const m of c.committee) {
+    const k = others.find((o) => o.id === m)!;
+    const commit = { challenge_id: c.challenge_id, voter: m, commitment: commitmentOf(honestDigest, salt), svcond: now };
+    await opener.applyCommit({ commit, signature: signText(k.priv, commitSigningText(commit)) }, { sender: m });
+  }
+  for (const m of c.committee) {
+    const k = others.find((o) => o.id === m)!;
+    const vote = { challenge_id: c.challenge_id, voter: m, digest: honestDigest, svcond: now, salt };
+    await opener.applyVote({ vote, signature: signText(k.priv, voteSigningText(vote)) }, { sender: m });
+  }
+  return opener.document(c.challenge_id)!;
+}
+
 /** A ChallengeService run by `me` over a fresh store, its clock at `now`, every key bonded (one operator each). */
 async function service(
   me: Key,
@@ -246,18 +261,7 @@ describe('a verdict document carries the challenged result', () => {
     now = lie.svcond + 20;
     const opener = await service(others[0]!, now);
     const e = await opener.open('zid_challenger', lie.result_id, honestDigest, lie);
-    const c = e.challenge.challenge;
-    for (const m of c.committee) {
-      const k = others.find((o) => o.id === m)!;
-      const commit = { challenge_id: c.challenge_id, voter: m, commitment: commitmentOf(honestDigest, SALT), svcond: now };
-      await opener.applyCommit({ commit, signature: signText(k.priv, commitSigningText(commit)) }, { sender: m });
-    }
-    for (const m of c.committee) {
-      const k = others.find((o) => o.id === m)!;
-      const vote = { challenge_id: c.challenge_id, voter: m, digest: honestDigest, svcond: now, salt: SALT };
-      await opener.applyVote({ vote, signature: signText(k.priv, voteSigningText(vote)) }, { sender: m });
-    }
-    doc = opener.document(c.challenge_id)!;
+    doc = await decideHonestly(opener, e.challenge.challenge, now, SALT);
     expect(doc.verdict).toMatchObject({ outcome: 'upheld', deciding_digest: honestDigest });
     expect(doc.challenge.result).toEqual(lie);
   });
@@ -364,18 +368,7 @@ describe('a result larger than a mesh event travels by its digest', () => {
     const opener = await service(others[0]!, now);
     const e = await opener.open('zid_challenger', lie.result_id, honestDigest, big);
     expect(e.challenge).toMatchObject({ result: big, result_sha256: sealedDigestOf(big) });
-    const c = e.challenge.challenge;
-    for (const m of c.committee) {
-      const k = others.find((o) => o.id === m)!;
-      const commit = { challenge_id: c.challenge_id, voter: m, commitment: commitmentOf(honestDigest, SALT), svcond: now };
-      await opener.applyCommit({ commit, signature: signText(k.priv, commitSigningText(commit)) }, { sender: m });
-    }
-    for (const m of c.committee) {
-      const k = others.find((o) => o.id === m)!;
-      const vote = { challenge_id: c.challenge_id, voter: m, digest: honestDigest, svcond: now, salt: SALT };
-      await opener.applyVote({ vote, signature: signText(k.priv, voteSigningText(vote)) }, { sender: m });
-    }
-    doc = opener.document(c.challenge_id)!;
+    doc = await decideHonestly(opener, e.challenge.challenge, now, SALT);
     expect(doc.verdict).toMatchObject({ outcome: 'upheld', deciding_digest: honestDigest });
     // The HTTP document carries the body in full.
     expect(doc.challenge.result).toEqual(big);
