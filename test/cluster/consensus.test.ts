@@ -16,10 +16,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProcess } from '../../scripts/bench/lib.js';
-import { bondedOperator } from '../helpers/contributing.js';
+import { bondedOperator, openChallenge } from '../helpers/contributing.js';
 import { bearer, call, connectedIndexes, expectError, startMesh, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
-import { waitUntil } from '../helpers/wait.js';
 import { challengeIdOf } from '../../src/consensus/challenge-wire.js';
 import { DIST_CLI, runCliAsync } from '../helpers/cli.js';
 
@@ -177,7 +176,7 @@ describe('re-execution consensus on five nodes', () => {
     const ch = await zkIdentity(b.url, 'challenger-1');
     const before = await balance(b.url, ch.key);
     const burned = b.node.counters.get('burned_total');
-    const opened = await call(b.url, 'POST', '/api/tally/consensus/challenges', { result_id: result.result_id, claimed_digest: RANDOM_DIGEST }, bearer(ch.key));
+    const opened = await openChallenge(b.url, ch.key, { result_id: result.result_id, claimed_digest: RANDOM_DIGEST });
     expect(opened.status, opened.text).toBe(201);
     expect(opened.body.challenge_id).toBe(challengeIdOf(result.result_id, ch.zid));
     expect([...opened.body.committee].sort()).toEqual([c.node.nodeId, d.node.nodeId, e.node].sort());
@@ -269,7 +268,7 @@ describe('re-execution consensus on five nodes', () => {
     await Promise.all([c.stop(), d.stop()]);
     const ch = await zkIdentity(b.url, 'challenger-3');
     const before = await balance(b.url, ch.key);
-    const opened = await call(b.url, 'POST', '/api/tally/consensus/challenges', { result_id: result.result_id, claimed_digest: RANDOM_DIGEST }, bearer(ch.key));
+    const opened = await openChallenge(b.url, ch.key, { result_id: result.result_id, claimed_digest: RANDOM_DIGEST });
     expect(opened.status, opened.text).toBe(201);
     expect(opened.body.committee).toContain(c.node.nodeId);
     expect(opened.body.committee).toContain(d.node.nodeId);
@@ -378,21 +377,7 @@ describe('re-execution consensus on a ring of five', () => {
     const before = await balance(challenger.url, ch.key);
     // Each member's tick event naming its bond crosses the ring in up to two hops: until the challenger has heard all
     // three it answers 409 SVC_NO_COMMITTEE, holding nothing, as it would answer any client.
-    const opened = await waitUntil(
-      async () => {
-        const r = await call(
-          challenger.url,
-          'POST',
-          '/api/tally/consensus/challenges',
-          { result_id: result.result_id, claimed_digest: RANDOM_DIGEST },
-          bearer(ch.key),
-        );
-        return r.status === 409 && r.body.error.code === 'SVC_NO_COMMITTEE' ? null : r;
-      },
-      'a committee of three at the challenger',
-      30_000,
-      500,
-    );
+    const opened = await openChallenge(challenger.url, ch.key, { result_id: result.result_id, claimed_digest: RANDOM_DIGEST });
     expect(opened.status, opened.text).toBe(201);
     expect([...opened.body.committee].sort()).toEqual([ring[1]!, ring[3]!, ring[4]!].map((n) => n.node.nodeId).sort());
     const seen = await verdictEverywhere(

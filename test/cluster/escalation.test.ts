@@ -10,7 +10,7 @@
 //   H's from its salt row after its restart, are revealed only once round 1's commit window has passed.
 // Every wait is on state, bounded; the windows (DEADLINE) leave a loaded machine room to commit in time.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bondedOperator, contributingConfig, CONTRIBUTING_NODE_OPTIONS } from '../helpers/contributing.js';
+import { bondedOperator, contributingConfig, CONTRIBUTING_NODE_OPTIONS, openChallenge } from '../helpers/contributing.js';
 import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
 import { commitDeadlineOf, escalationOf, roundOf } from '../../src/consensus/challenge-wire.js';
@@ -80,13 +80,7 @@ describe('escalation on six nodes', () => {
       expect(++tries, 'a committee holding D within 16 draws (each 3 of 5)').toBeLessThanOrEqual(16);
       const r = await call(a.url, 'POST', '/api/svc/zeta', { n, count: 1 }, bearer(opA.key));
       expect(r.status, r.text).toBe(200);
-      const o = await call(
-        a.url,
-        'POST',
-        '/api/tally/consensus/challenges',
-        { result_id: r.body.result_id, claimed_digest: RANDOM_DIGEST },
-        bearer(challenger.key),
-      );
+      const o = await openChallenge(a.url, challenger.key, { result_id: r.body.result_id, claimed_digest: RANDOM_DIGEST });
       expect(o.status, o.text).toBe(201);
       expect(o.body.eligible).toEqual(eligible);
       if (o.body.committee.includes(deadId)) [result, opened] = [r.body, o];

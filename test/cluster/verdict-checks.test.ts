@@ -16,7 +16,7 @@ import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import type { PrivateKey } from '@libp2p/interface';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bondedOperator, contributingConfig, CONTRIBUTING_NODE_OPTIONS } from '../helpers/contributing.js';
+import { bondedOperator, contributingConfig, CONTRIBUTING_NODE_OPTIONS, openChallenge } from '../helpers/contributing.js';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
 import {
@@ -160,7 +160,7 @@ describe('verdicts every node checks', () => {
   it('an honest challenge is decided on every node; its document verifies against a node’s own state', async () => {
     const result = await resultOfA(3);
     const ch = await zkIdentity(b.url, 'vc-challenger');
-    const opened = await call(b.url, 'POST', '/api/tally/consensus/challenges', { result_id: result.result_id, claimed_digest: RANDOM_DIGEST }, bearer(ch.key));
+    const opened = await openChallenge(b.url, ch.key, { result_id: result.result_id, claimed_digest: RANDOM_DIGEST });
     expect(opened.status, opened.text).toBe(201);
     expect([...opened.body.committee].sort()).toEqual([c.node.nodeId, d.node.nodeId].sort());
     const seen = await Promise.all(
@@ -228,7 +228,7 @@ describe('verdicts every node checks', () => {
     const sealed = run.body as Record<string, unknown>;
     expect(Buffer.byteLength(canonicalJson(sealed))).toBeGreaterThan(MAX_BODY_BYTES);
     const ch = await zkIdentity(b.url, 'vc-challenger-large');
-    const opened = await call(b.url, 'POST', '/api/tally/consensus/challenges', { result_id: sealed.result_id, claimed_digest: RANDOM_DIGEST }, bearer(ch.key));
+    const opened = await openChallenge(b.url, ch.key, { result_id: sealed.result_id as string, claimed_digest: RANDOM_DIGEST });
     expect(opened.status, opened.text).toBe(201);
     const id = opened.body.challenge_id as string;
     const seen = await Promise.all(

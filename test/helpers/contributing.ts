@@ -4,6 +4,7 @@ import { expect } from 'vitest';
 import type { ContributionPolicy } from '../../src/consensus/policy.js';
 import { TEST_POLICY } from '../consensus/helpers.js';
 import { bearer, call, operatorBond, zkIdentity, type TestNode } from './node.js';
+import { waitUntil } from './wait.js';
 
 /** Start options of a contributing mesh's nodes: credits to bond with, bonds re-announced often, quick redials. */
 export const CONTRIBUTING_NODE_OPTIONS = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
@@ -54,4 +55,21 @@ export async function bondedOperator(
   if (contributing) expect((await call(t.url, 'POST', '/api/contribute/mode', { mode: 'contributing' }, bearer(id.key))).status).toBe(200);
   expect((await call(t.url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key))).status).toBe(200);
   return { zid: id.zid, key: id.key, bondId: bonded.body.bond_id as string };
+}
+
+/**
+ * Opens a challenge at `url`, asking again while it answers 409 SVC_NO_COMMITTEE (which holds nothing): the members'
+ * tick events may not have reached the challenger's home yet, or nodes sharing this process's event loop may all have
+ * gone unheard for liveTicks while it was busy. Any other answer is returned as it came.
+ */
+export async function openChallenge(url: string, key: string, body: { result_id: string; claimed_digest: string }, timeoutMs = 30_000) {
+  return waitUntil(
+    async () => {
+      const r = await call(url, 'POST', '/api/tally/consensus/challenges', body, bearer(key));
+      return r.status === 409 && r.body.error.code === 'SVC_NO_COMMITTEE' ? null : r;
+    },
+    `a committee at ${url}`,
+    timeoutMs,
+    500,
+  );
 }
