@@ -534,26 +534,30 @@ describe('README blocks, run', () => {
         const recipe = script('bond to verdict').split('\n')[0]!;
         const isRecipes = (line: string) => recipe.includes(line.replace('npm run cluster', 'npm run --silent cluster'));
         expect(lines.filter(isRecipes)).toHaveLength(1);
-        for (const line of lines.filter((l) => !isRecipes(l))) {
-          const cwd = await workDir();
-          const base = line.includes('--base-port') ? null : await freeBasePort(Number(/--nodes (\d+)/.exec(line)![1]));
-          // The README's 8787 … 8789 may be taken where tests run: a free base port instead.
-          const command = withoutNpm(line) + (base === null ? '' : ` --base-port ${base}`);
-          const c = background(command, cwd);
-          try {
-            const first = json(await c.line((l) => l.startsWith('{"name":"node1"'), `node1 of ${line}`));
-            if (base !== null) expect(first.url).toBe(`http://127.0.0.1:${base}`);
-            expect(first.dataDir).toBe(join(cwd, 'data/cluster/node1'));
-            expect((await call(first.url, 'GET', '/api/health')).status).toBe(200);
-            if (line.includes('--restart')) {
-              process.kill(first.pid, 'SIGKILL');
-              const again = json(await c.line((l) => l.includes('"restarted":true'), 'node1 restarted'));
-              expect(again).toMatchObject({ name: 'node1', url: first.url, peerId: first.peerId, restarted: true });
+        // The lines run side by side, each on its own base port (drawn one after another, so no two overlap).
+        const runs: { line: string; cwd: string; base: number | null }[] = [];
+        for (const line of lines.filter((l) => !isRecipes(l)))
+          runs.push({ line, cwd: await workDir(), base: line.includes('--base-port') ? null : await freeBasePort(Number(/--nodes (\d+)/.exec(line)![1])) });
+        await Promise.all(
+          runs.map(async ({ line, cwd, base }) => {
+            // The README's 8787 … 8789 may be taken where tests run: a free base port instead.
+            const command = withoutNpm(line) + (base === null ? '' : ` --base-port ${base}`);
+            const c = background(command, cwd);
+            try {
+              const first = json(await c.line((l) => l.startsWith('{"name":"node1"'), `node1 of ${line}`));
+              if (base !== null) expect(first.url).toBe(`http://127.0.0.1:${base}`);
+              expect(first.dataDir).toBe(join(cwd, 'data/cluster/node1'));
+              expect((await call(first.url, 'GET', '/api/health')).status).toBe(200);
+              if (line.includes('--restart')) {
+                process.kill(first.pid, 'SIGKILL');
+                const again = json(await c.line((l) => l.includes('"restarted":true'), 'node1 restarted'));
+                expect(again).toMatchObject({ name: 'node1', url: first.url, peerId: first.peerId, restarted: true });
+              }
+            } finally {
+              expect(await stopGroup(c), `${line}: ${c.stderr()}`).toBe(0);
             }
-          } finally {
-            expect(await stopGroup(c), `${line}: ${c.stderr()}`).toBe(0);
-          }
-        }
+          }),
+        );
       },
     );
   });
