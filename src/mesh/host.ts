@@ -181,7 +181,7 @@ function topicScores(): Record<string, object> {
  * Score thresholds: below gossipThreshold a peer gets no gossip, below graylistThreshold its messages are ignored.
  * Peer exchange is accepted from peers above acceptPXThreshold (a peer that has delivered first messages).
  */
-const SCORE_THRESHOLDS = { gossipThreshold: -10, publishThreshold: -50, graylistThreshold: -80, acceptPXThreshold: 0.5, opportunisticGraftThreshold: 1 };
+export const SCORE_THRESHOLDS = { gossipThreshold: -10, publishThreshold: -50, graylistThreshold: -80, acceptPXThreshold: 0.5, opportunisticGraftThreshold: 1 };
 
 /** The gossipsub RPC message fields the fast id reads. */
 interface RpcMessageFields {

@@ -6,6 +6,7 @@ import type { PrivateKey } from '@libp2p/interface';
 import { stampAt, systemClock } from '../../src/kernel/clock.js';
 import { ServiceError } from '../../src/kernel/errors.js';
 import { loadOrCreateNodeKey } from '../../src/mesh/identity.js';
+import { SCORE_THRESHOLDS } from '../../src/mesh/host.js';
 import { TOPICS, bodyDigest, encodeEnvelope, eventId, handshakeFor, signEvent, type MeshEvent } from '../../src/mesh/wire.js';
 import { SECRET, removeDir, startNode, waitFor, waitForTopicMesh, type TestNode } from './helpers.js';
 
@@ -202,6 +203,11 @@ describe('mesh validation on both entrances', () => {
     // Rejected messages cost the attacker gossipsub score on the victim.
     // (gossipsub refreshes its cached scores on its heartbeat, about once a second)
     await waitFor(() => victim.mesh.p2p!.peerScore(attacker.mesh.nodeId) < 0, 5_000, 'attacker penalised');
+    // The penalty decays (halving each second): once the score is back above the gossip threshold the victim takes
+    // the attacker's messages and its gossip again. Published while the attacker is graylisted, a message would be
+    // dropped, and its gossip too while the score stays under the threshold for longer than the message cache holds
+    // it (a loaded machine's late heartbeats).
+    await waitFor(() => victim.mesh.p2p!.peerScore(attacker.mesh.nodeId) > SCORE_THRESHOLDS.gossipThreshold, 15_000, 'the penalty decayed');
     // A valid message sent afterwards still arrives, and still is the only new thing at the watcher.
     const t = now();
     const okEvent = await signEvent(attackerKey, attacker.mesh.nodeId, 'test.note', t, { note: 'valid over libp2p' });
