@@ -46,7 +46,8 @@ function wallMs(): number {
 }
 
 function send(msg: FromWorker): void {
-  process.send!(msg);
+  // The parent may be gone (the run ended, or it was stopped): a message it cannot take is dropped, not an error.
+  if (process.connected) process.send!(msg, undefined, {}, () => undefined);
 }
 
 async function startNode(index: number, bootstrap: string[]): Promise<void> {

@@ -10,7 +10,7 @@
 // accept (signature, handshake and duplicate checks included), over every receipt in the window.
 // Usage: npx tsx scripts/sim/mesh.ts [--nodes 100] [--procs 4] [--seconds 120] [--warmup 30] [--churn 5]
 //        [--tick-every 2] [--tick-rate 32] [--settle 20] [--grace 10] [--kill-seed-after 10] [--seed 1] [--join-batch 25]
-//        [--exchange 1] [--px 1]
+//        [--exchange 1] [--px 1] [--profile-dir DIR]
 // --exchange 0 turns the peer exchange on first contact (/svc/peers/1) off, --px 0 gossipsub's PX on prune: the
 // discovery comparison of docs/decisions.md.
 // Everything listens on 127.0.0.1 only, and the run stops by itself.
@@ -35,6 +35,8 @@ let rng = numberArg('seed', 1) >>> 0 || 1;
 const JOIN_BATCH = numberArg('join-batch', 25);
 const EXCHANGE = numberArg('exchange', 1);
 const PX = numberArg('px', 1);
+/** --profile-dir DIR: each worker process writes a V8 CPU profile there when it exits (node --cpu-prof). */
+const PROFILE_DIR = process.argv.includes('--profile-dir') ? process.argv[process.argv.indexOf('--profile-dir') + 1]! : null;
 
 /** xorshift32: the run is the same for the same --seed. */
 function random(): number {
@@ -174,7 +176,7 @@ function percentileMs(p: number): number {
 async function main(): Promise<void> {
   for (let w = 0; w < PROCS; w++) {
     const child = fork(join(import.meta.dirname, 'mesh-worker.ts'), [], {
-      execArgv: ['--import', 'tsx'],
+      execArgv: ['--import', 'tsx', ...(PROFILE_DIR === null ? [] : ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR])],
       env: { ...process.env, SIM_TICK_EVERY: String(TICK_EVERY), SIM_TICK_RATE: String(TICK_RATE), SIM_EXCHANGE: String(EXCHANGE), SIM_PX: String(PX) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
