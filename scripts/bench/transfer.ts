@@ -10,7 +10,10 @@
 // transfers done per second, crossNodeTransfersPerSec cross-node transfers delivered per second, p99Ms the p99 of a
 // cross-node transfer from its request to its delivery at the receiver's home (sameNodeP99Ms: same-node request to
 // answer), crossToSameRatio their ratio of rates (the target is ≥ 0.3).
-// Usage: npx tsx scripts/bench/transfer.ts [--senders 12] [--per-sender 6] [--rounds 2] [--sync 1]
+// --custody 3: every node's operator bonds first, so every identity's ledger is held by the three nodes (each debit and
+// credit certified by a majority, docs/protocol.md §19); --custody 1 (the default): no bonds, each identity held by its
+// home alone.
+// Usage: npx tsx scripts/bench/transfer.ts [--senders 12] [--per-sender 6] [--rounds 2] [--sync 1] [--custody 1]
 import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -23,6 +26,9 @@ const SENDERS = numberArg('senders', 12);
 const PER_SENDER = numberArg('per-sender', 6);
 const ROUNDS = numberArg('rounds', 2);
 const SYNC = numberArg('sync', 1) !== 0;
+const CUSTODY = numberArg('custody', 1);
+/** Envelopes an operator bonds (its node's setting). */
+const BOND = 2;
 const NODES = 3;
 const SECRET = 'bench-transfer-secret-0123456789abcdef';
 const CLI = ['--import', 'tsx', join(root, 'src/cli/index.ts'), 'start'];
@@ -68,6 +74,7 @@ async function startNode(i: number, bootstrap: string[]): Promise<Node & { addr:
     SVC_MESH_SECRET: SECRET,
     SVC_BOOTSTRAP: bootstrap.join(','),
     SVC_RECEIPT_SECRET: '9a'.repeat(32),
+    SVC_CONTRIBUTION_BOND_ENVELOPES: String(BOND),
   });
   const id = must(await call(url, 'GET', '/api/mesh/status'), 200, 'status').nodeId as string;
   const token = (await readFile(join(dir, 'operator-token'), 'utf8')).trim();
@@ -105,6 +112,21 @@ async function main(): Promise<void> {
       ),
     );
 
+    if (CUSTODY > 1) {
+      // Every node's operator bonds: each node is a member, so every identity's custody set is the three nodes.
+      for (const [i, n] of nodes.entries()) {
+        const op = await register(n, `operator-${i}`);
+        must(await call(n.url, 'POST', '/api/tally/grants', { zid: op.zid, credits: BOND }, n.token), 201, 'operator grant');
+        for (let e = 0; e < BOND; e++) must(await call(n.url, 'POST', '/api/svc/compute', cost1, op.key), 200, 'operator compute');
+        const bonded = await fetch(`${n.url}/api/contribute/bond`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${op.key}`, 'x-svc-operator-token': n.token, 'content-type': 'application/json' },
+          body: '{}',
+        });
+        if (bonded.status !== 201) throw new Error(`bond at node ${i}: ${bonded.status} ${await bonded.text()}`);
+      }
+    }
+
     // Identities: senders with 2·rounds·per-sender paid envelopes each, receivers with none.
     const need = 2 * ROUNDS * PER_SENDER;
     const senders: Who[][] = [];
@@ -125,6 +147,11 @@ async function main(): Promise<void> {
         }),
       );
     }
+    // Each sender's ledger is held as the run says (three nodes, or its home alone).
+    await until('every sender’s custody set', async () => {
+      const sets = await Promise.all(nodes.map((n, i) => call(n.url, 'GET', `/api/mesh/custody/${senders[i]![0]!.zid}`)));
+      return sets.every((c) => c.status === 200 && c.body.custodians.length === Math.min(CUSTODY, NODES));
+    });
     // Each sender's home knows the receivers of the next node (their identity assertions gossiped).
     await until('receivers known at the senders’ homes', async () => {
       for (let i = 0; i < NODES; i++) {
@@ -208,6 +235,7 @@ async function main(): Promise<void> {
         nodes: NODES,
         concurrentSenders: NODES * SENDERS,
         durable: SYNC,
+        custody: Math.min(CUSTODY, NODES),
       }),
     );
   } finally {
