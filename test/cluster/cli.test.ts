@@ -133,7 +133,8 @@ describe('svc-node start', () => {
   }, 150_000);
 });
 
-describe('svc-node cluster', () => {
+// The two clusters start side by side (each on free ports and its own data root): starting nodes is what they wait on.
+describe.concurrent('svc-node cluster', () => {
   /** Wait until fn() is truthy (polling), or fail naming what. */
   async function until<T>(fn: () => Promise<T | null | false | undefined> | T | null | false | undefined, what: string, timeoutMs = 30_000): Promise<T> {
     const end = Date.now() + timeoutMs;
@@ -152,7 +153,7 @@ describe('svc-node cluster', () => {
     }
   };
 
-  it('a node that exits leaves the others running (said on stderr); the cluster stops on SIGTERM only', async () => {
+  it('a node that exits leaves the others running (said on stderr); the cluster stops on SIGTERM only', async ({ expect }) => {
     const root = await tempDir();
     let stopped: { code: number | null; leftover: string[] };
     const { child, lines, stderr } = await startLines(
@@ -187,7 +188,9 @@ describe('svc-node cluster', () => {
   }, 200_000);
 
   // One cluster for both: starting nodes is what these tests spend their time on.
-  it('starts N nodes that find each other, one JSON line each; --restart brings an exited node back on the same data dir, ports and peer id; SIGINT stops them all', async () => {
+  it('starts N nodes that find each other, one JSON line each; --restart brings an exited node back on the same data dir, ports and peer id; SIGINT stops them all', async ({
+    expect,
+  }) => {
     const root = await tempDir();
     let stopped: { code: number | null; leftover: string[] };
     const { child, lines, stderr } = await startLines(
