@@ -24,6 +24,8 @@ export interface HeldHead {
 export type Refusal = 'not-home' | 'fenced' | 'slot-taken' | 'seq' | 'prev-hash' | 'balance' | 'transfer-reused' | 'debit-uncertified';
 
 export interface Facts {
+  /** The epoch below which this custodian signs nothing for the identity: the highest it accepted or promised (0: none). */
+  fencedBelow: number;
   /** The sender is the identity's home for this epoch (the identity directory says so). */
   fromHome: boolean;
   /** Hash of the entry this custodian signed for the entry's slot, or null. */
@@ -47,19 +49,37 @@ interface Row {
 const BOTH = ['fresh', 'holding'] as const;
 const HOLDING = ['holding'] as const;
 
+/**
+ * An epoch entry of an epoch above the head's opens that epoch on the chain its new home took from its promises
+ * (promise.ts): it is signed on any seq, as a fresh custodian signs its first entry, and the entries after it chain on it.
+ */
+function opensEpoch(e: CustodyEntry, h: HeldHead): boolean {
+  return e.kind === 'epoch' && e.epoch > h.epoch;
+}
+
 /** The rows, in the order they are checked. */
 export const CUSTODIAN_ROWS: readonly Row[] = [
-  { from: BOTH, refuse: 'not-home', test: (_e, _h, f) => !f.fromHome, reason: () => 'the sender is not the identity’s home' },
   {
-    from: HOLDING,
+    from: BOTH,
     refuse: 'fenced',
-    test: (e, h) => e.epoch < h!.fenced_below,
-    reason: (e, h) => `epoch ${e.epoch} is fenced (this custodian is at ${h!.fenced_below})`,
+    test: (e, _h, f) => e.epoch < f.fencedBelow,
+    reason: (e, _h, f) => `epoch ${e.epoch} is fenced (this custodian is at ${f.fencedBelow})`,
   },
+  { from: BOTH, refuse: 'not-home', test: (_e, _h, f) => !f.fromHome, reason: () => 'the sender is not the identity’s home' },
   { from: BOTH, refuse: 'again', test: (_e, _h, f, hash) => f.slotHash === hash, reason: () => 'signed already' },
   { from: BOTH, refuse: 'slot-taken', test: (_e, _h, f) => f.slotHash !== null, reason: (e) => `another entry is signed for seq ${e.seq} of epoch ${e.epoch}` },
-  { from: HOLDING, refuse: 'seq', test: (e, h) => e.seq !== h!.seq + 1, reason: (e, h) => `seq ${e.seq} is not the next (${h!.seq + 1})` },
-  { from: HOLDING, refuse: 'prev-hash', test: (e, h) => e.prev_hash !== h!.hash, reason: () => 'prev_hash is not the hash of the last entry' },
+  {
+    from: HOLDING,
+    refuse: 'seq',
+    test: (e, h) => !opensEpoch(e, h!) && e.seq !== h!.seq + 1,
+    reason: (e, h) => `seq ${e.seq} is not the next (${h!.seq + 1})`,
+  },
+  {
+    from: HOLDING,
+    refuse: 'prev-hash',
+    test: (e, h) => !opensEpoch(e, h!) && e.prev_hash !== h!.hash,
+    reason: () => 'prev_hash is not the hash of the last entry',
+  },
   {
     from: BOTH,
     refuse: 'balance',

@@ -12,7 +12,17 @@ import { bodyDigest, handshakeFor } from '../mesh/wire.js';
 import { decide, type HeldHead } from './custodian-rules.js';
 import type { CreditClaim, DebitCertificate } from './debit-certificate.js';
 import { entryHash, signingTextOf, type CustodyEntry } from './entry.js';
-import { custodyRequestSchema, MAX_REQUEST_BYTES, MAX_SKEW_TICKS, type CustodyAnswer, type CustodyResult } from './protocol.js';
+import type { HomeChange } from './home-change.js';
+import { decidePromise, promiseSigningText, type PromiseBody, type Promised } from './promise.js';
+import {
+  custodyRequestSchema,
+  MAX_REQUEST_BYTES,
+  MAX_SKEW_TICKS,
+  promiseRequestSchema,
+  type CustodyAnswer,
+  type CustodyResult,
+  type PromiseAnswer,
+} from './protocol.js';
 
 /** How long a custodian waits for a request on a stream it accepted. */
 const REQUEST_READ_MS = 10_000;
@@ -33,6 +43,8 @@ export interface CustodianDeps {
   homeOf: (zid: string) => Promise<string | null>;
   /** Why a debit certificate does not certify a credit, else null (debit-certificate.ts debitCertificateFault). */
   debitFault: (cert: DebitCertificate | null, credit: CreditClaim) => Promise<string | null>;
+  /** The latest home change this node knows of the identity (home-change.ts), shown to a fenced proposer. */
+  homeChange: (zid: string) => Promise<HomeChange | null>;
   meshSecret: string | null;
   nowSvcond: () => number;
   logger?: Logger;
@@ -42,7 +54,10 @@ export class Custodian {
   private readonly heads: Sublevel;
   private readonly held: Sublevel;
   private readonly transfers: Sublevel;
+  /** The highest epoch promised per identity, and to whom (promise.ts). */
+  private readonly promises: Sublevel;
   private readonly cache = new Map<string, HeldHead | null>();
+  private readonly promisedCache = new Map<string, Promised | null>();
   /** The batch being taken (the next one waits for it). */
   private turn: Promise<unknown> = Promise.resolve();
   readonly stats = { signed: 0, refused: 0 };
@@ -51,17 +66,20 @@ export class Custodian {
     this.heads = deps.store.sub('custody_heads');
     this.held = deps.store.sub('custody_held');
     this.transfers = deps.store.sub('custody_transfers');
+    this.promises = deps.store.sub('custody_promises', 'json', { rewritten: true });
   }
 
   /** Serve one /svc/custody/1 stream: one request, one answer. */
   async serve(stream: Stream, remotePeer: string): Promise<void> {
-    let answer: CustodyAnswer;
+    let answer: CustodyAnswer | PromiseAnswer;
     try {
       const request = await readRequestFrame(stream, MAX_REQUEST_BYTES, REQUEST_READ_MS);
       answer =
         'refused' in request
           ? { v: 1, refused: { code: 'bad-request', reason: request.refused.message }, results: [] }
-          : await this.answer(request.value, remotePeer);
+          : isPromiseRequest(request.value)
+            ? await this.answerPromise(request.value, remotePeer)
+            : await this.answer(request.value, remotePeer);
     } catch (err) {
       // The stream failed (aborted, reset, the deadline) or this node could not decide: the peer sees the stream end.
       this.deps.logger?.debug({ err: String(err), peer: remotePeer }, 'custody stream failed');
@@ -85,6 +103,50 @@ export class Custodian {
     const run = this.turn.then(() => this.take(request.entries, request.certificates, sender));
     this.turn = run.catch(() => undefined);
     return { v: 1, results: await run };
+  }
+
+  /** The answer to a candidate's request for a promise (promise.ts decidePromise): kept on disk before it is signed. */
+  async answerPromise(raw: unknown, sender: string): Promise<PromiseAnswer> {
+    const parsed = promiseRequestSchema.safeParse(raw);
+    if (!parsed.success) return { v: 1, refused: { code: 'bad-request', reason: `malformed request: ${parsed.error.issues[0]?.message ?? 'invalid'}` } };
+    const request = parsed.data;
+    if (!this.handshakeHolds(request, sender) || Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS)
+      return { v: 1, refused: { code: 'bad-request', reason: 'the handshake or the tick does not hold' } };
+    return this.promiseTo(request.zid, request.epoch, sender);
+  }
+
+  /** This custodian's promise of `epoch` to `candidate` (this node's own, when it is the candidate), in its turn. */
+  promiseTo(zid: string, epoch: number, candidate: string): Promise<PromiseAnswer> {
+    const run = this.turn.then(() => this.promise(zid, epoch, candidate));
+    this.turn = run.catch(() => undefined);
+    return run;
+  }
+
+  /** The identities this custodian holds entries of, at most `limit`. */
+  async heldZids(limit: number): Promise<string[]> {
+    return (await this.deps.store.range(this.heads, { limit })).map((r) => r.key);
+  }
+
+  private async promise(zid: string, epoch: number, candidate: string): Promise<PromiseAnswer> {
+    const head = await this.head(zid);
+    const d = decidePromise(epoch, candidate, head?.fenced_below ?? 0, await this.promised(zid));
+    if ('refuse' in d) return { v: 1, refused: { code: d.refuse, reason: d.reason, epoch: d.epoch } };
+    if (d.promise === 'new') {
+      const promised: Promised = { epoch, candidate };
+      await this.deps.store.commitAside([{ type: 'put', sub: this.promises, key: zid, value: promised }]);
+      this.promisedCache.set(zid, promised);
+    }
+    const body: PromiseBody = { zid, epoch, candidate, head: head === null ? null : { epoch: head.epoch, seq: head.seq, hash: head.hash } };
+    return { v: 1, promise: { promise: body, node: this.deps.nodeId(), signature: this.deps.sign(promiseSigningText(body)) } };
+  }
+
+  /** The highest epoch this custodian promised for the identity, and to whom (null: none). */
+  async promised(zid: string): Promise<Promised | null> {
+    const cached = this.promisedCache.get(zid);
+    if (cached !== undefined) return cached;
+    const stored = (await this.deps.store.get<Promised>(this.promises, zid)) ?? null;
+    if (!this.promisedCache.has(zid)) this.promisedCache.set(zid, stored);
+    return this.promisedCache.get(zid) ?? null;
   }
 
   private handshakeHolds(request: { svcond: number; handshake: string }, sender: string): boolean {
@@ -115,8 +177,12 @@ export class Custodian {
       const transferKey = entry.transfer === null ? null : `${entry.zid}!${entry.transfer.id}`;
       const transferSeen = transferKey !== null && (seen.has(transferKey) || (await this.deps.store.get(this.transfers, transferKey)) !== undefined);
       // An identity whose assertion has not reached this node yet: the node that proposes its first entry here is
-      // held to it (docs/decisions.md "Custody").
-      const fromHome = home !== null ? home === sender : head === null || head.home === sender;
+      // held to it (docs/decisions.md "Custody"). The candidate promised an epoch is its home for that epoch.
+      const promised = await this.promised(entry.zid);
+      const fencedBelow = Math.max(head?.fenced_below ?? 0, promised?.epoch ?? 0);
+      const fromHome =
+        (promised !== null && promised.epoch === entry.epoch && promised.candidate === sender) ||
+        (home !== null ? home === sender : head === null || head.home === sender);
       // A credit of a transfer between two identities of one home is one write with its debit: nothing crossed nodes,
       // and no certificate can exist before the write (docs/decisions.md "Custody").
       let debitFault: string | null = null;
@@ -126,11 +192,14 @@ export class Custodian {
         if (senderHome === undefined) homes.set(party, (senderHome = await this.deps.homeOf(party)));
         if (senderHome !== sender) debitFault = await this.deps.debitFault(certificates?.[i] ?? null, { zid: entry.zid, transfer: entry.transfer });
       }
-      const d = decide(entry, hash, head, { fromHome, slotHash, transferSeen, debitFault });
+      const d = decide(entry, hash, head, { fencedBelow, fromHome, slotHash, transferSeen, debitFault });
       if ('refuse' in d) {
         this.stats.refused++;
         const r: CustodyResult = { ok: false, code: d.refuse, reason: d.reason };
         if ((d.refuse === 'seq' || d.refuse === 'prev-hash') && head !== null) r.head = { seq: head.seq, hash: head.hash };
+        // A fenced proposer learns who took the identity over, with the proof (home-change.ts).
+        const moved = d.refuse === 'fenced' ? await this.deps.homeChange(entry.zid) : null;
+        if (moved !== null) r.home = moved;
         results.push(r);
         continue;
       }
@@ -140,7 +209,7 @@ export class Custodian {
         epoch: entry.epoch,
         seq: entry.seq,
         hash,
-        fenced_below: Math.max(head?.fenced_below ?? entry.epoch, entry.epoch),
+        fenced_below: Math.max(fencedBelow, entry.epoch),
         balance: entry.balance ?? head?.balance ?? null,
         home: sender,
       };
@@ -188,6 +257,10 @@ export class Custodian {
       .sort((a, b) => a.entry.seq - b.entry.seq || a.entry.epoch - b.entry.epoch)
       .slice(0, limit);
   }
+}
+
+function isPromiseRequest(raw: unknown): boolean {
+  return typeof raw === 'object' && raw !== null && (raw as { kind?: unknown }).kind === 'promise';
 }
 
 /** The record key of a slot: zid, epoch, seq. */

@@ -5,7 +5,9 @@
 // sender. The custodian answers one result per entry, in order: its signature, or a refusal with its code.
 import { z } from 'zod';
 import { debitCertificateSchema } from './debit-certificate.js';
-import { entrySchema } from './entry.js';
+import { entrySchema, ZID_PATTERN } from './entry.js';
+import { homeChangeSchema } from './home-change.js';
+import { signedPromiseSchema } from './promise.js';
 
 export const CUSTODY_PROTOCOL = '/svc/custody/1';
 /**
@@ -40,6 +42,36 @@ export const custodyRequestSchema = z
   .refine((r) => r.certificates === undefined || r.certificates.length === r.entries.length, { message: 'one certificate (or null) per entry' });
 export type CustodyRequest = z.infer<typeof custodyRequestSchema>;
 
+/**
+ * A candidate asks a custodian to promise it an epoch of an identity (promise.ts): `kind` tells it from a batch of
+ * entries, which has none. The handshake is the batch's formula over this request without it.
+ */
+export const promiseRequestSchema = z
+  .object({
+    v: z.literal(1),
+    kind: z.literal('promise'),
+    svcond: z.number().int().min(0),
+    zid: z.string().regex(ZID_PATTERN),
+    epoch: z.number().int().min(2),
+    handshake: z.string().min(1).max(128),
+  })
+  .strict();
+export type PromiseRequest = z.infer<typeof promiseRequestSchema>;
+
+/** The promise, or why not: `promised` (it promised that epoch or a later one to another candidate), `stale` (it accepted that epoch already). */
+export const promiseAnswerSchema = z.union([
+  z.object({ v: z.literal(1), promise: signedPromiseSchema }).strict(),
+  z
+    .object({
+      v: z.literal(1),
+      refused: z
+        .object({ code: z.enum(['promised', 'stale', 'bad-request']), reason: z.string().max(500), epoch: z.number().int().min(1).optional() })
+        .strict(),
+    })
+    .strict(),
+]);
+export type PromiseAnswer = z.infer<typeof promiseAnswerSchema>;
+
 const refusalCodes = [
   'not-home',
   'fenced',
@@ -65,6 +97,8 @@ export const custodyResultSchema = z.union([
         .object({ seq: z.number().int().min(0), hash: z.string() })
         .strict()
         .optional(),
+      /** With `fenced`: the home change that fenced the epoch, when the custodian knows it (home-change.ts). */
+      home: homeChangeSchema.optional(),
     })
     .strict(),
 ]);

@@ -20,6 +20,7 @@ import type { DebitCertificate, DebitCertificates } from './debit-certificate.js
 import type { LedgerChange, LedgerOpsReader } from './ledger-ops.js';
 import { MAX_BATCH_CERTIFICATES, MAX_BATCH_ENTRIES, type CustodyResult } from './protocol.js';
 import type { SendBatch } from './client.js';
+import type { HomeChange } from './home-change.js';
 
 /** The head of an identity's chain of entries at its home. */
 export interface OwnHead {
@@ -51,6 +52,8 @@ export interface ReplicatorDeps {
   certificates: DebitCertificates;
   /** How long a write waits for its majority before it fails (config custody.certifyTimeoutMs). */
   timeoutMs: number;
+  /** A custodian refused an entry as fenced and showed the home change that fenced it (home-change.ts). */
+  onHomeChange?: (change: HomeChange) => void;
 }
 
 interface Proposal {
@@ -137,6 +140,25 @@ export class Replicator {
       .filter((c) => c.entry.seq >= fromSeq)
       .sort((a, b) => a.entry.seq - b.entry.seq)
       .slice(0, limit);
+  }
+
+  /**
+   * The ops making this node the home of `zid` from a failover's epoch entry (failover.ts): the chain it took and the
+   * certified epoch entry in its log, the epoch entry as its head. `forget` once they are written.
+   */
+  adoptOps(chain: readonly CertifiedEntry[], epochEntry: CertifiedEntry): Op[] {
+    const { entry, hash } = epochEntry;
+    const head: OwnHead = { epoch: entry.epoch, seq: entry.seq, hash };
+    return [
+      ...[...chain, epochEntry].map((c): Op => ({ type: 'put', sub: this.log, key: slotKey(c.entry), value: c })),
+      { type: 'put', sub: this.own, key: entry.zid, value: head },
+    ];
+  }
+
+  /** Drop what is kept in memory of `zid` (its home changed): its next proposal reads its head from the store. */
+  forget(zid: string): void {
+    this.proposed.delete(zid);
+    this.certified.delete(zid);
   }
 
   private propose(change: LedgerChange, set: CustodySet): Promise<Op[]> {
@@ -260,7 +282,10 @@ export class Replicator {
           const r = results?.[i];
           if (r?.ok === true && verifyEntrySignature(this.deps.verify, p.hash, { node, signature: r.signature }))
             this.signed(p, { node, signature: r.signature });
-          else this.missed(p, node, r === undefined ? why : r.ok ? 'a signature that does not verify' : `${r.code}: ${r.reason}`);
+          else {
+            if (r?.ok === false && r.home !== undefined) this.deps.onHomeChange?.(r.home);
+            this.missed(p, node, r === undefined ? why : r.ok ? 'a signature that does not verify' : `${r.code}: ${r.reason}`);
+          }
         });
       }
     } finally {

@@ -12,6 +12,10 @@ import { CUSTODY_PROTOCOL } from '../custody/protocol.js';
 import { Replicator } from '../custody/replicator.js';
 import { CustodyView } from '../custody/view.js';
 import { HeardBonds } from '../custody/heard-bonds.js';
+import { HOME_CHANGE_EVENT, HomeChanges, homeChangeSchema, standingOf, type ChangeStanding, type HomeChange } from '../custody/home-change.js';
+import { FIRST_EPOCH } from '../custody/entry.js';
+import { GossipError } from '../mesh/gossip-error.js';
+import type { GossipHandler } from '../mesh/gossip-handlers.js';
 import { signText, verifyText } from '../mesh/wire.js';
 import { custodyRoutes } from '../http/routes/custody.js';
 import type { Capability } from './capability.js';
@@ -25,6 +29,9 @@ export interface CustodyPart {
   replicator: Replicator;
   custodian: Custodian;
   view: CustodyView;
+  homeChanges: HomeChanges;
+  /** Check a home change against this node's view and apply it (home-change.ts). */
+  applyHomeChange: (change: HomeChange) => Promise<ChangeStanding>;
   capability: Capability;
 }
 
@@ -54,6 +61,22 @@ export async function wireCustody(
     return nodes;
   };
   const homeOf = async (zid: string) => (await identity.identity.getIdentity(zid))?.home ?? null;
+  const homeChanges = new HomeChanges(store);
+  // Set below: the replicator tells of a home change a custodian showed it, and applying one forgets the replicator's heads.
+  let replicatorRef: Replicator | null = null;
+  const applyHomeChange = async (change: HomeChange): Promise<ChangeStanding> => {
+    const ident = await identity.identity.getIdentity(change.zid);
+    if (ident === undefined) return { apply: false, why: 'gap', reason: 'the identity is not known here' };
+    const known = { home: ident.home, epoch: (await homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH };
+    const standing = standingOf(change, known, members(), config.custody.replicas, verifyText);
+    if (!standing.apply) return standing;
+    await store.commit([homeChanges.putOp(change), identity.identity.homeMoveOp(ident, change.home)]);
+    homeChanges.applied(change);
+    replicatorRef?.forget(change.zid);
+    economy.ledger.forgetWallet(change.zid);
+    f.logger.info({ zid: change.zid, epoch: change.epoch, home: change.home, was: ident.home }, 'custody: the identity’s home changed');
+    return standing;
+  };
   // One check of a credit's debit certificate, at the receiver's home and at its custodians.
   const debitCheck: DebitCheckDeps = { members, replicas: config.custody.replicas, homeOf, verify: verifyText };
   const debitFault = (cert: unknown, credit: CreditClaim) => debitCertificateFault(cert, credit, debitCheck);
@@ -72,7 +95,10 @@ export async function wireCustody(
     sign: (text) => signText(f.nodeIdentity.privateKey, text),
     certificates: new DebitCertificates(store),
     timeoutMs: config.custody.certifyTimeoutMs,
+    onHomeChange: (change) =>
+      void applyHomeChange(change).catch((err: unknown) => f.logger.warn({ err: String(err) }, 'a home change shown by a custodian was not applied')),
   });
+  replicatorRef = replicator;
   store.gate = replicator;
   const custodian = new Custodian({
     store,
@@ -80,6 +106,7 @@ export async function wireCustody(
     sign: (text) => signText(f.nodeIdentity.privateKey, text),
     homeOf,
     debitFault,
+    homeChange: (zid) => homeChanges.latest(zid),
     meshSecret: secret,
     nowSvcond: time.nowSvcond,
     logger: f.logger,
@@ -93,14 +120,26 @@ export async function wireCustody(
     replicator,
     custodian,
   });
+  const homeChangeRow: GossipHandler<HomeChange> = {
+    type: HOME_CHANGE_EVENT,
+    body: homeChangeSchema,
+    handle: async (change, event) => {
+      if (change.home !== event.sender) throw new GossipError('reject', 403, 'SVC_FORBIDDEN', 'a home change is announced by its new home only');
+      const standing = await applyHomeChange(change);
+      if (standing.apply) return;
+      if (standing.why === 'invalid') throw new GossipError('reject', 403, 'SVC_FORBIDDEN', `the home change does not hold: ${standing.reason}`);
+      throw new GossipError('ignore', 409, 'SVC_CONFLICT', standing.reason);
+    },
+  };
   const capability: Capability = {
     name: 'custody',
     streams: mesh.enabled ? [{ protocol: CUSTODY_PROTOCOL, handle: (stream, peer) => void custodian.serve(stream, peer) }] : [],
+    gossip: [homeChangeRow],
     routes: [custodyRoutes(view)],
     stop: async () => {
       store.gate = null;
       await heardBonds.flushed();
     },
   };
-  return { replicator, custodian, view, capability };
+  return { replicator, custodian, view, homeChanges, applyHomeChange, capability };
 }

@@ -20,7 +20,14 @@ const next = (more: Partial<CustodyEntry> = {}): CustodyEntry => ({
   ...more,
 });
 const moved = (side: 'debit' | 'credit') => ({ id: 'tr_1', side, party: 'zid_ffeeddccbbaa99887766554433221100', amount: 3, tokens: 'cc'.repeat(32) });
-const facts = (more: Partial<Facts> = {}): Facts => ({ fromHome: true, slotHash: null, transferSeen: false, debitFault: null, ...more });
+const facts = (more: Partial<Facts> = {}): Facts => ({
+  fencedBelow: head.fenced_below,
+  fromHome: true,
+  slotHash: null,
+  transferSeen: false,
+  debitFault: null,
+  ...more,
+});
 const outcome = (e: CustodyEntry, h: HeldHead | null, f: Facts) => {
   const d = decide(e, entryHash(e), h, f);
   return 'refuse' in d ? d.refuse : `sign-${d.sign}`;
@@ -29,8 +36,8 @@ const outcome = (e: CustodyEntry, h: HeldHead | null, f: Facts) => {
 describe('the custodian table', () => {
   it('has its rows in the order the protocol lists them', () => {
     expect(CUSTODIAN_ROWS.map((r) => r.refuse)).toEqual([
-      'not-home',
       'fenced',
+      'not-home',
       'again',
       'slot-taken',
       'seq',
@@ -48,8 +55,20 @@ describe('the custodian table', () => {
     expect(outcome(next(), head, facts({ fromHome: false }))).toBe('not-home');
     expect(outcome(next(), null, facts({ fromHome: false }))).toBe('not-home');
   });
-  it('fenced: an epoch below the highest accepted', () => {
+  it('fenced: an epoch below the highest accepted or promised, fresh or holding, before not-home (the old home learns it is fenced)', () => {
     expect(outcome(next({ epoch: 1 }), head, facts())).toBe('fenced');
+    expect(outcome(next({ epoch: 2 }), head, facts({ fencedBelow: 3, fromHome: false }))).toBe('fenced');
+    expect(outcome(next({ epoch: 2, seq: 1 }), null, facts({ fencedBelow: 3 }))).toBe('fenced');
+    expect(outcome(next({ epoch: 3, seq: 1 }), null, facts({ fencedBelow: 3 }))).toBe('sign-new');
+  });
+  it('an epoch entry of a later epoch opens it on any seq and prev_hash; of the head’s epoch it chains as any entry', () => {
+    const opening = next({ epoch: 3, kind: 'epoch', seq: 9, prev_hash: 'ee'.repeat(32), balance: null });
+    expect(outcome(opening, head, facts({ fencedBelow: 3 }))).toBe('sign-new');
+    expect(decide(opening, entryHash(opening), head, facts({ fencedBelow: 3 }))).toEqual({ to: 'holding', sign: 'new' });
+    expect(outcome(next({ kind: 'epoch', seq: 9 }), head, facts())).toBe('seq');
+    expect(outcome(next({ kind: 'epoch', prev_hash: 'ee'.repeat(32) }), head, facts())).toBe('prev-hash');
+    // Any other kind of a later epoch still chains on the head.
+    expect(outcome(next({ epoch: 3, seq: 9 }), head, facts({ fencedBelow: 3 }))).toBe('seq');
   });
   it('again: the very entry it signed for the slot; slot-taken: another one', () => {
     const e = next();
