@@ -6,9 +6,13 @@ import { join } from 'node:path';
 import canonicalize from 'canonicalize';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { describe, expect, it } from 'vitest';
-import { custodyRequest } from '../../src/custody/client.js';
+import { custodyRequest, promiseRequest } from '../../src/custody/client.js';
+import { custodySetOf } from '../../src/custody/custody-set.js';
+import { EPOCH_RECORDS } from '../../src/custody/failover.js';
+import { homeChangeSchema } from '../../src/custody/home-change.js';
+import { promiseSigningText, promisesFault } from '../../src/custody/promise.js';
 import { entryHash, entrySchema, signingTextOf, verifyEntrySignature } from '../../src/custody/entry.js';
-import { custodyAnswerSchema, custodyRequestSchema } from '../../src/custody/protocol.js';
+import { custodyAnswerSchema, custodyRequestSchema, promiseAnswerSchema, promiseRequestSchema } from '../../src/custody/protocol.js';
 import { verifyText } from '../../src/mesh/wire.js';
 
 const DOC = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'protocol.md'), 'utf8');
@@ -53,5 +57,42 @@ describe('docs/protocol.md §19, /svc/custody/1', () => {
     expect(custodyAnswerSchema.safeParse(x.answer).success).toBe(true);
     // No other member: an entry with one more is not an entry.
     expect(entrySchema.safeParse({ ...x.entry, extra: 1 }).success).toBe(false);
+  });
+});
+
+const f = /```json example=custody-failover\n([\s\S]*?)\n```/.exec(DOC);
+if (!f) throw new Error('docs/protocol.md has no example=custody-failover');
+const y = JSON.parse(f[1]!);
+
+describe('docs/protocol.md §19, failover', () => {
+  it('the promise request, the promise, its signature, the epoch entry and the home change follow from the numbers', () => {
+    const { handshake, ...request } = y.request;
+    expect(sha256(jcs(request))).toBe(y.request_digest);
+    const mac = createHmac('sha256', Buffer.from(x.mesh_secret, 'utf8')).update(`${y.candidate}|${y.request.svcond}|${y.request_digest}`, 'utf8').digest('hex');
+    expect(handshake).toBe(`v1=${mac}`);
+    const p = y.answer.promise;
+    expect(p.promise).toEqual({ zid: x.entry.zid, epoch: 2, candidate: y.candidate, head: { epoch: 1, seq: 7, hash: x.entry_hash } });
+    expect(jcs(p.promise)).toBe(y.promise_jcs);
+    expect(sha256(y.promise_jcs)).toBe(y.promise_sha256);
+    expect(y.signing_text).toBe(`svc/custody/1|promise|${y.promise_sha256}`);
+    expect(edSign(null, Buffer.from(y.signing_text, 'utf8'), edPrivate(x.custodian_seed_hex)).toString('base64')).toBe(p.signature);
+    expect(p.node).toBe(x.custodian);
+    expect(y.epoch_entry).toMatchObject({ epoch: 2, seq: 8, prev_hash: x.entry_hash, kind: 'epoch', records: sha256(''), transfer: null });
+    expect(sha256(jcs(y.epoch_entry))).toBe(y.epoch_entry_hash);
+    expect(y.home_change).toEqual({ zid: x.entry.zid, epoch: 2, home: y.candidate, promises: [p] });
+  });
+
+  it("the node's schemas, request and checks agree with the document", () => {
+    expect(promiseRequest(x.mesh_secret, y.candidate, y.request.svcond, x.entry.zid, 2)).toEqual(y.request);
+    expect(promiseRequestSchema.safeParse(y.request).success).toBe(true);
+    expect(promiseAnswerSchema.safeParse(y.answer).success).toBe(true);
+    expect(promiseSigningText(y.answer.promise.promise)).toBe(y.signing_text);
+    expect(verifyText(x.custodian, y.signing_text, y.answer.promise.signature)).toBe(true);
+    expect(entryHash(entrySchema.parse(y.epoch_entry))).toBe(y.epoch_entry_hash);
+    expect(y.epoch_entry.records).toBe(EPOCH_RECORDS);
+    const change = homeChangeSchema.parse(y.home_change);
+    // A set of two (the candidate and the custodian): the one promise of the custodian is short of its majority.
+    const set = custodySetOf(x.entry.zid, y.candidate, [y.candidate, x.custodian], 3);
+    expect(promisesFault(change.promises, x.entry.zid, 2, y.candidate, set, verifyText)).toMatch(/1 distinct custodians, 2 needed/);
   });
 });
