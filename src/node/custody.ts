@@ -5,7 +5,8 @@
 // (or another's) makes no custodian. The check of a transfer credit's debit certificate is custody's, used by the
 // custodian and by the receiver's home.
 import { custodyClient } from '../custody/client.js';
-import { Custodian } from '../custody/custodian.js';
+import { custodySetOf } from '../custody/custody-set.js';
+import { Custodian, type ChainPage } from '../custody/custodian.js';
 import { creditClaimOf, DebitCertificates, debitCertificateFault, type CreditClaim, type DebitCheckDeps } from '../custody/debit-certificate.js';
 import { LedgerOpsReader } from '../custody/ledger-ops.js';
 import { CUSTODY_PROTOCOL } from '../custody/protocol.js';
@@ -74,12 +75,18 @@ export async function wireCustody(
     timeoutMs: config.custody.certifyTimeoutMs,
   });
   store.gate = replicator;
-  const custodian = new Custodian({
+  const custodian: Custodian = new Custodian({
     store,
     nodeId,
     sign: (text) => signText(f.nodeIdentity.privateKey, text),
     homeOf,
     debitFault,
+    custodiansOf: async (zid) => {
+      const home = await homeOf(zid);
+      return home === null ? null : custodySetOf(zid, home, members(), config.custody.replicas).custodians;
+    },
+    // The home answers from its certified log, a custodian from what it holds.
+    chainAt: async (zid, from): Promise<ChainPage> => ((await homeOf(zid)) === f.nodeId ? replicator.page(zid, from) : custodian.page(zid, from)),
     meshSecret: secret,
     nowSvcond: time.nowSvcond,
     logger: f.logger,

@@ -20,7 +20,7 @@ const next = (more: Partial<CustodyEntry> = {}): CustodyEntry => ({
   ...more,
 });
 const moved = (side: 'debit' | 'credit') => ({ id: 'tr_1', side, party: 'zid_ffeeddccbbaa99887766554433221100', amount: 3, tokens: 'cc'.repeat(32) });
-const facts = (more: Partial<Facts> = {}): Facts => ({ fromHome: true, slotHash: null, transferSeen: false, debitFault: null, ...more });
+const facts = (more: Partial<Facts> = {}): Facts => ({ fromHome: true, slotHash: null, transferSeen: false, debitFault: null, recordsFault: null, ...more });
 const outcome = (e: CustodyEntry, h: HeldHead | null, f: Facts) => {
   const d = decide(e, entryHash(e), h, f);
   return 'refuse' in d ? d.refuse : `sign-${d.sign}`;
@@ -31,6 +31,7 @@ describe('the custodian table', () => {
     expect(CUSTODIAN_ROWS.map((r) => r.refuse)).toEqual([
       'not-home',
       'fenced',
+      'records-mismatch',
       'again',
       'slot-taken',
       'seq',
@@ -50,6 +51,12 @@ describe('the custodian table', () => {
   });
   it('fenced: an epoch below the highest accepted', () => {
     expect(outcome(next({ epoch: 1 }), head, facts())).toBe('fenced');
+  });
+  it('records-mismatch: records that are not what the digest covers, fresh or holding, even for an entry signed already', () => {
+    const e = next();
+    expect(outcome(e, head, facts({ recordsFault: 'the records sent do not hash to the entry’s digest' }))).toBe('records-mismatch');
+    expect(outcome(e, null, facts({ recordsFault: 'x' }))).toBe('records-mismatch');
+    expect(outcome(e, head, facts({ recordsFault: 'x', slotHash: entryHash(e) }))).toBe('records-mismatch');
   });
   it('again: the very entry it signed for the slot; slot-taken: another one', () => {
     const e = next();
