@@ -21,7 +21,7 @@ export interface HeldHead {
 }
 
 /** Why a custodian refuses an entry (the answer's `code`). */
-export type Refusal = 'not-home' | 'fenced' | 'slot-taken' | 'seq' | 'prev-hash' | 'balance' | 'transfer-reused' | 'debit-uncertified';
+export type Refusal = 'not-home' | 'fenced' | 'records-mismatch' | 'slot-taken' | 'seq' | 'prev-hash' | 'balance' | 'transfer-reused' | 'debit-uncertified';
 
 export interface Facts {
   /** The epoch below which this custodian signs nothing for the identity: the highest it accepted or promised (0: none). */
@@ -34,6 +34,8 @@ export interface Facts {
   transferSeen: boolean;
   /** For a credit: why the debit certificate sent with it does not certify it (debit-certificate.ts), else null. */
   debitFault: string | null;
+  /** Why the records sent with the entry are not the ones its digest covers, or not the identity's (replica.ts), else null. */
+  recordsFault: string | null;
 }
 
 export type Decision = { to: 'holding'; sign: 'new' | 'again' } | { to: CustodianState; refuse: Refusal; reason: string };
@@ -66,6 +68,7 @@ export const CUSTODIAN_ROWS: readonly Row[] = [
     reason: (e, _h, f) => `epoch ${e.epoch} is fenced (this custodian is at ${f.fencedBelow})`,
   },
   { from: BOTH, refuse: 'not-home', test: (_e, _h, f) => !f.fromHome, reason: () => 'the sender is not the identity’s home' },
+  { from: BOTH, refuse: 'records-mismatch', test: (_e, _h, f) => f.recordsFault !== null, reason: (_e, _h, f) => f.recordsFault! },
   { from: BOTH, refuse: 'again', test: (_e, _h, f, hash) => f.slotHash === hash, reason: () => 'signed already' },
   { from: BOTH, refuse: 'slot-taken', test: (_e, _h, f) => f.slotHash !== null, reason: (e) => `another entry is signed for seq ${e.seq} of epoch ${e.epoch}` },
   {

@@ -16,22 +16,38 @@ import type { HomeChange } from './home-change.js';
 import { decidePromise, promiseSigningText, type PromiseBody, type Promised } from './promise.js';
 import {
   custodyRequestSchema,
+  MAX_CHAIN_LINKS,
   MAX_REQUEST_BYTES,
   MAX_SKEW_TICKS,
   promiseRequestSchema,
+  recordsDigest,
+  type ChainAnswer,
+  type ChainLink,
   type CustodyAnswer,
   type CustodyResult,
+  type EntryRecords,
   type PromiseAnswer,
 } from './protocol.js';
+import { linkOf, pageOf, recordsFault, type ChainHead } from './replica.js';
 
 /** How long a custodian waits for a request on a stream it accepted. */
 const REQUEST_READ_MS = 10_000;
 
-/** An entry as a custodian keeps it: the entry, its hash and this custodian's signature. */
+/** An entry as a custodian keeps it: the entry, its hash, this custodian's signature, its records, a credit's debit certificate. */
 export interface HeldEntry {
   entry: CustodyEntry;
   hash: string;
   signature: string;
+  records: EntryRecords;
+  /** The debit certificate this custodian checked with a credit entry, else null. */
+  certificate: DebitCertificate | null;
+}
+
+/** A page of an identity's chain as this node holds it (the answer to a `fetch`). */
+export interface ChainPage {
+  head: ChainHead | null;
+  links: ChainLink[];
+  more: boolean;
 }
 
 export interface CustodianDeps {
@@ -45,6 +61,10 @@ export interface CustodianDeps {
   debitFault: (cert: DebitCertificate | null, credit: CreditClaim) => Promise<string | null>;
   /** The latest home change this node knows of the identity (home-change.ts), shown to a fenced proposer. */
   homeChange: (zid: string) => Promise<HomeChange | null>;
+  /** The identity's custody set as this node computes it (null: the identity is not known here): who may fetch its chain. */
+  custodiansOf: (zid: string) => Promise<string[] | null>;
+  /** The identity's entries held here from a seq, a page: the home's certified log, or this custodian's held entries. */
+  chainAt: (zid: string, from: number) => Promise<ChainPage>;
   meshSecret: string | null;
   nowSvcond: () => number;
   logger?: Logger;
@@ -71,7 +91,7 @@ export class Custodian {
 
   /** Serve one /svc/custody/1 stream: one request, one answer. */
   async serve(stream: Stream, remotePeer: string): Promise<void> {
-    let answer: CustodyAnswer | PromiseAnswer;
+    let answer: CustodyAnswer | ChainAnswer | PromiseAnswer;
     try {
       const request = await readRequestFrame(stream, MAX_REQUEST_BYTES, REQUEST_READ_MS);
       answer =
@@ -89,20 +109,31 @@ export class Custodian {
     await answerFrame(stream, answer);
   }
 
-  /** The answer to one raw request from `sender` (checked here, entry by entry). */
-  async answer(raw: unknown, sender: string): Promise<CustodyAnswer> {
+  /** The answer to one raw request from `sender`: a proposal's (checked here, entry by entry) or a fetch's. */
+  async answer(raw: unknown, sender: string): Promise<CustodyAnswer | ChainAnswer> {
     const parsed = custodyRequestSchema.safeParse(raw);
-    if (!parsed.success)
-      return { v: 1, refused: { code: 'bad-request', reason: `malformed request: ${parsed.error.issues[0]?.message ?? 'invalid'}` }, results: [] };
+    const fetching = (raw as { kind?: unknown } | null)?.kind === 'fetch';
+    const refuse = (reason: string): CustodyAnswer | ChainAnswer =>
+      fetching
+        ? { v: 1, refused: { code: 'bad-request', reason }, head: null, links: [], more: false }
+        : { v: 1, refused: { code: 'bad-request', reason }, results: [] };
+    if (!parsed.success) return refuse(`malformed request: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     const request = parsed.data;
-    // [REJECT] only a mesh member proposes, within the handshake window.
-    if (!this.handshakeHolds(request, sender))
-      return { v: 1, refused: { code: 'bad-request', reason: 'the handshake does not match this request from this peer' }, results: [] };
-    if (Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS)
-      return { v: 1, refused: { code: 'bad-request', reason: 'the request tick is too far from now' }, results: [] };
-    const run = this.turn.then(() => this.take(request.entries, request.certificates, sender));
+    // [REJECT] only a mesh member proposes or fetches, within the handshake window.
+    if (!this.handshakeHolds(request, sender)) return refuse('the handshake does not match this request from this peer');
+    if (Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS) return refuse('the request tick is too far from now');
+    if (request.kind === 'fetch') return this.chain(request.zid, request.from, sender);
+    const run = this.turn.then(() => this.take(request.entries, request.records, request.certificates, sender));
     this.turn = run.catch(() => undefined);
     return { v: 1, results: await run };
+  }
+
+  /** A fetch: the identity's chain from `from`, to a node of its custody set. */
+  private async chain(zid: string, from: number, sender: string): Promise<ChainAnswer> {
+    const custodians = await this.deps.custodiansOf(zid);
+    if (custodians === null || !custodians.includes(sender))
+      return { v: 1, refused: { code: 'not-custodian', reason: `the requester is not a custodian of ${zid} here` }, head: null, links: [], more: false };
+    return { v: 1, ...(await this.deps.chainAt(zid, from)) };
   }
 
   /** The answer to a candidate's request for a promise (promise.ts decidePromise): kept on disk before it is signed. */
@@ -159,7 +190,12 @@ export class Custodian {
   }
 
   /** Decide every entry of a batch in order, write the signed ones in one batch, then sign. */
-  private async take(entries: CustodyEntry[], certificates: (DebitCertificate | null)[] | undefined, sender: string): Promise<CustodyResult[]> {
+  private async take(
+    entries: CustodyEntry[],
+    records: EntryRecords[],
+    certificates: (DebitCertificate | null)[] | undefined,
+    sender: string,
+  ): Promise<CustodyResult[]> {
     const results: (CustodyResult | { sign: string })[] = [];
     const ops: Op[] = [];
     const touched = new Set<string>();
@@ -192,7 +228,9 @@ export class Custodian {
         if (senderHome === undefined) homes.set(party, (senderHome = await this.deps.homeOf(party)));
         if (senderHome !== sender) debitFault = await this.deps.debitFault(certificates?.[i] ?? null, { zid: entry.zid, transfer: entry.transfer });
       }
-      const d = decide(entry, hash, head, { fencedBelow, fromHome, slotHash, transferSeen, debitFault });
+      const sent = records[i]!;
+      const recordsFaultOf = recordsDigest(sent) !== entry.records ? 'the records sent do not hash to the entry’s digest' : recordsFault(entry.zid, sent);
+      const d = decide(entry, hash, head, { fencedBelow, fromHome, slotHash, transferSeen, debitFault, recordsFault: recordsFaultOf });
       if ('refuse' in d) {
         this.stats.refused++;
         const r: CustodyResult = { ok: false, code: d.refuse, reason: d.reason };
@@ -216,7 +254,8 @@ export class Custodian {
       this.cache.set(entry.zid, next);
       touched.add(entry.zid);
       slots.set(slot, hash);
-      const held: HeldEntry = { entry, hash, signature: this.deps.sign(signingTextOf(hash)) };
+      const certificate = entry.transfer?.side === 'credit' ? (certificates?.[i] ?? null) : null;
+      const held: HeldEntry = { entry, hash, signature: this.deps.sign(signingTextOf(hash)), records: sent, certificate };
       ops.push({ type: 'put', sub: this.held, key: slot, value: held });
       ops.push({ type: 'put', sub: this.heads, key: entry.zid, value: next });
       if (transferKey !== null) {
@@ -256,6 +295,15 @@ export class Custodian {
       .filter((h) => h.entry.seq >= fromSeq)
       .sort((a, b) => a.entry.seq - b.entry.seq || a.entry.epoch - b.entry.epoch)
       .slice(0, limit);
+  }
+
+  /** What this custodian answers a fetch with: the entries it holds from `from`, a page, each with its own signature. */
+  async page(zid: string, from: number): Promise<ChainPage> {
+    const head = await this.head(zid);
+    const held = await this.entries(zid, from, MAX_CHAIN_LINKS + 1);
+    const self = this.deps.nodeId();
+    const { links, more } = pageOf(held.map((h) => linkOf(h, [{ node: self, signature: h.signature }])));
+    return { head: head === null ? null : { epoch: head.epoch, seq: head.seq, hash: head.hash }, links, more };
   }
 }
 

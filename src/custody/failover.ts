@@ -9,23 +9,28 @@
 // A node that loses (promises short, another candidate won, a step failed) waits (rank + 1) × failoverTicks before it
 // may try the next epoch.
 import type { Logger } from 'pino';
-import { sha256Hex } from '../kernel/bytes.js';
-import type { Op } from '../store/db.js';
+import type { Op, Store } from '../store/db.js';
+import { fetchChain, type FetchChain } from './client.js';
 import { custodySetOf, type CustodySet } from './custody-set.js';
 import type { Custodian } from './custodian.js';
 import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
 import { homeUnheard, nextState, type FailoverEvent, type FailoverState } from './failover-rules.js';
 import type { HomeChange, HomeChanges } from './home-change.js';
 import { longestHead, promisesFault, type PromisedHead, type SignedPromise, type Verify } from './promise.js';
-import type { PromiseAnswer } from './protocol.js';
+import { recordsDigest, type ChainLink, type EntryRecords, type PromiseAnswer } from './protocol.js';
+import { checkChain, GENESIS_HEAD, linkOf, replayOps } from './replica.js';
 import type { SendBatch } from './client.js';
 import type { CertifiedEntry } from './replicator.js';
 
+/** An epoch entry's records: none. */
+export const NO_RECORDS: EntryRecords = { v: 1, ops: [] };
 /** The records digest of an epoch entry: the SHA-256 of no records. */
-export const EPOCH_RECORDS = sha256Hex('');
+export const EPOCH_RECORDS = recordsDigest(NO_RECORDS);
 
 /** Identities one run looks at, at most (the others at the next runs). */
 const WATCH_PER_RUN = 4096;
+/** A new home announces its change again every failoverTicks ticks, this many times (a node back later learns it). */
+export const ANNOUNCE_ROUNDS = 32;
 
 /** What taking a chain over yields (the state transfer): the identity's ledger at the head, as store ops, and its entries. */
 export interface TakenChain {
@@ -45,14 +50,14 @@ export interface FailoverDeps {
   nowSvcond: () => number;
   /** The last tick heard from a node here (null: never). */
   lastHeard: (node: string) => number | null;
-  custodian: Pick<Custodian, 'heldZids' | 'head' | 'promised' | 'promiseTo'>;
+  store: Store;
+  custodian: Pick<Custodian, 'heldZids' | 'head' | 'promised' | 'promiseTo' | 'entries'>;
   homeOf: (zid: string) => Promise<string | null>;
   homeChanges: Pick<HomeChanges, 'latest'>;
   askPromise: (node: string, zid: string, epoch: number, signal: AbortSignal) => Promise<PromiseAnswer>;
   send: SendBatch;
+  fetch: FetchChain;
   verify: Verify;
-  /** The chain of `zid` up to `head`, from `node` (this node itself: what its custodian holds), checked against it. */
-  takeChain: (zid: string, node: string, head: PromisedHead | null) => Promise<TakenChain>;
   /** Write the identity as homed here in one batch: the chain taken, the certified epoch entry, the home change. */
   adopt: (change: HomeChange, chain: TakenChain, epochEntry: CertifiedEntry) => Promise<void>;
   publish: (change: HomeChange) => Promise<void>;
@@ -68,6 +73,8 @@ interface Watch {
 
 export class Failover {
   private readonly watches = new Map<string, Watch>();
+  /** Home changes this node made, announced again until `until` (each at `next`). */
+  private readonly announcing = new Map<string, { change: HomeChange; next: number; until: number }>();
   private readonly since: number;
   private running = false;
   readonly stats = { attempts: 0, taken: 0, lost: 0 };
@@ -100,6 +107,7 @@ export class Failover {
     this.running = true;
     try {
       const now = this.deps.nowSvcond();
+      this.announceAgain(now);
       for (const zid of await this.deps.custodian.heldZids(WATCH_PER_RUN)) {
         const w = this.watches.get(zid);
         if (w?.state === 'waiting' && now >= w.until) this.move(zid, 'wait-over');
@@ -114,6 +122,16 @@ export class Failover {
       }
     } finally {
       this.running = false;
+    }
+  }
+
+  private announceAgain(now: number): void {
+    for (const [zid, a] of this.announcing) {
+      if (now > a.until) this.announcing.delete(zid);
+      else if (now >= a.next) {
+        a.next = now + this.deps.failoverTicks;
+        void this.deps.publish(a.change).catch(() => undefined);
+      }
     }
   }
 
@@ -146,7 +164,7 @@ export class Failover {
       this.move(zid, 'majority');
       // The home may have spoken meanwhile (a slow home, not a dead one): it is fenced now, and this node goes on.
       const longest = longestHead(promises);
-      const chain = await d.takeChain(zid, longest?.node ?? self, longest?.head ?? null);
+      const chain = longest === null ? { ops: [], entries: [], balance: null } : await this.takeChain(zid, longest.node, longest.head);
       const entry: CustodyEntry = {
         v: 1,
         zid,
@@ -165,6 +183,8 @@ export class Failover {
       this.move(zid, 'taken');
       this.stats.taken++;
       d.logger?.warn({ zid, from: home, epoch, seq: entry.seq }, 'custody failover: this node is the identity’s home');
+      const now = d.nowSvcond();
+      this.announcing.set(zid, { change, next: now + d.failoverTicks, until: now + ANNOUNCE_ROUNDS * d.failoverTicks });
       await d.publish(change).catch((err: unknown) => d.logger?.warn({ err: String(err), zid }, 'the home change could not be published'));
     } catch (err) {
       lose(err instanceof Error ? err.message : String(err));
@@ -193,7 +213,7 @@ export class Failover {
     await Promise.all(
       others.map(async (node) => {
         try {
-          const answer = await d.send(node, [entry], AbortSignal.timeout(d.timeoutMs));
+          const answer = await d.send(node, [entry], [NO_RECORDS], AbortSignal.timeout(d.timeoutMs));
           const r = answer.results[0];
           if (r?.ok === true && verifyEntrySignature(d.verify, hash, { node, signature: r.signature })) signatures.push({ node, signature: r.signature });
           else refusals.push(`${node}: ${answer.refused?.reason ?? (r && !r.ok ? `${r.code}: ${r.reason}` : 'no signature')}`);
@@ -203,6 +223,44 @@ export class Failover {
       }),
     );
     if (signatures.length < set.majority - 1) return `the epoch entry is held by ${signatures.length + 1} of ${set.majority} needed (${refusals.join('; ')})`;
-    return { entry, hash, signatures };
+    return { entry, hash, signatures, records: NO_RECORDS, certificate: null };
   }
+
+  /**
+   * The chain of `zid` ending on `head`, from `node` (this node: what its custodian holds), checked (seq, prev_hash,
+   * records) from the identity's first entry to that head, whose hash the promiser signed; and its replay.
+   */
+  async takeChain(zid: string, node: string, head: PromisedHead): Promise<TakenChain> {
+    const d = this.deps;
+    const self = d.nodeId();
+    const held =
+      node === self
+        ? (await d.custodian.entries(zid, 1, Number.MAX_SAFE_INTEGER)).map((h) => linkOf(h, [{ node: self, signature: h.signature }]))
+        : await fetchChain(d.fetch, node, zid, 1, AbortSignal.timeout(d.timeoutMs * 4));
+    const chain = chainEndingOn(held, head.hash);
+    const check = checkChain(zid, chain, GENESIS_HEAD, null, d.verify);
+    if (!check.ok) throw new Error(`the chain of ${node} fails at seq ${check.seq}: ${check.reason}`);
+    if (check.head.hash !== head.hash || check.head.seq !== head.seq)
+      throw new Error(`the chain of ${node} does not end on its promised head (seq ${head.seq})`);
+    const balance = [...chain].reverse().find((l) => l.entry.balance !== null)?.entry.balance ?? null;
+    return {
+      ops: replayOps(d.store, chain),
+      entries: chain.map((l) => ({ entry: l.entry, hash: entryHash(l.entry), signatures: l.signatures, records: l.records, certificate: l.certificate })),
+      balance,
+    };
+  }
+}
+
+/**
+ * The links that chain back from the one of hash `last` to the first entry, in seq order: a holder may keep entries
+ * of a slot's earlier epoch that the chain does not take (signed, never certified). Empty when `last` is not there.
+ */
+export function chainEndingOn(links: readonly ChainLink[], last: string): ChainLink[] {
+  const byHash = new Map(links.map((l) => [entryHash(l.entry), l]));
+  const out: ChainLink[] = [];
+  for (let l = byHash.get(last); l !== undefined; l = byHash.get(l.entry.prev_hash)) {
+    out.push(l);
+    if (l.entry.seq === 1) break;
+  }
+  return out.reverse();
 }

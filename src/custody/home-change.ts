@@ -42,29 +42,44 @@ export function standingOf(change: HomeChange, known: KnownHome, members: Iterab
   return fault === null ? { apply: true } : { apply: false, why: 'invalid', reason: fault };
 }
 
+/** A home change as a node keeps it: with the home it replaced (who may fetch the chain to catch up). */
+interface KeptChange {
+  change: HomeChange;
+  previous: string;
+}
+
 /** The latest home change of each identity this node applied (or made). */
 export class HomeChanges {
   private readonly sub: Sublevel;
-  private readonly cache = new Map<string, HomeChange | null>();
+  private readonly cache = new Map<string, KeptChange | null>();
 
   constructor(private readonly store: Store) {
     this.sub = store.sub('custody_homes', 'json', { rewritten: true });
   }
 
-  async latest(zid: string): Promise<HomeChange | null> {
+  private async kept(zid: string): Promise<KeptChange | null> {
     const cached = this.cache.get(zid);
     if (cached !== undefined) return cached;
-    const stored = (await this.store.get<HomeChange>(this.sub, zid)) ?? null;
+    const stored = (await this.store.get<KeptChange>(this.sub, zid)) ?? null;
     if (!this.cache.has(zid)) this.cache.set(zid, stored);
     return this.cache.get(zid) ?? null;
   }
 
-  /** The op keeping `change`; `applied` once it is on disk. */
-  putOp(change: HomeChange): Op {
-    return { type: 'put', sub: this.sub, key: change.zid, value: change };
+  async latest(zid: string): Promise<HomeChange | null> {
+    return (await this.kept(zid))?.change ?? null;
   }
 
-  applied(change: HomeChange): void {
-    this.cache.set(change.zid, change);
+  /** The home the latest change replaced (null: none known). */
+  async previousHome(zid: string): Promise<string | null> {
+    return (await this.kept(zid))?.previous ?? null;
+  }
+
+  /** The op keeping `change`, which replaced `previous`; `applied` once it is on disk. */
+  putOp(change: HomeChange, previous: string): Op {
+    return { type: 'put', sub: this.sub, key: change.zid, value: { change, previous } satisfies KeptChange };
+  }
+
+  applied(change: HomeChange, previous: string): void {
+    this.cache.set(change.zid, { change, previous });
   }
 }

@@ -18,9 +18,23 @@ import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, signingTextOf, verifyEntryS
 import { slotKey } from './custodian.js';
 import type { DebitCertificate, DebitCertificates } from './debit-certificate.js';
 import type { LedgerChange, LedgerOpsReader } from './ledger-ops.js';
-import { MAX_BATCH_CERTIFICATES, MAX_BATCH_ENTRIES, type CustodyResult } from './protocol.js';
+import {
+  MAX_BATCH_CERTIFICATES,
+  MAX_BATCH_ENTRIES,
+  MAX_ENTRY_RECORDS_BYTES,
+  MAX_REQUEST_BYTES,
+  MAX_CHAIN_LINKS,
+  recordsSize,
+  type CustodyResult,
+  type EntryRecords,
+} from './protocol.js';
 import type { SendBatch } from './client.js';
 import type { HomeChange } from './home-change.js';
+import type { ChainPage } from './custodian.js';
+import { linkOf, pageOf } from './replica.js';
+
+/** What a batch's request carries besides its entries' records: the entries, certificates, the frame (bytes, estimated). */
+const ENTRY_WIRE_BYTES = 2048;
 
 /** The head of an identity's chain of entries at its home. */
 export interface OwnHead {
@@ -29,11 +43,13 @@ export interface OwnHead {
   hash: string;
 }
 
-/** A certified entry as its home keeps it. */
+/** A certified entry as its home keeps it: with the custodians' signatures, its records and a credit's debit certificate. */
 export interface CertifiedEntry {
   entry: CustodyEntry;
   hash: string;
   signatures: EntrySignature[];
+  records: EntryRecords;
+  certificate: DebitCertificate | null;
 }
 
 export interface ReplicatorDeps {
@@ -62,6 +78,9 @@ interface Proposal {
   set: CustodySet;
   /** A credit's debit certificate, sent with it to the custodians. */
   certificate: DebitCertificate | null;
+  records: EntryRecords;
+  /** Its share of a request (records and the entry around them). */
+  bytes: number;
   signatures: EntrySignature[];
   /** Custodians that refused it or did not answer. */
   missed: string[];
@@ -161,7 +180,36 @@ export class Replicator {
     this.certified.delete(zid);
   }
 
+  /** What the home answers a fetch with: its certified entries from `from`, a page, each with its own signature and the custodians'. */
+  async page(zid: string, from: number): Promise<ChainPage> {
+    const head = await this.certifiedHead(zid);
+    const certified = await this.entries(zid, from, MAX_CHAIN_LINKS + 1);
+    const self = this.deps.nodeId();
+    const { links, more } = pageOf(
+      certified.map((c) => linkOf(c, [{ node: self, signature: this.deps.sign(signingTextOf(c.hash)) }, ...c.signatures.filter((s) => s.node !== self)])),
+    );
+    return { head, links, more };
+  }
+
   private propose(change: LedgerChange, set: CustodySet): Promise<Op[]> {
+    // A write whose records no request can carry is refused before it is proposed (docs/decisions.md "Custody").
+    const size = recordsSize(change.recordOps);
+    if (size > MAX_ENTRY_RECORDS_BYTES)
+      return Promise.reject(
+        new ServiceError(
+          503,
+          'SVC_CUSTODY_UNAVAILABLE',
+          `the write's records (${size} bytes) are over the ${MAX_ENTRY_RECORDS_BYTES} bytes an entry carries; nothing of it is written`,
+          {
+            reason: 'records too large',
+            zid: change.zid,
+            custodians: set.custodians,
+            signed: 0,
+            needed: set.majority,
+            refusals: [],
+          },
+        ),
+      );
     const head = this.proposed.get(change.zid);
     if (head !== undefined) return this.proposeOn(head, change, set);
     // The head is read once; proposals made while it is read wait for it in the order they were made.
@@ -199,6 +247,8 @@ export class Replicator {
         hash,
         set,
         certificate: change.certificate,
+        records: change.recordOps,
+        bytes: recordsSize(change.recordOps) + ENTRY_WIRE_BYTES,
         signatures: [],
         missed: [],
         reasons: [],
@@ -228,7 +278,7 @@ export class Replicator {
 
   private certifiedOps(p: Proposal): Op[] {
     const head: OwnHead = { epoch: p.entry.epoch, seq: p.entry.seq, hash: p.hash };
-    const record: CertifiedEntry = { entry: p.entry, hash: p.hash, signatures: p.signatures };
+    const record: CertifiedEntry = { entry: p.entry, hash: p.hash, signatures: p.signatures, records: p.records, certificate: p.certificate };
     const ops: Op[] = [
       { type: 'put', sub: this.log, key: slotKey(p.entry), value: record },
       { type: 'put', sub: this.own, key: p.entry.zid, value: head },
@@ -269,6 +319,7 @@ export class Replicator {
             const answer = await send(
               node,
               batch.map((p) => p.entry),
+              batch.map((p) => p.records),
               AbortSignal.timeout(this.deps.timeoutMs),
               certificates,
             );
@@ -293,12 +344,19 @@ export class Replicator {
     }
   }
 
-  /** The next batch of a link's queue: at most MAX_BATCH_ENTRIES entries, of them at most MAX_BATCH_CERTIFICATES credits. */
+  /**
+   * The next batch of a link's queue: at most MAX_BATCH_ENTRIES entries, of them at most MAX_BATCH_CERTIFICATES
+   * credits, within MAX_REQUEST_BYTES (one entry at least: its records are bounded to fit alone).
+   */
   private nextBatch(link: Link): Proposal[] {
     let end = 0;
     let credits = 0;
+    let bytes = 0;
     while (end < link.queue.length && end < MAX_BATCH_ENTRIES) {
-      if (link.queue[end]!.certificate !== null && ++credits > MAX_BATCH_CERTIFICATES) break;
+      const p = link.queue[end]!;
+      if (p.certificate !== null && ++credits > MAX_BATCH_CERTIFICATES) break;
+      bytes += p.bytes;
+      if (end > 0 && bytes > MAX_REQUEST_BYTES - ENTRY_WIRE_BYTES) break;
       end++;
     }
     return link.queue.splice(0, end);

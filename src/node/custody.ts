@@ -4,19 +4,21 @@
 // advertised in a tick event this node heard (kept across restarts: heard-bonds.ts): a bond whose node never spoke
 // (or another's) makes no custodian. The check of a transfer credit's debit certificate is custody's, used by the
 // custodian and by the receiver's home.
-import { custodyClient } from '../custody/client.js';
-import { Custodian } from '../custody/custodian.js';
+import { chainFetcher, custodyClient, promiseClient } from '../custody/client.js';
+import { custodySetOf } from '../custody/custody-set.js';
+import { Custodian, type ChainPage } from '../custody/custodian.js';
 import { creditClaimOf, DebitCertificates, debitCertificateFault, type CreditClaim, type DebitCheckDeps } from '../custody/debit-certificate.js';
 import { LedgerOpsReader } from '../custody/ledger-ops.js';
 import { CUSTODY_PROTOCOL } from '../custody/protocol.js';
 import { Replicator } from '../custody/replicator.js';
 import { CustodyView } from '../custody/view.js';
 import { HeardBonds } from '../custody/heard-bonds.js';
-import { HOME_CHANGE_EVENT, HomeChanges, homeChangeSchema, standingOf, type ChangeStanding, type HomeChange } from '../custody/home-change.js';
-import { FIRST_EPOCH } from '../custody/entry.js';
+import { HOME_CHANGE_EVENT, HomeChanges, homeChangeSchema, type HomeChange } from '../custody/home-change.js';
+import { HomeMoves } from '../custody/home-moves.js';
+import { Failover } from '../custody/failover.js';
 import { GossipError } from '../mesh/gossip-error.js';
 import type { GossipHandler } from '../mesh/gossip-handlers.js';
-import { signText, verifyText } from '../mesh/wire.js';
+import { signText, TOPICS, verifyText } from '../mesh/wire.js';
 import { custodyRoutes } from '../http/routes/custody.js';
 import type { Capability } from './capability.js';
 import type { ConsensusPart } from './consensus.js';
@@ -30,8 +32,9 @@ export interface CustodyPart {
   custodian: Custodian;
   view: CustodyView;
   homeChanges: HomeChanges;
-  /** Check a home change against this node's view and apply it (home-change.ts). */
-  applyHomeChange: (change: HomeChange) => Promise<ChangeStanding>;
+  homeMoves: HomeMoves;
+  /** Null: the mesh does not run. */
+  failover: Failover | null;
   capability: Capability;
 }
 
@@ -62,21 +65,29 @@ export async function wireCustody(
   };
   const homeOf = async (zid: string) => (await identity.identity.getIdentity(zid))?.home ?? null;
   const homeChanges = new HomeChanges(store);
-  // Set below: the replicator tells of a home change a custodian showed it, and applying one forgets the replicator's heads.
+  const client =
+    mesh.enabled && secret !== null
+      ? { openStream: (p: string, proto: string, signal: AbortSignal) => mesh.openStream(p, proto, signal), selfId: nodeId, secret, nowSvcond: time.nowSvcond }
+      : null;
+  const fetch = client === null ? null : chainFetcher(client);
+  // Set below: applying a home change forgets the replicator's heads of the identity.
   let replicatorRef: Replicator | null = null;
-  const applyHomeChange = async (change: HomeChange): Promise<ChangeStanding> => {
-    const ident = await identity.identity.getIdentity(change.zid);
-    if (ident === undefined) return { apply: false, why: 'gap', reason: 'the identity is not known here' };
-    const known = { home: ident.home, epoch: (await homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH };
-    const standing = standingOf(change, known, members(), config.custody.replicas, verifyText);
-    if (!standing.apply) return standing;
-    await store.commit([homeChanges.putOp(change), identity.identity.homeMoveOp(ident, change.home)]);
-    homeChanges.applied(change);
-    replicatorRef?.forget(change.zid);
-    economy.ledger.forgetWallet(change.zid);
-    f.logger.info({ zid: change.zid, epoch: change.epoch, home: change.home, was: ident.home }, 'custody: the identity’s home changed');
-    return standing;
-  };
+  const homeMoves = new HomeMoves({
+    store,
+    nodeId,
+    replicas: config.custody.replicas,
+    members,
+    verify: verifyText,
+    homeChanges,
+    identity: identity.identity,
+    forget: (zid) => {
+      replicatorRef?.forget(zid);
+      economy.ledger.forgetWallet(zid);
+    },
+    fetch,
+    timeoutMs: config.custody.certifyTimeoutMs,
+    logger: f.logger,
+  });
   // One check of a credit's debit certificate, at the receiver's home and at its custodians.
   const debitCheck: DebitCheckDeps = { members, replicas: config.custody.replicas, homeOf, verify: verifyText };
   const debitFault = (cert: unknown, credit: CreditClaim) => debitCertificateFault(cert, credit, debitCheck);
@@ -87,26 +98,33 @@ export async function wireCustody(
     nodeId,
     replicas: config.custody.replicas,
     members,
-    send:
-      mesh.enabled && secret !== null
-        ? custodyClient({ openStream: (p, proto, signal) => mesh.openStream(p, proto, signal), selfId: nodeId, secret, nowSvcond: time.nowSvcond })
-        : null,
+    send: client === null ? null : custodyClient(client),
     verify: verifyText,
     sign: (text) => signText(f.nodeIdentity.privateKey, text),
     certificates: new DebitCertificates(store),
     timeoutMs: config.custody.certifyTimeoutMs,
     onHomeChange: (change) =>
-      void applyHomeChange(change).catch((err: unknown) => f.logger.warn({ err: String(err) }, 'a home change shown by a custodian was not applied')),
+      void homeMoves.apply(change).catch((err: unknown) => f.logger.warn({ err: String(err) }, 'a home change shown by a custodian was not applied')),
   });
   replicatorRef = replicator;
   store.gate = replicator;
-  const custodian = new Custodian({
+  const custodian: Custodian = new Custodian({
     store,
     nodeId,
     sign: (text) => signText(f.nodeIdentity.privateKey, text),
     homeOf,
     debitFault,
     homeChange: (zid) => homeChanges.latest(zid),
+    // Who may fetch: the set of the home, and the homes before it (an old home back from a crash takes the chain).
+    custodiansOf: async (zid) => {
+      const home = await homeOf(zid);
+      if (home === null) return null;
+      const custodians = custodySetOf(zid, home, members(), config.custody.replicas).custodians;
+      const previous = await homeChanges.previousHome(zid);
+      return previous === null ? custodians : [...custodians, previous];
+    },
+    // The home answers from its certified log, a custodian from what it holds.
+    chainAt: async (zid, from): Promise<ChainPage> => ((await homeOf(zid)) === f.nodeId ? replicator.page(zid, from) : custodian.page(zid, from)),
     meshSecret: secret,
     nowSvcond: time.nowSvcond,
     logger: f.logger,
@@ -125,21 +143,45 @@ export async function wireCustody(
     body: homeChangeSchema,
     handle: async (change, event) => {
       if (change.home !== event.sender) throw new GossipError('reject', 403, 'SVC_FORBIDDEN', 'a home change is announced by its new home only');
-      const standing = await applyHomeChange(change);
+      const standing = await homeMoves.apply(change);
       if (standing.apply) return;
       if (standing.why === 'invalid') throw new GossipError('reject', 403, 'SVC_FORBIDDEN', `the home change does not hold: ${standing.reason}`);
       throw new GossipError('ignore', 409, 'SVC_CONFLICT', standing.reason);
     },
   };
+  const failover =
+    client === null
+      ? null
+      : new Failover({
+          nodeId,
+          replicas: config.custody.replicas,
+          failoverTicks: config.custody.failoverTicks,
+          members,
+          nowSvcond: time.nowSvcond,
+          lastHeard: (node) => mesh.peers().find((p) => p.peerId === node)?.lastTick ?? null,
+          store,
+          custodian,
+          homeOf,
+          homeChanges,
+          askPromise: promiseClient(client),
+          send: custodyClient(client),
+          fetch: fetch!,
+          verify: verifyText,
+          adopt: (change, chain, epochEntry) => homeMoves.adopt(change, [...chain.ops, ...replicator.adoptOps(chain.entries, epochEntry)]),
+          publish: async (change) => void (await mesh.publish(HOME_CHANGE_EVENT, change, TOPICS.events)),
+          timeoutMs: config.custody.certifyTimeoutMs,
+          logger: f.logger,
+        });
   const capability: Capability = {
     name: 'custody',
     streams: mesh.enabled ? [{ protocol: CUSTODY_PROTOCOL, handle: (stream, peer) => void custodian.serve(stream, peer) }] : [],
     gossip: [homeChangeRow],
+    tickers: failover === null ? [] : [{ name: 'custody-failover', everyTicks: 1, run: () => failover.run() }],
     routes: [custodyRoutes(view)],
     stop: async () => {
       store.gate = null;
       await heardBonds.flushed();
     },
   };
-  return { replicator, custodian, view, homeChanges, applyHomeChange, capability };
+  return { replicator, custodian, view, homeChanges, homeMoves, failover, capability };
 }

@@ -26,6 +26,7 @@ const facts = (more: Partial<Facts> = {}): Facts => ({
   slotHash: null,
   transferSeen: false,
   debitFault: null,
+  recordsFault: null,
   ...more,
 });
 const outcome = (e: CustodyEntry, h: HeldHead | null, f: Facts) => {
@@ -38,6 +39,7 @@ describe('the custodian table', () => {
     expect(CUSTODIAN_ROWS.map((r) => r.refuse)).toEqual([
       'fenced',
       'not-home',
+      'records-mismatch',
       'again',
       'slot-taken',
       'seq',
@@ -69,6 +71,12 @@ describe('the custodian table', () => {
     expect(outcome(next({ kind: 'epoch', prev_hash: 'ee'.repeat(32) }), head, facts())).toBe('prev-hash');
     // Any other kind of a later epoch still chains on the head.
     expect(outcome(next({ epoch: 3, seq: 9 }), head, facts({ fencedBelow: 3 }))).toBe('seq');
+  });
+  it('records-mismatch: records that are not what the digest covers, fresh or holding, even for an entry signed already', () => {
+    const e = next();
+    expect(outcome(e, head, facts({ recordsFault: 'the records sent do not hash to the entry’s digest' }))).toBe('records-mismatch');
+    expect(outcome(e, null, facts({ recordsFault: 'x' }))).toBe('records-mismatch');
+    expect(outcome(e, head, facts({ recordsFault: 'x', slotHash: entryHash(e) }))).toBe('records-mismatch');
   });
   it('again: the very entry it signed for the slot; slot-taken: another one', () => {
     const e = next();

@@ -12,7 +12,14 @@ import { EPOCH_RECORDS } from '../../src/custody/failover.js';
 import { homeChangeSchema } from '../../src/custody/home-change.js';
 import { promiseSigningText, promisesFault } from '../../src/custody/promise.js';
 import { entryHash, entrySchema, signingTextOf, verifyEntrySignature } from '../../src/custody/entry.js';
-import { custodyAnswerSchema, custodyRequestSchema, promiseAnswerSchema, promiseRequestSchema } from '../../src/custody/protocol.js';
+import {
+  custodyAnswerSchema,
+  custodyRequestSchema,
+  entryRecordsSchema,
+  promiseAnswerSchema,
+  promiseRequestSchema,
+  recordsDigest,
+} from '../../src/custody/protocol.js';
 import { verifyText } from '../../src/mesh/wire.js';
 
 const DOC = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'protocol.md'), 'utf8');
@@ -27,7 +34,13 @@ const edPrivate = (seedHex: string) =>
 const rawPublic = (seedHex: string) => (createPublicKey(edPrivate(seedHex)).export({ format: 'der', type: 'spki' }) as Buffer).subarray(-32);
 
 describe('docs/protocol.md §19, /svc/custody/1', () => {
-  it('the entry hash, the signature and the handshake follow from the numbers', () => {
+  it('the records digest, the entry hash, the signature and the handshake follow from the numbers', () => {
+    // records: SHA-256 over `type|sublevel|key|value\n` of each record, in order.
+    const h = createHash('sha256');
+    for (const [type, sub, key, value] of x.records.ops as string[][]) h.update(`${type}|${sub}|${key}|${value ?? ''}\n`, 'utf8');
+    expect(h.digest('hex')).toBe(x.records_digest);
+    expect(x.entry.records).toBe(x.records_digest);
+    expect(x.request.records).toEqual([x.records]);
     expect(jcs(x.entry)).toBe(x.entry_jcs);
     expect(sha256(x.entry_jcs)).toBe(x.entry_hash);
     expect(x.signing_text).toBe(`svc/custody/1|${x.entry_hash}`);
@@ -52,7 +65,8 @@ describe('docs/protocol.md §19, /svc/custody/1', () => {
     expect(signingTextOf(x.entry_hash)).toBe(x.signing_text);
     expect(verifyEntrySignature(verifyText, x.entry_hash, { node: x.custodian, signature: x.signature })).toBe(true);
     expect(verifyEntrySignature(verifyText, x.entry_hash, { node: x.home, signature: x.signature })).toBe(false);
-    expect(custodyRequest(x.mesh_secret, x.home, x.request.svcond, [entry])).toEqual(x.request);
+    expect(recordsDigest(entryRecordsSchema.parse(x.records))).toBe(x.entry.records);
+    expect(custodyRequest(x.mesh_secret, x.home, x.request.svcond, [entry], [x.records])).toEqual(x.request);
     expect(custodyRequestSchema.safeParse(x.request).success).toBe(true);
     expect(custodyAnswerSchema.safeParse(x.answer).success).toBe(true);
     // No other member: an entry with one more is not an entry.

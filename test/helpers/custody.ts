@@ -6,10 +6,13 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { bearer, call, operatorBond, startTestNode, zkIdentity, type TestNode } from './node.js';
 import { waitFor } from '../mesh/helpers.js';
-import { custodyClient } from '../../src/custody/client.js';
+import { chainFetcher, custodyClient, type FetchChain } from '../../src/custody/client.js';
+import { LEDGER_SUBLEVELS } from '../../src/custody/ledger-ops.js';
+import type { ChainLink } from '../../src/custody/protocol.js';
+import type { Store } from '../../src/store/db.js';
 import type { DebitCertificate } from '../../src/custody/debit-certificate.js';
 import type { CustodyEntry } from '../../src/custody/entry.js';
-import type { CustodyAnswer } from '../../src/custody/protocol.js';
+import { recordsDigest, type CustodyAnswer, type EntryRecords } from '../../src/custody/protocol.js';
 
 /** Envelopes each operator bonds. */
 const BOND = 3;
@@ -63,13 +66,34 @@ export async function startBondedTrio(secret: string, initialCredits: number): P
   return [a, b, c];
 }
 
-/** Send `entries` (with `certificates`, one per entry) to `to` over /svc/custody/1 from `from`'s libp2p host. */
+/** The records of the entries forge() made, by their digest. */
+const forgedRecords = new Map<string, EntryRecords>();
+
+/**
+ * An entry the test composes, its `records` the digest of records made for it: the put of its wallet (its balance,
+ * and `note`, which tells apart two entries of one slot).
+ */
+export function forge(e: CustodyEntry, note = ''): CustodyEntry {
+  const records: EntryRecords = { v: 1, ops: [['put', 'wallets', e.zid, JSON.stringify({ ...(e.balance ?? { free: 0, paid: 0 }), note })]] };
+  const digest = recordsDigest(records);
+  forgedRecords.set(digest, records);
+  return { ...e, records: digest };
+}
+
+/** The records forge() made for an entry; none for any other. */
+export const recordsOf = (e: CustodyEntry): EntryRecords => forgedRecords.get(e.records) ?? { v: 1, ops: [] };
+
+/**
+ * Send `entries` (with `certificates`, one per entry; the records forge() made, unless `records` are given) to `to`
+ * over /svc/custody/1 from `from`'s libp2p host.
+ */
 export async function propose(
   secret: string,
   from: TestNode,
   to: TestNode,
   entries: CustodyEntry[],
   certificates?: (DebitCertificate | null)[],
+  records: EntryRecords[] = entries.map(recordsOf),
 ): Promise<CustodyAnswer> {
   const send = custodyClient({
     openStream: (p, proto, signal) => from.node.mesh.openStream(p, proto, signal),
@@ -77,8 +101,41 @@ export async function propose(
     secret,
     nowSvcond: () => from.node.mesh.nowSvcond(),
   });
-  return send(to.node.nodeId, entries, AbortSignal.timeout(5000), certificates);
+  return send(to.node.nodeId, entries, records, AbortSignal.timeout(5000), certificates);
 }
 
 /** The answer's outcome per entry: 'signed' or the refusal code. */
 export const outcomes = (answer: CustodyAnswer): string[] => answer.results.map((r) => (r.ok ? 'signed' : r.code));
+
+/** Fetch chains over /svc/custody/1 from `from`'s libp2p host. */
+export function fetcherFrom(secret: string, from: TestNode): FetchChain {
+  return chainFetcher({
+    openStream: (p, proto, signal) => from.node.mesh.openStream(p, proto, signal),
+    selfId: () => from.node.nodeId,
+    secret,
+    nowSvcond: () => from.node.mesh.nowSvcond(),
+  });
+}
+
+/**
+ * An identity's ledger as `store` holds it, record by record: its wallet, its owner and folder index rows, the
+ * envelope records those name, and the audit rows at `rowKeys` (with the records of `absentTokens`, which must be gone).
+ */
+export async function ledgerIn(store: Store, zid: string, rowKeys: readonly string[], absentTokens: readonly string[] = []) {
+  const sub = (name: string) => store.sub(name);
+  const owner = await store.range<string>(sub(LEDGER_SUBLEVELS.byOwner), { gte: `${zid}!`, lt: `${zid}!~` });
+  const folder = await store.range<string>(sub(LEDGER_SUBLEVELS.byFolder), { gte: `${zid}!`, lt: `${zid}!~` });
+  const tokens = [...owner.map((r) => r.value), ...absentTokens];
+  return {
+    wallet: await store.get(sub(LEDGER_SUBLEVELS.wallets), zid),
+    owner,
+    folder,
+    envelopes: await store.getMany(sub(LEDGER_SUBLEVELS.envelopes), tokens),
+    rows: await store.getMany(sub(LEDGER_SUBLEVELS.chainRows), [...rowKeys]),
+  };
+}
+
+/** The audit-row keys a run of entries writes. */
+export const rowKeysOf = (links: readonly ChainLink[]): string[] => [
+  ...new Set(links.flatMap((l) => l.records.ops.filter((op) => op[1] === 'chain_rows').map((op) => op[2]))),
+];
