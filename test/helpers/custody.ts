@@ -28,13 +28,14 @@ const config = (secret: string, bootstrap: string[]) => ({
 });
 
 /** Paid credits from the node's operator (a compute charged to them seals a movable, paid-funded envelope). */
-export async function grant(n: TestNode, zid: string, credits: number): Promise<void> {
+export async function grant(n: Pick<TestNode, 'url' | 'dataDir'>, zid: string, credits: number): Promise<void> {
   const token = (await readFile(join(n.dataDir, 'operator-token'), 'utf8')).trim();
   const r = await call(n.url, 'POST', '/api/tally/grants', { zid, credits }, bearer(token));
   expect(r.status, r.text).toBe(201);
 }
 
-async function bond(n: TestNode, seed: string, initialCredits: number): Promise<void> {
+/** The node's operator, bonded (granted the envelopes it bonds when its initial credits are short of them). */
+export async function bond(n: Pick<TestNode, 'url' | 'dataDir'>, seed: string, initialCredits: number): Promise<void> {
   const id = await zkIdentity(n.url, seed);
   if (initialCredits < BOND) await grant(n, id.zid, BOND);
   for (let i = 0; i < BOND; i++) expect((await call(n.url, 'POST', '/api/svc/compute', COMPUTE, bearer(id.key))).status).toBe(200);
