@@ -160,7 +160,9 @@ export class Custodian {
 
   private async promise(zid: string, epoch: number, candidate: string): Promise<PromiseAnswer> {
     const head = await this.head(zid);
-    const d = decidePromise(epoch, candidate, head?.fenced_below ?? 0, await this.promised(zid));
+    const self = this.deps.nodeId();
+    const selfHome = candidate !== self && (await this.deps.homeOf(zid)) === self;
+    const d = decidePromise(epoch, candidate, { accepted: head?.fenced_below ?? 0, promised: await this.promised(zid), selfHome });
     if ('refuse' in d) return { v: 1, refused: { code: d.refuse, reason: d.reason, epoch: d.epoch } };
     if (d.promise === 'new') {
       const promised: Promised = { epoch, candidate };

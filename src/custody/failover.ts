@@ -112,7 +112,7 @@ export class Failover {
         const w = this.watches.get(zid);
         if (w?.state === 'waiting' && now >= w.until) this.move(zid, 'wait-over');
         if (this.stateOf(zid) !== 'watching') continue;
-        const home = await this.deps.homeOf(zid);
+        const home = await this.homeWatched(zid);
         const self = this.deps.nodeId();
         if (home === null || home === self) continue;
         const set = custodySetOf(zid, home, this.deps.members(), this.deps.replicas);
@@ -133,6 +133,17 @@ export class Failover {
         void this.deps.publish(a.change).catch(() => undefined);
       }
     }
+  }
+
+  /**
+   * The home this custodian follows: its directory's, or the sender of the entries it holds when those are of a
+   * later epoch than the directory knows (it signed a new home's entries before hearing its home change).
+   */
+  private async homeWatched(zid: string): Promise<string | null> {
+    const head = await this.deps.custodian.head(zid);
+    const known = (await this.deps.homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
+    if (head !== null && head.epoch > known) return head.home;
+    return this.deps.homeOf(zid);
   }
 
   /** This node's place among the set's live custodians after the home (-1: not in the set). */

@@ -82,33 +82,41 @@ export interface Promised {
   candidate: string;
 }
 
-export type PromiseDecision = { promise: 'new' | 'again' } | { refuse: 'promised' | 'stale'; reason: string; epoch: number };
+export type PromiseRefusal = 'home' | 'promised' | 'stale';
+export type PromiseDecision = { promise: 'new' | 'again' } | { refuse: PromiseRefusal; reason: string; epoch: number };
 
-interface PromiseRow {
-  refuse: 'promised' | 'stale' | 'again';
-  test: (epoch: number, candidate: string, accepted: number, promised: Promised | null) => boolean;
-  reason: (epoch: number, accepted: number, promised: Promised | null) => string;
+/** What a custodian knows of the identity when a candidate asks. */
+export interface PromiseFacts {
+  /** The highest epoch of an entry it signed for the identity (0: none). */
+  accepted: number;
+  promised: Promised | null;
+  /** This node is the identity's home (and the candidate another node): it is alive, there is nothing to take over. */
+  selfHome: boolean;
 }
 
-/**
- * A custodian's promise table, rows in order; a request passing every row is promised (kept on disk before the
- * answer). `accepted` is the highest epoch of an entry it signed for the identity (0: none).
- */
+interface PromiseRow {
+  refuse: PromiseRefusal | 'again';
+  test: (epoch: number, candidate: string, f: PromiseFacts) => boolean;
+  reason: (epoch: number, f: PromiseFacts) => string;
+}
+
+/** A custodian's promise table, rows in order; a request passing every row is promised (kept on disk before the answer). */
 export const PROMISE_ROWS: readonly PromiseRow[] = [
-  { refuse: 'stale', test: (epoch, _c, accepted) => epoch <= accepted, reason: (epoch, accepted) => `epoch ${epoch} is not above ${accepted}, accepted here` },
-  { refuse: 'again', test: (epoch, c, _a, p) => p !== null && p.epoch === epoch && p.candidate === c, reason: () => 'promised already' },
+  { refuse: 'home', test: (_e, _c, f) => f.selfHome, reason: () => 'this node is the identity’s home' },
+  { refuse: 'stale', test: (epoch, _c, f) => epoch <= f.accepted, reason: (epoch, f) => `epoch ${epoch} is not above ${f.accepted}, accepted here` },
+  { refuse: 'again', test: (epoch, c, f) => f.promised !== null && f.promised.epoch === epoch && f.promised.candidate === c, reason: () => 'promised already' },
   {
     refuse: 'promised',
-    test: (epoch, _c, _a, p) => p !== null && p.epoch >= epoch,
-    reason: (_e, _a, p) => `epoch ${p!.epoch} is promised to ${p!.candidate}`,
+    test: (epoch, _c, f) => f.promised !== null && f.promised.epoch >= epoch,
+    reason: (_e, f) => `epoch ${f.promised!.epoch} is promised to ${f.promised!.candidate}`,
   },
 ];
 
-export function decidePromise(epoch: number, candidate: string, accepted: number, promised: Promised | null): PromiseDecision {
+export function decidePromise(epoch: number, candidate: string, f: PromiseFacts): PromiseDecision {
   for (const row of PROMISE_ROWS) {
-    if (!row.test(epoch, candidate, accepted, promised)) continue;
+    if (!row.test(epoch, candidate, f)) continue;
     if (row.refuse === 'again') return { promise: 'again' };
-    return { refuse: row.refuse, reason: row.reason(epoch, accepted, promised), epoch: Math.max(accepted, promised?.epoch ?? 0) };
+    return { refuse: row.refuse, reason: row.reason(epoch, f), epoch: Math.max(f.accepted, f.promised?.epoch ?? 0) };
   }
   return { promise: 'new' };
 }

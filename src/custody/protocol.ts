@@ -145,14 +145,17 @@ export const promiseRequestSchema = z
   .strict();
 export type PromiseRequest = z.infer<typeof promiseRequestSchema>;
 
-/** The promise, or why not: `promised` (it promised that epoch or a later one to another candidate), `stale` (it accepted that epoch already). */
+/**
+ * The promise, or why not: `home` (the custodian is the identity's home), `stale` (it accepted that epoch already),
+ * `promised` (it promised that epoch or a later one to another candidate).
+ */
 export const promiseAnswerSchema = z.union([
   z.object({ v: z.literal(1), promise: signedPromiseSchema }).strict(),
   z
     .object({
       v: z.literal(1),
       refused: z
-        .object({ code: z.enum(['promised', 'stale', 'bad-request']), reason: z.string().max(500), epoch: z.number().int().min(1).optional() })
+        .object({ code: z.enum(['home', 'promised', 'stale', 'bad-request']), reason: z.string().max(500), epoch: z.number().int().min(1).optional() })
         .strict(),
     })
     .strict(),

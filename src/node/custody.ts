@@ -15,6 +15,7 @@ import { CustodyView } from '../custody/view.js';
 import { HeardBonds } from '../custody/heard-bonds.js';
 import { HOME_CHANGE_EVENT, HomeChanges, homeChangeSchema, type HomeChange } from '../custody/home-change.js';
 import { HomeMoves } from '../custody/home-moves.js';
+import { FIRST_EPOCH } from '../custody/entry.js';
 import { Failover } from '../custody/failover.js';
 import { GossipError } from '../mesh/gossip-error.js';
 import type { GossipHandler } from '../mesh/gossip-handlers.js';
@@ -134,6 +135,7 @@ export async function wireCustody(
     replicas: config.custody.replicas,
     members,
     homeOf,
+    knownEpoch: async (zid) => (await homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH,
     wallet: (zid) => economy.ledger.wallet(zid),
     replicator,
     custodian,

@@ -111,6 +111,7 @@ describe('failover of an identity whose home is killed', () => {
     // Any other live node forwards the identity's requests to the new home.
     const other = [1, 2, 3, 4].find((i) => i !== home)!;
     await waitUntil(async () => (await custodyAt(c.url(other), zid))?.home === c.nodeIds[home], 'the home change heard by another node', 15_000, 200);
+    expect((await custodyAt(c.url(other), zid))?.epoch).toBe(2);
     const forwarded = await call(c.url(other), 'GET', '/api/tally/balance', undefined, bearer(key));
     expect(forwarded.status, forwarded.text).toBe(200);
     expect(forwarded.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
@@ -128,6 +129,7 @@ describe('failover of an identity whose home is killed', () => {
       expect(write.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
     }
     await waitUntil(async () => (await custodyAt(c.url(0), zid))?.home === c.nodeIds[home], 'node 0 naming the new home', 20_000, 200);
+    expect((await custodyAt(c.url(0), zid))?.epoch).toBe(2);
     const atOld = await call(c.url(0), 'GET', '/api/tally/balance', undefined, bearer(key));
     expect(atOld.status, atOld.text).toBe(200);
     expect(atOld.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);

@@ -30,17 +30,19 @@ async function nodes(n: number) {
 
 describe('the promise table', () => {
   it('has its rows in order', () => {
-    expect(PROMISE_ROWS.map((r) => r.refuse)).toEqual(['stale', 'again', 'promised']);
+    expect(PROMISE_ROWS.map((r) => r.refuse)).toEqual(['home', 'stale', 'again', 'promised']);
   });
   it('promises an epoch above every accepted one to one candidate only, the same one again', () => {
-    expect(decidePromise(2, 'b', 1, null)).toEqual({ promise: 'new' });
-    expect(decidePromise(2, 'b', 1, { epoch: 2, candidate: 'b' })).toEqual({ promise: 'again' });
-    expect(decidePromise(2, 'c', 1, { epoch: 2, candidate: 'b' })).toMatchObject({ refuse: 'promised', epoch: 2 });
-    expect(decidePromise(2, 'c', 1, { epoch: 3, candidate: 'b' })).toMatchObject({ refuse: 'promised', epoch: 3 });
+    expect(decidePromise(2, 'b', { accepted: 1, promised: null, selfHome: false })).toEqual({ promise: 'new' });
+    expect(decidePromise(2, 'b', { accepted: 1, promised: { epoch: 2, candidate: 'b' }, selfHome: false })).toEqual({ promise: 'again' });
+    expect(decidePromise(2, 'c', { accepted: 1, promised: { epoch: 2, candidate: 'b' }, selfHome: false })).toMatchObject({ refuse: 'promised', epoch: 2 });
+    expect(decidePromise(2, 'c', { accepted: 1, promised: { epoch: 3, candidate: 'b' }, selfHome: false })).toMatchObject({ refuse: 'promised', epoch: 3 });
     // The loser may try the next epoch.
-    expect(decidePromise(3, 'c', 1, { epoch: 2, candidate: 'b' })).toEqual({ promise: 'new' });
-    expect(decidePromise(2, 'b', 2, null)).toMatchObject({ refuse: 'stale', epoch: 2 });
-    expect(decidePromise(2, 'b', 2, { epoch: 2, candidate: 'b' })).toMatchObject({ refuse: 'stale' });
+    expect(decidePromise(3, 'c', { accepted: 1, promised: { epoch: 2, candidate: 'b' }, selfHome: false })).toEqual({ promise: 'new' });
+    expect(decidePromise(2, 'b', { accepted: 2, promised: null, selfHome: false })).toMatchObject({ refuse: 'stale', epoch: 2 });
+    expect(decidePromise(2, 'b', { accepted: 2, promised: { epoch: 2, candidate: 'b' }, selfHome: false })).toMatchObject({ refuse: 'stale' });
+    // A live home promises nobody its identity.
+    expect(decidePromise(2, 'b', { accepted: 1, promised: null, selfHome: true })).toMatchObject({ refuse: 'home', epoch: 1 });
   });
 });
 
