@@ -151,6 +151,13 @@ export async function wireCustody(
       throw new GossipError('ignore', 409, 'SVC_CONFLICT', standing.reason);
     },
   };
+  // The peer table read once a tick, as `members` is.
+  let ticks: { svcond: number; byNode: Map<string, number> } = { svcond: -1, byNode: new Map() };
+  const lastTicks = () => {
+    const now = time.nowSvcond();
+    if (ticks.svcond !== now) ticks = { svcond: now, byNode: new Map(mesh.peers().flatMap((p) => (p.lastTick === null ? [] : [[p.peerId, p.lastTick]]))) };
+    return ticks.byNode;
+  };
   const failover =
     client === null
       ? null
@@ -160,7 +167,7 @@ export async function wireCustody(
           failoverTicks: config.custody.failoverTicks,
           members,
           nowSvcond: time.nowSvcond,
-          lastHeard: (node) => mesh.peers().find((p) => p.peerId === node)?.lastTick ?? null,
+          lastHeard: (node) => lastTicks().get(node) ?? null,
           store,
           custodian,
           homeOf,
@@ -178,7 +185,9 @@ export async function wireCustody(
     name: 'custody',
     streams: mesh.enabled ? [{ protocol: CUSTODY_PROTOCOL, handle: (stream, peer) => void custodian.serve(stream, peer) }] : [],
     gossip: [homeChangeRow],
-    tickers: failover === null ? [] : [{ name: 'custody-failover', everyTicks: 1, run: () => failover.run() }],
+    // Twice per failoverTicks: a home unheard is taken over within 1.5 × failoverTicks; the held identities are read then only.
+    tickers:
+      failover === null ? [] : [{ name: 'custody-failover', everyTicks: Math.max(1, Math.floor(config.custody.failoverTicks / 2)), run: () => failover.run() }],
     routes: [custodyRoutes(view)],
     stop: async () => {
       store.gate = null;
