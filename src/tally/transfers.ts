@@ -154,7 +154,8 @@ export class Transfers {
     const sender = await this.d.identity.getIdentity(from);
     if (!sender) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${from} is known to this node`, { field: 'from' });
     const here = this.d.nodeId();
-    const sameNode = receiver.kind !== 'remote' && receiver.home === here;
+    // The identity record's home: the node it registered on, or the one that took it over (custody failover).
+    const sameNode = receiver.home === here;
     if (!sameNode && !this.d.canDeliver())
       throw new ServiceError(503, 'MESH_DISABLED', `${req.to} is homed on node ${receiver.home}, and this node has no mesh to deliver to it`);
     const fromSlug = sender.default_machine ?? this.d.identity.defaultSlug(from);
@@ -300,8 +301,7 @@ export class Transfers {
     if (delivery.to_home !== here)
       throw new ServiceError(409, 'SVC_CONFLICT', `this delivery is addressed to node ${delivery.to_home}`, { home: delivery.to_home });
     const receiver = await this.d.identity.getIdentity(delivery.to);
-    if (!receiver || receiver.kind === 'remote' || receiver.home !== here)
-      throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${delivery.to} is homed on this node`, { field: 'to' });
+    if (!receiver || receiver.home !== here) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${delivery.to} is homed on this node`, { field: 'to' });
     const toSlug = receiver.default_machine ?? this.d.identity.defaultSlug(delivery.to);
     const credit = {
       transfer_id: delivery.transfer_id,
