@@ -4,7 +4,7 @@
 // advertised in a tick event this node heard (kept across restarts: heard-bonds.ts): a bond whose node never spoke
 // (or another's) makes no custodian. The check of a transfer credit's debit certificate is custody's, used by the
 // custodian and by the receiver's home.
-import { custodyClient } from '../custody/client.js';
+import { chainFetcher, custodyClient, type CustodyClientDeps } from '../custody/client.js';
 import { custodySetOf } from '../custody/custody-set.js';
 import { Custodian, type ChainPage } from '../custody/custodian.js';
 import { creditClaimOf, DebitCertificates, debitCertificateFault, type CreditClaim, type DebitCheckDeps } from '../custody/debit-certificate.js';
@@ -59,16 +59,17 @@ export async function wireCustody(
   const debitCheck: DebitCheckDeps = { members, replicas: config.custody.replicas, homeOf, verify: verifyText };
   const debitFault = (cert: unknown, credit: CreditClaim) => debitCertificateFault(cert, credit, debitCheck);
   economy.transfers.checkDebitsWith((cert, credit) => debitFault(cert, creditClaimOf(credit)));
+  const client: CustodyClientDeps | null =
+    mesh.enabled && secret !== null
+      ? { openStream: (p, proto, signal) => mesh.openStream(p, proto, signal), selfId: nodeId, secret, nowSvcond: time.nowSvcond }
+      : null;
   const replicator = new Replicator({
     store,
     reader: new LedgerOpsReader(store),
     nodeId,
     replicas: config.custody.replicas,
     members,
-    send:
-      mesh.enabled && secret !== null
-        ? custodyClient({ openStream: (p, proto, signal) => mesh.openStream(p, proto, signal), selfId: nodeId, secret, nowSvcond: time.nowSvcond })
-        : null,
+    send: client === null ? null : custodyClient(client),
     verify: verifyText,
     sign: (text) => signText(f.nodeIdentity.privateKey, text),
     certificates: new DebitCertificates(store),
@@ -81,6 +82,8 @@ export async function wireCustody(
     sign: (text) => signText(f.nodeIdentity.privateKey, text),
     homeOf,
     debitFault,
+    fetch: client === null ? null : chainFetcher(client),
+    verify: verifyText,
     custodiansOf: async (zid) => {
       const home = await homeOf(zid);
       return home === null ? null : custodySetOf(zid, home, members(), config.custody.replicas).custodians;

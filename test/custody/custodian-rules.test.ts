@@ -34,6 +34,7 @@ describe('the custodian table', () => {
       'records-mismatch',
       'again',
       'slot-taken',
+      'behind',
       'seq',
       'prev-hash',
       'balance',
@@ -41,9 +42,15 @@ describe('the custodian table', () => {
       'debit-uncertified',
     ]);
   });
-  it('signs the next entry of the holder, and the first entry it is sent when fresh (any seq)', () => {
+  it('signs the next entry of the holder, and the identity’s first when fresh', () => {
     expect(outcome(next(), head, facts())).toBe('sign-new');
-    expect(outcome(next({ seq: 40, prev_hash: GENESIS_ENTRY_HASH }), null, facts())).toBe('sign-new');
+    expect(outcome(next({ seq: 1, prev_hash: GENESIS_ENTRY_HASH }), null, facts())).toBe('sign-new');
+  });
+  it('behind: past the head, or past seq 1 when fresh (it catches up first)', () => {
+    expect(outcome(next({ seq: 40, prev_hash: GENESIS_ENTRY_HASH }), null, facts())).toBe('behind');
+    expect(outcome(next({ seq: 2 }), null, facts())).toBe('behind');
+    const d = decide(next({ seq: 7 }), entryHash(next({ seq: 7 })), head, facts());
+    expect(d).toEqual({ to: 'holding', refuse: 'behind', reason: 'this custodian holds up to seq 5, not 6: it catches up before it signs' });
   });
   it('not-home: a sender that is not the home, fresh or holding', () => {
     expect(outcome(next(), head, facts({ fromHome: false }))).toBe('not-home');
@@ -64,13 +71,13 @@ describe('the custodian table', () => {
     expect(outcome(e, head, facts({ slotHash: 'cc'.repeat(32) }))).toBe('slot-taken');
   });
   it('seq and prev-hash: only the next slot, on the head', () => {
-    expect(outcome(next({ seq: 7 }), head, facts())).toBe('seq');
     expect(outcome(next({ seq: 5 }), head, facts())).toBe('seq');
+    expect(outcome(next({ seq: 1 }), head, facts())).toBe('seq');
     expect(outcome(next({ prev_hash: 'dd'.repeat(32) }), head, facts())).toBe('prev-hash');
   });
   it('balance: free or paid below zero', () => {
     expect(outcome(next({ balance: { free: -1, paid: 0 } }), head, facts())).toBe('balance');
-    expect(outcome(next({ balance: { free: 0, paid: -1 } }), null, facts())).toBe('balance');
+    expect(outcome(next({ seq: 1, balance: { free: 0, paid: -1 } }), null, facts())).toBe('balance');
     expect(outcome(next({ balance: null }), head, facts())).toBe('sign-new');
   });
   it('transfer-reused: a transfer id seen on an earlier entry', () => {
@@ -82,7 +89,7 @@ describe('the custodian table', () => {
     const credit = next({ kind: 'transfer', transfer: moved('credit') });
     const d = decide(credit, entryHash(credit), head, facts({ debitFault: 'too few signers' }));
     expect(d).toEqual({ to: 'holding', refuse: 'debit-uncertified', reason: "the sender's debit is not certified: too few signers" });
-    expect(outcome(credit, null, facts({ debitFault: 'no certificate' }))).toBe('debit-uncertified');
+    expect(outcome({ ...credit, seq: 1 }, null, facts({ debitFault: 'no certificate' }))).toBe('debit-uncertified');
     expect(outcome(credit, head, facts())).toBe('sign-new');
     // The fact is about a credit only: a debit or a wallet write with it set is signed.
     expect(outcome(next({ kind: 'transfer', transfer: moved('debit') }), head, facts({ debitFault: 'x' }))).toBe('sign-new');
