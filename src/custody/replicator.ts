@@ -32,6 +32,10 @@ import type { SendBatch } from './client.js';
 import type { ChainPage } from './custodian.js';
 import { linkOf, pageOf } from './replica.js';
 
+/** A proposal refused `behind` is sent again after BEHIND_PAUSE_MS, then twice that…, at most BEHIND_RETRIES times. */
+const BEHIND_PAUSE_MS = 50;
+const BEHIND_RETRIES = 6;
+
 /** What a batch's request carries besides its entries' records: the entries, certificates, the frame (bytes, estimated). */
 const ENTRY_WIRE_BYTES = 2048;
 
@@ -82,6 +86,8 @@ interface Proposal {
   /** Custodians that refused it or did not answer. */
   missed: string[];
   reasons: string[];
+  /** Times each custodian answered `behind` (it is catching up): sent again after a pause, a few times. */
+  behind: Map<string, number> | null;
   settled: boolean;
   resolve: (p: Proposal) => void;
   reject: (err: unknown) => void;
@@ -230,6 +236,7 @@ export class Replicator {
         signatures: [],
         missed: [],
         reasons: [],
+        behind: null,
         settled: false,
         resolve,
         reject,
@@ -311,6 +318,7 @@ export class Replicator {
           const r = results?.[i];
           if (r?.ok === true && verifyEntrySignature(this.deps.verify, p.hash, { node, signature: r.signature }))
             this.signed(p, { node, signature: r.signature });
+          else if (r?.ok === false && r.code === 'behind' && this.resendLater(node, p)) return;
           else this.missed(p, node, r === undefined ? why : r.ok ? 'a signature that does not verify' : `${r.code}: ${r.reason}`);
         });
       }
@@ -353,6 +361,25 @@ export class Replicator {
     if ((this.certified.get(p.entry.zid)?.seq ?? 0) < p.entry.seq) this.certified.set(p.entry.zid, { epoch: p.entry.epoch, seq: p.entry.seq, hash: p.hash });
     this.close(p);
     p.resolve(p);
+  }
+
+  /**
+   * A custodian behind on the identity catches up from this home's certified log: the proposal goes to it again after
+   * a pause (doubling), while no majority certified it yet and within BEHIND_RETRIES. False: it counts as missed.
+   */
+  private resendLater(node: string, p: Proposal): boolean {
+    if (p.settled) return false;
+    const tries = p.behind?.get(node) ?? 0;
+    if (tries >= BEHIND_RETRIES) return false;
+    (p.behind ??= new Map()).set(node, tries + 1);
+    const timer = setTimeout(
+      () => {
+        if (!p.settled) this.enqueue(node, p);
+      },
+      BEHIND_PAUSE_MS * 2 ** tries,
+    );
+    timer.unref?.();
+    return true;
   }
 
   private missed(p: Proposal, node: string, reason: string): void {
