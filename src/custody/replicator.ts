@@ -364,6 +364,42 @@ export class Replicator {
   }
 
   /**
+   * A certified debit's certificate under the identity's custody set of now (docs/decisions.md "Custody"): the debit
+   * entry is proposed again, with its records, to the set's custodians; one that holds it signs it again, one behind
+   * catches up first. With a majority (this home's signature among it) the certificate is replaced in one write;
+   * otherwise `cert` is returned as it is (the delivery is refused and tried again later).
+   */
+  async recertify(cert: DebitCertificate): Promise<DebitCertificate> {
+    const entry = cert.entry;
+    const logged = await this.deps.store.get<CertifiedEntry>(this.log, slotKey(entry));
+    const send = this.deps.send;
+    if (send === null || logged === undefined || logged.hash !== entryHash(entry) || entry.transfer?.side !== 'debit') return cert;
+    const set = this.setOf(entry.zid);
+    const others = await Promise.all(set.custodians.filter((n) => n !== set.home).map((node) => this.signatureOf(send, node, logged)));
+    const signatures = others.filter((s): s is EntrySignature => s !== null);
+    if (signatures.length < set.majority - 1) return cert;
+    const all: EntrySignature[] = [{ node: set.home, signature: this.deps.sign(signingTextOf(logged.hash)) }, ...signatures];
+    await this.deps.store.commit([this.deps.certificates.putOp(entry, all)]);
+    return { entry, signatures: all };
+  }
+
+  /** `node`'s signature of a certified entry it holds (or holds once it has caught up), else null. */
+  private async signatureOf(send: SendBatch, node: string, logged: CertifiedEntry): Promise<EntrySignature | null> {
+    for (let tries = 0; ; tries++) {
+      let r: CustodyResult | undefined;
+      try {
+        r = (await send(node, [logged.entry], [logged.records], AbortSignal.timeout(this.deps.timeoutMs))).results[0];
+      } catch {
+        return null;
+      }
+      if (r?.ok === true)
+        return verifyEntrySignature(this.deps.verify, logged.hash, { node, signature: r.signature }) ? { node, signature: r.signature } : null;
+      if (r?.code !== 'behind' || tries >= BEHIND_RETRIES) return null;
+      await new Promise((resolve) => setTimeout(resolve, BEHIND_PAUSE_MS * 2 ** tries));
+    }
+  }
+
+  /**
    * A custodian behind on the identity catches up from this home's certified log: the proposal goes to it again after
    * a pause (doubling), while no majority certified it yet and within BEHIND_RETRIES. False: it counts as missed.
    */

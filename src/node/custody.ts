@@ -7,7 +7,14 @@
 import { chainFetcher, custodyClient, type CustodyClientDeps } from '../custody/client.js';
 import { custodySetOf } from '../custody/custody-set.js';
 import { Custodian, type ChainPage } from '../custody/custodian.js';
-import { creditClaimOf, DebitCertificates, debitCertificateFault, type CreditClaim, type DebitCheckDeps } from '../custody/debit-certificate.js';
+import {
+  creditClaimOf,
+  debitCertificateSchema,
+  DebitCertificates,
+  debitCertificateFault,
+  type CreditClaim,
+  type DebitCheckDeps,
+} from '../custody/debit-certificate.js';
 import { LedgerOpsReader } from '../custody/ledger-ops.js';
 import { CUSTODY_PROTOCOL } from '../custody/protocol.js';
 import { Replicator } from '../custody/replicator.js';
@@ -76,6 +83,15 @@ export async function wireCustody(
     timeoutMs: config.custody.certifyTimeoutMs,
   });
   store.gate = replicator;
+  // A pending debit's certificate, checked against this home's view of the sender's set before each delivery: a set
+  // that changed since the debit (a custodian replaced) certifies it again.
+  economy.transfers.certifyDebitsWith(async (kept) => {
+    const cert = debitCertificateSchema.safeParse(kept).data;
+    const t = cert?.entry.transfer;
+    if (cert === undefined || t === null || t === undefined) return kept;
+    const fault = await debitFault(cert, { zid: t.party, transfer: { ...t, side: 'credit', party: cert.entry.zid } });
+    return fault === null ? kept : replicator.recertify(cert);
+  });
   const custodian: Custodian = new Custodian({
     store,
     nodeId,
