@@ -2,7 +2,8 @@
 // the ones it signs in ONE batch (commitAside: never behind this node's own held writes), then answer the signatures.
 // A signature leaves only after its entry and its slot are on disk, so a restarted custodian refuses a second,
 // different entry for a slot it signed. Batches are taken one at a time: the heads they read are the ones the last
-// batch wrote.
+// batch wrote. Behind on an identity, it catches up from the home before it signs; it answers fetches of the chains
+// it holds.
 import { timingSafeEqual } from 'node:crypto';
 import type { Stream } from '@libp2p/interface';
 import type { Logger } from 'pino';
@@ -150,7 +151,8 @@ export class Custodian {
     certificates: (DebitCertificate | null)[] | undefined,
     sender: string,
   ): Promise<CustodyResult[]> {
-    const results: (CustodyResult | { sign: string })[] = [];
+    /** A result, or the signature to answer once the batch is on disk. */
+    const results: (CustodyResult | { signature: string })[] = [];
     const ops: Op[] = [];
     const touched = new Set<string>();
     /** Slots and transfer ids taken by earlier entries of this batch. */
@@ -191,10 +193,14 @@ export class Custodian {
         results.push(r);
         continue;
       }
-      results.push({ sign: hash });
-      if (d.sign === 'again') continue;
+      if (d.sign === 'again') {
+        results.push({ signature: this.deps.sign(signingTextOf(hash)) });
+        continue;
+      }
       const certificate = entry.transfer?.side === 'credit' ? (certificates?.[i] ?? null) : null;
-      this.cache.set(entry.zid, this.holdOps(ops, { entry, hash, records: sent, certificate }, head, sender));
+      const kept = this.holdOps(ops, { entry, hash, records: sent, certificate }, head, sender);
+      results.push({ signature: kept.signature });
+      this.cache.set(entry.zid, kept.head);
       touched.add(entry.zid);
       slots.set(slot, hash);
       if (transferKey !== null) seen.add(transferKey);
@@ -205,22 +211,22 @@ export class Custodian {
       // Nothing of the batch is on disk: its heads are read again, and no signature leaves.
       for (const zid of touched) this.cache.delete(zid);
       this.deps.logger?.warn({ err: String(err) }, 'custody batch not written');
-      return results.map((r) => ('sign' in r ? { ok: false, code: 'unavailable', reason: 'the custodian could not write the entry' } : r));
+      return results.map((r) => ('ok' in r ? r : { ok: false, code: 'unavailable', reason: 'the custodian could not write the entry' }));
     }
     return results.map((r) => {
-      if (!('sign' in r)) return r;
+      if ('ok' in r) return r;
       this.stats.signed++;
-      return { ok: true, signature: this.deps.sign(signingTextOf(r.sign)) };
+      return { ok: true, signature: r.signature };
     });
   }
 
-  /** The ops that keep an entry this custodian signs (its held record, its slot, the head, its transfer id); the new head. */
+  /** The ops that keep an entry this custodian signs (its held record, its slot, the head, its transfer id); the new head and the signature. */
   private holdOps(
     ops: Op[],
     e: { entry: CustodyEntry; hash: string; records: EntryRecords; certificate: DebitCertificate | null },
     head: HeldHead | null,
     sender: string,
-  ): HeldHead {
+  ): { head: HeldHead; signature: string } {
     const { entry, hash } = e;
     const next: HeldHead = {
       epoch: entry.epoch,
@@ -234,7 +240,7 @@ export class Custodian {
     ops.push({ type: 'put', sub: this.held, key: slotKey(entry), value: held });
     ops.push({ type: 'put', sub: this.heads, key: entry.zid, value: next });
     if (entry.transfer !== null) ops.push({ type: 'put', sub: this.transfers, key: `${entry.zid}!${entry.transfer.id}`, value: entry.seq });
-    return next;
+    return { head: next, signature: held.signature };
   }
 
   /**
@@ -272,7 +278,7 @@ export class Custodian {
       const hash = entryHash(link.entry);
       const slotHash = (await this.deps.store.get<HeldEntry>(this.held, slotKey(link.entry)))?.hash;
       if (slotHash !== undefined && slotHash !== hash) throw new Error(`seq ${link.entry.seq} of ${zid}: this custodian signed another entry for the slot`);
-      head = this.holdOps(ops, { entry: link.entry, hash, records: link.records, certificate: link.certificate }, head, home);
+      head = this.holdOps(ops, { entry: link.entry, hash, records: link.records, certificate: link.certificate }, head, home).head;
     }
     await this.deps.store.commitAside(ops);
     this.cache.set(zid, head);
