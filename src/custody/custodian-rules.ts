@@ -2,7 +2,7 @@
 // custodian (`fresh`: it holds nothing of it; `holding`: it holds entries up to a head) and, row by row in order, the
 // first check the entry fails decides the refusal. An entry that passes every row is signed and becomes the head.
 // The rows that make two different entries of one slot impossible are `slot-taken` (this custodian signed another
-// entry for that (zid, epoch, seq)) and `seq` (only the next slot is ever signed). Pure: the caller reads the facts
+// entry for that (zid, epoch, seq)) and `seq` / `behind` (only the next slot is ever signed). Pure: the caller reads the facts
 // (the slot's record, whether the transfer id was seen, what is wrong with a credit's debit certificate) first.
 import type { CustodyEntry } from './entry.js';
 
@@ -21,7 +21,8 @@ export interface HeldHead {
 }
 
 /** Why a custodian refuses an entry (the answer's `code`). */
-export type Refusal = 'not-home' | 'fenced' | 'records-mismatch' | 'slot-taken' | 'seq' | 'prev-hash' | 'balance' | 'transfer-reused' | 'debit-uncertified';
+export type Refusal =
+  'not-home' | 'fenced' | 'records-mismatch' | 'slot-taken' | 'behind' | 'seq' | 'prev-hash' | 'balance' | 'transfer-reused' | 'debit-uncertified';
 
 export interface Facts {
   /** The epoch below which this custodian signs nothing for the identity: the highest it accepted or promised (0: none). */
@@ -72,6 +73,12 @@ export const CUSTODIAN_ROWS: readonly Row[] = [
   { from: BOTH, refuse: 'again', test: (_e, _h, f, hash) => f.slotHash === hash, reason: () => 'signed already' },
   { from: BOTH, refuse: 'slot-taken', test: (_e, _h, f) => f.slotHash !== null, reason: (e) => `another entry is signed for seq ${e.seq} of epoch ${e.epoch}` },
   {
+    from: BOTH,
+    refuse: 'behind',
+    test: (e, h) => e.seq > (h?.seq ?? 0) + 1,
+    reason: (e, h) => `this custodian holds up to seq ${h?.seq ?? 0}, not ${e.seq - 1}: it catches up before it signs`,
+  },
+  {
     from: HOLDING,
     refuse: 'seq',
     test: (e, h) => !opensEpoch(e, h!) && e.seq !== h!.seq + 1,
@@ -104,9 +111,8 @@ export const CUSTODIAN_ROWS: readonly Row[] = [
 ];
 
 /**
- * The decision for `entry` (its hash `hash`) given the identity's head here (null: fresh). A fresh custodian takes
- * the entry it is first sent at any seq: it joins the chain there (the history before it is the home's and the
- * earlier custodians').
+ * The decision for `entry` (its hash `hash`) given the identity's head here (null: fresh). A custodian signs only the
+ * entry after the last it holds: fresh, the identity's first; past its head, it is `behind` and catches up first.
  */
 export function decide(entry: CustodyEntry, hash: string, head: HeldHead | null, facts: Facts): Decision {
   const state: CustodianState = head === null ? 'fresh' : 'holding';

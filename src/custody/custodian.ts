@@ -2,7 +2,8 @@
 // the ones it signs in ONE batch (commitAside: never behind this node's own held writes), then answer the signatures.
 // A signature leaves only after its entry and its slot are on disk, so a restarted custodian refuses a second,
 // different entry for a slot it signed. Batches are taken one at a time: the heads they read are the ones the last
-// batch wrote.
+// batch wrote. Behind on an identity, it catches up from the home before it signs; it answers fetches of the chains
+// it holds.
 import { timingSafeEqual } from 'node:crypto';
 import type { Stream } from '@libp2p/interface';
 import type { Logger } from 'pino';
@@ -11,7 +12,8 @@ import { answerFrame, readRequestFrame } from '../mesh/frame.js';
 import { bodyDigest, handshakeFor } from '../mesh/wire.js';
 import { decide, type HeldHead } from './custodian-rules.js';
 import type { CreditClaim, DebitCertificate } from './debit-certificate.js';
-import { entryHash, signingTextOf, type CustodyEntry } from './entry.js';
+import { entryHash, GENESIS_ENTRY_HASH, signingTextOf, type CustodyEntry } from './entry.js';
+import { fetchChain, type FetchChain } from './client.js';
 import type { HomeChange } from './home-change.js';
 import { decidePromise, promiseSigningText, type PromiseBody, type Promised } from './promise.js';
 import {
@@ -28,10 +30,13 @@ import {
   type EntryRecords,
   type PromiseAnswer,
 } from './protocol.js';
-import { linkOf, pageOf, recordsFault, type ChainHead } from './replica.js';
+import { checkChain, GENESIS_HEAD, linkOf, pageOf, recordsFault, type ChainHead } from './replica.js';
 
 /** How long a custodian waits for a request on a stream it accepted. */
 const REQUEST_READ_MS = 10_000;
+/** How long one catch-up may take, and the most entries it keeps (a longer history: the next `behind` continues it). */
+const CATCH_UP_MS = 30_000;
+const MAX_CATCH_UP_ENTRIES = 10_000;
 
 /** An entry as a custodian keeps it: the entry, its hash, this custodian's signature, its records, a credit's debit certificate. */
 export interface HeldEntry {
@@ -61,6 +66,9 @@ export interface CustodianDeps {
   debitFault: (cert: DebitCertificate | null, credit: CreditClaim) => Promise<string | null>;
   /** The latest home change this node knows of the identity (home-change.ts), shown to a fenced proposer. */
   homeChange: (zid: string) => Promise<HomeChange | null>;
+  /** Fetch a page of an identity's chain from a node (client.ts chainFetcher); null: no mesh, no catch-up. */
+  fetch: FetchChain | null;
+  verify: (signer: string, text: string, signature: string) => boolean;
   /** The identity's custody set as this node computes it (null: the identity is not known here): who may fetch its chain. */
   custodiansOf: (zid: string) => Promise<string[] | null>;
   /** The identity's entries held here from a seq, a page: the home's certified log, or this custodian's held entries. */
@@ -80,7 +88,10 @@ export class Custodian {
   private readonly promisedCache = new Map<string, Promised | null>();
   /** The batch being taken (the next one waits for it). */
   private turn: Promise<unknown> = Promise.resolve();
-  readonly stats = { signed: 0, refused: 0 };
+  /** Identities being caught up. */
+  private readonly catching = new Set<string>();
+  /** caughtUp: entries kept by catching up. */
+  readonly stats = { signed: 0, refused: 0, catchUps: 0, caughtUp: 0 };
 
   constructor(private readonly deps: CustodianDeps) {
     this.heads = deps.store.sub('custody_heads');
@@ -198,7 +209,8 @@ export class Custodian {
     certificates: (DebitCertificate | null)[] | undefined,
     sender: string,
   ): Promise<CustodyResult[]> {
-    const results: (CustodyResult | { sign: string })[] = [];
+    /** A result, or the signature to answer once the batch is on disk. */
+    const results: (CustodyResult | { signature: string })[] = [];
     const ops: Op[] = [];
     const touched = new Set<string>();
     /** Slots and transfer ids taken by earlier entries of this batch. */
@@ -236,34 +248,27 @@ export class Custodian {
       if ('refuse' in d) {
         this.stats.refused++;
         const r: CustodyResult = { ok: false, code: d.refuse, reason: d.reason };
-        if ((d.refuse === 'seq' || d.refuse === 'prev-hash') && head !== null) r.head = { seq: head.seq, hash: head.hash };
+        if (d.refuse === 'behind') {
+          r.head = { seq: head?.seq ?? 0, hash: head?.hash ?? GENESIS_ENTRY_HASH };
+          this.catchUp(entry.zid, sender);
+        } else if ((d.refuse === 'seq' || d.refuse === 'prev-hash') && head !== null) r.head = { seq: head.seq, hash: head.hash };
         // A fenced proposer learns who took the identity over, with the proof (home-change.ts).
         const moved = d.refuse === 'fenced' ? await this.deps.homeChange(entry.zid) : null;
         if (moved !== null) r.home = moved;
         results.push(r);
         continue;
       }
-      results.push({ sign: hash });
-      if (d.sign === 'again') continue;
-      const next: HeldHead = {
-        epoch: entry.epoch,
-        seq: entry.seq,
-        hash,
-        fenced_below: Math.max(fencedBelow, entry.epoch),
-        balance: entry.balance ?? head?.balance ?? null,
-        home: sender,
-      };
-      this.cache.set(entry.zid, next);
+      if (d.sign === 'again') {
+        results.push({ signature: this.deps.sign(signingTextOf(hash)) });
+        continue;
+      }
+      const certificate = entry.transfer?.side === 'credit' ? (certificates?.[i] ?? null) : null;
+      const kept = this.holdOps(ops, { entry, hash, records: sent, certificate }, head, sender);
+      results.push({ signature: kept.signature });
+      this.cache.set(entry.zid, kept.head);
       touched.add(entry.zid);
       slots.set(slot, hash);
-      const certificate = entry.transfer?.side === 'credit' ? (certificates?.[i] ?? null) : null;
-      const held: HeldEntry = { entry, hash, signature: this.deps.sign(signingTextOf(hash)), records: sent, certificate };
-      ops.push({ type: 'put', sub: this.held, key: slot, value: held });
-      ops.push({ type: 'put', sub: this.heads, key: entry.zid, value: next });
-      if (transferKey !== null) {
-        seen.add(transferKey);
-        ops.push({ type: 'put', sub: this.transfers, key: transferKey, value: entry.seq });
-      }
+      if (transferKey !== null) seen.add(transferKey);
     }
     try {
       await this.deps.store.commitAside(ops);
@@ -271,13 +276,78 @@ export class Custodian {
       // Nothing of the batch is on disk: its heads are read again, and no signature leaves.
       for (const zid of touched) this.cache.delete(zid);
       this.deps.logger?.warn({ err: String(err) }, 'custody batch not written');
-      return results.map((r) => ('sign' in r ? { ok: false, code: 'unavailable', reason: 'the custodian could not write the entry' } : r));
+      return results.map((r) => ('ok' in r ? r : { ok: false, code: 'unavailable', reason: 'the custodian could not write the entry' }));
     }
     return results.map((r) => {
-      if (!('sign' in r)) return r;
+      if ('ok' in r) return r;
       this.stats.signed++;
-      return { ok: true, signature: this.deps.sign(signingTextOf(r.sign)) };
+      return { ok: true, signature: r.signature };
     });
+  }
+
+  /** The ops that keep an entry this custodian signs (its held record, its slot, the head, its transfer id); the new head and the signature. */
+  private holdOps(
+    ops: Op[],
+    e: { entry: CustodyEntry; hash: string; records: EntryRecords; certificate: DebitCertificate | null },
+    head: HeldHead | null,
+    sender: string,
+  ): { head: HeldHead; signature: string } {
+    const { entry, hash } = e;
+    const next: HeldHead = {
+      epoch: entry.epoch,
+      seq: entry.seq,
+      hash,
+      fenced_below: Math.max(head?.fenced_below ?? entry.epoch, entry.epoch),
+      balance: entry.balance ?? head?.balance ?? null,
+      home: sender,
+    };
+    const held: HeldEntry = { entry, hash, signature: this.deps.sign(signingTextOf(hash)), records: e.records, certificate: e.certificate };
+    ops.push({ type: 'put', sub: this.held, key: slotKey(entry), value: held });
+    ops.push({ type: 'put', sub: this.heads, key: entry.zid, value: next });
+    if (entry.transfer !== null) ops.push({ type: 'put', sub: this.transfers, key: `${entry.zid}!${entry.transfer.id}`, value: entry.seq });
+    return { head: next, signature: held.signature };
+  }
+
+  /**
+   * Catch up an identity this custodian is behind on: fetch the entries it misses from the home that proposed past
+   * them, check them (chain, records, the home's signature on each: docs/decisions.md "Custody"), keep them. One
+   * fetch at a time per identity; meanwhile its entries are refused `behind` and certified by the others.
+   */
+  private catchUp(zid: string, home: string): void {
+    if (this.deps.fetch === null || this.catching.has(zid)) return;
+    this.catching.add(zid);
+    this.stats.catchUps++;
+    void this.fetchMissing(zid, home)
+      .catch((err: unknown) => this.deps.logger?.info({ err: String(err), zid, home }, 'custody catch-up failed'))
+      .finally(() => this.catching.delete(zid));
+  }
+
+  private async fetchMissing(zid: string, home: string): Promise<void> {
+    const start = await this.head(zid);
+    const after: ChainHead = start === null ? GENESIS_HEAD : { epoch: start.epoch, seq: start.seq, hash: start.hash };
+    const links = await fetchChain(this.deps.fetch!, home, zid, after.seq + 1, AbortSignal.timeout(CATCH_UP_MS), MAX_CATCH_UP_ENTRIES);
+    const checked = checkChain(zid, links, after, { accepts: (node) => node === home, needed: 1 }, this.deps.verify);
+    if (!checked.ok) throw new Error(`the chain from ${home} does not check at seq ${checked.seq}: ${checked.reason}`);
+    if (links.length === 0) return;
+    const run = this.turn.then(() => this.keepRun(zid, links, after, home));
+    this.turn = run.catch(() => undefined);
+    await run;
+  }
+
+  /** Keep a checked run that continues `after`, unless the head moved meanwhile or a slot holds another entry. */
+  private async keepRun(zid: string, links: readonly ChainLink[], after: ChainHead, home: string): Promise<void> {
+    let head = await this.head(zid);
+    if ((head?.seq ?? 0) !== after.seq || (head?.hash ?? GENESIS_ENTRY_HASH) !== after.hash) return;
+    const ops: Op[] = [];
+    for (const link of links) {
+      const hash = entryHash(link.entry);
+      const slotHash = (await this.deps.store.get<HeldEntry>(this.held, slotKey(link.entry)))?.hash;
+      if (slotHash !== undefined && slotHash !== hash) throw new Error(`seq ${link.entry.seq} of ${zid}: this custodian signed another entry for the slot`);
+      head = this.holdOps(ops, { entry: link.entry, hash, records: link.records, certificate: link.certificate }, head, home).head;
+    }
+    await this.deps.store.commitAside(ops);
+    this.cache.set(zid, head);
+    this.stats.caughtUp += links.length;
   }
 
   /** The identity's head here (null: this custodian holds nothing of it). */

@@ -1,8 +1,9 @@
 // The wire of custody (docs/protocol.md §19): the libp2p stream protocol /svc/custody/1. One request and one answer
 // per stream, each a frame of mesh/frame.ts (varint length + canonical JSON). The home sends a batch of entries, of
-// one or many of its identities, with the mesh handshake (an HMAC with the mesh secret over the sender, the tick and
-// the batch's digest: only a mesh member proposes); noise authenticates the stream, so the remote peer id is the
-// sender. The custodian answers one result per entry, in order: its signature, or a refusal with its code.
+// one or many of its identities, each with its records, with the mesh handshake (an HMAC with the mesh secret over
+// the sender, the tick and the batch's digest: only a mesh member proposes); noise authenticates the stream, so the
+// remote peer id is the sender. The custodian answers one result per entry, in order: its signature, or a refusal
+// with its code. A `fetch` asks a node for an identity's chain from a seq (state transfer, replica.ts).
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { debitCertificateSchema, MAX_CERTIFICATE_SIGNATURES } from './debit-certificate.js';

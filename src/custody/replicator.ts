@@ -33,6 +33,10 @@ import type { HomeChange } from './home-change.js';
 import type { ChainPage } from './custodian.js';
 import { linkOf, pageOf } from './replica.js';
 
+/** A proposal refused `behind` is sent again after BEHIND_PAUSE_MS, then twice that…, at most BEHIND_RETRIES times. */
+const BEHIND_PAUSE_MS = 50;
+const BEHIND_RETRIES = 6;
+
 /** What a batch's request carries besides its entries' records: the entries, certificates, the frame (bytes, estimated). */
 const ENTRY_WIRE_BYTES = 2048;
 
@@ -85,6 +89,8 @@ interface Proposal {
   /** Custodians that refused it or did not answer. */
   missed: string[];
   reasons: string[];
+  /** Times each custodian answered `behind` (it is catching up): sent again after a pause, a few times. */
+  behind: Map<string, number> | null;
   settled: boolean;
   resolve: (p: Proposal) => void;
   reject: (err: unknown) => void;
@@ -252,6 +258,7 @@ export class Replicator {
         signatures: [],
         missed: [],
         reasons: [],
+        behind: null,
         settled: false,
         resolve,
         reject,
@@ -333,6 +340,7 @@ export class Replicator {
           const r = results?.[i];
           if (r?.ok === true && verifyEntrySignature(this.deps.verify, p.hash, { node, signature: r.signature }))
             this.signed(p, { node, signature: r.signature });
+          else if (r?.ok === false && r.code === 'behind' && this.resendLater(node, p)) return;
           else {
             if (r?.ok === false && r.home !== undefined) this.deps.onHomeChange?.(r.home);
             this.missed(p, node, r === undefined ? why : r.ok ? 'a signature that does not verify' : `${r.code}: ${r.reason}`);
@@ -378,6 +386,61 @@ export class Replicator {
     if ((this.certified.get(p.entry.zid)?.seq ?? 0) < p.entry.seq) this.certified.set(p.entry.zid, { epoch: p.entry.epoch, seq: p.entry.seq, hash: p.hash });
     this.close(p);
     p.resolve(p);
+  }
+
+  /**
+   * A certified debit's certificate under the identity's custody set of now (docs/decisions.md "Custody"): the debit
+   * entry is proposed again, with its records, to the set's custodians; one that holds it signs it again, one behind
+   * catches up first. With a majority (this home's signature among it) the certificate is replaced in one write;
+   * otherwise `cert` is returned as it is (the delivery is refused and tried again later).
+   */
+  async recertify(cert: DebitCertificate): Promise<DebitCertificate> {
+    const entry = cert.entry;
+    const logged = await this.deps.store.get<CertifiedEntry>(this.log, slotKey(entry));
+    const send = this.deps.send;
+    if (send === null || logged === undefined || logged.hash !== entryHash(entry) || entry.transfer?.side !== 'debit') return cert;
+    const set = this.setOf(entry.zid);
+    const others = await Promise.all(set.custodians.filter((n) => n !== set.home).map((node) => this.signatureOf(send, node, logged)));
+    const signatures = others.filter((s): s is EntrySignature => s !== null);
+    if (signatures.length < set.majority - 1) return cert;
+    const all: EntrySignature[] = [{ node: set.home, signature: this.deps.sign(signingTextOf(logged.hash)) }, ...signatures];
+    await this.deps.store.commit([this.deps.certificates.putOp(entry, all)]);
+    return { entry, signatures: all };
+  }
+
+  /** `node`'s signature of a certified entry it holds (or holds once it has caught up), else null. */
+  private async signatureOf(send: SendBatch, node: string, logged: CertifiedEntry): Promise<EntrySignature | null> {
+    for (let tries = 0; ; tries++) {
+      let r: CustodyResult | undefined;
+      try {
+        r = (await send(node, [logged.entry], [logged.records], AbortSignal.timeout(this.deps.timeoutMs))).results[0];
+      } catch {
+        return null;
+      }
+      if (r?.ok === true)
+        return verifyEntrySignature(this.deps.verify, logged.hash, { node, signature: r.signature }) ? { node, signature: r.signature } : null;
+      if (r?.code !== 'behind' || tries >= BEHIND_RETRIES) return null;
+      await new Promise((resolve) => setTimeout(resolve, BEHIND_PAUSE_MS * 2 ** tries));
+    }
+  }
+
+  /**
+   * A custodian behind on the identity catches up from this home's certified log: the proposal goes to it again after
+   * a pause (doubling), while no majority certified it yet and within BEHIND_RETRIES. False: it counts as missed.
+   */
+  private resendLater(node: string, p: Proposal): boolean {
+    if (p.settled) return false;
+    const tries = p.behind?.get(node) ?? 0;
+    if (tries >= BEHIND_RETRIES) return false;
+    (p.behind ??= new Map()).set(node, tries + 1);
+    const timer = setTimeout(
+      () => {
+        if (!p.settled) this.enqueue(node, p);
+      },
+      BEHIND_PAUSE_MS * 2 ** tries,
+    );
+    timer.unref?.();
+    return true;
   }
 
   private missed(p: Proposal, node: string, reason: string): void {

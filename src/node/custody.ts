@@ -4,10 +4,17 @@
 // advertised in a tick event this node heard (kept across restarts: heard-bonds.ts): a bond whose node never spoke
 // (or another's) makes no custodian. The check of a transfer credit's debit certificate is custody's, used by the
 // custodian and by the receiver's home.
-import { chainFetcher, custodyClient, promiseClient } from '../custody/client.js';
+import { chainFetcher, custodyClient, promiseClient, type CustodyClientDeps } from '../custody/client.js';
 import { custodySetOf } from '../custody/custody-set.js';
 import { Custodian, type ChainPage } from '../custody/custodian.js';
-import { creditClaimOf, DebitCertificates, debitCertificateFault, type CreditClaim, type DebitCheckDeps } from '../custody/debit-certificate.js';
+import {
+  creditClaimOf,
+  debitCertificateSchema,
+  DebitCertificates,
+  debitCertificateFault,
+  type CreditClaim,
+  type DebitCheckDeps,
+} from '../custody/debit-certificate.js';
 import { LedgerOpsReader } from '../custody/ledger-ops.js';
 import { CUSTODY_PROTOCOL } from '../custody/protocol.js';
 import { Replicator } from '../custody/replicator.js';
@@ -66,9 +73,9 @@ export async function wireCustody(
   };
   const homeOf = async (zid: string) => (await identity.identity.getIdentity(zid))?.home ?? null;
   const homeChanges = new HomeChanges(store);
-  const client =
+  const client: CustodyClientDeps | null =
     mesh.enabled && secret !== null
-      ? { openStream: (p: string, proto: string, signal: AbortSignal) => mesh.openStream(p, proto, signal), selfId: nodeId, secret, nowSvcond: time.nowSvcond }
+      ? { openStream: (p, proto, signal) => mesh.openStream(p, proto, signal), selfId: nodeId, secret, nowSvcond: time.nowSvcond }
       : null;
   const fetch = client === null ? null : chainFetcher(client);
   // Set below: applying a home change forgets the replicator's heads of the identity.
@@ -109,6 +116,15 @@ export async function wireCustody(
   });
   replicatorRef = replicator;
   store.gate = replicator;
+  // A pending debit's certificate, checked against this home's view of the sender's set before each delivery: a set
+  // that changed since the debit (a custodian replaced) certifies it again.
+  economy.transfers.certifyDebitsWith(async (kept) => {
+    const cert = debitCertificateSchema.safeParse(kept).data;
+    const t = cert?.entry.transfer;
+    if (cert === undefined || t === null || t === undefined) return kept;
+    const fault = await debitFault(cert, { zid: t.party, transfer: { ...t, side: 'credit', party: cert.entry.zid } });
+    return fault === null ? kept : replicator.recertify(cert);
+  });
   const custodian: Custodian = new Custodian({
     store,
     nodeId,
@@ -116,7 +132,8 @@ export async function wireCustody(
     homeOf,
     debitFault,
     homeChange: (zid) => homeChanges.latest(zid),
-    // Who may fetch: the set of the home, and the homes before it (an old home back from a crash takes the chain).
+    fetch,
+    verify: verifyText,
     custodiansOf: async (zid) => {
       const home = await homeOf(zid);
       if (home === null) return null;

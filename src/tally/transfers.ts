@@ -23,7 +23,7 @@ import { envelopeCounter, folderCounter } from '../store/counter-keys.js';
 import { TOKEN_ID_PATTERN, type EnvelopeLocks } from './folders.js';
 import { ENVELOPE_SUBS, type EnvelopeRecord } from './ledger.js';
 import { randomHex } from '../util/random-hex.js';
-import type { DebitCertificateRecord, DebitCheck } from '../records/types.js';
+import type { DebitCertificateRecord, DebitCheck, DebitRecertify } from '../records/types.js';
 import {
   MAX_TRANSFER_ENVELOPES,
   TRANSFER_ID_PATTERN,
@@ -100,6 +100,8 @@ export class Transfers {
   private pendingSink: ((r: TransferRecord) => void) | null = null;
   /** Until custody supplies its check (checkDebitsWith), no credit is applied. */
   private debitFault: DebitCheck = () => Promise.resolve('this node does not check debit certificates yet');
+  /** A pending debit's certificate as its delivery carries it (custody's, certifyDebitsWith); null: as it is kept. */
+  private recertify: DebitRecertify | null = null;
 
   constructor(private readonly d: TransfersDeps) {
     this.records = d.store.sub('transfers');
@@ -112,6 +114,11 @@ export class Transfers {
   /** The check of a delivery's debit certificate (custody's: the sender's custody set as this node sees it). */
   checkDebitsWith(fault: DebitCheck): void {
     this.debitFault = fault;
+  }
+
+  /** How a pending debit's kept certificate is brought to the sender's custody set of now (custody's). */
+  certifyDebitsWith(recertify: DebitRecertify): void {
+    this.recertify = recertify;
   }
 
   /** Where new pending transfers go once durable (the delivery loop). */
@@ -459,8 +466,9 @@ export class Transfers {
   }
 
   private async withCertificate(r: TransferRecord): Promise<TransferRecord> {
-    const cert = await this.d.debitCertificates.get(r.transfer_id);
-    return cert === null ? r : { ...r, debit_certificate: cert };
+    const kept = await this.d.debitCertificates.get(r.transfer_id);
+    if (kept === null) return r;
+    return { ...r, debit_certificate: this.recertify === null ? kept : await this.recertify(kept) };
   }
 
   /** The named envelopes of `zid`: 400 naming the first that is unknown, another's, soulbound or bonded. */

@@ -95,7 +95,7 @@ describe('custody of an identity homed on A', () => {
     }
   });
 
-  it('a custodian refuses a wrong seq, a wrong prev_hash, a negative balance, a reused transfer id, a second entry for a slot, a node not the home', async () => {
+  it('a custodian refuses a seq past its head, a wrong prev_hash, a negative balance, a reused transfer id, a second entry for a slot, a node not the home', async () => {
     const liar = await zkIdentity(a.url, 'custody-forged');
     const first = entry(liar.zid, 1, GENESIS_ENTRY_HASH, { kind: 'transfer', transfer: forgedDebit });
     const h1 = entryHash(first);
@@ -110,7 +110,7 @@ describe('custody of an identity homed on A', () => {
       entry(liar.zid, 2, h1, { kind: 'transfer', transfer: forgedDebit }),
       entry(liar.zid, 1, GENESIS_ENTRY_HASH, {}, 'another'),
     ]);
-    expect(answer.results.map((r) => (r.ok ? 'signed' : r.code))).toEqual(['seq', 'prev-hash', 'balance', 'transfer-reused', 'slot-taken']);
+    expect(answer.results.map((r) => (r.ok ? 'signed' : r.code))).toEqual(['behind', 'prev-hash', 'balance', 'transfer-reused', 'slot-taken']);
     expect(answer.results[0]).toMatchObject({ head: { seq: 1, hash: h1 } });
     // C is not the identity's home: B refuses what C proposes for it.
     expect((await propose(c, b, [entry(liar.zid, 2, h1)])).results.map((r) => (r.ok ? 'signed' : r.code))).toEqual(['not-home']);

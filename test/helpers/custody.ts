@@ -18,7 +18,8 @@ import { recordsDigest, type CustodyAnswer, type EntryRecords } from '../../src/
 const BOND = 3;
 export const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
 
-const config = (secret: string, bootstrap: string[]) => ({
+/** The config of a node of a bonded custody mesh, given the addresses it bootstraps from. */
+export const custodyConfig = (secret: string, bootstrap: string[]) => ({
   solverThreads: 0,
   sealWorker: false,
   receiptSecret: 'ef'.repeat(32),
@@ -34,7 +35,10 @@ export async function grant(n: Pick<TestNode, 'url' | 'dataDir'>, zid: string, c
   expect(r.status, r.text).toBe(201);
 }
 
-/** The node's operator, bonded (granted the envelopes it bonds when its initial credits are short of them). */
+/** Start options of a bonded custody mesh's nodes. */
+export const custodyNodeOptions = (initialCredits: number) => ({ initialCredits, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } });
+
+/** Bond the operator of `n` (an identity of `seed`, granted what it lacks to seal its bond's envelopes). */
 export async function bond(n: Pick<TestNode, 'url' | 'dataDir'>, seed: string, initialCredits: number): Promise<void> {
   const id = await zkIdentity(n.url, seed);
   if (initialCredits < BOND) await grant(n, id.zid, BOND);
@@ -45,11 +49,11 @@ export async function bond(n: Pick<TestNode, 'url' | 'dataDir'>, seed: string, i
 
 /** Three meshed nodes, every one's operator bonded, every custody set all three once the bonds are advertised. */
 export async function startBondedTrio(secret: string, initialCredits: number): Promise<[TestNode, TestNode, TestNode]> {
-  const opts = { initialCredits, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
-  const a = await startTestNode(config(secret, []), opts);
+  const opts = custodyNodeOptions(initialCredits);
+  const a = await startTestNode(custodyConfig(secret, []), opts);
   const addr = (n: TestNode) => n.node.mesh.multiaddrs()[0]!;
-  const b = await startTestNode(config(secret, [addr(a)]), opts);
-  const c = await startTestNode(config(secret, [addr(a), addr(b)]), opts);
+  const b = await startTestNode(custodyConfig(secret, [addr(a)]), opts);
+  const c = await startTestNode(custodyConfig(secret, [addr(a), addr(b)]), opts);
   const all = [a, b, c];
   await waitFor(() => all.every((n) => n.node.mesh.peers().filter((p) => p.url && p.connected).length >= 2), 30_000, 'a full mesh');
   await Promise.all([
