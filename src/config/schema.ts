@@ -178,8 +178,8 @@ export const configSchema = z
         /** Milliseconds a ledger write waits for its majority before it answers 503 SVC_CUSTODY_UNAVAILABLE. */
         certifyTimeoutMs: z.number().int().min(50).max(60_000).default(5000),
         /**
-         * Ticks an identity's home may go unheard before its first live custodian takes it over (a failover: the
-         * next live one waits twice as long, and so on).
+         * Tick intervals of its home (its tick events' `every`: 1 tick on a small mesh) an identity's home may go
+         * unheard before its first live custodian takes it over (a failover: the next live one waits twice as long).
          */
         failoverTicks: z.number().int().min(2).max(10_000).default(8),
       })

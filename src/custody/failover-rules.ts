@@ -33,12 +33,24 @@ export function nextState(state: FailoverState, event: FailoverEvent): FailoverS
   return FAILOVER_ROWS.find((r) => r.on === event && r.from.includes(state))?.to ?? null;
 }
 
+/** The last tick heard from a node, and the interval of its tick events (its `every`: 1 on a small mesh). */
+export interface Heard {
+  tick: number;
+  every: number;
+}
+
 /**
- * Should a custodian start the next epoch now? The home unheard for (rank + 1) × failoverTicks, rank being this
- * custodian's place among the set's live custodians after the home (0: the first), so the first live one starts and
- * the others rarely compete. `lastHeard` is the home's last tick heard here (null: never), `since` the tick this node
- * started watching (a node that just started has heard nobody yet).
+ * Should a custodian start the next epoch now? The home unheard for (rank + 1) × failoverTicks of its tick intervals,
+ * rank being this custodian's place among the set's live custodians after the home (0: the first), so the first live
+ * one starts and the others rarely compete; a mesh whose nodes tick less often (it grows) waits as many more ticks.
+ * `heard` is the home's last tick heard here (null: never, then counted in this node's interval `every`), `since` the
+ * tick this node started watching (a node that just started has heard nobody yet).
  */
-export function homeUnheard(now: number, lastHeard: number | null, since: number, rank: number, failoverTicks: number): boolean {
-  return now - Math.max(lastHeard ?? since, since) >= (rank + 1) * failoverTicks;
+export function homeUnheard(now: number, heard: Heard | null, since: number, rank: number, failoverTicks: number, every: number): boolean {
+  return now - Math.max(heard?.tick ?? since, since) >= (rank + 1) * failoverTicks * (heard?.every ?? every);
+}
+
+/** Was a node heard within failoverTicks of its tick intervals? */
+export function heardLately(now: number, heard: Heard | null, failoverTicks: number): boolean {
+  return heard !== null && now - heard.tick < failoverTicks * heard.every;
 }

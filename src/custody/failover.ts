@@ -14,7 +14,7 @@ import { fetchChain, type FetchChain } from './client.js';
 import { custodySetOf, type CustodySet } from './custody-set.js';
 import type { Custodian } from './custodian.js';
 import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
-import { homeUnheard, nextState, type FailoverEvent, type FailoverState } from './failover-rules.js';
+import { heardLately, homeUnheard, nextState, type FailoverEvent, type FailoverState, type Heard } from './failover-rules.js';
 import type { HomeChange, HomeChanges } from './home-change.js';
 import { longestHead, promisesFault, type PromisedHead, type SignedPromise, type Verify } from './promise.js';
 import { recordsDigest, type ChainLink, type EntryRecords, type PromiseAnswer } from './protocol.js';
@@ -48,8 +48,10 @@ export interface FailoverDeps {
   failoverTicks: number;
   members: () => Iterable<string>;
   nowSvcond: () => number;
-  /** The last tick heard from a node here (null: never). */
-  lastHeard: (node: string) => number | null;
+  /** The last tick heard from a node here and its tick interval (null: never heard). */
+  lastHeard: (node: string) => Heard | null;
+  /** The tick interval a home never heard is given (heard ones declare theirs). */
+  tickEvery: () => number;
   store: Store;
   custodian: Pick<Custodian, 'heldZids' | 'head' | 'promised' | 'promiseTo' | 'entries'>;
   homeOf: (zid: string) => Promise<string | null>;
@@ -117,7 +119,7 @@ export class Failover {
         if (home === null || home === self) continue;
         const set = custodySetOf(zid, home, this.deps.members(), this.deps.replicas);
         const rank = this.rankOf(set, now);
-        if (rank < 0 || !homeUnheard(now, this.deps.lastHeard(home), this.since, rank, this.deps.failoverTicks)) continue;
+        if (rank < 0 || !homeUnheard(now, this.deps.lastHeard(home), this.since, rank, this.deps.failoverTicks, this.deps.tickEvery())) continue;
         await this.attempt(zid, home, set, rank);
       }
     } finally {
@@ -149,7 +151,7 @@ export class Failover {
   /** This node's place among the set's live custodians after the home (-1: not in the set). */
   private rankOf(set: CustodySet, now: number): number {
     const self = this.deps.nodeId();
-    const live = set.custodians.slice(1).filter((n) => n === self || now - (this.deps.lastHeard(n) ?? -Infinity) < this.deps.failoverTicks);
+    const live = set.custodians.slice(1).filter((n) => n === self || heardLately(now, this.deps.lastHeard(n), this.deps.failoverTicks));
     return live.indexOf(self);
   }
 

@@ -24,6 +24,7 @@ import { HOME_CHANGE_EVENT, HomeChanges, homeChangeSchema, type HomeChange } fro
 import { HomeMoves } from '../custody/home-moves.js';
 import { FIRST_EPOCH } from '../custody/entry.js';
 import { Failover } from '../custody/failover.js';
+import type { Heard } from '../custody/failover-rules.js';
 import { GossipError } from '../mesh/gossip-error.js';
 import type { GossipHandler } from '../mesh/gossip-handlers.js';
 import { signText, TOPICS, verifyText } from '../mesh/wire.js';
@@ -169,10 +170,14 @@ export async function wireCustody(
     },
   };
   // The peer table read once a tick, as `members` is.
-  let ticks: { svcond: number; byNode: Map<string, number> } = { svcond: -1, byNode: new Map() };
+  let ticks: { svcond: number; byNode: Map<string, Heard> } = { svcond: -1, byNode: new Map() };
   const lastTicks = () => {
     const now = time.nowSvcond();
-    if (ticks.svcond !== now) ticks = { svcond: now, byNode: new Map(mesh.peers().flatMap((p) => (p.lastTick === null ? [] : [[p.peerId, p.lastTick]]))) };
+    if (ticks.svcond !== now)
+      ticks = {
+        svcond: now,
+        byNode: new Map(mesh.peers().flatMap((p) => (p.lastTick === null ? [] : [[p.peerId, { tick: p.lastTick, every: p.every }]]))),
+      };
     return ticks.byNode;
   };
   const failover =
@@ -185,6 +190,8 @@ export async function wireCustody(
           members,
           nowSvcond: time.nowSvcond,
           lastHeard: (node) => lastTicks().get(node) ?? null,
+          // A home never heard since this node started: the longest interval heard, so a growing mesh is waited for.
+          tickEvery: () => Math.max(config.mesh.tickEvery, ...[...lastTicks().values()].map((h) => h.every)),
           store,
           custodian,
           homeOf,
