@@ -79,8 +79,9 @@ export async function wireCustody(
       ? { openStream: (p, proto, signal) => mesh.openStream(p, proto, signal), selfId: nodeId, secret, nowSvcond: time.nowSvcond }
       : null;
   const fetch = client === null ? null : chainFetcher(client);
-  // Set below: applying a home change forgets the replicator's heads of the identity.
+  // Set below: applying a home change forgets the replicator's heads of the identity and ends a failover of it.
   let replicatorRef: Replicator | null = null;
+  let failoverRef: Failover | null = null;
   const homeMoves = new HomeMoves({
     store,
     nodeId,
@@ -91,6 +92,7 @@ export async function wireCustody(
     identity: identity.identity,
     forget: (zid) => {
       replicatorRef?.forget(zid);
+      failoverRef?.homeMoved(zid);
       economy.ledger.forgetWallet(zid);
     },
     fetch,
@@ -205,6 +207,7 @@ export async function wireCustody(
           timeoutMs: config.custody.certifyTimeoutMs,
           logger: f.logger,
         });
+  failoverRef = failover;
   const capability: Capability = {
     name: 'custody',
     streams: mesh.enabled ? [{ protocol: CUSTODY_PROTOCOL, handle: (stream, peer) => void custodian.serve(stream, peer) }] : [],
