@@ -177,9 +177,14 @@ export const configSchema = z
         replicas: z.number().int().min(1).max(7).default(3),
         /** Milliseconds a ledger write waits for its majority before it answers 503 SVC_CUSTODY_UNAVAILABLE. */
         certifyTimeoutMs: z.number().int().min(50).max(60_000).default(5000),
+        /**
+         * Tick intervals of its home (its tick events' `every`: 1 tick on a small mesh) an identity's home may go
+         * unheard before its first live custodian takes it over (a failover: the next live one waits twice as long).
+         */
+        failoverTicks: z.number().int().min(2).max(10_000).default(8),
       })
       .strict()
-      .default({ replicas: 3, certifyTimeoutMs: 5000 }),
+      .default({ replicas: 3, certifyTimeoutMs: 5000, failoverTicks: 8 }),
     /** Webhooks (webhooks/): which URLs they may call, and the receivers' response window (spec 6.3: 30 s). */
     webhooks: z
       .object({

@@ -2,7 +2,7 @@
 // custodian (`fresh`: it holds nothing of it; `holding`: it holds entries up to a head) and, row by row in order, the
 // first check the entry fails decides the refusal. An entry that passes every row is signed and becomes the head.
 // The rows that make two different entries of one slot impossible are `slot-taken` (this custodian signed another
-// entry for that (zid, epoch, seq)) and `seq` (only the next slot is ever signed). Pure: the caller reads the facts
+// entry for that (zid, epoch, seq)) and `seq` / `behind` (only the next slot is ever signed). Pure: the caller reads the facts
 // (the slot's record, whether the transfer id was seen, what is wrong with a credit's debit certificate) first.
 import type { CustodyEntry } from './entry.js';
 
@@ -21,9 +21,12 @@ export interface HeldHead {
 }
 
 /** Why a custodian refuses an entry (the answer's `code`). */
-export type Refusal = 'not-home' | 'fenced' | 'slot-taken' | 'seq' | 'prev-hash' | 'balance' | 'transfer-reused' | 'debit-uncertified';
+export type Refusal =
+  'not-home' | 'fenced' | 'records-mismatch' | 'slot-taken' | 'behind' | 'seq' | 'prev-hash' | 'balance' | 'transfer-reused' | 'debit-uncertified';
 
 export interface Facts {
+  /** The epoch below which this custodian signs nothing for the identity: the highest it accepted or promised (0: none). */
+  fencedBelow: number;
   /** The sender is the identity's home for this epoch (the identity directory says so). */
   fromHome: boolean;
   /** Hash of the entry this custodian signed for the entry's slot, or null. */
@@ -32,6 +35,8 @@ export interface Facts {
   transferSeen: boolean;
   /** For a credit: why the debit certificate sent with it does not certify it (debit-certificate.ts), else null. */
   debitFault: string | null;
+  /** Why the records sent with the entry are not the ones its digest covers, or not the identity's (replica.ts), else null. */
+  recordsFault: string | null;
 }
 
 export type Decision = { to: 'holding'; sign: 'new' | 'again' } | { to: CustodianState; refuse: Refusal; reason: string };
@@ -47,19 +52,44 @@ interface Row {
 const BOTH = ['fresh', 'holding'] as const;
 const HOLDING = ['holding'] as const;
 
+/**
+ * An epoch entry of an epoch above the head's opens that epoch on the chain its new home took from its promises
+ * (promise.ts): it is signed on any seq, as a fresh custodian signs its first entry, and the entries after it chain on it.
+ */
+function opensEpoch(e: CustodyEntry, h: HeldHead): boolean {
+  return e.kind === 'epoch' && e.epoch > h.epoch;
+}
+
 /** The rows, in the order they are checked. */
 export const CUSTODIAN_ROWS: readonly Row[] = [
-  { from: BOTH, refuse: 'not-home', test: (_e, _h, f) => !f.fromHome, reason: () => 'the sender is not the identity’s home' },
   {
-    from: HOLDING,
+    from: BOTH,
     refuse: 'fenced',
-    test: (e, h) => e.epoch < h!.fenced_below,
-    reason: (e, h) => `epoch ${e.epoch} is fenced (this custodian is at ${h!.fenced_below})`,
+    test: (e, _h, f) => e.epoch < f.fencedBelow,
+    reason: (e, _h, f) => `epoch ${e.epoch} is fenced (this custodian is at ${f.fencedBelow})`,
   },
+  { from: BOTH, refuse: 'not-home', test: (_e, _h, f) => !f.fromHome, reason: () => 'the sender is not the identity’s home' },
+  { from: BOTH, refuse: 'records-mismatch', test: (_e, _h, f) => f.recordsFault !== null, reason: (_e, _h, f) => f.recordsFault! },
   { from: BOTH, refuse: 'again', test: (_e, _h, f, hash) => f.slotHash === hash, reason: () => 'signed already' },
   { from: BOTH, refuse: 'slot-taken', test: (_e, _h, f) => f.slotHash !== null, reason: (e) => `another entry is signed for seq ${e.seq} of epoch ${e.epoch}` },
-  { from: HOLDING, refuse: 'seq', test: (e, h) => e.seq !== h!.seq + 1, reason: (e, h) => `seq ${e.seq} is not the next (${h!.seq + 1})` },
-  { from: HOLDING, refuse: 'prev-hash', test: (e, h) => e.prev_hash !== h!.hash, reason: () => 'prev_hash is not the hash of the last entry' },
+  {
+    from: BOTH,
+    refuse: 'behind',
+    test: (e, h) => e.seq > (h?.seq ?? 0) + 1,
+    reason: (e, h) => `this custodian holds up to seq ${h?.seq ?? 0}, not ${e.seq - 1}: it catches up before it signs`,
+  },
+  {
+    from: HOLDING,
+    refuse: 'seq',
+    test: (e, h) => !opensEpoch(e, h!) && e.seq !== h!.seq + 1,
+    reason: (e, h) => `seq ${e.seq} is not the next (${h!.seq + 1})`,
+  },
+  {
+    from: HOLDING,
+    refuse: 'prev-hash',
+    test: (e, h) => !opensEpoch(e, h!) && e.prev_hash !== h!.hash,
+    reason: () => 'prev_hash is not the hash of the last entry',
+  },
   {
     from: BOTH,
     refuse: 'balance',
@@ -81,9 +111,8 @@ export const CUSTODIAN_ROWS: readonly Row[] = [
 ];
 
 /**
- * The decision for `entry` (its hash `hash`) given the identity's head here (null: fresh). A fresh custodian takes
- * the entry it is first sent at any seq: it joins the chain there (the history before it is the home's and the
- * earlier custodians').
+ * The decision for `entry` (its hash `hash`) given the identity's head here (null: fresh). A custodian signs only the
+ * entry after the last it holds: fresh, the identity's first; past its head, it is `behind` and catches up first.
  */
 export function decide(entry: CustodyEntry, hash: string, head: HeldHead | null, facts: Facts): Decision {
   const state: CustodianState = head === null ? 'fresh' : 'holding';

@@ -2,7 +2,8 @@
 // the ones it signs in ONE batch (commitAside: never behind this node's own held writes), then answer the signatures.
 // A signature leaves only after its entry and its slot are on disk, so a restarted custodian refuses a second,
 // different entry for a slot it signed. Batches are taken one at a time: the heads they read are the ones the last
-// batch wrote.
+// batch wrote. Behind on an identity, it catches up from the home before it signs; it answers fetches of the chains
+// it holds.
 import { timingSafeEqual } from 'node:crypto';
 import type { Stream } from '@libp2p/interface';
 import type { Logger } from 'pino';
@@ -11,17 +12,47 @@ import { answerFrame, readRequestFrame } from '../mesh/frame.js';
 import { bodyDigest, handshakeFor } from '../mesh/wire.js';
 import { decide, type HeldHead } from './custodian-rules.js';
 import type { CreditClaim, DebitCertificate } from './debit-certificate.js';
-import { entryHash, signingTextOf, type CustodyEntry } from './entry.js';
-import { custodyRequestSchema, MAX_REQUEST_BYTES, MAX_SKEW_TICKS, type CustodyAnswer, type CustodyResult } from './protocol.js';
+import { entryHash, GENESIS_ENTRY_HASH, signingTextOf, type CustodyEntry } from './entry.js';
+import { fetchChain, type FetchChain } from './client.js';
+import type { HomeChange } from './home-change.js';
+import { decidePromise, promiseSigningText, type PromiseBody, type Promised } from './promise.js';
+import {
+  custodyRequestSchema,
+  MAX_CHAIN_LINKS,
+  MAX_REQUEST_BYTES,
+  MAX_SKEW_TICKS,
+  promiseRequestSchema,
+  recordsDigest,
+  type ChainAnswer,
+  type ChainLink,
+  type CustodyAnswer,
+  type CustodyResult,
+  type EntryRecords,
+  type PromiseAnswer,
+} from './protocol.js';
+import { checkChain, GENESIS_HEAD, linkOf, pageOf, recordsFault, type ChainHead } from './replica.js';
 
 /** How long a custodian waits for a request on a stream it accepted. */
 const REQUEST_READ_MS = 10_000;
+/** How long one catch-up may take, and the most entries it keeps (a longer history: the next `behind` continues it). */
+const CATCH_UP_MS = 30_000;
+const MAX_CATCH_UP_ENTRIES = 10_000;
 
-/** An entry as a custodian keeps it: the entry, its hash and this custodian's signature. */
+/** An entry as a custodian keeps it: the entry, its hash, this custodian's signature, its records, a credit's debit certificate. */
 export interface HeldEntry {
   entry: CustodyEntry;
   hash: string;
   signature: string;
+  records: EntryRecords;
+  /** The debit certificate this custodian checked with a credit entry, else null. */
+  certificate: DebitCertificate | null;
+}
+
+/** A page of an identity's chain as this node holds it (the answer to a `fetch`). */
+export interface ChainPage {
+  head: ChainHead | null;
+  links: ChainLink[];
+  more: boolean;
 }
 
 export interface CustodianDeps {
@@ -33,6 +64,15 @@ export interface CustodianDeps {
   homeOf: (zid: string) => Promise<string | null>;
   /** Why a debit certificate does not certify a credit, else null (debit-certificate.ts debitCertificateFault). */
   debitFault: (cert: DebitCertificate | null, credit: CreditClaim) => Promise<string | null>;
+  /** The latest home change this node knows of the identity (home-change.ts), shown to a fenced proposer. */
+  homeChange: (zid: string) => Promise<HomeChange | null>;
+  /** Fetch a page of an identity's chain from a node (client.ts chainFetcher); null: no mesh, no catch-up. */
+  fetch: FetchChain | null;
+  verify: (signer: string, text: string, signature: string) => boolean;
+  /** The identity's custody set as this node computes it (null: the identity is not known here): who may fetch its chain. */
+  custodiansOf: (zid: string) => Promise<string[] | null>;
+  /** The identity's entries held here from a seq, a page: the home's certified log, or this custodian's held entries. */
+  chainAt: (zid: string, from: number) => Promise<ChainPage>;
   meshSecret: string | null;
   nowSvcond: () => number;
   logger?: Logger;
@@ -42,26 +82,35 @@ export class Custodian {
   private readonly heads: Sublevel;
   private readonly held: Sublevel;
   private readonly transfers: Sublevel;
+  /** The highest epoch promised per identity, and to whom (promise.ts). */
+  private readonly promises: Sublevel;
   private readonly cache = new Map<string, HeldHead | null>();
+  private readonly promisedCache = new Map<string, Promised | null>();
   /** The batch being taken (the next one waits for it). */
   private turn: Promise<unknown> = Promise.resolve();
-  readonly stats = { signed: 0, refused: 0 };
+  /** Identities being caught up. */
+  private readonly catching = new Set<string>();
+  /** caughtUp: entries kept by catching up. */
+  readonly stats = { signed: 0, refused: 0, catchUps: 0, caughtUp: 0 };
 
   constructor(private readonly deps: CustodianDeps) {
     this.heads = deps.store.sub('custody_heads');
     this.held = deps.store.sub('custody_held');
     this.transfers = deps.store.sub('custody_transfers');
+    this.promises = deps.store.sub('custody_promises', 'json', { rewritten: true });
   }
 
   /** Serve one /svc/custody/1 stream: one request, one answer. */
   async serve(stream: Stream, remotePeer: string): Promise<void> {
-    let answer: CustodyAnswer;
+    let answer: CustodyAnswer | ChainAnswer | PromiseAnswer;
     try {
       const request = await readRequestFrame(stream, MAX_REQUEST_BYTES, REQUEST_READ_MS);
       answer =
         'refused' in request
           ? { v: 1, refused: { code: 'bad-request', reason: request.refused.message }, results: [] }
-          : await this.answer(request.value, remotePeer);
+          : isPromiseRequest(request.value)
+            ? await this.answerPromise(request.value, remotePeer)
+            : await this.answer(request.value, remotePeer);
     } catch (err) {
       // The stream failed (aborted, reset, the deadline) or this node could not decide: the peer sees the stream end.
       this.deps.logger?.debug({ err: String(err), peer: remotePeer }, 'custody stream failed');
@@ -71,20 +120,77 @@ export class Custodian {
     await answerFrame(stream, answer);
   }
 
-  /** The answer to one raw request from `sender` (checked here, entry by entry). */
-  async answer(raw: unknown, sender: string): Promise<CustodyAnswer> {
+  /** The answer to one raw request from `sender`: a proposal's (checked here, entry by entry) or a fetch's. */
+  async answer(raw: unknown, sender: string): Promise<CustodyAnswer | ChainAnswer> {
     const parsed = custodyRequestSchema.safeParse(raw);
-    if (!parsed.success)
-      return { v: 1, refused: { code: 'bad-request', reason: `malformed request: ${parsed.error.issues[0]?.message ?? 'invalid'}` }, results: [] };
+    const fetching = (raw as { kind?: unknown } | null)?.kind === 'fetch';
+    const refuse = (reason: string): CustodyAnswer | ChainAnswer =>
+      fetching
+        ? { v: 1, refused: { code: 'bad-request', reason }, head: null, links: [], more: false }
+        : { v: 1, refused: { code: 'bad-request', reason }, results: [] };
+    if (!parsed.success) return refuse(`malformed request: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     const request = parsed.data;
-    // [REJECT] only a mesh member proposes, within the handshake window.
-    if (!this.handshakeHolds(request, sender))
-      return { v: 1, refused: { code: 'bad-request', reason: 'the handshake does not match this request from this peer' }, results: [] };
-    if (Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS)
-      return { v: 1, refused: { code: 'bad-request', reason: 'the request tick is too far from now' }, results: [] };
-    const run = this.turn.then(() => this.take(request.entries, request.certificates, sender));
+    // [REJECT] only a mesh member proposes or fetches, within the handshake window.
+    if (!this.handshakeHolds(request, sender)) return refuse('the handshake does not match this request from this peer');
+    if (Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS) return refuse('the request tick is too far from now');
+    if (request.kind === 'fetch') return this.chain(request.zid, request.from, sender);
+    const run = this.turn.then(() => this.take(request.entries, request.records, request.certificates, sender));
     this.turn = run.catch(() => undefined);
     return { v: 1, results: await run };
+  }
+
+  /** A fetch: the identity's chain from `from`, to a node of its custody set. */
+  private async chain(zid: string, from: number, sender: string): Promise<ChainAnswer> {
+    const custodians = await this.deps.custodiansOf(zid);
+    if (custodians === null || !custodians.includes(sender))
+      return { v: 1, refused: { code: 'not-custodian', reason: `the requester is not a custodian of ${zid} here` }, head: null, links: [], more: false };
+    return { v: 1, ...(await this.deps.chainAt(zid, from)) };
+  }
+
+  /** The answer to a candidate's request for a promise (promise.ts decidePromise): kept on disk before it is signed. */
+  async answerPromise(raw: unknown, sender: string): Promise<PromiseAnswer> {
+    const parsed = promiseRequestSchema.safeParse(raw);
+    if (!parsed.success) return { v: 1, refused: { code: 'bad-request', reason: `malformed request: ${parsed.error.issues[0]?.message ?? 'invalid'}` } };
+    const request = parsed.data;
+    if (!this.handshakeHolds(request, sender) || Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS)
+      return { v: 1, refused: { code: 'bad-request', reason: 'the handshake or the tick does not hold' } };
+    return this.promiseTo(request.zid, request.epoch, sender);
+  }
+
+  /** This custodian's promise of `epoch` to `candidate` (this node's own, when it is the candidate), in its turn. */
+  promiseTo(zid: string, epoch: number, candidate: string): Promise<PromiseAnswer> {
+    const run = this.turn.then(() => this.promise(zid, epoch, candidate));
+    this.turn = run.catch(() => undefined);
+    return run;
+  }
+
+  /** The identities this custodian holds entries of, at most `limit`. */
+  async heldZids(limit: number): Promise<string[]> {
+    return (await this.deps.store.range(this.heads, { limit })).map((r) => r.key);
+  }
+
+  private async promise(zid: string, epoch: number, candidate: string): Promise<PromiseAnswer> {
+    const head = await this.head(zid);
+    const self = this.deps.nodeId();
+    const selfHome = candidate !== self && (await this.deps.homeOf(zid)) === self;
+    const d = decidePromise(epoch, candidate, { accepted: head?.fenced_below ?? 0, promised: await this.promised(zid), selfHome });
+    if ('refuse' in d) return { v: 1, refused: { code: d.refuse, reason: d.reason, epoch: d.epoch } };
+    if (d.promise === 'new') {
+      const promised: Promised = { epoch, candidate };
+      await this.deps.store.commitAside([{ type: 'put', sub: this.promises, key: zid, value: promised }]);
+      this.promisedCache.set(zid, promised);
+    }
+    const body: PromiseBody = { zid, epoch, candidate, head: head === null ? null : { epoch: head.epoch, seq: head.seq, hash: head.hash } };
+    return { v: 1, promise: { promise: body, node: this.deps.nodeId(), signature: this.deps.sign(promiseSigningText(body)) } };
+  }
+
+  /** The highest epoch this custodian promised for the identity, and to whom (null: none). */
+  async promised(zid: string): Promise<Promised | null> {
+    const cached = this.promisedCache.get(zid);
+    if (cached !== undefined) return cached;
+    const stored = (await this.deps.store.get<Promised>(this.promises, zid)) ?? null;
+    if (!this.promisedCache.has(zid)) this.promisedCache.set(zid, stored);
+    return this.promisedCache.get(zid) ?? null;
   }
 
   private handshakeHolds(request: { svcond: number; handshake: string }, sender: string): boolean {
@@ -97,8 +203,14 @@ export class Custodian {
   }
 
   /** Decide every entry of a batch in order, write the signed ones in one batch, then sign. */
-  private async take(entries: CustodyEntry[], certificates: (DebitCertificate | null)[] | undefined, sender: string): Promise<CustodyResult[]> {
-    const results: (CustodyResult | { sign: string })[] = [];
+  private async take(
+    entries: CustodyEntry[],
+    records: EntryRecords[],
+    certificates: (DebitCertificate | null)[] | undefined,
+    sender: string,
+  ): Promise<CustodyResult[]> {
+    /** A result, or the signature to answer once the batch is on disk. */
+    const results: (CustodyResult | { signature: string })[] = [];
     const ops: Op[] = [];
     const touched = new Set<string>();
     /** Slots and transfer ids taken by earlier entries of this batch. */
@@ -115,8 +227,12 @@ export class Custodian {
       const transferKey = entry.transfer === null ? null : `${entry.zid}!${entry.transfer.id}`;
       const transferSeen = transferKey !== null && (seen.has(transferKey) || (await this.deps.store.get(this.transfers, transferKey)) !== undefined);
       // An identity whose assertion has not reached this node yet: the node that proposes its first entry here is
-      // held to it (docs/decisions.md "Custody").
-      const fromHome = home !== null ? home === sender : head === null || head.home === sender;
+      // held to it (docs/decisions.md "Custody"). The candidate promised an epoch is its home for that epoch.
+      const promised = await this.promised(entry.zid);
+      const fencedBelow = Math.max(head?.fenced_below ?? 0, promised?.epoch ?? 0);
+      const fromHome =
+        (promised !== null && promised.epoch === entry.epoch && promised.candidate === sender) ||
+        (home !== null ? home === sender : head === null || head.home === sender);
       // A credit of a transfer between two identities of one home is one write with its debit: nothing crossed nodes,
       // and no certificate can exist before the write (docs/decisions.md "Custody").
       let debitFault: string | null = null;
@@ -126,34 +242,33 @@ export class Custodian {
         if (senderHome === undefined) homes.set(party, (senderHome = await this.deps.homeOf(party)));
         if (senderHome !== sender) debitFault = await this.deps.debitFault(certificates?.[i] ?? null, { zid: entry.zid, transfer: entry.transfer });
       }
-      const d = decide(entry, hash, head, { fromHome, slotHash, transferSeen, debitFault });
+      const sent = records[i]!;
+      const recordsFaultOf = recordsDigest(sent) !== entry.records ? 'the records sent do not hash to the entry’s digest' : recordsFault(entry.zid, sent);
+      const d = decide(entry, hash, head, { fencedBelow, fromHome, slotHash, transferSeen, debitFault, recordsFault: recordsFaultOf });
       if ('refuse' in d) {
         this.stats.refused++;
         const r: CustodyResult = { ok: false, code: d.refuse, reason: d.reason };
-        if ((d.refuse === 'seq' || d.refuse === 'prev-hash') && head !== null) r.head = { seq: head.seq, hash: head.hash };
+        if (d.refuse === 'behind') {
+          r.head = { seq: head?.seq ?? 0, hash: head?.hash ?? GENESIS_ENTRY_HASH };
+          this.catchUp(entry.zid, sender);
+        } else if ((d.refuse === 'seq' || d.refuse === 'prev-hash') && head !== null) r.head = { seq: head.seq, hash: head.hash };
+        // A fenced proposer learns who took the identity over, with the proof (home-change.ts).
+        const moved = d.refuse === 'fenced' ? await this.deps.homeChange(entry.zid) : null;
+        if (moved !== null) r.home = moved;
         results.push(r);
         continue;
       }
-      results.push({ sign: hash });
-      if (d.sign === 'again') continue;
-      const next: HeldHead = {
-        epoch: entry.epoch,
-        seq: entry.seq,
-        hash,
-        fenced_below: Math.max(head?.fenced_below ?? entry.epoch, entry.epoch),
-        balance: entry.balance ?? head?.balance ?? null,
-        home: sender,
-      };
-      this.cache.set(entry.zid, next);
+      if (d.sign === 'again') {
+        results.push({ signature: this.deps.sign(signingTextOf(hash)) });
+        continue;
+      }
+      const certificate = entry.transfer?.side === 'credit' ? (certificates?.[i] ?? null) : null;
+      const kept = this.holdOps(ops, { entry, hash, records: sent, certificate }, head, sender);
+      results.push({ signature: kept.signature });
+      this.cache.set(entry.zid, kept.head);
       touched.add(entry.zid);
       slots.set(slot, hash);
-      const held: HeldEntry = { entry, hash, signature: this.deps.sign(signingTextOf(hash)) };
-      ops.push({ type: 'put', sub: this.held, key: slot, value: held });
-      ops.push({ type: 'put', sub: this.heads, key: entry.zid, value: next });
-      if (transferKey !== null) {
-        seen.add(transferKey);
-        ops.push({ type: 'put', sub: this.transfers, key: transferKey, value: entry.seq });
-      }
+      if (transferKey !== null) seen.add(transferKey);
     }
     try {
       await this.deps.store.commitAside(ops);
@@ -161,13 +276,78 @@ export class Custodian {
       // Nothing of the batch is on disk: its heads are read again, and no signature leaves.
       for (const zid of touched) this.cache.delete(zid);
       this.deps.logger?.warn({ err: String(err) }, 'custody batch not written');
-      return results.map((r) => ('sign' in r ? { ok: false, code: 'unavailable', reason: 'the custodian could not write the entry' } : r));
+      return results.map((r) => ('ok' in r ? r : { ok: false, code: 'unavailable', reason: 'the custodian could not write the entry' }));
     }
     return results.map((r) => {
-      if (!('sign' in r)) return r;
+      if ('ok' in r) return r;
       this.stats.signed++;
-      return { ok: true, signature: this.deps.sign(signingTextOf(r.sign)) };
+      return { ok: true, signature: r.signature };
     });
+  }
+
+  /** The ops that keep an entry this custodian signs (its held record, its slot, the head, its transfer id); the new head and the signature. */
+  private holdOps(
+    ops: Op[],
+    e: { entry: CustodyEntry; hash: string; records: EntryRecords; certificate: DebitCertificate | null },
+    head: HeldHead | null,
+    sender: string,
+  ): { head: HeldHead; signature: string } {
+    const { entry, hash } = e;
+    const next: HeldHead = {
+      epoch: entry.epoch,
+      seq: entry.seq,
+      hash,
+      fenced_below: Math.max(head?.fenced_below ?? entry.epoch, entry.epoch),
+      balance: entry.balance ?? head?.balance ?? null,
+      home: sender,
+    };
+    const held: HeldEntry = { entry, hash, signature: this.deps.sign(signingTextOf(hash)), records: e.records, certificate: e.certificate };
+    ops.push({ type: 'put', sub: this.held, key: slotKey(entry), value: held });
+    ops.push({ type: 'put', sub: this.heads, key: entry.zid, value: next });
+    if (entry.transfer !== null) ops.push({ type: 'put', sub: this.transfers, key: `${entry.zid}!${entry.transfer.id}`, value: entry.seq });
+    return { head: next, signature: held.signature };
+  }
+
+  /**
+   * Catch up an identity this custodian is behind on: fetch the entries it misses from the home that proposed past
+   * them, check them (chain, records, the home's signature on each: docs/decisions.md "Custody"), keep them. One
+   * fetch at a time per identity; meanwhile its entries are refused `behind` and certified by the others.
+   */
+  private catchUp(zid: string, home: string): void {
+    if (this.deps.fetch === null || this.catching.has(zid)) return;
+    this.catching.add(zid);
+    this.stats.catchUps++;
+    void this.fetchMissing(zid, home)
+      .catch((err: unknown) => this.deps.logger?.info({ err: String(err), zid, home }, 'custody catch-up failed'))
+      .finally(() => this.catching.delete(zid));
+  }
+
+  private async fetchMissing(zid: string, home: string): Promise<void> {
+    const start = await this.head(zid);
+    const after: ChainHead = start === null ? GENESIS_HEAD : { epoch: start.epoch, seq: start.seq, hash: start.hash };
+    const links = await fetchChain(this.deps.fetch!, home, zid, after.seq + 1, AbortSignal.timeout(CATCH_UP_MS), MAX_CATCH_UP_ENTRIES);
+    const checked = checkChain(zid, links, after, { accepts: (node) => node === home, needed: 1 }, this.deps.verify);
+    if (!checked.ok) throw new Error(`the chain from ${home} does not check at seq ${checked.seq}: ${checked.reason}`);
+    if (links.length === 0) return;
+    const run = this.turn.then(() => this.keepRun(zid, links, after, home));
+    this.turn = run.catch(() => undefined);
+    await run;
+  }
+
+  /** Keep a checked run that continues `after`, unless the head moved meanwhile or a slot holds another entry. */
+  private async keepRun(zid: string, links: readonly ChainLink[], after: ChainHead, home: string): Promise<void> {
+    let head = await this.head(zid);
+    if ((head?.seq ?? 0) !== after.seq || (head?.hash ?? GENESIS_ENTRY_HASH) !== after.hash) return;
+    const ops: Op[] = [];
+    for (const link of links) {
+      const hash = entryHash(link.entry);
+      const slotHash = (await this.deps.store.get<HeldEntry>(this.held, slotKey(link.entry)))?.hash;
+      if (slotHash !== undefined && slotHash !== hash) throw new Error(`seq ${link.entry.seq} of ${zid}: this custodian signed another entry for the slot`);
+      head = this.holdOps(ops, { entry: link.entry, hash, records: link.records, certificate: link.certificate }, head, home).head;
+    }
+    await this.deps.store.commitAside(ops);
+    this.cache.set(zid, head);
+    this.stats.caughtUp += links.length;
   }
 
   /** The identity's head here (null: this custodian holds nothing of it). */
@@ -188,6 +368,19 @@ export class Custodian {
       .sort((a, b) => a.entry.seq - b.entry.seq || a.entry.epoch - b.entry.epoch)
       .slice(0, limit);
   }
+
+  /** What this custodian answers a fetch with: the entries it holds from `from`, a page, each with its own signature. */
+  async page(zid: string, from: number): Promise<ChainPage> {
+    const head = await this.head(zid);
+    const held = await this.entries(zid, from, MAX_CHAIN_LINKS + 1);
+    const self = this.deps.nodeId();
+    const { links, more } = pageOf(held.map((h) => linkOf(h, [{ node: self, signature: h.signature }])));
+    return { head: head === null ? null : { epoch: head.epoch, seq: head.seq, hash: head.hash }, links, more };
+  }
+}
+
+function isPromiseRequest(raw: unknown): boolean {
+  return typeof raw === 'object' && raw !== null && (raw as { kind?: unknown }).kind === 'promise';
 }
 
 /** The record key of a slot: zid, epoch, seq. */

@@ -1,14 +1,16 @@
 // The one seam of custody: every write of the node passes the store's gate (store/db.ts CommitGate), and this reader
 // finds in a write's records the identities whose ledger it changes: their wallet (`wallets`, keyed by zid), their
 // envelopes (`envelopes` by owner, the owner and folder indexes keyed `zid!…`). The write's audit-chain rows go into
-// each such identity's records digest. A transfer record in the same write names the transfer it debits or credits
+// each such identity's records. An envelope's record written or deleted by a write that takes envelopes from an
+// identity (a transfer's debit, a slashing: the write deletes that identity's owner-index keys) is also that identity's:
+// its copy of the ledger must not keep the envelope as its own. A transfer record in the same write names the transfer it debits or credits
 // (its id, parties, face value and envelopes), and a credit's record carries the sender's debit certificate.
 // Writes that touch no wallet and no envelope (a machine's own events, sessions, the peer store) are not entries, nor
 // are the changes of an account that is no identity (the foundation's).
-import { createHash } from 'node:crypto';
 import { JsonText, type Op, type Store, type Sublevel } from '../store/db.js';
 import { debitCertificateSchema, type DebitCertificate } from './debit-certificate.js';
 import { tokensDigest, ZID_PATTERN, type EntryKind, type EntryTransfer } from './entry.js';
+import { recordsDigest, type EntryRecords, type RecordOp, type RecordSublevel } from './protocol.js';
 
 /** The sublevels this reader knows, by their store names (the ledger's, the chain's and the transfers'). */
 export const LEDGER_SUBLEVELS = {
@@ -25,8 +27,10 @@ export const LEDGER_SUBLEVELS = {
 export interface LedgerChange {
   zid: string;
   kind: EntryKind;
-  /** SHA-256 over the write's records of this identity and its chain rows, in the write's order. */
+  /** SHA-256 over the write's records of this identity and its chain rows, in the write's order (protocol.ts recordsDigest). */
   records: string;
+  /** Those records, as they travel with the entry. */
+  recordOps: EntryRecords;
   balance: { free: number; paid: number } | null;
   /** The transfer the write debits or credits for this identity, else null. */
   transfer: EntryTransfer | null;
@@ -53,25 +57,25 @@ export class LedgerOpsReader {
     let sealed = false;
     let rows: Op[] | null = null;
     let transfers: Op[] | null = null;
+    const losers = this.losers(ops);
     for (const op of ops) {
       const name = this.names.get(op.sub);
       if (name === undefined) continue;
       let zid: string | undefined;
       if (name === LEDGER_SUBLEVELS.wallets) zid = op.key;
-      else if (name === LEDGER_SUBLEVELS.envelopes) zid = op.type === 'put' ? ((op.value as { owner?: unknown }).owner as string | undefined) : undefined;
-      else if (name === LEDGER_SUBLEVELS.byOwner || name === LEDGER_SUBLEVELS.byFolder) zid = op.key.slice(0, op.key.indexOf('!'));
+      else if (name === LEDGER_SUBLEVELS.envelopes) {
+        zid = op.type === 'put' ? ((op.value as { owner?: unknown }).owner as string | undefined) : undefined;
+        if (losers !== null) for (const loser of losers) if (loser !== zid) byZid = this.add(byZid, loser, op);
+      } else if (name === LEDGER_SUBLEVELS.byOwner || name === LEDGER_SUBLEVELS.byFolder) zid = op.key.slice(0, op.key.indexOf('!'));
       else if (name === LEDGER_SUBLEVELS.results) sealed = sealed || op.type === 'put';
       else if (name === LEDGER_SUBLEVELS.chainRows) (rows ??= []).push(op);
       else if (name === LEDGER_SUBLEVELS.transfers && op.type === 'put') (transfers ??= []).push(op);
       // An account that is no identity (the node's foundation account, slashing.ts) has no home and no custody set.
       if (zid === undefined || !ZID_PATTERN.test(zid)) continue;
-      byZid ??= new Map();
-      let c = byZid.get(zid);
-      if (c === undefined) byZid.set(zid, (c = { ops: [], balance: null }));
-      c.ops.push(op);
+      byZid = this.add(byZid, zid, op);
       if (name === LEDGER_SUBLEVELS.wallets && op.type === 'put') {
         const w = op.value as { free: number; paid: number };
-        c.balance = { free: w.free, paid: w.paid };
+        byZid.get(zid)!.balance = { free: w.free, paid: w.paid };
       }
     }
     if (byZid === null) return [];
@@ -79,10 +83,12 @@ export class LedgerOpsReader {
     for (const [zid, c] of byZid) {
       const moved = transferOf(zid, transfers);
       const kind: EntryKind = moved !== null ? 'transfer' : sealed ? 'seal' : c.balance !== null ? 'wallet' : 'envelope';
+      const recordOps = this.recordsOf(rows === null ? c.ops : [...c.ops, ...rows]);
       out.push({
         zid,
         kind,
-        records: this.digest(rows === null ? c.ops : [...c.ops, ...rows]),
+        records: recordsDigest(recordOps),
+        recordOps,
         balance: c.balance,
         transfer: moved?.transfer ?? null,
         certificate: moved?.certificate ?? null,
@@ -91,14 +97,40 @@ export class LedgerOpsReader {
     return out;
   }
 
-  private digest(ops: readonly Op[]): string {
-    const h = createHash('sha256');
+  private add(
+    byZid: Map<string, { ops: Op[]; balance: { free: number; paid: number } | null }> | null,
+    zid: string,
+    op: Op,
+  ): Map<string, { ops: Op[]; balance: { free: number; paid: number } | null }> {
+    byZid ??= new Map();
+    let c = byZid.get(zid);
+    if (c === undefined) byZid.set(zid, (c = { ops: [], balance: null }));
+    c.ops.push(op);
+    return byZid;
+  }
+
+  /** The identities whose owner-index keys the write deletes (it takes envelopes from them), else null. */
+  private losers(ops: readonly Op[]): Set<string> | null {
+    let out: Set<string> | null = null;
     for (const op of ops) {
-      h.update(`${op.type}|${this.names.get(op.sub)}|${op.key}|`);
-      if (op.type === 'put') h.update(valueText(op.value));
-      h.update('\n');
+      if (op.type !== 'del' || this.names.get(op.sub) !== LEDGER_SUBLEVELS.byOwner) continue;
+      const zid = op.key.slice(0, op.key.indexOf('!'));
+      if (ZID_PATTERN.test(zid)) (out ??= new Set()).add(zid);
     }
-    return h.digest('hex');
+    return out;
+  }
+
+  private recordsOf(ops: readonly Op[]): EntryRecords {
+    const out: RecordOp[] = [];
+    for (const op of ops) {
+      const name = this.names.get(op.sub) as RecordSublevel;
+      if (op.type === 'del') out.push(['del', name, op.key]);
+      else {
+        const v = valueText(op.value);
+        out.push(typeof v === 'string' ? ['put', name, op.key, v] : ['put64', name, op.key, Buffer.from(v).toString('base64')]);
+      }
+    }
+    return { v: 1, ops: out };
   }
 }
 
@@ -133,8 +165,9 @@ function transferOf(zid: string, transfers: readonly Op[] | null): { transfer: E
   return null;
 }
 
+/** A value as its (JSON) sublevel writes it: the JSON text (a string too is JSON text, quoted), or bytes as they are. */
 function valueText(value: unknown): string | Uint8Array {
   if (value instanceof JsonText) return value.text;
-  if (value instanceof Uint8Array || typeof value === 'string') return value;
+  if (value instanceof Uint8Array) return value;
   return JSON.stringify(value) ?? 'null';
 }

@@ -18,8 +18,27 @@ import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, signingTextOf, verifyEntryS
 import { slotKey } from './custodian.js';
 import type { DebitCertificate, DebitCertificates } from './debit-certificate.js';
 import type { LedgerChange, LedgerOpsReader } from './ledger-ops.js';
-import { MAX_BATCH_CERTIFICATES, MAX_BATCH_ENTRIES, type CustodyResult } from './protocol.js';
+import {
+  MAX_BATCH_CERTIFICATES,
+  MAX_BATCH_ENTRIES,
+  MAX_ENTRY_RECORDS_BYTES,
+  MAX_REQUEST_BYTES,
+  MAX_CHAIN_LINKS,
+  recordsSize,
+  type CustodyResult,
+  type EntryRecords,
+} from './protocol.js';
 import type { SendBatch } from './client.js';
+import type { HomeChange } from './home-change.js';
+import type { ChainPage } from './custodian.js';
+import { linkOf, pageOf } from './replica.js';
+
+/** A proposal refused `behind` is sent again after BEHIND_PAUSE_MS, then twice that…, at most BEHIND_RETRIES times. */
+const BEHIND_PAUSE_MS = 50;
+const BEHIND_RETRIES = 6;
+
+/** What a batch's request carries besides its entries' records: the entries, certificates, the frame (bytes, estimated). */
+const ENTRY_WIRE_BYTES = 2048;
 
 /** The head of an identity's chain of entries at its home. */
 export interface OwnHead {
@@ -28,11 +47,13 @@ export interface OwnHead {
   hash: string;
 }
 
-/** A certified entry as its home keeps it. */
+/** A certified entry as its home keeps it: with the custodians' signatures, its records and a credit's debit certificate. */
 export interface CertifiedEntry {
   entry: CustodyEntry;
   hash: string;
   signatures: EntrySignature[];
+  records: EntryRecords;
+  certificate: DebitCertificate | null;
 }
 
 export interface ReplicatorDeps {
@@ -51,6 +72,8 @@ export interface ReplicatorDeps {
   certificates: DebitCertificates;
   /** How long a write waits for its majority before it fails (config custody.certifyTimeoutMs). */
   timeoutMs: number;
+  /** A custodian refused an entry as fenced and showed the home change that fenced it (home-change.ts). */
+  onHomeChange?: (change: HomeChange) => void;
 }
 
 interface Proposal {
@@ -59,10 +82,15 @@ interface Proposal {
   set: CustodySet;
   /** A credit's debit certificate, sent with it to the custodians. */
   certificate: DebitCertificate | null;
+  records: EntryRecords;
+  /** Its share of a request (records and the entry around them). */
+  bytes: number;
   signatures: EntrySignature[];
   /** Custodians that refused it or did not answer. */
   missed: string[];
   reasons: string[];
+  /** Times each custodian answered `behind` (it is catching up): sent again after a pause, a few times. */
+  behind: Map<string, number> | null;
   settled: boolean;
   resolve: (p: Proposal) => void;
   reject: (err: unknown) => void;
@@ -139,7 +167,55 @@ export class Replicator {
       .slice(0, limit);
   }
 
+  /**
+   * The ops making this node the home of `zid` from a failover's epoch entry (failover.ts): the chain it took and the
+   * certified epoch entry in its log, the epoch entry as its head. `forget` once they are written.
+   */
+  adoptOps(chain: readonly CertifiedEntry[], epochEntry: CertifiedEntry): Op[] {
+    const { entry, hash } = epochEntry;
+    const head: OwnHead = { epoch: entry.epoch, seq: entry.seq, hash };
+    return [
+      ...[...chain, epochEntry].map((c): Op => ({ type: 'put', sub: this.log, key: slotKey(c.entry), value: c })),
+      { type: 'put', sub: this.own, key: entry.zid, value: head },
+    ];
+  }
+
+  /** Drop what is kept in memory of `zid` (its home changed): its next proposal reads its head from the store. */
+  forget(zid: string): void {
+    this.proposed.delete(zid);
+    this.certified.delete(zid);
+  }
+
+  /** What the home answers a fetch with: its certified entries from `from`, a page, each with its own signature and the custodians'. */
+  async page(zid: string, from: number): Promise<ChainPage> {
+    const head = await this.certifiedHead(zid);
+    const certified = await this.entries(zid, from, MAX_CHAIN_LINKS + 1);
+    const self = this.deps.nodeId();
+    const { links, more } = pageOf(
+      certified.map((c) => linkOf(c, [{ node: self, signature: this.deps.sign(signingTextOf(c.hash)) }, ...c.signatures.filter((s) => s.node !== self)])),
+    );
+    return { head, links, more };
+  }
+
   private propose(change: LedgerChange, set: CustodySet): Promise<Op[]> {
+    // A write whose records no request can carry is refused before it is proposed (docs/decisions.md "Custody").
+    const size = recordsSize(change.recordOps);
+    if (size > MAX_ENTRY_RECORDS_BYTES)
+      return Promise.reject(
+        new ServiceError(
+          503,
+          'SVC_CUSTODY_UNAVAILABLE',
+          `the write's records (${size} bytes) are over the ${MAX_ENTRY_RECORDS_BYTES} bytes an entry carries; nothing of it is written`,
+          {
+            reason: 'records too large',
+            zid: change.zid,
+            custodians: set.custodians,
+            signed: 0,
+            needed: set.majority,
+            refusals: [],
+          },
+        ),
+      );
     const head = this.proposed.get(change.zid);
     if (head !== undefined) return this.proposeOn(head, change, set);
     // The head is read once; proposals made while it is read wait for it in the order they were made.
@@ -177,9 +253,12 @@ export class Replicator {
         hash,
         set,
         certificate: change.certificate,
+        records: change.recordOps,
+        bytes: recordsSize(change.recordOps) + ENTRY_WIRE_BYTES,
         signatures: [],
         missed: [],
         reasons: [],
+        behind: null,
         settled: false,
         resolve,
         reject,
@@ -206,7 +285,7 @@ export class Replicator {
 
   private certifiedOps(p: Proposal): Op[] {
     const head: OwnHead = { epoch: p.entry.epoch, seq: p.entry.seq, hash: p.hash };
-    const record: CertifiedEntry = { entry: p.entry, hash: p.hash, signatures: p.signatures };
+    const record: CertifiedEntry = { entry: p.entry, hash: p.hash, signatures: p.signatures, records: p.records, certificate: p.certificate };
     const ops: Op[] = [
       { type: 'put', sub: this.log, key: slotKey(p.entry), value: record },
       { type: 'put', sub: this.own, key: p.entry.zid, value: head },
@@ -247,6 +326,7 @@ export class Replicator {
             const answer = await send(
               node,
               batch.map((p) => p.entry),
+              batch.map((p) => p.records),
               AbortSignal.timeout(this.deps.timeoutMs),
               certificates,
             );
@@ -260,7 +340,11 @@ export class Replicator {
           const r = results?.[i];
           if (r?.ok === true && verifyEntrySignature(this.deps.verify, p.hash, { node, signature: r.signature }))
             this.signed(p, { node, signature: r.signature });
-          else this.missed(p, node, r === undefined ? why : r.ok ? 'a signature that does not verify' : `${r.code}: ${r.reason}`);
+          else if (r?.ok === false && r.code === 'behind' && this.resendLater(node, p)) return;
+          else {
+            if (r?.ok === false && r.home !== undefined) this.deps.onHomeChange?.(r.home);
+            this.missed(p, node, r === undefined ? why : r.ok ? 'a signature that does not verify' : `${r.code}: ${r.reason}`);
+          }
         });
       }
     } finally {
@@ -268,12 +352,19 @@ export class Replicator {
     }
   }
 
-  /** The next batch of a link's queue: at most MAX_BATCH_ENTRIES entries, of them at most MAX_BATCH_CERTIFICATES credits. */
+  /**
+   * The next batch of a link's queue: at most MAX_BATCH_ENTRIES entries, of them at most MAX_BATCH_CERTIFICATES
+   * credits, within MAX_REQUEST_BYTES (one entry at least: its records are bounded to fit alone).
+   */
   private nextBatch(link: Link): Proposal[] {
     let end = 0;
     let credits = 0;
+    let bytes = 0;
     while (end < link.queue.length && end < MAX_BATCH_ENTRIES) {
-      if (link.queue[end]!.certificate !== null && ++credits > MAX_BATCH_CERTIFICATES) break;
+      const p = link.queue[end]!;
+      if (p.certificate !== null && ++credits > MAX_BATCH_CERTIFICATES) break;
+      bytes += p.bytes;
+      if (end > 0 && bytes > MAX_REQUEST_BYTES - ENTRY_WIRE_BYTES) break;
       end++;
     }
     return link.queue.splice(0, end);
@@ -295,6 +386,61 @@ export class Replicator {
     if ((this.certified.get(p.entry.zid)?.seq ?? 0) < p.entry.seq) this.certified.set(p.entry.zid, { epoch: p.entry.epoch, seq: p.entry.seq, hash: p.hash });
     this.close(p);
     p.resolve(p);
+  }
+
+  /**
+   * A certified debit's certificate under the identity's custody set of now (docs/decisions.md "Custody"): the debit
+   * entry is proposed again, with its records, to the set's custodians; one that holds it signs it again, one behind
+   * catches up first. With a majority (this home's signature among it) the certificate is replaced in one write;
+   * otherwise `cert` is returned as it is (the delivery is refused and tried again later).
+   */
+  async recertify(cert: DebitCertificate): Promise<DebitCertificate> {
+    const entry = cert.entry;
+    const logged = await this.deps.store.get<CertifiedEntry>(this.log, slotKey(entry));
+    const send = this.deps.send;
+    if (send === null || logged === undefined || logged.hash !== entryHash(entry) || entry.transfer?.side !== 'debit') return cert;
+    const set = this.setOf(entry.zid);
+    const others = await Promise.all(set.custodians.filter((n) => n !== set.home).map((node) => this.signatureOf(send, node, logged)));
+    const signatures = others.filter((s): s is EntrySignature => s !== null);
+    if (signatures.length < set.majority - 1) return cert;
+    const all: EntrySignature[] = [{ node: set.home, signature: this.deps.sign(signingTextOf(logged.hash)) }, ...signatures];
+    await this.deps.store.commit([this.deps.certificates.putOp(entry, all)]);
+    return { entry, signatures: all };
+  }
+
+  /** `node`'s signature of a certified entry it holds (or holds once it has caught up), else null. */
+  private async signatureOf(send: SendBatch, node: string, logged: CertifiedEntry): Promise<EntrySignature | null> {
+    for (let tries = 0; ; tries++) {
+      let r: CustodyResult | undefined;
+      try {
+        r = (await send(node, [logged.entry], [logged.records], AbortSignal.timeout(this.deps.timeoutMs))).results[0];
+      } catch {
+        return null;
+      }
+      if (r?.ok === true)
+        return verifyEntrySignature(this.deps.verify, logged.hash, { node, signature: r.signature }) ? { node, signature: r.signature } : null;
+      if (r?.code !== 'behind' || tries >= BEHIND_RETRIES) return null;
+      await new Promise((resolve) => setTimeout(resolve, BEHIND_PAUSE_MS * 2 ** tries));
+    }
+  }
+
+  /**
+   * A custodian behind on the identity catches up from this home's certified log: the proposal goes to it again after
+   * a pause (doubling), while no majority certified it yet and within BEHIND_RETRIES. False: it counts as missed.
+   */
+  private resendLater(node: string, p: Proposal): boolean {
+    if (p.settled) return false;
+    const tries = p.behind?.get(node) ?? 0;
+    if (tries >= BEHIND_RETRIES) return false;
+    (p.behind ??= new Map()).set(node, tries + 1);
+    const timer = setTimeout(
+      () => {
+        if (!p.settled) this.enqueue(node, p);
+      },
+      BEHIND_PAUSE_MS * 2 ** tries,
+    );
+    timer.unref?.();
+    return true;
   }
 
   private missed(p: Proposal, node: string, reason: string): void {

@@ -33,6 +33,8 @@ export interface CustodyViewDeps {
   replicas: number;
   members: () => Iterable<string>;
   homeOf: (zid: string) => Promise<string | null>;
+  /** The epoch of the latest home change this node knows of the identity (FIRST_EPOCH: none). */
+  knownEpoch: (zid: string) => Promise<number>;
   wallet: (zid: string) => Promise<{ free: number; paid: number }>;
   replicator: Replicator;
   custodian: Custodian;
@@ -62,7 +64,7 @@ export class CustodyView {
     const held = await this.deps.custodian.head(zid);
     return {
       zid,
-      epoch: held?.epoch ?? FIRST_EPOCH,
+      epoch: Math.max(held?.epoch ?? FIRST_EPOCH, await this.deps.knownEpoch(zid)),
       home,
       custodians,
       certified_seq: held?.seq ?? 0,

@@ -63,9 +63,10 @@ export async function resolveCaller(ctx: Context, deps: AuthDeps, allowAnonymous
     });
   }
   if (rec.plan === 'demo' || !rec.zid) return { kind: 'demo', key: rec };
-  const home = rec.home ?? deps.nodeId();
-  if (rec.kind === 'zsm' && rec.slug) return { kind: 'identity', zid: rec.zid, key: rec, slug: rec.slug, home };
+  // The identity's record holds its current home (a custody failover moves it); the key's is where it was minted.
   const ident = await deps.identity.getIdentity(rec.zid);
+  const home = ident?.home ?? rec.home ?? deps.nodeId();
+  if (rec.kind === 'zsm' && rec.slug) return { kind: 'identity', zid: rec.zid, key: rec, slug: rec.slug, home };
   if (!ident)
     throw new ServiceError(401, 'SVC_INVALID_KEY', 'the identity of this key no longer exists', {
       key_id: rec.key_id,

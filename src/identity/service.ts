@@ -213,6 +213,14 @@ export class IdentityService {
     return true;
   }
 
+  /**
+   * The op moving a known identity's home to `home` (a custody failover, custody/home-change.ts): its record says the
+   * new home, so authentication and forwarding follow it. Its secrets, where this node holds them, stay as they are.
+   */
+  homeMoveOp(ident: IdentityRecord, home: string): Op {
+    return { type: 'put', sub: this.identities, key: ident.zid, value: { ...ident, home } };
+  }
+
   async getIdentity(zid: string): Promise<IdentityRecord | undefined> {
     return this.deps.store.get<IdentityRecord>(this.identities, zid);
   }

@@ -4,15 +4,30 @@
 // advertised in a tick event this node heard (kept across restarts: heard-bonds.ts): a bond whose node never spoke
 // (or another's) makes no custodian. The check of a transfer credit's debit certificate is custody's, used by the
 // custodian and by the receiver's home.
-import { custodyClient } from '../custody/client.js';
-import { Custodian } from '../custody/custodian.js';
-import { creditClaimOf, DebitCertificates, debitCertificateFault, type CreditClaim, type DebitCheckDeps } from '../custody/debit-certificate.js';
+import { chainFetcher, custodyClient, promiseClient, type CustodyClientDeps } from '../custody/client.js';
+import { custodySetOf } from '../custody/custody-set.js';
+import { Custodian, type ChainPage } from '../custody/custodian.js';
+import {
+  creditClaimOf,
+  debitCertificateSchema,
+  DebitCertificates,
+  debitCertificateFault,
+  type CreditClaim,
+  type DebitCheckDeps,
+} from '../custody/debit-certificate.js';
 import { LedgerOpsReader } from '../custody/ledger-ops.js';
 import { CUSTODY_PROTOCOL } from '../custody/protocol.js';
 import { Replicator } from '../custody/replicator.js';
 import { CustodyView } from '../custody/view.js';
 import { HeardBonds } from '../custody/heard-bonds.js';
-import { signText, verifyText } from '../mesh/wire.js';
+import { HOME_CHANGE_EVENT, HomeChanges, homeChangeSchema, type HomeChange } from '../custody/home-change.js';
+import { HomeMoves } from '../custody/home-moves.js';
+import { FIRST_EPOCH } from '../custody/entry.js';
+import { Failover } from '../custody/failover.js';
+import type { Heard } from '../custody/failover-rules.js';
+import { GossipError } from '../mesh/gossip-error.js';
+import type { GossipHandler } from '../mesh/gossip-handlers.js';
+import { signText, TOPICS, verifyText } from '../mesh/wire.js';
 import { custodyRoutes } from '../http/routes/custody.js';
 import type { Capability } from './capability.js';
 import type { ConsensusPart } from './consensus.js';
@@ -25,6 +40,10 @@ export interface CustodyPart {
   replicator: Replicator;
   custodian: Custodian;
   view: CustodyView;
+  homeChanges: HomeChanges;
+  homeMoves: HomeMoves;
+  /** Null: the mesh does not run. */
+  failover: Failover | null;
   capability: Capability;
 }
 
@@ -54,6 +73,32 @@ export async function wireCustody(
     return nodes;
   };
   const homeOf = async (zid: string) => (await identity.identity.getIdentity(zid))?.home ?? null;
+  const homeChanges = new HomeChanges(store);
+  const client: CustodyClientDeps | null =
+    mesh.enabled && secret !== null
+      ? { openStream: (p, proto, signal) => mesh.openStream(p, proto, signal), selfId: nodeId, secret, nowSvcond: time.nowSvcond }
+      : null;
+  const fetch = client === null ? null : chainFetcher(client);
+  // Set below: applying a home change forgets the replicator's heads of the identity and ends a failover of it.
+  let replicatorRef: Replicator | null = null;
+  let failoverRef: Failover | null = null;
+  const homeMoves = new HomeMoves({
+    store,
+    nodeId,
+    replicas: config.custody.replicas,
+    members,
+    verify: verifyText,
+    homeChanges,
+    identity: identity.identity,
+    forget: (zid) => {
+      replicatorRef?.forget(zid);
+      failoverRef?.homeMoved(zid);
+      economy.ledger.forgetWallet(zid);
+    },
+    fetch,
+    timeoutMs: config.custody.certifyTimeoutMs,
+    logger: f.logger,
+  });
   // One check of a credit's debit certificate, at the receiver's home and at its custodians.
   const debitCheck: DebitCheckDeps = { members, replicas: config.custody.replicas, homeOf, verify: verifyText };
   const debitFault = (cert: unknown, credit: CreditClaim) => debitCertificateFault(cert, credit, debitCheck);
@@ -64,22 +109,43 @@ export async function wireCustody(
     nodeId,
     replicas: config.custody.replicas,
     members,
-    send:
-      mesh.enabled && secret !== null
-        ? custodyClient({ openStream: (p, proto, signal) => mesh.openStream(p, proto, signal), selfId: nodeId, secret, nowSvcond: time.nowSvcond })
-        : null,
+    send: client === null ? null : custodyClient(client),
     verify: verifyText,
     sign: (text) => signText(f.nodeIdentity.privateKey, text),
     certificates: new DebitCertificates(store),
     timeoutMs: config.custody.certifyTimeoutMs,
+    onHomeChange: (change) =>
+      void homeMoves.apply(change).catch((err: unknown) => f.logger.warn({ err: String(err) }, 'a home change shown by a custodian was not applied')),
   });
+  replicatorRef = replicator;
   store.gate = replicator;
-  const custodian = new Custodian({
+  // A pending debit's certificate, checked against this home's view of the sender's set before each delivery: a set
+  // that changed since the debit (a custodian replaced) certifies it again.
+  economy.transfers.certifyDebitsWith(async (kept) => {
+    const cert = debitCertificateSchema.safeParse(kept).data;
+    const t = cert?.entry.transfer;
+    if (cert === undefined || t === null || t === undefined) return kept;
+    const fault = await debitFault(cert, { zid: t.party, transfer: { ...t, side: 'credit', party: cert.entry.zid } });
+    return fault === null ? kept : replicator.recertify(cert);
+  });
+  const custodian: Custodian = new Custodian({
     store,
     nodeId,
     sign: (text) => signText(f.nodeIdentity.privateKey, text),
     homeOf,
     debitFault,
+    homeChange: (zid) => homeChanges.latest(zid),
+    fetch,
+    verify: verifyText,
+    custodiansOf: async (zid) => {
+      const home = await homeOf(zid);
+      if (home === null) return null;
+      const custodians = custodySetOf(zid, home, members(), config.custody.replicas).custodians;
+      const previous = await homeChanges.previousHome(zid);
+      return previous === null ? custodians : [...custodians, previous];
+    },
+    // The home answers from its certified log, a custodian from what it holds.
+    chainAt: async (zid, from): Promise<ChainPage> => ((await homeOf(zid)) === f.nodeId ? replicator.page(zid, from) : custodian.page(zid, from)),
     meshSecret: secret,
     nowSvcond: time.nowSvcond,
     logger: f.logger,
@@ -89,18 +155,71 @@ export async function wireCustody(
     replicas: config.custody.replicas,
     members,
     homeOf,
+    knownEpoch: async (zid) => (await homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH,
     wallet: (zid) => economy.ledger.wallet(zid),
     replicator,
     custodian,
   });
+  const homeChangeRow: GossipHandler<HomeChange> = {
+    type: HOME_CHANGE_EVENT,
+    body: homeChangeSchema,
+    handle: async (change, event) => {
+      if (change.home !== event.sender) throw new GossipError('reject', 403, 'SVC_FORBIDDEN', 'a home change is announced by its new home only');
+      const standing = await homeMoves.apply(change);
+      if (standing.apply) return;
+      if (standing.why === 'invalid') throw new GossipError('reject', 403, 'SVC_FORBIDDEN', `the home change does not hold: ${standing.reason}`);
+      throw new GossipError('ignore', 409, 'SVC_CONFLICT', standing.reason);
+    },
+  };
+  // The peer table read once a tick, as `members` is.
+  let ticks: { svcond: number; byNode: Map<string, Heard> } = { svcond: -1, byNode: new Map() };
+  const lastTicks = () => {
+    const now = time.nowSvcond();
+    if (ticks.svcond !== now)
+      ticks = {
+        svcond: now,
+        byNode: new Map(mesh.peers().flatMap((p) => (p.lastTick === null ? [] : [[p.peerId, { tick: p.lastTick, every: p.every }]]))),
+      };
+    return ticks.byNode;
+  };
+  const failover =
+    client === null
+      ? null
+      : new Failover({
+          nodeId,
+          replicas: config.custody.replicas,
+          failoverTicks: config.custody.failoverTicks,
+          members,
+          nowSvcond: time.nowSvcond,
+          lastHeard: (node) => lastTicks().get(node) ?? null,
+          // A home never heard since this node started: the longest interval heard, so a growing mesh is waited for.
+          tickEvery: () => Math.max(config.mesh.tickEvery, ...[...lastTicks().values()].map((h) => h.every)),
+          store,
+          custodian,
+          homeOf,
+          homeChanges,
+          askPromise: promiseClient(client),
+          send: custodyClient(client),
+          fetch: fetch!,
+          verify: verifyText,
+          adopt: (change, chain, epochEntry) => homeMoves.adopt(change, [...chain.ops, ...replicator.adoptOps(chain.entries, epochEntry)]),
+          publish: async (change) => void (await mesh.publish(HOME_CHANGE_EVENT, change, TOPICS.events)),
+          timeoutMs: config.custody.certifyTimeoutMs,
+          logger: f.logger,
+        });
+  failoverRef = failover;
   const capability: Capability = {
     name: 'custody',
     streams: mesh.enabled ? [{ protocol: CUSTODY_PROTOCOL, handle: (stream, peer) => void custodian.serve(stream, peer) }] : [],
+    gossip: [homeChangeRow],
+    // Twice per failoverTicks: a home unheard is taken over within 1.5 × failoverTicks; the held identities are read then only.
+    tickers:
+      failover === null ? [] : [{ name: 'custody-failover', everyTicks: Math.max(1, Math.floor(config.custody.failoverTicks / 2)), run: () => failover.run() }],
     routes: [custodyRoutes(view)],
     stop: async () => {
       store.gate = null;
       await heardBonds.flushed();
     },
   };
-  return { replicator, custodian, view, capability };
+  return { replicator, custodian, view, homeChanges, homeMoves, failover, capability };
 }

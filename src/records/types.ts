@@ -121,3 +121,9 @@ export interface CreditFacts {
 
 /** Why `cert` does not certify the debit of `credit`, or null when it does (custody/debit-certificate.ts). */
 export type DebitCheck = (cert: DebitCertificateRecord | null, credit: CreditFacts) => Promise<string | null>;
+
+/**
+ * The certificate a pending debit's delivery carries, from the one kept with it: the same while it certifies the
+ * debit under the sender's custody set as its home sees it now, else one certified again under that set (custody's).
+ */
+export type DebitRecertify = (cert: DebitCertificateRecord) => Promise<DebitCertificateRecord>;

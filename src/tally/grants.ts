@@ -49,7 +49,8 @@ export class Grants {
   async grant(zid: string, credits: number, tier: Tier | undefined, svcond: number, unixMs: number): Promise<GrantResult> {
     const ident = await this.deps.identity.getIdentity(zid);
     if (!ident) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${zid} is known on this node`);
-    if (ident.kind === 'remote' || ident.home !== this.deps.nodeId()) {
+    // The identity record's home: the node it registered on, or the one that took it over (custody failover).
+    if (ident.home !== this.deps.nodeId()) {
       throw new ServiceError(409, 'SVC_CONFLICT', `identity ${zid} is homed on node ${ident.home}: grant there, with that node's operator token`, {
         field: 'zid',
         home: ident.home,

@@ -125,6 +125,11 @@ export class Ledger {
     return w;
   }
 
+  /** Drop a wallet kept in memory (its records were written past the ledger: a custody failover's state transfer). */
+  forgetWallet(zid: string): void {
+    this.walletCache.delete(zid);
+  }
+
   /** A wallet already in memory (await wallet(zid) first). */
   cachedWallet(zid: string): Wallet {
     const w = this.walletCache.get(zid);

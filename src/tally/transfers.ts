@@ -23,7 +23,7 @@ import { envelopeCounter, folderCounter } from '../store/counter-keys.js';
 import { TOKEN_ID_PATTERN, type EnvelopeLocks } from './folders.js';
 import { ENVELOPE_SUBS, type EnvelopeRecord } from './ledger.js';
 import { randomHex } from '../util/random-hex.js';
-import type { DebitCertificateRecord, DebitCheck } from '../records/types.js';
+import type { DebitCertificateRecord, DebitCheck, DebitRecertify } from '../records/types.js';
 import {
   MAX_TRANSFER_ENVELOPES,
   TRANSFER_ID_PATTERN,
@@ -100,6 +100,8 @@ export class Transfers {
   private pendingSink: ((r: TransferRecord) => void) | null = null;
   /** Until custody supplies its check (checkDebitsWith), no credit is applied. */
   private debitFault: DebitCheck = () => Promise.resolve('this node does not check debit certificates yet');
+  /** A pending debit's certificate as its delivery carries it (custody's, certifyDebitsWith); null: as it is kept. */
+  private recertify: DebitRecertify | null = null;
 
   constructor(private readonly d: TransfersDeps) {
     this.records = d.store.sub('transfers');
@@ -112,6 +114,11 @@ export class Transfers {
   /** The check of a delivery's debit certificate (custody's: the sender's custody set as this node sees it). */
   checkDebitsWith(fault: DebitCheck): void {
     this.debitFault = fault;
+  }
+
+  /** How a pending debit's kept certificate is brought to the sender's custody set of now (custody's). */
+  certifyDebitsWith(recertify: DebitRecertify): void {
+    this.recertify = recertify;
   }
 
   /** Where new pending transfers go once durable (the delivery loop). */
@@ -154,7 +161,8 @@ export class Transfers {
     const sender = await this.d.identity.getIdentity(from);
     if (!sender) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${from} is known to this node`, { field: 'from' });
     const here = this.d.nodeId();
-    const sameNode = receiver.kind !== 'remote' && receiver.home === here;
+    // The identity record's home: the node it registered on, or the one that took it over (custody failover).
+    const sameNode = receiver.home === here;
     if (!sameNode && !this.d.canDeliver())
       throw new ServiceError(503, 'MESH_DISABLED', `${req.to} is homed on node ${receiver.home}, and this node has no mesh to deliver to it`);
     const fromSlug = sender.default_machine ?? this.d.identity.defaultSlug(from);
@@ -300,8 +308,7 @@ export class Transfers {
     if (delivery.to_home !== here)
       throw new ServiceError(409, 'SVC_CONFLICT', `this delivery is addressed to node ${delivery.to_home}`, { home: delivery.to_home });
     const receiver = await this.d.identity.getIdentity(delivery.to);
-    if (!receiver || receiver.kind === 'remote' || receiver.home !== here)
-      throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${delivery.to} is homed on this node`, { field: 'to' });
+    if (!receiver || receiver.home !== here) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${delivery.to} is homed on this node`, { field: 'to' });
     const toSlug = receiver.default_machine ?? this.d.identity.defaultSlug(delivery.to);
     const credit = {
       transfer_id: delivery.transfer_id,
@@ -459,8 +466,9 @@ export class Transfers {
   }
 
   private async withCertificate(r: TransferRecord): Promise<TransferRecord> {
-    const cert = await this.d.debitCertificates.get(r.transfer_id);
-    return cert === null ? r : { ...r, debit_certificate: cert };
+    const kept = await this.d.debitCertificates.get(r.transfer_id);
+    if (kept === null) return r;
+    return { ...r, debit_certificate: this.recertify === null ? kept : await this.recertify(kept) };
   }
 
   /** The named envelopes of `zid`: 400 naming the first that is unknown, another's, soulbound or bonded. */

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
-import { COMPUTE, propose as proposeFrom, startBondedTrio } from '../helpers/custody.js';
+import { COMPUTE, forge, propose as proposeFrom, recordsOf, startBondedTrio } from '../helpers/custody.js';
 import { custodyRequest } from '../../src/custody/client.js';
 import { entryHash, GENESIS_ENTRY_HASH, signingTextOf, type CustodyEntry } from '../../src/custody/entry.js';
 import type { CustodyAnswer } from '../../src/custody/protocol.js';
@@ -21,18 +21,22 @@ let c: TestNode;
 const propose = (from: TestNode, to: TestNode, entries: CustodyEntry[]): Promise<CustodyAnswer> => proposeFrom(MESH_SECRET, from, to, entries);
 
 const forgedDebit = { id: 'tr_forged_1', side: 'debit' as const, party: `zid_${'9'.repeat(32)}`, amount: 1, tokens: 'ab'.repeat(32) };
-const entry = (zid: string, seq: number, prevHash: string, more: Partial<CustodyEntry> = {}): CustodyEntry => ({
-  v: 1,
-  zid,
-  epoch: 1,
-  seq,
-  prev_hash: prevHash,
-  kind: 'wallet',
-  records: 'ab'.repeat(32),
-  balance: { free: 100, paid: 0 },
-  transfer: null,
-  ...more,
-});
+const entry = (zid: string, seq: number, prevHash: string, more: Partial<CustodyEntry> = {}, note = ''): CustodyEntry =>
+  forge(
+    {
+      v: 1,
+      zid,
+      epoch: 1,
+      seq,
+      prev_hash: prevHash,
+      kind: 'wallet',
+      records: '',
+      balance: { free: 100, paid: 0 },
+      transfer: null,
+      ...more,
+    },
+    note,
+  );
 
 beforeAll(async () => {
   [a, b, c] = await startBondedTrio(MESH_SECRET, 10_000);
@@ -91,7 +95,7 @@ describe('custody of an identity homed on A', () => {
     }
   });
 
-  it('a custodian refuses a wrong seq, a wrong prev_hash, a negative balance, a reused transfer id, a second entry for a slot, a node not the home', async () => {
+  it('a custodian refuses a seq past its head, a wrong prev_hash, a negative balance, a reused transfer id, a second entry for a slot, a node not the home', async () => {
     const liar = await zkIdentity(a.url, 'custody-forged');
     const first = entry(liar.zid, 1, GENESIS_ENTRY_HASH, { kind: 'transfer', transfer: forgedDebit });
     const h1 = entryHash(first);
@@ -104,9 +108,9 @@ describe('custody of an identity homed on A', () => {
       entry(liar.zid, 2, 'cd'.repeat(32)),
       entry(liar.zid, 2, h1, { balance: { free: -1, paid: 0 } }),
       entry(liar.zid, 2, h1, { kind: 'transfer', transfer: forgedDebit }),
-      entry(liar.zid, 1, GENESIS_ENTRY_HASH, { records: 'ef'.repeat(32) }),
+      entry(liar.zid, 1, GENESIS_ENTRY_HASH, {}, 'another'),
     ]);
-    expect(answer.results.map((r) => (r.ok ? 'signed' : r.code))).toEqual(['seq', 'prev-hash', 'balance', 'transfer-reused', 'slot-taken']);
+    expect(answer.results.map((r) => (r.ok ? 'signed' : r.code))).toEqual(['behind', 'prev-hash', 'balance', 'transfer-reused', 'slot-taken']);
     expect(answer.results[0]).toMatchObject({ head: { seq: 1, hash: h1 } });
     // C is not the identity's home: B refuses what C proposes for it.
     expect((await propose(c, b, [entry(liar.zid, 2, h1)])).results.map((r) => (r.ok ? 'signed' : r.code))).toEqual(['not-home']);
@@ -115,8 +119,9 @@ describe('custody of an identity homed on A', () => {
 
     // After a restart B still refuses a second entry for the slot it signed (it is on disk, not in memory).
     b = await b.restart();
-    const again = custodyRequest(MESH_SECRET, a.node.nodeId, b.node.mesh.nowSvcond(), [entry(liar.zid, 1, GENESIS_ENTRY_HASH, { records: '12'.repeat(32) })]);
-    const afterRestart = await b.node.custody.custodian.answer(again, a.node.nodeId);
+    const second = entry(liar.zid, 1, GENESIS_ENTRY_HASH, {}, 'a second');
+    const again = custodyRequest(MESH_SECRET, a.node.nodeId, b.node.mesh.nowSvcond(), [second], [recordsOf(second)]);
+    const afterRestart = (await b.node.custody.custodian.answer(again, a.node.nodeId)) as CustodyAnswer;
     expect(afterRestart.results.map((r) => (r.ok ? 'signed' : r.code))).toEqual(['slot-taken']);
   });
 

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
-import { COMPUTE, grant, outcomes, propose, startBondedTrio } from '../helpers/custody.js';
+import { COMPUTE, forge, grant, outcomes, propose, startBondedTrio } from '../helpers/custody.js';
 import { DebitCertificates, type DebitCertificate } from '../../src/custody/debit-certificate.js';
 import { entryHash, signingTextOf, tokensDigest, type CustodyEntry, type EntryTransfer } from '../../src/custody/entry.js';
 import { HANDSHAKE_HEADER, signText, verifyText } from '../../src/mesh/wire.js';
@@ -65,17 +65,18 @@ describe('a transfer from A to B carries its debit certificate', () => {
 
     // Credits of y composed in the test, proposed to C by y's home B, chained on what C holds of y.
     const head = (await c.node.custody.custodian.head(y.zid))!;
-    const credit = (transfer: Partial<EntryTransfer> = {}): CustodyEntry => ({
-      v: 1,
-      zid: y.zid,
-      epoch: 1,
-      seq: head.seq + 1,
-      prev_hash: head.hash,
-      kind: 'transfer',
-      records: 'ab'.repeat(32),
-      balance: null,
-      transfer: { ...moved, side: 'credit', party: x.zid, ...transfer },
-    });
+    const credit = (transfer: Partial<EntryTransfer> = {}): CustodyEntry =>
+      forge({
+        v: 1,
+        zid: y.zid,
+        epoch: 1,
+        seq: head.seq + 1,
+        prev_hash: head.hash,
+        kind: 'transfer',
+        records: '',
+        balance: null,
+        transfer: { ...moved, side: 'credit', party: x.zid, ...transfer },
+      });
     const short: DebitCertificate = { entry: cert.entry, signatures: cert.signatures.slice(0, 1) };
     const otherText = signText(a.node.nodeIdentity.privateKey, signingTextOf('00'.repeat(32)));
     const forged: DebitCertificate = { entry: cert.entry, signatures: cert.signatures.map((s) => ({ ...s, signature: otherText })) };
@@ -135,7 +136,7 @@ describe('a transfer from A to B carries its debit certificate', () => {
     expect(again.ack).toMatchObject({ transfer_id: id, duplicate: true });
     expect((await envelopes()).total).toBe(landed.total);
     const now = (await holder.node.custody.custodian.head(y.zid))!;
-    const replay = { ...credit(), seq: now.seq + 1, prev_hash: now.hash };
+    const replay = forge({ ...credit(), seq: now.seq + 1, prev_hash: now.hash });
     expect(outcomes(await propose(SECRET, b, holder, [replay], [cert]))).toEqual(['transfer-reused']);
   });
 });

@@ -6,9 +6,20 @@ import { join } from 'node:path';
 import canonicalize from 'canonicalize';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { describe, expect, it } from 'vitest';
-import { custodyRequest } from '../../src/custody/client.js';
+import { custodyRequest, promiseRequest } from '../../src/custody/client.js';
+import { custodySetOf } from '../../src/custody/custody-set.js';
+import { EPOCH_RECORDS } from '../../src/custody/failover.js';
+import { homeChangeSchema } from '../../src/custody/home-change.js';
+import { promiseSigningText, promisesFault } from '../../src/custody/promise.js';
 import { entryHash, entrySchema, signingTextOf, verifyEntrySignature } from '../../src/custody/entry.js';
-import { custodyAnswerSchema, custodyRequestSchema } from '../../src/custody/protocol.js';
+import {
+  custodyAnswerSchema,
+  custodyRequestSchema,
+  entryRecordsSchema,
+  promiseAnswerSchema,
+  promiseRequestSchema,
+  recordsDigest,
+} from '../../src/custody/protocol.js';
 import { verifyText } from '../../src/mesh/wire.js';
 
 const DOC = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'protocol.md'), 'utf8');
@@ -23,7 +34,13 @@ const edPrivate = (seedHex: string) =>
 const rawPublic = (seedHex: string) => (createPublicKey(edPrivate(seedHex)).export({ format: 'der', type: 'spki' }) as Buffer).subarray(-32);
 
 describe('docs/protocol.md §19, /svc/custody/1', () => {
-  it('the entry hash, the signature and the handshake follow from the numbers', () => {
+  it('the records digest, the entry hash, the signature and the handshake follow from the numbers', () => {
+    // records: SHA-256 over `type|sublevel|key|value\n` of each record, in order.
+    const h = createHash('sha256');
+    for (const [type, sub, key, value] of x.records.ops as string[][]) h.update(`${type}|${sub}|${key}|${value ?? ''}\n`, 'utf8');
+    expect(h.digest('hex')).toBe(x.records_digest);
+    expect(x.entry.records).toBe(x.records_digest);
+    expect(x.request.records).toEqual([x.records]);
     expect(jcs(x.entry)).toBe(x.entry_jcs);
     expect(sha256(x.entry_jcs)).toBe(x.entry_hash);
     expect(x.signing_text).toBe(`svc/custody/1|${x.entry_hash}`);
@@ -48,10 +65,48 @@ describe('docs/protocol.md §19, /svc/custody/1', () => {
     expect(signingTextOf(x.entry_hash)).toBe(x.signing_text);
     expect(verifyEntrySignature(verifyText, x.entry_hash, { node: x.custodian, signature: x.signature })).toBe(true);
     expect(verifyEntrySignature(verifyText, x.entry_hash, { node: x.home, signature: x.signature })).toBe(false);
-    expect(custodyRequest(x.mesh_secret, x.home, x.request.svcond, [entry])).toEqual(x.request);
+    expect(recordsDigest(entryRecordsSchema.parse(x.records))).toBe(x.entry.records);
+    expect(custodyRequest(x.mesh_secret, x.home, x.request.svcond, [entry], [x.records])).toEqual(x.request);
     expect(custodyRequestSchema.safeParse(x.request).success).toBe(true);
     expect(custodyAnswerSchema.safeParse(x.answer).success).toBe(true);
     // No other member: an entry with one more is not an entry.
     expect(entrySchema.safeParse({ ...x.entry, extra: 1 }).success).toBe(false);
+  });
+});
+
+const f = /```json example=custody-failover\n([\s\S]*?)\n```/.exec(DOC);
+if (!f) throw new Error('docs/protocol.md has no example=custody-failover');
+const y = JSON.parse(f[1]!);
+
+describe('docs/protocol.md §19, failover', () => {
+  it('the promise request, the promise, its signature, the epoch entry and the home change follow from the numbers', () => {
+    const { handshake, ...request } = y.request;
+    expect(sha256(jcs(request))).toBe(y.request_digest);
+    const mac = createHmac('sha256', Buffer.from(x.mesh_secret, 'utf8')).update(`${y.candidate}|${y.request.svcond}|${y.request_digest}`, 'utf8').digest('hex');
+    expect(handshake).toBe(`v1=${mac}`);
+    const p = y.answer.promise;
+    expect(p.promise).toEqual({ zid: x.entry.zid, epoch: 2, candidate: y.candidate, head: { epoch: 1, seq: 7, hash: x.entry_hash } });
+    expect(jcs(p.promise)).toBe(y.promise_jcs);
+    expect(sha256(y.promise_jcs)).toBe(y.promise_sha256);
+    expect(y.signing_text).toBe(`svc/custody/1|promise|${y.promise_sha256}`);
+    expect(edSign(null, Buffer.from(y.signing_text, 'utf8'), edPrivate(x.custodian_seed_hex)).toString('base64')).toBe(p.signature);
+    expect(p.node).toBe(x.custodian);
+    expect(y.epoch_entry).toMatchObject({ epoch: 2, seq: 8, prev_hash: x.entry_hash, kind: 'epoch', records: sha256(''), transfer: null });
+    expect(sha256(jcs(y.epoch_entry))).toBe(y.epoch_entry_hash);
+    expect(y.home_change).toEqual({ zid: x.entry.zid, epoch: 2, home: y.candidate, promises: [p] });
+  });
+
+  it("the node's schemas, request and checks agree with the document", () => {
+    expect(promiseRequest(x.mesh_secret, y.candidate, y.request.svcond, x.entry.zid, 2)).toEqual(y.request);
+    expect(promiseRequestSchema.safeParse(y.request).success).toBe(true);
+    expect(promiseAnswerSchema.safeParse(y.answer).success).toBe(true);
+    expect(promiseSigningText(y.answer.promise.promise)).toBe(y.signing_text);
+    expect(verifyText(x.custodian, y.signing_text, y.answer.promise.signature)).toBe(true);
+    expect(entryHash(entrySchema.parse(y.epoch_entry))).toBe(y.epoch_entry_hash);
+    expect(y.epoch_entry.records).toBe(EPOCH_RECORDS);
+    const change = homeChangeSchema.parse(y.home_change);
+    // A set of two (the candidate and the custodian): the one promise of the custodian is short of its majority.
+    const set = custodySetOf(x.entry.zid, y.candidate, [y.candidate, x.custodian], 3);
+    expect(promisesFault(change.promises, x.entry.zid, 2, y.candidate, set, verifyText)).toMatch(/1 distinct custodians, 2 needed/);
   });
 });

@@ -6,16 +6,20 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { bearer, call, operatorBond, startTestNode, zkIdentity, type TestNode } from './node.js';
 import { waitFor } from '../mesh/helpers.js';
-import { custodyClient } from '../../src/custody/client.js';
+import { chainFetcher, custodyClient, type FetchChain } from '../../src/custody/client.js';
+import { LEDGER_SUBLEVELS } from '../../src/custody/ledger-ops.js';
+import type { ChainLink } from '../../src/custody/protocol.js';
+import type { Store } from '../../src/store/db.js';
 import type { DebitCertificate } from '../../src/custody/debit-certificate.js';
 import type { CustodyEntry } from '../../src/custody/entry.js';
-import type { CustodyAnswer } from '../../src/custody/protocol.js';
+import { recordsDigest, type CustodyAnswer, type EntryRecords } from '../../src/custody/protocol.js';
 
 /** Envelopes each operator bonds. */
 const BOND = 3;
 export const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
 
-const config = (secret: string, bootstrap: string[]) => ({
+/** The config of a node of a bonded custody mesh, given the addresses it bootstraps from. */
+export const custodyConfig = (secret: string, bootstrap: string[]) => ({
   solverThreads: 0,
   sealWorker: false,
   receiptSecret: 'ef'.repeat(32),
@@ -25,13 +29,17 @@ const config = (secret: string, bootstrap: string[]) => ({
 });
 
 /** Paid credits from the node's operator (a compute charged to them seals a movable, paid-funded envelope). */
-export async function grant(n: TestNode, zid: string, credits: number): Promise<void> {
+export async function grant(n: Pick<TestNode, 'url' | 'dataDir'>, zid: string, credits: number): Promise<void> {
   const token = (await readFile(join(n.dataDir, 'operator-token'), 'utf8')).trim();
   const r = await call(n.url, 'POST', '/api/tally/grants', { zid, credits }, bearer(token));
   expect(r.status, r.text).toBe(201);
 }
 
-async function bond(n: TestNode, seed: string, initialCredits: number): Promise<void> {
+/** Start options of a bonded custody mesh's nodes. */
+export const custodyNodeOptions = (initialCredits: number) => ({ initialCredits, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } });
+
+/** Bond the operator of `n` (an identity of `seed`, granted what it lacks to seal its bond's envelopes). */
+export async function bond(n: Pick<TestNode, 'url' | 'dataDir'>, seed: string, initialCredits: number): Promise<void> {
   const id = await zkIdentity(n.url, seed);
   if (initialCredits < BOND) await grant(n, id.zid, BOND);
   for (let i = 0; i < BOND; i++) expect((await call(n.url, 'POST', '/api/svc/compute', COMPUTE, bearer(id.key))).status).toBe(200);
@@ -41,11 +49,11 @@ async function bond(n: TestNode, seed: string, initialCredits: number): Promise<
 
 /** Three meshed nodes, every one's operator bonded, every custody set all three once the bonds are advertised. */
 export async function startBondedTrio(secret: string, initialCredits: number): Promise<[TestNode, TestNode, TestNode]> {
-  const opts = { initialCredits, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
-  const a = await startTestNode(config(secret, []), opts);
+  const opts = custodyNodeOptions(initialCredits);
+  const a = await startTestNode(custodyConfig(secret, []), opts);
   const addr = (n: TestNode) => n.node.mesh.multiaddrs()[0]!;
-  const b = await startTestNode(config(secret, [addr(a)]), opts);
-  const c = await startTestNode(config(secret, [addr(a), addr(b)]), opts);
+  const b = await startTestNode(custodyConfig(secret, [addr(a)]), opts);
+  const c = await startTestNode(custodyConfig(secret, [addr(a), addr(b)]), opts);
   const all = [a, b, c];
   await waitFor(() => all.every((n) => n.node.mesh.peers().filter((p) => p.url && p.connected).length >= 2), 30_000, 'a full mesh');
   await Promise.all([
@@ -63,13 +71,34 @@ export async function startBondedTrio(secret: string, initialCredits: number): P
   return [a, b, c];
 }
 
-/** Send `entries` (with `certificates`, one per entry) to `to` over /svc/custody/1 from `from`'s libp2p host. */
+/** The records of the entries forge() made, by their digest. */
+const forgedRecords = new Map<string, EntryRecords>();
+
+/**
+ * An entry the test composes, its `records` the digest of records made for it: the put of its wallet (its balance,
+ * and `note`, which tells apart two entries of one slot).
+ */
+export function forge(e: CustodyEntry, note = ''): CustodyEntry {
+  const records: EntryRecords = { v: 1, ops: [['put', 'wallets', e.zid, JSON.stringify({ ...(e.balance ?? { free: 0, paid: 0 }), note })]] };
+  const digest = recordsDigest(records);
+  forgedRecords.set(digest, records);
+  return { ...e, records: digest };
+}
+
+/** The records forge() made for an entry; none for any other. */
+export const recordsOf = (e: CustodyEntry): EntryRecords => forgedRecords.get(e.records) ?? { v: 1, ops: [] };
+
+/**
+ * Send `entries` (with `certificates`, one per entry; the records forge() made, unless `records` are given) to `to`
+ * over /svc/custody/1 from `from`'s libp2p host.
+ */
 export async function propose(
   secret: string,
   from: TestNode,
   to: TestNode,
   entries: CustodyEntry[],
   certificates?: (DebitCertificate | null)[],
+  records: EntryRecords[] = entries.map(recordsOf),
 ): Promise<CustodyAnswer> {
   const send = custodyClient({
     openStream: (p, proto, signal) => from.node.mesh.openStream(p, proto, signal),
@@ -77,8 +106,41 @@ export async function propose(
     secret,
     nowSvcond: () => from.node.mesh.nowSvcond(),
   });
-  return send(to.node.nodeId, entries, AbortSignal.timeout(5000), certificates);
+  return send(to.node.nodeId, entries, records, AbortSignal.timeout(5000), certificates);
 }
 
 /** The answer's outcome per entry: 'signed' or the refusal code. */
 export const outcomes = (answer: CustodyAnswer): string[] => answer.results.map((r) => (r.ok ? 'signed' : r.code));
+
+/** Fetch chains over /svc/custody/1 from `from`'s libp2p host. */
+export function fetcherFrom(secret: string, from: TestNode): FetchChain {
+  return chainFetcher({
+    openStream: (p, proto, signal) => from.node.mesh.openStream(p, proto, signal),
+    selfId: () => from.node.nodeId,
+    secret,
+    nowSvcond: () => from.node.mesh.nowSvcond(),
+  });
+}
+
+/**
+ * An identity's ledger as `store` holds it, record by record: its wallet, its owner and folder index rows, the
+ * envelope records those name, and the audit rows at `rowKeys` (with the records of `absentTokens`, which must be gone).
+ */
+export async function ledgerIn(store: Store, zid: string, rowKeys: readonly string[], absentTokens: readonly string[] = []) {
+  const sub = (name: string) => store.sub(name);
+  const owner = await store.range<string>(sub(LEDGER_SUBLEVELS.byOwner), { gte: `${zid}!`, lt: `${zid}!~` });
+  const folder = await store.range<string>(sub(LEDGER_SUBLEVELS.byFolder), { gte: `${zid}!`, lt: `${zid}!~` });
+  const tokens = [...owner.map((r) => r.value), ...absentTokens];
+  return {
+    wallet: await store.get(sub(LEDGER_SUBLEVELS.wallets), zid),
+    owner,
+    folder,
+    envelopes: await store.getMany(sub(LEDGER_SUBLEVELS.envelopes), tokens),
+    rows: await store.getMany(sub(LEDGER_SUBLEVELS.chainRows), [...rowKeys]),
+  };
+}
+
+/** The audit-row keys a run of entries writes. */
+export const rowKeysOf = (links: readonly ChainLink[]): string[] => [
+  ...new Set(links.flatMap((l) => l.records.ops.filter((op) => op[1] === 'chain_rows').map((op) => op[2]))),
+];

@@ -1,0 +1,56 @@
+// A custodian's failover of one identity (docs/protocol.md §19 "Failover"), as a table: the states a custodian is in
+// for an identity whose home is another node, and what moves it on. Pure: the driver (failover.ts) reads the facts
+// (ticks, promises, the outcome of taking the identity over) and asks the table.
+//
+//   watching  the home is heard, or not for long enough yet (rank × failoverTicks)
+//   asking    this custodian asked the set for promises of the next epoch
+//   taking    a majority promised: it takes the longest chain, has its epoch entry certified, and becomes the home
+//   waiting   it lost (promises short, or another candidate won, or taking failed): it waits before it may try again
+
+export type FailoverState = 'watching' | 'asking' | 'taking' | 'waiting';
+export type FailoverEvent = 'home-unheard' | 'majority' | 'short' | 'taken' | 'failed' | 'wait-over' | 'home-moved';
+
+interface Row {
+  from: readonly FailoverState[];
+  on: FailoverEvent;
+  to: FailoverState;
+}
+
+export const FAILOVER_ROWS: readonly Row[] = [
+  { from: ['watching'], on: 'home-unheard', to: 'asking' },
+  { from: ['asking'], on: 'majority', to: 'taking' },
+  { from: ['asking'], on: 'short', to: 'waiting' },
+  // This node is the home now: it watches no more (the identity is homed here), until a later home change.
+  { from: ['taking'], on: 'taken', to: 'watching' },
+  { from: ['taking'], on: 'failed', to: 'waiting' },
+  { from: ['waiting'], on: 'wait-over', to: 'watching' },
+  // Another node became the home: whatever this one was doing, it watches the new home.
+  { from: ['watching', 'asking', 'taking', 'waiting'], on: 'home-moved', to: 'watching' },
+];
+
+/** The state after `event` in `state`, or null when the event does not apply there. */
+export function nextState(state: FailoverState, event: FailoverEvent): FailoverState | null {
+  return FAILOVER_ROWS.find((r) => r.on === event && r.from.includes(state))?.to ?? null;
+}
+
+/** The last tick heard from a node, and the interval of its tick events (its `every`: 1 on a small mesh). */
+export interface Heard {
+  tick: number;
+  every: number;
+}
+
+/**
+ * Should a custodian start the next epoch now? The home unheard for (rank + 1) × failoverTicks of its tick intervals,
+ * rank being this custodian's place among the set's live custodians after the home (0: the first), so the first live
+ * one starts and the others rarely compete; a mesh whose nodes tick less often (it grows) waits as many more ticks.
+ * `heard` is the home's last tick heard here (null: never, then counted in this node's interval `every`), `since` the
+ * tick this node started watching (a node that just started has heard nobody yet).
+ */
+export function homeUnheard(now: number, heard: Heard | null, since: number, rank: number, failoverTicks: number, every: number): boolean {
+  return now - Math.max(heard?.tick ?? since, since) >= (rank + 1) * failoverTicks * (heard?.every ?? every);
+}
+
+/** Was a node heard within failoverTicks of its tick intervals? */
+export function heardLately(now: number, heard: Heard | null, failoverTicks: number): boolean {
+  return heard !== null && now - heard.tick < failoverTicks * heard.every;
+}

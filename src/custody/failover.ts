@@ -1,0 +1,285 @@
+// Failover (docs/protocol.md §19 "Failover", docs/decisions.md "Custody"): a custodian of an identity whose home has
+// not been heard for long enough takes the identity over, by the table of failover-rules.ts, once a tick:
+//   1. it asks the custody set of the home it knows for promises of the next epoch (its own custodian promises too);
+//   2. with promises of a majority of that set, it takes the longest chain they show (quorum intersection: every
+//      certified entry is in it), fetched from the promiser holding it and checked against the promised head;
+//   3. it proposes the epoch's first entry (kind `epoch`, chained on that head) to its own custody set; once a
+//      majority holds it, every entry before it is certified in the new epoch;
+//   4. it writes the chain's ledger, the entries and the home change in one batch, and tells the mesh (custody.home).
+// A node that loses (promises short, another candidate won, a step failed) waits (rank + 1) × failoverTicks before it
+// may try the next epoch.
+import type { Logger } from 'pino';
+import type { Op, Store } from '../store/db.js';
+import { fetchChain, type FetchChain } from './client.js';
+import { custodySetOf, type CustodySet } from './custody-set.js';
+import type { Custodian } from './custodian.js';
+import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
+import { heardLately, homeUnheard, nextState, type FailoverEvent, type FailoverState, type Heard } from './failover-rules.js';
+import type { HomeChange, HomeChanges } from './home-change.js';
+import { longestHead, promisesFault, type PromisedHead, type SignedPromise, type Verify } from './promise.js';
+import { recordsDigest, type ChainLink, type EntryRecords, type PromiseAnswer } from './protocol.js';
+import { checkChain, GENESIS_HEAD, linkOf, replayOps } from './replica.js';
+import type { SendBatch } from './client.js';
+import type { CertifiedEntry } from './replicator.js';
+
+/** An epoch entry's records: none. */
+export const NO_RECORDS: EntryRecords = { v: 1, ops: [] };
+/** The records digest of an epoch entry: the SHA-256 of no records. */
+export const EPOCH_RECORDS = recordsDigest(NO_RECORDS);
+
+/** Identities one run looks at, at most (the others at the next runs). */
+const WATCH_PER_RUN = 4096;
+/** A new home announces its change again every failoverTicks ticks, this many times (a node back later learns it). */
+export const ANNOUNCE_ROUNDS = 32;
+
+/** What taking a chain over yields (the state transfer): the identity's ledger at the head, as store ops, and its entries. */
+export interface TakenChain {
+  /** The ops writing the identity's wallet, envelopes, indexes and audit rows as they stand at the head. */
+  ops: Op[];
+  /** The chain's entries, each with the signatures known of it, for the new home's log. */
+  entries: CertifiedEntry[];
+  /** The wallet at the head (null: the chain never stated one). */
+  balance: { free: number; paid: number } | null;
+}
+
+export interface FailoverDeps {
+  nodeId: () => string;
+  replicas: number;
+  failoverTicks: number;
+  members: () => Iterable<string>;
+  nowSvcond: () => number;
+  /** The last tick heard from a node here and its tick interval (null: never heard). */
+  lastHeard: (node: string) => Heard | null;
+  /** The tick interval a home never heard is given (heard ones declare theirs). */
+  tickEvery: () => number;
+  store: Store;
+  custodian: Pick<Custodian, 'heldZids' | 'head' | 'promised' | 'promiseTo' | 'entries'>;
+  homeOf: (zid: string) => Promise<string | null>;
+  homeChanges: Pick<HomeChanges, 'latest'>;
+  askPromise: (node: string, zid: string, epoch: number, signal: AbortSignal) => Promise<PromiseAnswer>;
+  send: SendBatch;
+  fetch: FetchChain;
+  verify: Verify;
+  /** Write the identity as homed here in one batch: the chain taken, the certified epoch entry, the home change. */
+  adopt: (change: HomeChange, chain: TakenChain, epochEntry: CertifiedEntry) => Promise<void>;
+  publish: (change: HomeChange) => Promise<void>;
+  timeoutMs: number;
+  logger?: Logger;
+}
+
+interface Watch {
+  state: FailoverState;
+  /** The tick a waiting custodian may try again. */
+  until: number;
+}
+
+export class Failover {
+  private readonly watches = new Map<string, Watch>();
+  /** Home changes this node made, announced again until `until` (each at `next`). */
+  private readonly announcing = new Map<string, { change: HomeChange; next: number; until: number }>();
+  private readonly since: number;
+  private running = false;
+  readonly stats = { attempts: 0, taken: 0, lost: 0 };
+
+  constructor(private readonly deps: FailoverDeps) {
+    this.since = deps.nowSvcond();
+  }
+
+  /** The state of an identity here (watching when none was recorded). */
+  stateOf(zid: string): FailoverState {
+    return this.watches.get(zid)?.state ?? 'watching';
+  }
+
+  private move(zid: string, event: FailoverEvent, until = 0): void {
+    const w = this.watches.get(zid) ?? { state: 'watching', until: 0 };
+    const to = nextState(w.state, event);
+    if (to === null) return;
+    if (to === 'watching') this.watches.delete(zid);
+    else this.watches.set(zid, { state: to, until });
+  }
+
+  /** Another node became the identity's home (a home change applied here). */
+  homeMoved(zid: string): void {
+    this.move(zid, 'home-moved');
+  }
+
+  /** One run (every tick): the identities held here whose home is unheard are taken over, one at a time. */
+  async run(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      const now = this.deps.nowSvcond();
+      this.announceAgain(now);
+      for (const zid of await this.deps.custodian.heldZids(WATCH_PER_RUN)) {
+        const w = this.watches.get(zid);
+        if (w?.state === 'waiting' && now >= w.until) this.move(zid, 'wait-over');
+        if (this.stateOf(zid) !== 'watching') continue;
+        const home = await this.homeWatched(zid);
+        const self = this.deps.nodeId();
+        if (home === null || home === self) continue;
+        const set = custodySetOf(zid, home, this.deps.members(), this.deps.replicas);
+        const rank = this.rankOf(set, now);
+        if (rank < 0 || !homeUnheard(now, this.deps.lastHeard(home), this.since, rank, this.deps.failoverTicks, this.deps.tickEvery())) continue;
+        await this.attempt(zid, home, set, rank);
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private announceAgain(now: number): void {
+    for (const [zid, a] of this.announcing) {
+      if (now > a.until) this.announcing.delete(zid);
+      else if (now >= a.next) {
+        a.next = now + this.deps.failoverTicks;
+        void this.deps.publish(a.change).catch(() => undefined);
+      }
+    }
+  }
+
+  /**
+   * The home this custodian follows: its directory's, or the sender of the entries it holds when those are of a
+   * later epoch than the directory knows (it signed a new home's entries before hearing its home change).
+   */
+  private async homeWatched(zid: string): Promise<string | null> {
+    const head = await this.deps.custodian.head(zid);
+    const known = (await this.deps.homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
+    if (head !== null && head.epoch > known) return head.home;
+    return this.deps.homeOf(zid);
+  }
+
+  /** This node's place among the set's live custodians after the home (-1: not in the set). */
+  private rankOf(set: CustodySet, now: number): number {
+    const self = this.deps.nodeId();
+    const live = set.custodians.slice(1).filter((n) => n === self || heardLately(now, this.deps.lastHeard(n), this.deps.failoverTicks));
+    return live.indexOf(self);
+  }
+
+  /** Try to take `zid` over from `home` (the states of failover-rules.ts). */
+  private async attempt(zid: string, home: string, set: CustodySet, rank: number): Promise<void> {
+    const d = this.deps;
+    const self = d.nodeId();
+    this.stats.attempts++;
+    this.move(zid, 'home-unheard');
+    const lose = (why: string) => {
+      this.stats.lost++;
+      d.logger?.info({ zid, home, why }, 'custody failover: not taken');
+      this.move(zid, this.stateOf(zid) === 'asking' ? 'short' : 'failed', d.nowSvcond() + (rank + 1) * d.failoverTicks);
+    };
+    try {
+      const head = await d.custodian.head(zid);
+      const promised = await d.custodian.promised(zid);
+      const known = (await d.homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
+      const epoch = Math.max(known, head?.fenced_below ?? 0, promised?.epoch ?? 0) + 1;
+      const promises = await this.gather(zid, epoch, home, set);
+      const fault = promisesFault(promises, zid, epoch, self, set, d.verify);
+      if (fault !== null) return lose(fault);
+      this.move(zid, 'majority');
+      // The home may have spoken meanwhile (a slow home, not a dead one): it is fenced now, and this node goes on.
+      const longest = longestHead(promises);
+      const chain = longest === null ? { ops: [], entries: [], balance: null } : await this.takeChain(zid, longest.node, longest.head);
+      const entry: CustodyEntry = {
+        v: 1,
+        zid,
+        epoch,
+        seq: (longest?.head.seq ?? 0) + 1,
+        prev_hash: longest?.head.hash ?? GENESIS_ENTRY_HASH,
+        kind: 'epoch',
+        records: EPOCH_RECORDS,
+        balance: chain.balance,
+        transfer: null,
+      };
+      const certified = await this.certify(entry);
+      if (typeof certified === 'string') return lose(certified);
+      const change: HomeChange = { zid, epoch, home: self, promises };
+      await d.adopt(change, chain, certified);
+      this.move(zid, 'taken');
+      this.stats.taken++;
+      d.logger?.warn({ zid, from: home, epoch, seq: entry.seq }, 'custody failover: this node is the identity’s home');
+      const now = d.nowSvcond();
+      this.announcing.set(zid, { change, next: now + d.failoverTicks, until: now + ANNOUNCE_ROUNDS * d.failoverTicks });
+      await d.publish(change).catch((err: unknown) => d.logger?.warn({ err: String(err), zid }, 'the home change could not be published'));
+    } catch (err) {
+      lose(err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  /** Promises of `epoch` from the set's members but the home (unheard), this node's own first. */
+  private async gather(zid: string, epoch: number, home: string, set: CustodySet): Promise<SignedPromise[]> {
+    const d = this.deps;
+    const self = d.nodeId();
+    const own = await d.custodian.promiseTo(zid, epoch, self);
+    const others = set.custodians.filter((n) => n !== self && n !== home);
+    const answers = await Promise.all(others.map((n) => d.askPromise(n, zid, epoch, AbortSignal.timeout(d.timeoutMs)).catch((): PromiseAnswer | null => null)));
+    return [own, ...answers].flatMap((a) => (a !== null && 'promise' in a ? [a.promise] : []));
+  }
+
+  /** The epoch entry held by a majority of this node's own set (this node counts once it writes it), or why not. */
+  private async certify(entry: CustodyEntry): Promise<CertifiedEntry | string> {
+    const d = this.deps;
+    const self = d.nodeId();
+    const set = custodySetOf(entry.zid, self, d.members(), d.replicas);
+    const hash = entryHash(entry);
+    const others = set.custodians.filter((n) => n !== self);
+    const signatures: EntrySignature[] = [];
+    const refusals: string[] = [];
+    await Promise.all(
+      others.map(async (node) => {
+        try {
+          const signal = AbortSignal.timeout(d.timeoutMs);
+          let answer = await d.send(node, [entry], [NO_RECORDS], signal);
+          // A custodian behind the chain catches up from this node first: asked again after a pause, within the bound.
+          for (let pause = 100; answer.results[0]?.ok === false && answer.results[0].code === 'behind' && !signal.aborted; pause *= 2) {
+            await new Promise((r) => setTimeout(r, pause));
+            answer = await d.send(node, [entry], [NO_RECORDS], signal);
+          }
+          const r = answer.results[0];
+          if (r?.ok === true && verifyEntrySignature(d.verify, hash, { node, signature: r.signature })) signatures.push({ node, signature: r.signature });
+          else refusals.push(`${node}: ${answer.refused?.reason ?? (r && !r.ok ? `${r.code}: ${r.reason}` : 'no signature')}`);
+        } catch (err) {
+          refusals.push(`${node}: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      }),
+    );
+    if (signatures.length < set.majority - 1) return `the epoch entry is held by ${signatures.length + 1} of ${set.majority} needed (${refusals.join('; ')})`;
+    return { entry, hash, signatures, records: NO_RECORDS, certificate: null };
+  }
+
+  /**
+   * The chain of `zid` ending on `head`, from `node` (this node: what its custodian holds), checked (seq, prev_hash,
+   * records) from the identity's first entry to that head, whose hash the promiser signed; and its replay.
+   */
+  async takeChain(zid: string, node: string, head: PromisedHead): Promise<TakenChain> {
+    const d = this.deps;
+    const self = d.nodeId();
+    const held =
+      node === self
+        ? (await d.custodian.entries(zid, 1, Number.MAX_SAFE_INTEGER)).map((h) => linkOf(h, [{ node: self, signature: h.signature }]))
+        : await fetchChain(d.fetch, node, zid, 1, AbortSignal.timeout(d.timeoutMs * 4));
+    const chain = chainEndingOn(held, head.hash);
+    const check = checkChain(zid, chain, GENESIS_HEAD, null, d.verify);
+    if (!check.ok) throw new Error(`the chain of ${node} fails at seq ${check.seq}: ${check.reason}`);
+    if (check.head.hash !== head.hash || check.head.seq !== head.seq)
+      throw new Error(`the chain of ${node} does not end on its promised head (seq ${head.seq})`);
+    const balance = [...chain].reverse().find((l) => l.entry.balance !== null)?.entry.balance ?? null;
+    return {
+      ops: replayOps(d.store, chain),
+      entries: chain.map((l) => ({ entry: l.entry, hash: entryHash(l.entry), signatures: l.signatures, records: l.records, certificate: l.certificate })),
+      balance,
+    };
+  }
+}
+
+/**
+ * The links that chain back from the one of hash `last` to the first entry, in seq order: a holder may keep entries
+ * of a slot's earlier epoch that the chain does not take (signed, never certified). Empty when `last` is not there.
+ */
+export function chainEndingOn(links: readonly ChainLink[], last: string): ChainLink[] {
+  const byHash = new Map(links.map((l) => [entryHash(l.entry), l]));
+  const out: ChainLink[] = [];
+  for (let l = byHash.get(last); l !== undefined; l = byHash.get(l.entry.prev_hash)) {
+    out.push(l);
+    if (l.entry.seq === 1) break;
+  }
+  return out.reverse();
+}

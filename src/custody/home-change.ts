@@ -1,0 +1,85 @@
+// The home change (docs/protocol.md §19, "Failover"): the node that gathered the promises of a majority of an
+// identity's custody set for an epoch tells the mesh, in a signed event `custody.home` {zid, epoch, home, promises},
+// that it is the identity's home from that epoch. Every node checks the promises against ITS view of the set (the home
+// its directory holds, its members, its R) and keeps the change (one record per identity, the latest epoch), which is
+// also what a custodian shows the old home when it refuses its entries as fenced. A change it cannot check (an epoch
+// more than one above the one it knows: it missed the one between) is ignored, not applied.
+import { z } from 'zod';
+import type { Op, Store, Sublevel } from '../store/db.js';
+import { custodySetOf } from './custody-set.js';
+import { FIRST_EPOCH, ZID_PATTERN } from './entry.js';
+import { promisesFault, signedPromiseSchema, type Verify } from './promise.js';
+
+export const HOME_CHANGE_EVENT = 'custody.home';
+
+export const homeChangeSchema = z
+  .object({
+    zid: z.string().regex(ZID_PATTERN),
+    epoch: z
+      .number()
+      .int()
+      .min(FIRST_EPOCH + 1),
+    home: z.string().min(1).max(128),
+    /** The promises of a majority of the set of the epoch before (promise.ts), the new home's own among them. */
+    promises: z.array(signedPromiseSchema).min(1).max(7),
+  })
+  .strict();
+export type HomeChange = z.infer<typeof homeChangeSchema>;
+
+/** What a checker knows of the identity: its home and the epoch of that home. */
+export interface KnownHome {
+  home: string;
+  epoch: number;
+}
+
+/** How a change compares with what the checker knows: apply it, it is known already, or it cannot be checked here. */
+export type ChangeStanding = { apply: true } | { apply: false; why: 'known' | 'gap' | 'invalid'; reason: string };
+
+export function standingOf(change: HomeChange, known: KnownHome, members: Iterable<string>, replicas: number, verify: Verify): ChangeStanding {
+  if (change.epoch <= known.epoch) return { apply: false, why: 'known', reason: `epoch ${change.epoch} is not above the known ${known.epoch}` };
+  if (change.epoch > known.epoch + 1) return { apply: false, why: 'gap', reason: `epoch ${change.epoch} follows an epoch not known here (${known.epoch})` };
+  const fault = promisesFault(change.promises, change.zid, change.epoch, change.home, custodySetOf(change.zid, known.home, members, replicas), verify);
+  return fault === null ? { apply: true } : { apply: false, why: 'invalid', reason: fault };
+}
+
+/** A home change as a node keeps it: with the home it replaced (who may fetch the chain to catch up). */
+interface KeptChange {
+  change: HomeChange;
+  previous: string;
+}
+
+/** The latest home change of each identity this node applied (or made). */
+export class HomeChanges {
+  private readonly sub: Sublevel;
+  private readonly cache = new Map<string, KeptChange | null>();
+
+  constructor(private readonly store: Store) {
+    this.sub = store.sub('custody_homes', 'json', { rewritten: true });
+  }
+
+  private async kept(zid: string): Promise<KeptChange | null> {
+    const cached = this.cache.get(zid);
+    if (cached !== undefined) return cached;
+    const stored = (await this.store.get<KeptChange>(this.sub, zid)) ?? null;
+    if (!this.cache.has(zid)) this.cache.set(zid, stored);
+    return this.cache.get(zid) ?? null;
+  }
+
+  async latest(zid: string): Promise<HomeChange | null> {
+    return (await this.kept(zid))?.change ?? null;
+  }
+
+  /** The home the latest change replaced (null: none known). */
+  async previousHome(zid: string): Promise<string | null> {
+    return (await this.kept(zid))?.previous ?? null;
+  }
+
+  /** The op keeping `change`, which replaced `previous`; `applied` once it is on disk. */
+  putOp(change: HomeChange, previous: string): Op {
+    return { type: 'put', sub: this.sub, key: change.zid, value: { change, previous } satisfies KeptChange };
+  }
+
+  applied(change: HomeChange, previous: string): void {
+    this.cache.set(change.zid, { change, previous });
+  }
+}

@@ -1,0 +1,90 @@
+// Where an identity's home moves (docs/decisions.md "Custody"): a home change heard (the custody.home event, or shown
+// by a custodian that refused this node's entry as fenced) is checked against this node's view and written with the
+// identity record naming the new home, in one batch; the node that took the identity over (failover.ts) writes the
+// chain it took, its epoch entry and the change in one batch. An old home that learns it was replaced takes the new
+// home's chain, checked (hash chain from the first entry, its last entry signed by a majority of the new home's set),
+// in place of its copy of the identity's ledger.
+import type { Logger } from 'pino';
+import type { IdentityRecord } from '../identity/service.js';
+import type { Op, Store } from '../store/db.js';
+import { fetchChain, type FetchChain } from './client.js';
+import { custodySetOf } from './custody-set.js';
+import { entryHash, FIRST_EPOCH, verifyEntrySignature } from './entry.js';
+import { standingOf, type ChangeStanding, type HomeChange, type HomeChanges } from './home-change.js';
+import type { Verify } from './promise.js';
+import { checkChain, GENESIS_HEAD, replayOps } from './replica.js';
+
+export interface HomeMovesDeps {
+  store: Store;
+  nodeId: () => string;
+  replicas: number;
+  members: () => Iterable<string>;
+  verify: Verify;
+  homeChanges: HomeChanges;
+  identity: { getIdentity(zid: string): Promise<IdentityRecord | undefined>; homeMoveOp(ident: IdentityRecord, home: string): Op };
+  /** Drop what this node keeps in memory of the identity's ledger (the replicator's heads, the wallet). */
+  forget: (zid: string) => void;
+  /** Null: the mesh does not run. */
+  fetch: FetchChain | null;
+  timeoutMs: number;
+  logger?: Logger;
+}
+
+export class HomeMoves {
+  readonly stats = { applied: 0, refused: 0, replaced: 0 };
+
+  constructor(private readonly deps: HomeMovesDeps) {}
+
+  /** Check `change` against this node's view and apply it. */
+  async apply(change: HomeChange): Promise<ChangeStanding> {
+    const d = this.deps;
+    const ident = await d.identity.getIdentity(change.zid);
+    if (ident === undefined) return { apply: false, why: 'gap', reason: 'the identity is not known here' };
+    const known = { home: ident.home, epoch: (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH };
+    const standing = standingOf(change, known, d.members(), d.replicas, d.verify);
+    if (!standing.apply) {
+      if (standing.why === 'invalid') this.stats.refused++;
+      return standing;
+    }
+    await d.store.commit([d.homeChanges.putOp(change, ident.home), d.identity.homeMoveOp(ident, change.home)]);
+    d.homeChanges.applied(change, ident.home);
+    d.forget(change.zid);
+    this.stats.applied++;
+    d.logger?.info({ zid: change.zid, epoch: change.epoch, home: change.home, was: ident.home }, 'custody: the identity’s home changed');
+    if (ident.home === d.nodeId())
+      void this.replaceCopy(change).catch((err: unknown) =>
+        d.logger?.warn({ err: String(err), zid: change.zid }, 'custody: the old home could not take the new home’s chain'),
+      );
+    return standing;
+  }
+
+  /** This node took the identity over: the chain's ledger and entries (`ops`) and the change, in one batch. */
+  async adopt(change: HomeChange, ops: Op[]): Promise<void> {
+    const d = this.deps;
+    const ident = await d.identity.getIdentity(change.zid);
+    if (ident === undefined) throw new Error('the identity is not known here');
+    // Aside from the gate: these records are the certified chain, not new writes of the identity.
+    await d.store.commitAside([...ops, d.homeChanges.putOp(change, ident.home), d.identity.homeMoveOp(ident, change.home)]);
+    d.homeChanges.applied(change, ident.home);
+    d.forget(change.zid);
+  }
+
+  /** The old home's copy of the ledger, replaced by the new home's chain, checked. */
+  private async replaceCopy(change: HomeChange): Promise<void> {
+    const d = this.deps;
+    if (d.fetch === null) return;
+    const links = await fetchChain(d.fetch, change.home, change.zid, 1, AbortSignal.timeout(d.timeoutMs * 4));
+    const check = checkChain(change.zid, links, GENESIS_HEAD, null, d.verify);
+    if (!check.ok) throw new Error(`the chain fails at seq ${check.seq}: ${check.reason}`);
+    const last = links.at(-1);
+    if (last === undefined || last.entry.epoch < change.epoch) throw new Error(`the chain holds no entry of epoch ${change.epoch}`);
+    const set = custodySetOf(change.zid, change.home, d.members(), d.replicas);
+    const hash = entryHash(last.entry);
+    const signers = new Set(last.signatures.filter((s) => set.custodians.includes(s.node) && verifyEntrySignature(d.verify, hash, s)).map((s) => s.node));
+    if (signers.size < set.majority) throw new Error(`its last entry is signed by ${signers.size} of the ${set.majority} its set needs`);
+    await d.store.commitAside(replayOps(d.store, links));
+    d.forget(change.zid);
+    this.stats.replaced++;
+    d.logger?.info({ zid: change.zid, seq: last.entry.seq }, 'custody: the old home took the new home’s chain');
+  }
+}

@@ -1,0 +1,122 @@
+// A custodian's promise of an epoch to a candidate (docs/protocol.md §19, "Failover"): the candidate that gathers the
+// promises of a majority of an identity's custody set is the identity's home for that epoch. A promise names the
+// identity, the epoch, the candidate and the promiser's head (the last entry it signed, or null), and is signed by the
+// promiser's node key over `svc/custody/1|promise|` + the SHA-256 of its JCS. Pure: signing and verifying are given.
+import { z } from 'zod';
+import { canonicalJson } from '../kernel/canonical.js';
+import { sha256Hex } from '../kernel/bytes.js';
+import type { CustodySet } from './custody-set.js';
+import { FIRST_EPOCH, ZID_PATTERN } from './entry.js';
+
+const HEX64 = /^[0-9a-f]{64}$/;
+export const PROMISE_PREFIX = 'svc/custody/1|promise|';
+
+export const promisedHeadSchema = z.object({ epoch: z.number().int().min(FIRST_EPOCH), seq: z.number().int().min(1), hash: z.string().regex(HEX64) }).strict();
+export type PromisedHead = z.infer<typeof promisedHeadSchema>;
+
+/** What a promise states (its signature is over this). */
+export const promiseBodySchema = z
+  .object({
+    zid: z.string().regex(ZID_PATTERN),
+    /** The epoch promised: the candidate's, above every epoch the promiser accepted. */
+    epoch: z
+      .number()
+      .int()
+      .min(FIRST_EPOCH + 1),
+    candidate: z.string().min(1).max(128),
+    /** The promiser's head when it promised: the last entry it signed (null: it holds nothing of the identity). */
+    head: promisedHeadSchema.nullable(),
+  })
+  .strict();
+export type PromiseBody = z.infer<typeof promiseBodySchema>;
+
+export const signedPromiseSchema = z.object({ promise: promiseBodySchema, node: z.string().min(1).max(128), signature: z.string().min(1).max(128) }).strict();
+export type SignedPromise = z.infer<typeof signedPromiseSchema>;
+
+/** The text a promiser signs. */
+export function promiseSigningText(p: PromiseBody): string {
+  return `${PROMISE_PREFIX}${sha256Hex(canonicalJson(p))}`;
+}
+
+export type Verify = (signer: string, text: string, signature: string) => boolean;
+
+/**
+ * Why `promises` do not make `candidate` the home of `zid` for `epoch`, else null: every promise names that identity,
+ * epoch and candidate, is signed by its node, the nodes are distinct members of `oldSet` (the set of the home the
+ * checker knows), and they are at least its majority.
+ */
+export function promisesFault(
+  promises: readonly SignedPromise[],
+  zid: string,
+  epoch: number,
+  candidate: string,
+  oldSet: CustodySet,
+  verify: Verify,
+): string | null {
+  const signers = new Set<string>();
+  for (const s of promises) {
+    const p = s.promise;
+    if (p.zid !== zid || p.epoch !== epoch || p.candidate !== candidate) return `a promise of ${s.node} is for another identity, epoch or candidate`;
+    if (!oldSet.custodians.includes(s.node)) return `${s.node} is not in the identity's custody set`;
+    if (!verify(s.node, promiseSigningText(p), s.signature)) return `the promise of ${s.node} does not verify`;
+    signers.add(s.node);
+  }
+  if (signers.size < oldSet.majority) return `promises of ${signers.size} distinct custodians, ${oldSet.majority} needed`;
+  return null;
+}
+
+/** The longest head the promises show (highest epoch, then seq), with the promiser holding it; null when none holds any. */
+export function longestHead(promises: readonly SignedPromise[]): { head: PromisedHead; node: string } | null {
+  let best: { head: PromisedHead; node: string } | null = null;
+  for (const s of promises) {
+    const h = s.promise.head;
+    if (h === null) continue;
+    if (best === null || h.epoch > best.head.epoch || (h.epoch === best.head.epoch && h.seq > best.head.seq)) best = { head: h, node: s.node };
+  }
+  return best;
+}
+
+/** A custodian's promise record of an identity: the highest epoch it promised, and to whom. */
+export interface Promised {
+  epoch: number;
+  candidate: string;
+}
+
+export type PromiseRefusal = 'home' | 'promised' | 'stale';
+export type PromiseDecision = { promise: 'new' | 'again' } | { refuse: PromiseRefusal; reason: string; epoch: number };
+
+/** What a custodian knows of the identity when a candidate asks. */
+export interface PromiseFacts {
+  /** The highest epoch of an entry it signed for the identity (0: none). */
+  accepted: number;
+  promised: Promised | null;
+  /** This node is the identity's home (and the candidate another node): it is alive, there is nothing to take over. */
+  selfHome: boolean;
+}
+
+interface PromiseRow {
+  refuse: PromiseRefusal | 'again';
+  test: (epoch: number, candidate: string, f: PromiseFacts) => boolean;
+  reason: (epoch: number, f: PromiseFacts) => string;
+}
+
+/** A custodian's promise table, rows in order; a request passing every row is promised (kept on disk before the answer). */
+export const PROMISE_ROWS: readonly PromiseRow[] = [
+  { refuse: 'home', test: (_e, _c, f) => f.selfHome, reason: () => 'this node is the identity’s home' },
+  { refuse: 'stale', test: (epoch, _c, f) => epoch <= f.accepted, reason: (epoch, f) => `epoch ${epoch} is not above ${f.accepted}, accepted here` },
+  { refuse: 'again', test: (epoch, c, f) => f.promised !== null && f.promised.epoch === epoch && f.promised.candidate === c, reason: () => 'promised already' },
+  {
+    refuse: 'promised',
+    test: (epoch, _c, f) => f.promised !== null && f.promised.epoch >= epoch,
+    reason: (_e, f) => `epoch ${f.promised!.epoch} is promised to ${f.promised!.candidate}`,
+  },
+];
+
+export function decidePromise(epoch: number, candidate: string, f: PromiseFacts): PromiseDecision {
+  for (const row of PROMISE_ROWS) {
+    if (!row.test(epoch, candidate, f)) continue;
+    if (row.refuse === 'again') return { promise: 'again' };
+    return { refuse: row.refuse, reason: row.reason(epoch, f), epoch: Math.max(f.accepted, f.promised?.epoch ?? 0) };
+  }
+  return { promise: 'new' };
+}

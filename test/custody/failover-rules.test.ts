@@ -1,0 +1,42 @@
+// The failover table (custody/failover-rules.ts): which event moves a custodian on, and when a home counts as unheard.
+import { describe, expect, it } from 'vitest';
+import { FAILOVER_ROWS, heardLately, homeUnheard, nextState } from '../../src/custody/failover-rules.js';
+
+describe('the failover table', () => {
+  it('goes watching → asking → taking → watching (home here), losing to waiting, then watching again', () => {
+    expect(nextState('watching', 'home-unheard')).toBe('asking');
+    expect(nextState('asking', 'majority')).toBe('taking');
+    expect(nextState('taking', 'taken')).toBe('watching');
+    expect(nextState('asking', 'short')).toBe('waiting');
+    expect(nextState('taking', 'failed')).toBe('waiting');
+    expect(nextState('waiting', 'wait-over')).toBe('watching');
+  });
+  it('takes no event where it does not apply, and a home change from any state', () => {
+    expect(nextState('waiting', 'home-unheard')).toBeNull();
+    expect(nextState('watching', 'majority')).toBeNull();
+    expect(nextState('asking', 'taken')).toBeNull();
+    for (const s of ['watching', 'asking', 'taking', 'waiting'] as const) expect(nextState(s, 'home-moved')).toBe('watching');
+    expect(FAILOVER_ROWS.length).toBe(7);
+  });
+  it('counts the home unheard for (rank + 1) × failoverTicks of its tick intervals since it was last heard or since this node watches', () => {
+    const at = (tick: number, every = 1) => ({ tick, every });
+    expect(homeUnheard(108, at(100), 0, 0, 8, 1)).toBe(true);
+    expect(homeUnheard(107, at(100), 0, 0, 8, 1)).toBe(false);
+    expect(homeUnheard(115, at(100), 0, 1, 8, 1)).toBe(false);
+    expect(homeUnheard(116, at(100), 0, 1, 8, 1)).toBe(true);
+    // A home that ticks every 5 ticks (a larger mesh) is waited for 8 of its intervals.
+    expect(homeUnheard(139, at(100, 5), 0, 0, 8, 1)).toBe(false);
+    expect(homeUnheard(140, at(100, 5), 0, 0, 8, 1)).toBe(true);
+    // A node that just started has heard nobody: it waits from its start, in the interval it is given.
+    expect(homeUnheard(105, null, 100, 0, 8, 1)).toBe(false);
+    expect(homeUnheard(108, at(50), 100, 0, 8, 1)).toBe(true);
+    expect(homeUnheard(123, null, 100, 0, 8, 3)).toBe(false);
+    expect(homeUnheard(124, null, 100, 0, 8, 3)).toBe(true);
+  });
+  it('counts a custodian live when heard within failoverTicks of its intervals', () => {
+    expect(heardLately(107, { tick: 100, every: 1 }, 8)).toBe(true);
+    expect(heardLately(108, { tick: 100, every: 1 }, 8)).toBe(false);
+    expect(heardLately(130, { tick: 100, every: 4 }, 8)).toBe(true);
+    expect(heardLately(130, null, 8)).toBe(false);
+  });
+});

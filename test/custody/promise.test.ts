@@ -1,0 +1,85 @@
+// A custodian's promise table and the check of a home change's promises (custody/promise.ts, custody/home-change.ts):
+// real Ed25519 keys of peer ids, the set computed as every node computes it.
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import type { PrivateKey } from '@libp2p/interface';
+import { describe, expect, it } from 'vitest';
+import { custodySetOf } from '../../src/custody/custody-set.js';
+import { standingOf, type HomeChange } from '../../src/custody/home-change.js';
+import {
+  decidePromise,
+  longestHead,
+  PROMISE_ROWS,
+  promiseSigningText,
+  promisesFault,
+  type PromiseBody,
+  type SignedPromise,
+} from '../../src/custody/promise.js';
+import { signText, verifyText } from '../../src/mesh/wire.js';
+
+const zid = 'zid_00112233445566778899aabbccddeeff';
+
+async function nodes(n: number) {
+  return Promise.all(
+    Array.from({ length: n }, async () => {
+      const key = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
+      return { id: peerIdFromPrivateKey(key as never).toString(), key };
+    }),
+  );
+}
+
+describe('the promise table', () => {
+  it('has its rows in order', () => {
+    expect(PROMISE_ROWS.map((r) => r.refuse)).toEqual(['home', 'stale', 'again', 'promised']);
+  });
+  it('promises an epoch above every accepted one to one candidate only, the same one again', () => {
+    expect(decidePromise(2, 'b', { accepted: 1, promised: null, selfHome: false })).toEqual({ promise: 'new' });
+    expect(decidePromise(2, 'b', { accepted: 1, promised: { epoch: 2, candidate: 'b' }, selfHome: false })).toEqual({ promise: 'again' });
+    expect(decidePromise(2, 'c', { accepted: 1, promised: { epoch: 2, candidate: 'b' }, selfHome: false })).toMatchObject({ refuse: 'promised', epoch: 2 });
+    expect(decidePromise(2, 'c', { accepted: 1, promised: { epoch: 3, candidate: 'b' }, selfHome: false })).toMatchObject({ refuse: 'promised', epoch: 3 });
+    // The loser may try the next epoch.
+    expect(decidePromise(3, 'c', { accepted: 1, promised: { epoch: 2, candidate: 'b' }, selfHome: false })).toEqual({ promise: 'new' });
+    expect(decidePromise(2, 'b', { accepted: 2, promised: null, selfHome: false })).toMatchObject({ refuse: 'stale', epoch: 2 });
+    expect(decidePromise(2, 'b', { accepted: 2, promised: { epoch: 2, candidate: 'b' }, selfHome: false })).toMatchObject({ refuse: 'stale' });
+    // A live home promises nobody its identity.
+    expect(decidePromise(2, 'b', { accepted: 1, promised: null, selfHome: true })).toMatchObject({ refuse: 'home', epoch: 1 });
+  });
+});
+
+describe('the promises of a home change', () => {
+  it('hold with a majority of the set of the home the checker knows, and not otherwise', async () => {
+    const all = await nodes(5);
+    const members = all.map((n) => n.id);
+    const oldHome = members[0]!;
+    const set = custodySetOf(zid, oldHome, members, 3);
+    const [, b, c] = set.custodians.map((id) => all.find((n) => n.id === id)!);
+    const outsider = all.find((n) => !set.custodians.includes(n.id))!;
+    const promise = (
+      signer: { id: string; key: Parameters<typeof signText>[0] },
+      head: PromiseBody['head'],
+      more: Partial<PromiseBody> = {},
+    ): SignedPromise => {
+      const body: PromiseBody = { zid, epoch: 2, candidate: b!.id, head, ...more };
+      return { promise: body, node: signer.id, signature: signText(signer.key, promiseSigningText(body)) };
+    };
+    const hb = { epoch: 1, seq: 4, hash: 'aa'.repeat(32) };
+    const hc = { epoch: 1, seq: 5, hash: 'bb'.repeat(32) };
+    const good = [promise(b!, hb), promise(c!, hc)];
+    expect(promisesFault(good, zid, 2, b!.id, set, verifyText)).toBeNull();
+    expect(longestHead(good)).toEqual({ head: hc, node: c!.id });
+    expect(longestHead([promise(b!, { epoch: 2, seq: 1, hash: 'cc'.repeat(32) }), promise(c!, hc)])?.node).toBe(b!.id);
+    expect(promisesFault([good[0]!], zid, 2, b!.id, set, verifyText)).toMatch(/1 distinct custodians, 2 needed/);
+    expect(promisesFault([good[0]!, good[0]!], zid, 2, b!.id, set, verifyText)).toMatch(/1 distinct/);
+    expect(promisesFault([good[0]!, promise(outsider, null)], zid, 2, b!.id, set, verifyText)).toMatch(/not in the identity's custody set/);
+    expect(promisesFault([good[0]!, { ...good[1]!, signature: good[0]!.signature }], zid, 2, b!.id, set, verifyText)).toMatch(/does not verify/);
+    expect(promisesFault([good[0]!, promise(c!, hc, { candidate: c!.id })], zid, 2, b!.id, set, verifyText)).toMatch(/another identity, epoch or candidate/);
+
+    const change: HomeChange = { zid, epoch: 2, home: b!.id, promises: good };
+    expect(standingOf(change, { home: oldHome, epoch: 1 }, members, 3, verifyText)).toEqual({ apply: true });
+    expect(standingOf(change, { home: b!.id, epoch: 2 }, members, 3, verifyText)).toMatchObject({ apply: false, why: 'known' });
+    expect(standingOf({ ...change, epoch: 3 }, { home: oldHome, epoch: 1 }, members, 3, verifyText)).toMatchObject({ apply: false, why: 'gap' });
+    // Checked against the set of the home the checker knows: another home's set makes other custodians.
+    const forged: HomeChange = { ...change, promises: [good[0]!] };
+    expect(standingOf(forged, { home: oldHome, epoch: 1 }, members, 3, verifyText)).toMatchObject({ apply: false, why: 'invalid' });
+  });
+});
