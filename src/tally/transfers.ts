@@ -458,9 +458,25 @@ export class Transfers {
     return Promise.all(recs.map((r) => (r?.state === 'pending' ? this.withCertificate(r) : r)));
   }
 
+  /**
+   * A pending record as this node delivers it: with its debit certificate, and from this node, the sender's home now
+   * (a custody failover hands the outbox of an identity to its new home, docs/decisions.md "Custody").
+   */
   private async withCertificate(r: TransferRecord): Promise<TransferRecord> {
     const cert = await this.d.debitCertificates.get(r.transfer_id);
-    return cert === null ? r : { ...r, debit_certificate: cert };
+    const here = { ...r, from_home: this.d.nodeId() };
+    return cert === null ? here : { ...here, debit_certificate: cert };
+  }
+
+  /** Queue the pending transfers among `ids` for delivery (the outbox of an identity this node took over). */
+  async resume(ids: readonly string[]): Promise<number> {
+    let n = 0;
+    for (const r of await this.d.store.getMany<TransferRecord>(this.records, [...ids])) {
+      if (r?.state !== 'pending') continue;
+      this.pendingSink?.(r);
+      n++;
+    }
+    return n;
   }
 
   /** The named envelopes of `zid`: 400 naming the first that is unknown, another's, soulbound or bonded. */
