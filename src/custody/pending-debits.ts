@@ -2,7 +2,7 @@
 // transfer record (pending, with its envelopes) and its outbox entry, so the chain a new home takes holds the
 // identity's outbox. Its debit certificates do not travel (a certificate signs the entry that carries the records):
 // the new home makes each pending debit's certificate again, over the same entry, from signatures of the custody set
-// of the debit's epoch: its own (it was a custodian of that set and now holds the entry as certified), those the taken
+// of the debit's epoch: its own (a custodian of that set, it holds the entry as certified), those the taken
 // chain carries, and, when these fall short of that set's majority, those of the other promisers that hold the entry.
 import { fetchChain, type FetchChain } from './client.js';
 import type { CustodySet } from './custody-set.js';

@@ -459,8 +459,8 @@ export class Transfers {
   }
 
   /**
-   * A pending record as this node delivers it: with its debit certificate, and from this node, the sender's home now
-   * (a custody failover hands the outbox of an identity to its new home, docs/decisions.md "Custody").
+   * A pending record as this node delivers it: with its debit certificate, and from this node, the one that signs the
+   * delivery (a custody failover hands the outbox of an identity to another home, docs/decisions.md "Custody").
    */
   private async withCertificate(r: TransferRecord): Promise<TransferRecord> {
     const cert = await this.d.debitCertificates.get(r.transfer_id);
