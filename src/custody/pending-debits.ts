@@ -24,17 +24,16 @@ interface HeldDebit {
 }
 
 /**
- * The debit entries of a chain whose outbox entry is still there at its end, by transfer id: the chain's records put
- * an outbox entry in the debit's write; a delivery's settlement (no entry) never removes it from the chain.
+ * The debit entries of a chain whose records put their outbox entry, by transfer id: a delivery's settlement is no
+ * entry, so every cross-node debit of the chain is pending at the node that takes it (a delivered one is answered as
+ * a duplicate).
  */
 export function pendingDebitsOf<T extends HeldDebit & { records: EntryRecords }>(chain: readonly T[]): Map<string, T> {
   const out = new Map<string, T>();
   for (const c of chain) {
-    for (const op of c.records.ops) {
-      if (op[1] !== 'transfer_outbox') continue;
-      if (op[0] === 'del') out.delete(op[2]);
-      else if (c.entry.transfer?.side === 'debit' && c.entry.transfer.id === op[2]) out.set(op[2], c);
-    }
+    const t = c.entry.transfer;
+    if (t?.side !== 'debit') continue;
+    if (c.records.ops.some((op) => op[0] === 'put' && op[1] === 'transfer_outbox' && op[2] === t.id)) out.set(t.id, c);
   }
   return out;
 }
