@@ -141,21 +141,20 @@ export async function custodySetsOfThree(cluster: FaultCluster, zid: string, wit
 }
 
 /**
- * Each identity's home as the mesh holds it now (GET /api/mesh/custody/:zid at the first node that answers): a
- * failover moves it from the node it registered on. The registration home when no node names one.
+ * Each identity's home as the mesh holds it (GET /api/mesh/custody/:zid at every node, the home of the highest epoch
+ * named: a node that missed a home change names an older one): a failover moves it from the node it registered on.
  */
 export async function currentHomes(cluster: FaultCluster, identities: readonly Identity[]): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const id of identities) {
-    out.set(id.zid, id.home);
+    let best = { epoch: 0, home: id.home };
     for (const n of cluster.up()) {
       const r = await request(cluster.url(n), 'GET', `/api/mesh/custody/${id.zid}`, undefined, undefined, HARNESS_WITHIN_MS).catch(() => null);
-      const home = r?.status === 200 ? cluster.nodeIds.indexOf((r.body as { home: string }).home) : -1;
-      if (home >= 0) {
-        out.set(id.zid, home);
-        break;
-      }
+      const view = r?.status === 200 ? (r.body as { epoch: number; home: string }) : null;
+      const home = view === null ? -1 : cluster.nodeIds.indexOf(view.home);
+      if (home >= 0 && view!.epoch > best.epoch) best = { epoch: view!.epoch, home };
     }
+    out.set(id.zid, best.home);
   }
   return out;
 }
