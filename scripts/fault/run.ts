@@ -1,9 +1,9 @@
 // A fault-injection run against real node processes on 127.0.0.1 (test/helpers/fault, docs/fault-testing.md):
-//   npx tsx scripts/fault/run.ts --nodes 5 --faults 200 --seed 7 [--clients 4] [--minutes 30] [--keep]
+//   npx tsx scripts/fault/run.ts --nodes 5 --faults 200 --seed 7 [--clients 4] [--minutes 30] [--keep] [--custody]
 // Runs on the build (dist/: `npm run build` first). Prints one JSON line: the faults, the operations, what was
 // acknowledged, the recovery and each checker result (violations cut to the first 20 of each); exits 1 when a check
 // fails. No fault starts after --minutes (30). --history FILE writes every operation, fault and the final state read,
-// as JSON.
+// as JSON. --custody bonds every node's operator: custody sets of three, and failovers of killed or cut-off homes.
 import { writeFile } from 'node:fs/promises';
 import '../../src/polyfill.js';
 import { runFaultRun } from '../../test/helpers/fault/run.js';
@@ -19,6 +19,7 @@ const run = await runFaultRun({
   workload: { clients: numberArg('clients', 4) },
   schedule: { deadlineMs: numberArg('minutes', 30) * 60_000 },
   keep: process.argv.includes('--keep'),
+  custody: process.argv.includes('--custody'),
 });
 if (historyAt >= 0) await writeFile(process.argv[historyAt + 1]!, JSON.stringify({ history: run.history, faults: run.faults, state: run.state }));
 const { checks, ...rest } = run.report;

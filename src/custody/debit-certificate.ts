@@ -28,7 +28,8 @@ export type DebitCertificate = z.infer<typeof debitCertificateSchema>;
 export interface DebitCheckDeps {
   members: () => Iterable<string>;
   replicas: number;
-  homeOf: (zid: string) => Promise<string | null>;
+  /** The identity's home in `epoch` as this node knows it (null: not known here). */
+  homeAt: (zid: string, epoch: number) => Promise<string | null>;
   verify: (signer: string, text: string, signature: string) => boolean;
 }
 
@@ -46,8 +47,8 @@ export function creditClaimOf(c: CreditFacts): CreditClaim {
 /**
  * Why `cert` does not certify the debit of `credit`, or null when it does: its entry debits that transfer id, amount
  * and envelopes from the credit's party to the credit's identity, and distinct members of the sender's custody set
- * (its home from this node's identity directory, its members from this node's view of bonded nodes) that are a
- * majority of it each signed the entry.
+ * of the entry's epoch (its home in that epoch as this node knows it, its members from this node's view of bonded
+ * nodes) that are a majority of it each signed the entry.
  */
 export async function debitCertificateFault(given: unknown, credit: CreditClaim, deps: DebitCheckDeps): Promise<string | null> {
   if (given === null || given === undefined) return 'the credit carries no debit certificate';
@@ -62,8 +63,9 @@ export async function debitCertificateFault(given: unknown, credit: CreditClaim,
   if (t.party !== credit.zid) return `the certificate debits to ${t.party}, not to ${credit.zid}`;
   if (t.amount !== credit.transfer.amount) return `the certificate debits ${t.amount}, the credit is ${credit.transfer.amount}`;
   if (t.tokens !== credit.transfer.tokens) return 'the certificate debits other envelopes';
-  const home = await deps.homeOf(e.zid);
-  if (home === null) return `the sender ${e.zid} is not known to this node yet`;
+  // The set of the debit's epoch: a debit certified before a failover is delivered by the new home.
+  const home = await deps.homeAt(e.zid, e.epoch);
+  if (home === null) return `the home of the sender ${e.zid} in epoch ${e.epoch} is not known to this node`;
   const set = custodySetOf(e.zid, home, deps.members(), deps.replicas);
   const hash = entryHash(e);
   const signers = new Set<string>();

@@ -15,6 +15,7 @@ import { custodySetOf, type CustodySet } from './custody-set.js';
 import type { Custodian } from './custodian.js';
 import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
 import { heardLately, homeUnheard, nextState, type FailoverEvent, type FailoverState, type Heard } from './failover-rules.js';
+import { recertifyDebits, type PendingDebit } from './pending-debits.js';
 import type { HomeChange, HomeChanges } from './home-change.js';
 import { longestHead, promisesFault, type PromisedHead, type SignedPromise, type Verify } from './promise.js';
 import { recordsDigest, type ChainLink, type EntryRecords, type PromiseAnswer } from './protocol.js';
@@ -60,8 +61,13 @@ export interface FailoverDeps {
   send: SendBatch;
   fetch: FetchChain;
   verify: Verify;
-  /** Write the identity as homed here in one batch: the chain taken, the certified epoch entry, the home change. */
-  adopt: (change: HomeChange, chain: TakenChain, epochEntry: CertifiedEntry) => Promise<void>;
+  /**
+   * Write the identity as homed here in one batch: the chain taken, the certified epoch entry, the home change, the
+   * certificates of its pending debits (then resume their delivery).
+   */
+  adopt: (change: HomeChange, chain: TakenChain, epochEntry: CertifiedEntry, debits: PendingDebit[]) => Promise<void>;
+  /** This node's Ed25519 signature (base64) of a text: its signature in a pending debit's certificate. */
+  sign: (text: string) => string;
   publish: (change: HomeChange) => Promise<void>;
   timeoutMs: number;
   logger?: Logger;
@@ -192,7 +198,8 @@ export class Failover {
       const certified = await this.certify(entry);
       if (typeof certified === 'string') return lose(certified);
       const change: HomeChange = { zid, epoch, home: self, promises };
-      await d.adopt(change, chain, certified);
+      const debits = await recertifyDebits({ self, sign: d.sign, verify: d.verify, fetch: d.fetch, timeoutMs: d.timeoutMs }, zid, set, chain.entries, promises);
+      await d.adopt(change, chain, certified, debits);
       this.move(zid, 'taken');
       this.stats.taken++;
       d.logger?.warn({ zid, from: home, epoch, seq: entry.seq }, 'custody failover: this node is the identity’s home');

@@ -5,8 +5,11 @@
 // identity (a transfer's debit, a slashing: the write deletes that identity's owner-index keys) is also that identity's:
 // its copy of the ledger must not keep the envelope as its own. A transfer record in the same write names the transfer it debits or credits
 // (its id, parties, face value and envelopes), and a credit's record carries the sender's debit certificate.
+// What a reader of the identity needs at another home rides in its records (addRiders): the sealed result its
+// envelope names and the result's record rows, its counter record, its transfer records and their outbox entries.
 // Writes that touch no wallet and no envelope (a machine's own events, sessions, the peer store) are not entries, nor
 // are the changes of an account that is no identity (the foundation's).
+import { IDENTITY_RECORD_PREFIX } from '../store/counters.js';
 import { JsonText, type Op, type Store, type Sublevel } from '../store/db.js';
 import { debitCertificateSchema, type DebitCertificate } from './debit-certificate.js';
 import { tokensDigest, ZID_PATTERN, type EntryKind, type EntryTransfer } from './entry.js';
@@ -21,6 +24,11 @@ export const LEDGER_SUBLEVELS = {
   results: 'results',
   transfers: 'transfers',
   chainRows: 'chain_rows',
+  resultIndex: 'result_index',
+  record: 'record',
+  recordByOwner: 'record_by_owner',
+  counters: 'counters',
+  outbox: 'transfer_outbox',
 } as const;
 
 /** What one write does to one identity's ledger. */
@@ -79,6 +87,7 @@ export class LedgerOpsReader {
       }
     }
     if (byZid === null) return [];
+    this.addRiders(byZid, ops);
     const out: LedgerChange[] = [];
     for (const [zid, c] of byZid) {
       const moved = transferOf(zid, transfers);
@@ -107,6 +116,44 @@ export class LedgerOpsReader {
     if (c === undefined) byZid.set(zid, (c = { ops: [], balance: null }));
     c.ops.push(op);
     return byZid;
+  }
+
+  /**
+   * What rides with an identity's ledger records in the same write, for an identity the write already changes (a
+   * rider alone makes no entry): its sealed result (named by its envelope), the result's record rows (by their
+   * owner), its counter record, and its transfer records with their outbox entries (a transfer's record is both
+   * parties'; its outbox entry the sender's).
+   */
+  private addRiders(byZid: Map<string, { ops: Op[]; balance: { free: number; paid: number } | null }>, ops: readonly Op[]): void {
+    let resultOwners: Map<string, string> | null = null;
+    let senders: Map<string, string> | null = null;
+    for (const op of ops) {
+      if (op.type !== 'put') continue;
+      const name = this.names.get(op.sub);
+      if (name === LEDGER_SUBLEVELS.envelopes) {
+        const e = op.value as { owner?: unknown; result_id?: unknown };
+        if (typeof e.owner === 'string' && typeof e.result_id === 'string') (resultOwners ??= new Map()).set(e.result_id, e.owner);
+      } else if (name === LEDGER_SUBLEVELS.transfers) {
+        const from = (op.value as MovedRecord).from;
+        if (typeof from === 'string') (senders ??= new Map()).set(op.key, from);
+      }
+    }
+    const ride = (zid: unknown, op: Op) => {
+      if (typeof zid === 'string') byZid.get(zid)?.ops.push(op);
+    };
+    for (const op of ops) {
+      if (op.type !== 'put') continue;
+      const name = this.names.get(op.sub);
+      const value = op.value as { owner?: unknown } & MovedRecord;
+      if (name === LEDGER_SUBLEVELS.results) ride(resultOwners?.get(op.key), op);
+      else if (name === LEDGER_SUBLEVELS.resultIndex || name === LEDGER_SUBLEVELS.record) ride(value.owner, op);
+      else if (name === LEDGER_SUBLEVELS.recordByOwner) ride(op.key.slice(0, op.key.indexOf('!')), op);
+      else if (name === LEDGER_SUBLEVELS.counters && op.key.startsWith(IDENTITY_RECORD_PREFIX)) ride(op.key.slice(IDENTITY_RECORD_PREFIX.length), op);
+      else if (name === LEDGER_SUBLEVELS.transfers) {
+        ride(value.from, op);
+        if (value.to !== value.from) ride(value.to, op);
+      } else if (name === LEDGER_SUBLEVELS.outbox) ride(senders?.get(op.key), op);
+    }
   }
 
   /** The identities whose owner-index keys the write deletes (it takes envelopes from them), else null. */

@@ -31,8 +31,25 @@ export const MAX_ENTRY_RECORDS_BYTES = 6 * 1024 * 1024;
 /** Records (ops) of one entry. */
 export const MAX_ENTRY_RECORD_OPS = 50_000;
 
-/** The sublevels an entry's records may name (ledger-ops.ts LEDGER_SUBLEVELS: the identity's ledger and its audit rows). */
-export const RECORD_SUBLEVELS = ['wallets', 'envelopes', 'env_owner', 'env_folder', 'chain_rows'] as const;
+/**
+ * The sublevels an entry's records may name (ledger-ops.ts LEDGER_SUBLEVELS): the identity's ledger and its audit rows,
+ * and what rides with them in the same write (replica.ts recordsFault): its sealed results and their record, its
+ * counter record, its transfers and their outbox entries.
+ */
+export const RECORD_SUBLEVELS = [
+  'wallets',
+  'envelopes',
+  'env_owner',
+  'env_folder',
+  'chain_rows',
+  'results',
+  'result_index',
+  'record',
+  'record_by_owner',
+  'counters',
+  'transfers',
+  'transfer_outbox',
+] as const;
 export type RecordSublevel = (typeof RECORD_SUBLEVELS)[number];
 
 /**

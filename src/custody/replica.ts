@@ -11,7 +11,8 @@
 // The fetch itself is client.ts chainFetcher / fetchChain.
 import { JsonText, type Op, type Store } from '../store/db.js';
 import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, verifyEntrySignature, type EntrySignature } from './entry.js';
-import { CHAIN_PAGE_BYTES, MAX_CHAIN_LINKS, recordsDigest, recordsSize, type ChainLink, type EntryRecords } from './protocol.js';
+import { CHAIN_PAGE_BYTES, MAX_CHAIN_LINKS, recordsDigest, recordsSize, type ChainLink, type EntryRecords, type RecordSublevel } from './protocol.js';
+import { IDENTITY_RECORD_PREFIX } from '../store/counters.js';
 
 /** Where a run continues: the last entry before it (seq 0 and 64 zeros: the run starts at the identity's first entry). */
 export interface ChainHead {
@@ -32,18 +33,51 @@ export type ChainFault = 'zid' | 'seq' | 'prev-hash' | 'epoch' | 'records-mismat
 
 export type ChainCheck = { ok: true; head: ChainHead } | { ok: false; seq: number; fault: ChainFault; reason: string };
 
+/** Sublevels whose records ride with an identity's ledger records and are only ever written (ledger-ops.ts addRiders). */
+const RIDERS = new Set<RecordSublevel>(['results', 'result_index', 'record', 'record_by_owner', 'counters', 'transfers', 'transfer_outbox']);
+
 /**
- * Why `records` are not the identity's own (a record of another identity's wallet or indexes), else null. Envelope
- * records and audit rows are keyed by token id and by machine: a write that moves an envelope or appends to a shared
- * machine carries them in every identity's records.
+ * Why `records` are not the identity's own (a record of another identity's wallet, indexes, results, counters or
+ * transfers), else null. Envelope records and audit rows are keyed by token id and by machine: a write that moves an
+ * envelope or appends to a shared machine carries them in every identity's records. A sealed result is the
+ * identity's when an envelope of the identity in the same records names it; an outbox entry when the identity sends
+ * the transfer of the same records it names.
  */
 export function recordsFault(zid: string, records: EntryRecords): string | null {
+  let results: Set<string> | null = null;
+  let sent: Set<string> | null = null;
+  // Envelopes and transfers are read only for a records that holds a result or an outbox entry (a folder move holds
+  // thousands of envelopes and neither).
+  const named = records.ops.some((op) => op[1] === 'results' || op[1] === 'transfer_outbox');
+  for (const op of named ? records.ops : []) {
+    if (op[0] === 'put' && op[1] === 'envelopes') {
+      const e = jsonOf(op[3]) as { owner?: unknown; result_id?: unknown } | null;
+      if (e?.owner === zid && typeof e.result_id === 'string') (results ??= new Set()).add(e.result_id);
+    } else if (op[0] === 'put' && op[1] === 'transfers' && (jsonOf(op[3]) as { from?: unknown } | null)?.from === zid) (sent ??= new Set()).add(op[2]);
+  }
   for (const op of records.ops) {
-    const [, sub, key] = op;
+    const [kind, sub, key] = op;
     if (sub === 'wallets' && key !== zid) return `a record of another wallet (${key})`;
-    if ((sub === 'env_owner' || sub === 'env_folder') && !key.startsWith(`${zid}!`)) return `a record of another identity's ${sub} (${key})`;
+    if ((sub === 'env_owner' || sub === 'env_folder' || sub === 'record_by_owner') && !key.startsWith(`${zid}!`))
+      return `a record of another identity's ${sub} (${key})`;
+    if (!RIDERS.has(sub)) continue;
+    if (kind !== 'put' && !(kind === 'put64' && sub === 'results')) return `a ${kind} of ${sub} (${key})`;
+    const value = kind === 'put' ? (jsonOf(op[3]) as { owner?: unknown; from?: unknown; to?: unknown } | null) : null;
+    if (sub === 'results' && results?.has(key) !== true) return `a result no envelope of ${zid} names (${key})`;
+    if ((sub === 'result_index' || sub === 'record') && value?.owner !== zid) return `a ${sub} record of another owner (${key})`;
+    if (sub === 'counters' && key !== `${IDENTITY_RECORD_PREFIX}${zid}`) return `another counter record (${key})`;
+    if (sub === 'transfers' && value?.from !== zid && value?.to !== zid) return `a transfer of other parties (${key})`;
+    if (sub === 'transfer_outbox' && sent?.has(key) !== true) return `an outbox entry of a transfer ${zid} does not send (${key})`;
   }
   return null;
+}
+
+function jsonOf(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null;
+  }
 }
 
 /** Check a run of `zid`'s entries continuing `after`; `quorum` null: the signatures are not counted. */

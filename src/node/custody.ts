@@ -94,15 +94,24 @@ export async function wireCustody(
       replicatorRef?.forget(zid);
       failoverRef?.homeMoved(zid);
       economy.ledger.forgetWallet(zid);
+      f.counters.forgetIdentity(zid);
     },
     fetch,
     timeoutMs: config.custody.certifyTimeoutMs,
     logger: f.logger,
   });
   // One check of a credit's debit certificate, at the receiver's home and at its custodians.
-  const debitCheck: DebitCheckDeps = { members, replicas: config.custody.replicas, homeOf, verify: verifyText };
+  // The home of a debit's epoch: the directory's for the epoch of the latest change known (or the first), the one
+  // that change replaced for the epoch before (a debit certified before a failover, delivered by the new home).
+  const homeAt = async (zid: string, epoch: number) => {
+    const current = (await homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
+    if (epoch === current) return homeOf(zid);
+    return epoch === current - 1 ? homeChanges.previousHome(zid) : null;
+  };
+  const debitCheck: DebitCheckDeps = { members, replicas: config.custody.replicas, homeAt, verify: verifyText };
   const debitFault = (cert: unknown, credit: CreditClaim) => debitCertificateFault(cert, credit, debitCheck);
   economy.transfers.checkDebitsWith((cert, credit) => debitFault(cert, creditClaimOf(credit)));
+  const debitCertificates = new DebitCertificates(store);
   const replicator = new Replicator({
     store,
     reader: new LedgerOpsReader(store),
@@ -112,7 +121,7 @@ export async function wireCustody(
     send: client === null ? null : custodyClient(client),
     verify: verifyText,
     sign: (text) => signText(f.nodeIdentity.privateKey, text),
-    certificates: new DebitCertificates(store),
+    certificates: debitCertificates,
     timeoutMs: config.custody.certifyTimeoutMs,
     onHomeChange: (change) =>
       void homeMoves.apply(change).catch((err: unknown) => f.logger.warn({ err: String(err) }, 'a home change shown by a custodian was not applied')),
@@ -202,7 +211,15 @@ export async function wireCustody(
           send: custodyClient(client),
           fetch: fetch!,
           verify: verifyText,
-          adopt: (change, chain, epochEntry) => homeMoves.adopt(change, [...chain.ops, ...replicator.adoptOps(chain.entries, epochEntry)]),
+          adopt: async (change, chain, epochEntry, debits) => {
+            const kept = debits.flatMap((p) => (p.certificate === null ? [] : [debitCertificates.putOp(p.certificate.entry, p.certificate.signatures)]));
+            await homeMoves.adopt(change, [...chain.ops, ...replicator.adoptOps(chain.entries, epochEntry), ...kept]);
+            for (const p of debits)
+              if (p.certificate === null)
+                f.logger.warn({ zid: change.zid, transfer_id: p.transferId }, 'custody: a pending debit could not be certified again');
+            await economy.transfers.resume(debits.map((p) => p.transferId));
+          },
+          sign: (text) => signText(f.nodeIdentity.privateKey, text),
           publish: async (change) => void (await mesh.publish(HOME_CHANGE_EVENT, change, TOPICS.events)),
           timeoutMs: config.custody.certifyTimeoutMs,
           logger: f.logger,

@@ -15,13 +15,15 @@ import type { Op, Store, Sublevel } from './db.js';
 export const IDENTITY_CACHE_DEFAULT = 4096;
 
 const TOTALS_KEY = '#totals';
+/** An identity's record is this prefix and its zid. */
+export const IDENTITY_RECORD_PREFIX = '#id:';
 const TOTALS = new Set(['sealed_total', 'burned_total', 'foundation_total', 'envelope_seq', 'charged_total', 'foundation_shares_total']);
 
 /** The record key a counter is stored under, or null when it is stored alone. */
 export function groupOf(name: string): string | null {
   if (TOTALS.has(name)) return TOTALS_KEY;
   const zid = identityOf(name);
-  return zid === null ? null : `#id:${zid}`;
+  return zid === null ? null : `${IDENTITY_RECORD_PREFIX}${zid}`;
 }
 
 /** The identity whose record holds this counter, or null for a node-wide or day counter. */
@@ -59,6 +61,11 @@ export class Counters {
     this.identities = new LruMap(identityCacheMax, (zid) => this.pending.pending(zid));
   }
 
+  /** Drop an identity's record kept in memory (written past this class: a custody failover's state transfer). */
+  forgetIdentity(zid: string): void {
+    this.identities.delete(zid);
+  }
+
   /** Is this identity's record in memory (its counters usable synchronously)? */
   hasIdentity(zid: string): boolean {
     return this.identities.has(zid);
@@ -75,7 +82,7 @@ export class Counters {
    */
   loadIdentity(zid: string): Promise<void> | undefined {
     if (this.identities.get(zid) !== undefined) return undefined;
-    return this.store.get<Record<string, number>>(this.sub, `#id:${zid}`).then((rec) => {
+    return this.store.get<Record<string, number>>(this.sub, `${IDENTITY_RECORD_PREFIX}${zid}`).then((rec) => {
       if (this.identities.has(zid)) return;
       this.identities.set(zid, new Map(rec && typeof rec === 'object' ? Object.entries(rec) : []));
     });
@@ -92,7 +99,7 @@ export class Counters {
     const legacy: string[] = [];
     const singles: [string, number][] = [];
     for (const { key, value } of await this.store.range<unknown>(this.sub)) {
-      if (key.startsWith('#id:')) continue;
+      if (key.startsWith(IDENTITY_RECORD_PREFIX)) continue;
       if (key.startsWith('#')) {
         if (value && typeof value === 'object') {
           for (const [name, n] of Object.entries(value as Record<string, number>)) this.set(name, n);
@@ -227,8 +234,8 @@ export class Counters {
 
   private groupOp(group: string): Op {
     const value: Record<string, number> = {};
-    if (group.startsWith('#id:')) {
-      for (const [name, n] of this.identity(group.slice(4))) value[name] = n;
+    if (group.startsWith(IDENTITY_RECORD_PREFIX)) {
+      for (const [name, n] of this.identity(group.slice(IDENTITY_RECORD_PREFIX.length))) value[name] = n;
       return { type: 'put', sub: this.sub, key: group, value };
     }
     const members = this.groups.get(group);

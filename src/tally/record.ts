@@ -215,10 +215,11 @@ export class ResultRecords implements ResultRecorder {
     const row = await this.store.get<StoredRow>(this.rows, entry.row);
     if (row === undefined) return { status: 'unknown', result_id: resultId };
     const result = await this.carriedBody(resultId);
+    // The home that answers: the row names the one that sealed it, which a custody failover may have replaced.
     return {
       status: 'found',
       result_id: row.result_id,
-      home: row.home,
+      home: this.nodeId(),
       owner: row.owner,
       published: true,
       kind: row.kind,

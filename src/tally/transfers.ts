@@ -465,10 +465,26 @@ export class Transfers {
     return Promise.all(recs.map((r) => (r?.state === 'pending' ? this.withCertificate(r) : r)));
   }
 
+  /**
+   * A pending record as this node delivers it: with its debit certificate, and from this node, the one that signs the
+   * delivery (a custody failover hands the outbox of an identity to another home, docs/decisions.md "Custody").
+   */
   private async withCertificate(r: TransferRecord): Promise<TransferRecord> {
     const kept = await this.d.debitCertificates.get(r.transfer_id);
-    if (kept === null) return r;
-    return { ...r, debit_certificate: this.recertify === null ? kept : await this.recertify(kept) };
+    const here = { ...r, from_home: this.d.nodeId() };
+    if (kept === null) return here;
+    return { ...here, debit_certificate: this.recertify === null ? kept : await this.recertify(kept) };
+  }
+
+  /** Queue the pending transfers among `ids` for delivery (the outbox of an identity this node took over). */
+  async resume(ids: readonly string[]): Promise<number> {
+    let n = 0;
+    for (const r of await this.d.store.getMany<TransferRecord>(this.records, [...ids])) {
+      if (r?.state !== 'pending') continue;
+      this.pendingSink?.(r);
+      n++;
+    }
+    return n;
   }
 
   /** The named envelopes of `zid`: 400 naming the first that is unknown, another's, soulbound or bonded. */

@@ -1,10 +1,10 @@
 // After the last fault: heal the mesh, start every node that is down, wait (bounded) until the nodes reach each other
 // and every delivery is done, then read what the mesh holds — each identity's wallet, envelopes and audit chain at its
-// home, each acknowledged result at its home, each transfer at both ends, each node's revenue totals, the custody
+// current home (a failover moves it), each acknowledged result at its home, each transfer at both ends, each node's revenue totals, the custody
 // entries every node holds — as the checker's FinalState (history.ts).
 import type { FaultCluster } from './cluster.js';
 import type { CertifiedEntry, ChainRow, FinalState, HeldEnvelope, LedgerInputs, NodeFinalState, Operation, TransferView } from './history.js';
-import { HARNESS_WITHIN_MS, request, type Identity } from './workload.js';
+import { currentHomes, HARNESS_WITHIN_MS, request, type Identity } from './workload.js';
 import { entryHash, type CustodyEntry } from '../../../src/custody/entry.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -46,10 +46,13 @@ export async function recover(cluster: FaultCluster, ops: readonly Operation[], 
       }
     }
     if (pending.length === 0) {
+      const homes = await currentHomes(cluster, identities);
       for (const op of acked) {
         const id = (op.response as { transfer_id?: string }).transfer_id;
         const sender = byZid.get(op.zid)!;
-        const r = await request(cluster.url(sender.home), 'GET', `/api/tally/transfers/${id}`, undefined, sender.key, HARNESS_WITHIN_MS).catch(() => null);
+        const r = await request(cluster.url(homes.get(sender.zid)!), 'GET', `/api/tally/transfers/${id}`, undefined, sender.key, HARNESS_WITHIN_MS).catch(
+          () => null,
+        );
         if ((r?.body as { state?: string } | undefined)?.state !== 'delivered') pending.push(`transfer ${id} is not delivered`);
         if (pending.length > 0) break;
       }
@@ -128,16 +131,19 @@ export async function readFinalState(
 ): Promise<FinalState> {
   const byZid = new Map(identities.map((id) => [id.zid, id]));
   const state: FinalState = { identities: [], nodes: [], results: {}, transfers: [], ledger, certified: await certified(cluster, identities) };
+  const homes = await currentHomes(cluster, identities);
   for (const id of identities) {
-    const url = cluster.url(id.home);
+    const url = cluster.url(homes.get(id.zid)!);
     const balance = await readOk<{ free: number; paid: number }>(url, '/api/tally/balance', id.key);
     state.identities.push({
       zid: id.zid,
-      home: id.home,
+      home: homes.get(id.zid)!,
       slug: id.slug,
       balance: { free: balance.free, paid: balance.paid },
       envelopes: await envelopesOf(url, id),
-      chain: await chainOf(url, id),
+      // The machine stays with the node the identity registered on: a machine home that missed the identity's home
+      // change refuses the new home's voucher, and is asked directly (it takes the key as its own identity's).
+      chain: await chainOf(url, id).catch(() => chainOf(cluster.url(id.home), id)),
     });
   }
   for (let i = 0; i < cluster.size; i++) {
@@ -150,7 +156,7 @@ export async function readFinalState(
   for (const op of ops) {
     const resultId = op.call === 'spend' && op.outcome === 'ok' ? (op.response as { result_id?: string }).result_id : undefined;
     if (!resultId) continue;
-    const r = await request(cluster.url(byZid.get(op.zid)!.home), 'GET', `/api/mesh/results/${resultId}`, undefined, undefined, HARNESS_WITHIN_MS);
+    const r = await request(cluster.url(homes.get(op.zid)!), 'GET', `/api/mesh/results/${resultId}`, undefined, undefined, HARNESS_WITHIN_MS);
     state.results[resultId] = r.status === 200;
   }
   // Every transfer id the clients saw or an envelope carries, read at the sender's and the receiver's homes.
@@ -164,7 +170,7 @@ export async function readFinalState(
     const view = async (zid: string | undefined): Promise<TransferView | null> => {
       const who = zid ? byZid.get(zid) : undefined;
       if (!who) return null;
-      const r = await request(cluster.url(who.home), 'GET', `/api/tally/transfers/${tid}`, undefined, who.key, HARNESS_WITHIN_MS);
+      const r = await request(cluster.url(homes.get(who.zid)!), 'GET', `/api/tally/transfers/${tid}`, undefined, who.key, HARNESS_WITHIN_MS);
       return r.status === 200 ? (r.body as TransferView) : null;
     };
     const atReceiver = await view(end.to);

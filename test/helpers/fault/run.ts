@@ -6,7 +6,7 @@ import { FaultCluster } from './cluster.js';
 import { runFaults, type FaultOptions, type FaultRecord } from './faults.js';
 import { custodyEntries, readFinalState, recover, type CertifiedEntrySource, type Recovery } from './final-state.js';
 import type { FinalState, Operation } from './history.js';
-import { setUpIdentities, startWorkload, type WorkloadOptions } from './workload.js';
+import { bondOperators, CUSTODY_ENV, custodySetsOfThree, setUpIdentities, startWorkload, type WorkloadOptions } from './workload.js';
 
 export interface FaultRunOptions {
   nodes: number;
@@ -23,6 +23,8 @@ export interface FaultRunOptions {
   certified?: CertifiedEntrySource;
   /** Keep the data dirs (with each node's node.log) after the run. */
   keep?: boolean;
+  /** Every node's operator bonded: custody sets of three, failovers of a killed or cut-off home (CUSTODY_ENV). */
+  custody?: boolean;
 }
 
 export interface FaultRunReport {
@@ -57,11 +59,13 @@ export async function runFaultRun(o: FaultRunOptions): Promise<FaultRun> {
     lap = now;
     return ms;
   };
-  const cluster = await FaultCluster.start({ nodes: o.nodes });
+  const cluster = await FaultCluster.start({ nodes: o.nodes, ...(o.custody ? { env: { ...CUSTODY_ENV } } : {}) });
   const startMs = phase();
   try {
     const credits = o.credits ?? 400;
+    const bonded = o.custody ? await bondOperators(cluster) : 0;
     const { identities, granted } = await setUpIdentities(cluster, o.identitiesPerNode ?? 2, credits, o.seed);
+    if (o.custody && identities.length > 0) await custodySetsOfThree(cluster, identities[0]!.zid);
     const setupMs = phase();
     const workload = startWorkload(cluster, identities, { clients: 4, transferShare: 0.4, pauseMs: 25, ...o.workload, seed: o.seed });
     let faults: FaultRecord[];
@@ -83,7 +87,7 @@ export async function runFaultRun(o: FaultRunOptions): Promise<FaultRun> {
     const faultsMs = phase();
     const recovery = await recover(cluster, history, identities, o.recoverWithinMs ?? 60_000);
     phase();
-    const state = await readFinalState(cluster, history, identities, { grants: granted, claims: 0, initial: 0 }, o.certified ?? custodyEntries);
+    const state = await readFinalState(cluster, history, identities, { grants: granted + bonded, claims: 0, initial: 0 }, o.certified ?? custodyEntries);
     const checks = checkHistory(history, state);
     const readMs = phase();
     const count = (f: (op: Operation) => boolean) => history.filter(f).length;

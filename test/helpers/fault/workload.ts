@@ -91,6 +91,74 @@ export async function setUpIdentities(
   return { identities, granted };
 }
 
+/** What a run with custody sets of three adds to every node's environment (a small failoverTicks: takeovers within a fault). */
+export const CUSTODY_ENV = { SVC_CONTRIBUTION_BOND_ENVELOPES: '3', SVC_CUSTODY_FAILOVER_TICKS: '4' } as const;
+const BOND_ENVELOPES = 3;
+
+/**
+ * Bond every node's operator (granted the envelopes it bonds, sealed by spends): every node is then a member, and an
+ * identity's custody set is three once the bonds are advertised. Returns the credits granted.
+ */
+export async function bondOperators(cluster: FaultCluster): Promise<number> {
+  await Promise.all(
+    cluster.specs.map(async ({ index, dataDir }) => {
+      const url = cluster.url(index);
+      const token = (await readFile(join(dataDir, 'operator-token'), 'utf8')).trim();
+      const equation = createHash('sha256').update(`fault-run operator ${index}`).digest('hex');
+      const reg = await request(url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: equation }, undefined, HARNESS_WITHIN_MS);
+      if (reg.status !== 201) throw new Error(`register the operator at node ${index}: ${reg.status} ${JSON.stringify(reg.body)}`);
+      const zid = (reg.body as { zid: string }).zid;
+      const key = await identityKey(url, equation);
+      const grant = await request(url, 'POST', '/api/tally/grants', { zid, credits: BOND_ENVELOPES }, token, HARNESS_WITHIN_MS);
+      if (grant.status !== 201) throw new Error(`grant at node ${index}: ${grant.status} ${JSON.stringify(grant.body)}`);
+      for (let k = 0; k < BOND_ENVELOPES; k++) {
+        const r = await request(url, 'POST', '/api/svc/compute', SPEND_BODY, key, HARNESS_WITHIN_MS);
+        if (r.status !== 200) throw new Error(`an operator's spend at node ${index}: ${r.status} ${JSON.stringify(r.body)}`);
+      }
+      const res = await fetch(`${url}/api/contribute/bond`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'x-svc-operator-token': token, 'content-type': 'application/json' },
+        body: '{}',
+        signal: AbortSignal.timeout(HARNESS_WITHIN_MS),
+      });
+      if (res.status !== 201) throw new Error(`bond at node ${index}: ${res.status} ${await res.text()}`);
+    }),
+  );
+  return BOND_ENVELOPES * cluster.size;
+}
+
+/** Wait (bounded) until every node puts `zid` in a custody set of three. */
+export async function custodySetsOfThree(cluster: FaultCluster, zid: string, withinMs = 60_000): Promise<void> {
+  const end = Date.now() + withinMs;
+  for (let n = 0; n < cluster.size; n++) {
+    for (;;) {
+      const r = await request(cluster.url(n), 'GET', `/api/mesh/custody/${zid}`, undefined, undefined, HARNESS_WITHIN_MS).catch(() => null);
+      if (r?.status === 200 && (r.body as { custodians: string[] }).custodians.length === 3) break;
+      if (Date.now() > end) throw new Error(`node ${n} does not hold a custody set of three for ${zid}`);
+      await new Promise((res) => setTimeout(res, 250));
+    }
+  }
+}
+
+/**
+ * Each identity's home as the mesh holds it (GET /api/mesh/custody/:zid at every node, the home of the highest epoch
+ * named: a node that missed a home change names an older one): a failover moves it from the node it registered on.
+ */
+export async function currentHomes(cluster: FaultCluster, identities: readonly Identity[]): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const id of identities) {
+    let best = { epoch: 0, home: id.home };
+    for (const n of cluster.up()) {
+      const r = await request(cluster.url(n), 'GET', `/api/mesh/custody/${id.zid}`, undefined, undefined, HARNESS_WITHIN_MS).catch(() => null);
+      const view = r?.status === 200 ? (r.body as { epoch: number; home: string }) : null;
+      const home = view === null ? -1 : cluster.nodeIds.indexOf(view.home);
+      if (home >= 0 && view!.epoch > best.epoch) best = { epoch: view!.epoch, home };
+    }
+    out.set(id.zid, best.home);
+  }
+  return out;
+}
+
 /** Clients that run until `stop()` and record every operation. */
 export interface Workload {
   history: Operation[];
