@@ -76,6 +76,13 @@ export interface DeliveryLoopOptions<R, D, A> {
   nowMs?: () => number;
 }
 
+/** An item to try again after `retryMs`, at `home` when it is not the one it was sent to. */
+interface Retry {
+  id: string;
+  retryMs: number;
+  home?: string;
+}
+
 interface Due {
   home: string;
   /** When the next attempt may start (ms, this process's clock). */
@@ -172,13 +179,13 @@ export class DeliveryLoop<R, D, A> {
         .catch((err: unknown) => {
           // Only a failure to record the outcome lands here: the items are tried again.
           this.o.logger.warn({ home, err: String(err) }, `${this.o.what} delivery outcome not recorded`);
-          return ids.map((id) => ({ id, retryMs: BACKOFF.maxMs }));
+          return ids.map((id): Retry => ({ id, retryMs: BACKOFF.maxMs }));
         })
         .then((retries) => {
           this.busy.delete(home);
           // One clock reading for all: items that failed together stay due together (the next request takes them all).
           const now = this.now();
-          for (const r of retries) this.schedule(r.id, home, r.retryMs, now, false);
+          for (const r of retries) this.schedule(r.id, r.home ?? home, r.retryMs, now, false);
           this.arm();
         });
       const tracked = run.finally(() => this.inflight.delete(tracked));
@@ -187,15 +194,19 @@ export class DeliveryLoop<R, D, A> {
     this.arm();
   }
 
-  /** One request to `home` for (some of) `ids`; resolves to the items to try again and when. */
-  private async request(home: string, ids: string[]): Promise<{ id: string; retryMs: number }[]> {
+  /** One request to `home` for (some of) `ids`; resolves to the items to try again, when, and where when elsewhere. */
+  private async request(home: string, ids: string[]): Promise<Retry[]> {
     const src = this.o.source;
     const records = (await src.loadMany(ids)).filter((r): r is R => r !== undefined && src.isPending(r));
-    // Packed by size; what does not fit goes in the next request, at once.
+    // Packed by size; what does not fit goes in the next request, at once, as does an item whose home moved.
     const batch: { r: R; attempt: number }[] = [];
-    const later: { id: string; retryMs: number }[] = [];
+    const later: Retry[] = [];
     let bytes = 0;
     for (const r of records) {
+      if (src.homeOf(r) !== home) {
+        later.push({ id: src.idOf(r), retryMs: 0, home: src.homeOf(r) });
+        continue;
+      }
       const size = Buffer.byteLength(canonicalJson(src.deliveryOf(r, src.attemptsOf(r) + 1)), 'utf8');
       if (batch.length > 0 && bytes + size > BATCH_BYTES) later.push({ id: src.idOf(r), retryMs: 0 });
       else {

@@ -466,12 +466,15 @@ export class Transfers {
   }
 
   /**
-   * A pending record as this node delivers it: with its debit certificate, and from this node, the one that signs the
-   * delivery (a custody failover hands the outbox of an identity to another home, docs/decisions.md "Custody").
+   * A pending record as this node delivers it: with its debit certificate, from this node (the one that signs the
+   * delivery), to the receiver's home (a custody failover moves an identity's home, docs/decisions.md "Custody").
    */
   private async withCertificate(r: TransferRecord): Promise<TransferRecord> {
     const kept = await this.d.debitCertificates.get(r.transfer_id);
-    const here = { ...r, from_home: this.d.nodeId() };
+    // To the receiver's home as the identity directory names it (a failover may have moved it since the debit).
+    const receiver = await this.d.identity.getIdentity(r.to);
+    const toHome = receiver?.home ?? r.to_home;
+    const here = { ...r, from_home: this.d.nodeId(), to_home: toHome, to_url: toHome === r.to_home ? r.to_url : null };
     if (kept === null) return here;
     return { ...here, debit_certificate: this.recertify === null ? kept : await this.recertify(kept) };
   }
