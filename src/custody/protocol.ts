@@ -158,7 +158,7 @@ export const promiseRequestSchema = z
     svcond: z.number().int().min(0),
     zid: z.string().regex(ZID_PATTERN),
     epoch: z.number().int().min(2),
-    handshake: z.string().min(1).max(128),
+    handshake,
   })
   .strict();
 export type PromiseRequest = z.infer<typeof promiseRequestSchema>;

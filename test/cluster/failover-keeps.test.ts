@@ -7,9 +7,10 @@
 import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { identityKey } from '../../scripts/bench/lib.js';
-import { FaultCluster } from '../helpers/fault/cluster.js';
+import type { FaultCluster } from '../helpers/fault/cluster.js';
+import { custodyAt, startBondedCluster } from '../helpers/failover.js';
 import { SPEND_BODY } from '../helpers/fault/workload.js';
-import { bond, grant } from '../helpers/custody.js';
+import { grant } from '../helpers/custody.js';
 import { bearer, call } from '../helpers/node.js';
 import { waitUntil } from '../helpers/wait.js';
 
@@ -18,23 +19,12 @@ afterAll(async () => {
   await cluster?.destroy();
 });
 
-interface Custody {
-  epoch: number;
-  home: string;
-  custodians: string[];
-}
-
 interface Envelope {
   token_id: string;
   owner: string;
   face_value: number;
   transfer_id?: string;
 }
-
-const custodyAt = async (url: string, zid: string): Promise<Custody | null> => {
-  const r = await call(url, 'GET', `/api/mesh/custody/${zid}`).catch(() => null);
-  return r?.status === 200 ? (r.body as Custody) : null;
-};
 
 const envelopesAt = async (url: string, zid: string, key: string): Promise<{ total: number; items: Envelope[] }> => {
   const r = await call(url, 'GET', `/api/tally/envelopes/${zid}?limit=100`, undefined, bearer(key));
@@ -53,13 +43,9 @@ async function register(url: string, seed: string): Promise<{ zid: string; key: 
 
 describe('a failover keeps what the old home acknowledged', () => {
   it('serves its sealed results and record, and delivers its transfer in flight once', async () => {
-    cluster = await FaultCluster.start({
-      nodes: 5,
-      env: { SVC_CONTRIBUTION_BOND_ENVELOPES: '3', SVC_CUSTODY_FAILOVER_TICKS: '4', SVC_CUSTODY_CERTIFY_TIMEOUT_MS: '3000' },
-    });
+    cluster = await startBondedCluster('keeps');
     const c = cluster;
     const nodes = c.specs.map((s) => ({ url: c.url(s.index), dataDir: s.dataDir }));
-    await Promise.all(nodes.map((n, i) => bond(n, `keeps-operator-${i}`, 0)));
 
     // The sender, homed on node 0, once its custody set is three; the receiver homed on a node outside that set, with
     // no write before the transfer's credit (its custodians hold nothing of it, so none takes it over while its home

@@ -7,11 +7,12 @@
 import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { identityKey } from '../../scripts/bench/lib.js';
-import { FaultCluster } from '../helpers/fault/cluster.js';
+import type { FaultCluster } from '../helpers/fault/cluster.js';
+import { custodyAt, startBondedCluster } from '../helpers/failover.js';
 import { oneCertifiedEntryPerSlot } from '../helpers/fault/checker.js';
 import { custodyEntries } from '../helpers/fault/final-state.js';
 import { SPEND_BODY } from '../helpers/fault/workload.js';
-import { bond, grant } from '../helpers/custody.js';
+import { grant } from '../helpers/custody.js';
 import { bearer, call } from '../helpers/node.js';
 import { waitUntil } from '../helpers/wait.js';
 
@@ -20,28 +21,13 @@ afterAll(async () => {
   await cluster?.destroy();
 });
 
-interface Custody {
-  epoch: number;
-  home: string;
-  custodians: string[];
-  certified_seq: number;
-}
-
-const custodyAt = async (url: string, zid: string): Promise<Custody | null> => {
-  const r = await call(url, 'GET', `/api/mesh/custody/${zid}`).catch(() => null);
-  return r?.status === 200 ? (r.body as Custody) : null;
-};
 const total = (b: { free: number; paid: number }) => b.free + b.paid;
 
 describe('a home partitioned from its custodians', () => {
   it('acknowledges nothing on its side; the majority takes the identity over; healed, nothing was spent twice', async () => {
-    cluster = await FaultCluster.start({
-      nodes: 5,
-      env: { SVC_CONTRIBUTION_BOND_ENVELOPES: '3', SVC_CUSTODY_FAILOVER_TICKS: '4', SVC_CUSTODY_CERTIFY_TIMEOUT_MS: '3000' },
-    });
+    cluster = await startBondedCluster('partition');
     const c = cluster;
     const nodes = c.specs.map((s) => ({ url: c.url(s.index), dataDir: s.dataDir }));
-    await Promise.all(nodes.map((n, i) => bond(n, `partition-operator-${i}`, 0)));
     const probe = await call(c.url(0), 'POST', '/api/svc-auth/register-v3', { equation_sha256: createHash('sha256').update('partition probe').digest('hex') });
     expect(probe.status, probe.text).toBe(201);
     await waitUntil(async () => (await custodyAt(c.url(0), probe.body.zid))?.custodians.length === 3, 'custody sets of three at node 0', 60_000, 250);

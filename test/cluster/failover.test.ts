@@ -6,11 +6,12 @@
 import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { identityKey } from '../../scripts/bench/lib.js';
-import { FaultCluster } from '../helpers/fault/cluster.js';
+import type { FaultCluster } from '../helpers/fault/cluster.js';
+import { custodyAt, startBondedCluster } from '../helpers/failover.js';
 import { oneCertifiedEntryPerSlot } from '../helpers/fault/checker.js';
 import { custodyEntries } from '../helpers/fault/final-state.js';
 import { SPEND_BODY } from '../helpers/fault/workload.js';
-import { bond, grant } from '../helpers/custody.js';
+import { grant } from '../helpers/custody.js';
 import { bearer, call } from '../helpers/node.js';
 import { waitUntil } from '../helpers/wait.js';
 
@@ -20,28 +21,11 @@ afterAll(async () => {
   await cluster?.destroy();
 });
 
-interface Custody {
-  epoch: number;
-  home: string;
-  custodians: string[];
-  certified_seq: number;
-  finality: string;
-}
-
-const custodyAt = async (url: string, zid: string): Promise<Custody | null> => {
-  const r = await call(url, 'GET', `/api/mesh/custody/${zid}`).catch(() => null);
-  return r?.status === 200 ? (r.body as Custody) : null;
-};
-
 describe('failover of an identity whose home is killed', () => {
   it('another custodian serves it with every acknowledged write and spends in a new epoch; the old home comes back fenced and does not fork', async () => {
-    cluster = await FaultCluster.start({
-      nodes: 5,
-      env: { SVC_CONTRIBUTION_BOND_ENVELOPES: '3', SVC_CUSTODY_FAILOVER_TICKS: '4', SVC_CUSTODY_CERTIFY_TIMEOUT_MS: '3000' },
-    });
+    cluster = await startBondedCluster('failover');
     const c = cluster;
     const nodes = c.specs.map((s) => ({ url: c.url(s.index), dataDir: s.dataDir }));
-    await Promise.all(nodes.map((n, i) => bond(n, `failover-operator-${i}`, 0)));
     // Sets of three once every bond is advertised in tick events (read at node 0, for a probe identity of its own).
     const probe = await call(c.url(0), 'POST', '/api/svc-auth/register-v3', { equation_sha256: createHash('sha256').update('failover probe').digest('hex') });
     expect(probe.status, probe.text).toBe(201);

@@ -1,0 +1,34 @@
+// What the failover process tests share: five node processes of the fault harness (SIGKILL, restart, partition),
+// every operator bonded so an identity's custody set is three, a short failover; and the custody status a node gives.
+import { FaultCluster } from './fault/cluster.js';
+import { bond } from './custody.js';
+import { call } from './node.js';
+
+/** GET /api/mesh/custody/:zid as a node answers it (null: not known there, or the node is down). */
+export interface CustodyStatus {
+  epoch: number;
+  home: string;
+  custodians: string[];
+  certified_seq: number;
+  finality: string;
+}
+
+export async function custodyAt(url: string, zid: string): Promise<CustodyStatus | null> {
+  const r = await call(url, 'GET', `/api/mesh/custody/${zid}`).catch(() => null);
+  return r?.status === 200 ? (r.body as CustodyStatus) : null;
+}
+
+/** Five node processes, every node's operator bonded (the operators' identities seeded from `name`). */
+export async function startBondedCluster(name: string): Promise<FaultCluster> {
+  const cluster = await FaultCluster.start({
+    nodes: 5,
+    env: { SVC_CONTRIBUTION_BOND_ENVELOPES: '3', SVC_CUSTODY_FAILOVER_TICKS: '4', SVC_CUSTODY_CERTIFY_TIMEOUT_MS: '3000' },
+  });
+  try {
+    await Promise.all(cluster.specs.map((s) => bond({ url: cluster.url(s.index), dataDir: s.dataDir }, `${name}-operator-${s.index}`, 0)));
+  } catch (err) {
+    await cluster.destroy();
+    throw err;
+  }
+  return cluster;
+}
