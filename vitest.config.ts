@@ -1,8 +1,9 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
-// Files that start node processes or a mesh: three run at a time, after the rest (they mostly wait on ticks: two at a
-// time kept the cores ~80 % busy), so nothing else competes with them. Files that assert on time limits or draw in
+// Files that start node processes or a mesh: two run at a time, after the rest (they mostly wait on ticks, and one of
+// them at a time left a core idle; three at a time starved the in-process meshes and took longer), so nothing else
+// competes with them. Files that assert on time limits or draw in
 // a browser run one at a time after them. Everything else runs on every core. Each worker imports the module graph
 // once for all the files it runs (isolate: false; importing it again per file cost more than most files' tests):
 // each file stops the nodes it starts, restores what it patches, and test/setup.ts gives each file a fresh fetch pool.
@@ -37,7 +38,7 @@ export default defineConfig({
           sequence: { groupOrder: 0 },
         },
       },
-      { extends: true, test: { name: 'paired', include: paired, exclude: alone, isolate: false, maxWorkers: 3, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'paired', include: paired, exclude: alone, isolate: false, maxWorkers: 2, sequence: { groupOrder: 1 } } },
       { extends: true, test: { name: 'alone', include: alone, isolate: false, maxWorkers: 1, sequence: { groupOrder: 2 } } },
     ],
   },
