@@ -63,10 +63,11 @@ export async function resolveCaller(ctx: Context, deps: AuthDeps, allowAnonymous
     });
   }
   if (rec.plan === 'demo' || !rec.zid) return { kind: 'demo', key: rec };
-  // The identity's record holds its current home (a custody failover moves it); the key's is where it was minted.
+  // A machine's key is served at the machine's home, which a custody failover does not move (decisions.md "Custody"):
+  // nothing more is read for it. An identity's record holds its current home (a failover moves it).
+  if (rec.kind === 'zsm' && rec.slug) return { kind: 'identity', zid: rec.zid, key: rec, slug: rec.slug, home: rec.home ?? deps.nodeId() };
   const ident = await deps.identity.getIdentity(rec.zid);
   const home = ident?.home ?? rec.home ?? deps.nodeId();
-  if (rec.kind === 'zsm' && rec.slug) return { kind: 'identity', zid: rec.zid, key: rec, slug: rec.slug, home };
   if (!ident)
     throw new ServiceError(401, 'SVC_INVALID_KEY', 'the identity of this key no longer exists', {
       key_id: rec.key_id,
