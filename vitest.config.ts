@@ -22,6 +22,8 @@ const alone = ['test/http/fairness.test.ts', 'test/http/compute.test.ts', 'test/
 export default defineConfig({
   test: {
     setupFiles: ['test/setup.ts'],
+    // Solver and seal workers of in-process nodes run the build global-setup has just made (src/compute/executor.ts).
+    env: { SVC_WORKERS_FROM_BUILD: '1' },
     globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
     testTimeout: 30_000,

@@ -21,6 +21,12 @@ function tsxEsmApi(): string {
 }
 
 const FROM_SOURCE = fileURLToPath(import.meta.url).endsWith('.ts');
+/**
+ * Running from source, workers compile their .ts modules through tsx: about a second of CPU per worker. The test run
+ * sets SVC_WORKERS_FROM_BUILD=1 (vitest.config.ts), whose global setup brings dist/ up to date with src/ first: its
+ * workers run the build's .js, as a node started from dist/ does.
+ */
+const WORKERS_FROM_BUILD = FROM_SOURCE && process.env.SVC_WORKERS_FROM_BUILD === '1';
 
 /**
  * `--min-semi-space-size` (npm start gives node 64 MiB; docs/decisions.md) is meant for the main thread, which serves
@@ -35,10 +41,11 @@ export function resetWorkerHeapFlags(): void {
 
 /**
  * A worker thread running the module `name` of this directory (solver-worker, seal-worker): the .js file from
- * dist, or, from source (tests, tsx), the .ts file loaded through a bootstrap that registers tsx first.
+ * dist, or, from source (tsx), the .ts file loaded through a bootstrap that registers tsx first.
  */
 export function spawnWorker(name: string, workerData?: unknown): Worker {
   resetWorkerHeapFlags();
+  if (WORKERS_FROM_BUILD) return new Worker(new URL(`../../dist/compute/${name}.js`, import.meta.url), { workerData });
   const entry = new URL(`./${name}${FROM_SOURCE ? '.ts' : '.js'}`, import.meta.url);
   if (!FROM_SOURCE) return new Worker(entry, { workerData });
   const bootstrap = `import(${JSON.stringify(tsxEsmApi())}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); });`;
