@@ -22,8 +22,14 @@ const alone = ['test/http/fairness.test.ts', 'test/http/compute.test.ts', 'test/
 export default defineConfig({
   test: {
     setupFiles: ['test/setup.ts'],
-    // Solver and seal workers of in-process nodes run the build global-setup has just made (src/compute/executor.ts).
-    env: { SVC_WORKERS_FROM_BUILD: '1' },
+    env: {
+      // Solver and seal workers of in-process nodes run the build global-setup has just made (src/compute/executor.ts).
+      SVC_WORKERS_FROM_BUILD: '1',
+      // Identities' secrets at scrypt's lowest cost (N = 2^10, ~6 ms) in every node the tests start, in process or
+      // as a process (which inherits it): at the default's ~0.1 s of a core, registrations and logins cost minutes
+      // of the suite. Each record keeps its cost (test/identity/secret-hash.test.ts).
+      SVC_IDENTITY_SCRYPT_COST: '10',
+    },
     globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
     testTimeout: 30_000,

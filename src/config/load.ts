@@ -32,6 +32,7 @@ export const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'b
   SVC_IDENTITY_CACHE_MAX: { path: 'limits.identityCacheMax', kind: 'int' },
   SVC_KEYLESS_STREAMS_PER_ADDRESS: { path: 'limits.keylessStreamsPerAddress', kind: 'int' },
   SVC_KEYLESS_STREAMS_PER_NODE: { path: 'limits.keylessStreamsPerNode', kind: 'int' },
+  SVC_IDENTITY_SCRYPT_COST: { path: 'identity.scryptCost', kind: 'int' },
   SVC_P2P_PORT: { path: 'mesh.p2pPort', kind: 'int' },
   SVC_BOOTSTRAP: { path: 'mesh.bootstrap', kind: 'list' },
   SVC_MESH_SECRET: { path: 'mesh.secret', kind: 'string' },

@@ -185,6 +185,17 @@ export const configSchema = z
       })
       .strict()
       .default({ replicas: 3, certifyTimeoutMs: 5000, failoverTicks: 8 }),
+    /** How identities' secrets are kept (identity/secret-hash.ts). */
+    identity: z
+      .object({
+        /**
+         * log2 of scrypt's N for the secrets of identities registered here (a password, a ZK equation's digest): 14 is
+         * 16 MiB and ~0.1 s of one core a registration or login. Each record keeps the cost it was made with.
+         */
+        scryptCost: z.number().int().min(10).max(20).default(14),
+      })
+      .strict()
+      .default({ scryptCost: 14 }),
     /** Webhooks (webhooks/): which URLs they may call, and the receivers' response window (spec 6.3: 30 s). */
     webhooks: z
       .object({

@@ -1,7 +1,6 @@
 // Identities, sessions and keys (spec 2.4, 4.4, part 5). Passwords and ZK hashes with scrypt; keys and session
 // tokens stored as SHA-256 digests; every secret comparison in constant time.
-import { randomBytes, scrypt as scryptCb, timingSafeEqual, createHmac } from 'node:crypto';
-import { promisify } from 'node:util';
+import { randomBytes, timingSafeEqual, createHmac } from 'node:crypto';
 import { sha256Hex } from '../kernel/bytes.js';
 import { backfillOnce } from '../store/backfill.js';
 import { ServiceError } from '../kernel/errors.js';
@@ -13,8 +12,7 @@ import { DEFAULT_SLUG_PREFIX, MachineCreation, type AdminKey } from '../chain/ma
 import type { KeyRecord } from '../records/types.js';
 import { compareVersions, keyDigest, keyId, keyKind, mintKey, randomToken } from './keys.js';
 import { Claims, conflict, type Claim, type ClaimSpace } from './claims.js';
-
-const scrypt = promisify(scryptCb) as (pw: string | Buffer, salt: string | Buffer, len: number) => Promise<Buffer>;
+import { DEFAULT_SCRYPT_COST, hashSecret } from './secret-hash.js';
 
 export const SESSION_TTL_MS = 24 * 3600 * 1000;
 export const SESSION_KEY_TTL_MS = 24 * 3600 * 1000;
@@ -29,6 +27,8 @@ export interface IdentityRecord {
   /** ZK flow: scrypt of the client's equation digest; the equation never reaches the server. */
   hash?: string;
   salt: string;
+  /** log2 of scrypt's N the hash (password_hash or hash) was made with; absent: 14 (secret-hash.ts). */
+  scrypt_cost?: number;
   home: string;
   default_machine?: string;
   created_unix_ms: number;
@@ -62,6 +62,8 @@ export interface IdentityDeps {
   kernelVersion: string;
   /** Secret used to derive decoy salts for unknown emails (no account enumeration through /salt). */
   saltSecret: Buffer;
+  /** log2 of scrypt's N for the secrets of identities registered here (config identity.scryptCost). */
+  scryptCost?: number;
   /** Key records kept in memory (limits.identityCacheMax; default 10 000). */
   keyCacheMax?: number;
 }
@@ -117,6 +119,11 @@ export class IdentityService {
   private readonly claims = new Claims();
   /** Machines with their admin keys: identities' default ones at registration, and further ones (createMachine). */
   private readonly machines: MachineCreation;
+
+  /** log2 of scrypt's N for secrets hashed here now. */
+  private get scryptCost(): number {
+    return this.deps.scryptCost ?? DEFAULT_SCRYPT_COST;
+  }
 
   constructor(private readonly deps: IdentityDeps) {
     this.keyCache = new BoundedMap(deps.keyCacheMax ?? 10_000);
@@ -233,7 +240,7 @@ export class IdentityService {
     try {
       if (await this.deps.store.get(this.emails, normalised)) throw conflict('email', normalised);
       const salt = await this.saltFor(normalised, true);
-      const hash = (await scrypt(password, Buffer.from(salt, 'hex'), 32)).toString('hex');
+      const hash = (await hashSecret(password, salt, this.scryptCost)).toString('hex');
       const zid = `zid_${randomBytes(16).toString('hex')}`;
       const slug = await this.claimDefaultSlug(zid, 'email', claims);
       const record: IdentityRecord = {
@@ -242,6 +249,7 @@ export class IdentityService {
         email: normalised,
         password_hash: hash,
         salt,
+        scrypt_cost: this.scryptCost,
         home: this.deps.nodeId(),
         default_machine: slug,
         created_unix_ms: this.now(),
@@ -282,7 +290,7 @@ export class IdentityService {
     const rec = zid ? await this.getIdentity(zid) : undefined;
     // Hash even for unknown emails so timing does not reveal which emails exist.
     const salt = rec?.salt ?? (await this.saltFor(normalised));
-    const hash = await scrypt(password, Buffer.from(salt, 'hex'), 32);
+    const hash = await hashSecret(password, salt, rec?.scrypt_cost ?? (rec ? DEFAULT_SCRYPT_COST : this.scryptCost));
     const stored = rec?.password_hash ? Buffer.from(rec.password_hash, 'hex') : Buffer.alloc(32);
     if (!rec || !rec.password_hash || !timingSafeEqual(hash, stored)) {
       throw new ServiceError(401, 'SVC_INVALID_CREDENTIALS', 'email or password is wrong');
@@ -601,9 +609,18 @@ export class IdentityService {
     try {
       if (await this.getIdentity(zid)) throw conflict('zid', zid);
       const salt = randomBytes(16).toString('hex');
-      const hash = (await scrypt(digest, Buffer.from(salt, 'hex'), 32)).toString('hex');
+      const hash = (await hashSecret(digest, salt, this.scryptCost)).toString('hex');
       const slug = await this.claimDefaultSlug(zid, 'zid', claims);
-      const record: IdentityRecord = { zid, kind: 'zk', hash, salt, home: this.deps.nodeId(), default_machine: slug, created_unix_ms: this.now() };
+      const record: IdentityRecord = {
+        zid,
+        kind: 'zk',
+        hash,
+        salt,
+        scrypt_cost: this.scryptCost,
+        home: this.deps.nodeId(),
+        default_machine: slug,
+        created_unix_ms: this.now(),
+      };
       const { ops, adminKey, machine, announce } = this.machines.newMachine(zid, slug, svcond);
       await this.deps.store.commit([{ type: 'put', sub: this.identities, key: zid, value: record }, ...ops]);
       announce();
@@ -619,7 +636,7 @@ export class IdentityService {
     const zid = `zid_${digest.slice(0, 32)}`;
     const rec = await this.getIdentity(zid);
     const salt = rec?.salt ?? randomBytes(16).toString('hex');
-    const hash = await scrypt(digest, Buffer.from(salt, 'hex'), 32);
+    const hash = await hashSecret(digest, salt, rec?.scrypt_cost ?? (rec ? DEFAULT_SCRYPT_COST : this.scryptCost));
     const stored = rec?.hash ? Buffer.from(rec.hash, 'hex') : Buffer.alloc(32);
     if (!rec || rec.kind !== 'zk' || !timingSafeEqual(hash, stored)) throw new ServiceError(401, 'SVC_INVALID_CREDENTIALS', 'identity proof rejected');
     return this.openSession(zid);

@@ -29,6 +29,7 @@ export async function wireIdentity(f: Foundation, chain: ChainService, mesh: Mes
     nodeId: () => f.nodeId,
     kernelVersion: config.kernel.version,
     saltSecret: f.keys.salt,
+    scryptCost: config.identity.scryptCost,
     keyCacheMax: config.limits.identityCacheMax,
   });
   await identity.indexEmbedKeysOnce();

@@ -18,9 +18,24 @@ export interface TestNode {
   destroy(): Promise<void>;
 }
 
+/**
+ * A test node: silent, unsynced writes, and identities' secrets hashed at the test run's scrypt cost
+ * (SVC_IDENTITY_SCRYPT_COST, vitest.config.ts).
+ */
 export async function startTestNode(overrides: Record<string, unknown> = {}, options: NodeOptions = {}, dataDir?: string): Promise<TestNode> {
   const dir = dataDir ?? (await mkdtemp(join(tmpdir(), 'svc-test-')));
-  const config = loadConfig({ env: {}, overrides: { port: 0, host: '127.0.0.1', dataDir: dir, logLevel: 'silent', syncWrites: false, ...overrides } });
+  const config = loadConfig({
+    env: {},
+    overrides: {
+      port: 0,
+      host: '127.0.0.1',
+      dataDir: dir,
+      logLevel: 'silent',
+      syncWrites: false,
+      identity: { scryptCost: Number(process.env.SVC_IDENTITY_SCRYPT_COST ?? 14) },
+      ...overrides,
+    },
+  });
   const node = await new SvcNode(config, { logger: pino({ level: 'silent' }), ...options }).start();
   const t: TestNode = {
     node,

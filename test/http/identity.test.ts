@@ -1,5 +1,5 @@
 // Identity (spec 2.4, 4.4, part 5): v1 and v3 flows, key kinds, the zero-knowledge store contents.
-import { createHash } from 'node:crypto';
+import { createHash, scryptSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Level } from 'level';
 import { join } from 'node:path';
@@ -123,8 +123,13 @@ describe('v3 zero-knowledge flow', () => {
     }
     await db.close();
     expect(identityRecord).not.toBeNull();
-    expect(Object.keys(identityRecord!).sort()).toEqual(['created_unix_ms', 'default_machine', 'hash', 'home', 'kind', 'salt', 'zid']);
+    expect(Object.keys(identityRecord!).sort()).toEqual(['created_unix_ms', 'default_machine', 'hash', 'home', 'kind', 'salt', 'scrypt_cost', 'zid']);
     expect(identityRecord!.hash).toMatch(/^[0-9a-f]{64}$/);
+    // The hash is scrypt of the digest with the record's salt, at the cost the record names (r 8, p 1).
+    const cost = identityRecord!.scrypt_cost as number;
+    expect(
+      scryptSync(digest, Buffer.from(identityRecord!.salt as string, 'hex'), 32, { N: 2 ** cost, r: 8, p: 1, maxmem: 2 ** (cost + 11) }).toString('hex'),
+    ).toBe(identityRecord!.hash);
     expect(identityRecord!.hash).not.toBe(digest);
     const dump = everything.join('\n');
     expect(dump).not.toContain(equation);
