@@ -13,20 +13,19 @@ import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { Command } from 'commander';
 import { readOperatorToken } from '../config/operator-token.js';
 import { NODE_VERSION } from '../config/version.js';
-import { readNodeId } from '../mesh/identity.js';
-import { BackupError, backupStream, isEmptyDir, readBackup, restoreBackup, STORE_DIR, type BackupManifest } from '../store/backup.js';
-import { Store } from '../store/db.js';
-import { storedFormat } from '../store/format.js';
-import { BACKUP_PATH } from '../http/routes/admin.js';
+import type { BackupManifest } from '../store/backup.js';
+import type { Store } from '../store/db.js';
 import { exitWith } from './node-request.js';
 
-/** The node's foundation module, loaded when a backup runs (the other commands start without the node's modules). */
+// What a backup or restore needs, loaded when one runs (the other commands start without the node's modules).
 const foundation = () => import('../node/foundation.js');
+const backups = () => import('../store/backup.js');
 
 /** The data dir given, or exit 2 (nothing is created for a missing one). */
 async function existingDataDir(dir: string): Promise<void> {
   const problem = await dataDirProblem(dir);
   if (problem !== null) exitWith(problem, 2);
+  const { STORE_DIR } = await backups();
   if ((await stat(join(dir, STORE_DIR)).catch(() => null)) === null) exitWith(`${dir} holds no store (${STORE_DIR}/): not a node's data dir`, 2);
 }
 
@@ -37,6 +36,12 @@ function isLocked(err: unknown): boolean {
 
 /** The store read directly (no node runs on the data dir); null when a node holds it. */
 async function backupFromDataDir(dataDir: string, tmp: string): Promise<boolean> {
+  const [{ STORE_DIR, backupStream }, { Store }, { storedFormat }, { readNodeId }] = await Promise.all([
+    backups(),
+    import('../store/db.js'),
+    import('../store/format.js'),
+    import('../mesh/identity.js'),
+  ]);
   let store: Store;
   try {
     store = await Store.open(join(dataDir, STORE_DIR), { sync: false });
@@ -62,6 +67,7 @@ async function backupFromNode(opts: { dataDir: string; url?: string; token?: str
   if (!url) exitWith(`a node holds ${opts.dataDir} but its URL is unknown: give --url`, 2);
   const token = opts.token ?? process.env.SVC_OPERATOR_TOKEN ?? (await readOperatorToken(opts.dataDir));
   if (!token) exitWith(`no operator token: give --token, SVC_OPERATOR_TOKEN or a data dir holding operator-token`, 2);
+  const { BACKUP_PATH } = await import('../http/routes/admin.js');
   const target = `${url.replace(/\/+$/, '')}${BACKUP_PATH}`;
   let res: Response;
   try {
@@ -97,6 +103,7 @@ export function addBackupCommands(program: Command): void {
     .option('--token <token>', "the operator token (default: SVC_OPERATOR_TOKEN, else the data dir's operator-token)")
     .action(async (opts: { dataDir: string; out: string; url?: string; token?: string }) => {
       await existingDataDir(opts.dataDir);
+      const { readBackup, BackupError } = await backups();
       const tmp = `${opts.out}.partial-${process.pid}`;
       let from: 'data dir' | 'running node' = 'data dir';
       try {
@@ -120,6 +127,7 @@ export function addBackupCommands(program: Command): void {
     .requiredOption('--data-dir <dir>', 'the data dir to create')
     .action(async (opts: { in: string; dataDir: string }) => {
       if ((await stat(opts.in).catch(() => null)) === null) exitWith(`no backup file ${opts.in}`, 2);
+      const { isEmptyDir, restoreBackup, BackupError } = await backups();
       if (!(await isEmptyDir(opts.dataDir))) exitWith(`${opts.dataDir} is not empty: restore into a new or empty data dir`, 2);
       try {
         const manifest = await restoreBackup(opts.in, opts.dataDir);

@@ -243,7 +243,7 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
     }
   };
 
-  const spin = progress(`starting ${o.nodes} node${o.nodes === 1 ? '' : 's'}`);
+  const spin = await progress(`starting ${o.nodes} node${o.nodes === 1 ? '' : 's'}`);
   try {
     for (let i = 0; i < o.nodes; i++) {
       const name = `node${i + 1}`;

@@ -5,13 +5,9 @@ import '../polyfill.js';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { ConfigError, loadConfig } from '../config/load.js';
+import { ConfigError } from '../config/error.js';
 import { decodeReceiptSecret, keyFingerprint, readReceiptSecretFile, RECEIPT_SECRET_FILE } from '../config/receipt-secret.js';
 import { deriveKey } from '../kernel/receipt.js';
-import { loadOrCreateNodeKey, readNodeId } from '../mesh/identity.js';
-import { verifyText } from '../mesh/wire.js';
-import { verifySealedResult } from '../compute/verify-result.js';
-import { runCluster } from './cluster.js';
 import { dataDirProblem } from './data-dir.js';
 import { addBackupCommands } from './backup.js';
 import { addContributeCommand } from './contribute.js';
@@ -25,6 +21,8 @@ import { solveChallenge } from '../tally/claim-proof.js';
 import { loadOrCreateOperatorToken, readOperatorToken, OPERATOR_TOKEN_FILE } from '../config/operator-token.js';
 import { NODE_VERSION } from '../config/version.js';
 
+// A command loads what only it needs when it runs (the node, libp2p's keys, the config schema, the cluster runner):
+// every svc-node command starts in a fraction of the time.
 const program = new Command();
 program.name('svc-node').description('Deterministic Computation Service node').version(NODE_VERSION);
 
@@ -101,6 +99,7 @@ async function requireDataDir(dir: string): Promise<void> {
 }
 
 configFlags(program.command('start').description('run a node')).action(async (opts: Record<string, unknown>) => {
+  const { loadConfig } = await import('../config/load.js');
   let config;
   try {
     config = loadConfig({ configFile: opts.config as string | undefined, flags: flagsToPaths(opts) });
@@ -159,6 +158,7 @@ async function receiptSecretFor(opts: { secret?: string; dataDir?: string }): Pr
  * dir the secret is read from (or, for a cluster's data root, each node's dir under it).
  */
 async function knownSealers(opts: { dataDir?: string; node?: string[] }): Promise<Set<string>> {
+  const { readNodeId } = await import('../mesh/identity.js');
   const known = new Set(opts.node ?? []);
   const dir = opts.dataDir ?? process.env.SVC_DATA_DIR ?? './data';
   const own = await readNodeId(dir);
@@ -204,6 +204,7 @@ program
       fail(`cannot read the node key: ${(err as Error).message}`);
     }
     // The same check as POST /api/svc/verify, with the nodes given here as the known ones.
+    const [{ verifySealedResult }, { verifyText }] = await Promise.all([import('../compute/verify-result.js'), import('../mesh/wire.js')]);
     const answer = verifySealedResult({ receiptKey: deriveKey(secret, 'RECEIPT'), isKnownNode: (n) => sealers.has(n), verifySignature: verifyText }, body);
     const b = body as Record<string, unknown>;
     process.stdout.write(`${JSON.stringify({ ...answer, value: b.value ?? null, unit: b.unit ?? null })}\n`);
@@ -216,6 +217,7 @@ const keysCommand = program
   .option('--data-dir <dir>', 'data directory', process.env.SVC_DATA_DIR ?? './data')
   .action(async (opts: { dataDir: string }) => {
     await requireDataDir(opts.dataDir);
+    const { loadOrCreateNodeKey } = await import('../mesh/identity.js');
     const ident = await loadOrCreateNodeKey(opts.dataDir);
     let fingerprint: string | null;
     try {
@@ -323,6 +325,7 @@ program
   .action(async (opts: { nodes: number; basePort: number; meshSecret?: string; dataRoot: string; logLevel: string; restart: boolean }) => {
     if (opts.nodes < 1 || opts.nodes > 64) fail('--nodes must be 1 … 64');
     if (opts.meshSecret !== undefined && opts.meshSecret.length < 16) fail('--mesh-secret must be at least 16 characters');
+    const { runCluster } = await import('./cluster.js');
     await runCluster({
       nodes: opts.nodes,
       basePort: opts.basePort,

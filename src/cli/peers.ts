@@ -62,7 +62,7 @@ export function peersCommand(program: Command): void {
     .option('--json', 'one JSON object (for scripts)', false)
     .option('--timeout <ms>', 'request timeout in ms', (v) => Number(v), 5000)
     .action(async (opts: { url: string; json: boolean; timeout: number }) => {
-      const spin = progress(`asking ${opts.url}`, { json: opts.json });
+      const spin = await progress(`asking ${opts.url}`, { json: opts.json });
       try {
         const r = await readPeers(opts.url, opts.timeout);
         spin.succeed(`${opts.url} answered`);

@@ -1,7 +1,6 @@
 // Progress of a long operation on a terminal (ora): a spinner on stderr while it runs, one line when it ends. Off
 // when stderr is not a terminal (scripts, CI, the tests) or the command prints JSON: stdout stays machine-readable
 // and stderr keeps only what is said there on purpose.
-import ora, { type Ora } from 'ora';
 
 export interface Progress {
   text(text: string): void;
@@ -11,10 +10,12 @@ export interface Progress {
 
 const silent: Progress = { text: () => {}, succeed: () => {}, fail: () => {} };
 
-export function progress(text: string, opts: { json?: boolean; stream?: NodeJS.WriteStream } = {}): Progress {
+/** A spinner on a terminal, or nothing (ora is loaded only for a terminal). */
+export async function progress(text: string, opts: { json?: boolean; stream?: NodeJS.WriteStream } = {}): Promise<Progress> {
   const stream = opts.stream ?? process.stderr;
   if (opts.json || !stream.isTTY || process.env.CI) return silent;
-  const spinner: Ora = ora({ text, stream }).start();
+  const { default: ora } = await import('ora');
+  const spinner = ora({ text, stream }).start();
   return {
     text: (t) => {
       spinner.text = t;

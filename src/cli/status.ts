@@ -89,7 +89,7 @@ export function statusCommand(program: Command): void {
     .option('--json', 'one JSON object (for scripts)', false)
     .option('--timeout <ms>', 'per-request timeout in ms', (v) => Number(v), 5000)
     .action(async (opts: { url: string; json: boolean; timeout: number }) => {
-      const spin = progress(`asking ${opts.url}`, { json: opts.json });
+      const spin = await progress(`asking ${opts.url}`, { json: opts.json });
       const s = await readStatus(opts.url, opts.timeout);
       if (s.reachable) spin.succeed(`${opts.url} answered`);
       else spin.fail(`${opts.url} did not answer`);

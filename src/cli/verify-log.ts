@@ -35,7 +35,7 @@ export function addVerifyLogCommand(program: Command): void {
     .option('--proofs <file>', 'a JSON proof or array of proofs (GET /api/chain/:slug/proof/inclusion or /proof/consistency answers)')
     .action(async (file: string, opts: { proofs?: string }) => {
       // On a terminal: a spinner while a large export is hashed, then one line saying what held (stdout keeps the JSON).
-      const spin = progress(`verifying ${file}`);
+      const spin = await progress(`verifying ${file}`);
       const { report, code, error } = await verifyLogFiles(file, opts.proofs);
       if (report) {
         const what = `${report.rows} rows, ${report.checkpoints.length} checkpoints, ${report.proofs.length} proofs`;

@@ -78,10 +78,10 @@ describe('progress', () => {
     const env = process.env.CI;
     delete process.env.CI;
     try {
-      const p = progress('starting node1', { stream: fake });
+      const p = await progress('starting node1', { stream: fake });
       p.text('starting node2 (2 of 3)');
       p.succeed('3 nodes running');
-      const quiet = progress('x', { stream: fake, json: true });
+      const quiet = await progress('x', { stream: fake, json: true });
       quiet.succeed('never shown');
     } finally {
       if (env !== undefined) process.env.CI = env;
@@ -93,7 +93,7 @@ describe('progress', () => {
     const plain = Object.assign(new PassThrough(), { isTTY: false }) as unknown as NodeJS.WriteStream;
     let none = '';
     (plain as unknown as PassThrough).on('data', (c: Buffer) => (none += c.toString()));
-    progress('x', { stream: plain }).succeed('y');
+    (await progress('x', { stream: plain })).succeed('y');
     await new Promise((r) => setImmediate(r));
     expect(none).toBe('');
   });
