@@ -363,7 +363,9 @@ describe('re-execution consensus on a ring of five', () => {
   let ring: TestNode[] = [];
   const ringOps: Operator[] = [];
   beforeAll(async () => {
-    ring = await startMesh(5, (bootstrap) => config(bootstrap), opts, 'ring');
+    // Votes cross up to two hops of five nodes sharing one loaded process: a longer deadline than the cluster's (a
+    // verdict comes at its quorum, not at the deadline) keeps a late vote from ending it as no_quorum.
+    ring = await startMesh(5, (bootstrap) => ({ ...config(bootstrap), contribution: { ...contribution, deadlineTicks: 4 * DEADLINE } }), opts, 'ring');
     ringOps.push(...(await Promise.all(ring.map((n, i) => bondedOperator(n, `ring-op-${i}`, BOND)))));
     await waitFor(() => ring.every((n) => n.node.bonds.active().length === 5), 30_000, 'every bond at every ring node');
     await waitFor(() => ring[2]!.node.mesh.peers().filter((p) => p.mode === 'contributing').length === 4, 30_000, 'contributing peers at the challenger');
