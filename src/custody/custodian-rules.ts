@@ -13,6 +13,8 @@ export interface HeldHead {
   epoch: number;
   seq: number;
   hash: string;
+  /** The head entry's attempt (entry.ts; absent: 0): its promise shows it. */
+  attempt?: number;
   /** The epoch below which this custodian signs nothing for the identity (the highest epoch it accepted). */
   fenced_below: number;
   balance: { free: number; paid: number } | null;

@@ -180,7 +180,12 @@ export class Custodian {
       await this.deps.store.commitAside([{ type: 'put', sub: this.promises, key: zid, value: promised }]);
       this.promisedCache.set(zid, promised);
     }
-    const body: PromiseBody = { zid, epoch, candidate, head: head === null ? null : { epoch: head.epoch, seq: head.seq, hash: head.hash } };
+    const body: PromiseBody = {
+      zid,
+      epoch,
+      candidate,
+      head: head === null ? null : { epoch: head.epoch, seq: head.seq, hash: head.hash, ...(head.attempt === undefined ? {} : { attempt: head.attempt }) },
+    };
     return { v: 1, promise: { promise: body, node: this.deps.nodeId(), signature: this.deps.sign(promiseSigningText(body)) } };
   }
 
@@ -297,6 +302,7 @@ export class Custodian {
       epoch: entry.epoch,
       seq: entry.seq,
       hash,
+      ...(entry.attempt === undefined ? {} : { attempt: entry.attempt }),
       fenced_below: Math.max(head?.fenced_below ?? entry.epoch, entry.epoch),
       balance: entry.balance ?? head?.balance ?? null,
       home: sender,
