@@ -2,7 +2,8 @@
 // dies and X takes the identity over, X serves the acknowledged write, not the given-up one. X signed the given-up
 // proposal (its answer lost on the way back), Y never got it; the next write is refused by X (slot taken) and
 // certified by the home and Y. Composed in-process: the home's replicator and the custodians X and Y, each on its own
-// store, the home's link to them made in the test (an answer lost, a request dropped), X's failover asking Y.
+// store, the home's link to them made in the test (an answer lost, a request dropped or held), X's failover asking Y.
+// And the rule behind it: a write chained on a proposal the home then gives up is never acknowledged.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,8 +28,11 @@ const SECRET = 'given-up-slot-secret-0123456789abcdef';
 const zid = 'zid_0123456789abcdef0123456789abcdef';
 const NOW = 1000;
 
-/** What the home's link does to a request to a custodian: deliver it, lose the answer, or drop the request. */
-type LinkRule = 'deliver' | 'lose-answer' | 'drop';
+/**
+ * What the home's link does to a request to a custodian: deliver it, lose the answer, drop the request, or hold it
+ * until the test lets the held requests fail (`release`).
+ */
+type LinkRule = 'deliver' | 'lose-answer' | 'drop' | 'hold';
 
 interface Node {
   id: string;
@@ -45,6 +49,8 @@ let custodians: Map<string, Custodian>;
 let links: Map<string, LinkRule>;
 /** Every entry the home sent, in order. */
 let sent: CustodyEntry[];
+let release: () => void;
+let released: Promise<void>;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'svc-given-up-'));
@@ -65,6 +71,7 @@ beforeEach(async () => {
   custodians = new Map([x, y].map((n) => [n.id, custodianAt(n)]));
   links = new Map([x, y].map((n) => [n.id, 'deliver']));
   sent = [];
+  released = new Promise((resolve) => (release = resolve));
 });
 
 afterEach(async () => {
@@ -97,6 +104,10 @@ const homeSend: SendBatch = async (node, entries, records, _signal, certificates
   sent.push(...entries);
   const rule = links.get(node)!;
   if (rule === 'drop') throw new Error('the request was dropped');
+  if (rule === 'hold') {
+    await released;
+    throw new Error('the request was held, then dropped');
+  }
   const answer = (await custodians.get(node)!.answer(custodyRequest(SECRET, home.id, NOW, entries, records, certificates), home.id)) as CustodyAnswer;
   if (rule === 'lose-answer') throw new Error('the answer was lost');
   return answer;
@@ -256,4 +267,36 @@ describe('a write given up at a slot, then the next write certified at that slot
     expect(served.taken).toBe(1);
     expect(served.wallet).toEqual({ free: 4, paid: 0 });
   });
+
+  it('acknowledges no write chained on an entry the home then gives up', async () => {
+    homeReplicator();
+    await write(10);
+    // seq 2: Y signs it and its answer is lost, X holds the request; seq 3, in Y's next batch, is signed and answered.
+    links.set(x.id, 'hold');
+    links.set(y.id, 'lose-answer');
+    const second = write(7);
+    await until(() => sent.filter((e) => e.seq === 2).length === 2);
+    links.set(y.id, 'deliver');
+    const third = write(5);
+    await until(() => sent.some((e) => e.seq === 3));
+    const outcome = (w: Promise<void>) =>
+      w.then(
+        () => 'acknowledged',
+        (e: unknown) => (e as ServiceError).code,
+      );
+    const settled = Promise.all([outcome(second), outcome(third)]);
+    release(); // X's requests fail: seq 2 has no majority, and seq 3 goes with it
+    expect(await settled).toEqual(['SVC_CUSTODY_UNAVAILABLE', 'SVC_CUSTODY_UNAVAILABLE']);
+    links.set(x.id, 'deliver');
+    await write(4);
+    expect(await home.store.get(home.store.sub('wallets', 'json', { rewritten: true }), zid)).toEqual({ free: 4, paid: 0 });
+    expect((await homeReplicator().entries(zid, 1, 100)).map((c) => c.entry.balance?.free)).toEqual([10, 4]);
+  });
 });
+
+async function until(test: () => boolean): Promise<void> {
+  for (let i = 0; !test(); i++) {
+    if (i > 500) throw new Error('the condition did not hold within 5 s');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
