@@ -15,7 +15,7 @@ import { ServiceError } from '../kernel/errors.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { custodySetOf, type CustodySet } from './custody-set.js';
 import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, signingTextOf, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
-import { slotKey } from './custodian.js';
+import { slotKey, slotsFrom } from './custodian.js';
 import type { DebitCertificate, DebitCertificates } from './debit-certificate.js';
 import type { LedgerChange, LedgerOpsReader } from './ledger-ops.js';
 import {
@@ -179,12 +179,7 @@ export class Replicator {
 
   /** Certified entries of an identity homed here, from `fromSeq`, at most `limit`. */
   async entries(zid: string, fromSeq: number, limit: number): Promise<CertifiedEntry[]> {
-    const all = await this.deps.store.range<CertifiedEntry>(this.log, { gte: `${zid}!`, lt: `${zid}!~` });
-    return all
-      .map((r) => r.value)
-      .filter((c) => c.entry.seq >= fromSeq)
-      .sort((a, b) => a.entry.seq - b.entry.seq)
-      .slice(0, limit);
+    return slotsFrom<CertifiedEntry>(this.deps.store, this.log, zid, fromSeq, limit);
   }
 
   /**
