@@ -106,6 +106,8 @@ interface Proposal {
   /** Times each custodian answered `behind` (it is catching up): sent again after a pause, a few times. */
   behind: Map<string, number> | null;
   settled: boolean;
+  /** Settled as given up (with as many signatures as it may hold, waiting on an earlier proposal that failed). */
+  failed: boolean;
   resolve: (p: Proposal) => void;
   reject: (err: unknown) => void;
 }
@@ -317,6 +319,7 @@ export class Replicator {
         reasons: [],
         behind: null,
         settled: false,
+        failed: false,
         resolve,
         reject,
       };
@@ -371,7 +374,7 @@ export class Replicator {
     try {
       while (link.queue.length > 0) {
         // An entry that failed is never sent again: a custodian that signed it would hold a slot the home gave up.
-        const batch = this.nextBatch(link).filter((p) => !(p.settled && p.signatures.length < this.needed(p)));
+        const batch = this.nextBatch(link).filter((p) => !p.failed);
         if (batch.length === 0) continue;
         const certificates = batch.some((p) => p.certificate !== null) ? batch.map((p) => p.certificate) : undefined;
         this.stats.batches++;
@@ -536,6 +539,7 @@ export class Replicator {
     if (!this.stepping.has(zid)) void this.step(zid);
     for (const q of later) {
       q.settled = true;
+      q.failed = true;
       this.stats.failed++;
       this.close(q);
       const reason = q === p ? why : 'an earlier write of the identity was not certified';
