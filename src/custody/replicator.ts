@@ -237,7 +237,14 @@ export class Replicator {
       queue.push({
         go: () => void this.proposeOn(this.proposed.get(zid)!, change, set).then(resolve, reject),
         fail: (err) =>
-          reject(unavailable(`the home could not keep its attempt on disk: ${errorText(err)}; nothing of the write is written`, 'attempt not kept', zid, set)),
+          reject(
+            unavailable(
+              `the home could not read its head or keep its attempt: ${errorText(err)}; nothing of the write is written`,
+              'attempt not kept',
+              zid,
+              set,
+            ),
+          ),
       });
       if (!this.stepping.has(zid)) void this.step(zid);
     });

@@ -114,9 +114,9 @@ const homeSend: SendBatch = async (node, entries, records, _signal, certificates
 };
 
 /** The home's replicator on its store (a restart: another one on the same store). */
-function homeReplicator(): Replicator {
+function homeReplicator(store: Store = home.store): Replicator {
   const r = new Replicator({
-    store: home.store,
+    store,
     reader: new LedgerOpsReader(home.store),
     nodeId: () => home.id,
     replicas: 3,
@@ -291,6 +291,33 @@ describe('a write given up at a slot, then the next write certified at that slot
     await write(4);
     expect(await home.store.get(home.store.sub('wallets', 'json', { rewritten: true }), zid)).toEqual({ free: 4, paid: 0 });
     expect((await homeReplicator().entries(zid, 1, 100)).map((c) => c.entry.balance?.free)).toEqual([10, 4]);
+  });
+
+  it('sends no entry of an attempt it could not keep on disk: the write answers 503, the next one keeps it first', async () => {
+    // The home's store refuses its next two writes beside the queue (commitAside): the attempts it keeps.
+    let refusals = 2;
+    const failing = Object.create(home.store) as Store;
+    failing.commitAside = (ops) => (refusals-- > 0 ? Promise.reject(new Error('disk full')) : home.store.commitAside(ops));
+    homeReplicator(failing);
+    refusals = 0;
+    await write(10);
+    links.set(x.id, 'lose-answer');
+    links.set(y.id, 'drop');
+    refusals = 2;
+    await expectGivenUp(write(7)); // its next attempt is not kept (one refusal)
+    links.set(x.id, 'deliver');
+    links.set(y.id, 'deliver');
+    const sentBefore = sent.length;
+    const err = await write(5).then(
+      () => null,
+      (e: unknown) => e as ServiceError,
+    ); // kept again first: refused again
+    expect(err?.code).toBe('SVC_CUSTODY_UNAVAILABLE');
+    expect(err?.extra).toMatchObject({ reason: 'attempt not kept' });
+    expect(sent.length).toBe(sentBefore);
+    await write(4);
+    expect(sent.at(-1)).toMatchObject({ seq: 2, attempt: 1, balance: { free: 4, paid: 0 } });
+    expect(await home.store.get(home.store.sub('custody_attempts', 'json', { rewritten: true }), zid)).toEqual({ epoch: 1, attempt: 1 });
   });
 });
 
