@@ -2,7 +2,9 @@
 // custodian (`fresh`: it holds nothing of it; `holding`: it holds entries up to a head) and, row by row in order, the
 // first check the entry fails decides the refusal. An entry that passes every row is signed and becomes the head.
 // The rows that make two different entries of one slot impossible are `slot-taken` (this custodian signed another
-// entry for that (zid, epoch, seq)) and `seq` / `behind` (only the next slot is ever signed). Pure: the caller reads the facts
+// entry for that (zid, epoch, seq)) and `seq` / `behind` (only the next slot is ever signed). No row reads an entry's
+// `attempt`: a later attempt's entry at a slot signed here is `slot-taken` too (docs/decisions.md "Custody", "Custodians
+// keep one entry per slot"); a failover candidate orders heads by it (failover-rules.ts HEAD_ORDER). Pure: the caller reads the facts
 // (the slot's record, whether the transfer id was seen, what is wrong with a credit's debit certificate) first.
 import type { CustodyEntry } from './entry.js';
 
@@ -13,6 +15,8 @@ export interface HeldHead {
   epoch: number;
   seq: number;
   hash: string;
+  /** The head entry's attempt (entry.ts; absent: 0): its promise shows it. */
+  attempt?: number;
   /** The epoch below which this custodian signs nothing for the identity (the highest epoch it accepted). */
   fenced_below: number;
   balance: { free: number; paid: number } | null;

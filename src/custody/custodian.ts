@@ -180,7 +180,12 @@ export class Custodian {
       await this.deps.store.commitAside([{ type: 'put', sub: this.promises, key: zid, value: promised }]);
       this.promisedCache.set(zid, promised);
     }
-    const body: PromiseBody = { zid, epoch, candidate, head: head === null ? null : { epoch: head.epoch, seq: head.seq, hash: head.hash } };
+    const body: PromiseBody = {
+      zid,
+      epoch,
+      candidate,
+      head: head === null ? null : { epoch: head.epoch, seq: head.seq, hash: head.hash, ...(head.attempt === undefined ? {} : { attempt: head.attempt }) },
+    };
     return { v: 1, promise: { promise: body, node: this.deps.nodeId(), signature: this.deps.sign(promiseSigningText(body)) } };
   }
 
@@ -297,6 +302,7 @@ export class Custodian {
       epoch: entry.epoch,
       seq: entry.seq,
       hash,
+      ...(entry.attempt === undefined ? {} : { attempt: entry.attempt }),
       fenced_below: Math.max(head?.fenced_below ?? entry.epoch, entry.epoch),
       balance: entry.balance ?? head?.balance ?? null,
       home: sender,
@@ -361,12 +367,7 @@ export class Custodian {
 
   /** Entries of an identity held here, by seq from `fromSeq`, at most `limit` (of the head's epoch and earlier ones). */
   async entries(zid: string, fromSeq: number, limit: number): Promise<HeldEntry[]> {
-    const all = await this.deps.store.range<HeldEntry>(this.held, { gte: `${zid}!`, lt: `${zid}!~` });
-    return all
-      .map((r) => r.value)
-      .filter((h) => h.entry.seq >= fromSeq)
-      .sort((a, b) => a.entry.seq - b.entry.seq || a.entry.epoch - b.entry.epoch)
-      .slice(0, limit);
+    return slotsFrom<HeldEntry>(this.deps.store, this.held, zid, fromSeq, limit);
   }
 
   /** What this custodian answers a fetch with: the entries it holds from `from`, a page, each with its own signature. */
@@ -386,4 +387,28 @@ function isPromiseRequest(raw: unknown): boolean {
 /** The record key of a slot: zid, epoch, seq. */
 export function slotKey(e: Pick<CustodyEntry, 'zid' | 'epoch' | 'seq'>): string {
   return `${e.zid}!${padNum(e.epoch, 8)}!${padNum(e.seq)}`;
+}
+
+/** A range's limit as LevelDB takes it (-1: none). */
+const MAX_RANGE_LIMIT = 0x7fffffff;
+
+/**
+ * The records of `zid` keyed by slot (slotKey) from seq `fromSeq`, by seq then epoch, at most `limit`: per epoch held,
+ * one seek to the epoch's first slot and one range from its slot at `fromSeq`, so a page costs the epochs and the
+ * page, not the identity's whole history.
+ */
+export async function slotsFrom<T extends { entry: CustodyEntry }>(store: Store, sub: Sublevel, zid: string, fromSeq: number, limit: number): Promise<T[]> {
+  const out: T[] = [];
+  const end = `${zid}!~`;
+  const most = limit >= MAX_RANGE_LIMIT ? -1 : limit;
+  for (let from = `${zid}!`; ;) {
+    const first = (await store.range<T>(sub, { gte: from, lt: end, limit: 1 }))[0];
+    if (first === undefined) break;
+    const epoch = first.value.entry.epoch;
+    const next = slotKey({ zid, epoch: epoch + 1, seq: 0 });
+    const rows = await store.range<T>(sub, { gte: slotKey({ zid, epoch, seq: Math.max(fromSeq, 0) }), lt: next, limit: most });
+    for (const r of rows) out.push(r.value);
+    from = next;
+  }
+  return out.sort((a, b) => a.entry.seq - b.entry.seq || a.entry.epoch - b.entry.epoch).slice(0, limit);
 }

@@ -17,7 +17,7 @@ export const SIGNATURE_PREFIX = 'svc/custody/1|';
  * What a write did to the identity's ledger (ledger-ops.ts reads it from the write's records): seal (a sealed result
  * and its charge), transfer (the debit or the credit of a transfer), wallet (a charge, grant or claim without a sealed
  * result), envelope (envelopes change within the identity: a folder move, a bond's mark), epoch (the first entry of a
- * home's epoch after a failover: no records, chained on the longest chain its promises showed).
+ * home's epoch after a failover: no records, chained on the chain of the highest head its promises showed).
  */
 export const ENTRY_KINDS = ['seal', 'transfer', 'wallet', 'envelope', 'epoch'] as const;
 export type EntryKind = (typeof ENTRY_KINDS)[number];
@@ -58,6 +58,14 @@ export const entrySchema = z
     balance: z.object({ free: credits, paid: credits }).strict().nullable(),
     /** The transfer this write debits or credits, else null. */
     transfer: entryTransferSchema.nullable(),
+    /**
+     * The home's attempt of the epoch this entry was proposed in (absent: 0): the home starts its next attempt,
+     * kept on disk before any entry of it is sent, after a proposal it gave up and when it restarts, so no two of its
+     * entries of one epoch share an attempt and a seq, and the entries of a later attempt are proposed after every
+     * entry it gave up. A failover candidate takes the chain of the highest (epoch, attempt, seq) its promises show
+     * (failover-rules.ts HEAD_ORDER).
+     */
+    attempt: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   })
   .strict();
 export type CustodyEntry = z.infer<typeof entrySchema>;

@@ -4,7 +4,7 @@
 //
 //   watching  the home is heard, or not for long enough yet (rank × failoverTicks)
 //   asking    this custodian asked the set for promises of the next epoch
-//   taking    a majority promised: it takes the longest chain, has its epoch entry certified, and becomes the home
+//   taking    a majority promised: it takes the chain of the highest head (HEAD_ORDER), has its epoch entry certified, and becomes the home
 //   waiting   it lost (promises short, or another candidate won, or taking failed): it waits before it may try again
 
 export type FailoverState = 'watching' | 'asking' | 'taking' | 'waiting';
@@ -31,6 +31,39 @@ export const FAILOVER_ROWS: readonly Row[] = [
 /** The state after `event` in `state`, or null when the event does not apply there. */
 export function nextState(state: FailoverState, event: FailoverEvent): FailoverState | null {
   return FAILOVER_ROWS.find((r) => r.on === event && r.from.includes(state))?.to ?? null;
+}
+
+/** A head as a promise shows it (promise.ts PromisedHead): its attempt absent is 0. */
+export interface OrderedHead {
+  epoch: number;
+  attempt?: number;
+  seq: number;
+}
+
+/**
+ * Which head a candidate takes, as a table: the first row on which two heads differ decides, the higher one wins.
+ * Every entry certified before the candidate's epoch is on the chain of the head it takes (docs/decisions.md
+ * "Custody", "The chain a new home takes"):
+ *   epoch    a later epoch's home chained its epoch entry on such a chain (by induction on the epochs);
+ *   attempt  within an epoch, the home proposes an attempt's first entry after it gave up every entry it ever gives up
+ *            of the attempts before (it gives up no certified entry: certification follows the chain), so a higher
+ *            attempt's chain holds every certified entry of the lower ones, even behind a shorter head;
+ *   seq      one attempt's entries are one chain (the home proposes each on the last): the longer holds the shorter.
+ * Two heads equal on every row have one hash (the home never proposes an attempt twice).
+ */
+export const HEAD_ORDER: readonly { by: string; of: (h: OrderedHead) => number }[] = [
+  { by: 'epoch', of: (h) => h.epoch },
+  { by: 'attempt', of: (h) => h.attempt ?? 0 },
+  { by: 'seq', of: (h) => h.seq },
+];
+
+/** Is head `a` after head `b` in HEAD_ORDER? */
+export function headAfter(a: OrderedHead, b: OrderedHead): boolean {
+  for (const row of HEAD_ORDER) {
+    const d = row.of(a) - row.of(b);
+    if (d !== 0) return d > 0;
+  }
+  return false;
 }
 
 /** The last tick heard from a node, and the interval of its tick events (its `every`: 1 on a small mesh). */

@@ -1,8 +1,9 @@
 // Failover (docs/protocol.md §19 "Failover", docs/decisions.md "Custody"): a custodian of an identity whose home has
 // not been heard for long enough takes the identity over, by the table of failover-rules.ts, once a tick:
 //   1. it asks the custody set of the home it knows for promises of the next epoch (its own custodian promises too);
-//   2. with promises of a majority of that set, it takes the longest chain they show (quorum intersection: every
-//      certified entry is in it), fetched from the promiser holding it and checked against the promised head;
+//   2. with promises of a majority of that set, it takes the chain of the highest head they show (failover-rules.ts
+//      HEAD_ORDER; quorum intersection: every certified entry is in it), fetched from the promiser holding it and
+//      checked against the promised head;
 //   3. it proposes the epoch's first entry (kind `epoch`, chained on that head) to its own custody set; once a
 //      majority holds it, every entry before it is certified in the new epoch;
 //   4. it writes the chain's ledger, the entries and the home change in one batch, and tells the mesh (custody.home).
@@ -17,7 +18,7 @@ import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, verifyEntrySignature, type 
 import { heardLately, homeUnheard, nextState, type FailoverEvent, type FailoverState, type Heard } from './failover-rules.js';
 import { recertifyDebits, type PendingDebit } from './pending-debits.js';
 import type { HomeChange, HomeChanges } from './home-change.js';
-import { longestHead, promisesFault, type PromisedHead, type SignedPromise, type Verify } from './promise.js';
+import { highestHead, promisesFault, type PromisedHead, type SignedPromise, type Verify } from './promise.js';
 import { recordsDigest, type ChainLink, type EntryRecords, type PromiseAnswer } from './protocol.js';
 import { checkChain, GENESIS_HEAD, linkOf, replayOps } from './replica.js';
 import type { SendBatch } from './client.js';
@@ -182,14 +183,14 @@ export class Failover {
       if (fault !== null) return lose(fault);
       this.move(zid, 'majority');
       // The home may have spoken meanwhile (a slow home, not a dead one): it is fenced now, and this node goes on.
-      const longest = longestHead(promises);
-      const chain = longest === null ? { ops: [], entries: [], balance: null } : await this.takeChain(zid, longest.node, longest.head);
+      const highest = highestHead(promises);
+      const chain = highest === null ? { ops: [], entries: [], balance: null } : await this.takeChain(zid, highest.node, highest.head);
       const entry: CustodyEntry = {
         v: 1,
         zid,
         epoch,
-        seq: (longest?.head.seq ?? 0) + 1,
-        prev_hash: longest?.head.hash ?? GENESIS_ENTRY_HASH,
+        seq: (highest?.head.seq ?? 0) + 1,
+        prev_hash: highest?.head.hash ?? GENESIS_ENTRY_HASH,
         kind: 'epoch',
         records: EPOCH_RECORDS,
         balance: chain.balance,
@@ -266,7 +267,7 @@ export class Failover {
     const chain = chainEndingOn(held, head.hash);
     const check = checkChain(zid, chain, GENESIS_HEAD, null, d.verify);
     if (!check.ok) throw new Error(`the chain of ${node} fails at seq ${check.seq}: ${check.reason}`);
-    if (check.head.hash !== head.hash || check.head.seq !== head.seq)
+    if (check.head.hash !== head.hash || check.head.seq !== head.seq || (chain.at(-1)?.entry.attempt ?? 0) !== (head.attempt ?? 0))
       throw new Error(`the chain of ${node} does not end on its promised head (seq ${head.seq})`);
     const balance = [...chain].reverse().find((l) => l.entry.balance !== null)?.entry.balance ?? null;
     return {

@@ -7,11 +7,20 @@ import { canonicalJson } from '../kernel/canonical.js';
 import { sha256Hex } from '../kernel/bytes.js';
 import type { CustodySet } from './custody-set.js';
 import { FIRST_EPOCH, ZID_PATTERN } from './entry.js';
+import { headAfter } from './failover-rules.js';
 
 const HEX64 = /^[0-9a-f]{64}$/;
 export const PROMISE_PREFIX = 'svc/custody/1|promise|';
 
-export const promisedHeadSchema = z.object({ epoch: z.number().int().min(FIRST_EPOCH), seq: z.number().int().min(1), hash: z.string().regex(HEX64) }).strict();
+/** A promiser's head: the slot, attempt (absent: 0, entry.ts) and hash of the last entry it signed. */
+export const promisedHeadSchema = z
+  .object({
+    epoch: z.number().int().min(FIRST_EPOCH),
+    seq: z.number().int().min(1),
+    hash: z.string().regex(HEX64),
+    attempt: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+  })
+  .strict();
 export type PromisedHead = z.infer<typeof promisedHeadSchema>;
 
 /** What a promise states (its signature is over this). */
@@ -65,13 +74,16 @@ export function promisesFault(
   return null;
 }
 
-/** The longest head the promises show (highest epoch, then seq), with the promiser holding it; null when none holds any. */
-export function longestHead(promises: readonly SignedPromise[]): { head: PromisedHead; node: string } | null {
+/**
+ * The head the promises show whose chain holds every certified entry (failover-rules.ts HEAD_ORDER: highest epoch,
+ * then attempt, then seq), with the promiser holding it; null when none holds any.
+ */
+export function highestHead(promises: readonly SignedPromise[]): { head: PromisedHead; node: string } | null {
   let best: { head: PromisedHead; node: string } | null = null;
   for (const s of promises) {
     const h = s.promise.head;
     if (h === null) continue;
-    if (best === null || h.epoch > best.head.epoch || (h.epoch === best.head.epoch && h.seq > best.head.seq)) best = { head: h, node: s.node };
+    if (best === null || headAfter(h, best.head)) best = { head: h, node: s.node };
   }
   return best;
 }

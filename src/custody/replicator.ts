@@ -15,7 +15,7 @@ import { ServiceError } from '../kernel/errors.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { custodySetOf, type CustodySet } from './custody-set.js';
 import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, signingTextOf, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
-import { slotKey } from './custodian.js';
+import { slotKey, slotsFrom } from './custodian.js';
 import type { DebitCertificate, DebitCertificates } from './debit-certificate.js';
 import type { LedgerChange, LedgerOpsReader } from './ledger-ops.js';
 import {
@@ -45,6 +45,20 @@ export interface OwnHead {
   epoch: number;
   seq: number;
   hash: string;
+  /** The head entry's attempt (entry.ts; absent: 0). */
+  attempt?: number;
+}
+
+/** The attempt a home keeps on disk for an identity before it sends any entry of it (entry.ts `attempt`). */
+interface KeptAttempt {
+  epoch: number;
+  attempt: number;
+}
+
+/** A proposal waiting for its identity's head to be read or its attempt to be kept: proposed in its turn, or failed. */
+interface Waiting {
+  go: () => void;
+  fail: (err: unknown) => void;
 }
 
 /** A certified entry as its home keeps it: with the custodians' signatures, its records and a credit's debit certificate. */
@@ -92,6 +106,8 @@ interface Proposal {
   /** Times each custodian answered `behind` (it is catching up): sent again after a pause, a few times. */
   behind: Map<string, number> | null;
   settled: boolean;
+  /** Settled as given up (with as many signatures as it may hold, waiting on an earlier proposal that failed). */
+  failed: boolean;
   resolve: (p: Proposal) => void;
   reject: (err: unknown) => void;
 }
@@ -104,12 +120,19 @@ interface Link {
 export class Replicator {
   private readonly own: Sublevel;
   private readonly log: Sublevel;
+  /** The attempt kept by zid (KeptAttempt). */
+  private readonly kept: Sublevel;
   /** Proposed heads by zid (the last entry proposed, certified or still held). */
   private readonly proposed = new Map<string, OwnHead>();
   /** Certified heads by zid (where the chain goes back to when a proposal fails). */
   private readonly certified = new Map<string, OwnHead>();
-  /** Heads being read from the store, by zid: proposals made meanwhile chain on the read, in order. */
-  private readonly loading = new Map<string, Promise<void>>();
+  /** The attempt of the proposals by zid, kept on disk (or in `unkept`, being kept). */
+  private readonly attempts = new Map<string, number>();
+  /** Attempts started after a proposal was given up and not yet on disk, by zid: no entry of one is sent before. */
+  private readonly unkept = new Map<string, KeptAttempt>();
+  /** Identities whose head is being read or attempt kept; proposals made meanwhile wait, in the order they were made. */
+  private readonly stepping = new Set<string>();
+  private readonly waiting = new Map<string, Waiting[]>();
   /** Proposals not settled yet, by zid, oldest first. */
   private readonly open = new Map<string, Proposal[]>();
   private readonly links = new Map<string, Link>();
@@ -118,6 +141,7 @@ export class Replicator {
   constructor(private readonly deps: ReplicatorDeps) {
     this.own = deps.store.sub('custody_own', 'json', { rewritten: true });
     this.log = deps.store.sub('custody_log');
+    this.kept = deps.store.sub('custody_attempts', 'json', { rewritten: true });
   }
 
   /** The custody set of an identity homed here. */
@@ -152,19 +176,12 @@ export class Replicator {
 
   /** The certified head of an identity homed here (null: no entry certified). */
   async certifiedHead(zid: string): Promise<OwnHead | null> {
-    const loading = this.loading.get(zid);
-    if (loading !== undefined) await loading;
     return this.certified.get(zid) ?? (await this.deps.store.get<OwnHead>(this.own, zid)) ?? null;
   }
 
   /** Certified entries of an identity homed here, from `fromSeq`, at most `limit`. */
   async entries(zid: string, fromSeq: number, limit: number): Promise<CertifiedEntry[]> {
-    const all = await this.deps.store.range<CertifiedEntry>(this.log, { gte: `${zid}!`, lt: `${zid}!~` });
-    return all
-      .map((r) => r.value)
-      .filter((c) => c.entry.seq >= fromSeq)
-      .sort((a, b) => a.entry.seq - b.entry.seq)
-      .slice(0, limit);
+    return slotsFrom<CertifiedEntry>(this.deps.store, this.log, zid, fromSeq, limit);
   }
 
   /**
@@ -173,7 +190,7 @@ export class Replicator {
    */
   adoptOps(chain: readonly CertifiedEntry[], epochEntry: CertifiedEntry): Op[] {
     const { entry, hash } = epochEntry;
-    const head: OwnHead = { epoch: entry.epoch, seq: entry.seq, hash };
+    const head = headOf(entry, hash);
     return [
       ...[...chain, epochEntry].map((c): Op => ({ type: 'put', sub: this.log, key: slotKey(c.entry), value: c })),
       { type: 'put', sub: this.own, key: entry.zid, value: head },
@@ -184,6 +201,8 @@ export class Replicator {
   forget(zid: string): void {
     this.proposed.delete(zid);
     this.certified.delete(zid);
+    this.attempts.delete(zid);
+    this.unkept.delete(zid);
   }
 
   /** What the home answers a fetch with: its certified entries from `from`, a page, each with its own signature and the custodians'. */
@@ -202,34 +221,79 @@ export class Replicator {
     const size = recordsSize(change.recordOps);
     if (size > MAX_ENTRY_RECORDS_BYTES)
       return Promise.reject(
-        new ServiceError(
-          503,
-          'SVC_CUSTODY_UNAVAILABLE',
+        unavailable(
           `the write's records (${size} bytes) are over the ${MAX_ENTRY_RECORDS_BYTES} bytes an entry carries; nothing of it is written`,
-          {
-            reason: 'records too large',
-            zid: change.zid,
-            custodians: set.custodians,
-            signed: 0,
-            needed: set.majority,
-            refusals: [],
-          },
+          'records too large',
+          change.zid,
+          set,
         ),
       );
-    const head = this.proposed.get(change.zid);
-    if (head !== undefined) return this.proposeOn(head, change, set);
-    // The head is read once; proposals made while it is read wait for it in the order they were made.
-    let loading = this.loading.get(change.zid);
-    if (loading === undefined) {
-      loading = this.deps.store.get<OwnHead>(this.own, change.zid).then((stored) => {
-        const h = stored ?? { epoch: FIRST_EPOCH, seq: 0, hash: GENESIS_ENTRY_HASH };
-        this.proposed.set(change.zid, h);
-        this.certified.set(change.zid, h);
-        this.loading.delete(change.zid);
+    const zid = change.zid;
+    const head = this.proposed.get(zid);
+    if (head !== undefined && !this.stepping.has(zid) && !this.unkept.has(zid)) return this.proposeOn(head, change, set);
+    return new Promise<Op[]>((resolve, reject) => {
+      let queue = this.waiting.get(zid);
+      if (queue === undefined) this.waiting.set(zid, (queue = []));
+      queue.push({
+        go: () => void this.proposeOn(this.proposed.get(zid)!, change, set).then(resolve, reject),
+        fail: (err) =>
+          reject(
+            unavailable(
+              `the home could not read its head or keep its attempt: ${errorText(err)}; nothing of the write is written`,
+              'attempt not kept',
+              zid,
+              set,
+            ),
+          ),
       });
-      this.loading.set(change.zid, loading);
+      if (!this.stepping.has(zid)) void this.step(zid);
+    });
+  }
+
+  /**
+   * Read the identity's head and keep its attempt on disk until nothing is left to do, then propose the writes that
+   * waited, in order, in this turn (no failure comes between them). A step that fails fails them; the next write
+   * takes the step again.
+   */
+  private async step(zid: string): Promise<void> {
+    this.stepping.add(zid);
+    let failure: unknown = null;
+    try {
+      for (;;) {
+        if (!this.proposed.has(zid)) await this.load(zid);
+        else if (this.unkept.has(zid)) await this.keepAttempt(zid);
+        else break;
+      }
+    } catch (err) {
+      failure = err ?? new Error('the step failed');
     }
-    return loading.then(() => this.proposeOn(this.proposed.get(change.zid)!, change, set));
+    this.stepping.delete(zid);
+    const queue = this.waiting.get(zid) ?? [];
+    this.waiting.delete(zid);
+    for (const w of queue) {
+      if (failure === null) w.go();
+      else w.fail(failure);
+    }
+  }
+
+  /**
+   * Read the identity's head and start its attempt: the next after the one kept last in the head's epoch (its
+   * proposals may have been sent and never settled: this home restarted), kept on disk before any is sent.
+   */
+  private async load(zid: string): Promise<void> {
+    const [stored, kept] = await Promise.all([this.deps.store.get<OwnHead>(this.own, zid), this.deps.store.get<KeptAttempt>(this.kept, zid)]);
+    const head = stored ?? { epoch: FIRST_EPOCH, seq: 0, hash: GENESIS_ENTRY_HASH };
+    const attempt = kept !== undefined && kept.epoch === head.epoch ? kept.attempt + 1 : (head.attempt ?? 0);
+    await this.deps.store.commitAside([{ type: 'put', sub: this.kept, key: zid, value: { epoch: head.epoch, attempt } satisfies KeptAttempt }]);
+    this.proposed.set(zid, head);
+    this.certified.set(zid, head);
+    this.attempts.set(zid, attempt);
+  }
+
+  private async keepAttempt(zid: string): Promise<void> {
+    const next = this.unkept.get(zid)!;
+    await this.deps.store.commitAside([{ type: 'put', sub: this.kept, key: zid, value: next }]);
+    if (this.unkept.get(zid) === next) this.unkept.delete(zid);
   }
 
   private proposeOn(head: OwnHead, change: LedgerChange, set: CustodySet): Promise<Op[]> {
@@ -244,8 +308,10 @@ export class Replicator {
       balance: change.balance,
       transfer: change.transfer,
     };
+    const attempt = this.attempts.get(change.zid) ?? 0;
+    if (attempt > 0) entry.attempt = attempt;
     const hash = entryHash(entry);
-    this.proposed.set(change.zid, { epoch: entry.epoch, seq: entry.seq, hash });
+    this.proposed.set(change.zid, headOf(entry, hash));
     this.stats.proposed++;
     return new Promise<Proposal>((resolve, reject) => {
       const p: Proposal = {
@@ -260,6 +326,7 @@ export class Replicator {
         reasons: [],
         behind: null,
         settled: false,
+        failed: false,
         resolve,
         reject,
       };
@@ -278,13 +345,13 @@ export class Replicator {
         reject(err);
       };
       // A set of one (a debit of a home alone) needs no other signature: certified as it is made.
-      if (this.needed(p) <= 0) this.certify(p);
+      if (this.needed(p) <= 0) this.certifyInOrder(change.zid);
       else for (const node of set.custodians) if (node !== set.home) this.enqueue(node, p);
     }).then((p) => this.certifiedOps(p));
   }
 
   private certifiedOps(p: Proposal): Op[] {
-    const head: OwnHead = { epoch: p.entry.epoch, seq: p.entry.seq, hash: p.hash };
+    const head = headOf(p.entry, p.hash);
     const record: CertifiedEntry = { entry: p.entry, hash: p.hash, signatures: p.signatures, records: p.records, certificate: p.certificate };
     const ops: Op[] = [
       { type: 'put', sub: this.log, key: slotKey(p.entry), value: record },
@@ -314,7 +381,7 @@ export class Replicator {
     try {
       while (link.queue.length > 0) {
         // An entry that failed is never sent again: a custodian that signed it would hold a slot the home gave up.
-        const batch = this.nextBatch(link).filter((p) => !(p.settled && p.signatures.length < this.needed(p)));
+        const batch = this.nextBatch(link).filter((p) => !p.failed);
         if (batch.length === 0) continue;
         const certificates = batch.some((p) => p.certificate !== null) ? batch.map((p) => p.certificate) : undefined;
         this.stats.batches++;
@@ -376,14 +443,23 @@ export class Replicator {
 
   private signed(p: Proposal, s: EntrySignature): void {
     p.signatures.push(s);
-    if (p.settled || p.signatures.length < this.needed(p)) return;
-    this.certify(p);
+    if (!p.settled) this.certifyInOrder(p.entry.zid);
+  }
+
+  /**
+   * Certify the identity's open proposals that hold their majority, oldest first, up to the first that does not: a
+   * proposal is certified only once every one before it is (its signers hold those, but their answers may be lost),
+   * so no write is acknowledged on an entry the home may still give up.
+   */
+  private certifyInOrder(zid: string): void {
+    const open = this.open.get(zid);
+    while (open !== undefined && open.length > 0 && open[0]!.signatures.length >= this.needed(open[0]!)) this.certify(open[0]!);
   }
 
   private certify(p: Proposal): void {
     p.settled = true;
     this.stats.certified++;
-    if ((this.certified.get(p.entry.zid)?.seq ?? 0) < p.entry.seq) this.certified.set(p.entry.zid, { epoch: p.entry.epoch, seq: p.entry.seq, hash: p.hash });
+    if ((this.certified.get(p.entry.zid)?.seq ?? 0) < p.entry.seq) this.certified.set(p.entry.zid, headOf(p.entry, p.hash));
     this.close(p);
     p.resolve(p);
   }
@@ -452,7 +528,8 @@ export class Replicator {
 
   /**
    * `p` is not certified: it and every later proposal of its identity fail (they were built on it), and the next
-   * proposal chains on the entry before it (an earlier one still open, else the certified head).
+   * proposal chains on the entry before it (an earlier one still open, else the certified head), in the next attempt:
+   * kept on disk before any entry of it is sent (a custodian may hold `p`, signed, its answer lost).
    */
   private fail(p: Proposal, why: string): void {
     if (p.settled) return;
@@ -460,31 +537,20 @@ export class Replicator {
     const open = this.open.get(zid) ?? [];
     const later = open.filter((q) => q.entry.seq >= p.entry.seq && !q.settled);
     const before = open.filter((q) => q.entry.seq < p.entry.seq && !q.settled).pop();
-    this.proposed.set(
-      zid,
-      before !== undefined
-        ? { epoch: before.entry.epoch, seq: before.entry.seq, hash: before.hash }
-        : (this.certified.get(zid) ?? { epoch: FIRST_EPOCH, seq: 0, hash: GENESIS_ENTRY_HASH }),
-    );
+    const reset =
+      before !== undefined ? headOf(before.entry, before.hash) : (this.certified.get(zid) ?? { epoch: FIRST_EPOCH, seq: 0, hash: GENESIS_ENTRY_HASH });
+    this.proposed.set(zid, reset);
+    const next: KeptAttempt = { epoch: reset.epoch, attempt: (this.attempts.get(zid) ?? 0) + 1 };
+    this.attempts.set(zid, next.attempt);
+    this.unkept.set(zid, next);
+    if (!this.stepping.has(zid)) void this.step(zid);
     for (const q of later) {
       q.settled = true;
+      q.failed = true;
       this.stats.failed++;
       this.close(q);
-      q.reject(
-        new ServiceError(
-          503,
-          'SVC_CUSTODY_UNAVAILABLE',
-          `the write was not acknowledged: ${q === p ? why : 'an earlier write of the identity was not certified'}; nothing of it is written`,
-          {
-            reason: q === p ? why : 'an earlier write of the identity was not certified',
-            zid,
-            custodians: q.set.custodians,
-            signed: q.signatures.length,
-            needed: q.set.majority,
-            refusals: q.reasons,
-          },
-        ),
-      );
+      const reason = q === p ? why : 'an earlier write of the identity was not certified';
+      q.reject(unavailable(`the write was not acknowledged: ${reason}; nothing of it is written`, reason, zid, q.set, q.signatures.length, q.reasons));
     }
   }
 
@@ -495,4 +561,18 @@ export class Replicator {
     if (i >= 0) open.splice(i, 1);
     if (open.length === 0) this.open.delete(p.entry.zid);
   }
+}
+
+/** The head an entry makes (its attempt when it has one). */
+function headOf(entry: CustodyEntry, hash: string): OwnHead {
+  return { epoch: entry.epoch, seq: entry.seq, hash, ...(entry.attempt === undefined ? {} : { attempt: entry.attempt }) };
+}
+
+/** 503 SVC_CUSTODY_UNAVAILABLE for a write of `zid` that is not certified: why, and what its custody set did. */
+function unavailable(message: string, reason: string, zid: string, set: CustodySet, signed = 0, refusals: string[] = []): ServiceError {
+  return new ServiceError(503, 'SVC_CUSTODY_UNAVAILABLE', message, { reason, zid, custodians: set.custodians, signed, needed: set.majority, refusals });
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

@@ -93,6 +93,10 @@ describe('the custodian table', () => {
     const e = next();
     expect(outcome(e, head, facts({ slotHash: entryHash(e) }))).toBe('sign-again');
     expect(outcome(e, head, facts({ slotHash: 'cc'.repeat(32) }))).toBe('slot-taken');
+    // The home's next attempt at a slot signed here is another entry of that slot: one entry per (zid, epoch, seq).
+    const retried = next({ attempt: 1 });
+    expect(outcome(retried, head, facts({ slotHash: entryHash(e) }))).toBe('slot-taken');
+    expect(outcome(retried, head, facts())).toBe('sign-new');
   });
   it('seq and prev-hash: only the next slot, on the head', () => {
     expect(outcome(next({ seq: 5 }), head, facts())).toBe('seq');

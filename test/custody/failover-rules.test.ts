@@ -1,6 +1,21 @@
 // The failover table (custody/failover-rules.ts): which event moves a custodian on, and when a home counts as unheard.
 import { describe, expect, it } from 'vitest';
-import { FAILOVER_ROWS, heardLately, homeUnheard, nextState } from '../../src/custody/failover-rules.js';
+import { FAILOVER_ROWS, HEAD_ORDER, headAfter, heardLately, homeUnheard, nextState } from '../../src/custody/failover-rules.js';
+
+describe('the order of the heads a candidate takes from', () => {
+  it('goes by epoch, then attempt, then seq', () => {
+    expect(HEAD_ORDER.map((r) => r.by)).toEqual(['epoch', 'attempt', 'seq']);
+    // A later epoch, whatever its attempt and seq.
+    expect(headAfter({ epoch: 2, seq: 1 }, { epoch: 1, attempt: 3, seq: 9 })).toBe(true);
+    // A given-up entry (attempt 0) past the slot, against the write certified at that slot in the next attempt.
+    expect(headAfter({ epoch: 1, attempt: 1, seq: 2 }, { epoch: 1, seq: 3 })).toBe(true);
+    expect(headAfter({ epoch: 1, seq: 3 }, { epoch: 1, attempt: 1, seq: 2 })).toBe(false);
+    // An absent attempt is 0; within one attempt the longer chain.
+    expect(headAfter({ epoch: 1, seq: 3 }, { epoch: 1, seq: 2 })).toBe(true);
+    expect(headAfter({ epoch: 1, attempt: 2, seq: 3 }, { epoch: 1, attempt: 2, seq: 4 })).toBe(false);
+    expect(headAfter({ epoch: 1, seq: 3 }, { epoch: 1, seq: 3 })).toBe(false);
+  });
+});
 
 describe('the failover table', () => {
   it('goes watching → asking → taking → watching (home here), losing to waiting, then watching again', () => {

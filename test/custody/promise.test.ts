@@ -8,7 +8,7 @@ import { custodySetOf } from '../../src/custody/custody-set.js';
 import { standingOf, type HomeChange } from '../../src/custody/home-change.js';
 import {
   decidePromise,
-  longestHead,
+  highestHead,
   PROMISE_ROWS,
   promiseSigningText,
   promisesFault,
@@ -66,8 +66,13 @@ describe('the promises of a home change', () => {
     const hc = { epoch: 1, seq: 5, hash: 'bb'.repeat(32) };
     const good = [promise(b!, hb), promise(c!, hc)];
     expect(promisesFault(good, zid, 2, b!.id, set, verifyText)).toBeNull();
-    expect(longestHead(good)).toEqual({ head: hc, node: c!.id });
-    expect(longestHead([promise(b!, { epoch: 2, seq: 1, hash: 'cc'.repeat(32) }), promise(c!, hc)])?.node).toBe(b!.id);
+    expect(highestHead(good)).toEqual({ head: hc, node: c!.id });
+    expect(highestHead([promise(b!, { epoch: 2, seq: 1, hash: 'cc'.repeat(32) }), promise(c!, hc)])?.node).toBe(b!.id);
+    // Tied at a slot: the later attempt, the promiser's own first or not; a later attempt over a longer given-up chain.
+    const retried = { epoch: 1, seq: 5, hash: 'dd'.repeat(32), attempt: 1 };
+    expect(highestHead([promise(b!, hc), promise(c!, retried)])).toEqual({ head: retried, node: c!.id });
+    expect(highestHead([promise(b!, retried), promise(c!, hc)])).toEqual({ head: retried, node: b!.id });
+    expect(highestHead([promise(b!, { epoch: 1, seq: 6, hash: 'ee'.repeat(32) }), promise(c!, retried)])?.node).toBe(c!.id);
     expect(promisesFault([good[0]!], zid, 2, b!.id, set, verifyText)).toMatch(/1 distinct custodians, 2 needed/);
     expect(promisesFault([good[0]!, good[0]!], zid, 2, b!.id, set, verifyText)).toMatch(/1 distinct/);
     expect(promisesFault([good[0]!, promise(outsider, null)], zid, 2, b!.id, set, verifyText)).toMatch(/not in the identity's custody set/);

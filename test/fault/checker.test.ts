@@ -209,12 +209,30 @@ describe('the fault checker', () => {
   });
 
   it('one certified entry per (zid, epoch, seq): names a slot certified twice with different entries', () => {
-    const e = (seq: number, hash: string, holder: string) => ({ zid: A, epoch: 1, seq, hash, holder });
+    const e = (seq: number, hash: string, holder: string, epoch = 1) => ({ zid: A, epoch, seq, hash, holder });
     expect(oneCertifiedEntryPerSlot([]).ok).toBe(true);
     // The same entry held by several custodians is one entry.
-    expect(oneCertifiedEntryPerSlot([e(1, 'x', 'n0'), e(1, 'x', 'n1'), e(2, 'y', 'n0')]).ok).toBe(true);
-    expect(violationsOf(oneCertifiedEntryPerSlot([e(1, 'x', 'n0'), e(1, 'z', 'n2'), e(2, 'y', 'n0'), { ...e(2, 'w', 'n1'), epoch: 2 }]))).toEqual([
-      `${A}/1/1 is certified as x and z`,
-    ]);
+    expect(oneCertifiedEntryPerSlot([e(1, 'x', 'n0'), e(1, 'x', 'n1'), e(2, 'y', 'n0'), e(2, 'y', 'n2')]).ok).toBe(true);
+    // A given-up proposal held by one custodian beside the entry certified at its slot: no violation.
+    expect(oneCertifiedEntryPerSlot([e(2, 'given-up', 'n1'), e(2, 'y', 'n0'), e(2, 'y', 'n2')]).ok).toBe(true);
+    // Two entries of one slot each held by a majority: a violation; the same slot in another epoch is another slot.
+    expect(
+      violationsOf(
+        oneCertifiedEntryPerSlot([
+          e(1, 'x', 'n0'),
+          e(1, 'x', 'n1'),
+          e(1, 'z', 'n2'),
+          e(1, 'z', 'n3'),
+          e(2, 'y', 'n0'),
+          e(2, 'y', 'n1'),
+          e(2, 'w', 'n1', 2),
+          e(2, 'w', 'n2', 2),
+        ]),
+      ),
+    ).toEqual([`${A}/1/1 is certified as x (held by n0, n1) and z (held by n2, n3)`]);
+    // One holder counted once, however many times its entries are read.
+    expect(oneCertifiedEntryPerSlot([e(3, 'x', 'n0'), e(3, 'x', 'n1'), e(3, 'z', 'n2'), e(3, 'z', 'n2')]).ok).toBe(true);
+    // With custody sets of five, three holders make an entry certified.
+    expect(oneCertifiedEntryPerSlot([e(1, 'x', 'n0'), e(1, 'x', 'n1'), e(1, 'z', 'n2'), e(1, 'z', 'n3')], 3).ok).toBe(true);
   });
 });

@@ -139,17 +139,28 @@ export function noDoubleApplication(state: FinalState): CheckResult {
   return result('no transfer applied twice', v);
 }
 
+/** Holders that make an entry certified in the fault run: a majority of its custody sets of three (workload.ts custodySetsOfThree). */
+export const CERTIFIED_HOLDERS = 2;
+
 /**
  * One certified entry per (zid, epoch, seq): the custodians never certify two different entries for one slot. Takes
- * the entries read from every node (final-state.ts custodyEntries).
+ * the entries read from every node (final-state.ts custodyEntries); an entry counts as certified when `holders`
+ * distinct nodes hold it. One held by fewer is a proposal its home gave up (a custodian signed it, its answer lost):
+ * it stays where it was signed, and the write certified at that slot next is not a second certified entry.
  */
-export function oneCertifiedEntryPerSlot(entries: readonly CertifiedEntry[]): CheckResult {
-  const bySlot = new Map<string, Set<string>>();
+export function oneCertifiedEntryPerSlot(entries: readonly CertifiedEntry[], holders = CERTIFIED_HOLDERS): CheckResult {
+  const bySlot = new Map<string, Map<string, Set<string>>>();
   for (const e of entries) {
     const slot = `${e.zid}/${e.epoch}/${e.seq}`;
-    bySlot.set(slot, (bySlot.get(slot) ?? new Set()).add(e.hash));
+    let hashes = bySlot.get(slot);
+    if (hashes === undefined) bySlot.set(slot, (hashes = new Map()));
+    hashes.set(e.hash, (hashes.get(e.hash) ?? new Set()).add(e.holder));
   }
-  const v = [...bySlot].filter(([, hashes]) => hashes.size > 1).map(([slot, hashes]) => `${slot} is certified as ${[...hashes].join(' and ')}`);
+  const v: string[] = [];
+  for (const [slot, hashes] of bySlot) {
+    const certified = [...hashes].filter(([, by]) => by.size >= holders);
+    if (certified.length > 1) v.push(`${slot} is certified as ${certified.map(([hash, by]) => `${hash} (held by ${[...by].join(', ')})`).join(' and ')}`);
+  }
   return result('one certified entry per (zid, epoch, seq)', v);
 }
 
