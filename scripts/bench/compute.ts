@@ -259,7 +259,7 @@ async function settle(others: ChildProcess[]): Promise<number> {
 
 try {
   // Warm-up (the probe's too), then the measured turns.
-  const spin = progress('bench: warm-up');
+  const spin = await progress('bench: warm-up');
   machineProbeMs();
   for (const t of targets) await load(t, 2);
   const seconds = duration / rounds;

@@ -143,7 +143,7 @@ if (caseArg >= 0) {
 } else if (args.includes('--max')) {
   await maxima();
 } else {
-  const spin = progress('bench: solvers');
+  const spin = await progress('bench: solvers');
   for (const solver of defaultRegistry().list()) {
     if (only && !only.has(solver.id)) continue;
     for (const { key, mode } of modeVariants(solver)) {
