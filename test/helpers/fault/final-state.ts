@@ -107,15 +107,26 @@ export const custodyEntries: CertifiedEntrySource = async (cluster, identities) 
   const out: CertifiedEntry[] = [];
   for (const id of identities) {
     for (let i = 0; i < cluster.size; i++) {
+      // A node may hold two entries at one seq (a given-up proposal, and the next epoch's entry there): the next page
+      // starts at the last page's last seq again, and what was read already is not counted twice.
+      const seen = new Set<string>();
       for (let from = 1; ;) {
         const path = `/api/mesh/custody/${id.zid}/entries?from=${from}&limit=${CUSTODY_PAGE}`;
         const r = await request(cluster.url(i), 'GET', path, undefined, undefined, HARNESS_WITHIN_MS);
         if (r.status === 404) break; // this node holds nothing of the identity
         if (r.status !== 200) throw new Error(`GET ${cluster.url(i)}${path}: ${r.status} ${JSON.stringify(r.body)}`);
         const page = (r.body as { entries: { entry: CustodyEntry }[] }).entries;
-        for (const { entry } of page) out.push({ zid: entry.zid, epoch: entry.epoch, seq: entry.seq, hash: entryHash(entry), holder: cluster.nodeIds[i]! });
-        if (page.length < CUSTODY_PAGE) break;
-        from = page[page.length - 1]!.entry.seq + 1;
+        let fresh = 0;
+        for (const { entry } of page) {
+          const hash = entryHash(entry);
+          if (seen.has(hash)) continue;
+          seen.add(hash);
+          fresh++;
+          out.push({ zid: entry.zid, epoch: entry.epoch, seq: entry.seq, hash, holder: cluster.nodeIds[i]! });
+        }
+        if (page.length < CUSTODY_PAGE || fresh === 0) break;
+        const last = page[page.length - 1]!.entry.seq;
+        from = page.every((e) => e.entry.seq === last) ? last + 1 : last;
       }
     }
   }
