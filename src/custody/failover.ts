@@ -56,7 +56,7 @@ export interface FailoverDeps {
   store: Store;
   custodian: Pick<Custodian, 'heldZids' | 'head' | 'promised' | 'promiseTo' | 'entries'>;
   homeOf: (zid: string) => Promise<string | null>;
-  homeChanges: Pick<HomeChanges, 'latest'>;
+  homeChanges: Pick<HomeChanges, 'latest' | 'homeAt'>;
   askPromise: (node: string, zid: string, epoch: number, signal: AbortSignal) => Promise<PromiseAnswer>;
   send: SendBatch;
   fetch: FetchChain;
@@ -198,7 +198,20 @@ export class Failover {
       const certified = await this.certify(entry);
       if (typeof certified === 'string') return lose(certified);
       const change: HomeChange = { zid, epoch, home: self, promises };
-      const debits = await recertifyDebits({ self, sign: d.sign, verify: d.verify, fetch: d.fetch, timeoutMs: d.timeoutMs }, zid, set, chain.entries, promises);
+      // A debit of an earlier epoch is certified under that epoch's set (its home as the changes kept here name it).
+      const homeEpoch = head !== null && head.epoch > known ? head.epoch : known;
+      const setAt = async (e: number): Promise<CustodySet | null> => {
+        if (e === homeEpoch) return set;
+        const then = e === known ? await d.homeOf(zid) : e < known ? await d.homeChanges.homeAt(zid, e) : null;
+        return then === null ? null : custodySetOf(zid, then, d.members(), d.replicas);
+      };
+      const debits = await recertifyDebits(
+        { self, sign: d.sign, verify: d.verify, fetch: d.fetch, timeoutMs: d.timeoutMs },
+        zid,
+        setAt,
+        chain.entries,
+        promises,
+      );
       await d.adopt(change, chain, certified, debits);
       this.move(zid, 'taken');
       this.stats.taken++;

@@ -46,6 +46,8 @@ export function standingOf(change: HomeChange, known: KnownHome, members: Iterab
 interface KeptChange {
   change: HomeChange;
   previous: string;
+  /** The home of each earlier epoch (by epoch): a debit of any of them is delivered, and checked, after the change. */
+  homes?: Record<string, string>;
 }
 
 /** The latest home change of each identity this node applied (or made). */
@@ -74,12 +76,29 @@ export class HomeChanges {
     return (await this.kept(zid))?.previous ?? null;
   }
 
-  /** The op keeping `change`, which replaced `previous`; `applied` once it is on disk. */
+  /** The home of `zid` in `epoch`, an epoch before the latest change (null: not known here). */
+  async homeAt(zid: string, epoch: number): Promise<string | null> {
+    const kept = await this.kept(zid);
+    if (kept === null || epoch >= kept.change.epoch) return null;
+    return kept.homes?.[String(epoch)] ?? (epoch === kept.change.epoch - 1 ? kept.previous : null);
+  }
+
+  /**
+   * The op keeping `change`, which replaced `previous`, with the homes of the epochs before it (those kept, as read by
+   * `latest`, and `previous`'s); `applied` once it is on disk.
+   */
   putOp(change: HomeChange, previous: string): Op {
-    return { type: 'put', sub: this.sub, key: change.zid, value: { change, previous } satisfies KeptChange };
+    return { type: 'put', sub: this.sub, key: change.zid, value: this.keptOf(change, previous) };
   }
 
   applied(change: HomeChange, previous: string): void {
-    this.cache.set(change.zid, { change, previous });
+    this.cache.set(change.zid, this.keptOf(change, previous));
+  }
+
+  private keptOf(change: HomeChange, previous: string): KeptChange {
+    const before = this.cache.get(change.zid) ?? null;
+    if (before?.change.epoch === change.epoch) return before;
+    const homes = { ...before?.homes, [String(change.epoch - 1)]: previous };
+    return { change, previous, homes };
   }
 }

@@ -101,12 +101,12 @@ export async function wireCustody(
     logger: f.logger,
   });
   // One check of a credit's debit certificate, at the receiver's home and at its custodians.
-  // The home of a debit's epoch: the directory's for the epoch of the latest change known (or the first), the one
-  // that change replaced for the epoch before (a debit certified before a failover, delivered by the new home).
+  // The home of a debit's epoch: the directory's for the epoch of the latest change known (or the first), the one kept
+  // with the changes for an earlier epoch (a debit certified before one failover or more, delivered by the new home).
   const homeAt = async (zid: string, epoch: number) => {
     const current = (await homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
     if (epoch === current) return homeOf(zid);
-    return epoch === current - 1 ? homeChanges.previousHome(zid) : null;
+    return epoch < current ? homeChanges.homeAt(zid, epoch) : null;
   };
   const debitCheck: DebitCheckDeps = { members, replicas: config.custody.replicas, homeAt, verify: verifyText };
   const debitFault = (cert: unknown, credit: CreditClaim) => debitCertificateFault(cert, credit, debitCheck);
