@@ -58,7 +58,7 @@ export function recordsFault(zid: string, records: EntryRecords): string | null 
   for (const op of records.ops) {
     const [kind, sub, key] = op;
     if (sub === 'wallets' && key !== zid) return `a record of another wallet (${key})`;
-    if ((sub === 'env_owner' || sub === 'env_folder' || sub === 'record_by_owner') && !key.startsWith(`${zid}!`))
+    if ((sub === 'env_owner' || sub === 'env_folder' || sub === 'record_by_owner' || sub === 'transfer_credits') && !key.startsWith(`${zid}!`))
       return `a record of another identity's ${sub} (${key})`;
     if (!RIDERS.has(sub)) continue;
     if (kind !== 'put' && !(kind === 'put64' && sub === 'results')) return `a ${kind} of ${sub} (${key})`;
