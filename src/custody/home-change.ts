@@ -80,7 +80,8 @@ export class HomeChanges {
   async homeAt(zid: string, epoch: number): Promise<string | null> {
     const kept = await this.kept(zid);
     if (kept === null || epoch >= kept.change.epoch) return null;
-    return kept.homes?.[String(epoch)] ?? (epoch === kept.change.epoch - 1 ? kept.previous : null);
+    if (kept.homes === undefined) return epoch === kept.change.epoch - 1 ? kept.previous : null;
+    return kept.homes[String(epoch)] ?? null;
   }
 
   /**
@@ -98,7 +99,8 @@ export class HomeChanges {
   private keptOf(change: HomeChange, previous: string): KeptChange {
     const before = this.cache.get(change.zid) ?? null;
     if (before?.change.epoch === change.epoch) return before;
-    const homes = { ...before?.homes, [String(change.epoch - 1)]: previous };
+    // `previous` was the home of the epoch of the change before (an epoch promised but never completed has none).
+    const homes = { ...before?.homes, [String(before?.change.epoch ?? FIRST_EPOCH)]: previous };
     return { change, previous, homes };
   }
 }

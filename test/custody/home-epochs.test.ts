@@ -47,4 +47,13 @@ describe('the homes of earlier epochs', () => {
     expect((await changes.latest(ZID))?.home).toBe('node-a');
     await store.close();
   });
+
+  it('skip an epoch that was promised and never completed: the home it replaced is the one of the epoch before', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'svc-home-epochs-'));
+    const store = await Store.open(join(dir, 'db'), { sync: false });
+    const changes = new HomeChanges(store);
+    await apply(changes, store, change(3, 'node-c'), 'node-a');
+    expect(await Promise.all([1, 2, 3].map((e) => changes.homeAt(ZID, e)))).toEqual(['node-a', null, null]);
+    await store.close();
+  });
 });
