@@ -346,7 +346,12 @@ export class Transfers {
       const tokenIds = delivery.envelopes.map((e) => e.token_id);
       if (new Set(tokenIds).size !== tokenIds.length) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'a delivery names an envelope twice');
       const existing = await this.d.store.getMany<EnvelopeRecord>(this.envelopes, tokenIds);
-      const clash = existing.findIndex((e) => e !== undefined);
+      // A record of an identity homed elsewhere now is this node's stale copy of a ledger a failover moved away (the
+      // envelope left it there): the credit writes over it. One of an identity homed here is a clash.
+      const homedHere = await Promise.all(
+        existing.map(async (e) => e !== undefined && (e.owner === delivery.to || (await this.d.identity.getIdentity(e.owner))?.home === here)),
+      );
+      const clash = homedHere.indexOf(true);
       if (clash >= 0)
         throw new ServiceError(409, 'SVC_CONFLICT', `envelope ${tokenIds[clash]} is already on this node's ledger`, { token_id: tokenIds[clash] });
       await this.d.counters.loadIdentity(delivery.to);

@@ -322,6 +322,20 @@ describe('cross-node transfers', () => {
     }
   }, 120_000);
 
+  it('a stale copy of the envelope at the receiver home (the sender was homed there before a failover) does not block the credit', async () => {
+    const x = await richIdentity(a, 'xn-stale-sender', 1);
+    const y = await remoteIdentity(b, a, 'xn-stale-receiver');
+    await waitFor(() => b.node.identity.getIdentity(x.zid), 'x known at B');
+    const [record] = await a.node.ledger.envelopesById([x.minted[0]!]);
+    // B still holds x's envelope as x's: its copy of x's ledger from before x's home moved to A.
+    await b.node.store.commit([{ type: 'put', sub: b.node.store.sub('envelopes'), key: record!.token_id, value: record }]);
+    const r = await call(a.url, 'POST', '/api/tally/envelopes/transfer-bulk', { to: y.zid, count: 1 }, bearer(x.key));
+    expect(r.status, r.text).toBe(202);
+    await delivered(a, x, r.body.transfer_id);
+    const got = await b.node.ledger.listEnvelopes(y.zid, { limit: 10, offset: 0 });
+    expect(got.items.map((e) => [e.token_id, e.owner, e.transfer_id])).toEqual([[x.minted[0], y.zid, r.body.transfer_id]]);
+  }, 120_000);
+
   it('with the receiver home stopped, the transfer stays pending (attempts counted) and lands once it is back', async () => {
     const x = await richIdentity(a, 'xn-outage-sender', 4);
     const y = await remoteIdentity(b, a, 'xn-outage-receiver');
