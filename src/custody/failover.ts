@@ -18,8 +18,8 @@ import { heardLately, homeUnheard, nextState, type FailoverEvent, type FailoverS
 import { recertifyDebits, type PendingDebit } from './pending-debits.js';
 import type { HomeChange, HomeChanges } from './home-change.js';
 import { longestHead, promisesFault, type PromisedHead, type SignedPromise, type Verify } from './promise.js';
-import { recordsDigest, type ChainLink, type EntryRecords, type PromiseAnswer } from './protocol.js';
-import { checkChain, GENESIS_HEAD, linkOf, replayOps } from './replica.js';
+import { recordsDigest, type EntryRecords, type PromiseAnswer } from './protocol.js';
+import { chainEndingOn, checkChain, GENESIS_HEAD, linkOf, replayOps } from './replica.js';
 import type { SendBatch } from './client.js';
 import type { CertifiedEntry } from './replicator.js';
 
@@ -288,18 +288,4 @@ export class Failover {
       balance,
     };
   }
-}
-
-/**
- * The links that chain back from the one of hash `last` to the first entry, in seq order: a holder may keep entries
- * of a slot's earlier epoch that the chain does not take (signed, never certified). Empty when `last` is not there.
- */
-export function chainEndingOn(links: readonly ChainLink[], last: string): ChainLink[] {
-  const byHash = new Map(links.map((l) => [entryHash(l.entry), l]));
-  const out: ChainLink[] = [];
-  for (let l = byHash.get(last); l !== undefined; l = byHash.get(l.entry.prev_hash)) {
-    out.push(l);
-    if (l.entry.seq === 1) break;
-  }
-  return out.reverse();
 }

@@ -146,3 +146,17 @@ export function pageOf(links: readonly ChainLink[]): { links: ChainLink[]; more:
   }
   return { links: links.slice(0, end), more: end < links.length };
 }
+
+/**
+ * The links that chain back from the one of hash `last` to the first entry, in seq order: a holder may keep entries
+ * of a slot's earlier epoch that the chain does not take (signed, never certified). Empty when `last` is not there.
+ */
+export function chainEndingOn<L extends Pick<ChainLink, 'entry'>>(links: readonly L[], last: string): L[] {
+  const byHash = new Map(links.map((l) => [entryHash(l.entry), l]));
+  const out: L[] = [];
+  for (let l = byHash.get(last); l !== undefined; l = byHash.get(l.entry.prev_hash)) {
+    out.push(l);
+    if (l.entry.seq === 1) break;
+  }
+  return out.reverse();
+}

@@ -15,7 +15,7 @@ import { ServiceError } from '../kernel/errors.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { custodySetOf, type CustodySet } from './custody-set.js';
 import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, signingTextOf, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
-import { slotKey } from './custodian.js';
+import { onHeadChain, slotKey } from './custodian.js';
 import type { DebitCertificate, DebitCertificates } from './debit-certificate.js';
 import type { LedgerChange, LedgerOpsReader } from './ledger-ops.js';
 import {
@@ -189,7 +189,8 @@ export class Replicator {
   /** What the home answers a fetch with: its certified entries from `from`, a page, each with its own signature and the custodians'. */
   async page(zid: string, from: number): Promise<ChainPage> {
     const head = await this.certifiedHead(zid);
-    const certified = await this.entries(zid, from, MAX_CHAIN_LINKS + 1);
+    const written = await this.deps.store.get<OwnHead>(this.own, zid);
+    const certified = onHeadChain(await this.entries(zid, 1, Number.MAX_SAFE_INTEGER), written?.hash ?? null, from, MAX_CHAIN_LINKS + 1);
     const self = this.deps.nodeId();
     const { links, more } = pageOf(
       certified.map((c) => linkOf(c, [{ node: self, signature: this.deps.sign(signingTextOf(c.hash)) }, ...c.signatures.filter((s) => s.node !== self)])),
