@@ -217,8 +217,10 @@ export class Failover {
       this.stats.taken++;
       d.logger?.warn({ zid, from: home, epoch, seq: entry.seq }, 'custody failover: this node is the identity’s home');
       const now = d.nowSvcond();
-      this.announcing.set(zid, { change, next: now + d.failoverTicks, until: now + ANNOUNCE_ROUNDS * d.failoverTicks });
-      await d.publish(change).catch((err: unknown) => d.logger?.warn({ err: String(err), zid }, 'the home change could not be published'));
+      // Announced with the earlier changes this node applied: a node that missed some catches up.
+      const announced = (await d.homeChanges.latest(zid)) ?? change;
+      this.announcing.set(zid, { change: announced, next: now + d.failoverTicks, until: now + ANNOUNCE_ROUNDS * d.failoverTicks });
+      await d.publish(announced).catch((err: unknown) => d.logger?.warn({ err: String(err), zid }, 'the home change could not be published'));
     } catch (err) {
       lose(err instanceof Error ? err.message : String(err));
     }

@@ -12,7 +12,8 @@ import { promisesFault, signedPromiseSchema, type Verify } from './promise.js';
 
 export const HOME_CHANGE_EVENT = 'custody.home';
 
-export const homeChangeSchema = z
+/** One change as it is checked: the epoch, its home and the promises that made it. */
+const changeSchema = z
   .object({
     zid: z.string().regex(ZID_PATTERN),
     epoch: z
@@ -24,6 +25,14 @@ export const homeChangeSchema = z
     promises: z.array(signedPromiseSchema).min(1).max(7),
   })
   .strict();
+/** Most earlier changes a change carries. */
+export const MAX_EARLIER_CHANGES = 8;
+
+/**
+ * A change as it travels: with the changes before it that its sender applied (at most MAX_EARLIER_CHANGES, oldest
+ * first), so a node that missed some checks and applies them in order instead of ignoring the change as a gap.
+ */
+export const homeChangeSchema = changeSchema.extend({ earlier: z.array(changeSchema).max(MAX_EARLIER_CHANGES).optional() }).strict();
 export type HomeChange = z.infer<typeof homeChangeSchema>;
 
 /** What a checker knows of the identity: its home and the epoch of that home. */
@@ -44,7 +53,9 @@ export function standingOf(change: HomeChange, known: KnownHome, members: Iterab
 
 /** A home change as a node keeps it: with the home it replaced (who may fetch the chain to catch up). */
 interface KeptChange {
+  /** Without its earlier changes (kept in `earlier`). */
   change: HomeChange;
+  earlier?: HomeChange[];
   previous: string;
   /** The home of each earlier epoch (by epoch): a debit of any of them is delivered, and checked, after the change. */
   homes?: Record<string, string>;
@@ -67,8 +78,11 @@ export class HomeChanges {
     return this.cache.get(zid) ?? null;
   }
 
+  /** The latest change, with the earlier ones kept (as it is announced and shown to a fenced home). */
   async latest(zid: string): Promise<HomeChange | null> {
-    return (await this.kept(zid))?.change ?? null;
+    const kept = await this.kept(zid);
+    if (kept === null) return null;
+    return kept.earlier !== undefined && kept.earlier.length > 0 ? { ...kept.change, earlier: kept.earlier } : kept.change;
   }
 
   /** The home the latest change replaced (null: none known). */
@@ -101,6 +115,8 @@ export class HomeChanges {
     if (before?.change.epoch === change.epoch) return before;
     // `previous` was the home of the epoch of the change before (an epoch promised but never completed has none).
     const homes = { ...before?.homes, [String(before?.change.epoch ?? FIRST_EPOCH)]: previous };
-    return { change, previous, homes };
+    const { earlier: _carried, ...bare } = change;
+    const earlier = before === null ? [] : [...(before.earlier ?? []), before.change].slice(-MAX_EARLIER_CHANGES);
+    return { change: bare, previous, homes, ...(earlier.length > 0 ? { earlier } : {}) };
   }
 }

@@ -6,14 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/db.js';
-import { HomeChanges, type HomeChange } from '../../src/custody/home-change.js';
+import { HomeChanges, homeChangeSchema, type HomeChange } from '../../src/custody/home-change.js';
 
 const ZID = `zid_${'ab'.repeat(16)}`;
 const change = (epoch: number, home: string): HomeChange => ({
   zid: ZID,
   epoch,
   home,
-  promises: [{ node: home, promise: { zid: ZID, epoch, head: null }, signature: 'x' }] as unknown as HomeChange['promises'],
+  promises: [{ node: home, promise: { zid: ZID, epoch, candidate: home, head: null }, signature: 'x' }],
 });
 
 let dir = '';
@@ -45,6 +45,22 @@ describe('the homes of earlier epochs', () => {
     changes = new HomeChanges(store);
     expect(await homes()).toEqual(['node-a', 'node-b', 'node-c', null, null]);
     expect((await changes.latest(ZID))?.home).toBe('node-a');
+    await store.close();
+  });
+
+  it('travel with the latest change: the changes before it, oldest first, each without its own', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'svc-home-epochs-'));
+    const store = await Store.open(join(dir, 'db'), { sync: false });
+    const changes = new HomeChanges(store);
+    await apply(changes, store, change(2, 'node-b'), 'node-a');
+    expect((await changes.latest(ZID))?.earlier).toBeUndefined();
+    await apply(changes, store, change(3, 'node-c'), 'node-b');
+    // A change applied as it travelled (with its earlier ones) is kept bare.
+    await apply(changes, store, { ...change(4, 'node-a'), earlier: [change(2, 'node-b'), change(3, 'node-c')] }, 'node-c');
+    const latest = (await changes.latest(ZID))!;
+    expect(latest.epoch).toBe(4);
+    expect(latest.earlier).toEqual([change(2, 'node-b'), change(3, 'node-c')]);
+    expect(homeChangeSchema.safeParse(latest).success).toBe(true);
     await store.close();
   });
 
