@@ -84,6 +84,11 @@ export class Failover {
   /** Home changes this node made, announced again until `until` (each at `next`). */
   private readonly announcing = new Map<string, { change: HomeChange; next: number; until: number }>();
   private readonly since: number;
+  /** The highest epoch a promiser refused at, by zid (the next attempt asks above it). */
+  private readonly epochsSeen = new Map<string, number>();
+  /** When this home's entries were first refused as fenced, by zid (retake). */
+  private readonly fencedSince = new Map<string, number>();
+  private readonly retaking = new Set<string>();
   private running = false;
   readonly stats = { attempts: 0, taken: 0, lost: 0 };
 
@@ -176,8 +181,10 @@ export class Failover {
       const head = await d.custodian.head(zid);
       const promised = await d.custodian.promised(zid);
       const known = (await d.homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
-      const epoch = Math.max(known, head?.fenced_below ?? 0, promised?.epoch ?? 0) + 1;
-      const promises = await this.gather(zid, epoch, home, set);
+      const epoch = Math.max(known, head?.fenced_below ?? 0, promised?.epoch ?? 0, this.epochsSeen.get(zid) ?? 0) + 1;
+      const { promises, refusedAt } = await this.gather(zid, epoch, home, set);
+      // A promiser at a higher epoch (promised to a candidate that never completed): the next attempt asks above it.
+      if (refusedAt >= epoch) this.epochsSeen.set(zid, refusedAt);
       const fault = promisesFault(promises, zid, epoch, self, set, d.verify);
       if (fault !== null) return lose(fault);
       this.move(zid, 'majority');
@@ -197,9 +204,9 @@ export class Failover {
       };
       const certified = await this.certify(entry);
       if (typeof certified === 'string') return lose(certified);
-      const change: HomeChange = { zid, epoch, home: self, promises };
-      // A debit of an earlier epoch is certified under that epoch's set (its home as the changes kept here name it).
       const homeEpoch = head !== null && head.epoch > known ? head.epoch : known;
+      const change: HomeChange = { zid, epoch, home: self, promises, ...(epoch > homeEpoch + 1 ? { after: homeEpoch } : {}) };
+      // A debit of an earlier epoch is certified under that epoch's set (its home as the changes kept here name it).
       const setAt = async (e: number): Promise<CustodySet | null> => {
         if (e === homeEpoch) return set;
         const then = e === known ? await d.homeOf(zid) : e < known ? await d.homeChanges.homeAt(zid, e) : null;
@@ -226,14 +233,46 @@ export class Failover {
     }
   }
 
-  /** Promises of `epoch` from the set's members but the home (unheard), this node's own first. */
-  private async gather(zid: string, epoch: number, home: string, set: CustodySet): Promise<SignedPromise[]> {
+  /**
+   * Promises of `epoch` from the set's members but the home (unheard), this node's own first; and the highest epoch
+   * a refusal named (0: none).
+   */
+  private async gather(zid: string, epoch: number, home: string, set: CustodySet): Promise<{ promises: SignedPromise[]; refusedAt: number }> {
     const d = this.deps;
     const self = d.nodeId();
     const own = await d.custodian.promiseTo(zid, epoch, self);
     const others = set.custodians.filter((n) => n !== self && n !== home);
     const answers = await Promise.all(others.map((n) => d.askPromise(n, zid, epoch, AbortSignal.timeout(d.timeoutMs)).catch((): PromiseAnswer | null => null)));
-    return [own, ...answers].flatMap((a) => (a !== null && 'promise' in a ? [a.promise] : []));
+    const all = [own, ...answers];
+    return {
+      promises: all.flatMap((a) => (a !== null && 'promise' in a ? [a.promise] : [])),
+      refusedAt: Math.max(0, ...all.map((a) => (a !== null && 'refused' in a && a.refused !== undefined ? (a.refused.epoch ?? 0) : 0))),
+    };
+  }
+
+  /**
+   * This node is the identity's home and its custodians refuse its entries as fenced, by an epoch no home change
+   * made (a candidate gathered promises and gave up while the home was live): once that has lasted 2 × failoverTicks
+   * of its ticks, it takes the identity over itself, in an epoch above the fence, as any custodian would.
+   */
+  async retake(zid: string): Promise<void> {
+    const d = this.deps;
+    const self = d.nodeId();
+    if (this.retaking.has(zid) || (await d.homeOf(zid)) !== self) return;
+    const now = d.nowSvcond();
+    const since = this.fencedSince.get(zid);
+    if (since === undefined || now - since > 8 * d.failoverTicks * d.tickEvery()) {
+      this.fencedSince.set(zid, now);
+      return;
+    }
+    if (now - since < 2 * d.failoverTicks * d.tickEvery()) return;
+    this.retaking.add(zid);
+    try {
+      await this.attempt(zid, self, custodySetOf(zid, self, d.members(), d.replicas), 0);
+    } finally {
+      this.retaking.delete(zid);
+      this.fencedSince.delete(zid);
+    }
   }
 
   /** The epoch entry held by a majority of this node's own set (this node counts once it writes it), or why not. */

@@ -23,6 +23,11 @@ const changeSchema = z
     home: z.string().min(1).max(128),
     /** The promises of a majority of the set of the epoch before (promise.ts), the new home's own among them. */
     promises: z.array(signedPromiseSchema).min(1).max(7),
+    /**
+     * The epoch of the home whose set made the promises: below `epoch - 1` when epochs between were promised and never
+     * completed (no home change made them), so a node that knows that epoch checks the change all the same.
+     */
+    after: z.number().int().min(FIRST_EPOCH).optional(),
   })
   .strict();
 /** Most earlier changes a change carries. */
@@ -46,7 +51,8 @@ export type ChangeStanding = { apply: true } | { apply: false; why: 'known' | 'g
 
 export function standingOf(change: HomeChange, known: KnownHome, members: Iterable<string>, replicas: number, verify: Verify): ChangeStanding {
   if (change.epoch <= known.epoch) return { apply: false, why: 'known', reason: `epoch ${change.epoch} is not above the known ${known.epoch}` };
-  if (change.epoch > known.epoch + 1) return { apply: false, why: 'gap', reason: `epoch ${change.epoch} follows an epoch not known here (${known.epoch})` };
+  if (change.epoch > known.epoch + 1 && change.after !== known.epoch)
+    return { apply: false, why: 'gap', reason: `epoch ${change.epoch} follows an epoch not known here (${known.epoch})` };
   const fault = promisesFault(change.promises, change.zid, change.epoch, change.home, custodySetOf(change.zid, known.home, members, replicas), verify);
   return fault === null ? { apply: true } : { apply: false, why: 'invalid', reason: fault };
 }

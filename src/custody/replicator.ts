@@ -74,6 +74,8 @@ export interface ReplicatorDeps {
   timeoutMs: number;
   /** A custodian refused an entry as fenced and showed the home change that fenced it (home-change.ts). */
   onHomeChange?: (change: HomeChange) => void;
+  /** A custodian refused an entry of the identity as fenced (with the change it showed, applied first, if any). */
+  onFenced?: (zid: string) => void;
 }
 
 interface Proposal {
@@ -344,6 +346,7 @@ export class Replicator {
           else if (r?.ok === false && r.code === 'behind' && this.resendLater(node, p)) return;
           else {
             if (r?.ok === false && r.home !== undefined) this.deps.onHomeChange?.(r.home);
+            if (r?.ok === false && r.code === 'fenced') this.deps.onFenced?.(p.entry.zid);
             this.missed(p, node, r === undefined ? why : r.ok ? 'a signature that does not verify' : `${r.code}: ${r.reason}`);
           }
         });

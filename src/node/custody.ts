@@ -125,6 +125,11 @@ export async function wireCustody(
     timeoutMs: config.custody.certifyTimeoutMs,
     onHomeChange: (change) =>
       void homeMoves.apply(change).catch((err: unknown) => f.logger.warn({ err: String(err) }, 'a home change shown by a custodian was not applied')),
+    // Still the home once any change shown is applied: fenced by an epoch no change made (failover.ts retake).
+    onFenced: (zid) =>
+      void failoverRef
+        ?.retake(zid)
+        .catch((err: unknown) => f.logger.warn({ err: String(err), zid }, 'custody: the fenced home could not take the identity again')),
   });
   replicatorRef = replicator;
   store.gate = replicator;
