@@ -160,3 +160,20 @@ export function chainEndingOn<L extends Pick<ChainLink, 'entry'>>(links: readonl
   }
   return out.reverse();
 }
+
+/**
+ * The highest `seq` of the envelope records a run writes (0: none). A node numbers the envelopes it writes from its
+ * own node-wide counter, and an identity's index keys end in that seq: the home that takes a chain counts on from
+ * above it, so an envelope it writes for the identity never takes the index key of one the chain brought.
+ */
+export function highestEnvelopeSeq(links: readonly { records: EntryRecords }[]): number {
+  let top = 0;
+  for (const { records } of links) {
+    for (const op of records.ops) {
+      if (op[0] !== 'put' || op[1] !== 'envelopes') continue;
+      const seq = (jsonOf(op[3]) as { seq?: unknown } | null)?.seq;
+      if (typeof seq === 'number' && seq > top) top = seq;
+    }
+  }
+  return top;
+}

@@ -18,6 +18,7 @@ import {
 import { LedgerOpsReader } from '../custody/ledger-ops.js';
 import { CUSTODY_PROTOCOL } from '../custody/protocol.js';
 import { Replicator } from '../custody/replicator.js';
+import { highestEnvelopeSeq } from '../custody/replica.js';
 import { CustodyView } from '../custody/view.js';
 import { HeardBonds } from '../custody/heard-bonds.js';
 import { HOME_CHANGE_EVENT, HomeChanges, homeChangeSchema, type HomeChange } from '../custody/home-change.js';
@@ -218,6 +219,10 @@ export async function wireCustody(
           verify: verifyText,
           adopt: async (change, chain, epochEntry, debits) => {
             const kept = debits.flatMap((p) => (p.certificate === null ? [] : [debitCertificates.putOp(p.certificate.entry, p.certificate.signatures)]));
+            // Envelopes written here from now on are numbered above the chain's (their index keys end in the seq); the
+            // next write that numbers one persists the counter.
+            const above = highestEnvelopeSeq(chain.entries) - f.counters.get('envelope_seq');
+            if (above > 0) f.counters.bump('envelope_seq', above);
             await homeMoves.adopt(change, [...chain.ops, ...replicator.adoptOps(chain.entries, epochEntry), ...kept]);
             for (const p of debits)
               if (p.certificate === null)

@@ -4,6 +4,7 @@
 // fetching from that custodian would fail.
 import { describe, expect, it } from 'vitest';
 import { onHeadChain } from '../../src/custody/custodian.js';
+import { highestEnvelopeSeq } from '../../src/custody/replica.js';
 import { entryHash, GENESIS_ENTRY_HASH, type CustodyEntry } from '../../src/custody/entry.js';
 
 const ZID = `zid_${'cd'.repeat(16)}`;
@@ -35,5 +36,17 @@ describe('the entries of a page', () => {
   it('are every entry held when the head is not there', () => {
     expect(onHeadChain(held, null, 2, 10).map((h) => h.entry)).toEqual([stale, opens, next]);
     expect(onHeadChain(held, 'f'.repeat(64), 1, 10)).toHaveLength(4);
+  });
+});
+
+describe('the envelope numbers a taken chain brings', () => {
+  const put = (seq: number): ['put', 'envelopes', string, string] => ['put', 'envelopes', `env_${String(seq).padStart(24, '0')}`, JSON.stringify({ seq })];
+  it('are counted on from above by the home that takes it', () => {
+    const links = [
+      { records: { v: 1 as const, ops: [put(7), ['put', 'env_owner', 'zid_x!0000000007', '"env"'] as ['put', 'env_owner', string, string]] } },
+      { records: { v: 1 as const, ops: [put(41), ['del', 'envelopes', 'env_1'] as ['del', 'envelopes', string], put(12)] } },
+    ];
+    expect(highestEnvelopeSeq(links)).toBe(41);
+    expect(highestEnvelopeSeq([])).toBe(0);
   });
 });
