@@ -30,7 +30,7 @@ import {
   type EntryRecords,
   type PromiseAnswer,
 } from './protocol.js';
-import { checkChain, GENESIS_HEAD, linkOf, pageOf, recordsFault, type ChainHead } from './replica.js';
+import { chainEndingOn, checkChain, GENESIS_HEAD, linkOf, pageOf, recordsFault, type ChainHead } from './replica.js';
 
 /** How long a custodian waits for a request on a stream it accepted. */
 const REQUEST_READ_MS = 10_000;
@@ -370,10 +370,13 @@ export class Custodian {
     return slotsFrom<HeldEntry>(this.deps.store, this.held, zid, fromSeq, limit);
   }
 
-  /** What this custodian answers a fetch with: the entries it holds from `from`, a page, each with its own signature. */
+  /**
+   * What this custodian answers a fetch with: the entries of its head's chain from `from`, a page, each with its own
+   * signature (an entry it signed for a slot that chain did not take stays out: a page holds one entry per seq).
+   */
   async page(zid: string, from: number): Promise<ChainPage> {
     const head = await this.head(zid);
-    const held = await this.entries(zid, from, MAX_CHAIN_LINKS + 1);
+    const held = onHeadChain(await this.entries(zid, 1, Number.MAX_SAFE_INTEGER), head?.hash ?? null, from, MAX_CHAIN_LINKS + 1);
     const self = this.deps.nodeId();
     const { links, more } = pageOf(held.map((h) => linkOf(h, [{ node: self, signature: h.signature }])));
     return { head: head === null ? null : { epoch: head.epoch, seq: head.seq, hash: head.hash }, links, more };
@@ -411,4 +414,13 @@ export async function slotsFrom<T extends { entry: CustodyEntry }>(store: Store,
     from = next;
   }
   return out.sort((a, b) => a.entry.seq - b.entry.seq || a.entry.epoch - b.entry.epoch).slice(0, limit);
+}
+
+/**
+ * The entries of `held` on the chain ending on `head` (back by prev_hash), from seq `from`, at most `limit`; all of
+ * them from `from` when that chain is not there (no head, or its entry not held).
+ */
+export function onHeadChain<T extends { entry: CustodyEntry }>(held: readonly T[], head: string | null, from: number, limit: number): T[] {
+  const chain = head === null ? [] : chainEndingOn(held, head);
+  return (chain.length > 0 ? chain : held).filter((h) => h.entry.seq >= from).slice(0, limit);
 }

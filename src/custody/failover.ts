@@ -19,8 +19,8 @@ import { heardLately, homeUnheard, nextState, type FailoverEvent, type FailoverS
 import { recertifyDebits, type PendingDebit } from './pending-debits.js';
 import type { HomeChange, HomeChanges } from './home-change.js';
 import { highestHead, promisesFault, type PromisedHead, type SignedPromise, type Verify } from './promise.js';
-import { recordsDigest, type ChainLink, type EntryRecords, type PromiseAnswer } from './protocol.js';
-import { checkChain, GENESIS_HEAD, linkOf, replayOps } from './replica.js';
+import { recordsDigest, type EntryRecords, type PromiseAnswer } from './protocol.js';
+import { chainEndingOn, checkChain, GENESIS_HEAD, linkOf, replayOps } from './replica.js';
 import type { SendBatch } from './client.js';
 import type { CertifiedEntry } from './replicator.js';
 
@@ -57,7 +57,7 @@ export interface FailoverDeps {
   store: Store;
   custodian: Pick<Custodian, 'heldZids' | 'head' | 'promised' | 'promiseTo' | 'entries'>;
   homeOf: (zid: string) => Promise<string | null>;
-  homeChanges: Pick<HomeChanges, 'latest'>;
+  homeChanges: Pick<HomeChanges, 'latest' | 'homeAt'>;
   askPromise: (node: string, zid: string, epoch: number, signal: AbortSignal) => Promise<PromiseAnswer>;
   send: SendBatch;
   fetch: FetchChain;
@@ -85,6 +85,11 @@ export class Failover {
   /** Home changes this node made, announced again until `until` (each at `next`). */
   private readonly announcing = new Map<string, { change: HomeChange; next: number; until: number }>();
   private readonly since: number;
+  /** The highest epoch a promiser refused at, by zid (the next attempt asks above it). */
+  private readonly epochsSeen = new Map<string, number>();
+  /** When this home's entries were first refused as fenced, by zid (retake). */
+  private readonly fencedSince = new Map<string, number>();
+  private readonly retaking = new Set<string>();
   private running = false;
   readonly stats = { attempts: 0, taken: 0, lost: 0 };
 
@@ -177,8 +182,10 @@ export class Failover {
       const head = await d.custodian.head(zid);
       const promised = await d.custodian.promised(zid);
       const known = (await d.homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
-      const epoch = Math.max(known, head?.fenced_below ?? 0, promised?.epoch ?? 0) + 1;
-      const promises = await this.gather(zid, epoch, home, set);
+      const epoch = Math.max(known, head?.fenced_below ?? 0, promised?.epoch ?? 0, this.epochsSeen.get(zid) ?? 0) + 1;
+      const { promises, refusedAt } = await this.gather(zid, epoch, home, set);
+      // A promiser at a higher epoch (promised to a candidate that never completed): the next attempt asks above it.
+      if (refusedAt >= epoch) this.epochsSeen.set(zid, refusedAt);
       const fault = promisesFault(promises, zid, epoch, self, set, d.verify);
       if (fault !== null) return lose(fault);
       this.move(zid, 'majority');
@@ -198,28 +205,75 @@ export class Failover {
       };
       const certified = await this.certify(entry);
       if (typeof certified === 'string') return lose(certified);
-      const change: HomeChange = { zid, epoch, home: self, promises };
-      const debits = await recertifyDebits({ self, sign: d.sign, verify: d.verify, fetch: d.fetch, timeoutMs: d.timeoutMs }, zid, set, chain.entries, promises);
+      const homeEpoch = head !== null && head.epoch > known ? head.epoch : known;
+      const change: HomeChange = { zid, epoch, home: self, promises, ...(epoch > homeEpoch + 1 ? { after: homeEpoch } : {}) };
+      // A debit of an earlier epoch is certified under that epoch's set (its home as the changes kept here name it).
+      const setAt = async (e: number): Promise<CustodySet | null> => {
+        if (e === homeEpoch) return set;
+        const then = e === known ? await d.homeOf(zid) : e < known ? await d.homeChanges.homeAt(zid, e) : null;
+        return then === null ? null : custodySetOf(zid, then, d.members(), d.replicas);
+      };
+      const debits = await recertifyDebits(
+        { self, sign: d.sign, verify: d.verify, fetch: d.fetch, timeoutMs: d.timeoutMs },
+        zid,
+        setAt,
+        chain.entries,
+        promises,
+      );
       await d.adopt(change, chain, certified, debits);
       this.move(zid, 'taken');
       this.stats.taken++;
       d.logger?.warn({ zid, from: home, epoch, seq: entry.seq }, 'custody failover: this node is the identity’s home');
       const now = d.nowSvcond();
-      this.announcing.set(zid, { change, next: now + d.failoverTicks, until: now + ANNOUNCE_ROUNDS * d.failoverTicks });
-      await d.publish(change).catch((err: unknown) => d.logger?.warn({ err: String(err), zid }, 'the home change could not be published'));
+      // Announced with the earlier changes this node applied: a node that missed some catches up.
+      const announced = (await d.homeChanges.latest(zid)) ?? change;
+      this.announcing.set(zid, { change: announced, next: now + d.failoverTicks, until: now + ANNOUNCE_ROUNDS * d.failoverTicks });
+      await d.publish(announced).catch((err: unknown) => d.logger?.warn({ err: String(err), zid }, 'the home change could not be published'));
     } catch (err) {
       lose(err instanceof Error ? err.message : String(err));
     }
   }
 
-  /** Promises of `epoch` from the set's members but the home (unheard), this node's own first. */
-  private async gather(zid: string, epoch: number, home: string, set: CustodySet): Promise<SignedPromise[]> {
+  /**
+   * Promises of `epoch` from the set's members but the home (unheard), this node's own first; and the highest epoch
+   * a refusal named (0: none).
+   */
+  private async gather(zid: string, epoch: number, home: string, set: CustodySet): Promise<{ promises: SignedPromise[]; refusedAt: number }> {
     const d = this.deps;
     const self = d.nodeId();
     const own = await d.custodian.promiseTo(zid, epoch, self);
     const others = set.custodians.filter((n) => n !== self && n !== home);
     const answers = await Promise.all(others.map((n) => d.askPromise(n, zid, epoch, AbortSignal.timeout(d.timeoutMs)).catch((): PromiseAnswer | null => null)));
-    return [own, ...answers].flatMap((a) => (a !== null && 'promise' in a ? [a.promise] : []));
+    const all = [own, ...answers];
+    return {
+      promises: all.flatMap((a) => (a !== null && 'promise' in a ? [a.promise] : [])),
+      refusedAt: Math.max(0, ...all.map((a) => (a !== null && 'refused' in a && a.refused !== undefined ? (a.refused.epoch ?? 0) : 0))),
+    };
+  }
+
+  /**
+   * This node is the identity's home and its custodians refuse its entries as fenced, by an epoch no home change
+   * made (a candidate gathered promises and gave up while the home was live): once that has lasted 2 × failoverTicks
+   * of its ticks, it takes the identity over itself, in an epoch above the fence, as any custodian would.
+   */
+  async retake(zid: string): Promise<void> {
+    const d = this.deps;
+    const self = d.nodeId();
+    if (this.retaking.has(zid) || (await d.homeOf(zid)) !== self) return;
+    const now = d.nowSvcond();
+    const since = this.fencedSince.get(zid);
+    if (since === undefined || now - since > 8 * d.failoverTicks * d.tickEvery()) {
+      this.fencedSince.set(zid, now);
+      return;
+    }
+    if (now - since < 2 * d.failoverTicks * d.tickEvery()) return;
+    this.retaking.add(zid);
+    try {
+      await this.attempt(zid, self, custodySetOf(zid, self, d.members(), d.replicas), 0);
+    } finally {
+      this.retaking.delete(zid);
+      this.fencedSince.delete(zid);
+    }
   }
 
   /** The epoch entry held by a majority of this node's own set (this node counts once it writes it), or why not. */
@@ -276,18 +330,4 @@ export class Failover {
       balance,
     };
   }
-}
-
-/**
- * The links that chain back from the one of hash `last` to the first entry, in seq order: a holder may keep entries
- * of a slot's earlier epoch that the chain does not take (signed, never certified). Empty when `last` is not there.
- */
-export function chainEndingOn(links: readonly ChainLink[], last: string): ChainLink[] {
-  const byHash = new Map(links.map((l) => [entryHash(l.entry), l]));
-  const out: ChainLink[] = [];
-  for (let l = byHash.get(last); l !== undefined; l = byHash.get(l.entry.prev_hash)) {
-    out.push(l);
-    if (l.entry.seq === 1) break;
-  }
-  return out.reverse();
 }

@@ -12,7 +12,8 @@ import { promisesFault, signedPromiseSchema, type Verify } from './promise.js';
 
 export const HOME_CHANGE_EVENT = 'custody.home';
 
-export const homeChangeSchema = z
+/** One change as it is checked: the epoch, its home and the promises that made it. */
+const changeSchema = z
   .object({
     zid: z.string().regex(ZID_PATTERN),
     epoch: z
@@ -22,8 +23,21 @@ export const homeChangeSchema = z
     home: z.string().min(1).max(128),
     /** The promises of a majority of the set of the epoch before (promise.ts), the new home's own among them. */
     promises: z.array(signedPromiseSchema).min(1).max(7),
+    /**
+     * The epoch of the home whose set made the promises: below `epoch - 1` when epochs between were promised and never
+     * completed (no home change made them), so a node that knows that epoch checks the change all the same.
+     */
+    after: z.number().int().min(FIRST_EPOCH).optional(),
   })
   .strict();
+/** Most earlier changes a change carries. */
+export const MAX_EARLIER_CHANGES = 8;
+
+/**
+ * A change as it travels: with the changes before it that its sender applied (at most MAX_EARLIER_CHANGES, oldest
+ * first), so a node that missed some checks and applies them in order instead of ignoring the change as a gap.
+ */
+export const homeChangeSchema = changeSchema.extend({ earlier: z.array(changeSchema).max(MAX_EARLIER_CHANGES).optional() }).strict();
 export type HomeChange = z.infer<typeof homeChangeSchema>;
 
 /** What a checker knows of the identity: its home and the epoch of that home. */
@@ -37,15 +51,20 @@ export type ChangeStanding = { apply: true } | { apply: false; why: 'known' | 'g
 
 export function standingOf(change: HomeChange, known: KnownHome, members: Iterable<string>, replicas: number, verify: Verify): ChangeStanding {
   if (change.epoch <= known.epoch) return { apply: false, why: 'known', reason: `epoch ${change.epoch} is not above the known ${known.epoch}` };
-  if (change.epoch > known.epoch + 1) return { apply: false, why: 'gap', reason: `epoch ${change.epoch} follows an epoch not known here (${known.epoch})` };
+  if (change.epoch > known.epoch + 1 && change.after !== known.epoch)
+    return { apply: false, why: 'gap', reason: `epoch ${change.epoch} follows an epoch not known here (${known.epoch})` };
   const fault = promisesFault(change.promises, change.zid, change.epoch, change.home, custodySetOf(change.zid, known.home, members, replicas), verify);
   return fault === null ? { apply: true } : { apply: false, why: 'invalid', reason: fault };
 }
 
 /** A home change as a node keeps it: with the home it replaced (who may fetch the chain to catch up). */
 interface KeptChange {
+  /** Without its earlier changes (kept in `earlier`). */
   change: HomeChange;
+  earlier?: HomeChange[];
   previous: string;
+  /** The home of each earlier epoch (by epoch): a debit of any of them is delivered, and checked, after the change. */
+  homes?: Record<string, string>;
 }
 
 /** The latest home change of each identity this node applied (or made). */
@@ -65,8 +84,11 @@ export class HomeChanges {
     return this.cache.get(zid) ?? null;
   }
 
+  /** The latest change, with the earlier ones kept (as it is announced and shown to a fenced home). */
   async latest(zid: string): Promise<HomeChange | null> {
-    return (await this.kept(zid))?.change ?? null;
+    const kept = await this.kept(zid);
+    if (kept === null) return null;
+    return kept.earlier !== undefined && kept.earlier.length > 0 ? { ...kept.change, earlier: kept.earlier } : kept.change;
   }
 
   /** The home the latest change replaced (null: none known). */
@@ -74,12 +96,33 @@ export class HomeChanges {
     return (await this.kept(zid))?.previous ?? null;
   }
 
-  /** The op keeping `change`, which replaced `previous`; `applied` once it is on disk. */
+  /** The home of `zid` in `epoch`, an epoch before the latest change (null: not known here). */
+  async homeAt(zid: string, epoch: number): Promise<string | null> {
+    const kept = await this.kept(zid);
+    if (kept === null || epoch >= kept.change.epoch) return null;
+    if (kept.homes === undefined) return epoch === kept.change.epoch - 1 ? kept.previous : null;
+    return kept.homes[String(epoch)] ?? null;
+  }
+
+  /**
+   * The op keeping `change`, which replaced `previous`, with the homes of the epochs before it (those kept, as read by
+   * `latest`, and `previous`'s); `applied` once it is on disk.
+   */
   putOp(change: HomeChange, previous: string): Op {
-    return { type: 'put', sub: this.sub, key: change.zid, value: { change, previous } satisfies KeptChange };
+    return { type: 'put', sub: this.sub, key: change.zid, value: this.keptOf(change, previous) };
   }
 
   applied(change: HomeChange, previous: string): void {
-    this.cache.set(change.zid, { change, previous });
+    this.cache.set(change.zid, this.keptOf(change, previous));
+  }
+
+  private keptOf(change: HomeChange, previous: string): KeptChange {
+    const before = this.cache.get(change.zid) ?? null;
+    if (before?.change.epoch === change.epoch) return before;
+    // `previous` was the home of the epoch of the change before (an epoch promised but never completed has none).
+    const homes = { ...before?.homes, [String(before?.change.epoch ?? FIRST_EPOCH)]: previous };
+    const { earlier: _carried, ...bare } = change;
+    const earlier = before === null ? [] : [...(before.earlier ?? []), before.change].slice(-MAX_EARLIER_CHANGES);
+    return { change: bare, previous, homes, ...(earlier.length > 0 ? { earlier } : {}) };
   }
 }

@@ -1,6 +1,7 @@
 // The one seam of custody: every write of the node passes the store's gate (store/db.ts CommitGate), and this reader
 // finds in a write's records the identities whose ledger it changes: their wallet (`wallets`, keyed by zid), their
-// envelopes (`envelopes` by owner, the owner and folder indexes keyed `zid!…`). The write's audit-chain rows go into
+// envelopes (`envelopes` by owner, the owner and folder indexes keyed `zid!…`), the transfers credited to them
+// (`transfer_credits`, keyed `zid!…`). The write's audit-chain rows go into
 // each such identity's records. An envelope's record written or deleted by a write that takes envelopes from an
 // identity (a transfer's debit, a slashing: the write deletes that identity's owner-index keys) is also that identity's:
 // its copy of the ledger must not keep the envelope as its own. A transfer record in the same write names the transfer it debits or credits
@@ -29,6 +30,7 @@ export const LEDGER_SUBLEVELS = {
   recordByOwner: 'record_by_owner',
   counters: 'counters',
   outbox: 'transfer_outbox',
+  credits: 'transfer_credits',
 } as const;
 
 /** What one write does to one identity's ledger. */
@@ -74,7 +76,8 @@ export class LedgerOpsReader {
       else if (name === LEDGER_SUBLEVELS.envelopes) {
         zid = op.type === 'put' ? ((op.value as { owner?: unknown }).owner as string | undefined) : undefined;
         if (losers !== null) for (const loser of losers) if (loser !== zid) byZid = this.add(byZid, loser, op);
-      } else if (name === LEDGER_SUBLEVELS.byOwner || name === LEDGER_SUBLEVELS.byFolder) zid = op.key.slice(0, op.key.indexOf('!'));
+      } else if (name === LEDGER_SUBLEVELS.byOwner || name === LEDGER_SUBLEVELS.byFolder || name === LEDGER_SUBLEVELS.credits)
+        zid = op.key.slice(0, op.key.indexOf('!'));
       else if (name === LEDGER_SUBLEVELS.results) sealed = sealed || op.type === 'put';
       else if (name === LEDGER_SUBLEVELS.chainRows) (rows ??= []).push(op);
       else if (name === LEDGER_SUBLEVELS.transfers && op.type === 'put') (transfers ??= []).push(op);

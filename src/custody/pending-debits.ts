@@ -47,30 +47,38 @@ export interface RecertifyDeps {
 }
 
 /**
- * The certificates of the pending debits of `chain` (`set`: the custody set of the epoch the failover ends), each
- * with this node's signature first; promisers other than this node are asked for theirs only when one falls short.
+ * The certificates of the pending debits of `chain`, each under the custody set of its debit's epoch (`setAt`: `set`,
+ * the set of the epoch the failover ends, for that epoch; null for an epoch whose home is not known here), with this
+ * node's signature first where it is of that set; promisers are asked for theirs only when one falls short.
  */
 export async function recertifyDebits(
   deps: RecertifyDeps,
   zid: string,
-  set: CustodySet,
+  setAt: (epoch: number) => Promise<CustodySet | null>,
   chain: readonly (HeldDebit & { records: EntryRecords })[],
   promises: readonly SignedPromise[],
 ): Promise<PendingDebit[]> {
   const pending = [...pendingDebitsOf(chain).entries()];
   if (pending.length === 0) return [];
-  const signers = pending.map(([, c]) => {
-    const held = new Map<string, string>([[deps.self, deps.sign(signingTextOf(c.hash))]]);
+  const sets = await Promise.all(pending.map(([, c]) => setAt(c.entry.epoch)));
+  const signers = pending.map(([, c], i) => {
+    const set = sets[i];
+    const held = new Map<string, string>();
+    if (!set) return held;
+    if (set.custodians.includes(deps.self)) held.set(deps.self, deps.sign(signingTextOf(c.hash)));
     for (const s of c.signatures) if (set.custodians.includes(s.node) && verifyEntrySignature(deps.verify, c.hash, s)) held.set(s.node, s.signature);
     return held;
   });
+  const short = (i: number) => sets[i] !== null && signers[i]!.size < sets[i]!.majority;
   // The first seq whose certificate falls short: a promiser whose head reaches it is asked for its signatures.
-  const firstShort = Math.min(...pending.map(([, c], i) => (signers[i]!.size < set.majority ? c.entry.seq : Infinity)));
+  const firstShort = Math.min(...pending.map(([, c], i) => (short(i) ? c.entry.seq : Infinity)));
   if (firstShort !== Infinity) {
     for (const p of promises) {
-      if (p.node === deps.self || !set.custodians.includes(p.node) || (p.promise.head?.seq ?? 0) < firstShort) continue;
+      if (p.node === deps.self || (p.promise.head?.seq ?? 0) < firstShort) continue;
+      if (!pending.some((_, i) => short(i) && sets[i]!.custodians.includes(p.node))) continue;
       const links = await fetchChain(deps.fetch, p.node, zid, firstShort, AbortSignal.timeout(deps.timeoutMs * 4)).catch(() => []);
       pending.forEach(([, c], i) => {
+        if (!sets[i]?.custodians.includes(p.node)) return;
         for (const l of links) {
           if (l.entry.seq !== c.entry.seq) continue;
           const s = l.signatures.find((x) => x.node === p.node);
@@ -81,7 +89,7 @@ export async function recertifyDebits(
   }
   return pending.map(([transferId, c], i) => {
     const held = signers[i]!;
-    if (held.size < set.majority) return { transferId, certificate: null };
+    if (sets[i] === null || held.size < sets[i]!.majority) return { transferId, certificate: null };
     return { transferId, certificate: { entry: c.entry, signatures: [...held].map(([node, signature]) => ({ node, signature })) } };
   });
 }

@@ -34,7 +34,7 @@ export const MAX_ENTRY_RECORD_OPS = 50_000;
 /**
  * The sublevels an entry's records may name (ledger-ops.ts LEDGER_SUBLEVELS): the identity's ledger and its audit rows,
  * and what rides with them in the same write (replica.ts recordsFault): its sealed results and their record, its
- * counter record, its transfers and their outbox entries.
+ * counter record, its transfers and their outbox entries; the transfers credited to it.
  */
 export const RECORD_SUBLEVELS = [
   'wallets',
@@ -49,6 +49,7 @@ export const RECORD_SUBLEVELS = [
   'counters',
   'transfers',
   'transfer_outbox',
+  'transfer_credits',
 ] as const;
 export type RecordSublevel = (typeof RECORD_SUBLEVELS)[number];
 

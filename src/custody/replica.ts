@@ -58,7 +58,7 @@ export function recordsFault(zid: string, records: EntryRecords): string | null 
   for (const op of records.ops) {
     const [kind, sub, key] = op;
     if (sub === 'wallets' && key !== zid) return `a record of another wallet (${key})`;
-    if ((sub === 'env_owner' || sub === 'env_folder' || sub === 'record_by_owner') && !key.startsWith(`${zid}!`))
+    if ((sub === 'env_owner' || sub === 'env_folder' || sub === 'record_by_owner' || sub === 'transfer_credits') && !key.startsWith(`${zid}!`))
       return `a record of another identity's ${sub} (${key})`;
     if (!RIDERS.has(sub)) continue;
     if (kind !== 'put' && !(kind === 'put64' && sub === 'results')) return `a ${kind} of ${sub} (${key})`;
@@ -145,4 +145,35 @@ export function pageOf(links: readonly ChainLink[]): { links: ChainLink[]; more:
     end++;
   }
   return { links: links.slice(0, end), more: end < links.length };
+}
+
+/**
+ * The links that chain back from the one of hash `last` to the first entry, in seq order: a holder may keep entries
+ * of a slot's earlier epoch that the chain does not take (signed, never certified). Empty when `last` is not there.
+ */
+export function chainEndingOn<L extends Pick<ChainLink, 'entry'>>(links: readonly L[], last: string): L[] {
+  const byHash = new Map(links.map((l) => [entryHash(l.entry), l]));
+  const out: L[] = [];
+  for (let l = byHash.get(last); l !== undefined; l = byHash.get(l.entry.prev_hash)) {
+    out.push(l);
+    if (l.entry.seq === 1) break;
+  }
+  return out.reverse();
+}
+
+/**
+ * The highest `seq` of the envelope records a run writes (0: none). A node numbers the envelopes it writes from its
+ * own node-wide counter, and an identity's index keys end in that seq: the home that takes a chain counts on from
+ * above it, so an envelope it writes for the identity never takes the index key of one the chain brought.
+ */
+export function highestEnvelopeSeq(links: readonly { records: EntryRecords }[]): number {
+  let top = 0;
+  for (const { records } of links) {
+    for (const op of records.ops) {
+      if (op[0] !== 'put' || op[1] !== 'envelopes') continue;
+      const seq = (jsonOf(op[3]) as { seq?: unknown } | null)?.seq;
+      if (typeof seq === 'number' && seq > top) top = seq;
+    }
+  }
+  return top;
 }

@@ -15,7 +15,7 @@ import { ServiceError } from '../kernel/errors.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { custodySetOf, type CustodySet } from './custody-set.js';
 import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, signingTextOf, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
-import { slotKey, slotsFrom } from './custodian.js';
+import { onHeadChain, slotKey, slotsFrom } from './custodian.js';
 import type { DebitCertificate, DebitCertificates } from './debit-certificate.js';
 import type { LedgerChange, LedgerOpsReader } from './ledger-ops.js';
 import {
@@ -88,6 +88,8 @@ export interface ReplicatorDeps {
   timeoutMs: number;
   /** A custodian refused an entry as fenced and showed the home change that fenced it (home-change.ts). */
   onHomeChange?: (change: HomeChange) => void;
+  /** A custodian refused an entry of the identity as fenced (with the change it showed, applied first, if any). */
+  onFenced?: (zid: string) => void;
 }
 
 interface Proposal {
@@ -208,7 +210,8 @@ export class Replicator {
   /** What the home answers a fetch with: its certified entries from `from`, a page, each with its own signature and the custodians'. */
   async page(zid: string, from: number): Promise<ChainPage> {
     const head = await this.certifiedHead(zid);
-    const certified = await this.entries(zid, from, MAX_CHAIN_LINKS + 1);
+    const written = await this.deps.store.get<OwnHead>(this.own, zid);
+    const certified = onHeadChain(await this.entries(zid, 1, Number.MAX_SAFE_INTEGER), written?.hash ?? null, from, MAX_CHAIN_LINKS + 1);
     const self = this.deps.nodeId();
     const { links, more } = pageOf(
       certified.map((c) => linkOf(c, [{ node: self, signature: this.deps.sign(signingTextOf(c.hash)) }, ...c.signatures.filter((s) => s.node !== self)])),
@@ -410,6 +413,7 @@ export class Replicator {
           else if (r?.ok === false && r.code === 'behind' && this.resendLater(node, p)) return;
           else {
             if (r?.ok === false && r.home !== undefined) this.deps.onHomeChange?.(r.home);
+            if (r?.ok === false && r.code === 'fenced') this.deps.onFenced?.(p.entry.zid);
             this.missed(p, node, r === undefined ? why : r.ok ? 'a signature that does not verify' : `${r.code}: ${r.reason}`);
           }
         });

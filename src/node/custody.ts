@@ -18,6 +18,7 @@ import {
 import { LedgerOpsReader } from '../custody/ledger-ops.js';
 import { CUSTODY_PROTOCOL } from '../custody/protocol.js';
 import { Replicator } from '../custody/replicator.js';
+import { highestEnvelopeSeq } from '../custody/replica.js';
 import { CustodyView } from '../custody/view.js';
 import { HeardBonds } from '../custody/heard-bonds.js';
 import { HOME_CHANGE_EVENT, HomeChanges, homeChangeSchema, type HomeChange } from '../custody/home-change.js';
@@ -101,12 +102,12 @@ export async function wireCustody(
     logger: f.logger,
   });
   // One check of a credit's debit certificate, at the receiver's home and at its custodians.
-  // The home of a debit's epoch: the directory's for the epoch of the latest change known (or the first), the one
-  // that change replaced for the epoch before (a debit certified before a failover, delivered by the new home).
+  // The home of a debit's epoch: the directory's for the epoch of the latest change known (or the first), the one kept
+  // with the changes for an earlier epoch (a debit certified before one failover or more, delivered by the new home).
   const homeAt = async (zid: string, epoch: number) => {
     const current = (await homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
     if (epoch === current) return homeOf(zid);
-    return epoch === current - 1 ? homeChanges.previousHome(zid) : null;
+    return epoch < current ? homeChanges.homeAt(zid, epoch) : null;
   };
   const debitCheck: DebitCheckDeps = { members, replicas: config.custody.replicas, homeAt, verify: verifyText };
   const debitFault = (cert: unknown, credit: CreditClaim) => debitCertificateFault(cert, credit, debitCheck);
@@ -125,6 +126,11 @@ export async function wireCustody(
     timeoutMs: config.custody.certifyTimeoutMs,
     onHomeChange: (change) =>
       void homeMoves.apply(change).catch((err: unknown) => f.logger.warn({ err: String(err) }, 'a home change shown by a custodian was not applied')),
+    // Still the home once any change shown is applied: fenced by an epoch no change made (failover.ts retake).
+    onFenced: (zid) =>
+      void failoverRef
+        ?.retake(zid)
+        .catch((err: unknown) => f.logger.warn({ err: String(err), zid }, 'custody: the fenced home could not take the identity again')),
   });
   replicatorRef = replicator;
   store.gate = replicator;
@@ -213,6 +219,10 @@ export async function wireCustody(
           verify: verifyText,
           adopt: async (change, chain, epochEntry, debits) => {
             const kept = debits.flatMap((p) => (p.certificate === null ? [] : [debitCertificates.putOp(p.certificate.entry, p.certificate.signatures)]));
+            // Envelopes written here from now on are numbered above the chain's (their index keys end in the seq); the
+            // next write that numbers one persists the counter.
+            const above = highestEnvelopeSeq(chain.entries) - f.counters.get('envelope_seq');
+            if (above > 0) f.counters.bump('envelope_seq', above);
             await homeMoves.adopt(change, [...chain.ops, ...replicator.adoptOps(chain.entries, epochEntry), ...kept]);
             for (const p of debits)
               if (p.certificate === null)

@@ -38,7 +38,6 @@ export type DeliverySender = Sender<DeliveryBody, TransferAck>;
 /** The delivery of a pending transfer, for its `attempt`-th attempt. */
 export function deliveryOf(r: TransferRecord, attempt: number): DeliveryBody {
   if (!r.envelopes) throw new Error(`transfer ${r.transfer_id} carries no envelopes`);
-  if (!r.debit_certificate) throw new Error(`transfer ${r.transfer_id} carries no debit certificate`);
   return {
     transfer_id: r.transfer_id,
     from: r.from,
@@ -51,7 +50,7 @@ export function deliveryOf(r: TransferRecord, attempt: number): DeliveryBody {
     picked_by: r.picked_by,
     seed: r.seed,
     envelopes: r.envelopes,
-    debit_certificate: r.debit_certificate,
+    debit_certificate: r.debit_certificate ?? null,
   };
 }
 

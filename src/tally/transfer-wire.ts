@@ -97,9 +97,12 @@ export const deliveryBody = z
       .max(MAX_TRANSFER_ENVELOPES),
     /**
      * The sender's certified debit of this transfer: its exact shape and checks are custody's
-     * (custody/debit-certificate.ts), applied at the receiver's home before anything is written.
+     * (custody/debit-certificate.ts), applied at the receiver's home before anything is written. Null when the
+     * sender's home holds none (a debit a failover could not certify again): only a duplicate is acknowledged then.
      */
-    debit_certificate: z.object({ entry: z.record(z.string(), z.unknown()), signatures: z.array(z.object({ node: z.string(), signature: z.string() })) }),
+    debit_certificate: z
+      .object({ entry: z.record(z.string(), z.unknown()), signatures: z.array(z.object({ node: z.string(), signature: z.string() })) })
+      .nullable(),
   })
   .strict();
 export type DeliveryBody = z.infer<typeof deliveryBody>;

@@ -97,6 +97,11 @@ export class Transfers {
   private readonly envelopes: Sublevel;
   private readonly byOwner: Sublevel;
   private readonly byFolder: Sublevel;
+  /**
+   * The transfers credited to an identity homed here, keyed `<to>!<transfer id>`: a ledger record of the receiver (it
+   * travels with the credit's custody entry), so a delivery repeated after either home changed is a duplicate.
+   */
+  private readonly credits: Sublevel;
   private pendingSink: ((r: TransferRecord) => void) | null = null;
   /** Until custody supplies its check (checkDebitsWith), no credit is applied. */
   private debitFault: DebitCheck = () => Promise.resolve('this node does not check debit certificates yet');
@@ -109,6 +114,7 @@ export class Transfers {
     this.envelopes = d.store.sub(ENVELOPE_SUBS.envelopes);
     this.byOwner = d.store.sub(ENVELOPE_SUBS.byOwner);
     this.byFolder = d.store.sub(ENVELOPE_SUBS.byFolder);
+    this.credits = d.store.sub(TRANSFER_CREDITS_SUB);
   }
 
   /** The check of a delivery's debit certificate (custody's: the sender's custody set as this node sees it). */
@@ -317,6 +323,10 @@ export class Transfers {
       amount: delivery.envelopes.reduce((sum, e) => sum + e.face_value, 0),
       token_ids: delivery.envelopes.map((e) => e.token_id),
     };
+    // Credited already: a duplicate, whatever certificate it carries (a home that took the sender over delivers every
+    // debit of its chain again, and may hold no certificate for a debit of an earlier epoch).
+    const credited = await this.creditOf(delivery);
+    if (credited !== null) return credited;
     const fault = await this.debitFault(delivery.debit_certificate, credit);
     if (fault !== null)
       throw new ServiceError(403, 'SVC_DEBIT_UNCERTIFIED', `transfer ${delivery.transfer_id} is not credited: ${fault}`, {
@@ -324,8 +334,11 @@ export class Transfers {
         reason: fault,
       });
     return this.d.locks.run(delivery.to, async () => {
+      const again = await this.creditOf(delivery);
+      if (again !== null) return again;
       const seen = await this.load(delivery.transfer_id);
-      if (seen) {
+      // A pending record here is the sender's own (both identities are homed on this node): not a credit.
+      if (seen && seen.state !== 'pending') {
         if (seen.to !== delivery.to || seen.from !== delivery.from)
           throw new ServiceError(409, 'SVC_CONFLICT', `transfer ${delivery.transfer_id} is known here with other parties`);
         return ackOf(seen, true);
@@ -333,7 +346,12 @@ export class Transfers {
       const tokenIds = delivery.envelopes.map((e) => e.token_id);
       if (new Set(tokenIds).size !== tokenIds.length) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'a delivery names an envelope twice');
       const existing = await this.d.store.getMany<EnvelopeRecord>(this.envelopes, tokenIds);
-      const clash = existing.findIndex((e) => e !== undefined);
+      // A record of an identity homed elsewhere now is this node's stale copy of a ledger a failover moved away (the
+      // envelope left it there): the credit writes over it. One of an identity homed here is a clash.
+      const homedHere = await Promise.all(
+        existing.map(async (e) => e !== undefined && (e.owner === delivery.to || (await this.d.identity.getIdentity(e.owner))?.home === here)),
+      );
+      const clash = homedHere.indexOf(true);
       if (clash >= 0)
         throw new ServiceError(409, 'SVC_CONFLICT', `envelope ${tokenIds[clash]} is already on this node's ledger`, { token_id: tokenIds[clash] });
       await this.d.counters.loadIdentity(delivery.to);
@@ -394,7 +412,9 @@ export class Transfers {
         delivered_unix_ms: unixMs,
       };
       // The certificate goes with the credit: the custody gate sends it to the receiver's custodians.
-      ops.push({ type: 'put', sub: this.records, key: delivery.transfer_id, value: { ...record, debit_certificate: delivery.debit_certificate } });
+      ops.push({ type: 'put', sub: this.records, key: delivery.transfer_id, value: { ...record, debit_certificate: delivery.debit_certificate ?? undefined } });
+      const mark: CreditMark = { transfer_id: delivery.transfer_id, from: delivery.from, delivered_svcond: svcond, delivered_unix_ms: unixMs };
+      ops.push({ type: 'put', sub: this.credits, key: creditKey(delivery.to, delivery.transfer_id), value: mark });
       this.d.counters.persistOps(names, ops);
       try {
         await this.d.store.commit(ops);
@@ -407,6 +427,20 @@ export class Transfers {
       }
       return ackOf(record, false);
     });
+  }
+
+  /** The acknowledgement of a delivery whose transfer is credited to its receiver here already, else null (409: other parties). */
+  private async creditOf(delivery: DeliveryBody): Promise<TransferAck | null> {
+    const mark = await this.d.store.get<CreditMark>(this.credits, creditKey(delivery.to, delivery.transfer_id));
+    if (mark === undefined) return null;
+    if (mark.from !== delivery.from) throw new ServiceError(409, 'SVC_CONFLICT', `transfer ${delivery.transfer_id} is known here with other parties`);
+    return {
+      transfer_id: mark.transfer_id,
+      to: delivery.to,
+      delivered_svcond: mark.delivered_svcond,
+      delivered_unix_ms: mark.delivered_unix_ms,
+      duplicate: true,
+    };
   }
 
   /**
@@ -440,7 +474,12 @@ export class Transfers {
     const ops: Op[] = [];
     outcomes.forEach((o, k) => {
       const r = records[k];
-      if (!r || r.state !== 'pending') return;
+      if (!r) return;
+      // Credited on this node (the receiver is homed here too): the record is the credit's, the outbox entry goes.
+      if (r.state !== 'pending') {
+        if (o.ack) ops.push({ type: 'del', sub: this.outbox, key: o.id });
+        return;
+      }
       if (o.ack) {
         const { envelopes: _e, to_url: _u, ...rest } = r;
         const done: TransferRecord = {
@@ -556,6 +595,19 @@ function receivedRecord(e: EnvelopeRecord, owner: string, seq: number, transferI
   const { immovable: _i, bond_id: _b, ...rest } = e;
   return { ...rest, owner, folder: RECEIVED_FOLDER, seq, transfer_id: transferId };
 }
+
+/** The sublevel of the transfers credited to each identity (custody/ledger-ops.ts reads it as the receiver's). */
+export const TRANSFER_CREDITS_SUB = 'transfer_credits';
+
+/** A transfer credited to an identity: enough to acknowledge a repeated delivery as its first was. */
+interface CreditMark {
+  transfer_id: string;
+  from: string;
+  delivered_svcond: number;
+  delivered_unix_ms: number;
+}
+
+const creditKey = (to: string, transferId: string) => `${to}!${transferId}`;
 
 function ackOf(r: TransferRecord, duplicate: boolean): TransferAck {
   return { transfer_id: r.transfer_id, to: r.to, delivered_svcond: r.delivered_svcond ?? 0, delivered_unix_ms: r.delivered_unix_ms ?? 0, duplicate };

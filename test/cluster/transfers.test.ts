@@ -75,6 +75,24 @@ async function delivered(n: TestNode, who: { key: string }, id: string, timeoutM
   );
 }
 
+/** A delivery of transfer `t` from `from` to `to`, both homed on `n`, as its delivery loop sends it. */
+function deliveryOfPending(t: Record<string, any>, from: string, to: string, n: TestNode): DeliveryBody {
+  return {
+    transfer_id: t.transfer_id,
+    from,
+    to,
+    from_home: n.node.nodeId,
+    to_home: n.node.nodeId,
+    created_svcond: t.created_svcond,
+    created_unix_ms: t.created_unix_ms,
+    attempt: 2,
+    picked_by: 'count',
+    seed: t.seed,
+    envelopes: t.token_ids.map((token_id: string) => ({ token_id, face_value: 1, funding: 'paid', svcond: 1, result_id: 'res_1_test', hash: 'a'.repeat(64) })),
+    debit_certificate: null,
+  };
+}
+
 const portsOf = (n: TestNode) => ({ port: Number(new URL(n.url).port), p2pPort: Number(/\/tcp\/(\d+)\//.exec(n.node.mesh.multiaddrs()[0]!)![1]) });
 
 beforeAll(async () => {
@@ -179,7 +197,7 @@ describe('cross-node transfers', () => {
       })),
       debit_certificate: (await new DebitCertificates(a.node.store).get(r.body.transfer_id))!,
     };
-    expect(body.debit_certificate.entry.transfer).toMatchObject({ id: r.body.transfer_id, side: 'debit', party: y.zid });
+    expect(body.debit_certificate!.entry.transfer).toMatchObject({ id: r.body.transfer_id, side: 'debit', party: y.zid });
     const deliver = async (from: TestNode, payload: unknown, handshake?: string) => {
       const env = await from.node.mesh.signDirect(TRANSFER_EVENT, { deliveries: [payload] });
       return call(b.url, 'POST', DELIVER_PATH, env.event, { [HANDSHAKE_HEADER]: handshake ?? env.handshake! });
@@ -196,6 +214,9 @@ describe('cross-node transfers', () => {
       expect(same.status, same.text).toBe(200);
       expect(same.body.body.acks[0].duplicate).toBe(true);
     }
+    // Credited already: a duplicate even with no certificate (a home that took the sender over may hold none).
+    const uncertified = await deliver(a, { ...body, debit_certificate: null });
+    expect(uncertified.body.body.acks[0]).toMatchObject({ transfer_id: r.body.transfer_id, duplicate: true });
     const twice = await a.node.mesh.signDirect(TRANSFER_EVENT, { deliveries: [body, body] });
     const both = await call(b.url, 'POST', DELIVER_PATH, twice.event, { [HANDSHAKE_HEADER]: twice.handshake! });
     expect(both.body.body.acks.map((x: { duplicate: boolean }) => x.duplicate)).toEqual([true, true]);
@@ -272,6 +293,47 @@ describe('cross-node transfers', () => {
     await b.node.counters.loadIdentity(y.zid); // counters are read on demand
     expect(b.node.counters.get(`env:${y.zid}`)).toBe(4);
     expect(b.node.counters.get('envelope_seq')).toBe(seqBefore + 1);
+  }, 120_000);
+
+  it('a pending transfer whose receiver is homed on the sending node (its home moved there) is credited there, once', async () => {
+    const x = await richIdentity(a, 'xn-moved-sender', 2);
+    const y = await remoteIdentity(b, a, 'xn-moved-receiver');
+    await a.node.transferDelivery.stop();
+    let started = false;
+    try {
+      const r = await call(a.url, 'POST', '/api/tally/envelopes/transfer-bulk', { to: y.zid, count: 1 }, bearer(x.key));
+      expect(r.status, r.text).toBe(202);
+      // y's home moves to A (as a custody failover writes it) while the debit waits in A's outbox.
+      const ident = (await a.node.identity.getIdentity(y.zid))!;
+      await a.node.store.commit([a.node.identity.homeMoveOp(ident, a.node.nodeId)]);
+      started = true;
+      await a.node.transferDelivery.start();
+      const done = await delivered(a, x, r.body.transfer_id);
+      expect(done).toMatchObject({ from: x.zid, to: y.zid, state: 'delivered' });
+      const got = await a.node.ledger.listEnvelopes(y.zid, { limit: 10, offset: 0 });
+      expect(got.items.map((e) => [e.token_id, e.owner, e.transfer_id])).toEqual([[r.body.token_ids[0], y.zid, r.body.transfer_id]]);
+      expect(await a.node.transfers.pending()).toEqual([]);
+      // Delivered again (a later home of x replays the debit): a duplicate, nothing credited twice.
+      const again = await a.node.transfers.receive({ ...deliveryOfPending(done, x.zid, y.zid, a), debit_certificate: null }, a.node.nodeId);
+      expect(again).toMatchObject({ transfer_id: r.body.transfer_id, duplicate: true });
+      expect((await a.node.ledger.listEnvelopes(y.zid, { limit: 10, offset: 0 })).items).toHaveLength(1);
+    } finally {
+      if (!started) await a.node.transferDelivery.start();
+    }
+  }, 120_000);
+
+  it('a stale copy of the envelope at the receiver home (the sender was homed there before a failover) does not block the credit', async () => {
+    const x = await richIdentity(a, 'xn-stale-sender', 1);
+    const y = await remoteIdentity(b, a, 'xn-stale-receiver');
+    await waitFor(() => b.node.identity.getIdentity(x.zid), 'x known at B');
+    const [record] = await a.node.ledger.envelopesById([x.minted[0]!]);
+    // B still holds x's envelope as x's: its copy of x's ledger from before x's home moved to A.
+    await b.node.store.commit([{ type: 'put', sub: b.node.store.sub('envelopes'), key: record!.token_id, value: record }]);
+    const r = await call(a.url, 'POST', '/api/tally/envelopes/transfer-bulk', { to: y.zid, count: 1 }, bearer(x.key));
+    expect(r.status, r.text).toBe(202);
+    await delivered(a, x, r.body.transfer_id);
+    const got = await b.node.ledger.listEnvelopes(y.zid, { limit: 10, offset: 0 });
+    expect(got.items.map((e) => [e.token_id, e.owner, e.transfer_id])).toEqual([[x.minted[0], y.zid, r.body.transfer_id]]);
   }, 120_000);
 
   it('with the receiver home stopped, the transfer stays pending (attempts counted) and lands once it is back', async () => {

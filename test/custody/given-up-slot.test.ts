@@ -178,7 +178,7 @@ async function failoverAtX(): Promise<{ taken: number; wallet: unknown; log: str
     store: x.store,
     custodian: custodians.get(x.id)!,
     homeOf: () => Promise.resolve(home.id),
-    homeChanges: { latest: () => Promise.resolve(null) },
+    homeChanges: { latest: () => Promise.resolve(null), homeAt: () => Promise.resolve(null) },
     askPromise: async (node, z, epoch) => {
       down(node);
       return custodians.get(node)!.answerPromise(promiseRequest(SECRET, x.id, NOW, z, epoch), x.id);

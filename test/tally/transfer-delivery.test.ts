@@ -81,7 +81,7 @@ describe('a delivery', () => {
     expect(deliveryBatch.safeParse({ deliveries: [body] }).success).toBe(true);
     expect(deliveryBody.safeParse({ ...body, envelopes: [...body.envelopes, body.envelopes[0]!] }).success).toBe(false);
     // Its certificate at its longest is one (custody checks the shape at the receiver's home), and one more signer is not.
-    const signatures = body.debit_certificate.signatures;
+    const signatures = body.debit_certificate!.signatures;
     expect(debitCertificateSchema.safeParse(body.debit_certificate).success).toBe(true);
     expect(debitCertificateSchema.safeParse({ ...body.debit_certificate, signatures: [...signatures, signatures[0]!] }).success).toBe(false);
   });
