@@ -54,6 +54,11 @@ export function deliveryOf(r: TransferRecord, attempt: number): DeliveryBody {
   };
 }
 
+/** A refused delivery's outcome text: its part-7 status, code and message. */
+export function refusalText(error: TransferRefusal['error']): string {
+  return `${error.status} ${error.code}: ${error.message}`;
+}
+
 /**
  * The outcomes of a request for `ids` in an answer from `home`, or null when the answer is not its signed
  * acknowledgement of exactly these transfers (wrong type, signer, ids or order, or a bad signature).
@@ -67,7 +72,7 @@ export async function verifiedAnswers(answer: unknown, home: string, ids: readon
   for (let i = 0; i < ids.length; i++) {
     const a = acks[i] as Partial<TransferAck & TransferRefusal> | null;
     if (!a || typeof a !== 'object' || a.transfer_id !== ids[i]) return null;
-    if (a.error && typeof a.error === 'object') out.push({ error: `${a.error.status} ${a.error.code}: ${a.error.message}` });
+    if (a.error && typeof a.error === 'object') out.push({ error: refusalText(a.error) });
     else if (typeof a.delivered_svcond === 'number' && typeof a.delivered_unix_ms === 'number' && typeof a.duplicate === 'boolean')
       out.push({ ack: a as TransferAck });
     else return null;
