@@ -376,7 +376,7 @@ export class Custodian {
    */
   async page(zid: string, from: number): Promise<ChainPage> {
     const head = await this.head(zid);
-    const held = onHeadChain(await this.entries(zid, 1, Number.MAX_SAFE_INTEGER), head?.hash ?? null, from, MAX_CHAIN_LINKS + 1);
+    const held = await headChainPage((fromSeq, limit) => this.entries(zid, fromSeq, limit), head, from);
     const self = this.deps.nodeId();
     const { links, more } = pageOf(held.map((h) => linkOf(h, [{ node: self, signature: h.signature }])));
     return { head: head === null ? null : { epoch: head.epoch, seq: head.seq, hash: head.hash }, links, more };
@@ -417,10 +417,26 @@ export async function slotsFrom<T extends { entry: CustodyEntry }>(store: Store,
 }
 
 /**
- * The entries of `held` on the chain ending on `head` (back by prev_hash), from seq `from`, at most `limit`; all of
- * them from `from` when that chain is not there (no head, or its entry not held).
+ * The entries of `held` (those from seq `from` at least) on the chain ending on `head` (back by prev_hash), from seq
+ * `from`, at most `limit`: none when the head is below `from`; all of them from `from` when the head's entry is not
+ * held (or there is no head).
  */
-export function onHeadChain<T extends { entry: CustodyEntry }>(held: readonly T[], head: string | null, from: number, limit: number): T[] {
-  const chain = head === null ? [] : chainEndingOn(held, head);
+export function onHeadChain<T extends { entry: CustodyEntry }>(
+  held: readonly T[],
+  head: { hash: string; seq: number } | null,
+  from: number,
+  limit: number,
+): T[] {
+  if (head !== null && head.seq < from) return [];
+  const chain = head === null ? [] : chainEndingOn(held, head.hash);
   return (chain.length > 0 ? chain : held).filter((h) => h.entry.seq >= from).slice(0, limit);
+}
+
+/** The entries of the page of a fetch from `from`: read from `from` on (a holder behind by a few reads a few). */
+export async function headChainPage<T extends { entry: CustodyEntry }>(
+  read: (fromSeq: number, limit: number) => Promise<T[]>,
+  head: { hash: string; seq: number } | null,
+  from: number,
+): Promise<T[]> {
+  return onHeadChain(await read(from, Number.MAX_SAFE_INTEGER), head, from, MAX_CHAIN_LINKS + 1);
 }

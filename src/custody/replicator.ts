@@ -15,7 +15,7 @@ import { ServiceError } from '../kernel/errors.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { custodySetOf, type CustodySet } from './custody-set.js';
 import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, signingTextOf, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
-import { onHeadChain, slotKey, slotsFrom } from './custodian.js';
+import { headChainPage, slotKey, slotsFrom } from './custodian.js';
 import type { DebitCertificate, DebitCertificates } from './debit-certificate.js';
 import type { LedgerChange, LedgerOpsReader } from './ledger-ops.js';
 import {
@@ -23,7 +23,6 @@ import {
   MAX_BATCH_ENTRIES,
   MAX_ENTRY_RECORDS_BYTES,
   MAX_REQUEST_BYTES,
-  MAX_CHAIN_LINKS,
   recordsSize,
   type CustodyResult,
   type EntryRecords,
@@ -211,7 +210,7 @@ export class Replicator {
   async page(zid: string, from: number): Promise<ChainPage> {
     const head = await this.certifiedHead(zid);
     const written = await this.deps.store.get<OwnHead>(this.own, zid);
-    const certified = onHeadChain(await this.entries(zid, 1, Number.MAX_SAFE_INTEGER), written?.hash ?? null, from, MAX_CHAIN_LINKS + 1);
+    const certified = await headChainPage((fromSeq, limit) => this.entries(zid, fromSeq, limit), written ?? null, from);
     const self = this.deps.nodeId();
     const { links, more } = pageOf(
       certified.map((c) => linkOf(c, [{ node: self, signature: this.deps.sign(signingTextOf(c.hash)) }, ...c.signatures.filter((s) => s.node !== self)])),

@@ -29,13 +29,19 @@ describe('the entries of a page', () => {
   const held = [first, stale, opens, next].map((e) => ({ entry: e }));
 
   it('are the head’s chain, one per seq, from the seq asked', () => {
-    expect(onHeadChain(held, entryHash(next), 1, 10).map((h) => h.entry)).toEqual([first, opens, next]);
-    expect(onHeadChain(held, entryHash(next), 2, 1).map((h) => h.entry)).toEqual([opens]);
+    expect(onHeadChain(held, { hash: entryHash(next), seq: 3 }, 1, 10).map((h) => h.entry)).toEqual([first, opens, next]);
+    expect(onHeadChain(held, { hash: entryHash(next), seq: 3 }, 2, 1).map((h) => h.entry)).toEqual([opens]);
+  });
+
+  it('are the chain from the seq asked when only the entries from there are read, and none above the head', () => {
+    const fromTwo = held.filter((h) => h.entry.seq >= 2);
+    expect(onHeadChain(fromTwo, { hash: entryHash(next), seq: 3 }, 2, 10).map((h) => h.entry)).toEqual([opens, next]);
+    expect(onHeadChain(fromTwo, { hash: entryHash(opens), seq: 2 }, 3, 10)).toEqual([]);
   });
 
   it('are every entry held when the head is not there', () => {
     expect(onHeadChain(held, null, 2, 10).map((h) => h.entry)).toEqual([stale, opens, next]);
-    expect(onHeadChain(held, 'f'.repeat(64), 1, 10)).toHaveLength(4);
+    expect(onHeadChain(held, { hash: 'f'.repeat(64), seq: 3 }, 1, 10)).toHaveLength(4);
   });
 });
 
