@@ -19,9 +19,15 @@ export interface TestNode {
 }
 
 /**
- * A test node: silent, unsynced writes, and identities' secrets hashed at the test run's scrypt cost
- * (SVC_IDENTITY_SCRYPT_COST, vitest.config.ts).
+ * A test node: silent, unsynced writes, identities' secrets hashed at the test run's scrypt cost
+ * (SVC_IDENTITY_SCRYPT_COST, vitest.config.ts), and solver runs and sealed bodies on the calling thread
+ * (`solverThreads: 0`, `sealWorker: false`, the one-core setting; the same solvers and bodies, bit for bit): starting
+ * a node's two workers costs about half a second of CPU, and the suite starts hundreds of nodes. A test of the
+ * workers themselves (time limits, the pool, the seal worker) asks for them in `overrides`.
  */
+/** The node's own workers (solver pool and seal worker), as a node runs by default: for a test of the worker path. */
+export const WITH_WORKERS = { solverThreads: 'auto', sealWorker: true } as const;
+
 export async function startTestNode(overrides: Record<string, unknown> = {}, options: NodeOptions = {}, dataDir?: string): Promise<TestNode> {
   const dir = dataDir ?? (await mkdtemp(join(tmpdir(), 'svc-test-')));
   const config = loadConfig({
@@ -33,6 +39,8 @@ export async function startTestNode(overrides: Record<string, unknown> = {}, opt
       logLevel: 'silent',
       syncWrites: false,
       identity: { scryptCost: Number(process.env.SVC_IDENTITY_SCRYPT_COST ?? 14) },
+      solverThreads: 0,
+      sealWorker: false,
       ...overrides,
     },
   });

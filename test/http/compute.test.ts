@@ -1,6 +1,6 @@
 // POST /api/svc/compute, verify, prove, shift, lattice, playground against a real node.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, expectError, startTestNode, WITH_WORKERS, zkIdentity, type TestNode } from '../helpers/node.js';
 import { TICK_NS } from '../../src/kernel/clock.js';
 
 let t: TestNode;
@@ -8,7 +8,7 @@ let key: string;
 let zid: string;
 
 beforeAll(async () => {
-  t = await startTestNode();
+  t = await startTestNode(WITH_WORKERS);
   ({ key, zid } = await zkIdentity(t.url, 'compute-suite'));
 });
 afterAll(async () => t.destroy());
@@ -415,7 +415,7 @@ describe('errors at the edges', () => {
   });
 
   it('balance is spent down to INSUFFICIENT_BALANCE (402) with no work done', async () => {
-    const poor = await startTestNode({}, { initialCredits: 2 });
+    const poor = await startTestNode(WITH_WORKERS, { initialCredits: 2 });
     try {
       const id = await zkIdentity(poor.url, 'poor');
       const chain = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY', 'MECH_POTENTIAL_ENERGY'], inputs: {} };
@@ -432,7 +432,7 @@ describe('errors at the edges', () => {
   });
 
   it('a computation over the tier time limit is SVC_TIMEOUT and seals nothing', async () => {
-    const slow = await startTestNode({}, { timeLimitSeconds: 1e-9 });
+    const slow = await startTestNode(WITH_WORKERS, { timeLimitSeconds: 1e-9 });
     try {
       const id = await zkIdentity(slow.url, 'slow');
       const e = expectError(await call(slow.url, 'POST', '/api/svc/heat', {}, bearer(id.key)), 500, 'SVC_TIMEOUT');
@@ -449,7 +449,7 @@ describe('errors at the edges', () => {
 
 describe('solver runs on worker threads', () => {
   it('a long run neither blocks the API nor outlives the time limit: the worker is ended and replaced', async () => {
-    const node = await startTestNode({}, { timeLimitSeconds: 0.4, initialCredits: 1000 });
+    const node = await startTestNode(WITH_WORKERS, { timeLimitSeconds: 0.4, initialCredits: 1000 });
     try {
       const id = await zkIdentity(node.url, 'workers');
       // A gauge run at its work limit takes seconds; the limit is 0.4 s.

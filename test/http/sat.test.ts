@@ -2,7 +2,7 @@
 // budgets were refused up front with 400 before), and a budget used up during the run is a 500 SVC_SOLVER_ERROR in
 // the part-7 shape, with nothing charged as a result.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, expectError, startTestNode, WITH_WORKERS, zkIdentity, type TestNode } from '../helpers/node.js';
 import { WorkerPoolExecutor } from '../../src/compute/executor.js';
 
 /** A satisfiable ("planted") 3-SAT instance: clauses drawn by an LCG, kept when x_v = (v odd) satisfies them. */
@@ -27,7 +27,7 @@ let t: TestNode;
 let key: string;
 
 beforeAll(async () => {
-  t = await startTestNode({}, { initialCredits: 1000 });
+  t = await startTestNode(WITH_WORKERS, { initialCredits: 1000 });
   key = (await zkIdentity(t.url, 'sat-budget')).key;
 });
 afterAll(async () => {
