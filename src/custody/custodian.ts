@@ -416,6 +416,16 @@ export async function slotsFrom<T extends { entry: CustodyEntry }>(store: Store,
   return out.sort((a, b) => a.entry.seq - b.entry.seq || a.entry.epoch - b.entry.epoch).slice(0, limit);
 }
 
+/** Whether each entry of `run` is chained on the one before it. */
+function isChain(run: readonly { entry: CustodyEntry }[]): boolean {
+  let prev: string | null = null;
+  for (const h of run) {
+    if (prev !== null && h.entry.prev_hash !== prev) return false;
+    prev = entryHash(h.entry);
+  }
+  return true;
+}
+
 /**
  * The entries of `held` (those from seq `from` at least) on the chain ending on `head` (back by prev_hash), from seq
  * `from`, at most `limit`: none when the head is below `from`; all of them from `from` when the head's entry is not
@@ -432,11 +442,27 @@ export function onHeadChain<T extends { entry: CustodyEntry }>(
   return (chain.length > 0 ? chain : held).filter((h) => h.entry.seq >= from).slice(0, limit);
 }
 
-/** The entries of the page of a fetch from `from`: read from `from` on (a holder behind by a few reads a few). */
+/**
+ * The entries of the page of a fetch from `from`. A holder's entries on its head's chain run from seq 1 to the head
+ * without a gap (a custodian signs only the entry after its last, a catch-up keeps a whole run), so a seq of the page
+ * where one entry is held holds the chain's: the page is read alone, and a full catch-up costs its length, not its
+ * square. Where a seq of the page holds two (a slot a home gave up, an epoch a failover began below it), the chain is
+ * found back from the head over every entry from `from`.
+ */
 export async function headChainPage<T extends { entry: CustodyEntry }>(
   read: (fromSeq: number, limit: number) => Promise<T[]>,
   head: { hash: string; seq: number } | null,
   from: number,
 ): Promise<T[]> {
-  return onHeadChain(await read(from, Number.MAX_SAFE_INTEGER), head, from, MAX_CHAIN_LINKS + 1);
+  const limit = MAX_CHAIN_LINKS + 1;
+  if (head !== null && head.seq >= from) {
+    const last = Math.min(head.seq, from + limit - 1);
+    const want = last - from + 1;
+    // One entry more than the page: by seq, so it is above the page exactly when no seq of the page holds two.
+    const near = await read(from, want + 1);
+    const page = near.slice(0, want);
+    const oneEach = page.length === want && page.every((h, i) => h.entry.seq === from + i) && (near.length === want || near[want]!.entry.seq > last);
+    if (oneEach && isChain(page) && (last < head.seq || entryHash(page[want - 1]!.entry) === head.hash)) return page;
+  }
+  return onHeadChain(await read(from, Number.MAX_SAFE_INTEGER), head, from, limit);
 }
