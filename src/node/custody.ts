@@ -112,6 +112,22 @@ export async function wireCustody(
   const debitCheck: DebitCheckDeps = { members, replicas: config.custody.replicas, homeAt, verify: verifyText };
   const debitFault = (cert: unknown, credit: CreditClaim) => debitCertificateFault(cert, credit, debitCheck);
   economy.transfers.checkDebitsWith((cert, credit) => debitFault(cert, creditClaimOf(credit)));
+  // A delivery to a receiver's old home is refused with the receiver's home change; the sender checks and applies it.
+  economy.transfers.followHomesWith({
+    latest: (zid) => homeChanges.latest(zid),
+    apply: async (shown) => {
+      const change = homeChangeSchema.safeParse(shown);
+      if (!change.success) return void f.logger.warn({ err: change.error.issues[0]?.message }, 'a malformed home change was shown by a receiver’s old home');
+      const { zid, epoch } = change.data;
+      try {
+        const standing = await homeMoves.apply(change.data);
+        if (!standing.apply && standing.why !== 'known')
+          f.logger.warn({ zid, epoch, reason: standing.reason }, 'a home change shown by a receiver’s old home was not applied');
+      } catch (err) {
+        f.logger.warn({ zid, epoch, err: String(err) }, 'a home change shown by a receiver’s old home was not applied');
+      }
+    },
+  });
   const debitCertificates = new DebitCertificates(store);
   const replicator = new Replicator({
     store,

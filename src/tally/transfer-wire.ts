@@ -120,6 +120,11 @@ export type DeliveryBatch = z.infer<typeof deliveryBatch>;
 export interface TransferRefusal {
   transfer_id: string;
   error: { status: number; code: string; message: string };
+  /**
+   * With a 404 "not homed on this node": the receiver's latest home change this node knows (custody.home, with its
+   * earlier changes), so a sender whose directory still names this node applies it and delivers to the new home.
+   */
+  home_change?: unknown;
 }
 
 /** The body of a signed TRANSFER_ACK_EVENT: one answer per delivery, in the order of the request. */

@@ -107,6 +107,8 @@ export class Transfers {
   private debitFault: DebitCheck = () => Promise.resolve('this node does not check debit certificates yet');
   /** A pending debit's certificate as its delivery carries it (custody's, certifyDebitsWith); null: as it is kept. */
   private recertify: DebitRecertify | null = null;
+  /** The identities' home changes this node knows and applies (custody's, followHomesWith); null: none shown. */
+  private homes: TransferHomes | null = null;
 
   constructor(private readonly d: TransfersDeps) {
     this.records = d.store.sub('transfers');
@@ -125,6 +127,16 @@ export class Transfers {
   /** How a pending debit's kept certificate is brought to the sender's custody set of now (custody's). */
   certifyDebitsWith(recertify: DebitRecertify): void {
     this.recertify = recertify;
+  }
+
+  /** The receiver's home change a refusal shows, and its check and application at the sender (custody's). */
+  followHomesWith(homes: TransferHomes): void {
+    this.homes = homes;
+  }
+
+  /** Check and apply a home change a receiver's old home showed (the next attempt goes where the directory then names). */
+  async applyHomeChange(change: unknown): Promise<void> {
+    await this.homes?.apply(change);
   }
 
   /** Where new pending transfers go once durable (the delivery loop). */
@@ -314,7 +326,16 @@ export class Transfers {
     if (delivery.to_home !== here)
       throw new ServiceError(409, 'SVC_CONFLICT', `this delivery is addressed to node ${delivery.to_home}`, { home: delivery.to_home });
     const receiver = await this.d.identity.getIdentity(delivery.to);
-    if (!receiver || receiver.home !== here) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${delivery.to} is homed on this node`, { field: 'to' });
+    if (!receiver || receiver.home !== here) {
+      const moved = receiver ? await this.homes?.latest(delivery.to) : null;
+      throw new ServiceError(
+        404,
+        'SVC_NOT_FOUND',
+        `no identity ${delivery.to} is homed on this node`,
+        { field: 'to' },
+        moved ? { home_change: moved } : undefined,
+      );
+    }
     const toSlug = receiver.default_machine ?? this.d.identity.defaultSlug(delivery.to);
     const credit = {
       transfer_id: delivery.transfer_id,
@@ -452,9 +473,11 @@ export class Transfers {
       batch.deliveries.map((d) =>
         this.receive(d, sender).catch((err: unknown): TransferRefusal => {
           const e = err instanceof ServiceError ? err : null;
+          const moved = (e?.details as { home_change?: unknown } | undefined)?.home_change;
           return {
             transfer_id: d.transfer_id,
             error: { status: e?.status ?? 500, code: e?.code ?? 'SVC_INTERNAL_ERROR', message: e?.message ?? 'the delivery could not be applied' },
+            ...(moved === undefined ? {} : { home_change: moved }),
           };
         }),
       ),
@@ -594,6 +617,14 @@ function travelling(e: EnvelopeRecord): TravellingEnvelope {
 function receivedRecord(e: EnvelopeRecord, owner: string, seq: number, transferId: string): EnvelopeRecord {
   const { immovable: _i, bond_id: _b, ...rest } = e;
   return { ...rest, owner, folder: RECEIVED_FOLDER, seq, transfer_id: transferId };
+}
+
+/** What custody gives transfers of the identities' home changes (node/custody.ts): transfers never read them itself. */
+export interface TransferHomes {
+  /** The latest home change of `zid` this node knows (with its earlier changes), or null. */
+  latest(zid: string): Promise<unknown>;
+  /** Check `change` against this node's view and apply it (a change that does not hold is not applied). */
+  apply(change: unknown): Promise<void>;
 }
 
 /** The sublevel of the transfers credited to each identity (custody/ledger-ops.ts reads it as the receiver's). */
