@@ -22,8 +22,11 @@ export interface HomeMovesDeps {
   verify: Verify;
   homeChanges: HomeChanges;
   identity: { getIdentity(zid: string): Promise<IdentityRecord | undefined>; homeMoveOp(ident: IdentityRecord, home: string): Op };
-  /** Drop what this node keeps in memory of the identity's ledger (the replicator's heads, the wallet). */
-  forget: (zid: string) => void;
+  /**
+   * Drop what this node keeps in memory of the identity's ledger (the replicator's heads, the wallet), and of the
+   * chains whose audit rows `written` (a chain taken over or taken back) holds.
+   */
+  forget: (zid: string, written?: readonly Op[]) => void;
   /** Null: the mesh does not run. */
   fetch: FetchChain | null;
   timeoutMs: number;
@@ -75,7 +78,7 @@ export class HomeMoves {
     // Aside from the gate: these records are the certified chain, not new writes of the identity.
     await d.store.commitAside([...ops, d.homeChanges.putOp(change, ident.home), d.identity.homeMoveOp(ident, change.home)]);
     d.homeChanges.applied(change, ident.home);
-    d.forget(change.zid);
+    d.forget(change.zid, ops);
   }
 
   /** The old home's copy of the ledger, replaced by the new home's chain, checked. */
@@ -91,8 +94,9 @@ export class HomeMoves {
     const hash = entryHash(last.entry);
     const signers = new Set(last.signatures.filter((s) => set.custodians.includes(s.node) && verifyEntrySignature(d.verify, hash, s)).map((s) => s.node));
     if (signers.size < set.majority) throw new Error(`its last entry is signed by ${signers.size} of the ${set.majority} its set needs`);
-    await d.store.commitAside(replayOps(d.store, links));
-    d.forget(change.zid);
+    const replayed = replayOps(d.store, links);
+    await d.store.commitAside(replayed);
+    d.forget(change.zid, replayed);
     this.stats.replaced++;
     d.logger?.info({ zid: change.zid, seq: last.entry.seq }, 'custody: the old home took the new home’s chain');
   }

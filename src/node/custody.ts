@@ -30,6 +30,7 @@ import { GossipError } from '../mesh/gossip-error.js';
 import type { GossipHandler } from '../mesh/gossip-handlers.js';
 import { signText, TOPICS, verifyText } from '../mesh/wire.js';
 import { custodyRoutes } from '../http/routes/custody.js';
+import type { ChainService } from '../chain/service.js';
 import type { Capability } from './capability.js';
 import type { ConsensusPart } from './consensus.js';
 import type { EconomyPart } from './economy.js';
@@ -54,6 +55,7 @@ export async function wireCustody(
   consensus: Pick<ConsensusPart, 'bonds'>,
   identity: IdentityPart,
   economy: Pick<EconomyPart, 'ledger' | 'transfers'>,
+  chain: ChainService,
 ): Promise<CustodyPart> {
   const { config, store, time } = f;
   const nodeId = () => f.nodeId;
@@ -91,7 +93,8 @@ export async function wireCustody(
     verify: verifyText,
     homeChanges,
     identity: identity.identity,
-    forget: (zid) => {
+    forget: (zid, written) => {
+      if (written !== undefined) chain.forgetHeadsWritten(written);
       replicatorRef?.forget(zid);
       failoverRef?.homeMoved(zid);
       economy.ledger.forgetWallet(zid);
