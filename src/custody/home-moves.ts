@@ -45,10 +45,11 @@ export class HomeMoves {
     if (ident === undefined) return { apply: false, why: 'gap', reason: 'the identity is not known here' };
     const known = { home: ident.home, epoch: (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH };
     const standing = standingOf(change, known, d.members(), d.replicas, d.verify);
-    // Changes missed here: the ones it carries are checked and applied in order first, then it.
+    // Changes missed here: the ones it carries are checked and applied in order first, then it. The first follows the
+    // epoch known here, or names it as the one its promises came from (the epochs between were never completed).
     if (!standing.apply && standing.why === 'gap' && change.earlier !== undefined) {
       const missed = change.earlier.filter((c) => c.epoch > known.epoch).sort((x, y) => x.epoch - y.epoch);
-      if (missed.length > 0 && missed[0]!.epoch === known.epoch + 1) {
+      if (missed.length > 0 && (missed[0]!.epoch === known.epoch + 1 || missed[0]!.after === known.epoch)) {
         for (const c of missed) if (!(await this.apply(c)).apply) return standing;
         const { earlier: _applied, ...bare } = change;
         return this.apply(bare);
