@@ -51,6 +51,7 @@ export function deliveryOf(r: TransferRecord, attempt: number): DeliveryBody {
     seed: r.seed,
     envelopes: r.envelopes,
     debit_certificate: r.debit_certificate ?? null,
+    ...(r.from_home_change === undefined ? {} : { from_home_change: r.from_home_change }),
   };
 }
 

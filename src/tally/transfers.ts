@@ -348,6 +348,8 @@ export class Transfers {
     // debit of its chain again, and may hold no certificate for a debit of an earlier epoch).
     const credited = await this.creditOf(delivery);
     if (credited !== null) return credited;
+    // The sender's home change, when this node missed it: the certificate is checked under the set of its epoch.
+    if (delivery.from_home_change !== undefined) await this.homes?.apply(delivery.from_home_change);
     const fault = await this.debitFault(delivery.debit_certificate, credit);
     if (fault !== null)
       throw new ServiceError(403, 'SVC_DEBIT_UNCERTIFIED', `transfer ${delivery.transfer_id} is not credited: ${fault}`, {
@@ -536,7 +538,14 @@ export class Transfers {
     // To the receiver's home as the identity directory names it (a failover may have moved it since the debit).
     const receiver = await this.d.identity.getIdentity(r.to);
     const toHome = receiver?.home ?? r.to_home;
-    const here = { ...r, from_home: this.d.nodeId(), to_home: toHome, to_url: toHome === r.to_home ? r.to_url : null };
+    const moved = await this.homes?.latest(r.from);
+    const here = {
+      ...r,
+      from_home: this.d.nodeId(),
+      to_home: toHome,
+      to_url: toHome === r.to_home ? r.to_url : null,
+      ...(moved ? { from_home_change: moved } : {}),
+    };
     if (kept === null) return here;
     return { ...here, debit_certificate: this.recertify === null ? kept : await this.recertify(kept) };
   }
