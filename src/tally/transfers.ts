@@ -129,7 +129,7 @@ export class Transfers {
     this.recertify = recertify;
   }
 
-  /** The receiver's home change a refusal shows, and its check and application at the sender (custody's). */
+  /** The home changes a refusal shows (the receiver's) and a delivery carries (the sender's), and their check (custody's). */
   followHomesWith(homes: TransferHomes): void {
     this.homes = homes;
   }
