@@ -147,6 +147,8 @@ export class ChainService {
    * all heads in memory (a sum, not a hash of the sorted list: a list would need them all).
    */
   private headsSum = 0n;
+  /** Chains whose head forgetHeadsWritten took out of memory and out of the digest: the next load puts it back in both. */
+  private readonly unsummed = new Set<string>();
   /** Who holds a role on which machine, and the public machines (aggregate/list). */
   readonly index: MachineIndex;
   private readonly charges: Sublevel;
@@ -403,8 +405,31 @@ export class ChainService {
     const again = this.heads.get(slug);
     if (again) return again;
     const head: Head = last[0] ? { seq: last[0].value.seq, hash: last[0].value.hash } : { seq: 0, hash: GENESIS_HASH };
-    this.heads.set(slug, head);
+    this.loaded(slug, head);
     return head;
+  }
+
+  /** A head read from the store joins the cache (and the digest, when forgetHeadsWritten took it out). */
+  private loaded(slug: string, head: Head): void {
+    this.heads.set(slug, head);
+    if (this.unsummed.delete(slug)) this.moveHead(slug, null, head);
+  }
+
+  /**
+   * `ops` wrote audit rows without appendOps (the chain a custody failover took over, or an old home's copy replaced by
+   * the new home's chain, custody/home-moves.ts): the heads of those chains kept in memory are dropped, so the next
+   * append reads the last row written and chains on it instead of on a head the rows have passed.
+   */
+  forgetHeadsWritten(ops: readonly Op[]): void {
+    for (const op of ops) {
+      if (op.sub !== this.rows) continue;
+      const slug = op.key.slice(0, op.key.indexOf('!'));
+      const cached = this.heads.get(slug);
+      if (cached === undefined || this.unsummed.has(slug)) continue;
+      this.heads.delete(slug);
+      this.headsSum = (((this.headsSum - headTerm(slug, cached)) % MOD_256) + MOD_256) % MOD_256;
+      this.unsummed.add(slug);
+    }
   }
 
   private async head(slug: string): Promise<Head> {
@@ -430,7 +455,7 @@ export class ChainService {
       again.tally = tally;
       return again;
     }
-    this.heads.set(slug, head);
+    this.loaded(slug, head);
     return head;
   }
 

@@ -22,8 +22,11 @@ export interface HomeMovesDeps {
   verify: Verify;
   homeChanges: HomeChanges;
   identity: { getIdentity(zid: string): Promise<IdentityRecord | undefined>; homeMoveOp(ident: IdentityRecord, home: string): Op };
-  /** Drop what this node keeps in memory of the identity's ledger (the replicator's heads, the wallet). */
-  forget: (zid: string) => void;
+  /**
+   * Drop what this node keeps in memory of the identity's ledger (the replicator's heads, the wallet), and of the
+   * chains whose audit rows `written` (a chain taken over or taken back) holds.
+   */
+  forget: (zid: string, written?: readonly Op[]) => void;
   /** Null: the mesh does not run. */
   fetch: FetchChain | null;
   timeoutMs: number;
@@ -42,10 +45,11 @@ export class HomeMoves {
     if (ident === undefined) return { apply: false, why: 'gap', reason: 'the identity is not known here' };
     const known = { home: ident.home, epoch: (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH };
     const standing = standingOf(change, known, d.members(), d.replicas, d.verify);
-    // Changes missed here: the ones it carries are checked and applied in order first, then it.
+    // Changes missed here: the ones it carries are checked and applied in order first, then it. The first follows the
+    // epoch known here, or names it as the one its promises came from (the epochs between were never completed).
     if (!standing.apply && standing.why === 'gap' && change.earlier !== undefined) {
       const missed = change.earlier.filter((c) => c.epoch > known.epoch).sort((x, y) => x.epoch - y.epoch);
-      if (missed.length > 0 && missed[0]!.epoch === known.epoch + 1) {
+      if (missed.length > 0 && (missed[0]!.epoch === known.epoch + 1 || missed[0]!.after === known.epoch)) {
         for (const c of missed) if (!(await this.apply(c)).apply) return standing;
         const { earlier: _applied, ...bare } = change;
         return this.apply(bare);
@@ -75,7 +79,7 @@ export class HomeMoves {
     // Aside from the gate: these records are the certified chain, not new writes of the identity.
     await d.store.commitAside([...ops, d.homeChanges.putOp(change, ident.home), d.identity.homeMoveOp(ident, change.home)]);
     d.homeChanges.applied(change, ident.home);
-    d.forget(change.zid);
+    d.forget(change.zid, ops);
   }
 
   /** The old home's copy of the ledger, replaced by the new home's chain, checked. */
@@ -91,8 +95,9 @@ export class HomeMoves {
     const hash = entryHash(last.entry);
     const signers = new Set(last.signatures.filter((s) => set.custodians.includes(s.node) && verifyEntrySignature(d.verify, hash, s)).map((s) => s.node));
     if (signers.size < set.majority) throw new Error(`its last entry is signed by ${signers.size} of the ${set.majority} its set needs`);
-    await d.store.commitAside(replayOps(d.store, links));
-    d.forget(change.zid);
+    const replayed = replayOps(d.store, links);
+    await d.store.commitAside(replayed);
+    d.forget(change.zid, replayed);
     this.stats.replaced++;
     d.logger?.info({ zid: change.zid, seq: last.entry.seq }, 'custody: the old home took the new home’s chain');
   }

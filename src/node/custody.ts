@@ -30,6 +30,7 @@ import { GossipError } from '../mesh/gossip-error.js';
 import type { GossipHandler } from '../mesh/gossip-handlers.js';
 import { signText, TOPICS, verifyText } from '../mesh/wire.js';
 import { custodyRoutes } from '../http/routes/custody.js';
+import type { ChainService } from '../chain/service.js';
 import type { Capability } from './capability.js';
 import type { ConsensusPart } from './consensus.js';
 import type { EconomyPart } from './economy.js';
@@ -54,6 +55,7 @@ export async function wireCustody(
   consensus: Pick<ConsensusPart, 'bonds'>,
   identity: IdentityPart,
   economy: Pick<EconomyPart, 'ledger' | 'transfers'>,
+  chain: ChainService,
 ): Promise<CustodyPart> {
   const { config, store, time } = f;
   const nodeId = () => f.nodeId;
@@ -91,7 +93,8 @@ export async function wireCustody(
     verify: verifyText,
     homeChanges,
     identity: identity.identity,
-    forget: (zid) => {
+    forget: (zid, written) => {
+      if (written !== undefined) chain.forgetHeadsWritten(written);
       replicatorRef?.forget(zid);
       failoverRef?.homeMoved(zid);
       economy.ledger.forgetWallet(zid);
@@ -112,6 +115,22 @@ export async function wireCustody(
   const debitCheck: DebitCheckDeps = { members, replicas: config.custody.replicas, homeAt, verify: verifyText };
   const debitFault = (cert: unknown, credit: CreditClaim) => debitCertificateFault(cert, credit, debitCheck);
   economy.transfers.checkDebitsWith((cert, credit) => debitFault(cert, creditClaimOf(credit)));
+  // A delivery to a receiver's old home is refused with the receiver's home change; the sender checks and applies it.
+  economy.transfers.followHomesWith({
+    latest: (zid) => homeChanges.latest(zid),
+    apply: async (shown) => {
+      const change = homeChangeSchema.safeParse(shown);
+      if (!change.success) return void f.logger.warn({ err: change.error.issues[0]?.message }, 'a malformed home change was shown by a receiver’s old home');
+      const { zid, epoch } = change.data;
+      try {
+        const standing = await homeMoves.apply(change.data);
+        if (!standing.apply && standing.why !== 'known')
+          f.logger.warn({ zid, epoch, reason: standing.reason }, 'a home change shown by a receiver’s old home was not applied');
+      } catch (err) {
+        f.logger.warn({ zid, epoch, err: String(err) }, 'a home change shown by a receiver’s old home was not applied');
+      }
+    },
+  });
   const debitCertificates = new DebitCertificates(store);
   const replicator = new Replicator({
     store,

@@ -16,7 +16,7 @@ import { EnvelopeLocks, Folders } from '../tally/folders.js';
 import { Transfers } from '../tally/transfers.js';
 import { DebitCertificates } from '../custody/debit-certificate.js';
 import { meshPeerLinks } from '../mesh/peer-http.js';
-import { TransferDelivery, httpSender, refusalText, type DeliverySender } from '../tally/transfer-delivery.js';
+import { TransferDelivery, httpSender, outcomeOf, type DeliverySender } from '../tally/transfer-delivery.js';
 import { RemoteCharges } from '../tally/remote-charges.js';
 import { settlementLoop, type SettlementLoop } from '../tally/remote-charge-delivery.js';
 import { PublishSettings } from '../tally/publish-settings.js';
@@ -104,9 +104,7 @@ export async function wireEconomy(f: Foundation, chain: ChainService, identity: 
   const overMesh = httpSender({ sign, links });
   // A receiver homed on this node too (a failover moved one of them here): credited here, no request.
   const send: DeliverySender = async (home, url, deliveries) =>
-    home === nodeId()
-      ? (await transfers.receiveAll({ deliveries }, home)).acks.map((a) => ('error' in a ? { error: refusalText(a.error) } : { ack: a }))
-      : overMesh(home, url, deliveries);
+    home === nodeId() ? (await transfers.receiveAll({ deliveries }, home)).acks.map(outcomeOf) : overMesh(home, url, deliveries);
   const transferDelivery = new TransferDelivery({ transfers, send, peerUrl, logger: f.logger });
   const remoteCharges = new RemoteCharges({ store, ledger, nowSvcond: time.nowSvcond, nowMs: time.nowMs, peerUrl });
   const chargeSettlement = settlementLoop({

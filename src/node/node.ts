@@ -30,7 +30,7 @@ async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
   const push = await wirePush(foundation, webhooks, compute.compute, economy.ledger, mesh.mesh);
   const assistants = await wireAssistants(foundation, { chain, identity: identity.identity, ...economy, ...compute, mesh: mesh.mesh });
   const consensus = await wireConsensus(foundation, mesh, economy, { ...compute, ...ports });
-  const custody = await wireCustody(foundation, mesh, consensus, identity, economy);
+  const custody = await wireCustody(foundation, mesh, consensus, identity, economy, chain);
   const chainParts = wireChain(foundation, chain, mesh.mesh, { ...economy, identity: identity.identity });
   const health = wireHealth(foundation, { mesh: mesh.mesh, economy, webhooks, consensus });
   // Start order; stop runs it backwards. The store closes last, the solver engine after all that runs on it; identity gossip

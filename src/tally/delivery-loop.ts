@@ -27,8 +27,11 @@ export interface DeliveryLogger {
   warn(obj: object, msg: string): void;
 }
 
-/** The answer for one item of a request: its verified acknowledgement, or why it was not applied. */
-export type Outcome<A> = { ack: A } | { error: string };
+/**
+ * The answer for one item of a request: its verified acknowledgement, or why it was not applied (with what the
+ * refusing home showed of where the item's home went, for the owner to check in `settle`).
+ */
+export type Outcome<A> = { ack: A } | { error: string; shown?: unknown };
 
 /** Sends the deliveries of a request to `home`; resolves to one outcome per delivery (throws when the request failed as a whole). */
 export type Sender<D, A> = (home: string, url: string | null, deliveries: D[]) => Promise<Outcome<A>[]>;
@@ -46,7 +49,7 @@ export interface OutboxSource<R, D, A> {
   /** Records by id (undefined where there is none). */
   loadMany(ids: string[]): Promise<(R | undefined)[]>;
   /** After an attempt: the answered items done, the others' attempt count and error kept, in one batch. */
-  settle(outcomes: { id: string; attempts: number; ack?: A; error?: string }[]): Promise<void>;
+  settle(outcomes: { id: string; attempts: number; ack?: A; error?: string; shown?: unknown }[]): Promise<void>;
   idOf(r: R): string;
   homeOf(r: R): string;
   /** Is the record still waiting for an answer? */

@@ -51,12 +51,19 @@ export function deliveryOf(r: TransferRecord, attempt: number): DeliveryBody {
     seed: r.seed,
     envelopes: r.envelopes,
     debit_certificate: r.debit_certificate ?? null,
+    ...(r.from_home_change === undefined ? {} : { from_home_change: r.from_home_change }),
   };
 }
 
 /** A refused delivery's outcome text: its part-7 status, code and message. */
 export function refusalText(error: TransferRefusal['error']): string {
   return `${error.status} ${error.code}: ${error.message}`;
+}
+
+/** The outcome of one answer: its acknowledgement, or its refusal's text with the home change it shows. */
+export function outcomeOf(answer: TransferAck | TransferRefusal): DeliveryOutcome {
+  if (!('error' in answer)) return { ack: answer };
+  return answer.home_change === undefined ? { error: refusalText(answer.error) } : { error: refusalText(answer.error), shown: answer.home_change };
 }
 
 /**
@@ -72,7 +79,7 @@ export async function verifiedAnswers(answer: unknown, home: string, ids: readon
   for (let i = 0; i < ids.length; i++) {
     const a = acks[i] as Partial<TransferAck & TransferRefusal> | null;
     if (!a || typeof a !== 'object' || a.transfer_id !== ids[i]) return null;
-    if (a.error && typeof a.error === 'object') out.push({ error: refusalText(a.error) });
+    if (a.error && typeof a.error === 'object') out.push(outcomeOf(a as TransferRefusal));
     else if (typeof a.delivered_svcond === 'number' && typeof a.delivered_unix_ms === 'number' && typeof a.duplicate === 'boolean')
       out.push({ ack: a as TransferAck });
     else return null;
@@ -114,7 +121,12 @@ export class TransferDelivery extends DeliveryLoop<TransferRecord, DeliveryBody,
         onPending: (sink) => t.onPending(sink),
         pending: () => t.pending(),
         loadMany: (ids) => t.loadMany(ids),
-        settle: (outcomes) => t.settle(outcomes),
+        // A refusal showing the receiver's home change: applied first, so the next attempt goes to the new home.
+        settle: async (outcomes) => {
+          const shown = new Map(outcomes.flatMap((o) => (o.shown === undefined ? [] : [[JSON.stringify(o.shown), o.shown] as const])));
+          for (const change of shown.values()) await t.applyHomeChange(change);
+          await t.settle(outcomes);
+        },
         idOf: (r) => r.transfer_id,
         homeOf: (r) => r.to_home,
         isPending: (r) => r.state === 'pending',

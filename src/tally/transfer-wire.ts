@@ -62,6 +62,8 @@ export interface TransferRecord {
    * where the debit's batch keeps it; at the receiver's home kept with the credit.
    */
   debit_certificate?: DebitCertificateRecord;
+  /** At the sender's home while pending: the sender's latest home change, joined to the record as its delivery carries it. */
+  from_home_change?: unknown;
 }
 
 /** One transfer as the receiver's home is told it. */
@@ -103,6 +105,12 @@ export const deliveryBody = z
     debit_certificate: z
       .object({ entry: z.record(z.string(), z.unknown()), signatures: z.array(z.object({ node: z.string(), signature: z.string() })) })
       .nullable(),
+    /**
+     * The sender's latest home change its home knows (custody.home, with its earlier changes), when a failover moved
+     * the sender: a receiver's home that missed it checks and applies it before it checks the debit certificate of
+     * that epoch.
+     */
+    from_home_change: z.unknown().optional(),
   })
   .strict();
 export type DeliveryBody = z.infer<typeof deliveryBody>;
@@ -120,6 +128,11 @@ export type DeliveryBatch = z.infer<typeof deliveryBatch>;
 export interface TransferRefusal {
   transfer_id: string;
   error: { status: number; code: string; message: string };
+  /**
+   * With a 404 "not homed on this node": the receiver's latest home change this node knows (custody.home, with its
+   * earlier changes), so a sender whose directory still names this node applies it and delivers to the new home.
+   */
+  home_change?: unknown;
 }
 
 /** The body of a signed TRANSFER_ACK_EVENT: one answer per delivery, in the order of the request. */
@@ -144,10 +157,10 @@ export interface TransferRequest {
 }
 
 /** A transfer as GET /api/tally/transfers/:id shows it. */
-export type TransferView = Omit<TransferRecord, 'envelopes' | 'to_url' | 'debit_certificate'>;
+export type TransferView = Omit<TransferRecord, 'envelopes' | 'to_url' | 'debit_certificate' | 'from_home_change'>;
 
 /** The view of a record: everything but the travelling envelopes, the URL hint and the debit certificate. */
 export function viewOf(r: TransferRecord): TransferView {
-  const { envelopes: _e, to_url: _u, debit_certificate: _c, ...view } = r;
+  const { envelopes: _e, to_url: _u, debit_certificate: _c, from_home_change: _h, ...view } = r;
   return view;
 }

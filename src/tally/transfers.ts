@@ -107,6 +107,8 @@ export class Transfers {
   private debitFault: DebitCheck = () => Promise.resolve('this node does not check debit certificates yet');
   /** A pending debit's certificate as its delivery carries it (custody's, certifyDebitsWith); null: as it is kept. */
   private recertify: DebitRecertify | null = null;
+  /** The identities' home changes this node knows and applies (custody's, followHomesWith); null: none shown. */
+  private homes: TransferHomes | null = null;
 
   constructor(private readonly d: TransfersDeps) {
     this.records = d.store.sub('transfers');
@@ -125,6 +127,16 @@ export class Transfers {
   /** How a pending debit's kept certificate is brought to the sender's custody set of now (custody's). */
   certifyDebitsWith(recertify: DebitRecertify): void {
     this.recertify = recertify;
+  }
+
+  /** The home changes a refusal shows (the receiver's) and a delivery carries (the sender's), and their check (custody's). */
+  followHomesWith(homes: TransferHomes): void {
+    this.homes = homes;
+  }
+
+  /** Check and apply a home change a receiver's old home showed (the next attempt goes where the directory then names). */
+  async applyHomeChange(change: unknown): Promise<void> {
+    await this.homes?.apply(change);
   }
 
   /** Where new pending transfers go once durable (the delivery loop). */
@@ -314,7 +326,16 @@ export class Transfers {
     if (delivery.to_home !== here)
       throw new ServiceError(409, 'SVC_CONFLICT', `this delivery is addressed to node ${delivery.to_home}`, { home: delivery.to_home });
     const receiver = await this.d.identity.getIdentity(delivery.to);
-    if (!receiver || receiver.home !== here) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${delivery.to} is homed on this node`, { field: 'to' });
+    if (!receiver || receiver.home !== here) {
+      const moved = receiver ? await this.homes?.latest(delivery.to) : null;
+      throw new ServiceError(
+        404,
+        'SVC_NOT_FOUND',
+        `no identity ${delivery.to} is homed on this node`,
+        { field: 'to' },
+        moved ? { home_change: moved } : undefined,
+      );
+    }
     const toSlug = receiver.default_machine ?? this.d.identity.defaultSlug(delivery.to);
     const credit = {
       transfer_id: delivery.transfer_id,
@@ -327,6 +348,8 @@ export class Transfers {
     // debit of its chain again, and may hold no certificate for a debit of an earlier epoch).
     const credited = await this.creditOf(delivery);
     if (credited !== null) return credited;
+    // The sender's home change, when this node missed it: the certificate is checked under the set of its epoch.
+    if (delivery.from_home_change !== undefined) await this.homes?.apply(delivery.from_home_change);
     const fault = await this.debitFault(delivery.debit_certificate, credit);
     if (fault !== null)
       throw new ServiceError(403, 'SVC_DEBIT_UNCERTIFIED', `transfer ${delivery.transfer_id} is not credited: ${fault}`, {
@@ -452,9 +475,11 @@ export class Transfers {
       batch.deliveries.map((d) =>
         this.receive(d, sender).catch((err: unknown): TransferRefusal => {
           const e = err instanceof ServiceError ? err : null;
+          const moved = (e?.details as { home_change?: unknown } | undefined)?.home_change;
           return {
             transfer_id: d.transfer_id,
             error: { status: e?.status ?? 500, code: e?.code ?? 'SVC_INTERNAL_ERROR', message: e?.message ?? 'the delivery could not be applied' },
+            ...(moved === undefined ? {} : { home_change: moved }),
           };
         }),
       ),
@@ -513,7 +538,14 @@ export class Transfers {
     // To the receiver's home as the identity directory names it (a failover may have moved it since the debit).
     const receiver = await this.d.identity.getIdentity(r.to);
     const toHome = receiver?.home ?? r.to_home;
-    const here = { ...r, from_home: this.d.nodeId(), to_home: toHome, to_url: toHome === r.to_home ? r.to_url : null };
+    const moved = await this.homes?.latest(r.from);
+    const here = {
+      ...r,
+      from_home: this.d.nodeId(),
+      to_home: toHome,
+      to_url: toHome === r.to_home ? r.to_url : null,
+      ...(moved ? { from_home_change: moved } : {}),
+    };
     if (kept === null) return here;
     return { ...here, debit_certificate: this.recertify === null ? kept : await this.recertify(kept) };
   }
@@ -594,6 +626,14 @@ function travelling(e: EnvelopeRecord): TravellingEnvelope {
 function receivedRecord(e: EnvelopeRecord, owner: string, seq: number, transferId: string): EnvelopeRecord {
   const { immovable: _i, bond_id: _b, ...rest } = e;
   return { ...rest, owner, folder: RECEIVED_FOLDER, seq, transfer_id: transferId };
+}
+
+/** What custody gives transfers of the identities' home changes (node/custody.ts): transfers never read them itself. */
+export interface TransferHomes {
+  /** The latest home change of `zid` this node knows (with its earlier changes), or null. */
+  latest(zid: string): Promise<unknown>;
+  /** Check `change` against this node's view and apply it (a change that does not hold is not applied). */
+  apply(change: unknown): Promise<void>;
 }
 
 /** The sublevel of the transfers credited to each identity (custody/ledger-ops.ts reads it as the receiver's). */
