@@ -454,9 +454,22 @@ export class Ledger {
     const total = this.counters.get(opts.folder ? folderCounter(zid, opts.folder) : envelopeCounter(zid));
     const prefix = opts.folder ? `${zid}!${opts.folder}!` : `${zid}!`;
     const sub = opts.folder ? this.byFolder : this.byOwner;
-    const ids = await this.store.range<string>(sub, { gte: prefix, lt: `${prefix}~`, reverse: true, limit: opts.offset + opts.limit });
-    const page = ids.slice(opts.offset).map((e) => e.value);
-    const items = (await this.store.getMany<EnvelopeRecord>(this.envelopes, page)).filter((e): e is EnvelopeRecord => !!e);
-    return { total, items };
+    // An index key whose record is gone or names another owner or folder (a copy of a ledger a failover moved and
+    // moved back) lists nothing: the page is filled from the keys after it, and the offset counts listed envelopes.
+    const wanted = opts.offset + opts.limit;
+    const listed: EnvelopeRecord[] = [];
+    let lt = `${prefix}~`;
+    for (let step = wanted; listed.length < wanted;) {
+      const ids = await this.store.range<string>(sub, { gte: prefix, lt, reverse: true, limit: step });
+      const records = await this.store.getMany<EnvelopeRecord>(
+        this.envelopes,
+        ids.map((e) => e.value),
+      );
+      for (const e of records) if (e !== undefined && e.owner === zid && (!opts.folder || e.folder === opts.folder)) listed.push(e);
+      if (ids.length < step) break;
+      lt = ids[ids.length - 1]!.key;
+      step = Math.max(wanted - listed.length, 64);
+    }
+    return { total, items: listed.slice(opts.offset, wanted) };
   }
 }
