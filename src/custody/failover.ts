@@ -10,7 +10,7 @@
 // A node that loses (promises short, another candidate won, a step failed) waits (rank + 1) × failoverTicks before it
 // may try the next epoch.
 import type { Logger } from 'pino';
-import type { Op, Store } from '../store/db.js';
+import type { Store } from '../store/db.js';
 import { fetchChain, type FetchChain } from './client.js';
 import { custodySetOf, type CustodySet } from './custody-set.js';
 import type { Custodian } from './custodian.js';
@@ -20,7 +20,7 @@ import { recertifyDebits, type PendingDebit } from './pending-debits.js';
 import type { HomeChange, HomeChanges } from './home-change.js';
 import { highestHead, promisesFault, type PromisedHead, type SignedPromise, type Verify } from './promise.js';
 import { recordsDigest, type EntryRecords, type PromiseAnswer } from './protocol.js';
-import { chainEndingOn, checkChain, GENESIS_HEAD, linkOf, replayOps } from './replica.js';
+import { chainEndingOn, checkChain, GENESIS_HEAD, linkOf } from './replica.js';
 import type { SendBatch } from './client.js';
 import type { CertifiedEntry } from './replicator.js';
 
@@ -34,11 +34,9 @@ const WATCH_PER_RUN = 4096;
 /** A new home announces its change again every failoverTicks ticks, this many times (a node back later learns it). */
 export const ANNOUNCE_ROUNDS = 32;
 
-/** What taking a chain over yields (the state transfer): the identity's ledger at the head, as store ops, and its entries. */
+/** What taking a chain over yields (the state transfer): its entries, whose records replayed are the identity's ledger at the head. */
 export interface TakenChain {
-  /** The ops writing the identity's wallet, envelopes, indexes and audit rows as they stand at the head. */
-  ops: Op[];
-  /** The chain's entries, each with the signatures known of it, for the new home's log. */
+  /** The chain's entries, each with the signatures known of it and its records, for the new home's log and ledger (replica.ts replayOps). */
   entries: CertifiedEntry[];
   /** The wallet at the head (null: the chain never stated one). */
   balance: { free: number; paid: number } | null;
@@ -191,7 +189,7 @@ export class Failover {
       this.move(zid, 'majority');
       // The home may have spoken meanwhile (a slow home, not a dead one): it is fenced now, and this node goes on.
       const highest = highestHead(promises);
-      const chain = highest === null ? { ops: [], entries: [], balance: null } : await this.takeChain(zid, highest.node, highest.head);
+      const chain = highest === null ? { entries: [], balance: null } : await this.takeChain(zid, highest.node, highest.head);
       const entry: CustodyEntry = {
         v: 1,
         zid,
@@ -325,7 +323,6 @@ export class Failover {
       throw new Error(`the chain of ${node} does not end on its promised head (seq ${head.seq})`);
     const balance = [...chain].reverse().find((l) => l.entry.balance !== null)?.entry.balance ?? null;
     return {
-      ops: replayOps(d.store, chain),
       entries: chain.map((l) => ({ entry: l.entry, hash: entryHash(l.entry), signatures: l.signatures, records: l.records, certificate: l.certificate })),
       balance,
     };

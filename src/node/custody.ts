@@ -219,11 +219,11 @@ export async function wireCustody(
           verify: verifyText,
           adopt: async (change, chain, epochEntry, debits) => {
             const kept = debits.flatMap((p) => (p.certificate === null ? [] : [debitCertificates.putOp(p.certificate.entry, p.certificate.signatures)]));
-            // Envelopes written here from now on are numbered above the chain's (their index keys end in the seq); the
-            // next write that numbers one persists the counter.
+            // Envelopes written here from now on are numbered above the chain's (their index keys end in the seq),
+            // after a restart too: the counter is written with the chain.
             const above = highestEnvelopeSeq(chain.entries) - f.counters.get('envelope_seq');
             if (above > 0) f.counters.bump('envelope_seq', above);
-            await homeMoves.adopt(change, [...chain.ops, ...replicator.adoptOps(chain.entries, epochEntry), ...kept]);
+            await homeMoves.adopt(change, chain.entries, [...replicator.adoptOps(chain.entries, epochEntry), ...kept, f.counters.persistOp('envelope_seq')]);
             for (const p of debits)
               if (p.certificate === null)
                 f.logger.warn({ zid: change.zid, transfer_id: p.transferId }, 'custody: a pending debit could not be certified again');
