@@ -209,16 +209,20 @@ export class Transfers {
       const ops: Op[] = [];
       const deltas = new Map<string, number>();
       const add = (name: string, d: number) => deltas.set(name, (deltas.get(name) ?? 0) + d);
-      for (const e of chosen) {
+      // Numbered here for the receiver (never given back, as seal's): a seq another node gave may be one of the
+      // receiver's index keys already.
+      const firstSeq = this.d.counters.get('envelope_seq') + 1;
+      if (sameNode) this.d.counters.bump('envelope_seq', chosen.length);
+      for (const [i, e] of chosen.entries()) {
         ops.push({ type: 'del', sub: this.byOwner, key: `${from}!${padNum(e.seq)}` });
         ops.push({ type: 'del', sub: this.byFolder, key: `${from}!${e.folder}!${padNum(e.seq)}` });
         add(envelopeCounter(from), -1);
         add(folderCounter(from, e.folder), -1);
         if (sameNode) {
-          // The seq is node-wide, so the envelope keeps it under its new owner.
-          ops.push({ type: 'put', sub: this.byOwner, key: `${req.to}!${padNum(e.seq)}`, value: e.token_id });
-          ops.push({ type: 'put', sub: this.byFolder, key: `${req.to}!${RECEIVED_FOLDER}!${padNum(e.seq)}`, value: e.token_id });
-          ops.push({ type: 'put', sub: this.envelopes, key: e.token_id, value: receivedRecord(e, req.to, e.seq, transferId) });
+          const seq = firstSeq + i;
+          ops.push({ type: 'put', sub: this.byOwner, key: `${req.to}!${padNum(seq)}`, value: e.token_id });
+          ops.push({ type: 'put', sub: this.byFolder, key: `${req.to}!${RECEIVED_FOLDER}!${padNum(seq)}`, value: e.token_id });
+          ops.push({ type: 'put', sub: this.envelopes, key: e.token_id, value: receivedRecord(e, req.to, seq, transferId) });
           add(envelopeCounter(req.to), 1);
           add(folderCounter(req.to, RECEIVED_FOLDER), 1);
         } else {
@@ -246,7 +250,7 @@ export class Transfers {
         ops.push({ type: 'put', sub: this.outbox, key: transferId, value: transferId });
       }
       for (const [name, d] of deltas) this.d.counters.bump(name, d);
-      this.d.counters.persistOps([...deltas.keys()], ops);
+      this.d.counters.persistOps(sameNode ? ['envelope_seq', ...deltas.keys()] : [...deltas.keys()], ops);
       try {
         await this.d.store.commit(ops);
       } catch (err) {
@@ -419,7 +423,7 @@ export class Transfers {
       try {
         await this.d.store.commit(ops);
       } catch (err) {
-        this.d.counters.revert('envelope_seq', n);
+        // envelope_seq stays: numbers are never handed out twice (ledger.ts seal).
         this.d.counters.revert(names[1]!, n);
         this.d.counters.revert(names[2]!, n);
         inRow.rollback();
