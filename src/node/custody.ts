@@ -134,6 +134,7 @@ export async function wireCustody(
   });
   replicatorRef = replicator;
   store.gate = replicator;
+  economy.transfers.custodyWith((zid) => replicator.setOf(zid).custodians.length > 1);
   // A pending debit's certificate, checked against this home's view of the sender's set before each delivery: a set
   // that changed since the debit (a custodian replaced) certifies it again.
   economy.transfers.certifyDebitsWith(async (kept) => {
