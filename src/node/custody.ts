@@ -18,7 +18,7 @@ import {
 import { LedgerOpsReader } from '../custody/ledger-ops.js';
 import { CUSTODY_PROTOCOL } from '../custody/protocol.js';
 import { Replicator } from '../custody/replicator.js';
-import { highestEnvelopeSeq } from '../custody/replica.js';
+import { highestEnvelopeSeq, linkOf } from '../custody/replica.js';
 import { CustodyView } from '../custody/view.js';
 import { HeardBonds } from '../custody/heard-bonds.js';
 import { HOME_CHANGE_EVENT, HomeChanges, homeChangeSchema, type HomeChange } from '../custody/home-change.js';
@@ -229,6 +229,12 @@ export async function wireCustody(
               if (p.certificate === null)
                 f.logger.warn({ zid: change.zid, transfer_id: p.transferId }, 'custody: a pending debit could not be certified again');
             await economy.transfers.resume(debits.map((p) => p.transferId));
+          },
+          homeLog: async (zid) => {
+            const head = await replicator.certifiedHead(zid);
+            if (head === null || head.seq === 0) return null;
+            const links = (await replicator.entries(zid, 1, Number.MAX_SAFE_INTEGER)).map((c) => linkOf(c, c.signatures));
+            return { head: { epoch: head.epoch, seq: head.seq, hash: head.hash, ...(head.attempt === undefined ? {} : { attempt: head.attempt }) }, links };
           },
           sign: (text) => signText(f.nodeIdentity.privateKey, text),
           publish: async (change) => void (await mesh.publish(HOME_CHANGE_EVENT, change, TOPICS.events)),

@@ -193,6 +193,7 @@ async function failoverAtX(): Promise<{ taken: number; wallet: unknown; log: str
     adopt: async (_change, chain, epochEntry) => {
       await x.store.commit([...replayOps(x.store, chain.entries), ...xReplicator.adoptOps(chain.entries, epochEntry)]);
     },
+    homeLog: () => Promise.resolve(null),
     sign: (text) => signText(x.key, text),
     publish: () => Promise.resolve(),
     timeoutMs: 5000,
