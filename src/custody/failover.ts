@@ -10,17 +10,17 @@
 // A node that loses (promises short, another candidate won, a step failed) waits (rank + 1) × failoverTicks before it
 // may try the next epoch.
 import type { Logger } from 'pino';
-import type { Op, Store } from '../store/db.js';
+import type { Store } from '../store/db.js';
 import { fetchChain, type FetchChain } from './client.js';
 import { custodySetOf, type CustodySet } from './custody-set.js';
 import type { Custodian } from './custodian.js';
 import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
-import { heardLately, homeUnheard, nextState, type FailoverEvent, type FailoverState, type Heard } from './failover-rules.js';
+import { headAfter, heardLately, homeUnheard, nextState, type FailoverEvent, type FailoverState, type Heard } from './failover-rules.js';
 import { recertifyDebits, type PendingDebit } from './pending-debits.js';
 import type { HomeChange, HomeChanges } from './home-change.js';
 import { highestHead, promisesFault, type PromisedHead, type SignedPromise, type Verify } from './promise.js';
-import { recordsDigest, type EntryRecords, type PromiseAnswer } from './protocol.js';
-import { chainEndingOn, checkChain, GENESIS_HEAD, linkOf, replayOps } from './replica.js';
+import { recordsDigest, type ChainLink, type EntryRecords, type PromiseAnswer } from './protocol.js';
+import { chainEndingOn, checkChain, GENESIS_HEAD, linkOf } from './replica.js';
 import type { SendBatch } from './client.js';
 import type { CertifiedEntry } from './replicator.js';
 
@@ -34,11 +34,9 @@ const WATCH_PER_RUN = 4096;
 /** A new home announces its change again every failoverTicks ticks, this many times (a node back later learns it). */
 export const ANNOUNCE_ROUNDS = 32;
 
-/** What taking a chain over yields (the state transfer): the identity's ledger at the head, as store ops, and its entries. */
+/** What taking a chain over yields (the state transfer): its entries, whose records replayed are the identity's ledger at the head. */
 export interface TakenChain {
-  /** The ops writing the identity's wallet, envelopes, indexes and audit rows as they stand at the head. */
-  ops: Op[];
-  /** The chain's entries, each with the signatures known of it, for the new home's log. */
+  /** The chain's entries, each with the signatures known of it and its records, for the new home's log and ledger (replica.ts replayOps). */
   entries: CertifiedEntry[];
   /** The wallet at the head (null: the chain never stated one). */
   balance: { free: number; paid: number } | null;
@@ -67,6 +65,8 @@ export interface FailoverDeps {
    * certificates of its pending debits (then resume their delivery).
    */
   adopt: (change: HomeChange, chain: TakenChain, epochEntry: CertifiedEntry, debits: PendingDebit[]) => Promise<void>;
+  /** This node's certified log of an identity homed here (the replicator's): its head and its entries (null: none). */
+  homeLog: (zid: string) => Promise<{ head: PromisedHead; links: ChainLink[] } | null>;
   /** This node's Ed25519 signature (base64) of a text: its signature in a pending debit's certificate. */
   sign: (text: string) => string;
   publish: (change: HomeChange) => Promise<void>;
@@ -190,8 +190,13 @@ export class Failover {
       if (fault !== null) return lose(fault);
       this.move(zid, 'majority');
       // The home may have spoken meanwhile (a slow home, not a dead one): it is fenced now, and this node goes on.
-      const highest = highestHead(promises);
-      const chain = highest === null ? { ops: [], entries: [], balance: null } : await this.takeChain(zid, highest.node, highest.head);
+      // A home taking its identity again (retake) counts among the promisers with its certified log, not with what
+      // its custodian side holds (nothing of its own identities): a custodian that signed the home's last entries
+      // may be the one that did not promise, and the others' heads may be far behind.
+      const own = home === self ? await d.homeLog(zid) : null;
+      const shown = highestHead(promises);
+      const highest = own !== null && (shown === null || headAfter(own.head, shown.head)) ? { head: own.head, node: self } : shown;
+      const chain = highest === null ? { entries: [], balance: null } : await this.takeChain(zid, highest.node, highest.head, own?.links);
       const entry: CustodyEntry = {
         v: 1,
         zid,
@@ -311,13 +316,13 @@ export class Failover {
    * The chain of `zid` ending on `head`, from `node` (this node: what its custodian holds), checked (seq, prev_hash,
    * records) from the identity's first entry to that head, whose hash the promiser signed; and its replay.
    */
-  async takeChain(zid: string, node: string, head: PromisedHead): Promise<TakenChain> {
+  async takeChain(zid: string, node: string, head: PromisedHead, homeLinks?: ChainLink[]): Promise<TakenChain> {
     const d = this.deps;
     const self = d.nodeId();
     const held =
-      node === self
-        ? (await d.custodian.entries(zid, 1, Number.MAX_SAFE_INTEGER)).map((h) => linkOf(h, [{ node: self, signature: h.signature }]))
-        : await fetchChain(d.fetch, node, zid, 1, AbortSignal.timeout(d.timeoutMs * 4));
+      node !== self
+        ? await fetchChain(d.fetch, node, zid, 1, AbortSignal.timeout(d.timeoutMs * 4))
+        : (homeLinks ?? (await d.custodian.entries(zid, 1, Number.MAX_SAFE_INTEGER)).map((h) => linkOf(h, [{ node: self, signature: h.signature }])));
     const chain = chainEndingOn(held, head.hash);
     const check = checkChain(zid, chain, GENESIS_HEAD, null, d.verify);
     if (!check.ok) throw new Error(`the chain of ${node} fails at seq ${check.seq}: ${check.reason}`);
@@ -325,7 +330,6 @@ export class Failover {
       throw new Error(`the chain of ${node} does not end on its promised head (seq ${head.seq})`);
     const balance = [...chain].reverse().find((l) => l.entry.balance !== null)?.entry.balance ?? null;
     return {
-      ops: replayOps(d.store, chain),
       entries: chain.map((l) => ({ entry: l.entry, hash: entryHash(l.entry), signatures: l.signatures, records: l.records, certificate: l.certificate })),
       balance,
     };

@@ -12,7 +12,9 @@ import { custodySetOf } from './custody-set.js';
 import { entryHash, FIRST_EPOCH, verifyEntrySignature } from './entry.js';
 import { standingOf, type ChangeStanding, type HomeChange, type HomeChanges } from './home-change.js';
 import type { Verify } from './promise.js';
-import { checkChain, GENESIS_HEAD, replayOps } from './replica.js';
+import { checkChain, envelopeTokens, GENESIS_HEAD, replayOps } from './replica.js';
+import { LEDGER_SUBLEVELS } from './ledger-ops.js';
+import type { ChainLink } from './protocol.js';
 
 export interface HomeMovesDeps {
   store: Store;
@@ -71,15 +73,19 @@ export class HomeMoves {
     return standing;
   }
 
-  /** This node took the identity over: the chain's ledger and entries (`ops`) and the change, in one batch. */
-  async adopt(change: HomeChange, ops: Op[]): Promise<void> {
+  /**
+   * This node took the identity over: the ledger of the chain taken (`chain`, replayed over this node's own), its
+   * entries and whatever else the taking writes (`ops`), and the change, in one batch.
+   */
+  async adopt(change: HomeChange, chain: readonly Pick<ChainLink, 'records'>[], ops: Op[]): Promise<void> {
     const d = this.deps;
     const ident = await d.identity.getIdentity(change.zid);
     if (ident === undefined) throw new Error('the identity is not known here');
+    const replay = await this.replayed(change.zid, chain);
     // Aside from the gate: these records are the certified chain, not new writes of the identity.
-    await d.store.commitAside([...ops, d.homeChanges.putOp(change, ident.home), d.identity.homeMoveOp(ident, change.home)]);
+    await d.store.commitAside([...replay, ...ops, d.homeChanges.putOp(change, ident.home), d.identity.homeMoveOp(ident, change.home)]);
     d.homeChanges.applied(change, ident.home);
-    d.forget(change.zid, ops);
+    d.forget(change.zid, [...replay, ...ops]);
   }
 
   /** The old home's copy of the ledger, replaced by the new home's chain, checked. */
@@ -95,10 +101,22 @@ export class HomeMoves {
     const hash = entryHash(last.entry);
     const signers = new Set(last.signatures.filter((s) => set.custodians.includes(s.node) && verifyEntrySignature(d.verify, hash, s)).map((s) => s.node));
     if (signers.size < set.majority) throw new Error(`its last entry is signed by ${signers.size} of the ${set.majority} its set needs`);
-    const replayed = replayOps(d.store, links);
-    await d.store.commitAside(replayed);
-    d.forget(change.zid, replayed);
+    const replay = await this.replayed(change.zid, links);
+    // A later change read meanwhile (this node may be the home again, its ledger ahead of this chain) keeps its own.
+    const latest = (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH;
+    if (latest > change.epoch || (await d.identity.getIdentity(change.zid))?.home !== change.home) return;
+    await d.store.commitAside(replay);
+    d.forget(change.zid, replay);
     this.stats.replaced++;
     d.logger?.info({ zid: change.zid, seq: last.entry.seq }, 'custody: the old home took the new home’s chain');
+  }
+
+  /** A chain's records as ops over this node's own ledger: envelope records of other owners held here stay theirs. */
+  private async replayed(zid: string, links: readonly Pick<ChainLink, 'records'>[]): Promise<Op[]> {
+    const d = this.deps;
+    const tokens = envelopeTokens(links);
+    const held = await d.store.getMany<{ owner?: string }>(d.store.sub(LEDGER_SUBLEVELS.envelopes), tokens);
+    const owners = new Map(tokens.map((t, i) => [t, held[i]?.owner]));
+    return replayOps(d.store, links, { zid, owners });
   }
 }

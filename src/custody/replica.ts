@@ -6,12 +6,22 @@
 //   checkChain(zid, links, after, quorum, verify)  the run continues `after` (seq + 1, prev_hash, epoch never lower),
 //                                                  every records digest holds and names only the identity's ledger,
 //                                                  and each entry carries `quorum.needed` signatures of accepted nodes
-//   replayOps(store, links)                        the records of a checked run, in order, as store ops
+//   replayOps(store, links, onto?)                 the records of a checked run, in order, as store ops (onto: over a
+//                                                  node's own ledger, envelope records of other owners left alone)
 //   linkOf(held, …)                                what a node answers for an entry it holds
 // The fetch itself is client.ts chainFetcher / fetchChain.
 import { JsonText, type Op, type Store } from '../store/db.js';
 import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, verifyEntrySignature, type EntrySignature } from './entry.js';
-import { CHAIN_PAGE_BYTES, MAX_CHAIN_LINKS, recordsDigest, recordsSize, type ChainLink, type EntryRecords, type RecordSublevel } from './protocol.js';
+import {
+  CHAIN_PAGE_BYTES,
+  MAX_CHAIN_LINKS,
+  recordsDigest,
+  recordsSize,
+  type ChainLink,
+  type EntryRecords,
+  type RecordOp,
+  type RecordSublevel,
+} from './protocol.js';
 import { IDENTITY_RECORD_PREFIX } from '../store/counters.js';
 
 /** Where a run continues: the last entry before it (seq 0 and 64 zeros: the run starts at the identity's first entry). */
@@ -114,17 +124,55 @@ export function checkChain(
   return { ok: true, head };
 }
 
-/** The store ops that write a checked run's records, in order: the identity's ledger as its home wrote it. */
-export function replayOps(store: Store, links: readonly ChainLink[]): Op[] {
+/**
+ * What a replay writes over: the identity whose run it is, and the owner of each envelope record the node holds now
+ * (by token id; undefined: none), read just before the replay's batch (envelopeTokens names the ones to read).
+ */
+export interface ReplayOnto {
+  zid: string;
+  owners: ReadonlyMap<string, string | undefined>;
+}
+
+/**
+ * The store ops that write a checked run's records, in order: the identity's ledger as its home wrote it. With
+ * `onto`, over a node's own ledger: an envelope record is keyed by token id, so the run's records of an envelope
+ * that left the identity (a debit deletes it, a same-node transfer rewrites it for its new owner) are not the node's
+ * to write when another owner's record is there (a credit this node made to an identity homed here); the record the
+ * run ends on is written when it is the identity's, and a copy the node holds as the identity's is deleted when the
+ * run ends with the envelope gone from it.
+ */
+export function replayOps(store: Store, links: readonly Pick<ChainLink, 'records'>[], onto?: ReplayOnto): Op[] {
   const ops: Op[] = [];
+  const last = new Map<string, RecordOp>();
   for (const { records } of links) {
     for (const op of records.ops) {
-      const sub = store.sub(op[1]);
-      if (op[0] === 'del') ops.push({ type: 'del', sub, key: op[2] });
-      else ops.push({ type: 'put', sub, key: op[2], value: op[0] === 'put' ? new JsonText(op[3]) : Buffer.from(op[3], 'base64') });
+      if (onto !== undefined && op[1] === 'envelopes') {
+        last.delete(op[2]);
+        last.set(op[2], op);
+        continue;
+      }
+      ops.push(opOf(store, op));
     }
   }
+  for (const [token, op] of last) {
+    const owner = op[0] === 'put' ? (jsonOf(op[3]) as { owner?: unknown } | null)?.owner : undefined;
+    if (owner === onto!.zid) ops.push(opOf(store, op));
+    else if (onto!.owners.get(token) === onto!.zid) ops.push({ type: 'del', sub: store.sub(op[1]), key: token });
+  }
   return ops;
+}
+
+function opOf(store: Store, op: RecordOp): Op {
+  const sub = store.sub(op[1]);
+  if (op[0] === 'del') return { type: 'del', sub, key: op[2] };
+  return { type: 'put', sub, key: op[2], value: op[0] === 'put' ? new JsonText(op[3]) : Buffer.from(op[3], 'base64') };
+}
+
+/** The token ids of the envelope records a run writes or deletes. */
+export function envelopeTokens(links: readonly Pick<ChainLink, 'records'>[]): string[] {
+  const out = new Set<string>();
+  for (const { records } of links) for (const op of records.ops) if (op[1] === 'envelopes') out.add(op[2]);
+  return [...out];
 }
 
 /** An entry as a node that holds it answers it: with the signatures it holds. */

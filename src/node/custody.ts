@@ -18,7 +18,7 @@ import {
 import { LedgerOpsReader } from '../custody/ledger-ops.js';
 import { CUSTODY_PROTOCOL } from '../custody/protocol.js';
 import { Replicator } from '../custody/replicator.js';
-import { highestEnvelopeSeq } from '../custody/replica.js';
+import { highestEnvelopeSeq, linkOf } from '../custody/replica.js';
 import { CustodyView } from '../custody/view.js';
 import { HeardBonds } from '../custody/heard-bonds.js';
 import { HOME_CHANGE_EVENT, HomeChanges, homeChangeSchema, type HomeChange } from '../custody/home-change.js';
@@ -153,6 +153,7 @@ export async function wireCustody(
   });
   replicatorRef = replicator;
   store.gate = replicator;
+  economy.transfers.custodyWith((zid) => replicator.setOf(zid).custodians.length > 1);
   // A pending debit's certificate, checked against this home's view of the sender's set before each delivery: a set
   // that changed since the debit (a custodian replaced) certifies it again.
   economy.transfers.certifyDebitsWith(async (kept) => {
@@ -238,15 +239,21 @@ export async function wireCustody(
           verify: verifyText,
           adopt: async (change, chain, epochEntry, debits) => {
             const kept = debits.flatMap((p) => (p.certificate === null ? [] : [debitCertificates.putOp(p.certificate.entry, p.certificate.signatures)]));
-            // Envelopes written here from now on are numbered above the chain's (their index keys end in the seq); the
-            // next write that numbers one persists the counter.
+            // Envelopes written here from now on are numbered above the chain's (their index keys end in the seq),
+            // after a restart too: the counter is written with the chain.
             const above = highestEnvelopeSeq(chain.entries) - f.counters.get('envelope_seq');
             if (above > 0) f.counters.bump('envelope_seq', above);
-            await homeMoves.adopt(change, [...chain.ops, ...replicator.adoptOps(chain.entries, epochEntry), ...kept]);
+            await homeMoves.adopt(change, chain.entries, [...replicator.adoptOps(chain.entries, epochEntry), ...kept, f.counters.persistOp('envelope_seq')]);
             for (const p of debits)
               if (p.certificate === null)
                 f.logger.warn({ zid: change.zid, transfer_id: p.transferId }, 'custody: a pending debit could not be certified again');
             await economy.transfers.resume(debits.map((p) => p.transferId));
+          },
+          homeLog: async (zid) => {
+            const head = await replicator.certifiedHead(zid);
+            if (head === null || head.seq === 0) return null;
+            const links = (await replicator.entries(zid, 1, Number.MAX_SAFE_INTEGER)).map((c) => linkOf(c, c.signatures));
+            return { head: { epoch: head.epoch, seq: head.seq, hash: head.hash, ...(head.attempt === undefined ? {} : { attempt: head.attempt }) }, links };
           },
           sign: (text) => signText(f.nodeIdentity.privateKey, text),
           publish: async (change) => void (await mesh.publish(HOME_CHANGE_EVENT, change, TOPICS.events)),

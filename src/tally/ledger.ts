@@ -270,6 +270,7 @@ export class Ledger {
     let charge: TallyCharge;
     let envelope: EnvelopeRecord | null = null;
     let audit: AuditRow | null = null;
+    let numbered = false;
 
     // Loaded by prepare() before the work, but a bounded cache may have let them go since: load again (the loop
     // ends when all three are in memory at once; from here to the commit nothing waits, so they stay).
@@ -295,8 +296,11 @@ export class Ledger {
       charge = { action: args.action, cost, charged: cost, burned, foundation, funded_by: funding, balance_after: next };
       const envName = envelopeCounter(caller.zid);
       const folderName = folderCounter(caller.zid, 'inbox');
-      bumped.push('envelope_seq', 1, envName, 1, folderName, 1);
+      bumped.push(envName, 1, folderName, 1);
+      // The node-wide envelope number is never given back (a failed seal leaves a gap): a write made meanwhile may
+      // hold the next one, and a number handed out twice gives two envelopes of an owner one index key.
       this.counters.bump('envelope_seq', 1);
+      numbered = true;
       this.counters.bump(envName, 1);
       this.counters.bump(folderName, 1);
       const seq = this.counters.get('envelope_seq');
@@ -348,7 +352,7 @@ export class Ledger {
       for (const op of args.extra.ops) ops.push(op);
     }
     // One op per counter record: the node totals, the identity's envelope counts, the day-quota slot(s).
-    const names: string[] = [];
+    const names: string[] = numbered ? ['envelope_seq'] : [];
     for (let i = 0; i < bumped.length; i += 2) names.push(bumped[i] as string);
     this.counters.persistOps(names, ops);
     // The day-quota slots reserved for this work become counts in this batch (a failed batch holds them again).
@@ -454,9 +458,22 @@ export class Ledger {
     const total = this.counters.get(opts.folder ? folderCounter(zid, opts.folder) : envelopeCounter(zid));
     const prefix = opts.folder ? `${zid}!${opts.folder}!` : `${zid}!`;
     const sub = opts.folder ? this.byFolder : this.byOwner;
-    const ids = await this.store.range<string>(sub, { gte: prefix, lt: `${prefix}~`, reverse: true, limit: opts.offset + opts.limit });
-    const page = ids.slice(opts.offset).map((e) => e.value);
-    const items = (await this.store.getMany<EnvelopeRecord>(this.envelopes, page)).filter((e): e is EnvelopeRecord => !!e);
-    return { total, items };
+    // An index key whose record is gone or names another owner or folder (a copy of a ledger a failover moved and
+    // moved back) lists nothing: the page is filled from the keys after it, and the offset counts listed envelopes.
+    const wanted = opts.offset + opts.limit;
+    const listed: EnvelopeRecord[] = [];
+    let lt = `${prefix}~`;
+    for (let step = wanted; listed.length < wanted;) {
+      const ids = await this.store.range<string>(sub, { gte: prefix, lt, reverse: true, limit: step });
+      const records = await this.store.getMany<EnvelopeRecord>(
+        this.envelopes,
+        ids.map((e) => e.value),
+      );
+      for (const e of records) if (e !== undefined && e.owner === zid && (!opts.folder || e.folder === opts.folder)) listed.push(e);
+      if (ids.length < step) break;
+      lt = ids[ids.length - 1]!.key;
+      step = Math.max(wanted - listed.length, 64);
+    }
+    return { total, items: listed.slice(opts.offset, wanted) };
   }
 }

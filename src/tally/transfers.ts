@@ -2,7 +2,8 @@
 // paid-funded, not bonded. Written at the sender's home, under the sender's EnvelopeLocks (the records are read from
 // the store, so a folder move, a bond or another transfer of the same identity must not interleave).
 //   same node:  one batch moves the envelopes (records, owner and folder indexes), both identities' counters, an
-//               audit row on each identity's chain and the transfer record (delivered).
+//               audit row on each identity's chain and the transfer record (delivered); where custodians certify
+//               either identity's ledger writes, it goes as between nodes, delivered here with no request.
 //   cross node: the two-ledger transfer. At the sender's home one batch removes the envelopes, writes the sender's
 //               counters and audit row, the transfer record (pending, carrying the envelopes) and its outbox entry;
 //               the delivery loop (transfer-delivery.ts) sends it, with the other transfers due to the same home, to
@@ -109,6 +110,8 @@ export class Transfers {
   private recertify: DebitRecertify | null = null;
   /** The identities' home changes this node knows and applies (custody's, followHomesWith); null: none shown. */
   private homes: TransferHomes | null = null;
+  /** Identities whose ledger writes custodians certify; until custody says (custodyWith), none. */
+  private custodied: (zid: string) => boolean = () => false;
 
   constructor(private readonly d: TransfersDeps) {
     this.records = d.store.sub('transfers');
@@ -122,6 +125,11 @@ export class Transfers {
   /** The check of a delivery's debit certificate (custody's: the sender's custody set as this node sees it). */
   checkDebitsWith(fault: DebitCheck): void {
     this.debitFault = fault;
+  }
+
+  /** How this node tells the identities whose ledger writes custodians certify (custody's: a set of more than one). */
+  custodyWith(custodied: (zid: string) => boolean): void {
+    this.custodied = custodied;
   }
 
   /** How a pending debit's kept certificate is brought to the sender's custody set of now (custody's). */
@@ -181,6 +189,10 @@ export class Transfers {
     const here = this.d.nodeId();
     // The identity record's home: the node it registered on, or the one that took it over (custody failover).
     const sameNode = receiver.home === here;
+    // One write moves the envelopes when no custodian certifies either ledger. Otherwise the debit and the credit are
+    // two writes, as between nodes (the credit delivered here, no request): one write would be an entry of each
+    // identity, and custodians that certify the debit's and refuse the credit's keep a debit with no credit.
+    const oneWrite = sameNode && !this.custodied(from) && !this.custodied(req.to);
     if (!sameNode && !this.d.canDeliver())
       throw new ServiceError(503, 'MESH_DISABLED', `${req.to} is homed on node ${receiver.home}, and this node has no mesh to deliver to it`);
     const fromSlug = sender.default_machine ?? this.d.identity.defaultSlug(from);
@@ -192,16 +204,16 @@ export class Transfers {
       const chosen = ids ? await this.named(from, ids) : await this.pick(from, req.count!, seed!);
       // Counters are read on demand (bounded cache): both owners' in memory before the synchronous part.
       await this.d.counters.loadIdentity(from);
-      if (sameNode) await this.d.counters.loadIdentity(req.to);
+      if (oneWrite) await this.d.counters.loadIdentity(req.to);
       await this.d.chain.prepare(fromSlug);
-      if (sameNode) await this.d.chain.prepare(toSlug);
+      if (oneWrite) await this.d.chain.prepare(toSlug);
       // From here to the commit: synchronous (counters and chain heads in memory), as ledger.ts's rule asks.
       const svcond = this.d.nowSvcond();
       const unixMs = this.d.nowMs();
       const tokenIds = chosen.map((e) => e.token_id);
       const record: TransferRecord = {
         transfer_id: transferId,
-        state: sameNode ? 'delivered' : 'pending',
+        state: oneWrite ? 'delivered' : 'pending',
         from,
         to: req.to,
         from_home: here,
@@ -215,22 +227,26 @@ export class Transfers {
         last_error: null,
         created_svcond: svcond,
         created_unix_ms: unixMs,
-        delivered_svcond: sameNode ? svcond : null,
-        delivered_unix_ms: sameNode ? unixMs : null,
+        delivered_svcond: oneWrite ? svcond : null,
+        delivered_unix_ms: oneWrite ? unixMs : null,
       };
       const ops: Op[] = [];
       const deltas = new Map<string, number>();
       const add = (name: string, d: number) => deltas.set(name, (deltas.get(name) ?? 0) + d);
-      for (const e of chosen) {
+      // Numbered here for the receiver (never given back, as seal's): a seq another node gave may be one of the
+      // receiver's index keys already.
+      const firstSeq = this.d.counters.get('envelope_seq') + 1;
+      if (oneWrite) this.d.counters.bump('envelope_seq', chosen.length);
+      for (const [i, e] of chosen.entries()) {
         ops.push({ type: 'del', sub: this.byOwner, key: `${from}!${padNum(e.seq)}` });
         ops.push({ type: 'del', sub: this.byFolder, key: `${from}!${e.folder}!${padNum(e.seq)}` });
         add(envelopeCounter(from), -1);
         add(folderCounter(from, e.folder), -1);
-        if (sameNode) {
-          // The seq is node-wide, so the envelope keeps it under its new owner.
-          ops.push({ type: 'put', sub: this.byOwner, key: `${req.to}!${padNum(e.seq)}`, value: e.token_id });
-          ops.push({ type: 'put', sub: this.byFolder, key: `${req.to}!${RECEIVED_FOLDER}!${padNum(e.seq)}`, value: e.token_id });
-          ops.push({ type: 'put', sub: this.envelopes, key: e.token_id, value: receivedRecord(e, req.to, e.seq, transferId) });
+        if (oneWrite) {
+          const seq = firstSeq + i;
+          ops.push({ type: 'put', sub: this.byOwner, key: `${req.to}!${padNum(seq)}`, value: e.token_id });
+          ops.push({ type: 'put', sub: this.byFolder, key: `${req.to}!${RECEIVED_FOLDER}!${padNum(seq)}`, value: e.token_id });
+          ops.push({ type: 'put', sub: this.envelopes, key: e.token_id, value: receivedRecord(e, req.to, seq, transferId) });
           add(envelopeCounter(req.to), 1);
           add(folderCounter(req.to, RECEIVED_FOLDER), 1);
         } else {
@@ -247,7 +263,7 @@ export class Transfers {
       });
       ops.push(out.op);
       rollbacks.push(out.rollback);
-      if (sameNode) {
+      if (oneWrite) {
         const inRow = this.d.chain.appendOps(toSlug, svcond, 'transfer_in', { transfer_id: transferId, from, from_home: here, token_ids: tokenIds });
         ops.push(inRow.op);
         rollbacks.push(inRow.rollback);
@@ -258,7 +274,7 @@ export class Transfers {
         ops.push({ type: 'put', sub: this.outbox, key: transferId, value: transferId });
       }
       for (const [name, d] of deltas) this.d.counters.bump(name, d);
-      this.d.counters.persistOps([...deltas.keys()], ops);
+      this.d.counters.persistOps(oneWrite ? ['envelope_seq', ...deltas.keys()] : [...deltas.keys()], ops);
       try {
         await this.d.store.commit(ops);
       } catch (err) {
@@ -266,7 +282,7 @@ export class Transfers {
         for (const undo of rollbacks.reverse()) undo();
         throw err;
       }
-      if (!sameNode) this.pendingSink?.({ ...record, envelopes: chosen.map(travelling), to_url: this.d.peerUrl(receiver.home) });
+      if (!oneWrite) this.pendingSink?.({ ...record, envelopes: chosen.map(travelling), to_url: this.d.peerUrl(receiver.home) });
       return viewOf(record);
     });
   }
@@ -442,7 +458,7 @@ export class Transfers {
       try {
         await this.d.store.commit(ops);
       } catch (err) {
-        this.d.counters.revert('envelope_seq', n);
+        // envelope_seq stays: numbers are never handed out twice (ledger.ts seal).
         this.d.counters.revert(names[1]!, n);
         this.d.counters.revert(names[2]!, n);
         inRow.rollback();

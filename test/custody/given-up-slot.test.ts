@@ -20,6 +20,7 @@ import { Failover } from '../../src/custody/failover.js';
 import { LedgerOpsReader } from '../../src/custody/ledger-ops.js';
 import type { ChainAnswer, CustodyAnswer } from '../../src/custody/protocol.js';
 import { Replicator } from '../../src/custody/replicator.js';
+import { replayOps } from '../../src/custody/replica.js';
 import { ServiceError } from '../../src/kernel/errors.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
 import { Store } from '../../src/store/db.js';
@@ -190,8 +191,9 @@ async function failoverAtX(): Promise<{ taken: number; wallet: unknown; log: str
     fetch,
     verify: verifyText,
     adopt: async (_change, chain, epochEntry) => {
-      await x.store.commit([...chain.ops, ...xReplicator.adoptOps(chain.entries, epochEntry)]);
+      await x.store.commit([...replayOps(x.store, chain.entries), ...xReplicator.adoptOps(chain.entries, epochEntry)]);
     },
+    homeLog: () => Promise.resolve(null),
     sign: (text) => signText(x.key, text),
     publish: () => Promise.resolve(),
     timeoutMs: 5000,

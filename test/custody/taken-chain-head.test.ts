@@ -36,7 +36,7 @@ describe('a chain taken over', () => {
     }
     const ops: Op[] = taken.map((r) => ({ type: 'put', sub: rowsSub, key: `${x.slug}!${padNum(r.seq)}`, value: new JsonText(JSON.stringify(r)) }));
     const change: HomeChange = { zid: x.zid, epoch: 2, home: t.node.nodeId, promises: [] };
-    await t.node.custody.homeMoves.adopt(change, ops);
+    await t.node.custody.homeMoves.adopt(change, [], ops);
 
     const next = await call(t.url, 'POST', '/api/svc/compute', COMPUTE, bearer(x.key));
     expect(next.status, next.text).toBe(200);

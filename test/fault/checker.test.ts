@@ -197,6 +197,14 @@ describe('the fault checker', () => {
       ]);
     });
 
+    it('leaves out the results the harness sealed for identities it does not read (the operators’ bonds)', () => {
+      const s = finalState();
+      s.nodes[1]!.sealed = 2;
+      expect(violationsOf(noDoubleApplication(s))).toEqual(['3 distinct envelopes are held, and 5 results were sealed']);
+      s.ledger.setupSeals = 2;
+      expect(noDoubleApplication(s).ok).toBe(true);
+    });
+
     it('names an arrival no home knows, and an envelope lost (fewer held than sealed)', () => {
       const s = finalState();
       s.transfers = [];

@@ -77,6 +77,11 @@ export interface LedgerInputs {
   claims: number;
   /** The initial credits every identity started with, summed (identities × limits.initialCredits). */
   initial: number;
+  /**
+   * Results the harness sealed for identities the final state does not read (the operators' bonded envelopes of a
+   * custody run): counted in the nodes' sealed totals, held by nobody the checker sees. Absent: none.
+   */
+  setupSeals?: number;
 }
 
 /**

@@ -87,7 +87,13 @@ export async function runFaultRun(o: FaultRunOptions): Promise<FaultRun> {
     const faultsMs = phase();
     const recovery = await recover(cluster, history, identities, o.recoverWithinMs ?? 60_000);
     phase();
-    const state = await readFinalState(cluster, history, identities, { grants: granted + bonded, claims: 0, initial: 0 }, o.certified ?? custodyEntries);
+    const state = await readFinalState(
+      cluster,
+      history,
+      identities,
+      { grants: granted + bonded, claims: 0, initial: 0, ...(bonded > 0 ? { setupSeals: bonded } : {}) },
+      o.certified ?? custodyEntries,
+    );
     const checks = checkHistory(history, state);
     const readMs = phase();
     const count = (f: (op: Operation) => boolean) => history.filter(f).length;

@@ -96,8 +96,9 @@ export const CUSTODY_ENV = { SVC_CONTRIBUTION_BOND_ENVELOPES: '3', SVC_CUSTODY_F
 const BOND_ENVELOPES = 3;
 
 /**
- * Bond every node's operator (granted the envelopes it bonds, sealed by spends): every node is then a member, and an
- * identity's custody set is three once the bonds are advertised. Returns the credits granted.
+ * Bond every node's operator (granted the envelopes it bonds, sealed by spends of one credit each): every node is then
+ * a member, and an identity's custody set is three once the bonds are advertised. Returns the credits granted, which
+ * are also the results sealed.
  */
 export async function bondOperators(cluster: FaultCluster): Promise<number> {
   await Promise.all(

@@ -1,0 +1,111 @@
+// A node that takes an identity's chain over (failover.ts via HomeMoves.adopt) writes the chain's ledger over its own:
+// envelope records are keyed by token id, so the chain's records of an envelope that left the identity — the
+// debit that deleted it, a same-node transfer that rewrote it for its receiver — must not touch the record another
+// identity homed here holds of it (the credit this node made), and a copy this node holds as the identity's own
+// goes when the chain ends without it. Index keys and the wallet are the identity's and are written as the chain
+// ends. In-process: a store, HomeMoves, and chains written as their home's records.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { HomeChanges, type HomeChange } from '../../src/custody/home-change.js';
+import { HomeMoves } from '../../src/custody/home-moves.js';
+import type { EntryRecords, RecordOp } from '../../src/custody/protocol.js';
+import { replayOps } from '../../src/custody/replica.js';
+import type { IdentityRecord } from '../../src/identity/service.js';
+import { verifyText } from '../../src/mesh/wire.js';
+import { padNum, Store } from '../../src/store/db.js';
+
+const Z = `zid_${'a'.repeat(32)}`; // the identity taken over
+const Y = `zid_${'b'.repeat(32)}`; // homed on this node: received an envelope from Z here
+const W = `zid_${'c'.repeat(32)}`; // received one from Z by a same-node transfer at Z's old home
+const SELF = '12D3KooWSelf';
+const OLD = '12D3KooWOld';
+const token = (n: number) => `env_${String(n).padStart(24, '0')}`;
+
+const envelope = (t: string, owner: string, seq: number) => ({ token_id: t, owner, face_value: 1, folder: 'inbox', funding: 'paid', seq });
+const put = (sub: RecordOp[1], key: string, value: unknown): RecordOp => ['put', sub, key, JSON.stringify(value)];
+const del = (sub: RecordOp[1], key: string): RecordOp => ['del', sub, key];
+const link = (...ops: RecordOp[]): { records: EntryRecords } => ({ records: { v: 1, ops } });
+const sealed = (t: string, seq: number) =>
+  link(put('envelopes', t, envelope(t, Z, seq)), put('env_owner', `${Z}!${padNum(seq)}`, t), put('env_folder', `${Z}!inbox!${padNum(seq)}`, t));
+const debited = (t: string, seq: number) => link(del('env_owner', `${Z}!${padNum(seq)}`), del('env_folder', `${Z}!inbox!${padNum(seq)}`), del('envelopes', t));
+
+let dir: string;
+let store: Store;
+let moves: HomeMoves;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'svc-replay-onto-'));
+  store = await Store.open(dir, { sync: false });
+  const identities = store.sub('identities');
+  const ident: IdentityRecord = { zid: Z, home: OLD } as IdentityRecord;
+  moves = new HomeMoves({
+    store,
+    nodeId: () => SELF,
+    replicas: 3,
+    members: () => [SELF, OLD],
+    verify: verifyText,
+    homeChanges: new HomeChanges(store),
+    identity: {
+      getIdentity: (zid) => Promise.resolve(zid === Z ? ident : undefined),
+      homeMoveOp: (i, home) => ({ type: 'put', sub: identities, key: i.zid, value: { ...i, home } }),
+    },
+    forget: () => undefined,
+    fetch: null,
+    timeoutMs: 1000,
+  });
+});
+afterEach(async () => {
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const envelopes = () => store.sub('envelopes');
+const byOwner = () => store.sub('env_owner');
+const change: HomeChange = { zid: Z, epoch: 2, home: SELF, promises: [] };
+
+describe('taking a chain over, onto this node’s own ledger', () => {
+  it('keeps the envelope another identity homed here received from the identity, and writes the identity’s as the chain ends', async () => {
+    // Y's credit of token 1 (sent by Z, debited at Z's old home), numbered here.
+    await store.commit([
+      { type: 'put', sub: envelopes(), key: token(1), value: { ...envelope(token(1), Y, 40), transfer_id: 'xfer_1' } },
+      { type: 'put', sub: byOwner(), key: `${Y}!${padNum(40)}`, value: token(1) },
+    ]);
+    const chain = [sealed(token(1), 7), sealed(token(2), 8), debited(token(1), 7)];
+    await moves.adopt(change, chain, []);
+    expect(await store.get(envelopes(), token(1))).toMatchObject({ owner: Y, seq: 40, transfer_id: 'xfer_1' });
+    expect(await store.get(byOwner(), `${Y}!${padNum(40)}`)).toBe(token(1));
+    expect(await store.get(envelopes(), token(2))).toMatchObject({ owner: Z, seq: 8 });
+    expect(await store.range(byOwner(), { gte: `${Z}!`, lt: `${Z}!~` })).toEqual([{ key: `${Z}!${padNum(8)}`, value: token(2) }]);
+    expect(await store.get(store.sub('identities'), Z)).toMatchObject({ home: SELF });
+  });
+
+  it('deletes a copy it holds as the identity’s when the chain ends with the envelope gone, and writes no record of another owner', async () => {
+    // This node's stale copy of Z's ledger (it was Z's home once): tokens 3 and 4 still Z's here.
+    await store.commit([
+      { type: 'put', sub: envelopes(), key: token(3), value: envelope(token(3), Z, 3) },
+      { type: 'put', sub: envelopes(), key: token(4), value: envelope(token(4), Z, 4) },
+    ]);
+    // Token 3 debited to a receiver elsewhere; token 4 and 5 moved to W by same-node transfers at Z's old home.
+    const toW = (t: string, seq: number) => link(del('env_owner', `${Z}!${padNum(seq)}`), put('envelopes', t, envelope(t, W, 90 + seq)));
+    const chain = [sealed(token(3), 3), sealed(token(4), 4), sealed(token(5), 5), debited(token(3), 3), toW(token(4), 4), toW(token(5), 5)];
+    await moves.adopt(change, chain, []);
+    expect(await store.get(envelopes(), token(3))).toBeUndefined();
+    expect(await store.get(envelopes(), token(4))).toBeUndefined();
+    expect(await store.get(envelopes(), token(5))).toBeUndefined();
+    expect(await store.range(byOwner(), { gte: `${Z}!`, lt: `${Z}!~` })).toEqual([]);
+  });
+
+  it('replays every record as it is without a ledger to write over (a custodian’s check of a run)', () => {
+    const ops = replayOps(store, [sealed(token(6), 6), debited(token(6), 6)]);
+    expect(ops.map((o) => `${o.type} ${o.key}`)).toEqual([
+      `put ${token(6)}`,
+      `put ${Z}!${padNum(6)}`,
+      `put ${Z}!inbox!${padNum(6)}`,
+      `del ${Z}!${padNum(6)}`,
+      `del ${Z}!inbox!${padNum(6)}`,
+      `del ${token(6)}`,
+    ]);
+  });
+});
