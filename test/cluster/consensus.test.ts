@@ -30,7 +30,10 @@ const MESH_SECRET = 'consensus-cluster-secret-0123456789';
 const RECEIPT_SECRET = 'cd'.repeat(32);
 const BOND = 2;
 const STAKE = 20;
-const DEADLINE = 6;
+// Ticks a committee has to vote: enough that a member slowed by a loaded machine still votes in time (a late vote
+// ends a challenge as no_quorum, and nothing is slashed); a verdict comes at quorum, so only the test that waits for
+// no_quorum pays for it.
+const DEADLINE = 12;
 const contribution = {
   bondEnvelopes: BOND,
   committeeSize: 3,
@@ -365,7 +368,7 @@ describe('re-execution consensus on a ring of five', () => {
   beforeAll(async () => {
     // Votes cross up to two hops of five nodes sharing one loaded process: a longer deadline than the cluster's (a
     // verdict comes at its quorum, not at the deadline) keeps a late vote from ending it as no_quorum.
-    ring = await startMesh(5, (bootstrap) => ({ ...config(bootstrap), contribution: { ...contribution, deadlineTicks: 4 * DEADLINE } }), opts, 'ring');
+    ring = await startMesh(5, (bootstrap) => ({ ...config(bootstrap), contribution: { ...contribution, deadlineTicks: 2 * DEADLINE } }), opts, 'ring');
     ringOps.push(...(await Promise.all(ring.map((n, i) => bondedOperator(n, `ring-op-${i}`, BOND)))));
     await waitFor(() => ring.every((n) => n.node.bonds.active().length === 5), 30_000, 'every bond at every ring node');
     await waitFor(() => ring[2]!.node.mesh.peers().filter((p) => p.mode === 'contributing').length === 4, 30_000, 'contributing peers at the challenger');
