@@ -4,7 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, startNodePair, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, expectError, startNodePair, WITH_WORKERS, zkIdentity, type TestNode } from '../helpers/node.js';
 
 const MESH_SECRET = 'tiers-cluster-secret-0123456789abcdef';
 const RECEIPT_SECRET = 'cd'.repeat(32);
@@ -13,7 +13,9 @@ const BIG_HEAT = { nx: 503, t_end_s: 0.01 };
 
 let a: TestNode;
 let b: TestNode;
+// The tier time limit is the worker pool's to enforce (a run on the calling thread is not cut).
 const meshConfig = (bootstrap: string[]) => ({
+  ...WITH_WORKERS,
   receiptSecret: RECEIPT_SECRET,
   mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
   limits: { enforceDailyQuota: true },

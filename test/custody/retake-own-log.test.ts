@@ -57,7 +57,8 @@ describe('a home that takes its identity again', () => {
         if (r.status === 200) after = r;
         return r.status === 200;
       },
-      60_000,
+      // As retake.test.ts: 2 × failoverTicks of refusals, a failover pass, c's catch-up, on a machine that may be loaded.
+      90_000,
       'a writes again',
     );
     const status = await call(a.url, 'GET', `/api/mesh/custody/${zid}`);

@@ -10,7 +10,7 @@
 // always sent, and each route's test has its own timeout sized to that, not the suite's 30 s.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, startTestNode, WITH_WORKERS, zkIdentity, type TestNode } from '../helpers/node.js';
 import { anyKey, jsonText, jsonValue, numberish, pathParam, queryString, solverInputs } from './arbitraries.js';
 import { runGate } from './budget.js';
 
@@ -59,7 +59,7 @@ const seen = { requests: 0, byStatus: new Map<number, number>() };
 
 // Discovery happens at collection time in a real node, so the routes are known before the tests are made.
 const boot = (async () => {
-  t = await startTestNode({}, { initialCredits: 10_000_000, timeLimitSeconds: TIME_LIMIT_SECONDS });
+  t = await startTestNode(WITH_WORKERS, { initialCredits: 10_000_000, timeLimitSeconds: TIME_LIMIT_SECONDS });
   key = (await zkIdentity(t.url, 'fuzz')).key;
   demoKey = (await call(t.url, 'POST', '/api/demo-key/mint', {})).body.key;
   endpoints = ((await call(t.url, 'GET', '/api')).body.endpoints as Endpoint[]).filter((e) => !ONLY || ONLY.test(`${e.method} ${e.path}`));

@@ -4,7 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, expectError, startTestNode, WITH_WORKERS, zkIdentity, type TestNode } from '../helpers/node.js';
 
 // A gauge run of about 0.8 s of CPU here (fairness.test.ts's heavy run): over a 0.25 s limit, far under 600 s.
 const HEAVY = { L: 8, max_sweeps: 20_000, target_rel_error: 1e-5 };
@@ -24,7 +24,8 @@ describe('tiers on one node (small limits)', () => {
   let t: TestNode;
   beforeAll(async () => {
     t = await startTestNode(
-      { limits: { enforceDailyQuota: true } },
+      // The tier time limit is the worker pool's to enforce (a run on the calling thread is not cut).
+      { ...WITH_WORKERS, limits: { enforceDailyQuota: true } },
       { initialCredits: 1000, tierTimeLimitSeconds: { free: 0.25, starter: 0.25 }, tierDailyAllowance: { free: 3, starter: 5 } },
     );
   });

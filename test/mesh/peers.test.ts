@@ -89,8 +89,8 @@ describe('mesh: twelve nodes bootstrapped to one seed', () => {
     const restartedAt = Date.now();
     await waitFor(() => again.mesh.p2p!.connectedPeers().length >= PEERS.target, 15_000, 'connections from the peer store');
     const others = live().filter((n) => n !== again);
-    await waitFor(() => others.every((s) => (heard.get(id)?.get(s.mesh.nodeId) ?? 0) > restartedAt), 20_000, 'the restarted node hearing every node');
+    await waitFor(() => others.every((s) => (heard.get(id)?.get(s.mesh.nodeId) ?? 0) > restartedAt), 40_000, 'the restarted node hearing every node');
     const status = await again.mesh.status();
     expect(status.connections.known).toBeGreaterThanOrEqual(others.length);
-  }, 45_000);
+  }, 75_000);
 });
