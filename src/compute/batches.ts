@@ -74,6 +74,8 @@ export class BatchService {
       store: Store;
       clock: Clock;
       compute: ComputeService;
+      /** A sealed result's body as stored with its seal (the ledger's). */
+      resultBytes: (resultId: string) => Promise<Buffer | undefined>;
       events?: BatchEvents;
       onError?: (batchId: string, err: unknown) => void;
     },
@@ -257,12 +259,22 @@ export class BatchService {
     }
   }
 
+  private async withBody(r: ItemOutcome): Promise<ItemOutcome> {
+    const bytes = r.result_id === null ? undefined : await this.deps.resultBytes(r.result_id);
+    if (bytes === undefined) return r;
+    const body = JSON.parse(bytes.toString('utf8')) as { value: number; unit: string; svcProof: string };
+    return { ...r, value: body.value, unit: body.unit, svcProof: body.svcProof };
+  }
+
   /** GET /api/svc/batch/:id for its owner. */
   async view(id: string, zid: string): Promise<BatchView> {
     const rec = typeof id === 'string' && !id.startsWith('~') && id.length < 80 ? await this.deps.store.get<BatchRecord>(this.batches, id) : undefined;
     if (!rec) throw new ServiceError(404, 'SVC_NOT_FOUND', `no batch ${JSON.stringify(id)}`);
     if (rec.owner.zid !== zid) throw new ServiceError(403, 'SVC_FORBIDDEN', `batch ${id} belongs to another identity`);
-    const results = [...(await this.outcomesOf(id)).values()].sort((a, b) => a.index - b.index);
+    const recorded = [...(await this.outcomesOf(id)).values()].sort((a, b) => a.index - b.index);
+    // An item the seal's batch recorded before the write that adds its body's value and proof (in flight, or lost
+    // to a crash): those are read from the sealed body the seal stored, so a complete batch shows every proof.
+    const results = await Promise.all(recorded.map((r) => (r.status === 'sealed' && r.svcProof === null ? this.withBody(r) : r)));
     const total = rec.items.length;
     return {
       id,

@@ -121,6 +121,7 @@ export function wireCompute(f: Foundation, needs: ComputeNeeds): ComputePart {
     store: f.store,
     clock: f.clock,
     compute,
+    resultBytes: (id) => needs.ledger.getResultBytes(id),
     events: webhooks,
     onError: (batch, err) => f.logger.warn({ batch, err: String(err) }, 'batch failed'),
   });

@@ -114,7 +114,7 @@ describe('batches per identity', () => {
         throw new ServiceError(400, 'SVC_INVALID_INPUT', 'held');
       },
     } as unknown as ComputeService;
-    const batches = new BatchService({ store, clock: new ManualClock(1_800_000_000n * 1_000_000_000n), compute });
+    const batches = new BatchService({ store, clock: new ManualClock(1_800_000_000n * 1_000_000_000n), compute, resultBytes: async () => undefined });
     const caller = (zid: string) => ({ kind: 'identity' as const, zid, slug: `m-${zid}`, home: 'here', key: null as never });
     try {
       const sent = await Promise.allSettled(Array.from({ length: 10 }, () => batches.submit(caller('greedy'), [chain as never], null)));
@@ -164,13 +164,55 @@ describe('a batch item refused by a full solver queue', () => {
         return { bytes: Buffer.from(JSON.stringify({ value: 1, unit: 'J', svcProof: 'p', svcond: 7, result_id: 'res_1' })) };
       },
     } as unknown as ComputeService;
-    const batches = new BatchService({ store, clock: new ManualClock(1_800_000_000n * 1_000_000_000n), compute });
+    const batches = new BatchService({ store, clock: new ManualClock(1_800_000_000n * 1_000_000_000n), compute, resultBytes: async () => undefined });
     try {
       const rec = await batches.submit({ kind: 'identity', zid: 'z', slug: 'm-z', home: 'here', key: null as never }, [{ solver: 'lorenz' }], null);
       await batches.idle();
       const outcome = await store.get<{ status: string; result_id: string }>(store.sub('batch_items'), `${rec.id}!${'0'.padStart(6, '0')}`);
       expect(outcome).toMatchObject({ status: 'sealed', result_id: 'res_1' });
       expect(refusals).toBe(-1);
+    } finally {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a batch seen between its last seal and that item’s status write', () => {
+  it('is complete with the sealed body’s value and proof, read from the stored result', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'svc-batches-'));
+    const store = await Store.open(dir, { sync: false });
+    const body = { value: 2.5, unit: 'J', svcProof: 'ab'.repeat(32), svcond: 9, result_id: 'res_2' };
+    let seen: unknown = null;
+    let batches!: BatchService;
+    let batchId = '';
+    const compute = {
+      solve: async (
+        _c: unknown,
+        _s: unknown,
+        _i: unknown,
+        _st: unknown,
+        _o: unknown,
+        hooks: { ops: (f: { result_id: string; svcond: number }) => unknown[] },
+      ) => {
+        // The seal's batch records the item; the view is read before the batch service adds the body's fields.
+        await store.commit(hooks.ops({ result_id: 'res_2', svcond: 9 }) as never);
+        seen = await batches.view(batchId, 'z');
+        return { bytes: Buffer.from(JSON.stringify(body)) };
+      },
+    } as unknown as ComputeService;
+    const stored = new Map([['res_2', Buffer.from(JSON.stringify(body))]]);
+    batches = new BatchService({ store, clock: new ManualClock(1_800_000_000n * 1_000_000_000n), compute, resultBytes: async (id) => stored.get(id) });
+    try {
+      const rec = await batches.submit({ kind: 'identity', zid: 'z', slug: 'm-z', home: 'here', key: null as never }, [{ solver: 'lorenz' }], null);
+      batchId = rec.id;
+      await batches.idle();
+      expect(seen).toMatchObject({
+        status: 'complete',
+        completed: 1,
+        results: [{ status: 'sealed', result_id: 'res_2', value: 2.5, unit: 'J', svcProof: body.svcProof }],
+      });
+      expect(await batches.view(rec.id, 'z')).toMatchObject({ results: [{ svcProof: body.svcProof, value: 2.5 }] });
     } finally {
       await store.close();
       await rm(dir, { recursive: true, force: true });
