@@ -184,7 +184,8 @@ describe('a batch seen between its last seal and that item’s status write', ()
     const store = await Store.open(dir, { sync: false });
     const body = { value: 2.5, unit: 'J', svcProof: 'ab'.repeat(32), svcond: 9, result_id: 'res_2' };
     let seen: unknown = null;
-    let batches!: BatchService;
+    // Set once the service exists: the compute it is given reads the batch's view mid-seal.
+    const service: { batches?: BatchService } = {};
     let batchId = '';
     const compute = {
       solve: async (
@@ -197,12 +198,17 @@ describe('a batch seen between its last seal and that item’s status write', ()
       ) => {
         // The seal's batch records the item; the view is read before the batch service adds the body's fields.
         await store.commit(hooks.ops({ result_id: 'res_2', svcond: 9 }) as never);
-        seen = await batches.view(batchId, 'z');
+        seen = await service.batches!.view(batchId, 'z');
         return { bytes: Buffer.from(JSON.stringify(body)) };
       },
     } as unknown as ComputeService;
     const stored = new Map([['res_2', Buffer.from(JSON.stringify(body))]]);
-    batches = new BatchService({ store, clock: new ManualClock(1_800_000_000n * 1_000_000_000n), compute, resultBytes: async (id) => stored.get(id) });
+    const batches = (service.batches = new BatchService({
+      store,
+      clock: new ManualClock(1_800_000_000n * 1_000_000_000n),
+      compute,
+      resultBytes: async (id) => stored.get(id),
+    }));
     try {
       const rec = await batches.submit({ kind: 'identity', zid: 'z', slug: 'm-z', home: 'here', key: null as never }, [{ solver: 'lorenz' }], null);
       batchId = rec.id;
