@@ -202,6 +202,11 @@ export class ChainService {
     return [{ type: 'put', sub: this.machines, key: machine.slug, value: machine }, ...this.index.ops(null, machine), ...owed];
   }
 
+  /** Ops writing a machine's record moved to another home (`before`: the record held here, null when none is). */
+  machineMoveOps(before: MachineRecord | null, after: MachineRecord): Op[] {
+    return [{ type: 'put', sub: this.machines, key: after.slug, value: after }, ...this.index.ops(before, after)];
+  }
+
   /**
    * Slugs claimed mesh-wide (node/chain.ts, with a mesh): each creation's batch carries a slug-loss marker
    * (chain/slug-loss.ts), and once written the directory checks the slug (`written`), which clears it or settles a loss.

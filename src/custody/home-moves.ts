@@ -23,7 +23,8 @@ export interface HomeMovesDeps {
   members: () => Iterable<string>;
   verify: Verify;
   homeChanges: HomeChanges;
-  identity: { getIdentity(zid: string): Promise<IdentityRecord | undefined>; homeMoveOp(ident: IdentityRecord, home: string): Op };
+  /** The identity's record, and the ops moving it (and its default machine) to another home. */
+  identity: { getIdentity(zid: string): Promise<IdentityRecord | undefined>; homeMoveOps(ident: IdentityRecord, home: string): Promise<Op[]> };
   /**
    * Drop what this node keeps in memory of the identity's ledger (the replicator's heads, the wallet), and of the
    * chains whose audit rows `written` (a chain taken over or taken back) holds.
@@ -61,7 +62,7 @@ export class HomeMoves {
       if (standing.why === 'invalid') this.stats.refused++;
       return standing;
     }
-    await d.store.commit([d.homeChanges.putOp(change, ident.home), d.identity.homeMoveOp(ident, change.home)]);
+    await d.store.commit([d.homeChanges.putOp(change, ident.home), ...(await d.identity.homeMoveOps(ident, change.home))]);
     d.homeChanges.applied(change, ident.home);
     d.forget(change.zid);
     this.stats.applied++;
@@ -83,7 +84,7 @@ export class HomeMoves {
     if (ident === undefined) throw new Error('the identity is not known here');
     const replay = await this.replayed(change.zid, chain);
     // Aside from the gate: these records are the certified chain, not new writes of the identity.
-    await d.store.commitAside([...replay, ...ops, d.homeChanges.putOp(change, ident.home), d.identity.homeMoveOp(ident, change.home)]);
+    await d.store.commitAside([...replay, ...ops, d.homeChanges.putOp(change, ident.home), ...(await d.identity.homeMoveOps(ident, change.home))]);
     d.homeChanges.applied(change, ident.home);
     d.forget(change.zid, [...replay, ...ops]);
   }

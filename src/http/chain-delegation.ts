@@ -29,6 +29,7 @@ import type { MeshService } from '../mesh/service.js';
 import type { RemoteCharges } from '../tally/remote-charges.js';
 import type { ChargeOutcomes } from '../tally/charge-outcomes.js';
 import { FORWARDED_HEADER, pathFor } from './forward.js';
+import { machinePlace } from './machine-place.js';
 import { refuseMachineKey, refuseOtherMachine } from './auth.js';
 import { COSTS } from '../tally/costs.js';
 
@@ -172,11 +173,9 @@ export async function signVoucher(
 
 /** The home of machine `slug` when it is another node (null: held here); 404 when no node is known to hold it. */
 async function machineHomeOf(kit: DelegationKit, s: DelegationServices, slug: string): Promise<string | null> {
-  const won = s.mesh?.enabled ? await s.mesh.machines.known(slug) : null;
-  if ((won === null || won === kit.nodeId()) && (await s.chain.getMachine(slug))) return null;
-  const home = won ?? (s.mesh?.enabled ? await s.mesh.machines.homeOf(slug) : null);
-  if (!home || home === kit.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
-  return home;
+  const place = await machinePlace(kit.nodeId(), s, slug);
+  if (place === null) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
+  return place === 'here' ? null : place;
 }
 
 /** A voucher for the caller's request as it will be sent on (path and body), from the caller's home: signed here, or asked there. */

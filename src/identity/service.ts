@@ -38,6 +38,27 @@ export interface IdentityRecord {
  * What a home node tells the mesh about its identities (svc/identity/1): key digests with their records, and the
  * identity's home and default machine. Secrets (password hashes, ZK hashes, salts, keys) never leave the home.
  */
+/** A default machine's slug, and the hex of its owner's zid it carries. */
+const DEFAULT_SLUG = new RegExp(`^${DEFAULT_SLUG_PREFIX}([0-9a-f]{16}|[0-9a-f]{32})$`);
+/** Identities read under one slug's zid prefix (two sharing 64 bits are already unlikely). */
+const DEFAULT_OWNER_SCAN = 8;
+
+/** The record of an identity's default machine as registration writes it, homed at `home`. */
+function defaultMachine(zid: string, slug: string, home: string, createdUnixMs: number): MachineRecord {
+  return {
+    slug,
+    owner: zid,
+    genesis_svcond: 0,
+    is_public: false,
+    key_digest: '',
+    roles: { [zid]: 'owner' },
+    inject_agent_rail: false,
+    inject_pulse_orb: false,
+    home,
+    created_unix_ms: createdUnixMs,
+  };
+}
+
 export interface IdentityAssertion {
   digest: string;
   key: KeyRecord;
@@ -226,6 +247,36 @@ export class IdentityService {
    */
   homeMoveOp(ident: IdentityRecord, home: string): Op {
     return { type: 'put', sub: this.identities, key: ident.zid, value: { ...ident, home } };
+  }
+
+  /**
+   * The ops moving a known identity's home to `home`, its default machine with it (architecture.md §5): the identity
+   * record, and the machine's record naming the new home. A node that becomes the home and holds no record of the
+   * machine writes the one every registration writes (private, the identity its owner); its audit rows ride with the
+   * identity's entries (custody/ledger-ops.ts), so the new home holds them.
+   */
+  async homeMoveOps(ident: IdentityRecord, home: string): Promise<Op[]> {
+    const ops = [this.homeMoveOp(ident, home)];
+    const slug = ident.default_machine ?? this.defaultSlug(ident.zid);
+    const held = await this.deps.chain.getMachine(slug);
+    if (held !== undefined && held.owner === ident.zid) {
+      if (held.home !== home) ops.push(...this.deps.chain.machineMoveOps(held, { ...held, home }));
+    } else if (held === undefined && home === this.deps.nodeId()) {
+      ops.push(...this.deps.chain.machineMoveOps(null, defaultMachine(ident.zid, slug, home, ident.created_unix_ms)));
+    }
+    return ops;
+  }
+
+  /**
+   * The identity whose default machine `slug` is, when this node knows it: a default slug (m- and 16 or 32 hex) names
+   * the first hex of its zid, so the identities under that prefix are read, and the one whose default machine it is
+   * answers. Its home serves the machine.
+   */
+  async ownerOfDefaultMachine(slug: string): Promise<IdentityRecord | undefined> {
+    const hex = DEFAULT_SLUG.exec(slug)?.[1];
+    if (hex === undefined) return undefined;
+    const under = await this.deps.store.range<IdentityRecord>(this.identities, { gte: `zid_${hex}`, lt: `zid_${hex}~`, limit: DEFAULT_OWNER_SCAN });
+    return under.map((r) => r.value).find((i) => (i.default_machine ?? this.defaultSlug(i.zid)) === slug);
   }
 
   async getIdentity(zid: string): Promise<IdentityRecord | undefined> {

@@ -87,11 +87,12 @@ describe('failover of an identity whose home is killed', () => {
     const zid = reg.body.zid as string;
     const key = await identityKey(c.url(0), equation);
     await grant(nodes[0]!, zid, 40);
-    const sealed: { token: string; seq: number }[] = [];
+    const slug = reg.body.state_machine.slug as string;
+    const sealed: { token: string; seq: number; hash: string }[] = [];
     for (let i = 0; i < SPENDS; i++) {
       const r = await call(c.url(0), 'POST', '/api/svc/compute', SPEND_BODY, bearer(key));
       expect(r.status, r.text).toBe(200);
-      sealed.push({ token: r.body.envelope.token_id, seq: r.body.audit.seq });
+      sealed.push({ token: r.body.envelope.token_id, seq: r.body.audit.seq, hash: r.body.audit.hash });
     }
     const before = await call(c.url(0), 'GET', '/api/tally/balance', undefined, bearer(key));
     expect(before.status).toBe(200);
@@ -138,6 +139,15 @@ describe('failover of an identity whose home is killed', () => {
     expect(spent.status, spent.text).toBe(200);
     expect(spent.headers.get('x-svc-served-by') ?? c.nodeIds[home]).toBe(c.nodeIds[home]);
     expect(spent.body.audit.seq).toBe(sealed.at(-1)!.seq + 1);
+    // The identity's default machine follows it: its audit chain is read at the new home, every acknowledged row there.
+    const chainAt = async (url: string) => {
+      const r = await call(url, 'GET', `/api/chain/${slug}/explore?from=1&to=100`, undefined, bearer(key));
+      expect(r.status, r.text).toBe(200);
+      return { servedBy: r.headers.get('x-svc-served-by'), rows: r.body.rows as { seq: number; hash: string }[] };
+    };
+    const chain = await chainAt(c.url(home));
+    expect(chain.rows.map((row) => row.seq)).toEqual(Array.from({ length: spent.body.audit.seq }, (_, i) => i + 1));
+    for (const w of [...sealed, spent.body.audit as { seq: number; hash: string }]) expect(chain.rows[w.seq - 1]!.hash).toBe(w.hash);
     const after = (await custodyAt(c.url(home), zid))!;
     expect(after.epoch).toBe(2);
     expect(after.certified_seq).toBe(moved.status.certified_seq + 1);
@@ -149,6 +159,9 @@ describe('failover of an identity whose home is killed', () => {
     expect(forwarded.status, forwarded.text).toBe(200);
     expect(forwarded.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
     expect(forwarded.body.free + forwarded.body.paid).toBe(before.body.free + before.body.paid - spent.body.tally_charge.cost);
+    const chainElsewhere = await chainAt(c.url(other));
+    expect(chainElsewhere.servedBy).toBe(c.nodeIds[home]);
+    expect(chainElsewhere.rows).toEqual(chain.rows);
 
     // Node 0 comes back on its data: a write there is either refused as fenced (nothing written) or, once it has
     // learnt the change, forwarded to the new home; it ends up naming the new home and reading from it.
@@ -168,6 +181,10 @@ describe('failover of an identity whose home is killed', () => {
     expect(atOld.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
     const atNew = await call(c.url(home), 'GET', '/api/tally/balance', undefined, bearer(key));
     expect(atOld.body).toEqual(atNew.body);
+    // The machine's node of registration no longer serves its own copy: the new home answers, its chain the longer.
+    const chainAtOld = await chainAt(c.url(0));
+    expect(chainAtOld.servedBy).toBe(c.nodeIds[home]);
+    expect(chainAtOld.rows.slice(0, chain.rows.length)).toEqual(chain.rows);
 
     // No fork: every node's custody entries hold one entry per (zid, epoch, seq), and epoch 1 ends where epoch 2 opens.
     const entries = await custodyEntries(c, [{ zid, key, slug: '', home: 0 }]);

@@ -48,7 +48,7 @@ beforeEach(async () => {
     homeChanges: changes,
     identity: {
       getIdentity: async (zid) => store.get<IdentityRecord>(identities, zid),
-      homeMoveOp: (ident, home) => ({ type: 'put', sub: identities, key: ident.zid, value: { ...ident, home } }),
+      homeMoveOps: async (ident, home) => [{ type: 'put', sub: identities, key: ident.zid, value: { ...ident, home } }],
     },
     forget: () => undefined,
     fetch: null,

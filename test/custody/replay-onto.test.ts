@@ -49,7 +49,7 @@ beforeEach(async () => {
     homeChanges: new HomeChanges(store),
     identity: {
       getIdentity: (zid) => Promise.resolve(zid === Z ? ident : undefined),
-      homeMoveOp: (i, home) => ({ type: 'put', sub: identities, key: i.zid, value: { ...i, home } }),
+      homeMoveOps: async (i, home) => [{ type: 'put', sub: identities, key: i.zid, value: { ...i, home } }],
     },
     forget: () => undefined,
     fetch: null,

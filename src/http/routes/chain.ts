@@ -50,6 +50,7 @@ import {
   transitionResponse,
 } from '../responses.js';
 import { forwardToHome, relayToHome, wasForwarded } from '../forward.js';
+import { machinePlace } from '../machine-place.js';
 import { perMinuteLimit } from '../limits.js';
 import { chargedVoucherHere, signVoucher, tallyChargeOf, voucherRequest, type DelegationServices, type Vouched } from '../chain-delegation.js';
 import type { ChargeClaim } from '../../tally/charge-outcomes.js';
@@ -498,12 +499,10 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
   const embedLimit = perMinuteLimit(EMBED_PER_MINUTE, 'embed', { what: 'embed key', keyOf: (ctx) => (ctx.state.embedKey as KeyRecord).key_id });
   const embedKey: Middleware = async (ctx, next) => {
     const slug = String(ctx.params.slug);
-    // As atMachineHome: held here unless another home won the slug.
-    const won = s.mesh?.enabled ? await s.mesh.machines.known(slug) : null;
-    if (!((won === null || won === kit.nodeId()) && (await s.chain.getMachine(slug)))) {
-      const home = wasForwarded(ctx) ? null : (won ?? (s.mesh?.enabled && SLUG_PATTERN.test(slug) ? await s.mesh.machines.homeOf(slug) : null));
-      if (!home || home === kit.nodeId()) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
-      return relayToHome(ctx, kit, home, 'state machine', { slug });
+    const place = await machinePlace(kit.nodeId(), s, slug, !wasForwarded(ctx));
+    if (place !== 'here') {
+      if (place === null || wasForwarded(ctx)) throw new ServiceError(404, 'SVC_NOT_FOUND', `no state machine ${slug}`);
+      return relayToHome(ctx, kit, place, 'state machine', { slug });
     }
     const key = presentedKey(ctx);
     if (!key) throw noKey();

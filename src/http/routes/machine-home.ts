@@ -6,7 +6,7 @@ import type { HttpKit } from '../kit.js';
 import { authorizeMachineRead, presentedKey, refuseOtherMachine, resolveCaller } from '../auth.js';
 import { askHome, pathFor, relayAnswer, relayToHome, wasForwarded } from '../forward.js';
 import { CHAIN_CALLER_HEADER, vouchedCaller, voucherFor, type DelegationServices, type Voucher } from '../chain-delegation.js';
-import { SLUG_PATTERN } from '../../mesh/machines.js';
+import { machinePlace } from '../machine-place.js';
 
 /** What GET /api/chain/:slug/…?lost=1 reads of a lost machine (atLostMachine): nothing that signs. */
 const LOST_READABLE_ROUTES = ['explore', 'pohc/validate', 'settings', 'tally/summary', 'tally/charges', 'tally/envelopes', 'contracts', 'contracts/:id'];
@@ -39,9 +39,8 @@ export function machineHome(kit: HttpKit, s: DelegationServices): MachineHome {
   async function atMachineHome(ctx: Context, next: Next): Promise<void> {
     const slug = String(ctx.params.slug);
     if (ctx.query.lost !== undefined) return atLostMachine(ctx, next);
-    // Held here, unless another home won the slug (an earlier claim: mesh/machines.ts); then it is served there.
-    const won = s.mesh?.enabled ? await s.mesh.machines.known(slug) : null;
-    if ((won === null || won === kit.nodeId()) && (await s.chain.getMachine(slug))) {
+    const place = await machinePlace(kit.nodeId(), s, slug, !wasForwarded(ctx));
+    if (place === 'here') {
       // Forwarded with a voucher of the caller's home (a key homed elsewhere never travels here): the caller it names.
       const vouched = await vouchedCaller(ctx, kit, s);
       if (vouched) {
@@ -56,8 +55,8 @@ export function machineHome(kit: HttpKit, s: DelegationServices): MachineHome {
         retry_after_seconds: 5,
       });
     }
-    const home = won ?? (s.mesh?.enabled && SLUG_PATTERN.test(slug) ? await s.mesh.machines.homeOf(slug) : null);
-    if (!home || home === kit.nodeId()) throw notFound(slug);
+    const home = place;
+    if (home === null) throw notFound(slug);
     if (presentedKey(ctx)) {
       const caller = await resolveCaller(ctx, auth, false);
       if (caller.kind === 'identity' && caller.home !== home) {
