@@ -20,10 +20,12 @@ const MESH_SECRET = 'escalation-cluster-secret-0123456789';
 const BOND = 2;
 const STAKE = 20;
 const DEADLINE = 14;
+/** D stays eligible through every draw, and a live node starved of CPU for a while stays eligible too. */
+const LIVE_TICKS = 240;
 const config = contributingConfig({
   secret: MESH_SECRET,
   receiptSecret: 'e5'.repeat(32),
-  contribution: { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 1, deadlineTicks: DEADLINE, liveTicks: 60, challengeStake: STAKE },
+  contribution: { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 1, deadlineTicks: DEADLINE, liveTicks: LIVE_TICKS, challengeStake: STAKE },
 });
 const RANDOM_DIGEST = 'ab'.repeat(32);
 
