@@ -30,6 +30,11 @@ export interface HomeMovesDeps {
    * chains whose audit rows `written` (a chain taken over or taken back) holds.
    */
   forget: (zid: string, written?: readonly Op[]) => void;
+  /**
+   * The node's totals of the charges a chain carries that this node made as the identity's home and never wrote
+   * (unwritten-charges.ts), as ops for the batch that writes the chain; absent: none are counted.
+   */
+  unwrittenCharges?: (zid: string, links: readonly Pick<ChainLink, 'entry' | 'records'>[]) => Promise<{ ops: Op[]; rollback: () => void }>;
   /** Null: the mesh does not run. */
   fetch: FetchChain | null;
   timeoutMs: number;
@@ -78,13 +83,15 @@ export class HomeMoves {
    * This node took the identity over: the ledger of the chain taken (`chain`, replayed over this node's own), its
    * entries and whatever else the taking writes (`ops`), and the change, in one batch.
    */
-  async adopt(change: HomeChange, chain: readonly Pick<ChainLink, 'records'>[], ops: Op[]): Promise<void> {
+  async adopt(change: HomeChange, chain: readonly Pick<ChainLink, 'entry' | 'records'>[], ops: Op[]): Promise<void> {
     const d = this.deps;
     const ident = await d.identity.getIdentity(change.zid);
     if (ident === undefined) throw new Error('the identity is not known here');
     const replay = await this.replayed(change.zid, chain);
+    const counted = await this.unwritten(change.zid, chain);
+    const moved = await d.identity.homeMoveOps(ident, change.home);
     // Aside from the gate: these records are the certified chain, not new writes of the identity.
-    await d.store.commitAside([...replay, ...ops, d.homeChanges.putOp(change, ident.home), ...(await d.identity.homeMoveOps(ident, change.home))]);
+    await this.commitCounted([...replay, ...ops, ...counted.ops, d.homeChanges.putOp(change, ident.home), ...moved], counted.rollback);
     d.homeChanges.applied(change, ident.home);
     d.forget(change.zid, [...replay, ...ops]);
   }
@@ -106,10 +113,25 @@ export class HomeMoves {
     // A later change read meanwhile (this node may be the home again, its ledger ahead of this chain) keeps its own.
     const latest = (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH;
     if (latest > change.epoch || (await d.identity.getIdentity(change.zid))?.home !== change.home) return;
-    await d.store.commitAside(replay);
+    const counted = await this.unwritten(change.zid, links);
+    await this.commitCounted([...replay, ...counted.ops], counted.rollback);
     d.forget(change.zid, replay);
     this.stats.replaced++;
     d.logger?.info({ zid: change.zid, seq: last.entry.seq }, 'custody: the old home took the new home’s chain');
+  }
+
+  private async unwritten(zid: string, links: readonly Pick<ChainLink, 'entry' | 'records'>[]): Promise<{ ops: Op[]; rollback: () => void }> {
+    return (await this.deps.unwrittenCharges?.(zid, links)) ?? { ops: [], rollback: () => undefined };
+  }
+
+  /** A chain's batch, aside from the gate (its records are the certified chain, not new writes); `rollback` if it fails. */
+  private async commitCounted(ops: Op[], rollback: () => void): Promise<void> {
+    try {
+      await this.deps.store.commitAside(ops);
+    } catch (err) {
+      rollback();
+      throw err;
+    }
   }
 
   /** A chain's records as ops over this node's own ledger: envelope records of other owners held here stay theirs. */

@@ -37,6 +37,7 @@ import type { EconomyPart } from './economy.js';
 import type { Foundation } from './foundation.js';
 import type { IdentityPart } from './identity.js';
 import type { MeshPart } from './mesh.js';
+import { unwrittenCharges } from '../custody/unwritten-charges.js';
 
 export interface CustodyPart {
   replicator: Replicator;
@@ -77,6 +78,13 @@ export async function wireCustody(
   };
   const homeOf = async (zid: string) => (await identity.identity.getIdentity(zid))?.home ?? null;
   const homeChanges = new HomeChanges(store);
+  // The home of a debit's epoch: the directory's for the epoch of the latest change known (or the first), the one kept
+  // with the changes for an earlier epoch (a debit certified before one failover or more, delivered by the new home).
+  const homeAt = async (zid: string, epoch: number) => {
+    const current = (await homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
+    if (epoch === current) return homeOf(zid);
+    return epoch < current ? homeChanges.homeAt(zid, epoch) : null;
+  };
   const client: CustodyClientDeps | null =
     mesh.enabled && secret !== null
       ? { openStream: (p, proto, signal) => mesh.openStream(p, proto, signal), selfId: nodeId, secret, nowSvcond: time.nowSvcond }
@@ -100,18 +108,22 @@ export async function wireCustody(
       economy.ledger.forgetWallet(zid);
       f.counters.forgetIdentity(zid);
     },
+    // Entries of an epoch this node was the home of, never written here (its log of written entries lacks them).
+    unwrittenCharges: async (zid, links) => {
+      const log = replicatorRef === null ? [] : await replicatorRef.entries(zid, 1, Number.MAX_SAFE_INTEGER);
+      const written = new Set(log.map((c) => c.hash));
+      const ownEpochs = new Set<number>();
+      for (const epoch of new Set(links.map((l) => l.entry.epoch))) if ((await homeAt(zid, epoch)) === f.nodeId) ownEpochs.add(epoch);
+      const charges = unwrittenCharges(zid, links, (entry, hash) => ownEpochs.has(entry.epoch) && !written.has(hash));
+      if (charges.length > 0)
+        f.logger.warn({ zid, charges: charges.length }, 'custody: charges certified and never written here are counted in the node’s totals');
+      return economy.ledger.unwrittenChargesOps(charges);
+    },
     fetch,
     timeoutMs: config.custody.certifyTimeoutMs,
     logger: f.logger,
   });
   // One check of a credit's debit certificate, at the receiver's home and at its custodians.
-  // The home of a debit's epoch: the directory's for the epoch of the latest change known (or the first), the one kept
-  // with the changes for an earlier epoch (a debit certified before one failover or more, delivered by the new home).
-  const homeAt = async (zid: string, epoch: number) => {
-    const current = (await homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
-    if (epoch === current) return homeOf(zid);
-    return epoch < current ? homeChanges.homeAt(zid, epoch) : null;
-  };
   const debitCheck: DebitCheckDeps = { members, replicas: config.custody.replicas, homeAt, verify: verifyText };
   const debitFault = (cert: unknown, credit: CreditClaim) => debitCertificateFault(cert, credit, debitCheck);
   economy.transfers.checkDebitsWith((cert, credit) => debitFault(cert, creditClaimOf(credit)));

@@ -17,6 +17,15 @@ import { compactTemplateId, decodeCompact, isCompact, rebuildBody, templateFromS
 
 export { FOUNDATION_SHARE_PERCENT, splitCharge } from './split.js';
 const READ_TEMPLATES_MAX = 256;
+
+/** A charge the node made as an identity's home and never wrote (Ledger.unwrittenChargesOps). */
+export interface UnwrittenCharge {
+  cost: number;
+  /** The identity's running total of credits charged before it (its split's carry). */
+  chargedBefore: number;
+  /** Whether the write sealed a result. */
+  sealed: boolean;
+}
 /** Sublevels of envelopes: records by token id, and the owner's and the owner's folder's indexes (keys end in the zero-padded seq). */
 export const ENVELOPE_SUBS = { envelopes: 'envelopes', byOwner: 'env_owner', byFolder: 'env_folder' } as const;
 
@@ -225,6 +234,34 @@ export class Ledger {
       debit.rollback();
     };
     return { charge, split: { free: fromFree, paid: cost - fromFree }, ops, rollback };
+  }
+
+  /**
+   * The node's totals of charges it made as an identity's home and never wrote: its write was certified after the
+   * node stopped before its batch (a later home took the entry with the chain), and the chain that carries it is
+   * written here now (custody/unwritten-charges.ts). The identity's own running total rides in the chain; the node's
+   * (charged, burned, foundation, sealed) count them here, once, as the write would have. Persist `ops` in the batch
+   * that writes the chain; `rollback` if it fails.
+   */
+  unwrittenChargesOps(charges: readonly UnwrittenCharge[]): { ops: Op[]; rollback: () => void } {
+    if (charges.length === 0) return { ops: [], rollback: () => undefined };
+    const bumped: (string | number)[] = [];
+    for (const c of charges) {
+      const start = bumped.length;
+      const node = splitCharge(c.cost, this.counters.get('charged_total'));
+      const share = splitCharge(c.cost, c.chargedBefore);
+      bumped.push('charged_total', c.cost, 'burned_total', node.burned, 'foundation_total', node.foundation, 'foundation_shares_total', share.foundation);
+      if (c.sealed) bumped.push('sealed_total', 1);
+      for (let i = start; i < bumped.length; i += 2) this.counters.bump(bumped[i] as string, bumped[i + 1] as number);
+    }
+    const names = new Set<string>();
+    for (let i = 0; i < bumped.length; i += 2) names.add(bumped[i] as string);
+    return {
+      ops: this.counters.persistOps([...names]),
+      rollback: () => {
+        for (let i = 0; i < bumped.length; i += 2) this.counters.revert(bumped[i] as string, bumped[i + 1] as number);
+      },
+    };
   }
 
   /** Credit a wallet (a grant, a claim): like chargeOps(), synchronous, the wallet in memory. */

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HomeChanges, type HomeChange } from '../../src/custody/home-change.js';
 import { HomeMoves } from '../../src/custody/home-moves.js';
-import type { EntryRecords, RecordOp } from '../../src/custody/protocol.js';
+import { GENESIS_ENTRY_HASH, type CustodyEntry } from '../../src/custody/entry.js';
+import { recordsDigest, type EntryRecords, type RecordOp } from '../../src/custody/protocol.js';
 import { replayOps } from '../../src/custody/replica.js';
 import type { IdentityRecord } from '../../src/identity/service.js';
 import { verifyText } from '../../src/mesh/wire.js';
@@ -26,7 +27,22 @@ const token = (n: number) => `env_${String(n).padStart(24, '0')}`;
 const envelope = (t: string, owner: string, seq: number) => ({ token_id: t, owner, face_value: 1, folder: 'inbox', funding: 'paid', seq });
 const put = (sub: RecordOp[1], key: string, value: unknown): RecordOp => ['put', sub, key, JSON.stringify(value)];
 const del = (sub: RecordOp[1], key: string): RecordOp => ['del', sub, key];
-const link = (...ops: RecordOp[]): { records: EntryRecords } => ({ records: { v: 1, ops } });
+/** A link of the chain: its records, under an entry that charges nothing (this node never was Z's home). */
+const link = (...ops: RecordOp[]): { entry: CustodyEntry; records: EntryRecords } => {
+  const records: EntryRecords = { v: 1, ops };
+  const entry: CustodyEntry = {
+    v: 1,
+    zid: Z,
+    epoch: 1,
+    seq: 1,
+    prev_hash: GENESIS_ENTRY_HASH,
+    kind: 'envelope',
+    records: recordsDigest(records),
+    balance: null,
+    transfer: null,
+  };
+  return { entry, records };
+};
 const sealed = (t: string, seq: number) =>
   link(put('envelopes', t, envelope(t, Z, seq)), put('env_owner', `${Z}!${padNum(seq)}`, t), put('env_folder', `${Z}!inbox!${padNum(seq)}`, t));
 const debited = (t: string, seq: number) => link(del('env_owner', `${Z}!${padNum(seq)}`), del('env_folder', `${Z}!inbox!${padNum(seq)}`), del('envelopes', t));
