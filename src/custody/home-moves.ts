@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { IdentityRecord } from '../identity/service.js';
 import type { Op, Store } from '../store/db.js';
+import { KeyedLock } from '../util/keyed-lock.js';
 import { fetchChain, type FetchChain } from './client.js';
 import { custodySetOf } from './custody-set.js';
 import { entryHash, FIRST_EPOCH, verifyEntrySignature } from './entry.js';
@@ -43,11 +44,21 @@ export interface HomeMovesDeps {
 
 export class HomeMoves {
   readonly stats = { applied: 0, refused: 0, replaced: 0 };
+  /**
+   * One move of an identity at a time: concurrent copies of one change (gossip, a refusal that shows it) apply it
+   * once, and a chain is written (its unwritten charges counted) by one of them.
+   */
+  private readonly locks = new KeyedLock();
 
   constructor(private readonly deps: HomeMovesDeps) {}
 
   /** Check `change` against this node's view and apply it. */
-  async apply(change: HomeChange): Promise<ChangeStanding> {
+  apply(change: HomeChange): Promise<ChangeStanding> {
+    return this.locks.run(change.zid, () => this.applyHeld(change));
+  }
+
+  /** apply(), the identity's lock held. */
+  private async applyHeld(change: HomeChange): Promise<ChangeStanding> {
     const d = this.deps;
     const ident = await d.identity.getIdentity(change.zid);
     if (ident === undefined) return { apply: false, why: 'gap', reason: 'the identity is not known here' };
@@ -58,9 +69,9 @@ export class HomeMoves {
     if (!standing.apply && standing.why === 'gap' && change.earlier !== undefined) {
       const missed = change.earlier.filter((c) => c.epoch > known.epoch).sort((x, y) => x.epoch - y.epoch);
       if (missed.length > 0 && (missed[0]!.epoch === known.epoch + 1 || missed[0]!.after === known.epoch)) {
-        for (const c of missed) if (!(await this.apply(c)).apply) return standing;
+        for (const c of missed) if (!(await this.applyHeld(c)).apply) return standing;
         const { earlier: _applied, ...bare } = change;
-        return this.apply(bare);
+        return this.applyHeld(bare);
       }
     }
     if (!standing.apply) {
@@ -83,17 +94,18 @@ export class HomeMoves {
    * This node took the identity over: the ledger of the chain taken (`chain`, replayed over this node's own), its
    * entries and whatever else the taking writes (`ops`), and the change, in one batch.
    */
-  async adopt(change: HomeChange, chain: readonly Pick<ChainLink, 'entry' | 'records'>[], ops: Op[]): Promise<void> {
-    const d = this.deps;
-    const ident = await d.identity.getIdentity(change.zid);
-    if (ident === undefined) throw new Error('the identity is not known here');
-    const replay = await this.replayed(change.zid, chain);
-    const counted = await this.unwritten(change.zid, chain);
-    const moved = await d.identity.homeMoveOps(ident, change.home);
-    // Aside from the gate: these records are the certified chain, not new writes of the identity.
-    await this.commitCounted([...replay, ...ops, ...counted.ops, d.homeChanges.putOp(change, ident.home), ...moved], counted.rollback);
-    d.homeChanges.applied(change, ident.home);
-    d.forget(change.zid, [...replay, ...ops]);
+  adopt(change: HomeChange, chain: readonly Pick<ChainLink, 'entry' | 'records'>[], ops: Op[]): Promise<void> {
+    return this.locks.run(change.zid, async () => {
+      const d = this.deps;
+      const ident = await d.identity.getIdentity(change.zid);
+      if (ident === undefined) throw new Error('the identity is not known here');
+      const replay = await this.replayed(change.zid, chain);
+      const counted = await this.unwritten(change.zid, chain);
+      const moved = await d.identity.homeMoveOps(ident, change.home);
+      await this.commitCounted([...replay, ...ops, ...counted.ops, d.homeChanges.putOp(change, ident.home), ...moved], counted.rollback);
+      d.homeChanges.applied(change, ident.home);
+      d.forget(change.zid, [...replay, ...ops]);
+    });
   }
 
   /** The old home's copy of the ledger, replaced by the new home's chain, checked. */
@@ -109,13 +121,17 @@ export class HomeMoves {
     const hash = entryHash(last.entry);
     const signers = new Set(last.signatures.filter((s) => set.custodians.includes(s.node) && verifyEntrySignature(d.verify, hash, s)).map((s) => s.node));
     if (signers.size < set.majority) throw new Error(`its last entry is signed by ${signers.size} of the ${set.majority} its set needs`);
-    const replay = await this.replayed(change.zid, links);
-    // A later change read meanwhile (this node may be the home again, its ledger ahead of this chain) keeps its own.
-    const latest = (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH;
-    if (latest > change.epoch || (await d.identity.getIdentity(change.zid))?.home !== change.home) return;
-    const counted = await this.unwritten(change.zid, links);
-    await this.commitCounted([...replay, ...counted.ops], counted.rollback);
-    d.forget(change.zid, replay);
+    const replaced = await this.locks.run(change.zid, async () => {
+      // A later change read meanwhile (this node may be the home again, its ledger ahead of this chain) keeps its own.
+      const latest = (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH;
+      if (latest > change.epoch || (await d.identity.getIdentity(change.zid))?.home !== change.home) return null;
+      const replay = await this.replayed(change.zid, links);
+      const counted = await this.unwritten(change.zid, links);
+      await this.commitCounted([...replay, ...counted.ops], counted.rollback);
+      d.forget(change.zid, replay);
+      return replay;
+    });
+    if (replaced === null) return;
     this.stats.replaced++;
     d.logger?.info({ zid: change.zid, seq: last.entry.seq }, 'custody: the old home took the new home’s chain');
   }

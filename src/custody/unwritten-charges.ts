@@ -5,7 +5,8 @@
 // count it (charged, burned, foundation, sealed) are the stopped home's, which never wrote it. When that node writes
 // the chain (it takes the next home's chain back, or the identity again), it counts each such charge once: an entry
 // of an epoch it was the home of, absent from its log of written entries, whose records raise the identity's
-// running total of credits charged. Pure: it reads the links' records.
+// running total of credits charged, and not counted before (the marks of those counted are kept by entry hash, written
+// with the count). Pure: it reads the links' records.
 import { chargedCounter } from '../store/counter-keys.js';
 import { IDENTITY_RECORD_PREFIX } from '../store/counters.js';
 import { entryHash, type CustodyEntry } from './entry.js';
@@ -21,8 +22,8 @@ export function unwrittenCharges(
   zid: string,
   links: readonly { entry: CustodyEntry; records: EntryRecords }[],
   unwritten: (entry: CustodyEntry, hash: string) => boolean,
-): UnwrittenCharge[] {
-  const out: UnwrittenCharge[] = [];
+): (UnwrittenCharge & { hash: string })[] {
+  const out: (UnwrittenCharge & { hash: string })[] = [];
   const recordKey = `${IDENTITY_RECORD_PREFIX}${zid}`;
   const name = chargedCounter(zid);
   let charged = 0;
@@ -33,7 +34,10 @@ export function unwrittenCharges(
       const value = (JSON.parse(op[3]) as Record<string, unknown>)[name];
       if (typeof value === 'number' && Number.isSafeInteger(value)) after = value;
     }
-    if (after > charged && unwritten(entry, entryHash(entry))) out.push({ cost: after - charged, chargedBefore: charged, sealed: entry.kind === 'seal' });
+    if (after > charged) {
+      const hash = entryHash(entry);
+      if (unwritten(entry, hash)) out.push({ cost: after - charged, chargedBefore: charged, sealed: entry.kind === 'seal', hash });
+    }
     charged = after;
   }
   return out;

@@ -38,6 +38,7 @@ import type { Foundation } from './foundation.js';
 import type { IdentityPart } from './identity.js';
 import type { MeshPart } from './mesh.js';
 import { unwrittenCharges } from '../custody/unwritten-charges.js';
+import type { Op } from '../store/db.js';
 
 export interface CustodyPart {
   replicator: Replicator;
@@ -78,6 +79,8 @@ export async function wireCustody(
   };
   const homeOf = async (zid: string) => (await identity.identity.getIdentity(zid))?.home ?? null;
   const homeChanges = new HomeChanges(store);
+  // The unwritten charges this node has counted (custody/unwritten-charges.ts), by identity and entry hash.
+  const chargesCounted = store.sub('custody_charges_counted');
   // The home of a debit's epoch: the directory's for the epoch of the latest change known (or the first), the one kept
   // with the changes for an earlier epoch (a debit certified before one failover or more, delivered by the new home).
   const homeAt = async (zid: string, epoch: number) => {
@@ -114,10 +117,17 @@ export async function wireCustody(
       const written = new Set(log.map((c) => c.hash));
       const ownEpochs = new Set<number>();
       for (const epoch of new Set(links.map((l) => l.entry.epoch))) if ((await homeAt(zid, epoch)) === f.nodeId) ownEpochs.add(epoch);
-      const charges = unwrittenCharges(zid, links, (entry, hash) => ownEpochs.has(entry.epoch) && !written.has(hash));
-      if (charges.length > 0)
-        f.logger.warn({ zid, charges: charges.length }, 'custody: charges certified and never written here are counted in the node’s totals');
-      return economy.ledger.unwrittenChargesOps(charges);
+      const candidates = unwrittenCharges(zid, links, (entry, hash) => ownEpochs.has(entry.epoch) && !written.has(hash));
+      const marked = await store.getMany(
+        chargesCounted,
+        candidates.map((c) => `${zid}!${c.hash}`),
+      );
+      const charges = candidates.filter((_, i) => marked[i] === undefined);
+      if (charges.length === 0) return { ops: [], rollback: () => undefined };
+      f.logger.warn({ zid, charges: charges.length }, 'custody: charges certified and never written here are counted in the node’s totals');
+      const counted = economy.ledger.unwrittenChargesOps(charges);
+      const marks: Op[] = charges.map((c) => ({ type: 'put', sub: chargesCounted, key: `${zid}!${c.hash}`, value: 1 }));
+      return { ops: [...counted.ops, ...marks], rollback: counted.rollback };
     },
     fetch,
     timeoutMs: config.custody.certifyTimeoutMs,

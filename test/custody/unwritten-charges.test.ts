@@ -51,8 +51,8 @@ describe('the charges of a chain this node never wrote', () => {
     const written = new Set([entryHash(chain[0]!.entry), entryHash(chain[1]!.entry)]);
     const charges = unwrittenCharges(Z, chain, (entry, hash) => entry.epoch === 1 && !written.has(hash));
     expect(charges).toEqual([
-      { cost: 2, chargedBefore: 3, sealed: true },
-      { cost: 1, chargedBefore: 5, sealed: false },
+      { cost: 2, chargedBefore: 3, sealed: true, hash: entryHash(chain[2]!.entry) },
+      { cost: 1, chargedBefore: 5, sealed: false, hash: entryHash(chain[3]!.entry) },
     ]);
     // Everything written: nothing to count.
     expect(unwrittenCharges(Z, chain, () => false)).toEqual([]);
@@ -68,7 +68,7 @@ describe('a node taking back a chain that carries its unwritten charges', () => 
     await t?.destroy();
   });
 
-  it('counts them in its totals in the batch that writes the chain, and keeps them across a restart', async () => {
+  it('counts them in its totals in the batch that writes the chain, keeps them across a restart, and counts each once', async () => {
     const x = await zkIdentity(t.url, 'unwritten-charges');
     // This node was x's home in epoch 1 and wrote none of these (a node alone keeps no log of entries).
     const chain = chainOf(x.zid, [
@@ -93,6 +93,9 @@ describe('a node taking back a chain that carries its unwritten charges', () => 
     };
     expect(totals()).toEqual(expected);
     t = await t.restart();
+    expect(totals()).toEqual(expected);
+    // Taken again, twice at once (two copies of a later change): counted once, the first time only.
+    await Promise.all([3, 4].map((epoch) => t.node.custody.homeMoves.adopt({ zid: x.zid, epoch, home: t.node.nodeId, promises: [] }, chain, [])));
     expect(totals()).toEqual(expected);
   }, 60_000);
 });
