@@ -253,9 +253,9 @@ export const chainAnswerSchema = z
       .object({ code: z.enum(refusalCodes), reason: z.string().max(500) })
       .strict()
       .optional(),
-    /** The answering node's head of the identity (null: it holds none). */
+    /** The answering node's head of the identity (null: it holds none); a home's names its attempt (entry.ts). */
     head: z
-      .object({ epoch: z.number().int().min(1), seq: z.number().int().min(0), hash: z.string() })
+      .object({ epoch: z.number().int().min(1), seq: z.number().int().min(0), hash: z.string(), attempt: z.number().int().min(0).optional() })
       .strict()
       .nullable(),
     /** Entries from the request's `from`, in seq order. */

@@ -18,7 +18,7 @@ import { DebitCertificates } from '../../src/custody/debit-certificate.js';
 import type { CustodyEntry } from '../../src/custody/entry.js';
 import { Failover } from '../../src/custody/failover.js';
 import { LedgerOpsReader } from '../../src/custody/ledger-ops.js';
-import type { ChainAnswer, CustodyAnswer } from '../../src/custody/protocol.js';
+import { chainAnswerSchema, type ChainAnswer, type CustodyAnswer } from '../../src/custody/protocol.js';
 import { Replicator } from '../../src/custody/replicator.js';
 import { replayOps } from '../../src/custody/replica.js';
 import { ServiceError } from '../../src/kernel/errors.js';
@@ -223,6 +223,10 @@ describe('a write given up at a slot, then the next write certified at that slot
     expect(sent[0]!.attempt).toBeUndefined();
     expect(acknowledged.attempt).toBe(1);
     expect(sent.filter((e) => e.seq === 2 && e.balance?.free === 7)).toHaveLength(2); // given up: held by X only
+    // The home answers a fetch of the chain with its head's attempt, and a fetcher (an old home taking it) reads it.
+    const page = await homeReplicator().page(zid, 1);
+    expect(page.head).toMatchObject({ seq: 2, attempt: 1 });
+    expect(chainAnswerSchema.safeParse({ v: 1, ...page }).success).toBe(true);
 
     const served = await failoverAtX();
     expect(served.taken).toBe(1);
