@@ -17,6 +17,10 @@ import { checkChain, envelopeTokens, GENESIS_HEAD, replayOps } from './replica.j
 import { LEDGER_SUBLEVELS } from './ledger-ops.js';
 import type { ChainLink } from './protocol.js';
 
+/** An old home tries to take the new home's chain this many times, REPLACE_PAUSE_MS after the first failure, then doubling. */
+const REPLACE_ATTEMPTS = 6;
+const REPLACE_PAUSE_MS = 2_000;
+
 export interface HomeMovesDeps {
   store: Store;
   nodeId: () => string;
@@ -49,6 +53,8 @@ export class HomeMoves {
    * once, and a chain is written (its unwritten charges counted) by one of them.
    */
   private readonly locks = new KeyedLock();
+  private readonly retries = new Set<NodeJS.Timeout>();
+  private stopped = false;
 
   constructor(private readonly deps: HomeMovesDeps) {}
 
@@ -83,11 +89,36 @@ export class HomeMoves {
     d.forget(change.zid);
     this.stats.applied++;
     d.logger?.info({ zid: change.zid, epoch: change.epoch, home: change.home, was: ident.home }, 'custody: the identity’s home changed');
-    if (ident.home === d.nodeId())
-      void this.replaceCopy(change).catch((err: unknown) =>
-        d.logger?.warn({ err: String(err), zid: change.zid }, 'custody: the old home could not take the new home’s chain'),
-      );
+    if (ident.home === d.nodeId()) this.replaceCopySoon(change, 0);
     return standing;
+  }
+
+  /** Stop taking chains: the retries waiting are dropped (the node stops). */
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.retries) clearTimeout(t);
+    this.retries.clear();
+  }
+
+  /**
+   * replaceCopy, again after a pause while it fails (the new home down or cut off, as when the change was made), a few
+   * times: the old home's copy and the charges it never wrote (unwritten-charges.ts) wait for it.
+   */
+  private replaceCopySoon(change: HomeChange, attempt: number): void {
+    const d = this.deps;
+    void this.replaceCopy(change).catch((err: unknown) => {
+      d.logger?.warn({ err: String(err), zid: change.zid, attempt }, 'custody: the old home could not take the new home’s chain');
+      if (this.stopped || attempt + 1 >= REPLACE_ATTEMPTS) return;
+      const t = setTimeout(
+        () => {
+          this.retries.delete(t);
+          this.replaceCopySoon(change, attempt + 1);
+        },
+        REPLACE_PAUSE_MS * 2 ** attempt,
+      );
+      t.unref();
+      this.retries.add(t);
+    });
   }
 
   /**

@@ -292,6 +292,7 @@ export async function wireCustody(
       failover === null ? [] : [{ name: 'custody-failover', everyTicks: Math.max(1, Math.floor(config.custody.failoverTicks / 2)), run: () => failover.run() }],
     routes: [custodyRoutes(view)],
     stop: async () => {
+      homeMoves.stop();
       store.gate = null;
       await heardBonds.flushed();
     },
