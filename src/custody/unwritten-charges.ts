@@ -27,6 +27,7 @@ export function unwrittenCharges(
   const recordKey = `${IDENTITY_RECORD_PREFIX}${zid}`;
   const name = chargedCounter(zid);
   let charged = 0;
+  let balance: number | null = null;
   for (const { entry, records } of links) {
     let after = charged;
     for (const op of records.ops) {
@@ -34,11 +35,16 @@ export function unwrittenCharges(
       const value = (JSON.parse(op[3]) as Record<string, unknown>)[name];
       if (typeof value === 'number' && Number.isSafeInteger(value)) after = value;
     }
-    if (after > charged) {
+    const next: number | null = entry.balance === null ? balance : entry.balance.free + entry.balance.paid;
+    // The wallet's fall bounds the cost where the wallet before is known: the first entry's running total may hold
+    // charges made before the identity had custodians (no entries), which are not this entry's.
+    const cost = balance === null || next === null ? after - charged : Math.min(after - charged, balance - next);
+    if (cost > 0) {
       const hash = entryHash(entry);
-      if (unwritten(entry, hash)) out.push({ cost: after - charged, chargedBefore: charged, sealed: entry.kind === 'seal', hash });
+      if (unwritten(entry, hash)) out.push({ cost, chargedBefore: after - cost, sealed: entry.kind === 'seal', hash });
     }
     charged = after;
+    balance = next;
   }
   return out;
 }

@@ -124,7 +124,10 @@ export async function wireCustody(
       );
       const charges = candidates.filter((_, i) => marked[i] === undefined);
       if (charges.length === 0) return { ops: [], rollback: () => undefined };
-      f.logger.warn({ zid, charges: charges.length }, 'custody: charges certified and never written here are counted in the node’s totals');
+      f.logger.warn(
+        { zid, charges: charges.map((c) => ({ entry: c.hash, cost: c.cost, sealed: c.sealed })), written: written.size, epochs: [...ownEpochs] },
+        'custody: charges certified and never written here are counted in the node’s totals',
+      );
       const counted = economy.ledger.unwrittenChargesOps(charges);
       const marks: Op[] = charges.map((c) => ({ type: 'put', sub: chargesCounted, key: `${zid}!${c.hash}`, value: 1 }));
       return { ops: [...counted.ops, ...marks], rollback: counted.rollback };

@@ -57,6 +57,14 @@ describe('the charges of a chain this node never wrote', () => {
     // Everything written: nothing to count.
     expect(unwrittenCharges(Z, chain, () => false)).toEqual([]);
   });
+
+  it('are bounded by the wallet’s fall: a running total holding charges made before any entry counts the entry’s only', () => {
+    // Charged 6 before the identity had custodians (no entries); its first entry a grant, its second a seal of 1.
+    const chain = chainOf(Z, [{ kind: 'wallet' }, { kind: 'seal', charged: 7 }]);
+    chain[0]!.entry.balance = { free: 0, paid: 100 };
+    chain[1]!.entry.balance = { free: 0, paid: 99 };
+    expect(unwrittenCharges(Z, chain, () => true)).toEqual([{ cost: 1, chargedBefore: 6, sealed: true, hash: entryHash(chain[1]!.entry) }]);
+  });
 });
 
 describe('a node taking back a chain that carries its unwritten charges', () => {
