@@ -239,7 +239,7 @@ export class Ledger {
   /**
    * The node's totals of charges it made as an identity's home and never wrote: its write was certified after the
    * node stopped before its batch (a later home took the entry with the chain), and the chain that carries it is
-   * written here now (custody/unwritten-charges.ts). The identity's own running total rides in the chain; the node's
+   * written here (custody/unwritten-charges.ts). The identity's own running total rides in the chain; the node's
    * (charged, burned, foundation, sealed) count them here, once, as the write would have. Persist `ops` in the batch
    * that writes the chain; `rollback` if it fails.
    */
