@@ -65,7 +65,10 @@ export interface FailoverDeps {
    * certificates of its pending debits (then resume their delivery).
    */
   adopt: (change: HomeChange, chain: TakenChain, epochEntry: CertifiedEntry, debits: PendingDebit[]) => Promise<void>;
-  /** This node's certified log of an identity homed here (the replicator's): its head and its entries (null: none). */
+  /**
+   * This node's certified log of an identity (the replicator's, of the epochs this node was its home): its head and its
+   * entries (null: none). A home taking its identity again counts with its head; any candidate takes entries from it.
+   */
   homeLog: (zid: string) => Promise<{ head: PromisedHead; links: ChainLink[] } | null>;
   /** This node's Ed25519 signature (base64) of a text: its signature in a pending debit's certificate. */
   sign: (text: string) => string;
@@ -193,10 +196,14 @@ export class Failover {
       // A home taking its identity again (retake) counts among the promisers with its certified log, not with what
       // its custodian side holds (nothing of its own identities): a custodian that signed the home's last entries
       // may be the one that did not promise, and the others' heads may be far behind.
-      const own = home === self ? await d.homeLog(zid) : null;
+      // On a head equal to a promiser's (one hash: HEAD_ORDER), the home's own log is taken: it holds the whole chain,
+      // where a custodian may hold the head without every entry below it (custodian-rules.ts opensEpoch).
+      const log = await d.homeLog(zid);
+      const own = home === self ? log : null;
       const shown = highestHead(promises);
-      const highest = own !== null && (shown === null || headAfter(own.head, shown.head)) ? { head: own.head, node: self } : shown;
-      const chain = highest === null ? { entries: [], balance: null } : await this.takeChain(zid, highest.node, highest.head, own?.links);
+      const highest = own !== null && (shown === null || !headAfter(shown.head, own.head)) ? { head: own.head, node: self } : shown;
+      const chain =
+        highest === null ? { entries: [], balance: null } : await this.takeChain(zid, highest.head, sourcesOf(highest.node, self, promises), log?.links);
       const entry: CustodyEntry = {
         v: 1,
         zid,
@@ -313,25 +320,57 @@ export class Failover {
   }
 
   /**
-   * The chain of `zid` ending on `head`, from `node` (this node: what its custodian holds), checked (seq, prev_hash,
-   * records) from the identity's first entry to that head, whose hash the promiser signed; and its replay.
+   * The chain of `zid` ending on `head`, checked (seq, prev_hash, records) from the identity's first entry to that head,
+   * whose hash the promiser signed; and its replay. The entries come from `sources` in order (this node: its log and
+   * what its custodian holds), each entry found by the hash its successor names: a custodian that signed an epoch entry
+   * on a chain it did not hold (custodian-rules.ts opensEpoch, after a slot it signed was given up) holds the head
+   * without every entry below it, and the next source gives those.
    */
-  async takeChain(zid: string, node: string, head: PromisedHead, homeLinks?: ChainLink[]): Promise<TakenChain> {
+  async takeChain(zid: string, head: PromisedHead, sources: readonly string[], ownLinks: readonly ChainLink[] = []): Promise<TakenChain> {
     const d = this.deps;
     const self = d.nodeId();
-    const held =
-      node !== self
-        ? await fetchChain(d.fetch, node, zid, 1, AbortSignal.timeout(d.timeoutMs * 4))
-        : (homeLinks ?? (await d.custodian.entries(zid, 1, Number.MAX_SAFE_INTEGER)).map((h) => linkOf(h, [{ node: self, signature: h.signature }])));
-    const chain = chainEndingOn(held, head.hash);
+    const byHash = new Map<string, ChainLink>();
+    let chain: ChainLink[] = [];
+    const unreached: string[] = [];
+    for (const node of sources) {
+      let links: readonly ChainLink[];
+      try {
+        links =
+          node !== self
+            ? await fetchChain(d.fetch, node, zid, 1, AbortSignal.timeout(d.timeoutMs * 4))
+            : [...ownLinks, ...(await d.custodian.entries(zid, 1, Number.MAX_SAFE_INTEGER)).map((h) => linkOf(h, [{ node: self, signature: h.signature }]))];
+      } catch (err) {
+        unreached.push(`${node}: ${err instanceof Error ? err.message : String(err)}`);
+        continue;
+      }
+      for (const l of links) {
+        const hash = entryHash(l.entry);
+        if (!byHash.has(hash)) byHash.set(hash, l);
+      }
+      chain = chainEndingOn([...byHash.values()], head.hash);
+      if (chain[0]?.entry.seq === 1) break;
+    }
+    const from = `${sources.join(', ')}${unreached.length > 0 ? ` (not reached: ${unreached.join('; ')})` : ''}`;
     const check = checkChain(zid, chain, GENESIS_HEAD, null, d.verify);
-    if (!check.ok) throw new Error(`the chain of ${node} fails at seq ${check.seq}: ${check.reason}`);
+    if (!check.ok) throw new Error(`the chain from ${from} fails at seq ${check.seq}: ${check.reason}`);
     if (check.head.hash !== head.hash || check.head.seq !== head.seq || (chain.at(-1)?.entry.attempt ?? 0) !== (head.attempt ?? 0))
-      throw new Error(`the chain of ${node} does not end on its promised head (seq ${head.seq})`);
+      throw new Error(`the chain from ${from} does not end on its promised head (seq ${head.seq})`);
     const balance = [...chain].reverse().find((l) => l.entry.balance !== null)?.entry.balance ?? null;
     return {
       entries: chain.map((l) => ({ entry: l.entry, hash: entryHash(l.entry), signatures: l.signatures, records: l.records, certificate: l.certificate })),
       balance,
     };
   }
+}
+
+/**
+ * Where a candidate takes the chain of the highest head from: its holder first, then this node (its log, what its
+ * custodian holds), then the other promisers by their heads, highest first (HEAD_ORDER).
+ */
+export function sourcesOf(holder: string, self: string, promises: readonly SignedPromise[]): string[] {
+  const others = promises
+    .filter((p) => p.promise.head !== null)
+    .sort((a, b) => (headAfter(a.promise.head!, b.promise.head!) ? -1 : headAfter(b.promise.head!, a.promise.head!) ? 1 : 0))
+    .map((p) => p.node);
+  return [...new Set([holder, self, ...others])];
 }

@@ -3,7 +3,8 @@
 // identity's outbox. Its debit certificates do not travel (a certificate signs the entry that carries the records):
 // the new home makes each pending debit's certificate again, over the same entry, from signatures of the custody set
 // of the debit's epoch: its own (a custodian of that set, it holds the entry as certified), those the taken
-// chain carries, and, when these fall short of that set's majority, those of the other promisers that hold the entry.
+// chain carries, and, when these fall short of that set's majority, those of the other promisers that hold the entry,
+// then those of that set's other custodians.
 import { fetchChain, type FetchChain } from './client.js';
 import type { CustodySet } from './custody-set.js';
 import type { DebitCertificate } from './debit-certificate.js';
@@ -49,7 +50,8 @@ export interface RecertifyDeps {
 /**
  * The certificates of the pending debits of `chain`, each under the custody set of its debit's epoch (`setAt`: `set`,
  * the set of the epoch the failover ends, for that epoch; null for an epoch whose home is not known here), with this
- * node's signature first where it is of that set; promisers are asked for theirs only when one falls short.
+ * node's signature first where it is of that set; promisers, then the set's other custodians, are asked for theirs only
+ * when one falls short.
  */
 export async function recertifyDebits(
   deps: RecertifyDeps,
@@ -70,19 +72,23 @@ export async function recertifyDebits(
     return held;
   });
   const short = (i: number) => sets[i] !== null && signers[i]!.size < sets[i]!.majority;
-  // The first seq whose certificate falls short: a promiser whose head reaches it is asked for its signatures.
+  // The first seq whose certificate falls short: a promiser whose head reaches it is asked for its signatures, then
+  // the other custodians of the sets that fall short (a new home outside a debit's set, its promisers outside it too,
+  // has no signature of that set but theirs: each holds the entry it signed and answers a fetch of the current home).
   const firstShort = Math.min(...pending.map(([, c], i) => (short(i) ? c.entry.seq : Infinity)));
   if (firstShort !== Infinity) {
-    for (const p of promises) {
-      if (p.node === deps.self || (p.promise.head?.seq ?? 0) < firstShort) continue;
-      if (!pending.some((_, i) => short(i) && sets[i]!.custodians.includes(p.node))) continue;
-      const links = await fetchChain(deps.fetch, p.node, zid, firstShort, AbortSignal.timeout(deps.timeoutMs * 4)).catch(() => []);
+    const reaching = promises.filter((p) => (p.promise.head?.seq ?? 0) >= firstShort).map((p) => p.node);
+    const holders = pending.flatMap((_, i) => (short(i) ? sets[i]!.custodians : []));
+    const promisers = new Set(promises.map((p) => p.node));
+    for (const node of new Set([...reaching, ...holders.filter((n) => !promisers.has(n))])) {
+      if (node === deps.self || !pending.some((_, i) => short(i) && sets[i]!.custodians.includes(node))) continue;
+      const links = await fetchChain(deps.fetch, node, zid, firstShort, AbortSignal.timeout(deps.timeoutMs * 4)).catch(() => []);
       pending.forEach(([, c], i) => {
-        if (!sets[i]?.custodians.includes(p.node)) return;
+        if (!sets[i]?.custodians.includes(node)) return;
         for (const l of links) {
           if (l.entry.seq !== c.entry.seq) continue;
-          const s = l.signatures.find((x) => x.node === p.node);
-          if (s !== undefined && verifyEntrySignature(deps.verify, c.hash, s)) signers[i]!.set(p.node, s.signature);
+          const s = l.signatures.find((x) => x.node === node);
+          if (s !== undefined && verifyEntrySignature(deps.verify, c.hash, s)) signers[i]!.set(node, s.signature);
         }
       });
     }

@@ -1,0 +1,231 @@
+// A custodian that holds an identity's head without every entry below it: it signed a write the home then gave up
+// (seq 2, its answer lost), the home certified the next write at that slot with the other custodian, and an epoch
+// entry opened epoch 2 on that chain (custodian-rules.ts opensEpoch: signed on any seq). Its chain breaks below the
+// epoch entry. A node that takes the identity over with its promise takes the entries below from the others: the
+// custodian itself as a candidate, and the home taking its identity again (failover.ts retake) when that custodian is
+// the only other promiser, its head equal to the home's log. Composed in-process: three custodians on their own
+// stores, the test as the home proposing the entries, each node's failover asking the others directly.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import type { PrivateKey } from '@libp2p/interface';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { chainRequest, custodyRequest, promiseRequest } from '../../src/custody/client.js';
+import { custodySetOf } from '../../src/custody/custody-set.js';
+import { Custodian } from '../../src/custody/custodian.js';
+import { entryHash, GENESIS_ENTRY_HASH, signingTextOf, type CustodyEntry } from '../../src/custody/entry.js';
+import { EPOCH_RECORDS, Failover, NO_RECORDS, type TakenChain } from '../../src/custody/failover.js';
+import type { HomeChange } from '../../src/custody/home-change.js';
+import type { ChainAnswer, ChainLink, CustodyAnswer, EntryRecords } from '../../src/custody/protocol.js';
+import { signText, verifyText } from '../../src/mesh/wire.js';
+import { Store } from '../../src/store/db.js';
+import { forge, recordsOf } from '../helpers/custody.js';
+
+const SECRET = 'gapped-chain-secret-0123456789abcdef';
+const zid = 'zid_89abcdef0123456789abcdef01234567';
+const NOW = 1000;
+
+interface Node {
+  id: string;
+  key: PrivateKey;
+  store: Store;
+}
+
+let dir: string;
+let home: Node;
+let x: Node;
+let y: Node;
+let nodes: Node[];
+let custodians: Map<string, Custodian>;
+/** Nodes that are down: every request to them fails. */
+let down: Set<string>;
+/** The home's certified log (the entries it proposed that a majority holds), with their signatures. */
+let homeLog: ChainLink[];
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'svc-gapped-chain-'));
+  nodes = await Promise.all(
+    [0, 1, 2].map(async (i) => {
+      const key = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
+      return { id: peerIdFromPrivateKey(key as never).toString(), key, store: await Store.open(join(dir, `n${i}`), { sync: false }) };
+    }),
+  );
+  const set = custodySetOf(
+    zid,
+    nodes[0]!.id,
+    nodes.map((n) => n.id),
+    3,
+  );
+  [home, x, y] = set.custodians.map((id) => nodes.find((n) => n.id === id)!) as [Node, Node, Node];
+  custodians = new Map(nodes.map((n) => [n.id, custodianAt(n)]));
+  down = new Set();
+  homeLog = [];
+});
+
+afterEach(async () => {
+  await Promise.all(nodes.map((n) => n.store.close()));
+  await rm(dir, { recursive: true, force: true });
+});
+
+const members = () => nodes.map((n) => n.id);
+
+function custodianAt(n: Node): Custodian {
+  const c: Custodian = new Custodian({
+    store: n.store,
+    nodeId: () => n.id,
+    sign: (text) => signText(n.key, text),
+    homeOf: () => Promise.resolve(home.id),
+    debitFault: () => Promise.resolve(null),
+    homeChange: () => Promise.resolve(null),
+    fetch: null,
+    verify: verifyText,
+    custodiansOf: () => Promise.resolve(members()),
+    chainAt: (z, from) => c.page(z, from),
+    meshSecret: SECRET,
+    nowSvcond: () => NOW,
+  });
+  return c;
+}
+
+/** `from` proposes `entries` to the custodian of `to`; the outcome per entry ('signed' or the refusal code). */
+async function propose(from: Node, to: Node, entries: CustodyEntry[], records: EntryRecords[] = entries.map(recordsOf)): Promise<CustodyAnswer> {
+  if (down.has(to.id)) throw new Error(`${to.id} is down`);
+  return (await custodians.get(to.id)!.answer(custodyRequest(SECRET, from.id, NOW, entries, records), from.id)) as CustodyAnswer;
+}
+
+/** The home proposes `entry` to `to` (the others do not get it); certified ones join the home's log. */
+async function homeProposes(entry: CustodyEntry, to: Node[], records: EntryRecords = recordsOf(entry)): Promise<CustodyEntry> {
+  const hash = entryHash(entry);
+  const signatures = [{ node: home.id, signature: signText(home.key, signingTextOf(hash)) }];
+  for (const node of to) {
+    const r = (await propose(home, node, [entry], [records])).results[0]!;
+    expect(r.ok, JSON.stringify(r)).toBe(true);
+    if (r.ok) signatures.push({ node: node.id, signature: r.signature });
+  }
+  if (signatures.length >= 2) homeLog.push({ entry, signatures, records, certificate: null });
+  return entry;
+}
+
+const wallet = (free: number) => ({ free, paid: 0 });
+
+/**
+ * The identity's chain: seq 1 held by all; seq 2 given up (held by X alone, its answer lost) and certified again in
+ * the next attempt with Y; the epoch entry of epoch 2 on that chain, signed by both. X's chain breaks below it.
+ */
+async function gappedChain(): Promise<{ head: CustodyEntry; certified: CustodyEntry[] }> {
+  const first = await homeProposes(
+    forge({ v: 1, zid, epoch: 1, seq: 1, prev_hash: GENESIS_ENTRY_HASH, kind: 'wallet', records: '', balance: wallet(10), transfer: null }),
+    [x, y],
+  );
+  const second = { v: 1 as const, zid, epoch: 1, seq: 2, prev_hash: entryHash(first), kind: 'wallet' as const, records: '', transfer: null };
+  const givenUp = forge({ ...second, balance: wallet(7) }, 'given up');
+  expect((await propose(home, x, [givenUp])).results[0]!.ok).toBe(true);
+  const certified = await homeProposes(forge({ ...second, balance: wallet(4), attempt: 1 }), [y]);
+  expect(outcome(await propose(home, x, [certified]))).toBe('slot-taken');
+  const epochEntry: CustodyEntry = {
+    v: 1,
+    zid,
+    epoch: 2,
+    seq: 3,
+    prev_hash: entryHash(certified),
+    kind: 'epoch',
+    records: EPOCH_RECORDS,
+    balance: wallet(4),
+    transfer: null,
+  };
+  const head = await homeProposes(epochEntry, [x, y], NO_RECORDS);
+  expect((await custodians.get(x.id)!.head(zid))?.hash).toBe(entryHash(head));
+  expect((await custodians.get(x.id)!.entries(zid, 1, 10)).map((h) => h.entry.balance?.free)).toEqual([10, 7, 4]);
+  return { head, certified: [first, certified, head] };
+}
+
+const outcome = (answer: CustodyAnswer): string => {
+  const r = answer.results[0]!;
+  return r.ok ? 'signed' : r.code;
+};
+
+/** The failover of `n`, its clock at `now()`; what it adopted. */
+function failoverAt(n: Node, now: () => number, isHome: boolean) {
+  const adopted: { change: HomeChange; chain: TakenChain }[] = [];
+  const failover = new Failover({
+    nodeId: () => n.id,
+    replicas: 3,
+    failoverTicks: 2,
+    members,
+    nowSvcond: now,
+    lastHeard: (node) => (down.has(node) ? null : { tick: now(), every: 1 }),
+    tickEvery: () => 1,
+    store: n.store,
+    custodian: custodians.get(n.id)!,
+    homeOf: () => Promise.resolve(home.id),
+    // The change of epoch 2, the home's: only its epoch is read here.
+    homeChanges: { latest: () => Promise.resolve({ zid, epoch: 2, home: home.id } as HomeChange), homeAt: () => Promise.resolve(null) },
+    askPromise: async (node, z, epoch) => {
+      if (down.has(node)) throw new Error(`${node} is down`);
+      return custodians.get(node)!.answerPromise(promiseRequest(SECRET, n.id, NOW, z, epoch), n.id);
+    },
+    send: (node, entries, records) =>
+      propose(
+        n,
+        nodes.find((m) => m.id === node)!,
+        entries,
+        records,
+      ),
+    fetch: async (node, z, from) => {
+      if (down.has(node)) throw new Error(`${node} is down`);
+      return (await custodians.get(node)!.answer(chainRequest(SECRET, n.id, NOW, z, from), n.id)) as ChainAnswer;
+    },
+    verify: verifyText,
+    adopt: (change, chain) => {
+      adopted.push({ change, chain });
+      return Promise.resolve();
+    },
+    homeLog: () =>
+      Promise.resolve(
+        isHome && homeLog.length > 0
+          ? { head: { epoch: homeLog.at(-1)!.entry.epoch, seq: homeLog.at(-1)!.entry.seq, hash: entryHash(homeLog.at(-1)!.entry) }, links: homeLog }
+          : null,
+      ),
+    sign: (text) => signText(n.key, text),
+    publish: () => Promise.resolve(),
+    timeoutMs: 5000,
+  });
+  return { failover, adopted };
+}
+
+describe('a custodian whose chain breaks below its head', () => {
+  it('takes the identity over with the entries below from the other promiser', async () => {
+    const { certified } = await gappedChain();
+    down.add(home.id);
+    let now = NOW;
+    const { failover, adopted } = failoverAt(x, () => now, false);
+    now = NOW + 20; // the home unheard for longer than (rank + 1) × failoverTicks
+    await failover.run();
+    expect(failover.stats.taken).toBe(1);
+    expect(adopted).toHaveLength(1);
+    expect(adopted[0]!.change).toMatchObject({ zid, epoch: 3, home: x.id });
+    expect(adopted[0]!.chain.entries.map((c) => c.hash)).toEqual(certified.map(entryHash));
+    expect(adopted[0]!.chain.balance).toEqual(wallet(4));
+    // Y holds the epoch entry of epoch 3 on that chain.
+    expect(await custodians.get(y.id)!.head(zid)).toMatchObject({ epoch: 3, seq: 4, home: x.id });
+  });
+
+  it('is no obstacle to the home taking its identity again on its own log', async () => {
+    const { certified } = await gappedChain();
+    // Y promises epoch 3 to itself and never goes on, then is down: the home's entries are fenced at Y.
+    expect(await custodians.get(y.id)!.promiseTo(zid, 3, y.id)).toHaveProperty('promise');
+    down.add(y.id);
+    let now = NOW;
+    const { failover, adopted } = failoverAt(home, () => now, true);
+    await failover.retake(zid); // the first refusal as fenced
+    now += 2 * 2; // 2 × failoverTicks of them
+    await failover.retake(zid);
+    expect(failover.stats.taken).toBe(1);
+    expect(adopted).toHaveLength(1);
+    expect(adopted[0]!.change).toMatchObject({ zid, epoch: 3, home: home.id });
+    expect(adopted[0]!.chain.entries.map((c) => c.hash)).toEqual(certified.map(entryHash));
+    expect(await custodians.get(x.id)!.head(zid)).toMatchObject({ epoch: 3, seq: 4, home: home.id });
+  });
+});
