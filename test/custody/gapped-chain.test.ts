@@ -20,6 +20,7 @@ import { EPOCH_RECORDS, Failover, NO_RECORDS, type TakenChain } from '../../src/
 import type { HomeChange } from '../../src/custody/home-change.js';
 import type { ChainAnswer, ChainLink, CustodyAnswer, EntryRecords } from '../../src/custody/protocol.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
+import { composedCustodian } from '../helpers/composed-custodian.js';
 import { Store } from '../../src/store/db.js';
 import { forge, recordsOf } from '../helpers/custody.js';
 
@@ -72,21 +73,7 @@ afterEach(async () => {
 const members = () => nodes.map((n) => n.id);
 
 function custodianAt(n: Node): Custodian {
-  const c: Custodian = new Custodian({
-    store: n.store,
-    nodeId: () => n.id,
-    sign: (text) => signText(n.key, text),
-    homeOf: () => Promise.resolve(home.id),
-    debitFault: () => Promise.resolve(null),
-    homeChange: () => Promise.resolve(null),
-    fetch: null,
-    verify: verifyText,
-    custodiansOf: () => Promise.resolve(members()),
-    chainAt: (z, from) => c.page(z, from),
-    meshSecret: SECRET,
-    nowSvcond: () => NOW,
-  });
-  return c;
+  return composedCustodian(n, { home: () => home.id, members, secret: SECRET, now: NOW });
 }
 
 /** `from` proposes `entries` to the custodian of `to`; the outcome per entry ('signed' or the refusal code). */

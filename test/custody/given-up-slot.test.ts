@@ -23,6 +23,7 @@ import { Replicator } from '../../src/custody/replicator.js';
 import { replayOps } from '../../src/custody/replica.js';
 import { ServiceError } from '../../src/kernel/errors.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
+import { composedCustodian } from '../helpers/composed-custodian.js';
 import { Store } from '../../src/store/db.js';
 
 const SECRET = 'given-up-slot-secret-0123456789abcdef';
@@ -83,21 +84,7 @@ afterEach(async () => {
 const members = () => nodes.map((n) => n.id);
 
 function custodianAt(n: Node): Custodian {
-  const c: Custodian = new Custodian({
-    store: n.store,
-    nodeId: () => n.id,
-    sign: (text) => signText(n.key, text),
-    homeOf: () => Promise.resolve(home.id),
-    debitFault: () => Promise.resolve(null),
-    homeChange: () => Promise.resolve(null),
-    fetch: null,
-    verify: verifyText,
-    custodiansOf: () => Promise.resolve(members()),
-    chainAt: (z, from) => c.page(z, from),
-    meshSecret: SECRET,
-    nowSvcond: () => NOW,
-  });
-  return c;
+  return composedCustodian(n, { home: () => home.id, members, secret: SECRET, now: NOW });
 }
 
 /** The home's link to its custodians, by the rule the test set for each. */
