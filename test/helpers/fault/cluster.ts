@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { freePort } from '../free-port.js';
 
 const ENTRY = join(import.meta.dirname, '..', 'fault-node.mjs');
+/** Starts of a node refused EADDRINUSE before that is its failure (startNode). */
+const PORT_BUSY_TRIES = 5;
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 /** How long a node may take to start (and say so over IPC) before the harness gives up on it: its import of the build alone takes seconds when the cores are busy. */
 const START_WITHIN_MS = 90_000;
@@ -106,8 +108,23 @@ export class FaultCluster {
     return `/ip4/127.0.0.1/tcp/${this.specs[i]!.p2pPort}/p2p/${this.nodeIds[i]}`;
   }
 
-  /** Start node i (its first start, or a restart on the same data dir and ports); resolves once it serves. */
+  /**
+   * Start node i (its first start, or a restart on the same data dir and ports); resolves once it serves. A port can
+   * be held for a moment by another listener on the machine (a test's probe for a free port binds it briefly): a
+   * start refused EADDRINUSE is tried again after a second, a few times.
+   */
   async startNode(i: number): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.startOnce(i);
+      } catch (err) {
+        if (attempt >= PORT_BUSY_TRIES || !String(err).includes('EADDRINUSE')) throw err;
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+  }
+
+  private async startOnce(i: number): Promise<void> {
     if (this.running[i]) throw new Error(`node ${i} is running`);
     const spec = this.specs[i]!;
     const bootstrap = this.specs.filter((s) => s.index !== i && this.nodeIds[s.index]).map((s) => this.multiaddr(s.index));
