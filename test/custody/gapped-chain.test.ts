@@ -8,9 +8,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateKeyPair } from '@libp2p/crypto/keys';
-import { peerIdFromPrivateKey } from '@libp2p/peer-id';
-import type { PrivateKey } from '@libp2p/interface';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { chainRequest, custodyRequest, promiseRequest } from '../../src/custody/client.js';
 import { custodySetOf } from '../../src/custody/custody-set.js';
@@ -20,19 +17,14 @@ import { EPOCH_RECORDS, Failover, NO_RECORDS, type TakenChain } from '../../src/
 import type { HomeChange } from '../../src/custody/home-change.js';
 import type { ChainAnswer, ChainLink, CustodyAnswer, EntryRecords } from '../../src/custody/protocol.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
-import { composedCustodian } from '../helpers/composed-custodian.js';
-import { Store } from '../../src/store/db.js';
+import { composedCustodian, composedNodes, type ComposedNode } from '../helpers/composed-custodian.js';
 import { forge, recordsOf } from '../helpers/custody.js';
 
 const SECRET = 'gapped-chain-secret-0123456789abcdef';
 const zid = 'zid_89abcdef0123456789abcdef01234567';
 const NOW = 1000;
 
-interface Node {
-  id: string;
-  key: PrivateKey;
-  store: Store;
-}
+type Node = ComposedNode;
 
 let dir: string;
 let home: Node;
@@ -47,12 +39,7 @@ let homeLog: ChainLink[];
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'svc-gapped-chain-'));
-  nodes = await Promise.all(
-    [0, 1, 2].map(async (i) => {
-      const key = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
-      return { id: peerIdFromPrivateKey(key as never).toString(), key, store: await Store.open(join(dir, `n${i}`), { sync: false }) };
-    }),
-  );
+  nodes = await composedNodes(dir, 3);
   const set = custodySetOf(
     zid,
     nodes[0]!.id,

@@ -7,9 +7,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateKeyPair } from '@libp2p/crypto/keys';
-import { peerIdFromPrivateKey } from '@libp2p/peer-id';
-import type { PrivateKey } from '@libp2p/interface';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { chainRequest, custodyRequest, promiseRequest, type FetchChain, type SendBatch } from '../../src/custody/client.js';
 import { custodySetOf } from '../../src/custody/custody-set.js';
@@ -23,7 +20,7 @@ import { Replicator } from '../../src/custody/replicator.js';
 import { replayOps } from '../../src/custody/replica.js';
 import { ServiceError } from '../../src/kernel/errors.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
-import { composedCustodian } from '../helpers/composed-custodian.js';
+import { composedCustodian, composedNodes, type ComposedNode } from '../helpers/composed-custodian.js';
 import { Store } from '../../src/store/db.js';
 
 const SECRET = 'given-up-slot-secret-0123456789abcdef';
@@ -36,11 +33,7 @@ const NOW = 1000;
  */
 type LinkRule = 'deliver' | 'lose-answer' | 'drop' | 'hold';
 
-interface Node {
-  id: string;
-  key: PrivateKey;
-  store: Store;
-}
+type Node = ComposedNode;
 
 let dir: string;
 let nodes: Node[];
@@ -56,12 +49,7 @@ let released: Promise<void>;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'svc-given-up-'));
-  nodes = await Promise.all(
-    [0, 1, 2].map(async (i) => {
-      const key = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
-      return { id: peerIdFromPrivateKey(key as never).toString(), key, store: await Store.open(join(dir, `n${i}`), { sync: false }) };
-    }),
-  );
+  nodes = await composedNodes(dir, 3);
   const set = custodySetOf(
     zid,
     nodes[0]!.id,

@@ -1,9 +1,12 @@
 // A custodian on a node the test composes in-process (its own store and key), every identity homed at `home()`, the
 // members every node: for tests that drive the custody protocol's requests by hand (given-up-slot, gapped-chain).
+import { join } from 'node:path';
+import { generateKeyPair } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { Custodian } from '../../src/custody/custodian.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
-import type { Store } from '../../src/store/db.js';
+import { Store } from '../../src/store/db.js';
 
 export interface ComposedNode {
   id: string;
@@ -27,4 +30,14 @@ export function composedCustodian(n: ComposedNode, o: { home: () => string; memb
     nowSvcond: () => o.now,
   });
   return c;
+}
+
+/** `count` nodes, each with a fresh Ed25519 key (its peer id) and its own store under `dir`. */
+export function composedNodes(dir: string, count: number): Promise<ComposedNode[]> {
+  return Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const key = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
+      return { id: peerIdFromPrivateKey(key as never).toString(), key, store: await Store.open(join(dir, `n${i}`), { sync: false }) };
+    }),
+  );
 }
