@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { identityKey } from '../../scripts/bench/lib.js';
 import type { FaultCluster } from '../helpers/fault/cluster.js';
-import { custodyAt, startBondedCluster } from '../helpers/failover.js';
+import { custodyAt, reportOnFailure, startBondedCluster } from '../helpers/failover.js';
 import { oneCertifiedEntryPerSlot } from '../helpers/fault/checker.js';
 import { custodyEntries } from '../helpers/fault/final-state.js';
 import { SPEND_BODY } from '../helpers/fault/workload.js';
@@ -27,6 +27,8 @@ import { bearer, call } from '../helpers/node.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const SPENDS = 4;
+/** How long a test waits for a takeover (about 4 s on an idle machine; a loaded CI machine's is given far longer). */
+const TAKEOVER_WITHIN_MS = 60_000;
 let cluster: FaultCluster | null = null;
 
 beforeAll(async () => {
@@ -85,6 +87,7 @@ describe('failover of an identity whose home is killed', () => {
     const reg = await call(c.url(0), 'POST', '/api/svc-auth/register-v3', { equation_sha256: equation });
     expect(reg.status, reg.text).toBe(201);
     const zid = reg.body.zid as string;
+    reportOnFailure(c, () => [zid]);
     const key = await identityKey(c.url(0), equation);
     await grant(nodes[0]!, zid, 40);
     const slug = reg.body.state_machine.slug as string;
@@ -109,7 +112,8 @@ describe('failover of an identity whose home is killed', () => {
     );
 
     await c.kill(0);
-    // A custodian takes it over: the waits are on state, bounded by the 20 s.
+    // A custodian takes it over. The waits are on state; how long a takeover takes is measured by
+    // scripts/bench/failover.ts (docs/performance.md), not asserted here: the bound is for a loaded machine.
     const moved = await waitUntil(
       async () => {
         for (const i of custodians) {
@@ -119,7 +123,7 @@ describe('failover of an identity whose home is killed', () => {
         return null;
       },
       'a custodian serving the identity as its home',
-      20_000,
+      TAKEOVER_WITHIN_MS,
       200,
     );
     const home = moved.index;
@@ -205,6 +209,7 @@ describe('a home partitioned from its custodians', () => {
     const reg = await call(c.url(0), 'POST', '/api/svc-auth/register-v3', { equation_sha256: equation });
     expect(reg.status, reg.text).toBe(201);
     const zid = reg.body.zid as string;
+    reportOnFailure(c, () => [zid]);
     const key = await identityKey(c.url(0), equation);
     await grant(nodes[0]!, zid, 40);
     for (let i = 0; i < 3; i++) {
@@ -241,7 +246,7 @@ describe('a home partitioned from its custodians', () => {
         return null;
       },
       'a custodian serving the identity as its home',
-      20_000,
+      TAKEOVER_WITHIN_MS,
       200,
     );
     // Right after the takeover the new set may still be catching up (503, nothing written: a client retries).
@@ -283,11 +288,14 @@ describe('a failover keeps what the old home acknowledged', () => {
     // no write before the transfer's credit (its custodians hold nothing of it, so none takes it over while its home
     // is down).
     const sender = await register(c.url(0), 'keeps sender');
+    const zids = [sender.zid];
+    reportOnFailure(c, () => zids);
     await waitUntil(async () => (await custodyAt(c.url(0), sender.zid))?.custodians.length === 3, 'a custody set of three', 60_000, 250);
     const set = (await custodyAt(c.url(0), sender.zid))!;
     const custodians = set.custodians.slice(1).map((id) => c.nodeIds.indexOf(id));
     const away = [1, 2, 3, 4].find((i) => !custodians.includes(i))!;
     const receiver = await register(c.url(away), 'keeps receiver');
+    zids.push(receiver.zid);
     await grant(nodes[0]!, sender.zid, 40);
 
     // A private result, then published ones (envelopes enough to transfer): each write acknowledged.
@@ -313,7 +321,7 @@ describe('a failover keeps what the old home acknowledged', () => {
           )
         ).every(Boolean),
       'both identities known everywhere',
-      30_000,
+      60_000,
       250,
     );
 
@@ -336,9 +344,7 @@ describe('a failover keeps what the old home acknowledged', () => {
         return null;
       },
       'a custodian serving the sender as its home',
-      // What this test asks is what the takeover keeps (failover.test.ts holds the time bound): a loaded machine's
-      // takeover is given longer.
-      45_000,
+      TAKEOVER_WITHIN_MS,
       200,
     );
     const home = c.url(moved);

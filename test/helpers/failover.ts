@@ -1,6 +1,7 @@
 // What the failover process tests share: five node processes of the fault harness (SIGKILL, restart, partition),
 // every operator bonded so an identity's custody set is three, a short failover; and the custody status a node gives.
-import { FaultCluster } from './fault/cluster.js';
+import { onTestFailed } from 'vitest';
+import { FaultCluster, logTail } from './fault/cluster.js';
 import { bond } from './custody.js';
 import { call } from './node.js';
 
@@ -31,4 +32,23 @@ export async function startBondedCluster(name: string): Promise<FaultCluster> {
     throw err;
   }
   return cluster;
+}
+
+/**
+ * When the running test fails, print what each node says of the identities (its custody status), whom it is connected
+ * to, and the end of its log: a failover that did not happen in time says why only there.
+ */
+export function reportOnFailure(cluster: FaultCluster, zids: () => string[]): void {
+  onTestFailed(async () => {
+    const lines: string[] = [];
+    for (const s of cluster.specs) {
+      const url = cluster.url(s.index);
+      const statuses = await Promise.all(zids().map(async (zid) => ({ zid, status: await custodyAt(url, zid) })));
+      const state = await cluster.state(s.index);
+      lines.push(`node ${s.index} ${cluster.nodeIds[s.index] ?? '?'} up=${cluster.isUp(s.index)} connected=${JSON.stringify(state?.connected ?? null)}`);
+      for (const { zid, status } of statuses) lines.push(`  ${zid}: ${JSON.stringify(status)}`);
+      lines.push(`  log: ${logTail(s.dataDir).split('\n').slice(-12).join('\n  log: ')}`);
+    }
+    console.error(lines.join('\n'));
+  });
 }

@@ -47,7 +47,7 @@ export interface FaultClusterOptions {
 }
 
 /** The end of a node's log (what a node that would not start said last). */
-function logTail(dataDir: string): string {
+export function logTail(dataDir: string): string {
   try {
     return readFileSync(join(dataDir, 'node.log'), 'utf8').slice(-2000);
   } catch {
