@@ -109,6 +109,8 @@ interface Proposal {
   settled: boolean;
   /** Settled as given up (with as many signatures as it may hold, waiting on an earlier proposal that failed). */
   failed: boolean;
+  /** The write's ops, as the store's gate was given them. */
+  write: readonly Op[];
   resolve: (p: Proposal) => void;
   reject: (err: unknown) => void;
 }
@@ -125,6 +127,8 @@ export class Replicator {
   private readonly kept: Sublevel;
   /** Proposed heads by zid (the last entry proposed, certified or still held). */
   private readonly proposed = new Map<string, OwnHead>();
+  /** By identity: its writes refused (given up, or refused for one) whose callers have not rolled back yet. */
+  private readonly unsettled = new Map<string, Set<readonly Op[]>>();
   /** Certified heads by zid (where the chain goes back to when a proposal fails). */
   private readonly certified = new Map<string, OwnHead>();
   /** The attempt of the proposals by zid, kept on disk (or in `unkept`, being kept). */
@@ -158,11 +162,21 @@ export class Replicator {
     if (alone && !this.deps.reader.putsTransfer(ops)) return null;
     const changes = this.deps.reader.changes(ops);
     if (changes.length === 0) return null;
+    // A write of an identity whose given-up writes' callers have not yet rolled their memory back may be built on it
+    // (a chain row on a row never written, a wallet on a charge never made): refused with them.
+    const unsettled = changes.find((c) => (this.unsettled.get(c.zid)?.size ?? 0) > 0);
+    if (unsettled !== undefined) {
+      for (const c of changes) this.markUnsettled(c.zid, ops);
+      const reason = 'an earlier write of the identity was not certified';
+      return Promise.reject(
+        unavailable(`the write was not acknowledged: ${reason}; nothing of it is written`, reason, unsettled.zid, this.setOf(unsettled.zid)),
+      );
+    }
     let held: Promise<Op[]>[] | null = null;
     for (const change of changes) {
       const set = alone ? custodySetOf(change.zid, this.deps.nodeId(), [], 1) : this.setOf(change.zid);
       if (set.custodians.length < 2 && change.transfer?.side !== 'debit') continue;
-      (held ??= []).push(this.propose(change, set));
+      (held ??= []).push(this.propose(change, set, ops));
     }
     if (held === null) return null;
     if (held.length === 1) return held[0]!;
@@ -218,10 +232,28 @@ export class Replicator {
     return { head, links, more };
   }
 
-  private propose(change: LedgerChange, set: CustodySet): Promise<Op[]> {
+  /**
+   * A write the gate refused has settled: its caller was told (and rolls back what it changed in memory as the refusal
+   * reaches it, before any other request is read), so the identity's next writes are built on memory without it.
+   */
+  refusalSettled(ops: readonly Op[]): void {
+    for (const [zid, writes] of this.unsettled) if (writes.delete(ops) && writes.size === 0) this.unsettled.delete(zid);
+  }
+
+  /** `write`, refused, is not yet settled with its caller (a bound: a refusal the store never settles, as it closes). */
+  private markUnsettled(zid: string, write: readonly Op[]): void {
+    let writes = this.unsettled.get(zid);
+    if (writes === undefined) this.unsettled.set(zid, (writes = new Set()));
+    if (writes.has(write)) return;
+    writes.add(write);
+    setTimeout(() => this.refusalSettled(write), 4 * this.deps.timeoutMs).unref?.();
+  }
+
+  private propose(change: LedgerChange, set: CustodySet, write: readonly Op[]): Promise<Op[]> {
     // A write whose records no request can carry is refused before it is proposed (docs/decisions.md "Custody").
     const size = recordsSize(change.recordOps);
-    if (size > MAX_ENTRY_RECORDS_BYTES)
+    if (size > MAX_ENTRY_RECORDS_BYTES) {
+      this.markUnsettled(change.zid, write);
       return Promise.reject(
         unavailable(
           `the write's records (${size} bytes) are over the ${MAX_ENTRY_RECORDS_BYTES} bytes an entry carries; nothing of it is written`,
@@ -230,15 +262,17 @@ export class Replicator {
           set,
         ),
       );
+    }
     const zid = change.zid;
     const head = this.proposed.get(zid);
-    if (head !== undefined && !this.stepping.has(zid) && !this.unkept.has(zid)) return this.proposeOn(head, change, set);
+    if (head !== undefined && !this.stepping.has(zid) && !this.unkept.has(zid)) return this.proposeOn(head, change, set, write);
     return new Promise<Op[]>((resolve, reject) => {
       let queue = this.waiting.get(zid);
       if (queue === undefined) this.waiting.set(zid, (queue = []));
       queue.push({
-        go: () => void this.proposeOn(this.proposed.get(zid)!, change, set).then(resolve, reject),
-        fail: (err) =>
+        go: () => void this.proposeOn(this.proposed.get(zid)!, change, set, write).then(resolve, reject),
+        fail: (err) => {
+          this.markUnsettled(zid, write);
           reject(
             unavailable(
               `the home could not read its head or keep its attempt: ${errorText(err)}; nothing of the write is written`,
@@ -246,7 +280,8 @@ export class Replicator {
               zid,
               set,
             ),
-          ),
+          );
+        },
       });
       if (!this.stepping.has(zid)) void this.step(zid);
     });
@@ -298,7 +333,7 @@ export class Replicator {
     if (this.unkept.get(zid) === next) this.unkept.delete(zid);
   }
 
-  private proposeOn(head: OwnHead, change: LedgerChange, set: CustodySet): Promise<Op[]> {
+  private proposeOn(head: OwnHead, change: LedgerChange, set: CustodySet, write: readonly Op[]): Promise<Op[]> {
     const entry: CustodyEntry = {
       v: 1,
       zid: change.zid,
@@ -329,6 +364,7 @@ export class Replicator {
         behind: null,
         settled: false,
         failed: false,
+        write,
         resolve,
         reject,
       };
@@ -548,6 +584,7 @@ export class Replicator {
     this.unkept.set(zid, next);
     if (!this.stepping.has(zid)) void this.step(zid);
     for (const q of later) {
+      this.markUnsettled(zid, q.write);
       q.settled = true;
       q.failed = true;
       this.stats.failed++;

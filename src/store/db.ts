@@ -32,11 +32,14 @@ interface Pending {
 export interface CommitGate {
   /** null: the ops go on as they are; else the ops to add to the commit's batch, once they may be written (rejected: the commit fails, nothing of it is written). */
   hold(ops: readonly Op[]): Promise<Op[]> | null;
+  /** A commit it refused (`ops`, as given to hold) has settled: its caller was told, and rolls its memory back. */
+  refusalSettled?(ops: readonly Op[]): void;
 }
 
 /** A commit waiting for its turn: commits join the queue in the order they were made, a held one when its gate lets it. */
 interface Held {
   pending: Pending;
+  ops: readonly Op[];
   ready: boolean;
   failure: unknown;
 }
@@ -207,7 +210,7 @@ export class Store {
         this.enqueue(pending);
         return;
       }
-      const h: Held = { pending, ready: hold === null, failure: null };
+      const h: Held = { pending, ops, ready: hold === null, failure: null };
       this.held.push(h);
       hold?.then(
         (extra) => {
@@ -257,8 +260,21 @@ export class Store {
       const h = this.held.shift()!;
       if (h.failure === null) this.enqueue(h.pending);
       else {
-        const { failure, pending } = h;
-        this.enqueue({ encoded: [], rewrites: null, tracked: true, resolve: () => pending.reject(failure), reject: pending.reject });
+        const { failure, pending, ops } = h;
+        const settled = () => this.gate?.refusalSettled?.(ops);
+        this.enqueue({
+          encoded: [],
+          rewrites: null,
+          tracked: true,
+          resolve: () => {
+            pending.reject(failure);
+            settled();
+          },
+          reject: (err) => {
+            pending.reject(err);
+            settled();
+          },
+        });
       }
     }
   }

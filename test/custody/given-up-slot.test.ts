@@ -274,6 +274,35 @@ describe('a write given up at a slot, then the next write certified at that slot
     expect((await homeReplicator().entries(zid, 1, 100)).map((c) => c.entry.balance?.free)).toEqual([10, 4]);
   });
 
+  it('refuses a write of the identity made before a given-up write settled with its caller, and not after', async () => {
+    const r = homeReplicator();
+    await write(10);
+    // Through the gate directly: the store settles a refusal with its caller in its turn (the writes before it first),
+    // and until then the caller's memory still holds what the given-up write changed (a chain row never written).
+    const wallet = (free: number) => [
+      { type: 'put' as const, sub: home.store.sub('wallets', 'json', { rewritten: true }), key: zid, value: { free, paid: 0 } },
+    ];
+    links.set(x.id, 'drop');
+    links.set(y.id, 'drop');
+    const givenUp = wallet(7);
+    await expectGivenUp(r.hold(givenUp)!.then(() => undefined));
+    links.set(x.id, 'deliver');
+    links.set(y.id, 'deliver');
+    const built = wallet(5);
+    const refused = await r.hold(built)!.then(
+      () => null,
+      (e: unknown) => e as ServiceError,
+    );
+    expect(refused?.code).toBe('SVC_CUSTODY_UNAVAILABLE');
+    expect(refused?.extra).toMatchObject({ reason: 'an earlier write of the identity was not certified' });
+    expect(sent.some((e) => e.balance?.free === 5)).toBe(false);
+    // Settled with their callers, the identity writes again, chained on what was written.
+    r.refusalSettled(givenUp);
+    r.refusalSettled(built);
+    await write(4);
+    expect((await homeReplicator().entries(zid, 1, 100)).map((c) => c.entry.balance?.free)).toEqual([10, 4]);
+  });
+
   it('sends no entry of an attempt it could not keep on disk: the write answers 503, the next one keeps it first', async () => {
     // The home's store refuses its next two writes beside the queue (commitAside): the attempts it keeps.
     let refusals = 2;

@@ -76,4 +76,29 @@ describe('the commit gate', () => {
     expect(store.progress).toEqual({ commits: 2, settled: 2 });
     await store.close();
   });
+
+  it('tells the gate a refused commit settled when its caller is told, in its turn: after the held commits before it', async () => {
+    const store = await open();
+    const waiting = manualGate(store);
+    const told: string[] = [];
+    store.gate!.refusalSettled = (ops) => told.push(String(ops[0]!.key));
+    const plain = store.sub('plain');
+    const first = store.commit([{ type: 'put', sub: plain, key: 'held-first', value: 1 }]);
+    const refused = store.commit([{ type: 'put', sub: plain, key: 'held-refused', value: 2 }]);
+    let callerTold = false;
+    const settled = refused.catch(() => {
+      callerTold = true;
+      return told.slice();
+    });
+    waiting[1]!.refuse(new Error('no majority'));
+    await new Promise((r) => setTimeout(r, 30));
+    expect(told).toEqual([]);
+    expect(callerTold).toBe(false);
+    waiting[0]!.release([]);
+    await first;
+    // The caller's handler runs after the gate was told, in the same turn: nothing else was read between.
+    expect(await settled).toEqual(['held-refused']);
+    expect(told).toEqual(['held-refused']);
+    await store.close();
+  });
 });
