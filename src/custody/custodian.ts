@@ -15,7 +15,7 @@ import type { CreditClaim, DebitCertificate } from './debit-certificate.js';
 import { entryHash, GENESIS_ENTRY_HASH, signingTextOf, type CustodyEntry } from './entry.js';
 import { fetchChain, type FetchChain } from './client.js';
 import type { HomeChange } from './home-change.js';
-import { decidePromise, promiseSigningText, type PromiseBody, type Promised } from './promise.js';
+import { decidePromise, latestOf, promiseSigningText, type PromiseBody, type Promised } from './promise.js';
 import {
   custodyRequestSchema,
   MAX_CHAIN_LINKS,
@@ -173,10 +173,20 @@ export class Custodian {
     const head = await this.head(zid);
     const self = this.deps.nodeId();
     const selfHome = candidate !== self && (await this.deps.homeOf(zid)) === self;
-    const d = decidePromise(epoch, candidate, { accepted: head?.fenced_below ?? 0, promised: await this.promised(zid), selfHome });
+    const before = await this.promised(zid);
+    const d = decidePromise(epoch, candidate, { accepted: head?.fenced_below ?? 0, promised: before, selfHome });
     if ('refuse' in d) return { v: 1, refused: { code: d.refuse, reason: d.reason, epoch: d.epoch } };
+    let latest = before?.latest ?? null;
     if (d.promise === 'new') {
-      const promised: Promised = { epoch, candidate };
+      // What this custodian knew before this promise: the epoch of its head, of the change it applied, of the promise
+      // it gave before (whose candidate may have certified entries of that epoch with its own set).
+      const change = await this.deps.homeChange(zid);
+      latest = latestOf(
+        head === null ? null : { epoch: head.epoch, home: head.home },
+        change === null ? null : { epoch: change.epoch, home: change.home },
+        before === null ? null : { epoch: before.epoch, home: before.candidate },
+      );
+      const promised: Promised = { epoch, candidate, ...(latest === null ? {} : { latest }) };
       await this.deps.store.commitAside([{ type: 'put', sub: this.promises, key: zid, value: promised }]);
       this.promisedCache.set(zid, promised);
     }
@@ -185,6 +195,7 @@ export class Custodian {
       epoch,
       candidate,
       head: head === null ? null : { epoch: head.epoch, seq: head.seq, hash: head.hash, ...(head.attempt === undefined ? {} : { attempt: head.attempt }) },
+      ...(latest === null ? {} : { latest }),
     };
     return { v: 1, promise: { promise: body, node: this.deps.nodeId(), signature: this.deps.sign(promiseSigningText(body)) } };
   }

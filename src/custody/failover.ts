@@ -18,7 +18,7 @@ import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, verifyEntrySignature, type 
 import { headAfter, heardLately, homeUnheard, nextState, type FailoverEvent, type FailoverState, type Heard } from './failover-rules.js';
 import { recertifyDebits, type PendingDebit } from './pending-debits.js';
 import type { HomeChange, HomeChanges } from './home-change.js';
-import { highestHead, promisesFault, type PromisedHead, type SignedPromise, type Verify } from './promise.js';
+import { highestHead, homesToAsk, promisesFault, type EpochHome, type PromisedHead, type SignedPromise, type Verify } from './promise.js';
 import { recordsDigest, type ChainLink, type EntryRecords, type PromiseAnswer } from './protocol.js';
 import { chainEndingOn, checkChain, GENESIS_HEAD, linkOf } from './replica.js';
 import type { SendBatch } from './client.js';
@@ -186,10 +186,14 @@ export class Failover {
       const promised = await d.custodian.promised(zid);
       const known = (await d.homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
       const epoch = Math.max(known, head?.fenced_below ?? 0, promised?.epoch ?? 0, this.epochsSeen.get(zid) ?? 0) + 1;
-      const { promises, refusedAt } = await this.gather(zid, epoch, home, set);
+      // The epoch of the home this node knows: of the entries it holds when later than the last change it applied.
+      const homeEpoch = head !== null && head.epoch > known ? head.epoch : known;
+      const view: EpochHome = { epoch: homeEpoch, home };
+      const setOf = (h: string) => (h === home ? set : custodySetOf(zid, h, d.members(), d.replicas));
+      const { promises, refusedAt } = await this.gather(zid, epoch, view, setOf);
       // A promiser at a higher epoch (promised to a candidate that never completed): the next attempt asks above it.
       if (refusedAt >= epoch) this.epochsSeen.set(zid, refusedAt);
-      const fault = promisesFault(promises, zid, epoch, self, set, d.verify);
+      const fault = promisesFault(promises, zid, epoch, self, view, setOf, d.verify);
       if (fault !== null) return lose(fault);
       this.move(zid, 'majority');
       // The home may have spoken meanwhile (a slow home, not a dead one): it is fenced now, and this node goes on.
@@ -217,7 +221,6 @@ export class Failover {
       };
       const certified = await this.certify(entry);
       if (typeof certified === 'string') return lose(certified);
-      const homeEpoch = head !== null && head.epoch > known ? head.epoch : known;
       const change: HomeChange = { zid, epoch, home: self, promises, ...(epoch > homeEpoch + 1 ? { after: homeEpoch } : {}) };
       // A debit of an earlier epoch is certified under that epoch's set (its home as the changes kept here name it).
       const setAt = async (e: number): Promise<CustodySet | null> => {
@@ -247,18 +250,32 @@ export class Failover {
   }
 
   /**
-   * Promises of `epoch` from the set's members but the home (unheard), this node's own first; and the highest epoch
-   * a refusal named (0: none).
+   * Promises of `epoch`, this node's own first, from the members of the set of the home it knows (`view`) but that home
+   * (unheard), then from the members of the set of each later epoch's home a promise names (promise.ts homesToAsk);
+   * and the highest epoch a refusal named (0: none).
    */
-  private async gather(zid: string, epoch: number, home: string, set: CustodySet): Promise<{ promises: SignedPromise[]; refusedAt: number }> {
+  private async gather(
+    zid: string,
+    epoch: number,
+    view: EpochHome,
+    setOf: (home: string) => CustodySet,
+  ): Promise<{ promises: SignedPromise[]; refusedAt: number }> {
     const d = this.deps;
     const self = d.nodeId();
-    const own = await d.custodian.promiseTo(zid, epoch, self);
-    const others = set.custodians.filter((n) => n !== self && n !== home);
-    const answers = await Promise.all(others.map((n) => d.askPromise(n, zid, epoch, AbortSignal.timeout(d.timeoutMs)).catch((): PromiseAnswer | null => null)));
-    const all = [own, ...answers];
+    const all: (PromiseAnswer | null)[] = [await d.custodian.promiseTo(zid, epoch, self)];
+    const promisesOf = () => all.flatMap((a) => (a !== null && 'promise' in a ? [a.promise] : []));
+    const asked = new Set([self, view.home]);
+    const setsAsked = new Set<string>();
+    for (;;) {
+      const homes = homesToAsk(promisesOf(), view).filter((h) => !setsAsked.has(`${h.epoch}|${h.home}`));
+      if (homes.length === 0) break;
+      for (const h of homes) setsAsked.add(`${h.epoch}|${h.home}`);
+      const ask = [...new Set(homes.flatMap((h) => setOf(h.home).custodians))].filter((n) => !asked.has(n));
+      for (const n of ask) asked.add(n);
+      all.push(...(await Promise.all(ask.map((n) => d.askPromise(n, zid, epoch, AbortSignal.timeout(d.timeoutMs)).catch((): PromiseAnswer | null => null)))));
+    }
     return {
-      promises: all.flatMap((a) => (a !== null && 'promise' in a ? [a.promise] : [])),
+      promises: promisesOf(),
       refusedAt: Math.max(0, ...all.map((a) => (a !== null && 'refused' in a && a.refused !== undefined ? (a.refused.epoch ?? 0) : 0))),
     };
   }

@@ -53,7 +53,15 @@ export function standingOf(change: HomeChange, known: KnownHome, members: Iterab
   if (change.epoch <= known.epoch) return { apply: false, why: 'known', reason: `epoch ${change.epoch} is not above the known ${known.epoch}` };
   if (change.epoch > known.epoch + 1 && change.after !== known.epoch)
     return { apply: false, why: 'gap', reason: `epoch ${change.epoch} follows an epoch not known here (${known.epoch})` };
-  const fault = promisesFault(change.promises, change.zid, change.epoch, change.home, custodySetOf(change.zid, known.home, members, replicas), verify);
+  const fault = promisesFault(
+    change.promises,
+    change.zid,
+    change.epoch,
+    change.home,
+    known,
+    (home) => custodySetOf(change.zid, home, members, replicas),
+    verify,
+  );
   return fault === null ? { apply: true } : { apply: false, why: 'invalid', reason: fault };
 }
 

@@ -1,7 +1,11 @@
 // A custodian's promise of an epoch to a candidate (docs/protocol.md §19, "Failover"): the candidate that gathers the
 // promises of a majority of an identity's custody set is the identity's home for that epoch. A promise names the
-// identity, the epoch, the candidate and the promiser's head (the last entry it signed, or null), and is signed by the
-// promiser's node key over `svc/custody/1|promise|` + the SHA-256 of its JCS. Pure: signing and verifying are given.
+// identity, the epoch, the candidate, the promiser's head (the last entry it signed, or null) and the latest epoch the
+// promiser knows of with its home (`latest`), and is signed by the promiser's node key over `svc/custody/1|promise|` +
+// the SHA-256 of its JCS. The set asked is the set of the home the candidate knows; a promiser that knows a later epoch
+// names it, and the candidate must then have a majority of that epoch's home's set too, and so on up (an epoch's
+// entries are certified by its home's set, which a candidate behind cannot know otherwise: docs/decisions.md
+// "Custody"). Pure: signing and verifying are given.
 import { z } from 'zod';
 import { canonicalJson } from '../kernel/canonical.js';
 import { sha256Hex } from '../kernel/bytes.js';
@@ -35,9 +39,35 @@ export const promiseBodySchema = z
     candidate: z.string().min(1).max(128),
     /** The promiser's head when it promised: the last entry it signed (null: it holds nothing of the identity). */
     head: promisedHeadSchema.nullable(),
+    /**
+     * The latest epoch the promiser knows of before this promise and the node that is or would be its home then: of
+     * its head, of a home change it applied, of an earlier promise it gave. Absent: none above the first epoch.
+     */
+    latest: z
+      .object({
+        epoch: z
+          .number()
+          .int()
+          .min(FIRST_EPOCH + 1),
+        home: z.string().min(1).max(128),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 export type PromiseBody = z.infer<typeof promiseBodySchema>;
+/** An epoch with the node that is (or would be) the identity's home in it. */
+export interface EpochHome {
+  epoch: number;
+  home: string;
+}
+
+/** The latest of epochs known (ties: the first given), null when none is above the first epoch. */
+export function latestOf(...known: (EpochHome | null | undefined)[]): EpochHome | null {
+  let best: EpochHome | null = null;
+  for (const k of known) if (k != null && k.epoch > FIRST_EPOCH && (best === null || k.epoch > best.epoch)) best = { epoch: k.epoch, home: k.home };
+  return best;
+}
 
 export const signedPromiseSchema = z.object({ promise: promiseBodySchema, node: z.string().min(1).max(128), signature: z.string().min(1).max(128) }).strict();
 export type SignedPromise = z.infer<typeof signedPromiseSchema>;
@@ -50,27 +80,48 @@ export function promiseSigningText(p: PromiseBody): string {
 export type Verify = (signer: string, text: string, signature: string) => boolean;
 
 /**
+ * The homes whose sets must each give a majority of the promises, in order: the home the checker knows (`view`), then,
+ * while a promise names a later epoch than the last (`latest`), every home named at the latest epoch named. A promise
+ * names an epoch its promiser promised or saw; that epoch's entries are certified by its home's set.
+ */
+export function homesToAsk(promises: readonly SignedPromise[], view: EpochHome): EpochHome[] {
+  const homes: EpochHome[] = [view];
+  let epoch = view.epoch;
+  for (;;) {
+    const later = promises.flatMap((s) => (s.promise.latest !== undefined && s.promise.latest.epoch > epoch ? [s.promise.latest] : []));
+    if (later.length === 0) return homes;
+    epoch = Math.max(...later.map((l) => l.epoch));
+    for (const home of new Set(later.filter((l) => l.epoch === epoch).map((l) => l.home))) homes.push({ epoch, home });
+  }
+}
+
+/**
  * Why `promises` do not make `candidate` the home of `zid` for `epoch`, else null: every promise names that identity,
- * epoch and candidate, is signed by its node, the nodes are distinct members of `oldSet` (the set of the home the
- * checker knows), and they are at least its majority.
+ * epoch and candidate and is signed by its node, and for each home of `homesToAsk` (from the checker's `view`) its set
+ * (`setOf`) has a majority of distinct promisers; no promiser is outside all of those sets.
  */
 export function promisesFault(
   promises: readonly SignedPromise[],
   zid: string,
   epoch: number,
   candidate: string,
-  oldSet: CustodySet,
+  view: EpochHome,
+  setOf: (home: string) => CustodySet,
   verify: Verify,
 ): string | null {
-  const signers = new Set<string>();
   for (const s of promises) {
     const p = s.promise;
     if (p.zid !== zid || p.epoch !== epoch || p.candidate !== candidate) return `a promise of ${s.node} is for another identity, epoch or candidate`;
-    if (!oldSet.custodians.includes(s.node)) return `${s.node} is not in the identity's custody set`;
     if (!verify(s.node, promiseSigningText(p), s.signature)) return `the promise of ${s.node} does not verify`;
-    signers.add(s.node);
   }
-  if (signers.size < oldSet.majority) return `promises of ${signers.size} distinct custodians, ${oldSet.majority} needed`;
+  const sets = homesToAsk(promises, view).map((at) => ({ at, set: setOf(at.home) }));
+  const outsider = promises.find((s) => !sets.some(({ set }) => set.custodians.includes(s.node)));
+  if (outsider !== undefined) return `${outsider.node} is not in the identity's custody set`;
+  for (const { at, set } of sets) {
+    const signers = new Set(promises.filter((s) => set.custodians.includes(s.node)).map((s) => s.node));
+    if (signers.size < set.majority)
+      return `promises of ${signers.size} distinct custodians of the set of epoch ${at.epoch}'s home ${at.home}, ${set.majority} needed`;
+  }
   return null;
 }
 
@@ -88,10 +139,12 @@ export function highestHead(promises: readonly SignedPromise[]): { head: Promise
   return best;
 }
 
-/** A custodian's promise record of an identity: the highest epoch it promised, and to whom. */
+/** A custodian's promise record of an identity: the highest epoch it promised, to whom, and what it knew before. */
 export interface Promised {
   epoch: number;
   candidate: string;
+  /** The promise's `latest` (absent: none above the first epoch). */
+  latest?: EpochHome;
 }
 
 export type PromiseRefusal = 'home' | 'promised' | 'stale';

@@ -106,7 +106,9 @@ describe('docs/protocol.md §19, failover', () => {
     expect(y.epoch_entry.records).toBe(EPOCH_RECORDS);
     const change = homeChangeSchema.parse(y.home_change);
     // A set of two (the candidate and the custodian): the one promise of the custodian is short of its majority.
-    const set = custodySetOf(x.entry.zid, y.candidate, [y.candidate, x.custodian], 3);
-    expect(promisesFault(change.promises, x.entry.zid, 2, y.candidate, set, verifyText)).toMatch(/1 distinct custodians, 2 needed/);
+    const setOf = (home: string) => custodySetOf(x.entry.zid, home, [y.candidate, x.custodian], 3);
+    expect(promisesFault(change.promises, x.entry.zid, 2, y.candidate, { epoch: 1, home: y.candidate }, setOf, verifyText)).toMatch(
+      /1 distinct custodians of the set of epoch 1's home .*, 2 needed/,
+    );
   });
 });

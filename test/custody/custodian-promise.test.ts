@@ -1,0 +1,46 @@
+// A custodian's promises name what it knew before each (custodian.ts, promise.ts `latest`): an earlier promise to
+// another candidate, kept on disk, so a candidate behind learns of an epoch whose entries another set may certify.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { promiseSigningText } from '../../src/custody/promise.js';
+import { verifyText } from '../../src/mesh/wire.js';
+import { composedCustodian, composedNodes, type ComposedNode } from '../helpers/composed-custodian.js';
+
+const ZID = 'zid_0123456789abcdef0123456789abcdef';
+let dir = '';
+let nodes: ComposedNode[] = [];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'svc-custodian-promise-'));
+  nodes = await composedNodes(dir, 3);
+});
+afterAll(async () => {
+  await Promise.all(nodes.map((n) => n.store.close()));
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("a custodian's promise", () => {
+  it('names the epoch it promised before and to whom, the same again when asked again, and after a restart', async () => {
+    const [custodianNode, x, y] = nodes as [ComposedNode, ComposedNode, ComposedNode];
+    const members = () => nodes.map((n) => n.id);
+    const custodian = composedCustodian(custodianNode, { home: () => 'the-old-home', members, secret: 's', now: 100 });
+    const first = await custodian.promiseTo(ZID, 2, x.id);
+    expect('promise' in first && first.promise.promise.latest).toBeUndefined();
+    const second = await custodian.promiseTo(ZID, 3, y.id);
+    if (!('promise' in second)) throw new Error(JSON.stringify(second));
+    expect(second.promise.promise).toMatchObject({ epoch: 3, candidate: y.id, latest: { epoch: 2, home: x.id } });
+    expect(verifyText(custodianNode.id, promiseSigningText(second.promise.promise), second.promise.signature)).toBe(true);
+    // Asked again, the same promise; x, behind, is refused at 3.
+    const again = await custodian.promiseTo(ZID, 3, y.id);
+    expect('promise' in again && again.promise.promise).toEqual(second.promise.promise);
+    expect(await custodian.promiseTo(ZID, 3, x.id)).toMatchObject({ refused: { code: 'promised', epoch: 3 } });
+    // A custodian started again on its store says the same.
+    const restarted = composedCustodian(custodianNode, { home: () => 'the-old-home', members, secret: 's', now: 100 });
+    const afterRestart = await restarted.promiseTo(ZID, 3, y.id);
+    expect('promise' in afterRestart && afterRestart.promise.promise).toEqual(second.promise.promise);
+    const fourth = await restarted.promiseTo(ZID, 4, x.id);
+    expect('promise' in fourth && fourth.promise.promise.latest).toEqual({ epoch: 3, home: y.id });
+  });
+});
