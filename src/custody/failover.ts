@@ -223,9 +223,11 @@ export class Failover {
       if (typeof certified === 'string') return lose(certified);
       const change: HomeChange = { zid, epoch, home: self, promises, ...(epoch > homeEpoch + 1 ? { after: homeEpoch } : {}) };
       // A debit of an earlier epoch is certified under that epoch's set (its home as the changes kept here name it).
+      // The homes of the later epochs the promises named (their promisers saw them: heads, changes, promises).
+      const named = new Map(homesToAsk(promises, view).map((h) => [h.epoch, h.home]));
       const setAt = async (e: number): Promise<CustodySet | null> => {
         if (e === homeEpoch) return set;
-        const then = e === known ? await d.homeOf(zid) : e < known ? await d.homeChanges.homeAt(zid, e) : null;
+        const then = e === known ? await d.homeOf(zid) : e < known ? await d.homeChanges.homeAt(zid, e) : (named.get(e) ?? null);
         return then === null ? null : custodySetOf(zid, then, d.members(), d.replicas);
       };
       const debits = await recertifyDebits(

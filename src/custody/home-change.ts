@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { custodySetOf } from './custody-set.js';
 import { FIRST_EPOCH, ZID_PATTERN } from './entry.js';
-import { promisesFault, signedPromiseSchema, type Verify } from './promise.js';
+import { homesToAsk, promisesFault, signedPromiseSchema, type Verify } from './promise.js';
 
 export const HOME_CHANGE_EVENT = 'custody.home';
 
@@ -127,8 +127,13 @@ export class HomeChanges {
   private keptOf(change: HomeChange, previous: string): KeptChange {
     const before = this.cache.get(change.zid) ?? null;
     if (before?.change.epoch === change.epoch) return before;
-    // `previous` was the home of the epoch of the change before (an epoch promised but never completed has none).
-    const homes = { ...before?.homes, [String(before?.change.epoch ?? FIRST_EPOCH)]: previous };
+    // `previous` was the home of the epoch of the change before (an epoch promised but never completed has none), and
+    // the epochs between that the change's promises name had the homes they name (promise.ts homesToAsk): a debit of
+    // one of them is checked under its set.
+    const knownEpoch = before?.change.epoch ?? FIRST_EPOCH;
+    const homes: Record<string, string> = { ...before?.homes, [String(knownEpoch)]: previous };
+    for (const h of homesToAsk(change.promises, { epoch: knownEpoch, home: previous }))
+      if (h.epoch > knownEpoch && h.epoch < change.epoch) homes[String(h.epoch)] ??= h.home;
     const { earlier: _carried, ...bare } = change;
     const earlier = before === null ? [] : [...(before.earlier ?? []), before.change].slice(-MAX_EARLIER_CHANGES);
     return { change: bare, previous, homes, ...(earlier.length > 0 ? { earlier } : {}) };

@@ -50,7 +50,13 @@ describe('a custody.home event', () => {
     const own = promiseBy(liarKey, b.node.nodeId);
     const forged: [string, HomeChange | Record<string, unknown>, number, string, RegExp][] = [
       ['no promises', { zid, epoch: 2, home: b.node.nodeId, promises: [] }, 400, 'INVALID_EVENT', /promises/],
-      ['its own promise alone', { zid, epoch: 2, home: b.node.nodeId, promises: [own] }, 403, 'SVC_FORBIDDEN', /1 distinct custodians of the set of epoch 1's home .*, 2 needed/],
+      [
+        'its own promise alone',
+        { zid, epoch: 2, home: b.node.nodeId, promises: [own] },
+        403,
+        'SVC_FORBIDDEN',
+        /1 distinct custodians of the set of epoch 1's home .*, 2 needed/,
+      ],
       ['its own promise twice', { zid, epoch: 2, home: b.node.nodeId, promises: [own, own] }, 403, 'SVC_FORBIDDEN', /1 distinct custodians/],
       [
         'a promise of c it signed itself',

@@ -29,6 +29,24 @@ async function apply(changes: HomeChanges, store: Store, c: HomeChange, previous
 }
 
 describe('the homes of earlier epochs', () => {
+  it('take the homes of the epochs between that the change’s promises name (a change made by a candidate behind them)', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'svc-home-epochs-'));
+    const store = await Store.open(join(dir, 'db'), { sync: false });
+    const changes = new HomeChanges(store);
+    // Epoch 4's candidate knew epoch 1 (`after`); a promiser named epoch 3 and its home, node-c, so it asked node-c's set.
+    const skipping: HomeChange = {
+      ...change(4, 'node-d'),
+      after: 1,
+      promises: [
+        { node: 'node-d', promise: { zid: ZID, epoch: 4, candidate: 'node-d', head: null }, signature: 'x' },
+        { node: 'node-e', promise: { zid: ZID, epoch: 4, candidate: 'node-d', head: null, latest: { epoch: 3, home: 'node-c' } }, signature: 'x' },
+      ],
+    };
+    await apply(changes, store, skipping, 'node-a');
+    expect(await Promise.all([1, 2, 3, 4].map((e) => changes.homeAt(ZID, e)))).toEqual(['node-a', null, 'node-c', null]);
+    await store.close();
+  });
+
   it('are kept across three changes and a restart, and an epoch not passed yet has none', async () => {
     dir = await mkdtemp(join(tmpdir(), 'svc-home-epochs-'));
     let store = await Store.open(join(dir, 'db'), { sync: false });
