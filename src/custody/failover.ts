@@ -226,9 +226,8 @@ export class Failover {
       // The homes of the later epochs the promises named (their promisers saw them: heads, changes, promises).
       const named = new Map(homesToAsk(promises, view).map((h) => [h.epoch, h.home]));
       const setAt = async (e: number): Promise<CustodySet | null> => {
-        if (e === homeEpoch) return set;
-        const then = e === known ? await d.homeOf(zid) : e < known ? await d.homeChanges.homeAt(zid, e) : (named.get(e) ?? null);
-        return then === null ? null : custodySetOf(zid, then, d.members(), d.replicas);
+        const then = e === homeEpoch ? home : e === known ? await d.homeOf(zid) : e < known ? await d.homeChanges.homeAt(zid, e) : (named.get(e) ?? null);
+        return then === null ? null : setOf(then);
       };
       const debits = await recertifyDebits(
         { self, sign: d.sign, verify: d.verify, fetch: d.fetch, timeoutMs: d.timeoutMs },
