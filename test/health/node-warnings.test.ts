@@ -1,7 +1,6 @@
 // The warnings a lone node raises from its own wiring: a bootstrap peer that never answers (no connection), an
 // announced address nothing listens on (a real TCP probe), and a data dir's disk below the bound (a real statfs; the
 // bound set above any free share). Each appears in /api/health with its code, message and count.
-import { createServer, type AddressInfo } from 'node:net';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,19 +9,14 @@ import { waitUntil } from '../helpers/wait.js';
 import { WARNING_CODES } from '../../src/health/warnings.js';
 
 let t: TestNode;
-let deadPort: number;
 
-/** A port that was free a moment ago: nothing listens on it. */
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((res) => s.listen(0, '127.0.0.1', res));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((res) => s.close(() => res()));
-  return port;
-}
+/**
+ * tcp/1 (tcpmux): a privileged port nothing on a test machine listens on. A port freed a moment ago is no closed port
+ * where tests run in parallel: another node may bind it between the probe and the check.
+ */
+const deadPort = 1;
 
 beforeAll(async () => {
-  deadPort = await closedPort();
   const nobody = peerIdFromPrivateKey((await generateKeyPair('Ed25519')) as never).toString();
   t = await startTestNode({
     mesh: {
