@@ -7,6 +7,7 @@ import type { DebitCertificate } from './debit-certificate.js';
 import type { CustodyEntry } from './entry.js';
 import {
   chainAnswerSchema,
+  changesAnswerSchema,
   CUSTODY_PROTOCOL,
   custodyAnswerSchema,
   MAX_ANSWER_BYTES,
@@ -14,6 +15,8 @@ import {
   type ChainAnswer,
   type ChainLink,
   type ChainRequest,
+  type ChangesAnswer,
+  type ChangesRequest,
   type CustodyAnswer,
   type EntryRecords,
   type PromiseAnswer,
@@ -125,6 +128,27 @@ export function promiseClient(deps: CustodyClientDeps): AskPromise {
     const raw = await exchange(deps, peer, promiseRequest(deps.secret, deps.selfId(), deps.nowSvcond(), zid, epoch), signal, MAX_ANSWER_BYTES);
     const parsed = promiseAnswerSchema.safeParse(raw);
     if (!parsed.success) throw new Error(`malformed promise answer: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    return parsed.data;
+  };
+}
+
+/** The request for the home changes of `zid` a node keeps above epoch `after`. */
+export function changesRequest(secret: string, sender: string, svcond: number, zid: string, after: number): ChangesRequest {
+  const unsigned = { v: 1 as const, kind: 'changes' as const, svcond, zid, after };
+  return { ...unsigned, handshake: handshakeFor(secret, sender, svcond, bodyDigest(unsigned)) };
+}
+
+/** One page of the home changes of `zid` that `peer` keeps above epoch `after` (unchecked: home-history.ts checks them). */
+export type FetchChanges = (peer: string, zid: string, after: number, signal: AbortSignal) => Promise<ChangesAnswer>;
+
+export function changesFetcher(deps: CustodyClientDeps): FetchChanges {
+  return async (peer, zid, after, signal) => {
+    const raw = await exchange(deps, peer, changesRequest(deps.secret, deps.selfId(), deps.nowSvcond(), zid, after), signal, MAX_ANSWER_BYTES);
+    const parsed = changesAnswerSchema.safeParse(raw);
+    if (!parsed.success) throw new Error(`malformed changes answer: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    if (parsed.data.refused !== undefined) throw new Error(`${peer} refused: ${parsed.data.refused.reason}`);
+    if (parsed.data.changes.some((c, i, all) => c.zid !== zid || c.epoch <= (i === 0 ? after : all[i - 1]!.epoch)))
+      throw new Error('the changes answer is not the changes asked for');
     return parsed.data;
   };
 }

@@ -17,7 +17,9 @@ import { fetchChain, type FetchChain } from './client.js';
 import type { HomeChange } from './home-change.js';
 import { decidePromise, latestOf, promiseSigningText, type PromiseBody, type Promised } from './promise.js';
 import {
+  changesRequestSchema,
   custodyRequestSchema,
+  MAX_CHANGES_PER_ANSWER,
   MAX_CHAIN_LINKS,
   MAX_REQUEST_BYTES,
   MAX_SKEW_TICKS,
@@ -25,6 +27,7 @@ import {
   recordsDigest,
   type ChainAnswer,
   type ChainLink,
+  type ChangesAnswer,
   type CustodyAnswer,
   type CustodyResult,
   type EntryRecords,
@@ -46,6 +49,11 @@ export interface HeldEntry {
   records: EntryRecords;
   /** The debit certificate this custodian checked with a credit entry, else null. */
   certificate: DebitCertificate | null;
+  /**
+   * The node that proposed the entry as the identity's home of its epoch (it passed the `not-home` row); absent for an
+   * entry kept by catching up, whose sender may be a later home.
+   */
+  home?: string;
 }
 
 /** A page of an identity's chain as this node holds it (the answer to a `fetch`). */
@@ -73,6 +81,8 @@ export interface CustodianDeps {
   custodiansOf: (zid: string) => Promise<string[] | null>;
   /** The identity's entries held here from a seq, a page: the home's certified log, or this custodian's held entries. */
   chainAt: (zid: string, from: number) => Promise<ChainPage>;
+  /** The home changes of an identity kept here above an epoch, oldest first, at most `limit` (home-change.ts). */
+  changesAfter?: (zid: string, after: number, limit: number) => Promise<HomeChange[]>;
   meshSecret: string | null;
   nowSvcond: () => number;
   logger?: Logger;
@@ -102,15 +112,17 @@ export class Custodian {
 
   /** Serve one /svc/custody/1 stream: one request, one answer. */
   async serve(stream: Stream, remotePeer: string): Promise<void> {
-    let answer: CustodyAnswer | ChainAnswer | PromiseAnswer;
+    let answer: CustodyAnswer | ChainAnswer | PromiseAnswer | ChangesAnswer;
     try {
       const request = await readRequestFrame(stream, MAX_REQUEST_BYTES, REQUEST_READ_MS);
       answer =
         'refused' in request
           ? { v: 1, refused: { code: 'bad-request', reason: request.refused.message }, results: [] }
-          : isPromiseRequest(request.value)
+          : kindOf(request.value) === 'promise'
             ? await this.answerPromise(request.value, remotePeer)
-            : await this.answer(request.value, remotePeer);
+            : kindOf(request.value) === 'changes'
+              ? await this.answerChanges(request.value, remotePeer)
+              : await this.answer(request.value, remotePeer);
     } catch (err) {
       // The stream failed (aborted, reset, the deadline) or this node could not decide: the peer sees the stream end.
       this.deps.logger?.debug({ err: String(err), peer: remotePeer }, 'custody stream failed');
@@ -134,7 +146,9 @@ export class Custodian {
     if (!this.handshakeHolds(request, sender)) return refuse('the handshake does not match this request from this peer');
     if (Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS) return refuse('the request tick is too far from now');
     if (request.kind === 'fetch') return this.chain(request.zid, request.from, sender);
-    const run = this.turn.then(() => this.take(request.entries, request.records, request.certificates, sender));
+    // A credit's debit certificate is checked before the turn: its check may ask other nodes (home-history.ts).
+    const debitFaults = await this.creditFaults(request.entries, request.certificates, sender);
+    const run = this.turn.then(() => this.take(request.entries, request.records, debitFaults, request.certificates, sender));
     this.turn = run.catch(() => undefined);
     return { v: 1, results: await run };
   }
@@ -155,6 +169,18 @@ export class Custodian {
     if (!this.handshakeHolds(request, sender) || Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS)
       return { v: 1, refused: { code: 'bad-request', reason: 'the handshake or the tick does not hold' } };
     return this.promiseTo(request.zid, request.epoch, sender);
+  }
+
+  /** The answer to a request for the home changes kept here of an identity (home-history.ts): out of the batches' turn. */
+  async answerChanges(raw: unknown, sender: string): Promise<ChangesAnswer> {
+    const parsed = changesRequestSchema.safeParse(raw);
+    const refuse = (reason: string): ChangesAnswer => ({ v: 1, refused: { code: 'bad-request', reason }, changes: [], more: false });
+    if (!parsed.success) return refuse(`malformed request: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    const request = parsed.data;
+    if (!this.handshakeHolds(request, sender) || Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS)
+      return refuse('the handshake or the tick does not hold');
+    const changes = (await this.deps.changesAfter?.(request.zid, request.after, MAX_CHANGES_PER_ANSWER + 1)) ?? [];
+    return { v: 1, changes: changes.slice(0, MAX_CHANGES_PER_ANSWER), more: changes.length > MAX_CHANGES_PER_ANSWER };
   }
 
   /** This custodian's promise of `epoch` to `candidate` (this node's own, when it is the candidate), in its turn. */
@@ -218,10 +244,32 @@ export class Custodian {
     return expected.length === given.length && timingSafeEqual(expected, given);
   }
 
+  /**
+   * For each entry, what is wrong with its debit certificate when it is a credit (null: nothing, or no credit). A credit
+   * of a transfer between two identities of one home is one write with its debit: nothing crossed nodes, and no
+   * certificate can exist before the write (docs/decisions.md "Custody").
+   */
+  private async creditFaults(entries: CustodyEntry[], certificates: (DebitCertificate | null)[] | undefined, sender: string): Promise<(string | null)[]> {
+    const homes = new Map<string, string | null>();
+    const out: (string | null)[] = [];
+    for (const [i, entry] of entries.entries()) {
+      const t = entry.transfer;
+      if (t?.side !== 'credit') {
+        out.push(null);
+        continue;
+      }
+      let senderHome = homes.get(t.party);
+      if (senderHome === undefined) homes.set(t.party, (senderHome = await this.deps.homeOf(t.party)));
+      out.push(senderHome === sender ? null : await this.deps.debitFault(certificates?.[i] ?? null, { zid: entry.zid, transfer: t }));
+    }
+    return out;
+  }
+
   /** Decide every entry of a batch in order, write the signed ones in one batch, then sign. */
   private async take(
     entries: CustodyEntry[],
     records: EntryRecords[],
+    debitFaults: (string | null)[],
     certificates: (DebitCertificate | null)[] | undefined,
     sender: string,
   ): Promise<CustodyResult[]> {
@@ -249,15 +297,7 @@ export class Custodian {
       const fromHome =
         (promised !== null && promised.epoch === entry.epoch && promised.candidate === sender) ||
         (home !== null ? home === sender : head === null || head.home === sender);
-      // A credit of a transfer between two identities of one home is one write with its debit: nothing crossed nodes,
-      // and no certificate can exist before the write (docs/decisions.md "Custody").
-      let debitFault: string | null = null;
-      if (entry.transfer?.side === 'credit') {
-        const party = entry.transfer.party;
-        let senderHome = homes.get(party);
-        if (senderHome === undefined) homes.set(party, (senderHome = await this.deps.homeOf(party)));
-        if (senderHome !== sender) debitFault = await this.deps.debitFault(certificates?.[i] ?? null, { zid: entry.zid, transfer: entry.transfer });
-      }
+      const debitFault = debitFaults[i] ?? null;
       const sent = records[i]!;
       const recordsFaultOf = recordsDigest(sent) !== entry.records ? 'the records sent do not hash to the entry’s digest' : recordsFault(entry.zid, sent);
       const d = decide(entry, hash, head, { fencedBelow, fromHome, slotHash, transferSeen, debitFault, recordsFault: recordsFaultOf });
@@ -279,7 +319,7 @@ export class Custodian {
         continue;
       }
       const certificate = entry.transfer?.side === 'credit' ? (certificates?.[i] ?? null) : null;
-      const kept = this.holdOps(ops, { entry, hash, records: sent, certificate }, head, sender);
+      const kept = this.holdOps(ops, { entry, hash, records: sent, certificate, home: sender }, head, sender);
       results.push({ signature: kept.signature });
       this.cache.set(entry.zid, kept.head);
       touched.add(entry.zid);
@@ -304,7 +344,7 @@ export class Custodian {
   /** The ops that keep an entry this custodian signs (its held record, its slot, the head, its transfer id); the new head and the signature. */
   private holdOps(
     ops: Op[],
-    e: { entry: CustodyEntry; hash: string; records: EntryRecords; certificate: DebitCertificate | null },
+    e: { entry: CustodyEntry; hash: string; records: EntryRecords; certificate: DebitCertificate | null; home?: string },
     head: HeldHead | null,
     sender: string,
   ): { head: HeldHead; signature: string } {
@@ -318,7 +358,14 @@ export class Custodian {
       balance: entry.balance ?? head?.balance ?? null,
       home: sender,
     };
-    const held: HeldEntry = { entry, hash, signature: this.deps.sign(signingTextOf(hash)), records: e.records, certificate: e.certificate };
+    const held: HeldEntry = {
+      entry,
+      hash,
+      signature: this.deps.sign(signingTextOf(hash)),
+      records: e.records,
+      certificate: e.certificate,
+      ...(e.home === undefined ? {} : { home: e.home }),
+    };
     ops.push({ type: 'put', sub: this.held, key: slotKey(entry), value: held });
     ops.push({ type: 'put', sub: this.heads, key: entry.zid, value: next });
     if (entry.transfer !== null) ops.push({ type: 'put', sub: this.transfers, key: `${entry.zid}!${entry.transfer.id}`, value: entry.seq });
@@ -382,6 +429,16 @@ export class Custodian {
   }
 
   /**
+   * The home of `zid` in `epoch` as this custodian saw it: the node that proposed an entry of that epoch it signed
+   * (null: it signed none of that epoch as proposed). A failover's new home reads it for a pending debit of an epoch
+   * whose home change it never applied.
+   */
+  async homeInEpoch(zid: string, epoch: number): Promise<string | null> {
+    const rows = await this.deps.store.range<HeldEntry>(this.held, { gte: slotKey({ zid, epoch, seq: 0 }), lt: slotKey({ zid, epoch: epoch + 1, seq: 0 }) });
+    return rows.find((r) => r.value.home !== undefined)?.value.home ?? null;
+  }
+
+  /**
    * What this custodian answers a fetch with: the entries of its head's chain from `from`, a page, each with its own
    * signature (an entry it signed for a slot that chain did not take stays out: a page holds one entry per seq).
    */
@@ -394,8 +451,9 @@ export class Custodian {
   }
 }
 
-function isPromiseRequest(raw: unknown): boolean {
-  return typeof raw === 'object' && raw !== null && (raw as { kind?: unknown }).kind === 'promise';
+/** A request's `kind` (a batch of entries has none). */
+function kindOf(raw: unknown): unknown {
+  return typeof raw === 'object' && raw !== null ? (raw as { kind?: unknown }).kind : undefined;
 }
 
 /** The record key of a slot: zid, epoch, seq. */

@@ -53,7 +53,7 @@ export interface FailoverDeps {
   /** The tick interval a home never heard is given (heard ones declare theirs). */
   tickEvery: () => number;
   store: Store;
-  custodian: Pick<Custodian, 'heldZids' | 'head' | 'promised' | 'promiseTo' | 'entries'>;
+  custodian: Pick<Custodian, 'heldZids' | 'head' | 'promised' | 'promiseTo' | 'entries' | 'homeInEpoch'>;
   homeOf: (zid: string) => Promise<string | null>;
   homeChanges: Pick<HomeChanges, 'latest' | 'homeAt'>;
   askPromise: (node: string, zid: string, epoch: number, signal: AbortSignal) => Promise<PromiseAnswer>;
@@ -225,8 +225,12 @@ export class Failover {
       // A debit of an earlier epoch is certified under that epoch's set (its home as the changes kept here name it).
       // The homes of the later epochs the promises named (their promisers saw them: heads, changes, promises).
       const named = new Map(homesToAsk(promises, view).map((h) => [h.epoch, h.home]));
+      // An epoch whose home none of these name (its change never reached this node): the home that proposed the
+      // entries of that epoch this node's custodian signed.
       const setAt = async (e: number): Promise<CustodySet | null> => {
-        const then = e === homeEpoch ? home : e === known ? await d.homeOf(zid) : e < known ? await d.homeChanges.homeAt(zid, e) : (named.get(e) ?? null);
+        const then =
+          (e === homeEpoch ? home : e === known ? await d.homeOf(zid) : e < known ? await d.homeChanges.homeAt(zid, e) : (named.get(e) ?? null)) ??
+          (await d.custodian.homeInEpoch(zid, e));
         return then === null ? null : setOf(then);
       };
       const debits = await recertifyDebits(

@@ -5,15 +5,15 @@
 // also what a custodian shows the old home when it refuses its entries as fenced. A change it cannot check (an epoch
 // more than one above the one it knows: it missed the one between) is ignored, not applied.
 import { z } from 'zod';
-import type { Op, Store, Sublevel } from '../store/db.js';
+import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { custodySetOf } from './custody-set.js';
 import { FIRST_EPOCH, ZID_PATTERN } from './entry.js';
-import { homesToAsk, promisesFault, signedPromiseSchema, type Verify } from './promise.js';
+import { homesToAsk, promisesFault, signedPromiseSchema, type EpochHome, type Verify } from './promise.js';
 
 export const HOME_CHANGE_EVENT = 'custody.home';
 
 /** One change as it is checked: the epoch, its home and the promises that made it. */
-const changeSchema = z
+export const changeSchema = z
   .object({
     zid: z.string().regex(ZID_PATTERN),
     epoch: z
@@ -75,13 +75,22 @@ interface KeptChange {
   homes?: Record<string, string>;
 }
 
-/** The latest home change of each identity this node applied (or made). */
+/** A home change's key in the history: the identity, then the epoch (fixed width, so a range reads epochs in order). */
+const historyKey = (zid: string, epoch: number) => `${zid}!${padNum(epoch, 8)}`;
+
+/**
+ * The latest home change of each identity this node applied (or made), with the homes of the epochs before it; and
+ * the history: every change applied, made or learned here, by identity and epoch, which other nodes fetch to learn the
+ * home of an epoch they missed (home-history.ts).
+ */
 export class HomeChanges {
   private readonly sub: Sublevel;
+  private readonly history: Sublevel;
   private readonly cache = new Map<string, KeptChange | null>();
 
   constructor(private readonly store: Store) {
     this.sub = store.sub('custody_homes', 'json', { rewritten: true });
+    this.history = store.sub('custody_changes', 'json');
   }
 
   private async kept(zid: string): Promise<KeptChange | null> {
@@ -113,11 +122,50 @@ export class HomeChanges {
   }
 
   /**
-   * The op keeping `change`, which replaced `previous`, with the homes of the epochs before it (those kept, as read by
-   * `latest`, and `previous`'s); `applied` once it is on disk.
+   * The ops keeping `change`, which replaced `previous`, with the homes of the epochs before it (those kept, as read by
+   * `latest`, and `previous`'s), and in the history; `applied` once they are on disk.
    */
-  putOp(change: HomeChange, previous: string): Op {
-    return { type: 'put', sub: this.sub, key: change.zid, value: this.keptOf(change, previous) };
+  putOps(change: HomeChange, previous: string): Op[] {
+    return [{ type: 'put', sub: this.sub, key: change.zid, value: this.keptOf(change, previous) }, this.historyOp(change)];
+  }
+
+  private historyOp(change: HomeChange): Op {
+    const { earlier: _carried, ...bare } = change;
+    return { type: 'put', sub: this.history, key: historyKey(change.zid, change.epoch), value: bare };
+  }
+
+  /** The changes of `zid` in the history above epoch `after`, oldest first, at most `limit`. */
+  async changesAfter(zid: string, after: number, limit: number): Promise<HomeChange[]> {
+    const rows = await this.store.range<HomeChange>(this.history, { gte: historyKey(zid, after + 1), lt: `${zid}!~`, limit });
+    return rows.map((r) => r.value);
+  }
+
+  /**
+   * The epoch below `epoch` (or at it) whose home is known here, the highest, with that home: where a run of changes
+   * fetched from another node is checked from. Null: the identity has no change here.
+   */
+  async knownAtOrBelow(zid: string, epoch: number): Promise<EpochHome | null> {
+    const kept = await this.kept(zid);
+    if (kept === null) return null;
+    const known = Object.entries(kept.homes ?? {})
+      .map(([e, home]) => ({ epoch: Number(e), home }))
+      .filter((h) => h.epoch <= epoch)
+      .sort((a, b) => b.epoch - a.epoch)[0];
+    return known ?? null;
+  }
+
+  /**
+   * Keep the homes of epochs below the latest change learned from `changes` (each checked by the caller, in order, from
+   * an epoch known here): with the kept record and in the history, in one batch.
+   */
+  async learn(zid: string, changes: readonly HomeChange[]): Promise<void> {
+    const kept = await this.kept(zid);
+    if (kept === null) return;
+    const below = changes.filter((c) => c.epoch < kept.change.epoch);
+    if (below.length === 0) return;
+    const next: KeptChange = { ...kept, homes: { ...kept.homes, ...Object.fromEntries(below.map((c) => [String(c.epoch), c.home])) } };
+    await this.store.commitAside([{ type: 'put', sub: this.sub, key: zid, value: next }, ...below.map((c) => this.historyOp(c))]);
+    if (this.cache.get(zid) === kept) this.cache.set(zid, next);
   }
 
   applied(change: HomeChange, previous: string): void {

@@ -84,7 +84,7 @@ export class HomeMoves {
       if (standing.why === 'invalid') this.stats.refused++;
       return standing;
     }
-    await d.store.commit([d.homeChanges.putOp(change, ident.home), ...(await d.identity.homeMoveOps(ident, change.home))]);
+    await d.store.commit([...d.homeChanges.putOps(change, ident.home), ...(await d.identity.homeMoveOps(ident, change.home))]);
     d.homeChanges.applied(change, ident.home);
     d.forget(change.zid);
     this.stats.applied++;
@@ -133,7 +133,7 @@ export class HomeMoves {
       const replay = await this.replayed(change.zid, chain);
       const counted = await this.unwritten(change.zid, chain);
       const moved = await d.identity.homeMoveOps(ident, change.home);
-      await this.commitCounted([...replay, ...ops, ...counted.ops, d.homeChanges.putOp(change, ident.home), ...moved], counted.rollback);
+      await this.commitCounted([...replay, ...ops, ...counted.ops, ...d.homeChanges.putOps(change, ident.home), ...moved], counted.rollback);
       d.homeChanges.applied(change, ident.home);
       d.forget(change.zid, [...replay, ...ops]);
     });

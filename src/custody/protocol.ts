@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { debitCertificateSchema, MAX_CERTIFICATE_SIGNATURES } from './debit-certificate.js';
 import { entrySchema, ZID_PATTERN } from './entry.js';
-import { homeChangeSchema } from './home-change.js';
+import { changeSchema, homeChangeSchema } from './home-change.js';
 import { signedPromiseSchema } from './promise.js';
 
 export const CUSTODY_PROTOCOL = '/svc/custody/1';
@@ -144,6 +144,40 @@ export const chainRequestSchema = z
   })
   .strict();
 export type ChainRequest = z.infer<typeof chainRequestSchema>;
+
+/**
+ * The home changes a node keeps of an identity above an epoch (home-history.ts): a node that missed the change of an
+ * epoch learns its home, each change checked from an epoch it knows. Any mesh member may ask: changes are public.
+ */
+export const changesRequestSchema = z
+  .object({
+    v: z.literal(1),
+    kind: z.literal('changes'),
+    svcond: z.number().int().min(0),
+    zid: z.string().regex(ZID_PATTERN),
+    after: z.number().int().min(1),
+    handshake,
+  })
+  .strict();
+export type ChangesRequest = z.infer<typeof changesRequestSchema>;
+
+/** Changes per answer (each at most ~3 KiB with seven promises). */
+export const MAX_CHANGES_PER_ANSWER = 64;
+
+export const changesAnswerSchema = z
+  .object({
+    v: z.literal(1),
+    refused: z
+      .object({ code: z.literal('bad-request'), reason: z.string().max(500) })
+      .strict()
+      .optional(),
+    /** The changes above the request's `after`, oldest first. */
+    changes: z.array(changeSchema).max(MAX_CHANGES_PER_ANSWER),
+    /** More changes follow the last one (ask again above its epoch). */
+    more: z.boolean(),
+  })
+  .strict();
+export type ChangesAnswer = z.infer<typeof changesAnswerSchema>;
 
 export const custodyRequestSchema = z.union([proposalRequestSchema, chainRequestSchema]);
 export type CustodyRequest = z.infer<typeof custodyRequestSchema>;

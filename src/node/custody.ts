@@ -4,7 +4,7 @@
 // advertised in a tick event this node heard (kept across restarts: heard-bonds.ts): a bond whose node never spoke
 // (or another's) makes no custodian. The check of a transfer credit's debit certificate is custody's, used by the
 // custodian and by the receiver's home.
-import { chainFetcher, custodyClient, promiseClient, type CustodyClientDeps } from '../custody/client.js';
+import { chainFetcher, changesFetcher, custodyClient, promiseClient, type CustodyClientDeps } from '../custody/client.js';
 import { custodySetOf } from '../custody/custody-set.js';
 import { Custodian, type ChainPage } from '../custody/custodian.js';
 import {
@@ -22,6 +22,7 @@ import { highestEnvelopeSeq, linkOf } from '../custody/replica.js';
 import { CustodyView } from '../custody/view.js';
 import { HeardBonds } from '../custody/heard-bonds.js';
 import { HOME_CHANGE_EVENT, HomeChanges, homeChangeSchema, type HomeChange } from '../custody/home-change.js';
+import { HomeHistory } from '../custody/home-history.js';
 import { HomeMoves } from '../custody/home-moves.js';
 import { FIRST_EPOCH } from '../custody/entry.js';
 import { Failover } from '../custody/failover.js';
@@ -81,18 +82,37 @@ export async function wireCustody(
   const homeChanges = new HomeChanges(store);
   // The unwritten charges this node has counted (custody/unwritten-charges.ts), by identity and entry hash.
   const chargesCounted = store.sub('custody_charges_counted');
-  // The home of a debit's epoch: the directory's for the epoch of the latest change known (or the first), the one kept
-  // with the changes for an earlier epoch (a debit certified before one failover or more, delivered by the new home).
-  const homeAt = async (zid: string, epoch: number) => {
-    const current = (await homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
-    if (epoch === current) return homeOf(zid);
-    return epoch < current ? homeChanges.homeAt(zid, epoch) : null;
-  };
   const client: CustodyClientDeps | null =
     mesh.enabled && secret !== null
       ? { openStream: (p, proto, signal) => mesh.openStream(p, proto, signal), selfId: nodeId, secret, nowSvcond: time.nowSvcond }
       : null;
   const fetch = client === null ? null : chainFetcher(client);
+  const homeHistory = new HomeHistory({
+    homeChanges,
+    members,
+    replicas: config.custody.replicas,
+    verify: verifyText,
+    fetch: client === null ? null : changesFetcher(client),
+    // The identity's home first (it holds the latest changes), then the other members.
+    sources: async (zid) => {
+      const home = await homeOf(zid);
+      return [...new Set([...(home === null ? [] : [home]), ...members()])].filter((n) => n !== f.nodeId);
+    },
+    nowMs: () => Date.now(),
+    timeoutMs: config.custody.certifyTimeoutMs,
+    logger: f.logger,
+  });
+  // The home of a debit's epoch: the directory's for the epoch of the latest change known (or the first), the one kept
+  // with the changes for an earlier epoch (a debit certified before one failover or more, delivered by the new home),
+  // else the node that proposed the entries of that epoch this node's custodian signed, else the one the changes
+  // other nodes keep name (a change that never came here).
+  let custodianRef: Custodian | null = null;
+  const homeAt = async (zid: string, epoch: number) => {
+    const current = (await homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
+    if (epoch === current) return homeOf(zid);
+    if (epoch > current) return (await custodianRef?.homeInEpoch(zid, epoch)) ?? null;
+    return (await homeChanges.homeAt(zid, epoch)) ?? (await custodianRef?.homeInEpoch(zid, epoch)) ?? (await homeHistory.learnHomeAt(zid, epoch));
+  };
   // Set below: applying a home change forgets the replicator's heads of the identity and ends a failover of it.
   let replicatorRef: Replicator | null = null;
   let failoverRef: Failover | null = null;
@@ -206,10 +226,12 @@ export async function wireCustody(
     },
     // The home answers from its certified log, a custodian from what it holds.
     chainAt: async (zid, from): Promise<ChainPage> => ((await homeOf(zid)) === f.nodeId ? replicator.page(zid, from) : custodian.page(zid, from)),
+    changesAfter: (zid, after, limit) => homeChanges.changesAfter(zid, after, limit),
     meshSecret: secret,
     nowSvcond: time.nowSvcond,
     logger: f.logger,
   });
+  custodianRef = custodian;
   const view = new CustodyView({
     nodeId,
     replicas: config.custody.replicas,
@@ -257,7 +279,8 @@ export async function wireCustody(
           store,
           custodian,
           homeOf,
-          homeChanges,
+          // An earlier epoch's home as the debit check reads it: kept here, else learned (home-history.ts).
+          homeChanges: { latest: (zid) => homeChanges.latest(zid), homeAt },
           askPromise: promiseClient(client),
           send: custodyClient(client),
           fetch: fetch!,

@@ -24,7 +24,7 @@ afterEach(async () => {
 /** Apply `c`, which replaced `previous`, as HomeMoves does: read the latest first, then write and note it. */
 async function apply(changes: HomeChanges, store: Store, c: HomeChange, previous: string): Promise<void> {
   await changes.latest(c.zid);
-  await store.commit([changes.putOp(c, previous)]);
+  await store.commit(changes.putOps(c, previous));
   changes.applied(c, previous);
 }
 

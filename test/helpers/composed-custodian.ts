@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
-import { Custodian } from '../../src/custody/custodian.js';
+import { Custodian, type CustodianDeps } from '../../src/custody/custodian.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
 import { Store } from '../../src/store/db.js';
 
@@ -14,7 +14,10 @@ export interface ComposedNode {
   store: Store;
 }
 
-export function composedCustodian(n: ComposedNode, o: { home: () => string; members: () => string[]; secret: string; now: number }): Custodian {
+export function composedCustodian(
+  n: ComposedNode,
+  o: { home: () => string; members: () => string[]; secret: string; now: number; changesAfter?: CustodianDeps['changesAfter'] },
+): Custodian {
   const c: Custodian = new Custodian({
     store: n.store,
     nodeId: () => n.id,
@@ -28,6 +31,7 @@ export function composedCustodian(n: ComposedNode, o: { home: () => string; memb
     chainAt: (z, from) => c.page(z, from),
     meshSecret: o.secret,
     nowSvcond: () => o.now,
+    ...(o.changesAfter === undefined ? {} : { changesAfter: o.changesAfter }),
   });
   return c;
 }

@@ -1,0 +1,97 @@
+// The home of an identity in an epoch whose change never reached this node (docs/protocol.md §19, "Home history"): a
+// debit certified in that epoch is checked under that home's set, by the receiver's home and its custodians, and a new
+// home certifies it again under it. The node asks other nodes for the changes they keep above the highest epoch below
+// it whose home it knows, and checks them in order from there, each as a change heard is checked (home-change.ts
+// standingOf: promises of a majority of the set of the epoch before); the homes it learns are kept. A node that
+// answers with changes that do not check is passed over for the next.
+import type { Logger } from 'pino';
+import type { FetchChanges } from './client.js';
+import { standingOf, type HomeChange, type HomeChanges } from './home-change.js';
+import type { EpochHome, Verify } from './promise.js';
+
+/** Nodes asked per epoch looked for, and how long an epoch not found is not looked for again. */
+const MAX_SOURCES = 4;
+const RETRY_AFTER_MS = 30_000;
+/** Pages of changes read from one node for one epoch. */
+const MAX_PAGES = 8;
+
+export interface HomeHistoryDeps {
+  homeChanges: Pick<HomeChanges, 'latest' | 'knownAtOrBelow' | 'learn'>;
+  members: () => Iterable<string>;
+  replicas: number;
+  verify: Verify;
+  /** Null: no mesh, nothing to ask. */
+  fetch: FetchChanges | null;
+  /** The nodes to ask about `zid`, in order (this node left out). */
+  sources: (zid: string) => Promise<string[]>;
+  nowMs: () => number;
+  timeoutMs: number;
+  logger?: Logger;
+}
+
+export class HomeHistory {
+  /** `zid!epoch` → when it was last looked for and not found. */
+  private readonly missed = new Map<string, number>();
+  /** One lookup per identity and epoch at a time. */
+  private readonly running = new Map<string, Promise<string | null>>();
+
+  constructor(private readonly d: HomeHistoryDeps) {}
+
+  /** The home of `zid` in `epoch` (below the latest change known here), learned from other nodes; null: not found. */
+  learnHomeAt(zid: string, epoch: number): Promise<string | null> {
+    const key = `${zid}!${epoch}`;
+    const missedAt = this.missed.get(key);
+    if (missedAt !== undefined && this.d.nowMs() - missedAt < RETRY_AFTER_MS) return Promise.resolve(null);
+    let run = this.running.get(key);
+    if (run === undefined) {
+      run = this.lookUp(zid, epoch).finally(() => this.running.delete(key));
+      this.running.set(key, run);
+    }
+    return run;
+  }
+
+  private async lookUp(zid: string, epoch: number): Promise<string | null> {
+    const d = this.d;
+    const latest = (await d.homeChanges.latest(zid))?.epoch;
+    if (d.fetch === null || latest === undefined || epoch >= latest) return null;
+    for (const node of (await d.sources(zid)).slice(0, MAX_SOURCES)) {
+      const from = await d.homeChanges.knownAtOrBelow(zid, epoch);
+      if (from === null) break;
+      if (from.epoch === epoch) return from.home;
+      try {
+        const learned = await this.checkedRun(node, zid, from, epoch);
+        if (learned.length > 0) await d.homeChanges.learn(zid, learned);
+        const found = learned.find((c) => c.epoch === epoch);
+        if (found !== undefined) return found.home;
+      } catch (err) {
+        d.logger?.info({ err: String(err), zid, epoch, node }, 'custody: the home changes of an identity could not be read from a node');
+      }
+    }
+    this.missed.set(`${zid}!${epoch}`, d.nowMs());
+    return null;
+  }
+
+  /** The changes `node` keeps above `from`, up to `epoch`, each checked against the one before it (the first against `from`). */
+  private async checkedRun(node: string, zid: string, from: EpochHome, epoch: number): Promise<HomeChange[]> {
+    const d = this.d;
+    const out: HomeChange[] = [];
+    let known = from;
+    for (let page = 0; page < MAX_PAGES && known.epoch < epoch; page++) {
+      const answer = await d.fetch!(node, zid, known.epoch, AbortSignal.timeout(d.timeoutMs));
+      for (const change of answer.changes) {
+        if (change.epoch <= known.epoch) continue;
+        const standing = standingOf(change, known, d.members(), d.replicas, d.verify);
+        if (!standing.apply) {
+          if (standing.why === 'invalid')
+            d.logger?.warn({ zid, epoch: change.epoch, node, reason: standing.reason }, 'custody: a home change read from a node does not hold');
+          return out;
+        }
+        out.push(change);
+        known = { epoch: change.epoch, home: change.home };
+        if (known.epoch >= epoch) return out;
+      }
+      if (!answer.more) break;
+    }
+    return out;
+  }
+}

@@ -1,0 +1,78 @@
+// A custodian keeps, with each entry it signs as proposed, the node that proposed it: the identity's home of that
+// entry's epoch (custodian.ts homeInEpoch). A new home whose changes never named an epoch of a pending debit, and a
+// receiver checking that debit's certificate, read it there. Composed in-process: the home's replicator and its two
+// custodians, each on its own store.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { custodyRequest, type SendBatch } from '../../src/custody/client.js';
+import { custodySetOf } from '../../src/custody/custody-set.js';
+import type { Custodian } from '../../src/custody/custodian.js';
+import { DebitCertificates } from '../../src/custody/debit-certificate.js';
+import { LedgerOpsReader } from '../../src/custody/ledger-ops.js';
+import type { CustodyAnswer } from '../../src/custody/protocol.js';
+import { Replicator } from '../../src/custody/replicator.js';
+import { signText, verifyText } from '../../src/mesh/wire.js';
+import { composedCustodian, composedNodes, type ComposedNode } from '../helpers/composed-custodian.js';
+
+const SECRET = 'held-home-secret-0123456789abcdef';
+const zid = 'zid_0123456789abcdef0123456789abcdef';
+const NOW = 1000;
+
+let dir: string;
+let nodes: ComposedNode[];
+let home: ComposedNode;
+let custodians: Map<string, Custodian>;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'svc-held-home-'));
+  nodes = await composedNodes(dir, 3);
+  const members = () => nodes.map((n) => n.id);
+  const set = custodySetOf(zid, nodes[0]!.id, members(), 3);
+  home = nodes.find((n) => n.id === set.home)!;
+  custodians = new Map(
+    set.custodians.slice(1).map((id) => [
+      id,
+      composedCustodian(
+        nodes.find((n) => n.id === id)!,
+        { home: () => home.id, members, secret: SECRET, now: NOW },
+      ),
+    ]),
+  );
+  const send: SendBatch = async (node, entries, records, _signal, certificates) =>
+    (await custodians.get(node)!.answer(custodyRequest(SECRET, home.id, NOW, entries, records, certificates), home.id)) as CustodyAnswer;
+  home.store.gate = new Replicator({
+    store: home.store,
+    reader: new LedgerOpsReader(home.store),
+    nodeId: () => home.id,
+    replicas: 3,
+    members,
+    send,
+    verify: verifyText,
+    sign: (text) => signText(home.key, text),
+    certificates: new DebitCertificates(home.store),
+    timeoutMs: 5000,
+  });
+  const wallets = home.store.sub('wallets', 'json', { rewritten: true });
+  for (const free of [10, 7]) await home.store.commit([{ type: 'put', sub: wallets, key: zid, value: { free, paid: 0 } }]);
+});
+
+afterAll(async () => {
+  await Promise.all(nodes.map((n) => n.store.close()));
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('the home of an epoch, as a custodian that signed its entries saw it', () => {
+  it('is the node that proposed the entries of that epoch; none for an epoch it signed nothing of', async () => {
+    for (const custodian of custodians.values()) {
+      expect((await custodian.entries(zid, 1, 10)).map((h) => [h.entry.epoch, h.entry.seq, h.home])).toEqual([
+        [1, 1, home.id],
+        [1, 2, home.id],
+      ]);
+      expect(await custodian.homeInEpoch(zid, 1)).toBe(home.id);
+      expect(await custodian.homeInEpoch(zid, 2)).toBeNull();
+      expect(await custodian.homeInEpoch('zid_ffffffffffffffffffffffffffffffff', 1)).toBeNull();
+    }
+  });
+});
