@@ -80,25 +80,33 @@ async function exchange(deps: CustodyClientDeps, peer: string, request: unknown,
   }
 }
 
+/**
+ * A fetch's answer as the asker takes it: well formed, its links of `zid` in seq order from `from`. A custodian that
+ * signed an epoch entry on a chain it did not hold answers that chain's entries it holds, with a gap below
+ * (custodian.ts onHeadChain): the taker finds the rest elsewhere by hash (failover.ts takeChain).
+ */
+export function chainAnswerOf(raw: unknown, zid: string, from: number): ChainAnswer {
+  const parsed = chainAnswerSchema.safeParse(raw);
+  if (!parsed.success) throw new Error(`malformed chain answer: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  const links = parsed.data.links;
+  if (links.some((l, i) => l.entry.zid !== zid || l.entry.seq < (i === 0 ? from : links[i - 1]!.entry.seq + 1)))
+    throw new Error('the chain answer is not the entries asked for');
+  return parsed.data;
+}
+
 export function chainFetcher(deps: CustodyClientDeps): FetchChain {
-  return async (peer, zid, from, signal) => {
-    const raw = await exchange(deps, peer, chainRequest(deps.secret, deps.selfId(), deps.nowSvcond(), zid, from), signal, MAX_CHAIN_ANSWER_BYTES);
-    const parsed = chainAnswerSchema.safeParse(raw);
-    if (!parsed.success) throw new Error(`malformed chain answer: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-    const links = parsed.data.links;
-    if (links.some((l, i) => l.entry.zid !== zid || l.entry.seq !== from + i)) throw new Error('the chain answer is not the entries asked for');
-    return parsed.data;
-  };
+  return async (peer, zid, from, signal) =>
+    chainAnswerOf(await exchange(deps, peer, chainRequest(deps.secret, deps.selfId(), deps.nowSvcond(), zid, from), signal, MAX_CHAIN_ANSWER_BYTES), zid, from);
 }
 
 /**
- * Every entry `peer` holds of `zid` from seq `from`, page after page, at most `maxEntries` (unchecked: checkChain
- * next). Throws on a refusal or a failed stream.
+ * Every entry `peer` holds of `zid` from seq `from`, page after page (each from the seq after the last), at most
+ * `maxEntries` (unchecked: checkChain next). Throws on a refusal or a failed stream.
  */
 export async function fetchChain(fetch: FetchChain, peer: string, zid: string, from: number, signal: AbortSignal, maxEntries = 100_000): Promise<ChainLink[]> {
   const out: ChainLink[] = [];
   for (;;) {
-    const page = await fetch(peer, zid, from + out.length, signal);
+    const page = await fetch(peer, zid, out.length === 0 ? from : out.at(-1)!.entry.seq + 1, signal);
     if (page.refused !== undefined) throw new Error(`${peer} refused the fetch: ${page.refused.code}: ${page.refused.reason}`);
     out.push(...page.links);
     if (!page.more || page.links.length === 0 || out.length >= maxEntries) return out;

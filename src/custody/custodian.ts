@@ -146,9 +146,7 @@ export class Custodian {
     if (!this.handshakeHolds(request, sender)) return refuse('the handshake does not match this request from this peer');
     if (Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS) return refuse('the request tick is too far from now');
     if (request.kind === 'fetch') return this.chain(request.zid, request.from, sender);
-    // A credit's debit certificate is checked before the turn: its check may ask other nodes (home-history.ts).
-    const debitFaults = await this.creditFaults(request.entries, request.certificates, sender);
-    const run = this.turn.then(() => this.take(request.entries, request.records, debitFaults, request.certificates, sender));
+    const run = this.turn.then(() => this.take(request.entries, request.records, request.certificates, sender));
     this.turn = run.catch(() => undefined);
     return { v: 1, results: await run };
   }
@@ -244,32 +242,10 @@ export class Custodian {
     return expected.length === given.length && timingSafeEqual(expected, given);
   }
 
-  /**
-   * For each entry, what is wrong with its debit certificate when it is a credit (null: nothing, or no credit). A credit
-   * of a transfer between two identities of one home is one write with its debit: nothing crossed nodes, and no
-   * certificate can exist before the write (docs/decisions.md "Custody").
-   */
-  private async creditFaults(entries: CustodyEntry[], certificates: (DebitCertificate | null)[] | undefined, sender: string): Promise<(string | null)[]> {
-    const homes = new Map<string, string | null>();
-    const out: (string | null)[] = [];
-    for (const [i, entry] of entries.entries()) {
-      const t = entry.transfer;
-      if (t?.side !== 'credit') {
-        out.push(null);
-        continue;
-      }
-      let senderHome = homes.get(t.party);
-      if (senderHome === undefined) homes.set(t.party, (senderHome = await this.deps.homeOf(t.party)));
-      out.push(senderHome === sender ? null : await this.deps.debitFault(certificates?.[i] ?? null, { zid: entry.zid, transfer: t }));
-    }
-    return out;
-  }
-
   /** Decide every entry of a batch in order, write the signed ones in one batch, then sign. */
   private async take(
     entries: CustodyEntry[],
     records: EntryRecords[],
-    debitFaults: (string | null)[],
     certificates: (DebitCertificate | null)[] | undefined,
     sender: string,
   ): Promise<CustodyResult[]> {
@@ -297,7 +273,15 @@ export class Custodian {
       const fromHome =
         (promised !== null && promised.epoch === entry.epoch && promised.candidate === sender) ||
         (home !== null ? home === sender : head === null || head.home === sender);
-      const debitFault = debitFaults[i] ?? null;
+      // A credit of a transfer between two identities of one home is one write with its debit: nothing crossed nodes,
+      // and no certificate can exist before the write (docs/decisions.md "Custody").
+      let debitFault: string | null = null;
+      if (entry.transfer?.side === 'credit') {
+        const party = entry.transfer.party;
+        let senderHome = homes.get(party);
+        if (senderHome === undefined) homes.set(party, (senderHome = await this.deps.homeOf(party)));
+        if (senderHome !== sender) debitFault = await this.deps.debitFault(certificates?.[i] ?? null, { zid: entry.zid, transfer: entry.transfer });
+      }
       const sent = records[i]!;
       const recordsFaultOf = recordsDigest(sent) !== entry.records ? 'the records sent do not hash to the entry’s digest' : recordsFault(entry.zid, sent);
       const d = decide(entry, hash, head, { fencedBelow, fromHome, slotHash, transferSeen, debitFault, recordsFault: recordsFaultOf });

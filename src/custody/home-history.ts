@@ -3,7 +3,7 @@
 // home certifies it again under it. The node asks other nodes for the changes they keep above the highest epoch below
 // it whose home it knows, and checks them in order from there, each as a change heard is checked (home-change.ts
 // standingOf: promises of a majority of the set of the epoch before); the homes it learns are kept. A node that
-// answers with changes that do not check is passed over for the next.
+// answers with changes that do not check is passed over for the next. Checks never wait for it (learnSoon).
 import type { Logger } from 'pino';
 import type { FetchChanges } from './client.js';
 import { standingOf, type HomeChange, type HomeChanges } from './home-change.js';
@@ -36,6 +36,14 @@ export class HomeHistory {
   private readonly running = new Map<string, Promise<string | null>>();
 
   constructor(private readonly d: HomeHistoryDeps) {}
+
+  /**
+   * Look the home of `zid` in `epoch` up in the background: the check that needs it fails now (its sender tries again
+   * later, as after any refusal), and no write, batch or takeover waits on other nodes.
+   */
+  learnSoon(zid: string, epoch: number): void {
+    void this.learnHomeAt(zid, epoch).catch((err: unknown) => this.d.logger?.warn({ err: String(err), zid, epoch }, 'custody: a home lookup failed'));
+  }
 
   /** The home of `zid` in `epoch` (below the latest change known here), learned from other nodes; null: not found. */
   learnHomeAt(zid: string, epoch: number): Promise<string | null> {

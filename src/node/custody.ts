@@ -13,9 +13,11 @@ import {
   DebitCertificates,
   debitCertificateFault,
   type CreditClaim,
+  type DebitCertificate,
   type DebitCheckDeps,
 } from '../custody/debit-certificate.js';
 import { LedgerOpsReader } from '../custody/ledger-ops.js';
+import { recertifyDebits } from '../custody/pending-debits.js';
 import { CUSTODY_PROTOCOL } from '../custody/protocol.js';
 import { Replicator } from '../custody/replicator.js';
 import { highestEnvelopeSeq, linkOf } from '../custody/replica.js';
@@ -104,14 +106,15 @@ export async function wireCustody(
   });
   // The home of a debit's epoch: the directory's for the epoch of the latest change known (or the first), the one kept
   // with the changes for an earlier epoch (a debit certified before one failover or more, delivered by the new home),
-  // else the node that proposed the entries of that epoch this node's custodian signed, else the one the changes
-  // other nodes keep name (a change that never came here).
+  // else the node that proposed the entries of that epoch this node's custodian signed. Unknown below the latest
+  // change: looked up in the changes other nodes keep, in the background (a change that never came here).
   let custodianRef: Custodian | null = null;
   const homeAt = async (zid: string, epoch: number) => {
     const current = (await homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
     if (epoch === current) return homeOf(zid);
-    if (epoch > current) return (await custodianRef?.homeInEpoch(zid, epoch)) ?? null;
-    return (await homeChanges.homeAt(zid, epoch)) ?? (await custodianRef?.homeInEpoch(zid, epoch)) ?? (await homeHistory.learnHomeAt(zid, epoch));
+    const known = (epoch < current ? await homeChanges.homeAt(zid, epoch) : null) ?? (await custodianRef?.homeInEpoch(zid, epoch)) ?? null;
+    if (known === null && epoch < current) homeHistory.learnSoon(zid, epoch);
+    return known;
   };
   // Set below: applying a home change forgets the replicator's heads of the identity and ends a failover of it.
   let replicatorRef: Replicator | null = null;
@@ -201,13 +204,38 @@ export async function wireCustody(
   economy.transfers.custodyWith((zid) => replicator.setOf(zid).custodians.length > 1);
   // A pending debit's certificate, checked against this home's view of the sender's set before each delivery: a set
   // that changed since the debit (a custodian replaced) certifies it again.
-  economy.transfers.certifyDebitsWith(async (kept) => {
+  economy.transfers.certifyDebitsWith(async (kept, transfer) => {
+    if (kept === null) return certifyLoggedDebit(transfer.from, transfer.transfer_id);
     const cert = debitCertificateSchema.safeParse(kept).data;
     const t = cert?.entry.transfer;
     if (cert === undefined || t === null || t === undefined) return kept;
     const fault = await debitFault(cert, { zid: t.party, transfer: { ...t, side: 'credit', party: cert.entry.zid } });
     return fault === null ? kept : replicator.recertify(cert);
   });
+  // A pending debit with no certificate kept (the new home could not certify it when it took the identity over): made
+  // from the certified log, under the set of the debit's epoch, as a failover makes it, and kept.
+  const certifyLoggedDebit = async (zid: string, transferId: string): Promise<DebitCertificate | null> => {
+    if (fetch === null) return null;
+    const logged = (await replicator.entries(zid, 1, Number.MAX_SAFE_INTEGER)).find(
+      (c) => c.entry.transfer?.side === 'debit' && c.entry.transfer.id === transferId,
+    );
+    if (logged === undefined) return null;
+    const setAt = async (epoch: number) => {
+      const home = await homeAt(zid, epoch);
+      return home === null ? null : custodySetOf(zid, home, members(), config.custody.replicas);
+    };
+    const sign = (text: string) => signText(f.nodeIdentity.privateKey, text);
+    const [made] = await recertifyDebits(
+      { self: f.nodeId, sign, verify: verifyText, fetch, timeoutMs: config.custody.certifyTimeoutMs },
+      zid,
+      setAt,
+      [logged],
+      [],
+    );
+    const certificate = made?.certificate ?? null;
+    if (certificate !== null) await store.commit([debitCertificates.putOp(certificate.entry, certificate.signatures)]);
+    return certificate;
+  };
   const custodian: Custodian = new Custodian({
     store,
     nodeId,

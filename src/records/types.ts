@@ -123,7 +123,9 @@ export interface CreditFacts {
 export type DebitCheck = (cert: DebitCertificateRecord | null, credit: CreditFacts) => Promise<string | null>;
 
 /**
- * The certificate a pending debit's delivery carries, from the one kept with it: the same while it certifies the
- * debit under the sender's custody set as its home sees it now, else one certified again under that set (custody's).
+ * The certificate a pending debit's delivery carries, from the one kept with it (`kept`): the same while it certifies
+ * the debit under the sender's custody set as its home sees it now, else one certified again under that set; without
+ * one kept (a new home that could not certify it when it took the identity over), one made from the certified log,
+ * or null (custody's).
  */
-export type DebitRecertify = (cert: DebitCertificateRecord) => Promise<DebitCertificateRecord>;
+export type DebitRecertify = (kept: DebitCertificateRecord | null, transfer: { from: string; transfer_id: string }) => Promise<DebitCertificateRecord | null>;

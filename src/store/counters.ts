@@ -9,7 +9,7 @@
 // An identity's record is read when it is first needed (loadIdentity) and kept in a cache bounded by least recent
 // use, so memory does not grow with the number of identities; the node totals and day counters stay in memory.
 import { LruMap, PendingWrites } from '../util/bounded-map.js';
-import type { Op, Store, Sublevel } from './db.js';
+import { QueuedValue, type Op, type Store, type Sublevel } from './db.js';
 
 /** Identities whose counter records are kept in memory, unless configured (limits.identityCacheMax). */
 export const IDENTITY_CACHE_DEFAULT = 4096;
@@ -18,6 +18,37 @@ const TOTALS_KEY = '#totals';
 /** An identity's record is this prefix and its zid. */
 export const IDENTITY_RECORD_PREFIX = '#id:';
 const TOTALS = new Set(['sealed_total', 'burned_total', 'foundation_total', 'envelope_seq', 'charged_total', 'foundation_shares_total']);
+/**
+ * The totals that count what was written: on disk, the sum of the commits written. A commit the custody gate refuses
+ * is counted in memory until its caller rolls back, and a commit made meanwhile must not carry it to the disk (a node
+ * stopped before its next write would keep it). envelope_seq is not one: a number handed out is never given back.
+ */
+const WRITTEN_TOTALS = new Set(['sealed_total', 'burned_total', 'foundation_total', 'charged_total', 'foundation_shares_total']);
+
+/** The totals record of one commit: its increments join `written` when the commit passes the gate (store/db.ts QueuedValue). */
+class TotalsValue extends QueuedValue {
+  constructor(
+    private readonly written: Map<string, number>,
+    private readonly snapshot: Record<string, number>,
+    private readonly deltas: ReadonlyMap<string, number>,
+  ) {
+    super();
+  }
+
+  accepted(): void {
+    for (const [name, d] of this.deltas) this.written.set(name, (this.written.get(name) ?? 0) + d);
+  }
+
+  discarded(): void {
+    for (const [name, d] of this.deltas) this.written.set(name, (this.written.get(name) ?? 0) - d);
+  }
+
+  toJSON(): Record<string, number> {
+    const value = { ...this.snapshot };
+    for (const name of Object.keys(value)) if (WRITTEN_TOTALS.has(name)) value[name] = this.written.get(name) ?? 0;
+    return value;
+  }
+}
 
 /** The record key a counter is stored under, or null when it is stored alone. */
 export function groupOf(name: string): string | null {
@@ -50,6 +81,10 @@ export class Counters {
    * flight, but never persisted, so a batch written meanwhile (or a crash) cannot store a count of work never sealed.
    */
   private readonly reserved = new Map<string, number>();
+  /** WRITTEN_TOTALS as the commits written (or queued to be) sum them: what the totals record stores. */
+  private readonly written = new Map<string, number>();
+  /** Increments of WRITTEN_TOTALS made since the last totals record: the commit being made's, taken by its record. */
+  private unassigned = new Map<string, number>();
   private readonly sub: Sublevel;
 
   constructor(
@@ -145,6 +180,7 @@ export class Counters {
       return;
     }
     this.values.set(name, n);
+    if (WRITTEN_TOTALS.has(name)) this.written.set(name, n);
     const group = groupOf(name);
     if (group === null) return;
     let members = this.groups.get(group);
@@ -174,8 +210,11 @@ export class Counters {
       return;
     }
     const current = this.values.get(name);
-    if (current === undefined) this.set(name, delta);
-    else this.values.set(name, current + delta);
+    if (current === undefined) {
+      this.set(name, 0);
+      this.values.set(name, delta);
+    } else this.values.set(name, current + delta);
+    if (WRITTEN_TOTALS.has(name)) this.unassigned.set(name, (this.unassigned.get(name) ?? 0) + delta);
   }
 
   /** Apply an increment in memory and return the op that persists it; add the op to the same batch. */
@@ -240,7 +279,10 @@ export class Counters {
     }
     const members = this.groups.get(group);
     if (members) for (const name of members) value[name] = this.values.get(name) ?? 0;
-    return { type: 'put', sub: this.sub, key: group, value };
+    if (group !== TOTALS_KEY) return { type: 'put', sub: this.sub, key: group, value };
+    const deltas = this.unassigned;
+    this.unassigned = new Map();
+    return { type: 'put', sub: this.sub, key: group, value: new TotalsValue(this.written, value, deltas) };
   }
 
   /** Undo in-memory increments whose batch failed. */

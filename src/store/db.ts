@@ -64,6 +64,18 @@ export class JsonText {
 }
 
 /**
+ * A rewritten record's value that depends on which commits are written: `accepted` when its commit joins the write
+ * queue (it passed the gate, in the order commits were made), `discarded` when the batch holding it could not be
+ * written, `toJSON` when that batch is encoded. A commit the gate refused calls neither (store/counters.ts: the node
+ * totals count written commits only).
+ */
+export abstract class QueuedValue {
+  abstract accepted(): void;
+  abstract discarded(): void;
+  abstract toJSON(): Json;
+}
+
+/**
  * Per-op option of a put whose value is bytes (the root's default value encoding is utf8). Frozen: abstract-level
  * spreads the options into each op and adds members, and V8 then makes a new hidden class per op from an ordinary
  * object literal, not from a frozen one (measured with %HaveSameMap).
@@ -280,7 +292,11 @@ export class Store {
   }
 
   private enqueue(pending: Pending): void {
-    if (pending.rewrites !== null) for (const op of pending.rewrites) this.rewrites.set(op.sub.prefixKey(op.key, 'utf8'), op);
+    if (pending.rewrites !== null)
+      for (const op of pending.rewrites) {
+        if (op.type === 'put' && op.value instanceof QueuedValue) op.value.accepted();
+        this.rewrites.set(op.sub.prefixKey(op.key, 'utf8'), op);
+      }
     this.queue.push(pending);
     if (!this.flushing) {
       // Started after the current round of I/O callbacks (setImmediate), so one batch takes the seals of the whole
@@ -337,6 +353,8 @@ export class Store {
           this.queue = [];
           this.rewrites = new Map();
           this.progress.settled += tracked(group) + tracked(queued);
+          for (const p of [...group, ...queued])
+            for (const op of p.rewrites ?? []) if (op.type === 'put' && op.value instanceof QueuedValue) op.value.discarded();
           for (const p of group) p.reject(failed);
           for (const p of queued) p.reject(failed);
         }

@@ -562,8 +562,8 @@ export class Transfers {
       to_url: toHome === r.to_home ? r.to_url : null,
       ...(moved ? { from_home_change: moved } : {}),
     };
-    if (kept === null) return here;
-    return { ...here, debit_certificate: this.recertify === null ? kept : await this.recertify(kept) };
+    const certificate = this.recertify === null ? kept : await this.recertify(kept, { from: r.from, transfer_id: r.transfer_id });
+    return certificate === null ? here : { ...here, debit_certificate: certificate };
   }
 
   /** Queue the pending transfers among `ids` for delivery (the outbox of an identity this node took over). */

@@ -5,6 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { Counters } from '../../src/store/counters.js';
 import { Store, type Op } from '../../src/store/db.js';
 
 const dirs: string[] = [];
@@ -99,6 +100,38 @@ describe('the commit gate', () => {
     // The caller's handler runs after the gate was told, in the same turn: nothing else was read between.
     expect(await settled).toEqual(['held-refused']);
     expect(told).toEqual(['held-refused']);
+    await store.close();
+  });
+
+  it("keeps a refused commit's node totals off the disk, also through a commit made after it; a number handed out stays taken", async () => {
+    const store = await open();
+    const waiting = manualGate(store);
+    const counters = new Counters(store);
+    await counters.load();
+    const plain = store.sub('plain');
+    const seal = (key: string) => {
+      counters.bump('sealed_total', 1);
+      counters.bump('charged_total', 3);
+      counters.bump('envelope_seq', 1);
+      return store.commit([{ type: 'put', sub: plain, key, value: 1 }, ...counters.persistOps(['sealed_total', 'charged_total', 'envelope_seq'])]);
+    };
+    const refused = seal('held-refused').catch((err: unknown) => {
+      // The caller rolls back, as the ledger does (the number handed out is not given back).
+      counters.revert('sealed_total', 1);
+      counters.revert('charged_total', 3);
+      return err;
+    });
+    const after = seal('after');
+    waiting[0]!.refuse(new Error('no majority'));
+    expect(await refused).toBeInstanceOf(Error);
+    await after;
+    const totals = store.sub('counters', 'json', { rewritten: true });
+    // Without the refused commit: one seal of 3 credits; its envelope number is the second.
+    expect(await store.get(totals, '#totals')).toEqual({ sealed_total: 1, charged_total: 3, envelope_seq: 2 });
+    expect([counters.get('sealed_total'), counters.get('charged_total'), counters.get('envelope_seq')]).toEqual([1, 3, 2]);
+    const restarted = new Counters(store);
+    await restarted.load();
+    expect([restarted.get('sealed_total'), restarted.get('charged_total'), restarted.get('envelope_seq')]).toEqual([1, 3, 2]);
     await store.close();
   });
 });
