@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { custodySetOf } from './custody-set.js';
 import { FIRST_EPOCH, ZID_PATTERN } from './entry.js';
-import { homesToAsk, promisesFault, signedPromiseSchema, type EpochHome, type Verify } from './promise.js';
+import { homesToAsk, promisesFault, signedPromiseSchema, type Verify } from './promise.js';
 
 export const HOME_CHANGE_EVENT = 'custody.home';
 
@@ -141,17 +141,14 @@ export class HomeChanges {
   }
 
   /**
-   * The epoch below `epoch` (or at it) whose home is known here, the highest, with that home: where a run of changes
-   * fetched from another node is checked from. Null: the identity has no change here.
+   * The home of `zid` in `epoch` as kept here: the latest change's, or one kept with it for an earlier epoch (null: not
+   * known here, or no change of the identity here).
    */
-  async knownAtOrBelow(zid: string, epoch: number): Promise<EpochHome | null> {
+  async knownHome(zid: string, epoch: number): Promise<string | null> {
     const kept = await this.kept(zid);
     if (kept === null) return null;
-    const known = Object.entries(kept.homes ?? {})
-      .map(([e, home]) => ({ epoch: Number(e), home }))
-      .filter((h) => h.epoch <= epoch)
-      .sort((a, b) => b.epoch - a.epoch)[0];
-    return known ?? null;
+    if (epoch === kept.change.epoch) return kept.change.home;
+    return epoch < kept.change.epoch ? (kept.homes?.[String(epoch)] ?? null) : null;
   }
 
   /**

@@ -1,13 +1,14 @@
 // The home of an identity in an epoch whose change never reached this node (docs/protocol.md §19, "Home history"): a
 // debit certified in that epoch is checked under that home's set, by the receiver's home and its custodians, and a new
-// home certifies it again under it. The node asks other nodes for the changes they keep above the highest epoch below
-// it whose home it knows, and checks them in order from there, each as a change heard is checked (home-change.ts
-// standingOf: promises of a majority of the set of the epoch before); the homes it learns are kept. A node that
+// home certifies it again under it. The node asks other nodes for the changes they keep up to that epoch, and checks
+// each from the epoch its promises came from, whose home it knows or learned from another change of
+// the answer, as a change heard is checked (home-change.ts standingOf); the homes it learns are kept. A node that
 // answers with changes that do not check is passed over for the next. Checks never wait for it (learnSoon).
 import type { Logger } from 'pino';
 import type { FetchChanges } from './client.js';
 import { standingOf, type HomeChange, type HomeChanges } from './home-change.js';
-import type { EpochHome, Verify } from './promise.js';
+import { FIRST_EPOCH } from './entry.js';
+import type { Verify } from './promise.js';
 
 /** Nodes asked per epoch looked for, and how long an epoch not found is not looked for again. */
 const MAX_SOURCES = 4;
@@ -16,7 +17,7 @@ const RETRY_AFTER_MS = 30_000;
 const MAX_PAGES = 8;
 
 export interface HomeHistoryDeps {
-  homeChanges: Pick<HomeChanges, 'latest' | 'knownAtOrBelow' | 'learn'>;
+  homeChanges: Pick<HomeChanges, 'latest' | 'knownHome' | 'learn'>;
   members: () => Iterable<string>;
   replicas: number;
   verify: Verify;
@@ -62,12 +63,11 @@ export class HomeHistory {
     const d = this.d;
     const latest = (await d.homeChanges.latest(zid))?.epoch;
     if (d.fetch === null || latest === undefined || epoch >= latest) return null;
+    const known = await d.homeChanges.knownHome(zid, epoch);
+    if (known !== null) return known;
     for (const node of (await d.sources(zid)).slice(0, MAX_SOURCES)) {
-      const from = await d.homeChanges.knownAtOrBelow(zid, epoch);
-      if (from === null) break;
-      if (from.epoch === epoch) return from.home;
       try {
-        const learned = await this.checkedRun(node, zid, from, epoch);
+        const learned = await this.checkedChanges(node, zid, epoch);
         if (learned.length > 0) await d.homeChanges.learn(zid, learned);
         const found = learned.find((c) => c.epoch === epoch);
         if (found !== undefined) return found.home;
@@ -79,27 +79,39 @@ export class HomeHistory {
     return null;
   }
 
-  /** The changes `node` keeps above `from`, up to `epoch`, each checked against the one before it (the first against `from`). */
-  private async checkedRun(node: string, zid: string, from: EpochHome, epoch: number): Promise<HomeChange[]> {
+  /**
+   * The changes `node` keeps up to `epoch` that check here: each against the epoch it names as the one its promises
+   * came from (`after`, else the epoch before), whose home is known here or was learned from an earlier change of the
+   * answer. Nodes keep different runs of one history (a change names the epoch its candidate knew), so each change is
+   * checked from its own base, not from the one before it in the answer.
+   */
+  private async checkedChanges(node: string, zid: string, epoch: number): Promise<HomeChange[]> {
     const d = this.d;
-    const out: HomeChange[] = [];
-    let known = from;
-    for (let page = 0; page < MAX_PAGES && known.epoch < epoch; page++) {
-      const answer = await d.fetch!(node, zid, known.epoch, AbortSignal.timeout(d.timeoutMs));
-      for (const change of answer.changes) {
-        if (change.epoch <= known.epoch) continue;
-        const standing = standingOf(change, known, d.members(), d.replicas, d.verify);
-        if (!standing.apply) {
-          if (standing.why === 'invalid')
-            d.logger?.warn({ zid, epoch: change.epoch, node, reason: standing.reason }, 'custody: a home change read from a node does not hold');
-          return out;
-        }
-        out.push(change);
-        known = { epoch: change.epoch, home: change.home };
-        if (known.epoch >= epoch) return out;
-      }
-      if (!answer.more) break;
+    const fetched: HomeChange[] = [];
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const answer = await d.fetch!(node, zid, fetched.at(-1)?.epoch ?? FIRST_EPOCH, AbortSignal.timeout(d.timeoutMs));
+      fetched.push(...answer.changes.filter((c) => c.epoch <= epoch));
+      if (!answer.more || answer.changes.some((c) => c.epoch >= epoch)) break;
     }
-    return out;
+    const learned = new Map<number, HomeChange>();
+    const homeOf = async (e: number) => learned.get(e)?.home ?? (await d.homeChanges.knownHome(zid, e));
+    for (let progress = true; progress && !learned.has(epoch);) {
+      progress = false;
+      for (const change of fetched) {
+        if (learned.has(change.epoch)) continue;
+        const base = change.after ?? change.epoch - 1;
+        const home = await homeOf(base);
+        if (home === null) continue;
+        const standing = standingOf(change, { epoch: base, home }, d.members(), d.replicas, d.verify);
+        if (standing.apply) {
+          learned.set(change.epoch, change);
+          progress = true;
+        } else if (standing.why === 'invalid') {
+          d.logger?.warn({ zid, epoch: change.epoch, node, reason: standing.reason }, 'custody: a home change read from a node does not hold');
+          return [...learned.values()];
+        }
+      }
+    }
+    return [...learned.values()].sort((a, b) => a.epoch - b.epoch);
   }
 }

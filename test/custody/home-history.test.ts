@@ -18,6 +18,7 @@ import { composedCustodian, composedNodes, type ComposedNode } from '../helpers/
 
 const SECRET = 'home-history-secret-0123456789abcdef';
 const ZID = `zid_${'cd'.repeat(16)}`;
+const OTHER_ZID = `zid_${'ef'.repeat(16)}`;
 const NOW = 500;
 const R = 3;
 
@@ -27,14 +28,14 @@ const members = () => nodes.map((n) => n.id);
 const byId = (id: string) => nodes.find((n) => n.id === id)!;
 
 /** The change making the second custodian of `home`'s set the home of `epoch`, promised by that set's last two. */
-function changeAfter(home: string, epoch: number): HomeChange {
-  const set = custodySetOf(ZID, home, members(), R);
+function changeAfter(home: string, epoch: number, zid = ZID): HomeChange {
+  const set = custodySetOf(zid, home, members(), R);
   const candidate = set.custodians[1]!;
   const promises = set.custodians.slice(1).map((node) => {
-    const promise: PromiseBody = { zid: ZID, epoch, candidate, head: null };
+    const promise: PromiseBody = { zid, epoch, candidate, head: null };
     return { promise, node, signature: signText(byId(node).key, promiseSigningText(promise)) };
   });
-  return { zid: ZID, epoch, home: candidate, promises };
+  return { zid, epoch, home: candidate, promises };
 }
 
 /** Apply `c`, which replaced `previous`, as HomeMoves does. */
@@ -106,6 +107,42 @@ async function learnerAsking(
 }
 
 describe('the home of an epoch a node missed', () => {
+  it('is learned from a change made by a candidate behind the epoch before it, checked from the epoch it names', async () => {
+    // Another history of the same kind: 5 was promised by the set of epoch 2's home (its candidate knew no later
+    // epoch), 6 by the set of 3's. Checked one after the other, 5 would not follow 3.
+    const c2 = changeAfter(origin, 2, OTHER_ZID);
+    const c3 = changeAfter(c2.home, 3, OTHER_ZID);
+    const c5 = { ...changeAfter(c2.home, 5, OTHER_ZID), after: 2 };
+    const c6 = { ...changeAfter(c3.home, 6, OTHER_ZID), after: 3 };
+    const other = nodes[5]!;
+    const kept = new HomeChanges(other.store);
+    const zid = OTHER_ZID;
+    for (const [c, previous] of [
+      [c2, origin],
+      [c3, c2.home],
+      [c5, c3.home],
+      [c6, c5.home],
+    ] as const)
+      await other.store.commit(kept.putOps(c, previous));
+    const learner = nodes[1]!;
+    const changes = new HomeChanges(learner.store);
+    await changes.latest(zid);
+    await learner.store.commit(changes.putOps(c6, origin));
+    changes.applied(c6, origin);
+    const history = new HomeHistory({
+      homeChanges: changes,
+      members,
+      replicas: R,
+      verify: verifyText,
+      fetch: async (_peer, z, after) => changesAnswerSchema.parse({ v: 1, changes: await kept.changesAfter(z, after, 64), more: false }),
+      sources: async () => [other.id],
+      nowMs: () => 0,
+      timeoutMs: 1000,
+    });
+    expect(await history.learnHomeAt(zid, 5)).toBe(c5.home);
+    expect(await Promise.all([2, 3, 4, 5].map((e) => changes.homeAt(zid, e)))).toEqual([c2.home, c3.home, null, c5.home]);
+  });
+
   it('is learned from the changes another node keeps, each checked from the epoch known, and kept', async () => {
     const { changes, history, asked } = await learnerAsking(nodes[1]!, {});
     expect(await Promise.all([1, 2, 3].map((e) => changes.homeAt(ZID, e)))).toEqual([origin, null, null]);
