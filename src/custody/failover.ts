@@ -92,7 +92,11 @@ export class Failover {
   private readonly epochsSeen = new Map<string, number>();
   /** When this home's entries were first refused as fenced, by zid (retake). */
   private readonly fencedSince = new Map<string, number>();
-  private readonly retaking = new Set<string>();
+  /**
+   * Identities a takeover runs for, one at a time (run's and retake's): a second one of the same epoch would adopt its
+   * chain again over the writes the first let the node make since.
+   */
+  private readonly attempting = new Set<string>();
   private running = false;
   readonly stats = { attempts: 0, taken: 0, lost: 0 };
 
@@ -170,8 +174,18 @@ export class Failover {
     return live.indexOf(self);
   }
 
-  /** Try to take `zid` over from `home` (the states of failover-rules.ts). */
+  /** Try to take `zid` over from `home` (the states of failover-rules.ts), unless a takeover of it runs already. */
   private async attempt(zid: string, home: string, set: CustodySet, rank: number): Promise<void> {
+    if (this.attempting.has(zid)) return;
+    this.attempting.add(zid);
+    try {
+      await this.attemptOnce(zid, home, set, rank);
+    } finally {
+      this.attempting.delete(zid);
+    }
+  }
+
+  private async attemptOnce(zid: string, home: string, set: CustodySet, rank: number): Promise<void> {
     const d = this.deps;
     const self = d.nodeId();
     this.stats.attempts++;
@@ -240,6 +254,8 @@ export class Failover {
         chain.entries,
         promises,
       );
+      // A change of this epoch or a later one applied meanwhile (heard, or shown by a fenced refusal): nothing to adopt.
+      if (((await d.homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH) >= epoch) return lose(`epoch ${epoch} was taken meanwhile`);
       await d.adopt(change, chain, certified, debits);
       this.move(zid, 'taken');
       this.stats.taken++;
@@ -293,7 +309,7 @@ export class Failover {
   async retake(zid: string): Promise<void> {
     const d = this.deps;
     const self = d.nodeId();
-    if (this.retaking.has(zid) || (await d.homeOf(zid)) !== self) return;
+    if (this.attempting.has(zid) || (await d.homeOf(zid)) !== self) return;
     const now = d.nowSvcond();
     const since = this.fencedSince.get(zid);
     if (since === undefined || now - since > 8 * d.failoverTicks * d.tickEvery()) {
@@ -301,11 +317,9 @@ export class Failover {
       return;
     }
     if (now - since < 2 * d.failoverTicks * d.tickEvery()) return;
-    this.retaking.add(zid);
     try {
       await this.attempt(zid, self, custodySetOf(zid, self, d.members(), d.replicas), 0);
     } finally {
-      this.retaking.delete(zid);
       this.fencedSince.delete(zid);
     }
   }

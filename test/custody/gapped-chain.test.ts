@@ -221,4 +221,18 @@ describe('a custodian whose chain breaks below its head', () => {
     expect(adopted[0]!.chain.entries.map((c) => c.hash)).toEqual(certified.map(entryHash));
     expect(await custodians.get(x.id)!.head(zid)).toMatchObject({ epoch: 3, seq: 4, home: home.id });
   });
+
+  it('is taken again once when two fenced refusals ask at the same time', async () => {
+    await gappedChain();
+    expect(await custodians.get(y.id)!.promiseTo(zid, 3, y.id)).toHaveProperty('promise');
+    down.add(y.id);
+    let now = NOW;
+    const { failover, adopted } = failoverAt(home, () => now, true);
+    await failover.retake(zid);
+    now += 2 * 2;
+    // Two writes refused as fenced, each asking (the replicator asks on every such refusal).
+    await Promise.all([failover.retake(zid), failover.retake(zid)]);
+    expect(failover.stats).toMatchObject({ attempts: 1, taken: 1 });
+    expect(adopted).toHaveLength(1);
+  });
 });
