@@ -170,6 +170,20 @@ function failoverAt(n: Node, now: () => number, isHome: boolean) {
   return { failover, adopted };
 }
 
+/**
+ * Y promises epoch 3 to itself and never goes on, then is down: the home's entries are fenced at Y. The home's
+ * failover after the first refusal, its clock 2 × failoverTicks later: the next refusal takes the identity again.
+ */
+async function fencedHome(): Promise<ReturnType<typeof failoverAt>> {
+  expect(await custodians.get(y.id)!.promiseTo(zid, 3, y.id)).toHaveProperty('promise');
+  down.add(y.id);
+  let now = NOW;
+  const taking = failoverAt(home, () => now, true);
+  await taking.failover.retake(zid); // the first refusal as fenced
+  now += 2 * 2;
+  return taking;
+}
+
 describe('a custodian whose chain breaks below its head', () => {
   it('takes the identity over with the entries below from the other promiser', async () => {
     const { certified } = await gappedChain();
@@ -189,13 +203,7 @@ describe('a custodian whose chain breaks below its head', () => {
 
   it('is no obstacle to the home taking its identity again on its own log', async () => {
     const { certified } = await gappedChain();
-    // Y promises epoch 3 to itself and never goes on, then is down: the home's entries are fenced at Y.
-    expect(await custodians.get(y.id)!.promiseTo(zid, 3, y.id)).toHaveProperty('promise');
-    down.add(y.id);
-    let now = NOW;
-    const { failover, adopted } = failoverAt(home, () => now, true);
-    await failover.retake(zid); // the first refusal as fenced
-    now += 2 * 2; // 2 × failoverTicks of them
+    const { failover, adopted } = await fencedHome();
     await failover.retake(zid);
     expect(failover.stats.taken).toBe(1);
     expect(adopted).toHaveLength(1);
@@ -209,12 +217,7 @@ describe('a custodian whose chain breaks below its head', () => {
     // The epoch entry is not in the home's log (as after a takeover of its own it began and never finished): X, whose
     // chain breaks below it, holds the head alone, and its answer to a fetch has the gap.
     homeLog.pop();
-    expect(await custodians.get(y.id)!.promiseTo(zid, 3, y.id)).toHaveProperty('promise');
-    down.add(y.id);
-    let now = NOW;
-    const { failover, adopted } = failoverAt(home, () => now, true);
-    await failover.retake(zid);
-    now += 2 * 2;
+    const { failover, adopted } = await fencedHome();
     await failover.retake(zid);
     expect(failover.stats.taken).toBe(1);
     expect(adopted[0]!.change).toMatchObject({ zid, epoch: 3, home: home.id });
@@ -224,12 +227,7 @@ describe('a custodian whose chain breaks below its head', () => {
 
   it('is taken again once when two fenced refusals ask at the same time', async () => {
     await gappedChain();
-    expect(await custodians.get(y.id)!.promiseTo(zid, 3, y.id)).toHaveProperty('promise');
-    down.add(y.id);
-    let now = NOW;
-    const { failover, adopted } = failoverAt(home, () => now, true);
-    await failover.retake(zid);
-    now += 2 * 2;
+    const { failover, adopted } = await fencedHome();
     // Two writes refused as fenced, each asking (the replicator asks on every such refusal).
     await Promise.all([failover.retake(zid), failover.retake(zid)]);
     expect(failover.stats).toMatchObject({ attempts: 1, taken: 1 });
