@@ -15,7 +15,8 @@ import type { CreditClaim, DebitCertificate } from './debit-certificate.js';
 import { entryHash, GENESIS_ENTRY_HASH, signingTextOf, type CustodyEntry } from './entry.js';
 import { fetchChain, type FetchChain } from './client.js';
 import type { HomeChange } from './home-change.js';
-import { decidePromise, latestOf, promiseSigningText, type PromiseBody, type Promised } from './promise.js';
+import { headAfter } from './failover-rules.js';
+import { decidePromise, latestOf, promiseSigningText, type PromiseBody, type Promised, type PromisedHead } from './promise.js';
 import {
   changesRequestSchema,
   custodyRequestSchema,
@@ -81,6 +82,11 @@ export interface CustodianDeps {
   custodiansOf: (zid: string) => Promise<string[] | null>;
   /** The identity's entries held here from a seq, a page: the home's certified log, or this custodian's held entries. */
   chainAt: (zid: string, from: number) => Promise<ChainPage>;
+  /**
+   * This node's certified head of the identity as a home of it (the replicator's; null: none): a node that was the home
+   * of an epoch holds that epoch's certified entries in its log, not here, and its promise must show them.
+   */
+  ownHead?: (zid: string) => Promise<PromisedHead | null>;
   /** The home changes of an identity kept here above an epoch, oldest first, at most `limit` (home-change.ts). */
   changesAfter?: (zid: string, after: number, limit: number) => Promise<HomeChange[]>;
   meshSecret: string | null;
@@ -196,6 +202,12 @@ export class Custodian {
   private async promise(zid: string, epoch: number, candidate: string): Promise<PromiseAnswer> {
     const head = await this.head(zid);
     const self = this.deps.nodeId();
+    // The higher of what this custodian holds and what this node certified as the identity's home (HEAD_ORDER): a
+    // former home's certified entries past the custodians' heads are on no other promiser's head.
+    const own = (await this.deps.ownHead?.(zid)) ?? null;
+    const held: PromisedHead | null =
+      head === null ? null : { epoch: head.epoch, seq: head.seq, hash: head.hash, ...(head.attempt === undefined ? {} : { attempt: head.attempt }) };
+    const shown = own !== null && (held === null || headAfter(own, held)) ? own : held;
     const selfHome = candidate !== self && (await this.deps.homeOf(zid)) === self;
     const before = await this.promised(zid);
     const d = decidePromise(epoch, candidate, { accepted: head?.fenced_below ?? 0, promised: before, selfHome });
@@ -207,6 +219,7 @@ export class Custodian {
       const change = await this.deps.homeChange(zid);
       latest = latestOf(
         head === null ? null : { epoch: head.epoch, home: head.home },
+        own === null ? null : { epoch: own.epoch, home: self },
         change === null ? null : { epoch: change.epoch, home: change.home },
         before === null ? null : { epoch: before.epoch, home: before.candidate },
       );
@@ -218,7 +231,7 @@ export class Custodian {
       zid,
       epoch,
       candidate,
-      head: head === null ? null : { epoch: head.epoch, seq: head.seq, hash: head.hash, ...(head.attempt === undefined ? {} : { attempt: head.attempt }) },
+      head: shown,
       ...(latest === null ? {} : { latest }),
     };
     return { v: 1, promise: { promise: body, node: this.deps.nodeId(), signature: this.deps.sign(promiseSigningText(body)) } };

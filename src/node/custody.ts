@@ -28,7 +28,7 @@ import { HomeHistory } from '../custody/home-history.js';
 import { HomeMoves } from '../custody/home-moves.js';
 import { FIRST_EPOCH } from '../custody/entry.js';
 import { Failover } from '../custody/failover.js';
-import type { Heard } from '../custody/failover-rules.js';
+import { headAfter, type Heard } from '../custody/failover-rules.js';
 import { GossipError } from '../mesh/gossip-error.js';
 import type { GossipHandler } from '../mesh/gossip-handlers.js';
 import { signText, TOPICS, verifyText } from '../mesh/wire.js';
@@ -252,8 +252,17 @@ export async function wireCustody(
       const previous = await homeChanges.previousHome(zid);
       return previous === null ? custodians : [...custodians, previous];
     },
-    // The home answers from its certified log, a custodian from what it holds.
-    chainAt: async (zid, from): Promise<ChainPage> => ((await homeOf(zid)) === f.nodeId ? replicator.page(zid, from) : custodian.page(zid, from)),
+    ownHead: async (zid) => {
+      const own = await replicator.certifiedHead(zid);
+      return own === null || own.seq === 0 ? null : own;
+    },
+    // The home answers from its certified log, a custodian from what it holds; a former home whose certified log
+    // reaches past what its custodian side holds answers from that log (the head its promise showed).
+    chainAt: async (zid, from): Promise<ChainPage> => {
+      if ((await homeOf(zid)) === f.nodeId) return replicator.page(zid, from);
+      const [own, held] = await Promise.all([replicator.certifiedHead(zid), custodian.head(zid)]);
+      return own !== null && own.seq > 0 && (held === null || headAfter(own, held)) ? replicator.page(zid, from) : custodian.page(zid, from);
+    },
     changesAfter: (zid, after, limit) => homeChanges.changesAfter(zid, after, limit),
     meshSecret: secret,
     nowSvcond: time.nowSvcond,

@@ -43,4 +43,24 @@ describe("a custodian's promise", () => {
     const fourth = await restarted.promiseTo(ZID, 4, x.id);
     expect('promise' in fourth && fourth.promise.promise.latest).toEqual({ epoch: 3, home: y.id });
   });
+
+  it('shows the certified head this node holds as a former home when it is above what its custodian side holds', async () => {
+    const [custodianNode, x] = nodes as [ComposedNode, ComposedNode];
+    const members = () => nodes.map((n) => n.id);
+    const zid = 'zid_fedcba9876543210fedcba9876543210';
+    // This node was the identity's home in epoch 5 and certified up to seq 221 there; its custodian side holds nothing.
+    let own: { epoch: number; seq: number; hash: string; attempt?: number } | null = { epoch: 5, seq: 221, hash: 'a'.repeat(64), attempt: 16 };
+    const custodian = composedCustodian(custodianNode, { home: () => x.id, members, secret: 's', now: 100, ownHead: () => Promise.resolve(own) });
+    const first = await custodian.promiseTo(zid, 7, x.id);
+    if (!('promise' in first)) throw new Error(JSON.stringify(first));
+    expect(first.promise.promise).toMatchObject({
+      head: { epoch: 5, seq: 221, hash: 'a'.repeat(64), attempt: 16 },
+      latest: { epoch: 5, home: custodianNode.id },
+    });
+    expect(verifyText(custodianNode.id, promiseSigningText(first.promise.promise), first.promise.signature)).toBe(true);
+    // None kept as a home: the promise shows the custodian side's head (none here).
+    own = null;
+    const other = await custodian.promiseTo('zid_fedcba9876543210fedcba9876543211', 7, x.id);
+    expect('promise' in other && other.promise.promise.head).toBeNull();
+  });
 });

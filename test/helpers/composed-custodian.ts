@@ -16,7 +16,14 @@ export interface ComposedNode {
 
 export function composedCustodian(
   n: ComposedNode,
-  o: { home: () => string; members: () => string[]; secret: string; now: number; changesAfter?: CustodianDeps['changesAfter'] },
+  o: {
+    home: () => string;
+    members: () => string[];
+    secret: string;
+    now: number;
+    changesAfter?: CustodianDeps['changesAfter'];
+    ownHead?: CustodianDeps['ownHead'];
+  },
 ): Custodian {
   const c: Custodian = new Custodian({
     store: n.store,
@@ -32,6 +39,7 @@ export function composedCustodian(
     meshSecret: o.secret,
     nowSvcond: () => o.now,
     ...(o.changesAfter === undefined ? {} : { changesAfter: o.changesAfter }),
+    ...(o.ownHead === undefined ? {} : { ownHead: o.ownHead }),
   });
   return c;
 }
