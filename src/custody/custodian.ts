@@ -36,6 +36,8 @@ import {
 } from './protocol.js';
 import { chainEndingOn, checkChain, GENESIS_HEAD, linkOf, pageOf, recordsFault, type ChainHead } from './replica.js';
 
+/** Held entries read at a time when looking for the home that proposed an epoch's entries. */
+const HOME_SCAN_PAGE = 8;
 /** How long a custodian waits for a request on a stream it accepted. */
 const REQUEST_READ_MS = 10_000;
 /** How long one catch-up may take, and the most entries it keeps (a longer history: the next `behind` continues it). */
@@ -431,8 +433,16 @@ export class Custodian {
    * whose home change it never applied.
    */
   async homeInEpoch(zid: string, epoch: number): Promise<string | null> {
-    const rows = await this.deps.store.range<HeldEntry>(this.held, { gte: slotKey({ zid, epoch, seq: 0 }), lt: slotKey({ zid, epoch: epoch + 1, seq: 0 }) });
-    return rows.find((r) => r.value.home !== undefined)?.value.home ?? null;
+    // A few held entries at a time (each carries its records): an entry of the epoch this custodian signed as proposed
+    // is nearly always the first; one kept by catching up names no home.
+    const end = slotKey({ zid, epoch: epoch + 1, seq: 0 });
+    for (let from = slotKey({ zid, epoch, seq: 0 }); ;) {
+      const rows = await this.deps.store.range<HeldEntry>(this.held, { gte: from, lt: end, limit: HOME_SCAN_PAGE });
+      const found = rows.find((r) => r.value.home !== undefined);
+      if (found !== undefined) return found.value.home!;
+      if (rows.length < HOME_SCAN_PAGE) return null;
+      from = `${rows.at(-1)!.key}\u0000`;
+    }
   }
 
   /**

@@ -146,14 +146,12 @@ export class HomeChanges {
    */
   async knownHome(zid: string, epoch: number): Promise<string | null> {
     const kept = await this.kept(zid);
-    if (kept === null) return null;
-    if (epoch === kept.change.epoch) return kept.change.home;
-    return epoch < kept.change.epoch ? (kept.homes?.[String(epoch)] ?? null) : null;
+    return kept !== null && epoch === kept.change.epoch ? kept.change.home : this.homeAt(zid, epoch);
   }
 
   /**
-   * Keep the homes of epochs below the latest change learned from `changes` (each checked by the caller, in order, from
-   * an epoch known here): with the kept record and in the history, in one batch.
+   * Keep the homes of epochs below the latest change learned from `changes` (each checked by the caller from an epoch
+   * whose home is known here): with the kept record and in the history, in one batch.
    */
   async learn(zid: string, changes: readonly HomeChange[]): Promise<void> {
     const kept = await this.kept(zid);

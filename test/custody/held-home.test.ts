@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { custodyRequest, type SendBatch } from '../../src/custody/client.js';
 import { custodySetOf } from '../../src/custody/custody-set.js';
-import type { Custodian } from '../../src/custody/custodian.js';
+import { slotKey, type Custodian } from '../../src/custody/custodian.js';
 import { DebitCertificates } from '../../src/custody/debit-certificate.js';
 import { LedgerOpsReader } from '../../src/custody/ledger-ops.js';
 import type { CustodyAnswer } from '../../src/custody/protocol.js';
@@ -74,5 +74,19 @@ describe('the home of an epoch, as a custodian that signed its entries saw it', 
       expect(await custodian.homeInEpoch(zid, 2)).toBeNull();
       expect(await custodian.homeInEpoch('zid_ffffffffffffffffffffffffffffffff', 1)).toBeNull();
     }
+  });
+
+  it('is found past entries kept by catching up, which name none', async () => {
+    const [custodian] = [...custodians.values()] as [Custodian];
+    const node = nodes.find((n) => n !== home && custodians.get(n.id) === custodian)!;
+    const { home: _proposer, ...caughtUp } = (await custodian.entries(zid, 1, 1))[0]!;
+    // Epoch 2 as a custodian that caught up on seqs 1–11 (no proposer kept) and then signed seq 12 as proposed.
+    const ops = Array.from({ length: 12 }, (_, i) => {
+      const entry = { ...caughtUp.entry, epoch: 2, seq: i + 1 };
+      const value = i === 11 ? { ...caughtUp, entry, home: 'the-home-of-epoch-2' } : { ...caughtUp, entry };
+      return { type: 'put' as const, sub: node.store.sub('custody_held'), key: slotKey(entry), value };
+    });
+    await node.store.commitAside(ops);
+    expect(await custodian.homeInEpoch(zid, 2)).toBe('the-home-of-epoch-2');
   });
 });
