@@ -1,5 +1,6 @@
 // A fault-injection run against real node processes on 127.0.0.1 (test/helpers/fault, docs/fault-testing.md):
 //   npx tsx scripts/fault/run.ts --nodes 5 --faults 200 --seed 7 [--clients 4] [--minutes 30] [--keep] [--custody]
+//     [--log-level info]
 // Runs on the build (dist/: `npm run build` first). Prints one JSON line: the faults, the operations, what was
 // acknowledged, the recovery and each checker result (violations cut to the first 20 of each); exits 1 when a check
 // fails. No fault starts after --minutes (30). --history FILE writes every operation, fault and the final state read,
@@ -11,6 +12,7 @@ import { numberArg } from '../bench/lib.js';
 
 const VIOLATIONS_SHOWN = 20;
 const historyAt = process.argv.indexOf('--history');
+const logLevelAt = process.argv.indexOf('--log-level');
 
 const run = await runFaultRun({
   nodes: numberArg('nodes', 5),
@@ -20,6 +22,7 @@ const run = await runFaultRun({
   schedule: { deadlineMs: numberArg('minutes', 30) * 60_000 },
   keep: process.argv.includes('--keep'),
   custody: process.argv.includes('--custody'),
+  ...(logLevelAt >= 0 ? { logLevel: process.argv[logLevelAt + 1]! } : {}),
 });
 if (historyAt >= 0) await writeFile(process.argv[historyAt + 1]!, JSON.stringify({ history: run.history, faults: run.faults, state: run.state }));
 const { checks, ...rest } = run.report;

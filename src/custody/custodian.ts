@@ -43,6 +43,8 @@ const REQUEST_READ_MS = 10_000;
 /** How long one catch-up may take, and the most entries it keeps (a longer history: the next `behind` continues it). */
 const CATCH_UP_MS = 30_000;
 const MAX_CATCH_UP_ENTRIES = 10_000;
+/** How far back a custodian on a branch a later epoch left first looks for where the home's chain meets its own (times this, each further look). */
+const BRANCH_STEP = 16;
 
 /** An entry as a custodian keeps it: the entry, its hash, this custodian's signature, its records, a credit's debit certificate. */
 export interface HeldEntry {
@@ -306,7 +308,11 @@ export class Custodian {
         if (d.refuse === 'behind') {
           r.head = { seq: head?.seq ?? 0, hash: head?.hash ?? GENESIS_ENTRY_HASH };
           this.catchUp(entry.zid, sender);
-        } else if ((d.refuse === 'seq' || d.refuse === 'prev-hash') && head !== null) r.head = { seq: head.seq, hash: head.hash };
+        } else if ((d.refuse === 'seq' || d.refuse === 'prev-hash') && head !== null) {
+          r.head = { seq: head.seq, hash: head.hash };
+          // An entry of a later epoch that does not continue the head: the head is on a branch that epoch's home left.
+          if (entry.epoch > head.epoch) this.catchUp(entry.zid, sender, true);
+        }
         // A fenced proposer learns who took the identity over, with the proof (home-change.ts).
         const moved = d.refuse === 'fenced' ? await this.deps.homeChange(entry.zid) : null;
         if (moved !== null) r.home = moved;
@@ -374,34 +380,112 @@ export class Custodian {
   /**
    * Catch up an identity this custodian is behind on: fetch the entries it misses from the home that proposed past
    * them, check them (chain, records, the home's signature on each: docs/decisions.md "Custody"), keep them. One
-   * fetch at a time per identity; meanwhile its entries are refused `behind` and certified by the others.
+   * fetch at a time per identity; meanwhile its entries are refused `behind` and certified by the others. `left`: an
+   * entry of a later epoch did not continue the head (the home's chain may not reach past it yet).
    */
-  private catchUp(zid: string, home: string): void {
+  private catchUp(zid: string, home: string, left = false): void {
     if (this.deps.fetch === null || this.catching.has(zid)) return;
     this.catching.add(zid);
     this.stats.catchUps++;
-    void this.fetchMissing(zid, home)
+    void this.fetchMissing(zid, home, left)
       .catch((err: unknown) => this.deps.logger?.info({ err: String(err), zid, home }, 'custody catch-up failed'))
       .finally(() => this.catching.delete(zid));
   }
 
-  private async fetchMissing(zid: string, home: string): Promise<void> {
+  private async fetchMissing(zid: string, home: string, left: boolean): Promise<void> {
     const start = await this.head(zid);
     const after: ChainHead = start === null ? GENESIS_HEAD : { epoch: start.epoch, seq: start.seq, hash: start.hash };
-    const links = await fetchChain(this.deps.fetch!, home, zid, after.seq + 1, AbortSignal.timeout(CATCH_UP_MS), MAX_CATCH_UP_ENTRIES);
-    const checked = checkChain(zid, links, after, { accepts: (node) => node === home, needed: 1 }, this.deps.verify);
+    const signal = AbortSignal.timeout(CATCH_UP_MS);
+    let run: { base: ChainHead; links: readonly ChainLink[]; dropped: readonly HeldEntry[] } = {
+      base: after,
+      links: await fetchChain(this.deps.fetch!, home, zid, after.seq + 1, signal, MAX_CATCH_UP_ENTRIES),
+      dropped: [],
+    };
+    const first = run.links[0];
+    if (start !== null && (first !== undefined ? first.entry.prev_hash !== start.hash : left)) run = await this.branchOff(zid, home, start, signal);
+    const checked = checkChain(zid, run.links, run.base, { accepts: (node) => node === home, needed: 1 }, this.deps.verify);
     if (!checked.ok) throw new Error(`the chain from ${home} does not check at seq ${checked.seq}: ${checked.reason}`);
-    if (links.length === 0) return;
-    const run = this.turn.then(() => this.keepRun(zid, links, after, home));
-    this.turn = run.catch(() => undefined);
-    await run;
+    if (run.links.length === 0) return;
+    const { base, links, dropped } = run;
+    const kept = this.turn.then(() => this.keepRun(zid, links, base, home, after, dropped));
+    this.turn = kept.catch(() => undefined);
+    await kept;
   }
 
-  /** Keep a checked run that continues `after`, unless the head moved meanwhile or a slot holds another entry. */
-  private async keepRun(zid: string, links: readonly ChainLink[], after: ChainHead, home: string): Promise<void> {
+  /**
+   * Where the home's chain leaves this custodian's (`start`, its head): the entries of the home's chain after the last
+   * entry both hold, and the entries of this custodian's chain after it (`dropped`). A head on a branch the chain left
+   * is one of an epoch the chain's later epoch did not take (a slot signed here and given up, an epoch whose entries
+   * this custodian alone signed): the chain is followed only when its first entry past the meeting point is of a later
+   * epoch than that head, as a custodian signs an epoch entry above its head (custodian-rules.ts opensEpoch).
+   */
+  private async branchOff(
+    zid: string,
+    home: string,
+    start: HeldHead,
+    signal: AbortSignal,
+  ): Promise<{ base: ChainHead; links: readonly ChainLink[]; dropped: readonly HeldEntry[] }> {
+    for (let back = BRANCH_STEP; ; back *= BRANCH_STEP) {
+      const from = Math.max(1, start.seq - back);
+      const theirs = await fetchChain(this.deps.fetch!, home, zid, from, signal, MAX_CATCH_UP_ENTRIES);
+      const mine = await this.headChain(zid, start, from - 1);
+      const below = from === 1 ? GENESIS_HEAD : mine.get(from - 1);
+      const meets = below !== undefined && theirs[0]?.entry.prev_hash === below.hash;
+      if (!meets) {
+        if (from === 1) throw new Error(`the chain from ${home} does not meet this custodian's`);
+        continue;
+      }
+      let base: ChainHead = 'entry' in below ? { epoch: below.entry.epoch, seq: below.entry.seq, hash: below.hash } : below;
+      let i = 0;
+      for (; i < theirs.length; i++) {
+        const link = theirs[i]!;
+        const hash = entryHash(link.entry);
+        if (mine.get(link.entry.seq)?.hash !== hash) break;
+        base = { epoch: link.entry.epoch, seq: link.entry.seq, hash };
+      }
+      const links = theirs.slice(i);
+      const dropped = [...mine.values()].filter((h) => h.entry.seq > base.seq);
+      if (dropped.length > 0 && (links[0] === undefined || links[0].entry.epoch <= start.epoch))
+        throw new Error(`the chain from ${home} leaves this custodian's head at seq ${base.seq + 1} without a later epoch`);
+      return { base, links, dropped };
+    }
+  }
+
+  /** The entries of the chain ending on `head` held here, by seq, from `from` (at least 1) to the head. */
+  private async headChain(zid: string, head: HeldHead, from: number): Promise<Map<number, HeldEntry>> {
+    const out = new Map<number, HeldEntry>();
+    for (let seq = Math.max(1, from); seq <= head.seq;) {
+      const page = await headChainPage((fromSeq, limit) => this.entries(zid, fromSeq, limit), head, seq);
+      if (page.length === 0) break;
+      for (const h of page) out.set(h.entry.seq, h);
+      seq = page.at(-1)!.entry.seq + 1;
+    }
+    return out;
+  }
+
+  /**
+   * Keep a checked run that continues `base`, unless the head moved from `expected` meanwhile or a slot holds another
+   * entry. The entries of a branch left (`dropped`) stay held (their slots stay signed); their transfer ids are free
+   * again, as the chain taken never applied them.
+   */
+  private async keepRun(
+    zid: string,
+    links: readonly ChainLink[],
+    base: ChainHead,
+    home: string,
+    expected: ChainHead,
+    dropped: readonly HeldEntry[],
+  ): Promise<void> {
     let head = await this.head(zid);
-    if ((head?.seq ?? 0) !== after.seq || (head?.hash ?? GENESIS_ENTRY_HASH) !== after.hash) return;
+    if ((head?.seq ?? 0) !== expected.seq || (head?.hash ?? GENESIS_ENTRY_HASH) !== expected.hash) return;
     const ops: Op[] = [];
+    for (const h of dropped) if (h.entry.transfer !== null) ops.push({ type: 'del', sub: this.transfers, key: `${zid}!${h.entry.transfer.id}` });
+    if (head !== null && dropped.length > 0) {
+      // The balance where the chains meet: of the last entry below the branch that carries one.
+      const kept = await this.headChain(zid, head, 1);
+      const balance = [...kept.values()].filter((h) => h.entry.seq <= base.seq && h.entry.balance !== null).at(-1)?.entry.balance ?? null;
+      head = { ...head, balance };
+    }
     for (const link of links) {
       const hash = entryHash(link.entry);
       const slotHash = (await this.deps.store.get<HeldEntry>(this.held, slotKey(link.entry)))?.hash;

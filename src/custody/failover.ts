@@ -192,7 +192,9 @@ export class Failover {
     this.move(zid, 'home-unheard');
     const lose = (why: string) => {
       this.stats.lost++;
-      d.logger?.info({ zid, home, why }, 'custody failover: not taken');
+      // A home taking its identity again serves it to nobody meanwhile: an operator hears of it.
+      if (home === self) d.logger?.warn({ zid, why }, 'custody failover: the fenced home could not take its identity again');
+      else d.logger?.info({ zid, home, why }, 'custody failover: not taken');
       this.move(zid, this.stateOf(zid) === 'asking' ? 'short' : 'failed', d.nowSvcond() + (rank + 1) * d.failoverTicks);
     };
     try {

@@ -23,6 +23,8 @@ export function composedCustodian(
     now: number;
     changesAfter?: CustodianDeps['changesAfter'];
     ownHead?: CustodianDeps['ownHead'];
+    /** Where it catches up from (absent: it does not). */
+    fetch?: CustodianDeps['fetch'];
   },
 ): Custodian {
   const c: Custodian = new Custodian({
@@ -32,7 +34,7 @@ export function composedCustodian(
     homeOf: () => Promise.resolve(o.home()),
     debitFault: () => Promise.resolve(null),
     homeChange: () => Promise.resolve(null),
-    fetch: null,
+    fetch: o.fetch ?? null,
     verify: verifyText,
     custodiansOf: () => Promise.resolve(o.members()),
     chainAt: (z, from) => c.page(z, from),

@@ -25,6 +25,8 @@ export interface FaultRunOptions {
   keep?: boolean;
   /** Every node's operator bonded: custody sets of three, failovers of a killed or cut-off home (CUSTODY_ENV). */
   custody?: boolean;
+  /** The nodes' log level (default warn). */
+  logLevel?: string;
 }
 
 export interface FaultRunReport {
@@ -59,7 +61,8 @@ export async function runFaultRun(o: FaultRunOptions): Promise<FaultRun> {
     lap = now;
     return ms;
   };
-  const cluster = await FaultCluster.start({ nodes: o.nodes, ...(o.custody ? { env: { ...CUSTODY_ENV } } : {}) });
+  const env = { ...(o.custody ? CUSTODY_ENV : {}), ...(o.logLevel === undefined ? {} : { SVC_LOG_LEVEL: o.logLevel }) };
+  const cluster = await FaultCluster.start({ nodes: o.nodes, env });
   const startMs = phase();
   try {
     const credits = o.credits ?? 400;
