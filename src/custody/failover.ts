@@ -70,6 +70,8 @@ export interface FailoverDeps {
    * entries (null: none). A home taking its identity again counts with its head; any candidate takes entries from it.
    */
   homeLog: (zid: string) => Promise<{ head: PromisedHead; links: ChainLink[] } | null>;
+  /** A home taking its identity again in `epoch` certifies none of its own entries of an earlier epoch from now (replicator.ts fence). */
+  fenceOwn?: (zid: string, epoch: number) => void;
   /** This node's Ed25519 signature (base64) of a text: its signature in a pending debit's certificate. */
   sign: (text: string) => string;
   publish: (change: HomeChange) => Promise<void>;
@@ -206,6 +208,9 @@ export class Failover {
       const homeEpoch = head !== null && head.epoch > known ? head.epoch : known;
       const view: EpochHome = { epoch: homeEpoch, home };
       const setOf = (h: string) => (h === home ? set : custodySetOf(zid, h, d.members(), d.replicas));
+      // A home taking its identity again stops certifying its entries before it promises: its own promise shows the
+      // head it certified last, and no entry it certifies after that can be left off the chain it takes.
+      if (home === self) d.fenceOwn?.(zid, epoch);
       const { promises, refusedAt } = await this.gather(zid, epoch, view, setOf);
       // A promiser at a higher epoch (promised to a candidate that never completed): the next attempt asks above it.
       if (refusedAt >= epoch) this.epochsSeen.set(zid, refusedAt);

@@ -89,6 +89,8 @@ export interface ReplicatorDeps {
   onHomeChange?: (change: HomeChange) => void;
   /** A custodian refused an entry of the identity as fenced (with the change it showed, applied first, if any). */
   onFenced?: (zid: string) => void;
+  /** The epoch this node promised itself for an identity (a home taking it again, failover.ts retake; 0: none). */
+  ownPromise?: (zid: string) => Promise<number>;
 }
 
 interface Proposal {
@@ -138,6 +140,11 @@ export class Replicator {
   /** Identities whose head is being read or attempt kept; proposals made meanwhile wait, in the order they were made. */
   private readonly stepping = new Set<string>();
   private readonly waiting = new Map<string, Waiting[]>();
+  /**
+   * By zid: the epoch this home promised itself (fence): no entry of an earlier epoch is certified after it. Its own
+   * signature counts in its majority, so its custodians' promises alone would not stop it.
+   */
+  private readonly fences = new Map<string, number>();
   /** Proposals not settled yet, by zid, oldest first. */
   private readonly open = new Map<string, Proposal[]>();
   private readonly links = new Map<string, Link>();
@@ -210,6 +217,17 @@ export class Replicator {
       ...[...chain, epochEntry].map((c): Op => ({ type: 'put', sub: this.log, key: slotKey(c.entry), value: c })),
       { type: 'put', sub: this.own, key: entry.zid, value: head },
     ];
+  }
+
+  /**
+   * This home takes `zid` again in `epoch` (failover.ts retake): its open proposals of earlier epochs fail, and so does
+   * every later one until its head is of that epoch (read again after a restart from the promise it kept).
+   */
+  fence(zid: string, epoch: number): void {
+    if ((this.fences.get(zid) ?? 0) >= epoch) return;
+    this.fences.set(zid, epoch);
+    const first = this.open.get(zid)?.find((p) => !p.settled && p.entry.epoch < epoch);
+    if (first !== undefined) this.fail(first, TAKING_AGAIN);
   }
 
   /** Drop what is kept in memory of `zid` (its home changed): its next proposal reads its head from the store. */
@@ -320,6 +338,8 @@ export class Replicator {
   private async load(zid: string): Promise<void> {
     const [stored, kept] = await Promise.all([this.deps.store.get<OwnHead>(this.own, zid), this.deps.store.get<KeptAttempt>(this.kept, zid)]);
     const head = stored ?? { epoch: FIRST_EPOCH, seq: 0, hash: GENESIS_ENTRY_HASH };
+    const promised = (await this.deps.ownPromise?.(zid)) ?? 0;
+    if (promised > (this.fences.get(zid) ?? 0)) this.fences.set(zid, promised);
     const attempt = kept !== undefined && kept.epoch === head.epoch ? kept.attempt + 1 : (head.attempt ?? 0);
     await this.deps.store.commitAside([{ type: 'put', sub: this.kept, key: zid, value: { epoch: head.epoch, attempt } satisfies KeptAttempt }]);
     this.proposed.set(zid, head);
@@ -334,6 +354,12 @@ export class Replicator {
   }
 
   private proposeOn(head: OwnHead, change: LedgerChange, set: CustodySet, write: readonly Op[]): Promise<Op[]> {
+    if (head.epoch < (this.fences.get(change.zid) ?? 0)) {
+      this.markUnsettled(change.zid, write);
+      // The retake is tried again as a refusal as fenced would try it.
+      this.deps.onFenced?.(change.zid);
+      return Promise.reject(unavailable(`the write was not acknowledged: ${TAKING_AGAIN}; nothing of it is written`, TAKING_AGAIN, change.zid, set));
+    }
     const entry: CustodyEntry = {
       v: 1,
       zid: change.zid,
@@ -602,6 +628,8 @@ export class Replicator {
     if (open.length === 0) this.open.delete(p.entry.zid);
   }
 }
+
+const TAKING_AGAIN = 'this home is taking the identity again in a later epoch';
 
 /** The head an entry makes (its attempt when it has one). */
 function headOf(entry: CustodyEntry, hash: string): OwnHead {

@@ -194,6 +194,10 @@ export async function wireCustody(
     onHomeChange: (change) =>
       void homeMoves.apply(change).catch((err: unknown) => f.logger.warn({ err: String(err) }, 'a home change shown by a custodian was not applied')),
     // Still the home once any change shown is applied: fenced by an epoch no change made (failover.ts retake).
+    ownPromise: async (zid) => {
+      const promised = await custodian.promised(zid);
+      return promised?.candidate === f.nodeId ? promised.epoch : 0;
+    },
     onFenced: (zid) =>
       void failoverRef
         ?.retake(zid)
@@ -334,6 +338,7 @@ export async function wireCustody(
                 f.logger.warn({ zid: change.zid, transfer_id: p.transferId }, 'custody: a pending debit could not be certified again');
             await economy.transfers.resume(debits.map((p) => p.transferId));
           },
+          fenceOwn: (zid, epoch) => replicator.fence(zid, epoch),
           homeLog: async (zid) => {
             const head = await replicator.certifiedHead(zid);
             if (head === null || head.seq === 0) return null;

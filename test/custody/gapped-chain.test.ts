@@ -123,6 +123,9 @@ const outcome = (answer: CustodyAnswer): string => {
 /** The failover of `n`, its clock at `now()`; what it adopted. */
 function failoverAt(n: Node, now: () => number, isHome: boolean) {
   const adopted: { change: HomeChange; chain: TakenChain }[] = [];
+  /** The node's own fence and promises, in order. */
+  const steps: string[] = [];
+  const custodian = custodians.get(n.id)!;
   const failover = new Failover({
     nodeId: () => n.id,
     replicas: 3,
@@ -132,7 +135,18 @@ function failoverAt(n: Node, now: () => number, isHome: boolean) {
     lastHeard: (node) => (down.has(node) ? null : { tick: now(), every: 1 }),
     tickEvery: () => 1,
     store: n.store,
-    custodian: custodians.get(n.id)!,
+    custodian: {
+      heldZids: (limit) => custodian.heldZids(limit),
+      head: (z) => custodian.head(z),
+      promised: (z) => custodian.promised(z),
+      promiseTo: (z, epoch, candidate) => {
+        steps.push(`promise ${epoch}`);
+        return custodian.promiseTo(z, epoch, candidate);
+      },
+      entries: (z, from, limit) => custodian.entries(z, from, limit),
+      homeInEpoch: (z, epoch) => custodian.homeInEpoch(z, epoch),
+    },
+    fenceOwn: (_z, epoch) => steps.push(`fence ${epoch}`),
     homeOf: () => Promise.resolve(home.id),
     // The change of epoch 2, the home's: only its epoch is read here.
     homeChanges: { latest: () => Promise.resolve({ zid, epoch: 2, home: home.id } as HomeChange), homeAt: () => Promise.resolve(null) },
@@ -167,7 +181,7 @@ function failoverAt(n: Node, now: () => number, isHome: boolean) {
     publish: () => Promise.resolve(),
     timeoutMs: 5000,
   });
-  return { failover, adopted };
+  return { failover, adopted, steps };
 }
 
 /**
@@ -203,13 +217,15 @@ describe('a custodian whose chain breaks below its head', () => {
 
   it('is no obstacle to the home taking its identity again on its own log', async () => {
     const { certified } = await gappedChain();
-    const { failover, adopted } = await fencedHome();
+    const { failover, adopted, steps } = await fencedHome();
     await failover.retake(zid);
     expect(failover.stats.taken).toBe(1);
     expect(adopted).toHaveLength(1);
     expect(adopted[0]!.change).toMatchObject({ zid, epoch: 3, home: home.id });
     expect(adopted[0]!.chain.entries.map((c) => c.hash)).toEqual(certified.map(entryHash));
     expect(await custodians.get(x.id)!.head(zid)).toMatchObject({ epoch: 3, seq: 4, home: home.id });
+    // The home stopped certifying its own entries of earlier epochs before it promised epoch 3 to itself.
+    expect(steps).toEqual(['fence 3', 'promise 3']);
   });
 
   it('is no obstacle to the home taking its identity again when only that custodian holds the head', async () => {
