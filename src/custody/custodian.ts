@@ -416,8 +416,8 @@ export class Custodian {
    * Where the home's chain leaves this custodian's (`start`, its head): the entries of the home's chain after the last
    * entry both hold, and the entries of this custodian's chain after it (`dropped`). A head on a branch the chain left
    * is one of an epoch the chain's later epoch did not take (a slot signed here and given up, an epoch whose entries
-   * this custodian alone signed): the chain is followed only when its first entry past the meeting point is of a later
-   * epoch than that head, as a custodian signs an epoch entry above its head (custodian-rules.ts opensEpoch).
+   * this custodian alone signed): the chain is followed only when it reaches, past the meeting point, an epoch later
+   * than that head, as a custodian signs an epoch entry above its head (custodian-rules.ts opensEpoch).
    */
   private async branchOff(
     zid: string,
@@ -445,7 +445,7 @@ export class Custodian {
       }
       const links = theirs.slice(i);
       const dropped = [...mine.values()].filter((h) => h.entry.seq > base.seq);
-      if (dropped.length > 0 && (links[0] === undefined || links[0].entry.epoch <= start.epoch))
+      if (dropped.length > 0 && !links.some((l) => l.entry.epoch > start.epoch))
         throw new Error(`the chain from ${home} leaves this custodian's head at seq ${base.seq + 1} without a later epoch`);
       return { base, links, dropped };
     }
@@ -465,8 +465,9 @@ export class Custodian {
 
   /**
    * Keep a checked run that continues `base`, unless the head moved from `expected` meanwhile or a slot holds another
-   * entry. The entries of a branch left (`dropped`) stay held (their slots stay signed); their transfer ids are free
-   * again, as the chain taken never applied them.
+   * entry. The entries of a branch left (`dropped`) stay held (their slots stay signed: the run's entry of such a slot
+   * is not kept, and the chain held here has a gap there, as after signing an epoch entry above its head); their
+   * transfer ids are free again, as the chain taken never applied them.
    */
   private async keepRun(
     zid: string,
@@ -486,15 +487,20 @@ export class Custodian {
       const balance = [...kept.values()].filter((h) => h.entry.seq <= base.seq && h.entry.balance !== null).at(-1)?.entry.balance ?? null;
       head = { ...head, balance };
     }
+    let kept = 0;
     for (const link of links) {
       const hash = entryHash(link.entry);
       const slotHash = (await this.deps.store.get<HeldEntry>(this.held, slotKey(link.entry)))?.hash;
-      if (slotHash !== undefined && slotHash !== hash) throw new Error(`seq ${link.entry.seq} of ${zid}: this custodian signed another entry for the slot`);
+      if (slotHash !== undefined && slotHash !== hash) {
+        if (dropped.some((h) => h.hash === slotHash)) continue;
+        throw new Error(`seq ${link.entry.seq} of ${zid}: this custodian signed another entry for the slot`);
+      }
       head = this.holdOps(ops, { entry: link.entry, hash, records: link.records, certificate: link.certificate }, head, home).head;
+      kept++;
     }
     await this.deps.store.commitAside(ops);
     this.cache.set(zid, head);
-    this.stats.caughtUp += links.length;
+    this.stats.caughtUp += kept;
   }
 
   /** The identity's head here (null: this custodian holds nothing of it). */

@@ -150,6 +150,32 @@ describe('a custodian on a branch a later epoch left', () => {
     expect(await propose(x, next)).toBe('signed');
   });
 
+  it('follows a later epoch past a slot it signed another entry for, keeping its own entry of that slot', async () => {
+    const first = await certify(
+      forge({ v: 1, zid, epoch: 1, seq: 1, prev_hash: GENESIS_ENTRY_HASH, kind: 'wallet', records: '', balance: wallet(10), transfer: null }),
+      [x, y],
+    );
+    const slot = { v: 1 as const, zid, epoch: 1, seq: 2, prev_hash: entryHash(first), kind: 'wallet' as const, records: '', transfer: null };
+    const givenUp = forge({ ...slot, balance: wallet(8) }, 'given up');
+    expect(await propose(x, givenUp)).toBe('signed');
+    // The slot certified again in the next attempt with Y, then epoch 2 opened on it: X was cut off for both.
+    const again = await certify(forge({ ...slot, balance: wallet(6), attempt: 1 }), [y]);
+    const opens = await certify(
+      { v: 1, zid, epoch: 2, seq: 3, prev_hash: entryHash(again), kind: 'epoch', records: EPOCH_RECORDS, balance: wallet(6), transfer: null },
+      [y],
+      NO_RECORDS,
+    );
+    const custodian = custodians.get(x.id)!;
+    const next = forge({ v: 1, zid, epoch: 2, seq: 4, prev_hash: entryHash(opens), kind: 'wallet', records: '', balance: wallet(5), transfer: null });
+    expect(await propose(x, next)).toBe('behind');
+    await waitFor(async () => (await custodian.head(zid))?.hash === entryHash(opens), 5_000, 'X follows epoch 2');
+    // Its slot keeps the entry it signed; the chain it holds has a gap there.
+    const held = await custodian.entries(zid, 1, 10);
+    expect(held.map((h) => entryHash(h.entry))).toEqual([first, givenUp, opens].map(entryHash));
+    expect(custodian.stats.caughtUp).toBe(1);
+    expect(await propose(x, next)).toBe('signed');
+  });
+
   it('does not follow a chain that leaves its head without a later epoch', async () => {
     const first = await certify(
       forge({ v: 1, zid, epoch: 1, seq: 1, prev_hash: GENESIS_ENTRY_HASH, kind: 'wallet', records: '', balance: wallet(10), transfer: null }),
