@@ -230,6 +230,19 @@ export class Replicator {
     if (first !== undefined) this.fail(first, TAKING_AGAIN);
   }
 
+  /**
+   * Resolves once no write of `zid` is open here and every refused one has settled with its caller (rolled back in
+   * memory), or after `boundMs`. A node that writes the identity's ledger from a chain (a takeover) reloads its memory
+   * of it after that, and a rollback that came later (a refusal waiting behind other identities' held writes) took
+   * the refused write's change off the reloaded values: the identity's charged total one short for good.
+   */
+  async quiet(zid: string, boundMs = 4 * this.deps.timeoutMs): Promise<void> {
+    const until = Date.now() + boundMs;
+    while ((this.open.has(zid) || (this.unsettled.get(zid)?.size ?? 0) > 0) && Date.now() < until) await new Promise((r) => setTimeout(r, QUIET_POLL_MS));
+    // The callers' rollbacks run as their refusals reach them, in the turn that settled them.
+    await new Promise((r) => setImmediate(r));
+  }
+
   /** Drop what is kept in memory of `zid` (its home changed): its next proposal reads its head from the store. */
   forget(zid: string): void {
     this.proposed.delete(zid);
@@ -629,6 +642,8 @@ export class Replicator {
   }
 }
 
+/** How often quiet() looks again. */
+const QUIET_POLL_MS = 10;
 const TAKING_AGAIN = 'this home is taking the identity again in a later epoch';
 
 /** The head an entry makes (its attempt when it has one). */

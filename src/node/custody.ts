@@ -327,6 +327,8 @@ export async function wireCustody(
           fetch: fetch!,
           verify: verifyText,
           adopt: async (change, chain, epochEntry, debits) => {
+            // The identity's memory is reloaded from the chain: no refused write of it may roll back after that.
+            await replicator.quiet(change.zid);
             const kept = debits.flatMap((p) => (p.certificate === null ? [] : [debitCertificates.putOp(p.certificate.entry, p.certificate.signatures)]));
             // Envelopes written here from now on are numbered above the chain's (their index keys end in the seq),
             // after a restart too: the counter is written with the chain.

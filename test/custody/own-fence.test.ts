@@ -80,8 +80,8 @@ function homeReplicator(ownPromise: number): Replicator {
   return r;
 }
 
-function write(free: number): Promise<void> {
-  return home.store.commit([{ type: 'put', sub: home.store.sub('wallets', 'json', { rewritten: true }), key: zid, value: { free, paid: 0 } }]);
+function write(free: number, of = zid): Promise<void> {
+  return home.store.commit([{ type: 'put', sub: home.store.sub('wallets', 'json', { rewritten: true }), key: of, value: { free, paid: 0 } }]);
 }
 
 async function refusal(w: Promise<void>): Promise<string> {
@@ -109,6 +109,31 @@ describe('a home that takes its identity again', () => {
     expect(await refusal(write(5))).toContain('taking the identity again');
     expect((await replicator.certifiedHead(zid))?.seq).toBe(1);
     expect(await home.store.get(home.store.sub('wallets', 'json', { rewritten: true }), zid)).toEqual({ free: 10, paid: 0 });
+  });
+
+  it('is quiet once every refused write has reached its caller, even one waiting behind another identity’s write', async () => {
+    const replicator = homeReplicator(0);
+    const other = 'zid_9abcdef0123456789abcdef012345678';
+    await write(10);
+    await write(10, other);
+    // The other identity's write is held first (X's answer waits), then this identity's: its refusal waits behind it.
+    held = true;
+    const first = write(9, other);
+    await new Promise((r) => setTimeout(r, 20));
+    let rolledBack = false;
+    const refused = write(7).catch(() => {
+      rolledBack = true;
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    replicator.fence(zid, 2);
+    let quiet = false;
+    const quieted = replicator.quiet(zid).then(() => (quiet = true));
+    await new Promise((r) => setTimeout(r, 100));
+    expect([quiet, rolledBack]).toEqual([false, false]);
+    release();
+    await quieted;
+    expect(rolledBack).toBe(true);
+    await Promise.all([first, refused]);
   });
 
   it('reads the fence again after a restart from the promise it kept, and writes once its head is of that epoch', async () => {
