@@ -100,7 +100,7 @@ export class HomeHistory {
       for (const change of fetched) {
         if (learned.has(change.epoch)) continue;
         const base = change.after ?? change.epoch - 1;
-        const home = await homeOf(base);
+        const home = (await homeOf(base)) ?? namedHome(change, base);
         if (home === null) continue;
         const standing = standingOf(change, { epoch: base, home }, d.members(), d.replicas, d.verify);
         if (standing.apply) {
@@ -114,4 +114,14 @@ export class HomeHistory {
     }
     return [...learned.values()].sort((a, b) => a.epoch - b.epoch);
   }
+}
+
+/**
+ * The home of `epoch` as the change's own promises name it (each promiser signed the latest epoch it knew, with its
+ * home), when they name one alone: the base of a change whose epoch before never completed (its candidate certified
+ * its epoch entry and stopped before any node applied its change), which no node keeps a change of.
+ */
+function namedHome(change: HomeChange, epoch: number): string | null {
+  const named = new Set(change.promises.flatMap((p) => (p.promise.latest?.epoch === epoch ? [p.promise.latest.home] : [])));
+  return named.size === 1 ? [...named][0]! : null;
 }

@@ -106,6 +106,20 @@ async function learnerAsking(
   return { changes, history, asked };
 }
 
+/** A learner's history asking `other` alone, which answers from the changes it keeps. */
+function historyAsking(changes: HomeChanges, other: ComposedNode, kept: HomeChanges): HomeHistory {
+  return new HomeHistory({
+    homeChanges: changes,
+    members,
+    replicas: R,
+    verify: verifyText,
+    fetch: async (_peer, z, after) => changesAnswerSchema.parse({ v: 1, changes: await kept.changesAfter(z, after, 64), more: false }),
+    sources: async () => [other.id],
+    nowMs: () => 0,
+    timeoutMs: 1000,
+  });
+}
+
 describe('the home of an epoch a node missed', () => {
   it('is learned from a change made by a candidate behind the epoch before it, checked from the epoch it names', async () => {
     // Another history of the same kind: 5 was promised by the set of epoch 2's home (its candidate knew no later
@@ -129,18 +143,34 @@ describe('the home of an epoch a node missed', () => {
     await changes.latest(zid);
     await learner.store.commit(changes.putOps(c6, origin));
     changes.applied(c6, origin);
-    const history = new HomeHistory({
-      homeChanges: changes,
-      members,
-      replicas: R,
-      verify: verifyText,
-      fetch: async (_peer, z, after) => changesAnswerSchema.parse({ v: 1, changes: await kept.changesAfter(z, after, 64), more: false }),
-      sources: async () => [other.id],
-      nowMs: () => 0,
-      timeoutMs: 1000,
-    });
+    const history = historyAsking(changes, other, kept);
     expect(await history.learnHomeAt(zid, 5)).toBe(c5.home);
     expect(await Promise.all([2, 3, 4, 5].map((e) => changes.homeAt(zid, e)))).toEqual([c2.home, c3.home, null, c5.home]);
+  });
+
+  it('is learned from a change whose epoch before never completed, from the home its promises name for that epoch', async () => {
+    const zid = `zid_${'ab'.repeat(16)}`;
+    const c2 = changeAfter(origin, 2, zid);
+    // Epoch 3's candidate certified its epoch entry and stopped: no change of 3 exists. Epoch 4's promisers, of its set,
+    // each signed that they knew epoch 3 and its home.
+    const home3 = custodySetOf(zid, c2.home, members(), R).custodians[1]!;
+    const set3 = custodySetOf(zid, home3, members(), R);
+    const candidate = set3.custodians[1]!;
+    const promises = set3.custodians.slice(1).map((node) => {
+      const promise: PromiseBody = { zid, epoch: 4, candidate, head: null, latest: { epoch: 3, home: home3 } };
+      return { promise, node, signature: signText(byId(node).key, promiseSigningText(promise)) };
+    });
+    const c4: HomeChange = { zid, epoch: 4, home: candidate, promises };
+    const c5 = changeAfter(c4.home, 5, zid);
+    const other = nodes[5]!;
+    const kept = new HomeChanges(other.store);
+    await other.store.commit([...kept.putOps(c2, origin), ...kept.putOps(c4, c2.home)]);
+    const learner = nodes[2]!;
+    const changes = new HomeChanges(learner.store);
+    await apply(changes, learner, c5, origin);
+    const history = historyAsking(changes, other, kept);
+    expect(await history.learnHomeAt(zid, 4)).toBe(c4.home);
+    expect(await Promise.all([2, 3, 4].map((e) => changes.homeAt(zid, e)))).toEqual([c2.home, null, c4.home]);
   });
 
   it('is learned from the changes another node keeps, each checked from the epoch known, and kept', async () => {
