@@ -80,6 +80,35 @@ export class HomeHistory {
   }
 
   /**
+   * The changes of `zid` above `after` up to `epoch` that a node keeps, from the first source that has the one of
+   * `epoch` (empty: none has it), unchecked: a node that missed more changes than a change carries (home-moves.ts)
+   * checks each as it applies it.
+   */
+  async changesUpTo(zid: string, after: number, epoch: number): Promise<HomeChange[]> {
+    if (this.d.fetch === null) return [];
+    for (const node of (await this.d.sources(zid)).slice(0, MAX_SOURCES)) {
+      try {
+        const fetched = await this.fetchedUpTo(node, zid, after, epoch);
+        if (fetched.some((c) => c.epoch === epoch)) return fetched;
+      } catch (err) {
+        this.d.logger?.info({ err: String(err), zid, epoch, node }, 'custody: the home changes of an identity could not be read from a node');
+      }
+    }
+    return [];
+  }
+
+  /** The changes `node` keeps above `after`, up to `epoch`, a few pages at most. */
+  private async fetchedUpTo(node: string, zid: string, after: number, epoch: number): Promise<HomeChange[]> {
+    const fetched: HomeChange[] = [];
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const answer = await this.d.fetch!(node, zid, fetched.at(-1)?.epoch ?? after, AbortSignal.timeout(this.d.timeoutMs));
+      fetched.push(...answer.changes.filter((c) => c.epoch <= epoch));
+      if (!answer.more || answer.changes.some((c) => c.epoch >= epoch)) break;
+    }
+    return fetched;
+  }
+
+  /**
    * The changes `node` keeps up to `epoch` that check here: each against the epoch it names as the one its promises
    * came from (`after`, else the epoch before), whose home is known here or was learned from an earlier change of the
    * answer. Nodes keep different runs of one history (a change names the epoch its candidate knew), so each change is
@@ -87,12 +116,7 @@ export class HomeHistory {
    */
   private async checkedChanges(node: string, zid: string, epoch: number): Promise<HomeChange[]> {
     const d = this.d;
-    const fetched: HomeChange[] = [];
-    for (let page = 0; page < MAX_PAGES; page++) {
-      const answer = await d.fetch!(node, zid, fetched.at(-1)?.epoch ?? FIRST_EPOCH, AbortSignal.timeout(d.timeoutMs));
-      fetched.push(...answer.changes.filter((c) => c.epoch <= epoch));
-      if (!answer.more || answer.changes.some((c) => c.epoch >= epoch)) break;
-    }
+    const fetched = await this.fetchedUpTo(node, zid, FIRST_EPOCH, epoch);
     const learned = new Map<number, HomeChange>();
     const homeOf = async (e: number) => learned.get(e)?.home ?? (await d.homeChanges.knownHome(zid, e));
     for (let progress = true; progress && !learned.has(epoch);) {

@@ -20,6 +20,8 @@ import type { ChainLink } from './protocol.js';
 /** An old home tries to take the new home's chain this many times, REPLACE_PAUSE_MS after the first failure, then doubling. */
 const REPLACE_ATTEMPTS = 6;
 const REPLACE_PAUSE_MS = 2_000;
+/** How long after reading an identity's missed changes the node reads them again for another change shown. */
+const CATCH_UP_PAUSE_MS = 30_000;
 
 export interface HomeMovesDeps {
   store: Store;
@@ -40,6 +42,11 @@ export interface HomeMovesDeps {
    * (unwritten-charges.ts), as ops for the batch that writes the chain; absent: none are counted.
    */
   unwrittenCharges?: (zid: string, links: readonly Pick<ChainLink, 'entry' | 'records'>[]) => Promise<{ ops: Op[]; rollback: () => void }>;
+  /**
+   * The changes of an identity above `after` up to `epoch` that other nodes keep (home-history.ts changesUpTo), for a
+   * change shown here that follows an epoch not known here; absent: none are asked for.
+   */
+  missedChanges?: (zid: string, after: number, epoch: number) => Promise<HomeChange[]>;
   /** Null: the mesh does not run. */
   fetch: FetchChain | null;
   timeoutMs: number;
@@ -54,6 +61,8 @@ export class HomeMoves {
    */
   private readonly locks = new KeyedLock();
   private readonly retries = new Set<NodeJS.Timeout>();
+  /** Identities whose missed changes are being read, or were a moment ago (catchUpSoon). */
+  private readonly catchingUp = new Set<string>();
   private stopped = false;
 
   constructor(private readonly deps: HomeMovesDeps) {}
@@ -82,6 +91,7 @@ export class HomeMoves {
     }
     if (!standing.apply) {
       if (standing.why === 'invalid') this.stats.refused++;
+      if (standing.why === 'gap') this.catchUpSoon(change);
       return standing;
     }
     await d.store.commit([...d.homeChanges.putOps(change, ident.home), ...(await d.identity.homeMoveOps(ident, change.home))]);
@@ -91,6 +101,48 @@ export class HomeMoves {
     d.logger?.info({ zid: change.zid, epoch: change.epoch, home: change.home, was: ident.home }, 'custody: the identity’s home changed');
     if (ident.home === d.nodeId()) this.replaceCopySoon(change, 0);
     return standing;
+  }
+
+  /**
+   * A change that follows an epoch not known here, its earlier changes short of it (a node down or cut off through
+   * more changes than a change carries): the changes between are read from other nodes and applied in order, each
+   * checked as a change heard, then it. Until then the node keeps the home it knew; an old home that still believes
+   * itself the home would take the identity again (failover.ts retake) over and over, fencing the real one.
+   */
+  private catchUpSoon(change: HomeChange): void {
+    const d = this.deps;
+    if (d.missedChanges === undefined || this.stopped || this.catchingUp.has(change.zid)) return;
+    this.catchingUp.add(change.zid);
+    void this.catchUp(change)
+      .catch((err: unknown) => d.logger?.warn({ err: String(err), zid: change.zid, epoch: change.epoch }, 'custody: the missed home changes could not be read'))
+      .finally(() => {
+        const t = setTimeout(() => {
+          this.retries.delete(t);
+          this.catchingUp.delete(change.zid);
+        }, CATCH_UP_PAUSE_MS);
+        t.unref();
+        this.retries.add(t);
+      });
+  }
+
+  private async catchUp(change: HomeChange): Promise<void> {
+    const d = this.deps;
+    const known = (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH;
+    const fetched = await d.missedChanges!(change.zid, known, change.epoch);
+    const { earlier, ...bare } = change;
+    const all = [...fetched, ...(earlier ?? []), bare];
+    await this.locks.run(change.zid, async () => {
+      // From the epoch known, the change that follows it (the next epoch, or one whose candidate knew it) reaching
+      // furthest, until the shown one is applied or none follows.
+      for (;;) {
+        const at = (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH;
+        if (at >= change.epoch) return;
+        const next = all.filter((c) => c.epoch > at && (c.epoch === at + 1 || c.after === at)).sort((a, b) => b.epoch - a.epoch);
+        let moved = false;
+        for (const c of next) if ((moved = (await this.applyHeld(c)).apply)) break;
+        if (!moved) return;
+      }
+    });
   }
 
   /** Stop taking chains: the retries waiting are dropped (the node stops). */

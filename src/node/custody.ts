@@ -127,6 +127,7 @@ export async function wireCustody(
     verify: verifyText,
     homeChanges,
     identity: identity.identity,
+    missedChanges: (zid, after, epoch) => homeHistory.changesUpTo(zid, after, epoch),
     forget: (zid, written) => {
       if (written !== undefined) chain.forgetHeadsWritten(written);
       replicatorRef?.forget(zid);

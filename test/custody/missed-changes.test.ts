@@ -11,6 +11,7 @@ import { HomeMoves } from '../../src/custody/home-moves.js';
 import { promiseSigningText, type PromiseBody } from '../../src/custody/promise.js';
 import type { IdentityRecord } from '../../src/identity/service.js';
 import { Store } from '../../src/store/db.js';
+import { waitFor } from '../mesh/helpers.js';
 
 const ZID = `zid_${'cd'.repeat(16)}`;
 const MEMBERS = ['node-a', 'node-b', 'node-c'];
@@ -39,7 +40,13 @@ beforeEach(async () => {
   changes = new HomeChanges(store);
   const identities = store.sub('test_identities');
   await store.commit([{ type: 'put', sub: identities, key: ZID, value: { zid: ZID, home: 'node-a' } }]);
-  moves = new HomeMoves({
+  moves = movesAsking();
+});
+
+/** The node's HomeMoves; `missedChanges`: what other nodes answer for the changes between (absent: none asked). */
+function movesAsking(missedChanges?: (after: number, epoch: number) => HomeChange[]): HomeMoves {
+  const identities = store.sub('test_identities');
+  return new HomeMoves({
     store,
     nodeId: () => 'node-x',
     replicas: 3,
@@ -51,10 +58,11 @@ beforeEach(async () => {
       homeMoveOps: async (ident, home) => [{ type: 'put', sub: identities, key: ident.zid, value: { ...ident, home } }],
     },
     forget: () => undefined,
+    ...(missedChanges === undefined ? {} : { missedChanges: async (_zid: string, after: number, epoch: number) => missedChanges(after, epoch) }),
     fetch: null,
     timeoutMs: 1000,
   });
-});
+}
 
 afterEach(async () => {
   await store.close();
@@ -70,6 +78,23 @@ describe('changes a node missed', () => {
     expect((await changes.latest(ZID))?.epoch).toBe(6);
     expect(await Promise.all([1, 2, 3, 5, 6].map((e) => changes.homeAt(ZID, e)))).toEqual(['node-a', 'node-b', null, 'node-c', null]);
     expect((await store.get<IdentityRecord>(store.sub('test_identities'), ZID))?.home).toBe('node-a');
+  });
+
+  it('are read from other nodes when a change shown follows more than it carries, then applied in order, and it', async () => {
+    const asked: [number, number][] = [];
+    // Kept elsewhere: 2, 3 (its candidate knew 2), 5 (promised from 3's set; 4 never completed), 6.
+    const kept = [change(2, 'node-b'), change(3, 'node-c'), change(5, 'node-a', 3), change(6, 'node-b')];
+    moves = movesAsking((after, epoch) => {
+      asked.push([after, epoch]);
+      return kept.filter((c) => c.epoch > after && c.epoch <= epoch);
+    });
+    // The change shown carries only 6: it follows an epoch not known here.
+    const shown: HomeChange = { ...change(7, 'node-c'), earlier: [change(6, 'node-b')] };
+    expect(await moves.apply(shown)).toMatchObject({ apply: false, why: 'gap' });
+    await waitFor(async () => (await changes.latest(ZID))?.epoch === 7, 5_000, 'the missed changes applied');
+    expect(asked).toEqual([[1, 7]]);
+    expect(await Promise.all([2, 3, 5, 6].map((e) => changes.homeAt(ZID, e)))).toEqual(['node-b', 'node-c', 'node-a', 'node-b']);
+    expect((await store.get<IdentityRecord>(store.sub('test_identities'), ZID))?.home).toBe('node-c');
   });
 
   it('are not applied when the first one carried neither follows nor names the epoch known here', async () => {
