@@ -15,6 +15,7 @@ import type { CustodyAnswer } from '../../src/custody/protocol.js';
 import { Replicator } from '../../src/custody/replicator.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
 import { composedCustodian, composedNodes, type ComposedNode } from '../helpers/composed-custodian.js';
+import { waitFor } from '../mesh/helpers.js';
 
 const SECRET = 'held-home-secret-0123456789abcdef';
 const zid = 'zid_0123456789abcdef0123456789abcdef';
@@ -56,6 +57,8 @@ beforeAll(async () => {
   });
   const wallets = home.store.sub('wallets', 'json', { rewritten: true });
   for (const free of [10, 7]) await home.store.commit([{ type: 'put', sub: wallets, key: zid, value: { free, paid: 0 } }]);
+  // A write is acknowledged once one custodian holds it: the other's answer may still be on its way.
+  for (const custodian of custodians.values()) await waitFor(async () => (await custodian.head(zid))?.seq === 2, 5_000, 'both custodians hold seq 2');
 });
 
 afterAll(async () => {
