@@ -16,7 +16,7 @@ import { entryHash, GENESIS_ENTRY_HASH, signingTextOf, type CustodyEntry } from 
 import { fetchChain, type FetchChain } from './client.js';
 import type { HomeChange } from './home-change.js';
 import { headAfter } from './failover-rules.js';
-import { decidePromise, latestOf, promiseSigningText, type PromiseBody, type Promised, type PromisedHead } from './promise.js';
+import { decidePromise, epochsToName, latestOf, promiseSigningText, type PromiseBody, type Promised, type PromisedHead } from './promise.js';
 import {
   changesRequestSchema,
   custodyRequestSchema,
@@ -216,28 +216,26 @@ export class Custodian {
     const before = await this.promised(zid);
     const d = decidePromise(epoch, candidate, { accepted: head?.fenced_below ?? 0, promised: before, selfHome });
     if ('refuse' in d) return { v: 1, refused: { code: d.refuse, reason: d.reason, epoch: d.epoch } };
-    let latest = before?.latest ?? null;
+    let named =
+      before === null
+        ? {}
+        : { ...(before.latest === undefined ? {} : { latest: before.latest }), ...(before.named === undefined ? {} : { named: before.named }) };
     if (d.promise === 'new') {
-      // What this custodian knew before this promise: the epoch of its head, of the change it applied, of the promise
-      // it gave before (whose candidate may have certified entries of that epoch with its own set).
+      // What this custodian knew before this promise: the latest epoch it saw completed (of its head, of the change
+      // it applied, of its certified log as a former home) and every epoch it promised since, whose candidate may have
+      // certified entries of that epoch with its own set.
       const change = await this.deps.homeChange(zid);
-      latest = latestOf(
+      const completed = latestOf(
         head === null ? null : { epoch: head.epoch, home: head.home },
         own === null ? null : { epoch: own.epoch, home: self },
         change === null ? null : { epoch: change.epoch, home: change.home },
-        before === null ? null : { epoch: before.epoch, home: before.candidate },
       );
-      const promised: Promised = { epoch, candidate, ...(latest === null ? {} : { latest }) };
+      named = epochsToName(completed, before);
+      const promised: Promised = { epoch, candidate, ...named };
       await this.deps.store.commitAside([{ type: 'put', sub: this.promises, key: zid, value: promised }]);
       this.promisedCache.set(zid, promised);
     }
-    const body: PromiseBody = {
-      zid,
-      epoch,
-      candidate,
-      head: shown,
-      ...(latest === null ? {} : { latest }),
-    };
+    const body: PromiseBody = { zid, epoch, candidate, head: shown, ...named };
     return { v: 1, promise: { promise: body, node: this.deps.nodeId(), signature: this.deps.sign(promiseSigningText(body)) } };
   }
 

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { custodySetOf } from './custody-set.js';
 import { FIRST_EPOCH, ZID_PATTERN } from './entry.js';
-import { homesToAsk, promisesFault, signedPromiseSchema, type Verify } from './promise.js';
+import { homesToAsk, promisesFault, signedPromiseSchema, type EpochHome, type Verify } from './promise.js';
 
 export const HOME_CHANGE_EVENT = 'custody.home';
 
@@ -44,25 +44,43 @@ export type HomeChange = z.infer<typeof homeChangeSchema>;
 export interface KnownHome {
   home: string;
   epoch: number;
+  /**
+   * The home of the epoch a change names as its base (`after`) when that epoch is below the one known here (null or
+   * absent: not known here): such a change is checked from there when its promises name the epoch known here.
+   */
+  base?: string | null;
 }
 
 /** How a change compares with what the checker knows: apply it, it is known already, or it cannot be checked here. */
 export type ChangeStanding = { apply: true } | { apply: false; why: 'known' | 'gap' | 'invalid'; reason: string };
 
+/**
+ * A change is checked from the epoch known here: its promises must hold a majority of that epoch's home's set (and of
+ * the sets of the later epochs they name). A change made from an earlier epoch than the one known here (`after`: its
+ * candidate had not heard of this one) whose promises do not is checked from its own base when that epoch's home is
+ * known here (`known.base`) and its promises name the epoch known here with its home (its candidate asked that
+ * home's set) or show a head of a later epoch (whose home did). A change made from an epoch above the one known here
+ * is a gap: it cannot be checked here.
+ */
 export function standingOf(change: HomeChange, known: KnownHome, members: Iterable<string>, replicas: number, verify: Verify): ChangeStanding {
   if (change.epoch <= known.epoch) return { apply: false, why: 'known', reason: `epoch ${change.epoch} is not above the known ${known.epoch}` };
-  if (change.epoch > known.epoch + 1 && change.after !== known.epoch)
-    return { apply: false, why: 'gap', reason: `epoch ${change.epoch} follows an epoch not known here (${known.epoch})` };
-  const fault = promisesFault(
-    change.promises,
-    change.zid,
-    change.epoch,
-    change.home,
-    known,
-    (home) => custodySetOf(change.zid, home, members, replicas),
-    verify,
-  );
-  return fault === null ? { apply: true } : { apply: false, why: 'invalid', reason: fault };
+  const baseEpoch = change.after ?? change.epoch - 1;
+  if (baseEpoch > known.epoch) return { apply: false, why: 'gap', reason: `epoch ${change.epoch} follows an epoch not known here (${known.epoch})` };
+  const faultFrom = (view: EpochHome) =>
+    promisesFault(change.promises, change.zid, change.epoch, change.home, view, (home) => custodySetOf(change.zid, home, members, replicas), verify);
+  const fromKnown = faultFrom(known);
+  if (fromKnown === null) return { apply: true };
+  if (baseEpoch < known.epoch && known.base != null) {
+    const base = { epoch: baseEpoch, home: known.base };
+    const covers =
+      change.promises.some((s) => (s.promise.head?.epoch ?? FIRST_EPOCH) > known.epoch) ||
+      homesToAsk(change.promises, base).some((h) => h.epoch === known.epoch && h.home === known.home);
+    const fromBase = covers ? faultFrom(base) : null;
+    if (covers && fromBase === null) return { apply: true };
+    if (covers) return { apply: false, why: 'invalid', reason: fromBase! };
+  }
+  if (baseEpoch === known.epoch || change.epoch === known.epoch + 1) return { apply: false, why: 'invalid', reason: fromKnown };
+  return { apply: false, why: 'gap', reason: `epoch ${change.epoch} was made from epoch ${baseEpoch}, and its promises do not name the known ${known.epoch}` };
 }
 
 /** A home change as a node keeps it: with the home it replaced (who may fetch the chain to catch up). */

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { FetchChanges } from './client.js';
 import { standingOf, type HomeChange, type HomeChanges } from './home-change.js';
 import { FIRST_EPOCH } from './entry.js';
-import type { Verify } from './promise.js';
+import { namedEpochs, type Verify } from './promise.js';
 
 /** Nodes asked per epoch looked for, and how long an epoch not found is not looked for again. */
 const MAX_SOURCES = 4;
@@ -141,11 +141,11 @@ export class HomeHistory {
 }
 
 /**
- * The home of `epoch` as the change's own promises name it (each promiser signed the latest epoch it knew, with its
- * home), when they name one alone: the base of a change whose epoch before never completed (its candidate certified
+ * The home of `epoch` as the change's own promises name it (each promiser signed the epochs it knew, with their
+ * homes), when they name one alone: the base of a change whose epoch before never completed (its candidate certified
  * its epoch entry and stopped before any node applied its change), which no node keeps a change of.
  */
 function namedHome(change: HomeChange, epoch: number): string | null {
-  const named = new Set(change.promises.flatMap((p) => (p.promise.latest?.epoch === epoch ? [p.promise.latest.home] : [])));
+  const named = new Set(change.promises.flatMap((p) => namedEpochs(p.promise).flatMap((n) => (n.epoch === epoch ? [n.home] : []))));
   return named.size === 1 ? [...named][0]! : null;
 }

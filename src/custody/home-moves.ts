@@ -72,26 +72,22 @@ export class HomeMoves {
     return this.locks.run(change.zid, () => this.applyHeld(change));
   }
 
-  /** apply(), the identity's lock held. */
-  private async applyHeld(change: HomeChange): Promise<ChangeStanding> {
+  /** apply(), the identity's lock held; a gap reads the missed changes soon (`catchUp`). */
+  private async applyHeld(change: HomeChange, catchUp = true): Promise<ChangeStanding> {
     const d = this.deps;
     const ident = await d.identity.getIdentity(change.zid);
     if (ident === undefined) return { apply: false, why: 'gap', reason: 'the identity is not known here' };
-    const known = { home: ident.home, epoch: (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH };
-    const standing = standingOf(change, known, d.members(), d.replicas, d.verify);
-    // Changes missed here: the ones it carries are checked and applied in order first, then it. The first follows the
-    // epoch known here, or names it as the one its promises came from (the epochs between were never completed).
-    if (!standing.apply && standing.why === 'gap' && change.earlier !== undefined) {
-      const missed = change.earlier.filter((c) => c.epoch > known.epoch).sort((x, y) => x.epoch - y.epoch);
-      if (missed.length > 0 && (missed[0]!.epoch === known.epoch + 1 || missed[0]!.after === known.epoch)) {
-        for (const c of missed) if (!(await this.applyHeld(c)).apply) return standing;
-        const { earlier: _applied, ...bare } = change;
-        return this.applyHeld(bare);
-      }
+    const epoch = (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH;
+    const base = change.after !== undefined && change.after < epoch ? await d.homeChanges.knownHome(change.zid, change.after) : null;
+    const standing = standingOf(change, { home: ident.home, epoch, base }, d.members(), d.replicas, d.verify);
+    // Changes missed here: the ones it carries are checked and applied, each from the epoch reached, then it.
+    if (!standing.apply && standing.why === 'gap' && change.earlier !== undefined && change.earlier.length > 0) {
+      const { earlier, ...bare } = change;
+      if (await this.applyFurthest(change.zid, [...earlier, bare], change.epoch)) return { apply: true };
     }
     if (!standing.apply) {
       if (standing.why === 'invalid') this.stats.refused++;
-      if (standing.why === 'gap') this.catchUpSoon(change);
+      if (standing.why === 'gap' && catchUp) this.catchUpSoon(change);
       return standing;
     }
     await d.store.commit([...d.homeChanges.putOps(change, ident.home), ...(await d.identity.homeMoveOps(ident, change.home))]);
@@ -131,18 +127,22 @@ export class HomeMoves {
     const fetched = await d.missedChanges!(change.zid, known, change.epoch);
     const { earlier, ...bare } = change;
     const all = [...fetched, ...(earlier ?? []), bare];
-    await this.locks.run(change.zid, async () => {
-      // From the epoch known, the change that follows it (the next epoch, or one whose candidate knew it) reaching
-      // furthest, until the shown one is applied or none follows.
-      for (;;) {
-        const at = (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH;
-        if (at >= change.epoch) return;
-        const next = all.filter((c) => c.epoch > at && (c.epoch === at + 1 || c.after === at)).sort((a, b) => b.epoch - a.epoch);
-        let moved = false;
-        for (const c of next) if ((moved = (await this.applyHeld(c)).apply)) break;
-        if (!moved) return;
-      }
-    });
+    await this.locks.run(change.zid, () => this.applyFurthest(change.zid, all, change.epoch));
+  }
+
+  /**
+   * From the epoch known, the change of `changes` reaching furthest that applies, again until epoch `target` is
+   * reached (true) or none applies (false). The identity's lock is held.
+   */
+  private async applyFurthest(zid: string, changes: readonly HomeChange[], target: number): Promise<boolean> {
+    for (;;) {
+      const at = (await this.deps.homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
+      if (at >= target) return true;
+      const next = changes.filter((c) => c.epoch > at).sort((a, b) => b.epoch - a.epoch);
+      let moved = false;
+      for (const c of next) if ((moved = (await this.applyHeld(c, false)).apply)) break;
+      if (!moved) return false;
+    }
   }
 
   /** Stop taking chains: the retries waiting are dropped (the node stops). */

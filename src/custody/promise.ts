@@ -27,6 +27,18 @@ export const promisedHeadSchema = z
   .strict();
 export type PromisedHead = z.infer<typeof promisedHeadSchema>;
 
+/** Most epochs a promise names below its `latest` (a custodian that promised more without seeing one complete names the latest ones). */
+export const MAX_NAMED_EPOCHS = 32;
+const epochHomeSchema = z
+  .object({
+    epoch: z
+      .number()
+      .int()
+      .min(FIRST_EPOCH + 1),
+    home: z.string().min(1).max(128),
+  })
+  .strict();
+
 /** What a promise states (its signature is over this). */
 export const promiseBodySchema = z
   .object({
@@ -43,16 +55,13 @@ export const promiseBodySchema = z
      * The latest epoch the promiser knows of before this promise and the node that is or would be its home then: of
      * its head, of a home change it applied, of an earlier promise it gave. Absent: none above the first epoch.
      */
-    latest: z
-      .object({
-        epoch: z
-          .number()
-          .int()
-          .min(FIRST_EPOCH + 1),
-        home: z.string().min(1).max(128),
-      })
-      .strict()
-      .optional(),
+    latest: epochHomeSchema.optional(),
+    /**
+     * The other epochs the promiser knows of below `latest`, from the latest one it saw completed (of its head, of a
+     * change it applied, of its certified log) up, oldest first, each with its home: epochs it promised before and
+     * never saw completed, any of which may have certified entries with its own set. Absent: none.
+     */
+    named: z.array(epochHomeSchema).min(1).max(MAX_NAMED_EPOCHS).optional(),
   })
   .strict();
 export type PromiseBody = z.infer<typeof promiseBodySchema>;
@@ -79,20 +88,23 @@ export function promiseSigningText(p: PromiseBody): string {
 
 export type Verify = (signer: string, text: string, signature: string) => boolean;
 
+/** The epochs a promise names: the ones below its latest, then its latest. */
+export function namedEpochs(p: Pick<PromiseBody, 'latest' | 'named'>): EpochHome[] {
+  return [...(p.named ?? []), ...(p.latest === undefined ? [] : [p.latest])];
+}
+
 /**
- * The homes whose sets must each give a majority of the promises, in order: the home the checker knows (`view`), then,
- * while a promise names a later epoch than the last (`latest`), every home named at the latest epoch named. A promise
- * names an epoch its promiser promised or saw; that epoch's entries are certified by its home's set.
+ * The homes whose sets must each give a majority of the promises, in order: the home the checker knows (`view`), then
+ * every home a promise names (namedEpochs) at an epoch above the view's, by epoch, but those below the highest head a
+ * promise shows. A promise names the epochs its promiser promised or saw since the last it saw completed, each of
+ * which may have certified entries with its home's set; the entries of epochs below a head's are on that head's chain
+ * (its epoch's home took them, asking as this asks).
  */
 export function homesToAsk(promises: readonly SignedPromise[], view: EpochHome): EpochHome[] {
-  const homes: EpochHome[] = [view];
-  let epoch = view.epoch;
-  for (;;) {
-    const later = promises.flatMap((s) => (s.promise.latest !== undefined && s.promise.latest.epoch > epoch ? [s.promise.latest] : []));
-    if (later.length === 0) return homes;
-    epoch = Math.max(...later.map((l) => l.epoch));
-    for (const home of new Set(later.filter((l) => l.epoch === epoch).map((l) => l.home))) homes.push({ epoch, home });
-  }
+  const covered = Math.max(view.epoch + 1, ...promises.map((s) => s.promise.head?.epoch ?? FIRST_EPOCH));
+  const named = new Map<string, EpochHome>();
+  for (const s of promises) for (const n of namedEpochs(s.promise)) if (n.epoch >= covered) named.set(`${n.epoch}|${n.home}`, { epoch: n.epoch, home: n.home });
+  return [view, ...[...named.values()].sort((a, b) => a.epoch - b.epoch)];
 }
 
 /**
@@ -145,6 +157,25 @@ export interface Promised {
   candidate: string;
   /** The promise's `latest` (absent: none above the first epoch). */
   latest?: EpochHome;
+  /** The promise's `named` (absent: none). */
+  named?: EpochHome[];
+}
+
+/**
+ * What a custodian names in a new promise (`latest`, `named`): from the latest epoch it saw completed (`completed`:
+ * of its head, a change it applied, its certified log) up, that one and every epoch it promised since (`before`: its
+ * previous promise, with what that one named), oldest first; the newest MAX_NAMED_EPOCHS + 1 at most.
+ */
+export function epochsToName(completed: EpochHome | null, before: Promised | null): Pick<PromiseBody, 'latest' | 'named'> {
+  const floor = completed?.epoch ?? FIRST_EPOCH;
+  const known = new Map<number, EpochHome>();
+  if (completed !== null) known.set(completed.epoch, completed);
+  if (before !== null)
+    for (const k of [...namedEpochs(before), { epoch: before.epoch, home: before.candidate }])
+      if (k.epoch > floor) known.set(k.epoch, { epoch: k.epoch, home: k.home });
+  const all = [...known.values()].sort((a, b) => a.epoch - b.epoch).slice(-(MAX_NAMED_EPOCHS + 1));
+  const latest = all.pop();
+  return { ...(latest === undefined ? {} : { latest }), ...(all.length > 0 ? { named: all } : {}) };
 }
 
 export type PromiseRefusal = 'home' | 'promised' | 'stale';

@@ -44,6 +44,49 @@ describe("a custodian's promise", () => {
     expect('promise' in fourth && fourth.promise.promise.latest).toEqual({ epoch: 3, home: y.id });
   });
 
+  it('names every epoch it promised since the latest it saw completed, oldest first, and no earlier one', async () => {
+    const [custodianNode, x, y] = nodes as [ComposedNode, ComposedNode, ComposedNode];
+    const members = () => nodes.map((n) => n.id);
+    const zid = 'zid_0123456789abcdef0123456789abcde0';
+    // The certified log this node keeps as a former home (absent: none): the latest epoch it saw completed.
+    let own: { epoch: number; seq: number; hash: string } | null = null;
+    const custodian = composedCustodian(custodianNode, { home: () => 'the-old-home', members, secret: 's', now: 100, ownHead: () => Promise.resolve(own) });
+    const body = async (epoch: number, candidate: string) => {
+      const answer = await custodian.promiseTo(zid, epoch, candidate);
+      if (!('promise' in answer)) throw new Error(JSON.stringify(answer));
+      expect(verifyText(custodianNode.id, promiseSigningText(answer.promise.promise), answer.promise.signature)).toBe(true);
+      return answer.promise.promise;
+    };
+    await body(2, x.id);
+    await body(3, y.id);
+    // Epochs 2 and 3 were promised and never seen completed: either candidate may have certified entries with its set.
+    const fourth = await body(4, x.id);
+    expect(fourth).toMatchObject({ latest: { epoch: 3, home: y.id }, named: [{ epoch: 2, home: x.id }] });
+    expect(await body(4, x.id)).toEqual(fourth);
+    const fifth = await body(5, y.id);
+    expect(fifth).toMatchObject({
+      latest: { epoch: 4, home: x.id },
+      named: [
+        { epoch: 2, home: x.id },
+        { epoch: 3, home: y.id },
+      ],
+    });
+    // Epoch 3 seen completed (its certified log here): the epochs below it are no longer named.
+    own = { epoch: 3, seq: 9, hash: 'c'.repeat(64) };
+    const sixth = await body(6, x.id);
+    expect(sixth).toMatchObject({
+      latest: { epoch: 5, home: y.id },
+      named: [
+        { epoch: 3, home: custodianNode.id },
+        { epoch: 4, home: x.id },
+      ],
+    });
+    own = { epoch: 6, seq: 10, hash: 'd'.repeat(64) };
+    const seventh = await body(7, y.id);
+    expect(seventh.latest).toEqual({ epoch: 6, home: custodianNode.id });
+    expect(seventh.named).toBeUndefined();
+  });
+
   it('shows the certified head this node holds as a former home when it is above what its custodian side holds', async () => {
     const [custodianNode, x] = nodes as [ComposedNode, ComposedNode];
     const members = () => nodes.map((n) => n.id);

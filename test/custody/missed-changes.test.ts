@@ -97,6 +97,16 @@ describe('changes a node missed', () => {
     expect((await store.get<IdentityRecord>(store.sub('test_identities'), ZID))?.home).toBe('node-c');
   });
 
+  it('are passed over by a later change made from an epoch below the one known here whose promises hold from it', async () => {
+    // This node applied epoch 2 (an old home that made it, say); the mesh went on from epoch 1: epoch 4's candidate
+    // never heard of 2, and its promises come from a majority of the set that certified epoch 2's entries too.
+    expect(await moves.apply(change(2, 'node-b'))).toEqual({ apply: true });
+    expect(await moves.apply(change(4, 'node-c', 1))).toEqual({ apply: true });
+    expect((await changes.latest(ZID))?.epoch).toBe(4);
+    expect(await Promise.all([1, 2, 3].map((e) => changes.homeAt(ZID, e)))).toEqual(['node-a', 'node-b', null]);
+    expect((await store.get<IdentityRecord>(store.sub('test_identities'), ZID))?.home).toBe('node-c');
+  });
+
   it('are not applied when the first one carried neither follows nor names the epoch known here', async () => {
     expect(await moves.apply(change(2, 'node-b'))).toEqual({ apply: true });
     const latest: HomeChange = { ...change(6, 'node-a'), earlier: [change(5, 'node-c', 4)] };

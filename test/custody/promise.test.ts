@@ -8,9 +8,11 @@ import { custodySetOf } from '../../src/custody/custody-set.js';
 import { standingOf, type HomeChange } from '../../src/custody/home-change.js';
 import {
   decidePromise,
+  epochsToName,
   highestHead,
   homesToAsk,
   latestOf,
+  MAX_NAMED_EPOCHS,
   PROMISE_ROWS,
   promiseSigningText,
   promisesFault,
@@ -124,5 +126,122 @@ describe('the promises of a home change', () => {
     expect(homesToAsk([fromB, fromC, fromDLater], view)).toEqual([view, { epoch: 2, home: c!.id }, { epoch: 2, home: e!.id }]);
     expect(latestOf({ epoch: 1, home: h!.id }, null, { epoch: 3, home: c!.id }, { epoch: 2, home: d!.id })).toEqual({ epoch: 3, home: c!.id });
     expect(latestOf({ epoch: 1, home: h!.id }, undefined)).toBeNull();
+  });
+
+  it('need a majority of the set of every epoch a promise names since its promiser saw one completed, not only the latest', async () => {
+    // The epoch 22 home h, set {h, p, q}. p promised 23 to x, which certified entries with y (x's set {x, y, q}), then
+    // 24 to a and 25 to c, neither completed. Asked by b for 26 with the view of epoch 22, p names them all.
+    const [h, p, q, x, y, a, c, b] = await nodes(8);
+    const sets = new Map([
+      [h!.id, [h!.id, p!.id, q!.id]],
+      [x!.id, [x!.id, y!.id, q!.id]],
+      [a!.id, [a!.id, p!.id, q!.id]],
+      [c!.id, [c!.id, p!.id, b!.id]],
+    ]);
+    const setOf = (home: string) => {
+      const custodians = sets.get(home) ?? [home];
+      return { home, custodians, majority: Math.floor(custodians.length / 2) + 1 };
+    };
+    const promise = (signer: { id: string; key: Parameters<typeof signText>[0] }, more: Partial<PromiseBody> = {}): SignedPromise => {
+      const body: PromiseBody = { zid, epoch: 26, candidate: b!.id, head: null, ...more };
+      return { promise: body, node: signer.id, signature: signText(signer.key, promiseSigningText(body)) };
+    };
+    const view = { epoch: 22, home: h!.id };
+    const head22 = { epoch: 22, seq: 115, hash: 'aa'.repeat(32) };
+    const fromP = promise(p!, {
+      head: head22,
+      latest: { epoch: 25, home: c!.id },
+      named: [
+        { epoch: 22, home: h!.id },
+        { epoch: 23, home: x!.id },
+        { epoch: 24, home: a!.id },
+      ],
+    });
+    const fromQ = promise(q!, { head: head22, latest: { epoch: 22, home: h!.id } });
+    const fromB = promise(b!);
+    expect(homesToAsk([fromP, fromQ, fromB], view)).toEqual([view, { epoch: 23, home: x!.id }, { epoch: 24, home: a!.id }, { epoch: 25, home: c!.id }]);
+    // Without epoch 23's set (only q of it), the entries x certified with y could be left off the chain taken.
+    expect(promisesFault([fromP, fromQ, fromB], zid, 26, b!.id, view, setOf, verifyText)).toMatch(/1 distinct custodians of the set of epoch 23's home/);
+    const head23 = { epoch: 23, seq: 154, hash: 'bb'.repeat(32) };
+    const fromY = promise(y!, { head: head23, latest: { epoch: 23, home: x!.id } });
+    const all = [fromP, fromQ, fromB, fromY];
+    // y's head is of epoch 23: the epochs below it are on its chain, 23 and above are still asked.
+    expect(homesToAsk(all, view)).toEqual([view, { epoch: 23, home: x!.id }, { epoch: 24, home: a!.id }, { epoch: 25, home: c!.id }]);
+    expect(promisesFault(all, zid, 26, b!.id, view, setOf, verifyText)).toBeNull();
+    expect(highestHead(all)).toEqual({ head: head23, node: y!.id });
+    // A head of epoch 24 (a certified with p and q) covers 23: its home took x's entries as this candidate would.
+    const fromQ24 = promise(q!, { head: { epoch: 24, seq: 160, hash: 'cc'.repeat(32) }, latest: { epoch: 24, home: a!.id } });
+    expect(homesToAsk([fromP, fromQ24, fromB], view)).toEqual([view, { epoch: 24, home: a!.id }, { epoch: 25, home: c!.id }]);
+    expect(promisesFault([fromP, fromQ24, fromB], zid, 26, b!.id, view, setOf, verifyText)).toBeNull();
+  });
+
+  it('are named by a custodian from the latest epoch it saw completed up, the newest when it promised more than a promise names', () => {
+    const e = (epoch: number, home: string) => ({ epoch, home });
+    const before = { epoch: 26, candidate: 'c', latest: e(25, 'b'), named: [e(22, 'h'), e(23, 'x'), e(24, 'a')] };
+    expect(epochsToName(e(22, 'h'), before)).toEqual({ latest: e(26, 'c'), named: [e(22, 'h'), e(23, 'x'), e(24, 'a'), e(25, 'b')] });
+    // A change of epoch 24 applied since: the epochs below it are on its chain.
+    expect(epochsToName(e(24, 'a'), before)).toEqual({ latest: e(26, 'c'), named: [e(24, 'a'), e(25, 'b')] });
+    expect(epochsToName(e(27, 'd'), before)).toEqual({ latest: e(27, 'd') });
+    expect(epochsToName(null, null)).toEqual({});
+    expect(epochsToName(null, { epoch: 2, candidate: 'x' })).toEqual({ latest: e(2, 'x') });
+    const many = { epoch: 60, candidate: 'c', named: Array.from({ length: 40 }, (_, i) => e(i + 2, 'n')).slice(0, 40) };
+    const named = epochsToName(null, many);
+    expect(named.latest).toEqual(e(60, 'c'));
+    expect(named.named).toHaveLength(MAX_NAMED_EPOCHS);
+    expect(named.named![0]!.epoch).toBe(41 - MAX_NAMED_EPOCHS + 1);
+  });
+
+  it('of a change made from an epoch below the one a checker knows hold when they name that epoch or show a head past it', async () => {
+    const all = await nodes(5);
+    const members = all.map((n) => n.id);
+    const setOf = (home: string) => custodySetOf(zid, home, members, 3).custodians;
+    // Epoch 9's home b9; the checker knows epoch 10, homed on k; epoch 13's candidate knew only epoch 9 and had the
+    // promises of two of b9's set that are not a majority of k's.
+    const found = members.flatMap((b9) =>
+      members.flatMap((k) =>
+        setOf(b9)
+          .flatMap((m1, i) =>
+            setOf(b9)
+              .slice(i + 1)
+              .map((m2) => ({ b9, k, m: [m1, m2] })),
+          )
+          .filter(({ k, m }) => m.filter((n) => setOf(k).includes(n)).length < 2),
+      ),
+    );
+    const { b9, k, m } = found[0]!;
+    const key = (id: string) => all.find((n) => n.id === id)!.key;
+    const candidate = m[0]!;
+    const promise = (node: string, more: Partial<PromiseBody> = {}): SignedPromise => {
+      const body: PromiseBody = { zid, epoch: 13, candidate, head: null, ...more };
+      return { promise: body, node, signature: signText(key(node), promiseSigningText(body)) };
+    };
+    const known = { epoch: 10, home: k };
+    const change = (promises: SignedPromise[], epoch = 13): HomeChange => ({ zid, epoch, home: candidate, after: 9, promises });
+    // Neither naming epoch 10 nor past it: a gap here (a fork of the epoch known, or a history this node cannot check).
+    const blind = change(m.map((n) => promise(n, { latest: { epoch: 9, home: b9 } })));
+    expect(standingOf(blind, { ...known, base: b9 }, members, 3, verifyText)).toMatchObject({ apply: false, why: 'gap', reason: /do not name the known 10/ });
+    // A head of epoch 11 (whose home took epoch 10's entries): checked from epoch 9, whose home the checker knows.
+    const past = change([
+      promise(m[0]!, { latest: { epoch: 9, home: b9 } }),
+      promise(m[1]!, { head: { epoch: 11, seq: 3, hash: 'ab'.repeat(32) }, latest: { epoch: 11, home: b9 } }),
+    ]);
+    expect(standingOf(past, { ...known, base: b9 }, members, 3, verifyText)).toEqual({ apply: true });
+    expect(standingOf(past, known, members, 3, verifyText)).toMatchObject({ apply: false, why: 'gap' });
+    // Naming epoch 10 with its home, with a majority of that home's set among the promises.
+    const others = setOf(k).filter((n) => !m.includes(n));
+    const naming = change([...m, ...others].map((n) => promise(n, { latest: { epoch: 10, home: k } })));
+    expect(standingOf(naming, { ...known, base: b9 }, members, 3, verifyText)).toEqual({ apply: true });
+    // Not knowing epoch 9's home, the checker cannot count epoch 9's promisers: a gap.
+    expect(standingOf(naming, known, members, 3, verifyText)).toMatchObject({ apply: false, why: 'gap' });
+    // The epoch right after the one known: its promises must hold as they always did.
+    const next = change(
+      m.map((n) => promise(n, { epoch: 11, latest: { epoch: 9, home: b9 } })),
+      11,
+    );
+    expect(standingOf(next, { ...known, base: b9 }, members, 3, verifyText)).toMatchObject({
+      apply: false,
+      why: 'invalid',
+      reason: /custodians of the set of epoch 10's home/,
+    });
   });
 });
