@@ -56,20 +56,22 @@ export type ChangeStanding = { apply: true } | { apply: false; why: 'known' | 'g
 
 /**
  * A change is checked from the epoch known here: its promises must hold a majority of that epoch's home's set (and of
- * the sets of the later epochs they name). A change made from an earlier epoch than the one known here (`after`: its
+ * the sets of the later epochs they name), as its candidate's did from the epoch it knew, which may be a later one
+ * (an epoch whose candidate certified its epoch entry and stopped before any node applied its change: no node but
+ * the ones holding that entry can check the change from it). A change made from an earlier epoch than the one known here (`after`: its
  * candidate had not heard of this one) whose promises do not is checked from its own base when that epoch's home is
  * known here (`known.base`) and its promises name the epoch known here with its home (its candidate asked that
  * home's set) or show a head of a later epoch (whose home did). A change made from an epoch above the one known here
- * is a gap: it cannot be checked here.
+ * whose promises do not hold from it is a gap: it cannot be checked here.
  */
 export function standingOf(change: HomeChange, known: KnownHome, members: Iterable<string>, replicas: number, verify: Verify): ChangeStanding {
   if (change.epoch <= known.epoch) return { apply: false, why: 'known', reason: `epoch ${change.epoch} is not above the known ${known.epoch}` };
   const baseEpoch = change.after ?? change.epoch - 1;
-  if (baseEpoch > known.epoch) return { apply: false, why: 'gap', reason: `epoch ${change.epoch} follows an epoch not known here (${known.epoch})` };
   const faultFrom = (view: EpochHome) =>
     promisesFault(change.promises, change.zid, change.epoch, change.home, view, (home) => custodySetOf(change.zid, home, members, replicas), verify);
   const fromKnown = faultFrom(known);
   if (fromKnown === null) return { apply: true };
+  if (baseEpoch > known.epoch) return { apply: false, why: 'gap', reason: `epoch ${change.epoch} follows an epoch not known here (${known.epoch})` };
   if (baseEpoch < known.epoch && known.base != null) {
     const base = { epoch: baseEpoch, home: known.base };
     const covers =

@@ -75,23 +75,25 @@ export class HomeMoves {
   /** apply(), the identity's lock held; a gap reads the missed changes soon (`catchUp`). */
   private async applyHeld(change: HomeChange, catchUp = true): Promise<ChangeStanding> {
     const d = this.deps;
+    const { earlier, ...bare } = change;
+    // Changes missed here: the ones it carries are checked and applied in order, each from the epoch reached, then it
+    // (the homes of their epochs are kept: a debit of one is checked under its home's set).
+    if (earlier !== undefined && earlier.length > 0) {
+      const at = (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH;
+      if (earlier.some((c) => c.epoch > at) && (await this.applyInOrder(change.zid, [...earlier, bare], change.epoch))) return { apply: true };
+    }
     const ident = await d.identity.getIdentity(change.zid);
     if (ident === undefined) return { apply: false, why: 'gap', reason: 'the identity is not known here' };
     const epoch = (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH;
     const base = change.after !== undefined && change.after < epoch ? await d.homeChanges.knownHome(change.zid, change.after) : null;
-    const standing = standingOf(change, { home: ident.home, epoch, base }, d.members(), d.replicas, d.verify);
-    // Changes missed here: the ones it carries are checked and applied, each from the epoch reached, then it.
-    if (!standing.apply && standing.why === 'gap' && change.earlier !== undefined && change.earlier.length > 0) {
-      const { earlier, ...bare } = change;
-      if (await this.applyFurthest(change.zid, [...earlier, bare], change.epoch)) return { apply: true };
-    }
+    const standing = standingOf(bare, { home: ident.home, epoch, base }, d.members(), d.replicas, d.verify);
     if (!standing.apply) {
       if (standing.why === 'invalid') this.stats.refused++;
       if (standing.why === 'gap' && catchUp) this.catchUpSoon(change);
       return standing;
     }
-    await d.store.commit([...d.homeChanges.putOps(change, ident.home), ...(await d.identity.homeMoveOps(ident, change.home))]);
-    d.homeChanges.applied(change, ident.home);
+    await d.store.commit([...d.homeChanges.putOps(bare, ident.home), ...(await d.identity.homeMoveOps(ident, change.home))]);
+    d.homeChanges.applied(bare, ident.home);
     d.forget(change.zid);
     this.stats.applied++;
     d.logger?.info({ zid: change.zid, epoch: change.epoch, home: change.home, was: ident.home }, 'custody: the identity’s home changed');
@@ -127,18 +129,18 @@ export class HomeMoves {
     const fetched = await d.missedChanges!(change.zid, known, change.epoch);
     const { earlier, ...bare } = change;
     const all = [...fetched, ...(earlier ?? []), bare];
-    await this.locks.run(change.zid, () => this.applyFurthest(change.zid, all, change.epoch));
+    await this.locks.run(change.zid, () => this.applyInOrder(change.zid, all, change.epoch));
   }
 
   /**
-   * From the epoch known, the change of `changes` reaching furthest that applies, again until epoch `target` is
-   * reached (true) or none applies (false). The identity's lock is held.
+   * From the epoch known, the first change of `changes` by epoch that applies, again until epoch `target` is reached
+   * (true) or none applies (false): each applied is a checked epoch, and its home is kept. The identity's lock is held.
    */
-  private async applyFurthest(zid: string, changes: readonly HomeChange[], target: number): Promise<boolean> {
+  private async applyInOrder(zid: string, changes: readonly HomeChange[], target: number): Promise<boolean> {
     for (;;) {
       const at = (await this.deps.homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
       if (at >= target) return true;
-      const next = changes.filter((c) => c.epoch > at).sort((a, b) => b.epoch - a.epoch);
+      const next = changes.filter((c) => c.epoch > at).sort((a, b) => a.epoch - b.epoch);
       let moved = false;
       for (const c of next) if ((moved = (await this.applyHeld(c, false)).apply)) break;
       if (!moved) return false;
