@@ -92,12 +92,14 @@ export class HomeMoves {
       if (standing.why === 'gap' && catchUp) this.catchUpSoon(change);
       return standing;
     }
-    await d.store.commit([...d.homeChanges.putOps(bare, ident.home), ...(await d.identity.homeMoveOps(ident, change.home))]);
-    d.homeChanges.applied(bare, ident.home);
+    // This node's copy of the ledger waits for the new home's chain: it was the home, or still waits from a change before.
+    const stale = change.home !== d.nodeId() && (ident.home === d.nodeId() || (await d.homeChanges.stale(change.zid)));
+    await d.store.commit([...d.homeChanges.putOps(bare, ident.home, stale), ...(await d.identity.homeMoveOps(ident, change.home))]);
+    d.homeChanges.applied(bare, ident.home, stale);
     d.forget(change.zid);
     this.stats.applied++;
     d.logger?.info({ zid: change.zid, epoch: change.epoch, home: change.home, was: ident.home }, 'custody: the identity’s home changed');
-    if (ident.home === d.nodeId()) this.replaceCopySoon(change, 0);
+    if (stale) this.replaceCopySoon(bare, 0);
     return standing;
   }
 
@@ -144,6 +146,20 @@ export class HomeMoves {
       let moved = false;
       for (const c of next) if ((moved = (await this.applyHeld(c, false)).apply)) break;
       if (!moved) return false;
+    }
+  }
+
+  /**
+   * Take the chains this node's copies still wait for (a node stopped before it took them, or that gave up): each
+   * identity's latest home's, in the background.
+   */
+  async resume(limit = 10_000): Promise<void> {
+    for (const zid of await this.deps.homeChanges.staleZids(limit)) {
+      const latest = await this.deps.homeChanges.latest(zid);
+      if (latest !== null) {
+        const { earlier: _carried, ...bare } = latest;
+        this.replaceCopySoon(bare, 0);
+      }
     }
   }
 
@@ -212,7 +228,8 @@ export class HomeMoves {
       if (latest > change.epoch || (await d.identity.getIdentity(change.zid))?.home !== change.home) return null;
       const replay = await this.replayed(change.zid, links);
       const counted = await this.unwritten(change.zid, links);
-      await this.commitCounted([...replay, ...counted.ops], counted.rollback);
+      await this.commitCounted([...replay, ...counted.ops, ...(await d.homeChanges.freshOps(change.zid, change.epoch))], counted.rollback);
+      d.homeChanges.fresh(change.zid, change.epoch);
       d.forget(change.zid, replay);
       return replay;
     });

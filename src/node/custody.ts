@@ -362,6 +362,14 @@ export async function wireCustody(
     tickers:
       failover === null ? [] : [{ name: 'custody-failover', everyTicks: Math.max(1, Math.floor(config.custody.failoverTicks / 2)), run: () => failover.run() }],
     routes: [custodyRoutes(view)],
+    start: async () => {
+      // Copies of identities this node was the home of that still wait for the new home's chain (a stop before it
+      // was taken): taken in the background, with the charges made here and never written.
+      if (mesh.enabled)
+        void homeMoves
+          .resume()
+          .catch((err: unknown) => f.logger.warn({ err: String(err) }, 'custody: the copies waiting for a new home’s chain were not read'));
+    },
     stop: async () => {
       homeMoves.stop();
       store.gate = null;

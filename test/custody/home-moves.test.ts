@@ -1,6 +1,7 @@
 // An old home learning its identity moved (custody/home-moves.ts apply): copies of one change arriving together are
 // applied once, and the old home takes the new home's chain in place of its copy, again after a pause when the new
-// home cannot be reached at first (down or cut off, as it often is right after a failover). On a composed node view:
+// home cannot be reached at first (down or cut off, as it often is right after a failover), the latest home's when
+// the identity moved again meanwhile, and after a start when it stopped first. On a composed node view:
 // three members, every set all three, promises and entry signatures signed by a test key per node.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,31 +22,35 @@ const MEMBERS = ['node-a', 'node-b', 'node-c'];
 const sign = (node: string, text: string) => `${node}:${text}`;
 const verify = (node: string, text: string, signature: string) => signature === sign(node, text);
 
-/** The change making node-b the home in epoch 2, promised by node-b and node-c. */
-function toB(): HomeChange {
-  const promises = ['node-b', 'node-c'].map((node) => {
-    const promise: PromiseBody = { zid: ZID, epoch: 2, candidate: 'node-b', head: null };
+/** The change making `home` the home in `epoch`, promised by it and node-c (node-b when it is node-c). */
+function changeTo(home: string, epoch: number): HomeChange {
+  const promises = [home, home === 'node-c' ? 'node-b' : 'node-c'].map((node) => {
+    const promise: PromiseBody = { zid: ZID, epoch, candidate: home, head: null };
     return { promise, node, signature: sign(node, promiseSigningText(promise)) };
   });
-  return { zid: ZID, epoch: 2, home: 'node-b', promises };
+  return { zid: ZID, epoch, home, promises };
 }
+const toB = () => changeTo('node-b', 2);
 
-/** node-b's chain: one entry of epoch 2 putting the wallet, signed by node-b and node-c. */
-function chainAtB(): ChainLink[] {
-  const records: EntryRecords = { v: 1, ops: [['put', 'wallets', ZID, JSON.stringify({ free: 3, paid: 4 })]] };
+/** The chain each new home serves: node-b's one entry of epoch 2 putting the wallet, node-c's one of epoch 3. */
+function chainAt(home: string): ChainLink[] {
+  const epoch = home === 'node-b' ? 2 : 3;
+  const free = home === 'node-b' ? 3 : 5;
+  const records: EntryRecords = { v: 1, ops: [['put', 'wallets', ZID, JSON.stringify({ free, paid: 4 })]] };
   const entry: CustodyEntry = {
     v: 1,
     zid: ZID,
-    epoch: 2,
+    epoch,
     seq: 1,
     prev_hash: GENESIS_ENTRY_HASH,
     kind: 'wallet',
     records: recordsDigest(records),
-    balance: { free: 3, paid: 4 },
+    balance: { free, paid: 4 },
     transfer: null,
   };
   const hash = entryHash(entry);
-  return [{ entry, records, signatures: ['node-b', 'node-c'].map((node) => ({ node, signature: sign(node, signingTextOf(hash)) })), certificate: null }];
+  const signers = [home, home === 'node-c' ? 'node-b' : 'node-c'];
+  return [{ entry, records, signatures: signers.map((node) => ({ node, signature: sign(node, signingTextOf(hash)) })), certificate: null }];
 }
 
 let dir = '';
@@ -61,27 +66,34 @@ beforeEach(async () => {
   reachable = true;
   const identities = store.sub('test_identities');
   await store.commit([{ type: 'put', sub: identities, key: ZID, value: { zid: ZID, home: 'node-a' } }]);
-  const fetch: FetchChain = async () => {
+  moves = movesOn(store);
+});
+
+/** node-a's HomeMoves on `store`: node-a was the identity's home in epoch 1. */
+function movesOn(on: Store): HomeMoves {
+  const identities = on.sub('test_identities');
+  const fetch: FetchChain = async (node) => {
     fetches++;
     if (!reachable) throw new Error('connect ECONNREFUSED');
-    return { v: 1, head: { epoch: 2, seq: 1, hash: entryHash(chainAtB()[0]!.entry) }, links: chainAtB(), more: false };
+    const links = chainAt(node);
+    return { v: 1, head: { epoch: links[0]!.entry.epoch, seq: 1, hash: entryHash(links[0]!.entry) }, links, more: false };
   };
-  moves = new HomeMoves({
+  return new HomeMoves({
     store,
     nodeId: () => 'node-a',
     replicas: 3,
     members: () => MEMBERS,
     verify,
-    homeChanges: new HomeChanges(store),
+    homeChanges: new HomeChanges(on),
     identity: {
-      getIdentity: async (zid) => store.get<IdentityRecord>(identities, zid),
+      getIdentity: async (zid) => on.get<IdentityRecord>(identities, zid),
       homeMoveOps: async (ident, home) => [{ type: 'put', sub: identities, key: ident.zid, value: { ...ident, home } }],
     },
     forget: () => undefined,
     fetch,
     timeoutMs: 1000,
   });
-});
+}
 
 afterEach(async () => {
   moves.stop();
@@ -111,4 +123,37 @@ describe('an old home learning its identity moved', () => {
     expect(fetches).toBe(2);
     expect(await wallet()).toEqual({ free: 3, paid: 4 });
   }, 15_000);
+
+  it('takes a later home’s chain when another change comes before the copy was taken', async () => {
+    reachable = false;
+    expect(await moves.apply(toB())).toEqual({ apply: true });
+    await waitFor(() => fetches === 1, 5_000, 'the first fetch');
+    // node-b lost the identity to node-c before node-a could reach it: node-a's copy waits for node-c's chain now.
+    expect(await moves.apply(changeTo('node-c', 3))).toEqual({ apply: true });
+    reachable = true;
+    await waitFor(() => moves.stats.replaced === 1, 10_000, 'the later home’s chain taken');
+    expect(await wallet()).toEqual({ free: 5, paid: 4 });
+    expect(await new HomeChanges(store).stale(ZID)).toBe(false);
+  }, 15_000);
+
+  it('takes the chain after a start when it stopped before its copy was taken', async () => {
+    reachable = false;
+    expect(await moves.apply(toB())).toEqual({ apply: true });
+    await waitFor(() => fetches === 1, 5_000, 'the first fetch');
+    moves.stop();
+    expect(await new HomeChanges(store).stale(ZID)).toBe(true);
+    // Started again on its store, the new home reachable.
+    reachable = true;
+    moves = movesOn(store);
+    await moves.resume();
+    await waitFor(() => moves.stats.replaced === 1, 5_000, 'the chain taken after the start');
+    expect(await wallet()).toEqual({ free: 3, paid: 4 });
+    expect(await new HomeChanges(store).staleZids(10)).toEqual([]);
+    // Nothing waits any more: a later start takes nothing.
+    const before = fetches;
+    moves.stop();
+    moves = movesOn(store);
+    await moves.resume();
+    expect(fetches).toBe(before);
+  });
 });
