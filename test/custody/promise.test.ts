@@ -4,7 +4,7 @@ import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import type { PrivateKey } from '@libp2p/interface';
 import { describe, expect, it } from 'vitest';
-import { custodySetOf } from '../../src/custody/custody-set.js';
+import { custodySetOf, type CustodySet } from '../../src/custody/custody-set.js';
 import { standingOf, type HomeChange } from '../../src/custody/home-change.js';
 import {
   decidePromise,
@@ -30,6 +30,23 @@ async function nodes(n: number) {
       return { id: peerIdFromPrivateKey(key as never).toString(), key };
     }),
   );
+}
+
+type Signer = { id: string; key: Parameters<typeof signText>[0] };
+
+/** The promise `signer` signs: of `zid`, holding nothing, unless `body` says otherwise. */
+function signedPromise(signer: Signer, body: Partial<PromiseBody> & Pick<PromiseBody, 'epoch' | 'candidate'>): SignedPromise {
+  const promise: PromiseBody = { zid, head: null, ...body };
+  return { promise, node: signer.id, signature: signText(signer.key, promiseSigningText(promise)) };
+}
+
+/** Custody sets given per home (a home not given: itself alone), in place of the ranking, to make each case plain. */
+function explicitSets(sets: [string, string[]][]): (home: string) => CustodySet {
+  const byHome = new Map(sets);
+  return (home) => {
+    const custodians = byHome.get(home) ?? [home];
+    return { home, custodians, majority: Math.floor(custodians.length / 2) + 1 };
+  };
 }
 
 describe('the promise table', () => {
@@ -60,14 +77,8 @@ describe('the promises of a home change', () => {
     const view = { epoch: 1, home: oldHome };
     const setOf = (home: string) => custodySetOf(zid, home, members, 3);
     const outsider = all.find((n) => !set.custodians.includes(n.id))!;
-    const promise = (
-      signer: { id: string; key: Parameters<typeof signText>[0] },
-      head: PromiseBody['head'],
-      more: Partial<PromiseBody> = {},
-    ): SignedPromise => {
-      const body: PromiseBody = { zid, epoch: 2, candidate: b!.id, head, ...more };
-      return { promise: body, node: signer.id, signature: signText(signer.key, promiseSigningText(body)) };
-    };
+    const promise = (signer: Signer, head: PromiseBody['head'], more: Partial<PromiseBody> = {}) =>
+      signedPromise(signer, { epoch: 2, candidate: b!.id, head, ...more });
     const hb = { epoch: 1, seq: 4, hash: 'aa'.repeat(32) };
     const hc = { epoch: 1, seq: 5, hash: 'bb'.repeat(32) };
     const good = [promise(b!, hb), promise(c!, hc)];
@@ -99,18 +110,11 @@ describe('the promises of a home change', () => {
   it('need a majority of the set of every later epoch’s home a promise names, as the candidate asked them', async () => {
     // Explicit sets: the first epoch's home h with {h, b, c}; c, the home of epoch 2 (promised or taken), with {c, d, e}.
     const [h, b, c, d, e] = await nodes(5);
-    const sets = new Map([
+    const setOf = explicitSets([
       [h!.id, [h!.id, b!.id, c!.id]],
       [c!.id, [c!.id, d!.id, e!.id]],
     ]);
-    const setOf = (home: string) => {
-      const custodians = sets.get(home) ?? [home];
-      return { home, custodians, majority: Math.floor(custodians.length / 2) + 1 };
-    };
-    const promise = (signer: { id: string; key: Parameters<typeof signText>[0] }, more: Partial<PromiseBody> = {}): SignedPromise => {
-      const body: PromiseBody = { zid, epoch: 3, candidate: b!.id, head: null, ...more };
-      return { promise: body, node: signer.id, signature: signText(signer.key, promiseSigningText(body)) };
-    };
+    const promise = (signer: Signer, more: Partial<PromiseBody> = {}) => signedPromise(signer, { epoch: 3, candidate: b!.id, ...more });
     const view = { epoch: 1, home: h!.id };
     // b promised epoch 2 to c before: its promise of 3 names it, and c's set may hold entries of epoch 2 b never saw.
     const fromB = promise(b!, { latest: { epoch: 2, home: c!.id } });
@@ -132,20 +136,13 @@ describe('the promises of a home change', () => {
     // The epoch 22 home h, set {h, p, q}. p promised 23 to x, which certified entries with y (x's set {x, y, q}), then
     // 24 to a and 25 to c, neither completed. Asked by b for 26 with the view of epoch 22, p names them all.
     const [h, p, q, x, y, a, c, b] = await nodes(8);
-    const sets = new Map([
+    const setOf = explicitSets([
       [h!.id, [h!.id, p!.id, q!.id]],
       [x!.id, [x!.id, y!.id, q!.id]],
       [a!.id, [a!.id, p!.id, q!.id]],
       [c!.id, [c!.id, p!.id, b!.id]],
     ]);
-    const setOf = (home: string) => {
-      const custodians = sets.get(home) ?? [home];
-      return { home, custodians, majority: Math.floor(custodians.length / 2) + 1 };
-    };
-    const promise = (signer: { id: string; key: Parameters<typeof signText>[0] }, more: Partial<PromiseBody> = {}): SignedPromise => {
-      const body: PromiseBody = { zid, epoch: 26, candidate: b!.id, head: null, ...more };
-      return { promise: body, node: signer.id, signature: signText(signer.key, promiseSigningText(body)) };
-    };
+    const promise = (signer: Signer, more: Partial<PromiseBody> = {}) => signedPromise(signer, { epoch: 26, candidate: b!.id, ...more });
     const view = { epoch: 22, home: h!.id };
     const head22 = { epoch: 22, seq: 115, hash: 'aa'.repeat(32) };
     const fromP = promise(p!, {
@@ -211,10 +208,7 @@ describe('the promises of a home change', () => {
     const { b9, k, m } = found[0]!;
     const key = (id: string) => all.find((n) => n.id === id)!.key;
     const candidate = m[0]!;
-    const promise = (node: string, more: Partial<PromiseBody> = {}): SignedPromise => {
-      const body: PromiseBody = { zid, epoch: 13, candidate, head: null, ...more };
-      return { promise: body, node, signature: signText(key(node), promiseSigningText(body)) };
-    };
+    const promise = (node: string, more: Partial<PromiseBody> = {}) => signedPromise({ id: node, key: key(node) }, { epoch: 13, candidate, ...more });
     const known = { epoch: 10, home: k };
     const change = (promises: SignedPromise[], epoch = 13): HomeChange => ({ zid, epoch, home: candidate, after: 9, promises });
     // Neither naming epoch 10 nor past it: a gap here (a fork of the epoch known, or a history this node cannot check).
