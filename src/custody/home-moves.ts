@@ -252,12 +252,15 @@ export class HomeMoves {
     }
   }
 
-  /** A chain's records as ops over this node's own ledger: envelope records of other owners held here stay theirs. */
+  /** A chain's records as ops over this node's own ledger: envelope records of other owners homed here stay theirs. */
   private async replayed(zid: string, links: readonly Pick<ChainLink, 'records'>[]): Promise<Op[]> {
     const d = this.deps;
     const tokens = envelopeTokens(links);
     const held = await d.store.getMany<{ owner?: string }>(d.store.sub(LEDGER_SUBLEVELS.envelopes), tokens);
     const owners = new Map(tokens.map((t, i) => [t, held[i]?.owner]));
-    return replayOps(d.store, links, { zid, owners });
+    const others = [...new Set(held.flatMap((h) => (h?.owner !== undefined && h.owner !== zid ? [h.owner] : [])))];
+    const homes = await Promise.all(others.map(async (o) => (await d.identity.getIdentity(o))?.home));
+    const homedHere = new Set(others.filter((_, i) => homes[i] === d.nodeId()));
+    return replayOps(d.store, links, { zid, owners, homedHere });
   }
 }

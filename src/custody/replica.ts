@@ -125,12 +125,14 @@ export function checkChain(
 }
 
 /**
- * What a replay writes over: the identity whose run it is, and the owner of each envelope record the node holds now
- * (by token id; undefined: none), read just before the replay's batch (envelopeTokens names the ones to read).
+ * What a replay writes over: the identity whose run it is, the owner of each envelope record the node holds now (by
+ * token id; undefined: none), read just before the replay's batch (envelopeTokens names the ones to read), and which
+ * of those owners are homed on this node.
  */
 export interface ReplayOnto {
   zid: string;
   owners: ReadonlyMap<string, string | undefined>;
+  homedHere: ReadonlySet<string>;
 }
 
 /**
@@ -138,8 +140,9 @@ export interface ReplayOnto {
  * `onto`, over a node's own ledger: an envelope record is keyed by token id, so the run's records of an envelope
  * that left the identity (a debit deletes it, a same-node transfer rewrites it for its new owner) are not the node's
  * to write when another owner's record is there (a credit this node made to an identity homed here); the record the
- * run ends on is written when it is the identity's, and a copy the node holds as the identity's is deleted when the
- * run ends with the envelope gone from it.
+ * run ends on is written when it is the identity's, but over the record of another identity homed here (its home's
+ * ledger says it holds the envelope now: the run is one fetched before the envelope left), and a copy the node holds
+ * as the identity's is deleted when the run ends with the envelope gone from it.
  */
 export function replayOps(store: Store, links: readonly Pick<ChainLink, 'records'>[], onto?: ReplayOnto): Op[] {
   const ops: Op[] = [];
@@ -156,8 +159,10 @@ export function replayOps(store: Store, links: readonly Pick<ChainLink, 'records
   }
   for (const [token, op] of last) {
     const owner = op[0] === 'put' ? (jsonOf(op[3]) as { owner?: unknown } | null)?.owner : undefined;
-    if (owner === onto!.zid) ops.push(opOf(store, op));
-    else if (onto!.owners.get(token) === onto!.zid) ops.push({ type: 'del', sub: store.sub(op[1]), key: token });
+    const holder = onto!.owners.get(token);
+    if (owner === onto!.zid) {
+      if (holder === undefined || holder === onto!.zid || !onto!.homedHere.has(holder)) ops.push(opOf(store, op));
+    } else if (holder === onto!.zid) ops.push({ type: 'del', sub: store.sub(op[1]), key: token });
   }
   return ops;
 }

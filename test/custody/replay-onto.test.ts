@@ -64,7 +64,11 @@ beforeEach(async () => {
     verify: verifyText,
     homeChanges: new HomeChanges(store),
     identity: {
-      getIdentity: (zid) => Promise.resolve(zid === Z ? ident : undefined),
+      // Y is homed here; W elsewhere (this node holds a stale record of W's at most).
+      getIdentity: (zid) =>
+        Promise.resolve(
+          zid === Z ? ident : zid === Y ? ({ zid: Y, home: SELF } as IdentityRecord) : zid === W ? ({ zid: W, home: OLD } as IdentityRecord) : undefined,
+        ),
       homeMoveOps: async (i, home) => [{ type: 'put', sub: identities, key: i.zid, value: { ...i, home } }],
     },
     forget: () => undefined,
@@ -111,6 +115,17 @@ describe('taking a chain over, onto this node’s own ledger', () => {
     expect(await store.get(envelopes(), token(4))).toBeUndefined();
     expect(await store.get(envelopes(), token(5))).toBeUndefined();
     expect(await store.range(byOwner(), { gte: `${Z}!`, lt: `${Z}!~` })).toEqual([]);
+  });
+
+  it('leaves the record of an identity homed here that a chain fetched before the envelope left still gives to the identity', async () => {
+    // Token 7 went from Z to Y (homed here) after the chain was read; token 8's record here is W's, a stale copy.
+    await store.commit([
+      { type: 'put', sub: envelopes(), key: token(7), value: { ...envelope(token(7), Y, 41), transfer_id: 'xfer_7' } },
+      { type: 'put', sub: envelopes(), key: token(8), value: { ...envelope(token(8), W, 42), transfer_id: 'xfer_8' } },
+    ]);
+    await moves.adopt(change, [sealed(token(7), 7), sealed(token(8), 8)], []);
+    expect(await store.get(envelopes(), token(7))).toMatchObject({ owner: Y, seq: 41, transfer_id: 'xfer_7' });
+    expect(await store.get(envelopes(), token(8))).toMatchObject({ owner: Z, seq: 8 });
   });
 
   it('replays every record as it is without a ledger to write over (a custodian’s check of a run)', () => {
