@@ -74,6 +74,9 @@ export class Counters {
   private readonly groups = new Map<string, Set<string>>();
   /** Identity → its record's counters (name → value): the identities used most recently. */
   private readonly identities: LruMap<string, Map<string, number>>;
+  /** How many identity records were dropped (forgetIdentity), and the count at each identity's last drop. */
+  private forgets = 0;
+  private readonly forgottenAt = new Map<string, number>();
   /** Identities whose counters changed in memory and are not written yet: never evicted. */
   private readonly pending: PendingWrites<string>;
   /**
@@ -99,6 +102,15 @@ export class Counters {
   /** Drop an identity's record kept in memory (written past this class: a custody failover's state transfer). */
   forgetIdentity(zid: string): void {
     this.identities.delete(zid);
+    this.forgottenAt.set(zid, ++this.forgets);
+  }
+
+  /**
+   * A mark to take before in-memory increments whose batch may fail: `revert` given it leaves the counters of an
+   * identity whose record was dropped since (its record was rewritten from a chain, without the increment).
+   */
+  mark(): number {
+    return this.forgets;
   }
 
   /** Is this identity's record in memory (its counters usable synchronously)? */
@@ -285,10 +297,14 @@ export class Counters {
     return { type: 'put', sub: this.sub, key: group, value: new TotalsValue(this.written, value, deltas) };
   }
 
-  /** Undo in-memory increments whose batch failed. */
-  revert(name: string, delta: number): void {
+  /**
+   * Undo in-memory increments whose batch failed; `mark` (taken before them): not those of an identity whose record
+   * was dropped since.
+   */
+  revert(name: string, delta: number, mark?: number): void {
     const zid = identityOf(name);
     if (zid !== null) {
+      if (mark !== undefined && (this.forgottenAt.get(zid) ?? 0) > mark) return;
       // Not in memory: evicted after its failed batch settled, so the store holds the value without the change.
       const m = this.identities.get(zid);
       if (m !== undefined) m.set(name, (m.get(name) ?? 0) - delta);

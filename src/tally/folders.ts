@@ -77,12 +77,13 @@ export class Folders {
         deltas.set(from, (deltas.get(from) ?? 0) - 1);
       }
       if (moving.length > 0) deltas.set(folderCounter(zid, m.folder), (deltas.get(folderCounter(zid, m.folder)) ?? 0) + moving.length);
+      const mark = this.counters.mark();
       for (const [name, d] of deltas) this.counters.bump(name, d);
       this.counters.persistOps([...deltas.keys()], ops);
       try {
         if (ops.length > 0) await this.store.commit(ops);
       } catch (err) {
-        for (const [name, d] of deltas) this.counters.revert(name, d);
+        for (const [name, d] of deltas) this.counters.revert(name, d, mark);
         throw err;
       }
       return { zid, folder: m.folder, moved: moving.length, folders: this.ledger.folders(zid) };

@@ -90,6 +90,9 @@ export class Ledger {
   private readonly templates: Sublevel;
   /** The wallets used most recently; one changed in memory and not yet written stays (walletWrites). */
   private readonly walletCache: LruMap<string, Wallet>;
+  /** How many wallets were dropped (forgetWallet), and the count at each identity's last drop. */
+  private walletForgets = 0;
+  private readonly walletForgottenAt = new Map<string, number>();
   private readonly walletWrites: PendingWrites<string>;
   /** Templates read back for compact results, by id (a template never changes under its id: it is its SHA-256). */
   private readonly readTemplates = new BoundedMap<string, StoredTemplate>(READ_TEMPLATES_MAX);
@@ -137,6 +140,14 @@ export class Ledger {
   /** Drop a wallet kept in memory (its records were written past the ledger: a custody failover's state transfer). */
   forgetWallet(zid: string): void {
     this.walletCache.delete(zid);
+    this.walletForgottenAt.set(zid, ++this.walletForgets);
+  }
+
+  /** Give a charge back to a wallet in memory, unless it was dropped since `mark` (rewritten from a chain without it). */
+  private giveBack(zid: string, mark: number, free: number, paid: number): void {
+    if ((this.walletForgottenAt.get(zid) ?? 0) > mark) return;
+    const now = this.walletCache.get(zid);
+    if (now) this.walletCache.set(zid, { free: now.free + free, paid: now.paid + paid });
   }
 
   /** A wallet already in memory (await wallet(zid) first). */
@@ -169,10 +180,8 @@ export class Ledger {
     const next: Wallet = { free: w.free + dFree, paid: w.paid + dPaid };
     this.walletCache.set(zid, next);
     this.walletWrites.changed(zid);
-    const rollback = () => {
-      const now = this.walletCache.get(zid);
-      if (now) this.walletCache.set(zid, { free: now.free - dFree, paid: now.paid - dPaid });
-    };
+    const mark = this.walletForgets;
+    const rollback = () => this.giveBack(zid, mark, -dFree, -dPaid);
     return { wallet: next, op: { type: 'put', sub: this.wallets, key: zid, value: next }, rollback };
   }
 
@@ -214,6 +223,7 @@ export class Ledger {
     if (!w) throw new Error('wallet not prepared');
     checkBalance(w, cost);
     const fromFree = Math.min(w.free, cost);
+    const mark = this.counters.mark();
     const debit = this.adjust(zid, -fromFree, -(cost - fromFree));
     const bumped: (string | number)[] = [];
     const { burned, foundation } = this.split(zid, cost, bumped);
@@ -230,7 +240,7 @@ export class Ledger {
       balance_after: debit.wallet,
     };
     const rollback = () => {
-      for (let i = 0; i < bumped.length; i += 2) this.counters.revert(bumped[i] as string, bumped[i + 1] as number);
+      for (let i = 0; i < bumped.length; i += 2) this.counters.revert(bumped[i] as string, bumped[i + 1] as number, mark);
       debit.rollback();
     };
     return { charge, split: { free: fromFree, paid: cost - fromFree }, ops, rollback };
@@ -304,6 +314,7 @@ export class Ledger {
     const rollbacks: (() => void)[] = [];
     /** Counter increments applied in memory, as name, delta pairs (reverted if the batch fails). */
     const bumped: (string | number)[] = [];
+    const mark = this.counters.mark();
     let charge: TallyCharge;
     let envelope: EnvelopeRecord | null = null;
     let audit: AuditRow | null = null;
@@ -323,10 +334,8 @@ export class Ledger {
       this.walletWrites.changed(caller.zid);
       // Undone by giving the charge back, not by restoring a copy: seals of the same wallet made after this one
       // (in this batch or queued) keep their own charges when they roll back in any order.
-      rollbacks.push(() => {
-        const now = this.walletCache.get(caller.zid);
-        if (now) this.walletCache.set(caller.zid, { free: now.free + fromFree, paid: now.paid + fromPaid });
-      });
+      const mark = this.walletForgets;
+      rollbacks.push(() => this.giveBack(caller.zid, mark, fromFree, fromPaid));
       ops.push({ type: 'put', sub: this.wallets, key: caller.zid, value: next });
       const { burned, foundation } = this.split(caller.zid, cost, bumped);
       const funding = fromFree === cost ? 'free' : 'paid';
@@ -403,7 +412,7 @@ export class Ledger {
       ops.push({ type: 'put', sub: this.results, key: args.resultId, value: bytes });
       await this.store.commit(ops);
     } catch (err) {
-      for (let i = 0; i < bumped.length; i += 2) this.counters.revert(bumped[i] as string, bumped[i + 1] as number);
+      for (let i = 0; i < bumped.length; i += 2) this.counters.revert(bumped[i] as string, bumped[i + 1] as number, mark);
       for (const name of args.counterNames) this.counters.unsettle(name);
       for (const undo of rollbacks.reverse()) undo();
       throw err;

@@ -273,12 +273,13 @@ export class Transfers {
         ops.push({ type: 'put', sub: this.records, key: transferId, value: pending });
         ops.push({ type: 'put', sub: this.outbox, key: transferId, value: transferId });
       }
+      const mark = this.d.counters.mark();
       for (const [name, d] of deltas) this.d.counters.bump(name, d);
       this.d.counters.persistOps(oneWrite ? ['envelope_seq', ...deltas.keys()] : [...deltas.keys()], ops);
       try {
         await this.d.store.commit(ops);
       } catch (err) {
-        for (const [name, d] of deltas) this.d.counters.revert(name, d);
+        for (const [name, d] of deltas) this.d.counters.revert(name, d, mark);
         for (const undo of rollbacks.reverse()) undo();
         throw err;
       }
@@ -402,6 +403,7 @@ export class Transfers {
       const names = ['envelope_seq', envelopeCounter(delivery.to), folderCounter(delivery.to, RECEIVED_FOLDER)];
       const n = delivery.envelopes.length;
       const firstSeq = this.d.counters.get('envelope_seq') + 1;
+      const counted = this.d.counters.mark();
       this.d.counters.bump('envelope_seq', n);
       this.d.counters.bump(names[1]!, n);
       this.d.counters.bump(names[2]!, n);
@@ -459,8 +461,8 @@ export class Transfers {
         await this.d.store.commit(ops);
       } catch (err) {
         // envelope_seq stays: numbers are never handed out twice (ledger.ts seal).
-        this.d.counters.revert(names[1]!, n);
-        this.d.counters.revert(names[2]!, n);
+        this.d.counters.revert(names[1]!, n, counted);
+        this.d.counters.revert(names[2]!, n, counted);
         inRow.rollback();
         throw err;
       }
