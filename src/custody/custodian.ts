@@ -91,6 +91,11 @@ export interface CustodianDeps {
    * of an epoch holds that epoch's certified entries in its log, not here, and its promise must show them.
    */
   ownHead?: (zid: string) => Promise<PromisedHead | null>;
+  /**
+   * This node is taking the identity over (failover.ts: a majority promised it, and it has not written the chain
+   * yet): it promises no later epoch to another candidate, as the home does not. Absent: never.
+   */
+  takingOver?: (zid: string) => boolean;
   /** The home changes of an identity kept here above an epoch, oldest first, at most `limit` (home-change.ts). */
   changesAfter?: (zid: string, after: number, limit: number) => Promise<HomeChange[]>;
   meshSecret: string | null;
@@ -212,7 +217,7 @@ export class Custodian {
     const held: PromisedHead | null =
       head === null ? null : { epoch: head.epoch, seq: head.seq, hash: head.hash, ...(head.attempt === undefined ? {} : { attempt: head.attempt }) };
     const shown = own !== null && (held === null || headAfter(own, held)) ? own : held;
-    const selfHome = candidate !== self && (await this.deps.homeOf(zid)) === self;
+    const selfHome = candidate !== self && (this.deps.takingOver?.(zid) === true || (await this.deps.homeOf(zid)) === self);
     const before = await this.promised(zid);
     const d = decidePromise(epoch, candidate, { accepted: head?.fenced_below ?? 0, promised: before, selfHome });
     if ('refuse' in d) return { v: 1, refused: { code: d.refuse, reason: d.reason, epoch: d.epoch } };

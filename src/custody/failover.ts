@@ -99,6 +99,8 @@ export class Failover {
    * chain again over the writes the first let the node make since.
    */
   private readonly attempting = new Set<string>();
+  /** Identities this node is taking over: a majority promised it, and the chain is not written yet (isTaking). */
+  private readonly taking = new Set<string>();
   private running = false;
   readonly stats = { attempts: 0, taken: 0, lost: 0 };
 
@@ -184,6 +186,7 @@ export class Failover {
       await this.attemptOnce(zid, home, set, rank);
     } finally {
       this.attempting.delete(zid);
+      this.taking.delete(zid);
     }
   }
 
@@ -217,6 +220,8 @@ export class Failover {
       const fault = promisesFault(promises, zid, epoch, self, view, setOf, d.verify);
       if (fault !== null) return lose(fault);
       this.move(zid, 'majority');
+      // From here this node is as good as the home: it promises no later epoch to another candidate (custodian.ts).
+      this.taking.add(zid);
       // The home may have spoken meanwhile (a slow home, not a dead one): it is fenced now, and this node goes on.
       // A home taking its identity again (retake) counts among the promisers with its certified log, not with what
       // its custodian side holds (nothing of its own identities): a custodian that signed the home's last entries
@@ -263,6 +268,11 @@ export class Failover {
       );
       // A change of this epoch or a later one applied meanwhile (heard, or shown by a fenced refusal): nothing to adopt.
       if (((await d.homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH) >= epoch) return lose(`epoch ${epoch} was taken meanwhile`);
+      // A later epoch this node's custodian promised another candidate while this one gathered: that candidate may
+      // take a chain without what this node would certify as the home (its own signature counts in its majority).
+      const promisedSince = await d.custodian.promised(zid);
+      if (promisedSince !== null && promisedSince.epoch > epoch)
+        return lose(`epoch ${promisedSince.epoch} was promised to ${promisedSince.candidate} meanwhile`);
       await d.adopt(change, chain, certified, debits);
       this.move(zid, 'taken');
       this.stats.taken++;
@@ -275,6 +285,11 @@ export class Failover {
     } catch (err) {
       lose(err instanceof Error ? err.message : String(err));
     }
+  }
+
+  /** Is this node taking `zid` over (a majority promised it, its chain not written yet)? */
+  isTaking(zid: string): boolean {
+    return this.taking.has(zid);
   }
 
   /**

@@ -269,6 +269,7 @@ export async function wireCustody(
       return own !== null && own.seq > 0 && (held === null || headAfter(own, held)) ? replicator.page(zid, from) : custodian.page(zid, from);
     },
     changesAfter: (zid, after, limit) => homeChanges.changesAfter(zid, after, limit),
+    takingOver: (zid) => failoverRef?.isTaking(zid) ?? false,
     meshSecret: secret,
     nowSvcond: time.nowSvcond,
     logger: f.logger,

@@ -3,7 +3,9 @@
 // entry opened epoch 2 on that chain (custodian-rules.ts opensEpoch: signed on any seq). Its chain breaks below the
 // epoch entry. A node that takes the identity over with its promise takes the entries below from the others: the
 // custodian itself as a candidate, and the home taking its identity again (failover.ts retake) when that custodian is
-// the only other promiser, its head equal to the home's log. Composed in-process: three custodians on their own
+// the only other promiser, its head equal to the home's log. A node taking the identity over promises no other
+// candidate from its majority on, and gives its epoch up when it promised one a later epoch while it gathered.
+// Composed in-process: three custodians on their own
 // stores, the test as the home proposing the entries, each node's failover asking the others directly.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -50,6 +52,7 @@ beforeEach(async () => {
   custodians = new Map(nodes.map((n) => [n.id, custodianAt(n)]));
   down = new Set();
   homeLog = [];
+  failovers.clear();
 });
 
 afterEach(async () => {
@@ -59,8 +62,11 @@ afterEach(async () => {
 
 const members = () => nodes.map((n) => n.id);
 
+/** Each node's failover, once made (failoverAt): its custodian promises no other candidate while it takes over. */
+const failovers = new Map<string, Failover>();
+
 function custodianAt(n: Node): Custodian {
-  return composedCustodian(n, { home: () => home.id, members, secret: SECRET, now: NOW });
+  return composedCustodian(n, { home: () => home.id, members, secret: SECRET, now: NOW, takingOver: (z) => failovers.get(n.id)?.isTaking(z) ?? false });
 }
 
 /** `from` proposes `entries` to the custodian of `to`; the outcome per entry ('signed' or the refusal code). */
@@ -120,8 +126,16 @@ const outcome = (answer: CustodyAnswer): string => {
   return r.ok ? 'signed' : r.code;
 };
 
-/** The failover of `n`, its clock at `now()`; what it adopted. */
-function failoverAt(n: Node, now: () => number, isHome: boolean) {
+/**
+ * The failover of `n`, its clock at `now()`; what it adopted. `onAsk`: run as it asks a node for a promise; `onSend`:
+ * as it proposes entries to a node (its epoch entry).
+ */
+function failoverAt(
+  n: Node,
+  now: () => number,
+  isHome: boolean,
+  hooks: { onAsk?: (node: string) => Promise<void>; onSend?: (node: string) => Promise<void> } = {},
+) {
   const adopted: { change: HomeChange; chain: TakenChain }[] = [];
   /** The node's own fence and promises, in order. */
   const steps: string[] = [];
@@ -151,16 +165,19 @@ function failoverAt(n: Node, now: () => number, isHome: boolean) {
     // The change of epoch 2, the home's: only its epoch is read here.
     homeChanges: { latest: () => Promise.resolve({ zid, epoch: 2, home: home.id } as HomeChange), homeAt: () => Promise.resolve(null) },
     askPromise: async (node, z, epoch) => {
+      await hooks.onAsk?.(node);
       if (down.has(node)) throw new Error(`${node} is down`);
       return custodians.get(node)!.answerPromise(promiseRequest(SECRET, n.id, NOW, z, epoch), n.id);
     },
-    send: (node, entries, records) =>
-      propose(
+    send: async (node, entries, records) => {
+      await hooks.onSend?.(node);
+      return propose(
         n,
         nodes.find((m) => m.id === node)!,
         entries,
         records,
-      ),
+      );
+    },
     // The answer as the node's fetcher takes it (client.ts chainAnswerOf): a page with a gap below the head is one.
     fetch: async (node, z, from) => {
       if (down.has(node)) throw new Error(`${node} is down`);
@@ -181,6 +198,7 @@ function failoverAt(n: Node, now: () => number, isHome: boolean) {
     publish: () => Promise.resolve(),
     timeoutMs: 5000,
   });
+  failovers.set(n.id, failover);
   return { failover, adopted, steps };
 }
 
@@ -248,5 +266,45 @@ describe('a custodian whose chain breaks below its head', () => {
     await Promise.all([failover.retake(zid), failover.retake(zid)]);
     expect(failover.stats).toMatchObject({ attempts: 1, taken: 1 });
     expect(adopted).toHaveLength(1);
+  });
+});
+
+describe('a node taking an identity over', () => {
+  it('does not become the home when its custodian promised a later epoch to another candidate while it gathered', async () => {
+    await gappedChain();
+    down.add(home.id);
+    let now = NOW;
+    // Y, a candidate too, asks X for epoch 4 while X gathers epoch 3: X promises it (X is not taking over yet).
+    let promisedToY: unknown = null;
+    const { failover, adopted } = failoverAt(x, () => now, false, {
+      onAsk: async (node) => {
+        if (node === y.id && promisedToY === null) promisedToY = await custodians.get(x.id)!.promiseTo(zid, 4, y.id);
+      },
+    });
+    now = NOW + 20;
+    await failover.run();
+    expect(promisedToY).toHaveProperty('promise');
+    // Y may take a chain without what X would certify as the home: X gives the epoch up.
+    expect(adopted).toHaveLength(0);
+    expect(failover.stats.taken).toBe(0);
+  });
+
+  it('promises no later epoch to another candidate once a majority promised it, until it is the home', async () => {
+    await gappedChain();
+    down.add(home.id);
+    let now = NOW;
+    let askedMeanwhile: unknown = null;
+    const { failover, adopted } = failoverAt(x, () => now, false, {
+      onSend: async (node) => {
+        if (node === y.id && askedMeanwhile === null) askedMeanwhile = await custodians.get(x.id)!.promiseTo(zid, 4, y.id);
+      },
+    });
+    now = NOW + 20;
+    await failover.run();
+    expect(askedMeanwhile).toMatchObject({ refused: { code: 'home' } });
+    expect(adopted).toHaveLength(1);
+    expect(adopted[0]!.change).toMatchObject({ epoch: 3, home: x.id });
+    // Done taking: the failover no longer counts it as taking.
+    expect(failover.isTaking(zid)).toBe(false);
   });
 });

@@ -23,6 +23,7 @@ export function composedCustodian(
     now: number;
     changesAfter?: CustodianDeps['changesAfter'];
     ownHead?: CustodianDeps['ownHead'];
+    takingOver?: CustodianDeps['takingOver'];
     /** Where it catches up from (absent: it does not). */
     fetch?: CustodianDeps['fetch'];
   },
@@ -42,6 +43,7 @@ export function composedCustodian(
     nowSvcond: () => o.now,
     ...(o.changesAfter === undefined ? {} : { changesAfter: o.changesAfter }),
     ...(o.ownHead === undefined ? {} : { ownHead: o.ownHead }),
+    ...(o.takingOver === undefined ? {} : { takingOver: o.takingOver }),
   });
   return c;
 }
