@@ -269,39 +269,38 @@ describe('a custodian whose chain breaks below its head', () => {
   });
 });
 
+/**
+ * The home down, X takes the identity over (epoch 3), Y's custodian asking X for a promise of epoch 4 once: as X asks
+ * Y for its promise (`when` 'ask'), or as X proposes its epoch entry to Y ('send'). X's failover, what it adopted, and
+ * X's answer to Y.
+ */
+async function takenOverWhileAsked(when: 'ask' | 'send') {
+  await gappedChain();
+  down.add(home.id);
+  let now = NOW;
+  let answer: unknown = null;
+  const askX = async (node: string) => {
+    if (node === y.id && answer === null) answer = await custodians.get(x.id)!.promiseTo(zid, 4, y.id);
+  };
+  const taking = failoverAt(x, () => now, false, when === 'ask' ? { onAsk: askX } : { onSend: askX });
+  now = NOW + 20;
+  await taking.failover.run();
+  return { ...taking, answer };
+}
+
 describe('a node taking an identity over', () => {
   it('does not become the home when its custodian promised a later epoch to another candidate while it gathered', async () => {
-    await gappedChain();
-    down.add(home.id);
-    let now = NOW;
-    // Y, a candidate too, asks X for epoch 4 while X gathers epoch 3: X promises it (X is not taking over yet).
-    let promisedToY: unknown = null;
-    const { failover, adopted } = failoverAt(x, () => now, false, {
-      onAsk: async (node) => {
-        if (node === y.id && promisedToY === null) promisedToY = await custodians.get(x.id)!.promiseTo(zid, 4, y.id);
-      },
-    });
-    now = NOW + 20;
-    await failover.run();
-    expect(promisedToY).toHaveProperty('promise');
+    // X is not taking over yet when Y asks: it promises epoch 4.
+    const { failover, adopted, answer } = await takenOverWhileAsked('ask');
+    expect(answer).toHaveProperty('promise');
     // Y may take a chain without what X would certify as the home: X gives the epoch up.
     expect(adopted).toHaveLength(0);
     expect(failover.stats.taken).toBe(0);
   });
 
   it('promises no later epoch to another candidate once a majority promised it, until it is the home', async () => {
-    await gappedChain();
-    down.add(home.id);
-    let now = NOW;
-    let askedMeanwhile: unknown = null;
-    const { failover, adopted } = failoverAt(x, () => now, false, {
-      onSend: async (node) => {
-        if (node === y.id && askedMeanwhile === null) askedMeanwhile = await custodians.get(x.id)!.promiseTo(zid, 4, y.id);
-      },
-    });
-    now = NOW + 20;
-    await failover.run();
-    expect(askedMeanwhile).toMatchObject({ refused: { code: 'home' } });
+    const { failover, adopted, answer } = await takenOverWhileAsked('send');
+    expect(answer).toMatchObject({ refused: { code: 'home' } });
     expect(adopted).toHaveLength(1);
     expect(adopted[0]!.change).toMatchObject({ epoch: 3, home: x.id });
     // Done taking: the failover no longer counts it as taking.
