@@ -93,12 +93,6 @@ interface KeptChange {
   previous: string;
   /** The home of each earlier epoch (by epoch): a debit of any of them is delivered, and checked, after the change. */
   homes?: Record<string, string>;
-  /**
-   * This node was the identity's home before and has not taken a later home's chain in place of its copy yet (an old
-   * home's copy, and the charges it made and never wrote, wait for that: home-moves.ts replaceCopy); kept so a node
-   * stopped meanwhile takes it after its start.
-   */
-  stale?: true;
 }
 
 /** A home change's key in the history: the identity, then the epoch (fixed width, so a range reads epochs in order). */
@@ -112,11 +106,14 @@ const historyKey = (zid: string, epoch: number) => `${zid}!${padNum(epoch, 8)}`;
 export class HomeChanges {
   private readonly sub: Sublevel;
   private readonly history: Sublevel;
+  /** Identities whose copy here waits for a new home's chain: zid → the epoch of that home's change (putOps). */
+  private readonly waiting: Sublevel;
   private readonly cache = new Map<string, KeptChange | null>();
 
   constructor(private readonly store: Store) {
     this.sub = store.sub('custody_homes', 'json', { rewritten: true });
     this.history = store.sub('custody_changes', 'json');
+    this.waiting = store.sub('custody_copies_waiting', 'json');
   }
 
   private async kept(zid: string): Promise<KeptChange | null> {
@@ -149,41 +146,31 @@ export class HomeChanges {
 
   /**
    * The ops keeping `change`, which replaced `previous`, with the homes of the epochs before it (those kept, as read by
-   * `latest`, and `previous`'s), and in the history; `stale`: this node's copy of the ledger waits for the new home's
-   * chain. `applied` once they are on disk.
+   * `latest`, and `previous`'s), and in the history; `waiting`: this node's copy of the ledger waits for the new home's
+   * chain (an old home's copy, and the charges it made and never wrote: home-moves.ts replaceCopy), marked so a node
+   * stopped meanwhile takes it after its start. `applied` once they are on disk.
    */
-  putOps(change: HomeChange, previous: string, stale = false): Op[] {
-    return [{ type: 'put', sub: this.sub, key: change.zid, value: this.keptOf(change, previous, stale) }, this.historyOp(change)];
+  putOps(change: HomeChange, previous: string, waiting = false): Op[] {
+    return [
+      { type: 'put', sub: this.sub, key: change.zid, value: this.keptOf(change, previous) },
+      this.historyOp(change),
+      waiting ? { type: 'put', sub: this.waiting, key: change.zid, value: change.epoch } : { type: 'del', sub: this.waiting, key: change.zid },
+    ];
   }
 
-  /** Does this node's copy of the identity's ledger wait for a later home's chain (`putOps` stale)? */
-  async stale(zid: string): Promise<boolean> {
-    return (await this.kept(zid))?.stale === true;
+  /** The epoch of the change whose new home's chain this node's copy of the identity waits for (null: none). */
+  async waitingFor(zid: string): Promise<number | null> {
+    return (await this.store.get<number>(this.waiting, zid)) ?? null;
   }
 
   /** The identities whose copy waits for a later home's chain here, at most `limit`. */
-  async staleZids(limit: number): Promise<string[]> {
-    const rows = await this.store.range<KeptChange>(this.sub, {});
-    return rows
-      .filter((r) => r.value.stale === true)
-      .slice(0, limit)
-      .map((r) => r.key);
+  async waitingZids(limit: number): Promise<string[]> {
+    return (await this.store.range(this.waiting, { limit })).map((r) => r.key);
   }
 
-  /** The op marking the identity's copy as taken from the home of epoch `epoch` (none when a later change is kept); `fresh` once on disk. */
-  async freshOps(zid: string, epoch: number): Promise<Op[]> {
-    const kept = await this.kept(zid);
-    if (kept === null || kept.stale !== true || kept.change.epoch !== epoch) return [];
-    const { stale: _taken, ...fresh } = kept;
-    return [{ type: 'put', sub: this.sub, key: zid, value: fresh }];
-  }
-
-  fresh(zid: string, epoch: number): void {
-    const kept = this.cache.get(zid);
-    if (kept?.stale === true && kept.change.epoch === epoch) {
-      const { stale: _taken, ...fresh } = kept;
-      this.cache.set(zid, fresh);
-    }
+  /** The op taking the mark off once the chain of epoch `epoch`'s home is written (none when it waits for another). */
+  async takenOps(zid: string, epoch: number): Promise<Op[]> {
+    return (await this.waitingFor(zid)) === epoch ? [{ type: 'del', sub: this.waiting, key: zid }] : [];
   }
 
   private historyOp(change: HomeChange): Op {
@@ -220,11 +207,11 @@ export class HomeChanges {
     if (this.cache.get(zid) === kept) this.cache.set(zid, next);
   }
 
-  applied(change: HomeChange, previous: string, stale = false): void {
-    this.cache.set(change.zid, this.keptOf(change, previous, stale));
+  applied(change: HomeChange, previous: string): void {
+    this.cache.set(change.zid, this.keptOf(change, previous));
   }
 
-  private keptOf(change: HomeChange, previous: string, stale: boolean): KeptChange {
+  private keptOf(change: HomeChange, previous: string): KeptChange {
     const before = this.cache.get(change.zid) ?? null;
     if (before?.change.epoch === change.epoch) return before;
     // `previous` was the home of the epoch of the change before (an epoch promised but never completed has none), and
@@ -236,6 +223,6 @@ export class HomeChanges {
       if (h.epoch > knownEpoch && h.epoch < change.epoch) homes[String(h.epoch)] ??= h.home;
     const { earlier: _carried, ...bare } = change;
     const earlier = before === null ? [] : [...(before.earlier ?? []), before.change].slice(-MAX_EARLIER_CHANGES);
-    return { change: bare, previous, homes, ...(earlier.length > 0 ? { earlier } : {}), ...(stale ? { stale: true as const } : {}) };
+    return { change: bare, previous, homes, ...(earlier.length > 0 ? { earlier } : {}) };
   }
 }

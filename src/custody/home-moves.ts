@@ -93,13 +93,13 @@ export class HomeMoves {
       return standing;
     }
     // This node's copy of the ledger waits for the new home's chain: it was the home, or still waits from a change before.
-    const stale = change.home !== d.nodeId() && (ident.home === d.nodeId() || (await d.homeChanges.stale(change.zid)));
-    await d.store.commit([...d.homeChanges.putOps(bare, ident.home, stale), ...(await d.identity.homeMoveOps(ident, change.home))]);
-    d.homeChanges.applied(bare, ident.home, stale);
+    const waiting = change.home !== d.nodeId() && (ident.home === d.nodeId() || (await d.homeChanges.waitingFor(change.zid)) !== null);
+    await d.store.commit([...d.homeChanges.putOps(bare, ident.home, waiting), ...(await d.identity.homeMoveOps(ident, change.home))]);
+    d.homeChanges.applied(bare, ident.home);
     d.forget(change.zid);
     this.stats.applied++;
     d.logger?.info({ zid: change.zid, epoch: change.epoch, home: change.home, was: ident.home }, 'custody: the identity’s home changed');
-    if (stale) this.replaceCopySoon(bare, 0);
+    if (waiting) this.replaceCopySoon(bare, 0);
     return standing;
   }
 
@@ -154,7 +154,7 @@ export class HomeMoves {
    * identity's latest home's, in the background.
    */
   async resume(limit = 10_000): Promise<void> {
-    for (const zid of await this.deps.homeChanges.staleZids(limit)) {
+    for (const zid of await this.deps.homeChanges.waitingZids(limit)) {
       const latest = await this.deps.homeChanges.latest(zid);
       if (latest !== null) {
         const { earlier: _carried, ...bare } = latest;
@@ -228,8 +228,7 @@ export class HomeMoves {
       if (latest > change.epoch || (await d.identity.getIdentity(change.zid))?.home !== change.home) return null;
       const replay = await this.replayed(change.zid, links);
       const counted = await this.unwritten(change.zid, links);
-      await this.commitCounted([...replay, ...counted.ops, ...(await d.homeChanges.freshOps(change.zid, change.epoch))], counted.rollback);
-      d.homeChanges.fresh(change.zid, change.epoch);
+      await this.commitCounted([...replay, ...counted.ops, ...(await d.homeChanges.takenOps(change.zid, change.epoch))], counted.rollback);
       d.forget(change.zid, replay);
       return replay;
     });

@@ -133,7 +133,7 @@ describe('an old home learning its identity moved', () => {
     reachable = true;
     await waitFor(() => moves.stats.replaced === 1, 10_000, 'the later home’s chain taken');
     expect(await wallet()).toEqual({ free: 5, paid: 4 });
-    expect(await new HomeChanges(store).stale(ZID)).toBe(false);
+    expect(await new HomeChanges(store).waitingFor(ZID)).toBeNull();
   }, 15_000);
 
   it('takes the chain after a start when it stopped before its copy was taken', async () => {
@@ -141,14 +141,14 @@ describe('an old home learning its identity moved', () => {
     expect(await moves.apply(toB())).toEqual({ apply: true });
     await waitFor(() => fetches === 1, 5_000, 'the first fetch');
     moves.stop();
-    expect(await new HomeChanges(store).stale(ZID)).toBe(true);
+    expect(await new HomeChanges(store).waitingFor(ZID)).toBe(2);
     // Started again on its store, the new home reachable.
     reachable = true;
     moves = movesOn(store);
     await moves.resume();
     await waitFor(() => moves.stats.replaced === 1, 5_000, 'the chain taken after the start');
     expect(await wallet()).toEqual({ free: 3, paid: 4 });
-    expect(await new HomeChanges(store).staleZids(10)).toEqual([]);
+    expect(await new HomeChanges(store).waitingZids(10)).toEqual([]);
     // Nothing waits any more: a later start takes nothing.
     const before = fetches;
     moves.stop();
