@@ -52,6 +52,7 @@ export const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'b
   SVC_CUSTODY_REPLICAS: { path: 'custody.replicas', kind: 'int' },
   SVC_CUSTODY_CERTIFY_TIMEOUT_MS: { path: 'custody.certifyTimeoutMs', kind: 'int' },
   SVC_CUSTODY_FAILOVER_TICKS: { path: 'custody.failoverTicks', kind: 'int' },
+  SVC_CUSTODY_REPLACE_TICKS: { path: 'custody.replaceTicks', kind: 'int' },
   SVC_CONTRIBUTION_COMMITTEE_SIZE: { path: 'contribution.committeeSize', kind: 'int' },
   SVC_CONTRIBUTION_SETTLE_TICKS: { path: 'contribution.settleTicks', kind: 'int' },
   SVC_CONTRIBUTION_DEADLINE_TICKS: { path: 'contribution.deadlineTicks', kind: 'int' },

@@ -182,9 +182,16 @@ export const configSchema = z
          * unheard before its first live custodian takes it over (a failover: the next live one waits twice as long).
          */
         failoverTicks: z.number().int().min(2).max(10_000).default(8),
+        /**
+         * Tick intervals of its own a custodian may go unheard before the homes of its identities replace it in their
+         * sets (a reconfiguration: a new epoch of the same home). Long against a restart or an upgrade (768 × 0.777 s
+         * ≈ 10 minutes on a small mesh), so a node that comes back keeps its place; above failoverTicks, so a home
+         * taken over is a custodian of its identities again rather than passed over.
+         */
+        replaceTicks: z.number().int().min(4).max(1_000_000).default(768),
       })
       .strict()
-      .default({ replicas: 3, certifyTimeoutMs: 5000, failoverTicks: 8 }),
+      .default({ replicas: 3, certifyTimeoutMs: 5000, failoverTicks: 8, replaceTicks: 768 }),
     /** How identities' secrets are kept (identity/secret-hash.ts). */
     identity: z
       .object({

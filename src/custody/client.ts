@@ -3,6 +3,7 @@
 import type { Stream } from '@libp2p/interface';
 import { readFrame, writeFrame } from '../mesh/frame.js';
 import { bodyDigest, handshakeFor } from '../mesh/wire.js';
+import { excludedMember } from './custody-set.js';
 import type { DebitCertificate } from './debit-certificate.js';
 import type { CustodyEntry } from './entry.js';
 import {
@@ -124,16 +125,18 @@ export function custodyClient(deps: CustodyClientDeps): SendBatch {
 }
 
 /** The request a candidate sends for a promise of `epoch` of `zid`, with its handshake. */
-export function promiseRequest(secret: string, sender: string, svcond: number, zid: string, epoch: number): PromiseRequest {
-  const unsigned = { v: 1 as const, kind: 'promise' as const, svcond, zid, epoch };
+export function promiseRequest(secret: string, sender: string, svcond: number, zid: string, epoch: number, excluded?: string[]): PromiseRequest {
+  const unsigned = { v: 1 as const, kind: 'promise' as const, svcond, zid, epoch, ...excludedMember(excluded) };
   return { ...unsigned, handshake: handshakeFor(secret, sender, svcond, bodyDigest(unsigned)) };
 }
 
-export type AskPromise = (peer: string, zid: string, epoch: number, signal: AbortSignal) => Promise<PromiseAnswer>;
+/** Ask `peer` to promise `epoch` of `zid` to this node, its set passing over `excluded` (absent: none). */
+export type AskPromise = (peer: string, zid: string, epoch: number, signal: AbortSignal, excluded?: string[]) => Promise<PromiseAnswer>;
 
 export function promiseClient(deps: CustodyClientDeps): AskPromise {
-  return async (peer, zid, epoch, signal) => {
-    const raw = await exchange(deps, peer, promiseRequest(deps.secret, deps.selfId(), deps.nowSvcond(), zid, epoch), signal, MAX_ANSWER_BYTES);
+  return async (peer, zid, epoch, signal, excluded) => {
+    const request = promiseRequest(deps.secret, deps.selfId(), deps.nowSvcond(), zid, epoch, excluded);
+    const raw = await exchange(deps, peer, request, signal, MAX_ANSWER_BYTES);
     const parsed = promiseAnswerSchema.safeParse(raw);
     if (!parsed.success) throw new Error(`malformed promise answer: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     return parsed.data;

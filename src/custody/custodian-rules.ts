@@ -22,6 +22,8 @@ export interface HeldHead {
   balance: { free: number; paid: number } | null;
   /** The node that proposed the entries held (the identity's home). */
   home: string;
+  /** The members the set of the head's epoch passes over, as its epoch entry names them (absent: none). */
+  excluded?: string[];
 }
 
 /** Why a custodian refuses an entry (the answer's `code`). */

@@ -11,6 +11,7 @@ import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { answerFrame, readRequestFrame } from '../mesh/frame.js';
 import { bodyDigest, handshakeFor } from '../mesh/wire.js';
 import { decide, type HeldHead } from './custodian-rules.js';
+import { excludedMember, type SetConfig } from './custody-set.js';
 import type { CreditClaim, DebitCertificate } from './debit-certificate.js';
 import { entryHash, GENESIS_ENTRY_HASH, signingTextOf, type CustodyEntry } from './entry.js';
 import { fetchChain, type FetchChain } from './client.js';
@@ -91,6 +92,8 @@ export interface CustodianDeps {
    * of an epoch holds that epoch's certified entries in its log, not here, and its promise must show them.
    */
   ownHead?: (zid: string) => Promise<PromisedHead | null>;
+  /** The members the set of this node's own epoch of the identity (its ownHead's) passes over (absent: none). */
+  ownExcluded?: (zid: string) => Promise<string[]>;
   /**
    * This node is taking the identity over (failover.ts: a majority promised it, and it has not written the chain
    * yet): it promises no later epoch to another candidate, as the home does not. Absent: never.
@@ -181,7 +184,7 @@ export class Custodian {
     const request = parsed.data;
     if (!this.handshakeHolds(request, sender) || Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS)
       return { v: 1, refused: { code: 'bad-request', reason: 'the handshake or the tick does not hold' } };
-    return this.promiseTo(request.zid, request.epoch, sender);
+    return this.promiseTo(request.zid, request.epoch, sender, request.excluded);
   }
 
   /** The answer to a request for the home changes kept here of an identity (home-history.ts): out of the batches' turn. */
@@ -196,9 +199,12 @@ export class Custodian {
     return { v: 1, changes: changes.slice(0, MAX_CHANGES_PER_ANSWER), more: changes.length > MAX_CHANGES_PER_ANSWER };
   }
 
-  /** This custodian's promise of `epoch` to `candidate` (this node's own, when it is the candidate), in its turn. */
-  promiseTo(zid: string, epoch: number, candidate: string): Promise<PromiseAnswer> {
-    const run = this.turn.then(() => this.promise(zid, epoch, candidate));
+  /**
+   * This custodian's promise of `epoch` to `candidate` (this node's own, when it is the candidate), its set passing
+   * over `excluded`, in its turn.
+   */
+  promiseTo(zid: string, epoch: number, candidate: string, excluded?: string[]): Promise<PromiseAnswer> {
+    const run = this.turn.then(() => this.promise(zid, epoch, candidate, excluded));
     this.turn = run.catch(() => undefined);
     return run;
   }
@@ -208,7 +214,7 @@ export class Custodian {
     return (await this.deps.store.range(this.heads, { limit })).map((r) => r.key);
   }
 
-  private async promise(zid: string, epoch: number, candidate: string): Promise<PromiseAnswer> {
+  private async promise(zid: string, epoch: number, candidate: string, excluded?: string[]): Promise<PromiseAnswer> {
     const head = await this.head(zid);
     const self = this.deps.nodeId();
     // The higher of what this custodian holds and what this node certified as the identity's home (HEAD_ORDER): a
@@ -219,7 +225,7 @@ export class Custodian {
     const shown = own !== null && (held === null || headAfter(own, held)) ? own : held;
     const selfHome = candidate !== self && (this.deps.takingOver?.(zid) === true || (await this.deps.homeOf(zid)) === self);
     const before = await this.promised(zid);
-    const d = decidePromise(epoch, candidate, { accepted: head?.fenced_below ?? 0, promised: before, selfHome });
+    const d = decidePromise(epoch, candidate, { accepted: head?.fenced_below ?? 0, promised: before, selfHome, ...excludedMember(excluded) });
     if ('refuse' in d) return { v: 1, refused: { code: d.refuse, reason: d.reason, epoch: d.epoch } };
     let named =
       before === null
@@ -231,16 +237,16 @@ export class Custodian {
       // certified entries of that epoch with its own set.
       const change = await this.deps.homeChange(zid);
       const completed = latestOf(
-        head === null ? null : { epoch: head.epoch, home: head.home },
-        own === null ? null : { epoch: own.epoch, home: self },
-        change === null ? null : { epoch: change.epoch, home: change.home },
+        head === null ? null : { epoch: head.epoch, home: head.home, excluded: head.excluded },
+        own === null ? null : { epoch: own.epoch, home: self, excluded: await this.deps.ownExcluded?.(zid) },
+        change === null ? null : change,
       );
       named = epochsToName(completed, before);
-      const promised: Promised = { epoch, candidate, ...named };
+      const promised: Promised = { epoch, candidate, ...named, ...excludedMember(excluded) };
       await this.deps.store.commitAside([{ type: 'put', sub: this.promises, key: zid, value: promised }]);
       this.promisedCache.set(zid, promised);
     }
-    const body: PromiseBody = { zid, epoch, candidate, head: shown, ...named };
+    const body: PromiseBody = { zid, epoch, candidate, head: shown, ...named, ...excludedMember(excluded) };
     return { v: 1, promise: { promise: body, node: this.deps.nodeId(), signature: this.deps.sign(promiseSigningText(body)) } };
   }
 
@@ -365,6 +371,8 @@ export class Custodian {
       fenced_below: Math.max(head?.fenced_below ?? entry.epoch, entry.epoch),
       balance: entry.balance ?? head?.balance ?? null,
       home: sender,
+      // The epoch's set: named by its epoch entry, the same for the entries after it.
+      ...excludedMember(entry.kind === 'epoch' ? entry.excluded : head?.epoch === entry.epoch ? head.excluded : undefined),
     };
     const held: HeldEntry = {
       entry,
@@ -521,18 +529,22 @@ export class Custodian {
   }
 
   /**
-   * The home of `zid` in `epoch` as this custodian saw it: the node that proposed an entry of that epoch it signed
-   * (null: it signed none of that epoch as proposed). A failover's new home reads it for a pending debit of an epoch
-   * whose home change it never applied.
+   * The home of `zid` in `epoch` as this custodian saw it, with the members its set passed over: the node that proposed
+   * an entry of that epoch it signed, and the epoch's entry it holds (null: it signed none of that epoch as proposed).
+   * A failover's new home reads it for a pending debit of an epoch whose home change it never applied.
    */
-  async homeInEpoch(zid: string, epoch: number): Promise<string | null> {
+  async configInEpoch(zid: string, epoch: number): Promise<SetConfig | null> {
+    const head = await this.head(zid);
     // A few held entries at a time (each carries its records): an entry of the epoch this custodian signed as proposed
-    // is nearly always the first; one kept by catching up names no home.
+    // is nearly always the first; one kept by catching up names no home. The epoch's entry, held, is its first.
     const end = slotKey({ zid, epoch: epoch + 1, seq: 0 });
+    let excluded: string[] | undefined = head?.epoch === epoch ? head.excluded : undefined;
     for (let from = slotKey({ zid, epoch, seq: 0 }); ;) {
       const rows = await this.deps.store.range<HeldEntry>(this.held, { gte: from, lt: end, limit: HOME_SCAN_PAGE });
+      const opening = rows.find((r) => r.value.entry.kind === 'epoch');
+      if (opening !== undefined) excluded = opening.value.entry.excluded;
       const found = rows.find((r) => r.value.home !== undefined);
-      if (found !== undefined) return found.value.home!;
+      if (found !== undefined) return { home: found.value.home!, ...excludedMember(excluded) };
       if (rows.length < HOME_SCAN_PAGE) return null;
       from = `${rows.at(-1)!.key}\u0000`;
     }

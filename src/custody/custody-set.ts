@@ -1,8 +1,10 @@
 // Who holds an identity's ledger (architecture.md §5, custody): R custodians, its home first, then the members of
 // highest rendezvous weight SHA-256(zid | peer id) (the committee's hashing, consensus/committee.ts). Members are the
 // nodes the registry knows with an active bond (a membership, not an instant's liveness: the set does not change when
-// a node misses a tick). Fewer members than R: a smaller set; a node alone holds its identities alone, majority 1.
-// Pure: no clock, no store.
+// a node misses a tick). An epoch may pass over members (`excluded`: a reconfiguration replaced them, gone longer than
+// custody.replaceTicks): the next ones by weight take their places. Fewer members than R: a smaller set; a node alone
+// holds its identities alone, majority 1. Pure: no clock, no store.
+import { z } from 'zod';
 import { rankWeight } from '../consensus/committee.js';
 
 export interface CustodySet {
@@ -13,13 +15,73 @@ export interface CustodySet {
   majority: number;
 }
 
-export function custodySetOf(zid: string, home: string, members: Iterable<string>, replicas: number): CustodySet {
-  const others = [...new Set(members)]
+/** Most members one epoch passes over. */
+export const MAX_EXCLUDED = 16;
+
+/** The members an epoch's set passes over, as an entry, a promise and a home change carry them: sorted, distinct. */
+export const excludedSchema = z
+  .array(z.string().min(1).max(128))
+  .min(1)
+  .max(MAX_EXCLUDED)
+  .refine((xs) => xs.every((x, i) => i === 0 || xs[i - 1]! < x), 'excluded nodes are sorted and distinct');
+
+/** An epoch's configuration: its home and the members its set passes over (absent: none). */
+export interface SetConfig {
+  home: string;
+  excluded?: string[];
+}
+
+export function custodySetOf(zid: string, home: string, members: Iterable<string>, replicas: number, excluded: readonly string[] = []): CustodySet {
+  const passed = new Set(excluded);
+  const others = ranked(zid, home, members)
+    .filter((node) => !passed.has(node))
+    .slice(0, Math.max(0, replicas - 1));
+  const custodians = [home, ...others];
+  return { home, custodians, majority: Math.floor(custodians.length / 2) + 1 };
+}
+
+/** The set of an epoch's configuration. */
+export function setOfConfig(zid: string, config: SetConfig, members: Iterable<string>, replicas: number): CustodySet {
+  return custodySetOf(zid, config.home, members, replicas, config.excluded);
+}
+
+/** The members but `home`, by weight for `zid`, highest first. */
+function ranked(zid: string, home: string, members: Iterable<string>): string[] {
+  return [...new Set(members)]
     .filter((node) => node !== home)
     .map((node) => ({ node, w: rankWeight(zid, node) }))
     .sort((a, b) => (a.w < b.w ? 1 : a.w > b.w ? -1 : 0))
-    .slice(0, Math.max(0, replicas - 1))
     .map((x) => x.node);
-  const custodians = [home, ...others];
-  return { home, custodians, majority: Math.floor(custodians.length / 2) + 1 };
+}
+
+/**
+ * The members a new epoch of `home` passes over: by weight, each member `gone` (unheard longer than the grace period)
+ * until R - 1 others are found, at most MAX_EXCLUDED, sorted. A node back in time is no longer passed over.
+ */
+export function excludedFor(zid: string, home: string, members: Iterable<string>, replicas: number, gone: (node: string) => boolean): string[] {
+  const excluded: string[] = [];
+  let kept = 0;
+  for (const node of ranked(zid, home, members)) {
+    if (kept >= replicas - 1) break;
+    if (excluded.length < MAX_EXCLUDED && gone(node)) excluded.push(node);
+    else kept++;
+  }
+  return excluded.sort();
+}
+
+/** `excluded` as it travels: absent when empty. */
+export function excludedMember(excluded: readonly string[] | undefined): { excluded?: string[] } {
+  return excluded !== undefined && excluded.length > 0 ? { excluded: [...excluded] } : {};
+}
+
+/** Do two lists of passed-over members (absent: none) name the same nodes? */
+export function sameExcluded(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
+  const x = a ?? [];
+  const y = b ?? [];
+  return x.length === y.length && x.every((n, i) => n === y[i]);
+}
+
+/** Do two sets hold the same custodians (in any order)? */
+export function sameMembers(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((n) => b.includes(n));
 }

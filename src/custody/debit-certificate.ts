@@ -6,7 +6,7 @@
 // so of its outbox entry): a delivery retried after a crash carries the same certificate.
 import { z } from 'zod';
 import type { Store, Sublevel, Op } from '../store/db.js';
-import { custodySetOf } from './custody-set.js';
+import { setOfConfig, type SetConfig } from './custody-set.js';
 import type { CreditFacts } from '../records/types.js';
 import { entryHash, entrySchema, tokensDigest, verifyEntrySignature, type CustodyEntry, type EntrySignature, type EntryTransfer } from './entry.js';
 
@@ -28,8 +28,8 @@ export type DebitCertificate = z.infer<typeof debitCertificateSchema>;
 export interface DebitCheckDeps {
   members: () => Iterable<string>;
   replicas: number;
-  /** The identity's home in `epoch` as this node knows it (null: not known here). */
-  homeAt: (zid: string, epoch: number) => Promise<string | null>;
+  /** The identity's home in `epoch` as this node knows it, with the members its set passed over (null: not known here). */
+  configAt: (zid: string, epoch: number) => Promise<SetConfig | null>;
   verify: (signer: string, text: string, signature: string) => boolean;
 }
 
@@ -64,9 +64,9 @@ export async function debitCertificateFault(given: unknown, credit: CreditClaim,
   if (t.amount !== credit.transfer.amount) return `the certificate debits ${t.amount}, the credit is ${credit.transfer.amount}`;
   if (t.tokens !== credit.transfer.tokens) return 'the certificate debits other envelopes';
   // The set of the debit's epoch: a debit certified before a failover is delivered by the new home.
-  const home = await deps.homeAt(e.zid, e.epoch);
-  if (home === null) return `the home of the sender ${e.zid} in epoch ${e.epoch} is not known to this node`;
-  const set = custodySetOf(e.zid, home, deps.members(), deps.replicas);
+  const config = await deps.configAt(e.zid, e.epoch);
+  if (config === null) return `the home of the sender ${e.zid} in epoch ${e.epoch} is not known to this node`;
+  const set = setOfConfig(e.zid, config, deps.members(), deps.replicas);
   const hash = entryHash(e);
   const signers = new Set<string>();
   for (const s of cert.signatures) {

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { canonicalJson } from '../kernel/canonical.js';
 import { sha256Hex } from '../kernel/bytes.js';
+import { excludedSchema } from './custody-set.js';
 
 /** prev_hash of an identity's first entry. */
 export const GENESIS_ENTRY_HASH = '0'.repeat(64);
@@ -17,7 +18,8 @@ export const SIGNATURE_PREFIX = 'svc/custody/1|';
  * What a write did to the identity's ledger (ledger-ops.ts reads it from the write's records): seal (a sealed result
  * and its charge), transfer (the debit or the credit of a transfer), wallet (a charge, grant or claim without a sealed
  * result), envelope (envelopes change within the identity: a folder move, a bond's mark), epoch (the first entry of a
- * home's epoch after a failover: no records, chained on the chain of the highest head its promises showed).
+ * home's epoch after a failover or a reconfiguration: no records, chained on the chain of the highest head its
+ * promises showed).
  */
 export const ENTRY_KINDS = ['seal', 'transfer', 'wallet', 'envelope', 'epoch'] as const;
 export type EntryKind = (typeof ENTRY_KINDS)[number];
@@ -66,8 +68,15 @@ export const entrySchema = z
      * (failover-rules.ts HEAD_ORDER).
      */
     attempt: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+    /**
+     * On an epoch entry only: the members the epoch's custody set passes over (custody-set.ts; absent: none). The
+     * entry is the certified record of the epoch's set: its custodians read the set from it, and a reconfiguration
+     * (the home opening an epoch of its own to replace a custodian gone too long) is such an entry.
+     */
+    excluded: excludedSchema.optional(),
   })
-  .strict();
+  .strict()
+  .refine((e) => e.excluded === undefined || e.kind === 'epoch', { message: 'only an epoch entry names excluded custodians', path: ['excluded'] });
 export type CustodyEntry = z.infer<typeof entrySchema>;
 
 /** A custodian's signature of an entry. */

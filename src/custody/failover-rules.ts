@@ -87,3 +87,11 @@ export function homeUnheard(now: number, heard: Heard | null, since: number, ran
 export function heardLately(now: number, heard: Heard | null, failoverTicks: number): boolean {
   return heard !== null && now - heard.tick < failoverTicks * heard.every;
 }
+
+/**
+ * Has a node gone unheard for `replaceTicks` of its tick intervals (never heard: counted from `since`, in `every`)?
+ * A custodian gone that long is replaced in its identities' sets (failover.ts reconfigure).
+ */
+export function goneLong(now: number, heard: Heard | null, since: number, replaceTicks: number, every: number): boolean {
+  return now - Math.max(heard?.tick ?? since, since) >= replaceTicks * (heard?.every ?? every);
+}

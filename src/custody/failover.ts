@@ -12,10 +12,10 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/db.js';
 import { fetchChain, type FetchChain } from './client.js';
-import { custodySetOf, type CustodySet } from './custody-set.js';
+import { custodySetOf, excludedFor, excludedMember, sameExcluded, sameMembers, setOfConfig, type CustodySet, type SetConfig } from './custody-set.js';
 import type { Custodian } from './custodian.js';
 import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
-import { headAfter, heardLately, homeUnheard, nextState, type FailoverEvent, type FailoverState, type Heard } from './failover-rules.js';
+import { goneLong, headAfter, heardLately, homeUnheard, nextState, type FailoverEvent, type FailoverState, type Heard } from './failover-rules.js';
 import { recertifyDebits, type PendingDebit } from './pending-debits.js';
 import type { HomeChange, HomeChanges } from './home-change.js';
 import { highestHead, homesToAsk, promisesFault, type EpochHome, type PromisedHead, type SignedPromise, type Verify } from './promise.js';
@@ -31,6 +31,8 @@ export const EPOCH_RECORDS = recordsDigest(NO_RECORDS);
 
 /** Identities one run looks at, at most (the others at the next runs). */
 const WATCH_PER_RUN = 4096;
+/** Reconfigurations one run starts, at most: each is an epoch, announced to the mesh. */
+const RECONFIGURE_PER_RUN = 16;
 /** A new home announces its change again every failoverTicks ticks, this many times (a node back later learns it). */
 export const ANNOUNCE_ROUNDS = 32;
 
@@ -46,6 +48,8 @@ export interface FailoverDeps {
   nodeId: () => string;
   replicas: number;
   failoverTicks: number;
+  /** Tick intervals of its own a custodian may go unheard before its identities' homes replace it (config custody.replaceTicks). */
+  replaceTicks: number;
   members: () => Iterable<string>;
   nowSvcond: () => number;
   /** The last tick heard from a node here and its tick interval (null: never heard). */
@@ -53,10 +57,15 @@ export interface FailoverDeps {
   /** The tick interval a home never heard is given (heard ones declare theirs). */
   tickEvery: () => number;
   store: Store;
-  custodian: Pick<Custodian, 'heldZids' | 'head' | 'promised' | 'promiseTo' | 'entries' | 'homeInEpoch'>;
+  custodian: Pick<Custodian, 'heldZids' | 'head' | 'promised' | 'promiseTo' | 'entries' | 'configInEpoch'>;
   homeOf: (zid: string) => Promise<string | null>;
-  homeChanges: Pick<HomeChanges, 'latest' | 'homeAt'>;
-  askPromise: (node: string, zid: string, epoch: number, signal: AbortSignal) => Promise<PromiseAnswer>;
+  homeChanges: Pick<HomeChanges, 'latest'> & { configAt: (zid: string, epoch: number) => Promise<SetConfig | null> };
+  /**
+   * Identities homed here, at most `limit`: `passing` those whose set passes over members (a member back may take its
+   * place again), else all.
+   */
+  homed?: (limit: number, passing: boolean) => Promise<string[]>;
+  askPromise: (node: string, zid: string, epoch: number, signal: AbortSignal, excluded?: string[]) => Promise<PromiseAnswer>;
   send: SendBatch;
   fetch: FetchChain;
   verify: Verify;
@@ -101,8 +110,10 @@ export class Failover {
   private readonly attempting = new Set<string>();
   /** Identities this node is taking over: a majority promised it, and the chain is not written yet (isTaking). */
   private readonly taking = new Set<string>();
+  /** The custodians of the epoch entry being certified, by zid: they may fetch the chain to catch up (opening). */
+  private readonly opening = new Map<string, string[]>();
   private running = false;
-  readonly stats = { attempts: 0, taken: 0, lost: 0 };
+  readonly stats = { attempts: 0, taken: 0, lost: 0, reconfigured: 0 };
 
   constructor(private readonly deps: FailoverDeps) {
     this.since = deps.nowSvcond();
@@ -137,16 +148,58 @@ export class Failover {
         const w = this.watches.get(zid);
         if (w?.state === 'waiting' && now >= w.until) this.move(zid, 'wait-over');
         if (this.stateOf(zid) !== 'watching') continue;
-        const home = await this.homeWatched(zid);
+        const view = await this.watched(zid);
         const self = this.deps.nodeId();
-        if (home === null || home === self) continue;
-        const set = custodySetOf(zid, home, this.deps.members(), this.deps.replicas);
+        if (view === null || view.home === self) continue;
+        const set = setOfConfig(zid, view, this.deps.members(), this.deps.replicas);
         const rank = this.rankOf(set, now);
-        if (rank < 0 || !homeUnheard(now, this.deps.lastHeard(home), this.since, rank, this.deps.failoverTicks, this.deps.tickEvery())) continue;
-        await this.attempt(zid, home, set, rank);
+        if (rank < 0 || !homeUnheard(now, this.deps.lastHeard(view.home), this.since, rank, this.deps.failoverTicks, this.deps.tickEvery())) continue;
+        await this.attempt(zid, view, set, rank);
       }
+      await this.reconfigure(now);
     } finally {
       this.running = false;
+    }
+  }
+
+  /** Has `node` gone unheard longer than replaceTicks of its tick intervals (a node just started counts from its start)? */
+  private gone(node: string, now: number): boolean {
+    return node !== this.deps.nodeId() && goneLong(now, this.deps.lastHeard(node), this.since, this.deps.replaceTicks, this.deps.tickEvery());
+  }
+
+  /** The members the set of a new epoch of `zid` homed here passes over: those gone too long, by weight (custody-set.ts). */
+  private excludedNow(zid: string, now: number): string[] {
+    return excludedFor(zid, this.deps.nodeId(), this.deps.members(), this.deps.replicas, (node) => this.gone(node, now));
+  }
+
+  /**
+   * Reconfiguration (docs/protocol.md §19): an identity homed here whose set holds a custodian gone too long, or whose
+   * set a member back would make larger, gets a new epoch of this home with the set of now (its promises from a
+   * majority of the set of before, its epoch entry certified by the new one, which catches up first). A few per run.
+   */
+  private async reconfigure(now: number): Promise<void> {
+    const d = this.deps;
+    if (d.homed === undefined || d.replicas < 2) return;
+    const self = d.nodeId();
+    const members = [...d.members()];
+    // Only identities whose set passes over members can grow again when no member is gone.
+    const passing = !members.some((n) => this.gone(n, now));
+    let started = 0;
+    for (const zid of await d.homed(WATCH_PER_RUN, passing)) {
+      if (started >= RECONFIGURE_PER_RUN) break;
+      if (this.attempting.has(zid) || (await d.homeOf(zid)) !== self) continue;
+      const view = await this.watched(zid);
+      if (view === null || view.home !== self) continue;
+      const set = setOfConfig(zid, view, members, d.replicas);
+      const excluded = this.excludedNow(zid, now);
+      if (sameExcluded(excluded, view.excluded)) continue;
+      const next = custodySetOf(zid, self, members, d.replicas, excluded);
+      const replaces = set.custodians.some((n) => this.gone(n, now));
+      const grows = next.custodians.length > set.custodians.length;
+      if (sameMembers(next.custodians, set.custodians) || !(replaces || grows)) continue;
+      started++;
+      d.logger?.info({ zid, from: set.custodians, to: next.custodians }, 'custody: reconfiguring an identity’s custody set');
+      await this.attempt(zid, view, set, 0, 'reconfigure');
     }
   }
 
@@ -161,14 +214,17 @@ export class Failover {
   }
 
   /**
-   * The home this custodian follows: its directory's, or the sender of the entries it holds when those are of a
-   * later epoch than the directory knows (it signed a new home's entries before hearing its home change).
+   * The home this node follows, its epoch and its set: its directory's, with the latest change's set, or the sender of
+   * the entries its custodian holds when those are of a later epoch than the directory knows (it signed a new home's
+   * entries before hearing its home change), with the set their epoch entry names.
    */
-  private async homeWatched(zid: string): Promise<string | null> {
+  private async watched(zid: string): Promise<EpochHome | null> {
     const head = await this.deps.custodian.head(zid);
-    const known = (await this.deps.homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
-    if (head !== null && head.epoch > known) return head.home;
-    return this.deps.homeOf(zid);
+    const latest = await this.deps.homeChanges.latest(zid);
+    const known = latest?.epoch ?? FIRST_EPOCH;
+    if (head !== null && head.epoch > known) return { epoch: head.epoch, home: head.home, ...excludedMember(head.excluded) };
+    const home = await this.deps.homeOf(zid);
+    return home === null ? null : { epoch: known, home, ...excludedMember(latest?.excluded) };
   }
 
   /** This node's place among the set's live custodians after the home (-1: not in the set). */
@@ -178,46 +234,54 @@ export class Failover {
     return live.indexOf(self);
   }
 
-  /** Try to take `zid` over from `home` (the states of failover-rules.ts), unless a takeover of it runs already. */
-  private async attempt(zid: string, home: string, set: CustodySet, rank: number): Promise<void> {
+  /**
+   * Take `zid` over from the home of `view` (the states of failover-rules.ts), unless a takeover of it runs already:
+   * a failover, or this node's own identity again (a retake, a reconfiguration).
+   */
+  private async attempt(zid: string, view: EpochHome, set: CustodySet, rank: number, why: 'take' | 'reconfigure' = 'take'): Promise<void> {
     if (this.attempting.has(zid)) return;
     this.attempting.add(zid);
     try {
-      await this.attemptOnce(zid, home, set, rank);
+      await this.attemptOnce(zid, view, set, rank, why);
     } finally {
       this.attempting.delete(zid);
       this.taking.delete(zid);
+      this.opening.delete(zid);
     }
   }
 
-  private async attemptOnce(zid: string, home: string, set: CustodySet, rank: number): Promise<void> {
+  private async attemptOnce(zid: string, view: EpochHome, set: CustodySet, rank: number, why: 'take' | 'reconfigure'): Promise<void> {
     const d = this.deps;
     const self = d.nodeId();
+    const home = view.home;
     this.stats.attempts++;
     this.move(zid, 'home-unheard');
-    const lose = (why: string) => {
+    const lose = (reason: string) => {
       this.stats.lost++;
       // A home taking its identity again serves it to nobody meanwhile: an operator hears of it.
-      if (home === self) d.logger?.warn({ zid, why }, 'custody failover: the fenced home could not take its identity again');
-      else d.logger?.info({ zid, home, why }, 'custody failover: not taken');
+      if (why === 'reconfigure') d.logger?.warn({ zid, why: reason }, 'custody: the identity’s custody set could not be reconfigured');
+      else if (home === self) d.logger?.warn({ zid, why: reason }, 'custody failover: the fenced home could not take its identity again');
+      else d.logger?.info({ zid, home, why: reason }, 'custody failover: not taken');
       this.move(zid, this.stateOf(zid) === 'asking' ? 'short' : 'failed', d.nowSvcond() + (rank + 1) * d.failoverTicks);
     };
     try {
       const head = await d.custodian.head(zid);
       const promised = await d.custodian.promised(zid);
-      const known = (await d.homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
+      const latest = await d.homeChanges.latest(zid);
+      const known = latest?.epoch ?? FIRST_EPOCH;
       const epoch = Math.max(known, head?.fenced_below ?? 0, promised?.epoch ?? 0, this.epochsSeen.get(zid) ?? 0) + 1;
       // The epoch of the home this node knows: of the entries it holds when later than the last change it applied.
-      const homeEpoch = head !== null && head.epoch > known ? head.epoch : known;
-      const view: EpochHome = { epoch: homeEpoch, home };
-      const setOf = (h: string) => (h === home ? set : custodySetOf(zid, h, d.members(), d.replicas));
+      const homeEpoch = view.epoch;
+      // The set of the new epoch: this node's, passing over the members gone too long.
+      const excluded = this.excludedNow(zid, d.nowSvcond());
+      const setOf = (at: EpochHome) => (at.home === home && sameExcluded(at.excluded, view.excluded) ? set : setOfConfig(zid, at, d.members(), d.replicas));
       // A home taking its identity again stops certifying its entries before it promises: its own promise shows the
       // head it certified last, and no entry it certifies after that can be left off the chain it takes.
       if (home === self) d.fenceOwn?.(zid, epoch);
-      const { promises, refusedAt } = await this.gather(zid, epoch, view, setOf);
+      const { promises, refusedAt } = await this.gather(zid, epoch, view, setOf, excluded);
       // A promiser at a higher epoch (promised to a candidate that never completed): the next attempt asks above it.
       if (refusedAt >= epoch) this.epochsSeen.set(zid, refusedAt);
-      const fault = promisesFault(promises, zid, epoch, self, view, setOf, d.verify);
+      const fault = promisesFault(promises, zid, epoch, { home: self, ...excludedMember(excluded) }, view, setOf, d.verify);
       if (fault !== null) return lose(fault);
       this.move(zid, 'majority');
       // From here this node is as good as the home: it promises no later epoch to another candidate (custodian.ts).
@@ -244,20 +308,30 @@ export class Failover {
         records: EPOCH_RECORDS,
         balance: chain.balance,
         transfer: null,
+        ...excludedMember(excluded),
       };
       const certified = await this.certify(entry);
       if (typeof certified === 'string') return lose(certified);
-      const change: HomeChange = { zid, epoch, home: self, promises, ...(epoch > homeEpoch + 1 ? { after: homeEpoch } : {}) };
+      const change: HomeChange = { zid, epoch, home: self, promises, ...(epoch > homeEpoch + 1 ? { after: homeEpoch } : {}), ...excludedMember(excluded) };
       // A debit of an earlier epoch is certified under that epoch's set (its home as the changes kept here name it).
       // The homes of the later epochs the promises named (their promisers saw them: heads, changes, promises).
-      const named = new Map(homesToAsk(promises, view).map((h) => [h.epoch, h.home]));
+      const named = new Map(homesToAsk(promises, view).map((h) => [h.epoch, h]));
       // An epoch whose home none of these name (its change never reached this node): the home that proposed the
       // entries of that epoch this node's custodian signed.
+      const configAt = async (e: number): Promise<SetConfig | null> => {
+        if (e === homeEpoch) return view;
+        if (e === known) {
+          const h = await d.homeOf(zid);
+          if (h !== null) return { home: h, ...excludedMember(latest?.excluded) };
+        } else if (e < known) {
+          const c = await d.homeChanges.configAt(zid, e);
+          if (c !== null) return c;
+        } else if (named.has(e)) return named.get(e)!;
+        return d.custodian.configInEpoch(zid, e);
+      };
       const setAt = async (e: number): Promise<CustodySet | null> => {
-        const then =
-          (e === homeEpoch ? home : e === known ? await d.homeOf(zid) : e < known ? await d.homeChanges.homeAt(zid, e) : (named.get(e) ?? null)) ??
-          (await d.custodian.homeInEpoch(zid, e));
-        return then === null ? null : setOf(then);
+        const then = await configAt(e);
+        return then === null ? null : setOf({ epoch: e, ...then });
       };
       const debits = await recertifyDebits(
         { self, sign: d.sign, verify: d.verify, fetch: d.fetch, timeoutMs: d.timeoutMs },
@@ -276,7 +350,10 @@ export class Failover {
       await d.adopt(change, chain, certified, debits);
       this.move(zid, 'taken');
       this.stats.taken++;
-      d.logger?.warn({ zid, from: home, epoch, seq: entry.seq }, 'custody failover: this node is the identity’s home');
+      if (why === 'reconfigure') {
+        this.stats.reconfigured++;
+        d.logger?.warn({ zid, epoch, seq: entry.seq, excluded }, 'custody: the identity’s custody set is reconfigured');
+      } else d.logger?.warn({ zid, from: home, epoch, seq: entry.seq }, 'custody failover: this node is the identity’s home');
       const now = d.nowSvcond();
       // Announced with the earlier changes this node applied: a node that missed some catches up.
       const announced = (await d.homeChanges.latest(zid)) ?? change;
@@ -292,6 +369,11 @@ export class Failover {
     return this.taking.has(zid);
   }
 
+  /** The custodians of the epoch this node is opening for `zid` (its entry being certified; empty: none). */
+  openingSet(zid: string): readonly string[] {
+    return this.opening.get(zid) ?? [];
+  }
+
   /**
    * Promises of `epoch`, this node's own first, from the members of the set of the home it knows (`view`) but that home
    * (unheard), then from the members of the set of each later epoch's home a promise names (promise.ts homesToAsk);
@@ -301,21 +383,23 @@ export class Failover {
     zid: string,
     epoch: number,
     view: EpochHome,
-    setOf: (home: string) => CustodySet,
+    setOf: (at: EpochHome) => CustodySet,
+    excluded: string[],
   ): Promise<{ promises: SignedPromise[]; refusedAt: number }> {
     const d = this.deps;
     const self = d.nodeId();
-    const all: (PromiseAnswer | null)[] = [await d.custodian.promiseTo(zid, epoch, self)];
+    const all: (PromiseAnswer | null)[] = [await d.custodian.promiseTo(zid, epoch, self, excluded)];
     const promisesOf = () => all.flatMap((a) => (a !== null && 'promise' in a ? [a.promise] : []));
     const asked = new Set([self, view.home]);
     const setsAsked = new Set<string>();
     for (;;) {
-      const homes = homesToAsk(promisesOf(), view).filter((h) => !setsAsked.has(`${h.epoch}|${h.home}`));
+      const homes = homesToAsk(promisesOf(), view).filter((h) => !setsAsked.has(`${h.epoch}|${h.home}|${(h.excluded ?? []).join(',')}`));
       if (homes.length === 0) break;
-      for (const h of homes) setsAsked.add(`${h.epoch}|${h.home}`);
-      const ask = [...new Set(homes.flatMap((h) => setOf(h.home).custodians))].filter((n) => !asked.has(n));
+      for (const h of homes) setsAsked.add(`${h.epoch}|${h.home}|${(h.excluded ?? []).join(',')}`);
+      const ask = [...new Set(homes.flatMap((h) => setOf(h).custodians))].filter((n) => !asked.has(n));
       for (const n of ask) asked.add(n);
-      all.push(...(await Promise.all(ask.map((n) => d.askPromise(n, zid, epoch, AbortSignal.timeout(d.timeoutMs)).catch((): PromiseAnswer | null => null)))));
+      const answers = ask.map((n) => d.askPromise(n, zid, epoch, AbortSignal.timeout(d.timeoutMs), excluded).catch((): PromiseAnswer | null => null));
+      all.push(...(await Promise.all(answers)));
     }
     return {
       promises: promisesOf(),
@@ -340,7 +424,8 @@ export class Failover {
     }
     if (now - since < 2 * d.failoverTicks * d.tickEvery()) return;
     try {
-      await this.attempt(zid, self, custodySetOf(zid, self, d.members(), d.replicas), 0);
+      const view = await this.watched(zid);
+      if (view !== null && view.home === self) await this.attempt(zid, view, setOfConfig(zid, view, d.members(), d.replicas), 0);
     } finally {
       this.fencedSince.delete(zid);
     }
@@ -350,9 +435,11 @@ export class Failover {
   private async certify(entry: CustodyEntry): Promise<CertifiedEntry | string> {
     const d = this.deps;
     const self = d.nodeId();
-    const set = custodySetOf(entry.zid, self, d.members(), d.replicas);
+    const set = custodySetOf(entry.zid, self, d.members(), d.replicas, entry.excluded);
     const hash = entryHash(entry);
     const others = set.custodians.filter((n) => n !== self);
+    // A custodian new to the identity fetches the chain from this node before it signs (its fetch is answered).
+    this.opening.set(entry.zid, others);
     const signatures: EntrySignature[] = [];
     const refusals: string[] = [];
     await Promise.all(

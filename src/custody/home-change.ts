@@ -6,7 +6,7 @@
 // more than one above the one it knows: it missed the one between) is ignored, not applied.
 import { z } from 'zod';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
-import { custodySetOf } from './custody-set.js';
+import { excludedMember, excludedSchema, setOfConfig, type SetConfig } from './custody-set.js';
 import { FIRST_EPOCH, ZID_PATTERN } from './entry.js';
 import { homesToAsk, promisesFault, signedPromiseSchema, type EpochHome, type Verify } from './promise.js';
 
@@ -28,6 +28,11 @@ export const changeSchema = z
      * completed (no home change made them), so a node that knows that epoch checks the change all the same.
      */
     after: z.number().int().min(FIRST_EPOCH).optional(),
+    /**
+     * The members the new home's set passes over in this epoch (custody-set.ts; absent: none), as every promise names
+     * them: a reconfiguration is a change whose home is the home before, with another set.
+     */
+    excluded: excludedSchema.optional(),
   })
   .strict();
 /** Most earlier changes a change carries. */
@@ -40,15 +45,14 @@ export const MAX_EARLIER_CHANGES = 8;
 export const homeChangeSchema = changeSchema.extend({ earlier: z.array(changeSchema).max(MAX_EARLIER_CHANGES).optional() }).strict();
 export type HomeChange = z.infer<typeof homeChangeSchema>;
 
-/** What a checker knows of the identity: its home and the epoch of that home. */
-export interface KnownHome {
-  home: string;
+/** What a checker knows of the identity: its home and the epoch of that home (and the members its set passes over). */
+export interface KnownHome extends SetConfig {
   epoch: number;
   /**
    * The home of the epoch a change names as its base (`after`) when that epoch is below the one known here (null or
    * absent: not known here): such a change is checked from there when its promises name the epoch known here.
    */
-  base?: string | null;
+  base?: SetConfig | null;
 }
 
 /** How a change compares with what the checker knows: apply it, it is known already, or it cannot be checked here. */
@@ -67,13 +71,14 @@ export type ChangeStanding = { apply: true } | { apply: false; why: 'known' | 'g
 export function standingOf(change: HomeChange, known: KnownHome, members: Iterable<string>, replicas: number, verify: Verify): ChangeStanding {
   if (change.epoch <= known.epoch) return { apply: false, why: 'known', reason: `epoch ${change.epoch} is not above the known ${known.epoch}` };
   const baseEpoch = change.after ?? change.epoch - 1;
+  const candidate = { home: change.home, excluded: change.excluded };
   const faultFrom = (view: EpochHome) =>
-    promisesFault(change.promises, change.zid, change.epoch, change.home, view, (home) => custodySetOf(change.zid, home, members, replicas), verify);
+    promisesFault(change.promises, change.zid, change.epoch, candidate, view, (at) => setOfConfig(change.zid, at, members, replicas), verify);
   const fromKnown = faultFrom(known);
   if (fromKnown === null) return { apply: true };
   if (baseEpoch > known.epoch) return { apply: false, why: 'gap', reason: `epoch ${change.epoch} follows an epoch not known here (${known.epoch})` };
   if (baseEpoch < known.epoch && known.base != null) {
-    const base = { epoch: baseEpoch, home: known.base };
+    const base = { epoch: baseEpoch, ...known.base };
     const covers =
       change.promises.some((s) => (s.promise.head?.epoch ?? FIRST_EPOCH) > known.epoch) ||
       homesToAsk(change.promises, base).some((h) => h.epoch === known.epoch && h.home === known.home);
@@ -93,6 +98,8 @@ interface KeptChange {
   previous: string;
   /** The home of each earlier epoch (by epoch): a debit of any of them is delivered, and checked, after the change. */
   homes?: Record<string, string>;
+  /** The members the set of each earlier epoch passed over, by epoch (absent: none). */
+  sets?: Record<string, string[]>;
 }
 
 /** A home change's key in the history: the identity, then the epoch (fixed width, so a range reads epochs in order). */
@@ -136,12 +143,12 @@ export class HomeChanges {
     return (await this.kept(zid))?.previous ?? null;
   }
 
-  /** The home of `zid` in `epoch`, an epoch before the latest change (null: not known here). */
-  async homeAt(zid: string, epoch: number): Promise<string | null> {
+  /** The home of `zid` in `epoch`, an epoch before the latest change, and its set's passed-over members (null: not known here). */
+  async configAt(zid: string, epoch: number): Promise<SetConfig | null> {
     const kept = await this.kept(zid);
     if (kept === null || epoch >= kept.change.epoch) return null;
-    if (kept.homes === undefined) return epoch === kept.change.epoch - 1 ? kept.previous : null;
-    return kept.homes[String(epoch)] ?? null;
+    const home = kept.homes === undefined ? (epoch === kept.change.epoch - 1 ? kept.previous : null) : (kept.homes[String(epoch)] ?? null);
+    return home === null ? null : { home, ...excludedMember(kept.sets?.[String(epoch)]) };
   }
 
   /**
@@ -185,12 +192,12 @@ export class HomeChanges {
   }
 
   /**
-   * The home of `zid` in `epoch` as kept here: the latest change's, or one kept with it for an earlier epoch (null: not
-   * known here, or no change of the identity here).
+   * The home of `zid` in `epoch` as kept here, with its set's passed-over members: the latest change's, or one kept
+   * with it for an earlier epoch (null: not known here, or no change of the identity here).
    */
-  async knownHome(zid: string, epoch: number): Promise<string | null> {
+  async knownConfig(zid: string, epoch: number): Promise<SetConfig | null> {
     const kept = await this.kept(zid);
-    return kept !== null && epoch === kept.change.epoch ? kept.change.home : this.homeAt(zid, epoch);
+    return kept !== null && epoch === kept.change.epoch ? configOf(kept.change) : this.configAt(zid, epoch);
   }
 
   /**
@@ -202,7 +209,12 @@ export class HomeChanges {
     if (kept === null) return;
     const below = changes.filter((c) => c.epoch < kept.change.epoch);
     if (below.length === 0) return;
-    const next: KeptChange = { ...kept, homes: { ...kept.homes, ...Object.fromEntries(below.map((c) => [String(c.epoch), c.home])) } };
+    const sets = { ...kept.sets, ...Object.fromEntries(below.flatMap((c) => (c.excluded === undefined ? [] : [[String(c.epoch), c.excluded]]))) };
+    const next: KeptChange = {
+      ...kept,
+      homes: { ...kept.homes, ...Object.fromEntries(below.map((c) => [String(c.epoch), c.home])) },
+      ...(Object.keys(sets).length > 0 ? { sets } : {}),
+    };
     await this.store.commitAside([{ type: 'put', sub: this.sub, key: zid, value: next }, ...below.map((c) => this.historyOp(c))]);
     if (this.cache.get(zid) === kept) this.cache.set(zid, next);
   }
@@ -214,15 +226,25 @@ export class HomeChanges {
   private keptOf(change: HomeChange, previous: string): KeptChange {
     const before = this.cache.get(change.zid) ?? null;
     if (before?.change.epoch === change.epoch) return before;
-    // `previous` was the home of the epoch of the change before (an epoch promised but never completed has none), and
-    // the epochs between that the change's promises name had the homes they name (promise.ts homesToAsk): a debit of
-    // one of them is checked under its set.
+    // `previous` was the home of the epoch of the change before (an epoch promised but never completed has none), with
+    // that change's set, and the epochs between that the change's promises name had the homes and sets they name
+    // (promise.ts homesToAsk): a debit of one of them is checked under its set.
     const knownEpoch = before?.change.epoch ?? FIRST_EPOCH;
     const homes: Record<string, string> = { ...before?.homes, [String(knownEpoch)]: previous };
-    for (const h of homesToAsk(change.promises, { epoch: knownEpoch, home: previous }))
-      if (h.epoch > knownEpoch && h.epoch < change.epoch) homes[String(h.epoch)] ??= h.home;
+    const sets: Record<string, string[]> = { ...before?.sets };
+    if (before?.change.excluded !== undefined && before.change.home === previous) sets[String(knownEpoch)] = before.change.excluded;
+    for (const h of homesToAsk(change.promises, { epoch: knownEpoch, home: previous, ...excludedMember(sets[String(knownEpoch)]) }))
+      if (h.epoch > knownEpoch && h.epoch < change.epoch && homes[String(h.epoch)] === undefined) {
+        homes[String(h.epoch)] = h.home;
+        if (h.excluded !== undefined) sets[String(h.epoch)] = h.excluded;
+      }
     const { earlier: _carried, ...bare } = change;
     const earlier = before === null ? [] : [...(before.earlier ?? []), before.change].slice(-MAX_EARLIER_CHANGES);
-    return { change: bare, previous, homes, ...(earlier.length > 0 ? { earlier } : {}) };
+    return { change: bare, previous, homes, ...(Object.keys(sets).length > 0 ? { sets } : {}), ...(earlier.length > 0 ? { earlier } : {}) };
   }
+}
+
+/** The home a change names and the members its set passes over. */
+export function configOf(change: Pick<HomeChange, 'home' | 'excluded'>): SetConfig {
+  return { home: change.home, ...excludedMember(change.excluded) };
 }

@@ -6,7 +6,8 @@
 // answers with changes that do not check is passed over for the next. Checks never wait for it (learnSoon).
 import type { Logger } from 'pino';
 import type { FetchChanges } from './client.js';
-import { standingOf, type HomeChange, type HomeChanges } from './home-change.js';
+import { configOf, standingOf, type HomeChange, type HomeChanges } from './home-change.js';
+import { excludedMember, type SetConfig } from './custody-set.js';
 import { FIRST_EPOCH } from './entry.js';
 import { namedEpochs, type Verify } from './promise.js';
 
@@ -17,7 +18,7 @@ const RETRY_AFTER_MS = 30_000;
 const MAX_PAGES = 8;
 
 export interface HomeHistoryDeps {
-  homeChanges: Pick<HomeChanges, 'latest' | 'knownHome' | 'learn'>;
+  homeChanges: Pick<HomeChanges, 'latest' | 'knownConfig' | 'learn'>;
   members: () => Iterable<string>;
   replicas: number;
   verify: Verify;
@@ -34,7 +35,7 @@ export class HomeHistory {
   /** `zid!epoch` → when it was last looked for and not found. */
   private readonly missed = new Map<string, number>();
   /** One lookup per identity and epoch at a time. */
-  private readonly running = new Map<string, Promise<string | null>>();
+  private readonly running = new Map<string, Promise<SetConfig | null>>();
 
   constructor(private readonly d: HomeHistoryDeps) {}
 
@@ -46,8 +47,11 @@ export class HomeHistory {
     void this.learnHomeAt(zid, epoch).catch((err: unknown) => this.d.logger?.warn({ err: String(err), zid, epoch }, 'custody: a home lookup failed'));
   }
 
-  /** The home of `zid` in `epoch` (below the latest change known here), learned from other nodes; null: not found. */
-  learnHomeAt(zid: string, epoch: number): Promise<string | null> {
+  /**
+   * The home of `zid` in `epoch` (below the latest change known here) and its set's passed-over members, learned from
+   * other nodes; null: not found.
+   */
+  learnHomeAt(zid: string, epoch: number): Promise<SetConfig | null> {
     const key = `${zid}!${epoch}`;
     const missedAt = this.missed.get(key);
     if (missedAt !== undefined && this.d.nowMs() - missedAt < RETRY_AFTER_MS) return Promise.resolve(null);
@@ -59,18 +63,18 @@ export class HomeHistory {
     return run;
   }
 
-  private async lookUp(zid: string, epoch: number): Promise<string | null> {
+  private async lookUp(zid: string, epoch: number): Promise<SetConfig | null> {
     const d = this.d;
     const latest = (await d.homeChanges.latest(zid))?.epoch;
     if (d.fetch === null || latest === undefined || epoch >= latest) return null;
-    const known = await d.homeChanges.knownHome(zid, epoch);
+    const known = await d.homeChanges.knownConfig(zid, epoch);
     if (known !== null) return known;
     for (const node of (await d.sources(zid)).slice(0, MAX_SOURCES)) {
       try {
         const learned = await this.checkedChanges(node, zid, epoch);
         if (learned.length > 0) await d.homeChanges.learn(zid, learned);
         const found = learned.find((c) => c.epoch === epoch);
-        if (found !== undefined) return found.home;
+        if (found !== undefined) return configOf(found);
       } catch (err) {
         d.logger?.info({ err: String(err), zid, epoch, node }, 'custody: the home changes of an identity could not be read from a node');
       }
@@ -118,15 +122,18 @@ export class HomeHistory {
     const d = this.d;
     const fetched = await this.fetchedUpTo(node, zid, FIRST_EPOCH, epoch);
     const learned = new Map<number, HomeChange>();
-    const homeOf = async (e: number) => learned.get(e)?.home ?? (await d.homeChanges.knownHome(zid, e));
+    const configAt = async (e: number): Promise<SetConfig | null> => {
+      const change = learned.get(e);
+      return change !== undefined ? configOf(change) : d.homeChanges.knownConfig(zid, e);
+    };
     for (let progress = true; progress && !learned.has(epoch);) {
       progress = false;
       for (const change of fetched) {
         if (learned.has(change.epoch)) continue;
         const base = change.after ?? change.epoch - 1;
-        const home = (await homeOf(base)) ?? namedHome(change, base);
-        if (home === null) continue;
-        const standing = standingOf(change, { epoch: base, home }, d.members(), d.replicas, d.verify);
+        const config = (await configAt(base)) ?? namedConfig(change, base);
+        if (config === null) continue;
+        const standing = standingOf(change, { epoch: base, ...config }, d.members(), d.replicas, d.verify);
         if (standing.apply) {
           learned.set(change.epoch, change);
           progress = true;
@@ -141,11 +148,14 @@ export class HomeHistory {
 }
 
 /**
- * The home of `epoch` as the change's own promises name it (each promiser signed the epochs it knew, with their
- * homes), when they name one alone: the base of a change whose epoch before never completed (its candidate certified
- * its epoch entry and stopped before any node applied its change), which no node keeps a change of.
+ * The home of `epoch` and its set as the change's own promises name them (each promiser signed the epochs it knew,
+ * with their homes and sets), when they name one alone: the base of a change whose epoch before never completed (its
+ * candidate certified its epoch entry and stopped before any node applied its change), which no node keeps a change of.
  */
-function namedHome(change: HomeChange, epoch: number): string | null {
-  const named = new Set(change.promises.flatMap((p) => namedEpochs(p.promise).flatMap((n) => (n.epoch === epoch ? [n.home] : []))));
-  return named.size === 1 ? [...named][0]! : null;
+function namedConfig(change: HomeChange, epoch: number): SetConfig | null {
+  const named = new Map<string, SetConfig>();
+  for (const p of change.promises)
+    for (const n of namedEpochs(p.promise))
+      if (n.epoch === epoch) named.set(`${n.home}|${(n.excluded ?? []).join(',')}`, { home: n.home, ...excludedMember(n.excluded) });
+  return named.size === 1 ? [...named.values()][0]! : null;
 }

@@ -9,9 +9,9 @@ import type { IdentityRecord } from '../identity/service.js';
 import type { Op, Store } from '../store/db.js';
 import { KeyedLock } from '../util/keyed-lock.js';
 import { fetchChain, type FetchChain } from './client.js';
-import { custodySetOf } from './custody-set.js';
+import { excludedMember, setOfConfig } from './custody-set.js';
 import { entryHash, FIRST_EPOCH, verifyEntrySignature } from './entry.js';
-import { standingOf, type ChangeStanding, type HomeChange, type HomeChanges } from './home-change.js';
+import { configOf, standingOf, type ChangeStanding, type HomeChange, type HomeChanges } from './home-change.js';
 import type { Verify } from './promise.js';
 import { checkChain, envelopeTokens, GENESIS_HEAD, replayOps } from './replica.js';
 import { LEDGER_SUBLEVELS } from './ledger-ops.js';
@@ -84,9 +84,11 @@ export class HomeMoves {
     }
     const ident = await d.identity.getIdentity(change.zid);
     if (ident === undefined) return { apply: false, why: 'gap', reason: 'the identity is not known here' };
-    const epoch = (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH;
-    const base = change.after !== undefined && change.after < epoch ? await d.homeChanges.knownHome(change.zid, change.after) : null;
-    const standing = standingOf(bare, { home: ident.home, epoch, base }, d.members(), d.replicas, d.verify);
+    const latest = await d.homeChanges.latest(change.zid);
+    const epoch = latest?.epoch ?? FIRST_EPOCH;
+    const base = change.after !== undefined && change.after < epoch ? await d.homeChanges.knownConfig(change.zid, change.after) : null;
+    const known = { home: ident.home, epoch, ...excludedMember(latest?.excluded), base };
+    const standing = standingOf(bare, known, d.members(), d.replicas, d.verify);
     if (!standing.apply) {
       if (standing.why === 'invalid') this.stats.refused++;
       if (standing.why === 'gap' && catchUp) this.catchUpSoon(change);
@@ -218,7 +220,7 @@ export class HomeMoves {
     if (!check.ok) throw new Error(`the chain fails at seq ${check.seq}: ${check.reason}`);
     const last = links.at(-1);
     if (last === undefined || last.entry.epoch < change.epoch) throw new Error(`the chain holds no entry of epoch ${change.epoch}`);
-    const set = custodySetOf(change.zid, change.home, d.members(), d.replicas);
+    const set = setOfConfig(change.zid, configOf(change), d.members(), d.replicas);
     const hash = entryHash(last.entry);
     const signers = new Set(last.signatures.filter((s) => set.custodians.includes(s.node) && verifyEntrySignature(d.verify, hash, s)).map((s) => s.node));
     if (signers.size < set.majority) throw new Error(`its last entry is signed by ${signers.size} of the ${set.majority} its set needs`);

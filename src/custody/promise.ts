@@ -9,7 +9,7 @@
 import { z } from 'zod';
 import { canonicalJson } from '../kernel/canonical.js';
 import { sha256Hex } from '../kernel/bytes.js';
-import type { CustodySet } from './custody-set.js';
+import { excludedMember, excludedSchema, sameExcluded, type CustodySet, type SetConfig } from './custody-set.js';
 import { FIRST_EPOCH, ZID_PATTERN } from './entry.js';
 import { headAfter } from './failover-rules.js';
 
@@ -36,6 +36,8 @@ const epochHomeSchema = z
       .int()
       .min(FIRST_EPOCH + 1),
     home: z.string().min(1).max(128),
+    /** The members that epoch's set passes over (custody-set.ts; absent: none). */
+    excluded: excludedSchema.optional(),
   })
   .strict();
 
@@ -62,21 +64,30 @@ export const promiseBodySchema = z
      * never saw completed, any of which may have certified entries with its own set. Absent: none.
      */
     named: z.array(epochHomeSchema).min(1).max(MAX_NAMED_EPOCHS).optional(),
+    /** The members the candidate's set passes over in the epoch promised, as the candidate asked (absent: none). */
+    excluded: excludedSchema.optional(),
   })
   .strict();
 export type PromiseBody = z.infer<typeof promiseBodySchema>;
-/** An epoch with the node that is (or would be) the identity's home in it. */
-export interface EpochHome {
+/** An epoch with the node that is (or would be) the identity's home in it, and the members its set passes over. */
+export interface EpochHome extends SetConfig {
   epoch: number;
-  home: string;
+}
+
+/** An epoch's home as a promise names it (excluded absent when none). */
+export function epochHomeOf(epoch: number, config: SetConfig): EpochHome {
+  return { epoch, home: config.home, ...excludedMember(config.excluded) };
 }
 
 /** The latest of epochs known (ties: the first given), null when none is above the first epoch. */
 export function latestOf(...known: (EpochHome | null | undefined)[]): EpochHome | null {
   let best: EpochHome | null = null;
-  for (const k of known) if (k != null && k.epoch > FIRST_EPOCH && (best === null || k.epoch > best.epoch)) best = { epoch: k.epoch, home: k.home };
+  for (const k of known) if (k != null && k.epoch > FIRST_EPOCH && (best === null || k.epoch > best.epoch)) best = epochHomeOf(k.epoch, k);
   return best;
 }
+
+/** A key naming an epoch's configuration (two homes, or two sets, of one epoch are two keys). */
+const configKey = (h: EpochHome) => `${h.epoch}|${h.home}|${(h.excluded ?? []).join(',')}`;
 
 export const signedPromiseSchema = z.object({ promise: promiseBodySchema, node: z.string().min(1).max(128), signature: z.string().min(1).max(128) }).strict();
 export type SignedPromise = z.infer<typeof signedPromiseSchema>;
@@ -103,30 +114,32 @@ export function namedEpochs(p: Pick<PromiseBody, 'latest' | 'named'>): EpochHome
 export function homesToAsk(promises: readonly SignedPromise[], view: EpochHome): EpochHome[] {
   const covered = Math.max(view.epoch + 1, ...promises.map((s) => s.promise.head?.epoch ?? FIRST_EPOCH));
   const named = new Map<string, EpochHome>();
-  for (const s of promises) for (const n of namedEpochs(s.promise)) if (n.epoch >= covered) named.set(`${n.epoch}|${n.home}`, { epoch: n.epoch, home: n.home });
+  for (const s of promises) for (const n of namedEpochs(s.promise)) if (n.epoch >= covered) named.set(configKey(n), epochHomeOf(n.epoch, n));
   return [view, ...[...named.values()].sort((a, b) => a.epoch - b.epoch)];
 }
 
 /**
- * Why `promises` do not make `candidate` the home of `zid` for `epoch`, else null: every promise names that identity,
- * epoch and candidate and is signed by its node, and for each home of `homesToAsk` (from the checker's `view`) its set
- * (`setOf`) has a majority of distinct promisers; no promiser is outside all of those sets.
+ * Why `promises` do not make `candidate` the home of `zid` for `epoch` with its set passing over `candidate.excluded`,
+ * else null: every promise names that identity, epoch, candidate and excluded members and is signed by its node, and
+ * for each home of `homesToAsk` (from the checker's `view`) its set (`setOf`) has a majority of distinct promisers; no
+ * promiser is outside all of those sets.
  */
 export function promisesFault(
   promises: readonly SignedPromise[],
   zid: string,
   epoch: number,
-  candidate: string,
+  candidate: SetConfig,
   view: EpochHome,
-  setOf: (home: string) => CustodySet,
+  setOf: (at: EpochHome) => CustodySet,
   verify: Verify,
 ): string | null {
   for (const s of promises) {
     const p = s.promise;
-    if (p.zid !== zid || p.epoch !== epoch || p.candidate !== candidate) return `a promise of ${s.node} is for another identity, epoch or candidate`;
+    if (p.zid !== zid || p.epoch !== epoch || p.candidate !== candidate.home) return `a promise of ${s.node} is for another identity, epoch or candidate`;
+    if (!sameExcluded(p.excluded, candidate.excluded)) return `the promise of ${s.node} is for another custody set of the candidate`;
     if (!verify(s.node, promiseSigningText(p), s.signature)) return `the promise of ${s.node} does not verify`;
   }
-  const sets = homesToAsk(promises, view).map((at) => ({ at, set: setOf(at.home) }));
+  const sets = homesToAsk(promises, view).map((at) => ({ at, set: setOf(at) }));
   const outsider = promises.find((s) => !sets.some(({ set }) => set.custodians.includes(s.node)));
   if (outsider !== undefined) return `${outsider.node} is not in the identity's custody set`;
   for (const { at, set } of sets) {
@@ -159,6 +172,8 @@ export interface Promised {
   latest?: EpochHome;
   /** The promise's `named` (absent: none). */
   named?: EpochHome[];
+  /** The promise's `excluded`: the members the candidate's set passes over (absent: none). */
+  excluded?: string[];
 }
 
 /**
@@ -171,8 +186,8 @@ export function epochsToName(completed: EpochHome | null, before: Promised | nul
   const known = new Map<number, EpochHome>();
   if (completed !== null) known.set(completed.epoch, completed);
   if (before !== null)
-    for (const k of [...namedEpochs(before), { epoch: before.epoch, home: before.candidate }])
-      if (k.epoch > floor) known.set(k.epoch, { epoch: k.epoch, home: k.home });
+    for (const k of [...namedEpochs(before), epochHomeOf(before.epoch, { home: before.candidate, excluded: before.excluded })])
+      if (k.epoch > floor) known.set(k.epoch, epochHomeOf(k.epoch, k));
   const all = [...known.values()].sort((a, b) => a.epoch - b.epoch).slice(-(MAX_NAMED_EPOCHS + 1));
   const latest = all.pop();
   return { ...(latest === undefined ? {} : { latest }), ...(all.length > 0 ? { named: all } : {}) };
@@ -188,6 +203,8 @@ export interface PromiseFacts {
   promised: Promised | null;
   /** This node is the identity's home (and the candidate another node): it is alive, there is nothing to take over. */
   selfHome: boolean;
+  /** The members the candidate's set passes over, as it asks (absent: none): one promise of an epoch names one set. */
+  excluded?: string[];
 }
 
 interface PromiseRow {
@@ -200,11 +217,15 @@ interface PromiseRow {
 export const PROMISE_ROWS: readonly PromiseRow[] = [
   { refuse: 'home', test: (_e, _c, f) => f.selfHome, reason: () => 'this node is the identity’s home' },
   { refuse: 'stale', test: (epoch, _c, f) => epoch <= f.accepted, reason: (epoch, f) => `epoch ${epoch} is not above ${f.accepted}, accepted here` },
-  { refuse: 'again', test: (epoch, c, f) => f.promised !== null && f.promised.epoch === epoch && f.promised.candidate === c, reason: () => 'promised already' },
+  {
+    refuse: 'again',
+    test: (epoch, c, f) => f.promised !== null && f.promised.epoch === epoch && f.promised.candidate === c && sameExcluded(f.promised.excluded, f.excluded),
+    reason: () => 'promised already',
+  },
   {
     refuse: 'promised',
     test: (epoch, _c, f) => f.promised !== null && f.promised.epoch >= epoch,
-    reason: (_e, f) => `epoch ${f.promised!.epoch} is promised to ${f.promised!.candidate}`,
+    reason: (epoch, f) => `epoch ${f.promised!.epoch} is promised to ${f.promised!.candidate}${f.promised!.epoch === epoch ? ' (with its custody set)' : ''}`,
   },
 ];
 

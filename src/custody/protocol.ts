@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { debitCertificateSchema, MAX_CERTIFICATE_SIGNATURES } from './debit-certificate.js';
+import { excludedSchema } from './custody-set.js';
 import { entrySchema, ZID_PATTERN } from './entry.js';
 import { changeSchema, homeChangeSchema } from './home-change.js';
 import { signedPromiseSchema } from './promise.js';
@@ -193,6 +194,8 @@ export const promiseRequestSchema = z
     svcond: z.number().int().min(0),
     zid: z.string().regex(ZID_PATTERN),
     epoch: z.number().int().min(2),
+    /** The members the candidate's set passes over in that epoch (custody-set.ts; absent: none): the promise names them. */
+    excluded: excludedSchema.optional(),
     handshake,
   })
   .strict();

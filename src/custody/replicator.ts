@@ -127,6 +127,10 @@ export class Replicator {
   private readonly log: Sublevel;
   /** The attempt kept by zid (KeptAttempt). */
   private readonly kept: Sublevel;
+  /** By zid: the members its set passes over in the epoch this node opened as its home (absent: none, as in epoch 1). */
+  private readonly passed: Sublevel;
+  /** `passed` as read (load, excludedOf), by zid. */
+  private readonly excluded = new Map<string, string[]>();
   /** Proposed heads by zid (the last entry proposed, certified or still held). */
   private readonly proposed = new Map<string, OwnHead>();
   /** By identity: its writes refused (given up, or refused for one) whose callers have not rolled back yet. */
@@ -154,11 +158,29 @@ export class Replicator {
     this.own = deps.store.sub('custody_own', 'json', { rewritten: true });
     this.log = deps.store.sub('custody_log');
     this.kept = deps.store.sub('custody_attempts', 'json', { rewritten: true });
+    this.passed = deps.store.sub('custody_own_set', 'json', { rewritten: true });
   }
 
-  /** The custody set of an identity homed here. */
+  /** The custody set of an identity homed here (with the members its epoch passes over, once they are read). */
   setOf(zid: string): CustodySet {
-    return custodySetOf(zid, this.deps.nodeId(), this.deps.members(), this.deps.replicas);
+    return custodySetOf(zid, this.deps.nodeId(), this.deps.members(), this.deps.replicas, this.excluded.get(zid));
+  }
+
+  /**
+   * Identities this node keeps a certified head of (homed here, or once), at most `limit`; `passing`: only those whose
+   * set passes over members.
+   */
+  async homed(limit: number, passing: boolean): Promise<string[]> {
+    return (await this.deps.store.range(passing ? this.passed : this.own, { limit })).map((r) => r.key);
+  }
+
+  /** The members the set of an identity homed here passes over in its epoch (none: empty). */
+  async excludedOf(zid: string): Promise<string[]> {
+    const known = this.excluded.get(zid);
+    if (known !== undefined) return known;
+    const stored = (await this.deps.store.get<string[]>(this.passed, zid)) ?? [];
+    if (!this.excluded.has(zid)) this.excluded.set(zid, stored);
+    return this.excluded.get(zid)!;
   }
 
   /** The store's gate: hold a write that changes the ledger of identities with more than one custodian. */
@@ -216,7 +238,15 @@ export class Replicator {
     return [
       ...[...chain, epochEntry].map((c): Op => ({ type: 'put', sub: this.log, key: slotKey(c.entry), value: c })),
       { type: 'put', sub: this.own, key: entry.zid, value: head },
+      entry.excluded === undefined
+        ? { type: 'del', sub: this.passed, key: entry.zid }
+        : { type: 'put', sub: this.passed, key: entry.zid, value: entry.excluded },
     ];
+  }
+
+  /** The ops of adoptOps are written (and the identity forgotten): its set of the new epoch is known from now. */
+  adopted(epochEntry: CustodyEntry): void {
+    this.excluded.set(epochEntry.zid, epochEntry.excluded ?? []);
   }
 
   /**
@@ -249,6 +279,7 @@ export class Replicator {
     this.certified.delete(zid);
     this.attempts.delete(zid);
     this.unkept.delete(zid);
+    this.excluded.delete(zid);
   }
 
   /** What the home answers a fetch with: its certified entries from `from`, a page, each with its own signature and the custodians'. */
@@ -349,7 +380,11 @@ export class Replicator {
    * proposals may have been sent and never settled: this home restarted), kept on disk before any is sent.
    */
   private async load(zid: string): Promise<void> {
-    const [stored, kept] = await Promise.all([this.deps.store.get<OwnHead>(this.own, zid), this.deps.store.get<KeptAttempt>(this.kept, zid)]);
+    const [stored, kept] = await Promise.all([
+      this.deps.store.get<OwnHead>(this.own, zid),
+      this.deps.store.get<KeptAttempt>(this.kept, zid),
+      this.excludedOf(zid),
+    ]);
     const head = stored ?? { epoch: FIRST_EPOCH, seq: 0, hash: GENESIS_ENTRY_HASH };
     const promised = (await this.deps.ownPromise?.(zid)) ?? 0;
     if (promised > (this.fences.get(zid) ?? 0)) this.fences.set(zid, promised);
@@ -366,7 +401,10 @@ export class Replicator {
     if (this.unkept.get(zid) === next) this.unkept.delete(zid);
   }
 
-  private proposeOn(head: OwnHead, change: LedgerChange, set: CustodySet, write: readonly Op[]): Promise<Op[]> {
+  private proposeOn(head: OwnHead, change: LedgerChange, given: CustodySet, write: readonly Op[]): Promise<Op[]> {
+    // The set of the head's epoch, with the members it passes over read with the head (`given` was counted before
+    // they were read when none is passed over; a set of one stays: a home alone).
+    const set = given.custodians.length > 1 && (this.excluded.get(change.zid)?.length ?? 0) > 0 ? this.setOf(change.zid) : given;
     if (head.epoch < (this.fences.get(change.zid) ?? 0)) {
       this.markUnsettled(change.zid, write);
       // The retake is tried again as a refusal as fenced would try it.

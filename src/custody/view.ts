@@ -3,7 +3,7 @@
 //   certified  the home answers: every write up to `certified_seq` is held by a majority of the custody set
 //   held       a custodian answers: it holds (and signed) the entries up to `certified_seq`; later ones may exist
 //   none       this node is neither the home nor holds an entry of the identity
-import { custodySetOf } from './custody-set.js';
+import type { CustodySet } from './custody-set.js';
 import type { Custodian } from './custodian.js';
 import { FIRST_EPOCH, type EntrySignature, type CustodyEntry } from './entry.js';
 import type { Replicator } from './replicator.js';
@@ -30,8 +30,8 @@ export interface CustodyEntries {
 
 export interface CustodyViewDeps {
   nodeId: () => string;
-  replicas: number;
-  members: () => Iterable<string>;
+  /** The identity's custody set of now as this node knows it (its epoch's home and passed-over members). */
+  currentSet: (zid: string) => Promise<CustodySet | null>;
   homeOf: (zid: string) => Promise<string | null>;
   /** The epoch of the latest home change this node knows of the identity (FIRST_EPOCH: none). */
   knownEpoch: (zid: string) => Promise<number>;
@@ -47,7 +47,7 @@ export class CustodyView {
   async status(zid: string): Promise<CustodyStatus | null> {
     const home = await this.deps.homeOf(zid);
     if (home === null) return null;
-    const { custodians } = custodySetOf(zid, home, this.deps.members(), this.deps.replicas);
+    const custodians = (await this.deps.currentSet(zid))?.custodians ?? [home];
     if (home === this.deps.nodeId()) {
       const head = await this.deps.replicator.certifiedHead(zid);
       const w = await this.deps.wallet(zid);

@@ -5,7 +5,7 @@
 // (or another's) makes no custodian. The check of a transfer credit's debit certificate is custody's, used by the
 // custodian and by the receiver's home.
 import { chainFetcher, changesFetcher, custodyClient, promiseClient, type CustodyClientDeps } from '../custody/client.js';
-import { custodySetOf } from '../custody/custody-set.js';
+import { excludedMember, setOfConfig, type SetConfig } from '../custody/custody-set.js';
 import { Custodian, type ChainPage } from '../custody/custodian.js';
 import {
   creditClaimOf,
@@ -104,17 +104,27 @@ export async function wireCustody(
     timeoutMs: config.custody.certifyTimeoutMs,
     logger: f.logger,
   });
-  // The home of a debit's epoch: the directory's for the epoch of the latest change known (or the first), the one kept
-  // with the changes for an earlier epoch (a debit certified before one failover or more, delivered by the new home),
-  // else the node that proposed the entries of that epoch this node's custodian signed. Unknown below the latest
-  // change: looked up in the changes other nodes keep, in the background (a change that never came here).
+  // The home of a debit's epoch, with the members its set passed over: the directory's and the latest change's for
+  // the epoch of that change (or the first), the one kept with the changes for an earlier epoch (a debit certified
+  // before one failover or more, delivered by the new home), else the node that proposed the entries of that epoch
+  // this node's custodian signed. Unknown below the latest change: looked up in the changes other nodes keep, in the
+  // background (a change that never came here).
   let custodianRef: Custodian | null = null;
-  const homeAt = async (zid: string, epoch: number) => {
-    const current = (await homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH;
-    if (epoch === current) return homeOf(zid);
-    const known = (epoch < current ? await homeChanges.homeAt(zid, epoch) : null) ?? (await custodianRef?.homeInEpoch(zid, epoch)) ?? null;
+  const configAt = async (zid: string, epoch: number): Promise<SetConfig | null> => {
+    const latest = await homeChanges.latest(zid);
+    if (epoch === (latest?.epoch ?? FIRST_EPOCH)) {
+      const home = await homeOf(zid);
+      return home === null ? null : { home, ...excludedMember(latest?.excluded) };
+    }
+    const current = latest?.epoch ?? FIRST_EPOCH;
+    const known = (epoch < current ? await homeChanges.configAt(zid, epoch) : null) ?? (await custodianRef?.configInEpoch(zid, epoch)) ?? null;
     if (known === null && epoch < current) homeHistory.learnSoon(zid, epoch);
     return known;
+  };
+  /** The identity's custody set of now as this node knows it (null: the identity is not known here). */
+  const currentSet = async (zid: string) => {
+    const at = await configAt(zid, (await homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH);
+    return at === null ? null : setOfConfig(zid, at, members(), config.custody.replicas);
   };
   // Set below: applying a home change forgets the replicator's heads of the identity and ends a failover of it.
   let replicatorRef: Replicator | null = null;
@@ -140,7 +150,7 @@ export async function wireCustody(
       const log = replicatorRef === null ? [] : await replicatorRef.entries(zid, 1, Number.MAX_SAFE_INTEGER);
       const written = new Set(log.map((c) => c.hash));
       const ownEpochs = new Set<number>();
-      for (const epoch of new Set(links.map((l) => l.entry.epoch))) if ((await homeAt(zid, epoch)) === f.nodeId) ownEpochs.add(epoch);
+      for (const epoch of new Set(links.map((l) => l.entry.epoch))) if ((await configAt(zid, epoch))?.home === f.nodeId) ownEpochs.add(epoch);
       const candidates = unwrittenCharges(zid, links, (entry, hash) => ownEpochs.has(entry.epoch) && !written.has(hash));
       const marked = await store.getMany(
         chargesCounted,
@@ -161,7 +171,7 @@ export async function wireCustody(
     logger: f.logger,
   });
   // One check of a credit's debit certificate, at the receiver's home and at its custodians.
-  const debitCheck: DebitCheckDeps = { members, replicas: config.custody.replicas, homeAt, verify: verifyText };
+  const debitCheck: DebitCheckDeps = { members, replicas: config.custody.replicas, configAt, verify: verifyText };
   const debitFault = (cert: unknown, credit: CreditClaim) => debitCertificateFault(cert, credit, debitCheck);
   economy.transfers.checkDebitsWith((cert, credit) => debitFault(cert, creditClaimOf(credit)));
   // A delivery to a receiver's old home is refused with the receiver's home change; the sender checks and applies it.
@@ -226,8 +236,8 @@ export async function wireCustody(
     );
     if (logged === undefined) return null;
     const setAt = async (epoch: number) => {
-      const home = await homeAt(zid, epoch);
-      return home === null ? null : custodySetOf(zid, home, members(), config.custody.replicas);
+      const at = await configAt(zid, epoch);
+      return at === null ? null : setOfConfig(zid, at, members(), config.custody.replicas);
     };
     const sign = (text: string) => signText(f.nodeIdentity.privateKey, text);
     const [made] = await recertifyDebits(
@@ -250,17 +260,19 @@ export async function wireCustody(
     homeChange: (zid) => homeChanges.latest(zid),
     fetch,
     verify: verifyText,
+    // The set of now, the home it replaced, and the custodians of an epoch this node is opening (one new to the
+    // identity catches up before it signs the epoch's entry).
     custodiansOf: async (zid) => {
-      const home = await homeOf(zid);
-      if (home === null) return null;
-      const custodians = custodySetOf(zid, home, members(), config.custody.replicas).custodians;
+      const set = await currentSet(zid);
+      if (set === null) return null;
       const previous = await homeChanges.previousHome(zid);
-      return previous === null ? custodians : [...custodians, previous];
+      return [...new Set([...set.custodians, ...(previous === null ? [] : [previous]), ...(failoverRef?.openingSet(zid) ?? [])])];
     },
     ownHead: async (zid) => {
       const own = await replicator.certifiedHead(zid);
       return own === null || own.seq === 0 ? null : own;
     },
+    ownExcluded: (zid) => replicator.excludedOf(zid),
     // The home answers from its certified log, a custodian from what it holds; a former home whose certified log
     // reaches past what its custodian side holds answers from that log (the head its promise showed).
     chainAt: async (zid, from): Promise<ChainPage> => {
@@ -277,8 +289,7 @@ export async function wireCustody(
   custodianRef = custodian;
   const view = new CustodyView({
     nodeId,
-    replicas: config.custody.replicas,
-    members,
+    currentSet,
     homeOf,
     knownEpoch: async (zid) => (await homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH,
     wallet: (zid) => economy.ledger.wallet(zid),
@@ -314,6 +325,7 @@ export async function wireCustody(
           nodeId,
           replicas: config.custody.replicas,
           failoverTicks: config.custody.failoverTicks,
+          replaceTicks: config.custody.replaceTicks,
           members,
           nowSvcond: time.nowSvcond,
           lastHeard: (node) => lastTicks().get(node) ?? null,
@@ -323,7 +335,8 @@ export async function wireCustody(
           custodian,
           homeOf,
           // An earlier epoch's home as the debit check reads it: kept here, else learned (home-history.ts).
-          homeChanges: { latest: (zid) => homeChanges.latest(zid), homeAt },
+          homeChanges: { latest: (zid) => homeChanges.latest(zid), configAt },
+          homed: (limit, passing) => replicator.homed(limit, passing),
           askPromise: promiseClient(client),
           send: custodyClient(client),
           fetch: fetch!,
@@ -337,6 +350,7 @@ export async function wireCustody(
             const above = highestEnvelopeSeq(chain.entries) - f.counters.get('envelope_seq');
             if (above > 0) f.counters.bump('envelope_seq', above);
             await homeMoves.adopt(change, chain.entries, [...replicator.adoptOps(chain.entries, epochEntry), ...kept, f.counters.persistOp('envelope_seq')]);
+            replicator.adopted(epochEntry.entry);
             for (const p of debits)
               if (p.certificate === null)
                 f.logger.warn({ zid: change.zid, transfer_id: p.transferId }, 'custody: a pending debit could not be certified again');

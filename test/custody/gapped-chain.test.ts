@@ -144,6 +144,7 @@ function failoverAt(
     nodeId: () => n.id,
     replicas: 3,
     failoverTicks: 2,
+    replaceTicks: 1000,
     members,
     nowSvcond: now,
     lastHeard: (node) => (down.has(node) ? null : { tick: now(), every: 1 }),
@@ -158,12 +159,12 @@ function failoverAt(
         return custodian.promiseTo(z, epoch, candidate);
       },
       entries: (z, from, limit) => custodian.entries(z, from, limit),
-      homeInEpoch: (z, epoch) => custodian.homeInEpoch(z, epoch),
+      configInEpoch: (z, epoch) => custodian.configInEpoch(z, epoch),
     },
     fenceOwn: (_z, epoch) => steps.push(`fence ${epoch}`),
     homeOf: () => Promise.resolve(home.id),
     // The change of epoch 2, the home's: only its epoch is read here.
-    homeChanges: { latest: () => Promise.resolve({ zid, epoch: 2, home: home.id } as HomeChange), homeAt: () => Promise.resolve(null) },
+    homeChanges: { latest: () => Promise.resolve({ zid, epoch: 2, home: home.id } as HomeChange), configAt: () => Promise.resolve(null) },
     askPromise: async (node, z, epoch) => {
       await hooks.onAsk?.(node);
       if (down.has(node)) throw new Error(`${node} is down`);

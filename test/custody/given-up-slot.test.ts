@@ -147,6 +147,7 @@ async function failoverAtX(): Promise<{ taken: number; wallet: unknown; log: str
     nodeId: () => x.id,
     replicas: 3,
     failoverTicks: 2,
+    replaceTicks: 1000,
     members,
     nowSvcond: () => now,
     lastHeard: (node) => (node === y.id ? { tick: now, every: 1 } : null),
@@ -154,7 +155,7 @@ async function failoverAtX(): Promise<{ taken: number; wallet: unknown; log: str
     store: x.store,
     custodian: custodians.get(x.id)!,
     homeOf: () => Promise.resolve(home.id),
-    homeChanges: { latest: () => Promise.resolve(null), homeAt: () => Promise.resolve(null) },
+    homeChanges: { latest: () => Promise.resolve(null), configAt: () => Promise.resolve(null) },
     askPromise: async (node, z, epoch) => {
       down(node);
       return custodians.get(node)!.answerPromise(promiseRequest(SECRET, x.id, NOW, z, epoch), x.id);

@@ -1,5 +1,5 @@
 // A custodian keeps, with each entry it signs as proposed, the node that proposed it: the identity's home of that
-// entry's epoch (custodian.ts homeInEpoch). A new home whose changes never named an epoch of a pending debit, and a
+// entry's epoch (custodian.ts configInEpoch). A new home whose changes never named an epoch of a pending debit, and a
 // receiver checking that debit's certificate, read it there. Composed in-process: the home's replicator and its two
 // custodians, each on its own store.
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -73,9 +73,9 @@ describe('the home of an epoch, as a custodian that signed its entries saw it', 
         [1, 1, home.id],
         [1, 2, home.id],
       ]);
-      expect(await custodian.homeInEpoch(zid, 1)).toBe(home.id);
-      expect(await custodian.homeInEpoch(zid, 2)).toBeNull();
-      expect(await custodian.homeInEpoch('zid_ffffffffffffffffffffffffffffffff', 1)).toBeNull();
+      expect((await custodian.configInEpoch(zid, 1))?.home ?? null).toBe(home.id);
+      expect((await custodian.configInEpoch(zid, 2))?.home ?? null).toBeNull();
+      expect((await custodian.configInEpoch('zid_ffffffffffffffffffffffffffffffff', 1))?.home ?? null).toBeNull();
     }
   });
 
@@ -90,6 +90,6 @@ describe('the home of an epoch, as a custodian that signed its entries saw it', 
       return { type: 'put' as const, sub: node.store.sub('custody_held'), key: slotKey(entry), value };
     });
     await node.store.commitAside(ops);
-    expect(await custodian.homeInEpoch(zid, 2)).toBe('the-home-of-epoch-2');
+    expect((await custodian.configInEpoch(zid, 2))?.home ?? null).toBe('the-home-of-epoch-2');
   });
 });

@@ -43,7 +43,7 @@ describe('the homes of earlier epochs', () => {
       ],
     };
     await apply(changes, store, skipping, 'node-a');
-    expect(await Promise.all([1, 2, 3, 4].map((e) => changes.homeAt(ZID, e)))).toEqual(['node-a', null, 'node-c', null]);
+    expect(await Promise.all([1, 2, 3, 4].map((e) => changes.configAt(ZID, e).then((c) => c?.home ?? null)))).toEqual(['node-a', null, 'node-c', null]);
     await store.close();
   });
 
@@ -54,7 +54,7 @@ describe('the homes of earlier epochs', () => {
     await apply(changes, store, change(2, 'node-b'), 'node-a');
     await apply(changes, store, change(3, 'node-c'), 'node-b');
     await apply(changes, store, change(4, 'node-a'), 'node-c');
-    const homes = async () => Promise.all([1, 2, 3, 4, 5].map((e) => changes.homeAt(ZID, e)));
+    const homes = async () => Promise.all([1, 2, 3, 4, 5].map((e) => changes.configAt(ZID, e).then((c) => c?.home ?? null)));
     expect(await homes()).toEqual(['node-a', 'node-b', 'node-c', null, null]);
     expect(await changes.previousHome(ZID)).toBe('node-c');
 
@@ -87,7 +87,7 @@ describe('the homes of earlier epochs', () => {
     const store = await Store.open(join(dir, 'db'), { sync: false });
     const changes = new HomeChanges(store);
     await apply(changes, store, change(3, 'node-c'), 'node-a');
-    expect(await Promise.all([1, 2, 3].map((e) => changes.homeAt(ZID, e)))).toEqual(['node-a', null, null]);
+    expect(await Promise.all([1, 2, 3].map((e) => changes.configAt(ZID, e).then((c) => c?.home ?? null)))).toEqual(['node-a', null, null]);
     await store.close();
   });
 });

@@ -103,7 +103,7 @@ describe('a pending debit of a taken chain', () => {
     const fault = await debitCertificateFault(debit!.certificate, credit, {
       members: () => nodes.map((n) => n.id),
       replicas: 3,
-      homeAt: (_zid, epoch) => Promise.resolve(epoch === 1 ? old.id : null),
+      configAt: (_zid, epoch) => Promise.resolve(epoch === 1 ? { home: old.id } : null),
       verify: verifyText,
     });
     expect(fault).toBeNull();

@@ -16,6 +16,7 @@ import {
   PROMISE_ROWS,
   promiseSigningText,
   promisesFault,
+  type EpochHome,
   type PromiseBody,
   type SignedPromise,
 } from '../../src/custody/promise.js';
@@ -41,9 +42,9 @@ function signedPromise(signer: Signer, body: Partial<PromiseBody> & Pick<Promise
 }
 
 /** Custody sets given per home (a home not given: itself alone), in place of the ranking, to make each case plain. */
-function explicitSets(sets: [string, string[]][]): (home: string) => CustodySet {
+function explicitSets(sets: [string, string[]][]): (at: EpochHome) => CustodySet {
   const byHome = new Map(sets);
-  return (home) => {
+  return ({ home }) => {
     const custodians = byHome.get(home) ?? [home];
     return { home, custodians, majority: Math.floor(custodians.length / 2) + 1 };
   };
@@ -75,14 +76,14 @@ describe('the promises of a home change', () => {
     const set = custodySetOf(zid, oldHome, members, 3);
     const [, b, c] = set.custodians.map((id) => all.find((n) => n.id === id)!);
     const view = { epoch: 1, home: oldHome };
-    const setOf = (home: string) => custodySetOf(zid, home, members, 3);
+    const setOf = (at: EpochHome) => custodySetOf(zid, at.home, members, 3);
     const outsider = all.find((n) => !set.custodians.includes(n.id))!;
     const promise = (signer: Signer, head: PromiseBody['head'], more: Partial<PromiseBody> = {}) =>
       signedPromise(signer, { epoch: 2, candidate: b!.id, head, ...more });
     const hb = { epoch: 1, seq: 4, hash: 'aa'.repeat(32) };
     const hc = { epoch: 1, seq: 5, hash: 'bb'.repeat(32) };
     const good = [promise(b!, hb), promise(c!, hc)];
-    expect(promisesFault(good, zid, 2, b!.id, view, setOf, verifyText)).toBeNull();
+    expect(promisesFault(good, zid, 2, { home: b!.id }, view, setOf, verifyText)).toBeNull();
     expect(highestHead(good)).toEqual({ head: hc, node: c!.id });
     expect(highestHead([promise(b!, { epoch: 2, seq: 1, hash: 'cc'.repeat(32) }), promise(c!, hc)])?.node).toBe(b!.id);
     // Tied at a slot: the later attempt, the promiser's own first or not; a later attempt over a longer given-up chain.
@@ -90,11 +91,15 @@ describe('the promises of a home change', () => {
     expect(highestHead([promise(b!, hc), promise(c!, retried)])).toEqual({ head: retried, node: c!.id });
     expect(highestHead([promise(b!, retried), promise(c!, hc)])).toEqual({ head: retried, node: b!.id });
     expect(highestHead([promise(b!, { epoch: 1, seq: 6, hash: 'ee'.repeat(32) }), promise(c!, retried)])?.node).toBe(c!.id);
-    expect(promisesFault([good[0]!], zid, 2, b!.id, view, setOf, verifyText)).toMatch(/1 distinct custodians of the set of epoch 1's home .*, 2 needed/);
-    expect(promisesFault([good[0]!, good[0]!], zid, 2, b!.id, view, setOf, verifyText)).toMatch(/1 distinct/);
-    expect(promisesFault([good[0]!, promise(outsider, null)], zid, 2, b!.id, view, setOf, verifyText)).toMatch(/not in the identity's custody set/);
-    expect(promisesFault([good[0]!, { ...good[1]!, signature: good[0]!.signature }], zid, 2, b!.id, view, setOf, verifyText)).toMatch(/does not verify/);
-    expect(promisesFault([good[0]!, promise(c!, hc, { candidate: c!.id })], zid, 2, b!.id, view, setOf, verifyText)).toMatch(
+    expect(promisesFault([good[0]!], zid, 2, { home: b!.id }, view, setOf, verifyText)).toMatch(
+      /1 distinct custodians of the set of epoch 1's home .*, 2 needed/,
+    );
+    expect(promisesFault([good[0]!, good[0]!], zid, 2, { home: b!.id }, view, setOf, verifyText)).toMatch(/1 distinct/);
+    expect(promisesFault([good[0]!, promise(outsider, null)], zid, 2, { home: b!.id }, view, setOf, verifyText)).toMatch(/not in the identity's custody set/);
+    expect(promisesFault([good[0]!, { ...good[1]!, signature: good[0]!.signature }], zid, 2, { home: b!.id }, view, setOf, verifyText)).toMatch(
+      /does not verify/,
+    );
+    expect(promisesFault([good[0]!, promise(c!, hc, { candidate: c!.id })], zid, 2, { home: b!.id }, view, setOf, verifyText)).toMatch(
       /another identity, epoch or candidate/,
     );
 
@@ -120,11 +125,11 @@ describe('the promises of a home change', () => {
     const fromB = promise(b!, { latest: { epoch: 2, home: c!.id } });
     const fromC = promise(c!);
     expect(homesToAsk([fromB, fromC], view)).toEqual([view, { epoch: 2, home: c!.id }]);
-    expect(promisesFault([fromB, fromC], zid, 3, b!.id, view, setOf, verifyText)).toMatch(/1 distinct custodians of the set of epoch 2's home/);
+    expect(promisesFault([fromB, fromC], zid, 3, { home: b!.id }, view, setOf, verifyText)).toMatch(/1 distinct custodians of the set of epoch 2's home/);
     const fromD = promise(d!);
-    expect(promisesFault([fromB, fromC, fromD], zid, 3, b!.id, view, setOf, verifyText)).toBeNull();
+    expect(promisesFault([fromB, fromC, fromD], zid, 3, { home: b!.id }, view, setOf, verifyText)).toBeNull();
     // A checker that knows epoch 2 checks from there: c's set alone.
-    expect(promisesFault([fromC, fromD], zid, 3, b!.id, { epoch: 2, home: c!.id }, setOf, verifyText)).toBeNull();
+    expect(promisesFault([fromC, fromD], zid, 3, { home: b!.id }, { epoch: 2, home: c!.id }, setOf, verifyText)).toBeNull();
     // The latest epoch named is the one asked, every home named at it: a later one named by d's promise too.
     const fromDLater = promise(d!, { latest: { epoch: 2, home: e!.id } });
     expect(homesToAsk([fromB, fromC, fromDLater], view)).toEqual([view, { epoch: 2, home: c!.id }, { epoch: 2, home: e!.id }]);
@@ -158,18 +163,20 @@ describe('the promises of a home change', () => {
     const fromB = promise(b!);
     expect(homesToAsk([fromP, fromQ, fromB], view)).toEqual([view, { epoch: 23, home: x!.id }, { epoch: 24, home: a!.id }, { epoch: 25, home: c!.id }]);
     // Without epoch 23's set (only q of it), the entries x certified with y could be left off the chain taken.
-    expect(promisesFault([fromP, fromQ, fromB], zid, 26, b!.id, view, setOf, verifyText)).toMatch(/1 distinct custodians of the set of epoch 23's home/);
+    expect(promisesFault([fromP, fromQ, fromB], zid, 26, { home: b!.id }, view, setOf, verifyText)).toMatch(
+      /1 distinct custodians of the set of epoch 23's home/,
+    );
     const head23 = { epoch: 23, seq: 154, hash: 'bb'.repeat(32) };
     const fromY = promise(y!, { head: head23, latest: { epoch: 23, home: x!.id } });
     const all = [fromP, fromQ, fromB, fromY];
     // y's head is of epoch 23: the epochs below it are on its chain, 23 and above are still asked.
     expect(homesToAsk(all, view)).toEqual([view, { epoch: 23, home: x!.id }, { epoch: 24, home: a!.id }, { epoch: 25, home: c!.id }]);
-    expect(promisesFault(all, zid, 26, b!.id, view, setOf, verifyText)).toBeNull();
+    expect(promisesFault(all, zid, 26, { home: b!.id }, view, setOf, verifyText)).toBeNull();
     expect(highestHead(all)).toEqual({ head: head23, node: y!.id });
     // A head of epoch 24 (a certified with p and q) covers 23: its home took x's entries as this candidate would.
     const fromQ24 = promise(q!, { head: { epoch: 24, seq: 160, hash: 'cc'.repeat(32) }, latest: { epoch: 24, home: a!.id } });
     expect(homesToAsk([fromP, fromQ24, fromB], view)).toEqual([view, { epoch: 24, home: a!.id }, { epoch: 25, home: c!.id }]);
-    expect(promisesFault([fromP, fromQ24, fromB], zid, 26, b!.id, view, setOf, verifyText)).toBeNull();
+    expect(promisesFault([fromP, fromQ24, fromB], zid, 26, { home: b!.id }, view, setOf, verifyText)).toBeNull();
   });
 
   it('are named by a custodian from the latest epoch it saw completed up, the newest when it promised more than a promise names', () => {
@@ -213,18 +220,22 @@ describe('the promises of a home change', () => {
     const change = (promises: SignedPromise[], epoch = 13): HomeChange => ({ zid, epoch, home: candidate, after: 9, promises });
     // Neither naming epoch 10 nor past it: a gap here (a fork of the epoch known, or a history this node cannot check).
     const blind = change(m.map((n) => promise(n, { latest: { epoch: 9, home: b9 } })));
-    expect(standingOf(blind, { ...known, base: b9 }, members, 3, verifyText)).toMatchObject({ apply: false, why: 'gap', reason: /do not name the known 10/ });
+    expect(standingOf(blind, { ...known, base: { home: b9 } }, members, 3, verifyText)).toMatchObject({
+      apply: false,
+      why: 'gap',
+      reason: /do not name the known 10/,
+    });
     // A head of epoch 11 (whose home took epoch 10's entries): checked from epoch 9, whose home the checker knows.
     const past = change([
       promise(m[0]!, { latest: { epoch: 9, home: b9 } }),
       promise(m[1]!, { head: { epoch: 11, seq: 3, hash: 'ab'.repeat(32) }, latest: { epoch: 11, home: b9 } }),
     ]);
-    expect(standingOf(past, { ...known, base: b9 }, members, 3, verifyText)).toEqual({ apply: true });
+    expect(standingOf(past, { ...known, base: { home: b9 } }, members, 3, verifyText)).toEqual({ apply: true });
     expect(standingOf(past, known, members, 3, verifyText)).toMatchObject({ apply: false, why: 'gap' });
     // Naming epoch 10 with its home, with a majority of that home's set among the promises.
     const others = setOf(k).filter((n) => !m.includes(n));
     const naming = change([...m, ...others].map((n) => promise(n, { latest: { epoch: 10, home: k } })));
-    expect(standingOf(naming, { ...known, base: b9 }, members, 3, verifyText)).toEqual({ apply: true });
+    expect(standingOf(naming, { ...known, base: { home: b9 } }, members, 3, verifyText)).toEqual({ apply: true });
     // Not knowing epoch 9's home, the checker cannot count epoch 9's promisers: a gap.
     expect(standingOf(naming, known, members, 3, verifyText)).toMatchObject({ apply: false, why: 'gap' });
     // The epoch right after the one known: its promises must hold as they always did.
@@ -232,7 +243,7 @@ describe('the promises of a home change', () => {
       m.map((n) => promise(n, { epoch: 11, latest: { epoch: 9, home: b9 } })),
       11,
     );
-    expect(standingOf(next, { ...known, base: b9 }, members, 3, verifyText)).toMatchObject({
+    expect(standingOf(next, { ...known, base: { home: b9 } }, members, 3, verifyText)).toMatchObject({
       apply: false,
       why: 'invalid',
       reason: /custodians of the set of epoch 10's home/,

@@ -106,9 +106,53 @@ describe('docs/protocol.md §19, failover', () => {
     expect(y.epoch_entry.records).toBe(EPOCH_RECORDS);
     const change = homeChangeSchema.parse(y.home_change);
     // A set of two (the candidate and the custodian): the one promise of the custodian is short of its majority.
-    const setOf = (home: string) => custodySetOf(x.entry.zid, home, [y.candidate, x.custodian], 3);
-    expect(promisesFault(change.promises, x.entry.zid, 2, y.candidate, { epoch: 1, home: y.candidate }, setOf, verifyText)).toMatch(
+    const setOf = (at: { home: string }) => custodySetOf(x.entry.zid, at.home, [y.candidate, x.custodian], 3);
+    expect(promisesFault(change.promises, x.entry.zid, 2, { home: y.candidate }, { epoch: 1, home: y.candidate }, setOf, verifyText)).toMatch(
       /1 distinct custodians of the set of epoch 1's home .*, 2 needed/,
     );
+  });
+});
+
+const rc = /```json example=custody-reconfigure\n([\s\S]*?)\n```/.exec(DOC);
+if (!rc) throw new Error('docs/protocol.md has no example=custody-reconfigure');
+const z = JSON.parse(rc[1]!);
+
+describe('docs/protocol.md §19, reconfiguration', () => {
+  it('the promise of the new set, its signature, the epoch entry and the home change follow from the numbers', () => {
+    const { handshake, ...request } = z.request;
+    expect(request).toEqual({ v: 1, kind: 'promise', svcond: z.request.svcond, zid: x.entry.zid, epoch: 2, excluded: [z.excluded_node] });
+    expect(sha256(jcs(request))).toBe(z.request_digest);
+    const mac = createHmac('sha256', Buffer.from(x.mesh_secret, 'utf8')).update(`${z.home}|${z.request.svcond}|${z.request_digest}`, 'utf8').digest('hex');
+    expect(handshake).toBe(`v1=${mac}`);
+    // The node passed over is RFC 8032's second test vector's key.
+    const vector2 = Buffer.from('3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c', 'hex');
+    expect(Buffer.from(peerIdFromString(z.excluded_node).publicKey!.raw).equals(vector2)).toBe(true);
+    const p = z.answer.promise;
+    expect(p.promise).toEqual({ zid: x.entry.zid, epoch: 2, candidate: z.home, head: { epoch: 1, seq: 7, hash: x.entry_hash }, excluded: [z.excluded_node] });
+    expect(jcs(p.promise)).toBe(z.promise_jcs);
+    expect(sha256(z.promise_jcs)).toBe(z.promise_sha256);
+    expect(z.signing_text).toBe(`svc/custody/1|promise|${z.promise_sha256}`);
+    expect(edSign(null, Buffer.from(z.signing_text, 'utf8'), edPrivate(x.custodian_seed_hex)).toString('base64')).toBe(p.signature);
+    expect(z.epoch_entry).toEqual({ ...y.epoch_entry, excluded: [z.excluded_node] });
+    expect(sha256(jcs(z.epoch_entry))).toBe(z.epoch_entry_hash);
+    expect(z.home_change).toEqual({ zid: x.entry.zid, epoch: 2, home: z.home, promises: [p], excluded: [z.excluded_node] });
+  });
+
+  it("the node's request, schemas and checks agree with the document", () => {
+    expect(promiseRequest(x.mesh_secret, z.home, z.request.svcond, x.entry.zid, 2, [z.excluded_node])).toEqual(z.request);
+    expect(promiseRequestSchema.safeParse(z.request).success).toBe(true);
+    expect(promiseAnswerSchema.safeParse(z.answer).success).toBe(true);
+    expect(verifyText(x.custodian, z.signing_text, z.answer.promise.signature)).toBe(true);
+    expect(entryHash(entrySchema.parse(z.epoch_entry))).toBe(z.epoch_entry_hash);
+    const change = homeChangeSchema.parse(z.home_change);
+    // Members: the home, the custodian, the node passed over. The set before is all three; the promise of the
+    // custodian and the home's own are a majority of it; the new set is the home and the custodian.
+    const members = [z.home, x.custodian, z.excluded_node];
+    expect(custodySetOf(x.entry.zid, z.home, members, 3).custodians).toHaveLength(3);
+    expect(custodySetOf(x.entry.zid, z.home, members, 3, change.excluded).custodians).toEqual([z.home, x.custodian]);
+    const setOf = (at: { home: string; excluded?: string[] }) => custodySetOf(x.entry.zid, at.home, members, 3, at.excluded);
+    const view = { epoch: 1, home: z.home };
+    expect(promisesFault(change.promises, x.entry.zid, 2, { home: z.home, excluded: change.excluded }, view, setOf, verifyText)).toMatch(/1 distinct/);
+    expect(promisesFault(change.promises, x.entry.zid, 2, { home: z.home }, view, setOf, verifyText)).toMatch(/another custody set/);
   });
 });

@@ -18,13 +18,13 @@ import { recordsDigest, type CustodyAnswer, type EntryRecords } from '../../src/
 const BOND = 3;
 export const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
 
-/** The config of a node of a bonded custody mesh, given the addresses it bootstraps from. */
-export const custodyConfig = (secret: string, bootstrap: string[]) => ({
+/** The config of a node of a bonded custody mesh, given the addresses it bootstraps from (and custody settings over the defaults). */
+export const custodyConfig = (secret: string, bootstrap: string[], custody: Record<string, number> = {}) => ({
   solverThreads: 0,
   sealWorker: false,
   receiptSecret: 'ef'.repeat(32),
   contribution: { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 4, deadlineTicks: 12, challengeStake: 20, bondTermDays: 30, offload: 'never' },
-  custody: { replicas: 3, certifyTimeoutMs: 1500 },
+  custody: { replicas: 3, certifyTimeoutMs: 1500, ...custody },
   mesh: { secret, p2pPort: 0, bootstrap, tickEvery: 1 },
 });
 
@@ -49,26 +49,27 @@ export async function bond(n: Pick<TestNode, 'url' | 'dataDir'>, seed: string, i
 
 /** Three meshed nodes, every one's operator bonded, every custody set all three once the bonds are advertised. */
 export async function startBondedTrio(secret: string, initialCredits: number): Promise<[TestNode, TestNode, TestNode]> {
+  const [a, b, c] = await startBondedNodes(secret, 3, initialCredits);
+  return [a!, b!, c!];
+}
+
+/**
+ * `count` meshed nodes (each bootstrapped to every one before it), every one's operator bonded, every node a member
+ * of every custody set once the bonds are advertised (sets of min(count, 3)).
+ */
+export async function startBondedNodes(secret: string, count: number, initialCredits: number, custody: Record<string, number> = {}): Promise<TestNode[]> {
   const opts = custodyNodeOptions(initialCredits);
-  const a = await startTestNode(custodyConfig(secret, []), opts);
   const addr = (n: TestNode) => n.node.mesh.multiaddrs()[0]!;
-  const b = await startTestNode(custodyConfig(secret, [addr(a)]), opts);
-  const c = await startTestNode(custodyConfig(secret, [addr(a), addr(b)]), opts);
-  const all = [a, b, c];
-  await waitFor(() => all.every((n) => n.node.mesh.peers().filter((p) => p.url && p.connected).length >= 2), 30_000, 'a full mesh');
-  await Promise.all([
-    bond(a, 'custody-operator-a', initialCredits),
-    bond(b, 'custody-operator-b', initialCredits),
-    bond(c, 'custody-operator-c', initialCredits),
-  ]);
-  await waitFor(() => all.every((n) => n.node.bonds.active().length === 3), 30_000, 'every bond known everywhere');
+  const all: TestNode[] = [];
+  for (let i = 0; i < count; i++) all.push(await startTestNode(custodyConfig(secret, all.map(addr), custody), opts));
+  await waitFor(() => all.every((n) => n.node.mesh.peers().filter((p) => p.url && p.connected).length >= count - 1), 30_000, 'a full mesh');
+  await Promise.all(all.map((n, i) => bond(n, `custody-operator-${String.fromCharCode(97 + i)}`, initialCredits)));
+  await waitFor(() => all.every((n) => n.node.bonds.active().length === count), 30_000, 'every bond known everywhere');
   // A bonded node joins custody sets once its own tick events have advertised its bond (read once a tick).
-  await waitFor(
-    () => all.every((n) => n.node.custody.replicator.setOf(`zid_${'0'.repeat(32)}`).custodians.length === 3),
-    30_000,
-    'every bond advertised in tick events: custody sets of three',
-  );
-  return [a, b, c];
+  const advertised = (n: TestNode) => n.node.mesh.peers().filter((p) => p.bondId !== null && p.lastTick !== null).length === count - 1;
+  const full = (n: TestNode) => n.node.custody.replicator.setOf(`zid_${'0'.repeat(32)}`).custodians.length === Math.min(count, 3);
+  await waitFor(() => all.every((n) => advertised(n) && full(n)), 30_000, 'every bond advertised in tick events: full custody sets');
+  return all;
 }
 
 /** The records of the entries forge() made, by their digest. */
