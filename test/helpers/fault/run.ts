@@ -27,6 +27,8 @@ export interface FaultRunOptions {
   custody?: boolean;
   /** The nodes' log level (default warn). */
   logLevel?: string;
+  /** custody.replaceTicks of every node (default the node's). */
+  replaceTicks?: number;
 }
 
 export interface FaultRunReport {
@@ -61,7 +63,11 @@ export async function runFaultRun(o: FaultRunOptions): Promise<FaultRun> {
     lap = now;
     return ms;
   };
-  const env = { ...(o.custody ? CUSTODY_ENV : {}), ...(o.logLevel === undefined ? {} : { SVC_LOG_LEVEL: o.logLevel }) };
+  const env = {
+    ...(o.custody ? CUSTODY_ENV : {}),
+    ...(o.logLevel === undefined ? {} : { SVC_LOG_LEVEL: o.logLevel }),
+    ...(o.replaceTicks === undefined ? {} : { SVC_CUSTODY_REPLACE_TICKS: String(o.replaceTicks) }),
+  };
   const cluster = await FaultCluster.start({ nodes: o.nodes, env });
   const startMs = phase();
   try {
