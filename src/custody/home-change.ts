@@ -185,6 +185,16 @@ export class HomeChanges {
     return { type: 'put', sub: this.history, key: historyKey(change.zid, change.epoch), value: bare };
   }
 
+  /**
+   * Did `node` open epoch `epoch` of `zid`: is a change of that epoch naming it in the history? A node keeps every
+   * change it makes, in the batch that makes it the home. Not the home a change's promises name for an epoch between
+   * two changes (`configAt`): several candidates may have been promised that epoch, and only one certified it.
+   */
+  async opened(zid: string, epoch: number, node: string): Promise<boolean> {
+    const kept = await this.store.get<HomeChange>(this.history, historyKey(zid, epoch));
+    return kept !== undefined && kept.home === node;
+  }
+
   /** The changes of `zid` in the history above epoch `after`, oldest first, at most `limit`. */
   async changesAfter(zid: string, after: number, limit: number): Promise<HomeChange[]> {
     const rows = await this.store.range<HomeChange>(this.history, { gte: historyKey(zid, after + 1), lt: `${zid}!~`, limit });

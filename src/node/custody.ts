@@ -150,7 +150,9 @@ export async function wireCustody(
       const log = replicatorRef === null ? [] : await replicatorRef.entries(zid, 1, Number.MAX_SAFE_INTEGER);
       const written = new Set(log.map((c) => c.hash));
       const ownEpochs = new Set<number>();
-      for (const epoch of new Set(links.map((l) => l.entry.epoch))) if ((await configAt(zid, epoch))?.home === f.nodeId) ownEpochs.add(epoch);
+      // Epoch 1's home is the node the identity registered on; a later epoch's, the node whose change opened it.
+      for (const epoch of new Set(links.map((l) => l.entry.epoch)))
+        if (epoch === FIRST_EPOCH ? (await configAt(zid, epoch))?.home === f.nodeId : await homeChanges.opened(zid, epoch, f.nodeId)) ownEpochs.add(epoch);
       const candidates = unwrittenCharges(zid, links, (entry, hash) => ownEpochs.has(entry.epoch) && !written.has(hash));
       const marked = await store.getMany(
         chargesCounted,

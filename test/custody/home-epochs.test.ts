@@ -44,6 +44,11 @@ describe('the homes of earlier epochs', () => {
     };
     await apply(changes, store, skipping, 'node-a');
     expect(await Promise.all([1, 2, 3, 4].map((e) => changes.configAt(ZID, e).then((c) => c?.home ?? null)))).toEqual(['node-a', null, 'node-c', null]);
+    // node-c was promised epoch 3 and is named its home, but it opened no epoch: the charges of epoch 3 a chain holds
+    // are not node-c's to count (another candidate of epoch 3 may have certified it). node-d opened epoch 4.
+    expect(await changes.opened(ZID, 3, 'node-c')).toBe(false);
+    expect(await changes.opened(ZID, 4, 'node-d')).toBe(true);
+    expect(await changes.opened(ZID, 4, 'node-e')).toBe(false);
     await store.close();
   });
 
