@@ -65,13 +65,12 @@ describe('WebhookRegistry', () => {
     const range = store.range.bind(store);
     let gate: () => void = () => undefined;
     let hold: Promise<void> | null = new Promise<void>((res) => (gate = res));
+    // The first call is held, whichever read completes first (under load the registration's may).
     store.range = (async (...args: Parameters<Store['range']>) => {
+      const h = hold;
+      hold = null;
       const out = await range(...args);
-      if (hold) {
-        const h = hold;
-        hold = null;
-        await h;
-      }
+      if (h) await h;
       return out;
     }) as Store['range'];
     const reading = r.subscribers('zid_c', 'computation.complete');
