@@ -79,8 +79,11 @@ describe('a custodian gone longer than the grace period', () => {
     const last = await a.node.custody.replicator.certifiedHead(x.zid);
     await waitFor(async () => (await r.node.custody.custodian.head(x.zid))?.seq === last!.seq, 20_000, 'r holds the last write');
 
-    // A transfer from x to an identity homed on r: its debit certificate is checked at r against x's set of now.
-    const y = await zkIdentity(r.url, 'reconfigure-y');
+    // A transfer from x to an identity homed on r: its debit certificate is checked at r against x's set of now. The
+    // credit is y's first entry: y is one whose set holds a (with p and q both gone, a set of r, p and q cannot
+    // certify it, nor be reconfigured without a majority of its own).
+    let y = await zkIdentity(r.url, 'reconfigure-y-0');
+    for (let i = 1; !r.node.custody.replicator.setOf(y.zid).custodians.includes(a.node.nodeId); i++) y = await zkIdentity(r.url, `reconfigure-y-${i}`);
     await waitFor(async () => (await a.node.identity.getIdentity(y.zid))?.home === r.node.nodeId, 15_000, 'y known at a');
     let sent: { transfer_id: string } | null = null;
     await waitFor(
