@@ -13,14 +13,14 @@ import type { Logger } from 'pino';
 import type { Store } from '../store/db.js';
 import { fetchChain, type FetchChain } from './client.js';
 import { custodySetOf, excludedFor, excludedMember, sameExcluded, sameMembers, setOfConfig, type CustodySet, type SetConfig } from './custody-set.js';
-import type { Custodian } from './custodian.js';
-import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
+import type { ChainPage, Custodian } from './custodian.js';
+import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, signingTextOf, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
 import { goneLong, headAfter, heardLately, homeUnheard, nextState, type FailoverEvent, type FailoverState, type Heard } from './failover-rules.js';
 import { recertifyDebits, type PendingDebit } from './pending-debits.js';
 import type { HomeChange, HomeChanges } from './home-change.js';
 import { highestHead, homesToAsk, promisesFault, type EpochHome, type PromisedHead, type SignedPromise, type Verify } from './promise.js';
 import { recordsDigest, type ChainLink, type EntryRecords, type PromiseAnswer } from './protocol.js';
-import { chainEndingOn, checkChain, GENESIS_HEAD, linkOf } from './replica.js';
+import { chainEndingOn, checkChain, GENESIS_HEAD, linkOf, pageOf } from './replica.js';
 import type { SendBatch } from './client.js';
 import type { CertifiedEntry } from './replicator.js';
 
@@ -110,8 +110,11 @@ export class Failover {
   private readonly attempting = new Set<string>();
   /** Identities this node is taking over: a majority promised it, and the chain is not written yet (isTaking). */
   private readonly taking = new Set<string>();
-  /** The custodians of the epoch entry being certified, by zid: they may fetch the chain to catch up (opening). */
-  private readonly opening = new Map<string, string[]>();
+  /**
+   * By zid, the epoch this node opens: the custodians of its set (they may fetch the chain to catch up) and the chain
+   * it took, which it answers their fetches from until it is written (openingSet, openingPage).
+   */
+  private readonly opening = new Map<string, { custodians: string[]; chain: readonly CertifiedEntry[] }>();
   private running = false;
   readonly stats = { attempts: 0, taken: 0, lost: 0, reconfigured: 0 };
 
@@ -298,6 +301,14 @@ export class Failover {
       const highest = own !== null && (shown === null || !headAfter(shown.head, own.head)) ? { head: own.head, node: self } : shown;
       const chain =
         highest === null ? { entries: [], balance: null } : await this.takeChain(zid, highest.head, sourcesOf(highest.node, self, promises), log?.links);
+      // The members of the new set that promised nothing (new to the identity, or in no set asked) promise the epoch
+      // too, so they take its entries from this node: their promises count in no majority, and a custodian takes an
+      // epoch's entries from the candidate it promised (custodian.ts `fromHome`), its directory naming the old home.
+      const newSet = custodySetOf(zid, self, d.members(), d.replicas, excluded);
+      const promisers = new Set(promises.map((p) => p.node));
+      const unasked = newSet.custodians.filter((n) => n !== self && !promisers.has(n));
+      await Promise.all(unasked.map((n) => d.askPromise(n, zid, epoch, AbortSignal.timeout(d.timeoutMs), excluded).catch(() => null)));
+      this.opening.set(zid, { custodians: newSet.custodians.filter((n) => n !== self), chain: chain.entries });
       const entry: CustodyEntry = {
         v: 1,
         zid,
@@ -371,7 +382,24 @@ export class Failover {
 
   /** The custodians of the epoch this node is opening for `zid` (its entry being certified; empty: none). */
   openingSet(zid: string): readonly string[] {
-    return this.opening.get(zid) ?? [];
+    return this.opening.get(zid)?.custodians ?? [];
+  }
+
+  /**
+   * A page of the chain this node took for the epoch it opens for `zid`, from seq `from`, each entry with this node's
+   * signature first (a custodian catching up checks the proposer's); null when it opens none. Its custodians catch up
+   * from it before they sign the epoch entry: the chain is written here only once they have.
+   */
+  openingPage(zid: string, from: number): ChainPage | null {
+    const opening = this.opening.get(zid);
+    if (opening === undefined || opening.chain.length === 0) return null;
+    const self = this.deps.nodeId();
+    const last = opening.chain.at(-1)!.entry;
+    const links = opening.chain
+      .filter((c) => c.entry.seq >= from)
+      .map((c) => linkOf(c, [{ node: self, signature: this.deps.sign(signingTextOf(c.hash)) }, ...c.signatures.filter((s) => s.node !== self)]));
+    const page = pageOf(links);
+    return { head: { epoch: last.epoch, seq: last.seq, hash: entryHash(last), ...(last.attempt === undefined ? {} : { attempt: last.attempt }) }, ...page };
   }
 
   /**
@@ -438,8 +466,6 @@ export class Failover {
     const set = custodySetOf(entry.zid, self, d.members(), d.replicas, entry.excluded);
     const hash = entryHash(entry);
     const others = set.custodians.filter((n) => n !== self);
-    // A custodian new to the identity fetches the chain from this node before it signs (its fetch is answered).
-    this.opening.set(entry.zid, others);
     const signatures: EntrySignature[] = [];
     const refusals: string[] = [];
     await Promise.all(

@@ -276,8 +276,12 @@ export async function wireCustody(
     },
     ownExcluded: (zid) => replicator.excludedOf(zid),
     // The home answers from its certified log, a custodian from what it holds; a former home whose certified log
-    // reaches past what its custodian side holds answers from that log (the head its promise showed).
+    // reaches past what its custodian side holds answers from that log (the head its promise showed); a candidate,
+    // from the chain it took.
     chainAt: async (zid, from): Promise<ChainPage> => {
+      // A candidate opening an epoch answers from the chain it took: its new custodians catch up from it.
+      const opening = failoverRef?.openingPage(zid, from) ?? null;
+      if (opening !== null) return opening;
       if ((await homeOf(zid)) === f.nodeId) return replicator.page(zid, from);
       const [own, held] = await Promise.all([replicator.certifiedHead(zid), custodian.head(zid)]);
       return own !== null && own.seq > 0 && (held === null || headAfter(own, held)) ? replicator.page(zid, from) : custodian.page(zid, from);
