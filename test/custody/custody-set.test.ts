@@ -1,36 +1,22 @@
 // An epoch's custody set and the members it passes over (custody/custody-set.ts), the reconfiguration's reading of
 // them in promises and home changes (custody/promise.ts, custody/home-change.ts), entries (custody/entry.ts) and a
 // debit certificate's check (custody/debit-certificate.ts): real Ed25519 keys of peer ids.
-import { generateKeyPair } from '@libp2p/crypto/keys';
-import { peerIdFromPrivateKey } from '@libp2p/peer-id';
-import type { PrivateKey } from '@libp2p/interface';
 import { describe, expect, it } from 'vitest';
+import { keyedNodes, signedPromise as signedPromiseOf, type Signer } from '../helpers/promise-signers.js';
 import { rankWeight } from '../../src/consensus/committee.js';
 import { custodySetOf, excludedFor, excludedSchema, MAX_EXCLUDED, sameMembers, setOfConfig } from '../../src/custody/custody-set.js';
 import { debitCertificateFault } from '../../src/custody/debit-certificate.js';
 import { entryHash, entrySchema, GENESIS_ENTRY_HASH, signingTextOf, type CustodyEntry } from '../../src/custody/entry.js';
 import { standingOf, type HomeChange } from '../../src/custody/home-change.js';
-import { decidePromise, epochsToName, homesToAsk, promiseSigningText, promisesFault, type PromiseBody, type SignedPromise } from '../../src/custody/promise.js';
+import { decidePromise, epochsToName, homesToAsk, promisesFault, type PromiseBody } from '../../src/custody/promise.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
 
 const zid = 'zid_00112233445566778899aabbccddeeff';
 const receiver = 'zid_ffeeddccbbaa99887766554433221100';
 
-async function nodes(n: number) {
-  return Promise.all(
-    Array.from({ length: n }, async () => {
-      const key = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
-      return { id: peerIdFromPrivateKey(key as never).toString(), key };
-    }),
-  );
-}
-
-type Signer = { id: string; key: Parameters<typeof signText>[0] };
-
-function signedPromise(signer: Signer, body: Partial<PromiseBody> & Pick<PromiseBody, 'epoch' | 'candidate'>): SignedPromise {
-  const promise: PromiseBody = { zid, head: null, ...body };
-  return { promise, node: signer.id, signature: signText(signer.key, promiseSigningText(promise)) };
-}
+const nodes = keyedNodes;
+/** The promise `signer` signs: of `zid`, holding nothing, unless `body` says otherwise. */
+const signedPromise = (signer: Signer, body: Partial<PromiseBody> & Pick<PromiseBody, 'epoch' | 'candidate'>) => signedPromiseOf(zid, signer, body);
 
 /** The members but `home` by weight for zid, highest first (the ranking the set takes its custodians from). */
 const ranking = (home: string, members: string[]) =>

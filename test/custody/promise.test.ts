@@ -1,9 +1,7 @@
 // A custodian's promise table and the check of a home change's promises (custody/promise.ts, custody/home-change.ts):
 // real Ed25519 keys of peer ids, the set computed as every node computes it.
-import { generateKeyPair } from '@libp2p/crypto/keys';
-import { peerIdFromPrivateKey } from '@libp2p/peer-id';
-import type { PrivateKey } from '@libp2p/interface';
 import { describe, expect, it } from 'vitest';
+import { keyedNodes, signedPromise as signedPromiseOf, type Signer } from '../helpers/promise-signers.js';
 import { custodySetOf, type CustodySet } from '../../src/custody/custody-set.js';
 import { standingOf, type HomeChange } from '../../src/custody/home-change.js';
 import {
@@ -14,32 +12,18 @@ import {
   latestOf,
   MAX_NAMED_EPOCHS,
   PROMISE_ROWS,
-  promiseSigningText,
   promisesFault,
   type EpochHome,
   type PromiseBody,
   type SignedPromise,
 } from '../../src/custody/promise.js';
-import { signText, verifyText } from '../../src/mesh/wire.js';
+import { verifyText } from '../../src/mesh/wire.js';
 
 const zid = 'zid_00112233445566778899aabbccddeeff';
 
-async function nodes(n: number) {
-  return Promise.all(
-    Array.from({ length: n }, async () => {
-      const key = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
-      return { id: peerIdFromPrivateKey(key as never).toString(), key };
-    }),
-  );
-}
-
-type Signer = { id: string; key: Parameters<typeof signText>[0] };
-
+const nodes = keyedNodes;
 /** The promise `signer` signs: of `zid`, holding nothing, unless `body` says otherwise. */
-function signedPromise(signer: Signer, body: Partial<PromiseBody> & Pick<PromiseBody, 'epoch' | 'candidate'>): SignedPromise {
-  const promise: PromiseBody = { zid, head: null, ...body };
-  return { promise, node: signer.id, signature: signText(signer.key, promiseSigningText(promise)) };
-}
+const signedPromise = (signer: Signer, body: Partial<PromiseBody> & Pick<PromiseBody, 'epoch' | 'candidate'>) => signedPromiseOf(zid, signer, body);
 
 /** Custody sets given per home (a home not given: itself alone), in place of the ranking, to make each case plain. */
 function explicitSets(sets: [string, string[]][]): (at: EpochHome) => CustodySet {
