@@ -190,7 +190,8 @@ export class Failover {
     let started = 0;
     for (const zid of await d.homed(WATCH_PER_RUN, passing)) {
       if (started >= RECONFIGURE_PER_RUN) break;
-      if (this.attempting.has(zid) || (await d.homeOf(zid)) !== self) continue;
+      if (this.attempting.has(zid)) continue;
+      // Its directory's home and epoch set (watched reads both): a former home's identities are passed over.
       const view = await this.watched(zid);
       if (view === null || view.home !== self) continue;
       const set = setOfConfig(zid, view, members, d.replicas);
