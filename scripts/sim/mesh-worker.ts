@@ -20,7 +20,7 @@ import type { ToWorker, FromWorker, Receipt, Send } from './mesh-messages.js';
 
 const SECRET = 'sim-mesh-secret-0123456789abcdef';
 const tickEvery = Number(process.env.SIM_TICK_EVERY ?? 2);
-const tickRate = Number(process.env.SIM_TICK_RATE ?? 32);
+const tickRate = Number(process.env.SIM_TICK_RATE ?? 8);
 /** Discovery under measurement: the peer exchange on first contact (/svc/peers/1) and gossipsub's PX on prune. */
 const peerExchange = process.env.SIM_EXCHANGE !== '0';
 const px = process.env.SIM_PX !== '0';

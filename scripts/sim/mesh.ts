@@ -3,18 +3,21 @@
 // way independent operators join: node 0 is the seed and every other node is told the seed's address only. Nodes then
 // churn: every minute `--churn` nodes leave and as many new ones join, each told one address of a random live node;
 // the seed itself leaves `--kill-seed-after` seconds into the measurement. Prints ONE JSON line:
-//   {nodes, procs, tickEvery, tickRate, exchange, px, seconds, churnPerMin, events, expectedPairs, deliveredPairs, delivery, p50Ms, p99Ms,
-//    connections: {min, median, max}, cpuMsPerNodePerSec, rssMbPerNode, heapMbPerNode}
+//   {nodes, procs, tickEvery, tickRate, exchange, px, seconds, churnPerMin, events, eventsPerSec, expectedPairs, deliveredPairs,
+//    delivery, p50Ms, p99Ms, connections: {min, median, max}, cpuMsPerNodePerSec, rssMbPerNode, heapMbPerNode, loadAverage}
+// eventsPerSec is the mesh-wide rate of counted tick events (what --tick-rate bounds); loadAverage the [min, max] of the
+// machine's 1-minute load average over the measurement: above its cores, the figures are the machine's, not the mesh's.
 // delivery counts (tick event, receiving node) pairs in the measured window whose sender stayed up 2 s after sending
 // and whose receiver had been up `--settle` s before it and stayed up `--grace` s after it. Latency is publish →
 // accept (signature, handshake and duplicate checks included), over every receipt in the window.
 // Usage: npx tsx scripts/sim/mesh.ts [--nodes 100] [--procs 4] [--seconds 120] [--warmup 30] [--churn 5]
-//        [--tick-every 2] [--tick-rate 32] [--settle 20] [--grace 10] [--kill-seed-after 10] [--seed 1] [--join-batch 25]
+//        [--tick-every 2] [--tick-rate 8] [--settle 20] [--grace 10] [--kill-seed-after 10] [--seed 1] [--join-batch 25]
 //        [--exchange 1] [--px 1] [--profile-dir DIR]
 // --exchange 0 turns the peer exchange on first contact (/svc/peers/1) off, --px 0 gossipsub's PX on prune: the
 // discovery comparison of docs/decisions.md.
 // Everything listens on 127.0.0.1 only, and the run stops by itself.
 import { fork, type ChildProcess } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { numberArg } from '../bench/lib.js';
@@ -27,7 +30,7 @@ const WARMUP = numberArg('warmup', 30);
 const CHURN = numberArg('churn', 5);
 const TICK_EVERY = numberArg('tick-every', 2);
 /** mesh.tickRate: tick events a second each node accepts mesh-wide; `events / seconds` of the output shows the rate kept. */
-const TICK_RATE = numberArg('tick-rate', 32);
+const TICK_RATE = numberArg('tick-rate', 8);
 const SETTLE = numberArg('settle', 20);
 const GRACE = numberArg('grace', 10);
 const KILL_SEED_AFTER = numberArg('kill-seed-after', 10);
@@ -203,6 +206,8 @@ async function main(): Promise<void> {
   let nextChurn = measureStart + churnEveryMs;
   let seedKilled = false;
   const liveCounts: number[] = [];
+  const loads: number[] = [];
+  const loadSampler = setInterval(() => loads.push(loadavg()[0]!), 5_000);
   while (wallMs() < measureStart + SECONDS * 1000) {
     await new Promise((r) => setTimeout(r, 250));
     liveCounts.push(alive().length);
@@ -222,6 +227,7 @@ async function main(): Promise<void> {
     }
   }
   const measureEnd = wallMs();
+  clearInterval(loadSampler);
   await flushAll();
   const cpuMs = workers.reduce((a, w, i) => a + w.cpuMs - cpuStart[i]!, 0);
   const rss = workers.reduce((a, w) => a + w.rssBytes, 0);
@@ -263,6 +269,7 @@ async function main(): Promise<void> {
     seconds: Math.round(seconds),
     churnPerMin: CHURN,
     events,
+    eventsPerSec: Math.round((events / Math.max(1, seconds - GRACE)) * 100) / 100,
     expectedPairs: expected,
     deliveredPairs: delivered,
     delivery: expected === 0 ? null : Math.round((delivered / expected) * 1e6) / 1e6,
@@ -272,6 +279,7 @@ async function main(): Promise<void> {
     cpuMsPerNodePerSec: Math.round((cpuMs / meanLive / seconds) * 100) / 100,
     rssMbPerNode: Math.round((rss / liveNow / 2 ** 20) * 10) / 10,
     heapMbPerNode: Math.round((heap / liveNow / 2 ** 20) * 10) / 10,
+    loadAverage: [Math.min(...loads), Math.max(...loads)].map((l) => Math.round(l * 100) / 100),
   };
   process.stdout.write(JSON.stringify(out) + '\n');
   for (let w = 0; w < workers.length; w++) tell(w, { op: 'exit' });

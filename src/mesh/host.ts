@@ -79,6 +79,9 @@ export interface PeerSetBounds {
 
 export const DEFAULT_PEER_SET: PeerSetBounds = { target: 8, max: 24, maintainMs: 2_000, graceMs: 20_000 };
 
+/** How often libp2p's connection monitor pings each open connection (and closes one that does not answer). */
+export const CONNECTION_PING_MS = 60_000;
+
 export interface MeshHostOptions {
   privateKey: PrivateKey;
   /** Interface to listen on (an IPv4/IPv6 literal or 'localhost'). */
@@ -301,6 +304,9 @@ export class MeshHost {
         inboundConnectionThreshold: o.inboundPerIpPerSec ?? Math.max(5, this.bounds.max),
         dialTimeout: 5_000,
       },
+      // libp2p pings every connection every 10 s on a new stream each time; at 8–24 connections that was half of an
+      // idle node's CPU (docs/decisions.md, "Mesh: connection pings every 60 s").
+      connectionMonitor: { pingInterval: CONNECTION_PING_MS },
       ...(o.mdns ? { peerDiscovery: [mdns()] } : {}),
       ...(o.metrics ? { metrics: o.metrics } : {}),
       ...(o.connectionGater ? { connectionGater: o.connectionGater } : {}),
