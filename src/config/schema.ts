@@ -74,7 +74,7 @@ export const configSchema = z
          * Tick events per second a node accepts from the whole mesh: a node's interval grows to ⌈N_heard / (tickRate · 0.777 s)⌉
          * ticks so that this holds at any size (docs/decisions.md, "Mesh: a tick period that grows with the mesh").
          */
-        tickRate: z.number().min(0.01).max(100_000).default(32),
+        tickRate: z.number().min(0.01).max(100_000).default(8),
         /** Oracle snapshots kept (one per 4 ticks; 10 000 ≈ 8.6 h); the oldest are deleted as new ones are written. */
         snapshotRetention: z.number().int().min(1).max(1_000_000),
         /** How long a home node has to show life when a request is forwarded to it (answer, or its health probe). */

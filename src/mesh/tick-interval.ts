@@ -10,13 +10,14 @@
 import { TICK_SECONDS_EXACT } from '../kernel/clock.js';
 
 /**
- * The longest interval a tick event may declare (≈ 53 minutes): what 100,000 nodes need at R = 32. A receiver keeps
- * a node live for a few of its intervals, so the cap bounds how long a node that stops can still look alive.
+ * The longest interval a tick event may declare (≈ 53 minutes): what ≈ 25,000 nodes need at R = 8 (a larger mesh
+ * then costs each node more than R). A receiver keeps a node live for a few of its intervals, so the cap bounds how
+ * long a node that stops can still look alive.
  */
 export const MAX_TICK_INTERVAL = 4096;
 
 /** The mesh-wide tick events a node accepts per second by default (docs/decisions.md, "Mesh: a tick period that grows with the mesh"). */
-export const DEFAULT_TICK_RATE = 32;
+export const DEFAULT_TICK_RATE = 8;
 
 /**
  * A shorter interval is taken only when the mesh heard, grown by this factor, still fits it: the interval set at N
