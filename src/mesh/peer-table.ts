@@ -211,13 +211,6 @@ export class PeerTable {
     return n;
   }
 
-  /** The interval (`every`) each peer heard recently declares: what a joining node reads the mesh's interval from. */
-  heardIntervals(now: number): number[] {
-    const out: number[] = [];
-    for (const h of this.heard.values()) if (now - h.receivedSvcond <= recentWindow(h.every)) out.push(h.every);
-    return out;
-  }
-
   /**
    * The peers status shows: connected now, or heard recently (a valid tick event within recentWindow of its own
    * interval); connected first, then by the latest tick heard; at most STATUS_PEERS_MAX; listed in peer id order.

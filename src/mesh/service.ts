@@ -13,8 +13,8 @@ import { GossipError, invalidEvent } from './gossip-error.js';
 import { GossipHandlerTable } from './gossip-handlers.js';
 import { MachineDirectory } from './machines.js';
 import { MeshEventLog, type Entrance, type EventOrder, type StoredEvent } from './event-log.js';
-import { PeerTable, RECENT_WINDOW_TICKS, TICK_EVENT_TYPE, recentWindow, tickBody, type PeerInfo, type StatusPeer, type TickAdvert } from './peer-table.js';
-import { DEFAULT_TICK_RATE, joiningInterval, nextTickInterval, tickDue, tickPhase } from './tick-interval.js';
+import { PeerTable, RECENT_WINDOW_TICKS, TICK_EVENT_TYPE, tickBody, type PeerInfo, type StatusPeer, type TickAdvert } from './peer-table.js';
+import { DEFAULT_TICK_RATE, nextTickInterval, tickDue, tickPhase } from './tick-interval.js';
 import { MeshHost, silentLogger, type MeshHostOptions, type MeshLogger, type PeerSetBounds, type RelayOptions } from './host.js';
 import { PeerStore } from './peer-store.js';
 import type { ReachabilityStatus } from './reachability.js';
@@ -213,8 +213,6 @@ export class MeshService {
   private lastGossipSvcond: number | null = null;
   /** Tick of this node's previous tick event (null: none sent since start). */
   private lastTickSvcond: number | null = null;
-  /** Tick at which the service started: until a full window of listening has passed it ticks as its peers do. */
-  private startedSvcond: number | null = null;
   /** The latest signed tick event of each sender (a challenge's draw event is taken from them): the one heard longest ago first out. */
   private readonly latestTicks = new LruMap<string, MeshEvent>(4096);
   /** sha256 hex of the node id: where in its interval the node ticks. */
@@ -358,7 +356,6 @@ export class MeshService {
     } else {
       this.log.info({ nodeId }, 'mesh disabled: no mesh secret configured; the node runs alone');
     }
-    this.startedSvcond = this.nowSvcond();
     this.running = true;
     if (this.opts.autoPulse !== false) {
       const every = Math.max(50, Math.min(250, Math.floor(777 / 4)));
@@ -630,9 +627,7 @@ export class MeshService {
     if (this.enabled && tickDue(now, this.lastTickSvcond, this.every, this.phase())) {
       this.lastTickSvcond = now;
       // The interval this event declares: the gap to this node's next tick event.
-      const every = nextTickInterval({ heard: this.nodesHeard(now), floor: this.tickEvery, rate: this.tickRate, current: this.every });
-      const joining = this.startedSvcond !== null && now - this.startedSvcond < recentWindow(every);
-      this.every = joining ? joiningInterval(every, this.peerTable.heardIntervals(now)) : every;
+      this.every = nextTickInterval({ heard: this.nodesHeard(now), floor: this.tickEvery, rate: this.tickRate, current: this.every });
       const head = await this.opts.headState();
       await this.publish(
         TICK_EVENT_TYPE,

@@ -51,19 +51,6 @@ export function nextTickInterval(i: TickIntervalInput): number {
 }
 
 /**
- * The interval of a node that has not yet listened for a full window of the mesh (it joined, or restarted): it has
- * heard only part of the mesh, so its own N_heard is low and alone would have it tick far more often than the nodes
- * around it — each joiner a burst of extra events for the whole mesh. Until the window is full it ticks no more often
- * than the median interval its peers declare (the lower median: fewer than half of them cannot raise it past every
- * honest one). `declared` is the `every` of each peer heard recently.
- */
-export function joiningInterval(own: number, declared: readonly number[]): number {
-  if (declared.length === 0) return own;
-  const sorted = [...declared].sort((a, b) => a - b);
-  return Math.max(own, sorted[Math.floor((sorted.length - 1) / 2)]!);
-}
-
-/**
  * Where in its interval a node ticks: a phase from its id, so that nodes started together (a cluster, a mass join) do
  * not all send on the same tick once their interval is long. `hex` is any hex digest of the node id.
  */

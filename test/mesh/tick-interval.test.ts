@@ -3,7 +3,7 @@
 // the slot a node ticks in.
 import { describe, expect, it } from 'vitest';
 import { TICK_SECONDS_EXACT } from '../../src/kernel/clock.js';
-import { MAX_TICK_INTERVAL, intervalFor, joiningInterval, nextTickInterval, tickDue, tickPhase } from '../../src/mesh/tick-interval.js';
+import { MAX_TICK_INTERVAL, intervalFor, nextTickInterval, tickDue, tickPhase } from '../../src/mesh/tick-interval.js';
 
 /** Events a second a node accepts when `n` nodes each tick every `every` ticks. */
 const rateAt = (n: number, every: number) => n / (every * TICK_SECONDS_EXACT);
@@ -39,23 +39,6 @@ describe('the tick interval', () => {
     e = 403;
     expect(step(5_000)).toBe(intervalFor(5_000 * 1.25, 4, 32));
     expect(step(1)).toBe(4);
-  });
-
-  it('a joining node ticks no more often than the lower median of the intervals its peers declare', () => {
-    // Nothing heard yet: its own interval.
-    expect(joiningInterval(4, [])).toBe(4);
-    // A mesh of 1,000 at R = 8 ticks every 161; a joiner that has heard 30 of them would alone tick every 5.
-    expect(intervalFor(30, 4, 8)).toBe(5);
-    expect(joiningInterval(5, [170, 161, 150, 161])).toBe(161);
-    // Of an even count, the lower of the two middle ones.
-    expect(joiningInterval(5, [170, 150])).toBe(150);
-    // Never shorter than its own.
-    expect(joiningInterval(200, [161, 161])).toBe(200);
-    // Fewer than half of the peers declaring the longest interval do not move it past the honest ones.
-    expect(joiningInterval(4, [161, 161, 161, MAX_TICK_INTERVAL, MAX_TICK_INTERVAL])).toBe(161);
-    expect(joiningInterval(4, [161, 161, MAX_TICK_INTERVAL, MAX_TICK_INTERVAL])).toBe(161);
-    // Nor do peers declaring the shortest one lower it below its own.
-    expect(joiningInterval(9, [1, 1, 1])).toBe(9);
   });
 
   it('a node ticks once per slot of its interval, at its own phase, whatever the interval did since', () => {
