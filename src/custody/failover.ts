@@ -19,7 +19,7 @@ import { goneLong, headAfter, heardLately, homeUnheard, nextState, type Failover
 import { recertifyDebits, type PendingDebit } from './pending-debits.js';
 import type { HomeChange, HomeChanges } from './home-change.js';
 import { highestHead, homesToAsk, promisesFault, type EpochHome, type PromisedHead, type SignedPromise, type Verify } from './promise.js';
-import { recordsDigest, type ChainLink, type EntryRecords, type PromiseAnswer } from './protocol.js';
+import { MAX_CHAIN_LINKS, recordsDigest, type ChainLink, type EntryRecords, type PromiseAnswer } from './protocol.js';
 import { chainEndingOn, checkChain, GENESIS_HEAD, linkOf, pageOf } from './replica.js';
 import type { SendBatch } from './client.js';
 import type { CertifiedEntry } from './replicator.js';
@@ -396,8 +396,10 @@ export class Failover {
     if (opening === undefined || opening.chain.length === 0) return null;
     const self = this.deps.nodeId();
     const last = opening.chain.at(-1)!.entry;
+    // At most one page is answered: only its entries are signed.
     const links = opening.chain
       .filter((c) => c.entry.seq >= from)
+      .slice(0, MAX_CHAIN_LINKS)
       .map((c) => linkOf(c, [{ node: self, signature: this.deps.sign(signingTextOf(c.hash)) }, ...c.signatures.filter((s) => s.node !== self)]));
     const page = pageOf(links);
     return { head: { epoch: last.epoch, seq: last.seq, hash: entryHash(last), ...(last.attempt === undefined ? {} : { attempt: last.attempt }) }, ...page };

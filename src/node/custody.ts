@@ -279,7 +279,6 @@ export async function wireCustody(
     // reaches past what its custodian side holds answers from that log (the head its promise showed); a candidate,
     // from the chain it took.
     chainAt: async (zid, from): Promise<ChainPage> => {
-      // A candidate opening an epoch answers from the chain it took: its new custodians catch up from it.
       const opening = failoverRef?.openingPage(zid, from) ?? null;
       if (opening !== null) return opening;
       if ((await homeOf(zid)) === f.nodeId) return replicator.page(zid, from);
