@@ -234,7 +234,7 @@ export class AgentRuntime {
   }
 
   private async spawnReserved(caller: IdentityCaller, machineSlug: string, program: Program): Promise<AgentRecord> {
-    await this.deps.ledger.wallet(caller.zid);
+    while (!this.deps.ledger.isLoaded(caller.zid)) await this.deps.ledger.wallet(caller.zid);
     const svcond = this.now();
     const a = this.newRecord(caller.zid, machineSlug, program, null, svcond);
     const charge = this.deps.ledger.chargeOps(caller.zid, 'agent_spawn', COSTS.agentSpawn);
@@ -480,8 +480,11 @@ export class AgentRuntime {
     // The owner's role now, not at spawn: an agent of an operator whose role was taken stops (403).
     requireRole(a.slug, machine?.roles[a.owner], 'append');
     const injected = machine?.inject_agent_rail === true;
-    await this.deps.ledger.wallet(a.owner);
-    if (injected) await this.deps.chain.prepare(a.slug);
+    // Both loaded at once, checked right before the synchronous part (a bounded cache may let one go while the other loads).
+    while (!this.deps.ledger.isLoaded(a.owner) || (injected && !this.deps.chain.isPrepared(a.slug))) {
+      await this.deps.ledger.wallet(a.owner);
+      if (injected) await this.deps.chain.prepare(a.slug);
+    }
     const charge = this.deps.ledger.chargeOps(a.owner, 'agent_append', AGENT_APPEND_COST);
     let row: ReturnType<ChainService['appendOps']> | null = null;
     try {
@@ -509,34 +512,36 @@ export class AgentRuntime {
     requireRole(a.slug, (await this.deps.chain.getMachine(a.slug))?.roles[a.owner], 'transition');
     let charge: TallyCharge | null = null;
     try {
-      await contracts.transition(
-        a.slug,
-        contractId,
-        svcond,
-        event,
-        {
-          prepare: () => this.deps.ledger.wallet(a.owner),
-          take: () => {
-            const paid = this.deps.ledger.chargeOps(a.owner, 'contract_transition', COSTS.contractTransition);
-            charge = paid.charge;
-            return paid;
+      await this.deps.ledger.holding(a.owner, () =>
+        contracts.transition(
+          a.slug,
+          contractId,
+          svcond,
+          event,
+          {
+            prepare: () => this.deps.ledger.wallet(a.owner),
+            take: () => {
+              const paid = this.deps.ledger.chargeOps(a.owner, 'contract_transition', COSTS.contractTransition);
+              charge = paid.charge;
+              return paid;
+            },
           },
-        },
-        (seq) => [this.deps.chain.chargeOp(a.slug, seq, a.owner, charge!)],
-        (row, moved) =>
-          finish({
-            value: null,
-            unit: null,
-            result_id: null,
-            chain: { slug: a.slug, seq: row.seq, hash: row.hash },
-            contract: { contract_id: contractId, event: (event as { type?: unknown }).type ?? null, ...moved, charge },
-            contractState: moved.to,
-          }),
+          (seq) => [this.deps.chain.chargeOp(a.slug, seq, a.owner, charge!)],
+          (row, moved) =>
+            finish({
+              value: null,
+              unit: null,
+              result_id: null,
+              chain: { slug: a.slug, seq: row.seq, hash: row.hash },
+              contract: { contract_id: contractId, event: (event as { type?: unknown }).type ?? null, ...moved, charge },
+              contractState: moved.to,
+            }),
+        ),
       );
     } catch (err) {
       if (!(err instanceof ServiceError) || err.code !== 'SVC_ILLEGAL_TRANSITION') throw err;
       const d = err.extra;
-      await this.deps.ledger.wallet(a.owner);
+      while (!this.deps.ledger.isLoaded(a.owner)) await this.deps.ledger.wallet(a.owner);
       const paid = this.deps.ledger.chargeOps(a.owner, 'agent_refused_transition', COSTS.agentRefusedTransition);
       const refused = { contract_id: contractId, refused: { state: d.state ?? null, event: d.event ?? null, reason: d.reason ?? null }, charge: paid.charge };
       try {
@@ -578,7 +583,7 @@ export class AgentRuntime {
     const childLimit = Math.min(d.max_children, this.limits.maxChildren);
     if (parent.depth + 1 > depthLimit || parent.children.length >= childLimit || this.runningOf(parent.owner) >= this.limits.maxPerOwner) return;
     const childProgram: Program = d.program ? (d.program as ChildProgram) : parent.program;
-    await this.deps.ledger.wallet(parent.owner);
+    while (!this.deps.ledger.isLoaded(parent.owner)) await this.deps.ledger.wallet(parent.owner);
     let charge: ReturnType<Ledger['chargeOps']>;
     try {
       charge = this.deps.ledger.chargeOps(parent.owner, 'agent_spawn', COSTS.agentSpawn);

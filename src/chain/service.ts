@@ -5,7 +5,7 @@ import type { SealSigner } from '../kernel/receipt.js';
 import { sha256Hex } from '../kernel/bytes.js';
 import { ServiceError } from '../kernel/errors.js';
 import { JsonText, padNum, type Op, type Store, type Sublevel } from '../store/db.js';
-import { LruMap, PendingWrites } from '../util/bounded-map.js';
+import { Holds, LruMap, PendingWrites } from '../util/bounded-map.js';
 import { KeyedLock } from '../util/keyed-lock.js';
 import { MachineIndex } from './machine-index.js';
 import { applySettings, type SettingsPatch } from './settings.js';
@@ -142,6 +142,8 @@ export class ChainService {
   /** The chains used most recently (a miss reads the chain's last row); one with an append in flight stays. */
   private readonly heads: LruMap<string, Head>;
   private readonly pending: PendingWrites<string>;
+  /** Chains whose heads a caller holds in memory (hold()): never evicted while held. */
+  private readonly holds = new Holds<string>();
   /**
    * Σ headTerm over every machine's head, mod 2^256: kept as heads move, so the digest covers every chain without
    * all heads in memory (a sum, not a hash of the sorted list: a list would need them all).
@@ -178,7 +180,12 @@ export class ChainService {
     this.contracts = new ContractService(store, this);
     this.merkle = new MerkleLog(store, this.rows, this.locks);
     this.checkpoints = new Checkpoints(store, this.merkle, async (slug) => (await this.head(slug)).seq);
-    this.heads = new LruMap(headsCacheMax, (slug) => this.pending.pending(slug));
+    this.heads = new LruMap(headsCacheMax, (slug) => this.pending.pending(slug) || this.holds.held(slug));
+  }
+
+  /** Keep a chain's head in memory, once prepared, until the returned release is called (several prepared at once). */
+  hold(slug: string): () => void {
+    return this.holds.hold(slug);
   }
 
   /** Chain heads in memory now (≤ the bound, plus any with an append in flight). */
@@ -405,18 +412,19 @@ export class ChainService {
   }
 
   /** The head from the chain's last row, kept in memory (its tally unread). */
-  private async rowHead(slug: string): Promise<Head> {
-    const last = await this.store.range<AuditRow>(this.rows, { gte: `${slug}!`, lt: `${slug}!~`, reverse: true, limit: 1 });
-    const again = this.heads.get(slug);
-    if (again) return again;
-    const head: Head = last[0] ? { seq: last[0].value.seq, hash: last[0].value.hash } : { seq: 0, hash: GENESIS_HASH };
-    this.loaded(slug, head);
-    return head;
+  private rowHead(slug: string): Promise<Head> {
+    return this.heads.load(
+      slug,
+      async () => {
+        const last = await this.store.range<AuditRow>(this.rows, { gte: `${slug}!`, lt: `${slug}!~`, reverse: true, limit: 1 });
+        return last[0] ? { seq: last[0].value.seq, hash: last[0].value.hash } : { seq: 0, hash: GENESIS_HASH };
+      },
+      (head) => this.loaded(slug, head),
+    );
   }
 
-  /** A head read from the store joins the cache (and the digest, when forgetHeadsWritten took it out). */
+  /** A head read from the store joined the cache: it joins the digest again when forgetHeadsWritten took it out. */
   private loaded(slug: string, head: Head): void {
-    this.heads.set(slug, head);
     if (this.unsummed.delete(slug)) this.moveHead(slug, null, head);
   }
 
@@ -430,41 +438,41 @@ export class ChainService {
       if (op.sub !== this.rows) continue;
       const slug = op.key.slice(0, op.key.indexOf('!'));
       const cached = this.heads.get(slug);
+      this.heads.forget(slug);
       if (cached === undefined || this.unsummed.has(slug)) continue;
-      this.heads.delete(slug);
       this.headsSum = (((this.headsSum - headTerm(slug, cached)) % MOD_256) + MOD_256) % MOD_256;
       this.unsummed.add(slug);
     }
   }
 
   private async head(slug: string): Promise<Head> {
-    const cached = this.heads.get(slug);
-    if (cached?.tally) return cached;
-    if (cached) {
-      // A new machine's head (created()): its tally is read once. Nothing changes a tally that is not in memory, so
-      // the stored one is current; the first read to land is kept.
-      const tally = await this.storedTally(slug);
-      const now = this.heads.get(slug);
-      if (now && !now.tally) now.tally = tally;
-      if (now) return now;
+    for (;;) {
+      const cached = this.heads.get(slug);
+      if (cached?.tally) return cached;
+      if (cached) {
+        // A head without its tally (created(), or loaded at start): the tally is read once. Nothing changes a tally
+        // that is not in memory, so the stored one is current; the first read to land is kept.
+        const tally = await this.storedTally(slug);
+        const now = this.heads.get(slug);
+        if (now && !now.tally) now.tally = tally;
+        if (now) return now;
+        continue;
+      }
+      const head = await this.heads.load(
+        slug,
+        async () => {
+          const [last, tally] = await Promise.all([
+            this.store.range<AuditRow>(this.rows, { gte: `${slug}!`, lt: `${slug}!~`, reverse: true, limit: 1 }),
+            this.storedTally(slug),
+          ]);
+          return last[0] ? { seq: last[0].value.seq, hash: last[0].value.hash, tally } : { seq: 0, hash: GENESIS_HASH, tally };
+        },
+        (loaded) => this.loaded(slug, loaded),
+      );
+      if (head.tally) return head;
     }
-    const [last, tally] = await Promise.all([
-      this.store.range<AuditRow>(this.rows, { gte: `${slug}!`, lt: `${slug}!~`, reverse: true, limit: 1 }),
-      this.storedTally(slug),
-    ]);
-    const head: Head = last[0] ? { seq: last[0].value.seq, hash: last[0].value.hash, tally } : { seq: 0, hash: GENESIS_HASH, tally };
-    // Another caller may have loaded it meanwhile; the first loaded head wins.
-    const again = this.heads.get(slug);
-    if (again?.tally) return again;
-    if (again) {
-      again.tally = tally;
-      return again;
-    }
-    this.loaded(slug, head);
-    return head;
   }
 
-  /** Make sure the head is cached, so appendOps can run synchronously. */
   /** Load the head of every machine (at start), so headsDigest() covers all chains, not just those touched since. */
   async loadHeads(): Promise<number> {
     await this.index.rebuildIfMissing(this.machines);
@@ -483,6 +491,7 @@ export class ChainService {
     return n;
   }
 
+  /** Make sure the head and its tally are cached, so appendOps, chargeOp and envelopeOp can run synchronously. */
   async prepare(slug: string): Promise<void> {
     await this.head(slug);
   }

@@ -557,7 +557,7 @@ export class BondService {
   }
 
   private async oldest(zid: string, needed: number): Promise<EnvelopeRecord[]> {
-    await this.o.ledger.loadCounts(zid);
+    for (let p = this.o.ledger.loadCounts(zid); p !== undefined; p = this.o.ledger.loadCounts(zid)) await p;
     const held = this.o.ledger.heldCount(zid);
     if (held < needed) throw notEnough(held, needed);
     const envelopes = (await this.o.ledger.oldestEnvelopes(zid, needed)).filter((e) => e.owner === zid && !e.immovable);
@@ -568,7 +568,7 @@ export class BondService {
   private async chosen(zid: string, tokenIds: string[], needed: number): Promise<EnvelopeRecord[]> {
     const unique = new Set(tokenIds);
     if (unique.size !== tokenIds.length) throw new InputError('token_ids', 'a token id is listed twice');
-    await this.o.ledger.loadCounts(zid);
+    for (let p = this.o.ledger.loadCounts(zid); p !== undefined; p = this.o.ledger.loadCounts(zid)) await p;
     if (tokenIds.length !== needed) throw notEnough(tokenIds.length, needed, this.o.ledger.heldCount(zid));
     const records = await this.o.ledger.envelopesById(tokenIds);
     for (let i = 0; i < tokenIds.length; i++) {

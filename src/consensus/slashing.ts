@@ -20,6 +20,7 @@ import type { Counters } from '../store/counters.js';
 import { envelopeCounter, folderCounter } from '../store/counter-keys.js';
 import type { EnvelopeLocks } from '../tally/folders.js';
 import { ENVELOPE_SUBS, type EnvelopeRecord, type Ledger } from '../tally/ledger.js';
+import { whileHeld } from '../util/bounded-map.js';
 import { RECEIVED_FOLDER, type Transfers } from '../tally/transfers.js';
 import { sha256Hex } from '../kernel/bytes.js';
 import { effectsOf, rewardCount, type Outcome } from './verdict.js';
@@ -102,7 +103,7 @@ export class SlashingService {
    * wallet holds less. The ops go in the challenge's batch; rollback undoes the in-memory change if it fails.
    */
   async holdStake(zid: string, amount: number): Promise<{ hold: StakeHold; ops: Op[]; rollback: () => void }> {
-    await this.o.ledger.wallet(zid);
+    while (!this.o.ledger.isLoaded(zid)) await this.o.ledger.wallet(zid);
     const w = this.o.ledger.cachedWallet(zid);
     if (w.free + w.paid < amount)
       throw new ServiceError(402, 'INSUFFICIENT_BALANCE', `a challenge stakes ${amount} credits; balance is ${w.free + w.paid}`, {
@@ -174,7 +175,7 @@ export class SlashingService {
       this.o.counters.persistOps(['burned_total'], ops);
       rollback = () => this.o.counters.revert('burned_total', hold.amount);
     } else {
-      await this.o.ledger.wallet(hold.zid);
+      while (!this.o.ledger.isLoaded(hold.zid)) await this.o.ledger.wallet(hold.zid);
       const credit = this.o.ledger.creditOps(hold.zid, hold.from_free, hold.from_paid);
       ops.push(...credit.ops);
       rollback = credit.rollback;
@@ -193,84 +194,88 @@ export class SlashingService {
     const bondEntry = this.o.bonds.get(c.executed_by.bond_id);
     const bond = bondEntry?.bond?.bond;
     if (!bond) return;
-    await this.o.locks.run(bond.zid, async () => {
-      if (await this.slashRecord(id)) {
-        await this.o.store.commit([this.owed.done(id, 'slash')]);
-        return;
-      }
-      const held = (await this.o.ledger.envelopesById(bond.token_ids)).filter(
-        (e): e is EnvelopeRecord => !!e && e.owner === bond.zid && e.bond_id === bond.bond_id,
-      );
-      const here = c.challenger_home === this.o.nodeId();
-      const canPay = rewardChallenger && (here || this.o.transfers !== undefined);
-      // The challenger's share: the first envelopes in the bond's order (the same pick at every retry).
-      const toChallenger = canPay ? held.slice(0, rewardCount(held.length, this.o.challengerShare)) : [];
-      const toFoundation = held.slice(toChallenger.length);
-      await this.o.ledger.loadCounts(bond.zid);
-      await this.o.ledger.loadCounts(FOUNDATION_ACCOUNT);
-      if (here && toChallenger.length > 0) await this.o.ledger.loadCounts(c.challenger);
-      // From here to the commit: synchronous (counters in memory), as ledger.ts's rule asks.
-      const ops: Op[] = [];
-      const deltas = new Map<string, number>();
-      const bump = (name: string, d: number) => deltas.set(name, (deltas.get(name) ?? 0) + d);
-      const moveTo = (e: EnvelopeRecord, owner: string, folder: string) => {
-        const { immovable: _i, bond_id: _b, ...rest } = e;
-        ops.push({ type: 'put', sub: this.byOwner, key: `${owner}!${padNum(e.seq)}`, value: e.token_id });
-        ops.push({ type: 'put', sub: this.byFolder, key: `${owner}!${folder}!${padNum(e.seq)}`, value: e.token_id });
-        ops.push({ type: 'put', sub: this.envelopes, key: e.token_id, value: { ...rest, owner, folder } });
-        bump(envelopeCounter(owner), 1);
-        bump(folderCounter(owner, folder), 1);
-      };
-      for (const e of held) {
-        ops.push({ type: 'del', sub: this.byOwner, key: `${bond.zid}!${padNum(e.seq)}` });
-        ops.push({ type: 'del', sub: this.byFolder, key: `${bond.zid}!${e.folder}!${padNum(e.seq)}` });
-        bump(envelopeCounter(bond.zid), -1);
-        bump(folderCounter(bond.zid, e.folder), -1);
-      }
-      for (const e of toFoundation) moveTo(e, FOUNDATION_ACCOUNT, SLASHED_FOLDER);
-      let reward: SlashReward | null = null;
-      let queue = () => undefined as void;
-      if (toChallenger.length > 0 && here) {
-        for (const e of toChallenger) moveTo(e, c.challenger, RECEIVED_FOLDER);
-        reward = { zid: c.challenger, home: c.challenger_home, token_ids: toChallenger.map((e) => e.token_id), transfer_id: null };
-      } else if (toChallenger.length > 0) {
-        // The envelopes leave this ledger: the challenger's home writes them on its own when the transfer arrives.
-        for (const e of toChallenger) ops.push({ type: 'del', sub: this.envelopes, key: e.token_id });
-        const out = this.o.transfers!.outgoingOps(rewardTransferId(id), { from: bond.zid, to: c.challenger, toHome: c.challenger_home }, toChallenger);
-        ops.push(...out.ops);
-        queue = out.queue;
-        reward = { zid: c.challenger, home: c.challenger_home, token_ids: out.record.token_ids, transfer_id: out.record.transfer_id };
-      }
-      const rec: SlashRecord = {
-        challenge_id: id,
-        bond_id: bond.bond_id,
-        zid: bond.zid,
-        token_ids: held.map((e) => e.token_id),
-        svcond: this.o.nowSvcond(),
-        reward,
-      };
-      ops.push({ type: 'put', sub: this.sub, key: effectRecordKey('slash', id), value: rec as unknown as Json }, this.owed.done(id, 'slash'));
-      // The operator returns to idle, and the registry records the slashing applied (the first one: the bond goes once).
-      const idle = this.o.modes.idleOnRelease(bond.zid);
-      ops.push(...idle.ops);
-      const applied = bondEntry.slash_applied
-        ? null
-        : this.o.bonds.appliedOps({ bond_id: bond.bond_id, challenge_id: id, node: bond.node, token_ids: rec.token_ids, svcond: rec.svcond });
-      if (applied) ops.push(...applied.ops);
-      for (const [name, d] of deltas) this.o.counters.bump(name, d);
-      this.o.counters.persistOps([...deltas.keys()], ops);
-      this.o.log?.('slashing a bond', { challenge_id: id, bond_id: bond.bond_id, envelopes: held.length, reward: toChallenger.length });
-      try {
-        await this.o.store.commit(ops);
-      } catch (err) {
-        for (const [name, d] of deltas) this.o.counters.revert(name, d);
-        throw err;
-      }
-      idle.apply();
-      queue();
-      this.o.log?.('bond slashed', { challenge_id: id, bond_id: bond.bond_id, envelopes: held.length, reward: toChallenger.length });
-      await applied?.done();
-    });
+    // The three identities' counters are read on demand (a bounded cache): held in memory from their loads on.
+    const holds = [this.o.counters.hold(bond.zid), this.o.counters.hold(FOUNDATION_ACCOUNT), this.o.counters.hold(c.challenger)];
+    await this.o.locks.run(bond.zid, () =>
+      whileHeld(holds, async () => {
+        if (await this.slashRecord(id)) {
+          await this.o.store.commit([this.owed.done(id, 'slash')]);
+          return;
+        }
+        const held = (await this.o.ledger.envelopesById(bond.token_ids)).filter(
+          (e): e is EnvelopeRecord => !!e && e.owner === bond.zid && e.bond_id === bond.bond_id,
+        );
+        const here = c.challenger_home === this.o.nodeId();
+        const canPay = rewardChallenger && (here || this.o.transfers !== undefined);
+        // The challenger's share: the first envelopes in the bond's order (the same pick at every retry).
+        const toChallenger = canPay ? held.slice(0, rewardCount(held.length, this.o.challengerShare)) : [];
+        const toFoundation = held.slice(toChallenger.length);
+        await this.o.ledger.loadCounts(bond.zid);
+        await this.o.ledger.loadCounts(FOUNDATION_ACCOUNT);
+        if (here && toChallenger.length > 0) await this.o.ledger.loadCounts(c.challenger);
+        // From here to the commit: synchronous (counters in memory), as ledger.ts's rule asks.
+        const ops: Op[] = [];
+        const deltas = new Map<string, number>();
+        const bump = (name: string, d: number) => deltas.set(name, (deltas.get(name) ?? 0) + d);
+        const moveTo = (e: EnvelopeRecord, owner: string, folder: string) => {
+          const { immovable: _i, bond_id: _b, ...rest } = e;
+          ops.push({ type: 'put', sub: this.byOwner, key: `${owner}!${padNum(e.seq)}`, value: e.token_id });
+          ops.push({ type: 'put', sub: this.byFolder, key: `${owner}!${folder}!${padNum(e.seq)}`, value: e.token_id });
+          ops.push({ type: 'put', sub: this.envelopes, key: e.token_id, value: { ...rest, owner, folder } });
+          bump(envelopeCounter(owner), 1);
+          bump(folderCounter(owner, folder), 1);
+        };
+        for (const e of held) {
+          ops.push({ type: 'del', sub: this.byOwner, key: `${bond.zid}!${padNum(e.seq)}` });
+          ops.push({ type: 'del', sub: this.byFolder, key: `${bond.zid}!${e.folder}!${padNum(e.seq)}` });
+          bump(envelopeCounter(bond.zid), -1);
+          bump(folderCounter(bond.zid, e.folder), -1);
+        }
+        for (const e of toFoundation) moveTo(e, FOUNDATION_ACCOUNT, SLASHED_FOLDER);
+        let reward: SlashReward | null = null;
+        let queue = () => undefined as void;
+        if (toChallenger.length > 0 && here) {
+          for (const e of toChallenger) moveTo(e, c.challenger, RECEIVED_FOLDER);
+          reward = { zid: c.challenger, home: c.challenger_home, token_ids: toChallenger.map((e) => e.token_id), transfer_id: null };
+        } else if (toChallenger.length > 0) {
+          // The envelopes leave this ledger: the challenger's home writes them on its own when the transfer arrives.
+          for (const e of toChallenger) ops.push({ type: 'del', sub: this.envelopes, key: e.token_id });
+          const out = this.o.transfers!.outgoingOps(rewardTransferId(id), { from: bond.zid, to: c.challenger, toHome: c.challenger_home }, toChallenger);
+          ops.push(...out.ops);
+          queue = out.queue;
+          reward = { zid: c.challenger, home: c.challenger_home, token_ids: out.record.token_ids, transfer_id: out.record.transfer_id };
+        }
+        const rec: SlashRecord = {
+          challenge_id: id,
+          bond_id: bond.bond_id,
+          zid: bond.zid,
+          token_ids: held.map((e) => e.token_id),
+          svcond: this.o.nowSvcond(),
+          reward,
+        };
+        ops.push({ type: 'put', sub: this.sub, key: effectRecordKey('slash', id), value: rec as unknown as Json }, this.owed.done(id, 'slash'));
+        // The operator returns to idle, and the registry records the slashing applied (the first one: the bond goes once).
+        const idle = this.o.modes.idleOnRelease(bond.zid);
+        ops.push(...idle.ops);
+        const applied = bondEntry.slash_applied
+          ? null
+          : this.o.bonds.appliedOps({ bond_id: bond.bond_id, challenge_id: id, node: bond.node, token_ids: rec.token_ids, svcond: rec.svcond });
+        if (applied) ops.push(...applied.ops);
+        for (const [name, d] of deltas) this.o.counters.bump(name, d);
+        this.o.counters.persistOps([...deltas.keys()], ops);
+        this.o.log?.('slashing a bond', { challenge_id: id, bond_id: bond.bond_id, envelopes: held.length, reward: toChallenger.length });
+        try {
+          await this.o.store.commit(ops);
+        } catch (err) {
+          for (const [name, d] of deltas) this.o.counters.revert(name, d);
+          throw err;
+        }
+        idle.apply();
+        queue();
+        this.o.log?.('bond slashed', { challenge_id: id, bond_id: bond.bond_id, envelopes: held.length, reward: toChallenger.length });
+        await applied?.done();
+      }),
+    );
   }
 }
 

@@ -8,7 +8,7 @@
 // the earlier layout (one key per counter) are read at load and folded into their group record once.
 // An identity's record is read when it is first needed (loadIdentity) and kept in a cache bounded by least recent
 // use, so memory does not grow with the number of identities; the node totals and day counters stay in memory.
-import { LruMap, PendingWrites } from '../util/bounded-map.js';
+import { Holds, LruMap, PendingWrites } from '../util/bounded-map.js';
 import { QueuedValue, type Op, type Store, type Sublevel } from './db.js';
 
 /** Identities whose counter records are kept in memory, unless configured (limits.identityCacheMax). */
@@ -79,6 +79,8 @@ export class Counters {
   private readonly forgottenAt = new Map<string, number>();
   /** Identities whose counters changed in memory and are not written yet: never evicted. */
   private readonly pending: PendingWrites<string>;
+  /** Identities whose counters a caller holds in memory (hold()): never evicted while held. */
+  private readonly holds = new Holds<string>();
   /**
    * Reservations taken before their work (a day-quota slot) and not settled yet: counted by get, so limits see work in
    * flight, but never persisted, so a batch written meanwhile (or a crash) cannot store a count of work never sealed.
@@ -96,12 +98,17 @@ export class Counters {
   ) {
     this.sub = store.sub('counters', 'json', { rewritten: true });
     this.pending = new PendingWrites(store.progress);
-    this.identities = new LruMap(identityCacheMax, (zid) => this.pending.pending(zid));
+    this.identities = new LruMap(identityCacheMax, (zid) => this.pending.pending(zid) || this.holds.held(zid));
+  }
+
+  /** Keep an identity's record in memory, once loaded, until the returned release is called (Ledger.holding). */
+  hold(zid: string): () => void {
+    return this.holds.hold(zid);
   }
 
   /** Drop an identity's record kept in memory (written past this class: a custody failover's state transfer). */
   forgetIdentity(zid: string): void {
-    this.identities.delete(zid);
+    this.identities.forget(zid);
     this.forgottenAt.set(zid, ++this.forgets);
   }
 
@@ -129,10 +136,12 @@ export class Counters {
    */
   loadIdentity(zid: string): Promise<void> | undefined {
     if (this.identities.get(zid) !== undefined) return undefined;
-    return this.store.get<Record<string, number>>(this.sub, `${IDENTITY_RECORD_PREFIX}${zid}`).then((rec) => {
-      if (this.identities.has(zid)) return;
-      this.identities.set(zid, new Map(rec && typeof rec === 'object' ? Object.entries(rec) : []));
-    });
+    return this.identities
+      .load(zid, async () => {
+        const rec = await this.store.get<Record<string, number>>(this.sub, `${IDENTITY_RECORD_PREFIX}${zid}`);
+        return new Map(rec && typeof rec === 'object' ? Object.entries(rec) : []);
+      })
+      .then(() => undefined);
   }
 
   /** An identity's counters in memory; a read of one not loaded is a bug of the caller, never a silent 0. */

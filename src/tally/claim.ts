@@ -129,8 +129,11 @@ export class ClaimService {
    */
   async claim(zid: string, ip: string, challenge: string, nonce: string, svcond: number, unixMs: number): Promise<ClaimResult> {
     const slug = await this.slugOf(zid);
-    await this.deps.ledger.wallet(zid);
-    await this.deps.chain.prepare(slug);
+    // Both in memory at once, checked right before the synchronous part (a bounded cache may let one go while the other loads).
+    while (!this.deps.ledger.isLoaded(zid) || !this.deps.chain.isPrepared(slug)) {
+      await this.deps.ledger.wallet(zid);
+      await this.deps.chain.prepare(slug);
+    }
     // From here to the commit: synchronous, so two claims cannot both see "not claimed today".
     const { reason, addressClaims, difficulty } = this.standing(zid, ip, unixMs);
     if (reason === 'hourly_cap') {

@@ -64,8 +64,7 @@ export class Folders {
       const chosen =
         m.token_ids !== undefined ? await this.named(zid, m.token_ids, m.from_folder) : await this.pick(zid, m.count!, m.folder, m.from_folder, m.q);
       const moving = chosen.filter((e) => e.folder !== m.folder);
-      const counting = this.ledger.loadCounts(zid);
-      if (counting !== undefined) await counting;
+      for (let p = this.ledger.loadCounts(zid); p !== undefined; p = this.ledger.loadCounts(zid)) await p;
       // From here to the commit: synchronous (counters in memory), as ledger.ts's rule asks.
       const ops: Op[] = [];
       const deltas = new Map<string, number>();

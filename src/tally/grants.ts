@@ -57,8 +57,11 @@ export class Grants {
       });
     }
     const slug = ident.default_machine ?? this.deps.identity.defaultSlug(zid);
-    await this.deps.ledger.wallet(zid);
-    await this.deps.chain.prepare(slug);
+    // Both in memory at once, checked right before the synchronous part (a bounded cache may let one go while the other loads).
+    while (!this.deps.ledger.isLoaded(zid) || !this.deps.chain.isPrepared(slug)) {
+      await this.deps.ledger.wallet(zid);
+      await this.deps.chain.prepare(slug);
+    }
     const previousTier = this.deps.tiers.of(zid);
     // From here to the commit: synchronous, so no other change of this wallet or chain comes in between.
     const grantId = `grant_${randomUUID().replaceAll('-', '')}`;

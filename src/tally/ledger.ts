@@ -7,7 +7,7 @@ import { canonicalJson } from '../kernel/canonical.js';
 import { sha256Hex } from '../kernel/bytes.js';
 import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
-import { BoundedMap, LruMap, PendingWrites } from '../util/bounded-map.js';
+import { BoundedMap, Holds, LruMap, PendingWrites } from '../util/bounded-map.js';
 import type { Counters } from '../store/counters.js';
 import type { Caller, ChargeSplit, TallyCharge, Wallet } from '../records/types.js';
 import type { ChainService, AuditRow } from '../chain/service.js';
@@ -94,6 +94,8 @@ export class Ledger {
   private walletForgets = 0;
   private readonly walletForgottenAt = new Map<string, number>();
   private readonly walletWrites: PendingWrites<string>;
+  /** Wallets a caller holds in memory (holding()): never evicted while held. */
+  private readonly walletHolds = new Holds<string>();
   /** Templates read back for compact results, by id (a template never changes under its id: it is its SHA-256). */
   private readonly readTemplates = new BoundedMap<string, StoredTemplate>(READ_TEMPLATES_MAX);
 
@@ -110,7 +112,7 @@ export class Ledger {
     this.results = store.sub('results', 'bytes');
     this.templates = store.sub('result_templates', 'utf8');
     this.walletWrites = new PendingWrites(store.progress);
-    this.walletCache = new LruMap(options.walletCacheMax ?? WALLET_CACHE_DEFAULT, (zid) => this.walletWrites.pending(zid));
+    this.walletCache = new LruMap(options.walletCacheMax ?? WALLET_CACHE_DEFAULT, (zid) => this.walletWrites.pending(zid) || this.walletHolds.held(zid));
     // A store written before charged_total existed: its running total is what was burned plus the foundation's.
     if (counters.get('charged_total') === 0 && counters.get('burned_total') + counters.get('foundation_total') > 0) {
       counters.bump('charged_total', counters.get('burned_total') + counters.get('foundation_total'));
@@ -123,23 +125,44 @@ export class Ledger {
     return this.walletCache.size;
   }
 
-  /** The wallet, read into memory with the identity's counters (what chargeOps and seal use synchronously). */
+  /**
+   * The wallet, read into memory with the identity's counters (what chargeOps and seal use synchronously). A bounded
+   * cache may let them go before the caller resumes: a caller loops until isLoaded() right before the synchronous
+   * use, or holds them (holding()) when it awaits anything in between.
+   */
   async wallet(zid: string): Promise<Wallet> {
     const counting = this.counters.loadIdentity(zid);
     if (counting !== undefined) await counting;
     const cached = this.walletCache.get(zid);
     if (cached) return cached;
-    const stored = await this.store.get<Wallet>(this.wallets, zid);
-    const again = this.walletCache.get(zid);
-    if (again) return again;
-    const w = stored ?? { free: this.options.initialCredits, paid: 0 };
-    this.walletCache.set(zid, w);
-    return w;
+    return this.walletCache.load(zid, async () => (await this.store.get<Wallet>(this.wallets, zid)) ?? { free: this.options.initialCredits, paid: 0 });
+  }
+
+  /** Are the identity's wallet and counters in memory (chargeOps, creditOps and cachedWallet can run now)? */
+  isLoaded(zid: string): boolean {
+    return this.walletCache.has(zid) && this.counters.hasIdentity(zid);
+  }
+
+  /**
+   * Run `use` with the identity's wallet and counters loaded and held in memory until it settles: what chargeOps,
+   * creditOps and cachedWallet read synchronously stays there across the awaits `use` makes before them (a bounded
+   * cache would let them go, and the charge would fail as a bug instead of being made).
+   */
+  async holding<T>(zid: string, use: () => Promise<T>): Promise<T> {
+    const releaseWallet = this.walletHolds.hold(zid);
+    const releaseCounters = this.counters.hold(zid);
+    try {
+      await this.wallet(zid);
+      return await use();
+    } finally {
+      releaseWallet();
+      releaseCounters();
+    }
   }
 
   /** Drop a wallet kept in memory (its records were written past the ledger: a custody failover's state transfer). */
   forgetWallet(zid: string): void {
-    this.walletCache.delete(zid);
+    this.walletCache.forget(zid);
     this.walletForgottenAt.set(zid, ++this.walletForgets);
   }
 
@@ -499,8 +522,7 @@ export class Ledger {
       const hit = env && env.owner === zid && (!opts.folder || env.folder === opts.folder) ? [env] : [];
       return { total: hit.length, items: hit.slice(opts.offset, opts.offset + opts.limit) };
     }
-    const counting = this.counters.loadIdentity(zid);
-    if (counting !== undefined) await counting;
+    for (let p = this.counters.loadIdentity(zid); p !== undefined; p = this.counters.loadIdentity(zid)) await p;
     const total = this.counters.get(opts.folder ? folderCounter(zid, opts.folder) : envelopeCounter(zid));
     const prefix = opts.folder ? `${zid}!${opts.folder}!` : `${zid}!`;
     const sub = opts.folder ? this.byFolder : this.byOwner;

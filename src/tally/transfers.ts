@@ -24,6 +24,7 @@ import { envelopeCounter, folderCounter } from '../store/counter-keys.js';
 import { TOKEN_ID_PATTERN, type EnvelopeLocks } from './folders.js';
 import { ENVELOPE_SUBS, type EnvelopeRecord } from './ledger.js';
 import { randomHex } from '../util/random-hex.js';
+import { whileHeld } from '../util/bounded-map.js';
 import type { DebitCertificateRecord, DebitCheck, DebitRecertify } from '../records/types.js';
 import {
   MAX_TRANSFER_ENVELOPES,
@@ -198,94 +199,101 @@ export class Transfers {
     const fromSlug = sender.default_machine ?? this.d.identity.defaultSlug(from);
     const toSlug = receiver.default_machine ?? this.d.identity.defaultSlug(req.to);
 
-    return this.d.locks.run(from, async () => {
-      const transferId = `xfer_${randomHex(24)}`;
-      const seed = ids ? null : sha256Hex(canonicalJson({ transfer_id: transferId, from, to: req.to, count: req.count }));
-      const chosen = ids ? await this.named(from, ids) : await this.pick(from, req.count!, seed!);
-      // Counters are read on demand (bounded cache): both owners' in memory before the synchronous part.
-      await this.d.counters.loadIdentity(from);
-      if (oneWrite) await this.d.counters.loadIdentity(req.to);
-      await this.d.chain.prepare(fromSlug);
-      if (oneWrite) await this.d.chain.prepare(toSlug);
-      // From here to the commit: synchronous (counters and chain heads in memory), as ledger.ts's rule asks.
-      const svcond = this.d.nowSvcond();
-      const unixMs = this.d.nowMs();
-      const tokenIds = chosen.map((e) => e.token_id);
-      const record: TransferRecord = {
-        transfer_id: transferId,
-        state: oneWrite ? 'delivered' : 'pending',
-        from,
-        to: req.to,
-        from_home: here,
-        to_home: receiver.home,
-        count: chosen.length,
-        token_ids: tokenIds,
-        face_value_total: chosen.reduce((s, e) => s + e.face_value, 0),
-        picked_by: ids ? 'token_ids' : 'count',
-        seed,
-        attempts: 0,
-        last_error: null,
-        created_svcond: svcond,
-        created_unix_ms: unixMs,
-        delivered_svcond: oneWrite ? svcond : null,
-        delivered_unix_ms: oneWrite ? unixMs : null,
-      };
-      const ops: Op[] = [];
-      const deltas = new Map<string, number>();
-      const add = (name: string, d: number) => deltas.set(name, (deltas.get(name) ?? 0) + d);
-      // Numbered here for the receiver (never given back, as seal's): a seq another node gave may be one of the
-      // receiver's index keys already.
-      const firstSeq = this.d.counters.get('envelope_seq') + 1;
-      if (oneWrite) this.d.counters.bump('envelope_seq', chosen.length);
-      for (const [i, e] of chosen.entries()) {
-        ops.push({ type: 'del', sub: this.byOwner, key: `${from}!${padNum(e.seq)}` });
-        ops.push({ type: 'del', sub: this.byFolder, key: `${from}!${e.folder}!${padNum(e.seq)}` });
-        add(envelopeCounter(from), -1);
-        add(folderCounter(from, e.folder), -1);
-        if (oneWrite) {
-          const seq = firstSeq + i;
-          ops.push({ type: 'put', sub: this.byOwner, key: `${req.to}!${padNum(seq)}`, value: e.token_id });
-          ops.push({ type: 'put', sub: this.byFolder, key: `${req.to}!${RECEIVED_FOLDER}!${padNum(seq)}`, value: e.token_id });
-          ops.push({ type: 'put', sub: this.envelopes, key: e.token_id, value: receivedRecord(e, req.to, seq, transferId) });
-          add(envelopeCounter(req.to), 1);
-          add(folderCounter(req.to, RECEIVED_FOLDER), 1);
-        } else {
-          // The envelope leaves this ledger: the receiver's home writes it on its own.
-          ops.push({ type: 'del', sub: this.envelopes, key: e.token_id });
+    // Counters and chain heads are read on demand (bounded caches): both owners' are held in memory from their loads on.
+    const held = () => [
+      this.d.counters.hold(from),
+      this.d.chain.hold(fromSlug),
+      ...(oneWrite ? [this.d.counters.hold(req.to), this.d.chain.hold(toSlug)] : []),
+    ];
+    return this.d.locks.run(from, () =>
+      whileHeld(held(), async () => {
+        const transferId = `xfer_${randomHex(24)}`;
+        const seed = ids ? null : sha256Hex(canonicalJson({ transfer_id: transferId, from, to: req.to, count: req.count }));
+        const chosen = ids ? await this.named(from, ids) : await this.pick(from, req.count!, seed!);
+        await this.d.counters.loadIdentity(from);
+        if (oneWrite) await this.d.counters.loadIdentity(req.to);
+        await this.d.chain.prepare(fromSlug);
+        if (oneWrite) await this.d.chain.prepare(toSlug);
+        // From here to the commit: synchronous (counters and chain heads in memory), as ledger.ts's rule asks.
+        const svcond = this.d.nowSvcond();
+        const unixMs = this.d.nowMs();
+        const tokenIds = chosen.map((e) => e.token_id);
+        const record: TransferRecord = {
+          transfer_id: transferId,
+          state: oneWrite ? 'delivered' : 'pending',
+          from,
+          to: req.to,
+          from_home: here,
+          to_home: receiver.home,
+          count: chosen.length,
+          token_ids: tokenIds,
+          face_value_total: chosen.reduce((s, e) => s + e.face_value, 0),
+          picked_by: ids ? 'token_ids' : 'count',
+          seed,
+          attempts: 0,
+          last_error: null,
+          created_svcond: svcond,
+          created_unix_ms: unixMs,
+          delivered_svcond: oneWrite ? svcond : null,
+          delivered_unix_ms: oneWrite ? unixMs : null,
+        };
+        const ops: Op[] = [];
+        const deltas = new Map<string, number>();
+        const add = (name: string, d: number) => deltas.set(name, (deltas.get(name) ?? 0) + d);
+        // Numbered here for the receiver (never given back, as seal's): a seq another node gave may be one of the
+        // receiver's index keys already.
+        const firstSeq = this.d.counters.get('envelope_seq') + 1;
+        if (oneWrite) this.d.counters.bump('envelope_seq', chosen.length);
+        for (const [i, e] of chosen.entries()) {
+          ops.push({ type: 'del', sub: this.byOwner, key: `${from}!${padNum(e.seq)}` });
+          ops.push({ type: 'del', sub: this.byFolder, key: `${from}!${e.folder}!${padNum(e.seq)}` });
+          add(envelopeCounter(from), -1);
+          add(folderCounter(from, e.folder), -1);
+          if (oneWrite) {
+            const seq = firstSeq + i;
+            ops.push({ type: 'put', sub: this.byOwner, key: `${req.to}!${padNum(seq)}`, value: e.token_id });
+            ops.push({ type: 'put', sub: this.byFolder, key: `${req.to}!${RECEIVED_FOLDER}!${padNum(seq)}`, value: e.token_id });
+            ops.push({ type: 'put', sub: this.envelopes, key: e.token_id, value: receivedRecord(e, req.to, seq, transferId) });
+            add(envelopeCounter(req.to), 1);
+            add(folderCounter(req.to, RECEIVED_FOLDER), 1);
+          } else {
+            // The envelope leaves this ledger: the receiver's home writes it on its own.
+            ops.push({ type: 'del', sub: this.envelopes, key: e.token_id });
+          }
         }
-      }
-      const rollbacks: (() => void)[] = [];
-      const out = this.d.chain.appendOps(fromSlug, svcond, 'transfer_out', {
-        transfer_id: transferId,
-        to: req.to,
-        to_home: receiver.home,
-        token_ids: tokenIds,
-      });
-      ops.push(out.op);
-      rollbacks.push(out.rollback);
-      if (oneWrite) {
-        const inRow = this.d.chain.appendOps(toSlug, svcond, 'transfer_in', { transfer_id: transferId, from, from_home: here, token_ids: tokenIds });
-        ops.push(inRow.op);
-        rollbacks.push(inRow.rollback);
-        ops.push({ type: 'put', sub: this.records, key: transferId, value: record });
-      } else {
-        const pending: TransferRecord = { ...record, envelopes: chosen.map(travelling), to_url: this.d.peerUrl(receiver.home) };
-        ops.push({ type: 'put', sub: this.records, key: transferId, value: pending });
-        ops.push({ type: 'put', sub: this.outbox, key: transferId, value: transferId });
-      }
-      const mark = this.d.counters.mark();
-      for (const [name, d] of deltas) this.d.counters.bump(name, d);
-      this.d.counters.persistOps(oneWrite ? ['envelope_seq', ...deltas.keys()] : [...deltas.keys()], ops);
-      try {
-        await this.d.store.commit(ops);
-      } catch (err) {
-        for (const [name, d] of deltas) this.d.counters.revert(name, d, mark);
-        for (const undo of rollbacks.reverse()) undo();
-        throw err;
-      }
-      if (!oneWrite) this.pendingSink?.({ ...record, envelopes: chosen.map(travelling), to_url: this.d.peerUrl(receiver.home) });
-      return viewOf(record);
-    });
+        const rollbacks: (() => void)[] = [];
+        const out = this.d.chain.appendOps(fromSlug, svcond, 'transfer_out', {
+          transfer_id: transferId,
+          to: req.to,
+          to_home: receiver.home,
+          token_ids: tokenIds,
+        });
+        ops.push(out.op);
+        rollbacks.push(out.rollback);
+        if (oneWrite) {
+          const inRow = this.d.chain.appendOps(toSlug, svcond, 'transfer_in', { transfer_id: transferId, from, from_home: here, token_ids: tokenIds });
+          ops.push(inRow.op);
+          rollbacks.push(inRow.rollback);
+          ops.push({ type: 'put', sub: this.records, key: transferId, value: record });
+        } else {
+          const pending: TransferRecord = { ...record, envelopes: chosen.map(travelling), to_url: this.d.peerUrl(receiver.home) };
+          ops.push({ type: 'put', sub: this.records, key: transferId, value: pending });
+          ops.push({ type: 'put', sub: this.outbox, key: transferId, value: transferId });
+        }
+        const mark = this.d.counters.mark();
+        for (const [name, d] of deltas) this.d.counters.bump(name, d);
+        this.d.counters.persistOps(oneWrite ? ['envelope_seq', ...deltas.keys()] : [...deltas.keys()], ops);
+        try {
+          await this.d.store.commit(ops);
+        } catch (err) {
+          for (const [name, d] of deltas) this.d.counters.revert(name, d, mark);
+          for (const undo of rollbacks.reverse()) undo();
+          throw err;
+        }
+        if (!oneWrite) this.pendingSink?.({ ...record, envelopes: chosen.map(travelling), to_url: this.d.peerUrl(receiver.home) });
+        return viewOf(record);
+      }),
+    );
   }
 
   /**
@@ -373,101 +381,108 @@ export class Transfers {
         transfer_id: delivery.transfer_id,
         reason: fault,
       });
-    return this.d.locks.run(delivery.to, async () => {
-      const again = await this.creditOf(delivery);
-      if (again !== null) return again;
-      const seen = await this.load(delivery.transfer_id);
-      // A pending record here is the sender's own (both identities are homed on this node): not a credit.
-      if (seen && seen.state !== 'pending') {
-        if (seen.to !== delivery.to || seen.from !== delivery.from)
-          throw new ServiceError(409, 'SVC_CONFLICT', `transfer ${delivery.transfer_id} is known here with other parties`);
-        return ackOf(seen, true);
-      }
-      const tokenIds = delivery.envelopes.map((e) => e.token_id);
-      if (new Set(tokenIds).size !== tokenIds.length) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'a delivery names an envelope twice');
-      const existing = await this.d.store.getMany<EnvelopeRecord>(this.envelopes, tokenIds);
-      // A record of an identity homed elsewhere now is this node's stale copy of a ledger a failover moved away (the
-      // envelope left it there): the credit writes over it. One of an identity homed here is a clash.
-      const homedHere = await Promise.all(
-        existing.map(async (e) => e !== undefined && (e.owner === delivery.to || (await this.d.identity.getIdentity(e.owner))?.home === here)),
-      );
-      const clash = homedHere.indexOf(true);
-      if (clash >= 0)
-        throw new ServiceError(409, 'SVC_CONFLICT', `envelope ${tokenIds[clash]} is already on this node's ledger`, { token_id: tokenIds[clash] });
-      await this.d.counters.loadIdentity(delivery.to);
-      await this.d.chain.prepare(toSlug);
-      // Synchronous from here to the commit.
-      const svcond = this.d.nowSvcond();
-      const unixMs = this.d.nowMs();
-      const ops: Op[] = [];
-      const names = ['envelope_seq', envelopeCounter(delivery.to), folderCounter(delivery.to, RECEIVED_FOLDER)];
-      const n = delivery.envelopes.length;
-      const firstSeq = this.d.counters.get('envelope_seq') + 1;
-      const counted = this.d.counters.mark();
-      this.d.counters.bump('envelope_seq', n);
-      this.d.counters.bump(names[1]!, n);
-      this.d.counters.bump(names[2]!, n);
-      delivery.envelopes.forEach((t, i) => {
-        const seq = firstSeq + i;
-        const e: EnvelopeRecord = {
-          token_id: t.token_id,
-          owner: delivery.to,
-          face_value: t.face_value,
-          folder: RECEIVED_FOLDER,
-          funding: 'paid',
-          soulbound: false,
-          svcond: t.svcond,
-          result_id: t.result_id,
-          hash: t.hash,
-          seq,
+    return this.d.locks.run(delivery.to, () =>
+      whileHeld([this.d.counters.hold(delivery.to), this.d.chain.hold(toSlug)], async () => {
+        const again = await this.creditOf(delivery);
+        if (again !== null) return again;
+        const seen = await this.load(delivery.transfer_id);
+        // A pending record here is the sender's own (both identities are homed on this node): not a credit.
+        if (seen && seen.state !== 'pending') {
+          if (seen.to !== delivery.to || seen.from !== delivery.from)
+            throw new ServiceError(409, 'SVC_CONFLICT', `transfer ${delivery.transfer_id} is known here with other parties`);
+          return ackOf(seen, true);
+        }
+        const tokenIds = delivery.envelopes.map((e) => e.token_id);
+        if (new Set(tokenIds).size !== tokenIds.length) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'a delivery names an envelope twice');
+        const existing = await this.d.store.getMany<EnvelopeRecord>(this.envelopes, tokenIds);
+        // A record of an identity homed elsewhere now is this node's stale copy of a ledger a failover moved away (the
+        // envelope left it there): the credit writes over it. One of an identity homed here is a clash.
+        const homedHere = await Promise.all(
+          existing.map(async (e) => e !== undefined && (e.owner === delivery.to || (await this.d.identity.getIdentity(e.owner))?.home === here)),
+        );
+        const clash = homedHere.indexOf(true);
+        if (clash >= 0)
+          throw new ServiceError(409, 'SVC_CONFLICT', `envelope ${tokenIds[clash]} is already on this node's ledger`, { token_id: tokenIds[clash] });
+        await this.d.counters.loadIdentity(delivery.to);
+        await this.d.chain.prepare(toSlug);
+        // Synchronous from here to the commit.
+        const svcond = this.d.nowSvcond();
+        const unixMs = this.d.nowMs();
+        const ops: Op[] = [];
+        const names = ['envelope_seq', envelopeCounter(delivery.to), folderCounter(delivery.to, RECEIVED_FOLDER)];
+        const n = delivery.envelopes.length;
+        const firstSeq = this.d.counters.get('envelope_seq') + 1;
+        const counted = this.d.counters.mark();
+        this.d.counters.bump('envelope_seq', n);
+        this.d.counters.bump(names[1]!, n);
+        this.d.counters.bump(names[2]!, n);
+        delivery.envelopes.forEach((t, i) => {
+          const seq = firstSeq + i;
+          const e: EnvelopeRecord = {
+            token_id: t.token_id,
+            owner: delivery.to,
+            face_value: t.face_value,
+            folder: RECEIVED_FOLDER,
+            funding: 'paid',
+            soulbound: false,
+            svcond: t.svcond,
+            result_id: t.result_id,
+            hash: t.hash,
+            seq,
+            transfer_id: delivery.transfer_id,
+          };
+          ops.push({ type: 'put', sub: this.envelopes, key: t.token_id, value: e });
+          ops.push({ type: 'put', sub: this.byOwner, key: `${delivery.to}!${padNum(seq)}`, value: t.token_id });
+          ops.push({ type: 'put', sub: this.byFolder, key: `${delivery.to}!${RECEIVED_FOLDER}!${padNum(seq)}`, value: t.token_id });
+        });
+        const inRow = this.d.chain.appendOps(toSlug, svcond, 'transfer_in', {
           transfer_id: delivery.transfer_id,
+          from: delivery.from,
+          from_home: delivery.from_home,
+          token_ids: tokenIds,
+        });
+        ops.push(inRow.op);
+        const record: TransferRecord = {
+          transfer_id: delivery.transfer_id,
+          state: 'delivered',
+          from: delivery.from,
+          to: delivery.to,
+          from_home: delivery.from_home,
+          to_home: here,
+          count: n,
+          token_ids: tokenIds,
+          face_value_total: delivery.envelopes.reduce((s, e) => s + e.face_value, 0),
+          picked_by: delivery.picked_by,
+          seed: delivery.seed,
+          attempts: delivery.attempt,
+          last_error: null,
+          created_svcond: delivery.created_svcond,
+          created_unix_ms: delivery.created_unix_ms,
+          delivered_svcond: svcond,
+          delivered_unix_ms: unixMs,
         };
-        ops.push({ type: 'put', sub: this.envelopes, key: t.token_id, value: e });
-        ops.push({ type: 'put', sub: this.byOwner, key: `${delivery.to}!${padNum(seq)}`, value: t.token_id });
-        ops.push({ type: 'put', sub: this.byFolder, key: `${delivery.to}!${RECEIVED_FOLDER}!${padNum(seq)}`, value: t.token_id });
-      });
-      const inRow = this.d.chain.appendOps(toSlug, svcond, 'transfer_in', {
-        transfer_id: delivery.transfer_id,
-        from: delivery.from,
-        from_home: delivery.from_home,
-        token_ids: tokenIds,
-      });
-      ops.push(inRow.op);
-      const record: TransferRecord = {
-        transfer_id: delivery.transfer_id,
-        state: 'delivered',
-        from: delivery.from,
-        to: delivery.to,
-        from_home: delivery.from_home,
-        to_home: here,
-        count: n,
-        token_ids: tokenIds,
-        face_value_total: delivery.envelopes.reduce((s, e) => s + e.face_value, 0),
-        picked_by: delivery.picked_by,
-        seed: delivery.seed,
-        attempts: delivery.attempt,
-        last_error: null,
-        created_svcond: delivery.created_svcond,
-        created_unix_ms: delivery.created_unix_ms,
-        delivered_svcond: svcond,
-        delivered_unix_ms: unixMs,
-      };
-      // The certificate goes with the credit: the custody gate sends it to the receiver's custodians.
-      ops.push({ type: 'put', sub: this.records, key: delivery.transfer_id, value: { ...record, debit_certificate: delivery.debit_certificate ?? undefined } });
-      const mark: CreditMark = { transfer_id: delivery.transfer_id, from: delivery.from, delivered_svcond: svcond, delivered_unix_ms: unixMs };
-      ops.push({ type: 'put', sub: this.credits, key: creditKey(delivery.to, delivery.transfer_id), value: mark });
-      this.d.counters.persistOps(names, ops);
-      try {
-        await this.d.store.commit(ops);
-      } catch (err) {
-        // envelope_seq stays: numbers are never handed out twice (ledger.ts seal).
-        this.d.counters.revert(names[1]!, n, counted);
-        this.d.counters.revert(names[2]!, n, counted);
-        inRow.rollback();
-        throw err;
-      }
-      return ackOf(record, false);
-    });
+        // The certificate goes with the credit: the custody gate sends it to the receiver's custodians.
+        ops.push({
+          type: 'put',
+          sub: this.records,
+          key: delivery.transfer_id,
+          value: { ...record, debit_certificate: delivery.debit_certificate ?? undefined },
+        });
+        const mark: CreditMark = { transfer_id: delivery.transfer_id, from: delivery.from, delivered_svcond: svcond, delivered_unix_ms: unixMs };
+        ops.push({ type: 'put', sub: this.credits, key: creditKey(delivery.to, delivery.transfer_id), value: mark });
+        this.d.counters.persistOps(names, ops);
+        try {
+          await this.d.store.commit(ops);
+        } catch (err) {
+          // envelope_seq stays: numbers are never handed out twice (ledger.ts seal).
+          this.d.counters.revert(names[1]!, n, counted);
+          this.d.counters.revert(names[2]!, n, counted);
+          inRow.rollback();
+          throw err;
+        }
+        return ackOf(record, false);
+      }),
+    );
   }
 
   /** The acknowledgement of a delivery whose transfer is credited to its receiver here already, else null (409: other parties). */

@@ -38,12 +38,58 @@ export class BoundedSet<T> extends Set<T> {
  * by them, until they are written. A miss is answered by reading the store again, so no value depends on the cache.
  */
 export class LruMap<K, V> extends Map<K, V> {
+  /** Reads of missing keys in flight (load): one per key, shared by every miss of it until it lands. */
+  private readonly reads = new Map<K, { value: Promise<V>; overtaken: boolean }>();
+
   constructor(
     readonly max: number,
     private readonly keep: (key: K) => boolean = () => false,
   ) {
     super();
     if (!(Number.isInteger(max) && max >= 1)) throw new RangeError(`a bounded map needs max ≥ 1, got ${max}`);
+  }
+
+  /**
+   * The entry, read with `read` on a miss and kept (`landed` runs as it enters, in the same turn). Misses of one key
+   * share one read. Why that is enough: only an entry in memory is changed, and a changed one stays until its write
+   * settles, so a missing key has every write settled and a read started now is current when it lands. Two reads of
+   * a key would not be: the first lands, a change is written, the entry is evicted, and the second, started before
+   * that write, lands with the value it overwrote. A read overtaken by forget() (the key was written past the
+   * cache) is made again.
+   */
+  load(key: K, read: () => Promise<V>, landed?: (value: V) => void): Promise<V> {
+    const hit = this.get(key);
+    if (hit !== undefined) return Promise.resolve(hit);
+    const inFlight = this.reads.get(key);
+    if (inFlight !== undefined) return inFlight.value;
+    const flight: { value: Promise<V>; overtaken: boolean } = { value: Promise.resolve(undefined as V), overtaken: false };
+    this.reads.set(key, flight);
+    flight.value = (async (): Promise<V> => {
+      try {
+        for (;;) {
+          const value: V = await read();
+          if (flight.overtaken) {
+            flight.overtaken = false;
+            continue;
+          }
+          const present = this.get(key);
+          if (present !== undefined) return present;
+          this.set(key, value);
+          landed?.(value);
+          return value;
+        }
+      } finally {
+        if (this.reads.get(key) === flight) this.reads.delete(key);
+      }
+    })();
+    return flight.value;
+  }
+
+  /** Drop a key whose record was written past the cache: a read of it in flight may predate the write, and is made again. */
+  forget(key: K): boolean {
+    const inFlight = this.reads.get(key);
+    if (inFlight !== undefined) inFlight.overtaken = true;
+    return this.delete(key);
   }
 
   override get(key: K): V | undefined {
@@ -115,5 +161,40 @@ export class PendingWrites<K> {
 
   forget(key: K): void {
     this.marks.delete(key);
+  }
+}
+
+/**
+ * Keys a caller holds in a cache while it works with them: an entry it loaded and reads synchronously after more
+ * awaits, which a bounded cache must not let go meanwhile (a cache's `keep` asks `held`). Counted: holders of one key
+ * release in any order.
+ */
+export class Holds<K> {
+  private readonly counts = new Map<K, number>();
+
+  /** Hold `key` until the returned release is called (once; later calls do nothing). */
+  hold(key: K): () => void {
+    this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.counts.get(key) ?? 1) - 1;
+      if (left > 0) this.counts.set(key, left);
+      else this.counts.delete(key);
+    };
+  }
+
+  held(key: K): boolean {
+    return this.counts.has(key);
+  }
+}
+
+/** Run `use`, then call every release of holds taken for it (Holds.hold and the caches' hold methods), however it ends. */
+export async function whileHeld<T>(releases: readonly (() => void)[], use: () => Promise<T>): Promise<T> {
+  try {
+    return await use();
+  } finally {
+    for (const release of releases) release();
   }
 }

@@ -75,6 +75,59 @@ describe('LruMap', () => {
     m.set('e', 0);
     expect([...m.keys()]).toEqual(['d', 'e']);
   });
+
+  /** A read whose answer the test gives, and how many were made. */
+  function gatedReads(): { read: () => Promise<number>; answer: (v: number) => void; made: () => number } {
+    const pending: ((v: number) => void)[] = [];
+    return {
+      read: () => new Promise<number>((resolve) => pending.push(resolve)),
+      answer: (v) => pending.shift()!(v),
+      made: () => pending.length,
+    };
+  }
+
+  it('load: misses of one key share one read; the value is kept and `landed` runs once', async () => {
+    const m = new LruMap<string, number>(2);
+    const reads = gatedReads();
+    const landed: number[] = [];
+    const first = m.load('a', reads.read, (v) => landed.push(v));
+    const second = m.load('a', reads.read, (v) => landed.push(v));
+    expect(reads.made()).toBe(1);
+    reads.answer(7);
+    expect(await first).toBe(7);
+    expect(await second).toBe(7);
+    expect(landed).toEqual([7]);
+    expect(m.get('a')).toBe(7);
+    // A hit reads nothing; after eviction, a miss reads again.
+    expect(await m.load('a', reads.read)).toBe(7);
+    expect(reads.made()).toBe(0);
+    m.set('b', 1).set('c', 2);
+    const again = m.load('a', reads.read);
+    expect(reads.made()).toBe(1);
+    reads.answer(8);
+    expect(await again).toBe(8);
+  });
+
+  it('load: a read overtaken by forget() is made again, and only the second answer is kept', async () => {
+    const m = new LruMap<string, number>(2);
+    const reads = gatedReads();
+    const loading = m.load('a', reads.read);
+    m.forget('a');
+    reads.answer(1); // read before the write that forget() announces
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(reads.made()).toBe(1);
+    reads.answer(2);
+    expect(await loading).toBe(2);
+    expect(m.get('a')).toBe(2);
+  });
+
+  it('load: a failed read is not kept, and the next miss reads again', async () => {
+    const m = new LruMap<string, number>(2);
+    await expect(m.load('a', () => Promise.reject(new Error('disk')))).rejects.toThrow('disk');
+    expect(m.has('a')).toBe(false);
+    expect(await m.load('a', () => Promise.resolve(3))).toBe(3);
+  });
 });
 
 describe('PendingWrites', () => {

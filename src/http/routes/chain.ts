@@ -194,14 +194,15 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
       // Slugs are mesh-wide (mesh/machines.ts): a slug another node has claimed is never handed out here.
       await refuseSlugHeldElsewhere(kit, s, body.slug);
       // Part 8: creating a state machine costs 50, charged in the creation's batch (402 and nothing created if short).
-      await s.ledger.wallet(c.zid);
       let charge: TallyCharge | null = null;
-      const { machine, adminKey } = await s.identity.createMachine(c.zid, body.slug, kit.time.nowSvcond(), body.is_public, () => {
-        const paid = s.ledger.chargeOps(c.zid, 'state_machine_creation', COSTS.stateMachineCreation);
-        charge = paid.charge;
-        // The machine's own tally records its creation charge (seq 0), in the same batch.
-        return { ops: [...paid.ops, s.chain.chargeOp(body.slug, 0, c.zid, paid.charge, paid.split)], rollback: paid.rollback };
-      });
+      const { machine, adminKey } = await s.ledger.holding(c.zid, () =>
+        s.identity.createMachine(c.zid, body.slug, kit.time.nowSvcond(), body.is_public, () => {
+          const paid = s.ledger.chargeOps(c.zid, 'state_machine_creation', COSTS.stateMachineCreation);
+          charge = paid.charge;
+          // The machine's own tally records its creation charge (seq 0), in the same batch.
+          return { ops: [...paid.ops, s.chain.chargeOp(body.slug, 0, c.zid, paid.charge, paid.split)], rollback: paid.rollback };
+        }),
+      );
       await claimSlug(kit, s, machine);
       ctx.status = 201;
       ctx.body = {
@@ -396,23 +397,26 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
         }
         const remote = claim !== null ? tallyChargeOf(vouched!.voucher) : null;
         let charge: TallyCharge | null = remote;
-        const out = await s.chain.contracts.transition(
-          machine.slug,
-          String(ctx.params.id),
-          kit.time.nowSvcond(),
-          body.event,
-          remote
-            ? { prepare: async () => undefined, take: () => ({ ops: [], rollback: () => undefined }) }
-            : {
-                prepare: () => s.ledger.wallet(zid),
-                take: () => {
-                  const paid = s.ledger.chargeOps(zid, 'contract_transition', COSTS.contractTransition);
-                  charge = paid.charge;
-                  return paid;
+        const run = () =>
+          s.chain.contracts.transition(
+            machine.slug,
+            String(ctx.params.id),
+            kit.time.nowSvcond(),
+            body.event,
+            remote
+              ? { prepare: async () => undefined, take: () => ({ ops: [], rollback: () => undefined }) }
+              : {
+                  prepare: () => s.ledger.wallet(zid),
+                  take: () => {
+                    const paid = s.ledger.chargeOps(zid, 'contract_transition', COSTS.contractTransition);
+                    charge = paid.charge;
+                    return paid;
+                  },
                 },
-              },
-          (seq) => [s.chain.chargeOp(machine.slug, seq, zid, charge!), ...(claim ? [claim.appliedOp(seq)] : [])],
-        );
+            (seq) => [s.chain.chargeOp(machine.slug, seq, zid, charge!), ...(claim ? [claim.appliedOp(seq)] : [])],
+          );
+        // Charged here: the wallet stays in memory from its load to the charge, across the contract's lock and load.
+        const out = remote ? await run() : await s.ledger.holding(zid, run);
         claim?.release();
         claim = null;
         ctx.body = {

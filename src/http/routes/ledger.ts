@@ -83,7 +83,7 @@ function registerLedgerRoutes(router: Router, kit: HttpKit, s: LedgerRouteServic
     const c = identityOf(ctx);
     const zid = String(ctx.params.zid);
     if (zid !== c.zid) throw forbidden('folders are listed to their owner only');
-    await s.ledger.loadCounts(zid);
+    for (let p = s.ledger.loadCounts(zid); p !== undefined; p = s.ledger.loadCounts(zid)) await p;
     ctx.body = { zid, folders: s.ledger.folders(zid) };
   });
 }

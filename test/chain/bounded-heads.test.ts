@@ -1,0 +1,78 @@
+// Chain heads in a bounded cache: two appends to a chain whose head is not in memory, the first one's read of the
+// last row slow, while the head is loaded, appended to and evicted in between. Each append takes its own seq: a read
+// made before a row was written never becomes the head the next row chains on. A real store in a temp dir.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Store } from '../../src/store/db.js';
+import { ChainService, type MachineRecord } from '../../src/chain/service.js';
+
+let dir: string;
+let store: Store;
+let chain: ChainService;
+
+const machine = (slug: string): MachineRecord => ({
+  slug,
+  owner: 'zid_owner',
+  genesis_svcond: 1,
+  is_public: false,
+  key_digest: `digest-${slug}`,
+  roles: { zid_owner: 'owner' },
+  inject_agent_rail: false,
+  inject_pulse_orb: false,
+  home: 'peer-here',
+  created_unix_ms: 0,
+});
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'svc-bounded-heads-'));
+  store = await Store.open(join(dir, 'db'), { sync: false });
+  chain = new ChainService(store, 1);
+  for (const slug of ['book-a', 'book-b']) {
+    await chain.commit(chain.machineOps(machine(slug)));
+    chain.created(slug);
+  }
+});
+
+afterAll(async () => {
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('bounded chain heads', () => {
+  it('a slow read of an evicted head does not overwrite the rows appended while it was in flight', async () => {
+    await chain.append('book-a', 1, 'event', { n: 1 });
+    await chain.prepare('book-b'); // bound 1: book-a's head leaves memory
+    const realRange = store.range.bind(store);
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let slowed = false;
+    // The first read of book-a's rows is made now and answered late (its snapshot is of now).
+    store.range = (async (sub, opts) => {
+      const rows = await realRange(sub, opts);
+      if (!slowed && opts?.gte === 'book-a!') {
+        slowed = true;
+        await gate;
+      }
+      return rows;
+    }) as typeof store.range;
+    try {
+      const slow = chain.append('book-a', 2, 'event', { n: 2 });
+      await new Promise((r) => setTimeout(r, 20));
+      const quick = chain.append('book-a', 3, 'event', { n: 3 });
+      // While the slow read waits, book-b's head comes back (book-a's goes, unless its write is in flight).
+      await Promise.race([quick, new Promise((r) => setTimeout(r, 100))]);
+      await chain.prepare('book-b');
+      release();
+      const rows = [await slow, await quick].map((r) => r.seq).sort();
+      expect(rows).toEqual([2, 3]);
+    } finally {
+      store.range = realRange;
+    }
+    const v = await chain.validate('book-a');
+    expect(v).toMatchObject({ valid: true, rows: 3 });
+    expect((await chain.explore('book-a')).map((r) => r.svcond)).toEqual([1, expect.any(Number), expect.any(Number)]);
+    expect((await chain.headOf('book-a')).seq).toBe(3);
+  });
+});
