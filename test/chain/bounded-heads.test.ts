@@ -1,12 +1,13 @@
 // Chain heads in a bounded cache: two appends to a chain whose head is not in memory, the first one's read of the
 // last row slow, while the head is loaded, appended to and evicted in between. Each append takes its own seq: a read
-// made before a row was written never becomes the head the next row chains on. A real store in a temp dir.
+// made before a row was written never becomes the head the next row chains on. And a batch that fails after its chain
+// was rewritten past the cache (a custody state transfer) undoes nothing of the rewrite. A real store in a temp dir.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Store } from '../../src/store/db.js';
-import { ChainService, type MachineRecord } from '../../src/chain/service.js';
+import { Store, padNum, type Op } from '../../src/store/db.js';
+import { ChainService, rowHash, type AuditRow, type MachineRecord } from '../../src/chain/service.js';
 
 let dir: string;
 let store: Store;
@@ -74,5 +75,34 @@ describe('bounded chain heads', () => {
     expect(v).toMatchObject({ valid: true, rows: 3 });
     expect((await chain.explore('book-a')).map((r) => r.svcond)).toEqual([1, expect.any(Number), expect.any(Number)]);
     expect((await chain.headOf('book-a')).seq).toBe(3);
+  });
+});
+
+describe('a chain rewritten past the cache', () => {
+  it('a batch that fails after the rewrite leaves the rewritten head, and the digest is the one a restart computes', async () => {
+    const own = await Store.open(join(dir, 'rewritten'), { sync: false });
+    try {
+      const c = new ChainService(own);
+      await c.commit(c.machineOps(machine('book-c')));
+      c.created('book-c');
+      const first = await c.append('book-c', 1, 'event', { n: 1 });
+      // A row built and not yet written (its batch in flight)...
+      const inFlight = c.appendOps('book-c', 2, 'event', { n: 2 });
+      // ...while a state transfer writes another chain's row 2 past the cache, and tells the chain service.
+      const base = { seq: 2, svcond: 9, transitionType: 'event', payload_sha256: 'b'.repeat(64), prev_hash: first.hash };
+      const taken: AuditRow = { ...base, hash: rowHash(base) };
+      const ops: Op[] = [{ type: 'put', sub: own.sub('chain_rows'), key: `book-c!${padNum(2)}`, value: taken }];
+      await own.commit(ops);
+      c.forgetHeadsWritten(ops);
+      inFlight.rollback(); // its batch failed
+      expect(await c.headOf('book-c')).toEqual({ seq: 2, hash: taken.hash });
+      const restarted = new ChainService(own);
+      await restarted.loadHeads();
+      expect(c.headsDigest()).toBe(restarted.headsDigest());
+      const next = await c.append('book-c', 3, 'event', { n: 3 });
+      expect(next).toMatchObject({ seq: 3, prev_hash: taken.hash });
+    } finally {
+      await own.close();
+    }
   });
 });
