@@ -6,8 +6,10 @@
 // identity's requests to its current home) until one is acknowledged. The failover time is the kill → that answer.
 // The balance read there after it must be the balance before the kill less that spend's cost (every acknowledged
 // write kept), else the round is counted `lost`. The killed node starts again before the next round. Prints ONE line:
-//   {nodes, rounds, failoverTicks, failoverMs: {p50, p99, max}, roundsMs, lost, unanswered, load}
-// Usage: npx tsx scripts/bench/failover.ts [--rounds 8] [--spends 3] [--failover-ticks 8] [--give-up-s 60]
+//   {nodes, rounds, failoverTicks, tickRate, failoverMs: {p50, p99, max}, roundsMs, lost, unanswered, load}
+// --tick-rate R sets mesh.tickRate (default: the node's): a low one makes five nodes tick as a large mesh's do (every
+// ⌈5 / (R · 0.777 s)⌉ ticks), where a dead home is found by probing it rather than by counting its silent intervals.
+// Usage: npx tsx scripts/bench/failover.ts [--rounds 8] [--spends 3] [--failover-ticks 8] [--tick-rate R] [--give-up-s 60]
 // (builds dist/ first: the nodes run the build).
 import '../../src/polyfill.js';
 import { execFileSync } from 'node:child_process';
@@ -51,6 +53,7 @@ async function main(): Promise<void> {
   const spends = Math.max(1, numberArg('spends', 3));
   const failoverTicks = numberArg('failover-ticks', 8);
   const giveUpMs = numberArg('give-up-s', 60) * 1000;
+  const tickRate = process.argv.includes('--tick-rate') ? numberArg('tick-rate', 8) : null;
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
   const cluster = await FaultCluster.start({
     nodes: NODES,
@@ -59,6 +62,7 @@ async function main(): Promise<void> {
       SVC_CONTRIBUTION_BOND_ENVELOPES: String(BOND),
       SVC_CUSTODY_REPLICAS: '3',
       SVC_CUSTODY_FAILOVER_TICKS: String(failoverTicks),
+      ...(tickRate === null ? {} : { SVC_MESH_TICK_RATE: String(tickRate) }),
       SVC_LOG_LEVEL: 'error',
     },
   });
@@ -115,6 +119,7 @@ async function main(): Promise<void> {
         nodes: NODES,
         rounds,
         failoverTicks,
+        tickRate,
         failoverMs: { p50: round(percentile(times, 50)), p99: round(percentile(times, 99)), max: round(Math.max(...times)) },
         roundsMs: times.map(round),
         lost,

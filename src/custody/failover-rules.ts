@@ -83,6 +83,28 @@ export function homeUnheard(now: number, heard: Heard | null, since: number, ran
   return now - Math.max(heard?.tick ?? since, since) >= (rank + 1) * failoverTicks * (heard?.every ?? every);
 }
 
+/** Ticks past a node's own interval before its silence is checked directly (gossip delays a tick event 1–2 ticks). */
+export const OVERDUE_SLACK_TICKS = 2;
+
+/**
+ * Is a node's next tick event overdue: unheard longer than its own interval and the slack (never heard: counted from
+ * `since`, in `every`)? A live node that ticks every e ticks is silent for e ticks; past that, a direct probe says
+ * whether it is gone (home-probes.ts).
+ */
+export function tickOverdue(now: number, heard: Heard | null, since: number, every: number): boolean {
+  return now - Math.max(heard?.tick ?? since, since) > (heard?.every ?? every) + OVERDUE_SLACK_TICKS;
+}
+
+/**
+ * The faster way to start the next epoch: the home's tick event overdue and every direct probe of it failing for
+ * (rank + 1) × failoverTicks ticks (`unreachableSince`: the tick of the first failed probe of this silence; null when
+ * none failed, or one answered). On a small mesh (interval 1) homeUnheard comes first; on a large one, whose nodes
+ * tick every e ticks, a dead home is taken over after ≈ e + failoverTicks ticks instead of failoverTicks × e.
+ */
+export function homeUnreachable(now: number, unreachableSince: number | null, rank: number, failoverTicks: number): boolean {
+  return unreachableSince !== null && now - unreachableSince >= (rank + 1) * failoverTicks;
+}
+
 /** Was a node heard within failoverTicks of its tick intervals? */
 export function heardLately(now: number, heard: Heard | null, failoverTicks: number): boolean {
   return heard !== null && now - heard.tick < failoverTicks * heard.every;

@@ -15,7 +15,19 @@ import { fetchChain, type FetchChain } from './client.js';
 import { custodySetOf, excludedFor, excludedMember, sameExcluded, sameMembers, setOfConfig, type CustodySet, type SetConfig } from './custody-set.js';
 import type { ChainPage, Custodian } from './custodian.js';
 import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, signingTextOf, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
-import { goneLong, headAfter, heardLately, homeUnheard, nextState, type FailoverEvent, type FailoverState, type Heard } from './failover-rules.js';
+import {
+  goneLong,
+  headAfter,
+  heardLately,
+  homeUnheard,
+  homeUnreachable,
+  nextState,
+  tickOverdue,
+  type FailoverEvent,
+  type FailoverState,
+  type Heard,
+} from './failover-rules.js';
+import { HomeProbes, type Probe } from './home-probes.js';
 import { recertifyDebits, type PendingDebit } from './pending-debits.js';
 import type { HomeChange, HomeChanges } from './home-change.js';
 import { highestHead, homesToAsk, promisesFault, type EpochHome, type PromisedHead, type SignedPromise, type Verify } from './promise.js';
@@ -84,6 +96,8 @@ export interface FailoverDeps {
   /** This node's Ed25519 signature (base64) of a text: its signature in a pending debit's certificate. */
   sign: (text: string) => string;
   publish: (change: HomeChange) => Promise<void>;
+  /** A direct probe of a node (a libp2p ping): a home whose tick event is overdue is taken over sooner when it fails. */
+  probe?: Probe;
   timeoutMs: number;
   logger?: Logger;
 }
@@ -117,9 +131,12 @@ export class Failover {
   private readonly opening = new Map<string, { custodians: string[]; chain: readonly CertifiedEntry[] }>();
   private running = false;
   readonly stats = { attempts: 0, taken: 0, lost: 0, reconfigured: 0 };
+  /** Homes whose tick events are overdue, probed directly (null: no probe given). */
+  readonly probes: HomeProbes | null;
 
   constructor(private readonly deps: FailoverDeps) {
     this.since = deps.nowSvcond();
+    this.probes = deps.probe === undefined ? null : new HomeProbes(deps.probe, deps.timeoutMs);
   }
 
   /** The state of an identity here (watching when none was recorded). */
@@ -156,13 +173,24 @@ export class Failover {
         if (view === null || view.home === self) continue;
         const set = setOfConfig(zid, view, this.deps.members(), this.deps.replicas);
         const rank = this.rankOf(set, now);
-        if (rank < 0 || !homeUnheard(now, this.deps.lastHeard(view.home), this.since, rank, this.deps.failoverTicks, this.deps.tickEvery())) continue;
+        if (rank < 0) continue;
+        const heard = this.deps.lastHeard(view.home);
+        if (!homeUnheard(now, heard, this.since, rank, this.deps.failoverTicks, this.deps.tickEvery()) && !this.unreachable(view.home, heard, now, rank))
+          continue;
         await this.attempt(zid, view, set, rank);
       }
       await this.reconfigure(now);
     } finally {
       this.running = false;
     }
+  }
+
+  /** Is the home's tick event overdue, and has every direct probe of it failed long enough (homeUnreachable)? */
+  private unreachable(home: string, heard: Heard | null, now: number, rank: number): boolean {
+    if (this.probes === null) return false;
+    const overdue = tickOverdue(now, heard, this.since, this.deps.tickEvery());
+    const since = this.probes.unreachableSince(home, now, Math.max(heard?.tick ?? this.since, this.since), overdue);
+    return homeUnreachable(now, since, rank, this.deps.failoverTicks);
   }
 
   /** Has `node` gone unheard longer than replaceTicks of its tick intervals (a node just started counts from its start)? */

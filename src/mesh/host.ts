@@ -9,7 +9,7 @@ import { tcp } from '@libp2p/tcp';
 import { noise } from '@chainsafe/libp2p-noise';
 import { yamux } from '@chainsafe/libp2p-yamux';
 import { identify, type Identify } from '@libp2p/identify';
-import { ping } from '@libp2p/ping';
+import { ping, type Ping } from '@libp2p/ping';
 import { autoNAT } from '@libp2p/autonat';
 import { dcutr } from '@libp2p/dcutr';
 import { uPnPNAT } from '@libp2p/upnp-nat';
@@ -140,7 +140,7 @@ interface Addresses {
   addressManager: AddressManager;
 }
 
-type Services = { identify: Identify; pubsub: PubSub<GossipsubEvents>; addresses: Addresses };
+type Services = { identify: Identify; ping: Ping; pubsub: PubSub<GossipsubEvents>; addresses: Addresses };
 
 function listenAddr(host: string, port: number): string {
   const h = host === 'localhost' ? '127.0.0.1' : host;
@@ -443,6 +443,12 @@ export class MeshHost {
   async dialProtocol(peerId: string, protocol: string, signal: AbortSignal): Promise<Stream> {
     if (!this.node) throw new Error('mesh host is not started');
     return this.node.dialProtocol(peerIdFromString(peerId), protocol, { signal, negotiateFully: false, runOnLimitedConnection: true });
+  }
+
+  /** A libp2p ping of a peer (dialled when not connected): its round trip in ms; rejects when it does not answer. */
+  async ping(peerId: string, signal: AbortSignal): Promise<number> {
+    if (!this.node) throw new Error('mesh host is not started');
+    return this.node.services.ping.ping(peerIdFromString(peerId), { signal });
   }
 
   /** Publish raw message data on a topic; resolves to the number of peers it was sent to. */

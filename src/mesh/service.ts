@@ -776,6 +776,15 @@ export class MeshService {
     return this.host.dialProtocol(peerId, protocol, signal);
   }
 
+  /** Does a peer answer a libp2p ping within the signal (false when the mesh is not running)? */
+  async answersPing(peerId: string, signal: AbortSignal): Promise<boolean> {
+    if (!this.host) return false;
+    return this.host.ping(peerId, signal).then(
+      () => true,
+      () => false,
+    );
+  }
+
   /** The libp2p host (tests and diagnostics). */
   get p2p(): MeshHost | null {
     return this.host;

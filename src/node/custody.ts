@@ -370,6 +370,7 @@ export async function wireCustody(
           },
           sign: (text) => signText(f.nodeIdentity.privateKey, text),
           publish: async (change) => void (await mesh.publish(HOME_CHANGE_EVENT, change, TOPICS.events)),
+          probe: (node, signal) => mesh.answersPing(node, signal),
           timeoutMs: config.custody.certifyTimeoutMs,
           logger: f.logger,
         });

@@ -1,6 +1,6 @@
 // The failover table (custody/failover-rules.ts): which event moves a custodian on, and when a home counts as unheard.
 import { describe, expect, it } from 'vitest';
-import { FAILOVER_ROWS, HEAD_ORDER, headAfter, heardLately, homeUnheard, nextState } from '../../src/custody/failover-rules.js';
+import { FAILOVER_ROWS, HEAD_ORDER, headAfter, heardLately, homeUnheard, homeUnreachable, nextState, tickOverdue } from '../../src/custody/failover-rules.js';
 
 describe('the order of the heads a candidate takes from', () => {
   it('goes by epoch, then attempt, then seq', () => {
@@ -47,6 +47,25 @@ describe('the failover table', () => {
     expect(homeUnheard(108, at(50), 100, 0, 8, 1)).toBe(true);
     expect(homeUnheard(123, null, 100, 0, 8, 3)).toBe(false);
     expect(homeUnheard(124, null, 100, 0, 8, 3)).toBe(true);
+  });
+  it('calls a tick event overdue past the node’s own interval and a slack of 2 ticks, never before', () => {
+    expect(tickOverdue(103, { tick: 100, every: 1 }, 0, 1)).toBe(false);
+    expect(tickOverdue(104, { tick: 100, every: 1 }, 0, 1)).toBe(true);
+    // Every 17 ticks (a 100-node mesh at the default rate): silent for 19 ticks while alive.
+    expect(tickOverdue(119, { tick: 100, every: 17 }, 0, 1)).toBe(false);
+    expect(tickOverdue(120, { tick: 100, every: 17 }, 0, 1)).toBe(true);
+    // Never heard: from this node's start, in the interval it is given.
+    expect(tickOverdue(119, null, 100, 17)).toBe(false);
+    expect(tickOverdue(120, null, 100, 17)).toBe(true);
+  });
+  it('takes an unreachable home over after (rank + 1) × failoverTicks ticks of failed probes, whatever its interval', () => {
+    expect(homeUnreachable(200, null, 0, 8)).toBe(false);
+    expect(homeUnreachable(127, 120, 0, 8)).toBe(false);
+    expect(homeUnreachable(128, 120, 0, 8)).toBe(true);
+    expect(homeUnreachable(135, 120, 1, 8)).toBe(false);
+    expect(homeUnreachable(136, 120, 1, 8)).toBe(true);
+    // A home of interval 17 last heard at tick 100, probed from tick 120: taken at 128, where the interval count waits to 236.
+    expect(homeUnheard(235, { tick: 100, every: 17 }, 0, 0, 8, 1)).toBe(false);
   });
   it('counts a custodian live when heard within failoverTicks of its intervals', () => {
     expect(heardLately(107, { tick: 100, every: 1 }, 8)).toBe(true);

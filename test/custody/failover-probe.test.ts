@@ -1,0 +1,172 @@
+// A failover sooner than the count of a home's intervals (failover.ts, home-probes.ts): a home that ticks every 50
+// ticks (a large mesh's interval) dies after two certified writes. Its first custodian X waits for its tick event to be
+// overdue, probes it, and takes the identity over once it has answered no probe for failoverTicks ticks: 61 ticks after
+// it was last heard, where counting 8 of its intervals waits 400. A home that answers its probes is not taken over
+// before its intervals are counted. Composed in-process: the home's replicator and the custodians X and Y, each on its
+// own store, X's failover asking Y for its promise; the probe is composed in the test.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { chainRequest, custodyRequest, promiseRequest, type SendBatch } from '../../src/custody/client.js';
+import { custodySetOf } from '../../src/custody/custody-set.js';
+import type { Custodian } from '../../src/custody/custodian.js';
+import { DebitCertificates } from '../../src/custody/debit-certificate.js';
+import { Failover } from '../../src/custody/failover.js';
+import { LedgerOpsReader } from '../../src/custody/ledger-ops.js';
+import type { ChainAnswer, CustodyAnswer } from '../../src/custody/protocol.js';
+import { Replicator } from '../../src/custody/replicator.js';
+import { replayOps } from '../../src/custody/replica.js';
+import { signText, verifyText } from '../../src/mesh/wire.js';
+import { composedCustodian, composedNodes, type ComposedNode } from '../helpers/composed-custodian.js';
+
+const SECRET = 'failover-probe-secret-0123456789abcdef';
+const zid = 'zid_fedcba9876543210fedcba9876543210';
+const NOW = 1000;
+const HOME_LAST_HEARD = 100;
+const HOME_EVERY = 50;
+const FAILOVER_TICKS = 8;
+
+let dir: string;
+let nodes: ComposedNode[];
+let home: ComposedNode;
+let x: ComposedNode;
+let y: ComposedNode;
+let custodians: Map<string, Custodian>;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'svc-failover-probe-'));
+  nodes = await composedNodes(dir, 3);
+  const set = custodySetOf(
+    zid,
+    nodes[0]!.id,
+    nodes.map((n) => n.id),
+    3,
+  );
+  const byId = (id: string) => nodes.find((n) => n.id === id)!;
+  [home, x, y] = set.custodians.map(byId) as [ComposedNode, ComposedNode, ComposedNode];
+  const members = () => nodes.map((n) => n.id);
+  custodians = new Map([x, y].map((n) => [n.id, composedCustodian(n, { home: () => home.id, members, secret: SECRET, now: NOW })]));
+  // The home certifies two writes of the identity's wallet with X and Y.
+  const send: SendBatch = async (node, entries, records, _signal, certificates) =>
+    (await custodians.get(node)!.answer(custodyRequest(SECRET, home.id, NOW, entries, records, certificates), home.id)) as CustodyAnswer;
+  const replicator = new Replicator({
+    store: home.store,
+    reader: new LedgerOpsReader(home.store),
+    nodeId: () => home.id,
+    replicas: 3,
+    members,
+    send,
+    verify: verifyText,
+    sign: (text) => signText(home.key, text),
+    certificates: new DebitCertificates(home.store),
+    timeoutMs: 5000,
+  });
+  home.store.gate = replicator;
+  for (const free of [10, 4])
+    await home.store.commit([{ type: 'put', sub: home.store.sub('wallets', 'json', { rewritten: true }), key: zid, value: { free, paid: 0 } }]);
+});
+
+afterEach(async () => {
+  await Promise.all(nodes.map((n) => n.store.close()));
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** X's failover, the home down (every request to it fails) and last heard at HOME_LAST_HEARD; Y live. */
+function failoverAtX(clock: { now: number }, probe: (node: string) => Promise<boolean>, probed: string[]): Failover {
+  const xReplicator = new Replicator({
+    store: x.store,
+    reader: new LedgerOpsReader(x.store),
+    nodeId: () => x.id,
+    replicas: 3,
+    members: () => nodes.map((n) => n.id),
+    send: null,
+    verify: verifyText,
+    sign: (text) => signText(x.key, text),
+    certificates: new DebitCertificates(x.store),
+    timeoutMs: 5000,
+  });
+  const down = (node: string) => {
+    if (node === home.id) throw new Error('the home is down');
+  };
+  return new Failover({
+    nodeId: () => x.id,
+    replicas: 3,
+    failoverTicks: FAILOVER_TICKS,
+    replaceTicks: 100_000,
+    members: () => nodes.map((n) => n.id),
+    nowSvcond: () => clock.now,
+    lastHeard: (node) => (node === home.id ? { tick: HOME_LAST_HEARD, every: HOME_EVERY } : node === y.id ? { tick: clock.now, every: HOME_EVERY } : null),
+    tickEvery: () => 1,
+    store: x.store,
+    custodian: custodians.get(x.id)!,
+    homeOf: () => Promise.resolve(home.id),
+    homeChanges: { latest: () => Promise.resolve(null), configAt: () => Promise.resolve(null) },
+    askPromise: async (node, z, epoch) => {
+      down(node);
+      return custodians.get(node)!.answerPromise(promiseRequest(SECRET, x.id, NOW, z, epoch), x.id);
+    },
+    send: async (node, entries, records, _signal, certificates) => {
+      down(node);
+      return (await custodians.get(node)!.answer(custodyRequest(SECRET, x.id, NOW, entries, records, certificates), x.id)) as CustodyAnswer;
+    },
+    fetch: async (node, z, from) => {
+      down(node);
+      return (await custodians.get(node)!.answer(chainRequest(SECRET, x.id, NOW, z, from), x.id)) as ChainAnswer;
+    },
+    verify: verifyText,
+    adopt: async (_change, chain, epochEntry) => {
+      await x.store.commit([...replayOps(x.store, chain.entries), ...xReplicator.adoptOps(chain.entries, epochEntry)]);
+    },
+    homeLog: () => Promise.resolve(null),
+    sign: (text) => signText(x.key, text),
+    publish: () => Promise.resolve(),
+    probe: (node) => {
+      probed.push(node);
+      return probe(node);
+    },
+    timeoutMs: 5000,
+  });
+}
+
+/** One failover run at tick `now`, then the probe it started settles. */
+async function runAt(failover: Failover, clock: { now: number }, now: number): Promise<void> {
+  clock.now = now;
+  await failover.run();
+  await new Promise((r) => setImmediate(r));
+}
+
+describe('a failover by probing a home whose tick event is overdue', () => {
+  it('takes a dead home over failoverTicks ticks after its first failed probe, long before 8 of its intervals', async () => {
+    const clock = { now: HOME_LAST_HEARD };
+    const probed: string[] = [];
+    const failover = failoverAtX(clock, async () => false, probed);
+    // Silent for its interval and the slack: alive as far as anyone can tell, and not probed.
+    await runAt(failover, clock, HOME_LAST_HEARD + HOME_EVERY + 2);
+    expect(probed).toEqual([]);
+    // Overdue: probed; no answer from here on.
+    await runAt(failover, clock, HOME_LAST_HEARD + HOME_EVERY + 3);
+    expect(probed).toEqual([home.id]);
+    await runAt(failover, clock, HOME_LAST_HEARD + HOME_EVERY + 3 + FAILOVER_TICKS - 1);
+    expect(failover.stats.taken).toBe(0);
+    await runAt(failover, clock, HOME_LAST_HEARD + HOME_EVERY + 3 + FAILOVER_TICKS);
+    expect(failover.stats.taken).toBe(1);
+    expect(HOME_EVERY + 3 + FAILOVER_TICKS).toBeLessThan(FAILOVER_TICKS * HOME_EVERY);
+    // X holds the identity's wallet as the home certified it last.
+    expect(await x.store.get(x.store.sub('wallets', 'json', { rewritten: true }), zid)).toEqual({ free: 4, paid: 0 });
+    // One probe a run while overdue, every one failed.
+    expect(failover.probes!.stats).toEqual({ probes: probed.length, failed: probed.length });
+  });
+
+  it('does not take a home over that answers its probes, until 8 of its intervals have passed unheard', async () => {
+    const clock = { now: HOME_LAST_HEARD };
+    const probed: string[] = [];
+    const failover = failoverAtX(clock, async () => true, probed);
+    for (let now = HOME_LAST_HEARD + HOME_EVERY + 3; now < HOME_LAST_HEARD + FAILOVER_TICKS * HOME_EVERY; now += 7) await runAt(failover, clock, now);
+    expect(probed.length).toBeGreaterThan(10);
+    expect(failover.stats.taken).toBe(0);
+    // Answering a ping is not a tick event: silent for 8 of its intervals, it is taken over all the same.
+    await runAt(failover, clock, HOME_LAST_HEARD + FAILOVER_TICKS * HOME_EVERY);
+    expect(failover.stats.taken).toBe(1);
+  });
+});
