@@ -8,17 +8,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { chainRequest, custodyRequest, promiseRequest, type SendBatch } from '../../src/custody/client.js';
+import { custodyRequest, type SendBatch } from '../../src/custody/client.js';
 import { custodySetOf } from '../../src/custody/custody-set.js';
 import type { Custodian } from '../../src/custody/custodian.js';
-import { DebitCertificates } from '../../src/custody/debit-certificate.js';
-import { Failover } from '../../src/custody/failover.js';
-import { LedgerOpsReader } from '../../src/custody/ledger-ops.js';
-import type { ChainAnswer, CustodyAnswer } from '../../src/custody/protocol.js';
-import { Replicator } from '../../src/custody/replicator.js';
-import { replayOps } from '../../src/custody/replica.js';
-import { signText, verifyText } from '../../src/mesh/wire.js';
-import { composedCustodian, composedNodes, type ComposedNode } from '../helpers/composed-custodian.js';
+import type { Failover } from '../../src/custody/failover.js';
+import type { CustodyAnswer } from '../../src/custody/protocol.js';
+import { composedCustodian, composedFailover, composedNodes, composedReplicator, type ComposedNode } from '../helpers/composed-custodian.js';
 
 const SECRET = 'failover-probe-secret-0123456789abcdef';
 const zid = 'zid_fedcba9876543210fedcba9876543210';
@@ -50,19 +45,7 @@ beforeEach(async () => {
   // The home certifies two writes of the identity's wallet with X and Y.
   const send: SendBatch = async (node, entries, records, _signal, certificates) =>
     (await custodians.get(node)!.answer(custodyRequest(SECRET, home.id, NOW, entries, records, certificates), home.id)) as CustodyAnswer;
-  const replicator = new Replicator({
-    store: home.store,
-    reader: new LedgerOpsReader(home.store),
-    nodeId: () => home.id,
-    replicas: 3,
-    members,
-    send,
-    verify: verifyText,
-    sign: (text) => signText(home.key, text),
-    certificates: new DebitCertificates(home.store),
-    timeoutMs: 5000,
-  });
-  home.store.gate = replicator;
+  home.store.gate = composedReplicator(home, members, send);
   for (const free of [10, 4])
     await home.store.commit([{ type: 'put', sub: home.store.sub('wallets', 'json', { rewritten: true }), key: zid, value: { free, paid: 0 } }]);
 });
@@ -74,58 +57,20 @@ afterEach(async () => {
 
 /** X's failover, the home down (every request to it fails) and last heard at HOME_LAST_HEARD; Y live. */
 function failoverAtX(clock: { now: number }, probe: (node: string) => Promise<boolean>, probed: string[]): Failover {
-  const xReplicator = new Replicator({
-    store: x.store,
-    reader: new LedgerOpsReader(x.store),
-    nodeId: () => x.id,
-    replicas: 3,
+  return composedFailover(x, {
+    home,
     members: () => nodes.map((n) => n.id),
-    send: null,
-    verify: verifyText,
-    sign: (text) => signText(x.key, text),
-    certificates: new DebitCertificates(x.store),
-    timeoutMs: 5000,
-  });
-  const down = (node: string) => {
-    if (node === home.id) throw new Error('the home is down');
-  };
-  return new Failover({
-    nodeId: () => x.id,
-    replicas: 3,
+    custodians,
+    secret: SECRET,
+    now: NOW,
+    clock: () => clock.now,
     failoverTicks: FAILOVER_TICKS,
     replaceTicks: 100_000,
-    members: () => nodes.map((n) => n.id),
-    nowSvcond: () => clock.now,
     lastHeard: (node) => (node === home.id ? { tick: HOME_LAST_HEARD, every: HOME_EVERY } : node === y.id ? { tick: clock.now, every: HOME_EVERY } : null),
-    tickEvery: () => 1,
-    store: x.store,
-    custodian: custodians.get(x.id)!,
-    homeOf: () => Promise.resolve(home.id),
-    homeChanges: { latest: () => Promise.resolve(null), configAt: () => Promise.resolve(null) },
-    askPromise: async (node, z, epoch) => {
-      down(node);
-      return custodians.get(node)!.answerPromise(promiseRequest(SECRET, x.id, NOW, z, epoch), x.id);
-    },
-    send: async (node, entries, records, _signal, certificates) => {
-      down(node);
-      return (await custodians.get(node)!.answer(custodyRequest(SECRET, x.id, NOW, entries, records, certificates), x.id)) as CustodyAnswer;
-    },
-    fetch: async (node, z, from) => {
-      down(node);
-      return (await custodians.get(node)!.answer(chainRequest(SECRET, x.id, NOW, z, from), x.id)) as ChainAnswer;
-    },
-    verify: verifyText,
-    adopt: async (_change, chain, epochEntry) => {
-      await x.store.commit([...replayOps(x.store, chain.entries), ...xReplicator.adoptOps(chain.entries, epochEntry)]);
-    },
-    homeLog: () => Promise.resolve(null),
-    sign: (text) => signText(x.key, text),
-    publish: () => Promise.resolve(),
     probe: (node) => {
       probed.push(node);
       return probe(node);
     },
-    timeoutMs: 5000,
   });
 }
 

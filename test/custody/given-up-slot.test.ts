@@ -8,19 +8,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { chainRequest, custodyRequest, promiseRequest, type FetchChain, type SendBatch } from '../../src/custody/client.js';
+import { custodyRequest, type SendBatch } from '../../src/custody/client.js';
 import { custodySetOf } from '../../src/custody/custody-set.js';
 import { Custodian } from '../../src/custody/custodian.js';
-import { DebitCertificates } from '../../src/custody/debit-certificate.js';
 import type { CustodyEntry } from '../../src/custody/entry.js';
-import { Failover } from '../../src/custody/failover.js';
-import { LedgerOpsReader } from '../../src/custody/ledger-ops.js';
-import { chainAnswerSchema, type ChainAnswer, type CustodyAnswer } from '../../src/custody/protocol.js';
-import { Replicator } from '../../src/custody/replicator.js';
-import { replayOps } from '../../src/custody/replica.js';
+import { chainAnswerSchema, type CustodyAnswer } from '../../src/custody/protocol.js';
+import type { Replicator } from '../../src/custody/replicator.js';
 import { ServiceError } from '../../src/kernel/errors.js';
-import { signText, verifyText } from '../../src/mesh/wire.js';
-import { composedCustodian, composedNodes, type ComposedNode } from '../helpers/composed-custodian.js';
+import { composedCustodian, composedFailover, composedNodes, composedReplicator, type ComposedNode } from '../helpers/composed-custodian.js';
 import { Store } from '../../src/store/db.js';
 
 const SECRET = 'given-up-slot-secret-0123456789abcdef';
@@ -91,18 +86,7 @@ const homeSend: SendBatch = async (node, entries, records, _signal, certificates
 
 /** The home's replicator on its store (a restart: another one on the same store). */
 function homeReplicator(store: Store = home.store): Replicator {
-  const r = new Replicator({
-    store,
-    reader: new LedgerOpsReader(home.store),
-    nodeId: () => home.id,
-    replicas: 3,
-    members,
-    send: homeSend,
-    verify: verifyText,
-    sign: (text) => signText(home.key, text),
-    certificates: new DebitCertificates(home.store),
-    timeoutMs: 5000,
-  });
+  const r = composedReplicator(home, members, homeSend, store);
   home.store.gate = r;
   return r;
 }
@@ -123,63 +107,24 @@ async function expectGivenUp(w: Promise<void>): Promise<void> {
 
 /** X takes the identity over, the home unheard; what X then serves: the wallet, and the hashes of its log. */
 async function failoverAtX(): Promise<{ taken: number; wallet: unknown; log: string[] }> {
-  const xReplicator = new Replicator({
-    store: x.store,
-    reader: new LedgerOpsReader(x.store),
-    nodeId: () => x.id,
-    replicas: 3,
-    members,
-    send: null,
-    verify: verifyText,
-    sign: (text) => signText(x.key, text),
-    certificates: new DebitCertificates(x.store),
-    timeoutMs: 5000,
-  });
-  const down = (node: string) => {
-    if (node === home.id) throw new Error('the home is down');
-  };
   let now = NOW;
-  const fetch: FetchChain = async (node, z, from) => {
-    down(node);
-    return (await custodians.get(node)!.answer(chainRequest(SECRET, x.id, NOW, z, from), x.id)) as ChainAnswer;
-  };
-  const failover = new Failover({
-    nodeId: () => x.id,
-    replicas: 3,
+  const failover = composedFailover(x, {
+    home,
+    members,
+    custodians,
+    secret: SECRET,
+    now: NOW,
+    clock: () => now,
     failoverTicks: 2,
     replaceTicks: 1000,
-    members,
-    nowSvcond: () => now,
     lastHeard: (node) => (node === y.id ? { tick: now, every: 1 } : null),
-    tickEvery: () => 1,
-    store: x.store,
-    custodian: custodians.get(x.id)!,
-    homeOf: () => Promise.resolve(home.id),
-    homeChanges: { latest: () => Promise.resolve(null), configAt: () => Promise.resolve(null) },
-    askPromise: async (node, z, epoch) => {
-      down(node);
-      return custodians.get(node)!.answerPromise(promiseRequest(SECRET, x.id, NOW, z, epoch), x.id);
-    },
-    send: async (node, entries, records, _signal, certificates) => {
-      down(node);
-      return (await custodians.get(node)!.answer(custodyRequest(SECRET, x.id, NOW, entries, records, certificates), x.id)) as CustodyAnswer;
-    },
-    fetch,
-    verify: verifyText,
-    adopt: async (_change, chain, epochEntry) => {
-      await x.store.commit([...replayOps(x.store, chain.entries), ...xReplicator.adoptOps(chain.entries, epochEntry)]);
-    },
-    homeLog: () => Promise.resolve(null),
-    sign: (text) => signText(x.key, text),
-    publish: () => Promise.resolve(),
-    timeoutMs: 5000,
   });
   now = NOW + 10; // the home unheard for longer than failoverTicks
   await failover.run();
   return {
     taken: failover.stats.taken,
     wallet: await x.store.get(x.store.sub('wallets', 'json', { rewritten: true }), zid),
-    log: (await xReplicator.entries(zid, 1, 100)).map((c) => c.hash),
+    log: (await composedReplicator(x, members, null).entries(zid, 1, 100)).map((c) => c.hash),
   };
 }
 

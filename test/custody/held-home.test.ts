@@ -9,12 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { custodyRequest, type SendBatch } from '../../src/custody/client.js';
 import { custodySetOf } from '../../src/custody/custody-set.js';
 import { slotKey, type Custodian } from '../../src/custody/custodian.js';
-import { DebitCertificates } from '../../src/custody/debit-certificate.js';
-import { LedgerOpsReader } from '../../src/custody/ledger-ops.js';
 import type { CustodyAnswer } from '../../src/custody/protocol.js';
-import { Replicator } from '../../src/custody/replicator.js';
-import { signText, verifyText } from '../../src/mesh/wire.js';
-import { composedCustodian, composedNodes, type ComposedNode } from '../helpers/composed-custodian.js';
+import { composedCustodian, composedNodes, composedReplicator, type ComposedNode } from '../helpers/composed-custodian.js';
 import { waitFor } from '../mesh/helpers.js';
 
 const SECRET = 'held-home-secret-0123456789abcdef';
@@ -43,18 +39,7 @@ beforeAll(async () => {
   );
   const send: SendBatch = async (node, entries, records, _signal, certificates) =>
     (await custodians.get(node)!.answer(custodyRequest(SECRET, home.id, NOW, entries, records, certificates), home.id)) as CustodyAnswer;
-  home.store.gate = new Replicator({
-    store: home.store,
-    reader: new LedgerOpsReader(home.store),
-    nodeId: () => home.id,
-    replicas: 3,
-    members,
-    send,
-    verify: verifyText,
-    sign: (text) => signText(home.key, text),
-    certificates: new DebitCertificates(home.store),
-    timeoutMs: 5000,
-  });
+  home.store.gate = composedReplicator(home, members, send);
   const wallets = home.store.sub('wallets', 'json', { rewritten: true });
   for (const free of [10, 7]) await home.store.commit([{ type: 'put', sub: wallets, key: zid, value: { free, paid: 0 } }]);
   // A write is acknowledged once one custodian holds it: the other's answer may still be on its way.

@@ -1,10 +1,18 @@
 // A custodian on a node the test composes in-process (its own store and key), every identity homed at `home()`, the
 // members every node: for tests that drive the custody protocol's requests by hand (given-up-slot, gapped-chain).
+// And a composed node's replicator, and a custodian's failover whose requests go to the composed custodians.
 import { join } from 'node:path';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import { chainRequest, custodyRequest, promiseRequest, type SendBatch } from '../../src/custody/client.js';
 import { Custodian, type CustodianDeps } from '../../src/custody/custodian.js';
+import { DebitCertificates } from '../../src/custody/debit-certificate.js';
+import { Failover, type FailoverDeps } from '../../src/custody/failover.js';
+import { LedgerOpsReader } from '../../src/custody/ledger-ops.js';
+import type { ChainAnswer, CustodyAnswer } from '../../src/custody/protocol.js';
+import { replayOps } from '../../src/custody/replica.js';
+import { Replicator } from '../../src/custody/replicator.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
 import { Store } from '../../src/store/db.js';
 
@@ -56,4 +64,76 @@ export function composedNodes(dir: string, count: number): Promise<ComposedNode[
       return { id: peerIdFromPrivateKey(key as never).toString(), key, store: await Store.open(join(dir, `n${i}`), { sync: false }) };
     }),
   );
+}
+
+/**
+ * A composed node's replicator: a home's, sending with `send`; with `send` null, one that keeps a log (a new home's).
+ * `store`: what it writes its own records to (a wrapper of the node's store that fails some), the node's by default.
+ */
+export function composedReplicator(n: ComposedNode, members: () => string[], send: SendBatch | null, store: Store = n.store): Replicator {
+  return new Replicator({
+    store,
+    reader: new LedgerOpsReader(n.store),
+    nodeId: () => n.id,
+    replicas: 3,
+    members,
+    send,
+    verify: verifyText,
+    sign: (text) => signText(n.key, text),
+    certificates: new DebitCertificates(n.store),
+    timeoutMs: 5000,
+  });
+}
+
+/**
+ * Custodian `x`'s failover of identities homed at `home`, which is down (every request to it fails); its requests to the
+ * others go to their composed custodians, and what it takes is written to its store (the chain replayed, its log).
+ */
+export function composedFailover(
+  x: ComposedNode,
+  o: {
+    home: ComposedNode;
+    members: () => string[];
+    custodians: ReadonlyMap<string, Custodian>;
+    secret: string;
+    now: number;
+    clock: () => number;
+    failoverTicks: number;
+    replaceTicks: number;
+    lastHeard: FailoverDeps['lastHeard'];
+    probe?: FailoverDeps['probe'];
+  },
+): Failover {
+  const log = composedReplicator(x, o.members, null);
+  const reach = (node: string): Custodian => {
+    if (node === o.home.id) throw new Error('the home is down');
+    return o.custodians.get(node)!;
+  };
+  return new Failover({
+    nodeId: () => x.id,
+    replicas: 3,
+    failoverTicks: o.failoverTicks,
+    replaceTicks: o.replaceTicks,
+    members: o.members,
+    nowSvcond: o.clock,
+    lastHeard: o.lastHeard,
+    tickEvery: () => 1,
+    store: x.store,
+    custodian: o.custodians.get(x.id)!,
+    homeOf: () => Promise.resolve(o.home.id),
+    homeChanges: { latest: () => Promise.resolve(null), configAt: () => Promise.resolve(null) },
+    askPromise: async (node, z, epoch) => reach(node).answerPromise(promiseRequest(o.secret, x.id, o.now, z, epoch), x.id),
+    send: async (node, entries, records, _signal, certificates) =>
+      (await reach(node).answer(custodyRequest(o.secret, x.id, o.now, entries, records, certificates), x.id)) as CustodyAnswer,
+    fetch: async (node, z, from) => (await reach(node).answer(chainRequest(o.secret, x.id, o.now, z, from), x.id)) as ChainAnswer,
+    verify: verifyText,
+    adopt: async (_change, chain, epochEntry) => {
+      await x.store.commit([...replayOps(x.store, chain.entries), ...log.adoptOps(chain.entries, epochEntry)]);
+    },
+    homeLog: () => Promise.resolve(null),
+    sign: (text) => signText(x.key, text),
+    publish: () => Promise.resolve(),
+    ...(o.probe === undefined ? {} : { probe: o.probe }),
+    timeoutMs: 5000,
+  });
 }
