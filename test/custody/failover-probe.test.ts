@@ -14,6 +14,7 @@ import type { Custodian } from '../../src/custody/custodian.js';
 import type { Failover } from '../../src/custody/failover.js';
 import type { CustodyAnswer } from '../../src/custody/protocol.js';
 import { composedCustodian, composedFailover, composedNodes, composedReplicator, type ComposedNode } from '../helpers/composed-custodian.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const SECRET = 'failover-probe-secret-0123456789abcdef';
 const zid = 'zid_fedcba9876543210fedcba9876543210';
@@ -48,6 +49,8 @@ beforeEach(async () => {
   home.store.gate = composedReplicator(home, members, send);
   for (const free of [10, 4])
     await home.store.commit([{ type: 'put', sub: home.store.sub('wallets', 'json', { rewritten: true }), key: zid, value: { free, paid: 0 } }]);
+  // A write is acknowledged once one custodian holds it: the other's answer may still be on its way.
+  for (const custodian of custodians.values()) await waitUntil(async () => (await custodian.head(zid))?.seq === 2, 'both custodians hold seq 2', 5_000, 10);
 });
 
 afterEach(async () => {

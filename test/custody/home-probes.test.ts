@@ -2,6 +2,7 @@
 // for the silence they were made in, an answer or a tick event heard forgetting them; with a probe composed in the test.
 import { describe, expect, it } from 'vitest';
 import { HomeProbes } from '../../src/custody/home-probes.js';
+import { waitUntil } from '../helpers/wait.js';
 
 /** A probe whose answers the test gives, one per probe made, in order. */
 function scriptedProbe(): { probe: (node: string, signal: AbortSignal) => Promise<boolean>; answer: (ok: boolean) => Promise<void>; made: string[] } {
@@ -68,7 +69,9 @@ describe('home probes', () => {
       30,
     );
     probes.unreachableSince('home', 120, 100, true);
-    await new Promise((r) => setTimeout(r, 80));
+    expect(signal!.aborted).toBe(false);
+    // The probe answers nothing itself: only the signal ends it, and it then counts as failed.
+    await waitUntil(() => probes.stats.failed === 1, 'the probe ended by its signal', 5_000, 5);
     expect(signal!.aborted).toBe(true);
     expect(probes.unreachableSince('home', 121, 100, true)).toBe(120);
   });
