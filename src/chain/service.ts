@@ -151,9 +151,6 @@ export class ChainService {
   private headsSum = 0n;
   /** Chains whose head forgetHeadsWritten took out of memory and out of the digest: the next load puts it back in both. */
   private readonly unsummed = new Set<string>();
-  /** How many times forgetHeadsWritten dropped a chain, and the count at each chain's last drop (the undo fence). */
-  private headForgets = 0;
-  private readonly headForgottenAt = new Map<string, number>();
   /** Who holds a role on which machine, and the public machines (aggregate/list). */
   readonly index: MachineIndex;
   private readonly charges: Sublevel;
@@ -404,13 +401,13 @@ export class ChainService {
     this.heads.set(slug, genesis);
     this.moveHead(slug, null, genesis);
     let undone = false;
-    const mark = this.headForgets;
+    const mark = this.heads.mark();
     // Called after the batch's own rows were rolled back (the head is back at seq 0, or evicted): the chain leaves
     // the heads and the digest (unless a rewrite since took it out of both, as appendOps' rollback).
     return () => {
       if (undone) return;
       undone = true;
-      if ((this.headForgottenAt.get(slug) ?? 0) > mark) return;
+      if (this.heads.forgottenSince(slug, mark)) return;
       if (this.heads.get(slug)?.seq === 0) this.heads.delete(slug);
       this.headsSum = (((this.headsSum - headTerm(slug, genesis)) % MOD_256) + MOD_256) % MOD_256;
     };
@@ -444,7 +441,6 @@ export class ChainService {
       const slug = op.key.slice(0, op.key.indexOf('!'));
       const cached = this.heads.get(slug);
       this.heads.forget(slug);
-      this.headForgottenAt.set(slug, ++this.headForgets);
       if (cached === undefined || this.unsummed.has(slug)) continue;
       this.headsSum = (((this.headsSum - headTerm(slug, cached)) % MOD_256) + MOD_256) % MOD_256;
       this.unsummed.add(slug);
@@ -533,7 +529,7 @@ export class ChainService {
     this.pending.changed(slug);
     this.moveHead(slug, previous, next);
     this.checkpoints.touched(slug);
-    const mark = this.headForgets;
+    const mark = this.heads.mark();
     return {
       row,
       // Stored as the hashed text plus the hash (parsed back, the same row): the row is serialised once.
@@ -541,7 +537,7 @@ export class ChainService {
       rollback: () => {
         // Rewritten since from a chain without this row (a custody state transfer): its head is already out of memory
         // and out of the digest, and the next load reads the rewritten chain. Nothing of this row is left to undo.
-        if ((this.headForgottenAt.get(slug) ?? 0) > mark) return;
+        if (this.heads.forgottenSince(slug, mark)) return;
         this.moveHead(slug, next, previous);
         // Not in memory: evicted after its failed batch settled; the store has the head without this row.
         const now = this.heads.get(slug);

@@ -163,6 +163,8 @@ export class Failover {
     this.running = true;
     try {
       const now = this.deps.nowSvcond();
+      // The interval a home never heard is given: read once a run (the wiring takes the longest of every peer's).
+      const every = this.deps.tickEvery();
       this.announceAgain(now);
       for (const zid of await this.deps.custodian.heldZids(WATCH_PER_RUN)) {
         const w = this.watches.get(zid);
@@ -175,8 +177,7 @@ export class Failover {
         const rank = this.rankOf(set, now);
         if (rank < 0) continue;
         const heard = this.deps.lastHeard(view.home);
-        if (!homeUnheard(now, heard, this.since, rank, this.deps.failoverTicks, this.deps.tickEvery()) && !this.unreachable(view.home, heard, now, rank))
-          continue;
+        if (!homeUnheard(now, heard, this.since, rank, this.deps.failoverTicks, every) && !this.unreachable(view.home, heard, now, rank, every)) continue;
         await this.attempt(zid, view, set, rank);
       }
       await this.reconfigure(now);
@@ -186,9 +187,9 @@ export class Failover {
   }
 
   /** Is the home's tick event overdue, and has every direct probe of it failed long enough (homeUnreachable)? */
-  private unreachable(home: string, heard: Heard | null, now: number, rank: number): boolean {
+  private unreachable(home: string, heard: Heard | null, now: number, rank: number, every: number): boolean {
     if (this.probes === null) return false;
-    const overdue = tickOverdue(now, heard, this.since, this.deps.tickEvery());
+    const overdue = tickOverdue(now, heard, this.since, every);
     const since = this.probes.unreachableSince(home, now, Math.max(heard?.tick ?? this.since, this.since), overdue);
     return homeUnreachable(now, since, rank, this.deps.failoverTicks);
   }

@@ -74,9 +74,6 @@ export class Counters {
   private readonly groups = new Map<string, Set<string>>();
   /** Identity → its record's counters (name → value): the identities used most recently. */
   private readonly identities: LruMap<string, Map<string, number>>;
-  /** How many identity records were dropped (forgetIdentity), and the count at each identity's last drop. */
-  private forgets = 0;
-  private readonly forgottenAt = new Map<string, number>();
   /** Identities whose counters changed in memory and are not written yet: never evicted. */
   private readonly pending: PendingWrites<string>;
   /** Identities whose counters a caller holds in memory (hold()): never evicted while held. */
@@ -109,7 +106,6 @@ export class Counters {
   /** Drop an identity's record kept in memory (written past this class: a custody failover's state transfer). */
   forgetIdentity(zid: string): void {
     this.identities.forget(zid);
-    this.forgottenAt.set(zid, ++this.forgets);
   }
 
   /**
@@ -117,7 +113,7 @@ export class Counters {
    * identity whose record was dropped since (its record was rewritten from a chain, without the increment).
    */
   mark(): number {
-    return this.forgets;
+    return this.identities.mark();
   }
 
   /** Is this identity's record in memory (its counters usable synchronously)? */
@@ -313,7 +309,7 @@ export class Counters {
   revert(name: string, delta: number, mark?: number): void {
     const zid = identityOf(name);
     if (zid !== null) {
-      if (mark !== undefined && (this.forgottenAt.get(zid) ?? 0) > mark) return;
+      if (mark !== undefined && this.identities.forgottenSince(zid, mark)) return;
       // Not in memory: evicted after its failed batch settled, so the store holds the value without the change.
       const m = this.identities.get(zid);
       if (m !== undefined) m.set(name, (m.get(name) ?? 0) - delta);

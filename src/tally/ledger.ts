@@ -7,7 +7,7 @@ import { canonicalJson } from '../kernel/canonical.js';
 import { sha256Hex } from '../kernel/bytes.js';
 import { ServiceError } from '../kernel/errors.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
-import { BoundedMap, Holds, LruMap, PendingWrites } from '../util/bounded-map.js';
+import { BoundedMap, Holds, LruMap, PendingWrites, whileHeld } from '../util/bounded-map.js';
 import type { Counters } from '../store/counters.js';
 import type { Caller, ChargeSplit, TallyCharge, Wallet } from '../records/types.js';
 import type { ChainService, AuditRow } from '../chain/service.js';
@@ -90,9 +90,6 @@ export class Ledger {
   private readonly templates: Sublevel;
   /** The wallets used most recently; one changed in memory and not yet written stays (walletWrites). */
   private readonly walletCache: LruMap<string, Wallet>;
-  /** How many wallets were dropped (forgetWallet), and the count at each identity's last drop. */
-  private walletForgets = 0;
-  private readonly walletForgottenAt = new Map<string, number>();
   private readonly walletWrites: PendingWrites<string>;
   /** Wallets a caller holds in memory (holding()): never evicted while held. */
   private readonly walletHolds = new Holds<string>();
@@ -148,27 +145,21 @@ export class Ledger {
    * creditOps and cachedWallet read synchronously stays there across the awaits `use` makes before them (a bounded
    * cache would let them go, and the charge would fail as a bug instead of being made).
    */
-  async holding<T>(zid: string, use: () => Promise<T>): Promise<T> {
-    const releaseWallet = this.walletHolds.hold(zid);
-    const releaseCounters = this.counters.hold(zid);
-    try {
+  holding<T>(zid: string, use: () => Promise<T>): Promise<T> {
+    return whileHeld([this.walletHolds.hold(zid), this.counters.hold(zid)], async () => {
       await this.wallet(zid);
-      return await use();
-    } finally {
-      releaseWallet();
-      releaseCounters();
-    }
+      return use();
+    });
   }
 
   /** Drop a wallet kept in memory (its records were written past the ledger: a custody failover's state transfer). */
   forgetWallet(zid: string): void {
     this.walletCache.forget(zid);
-    this.walletForgottenAt.set(zid, ++this.walletForgets);
   }
 
   /** Give a charge back to a wallet in memory, unless it was dropped since `mark` (rewritten from a chain without it). */
   private giveBack(zid: string, mark: number, free: number, paid: number): void {
-    if ((this.walletForgottenAt.get(zid) ?? 0) > mark) return;
+    if (this.walletCache.forgottenSince(zid, mark)) return;
     const now = this.walletCache.get(zid);
     if (now) this.walletCache.set(zid, { free: now.free + free, paid: now.paid + paid });
   }
@@ -203,7 +194,7 @@ export class Ledger {
     const next: Wallet = { free: w.free + dFree, paid: w.paid + dPaid };
     this.walletCache.set(zid, next);
     this.walletWrites.changed(zid);
-    const mark = this.walletForgets;
+    const mark = this.walletCache.mark();
     const rollback = () => this.giveBack(zid, mark, -dFree, -dPaid);
     return { wallet: next, op: { type: 'put', sub: this.wallets, key: zid, value: next }, rollback };
   }
@@ -357,7 +348,7 @@ export class Ledger {
       this.walletWrites.changed(caller.zid);
       // Undone by giving the charge back, not by restoring a copy: seals of the same wallet made after this one
       // (in this batch or queued) keep their own charges when they roll back in any order.
-      const mark = this.walletForgets;
+      const mark = this.walletCache.mark();
       rollbacks.push(() => this.giveBack(caller.zid, mark, fromFree, fromPaid));
       ops.push({ type: 'put', sub: this.wallets, key: caller.zid, value: next });
       const { burned, foundation } = this.split(caller.zid, cost, bumped);

@@ -40,6 +40,9 @@ export class BoundedSet<T> extends Set<T> {
 export class LruMap<K, V> extends Map<K, V> {
   /** Reads of missing keys in flight (load): one per key, shared by every miss of it until it lands. */
   private readonly reads = new Map<K, { value: Promise<V>; overtaken: boolean }>();
+  /** How many forget() calls were made, and the count at each key's last one (what forgottenSince asks). */
+  private forgets = 0;
+  private readonly forgottenAt = new Map<K, number>();
 
   constructor(
     readonly max: number,
@@ -89,7 +92,21 @@ export class LruMap<K, V> extends Map<K, V> {
   forget(key: K): boolean {
     const inFlight = this.reads.get(key);
     if (inFlight !== undefined) inFlight.overtaken = true;
+    this.forgottenAt.set(key, ++this.forgets);
     return this.delete(key);
+  }
+
+  /** A mark to take before an in-memory change whose undo may come after its key is forgotten (forgottenSince). */
+  mark(): number {
+    return this.forgets;
+  }
+
+  /**
+   * Was `key` forgotten since `mark`? Its record was then rewritten past the cache without the change made after the
+   * mark: an undo of that change has nothing left to undo.
+   */
+  forgottenSince(key: K, mark: number): boolean {
+    return (this.forgottenAt.get(key) ?? 0) > mark;
   }
 
   override get(key: K): V | undefined {

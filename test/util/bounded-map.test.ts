@@ -122,6 +122,19 @@ describe('LruMap', () => {
     expect(m.get('a')).toBe(2);
   });
 
+  it('forgottenSince: a key forgotten after a mark is, others and earlier forgets are not', () => {
+    const m = new LruMap<string, number>(4);
+    m.set('a', 1).set('b', 2);
+    m.forget('b');
+    const mark = m.mark();
+    expect(m.forgottenSince('b', mark)).toBe(false);
+    m.forget('a');
+    expect(m.has('a')).toBe(false);
+    expect(m.forgottenSince('a', mark)).toBe(true);
+    expect(m.forgottenSince('b', mark)).toBe(false);
+    expect(m.forgottenSince('c', mark)).toBe(false);
+  });
+
   it('load: a failed read is not kept, and the next miss reads again', async () => {
     const m = new LruMap<string, number>(2);
     await expect(m.load('a', () => Promise.reject(new Error('disk')))).rejects.toThrow('disk');
