@@ -9,11 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { custodyRequest, type SendBatch } from '../../src/custody/client.js';
-import { custodySetOf } from '../../src/custody/custody-set.js';
 import type { Custodian } from '../../src/custody/custodian.js';
 import type { Failover } from '../../src/custody/failover.js';
 import type { CustodyAnswer } from '../../src/custody/protocol.js';
-import { composedCustodian, composedFailover, composedNodes, composedReplicator, type ComposedNode } from '../helpers/composed-custodian.js';
+import { composedCustodian, composedSet, composedFailover, composedReplicator, type ComposedNode } from '../helpers/composed-custodian.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const SECRET = 'failover-probe-secret-0123456789abcdef';
@@ -32,15 +31,10 @@ let custodians: Map<string, Custodian>;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'svc-failover-probe-'));
-  nodes = await composedNodes(dir, 3);
-  const set = custodySetOf(
-    zid,
-    nodes[0]!.id,
-    nodes.map((n) => n.id),
-    3,
-  );
-  const byId = (id: string) => nodes.find((n) => n.id === id)!;
-  [home, x, y] = set.custodians.map(byId) as [ComposedNode, ComposedNode, ComposedNode];
+  ({
+    nodes,
+    inSetOrder: [home, x, y],
+  } = await composedSet(dir, zid));
   const members = () => nodes.map((n) => n.id);
   custodians = new Map([x, y].map((n) => [n.id, composedCustodian(n, { home: () => home.id, members, secret: SECRET, now: NOW })]));
   // The home certifies two writes of the identity's wallet with X and Y.

@@ -12,14 +12,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { chainAnswerOf, chainRequest, custodyRequest, promiseRequest } from '../../src/custody/client.js';
-import { custodySetOf } from '../../src/custody/custody-set.js';
 import { Custodian } from '../../src/custody/custodian.js';
 import { entryHash, GENESIS_ENTRY_HASH, signingTextOf, type CustodyEntry } from '../../src/custody/entry.js';
 import { EPOCH_RECORDS, Failover, NO_RECORDS, type TakenChain } from '../../src/custody/failover.js';
 import type { HomeChange } from '../../src/custody/home-change.js';
 import type { ChainLink, CustodyAnswer, EntryRecords } from '../../src/custody/protocol.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
-import { composedCustodian, composedNodes, type ComposedNode } from '../helpers/composed-custodian.js';
+import { composedCustodian, composedSet, type ComposedNode } from '../helpers/composed-custodian.js';
 import { forge, recordsOf } from '../helpers/custody.js';
 
 const SECRET = 'gapped-chain-secret-0123456789abcdef';
@@ -41,14 +40,10 @@ let homeLog: ChainLink[];
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'svc-gapped-chain-'));
-  nodes = await composedNodes(dir, 3);
-  const set = custodySetOf(
-    zid,
-    nodes[0]!.id,
-    nodes.map((n) => n.id),
-    3,
-  );
-  [home, x, y] = set.custodians.map((id) => nodes.find((n) => n.id === id)!) as [Node, Node, Node];
+  ({
+    nodes,
+    inSetOrder: [home, x, y],
+  } = await composedSet(dir, zid));
   custodians = new Map(nodes.map((n) => [n.id, custodianAt(n)]));
   down = new Set();
   homeLog = [];

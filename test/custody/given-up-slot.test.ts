@@ -9,13 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { custodyRequest, type SendBatch } from '../../src/custody/client.js';
-import { custodySetOf } from '../../src/custody/custody-set.js';
 import { Custodian } from '../../src/custody/custodian.js';
 import type { CustodyEntry } from '../../src/custody/entry.js';
 import { chainAnswerSchema, type CustodyAnswer } from '../../src/custody/protocol.js';
 import type { Replicator } from '../../src/custody/replicator.js';
 import { ServiceError } from '../../src/kernel/errors.js';
-import { composedCustodian, composedFailover, composedNodes, composedReplicator, type ComposedNode } from '../helpers/composed-custodian.js';
+import { composedCustodian, composedSet, composedFailover, composedReplicator, type ComposedNode } from '../helpers/composed-custodian.js';
 import { Store } from '../../src/store/db.js';
 
 const SECRET = 'given-up-slot-secret-0123456789abcdef';
@@ -44,15 +43,10 @@ let released: Promise<void>;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'svc-given-up-'));
-  nodes = await composedNodes(dir, 3);
-  const set = custodySetOf(
-    zid,
-    nodes[0]!.id,
-    nodes.map((n) => n.id),
-    3,
-  );
-  const byId = (id: string) => nodes.find((n) => n.id === id)!;
-  [home, x, y] = set.custodians.map(byId) as [Node, Node, Node];
+  ({
+    nodes,
+    inSetOrder: [home, x, y],
+  } = await composedSet(dir, zid));
   custodians = new Map([x, y].map((n) => [n.id, custodianAt(n)]));
   links = new Map([x, y].map((n) => [n.id, 'deliver']));
   sent = [];

@@ -9,13 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { custodyRequest } from '../../src/custody/client.js';
-import { custodySetOf } from '../../src/custody/custody-set.js';
 import { Custodian } from '../../src/custody/custodian.js';
 import { entryHash, GENESIS_ENTRY_HASH, signingTextOf, type CustodyEntry } from '../../src/custody/entry.js';
 import { EPOCH_RECORDS, NO_RECORDS } from '../../src/custody/failover.js';
 import type { ChainAnswer, ChainLink, CustodyAnswer, EntryRecords } from '../../src/custody/protocol.js';
 import { signText } from '../../src/mesh/wire.js';
-import { composedCustodian, composedNodes, type ComposedNode } from '../helpers/composed-custodian.js';
+import { composedCustodian, composedSet, type ComposedNode } from '../helpers/composed-custodian.js';
 import { forge, recordsOf } from '../helpers/custody.js';
 import { waitFor } from '../mesh/helpers.js';
 
@@ -34,14 +33,10 @@ let homeLog: ChainLink[];
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'svc-left-branch-'));
-  nodes = await composedNodes(dir, 3);
-  const set = custodySetOf(
-    zid,
-    nodes[0]!.id,
-    nodes.map((n) => n.id),
-    3,
-  );
-  [home, x, y] = set.custodians.map((id) => nodes.find((n) => n.id === id)!) as [ComposedNode, ComposedNode, ComposedNode];
+  ({
+    nodes,
+    inSetOrder: [home, x, y],
+  } = await composedSet(dir, zid));
   homeLog = [];
   custodians = new Map(
     nodes.map((n) => [n.id, composedCustodian(n, { home: () => home.id, members: () => nodes.map((m) => m.id), secret: SECRET, now: NOW, fetch: homeFetch })]),

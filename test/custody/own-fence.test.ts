@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { custodyRequest, type SendBatch } from '../../src/custody/client.js';
-import { custodySetOf } from '../../src/custody/custody-set.js';
 import type { Custodian } from '../../src/custody/custodian.js';
 import { DebitCertificates } from '../../src/custody/debit-certificate.js';
 import { LedgerOpsReader } from '../../src/custody/ledger-ops.js';
@@ -17,7 +16,7 @@ import type { CustodyAnswer } from '../../src/custody/protocol.js';
 import { Replicator } from '../../src/custody/replicator.js';
 import { ServiceError } from '../../src/kernel/errors.js';
 import { signText, verifyText } from '../../src/mesh/wire.js';
-import { composedCustodian, composedNodes, type ComposedNode } from '../helpers/composed-custodian.js';
+import { composedCustodian, composedSet, type ComposedNode } from '../helpers/composed-custodian.js';
 
 const SECRET = 'own-fence-secret-0123456789abcdef';
 const zid = 'zid_3456789abcdef0123456789abcdef012';
@@ -35,14 +34,10 @@ let released: Promise<void>;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'svc-own-fence-'));
-  nodes = await composedNodes(dir, 3);
-  const set = custodySetOf(
-    zid,
-    nodes[0]!.id,
-    nodes.map((n) => n.id),
-    3,
-  );
-  [home, x] = set.custodians.map((id) => nodes.find((n) => n.id === id)!) as [ComposedNode, ComposedNode];
+  ({
+    nodes,
+    inSetOrder: [home, x],
+  } = await composedSet(dir, zid));
   custodians = new Map(nodes.map((n) => [n.id, composedCustodian(n, { home: () => home.id, members, secret: SECRET, now: NOW })]));
   held = false;
   released = new Promise((resolve) => (release = resolve));

@@ -6,6 +6,7 @@ import { generateKeyPair } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { chainRequest, custodyRequest, promiseRequest, type SendBatch } from '../../src/custody/client.js';
+import { custodySetOf } from '../../src/custody/custody-set.js';
 import { Custodian, type CustodianDeps } from '../../src/custody/custodian.js';
 import { DebitCertificates } from '../../src/custody/debit-certificate.js';
 import { Failover, type FailoverDeps } from '../../src/custody/failover.js';
@@ -64,6 +65,22 @@ export function composedNodes(dir: string, count: number): Promise<ComposedNode[
       return { id: peerIdFromPrivateKey(key as never).toString(), key, store: await Store.open(join(dir, `n${i}`), { sync: false }) };
     }),
   );
+}
+
+/**
+ * Three composed nodes under `dir`, every one a member, and `zid`'s custody set among them homed at the first: the
+ * nodes, and the set's nodes in its order (the home, then its custodians).
+ */
+export async function composedSet(dir: string, zid: string): Promise<{ nodes: ComposedNode[]; inSetOrder: [ComposedNode, ComposedNode, ComposedNode] }> {
+  const nodes = await composedNodes(dir, 3);
+  const set = custodySetOf(
+    zid,
+    nodes[0]!.id,
+    nodes.map((n) => n.id),
+    3,
+  );
+  const inSetOrder = set.custodians.map((id) => nodes.find((n) => n.id === id)!) as [ComposedNode, ComposedNode, ComposedNode];
+  return { nodes, inSetOrder };
 }
 
 /**
