@@ -170,8 +170,35 @@ export class Replicator {
    * Identities this node keeps a certified head of (homed here, or once), at most `limit`; `passing`: only those whose
    * set passes over members.
    */
-  async homed(limit: number, passing: boolean): Promise<string[]> {
-    return (await this.deps.store.range(passing ? this.passed : this.own, { limit })).map((r) => r.key);
+  async homed(limit: number, passing: boolean, from?: string): Promise<string[]> {
+    return (await this.deps.store.range(passing ? this.passed : this.own, { limit, ...(from === undefined ? {} : { gte: from }) })).map((r) => r.key);
+  }
+
+  /**
+   * The identity's certified head to the custodians of its set of now that did not sign it, but those in `skip`
+   * (set-changes.ts): one behind catches up from this home's log before it signs. Their signatures join the head's in
+   * the log, so they are not asked again. Returns the custodians that hold the head now and those that did not sign it.
+   */
+  async handOver(zid: string, skip: ReadonlySet<string>): Promise<{ reached: string[]; missed: string[] }> {
+    const send = this.deps.send;
+    const head = await this.certifiedHead(zid);
+    if (send === null || head === null || head.seq === 0) return { reached: [], missed: [] };
+    await this.excludedOf(zid);
+    const set = this.setOf(zid);
+    const key = slotKey({ zid, epoch: head.epoch, seq: head.seq });
+    const logged = await this.deps.store.get<CertifiedEntry>(this.log, key);
+    if (logged === undefined || logged.hash !== head.hash) return { reached: [], missed: [] };
+    const targets = set.custodians.filter((n) => n !== set.home && !skip.has(n) && !logged.signatures.some((s) => s.node === n));
+    const answers = await Promise.all(targets.map((node) => this.signatureOf(send, node, logged)));
+    const signed = answers.filter((s): s is EntrySignature => s !== null);
+    if (signed.length > 0) {
+      // Read again: another hand-over of this head may have added signatures meanwhile.
+      const now = await this.deps.store.get<CertifiedEntry>(this.log, key);
+      const added = signed.filter((s) => now !== undefined && !now.signatures.some((x) => x.node === s.node));
+      if (now !== undefined && now.hash === logged.hash && added.length > 0)
+        await this.deps.store.commitAside([{ type: 'put', sub: this.log, key, value: { ...now, signatures: [...now.signatures, ...added] } }]);
+    }
+    return { reached: signed.map((s) => s.node), missed: targets.filter((_, i) => answers[i] === null) };
   }
 
   /** The members the set of an identity homed here passes over in its epoch (none: empty). */

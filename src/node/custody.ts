@@ -28,6 +28,7 @@ import { HomeHistory } from '../custody/home-history.js';
 import { HomeMoves } from '../custody/home-moves.js';
 import { FIRST_EPOCH } from '../custody/entry.js';
 import { Failover } from '../custody/failover.js';
+import { SetChanges } from '../custody/set-changes.js';
 import { headAfter, type Heard } from '../custody/failover-rules.js';
 import { GossipError } from '../mesh/gossip-error.js';
 import type { GossipHandler } from '../mesh/gossip-handlers.js';
@@ -51,6 +52,8 @@ export interface CustodyPart {
   homeMoves: HomeMoves;
   /** Null: the mesh does not run. */
   failover: Failover | null;
+  /** Null: the mesh does not run. */
+  setChanges: SetChanges | null;
   capability: Capability;
 }
 
@@ -375,13 +378,26 @@ export async function wireCustody(
           logger: f.logger,
         });
   failoverRef = failover;
+  // The members changed: the identities homed here get their certified heads to the custodians new to their sets.
+  const setChanges =
+    client === null
+      ? null
+      : new SetChanges({
+          members,
+          homed: (limit, from) => replicator.homed(limit, false, from),
+          isHome: async (zid) => (await homeOf(zid)) === f.nodeId,
+          handOver: (zid, skip) => replicator.handOver(zid, skip),
+          logger: f.logger,
+        });
   const capability: Capability = {
     name: 'custody',
     streams: mesh.enabled ? [{ protocol: CUSTODY_PROTOCOL, handle: (stream, peer) => void custodian.serve(stream, peer) }] : [],
     gossip: [homeChangeRow],
     // Twice per failoverTicks: a home unheard is taken over within 1.5 × failoverTicks; the held identities are read then only.
-    tickers:
-      failover === null ? [] : [{ name: 'custody-failover', everyTicks: Math.max(1, Math.floor(config.custody.failoverTicks / 2)), run: () => failover.run() }],
+    tickers: [
+      ...(failover === null ? [] : [{ name: 'custody-failover', everyTicks: Math.max(1, Math.floor(config.custody.failoverTicks / 2)), run: () => failover.run() }]),
+      ...(setChanges === null ? [] : [{ name: 'custody-set-changes', run: () => setChanges.run() }]),
+    ],
     routes: [custodyRoutes(view)],
     start: async () => {
       // Copies of identities this node was the home of that still wait for the new home's chain (a stop before it
@@ -393,9 +409,10 @@ export async function wireCustody(
     },
     stop: async () => {
       homeMoves.stop();
+      setChanges?.stop();
       store.gate = null;
       await heardBonds.flushed();
     },
   };
-  return { replicator, custodian, view, homeChanges, homeMoves, failover, capability };
+  return { replicator, custodian, view, homeChanges, homeMoves, failover, setChanges, capability };
 }

@@ -1,8 +1,8 @@
 // A custodian that joins an identity's custody set after the identity has history catches up before it counts: on
 // three real bonded nodes, x homed on A writes (signed by B and C); a fourth node D, whose rank puts it in x's set,
-// bonds, and the set's other custodian stops. x's next entry is refused by D as `behind` until D has fetched and
-// checked x's whole chain from A; then D signs it (A proposes it again), the write succeeds, and D's copy replayed is
-// x's ledger as A holds it.
+// bonds. With no further write, A hands x's certified head to D once D is in x's set (set-changes.ts): D refuses it as
+// `behind`, fetches and checks x's whole chain from A, then signs it. The set's other custodian stops: x's next write
+// is certified by D, and D's copy replayed is x's ledger as A holds it.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,7 +37,7 @@ afterAll(async () => {
 });
 
 describe('a custodian that joins a set late', () => {
-  it('refuses as behind, catches up from the home, then signs, and its copy is the home’s', async () => {
+  it('is handed the head, catches up from the home, then signs, and its copy is the home’s', async () => {
     // An identity on A whose set D will enter: D outranks B or C for it.
     let x: { zid: string; key: string; slug: string } | null = null;
     for (let i = 0; x === null; i++) {
@@ -56,9 +56,12 @@ describe('a custodian that joins a set late', () => {
     await waitFor(() => a.node.custody.replicator.setOf(x.zid).custodians.includes(d.node.nodeId), 30_000, 'D in x’s custody set at A');
     const set = a.node.custody.replicator.setOf(x.zid);
     expect(set.custodians).toHaveLength(3);
+    // The members changed: A hands x's head to D, which catches up from A, before any further write.
+    await waitFor(async () => (await d.node.custody.custodian.head(x.zid))?.seq === before.seq, 15_000, 'D handed x’s head');
+    await waitFor(() => a.node.custody.setChanges!.stats.handedOver >= 1, 10_000, 'D’s signature of the head at A');
+    expect((await a.node.custody.replicator.certifiedHead(x.zid))!.seq).toBe(before.seq);
 
-    // The set's other custodian stops: x's next write needs D's signature. D refuses it as behind, catches up from A,
-    // and signs it when A proposes it again: the write succeeds.
+    // The set's other custodian stops: x's next write needs D's signature, and gets it.
     const other = [b, c].find((n) => set.custodians.includes(n.node.nodeId))!;
     await other.stop();
     const r = await call(a.url, 'POST', '/api/svc/compute', COMPUTE, bearer(x.key));
@@ -73,9 +76,11 @@ describe('a custodian that joins a set late', () => {
     // D's copy: the whole chain from seq 1, checked with D's own signatures, replayed: x's ledger as A holds it.
     const links = await fetchChain(fetcherFrom(SECRET, a), d.node.nodeId, x.zid, 1, AbortSignal.timeout(10_000));
     expect(links.map((l) => l.entry.seq)).toEqual(Array.from({ length: head.seq }, (_, i) => i + 1));
-    // The entries certified before D joined carry no signature of D at the home: D holds them by catching up.
+    // The entries certified before D joined carry no signature of D at the home (D holds them by catching up) but the
+    // head it was handed, whose signatures name D since.
     const early = await a.node.custody.replicator.entries(x.zid, 1, before.seq);
-    expect(early.every((e) => e.signatures.every((s) => s.node !== d.node.nodeId))).toBe(true);
+    const signedByD = early.map((e) => e.signatures.some((s) => s.node === d.node.nodeId));
+    expect(signedByD).toEqual(early.map((e) => e.entry.seq === before.seq));
     expect(links.slice(0, before.seq).map((l) => l.entry)).toEqual(early.map((e) => e.entry));
     expect(checkChain(x.zid, links, GENESIS_HEAD, { accepts: (n) => n === d.node.nodeId, needed: 1 }, verifyText)).toMatchObject({
       ok: true,

@@ -1,0 +1,95 @@
+// A custody set follows the members this node knows (custody-set.ts): a member heard later, or one whose bond ended,
+// changes the sets of the identities it ranks into. Their entries were certified by the set of then: a custodian new to
+// a set holds none of them until the home writes again, and a home that dies first leaves a set whose majority may
+// hold nothing, so a failover by it takes a chain without the acknowledged writes. So when the members change (and
+// once after a start), the home hands each identity's certified head to the custodians of its set of now that did not
+// sign it (Replicator.handOver): one behind catches up from the home's log before it signs. A custodian that does not
+// sign (down, refusing) is not asked again in the same pass; the pass is made again later, less often each time.
+
+/** Identities read at a time from the home's heads. */
+const PAGE = 256;
+/** Runs (ticks) before a pass that left custodians without the head is made again; doubled after each such pass, up to MAX_RETRY_RUNS. */
+const RETRY_RUNS = 16;
+const MAX_RETRY_RUNS = 512;
+
+export interface SetChangesDeps {
+  /** The nodes that may hold identities (custody-set.ts), read once a tick. */
+  members: () => Iterable<string>;
+  /** Identities this node keeps a certified head of, in key order from `from` (Replicator.homed). */
+  homed: (limit: number, from?: string) => Promise<string[]>;
+  /** Is this node the identity's home now (its directory says so)? */
+  isHome: (zid: string) => Promise<boolean>;
+  handOver: (zid: string, skip: ReadonlySet<string>) => Promise<{ reached: string[]; missed: string[] }>;
+  logger?: { info(obj: object, msg: string): void };
+}
+
+export class SetChanges {
+  /** The members of the last pass that reached every custodian (null: none yet, so the first run makes one). */
+  private passedFor: string | null = null;
+  private running = false;
+  private stopped = false;
+  private runs = 0;
+  /** The run from which a pass that missed custodians is made again, and the runs to wait after the next such pass. */
+  private retryAt = 0;
+  private retryRuns = RETRY_RUNS;
+  readonly stats = { passes: 0, handedOver: 0, missed: 0 };
+
+  constructor(private readonly deps: SetChangesDeps) {}
+
+  /** One run (every tick): a pass over the identities homed here when the members changed since the last full pass. */
+  async run(): Promise<void> {
+    this.runs++;
+    if (this.running || this.stopped || this.runs < this.retryAt) return;
+    const members = membersKey(this.deps.members());
+    if (members === this.passedFor) return;
+    this.running = true;
+    try {
+      const missed = await this.pass();
+      if (missed === null) return;
+      if (missed === 0) {
+        this.passedFor = members;
+        this.retryRuns = RETRY_RUNS;
+      } else {
+        this.retryAt = this.runs + this.retryRuns;
+        this.retryRuns = Math.min(MAX_RETRY_RUNS, 2 * this.retryRuns);
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /** No pass starts after this, and one running ends at its next identity. */
+  stop(): void {
+    this.stopped = true;
+  }
+
+  /** Hand every identity homed here to the custodians new to its set; the count of custodians missed (null: stopped). */
+  private async pass(): Promise<number | null> {
+    this.stats.passes++;
+    const unreachable = new Set<string>();
+    let handed = 0;
+    let from: string | undefined;
+    for (;;) {
+      const page = await this.deps.homed(PAGE, from);
+      for (const zid of page) {
+        if (this.stopped) return null;
+        if (!(await this.deps.isHome(zid))) continue;
+        const { reached, missed } = await this.deps.handOver(zid, unreachable);
+        handed += reached.length;
+        this.stats.handedOver += reached.length;
+        for (const node of missed) unreachable.add(node);
+      }
+      if (page.length < PAGE) break;
+      // The next key after the page's last (keys are zids: no NUL in them).
+      from = `${page.at(-1)!}\u0000`;
+    }
+    this.stats.missed += unreachable.size;
+    if (handed > 0 || unreachable.size > 0)
+      this.deps.logger?.info({ handedOver: handed, missed: [...unreachable] }, 'custody: identities’ heads handed to the custodians new to their sets');
+    return unreachable.size;
+  }
+}
+
+function membersKey(members: Iterable<string>): string {
+  return [...new Set(members)].sort().join(',');
+}
