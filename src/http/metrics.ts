@@ -125,10 +125,14 @@ export interface RequestTotals {
 }
 
 /** What the scrape reads from the running node (each may be absent while it starts). */
+/** Custody's counts since start, by part, then by event (each part's own stats; a part not running is absent). */
+export type CustodyCounts = () => Record<string, Readonly<Record<string, number>> | undefined>;
+
 export interface MetricsSources {
   tick: () => number;
   mesh: () => MeshService | undefined;
   challenges: () => ChallengeService | undefined;
+  custody: () => ReturnType<CustodyCounts> | undefined;
 }
 
 export class NodeMetrics {
@@ -261,6 +265,19 @@ export class NodeMetrics {
         const stats = sources.challenges()?.stats();
         this.set({ kind: 'challenge' }, stats?.refused_challenges ?? 0);
         this.set({ kind: 'verdict' }, stats?.refused_verdicts ?? 0);
+      },
+    });
+    new Counter({
+      name: 'svc_custody_events_total',
+      help: 'Custody since the node started, by part (replicator, custodian, failover, probes, set_changes) and event',
+      labelNames: ['part', 'event'],
+      registers: [r],
+      collect() {
+        const parts = sources.custody();
+        if (!parts) return;
+        this.reset();
+        for (const [part, counts] of Object.entries(parts))
+          for (const [event, n] of Object.entries(counts ?? {})) this.inc({ part, event: snakeCase(event) }, n);
       },
     });
     new Gauge({
@@ -401,4 +418,9 @@ export class NodeMetrics {
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
     this.registry.clear();
   }
+}
+
+/** A stats member's name as a label value: handedOver → handed_over. */
+function snakeCase(name: string): string {
+  return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 }

@@ -389,13 +389,22 @@ export async function wireCustody(
           handOver: (zid, skip) => replicator.handOver(zid, skip),
           logger: f.logger,
         });
+  f.metricsCustody.bind(() => ({
+    replicator: replicator.stats,
+    custodian: custodian.stats,
+    failover: failover?.stats,
+    probes: failover?.probes?.stats,
+    set_changes: setChanges?.stats,
+  }));
   const capability: Capability = {
     name: 'custody',
     streams: mesh.enabled ? [{ protocol: CUSTODY_PROTOCOL, handle: (stream, peer) => void custodian.serve(stream, peer) }] : [],
     gossip: [homeChangeRow],
     // Twice per failoverTicks: a home unheard is taken over within 1.5 × failoverTicks; the held identities are read then only.
     tickers: [
-      ...(failover === null ? [] : [{ name: 'custody-failover', everyTicks: Math.max(1, Math.floor(config.custody.failoverTicks / 2)), run: () => failover.run() }]),
+      ...(failover === null
+        ? []
+        : [{ name: 'custody-failover', everyTicks: Math.max(1, Math.floor(config.custody.failoverTicks / 2)), run: () => failover.run() }]),
       ...(setChanges === null ? [] : [{ name: 'custody-set-changes', run: () => setChanges.run() }]),
     ],
     routes: [custodyRoutes(view)],

@@ -13,7 +13,7 @@ import { deriveKey } from '../kernel/receipt.js';
 import { Store } from '../store/db.js';
 import { settleStorageFormat, STORAGE_FORMAT, type StorageFormat } from '../store/format.js';
 import { Counters } from '../store/counters.js';
-import { NodeMetrics } from '../http/metrics.js';
+import { NodeMetrics, type CustodyCounts } from '../http/metrics.js';
 import { MachineStats } from '../http/machine-stats.js';
 import { loadOrCreateNodeKey, NODE_KEY_FILE, type NodeIdentity } from '../mesh/identity.js';
 import type { DataDirFile } from '../store/backup.js';
@@ -108,10 +108,11 @@ export interface Foundation {
   nodeId: string;
   store: Store;
   counters: Counters;
-  /** Prometheus metrics (http/metrics.ts); the mesh and the challenges are bound when they are wired. */
+  /** Prometheus metrics (http/metrics.ts); the mesh, the challenges and custody are bound when they are wired. */
   metrics: NodeMetrics;
   metricsMesh: Port<MeshService>;
   metricsChallenges: Port<ChallengeService>;
+  metricsCustody: Port<CustodyCounts>;
   /** The machine's health, sampled on a timer (http/machine-stats.ts); the HTTP part starts it once every part is wired. */
   machine: MachineStats;
   /** What the record rows and verify answers say of a result's bond (consensus/slashing.ts verdictMarkOf), bound by the consensus part. */
@@ -182,7 +183,13 @@ export async function openFoundation(config: NodeConfig, options: NodeOptions): 
   const operatorTokenDigest = tokenDigest(await loadOrCreateOperatorToken(config.dataDir));
   const metricsMesh = new Port<MeshService>('metrics.mesh');
   const metricsChallenges = new Port<ChallengeService>('metrics.challenges');
-  const metrics = new NodeMetrics({ tick: time.nowSvcond, mesh: () => metricsMesh.get(), challenges: () => metricsChallenges.get() });
+  const metricsCustody = new Port<CustodyCounts>('metrics.custody');
+  const metrics = new NodeMetrics({
+    tick: time.nowSvcond,
+    mesh: () => metricsMesh.get(),
+    challenges: () => metricsChallenges.get(),
+    custody: () => metricsCustody.get()?.(),
+  });
   store.onBatch = (ops, seconds) => metrics.storeBatch(ops, seconds);
   const counters = new Counters(store, config.limits.identityCacheMax);
   await counters.load();
@@ -212,6 +219,7 @@ export async function openFoundation(config: NodeConfig, options: NodeOptions): 
     metrics,
     metricsMesh,
     metricsChallenges,
+    metricsCustody,
     machine,
     verdictMarks: new Port('verdictMarks'),
     publicUrl: new Port<string>('publicUrl'),

@@ -85,6 +85,19 @@ describe('GET /metrics', () => {
     expect(types.get('svc_gate_refusals_total')).toBe('counter');
     expect(types.get('svc_verdicts')).toBe('gauge');
     expect(samples.some((s) => s.name === 'svc_verdicts' && s.labels.outcome === 'upheld')).toBe(true);
+    // Custody's parts, by event.
+    expect(types.get('svc_custody_events_total')).toBe('counter');
+    const custodyEvents = samples.filter((s) => s.name === 'svc_custody_events_total').map((s) => `${s.labels.part}.${s.labels.event}`);
+    expect(custodyEvents).toEqual(
+      expect.arrayContaining([
+        'replicator.certified',
+        'custodian.catch_ups',
+        'failover.taken',
+        'probes.failed',
+        'set_changes.handed_over',
+        'set_changes.passes',
+      ]),
+    );
     expect(types.get('process_cpu_user_seconds_total')).toBe('counter');
     // libp2p's own metrics (@libp2p/prometheus-metrics).
     expect([...types.keys()].some((k) => k.startsWith('libp2p_'))).toBe(true);
