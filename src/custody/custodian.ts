@@ -210,8 +210,8 @@ export class Custodian {
   }
 
   /** The identities this custodian holds entries of, at most `limit`. */
-  async heldZids(limit: number): Promise<string[]> {
-    return (await this.deps.store.range(this.heads, { limit })).map((r) => r.key);
+  async heldZids(limit: number, from?: string): Promise<string[]> {
+    return (await this.deps.store.range(this.heads, { limit, ...(from === undefined ? {} : { gte: from }) })).map((r) => r.key);
   }
 
   private async promise(zid: string, epoch: number, candidate: string, excluded?: string[]): Promise<PromiseAnswer> {

@@ -35,13 +35,14 @@ import { MAX_CHAIN_LINKS, recordsDigest, type ChainLink, type EntryRecords, type
 import { chainEndingOn, checkChain, GENESIS_HEAD, linkOf, pageOf } from './replica.js';
 import type { SendBatch } from './client.js';
 import type { CertifiedEntry } from './replicator.js';
+import { RangeCursor } from '../util/range-cursor.js';
 
 /** An epoch entry's records: none. */
 export const NO_RECORDS: EntryRecords = { v: 1, ops: [] };
 /** The records digest of an epoch entry: the SHA-256 of no records. */
 export const EPOCH_RECORDS = recordsDigest(NO_RECORDS);
 
-/** Identities one run looks at, at most (the others at the next runs). */
+/** Identities one run looks at, at most: the next ones at the next run, round and round (range-cursor.ts). */
 const WATCH_PER_RUN = 4096;
 /** Reconfigurations one run starts, at most: each is an epoch, announced to the mesh. */
 const RECONFIGURE_PER_RUN = 16;
@@ -76,7 +77,9 @@ export interface FailoverDeps {
    * Identities homed here, at most `limit`: `passing` those whose set passes over members (a member back may take its
    * place again), else all.
    */
-  homed?: (limit: number, passing: boolean) => Promise<string[]>;
+  homed?: (limit: number, passing: boolean, from?: string) => Promise<string[]>;
+  /** Identities one run looks at (WATCH_PER_RUN; tests take fewer). */
+  watchPerRun?: number;
   askPromise: (node: string, zid: string, epoch: number, signal: AbortSignal, excluded?: string[]) => Promise<PromiseAnswer>;
   send: SendBatch;
   fetch: FetchChain;
@@ -130,12 +133,18 @@ export class Failover {
    */
   private readonly opening = new Map<string, { custodians: string[]; chain: readonly CertifiedEntry[] }>();
   private running = false;
+  /** Where the next run goes on reading the identities held here, and those homed here (all, and those passing over members). */
+  private readonly heldCursor = new RangeCursor();
+  private readonly homedCursors = { all: new RangeCursor(), passing: new RangeCursor() };
   readonly stats = { attempts: 0, taken: 0, lost: 0, reconfigured: 0 };
   /** Homes whose tick events are overdue, probed directly (null: no probe given). */
   readonly probes: HomeProbes | null;
 
+  private readonly watchPerRun: number;
+
   constructor(private readonly deps: FailoverDeps) {
     this.since = deps.nowSvcond();
+    this.watchPerRun = deps.watchPerRun ?? WATCH_PER_RUN;
     this.probes = deps.probe === undefined ? null : new HomeProbes(deps.probe, deps.timeoutMs);
   }
 
@@ -166,7 +175,8 @@ export class Failover {
       // The interval a home never heard is given: read once a run (the wiring takes the longest of every peer's).
       const every = this.deps.tickEvery();
       this.announceAgain(now);
-      for (const zid of await this.deps.custodian.heldZids(WATCH_PER_RUN)) {
+      const held = await this.heldCursor.next((limit, from) => this.deps.custodian.heldZids(limit, from), this.watchPerRun);
+      for (const zid of held) {
         const w = this.watches.get(zid);
         if (w?.state === 'waiting' && now >= w.until) this.move(zid, 'wait-over');
         if (this.stateOf(zid) !== 'watching') continue;
@@ -217,7 +227,9 @@ export class Failover {
     // Only identities whose set passes over members can grow again when no member is gone.
     const passing = !members.some((n) => this.gone(n, now));
     let started = 0;
-    for (const zid of await d.homed(WATCH_PER_RUN, passing)) {
+    const cursor = passing ? this.homedCursors.passing : this.homedCursors.all;
+    const homed = d.homed;
+    for (const zid of await cursor.next((limit, from) => homed(limit, passing, from), this.watchPerRun)) {
       if (started >= RECONFIGURE_PER_RUN) break;
       if (this.attempting.has(zid)) continue;
       // Its directory's home and epoch set (watched reads both): a former home's identities are passed over.

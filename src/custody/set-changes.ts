@@ -6,6 +6,8 @@
 // sign it (Replicator.handOver): one behind catches up from the home's log before it signs. A custodian that does not
 // sign (down, refusing) is not asked again in the same pass; the pass is made again later, less often each time.
 
+import { keyAfter } from '../util/range-cursor.js';
+
 /** Identities read at a time from the home's heads. */
 const PAGE = 256;
 /** Runs (ticks) before a pass that left custodians without the head is made again; doubled after each such pass, up to MAX_RETRY_RUNS. */
@@ -80,8 +82,7 @@ export class SetChanges {
         for (const node of missed) unreachable.add(node);
       }
       if (page.length < PAGE) break;
-      // The next key after the page's last (keys are zids: no NUL in them).
-      from = `${page.at(-1)!}\u0000`;
+      from = keyAfter(page.at(-1)!);
     }
     this.stats.missed += unreachable.size;
     if (handed > 0 || unreachable.size > 0)

@@ -344,7 +344,7 @@ export async function wireCustody(
           homeOf,
           // An earlier epoch's home as the debit check reads it: kept here, else learned (home-history.ts).
           homeChanges: { latest: (zid) => homeChanges.latest(zid), configAt },
-          homed: (limit, passing) => replicator.homed(limit, passing),
+          homed: (limit, passing, from) => replicator.homed(limit, passing, from),
           askPromise: promiseClient(client),
           send: custodyClient(client),
           fetch: fetch!,

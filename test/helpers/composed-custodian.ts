@@ -119,6 +119,7 @@ export function composedFailover(
     replaceTicks: number;
     lastHeard: FailoverDeps['lastHeard'];
     probe?: FailoverDeps['probe'];
+    watchPerRun?: number;
   },
 ): Failover {
   const log = composedReplicator(x, o.members, null);
@@ -151,6 +152,7 @@ export function composedFailover(
     sign: (text) => signText(x.key, text),
     publish: () => Promise.resolve(),
     ...(o.probe === undefined ? {} : { probe: o.probe }),
+    ...(o.watchPerRun === undefined ? {} : { watchPerRun: o.watchPerRun }),
     timeoutMs: 5000,
   });
 }
