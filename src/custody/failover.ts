@@ -185,7 +185,6 @@ export class Failover {
         if (view === null || view.home === self) continue;
         const set = setOfConfig(zid, view, this.deps.members(), this.deps.replicas);
         const rank = this.rankOf(set, now);
-        if (rank < 0) continue;
         const heard = this.deps.lastHeard(view.home);
         if (!homeUnheard(now, heard, this.since, rank, this.deps.failoverTicks, every) && !this.unreachable(view.home, heard, now, rank, every)) continue;
         await this.attempt(zid, view, set, rank);
@@ -272,11 +271,16 @@ export class Failover {
     return home === null ? null : { epoch: known, home, ...excludedMember(latest?.excluded) };
   }
 
-  /** This node's place among the set's live custodians after the home (-1: not in the set). */
+  /**
+   * This node's place among the set's live custodians after the home; a holder outside the set, after all of them: its
+   * home certified the entries it holds with a set this node's view of the members no longer computes (a home whose
+   * view was behind the others'), whose members may hold none of them and so never start a failover.
+   */
   private rankOf(set: CustodySet, now: number): number {
     const self = this.deps.nodeId();
     const live = set.custodians.slice(1).filter((n) => n === self || heardLately(now, this.deps.lastHeard(n), this.deps.failoverTicks));
-    return live.indexOf(self);
+    const rank = live.indexOf(self);
+    return rank >= 0 ? rank : live.length;
   }
 
   /**

@@ -122,7 +122,7 @@ export function homesToAsk(promises: readonly SignedPromise[], view: EpochHome):
  * Why `promises` do not make `candidate` the home of `zid` for `epoch` with its set passing over `candidate.excluded`,
  * else null: every promise names that identity, epoch, candidate and excluded members and is signed by its node, and
  * for each home of `homesToAsk` (from the checker's `view`) its set (`setOf`) has a majority of distinct promisers; no
- * promiser is outside all of those sets.
+ * promiser but the candidate is outside all of those sets.
  */
 export function promisesFault(
   promises: readonly SignedPromise[],
@@ -140,7 +140,9 @@ export function promisesFault(
     if (!verify(s.node, promiseSigningText(p), s.signature)) return `the promise of ${s.node} does not verify`;
   }
   const sets = homesToAsk(promises, view).map((at) => ({ at, set: setOf(at) }));
-  const outsider = promises.find((s) => !sets.some(({ set }) => set.custodians.includes(s.node)));
+  // The candidate's own promise may come from outside the sets (a holder whose home's set the members no longer
+  // compute, failover.ts rankOf): it counts in no majority, and its head is one more chain to take the highest from.
+  const outsider = promises.find((s) => s.node !== candidate.home && !sets.some(({ set }) => set.custodians.includes(s.node)));
   if (outsider !== undefined) return `${outsider.node} is not in the identity's custody set`;
   for (const { at, set } of sets) {
     const signers = new Set(promises.filter((s) => set.custodians.includes(s.node)).map((s) => s.node));

@@ -87,6 +87,18 @@ describe('the promises of a home change', () => {
       /another identity, epoch or candidate/,
     );
 
+    // A candidate outside the set (a holder its home's set no longer names): its own promise counts in no majority,
+    // and the set's majority holds without it; it shows the highest head.
+    const outside = (signer: Signer, head: PromiseBody['head']) => signedPromise(signer, { epoch: 2, candidate: outsider.id, head });
+    const ho = { epoch: 1, seq: 7, hash: 'ff'.repeat(32) };
+    const fromOutside = [outside(outsider, ho), outside(b!, null), outside(c!, null)];
+    expect(promisesFault(fromOutside, zid, 2, { home: outsider.id }, view, setOf, verifyText)).toBeNull();
+    expect(highestHead(fromOutside)).toEqual({ head: ho, node: outsider.id });
+    expect(promisesFault(fromOutside.slice(0, 2), zid, 2, { home: outsider.id }, view, setOf, verifyText)).toMatch(/1 distinct/);
+    expect(standingOf({ zid, epoch: 2, home: outsider.id, promises: fromOutside }, { home: oldHome, epoch: 1 }, members, 3, verifyText)).toEqual({
+      apply: true,
+    });
+
     const change: HomeChange = { zid, epoch: 2, home: b!.id, promises: good };
     expect(standingOf(change, { home: oldHome, epoch: 1 }, members, 3, verifyText)).toEqual({ apply: true });
     expect(standingOf(change, { home: b!.id, epoch: 2 }, members, 3, verifyText)).toMatchObject({ apply: false, why: 'known' });

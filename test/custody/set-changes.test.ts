@@ -2,8 +2,10 @@
 // writes with the set of then, B and C. Two nodes heard later, D and E, outrank both for the identity: the set of now
 // is the home, D and E, which hold none of the writes. The pass hands them the certified head; each catches up from
 // the home's log and signs it, so a failover by the new set keeps the acknowledged writes. Without the pass the new
-// set holds nothing, and its failover does not even watch the identity. Composed in-process: the home's replicator and
-// the custodians, each on its own store; the custodians catch up from the home's certified log.
+// set holds nothing, and its failover does not even watch the identity; a home that dies before its own view changes
+// leaves its writes with B and C, outside the set of now, and B takes the identity over with the promises of D and E.
+// Composed in-process: the home's replicator and the custodians, each on its own store; the custodians catch up from
+// the home's certified log or from the candidate's chain.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { custodyRequest, type SendBatch } from '../../src/custody/client.js';
 import { custodySetOf } from '../../src/custody/custody-set.js';
 import type { Custodian } from '../../src/custody/custodian.js';
+import type { Failover } from '../../src/custody/failover.js';
 import type { CustodyAnswer } from '../../src/custody/protocol.js';
 import type { Replicator } from '../../src/custody/replicator.js';
 import { SetChanges } from '../../src/custody/set-changes.js';
@@ -33,6 +36,8 @@ let replicator: Replicator;
 let view: string[];
 /** Nodes the home cannot reach. */
 let down: Set<string>;
+/** The failovers whose opening chains the custodians catch up from, by node. */
+let opening: Map<string, Failover>;
 
 const wallets = (n: ComposedNode) => n.store.sub('wallets', 'json', { rewritten: true });
 
@@ -44,11 +49,14 @@ beforeEach(async () => {
   [d, e, b, c] = byWeight as [ComposedNode, ComposedNode, ComposedNode, ComposedNode];
   view = [home.id, b.id, c.id];
   down = new Set();
-  // The custodians catch up from the home's certified log.
+  // The custodians catch up from the home's certified log, or from a candidate's chain for the epoch it opens.
   const fetch = async (peer: string, z: string, from: number) => {
-    expect(peer).toBe(home.id);
-    return { v: 1 as const, ...(await replicator.page(z, from)) };
+    if (peer === home.id) return { v: 1 as const, ...(await replicator.page(z, from)) };
+    const page = opening.get(peer)?.openingPage(z, from);
+    if (page === undefined || page === null) throw new Error(`${peer} serves no chain here`);
+    return { v: 1 as const, ...page };
   };
+  opening = new Map();
   custodians = new Map(
     [b, c, d, e].map((n) => [n.id, composedCustodian(n, { home: () => home.id, members: () => nodes.map((m) => m.id), secret: SECRET, now: NOW, fetch })]),
   );
@@ -76,10 +84,10 @@ function setChanges(isHome = true): SetChanges {
   });
 }
 
-/** D's failover of the identity, started at tick 100 when the home was last heard, run once at tick 200 (the others heard then). */
-async function failoverAtD(members: () => string[]) {
+/** `n`'s failover of the identity, started at tick 100 when the home was last heard, run once at tick 200 (the others heard then). */
+async function failoverAt(n: ComposedNode, members: () => string[]) {
   const clock = { now: 100 };
-  const failover = composedFailover(d, {
+  const failover = composedFailover(n, {
     home,
     members,
     custodians,
@@ -90,6 +98,7 @@ async function failoverAtD(members: () => string[]) {
     replaceTicks: 100_000,
     lastHeard: (node) => ({ tick: node === home.id ? 100 : clock.now, every: 1 }),
   });
+  opening.set(n.id, failover);
   clock.now = 200;
   await failover.run();
   return failover.stats;
@@ -118,14 +127,27 @@ describe('the custodians new to a set after the members change', () => {
     expect(pass.stats.passes).toBe(1);
 
     // The home dies: D, first of the new set, takes the identity over with the promises of D and E.
-    expect((await failoverAtD(() => view)).taken).toBe(1);
+    expect((await failoverAt(d, () => view)).taken).toBe(1);
     expect(await d.store.get(wallets(d), zid)).toEqual({ free: 4, paid: 0 });
   });
 
   it('leave the new set holding nothing without the pass: its failover does not take the identity', async () => {
     view = nodes.map((n) => n.id);
-    expect(await failoverAtD(() => view)).toMatchObject({ attempts: 0, taken: 0 });
+    expect(await failoverAt(d, () => view)).toMatchObject({ attempts: 0, taken: 0 });
     expect(await d.store.get(wallets(d), zid)).toBeUndefined();
+  });
+
+  it('leave, when the home died before its own view changed, its holders outside the set: one of them takes it over', async () => {
+    // The others' view: all five, the set of now the home, D and E, which hold nothing and do not watch the identity.
+    view = nodes.map((n) => n.id);
+    expect(await failoverAt(d, () => view)).toMatchObject({ attempts: 0 });
+    // B holds the writes and is in no set of now: it goes after the set's live custodians, with their promises (a
+    // majority of the set) and its own chain.
+    expect(await failoverAt(b, () => view)).toMatchObject({ attempts: 1, taken: 1 });
+    expect(await b.store.get(wallets(b), zid)).toEqual({ free: 4, paid: 0 });
+    // D and E promised the epoch and hold its chain: they caught up from B before they signed its epoch entry.
+    for (const n of [d, e]) expect(await custodians.get(n.id)!.promised(zid)).toMatchObject({ epoch: 2, candidate: b.id });
+    expect([await headAt(d), await headAt(e)]).toEqual([4, 4]);
   });
 
   it('asks a custodian that did not answer again in a later pass', async () => {
