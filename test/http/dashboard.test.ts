@@ -124,8 +124,10 @@ describe('dashboard in Chromium', () => {
     expect(await page.textContent('#own-bond')).toBe('active');
     expect(await page.textContent('#own-bond-detail')).toMatch(/^1 envelope · since tick \d+$/);
     expect(await page.getAttribute('#own-bond', 'title')).toMatch(/^bond_[0-9a-f]{24}$/);
-    // The seals table can be drawn from the mesh's events before the node's stats (its count) have come back.
+    // The seals table can be drawn from the mesh's events before the node's stats (its count) have come back, and the
+    // count is the machine's sample's (every machineSampleMs), which may be one taken before the seal.
     await page.waitForFunction(() => document.getElementById('sealed-here')!.textContent !== '', undefined, { timeout: 10_000 });
+    await page.waitForFunction(() => document.getElementById('sealed-here')!.textContent !== '0 sealed here', undefined, { timeout: 10_000 });
     expect(await page.textContent('#sealed-here')).toBe('1 sealed here');
     expect(await page.textContent('#seals')).toContain('this node');
     expect(await page.textContent('#seals')).toContain('9 J');
