@@ -124,10 +124,10 @@ export interface RequestTotals {
   count: number;
 }
 
-/** What the scrape reads from the running node (each may be absent while it starts). */
 /** Custody's counts since start, by part, then by event (each part's own stats; a part not running is absent). */
 export type CustodyCounts = () => Record<string, Readonly<Record<string, number>> | undefined>;
 
+/** What the scrape reads from the running node (each may be absent while it starts). */
 export interface MetricsSources {
   tick: () => number;
   mesh: () => MeshService | undefined;
