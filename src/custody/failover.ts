@@ -120,6 +120,8 @@ export class Failover {
   private readonly epochsSeen = new Map<string, number>();
   /** When this home's entries were first refused as fenced, by zid (retake). */
   private readonly fencedSince = new Map<string, number>();
+  /** Identities a retake runs for (from its first read to its end). */
+  private readonly retaking = new Set<string>();
   /**
    * Identities a takeover runs for, one at a time (run's and retake's): a second one of the same epoch would adopt its
    * chain again over the writes the first let the node make since.
@@ -491,19 +493,27 @@ export class Failover {
   async retake(zid: string): Promise<void> {
     const d = this.deps;
     const self = d.nodeId();
-    if (this.attempting.has(zid) || (await d.homeOf(zid)) !== self) return;
-    const now = d.nowSvcond();
-    const since = this.fencedSince.get(zid);
-    if (since === undefined || now - since > 8 * d.failoverTicks * d.tickEvery()) {
-      this.fencedSince.set(zid, now);
-      return;
-    }
-    if (now - since < 2 * d.failoverTicks * d.tickEvery()) return;
+    // One retake of an identity at a time, claimed before the first read: two refusals that ask together would
+    // otherwise both pass the checks, and the one whose reads came back after the other's takeover ended take it again.
+    if (this.attempting.has(zid) || this.retaking.has(zid)) return;
+    this.retaking.add(zid);
     try {
-      const view = await this.watched(zid);
-      if (view !== null && view.home === self) await this.attempt(zid, view, setOfConfig(zid, view, d.members(), d.replicas), 0);
+      if ((await d.homeOf(zid)) !== self) return;
+      const now = d.nowSvcond();
+      const since = this.fencedSince.get(zid);
+      if (since === undefined || now - since > 8 * d.failoverTicks * d.tickEvery()) {
+        this.fencedSince.set(zid, now);
+        return;
+      }
+      if (now - since < 2 * d.failoverTicks * d.tickEvery()) return;
+      try {
+        const view = await this.watched(zid);
+        if (view !== null && view.home === self) await this.attempt(zid, view, setOfConfig(zid, view, d.members(), d.replicas), 0);
+      } finally {
+        this.fencedSince.delete(zid);
+      }
     } finally {
-      this.fencedSince.delete(zid);
+      this.retaking.delete(zid);
     }
   }
 

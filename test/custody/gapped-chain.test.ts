@@ -129,7 +129,7 @@ function failoverAt(
   n: Node,
   now: () => number,
   isHome: boolean,
-  hooks: { onAsk?: (node: string) => Promise<void>; onSend?: (node: string) => Promise<void> } = {},
+  hooks: { onAsk?: (node: string) => Promise<void>; onSend?: (node: string) => Promise<void>; onHead?: () => Promise<void> } = {},
 ) {
   const adopted: { change: HomeChange; chain: TakenChain }[] = [];
   /** The node's own fence and promises, in order. */
@@ -147,7 +147,10 @@ function failoverAt(
     store: n.store,
     custodian: {
       heldZids: (limit) => custodian.heldZids(limit),
-      head: (z) => custodian.head(z),
+      head: async (z) => {
+        await hooks.onHead?.();
+        return custodian.head(z);
+      },
       promised: (z) => custodian.promised(z),
       promiseTo: (z, epoch, candidate) => {
         steps.push(`promise ${epoch}`);
@@ -202,11 +205,11 @@ function failoverAt(
  * Y promises epoch 3 to itself and never goes on, then is down: the home's entries are fenced at Y. The home's
  * failover after the first refusal, its clock 2 × failoverTicks later: the next refusal takes the identity again.
  */
-async function fencedHome(): Promise<ReturnType<typeof failoverAt>> {
+async function fencedHome(hooks: Parameters<typeof failoverAt>[3] = {}): Promise<ReturnType<typeof failoverAt>> {
   expect(await custodians.get(y.id)!.promiseTo(zid, 3, y.id)).toHaveProperty('promise');
   down.add(y.id);
   let now = NOW;
-  const taking = failoverAt(home, () => now, true);
+  const taking = failoverAt(home, () => now, true, hooks);
   await taking.failover.retake(zid); // the first refusal as fenced
   now += 2 * 2;
   return taking;
@@ -260,6 +263,34 @@ describe('a custodian whose chain breaks below its head', () => {
     const { failover, adopted } = await fencedHome();
     // Two writes refused as fenced, each asking (the replicator asks on every such refusal).
     await Promise.all([failover.retake(zid), failover.retake(zid)]);
+    expect(failover.stats).toMatchObject({ attempts: 1, taken: 1 });
+    expect(adopted).toHaveLength(1);
+  });
+
+  it('is taken again once when the second refusal’s reads come back after the first takeover ended', async () => {
+    await gappedChain();
+    // As the first refusal's retake reads what the custodian holds, before its takeover starts, a second refusal asks;
+    // a read it makes then comes back only after the first takeover ended.
+    let release = () => undefined as void;
+    const held = new Promise<void>((r) => (release = r));
+    let holding = false;
+    let second: Promise<void> | null = null;
+    const onHead = async () => {
+      if (holding) {
+        holding = false;
+        return held;
+      }
+      if (second !== null) return;
+      holding = true;
+      second = failover.retake(zid);
+      await new Promise((r) => setTimeout(r, 50));
+      holding = false;
+    };
+    const { failover, adopted } = await fencedHome({ onHead });
+    await failover.retake(zid);
+    release();
+    await second;
+    expect(second).not.toBeNull();
     expect(failover.stats).toMatchObject({ attempts: 1, taken: 1 });
     expect(adopted).toHaveLength(1);
   });

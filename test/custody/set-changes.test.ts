@@ -18,6 +18,7 @@ import type { CustodyAnswer } from '../../src/custody/protocol.js';
 import type { Replicator } from '../../src/custody/replicator.js';
 import { SetChanges } from '../../src/custody/set-changes.js';
 import { rankWeight } from '../../src/consensus/committee.js';
+import { signText } from '../../src/mesh/wire.js';
 import { composedCustodian, composedFailover, composedNodes, composedReplicator, type ComposedNode } from '../helpers/composed-custodian.js';
 import { waitUntil } from '../helpers/wait.js';
 
@@ -34,8 +35,9 @@ let custodians: Map<string, Custodian>;
 let replicator: Replicator;
 /** The members the home knows. */
 let view: string[];
-/** Nodes the home cannot reach. */
+/** Nodes the home cannot reach, and nodes that answer with signatures of something else. */
 let down: Set<string>;
+let lying: Set<string>;
 /** The failovers whose opening chains the custodians catch up from, by node. */
 let opening: Map<string, Failover>;
 
@@ -49,6 +51,7 @@ beforeEach(async () => {
   [d, e, b, c] = byWeight as [ComposedNode, ComposedNode, ComposedNode, ComposedNode];
   view = [home.id, b.id, c.id];
   down = new Set();
+  lying = new Set();
   // The custodians catch up from the home's certified log, or from a candidate's chain for the epoch it opens.
   const fetch = async (peer: string, z: string, from: number) => {
     if (peer === home.id) return { v: 1 as const, ...(await replicator.page(z, from)) };
@@ -62,7 +65,11 @@ beforeEach(async () => {
   );
   const send: SendBatch = async (node, entries, records, _signal, certificates) => {
     if (down.has(node)) throw new Error(`${node} is down`);
-    return (await custodians.get(node)!.answer(custodyRequest(SECRET, home.id, NOW, entries, records, certificates), home.id)) as CustodyAnswer;
+    const answer = (await custodians.get(node)!.answer(custodyRequest(SECRET, home.id, NOW, entries, records, certificates), home.id)) as CustodyAnswer;
+    // A liar answers every entry signed, with a signature of another text.
+    if (!lying.has(node)) return answer;
+    const forged = signText(nodes.find((n) => n.id === node)!.key, 'svc/custody/1|not-this-entry');
+    return { ...answer, results: entries.map(() => ({ ok: true as const, signature: forged })) };
   };
   replicator = composedReplicator(home, () => view, send);
   home.store.gate = replicator;
@@ -145,9 +152,12 @@ describe('the custodians new to a set after the members change', () => {
     // majority of the set) and its own chain.
     expect(await failoverAt(b, () => view)).toMatchObject({ attempts: 1, taken: 1 });
     expect(await b.store.get(wallets(b), zid)).toEqual({ free: 4, paid: 0 });
-    // D and E promised the epoch and hold its chain: they caught up from B before they signed its epoch entry.
+    // D and E promised the epoch; the epoch entry is certified once one of them holds it, having caught up from B's
+    // chain (the other may still be behind: it catches up at the next entry it is sent).
     for (const n of [d, e]) expect(await custodians.get(n.id)!.promised(zid)).toMatchObject({ epoch: 2, candidate: b.id });
-    expect([await headAt(d), await headAt(e)]).toEqual([4, 4]);
+    const holder = (await headAt(d)) === 4 ? d : e;
+    expect(await headAt(holder)).toBe(4);
+    expect((await custodians.get(holder.id)!.entries(zid, 1, 10)).map((x) => x.entry.seq)).toEqual([1, 2, 3, 4]);
   });
 
   it('asks a custodian that did not answer again in a later pass', async () => {
@@ -166,6 +176,17 @@ describe('the custodians new to a set after the members change', () => {
     expect(await headAt(e)).toBe(3);
     await pass.run();
     expect(pass.stats.passes).toBe(2);
+  });
+
+  it('counts a custodian whose signature does not verify as one that did not sign, and records none of it', async () => {
+    view = nodes.map((n) => n.id);
+    lying.add(e.id);
+    const pass = setChanges();
+    await pass.run();
+    expect(pass.stats).toEqual({ passes: 1, handedOver: 1, missed: 1 });
+    const [head] = await replicator.entries(zid, 3, 1);
+    expect(head!.signatures.map((s) => s.node)).toContain(d.id);
+    expect(head!.signatures.map((s) => s.node)).not.toContain(e.id);
   });
 
   it('hands over nothing of an identity homed elsewhere now', async () => {
