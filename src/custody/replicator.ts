@@ -12,6 +12,7 @@
 // Group commit: each custodian has one batch in flight; what is proposed meanwhile waits in its queue and goes in the
 // next batch, entries of every identity together.
 import { ServiceError } from '../kernel/errors.js';
+import { BoundedMap } from '../util/bounded-map.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { custodySetOf, type CustodySet } from './custody-set.js';
 import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, signingTextOf, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
@@ -31,6 +32,9 @@ import type { SendBatch } from './client.js';
 import type { HomeChange } from './home-change.js';
 import type { ChainPage } from './custodian.js';
 import { linkOf, pageOf } from './replica.js';
+
+/** Custody sets kept (setOf), the oldest computed going first. */
+const SETS_KEPT = 4096;
 
 /** A proposal refused `behind` is sent again after BEHIND_PAUSE_MS, then twice that…, at most BEHIND_RETRIES times. */
 const BEHIND_PAUSE_MS = 50;
@@ -152,6 +156,8 @@ export class Replicator {
   /** Proposals not settled yet, by zid, oldest first. */
   private readonly open = new Map<string, Proposal[]>();
   private readonly links = new Map<string, Link>();
+  /** Sets as setOf last computed them, by zid, with what they were computed from. */
+  private readonly sets = new BoundedMap<string, { members: Iterable<string>; excluded: string[] | undefined; set: CustodySet }>(SETS_KEPT);
   readonly stats = { proposed: 0, certified: 0, failed: 0, batches: 0 };
 
   constructor(private readonly deps: ReplicatorDeps) {
@@ -161,9 +167,20 @@ export class Replicator {
     this.passed = deps.store.sub('custody_own_set', 'json', { rewritten: true });
   }
 
-  /** The custody set of an identity homed here (with the members its epoch passes over, once they are read). */
+  /**
+   * The custody set of an identity homed here (with the members its epoch passes over, once they are read). A set
+   * costs a SHA-256 per member and every ledger write asks for one: it is kept while the view of the members and the
+   * identity's passed-over members are the objects it was computed from (the wiring keeps the members' list while it
+   * does not change).
+   */
   setOf(zid: string): CustodySet {
-    return custodySetOf(zid, this.deps.nodeId(), this.deps.members(), this.deps.replicas, this.excluded.get(zid));
+    const members = this.deps.members();
+    const excluded = this.excluded.get(zid);
+    const known = this.sets.get(zid);
+    if (known !== undefined && known.members === members && known.excluded === excluded) return known.set;
+    const set = custodySetOf(zid, this.deps.nodeId(), members, this.deps.replicas, excluded);
+    this.sets.set(zid, { members, excluded, set });
+    return set;
   }
 
   /**

@@ -80,8 +80,9 @@ export async function wireCustody(
     const adverts = mesh.peers().flatMap((p) => (p.lastTick === null ? [] : [{ node: p.peerId, bondId: p.bondId }]));
     const heard = heardBonds.update(adverts, new Map(active.map((b) => [b.bond.node, b.bond.bond_id])));
     const nodes = active.filter((b) => b.bond.node === f.nodeId || heard.get(b.bond.node) === b.bond.bond_id).map((b) => b.bond.node);
-    known = { svcond: now, nodes };
-    return nodes;
+    // The same list while it does not change: the replicator keeps the sets it computed from it (a SHA-256 per member).
+    known = { svcond: now, nodes: sameList(nodes, known.nodes) ? known.nodes : nodes };
+    return known.nodes;
   };
   const homeOf = async (zid: string) => (await identity.identity.getIdentity(zid))?.home ?? null;
   const homeChanges = new HomeChanges(store);
@@ -424,4 +425,8 @@ export async function wireCustody(
     },
   };
   return { replicator, custodian, view, homeChanges, homeMoves, failover, setChanges, capability };
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }

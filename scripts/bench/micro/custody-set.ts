@@ -1,0 +1,64 @@
+// What a ledger write pays for its identity's custody set on a node with custody on (R ≥ 2): Replicator.setOf, kept
+// while the members' view is the same list, against computing it every write (a SHA-256 of zid | peer id per member,
+// then a sort). One line per mesh size (--members: 3, 100 and 1000 members by default); the identities cycle over
+// `--identities` zids (4096: the sets kept), as writes of many identities do.
+// Usage: npx tsx scripts/bench/micro/custody-set.ts [--identities 4096] [--fresh-cpu-us N]
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import { custodySetOf } from '../../../src/custody/custody-set.js';
+import { LedgerOpsReader } from '../../../src/custody/ledger-ops.js';
+import { DebitCertificates } from '../../../src/custody/debit-certificate.js';
+import { Replicator } from '../../../src/custody/replicator.js';
+import { Store } from '../../../src/store/db.js';
+import { numberArg } from '../lib.js';
+import { compare, report } from './lib.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const identities = numberArg('identities', 4096);
+const zids = Array.from({ length: identities }, (_, i) => `zid_${i.toString(16).padStart(32, '0')}`);
+const key = await generateKeyPair('Ed25519');
+const self = peerIdFromPrivateKey(key).toString();
+const dir = await mkdtemp(join(tmpdir(), 'svc-bench-custody-set-'));
+const store = await Store.open(dir, { sync: false });
+try {
+  for (const size of [3, 100, 1000]) {
+    const members = [self, ...Array.from({ length: size - 1 }, (_, i) => `12D3KooW${i.toString(36).padStart(44, 'A')}`)];
+    const replicator = new Replicator({
+      store,
+      reader: new LedgerOpsReader(store),
+      nodeId: () => self,
+      replicas: 3,
+      members: () => members,
+      send: null,
+      verify: () => false,
+      sign: () => '',
+      certificates: new DebitCertificates(store),
+      timeoutMs: 5000,
+    });
+    // Every identity's set computed once, as the writes before the measured ones would have.
+    for (const zid of zids) replicator.setOf(zid);
+    let i = 0;
+    let j = 0;
+    const iterations = size >= 1000 ? 200 : 4000;
+    report(
+      `custody-set-${size}`,
+      compare(
+        () => replicator.setOf(zids[i++ % zids.length]!),
+        () => custodySetOf(zids[j++ % zids.length]!, self, members, 3),
+        { iterations, rounds: 9 },
+      ),
+      {
+        optimised: 'Replicator.setOf, kept while the members are the same list',
+        plain: 'custodySetOf every write',
+        members: size,
+        perFreshSeal: 1,
+        where: 'main thread, each ledger write of a node whose custody sets have other members',
+      },
+    );
+  }
+} finally {
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+}

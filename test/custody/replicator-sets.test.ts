@@ -1,0 +1,50 @@
+// The custody set a home computes for each write (Replicator.setOf) is kept while the members' view and the identity's
+// passed-over members are the objects it was computed from: the same set again for the same view, a new one as soon as
+// the view is another list (a member heard) or the passed-over members are read.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { rankWeight } from '../../src/consensus/committee.js';
+import { custodySetOf } from '../../src/custody/custody-set.js';
+import { composedNodes, composedReplicator, type ComposedNode } from '../helpers/composed-custodian.js';
+
+const zid = 'zid_89abcdef0123456789abcdef01234567';
+
+let dir: string;
+let nodes: ComposedNode[];
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'svc-replicator-sets-'));
+  nodes = await composedNodes(dir, 5);
+});
+
+afterEach(async () => {
+  await Promise.all(nodes.map((n) => n.store.close()));
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('the custody sets a home keeps', () => {
+  it('are the sets of the members of now: kept for the same view, computed again for another', async () => {
+    const home = nodes[0]!;
+    // The two that weigh most for the identity join the view last.
+    const [first, second, ...rest] = nodes.slice(1).sort((a, b) => (rankWeight(zid, a.id) < rankWeight(zid, b.id) ? 1 : -1));
+    let view = [home.id, ...rest.map((n) => n.id)];
+    const replicator = composedReplicator(home, () => view, null);
+    const before = replicator.setOf(zid);
+    expect(before.custodians).toEqual(custodySetOf(zid, home.id, view, 3).custodians);
+    expect(replicator.setOf(zid)).toBe(before);
+    // The same members in a new list: computed again, the same custodians.
+    view = [...view];
+    expect(replicator.setOf(zid)).not.toBe(before);
+    expect(replicator.setOf(zid).custodians).toEqual(before.custodians);
+    // A member heard that outranks the set's custodians takes its place at once.
+    view = [...view, first!.id, second!.id];
+    expect(replicator.setOf(zid).custodians).toEqual([home.id, first!.id, second!.id]);
+    // The passed-over members, once read (none stored: an empty list), are what the set is kept with.
+    const kept = replicator.setOf(zid);
+    await replicator.excludedOf(zid);
+    expect(replicator.setOf(zid)).not.toBe(kept);
+    expect(replicator.setOf(zid).custodians).toEqual(kept.custodians);
+  });
+});
