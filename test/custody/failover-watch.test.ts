@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { custodyRequest, type SendBatch } from '../../src/custody/client.js';
 import type { Custodian } from '../../src/custody/custodian.js';
 import type { CustodyAnswer } from '../../src/custody/protocol.js';
-import { composedCustodian, composedFailover, composedNodes, composedReplicator, type ComposedNode } from '../helpers/composed-custodian.js';
+import { composedCustodian, composedNodes, composedReplicator, silentHomeFailover, type ComposedNode } from '../helpers/composed-custodian.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const SECRET = 'failover-watch-secret-0123456789abcdef';
@@ -44,16 +44,14 @@ afterEach(async () => {
 describe('a failover that looks at one identity a run', () => {
   it('goes on from the last identity it looked at, and takes every one over in turn', async () => {
     const clock = { now: 100 };
-    const failover = composedFailover(x, {
+    const failover = silentHomeFailover(x, {
       home,
       members: () => nodes.map((n) => n.id),
       custodians,
       secret: SECRET,
       now: NOW,
-      clock: () => clock.now,
-      failoverTicks: 8,
-      replaceTicks: 100_000,
-      lastHeard: (node) => ({ tick: node === home.id ? 100 : clock.now, every: 1 }),
+      clock,
+      homeHeard: 100,
       watchPerRun: 1,
     });
     // Long past every rank's wait: each identity is taken at the first run that looks at it.

@@ -19,7 +19,7 @@ import type { Replicator } from '../../src/custody/replicator.js';
 import { SetChanges } from '../../src/custody/set-changes.js';
 import { rankWeight } from '../../src/consensus/committee.js';
 import { signText } from '../../src/mesh/wire.js';
-import { composedCustodian, composedFailover, composedNodes, composedReplicator, type ComposedNode } from '../helpers/composed-custodian.js';
+import { composedCustodian, composedNodes, composedReplicator, silentHomeFailover, type ComposedNode } from '../helpers/composed-custodian.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const SECRET = 'set-changes-secret-0123456789abcdef';
@@ -94,17 +94,7 @@ function setChanges(isHome = true): SetChanges {
 /** `n`'s failover of the identity, started at tick 100 when the home was last heard, run once at tick 200 (the others heard then). */
 async function failoverAt(n: ComposedNode, members: () => string[]) {
   const clock = { now: 100 };
-  const failover = composedFailover(n, {
-    home,
-    members,
-    custodians,
-    secret: SECRET,
-    now: NOW,
-    clock: () => clock.now,
-    failoverTicks: 8,
-    replaceTicks: 100_000,
-    lastHeard: (node) => ({ tick: node === home.id ? 100 : clock.now, every: 1 }),
-  });
+  const failover = silentHomeFailover(n, { home, members, custodians, secret: SECRET, now: NOW, clock, homeHeard: 100 });
   opening.set(n.id, failover);
   clock.now = 200;
   await failover.run();

@@ -156,3 +156,24 @@ export function composedFailover(
     timeoutMs: 5000,
   });
 }
+
+/**
+ * Custodian `x`'s failover of a home last heard at tick `homeHeard` and every other node heard at the clock's tick, each
+ * ticking every tick (failoverTicks 8, no replacement of custodians gone).
+ */
+export function silentHomeFailover(
+  x: ComposedNode,
+  o: Pick<Parameters<typeof composedFailover>[1], 'home' | 'members' | 'custodians' | 'secret' | 'now' | 'watchPerRun'> & {
+    clock: { now: number };
+    homeHeard: number;
+  },
+): Failover {
+  const { clock, homeHeard, ...rest } = o;
+  return composedFailover(x, {
+    ...rest,
+    clock: () => clock.now,
+    failoverTicks: 8,
+    replaceTicks: 100_000,
+    lastHeard: (node) => ({ tick: node === o.home.id ? homeHeard : clock.now, every: 1 }),
+  });
+}
