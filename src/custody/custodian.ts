@@ -36,6 +36,7 @@ import {
   type PromiseAnswer,
 } from './protocol.js';
 import { chainEndingOn, checkChain, GENESIS_HEAD, linkOf, pageOf, recordsFault, type ChainHead } from './replica.js';
+import { keyAfter } from '../util/range-cursor.js';
 
 /** Held entries read at a time when looking for the home that proposed an epoch's entries. */
 const HOME_SCAN_PAGE = 8;
@@ -546,7 +547,7 @@ export class Custodian {
       const found = rows.find((r) => r.value.home !== undefined);
       if (found !== undefined) return { home: found.value.home!, ...excludedMember(excluded) };
       if (rows.length < HOME_SCAN_PAGE) return null;
-      from = `${rows.at(-1)!.key}\u0000`;
+      from = keyAfter(rows.at(-1)!.key);
     }
   }
 

@@ -9,6 +9,7 @@ import type { Counters } from '../store/counters.js';
 import { folderCounter } from '../store/counter-keys.js';
 import { ENVELOPE_SUBS, type EnvelopeRecord, type Ledger } from './ledger.js';
 import { KeyedLock } from '../util/keyed-lock.js';
+import { keyAfter } from '../util/range-cursor.js';
 
 /** A folder name: 1 … 64 of letters, digits, space, '_', '.', '-', starting with a letter or digit. */
 export const FOLDER_PATTERN = /^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$/;
@@ -131,7 +132,7 @@ export class Folders {
         if (out.length === count) break;
       }
       if (page.length < PAGE) break;
-      gte = `${page[page.length - 1]!.key}\u0000`;
+      gte = keyAfter(page[page.length - 1]!.key);
     }
     return out;
   }

@@ -40,6 +40,7 @@ import {
   type TransferView,
   type TravellingEnvelope,
 } from './transfer-wire.js';
+import { keyAfter } from '../util/range-cursor.js';
 
 /** The folder a received envelope lands in. */
 export const RECEIVED_FOLDER = 'inbox';
@@ -637,7 +638,7 @@ export class Transfers {
         if (unmovableReason(e) === null) movable.push(e);
       }
       if (page.length < PAGE) break;
-      gte = `${page[page.length - 1]!.key}\u0000`;
+      gte = keyAfter(page[page.length - 1]!.key);
     }
     if (movable.length < count) {
       throw new ServiceError(

@@ -14,6 +14,7 @@ import type { EventType, WebhookStatus } from './events.js';
 import { newSecret, openSecret, sealSecret, type SealedSecret } from './signing.js';
 import { checkOutboundUrl, type UrlPolicy } from '../util/url-policy.js';
 import { LruMap } from '../util/bounded-map.js';
+import { keyAfter } from '../util/range-cursor.js';
 
 export const WEBHOOKS_PER_IDENTITY = 16;
 /** Owners whose registrations are kept in memory, unless configured (limits.identityCacheMax). */
@@ -105,7 +106,7 @@ export class WebhookRegistry {
     let after: string | null = null;
     for (;;) {
       const page: { key: string; value: WebhookRecord }[] = await this.store.range<WebhookRecord>(this.sub, {
-        ...(after !== null ? { gte: `${after}\u0000` } : {}),
+        ...(after !== null ? { gte: keyAfter(after) } : {}),
         limit: INDEX_PAGE,
       });
       if (page.length === 0) break;
