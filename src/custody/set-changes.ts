@@ -5,6 +5,10 @@
 // once after a start), the home hands each identity's certified head to the custodians of its set of now that did not
 // sign it (Replicator.handOver): one behind catches up from the home's log before it signs. A custodian that does not
 // sign (down, refusing) is not asked again in the same pass; the pass is made again later, less often each time.
+// A takeover leaves the same gap without any change of members: the epoch entry is certified by a majority of the new
+// set, and a custodian of it that did not sign (down then, or behind) holds nothing of the epoch until the identity's
+// next write. So the new home owes each identity it adopts a hand-over of its own (owe), made at the next run and
+// again later, less often each time, until every custodian of the set has signed.
 
 import { keyAfter } from '../util/range-cursor.js';
 
@@ -13,6 +17,7 @@ const PAGE = 256;
 /** Runs (ticks) before a pass that left custodians without the head is made again; doubled after each such pass, up to MAX_RETRY_RUNS. */
 const RETRY_RUNS = 16;
 const MAX_RETRY_RUNS = 512;
+const NONE_SKIPPED: ReadonlySet<string> = new Set();
 
 export interface SetChangesDeps {
   /** The nodes that may hold identities (custody-set.ts), read once a tick. */
@@ -34,18 +39,33 @@ export class SetChanges {
   /** The run from which a pass that missed custodians is made again, and the runs to wait after the next such pass. */
   private retryAt = 0;
   private retryRuns = RETRY_RUNS;
-  readonly stats = { passes: 0, handedOver: 0, missed: 0 };
+  /** Identities adopted here whose set has custodians without their head yet, and when they are asked again. */
+  private readonly owed = new Set<string>();
+  private owedAt = 0;
+  private owedRetryRuns = RETRY_RUNS;
+  readonly stats = { passes: 0, handedOver: 0, missed: 0, owedHandedOver: 0 };
 
   constructor(private readonly deps: SetChangesDeps) {}
 
-  /** One run (every tick): a pass over the identities homed here when the members changed since the last full pass. */
+  /** An identity this node just took over: its head goes to every custodian of its set that did not sign it. */
+  owe(zid: string): void {
+    this.owed.add(zid);
+    this.owedAt = 0;
+  }
+
+  /**
+   * One run (every tick): the hand-overs owed for identities taken over here, then a pass over the identities homed
+   * here when the members changed since the last full pass.
+   */
   async run(): Promise<void> {
     this.runs++;
-    if (this.running || this.stopped || this.runs < this.retryAt) return;
-    const members = membersKey(this.deps.members());
-    if (members === this.passedFor) return;
+    if (this.running || this.stopped) return;
     this.running = true;
     try {
+      if (this.owed.size > 0 && this.runs >= this.owedAt) await this.handOwed();
+      if (this.runs < this.retryAt) return;
+      const members = membersKey(this.deps.members());
+      if (members === this.passedFor) return;
       const missed = await this.pass();
       if (missed === null) return;
       if (missed === 0) {
@@ -63,6 +83,32 @@ export class SetChanges {
   /** No pass starts after this, and one running ends at its next identity. */
   stop(): void {
     this.stopped = true;
+  }
+
+  /** The owed identities' heads to the custodians of their sets that have not signed them; kept owed while one is missed. */
+  private async handOwed(): Promise<void> {
+    const missedAny: string[] = [];
+    for (const zid of [...this.owed]) {
+      if (this.stopped) return;
+      // Homed elsewhere by now: the identity's new home owes it, not this node.
+      if (!(await this.deps.isHome(zid))) {
+        this.owed.delete(zid);
+        continue;
+      }
+      const { reached, missed } = await this.deps.handOver(zid, NONE_SKIPPED);
+      this.stats.owedHandedOver += reached.length;
+      if (missed.length === 0) this.owed.delete(zid);
+      else missedAny.push(...missed);
+    }
+    if (this.owed.size === 0) this.owedRetryRuns = RETRY_RUNS;
+    else {
+      this.owedAt = this.runs + this.owedRetryRuns;
+      this.owedRetryRuns = Math.min(MAX_RETRY_RUNS, 2 * this.owedRetryRuns);
+      this.deps.logger?.info(
+        { owed: this.owed.size, missed: [...new Set(missedAny)] },
+        'custody: taken-over identities’ heads not yet with every custodian of their sets',
+      );
+    }
   }
 
   /** Hand every identity homed here to the custodians new to its set; the count of custodians missed (null: stopped). */

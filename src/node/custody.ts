@@ -360,6 +360,9 @@ export async function wireCustody(
             if (above > 0) f.counters.bump('envelope_seq', above);
             await homeMoves.adopt(change, chain.entries, [...replicator.adoptOps(chain.entries, epochEntry), ...kept, f.counters.persistOp('envelope_seq')]);
             replicator.adopted(epochEntry.entry);
+            // The custodians of the new set that did not sign the epoch entry get it (and catch up) without waiting
+            // for the identity's next write.
+            setChanges?.owe(change.zid);
             for (const p of debits)
               if (p.certificate === null)
                 f.logger.warn({ zid: change.zid, transfer_id: p.transferId }, 'custody: a pending debit could not be certified again');

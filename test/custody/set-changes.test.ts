@@ -40,6 +40,8 @@ let down: Set<string>;
 let lying: Set<string>;
 /** The failovers whose opening chains the custodians catch up from, by node. */
 let opening: Map<string, Failover>;
+/** The identity's home as the custodians read it (the home, until a test's failover moves it). */
+let homeNow: string;
 
 const wallets = (n: ComposedNode) => n.store.sub('wallets', 'json', { rewritten: true });
 
@@ -60,8 +62,9 @@ beforeEach(async () => {
     return { v: 1 as const, ...page };
   };
   opening = new Map();
+  homeNow = home.id;
   custodians = new Map(
-    [b, c, d, e].map((n) => [n.id, composedCustodian(n, { home: () => home.id, members: () => nodes.map((m) => m.id), secret: SECRET, now: NOW, fetch })]),
+    [b, c, d, e].map((n) => [n.id, composedCustodian(n, { home: () => homeNow, members: () => nodes.map((m) => m.id), secret: SECRET, now: NOW, fetch })]),
   );
   const send: SendBatch = async (node, entries, records, _signal, certificates) => {
     if (down.has(node)) throw new Error(`${node} is down`);
@@ -91,10 +94,21 @@ function setChanges(isHome = true): SetChanges {
   });
 }
 
-/** `n`'s failover of the identity, started at tick 100 when the home was last heard, run once at tick 200 (the others heard then). */
-async function failoverAt(n: ComposedNode, members: () => string[]) {
+/**
+ * `n`'s failover of the identity, started at tick 100 when the home was last heard, run once at tick 200 (the others
+ * heard then). Its custody requests to the nodes in `unsigning` fail (their promises still come).
+ */
+async function failoverAt(n: ComposedNode, members: () => string[], unsigning: ReadonlySet<string> = new Set()) {
   const clock = { now: 100 };
-  const failover = silentHomeFailover(n, { home, members, custodians, secret: SECRET, now: NOW, clock, homeHeard: 100 });
+  const reached = new Map(
+    [...custodians].map(([id, real]): [string, Custodian] => {
+      if (!unsigning.has(id)) return [id, real];
+      const refusing = Object.create(real) as Custodian;
+      refusing.answer = () => Promise.reject(new Error(`${id} is unreachable`));
+      return [id, refusing];
+    }),
+  );
+  const failover = silentHomeFailover(n, { home, members, custodians: reached, secret: SECRET, now: NOW, clock, homeHeard: 100 });
   opening.set(n.id, failover);
   clock.now = 200;
   await failover.run();
@@ -112,7 +126,7 @@ describe('the custodians new to a set after the members change', () => {
 
     const pass = setChanges();
     await pass.run();
-    expect(pass.stats).toEqual({ passes: 1, handedOver: 2, missed: 0 });
+    expect(pass.stats).toEqual({ passes: 1, handedOver: 2, missed: 0, owedHandedOver: 0 });
     expect([await headAt(d), await headAt(e)]).toEqual([3, 3]);
     // Their copies are the home's chain, entry for entry; the head's signatures name them now.
     const chain = (await replicator.entries(zid, 1, 10)).map((x) => x.hash);
@@ -155,14 +169,14 @@ describe('the custodians new to a set after the members change', () => {
     down.add(e.id);
     const pass = setChanges();
     await pass.run();
-    expect(pass.stats).toEqual({ passes: 1, handedOver: 1, missed: 1 });
+    expect(pass.stats).toEqual({ passes: 1, handedOver: 1, missed: 1, owedHandedOver: 0 });
     expect([await headAt(d), await headAt(e)]).toEqual([3, 0]);
     down.clear();
     // Not before the retry's runs; then once, and D (which holds the head) is not asked again.
     for (let i = 0; i < 15; i++) await pass.run();
     expect(pass.stats.passes).toBe(1);
     await pass.run();
-    expect(pass.stats).toEqual({ passes: 2, handedOver: 2, missed: 1 });
+    expect(pass.stats).toEqual({ passes: 2, handedOver: 2, missed: 1, owedHandedOver: 0 });
     expect(await headAt(e)).toBe(3);
     await pass.run();
     expect(pass.stats.passes).toBe(2);
@@ -173,17 +187,110 @@ describe('the custodians new to a set after the members change', () => {
     lying.add(e.id);
     const pass = setChanges();
     await pass.run();
-    expect(pass.stats).toEqual({ passes: 1, handedOver: 1, missed: 1 });
+    expect(pass.stats).toEqual({ passes: 1, handedOver: 1, missed: 1, owedHandedOver: 0 });
     const [head] = await replicator.entries(zid, 3, 1);
     expect(head!.signatures.map((s) => s.node)).toContain(d.id);
     expect(head!.signatures.map((s) => s.node)).not.toContain(e.id);
+  });
+
+  it('after a takeover, hands the epoch entry to a custodian of the new set that did not sign it', async () => {
+    view = nodes.map((n) => n.id);
+    await setChanges().run();
+    // The old home is gone from the members D knows: D's set of the new epoch is D, E and B, and E cannot be reached
+    // while D certifies the epoch entry, which D and B hold then.
+    const after = [b.id, c.id, d.id, e.id];
+    expect([...custodySetOf(zid, d.id, after, 3).custodians].sort()).toEqual([b.id, d.id, e.id].sort());
+    // D's own pass of its (still empty) homed identities runs first: the members unchanged, a later run makes none.
+    const sendFromD: SendBatch = async (node, entries, records, _signal, certificates) =>
+      (await custodians.get(node)!.answer(custodyRequest(SECRET, d.id, NOW, entries, records, certificates), d.id)) as CustodyAnswer;
+    const newHome = composedReplicator(d, () => after, sendFromD);
+    const owed = new SetChanges({
+      members: () => after,
+      homed: (limit, from) => newHome.homed(limit, false, from),
+      isHome: async (z) => z === zid && homeNow === d.id,
+      handOver: (z, skip) => newHome.handOver(z, skip),
+    });
+    await owed.run();
+    expect(owed.stats.passes).toBe(1);
+
+    expect(await failoverAt(d, () => after, new Set([e.id]))).toMatchObject({ taken: 1 });
+    homeNow = d.id;
+    const [epochEntry] = await newHome.entries(zid, 4, 1);
+    expect(epochEntry!.entry.kind).toBe('epoch');
+    expect(epochEntry!.signatures.map((s) => s.node).sort()).toEqual([b.id]);
+    expect(await headAt(e)).toBe(3);
+
+    // Nothing changed in the members: without the debt, a run hands nothing over.
+    await owed.run();
+    expect(owed.stats).toEqual({ passes: 1, handedOver: 0, missed: 0, owedHandedOver: 0 });
+    expect(await headAt(e)).toBe(3);
+
+    owed.owe(zid);
+    await owed.run();
+    expect(owed.stats).toEqual({ passes: 1, handedOver: 0, missed: 0, owedHandedOver: 1 });
+    expect(await headAt(e)).toBe(4);
+    const [handed] = await newHome.entries(zid, 4, 1);
+    expect(handed!.signatures.map((s) => s.node).sort()).toEqual([b.id, e.id].sort());
+    expect((await custodians.get(e.id)!.entries(zid, 1, 10)).map((x) => x.hash)).toEqual((await newHome.entries(zid, 1, 10)).map((x) => x.hash));
+    // Paid: a later run asks nobody again.
+    await owed.run();
+    expect(owed.stats.owedHandedOver).toBe(1);
+  });
+
+  it('keeps a takeover’s hand-over owed while a custodian of the set does not sign, and asks it again later', async () => {
+    view = nodes.map((n) => n.id);
+    await setChanges().run();
+    const after = [b.id, c.id, d.id, e.id];
+    const reachable = { e: false };
+    const sendFromD: SendBatch = async (node, entries, records, _signal, certificates) => {
+      if (node === e.id && !reachable.e) throw new Error('E is down');
+      return (await custodians.get(node)!.answer(custodyRequest(SECRET, d.id, NOW, entries, records, certificates), d.id)) as CustodyAnswer;
+    };
+    const newHome = composedReplicator(d, () => after, sendFromD);
+    const owed = new SetChanges({
+      members: () => after,
+      homed: (limit, from) => newHome.homed(limit, false, from),
+      isHome: async () => homeNow === d.id,
+      handOver: (z, skip) => newHome.handOver(z, skip),
+    });
+    await owed.run();
+    expect(await failoverAt(d, () => after, new Set([e.id]))).toMatchObject({ taken: 1 });
+    homeNow = d.id;
+
+    owed.owe(zid);
+    await owed.run();
+    expect(owed.stats.owedHandedOver).toBe(0);
+    reachable.e = true;
+    // Not before the retry's runs.
+    for (let i = 0; i < 15; i++) await owed.run();
+    expect(await headAt(e)).toBe(3);
+    await owed.run();
+    expect(owed.stats.owedHandedOver).toBe(1);
+    expect(await headAt(e)).toBe(4);
+  });
+
+  it('drops a takeover’s hand-over once the identity is homed elsewhere', async () => {
+    const asked: string[] = [];
+    const owed = new SetChanges({
+      members: () => [],
+      homed: async () => [],
+      isHome: async () => false,
+      handOver: async (z) => {
+        asked.push(z);
+        return { reached: [], missed: [] };
+      },
+    });
+    owed.owe(zid);
+    await owed.run();
+    await owed.run();
+    expect(asked).toEqual([]);
   });
 
   it('hands over nothing of an identity homed elsewhere now', async () => {
     view = nodes.map((n) => n.id);
     const pass = setChanges(false);
     await pass.run();
-    expect(pass.stats).toEqual({ passes: 1, handedOver: 0, missed: 0 });
+    expect(pass.stats).toEqual({ passes: 1, handedOver: 0, missed: 0, owedHandedOver: 0 });
     expect([await headAt(d), await headAt(e)]).toEqual([0, 0]);
   });
 });

@@ -96,6 +96,7 @@ describe('GET /metrics', () => {
         'probes.failed',
         'set_changes.handed_over',
         'set_changes.passes',
+        'set_changes.owed_handed_over',
       ]),
     );
     expect(types.get('process_cpu_user_seconds_total')).toBe('counter');
