@@ -498,7 +498,23 @@ export class MeshHost {
 
   connectedPeers(): string[] {
     if (!this.node) return [];
-    return [...new Set(this.node.getPeers().map((p) => p.toString()))];
+    // From the connections, not libp2p's getPeers(): that one turns every peer id into text and back (a base58
+    // decode and a key parse per peer), which every accepted tick event paid through isConnected.
+    const peers = new Set<string>();
+    for (const c of this.node.getConnections()) peers.add(c.remotePeer.toString());
+    return [...peers];
+  }
+
+  /** Has this node a connection to the peer? */
+  isConnected(peerId: string): boolean {
+    if (!this.node) return false;
+    for (const c of this.node.getConnections()) if (c.remotePeer.toString() === peerId) return true;
+    return false;
+  }
+
+  /** Is any peer known to be subscribed to a topic? */
+  hasTopicPeers(topic: string): boolean {
+    return this.node !== null && this.node.services.pubsub.getSubscribers(topic).length > 0;
   }
 
   /** Peers known to be subscribed to a topic. */

@@ -213,6 +213,8 @@ export class MeshService {
   private lastGossipSvcond: number | null = null;
   /** Tick of this node's previous tick event (null: none sent since start). */
   private lastTickSvcond: number | null = null;
+  /** The previous tick event went to no peer on the tick topic (a node just started, or cut off): sent again once one is there. */
+  private tickOwed = false;
   /** The latest signed tick event of each sender (a challenge's draw event is taken from them): the one heard longest ago first out. */
   private readonly latestTicks = new LruMap<string, MeshEvent>(4096);
   /** sha256 hex of the node id: where in its interval the node ticks. */
@@ -248,7 +250,7 @@ export class MeshService {
     this.peerTable = new PeerTable({
       peersMax: this.limits.peersMax,
       nowSvcond: () => this.nowSvcond(),
-      isConnected: (peerId) => this.host?.connectedPeers().includes(peerId) ?? false,
+      isConnected: (peerId) => this.host?.isConnected(peerId) ?? false,
       defaultEvery: this.tickEvery,
     });
     this.dns = new DnsRegistry({
@@ -624,12 +626,16 @@ export class MeshService {
   private async pulseOnce(): Promise<void> {
     if (!this.running) return;
     const now = this.nowSvcond();
-    if (this.enabled && tickDue(now, this.lastTickSvcond, this.every, this.phase())) {
+    // A tick event that reached nobody (the first one goes out at start, usually before any peer has told this node it
+    // subscribes) is sent again as soon as a peer is on the topic: at a long interval the mesh would otherwise not hear
+    // of this node, its URL and its addresses for a whole interval (21 minutes at 10,000 nodes, scale.md).
+    const owedNow = this.tickOwed && (this.host?.hasTopicPeers(TOPICS.ticks) ?? false);
+    if (this.enabled && (owedNow || tickDue(now, this.lastTickSvcond, this.every, this.phase()))) {
       this.lastTickSvcond = now;
       // The interval this event declares: the gap to this node's next tick event.
       this.every = nextTickInterval({ heard: this.nodesHeard(now), floor: this.tickEvery, rate: this.tickRate, current: this.every });
       const head = await this.opts.headState();
-      await this.publish(
+      const sent = await this.publish(
         TICK_EVENT_TYPE,
         {
           svcond: now,
@@ -643,6 +649,7 @@ export class MeshService {
         },
         TOPICS.ticks,
       );
+      this.tickOwed = sent.published && sent.recipients === 0;
     }
     await this.oracle.maybeSnapshot(now);
     if (this.enabled) await this.dns.reannounce(now);

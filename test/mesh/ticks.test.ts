@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/kernel/clock.js';
+import { ManualClock, systemClock, TICK_NS } from '../../src/kernel/clock.js';
+import { sha256Hex } from '../../src/kernel/bytes.js';
+import { tickPhase } from '../../src/mesh/tick-interval.js';
 import { TOPICS } from '../../src/mesh/wire.js';
 import { removeDir, startNode, waitFor, waitForTopicMesh, type TestNode } from './helpers.js';
 import { firstN } from '../helpers/tuple.js';
@@ -74,5 +76,45 @@ describe('mesh: tick events among three real nodes', () => {
     await waitFor(() => new Set(seen).size >= 2, 6_000, 'two tick senders');
     off();
     expect(seen).not.toContain(a.mesh.nodeId);
+  });
+});
+
+describe('mesh: a tick event that reached no peer', () => {
+  const started: TestNode[] = [];
+  afterAll(async () => {
+    for (const n of started) {
+      await n.stop();
+      await removeDir(n.dataDir);
+    }
+  });
+
+  it('is sent again once a peer is on the tick topic, not at every pulse before that, and not again after', async () => {
+    const clock = new ManualClock(BigInt(1_900_000_000) * TICK_NS);
+    const a = await startNode({ clock, tickEvery: 64 });
+    started.push(a);
+    // The clock set to the first tick of one of a's slots (its phase in its 64-tick interval) and moved one tick at a
+    // time, at most five: a's next slot does not come, so any tick event after its first is the owed one.
+    const phase = tickPhase(sha256Hex(a.mesh.nodeId), 64);
+    clock.set(BigInt(1_900_000_000 + ((((phase - 1_900_000_000) % 64) + 64) % 64)) * TICK_NS);
+    const pulseNext = async () => {
+      clock.advanceTicks(1);
+      await a.mesh.pulse();
+    };
+    const ownTicks = async () => (await a.mesh.recentEvents(50)).filter((e) => e.event.type === 'tick' && e.via === 'self').length;
+    // Alone: its first tick event reaches nobody, and pulses without a peer send no other.
+    await a.mesh.pulse();
+    await pulseNext();
+    expect(await ownTicks()).toBe(1);
+
+    const b = await startNode({ clock, tickEvery: 64, bootstrap: a.mesh.multiaddrs() });
+    started.push(b);
+    await waitForTopicMesh([a, b], TOPICS.ticks, 20_000);
+    await pulseNext();
+    expect(await ownTicks()).toBe(2);
+    await waitFor(() => b.mesh.peers().some((p) => p.peerId === a.mesh.nodeId && p.lastTick !== null), 10_000, "a's tick event at b");
+    // Delivered: the next one waits for a's next slot.
+    await pulseNext();
+    await pulseNext();
+    expect(await ownTicks()).toBe(2);
   });
 });
