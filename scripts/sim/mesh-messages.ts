@@ -1,7 +1,7 @@
 // What the mesh simulation's coordinator (mesh.ts) and its worker processes (mesh-worker.ts) say to each other.
 
-/** A tick event a node published: [node index, tick, wall ms]. */
-export type Send = [number, number, number];
+/** A tick event a node published: [node index, tick, wall ms, the peers gossipsub sent it to]. */
+export type Send = [number, number, number, number];
 /** A tick event received: [sender index, tick, receiving node indexes (in one worker)]. */
 export type Receipt = [number, number, number[]];
 
@@ -9,7 +9,8 @@ export type ToWorker =
   | { op: 'known'; peers: [string, number][] }
   | { op: 'start'; index: number; bootstrap: string[] }
   | { op: 'stop'; index: number }
-  | { op: 'flush' }
+  /** census: also each node's count of known peers (its peer store), taken once at the end. */
+  | { op: 'flush'; census?: boolean }
   | { op: 'exit' };
 
 export type FromWorker =
@@ -26,6 +27,6 @@ export type FromWorker =
       /** Memory above the process's own at start (before any node). */
       rssBytes: number;
       heapBytes: number;
-      nodes: { index: number; connections: number }[];
+      nodes: { index: number; connections: number; known?: number; logged?: Record<string, number>; lastBootstrapError?: string | null }[];
     }
   | { op: 'error'; message: string };

@@ -30,6 +30,9 @@ interface SimNode {
   mesh: MeshService;
   store: Store;
   dir: string;
+  /** What the node logged, by message, and the last error of a failed dial of its bootstrap (the closing census). */
+  logged: Map<string, number>;
+  lastBootstrapError: string | null;
 }
 
 const nodes = new Map<number, SimNode>();
@@ -53,7 +56,15 @@ function send(msg: FromWorker): void {
 async function startNode(index: number, bootstrap: string[]): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-sim-'));
   const store = await Store.open(join(dir, 'db'), { sync: false });
+  const logged = new Map<string, number>();
+  const tally = (obj: object, msg?: string): void => {
+    const key = msg ?? '';
+    logged.set(key, (logged.get(key) ?? 0) + 1);
+    if (key === 'mesh bootstrap dial failed') self.lastBootstrapError = String((obj as { err?: unknown }).err ?? '');
+  };
+  const self = { lastBootstrapError: null as string | null };
   const mesh = new MeshService({
+    logger: { info: tally, warn: tally, debug: tally },
     store,
     clock: systemClock,
     config: { secret: SECRET, p2pPort: 0, bootstrap, tickEvery, tickRate, host: '127.0.0.1' },
@@ -73,7 +84,7 @@ async function startNode(index: number, bootstrap: string[]): Promise<void> {
   const publish = mesh.publish.bind(mesh);
   mesh.publish = async (type, body, topic) => {
     const out = await publish(type, body, topic);
-    if (type === 'tick') sends.push([index, out.event.svcond, (body as { simSentMs: number }).simSentMs]);
+    if (type === 'tick') sends.push([index, out.event.svcond, (body as { simSentMs: number }).simSentMs, out.recipients]);
     return out;
   };
   mesh.onEvent(TOPICS.ticks, (e: MeshEvent) => {
@@ -92,7 +103,16 @@ async function startNode(index: number, bootstrap: string[]): Promise<void> {
     histogram.set(b, (histogram.get(b) ?? 0) + 1);
   });
   await mesh.start();
-  nodes.set(index, { index, mesh, store, dir });
+  nodes.set(index, {
+    index,
+    mesh,
+    store,
+    dir,
+    logged,
+    get lastBootstrapError() {
+      return self.lastBootstrapError;
+    },
+  });
   send({ op: 'started', index, nodeId: mesh.nodeId, addrs: mesh.multiaddrs() });
 }
 
@@ -108,7 +128,7 @@ async function stopNode(index: number): Promise<void> {
 
 const baseline = { cpu: process.cpuUsage(), rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed };
 
-function flush(): void {
+function flush(census = false): void {
   const cpu = process.cpuUsage(baseline.cpu);
   const mem = process.memoryUsage();
   send({
@@ -119,7 +139,11 @@ function flush(): void {
     cpuMs: (cpu.user + cpu.system) / 1000,
     rssBytes: mem.rss - baseline.rss,
     heapBytes: mem.heapUsed - baseline.heap,
-    nodes: [...nodes.values()].map((n) => ({ index: n.index, connections: n.mesh.p2p?.connectedPeers().length ?? 0 })),
+    nodes: [...nodes.values()].map((n) => ({
+      index: n.index,
+      connections: n.mesh.p2p?.connectedPeers().length ?? 0,
+      ...(census ? { known: n.mesh.knownPeers().length, logged: Object.fromEntries(n.logged), lastBootstrapError: n.lastBootstrapError } : {}),
+    })),
   });
   sends = [];
   receipts = new Map();
@@ -131,7 +155,7 @@ process.on('message', (msg: ToWorker) => {
     if (msg.op === 'known') for (const [id, index] of msg.peers) indexOf.set(id, index);
     else if (msg.op === 'start') await startNode(msg.index, msg.bootstrap);
     else if (msg.op === 'stop') await stopNode(msg.index);
-    else if (msg.op === 'flush') flush();
+    else if (msg.op === 'flush') flush(msg.census);
     else if (msg.op === 'exit') {
       for (const i of [...nodes.keys()]) await stopNode(i);
       process.exit(0);

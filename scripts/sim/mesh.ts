@@ -4,7 +4,9 @@
 // churn: every minute `--churn` nodes leave and as many new ones join, each told one address of a random live node;
 // the seed itself leaves `--kill-seed-after` seconds into the measurement. Prints ONE JSON line:
 //   {nodes, procs, tickEvery, tickRate, exchange, px, seconds, churnPerMin, events, eventsPerSec, expectedPairs, deliveredPairs,
-//    delivery, p50Ms, p99Ms, connections: {min, median, max}, cpuMsPerNodePerSec, rssMbPerNode, heapMbPerNode, loadAverage}
+//    delivery, p50Ms, p99Ms, connections: {min, median, max}, cpuMsPerNodePerSec, rssMbPerNode, heapMbPerNode, loadAverage,
+//    publishedToNoPeer: {events, senderAgeS}, misses: {receivers, receiversMissingAll, byJoiners, eventsReachingNone,
+//    senderAgeS, missingAll: [[connections, known, s joined before the measurement]…], missingAllLogged}}
 // eventsPerSec is the mesh-wide rate of counted tick events (what --tick-rate bounds); loadAverage the [min, max] of the
 // machine's 1-minute load average over the measurement: above its cores, the figures are the machine's, not the mesh's.
 // delivery counts (tick event, receiving node) pairs in the measured window whose sender stayed up 2 s after sending
@@ -20,6 +22,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { NODE_HEAP_FLAGS } from '../../src/config/heap-flags.js';
 import { numberArg } from '../bench/lib.js';
 import type { FromWorker, Receipt, Send, ToWorker } from './mesh-messages.js';
 
@@ -78,6 +81,8 @@ const sends: Send[] = [];
 const receivedBy = new Map<string, Set<number>>();
 const histogram = new Map<number, number>();
 const connectionSamples: number[] = [];
+/** Each node's last figures: its connections, and its known peers after the closing census. */
+const lastSeen = new Map<number, { connections: number; known?: number; logged?: Record<string, number>; lastBootstrapError?: string | null }>();
 let measuring = false;
 let nextIndex = 0;
 
@@ -110,6 +115,7 @@ function onMessage(w: number, msg: FromWorker): void {
     wk.cpuMs = msg.cpuMs;
     wk.rssBytes = msg.rssBytes;
     wk.heapBytes = msg.heapBytes;
+    for (const c of msg.nodes) lastSeen.set(c.index, c);
     if (measuring) {
       for (const c of msg.nodes) connectionSamples.push(c.connections);
       for (const [b, n] of msg.histogram) histogram.set(b, (histogram.get(b) ?? 0) + n);
@@ -146,17 +152,17 @@ async function stopNode(index: number): Promise<void> {
 /** One flush at a time: a worker answers flushes in order, and each answer is awaited under its own key. */
 let flushing: Promise<void> = Promise.resolve();
 
-function flushAll(): Promise<void> {
-  const next = flushing.then(flushOnce);
+function flushAll(census = false): Promise<void> {
+  const next = flushing.then(() => flushOnce(census));
   flushing = next.catch(() => {});
   return next;
 }
 
-async function flushOnce(): Promise<void> {
+async function flushOnce(census = false): Promise<void> {
   await Promise.all(
     workers.map((_, w) => {
       const got = awaitReply(`figures:${w}`);
-      tell(w, { op: 'flush' });
+      tell(w, { op: 'flush', census });
       return got;
     }),
   );
@@ -178,8 +184,9 @@ function percentileMs(p: number): number {
 
 async function main(): Promise<void> {
   for (let w = 0; w < PROCS; w++) {
+    // With the heap flags a node process runs with (npm start): the nodes' garbage collection is then what a node's is.
     const child = fork(join(import.meta.dirname, 'mesh-worker.ts'), [], {
-      execArgv: ['--import', 'tsx', ...(PROFILE_DIR === null ? [] : ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR])],
+      execArgv: ['--import', 'tsx', ...NODE_HEAP_FLAGS, ...(PROFILE_DIR === null ? [] : ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR])],
       env: { ...process.env, SIM_TICK_EVERY: String(TICK_EVERY), SIM_TICK_RATE: String(TICK_RATE), SIM_EXCHANGE: String(EXCHANGE), SIM_PX: String(PX) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
@@ -236,24 +243,44 @@ async function main(): Promise<void> {
   measuring = false;
   // Late receipts of the last counted events.
   await new Promise((r) => setTimeout(r, 3_000));
-  await flushAll();
+  await flushAll(true);
   clearInterval(flusher);
 
   let events = 0;
   let expected = 0;
   let delivered = 0;
-  for (const [sender, tick, sentMs] of sends) {
+  /** Where the misses are: by receiver (counted and missed pairs), and those of nodes that joined while measured. */
+  const missedBy = new Map<number, number>();
+  const countedBy = new Map<number, number>();
+  let missedByJoiners = 0;
+  /** Events gossipsub sent to no peer: each one's sender's age (s since it started) when it sent it. */
+  const publishedToNoPeer: number[] = [];
+  /** Counted events no node received: each one's sender's age (s since it started) when it sent it. */
+  const reachedNone: number[] = [];
+  for (const [sender, tick, sentMs, recipients] of sends) {
     if (sentMs < measureStart || sentMs > measureEnd - GRACE * 1000) continue;
     const s = lives.get(sender)!;
     if (s.leftMs !== null && s.leftMs < sentMs + 2_000) continue;
+    // Gossipsub sent it to no peer (a node just started, before any peer said it subscribes): it never entered the
+    // mesh, and the node sends another as soon as a peer is there (MeshService tickOwed). Counted apart.
+    if (recipients === 0) {
+      publishedToNoPeer.push(Math.round((sentMs - s.joinedMs) / 1000));
+      continue;
+    }
     events++;
     const got = receivedBy.get(`${sender}:${tick}`);
+    if (got === undefined || got.size === 0) reachedNone.push(Math.round((sentMs - s.joinedMs) / 1000));
     for (const r of lives.values()) {
       if (r.index === sender || r.nodeId === null) continue;
       if (r.joinedMs + SETTLE * 1000 > sentMs) continue;
       if (r.leftMs !== null && r.leftMs < sentMs + GRACE * 1000) continue;
       expected++;
       if (got?.has(r.index)) delivered++;
+      else {
+        missedBy.set(r.index, (missedBy.get(r.index) ?? 0) + 1);
+        if (r.joinedMs > measureStart) missedByJoiners++;
+      }
+      countedBy.set(r.index, (countedBy.get(r.index) ?? 0) + 1);
     }
   }
   const conns = [...connectionSamples].sort((a, b) => a - b);
@@ -280,6 +307,26 @@ async function main(): Promise<void> {
     rssMbPerNode: Math.round((rss / liveNow / 2 ** 20) * 10) / 10,
     heapMbPerNode: Math.round((heap / liveNow / 2 ** 20) * 10) / 10,
     loadAverage: [Math.min(...loads), Math.max(...loads)].map((l) => Math.round(l * 100) / 100),
+    publishedToNoPeer: { events: publishedToNoPeer.length, senderAgeS: publishedToNoPeer },
+    // Receivers that missed any counted event, those that missed every one, and the misses of the nodes that joined
+    // while measured: whether the misses are a few nodes cut off or spread over the mesh.
+    misses: {
+      receivers: missedBy.size,
+      receiversMissingAll: [...missedBy].filter(([r, n]) => n === countedBy.get(r)).length,
+      byJoiners: missedByJoiners,
+      eventsReachingNone: reachedNone.length,
+      senderAgeS: reachedNone,
+      // The receivers that missed every event: their connections and known peers (peer store) at the end, and how long
+      // before the measurement started they joined.
+      missingAll: [...missedBy]
+        .filter(([r, n]) => n === countedBy.get(r))
+        .map(([r]) => [lastSeen.get(r)?.connections ?? null, lastSeen.get(r)?.known ?? null, Math.round((measureStart - lives.get(r)!.joinedMs) / 1000)]),
+      // What the first few of them logged (messages by count) and the last error of a dial of their bootstrap.
+      missingAllLogged: [...missedBy]
+        .filter(([r, n]) => n === countedBy.get(r))
+        .slice(0, 3)
+        .map(([r]) => ({ logged: lastSeen.get(r)?.logged ?? null, lastBootstrapError: lastSeen.get(r)?.lastBootstrapError ?? null })),
+    },
   };
   process.stdout.write(JSON.stringify(out) + '\n');
   for (let w = 0; w < workers.length; w++) tell(w, { op: 'exit' });
