@@ -27,6 +27,6 @@ export type FromWorker =
       /** Memory above the process's own at start (before any node). */
       rssBytes: number;
       heapBytes: number;
-      nodes: { index: number; connections: number; known?: number; logged?: Record<string, number>; lastBootstrapError?: string | null }[];
+      nodes: { index: number; connections: number; known?: number; logged?: Record<string, number> }[];
     }
   | { op: 'error'; message: string };

@@ -82,7 +82,7 @@ const receivedBy = new Map<string, Set<number>>();
 const histogram = new Map<number, number>();
 const connectionSamples: number[] = [];
 /** Each node's last figures: its connections, and its known peers after the closing census. */
-const lastSeen = new Map<number, { connections: number; known?: number; logged?: Record<string, number>; lastBootstrapError?: string | null }>();
+const lastSeen = new Map<number, { connections: number; known?: number; logged?: Record<string, number> }>();
 let measuring = false;
 let nextIndex = 0;
 
@@ -283,6 +283,7 @@ async function main(): Promise<void> {
       countedBy.set(r.index, (countedBy.get(r.index) ?? 0) + 1);
     }
   }
+  const missingAll = [...missedBy].filter(([r, n]) => n === countedBy.get(r)).map(([r]) => r);
   const conns = [...connectionSamples].sort((a, b) => a - b);
   const meanLive = liveCounts.reduce((a, b) => a + b, 0) / Math.max(1, liveCounts.length);
   const seconds = (measureEnd - measureStart) / 1000;
@@ -312,20 +313,19 @@ async function main(): Promise<void> {
     // while measured: whether the misses are a few nodes cut off or spread over the mesh.
     misses: {
       receivers: missedBy.size,
-      receiversMissingAll: [...missedBy].filter(([r, n]) => n === countedBy.get(r)).length,
+      receiversMissingAll: missingAll.length,
       byJoiners: missedByJoiners,
       eventsReachingNone: reachedNone.length,
       senderAgeS: reachedNone,
       // The receivers that missed every event: their connections and known peers (peer store) at the end, and how long
       // before the measurement started they joined.
-      missingAll: [...missedBy]
-        .filter(([r, n]) => n === countedBy.get(r))
-        .map(([r]) => [lastSeen.get(r)?.connections ?? null, lastSeen.get(r)?.known ?? null, Math.round((measureStart - lives.get(r)!.joinedMs) / 1000)]),
-      // What the first few of them logged (messages by count) and the last error of a dial of their bootstrap.
-      missingAllLogged: [...missedBy]
-        .filter(([r, n]) => n === countedBy.get(r))
-        .slice(0, 3)
-        .map(([r]) => ({ logged: lastSeen.get(r)?.logged ?? null, lastBootstrapError: lastSeen.get(r)?.lastBootstrapError ?? null })),
+      missingAll: missingAll.map((r) => [
+        lastSeen.get(r)?.connections ?? null,
+        lastSeen.get(r)?.known ?? null,
+        Math.round((measureStart - lives.get(r)!.joinedMs) / 1000),
+      ]),
+      // What the first few of them logged, by message (a failed dial of their bootstrap by its error).
+      missingAllLogged: missingAll.slice(0, 3).map((r) => lastSeen.get(r)?.logged ?? null),
     },
   };
   process.stdout.write(JSON.stringify(out) + '\n');

@@ -649,7 +649,9 @@ export class MeshService {
         },
         TOPICS.ticks,
       );
-      this.tickOwed = sent.published && sent.recipients === 0;
+      // Owed by a slot's own tick event only: the one sent again is not sent a third time (a peer that is subscribed
+      // but scores this node under gossipsub's publish threshold would otherwise get a tick event at every pulse).
+      this.tickOwed = !owedNow && sent.published && sent.recipients === 0;
     }
     await this.oracle.maybeSnapshot(now);
     if (this.enabled) await this.dns.reannounce(now);

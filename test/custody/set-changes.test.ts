@@ -115,6 +115,22 @@ async function failoverAt(n: ComposedNode, members: () => string[], unsigning: R
   return failover.stats;
 }
 
+/** D as the identity's home once it takes it over: its replicator (its requests to `unreachable` fail) and its set-change ticker. */
+function homeAtD(members: string[], unreachable: ReadonlySet<string> = new Set()): { newHome: Replicator; owed: SetChanges } {
+  const send: SendBatch = async (node, entries, records, _signal, certificates) => {
+    if (unreachable.has(node)) throw new Error(`${node} is down`);
+    return (await custodians.get(node)!.answer(custodyRequest(SECRET, d.id, NOW, entries, records, certificates), d.id)) as CustodyAnswer;
+  };
+  const newHome = composedReplicator(d, () => members, send);
+  const owed = new SetChanges({
+    members: () => members,
+    homed: (limit, from) => newHome.homed(limit, false, from),
+    isHome: async () => homeNow === d.id,
+    handOver: (z, skip) => newHome.handOver(z, skip),
+  });
+  return { newHome, owed };
+}
+
 const headAt = async (n: ComposedNode) => (await custodians.get(n.id)!.head(zid))?.seq ?? 0;
 
 describe('the custodians new to a set after the members change', () => {
@@ -201,15 +217,7 @@ describe('the custodians new to a set after the members change', () => {
     const after = [b.id, c.id, d.id, e.id];
     expect([...custodySetOf(zid, d.id, after, 3).custodians].sort()).toEqual([b.id, d.id, e.id].sort());
     // D's own pass of its (still empty) homed identities runs first: the members unchanged, a later run makes none.
-    const sendFromD: SendBatch = async (node, entries, records, _signal, certificates) =>
-      (await custodians.get(node)!.answer(custodyRequest(SECRET, d.id, NOW, entries, records, certificates), d.id)) as CustodyAnswer;
-    const newHome = composedReplicator(d, () => after, sendFromD);
-    const owed = new SetChanges({
-      members: () => after,
-      homed: (limit, from) => newHome.homed(limit, false, from),
-      isHome: async (z) => z === zid && homeNow === d.id,
-      handOver: (z, skip) => newHome.handOver(z, skip),
-    });
+    const { newHome, owed } = homeAtD(after);
     await owed.run();
     expect(owed.stats.passes).toBe(1);
 
@@ -241,18 +249,8 @@ describe('the custodians new to a set after the members change', () => {
     view = nodes.map((n) => n.id);
     await setChanges().run();
     const after = [b.id, c.id, d.id, e.id];
-    const reachable = { e: false };
-    const sendFromD: SendBatch = async (node, entries, records, _signal, certificates) => {
-      if (node === e.id && !reachable.e) throw new Error('E is down');
-      return (await custodians.get(node)!.answer(custodyRequest(SECRET, d.id, NOW, entries, records, certificates), d.id)) as CustodyAnswer;
-    };
-    const newHome = composedReplicator(d, () => after, sendFromD);
-    const owed = new SetChanges({
-      members: () => after,
-      homed: (limit, from) => newHome.homed(limit, false, from),
-      isHome: async () => homeNow === d.id,
-      handOver: (z, skip) => newHome.handOver(z, skip),
-    });
+    const unreachable = new Set([e.id]);
+    const { owed } = homeAtD(after, unreachable);
     await owed.run();
     expect(await failoverAt(d, () => after, new Set([e.id]))).toMatchObject({ taken: 1 });
     homeNow = d.id;
@@ -260,7 +258,7 @@ describe('the custodians new to a set after the members change', () => {
     owed.owe(zid);
     await owed.run();
     expect(owed.stats.owedHandedOver).toBe(0);
-    reachable.e = true;
+    unreachable.clear();
     // Not before the retry's runs.
     for (let i = 0; i < 15; i++) await owed.run();
     expect(await headAt(e)).toBe(3);
