@@ -27,6 +27,8 @@ export type FromWorker =
       /** Memory above the process's own at start (before any node). */
       rssBytes: number;
       heapBytes: number;
+      /** Event-loop delay since the previous flush: p50, p99, max (ms). */
+      loopDelayMs: [number, number, number];
       nodes: { index: number; connections: number; known?: number; logged?: Record<string, number> }[];
     }
   | { op: 'error'; message: string };

@@ -8,10 +8,11 @@
 //     publish time rides in the tick body as an extra field, which the node's tick schema ignores);
 //   - the process's CPU time and memory, which the coordinator divides by the nodes it hosts.
 import '../../src/polyfill.js';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import type { ComponentLogger, Logger } from '@libp2p/interface';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { systemClock } from '../../src/kernel/clock.js';
 import { MeshService } from '../../src/mesh/service.js';
 import { TOPICS, type MeshEvent } from '../../src/mesh/wire.js';
@@ -32,6 +33,37 @@ interface SimNode {
   dir: string;
   /** What the node logged, by message; a failed dial of its bootstrap by its error too (digits as N). The closing census. */
   logged: Map<string, number>;
+  trace: string[];
+}
+
+/**
+ * SIM_TRACE_DIR: each node keeps the last lines of libp2p's own log for its dials and inbound connections (TCP, the
+ * upgrader, noise, the dial queue), and the closing census writes those of the seed and of every node with no
+ * connection there, one file each: how far a dial that fails got, on both sides.
+ */
+const traceDir = process.env.SIM_TRACE_DIR ?? null;
+const TRACED = /^libp2p:(tcp|upgrader|noise|connection-manager|mss|multistream)/;
+
+function traceLogger(lines: string[], keep: number): ComponentLogger {
+  const make = (name: string): Logger => {
+    const on = TRACED.test(name);
+    const write =
+      (level: string) =>
+      (fmt: unknown, ...args: unknown[]) => {
+        if (!on) return;
+        let i = 0;
+        const text = String(fmt).replace(/%[a-zA-Z]/g, () => {
+          const a = args[i++];
+          return a instanceof Error ? `${a.name}: ${a.message}` : String(a);
+        });
+        lines.push(`${(wallMs() / 1000).toFixed(3)} ${level}${name} ${text}`);
+        // Trimmed in halves: the last `keep` lines at least, without a copy per line.
+        if (lines.length > 2 * keep) lines.splice(0, lines.length - keep);
+      };
+    const log = Object.assign(write(''), { error: write('ERR '), trace: () => undefined, enabled: on, newScope: (n: string) => make(`${name}:${n}`) });
+    return log as Logger;
+  };
+  return { forComponent: make };
 }
 
 const nodes = new Map<number, SimNode>();
@@ -56,6 +88,7 @@ async function startNode(index: number, bootstrap: string[]): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-sim-'));
   const store = await Store.open(join(dir, 'db'), { sync: false });
   const logged = new Map<string, number>();
+  const trace: string[] = [];
   const tally = (obj: object, msg?: string): void => {
     let key = msg ?? '';
     if (key === 'mesh bootstrap dial failed')
@@ -80,6 +113,7 @@ async function startNode(index: number, bootstrap: string[]): Promise<void> {
     // Every simulated node dials from 127.0.0.1; real joiners arrive from their own addresses, so libp2p's per-IP
     // inbound threshold (which would count the whole simulation as one joiner) is lifted.
     inboundPerIpPerSec: 10_000,
+    ...(traceDir === null ? {} : { libp2pLogger: traceLogger(trace, index === 0 ? 200_000 : 2_000) }),
   });
   // Sends are read off the instance's publish (this script's measurement, not the node's behaviour).
   const publish = mesh.publish.bind(mesh);
@@ -104,7 +138,7 @@ async function startNode(index: number, bootstrap: string[]): Promise<void> {
     histogram.set(b, (histogram.get(b) ?? 0) + 1);
   });
   await mesh.start();
-  nodes.set(index, { index, mesh, store, dir, logged });
+  nodes.set(index, { index, mesh, store, dir, logged, trace });
   send({ op: 'started', index, nodeId: mesh.nodeId, addrs: mesh.multiaddrs() });
 }
 
@@ -118,9 +152,20 @@ async function stopNode(index: number): Promise<void> {
   send({ op: 'stopped', index });
 }
 
+/** The process's event-loop delay since the last flush: what every node it hosts waits before it handles any I/O. */
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+loopDelay.enable();
+
 const baseline = { cpu: process.cpuUsage(), rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed };
 
+async function writeTraces(): Promise<void> {
+  if (traceDir === null) return;
+  for (const n of nodes.values())
+    if (n.index === 0 || (n.mesh.p2p?.connectedPeers().length ?? 0) === 0) await writeFile(join(traceDir, `node-${n.index}.log`), n.trace.join('\n') + '\n');
+}
+
 function flush(census = false): void {
+  if (census) void writeTraces();
   const cpu = process.cpuUsage(baseline.cpu);
   const mem = process.memoryUsage();
   send({
@@ -131,12 +176,14 @@ function flush(census = false): void {
     cpuMs: (cpu.user + cpu.system) / 1000,
     rssBytes: mem.rss - baseline.rss,
     heapBytes: mem.heapUsed - baseline.heap,
+    loopDelayMs: [loopDelay.percentile(50) / 1e6, loopDelay.percentile(99) / 1e6, loopDelay.max / 1e6],
     nodes: [...nodes.values()].map((n) => ({
       index: n.index,
       connections: n.mesh.p2p?.connectedPeers().length ?? 0,
       ...(census ? { known: n.mesh.knownPeers().length, logged: Object.fromEntries(n.logged) } : {}),
     })),
   });
+  loopDelay.reset();
   sends = [];
   receipts = new Map();
   histogram = new Map();

@@ -1,12 +1,18 @@
 // Mesh simulation: N nodes — each the real MeshService (libp2p host, gossipsub, the mesh validator, the gossip
 // handlers, its event log in LevelDB), no kernel — spread over a few worker processes (mesh-worker.ts), joined the
-// way independent operators join: node 0 is the seed and every other node is told the seed's address only. Nodes then
-// churn: every minute `--churn` nodes leave and as many new ones join, each told one address of a random live node;
-// the seed itself leaves `--kill-seed-after` seconds into the measurement. Prints ONE JSON line:
+// way independent operators join: node 0 is the seed and every other node is told the seed's address only. The seed
+// runs in a process of its own (beside the `--procs` that host the others), as a seed does: a process accepts one connection per listener per event-loop turn
+// (libuv), and a turn of a process hosting a hundred nodes lasts up to a second, which would cap every joiner's first
+// contact at about one a second. Nodes then churn: every minute `--churn` nodes leave and as many new ones join, each
+// told one address of a random live node; the seed itself leaves `--kill-seed-after` seconds into the measurement.
+// Prints ONE JSON line:
 //   {nodes, procs, tickEvery, tickRate, exchange, px, seconds, churnPerMin, events, eventsPerSec, expectedPairs, deliveredPairs,
-//    delivery, p50Ms, p99Ms, connections: {min, median, max}, cpuMsPerNodePerSec, rssMbPerNode, heapMbPerNode, loadAverage,
-//    publishedToNoPeer: {events, senderAgeS}, misses: {receivers, receiversMissingAll, byJoiners, eventsReachingNone,
-//    senderAgeS, missingAll: [[connections, known, s joined before the measurement]…], missingAllLogged}}
+//    delivery, p50Ms, p99Ms, connections: {min, median, max}, cpuMsPerNodePerSec, rssMbPerNode, heapMbPerNode,
+//    loopDelayMs: {join, warmup, measured}, loadAverage, publishedToNoPeer: {events, senderAgeS}, misses: {receivers,
+//    receiversMissingAll, byJoiners, eventsReachingNone, senderAgeS, missingAll: [[connections, known, s joined before
+//    the measurement]…], missingAllLogged}}
+// loopDelayMs gives, for each phase and worker process (the seed's last), [the median of its 2-s p99 event-loop
+// delays, the longest delay] in ms.
 // eventsPerSec is the mesh-wide rate of counted tick events (what --tick-rate bounds); loadAverage the [min, max] of the
 // machine's 1-minute load average over the measurement: above its cores, the figures are the machine's, not the mesh's.
 // delivery counts (tick event, receiving node) pairs in the measured window whose sender stayed up 2 s after sending
@@ -16,7 +22,8 @@
 //        [--tick-every 2] [--tick-rate 8] [--settle 20] [--grace 10] [--kill-seed-after 10] [--seed 1] [--join-batch 25]
 //        [--exchange 1] [--px 1] [--profile-dir DIR]
 // --exchange 0 turns the peer exchange on first contact (/svc/peers/1) off, --px 0 gossipsub's PX on prune: the
-// discovery comparison of docs/decisions.md.
+// discovery comparison of docs/decisions.md. SIM_TRACE_DIR=DIR: the workers keep libp2p's own log of each node's
+// connections (TCP, upgrader, noise, dial queue) and write the seed's and each unconnected node's there at the end.
 // Everything listens on 127.0.0.1 only, and the run stops by itself.
 import { fork, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -84,10 +91,15 @@ const connectionSamples: number[] = [];
 /** Each node's last figures: its connections, and its known peers after the closing census. */
 const lastSeen = new Map<number, { connections: number; known?: number; logged?: Record<string, number> }>();
 let measuring = false;
+/** Where the run is: the joins of the first nodes, the warmup, the measurement. */
+let phase: 'join' | 'warmup' | 'measured' = 'join';
+/** Each flush's event-loop delay of one worker: [phase, worker, p99 ms, max ms]. */
+const loopSamples: [string, number, number, number][] = [];
 let nextIndex = 0;
 
 function tell(w: number, msg: ToWorker): void {
-  workers[w]!.child.send(msg);
+  // A node's start can be answered after another worker was told to exit (the run's end): nothing is sent to it then.
+  if (workers[w]!.child.connected) workers[w]!.child.send(msg);
 }
 
 function awaitReply(key: string, timeoutMs = 120_000): Promise<void> {
@@ -113,6 +125,7 @@ function onMessage(w: number, msg: FromWorker): void {
   else if (msg.op === 'figures') {
     const wk = workers[w]!;
     wk.cpuMs = msg.cpuMs;
+    loopSamples.push([phase, w, msg.loopDelayMs[1], msg.loopDelayMs[2]]);
     wk.rssBytes = msg.rssBytes;
     wk.heapBytes = msg.heapBytes;
     for (const c of msg.nodes) lastSeen.set(c.index, c);
@@ -131,9 +144,10 @@ function onMessage(w: number, msg: FromWorker): void {
   } else if (msg.op === 'error') process.stderr.write(`worker ${w}: ${msg.message}\n`);
 }
 
-async function startNode(bootstrap: string[]): Promise<number> {
+/** The seed runs in a process of its own (worker PROCS), the other nodes round-robin over workers 0 … PROCS − 1. */
+async function startNode(bootstrap: string[], worker?: number): Promise<number> {
   const index = nextIndex++;
-  const worker = index % PROCS;
+  worker ??= index % PROCS;
   lives.set(index, { index, worker, nodeId: null, addrs: [], joinedMs: wallMs(), leftMs: null });
   const started = awaitReply(`started:${index}`);
   tell(worker, { op: 'start', index, bootstrap });
@@ -183,7 +197,7 @@ function percentileMs(p: number): number {
 }
 
 async function main(): Promise<void> {
-  for (let w = 0; w < PROCS; w++) {
+  for (let w = 0; w <= PROCS; w++) {
     // With the heap flags a node process runs with (npm start): the nodes' garbage collection is then what a node's is.
     const child = fork(join(import.meta.dirname, 'mesh-worker.ts'), [], {
       execArgv: ['--import', 'tsx', ...NODE_HEAP_FLAGS, ...(PROFILE_DIR === null ? [] : ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR])],
@@ -196,19 +210,21 @@ async function main(): Promise<void> {
     await ready;
   }
   const t0 = wallMs();
-  const seed = await startNode([]);
+  const flusher = setInterval(() => void flushAll().catch(() => {}), 2_000);
+  const seed = await startNode([], PROCS);
   const seedAddr = lives.get(seed)!.addrs;
   // Everyone else is told the seed's address only; a batch of JOIN_BATCH joins at a time.
   for (let i = 1; i < NODES; i += JOIN_BATCH) {
     await Promise.all(Array.from({ length: Math.min(JOIN_BATCH, NODES - i) }, () => startNode(seedAddr)));
   }
   process.stderr.write(`${NODES} nodes started in ${Math.round(wallMs() - t0)} ms; warming up ${WARMUP} s\n`);
-  const flusher = setInterval(() => void flushAll().catch(() => {}), 2_000);
+  phase = 'warmup';
   await new Promise((r) => setTimeout(r, WARMUP * 1000));
   await flushAll();
   const cpuStart = workers.map((w) => w.cpuMs);
   const measureStart = wallMs();
   measuring = true;
+  phase = 'measured';
   const churnEveryMs = CHURN > 0 ? 60_000 / CHURN : Infinity;
   let nextChurn = measureStart + churnEveryMs;
   let seedKilled = false;
@@ -307,6 +323,18 @@ async function main(): Promise<void> {
     cpuMsPerNodePerSec: Math.round((cpuMs / meanLive / seconds) * 100) / 100,
     rssMbPerNode: Math.round((rss / liveNow / 2 ** 20) * 10) / 10,
     heapMbPerNode: Math.round((heap / liveNow / 2 ** 20) * 10) / 10,
+    // Per phase and worker process: the median of its 2-s p99 event-loop delays, and the longest delay (ms). A delay
+    // near the dial timeout (5 s) means the process, not the mesh, decided which dials completed.
+    loopDelayMs: Object.fromEntries(
+      ['join', 'warmup', 'measured'].map((ph) => [
+        ph,
+        workers.map((_, w) => {
+          const xs = loopSamples.filter(([p, ww]) => p === ph && ww === w);
+          const p99s = xs.map((x) => x[2]).sort((a, b) => a - b);
+          return [Math.round(p99s[Math.floor(p99s.length / 2)] ?? 0), Math.round(Math.max(0, ...xs.map((x) => x[3])))];
+        }),
+      ]),
+    ),
     loadAverage: [Math.min(...loads), Math.max(...loads)].map((l) => Math.round(l * 100) / 100),
     publishedToNoPeer: { events: publishedToNoPeer.length, senderAgeS: publishedToNoPeer },
     // Receivers that missed any counted event, those that missed every one, and the misses of the nodes that joined

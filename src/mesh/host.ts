@@ -126,6 +126,8 @@ export interface MeshHostOptions {
   redialMaxMs?: number;
   /** gossipsub seen-cache TTL in ms (default 120 s). */
   seenTtlMs?: number;
+  /** libp2p's own component logger (absent: libp2p's default, the `debug` module, DEBUG=libp2p:*); the mesh simulation reads it. */
+  libp2pLogger?: ComponentLogger;
   /** libp2p's own metrics (a factory such as @libp2p/prometheus-metrics', supplied by the mesh's wiring, node/mesh.ts). */
   metrics?: (components: { logger: ComponentLogger }) => Metrics;
   /**
@@ -292,6 +294,7 @@ export class MeshHost {
     };
     const node = (await createLibp2p({
       privateKey: o.privateKey,
+      ...(o.libp2pLogger ? { logger: o.libp2pLogger } : {}),
       addresses: { listen, announce },
       transports: [tcp(), circuitRelayTransport()],
       connectionEncrypters: [noise()],

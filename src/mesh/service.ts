@@ -120,6 +120,8 @@ export interface MeshServiceOptions {
   peerExchange?: boolean;
   /** Inbound connections taken from one IP address a second (host.ts; a simulation on one address raises it). */
   inboundPerIpPerSec?: number;
+  /** libp2p's own component logger (host.ts). */
+  libp2pLogger?: MeshHostOptions['libp2pLogger'];
   /** libp2p's own metrics (the mesh's wiring, node/mesh.ts, supplies @libp2p/prometheus-metrics'); none when absent. */
   libp2pMetrics?: MeshHostOptions['metrics'];
   /** Test composition only (never config): the libp2p connection gater (host.ts). */
@@ -351,6 +353,7 @@ export class MeshService {
         redialMaxMs: this.opts.redialMaxMs,
         seenTtlMs: this.opts.gossipSeenTtlMs,
         metrics: this.opts.libp2pMetrics,
+        libp2pLogger: this.opts.libp2pLogger,
         connectionGater: this.opts.connectionGater,
       });
       await this.host.start();
