@@ -146,6 +146,8 @@ async function stopNode(index: number): Promise<void> {
   const n = nodes.get(index);
   if (!n) return;
   nodes.delete(index);
+  // The seed leaves before the closing census: its side of the joins is written as it goes.
+  if (traceDir !== null && index === 0) await writeFile(join(traceDir, 'node-0.log'), n.trace.join('\n') + '\n');
   await n.mesh.stop();
   await n.store.close();
   await rm(n.dir, { recursive: true, force: true });
@@ -179,7 +181,7 @@ function flush(census = false): void {
     loopDelayMs: [loopDelay.percentile(50) / 1e6, loopDelay.percentile(99) / 1e6, loopDelay.max / 1e6],
     nodes: [...nodes.values()].map((n) => ({
       index: n.index,
-      connections: n.mesh.p2p?.connectedPeers().length ?? 0,
+      peers: n.mesh.p2p?.connectedPeers() ?? [],
       ...(census ? { known: n.mesh.knownPeers().length, logged: Object.fromEntries(n.logged) } : {}),
     })),
   });

@@ -8,11 +8,13 @@
 // Prints ONE JSON line:
 //   {nodes, procs, tickEvery, tickRate, exchange, px, seconds, churnPerMin, events, eventsPerSec, expectedPairs, deliveredPairs,
 //    delivery, p50Ms, p99Ms, connections: {min, median, max}, cpuMsPerNodePerSec, rssMbPerNode, heapMbPerNode,
-//    loopDelayMs: {join, warmup, measured}, loadAverage, publishedToNoPeer: {events, senderAgeS}, misses: {receivers,
-//    receiversMissingAll, byJoiners, eventsReachingNone, senderAgeS, missingAll: [[connections, known, s joined before
-//    the measurement]…], missingAllLogged}}
+//    loopDelayMs: {join, warmup, measured}, components: {max, minLargestShare, atEnd}, loadAverage, publishedToNoPeer:
+//    {events, senderAgeS}, misses: {reach, receivers, receiversMissingAll, byJoiners, eventsReachingNone, senderAgeS,
+//    missingAll: [[connections, known, s joined before the measurement]…], missingAllLogged}}
 // loopDelayMs gives, for each phase and worker process (the seed's last), [the median of its 2-s p99 event-loop
-// delays, the longest delay] in ms.
+// delays, the longest delay] in ms; components the live nodes' connection graph sampled every 2 s (the most components,
+// the smallest share of live nodes in the largest, the sizes at the end); reach the counted events by the share of
+// their expected receivers they reached, in tenths (the last: all).
 // eventsPerSec is the mesh-wide rate of counted tick events (what --tick-rate bounds); loadAverage the [min, max] of the
 // machine's 1-minute load average over the measurement: above its cores, the figures are the machine's, not the mesh's.
 // delivery counts (tick event, receiving node) pairs in the measured window whose sender stayed up 2 s after sending
@@ -89,7 +91,9 @@ const receivedBy = new Map<string, Set<number>>();
 const histogram = new Map<number, number>();
 const connectionSamples: number[] = [];
 /** Each node's last figures: its connections, and its known peers after the closing census. */
-const lastSeen = new Map<number, { connections: number; known?: number; logged?: Record<string, number> }>();
+const lastSeen = new Map<number, { connections: number; peers: string[]; known?: number; logged?: Record<string, number> }>();
+/** After each flush while measured: the live nodes' connection graph, [components, largest, live nodes]. */
+const componentSamples: [number, number, number][] = [];
 let measuring = false;
 /** Where the run is: the joins of the first nodes, the warmup, the measurement. */
 let phase: 'join' | 'warmup' | 'measured' = 'join';
@@ -128,9 +132,9 @@ function onMessage(w: number, msg: FromWorker): void {
     loopSamples.push([phase, w, msg.loopDelayMs[1], msg.loopDelayMs[2]]);
     wk.rssBytes = msg.rssBytes;
     wk.heapBytes = msg.heapBytes;
-    for (const c of msg.nodes) lastSeen.set(c.index, c);
+    for (const c of msg.nodes) lastSeen.set(c.index, { ...c, connections: c.peers.length });
     if (measuring) {
-      for (const c of msg.nodes) connectionSamples.push(c.connections);
+      for (const c of msg.nodes) connectionSamples.push(c.peers.length);
       for (const [b, n] of msg.histogram) histogram.set(b, (histogram.get(b) ?? 0) + n);
     }
     sends.push(...msg.sends);
@@ -180,6 +184,29 @@ async function flushOnce(census = false): Promise<void> {
       return got;
     }),
   );
+  if (measuring) {
+    const sizes = components();
+    componentSamples.push([sizes.length, sizes[0] ?? 0, alive().length]);
+  }
+}
+
+/** Sizes of the connected components of the live nodes' connection graph (largest first). */
+function components(): number[] {
+  const live = alive();
+  const indexOfId = new Map(live.map((l) => [l.nodeId!, l.index]));
+  const parent = new Map(live.map((l) => [l.index, l.index]));
+  const root = (i: number): number => {
+    while (parent.get(i) !== i) i = parent.get(i)!;
+    return i;
+  };
+  for (const l of live)
+    for (const id of lastSeen.get(l.index)?.peers ?? []) {
+      const j = indexOfId.get(id);
+      if (j !== undefined) parent.set(root(l.index), root(j));
+    }
+  const sizes = new Map<number, number>();
+  for (const l of live) sizes.set(root(l.index), (sizes.get(root(l.index)) ?? 0) + 1);
+  return [...sizes.values()].sort((a, b) => b - a);
 }
 
 function alive(): NodeLife[] {
@@ -271,6 +298,8 @@ async function main(): Promise<void> {
   let missedByJoiners = 0;
   /** Events gossipsub sent to no peer: each one's sender's age (s since it started) when it sent it. */
   const publishedToNoPeer: number[] = [];
+  /** Counted events by the share of their expected receivers they reached: [0, 10 %), … [90 %, 100 %), all. */
+  const reach = new Array<number>(11).fill(0);
   /** Counted events no node received: each one's sender's age (s since it started) when it sent it. */
   const reachedNone: number[] = [];
   for (const [sender, tick, sentMs, recipients] of sends) {
@@ -286,6 +315,7 @@ async function main(): Promise<void> {
     events++;
     const got = receivedBy.get(`${sender}:${tick}`);
     if (got === undefined || got.size === 0) reachedNone.push(Math.round((sentMs - s.joinedMs) / 1000));
+    const before = [expected, delivered];
     for (const r of lives.values()) {
       if (r.index === sender || r.nodeId === null) continue;
       if (r.joinedMs + SETTLE * 1000 > sentMs) continue;
@@ -298,6 +328,8 @@ async function main(): Promise<void> {
       }
       countedBy.set(r.index, (countedBy.get(r.index) ?? 0) + 1);
     }
+    const share = (delivered - before[1]!) / Math.max(1, expected - before[0]!);
+    reach[share === 1 ? 10 : Math.floor(share * 10)]!++;
   }
   const missingAll = [...missedBy].filter(([r, n]) => n === countedBy.get(r)).map(([r]) => r);
   const conns = [...connectionSamples].sort((a, b) => a - b);
@@ -335,11 +367,19 @@ async function main(): Promise<void> {
         }),
       ]),
     ),
+    // The live nodes' connection graph, sampled every 2 s while measured: the most components it fell into, the
+    // smallest share of the live nodes its largest component held, and the component sizes at the end.
+    components: {
+      max: Math.max(0, ...componentSamples.map((c) => c[0])),
+      minLargestShare: Math.round(Math.min(1, ...componentSamples.map((c) => c[1] / Math.max(1, c[2]))) * 1000) / 1000,
+      atEnd: components().slice(0, 8),
+    },
     loadAverage: [Math.min(...loads), Math.max(...loads)].map((l) => Math.round(l * 100) / 100),
     publishedToNoPeer: { events: publishedToNoPeer.length, senderAgeS: publishedToNoPeer },
     // Receivers that missed any counted event, those that missed every one, and the misses of the nodes that joined
     // while measured: whether the misses are a few nodes cut off or spread over the mesh.
     misses: {
+      reach,
       receivers: missedBy.size,
       receiversMissingAll: missingAll.length,
       byJoiners: missedByJoiners,

@@ -301,9 +301,12 @@ export class MeshHost {
       streamMuxers: [yamux()],
       // libp2p refuses connections past the maximum plus room for the peer set to choose whom to prune by score and for
       // peer exchanges in flight (a newcomer past the maximum is answered and leaves), and inbound connections from one
-      // IP address past `max` a second (nodes behind one NAT, a local cluster).
+      // IP address past `max` a second (nodes behind one NAT, a local cluster). It takes as many inbound handshakes at
+      // once as the node keeps peers, not libp2p's 10: a handshake lasts round trips to the dialler, so the 10 capped a
+      // seed under a mass join at 10 joiners per handshake time and refused the rest (docs/decisions.md).
       connectionManager: {
         maxConnections: this.bounds.max + Math.max(2, Math.ceil(this.bounds.max / 2)),
+        maxIncomingPendingConnections: Math.max(10, this.bounds.max),
         inboundConnectionThreshold: o.inboundPerIpPerSec ?? Math.max(5, this.bounds.max),
         dialTimeout: 5_000,
       },
