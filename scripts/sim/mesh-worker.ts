@@ -6,7 +6,7 @@
 //   - receipts: every tick event one of its nodes accepts, by event (sender, tick) → receiving nodes;
 //   - latency: a log-bucket histogram (1 % wide buckets) of receive time − publish time over all receipts (the
 //     publish time rides in the tick body as an extra field, which the node's tick schema ignores);
-//   - the process's CPU time and memory, which the coordinator divides by the nodes it hosts.
+//   - the process's CPU time and memory, which the coordinator divides by the nodes it hosts, and its event-loop delay.
 import '../../src/polyfill.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { ComponentLogger, Logger } from '@libp2p/interface';

@@ -1,9 +1,9 @@
 // Mesh simulation: N nodes — each the real MeshService (libp2p host, gossipsub, the mesh validator, the gossip
 // handlers, its event log in LevelDB), no kernel — spread over a few worker processes (mesh-worker.ts), joined the
 // way independent operators join: node 0 is the seed and every other node is told the seed's address only. The seed
-// runs in a process of its own (beside the `--procs` that host the others), as a seed does: a process accepts one connection per listener per event-loop turn
-// (libuv), and a turn of a process hosting a hundred nodes lasts up to a second, which would cap every joiner's first
-// contact at about one a second. Nodes then churn: every minute `--churn` nodes leave and as many new ones join, each
+// runs in a process of its own (beside the `--procs` that host the others), as a seed does: a process accepts one
+// connection per listener per event-loop turn (libuv), and a turn of a process hosting a hundred nodes lasts up to a
+// second, which would cap every joiner's first contact at about one a second. Nodes then churn: every minute `--churn` nodes leave and as many new ones join, each
 // told one address of a random live node; the seed itself leaves `--kill-seed-after` seconds into the measurement.
 // Prints ONE JSON line:
 //   {nodes, procs, tickEvery, tickRate, exchange, px, seconds, churnPerMin, events, eventsPerSec, expectedPairs, deliveredPairs,
@@ -91,7 +91,7 @@ const receivedBy = new Map<string, Set<number>>();
 const histogram = new Map<number, number>();
 const connectionSamples: number[] = [];
 /** Each node's last figures: its connections, and its known peers after the closing census. */
-const lastSeen = new Map<number, { connections: number; peers: string[]; known?: number; logged?: Record<string, number> }>();
+const lastSeen = new Map<number, { peers: string[]; known?: number; logged?: Record<string, number> }>();
 /** After each flush while measured: the live nodes' connection graph, [components, largest, live nodes]. */
 const componentSamples: [number, number, number][] = [];
 let measuring = false;
@@ -132,7 +132,7 @@ function onMessage(w: number, msg: FromWorker): void {
     loopSamples.push([phase, w, msg.loopDelayMs[1], msg.loopDelayMs[2]]);
     wk.rssBytes = msg.rssBytes;
     wk.heapBytes = msg.heapBytes;
-    for (const c of msg.nodes) lastSeen.set(c.index, { ...c, connections: c.peers.length });
+    for (const c of msg.nodes) lastSeen.set(c.index, c);
     if (measuring) {
       for (const c of msg.nodes) connectionSamples.push(c.peers.length);
       for (const [b, n] of msg.histogram) histogram.set(b, (histogram.get(b) ?? 0) + n);
@@ -315,7 +315,7 @@ async function main(): Promise<void> {
     events++;
     const got = receivedBy.get(`${sender}:${tick}`);
     if (got === undefined || got.size === 0) reachedNone.push(Math.round((sentMs - s.joinedMs) / 1000));
-    const before = [expected, delivered];
+    const [expectedBefore, deliveredBefore] = [expected, delivered];
     for (const r of lives.values()) {
       if (r.index === sender || r.nodeId === null) continue;
       if (r.joinedMs + SETTLE * 1000 > sentMs) continue;
@@ -328,8 +328,11 @@ async function main(): Promise<void> {
       }
       countedBy.set(r.index, (countedBy.get(r.index) ?? 0) + 1);
     }
-    const share = (delivered - before[1]!) / Math.max(1, expected - before[0]!);
-    reach[share === 1 ? 10 : Math.floor(share * 10)]!++;
+    // An event no receiver was counted for (all joined too recently) has no share.
+    if (expected > expectedBefore) {
+      const share = (delivered - deliveredBefore) / (expected - expectedBefore);
+      reach[share === 1 ? 10 : Math.floor(share * 10)]!++;
+    }
   }
   const missingAll = [...missedBy].filter(([r, n]) => n === countedBy.get(r)).map(([r]) => r);
   const conns = [...connectionSamples].sort((a, b) => a - b);
@@ -388,7 +391,7 @@ async function main(): Promise<void> {
       // The receivers that missed every event: their connections and known peers (peer store) at the end, and how long
       // before the measurement started they joined.
       missingAll: missingAll.map((r) => [
-        lastSeen.get(r)?.connections ?? null,
+        lastSeen.get(r)?.peers.length ?? null,
         lastSeen.get(r)?.known ?? null,
         Math.round((measureStart - lives.get(r)!.joinedMs) / 1000),
       ]),
