@@ -20,12 +20,13 @@ const MESH_SECRET = 'escalation-cluster-secret-0123456789';
 const BOND = 2;
 const STAKE = 20;
 const DEADLINE = 14;
+const SETTLE = 1;
 /** D stays eligible through every draw, and a live node starved of CPU for a while stays eligible too. */
 const LIVE_TICKS = 240;
 const config = contributingConfig({
   secret: MESH_SECRET,
   receiptSecret: 'e5'.repeat(32),
-  contribution: { bondEnvelopes: BOND, committeeSize: 3, settleTicks: 1, deadlineTicks: DEADLINE, liveTicks: LIVE_TICKS, challengeStake: STAKE },
+  contribution: { bondEnvelopes: BOND, committeeSize: 3, settleTicks: SETTLE, deadlineTicks: DEADLINE, liveTicks: LIVE_TICKS, challengeStake: STAKE },
 });
 const RANDOM_DIGEST = 'ab'.repeat(32);
 
@@ -58,7 +59,20 @@ beforeAll(async () => {
   opA = await bondedOperator(a, 'op-a', BOND);
   for (const [i, t] of [liar, ...others].entries()) await bondedOperator(t, `op-${i}`, BOND);
   await waitFor(() => all().every((n) => n.node.bonds.active().length === 6), 40_000, 'every bond at every node');
-  await waitFor(() => a.node.mesh.peers().filter((p) => p.mode === 'contributing').length === 5, 40_000, 'contributing peers at A');
+  // What A's eligible set needs of each of the five: a bond settled at A's tick, and a tick event heard at A since then
+  // advertising contributing with that very bond.
+  const eligibleAtA = () => {
+    const now = a.node.mesh.nowSvcond();
+    const bonds = new Map(a.node.bonds.active().map((b) => [b.bond.node, b.bond]));
+    return a.node.mesh
+      .peers()
+      .filter((p) => {
+        const bond = bonds.get(p.peerId);
+        return bond !== undefined && p.mode === 'contributing' && p.bondId === bond.bond_id && now - bond.svcond >= SETTLE && (p.lastTick ?? 0) > bond.svcond;
+      })
+      .map((p) => p.peerId);
+  };
+  await waitFor(() => eligibleAtA().length === 5, 40_000, 'five contributing, settled peers at A');
 }, 400_000);
 
 afterAll(async () => {
