@@ -299,13 +299,14 @@ export class MeshHost {
       transports: [tcp(), circuitRelayTransport()],
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
-      // libp2p refuses connections past the maximum plus room for the peer set to choose whom to prune by score and for
-      // peer exchanges in flight (a newcomer past the maximum is answered and leaves), and inbound connections from one
+      // libp2p refuses connections past twice the maximum: room for the peer set to choose whom to prune by score and for
+      // every newcomer past the maximum to be answered `full` by the peer exchange, with other peers to dial, and leave
+      // (one refused by libp2p itself learns nothing and retries the same full node), and inbound connections from one
       // IP address past `max` a second (nodes behind one NAT, a local cluster). It takes as many inbound handshakes at
       // once as the node keeps peers, not libp2p's 10: a handshake lasts round trips to the dialler, so the 10 capped a
       // seed under a mass join at 10 joiners per handshake time and refused the rest (docs/decisions.md).
       connectionManager: {
-        maxConnections: this.bounds.max + Math.max(2, Math.ceil(this.bounds.max / 2)),
+        maxConnections: this.bounds.max + Math.max(2, this.bounds.max),
         maxIncomingPendingConnections: Math.max(10, this.bounds.max),
         inboundConnectionThreshold: o.inboundPerIpPerSec ?? Math.max(5, this.bounds.max),
         dialTimeout: 5_000,

@@ -68,6 +68,43 @@ describe('peer exchange: eight nodes join through a seed that keeps two', () => 
   }, 30_000);
 });
 
+describe('peer exchange: a node at its maximum with nothing old enough to prune answers one more newcomer', () => {
+  // The seed keeps 4 and prunes nothing for a minute. A and B join first; five holders join without asking the
+  // exchange, so they keep their connections past the seed's maximum (7 in all). libp2p takes up to twice the maximum
+  // (8): the joiner gets in, is answered `full` with the others, and connects to one of them. Under a cap of
+  // max + max/2 (6) the seed would refuse it at every try, and it would learn nothing.
+  const nodes: TestNode[] = [];
+  const join = (bootstrap: string[], peers: { target: number; max: number }, graceMs: number, peerExchange = true) =>
+    startNode({
+      clock: systemClock,
+      tickEvery: 2,
+      autoPulse: true,
+      bootstrap,
+      config: { peers },
+      extra: { ...FAST, peerExchange, peerSetTiming: { maintainMs: 200, graceMs } },
+    }).then((n) => (nodes.push(n), n));
+
+  afterAll(async () => {
+    for (const n of nodes) await n.stop();
+    for (const n of nodes) await removeDir(n.dataDir);
+  });
+
+  it('the joiner is answered full with other peers instead of refused, and connects to one of them', async () => {
+    const seed = await join([], { target: 1, max: 4 }, 60_000);
+    const boot = seed.mesh.multiaddrs();
+    const first = [await join(boot, { target: 1, max: 4 }, 10_000), await join(boot, { target: 1, max: 4 }, 10_000)];
+    for (let i = 0; i < 5; i++) await join(boot, { target: 1, max: 4 }, 10_000, false);
+    await waitFor(() => seed.mesh.p2p!.connectedPeers().length === 7, 10_000, 'seven connections at the seed');
+    const joiner = await join(boot, { target: 1, max: 4 }, 10_000);
+    const others = () => joiner.mesh.p2p!.connectedPeers().filter((p) => p !== seed.mesh.nodeId);
+    await waitFor(() => others().length >= 1, 8_000, 'the joiner connected beyond the seed');
+    // It learnt the others from the seed's answer (it was told of the seed only).
+    const known = joiner.mesh.knownPeers().map((p) => p.peerId);
+    for (const n of first) expect(known).toContain(n.mesh.nodeId);
+    expect(seed.mesh.p2p!.connections().open).toBeLessThanOrEqual(8);
+  }, 30_000);
+});
+
 describe('peer exchange: only mesh members are answered, and answers are authenticated', () => {
   let member: TestNode;
   let friend: TestNode;
