@@ -1,11 +1,15 @@
 // A healthy peer set: the host's dialler and pruner. Every `maintainMs` it counts the open connections; below the
 // target it dials known peers (the persisted peer store: tick events, identify, discovery) that are not in their
-// redial backoff, the most recently seen first, and the bootstrap addresses (a first contact, dialled at start and
-// afterwards only while the node is under its target); above the maximum it closes the connections of the
-// worst-scored peers. A failed dial doubles that peer's backoff (bounded); an open connection resets it.
+// redial backoff, the most recently seen first, and the bootstrap addresses: a first contact, dialled at start and
+// afterwards only as a last resort, while the node is under its target and has no connection or no known peer due. A
+// peer that answered full waits longer at each such answer in a row. Every node of a mesh may have been told the same
+// seed; were it redialled by all that are under their target, its handshake slots would go to nodes that have others
+// to dial while a newcomer that knows only the seed is refused at every try (docs/scale.md). Above the maximum it
+// closes the connections of the worst-scored peers. A failed dial doubles that peer's backoff (bounded); an open
+// connection resets it.
 import type { Connection, PeerId } from '@libp2p/interface';
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
-import type { PeerStore } from './peer-store.js';
+import type { KnownPeer, PeerStore } from './peer-store.js';
 import type { MeshLogger } from './host.js';
 
 /** What the peer set needs of the libp2p node. */
@@ -52,14 +56,16 @@ interface BootstrapTarget extends Backoff {
 
 /** Multicodec of the /p2p/<peer id> component. */
 export const P2P_CODE = 421;
+/** A peer answering full in a row waits at most this many times the longest redial backoff (160 s at defaults). */
+const FULL_WAIT_MAX = 16;
 /** The peer store is written at most this often (ms). */
 const FLUSH_EVERY_MS = 5_000;
 
 export class PeerSet {
   private readonly targets: BootstrapTarget[] = [];
   private readonly backoff = new Map<string, Backoff>();
-  /** Peers that answered as full, and until when they are not redialled. */
-  private readonly fullUntil = new Map<string, number>();
+  /** Peers that answered as full: until when they are not redialled, and the wait that set it. */
+  private readonly fullAnswers = new Map<string, { until: number; waitMs: number }>();
   private readonly dialling = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
   private stopping = false;
@@ -106,7 +112,7 @@ export class PeerSet {
   /** A connection to the peer closed: redial it soon if it is a bootstrap peer, unless it said it is full. */
   disconnected(peerId: string): void {
     const now = Date.now();
-    if ((this.fullUntil.get(peerId) ?? 0) > now) return;
+    if ((this.fullAnswers.get(peerId)?.until ?? 0) > now) return;
     for (const t of this.targets) {
       if (t.peerId === peerId) {
         t.backoffMs = this.o.redialMinMs;
@@ -117,12 +123,17 @@ export class PeerSet {
 
   /**
    * The peer answered the peer exchange as full (over its maximum): it is not dialled again for the longest redial
-   * backoff (a full node frees room only as its own peers leave or are pruned; the exchange gave this node others to
-   * dial meanwhile). It is alive, so the peer store counts no failure.
+   * backoff, doubled at each full answer that follows within a wait of the last one's end, up to FULL_WAIT_MAX times
+   * it (a full node frees room only as its own peers leave or are pruned, and every answer gave this node others to
+   * dial meanwhile; a seed that every node was told of is not redialled by each of them every few seconds). It is
+   * alive, so the peer store counts no failure.
    */
   full(peerId: string): void {
-    const until = Date.now() + this.o.redialMaxMs;
-    this.fullUntil.set(peerId, until);
+    const now = Date.now();
+    const last = this.fullAnswers.get(peerId);
+    const waitMs = last === undefined ? this.o.redialMaxMs : Math.min(2 * last.waitMs, FULL_WAIT_MAX * this.o.redialMaxMs);
+    const until = now + waitMs;
+    this.fullAnswers.set(peerId, { until, waitMs });
     this.backoff.set(peerId, { backoffMs: this.o.redialMaxMs, nextAt: until });
     for (const t of this.targets) if (t.peerId === peerId) t.nextAt = until;
   }
@@ -140,13 +151,16 @@ export class PeerSet {
     const connected = this.connected();
     for (const id of connected) {
       this.o.known.seen(id, now);
-      if ((this.fullUntil.get(id) ?? 0) <= now) this.backoff.delete(id);
+      if ((this.fullAnswers.get(id)?.until ?? 0) <= now) this.backoff.delete(id);
     }
-    for (const [id, until] of this.fullUntil) if (until <= now) this.fullUntil.delete(id);
+    // A peer not answered full again within a wait of the last one's end starts over at the shortest wait.
+    for (const [id, f] of this.fullAnswers) if (f.until + f.waitMs <= now) this.fullAnswers.delete(id);
     if (connected.size < this.o.target) {
+      // A node with no connection cannot learn peers: its bootstrap addresses are dialled beside its known peers.
+      const lastResort = connected.size === 0 || this.dueKnown(now, connected).length === 0;
       for (const t of this.targets) {
         if (t.peerId !== null && connected.has(t.peerId)) t.backoffMs = this.o.redialMinMs;
-        else if (now >= t.nextAt) void this.dialBootstrap(t);
+        else if (lastResort && now >= t.nextAt) void this.dialBootstrap(t);
       }
       void Promise.all(this.dialKnown(this.o.target - connected.size, connected));
     } else if (connected.size > this.o.max) {
@@ -172,17 +186,21 @@ export class PeerSet {
     }
   }
 
-  /** Start dials to up to `wanted` known peers that are due (the most recently seen first). */
-  private dialKnown(wanted: number, connected = this.connected()): Promise<void>[] {
-    const now = Date.now();
-    const room = Math.min(wanted, (this.o.dialConcurrency ?? 4) - this.dialling.size);
-    if (room <= 0) return [];
-    const due = this.o.known
+  /** Known peers a dial may go to now, the most recently seen first: not connected, not being dialled, out of backoff. */
+  private dueKnown(now: number, connected: ReadonlySet<string>): KnownPeer[] {
+    return this.o.known
       .list()
       .filter((p) => p.peerId !== this.self && !connected.has(p.peerId) && !this.dialling.has(p.peerId) && (this.backoff.get(p.peerId)?.nextAt ?? 0) <= now)
-      .sort((a, b) => b.lastSeen - a.lastSeen || a.failures - b.failures)
-      .slice(0, room);
-    return due.map((p) => this.dialPeer(p.peerId, p.addrs));
+      .sort((a, b) => b.lastSeen - a.lastSeen || a.failures - b.failures);
+  }
+
+  /** Start dials to up to `wanted` known peers that are due (the most recently seen first). */
+  private dialKnown(wanted: number, connected: ReadonlySet<string> = this.connected()): Promise<void>[] {
+    const room = Math.min(wanted, (this.o.dialConcurrency ?? 4) - this.dialling.size);
+    if (room <= 0) return [];
+    return this.dueKnown(Date.now(), connected)
+      .slice(0, room)
+      .map((p) => this.dialPeer(p.peerId, p.addrs));
   }
 
   private async dialPeer(peerId: string, addrs: string[]): Promise<void> {

@@ -1,0 +1,180 @@
+// The peer set's dialling policy, on simulated time: the bootstrap address is a first contact and a last resort (not
+// redialled while known peers are due and the node has a connection), and a peer that answers full waits twice as long
+// at each such answer in a row. The dialler records each dial and answers from the test's table of reachable peers;
+// the peer store is the real one over LevelDB.
+import { join } from 'node:path';
+import type { Connection, PeerId } from '@libp2p/interface';
+import { peerIdFromString } from '@libp2p/peer-id';
+import type { Multiaddr } from '@multiformats/multiaddr';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { PeerSet, type Dialler } from '../../src/mesh/peer-set.js';
+import { PeerStore } from '../../src/mesh/peer-store.js';
+import { Store } from '../../src/store/db.js';
+import { keyedNodes } from '../helpers/promise-signers.js';
+import { makeDataDir, removeDir } from './helpers.js';
+
+const MAINTAIN_MS = 2_000;
+const REDIAL_MAX_MS = 10_000;
+
+async function newPeerId(): Promise<string> {
+  return (await keyedNodes(1))[0]!.id;
+}
+
+/** Dials recorded by peer id and time; a dial succeeds for a reachable peer, and `onOpen` sees each connection. */
+class RecordingDialler implements Dialler {
+  readonly dials: { peer: string; at: number }[] = [];
+  readonly reachable = new Set<string>();
+  onOpen: (peer: string, close: () => void) => void = () => undefined;
+  private readonly open = new Map<string, Connection>();
+
+  constructor(readonly peerId: PeerId) {}
+
+  getConnections(): Connection[] {
+    return [...this.open.values()];
+  }
+
+  async dial(addrs: Multiaddr | Multiaddr[]): Promise<Connection> {
+    const peer = (Array.isArray(addrs) ? addrs[0]! : addrs).getPeerId()!;
+    this.dials.push({ peer, at: Date.now() });
+    if (!this.reachable.has(peer)) throw new Error('connection refused');
+    const close = () => void this.open.delete(peer);
+    const conn = { remotePeer: peerIdFromString(peer), status: 'open', timeline: { open: Date.now() }, close: async () => close() } as unknown as Connection;
+    this.open.set(peer, conn);
+    this.onOpen(peer, close);
+    return conn;
+  }
+
+  dialsTo(peer: string): number[] {
+    return this.dials.filter((d) => d.peer === peer).map((d) => d.at);
+  }
+}
+
+describe('PeerSet dialling', () => {
+  let dir: string;
+  let store: Store;
+  let known: PeerStore;
+  let dialler: RecordingDialler;
+  let seed: string;
+  let set: PeerSet | null = null;
+  const silent = { info: () => undefined, warn: () => undefined, debug: () => undefined };
+
+  beforeEach(async () => {
+    dir = await makeDataDir('svc-peer-set-');
+    store = await Store.open(join(dir, 'db'), { sync: false });
+    known = new PeerStore({ store });
+    dialler = new RecordingDialler(peerIdFromString(await newPeerId()));
+    seed = await newPeerId();
+    vi.useFakeTimers({ toFake: ['Date', 'setInterval', 'clearInterval'] });
+  });
+
+  afterEach(async () => {
+    await set?.stop();
+    set = null;
+    vi.useRealTimers();
+    await store.close();
+    await removeDir(dir);
+  });
+
+  const start = async (): Promise<PeerSet> => {
+    set = new PeerSet({
+      node: dialler,
+      known,
+      bootstrap: [`/ip4/127.0.0.1/tcp/4001/p2p/${seed}`],
+      target: 8,
+      max: 24,
+      redialMinMs: 250,
+      redialMaxMs: REDIAL_MAX_MS,
+      maintainMs: MAINTAIN_MS,
+      graceMs: 20_000,
+      score: () => 0,
+      log: silent,
+    });
+    await set.start();
+    return set;
+  };
+
+  /** Known peers in the store, none of them reachable. */
+  const learnUnreachable = async (n: number): Promise<void> => {
+    for (let i = 0; i < n; i++) known.learn(await newPeerId(), [`/ip4/127.0.0.1/tcp/${5000 + i}`]);
+  };
+
+  it('does not redial its bootstrap address while known peers are due and it has a connection', async () => {
+    const friend = await newPeerId();
+    known.learn(friend, ['/ip4/127.0.0.1/tcp/4999']);
+    // Seen most recently: dialled first, so the node holds a connection from the first pass on.
+    known.seen(friend, Date.now());
+    dialler.reachable.add(friend);
+    await learnUnreachable(40);
+    await start();
+    await vi.advanceTimersByTimeAsync(30_000);
+    // The first contact only: 15 passes under the target, each with known peers to try.
+    expect(dialler.dialsTo(seed)).toHaveLength(1);
+    expect(dialler.getConnections().map((c) => c.remotePeer.toString())).toEqual([friend]);
+    expect(dialler.dials.length).toBeGreaterThan(40);
+  });
+
+  it('redials its bootstrap address when no known peer is due', async () => {
+    const friend = await newPeerId();
+    known.learn(friend, ['/ip4/127.0.0.1/tcp/4999']);
+    dialler.reachable.add(friend);
+    await start();
+    await vi.advanceTimersByTimeAsync(30_000);
+    // Backoff 250 ms doubling to 10 s, tried at the 2-s passes: 0, 2, 4, 6, 8, 12, 20, 30 s.
+    expect(dialler.dialsTo(seed).length).toBeGreaterThanOrEqual(5);
+  });
+
+  it('redials its bootstrap address beside known peers while it has no connection', async () => {
+    await learnUnreachable(40);
+    await start();
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(dialler.dialsTo(seed).length).toBeGreaterThanOrEqual(5);
+    expect(dialler.getConnections()).toEqual([]);
+  });
+
+  it('waits twice as long after each full answer in a row from the same peer, up to 16 times the longest backoff', async () => {
+    dialler.reachable.add(seed);
+    // The seed answers every connection as full (what the host does on the exchange's answer).
+    dialler.onOpen = (peer, close) => {
+      if (peer !== seed) return;
+      set!.full(seed);
+      close();
+    };
+    await start();
+    await vi.advanceTimersByTimeAsync(700_000);
+    const at = dialler.dialsTo(seed);
+    const gaps = at.slice(1).map((t, i) => t - at[i]!);
+    // Each wait is met at the next 2-s pass after it ends.
+    const waits = [1, 2, 4, 8, 16, 16, 16].map((k) => k * REDIAL_MAX_MS);
+    expect(gaps.length).toBeGreaterThanOrEqual(waits.length);
+    for (const [i, wait] of waits.entries()) {
+      expect(gaps[i]).toBeGreaterThanOrEqual(wait);
+      expect(gaps[i]).toBeLessThanOrEqual(wait + MAINTAIN_MS);
+    }
+  });
+
+  it('a peer not answered full again within a wait of the last one ends its streak', async () => {
+    dialler.reachable.add(seed);
+    let fullAnswers = 2;
+    dialler.onOpen = (peer, close) => {
+      if (peer !== seed || fullAnswers === 0) return;
+      fullAnswers--;
+      set!.full(seed);
+      close();
+    };
+    await start();
+    // Full at 0 s (wait 10 s), at ≈ 10 s (wait 20 s); the third connection, at ≈ 30 s, is kept.
+    await vi.advanceTimersByTimeAsync(40_000);
+    expect(dialler.dialsTo(seed)).toHaveLength(3);
+    expect(dialler.getConnections().map((c) => c.remotePeer.toString())).toEqual([seed]);
+    // Kept past a wait of the last full answer's end: the next full answer waits 10 s again, not 40.
+    await vi.advanceTimersByTimeAsync(30_000);
+    void dialler.getConnections()[0]!.close();
+    set!.full(seed);
+    set!.disconnected(seed);
+    const fullAt = Date.now();
+    await vi.advanceTimersByTimeAsync(15_000);
+    const next = dialler.dialsTo(seed).find((t) => t > fullAt)!;
+    expect(next - fullAt).toBeGreaterThanOrEqual(REDIAL_MAX_MS);
+    expect(next - fullAt).toBeLessThanOrEqual(REDIAL_MAX_MS + MAINTAIN_MS);
+  });
+});
