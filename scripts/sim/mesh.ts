@@ -3,8 +3,9 @@
 // way independent operators join: node 0 is the seed and every other node is told the seed's address only. The seed
 // runs in a process of its own (beside the `--procs` that host the others), as a seed does: a process accepts one
 // connection per listener per event-loop turn (libuv), and a turn of a process hosting a hundred nodes lasts up to a
-// second, which would cap every joiner's first contact at about one a second. Nodes then churn: every minute `--churn` nodes leave and as many new ones join, each
-// told one address of a random live node; the seed itself leaves `--kill-seed-after` seconds into the measurement.
+// second, which would cap every joiner's first contact at about one a second. Nodes then churn: every minute `--churn`
+// nodes leave and as many new ones join, each told one address of a random live node; the seed itself leaves
+// `--kill-seed-after` seconds into the measurement.
 // Prints ONE JSON line:
 //   {nodes, procs, tickEvery, tickRate, exchange, px, seconds, churnPerMin, events, eventsPerSec, expectedPairs, deliveredPairs,
 //    delivery, p50Ms, p99Ms, connections: {min, median, max}, cpuMsPerNodePerSec, rssMbPerNode, heapMbPerNode,

@@ -109,7 +109,10 @@ export class PeerSet {
     return out;
   }
 
-  /** A connection to the peer closed: redial it soon if it is a bootstrap peer, unless it said it is full. */
+  /**
+   * A connection to the peer closed: a bootstrap peer is due again soon (dialled while it is the last resort), unless
+   * it said it is full.
+   */
   disconnected(peerId: string): void {
     const now = Date.now();
     if ((this.fullAnswers.get(peerId)?.until ?? 0) > now) return;
@@ -157,7 +160,7 @@ export class PeerSet {
     for (const [id, f] of this.fullAnswers) if (f.until + f.waitMs <= now) this.fullAnswers.delete(id);
     if (connected.size < this.o.target) {
       // A node with no connection cannot learn peers: its bootstrap addresses are dialled beside its known peers.
-      const lastResort = connected.size === 0 || this.dueKnown(now, connected).length === 0;
+      const lastResort = connected.size === 0 || !this.o.known.list().some((p) => this.isDue(p, now, connected));
       for (const t of this.targets) {
         if (t.peerId !== null && connected.has(t.peerId)) t.backoffMs = this.o.redialMinMs;
         else if (lastResort && now >= t.nextAt) void this.dialBootstrap(t);
@@ -186,19 +189,20 @@ export class PeerSet {
     }
   }
 
-  /** Known peers a dial may go to now, the most recently seen first: not connected, not being dialled, out of backoff. */
-  private dueKnown(now: number, connected: ReadonlySet<string>): KnownPeer[] {
-    return this.o.known
-      .list()
-      .filter((p) => p.peerId !== this.self && !connected.has(p.peerId) && !this.dialling.has(p.peerId) && (this.backoff.get(p.peerId)?.nextAt ?? 0) <= now)
-      .sort((a, b) => b.lastSeen - a.lastSeen || a.failures - b.failures);
+  /** A known peer a dial may go to now: not this node, not connected, not being dialled, out of its backoff. */
+  private isDue(p: KnownPeer, now: number, connected: ReadonlySet<string>): boolean {
+    return p.peerId !== this.self && !connected.has(p.peerId) && !this.dialling.has(p.peerId) && (this.backoff.get(p.peerId)?.nextAt ?? 0) <= now;
   }
 
   /** Start dials to up to `wanted` known peers that are due (the most recently seen first). */
   private dialKnown(wanted: number, connected: ReadonlySet<string> = this.connected()): Promise<void>[] {
     const room = Math.min(wanted, (this.o.dialConcurrency ?? 4) - this.dialling.size);
     if (room <= 0) return [];
-    return this.dueKnown(Date.now(), connected)
+    const now = Date.now();
+    return this.o.known
+      .list()
+      .filter((p) => this.isDue(p, now, connected))
+      .sort((a, b) => b.lastSeen - a.lastSeen || a.failures - b.failures)
       .slice(0, room)
       .map((p) => this.dialPeer(p.peerId, p.addrs));
   }
