@@ -6,7 +6,7 @@
 // seed; were it redialled by all that are under their target, its handshake slots would go to nodes that have others
 // to dial while a newcomer that knows only the seed is refused at every try (docs/scale.md). Above the maximum it
 // closes the connections of the worst-scored peers. A failed dial doubles that peer's backoff (bounded); an open
-// connection resets it.
+// connection resets it, and a closed one waits the longest backoff.
 import type { Connection, PeerId } from '@libp2p/interface';
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
 import type { KnownPeer, PeerStore } from './peer-store.js';
@@ -110,12 +110,15 @@ export class PeerSet {
   }
 
   /**
-   * A connection to the peer closed: a bootstrap peer is due again soon (dialled while it is the last resort), unless
-   * it said it is full.
+   * A connection to the peer closed, unless it said it is full: as a known peer it waits the longest redial backoff
+   * (it pruned this node over its maximum, or it left; redialled at once, the most recently seen peer would be the
+   * first dialled and pruned again, while peers with room wait), and as a bootstrap peer it is due again soon (dialled
+   * while it is the last resort).
    */
   disconnected(peerId: string): void {
     const now = Date.now();
     if ((this.fullAnswers.get(peerId)?.until ?? 0) > now) return;
+    this.backoff.set(peerId, { backoffMs: this.o.redialMaxMs, nextAt: now + this.o.redialMaxMs });
     for (const t of this.targets) {
       if (t.peerId === peerId) {
         t.backoffMs = this.o.redialMinMs;

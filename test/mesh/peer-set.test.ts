@@ -1,7 +1,7 @@
 // The peer set's dialling policy, on simulated time: the bootstrap address is a first contact and a last resort (not
-// redialled while known peers are due and the node has a connection), and a peer that answers full waits twice as long
-// at each such answer in a row. The dialler records each dial and answers from the test's table of reachable peers;
-// the peer store is the real one over LevelDB.
+// redialled while known peers are due and the node has a connection), a peer whose connection closed waits the longest
+// backoff, and a peer that answers full waits twice as long at each such answer in a row. The dialler records each
+// dial and answers from the test's table of reachable peers; the peer store is the real one over LevelDB.
 import { join } from 'node:path';
 import type { Connection, PeerId } from '@libp2p/interface';
 import { peerIdFromString } from '@libp2p/peer-id';
@@ -129,6 +129,30 @@ describe('PeerSet dialling', () => {
     await vi.advanceTimersByTimeAsync(30_000);
     expect(dialler.dialsTo(seed).length).toBeGreaterThanOrEqual(5);
     expect(dialler.getConnections()).toEqual([]);
+  });
+
+  it('waits the longest backoff before redialling a known peer whose connection closed', async () => {
+    const [pruner, other] = [await newPeerId(), await newPeerId()];
+    for (const peer of [pruner, other]) {
+      known.learn(peer, ['/ip4/127.0.0.1/tcp/4999']);
+      dialler.reachable.add(peer);
+    }
+    await start();
+    await vi.advanceTimersByTimeAsync(MAINTAIN_MS);
+    expect(dialler.dialsTo(pruner)).toHaveLength(1);
+    // The peer closes the connection (it pruned this node over its maximum): the host reports the disconnect.
+    const closedAt = Date.now();
+    void dialler
+      .getConnections()
+      .find((c) => c.remotePeer.toString() === pruner)!
+      .close();
+    set!.disconnected(pruner);
+    await vi.advanceTimersByTimeAsync(REDIAL_MAX_MS + MAINTAIN_MS);
+    const [, redial] = dialler.dialsTo(pruner);
+    expect(redial! - closedAt).toBeGreaterThanOrEqual(REDIAL_MAX_MS);
+    expect(redial! - closedAt).toBeLessThanOrEqual(REDIAL_MAX_MS + MAINTAIN_MS);
+    // The other peer's connection was left alone.
+    expect(dialler.dialsTo(other)).toHaveLength(1);
   });
 
   it('waits twice as long after each full answer in a row from the same peer, up to 16 times the longest backoff', async () => {
