@@ -29,7 +29,10 @@ export type FromWorker =
       heapBytes: number;
       /** Event-loop delay since the previous flush: p50, p99, max (ms). */
       loopDelayMs: [number, number, number];
-      /** Each node: the peer ids it holds a connection to; after the closing census its known peers and log tally too. */
-      nodes: { index: number; peers: string[]; known?: number; logged?: Record<string, number> }[];
+      /**
+       * Each node: the peer ids it holds a connection to, how many of them are in its gossipsub mesh for tick events;
+       * after the closing census its known peers and log tally too.
+       */
+      nodes: { index: number; peers: string[]; meshPeers: number; known?: number; logged?: Record<string, number> }[];
     }
   | { op: 'error'; message: string };

@@ -182,6 +182,7 @@ function flush(census = false): void {
     nodes: [...nodes.values()].map((n) => ({
       index: n.index,
       peers: n.mesh.p2p?.connectedPeers() ?? [],
+      meshPeers: n.mesh.p2p?.meshPeers(TOPICS.ticks).length ?? 0,
       ...(census ? { known: n.mesh.knownPeers().length, logged: Object.fromEntries(n.logged) } : {}),
     })),
   });

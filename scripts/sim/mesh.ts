@@ -7,15 +7,18 @@
 // nodes leave and as many new ones join, each told one address of a random live node; the seed itself leaves
 // `--kill-seed-after` seconds into the measurement.
 // Prints ONE JSON line:
-//   {nodes, procs, tickEvery, tickRate, exchange, px, seconds, churnPerMin, events, eventsPerSec, expectedPairs, deliveredPairs,
-//    delivery, p50Ms, p99Ms, connections: {min, median, max}, cpuMsPerNodePerSec, rssMbPerNode, heapMbPerNode,
-//    loopDelayMs: {join, warmup, measured}, components: {max, minLargestShare, atEnd}, loadAverage, publishedToNoPeer:
-//    {events, senderAgeS}, misses: {reach, receivers, receiversMissingAll, byJoiners, eventsReachingNone, senderAgeS,
-//    missingAll: [[connections, known, s joined before the measurement]…], missingAllLogged}}
+//   {nodes, procs, tickEvery, tickRate, exchange, px, seconds, churnPerMin, events, eventsPerSec, expectedPairs,
+//    deliveredPairs, delivery, p50Ms, p99Ms, connections: {min, median, max, unmeshed, shares}, cpuMsPerNodePerSec,
+//    rssMbPerNode, heapMbPerNode, loopDelayMs: {join, warmup, measured}, components: {max, maxAtS, minLargestShare,
+//    atEnd, alone}, loadAverage, publishedToNoPeer: {events, senderAgeS}, misses: {reach, atS, when, receivers,
+//    receiversMissingAll, byJoiners, eventsReachingNone, senderAgeS, missingAll: [[connections, known, s joined before
+//    the measurement]…], missingAllLogged}}
 // loopDelayMs gives, for each phase and worker process (the seed's last), [the median of its 2-s p99 event-loop
-// delays, the longest delay] in ms; components the live nodes' connection graph sampled every 2 s (the most components,
-// the smallest share of live nodes in the largest, the sizes at the end); reach the counted events by the share of
-// their expected receivers they reached, in tenths (the last: all).
+// delays, the longest delay] in ms; components the live nodes' connection graph sampled every 2 s (the most components
+// and when, in s into the measurement; the smallest share of live nodes in the largest; the sizes at the end); reach
+// the counted events by the share of their expected receivers they reached, in tenths (the last: all), atS when each
+// event that missed a receiver was sent, and when the missed pairs by the receiver's state in its last sample before
+// the event: no connection, connections but no gossipsub mesh peer for tick events, mesh peers.
 // eventsPerSec is the mesh-wide rate of counted tick events (what --tick-rate bounds); loadAverage the [min, max] of the
 // machine's 1-minute load average over the measurement: above its cores, the figures are the machine's, not the mesh's.
 // delivery counts (tick event, receiving node) pairs in the measured window whose sender stayed up 2 s after sending
@@ -86,15 +89,22 @@ interface NodeLife {
 
 const workers: Worker[] = [];
 const lives = new Map<number, NodeLife>();
+const lifeOfId = new Map<string, NodeLife>();
+/** While measured, each time a settled node is seen with no connection after a sample with some: [s into the
+ * measurement, its connections in the sample before, how many of those peers had left by then]. */
+const aloneEpisodes: [number, number, number][] = [];
+let measureStartMs = 0;
 const waiters = new Map<string, () => void>();
 const sends: Send[] = [];
 const receivedBy = new Map<string, Set<number>>();
 const histogram = new Map<number, number>();
 const connectionSamples: number[] = [];
 /** Each node's last figures: its connections, and its known peers after the closing census. */
-const lastSeen = new Map<number, { peers: string[]; known?: number; logged?: Record<string, number> }>();
-/** After each flush while measured: the live nodes' connection graph, [components, largest, live nodes]. */
-const componentSamples: [number, number, number][] = [];
+const lastSeen = new Map<number, { peers: string[]; meshPeers: number; known?: number; logged?: Record<string, number> }>();
+/** While measured, each node's samples: [wall ms, connections, gossipsub mesh peers for tick events]. */
+const samplesOf = new Map<number, [number, number, number][]>();
+/** After each flush while measured: the live nodes' connection graph, [components, largest, live nodes, wall ms]. */
+const componentSamples: [number, number, number, number][] = [];
 let measuring = false;
 /** Where the run is: the joins of the first nodes, the warmup, the measurement. */
 let phase: 'join' | 'warmup' | 'measured' = 'join';
@@ -124,6 +134,7 @@ function onMessage(w: number, msg: FromWorker): void {
     life.nodeId = msg.nodeId;
     life.addrs = msg.addrs;
     life.joinedMs = wallMs();
+    lifeOfId.set(msg.nodeId, life);
     for (let i = 0; i < workers.length; i++) tell(i, { op: 'known', peers: [[msg.nodeId, msg.index]] });
     waiters.get(`started:${msg.index}`)?.();
   } else if (msg.op === 'stopped') waiters.get(`stopped:${msg.index}`)?.();
@@ -133,7 +144,18 @@ function onMessage(w: number, msg: FromWorker): void {
     loopSamples.push([phase, w, msg.loopDelayMs[1], msg.loopDelayMs[2]]);
     wk.rssBytes = msg.rssBytes;
     wk.heapBytes = msg.heapBytes;
-    for (const c of msg.nodes) lastSeen.set(c.index, c);
+    for (const c of msg.nodes) {
+      const before = lastSeen.get(c.index)?.peers ?? [];
+      const life = lives.get(c.index)!;
+      if (measuring && c.peers.length === 0 && before.length > 0 && wallMs() - life.joinedMs >= SETTLE * 1000)
+        aloneEpisodes.push([Math.round((wallMs() - measureStartMs) / 1000), before.length, before.filter((id) => lifeOfId.get(id)?.leftMs !== null).length]);
+      lastSeen.set(c.index, c);
+      if (measuring) {
+        let xs = samplesOf.get(c.index);
+        if (!xs) samplesOf.set(c.index, (xs = []));
+        xs.push([wallMs(), c.peers.length, c.meshPeers]);
+      }
+    }
     if (measuring) {
       for (const c of msg.nodes) connectionSamples.push(c.peers.length);
       for (const [b, n] of msg.histogram) histogram.set(b, (histogram.get(b) ?? 0) + n);
@@ -187,7 +209,7 @@ async function flushOnce(census = false): Promise<void> {
   );
   if (measuring) {
     const sizes = components();
-    componentSamples.push([sizes.length, sizes[0] ?? 0, alive().length]);
+    componentSamples.push([sizes.length, sizes[0] ?? 0, alive().length, wallMs()]);
   }
 }
 
@@ -251,6 +273,7 @@ async function main(): Promise<void> {
   await flushAll();
   const cpuStart = workers.map((w) => w.cpuMs);
   const measureStart = wallMs();
+  measureStartMs = measureStart;
   measuring = true;
   phase = 'measured';
   const churnEveryMs = CHURN > 0 ? 60_000 / CHURN : Infinity;
@@ -262,16 +285,19 @@ async function main(): Promise<void> {
   while (wallMs() < measureStart + SECONDS * 1000) {
     await new Promise((r) => setTimeout(r, 250));
     liveCounts.push(alive().length);
+    // Stops are not waited for: a node's stop can take seconds on a loaded machine, and the churn keeps its pace.
     if (!seedKilled && wallMs() >= measureStart + KILL_SEED_AFTER * 1000) {
       seedKilled = true;
-      await stopNode(seed);
-      process.stderr.write(`seed node stopped at ${Math.round((wallMs() - measureStart) / 1000)} s\n`);
+      void stopNode(seed).then(
+        () => process.stderr.write(`seed node stopped at ${Math.round((wallMs() - measureStart) / 1000)} s\n`),
+        (err: unknown) => process.stderr.write(`seed node stop: ${String(err)}\n`),
+      );
     }
     if (wallMs() >= nextChurn) {
       nextChurn += churnEveryMs;
       const live = alive().filter((l) => l.index !== seed);
       const leaving = live[Math.floor(random() * live.length)]!;
-      await stopNode(leaving.index);
+      void stopNode(leaving.index).catch((err: unknown) => process.stderr.write(`node ${leaving.index} stop: ${String(err)}\n`));
       const settled = alive().filter((l) => wallMs() - l.joinedMs >= SETTLE * 1000);
       const contact = settled[Math.floor(random() * settled.length)] ?? alive()[0]!;
       void startNode(contact.addrs);
@@ -297,12 +323,17 @@ async function main(): Promise<void> {
   const missedBy = new Map<number, number>();
   const countedBy = new Map<number, number>();
   let missedByJoiners = 0;
+  /** Missed pairs by the receiver's state in its last sample before the event was sent: no connection, connections
+   * but no gossipsub mesh peer for tick events, mesh peers, no sample yet. */
+  const missedWhen = { alone: 0, unmeshed: 0, meshed: 0, unsampled: 0 };
   /** Events gossipsub sent to no peer: each one's sender's age (s since it started) when it sent it. */
   const publishedToNoPeer: number[] = [];
   /** Counted events by the share of their expected receivers they reached: [0, 10 %), … [90 %, 100 %), all. */
   const reach = new Array<number>(11).fill(0);
   /** Counted events no node received: each one's sender's age (s since it started) when it sent it. */
   const reachedNone: number[] = [];
+  /** Counted events that missed a receiver: when each was sent (s into the measurement). */
+  const missedAtS: number[] = [];
   for (const [sender, tick, sentMs, recipients] of sends) {
     if (sentMs < measureStart || sentMs > measureEnd - GRACE * 1000) continue;
     const s = lives.get(sender)!;
@@ -326,6 +357,8 @@ async function main(): Promise<void> {
       else {
         missedBy.set(r.index, (missedBy.get(r.index) ?? 0) + 1);
         if (r.joinedMs > measureStart) missedByJoiners++;
+        const before = (samplesOf.get(r.index) ?? []).filter(([at]) => at <= sentMs).pop();
+        missedWhen[before === undefined ? 'unsampled' : before[1] === 0 ? 'alone' : before[2] === 0 ? 'unmeshed' : 'meshed']++;
       }
       countedBy.set(r.index, (countedBy.get(r.index) ?? 0) + 1);
     }
@@ -333,10 +366,13 @@ async function main(): Promise<void> {
     if (expected > expectedBefore) {
       const share = (delivered - deliveredBefore) / (expected - expectedBefore);
       reach[share === 1 ? 10 : Math.floor(share * 10)]!++;
+      if (share < 1) missedAtS.push(Math.round((sentMs - measureStart) / 1000));
     }
   }
   const missingAll = [...missedBy].filter(([r, n]) => n === countedBy.get(r)).map(([r]) => r);
   const conns = [...connectionSamples].sort((a, b) => a - b);
+  const meshSamples = [...samplesOf.values()].flat().map(([, c, m]) => [c, m] as const);
+  const mostComponents = componentSamples.reduce((most, c) => (c[0] > most[0] ? c : most), [0, 0, 0, measureStart]);
   const meanLive = liveCounts.reduce((a, b) => a + b, 0) / Math.max(1, liveCounts.length);
   const seconds = (measureEnd - measureStart) / 1000;
   const out = {
@@ -355,7 +391,18 @@ async function main(): Promise<void> {
     delivery: expected === 0 ? null : Math.round((delivered / expected) * 1e6) / 1e6,
     p50Ms: percentileMs(50),
     p99Ms: percentileMs(99),
-    connections: { min: conns[0] ?? 0, median: conns[Math.floor(conns.length / 2)] ?? 0, max: conns[conns.length - 1] ?? 0 },
+    connections: {
+      min: conns[0] ?? 0,
+      median: conns[Math.floor(conns.length / 2)] ?? 0,
+      max: conns[conns.length - 1] ?? 0,
+      // The share of the samples (a node every 2 s) holding 0, 1, 2, 3, 4–7 and 8 or more connections, and of those
+      // with connections the share with no gossipsub mesh peer for tick events.
+      unmeshed: Math.round((meshSamples.filter(([c, m]) => c > 0 && m === 0).length / Math.max(1, meshSamples.filter(([c]) => c > 0).length)) * 1e4) / 1e4,
+      shares: [0, 1, 2, 3, 4, 8].map((from, i, bounds) => {
+        const to = bounds[i + 1] ?? Infinity;
+        return Math.round((conns.filter((c) => c >= from && c < to).length / Math.max(1, conns.length)) * 1e4) / 1e4;
+      }),
+    },
     cpuMsPerNodePerSec: Math.round((cpuMs / meanLive / seconds) * 100) / 100,
     rssMbPerNode: Math.round((rss / liveNow / 2 ** 20) * 10) / 10,
     heapMbPerNode: Math.round((heap / liveNow / 2 ** 20) * 10) / 10,
@@ -374,9 +421,12 @@ async function main(): Promise<void> {
     // The live nodes' connection graph, sampled every 2 s while measured: the most components it fell into, the
     // smallest share of the live nodes its largest component held, and the component sizes at the end.
     components: {
-      max: Math.max(0, ...componentSamples.map((c) => c[0])),
+      max: mostComponents[0],
+      maxAtS: Math.round((mostComponents[3] - measureStart) / 1000),
       minLargestShare: Math.round(Math.min(1, ...componentSamples.map((c) => c[1] / Math.max(1, c[2]))) * 1000) / 1000,
       atEnd: components().slice(0, 8),
+      // Settled nodes seen alone after a sample with connections: [s, connections before, of them left by then].
+      alone: aloneEpisodes.slice(0, 40),
     },
     loadAverage: [Math.min(...loads), Math.max(...loads)].map((l) => Math.round(l * 100) / 100),
     publishedToNoPeer: { events: publishedToNoPeer.length, senderAgeS: publishedToNoPeer },
@@ -384,6 +434,8 @@ async function main(): Promise<void> {
     // while measured: whether the misses are a few nodes cut off or spread over the mesh.
     misses: {
       reach,
+      atS: missedAtS,
+      when: missedWhen,
       receivers: missedBy.size,
       receiversMissingAll: missingAll.length,
       byJoiners: missedByJoiners,

@@ -530,6 +530,12 @@ export class MeshHost {
     return this.node.services.pubsub.getSubscribers(topic).map((p) => p.toString());
   }
 
+  /** Peers in this node's gossipsub mesh for a topic (the peers it forwards the topic's messages to at once). */
+  meshPeers(topic: string): string[] {
+    if (!this.node) return [];
+    return (this.node.services.pubsub as unknown as GossipSub).getMeshPeers(topic);
+  }
+
   /** gossipsub score this node gives a peer (negative after rejected messages). */
   peerScore(peerId: string): number {
     if (!this.node) return 0;
