@@ -81,6 +81,13 @@ export const DEFAULT_PEER_SET: PeerSetBounds = { target: 8, max: 24, maintainMs:
 
 /** How often libp2p's connection monitor pings each open connection (and closes one that does not answer). */
 export const CONNECTION_PING_MS = 60_000;
+/**
+ * How long a ping may take before the connection is closed. libp2p's is 5 s (its adaptive timeout is never fed in
+ * libp2p 2.10), and a node pings all its connections at once: a busy moment past 5 s closed every connection of a node
+ * whose peers were all alive, and it heard nothing until it had dialled new ones (docs/scale.md). A peer gone without
+ * closing its side is still closed within CONNECTION_PING_MS plus this.
+ */
+export const CONNECTION_PING_TIMEOUT_MS = 30_000;
 
 export interface MeshHostOptions {
   privateKey: PrivateKey;
@@ -313,7 +320,7 @@ export class MeshHost {
       },
       // libp2p pings every connection every 10 s on a new stream each time; at 8–24 connections that was half of an
       // idle node's CPU (docs/decisions.md, "Mesh: connection pings every 60 s").
-      connectionMonitor: { pingInterval: CONNECTION_PING_MS },
+      connectionMonitor: { pingInterval: CONNECTION_PING_MS, pingTimeout: { minTimeout: CONNECTION_PING_TIMEOUT_MS } },
       ...(o.mdns ? { peerDiscovery: [mdns()] } : {}),
       ...(o.metrics ? { metrics: o.metrics } : {}),
       ...(o.connectionGater ? { connectionGater: o.connectionGater } : {}),
