@@ -85,7 +85,9 @@ export const CONNECTION_PING_MS = 60_000;
  * How long a ping may take before the connection is closed. libp2p's is 5 s (its adaptive timeout is never fed in
  * libp2p 2.10), and a node pings all its connections at once: a busy moment past 5 s closed every connection of a node
  * whose peers were all alive, and it heard nothing until it had dialled new ones (docs/scale.md). A peer gone without
- * closing its side is still closed within CONNECTION_PING_MS plus this.
+ * closing its side is still closed within CONNECTION_PING_MS plus this. It stays under CONNECTION_PING_MS: a ping
+ * still pending at the next one fails it (the ping protocol takes one outbound stream per connection), which closes
+ * the connection too.
  */
 export const CONNECTION_PING_TIMEOUT_MS = 30_000;
 
@@ -133,6 +135,8 @@ export interface MeshHostOptions {
   redialMaxMs?: number;
   /** gossipsub seen-cache TTL in ms (default 120 s). */
   seenTtlMs?: number;
+  /** How often each connection is pinged (ms; default CONNECTION_PING_MS); tests shorten it. */
+  connectionPingMs?: number;
   /** libp2p's own component logger (absent: libp2p's default, the `debug` module, DEBUG=libp2p:*); the mesh simulation reads it. */
   libp2pLogger?: ComponentLogger;
   /** libp2p's own metrics (a factory such as @libp2p/prometheus-metrics', supplied by the mesh's wiring, node/mesh.ts). */
@@ -320,7 +324,7 @@ export class MeshHost {
       },
       // libp2p pings every connection every 10 s on a new stream each time; at 8–24 connections that was half of an
       // idle node's CPU (docs/decisions.md, "Mesh: connection pings every 60 s").
-      connectionMonitor: { pingInterval: CONNECTION_PING_MS, pingTimeout: { minTimeout: CONNECTION_PING_TIMEOUT_MS } },
+      connectionMonitor: { pingInterval: o.connectionPingMs ?? CONNECTION_PING_MS, pingTimeout: { minTimeout: CONNECTION_PING_TIMEOUT_MS } },
       ...(o.mdns ? { peerDiscovery: [mdns()] } : {}),
       ...(o.metrics ? { metrics: o.metrics } : {}),
       ...(o.connectionGater ? { connectionGater: o.connectionGater } : {}),

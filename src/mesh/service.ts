@@ -109,6 +109,8 @@ export interface MeshServiceOptions {
   redialMaxMs?: number;
   /** gossipsub seen-cache TTL (ms). */
   gossipSeenTtlMs?: number;
+  /** How often libp2p pings each connection (ms; default 60 s, host.ts CONNECTION_PING_MS); tests shorten it. */
+  connectionPingMs?: number;
   /** The peer set's dial/prune period and the grace of a new connection (ms; default 2 000 and 20 000). */
   peerSetTiming?: Partial<Pick<PeerSetBounds, 'maintainMs' | 'graceMs'>>;
   /**
@@ -352,6 +354,7 @@ export class MeshService {
         redialMinMs: this.opts.redialMinMs,
         redialMaxMs: this.opts.redialMaxMs,
         seenTtlMs: this.opts.gossipSeenTtlMs,
+        connectionPingMs: this.opts.connectionPingMs,
         metrics: this.opts.libp2pMetrics,
         libp2pLogger: this.opts.libp2pLogger,
         connectionGater: this.opts.connectionGater,
