@@ -2,8 +2,11 @@
 
 /** A tick event a node published: [node index, tick, wall ms, the peers gossipsub sent it to]. */
 export type Send = [number, number, number, number];
-/** A tick event received: [sender index, tick, receiving node indexes (in one worker)]. */
-export type Receipt = [number, number, number[]];
+/**
+ * A tick event received: [sender index, tick, receiving node indexes (in one worker), the node each got it from (its
+ * gossipsub propagation source; -1 unknown), wall ms of each receipt].
+ */
+export type Receipt = [number, number, number[], number[], number[]];
 
 export type ToWorker =
   | { op: 'known'; peers: [string, number][] }
@@ -30,9 +33,19 @@ export type FromWorker =
       /** Event-loop delay since the previous flush: p50, p99, max (ms). */
       loopDelayMs: [number, number, number];
       /**
-       * Each node: the peer ids it holds a connection to, how many of them are in its gossipsub mesh for tick events;
-       * after the closing census its known peers and log tally too.
+       * Each node: the peer ids it holds a connection to, those in its gossipsub mesh for tick events; after the
+       * closing census its known peers and log tallies too.
        */
-      nodes: { index: number; peers: string[]; meshPeers: number; known?: number; logged?: Record<string, number> }[];
+      nodes: {
+        index: number;
+        peers: string[];
+        meshPeers: string[];
+        /** Mesh peers gossipsub holds no open outbound stream to. */
+        unwritable: number;
+        known?: number;
+        logged?: Record<string, number>;
+        /** What gossipsub logged, by message (peer ids and numbers as P and N). */
+        gossipLog?: Record<string, number>;
+      }[];
     }
   | { op: 'error'; message: string };

@@ -6,7 +6,11 @@
 //   - receipts: every tick event one of its nodes accepts, by event (sender, tick) → receiving nodes;
 //   - latency: a log-bucket histogram (1 % wide buckets) of receive time − publish time over all receipts (the
 //     publish time rides in the tick body as an extra field, which the node's tick schema ignores);
-//   - the process's CPU time and memory, which the coordinator divides by the nodes it hosts, and its event-loop delay.
+//   - the process's CPU time and memory, which the coordinator divides by the nodes it hosts, and its event-loop delay;
+//   - for each receipt the peer that delivered it (gossipsub's propagation source) and when: the hops of an event;
+//   - each node's gossipsub mesh for tick events, and how many of those mesh peers gossipsub holds no open outbound
+//     stream to (what it forwards to such a peer goes nowhere);
+//   - a tally of what gossipsub logged, by message (peer ids and numbers taken out).
 import '../../src/polyfill.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { ComponentLogger, Logger } from '@libp2p/interface';
@@ -15,7 +19,7 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { systemClock } from '../../src/kernel/clock.js';
 import { MeshService } from '../../src/mesh/service.js';
-import { TOPICS, type MeshEvent } from '../../src/mesh/wire.js';
+import { TOPICS, decodeEnvelope, type MeshEvent } from '../../src/mesh/wire.js';
 import { Store } from '../../src/store/db.js';
 import type { ToWorker, FromWorker, Receipt, Send } from './mesh-messages.js';
 
@@ -34,6 +38,33 @@ interface SimNode {
   /** What the node logged, by message; a failed dial of its bootstrap by its error too (digits as N). The closing census. */
   logged: Map<string, number>;
   trace: string[];
+  gossipLog: Map<string, number>;
+}
+
+/** What the worker reads of gossipsub's state beyond its public API (@chainsafe/libp2p-gossipsub 14). */
+interface GossipsubInternals {
+  getMeshPeers(topic: string): string[];
+  streamsOutbound: Map<string, { rawStream: { status: string; writeStatus?: string } }>;
+  addEventListener(
+    type: 'gossipsub:message',
+    fn: (evt: CustomEvent<{ propagationSource: { toString(): string }; msg: { topic: string; data: Uint8Array } }>) => void,
+  ): void;
+}
+
+function gossipsubOf(mesh: MeshService): GossipsubInternals | null {
+  const host = mesh.p2p as unknown as { node: { services: { pubsub: GossipsubInternals } } | null } | null;
+  return host?.node?.services.pubsub ?? null;
+}
+
+/** Mesh peers for tick events gossipsub has no open outbound stream to. */
+function unwritableMeshPeers(g: GossipsubInternals | null): number {
+  if (g === null) return 0;
+  let n = 0;
+  for (const p of g.getMeshPeers(TOPICS.ticks)) {
+    const out = g.streamsOutbound.get(p)?.rawStream;
+    if (out === undefined || out.status !== 'open' || out.writeStatus === 'closing' || out.writeStatus === 'closed') n++;
+  }
+  return n;
 }
 
 /**
@@ -44,13 +75,25 @@ interface SimNode {
 const traceDir = process.env.SIM_TRACE_DIR ?? null;
 const TRACED = /^libp2p:(tcp|upgrader|noise|connection-manager|mss|multistream)/;
 
-function traceLogger(lines: string[], keep: number): ComponentLogger {
+/**
+ * libp2p's component logger for one node: the lines of the TRACED components into `lines` (when tracing), and each
+ * gossipsub message counted into `gossipLog` by its text with peer ids and numbers taken out.
+ */
+function simLogger(lines: string[] | null, keep: number, gossipLog: Map<string, number>): ComponentLogger {
   const make = (name: string): Logger => {
-    const on = TRACED.test(name);
+    const on = lines !== null && TRACED.test(name);
+    const gossip = name.startsWith('libp2p:gossipsub');
     const write =
       (level: string) =>
       (fmt: unknown, ...args: unknown[]) => {
-        if (!on) return;
+        if (gossip) {
+          const key = `${level}${String(fmt instanceof Error ? `${fmt.name}: ${fmt.message}` : fmt)}${args[0] instanceof Error ? ` ${args[0].message}` : ''}`
+            .replace(/12D3KooW[A-Za-z0-9]+/g, 'P')
+            .replace(/\d+/g, 'N')
+            .slice(0, 120);
+          gossipLog.set(key, (gossipLog.get(key) ?? 0) + 1);
+        }
+        if (!on || lines === null) return;
         let i = 0;
         const text = String(fmt).replace(/%[a-zA-Z]/g, () => {
           const a = args[i++];
@@ -60,7 +103,12 @@ function traceLogger(lines: string[], keep: number): ComponentLogger {
         // Trimmed in halves: the last `keep` lines at least, without a copy per line.
         if (lines.length > 2 * keep) lines.splice(0, lines.length - keep);
       };
-    const log = Object.assign(write(''), { error: write('ERR '), trace: () => undefined, enabled: on, newScope: (n: string) => make(`${name}:${n}`) });
+    const log = Object.assign(write(''), {
+      error: write('ERR '),
+      trace: () => undefined,
+      enabled: on || gossip,
+      newScope: (n: string) => make(`${name}:${n}`),
+    });
     return log as Logger;
   };
   return { forComponent: make };
@@ -89,6 +137,7 @@ async function startNode(index: number, bootstrap: string[]): Promise<void> {
   const store = await Store.open(join(dir, 'db'), { sync: false });
   const logged = new Map<string, number>();
   const trace: string[] = [];
+  const gossipLog = new Map<string, number>();
   const tally = (obj: object, msg?: string): void => {
     let key = msg ?? '';
     if (key === 'mesh bootstrap dial failed')
@@ -113,7 +162,7 @@ async function startNode(index: number, bootstrap: string[]): Promise<void> {
     // Every simulated node dials from 127.0.0.1; real joiners arrive from their own addresses, so libp2p's per-IP
     // inbound threshold (which would count the whole simulation as one joiner) is lifted.
     inboundPerIpPerSec: 10_000,
-    ...(traceDir === null ? {} : { libp2pLogger: traceLogger(trace, index === 0 ? 200_000 : 2_000) }),
+    libp2pLogger: simLogger(traceDir === null ? null : trace, index === 0 ? 200_000 : 2_000, gossipLog),
   });
   // Sends are read off the instance's publish (this script's measurement, not the node's behaviour).
   const publish = mesh.publish.bind(mesh);
@@ -122,23 +171,40 @@ async function startNode(index: number, bootstrap: string[]): Promise<void> {
     if (type === 'tick') sends.push([index, out.event.svcond, (body as { simSentMs: number }).simSentMs, out.recipients]);
     return out;
   };
+  /** The propagation source of each tick event this node accepted, by `${sender id}:${tick}`, until its receipt. */
+  const sources = new Map<string, string>();
   mesh.onEvent(TOPICS.ticks, (e: MeshEvent) => {
     const sender = indexOf.get(e.sender);
     const sentMs = (e.body as { simSentMs?: unknown }).simSentMs;
+    const from = sources.get(`${e.sender}:${e.svcond}`);
+    sources.delete(`${e.sender}:${e.svcond}`);
     if (sender === undefined || typeof sentMs !== 'number') return;
     const key = `${sender}:${e.svcond}`;
     let r = receipts.get(key);
     if (!r) {
-      r = [sender, e.svcond, []];
+      r = [sender, e.svcond, [], [], []];
       receipts.set(key, r);
     }
     r[2].push(index);
+    r[3].push(from === undefined ? -1 : (indexOf.get(from) ?? -1));
+    r[4].push(Math.round(wallMs()));
     const us = Math.max(1, (wallMs() - sentMs) * 1000);
     const b = Math.floor(Math.log(us) / LOG_STEP);
     histogram.set(b, (histogram.get(b) ?? 0) + 1);
   });
   await mesh.start();
-  nodes.set(index, { index, mesh, store, dir, logged, trace });
+  // gossipsub tells the propagation source of an accepted message before the node's own handlers see it.
+  gossipsubOf(mesh)?.addEventListener('gossipsub:message', (evt) => {
+    if (evt.detail.msg.topic !== TOPICS.ticks) return;
+    const env = decodeEnvelope(evt.detail.msg.data);
+    const ev = env?.event as { sender?: unknown; svcond?: unknown } | undefined;
+    if (typeof ev?.sender === 'string' && typeof ev.svcond === 'number') {
+      sources.set(`${ev.sender}:${ev.svcond}`, evt.detail.propagationSource.toString());
+      // Bounded: an accepted event whose receipt the node did not record (not a simulated sender) is dropped later.
+      if (sources.size > 1_000) sources.delete(sources.keys().next().value!);
+    }
+  });
+  nodes.set(index, { index, mesh, store, dir, logged, trace, gossipLog });
   send({ op: 'started', index, nodeId: mesh.nodeId, addrs: mesh.multiaddrs() });
 }
 
@@ -182,8 +248,9 @@ function flush(census = false): void {
     nodes: [...nodes.values()].map((n) => ({
       index: n.index,
       peers: n.mesh.p2p?.connectedPeers() ?? [],
-      meshPeers: n.mesh.p2p?.meshPeers(TOPICS.ticks).length ?? 0,
-      ...(census ? { known: n.mesh.knownPeers().length, logged: Object.fromEntries(n.logged) } : {}),
+      meshPeers: n.mesh.p2p?.meshPeers(TOPICS.ticks) ?? [],
+      unwritable: unwritableMeshPeers(gossipsubOf(n.mesh)),
+      ...(census ? { known: n.mesh.knownPeers().length, logged: Object.fromEntries(n.logged), gossipLog: Object.fromEntries(n.gossipLog) } : {}),
     })),
   });
   loopDelay.reset();

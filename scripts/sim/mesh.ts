@@ -12,13 +12,15 @@
 //    rssMbPerNode, heapMbPerNode, loopDelayMs: {join, warmup, measured}, components: {max, maxAtS, minLargestShare,
 //    atEnd, alone}, loadAverage, publishedToNoPeer: {events, senderAgeS}, misses: {reach, atS, when, receivers,
 //    receiversMissingAll, byJoiners, eventsReachingNone, senderAgeS, missingAll: [[connections, known, s joined before
-//    the measurement]…], missingAllLogged}}
+//    the measurement]…], missingAllLogged, partial}, gossipsub: {unwritableShare, unwritableMax, log}}
 // loopDelayMs gives, for each phase and worker process (the seed's last), [the median of its 2-s p99 event-loop
 // delays, the longest delay] in ms; components the live nodes' connection graph sampled every 2 s (the most components
 // and when, in s into the measurement; the smallest share of live nodes in the largest; the sizes at the end); reach
 // the counted events by the share of their expected receivers they reached, in tenths (the last: all), atS when each
 // event that missed a receiver was sent, and when the missed pairs by the receiver's state in its last sample before
-// the event: no connection, connections but no gossipsub mesh peer for tick events, mesh peers.
+// the event: no connection, connections but no gossipsub mesh peer for tick events, mesh peers; partial traces the
+// first events that missed a receiver hop by hop (traceEvent). gossipsub says how often a node's gossipsub mesh held a
+// peer it had no open outbound stream to, and what gossipsub logged most.
 // eventsPerSec is the mesh-wide rate of counted tick events (what --tick-rate bounds); loadAverage the [min, max] of the
 // machine's 1-minute load average over the measurement: above its cores, the figures are the machine's, not the mesh's.
 // delivery counts (tick event, receiving node) pairs in the measured window whose sender stayed up 2 s after sending
@@ -96,13 +98,20 @@ const aloneEpisodes: [number, number, number][] = [];
 let measureStartMs = 0;
 const waiters = new Map<string, () => void>();
 const sends: Send[] = [];
-const receivedBy = new Map<string, Set<number>>();
+/** Each tick event's receipts: receiving node → [the node it got it from (-1 unknown), wall ms]. */
+const receivedBy = new Map<string, Map<number, [number, number]>>();
 const histogram = new Map<number, number>();
 const connectionSamples: number[] = [];
 /** Each node's last figures: its connections, and its known peers after the closing census. */
-const lastSeen = new Map<number, { peers: string[]; meshPeers: number; known?: number; logged?: Record<string, number> }>();
-/** While measured, each node's samples: [wall ms, connections, gossipsub mesh peers for tick events]. */
-const samplesOf = new Map<number, [number, number, number][]>();
+const lastSeen = new Map<
+  number,
+  { peers: string[]; meshPeers: string[]; known?: number; logged?: Record<string, number>; gossipLog?: Record<string, number> }
+>();
+/**
+ * While measured, each node's samples: [wall ms, connections, gossipsub mesh peers for tick events, of them those with
+ * no open outbound stream, the connected peers' indexes, the mesh peers' indexes].
+ */
+const samplesOf = new Map<number, [number, number, number, number, number[], number[]][]>();
 /** After each flush while measured: the live nodes' connection graph, [components, largest, live nodes, wall ms]. */
 const componentSamples: [number, number, number, number][] = [];
 let measuring = false;
@@ -153,7 +162,8 @@ function onMessage(w: number, msg: FromWorker): void {
       if (measuring) {
         let xs = samplesOf.get(c.index);
         if (!xs) samplesOf.set(c.index, (xs = []));
-        xs.push([wallMs(), c.peers.length, c.meshPeers]);
+        const indexes = (ids: string[]): number[] => ids.map((id) => lifeOfId.get(id)?.index ?? -1);
+        xs.push([wallMs(), c.peers.length, c.meshPeers.length, c.unwritable, indexes(c.peers), indexes(c.meshPeers)]);
       }
     }
     if (measuring) {
@@ -161,11 +171,11 @@ function onMessage(w: number, msg: FromWorker): void {
       for (const [b, n] of msg.histogram) histogram.set(b, (histogram.get(b) ?? 0) + n);
     }
     sends.push(...msg.sends);
-    for (const [sender, tick, receivers] of msg.receipts as Receipt[]) {
+    for (const [sender, tick, receivers, froms, atMs] of msg.receipts as Receipt[]) {
       const key = `${sender}:${tick}`;
-      let set = receivedBy.get(key);
-      if (!set) receivedBy.set(key, (set = new Set()));
-      for (const r of receivers) set.add(r);
+      let got = receivedBy.get(key);
+      if (!got) receivedBy.set(key, (got = new Map()));
+      receivers.forEach((r, i) => got.set(r, [froms[i]!, atMs[i]!]));
     }
     waiters.get(`figures:${w}`)?.();
   } else if (msg.op === 'error') process.stderr.write(`worker ${w}: ${msg.message}\n`);
@@ -244,6 +254,60 @@ function percentileMs(p: number): number {
     if (seen >= (p / 100) * total) return Math.round(1.01 ** (b + 0.5) / 10) / 100;
   }
   return NaN;
+}
+
+/** A node's last sample taken at or before `ms` (while measured). */
+function sampleBefore(index: number, ms: number): [number, number, number, number, number[], number[]] | undefined {
+  let last: [number, number, number, number, number[], number[]] | undefined;
+  for (const x of samplesOf.get(index) ?? []) {
+    if (x[0] > ms) break;
+    last = x;
+  }
+  return last;
+}
+
+/**
+ * How an event that missed receivers spread: [s into the measurement it was sent, sender, the peers gossipsub sent it
+ * to, expected receivers, reached, missed]; `hops`, receipts by their hop count from the sender (following each
+ * receipt's propagation source); `lastS`, its last receipt after the send; `forwarders`, receivers that delivered it to
+ * some other node / those with mesh peers (sample before the send) that delivered it to none; and for the receivers
+ * that missed it, by what their last sample before the send held: `meshPeerGotIt` a mesh peer that received it
+ * (with how late it received it, s: median, max), `peerGotIt` only a connected non-mesh peer that did, `noneGotIt`.
+ */
+function traceEvent(sender: number, sentMs: number, recipients: number, got: Map<number, [number, number]>, missed: number[], expected: number): object {
+  const hop = (r: number): number => {
+    let n = 0;
+    for (let at: number | undefined = r; at !== undefined && at !== sender && n < 64; n++) at = got.get(at)?.[0];
+    return n;
+  };
+  const hops: Record<number, number> = {};
+  for (const r of got.keys()) hops[hop(r)] = (hops[hop(r)] ?? 0) + 1;
+  const sources = new Set([...got.values()].map(([from]) => from));
+  const meshedReceivers = [...got.keys()].filter((r) => (sampleBefore(r, sentMs)?.[2] ?? 0) > 0);
+  let meshPeerGotIt = 0;
+  let peerGotIt = 0;
+  let noneGotIt = 0;
+  const lateS: number[] = [];
+  for (const r of missed) {
+    const before = sampleBefore(r, sentMs);
+    const meshHad = (before?.[5] ?? []).filter((p) => got.has(p) || p === sender);
+    if (meshHad.length > 0) {
+      meshPeerGotIt++;
+      lateS.push(Math.min(...meshHad.map((p) => (p === sender ? 0 : got.get(p)![1] - sentMs))) / 1000);
+    } else if ((before?.[4] ?? []).some((p) => got.has(p) || p === sender)) peerGotIt++;
+    else noneGotIt++;
+  }
+  lateS.sort((a, b) => a - b);
+  return {
+    at: [Math.round((sentMs - measureStartMs) / 1000), sender, recipients, expected, got.size, missed.length],
+    hops,
+    lastS: Math.round((Math.max(sentMs, ...[...got.values()].map(([, at]) => at)) - sentMs) / 100) / 10,
+    forwarders: [sources.size, meshedReceivers.filter((r) => !sources.has(r)).length],
+    meshPeerGotIt,
+    meshPeerGotItS: lateS.length === 0 ? null : [Math.round(lateS[Math.floor(lateS.length / 2)]! * 10) / 10, Math.round(lateS[lateS.length - 1]! * 10) / 10],
+    peerGotIt,
+    noneGotIt,
+  };
 }
 
 async function main(): Promise<void> {
@@ -334,6 +398,8 @@ async function main(): Promise<void> {
   const reachedNone: number[] = [];
   /** Counted events that missed a receiver: when each was sent (s into the measurement). */
   const missedAtS: number[] = [];
+  /** The first counted events that missed a receiver, traced (see `partial` below). */
+  const partial: object[] = [];
   for (const [sender, tick, sentMs, recipients] of sends) {
     if (sentMs < measureStart || sentMs > measureEnd - GRACE * 1000) continue;
     const s = lives.get(sender)!;
@@ -348,6 +414,7 @@ async function main(): Promise<void> {
     const got = receivedBy.get(`${sender}:${tick}`);
     if (got === undefined || got.size === 0) reachedNone.push(Math.round((sentMs - s.joinedMs) / 1000));
     const [expectedBefore, deliveredBefore] = [expected, delivered];
+    const missedNow: number[] = [];
     for (const r of lives.values()) {
       if (r.index === sender || r.nodeId === null) continue;
       if (r.joinedMs + SETTLE * 1000 > sentMs) continue;
@@ -357,8 +424,9 @@ async function main(): Promise<void> {
       else {
         missedBy.set(r.index, (missedBy.get(r.index) ?? 0) + 1);
         if (r.joinedMs > measureStart) missedByJoiners++;
-        const before = (samplesOf.get(r.index) ?? []).filter(([at]) => at <= sentMs).pop();
+        const before = sampleBefore(r.index, sentMs);
         missedWhen[before === undefined ? 'unsampled' : before[1] === 0 ? 'alone' : before[2] === 0 ? 'unmeshed' : 'meshed']++;
+        missedNow.push(r.index);
       }
       countedBy.set(r.index, (countedBy.get(r.index) ?? 0) + 1);
     }
@@ -367,8 +435,14 @@ async function main(): Promise<void> {
       const share = (delivered - deliveredBefore) / (expected - expectedBefore);
       reach[share === 1 ? 10 : Math.floor(share * 10)]!++;
       if (share < 1) missedAtS.push(Math.round((sentMs - measureStart) / 1000));
+      if (share < 1 && partial.length < 8) partial.push(traceEvent(sender, sentMs, recipients, got ?? new Map(), missedNow, expected - expectedBefore));
     }
   }
+  // gossipsub's state and log over the run: how many samples of meshed nodes had a mesh peer with no open outbound
+  // stream, and what gossipsub logged most, summed over the nodes alive at the end.
+  const meshedSamples = [...samplesOf.values()].flat().filter((x) => x[2] > 0);
+  const gossipLog = new Map<string, number>();
+  for (const seen of lastSeen.values()) for (const [k, n] of Object.entries(seen.gossipLog ?? {})) gossipLog.set(k, (gossipLog.get(k) ?? 0) + n);
   const missingAll = [...missedBy].filter(([r, n]) => n === countedBy.get(r)).map(([r]) => r);
   const conns = [...connectionSamples].sort((a, b) => a - b);
   const meshSamples = [...samplesOf.values()].flat().map(([, c, m]) => [c, m] as const);
@@ -450,6 +524,14 @@ async function main(): Promise<void> {
       ]),
       // What the first few of them logged, by message (a failed dial of their bootstrap by its error).
       missingAllLogged: missingAll.slice(0, 3).map((r) => lastSeen.get(r)?.logged ?? null),
+      partial,
+    },
+    gossipsub: {
+      // The share of the samples of meshed nodes with a mesh peer gossipsub holds no open outbound stream to, and the
+      // most such peers one node had.
+      unwritableShare: Math.round((meshedSamples.filter((x) => x[3] > 0).length / Math.max(1, meshedSamples.length)) * 1e4) / 1e4,
+      unwritableMax: Math.max(0, ...meshedSamples.map((x) => x[3])),
+      log: Object.fromEntries([...gossipLog].sort((a, b) => b[1] - a[1]).slice(0, 40)),
     },
   };
   process.stdout.write(JSON.stringify(out) + '\n');
