@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type Reply, type TestNode } from '../helpers/node.js';
 import type { WorkerPoolExecutor } from '../../src/compute/executor.js';
 
-/** About a second of Metropolis sweeps (no early stop at this target). */
 /** Poll `ready` every 20 ms, for 30 s at most. */
 async function until(ready: () => boolean): Promise<void> {
   for (const end = Date.now() + 30_000; !ready();) {
@@ -14,8 +13,12 @@ async function until(ready: () => boolean): Promise<void> {
   }
 }
 
-const HEAVY = { L: 8, max_sweeps: 20_000, target_rel_error: 1e-5 };
-/** The longest gauge run its work limit allows (L² × (therm + max sweeps) ≤ 2.1e7): seconds of CPU, longer than the 2-s limit below. */
+/**
+ * Half a second of Metropolis sweeps here (no early stop at this target): long enough that a run is still on the worker
+ * while the test sends the next request, on a machine several times faster.
+ */
+const HEAVY = { L: 16, max_sweeps: 20_000, target_rel_error: 1e-5 };
+/** The longest gauge run its work limit allows (L² × (therm + max sweeps) ≤ 2.1e7): 2 s of CPU here, more than twice the 0.8 s limit below. */
 const ENDLESS = { L: 24, max_sweeps: 36_000, target_rel_error: 1e-5 };
 
 /** A run that succeeds once the worker has loaded (from source under load, it may take longer than a short limit). */
@@ -49,9 +52,10 @@ describe('fair solver scheduling (one pool worker)', () => {
         done.push(label);
         return r;
       });
+    const pool = (t.node as unknown as { executor: WorkerPoolExecutor }).executor;
     const heavyRuns = [1, 2, 3].map((i) => track(`heavy${i}`, call(t.url, 'POST', '/api/svc/gauge', HEAVY, bearer(heavy.key))));
-    // Sent after the heavy runs; in FIFO order it would finish last.
-    await new Promise((r) => setTimeout(r, 150));
+    // Sent once the heavy runs are in the pool (one running, two waiting); in FIFO order it would finish last.
+    await until(() => pool.runsOf(`zid:${heavy.zid}`).running === 1 && pool.runsOf(`zid:${heavy.zid}`).waiting === 2);
     const lightRun = track('light', call(t.url, 'POST', '/api/svc/heat', {}, bearer(light.key)));
     const replies = await Promise.all([...heavyRuns, lightRun]);
     for (const r of replies) expect(r.status, r.text).toBe(200);
@@ -182,7 +186,7 @@ describe('a full pool', () => {
 
 describe('the time limit counts from acceptance', () => {
   it('a run that waited behind another is timed from acceptance: SVC_TIMEOUT names the limit, the elapsed time, the wait and the run', async () => {
-    const limit = 2;
+    const limit = 0.8;
     const t = await startTestNode({ solverThreads: 1 }, { initialCredits: 1000, timeLimitSeconds: limit });
     try {
       const id = await zkIdentity(t.url, 'acceptance');
