@@ -268,11 +268,13 @@ function sampleBefore(index: number, ms: number): [number, number, number, numbe
 
 /**
  * How an event that missed receivers spread: [s into the measurement it was sent, sender, the peers gossipsub sent it
- * to, expected receivers, reached, missed]; `hops`, receipts by their hop count from the sender (following each
+ * to, expected receivers, reached, missed]; `senderAgeS`, how long the sender had been up; `hops`, receipts by their hop count from the sender (following each
  * receipt's propagation source); `lastS`, its last receipt after the send; `forwarders`, receivers that delivered it to
  * some other node / those with mesh peers (sample before the send) that delivered it to none; and for the receivers
  * that missed it, by what their last sample before the send held: `meshPeerGotIt` a mesh peer that received it
- * (with how late it received it, s: median, max), `peerGotIt` only a connected non-mesh peer that did, `noneGotIt`.
+ * (with how late it received it, s: median, max; `meshOf`: how many had the sender itself as a mesh peer, and how many
+ * had a receiving mesh peer that held them in its own mesh, owing them a forward, or only peers that did not),
+ * `peerGotIt` only a connected non-mesh peer that did, `noneGotIt`.
  */
 function traceEvent(sender: number, sentMs: number, recipients: number, got: Map<number, [number, number]>, missed: number[], expected: number): object {
   const hop = (r: number): number => {
@@ -287,6 +289,7 @@ function traceEvent(sender: number, sentMs: number, recipients: number, got: Map
   let meshPeerGotIt = 0;
   let peerGotIt = 0;
   let noneGotIt = 0;
+  const meshOf = { sender: 0, twoSided: 0, oneSided: 0 };
   const lateS: number[] = [];
   for (const r of missed) {
     const before = sampleBefore(r, sentMs);
@@ -294,16 +297,22 @@ function traceEvent(sender: number, sentMs: number, recipients: number, got: Map
     if (meshHad.length > 0) {
       meshPeerGotIt++;
       lateS.push(Math.min(...meshHad.map((p) => (p === sender ? 0 : got.get(p)![1] - sentMs))) / 1000);
+      if (meshHad.includes(sender)) meshOf.sender++;
+      // A mesh peer that had it and, by its own sample, held r in its mesh owed r a forward; one that did not, only gossip.
+      if (meshHad.some((p) => p !== sender && (sampleBefore(p, sentMs)?.[5] ?? []).includes(r))) meshOf.twoSided++;
+      else meshOf.oneSided++;
     } else if ((before?.[4] ?? []).some((p) => got.has(p) || p === sender)) peerGotIt++;
     else noneGotIt++;
   }
   lateS.sort((a, b) => a - b);
   return {
     at: [Math.round((sentMs - measureStartMs) / 1000), sender, recipients, expected, got.size, missed.length],
+    senderAgeS: Math.round((sentMs - lives.get(sender)!.joinedMs) / 100) / 10,
     hops,
     lastS: Math.round((Math.max(sentMs, ...[...got.values()].map(([, at]) => at)) - sentMs) / 100) / 10,
     forwarders: [sources.size, meshedReceivers.filter((r) => !sources.has(r)).length],
     meshPeerGotIt,
+    meshOf,
     meshPeerGotItS: lateS.length === 0 ? null : [Math.round(lateS[Math.floor(lateS.length / 2)]! * 10) / 10, Math.round(lateS[lateS.length - 1]! * 10) / 10],
     peerGotIt,
     noneGotIt,
