@@ -7,6 +7,8 @@ export type Send = [number, number, number, number];
  * gossipsub propagation source; -1 unknown), wall ms of each receipt].
  */
 export type Receipt = [number, number, number[], number[], number[]];
+/** A tick event that reached a node's validator: [sender index, tick, receiving node index, the verdict (and code)]. */
+export type Verdict = [number, number, number, string];
 
 export type ToWorker =
   | { op: 'known'; peers: [string, number][] }
@@ -24,6 +26,7 @@ export type FromWorker =
       op: 'figures';
       sends: Send[];
       receipts: Receipt[];
+      verdicts: Verdict[];
       histogram: [number, number][];
       /** CPU time since the process started, ms. */
       cpuMs: number;

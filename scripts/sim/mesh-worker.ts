@@ -7,6 +7,8 @@
 //   - latency: a log-bucket histogram (1 % wide buckets) of receive time − publish time over all receipts (the
 //     publish time rides in the tick body as an extra field, which the node's tick schema ignores);
 //   - the process's CPU time and memory, which the coordinator divides by the nodes it hosts, and its event-loop delay;
+//   - verdicts: every tick event that reached one of its nodes' validator, with the verdict (and a refusal's code): an
+//     event that arrived and was refused, or accepted and not kept, unlike one that never arrived;
 //   - for each receipt the peer that delivered it (gossipsub's propagation source) and when: the hops of an event;
 //   - each node's gossipsub mesh for tick events, and how many of those mesh peers gossipsub holds no open outbound
 //     stream to (what it forwards to such a peer goes nowhere);
@@ -21,7 +23,7 @@ import { systemClock } from '../../src/kernel/clock.js';
 import { MeshService } from '../../src/mesh/service.js';
 import { TOPICS, decodeEnvelope, type MeshEvent } from '../../src/mesh/wire.js';
 import { Store } from '../../src/store/db.js';
-import type { ToWorker, FromWorker, Receipt, Send } from './mesh-messages.js';
+import type { ToWorker, FromWorker, Receipt, Verdict, Send } from './mesh-messages.js';
 
 const SECRET = 'sim-mesh-secret-0123456789abcdef';
 const tickEvery = Number(process.env.SIM_TICK_EVERY ?? 2);
@@ -44,6 +46,7 @@ interface SimNode {
 /** What the worker reads of gossipsub's state beyond its public API (@chainsafe/libp2p-gossipsub 14). */
 interface GossipsubInternals {
   getMeshPeers(topic: string): string[];
+  topicValidators: Map<string, (peer: { toString(): string }, msg: { topic: string; data: Uint8Array }) => Promise<string>>;
   streamsOutbound: Map<string, { rawStream: { status: string; writeStatus?: string } }>;
   addEventListener(
     type: 'gossipsub:message',
@@ -119,6 +122,7 @@ const nodes = new Map<number, SimNode>();
 const indexOf = new Map<string, number>();
 let sends: Send[] = [];
 let receipts = new Map<string, Receipt>();
+let verdicts: Verdict[] = [];
 /** Latency histogram: bucket b holds latencies in [1.01^b, 1.01^(b+1)) µs. */
 let histogram = new Map<number, number>();
 const LOG_STEP = Math.log(1.01);
@@ -193,6 +197,7 @@ async function startNode(index: number, bootstrap: string[]): Promise<void> {
     histogram.set(b, (histogram.get(b) ?? 0) + 1);
   });
   await mesh.start();
+  watchVerdicts(mesh, index);
   // gossipsub tells the propagation source of an accepted message before the node's own handlers see it.
   gossipsubOf(mesh)?.addEventListener('gossipsub:message', (evt) => {
     if (evt.detail.msg.topic !== TOPICS.ticks) return;
@@ -206,6 +211,33 @@ async function startNode(index: number, bootstrap: string[]): Promise<void> {
   });
   nodes.set(index, { index, mesh, store, dir, logged, trace, gossipLog });
   send({ op: 'started', index, nodeId: mesh.nodeId, addrs: mesh.multiaddrs() });
+}
+
+/** The node's counts of refused and duplicate gossip (MeshService's own tallies, read to name a refusal's code). */
+interface GossipTallies {
+  stats: { rejected: { gossip: Record<string, number> }; duplicates: { gossip: number } };
+}
+
+/** Record the verdict on each tick event from a simulated sender that reaches the node's validator. */
+function watchVerdicts(mesh: MeshService, index: number): void {
+  const g = gossipsubOf(mesh);
+  const validate = g?.topicValidators.get(TOPICS.ticks);
+  if (!g || !validate) return;
+  const { stats } = mesh as unknown as GossipTallies;
+  g.topicValidators.set(TOPICS.ticks, async (peer, msg) => {
+    const before = { ...stats.rejected.gossip };
+    const duplicatesBefore = stats.duplicates.gossip;
+    const verdict = await validate(peer, msg);
+    const ev = decodeEnvelope(msg.data)?.event as { sender?: unknown; svcond?: unknown } | undefined;
+    const sender = typeof ev?.sender === 'string' ? indexOf.get(ev.sender) : undefined;
+    if (sender === undefined || typeof ev?.svcond !== 'number') return verdict;
+    // Validations of other messages may interleave: the code is the tally that moved, which is right when one did.
+    const code =
+      Object.keys(stats.rejected.gossip).find((k) => stats.rejected.gossip[k] !== before[k]) ??
+      (stats.duplicates.gossip !== duplicatesBefore ? 'DUPLICATE' : 'UNKNOWN');
+    verdicts.push([sender, ev.svcond, index, verdict === 'accept' ? verdict : `${verdict} ${code}`]);
+    return verdict;
+  });
 }
 
 async function stopNode(index: number): Promise<void> {
@@ -240,6 +272,7 @@ function flush(census = false): void {
     op: 'figures',
     sends,
     receipts: [...receipts.values()],
+    verdicts,
     histogram: [...histogram.entries()],
     cpuMs: (cpu.user + cpu.system) / 1000,
     rssBytes: mem.rss - baseline.rss,
@@ -256,6 +289,7 @@ function flush(census = false): void {
   loopDelay.reset();
   sends = [];
   receipts = new Map();
+  verdicts = [];
   histogram = new Map();
 }
 

@@ -12,7 +12,7 @@
 //    rssMbPerNode, heapMbPerNode, loopDelayMs: {join, warmup, measured}, components: {max, maxAtS, minLargestShare,
 //    atEnd, alone}, loadAverage, publishedToNoPeer: {events, senderAgeS}, misses: {reach, atS, when, receivers,
 //    receiversMissingAll, byJoiners, eventsReachingNone, senderAgeS, missingAll: [[connections, known, s joined before
-//    the measurement]…], missingAllLogged, partial}, gossipsub: {unwritableShare, unwritableMax, log}}
+//    the measurement]…], missingAllLogged, partial}, gossipsub: {unwritableShare, unwritableMax, log, verdicts}}
 // loopDelayMs gives, for each phase and worker process (the seed's last), [the median of its 2-s p99 event-loop
 // delays, the longest delay] in ms; components the live nodes' connection graph sampled every 2 s (the most components
 // and when, in s into the measurement; the smallest share of live nodes in the largest; the sizes at the end); reach
@@ -20,7 +20,8 @@
 // event that missed a receiver was sent, and when the missed pairs by the receiver's state in its last sample before
 // the event: no connection, connections but no gossipsub mesh peer for tick events, mesh peers; partial traces the
 // first events that missed a receiver hop by hop (traceEvent). gossipsub says how often a node's gossipsub mesh held a
-// peer it had no open outbound stream to, and what gossipsub logged most.
+// peer it had no open outbound stream to, what gossipsub logged most, and the validators' first verdicts on the tick
+// events of the whole run, by verdict (and a refusal's code).
 // eventsPerSec is the mesh-wide rate of counted tick events (what --tick-rate bounds); loadAverage the [min, max] of the
 // machine's 1-minute load average over the measurement: above its cores, the figures are the machine's, not the mesh's.
 // delivery counts (tick event, receiving node) pairs in the measured window whose sender stayed up 2 s after sending
@@ -100,6 +101,8 @@ const waiters = new Map<string, () => void>();
 const sends: Send[] = [];
 /** Each tick event's receipts: receiving node → [the node it got it from (-1 unknown), wall ms]. */
 const receivedBy = new Map<string, Map<number, [number, number]>>();
+/** Each tick event's verdicts: receiving node → its validator's first verdict (and a refusal's code) on it. */
+const judgedBy = new Map<string, Map<number, string>>();
 const histogram = new Map<number, number>();
 const connectionSamples: number[] = [];
 /** Each node's last figures: its connections, and its known peers after the closing census. */
@@ -176,6 +179,12 @@ function onMessage(w: number, msg: FromWorker): void {
       let got = receivedBy.get(key);
       if (!got) receivedBy.set(key, (got = new Map()));
       receivers.forEach((r, i) => got.set(r, [froms[i]!, atMs[i]!]));
+    }
+    for (const [sender, tick, receiver, verdict] of msg.verdicts) {
+      const key = `${sender}:${tick}`;
+      let judged = judgedBy.get(key);
+      if (!judged) judgedBy.set(key, (judged = new Map()));
+      if (!judged.has(receiver)) judged.set(receiver, verdict);
     }
     waiters.get(`figures:${w}`)?.();
   } else if (msg.op === 'error') process.stderr.write(`worker ${w}: ${msg.message}\n`);
@@ -268,15 +277,25 @@ function sampleBefore(index: number, ms: number): [number, number, number, numbe
 
 /**
  * How an event that missed receivers spread: [s into the measurement it was sent, sender, the peers gossipsub sent it
- * to, expected receivers, reached, missed]; `senderAgeS`, how long the sender had been up; `hops`, receipts by their hop count from the sender (following each
- * receipt's propagation source); `lastS`, its last receipt after the send; `forwarders`, receivers that delivered it to
- * some other node / those with mesh peers (sample before the send) that delivered it to none; and for the receivers
- * that missed it, by what their last sample before the send held: `meshPeerGotIt` a mesh peer that received it
+ * to, expected receivers, reached, missed]; `senderAgeS`, how long the sender had been up; `hops`, receipts by their
+ * hop count from the sender (following each receipt's propagation source); `lastS`, its last receipt after the send;
+ * `forwarders`, receivers that delivered it to some other node / those with mesh peers (sample before the send) that
+ * delivered it to none; `judged`, the receivers that missed it although it reached their validator, by its verdict
+ * (and a refusal's code), the others having never had it arrive; and for the receivers that missed it, by what their
+ * last sample before the send held: `meshPeerGotIt` a mesh peer that received it
  * (with how late it received it, s: median, max; `meshOf`: how many had the sender itself as a mesh peer, and how many
  * had a receiving mesh peer that held them in its own mesh, owing them a forward, or only peers that did not),
  * `peerGotIt` only a connected non-mesh peer that did, `noneGotIt`.
  */
-function traceEvent(sender: number, sentMs: number, recipients: number, got: Map<number, [number, number]>, missed: number[], expected: number): object {
+function traceEvent(
+  sender: number,
+  sentMs: number,
+  recipients: number,
+  got: Map<number, [number, number]>,
+  judged: Map<number, string>,
+  missed: number[],
+  expected: number,
+): object {
   const hop = (r: number): number => {
     let n = 0;
     for (let at: number | undefined = r; at !== undefined && at !== sender && n < 64; n++) at = got.get(at)?.[0];
@@ -291,7 +310,10 @@ function traceEvent(sender: number, sentMs: number, recipients: number, got: Map
   let noneGotIt = 0;
   const meshOf = { sender: 0, twoSided: 0, oneSided: 0 };
   const lateS: number[] = [];
+  const judgedMissed: Record<string, number> = {};
   for (const r of missed) {
+    const verdict = judged.get(r);
+    if (verdict !== undefined) judgedMissed[verdict] = (judgedMissed[verdict] ?? 0) + 1;
     const before = sampleBefore(r, sentMs);
     const meshHad = (before?.[5] ?? []).filter((p) => got.has(p) || p === sender);
     if (meshHad.length > 0) {
@@ -311,6 +333,7 @@ function traceEvent(sender: number, sentMs: number, recipients: number, got: Map
     hops,
     lastS: Math.round((Math.max(sentMs, ...[...got.values()].map(([, at]) => at)) - sentMs) / 100) / 10,
     forwarders: [sources.size, meshedReceivers.filter((r) => !sources.has(r)).length],
+    judged: judgedMissed,
     meshPeerGotIt,
     meshOf,
     meshPeerGotItS: lateS.length === 0 ? null : [Math.round(lateS[Math.floor(lateS.length / 2)]! * 10) / 10, Math.round(lateS[lateS.length - 1]! * 10) / 10],
@@ -444,13 +467,18 @@ async function main(): Promise<void> {
       const share = (delivered - deliveredBefore) / (expected - expectedBefore);
       reach[share === 1 ? 10 : Math.floor(share * 10)]!++;
       if (share < 1) missedAtS.push(Math.round((sentMs - measureStart) / 1000));
-      if (share < 1 && partial.length < 8) partial.push(traceEvent(sender, sentMs, recipients, got ?? new Map(), missedNow, expected - expectedBefore));
+      if (share < 1 && partial.length < 8)
+        partial.push(
+          traceEvent(sender, sentMs, recipients, got ?? new Map(), judgedBy.get(`${sender}:${tick}`) ?? new Map(), missedNow, expected - expectedBefore),
+        );
     }
   }
   // gossipsub's state and log over the run: how many samples of meshed nodes had a mesh peer with no open outbound
   // stream, and what gossipsub logged most, summed over the nodes alive at the end.
   const meshedSamples = [...samplesOf.values()].flat().filter((x) => x[2] > 0);
   const gossipLog = new Map<string, number>();
+  const verdictTally = new Map<string, number>();
+  for (const judged of judgedBy.values()) for (const v of judged.values()) verdictTally.set(v, (verdictTally.get(v) ?? 0) + 1);
   for (const seen of lastSeen.values()) for (const [k, n] of Object.entries(seen.gossipLog ?? {})) gossipLog.set(k, (gossipLog.get(k) ?? 0) + n);
   const missingAll = [...missedBy].filter(([r, n]) => n === countedBy.get(r)).map(([r]) => r);
   const conns = [...connectionSamples].sort((a, b) => a - b);
@@ -541,6 +569,7 @@ async function main(): Promise<void> {
       unwritableShare: Math.round((meshedSamples.filter((x) => x[3] > 0).length / Math.max(1, meshedSamples.length)) * 1e4) / 1e4,
       unwritableMax: Math.max(0, ...meshedSamples.map((x) => x[3])),
       log: Object.fromEntries([...gossipLog].sort((a, b) => b[1] - a[1]).slice(0, 40)),
+      verdicts: Object.fromEntries([...verdictTally].sort((a, b) => b[1] - a[1])),
     },
   };
   process.stdout.write(JSON.stringify(out) + '\n');
