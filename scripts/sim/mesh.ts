@@ -572,9 +572,14 @@ async function main(): Promise<void> {
       verdicts: Object.fromEntries([...verdictTally].sort((a, b) => b[1] - a[1])),
     },
   };
-  process.stdout.write(JSON.stringify(out) + '\n');
+  await new Promise((r) => process.stdout.write(JSON.stringify(out) + '\n', r));
   for (let w = 0; w < workers.length; w++) tell(w, { op: 'exit' });
-  await Promise.all(workers.map((w) => new Promise((r) => (w.child.exitCode !== null ? r(null) : w.child.once('exit', r)))));
+  const gone = (w: Worker): boolean => w.child.exitCode !== null || w.child.signalCode !== null;
+  const exited = Promise.all(workers.map((w) => new Promise((r) => (gone(w) ? r(null) : w.child.once('exit', r)))));
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000).unref())]);
+  // The run ends here whatever is left: a worker that did not stop within 30 s, or a handle the figures no longer need.
+  for (const w of workers) if (!gone(w)) w.child.kill('SIGKILL');
+  process.exit(0);
 }
 
 main().catch((err: unknown) => {
