@@ -121,8 +121,13 @@ const nodes = new Map<number, SimNode>();
 /** Peer id → simulated node index, for every node the coordinator has announced (any process). */
 const indexOf = new Map<string, number>();
 let sends: Send[] = [];
-let receipts = new Map<string, Receipt>();
-let verdicts: Verdict[] = [];
+/**
+ * Receipts and verdicts by the sender's peer id, turned into indexes at a flush. A new node's first tick event can
+ * reach a node here before the coordinator's announcement of its index does (the event crosses the mesh in tenths of
+ * a second, the announcement waits on two processes' loops): such an entry waits for a later flush, up to a minute.
+ */
+let pendingReceipts: { sender: string; tick: number; receiver: number; from: string | undefined; atMs: number }[] = [];
+let pendingVerdicts: { sender: string; tick: number; receiver: number; verdict: string; atMs: number }[] = [];
 /** Latency histogram: bucket b holds latencies in [1.01^b, 1.01^(b+1)) µs. */
 let histogram = new Map<number, number>();
 const LOG_STEP = Math.log(1.01);
@@ -178,20 +183,11 @@ async function startNode(index: number, bootstrap: string[]): Promise<void> {
   /** The propagation source of each tick event this node accepted, by `${sender id}:${tick}`, until its receipt. */
   const sources = new Map<string, string>();
   mesh.onEvent(TOPICS.ticks, (e: MeshEvent) => {
-    const sender = indexOf.get(e.sender);
     const sentMs = (e.body as { simSentMs?: unknown }).simSentMs;
     const from = sources.get(`${e.sender}:${e.svcond}`);
     sources.delete(`${e.sender}:${e.svcond}`);
-    if (sender === undefined || typeof sentMs !== 'number') return;
-    const key = `${sender}:${e.svcond}`;
-    let r = receipts.get(key);
-    if (!r) {
-      r = [sender, e.svcond, [], [], []];
-      receipts.set(key, r);
-    }
-    r[2].push(index);
-    r[3].push(from === undefined ? -1 : (indexOf.get(from) ?? -1));
-    r[4].push(Math.round(wallMs()));
+    if (typeof sentMs !== 'number') return;
+    pendingReceipts.push({ sender: e.sender, tick: e.svcond, receiver: index, from, atMs: Math.round(wallMs()) });
     const us = Math.max(1, (wallMs() - sentMs) * 1000);
     const b = Math.floor(Math.log(us) / LOG_STEP);
     histogram.set(b, (histogram.get(b) ?? 0) + 1);
@@ -229,13 +225,13 @@ function watchVerdicts(mesh: MeshService, index: number): void {
     const duplicatesBefore = stats.duplicates.gossip;
     const verdict = await validate(peer, msg);
     const ev = decodeEnvelope(msg.data)?.event as { sender?: unknown; svcond?: unknown } | undefined;
-    const sender = typeof ev?.sender === 'string' ? indexOf.get(ev.sender) : undefined;
-    if (sender === undefined || typeof ev?.svcond !== 'number') return verdict;
+    if (typeof ev?.sender !== 'string' || typeof ev.svcond !== 'number') return verdict;
     // Validations of other messages may interleave: the code is the tally that moved, which is right when one did.
     const code =
       Object.keys(stats.rejected.gossip).find((k) => stats.rejected.gossip[k] !== before[k]) ??
       (stats.duplicates.gossip !== duplicatesBefore ? 'DUPLICATE' : 'UNKNOWN');
-    verdicts.push([sender, ev.svcond, index, verdict === 'accept' ? verdict : `${verdict} ${code}`]);
+    const judged = verdict === 'accept' ? verdict : `${verdict} ${code}`;
+    pendingVerdicts.push({ sender: ev.sender, tick: ev.svcond, receiver: index, verdict: judged, atMs: wallMs() });
     return verdict;
   });
 }
@@ -264,14 +260,40 @@ async function writeTraces(): Promise<void> {
     if (n.index === 0 || (n.mesh.p2p?.connectedPeers().length ?? 0) === 0) await writeFile(join(traceDir, `node-${n.index}.log`), n.trace.join('\n') + '\n');
 }
 
+/** The receipts and verdicts whose sender's index is known, by event; the others stay pending (up to a minute). */
+function resolvePending(): { receipts: Receipt[]; verdicts: Verdict[] } {
+  const oldest = wallMs() - 60_000;
+  const receipts = new Map<string, Receipt>();
+  pendingReceipts = pendingReceipts.filter((p) => {
+    const sender = indexOf.get(p.sender);
+    if (sender === undefined) return p.atMs > oldest;
+    const key = `${sender}:${p.tick}`;
+    let r = receipts.get(key);
+    if (!r) receipts.set(key, (r = [sender, p.tick, [], [], []]));
+    r[2].push(p.receiver);
+    r[3].push(p.from === undefined ? -1 : (indexOf.get(p.from) ?? -1));
+    r[4].push(p.atMs);
+    return false;
+  });
+  const verdicts: Verdict[] = [];
+  pendingVerdicts = pendingVerdicts.filter((p) => {
+    const sender = indexOf.get(p.sender);
+    if (sender === undefined) return p.atMs > oldest;
+    verdicts.push([sender, p.tick, p.receiver, p.verdict]);
+    return false;
+  });
+  return { receipts: [...receipts.values()], verdicts };
+}
+
 function flush(census = false): void {
   if (census) void writeTraces();
+  const { receipts, verdicts } = resolvePending();
   const cpu = process.cpuUsage(baseline.cpu);
   const mem = process.memoryUsage();
   send({
     op: 'figures',
     sends,
-    receipts: [...receipts.values()],
+    receipts,
     verdicts,
     histogram: [...histogram.entries()],
     cpuMs: (cpu.user + cpu.system) / 1000,
@@ -288,8 +310,6 @@ function flush(census = false): void {
   });
   loopDelay.reset();
   sends = [];
-  receipts = new Map();
-  verdicts = [];
   histogram = new Map();
 }
 
