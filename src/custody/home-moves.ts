@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { IdentityRecord } from '../identity/service.js';
 import type { Op, Store } from '../store/db.js';
+import type { EnvelopeLocks } from '../tally/folders.js';
 import { KeyedLock } from '../util/keyed-lock.js';
 import { fetchChain, type FetchChain } from './client.js';
 import { excludedMember, setOfConfig } from './custody-set.js';
@@ -30,6 +31,11 @@ export interface HomeMovesDeps {
   members: () => Iterable<string>;
   verify: Verify;
   homeChanges: HomeChanges;
+  /**
+   * The ledger's envelope locks: a replayed chain holds the lock of every envelope it writes or deletes from the read
+   * of their records to its batch, as a credit does (transfers.ts receive), so a credit that lands meanwhile is read.
+   */
+  envelopeLocks: Pick<EnvelopeLocks, 'tokens'>;
   /** The identity's record, and the ops moving it (and its default machine) to another home. */
   identity: { getIdentity(zid: string): Promise<IdentityRecord | undefined>; homeMoveOps(ident: IdentityRecord, home: string): Promise<Op[]> };
   /**
@@ -202,10 +208,8 @@ export class HomeMoves {
       const d = this.deps;
       const ident = await d.identity.getIdentity(change.zid);
       if (ident === undefined) throw new Error('the identity is not known here');
-      const replay = await this.replayed(change.zid, chain);
-      const counted = await this.unwritten(change.zid, chain);
       const moved = await d.identity.homeMoveOps(ident, change.home);
-      await this.commitCounted([...replay, ...ops, ...counted.ops, ...d.homeChanges.putOps(change, ident.home), ...moved], counted.rollback);
+      const replay = await this.replay(change.zid, chain, [...ops, ...d.homeChanges.putOps(change, ident.home), ...moved]);
       d.homeChanges.applied(change, ident.home);
       d.forget(change.zid, [...replay, ...ops]);
     });
@@ -228,9 +232,7 @@ export class HomeMoves {
       // A later change read meanwhile (this node may be the home again, its ledger ahead of this chain) keeps its own.
       const latest = (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH;
       if (latest > change.epoch || (await d.identity.getIdentity(change.zid))?.home !== change.home) return null;
-      const replay = await this.replayed(change.zid, links);
-      const counted = await this.unwritten(change.zid, links);
-      await this.commitCounted([...replay, ...counted.ops, ...(await d.homeChanges.takenOps(change.zid, change.epoch))], counted.rollback);
+      const replay = await this.replay(change.zid, links, await d.homeChanges.takenOps(change.zid, change.epoch));
       d.forget(change.zid, replay);
       return replay;
     });
@@ -239,29 +241,29 @@ export class HomeMoves {
     d.logger?.info({ zid: change.zid, seq: last.entry.seq }, 'custody: the old home took the new home’s chain');
   }
 
-  private async unwritten(zid: string, links: readonly Pick<ChainLink, 'entry' | 'records'>[]): Promise<{ ops: Op[]; rollback: () => void }> {
-    return (await this.deps.unwrittenCharges?.(zid, links)) ?? { ops: [], rollback: () => undefined };
-  }
-
-  /** A chain's batch, aside from the gate (its records are the certified chain, not new writes); `rollback` if it fails. */
-  private async commitCounted(ops: Op[], rollback: () => void): Promise<void> {
-    try {
-      await this.deps.store.commitAside(ops);
-    } catch (err) {
-      rollback();
-      throw err;
-    }
-  }
-
-  /** A chain's records as ops over this node's own ledger: envelope records of other owners homed here stay theirs. */
-  private async replayed(zid: string, links: readonly Pick<ChainLink, 'records'>[]): Promise<Op[]> {
+  /**
+   * A chain's records written over this node's own ledger, with `ops`, its unwritten charges counted, in one batch
+   * aside from the gate (its records are the certified chain, not new writes). Envelope records of other owners
+   * homed here stay theirs: they are read, and the batch written, under the envelopes' locks. The replay's ops.
+   */
+  private async replay(zid: string, links: readonly Pick<ChainLink, 'entry' | 'records'>[], ops: Op[]): Promise<Op[]> {
     const d = this.deps;
     const tokens = envelopeTokens(links);
-    const held = await d.store.getMany<{ owner?: string }>(d.store.sub(LEDGER_SUBLEVELS.envelopes), tokens);
-    const owners = new Map(tokens.map((t, i) => [t, held[i]?.owner]));
-    const others = [...new Set(held.flatMap((h) => (h?.owner !== undefined && h.owner !== zid ? [h.owner] : [])))];
-    const homes = await Promise.all(others.map(async (o) => (await d.identity.getIdentity(o))?.home));
-    const homedHere = new Set(others.filter((_, i) => homes[i] === d.nodeId()));
-    return replayOps(d.store, links, { zid, owners, homedHere });
+    return d.envelopeLocks.tokens(tokens, async () => {
+      const held = await d.store.getMany<{ owner?: string }>(d.store.sub(LEDGER_SUBLEVELS.envelopes), tokens);
+      const owners = new Map(tokens.map((t, i) => [t, held[i]?.owner]));
+      const others = [...new Set(held.flatMap((h) => (h?.owner !== undefined && h.owner !== zid ? [h.owner] : [])))];
+      const homes = await Promise.all(others.map(async (o) => (await d.identity.getIdentity(o))?.home));
+      const homedHere = new Set(others.filter((_, i) => homes[i] === d.nodeId()));
+      const replay = replayOps(d.store, links, { zid, owners, homedHere });
+      const counted = (await d.unwrittenCharges?.(zid, links)) ?? { ops: [], rollback: () => undefined };
+      try {
+        await d.store.commitAside([...replay, ...ops, ...counted.ops]);
+      } catch (err) {
+        counted.rollback();
+        throw err;
+      }
+      return replay;
+    });
   }
 }

@@ -62,7 +62,7 @@ export async function wireCustody(
   { mesh }: MeshPart,
   consensus: Pick<ConsensusPart, 'bonds'>,
   identity: IdentityPart,
-  economy: Pick<EconomyPart, 'ledger' | 'transfers'>,
+  economy: Pick<EconomyPart, 'ledger' | 'transfers' | 'envelopeLocks'>,
   chain: ChainService,
 ): Promise<CustodyPart> {
   const { config, store, time } = f;
@@ -140,6 +140,7 @@ export async function wireCustody(
     members,
     verify: verifyText,
     homeChanges,
+    envelopeLocks: economy.envelopeLocks,
     identity: identity.identity,
     missedChanges: (zid, after, epoch) => homeHistory.changesUpTo(zid, after, epoch),
     forget: (zid, written) => {
@@ -237,9 +238,7 @@ export async function wireCustody(
   // from the certified log, under the set of the debit's epoch, as a failover makes it, and kept.
   const certifyLoggedDebit = async (zid: string, transferId: string): Promise<DebitCertificate | null> => {
     if (fetch === null) return null;
-    const logged = (await replicator.entries(zid, 1, Number.MAX_SAFE_INTEGER)).find(
-      (c) => c.entry.transfer?.side === 'debit' && c.entry.transfer.id === transferId,
-    );
+    const logged = await replicator.loggedDebit(zid, transferId);
     if (logged === undefined) return null;
     const setAt = async (epoch: number) => {
       const at = await configAt(zid, epoch);

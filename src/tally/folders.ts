@@ -17,8 +17,19 @@ export const TOKEN_ID_PATTERN = /^env_[0-9a-f]{24}$/;
 /** Envelopes read per step when choosing `count` of them. */
 const PAGE = 1000;
 
-/** One identity's envelope changes at a time, in arrival order. Transfers must take the same lock. */
-export class EnvelopeLocks extends KeyedLock {}
+/**
+ * One identity's envelope changes at a time, in arrival order. Transfers must take the same lock. A write that can
+ * give an envelope's record to another identity than the one whose lock it holds (a credit, a chain replayed over
+ * this node's ledger) also holds the envelope's own lock (`tokens`) from the read of its record to the commit.
+ */
+export class EnvelopeLocks extends KeyedLock {
+  tokens<T>(tokenIds: readonly string[], work: () => Promise<T>): Promise<T> {
+    return this.runAll(
+      tokenIds.map((t) => `token:${t}`),
+      work,
+    );
+  }
+}
 
 export interface FolderMove {
   folder: string;

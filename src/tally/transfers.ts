@@ -382,108 +382,114 @@ export class Transfers {
         transfer_id: delivery.transfer_id,
         reason: fault,
       });
-    return this.d.locks.run(delivery.to, () =>
-      whileHeld([this.d.counters.hold(delivery.to), this.d.chain.hold(toSlug)], async () => {
-        const again = await this.creditOf(delivery);
-        if (again !== null) return again;
-        const seen = await this.load(delivery.transfer_id);
-        // A pending record here is the sender's own (both identities are homed on this node): not a credit.
-        if (seen && seen.state !== 'pending') {
-          if (seen.to !== delivery.to || seen.from !== delivery.from)
-            throw new ServiceError(409, 'SVC_CONFLICT', `transfer ${delivery.transfer_id} is known here with other parties`);
-          return ackOf(seen, true);
-        }
-        const tokenIds = delivery.envelopes.map((e) => e.token_id);
-        if (new Set(tokenIds).size !== tokenIds.length) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'a delivery names an envelope twice');
-        const existing = await this.d.store.getMany<EnvelopeRecord>(this.envelopes, tokenIds);
-        // A record of an identity homed elsewhere now is this node's stale copy of a ledger a failover moved away (the
-        // envelope left it there): the credit writes over it. One of an identity homed here is a clash.
-        const homedHere = await Promise.all(
-          existing.map(async (e) => e !== undefined && (e.owner === delivery.to || (await this.d.identity.getIdentity(e.owner))?.home === here)),
-        );
-        const clash = homedHere.indexOf(true);
-        if (clash >= 0)
-          throw new ServiceError(409, 'SVC_CONFLICT', `envelope ${tokenIds[clash]} is already on this node's ledger`, { token_id: tokenIds[clash] });
-        await this.d.counters.loadIdentity(delivery.to);
-        await this.d.chain.prepare(toSlug);
-        // Synchronous from here to the commit.
-        const svcond = this.d.nowSvcond();
-        const unixMs = this.d.nowMs();
-        const ops: Op[] = [];
-        const names = ['envelope_seq', envelopeCounter(delivery.to), folderCounter(delivery.to, RECEIVED_FOLDER)];
-        const n = delivery.envelopes.length;
-        const firstSeq = this.d.counters.get('envelope_seq') + 1;
-        const counted = this.d.counters.mark();
-        this.d.counters.bump('envelope_seq', n);
-        this.d.counters.bump(names[1]!, n);
-        this.d.counters.bump(names[2]!, n);
-        delivery.envelopes.forEach((t, i) => {
-          const seq = firstSeq + i;
-          const e: EnvelopeRecord = {
-            token_id: t.token_id,
-            owner: delivery.to,
-            face_value: t.face_value,
-            folder: RECEIVED_FOLDER,
-            funding: 'paid',
-            soulbound: false,
-            svcond: t.svcond,
-            result_id: t.result_id,
-            hash: t.hash,
-            seq,
-            transfer_id: delivery.transfer_id,
-          };
-          ops.push({ type: 'put', sub: this.envelopes, key: t.token_id, value: e });
-          ops.push({ type: 'put', sub: this.byOwner, key: `${delivery.to}!${padNum(seq)}`, value: t.token_id });
-          ops.push({ type: 'put', sub: this.byFolder, key: `${delivery.to}!${RECEIVED_FOLDER}!${padNum(seq)}`, value: t.token_id });
-        });
-        const inRow = this.d.chain.appendOps(toSlug, svcond, 'transfer_in', {
+    // The envelopes' own locks too: a chain replayed here (custody/home-moves.ts) may write or delete their records.
+    const lockedTokens = delivery.envelopes.map((e) => e.token_id);
+    return this.d.locks.run(delivery.to, () => this.d.locks.tokens(lockedTokens, () => this.credit(delivery, toSlug)));
+  }
+
+  /** The credit of a delivery checked by receive(), under the receiver's and the envelopes' locks. */
+  private credit(delivery: DeliveryBody, toSlug: string): Promise<TransferAck> {
+    const here = this.d.nodeId();
+    return whileHeld([this.d.counters.hold(delivery.to), this.d.chain.hold(toSlug)], async () => {
+      const again = await this.creditOf(delivery);
+      if (again !== null) return again;
+      const seen = await this.load(delivery.transfer_id);
+      // A pending record here is the sender's own (both identities are homed on this node): not a credit.
+      if (seen && seen.state !== 'pending') {
+        if (seen.to !== delivery.to || seen.from !== delivery.from)
+          throw new ServiceError(409, 'SVC_CONFLICT', `transfer ${delivery.transfer_id} is known here with other parties`);
+        return ackOf(seen, true);
+      }
+      const tokenIds = delivery.envelopes.map((e) => e.token_id);
+      if (new Set(tokenIds).size !== tokenIds.length) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'a delivery names an envelope twice');
+      const existing = await this.d.store.getMany<EnvelopeRecord>(this.envelopes, tokenIds);
+      // A record of an identity homed elsewhere now is this node's stale copy of a ledger a failover moved away (the
+      // envelope left it there): the credit writes over it. One of an identity homed here is a clash.
+      const homedHere = await Promise.all(
+        existing.map(async (e) => e !== undefined && (e.owner === delivery.to || (await this.d.identity.getIdentity(e.owner))?.home === here)),
+      );
+      const clash = homedHere.indexOf(true);
+      if (clash >= 0)
+        throw new ServiceError(409, 'SVC_CONFLICT', `envelope ${tokenIds[clash]} is already on this node's ledger`, { token_id: tokenIds[clash] });
+      await this.d.counters.loadIdentity(delivery.to);
+      await this.d.chain.prepare(toSlug);
+      // Synchronous from here to the commit.
+      const svcond = this.d.nowSvcond();
+      const unixMs = this.d.nowMs();
+      const ops: Op[] = [];
+      const names = ['envelope_seq', envelopeCounter(delivery.to), folderCounter(delivery.to, RECEIVED_FOLDER)];
+      const n = delivery.envelopes.length;
+      const firstSeq = this.d.counters.get('envelope_seq') + 1;
+      const counted = this.d.counters.mark();
+      this.d.counters.bump('envelope_seq', n);
+      this.d.counters.bump(names[1]!, n);
+      this.d.counters.bump(names[2]!, n);
+      delivery.envelopes.forEach((t, i) => {
+        const seq = firstSeq + i;
+        const e: EnvelopeRecord = {
+          token_id: t.token_id,
+          owner: delivery.to,
+          face_value: t.face_value,
+          folder: RECEIVED_FOLDER,
+          funding: 'paid',
+          soulbound: false,
+          svcond: t.svcond,
+          result_id: t.result_id,
+          hash: t.hash,
+          seq,
           transfer_id: delivery.transfer_id,
-          from: delivery.from,
-          from_home: delivery.from_home,
-          token_ids: tokenIds,
-        });
-        ops.push(inRow.op);
-        const record: TransferRecord = {
-          transfer_id: delivery.transfer_id,
-          state: 'delivered',
-          from: delivery.from,
-          to: delivery.to,
-          from_home: delivery.from_home,
-          to_home: here,
-          count: n,
-          token_ids: tokenIds,
-          face_value_total: delivery.envelopes.reduce((s, e) => s + e.face_value, 0),
-          picked_by: delivery.picked_by,
-          seed: delivery.seed,
-          attempts: delivery.attempt,
-          last_error: null,
-          created_svcond: delivery.created_svcond,
-          created_unix_ms: delivery.created_unix_ms,
-          delivered_svcond: svcond,
-          delivered_unix_ms: unixMs,
         };
-        // The certificate goes with the credit: the custody gate sends it to the receiver's custodians.
-        ops.push({
-          type: 'put',
-          sub: this.records,
-          key: delivery.transfer_id,
-          value: { ...record, debit_certificate: delivery.debit_certificate ?? undefined },
-        });
-        const mark: CreditMark = { transfer_id: delivery.transfer_id, from: delivery.from, delivered_svcond: svcond, delivered_unix_ms: unixMs };
-        ops.push({ type: 'put', sub: this.credits, key: creditKey(delivery.to, delivery.transfer_id), value: mark });
-        this.d.counters.persistOps(names, ops);
-        try {
-          await this.d.store.commit(ops);
-        } catch (err) {
-          // envelope_seq stays: numbers are never handed out twice (ledger.ts seal).
-          this.d.counters.revert(names[1]!, n, counted);
-          this.d.counters.revert(names[2]!, n, counted);
-          inRow.rollback();
-          throw err;
-        }
-        return ackOf(record, false);
-      }),
-    );
+        ops.push({ type: 'put', sub: this.envelopes, key: t.token_id, value: e });
+        ops.push({ type: 'put', sub: this.byOwner, key: `${delivery.to}!${padNum(seq)}`, value: t.token_id });
+        ops.push({ type: 'put', sub: this.byFolder, key: `${delivery.to}!${RECEIVED_FOLDER}!${padNum(seq)}`, value: t.token_id });
+      });
+      const inRow = this.d.chain.appendOps(toSlug, svcond, 'transfer_in', {
+        transfer_id: delivery.transfer_id,
+        from: delivery.from,
+        from_home: delivery.from_home,
+        token_ids: tokenIds,
+      });
+      ops.push(inRow.op);
+      const record: TransferRecord = {
+        transfer_id: delivery.transfer_id,
+        state: 'delivered',
+        from: delivery.from,
+        to: delivery.to,
+        from_home: delivery.from_home,
+        to_home: here,
+        count: n,
+        token_ids: tokenIds,
+        face_value_total: delivery.envelopes.reduce((s, e) => s + e.face_value, 0),
+        picked_by: delivery.picked_by,
+        seed: delivery.seed,
+        attempts: delivery.attempt,
+        last_error: null,
+        created_svcond: delivery.created_svcond,
+        created_unix_ms: delivery.created_unix_ms,
+        delivered_svcond: svcond,
+        delivered_unix_ms: unixMs,
+      };
+      // The certificate goes with the credit: the custody gate sends it to the receiver's custodians.
+      ops.push({
+        type: 'put',
+        sub: this.records,
+        key: delivery.transfer_id,
+        value: { ...record, debit_certificate: delivery.debit_certificate ?? undefined },
+      });
+      const mark: CreditMark = { transfer_id: delivery.transfer_id, from: delivery.from, delivered_svcond: svcond, delivered_unix_ms: unixMs };
+      ops.push({ type: 'put', sub: this.credits, key: creditKey(delivery.to, delivery.transfer_id), value: mark });
+      this.d.counters.persistOps(names, ops);
+      try {
+        await this.d.store.commit(ops);
+      } catch (err) {
+        // envelope_seq stays: numbers are never handed out twice (ledger.ts seal).
+        this.d.counters.revert(names[1]!, n, counted);
+        this.d.counters.revert(names[2]!, n, counted);
+        inRow.rollback();
+        throw err;
+      }
+      return ackOf(record, false);
+    });
   }
 
   /** The acknowledgement of a delivery whose transfer is credited to its receiver here already, else null (409: other parties). */

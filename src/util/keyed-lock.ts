@@ -18,4 +18,14 @@ export class KeyedLock {
       if (this.tails.get(key) === tail) this.tails.delete(key);
     }
   }
+
+  /**
+   * Work under every one of `keys` at once. The keys are taken one by one in sorted order, so two callers whose keys
+   * overlap never each hold one the other waits for.
+   */
+  runAll<T>(keys: Iterable<string>, work: () => Promise<T>): Promise<T> {
+    const sorted = [...new Set(keys)].sort();
+    const from = (i: number): Promise<T> => (i === sorted.length ? work() : this.run(sorted[i]!, () => from(i + 1)));
+    return from(0);
+  }
 }

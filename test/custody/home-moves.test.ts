@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FetchChain } from '../../src/custody/client.js';
 import { entryHash, GENESIS_ENTRY_HASH, signingTextOf, type CustodyEntry } from '../../src/custody/entry.js';
 import { HomeChanges, type HomeChange } from '../../src/custody/home-change.js';
+import { EnvelopeLocks } from '../../src/tally/folders.js';
 import { HomeMoves } from '../../src/custody/home-moves.js';
 import { promiseSigningText, type PromiseBody } from '../../src/custody/promise.js';
 import { recordsDigest, type ChainLink, type EntryRecords } from '../../src/custody/protocol.js';
@@ -85,6 +86,7 @@ function movesOn(on: Store): HomeMoves {
     members: () => MEMBERS,
     verify,
     homeChanges: new HomeChanges(on),
+    envelopeLocks: new EnvelopeLocks(),
     identity: {
       getIdentity: async (zid) => on.get<IdentityRecord>(identities, zid),
       homeMoveOps: async (ident, home) => [{ type: 'put', sub: identities, key: ident.zid, value: { ...ident, home } }],

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HomeChanges, type HomeChange } from '../../src/custody/home-change.js';
+import { EnvelopeLocks } from '../../src/tally/folders.js';
 import { HomeMoves } from '../../src/custody/home-moves.js';
 import { promiseSigningText, type PromiseBody } from '../../src/custody/promise.js';
 import type { IdentityRecord } from '../../src/identity/service.js';
@@ -53,6 +54,7 @@ function movesAsking(missedChanges?: (after: number, epoch: number) => HomeChang
     members: () => MEMBERS,
     verify,
     homeChanges: changes,
+    envelopeLocks: new EnvelopeLocks(),
     identity: {
       getIdentity: async (zid) => store.get<IdentityRecord>(identities, zid),
       homeMoveOps: async (ident, home) => [{ type: 'put', sub: identities, key: ident.zid, value: { ...ident, home } }],

@@ -16,6 +16,7 @@ import { replayOps } from '../../src/custody/replica.js';
 import type { IdentityRecord } from '../../src/identity/service.js';
 import { verifyText } from '../../src/mesh/wire.js';
 import { padNum, Store } from '../../src/store/db.js';
+import { EnvelopeLocks } from '../../src/tally/folders.js';
 
 const Z = `zid_${'a'.repeat(32)}`; // the identity taken over
 const Y = `zid_${'b'.repeat(32)}`; // homed on this node: received an envelope from Z here
@@ -50,12 +51,14 @@ const debited = (t: string, seq: number) => link(del('env_owner', `${Z}!${padNum
 let dir: string;
 let store: Store;
 let moves: HomeMoves;
+let envelopeLocks: EnvelopeLocks;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'svc-replay-onto-'));
   store = await Store.open(dir, { sync: false });
   const identities = store.sub('identities');
   const ident: IdentityRecord = { zid: Z, home: OLD } as IdentityRecord;
+  envelopeLocks = new EnvelopeLocks();
   moves = new HomeMoves({
     store,
     nodeId: () => SELF,
@@ -63,6 +66,7 @@ beforeEach(async () => {
     members: () => [SELF, OLD],
     verify: verifyText,
     homeChanges: new HomeChanges(store),
+    envelopeLocks,
     identity: {
       // Y is homed here; W elsewhere (this node holds a stale record of W's at most).
       getIdentity: (zid) =>
@@ -126,6 +130,37 @@ describe('taking a chain over, onto this node’s own ledger', () => {
     await moves.adopt(change, [sealed(token(7), 7), sealed(token(8), 8)], []);
     expect(await store.get(envelopes(), token(7))).toMatchObject({ owner: Y, seq: 41, transfer_id: 'xfer_7' });
     expect(await store.get(envelopes(), token(8))).toMatchObject({ owner: Z, seq: 8 });
+  });
+
+  it('reads a credit that lands while it replays: the credit waits for the envelope, and the replay leaves its record', async () => {
+    // This node's stale copy of token 9 as Z's; the chain ends with token 9 debited (to Y, homed here).
+    await store.commit([{ type: 'put', sub: envelopes(), key: token(9), value: envelope(token(9), Z, 9) }]);
+    // Y's credit of token 9, as transfers.ts receive writes it (under the envelope's lock), started right after the
+    // replay has read the envelope's record and before its batch.
+    const credit = () =>
+      envelopeLocks.tokens([token(9)], () =>
+        store.commit([
+          { type: 'put', sub: envelopes(), key: token(9), value: { ...envelope(token(9), Y, 43), transfer_id: 'xfer_9' } },
+          { type: 'put', sub: byOwner(), key: `${Y}!${padNum(43)}`, value: token(9) },
+        ]),
+      );
+    let credited: Promise<void> | null = null;
+    const read = store.getMany.bind(store);
+    store.getMany = (async (sub: Parameters<Store['getMany']>[0], keys: string[]) => {
+      const got = await read(sub, keys);
+      if (credited === null && keys.includes(token(9))) {
+        credited = credit();
+        // Without the envelope's lock the credit is written by now; with it, it waits for the replay.
+        await Promise.race([credited, new Promise((r) => setTimeout(r, 100))]);
+      }
+      return got;
+    }) as Store['getMany'];
+    await moves.adopt(change, [sealed(token(9), 9), debited(token(9), 9)], []);
+    expect(credited).not.toBeNull();
+    await credited;
+    expect(await store.get(envelopes(), token(9))).toMatchObject({ owner: Y, seq: 43, transfer_id: 'xfer_9' });
+    expect(await store.get(byOwner(), `${Y}!${padNum(43)}`)).toBe(token(9));
+    expect(await store.range(byOwner(), { gte: `${Z}!`, lt: `${Z}!~` })).toEqual([]);
   });
 
   it('replays every record as it is without a ledger to write over (a custodian’s check of a run)', () => {

@@ -23,4 +23,16 @@ describe('KeyedLock', () => {
     await expect(failed).rejects.toThrow('boom');
     expect(await next).toBe(42);
   });
+
+  it('runs work under several keys at once; two callers whose keys overlap in either order both finish, one after the other', async () => {
+    const lock = new KeyedLock();
+    const log: string[] = [];
+    const first = lock.runAll(['b', 'a', 'a'], async () => (log.push('ab start'), await later(20, null), log.push('ab end')));
+    const second = lock.runAll(['a', 'b'], async () => log.push('ba'));
+    const third = lock.runAll(['c'], async () => log.push('c'));
+    await Promise.race([Promise.all([first, second, third]), later(1000, null).then(() => Promise.reject(new Error('deadlocked')))]);
+    expect(log.filter((l) => l !== 'c')).toEqual(['ab start', 'ab end', 'ba']);
+    expect(log.indexOf('c')).toBeLessThan(log.indexOf('ab end'));
+    expect(await lock.runAll([], async () => 7)).toBe(7);
+  });
 });
