@@ -64,6 +64,9 @@ interface Waiting {
   fail: (err: unknown) => void;
 }
 
+/** Log entries read per page when looking for one entry (loggedDebit). */
+const LOG_PAGE = 64;
+
 /** A certified entry as its home keeps it: with the custodians' signatures, its records and a credit's debit certificate. */
 export interface CertifiedEntry {
   entry: CustodyEntry;
@@ -270,6 +273,20 @@ export class Replicator {
   /** Certified entries of an identity homed here, from `fromSeq`, at most `limit`. */
   async entries(zid: string, fromSeq: number, limit: number): Promise<CertifiedEntry[]> {
     return slotsFrom<CertifiedEntry>(this.deps.store, this.log, zid, fromSeq, limit);
+  }
+
+  /**
+   * The certified debit entry of transfer `transferId` in the log of an identity homed here (undefined: none), read
+   * newest first a page at a time: a debit still pending is near the head, and the log may be long.
+   */
+  async loggedDebit(zid: string, transferId: string): Promise<CertifiedEntry | undefined> {
+    for (let below = `${zid}!~`; ;) {
+      const page = await this.deps.store.range<CertifiedEntry>(this.log, { gte: `${zid}!`, lt: below, limit: LOG_PAGE, reverse: true });
+      const found = page.find((r) => r.value.entry.transfer?.side === 'debit' && r.value.entry.transfer.id === transferId);
+      if (found !== undefined) return found.value;
+      if (page.length < LOG_PAGE) return undefined;
+      below = page.at(-1)!.key;
+    }
   }
 
   /**
