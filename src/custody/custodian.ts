@@ -86,6 +86,11 @@ export interface CustodianDeps {
   verify: (signer: string, text: string, signature: string) => boolean;
   /** The identity's custody set as this node computes it (null: the identity is not known here): who may fetch its chain. */
   custodiansOf: (zid: string) => Promise<string[] | null>;
+  /**
+   * Was the node a home of the identity before its latest change (home-change.ts wasHome)? It may fetch the chain too,
+   * to take it in place of its copy and count the charges it made and never wrote; absent: no other node may.
+   */
+  formerHome?: (zid: string, node: string) => Promise<boolean>;
   /** The identity's entries held here from a seq, a page: the home's certified log, or this custodian's held entries. */
   chainAt: (zid: string, from: number) => Promise<ChainPage>;
   /**
@@ -170,10 +175,11 @@ export class Custodian {
     return { v: 1, results: await run };
   }
 
-  /** A fetch: the identity's chain from `from`, to a node of its custody set. */
+  /** A fetch: the identity's chain from `from`, to a node of its custody set or a former home of the identity. */
   private async chain(zid: string, from: number, sender: string): Promise<ChainAnswer> {
     const custodians = await this.deps.custodiansOf(zid);
-    if (custodians === null || !custodians.includes(sender))
+    const may = custodians !== null && (custodians.includes(sender) || ((await this.deps.formerHome?.(zid, sender)) ?? false));
+    if (!may)
       return { v: 1, refused: { code: 'not-custodian', reason: `the requester is not a custodian of ${zid} here` }, head: null, links: [], more: false };
     return { v: 1, ...(await this.deps.chainAt(zid, from)) };
   }

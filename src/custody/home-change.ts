@@ -143,6 +143,18 @@ export class HomeChanges {
     return (await this.kept(zid))?.previous ?? null;
   }
 
+  /**
+   * Was `node` a home of `zid` before the latest change kept here: the home it replaced, an earlier epoch's home, or
+   * the new home of a change in the history? Such a node may fetch the chain to take it in place of its copy.
+   */
+  async wasHome(zid: string, node: string): Promise<boolean> {
+    const kept = await this.kept(zid);
+    if (kept === null) return false;
+    if (kept.previous === node || Object.values(kept.homes ?? {}).includes(node)) return true;
+    const history = await this.store.range<HomeChange>(this.history, { gte: historyKey(zid, FIRST_EPOCH), lt: `${zid}!~` });
+    return history.some((r) => r.value.home === node && r.value.epoch < kept.change.epoch);
+  }
+
   /** The home of `zid` in `epoch`, an epoch before the latest change, and its set's passed-over members (null: not known here). */
   async configAt(zid: string, epoch: number): Promise<SetConfig | null> {
     const kept = await this.kept(zid);

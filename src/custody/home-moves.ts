@@ -18,9 +18,14 @@ import { checkChain, envelopeTokens, GENESIS_HEAD, replayOps } from './replica.j
 import { LEDGER_SUBLEVELS } from './ledger-ops.js';
 import type { ChainLink } from './protocol.js';
 
-/** An old home tries to take the new home's chain this many times, REPLACE_PAUSE_MS after the first failure, then doubling. */
+/**
+ * An old home tries to take the new home's chain again REPLACE_PAUSE_MS after the first failure, then doubling up to
+ * REPLACE_PAUSE_MAX_MS, for as long as its copy waits for that change's chain; the first REPLACE_ATTEMPTS failures are
+ * logged at warn, the later ones at debug.
+ */
 const REPLACE_ATTEMPTS = 6;
 const REPLACE_PAUSE_MS = 2_000;
+const REPLACE_PAUSE_MAX_MS = 64_000;
 /** How long after reading an identity's missed changes the node reads them again for another change shown. */
 const CATCH_UP_PAUSE_MS = 30_000;
 
@@ -179,20 +184,26 @@ export class HomeMoves {
   }
 
   /**
-   * replaceCopy, again after a pause while it fails (the new home down or cut off, as when the change was made), a few
-   * times: the old home's copy and the charges it never wrote (unwritten-charges.ts) wait for it.
+   * replaceCopy, again after a pause while it fails (the new home down or cut off, as when the change was made) and the
+   * copy still waits for this change's chain: the old home's copy and the charges it never wrote (unwritten-charges.ts)
+   * wait for it, and a later change (its own retries) or the chain taken ends the wait.
    */
   private replaceCopySoon(change: HomeChange, attempt: number): void {
     const d = this.deps;
     void this.replaceCopy(change).catch((err: unknown) => {
-      d.logger?.warn({ err: String(err), zid: change.zid, attempt }, 'custody: the old home could not take the new home’s chain');
-      if (this.stopped || attempt + 1 >= REPLACE_ATTEMPTS) return;
+      const log = { err: String(err), zid: change.zid, attempt };
+      if (attempt < REPLACE_ATTEMPTS) d.logger?.warn(log, 'custody: the old home could not take the new home’s chain');
+      else d.logger?.debug(log, 'custody: the old home could not take the new home’s chain');
+      if (this.stopped) return;
       const t = setTimeout(
         () => {
           this.retries.delete(t);
-          this.replaceCopySoon(change, attempt + 1);
+          void d.homeChanges.waitingFor(change.zid).then(
+            (epoch) => epoch === change.epoch && !this.stopped && this.replaceCopySoon(change, attempt + 1),
+            (err: unknown) => d.logger?.warn({ err: String(err), zid: change.zid }, 'custody: the old home could not read its waiting copy'),
+          );
         },
-        REPLACE_PAUSE_MS * 2 ** attempt,
+        Math.min(REPLACE_PAUSE_MS * 2 ** attempt, REPLACE_PAUSE_MAX_MS),
       );
       t.unref();
       this.retries.add(t);

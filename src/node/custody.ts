@@ -273,6 +273,9 @@ export async function wireCustody(
       const previous = await homeChanges.previousHome(zid);
       return [...new Set([...set.custodians, ...(previous === null ? [] : [previous]), ...(failoverRef?.openingSet(zid) ?? [])])];
     },
+    // A home of an earlier epoch that is in no set now (not the one the latest change replaced) still takes the
+    // chain in place of its copy, and counts the charges it certified and never wrote.
+    formerHome: (zid, node) => homeChanges.wasHome(zid, node),
     ownHead: async (zid) => {
       const own = await replicator.certifiedHead(zid);
       return own === null || own.seq === 0 ? null : own;

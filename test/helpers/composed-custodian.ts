@@ -33,6 +33,7 @@ export function composedCustodian(
     changesAfter?: CustodianDeps['changesAfter'];
     ownHead?: CustodianDeps['ownHead'];
     takingOver?: CustodianDeps['takingOver'];
+    formerHome?: CustodianDeps['formerHome'];
     /** Where it catches up from (absent: it does not). */
     fetch?: CustodianDeps['fetch'];
   },
@@ -53,6 +54,7 @@ export function composedCustodian(
     ...(o.changesAfter === undefined ? {} : { changesAfter: o.changesAfter }),
     ...(o.ownHead === undefined ? {} : { ownHead: o.ownHead }),
     ...(o.takingOver === undefined ? {} : { takingOver: o.takingOver }),
+    ...(o.formerHome === undefined ? {} : { formerHome: o.formerHome }),
   });
   return c;
 }
