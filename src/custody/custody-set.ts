@@ -32,12 +32,73 @@ export interface SetConfig {
 }
 
 export function custodySetOf(zid: string, home: string, members: Iterable<string>, replicas: number, excluded: readonly string[] = []): CustodySet {
+  return rankedSetOf(zid, home, members, replicas, excluded).set;
+}
+
+/** A set with the weights of its custodians but the home (`weights[i]` is `custodians[i + 1]`'s), so it can shift. */
+export interface RankedSet {
+  set: CustodySet;
+  weights: readonly string[];
+}
+
+/** custodySetOf, with the custodians' weights. */
+export function rankedSetOf(zid: string, home: string, members: Iterable<string>, replicas: number, excluded: readonly string[] = []): RankedSet {
   const passed = new Set(excluded);
-  const others = ranked(zid, home, members)
-    .filter((node) => !passed.has(node))
+  const others = rankedWeights(zid, home, members)
+    .filter((x) => !passed.has(x.node))
     .slice(0, Math.max(0, replicas - 1));
+  return rankedSet(
+    home,
+    others.map((x) => x.node),
+    others.map((x) => x.w),
+  );
+}
+
+function rankedSet(home: string, others: string[], weights: readonly string[]): RankedSet {
   const custodians = [home, ...others];
-  return { home, custodians, majority: Math.floor(custodians.length / 2) + 1 };
+  return { set: { home, custodians, majority: Math.floor(custodians.length / 2) + 1 }, weights };
+}
+
+/** The members that joined and left between two lists of them. */
+export interface MembersChange {
+  joined: readonly string[];
+  left: ReadonlySet<string>;
+}
+
+export function membersChange(from: Iterable<string>, to: Iterable<string>): MembersChange {
+  const before = new Set(from);
+  const after = new Set(to);
+  return { joined: [...after].filter((node) => !before.has(node)), left: new Set([...before].filter((node) => !after.has(node))) };
+}
+
+/**
+ * The set `ranked` (of `zid`, passing over `excluded`) after the members changed by `change`, without ranking every
+ * member again: a member that joined takes its place by weight among the custodians, and one that left changes nothing
+ * unless it was a custodian. Null when one was: who comes next is known only by ranking the members again
+ * (rankedSetOf). `ranked` itself when nothing changed. Equal to rankedSetOf over the members after the change.
+ */
+export function shiftedSet(zid: string, ranked: RankedSet, change: MembersChange, replicas: number, excluded: readonly string[] = []): RankedSet | null {
+  const { home } = ranked.set;
+  const others = ranked.set.custodians.slice(1);
+  if (others.some((node) => change.left.has(node))) return null;
+  const room = Math.max(0, replicas - 1);
+  const weights = [...ranked.weights];
+  let shifted = false;
+  for (const node of change.joined) {
+    if (node === home || excluded.includes(node) || others.includes(node)) continue;
+    const w = rankWeight(zid, node);
+    if (others.length >= room && !(others.length > 0 && w > weights.at(-1)!)) continue;
+    let at = 0;
+    while (at < weights.length && weights[at]! > w) at++;
+    others.splice(at, 0, node);
+    weights.splice(at, 0, w);
+    if (others.length > room) {
+      others.pop();
+      weights.pop();
+    }
+    shifted = true;
+  }
+  return shifted ? rankedSet(home, others, weights) : ranked;
 }
 
 /** The set of an epoch's configuration. */
@@ -47,11 +108,14 @@ export function setOfConfig(zid: string, config: SetConfig, members: Iterable<st
 
 /** The members but `home`, by weight for `zid`, highest first. */
 function ranked(zid: string, home: string, members: Iterable<string>): string[] {
+  return rankedWeights(zid, home, members).map((x) => x.node);
+}
+
+function rankedWeights(zid: string, home: string, members: Iterable<string>): { node: string; w: string }[] {
   return [...new Set(members)]
     .filter((node) => node !== home)
     .map((node) => ({ node, w: rankWeight(zid, node) }))
-    .sort((a, b) => (a.w < b.w ? 1 : a.w > b.w ? -1 : 0))
-    .map((x) => x.node);
+    .sort((a, b) => (a.w < b.w ? 1 : a.w > b.w ? -1 : 0));
 }
 
 /**

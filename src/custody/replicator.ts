@@ -14,7 +14,7 @@
 import { ServiceError } from '../kernel/errors.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
-import { custodySetOf, type CustodySet } from './custody-set.js';
+import { custodySetOf, membersChange, rankedSetOf, shiftedSet, type CustodySet, type MembersChange, type RankedSet } from './custody-set.js';
 import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, signingTextOf, verifyEntrySignature, type CustodyEntry, type EntrySignature } from './entry.js';
 import { headChainPage, slotKey, slotsFrom } from './custodian.js';
 import type { DebitCertificate, DebitCertificates } from './debit-certificate.js';
@@ -160,7 +160,9 @@ export class Replicator {
   private readonly open = new Map<string, Proposal[]>();
   private readonly links = new Map<string, Link>();
   /** Sets as setOf last computed them, by zid, with what they were computed from. */
-  private readonly sets = new BoundedMap<string, { members: Iterable<string>; excluded: string[] | undefined; set: CustodySet }>(SETS_KEPT);
+  private readonly sets = new BoundedMap<string, { members: Iterable<string>; excluded: string[] | undefined; ranked: RankedSet }>(SETS_KEPT);
+  /** By a list of the members, the change from it to the list read after it (the sets kept shift by it). */
+  private readonly changes = new WeakMap<Iterable<string>, { to: Iterable<string>; change: MembersChange }>();
   readonly stats = { proposed: 0, certified: 0, failed: 0, batches: 0 };
 
   constructor(private readonly deps: ReplicatorDeps) {
@@ -180,10 +182,24 @@ export class Replicator {
     const members = this.deps.members();
     const excluded = this.excluded.get(zid);
     const known = this.sets.get(zid);
-    if (known !== undefined && known.members === members && known.excluded === excluded) return known.set;
-    const set = custodySetOf(zid, this.deps.nodeId(), members, this.deps.replicas, excluded);
-    this.sets.set(zid, { members, excluded, set });
-    return set;
+    if (known !== undefined && known.members === members && known.excluded === excluded) return known.ranked.set;
+    const home = this.deps.nodeId();
+    // A set kept from another list of the members shifts by the change (a hash per member that joined), where ranking
+    // every member again costs one per member.
+    const ranked =
+      (known !== undefined && known.excluded === excluded && known.ranked.set.home === home
+        ? shiftedSet(zid, known.ranked, this.changeOf(known.members, members), this.deps.replicas, excluded)
+        : null) ?? rankedSetOf(zid, home, members, this.deps.replicas, excluded);
+    this.sets.set(zid, { members, excluded, ranked });
+    return ranked.set;
+  }
+
+  private changeOf(from: Iterable<string>, to: Iterable<string>): MembersChange {
+    const known = this.changes.get(from);
+    if (known !== undefined && known.to === to) return known.change;
+    const change = membersChange(from, to);
+    this.changes.set(from, { to, change });
+    return change;
   }
 
   /**

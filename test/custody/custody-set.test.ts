@@ -4,7 +4,17 @@
 import { describe, expect, it } from 'vitest';
 import { keyedNodes, signedPromise as signedPromiseOf, type Signer } from '../helpers/promise-signers.js';
 import { rankWeight } from '../../src/consensus/committee.js';
-import { custodySetOf, excludedFor, excludedSchema, MAX_EXCLUDED, sameMembers, setOfConfig } from '../../src/custody/custody-set.js';
+import {
+  custodySetOf,
+  excludedFor,
+  excludedSchema,
+  MAX_EXCLUDED,
+  membersChange,
+  rankedSetOf,
+  sameMembers,
+  setOfConfig,
+  shiftedSet,
+} from '../../src/custody/custody-set.js';
 import { debitCertificateFault } from '../../src/custody/debit-certificate.js';
 import { entryHash, entrySchema, GENESIS_ENTRY_HASH, signingTextOf, type CustodyEntry } from '../../src/custody/entry.js';
 import { standingOf, type HomeChange } from '../../src/custody/home-change.js';
@@ -56,6 +66,49 @@ describe('an epoch’s custody set', () => {
     expect(excludedFor(zid, 'm00', many, 3, () => true)).toHaveLength(MAX_EXCLUDED);
     expect(sameMembers(['a', 'b'], ['b', 'a'])).toBe(true);
     expect(sameMembers(['a', 'b'], ['a', 'c'])).toBe(false);
+  });
+
+  it('shifted by a change of the members is the set ranked from the members after it, and null only when a custodian left', () => {
+    // A xorshift stream: the same draws every run.
+    let x = 0x9e3779b9;
+    const next = (n: number) => {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      return (x >>> 0) % n;
+    };
+    const pool = Array.from({ length: 60 }, (_, i) => `12D3KooW${String(i).padStart(4, '0')}`);
+    const draw = (k: number) => pool.filter(() => next(pool.length) < k);
+    let shifted = 0;
+    let ranked = 0;
+    let same = 0;
+    for (let round = 0; round < 400; round++) {
+      const z = `zid_${round.toString(16).padStart(32, '0')}`;
+      const replicas = [1, 2, 3, 3, 5][round % 5]!;
+      const home = pool[next(pool.length)]!;
+      const before = draw(1 + next(pool.length));
+      const excluded = next(3) === 0 ? [...new Set(draw(4))].sort() : [];
+      // Some leave, some join (a few at a time, as members are heard, or none: the same members in a new list).
+      const after = [...before.filter(() => next(10) !== 0), ...draw(next(4))];
+      const kept = rankedSetOf(z, home, before, replicas, excluded);
+      const change = membersChange(before, after);
+      const fromAll = rankedSetOf(z, home, after, replicas, excluded);
+      const custodianLeft = kept.set.custodians.slice(1).some((n) => change.left.has(n));
+      const result = shiftedSet(z, kept, change, replicas, excluded);
+      if (result === null) {
+        expect(custodianLeft).toBe(true);
+        ranked++;
+        continue;
+      }
+      expect(custodianLeft).toBe(false);
+      expect(result).toEqual(fromAll);
+      if (result === kept) same++;
+      else shifted++;
+      expect(result.set.custodians.length).toBeLessThanOrEqual(replicas);
+    }
+    // Every path was taken, often.
+    expect(Math.min(shifted, ranked, same)).toBeGreaterThan(20);
+    expect(membersChange(['a', 'b', 'c'], ['c', 'd', 'b', 'd'])).toEqual({ joined: ['d'], left: new Set(['a']) });
   });
 
   it('travels sorted and distinct, on an epoch entry only', () => {

@@ -1,6 +1,7 @@
 // The custody set a home computes for each write (Replicator.setOf) is kept while the members' view and the identity's
-// passed-over members are the objects it was computed from: the same set again for the same view, a new one as soon as
-// the view is another list (a member heard) or the passed-over members are read.
+// passed-over members are the objects it was computed from: the same set again for the same view; for another list
+// (a member heard, one whose bond ended) the set kept shifted by the change, equal to the set ranked from the new list;
+// computed again once the passed-over members are read.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,13 +35,20 @@ describe('the custody sets a home keeps', () => {
     const before = replicator.setOf(zid);
     expect(before.custodians).toEqual(custodySetOf(zid, home.id, view, 3).custodians);
     expect(replicator.setOf(zid)).toBe(before);
-    // The same members in a new list: computed again, the same custodians.
+    // The same members in a new list: no member joined or left, the same set.
     view = [...view];
-    expect(replicator.setOf(zid)).not.toBe(before);
-    expect(replicator.setOf(zid).custodians).toEqual(before.custodians);
+    expect(replicator.setOf(zid)).toBe(before);
     // A member heard that outranks the set's custodians takes its place at once.
     view = [...view, first!.id, second!.id];
     expect(replicator.setOf(zid).custodians).toEqual([home.id, first!.id, second!.id]);
+    expect(replicator.setOf(zid)).toEqual(custodySetOf(zid, home.id, view, 3));
+    // A custodian that leaves is replaced by the next by weight; one behind the set leaving changes nothing.
+    const shifted = replicator.setOf(zid);
+    view = view.filter((n) => n !== rest.at(-1)!.id);
+    expect(replicator.setOf(zid)).toBe(shifted);
+    view = view.filter((n) => n !== first!.id);
+    expect(replicator.setOf(zid)).toEqual(custodySetOf(zid, home.id, view, 3));
+    expect(replicator.setOf(zid).custodians).not.toContain(first!.id);
     // The passed-over members, once read (none stored: an empty list), are what the set is kept with.
     const kept = replicator.setOf(zid);
     await replicator.excludedOf(zid);
