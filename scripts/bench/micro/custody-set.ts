@@ -23,21 +23,24 @@ const zids = Array.from({ length: identities }, (_, i) => `zid_${i.toString(16).
 const self = `12D3KooW${'S'.repeat(44)}`;
 const dir = await mkdtemp(join(tmpdir(), 'svc-bench-custody-set-'));
 const store = await Store.open(dir, { sync: false });
+/** A home's replicator (no mesh: sets only) over the members `members` reads. */
+const replicatorOver = (members: () => string[]) =>
+  new Replicator({
+    store,
+    reader: new LedgerOpsReader(store),
+    nodeId: () => self,
+    replicas: 3,
+    members,
+    send: null,
+    verify: () => false,
+    sign: () => '',
+    certificates: new DebitCertificates(store),
+    timeoutMs: 5000,
+  });
 try {
   for (const size of [3, 100, 1000]) {
     const members = [self, ...Array.from({ length: size - 1 }, (_, i) => `12D3KooW${i.toString(36).padStart(44, 'A')}`)];
-    const replicator = new Replicator({
-      store,
-      reader: new LedgerOpsReader(store),
-      nodeId: () => self,
-      replicas: 3,
-      members: () => members,
-      send: null,
-      verify: () => false,
-      sign: () => '',
-      certificates: new DebitCertificates(store),
-      timeoutMs: 5000,
-    });
+    const replicator = replicatorOver(() => members);
     // Every identity's set computed once, as the writes before the measured ones would have.
     for (const zid of zids) replicator.setOf(zid);
     let i = 0;
@@ -51,18 +54,7 @@ try {
       changes++;
       current = changes % 2 === 1 ? [...members, `12D3KooW${`J${changes}`.padStart(44, 'B')}`] : members.slice();
     };
-    const churned = new Replicator({
-      store,
-      reader: new LedgerOpsReader(store),
-      nodeId: () => self,
-      replicas: 3,
-      members: () => current,
-      send: null,
-      verify: () => false,
-      sign: () => '',
-      certificates: new DebitCertificates(store),
-      timeoutMs: 5000,
-    });
+    const churned = replicatorOver(() => current);
     for (const zid of zids) churned.setOf(zid);
     let k = 0;
     let l = 0;
