@@ -25,7 +25,7 @@ import type { ChainLink } from './protocol.js';
  */
 const REPLACE_ATTEMPTS = 6;
 const REPLACE_PAUSE_MS = 2_000;
-const REPLACE_PAUSE_MAX_MS = 64_000;
+const REPLACE_PAUSE_MAX_MS = 512_000;
 /** How long after reading an identity's missed changes the node reads them again for another change shown. */
 const CATCH_UP_PAUSE_MS = 30_000;
 
