@@ -291,6 +291,12 @@ export class Replicator {
     return slotsFrom<CertifiedEntry>(this.deps.store, this.log, zid, fromSeq, limit);
   }
 
+  /** The hash of the certified entry this node's log holds at each entry's slot (undefined: none). */
+  async loggedHashes(entries: readonly Pick<CustodyEntry, 'zid' | 'epoch' | 'seq'>[]): Promise<(string | undefined)[]> {
+    const held = await this.deps.store.getMany<CertifiedEntry>(this.log, entries.map(slotKey));
+    return held.map((h) => h?.hash);
+  }
+
   /**
    * The certified debit entry of transfer `transferId` in the log of an identity homed here (undefined: none), read
    * newest first a page at a time: a debit still pending is near the head, and the log may be long.

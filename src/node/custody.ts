@@ -26,7 +26,7 @@ import { HeardBonds } from '../custody/heard-bonds.js';
 import { HOME_CHANGE_EVENT, HomeChanges, homeChangeSchema, type HomeChange } from '../custody/home-change.js';
 import { HomeHistory } from '../custody/home-history.js';
 import { HomeMoves } from '../custody/home-moves.js';
-import { FIRST_EPOCH } from '../custody/entry.js';
+import { FIRST_EPOCH, type CustodyEntry } from '../custody/entry.js';
 import { Failover } from '../custody/failover.js';
 import { SetChanges } from '../custody/set-changes.js';
 import { headAfter, type Heard } from '../custody/failover-rules.js';
@@ -152,13 +152,19 @@ export async function wireCustody(
     },
     // Entries of an epoch this node was the home of, never written here (its log of written entries lacks them).
     unwrittenCharges: async (zid, links) => {
-      const log = replicatorRef === null ? [] : await replicatorRef.entries(zid, 1, Number.MAX_SAFE_INTEGER);
-      const written = new Set(log.map((c) => c.hash));
       const ownEpochs = new Set<number>();
       // Epoch 1's home is the node the identity registered on; a later epoch's, the node whose change opened it.
       for (const epoch of new Set(links.map((l) => l.entry.epoch)))
         if (epoch === FIRST_EPOCH ? (await configAt(zid, epoch))?.home === f.nodeId : await homeChanges.opened(zid, epoch, f.nodeId)) ownEpochs.add(epoch);
-      const candidates = unwrittenCharges(zid, links, (entry, hash) => ownEpochs.has(entry.epoch) && !written.has(hash));
+      // Charges of those epochs, then those this node's log of written entries does not hold at their slot.
+      const entries = new Map<string, CustodyEntry>();
+      const own = unwrittenCharges(zid, links, (entry, hash) => {
+        if (!ownEpochs.has(entry.epoch)) return false;
+        entries.set(hash, entry);
+        return true;
+      });
+      const logged = replicatorRef === null ? [] : await replicatorRef.loggedHashes(own.map((c) => entries.get(c.hash)!));
+      const candidates = own.filter((c, i) => logged[i] !== c.hash);
       const marked = await store.getMany(
         chargesCounted,
         candidates.map((c) => `${zid}!${c.hash}`),
@@ -166,7 +172,12 @@ export async function wireCustody(
       const charges = candidates.filter((_, i) => marked[i] === undefined);
       if (charges.length === 0) return { ops: [], rollback: () => undefined };
       f.logger.warn(
-        { zid, charges: charges.map((c) => ({ entry: c.hash, cost: c.cost, sealed: c.sealed })), written: written.size, epochs: [...ownEpochs] },
+        {
+          zid,
+          charges: charges.map((c) => ({ entry: c.hash, cost: c.cost, sealed: c.sealed })),
+          chargesWritten: own.length - candidates.length,
+          epochs: [...ownEpochs],
+        },
         'custody: charges certified and never written here are counted in the node’s totals',
       );
       const counted = economy.ledger.unwrittenChargesOps(charges);

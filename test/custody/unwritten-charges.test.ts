@@ -3,6 +3,7 @@
 // with the chain it takes back. The chain's records carry the identity's running total of credits charged; the node's
 // totals (charged, burned, foundation, sealed) count each such charge once, in the batch that writes the chain.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { slotKey } from '../../src/custody/custodian.js';
 import { entryHash, GENESIS_ENTRY_HASH, type CustodyEntry } from '../../src/custody/entry.js';
 import type { HomeChange } from '../../src/custody/home-change.js';
 import { recordsDigest, type EntryRecords, type RecordOp } from '../../src/custody/protocol.js';
@@ -105,5 +106,29 @@ describe('a node taking back a chain that carries its unwritten charges', () => 
     // Taken again, twice at once (two copies of a later change): counted once, the first time only.
     await Promise.all([3, 4].map((epoch) => t.node.custody.homeMoves.adopt({ zid: x.zid, epoch, home: t.node.nodeId, promises: [] }, chain, [])));
     expect(totals()).toEqual(expected);
+  }, 60_000);
+
+  it('does not count a charge its log of written entries holds at the entry’s slot', async () => {
+    const y = await zkIdentity(t.url, 'unwritten-charges-written');
+    const chain = chainOf(y.zid, [
+      { kind: 'seal', charged: 3 },
+      { kind: 'seal', charged: 5 },
+      { kind: 'seal', charged: 6 },
+    ]);
+    // The first two written here (its log holds them), the third not.
+    const log = t.node.store.sub('custody_log');
+    await t.node.store.commit(
+      chain.slice(0, 2).map(({ entry, records }) => ({
+        type: 'put' as const,
+        sub: log,
+        key: slotKey(entry),
+        value: { entry, hash: entryHash(entry), signatures: [], records, certificate: null },
+      })),
+    );
+    const sealed = t.node.counters.get('sealed_total');
+    const charged = t.node.counters.get('charged_total');
+    await t.node.custody.homeMoves.adopt({ zid: y.zid, epoch: 2, home: t.node.nodeId, promises: [] }, chain, []);
+    expect(t.node.counters.get('sealed_total')).toBe(sealed + 1);
+    expect(t.node.counters.get('charged_total')).toBe(charged + 1);
   }, 60_000);
 });
