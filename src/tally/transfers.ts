@@ -383,12 +383,12 @@ export class Transfers {
         reason: fault,
       });
     // The envelopes' own locks too: a chain replayed here (custody/home-moves.ts) may write or delete their records.
-    const lockedTokens = delivery.envelopes.map((e) => e.token_id);
-    return this.d.locks.run(delivery.to, () => this.d.locks.tokens(lockedTokens, () => this.credit(delivery, toSlug)));
+    const tokenIds = delivery.envelopes.map((e) => e.token_id);
+    return this.d.locks.run(delivery.to, () => this.d.locks.tokens(tokenIds, () => this.credit(delivery, tokenIds, toSlug)));
   }
 
-  /** The credit of a delivery checked by receive(), under the receiver's and the envelopes' locks. */
-  private credit(delivery: DeliveryBody, toSlug: string): Promise<TransferAck> {
+  /** The credit of a delivery checked by receive() (its envelopes' `tokenIds`), under the receiver's and the envelopes' locks. */
+  private credit(delivery: DeliveryBody, tokenIds: string[], toSlug: string): Promise<TransferAck> {
     const here = this.d.nodeId();
     return whileHeld([this.d.counters.hold(delivery.to), this.d.chain.hold(toSlug)], async () => {
       const again = await this.creditOf(delivery);
@@ -400,7 +400,6 @@ export class Transfers {
           throw new ServiceError(409, 'SVC_CONFLICT', `transfer ${delivery.transfer_id} is known here with other parties`);
         return ackOf(seen, true);
       }
-      const tokenIds = delivery.envelopes.map((e) => e.token_id);
       if (new Set(tokenIds).size !== tokenIds.length) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'a delivery names an envelope twice');
       const existing = await this.d.store.getMany<EnvelopeRecord>(this.envelopes, tokenIds);
       // A record of an identity homed elsewhere now is this node's stale copy of a ledger a failover moved away (the
