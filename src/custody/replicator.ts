@@ -161,8 +161,8 @@ export class Replicator {
   private readonly links = new Map<string, Link>();
   /** Sets as setOf last computed them, by zid, with what they were computed from. */
   private readonly sets = new BoundedMap<string, { members: Iterable<string>; excluded: string[] | undefined; ranked: RankedSet }>(SETS_KEPT);
-  /** By a list of the members, the change from it to the list read after it (the sets kept shift by it). */
-  private readonly changes = new WeakMap<Iterable<string>, { to: Iterable<string>; change: MembersChange }>();
+  /** By a list of the members and a later one, the change from it (the sets kept shift by it). */
+  private readonly changes = new WeakMap<Iterable<string>, WeakMap<Iterable<string>, MembersChange>>();
   readonly stats = { proposed: 0, certified: 0, failed: 0, batches: 0 };
 
   constructor(private readonly deps: ReplicatorDeps) {
@@ -195,11 +195,24 @@ export class Replicator {
   }
 
   private changeOf(from: Iterable<string>, to: Iterable<string>): MembersChange {
-    const known = this.changes.get(from);
-    if (known !== undefined && known.to === to) return known.change;
-    const change = membersChange(from, to);
-    this.changes.set(from, { to, change });
+    let byTo = this.changes.get(from);
+    if (byTo === undefined) this.changes.set(from, (byTo = new WeakMap()));
+    let change = byTo.get(to);
+    if (change === undefined) byTo.set(to, (change = membersChange(from, to)));
     return change;
+  }
+
+  /**
+   * Is the set of an identity homed here, as setOf gives it now, its set under each of these lists of the members
+   * (set-changes.ts)? A hash per member of a list that is not a member now.
+   */
+  async sameSetUnder(zid: string, lists: readonly (readonly string[])[]): Promise<boolean> {
+    await this.excludedOf(zid);
+    this.setOf(zid);
+    const now = this.sets.get(zid)!;
+    return lists.every(
+      (list) => list === now.members || shiftedSet(zid, now.ranked, this.changeOf(now.members, list), this.deps.replicas, now.excluded) === now.ranked,
+    );
   }
 
   /**

@@ -9,6 +9,9 @@
 // set, and a custodian of it that did not sign (down then, or behind) holds nothing of the epoch until the identity's
 // next write. So the new home owes each identity it adopts a hand-over of its own (owe), made at the next run and
 // again later, less often each time, until every custodian of the set has signed.
+// A pass skips an identity whose set is the same under every list of the members heard since the last pass that
+// reached every custodian began: each of its writes since was certified by that one set, which then held its head, so
+// no custodian is new to it. A pass reads three records an identity; the check ranks only the members that joined.
 
 import { keyAfter } from '../util/range-cursor.js';
 
@@ -17,22 +20,32 @@ const PAGE = 256;
 /** Runs (ticks) before a pass that left custodians without the head is made again; doubled after each such pass, up to MAX_RETRY_RUNS. */
 const RETRY_RUNS = 16;
 const MAX_RETRY_RUNS = 512;
+/** Lists of the members heard since a complete pass began, at most: past it, the next pass reads every identity. */
+const MAX_LISTS = 32;
 const NONE_SKIPPED: ReadonlySet<string> = new Set();
 
 export interface SetChangesDeps {
   /** The nodes that may hold identities (custody-set.ts), read once a tick. */
-  members: () => Iterable<string>;
+  members: () => readonly string[];
   /** Identities this node keeps a certified head of, in key order from `from` (Replicator.homed). */
   homed: (limit: number, from?: string) => Promise<string[]>;
   /** Is this node the identity's home now (its directory says so)? */
   isHome: (zid: string) => Promise<boolean>;
   handOver: (zid: string, skip: ReadonlySet<string>) => Promise<{ reached: string[]; missed: string[] }>;
+  /** Is the identity's set of now its set under each of these lists of the members (Replicator.sameSetUnder)? */
+  sameSetUnder: (zid: string, lists: readonly (readonly string[])[]) => Promise<boolean>;
   logger?: { info(obj: object, msg: string): void };
 }
 
 export class SetChanges {
   /** The members of the last pass that reached every custodian (null: none yet, so the first run makes one). */
   private passedFor: string | null = null;
+  /**
+   * The lists of the members heard since the last pass that reached every custodian began (null: unknown, so the next
+   * pass reads every identity), and since the pass under way began.
+   */
+  private sinceComplete: (readonly string[])[] | null = null;
+  private sincePass: (readonly string[])[] | null = null;
   private running = false;
   private stopped = false;
   private runs = 0;
@@ -43,7 +56,7 @@ export class SetChanges {
   private readonly owed = new Set<string>();
   private owedAt = 0;
   private owedRetryRuns = RETRY_RUNS;
-  readonly stats = { passes: 0, handedOver: 0, missed: 0, owedHandedOver: 0 };
+  readonly stats = { passes: 0, handedOver: 0, missed: 0, owedHandedOver: 0, skipped: 0 };
 
   constructor(private readonly deps: SetChangesDeps) {}
 
@@ -59,17 +72,26 @@ export class SetChanges {
    */
   async run(): Promise<void> {
     this.runs++;
+    const list = this.deps.members();
+    this.heard(list);
     if (this.running || this.stopped) return;
     this.running = true;
     try {
       if (this.owed.size > 0 && this.runs >= this.owedAt) await this.handOwed();
       if (this.runs < this.retryAt) return;
-      const members = membersKey(this.deps.members());
-      if (members === this.passedFor) return;
+      const members = membersKey(list);
+      // Another list heard since (and the members back as they were) is a change too: sets computed from it may have
+      // certified writes.
+      const settled = this.sinceComplete !== null && this.sinceComplete.length <= 1;
+      if (members === this.passedFor && settled) return;
+      this.sincePass = [list];
       const missed = await this.pass();
+      const lists = this.sincePass;
+      this.sincePass = null;
       if (missed === null) return;
       if (missed === 0) {
         this.passedFor = members;
+        this.sinceComplete = lists;
         this.retryRuns = RETRY_RUNS;
       } else {
         this.retryAt = this.runs + this.retryRuns;
@@ -78,6 +100,15 @@ export class SetChanges {
     } finally {
       this.running = false;
     }
+  }
+
+  /**
+   * A list of the members a custody set may have been computed from (the wiring tells each new one as it reads it; a
+   * run tells the one it reads). A list equal to the last heard is not kept again.
+   */
+  heard(list: readonly string[]): void {
+    this.sinceComplete = withList(this.sinceComplete, list);
+    this.sincePass = withList(this.sincePass, list);
   }
 
   /** No pass starts after this, and one running ends at its next identity. */
@@ -121,6 +152,11 @@ export class SetChanges {
       const page = await this.deps.homed(PAGE, from);
       for (const zid of page) {
         if (this.stopped) return null;
+        const since = this.sinceComplete;
+        if (since !== null && (await this.deps.sameSetUnder(zid, since))) {
+          this.stats.skipped++;
+          continue;
+        }
         if (!(await this.deps.isHome(zid))) continue;
         const { reached, missed } = await this.deps.handOver(zid, unreachable);
         handed += reached.length;
@@ -139,4 +175,14 @@ export class SetChanges {
 
 function membersKey(members: Iterable<string>): string {
   return [...new Set(members)].sort().join(',');
+}
+
+/** `lists` with `list` added unless it is the last one's equal; null (unknown) once there are more than MAX_LISTS. */
+function withList(lists: (readonly string[])[] | null, list: readonly string[]): (readonly string[])[] | null {
+  if (lists === null) return null;
+  const last = lists.at(-1);
+  if (last === list || (last !== undefined && membersKey(last) === membersKey(list))) return lists;
+  if (lists.length >= MAX_LISTS) return null;
+  lists.push(list);
+  return lists;
 }

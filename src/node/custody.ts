@@ -73,6 +73,7 @@ export async function wireCustody(
   const heardBonds = new HeardBonds(store, (err) => f.logger.warn({ err: String(err) }, 'the custody view could not be written'));
   await heardBonds.load();
   let known: { svcond: number; nodes: string[] } = { svcond: -1, nodes: [] };
+  let setChangesRef: SetChanges | null = null;
   const members = () => {
     const now = time.nowSvcond();
     if (known.svcond === now) return known.nodes;
@@ -81,7 +82,11 @@ export async function wireCustody(
     const heard = heardBonds.update(adverts, new Map(active.map((b) => [b.bond.node, b.bond.bond_id])));
     const nodes = active.filter((b) => b.bond.node === f.nodeId || heard.get(b.bond.node) === b.bond.bond_id).map((b) => b.bond.node);
     // The same list while it does not change: the replicator keeps the sets it computed from it (a SHA-256 per member).
-    known = { svcond: now, nodes: sameList(nodes, known.nodes) ? known.nodes : nodes };
+    if (!sameList(nodes, known.nodes)) {
+      known = { svcond: now, nodes };
+      // Sets may be computed from it from now on: the hand-over pass checks the identities' sets under each list.
+      setChangesRef?.heard(nodes);
+    } else known = { svcond: now, nodes: known.nodes };
     return known.nodes;
   };
   const homeOf = async (zid: string) => (await identity.identity.getIdentity(zid))?.home ?? null;
@@ -404,8 +409,10 @@ export async function wireCustody(
           homed: (limit, from) => replicator.homed(limit, false, from),
           isHome: async (zid) => (await homeOf(zid)) === f.nodeId,
           handOver: (zid, skip) => replicator.handOver(zid, skip),
+          sameSetUnder: (zid, lists) => replicator.sameSetUnder(zid, lists),
           logger: f.logger,
         });
+  setChangesRef = setChanges;
   f.metricsCustody.bind(() => ({
     replicator: replicator.stats,
     custodian: custodian.stats,

@@ -56,3 +56,33 @@ describe('the custody sets a home keeps', () => {
     expect(replicator.setOf(zid).custodians).toEqual(kept.custodians);
   });
 });
+
+describe('a set compared with the sets of other lists of the members (Replicator.sameSetUnder)', () => {
+  it('is the same exactly when the set ranked from each list has the same custodians', async () => {
+    const home = nodes[0]!;
+    const ids = nodes.map((n) => n.id);
+    const others = ids.slice(1);
+    // Every list of the members that keeps the home: the 16 subsets of the other four.
+    const lists = Array.from({ length: 16 }, (_, bits) => [home.id, ...others.filter((_, i) => bits & (1 << i))]);
+    const sorted = (xs: readonly string[]) => [...xs].sort();
+    let compared = 0;
+    let same = 0;
+    for (const now of lists) {
+      const replicator = composedReplicator(home, () => now, null);
+      const expected = sorted(custodySetOf(zid, home.id, now, 3).custodians);
+      for (const list of lists) {
+        const want = sorted(custodySetOf(zid, home.id, list, 3).custodians).join() === expected.join();
+        expect(await replicator.sameSetUnder(zid, [list]), `${now.length} members now, ${list.length} in the list`).toBe(want);
+        compared++;
+        if (want) same++;
+      }
+      // Several lists: the same only when the set is the same under each.
+      expect(await replicator.sameSetUnder(zid, [now, lists[15]!, lists[0]!])).toBe(false);
+      expect(await replicator.sameSetUnder(zid, [now, [...now]])).toBe(true);
+    }
+    // Both answers were met many times.
+    expect(compared).toBe(256);
+    expect(same).toBeGreaterThan(20);
+    expect(compared - same).toBeGreaterThan(20);
+  });
+});
