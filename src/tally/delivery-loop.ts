@@ -98,6 +98,11 @@ export class DeliveryLoop<R, D, A> {
   /** Homes with a request in flight, and the ids in it. */
   private readonly busy = new Map<string, string[]>();
   private readonly inflight = new Set<Promise<void>>();
+  /**
+   * Items made due while a request held them, and their home: due again when it ends. The request may have read them
+   * before they changed (answered, then pending again at a home that took their identity over) and left them out.
+   */
+  private readonly dueAfterRequest = new Map<string, string>();
   private timer: NodeJS.Timeout | null = null;
   private stopped = true;
   /** Items delivered, and item attempts that failed (status and the bench). */
@@ -147,7 +152,10 @@ export class DeliveryLoop<R, D, A> {
   private schedule(id: string, home: string, delayMs: number, now = this.now(), rearm = true): void {
     if (this.stopped) return;
     const inFlight = this.busy.get(home);
-    if (inFlight !== undefined && inFlight.includes(id)) return;
+    if (inFlight !== undefined && inFlight.includes(id)) {
+      this.dueAfterRequest.set(id, home);
+      return;
+    }
     this.due.set(id, { home, at: now + delayMs });
     if (rearm) this.arm();
   }
@@ -189,6 +197,13 @@ export class DeliveryLoop<R, D, A> {
           // One clock reading for all: items that failed together stay due together (the next request takes them all).
           const now = this.now();
           for (const r of retries) this.schedule(r.id, r.home ?? home, r.retryMs, now, false);
+          for (const id of ids) {
+            const again = this.dueAfterRequest.get(id);
+            if (again === undefined) continue;
+            this.dueAfterRequest.delete(id);
+            // Answered meanwhile: the next request finds it done and leaves it.
+            if (!this.due.has(id)) this.schedule(id, again, 0, now, false);
+          }
           this.arm();
         });
       const tracked = run.finally(() => this.inflight.delete(tracked));

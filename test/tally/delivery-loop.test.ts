@@ -86,4 +86,32 @@ describe('the delivery loop', () => {
     expect(warned[0]).not.toHaveProperty('id');
     await loop.stop();
   });
+
+  it('sends again an item made due while a request held it, when that request left it out', async () => {
+    // A and B go in one request to H; A was answered meanwhile (its request leaves it out), then is pending again (a
+    // home that takes the identity over writes its outbox again) and made due while the request for B is under way.
+    const items: Item[] = [
+      { id: 'a', home: 'h', attempts: 0, done: false },
+      { id: 'b', home: 'h', attempts: 0, done: false },
+    ];
+    const sent: string[][] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const loop = loopOver(items, 0, async (_home, _url, ds) => {
+      sent.push(ds.map((d) => d.id));
+      if (sent.length === 1) await gate;
+      return ds.map((d) => ({ ack: { id: d.id } }));
+    });
+    await loop.start();
+    items[0]!.done = true;
+    await waitUntil(async () => sent.length === 1, 'the first request', 5_000, 5);
+    expect(sent).toEqual([['b']]);
+    items[0]!.done = false;
+    loop.soon('a', 'h');
+    release();
+    await waitUntil(async () => items[0]!.done, 'A sent again', 5_000, 5);
+    expect(sent).toEqual([['b'], ['a']]);
+    expect(loop.queued).toBe(0);
+    await loop.stop();
+  });
 });
