@@ -16,14 +16,14 @@ import type { UnwrittenCharge } from '../tally/ledger.js';
 
 /**
  * The charges of `links` (a checked chain of `zid`, in seq order from its first entry) that `unwritten` says this
- * node made and never wrote (given each entry and its hash).
+ * node made and never wrote (given each entry and its hash), each with its entry and the entry's hash.
  */
 export function unwrittenCharges(
   zid: string,
   links: readonly { entry: CustodyEntry; records: EntryRecords }[],
   unwritten: (entry: CustodyEntry, hash: string) => boolean,
-): (UnwrittenCharge & { hash: string })[] {
-  const out: (UnwrittenCharge & { hash: string })[] = [];
+): (UnwrittenCharge & { hash: string; entry: CustodyEntry })[] {
+  const out: (UnwrittenCharge & { hash: string; entry: CustodyEntry })[] = [];
   const recordKey = `${IDENTITY_RECORD_PREFIX}${zid}`;
   const name = chargedCounter(zid);
   let charged = 0;
@@ -41,7 +41,7 @@ export function unwrittenCharges(
     const cost = balance === null || next === null ? after - charged : Math.min(after - charged, balance - next);
     if (cost > 0) {
       const hash = entryHash(entry);
-      if (unwritten(entry, hash)) out.push({ cost, chargedBefore: after - cost, sealed: entry.kind === 'seal', hash });
+      if (unwritten(entry, hash)) out.push({ cost, chargedBefore: after - cost, sealed: entry.kind === 'seal', hash, entry });
     }
     charged = after;
     balance = next;

@@ -26,7 +26,7 @@ import { HeardBonds } from '../custody/heard-bonds.js';
 import { HOME_CHANGE_EVENT, HomeChanges, homeChangeSchema, type HomeChange } from '../custody/home-change.js';
 import { HomeHistory } from '../custody/home-history.js';
 import { HomeMoves } from '../custody/home-moves.js';
-import { FIRST_EPOCH, type CustodyEntry } from '../custody/entry.js';
+import { FIRST_EPOCH } from '../custody/entry.js';
 import { Failover } from '../custody/failover.js';
 import { SetChanges } from '../custody/set-changes.js';
 import { headAfter, type Heard } from '../custody/failover-rules.js';
@@ -162,13 +162,8 @@ export async function wireCustody(
       for (const epoch of new Set(links.map((l) => l.entry.epoch)))
         if (epoch === FIRST_EPOCH ? (await configAt(zid, epoch))?.home === f.nodeId : await homeChanges.opened(zid, epoch, f.nodeId)) ownEpochs.add(epoch);
       // Charges of those epochs, then those this node's log of written entries does not hold at their slot.
-      const entries = new Map<string, CustodyEntry>();
-      const own = unwrittenCharges(zid, links, (entry, hash) => {
-        if (!ownEpochs.has(entry.epoch)) return false;
-        entries.set(hash, entry);
-        return true;
-      });
-      const logged = replicatorRef === null ? [] : await replicatorRef.loggedHashes(own.map((c) => entries.get(c.hash)!));
+      const own = unwrittenCharges(zid, links, (entry) => ownEpochs.has(entry.epoch));
+      const logged = replicatorRef === null ? [] : await replicatorRef.loggedHashes(own.map((c) => c.entry));
       const candidates = own.filter((c, i) => logged[i] !== c.hash);
       const marked = await store.getMany(
         chargesCounted,

@@ -52,8 +52,8 @@ describe('the charges of a chain this node never wrote', () => {
     const written = new Set([entryHash(chain[0]!.entry), entryHash(chain[1]!.entry)]);
     const charges = unwrittenCharges(Z, chain, (entry, hash) => entry.epoch === 1 && !written.has(hash));
     expect(charges).toEqual([
-      { cost: 2, chargedBefore: 3, sealed: true, hash: entryHash(chain[2]!.entry) },
-      { cost: 1, chargedBefore: 5, sealed: false, hash: entryHash(chain[3]!.entry) },
+      { cost: 2, chargedBefore: 3, sealed: true, hash: entryHash(chain[2]!.entry), entry: chain[2]!.entry },
+      { cost: 1, chargedBefore: 5, sealed: false, hash: entryHash(chain[3]!.entry), entry: chain[3]!.entry },
     ]);
     // Everything written: nothing to count.
     expect(unwrittenCharges(Z, chain, () => false)).toEqual([]);
@@ -64,7 +64,9 @@ describe('the charges of a chain this node never wrote', () => {
     const chain = chainOf(Z, [{ kind: 'wallet' }, { kind: 'seal', charged: 7 }]);
     chain[0]!.entry.balance = { free: 0, paid: 100 };
     chain[1]!.entry.balance = { free: 0, paid: 99 };
-    expect(unwrittenCharges(Z, chain, () => true)).toEqual([{ cost: 1, chargedBefore: 6, sealed: true, hash: entryHash(chain[1]!.entry) }]);
+    expect(unwrittenCharges(Z, chain, () => true)).toEqual([
+      { cost: 1, chargedBefore: 6, sealed: true, hash: entryHash(chain[1]!.entry), entry: chain[1]!.entry },
+    ]);
   });
 });
 
