@@ -154,11 +154,20 @@ export class Transfers {
     this.pendingSink = sink;
   }
 
-  /** A transfer by id, as shown to its sender or receiver: 404 when unknown here, 403 to anyone else. */
+  /**
+   * A transfer by id, as shown to its sender or receiver: 404 when unknown here, 403 to anyone else. Both parties'
+   * records of a transfer share its key: where both are homed here, a chain written here (a takeover, a chain taken
+   * back) may put the sender's pending record over the receiver's credit. The receiver is shown its credit then, as
+   * the record will read once the delivery loop's repeated delivery is answered as a duplicate.
+   */
   async view(id: string, zid: string): Promise<TransferView> {
     const r = TRANSFER_ID_PATTERN.test(id) ? await this.load(id) : undefined;
     if (!r) throw new ServiceError(404, 'SVC_NOT_FOUND', `no transfer ${id} is known at this identity's home`);
     if (r.from !== zid && r.to !== zid) throw new ServiceError(403, 'SVC_FORBIDDEN', 'a transfer is shown to its sender and its receiver only');
+    if (r.state === 'pending' && r.to === zid) {
+      const mark = await this.d.store.get<CreditMark>(this.credits, creditKey(zid, id));
+      if (mark !== undefined && mark.from === r.from) return viewOf(deliveredRecord(r, r.attempts, mark));
+    }
     return viewOf(r);
   }
 
@@ -166,10 +175,16 @@ export class Transfers {
     return this.d.store.get<TransferRecord>(this.records, id);
   }
 
-  /** Pending cross-node transfers (the outbox), oldest id order: what the delivery loop resumes at start. */
+  /**
+   * Pending cross-node transfers (the outbox), oldest id order: what the delivery loop resumes at start. An outbox
+   * entry whose record is delivered goes: the receiver's credit, written here over the sender's pending record (both
+   * homed here, view()), or a settled record, means the transfer was credited, so nothing is left to deliver.
+   */
   async pending(): Promise<TransferRecord[]> {
-    const ids = await this.d.store.range<string>(this.outbox);
-    const recs = await this.loadMany(ids.map((e) => e.key));
+    const ids = (await this.d.store.range<string>(this.outbox)).map((e) => e.key);
+    const recs = await this.loadMany(ids);
+    const done = ids.filter((_, k) => recs[k]?.state === 'delivered');
+    if (done.length > 0) await this.d.store.commit(done.map((id) => ({ type: 'del', sub: this.outbox, key: id })));
     return recs.filter((r): r is TransferRecord => r !== undefined && r.state === 'pending');
   }
 
@@ -545,16 +560,7 @@ export class Transfers {
         return;
       }
       if (o.ack) {
-        const { envelopes: _e, to_url: _u, ...rest } = r;
-        const done: TransferRecord = {
-          ...rest,
-          state: 'delivered',
-          attempts: o.attempts,
-          last_error: null,
-          delivered_svcond: o.ack.delivered_svcond,
-          delivered_unix_ms: o.ack.delivered_unix_ms,
-        };
-        ops.push({ type: 'put', sub: this.records, key: o.id, value: done }, { type: 'del', sub: this.outbox, key: o.id });
+        ops.push({ type: 'put', sub: this.records, key: o.id, value: deliveredRecord(r, o.attempts, o.ack) }, { type: 'del', sub: this.outbox, key: o.id });
       } else {
         ops.push({ type: 'put', sub: this.records, key: o.id, value: { ...r, attempts: o.attempts, last_error: (o.error ?? 'failed').slice(0, 500) } });
       }
@@ -655,6 +661,12 @@ export class Transfers {
     }
     return pickAtRandom(movable, count, seed);
   }
+}
+
+/** A pending record as delivered: the receiver's home acknowledged it after `attempts` (at the times it gives). */
+function deliveredRecord(r: TransferRecord, attempts: number, at: Pick<TransferAck, 'delivered_svcond' | 'delivered_unix_ms'>): TransferRecord {
+  const { envelopes: _e, to_url: _u, ...rest } = r;
+  return { ...rest, state: 'delivered', attempts, last_error: null, delivered_svcond: at.delivered_svcond, delivered_unix_ms: at.delivered_unix_ms };
 }
 
 function travelling(e: EnvelopeRecord): TravellingEnvelope {

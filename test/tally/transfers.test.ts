@@ -1,6 +1,7 @@
 // Transfers on one real node: POST /api/tally/envelopes/transfer-bulk between identities homed on
 // the same node, GET /api/tally/transfers/:id, the refusals (soulbound, bonded, not enough movable, self, unknown), and
-// 100 concurrent transfers and spends of one identity that neither overdraw nor duplicate (conservation checked).
+// 100 concurrent transfers and spends of one identity that neither overdraw nor duplicate (conservation checked), and
+// the record both parties homed here share (a chain written over the other side's record).
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -271,4 +272,50 @@ describe('same-node transfers', () => {
       expect(Object.values(f).reduce((a, b) => a + b, 0)).toBe(holdings[i]!.total);
     }
   }, 120_000);
+
+  it('both parties homed here share a record: the receiver credited reads delivered over the sender’s pending one; the outbox forgets a delivered one', async () => {
+    const x = await zkIdentity(t.url, 'xfer-shared-x');
+    const y = await zkIdentity(t.url, 'xfer-shared-y');
+    await grant(x.zid, 20);
+    await seal(x.key, FREE + 3);
+    const r = await call(t.url, 'POST', '/api/tally/envelopes/transfer-bulk', { to: y.zid, count: 2 }, bearer(x.key));
+    expect(r.status, r.text).toBe(200);
+    const id = r.body.transfer_id as string;
+    const store = t.node.store;
+    const [records, credits, outbox] = [store.sub('transfers'), store.sub('transfer_credits'), store.sub('transfer_outbox')];
+    const view = async (who: { key: string }) => {
+      const g = await call(t.url, 'GET', `/api/tally/transfers/${id}`, undefined, bearer(who.key));
+      expect(g.status, g.text).toBe(200);
+      return g.body;
+    };
+
+    // The sender's pending record written over the receiver's (as a chain of the sender taken here writes it), with
+    // the receiver's credit mark: the receiver reads its credit, the sender its own record until the loop settles it.
+    const pending = { ...r.body, state: 'pending', attempts: 3, last_error: 'connection refused', delivered_svcond: null, delivered_unix_ms: null };
+    await store.commit([{ type: 'put', sub: records, key: id, value: pending }]);
+    expect(await view(y)).toMatchObject({ state: 'pending', attempts: 3 }); // no credit mark: nothing says it was credited
+    const mark = { transfer_id: id, from: x.zid, delivered_svcond: r.body.created_svcond + 5, delivered_unix_ms: 1_700_000_000_000 };
+    await store.commit([{ type: 'put', sub: credits, key: `${y.zid}!${id}`, value: mark }]);
+    expect(await view(y)).toEqual({
+      ...pending,
+      state: 'delivered',
+      last_error: null,
+      delivered_svcond: mark.delivered_svcond,
+      delivered_unix_ms: mark.delivered_unix_ms,
+    });
+    expect(await view(x)).toEqual(pending);
+    // A mark of another sender under the same id says nothing of this transfer.
+    await store.commit([{ type: 'put', sub: credits, key: `${y.zid}!${id}`, value: { ...mark, from: y.zid } }]);
+    expect((await view(y)).state).toBe('pending');
+
+    // The receiver's delivered record written over the sender's pending one (a chain of the receiver taken here): the
+    // sender's outbox entry is left with nothing to deliver, and the loop's resume drops it.
+    await store.commit([
+      { type: 'put', sub: records, key: id, value: r.body },
+      { type: 'put', sub: outbox, key: id, value: id },
+    ]);
+    expect((await t.node.transfers.pending()).map((p) => p.transfer_id)).not.toContain(id);
+    expect((await store.range(outbox)).map((e) => e.key)).not.toContain(id);
+    expect(await view(x)).toEqual(r.body);
+  });
 });
