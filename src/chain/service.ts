@@ -5,7 +5,7 @@ import type { SealSigner } from '../kernel/receipt.js';
 import { sha256Hex } from '../kernel/bytes.js';
 import { ServiceError } from '../kernel/errors.js';
 import { JsonText, padNum, type Op, type Store, type Sublevel } from '../store/db.js';
-import { Holds, LruMap, PendingWrites } from '../util/bounded-map.js';
+import { Holds, LruMap, PendingWrites, whileHeld } from '../util/bounded-map.js';
 import { KeyedLock } from '../util/keyed-lock.js';
 import { MachineIndex } from './machine-index.js';
 import { applySettings, type SettingsPatch } from './settings.js';
@@ -149,7 +149,7 @@ export class ChainService {
    * all heads in memory (a sum, not a hash of the sorted list: a list would need them all).
    */
   private headsSum = 0n;
-  /** Chains whose head forgetHeadsWritten took out of memory and out of the digest: the next load puts it back in both. */
+  /** Chains whose head rewrite() took out of memory and out of the digest: the next load puts it back in both. */
   private readonly unsummed = new Set<string>();
   /** Who holds a role on which machine, and the public machines (aggregate/list). */
   readonly index: MachineIndex;
@@ -425,26 +425,46 @@ export class ChainService {
     );
   }
 
-  /** A head read from the store joined the cache: it joins the digest again when forgetHeadsWritten took it out. */
+  /** A head read from the store joined the cache: it joins the digest again when rewrite() took it out. */
   private loaded(slug: string, head: Head): void {
     if (this.unsummed.delete(slug)) this.moveHead(slug, null, head);
   }
 
   /**
-   * `ops` wrote audit rows without appendOps (the chain a custody failover took over, or an old home's copy replaced by
-   * the new home's chain, custody/home-moves.ts): the heads of those chains kept in memory are dropped, so the next
-   * append reads the last row written and chains on it instead of on a head the rows have passed.
+   * Write `ops` (by `write`, one batch) that write audit rows or machine records without appendOps or created(): the
+   * chain a custody failover took over, an old home's copy replaced by the new home's chain, a machine moved here with
+   * its identity (custody/home-moves.ts). The heads of those chains kept in memory are dropped, so the next append
+   * reads the last row written and chains on it instead of on a head the rows have passed; and the digest follows the
+   * store: each chain's head is loaded and held before the batch (the sum holds the term of a head not in memory, its
+   * last row's), its term taken out after it, and every chain with a machine record then loaded again, which puts
+   * its new term in. The digest is the one a restart computes.
    */
-  forgetHeadsWritten(ops: readonly Op[]): void {
+  async rewrite(ops: readonly Op[], write: () => Promise<void>): Promise<void> {
+    const slugs = new Set<string>();
     for (const op of ops) {
-      if (op.sub !== this.rows) continue;
-      const slug = op.key.slice(0, op.key.indexOf('!'));
-      const cached = this.heads.get(slug);
-      this.heads.forget(slug);
-      if (cached === undefined || this.unsummed.has(slug)) continue;
-      this.headsSum = (((this.headsSum - headTerm(slug, cached)) % MOD_256) + MOD_256) % MOD_256;
-      this.unsummed.add(slug);
+      if (op.sub === this.rows) slugs.add(op.key.slice(0, op.key.indexOf('!')));
+      else if (op.sub === this.machines) slugs.add(op.key);
     }
+    const chains = [...slugs];
+    await whileHeld(
+      chains.map((slug) => this.hold(slug)),
+      async () => {
+        const machinesBefore = await Promise.all(chains.map((slug) => this.getMachine(slug)));
+        await Promise.all(chains.map((slug, i) => (machinesBefore[i] !== undefined && !this.unsummed.has(slug) ? this.rowHead(slug) : null)));
+        await write();
+        const machinesAfter = await Promise.all(chains.map((slug) => this.getMachine(slug)));
+        // Synchronous from the read of each head in memory to the mark: no append moves a term in between.
+        chains.forEach((slug, i) => {
+          const held = this.heads.get(slug);
+          if (machinesBefore[i] !== undefined && !this.unsummed.has(slug) && held !== undefined)
+            this.headsSum = (((this.headsSum - headTerm(slug, held)) % MOD_256) + MOD_256) % MOD_256;
+          this.heads.forget(slug);
+          if (machinesAfter[i] !== undefined) this.unsummed.add(slug);
+          else this.unsummed.delete(slug);
+        });
+        await Promise.all(chains.map((slug, i) => (machinesAfter[i] !== undefined ? this.rowHead(slug) : null)));
+      },
+    );
   }
 
   private async head(slug: string): Promise<Head> {

@@ -43,11 +43,13 @@ export interface HomeMovesDeps {
   envelopeLocks: Pick<EnvelopeLocks, 'tokens'>;
   /** The identity's record, and the ops moving it (and its default machine) to another home. */
   identity: { getIdentity(zid: string): Promise<IdentityRecord | undefined>; homeMoveOps(ident: IdentityRecord, home: string): Promise<Op[]> };
+  /** Drop what this node keeps in memory of the identity's ledger (the replicator's heads, the wallet). */
+  forget: (zid: string) => void;
   /**
-   * Drop what this node keeps in memory of the identity's ledger (the replicator's heads, the wallet), and of the
-   * chains whose audit rows `written` (a chain taken over or taken back) holds.
+   * Write a batch (`write`) whose `ops` write audit rows or machine records past the chain service (a chain taken
+   * over or taken back, a machine moved here): the chains' heads follow (chain/service.ts rewrite); absent: `write`.
    */
-  forget: (zid: string, written?: readonly Op[]) => void;
+  rewriteChains?: (ops: readonly Op[], write: () => Promise<void>) => Promise<void>;
   /**
    * The node's totals of the charges a chain carries that this node made as the identity's home and never wrote
    * (unwritten-charges.ts), as ops for the batch that writes the chain; absent: none are counted.
@@ -107,7 +109,8 @@ export class HomeMoves {
     }
     // This node's copy of the ledger waits for the new home's chain: it was the home, or still waits from a change before.
     const waiting = change.home !== d.nodeId() && (ident.home === d.nodeId() || (await d.homeChanges.waitingFor(change.zid)) !== null);
-    await d.store.commit([...d.homeChanges.putOps(bare, ident.home, waiting), ...(await d.identity.homeMoveOps(ident, change.home))]);
+    const ops = [...d.homeChanges.putOps(bare, ident.home, waiting), ...(await d.identity.homeMoveOps(ident, change.home))];
+    await this.rewrite(ops, () => d.store.commit(ops));
     d.homeChanges.applied(bare, ident.home);
     d.forget(change.zid);
     this.stats.applied++;
@@ -220,9 +223,9 @@ export class HomeMoves {
       const ident = await d.identity.getIdentity(change.zid);
       if (ident === undefined) throw new Error('the identity is not known here');
       const moved = await d.identity.homeMoveOps(ident, change.home);
-      const replay = await this.replay(change.zid, chain, [...ops, ...d.homeChanges.putOps(change, ident.home), ...moved]);
+      await this.replay(change.zid, chain, [...ops, ...d.homeChanges.putOps(change, ident.home), ...moved]);
       d.homeChanges.applied(change, ident.home);
-      d.forget(change.zid, [...replay, ...ops]);
+      d.forget(change.zid);
     });
   }
 
@@ -243,21 +246,26 @@ export class HomeMoves {
       // A later change read meanwhile (this node may be the home again, its ledger ahead of this chain) keeps its own.
       const latest = (await d.homeChanges.latest(change.zid))?.epoch ?? FIRST_EPOCH;
       if (latest > change.epoch || (await d.identity.getIdentity(change.zid))?.home !== change.home) return null;
-      const replay = await this.replay(change.zid, links, await d.homeChanges.takenOps(change.zid, change.epoch));
-      d.forget(change.zid, replay);
-      return replay;
+      await this.replay(change.zid, links, await d.homeChanges.takenOps(change.zid, change.epoch));
+      d.forget(change.zid);
+      return true;
     });
-    if (replaced === null) return;
+    if (!replaced) return;
     this.stats.replaced++;
     d.logger?.info({ zid: change.zid, seq: last.entry.seq }, 'custody: the old home took the new home’s chain');
+  }
+
+  /** Write `ops` by `write`, the heads of the chains they write following (rewriteChains). */
+  private rewrite(ops: readonly Op[], write: () => Promise<void>): Promise<void> {
+    return this.deps.rewriteChains === undefined ? write() : this.deps.rewriteChains(ops, write);
   }
 
   /**
    * A chain's records written over this node's own ledger, with `ops`, its unwritten charges counted, in one batch
    * aside from the gate (its records are the certified chain, not new writes). Envelope records of other owners
-   * homed here stay theirs: they are read, and the batch written, under the envelopes' locks. The replay's ops.
+   * homed here stay theirs: they are read, and the batch written, under the envelopes' locks.
    */
-  private async replay(zid: string, links: readonly Pick<ChainLink, 'entry' | 'records'>[], ops: Op[]): Promise<Op[]> {
+  private async replay(zid: string, links: readonly Pick<ChainLink, 'entry' | 'records'>[], ops: Op[]): Promise<void> {
     const d = this.deps;
     const tokens = envelopeTokens(links);
     return d.envelopeLocks.tokens(tokens, async () => {
@@ -269,12 +277,12 @@ export class HomeMoves {
       const replay = replayOps(d.store, links, { zid, owners, homedHere });
       const counted = (await d.unwrittenCharges?.(zid, links)) ?? { ops: [], rollback: () => undefined };
       try {
-        await d.store.commitAside([...replay, ...ops, ...counted.ops]);
+        const all = [...replay, ...ops, ...counted.ops];
+        await this.rewrite(all, () => d.store.commitAside(all));
       } catch (err) {
         counted.rollback();
         throw err;
       }
-      return replay;
     });
   }
 }

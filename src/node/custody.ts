@@ -148,8 +148,8 @@ export async function wireCustody(
     envelopeLocks: economy.envelopeLocks,
     identity: identity.identity,
     missedChanges: (zid, after, epoch) => homeHistory.changesUpTo(zid, after, epoch),
-    forget: (zid, written) => {
-      if (written !== undefined) chain.forgetHeadsWritten(written);
+    rewriteChains: (ops, write) => chain.rewrite(ops, write),
+    forget: (zid) => {
       replicatorRef?.forget(zid);
       failoverRef?.homeMoved(zid);
       economy.ledger.forgetWallet(zid);
