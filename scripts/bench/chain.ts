@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Store } from '../../src/store/db.js';
 import { ChainService, type MachineRecord } from '../../src/chain/service.js';
 import { verifyInclusion } from '../../src/chain/merkle.js';
-import { numberArg } from './lib.js';
+import { inFlight, numberArg } from './lib.js';
 
 const rows = Math.floor(numberArg('rows', 100_000));
 const proofs = Math.floor(numberArg('proofs', 1000));
@@ -35,16 +35,8 @@ const machine: MachineRecord = {
 await store.commit(chain.machineOps(machine));
 chain.created(slug);
 
-let next = 0;
 const t0 = performance.now();
-await Promise.all(
-  Array.from({ length: INFLIGHT }, async () => {
-    while (next < rows) {
-      const i = next++;
-      await chain.append(slug, 1 + Math.floor(i / 100), 'event', { i, note: 'bench row' });
-    }
-  }),
-);
+await inFlight(rows, INFLIGHT, (i) => chain.append(slug, 1 + Math.floor(i / 100), 'event', { i, note: 'bench row' }));
 const appendMs = performance.now() - t0;
 
 const t1 = performance.now();

@@ -10,7 +10,7 @@ import '../../src/polyfill.js';
 import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { numberArg, operatorBond, postJson, registerIdentity, root, startNodeProcess, type BenchNode } from './lib.js';
+import { inFlight, numberArg, operatorBond, postJson, registerIdentity, root, startNodeProcess, type BenchNode } from './lib.js';
 
 const SECRET = 'bench-custody-secret-0123456789abcdef';
 const BOND = 3;
@@ -42,12 +42,8 @@ const computeBody = () => ({
 
 /** `runs` sealed computes at `concurrency` in flight; computes per second. */
 async function phase(url: string, key: string, runs: number, concurrency: number): Promise<number> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next++ < runs) await postJson(url, '/api/svc/compute', key, computeBody());
-  };
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, worker));
+  await inFlight(runs, concurrency, () => postJson(url, '/api/svc/compute', key, computeBody()));
   return runs / ((performance.now() - t0) / 1000);
 }
 

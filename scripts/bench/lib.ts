@@ -1,4 +1,5 @@
-// What the bench scripts share: numeric --name value arguments, percentiles, child servers that report their url,
+// What the bench scripts share: numeric --name value arguments, a pool of requests in flight, percentiles, child
+// servers that report their url,
 // bench nodes (a mesh node as its own process, a durable node in this process), registered identities and their keys
 // as clients get them, and the operator's bond header.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -18,6 +19,15 @@ export const root = join(import.meta.dirname, '..', '..');
 export function numberArg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : def;
+}
+
+/** `task(0)` … `task(count - 1)`, with `concurrency` of them in flight at a time (the next starts as one ends). */
+export async function inFlight(count: number, concurrency: number, task: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let i = next++; i < count; i = next++) await task(i);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
 }
 
 /** The p-th percentile (nearest rank) of some figures, in any order; NaN for none. */

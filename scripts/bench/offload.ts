@@ -18,7 +18,7 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { SvcNode } from '../../src/node/node.js';
 import { execFileSync } from 'node:child_process';
-import { numberArg, operatorBond, postJson, registerIdentity, root, startNodeProcess, type BenchNode } from './lib.js';
+import { inFlight, numberArg, operatorBond, postJson, registerIdentity, root, startNodeProcess, type BenchNode } from './lib.js';
 
 export interface OffloadBenchTarget {
   /** A node with contribution.offload 'always' (or 'when-busy' under load) and a key of an identity homed there. */
@@ -57,24 +57,19 @@ async function phase(
   firstN: number,
   home: string | null,
 ): Promise<{ perSec: number; elsewhere: number }> {
-  let next = 0;
   let elsewhere = 0;
-  const worker = async (): Promise<void> => {
-    for (;;) {
-      const i = next++;
-      if (i >= runs) return;
-      const res = await fetch(`${url}/api/svc/zeta`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ n: firstN + i, count: 1 }),
-      });
-      const body = (await res.json()) as { executed_by?: { node?: string } | null };
-      if (res.status !== 200) throw new Error(`run ${i} answered ${res.status}: ${JSON.stringify(body)}`);
-      if (home !== null && body.executed_by?.node !== undefined && body.executed_by.node !== home) elsewhere++;
-    }
+  const run = async (i: number): Promise<void> => {
+    const res = await fetch(`${url}/api/svc/zeta`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ n: firstN + i, count: 1 }),
+    });
+    const body = (await res.json()) as { executed_by?: { node?: string } | null };
+    if (res.status !== 200) throw new Error(`run ${i} answered ${res.status}: ${JSON.stringify(body)}`);
+    if (home !== null && body.executed_by?.node !== undefined && body.executed_by.node !== home) elsewhere++;
   };
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, worker));
+  await inFlight(runs, concurrency, run);
   return { perSec: runs / ((performance.now() - t0) / 1000), elsewhere };
 }
 

@@ -7,7 +7,7 @@
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import type { Op } from '../../src/store/db.js';
-import { callerOf, numberArg, registerV3, startInProcessNode } from './lib.js';
+import { callerOf, inFlight, numberArg, registerV3, startInProcessNode } from './lib.js';
 
 const seals = Math.max(1, Math.floor(numberArg('seals', 2000)));
 const concurrency = Math.max(1, Math.floor(numberArg('concurrency', 50)));
@@ -25,16 +25,7 @@ const { node, stop } = await startInProcessNode();
 try {
   const caller = await callerOf(node, (await registerV3(node.url, 'seal-ops')).adminKey)();
 
-  const run = async (n: number, at: number): Promise<void> => {
-    let next = 0;
-    const worker = async () => {
-      while (next < n) {
-        next++;
-        await node.compute.compute(caller, freshChain());
-      }
-    };
-    await Promise.all(Array.from({ length: at }, worker));
-  };
+  const run = (n: number, at: number): Promise<void> => inFlight(n, at, () => node.compute.compute(caller, freshChain()));
   await run(200, concurrency);
 
   // Counted from here: every op handed to the store, by sublevel (its prefix, e.g. !results!).
