@@ -433,36 +433,41 @@ export class ChainService {
   /**
    * Write `ops` (by `write`, one batch) that write audit rows or machine records without appendOps or created(): the
    * chain a custody failover took over, an old home's copy replaced by the new home's chain, a machine moved here with
-   * its identity (custody/home-moves.ts). The heads of those chains kept in memory are dropped, so the next append
-   * reads the last row written and chains on it instead of on a head the rows have passed; and the digest follows the
-   * store: each chain's head is loaded and held before the batch (the sum holds the term of a head not in memory, its
-   * last row's), its term taken out after it, and every chain with a machine record then loaded again, which puts
-   * its new term in. The digest is the one a restart computes.
+   * its identity (custody/home-moves.ts). The heads of the chains whose rows it writes are dropped from memory, so the
+   * next append reads the last row written and chains on it instead of on a head the rows have passed; and the digest
+   * follows the store: each such head is loaded and held before the batch (the sum holds the term of a head not in
+   * memory, its last row's), its term taken out after it, and the chain loaded again, which puts its new term in, as
+   * it puts in the term of a machine the batch creates. A machine record moved (its home) changes no head. The digest
+   * is the one a restart computes.
    */
   async rewrite(ops: readonly Op[], write: () => Promise<void>): Promise<void> {
-    const slugs = new Set<string>();
+    const rowsWritten = new Set<string>();
+    const machinesPut = new Set<string>();
     for (const op of ops) {
-      if (op.sub === this.rows) slugs.add(op.key.slice(0, op.key.indexOf('!')));
-      else if (op.sub === this.machines) slugs.add(op.key);
+      if (op.sub === this.rows) rowsWritten.add(op.key.slice(0, op.key.indexOf('!')));
+      else if (op.sub === this.machines) machinesPut.add(op.key);
     }
-    const chains = [...slugs];
+    const chains = [...new Set([...rowsWritten, ...machinesPut])];
     await whileHeld(
       chains.map((slug) => this.hold(slug)),
       async () => {
-        const machinesBefore = await Promise.all(chains.map((slug) => this.getMachine(slug)));
-        await Promise.all(chains.map((slug, i) => (machinesBefore[i] !== undefined && !this.unsummed.has(slug) ? this.rowHead(slug) : null)));
+        const before = await Promise.all(chains.map((slug) => this.getMachine(slug)));
+        const summed = chains.map((slug, i) => before[i] !== undefined && !this.unsummed.has(slug));
+        await Promise.all(chains.map((slug, i) => (summed[i] && rowsWritten.has(slug) ? this.rowHead(slug) : null)));
         await write();
-        const machinesAfter = await Promise.all(chains.map((slug) => this.getMachine(slug)));
+        const after = await Promise.all(chains.map((slug) => this.getMachine(slug)));
+        const changed = chains.filter((slug, i) => rowsWritten.has(slug) || (before[i] === undefined && after[i] !== undefined));
         // Synchronous from the read of each head in memory to the mark: no append moves a term in between.
-        chains.forEach((slug, i) => {
+        for (const slug of changed) {
+          const i = chains.indexOf(slug);
           const held = this.heads.get(slug);
-          if (machinesBefore[i] !== undefined && !this.unsummed.has(slug) && held !== undefined)
+          if (summed[i] && !this.unsummed.has(slug) && held !== undefined)
             this.headsSum = (((this.headsSum - headTerm(slug, held)) % MOD_256) + MOD_256) % MOD_256;
           this.heads.forget(slug);
-          if (machinesAfter[i] !== undefined) this.unsummed.add(slug);
+          if (after[i] !== undefined) this.unsummed.add(slug);
           else this.unsummed.delete(slug);
-        });
-        await Promise.all(chains.map((slug, i) => (machinesAfter[i] !== undefined ? this.rowHead(slug) : null)));
+        }
+        await Promise.all(changed.map((slug) => (after[chains.indexOf(slug)] !== undefined ? this.rowHead(slug) : null)));
       },
     );
   }

@@ -107,7 +107,7 @@ describe('a chain rewritten past the cache', () => {
     }
   });
 
-  it('a chain whose head is not in memory, and a machine the batch moves here, leave the digest a restart computes', async () => {
+  it('a chain whose head is not in memory, and a machine the batch moves here, leave the digest a restart computes; a machine moved keeps its head', async () => {
     const own = await Store.open(join(dir, 'rewritten-cold'), { sync: false });
     try {
       const c = new ChainService(own, 1);
@@ -148,6 +148,14 @@ describe('a chain rewritten past the cache', () => {
       await expect(c.rewrite(failing, () => Promise.reject(new Error('disk full')))).rejects.toThrow('disk full');
       expect(c.headsDigest()).toBe(digest);
       expect((await c.headOf('book-e')).seq).toBe(1);
+      // A machine record moved (its home) changes no head: an append in flight meanwhile lands, and the next chains on it.
+      await c.prepare('book-e');
+      const inFlight = c.appendOps('book-e', 20, 'event', { n: 2 });
+      const move = c.machineMoveOps(machine('book-e'), { ...machine('book-e'), home: 'peer-elsewhere' });
+      await c.rewrite(move, () => own.commit(move));
+      await own.commit([inFlight.op]);
+      expect(await c.append('book-e', 21, 'event', { n: 3 })).toMatchObject({ seq: 3, prev_hash: inFlight.row.hash });
+      expect(c.headsDigest()).toBe(await restartDigest());
     } finally {
       await own.close();
     }
