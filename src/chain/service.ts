@@ -193,8 +193,10 @@ export class ChainService {
     return this.heads.size;
   }
 
-  private moveHead(slug: string, from: Head | null, to: Head): void {
-    let sum = this.headsSum + headTerm(slug, to);
+  /** The digest's sum moves from the head `from` (null: none) to `to` (null: none, the chain leaves the digest). */
+  private moveHead(slug: string, from: Head | null, to: Head | null): void {
+    let sum = this.headsSum;
+    if (to !== null) sum += headTerm(slug, to);
     if (from !== null) sum -= headTerm(slug, from);
     this.headsSum = ((sum % MOD_256) + MOD_256) % MOD_256;
   }
@@ -409,7 +411,7 @@ export class ChainService {
       undone = true;
       if (this.heads.forgottenSince(slug, mark)) return;
       if (this.heads.get(slug)?.seq === 0) this.heads.delete(slug);
-      this.headsSum = (((this.headsSum - headTerm(slug, genesis)) % MOD_256) + MOD_256) % MOD_256;
+      this.moveHead(slug, genesis, null);
     };
   }
 
@@ -456,18 +458,17 @@ export class ChainService {
         await Promise.all(chains.map((slug, i) => (summed[i] && rowsWritten.has(slug) ? this.rowHead(slug) : null)));
         await write();
         const after = await Promise.all(chains.map((slug) => this.getMachine(slug)));
-        const changed = chains.filter((slug, i) => rowsWritten.has(slug) || (before[i] === undefined && after[i] !== undefined));
+        const changed = chains.map((slug, i) => rowsWritten.has(slug) || (before[i] === undefined && after[i] !== undefined));
         // Synchronous from the read of each head in memory to the mark: no append moves a term in between.
-        for (const slug of changed) {
-          const i = chains.indexOf(slug);
+        chains.forEach((slug, i) => {
+          if (!changed[i]) return;
           const held = this.heads.get(slug);
-          if (summed[i] && !this.unsummed.has(slug) && held !== undefined)
-            this.headsSum = (((this.headsSum - headTerm(slug, held)) % MOD_256) + MOD_256) % MOD_256;
+          if (summed[i] && !this.unsummed.has(slug) && held !== undefined) this.moveHead(slug, held, null);
           this.heads.forget(slug);
           if (after[i] !== undefined) this.unsummed.add(slug);
           else this.unsummed.delete(slug);
-        }
-        await Promise.all(changed.map((slug) => (after[chains.indexOf(slug)] !== undefined ? this.rowHead(slug) : null)));
+        });
+        await Promise.all(chains.map((slug, i) => (changed[i] && after[i] !== undefined ? this.rowHead(slug) : null)));
       },
     );
   }
