@@ -264,10 +264,14 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
         SVC_LOG_LEVEL: o.logLevel,
       };
       const member: Member = { name, dataDir, env, current: null, startedAt: Date.now(), restartDelayMs: RESTART_DELAY_MS.first };
+      // Ctrl-C while an earlier node started: the stop waits for the nodes spawned until then and exits, so a node
+      // spawned after it would outlive the cluster.
+      if (stopping) return;
       const node = await startOne(name, dataDir, env, onSpawn);
       member.current = node;
       members.push(member);
       await healthy(node.url);
+      if (stopping) return;
       // A restart listens where the node listened (any-free-port nodes keep the ports they were given).
       env.SVC_PORT = portOf(node.url);
       env.SVC_P2P_PORT = p2pPortOf(node.multiaddr) ?? env.SVC_P2P_PORT!;

@@ -1,6 +1,7 @@
 // The svc-node command as a user runs it: start (config errors, signals), verify, keys, cluster.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { readdirSync, readFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { call, zkIdentity, type Reply } from '../helpers/node.js';
@@ -67,6 +68,21 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Processes running with a data dir under `root` (a node the cluster started there), from /proc. */
+function nodesOf(root: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const env = readFileSync(`/proc/${entry}/environ`, 'latin1').split('\0');
+      if (env.some((v) => v.startsWith(`SVC_DATA_DIR=${root}/`))) pids.push(Number(entry));
+    } catch {
+      /* gone, or not ours to read */
+    }
+  }
+  return pids;
 }
 
 /** Stop a cluster with `signal` and end any node it left behind: its exit code and the nodes that were still alive. */
@@ -185,6 +201,27 @@ describe.concurrent('svc-node cluster', () => {
     expect(stopped.code).toBe(0);
     expect(stopped.leftover).toEqual([]);
     for (const l of lines) expect(await health(l.url)).toBe(0);
+  }, 200_000);
+
+  it('Ctrl-C while a node is still starting stops every node it spawned, none started after it', async ({ expect }) => {
+    const root = await tempDir();
+    const child = spawn(process.execPath, [...CLI, 'cluster', '--nodes', '3', '--base-port', '0', '--data-root', root], {
+      cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'ignore'],
+    });
+    // The moment the cluster has read node2's listening line (it copies the node's output into node.log): the cluster
+    // then checks node2's health and would go on to node3.
+    await until(
+      async () => (await readFile(join(root, 'node2', 'node.log'), 'utf8').catch(() => '')).includes('"msg":"listening"'),
+      'node2 listening',
+      START_TIMEOUT_MS,
+    );
+    child.kill('SIGINT');
+    expect(await exitOf(child)).toBe(0);
+    await new Promise((r) => setTimeout(r, 500));
+    const left = nodesOf(root);
+    for (const pid of left) killQuietly(pid);
+    expect(left).toEqual([]);
   }, 200_000);
 
   // One cluster for both: starting nodes is what these tests spend their time on.
