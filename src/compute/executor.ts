@@ -13,6 +13,7 @@ import { ServiceError, type ErrorCode } from '../kernel/errors.js';
 import { FIRST_BACKOFF_SECONDS } from '../kernel/error-catalogue.js';
 import type { SolverRegistry } from '../solvers/registry.js';
 import type { SolverOutput } from '../solvers/types.js';
+import { WorkerStarts } from './worker-starts.js';
 
 /** tsx's ESM register API (dev only: running from source). */
 function tsxEsmApi(): string {
@@ -199,6 +200,9 @@ export class WorkerPoolExecutor implements SolverExecutor {
   private readonly size: number;
   /** Workers at most, overflow included. */
   private readonly maxWorkers: number;
+  private readonly starts = new WorkerStarts();
+  /** Starts the next worker once workers that could not start have waited (starts). */
+  private restart: NodeJS.Timeout | null = null;
 
   constructor(private readonly options: WorkerPoolOptions) {
     this.size = Math.max(1, options.size);
@@ -214,18 +218,20 @@ export class WorkerPoolExecutor implements SolverExecutor {
     worker.on('message', (reply: WorkerReply | { ready: true }) => {
       if ('ready' in reply) {
         slot.ready = true;
+        this.starts.ready();
         this.pump();
       } else this.settle(slot, reply);
     });
     worker.on('error', (err) => this.fail(slot, err));
     worker.on('exit', (code) => {
-      if (slot.job) this.fail(slot, new Error(`solver worker exited with code ${code}`));
+      if (slot.job || !slot.ready) this.fail(slot, new Error(`solver worker exited with code ${code}`));
     });
     return slot;
   }
 
   run(solverId: string, inputs: Record<string, unknown>, state: unknown, timeLimitSeconds: number, owner: string, tier = 'free'): Promise<SolverOutput> {
     if (this.closed) return Promise.reject(new Error('executor is closed'));
+    if (this.cannotStart()) return Promise.reject(this.notStarting());
     let queue = this.owners.get(owner);
     if (queue && queue.waiting.length >= this.options.maxQueuedPerOwner) return Promise.reject(this.queueFull(queue, timeLimitSeconds));
     if (this.options.maxQueued !== undefined && this.waitingCount >= this.options.maxQueued) return Promise.reject(this.nodeQueueFull(timeLimitSeconds));
@@ -372,6 +378,7 @@ export class WorkerPoolExecutor implements SolverExecutor {
       if (!slot.ready) starting++;
       else if (!slot.job) idle++;
     }
+    if (this.starts.wait() > 0) return this.startLater();
     while (this.waitingCount > starting + idle && this.slots.length < this.size) {
       this.slots.push(this.spawn());
       starting++;
@@ -481,8 +488,12 @@ export class WorkerPoolExecutor implements SolverExecutor {
   private fail(slot: Slot, err: unknown): void {
     const job = this.release(slot);
     void slot.worker.terminate();
+    // One of the pool's workers died before it was ready: it could not start (a worker this pool ended is out of it).
+    const unstarted = !slot.ready && !this.closed && this.slots.includes(slot);
+    if (unstarted) this.starts.died(err);
     this.replace(slot);
     if (job) job.reject(err);
+    if (unstarted && this.cannotStart()) this.rejectWaiting();
   }
 
   /** A worker was ended: a new one takes its place within `size`; an overflow one is not replaced until needed. */
@@ -490,13 +501,47 @@ export class WorkerPoolExecutor implements SolverExecutor {
     if (slot.retireTimer) clearTimeout(slot.retireTimer);
     const i = this.slots.indexOf(slot);
     if (i < 0 || this.closed) return;
-    if (this.slots.length > this.size) this.slots.splice(i, 1);
+    if (this.slots.length > this.size || this.starts.wait() > 0) this.slots.splice(i, 1);
     else this.slots[i] = this.spawn();
     this.pump();
   }
 
+  /** No worker is ready and none may start yet: workers could not start. */
+  private cannotStart(): boolean {
+    return this.starts.wait() > 0 && !this.slots.some((s) => s.ready);
+  }
+
+  private notStarting(): Error {
+    return new Error(`solver workers could not start (next try in ${Math.ceil(this.starts.wait())} ms): ${String(this.starts.lastFailure)}`);
+  }
+
+  /** Runs waiting for a worker are failed at once when none can start, rather than at their time limits. */
+  private rejectWaiting(): void {
+    const err = this.notStarting();
+    for (const queue of this.owners.values()) {
+      for (const job of queue.waiting.splice(0)) {
+        this.waitingCount--;
+        this.finish(job);
+        job.reject(err);
+      }
+    }
+  }
+
+  /** One worker is started after the wait (the pool keeps one loaded, as at its start), then waiting runs are served. */
+  private startLater(): void {
+    if (this.restart || this.closed) return;
+    this.restart = setTimeout(() => {
+      this.restart = null;
+      if (this.closed) return;
+      if (this.slots.length === 0) this.slots.push(this.spawn());
+      this.pump();
+    }, this.starts.wait());
+    this.restart.unref();
+  }
+
   async close(): Promise<void> {
     this.closed = true;
+    if (this.restart) clearTimeout(this.restart);
     for (const queue of this.owners.values()) {
       for (const job of queue.waiting.splice(0)) {
         if (job.timer) clearTimeout(job.timer);

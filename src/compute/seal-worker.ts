@@ -21,3 +21,5 @@ parentPort!.on('message', (message: string) => {
     parentPort!.postMessage({ id, ok: false, message: (err as Error)?.message ?? String(err) });
   }
 });
+// Loaded: the sealer counts a worker that dies before this as one that cannot start (worker-starts.ts).
+parentPort!.postMessage({ ready: true });

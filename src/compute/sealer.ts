@@ -5,6 +5,7 @@ import type { Worker } from 'node:worker_threads';
 import type { SlottedJson } from '../kernel/member-slots.js';
 import { prepareBody, type BodyJob } from './sealed-body.js';
 import { spawnWorker } from './executor.js';
+import { WorkerStarts } from './worker-starts.js';
 
 export interface Sealer {
   prepare(job: BodyJob): Promise<SlottedJson>;
@@ -27,11 +28,14 @@ export class InlineSealer implements Sealer {
   async close(): Promise<void> {}
 }
 
-type Reply = { id: number; ok: true; bytes: Uint8Array; slots: SlottedJson['slots'] } | { id: number; ok: false; message: string };
+type Reply = { id: number; ok: true; bytes: Uint8Array; slots: SlottedJson['slots'] } | { id: number; ok: false; message: string } | { ready: true };
 
 export class WorkerSealer implements Sealer {
-  private worker: Worker;
+  /** Null while a worker that died before it was ready waits to be replaced (starts). */
+  private worker: Worker | null;
   private readonly pending = new Map<number, { resolve: (m: SlottedJson) => void; reject: (e: unknown) => void }>();
+  private readonly starts = new WorkerStarts();
+  private restart: NodeJS.Timeout | null = null;
   private nextId = 1;
   private closed = false;
 
@@ -42,7 +46,13 @@ export class WorkerSealer implements Sealer {
   private spawn(): Worker {
     const worker = spawnWorker('seal-worker', { receiptKey: new Uint8Array(this.receiptKey) });
     worker.unref();
+    let ready = false;
     worker.on('message', (reply: Reply) => {
+      if ('ready' in reply) {
+        ready = true;
+        this.starts.ready();
+        return;
+      }
       const p = this.pending.get(reply.id);
       if (!p) return;
       this.pending.delete(reply.id);
@@ -50,12 +60,23 @@ export class WorkerSealer implements Sealer {
       else p.reject(new Error(`sealing failed: ${reply.message}`));
     });
     // A worker that dies fails the jobs it held (nothing of theirs was written: the ledger comes after) and is
-    // replaced.
+    // replaced: at once if it had got ready, else after the wait of workers that cannot start (worker-starts.ts).
     const failAll = (err: unknown) => {
       if (this.worker !== worker) return;
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
-      if (!this.closed) this.worker = this.spawn();
+      if (this.closed) return;
+      if (ready) {
+        this.worker = this.spawn();
+        return;
+      }
+      this.starts.died(err);
+      this.worker = null;
+      this.restart = setTimeout(() => {
+        this.restart = null;
+        if (!this.closed) this.worker = this.spawn();
+      }, this.starts.wait());
+      this.restart.unref();
     };
     worker.on('error', failAll);
     worker.on('exit', (code) => failAll(new Error(`seal worker exited with code ${code}`)));
@@ -68,12 +89,17 @@ export class WorkerSealer implements Sealer {
 
   prepare(job: BodyJob): Promise<SlottedJson> {
     if (this.closed) return Promise.reject(new Error('sealer is closed'));
+    const worker = this.worker;
+    if (worker === null) {
+      const next = Math.ceil(this.starts.wait());
+      return Promise.reject(new Error(`the seal worker could not start (next try in ${next} ms): ${String(this.starts.lastFailure)}`));
+    }
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       // As JSON text: the job is plain JSON, and a string crosses threads several times cheaper than the
       // structured clone of the object (measured ~36 µs → a few µs of main-thread time per job).
-      this.worker.postMessage(`${id}\n${JSON.stringify(job)}`);
+      worker.postMessage(`${id}\n${JSON.stringify(job)}`);
     });
   }
 
@@ -82,6 +108,7 @@ export class WorkerSealer implements Sealer {
     const worker = this.worker;
     for (const p of this.pending.values()) p.reject(new Error('sealer is closed'));
     this.pending.clear();
-    await worker.terminate();
+    if (this.restart) clearTimeout(this.restart);
+    await worker?.terminate();
   }
 }
