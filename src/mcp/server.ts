@@ -6,12 +6,6 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 
-/** What a client of this node's tools is told about them (MCP initialize instructions, the chat's system prompt). */
-export const TOOL_INSTRUCTIONS =
-  'Tools of a Deterministic Computation Service node. Every result is computed deterministically, stamped to the 1.287 Hz clock and sealed ' +
-  'with an HMAC receipt (svcProof); pass a result unchanged to svc_verify to check it. Start with svc_auto for a question in words, ' +
-  'svc_compute for an operator chain, or a svc_<solver> tool. Errors carry the service code (e.g. SVC_INVALID_INPUT) first in their text.';
-
 export interface ToolSource {
   list(): Promise<Tool[]>;
   /** The tool's result; null when there is no tool of that name. */

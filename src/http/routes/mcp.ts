@@ -4,9 +4,8 @@
 // stream, which this node does not offer — which gets 405, as the transport specification says, so the client goes on.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { ServiceError } from '../../kernel/errors.js';
-import { buildMcpServer, TOOL_INSTRUCTIONS } from '../../mcp/server.js';
+import { TOOL_INSTRUCTIONS } from '../../mcp/instructions.js';
 import type { HttpKit } from '../kit.js';
 import { responds, body } from '../validate.js';
 import { jsonRpcRequest, jsonRpcResponse, mcpDiscoveryResponse } from '../responses.js';
@@ -60,6 +59,12 @@ function registerMcpRoutes(router: Router, kit: HttpKit, { tools }: McpRouteServ
   });
 
   router.post('/api/mcp', responds(jsonRpcResponse), body(jsonRpcRequest, { inHandler: true }), async (ctx) => {
+    // The SDK is imported at the first call (the runtime keeps it after): its server and JSON Schema validator cost
+    // about 0.4 s of CPU, which a node that serves no tool call would pay at every start.
+    const [{ buildMcpServer }, { WebStandardStreamableHTTPServerTransport }] = await Promise.all([
+      import('../../mcp/server.js'),
+      import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
+    ]);
     const server = buildMcpServer(
       { name: 'svc-node', version: kit.config.kernel.version, instructions: TOOL_INSTRUCTIONS },
       tools.sourceFor(kit.selfApi.targetOf(ctx), ctx.state.traceId as string),
