@@ -15,6 +15,7 @@ const paired = [
   'test/docs/operating-nginx.test.ts',
   'test/docs/readme-blocks.test.ts',
   'test/webhooks/crash.test.ts',
+  'test/health/workers-warning.test.ts',
   'test/fault/faults.test.ts',
 ];
 const alone = ['test/http/fairness.test.ts', 'test/http/compute.test.ts', 'test/http/dashboard.test.ts', 'test/cluster/tick-interval.test.ts'];

@@ -66,6 +66,8 @@ export interface SolverExecutor {
   freeSlots(): number;
   /** Runs waiting for a worker now (the MMIO queue-depth register); absent: none ever wait. */
   queueDepth?(): number;
+  /** Why workers die as they start, while they do (none has got ready since); null or absent: they start. */
+  startFailure?(): string | null;
   close(): Promise<void>;
 }
 
@@ -260,6 +262,10 @@ export class WorkerPoolExecutor implements SolverExecutor {
       this.waitingCount++;
       this.pump();
     });
+  }
+
+  startFailure(): string | null {
+    return this.starts.lastFailure === null ? null : String(this.starts.lastFailure);
   }
 
   queueDepth(): number {

@@ -11,6 +11,8 @@ export interface Sealer {
   prepare(job: BodyJob): Promise<SlottedJson>;
   /** Bodies handed over and not back yet (the seal worker's queue; 0 inline, where none waits). */
   inFlight(): number;
+  /** Why the seal worker dies as it starts, while it does; null or absent: it starts. */
+  startFailure?(): string | null;
   close(): Promise<void>;
 }
 
@@ -85,6 +87,10 @@ export class WorkerSealer implements Sealer {
 
   inFlight(): number {
     return this.pending.size;
+  }
+
+  startFailure(): string | null {
+    return this.starts.lastFailure === null ? null : String(this.starts.lastFailure);
   }
 
   prepare(job: BodyJob): Promise<SlottedJson> {

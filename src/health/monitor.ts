@@ -1,6 +1,6 @@
 // The health checks behind the warnings (warnings.ts): run on the node's tick loop, each reads what the parts expose
-// (counters, the peer table, outbox sizes) and raises or clears one warning. Thresholds are config.health
-// (docs/operating.md, "Warnings").
+// (counters, the peer table, outbox sizes, worker start failures) and raises or clears one warning. Thresholds are
+// config.health (docs/operating.md, "Warnings").
 import { diskSpace, tcpRefusal, tcpTarget, type DiskSpace } from './probes.js';
 import type { WarningBook } from './warnings.js';
 
@@ -36,6 +36,8 @@ export interface HealthSources {
   nowMs(): number;
   /** Items waiting in each outbox, by name. */
   backlogs(): Promise<Record<string, number>>;
+  /** Why the worker threads of each kind that cannot start now die as they start, by kind (none: they start). */
+  workerStartFailures(): Record<string, string>;
   /** Tests: the disk reading (default: statfs of dataDir). */
   disk?: (dir: string) => Promise<DiskSpace>;
 }
@@ -83,6 +85,7 @@ export class HealthMonitor {
     this.handshakes(now);
     this.peers(now);
     this.clocks(now);
+    this.workers();
     await Promise.all([this.disk(), this.backlogs(), this.announced(now)]);
   }
 
@@ -143,6 +146,15 @@ export class HealthMonitor {
       ...(this.staleAt !== null ? ['mesh events were refused as stale (over 120 ticks away)'] : []),
     ];
     this.book.raise('CLOCK_SKEW', `${parts.join('; ')}: check NTP on this node and its peers`);
+  }
+
+  private workers(): void {
+    const failing = Object.entries(this.s.workerStartFailures());
+    if (failing.length === 0) return this.book.clear('WORKERS_NOT_STARTING');
+    this.book.raise(
+      'WORKERS_NOT_STARTING',
+      `${failing.map(([kind, why]) => `${kind} die as they start (${why})`).join('; ')}: they are tried again later and later, and work that needs them is refused meanwhile; a deleted working directory (uv_cwd) needs the node started again from one that exists`,
+    );
   }
 
   private async disk(): Promise<void> {

@@ -16,6 +16,8 @@ export const WARNING_CODES = [
   'DISK_LOW',
   /** An outbox (transfers, charge settlements, consensus deliveries) or the webhook deliveries keep growing. */
   'BACKLOG_GROWING',
+  /** Solver or seal worker threads die as they start: the node cannot run solvers or seal on them. */
+  'WORKERS_NOT_STARTING',
 ] as const;
 
 export type WarningCode = (typeof WARNING_CODES)[number];

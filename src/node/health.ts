@@ -1,10 +1,12 @@
 // Health: the warnings /api/health lists (health/), checked on the tick loop from what the parts expose — the mesh's
-// refusals, connections and peer ticks, the outboxes' sizes, the data dir's disk. Wired after every part it reads.
+// refusals, connections and peer ticks, the outboxes' sizes, the data dir's disk, the worker threads' starts. Wired
+// after every part it reads.
 import { HealthMonitor } from '../health/monitor.js';
 import { WarningBook, type Warning } from '../health/warnings.js';
 import type { MeshService } from '../mesh/service.js';
 import type { Webhooks } from '../webhooks/service.js';
 import type { Capability } from './capability.js';
+import type { ComputePart } from './compute.js';
 import type { ConsensusPart } from './consensus.js';
 import type { EconomyPart } from './economy.js';
 import type { Foundation } from './foundation.js';
@@ -14,6 +16,7 @@ export interface HealthParts {
   economy: Pick<EconomyPart, 'transferDelivery' | 'chargeSettlement'>;
   webhooks: Webhooks;
   consensus: Pick<ConsensusPart, 'challenges'>;
+  compute: Pick<ComputePart, 'executor' | 'sealer'>;
 }
 
 export interface HealthPart {
@@ -43,6 +46,14 @@ export function wireHealth(f: Foundation, p: HealthParts): HealthPart {
         'consensus deliveries': p.consensus.challenges.memory().deliveries,
         'webhook deliveries': await p.webhooks.outbox.backlog(config.health.backlogMax),
       }),
+      workerStartFailures: () => {
+        const failures: Record<string, string> = {};
+        const solvers = p.compute.executor.startFailure?.() ?? null;
+        const seal = p.compute.sealer.startFailure?.() ?? null;
+        if (solvers !== null) failures['solver workers'] = solvers;
+        if (seal !== null) failures['seal workers'] = seal;
+        return failures;
+      },
     },
     config.health,
   );

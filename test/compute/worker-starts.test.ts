@@ -49,6 +49,10 @@ describe('workers that cannot start', () => {
     expect(whileGone.seal.message).toMatch(/^the seal worker could not start \(next try in \d+ ms\): .*uv_cwd/);
     expect(whileGone.solve).toMatchObject({ ok: false });
     expect(whileGone.solve.message).toMatch(/^solver workers could not start \(next try in \d+ ms\): .*uv_cwd/);
+    // What the WORKERS_NOT_STARTING warning reads, while they cannot start and once they have.
+    expect(whileGone.failures.seal).toMatch(/uv_cwd/);
+    expect(whileGone.failures.solve).toMatch(/uv_cwd/);
+    expect(afterwards.failures).toEqual({ seal: null, solve: null });
     // A seal worker that answers (its job was not a body: it says why), and a solver run's output.
     expect(afterwards.seal.message).toMatch(/^sealing failed: /);
     expect(afterwards.solve).toMatchObject({ ok: true });

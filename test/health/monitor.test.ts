@@ -27,6 +27,7 @@ function rig(over: Partial<HealthSources> = {}) {
     peers: [] as { peerId: string; lastTick: number | null; receivedSvcond: number | null }[],
     disk: { freeBytes: 50 * 2 ** 30, totalBytes: 100 * 2 ** 30 },
     backlogs: {} as Record<string, number>,
+    workers: {} as Record<string, string>,
   };
   const book = new WarningBook(() => state.ms, {
     warn: (obj, msg) => log.push({ level: 'warn', obj: obj as Record<string, any>, msg }),
@@ -42,6 +43,7 @@ function rig(over: Partial<HealthSources> = {}) {
     nowSvcond: () => state.tick,
     nowMs: () => state.ms,
     backlogs: async () => ({ ...state.backlogs }),
+    workerStartFailures: () => ({ ...state.workers }),
     disk: async () => state.disk,
     ...over,
   };
@@ -159,6 +161,24 @@ describe('health checks', () => {
     r.state.backlogs = { transfers: 4, 'webhook deliveries': 100 };
     await r.monitor.check();
     expect(r.of('BACKLOG_GROWING')!.message).toMatch(/webhook deliveries 100/);
+  });
+
+  it('workers that die as they start: one episode naming each kind and its cause, cleared once they start', async () => {
+    const r = rig();
+    r.state.workers = { 'solver workers': 'Error: ENOENT: no such file or directory, uv_cwd' };
+    await r.monitor.check();
+    r.state.workers = { 'solver workers': 'Error: ENOENT: no such file or directory, uv_cwd', 'seal workers': 'Error: seal worker exited with code 1' };
+    await r.monitor.check();
+    expect(r.codes()).toEqual(['WORKERS_NOT_STARTING']);
+    const w = r.of('WORKERS_NOT_STARTING')!;
+    expect(w.count).toBe(2);
+    expect(w.message).toContain('solver workers die as they start (Error: ENOENT: no such file or directory, uv_cwd)');
+    expect(w.message).toContain('seal workers die as they start (Error: seal worker exited with code 1)');
+    expect(r.linesOf('WORKERS_NOT_STARTING', 'warn')).toHaveLength(1);
+    r.state.workers = {};
+    await r.monitor.check();
+    expect(r.codes()).toEqual([]);
+    expect(r.linesOf('WORKERS_NOT_STARTING', 'info')).toHaveLength(1);
   });
 
   it('an announced address that accepts no TCP connection, probed for real', async () => {

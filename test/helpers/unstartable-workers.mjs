@@ -1,8 +1,9 @@
 // A process whose working directory is deleted, as a node's is when its directory is removed under it: a worker thread
-// reads the directory as it starts, so none can start (test/compute/worker-starts.test.ts). It starts the seal worker and
-// a solver pool of the build, watches them for WATCH_MS, asks each for work, then moves to a directory that exists
+// reads the directory as it starts, so none can start (test/compute/worker-starts.test.ts). It starts the seal worker
+// and a solver pool of the build, watches them for WATCH_MS, asks each for work, then moves to a directory that exists
 // and asks again once the next try is due. It prints one JSON line: how many threads were started while watching
-// (thread ids count every Worker made), and each answer. Plain JavaScript on the build (test/global-setup.ts builds it).
+// (thread ids count every Worker made), each answer, and the start failure each reports (what the WORKERS_NOT_STARTING
+// warning reads). Plain JavaScript on the build (test/global-setup.ts builds it).
 import { Buffer } from 'node:buffer';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -38,7 +39,11 @@ const sealer = new WorkerSealer(Buffer.alloc(32, 7));
 const pool = new WorkerPoolExecutor({ size: 1, maxQueuedPerOwner: 4 });
 await sleep(WATCH_MS);
 const started = threadsMade() - before - 1;
-const whileGone = { seal: await outcome(sealer.prepare({ kind: 'bogus' })), solve: await outcome(pool.run('zeta', { n: 3, count: 1 }, undefined, 5, 'test')) };
+const whileGone = {
+  seal: await outcome(sealer.prepare({ kind: 'bogus' })),
+  solve: await outcome(pool.run('zeta', { n: 3, count: 1 }, undefined, 5, 'test')),
+  failures: { seal: sealer.startFailure(), solve: pool.startFailure() },
+};
 
 // The directory is back (another one): the next try starts workers that serve.
 process.chdir(tmpdir());
@@ -48,7 +53,8 @@ while (Date.now() < end) {
   await sleep(100);
   const seal = await outcome(sealer.prepare({ kind: 'bogus' }));
   if (seal.message?.includes('could not start')) continue;
-  afterwards = { seal, solve: await outcome(pool.run('zeta', { n: 3, count: 1 }, undefined, 30, 'test')) };
+  const solve = await outcome(pool.run('zeta', { n: 3, count: 1 }, undefined, 30, 'test'));
+  afterwards = { seal, solve, failures: { seal: sealer.startFailure(), solve: pool.startFailure() } };
   break;
 }
 await sealer.close();
