@@ -2,7 +2,8 @@
 // receipt secret, each bootstrapping to the nodes started before it. Prints one JSON line per node once it is
 // healthy. A node that exits leaves the others running (said on stderr): killing one to watch the others carry on
 // is the first thing one does with a test cluster. With --restart an exited node is started again on the same data
-// dir and ports (so the same peer id and URL). Only SIGINT/SIGTERM stop the cluster. Ctrl-C reaches the cluster and
+// dir and ports (so the same peer id and URL). Only SIGINT/SIGTERM stop the cluster; a cluster killed otherwise takes
+// its nodes with it (each stops when its IPC channel to the cluster closes). Ctrl-C reaches the cluster and
 // every node at once (one process group), and a node may die of it before the cluster hears it: so a node that exits
 // on SIGINT is taken as that stop too, never as a node to report, restart or fail the start for.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -58,7 +59,8 @@ async function sharedReceiptSecret(dataRoot: string): Promise<string> {
 
 function startOne(name: string, dataDir: string, env: Record<string, string>, onSpawn: (child: ChildProcess) => void): Promise<Started> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [...HEAP_FLAGS, ...NODE_ARGS], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // The IPC channel is the node's tie to the cluster: the node stops when it closes (src/cli/index.ts, start).
+    const child = spawn(process.execPath, [...HEAP_FLAGS, ...NODE_ARGS], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     onSpawn(child);
     const log = createWriteStream(join(dataDir, 'node.log'), { flags: 'a' });
     child.stderr!.pipe(log);

@@ -138,6 +138,13 @@ configFlags(program.command('start').description('run a node')).action(async (op
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+  // A node the cluster started holds an IPC channel to it (src/cli/cluster.ts) and stops when the channel closes: a
+  // cluster that ends without stopping its nodes (SIGKILL, a crash) leaves none running on its ports and data dirs.
+  // The channel may have closed while the node started.
+  if (process.send !== undefined) {
+    if (process.connected) process.once('disconnect', () => shutdown('disconnect'));
+    else shutdown('disconnect');
+  }
 });
 
 /**

@@ -34,7 +34,7 @@ function startLines(
     child.stderr!.on('data', (d: Buffer) => stderr.push(d.toString()));
     let buf = '';
     const timer = setTimeout(() => {
-      // SIGTERM: a cluster stops its nodes on it (SIGKILL would leave them running); then make sure of it.
+      // SIGTERM: a cluster stops its nodes on it, each cleanly; then make sure of it.
       child.kill('SIGTERM');
       setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
       for (const l of lines) if (typeof l.pid === 'number') killQuietly(l.pid);
@@ -222,6 +222,18 @@ describe.concurrent('svc-node cluster', () => {
     const left = nodesOf(root);
     for (const pid of left) killQuietly(pid);
     expect(left).toEqual([]);
+  }, 200_000);
+
+  it('a cluster that ends without stopping its nodes (SIGKILL) leaves none running: each stops as its IPC channel closes', async ({ expect }) => {
+    const root = await tempDir();
+    const { child, lines } = await startLines(['cluster', '--nodes', '2', '--base-port', '0', '--data-root', root], {}, (ls) => ls.length >= 2);
+    expect(nodesOf(root).sort()).toEqual(lines.map((l) => l.pid).sort());
+    child.kill('SIGKILL');
+    await exitOf(child);
+    const gone = await until(() => nodesOf(root).length === 0, 'every node of the killed cluster to stop', 30_000).catch(() => false);
+    const left = nodesOf(root);
+    for (const pid of left) killQuietly(pid);
+    expect(gone).toBe(true);
   }, 200_000);
 
   // One cluster for both: starting nodes is what these tests spend their time on.

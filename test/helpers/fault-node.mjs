@@ -67,14 +67,20 @@ process.on('message', (msg) => {
     });
   }
 });
-// The harness ends a node with SIGKILL (a crash) or SIGTERM (the end of a run): SIGTERM stops it cleanly.
-process.on('SIGTERM', () => {
+// The harness ends a node with SIGKILL (a crash) or SIGTERM (the end of a run): SIGTERM stops it cleanly. So does the
+// end of the harness's process (its IPC channel closes), however it ended: no node outlives the test that started it.
+let stopping = false;
+function stop() {
+  if (stopping) return;
+  stopping = true;
   if (!node) process.exit(0);
   node.stop().then(
     () => process.exit(0),
     () => process.exit(1),
   );
-});
+}
+process.on('SIGTERM', stop);
+process.once('disconnect', stop);
 const config = loadConfig({});
 // Quick redials: a restarted or healed peer is found again within a second or two instead of the default 10 s.
 const starting = new SvcNode(config, { mesh: { connectionGater: gater, redialMinMs: 100, redialMaxMs: 1_000 } });
