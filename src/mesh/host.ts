@@ -279,8 +279,8 @@ export class MeshHost {
             }),
           }
         : {}),
-      // The optional services are imported only when they are on: UPnP and the DHT cost a node that runs neither
-      // about 0.3 s of CPU at every start.
+      // The optional services are imported only when they are on: a node that runs none would load their modules at
+      // every start (docs/performance.md, "Start-up").
       ...(o.upnp ? { upnp: (await import('@libp2p/upnp-nat')).uPnPNAT() } : {}),
       ...(o.dht ? { dht: (await import('@libp2p/kad-dht')).kadDHT({ protocol: '/svc/kad/1.0.0', clientMode: false }) } : {}),
       pubsub: gossipsub({

@@ -1,7 +1,7 @@
 // What a node's start loads: the libp2p services it may run without (UPnP, the DHT, mDNS) and the MCP SDK (its server
 // and JSON Schema validator) are imported only when a node turns them on or serves its first MCP call
 // (src/mesh/host.ts, src/http/routes/mcp.ts). Each module a process loads is CPU at every start of every node: these
-// were about a fifth of the modules and 0.3 s of a start (docs/performance.md, "Start-up").
+// were about a sixth of the modules and 0.2 s of a start (docs/performance.md, "Start-up").
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';

@@ -59,8 +59,8 @@ function registerMcpRoutes(router: Router, kit: HttpKit, { tools }: McpRouteServ
   });
 
   router.post('/api/mcp', responds(jsonRpcResponse), body(jsonRpcRequest, { inHandler: true }), async (ctx) => {
-    // The SDK is imported at the first call (the runtime keeps it after): its server and JSON Schema validator cost
-    // about 0.4 s of CPU, which a node that serves no tool call would pay at every start.
+    // The SDK is imported at the first call (the runtime keeps it after): its server and JSON Schema validator are
+    // modules a node that serves no tool call would load at every start (docs/performance.md, "Start-up").
     const [{ buildMcpServer }, { WebStandardStreamableHTTPServerTransport }] = await Promise.all([
       import('../../mcp/server.js'),
       import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
