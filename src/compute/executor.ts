@@ -233,7 +233,7 @@ export class WorkerPoolExecutor implements SolverExecutor {
 
   run(solverId: string, inputs: Record<string, unknown>, state: unknown, timeLimitSeconds: number, owner: string, tier = 'free'): Promise<SolverOutput> {
     if (this.closed) return Promise.reject(new Error('executor is closed'));
-    if (this.cannotStart()) return Promise.reject(this.notStarting());
+    if (this.cannotStart()) return Promise.reject(this.starts.refusal('solver workers'));
     let queue = this.owners.get(owner);
     if (queue && queue.waiting.length >= this.options.maxQueuedPerOwner) return Promise.reject(this.queueFull(queue, timeLimitSeconds));
     if (this.options.maxQueued !== undefined && this.waitingCount >= this.options.maxQueued) return Promise.reject(this.nodeQueueFull(timeLimitSeconds));
@@ -265,7 +265,7 @@ export class WorkerPoolExecutor implements SolverExecutor {
   }
 
   startFailure(): string | null {
-    return this.starts.lastFailure === null ? null : String(this.starts.lastFailure);
+    return this.starts.failureText();
   }
 
   queueDepth(): number {
@@ -517,13 +517,9 @@ export class WorkerPoolExecutor implements SolverExecutor {
     return this.starts.wait() > 0 && !this.slots.some((s) => s.ready);
   }
 
-  private notStarting(): Error {
-    return new Error(`solver workers could not start (next try in ${Math.ceil(this.starts.wait())} ms): ${String(this.starts.lastFailure)}`);
-  }
-
   /** Runs waiting for a worker are failed at once when none can start, rather than at their time limits. */
   private rejectWaiting(): void {
-    const err = this.notStarting();
+    const err = this.starts.refusal('solver workers');
     for (const queue of this.owners.values()) {
       for (const job of queue.waiting.splice(0)) {
         this.waitingCount--;

@@ -90,16 +90,13 @@ export class WorkerSealer implements Sealer {
   }
 
   startFailure(): string | null {
-    return this.starts.lastFailure === null ? null : String(this.starts.lastFailure);
+    return this.starts.failureText();
   }
 
   prepare(job: BodyJob): Promise<SlottedJson> {
     if (this.closed) return Promise.reject(new Error('sealer is closed'));
     const worker = this.worker;
-    if (worker === null) {
-      const next = Math.ceil(this.starts.wait());
-      return Promise.reject(new Error(`the seal worker could not start (next try in ${next} ms): ${String(this.starts.lastFailure)}`));
-    }
+    if (worker === null) return Promise.reject(this.starts.refusal('the seal worker'));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });

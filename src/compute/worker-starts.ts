@@ -31,8 +31,13 @@ export class WorkerStarts {
     return Math.max(0, this.notBefore - performance.now());
   }
 
-  /** Why the last worker to die before it was ready died (null: none has since a worker got ready). */
-  get lastFailure(): unknown {
-    return this.failure;
+  /** Why the last worker to die before it was ready died, as text (null: none has since a worker got ready). */
+  failureText(): string | null {
+    return this.failure === null ? null : String(this.failure);
+  }
+
+  /** The error work gets while `workers` cannot start: when the next try is, and why the last one failed. */
+  refusal(workers: string): Error {
+    return new Error(`${workers} could not start (next try in ${Math.ceil(this.wait())} ms): ${String(this.failure)}`);
   }
 }

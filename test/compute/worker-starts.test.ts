@@ -16,7 +16,7 @@ describe('WorkerStarts', () => {
     vi.spyOn(performance, 'now').mockImplementation(() => now);
     const starts = new WorkerStarts();
     expect(starts.wait()).toBe(0);
-    expect(starts.lastFailure).toBeNull();
+    expect(starts.failureText()).toBeNull();
     const waits: number[] = [];
     for (let i = 0; i < 12; i++) {
       starts.died(new Error(`death ${i}`));
@@ -25,12 +25,12 @@ describe('WorkerStarts', () => {
     expect(waits.slice(0, 4)).toEqual([FIRST_WAIT_MS, 2 * FIRST_WAIT_MS, 4 * FIRST_WAIT_MS, 8 * FIRST_WAIT_MS]);
     expect(waits.at(-1)).toBe(LAST_WAIT_MS);
     expect(Math.max(...waits)).toBe(LAST_WAIT_MS);
-    expect(String(starts.lastFailure)).toBe('Error: death 11');
+    expect(starts.failureText()).toBe('Error: death 11');
     now += LAST_WAIT_MS / 2;
     expect(starts.wait()).toBe(LAST_WAIT_MS / 2);
     starts.ready();
     expect(starts.wait()).toBe(0);
-    expect(starts.lastFailure).toBeNull();
+    expect(starts.failureText()).toBeNull();
     starts.died(new Error('again'));
     expect(starts.wait()).toBe(FIRST_WAIT_MS);
   });
