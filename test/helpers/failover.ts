@@ -3,7 +3,7 @@
 import { onTestFailed } from 'vitest';
 import { FaultCluster, logTail } from './fault/cluster.js';
 import { bond } from './custody.js';
-import { call } from './node.js';
+import { call, type Reply } from './node.js';
 
 /** GET /api/mesh/custody/:zid as a node answers it (null: not known there, or the node is down). */
 export interface CustodyStatus {
@@ -17,6 +17,21 @@ export interface CustodyStatus {
 export async function custodyAt(url: string, zid: string): Promise<CustodyStatus | null> {
   const r = await call(url, 'GET', `/api/mesh/custody/${zid}`).catch(() => null);
   return r?.status === 200 ? (r.body as CustodyStatus) : null;
+}
+
+/**
+ * A GET at a node that forwards it to the identity's home. A home that answers neither the forward nor its health
+ * probe within the deadline (3 s here: one just restarted, or taking identities over, on a loaded machine) gets 503
+ * SVC_HOME_UNREACHABLE with Retry-After; the read is asked again after it, as a client would, for up to `withinMs`.
+ */
+export async function readAtHome(url: string, path: string, headers: Record<string, string> = {}, withinMs = 30_000): Promise<Reply> {
+  const until = Date.now() + withinMs;
+  for (;;) {
+    const r = await call(url, 'GET', path, undefined, headers);
+    if (r.status !== 503 || r.body?.error?.code !== 'SVC_HOME_UNREACHABLE' || Date.now() >= until) return r;
+    const after = Number(r.headers.get('retry-after') ?? 1);
+    await new Promise((resolve) => setTimeout(resolve, Math.min(Math.max(after, 1) * 1000, Math.max(0, until - Date.now()))));
+  }
 }
 
 /** Five node processes, every node's operator bonded (the operators' identities seeded from `name`). */
