@@ -12,7 +12,9 @@ import pino from 'pino';
 import { chromium } from 'playwright-core';
 import { loadConfig } from '../src/config/load.js';
 import { SvcNode } from '../src/node/node.js';
-import { numberArg } from './bench/lib.js';
+import { helpFromHeader, numberArg } from './bench/lib.js';
+
+helpFromHeader(import.meta.url);
 
 // The page.waitForFunction callbacks run in Chromium: the part of the DOM they read.
 declare const document: { getElementById(id: string): { textContent: string | null } | null };

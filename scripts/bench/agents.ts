@@ -17,7 +17,9 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { SvcNode } from '../../src/node/node.js';
 import { ManualClock } from '../../src/kernel/clock.js';
-import { numberArg } from './lib.js';
+import { helpFromHeader, numberArg } from './lib.js';
+
+helpFromHeader(import.meta.url);
 
 const AGENTS = numberArg('agents', 1000);
 const OWNERS = numberArg('owners', 10);

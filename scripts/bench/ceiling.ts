@@ -9,7 +9,9 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { numberArg, processCpuMs, startProcess, stop } from './lib.js';
+import { helpFromHeader, numberArg, processCpuMs, startProcess, stop } from './lib.js';
+
+helpFromHeader(import.meta.url);
 
 /** A JSON body of a sealed compute's size (3,339 bytes in the quick start), the same for every request. */
 const BODY = Buffer.from(JSON.stringify({ ok: true, filler: 'x'.repeat(3300) }).slice(0, 3339 - 2) + '"}');

@@ -10,7 +10,9 @@ import { join } from 'node:path';
 import { Store } from '../../src/store/db.js';
 import { ChainService, type MachineRecord } from '../../src/chain/service.js';
 import { verifyInclusion } from '../../src/chain/merkle.js';
-import { inFlight, numberArg } from './lib.js';
+import { helpFromHeader, inFlight, numberArg } from './lib.js';
+
+helpFromHeader(import.meta.url);
 
 const rows = Math.floor(numberArg('rows', 100_000));
 const proofs = Math.floor(numberArg('proofs', 1000));

@@ -19,8 +19,10 @@ import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { SvcNode } from '../../src/node/node.js';
-import { identityKey, numberArg, operatorBond, percentile } from './lib.js';
+import { helpFromHeader, identityKey, numberArg, operatorBond, percentile } from './lib.js';
 import { measureOffload } from './offload.js';
+
+helpFromHeader(import.meta.url);
 
 const CHALLENGES = numberArg('challenges', 40);
 const OFFLOAD_RUNS = numberArg('offload-runs', 300);

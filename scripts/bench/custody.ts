@@ -10,7 +10,9 @@ import '../../src/polyfill.js';
 import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { inFlight, numberArg, operatorBond, postJson, registerIdentity, root, startNodeProcess, type BenchNode } from './lib.js';
+import { type BenchNode, helpFromHeader, inFlight, numberArg, operatorBond, postJson, registerIdentity, root, startNodeProcess } from './lib.js';
+
+helpFromHeader(import.meta.url);
 
 const SECRET = 'bench-custody-secret-0123456789abcdef';
 const BOND = 3;

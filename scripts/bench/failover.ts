@@ -16,7 +16,9 @@ import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { FaultCluster } from '../../test/helpers/fault/cluster.js';
-import { numberArg, operatorBond, percentile, registerIdentity, root } from './lib.js';
+import { helpFromHeader, numberArg, operatorBond, percentile, registerIdentity, root } from './lib.js';
+
+helpFromHeader(import.meta.url);
 
 const NODES = 5;
 const BOND = 2;

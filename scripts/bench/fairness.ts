@@ -13,7 +13,9 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultRegistry } from '../../src/solvers/registry.js';
 import { defaultOf, maximise, MAX_CASES } from './solver-maxima.js';
-import { numberArg, root, startProcess, stop } from './lib.js';
+import { helpFromHeader, numberArg, root, startProcess, stop } from './lib.js';
+
+helpFromHeader(import.meta.url);
 
 const seconds = numberArg('seconds', 60);
 const baselineRuns = numberArg('baseline', 20);

@@ -2,7 +2,9 @@
 // every Map/Set by the property that holds it (e.g. `walletCache`) with its entry table's bytes, largest growth first.
 // Usage: npx tsx scripts/bench/heap-diff.ts BEFORE.heapsnapshot AFTER.heapsnapshot [--top 25]
 import { readFileSync } from 'node:fs';
-import { numberArg } from './lib.js';
+import { helpFromHeader, numberArg } from './lib.js';
+
+helpFromHeader(import.meta.url);
 
 interface Snapshot {
   snapshot: { meta: { node_fields: string[]; edge_fields: string[]; node_types: [string[]]; edge_types: [string[]] } };

@@ -17,7 +17,9 @@ import { systemClock } from '../../src/kernel/clock.js';
 import { MeshService } from '../../src/mesh/service.js';
 import { TOPICS } from '../../src/mesh/wire.js';
 import { Store } from '../../src/store/db.js';
-import { numberArg, percentile } from './lib.js';
+import { helpFromHeader, numberArg, percentile } from './lib.js';
+
+helpFromHeader(import.meta.url);
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;

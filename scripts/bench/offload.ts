@@ -18,7 +18,9 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { SvcNode } from '../../src/node/node.js';
 import { execFileSync } from 'node:child_process';
-import { inFlight, numberArg, operatorBond, postJson, registerIdentity, root, startNodeProcess, type BenchNode } from './lib.js';
+import { type BenchNode, helpFromHeader, inFlight, numberArg, operatorBond, postJson, registerIdentity, root, startNodeProcess } from './lib.js';
+
+helpFromHeader(import.meta.url);
 
 export interface OffloadBenchTarget {
   /** A node with contribution.offload 'always' (or 'when-busy' under load) and a key of an identity homed there. */

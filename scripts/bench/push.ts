@@ -22,8 +22,10 @@ import { loadavg, tmpdir } from 'node:os';
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { identityKey, numberArg, percentile, root, startProcess, stop } from './lib.js';
+import { helpFromHeader, identityKey, numberArg, percentile, root, startProcess, stop } from './lib.js';
 import { exactAnchorNs, tickStampOf } from './push-stamp.js';
+
+helpFromHeader(import.meta.url);
 
 const CLIENTS = numberArg('clients', 1000);
 const TICKS = numberArg('ticks', 200);

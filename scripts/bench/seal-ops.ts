@@ -7,7 +7,9 @@
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import type { Op } from '../../src/store/db.js';
-import { callerOf, inFlight, numberArg, registerV3, startInProcessNode } from './lib.js';
+import { callerOf, helpFromHeader, inFlight, numberArg, registerV3, startInProcessNode } from './lib.js';
+
+helpFromHeader(import.meta.url);
 
 const seals = Math.max(1, Math.floor(numberArg('seals', 2000)));
 const concurrency = Math.max(1, Math.floor(numberArg('concurrency', 50)));

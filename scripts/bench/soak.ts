@@ -17,7 +17,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NODE_HEAP_FLAGS } from '../../src/config/heap-flags.js';
-import { identityKey, numberArg, root, startProcess, stop } from './lib.js';
+import { helpFromHeader, identityKey, numberArg, root, startProcess, stop } from './lib.js';
+
+helpFromHeader(import.meta.url);
 
 const minutes = numberArg('minutes', 30);
 const rate = numberArg('rate', 100);

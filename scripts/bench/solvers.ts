@@ -13,6 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { defaultRegistry } from '../../src/solvers/registry.js';
 import { progress } from '../../src/cli/progress.js';
 import { MAX_CASES, defaultOf, maximise, type MaxCase } from './solver-maxima.js';
+import { helpFromHeader } from './lib.js';
+
+helpFromHeader(import.meta.url);
 
 const args = process.argv.slice(2);
 const runsArg = args.indexOf('--runs');

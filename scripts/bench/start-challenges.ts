@@ -14,7 +14,9 @@ import { ChallengeService, type ChallengeEntry } from '../../src/consensus/chall
 import type { BondService } from '../../src/consensus/bonds.js';
 // The consensus tests' small policy: this bench opens no challenge, only loads stored ones.
 import { TEST_POLICY } from '../../test/consensus/helpers.js';
-import { numberArg } from './lib.js';
+import { helpFromHeader, numberArg } from './lib.js';
+
+helpFromHeader(import.meta.url);
 
 const SETTLED = numberArg('settled', 20_000);
 const OPEN = numberArg('open', 20);

@@ -15,7 +15,9 @@ import { ChainService, type MachineRecord } from '../../src/chain/service.js';
 import { SlugLosses } from '../../src/chain/slug-loss.js';
 import { ChallengeIndex } from '../../src/consensus/challenge-index.js';
 import { STATES } from '../../src/consensus/challenge-lifecycle.js';
-import { numberArg } from './lib.js';
+import { helpFromHeader, numberArg } from './lib.js';
+
+helpFromHeader(import.meta.url);
 
 const MACHINES = numberArg('machines', 20_000);
 const CHALLENGES = numberArg('challenges', 20_000);

@@ -20,7 +20,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../test/helpers/free-port.js';
-import { identityKey, numberArg, root, startProcess, stop } from './lib.js';
+import { helpFromHeader, identityKey, numberArg, root, startProcess, stop } from './lib.js';
+
+helpFromHeader(import.meta.url);
 
 const SENDERS = numberArg('senders', 12);
 const PER_SENDER = numberArg('per-sender', 6);

@@ -10,7 +10,9 @@
 import { writeFile } from 'node:fs/promises';
 import '../../src/polyfill.js';
 import { runFaultRun } from '../../test/helpers/fault/run.js';
-import { numberArg } from '../bench/lib.js';
+import { helpFromHeader, numberArg } from '../bench/lib.js';
+
+helpFromHeader(import.meta.url);
 
 const VIOLATIONS_SHOWN = 20;
 const historyAt = process.argv.indexOf('--history');

@@ -39,8 +39,10 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { NODE_HEAP_FLAGS } from '../../src/config/heap-flags.js';
-import { numberArg } from '../bench/lib.js';
+import { helpFromHeader, numberArg } from '../bench/lib.js';
 import type { FromWorker, Receipt, Send, ToWorker } from './mesh-messages.js';
+
+helpFromHeader(import.meta.url);
 
 const NODES = numberArg('nodes', 100);
 const PROCS = numberArg('procs', 4);
