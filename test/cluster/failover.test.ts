@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { identityKey } from '../../scripts/bench/lib.js';
 import type { FaultCluster } from '../helpers/fault/cluster.js';
-import { custodyAt, readAtHome, reportOnFailure, startBondedCluster } from '../helpers/failover.js';
+import { custodyAt, readAtHome, reportOnFailure, startBondedCluster, writeAcknowledged } from '../helpers/failover.js';
 import { oneCertifiedEntryPerSlot } from '../helpers/fault/checker.js';
 import { custodyEntries } from '../helpers/fault/final-state.js';
 import { SPEND_BODY } from '../helpers/fault/workload.js';
@@ -93,7 +93,7 @@ describe('failover of an identity whose home is killed', () => {
     const slug = reg.body.state_machine.slug as string;
     const sealed: { token: string; seq: number; hash: string }[] = [];
     for (let i = 0; i < SPENDS; i++) {
-      const r = await call(c.url(0), 'POST', '/api/svc/compute', SPEND_BODY, bearer(key));
+      const r = await writeAcknowledged(c.url(0), '/api/svc/compute', SPEND_BODY, bearer(key));
       expect(r.status, r.text).toBe(200);
       sealed.push({ token: r.body.envelope.token_id, seq: r.body.audit.seq, hash: r.body.audit.hash });
     }
@@ -139,7 +139,7 @@ describe('failover of an identity whose home is killed', () => {
     const held = new Set((envelopes.body.items as { token_id: string }[]).map((e) => e.token_id));
     for (const s of sealed) expect(held.has(s.token)).toBe(true);
     // A spend there is certified in the new epoch, its audit row next on the identity's chain.
-    const spent = await call(c.url(home), 'POST', '/api/svc/compute', SPEND_BODY, bearer(key));
+    const spent = await writeAcknowledged(c.url(home), '/api/svc/compute', SPEND_BODY, bearer(key));
     expect(spent.status, spent.text).toBe(200);
     expect(spent.headers.get('x-svc-served-by') ?? c.nodeIds[home]).toBe(c.nodeIds[home]);
     expect(spent.body.audit.seq).toBe(sealed.at(-1)!.seq + 1);
@@ -216,7 +216,7 @@ describe('a home partitioned from its custodians', () => {
     const key = await identityKey(c.url(0), equation);
     await grant(nodes[0]!, zid, 40);
     for (let i = 0; i < 3; i++) {
-      const r = await call(c.url(0), 'POST', '/api/svc/compute', SPEND_BODY, bearer(key));
+      const r = await writeAcknowledged(c.url(0), '/api/svc/compute', SPEND_BODY, bearer(key));
       expect(r.status, r.text).toBe(200);
     }
     const before = await call(c.url(0), 'GET', '/api/tally/balance', undefined, bearer(key));
@@ -303,12 +303,12 @@ describe('a failover keeps what the old home acknowledged', () => {
 
     // A private result, then published ones (envelopes enough to transfer): each write acknowledged.
     const spend = async () => {
-      const r = await call(c.url(0), 'POST', '/api/svc/compute', SPEND_BODY, bearer(sender.key));
+      const r = await writeAcknowledged(c.url(0), '/api/svc/compute', SPEND_BODY, bearer(sender.key));
       expect(r.status, r.text).toBe(200);
       return r.body as { result_id: string; envelope: { token_id: string } };
     };
     const privateRun = await spend();
-    const publishing = await call(c.url(0), 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(sender.key));
+    const publishing = await writeAcknowledged(c.url(0), '/api/tally/settings/publish-default', { publish_default: true }, bearer(sender.key));
     expect(publishing.status, publishing.text).toBe(200);
     const published = [await spend()];
     for (let i = 0; i < 3; i++) published.push(await spend());
@@ -331,7 +331,7 @@ describe('a failover keeps what the old home acknowledged', () => {
     // The receiver's home goes down; the transfer is acknowledged and left pending at node 0.
     await c.kill(away);
     const before = await envelopesAt(c.url(0), sender.zid, sender.key);
-    const sent = await call(c.url(0), 'POST', '/api/tally/envelopes/transfer-bulk', { to: receiver.zid, count: 2 }, bearer(sender.key));
+    const sent = await writeAcknowledged(c.url(0), '/api/tally/envelopes/transfer-bulk', { to: receiver.zid, count: 2 }, bearer(sender.key));
     expect(sent.status, sent.text).toBe(202);
     expect(sent.body).toMatchObject({ state: 'pending', from: sender.zid, to: receiver.zid, count: 2, to_home: c.nodeIds[away] });
     const transferId = sent.body.transfer_id as string;

@@ -29,10 +29,28 @@ export async function readAtHome(url: string, path: string, headers: Record<stri
   for (;;) {
     const r = await call(url, 'GET', path, undefined, headers);
     if (r.status !== 503 || r.body?.error?.code !== 'SVC_HOME_UNREACHABLE' || Date.now() >= until) return r;
-    const after = Number(r.headers.get('retry-after') ?? 1);
-    await new Promise((resolve) => setTimeout(resolve, Math.min(Math.max(after, 1) * 1000, Math.max(0, until - Date.now()))));
+    await pause(Number(r.headers.get('retry-after') ?? 1), until);
   }
 }
+
+/**
+ * A write the healthy cluster is to acknowledge. A home whose custodians do not answer within the certify timeout (3 s
+ * here: one catching up, on a loaded machine) refuses it with 503 SVC_CUSTODY_UNAVAILABLE, retryable, nothing of it
+ * written; it is sent again after the refusal's retry_after_seconds, as a client would, for up to `withinMs`. A
+ * refusal of another kind, or one past the time, is returned as it is.
+ */
+export async function writeAcknowledged(url: string, path: string, body: unknown, headers: Record<string, string>, withinMs = 30_000): Promise<Reply> {
+  const until = Date.now() + withinMs;
+  for (;;) {
+    const r = await call(url, 'POST', path, body, headers);
+    if (r.status !== 503 || r.body?.error?.code !== 'SVC_CUSTODY_UNAVAILABLE' || r.body.error.retryable !== true || Date.now() >= until) return r;
+    await pause(Number(r.body.error.retry_after_seconds ?? 1), until);
+  }
+}
+
+/** Wait `seconds` (at least one), but not past `until`. */
+const pause = (seconds: number, until: number) =>
+  new Promise((resolve) => setTimeout(resolve, Math.min(Math.max(seconds, 1) * 1000, Math.max(0, until - Date.now()))));
 
 /** Five node processes, every node's operator bonded (the operators' identities seeded from `name`). */
 export async function startBondedCluster(name: string): Promise<FaultCluster> {
