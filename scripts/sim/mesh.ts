@@ -35,7 +35,8 @@
 // connections (TCP, upgrader, noise, dial queue) and write the seed's and each unconnected node's there at the end.
 // Everything listens on 127.0.0.1 only, and the run stops by itself.
 import { fork, type ChildProcess } from 'node:child_process';
-import { loadavg } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { NODE_HEAP_FLAGS } from '../../src/config/heap-flags.js';
@@ -93,6 +94,11 @@ interface NodeLife {
 }
 
 const workers: Worker[] = [];
+/**
+ * The run's directory: the workers make their nodes' data dirs in it (their TMPDIR), and it is removed when the run
+ * ends, so a node whose worker is killed (the seed's, a worker that does not stop in time) leaves nothing behind.
+ */
+const runDir = mkdtempSync(join(tmpdir(), 'svc-sim-'));
 const lives = new Map<number, NodeLife>();
 const lifeOfId = new Map<string, NodeLife>();
 /** While measured, each time a settled node is seen with no connection after a sample with some: [s into the
@@ -349,7 +355,14 @@ async function main(): Promise<void> {
     // With the heap flags a node process runs with (npm start): the nodes' garbage collection is then what a node's is.
     const child = fork(join(import.meta.dirname, 'mesh-worker.ts'), [], {
       execArgv: ['--import', 'tsx', ...NODE_HEAP_FLAGS, ...(PROFILE_DIR === null ? [] : ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR])],
-      env: { ...process.env, SIM_TICK_EVERY: String(TICK_EVERY), SIM_TICK_RATE: String(TICK_RATE), SIM_EXCHANGE: String(EXCHANGE), SIM_PX: String(PX) },
+      env: {
+        ...process.env,
+        TMPDIR: runDir,
+        SIM_TICK_EVERY: String(TICK_EVERY),
+        SIM_TICK_RATE: String(TICK_RATE),
+        SIM_EXCHANGE: String(EXCHANGE),
+        SIM_PX: String(PX),
+      },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     workers.push({ child, cpuMs: 0, rssBytes: 0, heapBytes: 0 });
@@ -581,11 +594,21 @@ async function main(): Promise<void> {
   await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000).unref())]);
   // The run ends here whatever is left: a worker that did not stop within 30 s, or a handle the figures no longer need.
   for (const w of workers) if (!gone(w)) w.child.kill('SIGKILL');
+  rmSync(runDir, { recursive: true, force: true });
   process.exit(0);
 }
+
+// Stopped by hand (Ctrl-C, or npx passing on a stop): the workers and the run's directory go with it.
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => {
+    for (const w of workers) w.child.kill('SIGKILL');
+    rmSync(runDir, { recursive: true, force: true });
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  });
 
 main().catch((err: unknown) => {
   process.stderr.write(`${String(err)}\n`);
   for (const w of workers) w.child.kill('SIGKILL');
+  rmSync(runDir, { recursive: true, force: true });
   process.exit(1);
 });
