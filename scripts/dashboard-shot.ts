@@ -12,7 +12,8 @@ import pino from 'pino';
 import { chromium } from 'playwright-core';
 import { loadConfig } from '../src/config/load.js';
 import { SvcNode } from '../src/node/node.js';
-import { helpFromHeader, numberArg } from './bench/lib.js';
+import { numberArg } from './bench/lib.js';
+import { helpFromHeader } from './help.js';
 
 helpFromHeader(import.meta.url);
 

@@ -17,7 +17,8 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { SvcNode } from '../../src/node/node.js';
 import { ManualClock } from '../../src/kernel/clock.js';
-import { helpFromHeader, numberArg } from './lib.js';
+import { numberArg } from './lib.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

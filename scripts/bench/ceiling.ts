@@ -9,7 +9,8 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { helpFromHeader, numberArg, processCpuMs, startProcess, stop } from './lib.js';
+import { numberArg, processCpuMs, startProcess, stop } from './lib.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

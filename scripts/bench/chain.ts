@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { Store } from '../../src/store/db.js';
 import { ChainService, type MachineRecord } from '../../src/chain/service.js';
 import { verifyInclusion } from '../../src/chain/merkle.js';
-import { helpFromHeader, inFlight, numberArg } from './lib.js';
+import { inFlight, numberArg } from './lib.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

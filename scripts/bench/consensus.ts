@@ -19,8 +19,9 @@ import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { SvcNode } from '../../src/node/node.js';
-import { helpFromHeader, identityKey, numberArg, operatorBond, percentile } from './lib.js';
+import { identityKey, numberArg, operatorBond, percentile } from './lib.js';
 import { measureOffload } from './offload.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

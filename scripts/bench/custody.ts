@@ -10,7 +10,8 @@ import '../../src/polyfill.js';
 import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { type BenchNode, helpFromHeader, inFlight, numberArg, operatorBond, postJson, registerIdentity, root, startNodeProcess } from './lib.js';
+import { type BenchNode, inFlight, numberArg, operatorBond, postJson, registerIdentity, root, startNodeProcess } from './lib.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

@@ -16,7 +16,8 @@ import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { FaultCluster } from '../../test/helpers/fault/cluster.js';
-import { helpFromHeader, numberArg, operatorBond, percentile, registerIdentity, root } from './lib.js';
+import { numberArg, operatorBond, percentile, registerIdentity, root } from './lib.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

@@ -13,7 +13,8 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultRegistry } from '../../src/solvers/registry.js';
 import { defaultOf, maximise, MAX_CASES } from './solver-maxima.js';
-import { helpFromHeader, numberArg, root, startProcess, stop } from './lib.js';
+import { numberArg, root, startProcess, stop } from './lib.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

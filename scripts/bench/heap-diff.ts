@@ -2,7 +2,8 @@
 // every Map/Set by the property that holds it (e.g. `walletCache`) with its entry table's bytes, largest growth first.
 // Usage: npx tsx scripts/bench/heap-diff.ts BEFORE.heapsnapshot AFTER.heapsnapshot [--top 25]
 import { readFileSync } from 'node:fs';
-import { helpFromHeader, numberArg } from './lib.js';
+import { numberArg } from './lib.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

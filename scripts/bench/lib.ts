@@ -8,33 +8,12 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { resolveCaller } from '../../src/http/auth.js';
 import { SvcNode } from '../../src/node/node.js';
 
 export const root = join(import.meta.dirname, '..', '..');
-
-/** A script's opening comment (its leading `//` lines: what it does, its usage and options), without the slashes. */
-export function headerComment(source: string): string {
-  const lines: string[] = [];
-  for (const line of source.split('\n')) {
-    if (!line.startsWith('//')) break;
-    lines.push(line.replace(/^\/\/ ?/, ''));
-  }
-  return lines.join('\n');
-}
-
-/**
- * With --help or -h, print the running script's opening comment and exit before it starts anything: each script run by
- * hand calls this first, with its import.meta.url.
- */
-export function helpFromHeader(scriptUrl: string): void {
-  if (!process.argv.includes('--help') && !process.argv.includes('-h')) return;
-  console.log(headerComment(readFileSync(fileURLToPath(scriptUrl), 'utf8')));
-  process.exit(0);
-}
 
 /** The number after --name on the command line, or def. */
 export function numberArg(name: string, def: number): number {

@@ -17,7 +17,8 @@ import { systemClock } from '../../src/kernel/clock.js';
 import { MeshService } from '../../src/mesh/service.js';
 import { TOPICS } from '../../src/mesh/wire.js';
 import { Store } from '../../src/store/db.js';
-import { helpFromHeader, numberArg, percentile } from './lib.js';
+import { numberArg, percentile } from './lib.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

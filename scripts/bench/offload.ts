@@ -18,7 +18,8 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { SvcNode } from '../../src/node/node.js';
 import { execFileSync } from 'node:child_process';
-import { type BenchNode, helpFromHeader, inFlight, numberArg, operatorBond, postJson, registerIdentity, root, startNodeProcess } from './lib.js';
+import { type BenchNode, inFlight, numberArg, operatorBond, postJson, registerIdentity, root, startNodeProcess } from './lib.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

@@ -22,8 +22,9 @@ import { loadavg, tmpdir } from 'node:os';
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { helpFromHeader, identityKey, numberArg, percentile, root, startProcess, stop } from './lib.js';
+import { identityKey, numberArg, percentile, root, startProcess, stop } from './lib.js';
 import { exactAnchorNs, tickStampOf } from './push-stamp.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

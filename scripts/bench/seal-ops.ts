@@ -7,7 +7,8 @@
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import type { Op } from '../../src/store/db.js';
-import { callerOf, helpFromHeader, inFlight, numberArg, registerV3, startInProcessNode } from './lib.js';
+import { callerOf, inFlight, numberArg, registerV3, startInProcessNode } from './lib.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

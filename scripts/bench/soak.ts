@@ -17,7 +17,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NODE_HEAP_FLAGS } from '../../src/config/heap-flags.js';
-import { helpFromHeader, identityKey, numberArg, root, startProcess, stop } from './lib.js';
+import { identityKey, numberArg, root, startProcess, stop } from './lib.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

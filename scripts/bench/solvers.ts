@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { defaultRegistry } from '../../src/solvers/registry.js';
 import { progress } from '../../src/cli/progress.js';
 import { MAX_CASES, defaultOf, maximise, type MaxCase } from './solver-maxima.js';
-import { helpFromHeader } from './lib.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

@@ -14,7 +14,8 @@ import { ChallengeService, type ChallengeEntry } from '../../src/consensus/chall
 import type { BondService } from '../../src/consensus/bonds.js';
 // The consensus tests' small policy: this bench opens no challenge, only loads stored ones.
 import { TEST_POLICY } from '../../test/consensus/helpers.js';
-import { helpFromHeader, numberArg } from './lib.js';
+import { numberArg } from './lib.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

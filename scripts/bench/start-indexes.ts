@@ -15,7 +15,8 @@ import { ChainService, type MachineRecord } from '../../src/chain/service.js';
 import { SlugLosses } from '../../src/chain/slug-loss.js';
 import { ChallengeIndex } from '../../src/consensus/challenge-index.js';
 import { STATES } from '../../src/consensus/challenge-lifecycle.js';
-import { helpFromHeader, numberArg } from './lib.js';
+import { numberArg } from './lib.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

@@ -20,7 +20,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../test/helpers/free-port.js';
-import { helpFromHeader, identityKey, numberArg, root, startProcess, stop } from './lib.js';
+import { identityKey, numberArg, root, startProcess, stop } from './lib.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

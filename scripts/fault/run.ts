@@ -10,7 +10,8 @@
 import { writeFile } from 'node:fs/promises';
 import '../../src/polyfill.js';
 import { runFaultRun } from '../../test/helpers/fault/run.js';
-import { helpFromHeader, numberArg } from '../bench/lib.js';
+import { numberArg } from '../bench/lib.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

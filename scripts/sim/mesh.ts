@@ -40,8 +40,9 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { NODE_HEAP_FLAGS } from '../../src/config/heap-flags.js';
-import { helpFromHeader, numberArg } from '../bench/lib.js';
+import { numberArg } from '../bench/lib.js';
 import type { FromWorker, Receipt, Send, ToWorker } from './mesh-messages.js';
+import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
 

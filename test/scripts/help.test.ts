@@ -3,10 +3,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { headerComment, root } from '../../scripts/bench/lib.js';
+import { root } from '../../scripts/bench/lib.js';
+import { headerComment } from '../../scripts/help.js';
 
 /** Modules and child processes of the scripts, never run by hand; and the micro-benchmarks, which end within seconds. */
 const NOT_RUN_BY_HAND = new Set([
+  'scripts/help.ts',
   'scripts/bench/lib.ts',
   'scripts/bench/guard-plan.ts',
   'scripts/bench/solver-maxima.ts',
