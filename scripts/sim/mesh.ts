@@ -590,26 +590,26 @@ async function main(): Promise<void> {
   };
   await new Promise((r) => process.stdout.write(JSON.stringify(out) + '\n', r));
   for (let w = 0; w < workers.length; w++) tell(w, { op: 'exit' });
-  const gone = (w: Worker): boolean => w.child.exitCode !== null || w.child.signalCode !== null;
   const exited = Promise.all(workers.map((w) => new Promise((r) => (gone(w) ? r(null) : w.child.once('exit', r)))));
   await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000).unref())]);
   // The run ends here whatever is left: a worker that did not stop within 30 s, or a handle the figures no longer need.
-  for (const w of workers) if (!gone(w)) w.child.kill('SIGKILL');
-  rmSync(runDir, { recursive: true, force: true });
-  process.exit(0);
+  endRun(0);
 }
 
-// Stopped by hand (Ctrl-C, or npx passing on a stop): the workers and the run's directory go with it.
-for (const signal of ['SIGINT', 'SIGTERM'] as const)
-  process.once(signal, () => {
-    for (const w of workers) w.child.kill('SIGKILL');
-    rmSync(runDir, { recursive: true, force: true });
-    process.exit(signal === 'SIGINT' ? 130 : 143);
-  });
+const gone = (w: Worker): boolean => w.child.exitCode !== null || w.child.signalCode !== null;
+
+/** End the run: every worker still running is killed, and the run's directory removed with the nodes' data. */
+function endRun(code: number): never {
+  for (const w of workers) if (!gone(w)) w.child.kill('SIGKILL');
+  rmSync(runDir, { recursive: true, force: true });
+  process.exit(code);
+}
+
+// Stopped by hand (Ctrl-C, or npx passing on a stop).
+process.once('SIGINT', () => endRun(130));
+process.once('SIGTERM', () => endRun(143));
 
 main().catch((err: unknown) => {
   process.stderr.write(`${String(err)}\n`);
-  for (const w of workers) w.child.kill('SIGKILL');
-  rmSync(runDir, { recursive: true, force: true });
-  process.exit(1);
+  endRun(1);
 });
