@@ -24,33 +24,40 @@ export async function custodyAt(url: string, zid: string): Promise<CustodyStatus
  * probe within the deadline (3 s here: one just restarted, or taking identities over, on a loaded machine) gets 503
  * SVC_HOME_UNREACHABLE with Retry-After; the read is asked again after it, as a client would, for up to `withinMs`.
  */
-export async function readAtHome(url: string, path: string, headers: Record<string, string> = {}, withinMs = 30_000): Promise<Reply> {
-  const until = Date.now() + withinMs;
-  for (;;) {
-    const r = await call(url, 'GET', path, undefined, headers);
-    if (r.status !== 503 || r.body?.error?.code !== 'SVC_HOME_UNREACHABLE' || Date.now() >= until) return r;
-    await pause(Number(r.headers.get('retry-after') ?? 1), until);
-  }
+export function readAtHome(url: string, path: string, headers: Record<string, string> = {}, withinMs = 30_000): Promise<Reply> {
+  return askAgainAfterRefusals(
+    () => call(url, 'GET', path, undefined, headers),
+    (r) => (r.body?.error?.code === 'SVC_HOME_UNREACHABLE' ? Number(r.headers.get('retry-after') ?? 1) : null),
+    withinMs,
+  );
 }
 
 /**
  * A write the healthy cluster is to acknowledge. A home whose custodians do not answer within the certify timeout (3 s
  * here: one catching up, on a loaded machine) refuses it with 503 SVC_CUSTODY_UNAVAILABLE, retryable, nothing of it
- * written; it is sent again after the refusal's retry_after_seconds, as a client would, for up to `withinMs`. A
- * refusal of another kind, or one past the time, is returned as it is.
+ * written; it is sent again after the refusal's retry_after_seconds, as a client would, for up to `withinMs`.
  */
-export async function writeAcknowledged(url: string, path: string, body: unknown, headers: Record<string, string>, withinMs = 30_000): Promise<Reply> {
-  const until = Date.now() + withinMs;
-  for (;;) {
-    const r = await call(url, 'POST', path, body, headers);
-    if (r.status !== 503 || r.body?.error?.code !== 'SVC_CUSTODY_UNAVAILABLE' || r.body.error.retryable !== true || Date.now() >= until) return r;
-    await pause(Number(r.body.error.retry_after_seconds ?? 1), until);
-  }
+export function writeAcknowledged(url: string, path: string, body: unknown, headers: Record<string, string>, withinMs = 30_000): Promise<Reply> {
+  return askAgainAfterRefusals(
+    () => call(url, 'POST', path, body, headers),
+    (r) => (r.body?.error?.code === 'SVC_CUSTODY_UNAVAILABLE' && r.body.error.retryable === true ? Number(r.body.error.retry_after_seconds ?? 1) : null),
+    withinMs,
+  );
 }
 
-/** Wait `seconds` (at least one), but not past `until`. */
-const pause = (seconds: number, until: number) =>
-  new Promise((resolve) => setTimeout(resolve, Math.min(Math.max(seconds, 1) * 1000, Math.max(0, until - Date.now()))));
+/**
+ * `ask` again while it answers a 503 that `retryAfter` gives a wait in seconds for (null: not one to ask again after),
+ * waiting that long (at least 1 s) each time, for up to `withinMs`; the last answer otherwise.
+ */
+async function askAgainAfterRefusals(ask: () => Promise<Reply>, retryAfter: (r: Reply) => number | null, withinMs: number): Promise<Reply> {
+  const until = Date.now() + withinMs;
+  for (;;) {
+    const r = await ask();
+    const seconds = r.status === 503 ? retryAfter(r) : null;
+    if (seconds === null || Date.now() >= until) return r;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(Math.max(seconds, 1) * 1000, Math.max(0, until - Date.now()))));
+  }
+}
 
 /** Five node processes, every node's operator bonded (the operators' identities seeded from `name`). */
 export async function startBondedCluster(name: string): Promise<FaultCluster> {
