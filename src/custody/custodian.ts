@@ -107,6 +107,11 @@ export interface CustodianDeps {
   takingOver?: (zid: string) => boolean;
   /** The home changes of an identity kept here above an epoch, oldest first, at most `limit` (home-change.ts). */
   changesAfter?: (zid: string, after: number, limit: number) => Promise<HomeChange[]>;
+  /**
+   * Are a node's tick events heard here, none of them overdue (failover.ts heard)? A remote candidate is refused a
+   * promise while the identity's home is (promise.ts). Absent: never.
+   */
+  hears?: (node: string) => boolean;
   meshSecret: string | null;
   nowSvcond: () => number;
   logger?: Logger;
@@ -191,7 +196,9 @@ export class Custodian {
     const request = parsed.data;
     if (!this.handshakeHolds(request, sender) || Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS)
       return { v: 1, refused: { code: 'bad-request', reason: 'the handshake or the tick does not hold' } };
-    return this.promiseTo(request.zid, request.epoch, sender, request.excluded);
+    const run = this.turn.then(() => this.promise(request.zid, request.epoch, sender, request.excluded, true));
+    this.turn = run.catch(() => undefined);
+    return run;
   }
 
   /** The answer to a request for the home changes kept here of an identity (home-history.ts): out of the batches' turn. */
@@ -208,10 +215,11 @@ export class Custodian {
 
   /**
    * This custodian's promise of `epoch` to `candidate` (this node's own, when it is the candidate), its set passing
-   * over `excluded`, in its turn.
+   * over `excluded`, in its turn. A remote candidate's request is answerPromise's, which also asks whether the home is
+   * heard here.
    */
   promiseTo(zid: string, epoch: number, candidate: string, excluded?: string[]): Promise<PromiseAnswer> {
-    const run = this.turn.then(() => this.promise(zid, epoch, candidate, excluded));
+    const run = this.turn.then(() => this.promise(zid, epoch, candidate, excluded, false));
     this.turn = run.catch(() => undefined);
     return run;
   }
@@ -221,18 +229,21 @@ export class Custodian {
     return (await this.deps.store.range(this.heads, { limit, ...(from === undefined ? {} : { gte: from }) })).map((r) => r.key);
   }
 
-  private async promise(zid: string, epoch: number, candidate: string, excluded?: string[]): Promise<PromiseAnswer> {
+  private async promise(zid: string, epoch: number, candidate: string, excluded: string[] | undefined, remote: boolean): Promise<PromiseAnswer> {
     const head = await this.head(zid);
     const self = this.deps.nodeId();
+    const knownHome = await this.deps.homeOf(zid);
+    const home = knownHome ?? head?.home ?? null;
+    const heardHome = remote && home !== null && home !== candidate && home !== self && this.deps.hears?.(home) === true ? home : null;
     // The higher of what this custodian holds and what this node certified as the identity's home (HEAD_ORDER): a
     // former home's certified entries past the custodians' heads are on no other promiser's head.
     const own = (await this.deps.ownHead?.(zid)) ?? null;
     const held: PromisedHead | null =
       head === null ? null : { epoch: head.epoch, seq: head.seq, hash: head.hash, ...(head.attempt === undefined ? {} : { attempt: head.attempt }) };
     const shown = own !== null && (held === null || headAfter(own, held)) ? own : held;
-    const selfHome = candidate !== self && (this.deps.takingOver?.(zid) === true || (await this.deps.homeOf(zid)) === self);
+    const selfHome = candidate !== self && (this.deps.takingOver?.(zid) === true || knownHome === self);
     const before = await this.promised(zid);
-    const d = decidePromise(epoch, candidate, { accepted: head?.fenced_below ?? 0, promised: before, selfHome, ...excludedMember(excluded) });
+    const d = decidePromise(epoch, candidate, { accepted: head?.fenced_below ?? 0, promised: before, selfHome, heardHome, ...excludedMember(excluded) });
     if ('refuse' in d) return { v: 1, refused: { code: d.refuse, reason: d.reason, epoch: d.epoch } };
     let named =
       before === null

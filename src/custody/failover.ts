@@ -205,6 +205,14 @@ export class Failover {
     return homeUnreachable(now, since, rank, this.deps.failoverTicks);
   }
 
+  /**
+   * Are `node`'s tick events heard here, none overdue (a node never heard since this one started counts from its
+   * start)? A custodian refuses a remote candidate's promise while the identity's home is (custodian.ts).
+   */
+  hears(node: string): boolean {
+    return !tickOverdue(this.deps.nowSvcond(), this.deps.lastHeard(node), this.since, this.deps.tickEvery());
+  }
+
   /** Has `node` gone unheard longer than replaceTicks of its tick intervals (a node just started counts from its start)? */
   private gone(node: string, now: number): boolean {
     return node !== this.deps.nodeId() && goneLong(now, this.deps.lastHeard(node), this.since, this.deps.replaceTicks, this.deps.tickEvery());

@@ -205,6 +205,11 @@ export interface PromiseFacts {
   promised: Promised | null;
   /** This node is the identity's home (and the candidate another node): it is alive, there is nothing to take over. */
   selfHome: boolean;
+  /**
+   * The identity's home as this node knows it, when it is another node than the candidate and this node hears its
+   * tick events (not overdue: failover-rules.ts tickOverdue); null otherwise, and for a candidate's own promise.
+   */
+  heardHome?: string | null;
   /** The members the candidate's set passes over, as it asks (absent: none): one promise of an epoch names one set. */
   excluded?: string[];
 }
@@ -223,6 +228,13 @@ export const PROMISE_ROWS: readonly PromiseRow[] = [
     refuse: 'again',
     test: (epoch, c, f) => f.promised !== null && f.promised.epoch === epoch && f.promised.candidate === c && sameExcluded(f.promised.excluded, f.excluded),
     reason: () => 'promised already',
+  },
+  // Pre-vote: a live home is not taken over because one custodian stopped hearing it (a loaded or cut-off candidate,
+  // or one that lies). Its promise would fence the home's writes here for nothing.
+  {
+    refuse: 'home',
+    test: (_e, _c, f) => (f.heardHome ?? null) !== null,
+    reason: (_e, f) => `the identity’s home ${f.heardHome!} is heard from here`,
   },
   {
     refuse: 'promised',

@@ -304,6 +304,7 @@ export async function wireCustody(
     },
     changesAfter: (zid, after, limit) => homeChanges.changesAfter(zid, after, limit),
     takingOver: (zid) => failoverRef?.isTaking(zid) ?? false,
+    hears: (node) => failoverRef?.hears(node) ?? false,
     meshSecret: secret,
     nowSvcond: time.nowSvcond,
     logger: f.logger,

@@ -36,7 +36,7 @@ function explicitSets(sets: [string, string[]][]): (at: EpochHome) => CustodySet
 
 describe('the promise table', () => {
   it('has its rows in order', () => {
-    expect(PROMISE_ROWS.map((r) => r.refuse)).toEqual(['home', 'stale', 'again', 'promised']);
+    expect(PROMISE_ROWS.map((r) => r.refuse)).toEqual(['home', 'stale', 'again', 'home', 'promised']);
   });
   it('promises an epoch above every accepted one to one candidate only, the same one again', () => {
     expect(decidePromise(2, 'b', { accepted: 1, promised: null, selfHome: false })).toEqual({ promise: 'new' });
@@ -49,6 +49,12 @@ describe('the promise table', () => {
     expect(decidePromise(2, 'b', { accepted: 2, promised: { epoch: 2, candidate: 'b' }, selfHome: false })).toMatchObject({ refuse: 'stale' });
     // A live home promises nobody its identity.
     expect(decidePromise(2, 'b', { accepted: 1, promised: null, selfHome: true })).toMatchObject({ refuse: 'home', epoch: 1 });
+    // Nor does a custodian that hears the home (pre-vote), though it gives again a promise it gave.
+    const heard = { accepted: 1, selfHome: false, heardHome: 'a' };
+    expect(decidePromise(2, 'b', { ...heard, promised: null })).toMatchObject({ refuse: 'home', epoch: 1, reason: expect.stringContaining('a is heard') });
+    expect(decidePromise(3, 'b', { ...heard, promised: { epoch: 2, candidate: 'c' } })).toMatchObject({ refuse: 'home', epoch: 2 });
+    expect(decidePromise(2, 'b', { ...heard, promised: { epoch: 2, candidate: 'b' } })).toEqual({ promise: 'again' });
+    expect(decidePromise(2, 'b', { ...heard, heardHome: null, promised: null })).toEqual({ promise: 'new' });
   });
 });
 
