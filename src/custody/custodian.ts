@@ -196,9 +196,7 @@ export class Custodian {
     const request = parsed.data;
     if (!this.handshakeHolds(request, sender) || Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS)
       return { v: 1, refused: { code: 'bad-request', reason: 'the handshake or the tick does not hold' } };
-    const run = this.turn.then(() => this.promise(request.zid, request.epoch, sender, request.excluded, true));
-    this.turn = run.catch(() => undefined);
-    return run;
+    return this.promiseInTurn(request.zid, request.epoch, sender, request.excluded, true);
   }
 
   /** The answer to a request for the home changes kept here of an identity (home-history.ts): out of the batches' turn. */
@@ -219,7 +217,11 @@ export class Custodian {
    * heard here.
    */
   promiseTo(zid: string, epoch: number, candidate: string, excluded?: string[]): Promise<PromiseAnswer> {
-    const run = this.turn.then(() => this.promise(zid, epoch, candidate, excluded, false));
+    return this.promiseInTurn(zid, epoch, candidate, excluded, false);
+  }
+
+  private promiseInTurn(zid: string, epoch: number, candidate: string, excluded: string[] | undefined, remote: boolean): Promise<PromiseAnswer> {
+    const run = this.turn.then(() => this.promise(zid, epoch, candidate, excluded, remote));
     this.turn = run.catch(() => undefined);
     return run;
   }
