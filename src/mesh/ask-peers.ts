@@ -26,17 +26,52 @@ export async function askPeers<T>(
   overMesh: OverMesh | null,
   read: (body: unknown, peer: PeerAddress) => T | null | Promise<T | null>,
 ): Promise<PeerAnswer<T>[]> {
-  const asked = overMesh ? peers : peers.filter((p) => typeof p.url === 'string' && p.url !== '');
-  return Promise.all(
-    asked.map(async (peer) => {
-      try {
-        const links = { peerUrl: () => (peer.url === '' ? null : peer.url), overMesh };
-        const res = await requestPeer(links, peer.peerId, { method: 'GET', path, headers: {}, body: '' }, AbortSignal.timeout(timeoutMs));
-        if (res.status < 200 || res.status > 299) return { peer, answer: null };
-        return { peer, answer: await read(JSON.parse(res.text) as unknown, peer) };
-      } catch {
-        return { peer, answer: null };
-      }
-    }),
-  );
+  return Promise.all(asked(peers, overMesh).map((peer) => askPeer(peer, path, timeoutMs, overMesh, read)));
+}
+
+/**
+ * As askPeers, for a question only one peer can answer (the home of a key or an identity): the first answer `read`
+ * accepts, as soon as it comes (a dead or slow peer does not hold it up), or null once every peer has answered or
+ * timed out without one.
+ */
+export function askPeersFirst<T>(
+  peers: readonly PeerAddress[],
+  path: string,
+  timeoutMs: number,
+  overMesh: OverMesh | null,
+  read: (body: unknown, peer: PeerAddress) => T | null | Promise<T | null>,
+): Promise<T | null> {
+  const asking = asked(peers, overMesh);
+  if (asking.length === 0) return Promise.resolve(null);
+  return new Promise((resolve) => {
+    let left = asking.length;
+    for (const peer of asking) {
+      void askPeer(peer, path, timeoutMs, overMesh, read).then(({ answer }) => {
+        left--;
+        if (answer !== null) resolve(answer);
+        else if (left === 0) resolve(null);
+      });
+    }
+  });
+}
+
+function asked(peers: readonly PeerAddress[], overMesh: OverMesh | null): readonly PeerAddress[] {
+  return overMesh ? peers : peers.filter((p) => typeof p.url === 'string' && p.url !== '');
+}
+
+async function askPeer<T>(
+  peer: PeerAddress,
+  path: string,
+  timeoutMs: number,
+  overMesh: OverMesh | null,
+  read: (body: unknown, peer: PeerAddress) => T | null | Promise<T | null>,
+): Promise<PeerAnswer<T>> {
+  try {
+    const links = { peerUrl: () => (peer.url === '' ? null : peer.url), overMesh };
+    const res = await requestPeer(links, peer.peerId, { method: 'GET', path, headers: {}, body: '' }, AbortSignal.timeout(timeoutMs));
+    if (res.status < 200 || res.status > 299) return { peer, answer: null };
+    return { peer, answer: await read(JSON.parse(res.text) as unknown, peer) };
+  } catch {
+    return { peer, answer: null };
+  }
 }
