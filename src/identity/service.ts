@@ -92,6 +92,8 @@ export interface IdentityDeps {
 export type AssertionSink = (assertions: IdentityAssertion[]) => void;
 /** Ask other nodes for a key minted elsewhere; resolves to a verified assertion and its signer, or null. */
 export type RemoteKeyLookup = (digest: string) => Promise<{ assertion: unknown; sender: string } | null>;
+/** Ask other nodes for an identity homed elsewhere, by zid; resolves as RemoteKeyLookup does. */
+export type RemoteIdentityLookup = (zid: string) => Promise<{ assertion: unknown; sender: string } | null>;
 
 const NEGATIVE_LOOKUP_MS = 30_000;
 /** Embed keys one machine's listing reads at most. */
@@ -134,7 +136,8 @@ export class IdentityService {
   private readonly keyCache: BoundedMap<string, KeyRecord>;
   private assertionSink: AssertionSink | null = null;
   private remoteLookup: RemoteKeyLookup | null = null;
-  /** Digests no peer knew, so a stream of bad keys does not fan out to the mesh. */
+  private remoteIdentityLookup: RemoteIdentityLookup | null = null;
+  /** Digests and zids no peer knew, so a stream of bad keys or zids does not fan out to the mesh. */
   private readonly unknownRemote = new BoundedMap<string, number>(10_000);
   /** Slugs, emails and zids being created right now (see claims.ts). */
   private readonly claims = new Claims();
@@ -189,8 +192,9 @@ export class IdentityService {
   }
 
   /** How unknown keys are looked up on other nodes (the mesh); set by the composition root. */
-  onRemoteLookup(lookup: RemoteKeyLookup): void {
+  onRemoteLookup(lookup: RemoteKeyLookup, identityLookup?: RemoteIdentityLookup): void {
     this.remoteLookup = lookup;
+    this.remoteIdentityLookup = identityLookup ?? null;
   }
 
   /** The assertion for a key homed here, by digest (what a peer asks for), or null. */
@@ -199,6 +203,33 @@ export class IdentityService {
     if (!rec || !rec.zid || rec.home !== this.deps.nodeId()) return null;
     const ident = await this.getIdentity(rec.zid);
     return { digest, key: rec, identity: { zid: rec.zid, home: rec.home, default_machine: ident?.default_machine ?? null } };
+  }
+
+  /**
+   * The assertion of an identity homed here, by zid (what a peer that missed its gossip asks for): one of its keys
+   * homed here, with the identity; null when it is not homed here or has no such key.
+   */
+  async identityAssertionFor(zid: string): Promise<IdentityAssertion | null> {
+    const ident = await this.getIdentity(zid);
+    if (!ident || ident.kind === 'remote' || ident.home !== this.deps.nodeId()) return null;
+    const first = await this.deps.store.range<string>(this.identityKeys, { gte: `${zid}!`, lt: `${zid}!~`, limit: 1 });
+    const digest = first[0]?.value;
+    return digest === undefined ? null : this.assertionFor(digest);
+  }
+
+  /**
+   * An identity known here, or else learnt from its home (a late joiner, or gossip lost while the mesh re-formed):
+   * its assertion asked of the peers and applied as gossip's would be. Zids no peer knew are not asked again for 30 s.
+   */
+  async findIdentity(zid: string): Promise<IdentityRecord | undefined> {
+    const known = await this.getIdentity(zid);
+    if (known !== undefined || this.remoteIdentityLookup === null) return known;
+    const until = this.unknownRemote.get(zid);
+    if (until !== undefined && until > this.now()) return undefined;
+    const found = await this.remoteIdentityLookup(zid);
+    if (found && (await this.applyAssertion(found.assertion, found.sender))) return this.getIdentity(zid);
+    this.unknownRemote.set(zid, this.now() + NEGATIVE_LOOKUP_MS);
+    return undefined;
   }
 
   private async lookupRemote(digest: string): Promise<KeyRecord | undefined> {

@@ -12,6 +12,7 @@ export const IDENTITY_ASSERT = 'identity.assert';
 export const identityAssertBody = z.looseObject({
   digest: z.string().regex(/^[0-9a-f]{64}$/, 'the key digest: 64 hex characters'),
   key: z.looseObject({ home: z.string().min(1), zid: z.string().min(1), kind: z.string().min(1) }),
+  identity: z.looseObject({ zid: z.string().min(1), home: z.string().min(1) }).nullish(),
 });
 export type IdentityAssertBody = z.infer<typeof identityAssertBody>;
 

@@ -1,8 +1,9 @@
-// A key this node has not heard of is looked up on the peers (GET /api/mesh/keys/:digest) and accepted only as an
-// identity assertion signed by the peer that answered, fresh, and by the key's home (the same checks as gossip).
-import { askPeers, type PeerAddress } from './ask-peers.js';
+// A key or an identity this node has not heard of (a late joiner, gossip lost while the mesh re-formed) is looked up
+// on the peers (GET /api/mesh/keys/:digest, /api/mesh/identities/:zid/assertion) and accepted only as an identity
+// assertion signed by the peer that answered, fresh, and by the key's home (the same checks as gossip).
+import { askPeersFirst, type PeerAddress } from './ask-peers.js';
 import type { OverMesh } from './peer-http.js';
-import { IDENTITY_ASSERT, checkAssertionSigner, identityAssertBody } from './identity-assert.js';
+import { IDENTITY_ASSERT, checkAssertionSigner, identityAssertBody, type IdentityAssertBody } from './identity-assert.js';
 import { MAX_SKEW_TICKS } from './validator.js';
 import { verifyEventSignature, type MeshEvent } from './wire.js';
 
@@ -15,21 +16,39 @@ export interface KeyLookupDeps {
   overMesh?: OverMesh | null;
 }
 
-export type KeyLookup = (digest: string) => Promise<{ assertion: unknown; sender: string } | null>;
+export type KeyLookup = (digest: string) => Promise<FoundAssertion | null>;
+export type IdentityLookup = (zid: string) => Promise<FoundAssertion | null>;
 
+/** A verified assertion and its signer (the peer asked, the key's home). */
+export interface FoundAssertion {
+  assertion: unknown;
+  sender: string;
+}
+
+/** A key by its digest, at `GET /api/mesh/keys/:digest`. */
 export function remoteKeyLookup(deps: KeyLookupDeps): KeyLookup {
-  return async (digest) => {
-    const now = deps.nowSvcond();
-    const answers = await askPeers(deps.peers(), `/api/mesh/keys/${digest}`, KEY_LOOKUP_TIMEOUT_MS, deps.overMesh ?? null, async (body, peer) => {
-      const event = body as MeshEvent;
-      if (!event || event.type !== IDENTITY_ASSERT || event.sender !== peer.peerId) return null;
-      if (typeof event.svcond !== 'number' || Math.abs(event.svcond - now) > MAX_SKEW_TICKS) return null;
-      const parsed = identityAssertBody.safeParse(event.body);
-      if (!parsed.success || parsed.data.digest !== digest) return null;
-      checkAssertionSigner(parsed.data, event);
-      if (!(await verifyEventSignature(event))) return null;
-      return { assertion: event.body, sender: event.sender };
-    });
-    return answers.find((a) => a.answer !== null)?.answer ?? null;
-  };
+  return (digest) => lookupAssertion(deps, `/api/mesh/keys/${digest}`, (body) => body.digest === digest);
+}
+
+/**
+ * An identity by its zid, at `GET /api/mesh/identities/:zid/assertion`: answered by its home with the assertion of
+ * one of its keys, the identity with it (a node that missed the gossip learns the identity's home).
+ */
+export function remoteIdentityLookup(deps: KeyLookupDeps): IdentityLookup {
+  return (zid) => lookupAssertion(deps, `/api/mesh/identities/${zid}/assertion`, (body) => body.key.zid === zid && body.identity?.zid === zid);
+}
+
+/** Ask every peer for `path`; the first answer that is an assertion event signed now by the peer asked, its key's home, and `wanted`. */
+function lookupAssertion(deps: KeyLookupDeps, path: string, wanted: (body: IdentityAssertBody) => boolean): Promise<FoundAssertion | null> {
+  const now = deps.nowSvcond();
+  return askPeersFirst(deps.peers(), path, KEY_LOOKUP_TIMEOUT_MS, deps.overMesh ?? null, async (body, peer) => {
+    const event = body as MeshEvent;
+    if (!event || event.type !== IDENTITY_ASSERT || event.sender !== peer.peerId) return null;
+    if (typeof event.svcond !== 'number' || Math.abs(event.svcond - now) > MAX_SKEW_TICKS) return null;
+    const parsed = identityAssertBody.safeParse(event.body);
+    if (!parsed.success || !wanted(parsed.data)) return null;
+    checkAssertionSigner(parsed.data, event);
+    if (!(await verifyEventSignature(event))) return null;
+    return { assertion: event.body, sender: event.sender };
+  });
 }

@@ -89,7 +89,9 @@ export async function wireCustody(
     } else known = { svcond: now, nodes: known.nodes };
     return known.nodes;
   };
-  const homeOf = async (zid: string) => (await identity.identity.getIdentity(zid))?.home ?? null;
+  // An identity whose assertion never came here (a late joiner, gossip lost while the mesh re-formed) is asked of the
+  // peers: a custodian learns the home that sends it entries, a status read finds it.
+  const homeOf = async (zid: string) => (await identity.identity.findIdentity(zid))?.home ?? null;
   const homeChanges = new HomeChanges(store);
   // The unwritten charges this node has counted (custody/unwritten-charges.ts), by identity and entry hash.
   const chargesCounted = store.sub('custody_charges_counted');

@@ -6,7 +6,7 @@ import { IdentityService } from '../identity/service.js';
 import { DemoKeys } from '../identity/demo.js';
 import { IDENTITY_ASSERT, identityAssertHandler } from '../mesh/identity-assert.js';
 import { meshPeerLinks } from '../mesh/peer-http.js';
-import { remoteKeyLookup } from '../mesh/key-lookup.js';
+import { remoteIdentityLookup, remoteKeyLookup } from '../mesh/key-lookup.js';
 import type { MeshService } from '../mesh/service.js';
 import { TOPICS } from '../mesh/wire.js';
 import { identityRoutes } from '../http/routes/identity.js';
@@ -55,9 +55,8 @@ export async function wireIdentity(f: Foundation, chain: ChainService, mesh: Mes
             .catch((err: unknown) => f.logger.warn({ err: String(err) }, 'identity assertion not published'));
         }
       });
-      identity.onRemoteLookup(
-        remoteKeyLookup({ peers: () => mesh.peers(), nowSvcond: () => mesh.nowSvcond(), overMesh: meshPeerLinks(mesh, f.config.mesh.secret).overMesh }),
-      );
+      const peers = { peers: () => mesh.peers(), nowSvcond: () => mesh.nowSvcond(), overMesh: meshPeerLinks(mesh, f.config.mesh.secret).overMesh };
+      identity.onRemoteLookup(remoteKeyLookup(peers), remoteIdentityLookup(peers));
     },
   };
   return { identity, demoKeys, capability };

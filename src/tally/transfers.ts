@@ -199,8 +199,9 @@ export class Transfers {
     const wanted = ids?.length ?? req.count!;
     if (wanted > MAX_TRANSFER_ENVELOPES)
       throw badInput(ids ? 'token_ids' : 'count', 'limit', `a transfer moves at most ${MAX_TRANSFER_ENVELOPES} envelopes`, { limit: MAX_TRANSFER_ENVELOPES });
-    const receiver = await this.d.identity.getIdentity(req.to);
-    if (!receiver) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${req.to} is known to this node`, { field: 'to' });
+    // A receiver homed elsewhere whose assertion never reached this node is asked of the peers.
+    const receiver = await this.d.identity.findIdentity(req.to);
+    if (!receiver) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${req.to} is known to this node or its peers`, { field: 'to' });
     const sender = await this.d.identity.getIdentity(from);
     if (!sender) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${from} is known to this node`, { field: 'from' });
     const here = this.d.nodeId();

@@ -3,6 +3,7 @@
 import type Router from '@koa/router';
 import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
+import { ZID_PATTERN } from '../../custody/entry.js';
 import type { IdentityService } from '../../identity/service.js';
 import { askPeers } from '../../mesh/ask-peers.js';
 import { IDENTITY_ASSERT } from '../../mesh/identity-assert.js';
@@ -12,7 +13,7 @@ import type { RouteGroup } from '../route-group.js';
 import { body, responds, validate } from '../validate.js';
 import { meshIdentityResponse, meshVerifyResponse, signedMeshEventResponse } from '../responses.js';
 
-const verifyBody = z.object({ zid: z.string().regex(/^zid_[0-9a-f]{32}$/, 'a zid: zid_ and 32 hex characters') }).strict();
+const verifyBody = z.object({ zid: z.string().regex(ZID_PATTERN, 'a zid: zid_ and 32 hex characters') }).strict();
 const PEER_TIMEOUT_MS = 3000;
 
 export interface MeshIdentityRouteServices {
@@ -39,6 +40,16 @@ function registerMeshIdentityRoutes(router: Router, kit: HttpKit, s: MeshIdentit
       throw new ServiceError(400, 'SVC_INVALID_INPUT', 'digest must be 64 hex characters', { field: 'digest', reason: 'format', allowed: null });
     const assertion = await s.identity.assertionFor(digest);
     if (!assertion) throw new ServiceError(404, 'SVC_NOT_FOUND', 'no key with this digest is homed here');
+    ctx.body = await kit.signMeshEvent(IDENTITY_ASSERT, assertion);
+  });
+
+  /** An identity homed here, as the assertion of one of its keys signed by this node (a peer that missed its gossip asks). */
+  router.get('/api/mesh/identities/:zid/assertion', responds(signedMeshEventResponse), async (ctx) => {
+    const zid = String(ctx.params.zid);
+    if (!ZID_PATTERN.test(zid))
+      throw new ServiceError(400, 'SVC_INVALID_INPUT', 'zid must be zid_ and 32 hex characters', { field: 'zid', reason: 'format', allowed: null });
+    const assertion = await s.identity.identityAssertionFor(zid);
+    if (!assertion) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${zid} is homed here`);
     ctx.body = await kit.signMeshEvent(IDENTITY_ASSERT, assertion);
   });
 

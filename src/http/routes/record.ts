@@ -96,8 +96,8 @@ function registerRecordRoutes(router: Router, kit: HttpKit, s: RecordRouteServic
       });
       return;
     }
-    const owner = await s.identity.getIdentity(q.owner);
-    if (!owner) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${q.owner} is known to this node`, { zid: q.owner });
+    const owner = await s.identity.findIdentity(q.owner);
+    if (!owner) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${q.owner} is known to this node or its peers`, { zid: q.owner });
     if (owner.home && owner.home !== kit.nodeId() && s.mesh) return relayToHome(ctx, kit, owner.home, 'identity', { zid: q.owner });
     ctx.body = { node: kit.nodeId(), owner: q.owner, ...marked(await s.results.listOf(q.owner, q.limit, q.offset)) };
   });
