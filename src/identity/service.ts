@@ -139,6 +139,8 @@ export class IdentityService {
   private remoteIdentityLookup: RemoteIdentityLookup | null = null;
   /** Digests and zids no peer knew, so a stream of bad keys or zids does not fan out to the mesh. */
   private readonly unknownRemote = new BoundedMap<string, number>(10_000);
+  /** Questions to the peers in flight, by digest or zid (askPeersOnce). */
+  private readonly asking = new Map<string, Promise<boolean>>();
   /** Slugs, emails and zids being created right now (see claims.ts). */
   private readonly claims = new Claims();
   /** Machines with their admin keys: identities' default ones at registration, and further ones (createMachine). */
@@ -219,27 +221,39 @@ export class IdentityService {
 
   /**
    * An identity known here, or else learnt from its home (a late joiner, or gossip lost while the mesh re-formed):
-   * its assertion asked of the peers and applied as gossip's would be. Zids no peer knew are not asked again for 30 s.
+   * its assertion asked of the peers and applied as gossip's would be.
    */
   async findIdentity(zid: string): Promise<IdentityRecord | undefined> {
     const known = await this.getIdentity(zid);
-    if (known !== undefined || this.remoteIdentityLookup === null) return known;
-    const until = this.unknownRemote.get(zid);
-    if (until !== undefined && until > this.now()) return undefined;
-    const found = await this.remoteIdentityLookup(zid);
-    if (found && (await this.applyAssertion(found.assertion, found.sender))) return this.getIdentity(zid);
-    this.unknownRemote.set(zid, this.now() + NEGATIVE_LOOKUP_MS);
-    return undefined;
+    const lookup = this.remoteIdentityLookup;
+    if (known !== undefined || lookup === null) return known;
+    return (await this.askPeersOnce(zid, () => lookup(zid))) ? this.getIdentity(zid) : undefined;
   }
 
   private async lookupRemote(digest: string): Promise<KeyRecord | undefined> {
-    if (!this.remoteLookup) return undefined;
-    const until = this.unknownRemote.get(digest);
-    if (until !== undefined && until > this.now()) return undefined;
-    const found = await this.remoteLookup(digest);
-    if (found && (await this.applyAssertion(found.assertion, found.sender))) return this.keyCache.get(digest);
-    this.unknownRemote.set(digest, this.now() + NEGATIVE_LOOKUP_MS);
-    return undefined;
+    const lookup = this.remoteLookup;
+    if (lookup === null || !(await this.askPeersOnce(digest, () => lookup(digest)))) return undefined;
+    return this.keyCache.get(digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, digest));
+  }
+
+  /**
+   * Ask the peers for a key's digest or a zid and apply the assertion found: true when one was applied. Concurrent
+   * misses of one name share one question; a name no peer knew is not asked again for 30 s.
+   */
+  private askPeersOnce(name: string, ask: () => ReturnType<RemoteKeyLookup>): Promise<boolean> {
+    const until = this.unknownRemote.get(name);
+    if (until !== undefined && until > this.now()) return Promise.resolve(false);
+    let pending = this.asking.get(name);
+    if (pending === undefined) {
+      pending = (async () => {
+        const found = await ask();
+        if (found && (await this.applyAssertion(found.assertion, found.sender))) return true;
+        this.unknownRemote.set(name, this.now() + NEGATIVE_LOOKUP_MS);
+        return false;
+      })().finally(() => this.asking.delete(name));
+      this.asking.set(name, pending);
+    }
+    return pending;
   }
 
   /**
