@@ -85,7 +85,7 @@ async function main(): Promise<void> {
         mesh: { secret: SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
       },
     });
-    const n = await new SvcNode(config, { logger: pino({ level: 'silent' }), initialCredits: 10_000, bondReannounceTicks: 2 }).start();
+    const n = await new SvcNode(config, { logger: pino({ level: 'silent' }), initialCredits: 10_000, reannounceTicks: 2 }).start();
     nodes.push(n);
     return n;
   };

@@ -2,10 +2,12 @@
 // tokens stored as SHA-256 digests; every secret comparison in constant time.
 import { randomBytes, timingSafeEqual, createHmac } from 'node:crypto';
 import { sha256Hex } from '../kernel/bytes.js';
+import { canonicalJson } from '../kernel/canonical.js';
 import { backfillOnce } from '../store/backfill.js';
 import { ServiceError } from '../kernel/errors.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
+import { RangeCursor } from '../util/range-cursor.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import type { ChainService, MachineRecord } from '../chain/service.js';
 import { DEFAULT_SLUG_PREFIX, MachineCreation, type AdminKey } from '../chain/machine-creation.js';
@@ -96,6 +98,10 @@ export type RemoteKeyLookup = (digest: string) => Promise<{ assertion: unknown; 
 export type RemoteIdentityLookup = (zid: string) => Promise<{ assertion: unknown; sender: string } | null>;
 
 const NEGATIVE_LOOKUP_MS = 30_000;
+/** How long a revocation is asserted again (reannounceRevocations): a node cut off for less learns it when it is back. */
+export const REVOCATION_REANNOUNCE_MS = 24 * 3600_000;
+/** Revocations asserted again per run, at most (the next run reads on from there). */
+const REVOCATIONS_PER_RUN = 256;
 /** Embed keys one machine's listing reads at most. */
 export const EMBED_KEYS_MAX = 10_000;
 const EMBED_INDEX_VERSION_KEY = 'embed-key-index-v1';
@@ -130,6 +136,9 @@ export class IdentityService {
   private readonly identityKeys: Sublevel;
   /** When each key homed here was last presented here: digest → ms, at LAST_USED_RESOLUTION_MS. */
   private readonly lastUsed: Sublevel;
+  /** Keys homed here revoked within REVOCATION_REANNOUNCE_MS: digest → when (its marker is put in the revocation's batch). */
+  private readonly recentRevocations: Sublevel;
+  private readonly revocationCursor = new RangeCursor();
   /** The last-use time last written per digest, so a busy key is written once per resolution. */
   private readonly lastUseWritten: BoundedMap<string, number>;
   /** Key records by digest: a hot read on every authenticated request. Bounded; writes go through it. */
@@ -160,6 +169,7 @@ export class IdentityService {
     this.embedKeys = deps.store.sub('embed_keys');
     this.identityKeys = deps.store.sub('identity_keys');
     this.lastUsed = deps.store.sub('key_last_used');
+    this.recentRevocations = deps.store.sub('key_revocations_recent');
     this.lastUseWritten = new BoundedMap(deps.keyCacheMax ?? 10_000);
     this.machines = new MachineCreation({
       store: deps.store,
@@ -190,7 +200,45 @@ export class IdentityService {
   }
 
   private assert(digest: string, key: KeyRecord, identity: IdentityAssertion['identity'] = null): void {
-    if (key.zid && key.home === this.deps.nodeId() && this.assertionSink) this.assertionSink([{ digest, key, identity }]);
+    if (this.asserted(key) && this.assertionSink) this.assertionSink([{ digest, key, identity }]);
+  }
+
+  /** Whether the mesh is told of a key: an identity's, homed here (embed keys are valid at their machine's home only). */
+  private asserted(key: KeyRecord): boolean {
+    return Boolean(key.zid) && key.home === this.deps.nodeId() && key.kind !== 'zsm_pub';
+  }
+
+  /** The ops storing a revoked key, with its marker for reannounceRevocations when the mesh is told of it. */
+  private revocationOps(digest: string, revoked: KeyRecord): Op[] {
+    const ops: Op[] = [{ type: 'put', sub: this.keys, key: digest, value: revoked }];
+    if (this.asserted(revoked)) ops.push({ type: 'put', sub: this.recentRevocations, key: digest, value: revoked.revoked_unix_ms });
+    return ops;
+  }
+
+  /**
+   * Assert again the revocations of keys homed here made within REVOCATION_REANNOUNCE_MS (a ticker's run): gossip
+   * is not sent again, so a node cut off or stopped when a revocation went out would go on taking the key for what it
+   * serves itself. A page of markers a run; a marker past the window is deleted.
+   */
+  async reannounceRevocations(): Promise<number> {
+    const now = this.now();
+    let page: { key: string; value: number }[] = [];
+    await this.revocationCursor.next(async (limit, from) => {
+      page = await this.deps.store.range<number>(this.recentRevocations, { limit, ...(from === undefined ? {} : { gte: from }) });
+      return page.map((m) => m.key);
+    }, REVOCATIONS_PER_RUN);
+    const done: Op[] = [];
+    let sent = 0;
+    for (const { key: digest, value: revokedAt } of page) {
+      const rec = now - revokedAt > REVOCATION_REANNOUNCE_MS ? undefined : await this.deps.store.get<KeyRecord>(this.keys, digest);
+      if (rec === undefined || rec.revoked_unix_ms === null) done.push({ type: 'del', sub: this.recentRevocations, key: digest });
+      else {
+        this.assert(digest, rec);
+        sent++;
+      }
+    }
+    if (done.length > 0) await this.deps.store.commit(done);
+    return sent;
   }
 
   /** How unknown keys are looked up on other nodes (the mesh); set by the composition root. */
@@ -269,8 +317,11 @@ export class IdentityService {
     const existing = this.keyCache.get(a.digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, a.digest));
     if (existing && existing.home === this.deps.nodeId()) return false;
     if (existing && existing.revoked_unix_ms !== null && a.key.revoked_unix_ms === null) return false;
+    const newIdentity = a.identity && a.identity.home === sender && !(await this.getIdentity(a.identity.zid));
+    // An assertion heard again (a revocation's home re-asserts it for a day) writes nothing.
+    if (existing && !newIdentity && canonicalJson(existing) === canonicalJson(a.key)) return false;
     const ops: Op[] = [{ type: 'put', sub: this.keys, key: a.digest, value: a.key }];
-    if (a.identity && a.identity.home === sender && !(await this.getIdentity(a.identity.zid))) {
+    if (a.identity && newIdentity) {
       const stub: IdentityRecord = {
         zid: a.identity.zid,
         kind: 'remote',
@@ -531,10 +582,9 @@ export class IdentityService {
       throw new ServiceError(404, 'SVC_NOT_FOUND', `this identity has no key ${keyIdText} minted on this node`);
     if (rec.revoked_unix_ms !== null) return rec;
     const revoked: KeyRecord = { ...rec, revoked_unix_ms: this.now() };
-    await this.deps.store.commit([{ type: 'put', sub: this.keys, key: digest, value: revoked }]);
+    await this.deps.store.commit(this.revocationOps(digest, revoked));
     this.cacheKey(digest, revoked);
-    // Embed keys are valid at their machine's home only and are never asserted (mintEmbedKey).
-    if (revoked.kind !== 'zsm_pub') this.assert(digest, revoked);
+    this.assert(digest, revoked);
     return revoked;
   }
 
@@ -606,7 +656,7 @@ export class IdentityService {
     if (!rec || rec.revoked_unix_ms !== null) return null;
     const revoked: KeyRecord = { ...rec, revoked_unix_ms: this.now() };
     return {
-      ops: [{ type: 'put', sub: this.keys, key: digest, value: revoked }],
+      ops: this.revocationOps(digest, revoked),
       applied: () => {
         this.cacheKey(digest, revoked);
         this.assert(digest, revoked);
@@ -619,7 +669,7 @@ export class IdentityService {
     const rec = await this.deps.store.get<KeyRecord>(this.keys, digest);
     if (!rec) return;
     const revoked = { ...rec, revoked_unix_ms: this.now() };
-    await this.deps.store.commit([{ type: 'put', sub: this.keys, key: digest, value: revoked }]);
+    await this.deps.store.commit(this.revocationOps(digest, revoked));
     this.cacheKey(digest, revoked);
     this.assert(digest, revoked);
   }

@@ -29,11 +29,9 @@ import { pohcRoutes } from '../http/routes/pohc.js';
 import { Port, type Capability, type StreamProtocol, type Ticker } from './capability.js';
 import type { ComputeNeeds, ComputePart } from './compute.js';
 import type { EconomyPart } from './economy.js';
-import type { Foundation } from './foundation.js';
+import { REANNOUNCE_TICKS, type Foundation } from './foundation.js';
 import type { MeshPart } from './mesh.js';
 
-/** Ticks between re-announcements of this node's bond on svc/consensus/1 (about 50 s). */
-const BOND_REANNOUNCE_TICKS = 64;
 /** Ticks between announcements of recent verdicts again (challenges.reannounceVerdicts). */
 const VERDICT_REANNOUNCE_TICKS = 4;
 /** Ticks between attempts at the verdict effects still owed here (challenges.retryOwedEffects). */
@@ -231,7 +229,7 @@ export async function wireConsensus(
     { name: 'verdict reannounce', everyTicks: VERDICT_REANNOUNCE_TICKS, run: () => challenges.reannounceVerdicts() },
     { name: 'owed verdict effects', everyTicks: OWED_EFFECT_RETRY_TICKS, run: () => challenges.retryOwedEffects() },
   ];
-  if (mesh.enabled) tickers.push({ name: 'bond reannounce', everyTicks: options.bondReannounceTicks ?? BOND_REANNOUNCE_TICKS, run: () => bonds.reannounce() });
+  if (mesh.enabled) tickers.push({ name: 'bond reannounce', everyTicks: options.reannounceTicks ?? REANNOUNCE_TICKS, run: () => bonds.reannounce() });
   const capability: Capability = {
     name: 'consensus',
     gossip: [...bonds.handlers(), ...challenges.handlers()],

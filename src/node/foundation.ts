@@ -29,6 +29,9 @@ import type { Sender } from '../webhooks/sender.js';
 import { timeOf, type Time } from '../util/time.js';
 import { Port, type Capability } from './capability.js';
 
+/** Ticks between a node's re-announcements (NodeOptions.reannounceTicks): about 50 s. */
+export const REANNOUNCE_TICKS = 64;
+
 export interface NodeOptions {
   clock?: Clock;
   registry?: SolverRegistry;
@@ -41,8 +44,8 @@ export interface NodeOptions {
   tierDailyAllowance?: Partial<Record<Tier, number>>;
   /** Credits a new identity starts with (overrides limits.initialCredits). */
   initialCredits?: number;
-  /** Ticks between re-announcements of this node's bond on svc/consensus/1 (default 64, about 50 s). */
-  bondReannounceTicks?: number;
+  /** Ticks between re-announcements of what gossip alone would not bring to a node that missed it: this node's bond, its recent key revocations (default REANNOUNCE_TICKS). */
+  reannounceTicks?: number;
   /**
    * Test composition only (architecture.md §8, never config): rewrite what this node answers on /svc/exec/1.0.0 —
    * garbage, a bad signature, or a promise that never settles (a hung executor).

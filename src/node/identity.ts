@@ -1,6 +1,7 @@
 // Identity: keys and their gossip (architecture.md §5). Keys minted here are gossiped on svc/identity/1, assertions
 // from their home nodes are applied (a row of the gossip table), and a key nobody told us about is looked up on the
-// peers, accepted only as an event signed by its home node. The gossip is wired after the HTTP server listens.
+// peers, accepted only as an event signed by its home node; a revocation, which no lookup would ask for, is asserted
+// again for a day. The gossip is wired after the HTTP server listens.
 import type { ChainService } from '../chain/service.js';
 import { IdentityService } from '../identity/service.js';
 import { DemoKeys } from '../identity/demo.js';
@@ -12,7 +13,7 @@ import { TOPICS } from '../mesh/wire.js';
 import { identityRoutes } from '../http/routes/identity.js';
 import { meshIdentityRoutes } from '../http/routes/mesh-identity.js';
 import type { Capability } from './capability.js';
-import type { Foundation } from './foundation.js';
+import { REANNOUNCE_TICKS, type Foundation } from './foundation.js';
 
 export interface IdentityPart {
   identity: IdentityService;
@@ -40,6 +41,7 @@ export async function wireIdentity(f: Foundation, chain: ChainService, mesh: Mes
   const capability: Capability = {
     name: 'identity',
     routes,
+    tickers: [{ name: 'revocation reannounce', everyTicks: f.options.reannounceTicks ?? REANNOUNCE_TICKS, run: () => identity.reannounceRevocations() }],
     gossip: [
       identityAssertHandler(async (assertion, sender) => {
         await identity.applyAssertion(assertion, sender);

@@ -36,7 +36,7 @@ const config = (bootstrap: string[]) => ({
   contribution,
   mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
 });
-const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
+const opts = { initialCredits: 10_000, reannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
 
 let a: TestNode;
 let b: TestNode;

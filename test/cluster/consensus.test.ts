@@ -53,7 +53,7 @@ const config = (bootstrap: string[]) => ({
   // where a write needs a majority of its custodians, is test/custody's).
   custody: { replicas: 1 },
 });
-const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
+const opts = { initialCredits: 10_000, reannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
 const RANDOM_DIGEST = 'ab'.repeat(32);
 
 interface Member {

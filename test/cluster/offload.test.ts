@@ -32,7 +32,7 @@ const config = (offload: string, bootstrap: string[], solverThreads = 0) => ({
   contribution: contribution(offload),
   mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1 },
 });
-const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
+const opts = { initialCredits: 10_000, reannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
 
 type Tamper = 'none' | 'garbage' | 'bad-signature' | 'hang';
 let tamper: Tamper = 'none';

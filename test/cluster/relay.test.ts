@@ -30,7 +30,7 @@ const config = (bootstrap: string[], offload: string, mesh: Record<string, unkno
   contribution: contribution(offload),
   mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1, ...mesh },
 });
-const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
+const opts = { initialCredits: 10_000, reannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
 
 const waitFor = <T>(fn: () => Promise<T | null | false | undefined> | T | null | false | undefined, what: string, timeoutMs = 20_000) =>
   waitUntil(fn, what, timeoutMs, 50);

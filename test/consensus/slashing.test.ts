@@ -31,7 +31,7 @@ const config = (bootstrap: string[], p2pPort = 0) => ({
   slashing: { applyTicks: APPLY, cooldownDays: 30, challengerShare: 0.5 },
   mesh: { secret: 'slashing-test-mesh-secret-0123456789', p2pPort, bootstrap, tickEvery: 1 },
 });
-const opts = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
+const opts = { initialCredits: 10_000, reannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
 
 /** The liars' solver set: zeta's outputs carry one extra member, so its digest is not an honest node's. */
 function tamperedRegistry() {

@@ -7,7 +7,7 @@ import { bearer, call, operatorBond, zkIdentity, type TestNode } from './node.js
 import { waitUntil } from './wait.js';
 
 /** Start options of a contributing mesh's nodes: credits to bond with, bonds re-announced often, quick redials. */
-export const CONTRIBUTING_NODE_OPTIONS = { initialCredits: 10_000, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
+export const CONTRIBUTING_NODE_OPTIONS = { initialCredits: 10_000, reannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
 
 export interface ContributingMesh {
   secret: string;

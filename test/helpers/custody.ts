@@ -36,7 +36,7 @@ export async function grant(n: Pick<TestNode, 'url' | 'dataDir'>, zid: string, c
 }
 
 /** Start options of a bonded custody mesh's nodes. */
-export const custodyNodeOptions = (initialCredits: number) => ({ initialCredits, bondReannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } });
+export const custodyNodeOptions = (initialCredits: number) => ({ initialCredits, reannounceTicks: 2, mesh: { redialMinMs: 100, redialMaxMs: 1000 } });
 
 /** Bond the operator of `n` (an identity of `seed`, granted what it lacks to seal its bond's envelopes). */
 export async function bond(n: Pick<TestNode, 'url' | 'dataDir'>, seed: string, initialCredits: number): Promise<void> {
