@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyDigest } from '../../src/identity/keys.js';
 import { IDENTITY_ASSERT } from '../../src/mesh/identity-assert.js';
 import { TOPICS } from '../../src/mesh/wire.js';
-import { bearer, call, expectError, SPARSE_PEERS, startTestNode, waitMeshHeard, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, expectError, SPARSE_PEERS, startMesh, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const MESH_SECRET = 'revoked-while-away-secret-0123456789';
@@ -22,10 +22,7 @@ let k: { key: string; key_id: string };
 const whoami = (n: TestNode, key: string) => call(n.url, 'GET', '/api/auth/whoami', undefined, bearer(key));
 
 beforeAll(async () => {
-  a = await startTestNode(meshConfig([]), opts);
-  b = await startTestNode(meshConfig([a.node.mesh.multiaddrs()[0]!]), opts);
-  c = await startTestNode(meshConfig([b.node.mesh.multiaddrs()[0]!]), opts);
-  await waitMeshHeard([a, b, c]);
+  [a, b, c] = (await startMesh(3, meshConfig, opts, 'line')) as [TestNode, TestNode, TestNode];
   x = await zkIdentity(a.url, 'revoked-while-away');
   const minted = await call(a.url, 'POST', '/api/auth/keys', {}, bearer(x.key));
   expect(minted.status, minted.text).toBe(201);
