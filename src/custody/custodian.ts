@@ -228,7 +228,7 @@ export class Custodian {
 
   /** The identities this custodian holds entries of, at most `limit`. */
   async heldZids(limit: number, from?: string): Promise<string[]> {
-    return (await this.deps.store.range(this.heads, { limit, ...(from === undefined ? {} : { gte: from }) })).map((r) => r.key);
+    return (await this.deps.store.range(this.heads, { gte: from, limit })).map((r) => r.key);
   }
 
   private async promise(zid: string, epoch: number, candidate: string, excluded: string[] | undefined, remote: boolean): Promise<PromiseAnswer> {

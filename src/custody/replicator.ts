@@ -220,7 +220,7 @@ export class Replicator {
    * set passes over members.
    */
   async homed(limit: number, passing: boolean, from?: string): Promise<string[]> {
-    return (await this.deps.store.range(passing ? this.passed : this.own, { limit, ...(from === undefined ? {} : { gte: from }) })).map((r) => r.key);
+    return (await this.deps.store.range(passing ? this.passed : this.own, { gte: from, limit })).map((r) => r.key);
   }
 
   /**

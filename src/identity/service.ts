@@ -224,7 +224,7 @@ export class IdentityService {
     const now = this.now();
     let page: { key: string; value: number }[] = [];
     await this.revocationCursor.next(async (limit, from) => {
-      page = await this.deps.store.range<number>(this.recentRevocations, { limit, ...(from === undefined ? {} : { gte: from }) });
+      page = await this.deps.store.range<number>(this.recentRevocations, { gte: from, limit });
       return page.map((m) => m.key);
     }, REVOCATIONS_PER_RUN);
     const done: Op[] = [];

@@ -157,10 +157,12 @@ export class Store {
     return (await sub.getMany(keys)) as (T | undefined)[];
   }
 
-  /** Entries of a sublevel in key order within [gte, lt), at most limit, optionally reversed. */
+  /** Entries of a sublevel in key order within [gte, lt), at most limit, optionally reversed; an undefined bound is none. */
   async range<T = Json>(sub: Sublevel, opts: { gte?: string; lt?: string; limit?: number; reverse?: boolean } = {}): Promise<{ key: string; value: T }[]> {
     const out: { key: string; value: T }[] = [];
-    const it = sub.iterator({ ...opts, limit: opts.limit ?? -1 });
+    // Level reads an undefined bound as the text "undefined" (a range past every hex key): it is left out instead.
+    const { gte, lt, reverse } = opts;
+    const it = sub.iterator({ ...(gte === undefined ? {} : { gte }), ...(lt === undefined ? {} : { lt }), reverse: reverse ?? false, limit: opts.limit ?? -1 });
     try {
       for await (const [key, value] of it) out.push({ key, value: value as T });
     } finally {

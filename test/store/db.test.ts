@@ -1,6 +1,6 @@
 // Store.commit writes the same bytes as abstract-level's sublevel put (so data dirs of either layout read the
 // same), keeps each caller's ops atomic under group commit, round-trips json and utf8 sublevels, and counts a
-// sublevel's keys up to a bound.
+// sublevel's keys up to a bound; a range with an undefined bound reads as one without it.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,6 +44,18 @@ describe('Store', () => {
     expect(await a.get(a.sub('wallets'), 'zid_1')).toBeUndefined();
     await a.close();
     await b.close();
+  });
+
+  it('range reads [gte, lt), an undefined bound as none (Level would read it as the text "undefined")', async () => {
+    const s = await open();
+    const sub = s.sub('ranged');
+    await s.commit(['0a', '7f', 'ab', 'zz'].map((key, i) => ({ type: 'put', sub, key, value: i })));
+    const keys = async (opts: Parameters<Store['range']>[1]) => (await s.range(sub, opts)).map((e) => e.key);
+    expect(await keys({ gte: undefined, lt: undefined })).toEqual(['0a', '7f', 'ab', 'zz']);
+    expect(await keys({ gte: '7f', lt: 'zz' })).toEqual(['7f', 'ab']);
+    expect(await keys({ gte: undefined, limit: 2 })).toEqual(['0a', '7f']);
+    expect(await keys({ lt: undefined, reverse: true, limit: 3 })).toEqual(['zz', 'ab', '7f']);
+    await s.close();
   });
 
   it('groups concurrent commits into batches; every caller resolves after its batch', async () => {
