@@ -44,7 +44,10 @@ export interface NodeOptions {
   tierDailyAllowance?: Partial<Record<Tier, number>>;
   /** Credits a new identity starts with (overrides limits.initialCredits). */
   initialCredits?: number;
-  /** Ticks between re-announcements of what gossip alone would not bring to a node that missed it: this node's bond, its recent key revocations (default REANNOUNCE_TICKS). */
+  /**
+   * Ticks between re-announcements of what gossip alone would not bring to a node that missed it: this node's bond, its
+   * recent key revocations (default REANNOUNCE_TICKS).
+   */
   reannounceTicks?: number;
   /**
    * Test composition only (architecture.md §8, never config): rewrite what this node answers on /svc/exec/1.0.0 —
