@@ -105,7 +105,7 @@ const REVOCATIONS_PER_RUN = 256;
 /** Embed keys one machine's listing reads at most. */
 export const EMBED_KEYS_MAX = 10_000;
 const EMBED_INDEX_VERSION_KEY = 'embed-key-index-v1';
-const IDENTITY_KEY_INDEX_VERSION_KEY = 'identity-key-index-v1';
+const IDENTITY_KEY_INDEX_VERSION_KEY = 'identity-key-index-v2';
 /** Keys one identity's listing reads at most. */
 export const IDENTITY_KEYS_MAX = 10_000;
 /** A key's last use is written at most once per this many ms (a write per request would be one per request). */
@@ -132,7 +132,10 @@ export class IdentityService {
   private readonly sessions: Sublevel;
   /** A machine's embed keys: `${slug}!${key_id}` → the key's digest (list and revoke by key id; no secret in it). */
   private readonly embedKeys: Sublevel;
-  /** An identity's keys minted here: `${zid}!${key_id}` → the key's digest (list and revoke by key id). */
+  /**
+   * An identity's keys known here (minted here, or asserted by its home): `${zid}!${key_id}` → the key's digest (list
+   * and revoke by key id).
+   */
   private readonly identityKeys: Sublevel;
   /** When each key homed here was last presented here: digest → ms, at LAST_USED_RESOLUTION_MS. */
   private readonly lastUsed: Sublevel;
@@ -200,18 +203,29 @@ export class IdentityService {
   }
 
   private assert(digest: string, key: KeyRecord, identity: IdentityAssertion['identity'] = null): void {
-    if (this.asserted(key) && this.assertionSink) this.assertionSink([{ digest, key, identity }]);
+    if (this.asserted(key, identity) && this.assertionSink) this.assertionSink([{ digest, key, identity }]);
   }
 
-  /** Whether the mesh is told of a key: an identity's, homed here (embed keys are valid at their machine's home only). */
-  private asserted(key: KeyRecord): boolean {
-    return Boolean(key.zid) && key.home === this.deps.nodeId() && key.kind !== 'zsm_pub';
+  /**
+   * Whether the mesh is told of a key: an identity's, minted here or of an identity homed here (`identity`: one this
+   * node took over, whose keys were minted at its old home); embed keys are valid at their machine's home only.
+   */
+  private asserted(key: KeyRecord, identity: IdentityAssertion['identity'] = null): boolean {
+    const self = this.deps.nodeId();
+    return Boolean(key.zid) && key.kind !== 'zsm_pub' && (key.home === self || (identity?.zid === key.zid && identity.home === self));
+  }
+
+  /** A key's identity as its assertion names it when the identity is homed here (its home may assert the key), else null. */
+  private async homedIdentityOf(key: KeyRecord): Promise<IdentityAssertion['identity']> {
+    const ident = key.zid ? await this.getIdentity(key.zid) : undefined;
+    if (ident === undefined || ident.home !== this.deps.nodeId()) return null;
+    return { zid: ident.zid, home: ident.home, default_machine: ident.default_machine ?? null };
   }
 
   /** The ops storing a revoked key, with its marker for reannounceRevocations when the mesh is told of it. */
-  private revocationOps(digest: string, revoked: KeyRecord): Op[] {
+  private revocationOps(digest: string, revoked: KeyRecord, identity: IdentityAssertion['identity'] = null): Op[] {
     const ops: Op[] = [{ type: 'put', sub: this.keys, key: digest, value: revoked }];
-    if (this.asserted(revoked)) ops.push({ type: 'put', sub: this.recentRevocations, key: digest, value: revoked.revoked_unix_ms });
+    if (this.asserted(revoked, identity)) ops.push({ type: 'put', sub: this.recentRevocations, key: digest, value: revoked.revoked_unix_ms });
     return ops;
   }
 
@@ -233,7 +247,7 @@ export class IdentityService {
       const rec = now - revokedAt > REVOCATION_REANNOUNCE_MS ? undefined : await this.deps.store.get<KeyRecord>(this.keys, digest);
       if (rec === undefined || rec.revoked_unix_ms === null) done.push({ type: 'del', sub: this.recentRevocations, key: digest });
       else {
-        this.assert(digest, rec);
+        this.assert(digest, rec, await this.homedIdentityOf(rec));
         sent++;
       }
     }
@@ -247,12 +261,14 @@ export class IdentityService {
     this.remoteIdentityLookup = identityLookup ?? null;
   }
 
-  /** The assertion for a key homed here, by digest (what a peer asks for), or null. */
+  /** The assertion for a key minted here or of an identity homed here, by digest (what a peer asks for), or null. */
   async assertionFor(digest: string): Promise<IdentityAssertion | null> {
     const rec = this.keyCache.get(digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, digest));
-    if (!rec || !rec.zid || rec.home !== this.deps.nodeId()) return null;
+    if (!rec || !rec.zid) return null;
     const ident = await this.getIdentity(rec.zid);
-    return { digest, key: rec, identity: { zid: rec.zid, home: rec.home, default_machine: ident?.default_machine ?? null } };
+    const self = this.deps.nodeId();
+    if (rec.home !== self && ident?.home !== self) return null;
+    return { digest, key: rec, identity: { zid: rec.zid, home: ident?.home ?? self, default_machine: ident?.default_machine ?? null } };
   }
 
   /**
@@ -275,27 +291,44 @@ export class IdentityService {
     const known = await this.getIdentity(zid);
     const lookup = this.remoteIdentityLookup;
     if (known !== undefined || lookup === null) return known;
-    return (await this.askPeersOnce(zid, () => lookup(zid))) ? this.getIdentity(zid) : undefined;
+    return (await this.askPeersOnce(
+      zid,
+      () => lookup(zid),
+      async () => (await this.getIdentity(zid)) !== undefined,
+    ))
+      ? this.getIdentity(zid)
+      : undefined;
   }
 
   private async lookupRemote(digest: string): Promise<KeyRecord | undefined> {
     const lookup = this.remoteLookup;
-    if (lookup === null || !(await this.askPeersOnce(digest, () => lookup(digest)))) return undefined;
-    return this.keyCache.get(digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, digest));
+    const held = async () => this.keyCache.get(digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, digest));
+    if (
+      lookup === null ||
+      !(await this.askPeersOnce(
+        digest,
+        () => lookup(digest),
+        async () => (await held()) !== undefined,
+      ))
+    )
+      return undefined;
+    return held();
   }
 
   /**
-   * Ask the peers for a key's digest or a zid and apply the assertion found: true when one was applied. Concurrent
-   * misses of one name share one question; a name no peer knew is not asked again for 30 s.
+   * Ask the peers for a key's digest or a zid and apply the assertion found: true when this node holds it then (`held`:
+   * gossip may have brought it meanwhile). Concurrent misses of one name share one question; a name no peer knew is not
+   * asked again for 30 s.
    */
-  private askPeersOnce(name: string, ask: () => ReturnType<RemoteKeyLookup>): Promise<boolean> {
+  private askPeersOnce(name: string, ask: () => ReturnType<RemoteKeyLookup>, held: () => Promise<boolean>): Promise<boolean> {
     const until = this.unknownRemote.get(name);
     if (until !== undefined && until > this.now()) return Promise.resolve(false);
     let pending = this.asking.get(name);
     if (pending === undefined) {
       pending = (async () => {
         const found = await ask();
-        if (found && (await this.applyAssertion(found.assertion, found.sender))) return true;
+        if (found) await this.applyAssertion(found.assertion, found.sender);
+        if (await held()) return true;
         this.unknownRemote.set(name, this.now() + NEGATIVE_LOOKUP_MS);
         return false;
       })().finally(() => this.asking.delete(name));
@@ -310,17 +343,20 @@ export class IdentityService {
    * homed here. Returns whether anything was written.
    */
   async applyAssertion(a: unknown, sender: string): Promise<boolean> {
-    if (!isAssertion(a) || a.key.home !== sender || sender === this.deps.nodeId()) return false;
-    // A node may speak only for identities homed at itself: a key for a zid known here with another home is refused.
+    if (!isAssertion(a) || sender === this.deps.nodeId()) return false;
+    // A node speaks for the keys of the identities homed at itself: of an identity known here, its home as this node
+    // knows it (after a failover, the new home, for the keys minted at the old one too); else the key's home or the
+    // home the assertion names for its identity (a failover's new home, to a node that missed both the key and the move).
     const known = await this.getIdentity(a.key.zid!);
-    if (known && known.home !== sender) return false;
+    const named = a.identity?.zid === a.key.zid ? a.identity.home : null;
+    if (known ? known.home !== sender : a.key.home !== sender && named !== sender) return false;
     const existing = this.keyCache.get(a.digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, a.digest));
-    if (existing && existing.home === this.deps.nodeId()) return false;
     if (existing && existing.revoked_unix_ms !== null && a.key.revoked_unix_ms === null) return false;
     const newIdentity = a.identity && a.identity.home === sender && !(await this.getIdentity(a.identity.zid));
     // An assertion heard again (a revocation's home re-asserts it for a day) writes nothing.
     if (existing && !newIdentity && canonicalJson(existing) === canonicalJson(a.key)) return false;
-    const ops: Op[] = [{ type: 'put', sub: this.keys, key: a.digest, value: a.key }];
+    // Indexed under its identity as a key minted here is: the identity's home lists and revokes it after a failover.
+    const ops: Op[] = [{ type: 'put', sub: this.keys, key: a.digest, value: a.key }, ...this.indexOp(a.digest, a.key)];
     if (a.identity && newIdentity) {
       const stub: IdentityRecord = {
         zid: a.identity.zid,
@@ -554,11 +590,14 @@ export class IdentityService {
     return backfillOnce<KeyRecord>(this.deps.store, {
       key: IDENTITY_KEY_INDEX_VERSION_KEY,
       source: this.keys,
-      opsFor: (digest, rec) => (rec.home === this.deps.nodeId() ? this.indexOp(digest, rec) : []),
+      opsFor: (digest, rec) => this.indexOp(digest, rec),
     });
   }
 
-  /** An identity's keys minted here, by key id, with their last use here; never the secret nor its digest. */
+  /**
+   * An identity's keys known here (at its home: all of them, minted there or at an earlier home), by key id, with their
+   * last use here; never the secret nor its digest.
+   */
   async listKeys(zid: string): Promise<KeyListing[]> {
     const entries = await this.deps.store.range<string>(this.identityKeys, { gte: `${zid}!`, lt: `${zid}!~`, limit: IDENTITY_KEYS_MAX });
     const digests = entries.map((e) => e.value);
@@ -579,12 +618,13 @@ export class IdentityService {
     const digest = await this.deps.store.get<string>(this.identityKeys, `${zid}!${keyIdText}`);
     const rec = digest === undefined ? undefined : await this.deps.store.get<KeyRecord>(this.keys, digest);
     if (digest === undefined || !rec || rec.zid !== zid)
-      throw new ServiceError(404, 'SVC_NOT_FOUND', `this identity has no key ${keyIdText} minted on this node`);
+      throw new ServiceError(404, 'SVC_NOT_FOUND', `this identity has no key ${keyIdText} known to this node`);
     if (rec.revoked_unix_ms !== null) return rec;
     const revoked: KeyRecord = { ...rec, revoked_unix_ms: this.now() };
-    await this.deps.store.commit(this.revocationOps(digest, revoked));
+    const identity = await this.homedIdentityOf(rec);
+    await this.deps.store.commit(this.revocationOps(digest, revoked, identity));
     this.cacheKey(digest, revoked);
-    this.assert(digest, revoked);
+    this.assert(digest, revoked, identity);
     return revoked;
   }
 

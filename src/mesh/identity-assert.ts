@@ -1,7 +1,7 @@
 // Identity assertions on svc/identity/1 (architecture.md §5): a key minted at its home node, gossiped as an event
 // signed by that home, so any node authenticates any key. The body is the identity service's IdentityAssertion;
-// the schema here is the mesh's gate (shape, and that the signer is the key's home), the identity service checks
-// the rest when it applies it.
+// the schema here is the mesh's gate (shape, and that the signer is the key's home or names itself its identity's), the
+// identity service checks the rest when it applies it (that the signer is the identity's home as its directory says).
 import { z } from 'zod';
 import { GossipError } from './gossip-error.js';
 import type { GossipHandler } from './gossip-handlers.js';
@@ -16,10 +16,13 @@ export const identityAssertBody = z.looseObject({
 });
 export type IdentityAssertBody = z.infer<typeof identityAssertBody>;
 
-/** [REJECT] an assertion signed by a node that is not the key's home: only the home speaks for its keys. */
+/** [REJECT] an assertion signed by a node that is neither the key's home nor its identity's: only a home speaks for keys. */
 export function checkAssertionSigner(body: IdentityAssertBody, event: Pick<MeshEvent, 'sender'>): void {
-  if (body.key.home !== event.sender) {
-    throw new GossipError('reject', 400, 'INVALID_EVENT', 'an identity assertion must be signed by the home node of its key');
+  // The identity's home may speak for keys minted at its home before (a failover); whether it is the home is the
+  // directory's to say (IdentityService.applyAssertion).
+  const identityHome = body.identity?.zid === body.key.zid ? body.identity.home : null;
+  if (body.key.home !== event.sender && identityHome !== event.sender) {
+    throw new GossipError('reject', 400, 'INVALID_EVENT', 'an identity assertion must be signed by the home node of its key or of its identity');
   }
 }
 
