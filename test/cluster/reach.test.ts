@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, call, expectError, SPARSE_PEERS, startTestNode, waitMeshHeard, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, expectError, sparseMeshConfig, startTestNode, waitMeshHeard, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitUntil } from '../helpers/wait.js';
 import { PEER_HTTP_PROTOCOL, peerHttpOverMesh } from '../../src/mesh/peer-http.js';
 import { freePort } from '../helpers/free-port.js';
@@ -13,11 +13,7 @@ import { freePort } from '../helpers/free-port.js';
 const MESH_SECRET = 'reach-cluster-secret-0123456789abcdef';
 const RECEIPT_SECRET = 'ef'.repeat(32);
 const compute = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
-// A line stays a line: the peer set dials no one beyond a node's neighbours.
-const meshConfig = (bootstrap: string[]) => ({
-  receiptSecret: RECEIPT_SECRET,
-  mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1, peers: SPARSE_PEERS },
-});
+const meshConfig = sparseMeshConfig(MESH_SECRET, { receiptSecret: RECEIPT_SECRET });
 const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 }, initialCredits: 0 };
 
 let a: TestNode;

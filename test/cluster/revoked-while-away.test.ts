@@ -6,11 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyDigest } from '../../src/identity/keys.js';
 import { IDENTITY_ASSERT } from '../../src/mesh/identity-assert.js';
 import { TOPICS } from '../../src/mesh/wire.js';
-import { bearer, call, expectError, SPARSE_PEERS, startMesh, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, expectError, sparseMeshConfig, startMesh, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const MESH_SECRET = 'revoked-while-away-secret-0123456789';
-const meshConfig = (bootstrap: string[]) => ({ mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap, tickEvery: 1, peers: SPARSE_PEERS } });
+const meshConfig = sparseMeshConfig(MESH_SECRET);
 const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 }, reannounceTicks: 2 };
 
 let a: TestNode;

@@ -152,6 +152,11 @@ export const TOPOLOGIES: readonly Topology[] = ['full', 'line', 'ring'];
 /** The peer-set bounds of a line or a ring: a node at its one or two neighbours is at its target, never over its maximum. */
 export const SPARSE_PEERS = { target: 1, max: 2 };
 
+/** A node's config on a sparse mesh, given its bootstrap list: it dials no one beyond its neighbours. */
+export const sparseMeshConfig =
+  (secret: string, extra: Record<string, unknown> = {}) =>
+  (bootstrap: string[]): Record<string, unknown> => ({ ...extra, mesh: { secret, p2pPort: 0, bootstrap, tickEvery: 1, peers: SPARSE_PEERS } });
+
 export function bootstrapOf(topology: Topology, earlier: readonly string[]): string[] {
   if (topology === 'full') return [...earlier];
   return earlier.length > 0 ? [earlier[earlier.length - 1]!] : [];
