@@ -152,7 +152,7 @@ export class IdentityService {
   /** Digests and zids no peer knew, so a stream of bad keys or zids does not fan out to the mesh. */
   private readonly unknownRemote = new BoundedMap<string, number>(10_000);
   /** Questions to the peers in flight, by digest or zid (askPeersOnce). */
-  private readonly asking = new Map<string, Promise<boolean>>();
+  private readonly asking = new Map<string, Promise<unknown>>();
   /** Slugs, emails and zids being created right now (see claims.ts). */
   private readonly claims = new Claims();
   /** Machines with their admin keys: identities' default ones at registration, and further ones (createMachine). */
@@ -291,46 +291,40 @@ export class IdentityService {
     const known = await this.getIdentity(zid);
     const lookup = this.remoteIdentityLookup;
     if (known !== undefined || lookup === null) return known;
-    return (await this.askPeersOnce(
+    return this.askPeersOnce(
       zid,
       () => lookup(zid),
-      async () => (await this.getIdentity(zid)) !== undefined,
-    ))
-      ? this.getIdentity(zid)
-      : undefined;
+      () => this.getIdentity(zid),
+    );
   }
 
   private async lookupRemote(digest: string): Promise<KeyRecord | undefined> {
     const lookup = this.remoteLookup;
-    const held = async () => this.keyCache.get(digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, digest));
-    if (
-      lookup === null ||
-      !(await this.askPeersOnce(
-        digest,
-        () => lookup(digest),
-        async () => (await held()) !== undefined,
-      ))
-    )
-      return undefined;
-    return held();
+    if (lookup === null) return undefined;
+    return this.askPeersOnce(
+      digest,
+      () => lookup(digest),
+      async () => this.keyCache.get(digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, digest)),
+    );
   }
 
   /**
-   * Ask the peers for a key's digest or a zid and apply the assertion found: true when this node holds it then (`held`:
+   * Ask the peers for a key's digest or a zid, apply the assertion found, and answer what this node holds then (`held`:
    * gossip may have brought it meanwhile). Concurrent misses of one name share one question; a name no peer knew is not
    * asked again for 30 s.
    */
-  private askPeersOnce(name: string, ask: () => ReturnType<RemoteKeyLookup>, held: () => Promise<boolean>): Promise<boolean> {
+  private askPeersOnce<T>(name: string, ask: () => ReturnType<RemoteKeyLookup>, held: () => Promise<T | undefined>): Promise<T | undefined> {
     const until = this.unknownRemote.get(name);
-    if (until !== undefined && until > this.now()) return Promise.resolve(false);
-    let pending = this.asking.get(name);
+    if (until !== undefined && until > this.now()) return Promise.resolve(undefined);
+    // A digest (64 hex) and a zid (zid_…) never share a name: the question in flight is of the same kind.
+    let pending = this.asking.get(name) as Promise<T | undefined> | undefined;
     if (pending === undefined) {
       pending = (async () => {
         const found = await ask();
         if (found) await this.applyAssertion(found.assertion, found.sender);
-        if (await held()) return true;
-        this.unknownRemote.set(name, this.now() + NEGATIVE_LOOKUP_MS);
-        return false;
+        const holding = await held();
+        if (holding === undefined) this.unknownRemote.set(name, this.now() + NEGATIVE_LOOKUP_MS);
+        return holding;
       })().finally(() => this.asking.delete(name));
       this.asking.set(name, pending);
     }
