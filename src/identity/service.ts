@@ -137,9 +137,12 @@ export class IdentityService {
    * and revoke by key id).
    */
   private readonly identityKeys: Sublevel;
-  /** When each key homed here was last presented here: digest → ms, at LAST_USED_RESOLUTION_MS. */
+  /**
+   * When each key minted here or of an identity homed here was last presented here: digest → ms, at
+   * LAST_USED_RESOLUTION_MS.
+   */
   private readonly lastUsed: Sublevel;
-  /** Keys homed here revoked within REVOCATION_REANNOUNCE_MS: digest → when (its marker is put in the revocation's batch). */
+  /** Keys revoked here within REVOCATION_REANNOUNCE_MS: digest → when (the marker is put in the revocation's batch). */
   private readonly recentRevocations: Sublevel;
   private readonly revocationCursor = new RangeCursor();
   /** The last-use time last written per digest, so a busy key is written once per resolution. */
@@ -215,7 +218,7 @@ export class IdentityService {
     return Boolean(key.zid) && key.kind !== 'zsm_pub' && (key.home === self || (identity?.zid === key.zid && identity.home === self));
   }
 
-  /** A key's identity as its assertion names it when the identity is homed here (its home may assert the key), else null. */
+  /** A key's identity as its assertion names it, when homed here (its home asserts the key); else null. */
   private async homedIdentityOf(key: KeyRecord): Promise<IdentityAssertion['identity']> {
     const ident = key.zid ? await this.getIdentity(key.zid) : undefined;
     if (ident === undefined || ident.home !== this.deps.nodeId()) return null;
@@ -622,12 +625,17 @@ export class IdentityService {
     return revoked;
   }
 
-  /** Note that a key homed here was presented now (at most one write per key per LAST_USED_RESOLUTION_MS). */
+  /**
+   * Note that a key minted here or of an identity homed here was presented now (at most one write per key per
+   * LAST_USED_RESOLUTION_MS).
+   */
   private async noteUse(digest: string, rec: KeyRecord): Promise<void> {
-    if (!rec.zid || rec.home !== this.deps.nodeId()) return;
+    if (!rec.zid) return;
     const now = this.now();
     const written = this.lastUseWritten.get(digest);
     if (written !== undefined && now - written < LAST_USED_RESOLUTION_MS) return;
+    // A key minted elsewhere is counted where its identity is homed (a failover's new home lists it).
+    if (rec.home !== this.deps.nodeId() && (await this.getIdentity(rec.zid))?.home !== this.deps.nodeId()) return;
     this.lastUseWritten.set(digest, now);
     await this.deps.store.commit([{ type: 'put', sub: this.lastUsed, key: digest, value: now }]);
   }

@@ -1,8 +1,8 @@
 // An identity's keys after a failover (identity/service.ts applyAssertion, assertionFor, revokeKeyOf): on three real
-// bonded nodes, x is homed on a with a spare key k. a goes; b or c, h, takes x over. h lists x's keys minted at a and
-// revokes k, and the other node, o, refuses k from then on: the identity's home speaks for its keys. o, lying, asserts
-// k live again as x's home: refused. A fourth node d joins after the failover, having heard neither x's keys nor its
-// move: x's key authenticates at d (h answers for it) and x's custody status at d names h.
+// bonded nodes, x is homed on a with a spare key k. a goes; b or c, h, takes x over. h lists x's keys minted at a, with
+// their last use at h, and revokes k, and the other node, o, refuses k from then on: the identity's home speaks for
+// its keys. o, lying, asserts k live again as x's home: refused. A fourth node d joins after the failover, having heard
+// neither x's keys nor its move: x's key authenticates at d (h answers for it) and x's custody status at d names h.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyDigest } from '../../src/identity/keys.js';
 import { IDENTITY_ASSERT } from '../../src/mesh/identity-assert.js';
@@ -47,9 +47,12 @@ describe('the keys of an identity taken over', () => {
   }, 180_000);
 
   it('are listed and revoked at the new home, and the revocation holds everywhere', async () => {
+    // Used at the new home: its last use is noted there.
+    expect((await whoami(h, k.key)).status).toBe(200);
     const listed = await call(h.url, 'GET', '/api/auth/keys', undefined, bearer(x.key));
     expect(listed.status, listed.text).toBe(200);
-    expect(listed.body.keys.map((key: { key_id: string }) => key.key_id)).toContain(k.key_id);
+    const spare = listed.body.keys.find((key: { key_id: string }) => key.key_id === k.key_id);
+    expect(spare).toMatchObject({ key_id: k.key_id, revoked_at: null, last_used_at: expect.any(String) });
 
     const revoked = await call(h.url, 'DELETE', `/api/auth/keys/${k.key_id}`, undefined, bearer(x.key));
     expect(revoked.status, revoked.text).toBe(200);
