@@ -92,10 +92,11 @@ export interface IdentityDeps {
 }
 
 export type AssertionSink = (assertions: IdentityAssertion[]) => void;
-/** Ask other nodes for a key minted elsewhere; resolves to a verified assertion and its signer, or null. */
-export type RemoteKeyLookup = (digest: string) => Promise<{ assertion: unknown; sender: string } | null>;
-/** Ask other nodes for an identity homed elsewhere, by zid; resolves as RemoteKeyLookup does. */
-export type RemoteIdentityLookup = (zid: string) => Promise<{ assertion: unknown; sender: string } | null>;
+/**
+ * Ask other nodes for a key minted elsewhere (by digest) or an identity homed elsewhere (by zid); resolves to a verified
+ * assertion and its signer, or null.
+ */
+export type RemoteLookup = (name: string) => Promise<{ assertion: unknown; sender: string } | null>;
 
 const NEGATIVE_LOOKUP_MS = 30_000;
 /** How long a revocation is asserted again (reannounceRevocations): a node cut off for less learns it when it is back. */
@@ -150,8 +151,8 @@ export class IdentityService {
   /** Key records by digest: a hot read on every authenticated request. Bounded; writes go through it. */
   private readonly keyCache: BoundedMap<string, KeyRecord>;
   private assertionSink: AssertionSink | null = null;
-  private remoteLookup: RemoteKeyLookup | null = null;
-  private remoteIdentityLookup: RemoteIdentityLookup | null = null;
+  private remoteLookup: RemoteLookup | null = null;
+  private remoteIdentityLookup: RemoteLookup | null = null;
   /** Digests and zids no peer knew, so a stream of bad keys or zids does not fan out to the mesh. */
   private readonly unknownRemote = new BoundedMap<string, number>(10_000);
   /** Questions to the peers in flight, by digest or zid (askPeersOnce). */
@@ -259,7 +260,7 @@ export class IdentityService {
   }
 
   /** How unknown keys are looked up on other nodes (the mesh); set by the composition root. */
-  onRemoteLookup(lookup: RemoteKeyLookup, identityLookup?: RemoteIdentityLookup): void {
+  onRemoteLookup(lookup: RemoteLookup, identityLookup?: RemoteLookup): void {
     this.remoteLookup = lookup;
     this.remoteIdentityLookup = identityLookup ?? null;
   }
@@ -276,11 +277,12 @@ export class IdentityService {
 
   /**
    * The assertion of an identity homed here, by zid (what a peer that missed its gossip asks for): one of its keys
-   * homed here, with the identity; null when it is not homed here or has no such key.
+   * (minted here, or at its home before a failover), with the identity; null when it is not homed here or has none.
    */
   async identityAssertionFor(zid: string): Promise<IdentityAssertion | null> {
     const ident = await this.getIdentity(zid);
-    if (!ident || ident.kind === 'remote' || ident.home !== this.deps.nodeId()) return null;
+    // Homed here: registered here, or taken over (a remote record whose home a failover moved here).
+    if (!ident || ident.home !== this.deps.nodeId()) return null;
     const first = await this.deps.store.range<string>(this.identityKeys, { gte: `${zid}!`, lt: `${zid}!~`, limit: 1 });
     const digest = first[0]?.value;
     return digest === undefined ? null : this.assertionFor(digest);
@@ -316,7 +318,7 @@ export class IdentityService {
    * gossip may have brought it meanwhile). Concurrent misses of one name share one question; a name no peer knew is not
    * asked again for 30 s.
    */
-  private askPeersOnce<T>(name: string, ask: () => ReturnType<RemoteKeyLookup>, held: () => Promise<T | undefined>): Promise<T | undefined> {
+  private askPeersOnce<T>(name: string, ask: () => ReturnType<RemoteLookup>, held: () => Promise<T | undefined>): Promise<T | undefined> {
     const until = this.unknownRemote.get(name);
     if (until !== undefined && until > this.now()) return Promise.resolve(undefined);
     // A digest (64 hex) and a zid (zid_…) never share a name: the question in flight is of the same kind.
@@ -349,7 +351,8 @@ export class IdentityService {
     if (known ? known.home !== sender : a.key.home !== sender && named !== sender) return false;
     const existing = this.keyCache.get(a.digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, a.digest));
     if (existing && existing.revoked_unix_ms !== null && a.key.revoked_unix_ms === null) return false;
-    const newIdentity = a.identity && a.identity.home === sender && !(await this.getIdentity(a.identity.zid));
+    // An identity not known here is learnt as its assertion names it, homed at the sender.
+    const newIdentity = known === undefined && named === sender;
     // An assertion heard again (a revocation's home re-asserts it for a day) writes nothing.
     if (existing && !newIdentity && canonicalJson(existing) === canonicalJson(a.key)) return false;
     // Indexed under its identity as a key minted here is: the identity's home lists and revokes it after a failover.

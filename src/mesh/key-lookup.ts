@@ -1,6 +1,7 @@
 // A key or an identity this node has not heard of (a late joiner, gossip lost while the mesh re-formed) is looked up
 // on the peers (GET /api/mesh/keys/:digest, /api/mesh/identities/:zid/assertion) and accepted only as an identity
-// assertion signed by the peer that answered, fresh, and by the key's home (the same checks as gossip).
+// assertion signed by the peer that answered, fresh, and by the key's home or the identity's it names (the same checks
+// as gossip; the identity service applies it only from the identity's home as its directory names it).
 import { askPeersFirst, type PeerAddress } from './ask-peers.js';
 import type { OverMesh } from './peer-http.js';
 import { IDENTITY_ASSERT, checkAssertionSigner, identityAssertBody, type IdentityAssertBody } from './identity-assert.js';
@@ -16,17 +17,17 @@ export interface KeyLookupDeps {
   overMesh?: OverMesh | null;
 }
 
-export type KeyLookup = (digest: string) => Promise<FoundAssertion | null>;
-export type IdentityLookup = (zid: string) => Promise<FoundAssertion | null>;
+/** A lookup by a key's digest or an identity's zid. */
+export type AssertionLookup = (name: string) => Promise<FoundAssertion | null>;
 
-/** A verified assertion and its signer (the peer asked, the key's home). */
+/** A verified assertion and its signer (the peer asked, the home of the key or of its identity). */
 export interface FoundAssertion {
   assertion: unknown;
   sender: string;
 }
 
 /** A key by its digest, at `GET /api/mesh/keys/:digest`. */
-export function remoteKeyLookup(deps: KeyLookupDeps): KeyLookup {
+export function remoteKeyLookup(deps: KeyLookupDeps): AssertionLookup {
   return (digest) => lookupAssertion(deps, `/api/mesh/keys/${digest}`, (body) => body.digest === digest);
 }
 
@@ -34,11 +35,11 @@ export function remoteKeyLookup(deps: KeyLookupDeps): KeyLookup {
  * An identity by its zid, at `GET /api/mesh/identities/:zid/assertion`: answered by its home with the assertion of
  * one of its keys, the identity with it (a node that missed the gossip learns the identity's home).
  */
-export function remoteIdentityLookup(deps: KeyLookupDeps): IdentityLookup {
+export function remoteIdentityLookup(deps: KeyLookupDeps): AssertionLookup {
   return (zid) => lookupAssertion(deps, `/api/mesh/identities/${zid}/assertion`, (body) => body.key.zid === zid && body.identity?.zid === zid);
 }
 
-/** Ask every peer for `path`; the first answer that is an assertion event signed now by the peer asked, its key's home, and `wanted`. */
+/** Ask every peer for `path`; the first answer that is an assertion event signed now by the peer asked, a home of it, and `wanted`. */
 function lookupAssertion(deps: KeyLookupDeps, path: string, wanted: (body: IdentityAssertBody) => boolean): Promise<FoundAssertion | null> {
   const now = deps.nowSvcond();
   return askPeersFirst(deps.peers(), path, KEY_LOOKUP_TIMEOUT_MS, deps.overMesh ?? null, async (body, peer) => {

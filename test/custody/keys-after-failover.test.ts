@@ -2,7 +2,7 @@
 // bonded nodes, x is homed on a with a spare key k. a goes; b or c, h, takes x over. h lists x's keys minted at a, with
 // their last use at h, and revokes k, and the other node, o, refuses k from then on: the identity's home speaks for
 // its keys. o, lying, asserts k live again as x's home: refused. A fourth node d joins after the failover, having heard
-// neither x's keys nor its move: x's key authenticates at d (h answers for it) and x's custody status at d names h.
+// neither x's keys nor its move: x's custody status at d names h (h answers for x by zid), and x's key authenticates at d.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyDigest } from '../../src/identity/keys.js';
 import { IDENTITY_ASSERT } from '../../src/mesh/identity-assert.js';
@@ -76,12 +76,13 @@ describe('the keys of an identity taken over', () => {
     nodes.push(d);
     await waitFor(() => d.node.mesh.peers().filter((p) => p.url && p.connected).length >= 2, 30_000, 'd meshed with b and c');
     expect(await d.node.identity.getIdentity(x.zid)).toBeUndefined();
-    const me = await whoami(d, x.key);
-    expect(me.status, me.text).toBe(200);
-    expect(me.body).toMatchObject({ zid: x.zid });
-    expect(await d.node.identity.getIdentity(x.zid)).toMatchObject({ kind: 'remote', home: h.node.nodeId });
+    // Named by its zid (asked of the peers by zid), then by its key (asked by digest).
     const status = await call(d.url, 'GET', `/api/mesh/custody/${x.zid}`);
     expect(status.status, status.text).toBe(200);
     expect(status.body).toMatchObject({ zid: x.zid, home: h.node.nodeId });
+    expect(await d.node.identity.getIdentity(x.zid)).toMatchObject({ kind: 'remote', home: h.node.nodeId });
+    const me = await whoami(d, x.key);
+    expect(me.status, me.text).toBe(200);
+    expect(me.body).toMatchObject({ zid: x.zid });
   }, 60_000);
 });
