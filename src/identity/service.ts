@@ -94,9 +94,14 @@ export interface IdentityDeps {
 export type AssertionSink = (assertions: IdentityAssertion[]) => void;
 /**
  * Ask other nodes for a key minted elsewhere (by digest) or an identity homed elsewhere (by zid); resolves to a verified
- * assertion and its signer, or null.
+ * assertion and its signer that `accept` took (each answer is offered to it until one is), or null.
  */
-export type RemoteLookup = (name: string) => Promise<{ assertion: unknown; sender: string } | null>;
+export type RemoteLookup = (
+  name: string,
+  accept?: (found: { assertion: unknown; sender: string }) => Promise<boolean>,
+) => Promise<{ assertion: unknown; sender: string } | null>;
+/** Whether a node's claim to be the home of an identity not known here stands (mesh/home-corroboration.ts). */
+export type HomeClaimCheck = (zid: string, home: string) => Promise<boolean>;
 
 const NEGATIVE_LOOKUP_MS = 30_000;
 /** How long a revocation is asserted again (reannounceRevocations): a node cut off for less learns it when it is back. */
@@ -153,6 +158,7 @@ export class IdentityService {
   private assertionSink: AssertionSink | null = null;
   private remoteLookup: RemoteLookup | null = null;
   private remoteIdentityLookup: RemoteLookup | null = null;
+  private homeClaimCheck: HomeClaimCheck | null = null;
   /** Digests and zids no peer knew, so a stream of bad keys or zids does not fan out to the mesh. */
   private readonly unknownRemote = new BoundedMap<string, number>(10_000);
   /** Questions to the peers in flight, by digest or zid (askPeersOnce). */
@@ -265,6 +271,11 @@ export class IdentityService {
     this.remoteIdentityLookup = identityLookup ?? null;
   }
 
+  /** How a claim to be the home of an identity not known here is weighed before it is learnt; set by the composition root. */
+  onHomeClaim(check: HomeClaimCheck): void {
+    this.homeClaimCheck = check;
+  }
+
   /** The assertion for a key minted here or of an identity homed here, by digest (what a peer asks for), or null. */
   async assertionFor(digest: string): Promise<IdentityAssertion | null> {
     const rec = this.keyCache.get(digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, digest));
@@ -298,7 +309,7 @@ export class IdentityService {
     if (known !== undefined || lookup === null) return known;
     return this.askPeersOnce(
       zid,
-      () => lookup(zid),
+      (accept) => lookup(zid, accept),
       () => this.getIdentity(zid),
     );
   }
@@ -308,25 +319,28 @@ export class IdentityService {
     if (lookup === null) return undefined;
     return this.askPeersOnce(
       digest,
-      () => lookup(digest),
+      (accept) => lookup(digest, accept),
       async () => this.keyCache.get(digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, digest)),
     );
   }
 
   /**
-   * Ask the peers for a key's digest or a zid, apply the assertion found, and answer what this node holds then (`held`:
-   * gossip may have brought it meanwhile). Concurrent misses of one name share one question; a name no peer knew is not
-   * asked again for 30 s.
+   * Ask the peers for a key's digest or a zid, apply the first assertion found that applies (a claim refused, a liar's,
+   * does not end the question), and answer what this node holds then (`held`: gossip may have brought it meanwhile).
+   * Concurrent misses of one name share one question; a name no peer knew is not asked again for 30 s.
    */
-  private askPeersOnce<T>(name: string, ask: () => ReturnType<RemoteLookup>, held: () => Promise<T | undefined>): Promise<T | undefined> {
+  private askPeersOnce<T>(
+    name: string,
+    ask: (accept: (found: { assertion: unknown; sender: string }) => Promise<boolean>) => ReturnType<RemoteLookup>,
+    held: () => Promise<T | undefined>,
+  ): Promise<T | undefined> {
     const until = this.unknownRemote.get(name);
     if (until !== undefined && until > this.now()) return Promise.resolve(undefined);
     // A digest (64 hex) and a zid (zid_…) never share a name: the question in flight is of the same kind.
     let pending = this.asking.get(name) as Promise<T | undefined> | undefined;
     if (pending === undefined) {
       pending = (async () => {
-        const found = await ask();
-        if (found) await this.applyAssertion(found.assertion, found.sender);
+        await ask((found) => this.applyAssertion(found.assertion, found.sender));
         const holding = await held();
         if (holding === undefined) this.unknownRemote.set(name, this.now() + NEGATIVE_LOOKUP_MS);
         return holding;
@@ -355,6 +369,8 @@ export class IdentityService {
     const newIdentity = known === undefined && named === sender;
     // An assertion heard again (a revocation's home re-asserts it for a day) writes nothing.
     if (existing && !newIdentity && canonicalJson(existing) === canonicalJson(a.key)) return false;
+    // A claim to an identity not known here stands only if the peers that know it do not name another home.
+    if (known === undefined && this.homeClaimCheck !== null && !(await this.homeClaimCheck(a.key.zid!, sender))) return false;
     // Indexed under its identity as a key minted here is: the identity's home lists and revokes it after a failover.
     const ops: Op[] = [{ type: 'put', sub: this.keys, key: a.digest, value: a.key }, ...this.indexOp(a.digest, a.key)];
     if (a.identity && newIdentity) {

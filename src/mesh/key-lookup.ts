@@ -17,8 +17,11 @@ export interface KeyLookupDeps {
   overMesh?: OverMesh | null;
 }
 
-/** A lookup by a key's digest or an identity's zid. */
-export type AssertionLookup = (name: string) => Promise<FoundAssertion | null>;
+/**
+ * A lookup by a key's digest or an identity's zid; with `accept`, each verified answer is offered to it (it applies
+ * the assertion) until one is taken, so a claim it refuses does not stand in for the true home's answer.
+ */
+export type AssertionLookup = (name: string, accept?: (found: FoundAssertion) => Promise<boolean>) => Promise<FoundAssertion | null>;
 
 /** A verified assertion and its signer (the peer asked, the home of the key or of its identity). */
 export interface FoundAssertion {
@@ -28,7 +31,7 @@ export interface FoundAssertion {
 
 /** A key by its digest, at `GET /api/mesh/keys/:digest`. */
 export function remoteKeyLookup(deps: KeyLookupDeps): AssertionLookup {
-  return (digest) => lookupAssertion(deps, `/api/mesh/keys/${digest}`, (body) => body.digest === digest);
+  return (digest, accept) => lookupAssertion(deps, `/api/mesh/keys/${digest}`, (body) => body.digest === digest, accept);
 }
 
 /**
@@ -36,11 +39,19 @@ export function remoteKeyLookup(deps: KeyLookupDeps): AssertionLookup {
  * one of its keys, the identity with it (a node that missed the gossip learns the identity's home).
  */
 export function remoteIdentityLookup(deps: KeyLookupDeps): AssertionLookup {
-  return (zid) => lookupAssertion(deps, `/api/mesh/identities/${zid}/assertion`, (body) => body.key.zid === zid && body.identity?.zid === zid);
+  return (zid, accept) => lookupAssertion(deps, `/api/mesh/identities/${zid}/assertion`, (body) => body.key.zid === zid && body.identity?.zid === zid, accept);
 }
 
-/** Ask every peer for `path`; the first answer that is an assertion event signed now by the peer asked, a home of it, and `wanted`. */
-function lookupAssertion(deps: KeyLookupDeps, path: string, wanted: (body: IdentityAssertBody) => boolean): Promise<FoundAssertion | null> {
+/**
+ * Ask every peer for `path`; the first answer that is an assertion event signed now by the peer asked, a home of it,
+ * and `wanted`, and that `accept` takes.
+ */
+function lookupAssertion(
+  deps: KeyLookupDeps,
+  path: string,
+  wanted: (body: IdentityAssertBody) => boolean,
+  accept?: (found: FoundAssertion) => Promise<boolean>,
+): Promise<FoundAssertion | null> {
   const now = deps.nowSvcond();
   return askPeersFirst(deps.peers(), path, KEY_LOOKUP_TIMEOUT_MS, deps.overMesh ?? null, async (body, peer) => {
     const event = body as MeshEvent;
@@ -50,6 +61,7 @@ function lookupAssertion(deps: KeyLookupDeps, path: string, wanted: (body: Ident
     if (!parsed.success || !wanted(parsed.data)) return null;
     checkAssertionSigner(parsed.data, event);
     if (!(await verifyEventSignature(event))) return null;
-    return { assertion: event.body, sender: event.sender };
+    const found = { assertion: event.body, sender: event.sender };
+    return accept === undefined || (await accept(found)) ? found : null;
   });
 }

@@ -1,12 +1,13 @@
 // Identity: keys and their gossip (architecture.md §5). Keys minted here are gossiped on svc/identity/1, assertions
 // from their home nodes are applied (a row of the gossip table), and a key nobody told us about is looked up on the
-// peers, accepted only as an event signed by its home node; a revocation, which no lookup would ask for, is asserted
-// again for a day. The gossip is wired after the HTTP server listens.
+// peers, accepted only as an event signed by its home node; a claim to an identity not known here is weighed against the
+// peers that know it; a revocation, which no lookup would ask for, is asserted again for a day. The gossip is wired after the HTTP server listens.
 import type { ChainService } from '../chain/service.js';
 import { IdentityService } from '../identity/service.js';
 import { DemoKeys } from '../identity/demo.js';
 import { IDENTITY_ASSERT, identityAssertHandler } from '../mesh/identity-assert.js';
 import { meshPeerLinks } from '../mesh/peer-http.js';
+import { homeCorroboration } from '../mesh/home-corroboration.js';
 import { remoteIdentityLookup, remoteKeyLookup } from '../mesh/key-lookup.js';
 import type { MeshService } from '../mesh/service.js';
 import { TOPICS } from '../mesh/wire.js';
@@ -59,6 +60,7 @@ export async function wireIdentity(f: Foundation, chain: ChainService, mesh: Mes
       });
       const peers = { peers: () => mesh.peers(), nowSvcond: () => mesh.nowSvcond(), overMesh: meshPeerLinks(mesh, f.config.mesh.secret).overMesh };
       identity.onRemoteLookup(remoteKeyLookup(peers), remoteIdentityLookup(peers));
+      identity.onHomeClaim(homeCorroboration({ ...peers, nowMs: f.time.nowMs }));
     },
   };
   return { identity, demoKeys, capability };

@@ -6,6 +6,7 @@ import { keyDigest } from '../../src/identity/keys.js';
 import { startTestNode, type TestNode } from '../helpers/node.js';
 
 const HOME = '12D3KooWRemoteHomeRemoteHomeRemoteHomeRemoteHomeRe';
+const LIAR = '12D3KooWLyingMemberLyingMemberLyingMemberLyingMembe';
 const KEY = `sk_${'5a'.repeat(24)}`;
 let t: TestNode;
 beforeAll(async () => {
@@ -16,7 +17,7 @@ afterAll(async () => {
 });
 
 /** The assertion a home gives of one of zid's keys, with the identity. */
-function assertion(zid: string, digest: string) {
+function assertion(zid: string, digest: string, home = HOME) {
   const key = {
     key_id: 'sk_remote',
     kind: 'sk',
@@ -26,18 +27,21 @@ function assertion(zid: string, digest: string) {
     created_unix_ms: 1,
     expires_unix_ms: null,
     revoked_unix_ms: null,
-    home: HOME,
+    home,
   };
-  return { digest, key, identity: { zid, home: HOME, default_machine: null } };
+  return { digest, key, identity: { zid, home, default_machine: null } };
 }
 
-/** Peers that answer after a moment with `answer(name)`, counting the questions. */
-function slowPeers(answer: (name: string) => { assertion: unknown; sender: string } | null) {
+type Found = { assertion: unknown; sender: string };
+
+/** Peers that answer after a moment with `answers(name)`, in order until one is accepted, counting the questions. */
+function slowPeers(answers: (name: string) => Found | Found[] | null) {
   const asked: string[] = [];
-  const ask = async (name: string) => {
+  const ask = async (name: string, accept?: (found: Found) => Promise<boolean>) => {
     asked.push(name);
     await new Promise((resolve) => setTimeout(resolve, 50));
-    return answer(name);
+    for (const found of [answers(name) ?? []].flat()) if (accept === undefined || (await accept(found))) return found;
+    return null;
   };
   return { asked, ask };
 }
@@ -63,6 +67,34 @@ describe('an identity or key homed elsewhere', () => {
     const records = await Promise.all(Array.from({ length: 10 }, () => t.node.identity.resolveKey(KEY)));
     expect(peers.asked).toEqual([digest]);
     for (const r of records) expect(r).toMatchObject({ zid, home: HOME, key_id: 'sk_remote' });
+  });
+
+  it("a claim the peers' views refuse does not stand in for the home's answer that follows it", async () => {
+    const zid = `zid_${'f1'.repeat(16)}`;
+    const digest = 'f2'.repeat(32);
+    const peers = slowPeers((name) =>
+      name === zid
+        ? [
+            { assertion: assertion(zid, digest, LIAR), sender: LIAR },
+            { assertion: assertion(zid, digest), sender: HOME },
+          ]
+        : null,
+    );
+    const weighed: string[] = [];
+    t.node.identity.onRemoteLookup(peers.ask, peers.ask);
+    t.node.identity.onHomeClaim(async (claimed, home) => {
+      weighed.push(`${claimed}@${home}`);
+      return home === HOME;
+    });
+    try {
+      expect(await t.node.identity.findIdentity(zid)).toMatchObject({ zid, home: HOME, kind: 'remote' });
+      expect(weighed).toEqual([`${zid}@${LIAR}`, `${zid}@${HOME}`]);
+      // Known now: the liar's claim, gossiped, is not weighed again (the identity's home as known here answers it).
+      expect(await t.node.identity.applyAssertion(assertion(zid, digest, LIAR), LIAR)).toBe(false);
+      expect(weighed).toHaveLength(2);
+    } finally {
+      t.node.identity.onHomeClaim(async () => true);
+    }
   });
 
   it('a zid no peer knows is asked once, for concurrent misses and for the next ones a while after', async () => {
