@@ -45,9 +45,9 @@ export async function wireIdentity(f: Foundation, chain: ChainService, mesh: Mes
     tickers: [{ name: 'revocation reannounce', everyTicks: f.options.reannounceTicks ?? REANNOUNCE_TICKS, run: () => identity.reannounceRevocations() }],
     gossip: [
       identityAssertHandler(async (assertion, sender) => {
-        await identity.applyAssertion(assertion, sender);
-        // A machine's admin key names its slug: the signer (its home) holds that machine.
-        await mesh.machines.learnFromAssertion(assertion, sender);
+        // A machine's admin key names its slug: the signer (its home) holds that machine, if the assertion applied (its
+        // identity's home signed it).
+        if (await identity.applyAssertion(assertion, sender)) await mesh.machines.learnFromAssertion(assertion, sender);
       }),
     ],
     start: () => {

@@ -20,19 +20,22 @@ let b: TestNode;
 let l: TestNode;
 let d: TestNode;
 let c: TestNode;
-let x: { zid: string; key: string };
+let x: { zid: string; key: string; slug: string };
 /** A key L made up for x: only L's store holds it. */
 const madeUp = mintKey('sk');
 
 const whoami = (n: TestNode, key: string) => call(n.url, 'GET', '/api/auth/whoami', undefined, bearer(key));
 
-/** L's claim to x's key `key`: the record as L's store holds it, and the assertion L signs. */
-function claimOf(key: string) {
+/**
+ * L's claim to x's key `key` (an `sk_` key, or the admin key of x's machine `slug`): the record as L's store holds it,
+ * and the assertion L signs.
+ */
+function claimOf(key: string, slug: string | null = null) {
   const record: KeyRecord = {
     key_id: keyId(key),
-    kind: 'sk',
+    kind: slug === null ? 'sk' : 'zsm',
     zid: x.zid,
-    slug: null,
+    slug,
     plan: 'standard',
     created_unix_ms: 1,
     expires_unix_ms: null,
@@ -73,20 +76,20 @@ afterAll(async () => {
 });
 
 describe("a lying member's claim to another's identity, at a node that joined late", () => {
-  it("is refused when gossiped: C does not learn x as L's, and L's made-up key is refused", async () => {
-    const { assertion } = claimOf(madeUp);
-    let heard = false;
+  it("is refused when gossiped: C does not learn x, or x's machine, as L's, and L's made-up key is refused", async () => {
+    const claims = [claimOf(madeUp).assertion, claimOf(mintKey('zsm'), x.slug).assertion];
+    const heard = new Set<string>();
     const off = c.node.mesh.onEvent(TOPICS.identity, (e) => {
-      if (e.type === IDENTITY_ASSERT && e.sender === l.node.nodeId && (e.body as { digest?: string }).digest === assertion.digest) heard = true;
+      if (e.type === IDENTITY_ASSERT && e.sender === l.node.nodeId) heard.add((e.body as { digest: string }).digest);
     });
     try {
-      // Published again until C has heard it (gossipsub's mesh forms a moment after the peers connect).
+      // Published again until C has heard them (gossipsub's mesh forms a moment after the peers connect).
       await waitUntil(
         async () => {
-          if (!heard) await l.node.mesh.publish(IDENTITY_ASSERT, assertion, TOPICS.identity);
-          return heard;
+          for (const claim of claims) if (!heard.has(claim.digest)) await l.node.mesh.publish(IDENTITY_ASSERT, claim, TOPICS.identity);
+          return heard.size === claims.length;
         },
-        "L's claim heard at C",
+        "L's claims heard at C",
         20_000,
         500,
       );
@@ -94,6 +97,7 @@ describe("a lying member's claim to another's identity, at a node that joined la
       off();
     }
     expect(await c.node.identity.getIdentity(x.zid)).toBeUndefined();
+    expect(await c.node.mesh.machines.known(x.slug)).toBeNull();
     // Looked up on the peers, L alone answers for its made-up key: refused all the same.
     expect(expectError(await whoami(c, madeUp), 401, 'SVC_INVALID_KEY')).toBeDefined();
     expect(await c.node.identity.getIdentity(x.zid)).toBeUndefined();
