@@ -7,8 +7,9 @@
 // (a row of the gossip handler table), and a node refuses to create a slug another node has claimed. Two homes
 // claiming one slug (created within the same gossip delay): the earlier tick wins, ties to the smaller peer id —
 // like DNS, every node picks the same home whatever order it learnt them in, the losing home included (its own
-// claim is stored here too, and it forwards the slug to the winner). Claims known only from identity assertions
-// (no tick) rank after any claim with a tick, then by creation time.
+// claim is stored here too, and it forwards the slug to the winner). A claim is heard only within the skew window of
+// its tick: a race is between creations inside the gossip delay. Claims known only from identity assertions (no
+// tick) rank after any claim with a tick, then by creation time.
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import { askPeers } from './ask-peers.js';
@@ -199,6 +200,11 @@ export class MachineDirectory {
       body: SlugClaimSchema,
       handle: async (claim, event) => {
         if (claim.home !== event.sender) throw new GossipError('reject', 403, 'SVC_FORBIDDEN', 'a slug is claimed by its home only');
+        // A claim is news, gossiped as its machine is made: one dated outside the skew window would let a member take a
+        // slug held long since (the earlier tick wins) and make its home mark the machine lost.
+        if (Math.abs(claim.svcond - this.opts.nowSvcond()) > MAX_SKEW_TICKS) {
+          throw new GossipError('ignore', 400, 'INVALID_EVENT', `a slug claim is heard only within ${MAX_SKEW_TICKS} ticks of its genesis tick`);
+        }
         await this.learn(claim);
       },
     };

@@ -2,7 +2,9 @@
 // decided identically on every node (earlier tick, then smaller peer id), and the losing home forwards the slug.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
-import { better, type MachineHome } from '../../src/mesh/machines.js';
+import { SLUG_CLAIM, better, type MachineHome } from '../../src/mesh/machines.js';
+import { MAX_SKEW_TICKS } from '../../src/mesh/validator.js';
+import { TOPICS } from '../../src/mesh/wire.js';
 import { padNum } from '../../src/store/db.js';
 import { waitUntil } from '../helpers/wait.js';
 import { SLUG_OWED_SUB } from '../../src/chain/slug-loss.js';
@@ -26,6 +28,19 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(nodes.map((n) => n.destroy()));
 });
+
+/** Publish `claims` on C's mesh, as C signs them, until `heard` holds. */
+async function gossipFromC(claims: MachineHome[], heard: () => Promise<boolean>, what: string): Promise<void> {
+  await waitUntil(
+    async () => {
+      for (const claim of claims) await nodes[2]!.node.mesh.publish(SLUG_CLAIM, claim, TOPICS.events);
+      return heard();
+    },
+    what,
+    20_000,
+    500,
+  );
+}
 
 const create = (i: number, slug: string) => call(nodes[i]!.url, 'POST', '/api/chain/state-machines', { slug, is_public: true }, bearer(ids[i]!.key));
 const knownEverywhere = (slug: string) => Promise.all(nodes.map((n) => n.node.mesh.machines.known(slug)));
@@ -90,6 +105,24 @@ describe('slugs across the mesh', () => {
     );
     expect(await knownEverywhere('order-book')).toEqual(['peer-a', 'peer-a', 'peer-a']);
   });
+
+  it('a claim dated outside the skew window is not heard: a member cannot take a slug held since, nor make its home mark it lost', async () => {
+    const [a, c] = [nodes[0]!.node.nodeId, nodes[2]!.node.nodeId];
+    const made = await create(0, 'held-book');
+    expect(made.status, made.text).toBe(201);
+    await waitUntil(async () => (await knownEverywhere('held-book')).every((h) => h === a), 'the claim on every node');
+    // C claims A's slug at a tick before A's, outside the window, then a slug of its own: once A and B hold C's own
+    // claim, they have heard the first.
+    const lie = { slug: 'held-book', home: c, svcond: made.body.genesis_svcond - MAX_SKEW_TICKS - 1, created_unix_ms: 0 };
+    const own = { slug: 'heard-book', home: c, svcond: nodes[2]!.node.mesh.nowSvcond(), created_unix_ms: 0 };
+    const heldByC = async () => (await Promise.all(nodes.slice(0, 2).map((n) => n.node.mesh.machines.known('heard-book')))).every((h) => h === c);
+    await gossipFromC([lie, own], heldByC, "C's claims heard at A and B");
+    expect(await knownEverywhere('held-book')).toEqual([a, a, a]);
+    expect((await nodes[0]!.node.chain.getMachine('held-book'))?.lost).toBeUndefined();
+    const read = await call(nodes[1]!.url, 'GET', '/api/chain/held-book/explore');
+    expect(read.status, read.text).toBe(200);
+    expect(read.headers.get('x-svc-served-by')).toBe(a);
+  }, 60_000);
 
   it('the losing home marks its machine lost, refunds the creation charge once (across restarts too), revokes its admin key and shows it to the owner', async () => {
     const B = 1;
