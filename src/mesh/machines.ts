@@ -64,6 +64,9 @@ export interface SlugLossMarks {
   clearOps(slug: string): Op[];
 }
 
+/** Where a claim comes from: this node's creation, a peer's claim or answer, or an admin key's assertion (a hint). */
+type ClaimSource = 'own' | 'peer' | 'hint';
+
 export function isMachineHome(v: unknown): v is MachineHome {
   if (!v || typeof v !== 'object') return false;
   const o = v as Record<string, unknown>;
@@ -153,15 +156,24 @@ export class MachineDirectory {
 
   /** Remember that a peer holds a machine (this node's own machines are in the chain store, not here). */
   learn(rec: MachineHome): Promise<boolean> {
-    // One at a time: each learn reads the entry the previous one wrote.
-    const run = this.writes.then(() => this.learnNow(rec));
+    return this.queued(rec, 'peer');
+  }
+
+  /** One at a time: each learn reads the entry the previous one wrote. */
+  private queued(rec: MachineHome, source: ClaimSource): Promise<boolean> {
+    const run = this.writes.then(() => this.learnNow(rec, source));
     this.writes = run.catch(() => undefined);
     return run;
   }
 
-  private async learnNow(rec: MachineHome, own = false): Promise<boolean> {
+  private async learnNow(rec: MachineHome, source: ClaimSource): Promise<boolean> {
+    const own = source === 'own';
     if (!isMachineHome(rec) || (rec.home === this.opts.nodeId() && !own)) return false;
     const existing = await this.opts.store.get<MachineHome>(this.sub, rec.slug);
+    // A hint (an admin key's assertion, no tick) decides no race: it fills a gap only, and never makes a loss owed
+    // here; else a member asserting a key of its own for another's machine would take the slug, and its home would
+    // mark the machine lost.
+    if (source === 'hint' && (existing !== undefined || (this.marks !== null && (await this.marks.owedOps(rec.slug)).length > 0))) return false;
     const next = existing ? better(existing, rec) : rec;
     if (existing && next.home === existing.home && next.created_unix_ms === existing.created_unix_ms && next.svcond === existing.svcond) {
       // This node's own claim, made after another home's better one was stored: it lost on arrival.
@@ -188,9 +200,7 @@ export class MachineDirectory {
 
   /** This node's own claim (it created the machine): stored like the others, so the winner is chosen the same way. */
   claimOwn(rec: MachineHome): Promise<boolean> {
-    const run = this.writes.then(() => this.learnNow(rec, true));
-    this.writes = run.catch(() => undefined);
-    return run;
+    return this.queued(rec, 'own');
   }
 
   /** The gossip row of slug claims: a claim travels from its home only. */
@@ -212,12 +222,13 @@ export class MachineDirectory {
 
   /**
    * Learn from an identity assertion (svc/identity/1) whose signature the mesh verified: a zsm_ key names its
-   * machine's slug, and the machine is homed where the key is. Only the signer's own machines are taken.
+   * machine's slug, and the machine is homed where the key is. Only the signer's own machines are taken, and only where
+   * no entry or machine of the slug is held here (a hint: learnNow).
    */
   async learnFromAssertion(body: unknown, sender: string): Promise<boolean> {
     const key = (body as { key?: Record<string, unknown> } | null)?.key;
     if (!key || typeof key !== 'object' || key.kind !== 'zsm' || key.home !== sender || typeof key.slug !== 'string') return false;
-    return this.learn({ slug: key.slug, home: sender, created_unix_ms: typeof key.created_unix_ms === 'number' ? key.created_unix_ms : 0 });
+    return this.queued({ slug: key.slug, home: sender, created_unix_ms: typeof key.created_unix_ms === 'number' ? key.created_unix_ms : 0 }, 'hint');
   }
 
   /** The home recorded here, without asking anyone. */

@@ -5,6 +5,8 @@ import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } f
 import { SLUG_CLAIM, better, type MachineHome } from '../../src/mesh/machines.js';
 import { MAX_SKEW_TICKS } from '../../src/mesh/validator.js';
 import { TOPICS } from '../../src/mesh/wire.js';
+import { IDENTITY_ASSERT } from '../../src/mesh/identity-assert.js';
+import { keyDigest, keyId, mintKey } from '../../src/identity/keys.js';
 import { padNum } from '../../src/store/db.js';
 import { waitUntil } from '../helpers/wait.js';
 import { SLUG_OWED_SUB } from '../../src/chain/slug-loss.js';
@@ -120,6 +122,41 @@ describe('slugs across the mesh', () => {
     expect(await knownEverywhere('held-book')).toEqual([a, a, a]);
     expect((await nodes[0]!.node.chain.getMachine('held-book'))?.lost).toBeUndefined();
     const read = await call(nodes[1]!.url, 'GET', '/api/chain/held-book/explore');
+    expect(read.status, read.text).toBe(200);
+    expect(read.headers.get('x-svc-served-by')).toBe(a);
+  }, 60_000);
+
+  it("an admin key asserted for another's machine is not heard: a member cannot take a default machine, nor make its home mark it lost", async () => {
+    const [a, c] = [nodes[0]!.node.nodeId, nodes[2]!.node.nodeId];
+    // C asserts a zsm_ key of its own identity for the default machine of A's identity, dated before it.
+    const forged = mintKey('zsm');
+    const key = {
+      key_id: keyId(forged),
+      kind: 'zsm',
+      zid: ids[2]!.zid,
+      slug: ids[0]!.slug,
+      plan: 'standard',
+      created_unix_ms: 0,
+      expires_unix_ms: null,
+      revoked_unix_ms: null,
+      home: c,
+    };
+    const assertion = { digest: keyDigest(forged), key, identity: { zid: ids[2]!.zid, home: c, default_machine: ids[2]!.slug } };
+    // Then a claim of its own: once A and B hold it, they have heard the assertion.
+    const own = { slug: 'heard-book-two', home: c, svcond: nodes[2]!.node.mesh.nowSvcond(), created_unix_ms: 0 };
+    await waitUntil(
+      async () => {
+        await nodes[2]!.node.mesh.publish(IDENTITY_ASSERT, assertion, TOPICS.identity);
+        await nodes[2]!.node.mesh.publish(SLUG_CLAIM, own, TOPICS.events);
+        return (await Promise.all(nodes.slice(0, 2).map((n) => n.node.mesh.machines.known('heard-book-two')))).every((h) => h === c);
+      },
+      "C's assertion and claim heard at A and B",
+      20_000,
+      500,
+    );
+    expect((await nodes[0]!.node.chain.getMachine(ids[0]!.slug))?.lost).toBeUndefined();
+    for (const n of nodes.slice(0, 2)) expect(await n.node.mesh.machines.known(ids[0]!.slug)).not.toBe(c);
+    const read = await call(nodes[1]!.url, 'GET', `/api/chain/${ids[0]!.slug}/explore`, undefined, bearer(ids[0]!.key));
     expect(read.status, read.text).toBe(200);
     expect(read.headers.get('x-svc-served-by')).toBe(a);
   }, 60_000);
