@@ -8,8 +8,9 @@
 // claiming one slug (created within the same gossip delay): the earlier tick wins, ties to the smaller peer id —
 // like DNS, every node picks the same home whatever order it learnt them in, the losing home included (its own
 // claim is stored here too, and it forwards the slug to the winner). A claim is heard only within the skew window of
-// its tick: a race is between creations inside the gossip delay. Claims known only from identity assertions (no
-// tick) rank after any claim with a tick, then by creation time.
+// its tick: a race is between creations inside the gossip delay. A home known only from an admin key's identity
+// assertion (no tick) is a hint that fills a gap; answers to a lookup (no tick) rank after any claim with a tick, then
+// by creation time.
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import { askPeers } from './ask-peers.js';
