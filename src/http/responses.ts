@@ -604,6 +604,7 @@ export const forksResponse = z.looseObject({
 
 /** Mesh identity routes (routes/mesh-identity.ts). */
 export const meshIdentityResponse = z.looseObject({ nodeId: peerId, zid: z.string(), verified: z.boolean(), home: peerId.nullable(), svcond: tick });
+export const meshMachineViewResponse = z.looseObject({ nodeId: peerId, slug: z.string(), home: peerId.nullable() });
 export const meshVerifyResponse = z.looseObject({
   zid: z.string(),
   verified: z.boolean(),

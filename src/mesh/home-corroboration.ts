@@ -5,6 +5,7 @@
 // the peers that know the identity (GET /api/mesh/identity/:zid, each peer's directory): it is taken when more of
 // them name the claimant than any other home, the claim counting as the claimant's own word. A new identity, which no
 // other peer knows yet, is taken at once; a claim outvoted, or tied, is refused and not weighed again for a while.
+// The same rule weighs a machine's holder against the peers' directories (mesh/machines.ts lookup).
 import { askPeers, type PeerAddress } from './ask-peers.js';
 import type { OverMesh } from './peer-http.js';
 import { BoundedMap } from '../util/bounded-map.js';

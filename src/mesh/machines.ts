@@ -13,7 +13,8 @@
 // by creation time.
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { BoundedMap } from '../util/bounded-map.js';
-import { askPeers } from './ask-peers.js';
+import { askPeers, type PeerAddress } from './ask-peers.js';
+import { claimStands } from './home-corroboration.js';
 import type { OverMesh } from './peer-http.js';
 import { MAX_SKEW_TICKS } from './validator.js';
 import { verifyEventSignature, type MeshEvent } from './wire.js';
@@ -267,10 +268,18 @@ export class MachineDirectory {
       if (!(await verifyEventSignature(event))) return null;
       return { slug, home: claim.home, created_unix_ms: claim.created_unix_ms };
     });
-    const claims = answers.map((a) => a.answer);
+    const claims = answers.flatMap((a) => (a.answer === null ? [] : [a.answer]));
+    // A holder's answer is its own word: it stands only where the other peers' directories do not name another home
+    // more often (a lying member answering for a machine it does not hold would be sent its keys).
+    const views = claims.length === 0 ? [] : await this.viewsOf(slug, peers, overMesh);
+    const standing = claims.filter((c) =>
+      claimStands(
+        c.home,
+        views.filter((v) => v.peer !== c.home).map((v) => v.home),
+      ),
+    );
     let winner: MachineHome | null = null;
-    for (const c of claims) {
-      if (!c) continue;
+    for (const c of standing) {
       await this.learn(c);
       winner = winner ? better(winner, c) : c;
     }
@@ -280,5 +289,14 @@ export class MachineDirectory {
     }
     this.unknown.set(slug, this.opts.nowMs() + NEGATIVE_MS);
     return null;
+  }
+
+  /** Where each peer that knows the slug holds its machine to be (`GET /api/mesh/machines/:slug/home`). */
+  private async viewsOf(slug: string, peers: readonly PeerAddress[], overMesh: OverMesh | null): Promise<{ peer: string; home: string }[]> {
+    const answers = await askPeers(peers, `/api/mesh/machines/${slug}/home`, LOOKUP_TIMEOUT_MS, overMesh, (body, p) => {
+      const b = body as { nodeId?: unknown; slug?: unknown; home?: unknown } | null;
+      return b && b.nodeId === p.peerId && b.slug === slug && typeof b.home === 'string' ? b.home : null;
+    });
+    return answers.flatMap((a) => (a.answer === null ? [] : [{ peer: a.peer.peerId, home: a.answer }]));
   }
 }

@@ -2,7 +2,8 @@
 // and every node learns it; L (the liar, composed here: its own store says x is homed at L, with x's key and a key L
 // made up) gossips its claim and answers lookups with it. C joins through D, which is then stopped. C weighs each claim
 // to x against the peers that know x: L's is outvoted, so the key L made up is refused at C, and x's own key, looked up
-// on every peer (L answers too), is learnt from A, and x's requests at C are forwarded to A, never to L.
+// on every peer (L answers too), is learnt from A, and x's requests at C are forwarded to A, never to L. So is a
+// machine of x's that L answers it holds as well.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyDigest, keyId, mintKey } from '../../src/identity/keys.js';
 import { IDENTITY_ASSERT } from '../../src/mesh/identity-assert.js';
@@ -13,7 +14,8 @@ import { waitUntil } from '../helpers/wait.js';
 
 const MESH_SECRET = 'lying-home-claim-secret-0123456789ab';
 const meshConfig = sparseMeshConfig(MESH_SECRET);
-const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
+const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 }, initialCredits: 1000 };
+const BOOK = 'lying-claim-book';
 
 let a: TestNode;
 let b: TestNode;
@@ -67,6 +69,12 @@ beforeAll(async () => {
     ...ops,
     { type: 'put', sub: store.sub('identities'), key: x.zid, value: { zid: x.zid, kind: 'remote', salt: '', home: l.node.nodeId, created_unix_ms: 1 } },
   ]);
+  // A machine of x's at A, claimed before C joins; L's store holds one of that slug too, homed at L, made earlier.
+  const made = await call(a.url, 'POST', '/api/chain/state-machines', { slug: BOOK, is_public: true }, bearer(x.key));
+  expect(made.status, made.text).toBe(201);
+  await waitUntil(async () => (await b.node.mesh.machines.known(BOOK)) === a.node.nodeId, "A's claim known at B", 15_000, 50);
+  const book = (await a.node.chain.getMachine(BOOK))!;
+  await store.commit(l.node.chain.machineMoveOps(null, { ...book, home: l.node.nodeId, created_unix_ms: 0 }));
   c = await startTestNode(meshConfig([d.node.mesh.multiaddrs()[0]!]), opts);
   await waitMeshHeard([a, b, l, d, c]);
 }, 120_000);
@@ -117,5 +125,13 @@ describe("a lying member's claim to another's identity, at a node that joined la
     expect(await c.node.identity.applyAssertion(claimOf(madeUp).assertion, l.node.nodeId)).toBe(false);
     expect(await c.node.identity.getIdentity(x.zid)).toMatchObject({ home: a.node.nodeId });
     expect((await whoami(c, madeUp)).status).toBe(401);
+  }, 60_000);
+
+  it("finds x's machine at A, though L answers that it holds it too", async () => {
+    expect(await c.node.mesh.machines.known(BOOK)).toBeNull();
+    const read = await call(c.url, 'GET', `/api/chain/${BOOK}/explore`);
+    expect(read.status, read.text).toBe(200);
+    expect(read.headers.get('x-svc-served-by')).toBe(a.node.nodeId);
+    expect(await c.node.mesh.machines.known(BOOK)).toBe(a.node.nodeId);
   }, 60_000);
 });
