@@ -106,6 +106,11 @@ export type HomeClaimCheck = (zid: string, home: string) => Promise<boolean>;
 const NEGATIVE_LOOKUP_MS = 30_000;
 /** How long a revocation is asserted again (reannounceRevocations): a node cut off for less learns it when it is back. */
 export const REVOCATION_REANNOUNCE_MS = 24 * 3600_000;
+/** Where the node keeps when it last heard the mesh (noteMeshHeard), and how often that is written. */
+const MESH_HEARD_KEY = 'mesh-heard-at';
+const MESH_HEARD_RESOLUTION_MS = 60_000;
+/** Deletions committed per batch when remote key records are forgotten. */
+const FORGET_CHUNK_OPS = 512;
 /** Revocations asserted again per run, at most (the next run reads on from there). */
 const REVOCATIONS_PER_RUN = 256;
 /** Embed keys one machine's listing reads at most. */
@@ -150,6 +155,8 @@ export class IdentityService {
   private readonly lastUsed: Sublevel;
   /** Keys revoked here within REVOCATION_REANNOUNCE_MS: digest → when (the marker is put in the revocation's batch). */
   private readonly recentRevocations: Sublevel;
+  /** Markers beside the index versions (chain_meta, store/backfill.ts): when the mesh was last heard. */
+  private readonly meta: Sublevel;
   private readonly revocationCursor = new RangeCursor();
   /** The last-use time last written per digest, so a busy key is written once per resolution. */
   private readonly lastUseWritten: BoundedMap<string, number>;
@@ -183,6 +190,7 @@ export class IdentityService {
     this.identityKeys = deps.store.sub('identity_keys');
     this.lastUsed = deps.store.sub('key_last_used');
     this.recentRevocations = deps.store.sub('key_revocations_recent');
+    this.meta = deps.store.sub('chain_meta');
     this.lastUseWritten = new BoundedMap(deps.keyCacheMax ?? 10_000);
     this.machines = new MachineCreation({
       store: deps.store,
@@ -230,6 +238,50 @@ export class IdentityService {
     const ident = key.zid ? await this.getIdentity(key.zid) : undefined;
     if (ident === undefined || ident.home !== this.deps.nodeId()) return null;
     return { zid: ident.zid, home: ident.home, default_machine: ident.default_machine ?? null };
+  }
+
+  /**
+   * Note whether this node hears the mesh now (a ticker's run, and at start with `hearing` false). A node that went
+   * longer than REVOCATION_REANNOUNCE_MS without hearing it (stopped, or cut off) may have missed revocations that no
+   * home asserts any more: the live records it holds of keys of identities homed elsewhere are forgotten, to be looked
+   * up on their homes when next presented (as a late joiner does). Returns the records forgotten.
+   */
+  async noteMeshHeard(hearing: boolean): Promise<number> {
+    const now = this.now();
+    const last = await this.deps.store.get<number>(this.meta, MESH_HEARD_KEY);
+    const away = last !== undefined && now - last > REVOCATION_REANNOUNCE_MS;
+    if (!away && (!hearing || (last !== undefined && now - last < MESH_HEARD_RESOLUTION_MS))) return 0;
+    const forgotten = away ? await this.forgetRemoteKeys() : 0;
+    // After forgetting, every remote key record held is as of now: the next absence is counted from here.
+    await this.deps.store.commit([{ type: 'put', sub: this.meta, key: MESH_HEARD_KEY, value: now }]);
+    return forgotten;
+  }
+
+  /** Delete the live key records of identities homed elsewhere, in chunks (a crash before the end: the next start runs it again). */
+  private async forgetRemoteKeys(): Promise<number> {
+    const self = this.deps.nodeId();
+    const homes = new Map<string, string | undefined>();
+    let ops: Op[] = [];
+    let forgotten = 0;
+    for await (const [digest, rec] of this.keys.iterator() as AsyncIterable<[string, KeyRecord]>) {
+      if (rec.home === self || rec.revoked_unix_ms !== null) continue;
+      if (rec.zid) {
+        if (!homes.has(rec.zid)) homes.set(rec.zid, (await this.getIdentity(rec.zid))?.home);
+        // A key minted at an identity's earlier home, of an identity homed here now (a failover): this node speaks for it.
+        if (homes.get(rec.zid) === self) continue;
+      }
+      ops.push({ type: 'del', sub: this.keys, key: digest });
+      if (rec.zid) ops.push({ type: 'del', sub: this.identityKeys, key: `${rec.zid}!${rec.key_id}` });
+      if (rec.kind === 'zsm_pub' && rec.slug) ops.push({ type: 'del', sub: this.embedKeys, key: `${rec.slug}!${rec.key_id}` });
+      this.keyCache.delete(digest);
+      forgotten++;
+      if (ops.length >= FORGET_CHUNK_OPS) {
+        await this.deps.store.commit(ops);
+        ops = [];
+      }
+    }
+    if (ops.length > 0) await this.deps.store.commit(ops);
+    return forgotten;
   }
 
   /** The ops storing a revoked key, with its marker for reannounceRevocations when the mesh is told of it. */

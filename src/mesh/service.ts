@@ -759,6 +759,11 @@ export class MeshService {
       .sort((a, b) => (b.lastSeen ?? 0) - (a.lastSeen ?? 0));
   }
 
+  /** Whether a connection to a peer is open now. */
+  hearsPeers(): boolean {
+    return (this.host?.connections().open ?? 0) > 0;
+  }
+
   /** Peers known to the node (tick senders and connected peers). */
   peers(): PeerInfo[] {
     return this.peerTable.list();

@@ -36,13 +36,18 @@ export async function wireIdentity(f: Foundation, chain: ChainService, mesh: Mes
   });
   await identity.indexEmbedKeysOnce();
   await identity.indexIdentityKeysOnce();
+  // Back from longer than a revocation is asserted again: the keys learnt of other homes are asked of them again.
+  if (mesh.enabled) await identity.noteMeshHeard(false);
   const demoKeys = new DemoKeys(store, identity, { counters: f.counters, clock: f.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
   const routes = [identityRoutes({ identity, demoKeys }), meshIdentityRoutes({ mesh, identity })];
   if (!mesh.enabled) return { identity, demoKeys, capability: { name: 'identity', routes } };
   const capability: Capability = {
     name: 'identity',
     routes,
-    tickers: [{ name: 'revocation reannounce', everyTicks: f.options.reannounceTicks ?? REANNOUNCE_TICKS, run: () => identity.reannounceRevocations() }],
+    tickers: [
+      { name: 'revocation reannounce', everyTicks: f.options.reannounceTicks ?? REANNOUNCE_TICKS, run: () => identity.reannounceRevocations() },
+      { name: 'mesh heard', everyTicks: f.options.reannounceTicks ?? REANNOUNCE_TICKS, run: () => identity.noteMeshHeard(mesh.hearsPeers()) },
+    ],
     gossip: [
       identityAssertHandler(async (assertion, sender) => {
         // A machine's admin key names its slug: the signer (its home) holds that machine, if the assertion applied (its
