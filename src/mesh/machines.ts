@@ -1,16 +1,15 @@
 // Where state machines live. A machine's home is the node that created it (architecture.md §5); machines are not
-// replicated, so a node asked about a machine it does not hold needs the home's peer id. It learns it from the
-// identity assertions homes gossip when they create a machine (the machine's zsm_ admin key carries its slug and
-// home, signed by the home), keeps it in a bounded sublevel, and otherwise asks its peers: an answer counts only
-// when it is a `machine.home` event signed by the peer asked, naming itself as the home, at a tick near now.
-// Slugs are claimed mesh-wide: a home gossips a `chain.slug` claim {slug, home, svcond} when it creates a machine
-// (a row of the gossip handler table), and a node refuses to create a slug another node has claimed. Two homes
-// claiming one slug (created within the same gossip delay): the earlier tick wins, ties to the smaller peer id —
-// like DNS, every node picks the same home whatever order it learnt them in, the losing home included (its own
-// claim is stored here too, and it forwards the slug to the winner). A claim is heard only within the skew window of
-// its tick: a race is between creations inside the gossip delay. A home known only from an admin key's identity
-// assertion (no tick) is a hint that fills a gap; answers to a lookup (no tick) rank after any claim with a tick, then
-// by creation time.
+// replicated, so a node asked about a machine it does not hold needs the home's peer id (an identity's default machine
+// follows its owner identity instead: http/machine-place.ts). Slugs are claimed mesh-wide: a home gossips a
+// `chain.slug` claim {slug, home, svcond} when it creates a machine (a row of the gossip handler table), this
+// directory keeps the claims in a bounded sublevel, and a node refuses to create a slug another node has claimed. Two
+// homes claiming one slug (created within the same gossip delay): the earlier tick wins, ties to the smaller peer id —
+// like DNS, every node picks the same home whatever order it learnt them in, the losing home included (its own claim
+// is stored here too, and it forwards the slug to the winner). A claim is heard only within the skew window of its
+// tick: a race is between creations inside the gossip delay. A slug no claim named is asked of the peers: an answer
+// counts only when it is a `machine.home` event signed by the peer asked, naming itself as the home, at a tick near
+// now, and stands only against the other peers' views (lookup); such answers (no tick) rank after any claim with a
+// tick, then by creation time.
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import { askPeers, type PeerAddress } from './ask-peers.js';
@@ -65,9 +64,6 @@ export interface SlugLossMarks {
   /** Ops clearing the slug's marker (nothing is owed). */
   clearOps(slug: string): Op[];
 }
-
-/** Where a claim comes from: this node's creation, a peer's claim or answer, or an admin key's assertion (a hint). */
-type ClaimSource = 'own' | 'peer' | 'hint';
 
 export function isMachineHome(v: unknown): v is MachineHome {
   if (!v || typeof v !== 'object') return false;
@@ -158,24 +154,19 @@ export class MachineDirectory {
 
   /** Remember that a peer holds a machine (this node's own machines are in the chain store, not here). */
   learn(rec: MachineHome): Promise<boolean> {
-    return this.queued(rec, 'peer');
+    return this.queued(rec, false);
   }
 
   /** One at a time: each learn reads the entry the previous one wrote. */
-  private queued(rec: MachineHome, source: ClaimSource): Promise<boolean> {
-    const run = this.writes.then(() => this.learnNow(rec, source));
+  private queued(rec: MachineHome, own: boolean): Promise<boolean> {
+    const run = this.writes.then(() => this.learnNow(rec, own));
     this.writes = run.catch(() => undefined);
     return run;
   }
 
-  private async learnNow(rec: MachineHome, source: ClaimSource): Promise<boolean> {
-    const own = source === 'own';
+  private async learnNow(rec: MachineHome, own: boolean): Promise<boolean> {
     if (!isMachineHome(rec) || (rec.home === this.opts.nodeId() && !own)) return false;
     const existing = await this.opts.store.get<MachineHome>(this.sub, rec.slug);
-    // A hint (an admin key's assertion, no tick) decides no race: it fills a gap only, and never makes a loss owed
-    // here; else a member asserting a key of its own for another's machine would take the slug, and its home would
-    // mark the machine lost.
-    if (source === 'hint' && (existing !== undefined || (this.marks !== null && (await this.marks.owedOps(rec.slug)).length > 0))) return false;
     const next = existing ? better(existing, rec) : rec;
     if (existing && next.home === existing.home && next.created_unix_ms === existing.created_unix_ms && next.svcond === existing.svcond) {
       // This node's own claim, made after another home's better one was stored: it lost on arrival.
@@ -202,7 +193,7 @@ export class MachineDirectory {
 
   /** This node's own claim (it created the machine): stored like the others, so the winner is chosen the same way. */
   claimOwn(rec: MachineHome): Promise<boolean> {
-    return this.queued(rec, 'own');
+    return this.queued(rec, true);
   }
 
   /** The gossip row of slug claims: a claim travels from its home only. */
@@ -220,17 +211,6 @@ export class MachineDirectory {
         await this.learn(claim);
       },
     };
-  }
-
-  /**
-   * Learn from an identity assertion (svc/identity/1) whose signature the mesh verified: a zsm_ key names its
-   * machine's slug, and the machine is homed where the key is. Only the signer's own machines are taken, and only where
-   * no entry or machine of the slug is held here (a hint: learnNow).
-   */
-  async learnFromAssertion(body: unknown, sender: string): Promise<boolean> {
-    const key = (body as { key?: Record<string, unknown> } | null)?.key;
-    if (!key || typeof key !== 'object' || key.kind !== 'zsm' || key.home !== sender || typeof key.slug !== 'string') return false;
-    return this.queued({ slug: key.slug, home: sender, created_unix_ms: typeof key.created_unix_ms === 'number' ? key.created_unix_ms : 0 }, 'hint');
   }
 
   /** The home recorded here, without asking anyone. */

@@ -50,9 +50,7 @@ export async function wireIdentity(f: Foundation, chain: ChainService, mesh: Mes
     ],
     gossip: [
       identityAssertHandler(async (assertion, sender) => {
-        // A machine's admin key names its slug: the signer (its home) holds that machine, if the assertion applied (its
-        // identity's home signed it).
-        if (await identity.applyAssertion(assertion, sender)) await mesh.machines.learnFromAssertion(assertion, sender);
+        await identity.applyAssertion(assertion, sender);
       }),
     ],
     start: () => {

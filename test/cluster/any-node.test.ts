@@ -180,8 +180,10 @@ describe('chain reads on any node', () => {
   });
 
   it('validate and explore of a chain homed on A answer the same through B and C, with X-Svc-Served-By', async () => {
-    // B learnt the machine's home from the gossiped assertion of its admin key; it does not hold the chain.
-    expect(await waitFor(() => b.node.mesh.machines.known(owner.slug), 'machine home on B')).toBe(a.node.nodeId);
+    // A default machine follows its owner: B knows the owner homed at A (its gossiped assertion), holds no directory
+    // entry for the slug (an admin key's assertion teaches none), and does not hold the chain.
+    expect(await waitFor(async () => (await b.node.identity.getIdentity(owner.zid))?.home, 'the owner known on B')).toBe(a.node.nodeId);
+    expect(await b.node.mesh.machines.known(owner.slug)).toBeNull();
     expect(await b.node.chain.getMachine(owner.slug)).toBeUndefined();
 
     const onA = await call(a.url, 'GET', validate(owner.slug), undefined, bearer(owner.key));

@@ -106,6 +106,8 @@ describe("a lying member's claim to another's identity, at a node that joined la
     }
     expect(await c.node.identity.getIdentity(x.zid)).toBeUndefined();
     expect(await c.node.mesh.machines.known(x.slug)).toBeNull();
+    // Asked, C places x's default machine at A, its holder: L's view (x homed at L) is outvoted.
+    expect(await c.node.mesh.machines.homeOf(x.slug)).toBe(a.node.nodeId);
     // Looked up on the peers, L alone answers for its made-up key: refused all the same.
     expect(expectError(await whoami(c, madeUp), 401, 'SVC_INVALID_KEY')).toBeDefined();
     expect(await c.node.identity.getIdentity(x.zid)).toBeUndefined();

@@ -1,8 +1,8 @@
-// The body of an identity.assert event a (fake) home node gossips for a key it minted: tests that stand in for a
-// remote home use it to make the node under test know a key homed elsewhere.
+// The body of an identity.assert event a (fake) home node gossips for a key it minted (revoked at `revokedUnixMs`, else
+// live): tests that stand in for a remote home use it to make the node under test know a key homed elsewhere.
 import { keyDigest, keyId } from '../../src/identity/keys.js';
 
-export function identityAssertBody(key: string, zid: string, home: string, createdUnixMs: number) {
+export function identityAssertBody(key: string, zid: string, home: string, createdUnixMs: number, revokedUnixMs: number | null = null) {
   return {
     digest: keyDigest(key),
     key: {
@@ -13,7 +13,7 @@ export function identityAssertBody(key: string, zid: string, home: string, creat
       plan: 'standard',
       created_unix_ms: createdUnixMs,
       expires_unix_ms: null,
-      revoked_unix_ms: null,
+      revoked_unix_ms: revokedUnixMs,
       home,
     },
     identity: { zid, home, default_machine: null },

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/kernel/clock.js';
 import { keyDigest, keyId, mintKey } from '../../src/identity/keys.js';
+import { identityAssertBody } from '../helpers/identity-assert.js';
 import { REVOCATION_REANNOUNCE_MS } from '../../src/identity/service.js';
 import type { KeyRecord } from '../../src/records/types.js';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
@@ -27,20 +28,7 @@ afterAll(async () => {
 });
 
 /** The assertion HOME gives of `key`, a key of identity `zid` homed at HOME (revoked at `revoked`, else live). */
-function assertion(key: string, zid: string, revoked: number | null = null) {
-  const record: KeyRecord = {
-    key_id: keyId(key),
-    kind: 'sk',
-    zid,
-    slug: null,
-    plan: 'standard',
-    created_unix_ms: 1,
-    expires_unix_ms: null,
-    revoked_unix_ms: revoked,
-    home: HOME,
-  };
-  return { digest: keyDigest(key), key: record, identity: { zid, home: HOME, default_machine: null } };
-}
+const assertion = (key: string, zid: string, revoked: number | null = null) => identityAssertBody(key, zid, HOME, 1, revoked);
 
 const whoami = (key: string) => call(t.url, 'GET', '/api/auth/whoami', undefined, bearer(key));
 const held = (key: string) => t.node.store.get<KeyRecord>(t.node.store.sub('keys'), keyDigest(key));

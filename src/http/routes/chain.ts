@@ -241,16 +241,15 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
   });
 
   /**
-   * Where this node holds a machine to be: here when it is homed here, else its directory's entry (null: not known). A
-   * peer weighs a holder's answer against these views (mesh/machines.ts lookup).
+   * Where this node holds a machine to be, without asking anyone (machine-place.ts; null: not known). A peer weighs a
+   * holder's answer against these views (mesh/machines.ts lookup).
    */
   router.get('/api/mesh/machines/:slug/home', responds(meshMachineViewResponse), async (ctx) => {
     const slug = String(ctx.params.slug);
     if (!SLUG_PATTERN.test(slug))
       throw new ServiceError(400, 'SVC_INVALID_INPUT', 'slug must be 3 … 48 of a-z, 0-9 and -', { field: 'slug', reason: 'format', allowed: null });
-    const machine = await s.chain.getMachine(slug);
-    const here = machine !== undefined && machine.home === kit.nodeId() && !machine.lost;
-    ctx.body = { nodeId: kit.nodeId(), slug, home: here ? kit.nodeId() : ((await s.mesh?.machines.known(slug)) ?? null) };
+    const place = await machinePlace(kit.nodeId(), s, slug, false);
+    ctx.body = { nodeId: kit.nodeId(), slug, home: place === 'here' ? kit.nodeId() : place };
   });
 
   /** Take a charged voucher for this request (401 when its nonce was used, asked about or is in use). */
