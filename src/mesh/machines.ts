@@ -249,7 +249,7 @@ export class MachineDirectory {
       return { slug, home: claim.home, created_unix_ms: claim.created_unix_ms };
     });
     const claims = answers.flatMap((a) => (a.answer === null ? [] : [a.answer]));
-    // A holder's answer is its own word: it stands only where the other peers' directories do not name another home
+    // A holder's answer is its own word: it stands only where the other peers do not place the machine at another home
     // more often (a lying member answering for a machine it does not hold would be sent its keys).
     const views = claims.length === 0 ? [] : await this.viewsOf(slug, peers, overMesh);
     const standing = claims.filter((c) =>
@@ -271,7 +271,7 @@ export class MachineDirectory {
     return null;
   }
 
-  /** Where each peer that knows the slug holds its machine to be (`GET /api/mesh/machines/:slug/home`). */
+  /** Where each peer that knows the slug places its machine (`GET /api/mesh/machines/:slug/home`). */
   private async viewsOf(slug: string, peers: readonly PeerAddress[], overMesh: OverMesh | null): Promise<{ peer: string; home: string }[]> {
     const answers = await askPeers(peers, `/api/mesh/machines/${slug}/home`, LOOKUP_TIMEOUT_MS, overMesh, (body, p) => {
       const b = body as { nodeId?: unknown; slug?: unknown; home?: unknown } | null;
