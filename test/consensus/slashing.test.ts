@@ -95,6 +95,24 @@ async function verdictAt(t: TestNode, id: string): Promise<any> {
   );
 }
 
+/**
+ * Until `at` hears `member` contributing with `op`'s bond, settled by `at`'s clock: what a challenge opened at `at`
+ * needs of the committee's one member (B hearing C's mode alone is not it: the tick event must carry the bond).
+ */
+async function eligibleAt(at: TestNode, member: TestNode, op: Operator): Promise<void> {
+  await waitFor(
+    () => {
+      const bond = at.node.bonds.get(op.bondId)?.bond?.bond;
+      const heard = at.node.mesh.peers().find((p) => p.peerId === member.node.nodeId);
+      if (!bond || !heard || heard.mode !== 'contributing' || heard.bondId !== op.bondId || heard.lastTick === null) return false;
+      const now = at.node.mesh.nowSvcond();
+      return now - bond.svcond >= 1 && heard.lastTick >= now - 8;
+    },
+    30_000,
+    `${member.url} heard contributing with its bond at ${at.url}`,
+  );
+}
+
 beforeAll(async () => {
   b = await startTestNode(config([]), { ...opts, clock: clocks.b });
   bootAddr = b.node.mesh.multiaddrs()[0]!;
@@ -122,6 +140,7 @@ describe('slashing is every node’s fact', () => {
     const truth = await call(c.url, 'POST', '/api/svc/zeta', { n: 5, count: 1 }, bearer(ops.c!.key));
     expect(truth.body.result_digest).not.toBe(result.result_digest);
     const ch = await zkIdentity(b.url, 'challenger-rewarded');
+    await eligibleAt(b, c, ops.c!);
     const before = await envelopes(b, ch.key, ch.zid);
     const bondEnvelopesBefore = await envelopes(m, ops.m!.key, ops.m!.zid);
     // M records the verdict but applies nothing before it stops (its effects stay owed).
@@ -208,6 +227,7 @@ describe('slashing is every node’s fact', () => {
     // The liar: it records the verdict and never applies it.
     l.node.slashing.onVerdict = async () => undefined;
     const ch = await zkIdentity(b.url, 'challenger-random');
+    await eligibleAt(b, c, ops.c!);
     const opened = await call(b.url, 'POST', '/api/tally/consensus/challenges', { result_id: result.result_id, claimed_digest: RANDOM_DIGEST }, bearer(ch.key));
     expect(opened.status, opened.text).toBe(201);
     expect(opened.body.committee).toEqual([c.node.nodeId]);

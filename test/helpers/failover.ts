@@ -4,6 +4,7 @@ import { onTestFailed } from 'vitest';
 import { FaultCluster, logTail } from './fault/cluster.js';
 import { bond } from './custody.js';
 import { call, type Reply } from './node.js';
+import { waitUntil } from './wait.js';
 
 /** GET /api/mesh/custody/:zid as a node answers it (null: not known there, or the node is down). */
 export interface CustodyStatus {
@@ -17,6 +18,25 @@ export interface CustodyStatus {
 export async function custodyAt(url: string, zid: string): Promise<CustodyStatus | null> {
   const r = await call(url, 'GET', `/api/mesh/custody/${zid}`).catch(() => null);
   return r?.status === 200 ? (r.body as CustodyStatus) : null;
+}
+
+/**
+ * Wait until every node of the cluster holds `zid` in one custody set of three, and return it. A node that has not yet
+ * heard every bond ranks the members it knows: a set read at one node alone may not be the one a takeover follows.
+ */
+export async function oneCustodySet(cluster: FaultCluster, zid: string, withinMs = 60_000): Promise<CustodyStatus> {
+  const urls = cluster.specs.map((s) => cluster.url(s.index));
+  return waitUntil(
+    async () => {
+      const sets = await Promise.all(urls.map((url) => custodyAt(url, zid)));
+      const first = sets[0];
+      if (!first || first.custodians.length !== 3) return null;
+      return sets.every((s) => s !== null && s.custodians.join() === first.custodians.join()) ? first : null;
+    },
+    `every node holding ${zid} in one custody set of three`,
+    withinMs,
+    250,
+  );
 }
 
 /**
