@@ -3,7 +3,7 @@
 // data dir, fixed HTTP and libp2p ports (a restarted node keeps its URL, multiaddr and peer id: the node key is in the
 // data dir) and durable writes (an acknowledged write survives a SIGKILL). Logs go to <dataDir>/node.log.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,6 +47,15 @@ export interface FaultClusterOptions {
 }
 
 /** The end of a node's log (what a node that would not start said last). */
+/** What a node's log says from byte `from` on. */
+function logSince(dataDir: string, from: number): string {
+  try {
+    return readFileSync(join(dataDir, 'node.log')).subarray(from).toString('utf8');
+  } catch {
+    return '';
+  }
+}
+
 export function logTail(dataDir: string): string {
   try {
     return readFileSync(join(dataDir, 'node.log'), 'utf8').slice(-2000);
@@ -129,6 +138,7 @@ export class FaultCluster {
     const spec = this.specs[i]!;
     const bootstrap = this.specs.filter((s) => s.index !== i && this.nodeIds[s.index]).map((s) => this.multiaddr(s.index));
     const log = openSync(join(spec.dataDir, 'node.log'), 'a');
+    const logStart = fstatSync(log).size;
     const child = spawn(process.execPath, [ENTRY], {
       cwd: ROOT,
       env: {
@@ -176,7 +186,9 @@ export class FaultCluster {
           this.running[i] = null;
           if (run.ready) this.unexpectedExits.push({ node: i, code, signal, log: logTail(spec.dataDir) });
         }
-        reject(new Error(`node ${i} exited with ${code ?? signal}; its log ends with: ${logTail(spec.dataDir)}`));
+        // A port taken meanwhile is said early in the log of this start, before the stack traces of its tail.
+        const busy = logSince(spec.dataDir, logStart).includes('EADDRINUSE') ? ' (EADDRINUSE: a port was taken)' : '';
+        reject(new Error(`node ${i} exited with ${code ?? signal}${busy}; its log ends with: ${logTail(spec.dataDir)}`));
       });
     });
     this.running[i] = run;
