@@ -50,6 +50,7 @@ describe('a zsm_ key is its machine’s', () => {
       ['POST', '/api/svc/llm/credentials', { kind: 'openai', api_key: 'sk-test-0123456789' }],
       ['POST', '/api/llm/chat', { messages: [{ role: 'user', content: 'hi' }] }],
       ['POST', '/api/chain/state-machines', { slug: 'scoped-third' }],
+      ['POST', '/api/genesis/execute', { document: { slug: 'scoped-genesis' } }],
       ['GET', '/api/auth/keys', undefined],
       ['POST', '/api/auth/keys', {}],
     ];
@@ -59,6 +60,7 @@ describe('a zsm_ key is its machine’s', () => {
       expect(e.message).toContain('login-v3');
     }
     expect((await call(t.url, 'GET', `/api/chain/scoped-third/settings`, undefined, bearer(id.key))).status).toBe(404);
+    expect((await call(t.url, 'GET', `/api/chain/scoped-genesis/settings`, undefined, bearer(id.key))).status).toBe(404);
     const sealed = await call(t.url, 'POST', '/api/svc/compute', COMPUTE, bearer(id.adminKey));
     expect(sealed.status, sealed.text).toBe(200);
     // The same routes with the identity key pass the door (the mode switch, a webhook list).

@@ -12,7 +12,7 @@ import { genesisResponse } from '../responses.js';
 import type { RouteGroup } from '../route-group.js';
 import type { ChainService } from '../../chain/service.js';
 import type { MeshService } from '../../mesh/service.js';
-import { requireKey } from '../auth.js';
+import { requireIdentityKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, responds, validate } from '../validate.js';
 import type { Caller } from '../../records/types.js';
@@ -62,7 +62,7 @@ function registerGenesisRoutes(router: Router, kit: HttpKit, s: GenesisRouteServ
   router.post(
     '/api/genesis/execute',
     responds(genesisResponse, { status: [201, 200] }),
-    requireKey(auth),
+    requireIdentityKey(auth),
     home,
     body(executeBody, { inHandler: true }),
     async (ctx: Context) => {
