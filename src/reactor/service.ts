@@ -7,6 +7,7 @@
 import { ServiceError } from '../kernel/errors.js';
 import { stampAt, type Clock } from '../kernel/clock.js';
 import { modulationFactor } from '../kernel/modulation.js';
+import { checkChainRequest } from '../kernel/operators/chain.js';
 import { padNum, type Op, type Store, type Sublevel } from '../store/db.js';
 import { randomHex } from '../util/random-hex.js';
 import type { ComputeService, SealedRun } from '../compute/service.js';
@@ -115,11 +116,13 @@ export class ReactorService {
   }
 
   /**
-   * Open a reactor over an operator chain with a feedback rule (runs nothing; the chain is checked by its first step).
+   * Open a reactor over an operator chain with a feedback rule (runs nothing; the chain and its inputs are checked as a
+   * compute checks them, so a chain no step could run is refused here: 400 with the compute's code).
    * Its state is the chain's inputs: each step computes the chain on them, sealed and charged as a compute, and the
    * feedback rule sets the next inputs from the result.
    */
   async openChain(caller: Caller & { kind: 'identity' }, loop: ChainLoop, inputs: Record<string, number>): Promise<ReactorRecord> {
+    checkChainRequest({ domain: loop.domain, operators: loop.operators, inputs });
     for (const [key, t] of Object.entries(loop.feedback)) {
       for (const m of JSON.stringify(t).matchAll(/\{\{\s*([A-Za-z0-9_.]+)\s*\}\}/g)) {
         const path = m[1]!;

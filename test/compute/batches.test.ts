@@ -71,6 +71,20 @@ describe('batch computations', () => {
     expect(before - after).toBe(expectedCost(items));
   });
 
+  it('an item of more than 10 operators fails alone with SVC_TOO_MANY_OPERATORS; the batch is accepted whole', async () => {
+    const chain = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 3 } };
+    const items = [chain, { ...chain, operators: ['KO42', ...Array(10).fill('MECH_KINETIC_ENERGY')] }];
+    const r = await call(t.url, 'POST', '/api/svc/batch', { items }, bearer(owner.key));
+    expect(r.status, r.text).toBe(202);
+    const v = await until(
+      async () => (await call(t.url, 'GET', `/api/svc/batch/${r.body.id}`, undefined, bearer(owner.key))).body,
+      (b) => b.status === 'complete',
+    );
+    expect(v.results[0]).toMatchObject({ index: 0, status: 'sealed' });
+    expect(v.results[1]).toMatchObject({ index: 1, status: 'failed', error: { status: 400, code: 'SVC_TOO_MANY_OPERATORS' } });
+    expect(v.results[1].error.message).toContain('11 operators');
+  });
+
   it('a stop midway leaves the rest to the restart, which runs only the items without an outcome', async () => {
     const items = Array.from({ length: 12 }, () => ({ solver: 'lorenz', inputs: { t_end: 0.2 } }));
     const before = (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(owner.key))).body.total;

@@ -223,11 +223,20 @@ describe('POST /api/svc/compute', () => {
     expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, operators: ['MECH_KINETIC_ENERGY', 'KO42'] }, bearer(key)), 400, 'SVC_INVALID_OPERATOR');
   });
 
-  it('rejects more than 10 operators with SVC_TOO_MANY_OPERATORS', async () => {
+  it('rejects more than 10 operators with SVC_TOO_MANY_OPERATORS on every route that takes a chain', async () => {
     const ops = ['KO42', ...Array(10).fill('MECH_KINETIC_ENERGY')];
-    const e = expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, operators: ops }, bearer(key)), 400, 'SVC_TOO_MANY_OPERATORS');
-    expect(e.requested_operators).toBe(11);
-    expect(e.limit).toBe(10);
+    const routes: [string, unknown][] = [
+      ['/api/svc/compute', { ...ke, operators: ops }],
+      ['/api/playground/compute', { ...ke, operators: ops }],
+      ['/api/svc/prove', { domain: 'mechanics', operators: ops }],
+      ['/api/svc/lattice', { ...ke, operators: ops, sweep: { key: 'mass_kg', from: 1, to: 2, points: 2 } }],
+      ['/api/svc/streams', { ...ke, operators: ops }],
+      ['/api/svc/reactor', { chain: { ...ke, operators: ops }, feedback: { mass_kg: '{{result.value}}' } }],
+    ];
+    for (const [path, body] of routes) {
+      const e = expectError(await call(t.url, 'POST', path, body, bearer(key)), 400, 'SVC_TOO_MANY_OPERATORS');
+      expect(e, path).toMatchObject({ requested_operators: 11, limit: 10 });
+    }
   });
 
   it('accepts 5 … 10 operators but reports protocol step 2 as not passed', async () => {

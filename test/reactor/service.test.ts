@@ -63,6 +63,11 @@ describe('reactor', () => {
       feedback: { mass_kg: '{{result.value}}' },
     };
     expectError(await post('/api/svc/reactor', { ...body, feedback: { mass_kg: '{{result.nope}}' } }), 400, 'SVC_INVALID_INPUT');
+    // A chain no step could run is refused at the opening, as a compute would refuse it.
+    const misspelt = expectError(await post('/api/svc/reactor', { ...body, chain: { ...body.chain, inputs: { mass: 2 } } }), 400, 'SVC_INVALID_INPUT');
+    expect(misspelt.closest).toContain('mass_kg');
+    expectError(await post('/api/svc/reactor', { ...body, chain: { ...body.chain, inputs: { mass_kg: -2, velocity_m_s: 2 } } }), 400, 'SVC_INVALID_INPUT');
+    expectError(await post('/api/svc/reactor', { ...body, chain: { ...body.chain, operators: ['KO42', 'EM_OHM_CURRENT'] } }), 400, 'SVC_INVALID_OPERATOR');
     const opened = await post('/api/svc/reactor', body);
     expect(opened.status).toBe(201);
     expect(opened.body.kind).toBe('chain');

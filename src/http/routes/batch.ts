@@ -13,7 +13,7 @@ import { BATCH_MAX, type BatchService } from '../../compute/batches.js';
 
 const solverItem = z.object({ solver: z.string().min(1).max(64), inputs: z.record(z.string(), z.any()).optional(), initialState: z.any().optional() }).strict();
 const chainItem = z
-  .object({ domain: z.string().min(1).max(64), operators: z.array(z.string().min(1).max(64)).min(1).max(10), inputs: z.record(z.string(), z.any()).optional() })
+  .object({ domain: z.string().min(1).max(64), operators: z.array(z.string().min(1).max(64)).min(1), inputs: z.record(z.string(), z.any()).optional() })
   .strict();
 const batchBody = z
   .object({

@@ -50,9 +50,10 @@ export const verifyBody = z.union([
   z.object({ result: z.looseObject({}).describe('a sealed result, unchanged') }).strict(),
   z.looseObject({ result_id: z.string(), svcProof: z.string() }).describe('a sealed result, unchanged'),
 ]);
+// No length bound on an operator list here: the chain counts it (more than 10: SVC_TOO_MANY_OPERATORS of part 7).
 const proveBody = z
   .object({
-    operators: z.array(z.string()).min(1).max(10).optional(),
+    operators: z.array(z.string()).min(1).optional(),
     domain: z.string().optional(),
     inputs: z.record(z.string(), z.number()).optional(),
   })
@@ -61,7 +62,7 @@ export const shiftBody = z.object({ variance: z.number().min(0).max(100), phase:
 export const latticeBody = z
   .object({
     domain: z.string(),
-    operators: z.array(z.string()).min(2).max(10),
+    operators: z.array(z.string()).min(2),
     inputs: z.record(z.string(), z.number()).default({}),
     sweep: z.object({ key: z.string().min(1), from: z.number(), to: z.number(), points: z.number().int().min(1).max(64) }).strict(),
   })

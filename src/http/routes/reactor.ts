@@ -30,7 +30,7 @@ const openBody = z
     chain: z
       .object({
         domain: z.string().min(1).max(64),
-        operators: z.array(z.string().min(1).max(64)).min(2).max(10),
+        operators: z.array(z.string().min(1).max(64)).min(2),
         inputs: z.record(z.string(), z.number()).default({}),
       })
       .strict()

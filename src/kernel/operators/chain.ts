@@ -151,21 +151,14 @@ export function ko42Equation(modulation: Modulation): string {
 }
 
 /**
- * Evaluate a chain {domain, operators: ['KO42', P, S1?, …], inputs} (§6 steps 1–5).
- * Throws ServiceError (400 SVC_INVALID_DOMAIN / SVC_TOO_MANY_OPERATORS / SVC_INVALID_OPERATOR) or InputError
- * (400 SVC_INVALID_INPUT: an unknown key with the closest known ones, or a value of the wrong type or outside its
- * physical domain, naming the operator and key).
+ * Steps 1 and 2 without evaluating anything: the chain (validateChain) and its inputs — an object, every key read by
+ * some operator of the chain, every value of its type and inside its physical domain. What evaluateChain checks
+ * first, for a caller that takes a chain now and runs it later (a reactor).
  */
-export function evaluateChain(request: ChainRequest, modulation: Modulation, lookup: OperatorLookup = getOperator): ChainResult {
-  if (
-    !Number.isFinite(modulation.R_t) ||
-    !Number.isSafeInteger(modulation.svcond) ||
-    !Number.isFinite(modulation.phase) ||
-    (modulation.phi0 !== undefined && !Number.isFinite(modulation.phi0))
-  ) {
-    throw new TypeError('evaluateChain: modulation needs a finite R_t and phase and an integer svcond');
-  }
-
+export function checkChainRequest(
+  request: Pick<ChainRequest, 'domain' | 'operators' | 'inputs'>,
+  lookup: OperatorLookup = getOperator,
+): { domain: Domain; chain: OperatorDef[]; resolved: { operator: string; inputs: Record<string, number> }[] } {
   // Step 1.
   const { domain, chain } = validateChain(request, lookup);
 
@@ -193,6 +186,26 @@ export function evaluateChain(request: ChainRequest, modulation: Modulation, loo
 
   // Resolve every operator (type errors, then physical domains), in chain order.
   const resolved = chain.map((op) => ({ operator: op.id, inputs: resolveOperatorInputs(op, inputs) }));
+  return { domain, chain, resolved };
+}
+
+/**
+ * Evaluate a chain {domain, operators: ['KO42', P, S1?, …], inputs} (§6 steps 1–5).
+ * Throws ServiceError (400 SVC_INVALID_DOMAIN / SVC_TOO_MANY_OPERATORS / SVC_INVALID_OPERATOR) or InputError
+ * (400 SVC_INVALID_INPUT: an unknown key with the closest known ones, or a value of the wrong type or outside its
+ * physical domain, naming the operator and key).
+ */
+export function evaluateChain(request: ChainRequest, modulation: Modulation, lookup: OperatorLookup = getOperator): ChainResult {
+  if (
+    !Number.isFinite(modulation.R_t) ||
+    !Number.isSafeInteger(modulation.svcond) ||
+    !Number.isFinite(modulation.phase) ||
+    (modulation.phi0 !== undefined && !Number.isFinite(modulation.phi0))
+  ) {
+    throw new TypeError('evaluateChain: modulation needs a finite R_t and phase and an integer svcond');
+  }
+
+  const { domain, chain, resolved } = checkChainRequest(request, lookup);
 
   // Evaluate each domain operator on its resolved inputs; domain violations throw InputError.
   const values = chain.map((op, i) => op.evaluate(resolved[i]!.inputs));
