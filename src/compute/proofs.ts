@@ -10,6 +10,7 @@ import { metricShiftFromVariance } from '../kernel/parity.js';
 import { chainChecks, protocolSteps } from '../kernel/protocol.js';
 import { hmacHex, hexEqual, signBody } from '../kernel/receipt.js';
 import { evaluateChain, type ChainRequest } from '../kernel/operators/chain.js';
+import { getOperator, isDomain, KO42_ID, operatorsInDomain } from '../kernel/operators/registry.js';
 import { plainJson } from './result-digest.js';
 
 /** What the family reads of the node: its clock, phi0, its keys and id. */
@@ -28,10 +29,21 @@ function stampedBy(stamp: TickStamp, R_t: number, node: string) {
   return { R_t, phase: stamp.phase, svcond: stamp.svcond, unix_ns: stamp.unix_ns, precisionBound: PRECISION_BOUND, node };
 }
 
+/**
+ * The chain a prove request names (part 2.3: domain and operators each optional). Without operators: KO42 and the
+ * domain's first operator; without a domain: the domain of the first operator after KO42; without either: kinetic
+ * energy (mechanics). A name that is not a domain or an operator is left for the chain to refuse.
+ */
+export function proveRequestChain(req: { domain?: string; operators?: string[] }): { domain: string; operators: string[] } {
+  const named = req.operators?.find((id) => id !== KO42_ID);
+  const domain = req.domain ?? (named !== undefined ? getOperator(named)?.domain : undefined) ?? 'mechanics';
+  const first = isDomain(domain) ? operatorsInDomain(domain)[0] : undefined;
+  return { domain, operators: req.operators ?? [KO42_ID, first?.id ?? 'MECH_KINETIC_ENERGY'] };
+}
+
 /** POST /api/svc/prove: a signed 7-step receipt for a chain (default: kinetic energy at its defaults). */
 export function proveChain(ctx: ProofContext, req: { domain?: string; operators?: string[]; inputs?: Record<string, number> }): Record<string, unknown> {
-  const domain = req.domain ?? 'mechanics';
-  const operators = req.operators ?? ['KO42', 'MECH_KINETIC_ENERGY'];
+  const { domain, operators } = proveRequestChain(req);
   const request: ChainRequest = { domain, operators, inputs: req.inputs ?? {} };
   const stamp = stampAt(ctx.clock.nowNs());
   const R_t = modulationFactor(stamp.phase, ctx.phi0);

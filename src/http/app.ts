@@ -24,6 +24,10 @@ const QUERY_ROUTES = [
   '/api/svc/shift',
   '/api/svc/lattice',
   '/api/playground/compute',
+  '/api/svc/streams/:id/verify',
+  '/api/mesh/verify',
+  '/api/protocol/pohc/verify',
+  '/api/auth/verify',
 ];
 
 export function createApp(kit: HttpKit, groups: readonly RouteGroup[]): { app: Koa; router: Router } {

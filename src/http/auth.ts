@@ -32,11 +32,9 @@ export function presentedKey(ctx: Context): string | null {
   return keyFrom(ctx.get('authorization') || undefined, ctx.query.key);
 }
 
-export function noKeyError(): ServiceError {
-  return new ServiceError(401, 'SVC_NO_KEY', 'this route needs an API key', {
-    auth_header_example: 'Authorization: Bearer sk_…',
-    docs_url: documentationUrl('SVC_NO_KEY'),
-  });
+/** 401 SVC_NO_KEY (part 7: with an example of the credential the route takes and the code's documentation). */
+export function noKeyError(message = 'this route needs an API key', example = 'Authorization: Bearer sk_…'): ServiceError {
+  return new ServiceError(401, 'SVC_NO_KEY', message, { auth_header_example: example, docs_url: documentationUrl('SVC_NO_KEY') });
 }
 
 export interface AuthDeps {

@@ -26,7 +26,7 @@ import type { StreamService, ChannelRecord } from '../streams/channels.js';
 import { HUB_DEFAULTS, type Subscriber } from '../streams/hub.js';
 import { errorBody } from './errors.js';
 import { traceIdSource } from './trace.js';
-import { keyFrom } from './auth.js';
+import { keyFrom, noKeyError } from './auth.js';
 import { homeOfChannel } from '../streams/channel-id.js';
 import { FORWARDED_HEADER, SERVED_BY_HEADER } from './forward.js';
 import { addressKey } from './caller-address.js';
@@ -179,7 +179,7 @@ async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL)
       throw new ServiceError(401, 'SVC_INVALID_KEY', `pull link refused: ${check.reason}`, { key_id: null, revoked_at: null, reason: check.reason });
     return deps.streams.get(id);
   }
-  if (key === null) throw new ServiceError(401, 'SVC_NO_KEY', 'this route needs an API key, the channel key or a signed link');
+  if (key === null) throw noKeyError('this route needs an API key, the channel key or a signed link', `${WS_STREAM_PATH}?channel=${id}&key=…`);
   const channel = await deps.streams.get(id);
   if (deps.streams.isChannelKey(channel, key)) return channel;
   if (key.startsWith('stk_'))

@@ -219,6 +219,18 @@ describe('POST /api/svc/compute', () => {
     expect(e.available_similar.length).toBeLessThanOrEqual(5);
   });
 
+  it('refuses a request without inputs (required, part 2.1), charging nothing; {} takes every default', async () => {
+    const balance = async () => (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key))).body.total;
+    const before = await balance();
+    for (const path of ['/api/svc/compute', '/api/playground/compute']) {
+      const e = expectError(await call(t.url, 'POST', path, { domain: 'mechanics', operators: ke.operators }, bearer(key)), 400, 'SVC_INVALID_INPUT');
+      expect(e, path).toMatchObject({ field: 'inputs' });
+    }
+    expect(await balance()).toBe(before);
+    const defaults = await call(t.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ke.operators, inputs: {} }, bearer(key));
+    expect(defaults.status, defaults.text).toBe(200);
+  });
+
   it('rejects a chain without KO42 first', async () => {
     expectError(await call(t.url, 'POST', '/api/svc/compute', { ...ke, operators: ['MECH_KINETIC_ENERGY', 'KO42'] }, bearer(key)), 400, 'SVC_INVALID_OPERATOR');
   });
@@ -333,6 +345,13 @@ describe('POST /api/svc/verify', () => {
     const q = await call(t.url, 'QUERY', '/api/svc/verify', r.body, bearer(key));
     expect(q.status).toBe(200);
     expect(q.body.valid).toBe(true);
+    // Every read route that takes a body answers QUERY as it answers POST.
+    for (const path of ['/api/svc/streams/str_unknown/verify', '/api/mesh/verify', '/api/protocol/pohc/verify', '/api/auth/verify']) {
+      const post = await call(t.url, 'POST', path, { result: r.body }, bearer(key));
+      const query = await call(t.url, 'QUERY', path, { result: r.body }, bearer(key));
+      expect(query.status, path).not.toBe(405);
+      expect([query.status, query.body?.error?.code], path).toEqual([post.status, post.body?.error?.code]);
+    }
   });
 });
 
@@ -368,6 +387,20 @@ describe('POST /api/svc/prove and /prove/verify (keyless)', () => {
     expect(p.status).toBe(200);
     expect(p.body.receipt.operatorIds).toEqual(['KO42', 'MECH_KINETIC_ENERGY']);
     expect(p.body.receipt.value).toBe(0.5);
+  });
+
+  it('takes the domain alone (its first operator) or the operators alone (their domain)', async () => {
+    // Thermodynamics alone: KO42 and the ideal-gas pressure at its defaults, p = nRT/V (1 mol, 273.15 K, 0.0224 m³).
+    const thermo = await call(t.url, 'POST', '/api/svc/prove', { domain: 'thermodynamics' });
+    expect(thermo.status, thermo.text).toBe(200);
+    expect(thermo.body.receipt).toMatchObject({ domain: 'thermodynamics', operatorIds: ['KO42', 'THERMO_IDEAL_GAS_PRESSURE'], unit: 'Pa' });
+    expect(thermo.body.receipt.value).toBeCloseTo((8.314462618 * 273.15) / 0.0224, 0);
+    // Ohm's law alone: I = V/R in electromagnetism.
+    const ohm = await call(t.url, 'POST', '/api/svc/prove', { operators: ['KO42', 'EM_OHM_CURRENT'], inputs: { voltage_V: 12, resistance_ohm: 4 } });
+    expect(ohm.status, ohm.text).toBe(200);
+    expect(ohm.body.receipt).toMatchObject({ domain: 'electromagnetism', operatorIds: ['KO42', 'EM_OHM_CURRENT'], value: 3 });
+    expectError(await call(t.url, 'POST', '/api/svc/prove', { domain: 'alchemy' }), 400, 'SVC_INVALID_DOMAIN');
+    expectError(await call(t.url, 'POST', '/api/svc/prove', { operators: ['KO42', 'NOPE'] }), 400, 'SVC_INVALID_OPERATOR');
   });
 });
 

@@ -38,7 +38,11 @@ function open(q: string, headers: Record<string, string> = {}, options: WebSocke
         resolve({ ws, frames, hello });
       } else frames.push(String(d));
     });
-    ws.on('unexpected-response', (_req, res) => reject(new Error(`refused ${res.statusCode}`)));
+    ws.on('unexpected-response', (_req, res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => reject(new Error(`refused ${res.statusCode} ${text}`)));
+    });
     ws.on('error', reject);
   });
 }
@@ -60,7 +64,10 @@ describe('WS /ws/stream', () => {
   });
 
   it('refuses a missing or wrong key, another identity, a bad link and another path', async () => {
-    await expect(open(`channel=${channel.id}`)).rejects.toThrow('refused 401');
+    const noKey = await open(`channel=${channel.id}`).catch((err: Error) => err.message);
+    expect(noKey).toMatch(/^refused 401 /);
+    const e = JSON.parse(String(noKey).slice('refused 401 '.length)).error;
+    expect(e).toMatchObject({ code: 'SVC_NO_KEY', auth_header_example: expect.stringContaining(channel.id), docs_url: expect.any(String) });
     await expect(open(`channel=${channel.id}&key=stk_${'0'.repeat(48)}`)).rejects.toThrow('refused 401');
     await expect(open(`channel=${channel.id}`, bearer(other.key))).rejects.toThrow('refused 403');
     await expect(open(`channel=${channel.id}&sig=1.${'0'.repeat(64)}`)).rejects.toThrow('refused 401');

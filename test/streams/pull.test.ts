@@ -54,7 +54,8 @@ describe('signed pull links', () => {
     expectError(await pull(a.id, `${Number(exp) + 1000}.${mac}`), 401, 'SVC_INVALID_KEY');
     expectError(await pull(b.id, sig), 401, 'SVC_INVALID_KEY');
     expectError(await pull(a.id, 'garbage'), 401, 'SVC_INVALID_KEY');
-    expectError(await call(t.url, 'GET', `/api/svc/streams/${a.id}/pull`), 401, 'SVC_INVALID_KEY');
+    const noSig = expectError(await call(t.url, 'GET', `/api/svc/streams/${a.id}/pull`), 401, 'SVC_NO_KEY');
+    expect(noSig).toMatchObject({ auth_header_example: `GET /api/svc/streams/${a.id}/pull?sig=…`, docs_url: expect.any(String) });
 
     clock.set(clock.nowNs() + 61_000_000_000n);
     const expired = expectError(await pull(a.id, sig), 401, 'SVC_INVALID_KEY');
@@ -99,6 +100,8 @@ describe('secure pull', () => {
     }
     expectError(await call(t.url, 'GET', `/api/svc/streams/${b.id}/secure/pull?session=${c.session}`), 401, 'SVC_INVALID_KEY');
     expectError(await call(t.url, 'GET', `/api/svc/streams/${a.id}/secure/pull?session=ses_nope`), 401, 'SVC_INVALID_KEY');
+    const noSession = expectError(await call(t.url, 'GET', `/api/svc/streams/${a.id}/secure/pull`), 401, 'SVC_NO_KEY');
+    expect(noSession).toMatchObject({ auth_header_example: `GET /api/svc/streams/${a.id}/secure/pull?session=…`, docs_url: expect.any(String) });
     expectError(await call(t.url, 'POST', `/api/svc/streams/${a.id}/secure/open`, { client_public_key: 'AAAA' }, bearer(a.key)), 400, 'SVC_INVALID_INPUT');
     expectError(await call(t.url, 'POST', `/api/svc/streams/${a.id}/secure/open`, { client_public_key: 'x'.repeat(43) }), 401, 'SVC_NO_KEY');
     clock.set(clock.nowNs() + 11n * 60n * 1_000_000_000n);

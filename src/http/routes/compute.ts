@@ -39,9 +39,10 @@ export const chainBody = z
       items: { type: 'string' },
       description: 'operator ids, KO42 first, then 1-3 domain operators (at most 10 in all), e.g. ["KO42", "MECH_KINETIC_ENERGY"]',
     }),
+    // Required (part 2.1): a request without it is refused rather than sealed on every default; {} asks for them.
     inputs: z
       .any()
-      .optional()
+      .refine((v) => v !== undefined, { message: "required: an object of the chain's input keys with numeric values ({} takes every default)" })
       .meta({ type: 'object', additionalProperties: { type: 'number' }, description: 'operator input keys with numeric values (POST /api/svc/operator-spec)' }),
   })
   .strict();

@@ -229,6 +229,7 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
 
   /** A pull link's signature (?sig=) for channel `id`, or 401 naming why not. */
   const checkedLink = (ctx: Context, id: string): string => {
+    if (ctx.query.sig === undefined) throw noKeyError('a keyless pull needs its signed link', `GET /api/svc/streams/${id}/pull?sig=…`);
     const check = streams.checkLink(id, ctx.query.sig);
     if (!check.ok)
       throw new ServiceError(401, 'SVC_INVALID_KEY', `pull link refused: ${check.reason}`, { key_id: null, revoked_at: null, reason: check.reason });
@@ -283,6 +284,8 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
 
   router.get('/api/svc/streams/:id/secure/pull', responds(secureFrameResponse, { status: [200, 204] }), atChannelHome, async (ctx) => {
     const id = ctx.params.id!;
+    if (ctx.query.session === undefined)
+      throw noKeyError('a secure pull needs its session (POST /api/svc/streams/:id/secure/open)', `GET /api/svc/streams/${id}/secure/pull?session=…`);
     const session = await streams.secure.get(id, ctx.query.session);
     if (session === null)
       throw new ServiceError(401, 'SVC_INVALID_KEY', 'unknown or expired secure session', { key_id: null, revoked_at: null, reason: 'no session' });
