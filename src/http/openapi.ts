@@ -120,9 +120,15 @@ function operation(method: string, path: string, paramNames: readonly string[], 
   return op;
 }
 
+/** The version of the published interface description (part 9); the kernel names its own (config kernel.version). */
+export const INTERFACE_VERSION = '1.287.0';
+
 export interface DocumentInfo {
   title: string;
+  /** The interface's version (INTERFACE_VERSION). */
   version: string;
+  /** The kernel's, carried as `x-kernel-version`. */
+  kernelVersion?: string;
   description?: string;
 }
 
@@ -145,7 +151,12 @@ export function openApiDocument(router: Router, info: DocumentInfo): Json {
   }
   return {
     openapi: '3.1.0',
-    info: { title: info.title, version: info.version, ...(info.description ? { description: info.description } : {}) },
+    info: {
+      title: info.title,
+      version: info.version,
+      ...(info.description ? { description: info.description } : {}),
+      ...(info.kernelVersion ? { 'x-kernel-version': info.kernelVersion } : {}),
+    },
     jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
     paths,
     components: {

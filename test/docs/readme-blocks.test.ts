@@ -263,7 +263,6 @@ describe('README blocks, run', () => {
   let t: { url: string; metricsUrl: string };
   let dir: string;
   let key: string;
-  let admin: string;
   let zid: string;
   /** The bond-to-verdict recipe's cluster, started by its first line while the single-node blocks run. */
   let cluster: Background;
@@ -300,9 +299,9 @@ describe('README blocks, run', () => {
     });
     const listening = json(await start.line((l) => l.includes('"msg":"listening"'), 'the listening line of npm start'));
     t = { url: listening.url, metricsUrl: listening.metrics };
-    // The walk-through's identity after its step 7: an identity key, its machine's admin key, a paid grant.
+    // The walk-through's identity after its step 7: an identity key and a paid grant.
     const id = await zkIdentity(t.url, 'readme-blocks');
-    ({ key, adminKey: admin, zid } = id);
+    ({ key, zid } = id);
     const grant = await call(
       t.url,
       'POST',
@@ -334,11 +333,11 @@ describe('README blocks, run', () => {
     expect(readFileSync(join(dir, 'data/operator-token'), 'utf8')).toMatch(/\S/);
   });
 
-  it('Reactor, agents, genesis (and a contract an agent drives) run as written with the admin key', { timeout: 90_000 }, async () => {
+  it('Reactor, agents, genesis (and a contract an agent drives) run as written with the identity key', { timeout: 90_000 }, async () => {
     const text = script('reactor, agents, genesis');
-    expect(text).toMatch(/^KEY=zsm_….*$/m);
+    expect(text).toMatch(/^KEY=sk_….*$/m);
     const body = text
-      .replace(/^KEY=zsm_….*$/m, `KEY=${admin}`)
+      .replace(/^KEY=sk_….*$/m, `KEY=${key}`)
       .replaceAll('127.0.0.1:8787', t.url.replace('http://', ''))
       // The agents' SSE stream never ends by itself: two seconds of it.
       .replaceAll('curl -N ', 'curl -sN --max-time 2 ');

@@ -129,7 +129,7 @@ describe('MCP over Streamable HTTP (official SDK client)', () => {
   });
 
   it('errors are tool errors carrying the part-7 code', async () => {
-    const bad = (await client.callTool({ name: 'svc_compute', arguments: { domain: 'mechanics', operators: ['KO42', 'NOPE'] } })) as CallToolResult;
+    const bad = (await client.callTool({ name: 'svc_compute', arguments: { domain: 'mechanics', operators: ['KO42', 'NOPE'], inputs: {} } })) as CallToolResult;
     expect(bad.isError).toBe(true);
     expect(structured(bad).error.code).toBe('SVC_INVALID_OPERATOR');
     expect((bad.content[0] as { text: string }).text).toMatch(/^SVC_INVALID_OPERATOR/);

@@ -61,6 +61,8 @@ function check(method: string, path: string, r: Reply): void {
 describe('OpenAPI document', () => {
   it('validates as OpenAPI 3.1 and carries the part-7 error object and the security schemes', async () => {
     expect(doc.openapi).toBe('3.1.0');
+    // Part 9: the published description is interface 1.287.0; the kernel says its own version beside it.
+    expect(doc.info).toMatchObject({ version: '1.287.0', 'x-kernel-version': '1.287.6' });
     await SwaggerParser.validate(structuredClone(doc) as never);
     expect(doc.components.schemas.Error.properties.error.required).toEqual(
       expect.arrayContaining(['code', 'message', 'trace_id', 'timestamp', 'documentation_url']),

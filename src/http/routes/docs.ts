@@ -9,7 +9,7 @@ import { ServiceError } from '../../kernel/errors.js';
 import type { HttpKit } from '../kit.js';
 import { openApiResponse } from '../responses.js';
 import type { RouteGroup } from '../route-group.js';
-import { openApiDocument } from '../openapi.js';
+import { INTERFACE_VERSION, openApiDocument } from '../openapi.js';
 import { describes, responds } from '../validate.js';
 import { ERROR_CATALOGUE, ERROR_CODES, errorAnchor, type ErrorEntry } from '../../kernel/error-catalogue.js';
 import { ERRORS_PATH } from '../errors.js';
@@ -69,8 +69,9 @@ function registerDocsRoutes(router: Router, kit: HttpKit): void {
     document ??= JSON.stringify(
       openApiDocument(router, {
         title: 'svc-node',
-        version: kit.config.kernel.version,
-        description: 'A node of the Deterministic Computation Service (interface 1.287.0). Generated from the routes’ own zod schemas.',
+        version: INTERFACE_VERSION,
+        kernelVersion: kit.config.kernel.version,
+        description: `A node of the Deterministic Computation Service (interface ${INTERFACE_VERSION}, kernel ${kit.config.kernel.version}). Generated from the routes’ own zod schemas.`,
       }),
     );
     ctx.type = 'application/json; charset=utf-8';

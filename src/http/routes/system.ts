@@ -34,6 +34,7 @@ import {
 } from '../responses.js';
 import { body, describes, responds, validate } from '../validate.js';
 import { tierSheet } from '../../tally/tier-gates.js';
+import { INTERFACE_VERSION } from '../openapi.js';
 
 const libSearchBody = z
   .object({
@@ -271,7 +272,7 @@ function registerSystemRoutes(router: Router, kit: HttpKit, s: SystemRouteServic
   router.get('/api/kernel', responds(kernelResponse), (ctx) => {
     ctx.body = {
       version: kit.config.kernel.version,
-      interface_version: '1.287.0',
+      interface_version: INTERFACE_VERSION,
       clock: { pulse_hz: PULSE_HZ, zeqond_ns: TICK_NS_NUMBER, zeqond_sec: TICK_SECONDS_DISPLAY, zeqond_sec_exact: TICK_SECONDS_EXACT },
       modulation: { amplitude: MODULATION_AMPLITUDE, phi0: kit.config.kernel.phi0, formula: 'R(t) = S(t)[1 + a·sin(2π·f·t + φ0)]' },
       gate: { tolerance: TOLERANCE_GATE, precision_bound: PRECISION_BOUND },
