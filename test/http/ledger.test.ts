@@ -46,6 +46,8 @@ describe('sealing', () => {
       funding: 'free',
       soulbound: true,
       result_id: s.body.result_id,
+      hash: s.body.envelope.hash,
+      tick: s.body.envelope.tick,
     });
     const page2 = await call(t.url, 'GET', `/api/tally/envelopes/${id.zid}?limit=1&offset=1`, undefined, bearer(id.key));
     expect(page2.body.items[0].token_id).toBe(r.body.envelope.token_id);

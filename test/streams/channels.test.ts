@@ -108,6 +108,14 @@ describe('stream channels', () => {
     expectError(await call(t.url, 'POST', '/api/svc/streams', { domain: 'nowhere', operators: ['KO42'] }, bearer(owner.key)), 400, 'SVC_INVALID_DOMAIN');
     const closed = await call(t.url, 'POST', `${path}/close`, undefined, bearer(c.body.key));
     expect(closed.body.status).toBe('closed');
-    expectError(await call(t.url, 'POST', `${path}/tick`, undefined, bearer(owner.key)), 409, 'SVC_CONFLICT');
+    const refused = await call(t.url, 'POST', `${path}/tick`, undefined, bearer(owner.key));
+    expectError(refused, 409, 'SVC_CONFLICT');
+    // The stream headers are on a refused tick too: nothing sealed, the channel's verify named.
+    expect(refused.headers.get('x-svc-sealed')).toBe('false');
+    expect(refused.headers.get('x-svc-verify')).toBe(`${t.url}${path}/verify`);
+    for (const h of ['x-svc-proof', 'x-svc-token', 'x-svc-svcond']) expect(refused.headers.get(h), h).toBe('');
+    const badLink = await call(t.url, 'GET', `${path}/pull?sig=garbage`);
+    expectError(badLink, 401, 'SVC_INVALID_KEY');
+    expect(badLink.headers.get('x-svc-sealed')).toBe('false');
   });
 });

@@ -76,7 +76,8 @@ function registerLedgerRoutes(router: Router, kit: HttpKit, s: LedgerRouteServic
     if (zid !== c.zid) throw forbidden('envelopes are listed to their owner only');
     const q = validate(envelopeQuery, ctx.query);
     const { total, items } = await s.ledger.listEnvelopes(zid, { limit: q.limit, offset: q.offset, folder: q.folder, q: q.q });
-    ctx.body = { zid, total, limit: q.limit, offset: q.offset, folder: q.folder ?? null, items };
+    // Each envelope also names its tick as `tick` (part 2.7's field, as the sealed result's envelope names it).
+    ctx.body = { zid, total, limit: q.limit, offset: q.offset, folder: q.folder ?? null, items: items.map((e) => ({ ...e, tick: e.svcond })) };
   });
 
   router.get('/api/tally/envelopes/:zid/folders', responds(envelopeFoldersResponse), requireIdentityKey(auth), home, async (ctx) => {

@@ -114,6 +114,12 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
   const verifyUrl = (id: string, sig?: string) =>
     `${kit.publicUrl()}/api/svc/streams/${id}/verify${sig === undefined ? '' : `?sig=${encodeURIComponent(sig)}`}`;
 
+  /**
+   * The stream headers are on every answer of a tick or a pull (part 2.7), a refusal included: X-Svc-Sealed false and
+   * no proof, token or tick until a sealed envelope replaces them.
+   */
+  const unsealedHeaders = (ctx: Context) => setStreamHeaders(ctx, null, verifyUrl(ctx.params.id!));
+
   const create = async (ctx: Context) => {
     const b = validate(createBody, ctx.request.body);
     const { channel, key } = await streams.create(ctx.state.caller as Caller, {
@@ -170,6 +176,7 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
   });
 
   router.post('/api/svc/streams/:id/tick', responds(sealedResponse), ownerHome, async (ctx) => {
+    unsealedHeaders(ctx);
     const channel = await opened(ctx);
     const { sealed } = await streams.tick(channel.id);
     setStreamHeaders(ctx, sealed.bytes, verifyUrl(channel.id));
@@ -237,6 +244,7 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
   };
 
   router.get('/api/svc/streams/:id/pull', responds(sealedResponse, { status: [200, 204] }), atChannelHome, async (ctx) => {
+    unsealedHeaders(ctx);
     const id = ctx.params.id!;
     const sig = checkedLink(ctx, id);
     const bytes = await streams.latestBytes(await streams.get(id));
@@ -283,6 +291,7 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
   );
 
   router.get('/api/svc/streams/:id/secure/pull', responds(secureFrameResponse, { status: [200, 204] }), atChannelHome, async (ctx) => {
+    unsealedHeaders(ctx);
     const id = ctx.params.id!;
     if (ctx.query.session === undefined)
       throw noKeyError('a secure pull needs its session (POST /api/svc/streams/:id/secure/open)', `GET /api/svc/streams/${id}/secure/pull?session=…`);
