@@ -29,9 +29,7 @@ const template: z.ZodType<Template> = z.lazy(() => z.union([scalar, z.array(temp
 const STATE_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,31}$/;
 
 const step = z.discriminatedUnion('kind', [
-  z
-    .object({ kind: z.literal('compute'), domain: z.string().max(64), operators: z.array(z.string().max(64)).min(1).max(10), inputs: template.default({}) })
-    .strict(),
+  z.object({ kind: z.literal('compute'), domain: z.string().max(64), operators: z.array(z.string().max(64)).min(1), inputs: template.default({}) }).strict(),
   z
     .object({
       kind: z.literal('solver'),

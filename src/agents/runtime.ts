@@ -4,6 +4,7 @@
 // reports it are one batch; live subscribers hear the event after it is durable (agents/events.ts). Agents live at
 // their owner's home node, in the store: a restart loads the running ones and they go on. An agent whose owner
 // cannot pay its step stops, with a stop event.
+import { validateChain } from '../kernel/operators/chain.js';
 import { ServiceError } from '../kernel/errors.js';
 import { stampAt, type Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
@@ -251,9 +252,14 @@ export class AgentRuntime {
     return a;
   }
 
-  /** A solver step names a registered solver; carry_state needs a stateful one (400 at spawn, not at the first tick). */
+  /**
+   * A compute step names a chain the kernel takes (its domain and operators, with the compute's codes: its inputs are
+   * templates, filled at each tick); a solver step names a registered solver, and carry_state needs a stateful one.
+   * 400 at spawn, not at the first tick.
+   */
   private checkStepTarget(program: Program): void {
     const s = program.step;
+    if (s.kind === 'compute') validateChain({ domain: s.domain, operators: s.operators });
     if (s.kind !== 'solver') return;
     const solver = this.deps.compute.registry.get(s.solver);
     if (!solver)

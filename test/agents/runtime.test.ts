@@ -59,6 +59,12 @@ describe('agents', () => {
       400,
       'SVC_INVALID_INPUT',
     );
+    // A compute step's chain is checked at spawn with the compute's codes; nothing is charged.
+    const spawnWith = (chain: object) =>
+      call(t.url, 'POST', '/api/svc/agent/spawn', { program: { ...program, step: { ...program.step, ...chain } } }, bearer(owner.key));
+    expectError(await spawnWith({ operators: ['KO42', 'MECH_KINETIC_ENERGI'] }), 400, 'SVC_INVALID_OPERATOR');
+    expectError(await spawnWith({ domain: 'alchemy' }), 400, 'SVC_INVALID_DOMAIN');
+    expectError(await spawnWith({ operators: ['KO42', ...Array(10).fill('MECH_KINETIC_ENERGY')] }), 400, 'SVC_TOO_MANY_OPERATORS');
     const spawned = await call(t.url, 'POST', '/api/svc/agent/spawn', { program }, bearer(owner.key));
     expect(spawned.status).toBe(201);
     const parent = spawned.body.id as string;
