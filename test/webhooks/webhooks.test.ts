@@ -42,6 +42,8 @@ describe('webhooks', () => {
     const me = await zkIdentity(t.url, 'wh-a');
     const hook = await register(me.key, ['computation.complete']);
     expect(hook.secret).toMatch(/^whsec_/);
+    // The answer says how a receiver checks a delivery: the key is the decoded bytes, as svcSignatureOk takes it.
+    expect(hook.secret_notice).toContain('the bytes the base64 after whsec_ decodes to');
     expect(hook).toMatchObject({ status: 'enabled', failure_count: 0, last_delivery_at: null, events: ['computation.complete'], metadata: { app: 'test' } });
     const listed = await call(t.url, 'GET', '/api/webhooks', undefined, bearer(me.key));
     expect(listed.body.webhooks).toHaveLength(1);

@@ -44,6 +44,11 @@ const deliveriesQuery = z
   })
   .strict();
 
+/** What the registration answer says of its secret: shown once, and how a receiver checks a delivery with it. */
+export const SECRET_NOTICE =
+  'the signing secret is shown once; keep it to verify deliveries. The HMAC-SHA256 key is the bytes the base64 after whsec_ decodes to (not the text): ' +
+  'X-Svc-Signature is sha256=<hex HMAC of the raw body>; webhook-signature is Standard Webhooks v1 (base64 HMAC of "webhook-id.webhook-timestamp.body")';
+
 export interface WebhookRouteServices {
   webhooks: Webhooks;
 }
@@ -62,7 +67,7 @@ function registerWebhookRoutes(router: Router, kit: HttpKit, s: WebhookRouteServ
     const b = validate(registerBody, ctx.request.body);
     const { webhook, secret } = await hooks.register(caller(ctx), b);
     ctx.status = 201;
-    ctx.body = { ...webhookView(webhook), secret, secret_notice: 'the signing secret is shown once; keep it to verify deliveries' };
+    ctx.body = { ...webhookView(webhook), secret, secret_notice: SECRET_NOTICE };
   });
   router.get('/api/webhooks', responds(webhookListResponse), ...guard, async (ctx) => {
     ctx.body = { webhooks: (await hooks.list(caller(ctx))).map(webhookView) };
