@@ -114,6 +114,10 @@ describe('stream channels', () => {
     expect(refused.headers.get('x-svc-sealed')).toBe('false');
     expect(refused.headers.get('x-svc-verify')).toBe(`${t.url}${path}/verify`);
     for (const h of ['x-svc-proof', 'x-svc-token', 'x-svc-svcond']) expect(refused.headers.get(h), h).toBe('');
+    // An id that is no channel's, in any script, is a 404 with the headers (the verify URL encodes it).
+    const unknown = await call(t.url, 'POST', '/api/svc/streams/%C3%A9t%C3%A9/tick', undefined, bearer(owner.key));
+    expectError(unknown, 404, 'SVC_NOT_FOUND');
+    expect(unknown.headers.get('x-svc-verify')).toBe(`${t.url}/api/svc/streams/%C3%A9t%C3%A9/verify`);
     const badLink = await call(t.url, 'GET', `${path}/pull?sig=garbage`);
     expectError(badLink, 401, 'SVC_INVALID_KEY');
     expect(badLink.headers.get('x-svc-sealed')).toBe('false');

@@ -112,7 +112,7 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
    * signature (keyless, part 5 item 7) or a key that opens the channel.
    */
   const verifyUrl = (id: string, sig?: string) =>
-    `${kit.publicUrl()}/api/svc/streams/${id}/verify${sig === undefined ? '' : `?sig=${encodeURIComponent(sig)}`}`;
+    `${kit.publicUrl()}/api/svc/streams/${encodeURIComponent(id)}/verify${sig === undefined ? '' : `?sig=${encodeURIComponent(sig)}`}`;
 
   /**
    * The stream headers are on every answer of a tick or a pull (part 2.7), a refusal included: X-Svc-Sealed false and
