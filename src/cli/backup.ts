@@ -3,6 +3,7 @@
 // node runs on it, read from the data dir itself; written to a temporary file, checked, then renamed to --out.
 // restore: checks a backup whole, then rebuilds a data dir from it (store/backup.ts). Exit 0 done, 1 the node refused
 // or the file is not a usable backup, 2 a usage error (missing data dir, non-empty target, node not reachable).
+import { STORE_DIR } from '../store/store-dir.js';
 import { dataDirProblem } from './data-dir.js';
 import { createWriteStream } from 'node:fs';
 import { readFile, rename, rm, stat } from 'node:fs/promises';
@@ -23,10 +24,8 @@ const backups = () => import('../store/backup.js');
 
 /** The data dir given, or exit 2 (nothing is created for a missing one). */
 async function existingDataDir(dir: string): Promise<void> {
-  const problem = await dataDirProblem(dir);
+  const problem = await dataDirProblem(dir, { store: true });
   if (problem !== null) exitWith(problem, 2);
-  const { STORE_DIR } = await backups();
-  if ((await stat(join(dir, STORE_DIR)).catch(() => null)) === null) exitWith(`${dir} holds no store (${STORE_DIR}/): not a node's data dir`, 2);
 }
 
 function isLocked(err: unknown): boolean {
@@ -36,7 +35,7 @@ function isLocked(err: unknown): boolean {
 
 /** The store read directly (no node runs on the data dir); null when a node holds it. */
 async function backupFromDataDir(dataDir: string, tmp: string): Promise<boolean> {
-  const [{ STORE_DIR, backupStream }, { Store }, { storedFormat }, { readNodeId }] = await Promise.all([
+  const [{ backupStream }, { Store }, { storedFormat }, { readNodeId }] = await Promise.all([
     backups(),
     import('../store/db.js'),
     import('../store/format.js'),

@@ -4,7 +4,7 @@
 import '../polyfill.js';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError } from '../config/error.js';
 import { decodeReceiptSecret, keyFingerprint, readReceiptSecretFile, RECEIPT_SECRET_FILE } from '../config/receipt-secret.js';
 import { deriveKey } from '../kernel/receipt.js';
@@ -25,6 +25,9 @@ import { NODE_VERSION } from '../config/version.js';
 // every svc-node command starts in a fraction of the time.
 const program = new Command();
 program.name('svc-node').description('Deterministic Computation Service node').version(NODE_VERSION);
+// A usage error (an unknown flag, a flag's bad value, a missing argument) is a bad configuration: exit 2, as the
+// loader's own refusals do. Help and the version exit 0. Set before the commands, which inherit it.
+program.exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2));
 
 function configFlags(cmd: Command): Command {
   return cmd
@@ -53,8 +56,9 @@ function configFlags(cmd: Command): Command {
     .option('--metrics-host <host>', 'interface of the metrics listener (default 127.0.0.1)');
 }
 
+/** A flag's integer: commander names the flag and its value in the refusal. */
 function parseIntStrict(v: string): number {
-  if (!/^\d+$/.test(v)) throw new ConfigError(`expected a non-negative integer, got "${v}"`);
+  if (!/^\d+$/.test(v)) throw new InvalidArgumentError('expected a non-negative integer');
   return Number(v);
 }
 
@@ -92,9 +96,9 @@ function fail(message: string, code = 2): never {
   process.exit(code);
 }
 
-/** A client command's data dir must exist: exit 2 with the reason, nothing created. */
-async function requireDataDir(dir: string): Promise<void> {
-  const problem = await dataDirProblem(dir);
+/** A client command's data dir must exist (with `store`, be a node's: hold its store): exit 2 with the reason, nothing created. */
+async function requireDataDir(dir: string, options: { store?: boolean } = {}): Promise<void> {
+  const problem = await dataDirProblem(dir, options);
   if (problem !== null) fail(problem);
 }
 
@@ -113,8 +117,10 @@ configFlags(program.command('start').description('run a node')).action(async (op
   try {
     await node.start();
   } catch (err) {
-    const e = err as NodeJS.ErrnoException & { cause?: { code?: string } };
-    if (e.code === 'EADDRINUSE' || e.code === 'EACCES' || e.code === 'EADDRNOTAVAIL') fail(`cannot listen on ${config.host}:${config.port}: ${e.code}`);
+    const e = err as NodeJS.ErrnoException & { cause?: { code?: string }; address?: string; port?: number };
+    // The listener that failed says where (the API's, or the metrics listener's on its own port).
+    const where = e.address !== undefined && e.port !== undefined ? `${e.address}:${e.port}` : `${config.host}:${config.port}`;
+    if (e.code === 'EADDRINUSE' || e.code === 'EACCES' || e.code === 'EADDRNOTAVAIL') fail(`cannot listen on ${where}: ${e.code}`);
     if (e.cause?.code === 'LEVEL_LOCKED' || e.code === 'LEVEL_LOCKED') fail(`data dir ${config.dataDir} is in use by another node`);
     if (e.name === 'StorageFormatError') fail(e.message);
     if (e.name === 'UnsupportedListenAddressesError') {
@@ -223,7 +229,8 @@ const keysCommand = program
   .description('show the node identity (peer id), the receipt-key fingerprint and the operator token; list, revoke or mint an identity’s API keys')
   .option('--data-dir <dir>', 'data directory', process.env.SVC_DATA_DIR ?? './data')
   .action(async (opts: { dataDir: string }) => {
-    await requireDataDir(opts.dataDir);
+    // It reads the node's key and token, and must not make them in a directory that is no node's.
+    await requireDataDir(opts.dataDir, { store: true });
     const { loadOrCreateNodeKey } = await import('../mesh/identity.js');
     const ident = await loadOrCreateNodeKey(opts.dataDir);
     let fingerprint: string | null;

@@ -22,6 +22,8 @@ export interface NodeStatus {
     coherenceScore: number | null;
     peers: { peerId: string; url: string | null; lastTick: number | null; connected: boolean; mode: string | null }[];
     reachability?: PeersReport['reachability'];
+    /** The addresses other nodes dial (each ends in /p2p/<peer id>: what --bootstrap takes). */
+    multiaddrs?: string[];
   };
   sealed?: number | null;
 }
@@ -67,6 +69,8 @@ export function formatStatus(s: NodeStatus): string {
     `  mesh      ${m.enabled ? `${m.meshSize} nodes · coherence ${m.coherenceScore === null ? '–' : m.coherenceScore.toFixed(3)}` : 'off (no mesh secret): the node runs alone'}`,
   ];
   if (m.enabled && m.reachability) lines.push(`  reachable ${describeReachability(m.reachability)}`);
+  // What another node's --bootstrap takes to join through this one.
+  if (m.enabled) for (const addr of m.multiaddrs ?? []) lines.push(`  dial      ${addr}`);
   // The node's warnings (docs/operating.md, "Warnings"), each on its line: what the operator should fix first.
   for (const w of h.warnings ?? []) lines.push(`  warning   ${w.code} (×${w.count} since ${w.since}): ${w.message}`);
   if (m.peers.length > 0) {

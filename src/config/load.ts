@@ -82,7 +82,8 @@ function parseScalar(name: string, raw: string, kind: string): unknown {
       if (raw.trim().toLowerCase() === 'auto') return 'auto';
       return parseScalar(name, raw, 'int');
     case 'number': {
-      const n = Number(raw);
+      // Number(' ') is 0: a blank value is no number.
+      const n = raw.trim() === '' ? NaN : Number(raw);
       if (!Number.isFinite(n)) throw new ConfigError(`${name} must be a number, got "${raw}"`);
       return n;
     }

@@ -12,6 +12,9 @@ function isMultiaddr(text: string): boolean {
   }
 }
 
+/** Listen addresses that name no interface: a URL made of one reaches whoever dials it locally. */
+const UNSPECIFIED_HOSTS = new Set(['0.0.0.0', '::', '[::]', '0:0:0:0:0:0:0:0']);
+
 export const configSchema = z
   .object({
     host: z.string().min(1),
@@ -291,6 +294,12 @@ export const configSchema = z
       .strict()
       .default({ port: null, host: '127.0.0.1' }),
   })
-  .strict();
+  .strict()
+  // A mesh node tells its peers its URL (tick events) and they forward its identities' requests there: listening on
+  // every interface, the default http://host:port would be http://0.0.0.0:… — the peer's own machine, not this one.
+  .refine((c) => c.publicUrl !== null || c.mesh.secret === null || !UNSPECIFIED_HOSTS.has(c.host), {
+    message: 'a mesh node listening on every interface (host 0.0.0.0 or ::) needs publicUrl (SVC_PUBLIC_URL), the URL its peers reach it at',
+    path: ['publicUrl'],
+  });
 
 export type NodeConfig = z.infer<typeof configSchema>;

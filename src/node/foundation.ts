@@ -1,5 +1,6 @@
 // What every capability stands on: config and options, the logger, one Time, the keys derived from the node's
 // secrets, the node key, the store, the counters and the metrics.
+import { STORE_DIR } from '../store/store-dir.js';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
@@ -180,7 +181,7 @@ export async function openFoundation(config: NodeConfig, options: NodeOptions): 
     streamLink: deriveKey(secret, 'STREAM_LINK'),
     credentialSecret: await loadOrCreateCredentialSecret(config.dataDir),
   };
-  const store = await Store.open(join(config.dataDir, 'db'), { sync: config.syncWrites });
+  const store = await Store.open(join(config.dataDir, STORE_DIR), { sync: config.syncWrites });
   // Before anything reads the store: its format written, migrated, or refused (and the store closed again).
   const format = await settleStorageFormat(store, options.storageFormat ?? STORAGE_FORMAT, (message) => logger.warn(message)).catch(async (err: unknown) => {
     await store.close();

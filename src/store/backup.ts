@@ -16,7 +16,7 @@ import { writeSecretFile } from '../config/secret-file.js';
 export const BACKUP_FORMAT = 'svc-node-backup';
 export const BACKUP_FORMAT_VERSION = 1;
 /** The store's directory inside a data dir. */
-export const STORE_DIR = 'db';
+import { STORE_DIR } from './store-dir.js';
 
 export interface BackupHeader {
   format: typeof BACKUP_FORMAT;

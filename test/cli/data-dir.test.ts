@@ -1,7 +1,7 @@
 // The data dir as the CLI treats it: the client commands that read one refuse a missing one (exit 2, nothing created);
 // `start` makes it on first run and, whatever the log level, says where it listens on stdout.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { call } from '../helpers/node.js';
@@ -26,6 +26,14 @@ describe('client commands on a missing data dir', () => {
       expect(r.stdout, name).toBe('');
     }
     expect(existsSync(missing)).toBe(false);
+  }, 60_000);
+
+  it('keys on a directory that is no node data dir (no store in it) exits 2 and writes no key or token there', async () => {
+    const elsewhere = await tempDir();
+    const r = runCli(['keys', '--data-dir', elsewhere]);
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr.trim()).toBe(`svc-node: ${elsewhere} holds no store (db/): not a node's data dir (svc-node start makes one; give the data dir of a node)`);
+    expect(readdirSync(elsewhere)).toEqual([]);
   }, 60_000);
 });
 

@@ -30,9 +30,11 @@ describe('svc-node status', () => {
         meshSize: 2,
         coherenceScore: 1,
         peers: [{ peerId: 'peerB', url: null, lastTick: s.pulse!.svcond - 3, connected: true, mode: 'idle' }],
+        multiaddrs: ['/ip4/127.0.0.1/tcp/4001/p2p/peerA'],
       },
     });
     expect(peers).toMatch(/peerB\s+\d+\s+3\s+connected\s+idle/);
+    expect(peers).toContain('  dial      /ip4/127.0.0.1/tcp/4001/p2p/peerA\n');
     expect(s.health!.warnings).toEqual([]);
     expect(text).not.toContain('warning');
     const warned = formatStatus({

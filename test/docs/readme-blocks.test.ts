@@ -499,6 +499,7 @@ describe('README blocks, run', () => {
     it('Join a public mesh: a node started with the mesh secret and one bootstrap address connects to the mesh', { timeout: 90_000 }, async () => {
       const [joinCommand, peers] = commands(script('join a mesh'));
       expect(joinCommand).toContain('--host 0.0.0.0');
+      expect(joinCommand).toMatch(/^SVC_PUBLIC_URL=http:\/\/\S+ /);
       // The cluster's secret (random, as the cluster command draws it when not given) is in its nodes' environment.
       const environ = readFileSync(`/proc/${nodes[0]!.pid}/environ`, 'utf8').split('\0');
       const secret = environ.find((e) => e.startsWith('SVC_MESH_SECRET='))!.slice('SVC_MESH_SECRET='.length);
@@ -508,6 +509,7 @@ describe('README blocks, run', () => {
       // Tests stay on 127.0.0.1; the bootstrap placeholder is the cluster's first node.
       const command = joinCommand!
         .replace('--host 0.0.0.0', '--host 127.0.0.1')
+        .replace(/^SVC_PUBLIC_URL=\S+/, `SVC_PUBLIC_URL=${env.SVC_URL}`)
         .replace('--p2p-port 4001', `--p2p-port ${p2p}`)
         .replace(/--bootstrap \S+/, `--bootstrap ${nodes[0]!.multiaddr}`);
       const node = background(command, cwd, env);

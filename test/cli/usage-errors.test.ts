@@ -1,0 +1,42 @@
+// How `svc-node` refuses what it cannot run: a usage error (an unknown flag, a flag's bad value) exits 2 like a bad
+// configuration, naming the flag; a listener that cannot open names its own address; help exits 0.
+import { createServer, type Server } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, runCliAsync, tempDirs } from '../helpers/cli.js';
+import { freePort } from '../helpers/free-port.js';
+
+const tempDir = tempDirs('svc-usage-');
+let held: Server;
+let busyPort: number;
+
+beforeAll(async () => {
+  busyPort = await freePort();
+  held = createServer();
+  await new Promise<void>((resolve) => held.listen(busyPort, '127.0.0.1', () => resolve()));
+});
+afterAll(async () => {
+  await new Promise<void>((resolve) => held.close(() => resolve()));
+});
+
+describe('svc-node usage errors', () => {
+  it('an unknown flag, a bad integer or a value outside a flag’s choices exits 2 naming the flag; --help exits 0', async () => {
+    const dataDir = await tempDir();
+    const unknown = runCli(['start', '--bogus', '--data-dir', dataDir]);
+    expect([unknown.status, unknown.stderr.trim()]).toEqual([2, "error: unknown option '--bogus'"]);
+    const port = runCli(['start', '--port', 'abc', '--data-dir', dataDir]);
+    expect(port.status).toBe(2);
+    expect(port.stderr).toContain("option '--port <port>' argument 'abc' is invalid. expected a non-negative integer");
+    const choice = runCli(['start', '--relay-reserve', 'sometimes', '--data-dir', dataDir]);
+    expect(choice.status).toBe(2);
+    expect(choice.stderr).toContain("'--relay-reserve <when>' argument 'sometimes' is invalid");
+    const help = runCli(['start', '--help']);
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain('--metrics-port <port>');
+  }, 60_000);
+
+  it('a metrics port in use exits 2 naming the metrics listener’s address, not the API’s', async () => {
+    const r = await runCliAsync(['start', '--port', '0', '--metrics-port', String(busyPort), '--data-dir', await tempDir()], { SVC_LOG_LEVEL: 'silent' });
+    expect(r.status).toBe(2);
+    expect(r.stderr.trim()).toBe(`svc-node: cannot listen on 127.0.0.1:${busyPort}: EADDRINUSE`);
+  }, 60_000);
+});
