@@ -6,6 +6,8 @@ import type { KnownPeerReport } from '../mesh/service.js';
 
 export interface PeersReport {
   nodeId: string;
+  /** false: the node runs alone (no mesh secret). */
+  enabled: boolean;
   reachability: { reachability: string; relays: string[]; announce: string[] };
   connections: { target: number; max: number; open: number; relayed: number; known: number };
   peers: KnownPeerReport[];
@@ -37,6 +39,7 @@ export function describeReachability(r: PeersReport['reachability']): string {
 
 /** One screen of text. */
 export function formatPeers(r: PeersReport, now = Date.now()): string {
+  if (!r.enabled) return `svc-node ${r.nodeId}\n  mesh        off (no mesh secret): the node runs alone\n`;
   const c = r.connections;
   const lines = [
     `svc-node ${r.nodeId}`,

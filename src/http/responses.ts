@@ -237,6 +237,8 @@ export const meshStatusResponse = z.looseObject({
 /** GET /api/mesh/peers: the persisted peer store with each peer's connection and score. */
 export const meshPeersResponse = z.looseObject({
   nodeId: peerId,
+  /** false: no mesh secret, the node runs alone (no peers, no connections). */
+  enabled: z.boolean(),
   reachability,
   connections: z.looseObject({ target: int, max: int, open: int, relayed: int, known: int }),
   peers: z.array(

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Command } from 'commander';
 import { startTestNode, type TestNode } from '../helpers/node.js';
 import { formatStatus, readStatus, statusCommand } from '../../src/cli/status.js';
+import { formatPeers, readPeers } from '../../src/cli/peers.js';
 import { progress } from '../../src/cli/progress.js';
 
 let t: TestNode;
@@ -63,6 +64,14 @@ describe('svc-node status', () => {
     expect(out).toHaveLength(2);
     expect(JSON.parse(out[0]!)).toMatchObject({ reachable: true, url: t.url, health: { node: t.node.nodeId } });
     expect(JSON.parse(out[1]!)).toMatchObject({ reachable: false });
+  });
+});
+
+describe('svc-node peers', () => {
+  it('says a node without a mesh runs alone, rather than a target of 0 connections', async () => {
+    const r = await readPeers(t.url);
+    expect(r).toMatchObject({ nodeId: t.node.nodeId, enabled: false, peers: [] });
+    expect(formatPeers(r)).toBe(`svc-node ${t.node.nodeId}\n  mesh        off (no mesh secret): the node runs alone\n`);
   });
 });
 

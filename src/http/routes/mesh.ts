@@ -70,7 +70,7 @@ function registerMeshRoutes(router: Router, kit: HttpKit, s: MeshRouteServices):
   router.get('/api/mesh/peers', responds(meshPeersResponse), async (ctx) => {
     const m = mesh();
     const status = await m.status();
-    ctx.body = { nodeId: status.nodeId, reachability: status.reachability, connections: status.connections, peers: m.knownPeers() };
+    ctx.body = { nodeId: status.nodeId, enabled: status.enabled, reachability: status.reachability, connections: status.connections, peers: m.knownPeers() };
   });
 
   router.get('/api/mesh/events', responds(meshEventsResponse), query(eventsQuery), async (ctx) => {
