@@ -23,7 +23,11 @@ export function buildMcpServer(info: ServerInfo, source: ToolSource): Server {
     { name: info.name, version: info.version },
     { capabilities: { tools: {} }, ...(info.instructions ? { instructions: info.instructions } : {}) },
   );
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await source.list() }));
+  // One page holds every tool, so no cursor is ever issued: one given is invalid (the pagination utility's -32602).
+  server.setRequestHandler(ListToolsRequestSchema, async (request) => {
+    if (request.params?.cursor !== undefined) throw new McpError(ErrorCode.InvalidParams, 'invalid cursor: tools/list answers every tool on one page');
+    return { tools: await source.list() };
+  });
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const result = await source.call(request.params.name, (request.params.arguments ?? {}) as Record<string, unknown>);
     if (result === null) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`);

@@ -5,7 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { PLANNED_TOOLS } from '../../src/http/tool-table.js';
 
 let t: TestNode;
@@ -210,5 +210,31 @@ describe('MCP over Streamable HTTP (official SDK client)', () => {
     expect(r.status).toBe(200);
     expect(r.body.id).toBe(7);
     expect(r.body.result.tools.length).toBeGreaterThan(30);
+  });
+
+  it('JSON that is no JSON-RPC request is -32600 Invalid Request; a cursor tools/list never issued is -32602', async () => {
+    for (const body of [{ foo: 1 }, { jsonrpc: '1.0', id: 1, method: 'ping' }, []]) {
+      const r = await call(t.url, 'POST', '/api/mcp', body);
+      expect([r.status, r.body], JSON.stringify(body)).toEqual([
+        400,
+        { jsonrpc: '2.0', error: { code: -32600, message: expect.stringMatching(/^Invalid Request/) }, id: null },
+      ]);
+    }
+    const cursor = await call(t.url, 'POST', '/api/mcp', { jsonrpc: '2.0', id: 3, method: 'tools/list', params: { cursor: 'garbage' } });
+    expect(cursor.status).toBe(200);
+    expect(cursor.body).toMatchObject({ id: 3, error: { code: -32602, message: expect.stringContaining('invalid cursor') } });
+  });
+
+  it('a POST from a page of another origin is refused 403 (DNS rebinding); the node’s own origin and loopback are served', async () => {
+    const ping = { jsonrpc: '2.0', id: 8, method: 'ping' };
+    const port = new URL(t.url).port;
+    for (const origin of ['http://evil.example', `http://evil.example:${port}`, 'null']) {
+      const e = expectError(await call(t.url, 'POST', '/api/mcp', ping, { origin }), 403, 'SVC_FORBIDDEN');
+      expect(e.origin, origin).toBe(origin);
+    }
+    for (const origin of [t.url, `http://localhost:${port}`]) {
+      const r = await call(t.url, 'POST', '/api/mcp', ping, { origin });
+      expect([r.status, r.body.id], origin).toEqual([200, 8]);
+    }
   });
 });

@@ -27,6 +27,30 @@ function transportHeaders(ctx: Context): Headers {
   return headers;
 }
 
+/** A JSON-RPC -32600 error answer, with no id (the request had none that could be read). */
+function invalidRequest(why: string): Record<string, unknown> {
+  return { jsonrpc: '2.0', error: { code: -32600, message: `Invalid Request: ${why}` }, id: null };
+}
+
+/**
+ * The MCP transport's DNS-rebinding rule (a server MUST validate Origin, 403 when it is present and invalid): a tool
+ * call from a web page is served only from the node's own origin — its public URL's, or the loopback names of its
+ * port. A page elsewhere whose name was rebound to this node would otherwise call every tool with the caller's key.
+ * Clients that are no browser send no Origin and are not concerned.
+ */
+function refuseForeignOrigin(ctx: Context, kit: HttpKit): void {
+  const origin = ctx.get('origin');
+  if (!origin) return;
+  const own = new URL(kit.publicUrl());
+  const port = own.port === '' ? '' : `:${own.port}`;
+  const allowed = [own.origin, `http://127.0.0.1${port}`, `http://localhost${port}`, `http://[::1]${port}`];
+  if (allowed.includes(origin)) return;
+  throw new ServiceError(403, 'SVC_FORBIDDEN', `MCP requests from a page of another origin are refused (DNS rebinding protection): Origin ${origin}`, {
+    origin,
+    allowed,
+  });
+}
+
 export interface McpRouteServices {
   /** This node's tools: requests to its own routes on the caller's behalf. */
   tools: LocalTools;
@@ -59,6 +83,13 @@ function registerMcpRoutes(router: Router, kit: HttpKit, { tools }: McpRouteServ
   });
 
   router.post('/api/mcp', responds(jsonRpcResponse), body(jsonRpcRequest, { inHandler: true }), async (ctx) => {
+    refuseForeignOrigin(ctx, kit);
+    // JSON-RPC 2.0 §6: an empty batch is one Invalid Request error (the transport would answer it 202, as if empty).
+    if (Array.isArray(ctx.request.body) && ctx.request.body.length === 0) {
+      ctx.status = 400;
+      ctx.body = invalidRequest('an empty batch');
+      return;
+    }
     // The SDK is imported at the first call (the runtime keeps it after): its server and JSON Schema validator are
     // modules a node that serves no tool call would load at every start (docs/performance.md, "Start-up").
     const [{ buildMcpServer }, { WebStandardStreamableHTTPServerTransport }] = await Promise.all([
@@ -77,7 +108,10 @@ function registerMcpRoutes(router: Router, kit: HttpKit, { tools }: McpRouteServ
       ctx.status = res.status;
       const type = res.headers.get('content-type');
       if (type) ctx.type = type;
-      ctx.body = await res.text();
+      const text = await res.text();
+      // The body is JSON (the node parsed it before): what the transport calls a parse error is JSON that is no
+      // JSON-RPC message, which JSON-RPC 2.0 §5.1 names -32600 Invalid Request.
+      ctx.body = res.status === 400 && /"code":\s*-32700/.test(text) ? invalidRequest('the JSON is not a JSON-RPC 2.0 message') : text;
     } finally {
       await transport.close().catch(() => undefined);
       await server.close().catch(() => undefined);
