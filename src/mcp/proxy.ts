@@ -5,7 +5,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { ToolSource } from './server.js';
+import { protocolError, type ToolSource } from './server.js';
 
 export interface ProxyOptions {
   url: string;
@@ -43,7 +43,9 @@ export class RemoteTools implements ToolSource {
     try {
       return await fn(client);
     } catch (err) {
-      if (err instanceof McpError) throw err;
+      // The remote node's protocol error, relayed with its code and its own words (the client's McpError prefixed
+      // them with "MCP error <code>: ", which the caller's client adds again).
+      if (err instanceof McpError) throw protocolError(err.code, err.message.replace(/^MCP error -?\d+: /, ''));
       // A failed exchange may have been a lost node: reconnect next time.
       this.client = null;
       await client.close().catch(() => undefined);

@@ -4,7 +4,45 @@
 // validate (the same 400 SVC_INVALID_INPUT as over HTTP) and a tool error keeps its part-7 code (result.ts), and a
 // proxy relays another server's JSON Schemas as they are.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  InitializeRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+
+/**
+ * A JSON-RPC error for the SDK's Server to answer: the code, and the message as the caller should read it. Not an
+ * McpError, whose message already carries "MCP error <code>: ", which the SDK client adds again on its side.
+ */
+export function protocolError(code: number, message: string): Error & { code: number } {
+  return Object.assign(new Error(message), { code });
+}
+
+/** The requests this server answers, by method, with the SDK's schema of each. */
+const REQUESTS: Record<string, { safeParse(v: unknown): { success: boolean; error?: { issues: { path: PropertyKey[]; message: string }[] } } }> = {
+  initialize: InitializeRequestSchema,
+  'tools/list': ListToolsRequestSchema,
+  'tools/call': CallToolRequestSchema,
+};
+
+/**
+ * Why a request's params do not fit its method's schema (JSON-RPC -32602 Invalid params), or null. The SDK parses a
+ * request before its handler runs and answers a failure as -32603 with the validator's dump; checked first, the
+ * caller is told which member is wrong.
+ */
+export function invalidParams(message: unknown): string | null {
+  if (message === null || typeof message !== 'object' || Array.isArray(message)) return null;
+  const method = (message as { method?: unknown }).method;
+  const schema = typeof method === 'string' ? REQUESTS[method] : undefined;
+  if (!schema) return null;
+  const parsed = schema.safeParse(message);
+  if (parsed.success) return null;
+  const issue = parsed.error!.issues[0]!;
+  return `Invalid params: ${issue.path.map(String).join('.') || 'params'}: ${issue.message}`;
+}
 
 export interface ToolSource {
   list(): Promise<Tool[]>;
@@ -25,12 +63,12 @@ export function buildMcpServer(info: ServerInfo, source: ToolSource): Server {
   );
   // One page holds every tool, so no cursor is ever issued: one given is invalid (the pagination utility's -32602).
   server.setRequestHandler(ListToolsRequestSchema, async (request) => {
-    if (request.params?.cursor !== undefined) throw new McpError(ErrorCode.InvalidParams, 'invalid cursor: tools/list answers every tool on one page');
+    if (request.params?.cursor !== undefined) throw protocolError(ErrorCode.InvalidParams, 'invalid cursor: tools/list answers every tool on one page');
     return { tools: await source.list() };
   });
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const result = await source.call(request.params.name, (request.params.arguments ?? {}) as Record<string, unknown>);
-    if (result === null) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`);
+    if (result === null) throw protocolError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`);
     return result;
   });
   return server;

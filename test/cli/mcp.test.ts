@@ -41,5 +41,8 @@ describe('svc-node mcp (stdio)', () => {
     const bad = (await client.callTool({ name: 'svc_shift', arguments: { variance: -1 } })) as CallToolResult;
     expect(bad.isError).toBe(true);
     expect((bad.structuredContent as { error: { code: string } }).error.code).toBe('SVC_INVALID_INPUT');
+    // A protocol error of the node is relayed with its code and its words, prefixed once.
+    const unknown = await client.callTool({ name: 'nope', arguments: {} }).catch((err: Error & { code?: number }) => err);
+    expect(unknown).toMatchObject({ code: -32602, message: 'MCP error -32602: unknown tool nope' });
   });
 });

@@ -143,7 +143,7 @@ describe('MCP over Streamable HTTP (official SDK client)', () => {
     } finally {
       await anon.close();
     }
-    await expect(client.callTool({ name: 'svc_nope', arguments: {} })).rejects.toThrow(/unknown tool/);
+    await expect(client.callTool({ name: 'svc_nope', arguments: {} })).rejects.toThrow(/^MCP error -32602: unknown tool svc_nope$/);
   });
 
   it('the state-machine, stream and register tools act through their routes', async () => {
@@ -220,6 +220,11 @@ describe('MCP over Streamable HTTP (official SDK client)', () => {
         { jsonrpc: '2.0', error: { code: -32600, message: expect.stringMatching(/^Invalid Request/) }, id: null },
       ]);
     }
+    // Params that do not fit their method: -32602 naming the member, with the request's id.
+    const noName = await call(t.url, 'POST', '/api/mcp', { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { arguments: {} } });
+    expect(noName.body).toMatchObject({ id: 9, error: { code: -32602, message: expect.stringMatching(/^Invalid params: params\.name: /) } });
+    const noParams = await call(t.url, 'POST', '/api/mcp', { jsonrpc: '2.0', id: 10, method: 'initialize' });
+    expect(noParams.body).toMatchObject({ id: 10, error: { code: -32602, message: expect.stringMatching(/^Invalid params: params/) } });
     const cursor = await call(t.url, 'POST', '/api/mcp', { jsonrpc: '2.0', id: 3, method: 'tools/list', params: { cursor: 'garbage' } });
     expect(cursor.status).toBe(200);
     expect(cursor.body).toMatchObject({ id: 3, error: { code: -32602, message: expect.stringContaining('invalid cursor') } });

@@ -92,10 +92,15 @@ function registerMcpRoutes(router: Router, kit: HttpKit, { tools }: McpRouteServ
     }
     // The SDK is imported at the first call (the runtime keeps it after): its server and JSON Schema validator are
     // modules a node that serves no tool call would load at every start (docs/performance.md, "Start-up").
-    const [{ buildMcpServer }, { WebStandardStreamableHTTPServerTransport }] = await Promise.all([
+    const [{ buildMcpServer, invalidParams }, { WebStandardStreamableHTTPServerTransport }] = await Promise.all([
       import('../../mcp/server.js'),
       import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
     ]);
+    const badParams = invalidParams(ctx.request.body);
+    if (badParams !== null) {
+      ctx.body = { jsonrpc: '2.0', id: (ctx.request.body as { id?: unknown }).id ?? null, error: { code: -32602, message: badParams } };
+      return;
+    }
     const server = buildMcpServer(
       { name: 'svc-node', version: kit.config.kernel.version, instructions: TOOL_INSTRUCTIONS },
       tools.sourceFor(kit.selfApi.targetOf(ctx), ctx.state.traceId as string),
