@@ -131,7 +131,9 @@ function registerAgentRoutes(router: Router, kit: HttpKit, s: AgentRouteServices
     const c = identityOf(ctx);
     if (c.home !== kit.nodeId()) {
       const url = kit.homes.peerUrl(c.home);
-      if (url && (await answersHealth(url, kit.config.mesh.forwardTimeoutMs))) {
+      // A key in the query string (an EventSource cannot send headers) is not put in a Location for the client to
+      // carry to another node: that stream is relayed from the home instead.
+      if (url && !('key' in ctx.query) && (await answersHealth(url, kit.config.mesh.forwardTimeoutMs))) {
         ctx.status = 307;
         ctx.set('Location', `${url}${ctx.originalUrl}`);
         ctx.body = { home: c.home, location: `${url}${ctx.originalUrl}` };
