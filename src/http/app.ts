@@ -4,6 +4,7 @@
 // the composition root builds it from the solver registry, library and tiers (discovery.ts); GET /api and the MCP
 // card call it with their router, the 404 body here. The MCP and chat tools are requests to this app's own routes,
 // built by the root on the kit's self-API, whose middleware runs here.
+import { loggedPath } from './logged-path.js';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { ServiceError } from '../kernel/errors.js';
@@ -41,8 +42,8 @@ export function createApp(kit: HttpKit, groups: readonly RouteGroup[]): { app: K
     ctx.state.traceId = traceId;
     ctx.set('X-Trace-Id', traceId);
     await next();
-    if (ctx.status >= 400) kit.logger.info({ trace_id: traceId, method: ctx.method, path: ctx.path, status: ctx.status }, 'request failed');
-    else if (debug) kit.logger.debug({ trace_id: traceId, method: ctx.method, path: ctx.path, status: ctx.status }, 'request');
+    if (ctx.status >= 400) kit.logger.info({ trace_id: traceId, method: ctx.method, path: loggedPath(ctx.path), status: ctx.status }, 'request failed');
+    else if (debug) kit.logger.debug({ trace_id: traceId, method: ctx.method, path: loggedPath(ctx.path), status: ctx.status }, 'request');
   });
   app.use(kit.selfApi.middleware());
   if (kit.metrics) app.use(kit.metrics.middleware());

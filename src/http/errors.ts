@@ -1,5 +1,6 @@
 // Part 7: every error is {error:{code, message, details?, trace_id, timestamp, documentation_url, …extra}}.
 // The trace id is also in the X-Trace-Id header and in the log line. A client mistake is never a 500.
+import { loggedPath } from './logged-path.js';
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -96,9 +97,9 @@ export function errorMiddleware(logger: Logger) {
     } catch (err) {
       const se = classify(err);
       if (se.status >= 500 && !(err instanceof ServiceError)) {
-        logger.error({ err, trace_id: ctx.state.traceId, path: ctx.path }, 'unhandled error');
+        logger.error({ err, trace_id: ctx.state.traceId, path: loggedPath(ctx.path) }, 'unhandled error');
       } else {
-        logger.debug({ trace_id: ctx.state.traceId, code: se.code, status: se.status, path: ctx.path }, 'request error');
+        logger.debug({ trace_id: ctx.state.traceId, code: se.code, status: se.status, path: loggedPath(ctx.path) }, 'request error');
       }
       sendError(ctx, se);
     }

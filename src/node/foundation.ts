@@ -1,7 +1,7 @@
 // What every capability stands on: config and options, the logger, one Time, the keys derived from the node's
 // secrets, the node key, the store, the counters and the metrics.
 import { STORE_DIR } from '../store/store-dir.js';
-import { mkdir, readFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { NodeConfig } from '../config/schema.js';
@@ -163,13 +163,26 @@ async function receiptSecret(config: NodeConfig): Promise<Buffer> {
   return loadOrCreateReceiptSecret(config.dataDir);
 }
 
+/**
+ * The data dir, made if missing, readable by this user only: the store in it holds password and equation hashes,
+ * webhook headers and delivery answers, which no other account of the machine should read. One made earlier with
+ * the umask's 0755 is made private at start (said once in the log).
+ */
+async function privateDataDir(dir: string, logger: Logger): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const mode = (await stat(dir)).mode & 0o777;
+  if ((mode & 0o077) === 0) return;
+  await chmod(dir, 0o700);
+  logger.warn({ dataDir: dir, was: mode.toString(8) }, 'the data dir was readable by other users: made private (0700)');
+}
+
 export async function openFoundation(config: NodeConfig, options: NodeOptions): Promise<Foundation> {
   const clock = options.clock ?? systemClock;
   const time = timeOf(clock);
   const base = { svc: 'svc-node' };
   const logger = options.logger ?? pino({ level: config.logLevel, base });
   const readyLogger = options.logger !== undefined || logger.isLevelEnabled('info') ? logger : pino({ level: 'info', base });
-  await mkdir(config.dataDir, { recursive: true });
+  await privateDataDir(config.dataDir, logger);
   const nodeIdentity = await loadOrCreateNodeKey(config.dataDir);
   const secret = await receiptSecret(config);
   const keys: NodeKeys = {

@@ -1,10 +1,10 @@
 // The data dir as the CLI treats it: the client commands that read one refuse a missing one (exit 2, nothing created);
 // `start` makes it on first run and, whatever the log level, says where it listens on stdout.
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { call } from '../helpers/node.js';
+import { call, startTestNode } from '../helpers/node.js';
 import { CLI, ROOT, exitOf, runCli, tempDirs } from '../helpers/cli.js';
 
 const tempDir = tempDirs('svc-datadir-');
@@ -66,9 +66,23 @@ describe('svc-node start at log level warn', () => {
       expect(health.status).toBe(200);
       expect(health.body.node).toBe(line.node);
       expect(existsSync(join(dataDir, 'db'))).toBe(true);
+      // Readable by this user only: the store holds secrets' hashes and webhook headers.
+      expect(statSync(dataDir).mode & 0o777).toBe(0o700);
     } finally {
       child.kill('SIGTERM');
     }
     expect(await exitOf(child)).toBe(0);
   }, 90_000);
+
+  it('makes a data dir made earlier with the umask (0755) private at start', async () => {
+    const dataDir = join(await tempDir(), 'shared');
+    mkdirSync(dataDir, { mode: 0o755 });
+    chmodSync(dataDir, 0o755);
+    const t = await startTestNode({ solverThreads: 0, sealWorker: false }, {}, dataDir);
+    try {
+      expect(statSync(dataDir).mode & 0o777).toBe(0o700);
+    } finally {
+      await t.destroy();
+    }
+  }, 60_000);
 });

@@ -1,0 +1,60 @@
+// What a log line says of a request's path: credentials in it cut to their prefix, everything else as it was; and a
+// node's request log, at its most verbose, holding no key a caller put in a path.
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { bearer, call, startTestNode, zkIdentity } from '../helpers/node.js';
+import { loggedPath } from '../../src/http/logged-path.js';
+import { mintKey } from '../../src/identity/keys.js';
+import { newSecret } from '../../src/webhooks/signing.js';
+
+describe('loggedPath', () => {
+  it('cuts every kind of key, a channel key and a webhook secret to its prefix, wherever it stands in the path', () => {
+    const sk = mintKey('sk');
+    const test = mintKey('sk_test');
+    const pub = mintKey('zsm_pub');
+    const channel = `stk_${'0a'.repeat(24)}`;
+    const whsec = newSecret();
+    expect(loggedPath(`/api/auth/keys/${sk}`)).toBe('/api/auth/keys/sk_…');
+    expect(loggedPath(`/api/auth/salt/${test}/x`)).toBe('/api/auth/salt/sk_test_…/x');
+    expect(loggedPath(`/${pub}`)).toBe('/zsm_pub_…');
+    expect(loggedPath(`/api/svc/streams/str_1/${channel}`)).toBe('/api/svc/streams/str_1/stk_…');
+    expect(loggedPath(`/api/webhooks/${encodeURIComponent(whsec)}`)).toBe('/api/webhooks/whsec_…');
+    for (const secret of [sk, test, pub, channel, encodeURIComponent(whsec)]) expect(loggedPath(`/a/${secret}`)).not.toContain(secret.slice(-12));
+  });
+
+  it('leaves ids, slugs and short words alone', () => {
+    for (const path of [
+      '/api/auth/keys/sk_1a2b3c4d',
+      '/api/chain/m-0123456789abcdef/explore',
+      '/api/svc/streams/str_0a1b/tick',
+      '/api/tally/envelopes/zid_' + '0'.repeat(32),
+    ])
+      expect(loggedPath(path)).toBe(path);
+  });
+});
+
+describe("a node's request log", () => {
+  it('does not hold a key sent in a path (a DELETE by the key instead of its key id), at level trace', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    const t = await startTestNode({ solverThreads: 0, sealWorker: false }, { logger: pino({ level: 'trace' }, sink) });
+    try {
+      const id = await zkIdentity(t.url, 'logged-path');
+      const r = await call(t.url, 'DELETE', `/api/auth/keys/${id.key}`, undefined, bearer(id.key));
+      expect(r.body.error.status).toBe(r.status);
+      expect(r.status).toBeGreaterThanOrEqual(400);
+      const logged = lines.filter((l) => l.includes('/api/auth/keys/'));
+      expect(logged.length).toBeGreaterThan(0);
+      for (const line of lines) expect(line).not.toContain(id.key.slice(3));
+      expect(logged.some((l) => l.includes('/api/auth/keys/sk_…'))).toBe(true);
+    } finally {
+      await t.destroy();
+    }
+  }, 60_000);
+});
