@@ -8,6 +8,7 @@ import {
   CallToolRequestSchema,
   ErrorCode,
   InitializeRequestSchema,
+  JSONRPCMessageSchema,
   ListToolsRequestSchema,
   type CallToolResult,
   type Tool,
@@ -29,11 +30,25 @@ const REQUESTS: Record<string, { safeParse(v: unknown): { success: boolean; erro
 };
 
 /**
- * Why a request's params do not fit its method's schema (JSON-RPC -32602 Invalid params), or null. The SDK parses a
- * request before its handler runs and answers a failure as -32603 with the validator's dump; checked first, the
- * caller is told which member is wrong.
+ * The answer to a POST body the SDK's transport and server would answer with the wrong JSON-RPC code, or null to let
+ * them answer it. The node has parsed the JSON already, so JSON that is no JSON-RPC message (an empty batch too, which
+ * the transport would take as nothing) is -32600 Invalid Request, not the transport's -32700 parse error (JSON-RPC
+ * 2.0 §5.1, §6); a request whose params do not fit its method is -32602 naming the member, where the SDK, parsing
+ * before its handler runs, answers -32603 with the validator's dump.
  */
-export function invalidParams(message: unknown): string | null {
+export function refusedMessage(body: unknown): { status: number; body: Record<string, unknown> } | null {
+  const messages = Array.isArray(body) ? body : [body];
+  if (messages.length === 0 || messages.some((m) => !JSONRPCMessageSchema.safeParse(m).success)) {
+    const why = messages.length === 0 ? 'an empty batch' : 'the JSON is not a JSON-RPC 2.0 message';
+    return { status: 400, body: { jsonrpc: '2.0', error: { code: -32600, message: `Invalid Request: ${why}` }, id: null } };
+  }
+  const bad = Array.isArray(body) ? null : invalidParams(body);
+  if (bad === null) return null;
+  return { status: 200, body: { jsonrpc: '2.0', id: (body as { id?: unknown }).id ?? null, error: { code: -32602, message: bad } } };
+}
+
+/** Why a request's params do not fit its method's schema, or null. */
+function invalidParams(message: unknown): string | null {
   if (message === null || typeof message !== 'object' || Array.isArray(message)) return null;
   const method = (message as { method?: unknown }).method;
   const schema = typeof method === 'string' ? REQUESTS[method] : undefined;

@@ -27,11 +27,6 @@ function transportHeaders(ctx: Context): Headers {
   return headers;
 }
 
-/** A JSON-RPC -32600 error answer, with no id (the request had none that could be read). */
-function invalidRequest(why: string): Record<string, unknown> {
-  return { jsonrpc: '2.0', error: { code: -32600, message: `Invalid Request: ${why}` }, id: null };
-}
-
 /**
  * The MCP transport's DNS-rebinding rule (a server MUST validate Origin, 403 when it is present and invalid): a tool
  * call from a web page is served only from the node's own origin — its public URL's, or the loopback names of its
@@ -84,21 +79,16 @@ function registerMcpRoutes(router: Router, kit: HttpKit, { tools }: McpRouteServ
 
   router.post('/api/mcp', responds(jsonRpcResponse), body(jsonRpcRequest, { inHandler: true }), async (ctx) => {
     refuseForeignOrigin(ctx, kit);
-    // JSON-RPC 2.0 §6: an empty batch is one Invalid Request error (the transport would answer it 202, as if empty).
-    if (Array.isArray(ctx.request.body) && ctx.request.body.length === 0) {
-      ctx.status = 400;
-      ctx.body = invalidRequest('an empty batch');
-      return;
-    }
     // The SDK is imported at the first call (the runtime keeps it after): its server and JSON Schema validator are
     // modules a node that serves no tool call would load at every start (docs/performance.md, "Start-up").
-    const [{ buildMcpServer, invalidParams }, { WebStandardStreamableHTTPServerTransport }] = await Promise.all([
+    const [{ buildMcpServer, refusedMessage }, { WebStandardStreamableHTTPServerTransport }] = await Promise.all([
       import('../../mcp/server.js'),
       import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
     ]);
-    const badParams = invalidParams(ctx.request.body);
-    if (badParams !== null) {
-      ctx.body = { jsonrpc: '2.0', id: (ctx.request.body as { id?: unknown }).id ?? null, error: { code: -32602, message: badParams } };
+    const refused = refusedMessage(ctx.request.body);
+    if (refused !== null) {
+      ctx.status = refused.status;
+      ctx.body = refused.body;
       return;
     }
     const server = buildMcpServer(
@@ -113,10 +103,7 @@ function registerMcpRoutes(router: Router, kit: HttpKit, { tools }: McpRouteServ
       ctx.status = res.status;
       const type = res.headers.get('content-type');
       if (type) ctx.type = type;
-      const text = await res.text();
-      // The body is JSON (the node parsed it before): what the transport calls a parse error is JSON that is no
-      // JSON-RPC message, which JSON-RPC 2.0 §5.1 names -32600 Invalid Request.
-      ctx.body = res.status === 400 && /"code":\s*-32700/.test(text) ? invalidRequest('the JSON is not a JSON-RPC 2.0 message') : text;
+      ctx.body = await res.text();
     } finally {
       await transport.close().catch(() => undefined);
       await server.close().catch(() => undefined);
