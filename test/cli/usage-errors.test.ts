@@ -11,7 +11,8 @@ let busyPort: number;
 
 beforeAll(async () => {
   busyPort = await freePort();
-  held = createServer();
+  // Whoever connects meanwhile (another test dialling a port of its band) is hung up on, so close() does not wait.
+  held = createServer((socket) => socket.destroy());
   await new Promise<void>((resolve) => held.listen(busyPort, '127.0.0.1', () => resolve()));
 });
 afterAll(async () => {
