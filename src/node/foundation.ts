@@ -164,9 +164,9 @@ async function receiptSecret(config: NodeConfig): Promise<Buffer> {
 }
 
 /**
- * The data dir, made if missing, readable by this user only: the store in it holds password and equation hashes,
- * webhook headers and delivery answers, which no other account of the machine should read. One made earlier with
- * the umask's 0755 is made private at start (said once in the log).
+ * The data dir, made if missing, readable by this user only: the store in it holds password and equation hashes and
+ * webhook delivery answers, which no other account of the machine should read. One made earlier with the umask's 0755
+ * is made private at start (said once in the log).
  */
 async function privateDataDir(dir: string, logger: Logger): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });

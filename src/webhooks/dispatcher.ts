@@ -141,7 +141,7 @@ export class Dispatcher {
     const body = await this.body(d, attempt, timestamp);
     const secret = registry.secretOf(w);
     const headers: Record<string, string> = {
-      ...w.headers,
+      ...registry.headersOf(w),
       'content-type': 'application/json',
       'user-agent': 'svc-node-webhooks/1',
       'x-svc-event': d.event,

@@ -1,5 +1,6 @@
 // Webhook registrations (spec 2.6, part 6 management operations): an identity's webhooks. The signing secret is
-// shown once, at registration, and stored encrypted. Part 3: a webhook is disabled when a delivery's 5th attempt fails.
+// shown once, at registration, and stored encrypted; so are the custom headers' values (a receiver's bearer token is a
+// credential): a webhook is shown with its header names and each value hidden. Part 3: a webhook is disabled when a delivery's 5th attempt fails.
 // LevelDB is the truth (records by id, and an index by owner); memory keeps the registrations of the owners seen
 // lately: a bounded LRU of owner → its list (≤ WEBHOOKS_PER_IDENTITY each; an owner with none is kept
 // as an empty list, so a seal of an owner without webhooks reads the store once). The sealing batch decides
@@ -8,7 +9,7 @@
 // cache still gets its deliveries. A read that a write of the same owner overtook is read again, so a list never
 // misses a registration acknowledged before it was asked for; an owner with a write under way stays in memory.
 import { ServiceError } from '../kernel/errors.js';
-import type { Store, Sublevel } from '../store/db.js';
+import type { Op, Store, Sublevel } from '../store/db.js';
 import { randomHex } from '../util/random-hex.js';
 import type { EventType, WebhookStatus } from './events.js';
 import { newSecret, openSecret, sealSecret, type SealedSecret } from './signing.js';
@@ -29,7 +30,7 @@ export interface WebhookRecord {
   owner: string;
   url: string;
   events: EventType[];
-  headers: Record<string, string>;
+  headers: StoredHeaders;
   metadata: Record<string, unknown>;
   status: WebhookStatus;
   last_delivery_at: string | null;
@@ -38,6 +39,15 @@ export interface WebhookRecord {
   secret: SealedSecret;
   created_at: string;
 }
+
+/** Custom headers as stored: the names in clear, the values sealed together (null when there are none). */
+export interface StoredHeaders {
+  names: string[];
+  sealed: SealedSecret | null;
+}
+
+/** What a custom header's value is shown as: values are write-only. */
+export const HIDDEN_HEADER_VALUE = '********';
 
 export interface WebhookInput {
   url: string;
@@ -54,7 +64,7 @@ export function webhookView(w: WebhookRecord): Record<string, unknown> {
     id: w.id,
     url: w.url,
     events: w.events,
-    headers: w.headers,
+    headers: Object.fromEntries(w.headers.names.map((n) => [n, HIDDEN_HEADER_VALUE])),
     metadata: w.metadata,
     status: w.status,
     last_delivery_at: w.last_delivery_at,
@@ -100,9 +110,20 @@ export class WebhookRegistry {
     return this.owners.has(owner);
   }
 
-  /** Builds the owner index for records stored before it existed (once, a page at a time; nothing kept in memory). */
+  /**
+   * Brings records stored by earlier versions up to date, each step once, a page at a time (nothing kept in memory):
+   * the owner index, then custom header values sealed (they were stored in clear).
+   */
   async load(): Promise<void> {
-    if ((await this.store.get<boolean>(this.meta, 'owner_index')) === true) return;
+    await this.onceOverRecords('owner_index', (w) => [{ type: 'put', sub: this.ownerIndex, key: `${w.owner}!${w.id}`, value: w.id }]);
+    await this.onceOverRecords('sealed_headers', (w) => {
+      const h = w.headers as StoredHeaders | Record<string, string>;
+      return Array.isArray(h.names) ? [] : [{ type: 'put', sub: this.sub, key: w.id, value: { ...w, headers: this.sealHeaders(h as Record<string, string>) } }];
+    });
+  }
+
+  private async onceOverRecords(step: string, ops: (w: WebhookRecord) => Op[]): Promise<void> {
+    if ((await this.store.get<boolean>(this.meta, step)) === true) return;
     let after: string | null = null;
     for (;;) {
       const page: { key: string; value: WebhookRecord }[] = await this.store.range<WebhookRecord>(this.sub, {
@@ -110,10 +131,21 @@ export class WebhookRegistry {
         limit: INDEX_PAGE,
       });
       if (page.length === 0) break;
-      await this.store.commit(page.map(({ value: w }) => ({ type: 'put' as const, sub: this.ownerIndex, key: `${w.owner}!${w.id}`, value: w.id })));
+      const batch = page.flatMap(({ value }) => ops(value));
+      if (batch.length > 0) await this.store.commit(batch);
       after = page[page.length - 1]!.key;
     }
-    await this.store.commit([{ type: 'put', sub: this.meta, key: 'owner_index', value: true }]);
+    await this.store.commit([{ type: 'put', sub: this.meta, key: step, value: true }]);
+  }
+
+  private sealHeaders(headers: Record<string, string>): StoredHeaders {
+    const names = Object.keys(headers);
+    return { names, sealed: names.length === 0 ? null : sealSecret(this.secretKey, JSON.stringify(headers)) };
+  }
+
+  /** A webhook's custom headers with their values (the dispatcher's delivery). */
+  headersOf(w: WebhookRecord): Record<string, string> {
+    return w.headers.sealed === null ? {} : (JSON.parse(openSecret(this.secretKey, w.headers.sealed)) as Record<string, string>);
   }
 
   /** Every registration of `owner`, oldest first: from memory when seen lately (synchronously), else from the store. */
@@ -211,7 +243,7 @@ export class WebhookRegistry {
       owner,
       url: input.url,
       events: [...new Set(input.events)],
-      headers: input.headers ?? {},
+      headers: this.sealHeaders(input.headers ?? {}),
       metadata: input.metadata ?? {},
       status: 'enabled',
       last_delivery_at: null,
@@ -273,7 +305,7 @@ export class WebhookRegistry {
       ...w,
       ...(patch.url !== undefined ? { url: patch.url } : {}),
       ...(patch.events !== undefined ? { events: [...new Set(patch.events)] } : {}),
-      ...(patch.headers !== undefined ? { headers: patch.headers } : {}),
+      ...(patch.headers !== undefined ? { headers: this.sealHeaders(patch.headers) } : {}),
       ...(patch.metadata !== undefined ? { metadata: patch.metadata } : {}),
       // Enabling again starts the failure count afresh.
       ...(patch.status !== undefined ? { status: patch.status, ...(patch.status === 'enabled' ? { failure_count: 0 } : {}) } : {}),

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/db.js';
-import { WebhookRegistry, type WebhookRecord } from '../../src/webhooks/registry.js';
+import { WebhookRegistry, webhookView, type WebhookRecord } from '../../src/webhooks/registry.js';
 
 const KEY = Buffer.alloc(32, 7);
 const POLICY = { allowLoopback: true, allowHosts: [] };
@@ -55,6 +55,41 @@ describe('WebhookRegistry', () => {
     const again = new WebhookRegistry(store, KEY, POLICY, () => Date.now(), 1);
     await again.load();
     expect((await again.list('zid_a')).map((w) => w.id)).toEqual(['wh_1', 'wh_3']);
+  });
+
+  it('stores custom header values sealed, and seals those an earlier version stored in clear, once', async () => {
+    await openStore();
+    const sub = store.sub('webhooks');
+    const raw = async (id: string) => JSON.stringify(await store.get(sub, id));
+    const legacy = {
+      id: 'wh_old',
+      owner: 'zid_a',
+      url: 'http://127.0.0.1:9/x',
+      events: ['computation.complete'],
+      headers: { Authorization: 'Bearer receiver-token-1' },
+      metadata: {},
+      status: 'enabled',
+      last_delivery_at: null,
+      failure_count: 0,
+      secret: { iv: '', tag: '', ct: '' },
+      created_at: '2026-01-01T00:00:00.000Z',
+    };
+    await store.commit([{ type: 'put', sub, key: 'wh_old', value: legacy }]);
+    const r = new WebhookRegistry(store, KEY, POLICY, () => Date.now());
+    await r.load();
+    expect(await raw('wh_old')).not.toContain('receiver-token-1');
+    const [old] = await r.list('zid_a');
+    expect(r.headersOf(old!)).toEqual({ Authorization: 'Bearer receiver-token-1' });
+    expect(webhookView(old!).headers).toEqual({ Authorization: '********' });
+
+    const made = await r.register('zid_a', { url: 'http://127.0.0.1:9/y', events: ['computation.complete'], headers: { 'X-Token': 'receiver-token-2' } });
+    expect(await raw(made.webhook.id)).not.toContain('receiver-token-2');
+    expect(r.headersOf(made.webhook)).toEqual({ 'X-Token': 'receiver-token-2' });
+    const patched = await r.update('zid_a', made.webhook.id, { headers: { 'X-Other': 'receiver-token-3' } });
+    expect(await raw(made.webhook.id)).not.toContain('receiver-token-3');
+    expect(r.headersOf(patched)).toEqual({ 'X-Other': 'receiver-token-3' });
+    // Another node key cannot open them (AES-GCM's tag).
+    expect(() => new WebhookRegistry(store, Buffer.alloc(32, 8), POLICY, () => Date.now()).headersOf(patched)).toThrow();
   });
 
   it('a read overtaken by a registration of the same owner is read again', async () => {

@@ -47,6 +47,10 @@ describe('webhooks', () => {
     expect(hook).toMatchObject({ status: 'enabled', failure_count: 0, last_delivery_at: null, events: ['computation.complete'], metadata: { app: 'test' } });
     const listed = await call(t.url, 'GET', '/api/webhooks', undefined, bearer(me.key));
     expect(listed.body.webhooks).toHaveLength(1);
+    // A custom header's value may be a receiver's credential: shown by name, its value hidden, here and at registration.
+    expect(listed.body.webhooks[0].headers).toEqual({ 'X-Team': '********' });
+    expect(hook.headers).toEqual({ 'X-Team': '********' });
+    expect(listed.text).not.toContain('blue');
     expect(listed.text).not.toContain(hook.secret);
     expect(listed.text).not.toContain('whsec_');
 
