@@ -154,26 +154,35 @@ configFlags(program.command('start').description('run a node')).action(async (op
 });
 
 /**
- * The receipt secret for verify and keys, flags before environment (as in the config's layers): --secret (hex),
- * else --data-dir's receipt-secret file, else SVC_RECEIPT_SECRET (hex), else the file in SVC_DATA_DIR or ./data.
- * A cluster's data root holds its receipt-secret file like a data dir. The same hex means the same key everywhere.
+ * The data dir and receipt secret of a node started with these settings, as `start` layers them: the config file,
+ * the environment, the --data-dir flag. The secret is receiptSecret's hex when set, else the data dir's file.
  */
-async function receiptSecretFor(opts: { secret?: string; dataDir?: string }): Promise<Buffer | null> {
-  if (opts.secret !== undefined) return decodeReceiptSecret(opts.secret, '--secret');
-  if (opts.dataDir !== undefined) return readReceiptSecretFile(opts.dataDir);
-  const env = process.env.SVC_RECEIPT_SECRET;
-  if (env) return decodeReceiptSecret(env, 'SVC_RECEIPT_SECRET');
-  return readReceiptSecretFile(process.env.SVC_DATA_DIR ?? './data');
+async function nodeSettings(opts: { config?: string; dataDir?: string }): Promise<{ dataDir: string; secret: Buffer | null }> {
+  const { loadConfig } = await import('../config/load.js');
+  const config = loadConfig({ configFile: opts.config, flags: { dataDir: opts.dataDir } });
+  const secret = config.receiptSecret ? decodeReceiptSecret(config.receiptSecret, 'receiptSecret') : await readReceiptSecretFile(config.dataDir);
+  return { dataDir: config.dataDir, secret };
+}
+
+/**
+ * The receipt secret for verify, flags before environment (as in the config's layers): --secret (hex), else
+ * --data-dir's receipt-secret file, else what a node started with --config and the environment uses (SVC_RECEIPT_SECRET,
+ * the file in SVC_DATA_DIR or ./data). A cluster's data root holds its receipt-secret file like a data dir. The same
+ * hex means the same key everywhere.
+ */
+async function receiptSecretFor(opts: { secret?: string; dataDir?: string; config?: string }): Promise<{ secret: Buffer | null; dataDir: string }> {
+  if (opts.secret !== undefined) return { secret: decodeReceiptSecret(opts.secret, '--secret'), dataDir: opts.dataDir ?? process.env.SVC_DATA_DIR ?? './data' };
+  if (opts.dataDir !== undefined) return { secret: await readReceiptSecretFile(opts.dataDir), dataDir: opts.dataDir };
+  return nodeSettings(opts);
 }
 
 /**
  * The nodes an offline verify knows as sealers: those given with --node, and the node whose key is kept in the data
  * dir the secret is read from (or, for a cluster's data root, each node's dir under it).
  */
-async function knownSealers(opts: { dataDir?: string; node?: string[] }): Promise<Set<string>> {
+async function knownSealers(dir: string, nodes: string[]): Promise<Set<string>> {
   const { readNodeId } = await import('../mesh/identity.js');
-  const known = new Set(opts.node ?? []);
-  const dir = opts.dataDir ?? process.env.SVC_DATA_DIR ?? './data';
+  const known = new Set(nodes);
   const own = await readNodeId(dir);
   if (own !== null) known.add(own);
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
@@ -193,16 +202,18 @@ program
   .option('--secret <hex>', 'the receipt secret, hex (as SVC_RECEIPT_SECRET and the receipt-secret file)')
   .option('--data-dir <dir>', "read the secret kept in this data dir (or a cluster's data root); its node (or nodes) are known sealers")
   .option('--node <peer id>', 'a node accepted as the sealer (repeatable)', (v: string, all: string[] = []) => [...all, v])
-  .action(async (file: string, opts: { secret?: string; dataDir?: string; node?: string[] }) => {
+  .option('-c, --config <file>', "the node's JSON config file: its receiptSecret and dataDir")
+  .action(async (file: string, opts: { secret?: string; dataDir?: string; node?: string[]; config?: string }) => {
     if (opts.dataDir !== undefined) await requireDataDir(opts.dataDir);
     let secret: Buffer | null = null;
+    let dataDir: string;
     try {
-      secret = await receiptSecretFor(opts);
+      ({ secret, dataDir } = await receiptSecretFor(opts));
     } catch (err) {
       fail(err instanceof ConfigError ? err.message : `cannot read the receipt secret: ${(err as Error).message}`);
     }
     if (secret === null)
-      fail(`no receipt secret: give --secret, SVC_RECEIPT_SECRET or --data-dir holding ${RECEIPT_SECRET_FILE} (for a cluster, its data root)`);
+      fail(`no receipt secret: give --secret, SVC_RECEIPT_SECRET, --config or --data-dir holding ${RECEIPT_SECRET_FILE} (for a cluster, its data root)`);
     let body: unknown;
     try {
       body = JSON.parse(await readFile(file, 'utf8'));
@@ -212,7 +223,7 @@ program
     if (!body || typeof body !== 'object' || Array.isArray(body)) fail(`${file} is not a result object`);
     let sealers: Set<string>;
     try {
-      sealers = await knownSealers(opts);
+      sealers = await knownSealers(dataDir, opts.node ?? []);
     } catch (err) {
       fail(`cannot read the node key: ${(err as Error).message}`);
     }
@@ -227,31 +238,29 @@ program
 const keysCommand = program
   .command('keys')
   .description('show the node identity (peer id), the receipt-key fingerprint and the operator token; list, revoke or mint an identity’s API keys')
-  .option('--data-dir <dir>', 'data directory', process.env.SVC_DATA_DIR ?? './data')
-  .action(async (opts: { dataDir: string }) => {
-    // It reads the node's key and token, and must not make them in a directory that is no node's.
-    await requireDataDir(opts.dataDir, { store: true });
-    const { loadOrCreateNodeKey } = await import('../mesh/identity.js');
-    const ident = await loadOrCreateNodeKey(opts.dataDir);
-    let fingerprint: string | null;
+  .option('--data-dir <dir>', 'data directory (default: SVC_DATA_DIR or ./data)')
+  .option('-c, --config <file>', "the node's JSON config file: its dataDir and receiptSecret")
+  .action(async (opts: { dataDir?: string; config?: string }) => {
+    // What a node started with these settings uses: its data dir and receipt secret.
+    let dataDir: string;
+    let secret: Buffer | null;
     try {
-      // What the node started on this data dir uses: SVC_RECEIPT_SECRET when set, else the dir's file.
-      const env = process.env.SVC_RECEIPT_SECRET;
-      const secret = env ? decodeReceiptSecret(env, 'SVC_RECEIPT_SECRET') : await readReceiptSecretFile(opts.dataDir);
-      fingerprint = secret === null ? null : keyFingerprint(deriveKey(secret, 'RECEIPT'));
+      ({ dataDir, secret } = await nodeSettings(opts));
     } catch (err) {
-      if (err instanceof ConfigError) fail(err.message);
-      fingerprint = null;
+      fail(err instanceof ConfigError ? err.message : `cannot read the receipt secret: ${(err as Error).message}`);
     }
+    // It reads the node's key and token, and must not make them in a directory that is no node's.
+    await requireDataDir(dataDir, { store: true });
+    const { loadOrCreateNodeKey } = await import('../mesh/identity.js');
+    const ident = await loadOrCreateNodeKey(dataDir);
+    const fingerprint = secret === null ? null : keyFingerprint(deriveKey(secret, 'RECEIPT'));
     let operatorToken: string;
     try {
-      operatorToken = await loadOrCreateOperatorToken(opts.dataDir);
+      operatorToken = await loadOrCreateOperatorToken(dataDir);
     } catch (err) {
       fail(err instanceof ConfigError ? err.message : `cannot read the operator token: ${(err as Error).message}`);
     }
-    process.stdout.write(
-      `${JSON.stringify({ nodeId: ident.nodeId, keyType: 'Ed25519', receiptKeyFingerprint: fingerprint, operatorToken, dataDir: opts.dataDir })}\n`,
-    );
+    process.stdout.write(`${JSON.stringify({ nodeId: ident.nodeId, keyType: 'Ed25519', receiptKeyFingerprint: fingerprint, operatorToken, dataDir })}\n`);
   });
 addKeysSubcommands(keysCommand);
 

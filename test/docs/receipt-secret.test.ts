@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import canonicalize from 'canonicalize';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { readReceiptSecretFile } from '../../src/config/receipt-secret.js';
+import { keyFingerprint, readReceiptSecretFile } from '../../src/config/receipt-secret.js';
+import { deriveKey } from '../../src/kernel/receipt.js';
 import { call, startTestNode, zkIdentity, bearer } from '../helpers/node.js';
 import { CLI, ROOT, exitOf, runCli, tempDirs } from '../helpers/cli.js';
 
@@ -72,6 +73,39 @@ describe('the receipt secret is hex on every path', () => {
     expect(JSON.parse(run(['verify', file, '--secret', text, '--node', sealer]).stdout).valid).toBe(true);
     // SVC_RECEIPT_SECRET: upper-case hex and a trailing newline are the same bytes.
     expect(JSON.parse(run(['verify', file, '--node', sealer], { SVC_RECEIPT_SECRET: `${text.toUpperCase()}\n` }).stdout).valid).toBe(true);
+  }, 180_000);
+
+  it('keys and verify read a config file as start does: its dataDir and receiptSecret', async () => {
+    const dir = await tempDir();
+    const hex = 'fedcba98765432100123456789abcdef00112233445566778899aabbccddeeff';
+    const node = await startTestNode({ receiptSecret: hex }, {}, dir);
+    let result: { body: Record<string, any>; text: string };
+    try {
+      result = await computeOn(node.url, 'config-file');
+    } finally {
+      await node.stop();
+    }
+    const config = join(await tempDir(), 'node.json');
+    await writeFile(config, JSON.stringify({ dataDir: dir, receiptSecret: hex }));
+    const keys = run(['keys', '--config', config]);
+    expect(keys.status, keys.stderr).toBe(0);
+    expect(JSON.parse(keys.stdout)).toMatchObject({
+      nodeId: result.body.node,
+      dataDir: dir,
+      receiptKeyFingerprint: keyFingerprint(deriveKey(Buffer.from(hex, 'hex'), 'RECEIPT')),
+    });
+    // Without the file, the data dir alone holds no secret (the node took it from its configuration).
+    expect(JSON.parse(run(['keys', '--data-dir', dir]).stdout).receiptKeyFingerprint).toBeNull();
+    const file = join(dir, 'result.json');
+    await writeFile(file, result.text);
+    const v = run(['verify', file, '--config', config]);
+    expect(v.status, v.stderr).toBe(0);
+    expect(JSON.parse(v.stdout)).toMatchObject({ valid: true, result_id: result.body.result_id });
+    // A config file that is not JSON: exit 2 naming it.
+    await writeFile(config, 'dataDir=/tmp');
+    const bad = run(['keys', '--config', config]);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain('is not valid JSON');
   }, 180_000);
 
   it('text that is not hex is refused with a reason (exit 2), never taken as another key', async () => {
