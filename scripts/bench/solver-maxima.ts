@@ -116,6 +116,8 @@ export const MAX_CASES: MaxCase[] = [
     grow: { key: 'mc_steps', dir: 'up', integer: true },
   },
   { solver: 'multibody', name: '100 bodies', base: { bodies: starSystem(100), t_end_s: 3.15576e7 }, grow: { key: 'dt_s', dir: 'down' } },
+  // The fewest bodies: a step's fixed part outweighs its forces.
+  { solver: 'multibody', name: '2 bodies', base: { bodies: starSystem(2), t_end_s: 3.15576e7 }, grow: { key: 'dt_s', dir: 'down' } },
   { solver: 'predator_prey', name: 'longest', base: { max_days: 1e5 }, grow: { key: 'dt_days', dir: 'down' } },
   { solver: 'kalman', name: 'constant_velocity', base: { model: 'constant_velocity', steps: 100000 } },
   { solver: 'quantum_levels', name: 'harmonic', base: { potential: 'harmonic', grid_points: 50000, level: 20 } },

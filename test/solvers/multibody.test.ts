@@ -129,8 +129,12 @@ describe('multibody', () => {
     const one = [{ mass_kg: 1, position_m: [0, 0, 0], velocity_m_s: [0, 0, 0] }];
     expectInputError(() => multibody.resolve({ bodies: one }), 'bodies');
     expectInputError(() => multibody.resolve({ bodies: [...one, { mass_kg: 1, position_m: [1, 0], velocity_m_s: [0, 0, 0] }] }), 'bodies.1.position_m');
-    // Work limit: 9 × 3.16e7 steps > 2e8.
+    // Work limit: (3 + 6)² × 3.16e7 steps > 2e8.
     expectInputError(() => multibody.resolve({ dt_s: 1 }), 'dt_s');
+    // Two bodies pay a step's fixed part too: 64 × 3.2e6 steps > 2e8 (N² alone, 4 × 5e7, ran ~30 s).
+    expectInputError(() => multibody.resolve({ preset: 'sun_earth', t_end_s: 631152000, dt_s: 12.62304 }), 'dt_s');
+    expectInputError(() => multibody.resolve({ preset: 'sun_earth', t_end_s: 3.2e6, dt_s: 1 }), 'dt_s');
+    expect(multibody.resolve({ preset: 'sun_earth', t_end_s: 3e6, dt_s: 1 }).dt_s).toBe(1);
     expectInputError(() => multibody.resolveState!({ bodies: one, t_s: 0 }, multibody.resolve({})), 'initialState');
   });
 
