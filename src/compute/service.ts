@@ -467,7 +467,7 @@ export class ComputeService {
     const { solver, inputs, state } = this.resolveSolver(solverId, rawInputs, rawState);
     const cost = extra.router ? COST.auto : COST.solver;
     const tier = this.deps.tiers.ofCaller(caller);
-    assertTierAllows(solver.id, inputs, tier, this.deps.upgradeUrl());
+    assertTierAllows(solver.id, inputs, tier, this.deps.upgradeUrl(), state);
     const reservation = this.reserve(caller, tier);
     const plainInputs = plainJson(inputs);
     const requestDigest = solverRequestDigest(solver.id, plainInputs);
@@ -551,7 +551,7 @@ export class ComputeService {
   async preview(caller: Caller, solverId: string, rawInputs: unknown, rawState: unknown): Promise<{ out: SolverOutput; outputs: Record<string, unknown> }> {
     const { solver, inputs, state } = this.resolveSolver(solverId, rawInputs, rawState);
     const tier = this.deps.tiers.ofCaller(caller);
-    assertTierAllows(solver.id, inputs, tier, this.deps.upgradeUrl());
+    assertTierAllows(solver.id, inputs, tier, this.deps.upgradeUrl(), state);
     await this.deps.ledger.assertCanPay(caller, COST.solver);
     const out = await this.deps.executor.run(solver.id, inputs, state, this.timeLimit(tier), runOwner(caller), tier);
     const verdict = gateSolverCheck(out.check, out.value);

@@ -11,6 +11,8 @@ export interface TierGate {
   solver: string;
   /** The resolved input the gate reads. */
   input: string;
+  /** Where it reads it: the inputs (when absent), or the initial state a stateful run continues from. */
+  of?: 'initialState';
   /** Size gate: values above this (an array input: its length) need `tier`. */
   above?: number;
   /** Mode gate: this value needs `tier`. */
@@ -23,6 +25,8 @@ export const TIER_GATES: readonly TierGate[] = [
   { solver: 'device', input: 'mode', equals: 'pn2d', tier: 'starter', note: 'the 2-D drift-diffusion device (pn1d stays free)' },
   { solver: 'gauge', input: 'L', above: 32, tier: 'starter', note: 'lattices larger than the default 32 × 32' },
   { solver: 'evolve', input: 'n_cells', above: 4, tier: 'starter', note: '500 atoms (n_cells 5)' },
+  // The same size when a run continues from a state: its atoms, not n_cells, are what runs.
+  { solver: 'evolve', of: 'initialState', input: 'positions_m', above: 256, tier: 'starter', note: 'states of more than 256 atoms (n_cells 4)' },
   { solver: 'heat', input: 'nx', above: 501, tier: 'standard', note: '1-D grids above 501 points' },
   { solver: 'climate', input: 'nx', above: 128, tier: 'standard', note: '256-point grids' },
   { solver: 'climate', input: 'ny', above: 128, tier: 'standard', note: '256-point grids' },
@@ -50,13 +54,15 @@ export interface LockedInput {
   note: string;
 }
 
-/** The gates a run of `solver` on `inputs` passes only at a higher tier than `tier` (empty: it may run). */
-export function lockedInputs(solver: string, inputs: Record<string, unknown>, tier: Tier): LockedInput[] {
+/** The gates a run of `solver` on `inputs` (from `state`, when it continues one) passes only at a higher tier than `tier` (empty: it may run). */
+export function lockedInputs(solver: string, inputs: Record<string, unknown>, tier: Tier, state?: unknown): LockedInput[] {
   const out: LockedInput[] = [];
   for (const gate of TIER_GATES) {
     if (gate.solver !== solver || tierRank(tier) >= tierRank(gate.tier)) continue;
-    const value = measure(inputs[gate.input]);
-    if (value !== undefined && locks(gate, value)) out.push({ input: gate.input, value, required_tier: gate.tier, note: gate.note });
+    const from = gate.of === 'initialState' ? (state as Record<string, unknown> | undefined) : inputs;
+    const value = measure(from?.[gate.input]);
+    const input = gate.of === undefined ? gate.input : `${gate.of}.${gate.input}`;
+    if (value !== undefined && locks(gate, value)) out.push({ input, value, required_tier: gate.tier, note: gate.note });
   }
   return out;
 }
@@ -65,8 +71,8 @@ export function lockedInputs(solver: string, inputs: Record<string, unknown>, ti
  * 403 SVC_TIER_LOCKED (part 7: required_tier, current_tier, upgrade_url) when a gate locks the run; the required tier
  * is the highest any locked input needs, so one upgrade is enough. Also names the solver and the locked inputs.
  */
-export function assertTierAllows(solver: string, inputs: Record<string, unknown>, tier: Tier, upgradeUrl: string): void {
-  const locked = lockedInputs(solver, inputs, tier);
+export function assertTierAllows(solver: string, inputs: Record<string, unknown>, tier: Tier, upgradeUrl: string, state?: unknown): void {
+  const locked = lockedInputs(solver, inputs, tier, state);
   if (locked.length === 0) return;
   const required = locked.reduce<Tier>((hi, l) => (tierRank(l.required_tier) > tierRank(hi) ? l.required_tier : hi), locked[0]!.required_tier);
   const what = locked.map((l) => `${l.input} = ${typeof l.value === 'string' ? l.value : String(l.value)}`).join(', ');

@@ -63,6 +63,12 @@ describe('tiers on one node (small limits)', () => {
     // The same gate on every way to the solver; an invalid size is still the solver's 400, not a 403.
     expectError(await call(t.url, 'POST', '/api/svc/solve', { solver: 'heat', inputs: BIG_HEAT }, bearer(id.key)), 403, 'SVC_TIER_LOCKED');
     expectError(await call(t.url, 'POST', '/api/svc/heat', { nx: 1003 }, bearer(id.key)), 400, 'SVC_INVALID_INPUT');
+    // A run continued from a state is gated by the state's size: 500 atoms with the default n_cells is still starter's.
+    const side = 8;
+    const positions_m = Array.from({ length: 500 }, (_, i) => [i % side, Math.floor(i / side) % side, Math.floor(i / side / side)].map((c) => c * 4e-10));
+    const state = { positions_m, velocities_m_s: positions_m.map(() => [0, 0, 0]), box_m: side * 4e-10 };
+    const byState = expectError(await call(t.url, 'POST', '/api/svc/evolve', { steps: 10, initialState: state }, bearer(id.key)), 403, 'SVC_TIER_LOCKED');
+    expect(byState).toMatchObject({ required_tier: 'starter', locked_inputs: [{ input: 'initialState.positions_m', value: 500 }] });
     // Nothing reserved or charged.
     const usage = await call(t.url, 'GET', '/api/compute/usage', undefined, bearer(id.key));
     expect(usage.body).toMatchObject({ used: 0, tier: 'free', daily_allowance: 3 });

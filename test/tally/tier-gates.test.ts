@@ -13,11 +13,19 @@ const ring = (n: number, radius: number) =>
     return { x: radius * Math.cos(a), y: radius * Math.sin(a), z: 0, sigma_A: 3.4, epsilon_kJ_mol: 0.36, charge_e: 0 };
   });
 
-/** One accepted request per gate (solver:input), just past it. */
+/** An evolve state of `n` atoms on a cubic grid 4 Å apart, at rest. */
+const atomState = (n: number) => {
+  const side = Math.ceil(Math.cbrt(n));
+  const positions_m = Array.from({ length: n }, (_, i) => [i % side, Math.floor(i / side) % side, Math.floor(i / side / side)].map((c) => c * 4e-10));
+  return { positions_m, velocities_m_s: positions_m.map(() => [0, 0, 0]), box_m: side * 4e-10 };
+};
+
+/** One accepted request per gate (solver:input), just past it; a state gate's example is the state. */
 const EXAMPLES: Record<string, Record<string, unknown>> = {
   'device:mode': { mode: 'pn2d' },
   'gauge:L': { L: 34, max_sweeps: 500, therm_sweeps: 0 },
   'evolve:n_cells': { n_cells: 5, steps: 10 },
+  'evolve:initialState.positions_m': atomState(257),
   'heat:nx': { nx: 503 },
   'climate:nx': { nx: 256, ny: 16, periods: 1 },
   'climate:ny': { nx: 16, ny: 256, periods: 1 },
@@ -28,18 +36,37 @@ const EXAMPLES: Record<string, Record<string, unknown>> = {
 describe('tier gates', () => {
   const registry = defaultRegistry();
 
-  it.each(TIER_GATES.map((g) => [`${g.solver}:${g.input}`, g] as const))('%s is on a real input and reachable', (name, gate) => {
+  const gateName = (g: (typeof TIER_GATES)[number]) => (g.of === undefined ? g.input : `${g.of}.${g.input}`);
+  it.each(TIER_GATES.map((g) => [`${g.solver}:${gateName(g)}`, g] as const))('%s is on a real input and reachable', (name, gate) => {
     const solver = registry.get(gate.solver);
     expect(solver, gate.solver).toBeDefined();
-    expect(solver!.inputs.map((i) => i.key)).toContain(gate.input);
     expect(gate.above === undefined).not.toBe(gate.equals === undefined);
     const example = EXAMPLES[name];
     expect(example, `an example for ${name}`).toBeDefined();
-    const inputs = solver!.resolve(example);
+    let inputs: Record<string, unknown>;
+    let state: unknown;
+    if (gate.of === 'initialState') {
+      // A state the solver accepts, continued with its default inputs and few steps.
+      inputs = solver!.resolve({ steps: 10 });
+      state = solver!.resolveState!(example, inputs);
+      expect(Object.keys(state as object)).toContain(gate.input);
+    } else {
+      expect(solver!.inputs.map((i) => i.key)).toContain(gate.input);
+      inputs = solver!.resolve(example);
+    }
     const below = TIERS.filter((t) => tierRank(t) < tierRank(gate.tier));
     expect(below.length).toBeGreaterThan(0);
-    for (const tier of below) expect(lockedInputs(gate.solver, inputs, tier).map((l) => l.input)).toContain(gate.input);
-    for (const tier of TIERS.filter((t) => tierRank(t) >= tierRank(gate.tier))) expect(lockedInputs(gate.solver, inputs, tier)).toEqual([]);
+    for (const tier of below) expect(lockedInputs(gate.solver, inputs, tier, state).map((l) => l.input)).toContain(gateName(gate));
+    for (const tier of TIERS.filter((t) => tierRank(t) >= tierRank(gate.tier))) expect(lockedInputs(gate.solver, inputs, tier, state)).toEqual([]);
+  });
+
+  it('a state of the default size stays free (the gate counts the state, not n_cells)', () => {
+    const evolve = registry.get('evolve')!;
+    const inputs = evolve.resolve({ steps: 10 });
+    expect(lockedInputs('evolve', inputs, 'free', evolve.resolveState!(atomState(256), inputs))).toEqual([]);
+    expect(lockedInputs('evolve', inputs, 'free', evolve.resolveState!(atomState(500), inputs))).toMatchObject([
+      { input: 'initialState.positions_m', value: 500, required_tier: 'starter' },
+    ]);
   });
 
   it("every solver's defaults stay free", () => {
