@@ -16,6 +16,7 @@ import { newSecret, openSecret, sealSecret, type SealedSecret } from './signing.
 import { checkOutboundUrl, type UrlPolicy } from '../util/url-policy.js';
 import { LruMap } from '../util/bounded-map.js';
 import { keyAfter } from '../util/range-cursor.js';
+import { KeyedLock } from '../util/keyed-lock.js';
 
 export const WEBHOOKS_PER_IDENTITY = 16;
 /** Owners whose registrations are kept in memory, unless configured (limits.identityCacheMax). */
@@ -86,6 +87,12 @@ export class WebhookRegistry {
   private readonly reading = new Map<string, { overtaken: boolean }[]>();
   /** Registrations past the cap check whose batch has not settled, per owner: they count against the cap. */
   private readonly registering = new Map<string, number>();
+  /**
+   * One read-modify-write of a webhook at a time (update, remove, a delivery's attempt), by id: two PATCHes would
+   * each write the record they read, losing the other's change, and a PATCH read before a DELETE would write the
+   * deleted record back, out of its owner's list but still delivered to.
+   */
+  private readonly changing = new KeyedLock();
 
   constructor(
     private readonly store: Store,
@@ -298,41 +305,47 @@ export class WebhookRegistry {
   }
 
   async update(owner: string, id: string, patch: Partial<WebhookInput> & { status?: WebhookStatus }): Promise<WebhookRecord> {
-    const w = await this.of(owner, id);
     if (patch.url !== undefined) checkOutboundUrl(patch.url, this.policy);
     if (patch.headers !== undefined) this.checkHeaders(patch.headers);
-    const next: WebhookRecord = {
-      ...w,
-      ...(patch.url !== undefined ? { url: patch.url } : {}),
-      ...(patch.events !== undefined ? { events: [...new Set(patch.events)] } : {}),
-      ...(patch.headers !== undefined ? { headers: this.sealHeaders(patch.headers) } : {}),
-      ...(patch.metadata !== undefined ? { metadata: patch.metadata } : {}),
-      // Enabling again starts the failure count afresh.
-      ...(patch.status !== undefined ? { status: patch.status, ...(patch.status === 'enabled' ? { failure_count: 0 } : {}) } : {}),
-    };
-    return this.save(next);
+    return this.changing.run(id, async () => {
+      const w = await this.of(owner, id);
+      const next: WebhookRecord = {
+        ...w,
+        ...(patch.url !== undefined ? { url: patch.url } : {}),
+        ...(patch.events !== undefined ? { events: [...new Set(patch.events)] } : {}),
+        ...(patch.headers !== undefined ? { headers: this.sealHeaders(patch.headers) } : {}),
+        ...(patch.metadata !== undefined ? { metadata: patch.metadata } : {}),
+        // Enabling again starts the failure count afresh.
+        ...(patch.status !== undefined ? { status: patch.status, ...(patch.status === 'enabled' ? { failure_count: 0 } : {}) } : {}),
+      };
+      return this.save(next);
+    });
   }
 
   async remove(owner: string, id: string): Promise<void> {
-    await this.of(owner, id);
-    await this.writeFor(owner, async () => {
-      await this.store.commit([
-        { type: 'del', sub: this.sub, key: id },
-        { type: 'del', sub: this.ownerIndex, key: `${owner}!${id}` },
-      ]);
-      this.wrote(owner, (list) => list.filter((x) => x.id !== id));
+    await this.changing.run(id, async () => {
+      await this.of(owner, id);
+      await this.writeFor(owner, async () => {
+        await this.store.commit([
+          { type: 'del', sub: this.sub, key: id },
+          { type: 'del', sub: this.ownerIndex, key: `${owner}!${id}` },
+        ]);
+        this.wrote(owner, (list) => list.filter((x) => x.id !== id));
+      });
     });
   }
 
   /** After an attempt: success resets the failure count; the 5th failed attempt of a delivery disables the webhook. */
   async recordAttempt(id: string, ok: boolean, atMs: number, disable: boolean): Promise<void> {
-    const w = await this.get(id);
-    if (!w) return;
-    await this.save({
-      ...w,
-      last_delivery_at: new Date(atMs).toISOString(),
-      failure_count: ok ? 0 : w.failure_count + 1,
-      ...(disable ? { status: 'disabled' as const } : {}),
+    await this.changing.run(id, async () => {
+      const w = await this.get(id);
+      if (!w) return;
+      await this.save({
+        ...w,
+        last_delivery_at: new Date(atMs).toISOString(),
+        failure_count: ok ? 0 : w.failure_count + 1,
+        ...(disable ? { status: 'disabled' as const } : {}),
+      });
     });
   }
 }

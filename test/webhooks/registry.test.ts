@@ -92,6 +92,30 @@ describe('WebhookRegistry', () => {
     expect(() => new WebhookRegistry(store, Buffer.alloc(32, 8), POLICY, () => Date.now()).headersOf(patched)).toThrow();
   });
 
+  it('changes of one webhook at once each keep the others, and a change racing a delete does not write it back', async () => {
+    await openStore();
+    const r = new WebhookRegistry(store, KEY, POLICY, () => Date.now());
+    await r.load();
+    const { webhook } = await r.register('zid_r', { url: 'http://127.0.0.1:9/a', events: ['computation.complete'] });
+    await Promise.all([
+      r.update('zid_r', webhook.id, { metadata: { team: 'blue' } }),
+      r.update('zid_r', webhook.id, { headers: { 'X-Team': 'blue' } }),
+      r.update('zid_r', webhook.id, { url: 'http://127.0.0.1:9/b' }),
+      r.recordAttempt(webhook.id, false, Date.now(), false),
+    ]);
+    const stored = (await r.get(webhook.id))!;
+    expect(stored).toMatchObject({ url: 'http://127.0.0.1:9/b', metadata: { team: 'blue' }, failure_count: 1 });
+    expect(r.headersOf(stored)).toEqual({ 'X-Team': 'blue' });
+
+    const [patched, removed] = await Promise.allSettled([r.update('zid_r', webhook.id, { metadata: { late: true } }), r.remove('zid_r', webhook.id)]);
+    expect(patched.status).toBe('fulfilled');
+    expect(removed.status).toBe('fulfilled');
+    // A delivery's attempt after the delete writes nothing either.
+    await r.recordAttempt(webhook.id, false, Date.now(), false);
+    expect(await r.get(webhook.id)).toBeUndefined();
+    expect(await r.list('zid_r')).toEqual([]);
+  });
+
   it('a read overtaken by a registration of the same owner is read again', async () => {
     await openStore();
     const r = new WebhookRegistry(store, KEY, POLICY, () => Date.now(), 1);
