@@ -1,6 +1,6 @@
 // Work under one key at a time, in arrival order (another key never waits): an identity's envelope changes, a state
-// machine's writes, a stream channel's ticks, a reactor's steps, an agent's ticks, a webhook's changes. A failed piece of work releases
-// the key like a finished one.
+// machine's writes, a stream channel's ticks, a reactor's steps, an agent's ticks, a webhook's changes. A failed piece
+// of work releases the key like a finished one.
 export class KeyedLock {
   private readonly tails = new Map<string, Promise<void>>();
 
