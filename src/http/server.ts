@@ -22,11 +22,22 @@ function classifyParseError(code: string | undefined): { status: number; code: E
   }
 }
 
-type InFlight = { writableEnded: boolean; once(event: 'finish' | 'close', listener: () => void): unknown };
+type InFlight = {
+  writableEnded: boolean;
+  headersSent: boolean;
+  req?: { complete: boolean };
+  once(event: 'finish' | 'close', listener: () => void): unknown;
+};
+
+/** The response a connection is answering now, if any (Node keeps it on the socket). */
+const inFlightOn = (socket: Socket): InFlight | null | undefined => (socket as Socket & { _httpMessage?: InFlight | null })._httpMessage;
 
 /**
  * The clientError handler: a JSON answer, then the socket closes. A malformed request pipelined behind a request still
- * being answered waits for that answer to finish (the earlier request keeps its response).
+ * being answered waits for that answer to finish (the earlier request keeps its response). When the error is the
+ * request being answered — its body cut short by the client closing its side, or not arriving within the request
+ * timeout — that answer can never finish: answered now (Node's own handler does the same), or the socket closed when
+ * the response has begun.
  */
 export function clientErrorHandler(logger: Logger): (err: Error & { code?: string; reason?: string }, socket: Socket) => void {
   const traceId = traceIdSource();
@@ -53,7 +64,12 @@ export function clientErrorHandler(logger: Logger): (err: Error & { code?: strin
       if (socket.writable) socket.end(`${head}\r\n\r\n${text}`, () => socket.destroy());
       else socket.destroy();
     };
-    const current = (socket as Socket & { _httpMessage?: InFlight | null })._httpMessage;
+    const current = inFlightOn(socket);
+    if (current && !current.writableEnded && current.req?.complete === false) {
+      if (current.headersSent) socket.destroy();
+      else answer();
+      return;
+    }
     if (current && !current.writableEnded) {
       current.once('finish', answer);
       current.once('close', () => answered || socket.destroy());
@@ -63,12 +79,35 @@ export function clientErrorHandler(logger: Logger): (err: Error & { code?: strin
   };
 }
 
+export interface HttpServer {
+  server: Server;
+  /**
+   * Stops accepting and resolves when every connection has closed: idle ones at once, those answering a request when
+   * their answer is sent; those whose request has not arrived whole (a body still on its way) are closed now, since
+   * nothing was done for them yet and a client that stalls would otherwise hold the stop.
+   */
+  close(): Promise<void>;
+}
+
 /**
  * The server for the app's request listener. Node's own Host check is off: it answers with an empty 400 before the
  * app sees the request; the app refuses an HTTP/1.1 request without Host itself, in the part-7 shape (app.ts).
  */
-export function createHttpServer(listener: RequestListener, logger: Logger): Server {
+export function createHttpServer(listener: RequestListener, logger: Logger): HttpServer {
   const server = createServer({ requireHostHeader: false }, listener);
   server.on('clientError', clientErrorHandler(logger));
-  return server;
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  return {
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        for (const socket of sockets) if (inFlightOn(socket)?.req?.complete === false) socket.destroy();
+      }),
+  };
 }

@@ -114,7 +114,8 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     pages: [docsRoutes(), dashboard],
   };
   const { app, router } = createApp(kit, [own.system, ...p.routes, ...own.pages]);
-  const server = createHttpServer(app.callback(), logger);
+  const http = createHttpServer(app.callback(), logger);
+  const server = http.server;
   server.keepAliveTimeout = 5000;
   const streamSocket = attachStreamSocket(server, {
     streams: p.streams,
@@ -171,10 +172,7 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
         await f.machine.stop();
         streamSocket.close();
         assistants.agentStreams.endAll();
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-        });
+        await http.close();
         await f.metrics.close();
       },
     },
