@@ -6,7 +6,7 @@ import { Rk4Stepper } from '../numerics/ode.js';
 import { lambertW0 } from '../numerics/special.js';
 import { InputError } from './errors.js';
 import type { SolverDef, SolverOutput } from './types.js';
-import { boundProfile, checkWorkLimit, makeCheck, numIn, parseInputs, parseState, refuseCheck } from './util.js';
+import { boundProfile, checkWorkLimit, makeCheck, numIn, parseInputs, parseState, refuseCheck, refuseOtherModeKeys } from './util.js';
 
 export interface EpiInputs extends Record<string, unknown> {
   model: 'sir' | 'seir';
@@ -197,9 +197,7 @@ export const epi: SolverDef<EpiInputs> = {
   schema,
   resolve(raw) {
     const inputs = parseInputs(schema, raw) as EpiInputs;
-    if (inputs.model === 'sir' && inputs.exposed0 > 0) {
-      throw new InputError('exposed0', 'the sir model has no exposed compartment', { model: 'seir' });
-    }
+    refuseOtherModeKeys(raw, 'model', inputs.model, { seir: ['sigma_per_day', 'exposed0'] });
     // RK4 at dt·rate > ~3 goes unstable (a β = 10, dt = 1 run ended with a final size of −0.77); ≤ 1 keeps the
     // final size within 1e-5 of the relation (measured at R0 = 3 … 1e4).
     const fastest = Math.max(inputs.beta_per_day, inputs.gamma_per_day, inputs.model === 'seir' ? inputs.sigma_per_day : 0);

@@ -19,7 +19,7 @@ import {
 } from './beam-elements.js';
 import { InputError, SolverFailure } from './errors.js';
 import type { Check, InputSpec, SolverDef, SolverOutput } from './types.js';
-import { boundProfile, intIn, makeCheck, numIn, parseInputs, refuseCheck } from './util.js';
+import { boundProfile, intIn, makeCheck, numIn, parseInputs, refuseCheck, refuseOtherModeKeys } from './util.js';
 
 export interface FeaInputs extends Record<string, unknown> {
   analysis: 'static' | 'modal';
@@ -61,6 +61,7 @@ const schema = z.strictObject({
 
 function resolve(raw: unknown): FeaInputs {
   const p = parseInputs(schema, raw);
+  refuseOtherModeKeys(raw, 'analysis', p.analysis ?? 'static', { static: ['tip_load_N', 'distributed_load_N_m'], modal: ['mode_number', 'density_kg_m3'] });
   const inputs: FeaInputs = {
     analysis: p.analysis ?? 'static',
     length_m: p.length_m ?? 1.0,

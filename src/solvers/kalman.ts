@@ -7,7 +7,7 @@ import { rngForInputs } from './rng.js';
 import { InputError } from './errors.js';
 import type { SolverDef, SolverOutput } from './types.js';
 import { C_LIGHT } from '../kernel/operators/constants.js';
-import { boundProfile, makeCheck, numIn, parseInputs, parseState, refuseCheck, seedSchema } from './util.js';
+import { boundProfile, makeCheck, numIn, parseInputs, parseState, refuseCheck, refuseOtherModeKeys, seedSchema } from './util.js';
 
 export type KalmanModel = 'constant_velocity' | 'random_walk';
 
@@ -284,12 +284,13 @@ export const kalman: SolverDef<KalmanInputs> = {
     },
     { key: 'measurements', unit: 'm', default: 'synthesized', range: 'array, length = steps' },
     { key: 'true_x0_m', unit: 'm', default: 0, range: '−1e12 … 1e12' },
-    { key: 'true_v0_m_s', unit: 'm/s', default: 10, range: '|v0| ≤ c (299 792 458)' },
+    { key: 'true_v0_m_s', unit: 'm/s', default: 10, range: '|v0| ≤ c (299 792 458) (constant_velocity)' },
     { key: 'seed', unit: '1', default: 'from inputs', range: 'integer 0 … 2^53−1' },
   ],
   schema,
   resolve(raw) {
     const parsed = parseInputs(schema, raw);
+    refuseOtherModeKeys(raw, 'model', parsed.model, { constant_velocity: ['accel_noise_m_s2', 'true_v0_m_s'], random_walk: ['process_noise_m2'] });
     const { measurements, seed, steps, ...rest } = parsed;
     const resolvedSteps = steps ?? measurements?.length ?? 200;
     if (measurements !== undefined && measurements.length !== resolvedSteps) {

@@ -21,6 +21,21 @@ export function parseInputs<S extends z.ZodType>(schema: S, raw: unknown): z.inf
 }
 
 /**
+ * Keys of another mode are refused (decisions.md "Solvers"): 400 naming the first key of the request `raw` (already
+ * parsed as an object) that only another value of `selector` reads. A key silently ignored would seal a run the
+ * caller did not ask for.
+ */
+export function refuseOtherModeKeys(raw: unknown, selector: string, mode: string, onlyFor: Readonly<Record<string, readonly string[]>>): void {
+  if (raw === null || typeof raw !== 'object') return;
+  for (const [other, keys] of Object.entries(onlyFor)) {
+    if (other === mode) continue;
+    for (const key of keys) {
+      if (Object.hasOwn(raw, key)) throw new InputError(key, `${key} applies to ${selector} ${other} only`, { [selector]: other });
+    }
+  }
+}
+
+/**
  * Parse a stateful solver's initialState with its zod schema; the first issue becomes an InputError on
  * 'initialState' whose reason names the path inside the state (`x: …`, `bodies.0.mass_kg: …`).
  */

@@ -131,6 +131,10 @@ describe('epi', () => {
     expectInputError(() => epi.resolve({ infected0: 0 }), 'infected0');
     expectInputError(() => epi.resolve({ infected0: 1e6 }), 'infected0');
     expectInputError(() => epi.resolve({ exposed0: 5 }), 'exposed0');
+    // The seir model's keys are refused by name with sir, not ignored.
+    expectInputError(() => epi.resolve({ exposed0: 0 }), 'exposed0');
+    expectInputError(() => epi.resolve({ model: 'sir', sigma_per_day: 0.5 }), 'sigma_per_day');
+    expect(epi.resolve({ model: 'seir', sigma_per_day: 0.5, exposed0: 5 }).sigma_per_day).toBe(0.5);
     expectInputError(() => epi.resolve({ t_end_days: 1e5, dt_days: 1e-3 }), 'dt_days');
     const inputs = epi.resolve({});
     expectInputError(() => epi.resolveState!({ S: 0.5, E: 0, I: 0.1, R: 0.1, t_days: 0 }, inputs), 'initialState');

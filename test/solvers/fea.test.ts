@@ -155,6 +155,12 @@ describe('fea inputs', () => {
     expectInputError({ mode_number: 6 }, 'mode_number');
     expectInputError({ analysis: 'dynamic' }, 'analysis');
     expectInputError({ analysis: 'modal', elements: 2, mode_number: 5 }, 'mode_number');
+    // Keys the other analysis reads: refused by name, not ignored (a modal run with a tip load is not what was asked).
+    expectInputError({ analysis: 'static', mode_number: 2 }, 'mode_number');
+    expectInputError({ density_kg_m3: 2700 }, 'density_kg_m3');
+    expectInputError({ analysis: 'modal', tip_load_N: 5 }, 'tip_load_N');
+    expectInputError({ analysis: 'modal', distributed_load_N_m: 5 }, 'distributed_load_N_m');
+    expect(fea.resolve({ analysis: 'modal', mode_number: 2, density_kg_m3: 2700 }).mode_number).toBe(2);
   });
 });
 

@@ -85,6 +85,11 @@ describe('kalman', () => {
 
   it('too few steps to converge from the diffuse prior: a 400 on steps before any work; from a steady state they do', () => {
     // λ = 0.5·1²/10 = 0.05: the diffuse prior needs ≈ 4.67/√λ = 21 steps, the guard asks for 6/√λ = 27.
+    // A key only the other model reads is refused by name, not ignored.
+    expectInputError(() => kalman.resolve({ model: 'random_walk', accel_noise_m_s2: 3 }), 'accel_noise_m_s2');
+    expectInputError(() => kalman.resolve({ model: 'random_walk', true_v0_m_s: 3 }), 'true_v0_m_s');
+    expectInputError(() => kalman.resolve({ process_noise_m2: 3 }), 'process_noise_m2');
+    expect(kalman.resolve({ model: 'random_walk', process_noise_m2: 3 }).process_noise_m2).toBe(3);
     expectInputError(() => kalman.run(kalman.resolve({ steps: 10 })), 'steps', { status: 400, allowed: { min: 27, max: 100_000 } });
     expect(kalman.run(kalman.resolve({ steps: 27 })).check.passed).toBe(true);
     expectInputError(() => kalman.run(kalman.resolve({ measurements: Array(20).fill(0) })), 'measurements', { allowed: { min: 27, max: 100_000 } });
