@@ -428,7 +428,7 @@ export class ComputeService {
   resolveSolver(solverId: string, rawInputs: unknown, rawState: unknown): { solver: AnySolver; inputs: Record<string, unknown>; state: unknown } {
     const solver = this.deps.registry.get(solverId);
     if (!solver) throw new InputError('solver', `unknown solver ${JSON.stringify(solverId)}`, this.deps.registry.ids());
-    const inputs = solver.resolve(rawInputs ?? {});
+    const inputs = solver.resolve(rawInputs === undefined ? {} : rawInputs);
     let state: unknown = undefined;
     if (rawState !== undefined && rawState !== null) {
       if (!solver.stateful || !solver.resolveState) throw new InputError('initialState', `${solver.id} is not stateful`, null);

@@ -11,8 +11,8 @@ export const GATE_TOLERANCE = 1e-3;
  * (field, reason, allowed) — unknown keys, wrong types and out-of-range values alike.
  */
 export function parseInputs<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
-  const body = raw === undefined || raw === null ? {} : raw;
-  if (typeof body !== 'object' || Array.isArray(body)) {
+  const body = raw === undefined ? {} : raw;
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new InputError('inputs', 'inputs must be a JSON object', 'object');
   }
   const result = schema.safeParse(body);

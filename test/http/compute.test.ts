@@ -222,10 +222,21 @@ describe('POST /api/svc/compute', () => {
   it('refuses a request without inputs (required, part 2.1), charging nothing; {} takes every default', async () => {
     const balance = async () => (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key))).body.total;
     const before = await balance();
-    for (const path of ['/api/svc/compute', '/api/playground/compute']) {
+    for (const path of ['/api/svc/compute', '/api/playground/compute', '/api/svc/streams']) {
       const e = expectError(await call(t.url, 'POST', path, { domain: 'mechanics', operators: ke.operators }, bearer(key)), 400, 'SVC_INVALID_INPUT');
       expect(e, path).toMatchObject({ field: 'inputs' });
     }
+    // A batch's chain item too (the batch is refused whole, as for any malformed item).
+    const batch = expectError(
+      await call(t.url, 'POST', '/api/svc/batch', { items: [{ domain: 'mechanics', operators: ke.operators }] }, bearer(key)),
+      400,
+      'SVC_INVALID_INPUT',
+    );
+    expect(batch.field).toBe('items.0.inputs');
+    // A solver's inputs may be left out (its defaults), but null is no inputs object.
+    expect(expectError(await call(t.url, 'POST', '/api/svc/solve', { solver: 'heat', inputs: null }, bearer(key)), 400, 'SVC_INVALID_INPUT').field).toBe(
+      'inputs',
+    );
     expect(await balance()).toBe(before);
     const defaults = await call(t.url, 'POST', '/api/svc/compute', { domain: 'mechanics', operators: ke.operators, inputs: {} }, bearer(key));
     expect(defaults.status, defaults.text).toBe(200);

@@ -23,7 +23,19 @@ const batchBody = z
       .max(BATCH_MAX),
     webhook: z.string().min(1).max(64).optional(),
   })
-  .strict();
+  .strict()
+  // A chain item's inputs are required, as compute's (part 2.1; {} asks for every default). Checked here rather than
+  // in chainItem, where the union's failure would name the item, not the missing member.
+  .superRefine((b, ctx) =>
+    b.items.forEach((item, i) => {
+      if ('domain' in item && item.inputs === undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['items', i, 'inputs'],
+          message: "required: an object of the chain's input keys with numeric values ({} takes every default)",
+        });
+    }),
+  );
 
 export interface BatchRouteServices {
   batches: BatchService;

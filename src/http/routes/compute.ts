@@ -147,7 +147,7 @@ function registerComputeRoutes(router: Router, kit: HttpKit, s: ComputeRouteServ
 
   router.post('/api/svc/solve', responds(sealedResponse), computeCaller(auth), home, body(solveBody), async (ctx) => {
     const body = validate(solveBody, ctx.request.body);
-    sendSealed(ctx, await s.compute.solve(caller(ctx), body.solver, body.inputs ?? {}, body.initialState));
+    sendSealed(ctx, await s.compute.solve(caller(ctx), body.solver, body.inputs === undefined ? {} : body.inputs, body.initialState));
   });
 
   router.post('/api/svc/auto', responds(autoResponse), computeCaller(auth), home, body(autoBody), async (ctx) => {

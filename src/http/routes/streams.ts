@@ -34,7 +34,7 @@ export const createBody = z
     domain: z.string().min(1).max(64).optional(),
     // Counted by the chain (more than 10: SVC_TOO_MANY_OPERATORS of part 7), not by a generic bound here.
     operators: z.array(z.string().min(1).max(64)).min(1).optional(),
-    inputs: z.record(z.string(), z.any()).default({}),
+    inputs: z.record(z.string(), z.any()).optional(),
     initialState: z.any().optional(),
     outputFormat: z.enum(['json', 'template']).default('json'),
     template: z.string().max(TEMPLATE_MAX).optional(),
@@ -56,7 +56,12 @@ export const createBody = z
     message: 'template is required with outputFormat template, and only then',
     path: ['template'],
   })
-  .refine((b) => b.solver !== undefined || b.initialState === undefined, { message: 'initialState is for stateful solvers', path: ['initialState'] });
+  .refine((b) => b.solver !== undefined || b.initialState === undefined, { message: 'initialState is for stateful solvers', path: ['initialState'] })
+  // An operator chain's inputs are required, as compute's (part 2.1; {} asks for every default); a solver's default to {}.
+  .refine((b) => b.solver !== undefined || b.inputs !== undefined, {
+    message: "required for an operator chain: an object of the chain's input keys with numeric values ({} takes every default)",
+    path: ['inputs'],
+  });
 
 export const patchBody = z
   .object({
@@ -125,8 +130,8 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
     const { channel, key } = await streams.create(ctx.state.caller as Caller, {
       source:
         b.solver !== undefined
-          ? { kind: 'solver', solver: b.solver, inputs: b.inputs }
-          : { kind: 'compute', domain: b.domain!, operators: b.operators!, inputs: b.inputs },
+          ? { kind: 'solver', solver: b.solver, inputs: b.inputs ?? {} }
+          : { kind: 'compute', domain: b.domain!, operators: b.operators!, inputs: b.inputs! },
       outputFormat: b.outputFormat,
       template: b.template ?? null,
       contract: b.contract ?? null,
