@@ -63,7 +63,10 @@ function registerContributeRoutes(router: Router, kit: HttpKit, s: ContributeRou
     const c = identityOf(ctx);
     const { bonds, modes } = s;
     const held = bonds.ofZid(c.zid);
-    const mode = modes.of(c.zid);
+    const recorded = modes.of(c.zid);
+    // Contributing needs an active bond: one marked slashed (or released) elsewhere before its home moved this
+    // identity back to idle leaves it contributing with nothing at stake, which it is not.
+    const mode = held === null && recorded.mode === 'contributing' ? { mode: 'idle' as const, svcond: recorded.svcond } : recorded;
     ctx.body = {
       zid: c.zid,
       node: kit.nodeId(),
