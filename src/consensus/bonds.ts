@@ -104,7 +104,19 @@ export interface RegistryEntry {
   slashed?: SlashMark | null;
   /** Its home's attestation that the slashing is applied (absent: not heard). */
   slash_applied?: AttestedSlash | null;
+  /**
+   * This node's tick when it first recorded the bond record (absent: recorded before this was kept, or made here):
+   * a bond counts as made no earlier than BOND_HEARD_SLACK_TICKS before it (settledFrom), so a back-dated record
+   * does not skip the settle time.
+   */
+  heard_svcond?: number;
 }
+
+/**
+ * Ticks a bond record may be dated before the tick this node first heard it and still count from its own tick: gossip
+ * in flight and clocks a little apart. A record heard later counts from (heard − this) here (settledFrom).
+ */
+export const BOND_HEARD_SLACK_TICKS = 8;
 
 export const bondBody = z
   .object({
@@ -237,6 +249,26 @@ export class BondService {
   /** A registry entry by bond id (active or released), or null. */
   get(bondId: string): RegistryEntry | null {
     return this.entries.get(bondId) ?? null;
+  }
+
+  /**
+   * The node the registry holds bond `bondId` under (active, released or slashed), or null when no bond record of
+   * that id is known here. A bond id counts for a node only when this is that node (executed_by, slashing).
+   */
+  holderOf(bondId: string): string | null {
+    return this.entries.get(bondId)?.bond?.bond.node ?? null;
+  }
+
+  /**
+   * The tick from which a bond counts as made here: its signed tick, unless this node first heard the record more
+   * than BOND_HEARD_SLACK_TICKS after it — then that tick less the slack (a record cannot be dated into the past to
+   * skip the settle time). Null for a bond id not known here.
+   */
+  settledFrom(bondId: string): number | null {
+    const e = this.entries.get(bondId);
+    if (!e?.bond) return null;
+    const signed = e.bond.bond.svcond;
+    return e.heard_svcond === undefined ? signed : Math.max(signed, e.heard_svcond - BOND_HEARD_SLACK_TICKS);
   }
 
   /** Ids of every bond of an identity this node knows (active or released; the registry is in memory). */
@@ -386,6 +418,7 @@ export class BondService {
       release: known?.release ?? null,
       slashed: mark,
       slash_applied: known?.slash_applied ?? null,
+      ...heardOf(known),
     };
     await this.o.store.commit([this.putOp(entry), ...extra]);
     this.remember(entry);
@@ -404,6 +437,7 @@ export class BondService {
       release: known?.release ?? null,
       slashed: known?.slashed ?? null,
       slash_applied: attested,
+      ...heardOf(known),
     };
     return {
       ops: [this.putOp(entry)],
@@ -457,6 +491,7 @@ export class BondService {
       release: known?.release ?? null,
       slashed: known?.slashed ?? null,
       slash_applied: body,
+      ...heardOf(known),
     };
     await this.o.store.commit([this.putOp(entry)]);
     this.remember(entry);
@@ -491,6 +526,7 @@ export class BondService {
       release: known?.release ?? null,
       slashed: known?.slashed ?? null,
       slash_applied: known?.slash_applied ?? null,
+      heard_svcond: this.o.nowSvcond(),
     };
     const ops: Op[] = [this.putOp(entry)];
     // A node holds one bond: a newer bond of the same node means the older one was released (its release not heard yet).
@@ -604,6 +640,11 @@ export class BondService {
     // The bond is made and durable here whatever the mesh does: a publish failure is not the caller's failure.
     await this.o.publish(type, body).catch(() => undefined);
   }
+}
+
+/** The tick a known entry's bond was first heard here, to keep in an entry written anew. */
+function heardOf(known: RegistryEntry | undefined): Pick<RegistryEntry, 'heard_svcond'> {
+  return known?.heard_svcond === undefined ? {} : { heard_svcond: known.heard_svcond };
 }
 
 /** 400: too few envelopes for a bond, with how many are held and needed. */

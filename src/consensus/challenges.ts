@@ -25,7 +25,7 @@ import type { GossipHandler } from '../mesh/gossip-handlers.js';
 import { MAX_TICK_INTERVAL } from '../mesh/tick-interval.js';
 import type { MeshEvent } from '../mesh/wire.js';
 import { KeyedLock } from '../util/keyed-lock.js';
-import type { BondService } from './bonds.js';
+import { BOND_HEARD_SLACK_TICKS, type BondService } from './bonds.js';
 import { inSenderIntervals, liveReach } from './liveness.js';
 import { committeeOf, eligibleNodes, heardContributing, type Candidate, type EligibilityRule } from './committee.js';
 import { quorumOf, type ContributionPolicy } from './policy.js';
@@ -258,6 +258,11 @@ export class ChallengeService {
     /** Challenges and verdicts refused here: failing a check against this node's own state, or forged. */
     refused_challenges: 0,
     refused_verdicts: 0,
+    /**
+     * Challenges (alone or under a verdict) not kept because this node's records cannot check them: an executor's bond
+     * not known here, a tick before its record of tick events, a listed node it has no record of (stateCheck).
+     */
+    unverifiable_challenges: 0,
     /** Challenges and verdicts refused because their sealed result, carried by digest, could not be had. */
     sealed_unavailable: 0,
     /** Commits refused (forged) or arriving after their window here. */
@@ -414,6 +419,13 @@ export class ChallengeService {
       if (claimedDigest === r.result_digest) throw new InputError('claimed_digest', "equals the executor's digest: there is nothing to challenge", null);
       if (this.o.verifyExecution && !this.o.verifyExecution({ ...r, executed_by: r.executed_by }))
         throw new ServiceError(409, 'SVC_NOT_AT_STAKE', `result ${resultId}: its executed_by signature does not verify`, { result_id: resultId });
+      const bondFault = this.executorBondFault(r.executed_by);
+      if (bondFault)
+        throw new ServiceError(409, 'SVC_NOT_AT_STAKE', `result ${resultId}: ${bondFault.fault}`, {
+          result_id: resultId,
+          bond_id: r.executed_by.bond_id,
+          node: r.executed_by.node,
+        });
       const now = this.o.nowSvcond();
       const home = this.o.nodeId();
       const p = this.o.policy;
@@ -707,8 +719,15 @@ export class ChallengeService {
       this.counts.refused_challenges++;
       throw new GossipError('reject', 400, 'INVALID_CHALLENGE', fault);
     };
-    const fault = challengeFault(sc, this.o.verify) ?? this.stateFault(c);
+    const fault = challengeFault(sc, this.o.verify);
     if (fault) refuse(fault);
+    const state = this.stateCheck(c);
+    if (state?.unverifiable) {
+      // Not wrong, only not checkable here: the sender is not penalised, and nothing of it is kept or acted on.
+      this.counts.unverifiable_challenges++;
+      throw new GossipError('ignore', 409, 'INVALID_CHALLENGE', `not checkable against this node's records: ${state.fault}`);
+    }
+    if (state) refuse(state.fault);
     // Checked and kept with its sealed result in full, fetched when the event carried only its digest.
     const full = await this.sealedBody(sc, null).catch((err: unknown) => refuse(sealedRefusal(err)));
     const resultFault = this.resultFault(full);
@@ -820,43 +839,74 @@ export class ChallengeService {
 
   /**
    * What is wrong with a challenge judged from this node's own state (null when nothing; the signed record's own
-   * checks are challengeFault's): the policy's committee size, never a smaller committee; every listed node bonded
-   * here, its bond settled by the challenge's tick, one per operator, not the executor's operator, and heard
-   * contributing around that tick; and no node this node heard contributing well inside the window left out. Where
-   * this node's liveness record does not reach back to the challenge's window, liveness is not judged.
+   * checks are challengeFault's), as one reason (stateCheck).
    */
   stateFault(c: ChallengeRecord): string | null {
+    return this.stateCheck(c)?.fault ?? null;
+  }
+
+  /**
+   * A challenge judged from this node's own state (null when nothing is wrong; the signed record's own checks are
+   * challengeFault's): the policy's committee size, never a smaller committee, and its deadline the draw's tick +
+   * deadlineTicks; the executor's bond held under the executor's node; every listed node bonded here, its bond
+   * settled by the challenge's tick, one per operator, not the executor's operator, and heard contributing around
+   * that tick; the draw event the first tick event after it; and no node this node heard contributing well inside the
+   * window left out.
+   * `unverifiable`: nothing found wrong, but this node's records cannot confirm it — the executor's bond is not known
+   * here, the challenge's tick is before this node's record of tick events, a listed node was not heard where this
+   * node's record does not reach back over its live window, or its bond record was heard here too recently to count
+   * as settled. Such a challenge is not kept and no verdict resting on it is applied here: a node never acts on a
+   * committee it could not check (docs/decisions.md, "Consensus: a challenge is acted on only where it was checked").
+   */
+  stateCheck(c: ChallengeRecord): { fault: string; unverifiable?: true } | null {
     const p = this.o.policy;
-    if (c.committee_size !== p.committeeSize) return `the committee size is ${c.committee_size}; the policy's is ${p.committeeSize}`;
-    if (c.committee.length !== c.committee_size) return `a committee of ${c.committee.length} is smaller than the policy's ${c.committee_size}`;
+    const unverifiable = (fault: string) => ({ fault, unverifiable: true as const });
+    if (c.committee_size !== p.committeeSize) return { fault: `the committee size is ${c.committee_size}; the policy's is ${p.committeeSize}` };
+    if (c.committee.length !== c.committee_size) return { fault: `a committee of ${c.committee.length} is smaller than the policy's ${c.committee_size}` };
+    if (c.deadline_svcond !== c.draw.svcond + p.deadlineTicks)
+      return {
+        fault: `the deadline is tick ${c.deadline_svcond}; the policy's is the draw event's tick + ${p.deadlineTicks} = ${c.draw.svcond + p.deadlineTicks}`,
+      };
+    const bond = this.executorBondFault(c.executed_by);
+    if (bond) return bond.unknown ? unverifiable(bond.fault) : { fault: bond.fault };
+    const covers = this.o.livenessCovers ?? (() => true);
+    // The draw event must be the first after T, and the listed nodes live around T: a node that was not recording at
+    // T cannot tell (a back-dated T is exactly that).
+    if (!covers(c.svcond)) return unverifiable(`the challenge's tick ${c.svcond} is before this node's record of tick events`);
     const rule = { ...this.exclusions(c.executed_by, c.challenger_home), svcond: c.svcond, settleTicks: p.settleTicks };
     const candidates = this.o.candidates();
     const byNode = new Map(candidates.map((x) => [x.node, x]));
     const zids = new Set<string>();
-    const covers = this.o.livenessCovers ?? (() => true);
     const loose = { from: c.svcond - p.liveTicks - LIVE_SLACK_TICKS, to: c.svcond + LIVE_SLACK_TICKS, ...this.liveReading() };
+    let doubt: string | null = null;
     for (const node of c.eligible) {
       const cand = byNode.get(node);
-      if (!cand) return `node ${node} is listed eligible, but holds no bond known here`;
-      if (c.svcond - cand.bondSvcond < p.settleTicks) return `node ${node} is listed eligible, but its bond had not settled by the challenge's tick`;
-      if (zids.has(cand.zid)) return `operator ${cand.zid} holds more than one seat`;
+      if (!cand) return { fault: `node ${node} is listed eligible, but holds no bond known here` };
+      if (c.svcond - cand.bondSvcond < p.settleTicks) return { fault: `node ${node} is listed eligible, but its bond had not settled by the challenge's tick` };
+      if (zids.has(cand.zid)) return { fault: `operator ${cand.zid} holds more than one seat` };
       zids.add(cand.zid);
-      if (rule.executorZid && cand.zid === rule.executorZid) return `node ${node} is the executor's operator's`;
-      // A node that ticks seldom is judged only where this node's record reaches back over its own live span.
+      if (rule.executorZid && cand.zid === rule.executorZid) return { fault: `node ${node} is the executor's operator's` };
+      // A bond record heard here long after its own tick settles from when it was heard (bonds.ts settledFrom).
+      if (cand.settledFrom !== undefined && c.svcond - cand.settledFrom < p.settleTicks)
+        doubt ??= `node ${node}'s bond was first heard here at tick ${cand.settledFrom + BOND_HEARD_SLACK_TICKS}, too late to count as settled by the challenge's tick`;
+      if (heardContributing(cand, loose)) continue;
+      // A node that ticks seldom is judged only where this node's record reaches back over its own live span; where
+      // it does not, its liveness is not confirmed: the challenge is not checkable here.
       const every = cand.heard.length > 0 ? cand.heard[cand.heard.length - 1]!.every : MAX_TICK_INTERVAL;
-      const judged = covers(loose.from - liveReach(p.liveTicks, every, loose.baseEvery), every);
-      if (judged && !heardContributing(cand, loose)) return `node ${node} is listed eligible, but was not heard contributing around the challenge's tick`;
+      if (covers(loose.from - liveReach(p.liveTicks, every, loose.baseEvery), every))
+        return { fault: `node ${node} is listed eligible, but was not heard contributing around the challenge's tick` };
+      doubt ??= `node ${node} is listed eligible and was not heard here, whose record does not reach back over its live window`;
     }
     // The draw event must be the first after T: one signed later while another node of the set had ticked well
     // before it is the opener choosing among seeds. (This node's own record of itself is not its tick events.)
-    if (covers(c.svcond)) {
-      const me = this.o.nodeId();
-      for (const node of c.eligible) {
-        if (node === me) continue;
-        const earlier = byNode.get(node)?.heard.find((h) => h.svcond > c.svcond && h.svcond <= c.draw.svcond - DRAW_SLACK_TICKS);
-        if (earlier)
-          return `node ${node} ticked at ${earlier.svcond}, before the draw event's tick ${c.draw.svcond}: the draw takes the first tick event after the challenge's tick`;
-      }
+    const me = this.o.nodeId();
+    for (const node of c.eligible) {
+      if (node === me) continue;
+      const earlier = byNode.get(node)?.heard.find((h) => h.svcond > c.svcond && h.svcond <= c.draw.svcond - DRAW_SLACK_TICKS);
+      if (earlier)
+        return {
+          fault: `node ${node} ticked at ${earlier.svcond}, before the draw event's tick ${c.draw.svcond}: the draw takes the first tick event after the challenge's tick`,
+        };
     }
     if (covers(c.svcond - p.liveTicks)) {
       const listed = new Set(c.eligible);
@@ -865,8 +915,20 @@ export class ChallengeService {
         live: { from: c.svcond - p.liveTicks + LIVE_SLACK_TICKS, to: c.svcond - LIVE_SLACK_TICKS, ...this.liveReading() },
       });
       const missing = strict.filter((n) => !listed.has(n) && !zids.has(byNode.get(n)!.zid));
-      if (missing.length > 0) return `node(s) ${missing.join(', ')} were heard contributing before the challenge's tick but are not listed eligible`;
+      if (missing.length > 0) return { fault: `node(s) ${missing.join(', ')} were heard contributing before the challenge's tick but are not listed eligible` };
     }
+    return doubt === null ? null : unverifiable(doubt);
+  }
+
+  /**
+   * Is the bond a result's executed_by names held by the node it names, in this node's registry? A bond id counts
+   * only for the node the registry holds it under: another node's bond is a fault (a liar framing its holder); a bond
+   * not known here is `unknown` (gossip keeps no order: the bond may come later).
+   */
+  executorBondFault(e: ExecutedBy): { fault: string; unknown?: true } | null {
+    const holder = this.o.bonds.holderOf(e.bond_id);
+    if (holder === null) return { fault: `executed_by names bond ${e.bond_id}, which is not known here`, unknown: true };
+    if (holder !== e.node) return { fault: `executed_by names bond ${e.bond_id}, which is held by node ${holder}, not by the executor ${e.node}` };
     return null;
   }
 
@@ -934,7 +996,10 @@ export class ChallengeService {
 
   /** Who never sits on a challenge's committee: the executor, the challenger's home, the executor's operator. */
   private exclusions(executedBy: ExecutedBy, challengerHome: string): Pick<EligibilityRule, 'executor' | 'challengerHome' | 'executorZid'> {
-    return { executor: executedBy.node, challengerHome, executorZid: this.o.bonds.get(executedBy.bond_id)?.bond?.bond.zid ?? null };
+    const bond = this.o.bonds.get(executedBy.bond_id)?.bond?.bond;
+    // Only a bond the executor holds names its operator (another node's bond is refused before this matters).
+    const executorZid = bond?.node === executedBy.node ? bond.zid : (this.o.bonds.ofNode(executedBy.node)?.bond.zid ?? null);
+    return { executor: executedBy.node, challengerHome, executorZid };
   }
 
   /** A vote whose signature holds, for a known challenge: a non-member's is counted (false), a member's recorded. */

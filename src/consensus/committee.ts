@@ -1,8 +1,10 @@
 // Who re-executes a challenged result (architecture.md §6): a pure function of the challenge id and the eligible set.
-//   eligible  = nodes with an active bond at least settleTicks old at the challenge's tick, heard (a tick event of
-//               theirs, liveness.ts) saying they contribute with that bond within the live window before the
-//               challenge's tick (reaching further back for a node that ticks seldom: liveness.ts liveReach), other
-//               than the executor and the challenger's home; one seat per operator identity
+//   eligible  = nodes with an active bond at least settleTicks old at the challenge's tick (counted from the tick this
+//               node first heard the bond record, less a slack, when that is later than the record's own: bonds.ts
+//               settledFrom), heard (a tick event of theirs, liveness.ts) saying they contribute with that bond within
+//               the live window before the challenge's tick (reaching further back for a node that ticks seldom:
+//               liveness.ts liveReach), other than the executor and the challenger's home; one seat per operator
+//               identity
 //   ranking   = SHA-256(seed | peer id), highest first (rendezvous hashing: a node's place depends on the seed alone,
 //               so no one picks a committee by ordering a list); seed = SHA-256(result_id | the signature of the draw
 //               event), the first tick event a node of the eligible set signed after the challenge's tick
@@ -24,6 +26,11 @@ export interface Candidate {
   bondId: string;
   /** Tick of its active bond's attestation. */
   bondSvcond: number;
+  /**
+   * The tick from which the bond counts as made at this node, when later than bondSvcond: it first heard the record
+   * well after the record's own tick (bonds.ts settledFrom). Settling counts from it.
+   */
+  settledFrom?: number;
   heard: readonly Heard[];
 }
 
@@ -73,7 +80,7 @@ export function eligibleNodes(candidates: readonly Candidate[], rule: Eligibilit
   for (const c of candidates) {
     if (c.node === rule.executor || c.node === rule.challengerHome) continue;
     if (rule.executorZid && c.zid === rule.executorZid) continue;
-    if (rule.svcond - c.bondSvcond < rule.settleTicks) continue;
+    if (rule.svcond - Math.max(c.bondSvcond, c.settledFrom ?? c.bondSvcond) < rule.settleTicks) continue;
     if (rule.live && !heardContributing(c, rule.live)) continue;
     const seat = byZid.get(c.zid);
     if (seat === undefined || c.node < seat) byZid.set(c.zid, c.node);
@@ -103,7 +110,24 @@ export interface CandidateBond {
   svcond: number;
 }
 
-/** Every active bond as a candidate, with the tick events heard from its node (`heard`, from the liveness log). */
-export function committeeCandidates(active: readonly { bond: CandidateBond }[], heard: (node: string) => readonly Heard[]): Candidate[] {
-  return active.map(({ bond }) => ({ node: bond.node, zid: bond.zid, bondId: bond.bond_id, bondSvcond: bond.svcond, heard: heard(bond.node) }));
+/**
+ * Every active bond as a candidate, with the tick events heard from its node (`heard`, from the liveness log) and the
+ * tick its bond counts from here (`settledFrom`, bonds.ts; absent: its own tick).
+ */
+export function committeeCandidates(
+  active: readonly { bond: CandidateBond }[],
+  heard: (node: string) => readonly Heard[],
+  settledFrom: (bondId: string) => number | null = () => null,
+): Candidate[] {
+  return active.map(({ bond }) => {
+    const from = settledFrom(bond.bond_id);
+    return {
+      node: bond.node,
+      zid: bond.zid,
+      bondId: bond.bond_id,
+      bondSvcond: bond.svcond,
+      ...(from !== null && from > bond.svcond ? { settledFrom: from } : {}),
+      heard: heard(bond.node),
+    };
+  });
 }

@@ -3,7 +3,8 @@
 //   - the stake, at the challenger's home: held at intake (in the challenge's batch); burned when the challenge is
 //     rejected, returned (to the free and paid balances it came from) on upheld and no_quorum;
 //   - the mark, at every node (upheld): the bond is marked slashed in the node's registry (bonds.ts), which makes it
-//     ineligible at once and its node's runs bond-less, and starts its operator's cooldown;
+//     ineligible at once and its node's runs bond-less, and starts its operator's cooldown — only a bond the registry
+//     holds under the executor's node (executed_by.node): a bond id names a stake only for its holder;
 //   - the envelopes, at the bond's home (upheld): the envelopes still held under the bond leave its identity —
 //     `challengerShare` of them (rounded down) to the challenger when its claim was the deciding digest (moved here
 //     when the challenger is homed here, else a transfer to its home in the outbox), the rest to the foundation
@@ -145,6 +146,17 @@ export class SlashingService {
     const effects = effectsOf(v.outcome, claimMatched(entry));
     if (entry.stake && c.challenger_home === me) await this.settleStake(entry, entry.stake, v.outcome);
     if (!effects.slashBond) return;
+    // A bond id counts only for the node the registry holds it under: a verdict naming another node's bond (or one not
+    // known here) marks nothing and moves nothing (challenges.ts refuses such a challenge before it is kept).
+    if (this.o.bonds.holderOf(c.executed_by.bond_id) !== c.executed_by.node) {
+      this.o.log?.('a verdict names a bond its executor does not hold here: nothing slashed', {
+        challenge_id: c.challenge_id,
+        bond_id: c.executed_by.bond_id,
+        node: c.executed_by.node,
+      });
+      await this.o.store.commit([this.owed.done(c.challenge_id, 'mark'), ...(c.executed_by.node === me ? [this.owed.done(c.challenge_id, 'slash')] : [])]);
+      return;
+    }
     await this.o.bonds.markSlashed(
       c.executed_by.bond_id,
       { challenge_id: c.challenge_id, challenge_svcond: c.svcond, due_svcond: c.deadline_svcond + this.o.applyTicks },
@@ -193,7 +205,7 @@ export class SlashingService {
     const id = c.challenge_id;
     const bondEntry = this.o.bonds.get(c.executed_by.bond_id);
     const bond = bondEntry?.bond?.bond;
-    if (!bond) return;
+    if (!bond || bond.node !== c.executed_by.node) return;
     // The three identities' counters are read on demand (a bounded cache): held in memory from their loads on.
     const holds = [this.o.counters.hold(bond.zid), this.o.counters.hold(FOUNDATION_ACCOUNT), this.o.counters.hold(c.challenger)];
     await this.o.locks.run(bond.zid, () =>

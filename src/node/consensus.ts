@@ -178,7 +178,11 @@ export async function wireConsensus(
     verifyResult: (body) => compute.verifyResult(body),
     candidates: () => {
       recordHeard();
-      return committeeCandidates(bonds.active(), (node) => liveness.heardIn(node, 0, Number.MAX_SAFE_INTEGER));
+      return committeeCandidates(
+        bonds.active(),
+        (node) => liveness.heardIn(node, 0, Number.MAX_SAFE_INTEGER),
+        (bondId) => bonds.settledFrom(bondId),
+      );
     },
     livenessCovers: (from, every) => liveness.covers(from, every),
     baseEvery: config.mesh.tickEvery,

@@ -1,10 +1,12 @@
 // Bonds on one real node over HTTP (spec 4.7, part 3; architecture.md §6): bond the oldest held envelopes or named
 // ones, in one batch with the registry entry; 400 with held and needed; 409 when bonded or when the node already
 // holds its operator's bond; release lifts the mark, refused while a challenge is open; the registry survives a restart.
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bondAttestationText, releaseAttestationText } from '../../src/consensus/bonds.js';
-import { verifyText } from '../../src/mesh/wire.js';
+import { BOND_HEARD_SLACK_TICKS, bondAttestationText, releaseAttestationText, type BondRecord } from '../../src/consensus/bonds.js';
+import { committeeCandidates, eligibleNodes, type Candidate } from '../../src/consensus/committee.js';
+import { signText, verifyText } from '../../src/mesh/wire.js';
+import { key } from './helpers.js';
 import { bearer, call, operatorBond, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { failNextBatch } from '../helpers/fail-batch.js';
 
@@ -237,4 +239,45 @@ describe('a node whose operator names its identity (contribution.operator)', () 
     expect(owner.r.body).toMatchObject({ zid: zidOf('slot-owner'), node: named.node.nodeId, token_ids_count: BOND });
     expect(named.node.bonds.ofNode(named.node.nodeId)?.bond.zid).toBe(owner.id.zid);
   }, 60_000);
+});
+
+describe('a bond record dated before it was heard (a seat bought by back-dating)', () => {
+  it('counts from the tick this node first heard it, less the slack; a prompt one from its own tick; a late honest one is kept', async () => {
+    const now = n.node.mesh.nowSvcond();
+    const attested = async (svcond: number) => {
+      const k = await key();
+      const bond: BondRecord = {
+        bond_id: `bond_${randomBytes(12).toString('hex')}`,
+        zid: `zid_${k.id.slice(-8)}`,
+        node: k.id,
+        token_ids: ['x1', 'x2', 'x3', 'x4', 'x5'],
+        svcond,
+      };
+      return { k, body: { bond, attestation: signText(k.priv, bondAttestationText(bond)) } };
+    };
+    // Dated 500 ticks back, heard now: it is kept (an old bond re-announced to a late joiner looks the same), but
+    // counts as made BOND_HEARD_SLACK_TICKS before now, so it does not skip the settle time.
+    const backdated = await attested(now - 500);
+    await n.node.bonds.applyBond(backdated.body, { sender: backdated.k.id });
+    expect(n.node.bonds.get(backdated.body.bond.bond_id)?.bond).toEqual(backdated.body);
+    const from = n.node.bonds.settledFrom(backdated.body.bond.bond_id)!;
+    expect(from).toBeGreaterThanOrEqual(now - BOND_HEARD_SLACK_TICKS);
+    // Heard as it was made: its own tick.
+    const prompt = await attested(now - 2);
+    await n.node.bonds.applyBond(prompt.body, { sender: prompt.k.id });
+    expect(n.node.bonds.settledFrom(prompt.body.bond.bond_id)).toBe(now - 2);
+    // The committee reads it so: at a challenge 3 ticks after that (settleTicks 4) it has not settled, though its
+    // record says it was made 500 ticks before; a tick later it has.
+    const heard = () => [{ svcond: now, mode: 'contributing', bondId: backdated.body.bond.bond_id }];
+    const rule = { svcond: from + 3, settleTicks: 4, live: { from: now - 32, to: now + 32 }, executor: 'x', challengerHome: 'y' };
+    const settled = (candidates: Candidate[], svcond: number) => eligibleNodes(candidates, { ...rule, svcond });
+    const read = committeeCandidates([{ bond: backdated.body.bond }], heard, (id) => n.node.bonds.settledFrom(id));
+    expect(settled(read, from + 3)).toEqual([]);
+    expect(settled(read, from + 4)).toEqual([backdated.k.id]);
+    // By its record's tick alone it would have held a seat at once.
+    expect(settled(committeeCandidates([{ bond: backdated.body.bond }], heard), from + 3)).toEqual([backdated.k.id]);
+    // The tick it was heard is kept through a restart of the registry (a slashing mark does not drop it either).
+    await n.node.bonds.markSlashed(backdated.body.bond.bond_id, { challenge_id: 'chl_' + '0'.repeat(32), challenge_svcond: now, due_svcond: now + 1 });
+    expect(n.node.bonds.settledFrom(backdated.body.bond.bond_id)).toBe(from);
+  });
 });

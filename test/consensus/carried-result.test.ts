@@ -183,7 +183,7 @@ async function service(
   const s = new ChallengeService({
     store,
     policy,
-    bonds: { ofNode: () => null, get: () => null } as unknown as BondService,
+    bonds: { ofNode: () => null, get: () => null, holderOf: () => liar.id } as unknown as BondService,
     nodeId: () => me.id,
     nowSvcond: () => now,
     sign: (t) => signText(me.priv, t),

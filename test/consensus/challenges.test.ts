@@ -71,7 +71,8 @@ async function service(
   dirs.push(dir);
   const store = await Store.open(join(dir, 'db'), { sync: false });
   stores.push(store);
-  const bonds = { ofNode: () => null, get: () => null } as unknown as BondService;
+  // The registry holds every bond the tests name under the executor, keys[0].
+  const bonds = { ofNode: () => null, get: () => null, holderOf: () => keys[0]!.id } as unknown as BondService;
   const held: string[] = [];
   const s = new ChallengeService({
     store,
@@ -122,7 +123,7 @@ function signedChallenge(resultId = 'res_1_a', claim = CLAIM, opener = keys[1]!)
     request: { kind: 'solver', solver: 'zeta', inputs: {} },
     stamp_svcond: now - 5,
     svcond: now,
-    deadline_svcond: now + policy.deadlineTicks,
+    deadline_svcond: now + 1 + policy.deadlineTicks, // the draw event's tick + deadlineTicks
     committee_size: 3,
     quorum: 2,
     eligible,
@@ -304,7 +305,7 @@ describe("a challenge is checked against this node's own state", () => {
     expect(s.stats()).toMatchObject({ refused_verdicts: 1 });
   });
 
-  it('a listed node not heard contributing around the challenge is refused; without a record of those ticks only bonds are judged', async () => {
+  it('a listed node not heard contributing around the challenge is refused; without a record of those ticks it is not kept, unpenalised', async () => {
     const heardUntil = { tick: now - 40 };
     const quiet = keys[5]!.id;
     const opts: Partial<ChallengeServiceOptions> = {};
@@ -315,10 +316,13 @@ describe("a challenge is checked against this node's own state", () => {
     inner.o.candidates = () => all().map((c) => (c.node === quiet ? { ...c, heard: c.heard.filter((h) => h.svcond <= heardUntil.tick) } : c));
     const sc = listing(ids(2, 6), 3, 'res_q');
     expect((await refusal(s.applyOpened(sc, { sender: keys[1]!.id }))).message).toContain(`${quiet} is listed eligible, but was not heard contributing`);
-    // The same listing, at a node whose record starts after the challenge's window: not judged on liveness.
+    // The same listing, at a node whose record starts after the challenge's window: nothing found wrong, nothing
+    // confirmed either — not kept (ignored, the opener not penalised) and counted.
     inner.o.livenessCovers = () => false;
-    await s.applyOpened(sc, { sender: keys[1]!.id });
-    expect(s.get(sc.challenge.challenge_id)!.state).toBe('opened');
+    const unchecked = await refusal(s.applyOpened(sc, { sender: keys[1]!.id }));
+    expect([unchecked.action, unchecked.message]).toEqual(['ignore', expect.stringContaining("not checkable against this node's records")]);
+    expect(s.get(sc.challenge.challenge_id)).toBeNull();
+    expect(s.stats()).toMatchObject({ unverifiable_challenges: 1 });
   });
 });
 
@@ -365,7 +369,12 @@ describe('the draw: a seed signed after the challenge by a node of the eligible 
     const base = signedChallenge('res_draw');
     const resign = (c: ChallengeRecord): SignedChallenge => ({ challenge: c, signature: signText(keys[1]!.priv, challengeSigningText(c)) });
     const withDraw = (draw: ChallengeRecord['draw']) =>
-      resign({ ...base.challenge, draw, committee: drawnCommittee('res_draw', draw, base.challenge.eligible, 3) });
+      resign({
+        ...base.challenge,
+        draw,
+        deadline_svcond: draw.svcond + policy.deadlineTicks,
+        committee: drawnCommittee('res_draw', draw, base.challenge.eligible, 3),
+      });
     // A later tick event of another node: the others heard keys[2]..keys[5] tick right after T, so it is not the first.
     const inner = s as unknown as { o: ChallengeServiceOptions };
     const all = inner.o.candidates;
@@ -537,7 +546,7 @@ describe('the gossip rows', () => {
       verdict: { challenge_id: quiet.challenge.challenge_id, outcome: 'no_quorum', deciding_digest: null },
     };
     expect((await refusal(late.applyVerdict(nq))).action).toBe('ignore');
-    now += policy.deadlineTicks + 1;
+    now += policy.deadlineTicks + 2;
     await late.applyVerdict(nq);
     expect(late.get(quiet.challenge.challenge_id)!.state).toBe('no_quorum');
   });
@@ -900,5 +909,106 @@ describe('a node that misses gossip still converges', () => {
     now += 1;
     await late.sweepDeadlines();
     expect(late.get(quiet.challenge.challenge_id)!.state).toBe('no_quorum');
+  });
+});
+
+describe('a liar cannot reach an honest node’s bond', () => {
+  const FRAMED = 'bond_' + 'f'.repeat(24);
+  const UNKNOWN = 'bond_' + '9'.repeat(24);
+  /** The registry: FRAMED is held by keys[5] (an honest node); every other bond the tests name by the executor. */
+  const registry = { ofNode: () => null, get: () => null, holderOf: (id: string) => (id === FRAMED ? keys[5]!.id : id === UNKNOWN ? null : keys[0]!.id) };
+  const bonds = registry as unknown as BondService;
+  /** A challenge of res_f whose executed_by, signed by the executor keys[0], names `bondId`. */
+  function naming(bondId: string, resultId = 'res_f'): SignedChallenge {
+    const base = signedChallenge(resultId).challenge;
+    const c: ChallengeRecord = { ...base, executed_by: executedBy(bondId) };
+    return { challenge: c, signature: signText(keys[1]!.priv, challengeSigningText(c)) };
+  }
+  const code = async (p: Promise<unknown>) =>
+    p.then(
+      () => null,
+      (err: ServiceError) => [err.status, err.code, err.message],
+    );
+
+  it('executed_by naming another node’s bond: 409 SVC_NOT_AT_STAKE at intake, rejected on the wire and under a verdict, never marked', async () => {
+    const found = (bondId: string): ChallengedResult => ({
+      result_id: 'res_f',
+      request: { kind: 'solver', solver: 'zeta', inputs: {} },
+      stamp_svcond: now - 3,
+      result_digest: EXEC,
+      executed_by: executedBy(bondId),
+      owner: 'zid_owner',
+      published: true,
+    });
+    const home = await service(keys[1]!, async (id) => found(id === 'res_f' ? FRAMED : UNKNOWN), undefined, { bonds });
+    expect(await code(home.open('zid_a', 'res_f', CLAIM))).toEqual([409, 'SVC_NOT_AT_STAKE', expect.stringContaining(`held by node ${keys[5]!.id}`)]);
+    expect(await code(home.open('zid_a', 'res_u', CLAIM))).toEqual([409, 'SVC_NOT_AT_STAKE', expect.stringContaining('not known here')]);
+    expect(home.all()).toEqual([]);
+
+    const s = await service(keys[4]!, undefined, undefined, { bonds });
+    const framed = naming(FRAMED);
+    const refused = await refusal(s.applyOpened(framed, { sender: keys[1]!.id }));
+    expect([refused.action, refused.code, refused.message]).toEqual(['reject', 'INVALID_CHALLENGE', expect.stringContaining('not by the executor')]);
+    // The verdict the liar's colluders would sign: consistent on its own, refused here.
+    const m = member(framed, 0);
+    const sv = vote(m, framed.challenge.challenge_id, CLAIM);
+    const m2 = member(framed, 1);
+    const sv2 = vote(m2, framed.challenge.challenge_id, CLAIM);
+    const doc: VerdictDocument = {
+      challenge: framed,
+      commits: [commitOf(m, sv), commitOf(m2, sv2)],
+      votes: [sv, sv2],
+      verdict: { challenge_id: framed.challenge.challenge_id, outcome: 'upheld', deciding_digest: CLAIM },
+    };
+    expect(verifyVerdictDocument(doc, verifyText).valid).toBe(true);
+    expect((await refusal(s.applyVerdict(doc))).code).toBe('INVALID_VERDICT');
+    expect(s.get(framed.challenge.challenge_id)).toBeNull();
+    expect(await s.checkAgainstState(framed.challenge)).toContain(`held by node ${keys[5]!.id}`);
+    // A bond not known here (gossip keeps no order): not kept, not acted on, the sender not penalised.
+    const unknown = await refusal(s.applyOpened(naming(UNKNOWN, 'res_u'), { sender: keys[1]!.id }));
+    expect([unknown.action, unknown.message]).toEqual(['ignore', expect.stringContaining('not known here')]);
+    expect(s.all()).toEqual([]);
+    // The executor's own bond: kept.
+    await s.applyOpened(naming('bond_' + 'a'.repeat(24), 'res_ok'), { sender: keys[1]!.id });
+    expect(s.all()).toHaveLength(1);
+  });
+
+  it('a back-dated challenge (its tick before this node’s record of tick events) is neither kept nor acted on; a deadline not the policy’s is refused', async () => {
+    // This node's record of tick events begins 10 ticks ago; every key's bond is long settled.
+    const s = await service(keys[4]!, undefined, undefined, { livenessCovers: (from) => from >= now - 10 });
+    const T = 100; // long before the record's first tick (now is past 1 000), after every bond's tick (0)
+    const base = signedChallenge('res_old').challenge;
+    const draw = drawEvent(keys[2]!, T + 1);
+    const c: ChallengeRecord = {
+      ...base,
+      svcond: T,
+      stamp_svcond: T - 5,
+      draw,
+      deadline_svcond: T + 1 + policy.deadlineTicks,
+      committee: drawnCommittee('res_old', draw, base.eligible, 3),
+    };
+    const old: SignedChallenge = { challenge: c, signature: signText(keys[1]!.priv, challengeSigningText(c)) };
+    const votes = [0, 1].map((i) => vote(member(old, i), c.challenge_id, CLAIM, T + 3));
+    const doc: VerdictDocument = {
+      challenge: old,
+      commits: votes.map((v, i) => commitOf(member(old, i), v, T + 2)),
+      votes,
+      verdict: { challenge_id: c.challenge_id, outcome: 'upheld', deciding_digest: CLAIM },
+    };
+    expect(verifyVerdictDocument(doc, verifyText, now).valid).toBe(true);
+    const refused = await refusal(s.applyVerdict(doc));
+    expect([refused.action, refused.message]).toEqual(['ignore', expect.stringContaining("before this node's record of tick events")]);
+    expect(s.get(c.challenge_id)).toBeNull();
+    expect((await refusal(s.applyOpened(old, { sender: keys[1]!.id }))).action).toBe('ignore');
+    expect(s.all()).toEqual([]);
+    expect(s.stats()).toMatchObject({ unverifiable_challenges: 2 });
+    expect(await s.checkAgainstState(c)).toContain("before this node's record of tick events");
+
+    // A fresh challenge whose deadline is not the draw's tick + deadlineTicks: refused, whatever the record covers.
+    const fresh = signedChallenge('res_late').challenge;
+    const late: ChallengeRecord = { ...fresh, deadline_svcond: fresh.draw.svcond + policy.deadlineTicks + 50 };
+    const lateSigned = { challenge: late, signature: signText(keys[1]!.priv, challengeSigningText(late)) };
+    const r = await refusal(s.applyOpened(lateSigned, { sender: keys[1]!.id }));
+    expect([r.action, r.message]).toEqual(['reject', expect.stringContaining("the policy's is the draw event's tick + 10")]);
   });
 });

@@ -87,7 +87,7 @@ async function startNode(k: Key, digest: string | null, dir?: string): Promise<R
   const svc = new ChallengeService({
     store,
     policy,
-    bonds: { ofNode: () => null, get: () => null } as unknown as BondService,
+    bonds: { ofNode: () => null, get: () => null, holderOf: () => keys[0]!.id } as unknown as BondService,
     nodeId: () => k.id,
     nowSvcond: () => now,
     sign: (t) => signText(k.priv, t),
@@ -161,7 +161,7 @@ function signedChallenge(): SignedChallenge {
     request: { kind: 'solver', solver: 'zeta', inputs: {} },
     stamp_svcond: now - 5,
     svcond: now,
-    deadline_svcond: now + policy.deadlineTicks,
+    deadline_svcond: now + 1 + policy.deadlineTicks, // the draw event's tick + deadlineTicks
     committee_size: 3,
     quorum: 2,
     eligible,

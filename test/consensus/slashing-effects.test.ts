@@ -152,3 +152,32 @@ describe('the slashing batch at the bond’s home', () => {
     expect(await foundation()).toBe(before.foundation + BOND);
   });
 });
+
+describe('a verdict naming this node’s bond under another executor', () => {
+  it('marks and moves nothing: a bond id counts only for the node that holds it; a bond marked before its home moved it shows idle', async () => {
+    const op = await bondedOperator('effects-framed');
+    const ch = await zkIdentity(n.url, 'effects-framer');
+    const before = await count(op.zid, op.key);
+    // A liar L sealed a wrong result whose executed_by is {node: L, bond_id: this node's bond}; the verdict is upheld.
+    const framed = upheld('chl_' + '5'.repeat(32), op.bondId, ch.zid, TRUTH, TRUTH);
+    (framed.challenge.challenge as { executed_by: { node: string } }).executed_by.node = '12D3KooWLiarLiarLiarLiarLiarLiarLiarLiarLiarLiarLiar';
+    await n.node.slashing.onVerdict(framed);
+    expect(n.node.bonds.get(op.bondId)?.slashed ?? null).toBeNull();
+    expect(n.node.bonds.ofZid(op.zid)?.bond.bond_id).toBe(op.bondId);
+    expect(n.node.bonds.slashState(op.bondId, n.node.mesh.nowSvcond())).toBeNull();
+    expect(await n.node.slashing.slashRecord(framed.challenge.challenge.challenge_id)).toBeUndefined();
+    expect(await count(op.zid, op.key)).toBe(before);
+    const status = await call(n.url, 'GET', '/api/contribute/status', undefined, bearer(op.key));
+    expect(status.body).toMatchObject({ bonded: true, mode: 'contributing' });
+
+    // A verdict against it as its own executor, marked before the batch that moves its envelopes lands: the status
+    // says what the identity is — bonded no more, so not contributing — until the slashing returns it to idle.
+    const real = upheld('chl_' + '6'.repeat(32), op.bondId, ch.zid, TRUTH, TRUTH);
+    failNextBatch(n, 10, /^!slashing!slash!/);
+    await expect(n.node.slashing.onVerdict(real)).rejects.toThrow();
+    const marked = await call(n.url, 'GET', '/api/contribute/status', undefined, bearer(op.key));
+    expect(marked.body).toMatchObject({ bonded: false, mode: 'idle' });
+    await n.node.slashing.onVerdict(real);
+    expect((await call(n.url, 'GET', '/api/contribute/status', undefined, bearer(op.key))).body).toMatchObject({ bonded: false, mode: 'idle' });
+  });
+});
