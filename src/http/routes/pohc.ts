@@ -5,6 +5,7 @@
 // sealed result the challenge carries against the record (challenge-wire.ts carriedResultFault). Keyless.
 import type Router from '@koa/router';
 import { quorumOf } from '../../consensus/policy.js';
+import { BOND_HEARD_SLACK_TICKS } from '../../consensus/bonds.js';
 import { TRANSITIONS } from '../../consensus/challenge-lifecycle.js';
 import {
   CHALLENGE_OPENED_EVENT,
@@ -55,8 +56,9 @@ function registerPohcRoutes(router: Router, kit: HttpKit, deps: PohcDeps): void 
       },
       challenge_id: 'chl_ + the first 32 hex digits of SHA-256(result_id|challenger zid): derived, so the opener cannot choose the committee',
       committee: {
-        eligible: `nodes whose bond attestation is at least ${p.settleTicks} ticks old at the challenge's tick, heard contributing with that bond (a tick event) within ${p.liveTicks} ticks before it, read in the interval that tick event declares (liveTicks × every / mesh.tickEvery when every is longer), one per operator, excluding the executor, its operator and the challenger's home; every node checks the listed set against its own bonds and tick events before it keeps a challenge or applies a verdict`,
-        ranking: 'SHA-256(challenge_id|peer id), highest first',
+        eligible: `nodes whose bond attestation is at least ${p.settleTicks} ticks old at the challenge's tick, heard contributing with that bond (a tick event) within ${p.liveTicks} ticks before it, read in the interval that tick event declares (liveTicks × every / mesh.tickEvery when every is longer), one per operator, excluding the executor, its operator and the challenger's home; a bond counts from the tick a node first heard its record, less ${BOND_HEARD_SLACK_TICKS}, when that is later than its own tick; every node checks the listed set against its own bonds and tick events before it keeps a challenge or applies a verdict, and keeps (and acts on) none it cannot check: a tick before its record of tick events, a listed node it has no record of, an executor's bond it does not know; executed_by's bond must be one the executor holds`,
+        ranking:
+          "SHA-256(seed|peer id), highest first; seed = SHA-256(result_id|draw signature), the draw event being the first tick event a node of the eligible set signed after the challenge's tick",
         size: p.committeeSize,
         quorum: quorumOf(p.committeeSize),
         smaller: 'never formed: 409 SVC_NO_COMMITTEE',
@@ -67,7 +69,7 @@ function registerPohcRoutes(router: Router, kit: HttpKit, deps: PohcDeps): void 
         'a member that voted two different digests equivocated: recorded, and none of its votes count',
         'a vote signed after the deadline tick does not count',
         "a digest with quorum votes decides, about the executor: the executor's → rejected; any other → upheld, whatever the challenger claimed",
-        `no deciding digest by ${p.deadlineTicks} ticks after the challenge → no_quorum`,
+        `no deciding digest by the deadline, the draw event's tick + ${p.deadlineTicks} (every node refuses a challenge with another deadline) → no_quorum`,
       ],
       // The rows' moves; their effects are described per outcome below.
       lifecycle: TRANSITIONS.map(({ from, on, to }) => ({ from, on, to })),
