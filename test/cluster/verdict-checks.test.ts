@@ -98,7 +98,7 @@ async function forgedVerdict(liar: Key, result: Awaited<ReturnType<typeof result
     request: { kind: 'solver', solver: 'zeta', inputs: {} },
     stamp_svcond: now - 2,
     svcond: now,
-    deadline_svcond: now + 8,
+    deadline_svcond: draw.svcond + 8, // the policy's deadlineTicks from the draw event
     committee_size: policySize,
     quorum: quorumOf(policySize),
     eligible,
