@@ -24,6 +24,7 @@ export interface ActionState {
 }
 
 const MAX_AMPLITUDE = 3.1;
+const MIN_AMPLITUDE = 1e-4;
 const MAX_TOTAL_STEPS = 2e6;
 
 const schema = z
@@ -31,7 +32,7 @@ const schema = z
     mass_kg: z.number().min(1e-9).max(1e9).default(1),
     length_m: z.number().min(1e-3).max(1e3).default(1),
     gravity_m_s2: z.number().min(0.01).max(1000).default(9.80665),
-    theta0_rad: z.number().min(1e-4).max(MAX_AMPLITUDE).default(1),
+    theta0_rad: z.number().min(MIN_AMPLITUDE).max(MAX_AMPLITUDE).default(1),
     steps_per_period: z.number().int().min(100).max(200_000).default(2000),
   })
   .strict();
@@ -185,6 +186,12 @@ export const action: SolverDef<ActionInputs> = {
     if (!(k <= Math.sin(MAX_AMPLITUDE / 2))) {
       throw new InputError('initialState', "the state's energy implies an amplitude above 3.1 rad (or rotation): no libration period", {
         max_amplitude_rad: MAX_AMPLITUDE,
+      });
+    }
+    // theta0_rad's own lower bound: at rest (or nearly) at the bottom there is no period to find (it was a 500).
+    if (!(k >= Math.sin(MIN_AMPLITUDE / 2))) {
+      throw new InputError('initialState', "the state's energy implies an amplitude below 1e-4 rad (at rest): no libration period", {
+        min_amplitude_rad: MIN_AMPLITUDE,
       });
     }
     checkWorkLimit('initialState', stepsForPeriod(k, inputs.steps_per_period), MAX_TOTAL_STEPS);

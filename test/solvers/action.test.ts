@@ -105,6 +105,10 @@ describe('action', () => {
     // Energy above the separatrix: the pendulum rotates, there is no libration period.
     expectInputError(() => action.resolveState!({ theta_rad: 0, p_J_s: 10, t_s: 0 }, inputs), 'initialState');
     expectInputError(() => action.resolveState!({ theta_rad: 0, t_s: 0 }, inputs), 'initialState');
+    // At rest at the bottom (or below theta0_rad's 1e-4 rad): no period to find, refused before any run.
+    expectInputError(() => action.resolveState!({ theta_rad: 0, p_J_s: 0, t_s: 0 }, inputs), 'initialState', { allowed: { min_amplitude_rad: 1e-4 } });
+    expectInputError(() => action.resolveState!({ theta_rad: 5e-5, p_J_s: 0, t_s: 0 }, inputs), 'initialState');
+    expect(action.run(inputs, action.resolveState!({ theta_rad: 2e-4, p_J_s: 0, t_s: 0 }, inputs)).check.passed).toBe(true);
   });
 
   it('is deterministic', () => {
