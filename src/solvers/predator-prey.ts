@@ -25,6 +25,8 @@ export interface PredatorPreyState {
 }
 
 const MAX_STEPS = 2e7;
+/** The longest run max_days takes, in days. */
+const MAX_DAYS = 1e5;
 
 // Finite ranges (solvers.md had "> 0"): rates from one cycle in ~170 years to 1e3 per day (dt ≥ 1e-5 must resolve them), populations (or densities)
 // 1e-6 … 1e12. One value alone no longer breaks the run; the combinations that still can are refused by orbitGuard.
@@ -40,7 +42,7 @@ const schema = z
     delta_per_day: numIn(...INTERACTION).default(0.1),
     gamma_per_day: numIn(...RATE).default(0.4),
     dt_days: z.number().min(1e-5).max(1).default(0.01),
-    max_days: z.number().positive().max(1e5).default(1000),
+    max_days: z.number().positive().max(MAX_DAYS).default(1000),
   })
   .strict();
 
@@ -84,7 +86,10 @@ function orbitGuard(inputs: PredatorPreyInputs, x: number, y: number, at: 'input
   }
   const shortest = (2 * Math.PI) / Math.sqrt(alpha * gamma);
   if (inputs.max_days < shortest) {
-    throw new InputError('max_days', `shorter than one cycle: the period is at least 2π/√(αγ) = ${shortest.toPrecision(4)} d`, { min: shortest, max: 1e5 });
+    throw new InputError('max_days', `shorter than one cycle: the period is at least 2π/√(αγ) = ${shortest.toPrecision(4)} d`, {
+      min: shortest,
+      max: MAX_DAYS,
+    });
   }
 }
 
@@ -120,11 +125,17 @@ function run(inputs: PredatorPreyInputs, initialState?: unknown): SolverOutput {
   while (crossings < 2) {
     if (step >= maxSteps) {
       // The caller's max_days (≥ the shortest possible period, checked in resolve) was shorter than this orbit's cycle.
-      throw new InputError('max_days', `fewer than two upward crossings of y = α/β within max_days (${crossings} found): raise max_days`, {
-        min: inputs.max_days,
-        max: 1e5,
-        inclusive: false,
-      });
+      if (inputs.max_days < MAX_DAYS)
+        throw new InputError('max_days', `fewer than two upward crossings of y = α/β within max_days (${crossings} found): raise max_days`, {
+          min: inputs.max_days,
+          max: MAX_DAYS,
+          inclusive: false,
+        });
+      throw new InputError(
+        'max_days',
+        `fewer than two upward crossings of y = α/β within ${MAX_DAYS} d, the most max_days takes (${crossings} found): this orbit's cycle is too slow; raise alpha_per_day or gamma_per_day`,
+        { max: MAX_DAYS },
+      );
     }
     const xPrev = y[0]!;
     const pPrev = y[1]!;

@@ -87,6 +87,13 @@ describe('predator_prey', () => {
       allowed: { min: (2 * Math.PI) / Math.sqrt(1.1 * 0.4), max: 1e5 },
     });
     expectInputError(() => predatorPrey.run(predatorPrey.resolve({ max_days: 10 })), 'max_days', { status: 400, reason: /raise max_days/ });
+    // At the largest max_days there is nothing to raise: the refusal names the rates instead.
+    const slow = { alpha_per_day: 1e-4, beta_per_day: 1e-4, delta_per_day: 1e-4, gamma_per_day: 1e-4, dt_days: 1, max_days: 1e5 };
+    expectInputError(() => predatorPrey.run(predatorPrey.resolve(slow)), 'max_days', {
+      status: 400,
+      reason: /raise alpha_per_day or gamma_per_day/,
+      allowed: { max: 1e5 },
+    });
   });
 
   it('rates and populations have finite ranges: at the corners the period tends to 2π/√(αγ) and the averages are γ/δ, α/β', () => {
