@@ -7,7 +7,7 @@ import { STORE_DIR } from '../store/store-dir.js';
 import { dataDirProblem } from './data-dir.js';
 import { createWriteStream } from 'node:fs';
 import { readFile, rename, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
@@ -102,6 +102,15 @@ export function addBackupCommands(program: Command): void {
     .option('--token <token>', "the operator token (default: SVC_OPERATOR_TOKEN, else the data dir's operator-token)")
     .action(async (opts: { dataDir: string; out: string; url?: string; token?: string }) => {
       await existingDataDir(opts.dataDir);
+      // A usage error like the data dir's, said before any reading (it was exit 1 with the ENOENT of a temporary file).
+      const outDir = dirname(resolve(opts.out));
+      if (
+        !(await stat(outDir).then(
+          (s) => s.isDirectory(),
+          () => false,
+        ))
+      )
+        exitWith(`--out: directory ${outDir} does not exist`, 2);
       const { readBackup, BackupError } = await backups();
       const tmp = `${opts.out}.partial-${process.pid}`;
       let from: 'data dir' | 'running node' = 'data dir';

@@ -169,6 +169,10 @@ describe('svc-node backup / restore', () => {
     expect(missing.status).toBe(2);
     expect(missing.stderr).toContain(`data dir ${join(root, 'nope')} does not exist`);
     expect(await readdir(root)).toEqual([]);
+    const noOutDir = runCli(['backup', '--data-dir', stopped.restoredDir, '--out', join(root, 'no-such-dir', 'x.gz')]);
+    expect(noOutDir.status).toBe(2);
+    expect(noOutDir.stderr).toContain(`--out: directory ${join(root, 'no-such-dir')} does not exist`);
+    expect(await readdir(root)).toEqual([]);
 
     const file = stopped.file;
     const again = runCli(['restore', '--in', file, '--data-dir', stopped.restoredDir]);
