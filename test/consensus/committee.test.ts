@@ -71,7 +71,7 @@ describe('eligibility', () => {
 });
 
 describe('ranking and committee', () => {
-  it('the weight is SHA-256 of challenge_id|peer id', () => {
+  it('the weight is SHA-256 of seed|peer id', () => {
     expect(rankWeight('chl_1', 'peer')).toBe(sha('chl_1|peer'));
   });
   it('the committee is the k highest weights, highest first, whatever the order of the eligible list', () => {
