@@ -16,7 +16,7 @@ import { ServiceError } from '../kernel/errors.js';
 import { LONGEST_TIME_LIMIT_SECONDS } from '../tally/tiers.js';
 import type { Caller } from '../records/types.js';
 import type { HttpKit } from './kit.js';
-import { answersHealth, type HungHomes } from './home-health.js';
+import { probeHealth, RECHECK_WAIT_MS, type HungHomes } from './home-health.js';
 import { FORWARDED_FOR_HEADER, forwardedForValue, statedClientIp } from './forwarded-address.js';
 import { addressKey } from './caller-address.js';
 import { PEER_HTTP_PROTOCOL, fetchFailure, isConnectFailure, type OverMesh, type PeerRequest } from '../mesh/peer-http.js';
@@ -98,16 +98,17 @@ export async function askHome(
       ...extra,
       tried: ['HTTP: no URL is known for it', 'libp2p: the mesh is not running'],
       retry_after_seconds: retry,
+      may_have_applied: false,
     });
   const deadlineMs = kit.config.mesh.forwardTimeoutMs;
   const hung = kit.homes.hung;
-  if (hung.isHung(home)) {
-    if (url) hung.recheck(home, url, deadlineMs);
+  // A marked home is asked once more, briefly (one probe shared by the requests waiting): back, it is served at once.
+  if (hung.isHung(home) && !(url && (await hung.recheck(home, url, Math.min(deadlineMs, RECHECK_WAIT_MS))))) {
     throw new ServiceError(
       503,
       'SVC_HOME_UNREACHABLE',
       `the home node of this ${subject} did not answer within ${deadlineMs} ms; it is skipped until it answers again`,
-      { home, ...extra, deadline_ms: deadlineMs, retry_after_seconds: retry },
+      { home, ...extra, deadline_ms: deadlineMs, retry_after_seconds: retry, may_have_applied: false },
     );
   }
   const req = homeRequest(ctx, kit, opts);
@@ -123,18 +124,19 @@ export async function askHome(
       throw new ServiceError(
         503,
         'SVC_HOME_UNREACHABLE',
-        `the home node of this ${subject} did not answer within ${deadlineMs} ms (nor its health probe); it is skipped until it answers again`,
-        { home, ...extra, deadline_ms: deadlineMs, retry_after_seconds: retry },
+        `the home node of this ${subject} did not answer within ${deadlineMs} ms (nor its health probe); it is skipped until it answers again. ${MAY_HAVE_APPLIED}`,
+        { home, ...extra, deadline_ms: deadlineMs, retry_after_seconds: retry, may_have_applied: true },
       );
     }
     tried.push(`HTTP at ${url}: ${sent.reason}`);
     // A request that reached the home may have been applied there: it is not sent a second way.
     if (!sent.connectFailed || !overMesh)
-      throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node did not answer: ${sent.reason}`, {
+      throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node did not answer: ${sent.reason}${sent.connectFailed ? '' : `. ${MAY_HAVE_APPLIED}`}`, {
         home,
         ...extra,
         tried,
         retry_after_seconds: retry,
+        may_have_applied: !sent.connectFailed,
       });
   } else tried.push('HTTP: no URL is known for it');
   if (overMesh) {
@@ -145,13 +147,18 @@ export async function askHome(
       tried.push(`libp2p ${PEER_HTTP_PROTOCOL}: ${err instanceof Error ? err.message : String(err)}`);
     }
   } else tried.push('libp2p: the mesh is not running');
-  throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node ${home} of this ${subject} could not be reached: ${tried.join('; ')}`, {
-    home,
-    ...extra,
-    tried,
-    retry_after_seconds: retry,
-  });
+  // Over the mesh, a failure after the stream opened is not told apart from one before: it may have been applied.
+  const viaMesh = overMesh !== null && overMesh !== undefined;
+  throw new ServiceError(
+    503,
+    'SVC_HOME_UNREACHABLE',
+    `the home node ${home} of this ${subject} could not be reached: ${tried.join('; ')}${viaMesh ? `. ${MAY_HAVE_APPLIED}` : ''}`,
+    { home, ...extra, tried, retry_after_seconds: retry, may_have_applied: viaMesh },
+  );
 }
+
+/** Said with a 503 whose request reached (or may have reached) the home: a write there may have been applied. */
+const MAY_HAVE_APPLIED = 'The request reached it and may have been applied there: check (the balance, the envelopes) before sending a write again';
 
 /** The request as it is sent on to the home: same method, path, query, Authorization and body, with the forwarding headers. */
 function homeRequest(ctx: Context, kit: ForwardKit, opts: RelayOptions): PeerRequest {
@@ -195,9 +202,11 @@ async function askAtUrl(
     () => {
       if (probing) return;
       probing = true;
-      void answersHealth(url, Math.max(1, Math.floor(deadlineMs / 2))).then((alive) => {
+      void probeHealth(url, Math.max(1, Math.floor(deadlineMs / 2))).then((health) => {
         probing = false;
-        if (alive || controller.signal.aborted) return;
+        // Refused: nothing listens there now — a home stopping answers the requests it holds (a gone one closes
+        // their connections): this one is waited for. Only a home that accepts and never answers is hung.
+        if (health !== 'silent' || controller.signal.aborted) return;
         hungNow = true;
         controller.abort(new Error(`no sign of life within ${deadlineMs} ms`));
       });

@@ -22,6 +22,8 @@ const DEADLINE_MS = 600;
 /** An HTTP server that plays a home node: it hangs (accepts, never answers) or answers, and records what reached it. */
 class FakeHome {
   hang = true;
+  /** Stops listening at a request (as a node stopping does) and answers it 3 deadlines later. */
+  stopAtRequest = false;
   readonly seen: string[] = [];
   private readonly server: Server;
   url = '';
@@ -29,9 +31,17 @@ class FakeHome {
     this.server = createServer((req: IncomingMessage, res: ServerResponse) => {
       this.seen.push(`${req.method} ${req.url}`);
       if (this.hang) return; // a stopped process: the connection is accepted, nothing comes back
-      res.setHeader('content-type', 'application/json');
-      res.setHeader('x-trace-id', 'tr_fakehome');
-      res.end(JSON.stringify(req.url === '/api/health' ? { ok: true } : { from: 'home', path: req.url, auth: req.headers.authorization ?? null }));
+      const answer = () => {
+        res.setHeader('content-type', 'application/json');
+        res.setHeader('x-trace-id', 'tr_fakehome');
+        res.end(JSON.stringify(req.url === '/api/health' ? { ok: true } : { from: 'home', path: req.url, auth: req.headers.authorization ?? null }));
+      };
+      if (this.stopAtRequest && req.url !== '/api/health') {
+        this.server.close();
+        setTimeout(answer, 3 * DEADLINE_MS);
+        return;
+      }
+      answer();
     });
   }
   async start(): Promise<void> {
@@ -85,7 +95,9 @@ describe('a hung home node', () => {
   it('a forwarded ledger request answers 503 SVC_HOME_UNREACHABLE with Retry-After, and the home is then skipped', async () => {
     const r = await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key));
     const e = expectError(r, 503, 'SVC_HOME_UNREACHABLE');
-    expect(e).toMatchObject({ home: homeId, deadline_ms: DEADLINE_MS, retry_after_seconds: 1 });
+    // It reached the home: a write there may have been applied, and the answer says so.
+    expect(e).toMatchObject({ home: homeId, deadline_ms: DEADLINE_MS, retry_after_seconds: 1, may_have_applied: true });
+    expect(e.message).toContain('may have been applied there');
     expect(r.headers.get('retry-after')).toBe('1');
     expect(home.requests()).toEqual(['GET /api/tally/balance']);
     // Marked: the next requests (a ledger read, a solver run, a chain read) do not reach it at all.
@@ -95,20 +107,16 @@ describe('a hung home node', () => {
       ['GET', '/api/chain/far-away-book/pohc/validate'],
     ] as const) {
       const again = await call(t.url, method, path, body, bearer(key));
-      expect(expectError(again, 503, 'SVC_HOME_UNREACHABLE').home).toBe(homeId);
+      expect(expectError(again, 503, 'SVC_HOME_UNREACHABLE')).toMatchObject({ home: homeId, may_have_applied: false });
       expect(again.headers.get('retry-after')).toBe('1');
     }
     expect(home.requests()).toEqual(['GET /api/tally/balance']);
   }, 20_000);
 
-  it('once it answers its health again, requests reach it and its answers are relayed', async () => {
+  it('once it answers its health again, the next request reaches it and its answer is relayed', async () => {
     home.hang = false;
-    let r = await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key));
-    const end = Date.now() + 10_000;
-    while (r.status === 503 && Date.now() < end) {
-      await new Promise((res) => setTimeout(res, 100));
-      r = await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key));
-    }
+    // The request waits for the marked home's probe: the first one after its return is served.
+    const r = await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key));
     expect(r.status, r.text).toBe(200);
     expect(r.body).toEqual({ from: 'home', path: '/api/tally/balance', auth: `Bearer ${key}` });
     expect(r.headers.get('x-svc-served-by')).toBe(homeId);
@@ -121,6 +129,15 @@ describe('a hung home node', () => {
     const r = await call(t.url, 'GET', '/api/chain/far-away-book/explore?from=1');
     expect(expectError(r, 503, 'SVC_HOME_UNREACHABLE')).toMatchObject({ home: homeId, slug: 'far-away-book', retry_after_seconds: 1 });
     expect(home.requests().slice(before)).toEqual(['GET /api/chain/far-away-book/explore?from=1']);
+  }, 20_000);
+
+  it('a home that stops listening while it answers (a node stopping) is waited for: its answer is relayed, not a 503', async () => {
+    home.hang = false;
+    home.stopAtRequest = true;
+    // Its health probes are refused meanwhile (nothing listens): that is no hung home.
+    const r = await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key));
+    expect(r.status, r.text).toBe(200);
+    expect(r.body).toMatchObject({ from: 'home', path: '/api/tally/balance' });
   }, 20_000);
 });
 
