@@ -54,7 +54,8 @@ export const ContractSchema = z
         if (!states.has(t[end])) ctx.addIssue({ code: 'custom', path: ['transitions', i, end], message: `state ${t[end]} is not one of states` });
       }
       const operand = (o: Operand, path: (string | number)[]) => {
-        if ('var' in o && !(o.var in c.variables)) ctx.addIssue({ code: 'custom', path: [...path, 'var'], message: `variable ${o.var} is not declared` });
+        if ('var' in o && !Object.hasOwn(c.variables, o.var))
+          ctx.addIssue({ code: 'custom', path: [...path, 'var'], message: `variable ${o.var} is not declared` });
       };
       t.guards.forEach((g, j) => {
         operand(g.left, ['transitions', i, 'guards', j, 'left']);
@@ -63,7 +64,7 @@ export const ContractSchema = z
       t.effects.forEach((e, j) => {
         const target = 'set' in e ? e.set : e.add;
         const path = ['transitions', i, 'effects', j];
-        if (!(target in c.variables))
+        if (!Object.hasOwn(c.variables, target))
           ctx.addIssue({ code: 'custom', path: [...path, 'set' in e ? 'set' : 'add'], message: `variable ${target} is not declared` });
         else if ('add' in e && typeof c.variables[target] !== 'number')
           ctx.addIssue({ code: 'custom', path: [...path, 'add'], message: `variable ${target} is not a number (add needs one)` });
@@ -126,8 +127,9 @@ export interface ContractState {
 }
 
 function value(o: Operand, vars: Record<string, Primitive>, event: ContractEvent): Primitive | undefined {
-  if ('event' in o) return o.event === 'type' ? event.type : (event[o.event] as Primitive | undefined);
-  if ('var' in o) return vars[o.var];
+  // Own fields only: a name every object inherits (constructor, toString) is no field of the event or variable.
+  if ('event' in o) return o.event === 'type' ? event.type : Object.hasOwn(event, o.event) ? (event[o.event] as Primitive) : undefined;
+  if ('var' in o) return Object.hasOwn(vars, o.var) ? vars[o.var] : undefined;
   return o.value;
 }
 
@@ -189,7 +191,8 @@ export function step(
         vars[e.set] = v;
       } else {
         const by = value(e.by, vars, event);
-        const next = typeof by === 'number' ? (vars[e.add] as number) + by : NaN;
+        const current = vars[e.add];
+        const next = typeof by === 'number' && typeof current === 'number' ? current + by : NaN;
         if (!Number.isFinite(next)) throw illegal(contractId, s, event, `effect transitions.${t.index}.effects.${j} needs a finite number`, {});
         vars[e.add] = next;
       }
