@@ -24,6 +24,13 @@ export type ProofInput =
 export interface LogReport {
   valid: boolean;
   slug: string | null;
+  /**
+   * Whose signatures the checkpoints carry: the document's home. Anyone can sign a log of their own making, so the
+   * check means something only once this is the machine's home (`expected_home`, or compared by the reader).
+   */
+  home: string | null;
+  /** The home the caller expects (`--home`); the log is valid only when `home` is it. Null when none was given. */
+  expected_home: string | null;
   rows: number;
   /** Rows that form a sound chain from seq 1 (the tree covers these). */
   sound_rows: number;
@@ -58,12 +65,15 @@ export async function verifyLog(
   doc: unknown,
   proofs: unknown[] = [],
   verify: (signer: string, text: string, signature: string) => boolean = verifyText,
+  expectedHome: string | null = null,
 ): Promise<LogReport> {
   const d = (doc ?? {}) as Partial<ExportedLog>;
   const rows = Array.isArray(d.rows) ? d.rows : [];
   const report: LogReport = {
     valid: false,
     slug: typeof d.slug === 'string' ? d.slug : null,
+    home: typeof d.home === 'string' ? d.home : null,
+    expected_home: expectedHome,
     rows: rows.length,
     sound_rows: 0,
     first_bad: null,
@@ -116,7 +126,7 @@ export async function verifyLog(
       const index = Number(p.leaf_index);
       const size = Number(p.tree_size);
       const ok = !!leaf && !!root && path.every((x) => x) && verifyInclusion(index, size, leaf, path as Buffer[], root);
-      const rowLeaf = index < tree.levels[0]!.length ? tree.levels[0]![index]!.toString('hex') : null;
+      const rowLeaf = Number.isSafeInteger(index) && index >= 0 && index < tree.levels[0]!.length ? tree.levels[0]![index]!.toString('hex') : null;
       const anchored = ok && signedRoot(size) === asHex(p.root_hash) && (rowLeaf === null || rowLeaf === asHex(p.leaf_hash));
       report.proofs.push({
         kind: 'inclusion',
@@ -139,6 +149,7 @@ export async function verifyLog(
   }
   report.valid =
     report.first_bad === null &&
+    (expectedHome === null || report.home === expectedHome) &&
     report.checkpoints.length > 0 &&
     report.checkpoints.every((c) => c.signature_valid && c.matches_rows === true) &&
     report.forks.length === 0 &&

@@ -13,6 +13,9 @@ import { signText, verifyText } from '../../src/mesh/wire.js';
 import { verifyLog } from '../../src/chain/verify-log.js';
 import { verifyLogFiles } from '../../src/cli/verify-log.js';
 import { padNum } from '../../src/store/db.js';
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import { MemoryTree } from '../../src/chain/merkle.js';
 
 let t: TestNode;
 let owner: { zid: string; key: string; slug: string };
@@ -148,6 +151,43 @@ describe('verify-log', () => {
     const proof = (await get(`/api/chain/${owner.slug}/proof/inclusion?seq=5`)).body;
     const forged = { ...proof, leaf_hash: leafHash('forged').toString('hex') };
     expect((await verifyLog(doc, [forged])).proofs[0]).toMatchObject({ valid: false });
+  });
+
+  it('a log rewritten and signed by another key verifies only as that key’s: with the home expected it is invalid', async () => {
+    const doc = (await get(`/api/chain/${owner.slug}/export`)).body;
+    const home = t.node.nodeId;
+    // The genuine export: signed by the home, valid with it expected, invalid with another expected.
+    const genuine = await verifyLog(doc, [], undefined, home);
+    expect(genuine).toMatchObject({ valid: true, home, expected_home: home });
+    expect((await verifyLog(doc, [], undefined, `12D3KooW${'x'.repeat(44)}`)).valid).toBe(false);
+    // Row 4 dropped, the rest renumbered and chained again, checkpoints signed by a key of the forger's own.
+    const forger = await generateKeyPair('Ed25519');
+    const forgerId = peerIdFromPrivateKey(forger).toString();
+    const forged = structuredClone(doc);
+    forged.rows.splice(3, 1);
+    forged.rows.forEach((r: AuditRow, i: number) => {
+      r.seq = i + 1;
+      r.prev_hash = i === 0 ? doc.rows[0].prev_hash : forged.rows[i - 1].hash;
+      r.hash = rowHash(r);
+    });
+    const tree = new MemoryTree();
+    for (const r of forged.rows) tree.push(leafHash(rowText(r)));
+    const cp = { ...doc.checkpoints.at(-1), home: forgerId, tree_size: tree.size, root_hash: (await tree.root()).toString('hex') };
+    cp.signature = signText(forger as never, checkpointText(cp));
+    forged.home = forgerId;
+    forged.checkpoints = [cp];
+    // Alone it holds together (anyone can sign a log of their making); the report names its signer.
+    expect(await verifyLog(forged)).toMatchObject({ valid: true, home: forgerId, expected_home: null });
+    await writeFile(join(dir, 'forged.json'), JSON.stringify(forged));
+    const out = await verifyLogFiles(join(dir, 'forged.json'), undefined, home);
+    expect(out.code).toBe(1);
+    expect(out.report).toMatchObject({ valid: false, home: forgerId, expected_home: home });
+  });
+
+  it('a proof with a negative or fractional leaf index is invalid, not a crash', async () => {
+    const doc = (await get(`/api/chain/${owner.slug}/export`)).body;
+    const proof = (await get(`/api/chain/${owner.slug}/proof/inclusion?seq=5`)).body;
+    for (const leaf_index of [-1, 2.5]) expect((await verifyLog(doc, [{ ...proof, leaf_index }])).proofs[0]).toMatchObject({ valid: false, anchored: false });
   });
 
   it('rows tampered in the store: validate names the first; the tree stops before a new one; an old one breaks the signed root', async () => {

@@ -105,7 +105,11 @@ describe('stream channels', () => {
     const noContract = await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', contract: null }, bearer(owner.key));
     expect(noContract.status, noContract.text).toBe(201);
     expect(noContract.body.contract).toBeNull();
-    expectError(await call(t.url, 'POST', '/api/svc/streams', { domain: 'nowhere', operators: ['KO42'], inputs: {} }, bearer(owner.key)), 400, 'SVC_INVALID_DOMAIN');
+    expectError(
+      await call(t.url, 'POST', '/api/svc/streams', { domain: 'nowhere', operators: ['KO42'], inputs: {} }, bearer(owner.key)),
+      400,
+      'SVC_INVALID_DOMAIN',
+    );
     const closed = await call(t.url, 'POST', `${path}/close`, undefined, bearer(c.body.key));
     expect(closed.body.status).toBe('closed');
     const refused = await call(t.url, 'POST', `${path}/tick`, undefined, bearer(owner.key));
