@@ -33,8 +33,21 @@ function withQuery(path: string, query: Record<string, unknown>): string {
 }
 
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'QUERY'] as const;
-/** Paths svc_http does not take: the MCP endpoint and chat (no tool loops) and the push streams (they never end). */
-const NOT_BY_HTTP_TOOL = [/^\/api\/mcp(\/|$|\?)/, /^\/api\/llm\/chat(\/|$|\?)/, /\/stream(\?|$)/, /^\/api\/mesh\/events(\?|$)/];
+/**
+ * Paths svc_http does not take: the MCP endpoint and chat (no tool loops) and the push streams (they never end),
+ * matched on the path as the router reads it (percent-decoded, case-insensitive, a trailing / or a fragment allowed).
+ */
+const NOT_BY_HTTP_TOOL = [/^\/api\/mcp(\/|$)/, /^\/api\/llm\/chat(\/|$)/, /\/stream\/?$/, /^\/api\/mesh\/events\/?$/];
+
+/** The path part of a request target, percent-decoded and lower-cased (null when it does not decode). */
+function routedPath(target: string): string | null {
+  const path = target.split(/[?#]/, 1)[0]!;
+  try {
+    return decodeURIComponent(path).toLowerCase();
+  } catch {
+    return null;
+  }
+}
 
 export const httpToolArgs = z
   .object({
@@ -45,7 +58,10 @@ export const httpToolArgs = z
       .max(2000)
       .regex(/^\/api(\/[^\s]*)?$/, 'a path of this node’s API, starting with /api')
       .refine((p) => !p.split(/[/?]/).includes('..'), 'no .. segments')
-      .refine((p) => !NOT_BY_HTTP_TOOL.some((r) => r.test(p)), 'not the MCP endpoint, chat or a push stream')
+      .refine((p) => {
+        const path = routedPath(p);
+        return path !== null && !NOT_BY_HTTP_TOOL.some((r) => r.test(path));
+      }, 'not the MCP endpoint, chat or a push stream')
       .describe('path under /api, with its query string, e.g. /api/tally/record?limit=5'),
     body: z.any().optional().describe('JSON body (POST, PUT, PATCH, DELETE, QUERY)'),
   })

@@ -66,11 +66,18 @@ export interface SecureFrame {
 export function x25519PublicKey(raw: string): KeyObject | null {
   if (!/^[A-Za-z0-9_-]{43}=?$/.test(raw)) return null;
   try {
-    return createPublicKey({ key: { kty: 'OKP', crv: 'X25519', x: raw.replace(/=$/, '') }, format: 'jwk' });
+    const key = createPublicKey({ key: { kty: 'OKP', crv: 'X25519', x: raw.replace(/=$/, '') }, format: 'jwk' });
+    // A low-order point (0, 1, …) gives an all-zero shared secret, which the exchange refuses: no key for a session.
+    diffieHellman({ privateKey: probeKey(), publicKey: key });
+    return key;
   } catch {
     return null;
   }
 }
+
+let probe: KeyObject | null = null;
+/** A private key of this process's, only to try a public key in an exchange. */
+const probeKey = (): KeyObject => (probe ??= generateKeyPairSync('x25519').privateKey);
 
 export function rawPublicKey(key: KeyObject): string {
   return key.export({ format: 'jwk' }).x!;

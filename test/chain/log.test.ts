@@ -162,7 +162,7 @@ describe('verify-log', () => {
     expect((await verifyLog(doc, [], undefined, `12D3KooW${'x'.repeat(44)}`)).valid).toBe(false);
     // Row 4 dropped, the rest renumbered and chained again, checkpoints signed by a key of the forger's own.
     const forger = await generateKeyPair('Ed25519');
-    const forgerId = peerIdFromPrivateKey(forger).toString();
+    const forgerId = peerIdFromPrivateKey(forger as never).toString();
     const forged = structuredClone(doc);
     forged.rows.splice(3, 1);
     forged.rows.forEach((r: AuditRow, i: number) => {

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/kernel/clock.js';
-import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { bearer, call, startTestNode, zkIdentity, type TestNode, expectError } from '../helpers/node.js';
 
 const clock = new ManualClock(BigInt(Date.now()) * 1_000_000n);
 let t: TestNode;
@@ -60,6 +60,10 @@ describe('autotick turned back on', () => {
 
       const patch = (b: unknown, key: string) => call(n.url, 'PATCH', `/api/svc/streams/${c.id}`, b, bearer(key));
       expect((await patch({ autotick: true }, c.key)).status).toBe(403);
+      // Nor may the channel key close it (for good): only the owner.
+      expectError(await call(n.url, 'POST', `/api/svc/streams/${c.id}/close`, undefined, bearer(c.key)), 403, 'SVC_FORBIDDEN');
+      expectError(await call(n.url, 'DELETE', `/api/svc/streams/${c.id}`, undefined, bearer(c.key)), 403, 'SVC_FORBIDDEN');
+      expect(await view()).toMatchObject({ status: 'open' });
       expect((await patch({ autotick: 'yes' }, owner.key)).status).toBe(400);
       const broke = await patch({ autotick: true }, owner.key);
       expect(broke.status).toBe(402);

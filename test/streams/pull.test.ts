@@ -103,6 +103,12 @@ describe('secure pull', () => {
     const noSession = expectError(await call(t.url, 'GET', `/api/svc/streams/${a.id}/secure/pull`), 401, 'SVC_NO_KEY');
     expect(noSession).toMatchObject({ auth_header_example: `GET /api/svc/streams/${a.id}/secure/pull?session=…`, docs_url: expect.any(String) });
     expectError(await call(t.url, 'POST', `/api/svc/streams/${a.id}/secure/open`, { client_public_key: 'AAAA' }, bearer(a.key)), 400, 'SVC_INVALID_INPUT');
+    // Low-order points (0 and 1): no exchange takes them — a 400 naming the key, not a 500 from the exchange.
+    for (const low of ['A'.repeat(43), `AQ${'A'.repeat(41)}`])
+      expect(
+        expectError(await call(t.url, 'POST', `/api/svc/streams/${a.id}/secure/open`, { client_public_key: low }, bearer(a.key)), 400, 'SVC_INVALID_INPUT')
+          .field,
+      ).toBe('client_public_key');
     expectError(await call(t.url, 'POST', `/api/svc/streams/${a.id}/secure/open`, { client_public_key: 'x'.repeat(43) }), 401, 'SVC_NO_KEY');
     clock.set(clock.nowNs() + 11n * 60n * 1_000_000_000n);
     expectError(await call(t.url, 'GET', `/api/svc/streams/${a.id}/secure/pull?session=${c.session}`), 401, 'SVC_INVALID_KEY');

@@ -11,6 +11,7 @@ import type { RouteGroup } from '../route-group.js';
 import { requireKey } from '../auth.js';
 import { forwardToHome, relayEventStream } from '../forward.js';
 import { answersHealth } from '../home-health.js';
+import { droppedWhenBehind, readByClient } from '../sse-bound.js';
 import { body, describes, query, responds, validate } from '../validate.js';
 import type { Caller } from '../../records/types.js';
 import type { AgentRecord, AgentRuntime } from '../../agents/runtime.js';
@@ -174,8 +175,9 @@ function registerAgentRoutes(router: Router, kit: HttpKit, s: AgentRouteServices
     }
     const untrack = streams.track(() => ctx.res.end());
     const wanted = (e: AgentEvent) => e.owner === c.zid && (q.agent === undefined || e.agent === q.agent);
+    // A client that does not read is let go past the bound (an event carries the agent's whole state).
     const send = (e: AgentEvent) => {
-      if (session.isConnected) session.push(e, e.type, String(e.seq));
+      if (session.isConnected && !droppedWhenBehind(ctx.res)) session.push(e, e.type, String(e.seq));
     };
     // Live events wait in a queue while the stored ones after Last-Event-ID are sent; an event the replay sent is not
     // sent again (live events of different agents may arrive out of sequence order: each is sent once as it comes).
@@ -199,6 +201,9 @@ function registerAgentRoutes(router: Router, kit: HttpKit, s: AgentRouteServices
         for (const e of page) {
           cursor = e.seq;
           if (wanted(e)) send(e);
+          // The replay goes at the client's pace: it waits for the client to read rather than fill memory.
+          await readByClient(ctx.res);
+          if (!session.isConnected) return;
         }
         if (page.length < RESUME_PAGE) break;
       }

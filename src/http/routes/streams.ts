@@ -189,8 +189,16 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
     ctx.body = sealed.bytes;
   });
 
+  /** The channel key opens a channel but does not own it: what only the owner may do is 403 with it. */
+  const refuseChannelKey = (ctx: Context, channel: ChannelRecord, what: string) => {
+    const key = presentedKey(ctx);
+    if (key !== null && streams.isChannelKey(channel, key))
+      throw new ServiceError(403, 'SVC_FORBIDDEN', `${what} stream channel ${channel.id} needs its owner's key, not the channel key`);
+  };
+
   const close = async (ctx: Context) => {
     const channel = await opened(ctx);
+    refuseChannelKey(ctx, channel, 'closing');
     ctx.body = channelView(await streams.close(channel.id));
   };
   router.post('/api/svc/streams/:id/close', responds(channelResponse), ownerHome, close);
@@ -200,9 +208,7 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
   // channel key opens the channel but does not own it: 403.
   router.patch('/api/svc/streams/:id', responds(channelResponse), ownerHome, body(patchBody, { inHandler: true }), async (ctx) => {
     const channel = await opened(ctx);
-    const key = presentedKey(ctx);
-    if (key !== null && streams.isChannelKey(channel, key))
-      throw new ServiceError(403, 'SVC_FORBIDDEN', `changing stream channel ${channel.id} needs its owner's key, not the channel key`);
+    refuseChannelKey(ctx, channel, 'changing');
     const b = validate(patchBody, ctx.request.body);
     ctx.body = channelView(await streams.setAutotick(channel.id, b.autotick, b.tickIntervalZeqonds));
   });

@@ -35,6 +35,7 @@ import {
 import { body, describes, responds, validate } from '../validate.js';
 import { tierSheet } from '../../tally/tier-gates.js';
 import { INTERFACE_VERSION } from '../openapi.js';
+import { droppedWhenBehind } from '../sse-bound.js';
 
 const libSearchBody = z
   .object({
@@ -221,6 +222,8 @@ function registerSystemRoutes(router: Router, kit: HttpKit, s: SystemRouteServic
       // A timer may fire a hair before the boundary: never send the same tick twice.
       if (pulse.svcond !== lastSent) {
         lastSent = pulse.svcond as number;
+        // A client that does not read is let go past the bound (its slot released by the close).
+        if (droppedWhenBehind(ctx.res)) return;
         session.push(pulse, 'tick');
       }
       timer = setTimeout(
