@@ -190,7 +190,14 @@ describe('MCP over Streamable HTTP (official SDK client)', () => {
     const loop = (await client.callTool({ name: 'svc_http', arguments: { method: 'POST', path: '/api/mcp' } })) as CallToolResult;
     expect(structured(loop).error.code).toBe('SVC_INVALID_INPUT');
     // A push stream never ends: refused however its path is written (the router takes each of these as the stream).
-    for (const path of ['/api/svc/pulse/stream', '/api/svc/pulse/stream/', '/api/svc/pulse/stream#x', '/api/svc/pulse/str%65am', '/API/SVC/PULSE/STREAM', '/api/mesh/events/']) {
+    for (const path of [
+      '/api/svc/pulse/stream',
+      '/api/svc/pulse/stream/',
+      '/api/svc/pulse/stream#x',
+      '/api/svc/pulse/str%65am',
+      '/API/SVC/PULSE/STREAM',
+      '/api/mesh/events/',
+    ]) {
       const pushed = (await client.callTool({ name: 'svc_http', arguments: { method: 'GET', path } })) as CallToolResult;
       expect(structured(pushed).error.code, path).toBe('SVC_INVALID_INPUT');
     }
