@@ -158,6 +158,12 @@ function sendableCode(code: number): number | undefined {
   return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999) ? code : undefined;
 }
 
+/** A closed channel never ticks again: a subscription to it is refused (409, as its tick is) rather than left silent. */
+function stillOpen(channel: ChannelRecord): ChannelRecord {
+  if (channel.status !== 'open') throw new ServiceError(409, 'SVC_CONFLICT', `stream channel ${channel.id} is closed`, { channel: channel.id });
+  return channel;
+}
+
 async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL): Promise<ChannelRecord> {
   const id = url.searchParams.get('channel');
   if (!id) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'channel is required', { field: 'channel', reason: 'missing', allowed: 'a stream channel id' });
@@ -177,10 +183,10 @@ async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL)
     const check = deps.streams.checkLink(id, sig);
     if (!check.ok)
       throw new ServiceError(401, 'SVC_INVALID_KEY', `pull link refused: ${check.reason}`, { key_id: null, revoked_at: null, reason: check.reason });
-    return deps.streams.get(id);
+    return stillOpen(await deps.streams.get(id));
   }
   if (key === null) throw noKeyError('this route needs an API key, the channel key or a signed link', `${WS_STREAM_PATH}?channel=${id}&key=…`);
-  const channel = await deps.streams.get(id);
+  const channel = stillOpen(await deps.streams.get(id));
   if (deps.streams.isChannelKey(channel, key)) return channel;
   if (key.startsWith('stk_'))
     throw new ServiceError(401, 'SVC_INVALID_KEY', 'this is not the channel key', { key_id: null, revoked_at: null, reason: 'wrong channel key' });
@@ -290,9 +296,11 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
               get bufferedAmount() {
                 return ws.bufferedAmount;
               },
-              drop: (reason) => {
+              // Told why with a close frame when the channel or the node goes; cut off when it does not keep up.
+              drop: (reason, code) => {
                 deps.logger.debug({ channel: channel.id, reason }, 'stream subscriber dropped');
-                ws.terminate();
+                if (code === undefined) ws.terminate();
+                else ws.close(code, reason);
               },
             };
             if (!hub.add(channel.id, sub)) {

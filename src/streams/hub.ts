@@ -6,8 +6,11 @@ export interface Subscriber {
   send(data: Buffer): void;
   /** Bytes queued and not yet written to the network. */
   readonly bufferedAmount: number;
-  /** Close the subscriber (slow, or the channel is gone). */
-  drop(reason: string): void;
+  /**
+   * Close the subscriber: cut off when slow or failing (no `code`), or told with a close code when the channel or the
+   * node goes (1000 the channel closed, 1001 the node stopping).
+   */
+  drop(reason: string, code?: 1000 | 1001): void;
 }
 
 export interface HubOptions {
@@ -70,15 +73,15 @@ export class StreamHub {
     }
   }
 
-  /** Close every subscriber of a channel (it was closed). */
-  closeChannel(channelId: string, reason: string): void {
+  /** Close every subscriber of a channel (it was closed: 1000; the node is stopping: 1001). */
+  closeChannel(channelId: string, reason: string, code: 1000 | 1001 = 1000): void {
     const set = this.channels.get(channelId);
     if (!set) return;
     this.channels.delete(channelId);
-    for (const s of set) s.drop(reason);
+    for (const s of set) s.drop(reason, code);
   }
 
   closeAll(reason: string): void {
-    for (const id of [...this.channels.keys()]) this.closeChannel(id, reason);
+    for (const id of [...this.channels.keys()]) this.closeChannel(id, reason, 1001);
   }
 }

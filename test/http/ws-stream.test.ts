@@ -63,6 +63,18 @@ describe('WS /ws/stream', () => {
     for (const c of clients) c.ws.close();
   });
 
+  it('closing a channel tells its subscribers with a close frame (1000), and a closed channel takes no new one', async () => {
+    const c = (await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: {} }, bearer(owner.key))).body;
+    const client = await open(`channel=${c.id}`, bearer(owner.key));
+    const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+      client.ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })),
+    );
+    expect((await call(t.url, 'POST', `/api/svc/streams/${c.id}/close`, undefined, bearer(owner.key))).status).toBe(200);
+    expect(await closed).toEqual({ code: 1000, reason: 'channel closed' });
+    await expect(open(`channel=${c.id}`, bearer(owner.key))).rejects.toThrow(/refused 409 .*is closed/);
+    await expect(open(`channel=${c.id}&key=${c.key}`)).rejects.toThrow('refused 409');
+  });
+
   it('refuses a missing or wrong key, another identity, a bad link and another path', async () => {
     const noKey = await open(`channel=${channel.id}`).catch((err: Error) => err.message);
     expect(noKey).toMatch(/^refused 401 /);

@@ -110,7 +110,7 @@ describe('stream channels', () => {
       400,
       'SVC_INVALID_DOMAIN',
     );
-    const closed = await call(t.url, 'POST', `${path}/close`, undefined, bearer(c.body.key));
+    const closed = await call(t.url, 'POST', `${path}/close`, undefined, bearer(owner.key));
     expect(closed.body.status).toBe('closed');
     const refused = await call(t.url, 'POST', `${path}/tick`, undefined, bearer(owner.key));
     expectError(refused, 409, 'SVC_CONFLICT');
