@@ -98,7 +98,7 @@ function carriesKey(req: IncomingMessage, url: URL): boolean {
   }
 }
 
-type Alive = WebSocket & { alive?: boolean };
+type Alive = WebSocket & { alive?: boolean; stillGood?: () => Promise<boolean> };
 
 /**
  * One unmasked, unfragmented RFC 6455 text frame holding `data` (a server's frames are never masked). A tick's frame is
@@ -164,7 +164,13 @@ function stillOpen(channel: ChannelRecord): ChannelRecord {
   return channel;
 }
 
-async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL): Promise<ChannelRecord> {
+/** A subscription's channel, and whether the credential it was opened with still holds (checked each heartbeat). */
+interface Authorized {
+  channel: ChannelRecord;
+  stillGood: () => Promise<boolean>;
+}
+
+async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL): Promise<Authorized> {
   const id = url.searchParams.get('channel');
   if (!id) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'channel is required', { field: 'channel', reason: 'missing', allowed: 'a stream channel id' });
   // A channel held by another node that could not be relayed (a relayed upgrade, or no mesh): where to open it.
@@ -183,17 +189,27 @@ async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL)
     const check = deps.streams.checkLink(id, sig);
     if (!check.ok)
       throw new ServiceError(401, 'SVC_INVALID_KEY', `pull link refused: ${check.reason}`, { key_id: null, revoked_at: null, reason: check.reason });
-    return stillOpen(await deps.streams.get(id));
+    // A link holds until it expires.
+    return { channel: stillOpen(await deps.streams.get(id)), stillGood: async () => deps.streams.checkLink(id, sig).ok };
   }
   if (key === null) throw noKeyError('this route needs an API key, the channel key or a signed link', `${WS_STREAM_PATH}?channel=${id}&key=…`);
   const channel = stillOpen(await deps.streams.get(id));
-  if (deps.streams.isChannelKey(channel, key)) return channel;
+  // The channel key lives as long as the channel (closing it ends the subscription).
+  if (deps.streams.isChannelKey(channel, key)) return { channel, stillGood: async () => true };
   if (key.startsWith('stk_'))
     throw new ServiceError(401, 'SVC_INVALID_KEY', 'this is not the channel key', { key_id: null, revoked_at: null, reason: 'wrong channel key' });
   const rec = await deps.identity.resolveKey(key);
   if (rec.kind === 'zsm_pub' || rec.zid !== channel.owner.zid)
     throw new ServiceError(403, 'SVC_FORBIDDEN', `stream channel ${channel.id} belongs to another identity`);
-  return channel;
+  // An API key holds until it is revoked or expires.
+  return {
+    channel,
+    stillGood: () =>
+      deps.identity.resolveKey(key).then(
+        () => true,
+        () => false,
+      ),
+  };
 }
 
 /** Serve /ws/stream on `server`; close() ends every client. */
@@ -281,9 +297,10 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
     }
     authorize(deps, req, url)
       .then(
-        (channel) => {
+        ({ channel, stillGood }) => {
           wss.handleUpgrade(req, socket, head, (ws: Alive) => {
             ws.alive = true;
+            ws.stillGood = stillGood;
             ws.on('pong', () => (ws.alive = true));
             ws.on('error', () => ws.terminate());
             const sub: Subscriber = {
@@ -535,6 +552,10 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
       }
       ws.alive = false;
       ws.ping();
+      // A credential revoked, or a link expired, since the subscription opened ends it (1008, within a heartbeat).
+      void ws.stillGood?.().then((ok) => {
+        if (!ok && ws.readyState === ws.OPEN) ws.close(1008, 'the credential was revoked or has expired');
+      });
     }
   }, deps.heartbeatMs ?? HEARTBEAT_MS);
   heartbeat.unref();

@@ -44,6 +44,18 @@ describe('agents', () => {
     derive: { every: 1, max_children: 1, max_depth: 1 },
   };
 
+  it('a stream opened with a key ends within a heartbeat once that key is revoked', async () => {
+    const me = await zkIdentity(t.url, 'agent-revoked');
+    const spare = (await call(t.url, 'POST', '/api/auth/keys', { kind: 'sk_test' }, bearer(me.key))).body;
+    const s = await stream(spare.key);
+    let ended = false;
+    void s.ended().then(() => (ended = true));
+    await new Promise((r) => setTimeout(r, 150));
+    expect(ended).toBe(false);
+    expect((await call(t.url, 'DELETE', `/api/auth/keys/${spare.key_id}`, undefined, bearer(me.key))).status).toBe(200);
+    await waitFor(async () => ended, 5_000, 'the stream ended');
+  });
+
   it('a HEAD of the stream answers its head at once', async () => {
     const me = await zkIdentity(t.url, 'agent-head');
     const res = await fetch(`${t.url}/api/svc/agent/stream`, { method: 'HEAD', headers: bearer(me.key), signal: AbortSignal.timeout(10_000) });

@@ -74,6 +74,11 @@ export class SseClient {
     return this.events.map((e) => JSON.parse(e.data) as T);
   }
 
+  /** Resolves when the server ends the stream (or close() does). */
+  ended(): Promise<void> {
+    return this.done;
+  }
+
   async close(): Promise<void> {
     this.abort.abort();
     await this.done;

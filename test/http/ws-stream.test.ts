@@ -121,6 +121,22 @@ describe('WS /ws/stream', () => {
     await until(() => hub.count(channel.id) === 0);
   });
 
+  it('a subscription ends within a heartbeat once its key is revoked or its link expires (1008); the channel key holds', async () => {
+    const spare = (await call(t.url, 'POST', '/api/auth/keys', { kind: 'sk_test' }, bearer(owner.key))).body;
+    expect(spare.key).toMatch(/^sk_/);
+    const link = (await call(t.url, 'POST', `/api/svc/streams/${channel.id}/link`, { ttlSeconds: 2 }, bearer(owner.key))).body;
+    const byKey = await open(`channel=${channel.id}`, bearer(spare.key));
+    const byLink = await open(`channel=${channel.id}&sig=${encodeURIComponent(link.sig)}`);
+    const byChannelKey = await open(`channel=${channel.id}&key=${channel.key}`);
+    const closeOf = (ws: WebSocket) => new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
+    const [keyClosed, linkClosed] = [closeOf(byKey.ws), closeOf(byLink.ws)];
+    expect((await call(t.url, 'DELETE', `/api/auth/keys/${spare.key_id}`, undefined, bearer(owner.key))).status).toBe(200);
+    expect(await keyClosed).toBe(1008);
+    expect(await linkClosed).toBe(1008);
+    expect(byChannelKey.ws.readyState).toBe(WebSocket.OPEN);
+    byChannelKey.ws.close();
+  });
+
   it('pings every heartbeat and drops a client that stops answering', async () => {
     const silent = await open(`channel=${channel.id}&key=${channel.key}`, {}, { autoPong: false });
     const live = await open(`channel=${channel.id}&key=${channel.key}`);

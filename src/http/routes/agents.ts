@@ -8,7 +8,7 @@ import { ServiceError } from '../../kernel/errors.js';
 import type { HttpKit } from '../kit.js';
 import { agentListResponse, agentResponse } from '../responses.js';
 import type { RouteGroup } from '../route-group.js';
-import { requireKey } from '../auth.js';
+import { presentedKey, requireKey } from '../auth.js';
 import { forwardToHome, relayEventStream } from '../forward.js';
 import { answersHealth } from '../home-health.js';
 import { droppedWhenBehind, readByClient } from '../sse-bound.js';
@@ -174,6 +174,14 @@ function registerAgentRoutes(router: Router, kit: HttpKit, s: AgentRouteServices
       throw err;
     }
     const untrack = streams.track(() => ctx.res.end());
+    // The key it was opened with is checked again each heartbeat: revoked or expired, the stream ends.
+    const presented = presentedKey(ctx);
+    const recheck =
+      presented === null
+        ? null
+        : setInterval(() => {
+            void auth.identity.resolveKey(presented).catch(() => ctx.res.end());
+          }, opts.heartbeatMs);
     const wanted = (e: AgentEvent) => e.owner === c.zid && (q.agent === undefined || e.agent === q.agent);
     // A client that does not read is let go past the bound (an event carries the agent's whole state).
     const send = (e: AgentEvent) => {
@@ -190,6 +198,7 @@ function registerAgentRoutes(router: Router, kit: HttpKit, s: AgentRouteServices
       else if (e.seq > replayedUpTo) send(e);
     });
     session.on('disconnected', () => {
+      if (recheck) clearInterval(recheck);
       unsubscribe();
       untrack();
       streams.add(c.zid, -1);
