@@ -523,6 +523,8 @@ export class AgentRuntime {
           a.slug,
           contractId,
           svcond,
+          // An agent acts for its owner: the owner is the caller its rows record.
+          a.owner,
           event,
           {
             prepare: () => this.deps.ledger.wallet(a.owner),

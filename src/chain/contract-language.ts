@@ -1,7 +1,10 @@
 // The JSON contract language (docs/chain.md): states, an initial state, declared variables, and transitions with
-// guards (comparisons on the event's fields and the contract's variables) and effects (assignments). Pure: the
-// same contract, state, variables and event give the same answer on every node (no clock, no randomness, no
-// floating-point accumulation beyond IEEE double addition, which is deterministic).
+// guards (comparisons on the event's fields, the caller's zid and the contract's variables) and effects
+// (assignments). Pure: the same contract, state, variables, event and caller give the same answer on every node (no
+// clock, no randomness, no floating-point accumulation beyond IEEE double addition, which is deterministic).
+//
+// The caller is the zid of the identity whose key sent the event, as the transition's row records it: an event's
+// fields are what the sender wrote (a `by` field proves nothing), the caller is what the node authenticated.
 //
 // The transitions form an explicit table, (state, event type) → the transitions to try in order; the first whose
 // guards all hold is taken. Nothing in the table → illegal (409, naming the state and the event).
@@ -12,8 +15,16 @@ const NAME = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'a name: a letter
 const Primitive = z.union([z.number().finite(), z.string().max(256), z.boolean(), z.null()]);
 export type Primitive = z.infer<typeof Primitive>;
 
-/** An operand: a field of the event, a contract variable, or a literal. */
-const Operand = z.union([z.object({ event: NAME }).strict(), z.object({ var: NAME }).strict(), z.object({ value: Primitive }).strict()]);
+/**
+ * An operand: a field of the event, the caller (`{"caller": "zid"}`: the zid of the identity that sent the event),
+ * a contract variable, or a literal.
+ */
+const Operand = z.union([
+  z.object({ event: NAME }).strict(),
+  z.object({ caller: z.literal('zid') }).strict(),
+  z.object({ var: NAME }).strict(),
+  z.object({ value: Primitive }).strict(),
+]);
 export type Operand = z.infer<typeof Operand>;
 
 export const COMPARISONS = ['==', '!=', '<', '<=', '>', '>='] as const;
@@ -126,16 +137,24 @@ export interface ContractState {
   vars: Record<string, Primitive>;
 }
 
-function value(o: Operand, vars: Record<string, Primitive>, event: ContractEvent): Primitive | undefined {
+/**
+ * The caller of an event: the zid the node authenticated for it, recorded in its row; null for a row written before
+ * rows recorded it (no contract deployed then can name the caller: the operand did not exist).
+ */
+export type Caller = string | null;
+
+function value(o: Operand, vars: Record<string, Primitive>, event: ContractEvent, caller: Caller): Primitive | undefined {
   // Own fields only: a name every object inherits (constructor, toString) is no field of the event or variable.
   if ('event' in o) return o.event === 'type' ? event.type : Object.hasOwn(event, o.event) ? (event[o.event] as Primitive) : undefined;
+  // An unrecorded caller is missing, like a missing event field: a guard on it never holds, an effect reading it fails.
+  if ('caller' in o) return caller ?? undefined;
   if ('var' in o) return Object.hasOwn(vars, o.var) ? vars[o.var] : undefined;
   return o.value;
 }
 
-function holds(g: Guard, vars: Record<string, Primitive>, event: ContractEvent): boolean {
-  const a = value(g.left, vars, event);
-  const b = value(g.right, vars, event);
+function holds(g: Guard, vars: Record<string, Primitive>, event: ContractEvent, caller: Caller): boolean {
+  const a = value(g.left, vars, event, caller);
+  const b = value(g.right, vars, event, caller);
   if (a === undefined || b === undefined) return false;
   if (g.op === '==') return a === b;
   if (g.op === '!=') return a !== b;
@@ -163,9 +182,10 @@ export function eventsFrom(c: Contract, state: string): string[] {
 }
 
 /**
- * Apply an event: the new state and variables, and which transition was taken. Throws 409 SVC_ILLEGAL_TRANSITION
- * naming the state and the event when the table has no transition for them, when no candidate's guards hold
- * (naming the first failing guard's path), or when an effect would leave a variable non-finite.
+ * Apply an event sent by `caller`: the new state and variables, and which transition was taken. Throws 409
+ * SVC_ILLEGAL_TRANSITION naming the state and the event when the table has no transition for them, when no
+ * candidate's guards hold (naming the first failing guard's path), or when an effect would leave a variable
+ * non-finite.
  */
 export function step(
   contractId: string,
@@ -173,12 +193,13 @@ export function step(
   table: TransitionTable,
   s: ContractState,
   event: ContractEvent,
+  caller: Caller,
 ): ContractState & { transition: number; from: string } {
   const candidates = table.get(tableKey(s.state, event.type));
   if (!candidates) throw illegal(contractId, s, event, 'no transition', { allowed_events: eventsFrom(c, s.state) });
   let firstFailed: string | null = null;
   for (const t of candidates) {
-    const failing = t.guards.findIndex((g) => !holds(g, s.vars, event));
+    const failing = t.guards.findIndex((g) => !holds(g, s.vars, event, caller));
     if (failing !== -1) {
       firstFailed ??= `transitions.${t.index}.guards.${failing}`;
       continue;
@@ -186,11 +207,14 @@ export function step(
     const vars = { ...s.vars };
     for (const [j, e] of t.effects.entries()) {
       if ('set' in e) {
-        const v = value(e.to, vars, event);
-        if (v === undefined) throw illegal(contractId, s, event, `effect transitions.${t.index}.effects.${j} reads a field the event does not have`, {});
+        const v = value(e.to, vars, event, caller);
+        if (v === undefined) {
+          const what = 'caller' in e.to ? 'the caller, which this row does not record' : 'a field the event does not have';
+          throw illegal(contractId, s, event, `effect transitions.${t.index}.effects.${j} reads ${what}`, {});
+        }
         vars[e.set] = v;
       } else {
-        const by = value(e.by, vars, event);
+        const by = value(e.by, vars, event, caller);
         const current = vars[e.add];
         const next = typeof by === 'number' && typeof current === 'number' ? current + by : NaN;
         if (!Number.isFinite(next)) throw illegal(contractId, s, event, `effect transitions.${t.index}.effects.${j} needs a finite number`, {});

@@ -1,8 +1,12 @@
 // JSON contracts on a state machine's chain. A deploy appends a `contract_deploy` row committing
 // {contract_id, definition}; a transition appends a `contract_transition` row committing {contract_id, event, from,
-// to}. The definition and each transition's event are kept (the chain commits their digests); a contract's state is
-// never stored: it is rebuilt by replaying its events through the language (contract-language.ts), each checked
-// against its audit row, the first time it is needed after a start — the same on every node.
+// to, caller} (caller: the zid that sent the event). The definition and each transition's event and caller are kept
+// (the chain commits their digests); a contract's state is never stored: it is rebuilt by replaying its events
+// through the language (contract-language.ts) with the caller each row recorded, never a current request's, each
+// checked against its audit row, the first time it is needed after a start — the same on every node.
+//
+// Rows written before the caller was recorded commit {contract_id, event, from, to} and replay with no caller: a
+// contract deployed then could not name the caller (the operand did not exist), so its replay is unchanged.
 import { sha256Hex } from '../kernel/bytes.js';
 import { canonicalJson } from '../kernel/canonical.js';
 import { ServiceError } from '../kernel/errors.js';
@@ -38,6 +42,8 @@ interface TransitionRecord {
   event: ContractEvent;
   from: string;
   to: string;
+  /** The zid that sent the event; absent in records written before the caller was recorded. */
+  caller?: string;
 }
 
 interface Live extends ContractState {
@@ -65,8 +71,9 @@ export interface ChargeFn {
   take: () => { ops: Op[]; rollback: () => void };
 }
 
-export function transitionPayload(contractId: string, event: ContractEvent, from: string, to: string): unknown {
-  return { contract_id: contractId, event, from, to };
+/** What a `contract_transition` row commits; a row written before callers were recorded has no `caller`. */
+export function transitionPayload(contractId: string, event: ContractEvent, from: string, to: string, caller: string | undefined): unknown {
+  return caller === undefined ? { contract_id: contractId, event, from, to } : { contract_id: contractId, event, from, to, caller };
 }
 
 export class ContractService {
@@ -178,10 +185,10 @@ export class ContractService {
     const stored = await this.store.range<TransitionRecord>(this.events, { gte: `${slug}!${id}!`, lt: `${slug}!${id}!~` });
     for (const { value: t } of stored) {
       const row = await this.chain.row(slug, t.seq);
-      if (!row || row.transitionType !== CONTRACT_TRANSITION || row.payload_sha256 !== sha256Hex(canonicalJson(transitionPayload(id, t.event, t.from, t.to)))) {
-        throw corrupt(id, t.seq);
-      }
-      const next = step(id, definition, live.table, live, t.event);
+      const payload = transitionPayload(id, t.event, t.from, t.to, t.caller);
+      if (!row || row.transitionType !== CONTRACT_TRANSITION || row.payload_sha256 !== sha256Hex(canonicalJson(payload))) throw corrupt(id, t.seq);
+      // The recorded caller (null before callers were recorded), never the caller of a request being served.
+      const next = step(id, definition, live.table, live, t.event, t.caller ?? null);
       if (next.from !== t.from || next.state !== t.to) throw corrupt(id, t.seq);
       live.state = next.state;
       live.vars = next.vars;
@@ -204,13 +211,15 @@ export class ContractService {
   }
 
   /**
-   * Apply an event (one at a time per contract): 409 when illegal, else the charge, the row and the event in one
-   * batch; the live state moves only after the batch is durable.
+   * Apply an event sent by `caller` (the zid the route authenticated, or an agent's owner; one at a time per
+   * contract): 409 when illegal, else the charge, the row (committing the caller) and the event with its caller in
+   * one batch; the live state moves only after the batch is durable.
    */
   async transition(
     slug: string,
     contractId: string,
     svcond: number,
+    caller: string,
     eventJson: unknown,
     charge: ChargeFn,
     chargeRecord: (seq: number) => Op[],
@@ -220,15 +229,21 @@ export class ContractService {
     const event = parseEvent(eventJson);
     return this.chain.locks.run(`contract:${slug}!${contractId}`, async () => {
       const live = await this.load(slug, contractId);
-      const next = step(contractId, live.record.definition, live.table, live, event);
+      const next = step(contractId, live.record.definition, live.table, live, event, caller);
       await charge.prepare();
       const paid = charge.take();
       let row: AuditRow;
       try {
-        row = await this.chain.append(slug, svcond, CONTRACT_TRANSITION, transitionPayload(contractId, event, next.from, next.state), (r) => [
+        const payload = transitionPayload(contractId, event, next.from, next.state, caller);
+        row = await this.chain.append(slug, svcond, CONTRACT_TRANSITION, payload, (r) => [
           ...paid.ops,
           ...chargeRecord(r.seq),
-          { type: 'put', sub: this.events, key: `${slug}!${contractId}!${padNum(r.seq)}`, value: { seq: r.seq, event, from: next.from, to: next.state } },
+          {
+            type: 'put',
+            sub: this.events,
+            key: `${slug}!${contractId}!${padNum(r.seq)}`,
+            value: { seq: r.seq, event, from: next.from, to: next.state, caller } satisfies TransitionRecord,
+          },
           ...(attach ? attach(r, { from: next.from, to: next.state, vars: next.vars }) : []),
         ]);
       } catch (err) {

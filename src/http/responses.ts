@@ -560,6 +560,8 @@ export const transitionResponse = contractResponse.extend({
   from: z.string(),
   event: z.string(),
   transition: z.unknown(),
+  /** The zid that sent the event: the row commits it, and a `{"caller": "zid"}` operand read it. */
+  caller: z.string(),
   row: auditRow,
   tally_charge: tallyCharge.nullable(),
 });

@@ -415,6 +415,9 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
             machine.slug,
             String(ctx.params.id),
             kit.time.nowSvcond(),
+            // The caller the row records and a `{"caller": "zid"}` operand reads: the key's identity, or for a caller
+            // homed elsewhere the identity its home's voucher names (authorizeMachine resolved either).
+            zid,
             body.event,
             remote
               ? { prepare: async () => undefined, take: () => ({ ops: [], rollback: () => undefined }) }
@@ -437,6 +440,7 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
           from: out.from,
           event: (body.event as { type: string }).type,
           transition: out.transition,
+          caller: zid,
           row: out.row,
           tally_charge: charge,
           ...(remote && vouched ? { remote_charge: { home, nonce: vouched.voucher.nonce } } : {}),
