@@ -1,6 +1,9 @@
 // JSON contracts end to end: the two examples of docs/chain.md (taken from the document itself), every kind of
-// refusal, the charge of 5, the rebuild after a restart, and the same answers on two nodes.
+// refusal, the charge of 5, the rebuild after a restart, and the same answers on two nodes. The caller: a guard on
+// `{"caller": "zid"}` is the key's identity, whatever the event's fields claim; the row commits it.
 import { readFileSync } from 'node:fs';
+import { sha256Hex } from '../../src/kernel/bytes.js';
+import { canonicalJson } from '../../src/kernel/canonical.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 
@@ -10,12 +13,24 @@ function block(tag: string): any {
   if (!m) throw new Error(`docs/chain.md has no block ${tag}`);
   return JSON.parse(m[1]!);
 }
-type Step = { event: Record<string, unknown>; state?: string; refused?: string; vars?: Record<string, unknown> };
+/** A documented step: the event, whose key sends it (`as`, a party; the owner's when absent), and its outcome. */
+type Step = { as?: string; event: Record<string, unknown>; state?: string; refused?: string; vars?: Record<string, unknown> };
 const EXAMPLES = ['escrow', 'custody'].map((name) => ({ name, contract: block(`contract:${name}`), steps: block(`events:${name}`) as Step[] }));
 
 let a: TestNode;
 let b: TestNode;
 const SEED = 'contracts-owner';
+
+/** The parties a documented run names, each an identity (the same zid on every node) with the operator role on the machine. */
+async function parties(t: TestNode, ownerKey: string, slug: string, steps: Step[]): Promise<Record<string, { key: string; zid: string }>> {
+  const out: Record<string, { key: string; zid: string }> = {};
+  for (const name of new Set(steps.flatMap((s) => (s.as ? [s.as] : [])))) {
+    out[name] = await zkIdentity(t.url, `contracts-party-${name}`);
+    const r = await call(t.url, 'PATCH', `/api/chain/${slug}/settings`, { roles: { [out[name]!.zid]: 'operator' } }, bearer(ownerKey));
+    expect(r.status, r.text).toBe(200);
+  }
+  return out;
+}
 
 async function run(t: TestNode, key: string, slug: string, contract: unknown, steps: Step[]): Promise<unknown[]> {
   const d = await call(t.url, 'POST', `/api/chain/${slug}/contracts`, contract, bearer(key));
@@ -23,8 +38,12 @@ async function run(t: TestNode, key: string, slug: string, contract: unknown, st
   expect(d.body.state).toBe((contract as { initial: string }).initial);
   const id = d.body.contract_id as string;
   const out: unknown[] = [id];
+  const who = await parties(t, key, slug, steps);
   for (const s of steps) {
-    const r = await call(t.url, 'POST', `/api/chain/${slug}/contracts/${id}/transition`, { event: s.event }, bearer(key));
+    // A field naming a party stands for its zid (the document's `"by": "buyer"`).
+    const event = Object.fromEntries(Object.entries(s.event).map(([k, v]) => [k, k !== 'type' && typeof v === 'string' && who[v] ? who[v].zid : v]));
+    const sender = s.as ? who[s.as]!.key : key;
+    const r = await call(t.url, 'POST', `/api/chain/${slug}/contracts/${id}/transition`, { event }, bearer(sender));
     if (s.refused) {
       const e = expectError(r as never, 409, 'SVC_ILLEGAL_TRANSITION');
       expect(e).toMatchObject({ contract_id: id, event: s.event.type, reason: s.refused });
@@ -36,11 +55,17 @@ async function run(t: TestNode, key: string, slug: string, contract: unknown, st
       expect(r.body.state).toBe(s.state);
       expect(r.body.tally_charge).toMatchObject({ action: 'contract_transition', cost: 5 });
       expect(r.body.row.transitionType).toBe('contract_transition');
+      expect(r.body.caller).toBe(s.as ? who[s.as]!.zid : await whoami(t, key));
       if (s.vars) expect(r.body.vars).toMatchObject(s.vars);
       out.push([r.body.from, r.body.state, r.body.vars, r.body.row.payload_sha256]);
     }
   }
   return out;
+}
+
+async function whoami(t: TestNode, key: string): Promise<string> {
+  const r = await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key));
+  return r.body.zid as string;
 }
 
 beforeAll(async () => {
@@ -60,8 +85,10 @@ describe('the documented examples', () => {
       expect(rb).toEqual(ra);
     }
     const accepted = EXAMPLES.reduce((n, ex) => n + ex.steps.filter((s) => !s.refused).length, 0);
+    // Each transition is charged to its caller: the owner pays for the steps it sends.
+    const ownSteps = EXAMPLES.reduce((n, ex) => n + ex.steps.filter((s) => !s.refused && !s.as).length, 0);
     const after = (await call(a.url, 'GET', '/api/tally/balance', undefined, bearer(onA.key))).body.total;
-    expect(before - after).toBe(5 * accepted);
+    expect(before - after).toBe(5 * ownSteps);
     const tally = await call(a.url, 'GET', `/api/chain/${onA.slug}/tally/charges?limit=500`, undefined, bearer(onA.key));
     expect(tally.body.total).toBe(accepted);
     expect(tally.body.credits_charged).toBe(5 * accepted);
@@ -95,11 +122,12 @@ describe('refusals', () => {
     const cases: [(c: any) => void, string][] = [
       [(c) => (c.transitions[2].to = 'nowhere'), 'contract.transitions.2.to'],
       [(c) => (c.initial = 'limbo'), 'contract.initial'],
-      [(c) => (c.transitions[0].guards[1].right = { var: 'undeclared' }), 'contract.transitions.0.guards.1.right.var'],
+      [(c) => (c.transitions[1].guards[1].right = { var: 'undeclared' }), 'contract.transitions.1.guards.1.right.var'],
+      [(c) => (c.transitions[1].guards[0].left = { caller: 'key' }), 'contract.transitions.1.guards.0.left'],
       [(c) => (c.transitions[0].effects = [{ add: 'buyer', by: { value: 1 } }]), 'contract.transitions.0.effects.0.add'],
       [(c) => (c.transitions[1].guards[0].op = '=~'), 'contract.transitions.1.guards.0.op'],
       [(c) => (c.transitions[3].extra = 1), 'contract.transitions.3.extra'],
-      [(c) => c.states.push('funded'), 'contract.states.5'],
+      [(c) => c.states.push('funded'), 'contract.states.6'],
       [(c) => delete c.transitions, 'contract.transitions'],
     ];
     for (const [breakIt, field] of cases) {
@@ -129,10 +157,67 @@ describe('refusals', () => {
     const w = await a.node.ledger.wallet(owner.zid);
     const drain = a.node.ledger.chargeOps(owner.zid, 'test_drain', w.free + w.paid - 4);
     await a.node.store.commit(drain.ops);
-    const r = await call(a.url, 'POST', path, { event: { type: 'deposit', by: 'alice', amount: 100 } }, bearer(owner.key));
+    const r = await call(a.url, 'POST', path, { event: { type: 'offer' } }, bearer(owner.key));
     expectError(r as never, 402, 'INSUFFICIENT_BALANCE');
     const now = await call(a.url, 'GET', `/api/chain/${owner.slug}/contracts/${d.body.contract_id}`, undefined, bearer(owner.key));
-    expect(now.body).toMatchObject({ state: 'awaiting_deposit', transitions_applied: 0 });
+    expect(now.body).toMatchObject({ state: 'open', transitions_applied: 0 });
     expect((await call(a.url, 'GET', `/api/chain/${owner.slug}/pohc/validate`, undefined, bearer(owner.key))).body).toMatchObject({ valid: true, rows: 1 });
   });
+});
+
+describe('the caller', () => {
+  it('a third identity with the operator role cannot release an escrow the buyer funded, whatever it writes; the row and a replay name the caller', async () => {
+    const owner = await zkIdentity(a.url, 'contracts-caller-owner');
+    const seller = await zkIdentity(a.url, 'contracts-caller-seller');
+    const buyer = await zkIdentity(a.url, 'contracts-caller-buyer');
+    const mallory = await zkIdentity(a.url, 'contracts-caller-mallory');
+    const roles = { [seller.zid]: 'operator', [buyer.zid]: 'operator', [mallory.zid]: 'operator' };
+    expect((await call(a.url, 'PATCH', `/api/chain/${owner.slug}/settings`, { roles }, bearer(owner.key))).status).toBe(200);
+    const d = await call(a.url, 'POST', `/api/chain/${owner.slug}/contracts`, EXAMPLES[0]!.contract, bearer(owner.key));
+    const id = d.body.contract_id as string;
+    const send = (key: string, event: Record<string, unknown>) =>
+      call(a.url, 'POST', `/api/chain/${owner.slug}/contracts/${id}/transition`, { event }, bearer(key));
+    const applied: { seq: number; event: Record<string, unknown>; from: string; to: string; caller: string }[] = [];
+    for (const [who, event] of [
+      [seller, { type: 'offer' }],
+      [buyer, { type: 'deposit', amount: 120 }],
+      [seller, { type: 'ship' }],
+    ] as const) {
+      const r = await send(who.key, event);
+      expect(r.status, r.text).toBe(200);
+      expect(r.body.caller).toBe(who.zid);
+      applied.push({ seq: r.body.row.seq, event, from: r.body.from, to: r.body.state, caller: who.zid });
+    }
+    // An operator that is not the buyer: refused however it names the buyer, and nothing is appended.
+    for (const event of [{ type: 'confirm' }, { type: 'confirm', by: buyer.zid }, { type: 'confirm', caller: buyer.zid, buyer: buyer.zid }]) {
+      const e = expectError((await send(mallory.key, event)) as never, 409, 'SVC_ILLEGAL_TRANSITION');
+      expect(e).toMatchObject({ state: 'shipped', reason: 'guard failed', guard: 'transitions.4.guards.0' });
+    }
+    const released = await send(buyer.key, { type: 'confirm' });
+    expect(released.body).toMatchObject({ state: 'released', caller: buyer.zid, vars: { buyer: buyer.zid, seller: seller.zid } });
+    applied.push({ seq: released.body.row.seq, event: { type: 'confirm' }, from: 'shipped', to: 'released', caller: buyer.zid });
+
+    // The export's rows commit each transition with its caller: the payload recomputed with the caller is the row's,
+    // with another identity (or none) it is not.
+    const exported = await call(a.url, 'GET', `/api/chain/${owner.slug}/export`, undefined, bearer(owner.key));
+    expect(exported.status, exported.text).toBe(200);
+    const rows = new Map<number, { transitionType: string; payload_sha256: string }>(exported.body.rows.map((r: any) => [r.seq, r]));
+    const digest = (x: unknown) => sha256Hex(canonicalJson(x));
+    for (const t of applied) {
+      const row = rows.get(t.seq)!;
+      expect(row.transitionType).toBe('contract_transition');
+      const base = { contract_id: id, event: t.event, from: t.from, to: t.to };
+      expect(row.payload_sha256).toBe(digest({ ...base, caller: t.caller }));
+      expect(row.payload_sha256).not.toBe(digest({ ...base, caller: mallory.zid }));
+      expect(row.payload_sha256).not.toBe(digest(base));
+    }
+
+    // Replay (a restart forgets every live state) reads the recorded callers: the same state and variables.
+    const before = await call(a.url, 'GET', `/api/chain/${owner.slug}/contracts/${id}`, undefined, bearer(mallory.key));
+    a.node.chain.contracts.forget();
+    const after = await call(a.url, 'GET', `/api/chain/${owner.slug}/contracts/${id}`, undefined, bearer(mallory.key));
+    expect(after.status, after.text).toBe(200);
+    expect(after.body).toEqual(before.body);
+    expect(after.body).toMatchObject({ state: 'released', transitions_applied: 4, vars: { buyer: buyer.zid, seller: seller.zid, paid: 120 } });
+  }, 60_000);
 });

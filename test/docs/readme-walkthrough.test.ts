@@ -87,12 +87,17 @@ describe('README walk-through with curl', () => {
     const lines = stdout.replace(/\s+/g, ' ');
     expect(lines).toContain('"slug": "escrow-book"');
     expect(lines).toContain('"illegal transition: event deposit in state awaiting_deposit: guard failed"');
-    expect(lines).toMatch(/"state": "funded", "vars": \{[^}]*\}, "tally_charge": 5 \}/);
-    expect(lines).toContain('"shipped" "released"');
+    // The buyer's deposit: the contract holds the buyer's zid, the caller the answer names.
+    const funded = /"state": "funded", "vars": \{([^}]*)\}, "caller": "(zid_[0-9a-f]{32})", "tally_charge": 5 \}/.exec(lines);
+    expect(funded, lines).not.toBeNull();
+    expect(funded![1]).toContain(`"buyer": "${funded![2]}"`);
+    // The seller's confirm in the buyer's name is refused; the buyer's releases.
+    expect(lines).toContain('"shipped" "illegal transition: event confirm in state shipped: guard failed" "released"');
     expect(lines).toContain('"zid_0123456789abcdef0123456789abcdef": "viewer"');
     expect(lines).toMatch(/"tree_size": \d+, "root_hash": "[0-9a-f]{64}", "signature": "[^"]+"/);
-    expect(lines).toMatch(/"leaf_index": 1, "tree_size": 4, "audit_path": \[ "[0-9a-f]{64}", "[0-9a-f]{64}" \]/); // seq 2 is leaf 1 of the 4 rows
-    expect(stdout).toMatch(/\{"valid":true,"slug":"escrow-book","rows":4,"sound_rows":4,"first_bad":null,.*"proofs":\[\{"kind":"inclusion","valid":true/);
+    // seq 2 is leaf 1 of the 5 rows (deploy, offer, deposit, ship, confirm)
+    expect(lines).toMatch(/"leaf_index": 1, "tree_size": 5, "audit_path": \[ "[0-9a-f]{64}", "[0-9a-f]{64}", "[0-9a-f]{64}" \]/);
+    expect(stdout).toMatch(/\{"valid":true,"slug":"escrow-book","rows":5,"sound_rows":5,"first_bad":null,.*"proofs":\[\{"kind":"inclusion","valid":true/);
   });
 
   it('the MCP block runs as written (U and KEY of the walk-through above): svc_auto routes its query and seals', { timeout: 60_000 }, async () => {
