@@ -150,6 +150,8 @@ describe('a contract transition by a caller homed on another node than the machi
     expect(r.body).toMatchObject({
       state: 'on',
       from: 'off',
+      // The caller the row commits: the identity the voucher of its home names.
+      caller: operator.zid,
       tally_charge: { action: 'contract_transition', charged: COSTS.contractTransition, balance_after: null },
     });
     expect(r.body.remote_charge.home).toBe(b.node.nodeId);
