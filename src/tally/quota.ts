@@ -92,7 +92,8 @@ export class QuotaService {
     return {
       names: [name],
       release: () => {
-        if (!released) this.counters.revert(name, 1);
+        // The reservation goes (a failed seal's batch unsettled its count back into one); the count stays as written.
+        if (!released) this.counters.unreserve(name, 1);
         released = true;
       },
     };
