@@ -6,6 +6,7 @@ import { bodyDigest, handshakeFor } from '../mesh/wire.js';
 import { excludedMember } from './custody-set.js';
 import type { DebitCertificate } from './debit-certificate.js';
 import type { CustodyEntry } from './entry.js';
+import type { HomeChange } from './home-change.js';
 import {
   chainAnswerSchema,
   changesAnswerSchema,
@@ -124,18 +125,39 @@ export function custodyClient(deps: CustodyClientDeps): SendBatch {
   };
 }
 
-/** The request a candidate sends for a promise of `epoch` of `zid`, with its handshake. */
-export function promiseRequest(secret: string, sender: string, svcond: number, zid: string, epoch: number, excluded?: string[]): PromiseRequest {
-  const unsigned = { v: 1 as const, kind: 'promise' as const, svcond, zid, epoch, ...excludedMember(excluded) };
+/**
+ * The request a candidate sends for a promise of `epoch` of `zid`, with its handshake; `change`: the latest home change
+ * of the identity the candidate knows (absent: none).
+ */
+export function promiseRequest(
+  secret: string,
+  sender: string,
+  svcond: number,
+  zid: string,
+  epoch: number,
+  excluded?: string[],
+  change?: HomeChange | null,
+): PromiseRequest {
+  const unsigned = { v: 1 as const, kind: 'promise' as const, svcond, zid, epoch, ...excludedMember(excluded), ...(change == null ? {} : { change }) };
   return { ...unsigned, handshake: handshakeFor(secret, sender, svcond, bodyDigest(unsigned)) };
 }
 
-/** Ask `peer` to promise `epoch` of `zid` to this node, its set passing over `excluded` (absent: none). */
-export type AskPromise = (peer: string, zid: string, epoch: number, signal: AbortSignal, excluded?: string[]) => Promise<PromiseAnswer>;
+/**
+ * Ask `peer` to promise `epoch` of `zid` to this node, its set passing over `excluded` (absent: none), showing the
+ * latest home change of the identity this node knows (`change`; absent or null: none).
+ */
+export type AskPromise = (
+  peer: string,
+  zid: string,
+  epoch: number,
+  signal: AbortSignal,
+  excluded?: string[],
+  change?: HomeChange | null,
+) => Promise<PromiseAnswer>;
 
 export function promiseClient(deps: CustodyClientDeps): AskPromise {
-  return async (peer, zid, epoch, signal, excluded) => {
-    const request = promiseRequest(deps.secret, deps.selfId(), deps.nowSvcond(), zid, epoch, excluded);
+  return async (peer, zid, epoch, signal, excluded, change) => {
+    const request = promiseRequest(deps.secret, deps.selfId(), deps.nowSvcond(), zid, epoch, excluded, change);
     const raw = await exchange(deps, peer, request, signal, MAX_ANSWER_BYTES);
     const parsed = promiseAnswerSchema.safeParse(raw);
     if (!parsed.success) throw new Error(`malformed promise answer: ${parsed.error.issues[0]?.message ?? 'invalid'}`);

@@ -13,7 +13,7 @@ import { bodyDigest, handshakeFor } from '../mesh/wire.js';
 import { decide, type HeldHead } from './custodian-rules.js';
 import { excludedMember, type SetConfig } from './custody-set.js';
 import type { CreditClaim, DebitCertificate } from './debit-certificate.js';
-import { entryHash, GENESIS_ENTRY_HASH, signingTextOf, type CustodyEntry } from './entry.js';
+import { entryHash, FIRST_EPOCH, GENESIS_ENTRY_HASH, signingTextOf, type CustodyEntry } from './entry.js';
 import { fetchChain, type FetchChain } from './client.js';
 import type { HomeChange } from './home-change.js';
 import { headAfter } from './failover-rules.js';
@@ -81,6 +81,11 @@ export interface CustodianDeps {
   debitFault: (cert: DebitCertificate | null, credit: CreditClaim) => Promise<string | null>;
   /** The latest home change this node knows of the identity (home-change.ts), shown to a fenced proposer. */
   homeChange: (zid: string) => Promise<HomeChange | null>;
+  /**
+   * Check a home change a candidate showed with its promise request and apply it when it holds (home-moves.ts apply):
+   * this node's directory then names its home. Absent: a change shown is not read.
+   */
+  learnChange?: (change: HomeChange) => Promise<void>;
   /** Fetch a page of an identity's chain from a node (client.ts chainFetcher); null: no mesh, no catch-up. */
   fetch: FetchChain | null;
   verify: (signer: string, text: string, signature: string) => boolean;
@@ -196,7 +201,26 @@ export class Custodian {
     const request = parsed.data;
     if (!this.handshakeHolds(request, sender) || Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS)
       return { v: 1, refused: { code: 'bad-request', reason: 'the handshake or the tick does not hold' } };
-    return this.promiseInTurn(request.zid, request.epoch, sender, request.excluded, true);
+    const { zid, change } = request;
+    // A later home change than this node knows (it was down through a failover, and may still name itself the home):
+    // checked and applied first, so it decides as a node that heard it; a change that does not hold changes nothing.
+    const known = (await this.deps.homeChange(zid))?.epoch ?? FIRST_EPOCH;
+    if (change !== undefined && change.zid === zid && change.epoch > known && this.deps.learnChange !== undefined)
+      await this.deps
+        .learnChange(change)
+        .catch((err: unknown) =>
+          this.deps.logger?.info(
+            { err: String(err), zid, epoch: change.epoch, peer: sender },
+            'custody: a home change shown with a promise request was not applied',
+          ),
+        );
+    const answer = await this.promiseInTurn(zid, request.epoch, sender, request.excluded, true);
+    if (!('refused' in answer) || answer.refused.code === 'bad-request') return answer;
+    // A candidate behind this node learns the later change with the refusal.
+    const latest = await this.deps.homeChange(zid);
+    return latest !== null && latest.epoch > (change?.zid === zid ? change.epoch : FIRST_EPOCH)
+      ? { v: 1, refused: { ...answer.refused, home: latest } }
+      : answer;
   }
 
   /** The answer to a request for the home changes kept here of an identity (home-history.ts): out of the batches' turn. */

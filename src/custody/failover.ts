@@ -80,7 +80,10 @@ export interface FailoverDeps {
   homed?: (limit: number, passing: boolean, from?: string) => Promise<string[]>;
   /** Identities one run looks at (WATCH_PER_RUN; tests take fewer). */
   watchPerRun?: number;
-  askPromise: (node: string, zid: string, epoch: number, signal: AbortSignal, excluded?: string[]) => Promise<PromiseAnswer>;
+  /** Ask a node for a promise, showing the latest home change of the identity this node knows (client.ts AskPromise). */
+  askPromise: (node: string, zid: string, epoch: number, signal: AbortSignal, excluded?: string[], change?: HomeChange | null) => Promise<PromiseAnswer>;
+  /** Check and apply a home change a promiser showed with its refusal (home-moves.ts apply); absent: not read. */
+  learnChange?: (change: HomeChange) => Promise<void>;
   send: SendBatch;
   fetch: FetchChain;
   verify: Verify;
@@ -363,7 +366,7 @@ export class Failover {
       const newSet = custodySetOf(zid, self, d.members(), d.replicas, excluded);
       const promisers = new Set(promises.map((p) => p.node));
       const unasked = newSet.custodians.filter((n) => n !== self && !promisers.has(n));
-      await Promise.all(unasked.map((n) => d.askPromise(n, zid, epoch, AbortSignal.timeout(d.timeoutMs), excluded).catch(() => null)));
+      await Promise.all(unasked.map((n) => d.askPromise(n, zid, epoch, AbortSignal.timeout(d.timeoutMs), excluded, latest).catch(() => null)));
       this.opening.set(zid, { custodians: newSet.custodians.filter((n) => n !== self), chain: chain.entries });
       const entry: CustodyEntry = {
         v: 1,
@@ -475,6 +478,8 @@ export class Failover {
     const d = this.deps;
     const self = d.nodeId();
     const all: (PromiseAnswer | null)[] = [await d.custodian.promiseTo(zid, epoch, self, excluded)];
+    // Shown with each request: a promiser that missed it (an old home back from a crash) learns it before it decides.
+    const change = await d.homeChanges.latest(zid);
     const promisesOf = () => all.flatMap((a) => (a !== null && 'promise' in a ? [a.promise] : []));
     const asked = new Set([self, view.home]);
     const setsAsked = new Set<string>();
@@ -484,9 +489,19 @@ export class Failover {
       for (const h of homes) setsAsked.add(`${h.epoch}|${h.home}|${(h.excluded ?? []).join(',')}`);
       const ask = [...new Set(homes.flatMap((h) => setOf(h).custodians))].filter((n) => !asked.has(n));
       for (const n of ask) asked.add(n);
-      const answers = ask.map((n) => d.askPromise(n, zid, epoch, AbortSignal.timeout(d.timeoutMs), excluded).catch((): PromiseAnswer | null => null));
+      const answers = ask.map((n) => d.askPromise(n, zid, epoch, AbortSignal.timeout(d.timeoutMs), excluded, change).catch((): PromiseAnswer | null => null));
       all.push(...(await Promise.all(answers)));
     }
+    // A refusal showing a later change than this node's: it is checked and applied here (the next attempt, if any,
+    // counts from it).
+    const shown = all.flatMap((a) => (a !== null && 'refused' in a && a.refused.home !== undefined ? [a.refused.home] : []));
+    const later = shown.filter((c) => c.zid === zid && c.epoch > (change?.epoch ?? FIRST_EPOCH)).sort((a, b) => b.epoch - a.epoch)[0];
+    if (later !== undefined && d.learnChange !== undefined)
+      await d
+        .learnChange(later)
+        .catch((err: unknown) =>
+          d.logger?.info({ err: String(err), zid, epoch: later.epoch }, 'custody: a home change shown with a promise refusal was not applied'),
+        );
     return {
       promises: promisesOf(),
       refusedAt: Math.max(0, ...all.map((a) => (a !== null && 'refused' in a && a.refused !== undefined ? (a.refused.epoch ?? 0) : 0))),

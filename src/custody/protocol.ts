@@ -197,6 +197,12 @@ export const promiseRequestSchema = z
     epoch: z.number().int().min(2),
     /** The members the candidate's set passes over in that epoch (custody-set.ts; absent: none): the promise names them. */
     excluded: excludedSchema.optional(),
+    /**
+     * The latest home change of the identity the candidate knows (home-change.ts, with the earlier ones it carries;
+     * absent: none): a custodian that has not heard of it (an old home back from a crash, which still believes itself
+     * the home) checks it and applies it before it decides.
+     */
+    change: homeChangeSchema.optional(),
     handshake,
   })
   .strict();
@@ -204,7 +210,8 @@ export type PromiseRequest = z.infer<typeof promiseRequestSchema>;
 
 /**
  * The promise, or why not: `home` (the custodian is the identity's home), `stale` (it accepted that epoch already),
- * `promised` (it promised that epoch or a later one to another candidate).
+ * `promised` (it promised that epoch or a later one to another candidate). A refusal carries the custodian's latest
+ * home change of the identity when it is later than the one the request carried (`home`): the candidate learns it.
  */
 export const promiseAnswerSchema = z.union([
   z.object({ v: z.literal(1), promise: signedPromiseSchema }).strict(),
@@ -212,7 +219,12 @@ export const promiseAnswerSchema = z.union([
     .object({
       v: z.literal(1),
       refused: z
-        .object({ code: z.enum(['home', 'promised', 'stale', 'bad-request']), reason: z.string().max(500), epoch: z.number().int().min(1).optional() })
+        .object({
+          code: z.enum(['home', 'promised', 'stale', 'bad-request']),
+          reason: z.string().max(500),
+          epoch: z.number().int().min(1).optional(),
+          home: homeChangeSchema.optional(),
+        })
         .strict(),
     })
     .strict(),

@@ -214,6 +214,12 @@ export async function wireCustody(
       }
     },
   });
+  // A home change shown with a promise request or its refusal: checked and applied as one heard.
+  const learnChange = async (change: HomeChange): Promise<void> => {
+    const standing = await homeMoves.apply(change);
+    if (!standing.apply && standing.why !== 'known')
+      f.logger.info({ zid: change.zid, epoch: change.epoch, reason: standing.reason }, 'custody: a home change shown with a promise was not applied');
+  };
   const debitCertificates = new DebitCertificates(store);
   const replicator = new Replicator({
     store,
@@ -280,6 +286,7 @@ export async function wireCustody(
     homeOf,
     debitFault,
     homeChange: (zid) => homeChanges.latest(zid),
+    learnChange,
     fetch,
     verify: verifyText,
     // The set of now, the home it replaced, and the custodians of an epoch this node is opening (one new to the
@@ -367,6 +374,7 @@ export async function wireCustody(
           homeChanges: { latest: (zid) => homeChanges.latest(zid), configAt },
           homed: (limit, passing, from) => replicator.homed(limit, passing, from),
           askPromise: promiseClient(client),
+          learnChange,
           send: custodyClient(client),
           fetch: fetch!,
           verify: verifyText,

@@ -36,6 +36,10 @@ export function composedCustodian(
     formerHome?: CustodianDeps['formerHome'];
     /** Where it catches up from (absent: it does not). */
     fetch?: CustodianDeps['fetch'];
+    /** The latest home change it knows (absent: none). */
+    homeChange?: CustodianDeps['homeChange'];
+    /** How it checks and applies a change a candidate shows (absent: it does not read them). */
+    learnChange?: CustodianDeps['learnChange'];
   },
 ): Custodian {
   const c: Custodian = new Custodian({
@@ -44,7 +48,7 @@ export function composedCustodian(
     sign: (text) => signText(n.key, text),
     homeOf: () => Promise.resolve(o.home()),
     debitFault: () => Promise.resolve(null),
-    homeChange: () => Promise.resolve(null),
+    homeChange: o.homeChange ?? (() => Promise.resolve(null)),
     fetch: o.fetch ?? null,
     verify: verifyText,
     custodiansOf: () => Promise.resolve(o.members()),
@@ -55,6 +59,7 @@ export function composedCustodian(
     ...(o.ownHead === undefined ? {} : { ownHead: o.ownHead }),
     ...(o.takingOver === undefined ? {} : { takingOver: o.takingOver }),
     ...(o.formerHome === undefined ? {} : { formerHome: o.formerHome }),
+    ...(o.learnChange === undefined ? {} : { learnChange: o.learnChange }),
   });
   return c;
 }
