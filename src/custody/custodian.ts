@@ -232,7 +232,8 @@ export class Custodian {
     if (!this.handshakeHolds(request, sender) || Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS)
       return refuse('the handshake or the tick does not hold');
     const changes = (await this.deps.changesAfter?.(request.zid, request.after, MAX_CHANGES_PER_ANSWER + 1)) ?? [];
-    return { v: 1, changes: changes.slice(0, MAX_CHANGES_PER_ANSWER), more: changes.length > MAX_CHANGES_PER_ANSWER };
+    const fenced = Math.max((await this.head(request.zid))?.fenced_below ?? 0, (await this.promised(request.zid))?.epoch ?? 0);
+    return { v: 1, changes: changes.slice(0, MAX_CHANGES_PER_ANSWER), more: changes.length > MAX_CHANGES_PER_ANSWER, ...(fenced > 0 ? { fenced } : {}) };
   }
 
   /**

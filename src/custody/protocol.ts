@@ -177,6 +177,11 @@ export const changesAnswerSchema = z
     changes: z.array(changeSchema).max(MAX_CHANGES_PER_ANSWER),
     /** More changes follow the last one (ask again above its epoch). */
     more: z.boolean(),
+    /**
+     * The highest epoch of the identity the answering node accepted (signed an entry of) or promised as a custodian
+     * (absent: none): a home back from a stop reads in it whether a later epoch may exist (home-check.ts).
+     */
+    fenced: z.number().int().min(1).optional(),
   })
   .strict();
 export type ChangesAnswer = z.infer<typeof changesAnswerSchema>;

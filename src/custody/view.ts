@@ -33,6 +33,11 @@ export interface CustodyViewDeps {
   /** The identity's custody set of now as this node knows it (its epoch's home and passed-over members). */
   currentSet: (zid: string) => Promise<CustodySet | null>;
   homeOf: (zid: string) => Promise<string | null>;
+  /**
+   * Is this node the identity's home, checked since its start (home-check.ts)? A home not checked yet answers as a
+   * holder of what it certified (`held`). Absent: the directory's word.
+   */
+  servesAsHome?: (zid: string) => Promise<boolean>;
   /** The epoch of the latest home change this node knows of the identity (FIRST_EPOCH: none). */
   knownEpoch: (zid: string) => Promise<number>;
   wallet: (zid: string) => Promise<{ free: number; paid: number }>;
@@ -45,6 +50,7 @@ export class CustodyView {
 
   /** null: the identity is not known here. */
   async status(zid: string): Promise<CustodyStatus | null> {
+    const checked = await this.checkedHome(zid);
     const home = await this.deps.homeOf(zid);
     if (home === null) return null;
     const custodians = (await this.deps.currentSet(zid))?.custodians ?? [home];
@@ -57,7 +63,7 @@ export class CustodyView {
         home,
         custodians,
         certified_seq: head?.seq ?? 0,
-        finality: custodians.length < 2 ? 'local' : 'certified',
+        finality: custodians.length < 2 ? 'local' : checked ? 'certified' : 'held',
         balance: { free: w.free, paid: w.paid },
       };
     }
@@ -73,13 +79,20 @@ export class CustodyView {
     };
   }
 
+  /** Is this node the identity's home, checked (the check may move the identity first)? */
+  private async checkedHome(zid: string): Promise<boolean> {
+    return this.deps.servesAsHome === undefined ? (await this.deps.homeOf(zid)) === this.deps.nodeId() : this.deps.servesAsHome(zid);
+  }
+
   /** Entries from `fromSeq` with their signatures; null when this node has none of the identity. */
   async entries(zid: string, fromSeq: number, limit: number): Promise<CustodyEntries | null> {
+    const checked = await this.checkedHome(zid);
     const home = await this.deps.homeOf(zid);
     if (home === this.deps.nodeId()) {
       const head = await this.deps.replicator.certifiedHead(zid);
       const entries = await this.deps.replicator.entries(zid, fromSeq, limit);
-      return { zid, seq: head?.seq ?? 0, finality: this.deps.replicator.setOf(zid).custodians.length < 2 ? 'local' : 'certified', entries };
+      const finality = this.deps.replicator.setOf(zid).custodians.length < 2 ? 'local' : checked ? 'certified' : 'held';
+      return { zid, seq: head?.seq ?? 0, finality, entries };
     }
     const head = await this.deps.custodian.head(zid);
     if (head === null) return null;

@@ -40,6 +40,11 @@ export function noKeyError(message = 'this route needs an API key', example = 'A
 export interface AuthDeps {
   identity: IdentityService;
   nodeId: () => string;
+  /**
+   * The home of an identity whose record names this node, once this node checked it still is after its start
+   * (node/custody.ts checkedHome: this node, the new home it learned, or 503). Absent: the record's word.
+   */
+  checkedHome?: (zid: string) => Promise<string>;
 }
 
 /** Resolve the key of the request into a Caller (throws SVC_INVALID_KEY / SVC_NO_KEY). */
@@ -65,13 +70,15 @@ export async function resolveCaller(ctx: Context, deps: AuthDeps, allowAnonymous
   // nothing more is read for it. An identity's record holds its current home (a failover moves it).
   if (rec.kind === 'zsm' && rec.slug) return { kind: 'identity', zid: rec.zid, key: rec, slug: rec.slug, home: rec.home ?? deps.nodeId() };
   const ident = await deps.identity.getIdentity(rec.zid);
-  const home = ident?.home ?? rec.home ?? deps.nodeId();
+  let home = ident?.home ?? rec.home ?? deps.nodeId();
   if (!ident)
     throw new ServiceError(401, 'SVC_INVALID_KEY', 'the identity of this key no longer exists', {
       key_id: rec.key_id,
       revoked_at: null,
       reason: 'unknown identity',
     });
+  // A node back from a stop serves an identity homed here once it checked it still is its home (custody/home-check.ts).
+  if (home === deps.nodeId() && deps.checkedHome !== undefined) home = await deps.checkedHome(rec.zid);
   return { kind: 'identity', zid: rec.zid, key: rec, slug: ident.default_machine ?? deps.identity.defaultSlug(rec.zid), home };
 }
 

@@ -26,6 +26,8 @@ import { HeardBonds } from '../custody/heard-bonds.js';
 import { HOME_CHANGE_EVENT, HomeChanges, homeChangeSchema, type HomeChange } from '../custody/home-change.js';
 import { HomeHistory } from '../custody/home-history.js';
 import { HomeMoves } from '../custody/home-moves.js';
+import { HomeCheck } from '../custody/home-check.js';
+import { ServiceError } from '../kernel/errors.js';
 import { FIRST_EPOCH } from '../custody/entry.js';
 import { Failover } from '../custody/failover.js';
 import { SetChanges } from '../custody/set-changes.js';
@@ -54,6 +56,12 @@ export interface CustodyPart {
   failover: Failover | null;
   /** Null: the mesh does not run. */
   setChanges: SetChanges | null;
+  /**
+   * The identity's home for a request that reaches this node: this node once it checked it still is the home after
+   * its start (home-check.ts), another node when its directory names one (after the check too); 503
+   * SVC_CUSTODY_UNAVAILABLE when the check cannot say.
+   */
+  checkedHome: (zid: string) => Promise<string>;
   capability: Capability;
 }
 
@@ -323,7 +331,36 @@ export async function wireCustody(
     logger: f.logger,
   });
   custodianRef = custodian;
+  const homeCheck = new HomeCheck({
+    nodeId,
+    homeOf,
+    knownEpoch: async (zid) => (await homeChanges.latest(zid))?.epoch ?? FIRST_EPOCH,
+    setOf: currentSet,
+    certifies: async (zid) => ((await replicator.certifiedHead(zid))?.seq ?? 0) > 0,
+    ownPromise: async (zid) => (await custodian.promised(zid))?.epoch ?? 0,
+    fetch: client === null ? null : changesFetcher(client),
+    apply: async (change) => (await homeMoves.apply(change)).apply,
+    onFenced: (zid) =>
+      void failoverRef
+        ?.retake(zid)
+        .catch((err: unknown) => f.logger.warn({ err: String(err), zid }, 'custody: the fenced home could not take the identity again')),
+    nowMs: () => Date.now(),
+    timeoutMs: config.custody.certifyTimeoutMs,
+    logger: f.logger,
+  });
+  const checkedHome = async (zid: string): Promise<string> => {
+    if (await homeCheck.servesAsHome(zid)) return f.nodeId;
+    const home = await homeOf(zid);
+    if (home !== null && home !== f.nodeId) return home;
+    throw new ServiceError(
+      503,
+      'SVC_CUSTODY_UNAVAILABLE',
+      'this node started again as the identity’s home and has not yet confirmed with its custodians that it still is',
+      { reason: 'home not confirmed', zid, custodians: (await currentSet(zid))?.custodians ?? [] },
+    );
+  };
   const view = new CustodyView({
+    servesAsHome: (zid) => homeCheck.servesAsHome(zid),
     nodeId,
     currentSet,
     homeOf,
@@ -388,6 +425,7 @@ export async function wireCustody(
             if (above > 0) f.counters.bump('envelope_seq', above);
             await homeMoves.adopt(change, chain.entries, [...replicator.adoptOps(chain.entries, epochEntry), ...kept, f.counters.persistOp('envelope_seq')]);
             replicator.adopted(epochEntry.entry);
+            homeCheck.confirm(change.zid);
             // The custodians of the new set that did not sign the epoch entry get it (and catch up) without waiting
             // for the identity's next write.
             setChanges?.owe(change.zid);
@@ -457,7 +495,7 @@ export async function wireCustody(
       await heardBonds.flushed();
     },
   };
-  return { replicator, custodian, view, homeChanges, homeMoves, failover, setChanges, capability };
+  return { replicator, custodian, view, homeChanges, homeMoves, failover, setChanges, checkedHome, capability };
 }
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {

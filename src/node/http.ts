@@ -43,6 +43,8 @@ import { LOCAL_URL_FILE, type Foundation } from './foundation.js';
 
 export interface HttpParts {
   identity: IdentityService;
+  /** The home of an identity homed here, checked after a start (node/custody.ts checkedHome). */
+  checkedHome?: (zid: string) => Promise<string>;
   mesh: MeshService;
   compute: ComputeService;
   tiers: TierBook;
@@ -86,7 +88,7 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     time: f.time,
     nodeId,
     publicUrl: () => f.publicUrl.get() ?? '',
-    auth: { identity: p.identity, nodeId },
+    auth: { identity: p.identity, nodeId, ...(p.checkedHome === undefined ? {} : { checkedHome: p.checkedHome }) },
     homes: { ...meshPeerLinks(mesh, config.mesh.secret), streamOverMesh, hung: new HungHomes() },
     signMeshEvent: (type, body) => signEvent(f.nodeIdentity.privateKey, f.nodeId, type, f.time.nowSvcond(), body),
     selfApi: assistants.selfApi,

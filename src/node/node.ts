@@ -51,7 +51,19 @@ async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
     health.capability,
   ];
   const routes = served.flatMap((c) => c.routes ?? []);
-  const parts = { ...identity, ...economy, ...compute, ...push, ...health, webhooks, consensus, mesh: mesh.mesh, assistants, routes };
+  const parts = {
+    ...identity,
+    ...economy,
+    ...compute,
+    ...push,
+    ...health,
+    webhooks,
+    consensus,
+    mesh: mesh.mesh,
+    assistants,
+    routes,
+    checkedHome: custody.checkedHome,
+  };
   const http = await wireHttp(foundation, parts);
   const capabilities = new Capabilities([...served, http.capability]);
   return { foundation, chain, mesh, identity, economy, webhooks, compute, push, assistants, consensus, custody, health, http, capabilities };

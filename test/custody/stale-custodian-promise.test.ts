@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { promiseRequest } from '../../src/custody/client.js';
+import { changesRequest, promiseRequest } from '../../src/custody/client.js';
 import { setOfConfig } from '../../src/custody/custody-set.js';
 import type { Custodian } from '../../src/custody/custodian.js';
 import { FIRST_EPOCH } from '../../src/custody/entry.js';
@@ -112,6 +112,9 @@ describe('a custodian that missed a home change, asked for a promise', () => {
     // N2 promised epoch 2 to N1 (beforeAll, on its store): H, asking for epoch 2 without the change, is refused with it.
     const refused = await c2.answerPromise(promiseRequest(SECRET, h.id, NOW, ZID, 2), h.id);
     expect(refused).toMatchObject({ refused: { code: 'promised', home: { epoch: 2, home: n1.id } } });
+    // Asked for the changes it keeps (a home back from a stop checks with them: home-check.ts), it names the latest
+    // epoch it promised (3, to itself, in the test before), with no change of it kept here.
+    expect(await c2.answerChanges(changesRequest(SECRET, h.id, NOW, ZID, 1), h.id)).toMatchObject({ changes: [], fenced: 3 });
     // A candidate that showed that change is not shown it again.
     const again = await c2.answerPromise(promiseRequest(SECRET, h.id, NOW, ZID, 2, undefined, change2), h.id);
     expect('refused' in again && again.refused.home).toBeUndefined();
