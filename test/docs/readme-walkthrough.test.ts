@@ -97,7 +97,9 @@ describe('README walk-through with curl', () => {
     expect(lines).toMatch(/"tree_size": \d+, "root_hash": "[0-9a-f]{64}", "signature": "[^"]+"/);
     // seq 2 is leaf 1 of the 5 rows (deploy, offer, deposit, ship, confirm)
     expect(lines).toMatch(/"leaf_index": 1, "tree_size": 5, "audit_path": \[ "[0-9a-f]{64}", "[0-9a-f]{64}", "[0-9a-f]{64}" \]/);
-    expect(stdout).toMatch(/\{"valid":true,"slug":"escrow-book","home":"12D3KooW\w+","expected_home":"12D3KooW\w+","rows":5,"sound_rows":5,"first_bad":null,.*"proofs":\[\{"kind":"inclusion","valid":true/);
+    expect(stdout).toMatch(
+      /\{"valid":true,"slug":"escrow-book","home":"12D3KooW\w+","expected_home":"12D3KooW\w+","rows":5,"sound_rows":5,"first_bad":null,.*"proofs":\[\{"kind":"inclusion","valid":true/,
+    );
   });
 
   it('the MCP block runs as written (U and KEY of the walk-through above): svc_auto routes its query and seals', { timeout: 60_000 }, async () => {
