@@ -21,7 +21,7 @@ import { FORWARDED_FOR_HEADER, forwardedForValue, statedClientIp } from './forwa
 import { addressKey } from './caller-address.js';
 import { PEER_HTTP_PROTOCOL, fetchFailure, isConnectFailure, type OverMesh, type PeerRequest } from '../mesh/peer-http.js';
 import { PEER_STREAM_PROTOCOL, type OpenPeerStream, type PeerStreamSession } from '../mesh/peer-stream.js';
-import { HUB_DEFAULTS } from '../streams/hub.js';
+import { SSE_MAX_UNSENT_BYTES } from './sse-bound.js';
 
 export const FORWARDED_HEADER = 'x-svc-forwarded-by';
 export const SERVED_BY_HEADER = 'X-Svc-Served-By';
@@ -306,7 +306,7 @@ export async function relayEventStream(ctx: Context, kit: ForwardKit, home: stri
     for await (const f of session.frames) {
       if (!('data' in f) || res.destroyed) break;
       // A client that does not read is let go, as a slow subscriber is (the home's bound, kept at this hop).
-      if (res.writableLength > HUB_DEFAULTS.maxBufferedBytes) break;
+      if (res.writableLength > SSE_MAX_UNSENT_BYTES) break;
       res.write(f.data);
     }
   } catch {

@@ -344,7 +344,10 @@ export async function wireCustody(
     timeoutMs: config.custody.certifyTimeoutMs,
     logger: f.logger,
   });
+  // Asked by the auth only for an identity whose record it just read names this node: once confirmed, nothing is
+  // read again (the record's word stands, as for every request before a restart).
   const checkedHome = async (zid: string): Promise<string> => {
+    if (homeCheck.isConfirmed(zid)) return f.nodeId;
     if (await homeCheck.servesAsHome(zid)) return f.nodeId;
     const home = await homeOf(zid);
     if (home !== null && home !== f.nodeId) return home;
