@@ -1,5 +1,5 @@
 // The Koa application: middleware order is trace id → self-API (the caller address of an internal request) → metrics →
-// error rendering → Host check → body parsing → the route groups, in the order given → 404/405. Each group comes built
+// error rendering → Host check → body parsing → idempotent writes → the route groups, in the order given → 404/405. Each group comes built
 // with its own services; what several share comes in the kit (kit.ts). Discovery reads the routes from this router:
 // the composition root builds it from the solver registry, library and tiers (discovery.ts); GET /api and the MCP
 // card call it with their router, the 404 body here. The MCP and chat tools are requests to this app's own routes,
@@ -12,6 +12,7 @@ import type { HttpKit } from './kit.js';
 import type { RouteGroup } from './route-group.js';
 import { errorMiddleware, errorPayload, sendError } from './errors.js';
 import { jsonBody } from './body.js';
+import { idempotentWrites } from './idempotency.js';
 import { routes } from './dispatch.js';
 import { traceIdSource } from './trace.js';
 import { REACTOR_READ_PATHS } from './routes/reactor.js';
@@ -58,6 +59,7 @@ export function createApp(kit: HttpKit, groups: readonly RouteGroup[]): { app: K
     return next();
   });
   app.use(jsonBody());
+  if (kit.idempotentAnswers) app.use(idempotentWrites(kit.idempotentAnswers, kit.logger));
 
   for (const group of groups) {
     const before = router.stack.length;

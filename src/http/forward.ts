@@ -22,6 +22,7 @@ import { addressKey } from './caller-address.js';
 import { PEER_HTTP_PROTOCOL, fetchFailure, isConnectFailure, type OverMesh, type PeerRequest } from '../mesh/peer-http.js';
 import { PEER_STREAM_PROTOCOL, type OpenPeerStream, type PeerStreamSession } from '../mesh/peer-stream.js';
 import { SSE_MAX_UNSENT_BYTES } from './sse-bound.js';
+import { IDEMPOTENCY_KEY_HEADER } from './idempotency.js';
 
 export const FORWARDED_HEADER = 'x-svc-forwarded-by';
 export const SERVED_BY_HEADER = 'X-Svc-Served-By';
@@ -158,13 +159,17 @@ export async function askHome(
 }
 
 /** Said with a 503 whose request reached (or may have reached) the home: a write there may have been applied. */
-const MAY_HAVE_APPLIED = 'The request reached it and may have been applied there: check (the balance, the envelopes) before sending a write again';
+const MAY_HAVE_APPLIED =
+  'The request reached it and may have been applied there: send the write again with the same Idempotency-Key (applied once), or check (the balance, the envelopes) before sending it without one';
 
 /** The request as it is sent on to the home: same method, path, query, Authorization and body, with the forwarding headers. */
 function homeRequest(ctx: Context, kit: ForwardKit, opts: RelayOptions): PeerRequest {
   const headers: Record<string, string> = { ...opts.headers, [FORWARDED_HEADER]: kit.nodeId(), 'x-forwarded-for': ctx.ip };
   const auth = ctx.get('authorization');
   if (auth && !opts.withoutKey) headers.authorization = auth;
+  // The home keeps the answer of a write sent with one (idempotency.ts): a retry through any node finds it there.
+  const idempotencyKey = ctx.get(IDEMPOTENCY_KEY_HEADER);
+  if (idempotencyKey && !opts.withoutKey) headers[IDEMPOTENCY_KEY_HEADER] = idempotencyKey;
   const raw = ctx.request.rawBody;
   const hasBody = !['GET', 'HEAD'].includes(ctx.method) && typeof raw === 'string' && raw.length > 0;
   if (hasBody) headers['content-type'] = 'application/json';

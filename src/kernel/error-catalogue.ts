@@ -81,6 +81,11 @@ export const ERROR_CATALOGUE = {
   SVC_CONFLICT: { status: 409, origin: 'node', meaning: 'The request conflicts with the current state (taken name, closed channel, repeated id).' },
   SVC_INVALID_CREDENTIALS: { status: 401, origin: 'node', meaning: 'Email and password (or the identity proof) do not match.' },
   SVC_NO_SESSION: { status: 401, origin: 'node', meaning: 'The route needs the session cookie of a login.' },
+  SVC_IDEMPOTENCY_KEY_REUSED: {
+    status: 409,
+    origin: 'node',
+    meaning: "A write's Idempotency-Key was sent before with another method, path or body; the kept answer is for that request.",
+  },
   SVC_HOME_UNREACHABLE: {
     status: 503,
     origin: 'node',

@@ -41,6 +41,8 @@ export type ErrorCode =
   | 'SVC_CONFLICT'
   | 'SVC_INVALID_CREDENTIALS'
   | 'SVC_NO_SESSION'
+  // a write's Idempotency-Key sent again with another request (http/idempotency.ts)
+  | 'SVC_IDEMPOTENCY_KEY_REUSED'
   // the node itself
   | 'SVC_HOME_UNREACHABLE'
   | 'SVC_STORAGE_UNAVAILABLE'

@@ -21,6 +21,7 @@ import type { IdentityService } from '../identity/service.js';
 import type { StreamService } from '../streams/channels.js';
 import type { TierBook } from '../tally/tiers.js';
 import { createHttpServer } from '../http/server.js';
+import { IdempotentAnswers } from '../http/idempotent-answers.js';
 import { StreamSlots } from '../http/stream-slots.js';
 import { attachStreamSocket } from '../http/ws-stream.js';
 import type { MeshService } from '../mesh/service.js';
@@ -40,6 +41,9 @@ import type { Capability } from './capability.js';
 import type { ConsensusPart } from './consensus.js';
 import type { AssistantsPart } from './assistants.js';
 import { LOCAL_URL_FILE, type Foundation } from './foundation.js';
+
+/** Ticks between sweeps of expired idempotent answers (about 13 minutes). */
+const IDEMPOTENT_SWEEP_TICKS = 1000;
 
 export interface HttpParts {
   identity: IdentityService;
@@ -82,6 +86,7 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
   const library = new Library(registry);
   const keylessStreams = new StreamSlots({ perAddress: config.limits.keylessStreamsPerAddress, perNode: config.limits.keylessStreamsPerNode });
   const streamOverMesh = meshPeerStreams(mesh, config.mesh.secret);
+  const idempotentAnswers = new IdempotentAnswers(f.store, f.time.nowMs);
   const kit: HttpKit = {
     config,
     logger,
@@ -93,6 +98,7 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     signMeshEvent: (type, body) => signEvent(f.nodeIdentity.privateKey, f.nodeId, type, f.time.nowSvcond(), body),
     selfApi: assistants.selfApi,
     discovery: discoveryOf({ config, nodeId, registry, library, tiers: p.tiers }),
+    idempotentAnswers,
     metrics: f.metrics,
   };
   // The field status's view of the mesh: how far the peers heard agree with this node (none without a mesh).
@@ -163,6 +169,7 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     capability: {
       name: 'http',
       routes: [own.system, ...own.pages],
+      tickers: [{ name: 'idempotent-answers-sweep', everyTicks: IDEMPOTENT_SWEEP_TICKS, run: () => idempotentAnswers.sweep() }],
       // Last to start: the node is ready when this line is logged (the mesh has its addresses by now).
       start: async () => {
         await f.machine.start(machineWatch(f, p));

@@ -25,11 +25,14 @@ class FakeHome {
   /** Stops listening at a request (as a node stopping does) and answers it 3 deadlines later. */
   stopAtRequest = false;
   readonly seen: string[] = [];
+  /** The Idempotency-Key header of each request that reached it ('' when absent). */
+  readonly idempotencyKeys: string[] = [];
   private readonly server: Server;
   url = '';
   constructor() {
     this.server = createServer((req: IncomingMessage, res: ServerResponse) => {
       this.seen.push(`${req.method} ${req.url}`);
+      this.idempotencyKeys.push(String(req.headers['idempotency-key'] ?? ''));
       if (this.hang) return; // a stopped process: the connection is accepted, nothing comes back
       const answer = () => {
         res.setHeader('content-type', 'application/json');
@@ -121,6 +124,20 @@ describe('a hung home node', () => {
     expect(r.body).toEqual({ from: 'home', path: '/api/tally/balance', auth: `Bearer ${key}` });
     expect(r.headers.get('x-svc-served-by')).toBe(homeId);
     expect(r.headers.get('x-trace-id')).toBe('tr_fakehome');
+  }, 20_000);
+
+  it("a write's Idempotency-Key travels to the home; the same write sent again is answered from the kept answer", async () => {
+    const before = home.requests().length;
+    const send = () => call(t.url, 'POST', '/api/svc/heat', { n: 1 }, { ...bearer(key), 'idempotency-key': 'fwd-1' });
+    const first = await send();
+    expect(first.status, first.text).toBe(200);
+    expect(home.requests().slice(before)).toEqual(['POST /api/svc/heat']);
+    expect(home.idempotencyKeys.at(-1)).toBe('fwd-1');
+    const again = await send();
+    expect(again.text).toBe(first.text);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.headers.get('x-svc-served-by')).toBe(homeId);
+    expect(home.requests().length).toBe(before + 1);
   }, 20_000);
 
   it('a chain read with no key to a home that hangs again: 503 after the deadline, not a wait without end', async () => {

@@ -1,0 +1,134 @@
+// Safe retries of writes: a keyed POST, PUT, PATCH or DELETE sent with an Idempotency-Key header (the IETF httpapi
+// draft's field) is applied once. Its successful answer is kept (idempotent-answers.ts); the same request sent again
+// with the same key gets that answer again, marked Idempotent-Replayed, and nothing is applied or charged twice. This
+// is what a client told `may_have_applied: true` (forward.ts) retries with. Scope: the caller's key, so two callers'
+// idempotency keys never meet. The header travels with a forwarded request, so the home that applied the write
+// answers the retry whichever node it comes through.
+import { createHash } from 'node:crypto';
+import type { Context, Next } from 'koa';
+import type { Logger } from 'pino';
+import { ServiceError } from '../kernel/errors.js';
+import { ANSWER_KEPT_MAX_BYTES, ANSWER_KEPT_MS, type IdempotentAnswers, type KeptAnswer } from './idempotent-answers.js';
+
+export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
+export const REPLAYED_HEADER = 'Idempotent-Replayed';
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** Longest idempotency key taken (a UUID is 36 characters). */
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
+/** An answer header kept with the answer: what describes it, not the connection or this one exchange. */
+const KEPT_HEADER = /^(content-type|location|x-svc-[a-z0-9-]+)$/;
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** The header's value as a key: a structured-field string ("…") or the bare text; null when malformed. */
+export function parseIdempotencyKey(raw: string): string | null {
+  const value = raw.length >= 2 && raw.startsWith('"') && raw.endsWith('"') ? raw.slice(1, -1) : raw;
+  if (value.length === 0 || value.length > IDEMPOTENCY_KEY_MAX_LENGTH) return null;
+  return /^[\x21-\x7e]+$/.test(value) && !value.includes('"') ? value : null;
+}
+
+/** The caller's key as the request carries it (Bearer header or ?key=), or null for a keyless request. */
+function callerKey(ctx: Context): string | null {
+  const auth = ctx.get('authorization');
+  if (auth) return auth.replace(/^bearer\s+/i, '');
+  const key = ctx.query.key;
+  return typeof key === 'string' && key.length > 0 ? key : null;
+}
+
+/** The request's method, path and query (without ?key=) and body: what a reused key must match. */
+function fingerprintOf(ctx: Context): string {
+  const u = new URL(ctx.originalUrl, 'http://local');
+  u.searchParams.delete('key');
+  return sha256(`${ctx.method} ${u.pathname}${u.search}\n${(ctx.request as { rawBody?: string }).rawBody ?? ''}`);
+}
+
+/** The answer's body as text, when it is one that can be sent again (not a stream). */
+function bodyText(body: unknown): string | undefined {
+  if (body === undefined || body === null) return '';
+  if (typeof body === 'string') return body;
+  if (Buffer.isBuffer(body)) return body.toString('utf8');
+  if (typeof (body as { pipe?: unknown }).pipe === 'function') return undefined;
+  return JSON.stringify(body);
+}
+
+function replay(ctx: Context, kept: KeptAnswer, idempotencyKey: string): void {
+  if (kept.body === null) {
+    throw new ServiceError(
+      409,
+      'SVC_CONFLICT',
+      `the request sent with Idempotency-Key ${idempotencyKey} was applied already; its answer was larger than ${ANSWER_KEPT_MAX_BYTES} bytes and was not kept`,
+      { idempotency_key: idempotencyKey, applied: true, status: kept.status },
+    );
+  }
+  ctx.status = kept.status;
+  for (const [name, value] of Object.entries(kept.headers)) ctx.set(name, value);
+  ctx.set(REPLAYED_HEADER, 'true');
+  ctx.body = kept.body;
+}
+
+/** Middleware (after the body is read): applies a keyed write sent with an Idempotency-Key once. */
+export function idempotentWrites(answers: IdempotentAnswers, logger: Logger) {
+  const inFlight = new Set<string>();
+  return async (ctx: Context, next: Next): Promise<void> => {
+    const raw = ctx.get(IDEMPOTENCY_KEY_HEADER);
+    if (!raw || !WRITE_METHODS.has(ctx.method)) return next();
+    const idempotencyKey = parseIdempotencyKey(raw);
+    if (idempotencyKey === null) {
+      throw new ServiceError(
+        400,
+        'SVC_BAD_REQUEST',
+        `Idempotency-Key must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters (a UUID, say), optionally in double quotes`,
+        { header: 'Idempotency-Key' },
+      );
+    }
+    // A keyless write has no caller to scope the key to: it is served as if the header were absent (decisions.md).
+    const key = callerKey(ctx);
+    if (key === null) return next();
+    const id = `${sha256(key).slice(0, 32)}:${sha256(idempotencyKey).slice(0, 32)}`;
+    if (inFlight.has(id)) {
+      ctx.set('Retry-After', '1');
+      throw new ServiceError(409, 'SVC_CONFLICT', `a request with Idempotency-Key ${idempotencyKey} is still being served: retry when it has its answer`, {
+        idempotency_key: idempotencyKey,
+        in_progress: true,
+      });
+    }
+    inFlight.add(id);
+    try {
+      const fingerprint = fingerprintOf(ctx);
+      const kept = await answers.get(id);
+      if (kept !== undefined) {
+        if (kept.fingerprint !== fingerprint) {
+          throw new ServiceError(
+            409,
+            'SVC_IDEMPOTENCY_KEY_REUSED',
+            `Idempotency-Key ${idempotencyKey} was used for another request (method, path or body differ)`,
+            {
+              idempotency_key: idempotencyKey,
+              kept_for_seconds: ANSWER_KEPT_MS / 1000,
+            },
+          );
+        }
+        replay(ctx, kept, idempotencyKey);
+        return;
+      }
+      await next();
+      // Only an applied write is kept: an error applied nothing, and the same request may be sent again as new.
+      if (ctx.status < 200 || ctx.status >= 300) return;
+      const text = bodyText(ctx.body);
+      if (text === undefined) return;
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(ctx.response.headers)) {
+        if (KEPT_HEADER.test(name) && value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+      }
+      const body = Buffer.byteLength(text) > ANSWER_KEPT_MAX_BYTES ? null : text;
+      // The write is applied whatever happens here: a store failure costs the replay, not the answer.
+      await answers.keep(id, { fingerprint, status: ctx.status, headers, body }).catch((err: unknown) => {
+        logger.warn({ err, trace_id: ctx.state.traceId as string }, 'the answer of an idempotent write could not be kept');
+      });
+    } finally {
+      inFlight.delete(id);
+    }
+  };
+}

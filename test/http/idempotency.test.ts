@@ -1,0 +1,119 @@
+// Writes sent with an Idempotency-Key over real HTTP: applied once, the kept answer sent again (also after a restart),
+// a key reused for another request refused, concurrent sends applied once, errors not kept, scopes per caller's key.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { parseIdempotencyKey } from '../../src/http/idempotency.js';
+
+let t: TestNode;
+let owner: { zid: string; key: string; slug: string };
+let other: { zid: string; key: string; slug: string };
+
+const append = (who: { key: string; slug: string }, payload: unknown, idempotencyKey?: string, slug = who.slug) =>
+  call(t.url, 'POST', `/api/chain/${slug}/events`, { payload }, { ...bearer(who.key), ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}) });
+const rows = async (who: { key: string; slug: string }) =>
+  (await call(t.url, 'GET', `/api/chain/${who.slug}/explore?from=1&to=1000`, undefined, bearer(who.key))).body.rows as { seq: number }[];
+
+beforeAll(async () => {
+  t = await startTestNode();
+  owner = await zkIdentity(t.url, 'idem-owner');
+  other = await zkIdentity(t.url, 'idem-other');
+});
+afterAll(async () => {
+  await t.destroy();
+});
+
+describe('Idempotency-Key on writes', () => {
+  it('the same write sent twice is applied once; the second gets the first answer, marked replayed', async () => {
+    const before = (await rows(owner)).length;
+    const first = await append(owner, { n: 1 }, 'k-one');
+    expect(first.status, first.text).toBe(201);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    const second = await append(owner, { n: 1 }, 'k-one');
+    expect(second.status).toBe(201);
+    expect(second.text).toBe(first.text);
+    expect(second.headers.get('content-type')).toBe(first.headers.get('content-type'));
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+    // Its own trace id: the replay is a new exchange.
+    expect(second.headers.get('x-trace-id')).not.toBe(first.headers.get('x-trace-id'));
+    expect((await rows(owner)).length).toBe(before + 1);
+    // The structured-field form ("…") names the same key.
+    const quoted = await append(owner, { n: 1 }, '"k-one"');
+    expect(quoted.headers.get('idempotent-replayed')).toBe('true');
+    expect(quoted.text).toBe(first.text);
+    expect((await rows(owner)).length).toBe(before + 1);
+  });
+
+  it('a key sent again with another body is 409 SVC_IDEMPOTENCY_KEY_REUSED and writes nothing', async () => {
+    const before = (await rows(owner)).length;
+    const e = expectError(await append(owner, { n: 2 }, 'k-one'), 409, 'SVC_IDEMPOTENCY_KEY_REUSED');
+    expect(e).toMatchObject({ idempotency_key: 'k-one', kept_for_seconds: 86_400 });
+    expect((await rows(owner)).length).toBe(before);
+  });
+
+  it("another caller's same idempotency key is its own: applied", async () => {
+    const before = (await rows(other)).length;
+    const r = await append(other, { n: 1 }, 'k-one');
+    expect(r.status, r.text).toBe(201);
+    expect(r.headers.get('idempotent-replayed')).toBeNull();
+    expect((await rows(other)).length).toBe(before + 1);
+  });
+
+  it('an error is not kept: the corrected request under the same key is applied', async () => {
+    const before = (await rows(owner)).length;
+    const bad = await append(owner, { n: 3 }, 'k-fix', 'no-such-book');
+    expect(bad.status).toBeGreaterThanOrEqual(400);
+    const good = await append(owner, { n: 3 }, 'k-fix');
+    // Another path, so another request: a kept error would have been 409 here.
+    expect(good.status, good.text).toBe(201);
+    expect((await rows(owner)).length).toBe(before + 1);
+  });
+
+  it('concurrent sends of one write are applied once: the others are 409 while it runs, or its replay', async () => {
+    const before = (await rows(owner)).length;
+    const answers = await Promise.all(Array.from({ length: 6 }, () => append(owner, { n: 4 }, 'k-race')));
+    const statuses = answers.map((a) => a.status).sort();
+    expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);
+    const applied = answers.filter((a) => a.status === 201 && a.headers.get('idempotent-replayed') === null);
+    expect(applied).toHaveLength(1);
+    for (const busy of answers.filter((a) => a.status === 409)) {
+      expect(expectError(busy, 409, 'SVC_CONFLICT')).toMatchObject({ idempotency_key: 'k-race', in_progress: true });
+      expect(busy.headers.get('retry-after')).toBe('1');
+    }
+    expect((await rows(owner)).length).toBe(before + 1);
+  });
+
+  it('a malformed key is 400 and writes nothing', async () => {
+    const before = (await rows(owner)).length;
+    for (const bad of ['x'.repeat(256), 'has space', '""']) {
+      expect(expectError(await append(owner, { n: 5 }, bad), 400, 'SVC_BAD_REQUEST')).toMatchObject({ header: 'Idempotency-Key' });
+    }
+    expect((await rows(owner)).length).toBe(before);
+  });
+
+  it('reads ignore the header', async () => {
+    const a = await call(t.url, 'GET', `/api/chain/${owner.slug}/explore?from=1`, undefined, { ...bearer(owner.key), 'idempotency-key': 'k-read' });
+    expect(a.status).toBe(200);
+    expect(a.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  it('the kept answer survives a restart of the node', async () => {
+    const before = (await rows(owner)).length;
+    const first = await append(owner, { n: 6 }, 'k-restart');
+    expect(first.status).toBe(201);
+    t = await t.restart();
+    const again = await append(owner, { n: 6 }, 'k-restart');
+    expect(again.status).toBe(201);
+    expect(again.text).toBe(first.text);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect((await rows(owner)).length).toBe(before + 1);
+  });
+});
+
+describe('parseIdempotencyKey', () => {
+  it('takes 1 to 255 visible ASCII characters, bare or in double quotes', () => {
+    expect(parseIdempotencyKey('8e03978e-40d5-43e8-bc93-6894a57f9324')).toBe('8e03978e-40d5-43e8-bc93-6894a57f9324');
+    expect(parseIdempotencyKey('"abc"')).toBe('abc');
+    expect(parseIdempotencyKey('k'.repeat(255))).toBe('k'.repeat(255));
+    for (const bad of ['', '""', 'k'.repeat(256), 'a b', 'é', 'a"b', '"a"b"']) expect(parseIdempotencyKey(bad)).toBeNull();
+  });
+});
