@@ -31,11 +31,18 @@ export class BoundedSet<T> extends Set<T> {
   }
 }
 
+/** A second bound of an LruMap: the sum of its entries' weights (estimated bytes, say) stays at most `max`. */
+export interface WeightBound<V> {
+  max: number;
+  of: (value: V) => number;
+}
+
 /**
  * A cache of records that live in the store, bounded by least recent use: get() and set() make an entry the newest,
- * and when a set passes the bound the least recently used entries go first, except those `keep` names (an
- * in-memory change whose write has not settled, see PendingWrites): they stay, and the map is over its bound only
- * by them, until they are written. A miss is answered by reading the store again, so no value depends on the cache.
+ * and when a set passes the bound (entries, and with `weights` their summed weight) the least recently used entries
+ * go first, except those `keep` names (an in-memory change whose write has not settled, see PendingWrites): they
+ * stay, and the map is over its bound only by them, until they are written. A miss is answered by reading the store
+ * again, so no value depends on the cache.
  */
 export class LruMap<K, V> extends Map<K, V> {
   /** Reads of missing keys in flight (load): one per key, shared by every miss of it until it lands. */
@@ -44,12 +51,23 @@ export class LruMap<K, V> extends Map<K, V> {
   private forgets = 0;
   private readonly forgottenAt = new Map<K, number>();
 
+  /** The summed weight of the entries (0 without `weights`). */
+  private weighed = 0;
+  private readonly weightOf = new Map<K, number>();
+
   constructor(
     readonly max: number,
     private readonly keep: (key: K) => boolean = () => false,
+    readonly weights?: WeightBound<V>,
   ) {
     super();
     if (!(Number.isInteger(max) && max >= 1)) throw new RangeError(`a bounded map needs max ≥ 1, got ${max}`);
+    if (weights !== undefined && !(Number.isFinite(weights.max) && weights.max >= 1)) throw new RangeError(`a weight bound needs max ≥ 1, got ${weights.max}`);
+  }
+
+  /** The summed weight of the entries (0 without a weight bound). */
+  get weight(): number {
+    return this.weighed;
   }
 
   /**
@@ -120,20 +138,49 @@ export class LruMap<K, V> extends Map<K, V> {
 
   override set(key: K, value: V): this {
     if (this.max === undefined) return super.set(key, value);
+    this.unweigh(key);
     super.delete(key);
     super.set(key, value);
-    if (this.size > this.max) this.trim(key);
+    if (this.weights !== undefined) {
+      const w = this.weights.of(value);
+      this.weightOf.set(key, w);
+      this.weighed += w;
+    }
+    if (this.over()) this.trim(key);
     return this;
   }
 
+  override delete(key: K): boolean {
+    // Map's constructor and clear() may call in before the fields exist.
+    if (this.weightOf !== undefined) this.unweigh(key);
+    return super.delete(key);
+  }
+
+  override clear(): void {
+    this.weightOf.clear();
+    this.weighed = 0;
+    super.clear();
+  }
+
+  private unweigh(key: K): void {
+    const w = this.weightOf.get(key);
+    if (w === undefined) return;
+    this.weighed -= w;
+    this.weightOf.delete(key);
+  }
+
+  private over(): boolean {
+    return this.size > this.max || (this.weights !== undefined && this.weighed > this.weights.max);
+  }
+
   /**
-   * Evict least recently used entries that are not kept until the bound holds (or only kept ones are left); never
+   * Evict least recently used entries that are not kept until the bounds hold (or only kept ones are left); never
    * `newest`, the entry just set (a caller loading it is about to use it).
    */
   private trim(newest: K): void {
     for (const k of super.keys()) {
-      if (this.size <= this.max) return;
-      if (k !== newest && !this.keep(k)) super.delete(k);
+      if (!this.over()) return;
+      if (k !== newest && !this.keep(k)) this.delete(k);
     }
   }
 }

@@ -143,6 +143,43 @@ describe('LruMap', () => {
   });
 });
 
+describe('LruMap with a weight bound', () => {
+  const weighed = (max: number, keep: (k: string) => boolean = () => false) => new LruMap<string, string>(100, keep, { max, of: (v) => v.length });
+
+  it('evicts least recently used entries until the summed weight is within the bound, and tracks deletes and clears', () => {
+    const m = weighed(10);
+    m.set('a', 'xxxx');
+    m.set('b', 'xxxx');
+    expect(m.weight).toBe(8);
+    m.get('a');
+    m.set('c', 'xxxx');
+    expect([...m.keys()]).toEqual(['a', 'c']);
+    expect(m.weight).toBe(8);
+    m.set('a', 'x');
+    expect(m.weight).toBe(5);
+    m.delete('c');
+    expect(m.weight).toBe(1);
+    expect(m.forget('a')).toBe(true);
+    expect(m.weight).toBe(0);
+    m.set('d', 'xxxxxx');
+    m.clear();
+    expect([m.size, m.weight]).toEqual([0, 0]);
+  });
+
+  it('never evicts the entry just set nor a kept one, even when they alone pass the bound', () => {
+    const kept = new Set(['k']);
+    const m = weighed(10, (k) => kept.has(k));
+    m.set('k', 'xxxxxxxx');
+    m.set('big', 'xxxxxxxxxxxx');
+    expect([...m.keys()]).toEqual(['k', 'big']);
+    expect(m.weight).toBe(20);
+    kept.clear();
+    m.set('small', 'x');
+    expect([...m.keys()]).toEqual(['small']);
+    expect(m.weight).toBe(1);
+  });
+});
+
 describe('PendingWrites', () => {
   it('a changed key is pending until the commits accepted by then have settled', () => {
     const progress = { commits: 5, settled: 5 };
