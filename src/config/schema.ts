@@ -64,6 +64,23 @@ export const configSchema = z
         keylessStreamsPerAddress: z.number().int().min(1).max(100_000).default(16),
         /** Keyless long-lived streams open on the node, whoever the callers; beyond it 429 with Retry-After. */
         keylessStreamsPerNode: z.number().int().min(1).max(1_000_000).default(1024),
+        /** Open stream channels one identity may own; beyond it 409 (closing one frees a slot). */
+        streamChannelsPerIdentity: z.number().int().min(1).max(1_000_000).default(256),
+        /** Unexpired secure-pull sessions on the channels of one identity; beyond it 429 until one expires. */
+        secureSessionsPerIdentity: z.number().int().min(1).max(1_000_000).default(256),
+        /** Reactors one identity may hold; beyond it 409 (closing one frees a slot). */
+        reactorsPerIdentity: z.number().int().min(1).max(1_000_000).default(256),
+        /** Contracts one identity may deploy on this node (never deleted); beyond it 409. */
+        contractsPerIdentity: z.number().int().min(1).max(1_000_000).default(1000),
+        /** Estimated bytes of parsed contracts kept in memory, all together (least recently used out; a miss rebuilds). */
+        contractCacheBytes: z
+          .number()
+          .int()
+          .min(65_536)
+          .max(2 ** 40)
+          .default(64 * 1024 * 1024),
+        /** /ws/stream sockets opened with a key on the channels of one identity; beyond it 429 until one closes. */
+        keyedStreamsPerIdentity: z.number().int().min(1).max(1_000_000).default(2048),
       })
       .strict(),
     mesh: z

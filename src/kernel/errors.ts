@@ -124,3 +124,16 @@ export class SolverFailure extends ServiceError {
     this.name = 'SolverFailure';
   }
 }
+
+/**
+ * An identity holds all the `what` its cap allows (webhooks, channels, reactors, contracts …): 409 SVC_CONFLICT,
+ * not the retryable SVC_RATE_LIMIT, since only deleting or closing one (`free` says how) makes room, never a retry.
+ * `limit` is the cap and `count` what the identity holds now.
+ */
+export function capReached(what: string, limit: number, count: number, free: string): ServiceError {
+  return new ServiceError(409, 'SVC_CONFLICT', `an identity holds at most ${limit} ${what} on this node (it holds ${count}); ${free}`, {
+    limit,
+    count,
+    resource: what,
+  });
+}
