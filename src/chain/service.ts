@@ -13,7 +13,7 @@ import type { Role } from './roles.js';
 import type { ChargeSplit, TallyCharge } from '../records/types.js';
 import type { TickStamp } from '../kernel/clock.js';
 import { SEALED_EVENT, sealEvent } from './sealed-event.js';
-import { ContractService } from './contracts.js';
+import { CONTRACT_LIMITS_DEFAULT, ContractService, type ContractLimits } from './contracts.js';
 import { MerkleLog } from './merkle-log.js';
 import { Checkpoints } from './checkpoints.js';
 import { Frontier, leafHash } from './merkle.js';
@@ -170,6 +170,7 @@ export class ChainService {
     headsCacheMax = HEADS_CACHE_DEFAULT,
     /** What sealed events are sealed with (the node's receipt key and phi0); absent: sealed events are refused. */
     private readonly sealing: { receiptKey: Buffer; sealSigner: SealSigner; phi0: number; nodeId: () => string } | null = null,
+    contractLimits: ContractLimits = CONTRACT_LIMITS_DEFAULT,
   ) {
     this.machines = store.sub('machines');
     this.rows = store.sub('chain_rows');
@@ -177,7 +178,7 @@ export class ChainService {
     this.index = new MachineIndex(store);
     this.charges = store.sub('chain_charges');
     this.envelopes = store.sub('chain_envelopes');
-    this.contracts = new ContractService(store, this);
+    this.contracts = new ContractService(store, this, contractLimits);
     this.merkle = new MerkleLog(store, this.rows, this.locks);
     this.checkpoints = new Checkpoints(store, this.merkle, async (slug) => (await this.head(slug)).seq);
     this.heads = new LruMap(headsCacheMax, (slug) => this.pending.pending(slug) || this.holds.held(slug));

@@ -16,13 +16,19 @@ import type { Foundation } from './foundation.js';
 
 /** The chain service with its heads loaded: what every later part writes through. */
 export async function openChain(f: Foundation): Promise<ChainService> {
-  const chain = new ChainService(f.store, f.config.limits.identityCacheMax, {
-    receiptKey: f.keys.receipt,
-    sealSigner: bytesSigner(f.nodeIdentity.privateKey),
-    phi0: f.config.kernel.phi0,
-    nodeId: () => f.nodeId,
-  });
+  const chain = new ChainService(
+    f.store,
+    f.config.limits.identityCacheMax,
+    {
+      receiptKey: f.keys.receipt,
+      sealSigner: bytesSigner(f.nodeIdentity.privateKey),
+      phi0: f.config.kernel.phi0,
+      nodeId: () => f.nodeId,
+    },
+    { perIdentity: f.config.limits.contractsPerIdentity, cacheBytes: f.config.limits.contractCacheBytes },
+  );
   await chain.loadHeads();
+  await chain.contracts.indexDeployersOnce();
   return chain;
 }
 

@@ -221,3 +221,84 @@ describe('the caller', () => {
     expect(after.body).toMatchObject({ state: 'released', transitions_applied: 4, vars: { buyer: buyer.zid, seller: seller.zid, paid: 120 } });
   }, 60_000);
 });
+
+describe('bounds: contracts per identity and the live-state cache', () => {
+  const CAP = 4;
+  const CACHE_BYTES = 65_536;
+  let t: TestNode;
+  beforeAll(async () => {
+    t = await startTestNode({ limits: { contractsPerIdentity: CAP, contractCacheBytes: CACHE_BYTES } }, { initialCredits: 1000 });
+  }, 30_000);
+  afterAll(async () => t?.destroy());
+
+  /** The custody example with unused padding variables: about 6 KB of JSON, so a few fill the cache's bytes. */
+  const padded = () => {
+    const c = structuredClone(EXAMPLES[1]!.contract);
+    for (let i = 0; i < 24; i++) c.variables[`pad_${i}`] = 'p'.repeat(256);
+    return c;
+  };
+  const list = async (key: string, slug: string) =>
+    (await call(t.url, 'GET', `/api/chain/${slug}/contracts`, undefined, bearer(key))).body.contracts as unknown[];
+
+  it('keeps the cache within its bytes, and a contract evicted from it transitions as one that stayed', async () => {
+    const owner = await zkIdentity(t.url, 'contracts-cache');
+    const deploy = async () => {
+      const d = await call(t.url, 'POST', `/api/chain/${owner.slug}/contracts`, padded(), bearer(owner.key));
+      expect(d.status, d.text).toBe(201);
+      const { entries, bytes } = t.node.chain.contracts.cached;
+      expect(bytes).toBeLessThanOrEqual(CACHE_BYTES);
+      expect(bytes).toBeGreaterThan(0);
+      expect(entries).toBeLessThanOrEqual(Math.floor(CACHE_BYTES / (bytes / entries)));
+      return d.body.contract_id as string;
+    };
+    const send = async (id: string, s: Step) => {
+      const r = await call(t.url, 'POST', `/api/chain/${owner.slug}/contracts/${id}/transition`, { event: s.event }, bearer(owner.key));
+      return r.status === 200 ? [r.status, r.body.from, r.body.state, r.body.vars] : [r.status, r.body.error.code, r.body.error.state, r.body.error.reason];
+    };
+    const steps = EXAMPLES[1]!.steps;
+    const first = await deploy();
+    const firstOutcomes = [];
+    for (const s of steps.slice(0, 3)) firstOutcomes.push(await send(first, s));
+    for (let n = 1; n < CAP; n++) await deploy();
+    // Four padded contracts weigh more than the cache holds: the least recently used, the first, went.
+    expect(t.node.chain.contracts.cached.entries).toBeLessThan(CAP);
+    for (const s of steps.slice(3)) firstOutcomes.push(await send(first, s));
+
+    const control = (await list(owner.key, owner.slug)).at(-1) as { contract_id: string };
+    const controlOutcomes = [];
+    for (const s of steps) controlOutcomes.push(await send(control.contract_id, s));
+    expect(firstOutcomes).toEqual(controlOutcomes);
+    expect(firstOutcomes.at(-1)).toEqual([200, 'analysed', 'disposed', expect.objectContaining({ custodian: 'lab-2', handoffs: 2, result: 'negative' })]);
+    const a = (await call(t.url, 'GET', `/api/chain/${owner.slug}/contracts/${first}`, undefined, bearer(owner.key))).body;
+    const b = (await call(t.url, 'GET', `/api/chain/${owner.slug}/contracts/${control.contract_id}`, undefined, bearer(owner.key))).body;
+    expect({ state: a.state, vars: a.vars, applied: a.transitions_applied }).toEqual({ state: b.state, vars: b.vars, applied: b.transitions_applied });
+    expect(t.node.chain.contracts.cached.bytes).toBeLessThanOrEqual(CACHE_BYTES);
+  }, 60_000);
+
+  it('refuses a deploy past the cap with 409 naming the limit and count, writing nothing; parallel deploys cannot pass it', async () => {
+    const owner = await zkIdentity(t.url, 'contracts-cap');
+    const deploy = () => call(t.url, 'POST', `/api/chain/${owner.slug}/contracts`, EXAMPLES[0]!.contract, bearer(owner.key));
+    for (let i = 0; i < CAP - 2; i++) expect((await deploy()).status).toBe(201);
+    // Three at once with two slots left: two pass, one is refused.
+    const raced = await Promise.all([deploy(), deploy(), deploy()]);
+    expect(raced.map((r) => r.status).sort()).toEqual([201, 201, 409]);
+    expect(await list(owner.key, owner.slug)).toHaveLength(CAP);
+    const head = (await call(t.url, 'GET', `/api/chain/${owner.slug}/export`, undefined, bearer(owner.key))).body.rows.length;
+
+    const refused = await deploy();
+    const e = expectError(refused as never, 409, 'SVC_CONFLICT');
+    expect(e).toMatchObject({ limit: CAP, count: CAP, resource: 'contracts' });
+    expect(e.message).toBe(
+      `an identity holds at most ${CAP} contracts on this node (it holds ${CAP}); a deployed contract stays on its machine, so none frees a slot`,
+    );
+    expect(await list(owner.key, owner.slug)).toHaveLength(CAP);
+    expect((await call(t.url, 'GET', `/api/chain/${owner.slug}/export`, undefined, bearer(owner.key))).body.rows.length).toBe(head);
+
+    // The count is the store's: a restart keeps it.
+    t = await t.restart();
+    expectError((await deploy()) as never, 409, 'SVC_CONFLICT');
+    // Another identity has its own slots.
+    const other = await zkIdentity(t.url, 'contracts-cap-other');
+    expect((await call(t.url, 'POST', `/api/chain/${other.slug}/contracts`, EXAMPLES[0]!.contract, bearer(other.key))).status).toBe(201);
+  }, 60_000);
+});
