@@ -49,6 +49,7 @@ export async function wirePush(f: Foundation, webhooks: Webhooks, compute: Compu
     linkKey: f.keys.streamLink,
     sessionKey: sessionAtRestKey(f.keys.credentialSecret),
     hub: new StreamHub(),
+    limits: { channelsPerIdentity: f.config.limits.streamChannelsPerIdentity, sessionsPerIdentity: f.config.limits.secureSessionsPerIdentity },
   });
   await streams.load();
   const autotick = new Autotick({

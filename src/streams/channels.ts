@@ -3,10 +3,11 @@
 // receipt charged to the channel's owner, and moves the head in the SAME batch as the seal (compute/service.ts
 // SealHooks): a tick is sealed and recorded together or not at all. Pushes go out after the batch is durable.
 // A channel lives at its owner's home node (create is forwarded there). Its key is shown once and stored as a
-// SHA-256 digest.
+// SHA-256 digest. An identity owns at most `channelsPerIdentity` open channels, counted by an index of open channels
+// by owner written in the batches that open and close them; closing one frees its slot.
 import { timingSafeEqual } from 'node:crypto';
 import { sha256Hex } from '../kernel/bytes.js';
-import { ServiceError } from '../kernel/errors.js';
+import { capReached, ServiceError } from '../kernel/errors.js';
 import { stampAt, type Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import type { ComputeService, Sealed } from '../compute/service.js';
@@ -15,7 +16,8 @@ import { randomHex } from '../util/random-hex.js';
 import { renderTemplate } from './template.js';
 import { checkLink, signLink, type LinkCheck } from './links.js';
 import type { StreamHub } from './hub.js';
-import { SecureSessions } from './secure.js';
+import { SecureSessions, SESSIONS_PER_IDENTITY_DEFAULT } from './secure.js';
+import { backfillOnce } from '../store/backfill.js';
 import { KeyedLock } from '../util/keyed-lock.js';
 import { newChannelId } from './channel-id.js';
 import { COSTS as COST } from '../tally/costs.js';
@@ -27,6 +29,18 @@ export const CHANNEL_KEY_PREFIX = 'stk_';
  */
 export const CHANNEL_CONTRACT_REFUSAL =
   'a stream channel takes no contract on this node (the spec does not say what one would do to a tick): leave it out or null; deploy contracts on a state machine';
+/** The chain_meta key of the pass that indexed channels opened before the owner index existed. */
+export const OWNER_INDEX_VERSION_KEY = 'stream-owner-index-v1';
+
+export interface StreamLimits {
+  /** Open channels one identity may own. */
+  channelsPerIdentity: number;
+  /** Unexpired secure-pull sessions on one identity's channels. */
+  sessionsPerIdentity: number;
+}
+
+export const STREAM_LIMITS_DEFAULT: StreamLimits = { channelsPerIdentity: 256, sessionsPerIdentity: SESSIONS_PER_IDENTITY_DEFAULT };
+
 /** Ticks between autotick seals: at least 1, at most about 24 h (spec part 8: 111 197 ticks). */
 export const TICK_INTERVAL_MAX = 111_197;
 
@@ -117,22 +131,39 @@ export interface StreamDeps {
   hub: StreamHub;
   /** Called after a tick is durable (webhooks, bench). */
   onTick?: (channel: ChannelRecord, sealed: Sealed) => void;
+  limits?: StreamLimits;
 }
 
 export class StreamService {
   private readonly channels: Sublevel;
   private readonly autoIndex: Sublevel;
+  /** Open channels by owner: `zid!id` → 1. */
+  private readonly byOwner: Sublevel;
   /** Per-channel queue: ticks of one channel run one after another (each continues from the last head). */
   private readonly locks = new KeyedLock();
+  /** One create at a time per owner: its count and its batch. */
+  private readonly creating = new KeyedLock();
+  readonly limits: StreamLimits;
   /** Channels with autotick on (ids), loaded at start. */
   readonly autotickIds = new Set<string>();
   /** Secure-pull sessions (secure.ts). */
   readonly secure: SecureSessions;
 
   constructor(private readonly deps: StreamDeps) {
-    this.secure = new SecureSessions(() => this.nowMs(), deps.store, deps.sessionKey);
+    this.limits = deps.limits ?? STREAM_LIMITS_DEFAULT;
+    this.secure = new SecureSessions(() => this.nowMs(), deps.store, deps.sessionKey, this.limits.sessionsPerIdentity);
     this.channels = deps.store.sub('stream_channels');
     this.autoIndex = deps.store.sub('stream_autotick', 'utf8');
+    this.byOwner = deps.store.sub('stream_owner');
+  }
+
+  private ownerKey(c: ChannelRecord): string {
+    return `${c.owner.zid}!${c.id}`;
+  }
+
+  /** Open channels `zid` owns here, counted up to `cap`. */
+  async openBy(zid: string, cap = this.limits.channelsPerIdentity): Promise<number> {
+    return (await this.deps.store.range(this.byOwner, { gte: `${zid}!`, lt: `${zid}!~`, limit: cap })).length;
   }
 
   get hub(): StreamHub {
@@ -141,6 +172,11 @@ export class StreamService {
 
   async load(): Promise<void> {
     for (const { key } of await this.deps.store.range<string>(this.autoIndex)) this.autotickIds.add(key);
+    await backfillOnce<ChannelRecord>(this.deps.store, {
+      key: OWNER_INDEX_VERSION_KEY,
+      source: this.channels,
+      opsFor: (_id, c) => (c.status === 'open' ? [{ type: 'put', sub: this.byOwner, key: this.ownerKey(c), value: 1 }] : []),
+    });
     await this.secure.load();
   }
 
@@ -188,9 +224,17 @@ export class StreamService {
       status: 'open',
       created_svcond: stampAt(this.deps.clock.nowNs()).svcond,
     };
-    const ops: Op[] = [{ type: 'put', sub: this.channels, key: id, value: channel }];
+    const ops: Op[] = [
+      { type: 'put', sub: this.channels, key: id, value: channel },
+      { type: 'put', sub: this.byOwner, key: this.ownerKey(channel), value: 1 },
+    ];
     if (channel.autotick) ops.push({ type: 'put', sub: this.autoIndex, key: id, value: '1' });
-    await this.deps.store.commit(ops);
+    // Counted and written under the owner's lock: parallel creates cannot pass the cap; at it, 409 and nothing written.
+    await this.creating.run(caller.zid, async () => {
+      const open = await this.openBy(caller.zid);
+      if (open >= this.limits.channelsPerIdentity) throw capReached('open stream channels', this.limits.channelsPerIdentity, open, 'close one to open another');
+      await this.deps.store.commit(ops);
+    });
     if (channel.autotick) this.autotickIds.add(id);
     return { channel, key };
   }
@@ -267,6 +311,7 @@ export class StreamService {
       await this.deps.store.commit([
         { type: 'put', sub: this.channels, key: id, value: closed },
         { type: 'del', sub: this.autoIndex, key: id },
+        { type: 'del', sub: this.byOwner, key: this.ownerKey(c) },
       ]);
       this.autotickIds.delete(id);
       this.deps.hub.closeChannel(id, 'channel closed');

@@ -17,13 +17,18 @@
 // loaded after a restart continues past the mark, so a seq (a nonce) is never used twice under its key, even when the
 // node died between two frames (up to SEQ_RESERVE numbers are skipped then). At most SESSIONS_MAX are kept in memory
 // (oldest dropped first; a dropped one is read again from the store); expired ones are deleted when met and at start.
+// The unexpired sessions on one identity's channels are at most `perIdentity`, counted by an index by owner written
+// in the batch of each open, under one lock per owner: beyond it 429 until the first of them expires.
 import { createCipheriv, createDecipheriv, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
-import type { Store, Sublevel } from '../store/db.js';
+import { ServiceError } from '../kernel/errors.js';
+import type { Op, Store, Sublevel } from '../store/db.js';
 import { BoundedMap } from '../util/bounded-map.js';
 import { KeyedLock } from '../util/keyed-lock.js';
 
 export const SESSION_TTL_MS = 10 * 60 * 1000;
 export const SESSIONS_MAX = 4096;
+/** Unexpired sessions on one identity's channels, unless configured (limits.secureSessionsPerIdentity). */
+export const SESSIONS_PER_IDENTITY_DEFAULT = 256;
 export const SECURE_INFO_PREFIX = 'svc-stream-secure/v1|';
 /** Sequence numbers reserved per store write. */
 export const SEQ_RESERVE = 1024n;
@@ -97,22 +102,48 @@ export function nonceFor(seq: bigint): Buffer {
 export class SecureSessions {
   private readonly sessions = new BoundedMap<string, SecureSession>(SESSIONS_MAX);
   private readonly sub: Sublevel;
+  /** Sessions by the owner of their channel: `zid!session` → its expiry (ms). */
+  private readonly byOwner: Sublevel;
   /** One reservation at a time per session. */
   private readonly reserving = new KeyedLock();
+  /** One open at a time per owner: its count and its batch. */
+  private readonly opening = new KeyedLock();
 
   constructor(
     private readonly nowMs: () => number,
     private readonly store: Store,
     private readonly atRestKey: Buffer,
+    readonly perIdentity = SESSIONS_PER_IDENTITY_DEFAULT,
   ) {
     this.sub = store.sub('stream_sessions');
+    this.byOwner = store.sub('stream_session_owner');
   }
 
-  /** Delete the sessions that expired while the node was down. */
+  /** Delete the sessions, and their owner index entries, that expired while the node was down. */
   async load(): Promise<void> {
     const now = this.nowMs();
     const gone = (await this.store.range<StoredSession>(this.sub)).filter((r) => r.value.expiresMs <= now);
-    if (gone.length > 0) await this.store.commit(gone.map((r) => ({ type: 'del' as const, sub: this.sub, key: r.key })));
+    const goneIndex = (await this.store.range<number>(this.byOwner)).filter((r) => r.value <= now);
+    const ops: Op[] = [
+      ...gone.map((r) => ({ type: 'del' as const, sub: this.sub, key: r.key })),
+      ...goneIndex.map((r) => ({ type: 'del' as const, sub: this.byOwner, key: r.key })),
+    ];
+    if (ops.length > 0) await this.store.commit(ops);
+  }
+
+  /** The unexpired sessions on `owner`'s channels: their index keys and expiries, and the expired ones' keys. */
+  private async ofOwner(owner: string): Promise<{ live: { key: string; expiresMs: number }[]; expired: string[] }> {
+    const now = this.nowMs();
+    const all = await this.store.range<number>(this.byOwner, { gte: `${owner}!`, lt: `${owner}!~` });
+    return {
+      live: all.filter((r) => r.value > now).map((r) => ({ key: r.key, expiresMs: r.value })),
+      expired: all.filter((r) => r.value <= now).map((r) => r.key),
+    };
+  }
+
+  /** Unexpired sessions on `owner`'s channels. */
+  async openBy(owner: string): Promise<number> {
+    return (await this.ofOwner(owner)).live.length;
   }
 
   private stored(s: SecureSession): StoredSession {
@@ -143,22 +174,52 @@ export class SecureSessions {
     }
   }
 
-  /** Steps 2-3: a session for a client's public key, stored (with its first reservation) before it is answered. */
-  async open(channelId: string, clientPublic: KeyObject): Promise<{ session: SecureSession; serverPublicKey: string }> {
-    const { privateKey, publicKey } = generateKeyPairSync('x25519');
-    const shared = diffieHellman({ privateKey, publicKey: clientPublic });
-    const id = `ses_${randomBytes(16).toString('hex')}`;
-    const session: SecureSession = {
-      id,
-      channelId,
-      key: sessionKey(shared, id, channelId),
-      seq: 0n,
-      reserved: SEQ_RESERVE,
-      expiresMs: this.nowMs() + SESSION_TTL_MS,
-    };
-    await this.store.commit([{ type: 'put', sub: this.sub, key: id, value: this.stored(session) }]);
-    this.sessions.set(id, session);
-    return { session, serverPublicKey: rawPublicKey(publicKey) };
+  /**
+   * Steps 2-3: a session for a client's public key on a channel of `owner`, stored (with its first reservation and
+   * its owner index entry, the owner's expired entries deleted) before it is answered. At the owner's cap: 429 and
+   * nothing written.
+   */
+  async open(channelId: string, owner: string, clientPublic: KeyObject): Promise<{ session: SecureSession; serverPublicKey: string }> {
+    return this.opening.run(owner, async () => {
+      const { live, expired } = await this.ofOwner(owner);
+      if (live.length >= this.perIdentity) throw this.refusal(live.length, Math.min(...live.map((l) => l.expiresMs)));
+      const { privateKey, publicKey } = generateKeyPairSync('x25519');
+      const shared = diffieHellman({ privateKey, publicKey: clientPublic });
+      const id = `ses_${randomBytes(16).toString('hex')}`;
+      const session: SecureSession = {
+        id,
+        channelId,
+        key: sessionKey(shared, id, channelId),
+        seq: 0n,
+        reserved: SEQ_RESERVE,
+        expiresMs: this.nowMs() + SESSION_TTL_MS,
+      };
+      await this.store.commit([
+        { type: 'put', sub: this.sub, key: id, value: this.stored(session) },
+        { type: 'put', sub: this.byOwner, key: `${owner}!${id}`, value: session.expiresMs },
+        ...expired.map((key) => ({ type: 'del' as const, sub: this.byOwner, key })),
+      ]);
+      this.sessions.set(id, session);
+      return { session, serverPublicKey: rawPublicKey(publicKey) };
+    });
+  }
+
+  /** A slot frees only when a session expires: the refusal says when the first one does. */
+  private refusal(open: number, firstExpiryMs: number): ServiceError {
+    const retry = Math.max(1, Math.ceil((firstExpiryMs - this.nowMs()) / 1000));
+    return new ServiceError(
+      429,
+      'SVC_RATE_LIMIT',
+      `too many secure sessions open: at most ${this.perIdentity} unexpired on one identity's channels; retry when one expires`,
+      {
+        limit: this.perIdentity,
+        scope: 'identity',
+        open_sessions: open,
+        window_seconds: SESSION_TTL_MS / 1000,
+        retry_after_seconds: retry,
+        reset_at: new Date(firstExpiryMs).toISOString(),
+      },
+    );
   }
 
   /** A live session of this channel, or null (unknown, expired or another channel's). */

@@ -127,3 +127,69 @@ describe('stream channels', () => {
     expect(badLink.headers.get('x-svc-sealed')).toBe('false');
   });
 });
+
+describe('channels and secure sessions per identity', () => {
+  let n: TestNode;
+  let who: { zid: string; key: string };
+  beforeAll(async () => {
+    n = await startTestNode({ limits: { streamChannelsPerIdentity: 2, secureSessionsPerIdentity: 2 } }, { initialCredits: 1000 });
+    who = await zkIdentity(n.url, 'stream-capped');
+  });
+  afterAll(() => n.destroy());
+  const create = (path = '/api/svc/streams') => call(n.url, 'POST', path, { solver: 'lorenz', inputs: { t_end: 0.5 } }, bearer(who.key));
+  const channels = async () => (await n.node.store.range(n.node.store.sub('stream_channels'))).length;
+
+  it('creates up to the cap on either path, refuses one more with 409 and nothing written, and a closed channel frees its slot', async () => {
+    const a = await create();
+    const b = await create('/api/svc/stream/channels');
+    expect([a.status, b.status]).toEqual([201, 201]);
+    const before = await channels();
+    for (const path of ['/api/svc/streams', '/api/svc/stream/channels']) {
+      const e = expectError((await create(path)) as never, 409, 'SVC_CONFLICT');
+      expect(e).toMatchObject({
+        message: 'an identity holds at most 2 open stream channels on this node (it holds 2); close one to open another',
+        limit: 2,
+        count: 2,
+        resource: 'open stream channels',
+      });
+    }
+    expect(await channels()).toBe(before);
+    expect(await n.node.streams.openBy(who.zid)).toBe(2);
+    expect((await call(n.url, 'DELETE', `/api/svc/streams/${a.body.id}`, undefined, bearer(who.key))).body.status).toBe('closed');
+    expect(await n.node.streams.openBy(who.zid)).toBe(1);
+    const c = await create();
+    expect(c.status, c.text).toBe(201);
+    expectError((await create()) as never, 409, 'SVC_CONFLICT');
+    // The owner index is in the store: a restart keeps the count, and a closed channel stays out of it.
+    n = await n.restart();
+    expect(await n.node.streams.openBy(who.zid)).toBe(2);
+    expectError((await create()) as never, 409, 'SVC_CONFLICT');
+  }, 30_000);
+
+  it('refuses a secure session past the cap with 429, Retry-After until the first expires, and nothing written', async () => {
+    const { generateKeyPairSync } = await import('node:crypto');
+    const ch = (await n.node.store.range<{ id: string; status: string; owner: { zid: string } }>(n.node.store.sub('stream_channels'))).find(
+      (c) => c.value.status === 'open' && c.value.owner.zid === who.zid,
+    )!.value;
+    const openSession = () =>
+      call(
+        n.url,
+        'POST',
+        `/api/svc/streams/${ch.id}/secure/open`,
+        { client_public_key: generateKeyPairSync('x25519').publicKey.export({ format: 'jwk' }).x },
+        bearer(who.key),
+      );
+    expect((await openSession()).status).toBe(201);
+    expect((await openSession()).status).toBe(201);
+    const sessions = async () => (await n.node.store.range(n.node.store.sub('stream_sessions'))).length;
+    const before = await sessions();
+    const r = await openSession();
+    const e = expectError(r as never, 429, 'SVC_RATE_LIMIT');
+    expect(e).toMatchObject({ limit: 2, scope: 'identity', open_sessions: 2, window_seconds: 600 });
+    expect(e.retry_after_seconds).toBeGreaterThan(590);
+    expect(e.retry_after_seconds).toBeLessThanOrEqual(600);
+    expect(Date.parse(e.reset_at)).toBeGreaterThan(Date.now());
+    expect(r.headers.get('retry-after')).toBe(String(e.retry_after_seconds));
+    expect(await sessions()).toBe(before);
+  }, 30_000);
+});

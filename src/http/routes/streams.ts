@@ -286,7 +286,7 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
           reason: 'not an X25519 public key',
           allowed: '32 bytes, base64url',
         });
-      const { session, serverPublicKey } = await streams.secure.open(channel.id, pub);
+      const { session, serverPublicKey } = await streams.secure.open(channel.id, channel.owner.zid, pub);
       ctx.status = 201;
       ctx.body = {
         session: session.id,
