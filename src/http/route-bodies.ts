@@ -34,6 +34,10 @@ export const ROUTE_BODIES: Record<string, RouteBody> = {
     request: '{id}',
     answer: '{id, step, committed: false, value, unit, state, check, invariant}: nothing sealed, charged or written',
   },
+  'POST /api/svc/reactor/close': {
+    request: '{id}',
+    answer: "{id, solver, inputs, step, state, ...} as it was last: the reactor and its trajectory are deleted, freeing one of the identity's reactor slots",
+  },
   'GET /api/svc/mmio': {
     request: 'none',
     answer: '{version, node, svcond, registers [{name, offset, address, type, unit, description, value}], caller_registers}',

@@ -58,7 +58,7 @@ export async function wireAssistants(f: Foundation, needs: AssistantsNeeds): Pro
   const { store, clock, options } = f;
   const { chain, ledger, compute } = needs;
   const nodeId = () => f.nodeId;
-  const reactor = new ReactorService({ store, compute, clock, nodeId, phi0: f.config.kernel.phi0 });
+  const reactor = new ReactorService({ store, compute, clock, nodeId, phi0: f.config.kernel.phi0, perIdentity: f.config.limits.reactorsPerIdentity });
   const agents = new AgentRuntime({
     store,
     clock,

@@ -3,8 +3,10 @@
 // the run like any solver run (charged as one), and the reactor's record and its trajectory row are written in the
 // run's sealing batch, so a step is sealed and recorded, or neither. A reactor lives at its owner's home node, in
 // the store, so it survives a restart. Steps of one reactor are serialised; N steps equal one run of N segments bit
-// for bit (the stateful solvers continue exactly from their state: solvers.md §1).
-import { ServiceError } from '../kernel/errors.js';
+// for bit (the stateful solvers continue exactly from their state: solvers.md §1). An identity holds at most
+// `perIdentity` reactors, counted by the owner index written in the batches that open and close them; closing one
+// deletes it with its trajectory and frees its slot.
+import { capReached, ServiceError } from '../kernel/errors.js';
 import { stampAt, type Clock } from '../kernel/clock.js';
 import { modulationFactor } from '../kernel/modulation.js';
 import { checkChainRequest } from '../kernel/operators/chain.js';
@@ -71,9 +73,12 @@ export interface ReactorDeps {
   clock: Clock;
   nodeId: () => string;
   phi0: number;
+  /** Reactors one identity may hold (default REACTORS_PER_IDENTITY_DEFAULT). */
+  perIdentity?: number;
 }
 
 export const TRAJECTORY_PAGE_MAX = 1000;
+export const REACTORS_PER_IDENTITY_DEFAULT = 256;
 
 function notFound(id: string): ServiceError {
   return new ServiceError(404, 'SVC_NOT_FOUND', `no reactor ${id}`);
@@ -86,11 +91,15 @@ export class ReactorService {
   private readonly byOwner: Sublevel;
   /** Steps in flight by reactor: one at a time per reactor. */
   private readonly locks = new KeyedLock();
+  /** One open at a time per owner: its count and its batch. */
+  private readonly opening = new KeyedLock();
+  readonly perIdentity: number;
 
   constructor(private readonly deps: ReactorDeps) {
     this.reactors = deps.store.sub('reactors');
     this.rows = deps.store.sub('reactor_steps');
     this.byOwner = deps.store.sub('reactor_owner');
+    this.perIdentity = deps.perIdentity ?? REACTORS_PER_IDENTITY_DEFAULT;
   }
 
   private now(): number {
@@ -153,11 +162,33 @@ export class ReactorService {
       last_ms: null,
       invariant: null,
     };
-    await this.deps.store.commit([
-      { type: 'put', sub: this.reactors, key: record.id, value: record },
-      { type: 'put', sub: this.byOwner, key: `${caller.zid}!${record.id}`, value: 1 },
-    ]);
+    // Counted and written under the owner's lock: parallel opens cannot pass the cap; at it, 409 and nothing written.
+    await this.opening.run(caller.zid, async () => {
+      const held = await this.countOf(caller.zid, this.perIdentity);
+      if (held >= this.perIdentity) throw capReached('reactors', this.perIdentity, held, 'close one (POST /api/svc/reactor/close) to open another');
+      await this.deps.store.commit([
+        { type: 'put', sub: this.reactors, key: record.id, value: record },
+        { type: 'put', sub: this.byOwner, key: `${caller.zid}!${record.id}`, value: 1 },
+      ]);
+    });
     return record;
+  }
+
+  /**
+   * Close the caller's reactor: its record, owner index entry and trajectory deleted in one batch, after any step in
+   * flight (the reactor's lock). Returns the record as it was last.
+   */
+  close(caller: Caller & { kind: 'identity' }, id: string): Promise<ReactorRecord> {
+    return this.locks.run(id, async () => {
+      const r = await this.get(caller, id);
+      const rows = await this.deps.store.range(this.rows, { gte: `${id}!`, lt: `${id}!~` });
+      await this.deps.store.commit([
+        { type: 'del', sub: this.reactors, key: id },
+        { type: 'del', sub: this.byOwner, key: `${r.owner}!${id}` },
+        ...rows.map((row) => ({ type: 'del' as const, sub: this.rows, key: row.key })),
+      ]);
+      return r;
+    });
   }
 
   /** The inputs after a chain step: the last ones with the feedback rule applied to the result. */

@@ -135,3 +135,59 @@ describe('reactor', () => {
     expect(JSON.stringify(fourth.body.state)).toBe(JSON.stringify(JSON.parse(JSON.stringify(wholeRun('lorenz', { t_end: 1 }).state))));
   });
 });
+
+describe('reactors per identity', () => {
+  let t: TestNode;
+  let owner: { zid: string; key: string };
+  beforeAll(async () => {
+    t = await startTestNode({ limits: { reactorsPerIdentity: 2 } }, { initialCredits: 1000 });
+    owner = await zkIdentity(t.url, 'reactor-capped');
+  });
+  afterAll(async () => {
+    await t?.destroy();
+  });
+  const post = (path: string, body: unknown, k = owner.key) => call(t.url, 'POST', path, body, bearer(k));
+  const open = () => post('/api/svc/reactor', { solver: 'lorenz', inputs: { t_end: 0.1 } });
+  const reactors = async () => (await t.node.store.range(t.node.store.sub('reactors'))).length;
+
+  it('opens up to the cap, refuses one more with 409 and nothing written, and closing one (with its trajectory) frees a slot', async () => {
+    const a = await open();
+    const b = await post('/api/svc/reactor', {
+      chain: { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2, velocity_m_s: 2 } },
+      feedback: { mass_kg: '{{result.value}}' },
+    });
+    expect([a.status, b.status], b.text).toEqual([201, 201]);
+    expect((await post('/api/svc/reactor/step', { id: a.body.id })).status).toBe(200);
+    const before = await reactors();
+    const e = expectError((await open()) as never, 409, 'SVC_CONFLICT');
+    expect(e).toMatchObject({
+      message: 'an identity holds at most 2 reactors on this node (it holds 2); close one (POST /api/svc/reactor/close) to open another',
+      limit: 2,
+      count: 2,
+      resource: 'reactors',
+    });
+    expect(await reactors()).toBe(before);
+    expect(await t.node.reactor.countOf(owner.zid)).toBe(2);
+
+    // Only the owner closes: another identity's key is 403 and nothing changes.
+    const other = await zkIdentity(t.url, 'reactor-capped-other');
+    expectError((await post('/api/svc/reactor/close', { id: a.body.id }, other.key)) as never, 403, 'SVC_FORBIDDEN');
+    const closed = await post('/api/svc/reactor/close', { id: a.body.id });
+    expect(closed.status, closed.text).toBe(200);
+    expect(closed.body).toMatchObject({ id: a.body.id, step: 1, owner: owner.zid });
+    expect(await reactors()).toBe(before - 1);
+    expect((await t.node.store.range(t.node.store.sub('reactor_steps'), { gte: `${a.body.id}!`, lt: `${a.body.id}!~` })).length).toBe(0);
+    expectError((await post('/api/svc/reactor/state', { id: a.body.id })) as never, 404, 'SVC_NOT_FOUND');
+    expectError((await post('/api/svc/reactor/close', { id: a.body.id })) as never, 404, 'SVC_NOT_FOUND');
+    expect((await open()).status).toBe(201);
+    expectError((await open()) as never, 409, 'SVC_CONFLICT');
+  }, 30_000);
+
+  it('parallel opens cannot pass the cap, and a restart keeps the count', async () => {
+    const who = await zkIdentity(t.url, 'reactor-race');
+    const raced = await Promise.all(Array.from({ length: 4 }, () => post('/api/svc/reactor', { solver: 'lorenz', inputs: {} }, who.key)));
+    expect(raced.map((r) => r.status).sort()).toEqual([201, 201, 409, 409]);
+    t = await t.restart();
+    expectError((await post('/api/svc/reactor', { solver: 'lorenz', inputs: {} }, who.key)) as never, 409, 'SVC_CONFLICT');
+  }, 30_000);
+});

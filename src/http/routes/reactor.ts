@@ -1,5 +1,6 @@
-// The reactor (spec 4.8): POST /api/svc/reactor opens one; the sub-paths take {id} and answer its state. Thin:
-// validate, call the reactor service at the caller's home (forwardToHome), shape the answer.
+// The reactor (spec 4.8): POST /api/svc/reactor opens one; the sub-paths take {id} and answer its state (/close,
+// beyond the spec's sub-paths, deletes it). Thin: validate, call the reactor service at the caller's home
+// (forwardToHome), shape the answer.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
@@ -135,6 +136,11 @@ function registerReactorRoutes(router: Router, kit: HttpKit, s: ReactorRouteServ
   router.post('/api/svc/reactor/telemetry', responds(reactorTelemetryResponse), key, home, body(idBody), async (ctx) => {
     const { id } = validate(idBody, ctx.request.body);
     ctx.body = await r.telemetry(identityOf(ctx), id);
+  });
+  // Closing deletes the reactor and its trajectory, and frees one of the identity's reactor slots.
+  router.post('/api/svc/reactor/close', responds(reactorResponse), key, home, body(idBody), async (ctx) => {
+    const { id } = validate(idBody, ctx.request.body);
+    ctx.body = reactorView(await r.close(identityOf(ctx), id));
   });
   router.post('/api/svc/reactor/next', responds(reactorNextResponse), key, home, body(idBody), async (ctx) => {
     const { id } = validate(idBody, ctx.request.body);
