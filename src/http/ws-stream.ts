@@ -31,7 +31,7 @@ import { homeOfChannel } from '../streams/channel-id.js';
 import { FORWARDED_HEADER, SERVED_BY_HEADER } from './forward.js';
 import { addressKey } from './caller-address.js';
 import { FORWARDED_FOR_HEADER, forwardedForValue, statedIp } from './forwarded-address.js';
-import type { StreamSlots } from './stream-slots.js';
+import { STREAM_RETRY_SECONDS, type StreamSlots } from './stream-slots.js';
 import { CONNECT_FAILURES } from '../mesh/peer-http.js';
 import { PEER_STREAM_PROTOCOL, type OpenPeerStream } from '../mesh/peer-stream.js';
 
@@ -65,7 +65,14 @@ export interface StreamSocketDeps {
   retryAfterSeconds?: number;
   /** The mesh secret: a relay states its caller's address to the home under it (forwarded-address.ts). */
   meshSecret?: string | null;
+  /**
+   * Sockets opened with a key (the channel key or its owner's) one identity's channels may hold open here; beyond it
+   * 429 until one closes. Absent: KEYED_STREAMS_PER_IDENTITY_DEFAULT.
+   */
+  keyedPerIdentity?: number;
 }
+
+export const KEYED_STREAMS_PER_IDENTITY_DEFAULT = 2048;
 
 /** What ws's handleUpgrade checks (websocket-server.js), refused here first in the part-7 shape (ws answers plain text). */
 const WS_KEY = /^[+/0-9A-Za-z]{22}==$/;
@@ -168,6 +175,8 @@ function stillOpen(channel: ChannelRecord): ChannelRecord {
 interface Authorized {
   channel: ChannelRecord;
   stillGood: () => Promise<boolean>;
+  /** Opened with a key (counted per identity), not a pull link (counted per address as keyless). */
+  keyed: boolean;
 }
 
 async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL): Promise<Authorized> {
@@ -190,12 +199,12 @@ async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL)
     if (!check.ok)
       throw new ServiceError(401, 'SVC_INVALID_KEY', `pull link refused: ${check.reason}`, { key_id: null, revoked_at: null, reason: check.reason });
     // A link holds until it expires.
-    return { channel: stillOpen(await deps.streams.get(id)), stillGood: async () => deps.streams.checkLink(id, sig).ok };
+    return { channel: stillOpen(await deps.streams.get(id)), stillGood: async () => deps.streams.checkLink(id, sig).ok, keyed: false };
   }
   if (key === null) throw noKeyError('this route needs an API key, the channel key or a signed link', `${WS_STREAM_PATH}?channel=${id}&key=…`);
   const channel = stillOpen(await deps.streams.get(id));
   // The channel key lives as long as the channel (closing it ends the subscription).
-  if (deps.streams.isChannelKey(channel, key)) return { channel, stillGood: async () => true };
+  if (deps.streams.isChannelKey(channel, key)) return { channel, stillGood: async () => true, keyed: true };
   if (key.startsWith('stk_'))
     throw new ServiceError(401, 'SVC_INVALID_KEY', 'this is not the channel key', { key_id: null, revoked_at: null, reason: 'wrong channel key' });
   const rec = await deps.identity.resolveKey(key);
@@ -209,6 +218,7 @@ async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL)
         () => true,
         () => false,
       ),
+    keyed: true,
   };
 }
 
@@ -222,6 +232,32 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
   });
   const traceId = traceIdSource();
   const hub = deps.streams.hub;
+  // Keyed sockets open by channel owner: counts of open sockets (a restart closes them), checked and taken in the
+  // synchronous turn that upgrades, so parallel upgrades cannot pass the cap; given back when the socket closes.
+  const keyedCap = deps.keyedPerIdentity ?? KEYED_STREAMS_PER_IDENTITY_DEFAULT;
+  const keyedOpen = new Map<string, number>();
+  const takeKeyed = (owner: string): (() => void) => {
+    const open = keyedOpen.get(owner) ?? 0;
+    if (open >= keyedCap)
+      throw new ServiceError(429, 'SVC_RATE_LIMIT', `too many keyed streams open: at most ${keyedCap} on one identity's channels; close one and retry`, {
+        limit: keyedCap,
+        scope: 'identity',
+        stream: 'ws',
+        open_streams: open,
+        window_seconds: null,
+        retry_after_seconds: STREAM_RETRY_SECONDS,
+        reset_at: null,
+      });
+    keyedOpen.set(owner, open + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const left = (keyedOpen.get(owner) ?? 1) - 1;
+      if (left > 0) keyedOpen.set(owner, left);
+      else keyedOpen.delete(owner);
+    };
+  };
   // The last tick's frame: a publish hands every subscriber the same Buffer, framed once.
   let framedFrom: Buffer | null = null;
   let framed: Buffer | null = null;
@@ -297,7 +333,18 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
     }
     authorize(deps, req, url)
       .then(
-        ({ channel, stillGood }) => {
+        ({ channel, stillGood, keyed }) => {
+          if (keyed) {
+            let release: () => void;
+            try {
+              release = takeKeyed(channel.owner.zid);
+            } catch (err) {
+              refuse(socket, id, err as ServiceError);
+              return;
+            }
+            socket.once('close', release);
+            socket.once('finish', release);
+          }
           wss.handleUpgrade(req, socket, head, (ws: Alive) => {
             ws.alive = true;
             ws.stillGood = stillGood;

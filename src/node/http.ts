@@ -135,6 +135,7 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     keylessStreams,
     retryAfterSeconds: Math.max(1, Math.ceil(config.mesh.forwardTimeoutMs / 1000)),
     meshSecret: config.mesh.secret,
+    keyedPerIdentity: config.limits.keyedStreamsPerIdentity,
     overMesh: streamOverMesh ? { open: streamOverMesh, knows: (id) => mesh.peerUrl(id) !== null || mesh.peers().some((p) => p.peerId === id) } : null,
   });
   await listen(server, config.port, config.host);

@@ -203,3 +203,71 @@ describe('the upgrade listener', () => {
     await new Promise((r) => server.close(r));
   });
 });
+
+describe('keyed sockets per identity', () => {
+  let n: TestNode;
+  let who: { zid: string; key: string };
+  let ch: { id: string; key: string };
+  beforeAll(async () => {
+    n = await startTestNode({ limits: { keyedStreamsPerIdentity: 2 } }, { initialCredits: 1000 });
+    who = await zkIdentity(n.url, 'ws-capped');
+    ch = (await call(n.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: {} }, bearer(who.key))).body;
+  });
+  afterAll(() => n.destroy());
+  const url = (q: string) => `${n.url.replace(/^http/, 'ws')}/ws/stream?${q}`;
+  /** Opens, or resolves with the refusal's status, Retry-After and part-7 body. */
+  const attempt = (q: string, headers: Record<string, string> = {}) =>
+    new Promise<{ ws: WebSocket } | { status: number; retryAfter: string | undefined; body: any }>((resolve, reject) => {
+      const ws = new WebSocket(url(q), { headers });
+      ws.on('message', () => resolve({ ws }));
+      ws.on('unexpected-response', (_req, res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'], body: JSON.parse(text) }));
+      });
+      ws.on('error', reject);
+    });
+
+  it('opens keyed sockets up to the cap, refuses one more with 429 in the part-7 shape, and a closed socket frees its slot', async () => {
+    const first = await attempt(`channel=${ch.id}`, bearer(who.key));
+    const second = await attempt(`channel=${ch.id}&key=${ch.key}`);
+    expect('ws' in first && 'ws' in second).toBe(true);
+    const refused = await attempt(`channel=${ch.id}`, bearer(who.key));
+    expect(refused).toMatchObject({
+      status: 429,
+      retryAfter: '5',
+      body: {
+        error: {
+          code: 'SVC_RATE_LIMIT',
+          message: "too many keyed streams open: at most 2 on one identity's channels; close one and retry",
+          limit: 2,
+          scope: 'identity',
+          stream: 'ws',
+          open_streams: 2,
+          window_seconds: null,
+          retry_after_seconds: 5,
+          reset_at: null,
+        },
+      },
+    });
+    for (const f of ['trace_id', 'timestamp', 'documentation_url']) expect(typeof (refused as { body: any }).body.error[f]).toBe('string');
+    // A pull link's socket is keyless: counted per address, not here.
+    const link = (await call(n.url, 'POST', `/api/svc/streams/${ch.id}/link`, {}, bearer(who.key))).body;
+    const linked = await attempt(`channel=${ch.id}&sig=${encodeURIComponent(link.sig)}`);
+    expect('ws' in linked).toBe(true);
+    // Another identity's channels have their own slots.
+    const other = await zkIdentity(n.url, 'ws-capped-other');
+    const och = (await call(n.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: {} }, bearer(other.key))).body;
+    expect('ws' in (await attempt(`channel=${och.id}`, bearer(other.key)))).toBe(true);
+
+    (first as { ws: WebSocket }).ws.close();
+    let again = await attempt(`channel=${ch.id}`, bearer(who.key));
+    const end = Date.now() + 10_000;
+    while (!('ws' in again) && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 20));
+      again = await attempt(`channel=${ch.id}`, bearer(who.key));
+    }
+    expect('ws' in again).toBe(true);
+    expect(await attempt(`channel=${ch.id}`, bearer(who.key))).toMatchObject({ status: 429 });
+  }, 30_000);
+});
