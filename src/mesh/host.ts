@@ -31,7 +31,7 @@ import type { AddressManager } from '@libp2p/interface-internal';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { ALL_TOPICS, TOPICS } from './wire.js';
 import type { GossipVerdict } from './validator.js';
-import { PeerSet } from './peer-set.js';
+import { PeerSet, type SilentPeer } from './peer-set.js';
 import type { PeerStore } from './peer-store.js';
 import { PEER_EXCHANGE_PROTOCOL, PeerExchange } from './peer-exchange.js';
 import { isPrivateHost, reachabilityOf, relayOf, withoutPeerId, type ReachabilityStatus } from './reachability.js';
@@ -127,6 +127,8 @@ export interface MeshHostOptions {
   /** Called for every message the validator accepted (never for this node's own messages). */
   onMessage: (topic: string, data: Uint8Array, from: string) => void;
   onPeerChange?: (peerId: string, connected: boolean) => void;
+  /** Peers heard recently that this node went deaf to (peer-table.ts silentPeers): the peer set dials them. */
+  silentPeers?: () => readonly SilentPeer[];
   /** Redial backoff bounds in ms (default 250 .. 10 000). */
   redialMinMs?: number;
   redialMaxMs?: number;
@@ -377,6 +379,7 @@ export class MeshHost {
       redialMaxMs: o.redialMaxMs ?? 10_000,
       score: (peerId) => this.peerScore(peerId),
       keep: (peerId) => this.reachability().relays.includes(peerId),
+      ...(o.silentPeers ? { silent: o.silentPeers } : {}),
       log: this.log,
     });
     if (o.exchange) await this.startExchange(node, o.exchange, this.peerSet);

@@ -1,16 +1,19 @@
-// A healthy peer set: the host's dialler and pruner. Every `maintainMs` it counts the open connections; below the
-// target it dials known peers (the persisted peer store: tick events, identify, discovery) that are not in their
-// redial backoff, the most recently seen first, and the bootstrap addresses: a first contact, dialled at start and
-// afterwards only as a last resort, while the node is under its target and has no connection or no known peer due. A
-// peer that answered full waits longer at each such answer in a row. Every node of a mesh may have been told the same
-// seed; were it redialled by all that are under their target, its handshake slots would go to nodes that have others
-// to dial while a newcomer that knows only the seed is refused at every try (docs/scale.md). Above the maximum it
-// closes the connections of the worst-scored peers. A failed dial doubles that peer's backoff (bounded); an open
-// connection resets it, and a closed one waits the longest backoff.
+// A healthy peer set: the host's dialler and pruner. Every `maintainMs` it counts the open connections and asks the
+// transition table (dial-decision.ts) what to do. Below the target it dials known peers (the persisted peer store: tick
+// events, identify, discovery) that are not in their redial backoff, the most recently seen first (a peer whose dial
+// failed since it was last seen after those whose did not), and the bootstrap addresses: a first contact, dialled at
+// start and afterwards only as a last resort, while the node is under its target and has no connection or no known
+// peer due. A peer that answered full waits longer at each such answer in a row. Every node of a mesh may have been
+// told the same seed; were it redialled by all that are under their target, its handshake slots would go to nodes that
+// have others to dial while a newcomer that knows only the seed is refused at every try (docs/scale.md). A node deaf to
+// peers it heard recently (`silent`: a partition, or peers gone) dials them, one a pass and a few a minute, even at
+// its target. Above the maximum it closes the connections of the worst-scored peers. A failed dial doubles that
+// peer's backoff (bounded); an open connection resets it, and a closed one waits the longest backoff.
 import type { Connection, PeerId } from '@libp2p/interface';
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
 import type { KnownPeer, PeerStore } from './peer-store.js';
 import type { MeshLogger } from './host.js';
+import { SILENT_WINDOW_MS, SILENT_DIALS_PER_WINDOW, decideDials, type DialState } from './dial-decision.js';
 
 /** What the peer set needs of the libp2p node. */
 export interface Dialler {
@@ -39,7 +42,19 @@ export interface PeerSetOptions {
   score: (peerId: string) => number;
   /** Peers never pruned (the relays this node holds a reservation on). */
   keep?: (peerId: string) => boolean;
+  /**
+   * Peers heard recently (tick events) that this node no longer hears and holds no connection to, the most recently
+   * heard first, with the addresses their last tick event named: dialled within the caps of dial-decision.ts (at the
+   * peer store's addresses, or these when the store has forgotten the peer). Absent: none.
+   */
+  silent?: () => readonly SilentPeer[];
   log: MeshLogger;
+}
+
+/** A peer this node went deaf to, and where its last tick event said it listens. */
+export interface SilentPeer {
+  peerId: string;
+  addrs: readonly string[];
 }
 
 interface Backoff {
@@ -67,6 +82,10 @@ export class PeerSet {
   /** Peers that answered as full: until when they are not redialled, and the wait that set it. */
   private readonly fullAnswers = new Map<string, { until: number; waitMs: number }>();
   private readonly dialling = new Set<string>();
+  /** When the dials to silent peers of the last SILENT_WINDOW_MS started (the node-wide cap). */
+  private silentDials: number[] = [];
+  /** The state of the last pass (dial-decision.ts): a partition found or left is logged once. */
+  private lastState: DialState | null = null;
   private timer: NodeJS.Timeout | null = null;
   private stopping = false;
   private lastFlush = 0;
@@ -161,17 +180,39 @@ export class PeerSet {
     }
     // A peer not answered full again within a wait of the last one's end starts over at the shortest wait.
     for (const [id, f] of this.fullAnswers) if (f.until + f.waitMs <= now) this.fullAnswers.delete(id);
-    if (connected.size < this.o.target) {
-      // A node with no connection cannot learn peers: its bootstrap addresses are dialled beside its known peers.
-      const lastResort = connected.size === 0 || !this.o.known.list().some((p) => this.isDue(p, now, connected));
-      for (const t of this.targets) {
-        if (t.peerId !== null && connected.has(t.peerId)) t.backoffMs = this.o.redialMinMs;
-        else if (lastResort && now >= t.nextAt) void this.dialBootstrap(t);
-      }
-      void Promise.all(this.dialKnown(this.o.target - connected.size, connected));
-    } else if (connected.size > this.o.max) {
-      this.prune(connected);
+    this.silentDials = this.silentDials.filter((at) => now - at < SILENT_WINDOW_MS);
+    const silent = (this.o.silent?.() ?? []).filter((p) => p.peerId !== this.self && !connected.has(p.peerId));
+    // The most recently heard first, but one whose dial failed since it was last seen after the rest: the peer heard
+    // last is often the one that died, and it would otherwise take every dial each time its backoff ends.
+    const failing = (p: SilentPeer) => Number((this.o.known.get(p.peerId)?.failures ?? 0) > 0);
+    const silentDue = silent.filter((p) => this.isDueId(p.peerId, now, connected)).sort((a, b) => failing(a) - failing(b));
+    const actions = decideDials({
+      connected: connected.size,
+      target: this.o.target,
+      max: this.o.max,
+      knownDue: this.o.known.list().filter((p) => this.isDue(p, now, connected)).length,
+      silent: silent.length,
+      silentDue: silentDue.length,
+      silentBudget: SILENT_DIALS_PER_WINDOW - this.silentDials.length,
+    });
+    if (actions.state !== this.lastState && (actions.state === 'partitioned' || this.lastState === 'partitioned')) {
+      this.o.log.info({ state: actions.state, connected: connected.size, silent: silent.length }, 'mesh peer set state');
     }
+    this.lastState = actions.state;
+    // Silent peers first: alive a moment ago, where the most recently seen known peer may be the one that died.
+    for (const p of silentDue.slice(0, actions.silent)) {
+      const addrs = this.o.known.get(p.peerId)?.addrs ?? p.addrs;
+      if (addrs.length === 0) continue;
+      this.silentDials.push(now);
+      this.o.log.debug({ peerId: p.peerId }, 'mesh dials a peer it no longer hears');
+      void this.dialPeer(p.peerId, [...addrs]);
+    }
+    for (const t of this.targets) {
+      if (t.peerId !== null && connected.has(t.peerId)) t.backoffMs = this.o.redialMinMs;
+      else if (actions.bootstrap && now >= t.nextAt) void this.dialBootstrap(t);
+    }
+    if (actions.known > 0) void Promise.all(this.dialKnown(actions.known, connected));
+    if (actions.prune > 0) this.prune(connected);
     if (now - this.lastFlush >= FLUSH_EVERY_MS) {
       this.lastFlush = now;
       this.flushing = this.o.known.flush().catch((err: unknown) => this.o.log.warn({ err: String(err) }, 'mesh could not write its peer store'));
@@ -194,10 +235,18 @@ export class PeerSet {
 
   /** A known peer a dial may go to now: not this node, not connected, not being dialled, out of its backoff. */
   private isDue(p: KnownPeer, now: number, connected: ReadonlySet<string>): boolean {
-    return p.peerId !== this.self && !connected.has(p.peerId) && !this.dialling.has(p.peerId) && (this.backoff.get(p.peerId)?.nextAt ?? 0) <= now;
+    return this.isDueId(p.peerId, now, connected);
   }
 
-  /** Start dials to up to `wanted` known peers that are due (the most recently seen first). */
+  private isDueId(peerId: string, now: number, connected: ReadonlySet<string>): boolean {
+    return peerId !== this.self && !connected.has(peerId) && !this.dialling.has(peerId) && (this.backoff.get(peerId)?.nextAt ?? 0) <= now;
+  }
+
+  /**
+   * Start dials to up to `wanted` known peers that are due: the most recently seen first, but a peer whose dial failed
+   * since it was last seen after those whose did not (the peer a node was last connected to is often the one that
+   * died, and it would otherwise take every dial of a node at target 1 each time its backoff ends).
+   */
   private dialKnown(wanted: number, connected: ReadonlySet<string> = this.connected()): Promise<void>[] {
     const room = Math.min(wanted, (this.o.dialConcurrency ?? 4) - this.dialling.size);
     if (room <= 0) return [];
@@ -205,7 +254,7 @@ export class PeerSet {
     return this.o.known
       .list()
       .filter((p) => this.isDue(p, now, connected))
-      .sort((a, b) => b.lastSeen - a.lastSeen || a.failures - b.failures)
+      .sort((a, b) => Number(a.failures > 0) - Number(b.failures > 0) || b.lastSeen - a.lastSeen || a.failures - b.failures)
       .slice(0, room)
       .map((p) => this.dialPeer(p.peerId, p.addrs));
   }

@@ -90,6 +90,20 @@ export function recentWindow(every: number): number {
 export function freshWindow(every: number): number {
   return 2 * every + 1;
 }
+/**
+ * Ticks at least after which a peer whose tick events stopped counts as silent: a node whose event loop stalls a few
+ * seconds (a loaded machine) is not taken for one cut off at the shortest intervals.
+ */
+export const SILENT_FLOOR_TICKS = 8;
+
+/**
+ * How long after its last tick event arrived a peer counts as silent: past its fresh window (it missed its next event
+ * and one more), and at least SILENT_FLOOR_TICKS. It stays silent until its recent window ends.
+ */
+export function silentAfter(every: number): number {
+  return Math.max(SILENT_FLOOR_TICKS, freshWindow(every));
+}
+
 /** Most peers listed in status (connected first, then the most recently heard). */
 export const STATUS_PEERS_MAX = 64;
 
@@ -233,6 +247,20 @@ export class PeerTable {
         every: p.every,
       }))
       .sort((a, b) => (a.peerId < b.peerId ? -1 : 1));
+  }
+
+  /**
+   * Peers this node went deaf to (docs/decisions.md, "Mesh: a partition is a reason to dial"): heard recently (within
+   * their recent window) but not since silentAfter of their own interval, and not connected; the most recently heard
+   * first, with the addresses their last tick event named. Each is on the other side of a partition, or gone.
+   */
+  silentPeers(now: number): { peerId: string; addrs: string[] }[] {
+    const out: PeerInfo[] = [];
+    for (const p of this.peers.values()) {
+      if (p.connected || p.receivedSvcond === null || !this.heardRecently(p, now)) continue;
+      if (now - p.receivedSvcond > silentAfter(p.every)) out.push(p);
+    }
+    return out.sort((a, b) => (b.receivedSvcond ?? 0) - (a.receivedSvcond ?? 0)).map((p) => ({ peerId: p.peerId, addrs: [...p.multiaddrs] }));
   }
 
   /** Every peer known (copies). */

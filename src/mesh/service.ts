@@ -351,6 +351,7 @@ export class MeshService {
         validate: (topic, data, from) => this.validateGossip(topic, data, from),
         onMessage: (topic, data, from) => this.onGossip(topic, data, from),
         onPeerChange: (peerId, connected) => this.peerTable.connectionChanged(peerId, connected),
+        silentPeers: () => this.peerTable.silentPeers(this.nowSvcond()),
         redialMinMs: this.opts.redialMinMs,
         redialMaxMs: this.opts.redialMaxMs,
         seenTtlMs: this.opts.gossipSeenTtlMs,

@@ -1,13 +1,15 @@
 // The peer set's dialling policy, on simulated time: the bootstrap address is a first contact and a last resort (not
 // redialled while known peers are due and the node has a connection), a peer whose connection closed waits the longest
-// backoff, and a peer that answers full waits twice as long at each such answer in a row. The dialler records each
+// backoff, a peer that answers full waits twice as long at each such answer in a row, a peer whose dial failed goes
+// after the others, and a node at its target dials the peers it went deaf to, within its caps. The dialler records each
 // dial and answers from the test's table of reachable peers; the peer store is the real one over LevelDB.
 import { join } from 'node:path';
 import type { Connection, PeerId } from '@libp2p/interface';
 import { peerIdFromString } from '@libp2p/peer-id';
 import type { Multiaddr } from '@multiformats/multiaddr';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { PeerSet, type Dialler } from '../../src/mesh/peer-set.js';
+import { SILENT_DIALS_PER_WINDOW, SILENT_WINDOW_MS } from '../../src/mesh/dial-decision.js';
+import { PeerSet, type Dialler, type SilentPeer } from '../../src/mesh/peer-set.js';
 import { PeerStore } from '../../src/mesh/peer-store.js';
 import { Store } from '../../src/store/db.js';
 import { keyedNodes } from '../helpers/promise-signers.js';
@@ -75,13 +77,14 @@ describe('PeerSet dialling', () => {
     await removeDir(dir);
   });
 
-  const start = async (): Promise<PeerSet> => {
+  const start = async (o: { target?: number; max?: number; bootstrap?: string[]; silent?: () => readonly SilentPeer[] } = {}): Promise<PeerSet> => {
     set = new PeerSet({
       node: dialler,
       known,
-      bootstrap: [`/ip4/127.0.0.1/tcp/4001/p2p/${seed}`],
-      target: 8,
-      max: 24,
+      bootstrap: o.bootstrap ?? [`/ip4/127.0.0.1/tcp/4001/p2p/${seed}`],
+      target: o.target ?? 8,
+      max: o.max ?? 24,
+      ...(o.silent ? { silent: o.silent } : {}),
       redialMinMs: 250,
       redialMaxMs: REDIAL_MAX_MS,
       maintainMs: MAINTAIN_MS,
@@ -200,5 +203,80 @@ describe('PeerSet dialling', () => {
     const next = dialler.dialsTo(seed).find((t) => t > fullAt)!;
     expect(next - fullAt).toBeGreaterThanOrEqual(REDIAL_MAX_MS);
     expect(next - fullAt).toBeLessThanOrEqual(REDIAL_MAX_MS + MAINTAIN_MS);
+  });
+
+  // A node of a sparse line (target 1) whose neighbour died: the neighbour was seen last and heard last.
+  const sparseLine = async (): Promise<{ neighbour: string; near: string; far: string }> => {
+    const [neighbour, near, far] = [await newPeerId(), await newPeerId(), await newPeerId()];
+    for (const [i, peer] of [neighbour, near, far].entries()) known.learn(peer, [`/ip4/127.0.0.1/tcp/${4100 + i}`]);
+    known.seen(neighbour, Date.now() - 60_000);
+    return { neighbour, near, far };
+  };
+  /** A silent peer with the address its last tick event named. */
+  const heardAt = (peerId: string, i: number): SilentPeer => ({ peerId, addrs: [`/ip4/127.0.0.1/tcp/${4200 + i}`] });
+  /** A reachable known peer seen more recently than the line's neighbour: the first a start dials. */
+  const friendOf = async (): Promise<string> => {
+    const friend = await newPeerId();
+    known.learn(friend, ['/ip4/127.0.0.1/tcp/4999']);
+    known.seen(friend, Date.now());
+    dialler.reachable.add(friend);
+    return friend;
+  };
+
+  it('alone, does not give every dial to the peer it was last connected to once that peer failed', async () => {
+    const { neighbour, near } = await sparseLine();
+    dialler.reachable.add(near);
+    await start({ target: 1, max: 2, bootstrap: [] });
+    await vi.advanceTimersByTimeAsync(3 * MAINTAIN_MS);
+    // The dead neighbour first (seen most recently), then a peer that did not fail.
+    expect(dialler.dialsTo(neighbour)).toHaveLength(1);
+    expect(dialler.getConnections().map((c) => c.remotePeer.toString())).toEqual([near]);
+  });
+
+  it('at its target, dials a peer it no longer hears, the one whose dial failed after the rest', async () => {
+    const { neighbour, near, far } = await sparseLine();
+    const friend = await friendOf();
+    dialler.reachable.add(far);
+    // The friend is this node's one connection; the neighbour (dead), then near (dead too) and far went silent.
+    const silent = [neighbour, near, far];
+    await start({ target: 1, max: 2, bootstrap: [], silent: () => silent.map(heardAt) });
+    await vi.advanceTimersByTimeAsync(1);
+    expect(dialler.getConnections().map((c) => c.remotePeer.toString())).toEqual([friend]);
+    await vi.advanceTimersByTimeAsync(3 * MAINTAIN_MS);
+    // One silent peer a pass: the neighbour heard last, then near, then far (each failure goes to the back).
+    expect(dialler.dials.filter((d) => d.peer !== friend).map((d) => d.peer)).toEqual([neighbour, near, far]);
+    expect(new Set(dialler.getConnections().map((c) => c.remotePeer.toString()))).toEqual(new Set([friend, far]));
+    // Healed: far is connected, so no longer silent; and a settled node dials no one.
+    silent.splice(0, silent.length);
+    const settledAt = dialler.dials.length;
+    await vi.advanceTimersByTimeAsync(10 * MAINTAIN_MS);
+    expect(dialler.dials.length).toBe(settledAt);
+  });
+
+  it('dials silent peers that are gone at most SILENT_DIALS_PER_WINDOW times a window, one a pass', async () => {
+    const { neighbour, near, far } = await sparseLine();
+    const friend = await friendOf();
+    await start({ target: 1, max: 2, bootstrap: [], silent: () => [neighbour, near, far].map(heardAt) });
+    await vi.advanceTimersByTimeAsync(SILENT_WINDOW_MS);
+    const silentDials = () => dialler.dials.filter((d) => d.peer !== friend).map((d) => d.at);
+    expect(silentDials()).toHaveLength(SILENT_DIALS_PER_WINDOW);
+    const at = silentDials();
+    expect(at.slice(1).every((t, i) => t - at[i]! >= MAINTAIN_MS)).toBe(true);
+    // The next window allows as many again, never more. Near and far, never seen, are forgotten by the peer store after
+    // three failed dials; they are dialled at the addresses of their last tick event.
+    await vi.advanceTimersByTimeAsync(SILENT_WINDOW_MS);
+    expect(silentDials()).toHaveLength(2 * SILENT_DIALS_PER_WINDOW);
+    expect(dialler.getConnections().map((c) => c.remotePeer.toString())).toEqual([friend]);
+  });
+
+  it('at its maximum, dials no silent peer', async () => {
+    const { near, far } = await sparseLine();
+    const friends = [await friendOf(), await friendOf()];
+    dialler.reachable.add(far);
+    await start({ target: 2, max: 2, bootstrap: [], silent: () => [near, far].map(heardAt) });
+    await vi.advanceTimersByTimeAsync(5 * MAINTAIN_MS);
+    expect(new Set(dialler.getConnections().map((c) => c.remotePeer.toString()))).toEqual(new Set(friends));
+    expect(dialler.dialsTo(far)).toEqual([]);
+    expect(dialler.dialsTo(near)).toEqual([]);
   });
 });

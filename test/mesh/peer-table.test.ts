@@ -1,9 +1,10 @@
 // The peer table without a network: a late older tick changes nothing, a peer that never sent a valid tick is
 // forgotten when it leaves, the bound evicts the disconnected peer heard from longest ago (never a connected one),
 // the coherence score counts the recently heard peers that agree with this node's clock and kernel, and every
-// "recently heard" and "in step" is read in the peer's own declared interval.
+// "recently heard" and "in step" is read in the peer's own declared interval; the silent peers are those heard recently
+// but not within their silent window, not connected, the most recently heard first.
 import { describe, expect, it } from 'vitest';
-import { PeerTable, RECENT_WINDOW_TICKS, TICK_EVENT_TYPE, recentWindow, type TickBody } from '../../src/mesh/peer-table.js';
+import { PeerTable, RECENT_WINDOW_TICKS, SILENT_FLOOR_TICKS, TICK_EVENT_TYPE, recentWindow, silentAfter, type TickBody } from '../../src/mesh/peer-table.js';
 import type { MeshEvent } from '../../src/mesh/wire.js';
 
 function tick(sender: string, svcond: number, body: TickBody = {}): [TickBody, MeshEvent] {
@@ -119,5 +120,31 @@ describe('N_heard', () => {
     expect(t.heardCount(now)).toBe(50);
     now = 1_000 + RECENT_WINDOW_TICKS + 1;
     expect(t.heardCount(now)).toBe(0);
+  });
+
+  it('silent peers: heard recently, not within silentAfter of their own interval, not connected; the latest heard first', () => {
+    const { t, at } = table(8, ['linked']);
+    expect(silentAfter(1)).toBe(SILENT_FLOOR_TICKS);
+    expect(silentAfter(16)).toBe(33);
+    at(1_000);
+    t.applyTick(...tick('linked', 1_000, { every: 1 }));
+    t.applyTick(...tick('first', 1_000, { every: 1, multiaddrs: ['/ip4/127.0.0.1/tcp/4001'] }));
+    at(1_002);
+    t.applyTick(...tick('second', 1_002, { every: 1, multiaddrs: ['/ip4/127.0.0.1/tcp/4002'] }));
+    t.applyTick(...tick('slow', 1_002, { every: 16 }));
+    at(1_000 + SILENT_FLOOR_TICKS);
+    expect(t.silentPeers(1_000 + SILENT_FLOOR_TICKS)).toEqual([]);
+    at(1_002 + SILENT_FLOOR_TICKS + 1);
+    expect(t.silentPeers(1_002 + SILENT_FLOOR_TICKS + 1)).toEqual([
+      { peerId: 'second', addrs: ['/ip4/127.0.0.1/tcp/4002'] },
+      { peerId: 'first', addrs: ['/ip4/127.0.0.1/tcp/4001'] },
+    ]);
+    // Heard again: in step, no longer silent; a slow peer is silent only past its own interval's window.
+    t.applyTick(...tick('first', 1_011, { every: 1 }));
+    expect(t.silentPeers(1_011).map((p) => p.peerId)).toEqual(['second']);
+    expect(t.silentPeers(1_002 + 32).map((p) => p.peerId)).toEqual(['first', 'second']);
+    expect(t.silentPeers(1_002 + 34).map((p) => p.peerId)).toEqual(['first', 'second', 'slow']);
+    // Past its recent window a peer is no longer silent (gone, not dialled); one heard later still is.
+    expect(t.silentPeers(1_002 + RECENT_WINDOW_TICKS + 1).map((p) => p.peerId)).toEqual(['first']);
   });
 });

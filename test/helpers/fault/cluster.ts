@@ -44,6 +44,11 @@ export interface FaultClusterOptions {
   meshSecret?: string;
   /** Extra SVC_* variables of every node. */
   env?: Record<string, string>;
+  /**
+   * Whom each node is bootstrapped to: 'star', every other node it knows the id of (the first node, at the first
+   * start); 'line', only the node before it (the ends reach each other only through the middle).
+   */
+  topology?: 'star' | 'line';
 }
 
 /** The end of a node's log (what a node that would not start said last). */
@@ -78,16 +83,18 @@ export class FaultCluster {
   private constructor(private readonly o: Required<FaultClusterOptions>) {}
 
   static async start(options: FaultClusterOptions): Promise<FaultCluster> {
-    const c = new FaultCluster({ meshSecret: 'fault-harness-mesh-secret-0123456789abcdef', env: {}, ...options });
+    const c = new FaultCluster({ meshSecret: 'fault-harness-mesh-secret-0123456789abcdef', env: {}, topology: 'star', ...options });
     for (let i = 0; i < options.nodes; i++) {
       c.specs.push({ index: i, dataDir: await mkdtemp(join(tmpdir(), `svc-fault-${i}-`)), port: await freePort(), p2pPort: await freePort() });
       c.blocked.push(new Set());
       c.running.push(null);
     }
     try {
-      // The first node, then the others at once, each bootstrapped to the first (they meet the rest through it).
+      // The first node, then the others: in a star at once, each bootstrapped to the first (they meet the rest through
+      // it); in a line one after another, each bootstrapped to the one before it.
       await c.startNode(0);
-      await Promise.all(c.specs.slice(1).map((s) => c.startNode(s.index)));
+      if (c.o.topology === 'line') for (const s of c.specs.slice(1)) await c.startNode(s.index);
+      else await Promise.all(c.specs.slice(1).map((s) => c.startNode(s.index)));
     } catch (err) {
       await c.destroy();
       throw err;
@@ -136,7 +143,12 @@ export class FaultCluster {
   private async startOnce(i: number): Promise<void> {
     if (this.running[i]) throw new Error(`node ${i} is running`);
     const spec = this.specs[i]!;
-    const bootstrap = this.specs.filter((s) => s.index !== i && this.nodeIds[s.index]).map((s) => this.multiaddr(s.index));
+    const bootstrap =
+      this.o.topology === 'line'
+        ? i > 0
+          ? [this.multiaddr(i - 1)]
+          : []
+        : this.specs.filter((s) => s.index !== i && this.nodeIds[s.index]).map((s) => this.multiaddr(s.index));
     const log = openSync(join(spec.dataDir, 'node.log'), 'a');
     const logStart = fstatSync(log).size;
     const child = spawn(process.execPath, [ENTRY], {
