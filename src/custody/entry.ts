@@ -17,9 +17,9 @@ export const SIGNATURE_PREFIX = 'svc/custody/1|';
 /**
  * What a write did to the identity's ledger (ledger-ops.ts reads it from the write's records): seal (a sealed result
  * and its charge), transfer (the debit or the credit of a transfer), wallet (a charge, grant or claim without a sealed
- * result), envelope (envelopes change within the identity: a folder move, a bond's mark), epoch (the first entry of a
- * home's epoch after a failover or a reconfiguration: no records, chained on the chain of the highest head its
- * promises showed).
+ * result, a grant of a tier alone), envelope (envelopes change within the identity: a folder move, a bond's mark),
+ * epoch (the first entry of a home's epoch after a failover or a reconfiguration: no records, chained on the chain of
+ * the highest head its promises showed).
  */
 export const ENTRY_KINDS = ['seal', 'transfer', 'wallet', 'envelope', 'epoch'] as const;
 export type EntryKind = (typeof ENTRY_KINDS)[number];

@@ -46,6 +46,11 @@ export interface HomeMovesDeps {
   /** Drop what this node keeps in memory of the identity's ledger (the replicator's heads, the wallet). */
   forget: (zid: string) => void;
   /**
+   * What this node keeps in memory of the records a replayed chain wrote and no load reads again (the identity's day
+   * counters, its tier): told the batch's ops right after it is written, before any request of the identity resumes.
+   */
+  replayed?: (ops: readonly Op[]) => void;
+  /**
    * Write a batch (`write`) whose `ops` write audit rows or machine records past the chain service (a chain taken
    * over or taken back, a machine moved here): the chains' heads follow (chain/service.ts rewrite); absent: `write`.
    */
@@ -279,6 +284,7 @@ export class HomeMoves {
       try {
         const all = [...replay, ...ops, ...counted.ops];
         await this.rewrite(all, () => d.store.commitAside(all));
+        d.replayed?.(replay);
       } catch (err) {
         counted.rollback();
         throw err;

@@ -1,15 +1,18 @@
 // The one seam of custody: every write of the node passes the store's gate (store/db.ts CommitGate), and this reader
 // finds in a write's records the identities whose ledger it changes: their wallet (`wallets`, keyed by zid), their
 // envelopes (`envelopes` by owner, the owner and folder indexes keyed `zid!…`), the transfers credited to them
-// (`transfer_credits`, keyed `zid!…`). The write's audit-chain rows go into
+// (`transfer_credits`, keyed `zid!…`), their tier (`tiers`, keyed by zid: an operator's grant of a tier is an entry
+// even where it moves no credit). The write's audit-chain rows go into
 // each such identity's records. An envelope's record written or deleted by a write that takes envelopes from an
 // identity (a transfer's debit, a slashing: the write deletes that identity's owner-index keys) is also that identity's:
 // its copy of the ledger must not keep the envelope as its own. A transfer record in the same write names the transfer it debits or credits
 // (its id, parties, face value and envelopes), and a credit's record carries the sender's debit certificate.
 // What a reader of the identity needs at another home rides in its records (addRiders): the sealed result its
-// envelope names and the result's record rows, its counter record, its transfer records and their outbox entries.
+// envelope names and the result's record rows, its counter record and its day counters (computations, claim, chat
+// messages of the day: `used:`, `claimed:`, `chat:` + day + zid), its transfer records and their outbox entries.
 // Writes that touch no wallet and no envelope (a machine's own events, sessions, the peer store) are not entries, nor
 // are the changes of an account that is no identity (the foundation's).
+import { identityOfDayCounter } from '../store/counter-keys.js';
 import { IDENTITY_RECORD_PREFIX } from '../store/counters.js';
 import { JsonText, type Op, type Store, type Sublevel } from '../store/db.js';
 import { debitCertificateSchema, type DebitCertificate } from './debit-certificate.js';
@@ -31,6 +34,7 @@ export const LEDGER_SUBLEVELS = {
   counters: 'counters',
   outbox: 'transfer_outbox',
   credits: 'transfer_credits',
+  tiers: 'tiers',
 } as const;
 
 /** What one write does to one identity's ledger. */
@@ -72,7 +76,7 @@ export class LedgerOpsReader {
       const name = this.names.get(op.sub);
       if (name === undefined) continue;
       let zid: string | undefined;
-      if (name === LEDGER_SUBLEVELS.wallets) zid = op.key;
+      if (name === LEDGER_SUBLEVELS.wallets || name === LEDGER_SUBLEVELS.tiers) zid = op.key;
       else if (name === LEDGER_SUBLEVELS.envelopes) {
         zid = op.type === 'put' ? ((op.value as { owner?: unknown }).owner as string | undefined) : undefined;
         if (losers !== null) for (const loser of losers) if (loser !== zid) byZid = this.add(byZid, loser, op);
@@ -94,7 +98,9 @@ export class LedgerOpsReader {
     const out: LedgerChange[] = [];
     for (const [zid, c] of byZid) {
       const moved = transferOf(zid, transfers);
-      const kind: EntryKind = moved !== null ? 'transfer' : sealed ? 'seal' : c.balance !== null ? 'wallet' : 'envelope';
+      // A grant of a tier alone is a grant, as one that moves credits.
+      const granted = c.balance !== null || c.ops.some((op) => this.names.get(op.sub) === LEDGER_SUBLEVELS.tiers);
+      const kind: EntryKind = moved !== null ? 'transfer' : sealed ? 'seal' : granted ? 'wallet' : 'envelope';
       const recordOps = this.recordsOf(rows === null ? c.ops : [...c.ops, ...rows]);
       out.push({
         zid,
@@ -124,8 +130,8 @@ export class LedgerOpsReader {
   /**
    * What rides with an identity's ledger records in the same write, for an identity the write already changes (a
    * rider alone makes no entry): its sealed result (named by its envelope), the result's record rows (by their
-   * owner), its counter record, and its transfer records with their outbox entries (a transfer's record is both
-   * parties'; its outbox entry the sender's).
+   * owner), its counter record and day counters (by the zid their key ends in), and its transfer records with their
+   * outbox entries (a transfer's record is both parties'; its outbox entry the sender's).
    */
   private addRiders(byZid: Map<string, { ops: Op[]; balance: { free: number; paid: number } | null }>, ops: readonly Op[]): void {
     let resultOwners: Map<string, string> | null = null;
@@ -151,7 +157,8 @@ export class LedgerOpsReader {
       if (name === LEDGER_SUBLEVELS.results) ride(resultOwners?.get(op.key), op);
       else if (name === LEDGER_SUBLEVELS.resultIndex || name === LEDGER_SUBLEVELS.record) ride(value.owner, op);
       else if (name === LEDGER_SUBLEVELS.recordByOwner) ride(op.key.slice(0, op.key.indexOf('!')), op);
-      else if (name === LEDGER_SUBLEVELS.counters && op.key.startsWith(IDENTITY_RECORD_PREFIX)) ride(op.key.slice(IDENTITY_RECORD_PREFIX.length), op);
+      else if (name === LEDGER_SUBLEVELS.counters)
+        ride(op.key.startsWith(IDENTITY_RECORD_PREFIX) ? op.key.slice(IDENTITY_RECORD_PREFIX.length) : identityOfDayCounter(op.key), op);
       else if (name === LEDGER_SUBLEVELS.transfers) {
         ride(value.from, op);
         if (value.to !== value.from) ride(value.to, op);

@@ -33,9 +33,9 @@ export const MAX_ENTRY_RECORDS_BYTES = 6 * 1024 * 1024;
 export const MAX_ENTRY_RECORD_OPS = 50_000;
 
 /**
- * The sublevels an entry's records may name (ledger-ops.ts LEDGER_SUBLEVELS): the identity's ledger and its audit rows,
- * and what rides with them in the same write (replica.ts recordsFault): its sealed results and their record, its
- * counter record, its transfers and their outbox entries; the transfers credited to it.
+ * The sublevels an entry's records may name (ledger-ops.ts LEDGER_SUBLEVELS): the identity's ledger, its tier and its
+ * audit rows, and what rides with them in the same write (replica.ts recordsFault): its sealed results and their
+ * record, its counter record and day counters, its transfers and their outbox entries; the transfers credited to it.
  */
 export const RECORD_SUBLEVELS = [
   'wallets',
@@ -51,6 +51,7 @@ export const RECORD_SUBLEVELS = [
   'transfers',
   'transfer_outbox',
   'transfer_credits',
+  'tiers',
 ] as const;
 export type RecordSublevel = (typeof RECORD_SUBLEVELS)[number];
 

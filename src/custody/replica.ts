@@ -22,6 +22,7 @@ import {
   type RecordOp,
   type RecordSublevel,
 } from './protocol.js';
+import { identityOfDayCounter } from '../store/counter-keys.js';
 import { IDENTITY_RECORD_PREFIX } from '../store/counters.js';
 
 /** Where a run continues: the last entry before it (seq 0 and 64 zeros: the run starts at the identity's first entry). */
@@ -47,8 +48,8 @@ export type ChainCheck = { ok: true; head: ChainHead } | { ok: false; seq: numbe
 const RIDERS = new Set<RecordSublevel>(['results', 'result_index', 'record', 'record_by_owner', 'counters', 'transfers', 'transfer_outbox']);
 
 /**
- * Why `records` are not the identity's own (a record of another identity's wallet, indexes, results, counters or
- * transfers), else null. Envelope records and audit rows are keyed by token id and by machine: a write that moves an
+ * Why `records` are not the identity's own (a record of another identity's wallet, tier, indexes, results, counters
+ * or transfers), else null. Envelope records and audit rows are keyed by token id and by machine: a write that moves an
  * envelope or appends to a shared machine carries them in every identity's records. A sealed result is the
  * identity's when an envelope of the identity in the same records names it; an outbox entry when the identity sends
  * the transfer of the same records it names.
@@ -68,6 +69,7 @@ export function recordsFault(zid: string, records: EntryRecords): string | null 
   for (const op of records.ops) {
     const [kind, sub, key] = op;
     if (sub === 'wallets' && key !== zid) return `a record of another wallet (${key})`;
+    if (sub === 'tiers' && key !== zid) return `a record of another identity's tier (${key})`;
     if ((sub === 'env_owner' || sub === 'env_folder' || sub === 'record_by_owner' || sub === 'transfer_credits') && !key.startsWith(`${zid}!`))
       return `a record of another identity's ${sub} (${key})`;
     if (!RIDERS.has(sub)) continue;
@@ -75,7 +77,7 @@ export function recordsFault(zid: string, records: EntryRecords): string | null 
     const value = kind === 'put' ? (jsonOf(op[3]) as { owner?: unknown; from?: unknown; to?: unknown } | null) : null;
     if (sub === 'results' && results?.has(key) !== true) return `a result no envelope of ${zid} names (${key})`;
     if ((sub === 'result_index' || sub === 'record') && value?.owner !== zid) return `a ${sub} record of another owner (${key})`;
-    if (sub === 'counters' && key !== `${IDENTITY_RECORD_PREFIX}${zid}`) return `another counter record (${key})`;
+    if (sub === 'counters' && key !== `${IDENTITY_RECORD_PREFIX}${zid}` && identityOfDayCounter(key) !== zid) return `another counter record (${key})`;
     if (sub === 'transfers' && value?.from !== zid && value?.to !== zid) return `a transfer of other parties (${key})`;
     if (sub === 'transfer_outbox' && sent?.has(key) !== true) return `an outbox entry of a transfer ${zid} does not send (${key})`;
   }

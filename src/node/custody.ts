@@ -70,7 +70,7 @@ export async function wireCustody(
   { mesh }: MeshPart,
   consensus: Pick<ConsensusPart, 'bonds'>,
   identity: IdentityPart,
-  economy: Pick<EconomyPart, 'ledger' | 'transfers' | 'envelopeLocks'>,
+  economy: Pick<EconomyPart, 'ledger' | 'transfers' | 'envelopeLocks' | 'tiers'>,
   chain: ChainService,
 ): Promise<CustodyPart> {
   const { config, store, time } = f;
@@ -164,6 +164,10 @@ export async function wireCustody(
       failoverRef?.homeMoved(zid);
       economy.ledger.forgetWallet(zid);
       f.counters.forgetIdentity(zid);
+    },
+    replayed: (ops) => {
+      f.counters.replayed(ops);
+      economy.tiers.replayed(ops);
     },
     // Entries of an epoch this node was the home of, never written here (its log of written entries lacks them).
     unwrittenCharges: async (zid, links) => {

@@ -30,6 +30,19 @@ export function recordCounter(zid: string): string {
 /** The prefixes of the per-day quota counters: each is followed by the UTC day (YYYY-MM-DD) and the caller. */
 export const DAY_COUNTER_PREFIXES = ['anon:', 'demo:', 'used:', 'claimed:', 'claimip:', 'chat:', 'claimipm:', 'claimipp:'] as const;
 
+/**
+ * The prefixes of the day counters of one identity (`<prefix><day>:<zid>`): its computations, its claim and its chat
+ * messages. They are part of what its home answers for it, so they ride with its ledger writes (custody/ledger-ops.ts).
+ */
+export const IDENTITY_DAY_PREFIXES = ['used:', 'claimed:', 'chat:'] as const;
+
+/** The zid a day counter of an identity is kept for (the part after its day), else null. */
+export function identityOfDayCounter(name: string): string | null {
+  if (!IDENTITY_DAY_PREFIXES.some((prefix) => name.startsWith(prefix))) return null;
+  const end = name.lastIndexOf(':');
+  return end > name.indexOf(':') ? name.slice(end + 1) : null;
+}
+
 /** Daily claims of an identity on a UTC day (0 or 1). */
 export function claimDayCounter(day: string, zid: string): string {
   return `claimed:${day}:${zid}`;

@@ -9,7 +9,7 @@
 // An identity's record is read when it is first needed (loadIdentity) and kept in a cache bounded by least recent
 // use, so memory does not grow with the number of identities; the node totals and day counters stay in memory.
 import { Holds, LruMap, PendingWrites } from '../util/bounded-map.js';
-import { QueuedValue, type Op, type Store, type Sublevel } from './db.js';
+import { JsonText, QueuedValue, type Op, type Store, type Sublevel } from './db.js';
 
 /** Identities whose counter records are kept in memory, unless configured (limits.identityCacheMax). */
 export const IDENTITY_CACHE_DEFAULT = 4096;
@@ -106,6 +106,21 @@ export class Counters {
   /** Drop an identity's record kept in memory (written past this class: a custody failover's state transfer). */
   forgetIdentity(zid: string): void {
     this.identities.forget(zid);
+  }
+
+  /**
+   * Stand-alone counters written past this class (a custody chain replayed: an identity's day counters, as the home
+   * that held it wrote them, the chain's last write of each last): their values in memory follow what was written.
+   */
+  replayed(ops: readonly Op[]): void {
+    for (const op of ops) {
+      if (op.sub !== this.sub || op.key.startsWith('#') || groupOf(op.key) !== null) continue;
+      if (op.type === 'del') this.values.delete(op.key);
+      else {
+        const value: unknown = op.value instanceof JsonText ? JSON.parse(op.value.text) : op.value;
+        if (typeof value === 'number') this.values.set(op.key, value);
+      }
+    }
   }
 
   /**

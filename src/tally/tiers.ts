@@ -1,8 +1,10 @@
 // The five tiers of part 8 ("tier daily allowances 143, 500, 2500, 7500, 25000 across five tiers"): free and four
 // paid ones, what each allows (a daily allowance of sealed computations and the compute time limit), and every
 // identity's tier. The names are ours (part 8 names free, standard and professional in its time-outs only). An
-// operator grant (grants.ts) sets an identity's tier at its home node; anonymous and demo callers are free.
-import type { Op, Store, Sublevel } from '../store/db.js';
+// operator grant (grants.ts) sets an identity's tier at its home node, and the tier record travels with the identity's
+// ledger (custody/ledger-ops.ts: a grant is an entry of the identity), so a home that takes the identity over keeps
+// it; anonymous and demo callers are free.
+import { JsonText, type Op, type Store, type Sublevel } from '../store/db.js';
 import type { Caller } from '../records/types.js';
 
 export const TIERS = ['free', 'starter', 'standard', 'professional', 'enterprise'] as const;
@@ -88,6 +90,15 @@ export class TierBook {
   /** The record's batch is durable: requests from now on see the tier. */
   applied(zid: string, tier: Tier): void {
     this.known.set(zid, tier);
+  }
+
+  /** Tier records written past the grant (a custody chain replayed): the tiers they name apply from now on. */
+  replayed(ops: readonly Op[]): void {
+    for (const op of ops) {
+      if (op.sub !== this.sub || op.type !== 'put') continue;
+      const value = (op.value instanceof JsonText ? JSON.parse(op.value.text) : op.value) as Partial<TierRecord> | null;
+      if ((TIERS as readonly string[]).includes(value?.tier as string)) this.known.set(op.key, value!.tier!);
+    }
   }
 
   allowance(tier: Tier): number {
