@@ -1,5 +1,5 @@
 // Fenced failover (docs/protocol.md §19 "Failover", docs/decisions.md "Custody"): five node processes on 127.0.0.1,
-// every operator bonded so an identity's custody set is three, shared by three scenarios, each with identities of its
+// every operator bonded so an identity's custody set is three, shared by four scenarios, each with identities of its
 // own homed on node 0 (before each, every node runs again and no partition stands):
 // - node 0 is SIGKILLed: one of the identity's custodians takes it over with the promises of a majority, serves its
 //   balance, envelopes and chain with every acknowledged write, and certifies a spend in the new epoch; node 0
@@ -13,8 +13,13 @@
 //   identity whose home is down; the transfer is acknowledged (pending at node 0), node 0 is SIGKILLed and a custodian
 //   takes the identity over. The new home serves both results, the published record and the envelope counts as
 //   acknowledged, and delivers the transfer once the receiver's home is back: the receiver holds each envelope once,
-//   and the envelopes' face value is conserved.
+//   and the envelopes' face value is conserved;
+// - what a reader of the identity asks its home for of the day: the identity claims, computes and is granted a tier at
+//   node 0, which is SIGKILLed; at the new home a second claim that day is refused already_claimed_today, and the
+//   day's usage and the tier are the ones node 0 showed.
 import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { identityKey } from '../../scripts/bench/lib.js';
 import type { FaultCluster } from '../helpers/fault/cluster.js';
@@ -22,8 +27,9 @@ import { custodyAt, oneCustodySet, readAtHome, reportOnFailure, startBondedClust
 import { oneCertifiedEntryPerSlot } from '../helpers/fault/checker.js';
 import { custodyEntries } from '../helpers/fault/final-state.js';
 import { SPEND_BODY } from '../helpers/fault/workload.js';
+import { solveChallenge } from '../../src/tally/claim-proof.js';
 import { grant } from '../helpers/custody.js';
-import { bearer, call } from '../helpers/node.js';
+import { bearer, call, expectError } from '../helpers/node.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const SPENDS = 4;
@@ -378,5 +384,53 @@ describe('a failover keeps what the old home acknowledged', () => {
     // Conserved: what the sender held before the transfer is what it holds now and what the receiver got.
     const senderNow = await envelopesAt(home, sender.zid, sender.key);
     expect(faceValue(senderNow.items) + faceValue(received.items)).toBe(faceValue(before.items));
+  }, 180_000);
+});
+
+describe("a failover keeps the identity's day and tier", () => {
+  it('a second claim the same day is refused at the new home; the usage and a granted tier are kept', async () => {
+    const c = cluster!;
+    const id = await register(c.url(0), 'keeps day and tier');
+    reportOnFailure(c, () => [id.zid]);
+    const set = await oneCustodySet(c, id.zid);
+    const custodians = set.custodians.slice(1).map((n) => c.nodeIds.indexOf(n));
+
+    // At node 0: the day's claim, two computations and a grant of a tier alone, each acknowledged.
+    const st = await call(c.url(0), 'GET', '/api/tally/claim', undefined, bearer(id.key));
+    expect(st.body.claimable, st.text).toBe(true);
+    const proof = { challenge: st.body.challenge as string, nonce: solveChallenge(st.body.challenge, st.body.difficulty) };
+    const claimed = await writeAcknowledged(c.url(0), '/api/tally/claim', proof, bearer(id.key));
+    expect(claimed.status, claimed.text).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      const r = await writeAcknowledged(c.url(0), '/api/svc/compute', SPEND_BODY, bearer(id.key));
+      expect(r.status, r.text).toBe(200);
+    }
+    const token = (await readFile(join(c.specs[0]!.dataDir, 'operator-token'), 'utf8')).trim();
+    const granted = await writeAcknowledged(c.url(0), '/api/tally/grants', { zid: id.zid, credits: 0, tier: 'standard' }, bearer(token));
+    expect(granted.status, granted.text).toBe(201);
+    const usage = await call(c.url(0), 'GET', '/api/compute/usage', undefined, bearer(id.key));
+    expect(usage.body, usage.text).toMatchObject({ used: 2, tier: 'standard' });
+
+    await c.kill(0);
+    const moved = await waitUntil(
+      async () => {
+        for (const i of custodians) if ((await custodyAt(c.url(i), id.zid))?.home === c.nodeIds[i]) return i;
+        return null;
+      },
+      'a custodian serving the identity as its home',
+      TAKEOVER_WITHIN_MS,
+      200,
+    );
+    const home = c.url(moved);
+
+    // The day's claim is taken: refused at the new home, asked or answered.
+    const again = await call(home, 'GET', '/api/tally/claim', undefined, bearer(id.key));
+    expect(again.body, again.text).toMatchObject({ claimable: false, reason: 'already_claimed_today', challenge: null });
+    const second = await call(home, 'POST', '/api/tally/claim', proof, bearer(id.key));
+    expect(expectError(second, 400, 'SVC_BAD_REQUEST').reason).toBe('already_claimed_today');
+    // The day's usage and the tier, as node 0 showed them.
+    const usageThere = await call(home, 'GET', '/api/compute/usage', undefined, bearer(id.key));
+    expect(usageThere.status, usageThere.text).toBe(200);
+    expect(usageThere.body).toMatchObject({ used: usage.body.used, tier: 'standard', daily_allowance: usage.body.daily_allowance });
   }, 180_000);
 });
