@@ -130,4 +130,58 @@ describe("an identity's day counters and tier ride with its entries", () => {
       await rm(dir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it('entries written without them (no day counters, no tier record) still check and replay: the counters count from zero, the tier is free', async () => {
+    const id = await zkIdentity(n.url, 'identity-riders older entries');
+    const reader = new LedgerOpsReader(n.node.store);
+    const day = dayKey(Date.now());
+    const from = commits.length;
+    const st = await call(n.url, 'GET', '/api/tally/claim', undefined, bearer(id.key));
+    const proof = { challenge: st.body.challenge, nonce: solveChallenge(st.body.challenge, st.body.difficulty) };
+    expect((await call(n.url, 'POST', '/api/tally/claim', proof, bearer(id.key))).status).toBe(200);
+    const run = await call(n.url, 'POST', '/api/svc/compute', COMPUTE, bearer(id.key));
+    expect(run.status, run.text).toBe(200);
+    const token = (await readFile(join(n.dataDir, 'operator-token'), 'utf8')).trim();
+    expect((await call(n.url, 'POST', '/api/tally/grants', { zid: id.zid, credits: 5, tier: 'standard' }, bearer(token))).status).toBe(201);
+    const changes = commits.slice(from).flatMap((ops) => reader.changes(ops).filter((c) => c.zid === id.zid));
+    expect(changes.map((c) => c.kind)).toEqual(['wallet', 'seal', 'wallet']);
+    // The same writes as entries carried them before day counters and the tier rode: every other record kept.
+    const rider = (op: RecordOp) => op[1] === 'tiers' || (op[1] === 'counters' && !op[2].startsWith('#'));
+    const older = changes.map((c) => ({ records: { v: 1 as const, ops: c.recordOps.ops.filter((op) => !rider(op)) } }));
+    expect(older.map((l) => l.records.ops.length)).toEqual(changes.map((c) => c.recordOps.ops.length - c.recordOps.ops.filter(rider).length));
+    expect(older.flatMap((l) => l.records.ops).some((op) => op[1] === 'wallets')).toBe(true);
+    for (const { records } of older) expect(recordsFault(id.zid, records)).toBeNull();
+
+    const dir = await mkdtemp(join(tmpdir(), 'svc-identity-riders-older-'));
+    const store = await Store.open(dir, { sync: false });
+    try {
+      const counters = new Counters(store);
+      await counters.load();
+      const tiers = new TierBook(store, tierPolicy());
+      await tiers.load();
+      const replay = replayOps(store, older, { zid: id.zid, owners: new Map(), homedHere: new Set() });
+      await store.commitAside(replay);
+      counters.replayed(replay);
+      tiers.replayed(replay);
+      // The ledger arrives; what no entry carried counts from nothing.
+      const wallet = await store.get<{ free: number; paid: number }>(store.sub('wallets'), id.zid);
+      expect(wallet).toEqual(await n.node.store.get(n.node.store.sub('wallets'), id.zid));
+      expect(wallet!.paid).toBe(5);
+      expect(counters.get(claimDayCounter(day, id.zid))).toBe(0);
+      expect(counters.get(identityDayCounter(day, id.zid))).toBe(0);
+      expect(tiers.of(id.zid)).toBe('free');
+      // An entry that carries them after the older ones: its values are the node's from then on.
+      const newer = changes.slice(1).map((c) => ({ records: c.recordOps }));
+      const more = replayOps(store, newer, { zid: id.zid, owners: new Map(), homedHere: new Set() });
+      await store.commitAside(more);
+      counters.replayed(more);
+      tiers.replayed(more);
+      expect(counters.get(identityDayCounter(day, id.zid))).toBe(1);
+      expect(counters.get(claimDayCounter(day, id.zid))).toBe(0);
+      expect(tiers.of(id.zid)).toBe('standard');
+    } finally {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
