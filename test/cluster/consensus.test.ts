@@ -291,12 +291,22 @@ describe('re-execution consensus on five nodes', () => {
   }, 90_000);
 
   it("E's tampered result challenged with a random digest: upheld everywhere; E killed while slashing and restarted; its bond goes once", async () => {
-    // C and D's fresh tick events (not the ones B kept from before they stopped) say they contribute again.
+    // C and D's fresh tick events (not the ones B kept from before they stopped) say they contribute again, at B and
+    // at E: E keeps and applies only a challenge whose committee its own record of tick events confirms, and a node
+    // just restarted may stay outside E's gossip mesh for a while.
     const fresh = (id: string) => {
       const p = b.node.mesh.peers().find((x) => x.peerId === id);
       return !!p && p.mode === 'contributing' && (p.receivedSvcond ?? 0) > restartedAt;
     };
-    await waitFor(() => fresh(c.node.nodeId) && fresh(d.node.nodeId), 45_000, 'C and D back and contributing');
+    const freshAtE = async (ids: string[]) => {
+      const peers: { peerId: string; lastTick: number | null }[] = (await call(e.url, 'GET', '/api/mesh/peers')).body.peers;
+      return ids.every((id) => (peers.find((p) => p.peerId === id)?.lastTick ?? 0) > restartedAt);
+    };
+    await waitFor(
+      async () => fresh(c.node.nodeId) && fresh(d.node.nodeId) && (await freshAtE([c.node.nodeId, d.node.nodeId])),
+      45_000,
+      'C and D back and contributing, heard at B and at E',
+    );
     const result = await run(e.url, ops.e!, 9);
     const truth = await call(a.url, 'POST', '/api/svc/zeta', { n: 9, count: 1 }, bearer(ops.a!.key));
     expect(truth.body.result_digest).not.toBe(result.result_digest);
@@ -316,7 +326,15 @@ describe('re-execution consensus on five nodes', () => {
     e.child.stdout!.on('data', (chunk: Buffer) => {
       if (chunk.toString().includes('"msg":"slashing a bond"')) e.child.kill('SIGKILL');
     });
-    await waitFor(() => e.log.slice(logged).join('').includes('"msg":"slashing a bond"'), 90_000, 'E slashing');
+    const slashing = waitFor(() => e.log.slice(logged).join('').includes('"msg":"slashing a bond"'), 90_000, 'E slashing');
+    // A challenge refused at intake ends the CLI at once, and its answer says why where waiting on E would not.
+    const refused = cli.then((r) => (r.code === 0 ? slashing : Promise.reject(new Error(`the challenge CLI exited ${r.code}: ${r.stdout} ${r.stderr}`))));
+    await Promise.race([slashing, refused]).catch(async (err: Error) => {
+      // What B holds of the challenge and E's counts (a challenge E could not check is counted unverifiable there).
+      const atB = (await call(b.url, 'GET', `/api/tally/consensus/${id}`)).body;
+      const atE = (await call(e.url, 'GET', '/api/tally/consensus?limit=1').catch(() => ({ body: 'E not answering' }))).body;
+      throw new Error(`${err.message}; at B: ${JSON.stringify({ state: atB.state, verdict: atB.verdict })}; at E: ${JSON.stringify(atE.counts ?? atE)}`);
+    });
     await exited;
     const live = members().filter((m) => m.node !== e.node);
     const seen = await verdictEverywhere(id, live);
