@@ -10,9 +10,11 @@
 //   short      fewer than majority − 1 custodians answered with nothing later: the check cannot say (asked again later)
 //   confirmed  majority − 1 custodians answered with nothing later: any later epoch needs a majority of the set without
 //              this node to have promised it, and one of them is among these (each keeps its promise before answering)
-// A node checks once per identity per start; an identity it took over in this run, or whose set is itself alone, or
-// of which it certified nothing, needs no check.
+// A node checks once per identity per start (of the last CONFIRMED_MAX confirmed: one pushed out of that bound is
+// checked again, the check being as right later as at start); an identity it took over in this run, or whose set is
+// itself alone, or of which it certified nothing, needs no check.
 import type { Logger } from 'pino';
+import { BoundedMap, BoundedSet } from '../util/bounded-map.js';
 import type { FetchChanges } from './client.js';
 import type { CustodySet } from './custody-set.js';
 import { FIRST_EPOCH } from './entry.js';
@@ -48,6 +50,9 @@ export function homeCheckOutcome(f: HomeCheckFacts): HomeCheckOutcome {
 /** How long an outcome other than `confirmed` answers the identity's requests before it is checked again. */
 export const RECHECK_MS = 2_000;
 
+/** Identities held as confirmed (and, apart, the latest other outcomes): the oldest go first, to be checked again. */
+export const CONFIRMED_MAX = 100_000;
+
 export interface HomeCheckDeps {
   nodeId: () => string;
   homeOf: (zid: string) => Promise<string | null>;
@@ -71,13 +76,19 @@ export interface HomeCheckDeps {
 }
 
 export class HomeCheck {
-  private readonly confirmed = new Set<string>();
+  private readonly confirmed: BoundedSet<string>;
   private readonly running = new Map<string, Promise<HomeCheckOutcome>>();
   /** The last outcome other than `confirmed`, and when. */
-  private readonly last = new Map<string, { outcome: HomeCheckOutcome; at: number }>();
+  private readonly last: BoundedMap<string, { outcome: HomeCheckOutcome; at: number }>;
   readonly stats = { checks: 0, confirmed: 0, moved: 0, fenced: 0, short: 0 };
 
-  constructor(private readonly d: HomeCheckDeps) {}
+  constructor(
+    private readonly d: HomeCheckDeps,
+    max = CONFIRMED_MAX,
+  ) {
+    this.confirmed = new BoundedSet(max);
+    this.last = new BoundedMap(max);
+  }
 
   /** Was the identity confirmed as homed here in this run (or taken over here)? */
   isConfirmed(zid: string): boolean {

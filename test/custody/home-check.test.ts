@@ -1,6 +1,7 @@
 // A node back from a stop checks with the identity's custodians that it is still the home before it serves it
 // (home-check.ts): a later change they keep moves the identity, a later epoch they accepted or promised fences it, too
-// few answers leave it unconfirmed, and majority − 1 answers with nothing later confirm it (once per run).
+// few answers leave it unconfirmed, and majority − 1 answers with nothing later confirm it (once per run, while it is
+// among the latest confirmed: the bound keeps a node's memory flat however many identities it serves).
 import { describe, expect, it } from 'vitest';
 import type { FetchChanges } from '../../src/custody/client.js';
 import { custodySetOf } from '../../src/custody/custody-set.js';
@@ -19,7 +20,7 @@ const CHANGE: HomeChange = {
 };
 
 /** A check of ZID homed at SELF, whose custodians answer `answers` (an Error: no answer); the applied changes, the fenced calls. */
-function composed(answers: Record<string, ChangesAnswer | Error>) {
+function composed(answers: Record<string, ChangesAnswer | Error>, max?: number) {
   let home = SELF;
   const applied: HomeChange[] = [];
   const fencedCalls: string[] = [];
@@ -30,23 +31,26 @@ function composed(answers: Record<string, ChangesAnswer | Error>) {
     if (a instanceof Error) throw a;
     return a;
   };
-  const check = new HomeCheck({
-    nodeId: () => SELF,
-    homeOf: () => Promise.resolve(home),
-    knownEpoch: () => Promise.resolve(1),
-    setOf: () => Promise.resolve(custodySetOf(ZID, home, MEMBERS, 3)),
-    certifies: () => Promise.resolve(true),
-    ownPromise: () => Promise.resolve(0),
-    fetch,
-    apply: async (change) => {
-      applied.push(change);
-      home = change.home;
-      return true;
+  const check = new HomeCheck(
+    {
+      nodeId: () => SELF,
+      homeOf: () => Promise.resolve(home),
+      knownEpoch: () => Promise.resolve(1),
+      setOf: () => Promise.resolve(custodySetOf(ZID, home, MEMBERS, 3)),
+      certifies: () => Promise.resolve(true),
+      ownPromise: () => Promise.resolve(0),
+      fetch,
+      apply: async (change) => {
+        applied.push(change);
+        home = change.home;
+        return true;
+      },
+      onFenced: (zid) => fencedCalls.push(zid),
+      nowMs: () => 0,
+      timeoutMs: 1000,
     },
-    onFenced: (zid) => fencedCalls.push(zid),
-    nowMs: () => 0,
-    timeoutMs: 1000,
-  });
+    max,
+  );
   return { check, applied, fencedCalls, fetches: () => fetches };
 }
 
@@ -87,5 +91,17 @@ describe('the home check after a start', () => {
     expect(await c.check.servesAsHome(ZID)).toBe(true);
     expect(c.fetches()).toBe(2);
     expect(c.applied).toEqual([]);
+  });
+
+  it('holds a bounded number of confirmations: the oldest pushed out is checked again, and confirmed again', async () => {
+    const c = composed({ 'node-a': new Error('down'), 'node-b': nothing }, 2);
+    const zids = ['zid_' + '1'.repeat(32), 'zid_' + '2'.repeat(32), 'zid_' + '3'.repeat(32)];
+    for (const zid of zids) expect(await c.check.servesAsHome(zid)).toBe(true);
+    expect(c.fetches()).toBe(6);
+    expect(zids.map((zid) => c.check.isConfirmed(zid))).toEqual([false, true, true]);
+    expect(await c.check.servesAsHome(zids[0]!)).toBe(true);
+    expect(c.fetches()).toBe(8);
+    expect(await c.check.servesAsHome(zids[2]!)).toBe(true);
+    expect(c.fetches()).toBe(8);
   });
 });
