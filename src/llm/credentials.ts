@@ -4,7 +4,7 @@
 // additional data, so a ciphertext moved to another record does not open. After creation only a prefix of the key
 // is ever shown; the key itself leaves this module only to call the provider.
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { ServiceError } from '../kernel/errors.js';
+import { capReached, ServiceError } from '../kernel/errors.js';
 import type { Store, Sublevel } from '../store/db.js';
 import type { UrlPolicy } from '../util/url-policy.js';
 import type { OwnProviders, ProviderEntry } from './directory.js';
@@ -82,11 +82,9 @@ export class CredentialStore implements OwnProviders {
     zid: string,
     input: { kind: string; api_key: string; base_url?: string | undefined; model?: string | undefined; label?: string | undefined },
   ): Promise<CredentialView> {
-    if ((await this.records(zid)).length >= CREDENTIALS_PER_IDENTITY_MAX) {
-      throw new ServiceError(409, 'SVC_CONFLICT', `at most ${CREDENTIALS_PER_IDENTITY_MAX} provider credentials per identity: delete one first`, {
-        limit: CREDENTIALS_PER_IDENTITY_MAX,
-      });
-    }
+    const held = (await this.records(zid)).length;
+    if (held >= CREDENTIALS_PER_IDENTITY_MAX)
+      throw capReached('provider credentials', CREDENTIALS_PER_IDENTITY_MAX, held, 'delete one (DELETE /api/svc/llm/credentials/:id) to add another');
     const id = `cred_${randomBytes(12).toString('hex')}`;
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);

@@ -8,7 +8,7 @@
 // (Outbox.forOwner), which answers from memory or reads the owner's list from the store, so an owner evicted from the
 // cache still gets its deliveries. A read that a write of the same owner overtook is read again, so a list never
 // misses a registration acknowledged before it was asked for; an owner with a write under way stays in memory.
-import { ServiceError } from '../kernel/errors.js';
+import { capReached, ServiceError } from '../kernel/errors.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { randomHex } from '../util/random-hex.js';
 import type { EventType, WebhookStatus } from './events.js';
@@ -232,7 +232,7 @@ export class WebhookRegistry {
     const current = this.owners.get(owner) ?? list;
     const pending = this.registering.get(owner) ?? 0;
     if (current.length + pending >= WEBHOOKS_PER_IDENTITY)
-      throw new ServiceError(409, 'SVC_CONFLICT', `an identity has at most ${WEBHOOKS_PER_IDENTITY} webhooks`, { limit: WEBHOOKS_PER_IDENTITY });
+      throw capReached('webhooks', WEBHOOKS_PER_IDENTITY, current.length + pending, 'delete one (DELETE /api/webhooks/:id) to register another');
     this.registering.set(owner, pending + 1);
     try {
       return await this.writeFor(owner, () => this.add(owner, input));

@@ -38,7 +38,9 @@ describe(`${PARALLEL} parallel creations against a per-identity cap`, () => {
       ),
     );
     expect(tally(replies)).toEqual({ 201: WEBHOOKS_PER_IDENTITY, 409: PARALLEL - WEBHOOKS_PER_IDENTITY });
-    for (const r of replies) if (r.status === 409) expect(r.body.error.code).toBe('SVC_CONFLICT');
+    for (const r of replies)
+      if (r.status === 409)
+        expect(r.body.error).toMatchObject({ code: 'SVC_CONFLICT', limit: WEBHOOKS_PER_IDENTITY, count: WEBHOOKS_PER_IDENTITY, resource: 'webhooks' });
     const list = await call(t.url, 'GET', '/api/webhooks', undefined, bearer(me.key));
     expect(list.status, list.text).toBe(200);
     expect((list.body.webhooks ?? list.body.items ?? list.body).length).toBe(WEBHOOKS_PER_IDENTITY);
@@ -61,6 +63,14 @@ describe(`${PARALLEL} parallel creations against a per-identity cap`, () => {
       ),
     );
     expect(tally(replies)).toEqual({ 201: CREDENTIALS_PER_IDENTITY_MAX, 409: PARALLEL - CREDENTIALS_PER_IDENTITY_MAX });
+    for (const r of replies)
+      if (r.status === 409)
+        expect(r.body.error).toMatchObject({
+          code: 'SVC_CONFLICT',
+          limit: CREDENTIALS_PER_IDENTITY_MAX,
+          count: CREDENTIALS_PER_IDENTITY_MAX,
+          resource: 'provider credentials',
+        });
     const list = await call(t.url, 'GET', '/api/svc/llm/credentials', undefined, bearer(me.key));
     expect(list.body.credentials.length).toBe(CREDENTIALS_PER_IDENTITY_MAX);
   });
