@@ -99,11 +99,16 @@ export type AssertionSink = (assertions: IdentityAssertion[]) => void;
 export type RemoteLookup = (
   name: string,
   accept?: (found: { assertion: unknown; sender: string }) => Promise<boolean>,
+  /** Called before a null that is not every peer's word: a peer failed or timed out (the home may be among them). */
+  unanswered?: () => void,
 ) => Promise<{ assertion: unknown; sender: string } | null>;
 /** Whether a node's claim to be the home of an identity not known here stands (mesh/home-corroboration.ts). */
 export type HomeClaimCheck = (zid: string, home: string) => Promise<boolean>;
 
+/** How long a name every peer asked said it did not know is not asked again. */
 const NEGATIVE_LOOKUP_MS = 30_000;
+/** How long a name is not asked again when a peer did not answer (a slow or restarting home): soon asked again. */
+const UNANSWERED_LOOKUP_MS = 2_000;
 /** How long a revocation is asserted again (reannounceRevocations): a node cut off for less learns it when it is back. */
 export const REVOCATION_REANNOUNCE_MS = 24 * 3600_000;
 /** Where the node keeps when it last heard the mesh (noteMeshHeard), and how often that is written. */
@@ -361,7 +366,7 @@ export class IdentityService {
     if (known !== undefined || lookup === null) return known;
     return this.askPeersOnce(
       zid,
-      (accept) => lookup(zid, accept),
+      (accept, unanswered) => lookup(zid, accept, unanswered),
       () => this.getIdentity(zid),
     );
   }
@@ -371,7 +376,7 @@ export class IdentityService {
     if (lookup === null) return undefined;
     return this.askPeersOnce(
       digest,
-      (accept) => lookup(digest, accept),
+      (accept, unanswered) => lookup(digest, accept, unanswered),
       async () => this.keyCache.get(digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, digest)),
     );
   }
@@ -379,11 +384,12 @@ export class IdentityService {
   /**
    * Ask the peers for a key's digest or a zid, apply the first assertion found that applies (a claim refused, a liar's,
    * does not end the question), and answer what this node holds then (`held`: gossip may have brought it meanwhile).
-   * Concurrent misses of one name share one question; a name no peer knew is not asked again for 30 s.
+   * Concurrent misses of one name share one question; a name every peer asked said it did not know is not asked again
+   * for 30 s, one some peer did not answer (failed, timed out) for 2 s.
    */
   private askPeersOnce<T>(
     name: string,
-    ask: (accept: (found: { assertion: unknown; sender: string }) => Promise<boolean>) => ReturnType<RemoteLookup>,
+    ask: (accept: (found: { assertion: unknown; sender: string }) => Promise<boolean>, unanswered: () => void) => ReturnType<RemoteLookup>,
     held: () => Promise<T | undefined>,
   ): Promise<T | undefined> {
     const until = this.unknownRemote.get(name);
@@ -392,9 +398,13 @@ export class IdentityService {
     let pending = this.asking.get(name) as Promise<T | undefined> | undefined;
     if (pending === undefined) {
       pending = (async () => {
-        await ask((found) => this.applyAssertion(found.assertion, found.sender));
+        let partial = false;
+        await ask(
+          (found) => this.applyAssertion(found.assertion, found.sender),
+          () => (partial = true),
+        );
         const holding = await held();
-        if (holding === undefined) this.unknownRemote.set(name, this.now() + NEGATIVE_LOOKUP_MS);
+        if (holding === undefined) this.unknownRemote.set(name, this.now() + (partial ? UNANSWERED_LOOKUP_MS : NEGATIVE_LOOKUP_MS));
         return holding;
       })().finally(() => this.asking.delete(name));
       this.asking.set(name, pending);

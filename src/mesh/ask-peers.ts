@@ -11,6 +11,8 @@ export interface PeerAnswer<T> {
   peer: PeerAddress;
   /** What `read` made of the peer's JSON answer; null when the peer failed, timed out or answered non-2xx. */
   answer: T | null;
+  /** Did the peer answer at all (a status below 500)? False when it failed, timed out or answered 5xx. */
+  answered: boolean;
 }
 
 /**
@@ -32,7 +34,8 @@ export async function askPeers<T>(
 /**
  * As askPeers, for a question only one peer can answer (the home of a key or an identity): the first answer `read`
  * accepts, as soon as it comes (a dead or slow peer does not hold it up), or null once every peer has answered or
- * timed out without one.
+ * timed out without one. `unanswered` is called before a null when the null is not every peer's word: a peer failed,
+ * timed out or answered 5xx, or there was no peer to ask.
  */
 export function askPeersFirst<T>(
   peers: readonly PeerAddress[],
@@ -40,16 +43,29 @@ export function askPeersFirst<T>(
   timeoutMs: number,
   overMesh: OverMesh | null,
   read: (body: unknown, peer: PeerAddress) => T | null | Promise<T | null>,
+  unanswered?: () => void,
 ): Promise<T | null> {
   const asking = asked(peers, overMesh);
-  if (asking.length === 0) return Promise.resolve(null);
+  if (asking.length === 0) {
+    unanswered?.();
+    return Promise.resolve(null);
+  }
   return new Promise((resolve) => {
     let left = asking.length;
+    let silent = 0;
+    let done = false;
     for (const peer of asking) {
-      void askPeer(peer, path, timeoutMs, overMesh, read).then(({ answer }) => {
+      void askPeer(peer, path, timeoutMs, overMesh, read).then(({ answer, answered }) => {
         left--;
-        if (answer !== null) resolve(answer);
-        else if (left === 0) resolve(null);
+        if (!answered) silent++;
+        if (done) return;
+        if (answer !== null) {
+          done = true;
+          resolve(answer);
+        } else if (left === 0) {
+          if (silent > 0) unanswered?.();
+          resolve(null);
+        }
       });
     }
   });
@@ -69,9 +85,14 @@ async function askPeer<T>(
   try {
     const links = { peerUrl: () => (peer.url === '' ? null : peer.url), overMesh };
     const res = await requestPeer(links, peer.peerId, { method: 'GET', path, headers: {}, body: '' }, AbortSignal.timeout(timeoutMs));
-    if (res.status < 200 || res.status > 299) return { peer, answer: null };
-    return { peer, answer: await read(JSON.parse(res.text) as unknown, peer) };
+    const answered = res.status < 500;
+    if (res.status < 200 || res.status > 299) return { peer, answer: null, answered };
+    try {
+      return { peer, answer: await read(JSON.parse(res.text) as unknown, peer), answered };
+    } catch {
+      return { peer, answer: null, answered };
+    }
   } catch {
-    return { peer, answer: null };
+    return { peer, answer: null, answered: false };
   }
 }

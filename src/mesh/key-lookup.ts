@@ -19,9 +19,10 @@ export interface KeyLookupDeps {
 
 /**
  * A lookup by a key's digest or an identity's zid; with `accept`, each verified answer is offered to it (it applies
- * the assertion) until one is taken, so a claim it refuses does not stand in for the true home's answer.
+ * the assertion) until one is taken, so a claim it refuses does not stand in for the true home's answer. `unanswered`
+ * is called before a null that is not every peer's word (one failed or timed out: the home may be among them).
  */
-export type AssertionLookup = (name: string, accept?: (found: FoundAssertion) => Promise<boolean>) => Promise<FoundAssertion | null>;
+export type AssertionLookup = (name: string, accept?: (found: FoundAssertion) => Promise<boolean>, unanswered?: () => void) => Promise<FoundAssertion | null>;
 
 /** A verified assertion and its signer (the peer asked, the home of the key or of its identity). */
 export interface FoundAssertion {
@@ -31,7 +32,7 @@ export interface FoundAssertion {
 
 /** A key by its digest, at `GET /api/mesh/keys/:digest`. */
 export function remoteKeyLookup(deps: KeyLookupDeps): AssertionLookup {
-  return (digest, accept) => lookupAssertion(deps, `/api/mesh/keys/${digest}`, (body) => body.digest === digest, accept);
+  return (digest, accept, unanswered) => lookupAssertion(deps, `/api/mesh/keys/${digest}`, (body) => body.digest === digest, accept, unanswered);
 }
 
 /**
@@ -39,7 +40,8 @@ export function remoteKeyLookup(deps: KeyLookupDeps): AssertionLookup {
  * one of its keys, the identity with it (a node that missed the gossip learns the identity's home).
  */
 export function remoteIdentityLookup(deps: KeyLookupDeps): AssertionLookup {
-  return (zid, accept) => lookupAssertion(deps, `/api/mesh/identities/${zid}/assertion`, (body) => body.key.zid === zid && body.identity?.zid === zid, accept);
+  return (zid, accept, unanswered) =>
+    lookupAssertion(deps, `/api/mesh/identities/${zid}/assertion`, (body) => body.key.zid === zid && body.identity?.zid === zid, accept, unanswered);
 }
 
 /**
@@ -51,17 +53,25 @@ function lookupAssertion(
   path: string,
   wanted: (body: IdentityAssertBody) => boolean,
   accept?: (found: FoundAssertion) => Promise<boolean>,
+  unanswered?: () => void,
 ): Promise<FoundAssertion | null> {
   const now = deps.nowSvcond();
-  return askPeersFirst(deps.peers(), path, KEY_LOOKUP_TIMEOUT_MS, deps.overMesh ?? null, async (body, peer) => {
-    const event = body as MeshEvent;
-    if (!event || event.type !== IDENTITY_ASSERT || event.sender !== peer.peerId) return null;
-    if (typeof event.svcond !== 'number' || Math.abs(event.svcond - now) > MAX_SKEW_TICKS) return null;
-    const parsed = identityAssertBody.safeParse(event.body);
-    if (!parsed.success || !wanted(parsed.data)) return null;
-    checkAssertionSigner(parsed.data, event);
-    if (!(await verifyEventSignature(event))) return null;
-    const found = { assertion: event.body, sender: event.sender };
-    return accept === undefined || (await accept(found)) ? found : null;
-  });
+  return askPeersFirst(
+    deps.peers(),
+    path,
+    KEY_LOOKUP_TIMEOUT_MS,
+    deps.overMesh ?? null,
+    async (body, peer) => {
+      const event = body as MeshEvent;
+      if (!event || event.type !== IDENTITY_ASSERT || event.sender !== peer.peerId) return null;
+      if (typeof event.svcond !== 'number' || Math.abs(event.svcond - now) > MAX_SKEW_TICKS) return null;
+      const parsed = identityAssertBody.safeParse(event.body);
+      if (!parsed.success || !wanted(parsed.data)) return null;
+      checkAssertionSigner(parsed.data, event);
+      if (!(await verifyEventSignature(event))) return null;
+      const found = { assertion: event.body, sender: event.sender };
+      return accept === undefined || (await accept(found)) ? found : null;
+    },
+    unanswered,
+  );
 }

@@ -1,6 +1,6 @@
 // Identities and keys homed elsewhere that this node has not heard of are asked of the peers (identity/service.ts
 // findIdentity, resolveKey): concurrent misses of one zid or digest share one question, and a name no peer knew is not
-// asked again for a while. The peers' answers are composed here (the mesh's own checks are in test/mesh/key-lookup.test.ts).
+// asked again for a while (30 s), one a peer did not answer only for 2 s. The peers' answers are composed here (the mesh's own checks are in test/mesh/key-lookup.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyDigest } from '../../src/identity/keys.js';
 import { startTestNode, type TestNode } from '../helpers/node.js';
@@ -105,5 +105,31 @@ describe('an identity or key homed elsewhere', () => {
     expect(found.every((f) => f === undefined)).toBe(true);
     expect(await t.node.identity.findIdentity(zid)).toBeUndefined();
     expect(peers.asked).toEqual([zid]);
+  });
+
+  it('a key asked while a peer did not answer is asked again after 2 s, and found once the home answers', async () => {
+    const zid = `zid_${'a7'.repeat(16)}`;
+    const key = `sk_${'a8'.repeat(24)}`;
+    const digest = keyDigest(key);
+    let homeUp = false;
+    const asked: string[] = [];
+    const ask = async (name: string, accept?: (found: Found) => Promise<boolean>, unanswered?: () => void) => {
+      asked.push(name);
+      if (!homeUp) {
+        unanswered?.();
+        return null;
+      }
+      const found = { assertion: assertion(zid, digest), sender: HOME };
+      return accept === undefined || (await accept(found)) ? found : null;
+    };
+    t.node.identity.onRemoteLookup(ask, ask);
+    await expect(t.node.identity.resolveKey(key)).rejects.toMatchObject({ status: 401, code: 'SVC_INVALID_KEY' });
+    homeUp = true;
+    // Within the 2 s: not asked again.
+    await expect(t.node.identity.resolveKey(key)).rejects.toMatchObject({ status: 401, code: 'SVC_INVALID_KEY' });
+    expect(asked).toEqual([digest]);
+    await new Promise((resolve) => setTimeout(resolve, 2_100));
+    expect(await t.node.identity.resolveKey(key)).toMatchObject({ zid, home: HOME, key_id: 'sk_remote' });
+    expect(asked).toEqual([digest, digest]);
   });
 });

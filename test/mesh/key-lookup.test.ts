@@ -1,6 +1,7 @@
 // Looking up an identity on the peers (mesh/key-lookup.ts) against real HTTP servers on 127.0.0.1: the home's signed
 // answer is taken; a peer that signs for another home, relays another's answer, answers for another zid, answers
-// late or alters a signed body is refused, whatever order the answers come in.
+// late or alters a signed body is refused, whatever order the answers come in. A null says whether it is every peer's
+// word (each answered, none with it) or not (one failed, or answered 5xx).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -79,5 +80,28 @@ describe('an identity looked up on the peers', () => {
     const peer = await peerAnswering(home.id, honest);
     expect(await remoteKeyLookup({ peers: () => [peer], nowSvcond: () => NOW })(DIGEST)).toEqual({ assertion: honest.body, sender: home.id });
     expect(await remoteKeyLookup({ peers: () => [peer], nowSvcond: () => NOW })('ee'.repeat(32))).toBeNull();
+  });
+
+  it('a null is every peer’s word only when each answered: a peer down or answering 5xx is told', async () => {
+    const outcome = async (peers: { peerId: string; url: string }[]) => {
+      let unanswered = 0;
+      const found = await remoteKeyLookup({ peers: () => peers, nowSvcond: () => NOW })(DIGEST, undefined, () => unanswered++);
+      return { found, unanswered };
+    };
+    const notHere = await peerAnswering(liar.id, null);
+    const lying = await peerAnswering(liar.id, honest);
+    expect(await outcome([notHere, lying])).toEqual({ found: null, unanswered: 0 });
+    // A port nobody listens on (a server closed), and one answering 503.
+    const gone = await peerAnswering(liar.id, null);
+    await new Promise((resolve) => servers.pop()!.close(resolve));
+    const failing = createServer((_req, res) => res.writeHead(503).end('{}'));
+    await new Promise<void>((resolve) => failing.listen(0, '127.0.0.1', resolve));
+    servers.push(failing);
+    const busy = { peerId: liar.id, url: `http://127.0.0.1:${(failing.address() as AddressInfo).port}` };
+    expect(await outcome([notHere, gone])).toEqual({ found: null, unanswered: 1 });
+    expect(await outcome([notHere, busy])).toEqual({ found: null, unanswered: 1 });
+    expect(await outcome([])).toEqual({ found: null, unanswered: 1 });
+    // Found: nothing is told, whoever else failed.
+    expect(await outcome([gone, await peerAnswering(home.id, honest)])).toEqual({ found: { assertion: honest.body, sender: home.id }, unanswered: 0 });
   });
 });
