@@ -291,21 +291,24 @@ describe('re-execution consensus on five nodes', () => {
   }, 90_000);
 
   it("E's tampered result challenged with a random digest: upheld everywhere; E killed while slashing and restarted; its bond goes once", async () => {
-    // C and D's fresh tick events (not the ones B kept from before they stopped) say they contribute again, at B and
-    // at E: E keeps and applies only a challenge whose committee its own record of tick events confirms, and a node
-    // just restarted may stay outside E's gossip mesh for a while.
-    const fresh = (id: string) => {
-      const p = b.node.mesh.peers().find((x) => x.peerId === id);
+    // C and D's fresh tick events (not the ones kept from before they stopped) say they contribute again, heard by
+    // every node that checks this challenge's committee against its own record of tick events before it acts on it:
+    // B (the opener), A, C and D (the committee: C and D, just restarted, hold no record of before) and E (the bond's
+    // home, which applies the slashing). A node just restarted may stay outside a peer's gossip mesh for a while.
+    const heardFresh = (n: TestNode, id: string) => {
+      const p = n.node.mesh.peers().find((x) => x.peerId === id);
       return !!p && p.mode === 'contributing' && (p.receivedSvcond ?? 0) > restartedAt;
     };
     const freshAtE = async (ids: string[]) => {
       const peers: { peerId: string; lastTick: number | null }[] = (await call(e.url, 'GET', '/api/mesh/peers')).body.peers;
       return ids.every((id) => (peers.find((p) => p.peerId === id)?.lastTick ?? 0) > restartedAt);
     };
+    const committee = [a, c, d];
     await waitFor(
-      async () => fresh(c.node.nodeId) && fresh(d.node.nodeId) && (await freshAtE([c.node.nodeId, d.node.nodeId])),
+      async () =>
+        [b, ...committee].every((n) => committee.every((m) => m === n || heardFresh(n, m.node.nodeId))) && (await freshAtE([c.node.nodeId, d.node.nodeId])),
       45_000,
-      'C and D back and contributing, heard at B and at E',
+      'A, C and D contributing, heard by each other, at B and at E',
     );
     const result = await run(e.url, ops.e!, 9);
     const truth = await call(a.url, 'POST', '/api/svc/zeta', { n: 9, count: 1 }, bearer(ops.a!.key));
@@ -333,7 +336,10 @@ describe('re-execution consensus on five nodes', () => {
       // What B holds of the challenge and E's counts (a challenge E could not check is counted unverifiable there).
       const atB = (await call(b.url, 'GET', `/api/tally/consensus/${id}`)).body;
       const atE = (await call(e.url, 'GET', '/api/tally/consensus?limit=1').catch(() => ({ body: 'E not answering' }))).body;
-      throw new Error(`${err.message}; at B: ${JSON.stringify({ state: atB.state, verdict: atB.verdict })}; at E: ${JSON.stringify(atE.counts ?? atE)}`);
+      const counts = Object.fromEntries(committee.map((m, i) => ['ACD'[i], m.node.challenges.stats()]));
+      throw new Error(
+        `${err.message}; at B: ${JSON.stringify({ state: atB.state, verdict: atB.verdict })}; at E: ${JSON.stringify(atE.counts ?? atE)}; committee: ${JSON.stringify(counts)}`,
+      );
     });
     await exited;
     const live = members().filter((m) => m.node !== e.node);
