@@ -52,18 +52,18 @@ export function askPeersFirst<T>(
   }
   return new Promise((resolve) => {
     let left = asking.length;
-    let silent = 0;
+    let silent = false;
     let done = false;
     for (const peer of asking) {
       void askPeer(peer, path, timeoutMs, overMesh, read).then(({ answer, answered }) => {
         left--;
-        if (!answered) silent++;
+        if (!answered) silent = true;
         if (done) return;
         if (answer !== null) {
           done = true;
           resolve(answer);
         } else if (left === 0) {
-          if (silent > 0) unanswered?.();
+          if (silent) unanswered?.();
           resolve(null);
         }
       });
