@@ -9,6 +9,7 @@ import type { Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { RangeCursor } from '../util/range-cursor.js';
 import { BoundedMap } from '../util/bounded-map.js';
+import { MissedLookups } from '../util/missed-lookups.js';
 import type { ChainService, MachineRecord } from '../chain/service.js';
 import { DEFAULT_SLUG_PREFIX, MachineCreation, type AdminKey } from '../chain/machine-creation.js';
 import type { KeyRecord } from '../records/types.js';
@@ -172,7 +173,9 @@ export class IdentityService {
   private remoteIdentityLookup: RemoteLookup | null = null;
   private homeClaimCheck: HomeClaimCheck | null = null;
   /** Digests and zids no peer knew, so a stream of bad keys or zids does not fan out to the mesh. */
-  private readonly unknownRemote = new BoundedMap<string, number>(10_000);
+  private readonly unknownRemote = new MissedLookups({ max: 10_000, nowMs: () => this.now(), peersLearnt: () => this.peersLearnt() });
+  /** How many peers the mesh has learnt (set with the lookups): a miss stands only until a new peer is heard. */
+  private peersLearnt: () => number = () => 0;
   /** Questions to the peers in flight, by digest or zid (askPeersOnce). */
   private readonly asking = new Map<string, Promise<unknown>>();
   /** Slugs, emails and zids being created right now (see claims.ts). */
@@ -323,9 +326,10 @@ export class IdentityService {
   }
 
   /** How unknown keys are looked up on other nodes (the mesh); set by the composition root. */
-  onRemoteLookup(lookup: RemoteLookup, identityLookup?: RemoteLookup): void {
+  onRemoteLookup(lookup: RemoteLookup, identityLookup?: RemoteLookup, peersLearnt?: () => number): void {
     this.remoteLookup = lookup;
     this.remoteIdentityLookup = identityLookup ?? null;
+    this.peersLearnt = peersLearnt ?? (() => 0);
   }
 
   /** How a claim to be the home of an identity not known here is weighed before it is learnt; set by the composition root. */
@@ -385,15 +389,14 @@ export class IdentityService {
    * Ask the peers for a key's digest or a zid, apply the first assertion found that applies (a claim refused, a liar's,
    * does not end the question), and answer what this node holds then (`held`: gossip may have brought it meanwhile).
    * Concurrent misses of one name share one question; a name every peer asked said it did not know is not asked again
-   * for 30 s, one some peer did not answer (failed, timed out) for 2 s.
+   * for 30 s, one some peer did not answer (failed, timed out) for 2 s, and either is asked again once a peer is learnt.
    */
   private askPeersOnce<T>(
     name: string,
     ask: (accept: (found: { assertion: unknown; sender: string }) => Promise<boolean>, unanswered: () => void) => ReturnType<RemoteLookup>,
     held: () => Promise<T | undefined>,
   ): Promise<T | undefined> {
-    const until = this.unknownRemote.get(name);
-    if (until !== undefined && until > this.now()) return Promise.resolve(undefined);
+    if (this.unknownRemote.stands(name)) return Promise.resolve(undefined);
     // A digest (64 hex) and a zid (zid_…) never share a name: the question in flight is of the same kind.
     let pending = this.asking.get(name) as Promise<T | undefined> | undefined;
     if (pending === undefined) {
@@ -404,7 +407,7 @@ export class IdentityService {
           () => (partial = true),
         );
         const holding = await held();
-        if (holding === undefined) this.unknownRemote.set(name, this.now() + (partial ? UNANSWERED_LOOKUP_MS : NEGATIVE_LOOKUP_MS));
+        if (holding === undefined) this.unknownRemote.missed(name, partial ? UNANSWERED_LOOKUP_MS : NEGATIVE_LOOKUP_MS);
         return holding;
       })().finally(() => this.asking.delete(name));
       this.asking.set(name, pending);

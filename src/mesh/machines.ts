@@ -11,7 +11,7 @@
 // now, and stands only against the other peers' views (lookup); such answers (no tick) rank after any claim with a
 // tick, then by creation time.
 import type { Op, Store, Sublevel } from '../store/db.js';
-import { BoundedMap } from '../util/bounded-map.js';
+import { MissedLookups } from '../util/missed-lookups.js';
 import { askPeers, type PeerAddress } from './ask-peers.js';
 import { claimStands } from './home-corroboration.js';
 import type { OverMesh } from './peer-http.js';
@@ -47,6 +47,8 @@ export interface MachineDirectoryOptions {
   nowMs: () => number;
   /** Peers and their HTTP URLs (from tick events). */
   peers: () => { peerId: string; url: string | null }[];
+  /** Grows each time a peer is learnt (mesh/peer-table.ts): a slug no peer claimed is asked again then. */
+  peersLearnt?: () => number;
   /** The libp2p way to a peer whose URL is unknown or does not connect (absent or null: URLs only). */
   overMesh?: () => OverMesh | null;
   /** Entries kept in the store; beyond it homes are still looked up, not remembered. */
@@ -104,8 +106,8 @@ export class MachineDirectory {
   private readonly sub: Sublevel;
   private readonly maxEntries: number;
   private count = 0;
-  /** Slugs no peer claimed, until when (ms): a stream of unknown slugs does not fan out to the mesh. */
-  private readonly unknown = new BoundedMap<string, number>(NEGATIVE_MAX);
+  /** Slugs no peer claimed: a stream of unknown slugs does not fan out to the mesh. */
+  private readonly unknown: MissedLookups;
   private readonly inflight = new Map<string, Promise<string | null>>();
   private writes: Promise<unknown> = Promise.resolve();
   /** Told when a slug's stored winner is another home (chain/slug-loss.ts settles a machine of it held here). */
@@ -115,6 +117,7 @@ export class MachineDirectory {
   constructor(private readonly opts: MachineDirectoryOptions) {
     this.sub = opts.store.sub('mesh-machines');
     this.maxEntries = opts.maxEntries ?? 100_000;
+    this.unknown = new MissedLookups({ max: NEGATIVE_MAX, nowMs: opts.nowMs, peersLearnt: opts.peersLearnt });
   }
 
   async load(): Promise<void> {
@@ -186,7 +189,7 @@ export class MachineDirectory {
     if (this.marks) marks = next.home !== this.opts.nodeId() ? await this.marks.owedOps(rec.slug) : own ? this.marks.clearOps(rec.slug) : [];
     await this.opts.store.commit([{ type: 'put', sub: this.sub, key: rec.slug, value }, ...marks]);
     if (!existing) this.count++;
-    this.unknown.delete(rec.slug);
+    this.unknown.forget(rec.slug);
     if (next.home !== this.opts.nodeId()) this.wonElsewhere?.(rec.slug, next.home);
     return true;
   }
@@ -224,8 +227,7 @@ export class MachineDirectory {
     if (!SLUG_PATTERN.test(slug)) return null;
     const known = await this.known(slug);
     if (known) return known;
-    const until = this.unknown.get(slug);
-    if (until !== undefined && until > this.opts.nowMs()) return null;
+    if (this.unknown.stands(slug)) return null;
     let pending = this.inflight.get(slug);
     if (!pending) {
       pending = this.lookup(slug).finally(() => this.inflight.delete(slug));
@@ -267,7 +269,7 @@ export class MachineDirectory {
       // A stored claim (learnt meanwhile from gossip) may be better than the answers.
       return (await this.known(slug)) ?? winner.home;
     }
-    this.unknown.set(slug, this.opts.nowMs() + NEGATIVE_MS);
+    this.unknown.missed(slug, NEGATIVE_MS);
     return null;
   }
 

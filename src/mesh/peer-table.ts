@@ -129,6 +129,8 @@ export class PeerTable {
   private readonly peers = new Map<string, PeerInfo>();
   /** Every sender heard (the peer table is bounded lower): when its last tick event arrived and the interval it declared; the one heard longest ago first. */
   private readonly heard: LruMap<string, { receivedSvcond: number; every: number }>;
+  /** Peers learnt so far: a peer new to the table, or one whose URL is first or newly told. */
+  private learntCount = 0;
 
   constructor(private readonly o: PeerTableOptions) {
     this.heard = new LruMap(o.heardMax ?? HEARD_MAX);
@@ -140,6 +142,7 @@ export class PeerTable {
     const prev = this.peers.get(event.sender);
     if (prev && prev.lastTick !== null && prev.lastTick > event.svcond) return;
     this.heard.set(event.sender, { receivedSvcond: now, every: b.every ?? this.defaultEvery });
+    if (prev === undefined || (b.url !== undefined && b.url !== prev.url)) this.learntCount++;
     this.peers.delete(event.sender);
     this.peers.set(event.sender, {
       peerId: event.sender,
@@ -166,6 +169,7 @@ export class PeerTable {
     if (p && !connected && p.lastTick === null) this.peers.delete(peerId);
     else if (p) p.connected = connected;
     else if (connected) {
+      this.learntCount++;
       this.peers.set(peerId, {
         peerId,
         url: null,
@@ -261,6 +265,14 @@ export class PeerTable {
       if (now - p.receivedSvcond > silentAfter(p.every)) out.push(p);
     }
     return out.sort((a, b) => (b.receivedSvcond ?? 0) - (a.receivedSvcond ?? 0)).map((p) => ({ peerId: p.peerId, addrs: [...p.multiaddrs] }));
+  }
+
+  /**
+   * How many peers the table has learnt: it grows when a peer is first heard or connected, or tells a new URL. A
+   * lookup's miss stands only while it stays the same (util/missed-lookups.ts): the peer learnt may know the name.
+   */
+  learnt(): number {
+    return this.learntCount;
   }
 
   /** Every peer known (copies). */

@@ -281,6 +281,7 @@ export class MeshService {
       nowSvcond: () => this.nowSvcond(),
       nowMs: () => Number(opts.clock.nowNs() / 1_000_000n),
       peers: () => this.peers(),
+      peersLearnt: () => this.peersLearnt(),
       overMesh: () => meshPeerLinks(this, opts.config.secret).overMesh,
     });
     this.gossip.register({
@@ -768,6 +769,11 @@ export class MeshService {
   /** Peers known to the node (tick senders and connected peers). */
   peers(): PeerInfo[] {
     return this.peerTable.list();
+  }
+
+  /** Grows each time a peer is learnt (mesh/peer-table.ts `learnt`): what a lookup's miss is weighed against. */
+  peersLearnt(): number {
+    return this.peerTable.learnt();
   }
 
   /** The latest signed tick event heard from each sender (at most 4096 senders). */

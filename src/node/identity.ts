@@ -62,7 +62,7 @@ export async function wireIdentity(f: Foundation, chain: ChainService, mesh: Mes
         }
       });
       const peers = { peers: () => mesh.peers(), nowSvcond: () => mesh.nowSvcond(), overMesh: meshPeerLinks(mesh, f.config.mesh.secret).overMesh };
-      identity.onRemoteLookup(remoteKeyLookup(peers), remoteIdentityLookup(peers));
+      identity.onRemoteLookup(remoteKeyLookup(peers), remoteIdentityLookup(peers), () => mesh.peersLearnt());
       identity.onHomeClaim(homeCorroboration({ ...peers, nowMs: f.time.nowMs }));
     },
   };

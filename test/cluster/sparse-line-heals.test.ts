@@ -53,6 +53,9 @@ describe('a line at peer-set target 1 whose middle node is killed', () => {
     await waitUntil(async () => (await whoami(4, k.key)).status === 200, 'k live at node 4', 30_000, 100);
     expect((await whoami(4, k.key)).body).toMatchObject({ zid: reg.body.zid });
     expect(await Promise.all([0, 1, 2, 3, 4].map(linksOf))).toEqual([[1], [0, 2], [1, 3], [2, 4], [3]]);
+    // Each node has heard every other's tick event (the addresses a node deaf to the far side dials).
+    const pairs = [0, 1, 2, 3, 4].flatMap((i) => [0, 1, 2, 3, 4].filter((j) => j !== i).map((j) => [i, j] as const));
+    await waitUntil(async () => (await Promise.all(pairs.map(([i, j]) => heardAt(i, j)))).every((t) => t >= 0), 'each node hearing every other', 30_000, 200);
 
     await cluster.kill(MIDDLE);
     const crossing = await waitUntil(

@@ -1,6 +1,6 @@
 // Identities and keys homed elsewhere that this node has not heard of are asked of the peers (identity/service.ts
 // findIdentity, resolveKey): concurrent misses of one zid or digest share one question, and a name no peer knew is not
-// asked again for a while (30 s), one a peer did not answer only for 2 s. The peers' answers are composed here (the mesh's own checks are in test/mesh/key-lookup.test.ts).
+// asked again for a while (30 s) unless a peer is learnt meanwhile, one a peer did not answer only for 2 s. The peers' answers are composed here (the mesh's own checks are in test/mesh/key-lookup.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyDigest } from '../../src/identity/keys.js';
 import { startTestNode, type TestNode } from '../helpers/node.js';
@@ -131,5 +131,32 @@ describe('an identity or key homed elsewhere', () => {
     await new Promise((resolve) => setTimeout(resolve, 2_100));
     expect(await t.node.identity.resolveKey(key)).toMatchObject({ zid, home: HOME, key_id: 'sk_remote' });
     expect(asked).toEqual([digest, digest]);
+  });
+
+  it('a key no peer knew is asked again at once when a peer is learnt (a late joiner first hearing its home)', async () => {
+    const zid = `zid_${'b7'.repeat(16)}`;
+    const key = `sk_${'b8'.repeat(24)}`;
+    const digest = keyDigest(key);
+    let peersLearnt = 1;
+    const asked: string[] = [];
+    // Every peer asked answers; only the home, learnt later, knows the key.
+    const ask = async (name: string, accept?: (found: Found) => Promise<boolean>) => {
+      asked.push(name);
+      if (peersLearnt < 2) return null;
+      const found = { assertion: assertion(zid, digest), sender: HOME };
+      return accept === undefined || (await accept(found)) ? found : null;
+    };
+    t.node.identity.onRemoteLookup(ask, ask, () => peersLearnt);
+    try {
+      await expect(t.node.identity.resolveKey(key)).rejects.toMatchObject({ status: 401, code: 'SVC_INVALID_KEY' });
+      // Every peer's word, and no peer learnt since: not asked again.
+      await expect(t.node.identity.resolveKey(key)).rejects.toMatchObject({ status: 401, code: 'SVC_INVALID_KEY' });
+      expect(asked).toEqual([digest]);
+      peersLearnt = 2;
+      expect(await t.node.identity.resolveKey(key)).toMatchObject({ zid, home: HOME, key_id: 'sk_remote' });
+      expect(asked).toEqual([digest, digest]);
+    } finally {
+      t.node.identity.onRemoteLookup(ask, ask);
+    }
   });
 });

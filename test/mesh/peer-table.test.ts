@@ -2,7 +2,8 @@
 // forgotten when it leaves, the bound evicts the disconnected peer heard from longest ago (never a connected one),
 // the coherence score counts the recently heard peers that agree with this node's clock and kernel, and every
 // "recently heard" and "in step" is read in the peer's own declared interval; the silent peers are those heard recently
-// but not within their silent window, not connected, the most recently heard first.
+// but not within their silent window, not connected, the most recently heard first; the count of peers learnt grows
+// with each peer first heard or connected, or telling a new URL.
 import { describe, expect, it } from 'vitest';
 import { PeerTable, RECENT_WINDOW_TICKS, SILENT_FLOOR_TICKS, TICK_EVENT_TYPE, recentWindow, silentAfter, type TickBody } from '../../src/mesh/peer-table.js';
 import type { MeshEvent } from '../../src/mesh/wire.js';
@@ -35,6 +36,23 @@ describe('the peer table', () => {
     t.connectionChanged('forger', false);
     t.connectionChanged('ticker', false);
     expect(t.list().map((p) => [p.peerId, p.connected])).toEqual([['ticker', false]]);
+  });
+
+  it('counts the peers learnt: first heard or connected, or telling a new URL; not a repeated tick', () => {
+    const { t } = table();
+    expect(t.learnt()).toBe(0);
+    t.applyTick(...tick('p1', 1_000, { url: 'http://a' }));
+    t.applyTick(...tick('p1', 1_001, { url: 'http://a' }));
+    t.applyTick(...tick('p1', 1_002, {}));
+    expect(t.learnt()).toBe(1);
+    t.applyTick(...tick('p1', 1_003, { url: 'http://b' }));
+    expect(t.learnt()).toBe(2);
+    // Connected before its first tick (no URL yet), then its tick tells one: asked by URL from then on.
+    t.connectionChanged('p2', true);
+    expect(t.learnt()).toBe(3);
+    t.connectionChanged('p2', true);
+    t.applyTick(...tick('p2', 1_003, { url: 'http://c' }));
+    expect(t.learnt()).toBe(4);
   });
 
   it('the bound evicts the disconnected peer heard from longest ago, never a connected one', () => {
