@@ -59,7 +59,7 @@ export function createApp(kit: HttpKit, groups: readonly RouteGroup[]): { app: K
     return next();
   });
   app.use(jsonBody());
-  if (kit.idempotentAnswers) app.use(idempotentWrites(kit.idempotentAnswers, kit.logger));
+  if (kit.idempotentAnswers) app.use(idempotentWrites(kit.idempotentAnswers, kit.logger, (key) => kit.auth.identity.resolveKey(key)));
 
   for (const group of groups) {
     const before = router.stack.length;

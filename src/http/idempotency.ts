@@ -3,11 +3,14 @@
 // with the same key gets that answer again, marked Idempotent-Replayed, and nothing is applied or charged twice. This
 // is what a client told `may_have_applied: true` (forward.ts) retries with. Scope: the caller's key, so two callers'
 // idempotency keys never meet. The header travels with a forwarded request, so the home that applied the write
-// answers the retry whichever node it comes through.
+// answers the retry whichever node it comes through. A replay is authorised again: an answer given to an API key is not
+// sent to that key once it is revoked or expired (its answer may hold a secret, a key minted with it say).
 import { createHash } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import { ServiceError } from '../kernel/errors.js';
+import type { Caller } from '../records/types.js';
+import { presentedKey } from './auth.js';
 import { ANSWER_KEPT_MAX_BYTES, ANSWER_KEPT_MS, type IdempotentAnswers, type KeptAnswer } from './idempotent-answers.js';
 
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
@@ -29,12 +32,16 @@ export function parseIdempotencyKey(raw: string): string | null {
   return /^[\x21-\x7e]+$/.test(value) && !value.includes('"') ? value : null;
 }
 
-/** The caller's key as the request carries it (Bearer header or ?key=), or null for a keyless request. */
+/**
+ * The caller's key as the request carries it (Bearer header or ?key=), or null for a keyless request or a malformed
+ * header (the route refuses it).
+ */
 function callerKey(ctx: Context): string | null {
-  const auth = ctx.get('authorization');
-  if (auth) return auth.replace(/^bearer\s+/i, '');
-  const key = ctx.query.key;
-  return typeof key === 'string' && key.length > 0 ? key : null;
+  try {
+    return presentedKey(ctx);
+  } catch {
+    return null;
+  }
 }
 
 /** The request's method, path and query (without ?key=) and body: what a reused key must match. */
@@ -68,8 +75,12 @@ function replay(ctx: Context, kept: KeptAnswer, idempotencyKey: string): void {
   ctx.body = kept.body;
 }
 
-/** Middleware (after the body is read): applies a keyed write sent with an Idempotency-Key once. */
-export function idempotentWrites(answers: IdempotentAnswers, logger: Logger) {
+/**
+ * Middleware (after the body is read): applies a keyed write sent with an Idempotency-Key once. `resolveKey` resolves
+ * an API key as the routes do (throws 401 for a revoked, expired or unknown one); a replay of an answer given to a key
+ * calls it first.
+ */
+export function idempotentWrites(answers: IdempotentAnswers, logger: Logger, resolveKey: (key: string) => Promise<unknown>) {
   const inFlight = new Set<string>();
   return async (ctx: Context, next: Next): Promise<void> => {
     const raw = ctx.get(IDEMPOTENCY_KEY_HEADER);
@@ -110,6 +121,7 @@ export function idempotentWrites(answers: IdempotentAnswers, logger: Logger) {
             },
           );
         }
+        if (kept.by_key === true) await resolveKey(key);
         replay(ctx, kept, idempotencyKey);
         return;
       }
@@ -124,7 +136,9 @@ export function idempotentWrites(answers: IdempotentAnswers, logger: Logger) {
       }
       const body = Buffer.byteLength(text) > ANSWER_KEPT_MAX_BYTES ? null : text;
       // The write is applied whatever happens here: a store failure costs the replay, not the answer.
-      await answers.keep(id, { fingerprint, status: ctx.status, headers, body }).catch((err: unknown) => {
+      const caller = ctx.state.caller as Caller | undefined;
+      const byKey = caller !== undefined && caller.kind !== 'anonymous';
+      await answers.keep(id, { fingerprint, status: ctx.status, headers, body, by_key: byKey }).catch((err: unknown) => {
         logger.warn({ err, trace_id: ctx.state.traceId as string }, 'the answer of an idempotent write could not be kept');
       });
     } finally {

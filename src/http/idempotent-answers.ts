@@ -18,6 +18,8 @@ export interface KeptAnswer {
   headers: Record<string, string>;
   /** The body as sent; null when it was larger than ANSWER_KEPT_MAX_BYTES. */
   body: string | null;
+  /** The write's caller was resolved from the API key it presented: a replay resolves that key again (not revoked). */
+  by_key?: boolean;
   /** Unix ms when the record may be deleted. */
   expires_at: number;
 }

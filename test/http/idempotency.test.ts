@@ -1,5 +1,6 @@
 // Writes sent with an Idempotency-Key over real HTTP: applied once, the kept answer sent again (also after a restart),
-// a key reused for another request refused, concurrent sends applied once, errors not kept, scopes per caller's key.
+// a key reused for another request refused, concurrent sends applied once, errors not kept, scopes per caller's key, a
+// replay refused once the key that sent the write is revoked.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { parseIdempotencyKey } from '../../src/http/idempotency.js';
@@ -94,6 +95,25 @@ describe('Idempotency-Key on writes', () => {
     const a = await call(t.url, 'GET', `/api/chain/${owner.slug}/explore?from=1`, undefined, { ...bearer(owner.key), 'idempotency-key': 'k-read' });
     expect(a.status).toBe(200);
     expect(a.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  it('a replay is authorised again: once the key that sent the write is revoked, 401, and the kept answer is not sent', async () => {
+    const minted = await call(t.url, 'POST', '/api/auth/keys', {}, bearer(owner.key));
+    expect(minted.status, minted.text).toBe(201);
+    const k = minted.body as { key: string; key_id: string };
+    // The write's answer holds a secret: a key minted with k.
+    const mint = () => call(t.url, 'POST', '/api/auth/keys', {}, { ...bearer(k.key), 'idempotency-key': 'k-mint' });
+    const first = await mint();
+    expect(first.status, first.text).toBe(201);
+    const secret = (first.body as { key: string }).key;
+    const again = await mint();
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.text).toBe(first.text);
+    expect((await call(t.url, 'DELETE', `/api/auth/keys/${k.key_id}`, undefined, bearer(owner.key))).status).toBe(200);
+    const refused = await mint();
+    expect(expectError(refused, 401, 'SVC_INVALID_KEY')).toMatchObject({ key_id: k.key_id, reason: 'revoked' });
+    expect(refused.headers.get('idempotent-replayed')).toBeNull();
+    expect(refused.text).not.toContain(secret);
   });
 
   it('the kept answer survives a restart of the node', async () => {
