@@ -13,9 +13,10 @@ import { MissedLookups } from '../util/missed-lookups.js';
 import type { ChainService, MachineRecord } from '../chain/service.js';
 import { DEFAULT_SLUG_PREFIX, MachineCreation, type AdminKey } from '../chain/machine-creation.js';
 import type { KeyRecord } from '../records/types.js';
-import { compareVersions, keyDigest, keyId, keyKind, mintKey, randomToken } from './keys.js';
+import { compareVersions, keyDigest, keyId, keyKind, mintKey } from './keys.js';
 import { Claims, conflict, type Claim, type ClaimSpace } from './claims.js';
 import { DEFAULT_SCRYPT_COST, hashSecret } from './secret-hash.js';
+import { newSessionToken } from './session-token.js';
 
 export const SESSION_TTL_MS = 24 * 3600 * 1000;
 export const SESSION_KEY_TTL_MS = 24 * 3600 * 1000;
@@ -563,7 +564,7 @@ export class IdentityService {
   }
 
   private async openSession(zid: string): Promise<{ zid: string; token: string; expires_unix_ms: number }> {
-    const token = randomToken(32);
+    const token = newSessionToken(zid);
     const expires = this.now() + SESSION_TTL_MS;
     await this.deps.store.commit([
       { type: 'put', sub: this.sessions, key: sha256Hex(token), value: { zid, expires_unix_ms: expires } satisfies SessionRecord },
@@ -875,7 +876,7 @@ export class IdentityService {
    */
   async registerV3(equationSha256: string, svcond: number): Promise<{ zid: string; machine: MachineRecord; adminKey: string }> {
     const digest = equationSha256.toLowerCase();
-    const zid = `zid_${digest.slice(0, 32)}`;
+    const zid = zidOfEquation(digest);
     // Claimed before the first await: of concurrent registrations of one equation, one goes on.
     const claims = [this.claims.take('zid', zid)];
     try {
@@ -905,7 +906,7 @@ export class IdentityService {
   /** v3 login: proves knowledge of the equation digest; opens a session. */
   async loginV3(equationSha256: string): Promise<{ zid: string; token: string; expires_unix_ms: number }> {
     const digest = equationSha256.toLowerCase();
-    const zid = `zid_${digest.slice(0, 32)}`;
+    const zid = zidOfEquation(digest);
     const rec = await this.getIdentity(zid);
     const salt = rec?.salt ?? randomBytes(16).toString('hex');
     const hash = await hashSecret(digest, salt, rec?.scrypt_cost ?? (rec ? DEFAULT_SCRYPT_COST : this.scryptCost));
@@ -918,6 +919,11 @@ export class IdentityService {
   createMachine(...args: Parameters<MachineCreation['create']>): ReturnType<MachineCreation['create']> {
     return this.machines.create(...args);
   }
+}
+
+/** A v3 identity's zid: 'zid_' + the first 32 hex of SHA-256(equation) (spec 2.4). */
+export function zidOfEquation(equationSha256: string): string {
+  return `zid_${equationSha256.toLowerCase().slice(0, 32)}`;
 }
 
 function isAssertion(a: unknown): a is IdentityAssertion {

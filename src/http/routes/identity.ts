@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
-import type { IdentityService, KeyListing } from '../../identity/service.js';
+import { zidOfEquation, type IdentityService, type KeyListing } from '../../identity/service.js';
 import type { KeyRecord } from '../../records/types.js';
 import type { DemoKeys } from '../../identity/demo.js';
 import {
@@ -26,7 +26,8 @@ import {
 } from '../responses.js';
 import { body, describes, responds, validate } from '../validate.js';
 import { identityOf, requireIdentityKey, resolveCaller } from '../auth.js';
-import { forwardToHome } from '../forward.js';
+import { askHome, forwardToHome, relayAnswer, wasForwarded } from '../forward.js';
+import { sessionTokenZid } from '../../identity/session-token.js';
 import { callerAddress } from '../caller-address.js';
 
 const credentials = z.object({ email: z.string().trim().email().max(254), password: z.string().min(8).max(1024) }).strict();
@@ -74,6 +75,26 @@ function setSessionCookie(ctx: Context, token: string, expiresMs: number): void 
   ctx.cookies.set(SESSION_COOKIE, token, { httpOnly: true, sameSite: 'lax', path: '/', expires: new Date(expiresMs), overwrite: true });
 }
 
+/**
+ * Sessions are kept by the identity's home, which holds its secret: a login, or a route of the session cookie, for an
+ * identity homed on another node is relayed there (once: a relayed request is served where it lands), with the
+ * cookie, and the home's answer relayed back with the cookie it sets or clears. True when relayed.
+ */
+async function servedAtHome(ctx: Context, kit: HttpKit, identity: IdentityService, zid: string | null): Promise<boolean> {
+  if (zid === null || wasForwarded(ctx)) return false;
+  const ident = await identity.findIdentity(zid);
+  if (ident === undefined || ident.home === kit.nodeId()) return false;
+  const token = ctx.cookies.get(SESSION_COOKIE);
+  const answer = await askHome(ctx, kit, ident.home, 'identity', { zid }, { headers: token ? { cookie: `${SESSION_COOKIE}=${token}` } : {} });
+  relayAnswer(ctx, ident.home, answer);
+  const cookie = answer.headers.get('set-cookie');
+  if (cookie) ctx.set('Set-Cookie', cookie);
+  return true;
+}
+
+/** The identity the request's session cookie names (null: none, or a token that names none). */
+const cookieZid = (ctx: Context): string | null => sessionTokenZid(ctx.cookies.get(SESSION_COOKIE));
+
 export interface IdentityRouteServices {
   identity: IdentityService;
   demoKeys: DemoKeys;
@@ -98,6 +119,7 @@ function registerIdentityRoutes(router: Router, kit: HttpKit, s: IdentityRouteSe
   });
 
   router.post('/api/auth/logout', responds(okResponse), async (ctx) => {
+    if (await servedAtHome(ctx, kit, s.identity, cookieZid(ctx))) return;
     const token = ctx.cookies.get(SESSION_COOKIE);
     if (token) await s.identity.logout(token);
     ctx.cookies.set(SESSION_COOKIE, '', { httpOnly: true, sameSite: 'lax', path: '/', expires: new Date(0) });
@@ -105,15 +127,18 @@ function registerIdentityRoutes(router: Router, kit: HttpKit, s: IdentityRouteSe
   });
 
   router.post('/api/auth/verify', responds(sessionCheckResponse), async (ctx) => {
+    if (await servedAtHome(ctx, kit, s.identity, cookieZid(ctx))) return;
     ctx.body = await s.identity.verifySession(ctx.cookies.get(SESSION_COOKIE));
   });
 
   router.post('/api/auth/session-key', responds(sessionKeyResponse), async (ctx) => {
+    if (await servedAtHome(ctx, kit, s.identity, cookieZid(ctx))) return;
     ctx.body = await s.identity.sessionKey(ctx.cookies.get(SESSION_COOKIE));
   });
 
   router.post('/api/auth/api-key', responds(apiKeyMintedResponse, { status: 201 }), body(apiKeyBody), async (ctx) => {
     const body = validate(apiKeyBody, ctx.request.body);
+    if (await servedAtHome(ctx, kit, s.identity, cookieZid(ctx))) return;
     const session = await s.identity.verifySession(ctx.cookies.get(SESSION_COOKIE));
     if (!session.valid || !session.zid) throw new ServiceError(401, 'SVC_NO_SESSION', 'a valid session cookie is required');
     const { key, record } = await s.identity.mintKeyFor(session.zid, body.kind, null);
@@ -151,6 +176,7 @@ function registerIdentityRoutes(router: Router, kit: HttpKit, s: IdentityRouteSe
 
   router.post('/api/svc-auth/login-v3', responds(sessionResponse), body(zkBody), async (ctx) => {
     const body = validate(zkBody, ctx.request.body);
+    if (await servedAtHome(ctx, kit, s.identity, zidOfEquation(body.equation_sha256))) return;
     const session = await s.identity.loginV3(body.equation_sha256);
     setSessionCookie(ctx, session.token, session.expires_unix_ms);
     ctx.body = { zid: session.zid, expiresAt: new Date(session.expires_unix_ms).toISOString() };
