@@ -13,6 +13,7 @@ import {
   type CallToolResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 
 /**
  * A JSON-RPC error for the SDK's Server to answer: the code, and the message as the caller should read it. Not an
@@ -59,6 +60,20 @@ function invalidParams(message: unknown): string | null {
   return `Invalid params: ${issue.path.map(String).join('.') || 'params'}: ${issue.message}`;
 }
 
+/**
+ * The schema a handler is registered with: the method alone. The SDK parses a request with it before the handler
+ * runs and answers a failure -32603; the handler checks the params itself (paramsOf), so a member of a batch, which
+ * refusedMessage does not read one by one, is -32602 too.
+ */
+const methodOnly = <M extends string>(method: M) => z.object({ method: z.literal(method) }).passthrough();
+
+/** The request as `schema` reads it, or a -32602 naming the member that does not fit. */
+function paramsOf<T>(schema: { parse(v: unknown): T }, request: unknown): T {
+  const bad = invalidParams(request);
+  if (bad !== null) throw protocolError(ErrorCode.InvalidParams, bad);
+  return schema.parse(request);
+}
+
 export interface ToolSource {
   list(): Promise<Tool[]>;
   /** The tool's result; null when there is no tool of that name. */
@@ -77,11 +92,13 @@ export function buildMcpServer(info: ServerInfo, source: ToolSource): Server {
     { capabilities: { tools: {} }, ...(info.instructions ? { instructions: info.instructions } : {}) },
   );
   // One page holds every tool, so no cursor is ever issued: one given is invalid (the pagination utility's -32602).
-  server.setRequestHandler(ListToolsRequestSchema, async (request) => {
+  server.setRequestHandler(methodOnly('tools/list'), async (raw) => {
+    const request = paramsOf(ListToolsRequestSchema, raw);
     if (request.params?.cursor !== undefined) throw protocolError(ErrorCode.InvalidParams, 'invalid cursor: tools/list answers every tool on one page');
     return { tools: await source.list() };
   });
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  server.setRequestHandler(methodOnly('tools/call'), async (raw) => {
+    const request = paramsOf(CallToolRequestSchema, raw);
     const result = await source.call(request.params.name, (request.params.arguments ?? {}) as Record<string, unknown>);
     if (result === null) throw protocolError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`);
     return result;

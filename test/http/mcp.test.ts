@@ -237,6 +237,18 @@ describe('MCP over Streamable HTTP (official SDK client)', () => {
     expect(noName.body).toMatchObject({ id: 9, error: { code: -32602, message: expect.stringMatching(/^Invalid params: params\.name: /) } });
     const noParams = await call(t.url, 'POST', '/api/mcp', { jsonrpc: '2.0', id: 10, method: 'initialize' });
     expect(noParams.body).toMatchObject({ id: 10, error: { code: -32602, message: expect.stringMatching(/^Invalid params: params/) } });
+    // In a batch too, each member whose params do not fit is -32602 (the SDK's message for tools/call), never -32603;
+    // the others are answered.
+    const batch = await call(t.url, 'POST', '/api/mcp', [
+      { jsonrpc: '2.0', id: 11, method: 'tools/call', params: { arguments: {} } },
+      { jsonrpc: '2.0', id: 12, method: 'tools/list' },
+      { jsonrpc: '2.0', id: 13, method: 'tools/list', params: { cursor: 5 } },
+    ]);
+    expect(batch.status, batch.text).toBe(200);
+    const byId = new Map((batch.body as { id: number }[]).map((m) => [m.id, m]));
+    expect(byId.get(11)).toMatchObject({ error: { code: -32602, message: expect.stringMatching(/Invalid tools\/call request: .*"name"/s) } });
+    expect(byId.get(12)).toMatchObject({ result: { tools: expect.arrayContaining([expect.objectContaining({ name: 'svc_compute' })]) } });
+    expect(byId.get(13)).toMatchObject({ error: { code: -32602, message: expect.stringMatching(/^Invalid params: params\.cursor: /) } });
     const cursor = await call(t.url, 'POST', '/api/mcp', { jsonrpc: '2.0', id: 3, method: 'tools/list', params: { cursor: 'garbage' } });
     expect(cursor.status).toBe(200);
     expect(cursor.body).toMatchObject({ id: 3, error: { code: -32602, message: expect.stringContaining('invalid cursor') } });
