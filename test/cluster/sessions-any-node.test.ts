@@ -42,6 +42,10 @@ describe('a session of an identity homed on another node', () => {
       const verified = await post(n, '/api/auth/verify', undefined, cookie);
       expect(verified.body, n.url).toMatchObject({ valid: true, zid });
     }
+    // The safe form of the check (QUERY) is relayed as sent.
+    const queried = await call(c.url, 'QUERY', '/api/auth/verify', undefined, { cookie });
+    expect([queried.status, queried.headers.get('x-svc-served-by')]).toEqual([200, a.node.nodeId]);
+    expect(queried.body).toMatchObject({ valid: true, zid });
     // A key minted through B's door is the identity's, at its home and wherever it is presented.
     const minted = await post(b, '/api/auth/api-key', { kind: 'sk' }, cookie);
     expect(minted.status, minted.text).toBe(201);
