@@ -18,7 +18,13 @@ const cookieOf = (r: { headers: Headers }): string => (r.headers.get('set-cookie
 const post = (n: TestNode, path: string, body: unknown, cookie?: string) => call(n.url, 'POST', path, body, cookie ? { cookie } : {});
 
 beforeAll(async () => {
-  [a, b, c] = await startMesh(3, sparseMeshConfig(SECRET, { mesh: { forwardTimeoutMs: FORWARD_TIMEOUT_MS } }), {}, 'line');
+  const sparse = sparseMeshConfig(SECRET);
+  const config = (bootstrap: string[]) => {
+    const c = sparse(bootstrap);
+    return { ...c, mesh: { ...(c.mesh as Record<string, unknown>), forwardTimeoutMs: FORWARD_TIMEOUT_MS } };
+  };
+  const nodes = await startMesh(3, config, {}, 'line');
+  [a, b, c] = [nodes[0]!, nodes[1]!, nodes[2]!];
   const reg = await post(a, '/api/svc-auth/register-v3', { equation_sha256: equation });
   expect(reg.status, reg.text).toBe(201);
   zid = reg.body.zid;
