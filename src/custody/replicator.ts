@@ -98,6 +98,11 @@ export interface ReplicatorDeps {
   onFenced?: (zid: string) => void;
   /** The epoch this node promised itself for an identity (a home taking it again, failover.ts retake; 0: none). */
   ownPromise?: (zid: string) => Promise<number>;
+  /**
+   * An entry of the identity was certified: a majority of its set took this node's write as the home's, so no later
+   * epoch had been promised by a majority then (home-check.ts needs ask nothing more in this run).
+   */
+  onCertified?: (zid: string) => void;
 }
 
 interface Proposal {
@@ -673,6 +678,7 @@ export class Replicator {
     this.stats.certified++;
     if ((this.certified.get(p.entry.zid)?.seq ?? 0) < p.entry.seq) this.certified.set(p.entry.zid, headOf(p.entry, p.hash));
     this.close(p);
+    this.deps.onCertified?.(p.entry.zid);
     p.resolve(p);
   }
 

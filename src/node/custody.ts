@@ -148,6 +148,7 @@ export async function wireCustody(
   // Set below: applying a home change forgets the replicator's heads of the identity and ends a failover of it.
   let replicatorRef: Replicator | null = null;
   let failoverRef: Failover | null = null;
+  let homeCheckRef: HomeCheck | null = null;
   const homeMoves = new HomeMoves({
     store,
     nodeId,
@@ -251,6 +252,8 @@ export async function wireCustody(
       void failoverRef
         ?.retake(zid)
         .catch((err: unknown) => f.logger.warn({ err: String(err), zid }, 'custody: the fenced home could not take the identity again')),
+    // A write of this run certified by a majority shows this node is still the home: the check after a start is done.
+    onCertified: (zid) => homeCheckRef?.confirm(zid),
   });
   replicatorRef = replicator;
   store.gate = replicator;
@@ -348,6 +351,7 @@ export async function wireCustody(
     timeoutMs: config.custody.certifyTimeoutMs,
     logger: f.logger,
   });
+  homeCheckRef = homeCheck;
   // Asked by the auth only for an identity whose record it just read names this node: once confirmed, nothing is
   // read again (the record's word stands, as for every request before a restart).
   const checkedHome = async (zid: string): Promise<string> => {
