@@ -908,6 +908,15 @@ export class IdentityService {
     const digest = equationSha256.toLowerCase();
     const zid = zidOfEquation(digest);
     const rec = await this.getIdentity(zid);
+    if (rec?.kind === 'remote' && rec.home === this.deps.nodeId()) {
+      // Home by a failover: the secret stayed at the node the identity registered on; no proof can be checked here.
+      throw new ServiceError(
+        409,
+        'SVC_CONFLICT',
+        'this node became the identity’s home by a failover and holds no copy of its secret (a secret never leaves the node an identity registered on): its API keys work here, a login does not',
+        { zid, home: rec.home, reason: 'secret not held by the home' },
+      );
+    }
     const salt = rec?.salt ?? randomBytes(16).toString('hex');
     const hash = await hashSecret(digest, salt, rec?.scrypt_cost ?? (rec ? DEFAULT_SCRYPT_COST : this.scryptCost));
     const stored = rec?.hash ? Buffer.from(rec.hash, 'hex') : Buffer.alloc(32);

@@ -158,6 +158,10 @@ describe('failover of an identity whose home is killed', () => {
     const other = [1, 2, 3, 4].find((i) => i !== home)!;
     await waitUntil(async () => (await custodyAt(c.url(other), zid))?.home === c.nodeIds[home], 'the home change heard by another node', 15_000, 200);
     expect((await custodyAt(c.url(other), zid))?.epoch).toBe(2);
+    // A login is the new home's to answer, which holds the keys but not the secret: it says so, not "wrong proof".
+    const login = await call(c.url(other), 'POST', '/api/svc-auth/login-v3', { equation_sha256: equation });
+    expect(expectError(login, 409, 'SVC_CONFLICT')).toMatchObject({ zid, home: c.nodeIds[home], reason: 'secret not held by the home' });
+    expect(login.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
     const forwarded = await readAtHome(c.url(other), '/api/tally/balance', bearer(key));
     expect(forwarded.status, forwarded.text).toBe(200);
     expect(forwarded.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);

@@ -76,8 +76,8 @@ function setSessionCookie(ctx: Context, token: string, expiresMs: number): void 
 }
 
 /**
- * Sessions are kept by the identity's home, which holds its secret: a login, or a route of the session cookie, for an
- * identity homed on another node is relayed there (once: a relayed request is served where it lands), with the
+ * Sessions are kept by the identity's home, which checks its logins: a login, or a route of the session cookie, for
+ * an identity homed on another node is relayed there (once: a relayed request is served where it lands), with the
  * cookie, and the home's answer relayed back with the cookie it sets or clears. True when relayed.
  */
 async function servedAtHome(ctx: Context, kit: HttpKit, identity: IdentityService, zid: string | null): Promise<boolean> {
