@@ -1,9 +1,11 @@
 // Make a node's next LevelDB batch that is not background mesh bookkeeping fail after `delayMs` (as a full disk
 // would), so a test can check that nothing of a failed write is left behind. With `touching`, the next batch that
-// writes or deletes a key it matches (e.g. one effect's batch among several).
+// writes or deletes a key it matches (e.g. one effect's batch among several). The failing write is held `delayMs`,
+// or until `hold.until()` holds (polled; at most `hold.timeoutMs`): a test that needs other commits queued behind the
+// failing batch waits for them rather than for a time a loaded machine may overrun.
 import type { TestNode } from './node.js';
 
-export function failNextBatch(t: TestNode, delayMs: number, touching?: RegExp): void {
+export function failNextBatch(t: TestNode, hold: number | { until: () => boolean; timeoutMs?: number }, touching?: RegExp): void {
   type Batch = { put: (key: string, ...rest: unknown[]) => unknown; del: (key: string, ...rest: unknown[]) => unknown; write: (o?: unknown) => Promise<void> };
   const db = t.node.store.db as unknown as { batch: (...a: unknown[]) => Batch };
   const batch = db.batch.bind(db);
@@ -22,7 +24,11 @@ export function failNextBatch(t: TestNode, delayMs: number, touching?: RegExp): 
     b.write = async (o?: unknown) => {
       if (!ours || failed) return write(o);
       failed = true;
-      await new Promise((r) => setTimeout(r, delayMs));
+      if (typeof hold === 'number') await new Promise((r) => setTimeout(r, hold));
+      else {
+        const deadline = Date.now() + (hold.timeoutMs ?? 10_000);
+        while (!hold.until() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+      }
       throw new Error('No space left on device (injected)');
     };
     return b;

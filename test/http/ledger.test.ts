@@ -273,8 +273,8 @@ describe('a batch that cannot be written', () => {
       const envelopes = async () => (await call(n.url, 'GET', `/api/tally/envelopes/${who.zid}`, undefined, bearer(who.key))).body.total;
       const before = { balance: await balance(), envelopes: await envelopes(), sealed: n.node.counters.get('sealed_total') };
 
-      // The next batch fails after 50 ms: the other seals queue behind it meanwhile.
-      failNextBatch(n, 50);
+      // The next batch fails once all four seals are made: the other three queue behind it meanwhile.
+      failNextBatch(n, { until: () => n.node.counters.get('sealed_total') >= before.sealed + 4 });
       const replies = await Promise.all(Array.from({ length: 4 }, () => call(n.url, 'POST', '/api/svc/compute', request, bearer(who.key))));
       for (const r of replies) {
         expect(r.status).toBe(503);
