@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { multiaddr } from '@multiformats/multiaddr';
 import { RECEIPT_SECRET_HEX, RECEIPT_SECRET_RULE } from './receipt-secret.js';
+import { DEFAULT_SCRYPT_COST, MAX_SCRYPT_COST, MIN_SCRYPT_COST } from '../identity/secret-hash.js';
 
 function isMultiaddr(text: string): boolean {
   try {
@@ -219,7 +220,7 @@ export const configSchema = z
          * log2 of scrypt's N for the secrets of identities registered here (a password, a ZK equation's digest): 14 is
          * 16 MiB and ~0.1 s of one core a registration or login. Each record keeps the cost it was made with.
          */
-        scryptCost: z.number().int().min(10).max(20).default(14),
+        scryptCost: z.number().int().min(MIN_SCRYPT_COST).max(MAX_SCRYPT_COST).default(DEFAULT_SCRYPT_COST),
       })
       .strict()
       .default({ scryptCost: 14 }),

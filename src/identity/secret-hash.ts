@@ -5,6 +5,9 @@ import { scrypt } from 'node:crypto';
 
 /** log2 of scrypt's N when a record names none: Node's default (N = 16384, 16 MiB of memory a hash). */
 export const DEFAULT_SCRYPT_COST = 14;
+/** The costs a node is configured with, and takes in a verifier another node sends (20: 1 GiB and seconds a hash). */
+export const MIN_SCRYPT_COST = 10;
+export const MAX_SCRYPT_COST = 20;
 
 /** scrypt(secret, salt) at N = 2^cost: 32 bytes. Runs on libuv's thread pool, off the event loop. */
 export function hashSecret(secret: string, saltHex: string, cost: number = DEFAULT_SCRYPT_COST): Promise<Buffer> {

@@ -15,7 +15,7 @@ import { DEFAULT_SLUG_PREFIX, MachineCreation, type AdminKey } from '../chain/ma
 import type { KeyRecord } from '../records/types.js';
 import { compareVersions, keyDigest, keyId, keyKind, mintKey } from './keys.js';
 import { Claims, conflict, type Claim, type ClaimSpace } from './claims.js';
-import { DEFAULT_SCRYPT_COST, hashSecret } from './secret-hash.js';
+import { DEFAULT_SCRYPT_COST, hashSecret, MAX_SCRYPT_COST, MIN_SCRYPT_COST } from './secret-hash.js';
 import { newSessionToken } from './session-token.js';
 
 export const SESSION_TTL_MS = 24 * 3600 * 1000;
@@ -39,8 +39,8 @@ export interface IdentityRecord {
 }
 
 /**
- * What a home node tells the mesh about its identities (svc/identity/1): key digests with their records, and the
- * identity's home and default machine. Secrets (password hashes, ZK hashes, salts, keys) never leave the home.
+ * What a home node tells the mesh about its identities (svc/identity/1): key digests with their records, the identity's
+ * home and default machine, and a v3 identity's login verifier. Keys and password hashes never leave the home.
  */
 /** A default machine's slug, and the hex of its owner's zid it carries. */
 const DEFAULT_SLUG = new RegExp(`^${DEFAULT_SLUG_PREFIX}([0-9a-f]{16}|[0-9a-f]{32})$`);
@@ -63,10 +63,35 @@ function defaultMachine(zid: string, slug: string, home: string, createdUnixMs: 
   };
 }
 
+/**
+ * A v3 identity's login verifier: scrypt of its equation's digest, with the salt and cost it was made with. It travels
+ * with the identity so that the node a failover makes its home checks logins (docs/decisions.md, "Identities, keys and
+ * access": it tells nothing the public zid does not, which is half of that digest).
+ */
+export interface LoginVerifier {
+  hash: string;
+  salt: string;
+  scrypt_cost: number;
+}
+
 export interface IdentityAssertion {
   digest: string;
   key: KeyRecord;
-  identity: { zid: string; home: string; default_machine: string | null } | null;
+  identity: { zid: string; home: string; default_machine: string | null; verifier?: LoginVerifier } | null;
+}
+
+/** The identity part of an assertion made by its home: with the login verifier this node holds for a v3 identity. */
+function assertedIdentity(ident: IdentityRecord): NonNullable<IdentityAssertion['identity']> {
+  const out: NonNullable<IdentityAssertion['identity']> = { zid: ident.zid, home: ident.home, default_machine: ident.default_machine ?? null };
+  const verifier = verifierOf(ident);
+  if (verifier !== null) out.verifier = verifier;
+  return out;
+}
+
+/** The login verifier of a v3 identity's record (registered here, or carried by its assertion), else null. */
+function verifierOf(ident: IdentityRecord): LoginVerifier | null {
+  if ((ident.kind !== 'zk' && ident.kind !== 'remote') || ident.hash === undefined || ident.salt === '') return null;
+  return { hash: ident.hash, salt: ident.salt, scrypt_cost: ident.scrypt_cost ?? DEFAULT_SCRYPT_COST };
 }
 
 interface SessionRecord {
@@ -242,11 +267,20 @@ export class IdentityService {
     return Boolean(key.zid) && key.kind !== 'zsm_pub' && (key.home === self || (identity?.zid === key.zid && identity.home === self));
   }
 
+  /**
+   * Assert a key written here with its identity as the store holds it now. A failed read sends nothing: a peer that
+   * needs the key or the identity asks this node for it (findIdentity, lookupRemote).
+   */
+  private async announceHomed(digest: string, key: KeyRecord): Promise<void> {
+    const identity = await this.homedIdentityOf(key).catch(() => undefined);
+    if (identity !== undefined) this.assert(digest, key, identity);
+  }
+
   /** A key's identity as its assertion names it, when homed here (its home asserts the key); else null. */
   private async homedIdentityOf(key: KeyRecord): Promise<IdentityAssertion['identity']> {
     const ident = key.zid ? await this.getIdentity(key.zid) : undefined;
     if (ident === undefined || ident.home !== this.deps.nodeId()) return null;
-    return { zid: ident.zid, home: ident.home, default_machine: ident.default_machine ?? null };
+    return assertedIdentity(ident);
   }
 
   /**
@@ -345,7 +379,7 @@ export class IdentityService {
     const ident = await this.getIdentity(rec.zid);
     const self = this.deps.nodeId();
     if (rec.home !== self && ident?.home !== self) return null;
-    return { digest, key: rec, identity: { zid: rec.zid, home: ident?.home ?? self, default_machine: ident?.default_machine ?? null } };
+    return { digest, key: rec, identity: ident ? assertedIdentity(ident) : { zid: rec.zid, home: self, default_machine: null } };
   }
 
   /**
@@ -433,8 +467,11 @@ export class IdentityService {
     if (existing && existing.revoked_unix_ms !== null && a.key.revoked_unix_ms === null) return false;
     // An identity not known here is learnt as its assertion names it, homed at the sender.
     const newIdentity = known === undefined && named === sender;
+    // A v3 identity known here without its login verifier (learnt before its home sent one) takes the home's.
+    const verifier = a.identity?.zid === a.key.zid ? (a.identity.verifier ?? null) : null;
+    const learnsVerifier = known?.kind === 'remote' && verifier !== null && verifierOf(known) === null;
     // An assertion heard again (a revocation's home re-asserts it for a day) writes nothing.
-    if (existing && !newIdentity && canonicalJson(existing) === canonicalJson(a.key)) return false;
+    if (existing && !newIdentity && !learnsVerifier && canonicalJson(existing) === canonicalJson(a.key)) return false;
     // A claim to an identity not known here stands only if the peers that know it do not name another home.
     if (known === undefined && this.homeClaimCheck !== null && !(await this.homeClaimCheck(a.key.zid!, sender))) return false;
     // Indexed under its identity as a key minted here is: the identity's home lists and revokes it after a failover.
@@ -447,9 +484,10 @@ export class IdentityService {
         home: sender,
         default_machine: a.identity.default_machine ?? undefined,
         created_unix_ms: this.now(),
+        ...(verifier ?? {}),
       };
       ops.push({ type: 'put', sub: this.identities, key: a.identity.zid, value: stub });
-    }
+    } else if (learnsVerifier) ops.push({ type: 'put', sub: this.identities, key: known.zid, value: { ...known, ...verifier } });
     await this.deps.store.commit(ops);
     this.cacheKey(a.digest, a.key);
     return true;
@@ -608,7 +646,11 @@ export class IdentityService {
     };
     await this.deps.store.commit([{ type: 'put', sub: this.keys, key: keyDigest(key), value: record }, ...this.indexOp(keyDigest(key), record)]);
     const ident = await this.getIdentity(zid);
-    this.assert(keyDigest(key), record, { zid, home: this.deps.nodeId(), default_machine: ident?.default_machine ?? null });
+    this.assert(
+      keyDigest(key),
+      record,
+      ident ? assertedIdentity({ ...ident, home: this.deps.nodeId() }) : { zid, home: this.deps.nodeId(), default_machine: null },
+    );
     return { key, record };
   }
 
@@ -866,7 +908,8 @@ export class IdentityService {
       key,
       digest,
       ops: [{ type: 'put', sub: this.keys, key: digest, value: record }, ...this.indexOp(digest, record)],
-      announce: () => this.assert(digest, record, { zid, home: this.deps.nodeId(), default_machine: slug }),
+      // Announced with the identity as its record says once the batch is written (registration's batch writes it).
+      announce: () => void this.announceHomed(digest, record),
     };
   }
 
@@ -908,19 +951,22 @@ export class IdentityService {
     const digest = equationSha256.toLowerCase();
     const zid = zidOfEquation(digest);
     const rec = await this.getIdentity(zid);
-    if (rec?.kind === 'remote' && rec.home === this.deps.nodeId()) {
-      // Home by a failover: the secret stayed at the node the identity registered on; no proof can be checked here.
+    // Registered here, or homed here by a failover with the verifier its assertion carried.
+    const verifier = rec !== undefined && (rec.kind === 'zk' || rec.home === this.deps.nodeId()) ? verifierOf(rec) : null;
+    if (rec?.kind === 'remote' && rec.home === this.deps.nodeId() && verifier === null) {
+      // Home by a failover, of an identity whose home never sent its verifier: no proof can be checked here.
       throw new ServiceError(
         409,
         'SVC_CONFLICT',
-        'this node became the identity’s home by a failover and holds no copy of its secret (a secret never leaves the node an identity registered on): its API keys work here, a login does not',
+        'this node became the identity’s home by a failover and holds no copy of its login verifier: its API keys work here, a login does not',
         { zid, home: rec.home, reason: 'secret not held by the home' },
       );
     }
-    const salt = rec?.salt ?? randomBytes(16).toString('hex');
-    const hash = await hashSecret(digest, salt, rec?.scrypt_cost ?? (rec ? DEFAULT_SCRYPT_COST : this.scryptCost));
-    const stored = rec?.hash ? Buffer.from(rec.hash, 'hex') : Buffer.alloc(32);
-    if (!rec || rec.kind !== 'zk' || !timingSafeEqual(hash, stored)) throw new ServiceError(401, 'SVC_INVALID_CREDENTIALS', 'identity proof rejected');
+    // An unknown identity is hashed at this node's cost, so its timing matches a known one.
+    const salt = verifier?.salt ?? randomBytes(16).toString('hex');
+    const hash = await hashSecret(digest, salt, verifier?.scrypt_cost ?? this.scryptCost);
+    const stored = verifier ? Buffer.from(verifier.hash, 'hex') : Buffer.alloc(32);
+    if (verifier === null || !timingSafeEqual(hash, stored)) throw new ServiceError(401, 'SVC_INVALID_CREDENTIALS', 'identity proof rejected');
     return this.openSession(zid);
   }
 
@@ -948,5 +994,22 @@ function isAssertion(a: unknown): a is IdentityAssertion {
   if (k.slug !== null && typeof k.slug !== 'string') return false;
   const i = x.identity as Record<string, unknown> | null | undefined;
   if (i !== null && i !== undefined && (typeof i !== 'object' || typeof i.zid !== 'string' || typeof i.home !== 'string')) return false;
-  return true;
+  return i?.verifier === undefined || isVerifier(i.verifier);
+}
+
+/** A login verifier as registration makes one: 32 bytes of scrypt, a 16-byte salt, a cost the node accepts (config/schema.ts). */
+function isVerifier(v: unknown): v is LoginVerifier {
+  if (!v || typeof v !== 'object') return false;
+  const x = v as Record<string, unknown>;
+  const cost = x.scrypt_cost;
+  return (
+    typeof x.hash === 'string' &&
+    /^[0-9a-f]{64}$/.test(x.hash) &&
+    typeof x.salt === 'string' &&
+    /^[0-9a-f]{32}$/.test(x.salt) &&
+    typeof cost === 'number' &&
+    Number.isInteger(cost) &&
+    cost >= MIN_SCRYPT_COST &&
+    cost <= MAX_SCRYPT_COST
+  );
 }

@@ -2,9 +2,10 @@
 // every operator bonded so an identity's custody set is three, shared by four scenarios, each with identities of its
 // own homed on node 0 (before each, every node runs again and no partition stands):
 // - node 0 is SIGKILLed: one of the identity's custodians takes it over with the promises of a majority, serves its
-//   balance, envelopes and chain with every acknowledged write, and certifies a spend in the new epoch; node 0
-//   restarts on its data, its write for the old epoch is refused (or forwarded, once it has learnt), it learns the new
-//   home, and no node holds two entries for one slot;
+//   balance, envelopes and chain with every acknowledged write, certifies a spend in the new epoch and opens a session
+//   for the identity's login (its verifier came with its assertions); node 0 restarts on its data, its write for the
+//   old epoch is refused (or forwarded, once it has learnt), it learns the new home, and no node holds two entries for
+//   one slot;
 // - node 0 is partitioned from every other node (a connection gater composed in the test: test/helpers/fault-node.mjs):
 //   alone, it cannot acknowledge a write (503 with the reason, nothing written); on the majority's side a custodian
 //   takes the identity over and spends for it; healed, node 0 names the new home, every node holds one entry per slot,
@@ -158,10 +159,16 @@ describe('failover of an identity whose home is killed', () => {
     const other = [1, 2, 3, 4].find((i) => i !== home)!;
     await waitUntil(async () => (await custodyAt(c.url(other), zid))?.home === c.nodeIds[home], 'the home change heard by another node', 15_000, 200);
     expect((await custodyAt(c.url(other), zid))?.epoch).toBe(2);
-    // A login is the new home's to answer, which holds the keys but not the secret: it says so, not "wrong proof".
+    // A login is the new home's to answer: the identity's login verifier came with its assertions, so it opens a
+    // session there, whose cookie opens verify through any node.
     const login = await call(c.url(other), 'POST', '/api/svc-auth/login-v3', { equation_sha256: equation });
-    expect(expectError(login, 409, 'SVC_CONFLICT')).toMatchObject({ zid, home: c.nodeIds[home], reason: 'secret not held by the home' });
+    expect(login.status, login.text).toBe(200);
     expect(login.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
+    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
+    expect(cookie).toMatch(new RegExp(`^session=${zid}\\.`));
+    const verified = await call(c.url(other), 'POST', '/api/auth/verify', undefined, { cookie });
+    expect(verified.body).toMatchObject({ valid: true, zid });
+    expect(verified.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
     const forwarded = await readAtHome(c.url(other), '/api/tally/balance', bearer(key));
     expect(forwarded.status, forwarded.text).toBe(200);
     expect(forwarded.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);

@@ -1,8 +1,8 @@
 // An identity's keys after a failover (identity/service.ts applyAssertion, assertionFor, revokeKeyOf): on three real
 // bonded nodes, x is homed on a with a spare key k. a goes; b or c, h, takes x over. A fourth node d joins, having
 // heard neither x's keys nor its move (before any of x's keys is revoked: a revocation is asserted again every few
-// ticks, and would tell it): x's custody status at d names h (h answers for x by zid), and x's key authenticates at d.
-// h lists x's keys minted at a, with their last use at h, and revokes k, and the other node, o, refuses k from then
+// ticks, and would tell it): x's custody status at d names h (h answers for x by zid, with the login verifier x
+// registered with at a), and x's key authenticates at d. h lists x's keys minted at a, with their last use at h, and revokes k, and the other node, o, refuses k from then
 // on: the identity's home speaks for its keys. o, lying, asserts k live again as x's home: refused.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyDigest } from '../../src/identity/keys.js';
@@ -24,9 +24,11 @@ describe('the keys of an identity taken over', () => {
   let a: TestNode, b: TestNode, c: TestNode, h: TestNode, o: TestNode;
   let x: { zid: string; key: string };
   let k: { key: string; key_id: string };
+  let registered: { hash?: string; salt: string };
   beforeAll(async () => {
     nodes = [a, b, c] = await startBondedTrio(SECRET, 0);
     x = await zkIdentity(a.url, 'keys-after-failover-x');
+    registered = (await a.node.identity.getIdentity(x.zid))!;
     await grant(a, x.zid, 20);
     expect((await call(a.url, 'POST', '/api/svc/compute', COMPUTE, bearer(x.key))).status).toBe(200);
     const minted = await call(a.url, 'POST', '/api/auth/keys', {}, bearer(x.key));
@@ -57,7 +59,8 @@ describe('the keys of an identity taken over', () => {
     const status = await call(d.url, 'GET', `/api/mesh/custody/${x.zid}`);
     expect(status.status, status.text).toBe(200);
     expect(status.body).toMatchObject({ zid: x.zid, home: h.node.nodeId });
-    expect(await d.node.identity.getIdentity(x.zid)).toMatchObject({ kind: 'remote', home: h.node.nodeId });
+    // With the login verifier x registered with at a, as h asserts it: a later failover's home checks x's logins.
+    expect(await d.node.identity.getIdentity(x.zid)).toMatchObject({ kind: 'remote', home: h.node.nodeId, hash: registered.hash, salt: registered.salt });
     const me = await whoami(d, x.key);
     expect(me.status, me.text).toBe(200);
     expect(me.body).toMatchObject({ zid: x.zid });
