@@ -60,6 +60,14 @@ export function zodIssueToInputError(issue: z.core.$ZodIssue, root = 'inputs'): 
       return new InputError(field, issue.message, { max: anyIssue.maximum, inclusive: anyIssue.inclusive ?? true });
     case 'invalid_value':
       return new InputError(field, issue.message, anyIssue.values ?? null);
+    case 'invalid_type':
+      // A member left out: zod 4 says "Invalid input: expected …, received undefined" (or "expected nonoptional").
+      if (issue.message.endsWith('received undefined')) {
+        const expected = anyIssue.expected;
+        const what = typeof expected === 'string' && expected !== 'nonoptional' ? `: ${/^[aeiou]/.test(expected) ? 'an' : 'a'} ${expected}` : '';
+        return new InputError(field, `required${what}`, null);
+      }
+      return new InputError(field, issue.message, null);
     default:
       return new InputError(field, issue.message, null);
   }

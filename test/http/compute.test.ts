@@ -233,6 +233,11 @@ describe('POST /api/svc/compute', () => {
       'SVC_INVALID_INPUT',
     );
     expect(batch.field).toBe('items.0.inputs');
+    // A member left out is named as required, not in the validator's words.
+    const noDomain = expectError(await call(t.url, 'POST', '/api/svc/compute', { operators: ke.operators, inputs: {} }, bearer(key)), 400, 'SVC_INVALID_INPUT');
+    expect(noDomain).toMatchObject({ field: 'domain', reason: 'required', message: 'invalid input domain: required' });
+    const noSolver = expectError(await call(t.url, 'POST', '/api/svc/solve', { inputs: {} }, bearer(key)), 400, 'SVC_INVALID_INPUT');
+    expect(noSolver).toMatchObject({ field: 'solver', reason: 'required: a string' });
     // A solver's inputs may be left out (its defaults), but null is no inputs object.
     expect(expectError(await call(t.url, 'POST', '/api/svc/solve', { solver: 'heat', inputs: null }, bearer(key)), 400, 'SVC_INVALID_INPUT').field).toBe(
       'inputs',
