@@ -6,8 +6,10 @@ import { prepareBody, type BodyJob } from './sealed-body.js';
 
 const receiptKey = Buffer.from(workerData.receiptKey as Uint8Array);
 
-parentPort!.on('message', (message: string) => {
-  // `<id>\n<job as JSON>` (see WorkerSealer.prepare).
+type Answer = { id: number; ok: true; bytes: Uint8Array; slots: unknown } | { id: number; ok: false; message: string };
+
+/** One job, `<id>\n<job as JSON>` (see WorkerSealer.prepare), answered with its body's bytes in an ArrayBuffer of its own. */
+function answer(message: string, transfers: ArrayBuffer[]): Answer {
   const cut = message.indexOf('\n');
   const id = Number(message.slice(0, cut));
   try {
@@ -16,10 +18,18 @@ parentPort!.on('message', (message: string) => {
     // Its own ArrayBuffer (small Buffers share a pool), moved to the main thread rather than copied.
     const own = new Uint8Array(bytes.length);
     own.set(bytes);
-    parentPort!.postMessage({ id, ok: true, bytes: own, slots }, [own.buffer]);
+    transfers.push(own.buffer);
+    return { id, ok: true, bytes: own, slots };
   } catch (err) {
-    parentPort!.postMessage({ id, ok: false, message: (err as Error)?.message ?? String(err) });
+    return { id, ok: false, message: (err as Error)?.message ?? String(err) };
   }
+}
+
+// A job alone, or the jobs of one turn of the main thread's loop, answered in one message the same way.
+parentPort!.on('message', (message: string | string[]) => {
+  const transfers: ArrayBuffer[] = [];
+  const answers = typeof message === 'string' ? answer(message, transfers) : message.map((m) => answer(m, transfers));
+  parentPort!.postMessage(answers, transfers);
 });
 // Loaded: the sealer counts a worker that dies before this as one that cannot start (worker-starts.ts).
 parentPort!.postMessage({ ready: true });

@@ -30,7 +30,9 @@ export class InlineSealer implements Sealer {
   async close(): Promise<void> {}
 }
 
-type Reply = { id: number; ok: true; bytes: Uint8Array; slots: SlottedJson['slots'] } | { id: number; ok: false; message: string } | { ready: true };
+type Answer = { id: number; ok: true; bytes: Uint8Array; slots: SlottedJson['slots'] } | { id: number; ok: false; message: string };
+/** One job's answer, the answers of a batch of jobs (in their order), or the worker's word that it is loaded. */
+type Reply = Answer | Answer[] | { ready: true };
 
 export class WorkerSealer implements Sealer {
   /** Null while a worker that died before it was ready waits to be replaced (starts). */
@@ -40,6 +42,12 @@ export class WorkerSealer implements Sealer {
   private restart: NodeJS.Timeout | null = null;
   private nextId = 1;
   private closed = false;
+  /**
+   * Jobs made in this turn of the event loop, posted together once it ends (setImmediate): under load the requests
+   * read in one poll phase cross to the worker in one message and come back in one, where a message each cost ~40 µs
+   * more of CPU per job (the threads' wake-ups and the messages' dispatch; docs/performance.md, "Sealing").
+   */
+  private queued: string[] = [];
 
   constructor(private readonly receiptKey: Buffer) {
     this.worker = this.spawn();
@@ -50,16 +58,11 @@ export class WorkerSealer implements Sealer {
     worker.unref();
     let ready = false;
     worker.on('message', (reply: Reply) => {
-      if ('ready' in reply) {
+      if (Array.isArray(reply)) for (const answer of reply) this.answered(answer);
+      else if ('ready' in reply) {
         ready = true;
         this.starts.ready();
-        return;
-      }
-      const p = this.pending.get(reply.id);
-      if (!p) return;
-      this.pending.delete(reply.id);
-      if (reply.ok) p.resolve({ bytes: reply.bytes, slots: reply.slots });
-      else p.reject(new Error(`sealing failed: ${reply.message}`));
+      } else this.answered(reply);
     });
     // A worker that dies fails the jobs it held (nothing of theirs was written: the ledger comes after) and is
     // replaced: at once if it had got ready, else after the wait of workers that cannot start (worker-starts.ts).
@@ -67,6 +70,7 @@ export class WorkerSealer implements Sealer {
       if (this.worker !== worker) return;
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
+      this.queued = [];
       if (this.closed) return;
       if (ready) {
         this.worker = this.spawn();
@@ -85,6 +89,22 @@ export class WorkerSealer implements Sealer {
     return worker;
   }
 
+  private answered(answer: Answer): void {
+    const p = this.pending.get(answer.id);
+    if (!p) return;
+    this.pending.delete(answer.id);
+    if (answer.ok) p.resolve({ bytes: answer.bytes, slots: answer.slots });
+    else p.reject(new Error(`sealing failed: ${answer.message}`));
+  }
+
+  /** Post the jobs queued this turn: one alone as its text, several as an array of texts. */
+  private readonly post = (): void => {
+    const texts = this.queued;
+    this.queued = [];
+    if (texts.length === 0 || this.worker === null) return;
+    this.worker.postMessage(texts.length === 1 ? texts[0] : texts);
+  };
+
   inFlight(): number {
     return this.pending.size;
   }
@@ -102,7 +122,7 @@ export class WorkerSealer implements Sealer {
       this.pending.set(id, { resolve, reject });
       // As JSON text: the job is plain JSON, and a string crosses threads several times cheaper than the
       // structured clone of the object (measured ~36 µs → a few µs of main-thread time per job).
-      worker.postMessage(`${id}\n${JSON.stringify(job)}`);
+      if (this.queued.push(`${id}\n${JSON.stringify(job)}`) === 1) setImmediate(this.post);
     });
   }
 
@@ -111,6 +131,7 @@ export class WorkerSealer implements Sealer {
     const worker = this.worker;
     for (const p of this.pending.values()) p.reject(new Error('sealer is closed'));
     this.pending.clear();
+    this.queued = [];
     if (this.restart) clearTimeout(this.restart);
     await worker?.terminate();
   }

@@ -1,5 +1,5 @@
-// The seal worker builds and serialises bodies exactly as the inline sealer does; a job that cannot be sealed
-// fails alone; a closed sealer refuses work; a body of a chain evaluated at another stamp carries its own stamp.
+// The seal worker builds and serialises bodies exactly as the inline sealer does; the jobs of one turn of the event
+// loop cross to it in one message; a job that cannot be sealed fails alone; a closed sealer refuses work; a body of a chain evaluated at another stamp carries its own stamp.
 // And a node with sealWorker off seals verifiable results.
 import { generateKeyPairSync, sign as edSign } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -80,6 +80,36 @@ describe('sealers', () => {
     const ok = await worker.prepare(job(2));
     // audit, envelope, tally_charge, seal_signature, and svcProof at the top and in the cko.
     expect(ok.slots.map((s) => s.name).sort()).toEqual(['audit', 'envelope', 'seal_signature', 'svcProof', 'svcProof', 'tally_charge']);
+  });
+
+  it('the jobs of one turn cross to the worker in one message; a bad one among them fails alone', async () => {
+    const port = (worker as unknown as { worker: { postMessage: (message: unknown, ...rest: unknown[]) => void } }).worker;
+    const post = port.postMessage.bind(port);
+    const posted: unknown[] = [];
+    port.postMessage = (message, ...rest) => (posted.push(message), post(message, ...rest));
+    try {
+      const bad = job(2) as Extract<BodyJob, { kind: 'compute' }>;
+      bad.chain = { ...bad.chain, equations: [...bad.chain.equations, 'broken \ud800 text'] };
+      const masses = [1, 2, 3, 4, 5, 6, 7, 8];
+      const settled = await Promise.allSettled([...masses.map((m) => worker.prepare(job(m))), worker.prepare(bad), worker.prepare(job(9))]);
+      expect(posted).toHaveLength(1);
+      expect(Array.isArray(posted[0]) && posted[0].length).toBe(10);
+      [...masses, null, 9].forEach((mass, i) => {
+        const r = settled[i]!;
+        if (mass === null) expect(r.status === 'rejected' && String(r.reason)).toMatch(/sealing failed/);
+        else {
+          expect(r.status).toBe('fulfilled');
+          const prepared = (r as PromiseFulfilledResult<Awaited<ReturnType<typeof worker.prepare>>>).value;
+          expect(JSON.parse(finishSeal(key, sign, prepared, ledger).bytes.toString('utf8')).value).toBe(0.5 * mass * 9);
+        }
+      });
+      // A job of a later turn goes alone, as its text.
+      expect(JSON.parse(finishSeal(key, sign, await worker.prepare(job(10)), ledger).bytes.toString('utf8')).value).toBe(45);
+      expect(posted).toHaveLength(2);
+      expect(typeof posted[1]).toBe('string');
+    } finally {
+      port.postMessage = post;
+    }
   });
 
   it('a closed sealer refuses work', async () => {
