@@ -8,7 +8,7 @@ import { ServiceError } from '../kernel/errors.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { RangeCursor } from '../util/range-cursor.js';
-import { BoundedMap } from '../util/bounded-map.js';
+import { BoundedMap, LruMap } from '../util/bounded-map.js';
 import { MissedLookups } from '../util/missed-lookups.js';
 import type { ChainService, MachineRecord } from '../chain/service.js';
 import { DEFAULT_SLUG_PREFIX, MachineCreation, type AdminKey } from '../chain/machine-creation.js';
@@ -194,6 +194,12 @@ export class IdentityService {
   private readonly lastUseWritten: BoundedMap<string, number>;
   /** Key records by digest: a hot read on every authenticated request. Bounded; writes go through it. */
   private readonly keyCache: BoundedMap<string, KeyRecord>;
+  /**
+   * Identity records by zid (null: none), frozen: a keyed request reads its identity's (its home), and a store read
+   * costs the main thread ~60 µs. Every write of an identity record is followed by forget (this service's own, and a
+   * home move's batch through identityRecordWritten), so a read in flight across a write is made again.
+   */
+  private readonly identityCache: LruMap<string, Readonly<IdentityRecord> | null>;
   private assertionSink: AssertionSink | null = null;
   private remoteLookup: RemoteLookup | null = null;
   private remoteIdentityLookup: RemoteLookup | null = null;
@@ -216,6 +222,7 @@ export class IdentityService {
 
   constructor(private readonly deps: IdentityDeps) {
     this.keyCache = new BoundedMap(deps.keyCacheMax ?? 10_000);
+    this.identityCache = new LruMap(deps.keyCacheMax ?? 10_000);
     this.identities = deps.store.sub('identities');
     this.emails = deps.store.sub('emails');
     this.keys = deps.store.sub('keys');
@@ -489,6 +496,7 @@ export class IdentityService {
       ops.push({ type: 'put', sub: this.identities, key: a.identity.zid, value: stub });
     } else if (learnsVerifier) ops.push({ type: 'put', sub: this.identities, key: known.zid, value: { ...known, ...verifier } });
     await this.deps.store.commit(ops);
+    if (newIdentity || learnsVerifier) this.identityCache.forget(a.key.zid!);
     this.cacheKey(a.digest, a.key);
     return true;
   }
@@ -532,7 +540,16 @@ export class IdentityService {
   }
 
   async getIdentity(zid: string): Promise<IdentityRecord | undefined> {
-    return this.deps.store.get<IdentityRecord>(this.identities, zid);
+    const held = await this.identityCache.load(zid, async () => {
+      const rec = await this.deps.store.get<IdentityRecord>(this.identities, zid);
+      return rec === undefined ? null : Object.freeze(rec);
+    });
+    return held ?? undefined;
+  }
+
+  /** An identity's record was written by a batch of another part (a custody home move): the next read takes it. */
+  identityRecordWritten(zid: string): void {
+    this.identityCache.forget(zid);
   }
 
   /** v1: {email, password} → {zid, message}. */
@@ -563,6 +580,7 @@ export class IdentityService {
         { type: 'put', sub: this.emails, key: normalised, value: zid },
         ...ops,
       ]);
+      this.identityCache.forget(zid);
       this.deps.chain.machineWritten(slug);
       return { zid, message: 'identity registered; log in to obtain a session' };
     } finally {
@@ -939,6 +957,7 @@ export class IdentityService {
       };
       const { ops, adminKey, machine, announce } = this.machines.newMachine(zid, slug, svcond);
       await this.deps.store.commit([{ type: 'put', sub: this.identities, key: zid, value: record }, ...ops]);
+      this.identityCache.forget(zid);
       announce();
       return { zid, machine, adminKey };
     } finally {

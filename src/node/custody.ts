@@ -165,6 +165,7 @@ export async function wireCustody(
       failoverRef?.homeMoved(zid);
       economy.ledger.forgetWallet(zid);
       f.counters.forgetIdentity(zid);
+      identity.identity.identityRecordWritten(zid);
     },
     replayed: (ops) => {
       f.counters.replayed(ops);

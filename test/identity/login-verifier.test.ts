@@ -45,10 +45,11 @@ function assertion(zid: string, keySeed: string, home: string, verifier?: unknow
   return { digest: keyDigest(`sk_${keySeed.repeat(24).slice(0, 48)}`), key, identity };
 }
 
-/** Make this node the identity's home, as a failover's home change does. */
+/** Make this node the identity's home, as a failover's home change does (custody/home-moves.ts). */
 async function takeOver(zid: string): Promise<void> {
   const ident = (await t.node.identity.getIdentity(zid))!;
   await t.node.store.commit([t.node.identity.homeMoveOp(ident, t.node.nodeId)]);
+  t.node.identity.identityRecordWritten(zid);
 }
 
 const login = (digest: string) => call(t.url, 'POST', '/api/svc-auth/login-v3', { equation_sha256: digest });
