@@ -1,8 +1,16 @@
 // The body of an identity.assert event a (fake) home node gossips for a key it minted (revoked at `revokedUnixMs`, else
-// live): tests that stand in for a remote home use it to make the node under test know a key homed elsewhere.
+// live), with its identity (and what `identity` adds to it, a login verifier say): tests that stand in for a remote
+// home use it to make the node under test know a key homed elsewhere.
 import { keyDigest, keyId } from '../../src/identity/keys.js';
 
-export function identityAssertBody(key: string, zid: string, home: string, createdUnixMs: number, revokedUnixMs: number | null = null) {
+export function identityAssertBody(
+  key: string,
+  zid: string,
+  home: string,
+  createdUnixMs: number,
+  revokedUnixMs: number | null = null,
+  identity: Record<string, unknown> = {},
+) {
   return {
     digest: keyDigest(key),
     key: {
@@ -16,6 +24,6 @@ export function identityAssertBody(key: string, zid: string, home: string, creat
       revoked_unix_ms: revokedUnixMs,
       home,
     },
-    identity: { zid, home, default_machine: null },
+    identity: { zid, home, default_machine: null, ...identity },
   };
 }

@@ -5,8 +5,8 @@
 // record handed out is frozen, so no caller can change the kept one.
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyDigest } from '../../src/identity/keys.js';
 import { zidOfEquation, type IdentityRecord } from '../../src/identity/service.js';
+import { identityAssertBody } from '../helpers/identity-assert.js';
 import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 
 const HOME = '12D3KooWCacheHomeCacheHomeCacheHomeCacheHomeCacheHom';
@@ -97,22 +97,7 @@ describe('identity records in memory', () => {
   it('an assertion that teaches an identity its verifier is read at once', async () => {
     const digest = createHash('sha256').update('equation:identity-cache-assert').digest('hex');
     const zid = zidOfEquation(digest);
-    const key = {
-      key_id: 'sk_cache',
-      kind: 'sk',
-      zid,
-      slug: null,
-      plan: 'standard',
-      created_unix_ms: 1,
-      expires_unix_ms: null,
-      revoked_unix_ms: null,
-      home: HOME,
-    };
-    const assertion = (identity: Record<string, unknown>) => ({
-      digest: keyDigest(`sk_${'ca'.repeat(24)}`),
-      key,
-      identity: { zid, home: HOME, default_machine: null, ...identity },
-    });
+    const assertion = (identity: Record<string, unknown>) => identityAssertBody(`sk_${'ca'.repeat(24)}`, zid, HOME, 1, null, identity);
     expect(await t.node.identity.getIdentity(zid)).toBeUndefined();
     expect(await t.node.identity.applyAssertion(assertion({}), HOME)).toBe(true);
     expect((await t.node.identity.getIdentity(zid))?.hash).toBeUndefined();

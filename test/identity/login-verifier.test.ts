@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyDigest } from '../../src/identity/keys.js';
 import { hashSecret } from '../../src/identity/secret-hash.js';
 import { zidOfEquation } from '../../src/identity/service.js';
+import { identityAssertBody } from '../helpers/identity-assert.js';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 
 const HOME = '12D3KooWVerifierHomeVerifierHomeVerifierHomeVerifie';
@@ -28,21 +29,9 @@ async function verifierFor(digest: string, cost = 10) {
   return { hash: (await hashSecret(digest, salt, cost)).toString('hex'), salt, scrypt_cost: cost };
 }
 
-/** The assertion a home gives of one of zid's keys, with the identity (and `verifier` when given). */
+/** The assertion a home gives of zid's key `sk_<keySeed…>`, with the identity (and `verifier` when given). */
 function assertion(zid: string, keySeed: string, home: string, verifier?: unknown) {
-  const key = {
-    key_id: `sk_${keySeed}`,
-    kind: 'sk',
-    zid,
-    slug: null,
-    plan: 'standard',
-    created_unix_ms: 1,
-    expires_unix_ms: null,
-    revoked_unix_ms: null,
-    home,
-  };
-  const identity = { zid, home, default_machine: null, ...(verifier === undefined ? {} : { verifier }) };
-  return { digest: keyDigest(`sk_${keySeed.repeat(24).slice(0, 48)}`), key, identity };
+  return identityAssertBody(`sk_${keySeed.repeat(24).slice(0, 48)}`, zid, home, 1, null, verifier === undefined ? {} : { verifier });
 }
 
 /** Make this node the identity's home, as a failover's home change does (custody/home-moves.ts). */
