@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { multiaddr } from '@multiformats/multiaddr';
 import { RECEIPT_SECRET_HEX, RECEIPT_SECRET_RULE } from './receipt-secret.js';
-import { DEFAULT_SCRYPT_COST, MAX_SCRYPT_COST, MIN_SCRYPT_COST } from '../identity/secret-hash.js';
+import { DEFAULT_SCRYPT_COST, MAX_SCRYPT_COST, MIN_SCRYPT_COST } from './scrypt-cost.js';
 
 function isMultiaddr(text: string): boolean {
   try {

@@ -2,12 +2,7 @@
 // a per-identity salt, r 8, p 1, and a cost N = 2^cost. The cost a hash was made with is kept beside it, so a node whose
 // configured cost changes, or that holds a record made elsewhere, still checks it with the cost it was made at.
 import { scrypt } from 'node:crypto';
-
-/** log2 of scrypt's N when a record names none: Node's default (N = 16384, 16 MiB of memory a hash). */
-export const DEFAULT_SCRYPT_COST = 14;
-/** The costs a node is configured with, and takes in a verifier another node sends (20: 1 GiB and seconds a hash). */
-export const MIN_SCRYPT_COST = 10;
-export const MAX_SCRYPT_COST = 20;
+import { DEFAULT_SCRYPT_COST } from '../config/scrypt-cost.js';
 
 /** scrypt(secret, salt) at N = 2^cost: 32 bytes. Runs on libuv's thread pool, off the event loop. */
 export function hashSecret(secret: string, saltHex: string, cost: number = DEFAULT_SCRYPT_COST): Promise<Buffer> {

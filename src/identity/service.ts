@@ -15,7 +15,8 @@ import { DEFAULT_SLUG_PREFIX, MachineCreation, type AdminKey } from '../chain/ma
 import type { KeyRecord } from '../records/types.js';
 import { compareVersions, keyDigest, keyId, keyKind, mintKey } from './keys.js';
 import { Claims, conflict, type Claim, type ClaimSpace } from './claims.js';
-import { DEFAULT_SCRYPT_COST, hashSecret, MAX_SCRYPT_COST, MIN_SCRYPT_COST } from './secret-hash.js';
+import { DEFAULT_SCRYPT_COST, MAX_SCRYPT_COST, MIN_SCRYPT_COST } from '../config/scrypt-cost.js';
+import { hashSecret } from './secret-hash.js';
 import { newSessionToken } from './session-token.js';
 
 export const SESSION_TTL_MS = 24 * 3600 * 1000;

@@ -5,7 +5,8 @@ import { createHash, scryptSync } from 'node:crypto';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_SCRYPT_COST, hashSecret } from '../../src/identity/secret-hash.js';
+import { DEFAULT_SCRYPT_COST } from '../../src/config/scrypt-cost.js';
+import { hashSecret } from '../../src/identity/secret-hash.js';
 import { call, startTestNode, type TestNode } from '../helpers/node.js';
 
 const SALT = '00112233445566778899aabbccddeeff';
