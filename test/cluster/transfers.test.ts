@@ -306,6 +306,7 @@ describe('cross-node transfers', () => {
       // y's home moves to A (as a custody failover writes it) while the debit waits in A's outbox.
       const ident = (await a.node.identity.getIdentity(y.zid))!;
       await a.node.store.commit([a.node.identity.homeMoveOp(ident, a.node.nodeId)]);
+      a.node.identity.identityRecordWritten(y.zid);
       started = true;
       await a.node.transferDelivery.start();
       const done = await delivered(a, x, r.body.transfer_id);

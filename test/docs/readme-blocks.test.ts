@@ -64,6 +64,7 @@ type Runner =
   | 'claim across nodes'
   | 'contributing node'
   | 'bond to verdict'
+  | 'outlives its home'
   | 'autotick'
   | 'mcp config'
   | 'chat credentials'
@@ -81,6 +82,7 @@ const RUNNERS: Record<string, Runner[]> = {
   '### The daily claim across nodes': ['claim across nodes'],
   '## Run a contributing node': ['contributing node'],
   '### From a bond to a verdict, on a local cluster': ['bond to verdict', 'bond to verdict', 'bond to verdict', 'bond to verdict'],
+  '### An identity outlives its home': ['outlives its home'],
   '## State machines: a contract walk-through': [WALKTHROUGH_TEST],
   '## Streams': [WALKTHROUGH_TEST],
   '### At any node, and across restarts': ['autotick'],
@@ -523,6 +525,30 @@ describe('README blocks, run', () => {
       } finally {
         expect(await stopGroup(node)).toBe(0);
       }
+    });
+
+    it('An identity outlives its home: node5 killed, a custodian takes its identity over; balance, chain and login go on', { timeout: 150_000 }, async () => {
+      // Last on this cluster: it kills node5 (the claim and the join above use node1 to node3).
+      const { stdout, code } = await bash(script('outlives its home'), clusterDir, {}, 140_000);
+      expect(code, stdout).toBe(0);
+      const lines = stdout.split('\n').filter(Boolean);
+      const jsonLines = lines.filter((l) => l.startsWith('{')).map(json);
+      const [before, after, balance, spent, login, verified] = jsonLines;
+      expect(before).toMatchObject({ epoch: 1, home: nodes[4]!.peerId, certified_seq: 3, finality: 'certified' });
+      expect(before!.custodians).toHaveLength(3);
+      expect(after!.epoch).toBeGreaterThanOrEqual(2);
+      expect(before!.custodians.slice(1)).toContain(after!.home);
+      expect(after!.certified_seq).toBeGreaterThanOrEqual(4);
+      expect(
+        lines
+          .find((l) => /^x-svc-served-by:/i.test(l))
+          ?.split(': ')[1]
+          ?.trim(),
+      ).toBe(after!.home);
+      expect(balance).toMatchObject({ free: 125, paid: 0, total: 125 });
+      expect(spent).toEqual({ value: 9, seq: 4 });
+      expect(login).toMatchObject({ zid: balance!.zid });
+      expect(verified).toMatchObject({ valid: true, zid: balance!.zid });
     });
 
     it(

@@ -221,6 +221,7 @@ describe('operator grants', () => {
     await t.node.store.commit([
       { type: 'put', sub: t.node.store.sub('identities'), key: zid, value: { zid, kind: 'remote', home, salt: '', created_unix_ms: 0 } },
     ]);
+    t.node.identity.identityRecordWritten(zid);
     const e = expectError(await call(t.url, 'POST', '/api/tally/grants', { zid, credits: 10 }, bearer(token)), 409, 'SVC_CONFLICT');
     expect(e).toMatchObject({ home, home_url: null });
     expect(e.message).toContain(home);

@@ -45,6 +45,7 @@ describe('a node away from the mesh for longer than a day', () => {
     // y was taken over by this node (a failover): it speaks for y's keys now.
     const yRecord = (await t.node.identity.getIdentity(y))!;
     await t.node.store.commit([t.node.identity.homeMoveOp(yRecord, t.node.nodeId)]);
+    t.node.identity.identityRecordWritten(y);
     expect((await whoami(live)).status).toBe(200);
 
     expect(await t.node.identity.noteMeshHeard(true)).toBe(0);
