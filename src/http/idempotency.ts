@@ -4,10 +4,14 @@
 // is what a client told `may_have_applied: true` (forward.ts) retries with. Scope: the caller's key, so two callers'
 // idempotency keys never meet. The header travels with a forwarded request, so the home that applied the write
 // answers the retry whichever node it comes through. A replay is authorised again: an answer given to an API key is not
-// sent to that key once it is revoked or expired (its answer may hold a secret, a key minted with it say).
+// sent to that key once it is revoked or expired (its answer may hold a secret, a key minted with it say). A sealed
+// compute or solver run keeps its answer in the seal's own batch too (sealAnswerHooks), so a node that stops between
+// the seal and the answer's record replays the result rather than sealing the request again.
 import { createHash } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
+import type { Op } from '../store/db.js';
+import type { SealHooks } from '../compute/service.js';
 import { ServiceError } from '../kernel/errors.js';
 import type { Caller } from '../records/types.js';
 import { presentedKey } from './auth.js';
@@ -20,6 +24,8 @@ const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 /** An answer header kept with the answer: what describes it, not the connection or this one exchange. */
 const KEPT_HEADER = /^(content-type|location|x-svc-[a-z0-9-]+)$/;
+/** The content type of a sealed result's answer (routes/compute.ts sendSealed). */
+const SEALED_TYPE = 'application/json; charset=utf-8';
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -60,8 +66,26 @@ function bodyText(body: unknown): string | undefined {
   return JSON.stringify(body);
 }
 
-function replay(ctx: Context, kept: KeptAnswer, idempotencyKey: string): void {
-  if (kept.body === null) {
+/** Where the route finds the ops keeping a seal's answer in the seal's batch (set for a keyed write with a caller). */
+const SEAL_ANSWER = 'idempotentSealAnswer';
+
+/**
+ * The hooks a sealing route passes to its seal: they put the answer's record (the result's id) into the seal's batch.
+ * Undefined for a request sent without an Idempotency-Key.
+ */
+export function sealAnswerHooks(ctx: Context): SealHooks | undefined {
+  const ops = ctx.state[SEAL_ANSWER] as ((resultId: string) => Op[]) | undefined;
+  return ops === undefined ? undefined : { ops: (facts) => ops(facts.result_id) };
+}
+
+/** Was the write's caller resolved from an API key (a replay resolves it again)? */
+function byKey(ctx: Context): boolean {
+  const caller = ctx.state.caller as Caller | undefined;
+  return caller !== undefined && caller.kind !== 'anonymous';
+}
+
+function replay(ctx: Context, kept: KeptAnswer, body: string | null, idempotencyKey: string): void {
+  if (body === null) {
     throw new ServiceError(
       409,
       'SVC_CONFLICT',
@@ -72,7 +96,7 @@ function replay(ctx: Context, kept: KeptAnswer, idempotencyKey: string): void {
   ctx.status = kept.status;
   for (const [name, value] of Object.entries(kept.headers)) ctx.set(name, value);
   ctx.set(REPLAYED_HEADER, 'true');
-  ctx.body = kept.body;
+  ctx.body = body;
 }
 
 /**
@@ -122,9 +146,11 @@ export function idempotentWrites(answers: IdempotentAnswers, logger: Logger, res
           );
         }
         if (kept.by_key === true) await resolveKey(key);
-        replay(ctx, kept, idempotencyKey);
+        replay(ctx, kept, await answers.bodyOf(kept), idempotencyKey);
         return;
       }
+      ctx.state[SEAL_ANSWER] = (resultId: string): Op[] =>
+        answers.sealedOps(id, { fingerprint, status: 200, headers: { 'content-type': SEALED_TYPE }, body: null, result_id: resultId, by_key: byKey(ctx) });
       await next();
       // Only an applied write is kept: an error applied nothing, and the same request may be sent again as new.
       if (ctx.status < 200 || ctx.status >= 300) return;
@@ -135,10 +161,8 @@ export function idempotentWrites(answers: IdempotentAnswers, logger: Logger, res
         if (KEPT_HEADER.test(name) && value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
       }
       const body = Buffer.byteLength(text) > ANSWER_KEPT_MAX_BYTES ? null : text;
-      // The write is applied whatever happens here: a store failure costs the replay, not the answer.
-      const caller = ctx.state.caller as Caller | undefined;
-      const byKey = caller !== undefined && caller.kind !== 'anonymous';
-      await answers.keep(id, { fingerprint, status: ctx.status, headers, body, by_key: byKey }).catch((err: unknown) => {
+      // The write is applied whatever happens here: a store failure costs the replay (a seal's is kept in its batch).
+      await answers.keep(id, { fingerprint, status: ctx.status, headers, body, by_key: byKey(ctx) }).catch((err: unknown) => {
         logger.warn({ err, trace_id: ctx.state.traceId as string }, 'the answer of an idempotent write could not be kept');
       });
     } finally {

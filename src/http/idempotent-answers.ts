@@ -1,7 +1,9 @@
 // The answers kept for writes sent with an Idempotency-Key (idempotency.ts): one record per caller's key and
 // idempotency key, with the request's fingerprint and the answer as it was sent, for ANSWER_KEPT_MS. A second index
-// by expiry lets the sweep delete what has expired without reading every record.
-import type { Store, Sublevel } from '../store/db.js';
+// by expiry lets the sweep delete what has expired without reading every record. A sealed result's answer is first
+// kept in the seal's own batch as its result id (sealedOps): a node that stops before it keeps the answer whole still
+// replays the result, read from the ledger, and never seals the request twice.
+import type { Op, Store, Sublevel } from '../store/db.js';
 
 /** How long an answer is kept: a client's retries come within minutes; a day covers a client that was down. */
 export const ANSWER_KEPT_MS = 24 * 60 * 60 * 1000;
@@ -16,8 +18,10 @@ export interface KeptAnswer {
   status: number;
   /** Headers that describe the answer (content type, the node's own X-Svc-* headers, Location). */
   headers: Record<string, string>;
-  /** The body as sent; null when it was larger than ANSWER_KEPT_MAX_BYTES. */
+  /** The body as sent; null when it was larger than ANSWER_KEPT_MAX_BYTES, or when `result_id` names it. */
   body: string | null;
+  /** The answer is the sealed result of this id, as the ledger keeps it (written in the seal's batch). */
+  result_id?: string;
   /** The write's caller was resolved from the API key it presented: a replay resolves that key again (not revoked). */
   by_key?: boolean;
   /** Unix ms when the record may be deleted. */
@@ -35,6 +39,8 @@ export class IdempotentAnswers {
   constructor(
     private readonly store: Store,
     private readonly nowMs: () => number,
+    /** A sealed result's bytes as answered (the ledger's), or undefined. */
+    private readonly sealedResult: (resultId: string) => Promise<Buffer | undefined> = async () => undefined,
   ) {
     this.answers = store.sub('idempotent_answers');
     this.byExpiry = store.sub('idempotent_answers_by_expiry');
@@ -54,6 +60,24 @@ export class IdempotentAnswers {
       { type: 'put', sub: this.answers, key: id, value: { ...answer, expires_at } },
       { type: 'put', sub: this.byExpiry, key: expiryKey(expires_at, id), value: id },
     ]);
+  }
+
+  /**
+   * The ops keeping `answer` under `id` in a batch of the caller's (a seal's). A record that stood under `id` had
+   * expired (the request would have been replayed): its expiry entry goes with the sweep, which checks the record.
+   */
+  sealedOps(id: string, answer: Omit<KeptAnswer, 'expires_at'>): Op[] {
+    const expires_at = this.nowMs() + ANSWER_KEPT_MS;
+    return [
+      { type: 'put', sub: this.answers, key: id, value: { ...answer, expires_at } },
+      { type: 'put', sub: this.byExpiry, key: expiryKey(expires_at, id), value: id },
+    ];
+  }
+
+  /** The body to send again: as kept, or the sealed result the record names; null when neither is there. */
+  async bodyOf(kept: KeptAnswer): Promise<string | null> {
+    if (kept.body !== null || kept.result_id === undefined) return kept.body;
+    return (await this.sealedResult(kept.result_id))?.toString('utf8') ?? null;
   }
 
   /** Deletes up to SWEEP_BATCH expired records; answers how many. */

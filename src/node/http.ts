@@ -19,6 +19,7 @@ import { systemRoutes } from '../http/routes/system.js';
 import type { Warning } from '../health/warnings.js';
 import type { IdentityService } from '../identity/service.js';
 import type { StreamService } from '../streams/channels.js';
+import type { Ledger } from '../tally/ledger.js';
 import type { TierBook } from '../tally/tiers.js';
 import { createHttpServer } from '../http/server.js';
 import { IdempotentAnswers } from '../http/idempotent-answers.js';
@@ -51,6 +52,8 @@ export interface HttpParts {
   checkedHome?: (zid: string) => Promise<string>;
   mesh: MeshService;
   compute: ComputeService;
+  /** Sealed results as answered: an idempotent seal's answer is read back from them (http/idempotent-answers.ts). */
+  ledger: Pick<Ledger, 'getResultBytes'>;
   tiers: TierBook;
   streams: StreamService;
   assistants: AssistantsPart;
@@ -86,7 +89,7 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
   const library = new Library(registry);
   const keylessStreams = new StreamSlots({ perAddress: config.limits.keylessStreamsPerAddress, perNode: config.limits.keylessStreamsPerNode });
   const streamOverMesh = meshPeerStreams(mesh, config.mesh.secret);
-  const idempotentAnswers = new IdempotentAnswers(f.store, f.time.nowMs);
+  const idempotentAnswers = new IdempotentAnswers(f.store, f.time.nowMs, (id) => p.ledger.getResultBytes(id));
   const kit: HttpKit = {
     config,
     logger,

@@ -1,5 +1,5 @@
-// Writes sent with an Idempotency-Key over real HTTP: applied once, the kept answer sent again (also after a restart),
-// a key reused for another request refused, concurrent sends applied once, errors not kept, scopes per caller's key, a
+// Writes sent with an Idempotency-Key over real HTTP: applied once, the kept answer sent again (also after a restart,
+// and a sealed result's also when the node stopped before the answer's own record), a key reused for another request refused, concurrent sends applied once, errors not kept, scopes per caller's key, a
 // replay refused once the key that sent the write is revoked.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
@@ -126,6 +126,52 @@ describe('Idempotency-Key on writes', () => {
     expect(again.text).toBe(first.text);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect((await rows(owner)).length).toBe(before + 1);
+  });
+
+  it("a seal's answer is kept in the seal's batch: stopped before the answer's own record, the retry replays the result, charged once", async () => {
+    const balance = async () => (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(owner.key))).body.total as number;
+    const seal = (path: string, body: unknown, idempotencyKey: string) =>
+      call(t.url, 'POST', path, body, { ...bearer(owner.key), 'idempotency-key': idempotencyKey });
+    const writes = [
+      { path: '/api/svc/compute', body: { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 7, velocity_m_s: 2 } }, cost: 1 },
+      { path: '/api/svc/heat', body: { t_end_s: 3 }, cost: 10 },
+      { path: '/api/svc/solve', body: { solver: 'heat', inputs: { t_end_s: 4 } }, cost: 10 },
+    ];
+    const first: { text: string; resultId: string }[] = [];
+    const before = { balance: await balance(), sealed: t.node.counters.get('sealed_total') };
+    // The node stops after each seal's batch and before the answer's own record: that record is never written.
+    const store = t.node.store;
+    const answers = store.sub('idempotent_answers');
+    const commit = store.commit.bind(store);
+    store.commit = (ops) =>
+      ops.some((op) => op.type === 'put' && op.sub === answers && (op.value as { body: unknown }).body !== null)
+        ? Promise.reject(new Error('the node stopped (injected)'))
+        : commit(ops);
+    try {
+      for (const [i, w] of writes.entries()) {
+        const r = await seal(w.path, w.body, `k-sealed-${i}`);
+        expect(r.status, r.text).toBe(200);
+        first.push({ text: r.text, resultId: r.body.result_id });
+      }
+    } finally {
+      store.commit = commit;
+    }
+    const charged = writes.reduce((sum, w) => sum + w.cost, 0);
+    expect(await balance()).toBe(before.balance - charged);
+    t = await t.restart();
+    for (const [i, w] of writes.entries()) {
+      const again = await seal(w.path, w.body, `k-sealed-${i}`);
+      expect(again.status, again.text).toBe(200);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(again.text).toBe(first[i]!.text);
+      expect(again.body.result_id).toBe(first[i]!.resultId);
+    }
+    // Nothing sealed or charged twice.
+    expect(await balance()).toBe(before.balance - charged);
+    expect(t.node.counters.get('sealed_total')).toBe(before.sealed + writes.length);
+    // Another body under the same key is still refused.
+    expectError(await seal(writes[0]!.path, { ...writes[0]!.body, inputs: { mass_kg: 8, velocity_m_s: 2 } }, 'k-sealed-0'), 409, 'SVC_IDEMPOTENCY_KEY_REUSED');
   });
 });
 

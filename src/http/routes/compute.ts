@@ -18,6 +18,7 @@ import { solverBodySchema } from '../solver-body.js';
 import { computeCaller, requireKey } from '../auth.js';
 import { perMinuteLimit } from '../limits.js';
 import { forwardToHome } from '../forward.js';
+import { sealAnswerHooks } from '../idempotency.js';
 import { body, responds, validate } from '../validate.js';
 import type { Caller } from '../../records/types.js';
 import type { ComputeService, Sealed } from '../../compute/service.js';
@@ -102,7 +103,7 @@ function registerComputeRoutes(router: Router, kit: HttpKit, s: ComputeRouteServ
 
   router.post('/api/svc/compute', responds(sealedResponse), computeCaller(auth), home, body(chainBody), async (ctx) => {
     const body = validate(chainBody, ctx.request.body);
-    sendSealed(ctx, await s.compute.compute(caller(ctx), body, { seal: true, requestText: ctx.request.rawBody }));
+    sendSealed(ctx, await s.compute.compute(caller(ctx), body, { seal: true, requestText: ctx.request.rawBody }, sealAnswerHooks(ctx)));
   });
 
   router.post('/api/playground/compute', responds(playgroundResponse), requireKey(auth), body(chainBody), async (ctx) => {
@@ -141,13 +142,13 @@ function registerComputeRoutes(router: Router, kit: HttpKit, s: ComputeRouteServ
     // The body is declared, not parsed here: the solver pipeline checks the inputs itself (its part-7 codes).
     router.post(solver.endpoint, responds(sealedResponse), computeCaller(auth), home, body(solverBodySchema(solver), { inHandler: true }), async (ctx) => {
       const { inputs, initialState } = splitSolverBody(ctx.request.body);
-      sendSealed(ctx, await s.compute.solve(caller(ctx), solver.id, inputs, initialState));
+      sendSealed(ctx, await s.compute.solve(caller(ctx), solver.id, inputs, initialState, {}, sealAnswerHooks(ctx)));
     });
   }
 
   router.post('/api/svc/solve', responds(sealedResponse), computeCaller(auth), home, body(solveBody), async (ctx) => {
     const body = validate(solveBody, ctx.request.body);
-    sendSealed(ctx, await s.compute.solve(caller(ctx), body.solver, body.inputs === undefined ? {} : body.inputs, body.initialState));
+    sendSealed(ctx, await s.compute.solve(caller(ctx), body.solver, body.inputs === undefined ? {} : body.inputs, body.initialState, {}, sealAnswerHooks(ctx)));
   });
 
   router.post('/api/svc/auto', responds(autoResponse), computeCaller(auth), home, body(autoBody), async (ctx) => {
