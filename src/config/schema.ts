@@ -223,7 +223,7 @@ export const configSchema = z
         scryptCost: z.number().int().min(MIN_SCRYPT_COST).max(MAX_SCRYPT_COST).default(DEFAULT_SCRYPT_COST),
       })
       .strict()
-      .default({ scryptCost: 14 }),
+      .default({ scryptCost: DEFAULT_SCRYPT_COST }),
     /** Webhooks (webhooks/): which URLs they may call, and the receivers' response window (spec 6.3: 30 s). */
     webhooks: z
       .object({

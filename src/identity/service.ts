@@ -1017,7 +1017,7 @@ function isAssertion(a: unknown): a is IdentityAssertion {
   return i?.verifier === undefined || isVerifier(i.verifier);
 }
 
-/** A login verifier as registration makes one: 32 bytes of scrypt, a 16-byte salt, a cost the node accepts (config/schema.ts). */
+/** A login verifier as registration makes one: 32 bytes of scrypt, a 16-byte salt, a cost the node accepts (config/scrypt-cost.ts). */
 function isVerifier(v: unknown): v is LoginVerifier {
   if (!v || typeof v !== 'object') return false;
   const x = v as Record<string, unknown>;
