@@ -118,6 +118,12 @@ const ENVELOPE_BACKFILL_KEY = 'machine-envelopes-v1';
 /** Machines whose envelope index the pass added to: their running totals are counted again (slug → true). */
 const ENVELOPE_RETOTAL_SUB = 'chain_envelopes_retotal';
 
+/** A row appended by POST /api/chain/:slug/events, and its sealed envelope when one was asked for. */
+export interface AppendedEvent {
+  row: AuditRow;
+  envelope: Record<string, unknown> | null;
+}
+
 /** Where a stored envelope was sealed, read from its sealed result (the body's `audit` and `result_digest`). */
 export interface EnvelopeSealing {
   slug: string;
@@ -610,12 +616,23 @@ export class ChainService {
    * POST /events: a row committing SHA-256 of the payload (never the bytes); sealed, a row of type sealed_event
    * committing the SHA-256 of a sealed envelope that carries the payload's digest (sealed-event.ts).
    */
-  async appendEvent(slug: string, stamp: TickStamp, payload: unknown, sealed: boolean): Promise<{ row: AuditRow; envelope: Record<string, unknown> | null }> {
-    if (!sealed) return { row: await this.append(slug, stamp.svcond, 'event', payload), envelope: null };
+  async appendEvent(
+    slug: string,
+    stamp: TickStamp,
+    payload: unknown,
+    sealed: boolean,
+    /** Records the caller writes in the row's batch, told the row and envelope (an idempotent request's answer). */
+    answerOps?: (appended: AppendedEvent) => Op[],
+  ): Promise<AppendedEvent> {
+    if (!sealed) {
+      const extra = answerOps && ((row: AuditRow) => answerOps({ row, envelope: null }));
+      return { row: await this.append(slug, stamp.svcond, 'event', payload, extra), envelope: null };
+    }
     const sealing = this.sealing;
     if (!sealing) throw new Error('this chain service was built without a receipt key: it cannot seal events');
     let envelope: Record<string, unknown> = {};
-    const row = await this.append(slug, stamp.svcond, SEALED_EVENT, null, undefined, (seq) => {
+    const extra = answerOps && ((row: AuditRow) => answerOps({ row, envelope }));
+    const row = await this.append(slug, stamp.svcond, SEALED_EVENT, null, extra, (seq) => {
       envelope = sealEvent(sealing.receiptKey, sealing.sealSigner, {
         slug,
         seq,

@@ -84,8 +84,11 @@ export class BatchService {
     this.outcomes = deps.store.sub('batch_items');
   }
 
-  /** Accept a batch; its items run in the background. */
-  async submit(caller: Caller, items: BatchItem[], webhook: string | null): Promise<BatchRecord> {
+  /**
+   * Accept a batch; its items run in the background. `answerOps`: records the caller writes in the batch record's
+   * batch, told the record (an idempotent request's answer).
+   */
+  async submit(caller: Caller, items: BatchItem[], webhook: string | null, answerOps?: (rec: BatchRecord) => Op[]): Promise<BatchRecord> {
     if (caller.kind !== 'identity') throw new ServiceError(403, 'SVC_FORBIDDEN', 'a batch belongs to an identity: use an identity key (sk_ or zsm_)');
     // Checked and reserved in one synchronous turn, so parallel submissions cannot all pass.
     const open = this.openBy.get(caller.zid) ?? 0;
@@ -111,6 +114,7 @@ export class BatchService {
       await this.deps.store.commit([
         { type: 'put', sub: this.batches, key: rec.id, value: rec },
         { type: 'put', sub: this.batches, key: `~open!${rec.id}`, value: 1 },
+        ...(answerOps ? answerOps(rec) : []),
       ]);
     } catch (err) {
       this.release(caller.zid);

@@ -4,9 +4,10 @@
 // is what a client told `may_have_applied: true` (forward.ts) retries with. Scope: the caller's key, so two callers'
 // idempotency keys never meet. The header travels with a forwarded request, so the home that applied the write
 // answers the retry whichever node it comes through. A replay is authorised again: an answer given to an API key is not
-// sent to that key once it is revoked or expired (its answer may hold a secret, a key minted with it say). A sealed
-// compute or solver run keeps its answer in the seal's own batch too (sealAnswerHooks), so a node that stops between
-// the seal and the answer's record replays the result rather than sealing the request again.
+// sent to that key once it is revoked or expired (its answer may hold a secret, a key minted with it say). A write that
+// is not naturally idempotent keeps its answer in its own batch too: a sealed compute or solver run (sealAnswerHooks),
+// a transfer, a folder move, a batch's acceptance and a chain event (answerInBatch). A node that stops between that
+// batch and the answer's own record replays the answer rather than applying the write again.
 import { createHash } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
@@ -24,8 +25,8 @@ const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 /** An answer header kept with the answer: what describes it, not the connection or this one exchange. */
 const KEPT_HEADER = /^(content-type|location|x-svc-[a-z0-9-]+)$/;
-/** The content type of a sealed result's answer (routes/compute.ts sendSealed). */
-const SEALED_TYPE = 'application/json; charset=utf-8';
+/** The content type of a sealed result's answer (routes/compute.ts sendSealed) and of Koa's JSON bodies. */
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -66,16 +67,30 @@ function bodyText(body: unknown): string | undefined {
   return JSON.stringify(body);
 }
 
-/** Where the route finds the ops keeping a seal's answer in the seal's batch (set for a keyed write with a caller). */
-const SEAL_ANSWER = 'idempotentSealAnswer';
+/** Where a route finds the ops keeping its write's answer in the write's batch (set for a keyed write with a caller). */
+const ANSWER_OPS = 'idempotentAnswerOps';
+
+interface AnswerOps {
+  sealed(resultId: string): Op[];
+  json(status: number, body: unknown): Op[];
+}
 
 /**
  * The hooks a sealing route passes to its seal: they put the answer's record (the result's id) into the seal's batch.
  * Undefined for a request sent without an Idempotency-Key.
  */
 export function sealAnswerHooks(ctx: Context): SealHooks | undefined {
-  const ops = ctx.state[SEAL_ANSWER] as ((resultId: string) => Op[]) | undefined;
-  return ops === undefined ? undefined : { ops: (facts) => ops(facts.result_id) };
+  const ops = ctx.state[ANSWER_OPS] as AnswerOps | undefined;
+  return ops === undefined ? undefined : { ops: (facts) => ops.sealed(facts.result_id) };
+}
+
+/**
+ * For a write whose JSON answer is known before its batch commits: the ops keeping that answer (its status and
+ * body, as Koa will send it) in the batch. Undefined for a request sent without an Idempotency-Key.
+ */
+export function answerInBatch(ctx: Context): ((status: number, body: unknown) => Op[]) | undefined {
+  const ops = ctx.state[ANSWER_OPS] as AnswerOps | undefined;
+  return ops?.json;
 }
 
 /** Was the write's caller resolved from an API key (a replay resolves it again)? */
@@ -149,8 +164,16 @@ export function idempotentWrites(answers: IdempotentAnswers, logger: Logger, res
         replay(ctx, kept, await answers.bodyOf(kept), idempotencyKey);
         return;
       }
-      ctx.state[SEAL_ANSWER] = (resultId: string): Op[] =>
-        answers.sealedOps(id, { fingerprint, status: 200, headers: { 'content-type': SEALED_TYPE }, body: null, result_id: resultId, by_key: byKey(ctx) });
+      const answerOps: AnswerOps = {
+        sealed: (resultId) =>
+          answers.opsInBatch(id, { fingerprint, status: 200, headers: { 'content-type': JSON_TYPE }, body: null, result_id: resultId, by_key: byKey(ctx) }),
+        json: (status, value) => {
+          const text = JSON.stringify(value);
+          const body = Buffer.byteLength(text) > ANSWER_KEPT_MAX_BYTES ? null : text;
+          return answers.opsInBatch(id, { fingerprint, status, headers: { 'content-type': JSON_TYPE }, body, by_key: byKey(ctx) });
+        },
+      };
+      ctx.state[ANSWER_OPS] = answerOps;
       await next();
       // Only an applied write is kept: an error applied nothing, and the same request may be sent again as new.
       if (ctx.status < 200 || ctx.status >= 300) return;
@@ -161,7 +184,8 @@ export function idempotentWrites(answers: IdempotentAnswers, logger: Logger, res
         if (KEPT_HEADER.test(name) && value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
       }
       const body = Buffer.byteLength(text) > ANSWER_KEPT_MAX_BYTES ? null : text;
-      // The write is applied whatever happens here: a store failure costs the replay (a seal's is kept in its batch).
+      // The write is applied whatever happens here: a store failure costs the replay, unless the write kept its answer
+      // in its own batch (sealAnswerHooks, answerInBatch).
       await answers.keep(id, { fingerprint, status: ctx.status, headers, body, by_key: byKey(ctx) }).catch((err: unknown) => {
         logger.warn({ err, trace_id: ctx.state.traceId as string }, 'the answer of an idempotent write could not be kept');
       });

@@ -1,8 +1,9 @@
 // The answers kept for writes sent with an Idempotency-Key (idempotency.ts): one record per caller's key and
 // idempotency key, with the request's fingerprint and the answer as it was sent, for ANSWER_KEPT_MS. A second index
-// by expiry lets the sweep delete what has expired without reading every record. A sealed result's answer is first
-// kept in the seal's own batch as its result id (sealedOps): a node that stops before it keeps the answer whole still
-// replays the result, read from the ledger, and never seals the request twice.
+// by expiry lets the sweep delete what has expired without reading every record. A write whose answer is known before
+// its batch commits keeps it in that batch first (opsInBatch): a sealed result as its result id, read back from the
+// ledger; a transfer, a batch's acceptance or a chain row as the answer itself. A node that stops before the answer's
+// own record still replays it, and never applies the write twice.
 import type { Op, Store, Sublevel } from '../store/db.js';
 
 /** How long an answer is kept: a client's retries come within minutes; a day covers a client that was down. */
@@ -63,10 +64,10 @@ export class IdempotentAnswers {
   }
 
   /**
-   * The ops keeping `answer` under `id` in a batch of the caller's (a seal's). A record that stood under `id` had
-   * expired (the request would have been replayed): its expiry entry goes with the sweep, which checks the record.
+   * The ops keeping `answer` under `id` in a batch of the caller's (the write's own). A record that stood under `id`
+   * had expired (the request would have been replayed): its expiry entry goes with the sweep, which checks the record.
    */
-  sealedOps(id: string, answer: Omit<KeptAnswer, 'expires_at'>): Op[] {
+  opsInBatch(id: string, answer: Omit<KeptAnswer, 'expires_at'>): Op[] {
     const expires_at = this.nowMs() + ANSWER_KEPT_MS;
     return [
       { type: 'put', sub: this.answers, key: id, value: { ...answer, expires_at } },

@@ -43,6 +43,14 @@ function badInput(field: string, reason: string, message: string, extra: Record<
   return new ServiceError(400, 'SVC_INVALID_INPUT', message, { field, reason, allowed: null, ...extra });
 }
 
+/** What a move answers: how many envelopes it moved and the owner's folders after it. */
+export interface FolderMoved {
+  zid: string;
+  folder: string;
+  moved: number;
+  folders: { folder: string; count: number }[];
+}
+
 export class Folders {
   private readonly envelopes: Sublevel;
   private readonly byOwner: Sublevel;
@@ -59,8 +67,11 @@ export class Folders {
     this.byFolder = store.sub(ENVELOPE_SUBS.byFolder);
   }
 
-  /** Move the caller's envelopes to `folder`: the named ones, or `count` of them (oldest first). */
-  async move(zid: string, m: FolderMove): Promise<{ zid: string; folder: string; moved: number; folders: { folder: string; count: number }[] }> {
+  /**
+   * Move the caller's envelopes to `folder`: the named ones, or `count` of them (oldest first). `answerOps`: records
+   * the caller writes in the move's batch, told the answer (an idempotent request's).
+   */
+  async move(zid: string, m: FolderMove, answerOps?: (moved: FolderMoved) => Op[]): Promise<FolderMoved> {
     for (const [field, name] of [
       ['folder', m.folder],
       ['from_folder', m.from_folder],
@@ -91,13 +102,15 @@ export class Folders {
       const mark = this.counters.mark();
       for (const [name, d] of deltas) this.counters.bump(name, d);
       this.counters.persistOps([...deltas.keys()], ops);
+      const moved: FolderMoved = { zid, folder: m.folder, moved: moving.length, folders: this.ledger.folders(zid) };
+      if (ops.length > 0 && answerOps) ops.push(...answerOps(moved));
       try {
         if (ops.length > 0) await this.store.commit(ops);
       } catch (err) {
         for (const [name, d] of deltas) this.counters.revert(name, d, mark);
         throw err;
       }
-      return { zid, folder: m.folder, moved: moving.length, folders: this.ledger.folders(zid) };
+      return moved;
     });
   }
 

@@ -188,8 +188,11 @@ export class Transfers {
     return recs.filter((r): r is TransferRecord => r !== undefined && r.state === 'pending');
   }
 
-  /** Transfer envelopes of `from` (homed here) to `to`: named, or `count` at random. */
-  async transfer(from: string, req: TransferRequest): Promise<TransferView> {
+  /**
+   * Transfer envelopes of `from` (homed here) to `to`: named, or `count` at random. `answerOps`: records the caller
+   * writes in the transfer's batch, told the view it answers (an idempotent request's answer).
+   */
+  async transfer(from: string, req: TransferRequest, answerOps?: (view: TransferView) => Op[]): Promise<TransferView> {
     if ((req.token_ids === undefined) === (req.count === undefined)) throw badInput('token_ids', 'required', 'give token_ids or count (one of them)');
     if (req.to === from) throw badInput('to', 'self', 'a transfer goes to another identity, not to the sender');
     const ids = req.token_ids === undefined ? undefined : [...new Set(req.token_ids)];
@@ -297,6 +300,8 @@ export class Transfers {
           ops.push({ type: 'put', sub: this.records, key: transferId, value: pending });
           ops.push({ type: 'put', sub: this.outbox, key: transferId, value: transferId });
         }
+        const view = viewOf(record);
+        if (answerOps) ops.push(...answerOps(view));
         const mark = this.d.counters.mark();
         for (const [name, d] of deltas) this.d.counters.bump(name, d);
         this.d.counters.persistOps(oneWrite ? ['envelope_seq', ...deltas.keys()] : [...deltas.keys()], ops);
@@ -308,7 +313,7 @@ export class Transfers {
           throw err;
         }
         if (!oneWrite) this.pendingSink?.({ ...record, envelopes: chosen.map(travelling), to_url: this.d.peerUrl(receiver.home) });
-        return viewOf(record);
+        return view;
       }),
     );
   }

@@ -1,8 +1,12 @@
 // Writes sent with an Idempotency-Key over real HTTP: applied once, the kept answer sent again (also after a restart,
-// and a sealed result's also when the node stopped before the answer's own record), a key reused for another request refused, concurrent sends applied once, errors not kept, scopes per caller's key, a
-// replay refused once the key that sent the write is revoked.
+// and, for the writes that keep it in their own batch, when the node stopped before the answer's own record), a key
+// reused for another request refused, concurrent sends applied once, errors not kept, scopes per caller's key, a replay
+// refused once the key that sent the write is revoked.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
+import { waitUntil } from '../helpers/wait.js';
 import { parseIdempotencyKey } from '../../src/http/idempotency.js';
 
 let t: TestNode;
@@ -172,6 +176,99 @@ describe('Idempotency-Key on writes', () => {
     expect(t.node.counters.get('sealed_total')).toBe(before.sealed + writes.length);
     // Another body under the same key is still refused.
     expectError(await seal(writes[0]!.path, { ...writes[0]!.body, inputs: { mass_kg: 8, velocity_m_s: 2 } }, 'k-sealed-0'), 409, 'SVC_IDEMPOTENCY_KEY_REUSED');
+  });
+});
+
+describe("a write's answer kept in its own batch", () => {
+  let u: TestNode;
+  let sender: { zid: string; key: string; slug: string };
+  let receiver: { zid: string; key: string; slug: string };
+  // KO42 plus one domain operator: cost 1 (part 8).
+  const cost1 = { domain: 'thermodynamics', operators: ['KO42', 'THERMO_CARNOT_EFFICIENCY'], inputs: {} };
+
+  beforeAll(async () => {
+    // No free credits: every envelope is paid-funded, so movable.
+    u = await startTestNode({}, { initialCredits: 0 });
+    sender = await zkIdentity(u.url, 'idem-sender');
+    receiver = await zkIdentity(u.url, 'idem-receiver');
+    const operator = (await readFile(join(u.dataDir, 'operator-token'), 'utf8')).trim();
+    const granted = await call(u.url, 'POST', '/api/tally/grants', { zid: sender.zid, credits: 20 }, bearer(operator));
+    expect(granted.status, granted.text).toBe(201);
+    for (let i = 0; i < 3; i++) expect((await call(u.url, 'POST', '/api/svc/compute', cost1, bearer(sender.key))).status).toBe(200);
+  });
+  afterAll(async () => {
+    await u?.destroy();
+  });
+
+  it("a transfer, a batch and chain events: stopped before the answer's own record, the retry replays the answer and applies nothing again", async () => {
+    const send = (path: string, body: unknown, idempotencyKey: string) =>
+      call(u.url, 'POST', path, body, { ...bearer(sender.key), 'idempotency-key': idempotencyKey });
+    const held = async (who: { zid: string; key: string }) =>
+      (await call(u.url, 'GET', `/api/tally/envelopes/${who.zid}?limit=100`, undefined, bearer(who.key))).body.total as number;
+    const chainRows = async () =>
+      (await call(u.url, 'GET', `/api/chain/${sender.slug}/explore?from=1&to=1000`, undefined, bearer(sender.key))).body.rows.length as number;
+    const balance = async () => (await call(u.url, 'GET', '/api/tally/balance', undefined, bearer(sender.key))).body.total as number;
+    const inKept = async () =>
+      (
+        (await call(u.url, 'GET', `/api/tally/envelopes/${sender.zid}/folders`, undefined, bearer(sender.key))).body.folders as {
+          folder: string;
+          count: number;
+        }[]
+      ).find((f) => f.folder === 'kept')?.count ?? 0;
+    const writes = [
+      { key: 'k-transfer', path: '/api/tally/envelopes/transfer-bulk', body: { to: receiver.zid, count: 2 }, status: 200 },
+      { key: 'k-folder', path: '/api/tally/envelopes/folder', body: { folder: 'kept', count: 1 }, status: 200 },
+      { key: 'k-batch', path: '/api/svc/batch', body: { items: [cost1] }, status: 202 },
+      { key: 'k-event', path: `/api/chain/${sender.slug}/events`, body: { payload: { n: 1 } }, status: 201 },
+      { key: 'k-sealed-event', path: `/api/chain/${sender.slug}/events`, body: { payload: { n: 2 }, sealed: true }, status: 201 },
+    ];
+    const before = { sent: await held(sender), received: await held(receiver), rows: await chainRows() };
+
+    // The node stops after each write's batch and before the answer's own record (a batch of the answers alone).
+    const store = u.node.store;
+    const answers = [store.sub('idempotent_answers'), store.sub('idempotent_answers_by_expiry')];
+    const commit = store.commit.bind(store);
+    let refused = 0;
+    store.commit = (ops) => {
+      if (ops.length > 0 && ops.every((op) => answers.includes(op.sub))) {
+        refused++;
+        return Promise.reject(new Error('the node stopped (injected)'));
+      }
+      return commit(ops);
+    };
+    const first: { status: number; text: string }[] = [];
+    try {
+      for (const w of writes) {
+        const r = await send(w.path, w.body, w.key);
+        expect(r.status, r.text).toBe(w.status);
+        first.push({ status: r.status, text: r.text });
+      }
+    } finally {
+      store.commit = commit;
+    }
+    expect(refused).toBe(writes.length);
+    const batchUrl = JSON.parse(first[2]!.text).status_url as string;
+    await waitUntil(async () => (await call(u.url, 'GET', new URL(batchUrl).pathname, undefined, bearer(sender.key))).body.status === 'complete', 'the batch');
+    const applied = { sent: await held(sender), received: await held(receiver), rows: await chainRows(), balance: await balance(), kept: await inKept() };
+    // The transfer moved two envelopes, the move one, the batch sealed one (an envelope and a row), the events added two rows.
+    expect(applied.received).toBe(before.received + 2);
+    expect(applied.sent).toBe(before.sent - 2 + 1);
+    expect(applied.kept).toBe(1);
+
+    u = await u.restart();
+    for (const [i, w] of writes.entries()) {
+      const again = await send(w.path, w.body, w.key);
+      expect(again.status, again.text).toBe(w.status);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(again.text).toBe(first[i]!.text);
+    }
+    // Applied once: nothing moved, sealed, charged or appended by the retries.
+    expect({ sent: await held(sender), received: await held(receiver), rows: await chainRows(), balance: await balance(), kept: await inKept() }).toEqual(
+      applied,
+    );
+    // The same key with another body is still refused.
+    expectError(await send(writes[0]!.path, { to: receiver.zid, count: 1 }, 'k-transfer'), 409, 'SVC_IDEMPOTENCY_KEY_REUSED');
   });
 });
 

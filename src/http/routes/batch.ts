@@ -9,7 +9,8 @@ import { requireKey } from '../auth.js';
 import { forwardToHome } from '../forward.js';
 import { body, responds, validate } from '../validate.js';
 import type { Caller } from '../../records/types.js';
-import { BATCH_MAX, type BatchService } from '../../compute/batches.js';
+import { BATCH_MAX, type BatchRecord, type BatchService } from '../../compute/batches.js';
+import { answerInBatch } from '../idempotency.js';
 
 const solverItem = z.object({ solver: z.string().min(1).max(64), inputs: z.record(z.string(), z.any()).optional(), initialState: z.any().optional() }).strict();
 const chainItem = z
@@ -55,9 +56,16 @@ function registerBatchRoutes(router: Router, kit: HttpKit, s: BatchRouteServices
     const b = validate(batchBody, ctx.request.body);
     const caller = ctx.state.caller as Caller;
     if (b.webhook !== undefined) await s.webhooks.assertOwned(caller, b.webhook);
-    const rec = await batches.submit(caller, b.items, b.webhook ?? null);
+    const accepted = (rec: BatchRecord) => ({
+      id: rec.id,
+      status: 'accepted',
+      total: rec.items.length,
+      status_url: `${kit.publicUrl()}/api/svc/batch/${rec.id}`,
+    });
+    const kept = answerInBatch(ctx);
+    const rec = await batches.submit(caller, b.items, b.webhook ?? null, kept && ((r) => kept(202, accepted(r))));
     ctx.status = 202;
-    ctx.body = { id: rec.id, status: 'accepted', total: rec.items.length, status_url: `${kit.publicUrl()}/api/svc/batch/${rec.id}` };
+    ctx.body = accepted(rec);
   });
 
   router.get('/api/svc/batch/:id', responds(batchResponse), requireKey(auth), forwardToHome(kit), async (ctx) => {

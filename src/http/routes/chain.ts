@@ -10,7 +10,7 @@ import type { RouteGroup } from '../route-group.js';
 import { machineHome } from './machine-home.js';
 import { claimSlug, refuseSlugHeldElsewhere } from '../slug-claims.js';
 import type { Ledger } from '../../tally/ledger.js';
-import type { ChainService } from '../../chain/service.js';
+import type { AppendedEvent, ChainService, MachineRecord } from '../../chain/service.js';
 import {
   authorizeMachineRead,
   identityOf,
@@ -59,7 +59,7 @@ import { CHARGE_OUTCOME_EVENT, CHARGE_SETTLE_EVENT, CHARGE_SETTLE_PATH, settleBa
 import { HANDSHAKE_HEADER } from '../../mesh/wire.js';
 import { MACHINE_HOME, SLUG_PATTERN } from '../../mesh/machines.js';
 import type { Caller, TallyCharge, KeyRecord } from '../../records/types.js';
-import type { MachineRecord } from '../../chain/service.js';
+import { answerInBatch } from '../idempotency.js';
 import { requireRole, type ChainAction, type Role } from '../../chain/roles.js';
 import { stampAt } from '../../kernel/clock.js';
 import { COSTS } from '../../tally/costs.js';
@@ -343,9 +343,11 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
     const machine = await machineOf(s, ctx);
     await authorizeMachine(kit.auth, ctx, machine, 'append');
     const body = validate(eventBody, ctx.request.body);
-    const { row, envelope } = await s.chain.appendEvent(machine.slug, stampAt(kit.time.nowNs()), body.payload, body.sealed);
+    const answer = ({ row, envelope }: AppendedEvent) => (envelope ? { slug: machine.slug, row, envelope } : { slug: machine.slug, row });
+    const kept = answerInBatch(ctx);
+    const appended = await s.chain.appendEvent(machine.slug, stampAt(kit.time.nowNs()), body.payload, body.sealed, kept && ((a) => kept(201, answer(a))));
     ctx.status = 201;
-    ctx.body = envelope ? { slug: machine.slug, row, envelope } : { slug: machine.slug, row };
+    ctx.body = answer(appended);
   });
 
   router.post(

@@ -27,7 +27,8 @@ import { tierSheet } from '../../tally/tier-gates.js';
 import { TIERS, type TierBook } from '../../tally/tiers.js';
 import { identityOf, requireIdentityKey, requireKey, operatorOnly } from '../auth.js';
 import { clientAddress, forwardToHome } from '../forward.js';
-import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBatch } from '../../tally/transfer-wire.js';
+import { answerInBatch } from '../idempotency.js';
+import { MAX_TRANSFER_ENVELOPES, TRANSFER_ACK_EVENT, TRANSFER_EVENT, deliveryBatch, type TransferView } from '../../tally/transfer-wire.js';
 import type { Transfers } from '../../tally/transfers.js';
 import { DELIVER_PATH } from '../../tally/transfer-delivery.js';
 import { HANDSHAKE_HEADER } from '../../mesh/wire.js';
@@ -84,7 +85,8 @@ function registerTallyRoutes(router: Router, kit: HttpKit, s: TallyRouteServices
   // /api/tally/envelopes/:zid, whose path would otherwise answer this POST with 405.
   router.post('/api/tally/envelopes/folder', responds(folderMoveResponse), requireIdentityKey(auth), home, body(folderBody), async (ctx) => {
     const zid = zidOf(ctx);
-    ctx.body = await s.folders.move(zid, validate(folderBody, ctx.request.body));
+    const kept = answerInBatch(ctx);
+    ctx.body = await s.folders.move(zid, validate(folderBody, ctx.request.body), kept && ((moved) => kept(200, moved)));
   });
 
   // Spec 4.6: movable envelopes to another identity (architecture.md §7). Also before GET /api/tally/envelopes/:zid.
@@ -97,8 +99,10 @@ function registerTallyRoutes(router: Router, kit: HttpKit, s: TallyRouteServices
     body(transferBody),
     async (ctx) => {
       const zid = zidOf(ctx);
-      const view = await s.transfers.transfer(zid, validate(transferBody, ctx.request.body));
-      ctx.status = view.state === 'delivered' ? 200 : 202;
+      const statusOf = (view: TransferView) => (view.state === 'delivered' ? 200 : 202);
+      const kept = answerInBatch(ctx);
+      const view = await s.transfers.transfer(zid, validate(transferBody, ctx.request.body), kept && ((v) => kept(statusOf(v), v)));
+      ctx.status = statusOf(view);
       ctx.body = view;
     },
   );
