@@ -37,7 +37,8 @@ const schema = z
   })
   .strict();
 
-const stateSchema = z.object({ theta_rad: z.number(), p_J_s: z.number(), t_s: z.number() }).strict();
+// An angle is taken modulo 2π; beyond ±1e6 rad a double holds too few of its digits for the phase to mean anything.
+const stateSchema = z.object({ theta_rad: z.number().min(-1e6).max(1e6), p_J_s: z.number(), t_s: z.number() }).strict();
 
 /** k = sin(θ_a/2) of the libration with energy E: cos θ_a = −E/(mgL), so k² = (1 + E/mgL)/2. */
 function modulusFromEnergy(energy: number, mgl: number): number {

@@ -27,7 +27,8 @@ const schema = z
       .min(1e20)
       .max(1e42)
       .default(10 * SOLAR_MASS),
-    r0_rs: z.number().positive().max(1e6).default(10),
+    // At rest at r0 means E² = 1 − r_s/r0: inside the horizon no observer is at rest (E² < 0).
+    r0_rs: z.number().gt(1, 'must be > 1: an observer at rest exists only outside the horizon (r0 > r_s)').max(1e6).default(10),
     r_end_rs: z.number().min(1e-3).default(1),
     steps: z.number().int().min(100).max(1e6).default(2000),
   })
@@ -131,7 +132,7 @@ export const blackhole: SolverDef<BlackholeInputs> = {
   stateful: false,
   inputs: [
     { key: 'mass_kg', unit: 'kg', default: 10 * SOLAR_MASS, range: '1e20 … 1e42' },
-    { key: 'r0_rs', unit: 'r_s', default: 10, range: '> r_end_rs, ≤ 1e6' },
+    { key: 'r0_rs', unit: 'r_s', default: 10, range: '> 1 and > r_end_rs, ≤ 1e6' },
     { key: 'r_end_rs', unit: 'r_s', default: 1, range: '1e-3 … < r0_rs' },
     { key: 'steps', unit: '1', default: 2000, range: '100 … 1e6 (Sundman step h = (π/2)/steps)' },
   ],

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { bfgs } from '../numerics/optimize.js';
 import { rngForInputs, type Xoshiro128 } from './rng.js';
 import type { CheckPart, InputSpec, SolverDef, SolverOutput } from './types.js';
+import { InputError } from './errors.js';
 import { checkPart, checkWorkLimit, combineChecks, intIn, num, numIn, parseInputs, positive, seedSchema } from './util.js';
 
 /** Coulomb constant in kJ/mol · Å / e². */
@@ -43,14 +44,25 @@ export interface DockInputs extends Record<string, unknown> {
   seed?: number;
 }
 
+/** Closest two atoms of one molecule may come (Å): the shortest bond, H–H, is 0.74 Å. */
+export const MIN_ATOM_SEPARATION_A = 0.5;
+/** Largest |charge| of an atom, in elementary charges. */
+const CHARGE_MAX_E = 10;
+
 const atomSchema = z
   .object({
     x: num(),
     y: num(),
     z: num(),
     sigma_A: positive(),
-    epsilon_kJ_mol: z.number().min(0).refine(Number.isFinite, 'must be finite'),
-    charge_e: num().optional(),
+    // Every atom has a repulsive core: with ε = 0 on either atom a pair of opposite charges has no minimum (its
+    // Coulomb term falls without bound as the atoms close in), which the search would seal as a binding energy.
+    epsilon_kJ_mol: z
+      .number()
+      .gt(0, 'must be > 0: an atom without a repulsive core lets opposite charges collapse onto each other')
+      .refine(Number.isFinite, 'must be finite'),
+    // Ions carry a few elementary charges; a larger charge only overflows the energies.
+    charge_e: numIn(-CHARGE_MAX_E, CHARGE_MAX_E).optional(),
   })
   .strict();
 
@@ -85,13 +97,13 @@ const inputs: InputSpec[] = [
     key: 'receptor',
     unit: 'Å, kJ/mol, e',
     default: '6-site ring: R = 3 Å in z = 0, σ = 3.4 Å, ε = 0.36 kJ/mol, q = 0',
-    range: '1 … 2000 atoms {x, y, z, sigma_A, epsilon_kJ_mol, charge_e}',
+    range: '1 … 2000 atoms {x, y, z, sigma_A > 0, epsilon_kJ_mol > 0, charge_e −10 … 10}, at least 0.5 Å apart',
   },
   {
     key: 'ligand',
     unit: 'Å, kJ/mol, e',
     default: 'one probe atom σ = 3.4 Å, ε = 0.36 kJ/mol, q = 0',
-    range: '1 … 50 atoms, same fields (coordinates define the rigid shape)',
+    range: '1 … 50 atoms, same fields and spacing (coordinates define the rigid shape)',
   },
   { key: 'dielectric', unit: '1', default: 4, range: '1 … 80' },
   { key: 'box_center_A', unit: 'Å', default: 'receptor centroid', range: '[x, y, z]' },
@@ -113,8 +125,29 @@ function centroid(atoms: readonly Atom[]): [number, number, number] {
   return [x / atoms.length, y / atoms.length, zc / atoms.length];
 }
 
+/** 400 naming the first pair of atoms of one molecule closer than MIN_ATOM_SEPARATION_A (coincident atoms, say). */
+function checkSeparation(field: 'receptor' | 'ligand', atoms: readonly Atom[]): void {
+  for (let i = 1; i < atoms.length; i++) {
+    const a = atoms[i]!;
+    for (let j = 0; j < i; j++) {
+      const b = atoms[j]!;
+      const d = Math.hypot(a.x - b.x, a.y - b.y, a.z - b.z);
+      if (d < MIN_ATOM_SEPARATION_A)
+        throw new InputError(
+          `${field}.${i}`,
+          `atoms ${j} and ${i} of the ${field} are ${d} Å apart: atoms of one molecule are at least ${MIN_ATOM_SEPARATION_A} Å apart`,
+          {
+            min_separation_A: MIN_ATOM_SEPARATION_A,
+          },
+        );
+    }
+  }
+}
+
 function resolve(raw: unknown): DockInputs {
   const p = parseInputs(schema, raw);
+  if (p.receptor) checkSeparation('receptor', p.receptor as Atom[]);
+  if (p.ligand) checkSeparation('ligand', p.ligand as Atom[]);
   const withCharge = (atoms: z.infer<typeof atomSchema>[]): Atom[] => atoms.map((a) => ({ ...a, charge_e: a.charge_e ?? 0 }));
   const receptor = p.receptor ? withCharge(p.receptor) : defaultReceptor();
   const ligand = p.ligand ? withCharge(p.ligand) : DEFAULT_LIGAND.map((a) => ({ ...a }));

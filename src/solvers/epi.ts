@@ -231,6 +231,14 @@ export const epi: SolverDef<EpiInputs> = {
     if (inputs.model === 'sir' && s.E > 0) {
       throw new InputError('initialState', 'E must be 0 for the sir model', { E: 0 });
     }
+    // The inputs' seed rule, in fractions: with I + E below it the run stops at once while the final-size relation
+    // still predicts a full epidemic.
+    if (!(s.I + s.E >= MIN_SEED_FRACTION)) {
+      throw new InputError('initialState', `I + E must be ≥ ${MIN_SEED_FRACTION} (a fraction of the population): no epidemic to follow`, {
+        min: MIN_SEED_FRACTION,
+        inclusive: true,
+      });
+    }
     return s;
   },
   run,

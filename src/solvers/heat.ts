@@ -61,6 +61,12 @@ function resolve(raw: unknown): HeatInputs {
     nx,
     fourier_number: p.fourier_number ?? 1 / 6,
   };
+  // The profile's coldest point is boundary_K + A (A < 0): an absolute temperature below 0 K is no state at all.
+  if (inputs.boundary_K + Math.min(0, inputs.amplitude_K) < 0)
+    throw new InputError('amplitude_K', `boundary_K + amplitude_K = ${inputs.boundary_K + inputs.amplitude_K} K: a temperature below 0 K`, {
+      min: -inputs.boundary_K,
+      max: 1000,
+    });
   const dims = mode === '1d' ? 1 : 2;
   checkWorkLimit('t_end_s', Math.pow(nx, dims) * stepCount(inputs), WORK_LIMIT);
   return inputs;
@@ -186,7 +192,7 @@ const inputs: InputSpec[] = [
   { key: 'diffusivity_m2_s', unit: 'm²/s', default: 1.11e-4, range: '1e-9 … 1e-2' },
   { key: 't_end_s', unit: 's', default: 10, range: '> 0' },
   { key: 'boundary_K', unit: 'K', default: 300, range: '0 … 5000' },
-  { key: 'amplitude_K', unit: 'K', default: 50, range: '1e-6 ≤ |A| ≤ 1000, either sign' },
+  { key: 'amplitude_K', unit: 'K', default: 50, range: '1e-6 ≤ |A| ≤ 1000, either sign; boundary_K + A ≥ 0' },
   { key: 'initial', unit: '', default: 'sine', range: 'sine, uniform' },
   { key: 'nx', unit: '1', default: '101 (1d), 51 (2d)', range: '11 … 1001 (1d), 11 … 201 (2d), odd' },
   { key: 'fourier_number', unit: '1', default: 1 / 6, range: '0.01 … 0.5' },

@@ -44,11 +44,14 @@ const schema = z
   })
   .strict();
 
+// A state the solver reached from its inputs (|x0|, |y0|, |z0| ≤ 100) stays far inside ±STATE_MAX; one far outside
+// only made the adaptive step underflow (a 500).
+const STATE_MAX = 1e4;
 const stateSchema = z
   .object({
-    x: z.number(),
-    y: z.number(),
-    z: z.number(),
+    x: numIn(-STATE_MAX, STATE_MAX),
+    y: numIn(-STATE_MAX, STATE_MAX),
+    z: numIn(-STATE_MAX, STATE_MAX),
     t: z.number(),
   })
   .strict();

@@ -135,6 +135,14 @@ function resolve(raw: unknown): OptInputs {
     n = segments - 1;
   }
   checkWorkLimit('max_iterations', n * n * out.max_iterations, WORK_LIMIT);
+  // A start where f (or its gradient) overflows has nowhere to descend from: the inputs' fault, not the method's.
+  if (out.x0 !== undefined) {
+    const x = Float64Array.from(out.x0);
+    const g = new Float64Array(x.length);
+    const f = problem === 'rosenbrock' ? rosenbrock(x, g) : quadraticObjective(Float64Array.from(out.matrix!.flat()), Float64Array.from(out.vector!))(x, g);
+    if (!Number.isFinite(f) || !g.every(Number.isFinite))
+      throw new InputError('x0', `f or its gradient is not finite at x0 (f = ${f}): start nearer the minimum`, null);
+  }
   return out;
 }
 

@@ -109,6 +109,9 @@ describe('action', () => {
     expectInputError(() => action.resolveState!({ theta_rad: 0, p_J_s: 0, t_s: 0 }, inputs), 'initialState', { allowed: { min_amplitude_rad: 1e-4 } });
     expectInputError(() => action.resolveState!({ theta_rad: 5e-5, p_J_s: 0, t_s: 0 }, inputs), 'initialState');
     expect(action.run(inputs, action.resolveState!({ theta_rad: 2e-4, p_J_s: 0, t_s: 0 }, inputs)).check.passed).toBe(true);
+    // An angle beyond ±1e6 rad has no phase left in a double (1e300 was a 500): refused; 1e6 is taken modulo 2π.
+    expectInputError(() => action.resolveState!({ theta_rad: 1e300, p_J_s: 0, t_s: 0 }, inputs), 'initialState', { status: 400, reason: /theta_rad/ });
+    expect(action.run(inputs, action.resolveState!({ theta_rad: 1e6, p_J_s: 0, t_s: 0 }, inputs)).check.passed).toBe(true);
   });
 
   it('is deterministic', () => {

@@ -76,7 +76,9 @@ describe('blackhole', () => {
     expectInputError(() => blackhole.resolve({ mass_kg: 1e19 }), 'mass_kg');
     expectInputError(() => blackhole.resolve({ r0_rs: 2e6 }), 'r0_rs');
     expectInputError(() => blackhole.resolve({ r_end_rs: 1e-4 }), 'r_end_rs');
-    expectInputError(() => blackhole.resolve({ r0_rs: 0.5 }), 'r_end_rs');
+    expectInputError(() => blackhole.resolve({ r0_rs: 3, r_end_rs: 4 }), 'r_end_rs');
+    // At rest at r0 means E² = 1 − r_s/r0: no observer is at rest on or inside the horizon.
+    for (const r0 of [0.5, 1]) expectInputError(() => blackhole.resolve({ r0_rs: r0, r_end_rs: 0.1 }), 'r0_rs', { status: 400, reason: /outside the horizon/ });
     expectInputError(() => blackhole.resolve({ steps: 99 }), 'steps');
     expectInputError(() => blackhole.resolve({ steps: 1000.5 }), 'steps');
   });

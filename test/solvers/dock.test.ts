@@ -170,6 +170,32 @@ describe('dock: input validation', () => {
     expectInputError({ ligand: Array.from({ length: 51 }, () => probe) }, 'ligand');
   });
 
+  it('every atom has a repulsive core and a charge within ±10 e; atoms of one molecule are at least 0.5 Å apart', () => {
+    const site = { x: 0, y: 0, z: 0, sigma_A: 3.4, epsilon_kJ_mol: 0, charge_e: -1 };
+    const ion = { x: 0, y: 0, z: 0, sigma_A: 3.4, epsilon_kJ_mol: 0.36, charge_e: 1 };
+    // ε = 0 on one atom of an opposite-charge pair: the Coulomb term falls without bound (it was sealed as −8e20 kJ/mol).
+    expectInputError({ receptor: [site], ligand: [ion] }, 'receptor.0.epsilon_kJ_mol', { reason: /repulsive core/ });
+    expectInputError({ ligand: [{ ...ion, charge_e: 11 }] }, 'ligand.0.charge_e');
+    expectInputError({ ligand: [ion, { ...ion, x: 0.3 }] }, 'ligand.1', { reason: /at least 0\.5 Å apart/ });
+    expectInputError(
+      {
+        receptor: [
+          { ...ion, charge_e: 0 },
+          { ...ion, charge_e: 0 },
+        ],
+      },
+      'receptor.1',
+    );
+    // With a core the same pair has a minimum: finite, below the Lennard-Jones well alone (the charges attract), and
+    // at a separation where the r^-12 wall holds (the closest approach stays above σ/2).
+    const out = solve({ receptor: [{ ...site, epsilon_kJ_mol: 0.36 }], ligand: [ion], n_starts: 4, mc_steps: 2000 });
+    expect(out.check.passed).toBe(true);
+    expect(Number.isFinite(out.value)).toBe(true);
+    expect(out.value).toBeLessThan(-0.36);
+    const [x, y, z] = (out.outputs.ligand_xyz_A as number[][])[0]!;
+    expect(Math.hypot(x!, y!, z!)).toBeGreaterThan(1.7);
+  });
+
   it('work limit: receptor × ligand × n_starts × steps', () => {
     const big = Array.from({ length: 2000 }, (_, i) => ({ x: i, y: 0, z: 0, sigma_A: 3, epsilon_kJ_mol: 0.3 }));
     const lig = Array.from({ length: 50 }, (_, i) => ({ x: i, y: 1, z: 0, sigma_A: 3, epsilon_kJ_mol: 0.3 }));

@@ -139,6 +139,14 @@ describe('epi', () => {
     const inputs = epi.resolve({});
     expectInputError(() => epi.resolveState!({ S: 0.5, E: 0, I: 0.1, R: 0.1, t_days: 0 }, inputs), 'initialState');
     expectInputError(() => epi.resolveState!({ S: 0.5, I: 0.5, R: 0, t_days: 0 }, inputs), 'initialState');
+    // No one infected or exposed: the inputs' seed rule (I + E ≥ 1e-10 N) holds for a state too (it was a 422 whose
+    // reference predicted a full epidemic).
+    for (const state of [
+      { S: 1, E: 0, I: 0, R: 0, t_days: 0 },
+      { S: 0.5, E: 0, I: 5e-11, R: 0.5 - 5e-11, t_days: 3 },
+    ])
+      expectInputError(() => epi.resolveState!(state, inputs), 'initialState', { status: 400, reason: /I \+ E must be ≥ 1e-10/ });
+    expect(epi.run(inputs, epi.resolveState!({ S: 1 - 1e-10, E: 0, I: 1e-10, R: 0, t_days: 0 }, inputs)).check.passed).toBe(true);
   });
 
   it('is deterministic', () => {

@@ -122,13 +122,28 @@ describe('heat', () => {
   it('amplitude_K has a magnitude floor of 1 µK: the corners match A e^(−απ²t/L²), a subnormal amplitude is a 400', () => {
     // Old code: "≠ 0" let 5e-324 K through; the run refused it as "decayed below double precision: lower t_end_s".
     for (const A of [1e-6, -1e-6, 1000, -1000]) {
-      const out = heat.run(heat.resolve({ amplitude_K: A }));
+      // A boundary at 1000 K keeps the coldest point at or above 0 K.
+      const out = heat.run(heat.resolve({ amplitude_K: A, boundary_K: 1000 }));
       expect(out.check.passed).toBe(true);
-      const excess = expectedExcess({ amplitude_K: A });
+      const excess = expectedExcess({ amplitude_K: A, boundary_K: 1000 });
       expect(Math.abs((out.outputs.excess_K as number) - excess) / Math.abs(excess)).toBeLessThan(1e-6);
     }
     for (const A of [5e-324, -5e-324, 1e-300, 9e-7])
       expectInputError(() => heat.resolve({ amplitude_K: A }), 'amplitude_K', { status: 400, reason: 'magnitude must be 1e-6 … 1000 K (either sign)' });
+  });
+
+  it('refuses a profile colder than 0 K: boundary_K + amplitude_K ≥ 0, and seals one that reaches 0 K exactly', () => {
+    for (const raw of [
+      { boundary_K: 0, amplitude_K: -50 },
+      { boundary_K: 10, amplitude_K: -1000, initial: 'uniform' },
+      { mode: '2d', boundary_K: 40, amplitude_K: -41 },
+    ])
+      expectInputError(() => heat.resolve(raw), 'amplitude_K', { status: 400, reason: /below 0 K/ });
+    const out = heat.run(heat.resolve({ boundary_K: 50, amplitude_K: -50, t_end_s: 1 }));
+    expect(out.check.passed).toBe(true);
+    // The centre warms back towards the boundary: A e^(−απ²t/L²) below 50 K, never below 0 K.
+    expect(out.value).toBeGreaterThan(0);
+    expect(out.value).toBeLessThan(50);
   });
 
   it('is deterministic', () => {

@@ -68,6 +68,15 @@ describe('lorenz', () => {
     expectInputError(() => lorenz.resolve({ x0: -101 }), 'x0');
     expectInputError(() => lorenz.resolveState!({ x: 1, y: 2 }, lorenz.resolve({})), 'initialState');
     expectInputError(() => lorenz.resolveState!({ x: 1, y: 2, z: 3, t: 0, w: 1 }, lorenz.resolve({})), 'initialState');
+    // Far outside anything a run reaches from |x0|, |y0|, |z0| ≤ 100 (1e200 made the step underflow: a 500).
+    for (const state of [
+      { x: 1e200, y: 1e200, z: 1e200, t: 0 },
+      { x: 1, y: -2e4, z: 3, t: 0 },
+    ])
+      expectInputError(() => lorenz.resolveState!(state, lorenz.resolve({})), 'initialState', { status: 400 });
+    expect(lorenz.run(lorenz.resolve({ t_end: 1 }), lorenz.resolveState!({ x: 300, y: -300, z: 300, t: 0 }, lorenz.resolve({ t_end: 1 }))).check.passed).toBe(
+      true,
+    );
   });
 
   it('is deterministic', () => {

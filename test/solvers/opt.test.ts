@@ -311,6 +311,9 @@ describe('opt: input validation', () => {
     expectInputError({ dimension: 51 }, 'dimension');
     expectInputError({ dimension: 1 }, 'dimension');
     expectInputError({ dimension: 3, x0: [1, 2] }, 'x0');
+    // A start where f overflows has nowhere to descend from (it was a 500 "f is not finite at the starting point").
+    expectInputError({ x0: [1e300, 1] }, 'x0', { reason: /not finite at x0/ });
+    expectInputError({ problem: 'quadratic', matrix: [[1e300]], vector: [1], x0: [1e10] }, 'x0', { reason: /not finite at x0/ });
     expectInputError({ segments: 50 }, 'segments');
     expectInputError(
       {
