@@ -81,7 +81,9 @@ export function checkWorkLimit(name: string, work: number, limit: number): void 
 }
 
 export function checkPart(name: string, quantity: string, computed: number, reference: number): CheckPart {
-  const relError = Math.abs(computed - reference) / Math.abs(reference);
+  // Exact agreement is no error, also where the reference is 0 (a fixed point, a conserved quantity that is 0):
+  // 0/0 would refuse a right answer.
+  const relError = Number.isFinite(computed) && computed === reference ? 0 : Math.abs(computed - reference) / Math.abs(reference);
   const rel = Number.isFinite(relError) ? relError : Number.POSITIVE_INFINITY;
   return { name, quantity, computed, reference, rel_error: rel, tolerance: GATE_TOLERANCE, passed: rel <= GATE_TOLERANCE };
 }

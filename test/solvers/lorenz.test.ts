@@ -28,6 +28,12 @@ describe('lorenz', () => {
     expect((out.state as LorenzState).t).toBeCloseTo(10, 12);
   });
 
+  it('the origin is a fixed point: the state stays exactly 0 and the check passes (0 against 0 is no error)', () => {
+    const out = lorenz.run(lorenz.resolve({ x0: 0, y0: 0, z0: 0 }));
+    expect(out.value).toBe(0);
+    expect(out.check).toMatchObject({ computed: 0, reference: 0, rel_error: 0, passed: true });
+  });
+
   it('x = y = 0 is invariant: z decays exactly as z0·exp(−βt)', () => {
     for (const [beta, tEnd] of [
       [2, 3],

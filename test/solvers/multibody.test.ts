@@ -14,6 +14,19 @@ function separation(bodies: Body[], i: number, j: number): number {
 }
 
 describe('multibody', () => {
+  it('two bodies released from rest fall radially: L stays exactly 0 and the check passes; energy is conserved', () => {
+    const bodies = [
+      { mass_kg: 1, position_m: [0, 0, 0], velocity_m_s: [0, 0, 0] },
+      { mass_kg: 1, position_m: [1, 0, 0], velocity_m_s: [0, 0, 0] },
+    ];
+    const out = multibody.run(multibody.resolve({ bodies, t_end_s: 1, dt_s: 0.1 }));
+    expect(out.check.passed).toBe(true);
+    expect(out.check.parts!.find((p) => p.name === 'angular-momentum conservation')).toMatchObject({ computed: 0, reference: 0, rel_error: 0 });
+    // E = −G m²/r at rest 1 m apart.
+    expect(out.outputs.initial_energy_J as number).toBeCloseTo(-6.6743e-11, 20);
+    expect(Math.abs(out.value / -6.6743e-11 - 1)).toBeLessThan(1e-9);
+  });
+
   it('defaults (Sun–Earth–Moon, one Julian year): energy and angular momentum conserved', () => {
     const inputs = multibody.resolve({});
     expect(inputs).toEqual({ preset: 'sun_earth_moon', t_end_s: 3.15576e7, dt_s: 3600, G });
