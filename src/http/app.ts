@@ -12,7 +12,6 @@ import type { HttpKit } from './kit.js';
 import type { RouteGroup } from './route-group.js';
 import { errorMiddleware, errorPayload, sendError } from './errors.js';
 import { jsonBody } from './body.js';
-import { idempotentWrites } from './idempotency.js';
 import { routes } from './dispatch.js';
 import { traceIdSource } from './trace.js';
 import { REACTOR_READ_PATHS } from './routes/reactor.js';
@@ -59,7 +58,7 @@ export function createApp(kit: HttpKit, groups: readonly RouteGroup[]): { app: K
     return next();
   });
   app.use(jsonBody());
-  if (kit.idempotentAnswers) app.use(idempotentWrites(kit.idempotentAnswers, kit.logger, (key) => kit.auth.identity.resolveKey(key)));
+  if (kit.idempotentWrites) app.use(kit.idempotentWrites.middleware);
 
   for (const group of groups) {
     const before = router.stack.length;

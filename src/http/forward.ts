@@ -19,7 +19,7 @@ import type { HttpKit } from './kit.js';
 import { probeHealth, RECHECK_WAIT_MS, type HungHomes } from './home-health.js';
 import { FORWARDED_FOR_HEADER, forwardedForValue, statedClientIp } from './forwarded-address.js';
 import { addressKey } from './caller-address.js';
-import { PEER_HTTP_PROTOCOL, fetchFailure, isConnectFailure, type OverMesh, type PeerRequest } from '../mesh/peer-http.js';
+import { PEER_HTTP_PROTOCOL, PeerStreamNotOpened, fetchFailure, isConnectFailure, type OverMesh, type PeerRequest } from '../mesh/peer-http.js';
 import { PEER_STREAM_PROTOCOL, type OpenPeerStream, type PeerStreamSession } from '../mesh/peer-stream.js';
 import { SSE_MAX_UNSENT_BYTES } from './sse-bound.js';
 import { IDEMPOTENCY_KEY_HEADER } from './idempotency.js';
@@ -140,27 +140,28 @@ export async function askHome(
         may_have_applied: !sent.connectFailed,
       });
   } else tried.push('HTTP: no URL is known for it');
+  // Over the mesh, a failure once the stream is open is not told apart from one after the home applied the write.
+  let sentOverMesh = false;
   if (overMesh) {
     try {
       const a = await overMesh(home, req, AbortSignal.timeout(capMs), deadlineMs);
       return { status: a.status, headers: new Headers(a.headers), text: a.text };
     } catch (err) {
+      sentOverMesh = !(err instanceof PeerStreamNotOpened);
       tried.push(`libp2p ${PEER_HTTP_PROTOCOL}: ${err instanceof Error ? err.message : String(err)}`);
     }
   } else tried.push('libp2p: the mesh is not running');
-  // Over the mesh, a failure after the stream opened is not told apart from one before: it may have been applied.
-  const viaMesh = overMesh !== null && overMesh !== undefined;
   throw new ServiceError(
     503,
     'SVC_HOME_UNREACHABLE',
-    `the home node ${home} of this ${subject} could not be reached: ${tried.join('; ')}${viaMesh ? `. ${MAY_HAVE_APPLIED}` : ''}`,
-    { home, ...extra, tried, retry_after_seconds: retry, may_have_applied: viaMesh },
+    `the home node ${home} of this ${subject} could not be reached: ${tried.join('; ')}${sentOverMesh ? `. ${MAY_HAVE_APPLIED}` : ''}`,
+    { home, ...extra, tried, retry_after_seconds: retry, may_have_applied: sentOverMesh },
   );
 }
 
 /** Said with a 503 whose request reached (or may have reached) the home: a write there may have been applied. */
 const MAY_HAVE_APPLIED =
-  'The request reached it and may have been applied there: send the write again with the same Idempotency-Key (applied once), or check (the balance, the envelopes) before sending it without one';
+  'The request may have been applied there: send the write again with the same Idempotency-Key (applied once), or read what it would have changed before sending it without one';
 
 /** The request as it is sent on to the home: same method, path, query, Authorization and body, with the forwarding headers. */
 function homeRequest(ctx: Context, kit: ForwardKit, opts: RelayOptions): PeerRequest {
@@ -169,7 +170,8 @@ function homeRequest(ctx: Context, kit: ForwardKit, opts: RelayOptions): PeerReq
   if (auth && !opts.withoutKey) headers.authorization = auth;
   // The home keeps the answer of a write sent with one (idempotency.ts): a retry through any node finds it there.
   const idempotencyKey = ctx.get(IDEMPOTENCY_KEY_HEADER);
-  if (idempotencyKey && !opts.withoutKey) headers[IDEMPOTENCY_KEY_HEADER] = idempotencyKey;
+  // Also without the key: a voucher names the caller at a machine's home, which scopes the idempotency key by it.
+  if (idempotencyKey) headers[IDEMPOTENCY_KEY_HEADER] = idempotencyKey;
   const raw = ctx.request.rawBody;
   const hasBody = !['GET', 'HEAD'].includes(ctx.method) && typeof raw === 'string' && raw.length > 0;
   if (hasBody) headers['content-type'] = 'application/json';
@@ -240,7 +242,8 @@ async function askAtUrl(
 export function relayAnswer(ctx: Context, home: string, answer: HomeAnswer): void {
   ctx.status = answer.status;
   // The home's trace id too: a relayed error's trace_id is then the one in X-Trace-Id (part 7), as logged at the home.
-  for (const h of ['content-type', 'retry-after', 'x-trace-id']) {
+  // And whether it was a replay of a kept answer (idempotency.ts).
+  for (const h of ['content-type', 'retry-after', 'x-trace-id', 'idempotent-replayed']) {
     const v = answer.headers.get(h);
     if (v) ctx.set(h, v);
   }

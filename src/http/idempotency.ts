@@ -114,29 +114,47 @@ function replay(ctx: Context, kept: KeptAnswer, body: string | null, idempotency
   ctx.body = body;
 }
 
+/** The scope of a caller's idempotency keys: its API key's id, which a voucher of its home names too. */
+function keyScope(keyId: string): string {
+  return sha256(`key_id:${keyId}`).slice(0, 32);
+}
+
+/** The request's Idempotency-Key, null without one (or for a read); 400 when it is malformed. */
+function idempotencyKeyOf(ctx: Context): string | null {
+  const raw = ctx.get(IDEMPOTENCY_KEY_HEADER);
+  if (!raw || !WRITE_METHODS.has(ctx.method)) return null;
+  const idempotencyKey = parseIdempotencyKey(raw);
+  if (idempotencyKey === null) {
+    throw new ServiceError(
+      400,
+      'SVC_BAD_REQUEST',
+      `Idempotency-Key must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters (a UUID, say), optionally in double quotes`,
+      { header: 'Idempotency-Key' },
+    );
+  }
+  return idempotencyKey;
+}
+
+export interface IdempotentWrites {
+  /** App middleware (after the body is read): a keyed write sent with an Idempotency-Key is applied once. */
+  middleware(ctx: Context, next: Next): Promise<void>;
+  /**
+   * At a machine's home, a write forwarded with a voucher of its caller's home (no key travels): applied once in the
+   * scope of the key the voucher names, the scope the same key has when it is presented here.
+   */
+  vouched(ctx: Context, keyId: string, next: Next): Promise<void>;
+}
+
 /**
- * Middleware (after the body is read): applies a keyed write sent with an Idempotency-Key once. `resolveKey` resolves
- * an API key as the routes do (throws 401 for a revoked, expired or unknown one); a replay of an answer given to a key
- * calls it first.
+ * Applies writes sent with an Idempotency-Key once (see the file's head). `resolveKey` resolves an API key as the
+ * routes do (throws 401 for a revoked, expired or unknown one); a replay of an answer given to a key resolves it again.
  */
-export function idempotentWrites(answers: IdempotentAnswers, logger: Logger, resolveKey: (key: string) => Promise<unknown>) {
+export function idempotentWrites(answers: IdempotentAnswers, logger: Logger, resolveKey: (key: string) => Promise<{ key_id: string }>): IdempotentWrites {
   const inFlight = new Set<string>();
-  return async (ctx: Context, next: Next): Promise<void> => {
-    const raw = ctx.get(IDEMPOTENCY_KEY_HEADER);
-    if (!raw || !WRITE_METHODS.has(ctx.method)) return next();
-    const idempotencyKey = parseIdempotencyKey(raw);
-    if (idempotencyKey === null) {
-      throw new ServiceError(
-        400,
-        'SVC_BAD_REQUEST',
-        `Idempotency-Key must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters (a UUID, say), optionally in double quotes`,
-        { header: 'Idempotency-Key' },
-      );
-    }
-    // A keyless write has no caller to scope the key to: it is served as if the header were absent (decisions.md).
-    const key = callerKey(ctx);
-    if (key === null) return next();
-    const id = `${sha256(key).slice(0, 32)}:${sha256(idempotencyKey).slice(0, 32)}`;
+
+  /** Serve the write once under `scope`; `reauthorise` before a replay of an answer given to a key. */
+  async function once(ctx: Context, next: Next, idempotencyKey: string, scope: string, reauthorise: () => Promise<unknown>): Promise<void> {
+    const id = `${scope}:${sha256(idempotencyKey).slice(0, 32)}`;
     if (inFlight.has(id)) {
       ctx.set('Retry-After', '1');
       throw new ServiceError(409, 'SVC_CONFLICT', `a request with Idempotency-Key ${idempotencyKey} is still being served: retry when it has its answer`, {
@@ -153,14 +171,14 @@ export function idempotentWrites(answers: IdempotentAnswers, logger: Logger, res
           throw new ServiceError(
             409,
             'SVC_IDEMPOTENCY_KEY_REUSED',
-            `Idempotency-Key ${idempotencyKey} was used for another request (method, path or body differ)`,
+            `Idempotency-Key ${idempotencyKey} was used for another request (method, path or body differ, byte for byte): send this one with a new key`,
             {
               idempotency_key: idempotencyKey,
               kept_for_seconds: ANSWER_KEPT_MS / 1000,
             },
           );
         }
-        if (kept.by_key === true) await resolveKey(key);
+        if (kept.by_key === true) await reauthorise();
         replay(ctx, kept, await answers.bodyOf(kept), idempotencyKey);
         return;
       }
@@ -192,5 +210,27 @@ export function idempotentWrites(answers: IdempotentAnswers, logger: Logger, res
     } finally {
       inFlight.delete(id);
     }
+  }
+
+  return {
+    async middleware(ctx, next) {
+      const idempotencyKey = idempotencyKeyOf(ctx);
+      if (idempotencyKey === null) return next();
+      // A keyless write has no caller to scope the key to: it is served as if the header were absent (decisions.md),
+      // unless a voucher names its caller at a machine's home (vouched).
+      const key = callerKey(ctx);
+      if (key === null) return next();
+      const reauthorise = () => resolveKey(key);
+      // An API key is scoped by its id; what no key record resolves (the operator token; a revoked key, which the
+      // route refuses) by the text's digest.
+      const record = await resolveKey(key).catch(() => null);
+      return once(ctx, next, idempotencyKey, record === null ? sha256(key).slice(0, 32) : keyScope(record.key_id), reauthorise);
+    },
+    async vouched(ctx, keyId, next) {
+      const idempotencyKey = idempotencyKeyOf(ctx);
+      if (idempotencyKey === null) return next();
+      // The voucher was checked for this request: its caller's home vouches for the key now.
+      return once(ctx, next, idempotencyKey, keyScope(keyId), async () => undefined);
+    },
   };
 }

@@ -8,7 +8,7 @@ import type { MeshEvent } from '../mesh/wire.js';
 import type { Time } from '../util/time.js';
 import type { AuthDeps } from './auth.js';
 import type { HomeLinks } from './forward.js';
-import type { IdempotentAnswers } from './idempotent-answers.js';
+import type { IdempotentWrites } from './idempotency.js';
 import type { NodeMetrics } from './metrics.js';
 import type { SelfApi } from './self-request.js';
 
@@ -33,8 +33,8 @@ export interface HttpKit {
   selfApi: SelfApi;
   /** The discovery document of the routes on `router` (discovery.ts): GET /api, the MCP card and every 404 show it. */
   discovery: (router: Router) => Record<string, unknown>;
-  /** The answers kept for writes sent with an Idempotency-Key (idempotency.ts). Absent: the header is not read. */
-  idempotentAnswers?: IdempotentAnswers;
+  /** Writes sent with an Idempotency-Key applied once (idempotency.ts). Absent: the header is not read. */
+  idempotentWrites?: IdempotentWrites;
   /** Prometheus metrics (metrics.ts): requests by route, status and latency. Absent: not counted. */
   metrics?: NodeMetrics;
 }

@@ -95,6 +95,14 @@ export interface PeerHttpDeps {
   nowSvcond: () => number;
 }
 
+/** No stream to the peer was opened: nothing of the request was sent (a write there was not applied). */
+export class PeerStreamNotOpened extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PeerStreamNotOpened';
+  }
+}
+
 /** The libp2p way: one /svc/http/1 stream to `peer` (dialled through the peer store when there is no connection). */
 export function peerHttpOverMesh(deps: PeerHttpDeps): OverMesh {
   return async (peer, req, signal, openWithinMs = OPEN_WITHIN_MS) => {
@@ -102,7 +110,12 @@ export function peerHttpOverMesh(deps: PeerHttpDeps): OverMesh {
     if (secret === null) throw new Error('this node has no mesh secret');
     const unsigned = { v: 1 as const, method: req.method, path: req.path, headers: req.headers, body: req.body, svcond: deps.nowSvcond() };
     const request: PeerHttpRequest = { ...unsigned, handshake: handshakeFor(secret, deps.selfId(), unsigned.svcond, bodyDigest(unsigned)) };
-    const stream = await deps.openStream(peer, PEER_HTTP_PROTOCOL, AbortSignal.any([signal, AbortSignal.timeout(openWithinMs)]));
+    let stream: Stream;
+    try {
+      stream = await deps.openStream(peer, PEER_HTTP_PROTOCOL, AbortSignal.any([signal, AbortSignal.timeout(openWithinMs)]));
+    } catch (err) {
+      throw new PeerStreamNotOpened(err instanceof Error ? err.message : String(err));
+    }
     const onAbort = () => stream.abort(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
     signal.addEventListener('abort', onAbort, { once: true });
     let raw: unknown;

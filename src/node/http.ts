@@ -23,6 +23,7 @@ import type { Ledger } from '../tally/ledger.js';
 import type { TierBook } from '../tally/tiers.js';
 import { createHttpServer } from '../http/server.js';
 import { IdempotentAnswers } from '../http/idempotent-answers.js';
+import { idempotentWrites } from '../http/idempotency.js';
 import { StreamSlots } from '../http/stream-slots.js';
 import { attachStreamSocket } from '../http/ws-stream.js';
 import type { MeshService } from '../mesh/service.js';
@@ -101,7 +102,7 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     signMeshEvent: (type, body) => signEvent(f.nodeIdentity.privateKey, f.nodeId, type, f.time.nowSvcond(), body),
     selfApi: assistants.selfApi,
     discovery: discoveryOf({ config, nodeId, registry, library, tiers: p.tiers }),
-    idempotentAnswers,
+    idempotentWrites: idempotentWrites(idempotentAnswers, logger, (key) => p.identity.resolveKey(key)),
     metrics: f.metrics,
   };
   // The field status's view of the mesh: how far the peers heard agree with this node (none without a mesh).

@@ -270,4 +270,49 @@ describe('a contract transition by a caller homed on another node than the machi
     expect(await state(a)).toBe(stateBefore);
     expect(await charges(a)).toBe(tallyBefore);
   });
+
+  it('one Idempotency-Key sent through B, C and the machine’s home: applied and charged once, every retry a replay', async () => {
+    const [a, b, c] = nodes as [TestNode, TestNode, TestNode];
+    const before = { wallet: await total(b, operator.zid), state: await state(a), charges: await charges(a) };
+    const known = new Set((await records(b, operator.zid)).map((r) => r.nonce));
+    const send = (n: TestNode) => call(n.url, 'POST', path(), flip, { ...bearer(operator.key), 'idempotency-key': 'flip-once' });
+    const first = await send(b);
+    expect(first.status, first.text).toBe(200);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    const flipped = first.body.state as string;
+    expect(flipped).not.toBe(before.state);
+    // Through C (its voucher asked of B), at A itself (the key's scope there), and at B again (its own kept copy).
+    for (const n of [c, a, b]) {
+      const again = await send(n);
+      expect(again.status, again.text).toBe(200);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.body).toEqual(first.body);
+    }
+    expect(await state(a)).toBe(flipped);
+    expect(await charges(a)).toBe(before.charges + 1);
+    // A voucher asked for a retry charged B's wallet; A never applied it, so it is refunded when settled.
+    for (const rec of (await records(b, operator.zid)).filter((r) => !known.has(r.nonce))) {
+      b.node.chargeSettlement.soon(rec.nonce, a.node.nodeId);
+      expect((await settled(b, rec.nonce)).state).toBe(rec.nonce === first.body.remote_charge.nonce ? 'charged' : 'refunded');
+    }
+    expect(await total(b, operator.zid)).toBe(before.wallet - COSTS.contractTransition);
+    // The same for an appended event: one row, whichever node the retries come through.
+    const rows = async () => (await call(a.url, 'GET', `/api/chain/${SLUG}/explore?from=1&to=1000`, undefined, bearer(owner.key))).body.rows.length as number;
+    const rowsBefore = await rows();
+    const appended: { status: number; text: string; replayed: string | null }[] = [];
+    for (const n of [c, b, a]) {
+      const r = await call(
+        n.url,
+        'POST',
+        `/api/chain/${SLUG}/events`,
+        { payload: { once: true } },
+        { ...bearer(operator.key), 'idempotency-key': 'event-once' },
+      );
+      appended.push({ status: r.status, text: r.text, replayed: r.headers.get('idempotent-replayed') });
+    }
+    expect(appended.map((r) => r.status)).toEqual([201, 201, 201]);
+    expect(appended.map((r) => r.replayed)).toEqual([null, 'true', 'true']);
+    expect(appended[1]!.text).toBe(appended[0]!.text);
+    expect(await rows()).toBe(rowsBefore + 1);
+  });
 });

@@ -27,7 +27,7 @@ class FakeHome {
   readonly seen: string[] = [];
   /** The Idempotency-Key header of each request that reached it ('' when absent). */
   readonly idempotencyKeys: string[] = [];
-  private readonly server: Server;
+  readonly server: Server;
   url = '';
   constructor() {
     this.server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -56,7 +56,7 @@ class FakeHome {
   }
   async stop(): Promise<void> {
     this.server.closeAllConnections();
-    await new Promise<void>((r) => this.server.close(() => r()));
+    if (this.server.listening) await new Promise<void>((r) => this.server.close(() => r()));
   }
 }
 
@@ -156,6 +156,30 @@ describe('a hung home node', () => {
     expect(r.status, r.text).toBe(200);
     expect(r.body).toMatchObject({ from: 'home', path: '/api/tally/balance' });
   }, 20_000);
+
+  it('a home that no longer listens and that no libp2p stream reaches: 503 saying nothing was applied', async () => {
+    // The last request closed the fake home's server; its kept-alive connections go too: a connect is refused, and
+    // it has no libp2p address.
+    home.server.closeAllConnections();
+    const before = home.requests().length;
+    const r = await call(t.url, 'POST', '/api/svc/heat', {}, bearer(key));
+    const e = expectError(r, 503, 'SVC_HOME_UNREACHABLE');
+    expect(e).toMatchObject({ home: homeId, may_have_applied: false });
+    expect(e.tried).toHaveLength(2);
+    expect(e.tried[0]).toMatch(/^HTTP .*ECONNREFUSED/);
+    expect(e.tried[1]).toMatch(/^libp2p /);
+    expect(e.message).not.toContain('may have been applied');
+    expect(home.requests().length).toBe(before);
+  }, 20_000);
+
+  it("a node's operator token sent for an identity homed elsewhere is refused here, naming the home; nothing is forwarded", async () => {
+    const before = home.requests().length;
+    const r = await call(t.url, 'POST', '/api/contribute/bond', {}, { ...bearer(key), 'x-svc-operator-token': 'a-token' });
+    const e = expectError(r, 403, 'SVC_FORBIDDEN');
+    expect(e).toMatchObject({ zid, home: homeId, header: 'x-svc-operator-token' });
+    expect(e.message).toContain(`homed on node ${homeId}`);
+    expect(home.requests().length).toBe(before);
+  });
 });
 
 describe('the deadline setting', () => {

@@ -96,7 +96,21 @@ function registerContributeRoutes(router: Router, kit: HttpKit, s: ContributeRou
     };
   });
 
-  router.post('/api/contribute/bond', responds(bondResponse, { status: 201 }), requireIdentityKey(auth), home, body(bondBody), async (ctx) => {
+  // A node's operator token speaks for its own bond slot and is never forwarded: sent to a node that is not the
+  // identity's home, it is refused here, naming the home (at the home, its absence would read as "send the token").
+  const tokenStaysHere = async (ctx: Context, next: () => Promise<unknown>) => {
+    const caller = identityOf(ctx);
+    if (ctx.get(OPERATOR_TOKEN_HEADER) && caller.home !== kit.nodeId())
+      throw new ServiceError(
+        403,
+        'SVC_FORBIDDEN',
+        `the operator token of a node takes that node's bond slot only, and is never forwarded: identity ${caller.zid} is homed on node ${caller.home}, so send the bond to that node directly with its operator token in ${OPERATOR_TOKEN_HEADER}`,
+        { zid: caller.zid, home: caller.home, reason: 'operator token sent to a node that is not the identity’s home', header: OPERATOR_TOKEN_HEADER },
+      );
+    await next();
+  };
+
+  router.post('/api/contribute/bond', responds(bondResponse, { status: 201 }), requireIdentityKey(auth), tokenStaysHere, home, body(bondBody), async (ctx) => {
     const c = identityOf(ctx);
     const body = validate(bondBody, ctx.request.body);
     assertBondSlotOwner(s.bondSlot, c.zid, ctx.get(OPERATOR_TOKEN_HEADER) || null);

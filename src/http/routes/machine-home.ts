@@ -46,6 +46,8 @@ export function machineHome(kit: HttpKit, s: DelegationServices): MachineHome {
       if (vouched) {
         ctx.state.vouchedCaller = vouched.caller;
         ctx.state.voucher = vouched;
+        // Its Idempotency-Key in the scope of the key the voucher names: a retry through any node is applied once.
+        if (kit.idempotentWrites) return kit.idempotentWrites.vouched(ctx, vouched.voucher.key_id, next);
       }
       return next();
     }
