@@ -52,7 +52,21 @@ export function zodIssueToInputError(issue: z.core.$ZodIssue, root = 'inputs'): 
   switch (issue.code) {
     case 'unrecognized_keys': {
       const keys = (anyIssue.keys as string[]) ?? [];
-      return new InputError(keys[0] ?? field, `unknown key${keys.length > 1 ? 's' : ''}: ${keys.join(', ')}`, null);
+      // Named with its path: `lines.0.extra`, not a bare `extra` that may be any object's.
+      const first = keys[0] === undefined ? field : [...issue.path.map(String), keys[0]].join('.');
+      return new InputError(first, `unknown key${keys.length > 1 ? 's' : ''}: ${keys.join(', ')}`, null);
+    }
+    case 'invalid_union': {
+      // The form whose required members are all there says what is wrong; none such: the members each form needs.
+      const forms = (anyIssue.errors as z.core.$ZodIssue[][] | undefined) ?? [];
+      const lacks = (form: z.core.$ZodIssue[]) => form.find((i) => i.code === 'invalid_type' && i.message.endsWith('received undefined'));
+      const fitting = forms.filter((form) => lacks(form) === undefined && form.length > 0);
+      if (fitting.length === 1) {
+        const inner = fitting[0]![0]!;
+        return zodIssueToInputError({ ...inner, path: [...issue.path, ...inner.path] } as z.core.$ZodIssue, root);
+      }
+      const needs = forms.map((form) => lacks(form)?.path.map(String).join('.')).filter((k): k is string => k !== undefined);
+      return new InputError(field, needs.length > 0 ? `none of its forms fits: give ${[...new Set(needs)].join(' or ')}` : issue.message, null);
     }
     case 'too_small':
       return new InputError(field, issue.message, { min: anyIssue.minimum, inclusive: anyIssue.inclusive ?? true });

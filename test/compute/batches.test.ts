@@ -103,6 +103,12 @@ describe('batch computations', () => {
     expectError(await call(t.url, 'POST', '/api/svc/batch', { items: [] }, bearer(owner.key)), 400, 'SVC_INVALID_INPUT');
     expectError(await call(t.url, 'POST', '/api/svc/batch', { items: Array(101).fill(chain) }, bearer(owner.key)), 400, 'SVC_INVALID_INPUT');
     expectError(await call(t.url, 'POST', '/api/svc/batch', { items: [chain] }), 401, 'SVC_NO_KEY');
+    // An item fitting neither form says what each form needs; one that has a form's members says what is wrong in it.
+    const refusal = async (items: unknown[]) =>
+      expectError(await call(t.url, 'POST', '/api/svc/batch', { items }, bearer(owner.key)), 400, 'SVC_INVALID_INPUT');
+    expect(await refusal([{}])).toMatchObject({ field: 'items.0', reason: 'none of its forms fits: give solver or domain' });
+    expect(await refusal([chain, { solver: 'heat', extra: 1 }])).toMatchObject({ field: 'items.1.extra', reason: 'unknown key: extra' });
+    expect(await refusal([{ ...chain, operators: 'KO42' }])).toMatchObject({ field: 'items.0.operators' });
     const r = await call(t.url, 'POST', '/api/svc/batch', { items: [chain] }, bearer(owner.key));
     const other = await zkIdentity(t.url, 'batch-other');
     expectError(await call(t.url, 'GET', `/api/svc/batch/${r.body.id}`, undefined, bearer(other.key)), 403, 'SVC_FORBIDDEN');

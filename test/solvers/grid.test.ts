@@ -185,7 +185,7 @@ describe('grid: input validation', () => {
     expectInputError({ base_MVA: 0 }, 'base_MVA');
     expectInputError({ lines: [{ from: 0, to: 1, reactance_pu: 0 }] }, 'lines.0.reactance_pu');
     // util.zodIssueToInputError names a nested unknown key by the key alone.
-    expectInputError({ lines: [{ from: 0, to: 1, reactance_pu: 0.1, r: 0 }] }, 'r');
+    expectInputError({ lines: [{ from: 0, to: 1, reactance_pu: 0.1, r: 0 }] }, 'lines.0.r');
     expectInputError({ lines: [] }, 'lines');
     const tooMany = Array.from({ length: 2001 }, () => ({ from: 0, to: 1, reactance_pu: 0.1 }));
     expectInputError({ lines: tooMany }, 'lines');

@@ -29,7 +29,7 @@ const EXAMPLES: Record<string, Record<string, unknown>> = {
   'heat:nx': { nx: 503 },
   'climate:nx': { nx: 256, ny: 16, periods: 1 },
   'climate:ny': { nx: 16, ny: 256, periods: 1 },
-  'dock:receptor': { receptor: ring(501, 20), n_starts: 1, mc_steps: 100 },
+  'dock:receptor': { receptor: ring(501, 60), n_starts: 1, mc_steps: 100 },
   'wave:nx': { mode: 'maxwell', nx: 2003, periods: 2 },
 };
 
