@@ -220,11 +220,11 @@ export function idempotentWrites(answers: IdempotentAnswers, logger: Logger, res
       // unless a voucher names its caller at a machine's home (vouched).
       const key = callerKey(ctx);
       if (key === null) return next();
-      const reauthorise = () => resolveKey(key);
       // An API key is scoped by its id; what no key record resolves (the operator token; a revoked key, which the
-      // route refuses) by the text's digest.
+      // route refuses) by the text's digest. A key resolved here needs no second look before a replay.
       const record = await resolveKey(key).catch(() => null);
-      return once(ctx, next, idempotencyKey, record === null ? sha256(key).slice(0, 32) : keyScope(record.key_id), reauthorise);
+      if (record !== null) return once(ctx, next, idempotencyKey, keyScope(record.key_id), async () => undefined);
+      return once(ctx, next, idempotencyKey, sha256(key).slice(0, 32), () => resolveKey(key));
     },
     async vouched(ctx, keyId, next) {
       const idempotencyKey = idempotencyKeyOf(ctx);
