@@ -198,6 +198,11 @@ export interface BondServiceOptions {
   openChallenges?: (bondId: string) => string[];
   /** Ticks a slashed operator cannot bond again, from its challenge's tick (0 or absent: no cooldown). */
   cooldownTicks?: number;
+  /**
+   * The node an identity is homed at, as this node's directory says (it may ask the peers), or null when unknown.
+   * A bond heard from the mesh stands only for an identity homed at the bond's node.
+   */
+  homeOf?: (zid: string) => Promise<string | null>;
 }
 
 export class BondService {
@@ -513,7 +518,10 @@ export class BondService {
       throw new GossipError('reject', 400, 'INVALID_ATTESTATION', "the bond attestation is not signed by the bond's node");
     }
     const known = this.entries.get(bond.bond_id);
-    if (!known?.bond) this.refuseSlashedOperator(bond);
+    if (!known?.bond) {
+      this.refuseSlashedOperator(bond);
+      await this.refuseForeignIdentity(bond);
+    }
     if (known?.bond) {
       if (known.bond.attestation !== body.attestation && canonicalJson(known.bond.bond) !== canonicalJson(bond)) {
         throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'another bond record under a known bond id');
@@ -590,6 +598,24 @@ export class BondService {
         'SVC_BOND_COOLDOWN',
         `node ${bond.node} has not applied the slashing of ${defaulted.bond_id}: it bonds no one until it does`,
       );
+  }
+
+  /**
+   * A bond is made at its identity's home (bond()), so a record naming an identity homed elsewhere, or unknown here,
+   * is not one: a node holding the mesh secret could otherwise take another identity's place in the registry (its
+   * release, its cooldown, its committee seat). Ignored, not rejected: an honest home's bond re-announced after a
+   * failover moved its identity looks the same, and an identity not heard of yet comes with the next announcement.
+   */
+  private async refuseForeignIdentity(bond: BondRecord): Promise<void> {
+    if (!this.o.homeOf) return;
+    const home = await this.o.homeOf(bond.zid);
+    if (home === bond.node) return;
+    throw new GossipError(
+      'ignore',
+      403,
+      'INVALID_ATTESTATION',
+      home === null ? `${bond.zid} is not an identity known here` : `${bond.zid} is homed at ${home}, not at the bond's node ${bond.node}`,
+    );
   }
 
   private async oldest(zid: string, needed: number): Promise<EnvelopeRecord[]> {

@@ -1045,13 +1045,13 @@ export class ChallengeService {
     await this.lock.run(id, async () => {
       const cur = await this.find(id);
       if (!cur) return;
-      const sameRound = cur.votes.filter((v) => v.vote.voter === sv.vote.voter && roundOf(v.vote) === roundOf(sv.vote));
-      if (sameRound.some((v) => v.vote.digest === sv.vote.digest)) {
+      const votes = mergeVotes(cur.votes, [sv]);
+      if (votes.length === cur.votes.length) {
         if (extra.length > 0) await this.o.store.commit(extra);
         return;
       }
-      if (sameRound.length > 0) this.counts.equivocations++;
-      await this.refold({ ...cur, votes: [...cur.votes, sv] }, 0, true, extra);
+      if (cur.votes.some((v) => v.vote.voter === sv.vote.voter && roundOf(v.vote) === roundOf(sv.vote))) this.counts.equivocations++;
+      await this.refold({ ...cur, votes }, 0, true, extra);
     });
   }
 
@@ -1212,16 +1212,40 @@ function sealedRefusal(err: unknown): string {
   throw err;
 }
 
-/** Commits of `a` and `b`, each (voter, commitment) once. */
+/**
+ * What one voter keeps per round, votes or commits: two different ones show an equivocation, and more add only bytes
+ * (a member signing ever new digests made every node rewrite a growing entry, and the verdict document outgrew its
+ * schema, so it could not spread).
+ */
+const KEPT_PER_VOTER_AND_ROUND = 2;
+
+/** Commits of `a` and `b`, each (voter, round, commitment) once, at most two of a voter in a round. */
 function mergeCommits(a: readonly SignedCommit[], b: readonly SignedCommit[]): SignedCommit[] {
-  const out = [...a];
-  for (const k of b) if (!out.some((x) => x.commit.voter === k.commit.voter && x.commit.commitment === k.commit.commitment)) out.push(k);
-  return out;
+  return mergeKept(
+    a,
+    b,
+    (k) => k.commit,
+    (k) => k.commit.commitment,
+  );
 }
 
-/** Votes of `a` and `b`, each (voter, digest) once. */
+/** Votes of `a` and `b`, each (voter, round, digest) once, at most two of a voter in a round. */
 function mergeVotes(a: readonly SignedVote[], b: readonly SignedVote[]): SignedVote[] {
+  return mergeKept(
+    a,
+    b,
+    (v) => v.vote,
+    (v) => v.vote.digest,
+  );
+}
+
+function mergeKept<T>(a: readonly T[], b: readonly T[], record: (x: T) => { voter: string; round?: 1 }, value: (x: T) => string): T[] {
   const out = [...a];
-  for (const v of b) if (!out.some((x) => x.vote.voter === v.vote.voter && x.vote.digest === v.vote.digest)) out.push(v);
+  for (const x of b) {
+    const { voter } = record(x);
+    const round = roundOf(record(x));
+    const same = out.filter((y) => record(y).voter === voter && roundOf(record(y)) === round);
+    if (same.length < KEPT_PER_VOTER_AND_ROUND && !same.some((y) => value(y) === value(x))) out.push(x);
+  }
   return out;
 }

@@ -29,6 +29,7 @@ import { pohcRoutes } from '../http/routes/pohc.js';
 import { Port, type Capability, type StreamProtocol, type Ticker } from './capability.js';
 import type { ComputeNeeds, ComputePart } from './compute.js';
 import type { EconomyPart } from './economy.js';
+import type { IdentityPart } from './identity.js';
 import { REANNOUNCE_TICKS, type Foundation } from './foundation.js';
 import type { MeshPart } from './mesh.js';
 
@@ -63,6 +64,7 @@ export async function wireConsensus(
   meshPart: MeshPart,
   economy: Pick<EconomyPart, 'ledger' | 'envelopeLocks' | 'results' | 'transfers' | 'grants'>,
   computePart: Pick<ComputePart, 'compute' | 'executor'> & Pick<ComputeNeeds, 'attest' | 'offload' | 'registered'>,
+  identityPart: Pick<IdentityPart, 'identity'>,
 ): Promise<ConsensusPart> {
   const { config, options, store, time, logger } = f;
   const { mesh } = meshPart;
@@ -87,6 +89,7 @@ export async function wireConsensus(
     publish,
     openChallenges: (bondId) => openChallenges.get()?.openAgainst(bondId) ?? [],
     cooldownTicks: ticksPerDays(config.slashing.cooldownDays),
+    homeOf: async (zid) => (await identityPart.identity.findIdentity(zid))?.home ?? null,
   });
   await bonds.load();
   computePart.registered.bind((node) => bonds.registers(node));

@@ -29,7 +29,7 @@ async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
   const compute = wireCompute(foundation, { ...economy, webhooks, mesh: mesh.mesh, ...ports });
   const push = await wirePush(foundation, webhooks, compute.compute, economy.ledger, mesh.mesh);
   const assistants = await wireAssistants(foundation, { chain, identity: identity.identity, ...economy, ...compute, mesh: mesh.mesh });
-  const consensus = await wireConsensus(foundation, mesh, economy, { ...compute, ...ports });
+  const consensus = await wireConsensus(foundation, mesh, economy, { ...compute, ...ports }, identity);
   const custody = await wireCustody(foundation, mesh, consensus, identity, economy, chain);
   const chainParts = wireChain(foundation, chain, mesh.mesh, { ...economy, identity: identity.identity });
   const health = wireHealth(foundation, { mesh: mesh.mesh, economy, webhooks, consensus, compute });

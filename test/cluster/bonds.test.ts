@@ -12,6 +12,8 @@ import { waitFor } from '../mesh/helpers.js';
 import { BOND_EVENT, RELEASE_EVENT, bondAttestationText, releaseAttestationText, type BondRecord } from '../../src/consensus/bonds.js';
 import { buildEnvelope, signText } from '../../src/mesh/wire.js';
 import { stampAt } from '../../src/kernel/clock.js';
+import { identityAssertBody } from '../helpers/identity-assert.js';
+import { mintKey } from '../../src/identity/keys.js';
 
 const MESH_SECRET = 'bonds-cluster-secret-0123456789abcdef';
 const RECEIPT_SECRET = 'ab'.repeat(32);
@@ -170,7 +172,19 @@ describe('a bond across the mesh', () => {
     expect(c.node.bonds.get(bond.bond_id)).toBeNull();
     expect(c.node.bonds.get(asA.bond_id)).toBeNull();
     expect(c.node.bonds.ofNode(a.node.nodeId)?.bond.bond_id).toBe(bondId);
-    // The same bond, attested by its own node: accepted (what failed above was the attestation).
+    // A bond of an identity homed elsewhere, attested by the node that gossips it: A's bonded identity, and one no
+    // node knows. Taking the first would hand the stranger its registry place (its release, cooldown and seat).
+    const theirs = { ...bond, bond_id: 'bond_' + 'd'.repeat(24), zid: id.zid };
+    const stolen = await gossip(c, s, BOND_EVENT, { bond: theirs, attestation: signText(s.priv, bondAttestationText(theirs)) });
+    expect(expectError(stolen, 403, 'INVALID_ATTESTATION').message).toContain(`${id.zid} is homed at ${a.node.nodeId}, not at the bond's node ${s.id}`);
+    const unknown = await gossip(c, s, BOND_EVENT, { bond, attestation: signText(s.priv, bondAttestationText(bond)) });
+    expect(expectError(unknown, 403, 'INVALID_ATTESTATION').message).toContain(`${bond.zid} is not an identity known here`);
+    expect(c.node.bonds.get(theirs.bond_id)).toBeNull();
+    expect(c.node.bonds.get(bond.bond_id)).toBeNull();
+    expect(c.node.bonds.ofZid(id.zid)?.bond.bond_id).toBe(bondId);
+    // The stranger's own identity, asserted by it, then its bond attested by its own node: accepted.
+    const asserted = await gossip(c, s, 'identity.assert', identityAssertBody(mintKey('sk'), bond.zid, s.id, Date.now()));
+    expect(asserted.status, asserted.text).toBe(200);
     const good = await gossip(c, s, BOND_EVENT, { bond, attestation: signText(s.priv, bondAttestationText(bond)) });
     expect(good.status, good.text).toBe(200);
     expect(c.node.bonds.ofNode(s.id)?.bond.bond_id).toBe(bond.bond_id);

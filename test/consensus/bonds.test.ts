@@ -9,6 +9,8 @@ import { signText, verifyText } from '../../src/mesh/wire.js';
 import { key } from './helpers.js';
 import { bearer, call, operatorBond, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { failNextBatch } from '../helpers/fail-batch.js';
+import { identityAssertBody } from '../helpers/identity-assert.js';
+import { mintKey } from '../../src/identity/keys.js';
 
 const BOND = 5;
 const COMPUTE = { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: {} };
@@ -253,6 +255,8 @@ describe('a bond record dated before it was heard (a seat bought by back-dating)
         token_ids: ['x1', 'x2', 'x3', 'x4', 'x5'],
         svcond,
       };
+      // A bond stands only for an identity homed at its node: the stranger's identity, as its assertion says.
+      expect(await n.node.identity.applyAssertion(identityAssertBody(mintKey('sk'), bond.zid, k.id, Date.now()), k.id)).toBe(true);
       return { k, body: { bond, attestation: signText(k.priv, bondAttestationText(bond)) } };
     };
     // Dated 500 ticks back, heard now: it is kept (an old bond re-announced to a late joiner looks the same), but

@@ -516,6 +516,17 @@ describe('the gossip rows', () => {
     expect(doc.votes).toHaveLength(4);
     expect(verifyVerdictDocument(doc, verifyText)).toMatchObject({ valid: true, reasons: [] });
     expect(s.stats()).toMatchObject({ refused_votes: 3, non_member_votes: 1, unknown_challenge_votes: 1 });
+    // A member signing ever new digests adds nothing past two in a round (they show its equivocation already): the
+    // entry and the verdict document stay bounded, so the document still spreads.
+    for (let i = 0; i < 40; i++) {
+      const digest = createHash('sha256').update(`spam ${i}`).digest('hex');
+      await s.applyVote(vote(m0, id, digest), { sender: m0.id });
+      await s.applyVote(vote(m2, id, digest), { sender: m2.id });
+    }
+    expect(s.get(id)!.votes).toHaveLength(6);
+    expect(s.get(id)!.votes.filter((v) => v.vote.voter === m2.id)).toHaveLength(2);
+    expect(s.get(id)!.verdict!.outcome).toBe('rejected');
+    expect(verifyVerdictDocument(s.document(id)!, verifyText)).toMatchObject({ valid: true, reasons: [] });
   });
 
   it('a node that heard no vote takes the verdict event; a verdict whose votes do not fold to it is rejected', async () => {

@@ -45,7 +45,7 @@ describe('multibody', () => {
     // Its reference is 1e-6 of Σ m|r||v| at its largest (the outgoing body's, which grows as it leaves).
     expect(lPart.reference).toBeGreaterThan(1e-6 * M_EARTH * 1e11 * 6e4 * 0.5);
     // Radial Kepler motion: the relative speed at the final separation is the energy equation's.
-    const [sun, earth] = out.state!.bodies as Body[];
+    const [sun, earth] = (out.state as MultibodyState).bodies;
     const r = separation([sun!, earth!], 0, 1);
     const v = Math.hypot(...[0, 1, 2].map((d) => earth!.velocity_m_s[d]! - sun!.velocity_m_s[d]!));
     const mu = G * (M_SUN + M_EARTH);
