@@ -23,6 +23,7 @@ import type { Json, Op, Store, Sublevel } from '../store/db.js';
 import { GossipError } from '../mesh/gossip-error.js';
 import type { GossipHandler } from '../mesh/gossip-handlers.js';
 import { MAX_TICK_INTERVAL } from '../mesh/tick-interval.js';
+import { TICK_AHEAD_TICKS } from '../mesh/peer-table.js';
 import type { MeshEvent } from '../mesh/wire.js';
 import { KeyedLock } from '../util/keyed-lock.js';
 import { BOND_HEARD_SLACK_TICKS, type BondService } from './bonds.js';
@@ -867,6 +868,9 @@ export class ChallengeService {
       return {
         fault: `the deadline is tick ${c.deadline_svcond}; the policy's is the draw event's tick + ${p.deadlineTicks} = ${c.draw.svcond + p.deadlineTicks}`,
       };
+    // A draw event dated ahead of every clock was signed in advance: whoever signed it chose its committee.
+    if (c.draw.svcond > this.o.nowSvcond() + TICK_AHEAD_TICKS)
+      return { fault: `the draw event is dated ${c.draw.svcond}, more than ${TICK_AHEAD_TICKS} ticks ahead of this node's clock` };
     const bond = this.executorBondFault(c.executed_by);
     if (bond) return bond.unknown ? unverifiable(bond.fault) : { fault: bond.fault };
     const covers = this.o.livenessCovers ?? (() => true);

@@ -12,6 +12,13 @@ import { LruMap } from '../util/bounded-map.js';
 
 export const TICK_EVENT_TYPE = 'tick';
 
+/**
+ * How far ahead of this node's clock a tick event may be dated: a tick event says when it was signed, and one signed
+ * for a later tick would be the first of its node after any tick up to it (a challenge's draw event, decided in
+ * advance) and would pin the node's last tick in the future. Other events keep the replay window's ±120.
+ */
+export const TICK_AHEAD_TICKS = 4;
+
 /** A tick event's body (the mesh's pulse writes it); fields a newer node adds are ignored. */
 export const tickBody = z.object({
   svcond: z.number().int().optional(),

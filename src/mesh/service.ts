@@ -13,7 +13,7 @@ import { GossipError, invalidEvent } from './gossip-error.js';
 import { GossipHandlerTable } from './gossip-handlers.js';
 import { MachineDirectory } from './machines.js';
 import { MeshEventLog, type Entrance, type EventOrder, type StoredEvent } from './event-log.js';
-import { PeerTable, RECENT_WINDOW_TICKS, TICK_EVENT_TYPE, tickBody, type PeerInfo, type StatusPeer, type TickAdvert } from './peer-table.js';
+import { PeerTable, RECENT_WINDOW_TICKS, TICK_AHEAD_TICKS, TICK_EVENT_TYPE, tickBody, type PeerInfo, type StatusPeer, type TickAdvert } from './peer-table.js';
 import { DEFAULT_TICK_RATE, nextTickInterval, tickDue, tickPhase } from './tick-interval.js';
 import { MeshHost, silentLogger, type MeshHostOptions, type MeshLogger, type PeerSetBounds, type RelayOptions } from './host.js';
 import { PeerStore } from './peer-store.js';
@@ -288,6 +288,9 @@ export class MeshService {
       type: TICK_EVENT_TYPE,
       body: tickBody,
       handle: (body, event) => {
+        const now = this.nowSvcond();
+        if (event.svcond > now + TICK_AHEAD_TICKS)
+          throw new GossipError('ignore', 400, 'INVALID_EVENT', `a tick event dated ${event.svcond} is more than ${TICK_AHEAD_TICKS} ticks ahead (${now})`);
         this.peerTable.applyTick(body, event);
         if ((this.latestTicks.get(event.sender)?.svcond ?? -1) < event.svcond) this.latestTicks.set(event.sender, event);
         if (body.multiaddrs?.length) this.host?.learnAddresses(event.sender, body.multiaddrs);

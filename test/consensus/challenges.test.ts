@@ -379,15 +379,23 @@ describe('the draw: a seed signed after the challenge by a node of the eligible 
     const inner = s as unknown as { o: ChallengeServiceOptions };
     const all = inner.o.candidates;
     inner.o.candidates = () => all().map((c) => ({ ...c, heard: [...c.heard, { svcond: now + 1, mode: 'contributing', bondId: c.bondId }] }));
+    const clock = inner.o.nowSvcond;
+    inner.o.nowSvcond = () => now + 6;
     const later = withDraw(drawEvent(keys[5]!, now + 6));
     expect((await refusal(s.applyOpened(later, { sender: keys[1]!.id }))).message).toContain('the draw takes the first tick event after');
     inner.o.candidates = all;
+    inner.o.nowSvcond = clock;
     // The opener's own key, or the executor's: not a node of the eligible set.
     expect((await refusal(s.applyOpened(withDraw(drawEvent(keys[1]!, now + 1)), { sender: keys[1]!.id }))).message).toContain(
       'not from a node of the eligible set',
     );
     expect((await refusal(s.applyOpened(withDraw(drawEvent(keys[0]!, now + 1)), { sender: keys[1]!.id }))).message).toContain(
       'not from a node of the eligible set',
+    );
+    // Signed for a tick ahead of the clock (made in advance, so that it is the first after T whenever T is): whoever
+    // signed it chose its committee.
+    expect((await refusal(s.applyOpened(withDraw(drawEvent(keys[2]!, now + 20)), { sender: keys[1]!.id }))).message).toContain(
+      "more than 4 ticks ahead of this node's clock",
     );
     // Signed before T, or its body changed after signing.
     expect((await refusal(s.applyOpened(withDraw(drawEvent(keys[2]!, now)), { sender: keys[1]!.id }))).message).toContain('not signed after');

@@ -10,7 +10,7 @@ import { ManualClock, stampAt, systemClock, TICK_NS } from '../../src/kernel/clo
 import { padNum, Store } from '../../src/store/db.js';
 import { bodyDigest, eventId, handshakeFor, HANDSHAKE_HEADER, signEvent, TOPICS } from '../../src/mesh/wire.js';
 import type { StoredEvent } from '../../src/mesh/event-log.js';
-import { STATUS_PEERS_MAX } from '../../src/mesh/peer-table.js';
+import { STATUS_PEERS_MAX, TICK_AHEAD_TICKS } from '../../src/mesh/peer-table.js';
 import { call, startTestNode, type TestNode as HttpNode } from '../helpers/node.js';
 import { makeDataDir, removeDir, SECRET, startNode, waitFor, waitForTopicMesh, type TestNode } from './helpers.js';
 
@@ -118,6 +118,31 @@ describe('GET /api/mesh/events: arrival order', () => {
     expect((await node.mesh.recentEvents(500)).map((e) => e.id)).toEqual([sixth.id, now.id, early.id, 'c'.repeat(64), 'b'.repeat(64)]);
     expect((await node.mesh.status()).storedEvents).toBe(5);
   });
+});
+
+describe('a tick event dated ahead of the clock', () => {
+  it("is ignored beyond TICK_AHEAD_TICKS: it neither enters the peer table nor becomes the node's latest tick event", async () => {
+    const node: HttpNode = await startTestNode({ mesh: { secret: SECRET, p2pPort: 0, bootstrap: [] } }, { mesh: { autoPulse: false } });
+    cleanup.push(() => node.destroy());
+    const k = await newKey();
+    const post = async (svcond: number) => {
+      const { event, handshake } = await signed(k, 'tick', svcond, { svcond, every: 4096, kernelVersion: '1.287.6' });
+      return call(node.url, 'POST', '/api/mesh/gossip', event, { [HANDSHAKE_HEADER]: handshake });
+    };
+    const t = stampAt(systemClock.nowNs()).svcond;
+    // Inside the replay window (±120), but signed for a tick 110 ahead: a draw event decided in advance.
+    const ahead = await post(t + 110);
+    expect(ahead.status, ahead.text).toBe(400);
+    expect(ahead.body.error.code).toBe('INVALID_EVENT');
+    expect(ahead.body.error.message).toContain(`more than ${TICK_AHEAD_TICKS} ticks ahead`);
+    expect(node.node.mesh.peers().find((p) => p.peerId === k.sender)).toBeUndefined();
+    expect(node.node.mesh.latestTickEvents().some((e) => e.sender === k.sender)).toBe(false);
+    // Within the slack of clocks (and one from the past): taken, the latest being the later.
+    expect((await post(t - 3)).status).toBe(200);
+    expect((await post(t + TICK_AHEAD_TICKS - 1)).status).toBe(200);
+    expect(node.node.mesh.peers().find((p) => p.peerId === k.sender)?.lastTick).toBe(t + TICK_AHEAD_TICKS - 1);
+    expect(node.node.mesh.latestTickEvents().find((e) => e.sender === k.sender)?.svcond).toBe(t + TICK_AHEAD_TICKS - 1);
+  }, 60_000);
 });
 
 describe('mesh status: peers', () => {
