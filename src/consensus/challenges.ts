@@ -51,6 +51,7 @@ import {
   roundDeadlineOf,
   roundOf,
   roundView,
+  type Round,
   type RoundView,
   signedCommitSchema,
   type SignedCommit,
@@ -109,6 +110,11 @@ export interface ChallengeEntry {
   commits?: SignedCommit[];
   /** Distinct signed member votes heard (an equivocator's two votes both kept, as evidence). */
   votes: SignedVote[];
+  /**
+   * Member votes heard only after their round's deadline + grace on this node's clock, whatever tick they claim: kept
+   * as evidence (at most two per voter and round), never folded.
+   */
+  heard_late?: SignedVote[];
   non_member_votes: number;
   /** Vote events refused here: bad signature, sender not the voter, another challenge's vote. */
   refused_votes: number;
@@ -269,6 +275,10 @@ export class ChallengeService {
     /** Commits refused (forged) or arriving after their window here. */
     refused_commits: 0,
     late_commits: 0,
+    /** Member votes heard after their round's deadline + grace here: kept as evidence, not counted (takeVote). */
+    late_votes: 0,
+    /** Verdict documents from a node other than the opener that would add votes this node did not hear in time. */
+    late_vote_documents: 0,
     /** Attempts at owed effects (owed-effects.ts) that failed, each to be made again (retryOwedEffects). */
     owed_effect_failures: 0,
   };
@@ -586,13 +596,13 @@ export class ChallengeService {
             const doc = await this.o.ask(c.challenger_home, c.challenge_id).catch(() => null);
             if (
               doc &&
-              (await this.applyVerdict(doc).then(
+              (await this.applyVerdict(doc, c.challenger_home).then(
                 () => true,
                 () => false,
               ))
             )
               return;
-            if (now <= this.currentDeadline(e) + grace + (this.o.askPatienceTicks ?? 4 * this.o.policy.deadlineTicks)) return;
+            if (now <= this.currentDeadline(e) + grace + this.askPatience()) return;
           }
           await this.lock.run(c.challenge_id, async () => {
             const cur = await this.find(c.challenge_id);
@@ -697,7 +707,7 @@ export class ChallengeService {
       { type: CHALLENGE_OPENED_EVENT, body: signedChallengeSchema as unknown as z.ZodType<SignedChallenge>, handle: (b, e) => this.applyOpened(b, e) },
       { type: COMMIT_EVENT, body: signedCommitSchema, handle: (b, e) => this.applyCommit(b, e) },
       { type: VOTE_EVENT, body: signedVoteSchema, handle: (b, e) => this.applyVote(b, e) },
-      { type: VERDICT_EVENT, body: verdictDocumentSchema as unknown as z.ZodType<VerdictDocument>, handle: (b) => this.applyVerdict(b) },
+      { type: VERDICT_EVENT, body: verdictDocumentSchema as unknown as z.ZodType<VerdictDocument>, handle: (b, e) => this.applyVerdict(b, e.sender) },
     ];
   }
 
@@ -770,7 +780,8 @@ export class ChallengeService {
       this.early.hold(sv, this.o.nowSvcond());
       throw new GossipError('ignore', 404, 'SVC_NOT_FOUND', `no challenge ${id} is known here yet: the vote is held until it arrives`);
     }
-    if (!(await this.takeVote(sv))) throw new GossipError('ignore', 403, 'SVC_NOT_A_MEMBER', `${sv.vote.voter} is not on the committee of ${id}`);
+    if (!(await this.takeVote(sv, this.o.nowSvcond())))
+      throw new GossipError('ignore', 403, 'SVC_NOT_A_MEMBER', `${sv.vote.voter} is not on the committee of ${id}`);
   }
 
   /**
@@ -801,8 +812,15 @@ export class ChallengeService {
     await this.recordCommit(sc);
   }
 
-  /** A verdict from another node: its challenge and votes are checked and folded here; then it is this node's too. */
-  async applyVerdict(doc: VerdictDocument): Promise<void> {
+  /**
+   * A verdict from another node (`from`: the node that signed the event or answered the ask): its challenge and votes
+   * are checked and folded here; then it is this node's too. Past a round's deadline + grace on this node's clock, only
+   * the opener's document may add votes or commits this node did not hear in time (takeVote): anyone holding a
+   * member's held-back reveal could otherwise wrap it in a document of their own and split the verdict from the
+   * opener's. Once the opener has stayed silent for askPatienceTicks more, any node's document is taken, as this node
+   * would then decide on its own.
+   */
+  async applyVerdict(doc: VerdictDocument, from?: string): Promise<void> {
     const check = verifyVerdictDocument(doc, this.o.verify);
     const passed = passedRoundsOf(doc.verdict);
     const deadlineOk = passed === 0 || this.o.nowSvcond() > roundDeadlineOf(doc.challenge.challenge, passed === 2 ? 1 : 0);
@@ -831,6 +849,16 @@ export class ChallengeService {
     await this.lock.run(id, async () => {
       const cur = await this.find(id);
       if (!cur || isTerminal(cur.state)) return;
+      const late = from === e.challenge.challenge.challenger_home ? 0 : this.addsLate(cur, doc);
+      if (late > 0) {
+        this.counts.late_vote_documents++;
+        throw new GossipError(
+          'ignore',
+          409,
+          'INVALID_VERDICT',
+          `it adds ${late} vote(s) or commit(s) this node did not hear before their window closed; only the opener's document may`,
+        );
+      }
       const merged = mergeVotes(cur.votes, doc.votes);
       // Its commits were checked with the document (verifyVerdictDocument): the opener's record of the window.
       const commits = mergeCommits(cur.commits ?? [], doc.commits ?? []);
@@ -1006,25 +1034,74 @@ export class ChallengeService {
     return { executor: executedBy.node, challengerHome, executorZid };
   }
 
-  /** A vote whose signature holds, for a known challenge: a non-member's is counted (false), a member's recorded. */
-  private async takeVote(sv: SignedVote): Promise<boolean> {
+  /**
+   * A vote whose signature holds, for a known challenge, heard at `heardAt` on this node's clock: a non-member's is
+   * counted (false), a member's recorded — unless it was heard after its round's deadline + grace while the challenge
+   * is open: then it is kept as evidence and refused (409), whatever tick it claims. A vote's tick is its signer's
+   * word; a member that held back its reveal and signed it with an earlier tick once the opener had declared
+   * no_quorum would otherwise be counted by the nodes it reaches and not by the opener, and the verdict would split.
+   */
+  private async takeVote(sv: SignedVote, heardAt: number): Promise<boolean> {
     const id = sv.vote.challenge_id;
     const e = await this.find(id);
     if (!e) return false;
-    if (!roundView(e.challenge.challenge, roundOf(sv.vote))?.committee.includes(sv.vote.voter)) {
+    const c = e.challenge.challenge;
+    const round = roundOf(sv.vote);
+    if (!roundView(c, round)?.committee.includes(sv.vote.voter)) {
       this.counts.non_member_votes++;
       await this.update(id, (cur) => ({ ...cur, non_member_votes: cur.non_member_votes + 1 }));
       return false;
+    }
+    if (!isTerminal(e.state) && heardAt > this.voteCutoff(c, round)) {
+      this.counts.late_votes++;
+      await this.update(id, (cur) => ({ ...cur, heard_late: mergeVotes(cur.heard_late ?? [], [sv]) }));
+      throw new GossipError(
+        'ignore',
+        409,
+        'INVALID_VOTE',
+        `the voting window of ${id} (round ${round}) has closed here: the vote is kept as evidence, not counted`,
+      );
     }
     await this.recordVote(sv);
     return true;
   }
 
-  /** The held votes of a challenge that has just arrived, counted as if they came now. */
+  /**
+   * How many of a document's votes and commits are new here and past their window on this node's clock (0 once the
+   * opener has stayed silent for askPatienceTicks past the document's round).
+   */
+  private addsLate(cur: ChallengeEntry, doc: VerdictDocument): number {
+    const c = cur.challenge.challenge;
+    const now = this.o.nowSvcond();
+    if (now > this.voteCutoff(c, doc.verdict.round ?? 0) + this.askPatience()) return 0;
+    // What mergeVotes and mergeCommits would add: a (voter, round, value) not held here.
+    const key = (r: { voter: string; round?: 1 }, value: string): string => `${r.voter}|${roundOf(r)}|${value}`;
+    const heldVotes = new Set(cur.votes.map((v) => key(v.vote, v.vote.digest)));
+    const heldCommits = new Set((cur.commits ?? []).map((k) => key(k.commit, k.commit.commitment)));
+    let late = 0;
+    for (const v of doc.votes) if (!heldVotes.has(key(v.vote, v.vote.digest)) && now > this.voteCutoff(c, roundOf(v.vote))) late++;
+    for (const k of doc.commits ?? []) {
+      const view = roundView(c, roundOf(k.commit));
+      if (!heldCommits.has(key(k.commit, k.commit.commitment)) && view && now > commitDeadlineOf(view) + this.graceTicks()) late++;
+    }
+    return late;
+  }
+
+  /** Ticks past deadline + grace that a node other than the opener waits for the opener's verdict. */
+  private askPatience(): number {
+    return this.o.askPatienceTicks ?? 4 * this.o.policy.deadlineTicks;
+  }
+
+  /** The last tick on this node's clock at which a vote of `round` is taken: the round's deadline + grace. */
+  private voteCutoff(c: ChallengeRecord, round: Round): number {
+    return roundDeadlineOf(c, round) + this.graceTicks();
+  }
+
+  /** The held votes of a challenge that has just arrived, each taken as heard when it was held. */
   private async takeEarlyVotes(id: string): Promise<void> {
-    for (const v of this.early.take(id)) {
+    for (const { vote, heardAt } of this.early.take(id)) {
       this.counts.early_votes_taken++;
-      await this.takeVote(v).catch(() => false);
+      await this.takeVote(vote, heardAt).catch(() => false);
     }
   }
 

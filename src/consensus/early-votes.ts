@@ -12,9 +12,15 @@ export interface EarlyVoteLimits {
   ttlTicks?: number;
 }
 
+/** A held vote and the tick this node heard it at (its own clock: a vote's tick is only its signer's word). */
+export interface HeldVote {
+  vote: SignedVote;
+  heardAt: number;
+}
+
 export class EarlyVotes {
   /** Held votes by challenge id, oldest challenge first. */
-  private readonly slots = new Map<string, { votes: SignedVote[]; until: number }>();
+  private readonly slots = new Map<string, { votes: HeldVote[]; until: number }>();
 
   constructor(
     private readonly limits: EarlyVoteLimits,
@@ -38,12 +44,12 @@ export class EarlyVotes {
       slot = { votes: [], until: now + (lim.ttlTicks ?? this.defaultTtlTicks()) };
       this.slots.set(id, slot);
     }
-    if (slot.votes.some((v) => v.vote.voter === sv.vote.voter && v.vote.digest === sv.vote.digest)) return;
+    if (slot.votes.some(({ vote: v }) => v.vote.voter === sv.vote.voter && v.vote.digest === sv.vote.digest)) return;
     if (slot.votes.length >= (lim.maxPerChallenge ?? 16)) {
       this.onDropped(1);
       return;
     }
-    slot.votes.push(sv);
+    slot.votes.push({ vote: sv, heardAt: now });
   }
 
   /** Drop the votes of challenges held past their time. */
@@ -56,7 +62,7 @@ export class EarlyVotes {
   }
 
   /** The held votes of a challenge that has just arrived (none when nothing is held); they are held no more. */
-  take(id: string): SignedVote[] {
+  take(id: string): HeldVote[] {
     const slot = this.slots.get(id);
     if (!slot) return [];
     this.slots.delete(id);

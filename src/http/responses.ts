@@ -916,6 +916,8 @@ export const challengeDetailResponse = z.looseObject({
   committee: z.array(peerId),
   quorum: int.min(1),
   votes: z.array(z.looseObject({})),
+  /** Member votes heard after their round's deadline + grace here: evidence, never counted. */
+  votes_heard_late: z.array(z.looseObject({})),
   verdict: z.looseObject({ outcome: z.string() }).nullable(),
   ticks_taken: int.nullable(),
   stake: z.looseObject({ amount: z.number(), effect: z.string() }).nullable(),

@@ -203,6 +203,7 @@ describe('re-execution consensus on five nodes', () => {
     // E re-executed with its tampered solver: its vote is neither digest, and 2 of 3 outvote it.
     await waitFor(async () => (await call(b.url, 'GET', `/api/tally/consensus/${opened.body.challenge_id}`)).body.votes.length === 3, 20_000, "E's vote");
     const all = (await call(b.url, 'GET', `/api/tally/consensus/${opened.body.challenge_id}`)).body;
+    expect(all.votes_heard_late).toEqual([]);
     const eVote = all.votes.find((x: any) => x.vote.voter === e.node);
     expect(eVote.vote.digest).not.toBe(result.result_digest);
     expect(eVote.vote.digest).not.toBe(RANDOM_DIGEST);

@@ -122,8 +122,12 @@ describe('escalation on six nodes', () => {
     const round1 = escalationOf(c)!;
     expect(round1.committee_size).toBe(5);
     expect([...round1.committee].sort()).toEqual(eligible);
-    // Round 0's votes come once round 1's commit window has passed: H's from its salt row after its restart.
-    const round0Votes = () => (a.node.challenges.get(id)?.votes ?? []).filter((v) => roundOf(v.vote) === 0);
+    // Round 0's votes come once round 1's commit window has passed: H's from its salt row after its restart. Heard
+    // past round 0's deadline, they are evidence: kept apart while round 1 is open, beside the votes once it decided.
+    const round0Votes = () => {
+      const e = a.node.challenges.get(id);
+      return [...(e?.votes ?? []), ...(e?.heard_late ?? [])].filter((v) => roundOf(v.vote) === 0);
+    };
     await waitFor(() => round0Votes().some((v) => v.vote.voter === restartedId), 60_000, "H's round-0 vote at the opener");
     const entry = a.node.challenges.get(id)!;
     const h0 = round0Votes().find((v) => v.vote.voter === restartedId)!;

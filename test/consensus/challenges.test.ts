@@ -931,6 +931,48 @@ describe('a node that misses gossip still converges', () => {
   });
 });
 
+describe('a reveal held back past the deadline', () => {
+  it('counts nowhere, whatever tick it claims: kept as evidence; a document wrapping it is refused unless it is the opener’s', async () => {
+    const sc = signedChallenge('res_26_h');
+    const id = sc.challenge.challenge_id;
+    const [m0, m1] = [member(sc, 0), member(sc, 1)];
+    const opener = await service(keys[1]!);
+    const other = await service(keys[5]!, undefined, undefined, { askPatienceTicks: 5, ask: async (_node, cid) => opener.document(cid) });
+    const v0 = vote(m0, id, CLAIM);
+    const v1 = vote(m1, id, CLAIM, sc.challenge.deadline_svcond); // signed late, dated the deadline
+    for (const s of [opener, other]) {
+      await s.applyOpened(sc, { sender: keys[1]!.id });
+      await s.applyVote(v0, { sender: m0.id });
+      await s.applyCommit(commitOf(m1, v1, now), { sender: m1.id }); // m1 commits in its window, then holds its reveal
+    }
+    now = sc.challenge.deadline_svcond + 3;
+    await opener.sweepDeadlines();
+    expect(opener.get(id)!.verdict).toMatchObject({ outcome: 'no_quorum', tally: { [CLAIM]: 1 } });
+    // The reveal arrives once the opener has decided: every node refuses to count it.
+    const refused = await refusal(other.applyVote(v1, { sender: m1.id }));
+    expect([refused.action, refused.status, refused.code]).toEqual(['ignore', 409, 'INVALID_VOTE']);
+    expect(other.get(id)).toMatchObject({ state: 'voting', votes: [v0], heard_late: [v1] });
+    expect(other.stats()).toMatchObject({ late_votes: 1 });
+    await opener.applyVote(v1, { sender: m1.id });
+    expect(opener.get(id)!.verdict!.outcome).toBe('no_quorum');
+    // Wrapped in a document of its own (it folds: the votes and commits are signed), it is refused from anyone but the opener.
+    const wrapped: VerdictDocument = {
+      challenge: sc,
+      commits: [commitOf(m0, v0), commitOf(m1, v1, sc.challenge.svcond)],
+      votes: [v0, v1],
+      verdict: { challenge_id: id, outcome: 'upheld', deciding_digest: CLAIM },
+    };
+    expect(verifyVerdictDocument(wrapped, verifyText).valid).toBe(true);
+    const doc = await refusal(other.applyVerdict(wrapped, m1.id));
+    expect([doc.action, doc.status, doc.code]).toEqual(['ignore', 409, 'INVALID_VERDICT']);
+    expect(other.get(id)!.state).toBe('voting');
+    expect(other.stats()).toMatchObject({ late_vote_documents: 1 });
+    // The node asks the opener and takes its verdict: the two agree.
+    await other.sweepDeadlines();
+    expect(other.get(id)!.verdict).toMatchObject({ outcome: 'no_quorum', tally: { [CLAIM]: 1 } });
+  });
+});
+
 describe('a liar cannot reach an honest node’s bond', () => {
   const FRAMED = 'bond_' + 'f'.repeat(24);
   const UNKNOWN = 'bond_' + '9'.repeat(24);

@@ -212,10 +212,12 @@ describe('escalation through the services', () => {
     const e = opener.svc.get(id)!;
     expect(e.verdict!.tally).toEqual({ [EXEC]: 3, [LIE]: 1 });
     // Every round-1 commit was signed before any round-0 digest was revealed: round 0's votes (H's after its
-    // restart, from its salt row) come only once round 1's commit window has passed, as evidence.
+    // restart, from its salt row) come only once round 1's commit window has passed, as evidence: heard after round
+    // 0's deadline, they are kept apart and never folded.
     await tick(commitDeadlineOf(r1) + 2);
     const all = opener.svc.get(id)!;
-    const votes0 = all.votes.filter((v) => roundOf(v.vote) === 0);
+    expect(all.votes.filter((v) => roundOf(v.vote) === 0 && v.vote.svcond > commitDeadlineOf(r1))).toEqual([]);
+    const votes0 = (all.heard_late ?? []).filter((v) => roundOf(v.vote) === 0);
     expect(new Map(votes0.map((v) => [v.vote.voter, v.vote.digest]))).toEqual(
       new Map([
         [liarId, LIE],

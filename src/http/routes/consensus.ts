@@ -108,6 +108,7 @@ function registerConsensusRoutes(router: Router, kit: HttpKit, s: ConsensusRoute
       committee: c.committee,
       quorum: c.quorum,
       votes: e.votes,
+      votes_heard_late: e.heard_late ?? [],
       non_member_votes: e.non_member_votes,
       refused_votes: e.refused_votes,
       verdict: e.verdict,
