@@ -7,7 +7,8 @@
 //   sends): parsed as JSON, so a forgotten header is not a silent empty body.
 // - Anything else with a body: 415. A body over the limit: 413. Invalid JSON, a scalar at the top level or a
 //   __proto__ / constructor.prototype key (prototype poisoning): 400 SVC_INVALID_JSON. Arrays and objects nested
-//   deeper than BODY_MAX_DEPTH: 400 SVC_INVALID_INPUT.
+//   deeper than BODY_MAX_DEPTH, or a string or key holding a lone UTF-16 surrogate (a `\ud800` escape without its
+//   pair, which nothing the node hashes or signs can carry): 400 SVC_INVALID_INPUT naming the field's path.
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
@@ -59,6 +60,20 @@ function decoded(req: Readable & { headers: Record<string, string | string[] | u
 export const BODY_MAX_DEPTH = 64;
 /** A text shorter than this cannot nest deeper than BODY_MAX_DEPTH (each level takes an opening and a closing). */
 const DEPTH_CHECK_MIN_LENGTH = 2 * (BODY_MAX_DEPTH + 1);
+/**
+ * An escape of a surrogate code unit (\uD800 to \uDFFF). UTF-8 text decodes to well-formed strings only (a bad
+ * sequence becomes U+FFFD), so a parsed body can hold a lone surrogate only where its text has such an escape.
+ */
+const SURROGATE_ESCAPE = /\\u[dD][89abcdefABCDEF]/;
+/** String.prototype.isWellFormed (ES2024, in Node ≥ 20); the project's TypeScript lib predates it. */
+type WellFormed = { isWellFormed(): boolean };
+const wellFormed = (s: string): boolean => (s as unknown as WellFormed).isWellFormed();
+const joinPath = (parent: string, segment: string): string => (parent === '' ? segment : `${parent}.${segment}`);
+
+function loneSurrogate(path: string, where: 'string' | 'key'): InputError {
+  // A lone surrogate has no UTF-8 form and no RFC 8785 text: it would fail only when the body is hashed or signed.
+  return new InputError(path, `a ${where} holds a lone UTF-16 surrogate; only well-formed Unicode text is accepted`, null);
+}
 
 function isPoisoned(obj: Record<string, unknown>): boolean {
   if (Object.prototype.hasOwnProperty.call(obj, '__proto__')) return true;
@@ -72,22 +87,30 @@ function isPoisoned(obj: Record<string, unknown>): boolean {
 }
 
 /**
- * One walk of a parsed body for its nesting depth and (when `poisonable`) its prototype-poisoning keys. Iterative, with its own stack: JSON.parse accepts a 1 MiB body nested ~500,000 levels deep, which a
- * recursive walk (or any later recursive serialisation) would overflow into a 500.
+ * One walk of a parsed body for its nesting depth, (when `poisonable`) its prototype-poisoning keys and (when
+ * `surrogates`) strings and keys holding a lone surrogate, named by their path (`a.0.b`). Iterative, with its own
+ * stack: JSON.parse accepts a 1 MiB body nested ~500,000 levels deep, which a recursive walk (or any later recursive
+ * serialisation) would overflow into a 500. Paths are kept only when `surrogates`, and no deeper than the depth bound.
  */
-function checkShape(root: unknown, poisonable: boolean): void {
+function checkShape(root: unknown, poisonable: boolean, surrogates: boolean): void {
   if (root === null || typeof root !== 'object') return;
   const values: object[] = [root];
   const depths: number[] = [1];
+  const paths: string[] = [''];
   while (values.length > 0) {
     const value = values.pop()!;
     const depth = depths.pop()!;
+    const path = surrogates ? paths.pop()! : '';
     if (depth > BODY_MAX_DEPTH) throw new InputError('body', `arrays and objects nest deeper than ${BODY_MAX_DEPTH} levels`, { max_depth: BODY_MAX_DEPTH });
     if (Array.isArray(value)) {
-      for (const v of value) {
+      for (let i = 0; i < value.length; i++) {
+        const v: unknown = value[i];
         if (v !== null && typeof v === 'object') {
-          values.push(v as object);
+          values.push(v);
           depths.push(depth + 1);
+          if (surrogates) paths.push(joinPath(path, String(i)));
+        } else if (surrogates && typeof v === 'string' && !wellFormed(v)) {
+          throw loneSurrogate(joinPath(path, String(i)), 'string');
         }
       }
       continue;
@@ -98,15 +121,23 @@ function checkShape(root: unknown, poisonable: boolean): void {
     }
     for (const k in obj) {
       const v = obj[k];
+      // The key is named escaped (`\ud800`), so the message itself stays well-formed.
+      if (surrogates && !wellFormed(k)) throw loneSurrogate(joinPath(path, JSON.stringify(k).slice(1, -1)), 'key');
       if (v !== null && typeof v === 'object') {
         values.push(v);
         depths.push(depth + 1);
+        if (surrogates) paths.push(joinPath(path, k));
+      } else if (surrogates && typeof v === 'string' && !wellFormed(v)) {
+        throw loneSurrogate(joinPath(path, k), 'string');
       }
     }
   }
 }
 
-/** Parse JSON request text: an object or array, {} when empty. Throws SVC_INVALID_JSON, or SVC_INVALID_INPUT when too deep. */
+/**
+ * Parse JSON request text: an object or array, {} when empty. Throws SVC_INVALID_JSON, or SVC_INVALID_INPUT when too
+ * deep or when a string or key holds a lone surrogate.
+ */
 export function parseJsonBody(text: string): unknown {
   if (BLANK.test(text)) return {};
   if (!OBJECT_OR_ARRAY.test(text)) throw new ServiceError(400, 'SVC_INVALID_JSON', 'request body is not valid JSON: only an object or an array is accepted');
@@ -116,10 +147,11 @@ export function parseJsonBody(text: string): unknown {
   } catch (err) {
     throw new ServiceError(400, 'SVC_INVALID_JSON', `request body is not valid JSON: ${(err as Error).message}`);
   }
-  // The walk is skipped when it cannot find anything: a short text cannot be deep, and the key names only occur in
-  // the text when someone wrote them.
+  // The walk is skipped when it cannot find anything: a short text cannot be deep, and the key names and surrogate
+  // escapes only occur in the text when someone wrote them.
   const poisonable = text.includes('__proto__') || text.includes('constructor');
-  if (poisonable || text.length >= DEPTH_CHECK_MIN_LENGTH) checkShape(parsed, poisonable);
+  const surrogates = SURROGATE_ESCAPE.test(text);
+  if (poisonable || surrogates || text.length >= DEPTH_CHECK_MIN_LENGTH) checkShape(parsed, poisonable, surrogates);
   return parsed;
 }
 

@@ -6,10 +6,11 @@ import { bearer, call, startTestNode, zkIdentity, type TestNode } from '../helpe
 
 let t: TestNode;
 let key: string;
+let slug: string;
 
 beforeAll(async () => {
   t = await startTestNode();
-  ({ key } = await zkIdentity(t.url, 'body-suite'));
+  ({ key, slug } = await zkIdentity(t.url, 'body-suite'));
 });
 afterAll(async () => t.destroy());
 
@@ -65,6 +66,29 @@ describe('JSON request bodies', () => {
       expect(r.status, text).toBe(400);
       expect(r.body.error.code, text).toBe('SVC_INVALID_JSON');
     }
+  });
+
+  it('answers 400 SVC_INVALID_INPUT naming the path of a string or key that holds a lone surrogate', async () => {
+    const events = `/api/chain/${slug}/events`;
+    // Raw JSON text: each \uXXXX escape below reaches the parser as written.
+    const cases: [text: string, field: string][] = [
+      ['{"payload":{"name":"\\ud800"}}', 'payload.name'],
+      ['{"payload":{"list":[1,{"deep":["ok","\\udfff"]}]}}', 'payload.list.1.deep.1'],
+      ['{"payload":{"\\udc00x":1}}', 'payload.\\udc00x'],
+      ['{"payload":{"pair":"\\ud83d\\ude00","tail":"\\ud83d"}}', 'payload.tail'],
+    ];
+    for (const [text, field] of cases) {
+      const r = await post(events, text, { 'content-type': 'application/json' });
+      expect(r.status, text).toBe(400);
+      expect(r.body.error.code, text).toBe('SVC_INVALID_INPUT');
+      expect(r.body.error.field, text).toBe(field);
+      expect(r.body.error.message, text).toContain(field);
+      expect(r.body.error.message, text).toContain('lone UTF-16 surrogate');
+      expect(typeof r.body.error.trace_id).toBe('string');
+    }
+    // A surrogate pair, escaped, is one well-formed character.
+    const pair = await post(events, '{"payload":{"smile":"\\ud83d\\ude00"}}', { 'content-type': 'application/json' });
+    expect(pair.status).toBe(201);
   });
 
   it('accepts a legitimate "constructor" string value (only constructor.prototype objects are refused)', async () => {
