@@ -23,12 +23,16 @@ export function protocolError(code: number, message: string): Error & { code: nu
   return Object.assign(new Error(message), { code });
 }
 
-/** The requests this server answers, by method, with the SDK's schema of each. */
-const REQUESTS: Record<string, { safeParse(v: unknown): { success: boolean; error?: { issues: { path: PropertyKey[]; message: string }[] } } }> = {
-  initialize: InitializeRequestSchema,
-  'tools/list': ListToolsRequestSchema,
-  'tools/call': CallToolRequestSchema,
-};
+/**
+ * The requests this server answers, by method, with the SDK's schema of each. A Map, not an object literal: a method
+ * named `constructor`, `toString` or `__proto__` must find nothing here (the SDK then answers -32601 Method not
+ * found), not an Object.prototype member without safeParse.
+ */
+const REQUESTS = new Map<string, { safeParse(v: unknown): { success: boolean; error?: { issues: { path: PropertyKey[]; message: string }[] } } }>([
+  ['initialize', InitializeRequestSchema],
+  ['tools/list', ListToolsRequestSchema],
+  ['tools/call', CallToolRequestSchema],
+]);
 
 /**
  * The answer to a POST body the SDK's transport and server would answer with the wrong JSON-RPC code, or null to let
@@ -52,7 +56,7 @@ export function refusedMessage(body: unknown): { status: number; body: Record<st
 function invalidParams(message: unknown): string | null {
   if (message === null || typeof message !== 'object' || Array.isArray(message)) return null;
   const method = (message as { method?: unknown }).method;
-  const schema = typeof method === 'string' ? REQUESTS[method] : undefined;
+  const schema = typeof method === 'string' ? REQUESTS.get(method) : undefined;
   if (!schema) return null;
   const parsed = schema.safeParse(message);
   if (parsed.success) return null;

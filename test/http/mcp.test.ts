@@ -254,6 +254,24 @@ describe('MCP over Streamable HTTP (official SDK client)', () => {
     expect(cursor.body).toMatchObject({ id: 3, error: { code: -32602, message: expect.stringContaining('invalid cursor') } });
   });
 
+  it("a method named after an Object.prototype member is -32601 Method not found, with the request's id", async () => {
+    let id = 20;
+    for (const method of ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf']) {
+      const r = await call(t.url, 'POST', '/api/mcp', { jsonrpc: '2.0', id: ++id, method });
+      expect(r.status, method).toBe(200);
+      expect(r.body, method).toMatchObject({ jsonrpc: '2.0', id, error: { code: -32601, message: expect.stringMatching(/^Method not found/) } });
+    }
+    // In a batch, beside a method that is served.
+    const batch = await call(t.url, 'POST', '/api/mcp', [
+      { jsonrpc: '2.0', id: 31, method: 'constructor' },
+      { jsonrpc: '2.0', id: 32, method: 'tools/list' },
+    ]);
+    expect(batch.status, batch.text).toBe(200);
+    const byId = new Map((batch.body as { id: number }[]).map((m) => [m.id, m]));
+    expect(byId.get(31)).toMatchObject({ error: { code: -32601 } });
+    expect(byId.get(32)).toMatchObject({ result: { tools: expect.any(Array) } });
+  });
+
   it('a POST from a page of another origin is refused 403 (DNS rebinding); the node’s own origin and loopback are served', async () => {
     const ping = { jsonrpc: '2.0', id: 8, method: 'ping' };
     const port = new URL(t.url).port;
