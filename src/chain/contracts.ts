@@ -182,16 +182,26 @@ export class ContractService {
   }
 
   /**
-   * Validate (400 pointing at the offending path) and deploy: one row, the record and its deployer index entry in one
-   * batch. The deployer's count is read and the batch written under one lock per deployer, so parallel deploys
-   * cannot pass the cap; at the cap, 409 and nothing written.
+   * Run `write`, a batch that deploys one contract of `zid` (a deploy, or a genesis with an initial contract), once
+   * `zid` holds fewer than the cap: the count is read and the batch written under one lock per deployer, so parallel
+   * deploys cannot pass the cap. At the cap, 409 SVC_CONFLICT and `write` never runs, so nothing is written.
    */
-  async deploy(slug: string, svcond: number, zid: string, json: unknown): Promise<{ contract: ContractView; row: AuditRow }> {
-    const definition = parseContract(json);
+  async withinCap<T>(zid: string, write: () => Promise<T>): Promise<T> {
     return this.chain.locks.run(`contracts-of:${zid}`, async () => {
       const held = await this.deployedBy(zid);
       if (held >= this.limits.perIdentity)
         throw capReached('contracts', this.limits.perIdentity, held, 'a deployed contract stays on its machine, so none frees a slot');
+      return write();
+    });
+  }
+
+  /**
+   * Validate (400 pointing at the offending path) and deploy: one row, the record and its deployer index entry in one
+   * batch, within the deployer's cap (withinCap: at it, 409 and nothing written).
+   */
+  async deploy(slug: string, svcond: number, zid: string, json: unknown): Promise<{ contract: ContractView; row: AuditRow }> {
+    const definition = parseContract(json);
+    return this.withinCap(zid, async () => {
       let record: ContractRecord | null = null;
       const row = await this.chain.append(
         slug,
@@ -211,7 +221,8 @@ export class ContractService {
 
   /**
    * A deploy inside a caller's batch (genesis): synchronous after chain.prepare(slug), the next row of the chain and
-   * the record's op. Call `deployed()` once the batch is durable (the live state), `rollback()` when it fails.
+   * the record's op. Call `deployed()` once the batch is durable (the live state), `rollback()` when it fails. The
+   * caller writes its batch inside withinCap(zid, …), so the cap holds for these deploys too.
    */
   deployOps(
     slug: string,

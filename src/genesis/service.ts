@@ -4,7 +4,8 @@
 // genesis record. The answer is sealed (svcProof, HMAC-SHA256 with the receipt key). Idempotent on the document's
 // digest (SHA-256 of its RFC 8785 JSON): the same document again answers the first execution, charging nothing.
 // An initial contract in the document is deployed in the same batch (a `contract_deploy` row after the genesis row,
-// before the first events), with the chain's own contract code; the machine's settings come from the document.
+// before the first events), with the chain's own contract code, within the owner's contract cap (an owner at the cap
+// is refused 409 as a deploy is, before anything is charged or written); the machine's settings come from the document.
 import { canonicalDigest } from '../kernel/canonical.js';
 import { ServiceError } from '../kernel/errors.js';
 import { signBody } from '../kernel/receipt.js';
@@ -84,65 +85,68 @@ export class GenesisService {
     let deployment: Deployment | null = null;
     let created: Awaited<ReturnType<IdentityService['createMachine']>>;
     try {
-      created = await this.deps.identity.createMachine(
-        zid,
-        doc.slug,
-        svcond,
-        doc.is_public,
-        () => {
-          // Synchronous up to the commit: the charge (402 here writes nothing), then the machine's first rows.
-          const paid = this.deps.ledger.chargeOps(zid, 'genesis', COSTS.genesis);
-          // The new chain's head, so its first rows can be appended in this batch (undone if the batch fails), with its
-          // tally from the start: the creation charge this batch records (below), no envelopes yet.
-          const uncreate = this.deps.chain.created(doc.slug, { charges: 1, credits: paid.charge.charged, envelopes: 0 });
-          const appended: { row: AuditRow; op: Op; rollback: () => void }[] = [];
-          const recordOps: Op[] = [];
-          try {
-            appended.push(this.deps.chain.appendOps(doc.slug, svcond, 'genesis', { document_digest: digest }));
-            if (doc.contract) {
-              // The chain's own deploy, its row next (seq 2) and its record in this batch.
-              const d = this.deps.chain.contracts.deployOps(doc.slug, svcond, zid, doc.contract);
-              deployment = d;
-              appended.push({ row: d.row, op: d.ops[0]!, rollback: d.rollback });
-              recordOps.push(...d.ops.slice(1));
-            }
-            for (const e of doc.events) appended.push(this.deps.chain.appendOps(doc.slug, svcond, 'genesis_event', { type: e.type, payload: e.payload }));
-          } catch (err) {
-            for (const a of appended.reverse()) a.rollback();
-            uncreate();
-            paid.rollback();
-            throw err;
-          }
-          rec = {
-            document_digest: digest,
-            owner: zid,
-            slug: doc.slug,
-            svcond,
-            rows: appended.map((a) => ({ seq: a.row.seq, hash: a.row.hash, transitionType: a.row.transitionType })),
-            contract_id: deployment?.contractId ?? null,
-            settings: { is_public: doc.is_public, inject_agent_rail: doc.inject_agent_rail === true, inject_pulse_orb: doc.inject_pulse_orb === true },
-            tally_charge: paid.charge,
-          };
-          const ops: Op[] = [
-            ...paid.ops,
-            // The machine's own tally records its creation charge (seq 0), as POST /api/chain/state-machines does.
-            this.deps.chain.chargeOp(doc.slug, 0, zid, paid.charge, paid.split),
-            ...appended.map((a) => a.op),
-            ...recordOps,
-            { type: 'put', sub: this.records, key: digest, value: rec },
-          ];
-          return {
-            ops,
-            rollback: () => {
-              for (const a of [...appended].reverse()) a.rollback();
+      const create = () =>
+        this.deps.identity.createMachine(
+          zid,
+          doc.slug,
+          svcond,
+          doc.is_public,
+          () => {
+            // Synchronous up to the commit: the charge (402 here writes nothing), then the machine's first rows.
+            const paid = this.deps.ledger.chargeOps(zid, 'genesis', COSTS.genesis);
+            // The new chain's head, so its first rows can be appended in this batch (undone if the batch fails), with
+            // its tally from the start: the creation charge this batch records (below), no envelopes yet.
+            const uncreate = this.deps.chain.created(doc.slug, { charges: 1, credits: paid.charge.charged, envelopes: 0 });
+            const appended: { row: AuditRow; op: Op; rollback: () => void }[] = [];
+            const recordOps: Op[] = [];
+            try {
+              appended.push(this.deps.chain.appendOps(doc.slug, svcond, 'genesis', { document_digest: digest }));
+              if (doc.contract) {
+                // The chain's own deploy, its row next (seq 2) and its record in this batch.
+                const d = this.deps.chain.contracts.deployOps(doc.slug, svcond, zid, doc.contract);
+                deployment = d;
+                appended.push({ row: d.row, op: d.ops[0]!, rollback: d.rollback });
+                recordOps.push(...d.ops.slice(1));
+              }
+              for (const e of doc.events) appended.push(this.deps.chain.appendOps(doc.slug, svcond, 'genesis_event', { type: e.type, payload: e.payload }));
+            } catch (err) {
+              for (const a of appended.reverse()) a.rollback();
               uncreate();
               paid.rollback();
-            },
-          };
-        },
-        doc.roles,
-        { inject_agent_rail: doc.inject_agent_rail === true, inject_pulse_orb: doc.inject_pulse_orb === true },
-      );
+              throw err;
+            }
+            rec = {
+              document_digest: digest,
+              owner: zid,
+              slug: doc.slug,
+              svcond,
+              rows: appended.map((a) => ({ seq: a.row.seq, hash: a.row.hash, transitionType: a.row.transitionType })),
+              contract_id: deployment?.contractId ?? null,
+              settings: { is_public: doc.is_public, inject_agent_rail: doc.inject_agent_rail === true, inject_pulse_orb: doc.inject_pulse_orb === true },
+              tally_charge: paid.charge,
+            };
+            const ops: Op[] = [
+              ...paid.ops,
+              // The machine's own tally records its creation charge (seq 0), as POST /api/chain/state-machines does.
+              this.deps.chain.chargeOp(doc.slug, 0, zid, paid.charge, paid.split),
+              ...appended.map((a) => a.op),
+              ...recordOps,
+              { type: 'put', sub: this.records, key: digest, value: rec },
+            ];
+            return {
+              ops,
+              rollback: () => {
+                for (const a of [...appended].reverse()) a.rollback();
+                uncreate();
+                paid.rollback();
+              },
+            };
+          },
+          doc.roles,
+          { inject_agent_rail: doc.inject_agent_rail === true, inject_pulse_orb: doc.inject_pulse_orb === true },
+        );
+      // A document with a contract deploys one: its batch is written within the owner's cap, as a deploy's is.
+      created = doc.contract ? await this.deps.chain.contracts.withinCap(zid, create) : await create();
     } catch (err) {
       // A concurrent execution of the same document took the slug first: answer it.
       const first = err instanceof ServiceError && err.code === 'SVC_CONFLICT' ? await this.deps.store.get<GenesisRecord>(this.records, digest) : undefined;

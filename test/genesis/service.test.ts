@@ -140,6 +140,51 @@ describe('genesis', () => {
   });
 });
 
+describe('genesis within the contract cap', () => {
+  const CAP = 1;
+  let t: TestNode;
+  beforeAll(async () => {
+    t = await startTestNode({ limits: { contractsPerIdentity: CAP } }, { initialCredits: 1000 });
+  });
+  afterAll(async () => {
+    await t?.destroy();
+  });
+
+  const contract = { name: 'switch', states: ['off', 'on'], initial: 'off', transitions: [{ from: 'off', on: 'flip', to: 'on' }] };
+  const balance = async (key: string) => (await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(key))).body.total as number;
+
+  it('refuses a document with a contract from an owner at the cap as a deploy is (409), writing nothing of it', async () => {
+    const owner = await zkIdentity(t.url, 'genesis-capped');
+    // The first genesis contract takes the owner's one slot.
+    const first = await call(t.url, 'POST', '/api/genesis/execute', { document: { slug: 'capped-first', contract } }, bearer(owner.key));
+    expect(first.status, first.text).toBe(201);
+    expect(await t.node.chain.contracts.deployedBy(owner.zid)).toBe(CAP);
+    const deploy = expectError(await call(t.url, 'POST', `/api/chain/${owner.slug}/contracts`, contract, bearer(owner.key)), 409, 'SVC_CONFLICT');
+    const paid = await balance(owner.key);
+    const heads = t.node.chain.headsDigest();
+
+    const document = { slug: 'capped-second', contract, events: [{ type: 'note', payload: 'never written' }] };
+    const refused = expectError(await call(t.url, 'POST', '/api/genesis/execute', { document }, bearer(owner.key)), 409, 'SVC_CONFLICT');
+    expect(refused).toMatchObject({ limit: CAP, count: CAP, resource: 'contracts' });
+    expect(refused.message).toBe(deploy.message);
+    // Nothing of it: no machine, no contract, no row, no charge, no record (sent again, it is refused again, not replayed).
+    expectError(await call(t.url, 'GET', '/api/chain/capped-second/explore', undefined, bearer(owner.key)), 404, 'SVC_NOT_FOUND');
+    expectError(await call(t.url, 'GET', '/api/chain/capped-second/contracts', undefined, bearer(owner.key)), 404, 'SVC_NOT_FOUND');
+    expect(await t.node.chain.contracts.list('capped-second')).toEqual([]);
+    expect(await t.node.chain.contracts.deployedBy(owner.zid)).toBe(CAP);
+    expect(t.node.chain.headsDigest()).toBe(heads);
+    expect(await balance(owner.key)).toBe(paid);
+    expectError(await call(t.url, 'POST', '/api/genesis/execute', { document }, bearer(owner.key)), 409, 'SVC_CONFLICT');
+
+    // A document without a contract deploys none, so the cap does not apply; the first document still replays.
+    const plain = await call(t.url, 'POST', '/api/genesis/execute', { document: { slug: 'capped-plain' } }, bearer(owner.key));
+    expect(plain.status, plain.text).toBe(201);
+    const again = await call(t.url, 'POST', '/api/genesis/execute', { document: { slug: 'capped-first', contract } }, bearer(owner.key));
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ replayed: true, contract_id: first.body.contract_id });
+  });
+});
+
 describe('genesis when its batch fails', () => {
   it('leaves no chain head behind: the heads digest is as before and the slug can be created later', async () => {
     const t = await startTestNode({ solverThreads: 0, sealWorker: false }, { initialCredits: 120 });
