@@ -122,7 +122,7 @@ const UNIT_FIELDS: Record<string, string> = {
 /** Continuum state fields: the unit-mapped one (if the unit maps) plus a solver's explicit set. */
 export function stateFields(value: number, unit: string, explicit?: Record<string, StateField>): Record<string, StateField> {
   const out: Record<string, StateField> = {};
-  const mapped = UNIT_FIELDS[unit];
+  const mapped = Object.hasOwn(UNIT_FIELDS, unit) ? UNIT_FIELDS[unit] : undefined;
   if (mapped) out[mapped] = { value, unit };
   if (explicit) for (const [k, v] of Object.entries(explicit)) out[k] = v;
   return out;

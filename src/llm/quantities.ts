@@ -114,8 +114,11 @@ function scaleOf(unit: string): { factor: number; offset: number; si: string } |
   for (let i = 0; i < parts.length; i += 2) {
     const m = /^([A-Za-zµΩ°]+)(?:\^(-?\d+))?$/.exec(parts[i]!);
     if (!m) return null;
-    const word = WORDS[m[1]!.toLowerCase().replace(/s$/, '')];
-    const scale = PREFIXED[m[1]!] ?? (word ? PREFIXED[word] : undefined);
+    // Own keys only: a name such as "constructor" is not a unit.
+    const singular = m[1]!.toLowerCase().replace(/s$/, '');
+    const word = Object.hasOwn(WORDS, singular) ? WORDS[singular] : undefined;
+    const name = Object.hasOwn(PREFIXED, m[1]!) ? m[1]! : word;
+    const scale = name !== undefined && Object.hasOwn(PREFIXED, name) ? PREFIXED[name] : undefined;
     if (!scale || scale.offset !== undefined) return null;
     const power = m[2] === undefined ? 1 : Number(m[2]);
     const divided = i > 0 && parts[i - 1] === '/';

@@ -67,7 +67,7 @@ const READERS: Record<string, Reader> = {
 
 /** The invariant after a step, or null when the solver has none. */
 export function readInvariant(solver: string, step: StepView, inputs: Record<string, unknown>): InvariantReading | null {
-  const reader = READERS[solver];
+  const reader = Object.hasOwn(READERS, solver) ? READERS[solver] : undefined;
   return reader ? reader(step, inputs) : null;
 }
 

@@ -405,6 +405,11 @@ describe('OpenAPI document', () => {
     expect(js.status).toBe(200);
     expect((await js.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
     expect((await call(t.url, 'GET', '/api/docs/..%2Fpackage.json')).status).toBe(404);
+    // A name of an Object.prototype member is no asset (it was looked up on a plain object, and answered 500).
+    for (const path of ['/api/docs/constructor', '/api/docs/hasOwnProperty', '/dashboard/constructor', '/dashboard/toString']) {
+      const r = await call(t.url, 'GET', path);
+      expect([r.status, r.body.error?.code], path).toEqual([404, 'SVC_NOT_FOUND']);
+    }
   });
 });
 

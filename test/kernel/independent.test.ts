@@ -78,6 +78,8 @@ describe('dimensional analysis', () => {
     expect(dimensionText(parseUnit('W/(m^2*K^4)'))).toBe('kg*s^-3*K^-4');
     expect(dimensionText(parseUnit('1/yr^(1/2)'))).toBe('s^-0.5');
     expect(dimensionText(parseUnit('J'))).toBe(dimensionText(parseUnit('kg*m^2/s^2')));
+    // Only the table's own names: an Object.prototype member is an unknown name, not a dimension.
+    for (const u of ['constructor', 'm/toString', '__proto__']) expect(() => parseUnit(u), u).toThrow(/unknown name/);
     expect(dimensionText(parseUnit('ohm'))).toBe(dimensionText(parseUnit('V/A')));
     expect(() => parseUnit('furlong')).toThrow(/unknown name 'furlong'/);
   });

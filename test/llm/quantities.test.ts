@@ -19,6 +19,10 @@ describe('readQuantities', () => {
   it('reads unit words and superscript powers', () => {
     expect(readQuantities('a rod 2 meters long, 3 seconds, 5 m²/s').map((x) => x.si)).toEqual([2, 3, 5]);
   });
+
+  it('a word that names an Object.prototype member is no unit', () => {
+    expect(readQuantities('5 constructor, 3 toString, 2 valueOf/s and 4 kg')).toMatchObject([{ text: '4 kg', si: 4 }]);
+  });
 });
 
 describe('placeQuantities', () => {

@@ -95,7 +95,7 @@ function registerDashboardRoutes(router: Router, s: DashboardSources): void {
 
   router.get('/dashboard/:file', describes({ contentType: 'text/plain', summary: 'The dashboard’s script and style sheet' }), (ctx) => {
     const name = String(ctx.params.file);
-    const type = name === 'index.html' ? undefined : FILES[name];
+    const type = name === 'index.html' || !Object.hasOwn(FILES, name) ? undefined : FILES[name];
     if (type === undefined) throw new ServiceError(404, 'SVC_NOT_FOUND', `no dashboard file ${name}`);
     ctx.type = type;
     ctx.set('Cache-Control', 'no-cache');

@@ -103,7 +103,7 @@ function registerDocsRoutes(router: Router, kit: HttpKit): void {
 
   router.get('/api/docs/:asset', describes({ contentType: 'text/plain' }), (ctx) => {
     const name = String(ctx.params.asset);
-    const type = ASSETS[name];
+    const type = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
     if (type === undefined) throw new ServiceError(404, 'SVC_NOT_FOUND', `no asset ${name}`);
     let bytes = assets.get(name);
     if (bytes === undefined) assets.set(name, (bytes = readFileSync(join(dir, name))));

@@ -149,7 +149,7 @@ export function parseUnit(unit: string): Dimension {
       expect(')');
       return inner;
     }
-    if (t === undefined || !(t in UNITS)) throw new Error(`unit '${unit}': unknown name '${t}'`);
+    if (t === undefined || !Object.hasOwn(UNITS, t)) throw new Error(`unit '${unit}': unknown name '${t}'`);
     return UNITS[t]!;
   };
   const factor = (): Dimension => {
