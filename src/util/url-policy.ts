@@ -17,7 +17,8 @@ export interface UrlPolicy {
 export const TRUSTED_URLS: UrlPolicy = { allowLoopback: true, allowHosts: [] };
 
 const blocked = new BlockList();
-for (const [net, prefix] of [
+/** IPv4 ranges no caller may make this node call: unspecified, private, CGNAT, loopback, link-local, benchmarking, multicast, reserved. */
+const BLOCKED_V4: readonly (readonly [string, number])[] = [
   ['0.0.0.0', 8],
   ['10.0.0.0', 8],
   ['100.64.0.0', 10],
@@ -29,24 +30,51 @@ for (const [net, prefix] of [
   ['198.18.0.0', 15],
   ['224.0.0.0', 4],
   ['240.0.0.0', 4],
-] as const)
-  blocked.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const)
-  blocked.addSubnet(net, prefix, 'ipv6');
+];
+for (const [net, prefix] of BLOCKED_V4) blocked.addSubnet(net, prefix, 'ipv4');
 
-/** A loopback, private, link-local, multicast or unspecified address (IPv4-mapped IPv6 is read as its IPv4). */
+/** IPv6 ranges refused whole. */
+const BLOCKED_V6: readonly (readonly [string, number])[] = [
+  // IPv4-compatible (deprecated, RFC 4291 2.5.5.1), with the unspecified `::` and loopback `::1` inside: no public
+  // use, and a stack may carry `::127.0.0.1` to the IPv4 inside.
+  ['::', 96],
+  ['64:ff9b:1::', 48], // NAT64 local-use (RFC 8215): a network's own translator, to its own IPv4 space
+  ['100::', 64], // discard-only (RFC 6666)
+  ['2001::', 32], // Teredo (RFC 4380): a tunnel to the IPv4 of a server and (obfuscated) of a client
+  ['fc00::', 7], // unique local
+  ['fe80::', 10], // link-local
+  ['fec0::', 10], // site-local (deprecated, RFC 3879), still private where it is routed
+  ['ff00::', 8], // multicast
+];
+for (const [net, prefix] of BLOCKED_V6) blocked.addSubnet(net, prefix, 'ipv6');
+
+/** `a.b.c.d` as the two hextets `aabb:ccdd` it fills in an IPv6 address. */
+function hextets(v4: string): string {
+  const [a, b, c, d] = v4.split('.').map(Number) as [number, number, number, number];
+  return `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+}
+
+// IPv6 forms that carry an IPv4 address and reach it (a host's own stack, a NAT64 translator, a 6to4 relay): one whose
+// IPv4 is blocked is refused as that IPv4, one whose IPv4 is public is as public as it. Each blocked IPv4 range is
+// written as the IPv6 range of each form, so the one BlockList answers for both.
+for (const [net, prefix] of BLOCKED_V4) {
+  const h = hextets(net);
+  blocked.addSubnet(`::ffff:${h}`, 96 + prefix, 'ipv6'); // IPv4-mapped (RFC 4291 2.5.5.2), dotted or hex
+  blocked.addSubnet(`::ffff:0:${h}`, 96 + prefix, 'ipv6'); // IPv4-translated (RFC 2765)
+  blocked.addSubnet(`64:ff9b::${h}`, 96 + prefix, 'ipv6'); // NAT64 well-known prefix (RFC 6052)
+  blocked.addSubnet(`2002:${h}::`, 16 + prefix, 'ipv6'); // 6to4 (RFC 3056): the IPv4 in bits 16-48
+}
+
+/**
+ * A loopback, private, link-local, multicast, unspecified or otherwise non-public address, IPv4 or IPv6 (an IPv6 form
+ * that embeds an IPv4 is judged by that IPv4; see BLOCKED_V6 for the forms refused whole). A zone (`fe80::1%eth0`) is
+ * not part of the address. Anything that is not an IP address is refused.
+ */
 export function isBlockedAddress(ip: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (mapped) return blocked.check(mapped[1]!, 'ipv4');
-  const v = isIP(ip);
-  if (v === 4) return blocked.check(ip, 'ipv4');
-  if (v === 6) return blocked.check(ip, 'ipv6');
+  const addr = ip.replace(/%.*$/, '');
+  const v = isIP(addr);
+  if (v === 4) return blocked.check(addr, 'ipv4');
+  if (v === 6) return blocked.check(addr, 'ipv6');
   return true;
 }
 

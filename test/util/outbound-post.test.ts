@@ -31,6 +31,13 @@ describe('postOnce', () => {
     expect(seen).toEqual([]);
   });
 
+  it('refuses an IPv6 literal that embeds an inside IPv4 under a strict policy, and never connects', async () => {
+    const strict = { allowLoopback: false, allowHosts: [] };
+    for (const host of ['[::127.0.0.1]', '[::ffff:7f00:1]', '[64:ff9b::7f00:1]', '[2002:7f00:1::1]', '[fec0::1]', '[100::1]'])
+      await expect(postOnce(`http://${host}:${port}/`, {}, host, { policy: strict, keepBytes: 10 }), host).rejects.toThrow(/private address refused/);
+    expect(seen).toEqual([]);
+  });
+
   it('posts when loopback is allowed, keeping at most keepBytes of the answer', async () => {
     const answer = await postOnce(`http://localhost:${port}/`, { 'content-type': 'text/plain' }, 'hello', {
       policy: { allowLoopback: true, allowHosts: [] },

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkOutboundUrl, isBlockedAddress } from '../../src/util/url-policy.js';
+import { ServiceError } from '../../src/kernel/errors.js';
+import { checkOutboundUrl, guardedLookup, isBlockedAddress } from '../../src/util/url-policy.js';
 
 const strict = { allowLoopback: false, allowHosts: [] };
 
@@ -48,5 +49,75 @@ describe('outbound URL policy (no open proxy)', () => {
     expect(isBlockedAddress('93.184.216.34')).toBe(false);
     expect(isBlockedAddress('2606:2800:220:1::1')).toBe(false);
     expect(isBlockedAddress('100.64.0.1')).toBe(true);
+  });
+
+  it('refuses the IPv6 forms that reach an inside IPv4 or a non-public range, with the error of any private target', () => {
+    const refusal = (u: string): ServiceError => {
+      try {
+        checkOutboundUrl(u, strict);
+      } catch (e) {
+        return e as ServiceError;
+      }
+      throw new Error(`${u} was accepted`);
+    };
+    const loopback = refusal('http://127.0.0.1/');
+    for (const u of [
+      'http://[::ffff:127.0.0.1]/', // IPv4-mapped, dotted (the URL parser writes it in hex)
+      'http://[::ffff:7f00:1]/', // IPv4-mapped, hex
+      'http://[::ffff:a9fe:a9fe]/', // IPv4-mapped 169.254.169.254
+      'http://[::ffff:0:7f00:1]/', // IPv4-translated
+      'http://[::127.0.0.1]/', // IPv4-compatible
+      'http://[::7f00:1]/',
+      'http://[::8.8.8.8]/', // IPv4-compatible is refused whole
+      'http://[64:ff9b::127.0.0.1]/', // NAT64 well-known prefix
+      'http://[64:ff9b::a00:1]/',
+      'http://[64:ff9b::169.254.169.254]/',
+      'http://[64:ff9b:1::a00:1]/', // NAT64 local-use, refused whole
+      'http://[2002:7f00:1::1]/', // 6to4 of 127.0.0.1
+      'http://[2002:c0a8:101::]/', // 6to4 of 192.168.1.1
+      'http://[2002:a9fe:a9fe:1::1]/', // 6to4 of 169.254.169.254
+      'http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/', // Teredo
+      'http://[fec0::1]/', // site-local
+      'http://[FEC0:1::1]:8080/',
+      'http://[100::1]/', // discard-only
+      'http://[100::ffff:ffff:ffff:ffff]/',
+    ]) {
+      const e = refusal(u);
+      expect(e, u).toBeInstanceOf(ServiceError);
+      expect({ status: e.status, code: e.code, message: e.message, extra: e.extra }, u).toEqual({
+        status: loopback.status,
+        code: loopback.code,
+        message: loopback.message,
+        extra: loopback.extra,
+      });
+    }
+    expect(loopback).toMatchObject({ status: 400, code: 'SVC_INVALID_INPUT' });
+    // Public addresses, and the embedding forms of a public IPv4, are accepted.
+    for (const u of [
+      'http://[2606:4700::1111]/',
+      'https://[2606:4700:4700::1111]:8443/x',
+      'http://[::ffff:8.8.8.8]/',
+      'http://[64:ff9b::8.8.8.8]/',
+      'http://[2002:808:808::1]/',
+      'http://[100:0:0:1::1]/',
+    ])
+      expect(() => checkOutboundUrl(u, strict), u).not.toThrow();
+  });
+
+  it('an address as a lookup gives it: a zone is not part of it; what is not an address is refused', () => {
+    expect(isBlockedAddress('fe80::1%eth0')).toBe(true);
+    expect(isBlockedAddress('64:ff9b::7f00:1')).toBe(true);
+    expect(isBlockedAddress('2002:a00:1::1')).toBe(true);
+    expect(isBlockedAddress('2606:4700::1111')).toBe(false);
+    expect(isBlockedAddress('example.com')).toBe(true);
+  });
+
+  it('the lookup of each send drops an embedded inside IPv4 as it drops the IPv4 itself', async () => {
+    const lookup = guardedLookup(strict);
+    const resolve = (host: string): Promise<unknown> =>
+      new Promise((ok, fail) => lookup(host, {}, (err: unknown, address: unknown) => (err ? fail(err as Error) : ok(address))));
+    for (const host of ['127.0.0.1', '::127.0.0.1', '::ffff:7f00:1', '64:ff9b::a00:1', '2002:a00:1::1', 'fec0::1', '100::1'])
+      await expect(resolve(host), host).rejects.toThrow(/resolves to a private address/);
+    await expect(resolve('2606:4700::1111')).resolves.toBe('2606:4700::1111');
   });
 });
