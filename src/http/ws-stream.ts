@@ -22,7 +22,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import type { Logger } from 'pino';
 import { ServiceError } from '../kernel/errors.js';
 import type { IdentityService } from '../identity/service.js';
-import type { StreamService, ChannelRecord } from '../streams/channels.js';
+import { stillOpen, type StreamService, type ChannelRecord } from '../streams/channels.js';
 import { HUB_DEFAULTS, type Subscriber } from '../streams/hub.js';
 import { errorBody } from './errors.js';
 import { traceIdSource } from './trace.js';
@@ -165,12 +165,6 @@ function sendableCode(code: number): number | undefined {
   return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999) ? code : undefined;
 }
 
-/** A closed channel never ticks again: a subscription to it is refused (409, as its tick is) rather than left silent. */
-function stillOpen(channel: ChannelRecord): ChannelRecord {
-  if (channel.status !== 'open') throw new ServiceError(409, 'SVC_CONFLICT', `stream channel ${channel.id} is closed`, { channel: channel.id });
-  return channel;
-}
-
 /** A subscription's channel, and whether the credential it was opened with still holds (checked each heartbeat). */
 interface Authorized {
   channel: ChannelRecord;
@@ -192,6 +186,7 @@ async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL)
       ws_url: at ? `${at.replace(/^http/, 'ws')}${WS_STREAM_PATH}` : null,
     });
   }
+  // A closed channel never ticks again: a subscription to it is refused (stillOpen: 409, as its tick is), not left silent.
   const sig = url.searchParams.get('sig');
   const key = keyFrom(req.headers.authorization, url.searchParams.get('key'));
   if (key === null && sig !== null) {

@@ -4,8 +4,11 @@
 // SealHooks): a tick is sealed and recorded together or not at all. Pushes go out after the batch is durable.
 // A channel lives at its owner's home node (create is forwarded there). Its key is shown once and stored as a
 // SHA-256 digest. An identity owns at most `channelsPerIdentity` open channels, counted by an index of open channels
-// by owner written in the batches that open and close them; closing one frees its slot.
-import { timingSafeEqual } from 'node:crypto';
+// by owner written in the batches that open and close them; closing one frees its slot. A closed channel stays
+// readable (GET, latest, verify) but every entrance that would feed or follow it — a tick, a pull link, a pull, a
+// secure session or its pull, a subscription — is refused 409 SVC_CONFLICT (closedChannel); closing it takes its
+// secure sessions out of the owner's count in the same batch.
+import { timingSafeEqual, type KeyObject } from 'node:crypto';
 import { sha256Hex } from '../kernel/bytes.js';
 import { capReached, ServiceError } from '../kernel/errors.js';
 import { stampAt, type Clock } from '../kernel/clock.js';
@@ -16,7 +19,7 @@ import { randomHex } from '../util/random-hex.js';
 import { renderTemplate } from './template.js';
 import { checkLink, signLink, type LinkCheck } from './links.js';
 import type { StreamHub } from './hub.js';
-import { SecureSessions, SESSIONS_PER_IDENTITY_DEFAULT } from './secure.js';
+import { SecureSessions, SESSIONS_PER_IDENTITY_DEFAULT, type SecureSession } from './secure.js';
 import { backfillOnce } from '../store/backfill.js';
 import { KeyedLock } from '../util/keyed-lock.js';
 import { newChannelId } from './channel-id.js';
@@ -40,6 +43,20 @@ export interface StreamLimits {
 }
 
 export const STREAM_LIMITS_DEFAULT: StreamLimits = { channelsPerIdentity: 256, sessionsPerIdentity: SESSIONS_PER_IDENTITY_DEFAULT };
+
+/**
+ * What every entrance answers for a closed channel: 409 SVC_CONFLICT naming it (the channel is there, in a state that
+ * refuses the request; the spec names no code for it). Reading it (GET, latest, verify) is still answered.
+ */
+export function closedChannel(id: string): ServiceError {
+  return new ServiceError(409, 'SVC_CONFLICT', `stream channel ${id} is closed`, { channel: id });
+}
+
+/** The channel when it is open, else the closed-channel refusal. */
+export function stillOpen(c: ChannelRecord): ChannelRecord {
+  if (c.status !== 'open') throw closedChannel(c.id);
+  return c;
+}
 
 /** Ticks between autotick seals: at least 1, at most about 24 h (spec part 8: 111 197 ticks). */
 export const TICK_INTERVAL_MAX = 111_197;
@@ -143,6 +160,12 @@ export class StreamService {
   private readonly locks = new KeyedLock();
   /** One create at a time per owner: its count and its batch. */
   private readonly creating = new KeyedLock();
+  /**
+   * A close and a secure session's open, one at a time per channel (a close holds it inside its tick lock): a session is
+   * opened on a channel still open, and a close counts every session opened before it. Not the tick lock, so an open
+   * does not wait for a running tick.
+   */
+  private readonly gates = new KeyedLock();
   readonly limits: StreamLimits;
   /** Channels with autotick on (ids), loaded at start. */
   readonly autotickIds = new Set<string>();
@@ -253,8 +276,7 @@ export class StreamService {
   /** One tick: continue from the head state, seal, move the head in the seal's batch; then push. */
   tick(id: string): Promise<{ channel: ChannelRecord; sealed: Sealed }> {
     return this.locks.run(id, async () => {
-      const c = await this.get(id);
-      if (c.status !== 'open') throw new ServiceError(409, 'SVC_CONFLICT', `stream channel ${id} is closed`);
+      const c = stillOpen(await this.get(id));
       let next: ChannelRecord | null = null;
       const hooks = {
         ops: (facts: { result_id: string; svcond: number }, run: { state: unknown }): Op[] => {
@@ -304,18 +326,29 @@ export class StreamService {
   }
 
   async close(id: string): Promise<ChannelRecord> {
-    return this.locks.run(id, async () => {
-      const c = await this.get(id);
-      if (c.status === 'closed') return c;
-      const closed: ChannelRecord = { ...c, status: 'closed', autotick: false };
-      await this.deps.store.commit([
-        { type: 'put', sub: this.channels, key: id, value: closed },
-        { type: 'del', sub: this.autoIndex, key: id },
-        { type: 'del', sub: this.byOwner, key: this.ownerKey(c) },
-      ]);
-      this.autotickIds.delete(id);
-      this.deps.hub.closeChannel(id, 'channel closed');
-      return closed;
+    return this.locks.run(id, () =>
+      this.gates.run(id, async () => {
+        const c = await this.get(id);
+        if (c.status === 'closed') return c;
+        const closed: ChannelRecord = { ...c, status: 'closed', autotick: false };
+        await this.deps.store.commit([
+          { type: 'put', sub: this.channels, key: id, value: closed },
+          { type: 'del', sub: this.autoIndex, key: id },
+          { type: 'del', sub: this.byOwner, key: this.ownerKey(c) },
+          ...(await this.secure.uncountOps(c.owner.zid, id)),
+        ]);
+        this.autotickIds.delete(id);
+        this.deps.hub.closeChannel(id, 'channel closed');
+        return closed;
+      }),
+    );
+  }
+
+  /** A secure-pull session on an open channel (secure.ts open); 409 once the channel is closed. */
+  openSecure(id: string, clientPublic: KeyObject): Promise<{ session: SecureSession; serverPublicKey: string }> {
+    return this.gates.run(id, async () => {
+      const c = stillOpen(await this.get(id));
+      return this.secure.open(c.id, c.owner.zid, clientPublic);
     });
   }
 
@@ -344,8 +377,7 @@ export class StreamService {
    */
   async setAutotick(id: string, on: boolean, tickIntervalZeqonds?: number): Promise<ChannelRecord> {
     return this.locks.run(id, async () => {
-      const c = await this.get(id);
-      if (c.status !== 'open') throw new ServiceError(409, 'SVC_CONFLICT', `stream channel ${id} is closed`);
+      const c = stillOpen(await this.get(id));
       if (on) await this.deps.compute.assertCanPayCost(this.ownerCaller(c), this.tickPrice(c));
       const next: ChannelRecord = { ...c, autotick: on, autotick_stopped: null, tick_interval: tickIntervalZeqonds ?? c.tick_interval };
       await this.deps.store.commit([
@@ -358,8 +390,9 @@ export class StreamService {
     });
   }
 
-  /** A signed pull link (links.ts). */
+  /** A signed pull link (links.ts) to an open channel. */
   link(c: ChannelRecord, ttlSeconds: number): { sig: string; expiresMs: number } {
+    stillOpen(c);
     const expiresMs = this.nowMs() + ttlSeconds * 1000;
     return { sig: signLink(this.deps.linkKey, c.id, expiresMs), expiresMs };
   }

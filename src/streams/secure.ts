@@ -18,7 +18,9 @@
 // node died between two frames (up to SEQ_RESERVE numbers are skipped then). At most SESSIONS_MAX are kept in memory
 // (oldest dropped first; a dropped one is read again from the store); expired ones are deleted when met and at start.
 // The unexpired sessions on one identity's channels are at most `perIdentity`, counted by an index by owner written
-// in the batch of each open, under one lock per owner: beyond it 429 until the first of them expires.
+// in the batch of each open, under one lock per owner: beyond it 429 until the first of them expires. Closing a
+// channel takes its sessions out of that count (uncountOps, in the close's batch); their records stay until they
+// expire, so a pull with one is answered that the channel is closed rather than that the session is unknown.
 import { createCipheriv, createDecipheriv, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
 import { ServiceError } from '../kernel/errors.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
@@ -139,6 +141,20 @@ export class SecureSessions {
       live: all.filter((r) => r.value > now).map((r) => ({ key: r.key, expiresMs: r.value })),
       expired: all.filter((r) => r.value <= now).map((r) => r.key),
     };
+  }
+
+  /**
+   * Ops that take the sessions of `channelId`, a channel of `owner` being closed, out of the owner's count (their
+   * index entries; the sessions themselves stay until they expire, refused with the channel).
+   */
+  async uncountOps(owner: string, channelId: string): Promise<Op[]> {
+    const ops: Op[] = [];
+    for (const { key } of await this.store.range<number>(this.byOwner, { gte: `${owner}!`, lt: `${owner}!~` })) {
+      const id = key.slice(owner.length + 1);
+      const s = this.sessions.get(id) ?? (await this.store.get<StoredSession>(this.sub, id));
+      if (s?.channelId === channelId) ops.push({ type: 'del', sub: this.byOwner, key });
+    }
+    return ops;
   }
 
   /** Unexpired sessions on `owner`'s channels. */

@@ -128,6 +128,58 @@ describe('stream channels', () => {
   });
 });
 
+describe('a closed channel', () => {
+  it('refuses a link, a pull, a secure session and its pull with 409 SVC_CONFLICT, minting nothing; it is still read', async () => {
+    const { generateKeyPairSync } = await import('node:crypto');
+    const clientKey = () => generateKeyPairSync('x25519').publicKey.export({ format: 'jwk' }).x;
+    const c = (await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: 0.1 } }, bearer(owner.key))).body;
+    const path = `/api/svc/streams/${c.id}`;
+    expect((await call(t.url, 'POST', `${path}/tick`, undefined, bearer(c.key))).status).toBe(200);
+    // Taken while it was open: a pull link and a secure session.
+    const link = await call(t.url, 'POST', `${path}/link`, { ttlSeconds: 600 }, bearer(owner.key));
+    expect(link.status, link.text).toBe(201);
+    const open = await call(t.url, 'POST', `${path}/secure/open`, { client_public_key: clientKey() }, bearer(c.key));
+    expect(open.status, open.text).toBe(201);
+    expect((await call(t.url, 'GET', `${path}/pull?sig=${encodeURIComponent(link.body.sig)}`)).status).toBe(200);
+    expect((await call(t.url, 'GET', `${path}/secure/pull?session=${open.body.session}`)).status).toBe(200);
+    const sessions = async () => (await t.node.store.range(t.node.store.sub('stream_sessions'))).length;
+    const counted = await t.node.streams.secure.openBy(owner.zid);
+
+    expect((await call(t.url, 'POST', `${path}/close`, undefined, bearer(owner.key))).body.status).toBe('closed');
+    // Its session no longer counts against the owner's cap.
+    expect(await t.node.streams.secure.openBy(owner.zid)).toBe(counted - 1);
+    const stored = await sessions();
+
+    const isClosed = (r: Awaited<ReturnType<typeof call>>, what: string) => {
+      const e = expectError(r, 409, 'SVC_CONFLICT');
+      expect(e, what).toMatchObject({ message: `stream channel ${c.id} is closed`, channel: c.id });
+      expect(r.body, what).not.toHaveProperty('url');
+      expect(r.body, what).not.toHaveProperty('sig');
+      expect(r.body, what).not.toHaveProperty('session');
+      return r;
+    };
+    for (const key of [owner.key, c.key]) {
+      isClosed(await call(t.url, 'POST', `${path}/link`, { ttlSeconds: 60 }, bearer(key)), 'link');
+      isClosed(await call(t.url, 'POST', `${path}/secure/open`, { client_public_key: clientKey() }, bearer(key)), 'secure/open');
+      isClosed(await call(t.url, 'POST', `${path}/tick`, undefined, bearer(key)), 'tick');
+    }
+    const pulled = isClosed(await call(t.url, 'GET', `${path}/pull?sig=${encodeURIComponent(link.body.sig)}`), 'pull');
+    expect(pulled.headers.get('x-svc-sealed')).toBe('false');
+    const securePulled = isClosed(await call(t.url, 'GET', `${path}/secure/pull?session=${open.body.session}`), 'secure/pull');
+    expect(securePulled.headers.get('x-svc-sealed')).toBe('false');
+    // No session was opened; none counts.
+    expect(await sessions()).toBe(stored);
+    expect(await t.node.streams.secure.openBy(owner.zid)).toBe(counted - 1);
+    // The credential is checked first: a bad link or session is still 401, not a word about the channel.
+    expectError(await call(t.url, 'GET', `${path}/pull?sig=garbage`), 401, 'SVC_INVALID_KEY');
+    expectError(await call(t.url, 'GET', `${path}/secure/pull?session=ses_${'0'.repeat(32)}`), 401, 'SVC_INVALID_KEY');
+    expectError(await call(t.url, 'POST', `${path}/link`, { ttlSeconds: 60 }, bearer(other.key)), 403, 'SVC_FORBIDDEN');
+    // Read as before: the record, and its last output.
+    expect((await call(t.url, 'GET', path, undefined, bearer(owner.key))).body).toMatchObject({ status: 'closed', tick_count: 1 });
+    expect((await call(t.url, 'GET', `${path}/latest`, undefined, bearer(c.key))).status).toBe(200);
+  });
+});
+
 describe('channels and secure sessions per identity', () => {
   let n: TestNode;
   let who: { zid: string; key: string };
@@ -191,5 +243,22 @@ describe('channels and secure sessions per identity', () => {
     expect(Date.parse(e.reset_at)).toBeGreaterThan(Date.now());
     expect(r.headers.get('retry-after')).toBe(String(e.retry_after_seconds));
     expect(await sessions()).toBe(before);
+    // Closing the channel frees the slots its sessions held: another channel of the owner's opens one.
+    const rest = (await n.node.store.range<{ id: string; status: string; owner: { zid: string } }>(n.node.store.sub('stream_channels'))).find(
+      (c) => c.value.status === 'open' && c.value.owner.zid === who.zid && c.value.id !== ch.id,
+    )!.value;
+    expect((await call(n.url, 'POST', `/api/svc/streams/${ch.id}/close`, undefined, bearer(who.key))).body.status).toBe('closed');
+    expect(await n.node.streams.secure.openBy(who.zid)).toBe(0);
+    const again = await call(
+      n.url,
+      'POST',
+      `/api/svc/streams/${rest.id}/secure/open`,
+      { client_public_key: generateKeyPairSync('x25519').publicKey.export({ format: 'jwk' }).x },
+      bearer(who.key),
+    );
+    expect(again.status, again.text).toBe(201);
+    // The count is the store's: a restart keeps the closed channel's sessions out of it.
+    n = await n.restart();
+    expect(await n.node.streams.secure.openBy(who.zid)).toBe(1);
   }, 30_000);
 });

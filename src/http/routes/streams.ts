@@ -1,6 +1,7 @@
 // Stream channel routes (spec 4.5): thin — validate with zod, check who may open the channel, call the stream service.
 // Who opens a channel: its owner's key, or the channel's own key (Authorization header or ?key=); a pull link's
-// signature opens its keyless pull only (part 5 item 7).
+// signature opens its keyless pull only (part 5 item 7). A closed channel is still read (GET, latest, verify); a link,
+// a pull, a secure session and its pull are refused 409 SVC_CONFLICT after the credential is checked (stillOpen).
 import type Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { z } from 'zod';
@@ -22,7 +23,15 @@ import {
 import { verifyBody, verifyCandidate } from './compute.js';
 import { ServiceError } from '../../kernel/errors.js';
 import type { Caller } from '../../records/types.js';
-import { CHANNEL_CONTRACT_REFUSAL, channelView, headersOf, TICK_INTERVAL_MAX, type ChannelRecord, type StreamService } from '../../streams/channels.js';
+import {
+  CHANNEL_CONTRACT_REFUSAL,
+  channelView,
+  headersOf,
+  stillOpen,
+  TICK_INTERVAL_MAX,
+  type ChannelRecord,
+  type StreamService,
+} from '../../streams/channels.js';
 import { TEMPLATE_MAX } from '../../streams/template.js';
 import { LINK_TTL_DEFAULT_SECONDS, LINK_TTL_MAX_SECONDS } from '../../streams/links.js';
 import { x25519PublicKey } from '../../streams/secure.js';
@@ -258,7 +267,7 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
     unsealedHeaders(ctx);
     const id = ctx.params.id!;
     const sig = checkedLink(ctx, id);
-    const bytes = await streams.latestBytes(await streams.get(id));
+    const bytes = await streams.latestBytes(stillOpen(await streams.get(id)));
     answerLatest(ctx, bytes, verifyUrl(id, sig), (b) => ({ type: 'application/json; charset=utf-8', body: b }));
   });
 
@@ -286,7 +295,7 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
           reason: 'not an X25519 public key',
           allowed: '32 bytes, base64url',
         });
-      const { session, serverPublicKey } = await streams.secure.open(channel.id, channel.owner.zid, pub);
+      const { session, serverPublicKey } = await streams.openSecure(channel.id, pub);
       ctx.status = 201;
       ctx.body = {
         session: session.id,
@@ -309,7 +318,7 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
     const session = await streams.secure.get(id, ctx.query.session);
     if (session === null)
       throw new ServiceError(401, 'SVC_INVALID_KEY', 'unknown or expired secure session', { key_id: null, revoked_at: null, reason: 'no session' });
-    const bytes = await streams.latestBytes(await streams.get(id));
+    const bytes = await streams.latestBytes(stillOpen(await streams.get(id)));
     const frame = bytes === null ? null : await streams.secure.seal(session, bytes);
     answerLatest(ctx, bytes, verifyUrl(id), () => ({ type: 'application/json; charset=utf-8', body: frame }));
   });
