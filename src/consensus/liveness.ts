@@ -45,25 +45,35 @@ export interface LivenessLogOptions {
 }
 
 export class LivenessLog {
-  /** Node → its tick events; a node heard again moves to the newest end, so the one heard longest ago goes first. */
-  private readonly byNode: BoundedMap<string, Heard[]>;
+  /**
+   * Node → its tick events; a node heard again moves to the newest end, so the one heard longest ago goes first. Two
+   * tiers, each bounded: nodes holding a bond (what committees are drawn from; a bond costs tokens) and the rest (a
+   * peer id costs nothing), so fresh keys ticking evict only each other.
+   */
+  private readonly bonded: BoundedMap<string, Heard[]>;
+  private readonly others: BoundedMap<string, Heard[]>;
   /** The first tick recorded: the log says nothing about the ticks before it. */
   private start: number | null = null;
   private newest = 0;
 
   constructor(private readonly o: LivenessLogOptions) {
-    this.byNode = new BoundedMap(o.maxNodes ?? 4096);
+    this.bonded = new BoundedMap(o.maxNodes ?? 4096);
+    this.others = new BoundedMap(o.maxNodes ?? 4096);
   }
 
-  /** A tick event of `node` at its tick `h.svcond` (one already recorded, or older than the node's latest, is skipped). */
-  record(node: string, h: Heard, now: number): void {
+  /**
+   * A tick event of `node` at its tick `h.svcond` (one already recorded, or older than the node's latest, is skipped).
+   * `bonded`: this node's registry holds a bond of `node` (its history moves to the bonded tier).
+   */
+  record(node: string, h: Heard, now: number, bonded = false): void {
     if (this.start === null) this.start = now;
     this.newest = Math.max(this.newest, now);
-    let list = this.byNode.get(node);
+    let list = this.bonded.get(node) ?? this.others.get(node);
     if (list && list.length > 0 && list[list.length - 1]!.svcond >= h.svcond) return;
     if (!list) list = [];
-    this.byNode.delete(node);
-    this.byNode.set(node, list);
+    this.bonded.delete(node);
+    this.others.delete(node);
+    (bonded ? this.bonded : this.others).set(node, list);
     list.push(
       h.every === undefined ? { svcond: h.svcond, mode: h.mode, bondId: h.bondId } : { svcond: h.svcond, mode: h.mode, bondId: h.bondId, every: h.every },
     );
@@ -87,11 +97,11 @@ export class LivenessLog {
 
   /** The tick events of `node` whose tick is in [from, to], oldest first. */
   heardIn(node: string, from: number, to: number): Heard[] {
-    return (this.byNode.get(node) ?? []).filter((h) => h.svcond >= from && h.svcond <= to);
+    return (this.bonded.get(node) ?? this.others.get(node) ?? []).filter((h) => h.svcond >= from && h.svcond <= to);
   }
 
   /** Nodes with a tick event recorded. */
   nodes(): string[] {
-    return [...this.byNode.keys()];
+    return [...this.bonded.keys(), ...this.others.keys()];
   }
 }

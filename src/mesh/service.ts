@@ -770,6 +770,11 @@ export class MeshService {
   }
 
   /** Peers known to the node (tick senders and connected peers). */
+  /** Peers the peer table keeps before others when it is full (bonded nodes: PeerTableOptions.kept). */
+  keepPeers(kept: (peerId: string) => boolean): void {
+    this.peerTable.keep(kept);
+  }
+
   peers(): PeerInfo[] {
     return this.peerTable.list();
   }

@@ -148,12 +148,15 @@ export async function wireConsensus(
     keepTicks: 4 * (config.contribution.liveTicks + config.contribution.deadlineTicks),
     baseEvery: config.mesh.tickEvery,
   });
+  // A node with a bond record here is kept before fresh keys, in the peer table and in the liveness log.
+  const bonded = (node: string) => bonds.ofNode(node) !== null;
+  if (mesh.enabled) mesh.keepPeers(bonded);
   const recordHeard = () => {
     const now = time.nowSvcond();
-    liveness.record(f.nodeId, { svcond: now, mode: operator.mode(), bondId: operator.bond()?.bond.bond_id ?? null }, now);
+    liveness.record(f.nodeId, { svcond: now, mode: operator.mode(), bondId: operator.bond()?.bond.bond_id ?? null }, now, true);
     if (!mesh.enabled) return;
     for (const p of mesh.peers())
-      if (p.lastTick !== null) liveness.record(p.peerId, { svcond: p.lastTick, mode: p.mode, bondId: p.bondId, every: p.every }, now);
+      if (p.lastTick !== null) liveness.record(p.peerId, { svcond: p.lastTick, mode: p.mode, bondId: p.bondId, every: p.every }, now, bonded(p.peerId));
   };
   f.verdictMarks.bind((executedBy) => verdictMarkOf(bonds, executedBy));
   const lookupResult = resultFinder(economy.results, {

@@ -63,4 +63,19 @@ describe('live eligibility in the sender’s intervals', () => {
     expect(log.covers(650 - 11, 50)).toBe(true);
     expect(log.covers(99, 50)).toBe(false);
   });
+
+  it('fresh keys ticking evict only each other: a bonded node’s history stays', () => {
+    const log = new LivenessLog({ keepTicks: 100, baseEvery: 1, maxNodes: 8 });
+    log.record('honest', heardAt(100), 100, true);
+    log.record('honest', heardAt(101), 101, true);
+    log.record('unbonded', heardAt(101), 101);
+    for (let i = 0; i < 500; i++) log.record(`fresh${i}`, heardAt(102), 102);
+    expect(log.heardIn('honest', 0, 1_000).map((h) => h.svcond)).toEqual([100, 101]);
+    expect(log.heardIn('unbonded', 0, 1_000)).toEqual([]);
+    expect(log.nodes()).toHaveLength(1 + 8);
+    // A node heard before its bond was known keeps its history when it moves to the bonded tier.
+    log.record('fresh499', heardAt(103), 103, true);
+    for (let i = 0; i < 500; i++) log.record(`later${i}`, heardAt(104), 104);
+    expect(log.heardIn('fresh499', 0, 1_000).map((h) => h.svcond)).toEqual([102, 103]);
+  });
 });

@@ -3,7 +3,7 @@
 // the coherence score counts the recently heard peers that agree with this node's clock and kernel, and every
 // "recently heard" and "in step" is read in the peer's own declared interval; the silent peers are those heard recently
 // but not within their silent window, not connected, the most recently heard first; the count of peers learnt grows
-// with each peer first heard or connected, or telling a new URL.
+// with each peer first heard or connected, or telling a new URL; a kept (bonded) peer goes after every other.
 import { describe, expect, it } from 'vitest';
 import { PeerTable, RECENT_WINDOW_TICKS, SILENT_FLOOR_TICKS, TICK_EVENT_TYPE, recentWindow, silentAfter, type TickBody } from '../../src/mesh/peer-table.js';
 import type { MeshEvent } from '../../src/mesh/wire.js';
@@ -64,6 +64,27 @@ describe('the peer table', () => {
     at(300);
     t.applyTick(...tick('d2', 300));
     expect(t.list().map((p) => p.peerId)).toEqual(['c', 'd2']);
+  });
+
+  it('a kept (bonded) peer outlasts a flood of fresh keys ticking after it', () => {
+    const { t, at } = table(4);
+    t.keep((p) => p === 'bonded');
+    at(100);
+    t.applyTick(...tick('bonded', 100));
+    for (let i = 0; i < 200; i++) {
+      at(101 + i);
+      t.applyTick(...tick(`fresh${i}`, 101 + i));
+    }
+    const ids = t.list().map((p) => p.peerId);
+    expect(ids).toHaveLength(4);
+    expect(ids).toContain('bonded');
+    expect(ids).toContain('fresh199');
+    // Without the rule it would be the first to go.
+    const plain = table(4);
+    plain.at(100);
+    plain.t.applyTick(...tick('bonded', 100));
+    for (let i = 0; i < 4; i++) plain.t.applyTick(...tick(`fresh${i}`, 101 + i));
+    expect(plain.t.list().map((p) => p.peerId)).not.toContain('bonded');
   });
 
   it('coherence: the fraction of recently heard peers in step with this clock and kernel; null when none is heard', () => {
