@@ -3,6 +3,7 @@
 // relays named), private (only loopback and private-range addresses) or unknown (a public address not yet confirmed).
 import { isIP } from 'node:net';
 import type { Multiaddr } from '@multiformats/multiaddr';
+import { isBlockedAddress } from '../util/url-policy.js';
 
 export type Reachability = 'public' | 'relayed' | 'private' | 'unknown';
 
@@ -29,24 +30,8 @@ const P2P_CODE = 421;
 
 /** True for loopback, private, link-local and carrier-grade NAT ranges (addresses no outside node can dial). */
 export function isPrivateHost(host: string): boolean {
-  const family = isIP(host);
-  if (family === 4) {
-    const [a, b] = host.split('.').map(Number) as [number, number];
-    return (
-      a === 127 ||
-      a === 10 ||
-      a === 0 ||
-      (a === 172 && b >= 16 && b <= 31) ||
-      (a === 192 && b === 168) ||
-      (a === 169 && b === 254) ||
-      (a === 100 && b >= 64 && b <= 127)
-    );
-  }
-  if (family === 6) {
-    const h = host.toLowerCase();
-    return h === '::1' || h === '::' || h.startsWith('fc') || h.startsWith('fd') || h.startsWith('fe80');
-  }
-  return false;
+  // The one list of non-public ranges (url-policy.ts), IPv6 forms that embed an IPv4 included; a name is not private here.
+  return isIP(host.replace(/%.*$/, '')) !== 0 && isBlockedAddress(host);
 }
 
 function hostOf(ma: Multiaddr): string | null {
