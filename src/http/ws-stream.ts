@@ -368,6 +368,17 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
             }
             ws.on('close', () => hub.remove(channel.id, sub));
             ws.send(JSON.stringify({ subscribed: channel.id, tick_count: channel.tick_count }));
+            // A close that landed between the check above and hub.add told the hub's subscribers before this one
+            // joined: read the record again (a close is stored before the hub is told), so it is not left silent.
+            deps.streams.get(channel.id).then(
+              (now) => {
+                if (now.status !== 'open') {
+                  hub.remove(channel.id, sub);
+                  sub.drop('channel closed', 1000);
+                }
+              },
+              () => undefined,
+            );
           });
         },
         (err: unknown) => refuse(socket, id, err instanceof ServiceError ? err : new ServiceError(500, 'SVC_INTERNAL_ERROR', 'internal error')),

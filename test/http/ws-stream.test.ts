@@ -75,6 +75,33 @@ describe('WS /ws/stream', () => {
     await expect(open(`channel=${c.id}&key=${c.key}`)).rejects.toThrow('refused 409');
   });
 
+  it('a close landing between the subscription’s check and its joining still ends it with 1000', async () => {
+    const c = (await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: {} }, bearer(owner.key))).body;
+    const streams = t.node.streams;
+    const get = streams.get.bind(streams);
+    // The subscription's check reads the channel open; the close is stored and told to the hub before it joins.
+    let raced = false;
+    streams.get = async (id: string) => {
+      const rec = await get(id);
+      if (id === c.id && !raced) {
+        raced = true;
+        await streams.close(id);
+      }
+      return rec;
+    };
+    try {
+      const client = await open(`channel=${c.id}&key=${c.key}`);
+      const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+        client.ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })),
+      );
+      expect(raced).toBe(true);
+      expect(await closed).toEqual({ code: 1000, reason: 'channel closed' });
+      await until(() => streams.hub.count(c.id) === 0);
+    } finally {
+      streams.get = get;
+    }
+  });
+
   it('refuses a missing or wrong key, another identity, a bad link and another path', async () => {
     const noKey = await open(`channel=${channel.id}`).catch((err: Error) => err.message);
     expect(noKey).toMatch(/^refused 401 /);
