@@ -25,6 +25,7 @@ import type { GossipHandler } from '../mesh/gossip-handlers.js';
 import { MAX_TICK_INTERVAL } from '../mesh/tick-interval.js';
 import { TICK_AHEAD_TICKS } from '../mesh/peer-table.js';
 import type { MeshEvent } from '../mesh/wire.js';
+import { BoundedSet } from '../util/bounded-map.js';
 import { KeyedLock } from '../util/keyed-lock.js';
 import { BOND_HEARD_SLACK_TICKS, type BondService } from './bonds.js';
 import { inSenderIntervals, liveReach } from './liveness.js';
@@ -254,6 +255,8 @@ export class ChallengeService {
   private sweeping = false;
   /** Fetches of sealed results under way, by result_sha256 (sealedBody). */
   private readonly fetching = new Map<string, Promise<SealedResult>>();
+  /** Challenges whose opener this node asked for its verdict and could not reach (addsLate: any node's document then). */
+  private readonly openerUnreachable = new BoundedSet<string>(4096);
   private readonly counts = {
     refused_votes: 0,
     non_member_votes: 0,
@@ -593,7 +596,10 @@ export class ChallengeService {
           }
           if (c.challenger_home !== me && this.o.ask) {
             this.counts.verdicts_asked++;
-            const doc = await this.o.ask(c.challenger_home, c.challenge_id).catch(() => null);
+            const doc = await this.o.ask(c.challenger_home, c.challenge_id).catch(() => {
+              this.openerUnreachable.add(c.challenge_id);
+              return null;
+            });
             if (
               doc &&
               (await this.applyVerdict(doc, c.challenger_home).then(
@@ -817,8 +823,9 @@ export class ChallengeService {
    * are checked and folded here; then it is this node's too. Past a round's deadline + grace on this node's clock, only
    * the opener's document may add votes or commits this node did not hear in time (takeVote): anyone holding a
    * member's held-back reveal could otherwise wrap it in a document of their own and split the verdict from the
-   * opener's. Once the opener has stayed silent for askPatienceTicks more, any node's document is taken, as this node
-   * would then decide on its own.
+   * opener's. Once this node has failed to reach the opener, or the opener has stayed silent for askPatienceTicks
+   * more, any node's document is taken: a node that missed votes while the opener is down converges on the
+   * committee's announced verdict rather than declaring its own no_quorum.
    */
   async applyVerdict(doc: VerdictDocument, from?: string): Promise<void> {
     const check = verifyVerdictDocument(doc, this.o.verify);
@@ -1067,13 +1074,14 @@ export class ChallengeService {
   }
 
   /**
-   * How many of a document's votes and commits are new here and past their window on this node's clock (0 once the
-   * opener has stayed silent for askPatienceTicks past the document's round).
+   * How many of a document's votes and commits are new here and past their window on this node's clock: 0 once this
+   * node has failed to reach the opener (the committee's announcements are then what it has) or the opener has stayed
+   * silent for askPatienceTicks past the document's round.
    */
   private addsLate(cur: ChallengeEntry, doc: VerdictDocument): number {
     const c = cur.challenge.challenge;
     const now = this.o.nowSvcond();
-    if (now > this.voteCutoff(c, doc.verdict.round ?? 0) + this.askPatience()) return 0;
+    if (this.openerUnreachable.has(c.challenge_id) || now > this.voteCutoff(c, doc.verdict.round ?? 0) + this.askPatience()) return 0;
     // What mergeVotes and mergeCommits would add: a (voter, round, value) not held here.
     const key = (r: { voter: string; round?: 1 }, value: string): string => `${r.voter}|${roundOf(r)}|${value}`;
     const heldVotes = new Set(cur.votes.map((v) => key(v.vote, v.vote.digest)));

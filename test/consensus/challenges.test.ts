@@ -971,6 +971,42 @@ describe('a reveal held back past the deadline', () => {
     await other.sweepDeadlines();
     expect(other.get(id)!.verdict).toMatchObject({ outcome: 'no_quorum', tally: { [CLAIM]: 1 } });
   });
+
+  it('a node that missed a vote while the opener is down takes the committee’s verdict once it failed to reach the opener', async () => {
+    const sc = signedChallenge('res_27_h');
+    const id = sc.challenge.challenge_id;
+    const [m0, m1] = [member(sc, 0), member(sc, 1)];
+    const decider = await service(m0);
+    const asked: string[] = [];
+    const stranded = await service(keys[5]!, undefined, undefined, {
+      askPatienceTicks: 50,
+      ask: async (node) => {
+        asked.push(node);
+        throw new Error('the opener is down');
+      },
+    });
+    const [v0, v1] = [vote(m0, id, CLAIM), vote(m1, id, CLAIM)];
+    await decider.applyOpened(sc, { sender: keys[1]!.id });
+    await stranded.applyOpened(sc, { sender: keys[1]!.id });
+    for (const [by, v] of [
+      [m0, v0],
+      [m1, v1],
+    ] as const)
+      await decider.applyVote(v, { sender: by.id });
+    await stranded.applyVote(v0, { sender: m0.id });
+    await stranded.applyCommit(commitOf(m1, v1), { sender: m1.id });
+    const doc = decider.document(id)!;
+    expect(doc.verdict.outcome).toBe('upheld');
+    now = sc.challenge.deadline_svcond + 3;
+    // Past its window, m1's vote from a member's announcement is refused while the opener may still answer …
+    expect((await refusal(stranded.applyVerdict(doc, m0.id))).code).toBe('INVALID_VERDICT');
+    // … and taken once asking the opener failed: it converges on the committee's verdict, not a no_quorum of its own.
+    await stranded.sweepDeadlines();
+    expect(asked).toEqual([keys[1]!.id]);
+    expect(stranded.get(id)!.state).toBe('voting');
+    await stranded.applyVerdict(doc, m0.id);
+    expect(stranded.get(id)!.verdict).toMatchObject({ outcome: 'upheld', deciding_digest: CLAIM });
+  });
 });
 
 describe('a liar cannot reach an honest node’s bond', () => {
