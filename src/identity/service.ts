@@ -12,7 +12,7 @@ import { BoundedMap, LruMap } from '../util/bounded-map.js';
 import { MissedLookups } from '../util/missed-lookups.js';
 import type { ChainService, MachineRecord } from '../chain/service.js';
 import { DEFAULT_SLUG_PREFIX, MachineCreation, type AdminKey } from '../chain/machine-creation.js';
-import type { KeyRecord } from '../records/types.js';
+import type { KeyKind, KeyRecord } from '../records/types.js';
 import { compareVersions, keyDigest, keyId, keyKind, mintKey } from './keys.js';
 import { Claims, conflict, type Claim, type ClaimSpace } from './claims.js';
 import { DEFAULT_SCRYPT_COST, MAX_SCRYPT_COST, MIN_SCRYPT_COST } from '../config/scrypt-cost.js';
@@ -641,6 +641,25 @@ export class IdentityService {
     await this.deps.store.commit([{ type: 'del', sub: this.sessions, key: sha256Hex(token) }]);
   }
 
+  /** A new random key of `kind` (the draw unlistedKey makes; a test puts chosen keys here). */
+  drawKey(kind: KeyKind): string {
+    return mintKey(kind);
+  }
+
+  /**
+   * A new key whose id is not yet in any of the `lists` (sublevel, owner: entries `${owner}!${key_id}`). A key id is
+   * 32 bits of the key's digest, and a list keeps one key per id: a colliding key would replace the other's entry,
+   * leaving a working key that no listing shows and no revocation by id reaches. Re-rolled (1 in 4 billion a try).
+   */
+  private async unlistedKey(kind: KeyKind, ...lists: [Sublevel, string][]): Promise<string> {
+    for (;;) {
+      const key = this.drawKey(kind);
+      const id = keyId(key);
+      const taken = await Promise.all(lists.map(([sub, owner]) => this.deps.store.get(sub, `${owner}!${id}`)));
+      if (taken.every((v) => v === undefined)) return key;
+    }
+  }
+
   /** Mint a key of the given kind for an identity (shown once; only its digest is stored). */
   async mintKeyFor(zid: string, kind: 'sk' | 'sk_test' | 'svc_ak', ttlMs: number | null): Promise<{ key: string; record: KeyRecord }> {
     if (kind === 'svc_ak' && compareVersions(this.deps.kernelVersion, LEGACY_KEY_REMOVED_IN) >= 0) {
@@ -650,7 +669,7 @@ export class IdentityService {
         allowed: ['sk', 'sk_test'],
       });
     }
-    const key = mintKey(kind);
+    const key = await this.unlistedKey(kind, [this.identityKeys, zid]);
     const now = this.now();
     const record: KeyRecord = {
       key_id: keyId(key),
@@ -678,7 +697,7 @@ export class IdentityService {
    * shown once (its digest is stored). Not asserted to the mesh: only the machine's home accepts it.
    */
   async mintEmbedKey(zid: string, slug: string): Promise<{ key: string; record: KeyRecord }> {
-    const key = mintKey('zsm_pub');
+    const key = await this.unlistedKey('zsm_pub', [this.identityKeys, zid], [this.embedKeys, slug]);
     const record: KeyRecord = {
       key_id: keyId(key),
       kind: 'zsm_pub',
