@@ -4,12 +4,13 @@ import { randomBytes, timingSafeEqual, createHmac } from 'node:crypto';
 import { sha256Hex } from '../kernel/bytes.js';
 import { canonicalJson } from '../kernel/canonical.js';
 import { backfillOnce } from '../store/backfill.js';
-import { ServiceError } from '../kernel/errors.js';
+import { capReached, ServiceError } from '../kernel/errors.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Op, Store, Sublevel } from '../store/db.js';
 import { RangeCursor } from '../util/range-cursor.js';
 import { BoundedMap, LruMap } from '../util/bounded-map.js';
 import { MissedLookups } from '../util/missed-lookups.js';
+import { KeyedLock } from '../util/keyed-lock.js';
 import type { ChainService, MachineRecord } from '../chain/service.js';
 import { DEFAULT_SLUG_PREFIX, MachineCreation, type AdminKey } from '../chain/machine-creation.js';
 import type { KeyKind, KeyRecord } from '../records/types.js';
@@ -117,6 +118,8 @@ export interface IdentityDeps {
   scryptCost?: number;
   /** Key records kept in memory (limits.identityCacheMax; default 10 000). */
   keyCacheMax?: number;
+  /** Live sk_ and sk_test_ keys one identity may hold here (limits.keysPerIdentity; default 1000). */
+  keysPerIdentity?: number;
 }
 
 export type AssertionSink = (assertions: IdentityAssertion[]) => void;
@@ -186,6 +189,8 @@ export class IdentityService {
    * LAST_USED_RESOLUTION_MS.
    */
   private readonly lastUsed: Sublevel;
+  /** One key mint at a time per identity, so two cannot both pass the cap (checkKeyCap). */
+  private readonly mintLocks = new KeyedLock();
   /** Keys revoked here within REVOCATION_REANNOUNCE_MS: digest → when (the marker is put in the revocation's batch). */
   private readonly recentRevocations: Sublevel;
   /** Markers beside the index versions (chain_meta, store/backfill.ts): when the mesh was last heard. */
@@ -641,6 +646,23 @@ export class IdentityService {
     await this.deps.store.commit([{ type: 'del', sub: this.sessions, key: sha256Hex(token) }]);
   }
 
+  /**
+   * 409 when the identity holds keysPerIdentity live sk_ and sk_test_ keys here. Its index lists revoked and expired
+   * keys too, so the records are read only once the index holds as many entries as the cap.
+   */
+  private async checkKeyCap(zid: string): Promise<void> {
+    const cap = this.deps.keysPerIdentity ?? 1000;
+    const listed = await this.deps.store.range<string>(this.identityKeys, { gte: `${zid}!sk_`, lt: `${zid}!sk_~` });
+    if (listed.length < cap) return;
+    const records = await this.deps.store.getMany<KeyRecord>(
+      this.keys,
+      listed.map((e) => e.value),
+    );
+    const now = this.now();
+    const live = records.filter((r) => r && r.revoked_unix_ms === null && (r.expires_unix_ms === null || r.expires_unix_ms > now)).length;
+    if (live >= cap) throw capReached('live API keys', cap, live, 'revoking one (DELETE /api/auth/keys/:key_id) frees a slot');
+  }
+
   /** A new random key of `kind` (the draw unlistedKey makes; a test puts chosen keys here). */
   drawKey(kind: KeyKind): string {
     return mintKey(kind);
@@ -669,6 +691,11 @@ export class IdentityService {
         allowed: ['sk', 'sk_test'],
       });
     }
+    return this.mintLocks.run(zid, () => this.mintWithinCap(zid, kind, ttlMs));
+  }
+
+  private async mintWithinCap(zid: string, kind: 'sk' | 'sk_test' | 'svc_ak', ttlMs: number | null): Promise<{ key: string; record: KeyRecord }> {
+    await this.checkKeyCap(zid);
     const key = await this.unlistedKey(kind, [this.identityKeys, zid]);
     const now = this.now();
     const record: KeyRecord = {

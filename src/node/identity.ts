@@ -33,6 +33,7 @@ export async function wireIdentity(f: Foundation, chain: ChainService, mesh: Mes
     saltSecret: f.keys.salt,
     scryptCost: config.identity.scryptCost,
     keyCacheMax: config.limits.identityCacheMax,
+    keysPerIdentity: config.limits.keysPerIdentity,
   });
   await identity.indexEmbedKeysOnce();
   await identity.indexIdentityKeysOnce();
