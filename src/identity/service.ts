@@ -122,6 +122,21 @@ export interface IdentityDeps {
   keysPerIdentity?: number;
 }
 
+/**
+ * Why `minter` may not mint a `kind` key expiring at `expiresMs` (null: never), or null when it may. A key handed out
+ * for a while (a session key, a key with ttl_seconds) would otherwise mint a permanent one and outlive its grant, and
+ * a test key would mint a production one.
+ */
+export function mintFault(minter: KeyRecord, kind: string, expiresMs: number | null): string | null {
+  if (minter.kind === 'sk_test' && kind !== 'sk_test') return `a test key (${minter.key_id}) mints only sk_test keys`;
+  const until = minter.expires_unix_ms;
+  if (until !== null && (expiresMs === null || expiresMs > until))
+    return `a key that expires (${minter.key_id}, at ${new Date(until).toISOString()}) mints only keys that expire no later: give ttl_seconds`;
+  return null;
+}
+
+const expiresAt = (k: KeyRecord): string | null => (k.expires_unix_ms === null ? null : new Date(k.expires_unix_ms).toISOString());
+
 export type AssertionSink = (assertions: IdentityAssertion[]) => void;
 /**
  * Ask other nodes for a key minted elsewhere (by digest) or an identity homed elsewhere (by zid); resolves to a verified
@@ -682,8 +697,18 @@ export class IdentityService {
     }
   }
 
-  /** Mint a key of the given kind for an identity (shown once; only its digest is stored). */
-  async mintKeyFor(zid: string, kind: 'sk' | 'sk_test' | 'svc_ak', ttlMs: number | null): Promise<{ key: string; record: KeyRecord }> {
+  /**
+   * Mint a key of the given kind for an identity (shown once; only its digest is stored). `minter`: the key that asks
+   * (null for a session), which cannot mint a key that outlives it or ranks above it (mintFault).
+   */
+  async mintKeyFor(
+    zid: string,
+    kind: 'sk' | 'sk_test' | 'svc_ak',
+    ttlMs: number | null,
+    minter: KeyRecord | null = null,
+  ): Promise<{ key: string; record: KeyRecord }> {
+    const fault = minter ? mintFault(minter, kind, ttlMs === null ? null : this.now() + ttlMs) : null;
+    if (fault) throw new ServiceError(403, 'SVC_FORBIDDEN', fault, { key_id: minter!.key_id, expires_at: expiresAt(minter!) });
     if (kind === 'svc_ak' && compareVersions(this.deps.kernelVersion, LEGACY_KEY_REMOVED_IN) >= 0) {
       throw new ServiceError(400, 'SVC_INVALID_INPUT', 'legacy svc_ak_ keys were removed in 1.287.7', {
         field: 'kind',

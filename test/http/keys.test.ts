@@ -107,6 +107,31 @@ describe('GET and DELETE /api/auth/keys', () => {
     expectError(await call(t.url, 'DELETE', '/api/auth/keys/sk_00000000', undefined, bearer(id.key)), 404, 'SVC_NOT_FOUND');
   });
 
+  it('a key that expires mints only keys that expire no later, a test key only test keys: 403 naming the key, nothing minted', async () => {
+    const me = await zkIdentity(t.url, 'minting-rules');
+    const listed = async () => (await call(t.url, 'GET', '/api/auth/keys', undefined, bearer(me.key))).body.total as number;
+    const tenMinutes = await call(t.url, 'POST', '/api/auth/keys', { kind: 'sk', ttl_seconds: 600 }, bearer(me.key));
+    expect(tenMinutes.status, tenMinutes.text).toBe(201);
+    const test = await call(t.url, 'POST', '/api/auth/keys', { kind: 'sk_test' }, bearer(me.key));
+    const before = await listed();
+    const refused = [
+      [tenMinutes.body.key, { kind: 'sk' }, /expires .* no later: give ttl_seconds/],
+      [tenMinutes.body.key, { kind: 'sk', ttl_seconds: 3600 }, /no later/],
+      [test.body.key, { kind: 'sk' }, /mints only sk_test keys/],
+    ] as const;
+    for (const [key, body, message] of refused) {
+      const e = expectError(await call(t.url, 'POST', '/api/auth/keys', body, bearer(key)), 403, 'SVC_FORBIDDEN');
+      expect(e.message).toMatch(message);
+      expect(e.key_id).toBe(keyId(key));
+    }
+    expect(await listed()).toBe(before);
+    // Within its grant it mints: an earlier expiry, or a test key of a test key.
+    const shorter = await call(t.url, 'POST', '/api/auth/keys', { kind: 'sk', ttl_seconds: 300 }, bearer(tenMinutes.body.key));
+    expect(shorter.status, shorter.text).toBe(201);
+    expect(Date.parse(shorter.body.expires_at)).toBeLessThanOrEqual(Date.parse(tenMinutes.body.expires_at));
+    expect((await call(t.url, 'POST', '/api/auth/keys', { kind: 'sk_test' }, bearer(test.body.key))).status).toBe(201);
+  });
+
   it('revokes at once (401 SVC_INVALID_KEY with revoked_at) and the revocation survives a restart', async () => {
     const d = await call(t.url, 'DELETE', `/api/auth/keys/${keyId(other.adminKey)}`, undefined, bearer(id.key));
     expect(d.status, d.text).toBe(200);

@@ -207,7 +207,7 @@ function registerIdentityRoutes(router: Router, kit: HttpKit, s: IdentityRouteSe
   router.post('/api/auth/keys', responds(keyMintedResponse, { status: 201 }), ...keyOwner, body(mintBody), async (ctx) => {
     const c = identityOf(ctx);
     const b = validate(mintBody, ctx.request.body ?? {});
-    const { key, record } = await s.identity.mintKeyFor(c.zid, b.kind, b.ttl_seconds === undefined ? null : b.ttl_seconds * 1000);
+    const { key, record } = await s.identity.mintKeyFor(c.zid, b.kind, b.ttl_seconds === undefined ? null : b.ttl_seconds * 1000, c.key);
     ctx.status = 201;
     ctx.body = { key, ...keyView(record, null), message: 'shown once; only its digest is stored' };
   });
