@@ -124,11 +124,6 @@ export interface PeerTableOptions {
   defaultEvery?: number;
   /** Senders counted for N_heard at most (default HEARD_MAX). */
   heardMax?: number;
-  /**
-   * A peer the table must not lose to newer ones (a bonded node: committees are drawn from them, and its liveness is
-   * read from here). Peer ids cost nothing to make, so without it a flood of fresh keys could evict every honest peer.
-   */
-  kept?: (peerId: string) => boolean;
 }
 
 /**
@@ -144,10 +139,14 @@ export class PeerTable {
   /** Peers learnt so far: a peer new to the table, or one whose URL is first or newly told. */
   private learntCount = 0;
 
-  private kept: (peerId: string) => boolean;
+  /**
+   * A peer the table must not lose to newer ones (a bonded node: committees are drawn from them, and its liveness is
+   * read from here; set by keep()). Peer ids cost nothing to make, so without it a flood of fresh keys could evict
+   * every honest peer.
+   */
+  private kept: (peerId: string) => boolean = () => false;
 
   constructor(private readonly o: PeerTableOptions) {
-    this.kept = o.kept ?? (() => false);
     this.heard = new LruMap(o.heardMax ?? HEARD_MAX);
   }
 
@@ -311,10 +310,9 @@ export class PeerTable {
   private bound(): void {
     while (this.peers.size > this.o.peersMax) {
       // Evict a disconnected peer heard from longest ago, else the oldest entry: a peer not kept before a kept one.
-      const kept = this.kept;
       let victim: { id: string; rank: number; t: number } | null = null;
       for (const p of this.peers.values()) {
-        const rank = (kept(p.peerId) ? 2 : 0) + (p.connected ? 1 : 0);
+        const rank = (this.kept(p.peerId) ? 2 : 0) + (p.connected ? 1 : 0);
         const t = p.receivedSvcond ?? -1;
         if (victim === null || rank < victim.rank || (rank === victim.rank && t < victim.t)) victim = { id: p.peerId, rank, t };
       }
@@ -322,7 +320,7 @@ export class PeerTable {
     }
   }
 
-  /** Tell the table which peers it keeps before others (PeerTableOptions.kept). */
+  /** Tell the table which peers it keeps before others when it is full. */
   keep(kept: (peerId: string) => boolean): void {
     this.kept = kept;
   }

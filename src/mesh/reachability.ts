@@ -28,9 +28,11 @@ const CIRCUIT = '/p2p-circuit';
 /** Multicodec of the /p2p/<peer id> component. */
 const P2P_CODE = 421;
 
-/** True for loopback, private, link-local and carrier-grade NAT ranges (addresses no outside node can dial). */
+/**
+ * True for an IP address in a non-public range (addresses no outside node can dial): the outbound URL policy's one list
+ * (url-policy.ts), IPv6 forms that embed a private IPv4 included. A name is not private here.
+ */
 export function isPrivateHost(host: string): boolean {
-  // The one list of non-public ranges (url-policy.ts), IPv6 forms that embed an IPv4 included; a name is not private here.
   return isIP(host.replace(/%.*$/, '')) !== 0 && isBlockedAddress(host);
 }
 

@@ -769,12 +769,12 @@ export class MeshService {
     return (this.host?.connections().open ?? 0) > 0;
   }
 
-  /** Peers known to the node (tick senders and connected peers). */
-  /** Peers the peer table keeps before others when it is full (bonded nodes: PeerTableOptions.kept). */
+  /** Peers the peer table keeps before others when it is full (bonded nodes: PeerTable.keep). */
   keepPeers(kept: (peerId: string) => boolean): void {
     this.peerTable.keep(kept);
   }
 
+  /** Peers known to the node (tick senders and connected peers). */
   peers(): PeerInfo[] {
     return this.peerTable.list();
   }
