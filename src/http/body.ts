@@ -5,7 +5,8 @@
 // - JSON media types (application/json, anything +json): an object or array; an empty body is {}.
 // - No content type, text/plain or a form type, when the body is empty or starts with { or [ (what `curl -d '{…}'`
 //   sends): parsed as JSON, so a forgotten header is not a silent empty body.
-// - Anything else with a body: 415. A body over the limit: 413. Invalid JSON, a scalar at the top level or a
+// - Anything else with a body: 415 (this and the 400s below are thrown when the route reads the body, after its
+//   authentication). A body over the limit: 413. Invalid JSON, a scalar at the top level or a
 //   __proto__ / constructor.prototype key (prototype poisoning): 400 SVC_INVALID_JSON. Arrays and objects nested
 //   deeper than BODY_MAX_DEPTH, or a string or key holding a lone UTF-16 surrogate (a `\ud800` escape without its
 //   pair, which nothing the node hashes or signs can carry): 400 SVC_INVALID_INPUT naming the field's path.
@@ -208,17 +209,44 @@ export function jsonBody() {
       throw readError(err);
     }
     ctx.request.rawBody = text;
-    if (kind === 'other' && text.length > 0) {
-      throw new ServiceError(
-        415,
-        'SVC_UNSUPPORTED_MEDIA_TYPE',
-        `content type ${req.headers['content-type']} is not accepted: send JSON with Content-Type: application/json`,
-      );
+    let parsed: unknown;
+    try {
+      if (kind === 'other' && text.length > 0) {
+        throw new ServiceError(
+          415,
+          'SVC_UNSUPPORTED_MEDIA_TYPE',
+          `content type ${req.headers['content-type']} is not accepted: send JSON with Content-Type: application/json`,
+        );
+      }
+      if (kind === 'lenient' && !BLANK.test(text) && !OBJECT_OR_ARRAY.test(text)) {
+        throw new ServiceError(415, 'SVC_UNSUPPORTED_MEDIA_TYPE', `this body is not JSON: send JSON with Content-Type: application/json`);
+      }
+      parsed = parseJsonBody(text);
+    } catch (err) {
+      if (!(err instanceof ServiceError) && !(err instanceof InputError)) throw err;
+      refuseWhenRead(ctx.request, err);
+      return next();
     }
-    if (kind === 'lenient' && !BLANK.test(text) && !OBJECT_OR_ARRAY.test(text)) {
-      throw new ServiceError(415, 'SVC_UNSUPPORTED_MEDIA_TYPE', `this body is not JSON: send JSON with Content-Type: application/json`);
-    }
-    ctx.request.body = parseJsonBody(text);
+    ctx.request.body = parsed;
     return next();
   };
+}
+
+/**
+ * A body that was read whole but cannot be taken (not JSON, a media type not accepted, a lone surrogate) is refused
+ * when the route reads it, not before: a route authenticates first and reads its body after, so a caller without a
+ * valid key hears 401 whatever it sent, and one with a key hears what is wrong with its body. The bytes were all read,
+ * so the connection stays usable. A route that takes no body never reads it and ignores it, as it ignores a valid one.
+ */
+function refuseWhenRead(request: Context['request'], err: Error): void {
+  Object.defineProperty(request, 'body', {
+    configurable: true,
+    enumerable: true,
+    get() {
+      throw err;
+    },
+    set(value: unknown) {
+      Object.defineProperty(request, 'body', { configurable: true, enumerable: true, writable: true, value });
+    },
+  });
 }

@@ -68,6 +68,33 @@ describe('JSON request bodies', () => {
     }
   });
 
+  it('answers a caller without a valid key 401 whatever its body, and reads a bad body only after the key', async () => {
+    const events = `/api/chain/${slug}/events`;
+    const bodies: [text: string, type: string][] = [
+      ['{"payload": ', 'application/json'],
+      ['42', 'application/json'],
+      ['<event/>', 'application/xml'],
+      ['{"payload":{"name":"\\ud800"}}', 'application/json'],
+    ];
+    for (const [text, type] of bodies) {
+      const none = await fetch(t.url + events, { method: 'POST', headers: { 'content-type': type }, body: text });
+      expect(none.status, text).toBe(401);
+      expect(((await none.json()) as any).error.code, text).toBe('SVC_NO_KEY');
+      // A key that is present must be good, on a route open to anonymous callers too.
+      for (const path of [events, '/api/svc/compute']) {
+        const wrong = await fetch(t.url + path, { method: 'POST', headers: { 'content-type': type, ...bearer('sk_' + 'a'.repeat(48)) }, body: text });
+        expect(wrong.status, `${path} ${text}`).toBe(401);
+        expect(((await wrong.json()) as any).error.code, text).toBe('SVC_INVALID_KEY');
+      }
+      const keyed = await post(events, text, { 'content-type': type });
+      expect(keyed.status, text).toBe(type === 'application/xml' ? 415 : 400);
+    }
+    // A route open to anyone refuses the body itself.
+    const open = await fetch(t.url + '/api/svc/lib-search', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query": ' });
+    expect(open.status).toBe(400);
+    expect(((await open.json()) as any).error.code).toBe('SVC_INVALID_JSON');
+  });
+
   it('answers 400 SVC_INVALID_INPUT naming the path of a string or key that holds a lone surrogate', async () => {
     const events = `/api/chain/${slug}/events`;
     // Raw JSON text: each \uXXXX escape below reaches the parser as written.
