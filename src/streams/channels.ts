@@ -390,11 +390,16 @@ export class StreamService {
     });
   }
 
-  /** A signed pull link (links.ts) to an open channel. */
-  link(c: ChannelRecord, ttlSeconds: number): { sig: string; expiresMs: number } {
-    stillOpen(c);
-    const expiresMs = this.nowMs() + ttlSeconds * 1000;
-    return { sig: signLink(this.deps.linkKey, c.id, expiresMs), expiresMs };
+  /**
+   * A signed pull link (links.ts) to an open channel. Read under the channel's gate, as a close writes under it: a link
+   * asked for while the channel closes waits for the close and is refused, never issued to open nothing.
+   */
+  link(id: string, ttlSeconds: number): Promise<{ sig: string; expiresMs: number }> {
+    return this.gates.run(id, async () => {
+      const c = stillOpen(await this.get(id));
+      const expiresMs = this.nowMs() + ttlSeconds * 1000;
+      return { sig: signLink(this.deps.linkKey, c.id, expiresMs), expiresMs };
+    });
   }
 
   checkLink(channelId: string, sig: unknown): LinkCheck {

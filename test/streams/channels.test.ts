@@ -180,6 +180,40 @@ describe('a closed channel', () => {
   });
 });
 
+describe('a channel that is closing', () => {
+  it('holds a link asked for during the close and refuses it once closed, issuing nothing', async () => {
+    const c = (await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: 0.1 } }, bearer(owner.key))).body;
+    const path = `/api/svc/streams/${c.id}`;
+    // The close's batch waits here (it is made just before the close commits) until released.
+    const secure = t.node.streams.secure;
+    const uncountOps = secure.uncountOps;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const closing = new Promise<void>((resolve) => (entered = resolve));
+    secure.uncountOps = async (...args: Parameters<typeof uncountOps>) => {
+      entered();
+      await held;
+      return uncountOps.apply(secure, args);
+    };
+    try {
+      const closed = call(t.url, 'POST', `${path}/close`, undefined, bearer(owner.key));
+      await closing;
+      const link = call(t.url, 'POST', `${path}/link`, { ttlSeconds: 60 }, bearer(owner.key));
+      // A read answered after the link was asked for: the link's request has reached the channel by then.
+      expect((await call(t.url, 'GET', path, undefined, bearer(owner.key))).body.status).toBe('open');
+      release();
+      expect((await closed).body.status).toBe('closed');
+      const refused = await link;
+      expect(expectError(refused, 409, 'SVC_CONFLICT')).toMatchObject({ message: `stream channel ${c.id} is closed`, channel: c.id });
+      expect(refused.body).not.toHaveProperty('sig');
+    } finally {
+      secure.uncountOps = uncountOps;
+      release();
+    }
+  });
+});
+
 describe('channels and secure sessions per identity', () => {
   let n: TestNode;
   let who: { zid: string; key: string };

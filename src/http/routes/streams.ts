@@ -244,7 +244,7 @@ function registerStreamRoutes(router: Router, kit: HttpKit, s: StreamRouteServic
   router.post('/api/svc/streams/:id/link', responds(pullLinkResponse, { status: 201 }), ownerHome, body(linkBody, { inHandler: true }), async (ctx) => {
     const channel = await opened(ctx);
     const b = validate(linkBody, ctx.request.body);
-    const { sig, expiresMs } = streams.link(channel, b.ttlSeconds);
+    const { sig, expiresMs } = await streams.link(channel.id, b.ttlSeconds);
     ctx.status = 201;
     ctx.body = {
       url: `${kit.publicUrl()}/api/svc/streams/${channel.id}/pull?sig=${encodeURIComponent(sig)}`,
