@@ -46,11 +46,17 @@ async function healthy(url: string): Promise<void> {
 }
 
 describe('bodies nested deeply (defect 4)', () => {
-  it('answers 400 SVC_INVALID_INPUT naming the depth, before auth, for deep bodies with or without poisoning keys', async () => {
+  it('answers 400 SVC_INVALID_INPUT naming the depth for deep bodies with or without poisoning keys (401 first on a keyed route)', async () => {
     const bodies = [nested(20_000, '{"constructor":{"prototype":{}}}'), nested(20_000, '{"__proto__":{"x":1}}'), '['.repeat(100_000) + ']'.repeat(100_000)];
-    for (const path of ['/api/svc/compute', '/api/auth/register', '/api/svc-auth/register-v3', '/api/svc/verify']) {
+    for (const [path, keyed] of [
+      ['/api/svc/compute', false],
+      ['/api/auth/register', false],
+      ['/api/svc-auth/register-v3', false],
+      ['/api/svc/verify', true],
+    ] as const) {
       for (const body of bodies) {
-        const e = expectError(await call(t.url, 'POST', path, body), 400, 'SVC_INVALID_INPUT');
+        if (keyed) expectError(await call(t.url, 'POST', path, body), 401, 'SVC_NO_KEY');
+        const e = expectError(await call(t.url, 'POST', path, body, keyed ? bearer(key) : {}), 400, 'SVC_INVALID_INPUT');
         expect(e.field, path).toBe('body');
         expect(e.allowed).toEqual({ max_depth: BODY_MAX_DEPTH });
         expect(e.message).toContain(String(BODY_MAX_DEPTH));
