@@ -265,9 +265,13 @@
   /** This node's own seals (from its stats) and those heard from the mesh, newest first. */
   async function seals() {
     const ev = await get('/api/mesh/events?limit=200');
-    const heard = ev.events
-      .filter((e) => e.event && e.event.type === 'result.sealed')
-      .map((e) => ({ ...(e.event.body || {}), svcond: (e.event.body || {}).svcond ?? e.event.svcond, node: e.event.sender }));
+    // A node announces the seals of a tick interval together (results.sealed); older nodes, each alone (result.sealed).
+    const heard = ev.events.flatMap((e) => {
+      const body = (e.event && e.event.body) || {};
+      if (e.event && e.event.type === 'results.sealed' && Array.isArray(body.results)) return body.results.map((r) => ({ ...r, node: e.event.sender }));
+      if (e.event && e.event.type === 'result.sealed') return [{ ...body, svcond: body.svcond ?? e.event.svcond, node: e.event.sender }];
+      return [];
+    });
     const own = ownSeals.map((x) => ({ ...x, node: ownNode || 'this node' }));
     const seen = new Set(own.map((x) => x.result_id));
     const all = own

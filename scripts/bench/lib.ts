@@ -108,6 +108,8 @@ export interface BenchNode {
   nodeId: string;
   /** Its first libp2p address (what the next node bootstraps from). */
   multiaddr: string;
+  /** Its process id (processCpuMs); this process's for a node started in it. */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -156,6 +158,7 @@ export async function startNodeProcess(o: NodeProcessOptions): Promise<BenchNode
     dir,
     nodeId: status.nodeId,
     multiaddr: status.multiaddrs[0]!,
+    pid: child.pid!,
     stop: async () => {
       await stop(child);
       await rm(dir, { recursive: true, force: true });
@@ -164,9 +167,9 @@ export async function startNodeProcess(o: NodeProcessOptions): Promise<BenchNode
 }
 
 /** A durable node in this process (fresh data dir, 127.0.0.1, silent), with credits enough for any bench. */
-export async function startInProcessNode(): Promise<{ node: SvcNode; stop(): Promise<void> }> {
+export async function startInProcessNode(overrides: Record<string, unknown> = {}): Promise<{ node: SvcNode; stop(): Promise<void> }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-node-'));
-  const config = loadConfig({ env: {}, overrides: { port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', syncWrites: true } });
+  const config = loadConfig({ env: {}, overrides: { port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', syncWrites: true, ...overrides } });
   const node = await new SvcNode(config, { logger: pino({ level: 'silent' }), initialCredits: 100_000_000 }).start();
   return {
     node,

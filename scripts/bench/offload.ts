@@ -160,6 +160,7 @@ async function inProcessNode(offload: string, bootstrap: string[], threads: numb
     dir,
     nodeId: node.nodeId,
     multiaddr: node.mesh.multiaddrs()[0]!,
+    pid: process.pid,
     stop: async () => {
       await node.stop();
       await rm(dir, { recursive: true, force: true });

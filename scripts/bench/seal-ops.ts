@@ -3,11 +3,15 @@
 // commit is wrapped here, in the bench, not in the node: each op handed to it is counted by its sublevel.
 // `given` counts the ops seals hand to the store; `written` what the store wrote (a rewritten record, such as a
 // wallet or counter, is written once per batch); `perSealWritten` at the given concurrency.
-// Usage: npx tsx scripts/bench/seal-ops.ts [--seals 2000] [--concurrency 50] [--profile FILE]
+// With --peer the node has a mesh and one peer, a node of its own process (the built CLI: npm run build first), as a
+// contributing node has: what the mesh adds to a seal (its announcement), and `peerCpuUsPerSeal`, what the peer spends
+// on what it hears of them.
+// Usage: npx tsx scripts/bench/seal-ops.ts [--seals 2000] [--concurrency 50] [--profile FILE] [--peer]
+import '../../src/polyfill.js';
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import type { Op } from '../../src/store/db.js';
-import { callerOf, inFlight, numberArg, registerV3, startInProcessNode } from './lib.js';
+import { callerOf, inFlight, numberArg, processCpuMs, registerV3, startInProcessNode, startNodeProcess, type BenchNode } from './lib.js';
 import { helpFromHeader } from '../help.js';
 
 helpFromHeader(import.meta.url);
@@ -24,8 +28,17 @@ const freshChain = () => ({
   inputs: { mass_kg: 1 + ++freshCount / 1e6, velocity_m_s: 3 + (freshCount % 1000) / 1000 },
 });
 
-const { node, stop } = await startInProcessNode();
+const MESH_SECRET = 'seal-ops-bench-mesh-secret';
+const peer: BenchNode | null = process.argv.includes('--peer') ? await startNodeProcess({ secret: MESH_SECRET, bootstrap: [], env: {} }) : null;
+const { node, stop } = await startInProcessNode(
+  peer ? { receiptSecret: 'ef'.repeat(32), mesh: { secret: MESH_SECRET, p2pPort: 0, bootstrap: [peer.multiaddr], tickEvery: 1 } } : {},
+);
 try {
+  if (peer) {
+    for (let i = 0; i < 300 && !node.mesh.peers().some((p) => p.peerId === peer.nodeId && p.lastTick !== null); i++)
+      await new Promise((r) => setTimeout(r, 100));
+    if (!node.mesh.peers().some((p) => p.peerId === peer.nodeId)) throw new Error('the peer was not heard within 30 s');
+  }
   const caller = await callerOf(node, (await registerV3(node.url, 'seal-ops')).adminKey)();
 
   const run = (n: number, at: number): Promise<void> => inFlight(n, at, () => node.compute.compute(caller, freshChain()));
@@ -47,10 +60,12 @@ try {
     await session.post('Profiler.start');
   }
   const cpu0 = process.cpuUsage();
+  const peerCpu0 = peer ? processCpuMs(peer.pid) : null;
   const t0 = performance.now();
   await run(seals, concurrency);
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
+  const peerCpu1 = peer ? processCpuMs(peer.pid) : null;
   if (session) {
     const { profile } = await session.post('Profiler.stop');
     await writeFile(profileFile!, JSON.stringify(profile));
@@ -68,9 +83,11 @@ try {
       sealsPerBatch: Math.round((seals / (store.stats.batches - before.batches)) * 10) / 10,
       sealedPerSec: Math.round(seals / seconds),
       cpuUsPerSeal: Math.round((cpu.user + cpu.system) / seals),
+      ...(peer ? { peer: true, peerCpuUsPerSeal: peerCpu0 !== null && peerCpu1 !== null ? Math.round(((peerCpu1 - peerCpu0) * 1000) / seals) : null } : {}),
       bySublevel,
     }),
   );
 } finally {
   await stop();
+  await peer?.stop();
 }

@@ -794,6 +794,11 @@ export class MeshService {
     return this.peerTable.url(peerId);
   }
 
+  /** The ticks between this node's tick events now (the `every` they declare; tick-interval.ts). */
+  tickInterval(): number {
+    return this.every;
+  }
+
   /** Listening multiaddrs (with /p2p/<nodeId>); empty when the mesh is disabled. */
   multiaddrs(): string[] {
     return this.host?.multiaddrs() ?? [];

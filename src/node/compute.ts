@@ -2,13 +2,14 @@
 // and batches. The engine (executor, sealer) stops after everything that runs on it; batches resume last at start
 // (their items run through the whole node) and stop first.
 import type { ExecutedBy } from '../records/types.js';
-import { sealedAnnouncer } from '../compute/announce.js';
+import { RESULTS_SEALED, SealAnnouncer, resultsSealedBody } from '../compute/announce.js';
 import { BatchService } from '../compute/batches.js';
 import { InlineExecutor, WorkerPoolExecutor, solverPoolSize, type SolverExecutor } from '../compute/executor.js';
 import { InlineSealer, WorkerSealer, type Sealer } from '../compute/sealer.js';
 import { ComputeService, type SolverPlacement } from '../compute/service.js';
 import type { MeshService } from '../mesh/service.js';
 import { bytesSigner, TOPICS, verifyText } from '../mesh/wire.js';
+import { TICK_SECONDS_EXACT } from '../kernel/clock.js';
 import { defaultRegistry } from '../solvers/registry.js';
 import type { Ledger } from '../tally/ledger.js';
 import type { QuotaService } from '../tally/quota.js';
@@ -76,9 +77,10 @@ export function wireCompute(f: Foundation, needs: ComputeNeeds): ComputePart {
         }),
   );
   const sealer = config.sealWorker ? new WorkerSealer(f.keys.receipt) : new InlineSealer(f.keys.receipt);
-  const announce = sealedAnnouncer({
+  const announcer = new SealAnnouncer({
     enabled: () => mesh.enabled,
     publish: (type, body) => mesh.publish(type, body, TOPICS.events),
+    intervalMs: () => mesh.tickInterval() * TICK_SECONDS_EXACT * 1000,
     onError: (err) => f.logger.warn({ err: String(err) }, 'sealed-result announcement not published'),
   });
   const compute = new ComputeService({
@@ -105,7 +107,7 @@ export function wireCompute(f: Foundation, needs: ComputeNeeds): ComputePart {
     onSealed: (summary) => {
       metrics.sealed(summary.kind);
       f.machine.sealed(summary);
-      announce(summary);
+      announcer.sealed(summary);
       if (webhooks.outbox.takeOwed(summary.result_id)) webhooks.dispatcher.kick();
     },
     onGateRefused: (kind) => metrics.gateRefused(kind),
@@ -133,7 +135,10 @@ export function wireCompute(f: Foundation, needs: ComputeNeeds): ComputePart {
     engine: {
       name: 'compute',
       routes: [computeRoutes({ compute, verdictOf: (executedBy) => verdictMark(f, executedBy) })],
+      // Checked at every node; nothing else to apply (the event is kept in the accepted-event log).
+      gossip: [{ type: RESULTS_SEALED, body: resultsSealedBody, handle: () => undefined }],
       stop: async () => {
+        announcer.stop();
         await executor.close();
         await sealer.close();
       },

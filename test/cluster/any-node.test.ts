@@ -80,14 +80,16 @@ async function writeThroughAnotherNode(a: TestNode, b: TestNode, c: TestNode, se
   const list = await call(c.url, 'GET', `/api/tally/envelopes/${id.zid}`, undefined, bearer(id.key));
   expect(list.body.total).toBe(1);
   expect(list.body.items[0].token_id).toBe(r.body.envelope.token_id);
-  // The home announced the sealed result to the mesh once it was durable.
+  // The home announced the sealed result to the mesh once it was durable, with the others of its tick interval.
   await waitFor(async () => {
     const ev = await call(c.url, 'GET', '/api/mesh/events?limit=200');
     return ev.body.events.find(
-      (e: { event: { type: string; sender: string; body: { result_id: string } } }) =>
-        e.event.type === 'result.sealed' && e.event.body.result_id === r.body.result_id && e.event.sender === a.node.nodeId,
+      (e: { event: { type: string; sender: string; body: { results: { result_id: string; result_digest: string }[] } } }) =>
+        e.event.type === 'results.sealed' &&
+        e.event.sender === a.node.nodeId &&
+        e.event.body.results.some((s) => s.result_id === r.body.result_id && s.result_digest === r.body.result_digest),
     );
-  }, 'result.sealed on C');
+  }, 'results.sealed on C');
   // Any node verifies any node's receipt (shared receipt secret).
   expect((await call(c.url, 'POST', '/api/svc/verify', r.body, bearer(id.key))).body.valid).toBe(true);
 }

@@ -12,7 +12,7 @@ import { deriveKey, signBody } from '../../src/kernel/receipt.js';
 import { VERIFY_REASONS, verifySealedResult } from '../../src/compute/verify-result.js';
 import { bodyDigest, decodeEnvelope, eventId, handshakeFor, signingText, topicForType, verifyText } from '../../src/mesh/wire.js';
 import { keyFingerprint } from '../../src/config/receipt-secret.js';
-import { RESULT_SEALED } from '../../src/compute/announce.js';
+import { RESULTS_SEALED, resultsSealedBody } from '../../src/compute/announce.js';
 import { CheckpointSchema, checkpointText, verifyCheckpoint } from '../../src/chain/checkpoints.js';
 import { Frontier, leafHash } from '../../src/chain/merkle.js';
 import { EXEC_REFUSALS, encodeFrame, execRequestSchema } from '../../src/consensus/exec-protocol.js';
@@ -481,9 +481,12 @@ describe("docs/protocol.md: the project's code agrees", () => {
       if (!r.row) continue;
       expect(r.members.sort(), r.type).toEqual(membersOf(table.bodySchema(r.type)).sort());
     }
-    // A type without a row: the sealed-result announcement, with the members a sealed compute's announcement has.
-    const sealed = rows.find((r) => r.type === RESULT_SEALED);
-    expect(sealed?.row).toBe(false);
+    // The sealed-result announcement, with the members a sealed compute's announcement has, and its summaries'.
+    const sealed = rows.find((r) => r.type === RESULTS_SEALED);
+    expect(sealed?.row).toBe(true);
+    const resultsCell = section.split('\n').find((l) => l.startsWith(`| \`${RESULTS_SEALED}\``))!;
+    const summaryMembers = membersOf(resultsSealedBody.shape.results.element);
+    for (const k of summaryMembers) expect(resultsCell, k).toContain(`\`${k}\``);
     const c = await call(
       node.url,
       'POST',
@@ -496,9 +499,14 @@ describe("docs/protocol.md: the project's code agrees", () => {
     type Listed = { event: { type: string; body: Record<string, unknown> } };
     const announced = await waitUntil(async () => {
       const events = (await call(node.url, 'GET', '/api/mesh/events?limit=500')).body.events as Listed[];
-      return events.find((e) => e.event.type === RESULT_SEALED && e.event.body.result_id === c.body.result_id);
+      return events.find(
+        (e) => e.event.type === RESULTS_SEALED && (e.event.body.results as { result_id: string }[]).some((r) => r.result_id === c.body.result_id),
+      );
     }, 'the node announces its sealed result');
     expect(Object.keys(announced.event.body).sort()).toEqual(sealed!.members.sort());
+    const listed = (announced.event.body.results as Record<string, unknown>[]).find((r) => r.result_id === c.body.result_id)!;
+    expect(Object.keys(listed).sort()).toEqual(summaryMembers.sort());
+    expect(listed).toMatchObject({ result_digest: c.body.result_digest, value: c.body.value, kind: 'compute' });
     // The direct (never gossiped) types, with the transfer delivery's body.
     const direct = [...section.matchAll(/^\| `([^`]+)` \| [^|]*\| [^|]*\| ([^|]*) \|$/gm)].map((m) => ({ type: m[1]!, members: topMembers(m[2]!) }));
     expect(direct.map((d) => d.type)).toEqual([TRANSFER_EVENT, TRANSFER_ACK_EVENT, CHAIN_CALLER_EVENT, CHARGE_SETTLE_EVENT, CHARGE_OUTCOME_EVENT]);

@@ -81,6 +81,16 @@ beforeAll(async () => {
     bearer(id.key),
   );
   expect(sealed.status, sealed.text).toBe(200);
+  // One sealed at B: A's dashboard shows it from B's announcement.
+  const atB = await zkIdentity(nodes[1]!.url, 'dashboard-b');
+  const heard = await call(
+    nodes[1]!.url,
+    'POST',
+    '/api/svc/compute',
+    { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 5, velocity_m_s: 3 } },
+    bearer(atB.key),
+  );
+  expect(heard.status, heard.text).toBe(200);
   const bond = await call(a.url, 'POST', '/api/contribute/bond', {}, { ...bearer(id.key), ...operatorBond(a) });
   expect(bond.status, bond.text).toBe(201);
 }, 60_000);
@@ -131,6 +141,9 @@ describe('dashboard in Chromium', () => {
     expect(await page.textContent('#sealed-here')).toBe('1 sealed here');
     expect(await page.textContent('#seals')).toContain('this node');
     expect(await page.textContent('#seals')).toContain('9 J');
+    // B's seal, from the announcement B made at the end of its tick interval.
+    await page.waitForFunction((id) => !!document.querySelector(`#seals td[title="${id}"]`), b.node.nodeId, { timeout: 15_000 });
+    expect(await page.textContent('#seals')).toContain('22.5 J');
     expect(await page.textContent('#mode')).toBe('idle');
     expect(await page.textContent('#rpm')).toMatch(/^\d/);
     expect(await page.textContent('#rss')).toMatch(/^\d+(\.\d)? (MB|GB)$/);
