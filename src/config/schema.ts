@@ -71,6 +71,8 @@ export const configSchema = z
         secureSessionsPerIdentity: z.number().int().min(1).max(1_000_000).default(256),
         /** Reactors one identity may hold; beyond it 409 (closing one frees a slot). */
         reactorsPerIdentity: z.number().int().min(1).max(1_000_000).default(256),
+        /** Registrations and logins (each an scrypt of the secret) per minute per caller address; beyond it 429. */
+        authPerMinute: z.number().int().min(1).max(1_000_000).default(30),
         /** Live (unrevoked, unexpired) sk_ and sk_test_ keys one identity may hold on this node; beyond it 409. */
         keysPerIdentity: z.number().int().min(1).max(1_000_000).default(1000),
         /** Contracts one identity may deploy on this node (never deleted); beyond it 409. */

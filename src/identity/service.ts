@@ -18,6 +18,7 @@ import { compareVersions, keyDigest, keyId, keyKind, mintKey } from './keys.js';
 import { Claims, conflict, type Claim, type ClaimSpace } from './claims.js';
 import { DEFAULT_SCRYPT_COST, MAX_SCRYPT_COST, MIN_SCRYPT_COST } from '../config/scrypt-cost.js';
 import { hashSecret } from './secret-hash.js';
+import { FailedProofs } from './failed-proofs.js';
 import { newSessionToken } from './session-token.js';
 
 export const SESSION_TTL_MS = 24 * 3600 * 1000;
@@ -233,6 +234,8 @@ export class IdentityService {
   private readonly asking = new Map<string, Promise<unknown>>();
   /** Slugs, emails and zids being created right now (see claims.ts). */
   private readonly claims = new Claims();
+  /** Failed password logins by email (failed-proofs.ts). */
+  private readonly failedLogins = new FailedProofs(() => this.now());
   /** Machines with their admin keys: identities' default ones at registration, and further ones (createMachine). */
   private readonly machines: MachineCreation;
 
@@ -628,6 +631,8 @@ export class IdentityService {
   /** v1 login: verifies the password (constant time) and opens a session; returns the session token. */
   async login(email: string, password: string): Promise<{ zid: string; token: string; expires_unix_ms: number }> {
     const normalised = email.trim().toLowerCase();
+    // Known and unknown emails are counted alike, so the refusal tells nothing about which exist.
+    this.failedLogins.check(normalised);
     const zid = await this.deps.store.get<string>(this.emails, normalised);
     const rec = zid ? await this.getIdentity(zid) : undefined;
     // Hash even for unknown emails so timing does not reveal which emails exist.
@@ -635,8 +640,10 @@ export class IdentityService {
     const hash = await hashSecret(password, salt, rec?.scrypt_cost ?? (rec ? DEFAULT_SCRYPT_COST : this.scryptCost));
     const stored = rec?.password_hash ? Buffer.from(rec.password_hash, 'hex') : Buffer.alloc(32);
     if (!rec || !rec.password_hash || !timingSafeEqual(hash, stored)) {
+      this.failedLogins.failed(normalised);
       throw new ServiceError(401, 'SVC_INVALID_CREDENTIALS', 'email or password is wrong');
     }
+    this.failedLogins.succeeded(normalised);
     return this.openSession(rec.zid);
   }
 

@@ -42,6 +42,8 @@ export async function startTestNode(overrides: Record<string, unknown> = {}, opt
       solverThreads: 0,
       sealWorker: false,
       ...overrides,
+      // The suite's registrations and logins come from 127.0.0.1 (vitest.config.ts), unless a test sets its own limit.
+      limits: { authPerMinute: Number(process.env.SVC_AUTH_PER_MINUTE ?? 30), ...(overrides.limits as Record<string, unknown> | undefined) },
     },
   });
   const node = await new SvcNode(config, { logger: pino({ level: 'silent' }), ...options }).start();

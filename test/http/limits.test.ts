@@ -1,4 +1,5 @@
 // Part 8 limits as architecture.md §4 reads them; day counters survive a restart.
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 
@@ -114,5 +115,62 @@ describe('day counters of past days', () => {
       await node.destroy();
       throw err;
     }
+  });
+});
+
+describe('registrations and logins: limits.authPerMinute per address, failed password logins per identity', () => {
+  let n: TestNode;
+  beforeAll(async () => {
+    n = await startTestNode({ limits: { authPerMinute: 4 } });
+  });
+  afterAll(() => n.destroy());
+
+  it('counts the four scrypt routes together per address: the fifth in a minute is 429 with Retry-After, nothing created', async () => {
+    const digest = (s: string) => createHash('sha256').update(s).digest('hex');
+    expect((await call(n.url, 'POST', '/api/auth/register', { email: 'rate@example.org', password: 'correct horse battery' })).status).toBe(201);
+    expect((await call(n.url, 'POST', '/api/auth/login', { email: 'rate@example.org', password: 'correct horse battery' })).status).toBe(200);
+    expect((await call(n.url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: digest('rate-1') })).status).toBe(201);
+    expect((await call(n.url, 'POST', '/api/svc-auth/login-v3', { equation_sha256: digest('rate-1') })).status).toBe(200);
+    const r = await call(n.url, 'POST', '/api/svc-auth/register-v3', { equation_sha256: digest('rate-2') });
+    const e = expectError(r, 429, 'SVC_RATE_LIMIT');
+    expect(e).toMatchObject({ limit: 4, window_seconds: 60 });
+    expect(e.message).toContain('registrations and logins');
+    expect429Fields(e, r.headers.get('retry-after'));
+    // Refused before any work: the identity does not exist.
+    expect(await n.node.identity.getIdentity(`zid_${digest('rate-2').slice(0, 32)}`)).toBeUndefined();
+    expectError(await call(n.url, 'POST', '/api/auth/login', { email: 'rate@example.org', password: 'correct horse battery' }), 429, 'SVC_RATE_LIMIT');
+    // Other routes are not counted with them.
+    expect((await call(n.url, 'GET', '/api/health')).status).toBe(200);
+  });
+});
+
+describe('failed password logins of one identity', () => {
+  let n: TestNode;
+  beforeAll(async () => {
+    n = await startTestNode();
+  });
+  afterAll(() => n.destroy());
+
+  it('after 10 failures in 15 minutes refuse its logins, the right password too, before hashing; other identities log in', async () => {
+    const ada = { email: 'ada-guess@example.org', password: 'correct horse battery' };
+    const bob = { email: 'bob-guess@example.org', password: 'staple battery horse' };
+    for (const who of [ada, bob]) expect((await call(n.url, 'POST', '/api/auth/register', who)).status).toBe(201);
+    for (let i = 0; i < 10; i++)
+      expectError(await call(n.url, 'POST', '/api/auth/login', { email: ada.email, password: `guess ${i}` }), 401, 'SVC_INVALID_CREDENTIALS');
+    // The email's case and spaces do not make it another identity.
+    const r = await call(n.url, 'POST', '/api/auth/login', { ...ada, email: ` ${ada.email.toUpperCase()} ` });
+    const e = expectError(r, 429, 'SVC_RATE_LIMIT');
+    expect(e).toMatchObject({ limit: 10, window_seconds: 900, scope: 'identity' });
+    expect(e.retry_after_seconds).toBeGreaterThan(800);
+    expect(e.retry_after_seconds).toBeLessThanOrEqual(900);
+    expect(r.headers.get('retry-after')).toBe(String(e.retry_after_seconds));
+    expect(r.headers.get('set-cookie')).toBeNull();
+    // Another identity is not affected, and nine failures then a success start the count again.
+    for (let i = 0; i < 9; i++)
+      expectError(await call(n.url, 'POST', '/api/auth/login', { email: bob.email, password: `guess ${i}` }), 401, 'SVC_INVALID_CREDENTIALS');
+    expect((await call(n.url, 'POST', '/api/auth/login', bob)).status).toBe(200);
+    for (let i = 0; i < 9; i++)
+      expectError(await call(n.url, 'POST', '/api/auth/login', { email: bob.email, password: `again ${i}` }), 401, 'SVC_INVALID_CREDENTIALS');
+    expect((await call(n.url, 'POST', '/api/auth/login', bob)).status).toBe(200);
   });
 });

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { Level } from 'level';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_SCRYPT_COST } from '../../src/config/scrypt-cost.js';
-import { hashSecret } from '../../src/identity/secret-hash.js';
+import { SCRYPT_RUNNING, SCRYPT_WAITING, hashSecret, scryptLoad } from '../../src/identity/secret-hash.js';
+import { ServiceError } from '../../src/kernel/errors.js';
 import { call, startTestNode, type TestNode } from '../helpers/node.js';
 
 const SALT = '00112233445566778899aabbccddeeff';
@@ -23,6 +24,47 @@ describe('hashSecret', () => {
     expect(low.equals(await hashSecret('correct horse', SALT, 11))).toBe(false);
     // Above Node's 32 MiB default memory cap, still computed.
     expect((await hashSecret('x', SALT, 15)).length).toBe(32);
+  });
+});
+
+describe('the scrypt gate', () => {
+  it('runs at most SCRYPT_RUNNING at once, queues SCRYPT_WAITING in order and refuses more with 429, each answer its own', async () => {
+    expect(SCRYPT_RUNNING).toBeGreaterThanOrEqual(1);
+    expect(scryptLoad()).toEqual({ running: 0, waiting: 0 });
+    const n = SCRYPT_RUNNING + SCRYPT_WAITING + 3;
+    const finished: number[] = [];
+    const all = Array.from({ length: n }, (_, i) =>
+      hashSecret(`secret ${i}`, SALT, 10).then(
+        (hash) => {
+          finished.push(i);
+          return hash;
+        },
+        (err: unknown) => err,
+      ),
+    );
+    // Taken in one turn: the first SCRYPT_RUNNING run, the next SCRYPT_WAITING wait, the rest were refused.
+    expect(scryptLoad()).toEqual({ running: SCRYPT_RUNNING, waiting: SCRYPT_WAITING });
+    const out = await Promise.all(all);
+    const refused = out.filter((o) => o instanceof ServiceError) as ServiceError[];
+    expect(refused).toHaveLength(3);
+    for (const e of refused) {
+      expect(e.status).toBe(429);
+      expect(e.code).toBe('SVC_RATE_LIMIT');
+      expect(e.extra).toMatchObject({ retry_after_seconds: 1, scope: 'node' });
+    }
+    expect(out.slice(n - 3).every((o) => o instanceof ServiceError)).toBe(true);
+    // Every accepted one got its own secret's hash, and they were served in the order they came.
+    for (let i = 0; i < n - 3; i++) {
+      expect((out[i] as Buffer).equals(scryptSync(`secret ${i}`, Buffer.from(SALT, 'hex'), 32, { N: 1024, r: 8, p: 1 })), String(i)).toBe(true);
+    }
+    if (SCRYPT_RUNNING === 1) expect(finished).toEqual(Array.from({ length: n - 3 }, (_, i) => i));
+    expect(scryptLoad()).toEqual({ running: 0, waiting: 0 });
+  });
+
+  it('frees its place when a computation fails', async () => {
+    await expect(hashSecret('x', SALT, 40)).rejects.toThrow();
+    expect(scryptLoad()).toEqual({ running: 0, waiting: 0 });
+    expect((await hashSecret('x', SALT, 10)).length).toBe(32);
   });
 });
 

@@ -2,6 +2,7 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
+import { perMinuteLimit } from '../limits.js';
 import { ServiceError } from '../../kernel/errors.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
@@ -105,13 +106,15 @@ export function identityRoutes(s: IdentityRouteServices): RouteGroup {
 }
 
 function registerIdentityRoutes(router: Router, kit: HttpKit, s: IdentityRouteServices): void {
-  router.post('/api/auth/register', responds(registerResponse, { status: 201 }), body(credentials), async (ctx) => {
+  // Each of these hashes a secret with scrypt (~0.1 s of a core): counted together per caller address.
+  const authLimit = perMinuteLimit(kit.config.limits.authPerMinute, 'registrations and logins');
+  router.post('/api/auth/register', responds(registerResponse, { status: 201 }), authLimit, body(credentials), async (ctx) => {
     const body = validate(credentials, ctx.request.body);
     ctx.status = 201;
     ctx.body = await s.identity.register(body.email, body.password);
   });
 
-  router.post('/api/auth/login', responds(sessionResponse), body(loginBody), async (ctx) => {
+  router.post('/api/auth/login', responds(sessionResponse), authLimit, body(loginBody), async (ctx) => {
     const body = validate(loginBody, ctx.request.body);
     const session = await s.identity.login(body.email, body.password);
     setSessionCookie(ctx, session.token, session.expires_unix_ms);
@@ -153,7 +156,7 @@ function registerIdentityRoutes(router: Router, kit: HttpKit, s: IdentityRouteSe
     ctx.body = { email: email.trim().toLowerCase(), salt: await s.identity.saltFor(email), algorithm: 'scrypt', params: { N: 16384, r: 8, p: 1, keylen: 32 } };
   });
 
-  router.post('/api/svc-auth/register-v3', responds(registerV3Response, { status: 201 }), body(zkBody), async (ctx) => {
+  router.post('/api/svc-auth/register-v3', responds(registerV3Response, { status: 201 }), authLimit, body(zkBody), async (ctx) => {
     const body = validate(zkBody, ctx.request.body);
     const svcond = kit.time.nowSvcond();
     const { zid, machine, adminKey } = await s.identity.registerV3(body.equation_sha256, svcond);
@@ -174,7 +177,7 @@ function registerIdentityRoutes(router: Router, kit: HttpKit, s: IdentityRouteSe
     };
   });
 
-  router.post('/api/svc-auth/login-v3', responds(sessionResponse), body(zkBody), async (ctx) => {
+  router.post('/api/svc-auth/login-v3', responds(sessionResponse), authLimit, body(zkBody), async (ctx) => {
     const body = validate(zkBody, ctx.request.body);
     if (await servedAtHome(ctx, kit, s.identity, zidOfEquation(body.equation_sha256))) return;
     const session = await s.identity.loginV3(body.equation_sha256);
