@@ -5,14 +5,14 @@
 // scrypt runs on libuv's thread pool, which LevelDB's reads and writes and the file system share (4 threads unless
 // UV_THREADPOOL_SIZE says otherwise). Unbounded, 16 anonymous logins in flight took every thread for ~0.1 s each and
 // durable sealing fell from ~2,300 to ~130 a second (performance.md, "Identities' secrets"). So at most SCRYPT_RUNNING
-// run at once, process-wide (the pool is), and the rest of the pool and of the cores stays free; at most SCRYPT_WAITING
-// wait, in order, and beyond that a caller is told to come back (429) rather than queued behind seconds of work.
+// run at once (util/pool-gate.ts) and the rest of the pool and of the cores stays free; beyond SCRYPT_WAITING waiting,
+// a caller is told to come back (429).
 import { scrypt } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { DEFAULT_SCRYPT_COST } from '../config/scrypt-cost.js';
 import { ServiceError } from '../kernel/errors.js';
+import { PoolGate, THREADPOOL_SIZE } from '../util/pool-gate.js';
 
-const THREADPOOL_SIZE = Math.max(1, Number.parseInt(process.env.UV_THREADPOOL_SIZE ?? '', 10) || 4);
 /**
  * scrypt computations at once at most: two threads of the pool are left to the store and the file system, and half
  * the cores to everything else (each computation keeps a core busy).
@@ -21,8 +21,7 @@ export const SCRYPT_RUNNING = Math.max(1, Math.min(THREADPOOL_SIZE - 2, Math.flo
 /** Computations waiting at most (a few seconds of work at the default cost); beyond, 429. */
 export const SCRYPT_WAITING = 64;
 
-let running = 0;
-const waiting: (() => void)[] = [];
+const gate = new PoolGate(SCRYPT_RUNNING, SCRYPT_WAITING);
 
 function busy(): ServiceError {
   return new ServiceError(429, 'SVC_RATE_LIMIT', 'too many sign-ins and registrations on this node at once: try again in a second', {
@@ -34,26 +33,9 @@ function busy(): ServiceError {
   });
 }
 
-/** Run `fn` when a place is free (FIFO); 429 when SCRYPT_WAITING are already waiting. */
-async function gated<T>(fn: () => Promise<T>): Promise<T> {
-  if (running < SCRYPT_RUNNING) running++;
-  else {
-    if (waiting.length >= SCRYPT_WAITING) throw busy();
-    // The place is handed over by the one that frees it (running stays counted), so no later caller overtakes.
-    await new Promise<void>((resolve) => waiting.push(resolve));
-  }
-  try {
-    return await fn();
-  } finally {
-    const next = waiting.shift();
-    if (next) next();
-    else running--;
-  }
-}
-
 /** Computations running and waiting now (tests, metrics). */
 export function scryptLoad(): { running: number; waiting: number } {
-  return { running, waiting: waiting.length };
+  return gate.load();
 }
 
 /** scrypt(secret, salt) at N = 2^cost: 32 bytes, on libuv's thread pool, at most SCRYPT_RUNNING at once. */
@@ -61,10 +43,11 @@ export function hashSecret(secret: string, saltHex: string, cost: number = DEFAU
   const N = 2 ** cost;
   // scrypt needs 128 · N · r bytes; Node refuses above maxmem (32 MiB by default), so it is given that plus headroom.
   const maxmem = 256 * N * 8;
-  return gated(
+  return gate.run(
     () =>
       new Promise<Buffer>((resolve, reject) =>
         scrypt(secret, Buffer.from(saltHex, 'hex'), 32, { N, r: 8, p: 1, maxmem }, (err, key) => (err ? reject(err) : resolve(key))),
       ),
+    busy,
   );
 }

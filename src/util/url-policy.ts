@@ -4,6 +4,7 @@
 // A name is checked again when it is resolved for each request (guardedLookup, used by outbound-post.ts), so a name
 // that later points inside is refused then.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { PoolGate } from './pool-gate.js';
 import { BlockList, isIP } from 'node:net';
 import { ServiceError } from '../kernel/errors.js';
 
@@ -120,15 +121,44 @@ export function checkOutboundUrl(raw: string, policy: UrlPolicy, field = 'url'):
   return url;
 }
 
-/** A `lookup` for node:http(s) that drops the private addresses a name resolves to (all of them: the request fails). */
-export function guardedLookup(policy: UrlPolicy) {
+/** Name lookups of outbound calls at once at most: each holds a thread of libuv's pool while its DNS server answers. */
+export const LOOKUPS_RUNNING = 1;
+/** Lookups waiting at most; beyond, the call fails at once (a delivery is retried on its schedule). */
+export const LOOKUPS_WAITING = 64;
+// getaddrinfo runs on libuv's pool, as LevelDB does: a name whose DNS server never answers holds a thread for the
+// resolver's timeouts (5 s × its attempts), and 32 webhook deliveries to such names would take every thread and stall
+// the store. One at a time, the others wait (pool-gate.ts).
+const lookups = new PoolGate(LOOKUPS_RUNNING, LOOKUPS_WAITING);
+
+type Lookup = (hostname: string, options: { all: true; family?: number }, cb: (err: Error | null, addresses: LookupAddress[]) => void) => void;
+
+/** Lookups running and waiting now (tests). */
+export function lookupLoad(): { running: number; waiting: number } {
+  return lookups.load();
+}
+
+/**
+ * A `lookup` for node:http(s) that drops the private addresses a name resolves to (all of them: the request fails).
+ * `resolve` is node:dns's lookup (a test gives its own).
+ */
+export function guardedLookup(policy: UrlPolicy, resolve: Lookup = dnsLookup as Lookup) {
   return (hostname: string, options: { all?: boolean; family?: number }, cb: (...a: unknown[]) => void): void => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
-      if (err) return cb(err);
-      const ok = policy.allowLoopback ? addresses : addresses.filter((a) => !isBlockedAddress(a.address));
-      if (ok.length === 0) return cb(new Error(`${hostname} resolves to a private address`));
-      if (options.all) cb(null, ok);
-      else cb(null, ok[0]!.address, ok[0]!.family);
-    });
+    lookups
+      .run(
+        () =>
+          new Promise<LookupAddress[]>((done, fail) => resolve(hostname, { ...options, all: true }, (err, addresses) => (err ? fail(err) : done(addresses)))),
+        () => new Error(`too many name lookups waiting (${LOOKUPS_WAITING}): ${hostname} not looked up`),
+      )
+      // The callback is called outside the promise, as node:dns calls it: what it throws is not taken for a rejection.
+      .then(
+        (addresses) =>
+          process.nextTick(() => {
+            const ok = policy.allowLoopback ? addresses : addresses.filter((a) => !isBlockedAddress(a.address));
+            if (ok.length === 0) return cb(new Error(`${hostname} resolves to a private address`));
+            if (options.all) cb(null, ok);
+            else cb(null, ok[0]!.address, ok[0]!.family);
+          }),
+        (err: unknown) => process.nextTick(() => cb(err)),
+      );
   };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../src/kernel/errors.js';
-import { checkOutboundUrl, guardedLookup, isBlockedAddress } from '../../src/util/url-policy.js';
+import { LOOKUPS_RUNNING, LOOKUPS_WAITING, checkOutboundUrl, guardedLookup, isBlockedAddress, lookupLoad } from '../../src/util/url-policy.js';
 
 const strict = { allowLoopback: false, allowHosts: [] };
 
@@ -119,5 +119,44 @@ describe('outbound URL policy (no open proxy)', () => {
     for (const host of ['127.0.0.1', '::127.0.0.1', '::ffff:7f00:1', '64:ff9b::a00:1', '2002:a00:1::1', 'fec0::1', '100::1'])
       await expect(resolve(host), host).rejects.toThrow(/resolves to a private address/);
     await expect(resolve('2606:4700::1111')).resolves.toBe('2606:4700::1111');
+  });
+
+  it('looks names up one at a time, the rest waiting in order, and fails a lookup at once beyond LOOKUPS_WAITING', async () => {
+    // A resolver whose answers come only when the test says: a DNS server that keeps each lookup waiting.
+    const pending: { host: string; answer: () => void }[] = [];
+    const slow = (host: string, _o: unknown, cb: (err: Error | null, a: { address: string; family: number }[]) => void) =>
+      pending.push({ host, answer: () => cb(null, [{ address: '93.184.216.34', family: 4 }]) });
+    const lookup = guardedLookup(strict, slow);
+    const answers: string[] = [];
+    const errors: string[] = [];
+    const n = LOOKUPS_RUNNING + LOOKUPS_WAITING + 2;
+    const asked = Array.from(
+      { length: n },
+      (_, i) =>
+        new Promise<void>((done) =>
+          lookup(`host-${i}.example`, {}, (err: unknown, address: unknown) => {
+            if (err) errors.push(`${i}: ${(err as Error).message}`);
+            else answers.push(`${i}: ${String(address)}`);
+            done();
+          }),
+        ),
+    );
+    await new Promise((r) => setImmediate(r));
+    expect(lookupLoad()).toEqual({ running: LOOKUPS_RUNNING, waiting: LOOKUPS_WAITING });
+    expect(pending.map((p) => p.host)).toEqual(Array.from({ length: LOOKUPS_RUNNING }, (_, i) => `host-${i}.example`));
+    expect(errors).toEqual([
+      `${n - 2}: too many name lookups waiting (64): host-${n - 2}.example not looked up`,
+      `${n - 1}: too many name lookups waiting (64): host-${n - 1}.example not looked up`,
+    ]);
+    // Each answer lets the next waiting lookup start, in the order they came.
+    for (let k = 0; k < n - 2; k++) {
+      await new Promise((r) => setImmediate(r));
+      expect(pending).toHaveLength(k + 1);
+      expect(pending[k]!.host).toBe(`host-${k}.example`);
+      pending[k]!.answer();
+    }
+    await Promise.all(asked);
+    expect(answers).toEqual(Array.from({ length: n - 2 }, (_, i) => `${i}: 93.184.216.34`));
+    expect(lookupLoad()).toEqual({ running: 0, waiting: 0 });
   });
 });
