@@ -57,7 +57,7 @@ export async function resolveCaller(ctx: Context, deps: AuthDeps, allowAnonymous
     if (allowAnonymous) return { kind: 'anonymous', ip: callerAddress(ctx) };
     throw noKeyError();
   }
-  const rec = await deps.identity.resolveKey(key);
+  const rec = await deps.identity.resolveKey(key, callerAddress(ctx));
   if (rec.kind === 'zsm_pub') {
     throw new ServiceError(401, 'SVC_INVALID_KEY', 'public embed keys are read-only and valid on the embed ingest endpoint only', {
       key_id: rec.key_id,

@@ -8,6 +8,7 @@
 // is not naturally idempotent keeps its answer in its own batch too: a sealed compute or solver run (sealAnswerHooks),
 // a transfer, a folder move, a batch's acceptance and a chain event (answerInBatch). A node that stops between that
 // batch and the answer's own record replays the answer rather than applying the write again.
+import { callerAddress } from './caller-address.js';
 import { createHash } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
@@ -149,7 +150,11 @@ export interface IdempotentWrites {
  * Applies writes sent with an Idempotency-Key once (see the file's head). `resolveKey` resolves an API key as the
  * routes do (throws 401 for a revoked, expired or unknown one); a replay of an answer given to a key resolves it again.
  */
-export function idempotentWrites(answers: IdempotentAnswers, logger: Logger, resolveKey: (key: string) => Promise<{ key_id: string }>): IdempotentWrites {
+export function idempotentWrites(
+  answers: IdempotentAnswers,
+  logger: Logger,
+  resolveKey: (key: string, asker: string) => Promise<{ key_id: string }>,
+): IdempotentWrites {
   const inFlight = new Set<string>();
 
   /** Serve the write once under `scope`; `reauthorise` before a replay of an answer given to a key. */
@@ -222,9 +227,9 @@ export function idempotentWrites(answers: IdempotentAnswers, logger: Logger, res
       if (key === null) return next();
       // An API key is scoped by its id; what no key record resolves (the operator token; a revoked key, which the
       // route refuses) by the text's digest. A key resolved here needs no second look before a replay.
-      const record = await resolveKey(key).catch(() => null);
+      const record = await resolveKey(key, callerAddress(ctx)).catch(() => null);
       if (record !== null) return once(ctx, next, idempotencyKey, keyScope(record.key_id), async () => undefined);
-      return once(ctx, next, idempotencyKey, sha256(key).slice(0, 32), () => resolveKey(key));
+      return once(ctx, next, idempotencyKey, sha256(key).slice(0, 32), () => resolveKey(key, callerAddress(ctx)));
     },
     async vouched(ctx, keyId, next) {
       const idempotencyKey = idempotencyKeyOf(ctx);

@@ -173,7 +173,7 @@ interface Authorized {
   keyed: boolean;
 }
 
-async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL): Promise<Authorized> {
+async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL, asker: string): Promise<Authorized> {
   const id = url.searchParams.get('channel');
   if (!id) throw new ServiceError(400, 'SVC_INVALID_INPUT', 'channel is required', { field: 'channel', reason: 'missing', allowed: 'a stream channel id' });
   // A channel held by another node that could not be relayed (a relayed upgrade, or no mesh): where to open it.
@@ -202,7 +202,7 @@ async function authorize(deps: StreamSocketDeps, req: IncomingMessage, url: URL)
   if (deps.streams.isChannelKey(channel, key)) return { channel, stillGood: async () => true, keyed: true };
   if (key.startsWith('stk_'))
     throw new ServiceError(401, 'SVC_INVALID_KEY', 'this is not the channel key', { key_id: null, revoked_at: null, reason: 'wrong channel key' });
-  const rec = await deps.identity.resolveKey(key);
+  const rec = await deps.identity.resolveKey(key, asker);
   if (rec.kind === 'zsm_pub' || rec.zid !== channel.owner.zid)
     throw new ServiceError(403, 'SVC_FORBIDDEN', `stream channel ${channel.id} belongs to another identity`);
   // An API key holds until it is revoked or expires.
@@ -326,7 +326,7 @@ export function attachStreamSocket(server: Server, deps: StreamSocketDeps): { cl
         return;
       }
     }
-    authorize(deps, req, url)
+    authorize(deps, req, url, callerOf(req))
       .then(
         ({ channel, stillGood, keyed }) => {
           if (keyed) {

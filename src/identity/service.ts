@@ -18,7 +18,7 @@ import { compareVersions, keyDigest, keyId, keyKind, mintKey } from './keys.js';
 import { Claims, conflict, type Claim, type ClaimSpace } from './claims.js';
 import { DEFAULT_SCRYPT_COST, MAX_SCRYPT_COST, MIN_SCRYPT_COST } from '../config/scrypt-cost.js';
 import { hashSecret } from './secret-hash.js';
-import { FailedProofs } from './failed-proofs.js';
+import { SlidingWindow, windowFull } from '../util/sliding-window.js';
 import { newSessionToken } from './session-token.js';
 
 export const SESSION_TTL_MS = 24 * 3600 * 1000;
@@ -156,6 +156,10 @@ export type HomeClaimCheck = (zid: string, home: string) => Promise<boolean>;
 const NEGATIVE_LOOKUP_MS = 30_000;
 /** How long a name is not asked again when a peer did not answer (a slow or restarting home): soon asked again. */
 const UNANSWERED_LOOKUP_MS = 2_000;
+/** Questions about unknown keys one caller address may send the peers a minute; beyond, 429 without asking. */
+export const KEY_QUESTIONS_PER_MINUTE = 30;
+/** Questions to the peers in flight at once, node-wide; beyond, a new one is 429 without asking. */
+export const PEER_QUESTIONS_MAX = 64;
 /** How long a revocation is asserted again (reannounceRevocations): a node cut off for less learns it when it is back. */
 export const REVOCATION_REANNOUNCE_MS = 24 * 3600_000;
 /** Where the node keeps when it last heard the mesh (noteMeshHeard), and how often that is written. */
@@ -234,8 +238,17 @@ export class IdentityService {
   private readonly asking = new Map<string, Promise<unknown>>();
   /** Slugs, emails and zids being created right now (see claims.ts). */
   private readonly claims = new Claims();
-  /** Failed password logins by email (failed-proofs.ts). */
-  private readonly failedLogins = new FailedProofs(() => this.now());
+  /**
+   * Failed password logins by email: past 10 in 15 minutes, a login for it is refused before its secret is hashed,
+   * from any address (decisions.md, "Sign-ins and registrations are bounded three ways").
+   */
+  private readonly failedLogins = new SlidingWindow(10, 15 * 60_000, () => this.now());
+  /**
+   * Questions to the peers about keys not known here, by the caller's address that brought each: a key the node does
+   * not know is asked of every peer, so a stream of made-up keys would fan out to the whole mesh (decisions.md,
+   * "Late joiners and lost gossip").
+   */
+  private readonly questionsByAddress = new SlidingWindow(KEY_QUESTIONS_PER_MINUTE, 60_000, () => this.now());
   /** Machines with their admin keys: identities' default ones at registration, and further ones (createMachine). */
   private readonly machines: MachineCreation;
 
@@ -441,13 +454,23 @@ export class IdentityService {
     );
   }
 
-  private async lookupRemote(digest: string): Promise<KeyRecord | undefined> {
+  private async lookupRemote(digest: string, asker: string | undefined): Promise<KeyRecord | undefined> {
     const lookup = this.remoteLookup;
     if (lookup === null) return undefined;
     return this.askPeersOnce(
       digest,
       (accept, unanswered) => lookup(digest, accept, unanswered),
       async () => this.keyCache.get(digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, digest)),
+      asker === undefined
+        ? undefined
+        : () => {
+            const heldUntil = this.questionsByAddress.heldUntil(asker);
+            if (heldUntil !== null) {
+              const message = `too many keys this node does not know from this address: ${KEY_QUESTIONS_PER_MINUTE} a minute are looked up on the mesh`;
+              throw windowFull(this.questionsByAddress, heldUntil, this.now(), message, 'address');
+            }
+            this.questionsByAddress.add(asker);
+          },
     );
   }
 
@@ -456,16 +479,35 @@ export class IdentityService {
    * does not end the question), and answer what this node holds then (`held`: gossip may have brought it meanwhile).
    * Concurrent misses of one name share one question; a name every peer asked said it did not know is not asked again
    * for 30 s, one some peer did not answer (failed, timed out) for 2 s, and either is asked again once a peer is learnt.
+   * A new question is sent only while fewer than PEER_QUESTIONS_MAX are in flight, and once `admit` (the asker's
+   * budget) lets it; otherwise 429, nothing asked.
    */
   private askPeersOnce<T>(
     name: string,
     ask: (accept: (found: { assertion: unknown; sender: string }) => Promise<boolean>, unanswered: () => void) => ReturnType<RemoteLookup>,
     held: () => Promise<T | undefined>,
+    admit?: () => void,
   ): Promise<T | undefined> {
     if (this.unknownRemote.stands(name)) return Promise.resolve(undefined);
     // A digest (64 hex) and a zid (zid_…) never share a name: the question in flight is of the same kind.
     let pending = this.asking.get(name) as Promise<T | undefined> | undefined;
     if (pending === undefined) {
+      if (this.asking.size >= PEER_QUESTIONS_MAX) {
+        return Promise.reject(
+          new ServiceError(429, 'SVC_RATE_LIMIT', 'too many questions to the mesh in flight on this node: try again in a second', {
+            limit: PEER_QUESTIONS_MAX,
+            window_seconds: 1,
+            retry_after_seconds: 1,
+            reset_at: new Date(this.now() + 1000).toISOString(),
+            scope: 'node',
+          }),
+        );
+      }
+      try {
+        admit?.();
+      } catch (err) {
+        return Promise.reject(err as Error);
+      }
       pending = (async () => {
         let partial = false;
         await ask(
@@ -632,7 +674,10 @@ export class IdentityService {
   async login(email: string, password: string): Promise<{ zid: string; token: string; expires_unix_ms: number }> {
     const normalised = email.trim().toLowerCase();
     // Known and unknown emails are counted alike, so the refusal tells nothing about which exist.
-    this.failedLogins.check(normalised);
+    const heldUntil = this.failedLogins.heldUntil(normalised);
+    if (heldUntil !== null) {
+      throw windowFull(this.failedLogins, heldUntil, this.now(), 'too many failed logins for this identity: 10 in 15 minutes', 'identity');
+    }
     const zid = await this.deps.store.get<string>(this.emails, normalised);
     const rec = zid ? await this.getIdentity(zid) : undefined;
     // Hash even for unknown emails so timing does not reveal which emails exist.
@@ -640,10 +685,10 @@ export class IdentityService {
     const hash = await hashSecret(password, salt, rec?.scrypt_cost ?? (rec ? DEFAULT_SCRYPT_COST : this.scryptCost));
     const stored = rec?.password_hash ? Buffer.from(rec.password_hash, 'hex') : Buffer.alloc(32);
     if (!rec || !rec.password_hash || !timingSafeEqual(hash, stored)) {
-      this.failedLogins.failed(normalised);
+      this.failedLogins.add(normalised);
       throw new ServiceError(401, 'SVC_INVALID_CREDENTIALS', 'email or password is wrong');
     }
-    this.failedLogins.succeeded(normalised);
+    this.failedLogins.clear(normalised);
     return this.openSession(rec.zid);
   }
 
@@ -943,9 +988,10 @@ export class IdentityService {
   /**
    * Resolve a presented key. Malformed, unknown, expired, revoked, or a legacy key past its version → 401
    * SVC_INVALID_KEY with key_id, revoked_at and reason. The lookup is by digest, which is itself constant-time
-   * with respect to the key's bytes.
+   * with respect to the key's bytes. A key not known here is asked of the peers; `asker` (the caller's address) is
+   * the budget such questions count against (KEY_QUESTIONS_PER_MINUTE a minute, then 429 without asking).
    */
-  async resolveKey(key: string): Promise<KeyRecord> {
+  async resolveKey(key: string, asker?: string): Promise<KeyRecord> {
     const kind = keyKind(key);
     if (!kind) throw invalidKey(key, 'malformed');
     if (kind === 'svc_ak' && compareVersions(this.deps.kernelVersion, LEGACY_KEY_REMOVED_IN) >= 0) {
@@ -954,7 +1000,7 @@ export class IdentityService {
     const digest = keyDigest(key);
     let rec = this.keyCache.get(digest);
     if (!rec) {
-      rec = (await this.deps.store.get<KeyRecord>(this.keys, digest)) ?? (await this.lookupRemote(digest));
+      rec = (await this.deps.store.get<KeyRecord>(this.keys, digest)) ?? (await this.lookupRemote(digest, asker));
       if (!rec) throw invalidKey(key, 'unknown');
       this.cacheKey(digest, rec);
     }

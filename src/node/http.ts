@@ -102,7 +102,7 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     signMeshEvent: (type, body) => signEvent(f.nodeIdentity.privateKey, f.nodeId, type, f.time.nowSvcond(), body),
     selfApi: assistants.selfApi,
     discovery: discoveryOf({ config, nodeId, registry, library, tiers: p.tiers }),
-    idempotentWrites: idempotentWrites(idempotentAnswers, logger, (key) => p.identity.resolveKey(key)),
+    idempotentWrites: idempotentWrites(idempotentAnswers, logger, (key, asker) => p.identity.resolveKey(key, asker)),
     metrics: f.metrics,
   };
   // The field status's view of the mesh: how far the peers heard agree with this node (none without a mesh).

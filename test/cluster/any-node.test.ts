@@ -7,6 +7,7 @@ import { keyDigest, keyId } from '../../src/identity/keys.js';
 import { buildEnvelope } from '../../src/mesh/wire.js';
 import { stampAt } from '../../src/kernel/clock.js';
 import { waitUntil } from '../helpers/wait.js';
+import { MESH_VERIFY_PER_MINUTE } from '../../src/http/routes/mesh-identity.js';
 
 const MESH_SECRET = 'cluster-test-secret-0123456789abcdef';
 // Hex, as every receipt secret is (docs/protocol.md): the UTF-8 of the text this test used before.
@@ -163,6 +164,12 @@ describe('any-node API', () => {
     expect(v.body.meshNodes.map((n: { nodeId: string }) => n.nodeId).sort()).toEqual([a, b, c].map((n) => n.node.nodeId).sort());
     const unknown = await call(b.url, 'POST', '/api/mesh/verify', { zid: `zid_${'0'.repeat(32)}` });
     expect(unknown.body).toMatchObject({ verified: false, consensusReached: true });
+    // Each call asks the whole mesh: 10 a minute per caller address, then 429.
+    for (let i = 2; i < MESH_VERIFY_PER_MINUTE; i++) expect((await call(b.url, 'POST', '/api/mesh/verify', { zid: id.zid })).status).toBe(200);
+    const over = await call(b.url, 'POST', '/api/mesh/verify', { zid: id.zid });
+    expect(over.status).toBe(429);
+    expect(over.body.error).toMatchObject({ code: 'SVC_RATE_LIMIT', limit: MESH_VERIFY_PER_MINUTE, window_seconds: 60 });
+    expect(Number(over.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
   });
 });
 

@@ -174,3 +174,31 @@ describe('failed password logins of one identity', () => {
     expect((await call(n.url, 'POST', '/api/auth/login', bob)).status).toBe(200);
   });
 });
+
+describe('keys this node does not know', () => {
+  let n: TestNode;
+  beforeAll(async () => {
+    n = await startTestNode({ mesh: { secret: 'limits-unknown-keys-mesh-secret', p2pPort: 0, bootstrap: [] } });
+  });
+  afterAll(() => n.destroy());
+
+  it('are asked of the mesh for 30 a minute from one address: then 429 with Retry-After, on any keyed route', async () => {
+    const asked: string[] = [];
+    const ask = async (name: string) => {
+      asked.push(name);
+      return null;
+    };
+    n.node.identity.onRemoteLookup(ask, ask);
+    const made = (i: number) => `sk_${createHash('sha256').update(`made up ${i}`).digest('hex').slice(0, 48)}`;
+    for (let i = 0; i < 30; i++) expectError(await call(n.url, 'GET', '/api/tally/balance', undefined, bearer(made(i))), 401, 'SVC_INVALID_KEY');
+    expect(asked).toHaveLength(30);
+    const r = await call(n.url, 'POST', '/api/svc/compute', compute, bearer(made(30)));
+    const e = expectError(r, 429, 'SVC_RATE_LIMIT');
+    expect(e).toMatchObject({ limit: 30, window_seconds: 60, scope: 'address' });
+    expect429Fields(e, r.headers.get('retry-after'));
+    expect(asked).toHaveLength(30);
+    // A key the node knows is not a question: it still works from that address.
+    const id = await zkIdentity(n.url, 'limits-known-key');
+    expect((await call(n.url, 'GET', '/api/tally/balance', undefined, bearer(id.key))).status).toBe(200);
+  });
+});

@@ -1,8 +1,10 @@
 // Identities and keys homed elsewhere that this node has not heard of are asked of the peers (identity/service.ts
 // findIdentity, resolveKey): concurrent misses of one zid or digest share one question, and a name no peer knew is not
 // asked again for a while (30 s) unless a peer is learnt meanwhile, one a peer did not answer only for 2 s. The peers' answers are composed here (the mesh's own checks are in test/mesh/key-lookup.test.ts).
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyDigest } from '../../src/identity/keys.js';
+import { KEY_QUESTIONS_PER_MINUTE, PEER_QUESTIONS_MAX } from '../../src/identity/service.js';
 import { startTestNode, type TestNode } from '../helpers/node.js';
 
 const HOME = '12D3KooWRemoteHomeRemoteHomeRemoteHomeRemoteHomeRe';
@@ -155,6 +157,62 @@ describe('an identity or key homed elsewhere', () => {
       peersLearnt = 2;
       expect(await t.node.identity.resolveKey(key)).toMatchObject({ zid, home: HOME, key_id: 'sk_remote' });
       expect(asked).toEqual([digest, digest]);
+    } finally {
+      t.node.identity.onRemoteLookup(ask, ask);
+    }
+  });
+
+  it('counts the questions about unknown keys per caller address: past the budget, 429 and nothing asked', async () => {
+    const asked: string[] = [];
+    const ask = async (name: string) => {
+      asked.push(name);
+      return null;
+    };
+    t.node.identity.onRemoteLookup(ask, ask);
+    const made = (i: number, who: string) => `sk_${createHash('sha256').update(`${who} ${i}`).digest('hex').slice(0, 48)}`;
+    try {
+      for (let i = 0; i < KEY_QUESTIONS_PER_MINUTE; i++)
+        await expect(t.node.identity.resolveKey(made(i, 'a'), '198.51.100.7')).rejects.toMatchObject({ status: 401, code: 'SVC_INVALID_KEY' });
+      expect(asked).toHaveLength(KEY_QUESTIONS_PER_MINUTE);
+      const refused = t.node.identity.resolveKey(made(KEY_QUESTIONS_PER_MINUTE, 'a'), '198.51.100.7');
+      await expect(refused).rejects.toMatchObject({ status: 429, code: 'SVC_RATE_LIMIT', extra: { limit: KEY_QUESTIONS_PER_MINUTE, scope: 'address' } });
+      expect(asked).toHaveLength(KEY_QUESTIONS_PER_MINUTE);
+      // A key asked already is the peers' word for a while: told again without a question, and without a charge.
+      await expect(t.node.identity.resolveKey(made(0, 'a'), '198.51.100.7')).rejects.toMatchObject({ status: 401 });
+      // Another address has its own budget; a key known here is never asked about.
+      await expect(t.node.identity.resolveKey(made(0, 'b'), '203.0.113.9')).rejects.toMatchObject({ status: 401 });
+      expect(asked).toHaveLength(KEY_QUESTIONS_PER_MINUTE + 1);
+    } finally {
+      t.node.identity.onRemoteLookup(ask, ask);
+    }
+  });
+
+  it('sends at most PEER_QUESTIONS_MAX questions at once, node-wide: one more is 429 and nothing asked', async () => {
+    const asked: string[] = [];
+    let answerAll!: () => void;
+    const answered = new Promise<void>((resolve) => (answerAll = resolve));
+    const ask = async (name: string) => {
+      asked.push(name);
+      await answered;
+      return null;
+    };
+    t.node.identity.onRemoteLookup(ask, ask);
+    const made = (i: number) => `sk_${createHash('sha256').update(`in flight ${i}`).digest('hex').slice(0, 48)}`;
+    try {
+      const waiting = Array.from({ length: PEER_QUESTIONS_MAX }, (_, i) => t.node.identity.resolveKey(made(i), `10.9.${i}.1`).catch((e: unknown) => e));
+      await new Promise((r) => setTimeout(r, 20));
+      expect(asked).toHaveLength(PEER_QUESTIONS_MAX);
+      await expect(t.node.identity.resolveKey(made(PEER_QUESTIONS_MAX), '10.9.200.1')).rejects.toMatchObject({
+        status: 429,
+        code: 'SVC_RATE_LIMIT',
+        extra: { scope: 'node', retry_after_seconds: 1 },
+      });
+      expect(asked).toHaveLength(PEER_QUESTIONS_MAX);
+      answerAll();
+      for (const e of await Promise.all(waiting)) expect(e).toMatchObject({ status: 401, code: 'SVC_INVALID_KEY' });
+      // Room again.
+      await expect(t.node.identity.resolveKey(made(PEER_QUESTIONS_MAX), '10.9.200.1')).rejects.toMatchObject({ status: 401 });
+      expect(asked).toHaveLength(PEER_QUESTIONS_MAX + 1);
     } finally {
       t.node.identity.onRemoteLookup(ask, ask);
     }

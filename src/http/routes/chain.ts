@@ -1,5 +1,6 @@
 // State-machine routes (spec 2.7, 4.8): settings and roles, the aggregate list, the machine's tally.
 // Every /api/chain/:slug route goes through atMachineHome first (machine-home.ts): the machine's home answers.
+import { callerAddress } from '../caller-address.js';
 import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
@@ -529,7 +530,7 @@ function registerChainRoutes(router: Router, kit: HttpKit, s: ChainRouteServices
     }
     const key = presentedKey(ctx);
     if (!key) throw noKey();
-    const rec = await s.identity.resolveKey(key);
+    const rec = await s.identity.resolveKey(key, callerAddress(ctx));
     if (rec.kind !== 'zsm_pub' || rec.slug !== slug) {
       throw new ServiceError(401, 'SVC_INVALID_KEY', `the embed ingest accepts this machine's zsm_pub_ embed keys only`, {
         key_id: rec.key_id,

@@ -11,6 +11,7 @@ import type { MeshService } from '../../mesh/service.js';
 import type { HttpKit } from '../kit.js';
 import type { RouteGroup } from '../route-group.js';
 import { body, responds, validate } from '../validate.js';
+import { perMinuteLimit } from '../limits.js';
 import { meshIdentityResponse, meshVerifyResponse, signedMeshEventResponse } from '../responses.js';
 
 const verifyBody = z.object({ zid: z.string().regex(ZID_PATTERN, 'a zid: zid_ and 32 hex characters') }).strict();
@@ -20,6 +21,9 @@ export interface MeshIdentityRouteServices {
   mesh: MeshService;
   identity: IdentityService;
 }
+
+/** `POST /api/mesh/verify` calls per minute per caller address (each asks every peer). */
+export const MESH_VERIFY_PER_MINUTE = 10;
 
 export function meshIdentityRoutes(s: MeshIdentityRouteServices): RouteGroup {
   return { name: 'mesh identity', register: (router, kit) => registerMeshIdentityRoutes(router, kit, s) };
@@ -53,7 +57,9 @@ function registerMeshIdentityRoutes(router: Router, kit: HttpKit, s: MeshIdentit
     ctx.body = await kit.signMeshEvent(IDENTITY_ASSERT, assertion);
   });
 
-  router.post('/api/mesh/verify', responds(meshVerifyResponse), body(verifyBody), async (ctx) => {
+  // One call asks every peer: counted per caller address, as keyless prove is, so it cannot be turned on the mesh.
+  const verifyLimit = perMinuteLimit(MESH_VERIFY_PER_MINUTE, 'mesh verify');
+  router.post('/api/mesh/verify', responds(meshVerifyResponse), verifyLimit, body(verifyBody), async (ctx) => {
     const { zid } = validate(verifyBody, ctx.request.body);
     const m = s.mesh;
     const local = await s.identity.getIdentity(zid);
