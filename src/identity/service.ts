@@ -156,7 +156,7 @@ export type HomeClaimCheck = (zid: string, home: string) => Promise<boolean>;
 const NEGATIVE_LOOKUP_MS = 30_000;
 /** How long a name is not asked again when a peer did not answer (a slow or restarting home): soon asked again. */
 const UNANSWERED_LOOKUP_MS = 2_000;
-/** Questions about unknown keys one caller address may send the peers a minute; beyond, 429 without asking. */
+/** Questions about unknown keys and identities one caller address may send the peers a minute; beyond, 429 without asking. */
 export const KEY_QUESTIONS_PER_MINUTE = 30;
 /** Questions to the peers in flight at once, node-wide; beyond, a new one is 429 without asking. */
 export const PEER_QUESTIONS_MAX = 64;
@@ -244,9 +244,9 @@ export class IdentityService {
    */
   private readonly failedLogins = new SlidingWindow(10, 15 * 60_000, () => this.now());
   /**
-   * Questions to the peers about keys not known here, by the caller's address that brought each: a key the node does
-   * not know is asked of every peer, so a stream of made-up keys would fan out to the whole mesh (decisions.md,
-   * "Late joiners and lost gossip").
+   * Questions to the peers about keys and identities not known here, by the caller's address that brought each: a name
+   * the node does not know is asked of every peer, so a stream of made-up ones would fan out to the whole mesh
+   * (decisions.md, "Late joiners and lost gossip").
    */
   private readonly questionsByAddress = new SlidingWindow(KEY_QUESTIONS_PER_MINUTE, 60_000, () => this.now());
   /** Machines with their admin keys: identities' default ones at registration, and further ones (createMachine). */
@@ -443,7 +443,7 @@ export class IdentityService {
    * An identity known here, or else learnt from its home (a late joiner, or gossip lost while the mesh re-formed):
    * its assertion asked of the peers and applied as gossip's would be.
    */
-  async findIdentity(zid: string): Promise<IdentityRecord | undefined> {
+  async findIdentity(zid: string, asker?: string): Promise<IdentityRecord | undefined> {
     const known = await this.getIdentity(zid);
     const lookup = this.remoteIdentityLookup;
     if (known !== undefined || lookup === null) return known;
@@ -451,6 +451,7 @@ export class IdentityService {
       zid,
       (accept, unanswered) => lookup(zid, accept, unanswered),
       () => this.getIdentity(zid),
+      this.questionBudget(asker),
     );
   }
 
@@ -461,17 +462,21 @@ export class IdentityService {
       digest,
       (accept, unanswered) => lookup(digest, accept, unanswered),
       async () => this.keyCache.get(digest) ?? (await this.deps.store.get<KeyRecord>(this.keys, digest)),
-      asker === undefined
-        ? undefined
-        : () => {
-            const heldUntil = this.questionsByAddress.heldUntil(asker);
-            if (heldUntil !== null) {
-              const message = `too many keys this node does not know from this address: ${KEY_QUESTIONS_PER_MINUTE} a minute are looked up on the mesh`;
-              throw windowFull(this.questionsByAddress, heldUntil, this.now(), message, 'address');
-            }
-            this.questionsByAddress.add(asker);
-          },
+      this.questionBudget(asker),
     );
+  }
+
+  /** What a new question to the peers costs a caller's address (nothing when no caller brought it). */
+  private questionBudget(asker: string | undefined): (() => void) | undefined {
+    if (asker === undefined) return undefined;
+    return () => {
+      const heldUntil = this.questionsByAddress.heldUntil(asker);
+      if (heldUntil !== null) {
+        const message = `too many keys or identities this node does not know from this address: ${KEY_QUESTIONS_PER_MINUTE} a minute are looked up on the mesh`;
+        throw windowFull(this.questionsByAddress, heldUntil, this.now(), message, 'address');
+      }
+      this.questionsByAddress.add(asker);
+    };
   }
 
   /**

@@ -187,6 +187,29 @@ describe('an identity or key homed elsewhere', () => {
     }
   });
 
+  it('counts questions about unknown identities against the same budget', async () => {
+    const asked: string[] = [];
+    const ask = async (name: string) => {
+      asked.push(name);
+      return null;
+    };
+    t.node.identity.onRemoteLookup(ask, ask);
+    const zid = (i: number) => `zid_${createHash('sha256').update(`zid ${i}`).digest('hex').slice(0, 32)}`;
+    try {
+      for (let i = 0; i < KEY_QUESTIONS_PER_MINUTE; i++) expect(await t.node.identity.findIdentity(zid(i), '198.51.100.99')).toBeUndefined();
+      await expect(t.node.identity.findIdentity(zid(KEY_QUESTIONS_PER_MINUTE), '198.51.100.99')).rejects.toMatchObject({
+        status: 429,
+        extra: { scope: 'address' },
+      });
+      expect(asked).toHaveLength(KEY_QUESTIONS_PER_MINUTE);
+      // A question the node asks for itself (custody, consensus: no caller) is not counted.
+      expect(await t.node.identity.findIdentity(zid(KEY_QUESTIONS_PER_MINUTE))).toBeUndefined();
+      expect(asked).toHaveLength(KEY_QUESTIONS_PER_MINUTE + 1);
+    } finally {
+      t.node.identity.onRemoteLookup(ask, ask);
+    }
+  });
+
   it('sends at most PEER_QUESTIONS_MAX questions at once, node-wide: one more is 429 and nothing asked', async () => {
     const asked: string[] = [];
     let answerAll!: () => void;

@@ -83,7 +83,7 @@ function setSessionCookie(ctx: Context, token: string, expiresMs: number): void 
  */
 async function servedAtHome(ctx: Context, kit: HttpKit, identity: IdentityService, zid: string | null): Promise<boolean> {
   if (zid === null || wasForwarded(ctx)) return false;
-  const ident = await identity.findIdentity(zid);
+  const ident = await identity.findIdentity(zid, callerAddress(ctx));
   if (ident === undefined || ident.home === kit.nodeId()) return false;
   const token = ctx.cookies.get(SESSION_COOKIE);
   const answer = await askHome(ctx, kit, ident.home, 'identity', { zid }, { headers: token ? { cookie: `${SESSION_COOKIE}=${token}` } : {} });

@@ -5,6 +5,7 @@
 // (its published results and the others sealed there), or with ?owner=<zid> that identity's home, listing that
 // identity's published results only; a node that is not the home forwards the request once (forward.ts). The mesh
 // read route answers other nodes' lookups of a result homed here (consensus/result-lookup.ts), signed by this node.
+import { callerAddress } from '../caller-address.js';
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
@@ -96,7 +97,7 @@ function registerRecordRoutes(router: Router, kit: HttpKit, s: RecordRouteServic
       });
       return;
     }
-    const owner = await s.identity.findIdentity(q.owner);
+    const owner = await s.identity.findIdentity(q.owner, callerAddress(ctx));
     if (!owner) throw new ServiceError(404, 'SVC_NOT_FOUND', `no identity ${q.owner} is known to this node or its peers`, { zid: q.owner });
     if (owner.home && owner.home !== kit.nodeId() && s.mesh) return relayToHome(ctx, kit, owner.home, 'identity', { zid: q.owner });
     ctx.body = { node: kit.nodeId(), owner: q.owner, ...marked(await s.results.listOf(q.owner, q.limit, q.offset)) };
