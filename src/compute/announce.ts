@@ -33,7 +33,7 @@ export const resultsSealedBody = z
     count: z.number().int().positive(),
     from_svcond: z.number().int().nonnegative(),
     to_svcond: z.number().int().nonnegative(),
-    /** The newest of them, oldest first. */
+    /** The newest of them, in the order they were sealed. */
     results: z.array(summarySchema).min(1).max(ANNOUNCED_MAX),
   })
   .refine((b) => b.results.length <= b.count && b.from_svcond <= b.to_svcond, { message: 'count below the results listed, or from_svcond after to_svcond' });
@@ -53,7 +53,9 @@ export interface SealAnnouncerDeps {
 export class SealAnnouncer {
   private pending: SealedSummary[] = [];
   private count = 0;
+  // The ticks the interval's seals span: the least and the greatest (seals finish in any order of their ticks).
   private fromSvcond = 0;
+  private toSvcond = 0;
   private timer: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: SealAnnouncerDeps) {}
@@ -61,7 +63,13 @@ export class SealAnnouncer {
   /** A result whose seal is durable: announced with the others of its interval. */
   sealed(summary: SealedSummary): void {
     if (!this.deps.enabled()) return;
-    if (this.count === 0) this.fromSvcond = summary.svcond;
+    if (this.count === 0) {
+      this.fromSvcond = summary.svcond;
+      this.toSvcond = summary.svcond;
+    } else {
+      this.fromSvcond = Math.min(this.fromSvcond, summary.svcond);
+      this.toSvcond = Math.max(this.toSvcond, summary.svcond);
+    }
     this.count++;
     this.pending.push(summary);
     if (this.pending.length > ANNOUNCED_MAX) this.pending.shift();
@@ -79,8 +87,8 @@ export class SealAnnouncer {
     const results = this.pending;
     const body: ResultsSealed = {
       count: this.count,
-      from_svcond: Math.min(this.fromSvcond, results[0]!.svcond),
-      to_svcond: results[results.length - 1]!.svcond,
+      from_svcond: this.fromSvcond,
+      to_svcond: this.toSvcond,
       results,
     };
     this.pending = [];

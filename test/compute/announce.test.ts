@@ -64,6 +64,17 @@ describe('the sealed-result announcement', () => {
     a.stop();
   });
 
+  it('spans the least and the greatest tick of its seals, whatever order they finished in', () => {
+    const { a, sent } = announcer();
+    a.sealed({ ...summary(1), svcond: 105 });
+    a.sealed({ ...summary(2), svcond: 103 });
+    a.sealed({ ...summary(3), svcond: 104 });
+    a.flush();
+    expect(sent[0]![1]).toMatchObject({ count: 3, from_svcond: 103, to_svcond: 105 });
+    expect(resultsSealedBody.safeParse(sent[0]![1]).success).toBe(true);
+    a.stop();
+  });
+
   it('sends at the end of the interval that its first seal started', async () => {
     const { a, sent, next } = announcer({ intervalMs: 5 });
     const first = next();
