@@ -9,6 +9,7 @@ import { ConfigError } from '../config/error.js';
 import { decodeReceiptSecret, keyFingerprint, readReceiptSecretFile, RECEIPT_SECRET_FILE } from '../config/receipt-secret.js';
 import { deriveKey } from '../kernel/receipt.js';
 import { dataDirProblem } from './data-dir.js';
+import { startFailure } from './start-failure.js';
 import { addBackupCommands } from './backup.js';
 import { addContributeCommand } from './contribute.js';
 import { addKeysSubcommands } from './keys.js';
@@ -117,16 +118,8 @@ configFlags(program.command('start').description('run a node')).action(async (op
   try {
     await node.start();
   } catch (err) {
-    const e = err as NodeJS.ErrnoException & { cause?: { code?: string }; address?: string; port?: number };
-    // The listener that failed says where (the API's, or the metrics listener's on its own port).
-    const where = e.address !== undefined && e.port !== undefined ? `${e.address}:${e.port}` : `${config.host}:${config.port}`;
-    if (e.code === 'EADDRINUSE' || e.code === 'EACCES' || e.code === 'EADDRNOTAVAIL') fail(`cannot listen on ${where}: ${e.code}`);
-    if (e.cause?.code === 'LEVEL_LOCKED' || e.code === 'LEVEL_LOCKED') fail(`data dir ${config.dataDir} is in use by another node`);
-    if (e.name === 'StorageFormatError') fail(e.message);
-    if (e.name === 'UnsupportedListenAddressesError') {
-      const why = /EADDRINUSE|EACCES|EADDRNOTAVAIL/.exec(e.message)?.[0] ?? 'listen failed';
-      fail(`cannot listen for libp2p on ${config.host}:${config.mesh.p2pPort}: ${why}`);
-    }
+    const reason = startFailure(err, config);
+    if (reason !== null) fail(reason);
     throw err;
   }
   let stopping = false;

@@ -38,6 +38,8 @@ describe('svc-node usage errors', () => {
   it('a metrics port in use exits 2 naming the metrics listener’s address, not the API’s', async () => {
     const r = await runCliAsync(['start', '--port', '0', '--metrics-port', String(busyPort), '--data-dir', await tempDir()], { SVC_LOG_LEVEL: 'silent' });
     expect(r.status).toBe(2);
-    expect(r.stderr.trim()).toBe(`svc-node: cannot listen on 127.0.0.1:${busyPort}: EADDRINUSE`);
+    expect(r.stderr.trim()).toBe(
+      `svc-node: cannot listen on 127.0.0.1:${busyPort}: EADDRINUSE (another process listens there: stop it, or choose another port with --metrics-port; 0 = any free port)`,
+    );
   }, 60_000);
 });

@@ -127,7 +127,9 @@ describe('svc-node start', () => {
       // A second node on the same data dir is refused with one line and exit 2 (LevelDB's lock).
       const second = run(['start', '--port', '0', '--data-dir', dir]);
       expect(second.status).toBe(2);
-      expect(second.stderr.trim()).toBe(`svc-node: data dir ${dir} is in use by another node`);
+      expect(second.stderr.trim()).toBe(
+        `svc-node: data dir ${dir} is in use by another node: stop that node, or give this one another data dir (--data-dir or SVC_DATA_DIR)`,
+      );
     } finally {
       child.kill('SIGTERM');
     }

@@ -1,0 +1,95 @@
+// `svc-node start` on what an operator can get wrong before the node listens: each refusal is one line that says what
+// is wrong and what to do, with exit 2 — never a stack trace, and never a listener blamed for the data dir.
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, ROOT, runCli, runCliAsync, tempDirs } from '../helpers/cli.js';
+import { freePort } from '../helpers/free-port.js';
+
+const tempDir = tempDirs('svc-start-failure-');
+let held: Server;
+let busyPort: number;
+
+beforeAll(async () => {
+  busyPort = await freePort();
+  held = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => held.listen(busyPort, '127.0.0.1', () => resolve()));
+});
+afterAll(async () => {
+  await new Promise<void>((resolve) => held.close(() => resolve()));
+});
+
+/** One line on stderr, prefixed as the CLI's refusals are, and no stack frame. */
+function oneLine(stderr: string): string {
+  const lines = stderr.trim().split('\n');
+  expect(lines, stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(/^svc-node: /);
+  return lines[0]!;
+}
+
+describe('svc-node start refuses a data dir it cannot use', () => {
+  it('a file where the data dir should be: exit 2 naming it and what to give instead', async () => {
+    const file = join(await tempDir(), 'data');
+    writeFileSync(file, 'not a directory');
+    const r = runCli(['start', '--port', '0', '--data-dir', file], { SVC_LOG_LEVEL: 'silent' });
+    expect(r.status, r.stderr).toBe(2);
+    const line = oneLine(r.stderr);
+    expect(line).toContain(`data dir ${file} cannot be used`);
+    expect(line).toContain('EEXIST');
+    expect(line).toContain('give --data-dir or SVC_DATA_DIR a directory');
+  }, 60_000);
+
+  it('a data dir below a file: exit 2 with ENOTDIR', async () => {
+    const file = join(await tempDir(), 'afile');
+    writeFileSync(file, '');
+    const dir = join(file, 'data');
+    const r = runCli(['start', '--port', '0', '--data-dir', dir], { SVC_LOG_LEVEL: 'silent' });
+    expect(r.status, r.stderr).toBe(2);
+    const line = oneLine(r.stderr);
+    expect(line).toContain(`data dir ${dir} cannot be used`);
+    expect(line).toContain('ENOTDIR');
+  }, 60_000);
+
+  it('a data dir this user may not create is a data dir problem, not "cannot listen"', async () => {
+    const parent = await tempDir();
+    const dir = join(parent, 'data');
+    // The parent is closed to the user the node runs as: another user when the tests run as root (root writes anywhere).
+    const asRoot = process.getuid?.() === 0;
+    if (!asRoot) chmodSync(parent, 0o500);
+    const r = spawnSync(process.execPath, [...CLI, 'start', '--port', '0', '--data-dir', dir], {
+      cwd: ROOT,
+      env: { ...process.env, SVC_LOG_LEVEL: 'silent' },
+      encoding: 'utf8',
+      timeout: 60_000,
+      ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+    });
+    if (!asRoot) chmodSync(parent, 0o700);
+    expect(r.status, r.stderr).toBe(2);
+    const line = oneLine(r.stderr);
+    expect(line).not.toContain('cannot listen');
+    expect(line).toContain(`data dir ${dir} cannot be used`);
+    expect(line).toContain('EACCES');
+    expect(line).toContain('this user may not write there');
+    expect(existsSync(dir)).toBe(false);
+  }, 60_000);
+});
+
+describe('svc-node start refuses a listen address it cannot use', () => {
+  it('a port in use: exit 2 naming the address, the flag to change and that 0 takes any free port', async () => {
+    const r = await runCliAsync(['start', '--port', String(busyPort), '--data-dir', await tempDir()], { SVC_LOG_LEVEL: 'silent' });
+    expect(r.status, r.stderr).toBe(2);
+    expect(oneLine(r.stderr)).toBe(
+      `svc-node: cannot listen on 127.0.0.1:${busyPort}: EADDRINUSE (another process listens there: stop it, or choose another port with --port or SVC_PORT; 0 = any free port)`,
+    );
+  }, 60_000);
+
+  it('a host name that does not resolve: exit 2 naming it and --host, no stack trace', async () => {
+    const r = await runCliAsync(['start', '--port', '0', '--host', 'no-such-host.invalid', '--data-dir', await tempDir()], { SVC_LOG_LEVEL: 'silent' });
+    expect(r.status, r.stderr).toBe(2);
+    const line = oneLine(r.stderr);
+    expect(line).toMatch(/^svc-node: cannot listen on no-such-host\.invalid: the name does not resolve \((ENOTFOUND|EAI_AGAIN|EAI_FAIL|EAI_NONAME)\)/);
+    expect(line).toContain('give --host or SVC_HOST an address of this machine');
+  }, 60_000);
+});
