@@ -64,6 +64,12 @@ function startOne(name: string, dataDir: string, env: Record<string, string>, on
     onSpawn(child);
     const log = createWriteStream(join(dataDir, 'node.log'), { flags: 'a' });
     child.stderr!.pipe(log);
+    // A node that refuses to start says why in one line on stderr (src/cli/start-failure.ts): the cluster repeats it.
+    let reason = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      const last = chunk.toString().trim().split('\n').pop()?.trim();
+      if (last) reason = last.replace(/^svc-node: /, '');
+    });
     let buffer = '';
     let done = false;
     const timer = setTimeout(() => {
@@ -90,10 +96,15 @@ function startOne(name: string, dataDir: string, env: Record<string, string>, on
         }
       }
     });
-    child.once('exit', (code, signal) => {
+    // 'close', not 'exit': its stderr has been read to the end, the reason with it.
+    child.once('close', (code, signal) => {
       if (!done) {
         clearTimeout(timer);
-        reject(Object.assign(new Error(`${name} exited ${describeExit(code, signal)} before it was ready (see ${join(dataDir, 'node.log')})`), { signal }));
+        const why =
+          reason === '' ? '' : `: ${reason}${/EADDRINUSE/.test(reason) ? '; --base-port starts the cluster on other ports (0 = any free ports)' : ''}`;
+        reject(
+          Object.assign(new Error(`${name} exited ${describeExit(code, signal)} before it was ready${why} (see ${join(dataDir, 'node.log')})`), { signal }),
+        );
       }
     });
   });
@@ -251,7 +262,8 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
       const name = `node${i + 1}`;
       spin.text(`starting ${name} (${i + 1} of ${o.nodes})`);
       const dataDir = join(root, name);
-      await mkdir(dataDir, { recursive: true });
+      // Private, as the node keeps its data dir (it would make it so, and warn, at its first start).
+      await mkdir(dataDir, { recursive: true, mode: 0o700 });
       const env: Record<string, string> = {
         SVC_HOST: '127.0.0.1',
         SVC_PORT: String(o.basePort === 0 ? 0 : o.basePort + i),

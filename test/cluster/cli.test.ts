@@ -1,11 +1,13 @@
 // The svc-node command as a user runs it: start (config errors, signals), verify, keys, cluster.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { call, zkIdentity, type Reply } from '../helpers/node.js';
-import { CLI, ROOT, exitOf, runCli, tempDirs } from '../helpers/cli.js';
+import { CLI, ROOT, exitOf, runCli, runCliAsync, tempDirs } from '../helpers/cli.js';
+import { freePort } from '../helpers/free-port.js';
 
 const tempDir = tempDirs('svc-cli-');
 const run = (args: string[], env: Record<string, string> = {}) => runCli(args, env);
@@ -170,6 +172,26 @@ describe.concurrent('svc-node cluster', () => {
       return 0;
     }
   };
+
+  it('a node that cannot start: the cluster repeats its reason and names --base-port; its data dir is made private, with no warning about it', async ({
+    expect,
+  }) => {
+    const root = await tempDir();
+    const port = await freePort();
+    const held = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => held.listen(port, '127.0.0.1', () => resolve()));
+    let r: { status: number | null; stderr: string };
+    try {
+      r = await runCliAsync(['cluster', '--nodes', '1', '--base-port', String(port), '--data-root', root]);
+    } finally {
+      await new Promise<void>((resolve) => held.close(() => resolve()));
+    }
+    expect(r.status, r.stderr).toBe(1);
+    expect(r.stderr).toContain(`node1 exited with code 2 before it was ready: cannot listen on 127.0.0.1:${port}: EADDRINUSE`);
+    expect(r.stderr).toContain('--base-port starts the cluster on other ports (0 = any free ports)');
+    expect(statSync(join(root, 'node1')).mode & 0o777).toBe(0o700);
+    expect(readFileSync(join(root, 'node1', 'node.log'), 'utf8')).not.toContain('readable by other users');
+  }, 60_000);
 
   it('a node that exits leaves the others running (said on stderr); the cluster stops on SIGTERM only', async ({ expect }) => {
     const root = await tempDir();
