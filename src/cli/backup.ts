@@ -16,7 +16,7 @@ import { readOperatorToken } from '../config/operator-token.js';
 import { NODE_VERSION } from '../config/version.js';
 import type { BackupManifest } from '../store/backup.js';
 import type { Store } from '../store/db.js';
-import { exitWith } from './node-request.js';
+import { exitWith, unreachableReason } from './node-request.js';
 
 // What a backup or restore needs, loaded when one runs (the other commands start without the node's modules).
 const foundation = () => import('../node/foundation.js');
@@ -72,7 +72,7 @@ async function backupFromNode(opts: { dataDir: string; url?: string; token?: str
   try {
     res = await fetch(target, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
   } catch (err) {
-    exitWith(`a node holds ${opts.dataDir} but ${target} cannot be reached: ${(err as Error).message}`, 2);
+    exitWith(`a node holds ${opts.dataDir} but ${target} cannot be reached: ${unreachableReason(err)}`, 2);
   }
   if (!res.ok || res.body === null) {
     const text = await res.text();

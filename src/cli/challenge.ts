@@ -3,6 +3,7 @@
 // follow the challenge until its verdict and print that too. Exit 0 when the challenge was opened (and, waiting,
 // decided), 1 on a refusal (the part-7 error is printed), 2 on bad usage or an unreachable node.
 import type { Command } from 'commander';
+import { unreachableReason } from './node-request.js';
 
 const DIGEST = /^[0-9a-f]{64}$/;
 const POLL_MS = 500;
@@ -17,7 +18,7 @@ async function request(url: string, init: RequestInit): Promise<{ ok: boolean; t
     const res = await fetch(url, init);
     return { ok: res.ok, text: (await res.text()).trim() };
   } catch (err) {
-    usage(`cannot reach ${url}: ${(err as Error).message}`);
+    usage(`cannot reach ${url}: ${unreachableReason(err)}`);
   }
 }
 

@@ -10,6 +10,7 @@ import { decodeReceiptSecret, keyFingerprint, readReceiptSecretFile, RECEIPT_SEC
 import { deriveKey } from '../kernel/receipt.js';
 import { dataDirProblem } from './data-dir.js';
 import { startFailure } from './start-failure.js';
+import { unreachableReason } from './node-request.js';
 import { addBackupCommands } from './backup.js';
 import { addContributeCommand } from './contribute.js';
 import { addKeysSubcommands } from './keys.js';
@@ -263,7 +264,7 @@ async function postJson(url: string, body: unknown, headers: Record<string, stri
   try {
     res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   } catch (err) {
-    fail(`cannot reach ${url}: ${(err as Error).message}`);
+    fail(`cannot reach ${url}: ${unreachableReason(err)}`);
   }
   const text = await res.text();
   process.stdout.write(`${text.trim()}\n`);
@@ -315,7 +316,7 @@ program
       }
       status = JSON.parse(text) as typeof status;
     } catch (err) {
-      fail(`cannot reach ${base}: ${(err as Error).message}`);
+      fail(`cannot reach ${base}: ${unreachableReason(err)}`);
     }
     if (!status.claimable || !status.challenge || typeof status.difficulty !== 'number') {
       process.stdout.write(`${JSON.stringify(status)}\n`);

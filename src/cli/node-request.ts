@@ -8,6 +8,21 @@ export interface Common {
   json: boolean;
 }
 
+/**
+ * Why a request to a node got no answer, in words: fetch's own message is "fetch failed" whatever the cause (nothing
+ * listening, a name that does not resolve, a timeout), the cause is in `cause`.
+ */
+export function unreachableReason(err: unknown): string {
+  const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+  if (e?.name === 'TimeoutError') return 'no answer before the timeout';
+  const code = e?.cause?.code;
+  if (code === 'ECONNREFUSED') return 'connection refused: no node listens there (is it running, and is this the URL of its "listening" log line?)';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `the host name does not resolve (${code})`;
+  if (code === 'ERR_INVALID_URL') return 'not a URL (e.g. http://127.0.0.1:8787)';
+  const cause = e?.cause?.message;
+  return cause && cause !== e?.message ? `${e?.message ?? String(err)}: ${cause}` : (e?.message ?? String(err));
+}
+
 /** What the node answered: the parsed body of a 2xx. */
 export type Body = Record<string, unknown>;
 
@@ -42,7 +57,7 @@ export async function send(
   try {
     res = await fetch(url, { method, headers: sent, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(60_000) });
   } catch (err) {
-    exitWith(`cannot reach ${url}: ${(err as Error).message}`, 2);
+    exitWith(`cannot reach ${url}: ${unreachableReason(err)}`, 2);
   }
   const text = await res.text();
   let parsed: unknown;

@@ -2,6 +2,7 @@
 // scores, and how the node itself is reachable (or one JSON object with --json). Reads GET /api/mesh/peers.
 import type { Command } from 'commander';
 import { progress } from './progress.js';
+import { unreachableReason } from './node-request.js';
 import type { KnownPeerReport } from '../mesh/service.js';
 
 export interface PeersReport {
@@ -72,7 +73,7 @@ export function peersCommand(program: Command): void {
         process.stdout.write(opts.json ? `${JSON.stringify(r)}\n` : formatPeers(r));
       } catch (err) {
         spin.fail(`${opts.url} did not answer`);
-        process.stderr.write(`svc-node peers: ${(err as Error).message}\n`);
+        process.stderr.write(`svc-node peers: ${opts.url}: ${unreachableReason(err)}\n`);
         process.exitCode = 1;
       }
     });

@@ -2,6 +2,7 @@
 // Reads the node's keyless routes only.
 import type { Command } from 'commander';
 import { progress } from './progress.js';
+import { unreachableReason } from './node-request.js';
 import { describeReachability, type PeersReport } from './peers.js';
 
 export interface NodeStatus {
@@ -46,7 +47,7 @@ export async function readStatus(url: string, timeoutMs = 5000): Promise<NodeSta
     ]);
     return { url: base, reachable: true, health, pulse, mesh, sealed: now?.sealedCount ?? null };
   } catch (err) {
-    return { url: base, reachable: false, error: (err as Error).message };
+    return { url: base, reachable: false, error: unreachableReason(err) };
   }
 }
 

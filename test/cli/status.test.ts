@@ -6,6 +6,8 @@ import { startTestNode, type TestNode } from '../helpers/node.js';
 import { formatStatus, readStatus, statusCommand } from '../../src/cli/status.js';
 import { formatPeers, readPeers } from '../../src/cli/peers.js';
 import { progress } from '../../src/cli/progress.js';
+import { runCli } from '../helpers/cli.js';
+import { freePort } from '../helpers/free-port.js';
 
 let t: TestNode;
 beforeAll(async () => {
@@ -73,6 +75,23 @@ describe('svc-node peers', () => {
     expect(r).toMatchObject({ nodeId: t.node.nodeId, enabled: false, peers: [] });
     expect(formatPeers(r)).toBe(`svc-node ${t.node.nodeId}\n  mesh        off (no mesh secret): the node runs alone\n`);
   });
+});
+
+describe('a node that does not answer', () => {
+  it('status and peers say why (nothing listens there, the name does not resolve), not only "fetch failed"', async () => {
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const refused = await readStatus(closed, 2000);
+    expect(refused).toMatchObject({ reachable: false });
+    expect(refused.error).toContain('connection refused: no node listens there');
+    expect(formatStatus(refused)).toContain(`svc-node at ${closed}: unreachable (connection refused`);
+    const unresolved = await readStatus('http://no-such-host.invalid:8787', 2000);
+    expect(unresolved.error).toMatch(/^the host name does not resolve \((ENOTFOUND|EAI_AGAIN)\)$/);
+    const peers = runCli(['peers', '--url', closed, '--timeout', '2000']);
+    expect(peers.status).toBe(1);
+    expect(peers.stderr.trim().split('\n').pop()).toBe(
+      `svc-node peers: ${closed}: connection refused: no node listens there (is it running, and is this the URL of its "listening" log line?)`,
+    );
+  }, 60_000);
 });
 
 describe('progress', () => {
