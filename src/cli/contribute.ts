@@ -20,7 +20,9 @@ function withCommon(cmd: Command): Command {
 
 /** Adds `contribute` and its four subcommands to the svc-node program. */
 export function addContributeCommand(program: Command): void {
-  const contribute = program.command('contribute').description("an identity's contribution: its bond of envelopes and its mode (architecture.md §6)");
+  const contribute = program
+    .command('contribute')
+    .description('an identity\'s contribution: its bond of envelopes and its mode (README.md, "Run a contributing node")');
 
   withCommon(contribute.command('status').description('the bond, days remaining, mode and open challenges')).action(async (opts: Common) => {
     const body = await request(opts, 'GET', '/api/contribute/status');

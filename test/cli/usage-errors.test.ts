@@ -1,8 +1,10 @@
 // How `svc-node` refuses what it cannot run: a usage error (an unknown flag, a flag's bad value) exits 2 like a bad
 // configuration, naming the flag; a listener that cannot open names its own address; help exits 0.
+import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, runCliAsync, tempDirs } from '../helpers/cli.js';
+import { ROOT, runCli, runCliAsync, tempDirs } from '../helpers/cli.js';
 import { freePort } from '../helpers/free-port.js';
 
 const tempDir = tempDirs('svc-usage-');
@@ -34,6 +36,21 @@ describe('svc-node usage errors', () => {
     expect(help.status).toBe(0);
     expect(help.stdout).toContain('--metrics-port <port>');
   }, 60_000);
+
+  it('the help of every command names only documents the repository has', () => {
+    const top = runCli(['--help']).stdout;
+    const commands = [...top.matchAll(/^ {2}([a-z-]+) /gm)].map((m) => m[1]!).filter((c) => c !== 'help');
+    expect(commands).toContain('contribute');
+    const helps = [top];
+    for (const c of commands) {
+      const own = runCli([c, '--help']).stdout;
+      helps.push(own);
+      for (const sub of [...own.matchAll(/^Commands:\n((?: {2}.*\n)+)/gm)].flatMap((m) => [...m[1]!.matchAll(/^ {2}([a-z-]+) /gm)].map((s) => s[1]!)))
+        if (sub !== 'help') helps.push(runCli([c, sub, '--help']).stdout);
+    }
+    const named = [...new Set(helps.flatMap((h) => [...h.matchAll(/[\w./-]+\.md\b/g)].map((m) => m[0])))];
+    for (const doc of named) expect(existsSync(join(ROOT, doc)) || existsSync(join(ROOT, 'docs', doc)), doc).toBe(true);
+  }, 120_000);
 
   it('a metrics port in use exits 2 naming the metrics listener’s address, not the API’s', async () => {
     const r = await runCliAsync(['start', '--port', '0', '--metrics-port', String(busyPort), '--data-dir', await tempDir()], { SVC_LOG_LEVEL: 'silent' });
