@@ -174,8 +174,11 @@ export function loadConfig(options: LoadOptions = {}): NodeConfig {
   if (options.overrides) layered = merge(layered, options.overrides);
   const parsed = configSchema.safeParse(layered);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new ConfigError(`invalid configuration at ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+    // Every problem at once, so an operator fixes them in one pass, not one per start.
+    const where = (issue: { path: PropertyKey[] }) => issue.path.map(String).join('.') || '(root)';
+    const [first, ...more] = parsed.error.issues;
+    const rest = more.map((issue) => `; at ${where(issue)}: ${issue.message}`).join('');
+    throw new ConfigError(`invalid configuration at ${where(first!)}: ${first!.message}${rest}`);
   }
   return parsed.data;
 }

@@ -1,6 +1,6 @@
 // The configuration's limit names (the per-minute prove limit is spelt provePerMinute everywhere), and the checks
 // across settings.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -21,6 +21,21 @@ describe('config limits', () => {
     writeFileSync(file, JSON.stringify({ limits: { proveperMinute: 3 } }));
     expect(() => loadConfig({ env: {}, configFile: file })).toThrow(ConfigError);
     expect(() => loadConfig({ env: {}, configFile: file })).toThrow(/proveperMinute/);
+  });
+
+  it('names every problem of a configuration in one message', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-config-'));
+    const file = join(dir, 'node.json');
+    writeFileSync(file, JSON.stringify({ port: 'x', limits: { bogus: 1 }, mesh: { tickRate: 0 } }));
+    let message = '';
+    try {
+      loadConfig({ env: {}, configFile: file });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/^invalid configuration at /);
+    for (const where of ['at port:', 'at limits:', 'bogus', 'at mesh.tickRate:']) expect(message, where).toContain(where);
+    rmSync(dir, { recursive: true, force: true });
   });
 });
 
