@@ -59,9 +59,18 @@ export interface SolverExecutor {
   /**
    * Run a solver for `owner` (whose runs are queued and capped together: an identity's ZID, the anonymous IP).
    * The time limit (the caller's tier's, named by `tier` in SVC_TIMEOUT) counts from this call, so the wait for a
-   * worker is part of it.
+   * worker is part of it. `signal` (its caller left): the run is stopped where the executor can, rejected with the
+   * signal's reason.
    */
-  run(solverId: string, inputs: Record<string, unknown>, state: unknown, timeLimitSeconds: number, owner: string, tier?: string): Promise<SolverOutput>;
+  run(
+    solverId: string,
+    inputs: Record<string, unknown>,
+    state: unknown,
+    timeLimitSeconds: number,
+    owner: string,
+    tier?: string,
+    signal?: AbortSignal,
+  ): Promise<SolverOutput>;
   /** Runs it could start now without queueing (a node advertises this in its tick events). */
   freeSlots(): number;
   /** Runs waiting for a worker now (the MMIO queue-depth register); absent: none ever wait. */
@@ -113,9 +122,19 @@ export class InlineExecutor implements SolverExecutor {
   readonly enforcesTimeLimit = false;
   constructor(private readonly registry: SolverRegistry) {}
 
-  async run(solverId: string, inputs: Record<string, unknown>, state: unknown): Promise<SolverOutput> {
+  async run(
+    solverId: string,
+    inputs: Record<string, unknown>,
+    state: unknown,
+    _limit?: number,
+    _owner?: string,
+    _tier?: string,
+    signal?: AbortSignal,
+  ): Promise<SolverOutput> {
     const solver = this.registry.get(solverId);
     if (!solver) throw new Error(`unknown solver ${solverId}`);
+    // A run on the calling thread cannot be stopped once started; one whose caller has already left is not started.
+    signal?.throwIfAborted();
     return solver.run(inputs, state);
   }
 
@@ -142,6 +161,8 @@ interface Job {
   startedAt: number | null;
   /** Fires at the deadline, waiting or running. */
   timer: NodeJS.Timeout | null;
+  /** Removes the listener on the caller's signal (a no-op without one). */
+  unlisten: () => void;
   resolve: (o: SolverOutput) => void;
   reject: (e: unknown) => void;
 }
@@ -231,7 +252,16 @@ export class WorkerPoolExecutor implements SolverExecutor {
     return slot;
   }
 
-  run(solverId: string, inputs: Record<string, unknown>, state: unknown, timeLimitSeconds: number, owner: string, tier = 'free'): Promise<SolverOutput> {
+  run(
+    solverId: string,
+    inputs: Record<string, unknown>,
+    state: unknown,
+    timeLimitSeconds: number,
+    owner: string,
+    tier = 'free',
+    signal?: AbortSignal,
+  ): Promise<SolverOutput> {
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
     if (this.closed) return Promise.reject(new Error('executor is closed'));
     if (this.cannotStart()) return Promise.reject(this.starts.refusal('solver workers'));
     let queue = this.owners.get(owner);
@@ -254,10 +284,16 @@ export class WorkerPoolExecutor implements SolverExecutor {
         acceptedAt: performance.now(),
         startedAt: null,
         timer: null,
+        unlisten: () => undefined,
         resolve,
         reject,
       };
       job.timer = setTimeout(() => this.expire(job), Math.max(0, timeLimitSeconds * 1000));
+      if (signal) {
+        const stop = () => this.stop(job, signal.reason);
+        signal.addEventListener('abort', stop, { once: true });
+        job.unlisten = () => signal.removeEventListener('abort', stop);
+      }
       q.waiting.push(job);
       this.waitingCount++;
       this.pump();
@@ -436,6 +472,7 @@ export class WorkerPoolExecutor implements SolverExecutor {
   private finish(job: Job): void {
     if (job.timer) clearTimeout(job.timer);
     job.timer = null;
+    job.unlisten();
     const queue = this.owners.get(job.owner);
     if (!queue) return;
     if (job.startedAt !== null) queue.running--;
@@ -468,6 +505,12 @@ export class WorkerPoolExecutor implements SolverExecutor {
     job.timer = null;
     const now = performance.now();
     const elapsed = (now - job.acceptedAt) / 1000;
+    const queuedSeconds = job.startedAt === null ? elapsed : (job.startedAt - job.acceptedAt) / 1000;
+    this.stop(job, timeoutError(job.limitSeconds, elapsed, job.tier, { queuedSeconds, runSeconds: elapsed - queuedSeconds }));
+  }
+
+  /** Ends a run that has not settled, as expire says (its deadline, or its caller left), and rejects it with `reason`. */
+  private stop(job: Job, reason: unknown): void {
     if (job.startedAt === null) {
       const queue = this.owners.get(job.owner);
       const i = queue ? queue.waiting.indexOf(job) : -1;
@@ -475,7 +518,7 @@ export class WorkerPoolExecutor implements SolverExecutor {
       queue!.waiting.splice(i, 1);
       this.waitingCount--;
       this.finish(job);
-      job.reject(timeoutError(job.limitSeconds, elapsed, job.tier, { queuedSeconds: elapsed, runSeconds: 0 }));
+      job.reject(reason);
       return;
     }
     const slot = this.slots.find((s) => s.job === job);
@@ -483,12 +526,7 @@ export class WorkerPoolExecutor implements SolverExecutor {
     this.release(slot);
     void slot.worker.terminate();
     this.replace(slot);
-    job.reject(
-      timeoutError(job.limitSeconds, elapsed, job.tier, {
-        queuedSeconds: (job.startedAt - job.acceptedAt) / 1000,
-        runSeconds: (now - job.startedAt) / 1000,
-      }),
-    );
+    job.reject(reason);
   }
 
   private fail(slot: Slot, err: unknown): void {
@@ -547,6 +585,7 @@ export class WorkerPoolExecutor implements SolverExecutor {
     for (const queue of this.owners.values()) {
       for (const job of queue.waiting.splice(0)) {
         if (job.timer) clearTimeout(job.timer);
+        job.unlisten();
         job.reject(new Error('executor is closed'));
       }
     }

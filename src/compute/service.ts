@@ -437,7 +437,10 @@ export class ComputeService {
     return { solver, inputs, state };
   }
 
-  /** A solver run, sealed (every solver endpoint, /solve and /auto). */
+  /**
+   * A solver run, sealed (every solver endpoint, /solve and /auto). `gone`: its caller left (http/client-gone.ts); a run
+   * on this node's executor stops, and nothing is sealed or charged.
+   */
   async solve(
     caller: Caller,
     solverId: string,
@@ -445,10 +448,11 @@ export class ComputeService {
     rawState: unknown,
     extra: Record<string, unknown> = {},
     hooks?: SealHooks,
+    gone?: AbortSignal,
   ): Promise<Sealed> {
-    if (this.deps.onFailed === undefined || caller.kind !== 'identity') return this.solveInner(caller, solverId, rawInputs, rawState, extra, hooks);
+    if (this.deps.onFailed === undefined || caller.kind !== 'identity') return this.solveInner(caller, solverId, rawInputs, rawState, extra, hooks, gone);
     try {
-      return await this.solveInner(caller, solverId, rawInputs, rawState, extra, hooks);
+      return await this.solveInner(caller, solverId, rawInputs, rawState, extra, hooks, gone);
     } catch (err) {
       this.failed(caller, 'solver', solverId, err);
       throw err;
@@ -462,6 +466,7 @@ export class ComputeService {
     rawState: unknown,
     extra: Record<string, unknown>,
     hooks: SealHooks | undefined,
+    gone: AbortSignal | undefined,
   ): Promise<Sealed> {
     const startNs = this.deps.clock.nowNs();
     const { solver, inputs, state } = this.resolveSolver(solverId, rawInputs, rawState);
@@ -485,7 +490,7 @@ export class ComputeService {
           timeLimitSeconds: this.timeLimit(tier),
         });
       }
-      out = placed ? placed.out : await this.deps.executor.run(solver.id, inputs, state, this.timeLimit(tier), runOwner(caller), tier);
+      out = placed ? placed.out : await this.deps.executor.run(solver.id, inputs, state, this.timeLimit(tier), runOwner(caller), tier, gone);
     } catch (err) {
       reservation.release();
       throw err;
@@ -561,12 +566,12 @@ export class ComputeService {
   }
 
   /** POST /api/svc/auto: route the query, then run the chosen solver with the accepted constants. */
-  async auto(caller: Caller, query: string, constants: Record<string, unknown>): Promise<Record<string, unknown>> {
+  async auto(caller: Caller, query: string, constants: Record<string, unknown>, gone?: AbortSignal): Promise<Record<string, unknown>> {
     const route = routeQuery(query);
     const solver = this.deps.registry.get(route.solver);
     if (!solver) throw new SolverFailure(`router chose unregistered solver ${route.solver}`);
     const { inputs, ignored_constants } = splitConstants(solver, constants);
-    const result = await this.solve(caller, route.solver, inputs, undefined, { router: true });
+    const result = await this.solve(caller, route.solver, inputs, undefined, { router: true }, undefined, gone);
     return {
       solver: route.solver,
       confidence: route.confidence,

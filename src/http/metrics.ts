@@ -327,10 +327,10 @@ export class NodeMetrics {
   timed<E extends SolverExecutor>(executor: E): E {
     const runs = this.solverRuns;
     const seconds = this.solverSeconds;
-    const run: SolverExecutor['run'] = async (solverId, inputs, state, limit, owner, tier) => {
+    const run: SolverExecutor['run'] = async (solverId, inputs, state, limit, owner, tier, signal) => {
       const end = seconds.startTimer({ solver: solverId });
       try {
-        const out = await executor.run(solverId, inputs, state, limit, owner, tier);
+        const out = await executor.run(solverId, inputs, state, limit, owner, tier, signal);
         runs.inc({ solver: solverId, outcome: 'ok' });
         return out;
       } catch (err) {

@@ -19,6 +19,7 @@ import { computeCaller, requireKey } from '../auth.js';
 import { perMinuteLimit } from '../limits.js';
 import { forwardToHome } from '../forward.js';
 import { sealAnswerHooks } from '../idempotency.js';
+import { clientGone } from '../client-gone.js';
 import { body, responds, validate } from '../validate.js';
 import type { Caller } from '../../records/types.js';
 import type { ComputeService, Sealed } from '../../compute/service.js';
@@ -142,17 +143,18 @@ function registerComputeRoutes(router: Router, kit: HttpKit, s: ComputeRouteServ
     // The body is declared, not parsed here: the solver pipeline checks the inputs itself (its part-7 codes).
     router.post(solver.endpoint, responds(sealedResponse), computeCaller(auth), home, body(solverBodySchema(solver), { inHandler: true }), async (ctx) => {
       const { inputs, initialState } = splitSolverBody(ctx.request.body);
-      sendSealed(ctx, await s.compute.solve(caller(ctx), solver.id, inputs, initialState, {}, sealAnswerHooks(ctx)));
+      sendSealed(ctx, await s.compute.solve(caller(ctx), solver.id, inputs, initialState, {}, sealAnswerHooks(ctx), clientGone(ctx)));
     });
   }
 
   router.post('/api/svc/solve', responds(sealedResponse), computeCaller(auth), home, body(solveBody), async (ctx) => {
     const body = validate(solveBody, ctx.request.body);
-    sendSealed(ctx, await s.compute.solve(caller(ctx), body.solver, body.inputs === undefined ? {} : body.inputs, body.initialState, {}, sealAnswerHooks(ctx)));
+    const inputs = body.inputs === undefined ? {} : body.inputs;
+    sendSealed(ctx, await s.compute.solve(caller(ctx), body.solver, inputs, body.initialState, {}, sealAnswerHooks(ctx), clientGone(ctx)));
   });
 
   router.post('/api/svc/auto', responds(autoResponse), computeCaller(auth), home, body(autoBody), async (ctx) => {
     const body = validate(autoBody, ctx.request.body);
-    ctx.body = await s.compute.auto(caller(ctx), body.query, body.constants);
+    ctx.body = await s.compute.auto(caller(ctx), body.query, body.constants, clientGone(ctx));
   });
 }
