@@ -13,7 +13,7 @@ import type { ToolSource } from '../mcp/server.js';
 import { errorBody } from './errors.js';
 import { validate } from './validate.js';
 import { toolTable, type ToolRow } from './tool-table.js';
-import type { SelfApi, SelfTarget } from './self-request.js';
+import type { SelfAnswer, SelfApi, SelfTarget } from './self-request.js';
 
 export type JsonSchemaObject = Tool['inputSchema'];
 
@@ -21,6 +21,11 @@ export type JsonSchemaObject = Tool['inputSchema'];
 export function toolInputSchema(schema: z.ZodType): JsonSchemaObject {
   const json = z.toJSONSchema(schema, { io: 'input', target: 'draft-7', unrepresentable: 'any' }) as Record<string, unknown>;
   return (json.type === 'object' ? json : { type: 'object', ...json }) as JsonSchemaObject;
+}
+
+/** A signal aborted when either is (undefined when neither is given). */
+function anyOf(a: AbortSignal | undefined, b: AbortSignal | undefined): AbortSignal | undefined {
+  return a && b ? AbortSignal.any([a, b]) : (a ?? b);
 }
 
 export class LocalTools {
@@ -57,15 +62,25 @@ export class LocalTools {
       if (!(err instanceof ServiceError)) throw err;
       return answerToToolResult(err.status, JSON.stringify(errorBody(traceId, err.status, err.code, err.message, err.extra, err.details)));
     }
-    const answer = await this.self.send(target, row.request(args), signal);
+    let answer: SelfAnswer;
+    try {
+      answer = await this.self.send(target, row.request(args), signal);
+    } catch (err) {
+      // Aborted: the signal's reason (the caller left: clientGone's 499), not the socket's AbortError.
+      signal?.throwIfAborted();
+      throw err;
+    }
     return answerToToolResult(answer.status, answer.text);
   }
 
-  /** A tool source for one caller (the MCP server of one request). */
-  sourceFor(target: SelfTarget, traceId: string): ToolSource {
+  /**
+   * A tool source for one caller (the MCP server of one request, a chat message). `gone` aborts its calls when that
+   * caller's request closes (clientGone): the loopback request is cut, and its route stops its own work in turn.
+   */
+  sourceFor(target: SelfTarget, traceId: string, gone?: AbortSignal): ToolSource {
     return {
       list: () => Promise.resolve(this.tools),
-      call: (name, args) => this.call(target, name, args, traceId),
+      call: (name, args, signal) => this.call(target, name, args, traceId, anyOf(gone, signal)),
     };
   }
 }

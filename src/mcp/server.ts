@@ -80,8 +80,8 @@ function paramsOf<T>(schema: { parse(v: unknown): T }, request: unknown): T {
 
 export interface ToolSource {
   list(): Promise<Tool[]>;
-  /** The tool's result; null when there is no tool of that name. */
-  call(name: string, args: Record<string, unknown>): Promise<CallToolResult | null>;
+  /** The tool's result; null when there is no tool of that name. `signal`: the call's caller has gone, stop it. */
+  call(name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<CallToolResult | null>;
 }
 
 export interface ServerInfo {
@@ -101,9 +101,11 @@ export function buildMcpServer(info: ServerInfo, source: ToolSource): Server {
     if (request.params?.cursor !== undefined) throw protocolError(ErrorCode.InvalidParams, 'invalid cursor: tools/list answers every tool on one page');
     return { tools: await source.list() };
   });
-  server.setRequestHandler(methodOnly('tools/call'), async (raw) => {
+  // extra.signal: the SDK aborts it when the client cancels the request (notifications/cancelled) or the transport
+  // closes (the stdio proxy's client went away); the HTTP route adds its own client's leaving (sourceFor).
+  server.setRequestHandler(methodOnly('tools/call'), async (raw, extra) => {
     const request = paramsOf(CallToolRequestSchema, raw);
-    const result = await source.call(request.params.name, (request.params.arguments ?? {}) as Record<string, unknown>);
+    const result = await source.call(request.params.name, (request.params.arguments ?? {}) as Record<string, unknown>, extra.signal);
     if (result === null) throw protocolError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`);
     return result;
   });

@@ -1,5 +1,6 @@
 // The MCP bridge with the official SDK client over Streamable HTTP against a real node: initialize, tools/list,
-// tools/call (svc_compute, a solver, svc_verify on its own output), part-7 errors as tool errors, discovery.
+// tools/call (svc_compute, a solver, svc_verify on its own output), a call whose client leaves, part-7 errors as tool
+// errors, discovery.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -7,6 +8,8 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { PLANNED_TOOLS } from '../../src/http/tool-table.js';
+import { holdSolves } from '../helpers/held-solves.js';
+import { waitUntil } from '../helpers/wait.js';
 
 let t: TestNode;
 let key: string;
@@ -126,6 +129,23 @@ describe('MCP over Streamable HTTP (official SDK client)', () => {
     expect(body.solver ?? body.operator_id).toBeTruthy();
     expect(Number.isFinite(body.value)).toBe(true);
     expect(structured(await client.callTool({ name: 'svc_verify', arguments: { result: body } })).valid).toBe(true);
+  });
+
+  it('a tool call stops when its client leaves: the solver run its loopback request started is told, and ends', async () => {
+    const held = holdSolves(t.node.compute);
+    const leaving = await connect(bearer(key));
+    try {
+      const pending = leaving.callTool({ name: 'svc_http', arguments: { method: 'POST', path: '/api/svc/heat', body: {} } }).catch((e: unknown) => e);
+      await waitUntil(() => held.started === 1, 'the tool call to start its solver run');
+      // Closing the SDK client aborts its HTTP request: the MCP request's connection closes mid-call.
+      await leaving.close();
+      await pending;
+      const [reason] = await waitUntil(() => held.gone.length > 0 && held.gone, 'the run to be told its client left');
+      expect(reason).toMatchObject({ status: 499, code: 'SVC_BAD_REQUEST' });
+      expect(held.started).toBe(1);
+    } finally {
+      held.restore();
+    }
   });
 
   it('errors are tool errors carrying the part-7 code', async () => {

@@ -12,6 +12,7 @@ import { jsonRpcRequest, jsonRpcResponse, mcpDiscoveryResponse } from '../respon
 import type { RouteGroup } from '../route-group.js';
 import type { LocalTools } from '../local-tools.js';
 import { PLANNED_TOOLS } from '../tool-table.js';
+import { clientGone } from '../client-gone.js';
 
 /** Headers the transport needs, from a request that may come from curl or a forwarding node without them. */
 function transportHeaders(ctx: Context): Headers {
@@ -93,7 +94,9 @@ function registerMcpRoutes(router: Router, kit: HttpKit, { tools }: McpRouteServ
     }
     const server = buildMcpServer(
       { name: 'svc-node', version: kit.config.kernel.version, instructions: TOOL_INSTRUCTIONS },
-      tools.sourceFor(kit.selfApi.targetOf(ctx), ctx.state.traceId as string),
+      // The SDK aborts a handler's signal only on its client's cancel or on the transport's close, which here comes
+      // after the answer: the HTTP client leaving is this request's own close (clientGone).
+      tools.sourceFor(kit.selfApi.targetOf(ctx), ctx.state.traceId as string, clientGone(ctx)),
     );
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     try {
