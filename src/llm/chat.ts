@@ -60,7 +60,14 @@ export class ChatService {
     return Math.max(0, this.deps.freeMessagesPerDay - this.deps.counters.get(chatDayCounter(dayKey(this.deps.nowMs()), zid)));
   }
 
-  async chat(caller: Extract<Caller, { kind: 'identity' }>, req: ChatRequest, provider: ProviderConfig | null, tools: ToolSource): Promise<ChatReply> {
+  /** `gone`: the caller left (clientGone); the provider session and the tool calls stop, nothing is counted or charged. */
+  async chat(
+    caller: Extract<Caller, { kind: 'identity' }>,
+    req: ChatRequest,
+    provider: ProviderConfig | null,
+    tools: ToolSource,
+    gone?: AbortSignal,
+  ): Promise<ChatReply> {
     const d = this.deps;
     const zid = caller.zid;
     const name = chatDayCounter(dayKey(d.nowMs()), zid);
@@ -70,9 +77,13 @@ export class ChatService {
     d.counters.reserve(name, 1);
     let answer: Omit<ChatReply, 'free_message' | 'free_messages_left' | 'tally_charge'>;
     try {
-      answer = provider ? await this.withModel(req, provider, tools) : await this.offline(req, tools);
+      answer = provider ? await this.withModel(req, provider, tools, gone) : await this.offline(req, tools, gone);
+      // An answer nobody will read is neither counted nor charged.
+      gone?.throwIfAborted();
     } catch (err) {
       d.counters.unreserve(name, 1);
+      // The caller left: that, not what the cut provider request or tool call failed with (a 502, an AbortError).
+      gone?.throwIfAborted();
       throw err;
     }
     d.counters.settle(name, 1);
@@ -112,9 +123,13 @@ export class ChatService {
     return { ...answer, free_message: free, free_messages_left: this.freeLeft(zid), tally_charge: charge };
   }
 
-  private async offline(req: ChatRequest, tools: ToolSource): Promise<Omit<ChatReply, 'free_message' | 'free_messages_left' | 'tally_charge'>> {
+  private async offline(
+    req: ChatRequest,
+    tools: ToolSource,
+    gone: AbortSignal | undefined,
+  ): Promise<Omit<ChatReply, 'free_message' | 'free_messages_left' | 'tally_charge'>> {
     const question = [...req.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
-    const a = await offlineAnswer(question, tools);
+    const a = await offlineAnswer(question, tools, gone);
     return {
       reply: { role: 'assistant', content: a.text },
       provider: 'offline',
@@ -130,6 +145,7 @@ export class ChatService {
     req: ChatRequest,
     provider: ProviderConfig,
     tools: ToolSource,
+    gone: AbortSignal | undefined,
   ): Promise<Omit<ChatReply, 'free_message' | 'free_messages_left' | 'tally_charge'>> {
     const decls: ToolDecl[] = req.tools
       ? (await tools.list()).map((t) => {
@@ -138,7 +154,8 @@ export class ChatService {
         })
       : [];
     const messages: ChatMessage[] = req.tools ? [{ role: 'system', content: TOOL_INSTRUCTIONS }, ...req.messages] : req.messages;
-    const signal = AbortSignal.timeout(this.deps.timeoutMs);
+    const timeout = AbortSignal.timeout(this.deps.timeoutMs);
+    const signal = gone ? AbortSignal.any([timeout, gone]) : timeout;
     const session = openSession(provider, messages, decls, signal);
     const records: ToolCallRecord[] = [];
     let steps = 0;
@@ -149,7 +166,8 @@ export class ChatService {
       if (steps > this.deps.maxToolSteps) return this.done(provider, turn.text, records, steps, 'step_cap');
       const outcomes: ToolCallOutcome[] = [];
       for (const call of turn.calls) {
-        const r = (await tools.call(call.name, call.args)) ?? { isError: true, content: [{ type: 'text' as const, text: `no tool named ${call.name}` }] };
+        gone?.throwIfAborted();
+        const r = (await tools.call(call.name, call.args, gone)) ?? { isError: true, content: [{ type: 'text' as const, text: `no tool named ${call.name}` }] };
         records.push({ name: call.name, arguments: call.args, is_error: r.isError === true, code: r.isError ? errorCodeOf(r) : null });
         outcomes.push({ text: toolText(r), isError: r.isError === true });
       }

@@ -53,10 +53,12 @@ function assumptions(placed: Placed | null, rest: string): string[] {
   return lines;
 }
 
-export async function offlineAnswer(question: string, tools: ToolSource): Promise<OfflineAnswer> {
+/** `gone`: the asker left; the tool call under way stops and no other starts. */
+export async function offlineAnswer(question: string, tools: ToolSource, gone?: AbortSignal): Promise<OfflineAnswer> {
   const calls: ToolCallRecord[] = [];
   const use = async (name: string, args: Record<string, unknown>): Promise<CallToolResult> => {
-    const r = (await tools.call(name, args)) ?? { isError: true, content: [{ type: 'text' as const, text: `no tool ${name}` }] };
+    gone?.throwIfAborted();
+    const r = (await tools.call(name, args, gone)) ?? { isError: true, content: [{ type: 'text' as const, text: `no tool ${name}` }] };
     calls.push({ name, arguments: args, is_error: r.isError === true, code: r.isError ? errorCodeOf(r) : null });
     return r;
   };

@@ -1,5 +1,6 @@
 // A language-model provider in the test process: an HTTP server on 127.0.0.1 whose answers a test scripts (OpenAI
-// chat completions or Anthropic messages), recording every request it gets.
+// chat completions or Anthropic messages), recording every request it gets and counting those whose client left
+// before their answer.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -9,31 +10,41 @@ export interface FakeRequest {
   body: any;
 }
 
-export type FakeHandler = (req: FakeRequest) => { status?: number; body: unknown };
+export type FakeAnswer = { status?: number; body: unknown };
+/** An answer, or a promise of one: a turn that is still thinking while the test does something else. */
+export type FakeHandler = (req: FakeRequest) => FakeAnswer | Promise<FakeAnswer>;
 
 export interface FakeProvider {
   url: string;
   requests: FakeRequest[];
+  /** Requests whose connection closed before their answer was sent (the node gave up on them). */
+  left: number;
   handle: FakeHandler;
   close(): Promise<void>;
 }
 
 export async function startFakeProvider(handle: FakeHandler): Promise<FakeProvider> {
-  const fake: FakeProvider = { url: '', requests: [], handle, close: () => Promise.resolve() };
+  const fake: FakeProvider = { url: '', requests: [], left: 0, handle, close: () => Promise.resolve() };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
+    res.once('close', () => {
+      if (!res.writableFinished) fake.left++;
+    });
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const request: FakeRequest = { path: req.url ?? '', headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') };
       fake.requests.push(request);
-      let answer: { status?: number; body: unknown };
-      try {
-        answer = fake.handle(request);
-      } catch (err) {
-        answer = { status: 500, body: { error: { message: String(err) } } };
-      }
-      res.writeHead(answer.status ?? 200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(answer.body));
+      void (async () => {
+        let answer: FakeAnswer;
+        try {
+          answer = await fake.handle(request);
+        } catch (err) {
+          answer = { status: 500, body: { error: { message: String(err) } } };
+        }
+        if (res.destroyed) return;
+        res.writeHead(answer.status ?? 200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(answer.body));
+      })();
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

@@ -1,17 +1,28 @@
 // POST /api/llm/chat against a fake OpenAI-style provider (a tool round trip, the step cap, a provider error), the
-// offline assistant, and the free messages of a day, then the page-chat charge.
+// offline assistant, and the free messages of a day, then the page-chat charge; a chat whose client leaves stops its
+// provider request and its tool call.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, expectError, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
-import { lastUserText, openAiAnswer, startFakeProvider, type FakeProvider } from '../helpers/fake-llm.js';
+import { lastUserText, openAiAnswer, startFakeProvider, type FakeAnswer, type FakeProvider } from '../helpers/fake-llm.js';
+import { holdSolves } from '../helpers/held-solves.js';
+import { waitUntil } from '../helpers/wait.js';
+import { chatDayCounter } from '../../src/store/counter-keys.js';
+import { dayKey } from '../../src/util/utc-day.js';
 
 const NODE_KEY = 'sk-node-provider-key-0123456789';
 let t: TestNode;
 let fake: FakeProvider;
+/** Answers the turns held open ('HOLD' questions) at the end of their test. */
+const heldTurns: (() => void)[] = [];
 
 beforeAll(async () => {
   fake = await startFakeProvider((req) => {
     const text = lastUserText(req.body);
     if (text.includes('FAIL')) return { status: 401, body: { error: { message: `Incorrect API key provided: ${NODE_KEY}` } } };
+    if (text.includes('HOLD')) return new Promise<FakeAnswer>((resolve) => heldTurns.push(() => resolve({ body: openAiAnswer('too late') })));
+    if (text.includes('LEAVE') && !(req.body.messages as any[]).some((m) => m.role === 'tool')) {
+      return { body: openAiAnswer(null, [{ id: 'call_leave', name: 'svc_http', args: { method: 'POST', path: '/api/svc/heat', body: {} } }]) };
+    }
     if (text.includes('LOOP')) return { body: openAiAnswer(null, [{ id: `c${fake.requests.length}`, name: 'svc_pulse', args: {} }]) };
     const toolMsg = (req.body.messages as any[]).find((m) => m.role === 'tool');
     if (text.includes('kinetic') && !toolMsg) {
@@ -93,6 +104,53 @@ describe('chat with an OpenAI-compatible provider', () => {
     expect(paid.body.free_message).toBe(false);
     expect(paid.body.tally_charge).toMatchObject({ action: 'page_chat', cost: 25, burned: 20, foundation: 5 });
     expect(await balance()).toBe(before - 25);
+  });
+
+  describe('a chat whose client leaves', () => {
+    /** Sends the chat, waits for `started`, then leaves: aborts the request, which closes its connection. */
+    const leaveWhen = async (key: string, question: string, started: () => boolean): Promise<void> => {
+      const left = new AbortController();
+      const sent = fetch(`${t.url}/api/llm/chat`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bearer(key) },
+        body: JSON.stringify({ messages: user(question), tools: true }),
+        signal: left.signal,
+      }).catch((e: unknown) => e);
+      await waitUntil(started, `the chat "${question}" to get under way`);
+      left.abort();
+      await sent;
+    };
+    const dayCount = (zid: string) => t.node.counters.get(chatDayCounter(dayKey(Date.now()), zid));
+
+    it('stops its provider request: the provider sees the connection close, and the message is not counted', async () => {
+      const { key, zid } = await zkIdentity(t.url, 'chat-leave-provider');
+      const asked = fake.requests.length;
+      try {
+        const before = fake.left;
+        await leaveWhen(key, 'HOLD on', () => fake.requests.length > asked);
+        // The node's provider deadline is a minute: only the client's leaving closes the turn's request this soon.
+        await waitUntil(() => fake.left > before, 'the provider request to be closed');
+        await waitUntil(() => dayCount(zid) === 0, 'the message to be uncounted');
+      } finally {
+        for (const answer of heldTurns.splice(0)) answer();
+      }
+    });
+
+    it('stops its tool call: the solver run the tool started is told its client left, and the message is not counted', async () => {
+      const { key, zid } = await zkIdentity(t.url, 'chat-leave-tool');
+      const held = holdSolves(t.node.compute);
+      const asked = fake.requests.length;
+      try {
+        await leaveWhen(key, 'LEAVE mid-run', () => held.started === 1);
+        const [reason] = await waitUntil(() => held.gone.length > 0 && held.gone, 'the run to be told its client left');
+        expect(reason).toMatchObject({ status: 499, code: 'SVC_BAD_REQUEST' });
+        await waitUntil(() => dayCount(zid) === 0, 'the message to be uncounted');
+        // No turn after the tool call: the model is not asked again for a caller who has gone.
+        expect(fake.requests.length).toBe(asked + 1);
+      } finally {
+        held.restore();
+      }
+    });
   });
 
   it('needs a key', async () => {

@@ -19,6 +19,7 @@ import type { LocalTools } from '../local-tools.js';
 import { assertFeatureAllowed } from '../../tally/tier-gates.js';
 import { PROVIDER_KIND_NAMES, probeProvider } from '../../llm/providers.js';
 import { completeProvider } from '../../llm/directory.js';
+import { clientGone } from '../client-gone.js';
 
 export const chatBody = z
   .object({
@@ -73,7 +74,7 @@ function registerLlmRoutes(router: Router, kit: HttpKit, s: LlmRouteServices): v
     const body = validate(chatBody, ctx.request.body);
     const provider = await s.directory.providerFor(caller.zid, body.provider, body.model);
     const source = tools.sourceFor(kit.selfApi.targetOf(ctx), ctx.state.traceId as string);
-    ctx.body = await s.chat.chat(caller, { messages: body.messages, tools: body.tools }, provider, source);
+    ctx.body = await s.chat.chat(caller, { messages: body.messages, tools: body.tools }, provider, source, clientGone(ctx));
   });
 
   // Provider credentials (spec 5.10): the identity's own, at its home; creating and testing need a paid tier.
