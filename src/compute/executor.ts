@@ -59,8 +59,8 @@ export interface SolverExecutor {
   /**
    * Run a solver for `owner` (whose runs are queued and capped together: an identity's ZID, the anonymous IP).
    * The time limit (the caller's tier's, named by `tier` in SVC_TIMEOUT) counts from this call, so the wait for a
-   * worker is part of it. `signal` (its caller left): the run is stopped where the executor can, rejected with the
-   * signal's reason.
+   * worker is part of it. `signal` (its caller left): a run still waiting for a worker leaves the queue, rejected with
+   * the signal's reason; one that has started finishes.
    */
   run(
     solverId: string,
@@ -406,6 +406,9 @@ export class WorkerPoolExecutor implements SolverExecutor {
       slot.job = job;
       busy++;
       job.startedAt = performance.now();
+      // Once on a worker a run finishes (sealed and charged as asked) whether or not its caller stays: ending it would
+      // cost a worker's restart and charge nothing, so leaving at once would be a free way to churn the pool.
+      job.unlisten();
       slot.worker.postMessage({ id: job.id, solverId: job.solverId, inputs: job.inputs, state: job.state });
     }
     this.grow(busy);
