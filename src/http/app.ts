@@ -42,8 +42,12 @@ export function createApp(kit: HttpKit, groups: readonly RouteGroup[]): { app: K
     ctx.state.traceId = traceId;
     ctx.set('X-Trace-Id', traceId);
     await next();
-    if (ctx.status >= 400) kit.logger.info({ trace_id: traceId, method: ctx.method, path: loggedPath(ctx.path), status: ctx.status }, 'request failed');
-    else if (debug) kit.logger.debug({ trace_id: traceId, method: ctx.method, path: loggedPath(ctx.path), status: ctx.status }, 'request');
+    if (ctx.status >= 400) {
+      // A 4xx is the node refusing a request (a bad key, a scanner's 404, a limit), told by its code; a 5xx is a fault.
+      const code = (ctx.body as { error?: { code?: unknown } } | null | undefined)?.error?.code;
+      const line = { trace_id: traceId, method: ctx.method, path: loggedPath(ctx.path), status: ctx.status, ...(typeof code === 'string' ? { code } : {}) };
+      kit.logger.info(line, ctx.status >= 500 ? 'request failed' : 'request refused');
+    } else if (debug) kit.logger.debug({ trace_id: traceId, method: ctx.method, path: loggedPath(ctx.path), status: ctx.status }, 'request');
   });
   app.use(kit.selfApi.middleware());
   if (kit.metrics) app.use(kit.metrics.middleware());

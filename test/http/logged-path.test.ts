@@ -57,4 +57,27 @@ describe("a node's request log", () => {
       await t.destroy();
     }
   }, 60_000);
+
+  it('tells a refused request (4xx) by its code as "request refused", at info', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    const t = await startTestNode({ solverThreads: 0, sealWorker: false }, { logger: pino({ level: 'info' }, sink) });
+    try {
+      expect((await call(t.url, 'GET', '/no/such/route')).status).toBe(404);
+      expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(`sk_${'ab'.repeat(24)}`))).status).toBe(401);
+      const refused = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request refused');
+      expect(refused.map((l) => [l.path, l.status, l.code, l.level])).toEqual([
+        ['/no/such/route', 404, 'SVC_NOT_FOUND', 30],
+        ['/api/tally/balance', 401, 'SVC_INVALID_KEY', 30],
+      ]);
+      expect(lines.some((l) => l.includes('request failed'))).toBe(false);
+    } finally {
+      await t.destroy();
+    }
+  }, 60_000);
 });
