@@ -2,24 +2,18 @@
 // is wrong and what to do, with exit 2 — never a stack trace, and never a listener blamed for the data dir.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, ROOT, runCli, runCliAsync, tempDirs } from '../helpers/cli.js';
-import { freePort } from '../helpers/free-port.js';
+import { busyPort } from '../helpers/free-port.js';
 
 const tempDir = tempDirs('svc-start-failure-');
-let held: Server;
-let busyPort: number;
+let held: Awaited<ReturnType<typeof busyPort>>;
 
 beforeAll(async () => {
-  busyPort = await freePort();
-  held = createServer((socket) => socket.destroy());
-  await new Promise<void>((resolve) => held.listen(busyPort, '127.0.0.1', () => resolve()));
+  held = await busyPort();
 });
-afterAll(async () => {
-  await new Promise<void>((resolve) => held.close(() => resolve()));
-});
+afterAll(() => held.release());
 
 /** One line on stderr, prefixed as the CLI's refusals are, and no stack frame. */
 function oneLine(stderr: string): string {
@@ -78,10 +72,10 @@ describe('svc-node start refuses a data dir it cannot use', () => {
 
 describe('svc-node start refuses a listen address it cannot use', () => {
   it('a port in use: exit 2 naming the address, the flag to change and that 0 takes any free port', async () => {
-    const r = await runCliAsync(['start', '--port', String(busyPort), '--data-dir', await tempDir()], { SVC_LOG_LEVEL: 'silent' });
+    const r = await runCliAsync(['start', '--port', String(held.port), '--data-dir', await tempDir()], { SVC_LOG_LEVEL: 'silent' });
     expect(r.status, r.stderr).toBe(2);
     expect(oneLine(r.stderr)).toBe(
-      `svc-node: cannot listen on 127.0.0.1:${busyPort}: EADDRINUSE (another process listens there: stop it, or choose another port with --port or SVC_PORT; 0 = any free port)`,
+      `svc-node: cannot listen on 127.0.0.1:${held.port}: EADDRINUSE (another process listens there: stop it, or choose another port with --port or SVC_PORT; 0 = any free port)`,
     );
   }, 60_000);
 

@@ -1,25 +1,18 @@
 // How `svc-node` refuses what it cannot run: a usage error (an unknown flag, a flag's bad value) exits 2 like a bad
 // configuration, naming the flag; a listener that cannot open names its own address; help exits 0.
 import { existsSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, runCli, runCliAsync, tempDirs } from '../helpers/cli.js';
-import { freePort } from '../helpers/free-port.js';
+import { busyPort } from '../helpers/free-port.js';
 
 const tempDir = tempDirs('svc-usage-');
-let held: Server;
-let busyPort: number;
+let held: Awaited<ReturnType<typeof busyPort>>;
 
 beforeAll(async () => {
-  busyPort = await freePort();
-  // Whoever connects meanwhile (another test dialling a port of its band) is hung up on, so close() does not wait.
-  held = createServer((socket) => socket.destroy());
-  await new Promise<void>((resolve) => held.listen(busyPort, '127.0.0.1', () => resolve()));
+  held = await busyPort();
 });
-afterAll(async () => {
-  await new Promise<void>((resolve) => held.close(() => resolve()));
-});
+afterAll(() => held.release());
 
 describe('svc-node usage errors', () => {
   it('an unknown flag, a bad integer or a value outside a flag’s choices exits 2 naming the flag; --help exits 0', async () => {
@@ -53,10 +46,10 @@ describe('svc-node usage errors', () => {
   }, 120_000);
 
   it('a metrics port in use exits 2 naming the metrics listener’s address, not the API’s', async () => {
-    const r = await runCliAsync(['start', '--port', '0', '--metrics-port', String(busyPort), '--data-dir', await tempDir()], { SVC_LOG_LEVEL: 'silent' });
+    const r = await runCliAsync(['start', '--port', '0', '--metrics-port', String(held.port), '--data-dir', await tempDir()], { SVC_LOG_LEVEL: 'silent' });
     expect(r.status).toBe(2);
     expect(r.stderr.trim()).toBe(
-      `svc-node: cannot listen on 127.0.0.1:${busyPort}: EADDRINUSE (another process listens there: stop it, or choose another port with --metrics-port; 0 = any free port)`,
+      `svc-node: cannot listen on 127.0.0.1:${held.port}: EADDRINUSE (another process listens there: stop it, or choose another port with --metrics-port; 0 = any free port)`,
     );
   }, 60_000);
 });

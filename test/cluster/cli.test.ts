@@ -2,12 +2,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { call, zkIdentity, type Reply } from '../helpers/node.js';
 import { CLI, ROOT, exitOf, runCli, runCliAsync, tempDirs } from '../helpers/cli.js';
-import { freePort } from '../helpers/free-port.js';
+import { busyPort } from '../helpers/free-port.js';
 
 const tempDir = tempDirs('svc-cli-');
 const run = (args: string[], env: Record<string, string> = {}) => runCli(args, env);
@@ -177,14 +176,12 @@ describe.concurrent('svc-node cluster', () => {
     expect,
   }) => {
     const root = await tempDir();
-    const port = await freePort();
-    const held = createServer((socket) => socket.destroy());
-    await new Promise<void>((resolve) => held.listen(port, '127.0.0.1', () => resolve()));
+    const { port, release } = await busyPort();
     let r: { status: number | null; stderr: string };
     try {
       r = await runCliAsync(['cluster', '--nodes', '1', '--base-port', String(port), '--data-root', root]);
     } finally {
-      await new Promise<void>((resolve) => held.close(() => resolve()));
+      await release();
     }
     expect(r.status, r.stderr).toBe(1);
     expect(r.stderr).toContain(`node1 exited with code 2 before it was ready: cannot listen on 127.0.0.1:${port}: EADDRINUSE`);

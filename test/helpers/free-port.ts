@@ -26,3 +26,14 @@ function bindable(port: number): Promise<boolean> {
     s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
 }
+
+/**
+ * A port on 127.0.0.1 that something listens on (a listener that hangs up on whoever connects, so closing it does not
+ * wait): what a node meets when its port is taken. `release` closes it.
+ */
+export async function busyPort(): Promise<{ port: number; release: () => Promise<void> }> {
+  const port = await freePort();
+  const held = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => held.listen(port, '127.0.0.1', () => resolve()));
+  return { port, release: () => new Promise<void>((resolve) => held.close(() => resolve())) };
+}

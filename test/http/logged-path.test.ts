@@ -34,16 +34,22 @@ describe('loggedPath', () => {
   });
 });
 
+/** A logger at `level` whose lines are kept, one JSON text each. */
+function capturedLog(level: string): { lines: string[]; logger: pino.Logger } {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  return { lines, logger: pino({ level }, sink) };
+}
+
 describe("a node's request log", () => {
   it('does not hold a key sent in a path (a DELETE by the key instead of its key id), at level trace', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        lines.push(chunk.toString('utf8'));
-        done();
-      },
-    });
-    const t = await startTestNode({ solverThreads: 0, sealWorker: false }, { logger: pino({ level: 'trace' }, sink) });
+    const { lines, logger } = capturedLog('trace');
+    const t = await startTestNode({ solverThreads: 0, sealWorker: false }, { logger });
     try {
       const id = await zkIdentity(t.url, 'logged-path');
       const r = await call(t.url, 'DELETE', `/api/auth/keys/${id.key}`, undefined, bearer(id.key));
@@ -59,14 +65,8 @@ describe("a node's request log", () => {
   }, 60_000);
 
   it('tells a refused request (4xx) by its code as "request refused", at info', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        lines.push(chunk.toString('utf8'));
-        done();
-      },
-    });
-    const t = await startTestNode({ solverThreads: 0, sealWorker: false }, { logger: pino({ level: 'info' }, sink) });
+    const { lines, logger } = capturedLog('info');
+    const t = await startTestNode({ solverThreads: 0, sealWorker: false }, { logger });
     try {
       expect((await call(t.url, 'GET', '/no/such/route')).status).toBe(404);
       expect((await call(t.url, 'GET', '/api/tally/balance', undefined, bearer(`sk_${'ab'.repeat(24)}`))).status).toBe(401);
