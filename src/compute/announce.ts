@@ -3,9 +3,10 @@
 // CPU (docs/scale.md), so one event per seal made each seal of one node cost every other node as much as the seal cost
 // its home, and a busy node sealing thousands a second swamped the mesh. Announced at the node's tick interval (the
 // `every` of its tick events, which grows with the mesh), the announcements of the whole mesh stay within the budget
-// its tick events keep. Each lists the newest ANNOUNCED_MAX summaries of the seals since the last one and counts them
-// all. A summary is added after its seal's batch is durable (never before); the feed is best effort: a failed publish
-// or a stop before the interval ends loses only announcements, nothing sealed.
+// its tick events keep. Each counts the seals since the last one and lists the newest ANNOUNCED_MAX of those whose
+// owners publish them (a result is private by default: its value is not told to the mesh). A seal is added after its
+// batch is durable (never before); the feed is best effort: a failed publish or a stop before the interval ends loses
+// only announcements, nothing sealed.
 import { z } from 'zod';
 import type { SealedSummary } from './service.js';
 
@@ -33,8 +34,8 @@ export const resultsSealedBody = z
     count: z.number().int().positive(),
     from_svcond: z.number().int().nonnegative(),
     to_svcond: z.number().int().nonnegative(),
-    /** The newest of them, in the order they were sealed. */
-    results: z.array(summarySchema).min(1).max(ANNOUNCED_MAX),
+    /** The newest of them whose owners publish them, in the order they were sealed (none: all private). */
+    results: z.array(summarySchema).max(ANNOUNCED_MAX),
   })
   .refine((b) => b.results.length <= b.count && b.from_svcond <= b.to_svcond, { message: 'count below the results listed, or from_svcond after to_svcond' });
 
@@ -60,8 +61,8 @@ export class SealAnnouncer {
 
   constructor(private readonly deps: SealAnnouncerDeps) {}
 
-  /** A result whose seal is durable: announced with the others of its interval. */
-  sealed(summary: SealedSummary): void {
+  /** A result whose seal is durable: counted with the others of its interval, and listed when its owner publishes it. */
+  sealed(summary: SealedSummary, listed: boolean): void {
     if (!this.deps.enabled()) return;
     if (this.count === 0) {
       this.fromSvcond = summary.svcond;
@@ -71,8 +72,10 @@ export class SealAnnouncer {
       this.toSvcond = Math.max(this.toSvcond, summary.svcond);
     }
     this.count++;
-    this.pending.push(summary);
-    if (this.pending.length > ANNOUNCED_MAX) this.pending.shift();
+    if (listed) {
+      this.pending.push(summary);
+      if (this.pending.length > ANNOUNCED_MAX) this.pending.shift();
+    }
     if (this.timer === null) {
       this.timer = setTimeout(() => this.flush(), this.deps.intervalMs());
       this.timer.unref();

@@ -67,7 +67,8 @@ export interface ComputeDeps {
   timeLimitSeconds?: number;
   nodeId: () => string;
   /** Called after a result is durable (events go out only then). */
-  onSealed?: (summary: SealedSummary) => void;
+  /** After the seal's batch is durable; `published`: its owner publishes it (the record lists it). */
+  onSealed?: (summary: SealedSummary, published: boolean) => void;
   /** Called when the tolerance gate refuses a result (nothing is sealed): the node's metrics count it. */
   onGateRefused?: (kind: 'compute' | 'solver' | 'prove') => void;
   /**
@@ -241,10 +242,14 @@ export class ComputeService {
       // with something to write are kept: an owner that publishes nothing and has no webhooks pays nothing further.
       const owner = caller.kind === 'identity' ? caller.zid : null;
       let recorders: SealRecorder[] | null = null;
+      let published = false;
       if (this.deps.records) {
         const bound = this.deps.records.forOwner(owner);
         const recorder = bound instanceof Promise ? await bound : bound;
-        if (recorder !== NOTHING_TO_RECORD) (recorders ??= []).push(recorder);
+        if (recorder !== NOTHING_TO_RECORD) {
+          published = true;
+          (recorders ??= []).push(recorder);
+        }
       }
       if (this.deps.outbox) {
         const bound = this.deps.outbox.forOwner(owner);
@@ -312,16 +317,19 @@ export class ComputeService {
       });
       if (this.deps.onSealed) {
         // Written out, not spread and extended (a new hidden class per call in V8; see ChainService.appendOps).
-        this.deps.onSealed({
-          result_id: resultId,
-          result_digest: resultDigest,
-          kind: s.kind,
-          solver: s.solver,
-          operators: s.operators,
-          svcond: stamp.svcond,
-          value: s.value,
-          unit: s.unit,
-        });
+        this.deps.onSealed(
+          {
+            result_id: resultId,
+            result_digest: resultDigest,
+            kind: s.kind,
+            solver: s.solver,
+            operators: s.operators,
+            svcond: stamp.svcond,
+            value: s.value,
+            unit: s.unit,
+          },
+          published,
+        );
       }
       return sealed;
     } catch (err) {

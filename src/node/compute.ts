@@ -104,10 +104,11 @@ export function wireCompute(f: Foundation, needs: ComputeNeeds): ComputePart {
     timeLimitSeconds: options.timeLimitSeconds,
     nodeId: () => f.nodeId,
     // After the batch is durable (never before): announce the result to the mesh; send the webhooks it owes.
-    onSealed: (summary) => {
+    // A result's value is shown (the dashboard) and announced only when its owner publishes it (private by default).
+    onSealed: (summary, published) => {
       metrics.sealed(summary.kind);
-      f.machine.sealed(summary);
-      announcer.sealed(summary);
+      if (published) f.machine.sealed(summary);
+      announcer.sealed(summary, published);
       if (webhooks.outbox.takeOwed(summary.result_id)) webhooks.dispatcher.kick();
     },
     onGateRefused: (kind) => metrics.gateRefused(kind),

@@ -81,16 +81,23 @@ async function writeThroughAnotherNode(a: TestNode, b: TestNode, c: TestNode, se
   const list = await call(c.url, 'GET', `/api/tally/envelopes/${id.zid}`, undefined, bearer(id.key));
   expect(list.body.total).toBe(1);
   expect(list.body.items[0].token_id).toBe(r.body.envelope.token_id);
-  // The home announced the sealed result to the mesh once it was durable, with the others of its tick interval.
-  await waitFor(async () => {
+  // The home announced the seal to the mesh once it was durable, with the others of its tick interval: counted, not
+  // listed, since its owner does not publish (the default): its value is not told.
+  type Announced = {
+    event: { type: string; sender: string; body: { count: number; from_svcond: number; to_svcond: number; results: { result_id: string }[] } };
+  };
+  const announced = (await waitFor(async () => {
     const ev = await call(c.url, 'GET', '/api/mesh/events?limit=200');
-    return ev.body.events.find(
-      (e: { event: { type: string; sender: string; body: { results: { result_id: string; result_digest: string }[] } } }) =>
+    return (ev.body.events as Announced[]).find(
+      (e) =>
         e.event.type === 'results.sealed' &&
         e.event.sender === a.node.nodeId &&
-        e.event.body.results.some((s) => s.result_id === r.body.result_id && s.result_digest === r.body.result_digest),
+        e.event.body.from_svcond <= r.body.svcond &&
+        r.body.svcond <= e.event.body.to_svcond,
     );
-  }, 'results.sealed on C');
+  }, 'results.sealed on C')) as Announced;
+  expect(announced.event.body.count).toBeGreaterThanOrEqual(1);
+  expect(announced.event.body.results.map((s) => s.result_id)).not.toContain(r.body.result_id);
   // Any node verifies any node's receipt (shared receipt secret).
   expect((await call(c.url, 'POST', '/api/svc/verify', r.body, bearer(id.key))).body.valid).toBe(true);
 }

@@ -36,7 +36,7 @@ function announcer(options: { enabled?: () => boolean; intervalMs?: number } = {
 describe('the sealed-result announcement', () => {
   it('announces the seals of an interval in one event, oldest first, counted, with the ticks they span', () => {
     const { a, sent } = announcer();
-    for (let i = 1; i <= 3; i++) a.sealed(summary(i));
+    for (let i = 1; i <= 3; i++) a.sealed(summary(i), true);
     expect(sent).toEqual([]);
     a.flush();
     expect(sent).toEqual([[RESULTS_SEALED, { count: 3, from_svcond: 101, to_svcond: 103, results: [summary(1), summary(2), summary(3)] }]]);
@@ -50,7 +50,7 @@ describe('the sealed-result announcement', () => {
   it('lists the newest ANNOUNCED_MAX of a busy interval and counts them all', () => {
     const { a, sent } = announcer();
     const n = ANNOUNCED_MAX * 3 + 5;
-    for (let i = 1; i <= n; i++) a.sealed(summary(i));
+    for (let i = 1; i <= n; i++) a.sealed(summary(i), true);
     a.flush();
     expect(sent).toHaveLength(1);
     const body = sent[0]![1];
@@ -66,9 +66,9 @@ describe('the sealed-result announcement', () => {
 
   it('spans the least and the greatest tick of its seals, whatever order they finished in', () => {
     const { a, sent } = announcer();
-    a.sealed({ ...summary(1), svcond: 105 });
-    a.sealed({ ...summary(2), svcond: 103 });
-    a.sealed({ ...summary(3), svcond: 104 });
+    a.sealed({ ...summary(1), svcond: 105 }, true);
+    a.sealed({ ...summary(2), svcond: 103 }, true);
+    a.sealed({ ...summary(3), svcond: 104 }, true);
     a.flush();
     expect(sent[0]![1]).toMatchObject({ count: 3, from_svcond: 103, to_svcond: 105 });
     expect(resultsSealedBody.safeParse(sent[0]![1]).success).toBe(true);
@@ -78,25 +78,40 @@ describe('the sealed-result announcement', () => {
   it('sends at the end of the interval that its first seal started', async () => {
     const { a, sent, next } = announcer({ intervalMs: 5 });
     const first = next();
-    a.sealed(summary(1));
-    a.sealed(summary(2));
+    a.sealed(summary(1), true);
+    a.sealed(summary(2), true);
     await first;
     expect(sent.map(([, b]) => b.count)).toEqual([2]);
     const second = next();
-    a.sealed(summary(3));
+    a.sealed(summary(3), true);
     await second;
     expect(sent.map(([, b]) => b.results.map((r) => r.svcond))).toEqual([[101, 102], [103]]);
+    a.stop();
+  });
+
+  it('counts a result its owner does not publish without listing it: its value is not told', () => {
+    const { a, sent } = announcer();
+    a.sealed(summary(1), false);
+    a.sealed(summary(2), true);
+    a.sealed(summary(3), false);
+    a.flush();
+    expect(sent[0]![1]).toEqual({ count: 3, from_svcond: 101, to_svcond: 103, results: [summary(2)] });
+    a.sealed(summary(4), false);
+    a.flush();
+    expect(sent[1]![1]).toEqual({ count: 1, from_svcond: 104, to_svcond: 104, results: [] });
+    expect(JSON.stringify(sent[1]![1])).not.toContain(summary(4).result_id);
+    expect(resultsSealedBody.safeParse(sent[1]![1]).success).toBe(true);
     a.stop();
   });
 
   it('keeps and sends nothing while the node has no mesh; a stop drops what is pending', () => {
     let enabled = false;
     const { a, sent } = announcer({ enabled: () => enabled });
-    a.sealed(summary(1));
+    a.sealed(summary(1), true);
     a.flush();
     expect(sent).toEqual([]);
     enabled = true;
-    a.sealed(summary(2));
+    a.sealed(summary(2), true);
     a.stop();
     a.flush();
     expect(sent).toEqual([]);
@@ -110,18 +125,19 @@ describe('the sealed-result announcement', () => {
       intervalMs: () => 3_600_000,
       onError: (err) => errors.push(err),
     });
-    a.sealed(summary(1));
+    a.sealed(summary(1), true);
     expect(() => a.flush()).not.toThrow();
     await new Promise((r) => setImmediate(r));
     expect(String(errors[0])).toContain('no peers');
   });
 
-  it('the row refuses a body that lists more than it counts, runs backwards or lists nothing', () => {
+  it('the row refuses a body that lists more than it counts, runs backwards or counts nothing', () => {
     const ok = { count: 2, from_svcond: 1, to_svcond: 2, results: [summary(1), summary(2)] };
     expect(resultsSealedBody.safeParse(ok).success).toBe(true);
     expect(resultsSealedBody.safeParse({ ...ok, count: 1 }).success).toBe(false);
     expect(resultsSealedBody.safeParse({ ...ok, from_svcond: 3 }).success).toBe(false);
-    expect(resultsSealedBody.safeParse({ ...ok, results: [] }).success).toBe(false);
+    expect(resultsSealedBody.safeParse({ ...ok, results: [] }).success).toBe(true);
+    expect(resultsSealedBody.safeParse({ ...ok, count: 0, results: [] }).success).toBe(false);
     expect(resultsSealedBody.safeParse({ ...ok, results: Array.from({ length: ANNOUNCED_MAX + 1 }, (_, i) => summary(i)) }).success).toBe(false);
     expect(resultsSealedBody.safeParse({ ...ok, results: [{ ...summary(1), result_digest: 'x' }] }).success).toBe(false);
   });

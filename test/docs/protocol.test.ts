@@ -487,12 +487,15 @@ describe("docs/protocol.md: the project's code agrees", () => {
     const resultsCell = section.split('\n').find((l) => l.startsWith(`| \`${RESULTS_SEALED}\``))!;
     const summaryMembers = membersOf(resultsSealedBody.shape.results.element);
     for (const k of summaryMembers) expect(resultsCell, k).toContain(`\`${k}\``);
+    // Listed by the announcement only when its owner publishes it.
+    const publisher = (await zkIdentity(node.url, 'protocol-doc-publisher')).key;
+    expect((await call(node.url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(publisher))).status).toBe(200);
     const c = await call(
       node.url,
       'POST',
       '/api/svc/compute',
       { domain: 'mechanics', operators: ['KO42', 'MECH_KINETIC_ENERGY'], inputs: { mass_kg: 2.5, velocity_m_s: 3 } },
-      bearer(key),
+      bearer(publisher),
     );
     expect(c.status, c.text).toBe(200);
     // Announced once the seal's batch is durable, after the answer: waited for.

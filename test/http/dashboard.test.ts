@@ -72,7 +72,9 @@ beforeAll(async () => {
     }),
     waitFor(() => nodes.every((n) => n.node.mesh.peers().filter((p) => p.url).length >= 2), 'every node hearing both others'),
   ]);
+  // Seals are shown and announced only when their owners publish them.
   const id = await zkIdentity(a.url, 'dashboard');
+  expect((await call(a.url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key))).status).toBe(200);
   const sealed = await call(
     a.url,
     'POST',
@@ -83,6 +85,7 @@ beforeAll(async () => {
   expect(sealed.status, sealed.text).toBe(200);
   // One sealed at B: A's dashboard shows it from B's announcement.
   const atB = await zkIdentity(nodes[1]!.url, 'dashboard-b');
+  expect((await call(nodes[1]!.url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(atB.key))).status).toBe(200);
   const heard = await call(
     nodes[1]!.url,
     'POST',

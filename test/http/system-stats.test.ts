@@ -31,12 +31,27 @@ beforeAll(async () => {
     { machineSampleMs: 0 },
   );
   id = await zkIdentity(n.url, 'system-stats');
+  // Own seals are listed only when their owner publishes them.
+  expect((await call(n.url, 'POST', '/api/tally/settings/publish-default', { publish_default: true }, bearer(id.key))).status).toBe(200);
 }, 30_000);
 afterAll(async () => {
   await n?.destroy();
 });
 
 describe('GET /api/system/stats', () => {
+  it('counts a seal whose owner does not publish it without listing it: its value is not shown', async () => {
+    const quiet = await zkIdentity(n.url, 'system-stats-private');
+    await n.node.machine.sample();
+    const before = await stats();
+    const r = await call(n.url, 'POST', '/api/svc/compute', COMPUTE, bearer(quiet.key));
+    expect(r.status, r.text).toBe(200);
+    await n.node.machine.sample();
+    const after = await stats();
+    expect(after.seals.sealed_here - before.seals.sealed_here).toBe(1);
+    expect(after.seals.recent.map((s: { result_id: string }) => s.result_id)).not.toContain(r.body.result_id);
+    expect(after.seals.recent).toEqual(before.seals.recent);
+  });
+
   it('moves with traffic: requests by group and class, the latency histogram, seals — the same figures in /metrics', async () => {
     await n.node.machine.sample();
     const before = await stats();
