@@ -257,7 +257,9 @@
     const m = await get('/api/mesh/status');
     ownNode = m.nodeId;
     const coherence = m.coherenceScore === null ? '–' : m.coherenceScore.toFixed(3);
-    $('mesh-summary').textContent = m.enabled ? `${m.meshSize} nodes · coherence ${coherence}` : 'mesh off (no secret): this node runs alone';
+    $('mesh-summary').textContent = m.enabled
+      ? `${m.meshSize} node${m.meshSize === 1 ? '' : 's'} · coherence ${coherence}`
+      : 'mesh off (no secret): this node runs alone';
     const bonded = m.peers.filter((p) => p.bondId);
     $('bonds').textContent = `Bonded peers: ${bonded.length}${bonded.length ? ` (${bonded.map((p) => short(p.bondId, 12)).join(', ')})` : ''}`;
   }

@@ -67,7 +67,7 @@ export function formatStatus(s: NodeStatus): string {
     `  health    live · kernel ${h.kernel_version} · up ${up}`,
     `  tick      ${p.svcond} · phase ${p.phase.toFixed(4)} · R_t ${p.R_t.toFixed(6)}`,
     `  sealed    ${s.sealed ?? '–'}`,
-    `  mesh      ${m.enabled ? `${m.meshSize} nodes · coherence ${m.coherenceScore === null ? '–' : m.coherenceScore.toFixed(3)}` : 'off (no mesh secret): the node runs alone'}`,
+    `  mesh      ${m.enabled ? `${m.meshSize} node${m.meshSize === 1 ? '' : 's'} · coherence ${m.coherenceScore === null ? '–' : m.coherenceScore.toFixed(3)}` : 'off (no mesh secret): the node runs alone'}`,
   ];
   if (m.enabled && m.reachability) lines.push(`  reachable ${describeReachability(m.reachability)}`);
   // What another node's --bootstrap takes to join through this one.

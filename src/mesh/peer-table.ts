@@ -176,6 +176,11 @@ export class PeerTable {
     this.bound();
   }
 
+  /** The tick at which a valid tick event of the peer last arrived (null: never, or not kept). */
+  heardAt(peerId: string): number | null {
+    return this.peers.get(peerId)?.receivedSvcond ?? null;
+  }
+
   /** libp2p connected to or disconnected from a peer. */
   connectionChanged(peerId: string, connected: boolean): void {
     const p = this.peers.get(peerId);

@@ -233,6 +233,8 @@ export class MeshService {
   };
   /** Handshakes refused, by the peer that sent them (health warnings); bounded, the least recently refused dropped. */
   private readonly handshakeRefused = new LruMap<string, number>(REFUSING_PEERS_MAX);
+  /** The tick of each such peer's latest refused handshake: a connected peer refused since it was last heard is no member. */
+  private readonly refusedAt = new LruMap<string, number>(REFUSING_PEERS_MAX);
   private staleRefused = 0;
 
   constructor(private readonly opts: MeshServiceOptions) {
@@ -669,6 +671,19 @@ export class MeshService {
     this.pruneBuckets(now);
   }
 
+  /**
+   * Connected peers that are members of this mesh as far as this node can tell: every one but those whose gossip it
+   * refused on the handshake (another mesh secret, or none) since it last heard a valid tick event of theirs.
+   */
+  private members(connected: ReadonlySet<string>): number {
+    let n = 0;
+    for (const peerId of connected) {
+      const refused = this.refusedAt.get(peerId);
+      if (refused === undefined || (this.peerTable.heardAt(peerId) ?? -1) >= refused) n++;
+    }
+    return n;
+  }
+
   /** N_heard of the tick interval: the peers heard recently (each within its own interval's window), and this node. */
   private nodesHeard(now: number): number {
     return 1 + this.peerTable.heardCount(now);
@@ -707,7 +722,7 @@ export class MeshService {
       lastGossip: this.totalGossip,
       lastGossipZeqond: this.lastGossipSvcond,
       peers,
-      meshSize: 1 + connected.size,
+      meshSize: 1 + this.members(connected),
       multiaddrs: this.host?.multiaddrs() ?? [],
       tickEvery: this.tickEvery,
       every: this.every,
@@ -734,6 +749,7 @@ export class MeshService {
     if (code === 'STALE_HANDSHAKE') this.staleRefused++;
     if (code !== 'INVALID_HANDSHAKE' && code !== 'MISSING_HANDSHAKE') return;
     this.handshakeRefused.set(peer, (this.handshakeRefused.get(peer) ?? 0) + 1);
+    this.refusedAt.set(peer, this.nowSvcond());
   }
 
   /** How other nodes reach this node; 'private' with no addresses when the mesh is off. */

@@ -71,8 +71,10 @@ describe('health warnings: another mesh secret', () => {
     expect(warnLines(logA.lines)).toHaveLength(1);
     expect(warnLines(logB.lines)).toHaveLength(1);
     expect(warnLines(logA.lines)[0]!.msg).toContain(b.node.nodeId);
-    // The counter it reads is the one mesh status shows.
+    // The counter it reads is the one mesh status shows; the refused peer, though connected, is not counted a member.
     const status = await call(a.url, 'GET', '/api/mesh/status');
+    expect(status.body.peers.find((p: { peerId: string }) => p.peerId === b.node.nodeId)).toMatchObject({ connected: true });
+    expect(status.body.meshSize).toBe(1);
     expect(status.body.rejected.gossip.INVALID_HANDSHAKE + (status.body.rejected.http.INVALID_HANDSHAKE ?? 0)).toBeGreaterThanOrEqual(later.count);
   }, 60_000);
 
