@@ -11,8 +11,6 @@ import { z } from 'zod';
 import type { SealedSummary } from './service.js';
 
 export const RESULTS_SEALED = 'results.sealed';
-/** Older nodes announced each result alone under this type ({@link SealedSummary} as the body); still read. */
-export const RESULT_SEALED = 'result.sealed';
 /** Summaries one announcement lists at most (the newest): at ≤ ~500 bytes each, far under a mesh event's 64 KiB. */
 export const ANNOUNCED_MAX = 64;
 
