@@ -9,7 +9,8 @@
 // identity has the same id. The committee is not ranked by the id (a challenger can mint identities and grind ids):
 // it is ranked by a seed drawn after the challenge's tick T from material neither the challenger nor the executor
 // signs — the draw event, the first tick event signed after T by a node of the eligible set (ties: the lowest peer
-// id), carried in the record: seed = SHA-256(result_id|its signature) (drawSeedOf). The opener holds the stake and
+// id) that advertises a bond, carried in the record: seed = SHA-256(result_id|its VRF output) (drawSeedOf; the VRF
+// proof is in the event's body, mesh/draw-proof.ts, one output per sender and tick). The opener holds the stake and
 // fixes T and the eligible set before the draw event exists; every node checks the event's signature, signer and
 // tick from the record alone, and from its own record of tick events that none came earlier (challenges.ts).
 // A challenge is voted in rounds: round 0 by the signed committee of k; when it ends without a quorum it escalates
@@ -20,6 +21,7 @@ import { z } from 'zod';
 import { canonicalDigest, canonicalJson } from '../kernel/canonical.js';
 import { MAX_BODY_BYTES } from '../mesh/validator.js';
 import { sha256Hex } from '../kernel/bytes.js';
+import { drawOutput } from '../mesh/draw-proof.js';
 import type { Json } from '../store/db.js';
 import { committeeOf } from './committee.js';
 import { quorumOf } from './policy.js';
@@ -248,9 +250,25 @@ export function commitDeadlineOf(c: Pick<ChallengeRecord, 'svcond' | 'deadline_s
   return start + Math.max(1, Math.floor((c.deadline_svcond - start) / 2));
 }
 
-/** The seed the committee is ranked by: hex SHA-256 of `result_id|` and the draw event's signature. */
+/**
+ * The draw event's VRF output (hex), the seed's material: its `drawProof` verified under its sender's key over its
+ * tick (mesh/draw-proof.ts); null when it carries none, advertises no bond, or the proof does not verify.
+ */
+export function drawOutputOf(d: DrawEvent): string | null {
+  const body = d.body as { drawProof?: unknown; bondId?: unknown } | null;
+  if (typeof body !== 'object' || body === null || typeof body.drawProof !== 'string' || typeof body.bondId !== 'string' || body.bondId === '') return null;
+  return drawOutput(d.sender, d.svcond, body.drawProof);
+}
+
+/**
+ * The seed the committee is ranked by: hex SHA-256 of `result_id|` and the draw event's VRF output. The output is
+ * one value per sender and tick, whatever else the event's body says, so the draw's signer cannot try bodies for a
+ * committee. Throws for a draw without a valid proof: challengeFault refuses such a record before it ranks anything.
+ */
 export function drawSeedOf(c: Pick<ChallengeRecord, 'result_id' | 'draw'>): string {
-  return sha256Hex(`${c.result_id}|${c.draw.signature}`);
+  const output = drawOutputOf(c.draw);
+  if (output === null) throw new Error('the draw event carries no valid draw proof');
+  return sha256Hex(`${c.result_id}|${output}`);
 }
 
 /** The text a draw event's sender signed (docs/protocol.md §7). */
@@ -260,13 +278,14 @@ export function drawSigningText(d: DrawEvent): string {
 
 /**
  * The draw event among `events` (signed tick events, signatures checked by the caller) for a challenge at tick `T`
- * over `eligible`: the earliest one signed after T by a node of the set, ties to the lowest peer id; null when none.
+ * over `eligible`: the earliest one signed after T by a node of the set that advertises a bond with a valid draw
+ * proof (the only tick events that can give a seed), ties to the lowest peer id; null when none.
  */
 export function drawEventOf(events: readonly DrawEvent[], eligible: readonly string[], T: number): DrawEvent | null {
   const set = new Set(eligible);
   let best: DrawEvent | null = null;
   for (const e of events) {
-    if (e.type !== 'tick' || !set.has(e.sender) || e.svcond <= T) continue;
+    if (e.type !== 'tick' || !set.has(e.sender) || e.svcond <= T || drawOutputOf(e) === null) continue;
     if (!best || e.svcond < best.svcond || (e.svcond === best.svcond && e.sender < best.sender)) best = e;
   }
   return best;
@@ -390,8 +409,9 @@ export function challengeFault(sc: SignedChallenge, verify: VerifyFn): string | 
   if (!c.eligible.includes(c.draw.sender)) return 'the draw event is not from a node of the eligible set';
   if (c.draw.svcond <= c.svcond || c.draw.svcond >= c.deadline_svcond) return "the draw event is not signed after the challenge's tick and before its deadline";
   if (!verify(c.draw.sender, drawSigningText(c.draw), c.draw.signature)) return 'the draw event is not signed by its sender';
+  if (drawOutputOf(c.draw) === null) return "the draw event advertises no bond or carries no valid drawProof (its sender's VRF proof over its tick)";
   if (canonicalJson(committeeOf(drawSeedOf(c), c.eligible, c.committee_size)) !== canonicalJson(c.committee))
-    return 'the committee is not the top of the eligible set ranked by SHA-256(seed|peer id), seed = SHA-256(result_id|draw signature)';
+    return 'the committee is not the top of the eligible set ranked by SHA-256(seed|peer id), seed = SHA-256(result_id|draw VRF output)';
   if (c.claimed_digest === c.executor_digest) return "the claim equals the executor's digest";
   if (!verifyExecution(verify, c.executed_by, c.executor_digest)) return "executed_by is not the executor's signature over its digest";
   if (c.deadline_svcond < c.svcond) return 'the deadline is before the challenge';

@@ -941,7 +941,8 @@ export class ChallengeService {
     const me = this.o.nodeId();
     for (const node of c.eligible) {
       if (node === me) continue;
-      const earlier = byNode.get(node)?.heard.find((h) => h.svcond > c.svcond && h.svcond <= c.draw.svcond - DRAW_SLACK_TICKS);
+      // Only a tick event advertising a bond can be a draw (it carries the draw proof: mesh/draw-proof.ts).
+      const earlier = byNode.get(node)?.heard.find((h) => h.bondId !== null && h.svcond > c.svcond && h.svcond <= c.draw.svcond - DRAW_SLACK_TICKS);
       if (earlier)
         return {
           fault: `node ${node} ticked at ${earlier.svcond}, before the draw event's tick ${c.draw.svcond}: the draw takes the first tick event after the challenge's tick`,

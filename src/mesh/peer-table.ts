@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { SnapshotPeer } from './oracle.js';
 import { MAX_TICK_INTERVAL } from './tick-interval.js';
 import { MAX_SKEW_TICKS } from './validator.js';
+import { VRF_PROOF_PATTERN } from './vrf.js';
 import type { MeshEvent } from './wire.js';
 import { LruMap } from '../util/bounded-map.js';
 
@@ -37,6 +38,9 @@ export const tickBody = z.object({
   // The interval (ticks) at which the sender sends its tick events (tick-interval.ts); absent: the receiver's
   // mesh.tickEvery.
   every: z.number().int().min(1).max(MAX_TICK_INTERVAL).optional(),
+  // The sender's VRF proof over its tick (draw-proof.ts), in every tick event that advertises a bond: what a
+  // challenge's committee is drawn by when this event is its draw event.
+  drawProof: z.string().regex(VRF_PROOF_PATTERN).optional(),
 });
 export type TickBody = z.infer<typeof tickBody>;
 

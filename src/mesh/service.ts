@@ -13,6 +13,7 @@ import { GossipError, invalidEvent } from './gossip-error.js';
 import { GossipHandlerTable } from './gossip-handlers.js';
 import { MachineDirectory } from './machines.js';
 import { MeshEventLog, type Entrance, type EventOrder, type StoredEvent } from './event-log.js';
+import { DrawProofCheck, drawProver } from './draw-proof.js';
 import { PeerTable, RECENT_WINDOW_TICKS, TICK_AHEAD_TICKS, TICK_EVENT_TYPE, tickBody, type PeerInfo, type StatusPeer, type TickAdvert } from './peer-table.js';
 import { DEFAULT_TICK_RATE, nextTickInterval, tickDue, tickPhase } from './tick-interval.js';
 import { MeshHost, silentLogger, type MeshHostOptions, type MeshLogger, type PeerSetBounds, type RelayOptions } from './host.js';
@@ -223,6 +224,10 @@ export class MeshService {
   private readonly latestTicks = new LruMap<string, MeshEvent>(4096);
   /** sha256 hex of the node id: where in its interval the node ticks. */
   private phaseSeed: string | null = null;
+  private drawProver: ((svcond: number) => string) | null = null;
+  /** Nodes bonded here (keepPeers): their tick events' draw proofs are always checked. */
+  private bonded: (peerId: string) => boolean = () => false;
+  private readonly drawProofs: DrawProofCheck;
   private timer: NodeJS.Timeout | null = null;
   private pulseChain: Promise<void> = Promise.resolve();
   private running = false;
@@ -250,6 +255,11 @@ export class MeshService {
     };
     this.tickEvery = opts.config.tickEvery ?? 4;
     this.tickRate = opts.config.tickRate ?? DEFAULT_TICK_RATE;
+    this.drawProofs = new DrawProofCheck({
+      perSecond: Math.max(1, Math.ceil(2 * this.tickRate)),
+      nowMs: () => Number(opts.clock.nowNs() / 1_000_000n),
+      bonded: (peerId) => this.bonded(peerId),
+    });
     this.every = this.tickEvery;
     this.validator = new MeshValidator({ secret: opts.config.secret, clock: opts.clock, seenMax: this.limits.seenMax });
     this.events = new MeshEventLog({ store: opts.store, eventsMax: this.limits.eventsMax, nowSvcond: () => this.nowSvcond(), log: this.log });
@@ -293,7 +303,13 @@ export class MeshService {
         const now = this.nowSvcond();
         if (event.svcond > now + TICK_AHEAD_TICKS)
           throw new GossipError('ignore', 400, 'INVALID_EVENT', `a tick event dated ${event.svcond} is more than ${TICK_AHEAD_TICKS} ticks ahead (${now})`);
-        this.peerTable.applyTick(body, event);
+        const proof = body.drawProof === undefined ? 'none' : this.drawProofs.check(event.sender, event.svcond, body.drawProof);
+        if (proof === 'invalid')
+          throw new GossipError('reject', 400, 'INVALID_EVENT', `the tick event's drawProof is not its sender's VRF proof over tick ${event.svcond}`);
+        // A bond advertised without a checked draw proof (an older node, or one past the budget of checks) does not
+        // count as contributing: such an event could be the first of a committee's nodes after a challenge and yet
+        // give no seed.
+        this.peerTable.applyTick(body.bondId && proof !== 'valid' ? { ...body, mode: undefined, bondId: undefined } : body, event);
         if ((this.latestTicks.get(event.sender)?.svcond ?? -1) < event.svcond) this.latestTicks.set(event.sender, event);
         if (body.multiaddrs?.length) this.host?.learnAddresses(event.sender, body.multiaddrs);
       },
@@ -648,6 +664,7 @@ export class MeshService {
       // The interval this event declares: the gap to this node's next tick event.
       this.every = nextTickInterval({ heard: this.nodesHeard(now), floor: this.tickEvery, rate: this.tickRate, current: this.every });
       const head = await this.opts.headState();
+      const advert = this.opts.advert?.();
       const sent = await this.publish(
         TICK_EVENT_TYPE,
         {
@@ -657,8 +674,9 @@ export class MeshService {
           kernelVersion: head.kernelVersion,
           url: this.opts.httpUrl,
           multiaddrs: this.host?.dialableAddrs() ?? [],
-          ...this.opts.advert?.(),
+          ...advert,
           every: this.every,
+          ...(advert?.bondId ? { drawProof: this.drawProof(now) } : {}),
         },
         TOPICS.ticks,
       );
@@ -687,6 +705,13 @@ export class MeshService {
   /** N_heard of the tick interval: the peers heard recently (each within its own interval's window), and this node. */
   private nodesHeard(now: number): number {
     return 1 + this.peerTable.heardCount(now);
+  }
+
+  /** This node's draw proof over its tick `svcond` (draw-proof.ts), for a tick event that advertises a bond. */
+  private drawProof(svcond: number): string {
+    if (!this.identity) throw new Error('mesh service is not started');
+    this.drawProver ??= drawProver(this.identity.privateKey);
+    return this.drawProver(svcond);
   }
 
   /** This node's place in its interval (tick-interval.ts tickPhase), from its node id. */
@@ -788,6 +813,7 @@ export class MeshService {
   /** Peers the peer table keeps before others when it is full (bonded nodes: PeerTable.keep). */
   keepPeers(kept: (peerId: string) => boolean): void {
     this.peerTable.keep(kept);
+    this.bonded = kept;
   }
 
   /** Peers known to the node (tick senders and connected peers). */

@@ -9,10 +9,14 @@ import { Store, type Op } from '../../src/store/db.js';
 import { ChallengeService, type ChallengeServiceOptions, type ChallengedResult } from '../../src/consensus/challenges.js';
 import type { ChallengeState } from '../../src/consensus/challenge-lifecycle.js';
 import { createHash } from 'node:crypto';
+import { privateKeyFromRaw } from '@libp2p/crypto/keys';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import {
   challengeIdOf,
   challengeSigningText,
+  challengeFault,
   commitDeadlineOf,
+  drawEventOf,
   drawSeedOf,
   commitmentOf,
   commitSigningText,
@@ -32,7 +36,8 @@ import { ServiceError } from '../../src/kernel/errors.js';
 import { signExecution } from '../../src/consensus/executed-by.js';
 import type { ExecutedBy } from '../../src/records/types.js';
 import { committeeOf } from '../../src/consensus/committee.js';
-import { TEST_POLICY, drawEvent, drawnCommittee, key, type Key } from './helpers.js';
+import { TEST_POLICY, drawEvent, drawProofOf, drawnCommittee, key, type Key } from './helpers.js';
+import { drawOutput } from '../../src/mesh/draw-proof.js';
 
 const REQUEST_DIGEST = 'd'.repeat(64);
 /** executed_by as the executor (keys[0]) signs it for `digest`. */
@@ -45,7 +50,16 @@ const EXEC = 'e'.repeat(64);
 const OTHER = '0'.repeat(64);
 const policy = TEST_POLICY;
 /** docs/protocol.md §15's worked example of the draw: its seed, and its committee of 2 over peer_a … peer_d. */
-const DOC_EXAMPLE = { seed: '5532272332937ece37ea3d66d9227425f0573e60548179b18d1c53fc71bcc567', committee: ['peer_d', 'peer_b'] };
+const DOC_EXAMPLE = {
+  seed32: '9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60',
+  publicKey: 'd75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a',
+  sender: '12D3KooWQK1wnefoLrcVHbbnf5tLzbopUd3K3bFAoJpA7YJgL5pV',
+  proof:
+    'ca099a1e7fb047b8c6a4f60a5da32bf13bbe3368524688062398eb754debd2a6733b246be06a5e50cc14c702b2e58b510156f5a13a81c083645f924a462e1685bb2244e24c718fb1855c3a7b8f2b0500',
+  output: '1d83a288a4c666dccc1b3ab76f7b743e7075b80fdb7f54f606b83bc662829eb18776303b26fd65f545fe4d6de6fac5d6f8c1a54150d6ba2cd00045fc76c4ff4f',
+  seed: '58a25ddf81c680fa44dbe1460d043001b6f7a05274228f8ada00e387fe52f887',
+  committee: ['peer_c', 'peer_a'],
+};
 
 let keys: Key[] = [];
 const dirs: string[] = [];
@@ -340,10 +354,10 @@ describe('the draw: a seed signed after the challenge by a node of the eligible 
     );
     expect(seats.size).toBe(1);
     // What does pick the seats is the draw event, which no challenger can sign (it is a node of the set's, after T):
-    // over the tick events the eligible nodes sign in the 24 ticks after T, the committee takes several values and
+    // over the tick events the eligible nodes sign in the 12 ticks after T, the committee takes several values and
     // every eligible node sits on one — so before T no id and no identity tells the challenger its committee.
     const drawn = eligible.flatMap((node) =>
-      Array.from({ length: 24 }, (_, t) =>
+      Array.from({ length: 12 }, (_, t) =>
         drawnCommittee(
           'res_grind',
           drawEvent(
@@ -357,11 +371,53 @@ describe('the draw: a seed signed after the challenge by a node of the eligible 
     );
     expect(new Set(drawn.map((c) => c.join(','))).size).toBeGreaterThanOrEqual(3);
     expect(new Set(drawn.flat())).toEqual(new Set(eligible));
-    // The worked example of docs/protocol.md §15: the seed and committee recomputed from its numbers.
-    const example = { result_id: 'res_example', draw: { type: 'tick' as const, sender: 'p', svcond: 1, body: {}, signature: 'c2lnbmF0dXJl' } };
-    expect(drawSeedOf(example)).toBe(createHash('sha256').update('res_example|c2lnbmF0dXJl').digest('hex'));
+    // The worked example of docs/protocol.md §15: the key of RFC 8032's first test vector, its draw proof over tick 1,
+    // the VRF output, the seed and the committee recomputed from its numbers.
+    const docKey = privateKeyFromRaw(Buffer.from(DOC_EXAMPLE.seed32 + DOC_EXAMPLE.publicKey, 'hex')) as unknown as Key['priv'];
+    const sender = peerIdFromPrivateKey(docKey as never).toString();
+    expect(sender).toBe(DOC_EXAMPLE.sender);
+    expect(drawProofOf({ priv: docKey, id: sender }, 1)).toBe(DOC_EXAMPLE.proof);
+    expect(drawOutput(sender, 1, DOC_EXAMPLE.proof)).toBe(DOC_EXAMPLE.output);
+    const example = {
+      result_id: 'res_example',
+      draw: { type: 'tick' as const, sender, svcond: 1, body: { bondId: 'bond_example', drawProof: DOC_EXAMPLE.proof }, signature: 'c2lnbmF0dXJl' },
+    };
+    expect(drawSeedOf(example)).toBe(createHash('sha256').update(`res_example|${DOC_EXAMPLE.output}`).digest('hex'));
     expect(drawSeedOf(example)).toBe(DOC_EXAMPLE.seed);
     expect(committeeOf(drawSeedOf(example), ['peer_a', 'peer_b', 'peer_c', 'peer_d'], 2)).toEqual(DOC_EXAMPLE.committee);
+  });
+
+  it("the draw's signer cannot try bodies: every body it signs at one tick gives one committee; a proof of another tick or none is refused", async () => {
+    const eligible = ids(2, 6).sort();
+    const signer = keys[3]!;
+    // 40 bodies at one tick (its free slots, its heads digest, a member a newer node might add): 40 signatures, and
+    // under the signature's hash as the seed they gave several committees; under the VRF output, one.
+    const bodies = Array.from({ length: 40 }, (_, i) => drawEvent(signer, now + 1, { freeSlots: i, chainHeadsDigest: `h${i}` }));
+    expect(new Set(bodies.map((d) => d.signature)).size).toBe(40);
+    const bySignature = new Set(bodies.map((d) => committeeOf(createHash('sha256').update(`res_grind|${d.signature}`).digest('hex'), eligible, 3).join()));
+    expect(bySignature.size).toBeGreaterThan(1);
+    expect(new Set(bodies.map((d) => drawnCommittee('res_grind', d, eligible, 3).join())).size).toBe(1);
+    // The proof is over the event's own tick, by its own sender, and must be there when the event advertises a bond.
+    const opener = keys[1]!;
+    const s = await service(keys[4]!);
+    const base = signedChallenge('res_draw_proof');
+    const withDraw = (draw: ChallengeRecord['draw']): SignedChallenge => {
+      const c = { ...base.challenge, draw, deadline_svcond: draw.svcond + policy.deadlineTicks };
+      return { challenge: c, signature: signText(opener.priv, challengeSigningText(c)) };
+    };
+    const drawer = keys.find((k) => k.id === base.challenge.draw.sender)!;
+    const otherTick = drawEvent(drawer, now + 1, { drawProof: drawProofOf(drawer, now + 2) });
+    const otherKey = drawEvent(drawer, now + 1, { drawProof: drawProofOf(keys[5]!, now + 1) });
+    const none = drawEvent(drawer, now + 1, { drawProof: undefined });
+    const noBond = drawEvent(drawer, now + 1, { bondId: null });
+    for (const draw of [otherTick, otherKey, none, noBond]) {
+      expect(challengeFault(withDraw(draw), verifyText)).toContain('no valid drawProof');
+      expect((await refusal(s.applyOpened(withDraw(draw), { sender: opener.id }))).message).toContain('no valid drawProof');
+      // None of them is a draw event the intake would take either.
+      expect(drawEventOf([draw], eligible, now)).toBeNull();
+    }
+    expect(drawEventOf([base.challenge.draw], base.challenge.eligible, now)).toEqual(base.challenge.draw);
+    expect(s.all()).toEqual([]);
   });
 
   it('a challenge whose draw event is substituted is refused by every check: another node later, a key outside the set, a tampered event, a committee not from it', async () => {
@@ -399,7 +455,8 @@ describe('the draw: a seed signed after the challenge by a node of the eligible 
     );
     // Signed before T, or its body changed after signing.
     expect((await refusal(s.applyOpened(withDraw(drawEvent(keys[2]!, now)), { sender: keys[1]!.id }))).message).toContain('not signed after');
-    const tampered = { ...drawEvent(keys[2]!, now + 1), body: { svcond: now + 1, every: 8 } };
+    const signedDraw = drawEvent(keys[2]!, now + 1);
+    const tampered = { ...signedDraw, body: { ...(signedDraw.body as object), every: 8 } };
     expect((await refusal(s.applyOpened(withDraw(tampered), { sender: keys[1]!.id }))).message).toContain('not signed by its sender');
     // The right draw event with another draw's committee.
     const moved = resign({ ...base.challenge, committee: drawnCommittee('res_draw', drawEvent(keys[3]!, now + 2), base.challenge.eligible, 3) });

@@ -5,6 +5,7 @@ import type { PrivateKey } from '@libp2p/interface';
 import type { ContributionPolicy } from '../../src/consensus/policy.js';
 import { drawSeedOf, type DrawEvent } from '../../src/consensus/challenge-wire.js';
 import { committeeOf } from '../../src/consensus/committee.js';
+import { drawProver } from '../../src/mesh/draw-proof.js';
 import { signingText, signText } from '../../src/mesh/wire.js';
 
 /** A policy small enough to bond and decide in a test: 3 envelopes, a committee of 3, ten ticks to vote. */
@@ -30,9 +31,22 @@ export async function key(): Promise<Key> {
   return { priv, id: peerIdFromPrivateKey(priv as never).toString() };
 }
 
-/** A tick event of `k` signed at `svcond`: a challenge's draw event (challenge-wire.ts drawSeedOf). */
-export function drawEvent(k: Key, svcond: number): DrawEvent {
-  const e = { type: 'tick' as const, sender: k.id, svcond, body: { svcond, every: 4 } };
+const provers = new WeakMap<PrivateKey, (svcond: number) => string>();
+
+/** `k`'s draw proof over its tick `svcond` (mesh/draw-proof.ts). */
+export function drawProofOf(k: Key, svcond: number): string {
+  let prove = provers.get(k.priv);
+  if (!prove) provers.set(k.priv, (prove = drawProver(k.priv)));
+  return prove(svcond);
+}
+
+/**
+ * A tick event of `k` signed at `svcond` that advertises a bond and carries its draw proof: a challenge's draw event
+ * (challenge-wire.ts drawSeedOf). `extra` adds to or replaces members of its body before it is signed.
+ */
+export function drawEvent(k: Key, svcond: number, extra: Record<string, unknown> = {}): DrawEvent {
+  const body = { svcond, every: 4, mode: 'contributing', bondId: `bond_${k.id.slice(-8)}`, drawProof: drawProofOf(k, svcond), ...extra };
+  const e = { type: 'tick' as const, sender: k.id, svcond, body };
   return { ...e, signature: signText(k.priv, signingText(e)) };
 }
 

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { ManualClock, stampAt, systemClock, TICK_NS } from '../../src/kernel/clock.js';
 import { padNum, Store } from '../../src/store/db.js';
 import { bodyDigest, eventId, handshakeFor, HANDSHAKE_HEADER, signEvent, TOPICS } from '../../src/mesh/wire.js';
+import { drawProver } from '../../src/mesh/draw-proof.js';
 import type { StoredEvent } from '../../src/mesh/event-log.js';
 import { STATUS_PEERS_MAX, TICK_AHEAD_TICKS } from '../../src/mesh/peer-table.js';
 import { call, startTestNode, type TestNode as HttpNode } from '../helpers/node.js';
@@ -142,6 +143,38 @@ describe('a tick event dated ahead of the clock', () => {
     expect((await post(t + TICK_AHEAD_TICKS - 1)).status).toBe(200);
     expect(node.node.mesh.peers().find((p) => p.peerId === k.sender)?.lastTick).toBe(t + TICK_AHEAD_TICKS - 1);
     expect(node.node.mesh.latestTickEvents().find((e) => e.sender === k.sender)?.svcond).toBe(t + TICK_AHEAD_TICKS - 1);
+  }, 60_000);
+});
+
+describe("a tick event's draw proof", () => {
+  it("a proof that is not the sender's over the event's own tick is refused; a bond advertised without one does not count as contributing", async () => {
+    const node: HttpNode = await startTestNode({ mesh: { secret: SECRET, p2pPort: 0, bootstrap: [] } }, { mesh: { autoPulse: false } });
+    cleanup.push(() => node.destroy());
+    const k = await newKey();
+    const other = await newKey();
+    const prove = drawProver(k.key);
+    const post = async (svcond: number, extra: Record<string, unknown>) => {
+      const body = { svcond, every: 4, mode: 'contributing', bondId: 'bond_draw', freeSlots: 1, ...extra };
+      const { event, handshake } = await signed(k, 'tick', svcond, body);
+      return call(node.url, 'POST', '/api/mesh/gossip', event, { [HANDSHAKE_HEADER]: handshake });
+    };
+    const peer = () => node.node.mesh.peers().find((p) => p.peerId === k.sender);
+    const t = stampAt(systemClock.nowNs()).svcond;
+    // Another tick's proof, another key's proof over this tick, bytes that are no proof: refused, and nothing learnt.
+    for (const drawProof of [prove(t - 1), drawProver(other.key)(t - 2), 'ab'.repeat(80)]) {
+      const refused = await post(t - 2, { drawProof });
+      expect(refused.status, refused.text).toBe(400);
+      expect(refused.body.error.code).toBe('INVALID_EVENT');
+      expect(refused.body.error.message).toContain('drawProof');
+    }
+    expect(peer()).toBeUndefined();
+    // A bond advertised without a proof: the event is taken (its URL, its tick), its contribution is not.
+    expect((await post(t - 1, {})).status).toBe(200);
+    expect(peer()).toMatchObject({ lastTick: t - 1, mode: null, bondId: null });
+    // Its own proof over its own tick: taken as advertised.
+    expect((await post(t, { drawProof: prove(t) })).status).toBe(200);
+    expect(peer()).toMatchObject({ lastTick: t, mode: 'contributing', bondId: 'bond_draw' });
+    expect(node.node.mesh.latestTickEvents().find((e) => e.sender === k.sender)?.body).toMatchObject({ drawProof: prove(t) });
   }, 60_000);
 });
 
