@@ -9,12 +9,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
 import { loadOrCreateReceiptSecret } from '../config/receipt-secret.js';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { progress } from './progress.js';
 import { NODE_HEAP_FLAGS } from '../config/heap-flags.js';
+import { makeDirs } from '../util/make-dirs.js';
 
 export interface ClusterOptions {
   nodes: number;
@@ -153,7 +153,7 @@ interface Member {
 
 export async function runCluster(o: ClusterOptions): Promise<void> {
   const root = resolve(o.dataRoot);
-  await mkdir(root, { recursive: true });
+  await makeDirs(root);
   const meshSecret = o.meshSecret ?? randomBytes(32).toString('hex');
   const receiptSecret = await sharedReceiptSecret(root);
   const members: Member[] = [];
@@ -263,7 +263,7 @@ export async function runCluster(o: ClusterOptions): Promise<void> {
       spin.text(`starting ${name} (${i + 1} of ${o.nodes})`);
       const dataDir = join(root, name);
       // Private, as the node keeps its data dir (it would make it so, and warn, at its first start).
-      await mkdir(dataDir, { recursive: true, mode: 0o700 });
+      await makeDirs(dataDir, 0o700);
       const env: Record<string, string> = {
         SVC_HOST: '127.0.0.1',
         SVC_PORT: String(o.basePort === 0 ? 0 : o.basePort + i),

@@ -22,6 +22,8 @@ const DATA_DIR_HINTS: Record<string, string> = {
   EROFS: 'the file system is read-only: give --data-dir or SVC_DATA_DIR a writable directory',
   ENOSPC: 'the disk is full: free space or move the data dir',
 };
+/** mkdir's ENOENT in a parent that stands (util/make-dirs.ts): a file system that makes no directories, such as /proc. */
+const MKDIR_ENOENT_HINT = 'no directory can be made there, e.g. under /proc: give --data-dir or SVC_DATA_DIR a directory on a disk';
 
 /** The one-line reason for a failed start, or null when `err` is not one the operator can fix (a fault: its stack). */
 export function startFailure(err: unknown, config: StartSettings): string | null {
@@ -60,7 +62,9 @@ export function startFailure(err: unknown, config: StartSettings): string | null
     return `cannot listen for libp2p on ${config.host}:${config.mesh.p2pPort}: ${why ?? 'listen failed'}${hint}`;
   }
   // The data dir and its files (node key, secrets, token, store) are made and read before anything listens.
-  if (typeof e.path === 'string' && typeof e.syscall === 'string' && e.code !== undefined && e.code in DATA_DIR_HINTS)
-    return `data dir ${config.dataDir} cannot be used: ${e.syscall} ${e.path}: ${e.code} (${DATA_DIR_HINTS[e.code]})`;
+  if (typeof e.path === 'string' && typeof e.syscall === 'string' && e.code !== undefined) {
+    const hint = DATA_DIR_HINTS[e.code] ?? (e.code === 'ENOENT' && e.syscall === 'mkdir' ? MKDIR_ENOENT_HINT : undefined);
+    if (hint !== undefined) return `data dir ${config.dataDir} cannot be used: ${e.syscall} ${e.path}: ${e.code} (${hint})`;
+  }
   return null;
 }

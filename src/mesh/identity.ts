@@ -1,11 +1,12 @@
 // The node's persistent Ed25519 key: <dataDir>/node-key (libp2p protobuf encoding, file mode 0600), created on
 // first start. Its libp2p peer id is the node id.
-import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
+import { chmod, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PeerId, PrivateKey } from '@libp2p/interface';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { writeSecretFile } from '../config/secret-file.js';
+import { makeDirs } from '../util/make-dirs.js';
 
 export const NODE_KEY_FILE = 'node-key';
 
@@ -21,7 +22,7 @@ function isMissing(err: unknown): boolean {
 }
 
 export async function loadOrCreateNodeKey(dataDir: string): Promise<NodeIdentity> {
-  await mkdir(dataDir, { recursive: true });
+  await makeDirs(dataDir);
   const file = join(dataDir, NODE_KEY_FILE);
   let privateKey: PrivateKey;
   try {

@@ -1,7 +1,7 @@
 // What every capability stands on: config and options, the logger, one Time, the keys derived from the node's
 // secrets, the node key, the store, the counters and the metrics.
 import { STORE_DIR } from '../store/store-dir.js';
-import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
+import { chmod, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { NodeConfig } from '../config/schema.js';
@@ -27,6 +27,7 @@ import type { SolverRegistry } from '../solvers/registry.js';
 import type { Tier } from '../tally/tiers.js';
 import type { AgentLimits } from '../agents/runtime.js';
 import type { Sender } from '../webhooks/sender.js';
+import { makeDirs } from '../util/make-dirs.js';
 import { timeOf, type Time } from '../util/time.js';
 import { Port, type Capability } from './capability.js';
 
@@ -169,7 +170,7 @@ async function receiptSecret(config: NodeConfig): Promise<Buffer> {
  * is made private at start (said once in the log).
  */
 async function privateDataDir(dir: string, logger: Logger): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await makeDirs(dir, 0o700);
   const mode = (await stat(dir)).mode & 0o777;
   if ((mode & 0o077) === 0) return;
   await chmod(dir, 0o700);

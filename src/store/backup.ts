@@ -12,6 +12,7 @@ import { Readable } from 'node:stream';
 import { createGunzip, createGzip, type Gzip } from 'node:zlib';
 import { Level } from 'level';
 import { writeSecretFile } from '../config/secret-file.js';
+import { makeDirs } from '../util/make-dirs.js';
 
 export const BACKUP_FORMAT = 'svc-node-backup';
 export const BACKUP_FORMAT_VERSION = 1;
@@ -238,7 +239,7 @@ export async function isEmptyDir(dir: string): Promise<boolean> {
 export async function restoreBackup(path: string, dataDir: string): Promise<BackupManifest> {
   if (!(await isEmptyDir(dataDir))) throw new BackupError(`${dataDir} is not empty: restore into a new or empty data dir`);
   const checked = await readBackup(path);
-  await mkdir(dirname(dataDir), { recursive: true });
+  await makeDirs(dirname(dataDir));
   const tmp = join(dirname(dataDir), `.${basename(dataDir)}.restoring-${process.pid}`);
   await rm(tmp, { recursive: true, force: true });
   await mkdir(tmp, { mode: 0o700 });

@@ -68,6 +68,21 @@ describe('svc-node start refuses a data dir it cannot use', () => {
     expect(line).toContain('this user may not write there');
     expect(existsSync(dir)).toBe(false);
   }, 60_000);
+
+  // procfs answers mkdir with ENOENT though /proc stands; Node's recursive mkdir retries that forever (no output, a core spinning).
+  it.skipIf(!existsSync('/proc'))(
+    'a data dir under /proc: exit 2 at once, naming mkdir and what to give instead',
+    () => {
+      const started = Date.now();
+      const r = runCli(['start', '--port', '0', '--data-dir', '/proc/svc-node-data/x'], { SVC_LOG_LEVEL: 'silent' });
+      expect(r.status, r.stderr).toBe(2);
+      expect(oneLine(r.stderr)).toBe(
+        'svc-node: data dir /proc/svc-node-data/x cannot be used: mkdir /proc/svc-node-data: ENOENT (no directory can be made there, e.g. under /proc: give --data-dir or SVC_DATA_DIR a directory on a disk)',
+      );
+      expect(Date.now() - started).toBeLessThan(30_000);
+    },
+    60_000,
+  );
 });
 
 describe('svc-node start refuses a listen address it cannot use', () => {
