@@ -8,7 +8,7 @@ import { computePorts, wireCompute } from './compute.js';
 import { wireConsensus } from './consensus.js';
 import { wireCustody } from './custody.js';
 import { wireEconomy } from './economy.js';
-import { openFoundation, type NodeOptions } from './foundation.js';
+import { openFoundation, type Foundation, type NodeOptions } from './foundation.js';
 import { NodeHandles, type Wired } from './handles.js';
 import { wireHealth } from './health.js';
 import { wireHttp } from './http.js';
@@ -20,6 +20,16 @@ export type { NodeOptions } from './foundation.js';
 // Every part in dependency order (loads and backfills run here); a part that needs a later one reads it through a port.
 async function wire(config: NodeConfig, options: NodeOptions): Promise<Wired> {
   const foundation = await openFoundation(config, options);
+  try {
+    return await wireParts(foundation);
+  } catch (err) {
+    // The store is closed again (the HTTP port taken, a backfill that failed): the data dir is free to remove or reuse.
+    await foundation.store.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function wireParts(foundation: Foundation): Promise<Wired> {
   const chain = await openChain(foundation);
   const mesh = wireMesh(foundation, chain);
   const identity = await wireIdentity(foundation, chain, mesh.mesh);
@@ -77,9 +87,15 @@ export class SvcNode extends NodeHandles {
     super();
   }
 
+  /** Wires and starts every part; one that fails stops what started before it is thrown (its store closed). */
   async start(): Promise<this> {
     this.wired = await wire(this.config, this.options);
-    await this.wired.capabilities.start(this.wired.mesh.listeners);
+    try {
+      await this.wired.capabilities.start(this.wired.mesh.listeners);
+    } catch (err) {
+      await this.wired.capabilities.stop().catch(() => undefined);
+      throw err;
+    }
     return this;
   }
 
