@@ -114,11 +114,14 @@ configFlags(program.command('start').description('run a node')).action(async (op
     throw err;
   }
   // Loaded here, not at the top: the client commands (contribute, challenge, claim, grant …) start without the node.
-  const { SvcNode } = await import('../node/node.js');
+  const [{ SvcNode }, { dataDirBefore, removeStartLeftovers }] = await Promise.all([import('../node/node.js'), import('./start-leftovers.js')]);
+  const before = await dataDirBefore(config.dataDir);
   const node = new SvcNode(config);
   try {
     await node.start();
   } catch (err) {
+    // The node has stopped what it started (its store is closed): what it made in the data dir can go.
+    await removeStartLeftovers(before, err).catch(() => undefined);
     const reason = startFailure(err, config);
     if (reason !== null) fail(reason);
     throw err;

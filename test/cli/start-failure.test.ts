@@ -1,11 +1,12 @@
 // `svc-node start` on what an operator can get wrong before the node listens: each refusal is one line that says what
 // is wrong and what to do, with exit 2 — never a stack trace, and never a listener blamed for the data dir.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, ROOT, runCli, runCliAsync, tempDirs } from '../helpers/cli.js';
 import { busyPort } from '../helpers/free-port.js';
+import { startTestNode } from '../helpers/node.js';
 
 const tempDir = tempDirs('svc-start-failure-');
 let held: Awaited<ReturnType<typeof busyPort>>;
@@ -100,5 +101,72 @@ describe('svc-node start refuses a listen address it cannot use', () => {
     const line = oneLine(r.stderr);
     expect(line).toMatch(/^svc-node: cannot listen on no-such-host\.invalid: the name does not resolve \((ENOTFOUND|EAI_AGAIN|EAI_FAIL|EAI_NONAME)\)/);
     expect(line).toContain('give --host or SVC_HOST an address of this machine');
+  }, 60_000);
+});
+
+/** The entries of a directory, sorted. */
+const entries = (dir: string) => readdirSync(dir).sort();
+
+describe('a start that fails removes what it made in the data dir, and only that', () => {
+  const portInUse = () =>
+    `svc-node: cannot listen on 127.0.0.1:${held.port}: EADDRINUSE (another process listens there: stop it, or choose another port with --port or SVC_PORT; 0 = any free port)`;
+
+  it('a new data dir (and the parents it made) is removed; the parent that stood before stays', async () => {
+    const parent = await tempDir();
+    const dataDir = join(parent, 'new', 'data');
+    const r = await runCliAsync(['start', '--port', String(held.port), '--data-dir', dataDir], { SVC_LOG_LEVEL: 'silent' });
+    expect(r.status, r.stderr).toBe(2);
+    expect(oneLine(r.stderr)).toBe(portInUse());
+    expect(entries(parent)).toEqual([]);
+  }, 60_000);
+
+  it('an empty data dir that stood before stays, empty and with its mode', async () => {
+    const dataDir = join(await tempDir(), 'data');
+    mkdirSync(dataDir);
+    chmodSync(dataDir, 0o755);
+    const r = await runCliAsync(['start', '--port', String(held.port), '--data-dir', dataDir], { SVC_LOG_LEVEL: 'silent' });
+    expect(r.status, r.stderr).toBe(2);
+    expect(oneLine(r.stderr)).toBe(portInUse());
+    expect(entries(dataDir)).toEqual([]);
+    expect(statSync(dataDir).mode & 0o777).toBe(0o755);
+  }, 60_000);
+
+  it('files that stood in the data dir before stay as they were; the key, secrets and store it made go', async () => {
+    const dataDir = await tempDir();
+    writeFileSync(join(dataDir, 'notes.txt'), 'the operator’s own');
+    mkdirSync(join(dataDir, 'keep'));
+    const r = await runCliAsync(['start', '--port', String(held.port), '--data-dir', dataDir], { SVC_LOG_LEVEL: 'silent' });
+    expect(r.status, r.stderr).toBe(2);
+    expect(oneLine(r.stderr)).toBe(portInUse());
+    expect(entries(dataDir)).toEqual(['keep', 'notes.txt']);
+    expect(readFileSync(join(dataDir, 'notes.txt'), 'utf8')).toBe('the operator’s own');
+  }, 60_000);
+
+  it('a failure after the store and the HTTP port opened (the libp2p port taken) removes them too', async () => {
+    const parent = await tempDir();
+    const dataDir = join(parent, 'data');
+    const r = await runCliAsync(
+      ['start', '--port', '0', '--p2p-port', String(held.port), '--mesh-secret', 'a-mesh-secret-of-the-test', '--data-dir', dataDir],
+      { SVC_LOG_LEVEL: 'silent' },
+    );
+    expect(r.status, r.stderr).toBe(2);
+    expect(oneLine(r.stderr)).toBe(
+      `svc-node: cannot listen for libp2p on 127.0.0.1:${held.port}: EADDRINUSE (another process listens there: stop it, or choose another port with --p2p-port or SVC_P2P_PORT; 0 = any free port)`,
+    );
+    expect(entries(parent)).toEqual([]);
+  }, 60_000);
+
+  it('the data dir of a node that started before keeps everything, byte for byte', async () => {
+    const dataDir = join(await tempDir(), 'data');
+    const t = await startTestNode({}, {}, dataDir);
+    await t.stop();
+    const before = entries(dataDir);
+    expect(before).toEqual(expect.arrayContaining(['db', 'node-key', 'operator-token', 'receipt-secret', 'credential-secret']));
+    const key = readFileSync(join(dataDir, 'node-key'));
+    const r = await runCliAsync(['start', '--port', String(held.port), '--data-dir', dataDir], { SVC_LOG_LEVEL: 'silent' });
+    expect(r.status, r.stderr).toBe(2);
+    expect(oneLine(r.stderr)).toBe(portInUse());
+    expect(entries(dataDir)).toEqual(before);
+    expect(readFileSync(join(dataDir, 'node-key')).equals(key)).toBe(true);
   }, 60_000);
 });
