@@ -98,6 +98,9 @@ async function post(
       signal,
     });
   } catch (err) {
+    // Stopped for another reason than the deadline (the client left, or the node stops and closes its requests): that
+    // reason is the answer (a 499), not a provider that failed to answer in time.
+    if (signal.aborted && !timedOut(signal)) signal.throwIfAborted();
     const e = err as Error;
     throw providerError(config, signal.aborted ? 'no answer in time' : `unreachable (${e.message})`, { provider_status: null });
   }
@@ -115,6 +118,12 @@ async function post(
   }
   if (!parsed || typeof parsed !== 'object') throw providerError(config, 'answer is not JSON', { provider_status: res.status });
   return parsed as Record<string, unknown>;
+}
+
+/** Aborted by its deadline: AbortSignal.timeout's reason, which AbortSignal.any passes on when it aborts first. */
+function timedOut(signal: AbortSignal): boolean {
+  const reason: unknown = signal.reason;
+  return reason instanceof DOMException && reason.name === 'TimeoutError';
 }
 
 function parseArgs(text: unknown): Record<string, unknown> {
