@@ -8,7 +8,7 @@ import { bfgs } from '../numerics/optimize.js';
 import { rngForInputs, type Xoshiro128 } from './rng.js';
 import type { CheckPart, InputSpec, SolverDef, SolverOutput } from './types.js';
 import { InputError } from './errors.js';
-import { checkPart, checkWorkLimit, combineChecks, intIn, num, numIn, parseInputs, positive, seedSchema } from './util.js';
+import { checkPart, checkWorkLimit, combineChecks, intIn, numIn, parseInputs, positive, seedSchema } from './util.js';
 
 /** Coulomb constant in kJ/mol · Å / e². */
 const COULOMB_KJ_MOL_A = 1389.35458;
@@ -44,6 +44,13 @@ export interface DockInputs extends Record<string, unknown> {
   seed?: number;
 }
 
+/**
+ * Largest |coordinate| of an atom or the box centre (Å): PDB's coordinate field holds up to 9999.999, and no structure
+ * is larger. Within it positions resolve to ~1e-12 Å. Far beyond it a pose cannot move by the check's 0.01 Å and
+ * squared distances overflow: at 1e300 every start sits on one point whose energy is 0, re-scored as 0/0.
+ */
+const COORDINATE_MAX_A = 1e4;
+const coordinate = () => numIn(-COORDINATE_MAX_A, COORDINATE_MAX_A);
 /** Closest two atoms of one molecule may come (Å): the shortest bond, H–H, is 0.74 Å. */
 const MIN_ATOM_SEPARATION_A = 0.5;
 /** Largest |charge| of an atom, in elementary charges. */
@@ -51,9 +58,9 @@ const CHARGE_MAX_E = 10;
 
 const atomSchema = z
   .object({
-    x: num(),
-    y: num(),
-    z: num(),
+    x: coordinate(),
+    y: coordinate(),
+    z: coordinate(),
     sigma_A: positive(),
     // Every atom has a repulsive core: with ε = 0 on either atom a pair of opposite charges has no minimum (its
     // Coulomb term falls without bound as the atoms close in), which the search would seal as a binding energy.
@@ -71,7 +78,7 @@ const schema = z
     receptor: z.array(atomSchema).min(1).max(2000).optional(),
     ligand: z.array(atomSchema).min(1).max(50).optional(),
     dielectric: numIn(1, 80).optional(),
-    box_center_A: z.tuple([num(), num(), num()]).optional(),
+    box_center_A: z.tuple([coordinate(), coordinate(), coordinate()]).optional(),
     box_half_A: numIn(1, 30).optional(),
     n_starts: intIn(1, 64).optional(),
     mc_steps: intIn(100, 50_000).optional(),
@@ -97,7 +104,7 @@ const inputs: InputSpec[] = [
     key: 'receptor',
     unit: 'Å, kJ/mol, e',
     default: '6-site ring: R = 3 Å in z = 0, σ = 3.4 Å, ε = 0.36 kJ/mol, q = 0',
-    range: '1 … 2000 atoms {x, y, z, sigma_A > 0, epsilon_kJ_mol > 0, charge_e −10 … 10}, at least 0.5 Å apart',
+    range: '1 … 2000 atoms {x, y, z −1e4 … 1e4, sigma_A > 0, epsilon_kJ_mol > 0, charge_e −10 … 10}, at least 0.5 Å apart',
   },
   {
     key: 'ligand',
@@ -106,7 +113,7 @@ const inputs: InputSpec[] = [
     range: '1 … 50 atoms, same fields and spacing (coordinates define the rigid shape)',
   },
   { key: 'dielectric', unit: '1', default: 4, range: '1 … 80' },
-  { key: 'box_center_A', unit: 'Å', default: 'receptor centroid', range: '[x, y, z]' },
+  { key: 'box_center_A', unit: 'Å', default: 'receptor centroid', range: '[x, y, z], each −1e4 … 1e4' },
   { key: 'box_half_A', unit: 'Å', default: 8, range: '1 … 30' },
   { key: 'n_starts', unit: '1', default: 8, range: '1 … 64' },
   { key: 'mc_steps', unit: '1', default: 2000, range: '100 … 50000' },

@@ -35,6 +35,10 @@ describe('finite input ranges through HTTP', () => {
     ['acoustic', { radius_m: 1e300 }, 'radius_m', { max: 10, inclusive: true }],
     ['quant', { spot: 1e-300 }, 'spot', { min: 1e-6, inclusive: true }],
     ['grid', { base_MVA: 5e-324 }, 'base_MVA', { min: 1e-3, inclusive: true }],
+    // A 422 blaming the check (0 re-scored against 0), not the input; 1e10 sealed a pose of ~1e-56 kJ/mol.
+    ['dock', { box_center_A: [1e300, 0, 0] }, 'box_center_A.0', { max: 1e4, inclusive: true }],
+    ['dock', { box_center_A: [0, 0, 1e10] }, 'box_center_A.2', { max: 1e4, inclusive: true }],
+    ['dock', { ligand: [{ x: 0, y: -1e300, z: 0, sigma_A: 3.4, epsilon_kJ_mol: 0.36 }] }, 'ligand.0.y', { min: -1e4, inclusive: true }],
   ];
 
   it('a value outside a range is 400 naming the field and the range, nothing charged', async () => {
@@ -68,6 +72,7 @@ describe('finite input ranges through HTTP', () => {
     expect((await spec('buckling')).second_moment_m4).toBe('1e-24 … 1e4');
     expect((await spec('quantum_levels')).omega_rad_s).toBe('1e3 … 1e20 (harmonic)');
     expect((await spec('kalman')).dt_s).toBe('1e-6 … 1e6');
+    expect((await spec('dock')).box_center_A).toBe('[x, y, z], each −1e4 … 1e4');
   });
 
   it('the ends of the ranges seal with the analytic answer', async () => {
@@ -95,5 +100,16 @@ describe('finite input ranges through HTTP', () => {
     });
     expect(p.status, p.text).toBe(200);
     expect(Math.abs(p.body.value - 2 * Math.PI * 1e4) / (2 * Math.PI * 1e4)).toBeLessThan(1e-5);
+    // The default ring moved out to x = 1e4 (its box follows its centroid) binds the probe as at the origin: −6ε.
+    const ring = Array.from({ length: 6 }, (_, k) => ({
+      x: 1e4 - 3 + 3 * Math.cos((Math.PI * k) / 3),
+      y: 3 * Math.sin((Math.PI * k) / 3),
+      z: 0,
+      sigma_A: 3.4,
+      epsilon_kJ_mol: 0.36,
+    }));
+    const d = await solve('dock', { receptor: ring });
+    expect(d.status, d.text).toBe(200);
+    expect(Math.abs(d.body.value - -2.16) / 2.16).toBeLessThan(1e-3);
   });
 });

@@ -163,6 +163,9 @@ describe('dock: input validation', () => {
     expectInputError({ dielectric: 0.5 }, 'dielectric');
     expectInputError({ box_half_A: 0.5 }, 'box_half_A');
     expectInputError({ box_center_A: [0, 0] }, 'box_center_A');
+    // Coordinates within ±1e4 Å (PDB's field): at 1e300 the pose cannot move and re-scores as 0 against 0.
+    expectInputError({ box_center_A: [1e300, 0, 0] }, 'box_center_A.0', { allowed: { max: 1e4, inclusive: true } });
+    expectInputError({ receptor: [{ x: 0, y: 0, z: -1e5, sigma_A: 3, epsilon_kJ_mol: 0.3 }] }, 'receptor.0.z', { allowed: { min: -1e4, inclusive: true } });
     expectInputError({ seed: -1 }, 'seed');
     expectInputError({ receptor: [{ x: 0, y: 0, z: 0, epsilon_kJ_mol: 0.3 }] }, 'receptor.0.sigma_A');
     expectInputError({ ligand: [] }, 'ligand');
