@@ -21,3 +21,14 @@ export interface Check extends CheckPart {
   parts?: CheckPart[];
   refused?: string;
 }
+
+/**
+ * |computed − reference| / |reference|, Infinity where that is not a number. Exact agreement is no error, also where
+ * the reference is 0 (a fixed point, a conserved quantity that is 0): 0/0 would refuse a right answer. The one
+ * reading of a part's error, for the solvers' checks and the gate that recomputes them.
+ */
+export function relativeError(computed: number, reference: number): number {
+  if (Number.isFinite(computed) && computed === reference) return 0;
+  const r = Math.abs(computed - reference) / Math.abs(reference);
+  return Number.isFinite(r) ? r : Number.POSITIVE_INFINITY;
+}

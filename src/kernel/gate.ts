@@ -1,6 +1,6 @@
 // The tolerance gate (rule 4). It does not trust a solver's own verdict alone: every part's relative error is
 // recomputed from computed and reference, and a refused check never passes.
-import type { Check, CheckPart } from './check.js';
+import { relativeError, type Check, type CheckPart } from './check.js';
 import { ServiceError } from './errors.js';
 import { PRECISION_BOUND, TOLERANCE_GATE, tickAverage, withinModulationBound } from './modulation.js';
 import type { OperatorCheck } from './operators/independent.js';
@@ -12,8 +12,7 @@ export interface GateVerdict {
 }
 
 function relError(p: CheckPart): number {
-  const r = Math.abs(p.computed - p.reference) / Math.abs(p.reference);
-  return Number.isFinite(r) ? r : Number.POSITIVE_INFINITY;
+  return relativeError(p.computed, p.reference);
 }
 
 export function gateSolverCheck(check: Check, value: number): GateVerdict {

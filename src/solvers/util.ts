@@ -1,6 +1,7 @@
 // Helpers every solver uses: input parsing with zod, check construction, bounded arrays.
 import { z } from 'zod';
 import { C_LIGHT } from '../kernel/operators/constants.js';
+import { relativeError } from '../kernel/check.js';
 import { InputError } from './errors.js';
 import type { Check, CheckPart } from './types.js';
 
@@ -95,10 +96,7 @@ export function checkWorkLimit(name: string, work: number, limit: number): void 
 }
 
 export function checkPart(name: string, quantity: string, computed: number, reference: number): CheckPart {
-  // Exact agreement is no error, also where the reference is 0 (a fixed point, a conserved quantity that is 0):
-  // 0/0 would refuse a right answer.
-  const relError = Number.isFinite(computed) && computed === reference ? 0 : Math.abs(computed - reference) / Math.abs(reference);
-  const rel = Number.isFinite(relError) ? relError : Number.POSITIVE_INFINITY;
+  const rel = relativeError(computed, reference);
   return { name, quantity, computed, reference, rel_error: rel, tolerance: GATE_TOLERANCE, passed: rel <= GATE_TOLERANCE };
 }
 

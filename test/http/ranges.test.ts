@@ -75,6 +75,14 @@ describe('finite input ranges through HTTP', () => {
     expect((await spec('dock')).box_center_A).toBe('[x, y, z], each −1e4 … 1e4');
   });
 
+  it('a check whose reference is exactly 0 seals when the value is exactly 0 too: lorenz from the origin, a fixed point', async () => {
+    const r = await solve('lorenz', { x0: 0, y0: 0, z0: 0 });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.value).toBe(0);
+    expect(r.body.check).toMatchObject({ computed: 0, reference: 0, rel_error: 0, passed: true });
+    expect(r.body.result_id).toMatch(/^res_/);
+  });
+
   it('the ends of the ranges seal with the analytic answer', async () => {
     // Euler load π²EI/L² at the smallest section and the stiffest material.
     const b = await solve('buckling', { second_moment_m4: 1e-24, youngs_modulus_Pa: 1e12 });
