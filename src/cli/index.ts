@@ -122,6 +122,7 @@ configFlags(program.command('start').description('run a node')).action(async (op
   } catch (err) {
     // The node has stopped what it started (its store is closed): what it made in the data dir can go.
     await removeStartLeftovers(before, err).catch(() => undefined);
+    if (err instanceof ConfigError) fail(err.message);
     const reason = startFailure(err, config);
     if (reason !== null) fail(reason);
     throw err;

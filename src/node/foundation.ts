@@ -1,7 +1,7 @@
 // What every capability stands on: config and options, the logger, one Time, the keys derived from the node's
 // secrets, the node key, the store, the counters and the metrics.
 import { STORE_DIR } from '../store/store-dir.js';
-import { chmod, readFile, stat } from 'node:fs/promises';
+import { chmod, readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { NodeConfig } from '../config/schema.js';
@@ -28,6 +28,7 @@ import type { Tier } from '../tally/tiers.js';
 import type { AgentLimits } from '../agents/runtime.js';
 import type { Sender } from '../webhooks/sender.js';
 import { makeDirs } from '../util/make-dirs.js';
+import { ConfigError } from '../config/error.js';
 import { timeOf, type Time } from '../util/time.js';
 import { Port, type Capability } from './capability.js';
 
@@ -167,12 +168,30 @@ async function receiptSecret(config: NodeConfig): Promise<Buffer> {
 /**
  * The data dir, made if missing, readable by this user only: the store in it holds password and equation hashes and
  * webhook delivery answers, which no other account of the machine should read. One made earlier with the umask's 0755
- * is made private at start (said once in the log).
+ * is made private at start (said once in the log), if it is this user's own and empty or a node's (its key or store
+ * in it). A directory others use is not taken over: /tmp (the sticky bit), another user's, or one holding other
+ * files is a ConfigError, and its mode stays as it was.
  */
 async function privateDataDir(dir: string, logger: Logger): Promise<void> {
-  await makeDirs(dir, 0o700);
-  const mode = (await stat(dir)).mode & 0o777;
+  const made = await makeDirs(dir, 0o700);
+  const st = await stat(dir);
+  const mode = st.mode & 0o7777;
   if ((mode & 0o077) === 0) return;
+  if (made === undefined) {
+    const entries = await readdir(dir);
+    const why =
+      (mode & 0o1000) !== 0
+        ? 'is shared with other users (mode ' + mode.toString(8) + ', like /tmp)'
+        : process.getuid !== undefined && st.uid !== process.getuid()
+          ? 'belongs to another user'
+          : entries.length > 0 && !entries.includes(NODE_KEY_FILE) && !entries.includes(STORE_DIR)
+            ? "holds files that are not a node's"
+            : null;
+    if (why !== null)
+      throw new ConfigError(
+        `data dir ${dir} ${why} and is readable by others; a node makes its data dir private (0700): give --data-dir or SVC_DATA_DIR a directory of its own, e.g. ${join(dir, 'svc-node')}`,
+      );
+  }
   await chmod(dir, 0o700);
   logger.warn({ dataDir: dir, was: mode.toString(8) }, 'the data dir was readable by other users: made private (0700)');
 }

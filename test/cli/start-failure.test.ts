@@ -170,3 +170,31 @@ describe('a start that fails removes what it made in the data dir, and only that
     expect(readFileSync(join(dataDir, 'node-key')).equals(key)).toBe(true);
   }, 60_000);
 });
+
+describe('a data dir others use is not made private, and the node does not start there', () => {
+  const refused = (dataDir: string, why: string) =>
+    `svc-node: data dir ${dataDir} ${why} and is readable by others; a node makes its data dir private (0700): give --data-dir or SVC_DATA_DIR a directory of its own, e.g. ${join(dataDir, 'svc-node')}`;
+
+  it('a shared directory with the sticky bit (as /tmp) keeps its mode and gets nothing', async () => {
+    const dataDir = join(await tempDir(), 'shared');
+    mkdirSync(dataDir);
+    chmodSync(dataDir, 0o1777);
+    const r = await runCliAsync(['start', '--port', '0', '--data-dir', dataDir], { SVC_LOG_LEVEL: 'silent' });
+    expect(r.status, r.stderr).toBe(2);
+    expect(oneLine(r.stderr)).toBe(refused(dataDir, 'is shared with other users (mode 1777, like /tmp)'));
+    expect(statSync(dataDir).mode & 0o7777).toBe(0o1777);
+    expect(entries(dataDir)).toEqual([]);
+  }, 60_000);
+
+  it("a directory readable by others that holds files not a node's keeps its mode and its files", async () => {
+    const dataDir = join(await tempDir(), 'project');
+    mkdirSync(dataDir);
+    chmodSync(dataDir, 0o755);
+    writeFileSync(join(dataDir, 'README'), 'a project of the operator');
+    const r = await runCliAsync(['start', '--port', '0', '--data-dir', dataDir], { SVC_LOG_LEVEL: 'silent' });
+    expect(r.status, r.stderr).toBe(2);
+    expect(oneLine(r.stderr)).toBe(refused(dataDir, "holds files that are not a node's"));
+    expect(statSync(dataDir).mode & 0o777).toBe(0o755);
+    expect(entries(dataDir)).toEqual(['README']);
+  }, 60_000);
+});
