@@ -11,11 +11,15 @@
 // pending (a home busy with a long solver run answers its probes, and is waited for up to the tier time limit); over
 // libp2p, by opening the stream within that time. Past that, 503 SVC_HOME_UNREACHABLE with Retry-After, and the home
 // is skipped until a probe finds it again. When neither way reaches it, the 503 names the home and what was tried.
+//
+// A caller that leaves (client-gone.ts) cuts its request to the home too, at the URL or over libp2p: the home then
+// sees its own client leave and stops the work it keeps for nobody, as it would for a caller of its own.
 import type { Context, Next } from 'koa';
 import { ServiceError } from '../kernel/errors.js';
 import { LONGEST_TIME_LIMIT_SECONDS } from '../tally/tiers.js';
 import type { Caller } from '../records/types.js';
 import type { HttpKit } from './kit.js';
+import { clientGone } from './client-gone.js';
 import { probeHealth, RECHECK_WAIT_MS, type HungHomes } from './home-health.js';
 import { FORWARDED_FOR_HEADER, forwardedForValue, statedClientIp } from './forwarded-address.js';
 import { addressKey } from './caller-address.js';
@@ -116,10 +120,14 @@ export async function askHome(
   // The request's own bound: a live home answers within its time limit (a solver run at the caller's tier, which
   // only the home knows: the longest), plus the deadline.
   const capMs = LONGEST_TIME_LIMIT_SECONDS * 1000 + deadlineMs;
+  const gone = clientGone(ctx);
+  gone.throwIfAborted();
   const tried: string[] = [];
   if (url) {
-    const sent = await askAtUrl(url, req, deadlineMs, capMs);
+    const sent = await askAtUrl(url, req, deadlineMs, capMs, gone);
     if ('answer' in sent) return sent.answer;
+    // Cut because the caller left: nothing is wrong with the home, and nobody reads a 503.
+    gone.throwIfAborted();
     if (sent.hung) {
       hung.mark(home, Date.now());
       throw new ServiceError(
@@ -144,9 +152,11 @@ export async function askHome(
   let sentOverMesh = false;
   if (overMesh) {
     try {
-      const a = await overMesh(home, req, AbortSignal.timeout(capMs), deadlineMs);
+      // The caller leaving resets the stream: the home reads that as its client leaving (peer-entrance.ts).
+      const a = await overMesh(home, req, AbortSignal.any([AbortSignal.timeout(capMs), gone]), deadlineMs);
       return { status: a.status, headers: new Headers(a.headers), text: a.text };
     } catch (err) {
+      gone.throwIfAborted();
       sentOverMesh = !(err instanceof PeerStreamNotOpened);
       tried.push(`libp2p ${PEER_HTTP_PROTOCOL}: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -193,16 +203,19 @@ function homeRequest(ctx: Context, kit: ForwardKit, opts: RelayOptions): PeerReq
 /**
  * One attempt at the home's URL, watched: every half deadline without an answer, the home's health is probed with
  * half the deadline to answer, so a home that shows no life is known within one deadline of the request, or of its
- * last sign of life.
+ * last sign of life. `gone` (the caller left) cuts the request: its connection closes, as the caller's did.
  */
 async function askAtUrl(
   url: string,
   req: PeerRequest,
   deadlineMs: number,
   capMs: number,
+  gone: AbortSignal,
 ): Promise<{ answer: HomeAnswer } | { hung: boolean; connectFailed: boolean; reason: string }> {
   const controller = new AbortController();
   const cap = setTimeout(() => controller.abort(new Error('no answer within the time limit')), capMs);
+  const cut = () => controller.abort(gone.reason);
+  gone.addEventListener('abort', cut, { once: true });
   let hungNow = false;
   let probing = false;
   const watch = setInterval(
@@ -235,6 +248,7 @@ async function askAtUrl(
   } finally {
     clearTimeout(cap);
     clearInterval(watch);
+    gone.removeEventListener('abort', cut);
   }
 }
 
@@ -283,10 +297,12 @@ export async function relayEventStream(ctx: Context, kit: ForwardKit, home: stri
   const req = homeRequest(ctx, kit, {});
   const headers = { ...req.headers };
   for (const h of ['last-event-id', 'accept']) if (ctx.get(h)) headers[h] = ctx.get(h);
+  const gone = clientGone(ctx);
   let session: PeerStreamSession;
   try {
-    session = await open(home, { kind: 'sse', path: req.path, headers }, AbortSignal.timeout(kit.config.mesh.forwardTimeoutMs));
+    session = await open(home, { kind: 'sse', path: req.path, headers }, AbortSignal.any([AbortSignal.timeout(kit.config.mesh.forwardTimeoutMs), gone]));
   } catch (err) {
+    gone.throwIfAborted();
     const all = [...tried, `libp2p ${PEER_STREAM_PROTOCOL}: ${err instanceof Error ? err.message : String(err)}`];
     throw new ServiceError(503, 'SVC_HOME_UNREACHABLE', `the home node ${home} of this ${subject} could not be reached: ${all.join('; ')}`, {
       home,
@@ -309,7 +325,8 @@ export async function relayEventStream(ctx: Context, kit: ForwardKit, home: stri
     [SERVED_BY_HEADER]: home,
   });
   res.flushHeaders();
-  ctx.req.once('close', () => session.close());
+  if (gone.aborted) session.close();
+  else gone.addEventListener('abort', () => session.close(), { once: true });
   try {
     for await (const f of session.frames) {
       if (!('data' in f) || res.destroyed) break;
