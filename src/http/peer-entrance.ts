@@ -3,6 +3,8 @@
 // The request must carry the mesh handshake for the stream's (noise-authenticated) remote peer at a tick within the
 // mesh's skew; it then runs through this node's own HTTP app over loopback (the self-API, self-request.ts), so auth,
 // limits, forwarding rules and part-7 errors are the app's own. A refused request is answered with a part-7 body too.
+// The asking node resetting the stream before the answer (its caller left) cuts the loopback request: the route sees
+// its client leave (client-gone.ts) and stops its work, as for a caller at this node's URL.
 // Its long-lived sibling, /svc/stream/1 (mesh/peer-stream.ts), carries a WebSocket or an SSE stream the same way.
 import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -10,7 +12,7 @@ import type { Stream } from '@libp2p/interface';
 import type { ErrorCode } from '../kernel/errors.js';
 import { request as httpRequest } from 'node:http';
 import { WebSocket } from 'ws';
-import { answerFrame, FrameError, FrameQueue, readFrames, readRequestFrame } from '../mesh/frame.js';
+import { answerFrame, FrameError, FrameQueue, readFrames, readHeldRequest } from '../mesh/frame.js';
 import { MAX_STREAM_REQUEST_BYTES, peerStreamRequestSchema, streamFrame, type PeerStreamFrame, type PeerStreamHead } from '../mesh/peer-stream.js';
 import { MAX_PEER_REQUEST_BYTES, peerHttpRequestSchema, type PeerHttpAnswer, type PeerHttpRequest } from '../mesh/peer-http.js';
 import { MAX_SKEW_TICKS } from '../mesh/validator.js';
@@ -72,7 +74,7 @@ export function peerEntrance(deps: PeerEntranceDeps): (stream: Stream, remotePee
   const traceId = traceIdSource();
   const refusal = (status: number, code: ErrorCode, message: string): PeerHttpAnswer => refusalAnswer(traceId(), status, code, message);
 
-  const answerTo = async (raw: unknown, remotePeer: string): Promise<PeerHttpAnswer> => {
+  const answerTo = async (raw: unknown, remotePeer: string, left: AbortSignal): Promise<PeerHttpAnswer> => {
     const secret = deps.meshSecret;
     if (secret === null) return refusal(503, 'MESH_DISABLED', 'this node has no mesh secret configured');
     const parsed = peerHttpRequestSchema.safeParse(raw);
@@ -85,7 +87,7 @@ export function peerEntrance(deps: PeerEntranceDeps): (stream: Stream, remotePee
     const authorization = headers.authorization ?? null;
     // The caller's address is the loopback one unless the request states it under the mesh secret (a forward does).
     const target: SelfTarget = { host, port, authorization, ip: '127.0.0.1' };
-    const answer = await deps.selfApi.send(target, { method: req.method, path: req.path, rawBody: req.body, headers });
+    const answer = await deps.selfApi.send(target, { method: req.method, path: req.path, rawBody: req.body, headers }, left);
     const kept = Object.entries(answer.headers).filter(([k]) => !HOP_HEADERS.has(k) && k !== 'date' && k.length <= 64);
     return { v: 1, status: answer.status, headers: Object.fromEntries(kept.slice(0, ANSWER_HEADERS_MAX)), body: answer.text };
   };
@@ -93,10 +95,11 @@ export function peerEntrance(deps: PeerEntranceDeps): (stream: Stream, remotePee
   return async (stream, remotePeer) => {
     let answer: PeerHttpAnswer;
     try {
-      const request = await readRequestFrame(stream, MAX_PEER_REQUEST_BYTES, REQUEST_READ_MS);
-      answer = 'refused' in request ? refusal(400, 'SVC_BAD_REQUEST', request.refused.message) : await answerTo(request.value, remotePeer);
+      const request = await readHeldRequest(stream, MAX_PEER_REQUEST_BYTES, REQUEST_READ_MS);
+      answer = 'refused' in request ? refusal(400, 'SVC_BAD_REQUEST', request.refused.message) : await answerTo(request.value, remotePeer, request.left);
     } catch (err) {
-      // The stream failed (aborted, reset, the deadline) or the loopback request did: logged, the peer sees the stream end.
+      // The stream failed (aborted, reset, the deadline) or the loopback request did (cut when the stream went away):
+      // logged, the peer sees the stream end.
       deps.logger.debug({ err: String(err), peer: remotePeer }, 'peer HTTP stream failed');
       stream.abort(err instanceof Error ? err : new Error(String(err)));
       return;

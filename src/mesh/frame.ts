@@ -87,6 +87,42 @@ export async function readRequestFrame(
   maxBytes: number,
   timeoutMs: number,
 ): Promise<RequestFrame> {
+  const frames = readFrames(stream.source, maxBytes);
+  try {
+    return await firstFrame(frames, stream, timeoutMs);
+  } finally {
+    // Nothing more is read: the source is let go.
+    void frames.return(undefined);
+  }
+}
+
+/**
+ * A request read as readRequestFrame reads it, from a sender that keeps its writing half open until it has the
+ * answer (/svc/http/1), and `left`: aborted when the stream goes away before the answer is written, reset by the
+ * sender (it stopped waiting: its client left) or lost with its connection. Nobody would read that answer. The end of
+ * the sender's writing half alone is not leaving: a sender of an earlier version ends it with its request.
+ */
+export async function readHeldRequest(
+  stream: { source: AsyncIterable<{ subarray(): Uint8Array }>; abort(err: Error): void; readonly writeStatus: string },
+  maxBytes: number,
+  timeoutMs: number,
+): Promise<RequestFrame & { left: AbortSignal }> {
+  const frames = readFrames(stream.source, maxBytes);
+  const request = await firstFrame(frames, stream, timeoutMs);
+  const left = new AbortController();
+  const gone = (why: unknown) => left.abort(why instanceof Error ? why : new Error('the stream closed before its answer'));
+  void (async () => {
+    for (;;) if ((await frames.next()).done) return;
+  })().then(
+    // A stream that can no longer be written went with its connection; one still writable only had its sender's end.
+    () => stream.writeStatus !== 'ready' && gone(null),
+    gone,
+  );
+  return { ...request, left: left.signal };
+}
+
+/** The first frame of `frames`, under readRequestFrame's deadline and refusals. */
+async function firstFrame(frames: AsyncGenerator<unknown>, stream: { abort(err: Error): void }, timeoutMs: number): Promise<RequestFrame> {
   const late = new Error(`request not received within ${timeoutMs} ms`);
   let expired = false;
   const timer = setTimeout(() => {
@@ -94,7 +130,9 @@ export async function readRequestFrame(
     stream.abort(late);
   }, timeoutMs);
   try {
-    return { value: await readFrame(stream.source, maxBytes) };
+    const first = await frames.next();
+    if (first.done) return { refused: new FrameError('the stream ended before a whole frame') };
+    return { value: first.value };
   } catch (err) {
     if (expired) throw late;
     if (err instanceof FrameError) return { refused: err };

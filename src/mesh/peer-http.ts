@@ -9,11 +9,14 @@
 // answer is {v, status, headers, body}. The receiving node runs the request through its own HTTP app (http/
 // peer-entrance.ts): the same auth, limits and part-7 errors as a request at its URL.
 //
+// The asking node keeps its writing half open until it has the answer, and resets the stream when it stops waiting
+// (its caller left, its time ran out): the receiving node reads the reset as its client leaving (http/peer-entrance.ts).
+//
 // Only a failure to connect falls through to libp2p: a request that reached the URL and then failed (reset, timeout)
 // may have been applied there, so it is not sent a second way. What was tried travels on PeerUnreachable.
 import { z } from 'zod';
 import type { Stream } from '@libp2p/interface';
-import { readFrame, writeFrame } from './frame.js';
+import { encodeFrame, FrameQueue, readFrame } from './frame.js';
 import { bodyDigest, handshakeFor } from './wire.js';
 
 export const PEER_HTTP_PROTOCOL = '/svc/http/1';
@@ -116,18 +119,29 @@ export function peerHttpOverMesh(deps: PeerHttpDeps): OverMesh {
     } catch (err) {
       throw new PeerStreamNotOpened(err instanceof Error ? err.message : String(err));
     }
-    const onAbort = () => stream.abort(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    // The writing half stays open while the answer is awaited: a reset then is this side giving up, which the home
+    // tells apart from the end of the request (an earlier node ends its writing half with the request).
+    const out = new FrameQueue();
+    const onAbort = () => {
+      out.end();
+      stream.abort(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    };
     signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
     let raw: unknown;
     try {
-      await writeFrame(stream, request);
+      out.push(encodeFrame(request));
+      // A failed write aborts the stream, and the read below fails with it.
+      void stream.sink(out).catch(() => undefined);
       raw = await readFrame(stream.source, MAX_PEER_ANSWER_BYTES);
     } catch (err) {
+      out.end();
       stream.abort(err instanceof Error ? err : new Error(String(err)));
       throw err;
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
+    out.end();
     void stream.close().catch(() => undefined);
     const parsed = peerHttpAnswerSchema.safeParse(raw);
     if (!parsed.success) throw new Error(`malformed answer: ${parsed.error.issues[0]?.message ?? 'invalid'}`);

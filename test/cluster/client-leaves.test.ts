@@ -1,8 +1,11 @@
 // A caller that leaves a request another node forwards to its identity's home: the home sees its own client leave
-// (http/client-gone.ts) and its solver run is told. Two real nodes on 127.0.0.1: F forwards; A is a home at its URL.
+// (http/client-gone.ts) and its solver run is told, whichever way the request went. Three real nodes on 127.0.0.1:
+// F forwards; A is a home at its URL; H is a home whose advertised URL is a closed port, so F reaches it only over
+// libp2p (/svc/http/1), where F resetting the stream is what H reads as its client leaving.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, startTestNode, waitMeshHeard, zkIdentity, type TestNode } from '../helpers/node.js';
 import { holdSolves } from '../helpers/held-solves.js';
+import { freePort } from '../helpers/free-port.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const MESH_SECRET = 'client-leaves-secret-0123456789abcdef';
@@ -11,15 +14,21 @@ const opts = { mesh: { redialMinMs: 100, redialMaxMs: 1000 } };
 
 let f: TestNode;
 let a: TestNode;
+let h: TestNode;
+/** Where H's server listens (the URL it advertises is a closed port). */
+let hUrl: string;
 
 beforeAll(async () => {
   a = await startTestNode(config([]), opts);
-  f = await startTestNode(config([a.node.mesh.multiaddrs()[0]!]), opts);
-  await waitMeshHeard([f, a]);
+  const [port, dead] = [await freePort(), await freePort()];
+  hUrl = `http://127.0.0.1:${port}`;
+  h = await startTestNode({ ...config([a.node.mesh.multiaddrs()[0]!]), port, publicUrl: `http://127.0.0.1:${dead}` }, opts);
+  f = await startTestNode(config([a.node.mesh.multiaddrs()[0]!, h.node.mesh.multiaddrs()[0]!]), opts);
+  await waitMeshHeard([f, a, h]);
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.all([f, a].map((n) => n?.destroy()));
+  await Promise.all([f, a, h].map((n) => n?.destroy()));
 });
 
 /**
@@ -56,5 +65,11 @@ async function leaveAtHome(home: TestNode, homeUrl: string, seed: string): Promi
 describe('a caller that leaves a forwarded request', () => {
   it('at the home’s URL: the forward is cut, and the home’s run is told', async () => {
     await leaveAtHome(a, a.url, 'leaves-at-url');
+  }, 40_000);
+
+  it('over libp2p: the stream is reset, and the home’s run is told', async () => {
+    // F knows H only at a URL nothing listens on: the request goes over /svc/http/1.
+    expect(f.node.mesh.peers().find((p) => p.peerId === h.node.nodeId)?.url).not.toBe(hUrl);
+    await leaveAtHome(h, hUrl, 'leaves-over-libp2p');
   }, 40_000);
 });

@@ -1,9 +1,10 @@
 // The request/answer shape of the one-frame stream protocols (mesh/frame.ts): a request read under a deadline (a
-// bad frame is a refusal to answer, a failed or silent stream is not), and an answer written then closed (a stream
-// that fails on the way is aborted). Over an in-memory stream (no libp2p).
+// bad frame is a refusal to answer, a failed or silent stream is not), a held request's stream watched for its sender
+// leaving, and an answer written then closed (a stream that fails on the way is aborted). Over an in-memory stream
+// (no libp2p).
 import { describe, expect, it } from 'vitest';
 import type { Stream } from '@libp2p/interface';
-import { answerFrame, encodeFrame, FrameError, readRequestFrame } from '../../src/mesh/frame.js';
+import { answerFrame, encodeFrame, FrameError, readHeldRequest, readRequestFrame } from '../../src/mesh/frame.js';
 import { Pipe } from '../helpers/pipe.js';
 
 /** One side of a stream: chunks pushed into its source, what its sink takes, and how it was closed or aborted. */
@@ -12,6 +13,8 @@ class FakeStream {
   readonly written: Uint8Array[] = [];
   aborted: Error | null = null;
   closed = false;
+  /** As libp2p's: 'ready' until this side writes, or until the stream goes (reset, its connection lost). */
+  writeStatus = 'ready';
   sinkFails: Error | null = null;
 
   push(...chunks: Uint8Array[]): this {
@@ -67,6 +70,44 @@ describe('readRequestFrame', () => {
     const reset = new Error('stream reset');
     const stream = new FakeStream().push(Uint8Array.from([10])).end(reset);
     await expect(readRequestFrame(stream, 1024, 5_000)).rejects.toBe(reset);
+  });
+});
+
+describe('readHeldRequest', () => {
+  const settle = () => new Promise((r) => setTimeout(r, 20));
+
+  it('the sender ending its writing half is not leaving: an earlier sender ends it with its request', async () => {
+    const stream = new FakeStream().push(encodeFrame({ a: 1 }));
+    const held = await readHeldRequest(stream, 1024, 5_000);
+    expect(held).toMatchObject({ value: { a: 1 } });
+    stream.end();
+    await settle();
+    expect(held.left.aborted).toBe(false);
+  });
+
+  it('a reset before the answer is leaving: `left` aborts with the stream’s failure', async () => {
+    const stream = new FakeStream().push(encodeFrame({ a: 1 }));
+    const held = await readHeldRequest(stream, 1024, 5_000);
+    await settle();
+    expect(held.left.aborted).toBe(false);
+    const reset = new Error('stream reset');
+    stream.end(reset);
+    await settle();
+    expect(held.left.reason).toBe(reset);
+  });
+
+  it('a stream gone with its connection (no longer writable) is leaving too', async () => {
+    const stream = new FakeStream().push(encodeFrame({ a: 1 }));
+    const held = await readHeldRequest(stream, 1024, 5_000);
+    stream.writeStatus = 'closed';
+    stream.end();
+    await settle();
+    expect(held.left.aborted).toBe(true);
+  });
+
+  it('refuses a bad frame as readRequestFrame does', async () => {
+    const cut = await readHeldRequest(new FakeStream().push(encodeFrame({ a: 1 }).subarray(0, 4)).end(), 100, 5_000);
+    expect('refused' in cut && cut.refused.message).toMatch(/ended before a whole frame/);
   });
 });
 
