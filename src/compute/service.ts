@@ -124,9 +124,11 @@ export interface PlacementRequest {
 export interface SolverPlacement {
   /**
    * Run on a contributing peer, or null to run here (offload off, this node not busy, no peer, or every peer tried
-   * failed: a failed peer is skipped, never an error for the caller).
+   * failed: a failed peer is skipped, never an error for the caller). `gone` (the caller left): a run still waiting
+   * at the peer is stopped there and this rejects with the signal's reason; one already on the peer's worker is
+   * awaited and returned, as a local run that had started.
    */
-  offload(req: PlacementRequest): Promise<PlacedRun | null>;
+  offload(req: PlacementRequest, gone?: AbortSignal): Promise<PlacedRun | null>;
 }
 
 export type { ChainRequest };
@@ -447,7 +449,7 @@ export class ComputeService {
 
   /**
    * A solver run, sealed (every solver endpoint, /solve and /auto). `gone`: its caller left (http/client-gone.ts); a run
-   * on this node's executor stops, and nothing is sealed or charged.
+   * still waiting for a worker, here or at the peer it was offloaded to, stops, and nothing is sealed or charged.
    */
   async solve(
     caller: Caller,
@@ -490,13 +492,16 @@ export class ComputeService {
       await this.deps.ledger.assertCanPay(caller, cost);
       // A stateful run stays here (its state is the caller's, not part of a re-executable request).
       if (this.deps.placement && state === undefined) {
-        placed = await this.deps.placement.offload({
-          solverId: solver.id,
-          inputs: plainInputs,
-          requestDigest,
-          svcond: stampAt(startNs).svcond,
-          timeLimitSeconds: this.timeLimit(tier),
-        });
+        placed = await this.deps.placement.offload(
+          {
+            solverId: solver.id,
+            inputs: plainInputs,
+            requestDigest,
+            svcond: stampAt(startNs).svcond,
+            timeLimitSeconds: this.timeLimit(tier),
+          },
+          gone,
+        );
       }
       out = placed ? placed.out : await this.deps.executor.run(solver.id, inputs, state, this.timeLimit(tier), runOwner(caller), tier, gone);
     } catch (err) {

@@ -3,6 +3,8 @@
 // refuses (an answer with a code, never silence) when its operator is not contributing, when the request is not
 // from a mesh member (handshake), malformed, stale, or not what its request digest says. A mode switch preempts
 // the runs it holds: each gets SVC_PREEMPTED at once (the worker's result is dropped) and its requester re-places it.
+// A run the requester cancels (its caller left; /svc/exec/1.1.0) leaves the queue if it still waits for a worker,
+// answered SVC_BAD_REQUEST; one on a worker finishes and is answered, as a local run whose caller left.
 import { timingSafeEqual } from 'node:crypto';
 import type { Stream } from '@libp2p/interface';
 import { ServiceError } from '../kernel/errors.js';
@@ -26,8 +28,8 @@ export interface ExecHandlerDeps {
   contributing: () => boolean;
   /** Validate a solver request (throws InputError / ServiceError 400): ComputeService.resolveSolver. */
   resolve: (solverId: string, inputs: unknown) => Record<string, unknown>;
-  /** Run on this node's executor (worker pool), queued as `owner`. */
-  run: (solverId: string, inputs: Record<string, unknown>, timeLimitSeconds: number, owner: string) => Promise<SolverOutput>;
+  /** Run on this node's executor (worker pool), queued as `owner`; `signal`: a run still waiting leaves the queue. */
+  run: (solverId: string, inputs: Record<string, unknown>, timeLimitSeconds: number, owner: string, signal?: AbortSignal) => Promise<SolverOutput>;
   /** This node's own tier limit (caps the requester's). */
   timeLimitSeconds: number;
   /** executed_by for a run executed here (null when not contributing). */
@@ -47,7 +49,7 @@ export class ExecHandler {
   /** Runs in progress here for peers: each can be preempted. */
   private readonly inFlight = new Set<(err: Error) => void>();
   /** Figures for diagnostics and tests. */
-  readonly stats = { served: 0, refused: 0, preempted: 0 };
+  readonly stats = { served: 0, refused: 0, preempted: 0, cancelled: 0 };
 
   constructor(private readonly deps: ExecHandlerDeps) {}
 
@@ -84,8 +86,8 @@ export class ExecHandler {
   async serveSession(stream: Stream, remotePeer: string): Promise<void> {
     await serveSession(
       stream,
-      async (raw) => {
-        const answer = await this.answerTo(raw, remotePeer);
+      async (raw, cancelled) => {
+        const answer = await this.answerTo(raw, remotePeer, cancelled);
         if (answer === null || typeof answer !== 'object' || (answer as { ok?: unknown }).ok !== true) this.stats.refused++;
         return answer;
       },
@@ -94,11 +96,11 @@ export class ExecHandler {
   }
 
   /** The answer to one raw request (checked here): a refusal or the run's signed result. */
-  private async answerTo(raw: unknown, remotePeer: string): Promise<unknown> {
+  private async answerTo(raw: unknown, remotePeer: string, cancelled?: AbortSignal): Promise<unknown> {
     const parsed = execRequestSchema.safeParse(raw);
     if (!parsed.success) return refusal(EXEC_REFUSALS.badRequest, `malformed request: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     const request = parsed.data;
-    const a = await this.execute(request, remotePeer);
+    const a = await this.execute(request, remotePeer, cancelled);
     return this.deps.rewrite ? await this.deps.rewrite(a, request) : a;
   }
 
@@ -111,7 +113,7 @@ export class ExecHandler {
     return expected.length === given.length && timingSafeEqual(expected, given);
   }
 
-  private async execute(request: ExecRequest, remotePeer: string): Promise<ExecAnswer> {
+  private async execute(request: ExecRequest, remotePeer: string, cancelled?: AbortSignal): Promise<ExecAnswer> {
     if (!this.checkHandshake(request, remotePeer)) return refusal(EXEC_REFUSALS.badHandshake, 'the handshake does not match this request from this peer');
     if (Math.abs(request.svcond - this.deps.nowSvcond()) > MAX_SKEW_TICKS) return refusal(EXEC_REFUSALS.badRequest, 'the request tick is too far from now');
     if (!this.deps.contributing()) return refusal(EXEC_REFUSALS.notContributing, "this node's operator is not contributing");
@@ -132,11 +134,15 @@ export class ExecHandler {
     this.inFlight.add(stop);
     let out: SolverOutput;
     try {
-      out = await Promise.race([this.deps.run(request.solver, inputs, limit, `peer:${remotePeer}`), preempted]);
+      out = await Promise.race([this.deps.run(request.solver, inputs, limit, `peer:${remotePeer}`, cancelled), preempted]);
     } catch (err) {
       if (err instanceof Preempted) {
         this.stats.preempted++;
         return refusal(EXEC_REFUSALS.preempted, err.message);
+      }
+      if (cancelled?.aborted) {
+        this.stats.cancelled++;
+        return refusal(EXEC_REFUSALS.cancelled, "the requesting node's caller left before the run got a worker here: it was not run");
       }
       const code = err instanceof ServiceError ? err.code : EXEC_REFUSALS.failed;
       return refusal(code, err instanceof Error ? err.message : String(err));

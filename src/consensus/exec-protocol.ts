@@ -90,4 +90,6 @@ export const EXEC_REFUSALS = {
   unsealable: 'SVC_TOLERANCE_GATE',
   /** Its queue for the requesting node is full: the requester runs it itself and keeps the peer. */
   busy: 'SVC_RATE_LIMIT',
+  /** The requester's caller left while the run still waited here for a worker (/svc/exec/1.1.0's cancel): not run. */
+  cancelled: 'SVC_BAD_REQUEST',
 } as const satisfies Record<string, ErrorCode>;

@@ -4,6 +4,11 @@
 // any order, so several runs are in flight on one stream. A stream that fails fails the runs waiting on it (each then
 // happens at home, as any failed placement) and the next run opens a new one. The request, the answer and their
 // checks are those of 1.0.0.
+//
+// A home whose caller left sends {id, cancel: <the run's id>} (an id of its own, so an executor that does not know
+// cancels answers it a refusal nobody waits for): a run still waiting there for a worker is dropped and answered
+// SVC_BAD_REQUEST; one on a worker finishes and is answered as usual. A session that fails drops the runs still
+// waiting for it: nobody is left to take their answers.
 import type { Stream } from '@libp2p/interface';
 import { encodeFrame, FrameError, MAX_ANSWER_BYTES, MAX_REQUEST_BYTES, type ExecRequest } from './exec-protocol.js';
 import { FrameQueue, readFrames } from '../mesh/frame.js';
@@ -32,25 +37,40 @@ export class ExecSessions {
 
   constructor(private readonly open: (peerId: string, protocol: string, signal: AbortSignal) => Promise<Stream>) {}
 
-  /** Send one request to `peerId` and resolve to its raw answer (checked by the caller). Rejects on failure or abort. */
-  async request(peerId: string, request: ExecRequest, signal: AbortSignal): Promise<unknown> {
+  /**
+   * Send one request to `peerId` and resolve to its raw answer (checked by the caller). Rejects on failure or abort.
+   * `cancel` (the caller left): the executor is asked to drop the run if it still waits there, and its answer is
+   * awaited either way (a refusal, or the output of a run already on a worker).
+   */
+  async request(peerId: string, request: ExecRequest, signal: AbortSignal, cancel?: AbortSignal): Promise<unknown> {
     const s = await this.session(peerId, signal);
     if (s.pending.size >= MAX_OPEN_REQUESTS) throw new SessionFull(`${MAX_OPEN_REQUESTS} runs are in flight on this peer's session`);
+    // Left while the session opened: nothing was sent.
+    cancel?.throwIfAborted();
     const id = s.next++;
     this.stats.requests++;
     return new Promise<unknown>((resolve, reject) => {
       const onAbort = () => {
+        unlisten();
         s.pending.delete(id);
         reject(new Error('no answer in time'));
       };
+      const onCancel = () => {
+        if (!s.closed && s.pending.has(id)) s.out.push(encodeFrame({ id: s.next++, cancel: id }));
+      };
+      const unlisten = () => {
+        signal.removeEventListener('abort', onAbort);
+        cancel?.removeEventListener('abort', onCancel);
+      };
       signal.addEventListener('abort', onAbort, { once: true });
+      cancel?.addEventListener('abort', onCancel, { once: true });
       s.pending.set(id, {
         resolve: (raw) => {
-          signal.removeEventListener('abort', onAbort);
+          unlisten();
           resolve(raw);
         },
         reject: (err) => {
-          signal.removeEventListener('abort', onAbort);
+          unlisten();
           reject(err);
         },
       });
@@ -114,20 +134,37 @@ export class ExecSessions {
   }
 }
 
-/** The executor's side: answer every {id, request} frame of the session with {id, answer}, runs concurrently. */
-export async function serveSession(stream: Stream, answer: (raw: unknown) => Promise<unknown>, onError: (err: unknown) => void): Promise<void> {
+/**
+ * The executor's side: answer every {id, request} frame of the session with {id, answer}, runs concurrently. Each
+ * run's `cancelled` aborts on the home's {id, cancel} for it, or when the session fails.
+ */
+export async function serveSession(
+  stream: Stream,
+  answer: (raw: unknown, cancelled: AbortSignal) => Promise<unknown>,
+  onError: (err: unknown) => void,
+): Promise<void> {
   const out = new FrameQueue();
   const sink = stream.sink(out).catch(onError);
   const running = new Set<Promise<void>>();
+  const cancels = new Map<number, AbortController>();
   try {
     for await (const raw of readFrames(stream.source, MAX_REQUEST_BYTES)) {
-      const frame = raw as { id?: unknown; request?: unknown } | null;
+      const frame = raw as { id?: unknown; request?: unknown; cancel?: unknown } | null;
       if (typeof frame?.id !== 'number') throw new FrameError('a session frame carries a numeric id');
+      if (typeof frame.cancel === 'number') {
+        // Not answered: the home awaits the run's own answer.
+        cancels.get(frame.cancel)?.abort(new Error("the home's caller left"));
+        continue;
+      }
       const id = frame.id;
-      const run = answer(frame.request).then(
-        (a) => out.push(encodeFrame({ id, answer: a })),
-        (err: unknown) => onError(err),
-      );
+      const cancel = new AbortController();
+      cancels.set(id, cancel);
+      const run = answer(frame.request, cancel.signal)
+        .then(
+          (a) => out.push(encodeFrame({ id, answer: a })),
+          (err: unknown) => onError(err),
+        )
+        .finally(() => cancels.delete(id));
       running.add(run);
       void run.finally(() => running.delete(run));
     }
@@ -135,7 +172,9 @@ export async function serveSession(stream: Stream, answer: (raw: unknown) => Pro
     await Promise.all(running);
   } catch (err) {
     onError(err);
-    stream.abort(err instanceof Error ? err : new Error(String(err)));
+    const failure = err instanceof Error ? err : new Error(String(err));
+    for (const c of cancels.values()) c.abort(failure);
+    stream.abort(failure);
   } finally {
     out.end();
     await sink;

@@ -10,6 +10,11 @@
 // the returned output, executed_by naming that peer, its registered bond, this request and tick, and its Ed25519
 // signature. A peer that fails any of it, times out or cannot be reached is skipped for a while and the run happens
 // here: placing never costs the caller its answer. The home then gates and seals as for a local run.
+//
+// A caller that leaves (http/client-gone.ts) is treated as at home: the peer is asked to drop the run if it still
+// waits for a worker there (a session's cancel), and its answer is awaited: a refusal ends the run for nobody (not
+// run here, the peer not skipped), an output is sealed and charged as a run that had started. A peer that cannot be
+// told (one stream per run, /svc/exec/1.0.0) is waited for as one whose run had started.
 import { createHash } from 'node:crypto';
 import type { Stream } from '@libp2p/interface';
 import { bodyDigest, handshakeFor } from '../mesh/wire.js';
@@ -48,8 +53,11 @@ export interface OffloaderDeps {
   freeSlots: () => number;
   meshSecret: string | null;
   open: (peerId: string, protocol: string, signal: AbortSignal) => Promise<Stream>;
-  /** One request on a long-lived session with the peer (exec-session.ts); without it, one stream per run (1.0.0). */
-  exchange?: (peerId: string, request: ExecRequest, signal: AbortSignal) => Promise<unknown>;
+  /**
+   * One request on a long-lived session with the peer (exec-session.ts); without it, one stream per run (1.0.0).
+   * `cancel`: the caller left; the peer is asked to drop the run if it has not started it.
+   */
+  exchange?: (peerId: string, request: ExecRequest, signal: AbortSignal, cancel?: AbortSignal) => Promise<unknown>;
   verify: (signer: string, text: string, signature: string) => boolean;
   /** How long to wait for a peer's answer (default: the run's time limit + 2 s). */
   answerTimeoutMs?: (timeLimitSeconds: number) => number;
@@ -71,7 +79,9 @@ export type OffloadOutcome =
   | 'refused'
   | 'preempted'
   /** The peer's queue for this home was full (429): run here, the peer is not skipped. */
-  | 'busy';
+  | 'busy'
+  /** The caller left while the run waited at the peer: dropped there, not run here, the peer not skipped. */
+  | 'left';
 
 export class Offloader implements SolverPlacement {
   /** Peers skipped until a time (ms). */
@@ -88,6 +98,7 @@ export class Offloader implements SolverPlacement {
     refused: 0,
     preempted: 0,
     busy: 0,
+    left: 0,
   };
 
   constructor(private readonly deps: OffloaderDeps) {}
@@ -135,7 +146,8 @@ export class Offloader implements SolverPlacement {
     return best;
   }
 
-  async offload(req: PlacementRequest): Promise<PlacedRun | null> {
+  async offload(req: PlacementRequest, gone?: AbortSignal): Promise<PlacedRun | null> {
+    gone?.throwIfAborted();
     if (this.deps.policy === 'never') {
       this.stats.never++;
       return null;
@@ -146,15 +158,19 @@ export class Offloader implements SolverPlacement {
       return null;
     }
     // Whatever goes wrong with the peer, the caller keeps its answer: the run happens here.
-    const outcome = await this.placeOn(peer, req).catch((err: unknown) => ({ failed: 'garbage' as const, reason: String(err) }));
+    const outcome = await this.placeOn(peer, req, gone).catch((err: unknown) => ({ failed: 'garbage' as const, reason: String(err) }));
     if ('run' in outcome) {
       this.stats.offloaded++;
       return outcome.run;
     }
     this.stats[outcome.failed]++;
-    if (outcome.failed === 'busy') return null;
-    this.skipped.set(peer.peerId, this.now() + (this.deps.skipPeerMs ?? SKIP_PEER_MS));
-    this.deps.logger?.warn({ peer: peer.peerId, outcome: outcome.failed, reason: outcome.reason }, 'offloaded run failed; running it here');
+    if (outcome.failed !== 'busy' && outcome.failed !== 'left') {
+      this.skipped.set(peer.peerId, this.now() + (this.deps.skipPeerMs ?? SKIP_PEER_MS));
+      const next = gone?.aborted ? 'its caller had left' : 'running it here';
+      this.deps.logger?.warn({ peer: peer.peerId, outcome: outcome.failed, reason: outcome.reason }, `offloaded run failed; ${next}`);
+    }
+    // The caller left: the run is not started here either.
+    gone?.throwIfAborted();
     return null;
   }
 
@@ -162,6 +178,7 @@ export class Offloader implements SolverPlacement {
   private async placeOn(
     peer: OffloadPeer,
     req: PlacementRequest,
+    gone: AbortSignal | undefined,
   ): Promise<{ run: PlacedRun } | { failed: Exclude<OffloadOutcome, 'offloaded'>; reason: string }> {
     const secret = this.deps.meshSecret;
     if (secret === null) return { failed: 'unreachable', reason: 'no mesh secret' };
@@ -179,12 +196,14 @@ export class Offloader implements SolverPlacement {
     if (this.deps.exchange) {
       let answer: unknown;
       try {
-        answer = await this.deps.exchange(peer.peerId, request, signal);
+        answer = await this.deps.exchange(peer.peerId, request, signal, gone);
       } catch (err) {
         if (err instanceof SessionFull) return { failed: 'busy', reason: err.message };
+        // Left before the request was sent: the peer did nothing wrong.
+        if (gone?.aborted && err === gone.reason) return { failed: 'left', reason: 'the caller left before the run was sent' };
         return { failed: signal.aborted ? 'timeout' : 'unreachable', reason: String(err) };
       }
-      return this.check(peer, req, answer);
+      return this.check(peer, req, answer, gone);
     }
     let stream: Stream;
     try {
@@ -205,17 +224,19 @@ export class Offloader implements SolverPlacement {
       signal.removeEventListener('abort', onAbort);
     }
     void stream.close().catch(() => undefined);
-    return this.check(peer, req, raw);
+    return this.check(peer, req, raw, undefined);
   }
 
-  private check(peer: OffloadPeer, req: PlacementRequest, raw: unknown): { run: PlacedRun } | { failed: Exclude<OffloadOutcome, 'offloaded'>; reason: string } {
+  private check(
+    peer: OffloadPeer,
+    req: PlacementRequest,
+    raw: unknown,
+    gone: AbortSignal | undefined,
+  ): { run: PlacedRun } | { failed: Exclude<OffloadOutcome, 'offloaded'>; reason: string } {
     const parsed = execAnswerSchema.safeParse(raw);
     if (!parsed.success) return { failed: 'garbage', reason: `malformed answer: ${parsed.error.issues[0]?.message ?? 'invalid'}` };
     const answer = parsed.data;
-    if (!answer.ok) {
-      const failed = answer.code === EXEC_REFUSALS.preempted ? 'preempted' : answer.code === EXEC_REFUSALS.busy ? 'busy' : 'refused';
-      return { failed, reason: `${answer.code}: ${answer.message}` };
-    }
+    if (!answer.ok) return { failed: refusalOutcome(answer.code, gone?.aborted === true), reason: `${answer.code}: ${answer.message}` };
     const out = answer.output as SolverOutput;
     const digest = solverResultDigest(req.solverId, req.inputs, out, out.outputs);
     if (digest !== answer.result_digest) return { failed: 'garbage', reason: 'the result digest does not match the output' };
@@ -226,6 +247,14 @@ export class Offloader implements SolverPlacement {
     if (!verifyExecution(this.deps.verify, e, digest)) return { failed: 'bad_signature', reason: 'the executed_by signature does not verify' };
     return { run: { out, resultDigest: digest, executedBy: e } };
   }
+}
+
+/** What a peer's refusal counts as; `cancelled`: this node asked it to drop the run (its caller left). */
+function refusalOutcome(code: string, cancelled: boolean): Exclude<OffloadOutcome, 'offloaded'> {
+  if (cancelled && code === EXEC_REFUSALS.cancelled) return 'left';
+  if (code === EXEC_REFUSALS.preempted) return 'preempted';
+  if (code === EXEC_REFUSALS.busy) return 'busy';
+  return 'refused';
 }
 
 /** Rendezvous rank of a peer for a request: the larger wins. */

@@ -117,7 +117,7 @@ export function wireCompute(f: Foundation, needs: ComputeNeeds): ComputePart {
     attest: (requestDigest, resultDigest, svcond) => needs.attest.get()?.(requestDigest, resultDigest, svcond) ?? null,
     records: needs.results,
     ...(config.contribution.offload !== 'never' && config.mesh.secret
-      ? { placement: { offload: (req) => needs.offload.get()?.(req) ?? Promise.resolve(null) } }
+      ? { placement: { offload: (req, gone) => needs.offload.get()?.(req, gone) ?? Promise.resolve(null) } }
       : {}),
   });
   const batches = new BatchService({

@@ -104,7 +104,7 @@ export async function wireConsensus(
     nowSvcond: time.nowSvcond,
     contributing: () => operator.contributing() !== null,
     resolve: (solverId, inputs) => compute.resolveSolver(solverId, inputs, undefined).inputs,
-    run: (solverId, inputs, limit, owner) => executor.run(solverId, inputs, undefined, limit, owner),
+    run: (solverId, inputs, limit, owner, signal) => executor.run(solverId, inputs, undefined, limit, owner, undefined, signal),
     // The requester's home applies its caller's tier; an executor caps at the longest tier limit.
     timeLimitSeconds,
     attest: (requestDigest, resultDigest, svcond) => operator.attest(requestDigest, resultDigest, svcond),
@@ -127,7 +127,7 @@ export async function wireConsensus(
       ? new ExecSessions((peerId, protocol, signal) => mesh.openStream(peerId, protocol, signal))
       : null;
   const offloader = mesh.enabled && config.contribution.offload !== 'never' ? wireOffloader(f, meshPart, bonds, executor, sessions) : null;
-  if (offloader) computePart.offload.bind((req) => offloader.offload(req));
+  if (offloader) computePart.offload.bind((req, gone) => offloader.offload(req, gone));
 
   const slashing = new SlashingService({
     store,
@@ -278,7 +278,9 @@ function wireOffloader(f: Foundation, { mesh }: MeshPart, bonds: BondService, ex
     freeSlots: () => executor.freeSlots(),
     meshSecret: config.mesh.secret ?? null,
     open: (peerId, protocol, signal) => mesh.openStream(peerId, protocol, signal),
-    ...(sessions ? { exchange: (peerId: string, request: ExecRequest, signal: AbortSignal) => sessions.request(peerId, request, signal) } : {}),
+    ...(sessions
+      ? { exchange: (peerId: string, request: ExecRequest, signal: AbortSignal, cancel?: AbortSignal) => sessions.request(peerId, request, signal, cancel) }
+      : {}),
     verify: verifyText,
     ...(answerMs !== undefined ? { answerTimeoutMs: () => answerMs } : {}),
     ...(options.offloadSkipMs !== undefined ? { skipPeerMs: options.offloadSkipMs } : {}),

@@ -3,7 +3,8 @@
 // answers the test rewrites (garbage, a forged signature, a hang: composed here, architecture.md §8); D never
 // offloads. The sealed result names the executor and its bond and the signature verifies; the record lists it only
 // when published; every failure of the peer ends in a local run and a 200; a mode switch preempts a run held for a
-// peer and the home re-places it here.
+// peer and the home re-places it here; a caller that leaves stops a run still waiting at the peer (nothing sealed or
+// charged), not one on the peer's worker (sealed and charged).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, call, operatorBond, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { waitFor } from '../mesh/helpers.js';
@@ -11,6 +12,8 @@ import { verifyExecution } from '../../src/consensus/executed-by.js';
 import { verifyText } from '../../src/mesh/wire.js';
 import { solverRequestDigest } from '../../src/compute/result-digest.js';
 import type { ExecAnswer } from '../../src/consensus/exec-protocol.js';
+import type { SolverExecutor } from '../../src/compute/executor.js';
+import { COSTS } from '../../src/tally/costs.js';
 
 const MESH_SECRET = 'offload-cluster-secret-0123456789abcdef';
 const RECEIPT_SECRET = 'cd'.repeat(32);
@@ -225,6 +228,99 @@ describe('offloaded execution', () => {
       expect(r.body.executed_by).toBeNull();
       expect(a.node.offloader!.stats.preempted).toBe(before + 1);
       expect(c.node.execHandler.stats.preempted).toBeGreaterThanOrEqual(1);
+    }, 60_000);
+  });
+
+  describe('a caller that leaves while its run is at the peer', () => {
+    /**
+     * B's executor patched on the instance: each run waits for a worker until `start()`, then runs on B's own
+     * executor. A waiting run whose signal aborts leaves the queue as the worker pool's does; with `onWorker`, the
+     * run counts as already on a worker and finishes whatever its signal says.
+     */
+    function holdAtPeer(onWorker: boolean) {
+      const executor = b.node.executor;
+      // The class's own run: the node's executor is a proxy whose `run` calls whatever `run` the executor has now.
+      const own = (Object.getPrototypeOf(executor) as SolverExecutor).run;
+      const held = { started: 0, cancelled: [] as unknown[], start: () => undefined as void };
+      const go = new Promise<void>((r) => (held.start = r));
+      executor.run = ((solverId, inputs, state, limit, owner, tier, signal) => {
+        held.started++;
+        return new Promise((resolve, reject) => {
+          signal?.addEventListener(
+            'abort',
+            () => {
+              held.cancelled.push(signal.reason);
+              if (!onWorker) reject(signal.reason as Error);
+            },
+            { once: true },
+          );
+          void go.then(() => own.call(executor, solverId, inputs, state, limit, owner, tier).then(resolve, reject));
+        });
+      }) as SolverExecutor['run'];
+      return { held, restore: () => delete (executor as { run?: unknown }).run };
+    }
+
+    /** A zeta run asked of A by a fresh caller, who leaves once B holds it. */
+    async function leaveWhileAtB(seed: string, held: { started: number; cancelled: unknown[] }) {
+      const caller = await zkIdentity(a.url, seed);
+      const balance = async () => (await call(a.url, 'GET', '/api/tally/balance', undefined, bearer(caller.key))).body.total as number;
+      const before = { balance: await balance(), sealed: a.node.counters.get('sealed_total'), stats: { ...a.node.offloader!.stats } };
+      const leaving = new AbortController();
+      const pending = fetch(`${a.url}/api/svc/zeta`, {
+        method: 'POST',
+        headers: { ...bearer(caller.key), 'content-type': 'application/json' },
+        body: JSON.stringify(zeta()),
+        signal: leaving.signal,
+      }).catch((err: unknown) => err);
+      await waitFor(() => held.started === 1, 15_000, 'the run held at B');
+      leaving.abort();
+      expect(await pending).toMatchObject({ name: 'AbortError' });
+      await waitFor(() => held.cancelled.length === 1, 10_000, 'B told that the caller left');
+      return { balance, before };
+    }
+
+    beforeAll(async () => {
+      // B the one contributing peer (C was switched away above).
+      await setMode(b, operators.b!, 'contributing');
+      await seen(a, b, 'contributing');
+      await waitFor(() => !a.node.offloader!.isSkipped(b.node.nodeId), 15_000, 'B eligible');
+    }, 60_000);
+
+    it('still waiting for a worker at B: dropped there, not run at A, nothing sealed or charged, B not skipped', async () => {
+      const { held, restore } = holdAtPeer(false);
+      const served = b.node.execHandler.stats.served;
+      const cancelled = b.node.execHandler.stats.cancelled;
+      try {
+        const { balance, before } = await leaveWhileAtB('offload-leaves-waiting', held);
+        await waitFor(() => a.node.offloader!.stats.left === before.stats.left + 1, 10_000, 'A to hear the run was dropped');
+        expect(held.cancelled[0]).toBeInstanceOf(Error);
+        expect(b.node.execHandler.stats.cancelled).toBe(cancelled + 1);
+        expect(b.node.execHandler.stats.served).toBe(served);
+        expect(b.node.execHandler.running).toBe(0);
+        // Not run at A instead, not sealed, not charged; B did nothing wrong.
+        expect(a.node.counters.get('sealed_total')).toBe(before.sealed);
+        expect(await balance()).toBe(before.balance);
+        expect(a.node.offloader!.stats.offloaded).toBe(before.stats.offloaded);
+        expect(a.node.offloader!.isSkipped(b.node.nodeId)).toBe(false);
+      } finally {
+        held.start();
+        restore();
+      }
+    }, 60_000);
+
+    it('already on a worker at B: it finishes, and A seals and charges it as asked', async () => {
+      const { held, restore } = holdAtPeer(true);
+      try {
+        const { balance, before } = await leaveWhileAtB('offload-leaves-running', held);
+        held.start();
+        await waitFor(() => a.node.counters.get('sealed_total') === before.sealed + 1, 15_000, 'A to seal the run B finished');
+        expect(a.node.offloader!.stats.offloaded).toBe(before.stats.offloaded + 1);
+        expect(a.node.offloader!.stats.left).toBe(before.stats.left);
+        expect(await balance()).toBe(before.balance - COSTS.solver);
+      } finally {
+        held.start();
+        restore();
+      }
     }, 60_000);
   });
 

@@ -1,7 +1,8 @@
 // One long-lived exec stream per peer (consensus/exec-session.ts): frames split anywhere are read whole; many runs
 // share one stream and their answers come back by id in any order; a stream that fails fails the runs waiting on
-// it, and the next run opens a new one. Over an in-memory stream pair (no libp2p).
-import { describe, expect, it } from 'vitest';
+// it, and the next run opens a new one; a home whose caller left cancels its run, and the run's own answer still
+// comes back. Over an in-memory stream pair (no libp2p).
+import { describe, expect, it, vi } from 'vitest';
 import type { Stream } from '@libp2p/interface';
 import { encodeFrame, FrameError, type ExecRequest } from '../../src/consensus/exec-protocol.js';
 import { ExecSessions, readFrames, serveSession } from '../../src/consensus/exec-session.js';
@@ -86,5 +87,76 @@ describe('exec sessions', () => {
     expect(await sessions.request('peer-b', request(4), signal)).toEqual({ ok: true, n: 4 });
     expect(sessions.stats.opened).toBe(2);
     sessions.closeAll();
+  });
+
+  /** Sessions to one executor serving with `answer`; the runs' `cancelled` signals, by input n. */
+  function servedBy(answer: (raw: unknown, cancelled: AbortSignal) => Promise<unknown>) {
+    const reset: (() => void)[] = [];
+    const sessions = new ExecSessions(async () => {
+      const [client, server, r] = streamPair();
+      reset.push(r);
+      void serveSession(server, answer, () => undefined);
+      return client;
+    });
+    return { sessions, reset };
+  }
+
+  it('a cancel reaches only its run, which answers as it ends (dropped while waiting, or its output once started)', async () => {
+    const signals = new Map<number, AbortSignal>();
+    const { sessions } = servedBy(async (raw, cancelled) => {
+      const n = (raw as ExecRequest).inputs.n as number;
+      signals.set(n, cancelled);
+      // Run 1 waits for a worker and leaves the queue when cancelled; runs 2 and 3 have started and finish.
+      if (n === 1) return new Promise((resolve) => cancelled.addEventListener('abort', () => resolve({ ok: false, code: 'SVC_BAD_REQUEST' })));
+      await new Promise((r) => setTimeout(r, 50));
+      return { ok: true, n };
+    });
+    const signal = AbortSignal.timeout(5_000);
+    const [leave1, leave2] = [new AbortController(), new AbortController()];
+    const runs = [sessions.request('peer-b', request(1), signal, leave1.signal), sessions.request('peer-b', request(2), signal, leave2.signal)];
+    const third = sessions.request('peer-b', request(3), signal);
+    await vi.waitFor(() => expect(signals.size).toBe(3));
+    leave1.abort();
+    leave2.abort();
+    expect(await Promise.all(runs)).toEqual([
+      { ok: false, code: 'SVC_BAD_REQUEST' },
+      { ok: true, n: 2 },
+    ]);
+    expect(await third).toEqual({ ok: true, n: 3 });
+    expect([1, 2, 3].map((n) => signals.get(n)!.aborted)).toEqual([true, true, false]);
+    // Left before the session carried it: nothing is sent.
+    const gone = new AbortController();
+    gone.abort(new Error('left'));
+    await expect(sessions.request('peer-b', request(4), signal, gone.signal)).rejects.toThrow('left');
+    expect(signals.has(4)).toBe(false);
+    sessions.closeAll();
+  });
+
+  it('an executor that does not know cancels answers the cancel frame under its own id: the run is still awaited', async () => {
+    // As an earlier executor: every frame is a request, answered by its id (the cancel is a malformed one).
+    const { sessions } = servedBy(async (raw) => {
+      if (raw === undefined) return { ok: false, code: 'SVC_INVALID_INPUT' };
+      await new Promise((r) => setTimeout(r, 50));
+      return { ok: true, n: (raw as ExecRequest).inputs.n };
+    });
+    const leave = new AbortController();
+    const run = sessions.request('peer-b', request(5), AbortSignal.timeout(5_000), leave.signal);
+    await new Promise((r) => setTimeout(r, 10));
+    leave.abort();
+    expect(await run).toEqual({ ok: true, n: 5 });
+    sessions.closeAll();
+  });
+
+  it('a session that fails drops the runs still waiting at the executor', async () => {
+    const signals: AbortSignal[] = [];
+    const { sessions, reset } = servedBy((_raw, cancelled) => {
+      signals.push(cancelled);
+      return new Promise(() => undefined);
+    });
+    const run = sessions.request('peer-b', request(6), AbortSignal.timeout(5_000));
+    await vi.waitFor(() => expect(signals).toHaveLength(1));
+    reset[0]!();
+    await expect(run).rejects.toThrow();
+    await vi.waitFor(() => expect(signals[0]!.aborted).toBe(true));
   });
 });
