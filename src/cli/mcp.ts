@@ -1,7 +1,7 @@
 // `svc-node mcp --url URL --key KEY`: the node's MCP tools over stdio, for desktop assistants that launch an MCP
 // server as a process. The official SDK's stdio transport on stdin/stdout (nothing else is written to stdout); every
 // tools/list and tools/call is relayed to the node's own /api/mcp (mcp/proxy.ts), so the tools, their schemas, the
-// charges and the errors are that node's.
+// charges and the errors are that node's. A call the client cancels is cut at the node too (mcp/proxy.ts).
 import type { Command } from 'commander';
 
 export const STDIO_INSTRUCTIONS =

@@ -1,7 +1,10 @@
 // The tool source of `svc-node mcp --url URL --key KEY`: a node's own MCP endpoint (POST URL/api/mcp) through the
 // official SDK client over Streamable HTTP, so the stdio server offers exactly the tools, schemas and results of
 // that node. The connection is opened at the first request and again after a failure (a desktop assistant may
-// start before the node does).
+// start before the node does). A call its client cancels (notifications/cancelled) cuts its HTTP request to the node,
+// so the node sees its client leave and stops the call's work (http/client-gone.ts): the node is stateless, and a
+// cancel notification relayed to it would arrive in another request, for nobody.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
@@ -17,6 +20,11 @@ export interface ProxyOptions {
 export class RemoteTools implements ToolSource {
   private client: Client | null = null;
   private connecting: Promise<Client> | null = null;
+  /**
+   * The signal of the call whose request the SDK's transport is sending: the transport takes no signal per request,
+   * and sends it in the call's own async context, where this finds it.
+   */
+  private readonly callSignal = new AsyncLocalStorage<AbortSignal>();
 
   constructor(private readonly options: ProxyOptions) {}
 
@@ -29,7 +37,7 @@ export class RemoteTools implements ToolSource {
     this.connecting ??= (async () => {
       const headers: Record<string, string> = this.options.key ? { authorization: `Bearer ${this.options.key}` } : {};
       const client = new Client({ name: this.options.clientName, version: this.options.version });
-      await client.connect(new StreamableHTTPClientTransport(this.endpoint(), { requestInit: { headers } }));
+      await client.connect(new StreamableHTTPClientTransport(this.endpoint(), { requestInit: { headers }, fetch: (url, init) => this.fetch(url, init) }));
       this.client = client;
       return client;
     })().finally(() => {
@@ -53,12 +61,22 @@ export class RemoteTools implements ToolSource {
     }
   }
 
+  /** fetch, cut too when the call it is sent for is cancelled. */
+  private fetch(url: string | URL, init?: RequestInit): Promise<Response> {
+    const call = this.callSignal.getStore();
+    if (!call) return fetch(url, init);
+    return fetch(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, call]) : call });
+  }
+
   async list(): Promise<Tool[]> {
     return this.withClient(async (c) => (await c.listTools()).tools);
   }
 
-  async call(name: string, args: Record<string, unknown>): Promise<CallToolResult | null> {
-    return this.withClient(async (c) => (await c.callTool({ name, arguments: args })) as CallToolResult);
+  async call(name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<CallToolResult | null> {
+    if (!signal) return this.withClient(async (c) => (await c.callTool({ name, arguments: args })) as CallToolResult);
+    return this.withClient((c) =>
+      this.callSignal.run(signal, async () => (await c.callTool({ name, arguments: args }, undefined, { signal })) as CallToolResult),
+    );
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,5 @@
 // `svc-node mcp` over stdio with the official SDK's stdio client: the built CLI (dist, not tsx) relays the node's
-// tools, results and part-7 errors.
+// tools, results and part-7 errors, and a call its client cancels is cut at the node too.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +8,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { call, startTestNode, zkIdentity, type TestNode } from '../helpers/node.js';
 import { ROOT } from '../helpers/cli.js';
+import { holdSolves } from '../helpers/held-solves.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const DIST_CLI = join(ROOT, 'dist/cli/index.js');
 let t: TestNode;
@@ -45,4 +47,26 @@ describe('svc-node mcp (stdio)', () => {
     const unknown = await client.callTool({ name: 'nope', arguments: {} }).catch((err: Error & { code?: number }) => err);
     expect(unknown).toMatchObject({ code: -32602, message: 'MCP error -32602: unknown tool nope' });
   });
+
+  it('a call its client cancels (notifications/cancelled) is cut at the node: the solver run it started is told', async () => {
+    const held = holdSolves(t.node.compute);
+    try {
+      const cancel = new AbortController();
+      const pending = client
+        .callTool({ name: 'svc_http', arguments: { method: 'POST', path: '/api/svc/heat', body: {} } }, undefined, { signal: cancel.signal })
+        .catch((e: unknown) => e);
+      await waitUntil(() => held.started === 1, 'the relayed call to start its solver run', 15_000);
+      expect(held.gone).toEqual([]);
+      cancel.abort(new Error('the user cancelled'));
+      expect(await pending).toBeInstanceOf(Error);
+      const [reason] = await waitUntil(() => held.gone.length > 0 && held.gone, 'the node to see the proxy leave', 10_000);
+      expect(reason).toMatchObject({ status: 499, code: 'SVC_BAD_REQUEST' });
+      expect(held.started).toBe(1);
+    } finally {
+      held.restore();
+    }
+    // The proxy keeps serving: the next call goes through.
+    const r = (await client.callTool({ name: 'svc_pulse', arguments: {} })) as CallToolResult;
+    expect(r.isError).toBeFalsy();
+  }, 40_000);
 });
