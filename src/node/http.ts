@@ -143,28 +143,37 @@ export async function wireHttp(f: Foundation, p: HttpParts): Promise<HttpPart> {
     overMesh: streamOverMesh ? { open: streamOverMesh, knows: (id) => mesh.peerUrl(id) !== null || mesh.peers().some((p) => p.peerId === id) } : null,
   });
   await listen(server, config.port, config.host);
-  const url = config.publicUrl ?? `http://${config.host}:${(server.address() as AddressInfo).port}`;
-  f.publicUrl.bind(url);
-  const local = loopbackOf(server.address() as AddressInfo);
-  await writeFile(join(config.dataDir, LOCAL_URL_FILE), `http://${local.host.includes(':') ? `[${local.host}]` : local.host}:${local.port}\n`);
-  // The API's libp2p entrance, for peers that cannot reach the URL: its requests go to the server over loopback.
-  const entrance = peerEntrance({
-    selfApi: assistants.selfApi,
-    target: () => loopbackOf(server.address() as AddressInfo),
-    meshSecret: config.mesh.secret,
-    nowSvcond: f.time.nowSvcond,
-    logger,
-  });
-  await mesh.handleStream(PEER_HTTP_PROTOCOL, (stream, peer) => void entrance(stream, peer));
-  const streamEntrance = peerStreamEntrance({
-    target: () => loopbackOf(server.address() as AddressInfo),
-    meshSecret: config.mesh.secret,
-    nowSvcond: f.time.nowSvcond,
-    maxQueuedBytes: HUB_DEFAULTS.maxBufferedBytes,
-    logger,
-  });
-  await mesh.handleStream(PEER_STREAM_PROTOCOL, (stream, peer) => void streamEntrance(stream, peer));
-  const metricsUrl = config.metrics.port !== null ? await f.metrics.listen(config.metrics.host, config.metrics.port) : null;
+  let url: string;
+  let metricsUrl: string | null;
+  try {
+    url = config.publicUrl ?? `http://${config.host}:${(server.address() as AddressInfo).port}`;
+    f.publicUrl.bind(url);
+    const local = loopbackOf(server.address() as AddressInfo);
+    await writeFile(join(config.dataDir, LOCAL_URL_FILE), `http://${local.host.includes(':') ? `[${local.host}]` : local.host}:${local.port}\n`);
+    // The API's libp2p entrance, for peers that cannot reach the URL: its requests go to the server over loopback.
+    const entrance = peerEntrance({
+      selfApi: assistants.selfApi,
+      target: () => loopbackOf(server.address() as AddressInfo),
+      meshSecret: config.mesh.secret,
+      nowSvcond: f.time.nowSvcond,
+      logger,
+    });
+    await mesh.handleStream(PEER_HTTP_PROTOCOL, (stream, peer) => void entrance(stream, peer));
+    const streamEntrance = peerStreamEntrance({
+      target: () => loopbackOf(server.address() as AddressInfo),
+      meshSecret: config.mesh.secret,
+      nowSvcond: f.time.nowSvcond,
+      maxQueuedBytes: HUB_DEFAULTS.maxBufferedBytes,
+      logger,
+    });
+    await mesh.handleStream(PEER_STREAM_PROTOCOL, (stream, peer) => void streamEntrance(stream, peer));
+    metricsUrl = config.metrics.port !== null ? await f.metrics.listen(config.metrics.host, config.metrics.port) : null;
+  } catch (err) {
+    // A step after the API's listener failed (the metrics port taken, the data dir): its port is given back, as the
+    // store is (node.ts), so an embedder may start again in the same process.
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    throw err;
+  }
   let open = true;
   return {
     router,

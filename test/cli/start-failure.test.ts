@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, ROOT, runCli, runCliAsync, tempDirs } from '../helpers/cli.js';
+import { CLI, ROOT, runCliAsync, tempDirs } from '../helpers/cli.js';
 import { busyPort } from '../helpers/free-port.js';
 import { startTestNode } from '../helpers/node.js';
 
@@ -24,11 +24,11 @@ function oneLine(stderr: string): string {
   return lines[0]!;
 }
 
-describe('svc-node start refuses a data dir it cannot use', () => {
+describe.concurrent('svc-node start refuses a data dir it cannot use', () => {
   it('a file where the data dir should be: exit 2 naming it and what to give instead', async () => {
     const file = join(await tempDir(), 'data');
     writeFileSync(file, 'not a directory');
-    const r = runCli(['start', '--port', '0', '--data-dir', file], { SVC_LOG_LEVEL: 'silent' });
+    const r = await runCliAsync(['start', '--port', '0', '--data-dir', file], { SVC_LOG_LEVEL: 'silent' });
     expect(r.status, r.stderr).toBe(2);
     const line = oneLine(r.stderr);
     expect(line).toContain(`data dir ${file} cannot be used`);
@@ -40,7 +40,7 @@ describe('svc-node start refuses a data dir it cannot use', () => {
     const file = join(await tempDir(), 'afile');
     writeFileSync(file, '');
     const dir = join(file, 'data');
-    const r = runCli(['start', '--port', '0', '--data-dir', dir], { SVC_LOG_LEVEL: 'silent' });
+    const r = await runCliAsync(['start', '--port', '0', '--data-dir', dir], { SVC_LOG_LEVEL: 'silent' });
     expect(r.status, r.stderr).toBe(2);
     const line = oneLine(r.stderr);
     expect(line).toContain(`data dir ${dir} cannot be used`);
@@ -73,9 +73,9 @@ describe('svc-node start refuses a data dir it cannot use', () => {
   // procfs answers mkdir with ENOENT though /proc stands; Node's recursive mkdir retries that forever (no output, a core spinning).
   it.skipIf(!existsSync('/proc'))(
     'a data dir under /proc: exit 2 at once, naming mkdir and what to give instead',
-    () => {
+    async () => {
       const started = Date.now();
-      const r = runCli(['start', '--port', '0', '--data-dir', '/proc/svc-node-data/x'], { SVC_LOG_LEVEL: 'silent' });
+      const r = await runCliAsync(['start', '--port', '0', '--data-dir', '/proc/svc-node-data/x'], { SVC_LOG_LEVEL: 'silent' });
       expect(r.status, r.stderr).toBe(2);
       expect(oneLine(r.stderr)).toBe(
         'svc-node: data dir /proc/svc-node-data/x cannot be used: mkdir /proc/svc-node-data: ENOENT (no directory can be made there, e.g. under /proc: give --data-dir or SVC_DATA_DIR a directory on a disk)',
@@ -86,7 +86,7 @@ describe('svc-node start refuses a data dir it cannot use', () => {
   );
 });
 
-describe('svc-node start refuses a listen address it cannot use', () => {
+describe.concurrent('svc-node start refuses a listen address it cannot use', () => {
   it('a port in use: exit 2 naming the address, the flag to change and that 0 takes any free port', async () => {
     const r = await runCliAsync(['start', '--port', String(held.port), '--data-dir', await tempDir()], { SVC_LOG_LEVEL: 'silent' });
     expect(r.status, r.stderr).toBe(2);
@@ -107,7 +107,7 @@ describe('svc-node start refuses a listen address it cannot use', () => {
 /** The entries of a directory, sorted. */
 const entries = (dir: string) => readdirSync(dir).sort();
 
-describe('a start that fails removes what it made in the data dir, and only that', () => {
+describe.concurrent('a start that fails removes what it made in the data dir, and only that', () => {
   const portInUse = () =>
     `svc-node: cannot listen on 127.0.0.1:${held.port}: EADDRINUSE (another process listens there: stop it, or choose another port with --port or SVC_PORT; 0 = any free port)`;
 
@@ -171,7 +171,7 @@ describe('a start that fails removes what it made in the data dir, and only that
   }, 60_000);
 });
 
-describe('a data dir others use is not made private, and the node does not start there', () => {
+describe.concurrent('a data dir others use is not made private, and the node does not start there', () => {
   const refused = (dataDir: string, why: string) =>
     `svc-node: data dir ${dataDir} ${why} and is readable by others; a node makes its data dir private (0700): give --data-dir or SVC_DATA_DIR a directory of its own, e.g. ${join(dataDir, 'svc-node')}`;
 

@@ -30,17 +30,18 @@ describe('svc-node usage errors', () => {
     expect(help.stdout).toContain('--metrics-port <port>');
   }, 60_000);
 
-  it('the help of every command names only documents the repository has', () => {
+  it('the help of every command names only documents the repository has', async () => {
     const top = runCli(['--help']).stdout;
     const commands = [...top.matchAll(/^ {2}([a-z-]+) /gm)].map((m) => m[1]!).filter((c) => c !== 'help');
     expect(commands).toContain('contribute');
-    const helps = [top];
-    for (const c of commands) {
-      const own = runCli([c, '--help']).stdout;
-      helps.push(own);
-      for (const sub of [...own.matchAll(/^Commands:\n((?: {2}.*\n)+)/gm)].flatMap((m) => [...m[1]!.matchAll(/^ {2}([a-z-]+) /gm)].map((s) => s[1]!)))
-        if (sub !== 'help') helps.push(runCli([c, sub, '--help']).stdout);
-    }
+    // Each command's help and its subcommands', asked side by side (each is a process of its own).
+    const helpOf = async (c: string): Promise<string[]> => {
+      const own = (await runCliAsync([c, '--help'])).stdout;
+      const subs = [...own.matchAll(/^Commands:\n((?: {2}.*\n)+)/gm)].flatMap((m) => [...m[1]!.matchAll(/^ {2}([a-z-]+) /gm)].map((s) => s[1]!));
+      const subHelps = await Promise.all(subs.filter((sub) => sub !== 'help').map(async (sub) => (await runCliAsync([c, sub, '--help'])).stdout));
+      return [own, ...subHelps];
+    };
+    const helps = [top, ...(await Promise.all(commands.map(helpOf))).flat()];
     const named = [...new Set(helps.flatMap((h) => [...h.matchAll(/[\w./-]+\.md\b/g)].map((m) => m[0])))];
     for (const doc of named) expect(existsSync(join(ROOT, doc)) || existsSync(join(ROOT, 'docs', doc)), doc).toBe(true);
   }, 120_000);
