@@ -159,7 +159,8 @@ export function peerStreamEntrance(deps: PeerStreamEntranceDeps): (stream: Strea
       out.end();
       finish();
     };
-    // The relaying node resets the stream when its client leaves: the sink fails, and the loopback side is let go.
+    // A write that fails (the stream gone) lets the loopback side go. The sink reads a FrameQueue, which ends only on
+    // end(): a reset by the relaying node is seen on the incoming side (below), not here.
     void stream.sink(out).then(
       () => void stream.close().catch(() => undefined),
       (err: unknown) => {
