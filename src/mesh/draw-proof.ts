@@ -50,7 +50,9 @@ export function drawOutput(sender: string, svcond: number, proof: string): strin
  * some 40 times an event's signature, and peer ids cost nothing: a node bonded here (whose bond is what its seat
  * costs) has every proof checked; the rest share `perSecond` checks (twice the tick events a second the mesh's
  * intervals aim at, which an honest mesh stays under), and past it their proofs go unchecked: their tick events are
- * taken without the contribution they advertise, as an older node's without a proof are.
+ * taken without the contribution they advertise, as an older node's without a proof are. A tick event no newer than
+ * the sender's latest changes neither its liveness nor a draw, so its proof is checked only if already known: a
+ * sender re-signing old ticks with new bodies costs a lookup, not a verification.
  */
 export class DrawProofCheck {
   private windowStart = 0;
@@ -64,8 +66,13 @@ export class DrawProofCheck {
     },
   ) {}
 
-  /** 'valid' or 'invalid' when the proof was checked; 'unchecked' past the budget for nodes not bonded here. */
-  check(sender: string, svcond: number, proof: string): 'valid' | 'invalid' | 'unchecked' {
+  /**
+   * 'valid' or 'invalid' when the proof was checked; 'unchecked' past the budget for nodes not bonded here, or for a
+   * tick event no newer than the sender's latest (`newer` false) whose proof was not checked before.
+   */
+  check(sender: string, svcond: number, proof: string, newer = true): 'valid' | 'invalid' | 'unchecked' {
+    if (verified.has(`${sender}|${svcond}|${proof}`)) return 'valid';
+    if (!newer) return 'unchecked';
     if (!this.o.bonded(sender)) {
       const now = this.o.nowMs();
       if (now - this.windowStart >= 1000) {

@@ -303,7 +303,8 @@ export class MeshService {
         const now = this.nowSvcond();
         if (event.svcond > now + TICK_AHEAD_TICKS)
           throw new GossipError('ignore', 400, 'INVALID_EVENT', `a tick event dated ${event.svcond} is more than ${TICK_AHEAD_TICKS} ticks ahead (${now})`);
-        const proof = body.drawProof === undefined ? 'none' : this.drawProofs.check(event.sender, event.svcond, body.drawProof);
+        const newer = (this.latestTicks.get(event.sender)?.svcond ?? -1) < event.svcond;
+        const proof = body.drawProof === undefined ? 'none' : this.drawProofs.check(event.sender, event.svcond, body.drawProof, newer);
         if (proof === 'invalid')
           throw new GossipError('reject', 400, 'INVALID_EVENT', `the tick event's drawProof is not its sender's VRF proof over tick ${event.svcond}`);
         // A bond advertised without a checked draw proof (an older node, or one past the budget of checks) does not

@@ -38,4 +38,16 @@ describe('draw proofs', () => {
     nowMs += 1_000;
     expect(check.check(fresh.id, 5, drawProver(fresh.key)(5))).toBe('valid');
   });
+
+  it("a tick event no newer than the sender's latest is checked only against the proofs already checked", async () => {
+    const bonded = await node();
+    const check = new DrawProofCheck({ perSecond: 100, nowMs: () => 0, bonded: () => true });
+    const good = drawProver(bonded.key)(20);
+    // An old tick re-signed with a proof never checked: no verification, whatever the proof.
+    expect(check.check(bonded.id, 19, drawProver(bonded.key)(18), false)).toBe('unchecked');
+    expect(check.check(bonded.id, 19, drawProver(bonded.key)(19), false)).toBe('unchecked');
+    // The same tick again with the proof checked when it was the latest: known, no verification needed.
+    expect(check.check(bonded.id, 20, good)).toBe('valid');
+    expect(check.check(bonded.id, 20, good, false)).toBe('valid');
+  });
 });

@@ -175,6 +175,10 @@ describe("a tick event's draw proof", () => {
     expect((await post(t, { drawProof: prove(t) })).status).toBe(200);
     expect(peer()).toMatchObject({ lastTick: t, mode: 'contributing', bondId: 'bond_draw' });
     expect(node.node.mesh.latestTickEvents().find((e) => e.sender === k.sender)?.body).toMatchObject({ drawProof: prove(t) });
+    // An older tick re-signed with any proof: not verified (it changes nothing), and the latest stands as it was.
+    expect((await post(t - 1, { drawProof: 'cd'.repeat(80), freeSlots: 2 })).status).toBe(200);
+    expect(peer()).toMatchObject({ lastTick: t, mode: 'contributing', bondId: 'bond_draw' });
+    expect(node.node.mesh.latestTickEvents().find((e) => e.sender === k.sender)?.svcond).toBe(t);
   }, 60_000);
 });
 
