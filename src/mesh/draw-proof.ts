@@ -20,9 +20,11 @@ export function drawProver(privateKey: PrivateKey): (svcond: number) => string {
   return (svcond) => prover.prove(drawAlpha(svcond)).proof;
 }
 
-// A draw is checked wherever its challenge is (intake, every entrance, each verdict document that carries it); a
-// verification is ~5 ms, so the outputs of the proofs that verified are kept (bounded).
+// A draw is checked wherever its challenge is (intake, every entrance, each verdict document that carries it), and the
+// intake looks over the latest tick events every 50 ms while it waits; a verification is ~5 ms, so the outputs of the
+// proofs that verified are kept, and the proofs that did not (bounded each, so refusals cannot push outputs out).
 const verified = new BoundedMap<string, string>(1024);
+const refused = new BoundedMap<string, true>(1024);
 
 /**
  * The VRF output (hex) of a draw proof by node `sender` over its tick `svcond`; null when the proof does not verify
@@ -32,6 +34,7 @@ export function drawOutput(sender: string, svcond: number, proof: string): strin
   const id = `${sender}|${svcond}|${proof}`;
   const hit = verified.get(id);
   if (hit !== undefined) return hit;
+  if (refused.has(id)) return null;
   let publicKey: Uint8Array;
   try {
     const pid = peerIdFromString(sender);
@@ -42,6 +45,7 @@ export function drawOutput(sender: string, svcond: number, proof: string): strin
   }
   const output = vrfVerify(publicKey, drawAlpha(svcond), proof);
   if (output !== null) verified.set(id, output);
+  else refused.set(id, true);
   return output;
 }
 
