@@ -1,7 +1,7 @@
 // `svc-node start` on what an operator can get wrong before the node listens: each refusal is one line that says what
 // is wrong and what to do, with exit 2 — never a stack trace, and never a listener blamed for the data dir.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, ROOT, runCliAsync, tempDirs } from '../helpers/cli.js';
@@ -185,6 +185,24 @@ describe.concurrent('a data dir others use is not made private, and the node doe
     expect(statSync(dataDir).mode & 0o7777).toBe(0o1777);
     expect(entries(dataDir)).toEqual([]);
   }, 60_000);
+
+  // Another user's directory: only root can make one here (chown); as root the start would otherwise chmod it.
+  it.skipIf(process.getuid?.() !== 0)(
+    "another user's directory keeps its mode and owner",
+    async () => {
+      const dataDir = join(await tempDir(), 'theirs');
+      mkdirSync(dataDir);
+      chmodSync(dataDir, 0o755);
+      chownSync(dataDir, 65534, 65534);
+      const r = await runCliAsync(['start', '--port', '0', '--data-dir', dataDir], { SVC_LOG_LEVEL: 'silent' });
+      expect(r.status, r.stderr).toBe(2);
+      expect(oneLine(r.stderr)).toBe(refused(dataDir, 'belongs to another user'));
+      expect(statSync(dataDir)).toMatchObject({ uid: 65534, mode: expect.any(Number) });
+      expect(statSync(dataDir).mode & 0o777).toBe(0o755);
+      expect(entries(dataDir)).toEqual([]);
+    },
+    60_000,
+  );
 
   it("a directory readable by others that holds files not a node's keeps its mode and its files", async () => {
     const dataDir = join(await tempDir(), 'project');
