@@ -12,8 +12,7 @@ const Point = ed25519.Point;
 type Point = InstanceType<typeof Point>;
 const L = ed25519.Point.CURVE().n;
 const SUITE = 0x03;
-/** The proof's length in bytes: Gamma (32), c (16), s (32). */
-export const VRF_PROOF_BYTES = 80;
+/** A proof as hex: Gamma (32 bytes), c (16), s (32). */
 export const VRF_PROOF_PATTERN = /^[0-9a-f]{160}$/;
 
 function sha512(...parts: Uint8Array[]): Buffer {
