@@ -5,6 +5,7 @@
 import type { PrivateKey } from '@libp2p/interface';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { BoundedMap } from '../util/bounded-map.js';
+import { SlidingWindow } from '../util/sliding-window.js';
 import { vrfProver, vrfVerify } from './vrf.js';
 
 /** What a node proves over for its tick event at `svcond`: the UTF-8 of `svc-draw|<svcond>`. */
@@ -12,7 +13,7 @@ export function drawAlpha(svcond: number): Buffer {
   return Buffer.from(`svc-draw|${svcond}`, 'utf8');
 }
 
-/** A node's draw proofs (hex), one per tick; the proof takes ~8 ms of CPU, once per tick event advertising a bond. */
+/** A node's draw proofs (hex), one per tick; a proof takes ~6 ms of CPU, once per tick event advertising a bond. */
 export function drawProver(privateKey: PrivateKey): (svcond: number) => string {
   if (privateKey.type !== 'Ed25519') throw new Error('the node key must be Ed25519');
   // libp2p's raw Ed25519 private key is the seed (32 bytes) followed by the public key.
@@ -25,13 +26,15 @@ export function drawProver(privateKey: PrivateKey): (svcond: number) => string {
 // proofs that verified are kept, and the proofs that did not (bounded each, so refusals cannot push outputs out).
 const verified = new BoundedMap<string, string>(1024);
 const refused = new BoundedMap<string, true>(1024);
+const proofId = (sender: string, svcond: number, proof: string) => `${sender}|${svcond}|${proof}`;
+const UNBONDED = 'unbonded';
 
 /**
  * The VRF output (hex) of a draw proof by node `sender` over its tick `svcond`; null when the proof does not verify
  * under the key in the sender's peer id, or the sender is not an Ed25519 peer id.
  */
 export function drawOutput(sender: string, svcond: number, proof: string): string | null {
-  const id = `${sender}|${svcond}|${proof}`;
+  const id = proofId(sender, svcond, proof);
   const hit = verified.get(id);
   if (hit !== undefined) return hit;
   if (refused.has(id)) return null;
@@ -59,8 +62,8 @@ export function drawOutput(sender: string, svcond: number, proof: string): strin
  * sender re-signing old ticks with new bodies costs a lookup, not a verification.
  */
 export class DrawProofCheck {
-  private windowStart = 0;
-  private checked = 0;
+  /** Checks of proofs by nodes not bonded here, over the last second (one name: they share the budget). */
+  private readonly unbonded: SlidingWindow;
 
   constructor(
     private readonly o: {
@@ -68,23 +71,20 @@ export class DrawProofCheck {
       nowMs: () => number;
       bonded: (node: string) => boolean;
     },
-  ) {}
+  ) {
+    this.unbonded = new SlidingWindow(o.perSecond, 1000, o.nowMs, 1);
+  }
 
   /**
    * 'valid' or 'invalid' when the proof was checked; 'unchecked' past the budget for nodes not bonded here, or for a
    * tick event no newer than the sender's latest (`newer` false) whose proof was not checked before.
    */
   check(sender: string, svcond: number, proof: string, newer = true): 'valid' | 'invalid' | 'unchecked' {
-    if (verified.has(`${sender}|${svcond}|${proof}`)) return 'valid';
+    if (verified.has(proofId(sender, svcond, proof))) return 'valid';
     if (!newer) return 'unchecked';
     if (!this.o.bonded(sender)) {
-      const now = this.o.nowMs();
-      if (now - this.windowStart >= 1000) {
-        this.windowStart = now;
-        this.checked = 0;
-      }
-      if (this.checked >= this.o.perSecond) return 'unchecked';
-      this.checked++;
+      if (this.unbonded.heldUntil(UNBONDED) !== null) return 'unchecked';
+      this.unbonded.add(UNBONDED);
     }
     return drawOutput(sender, svcond, proof) === null ? 'invalid' : 'valid';
   }
