@@ -36,6 +36,7 @@ export const ENV_MAP: Record<string, { path: string; kind: 'string' | 'int' | 'b
   SVC_SECURE_SESSIONS_PER_IDENTITY: { path: 'limits.secureSessionsPerIdentity', kind: 'int' },
   SVC_REACTORS_PER_IDENTITY: { path: 'limits.reactorsPerIdentity', kind: 'int' },
   SVC_KEYS_PER_IDENTITY: { path: 'limits.keysPerIdentity', kind: 'int' },
+  SVC_REMOTE_KEYS_MAX: { path: 'limits.remoteKeysMax', kind: 'int' },
   SVC_AUTH_PER_MINUTE: { path: 'limits.authPerMinute', kind: 'int' },
   SVC_CONTRACTS_PER_IDENTITY: { path: 'limits.contractsPerIdentity', kind: 'int' },
   SVC_CONTRACT_CACHE_BYTES: { path: 'limits.contractCacheBytes', kind: 'int' },

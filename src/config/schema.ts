@@ -75,6 +75,11 @@ export const configSchema = z
         authPerMinute: z.number().int().min(1).max(1_000_000).default(30),
         /** Live (unrevoked, unexpired) sk_ and sk_test_ keys one identity may hold on this node; beyond it 409. */
         keysPerIdentity: z.number().int().min(1).max(1_000_000).default(1000),
+        /**
+         * Key records of identities homed elsewhere that gossip may add to this node's store; past it, an assertion of a
+         * key not held here is ignored (not stored, not relayed) and the key is asked of its home when presented.
+         */
+        remoteKeysMax: z.number().int().min(1).max(100_000_000).default(100_000),
         /** Contracts one identity may deploy on this node (never deleted); beyond it 409. */
         contractsPerIdentity: z.number().int().min(1).max(1_000_000).default(1000),
         /** Estimated bytes of parsed contracts kept in memory, all together (least recently used out; a miss rebuilds). */

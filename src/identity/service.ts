@@ -121,7 +121,12 @@ export interface IdentityDeps {
   keyCacheMax?: number;
   /** Live sk_ and sk_test_ keys one identity may hold here (limits.keysPerIdentity; default 1000). */
   keysPerIdentity?: number;
+  /** Key records of identities homed elsewhere that gossip may add here (limits.remoteKeysMax; default 100 000). */
+  remoteKeysMax?: number;
 }
+
+/** Where an assertion comes from: gossip (bounded by remoteKeysMax) or the answer to this node's own question. */
+export type AssertionSource = 'gossip' | 'lookup';
 
 /**
  * Why `minter` may not mint a `kind` key expiring at `expiresMs` (null: never), or null when it may. A key handed out
@@ -165,6 +170,8 @@ export const REVOCATION_REANNOUNCE_MS = 24 * 3600_000;
 /** Where the node keeps when it last heard the mesh (noteMeshHeard), and how often that is written. */
 const MESH_HEARD_KEY = 'mesh-heard-at';
 const MESH_HEARD_RESOLUTION_MS = 60_000;
+/** Key records of keys minted elsewhere that gossip may add, unless configured (limits.remoteKeysMax). */
+export const REMOTE_KEYS_DEFAULT = 100_000;
 /** Deletions committed per batch when remote key records are forgotten. */
 const FORGET_CHUNK_OPS = 512;
 /** Revocations asserted again per run, at most (the next run reads on from there). */
@@ -251,6 +258,11 @@ export class IdentityService {
   private readonly questionsByAddress = new SlidingWindow(KEY_QUESTIONS_PER_MINUTE, 60_000, () => this.now());
   /** Machines with their admin keys: identities' default ones at registration, and further ones (createMachine). */
   private readonly machines: MachineCreation;
+  /**
+   * Key records held here of keys minted elsewhere (counted at start, kept as assertions add and forgetting removes
+   * them): gossip adds one only below remoteKeysMax, since a member can assert keys of identities it invents.
+   */
+  private remoteKeys = 0;
 
   /** log2 of scrypt's N for secrets hashed here now. */
   private get scryptCost(): number {
@@ -344,6 +356,20 @@ export class IdentityService {
     return forgotten;
   }
 
+  /** At start: count the key records held of keys minted elsewhere (the gossip bound, applyAssertion). */
+  async countRemoteKeys(): Promise<number> {
+    const self = this.deps.nodeId();
+    let n = 0;
+    for await (const rec of this.keys.values() as AsyncIterable<KeyRecord>) if (rec.home !== self) n++;
+    this.remoteKeys = n;
+    return n;
+  }
+
+  /** Key records held of keys minted elsewhere, and how many gossip may add (applyAssertion). */
+  remoteKeyCount(): { held: number; max: number } {
+    return { held: this.remoteKeys, max: this.deps.remoteKeysMax ?? REMOTE_KEYS_DEFAULT };
+  }
+
   /** Delete the live key records of identities homed elsewhere, in chunks (a crash before the end: the next start runs it again). */
   private async forgetRemoteKeys(): Promise<number> {
     const self = this.deps.nodeId();
@@ -362,6 +388,7 @@ export class IdentityService {
       if (rec.kind === 'zsm_pub' && rec.slug) ops.push({ type: 'del', sub: this.embedKeys, key: `${rec.slug}!${rec.key_id}` });
       this.keyCache.delete(digest);
       forgotten++;
+      this.remoteKeys--;
       if (ops.length >= FORGET_CHUNK_OPS) {
         await this.deps.store.commit(ops);
         ops = [];
@@ -531,9 +558,12 @@ export class IdentityService {
   /**
    * Apply an assertion received from the mesh. `sender` is the verified signer of the event: only the home node
    * may assert its identities' keys. A revocation wins over an earlier live record; nothing overwrites a record
-   * homed here. Returns whether anything was written.
+   * homed here. Returns whether anything was written. From gossip, a key not held here is refused once the node
+   * holds remoteKeysMax keys minted elsewhere (507 MESH_KEYS_FULL): peer ids cost nothing, so a member could assert
+   * keys of identities it invents until every node's disk is full. Such a key is asked of its home when presented
+   * (lookupRemote), which a caller's address budget bounds; a record held here is still updated (a revocation).
    */
-  async applyAssertion(a: unknown, sender: string): Promise<boolean> {
+  async applyAssertion(a: unknown, sender: string, source: AssertionSource = 'lookup'): Promise<boolean> {
     if (!isAssertion(a) || sender === this.deps.nodeId()) return false;
     // A node speaks for the keys of the identities homed at itself: of an identity known here, its home as this node
     // knows it (after a failover, the new home, for the keys minted at the old one too); else the key's home or the
@@ -550,6 +580,14 @@ export class IdentityService {
     const learnsVerifier = known?.kind === 'remote' && verifier !== null && verifierOf(known) === null;
     // An assertion heard again (a revocation's home re-asserts it for a day) writes nothing.
     if (existing && !newIdentity && !learnsVerifier && canonicalJson(existing) === canonicalJson(a.key)) return false;
+    const max = this.deps.remoteKeysMax ?? REMOTE_KEYS_DEFAULT;
+    if (source === 'gossip' && existing === undefined && this.remoteKeys >= max) {
+      throw new ServiceError(
+        507,
+        'MESH_KEYS_FULL',
+        `this node holds its maximum of ${max} keys minted elsewhere learnt from gossip: ${a.key.key_id} is asked of its home when presented`,
+      );
+    }
     // A claim to an identity not known here stands only if the peers that know it do not name another home.
     if (known === undefined && this.homeClaimCheck !== null && !(await this.homeClaimCheck(a.key.zid!, sender))) return false;
     // Indexed under its identity as a key minted here is: the identity's home lists and revokes it after a failover.
@@ -567,6 +605,7 @@ export class IdentityService {
       ops.push({ type: 'put', sub: this.identities, key: a.identity.zid, value: stub });
     } else if (learnsVerifier) ops.push({ type: 'put', sub: this.identities, key: known.zid, value: { ...known, ...verifier } });
     await this.deps.store.commit(ops);
+    if (existing === undefined && a.key.home !== this.deps.nodeId()) this.remoteKeys++;
     if (newIdentity || learnsVerifier) this.identityCache.forget(a.key.zid!);
     this.cacheKey(a.digest, a.key);
     return true;

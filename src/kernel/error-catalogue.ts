@@ -114,6 +114,12 @@ export const ERROR_CATALOGUE = {
   SVC_INTERNAL_ERROR: { status: 500, origin: 'node', meaning: 'An unexpected failure of the node; the trace_id is in its log.' },
   DNS_INVALID_RECORD: { status: 400, origin: 'mesh', meaning: 'A mesh DNS record is malformed or not signed by the node it names.' },
   DNS_REGISTRY_FULL: { status: 507, origin: 'node', meaning: 'The mesh DNS registry of this node is full.' },
+  MESH_KEYS_FULL: {
+    status: 507,
+    origin: 'mesh',
+    meaning:
+      'An identity assertion of a key this node does not hold, past the keys minted elsewhere that gossip may add (`limits.remoteKeysMax`): ignored, not relayed.',
+  },
   INVALID_ATTESTATION: { status: 400, origin: 'mesh', meaning: "A bond attestation is not signed by, or not gossiped by, the bond's node." },
   SVC_INSUFFICIENT_ENVELOPES: { status: 400, origin: 'node', meaning: 'Too few envelopes for a bond (`held`, `needed`).' },
   SVC_ENVELOPE_NOT_MOVABLE: { status: 400, origin: 'node', meaning: 'A transfer named a soulbound or bonded envelope.' },

@@ -54,6 +54,8 @@ export type ErrorCode =
   // mesh DNS
   | 'DNS_INVALID_RECORD'
   | 'DNS_REGISTRY_FULL'
+  // identity gossip: a key minted elsewhere past the records gossip may add (limits.remoteKeysMax)
+  | 'MESH_KEYS_FULL'
   // contribution (architecture.md §6)
   | 'INVALID_ATTESTATION'
   | 'SVC_INSUFFICIENT_ENVELOPES'

@@ -3,6 +3,7 @@
 // the schema here is the mesh's gate (shape, and that the signer is the key's home or names itself its identity's), the
 // identity service checks the rest when it applies it (that the signer is the identity's home as its directory says).
 import { z } from 'zod';
+import { ServiceError } from '../kernel/errors.js';
 import { GossipError } from './gossip-error.js';
 import type { GossipHandler } from './gossip-handlers.js';
 import type { MeshEvent } from './wire.js';
@@ -26,14 +27,22 @@ export function checkAssertionSigner(body: IdentityAssertBody, event: Pick<MeshE
   }
 }
 
-/** The table row: `apply` writes the assertion (the identity service) and what follows from it (machine homes). */
+/**
+ * The table row: `apply` writes the assertion (the identity service) and what follows from it (machine homes). A key
+ * this node has no room for (MESH_KEYS_FULL) is ignored: not stored, not relayed, the sender not penalised.
+ */
 export function identityAssertHandler(apply: (body: IdentityAssertBody, sender: string) => Promise<void>): GossipHandler<IdentityAssertBody> {
   return {
     type: IDENTITY_ASSERT,
     body: identityAssertBody,
     handle: async (body, event) => {
       checkAssertionSigner(body, event);
-      await apply(body, event.sender);
+      try {
+        await apply(body, event.sender);
+      } catch (err) {
+        if (err instanceof ServiceError && err.code === 'MESH_KEYS_FULL') throw new GossipError('ignore', err.status, err.code, err.message);
+        throw err;
+      }
     },
   };
 }

@@ -34,11 +34,13 @@ export async function wireIdentity(f: Foundation, chain: ChainService, mesh: Mes
     scryptCost: config.identity.scryptCost,
     keyCacheMax: config.limits.identityCacheMax,
     keysPerIdentity: config.limits.keysPerIdentity,
+    remoteKeysMax: config.limits.remoteKeysMax,
   });
   await identity.indexEmbedKeysOnce();
   await identity.indexIdentityKeysOnce();
   // Back from longer than a revocation is asserted again: the keys learnt of other homes are asked of them again.
   if (mesh.enabled) await identity.noteMeshHeard(false);
+  if (mesh.enabled) await identity.countRemoteKeys();
   const demoKeys = new DemoKeys(store, identity, { counters: f.counters, clock: f.clock, mintsPerDay: config.limits.demoKeyMintsPerDay });
   const routes = [identityRoutes({ identity, demoKeys }), meshIdentityRoutes({ mesh, identity })];
   if (!mesh.enabled) return { identity, demoKeys, capability: { name: 'identity', routes } };
@@ -51,7 +53,7 @@ export async function wireIdentity(f: Foundation, chain: ChainService, mesh: Mes
     ],
     gossip: [
       identityAssertHandler(async (assertion, sender) => {
-        await identity.applyAssertion(assertion, sender);
+        await identity.applyAssertion(assertion, sender, 'gossip');
       }),
     ],
     start: () => {
