@@ -38,6 +38,8 @@ export interface HealthSources {
   backlogs(): Promise<Record<string, number>>;
   /** Why the worker threads of each kind that cannot start now die as they start, by kind (none: they start). */
   workerStartFailures(): Record<string, string>;
+  /** Key records held of keys minted elsewhere, and the bound gossip may fill (identity/service.ts); null without a mesh. */
+  remoteKeys(): { held: number; max: number } | null;
   /** Tests: the disk reading (default: statfs of dataDir). */
   disk?: (dir: string) => Promise<DiskSpace>;
 }
@@ -86,6 +88,7 @@ export class HealthMonitor {
     this.peers(now);
     this.clocks(now);
     this.workers();
+    this.remoteKeys();
     await Promise.all([this.disk(), this.backlogs(), this.announced(now)]);
   }
 
@@ -154,6 +157,15 @@ export class HealthMonitor {
     this.book.raise(
       'WORKERS_NOT_STARTING',
       `${failing.map(([kind, why]) => `${kind} die as they start (${why})`).join('; ')}: they are tried again later and later, and work that needs them is refused meanwhile; a deleted working directory (uv_cwd) needs the node started again from one that exists`,
+    );
+  }
+
+  private remoteKeys(): void {
+    const keys = this.s.remoteKeys();
+    if (keys === null || keys.held < keys.max) return this.book.clear('MESH_KEYS_FULL');
+    this.book.raise(
+      'MESH_KEYS_FULL',
+      `this node holds ${keys.held} keys minted elsewhere, its maximum from gossip (limits.remoteKeysMax ${keys.max}): assertions of new ones are ignored and those keys are asked of their homes when first presented; a member may be asserting keys of invented identities (the identity.assert events of /api/mesh/events name their sender)`,
     );
   }
 

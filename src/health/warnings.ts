@@ -18,6 +18,8 @@ export const WARNING_CODES = [
   'BACKLOG_GROWING',
   /** Solver or seal worker threads die as they start: the node cannot run solvers or seal on them. */
   'WORKERS_NOT_STARTING',
+  /** The node holds its maximum of keys minted elsewhere learnt from gossip: new ones are looked up at first use. */
+  'MESH_KEYS_FULL',
 ] as const;
 
 export type WarningCode = (typeof WARNING_CODES)[number];

@@ -3,6 +3,7 @@
 // after every part it reads.
 import { HealthMonitor } from '../health/monitor.js';
 import { WarningBook, type Warning } from '../health/warnings.js';
+import type { IdentityService } from '../identity/service.js';
 import type { MeshService } from '../mesh/service.js';
 import type { Webhooks } from '../webhooks/service.js';
 import type { Capability } from './capability.js';
@@ -17,6 +18,7 @@ export interface HealthParts {
   webhooks: Webhooks;
   consensus: Pick<ConsensusPart, 'challenges'>;
   compute: Pick<ComputePart, 'executor' | 'sealer'>;
+  identity: Pick<IdentityService, 'remoteKeyCount'>;
 }
 
 export interface HealthPart {
@@ -54,6 +56,7 @@ export function wireHealth(f: Foundation, p: HealthParts): HealthPart {
         if (seal !== null) failures['seal workers'] = seal;
         return failures;
       },
+      remoteKeys: () => (p.mesh.enabled ? p.identity.remoteKeyCount() : null),
     },
     config.health,
   );

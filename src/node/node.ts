@@ -42,7 +42,7 @@ async function wireParts(foundation: Foundation): Promise<Wired> {
   const consensus = await wireConsensus(foundation, mesh, economy, { ...compute, ...ports }, identity);
   const custody = await wireCustody(foundation, mesh, consensus, identity, economy, chain);
   const chainParts = wireChain(foundation, chain, mesh.mesh, { ...economy, identity: identity.identity });
-  const health = wireHealth(foundation, { mesh: mesh.mesh, economy, webhooks, consensus, compute });
+  const health = wireHealth(foundation, { mesh: mesh.mesh, economy, webhooks, consensus, compute, identity: identity.identity });
   // Start order; stop runs it backwards. The store closes last, the solver engine after all that runs on it; identity gossip
   // and slug-loss hooks precede the mesh, deliveries and votes follow it. HTTP serves the routes in this order, last to start.
   const served = [

@@ -28,6 +28,7 @@ function rig(over: Partial<HealthSources> = {}) {
     disk: { freeBytes: 50 * 2 ** 30, totalBytes: 100 * 2 ** 30 },
     backlogs: {} as Record<string, number>,
     workers: {} as Record<string, string>,
+    remoteKeys: { held: 0, max: 10 } as { held: number; max: number } | null,
   };
   const book = new WarningBook(() => state.ms, {
     warn: (obj, msg) => log.push({ level: 'warn', obj: obj as Record<string, any>, msg }),
@@ -44,6 +45,7 @@ function rig(over: Partial<HealthSources> = {}) {
     nowMs: () => state.ms,
     backlogs: async () => ({ ...state.backlogs }),
     workerStartFailures: () => ({ ...state.workers }),
+    remoteKeys: () => state.remoteKeys,
     disk: async () => state.disk,
     ...over,
   };
@@ -179,6 +181,28 @@ describe('health checks', () => {
     await r.monitor.check();
     expect(r.codes()).toEqual([]);
     expect(r.linesOf('WORKERS_NOT_STARTING', 'info')).toHaveLength(1);
+  });
+
+  it('keys minted elsewhere at the bound gossip may fill: one episode with the figures, cleared below it or without a mesh', async () => {
+    const r = rig();
+    r.state.remoteKeys = { held: 9, max: 10 };
+    await r.monitor.check();
+    expect(r.codes()).toEqual([]);
+    r.state.remoteKeys = { held: 10, max: 10 };
+    await r.monitor.check();
+    await r.monitor.check();
+    expect(r.codes()).toEqual(['MESH_KEYS_FULL']);
+    expect(r.of('MESH_KEYS_FULL')).toMatchObject({ count: 2 });
+    expect(r.of('MESH_KEYS_FULL')!.message).toContain('holds 10 keys minted elsewhere, its maximum from gossip (limits.remoteKeysMax 10)');
+    expect(r.linesOf('MESH_KEYS_FULL', 'warn')).toHaveLength(1);
+    // The node forgot the keys of other homes (a day away from the mesh): below the bound again.
+    r.state.remoteKeys = { held: 3, max: 10 };
+    await r.monitor.check();
+    expect(r.codes()).toEqual([]);
+    expect(r.linesOf('MESH_KEYS_FULL', 'info')).toHaveLength(1);
+    r.state.remoteKeys = null;
+    await r.monitor.check();
+    expect(r.codes()).toEqual([]);
   });
 
   it('an announced address that accepts no TCP connection, probed for real', async () => {

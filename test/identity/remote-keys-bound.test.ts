@@ -16,7 +16,7 @@ import { IDENTITY_ASSERT } from '../../src/mesh/identity-assert.js';
 import { bodyDigest, handshakeFor, signEvent } from '../../src/mesh/wire.js';
 import type { KeyRecord } from '../../src/records/types.js';
 import { identityAssertBody } from '../helpers/identity-assert.js';
-import { startTestNode, type TestNode } from '../helpers/node.js';
+import { call, startTestNode, type TestNode } from '../helpers/node.js';
 
 const SECRET = 'remote-keys-bound-secret-0123456789';
 const MS = 1_000_000n;
@@ -59,6 +59,10 @@ describe('keys minted elsewhere that gossip may add', () => {
     expect(await t.node.identity.getIdentity(zid(3))).toBeUndefined();
     expect((await t.node.mesh.recentEvents(50)).filter((e) => e.event.type === IDENTITY_ASSERT)).toHaveLength(2);
     expect((await t.node.mesh.status()).rejected.http).toMatchObject({ MESH_KEYS_FULL: 1 });
+    // /api/health tells the operator, with the figures.
+    await t.node.health.monitor.check();
+    const warnings = (await call(t.url, 'GET', '/api/health')).body.warnings as { code: string; message: string }[];
+    expect(warnings.find((w) => w.code === 'MESH_KEYS_FULL')?.message).toContain('holds 2 keys minted elsewhere');
 
     // A key held here is still updated: its revocation is applied.
     expect(await gossip(first, zid(1), 5)).toMatchObject({ accepted: true });
