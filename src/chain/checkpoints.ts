@@ -24,6 +24,18 @@ export const CHECKPOINTS_PER_SWEEP = 8;
 const LATEST_CACHE_MAX = 4096;
 const RECENT_FORKS = 20;
 
+/**
+ * What a node keeps of the checkpoints it sees: a home signs as many as it likes (of ever larger sizes, of machines it
+ * invents), so the store keeps the newest `perMachine` sizes of each machine and home (a fork shows as two roots of
+ * one size, and those travel together) and `seenMax` in all; a checkpoint of a machine and home not held, past
+ * `seenMax`, is not kept (it still travels on).
+ */
+export interface SeenBounds {
+  perMachine: number;
+  seenMax: number;
+}
+export const SEEN_BOUNDS: SeenBounds = { perMachine: 16, seenMax: 100_000 };
+
 export interface Checkpoint {
   slug: string;
   home: string;
@@ -75,6 +87,9 @@ export class Checkpoints {
   private readonly seen: Sublevel;
   private readonly forks: Sublevel;
   private forkCount = 0;
+  /** Checkpoints in `seen` (counted at load), and those not kept past its bounds. */
+  private seenCount = 0;
+  private unrecorded = 0;
   private readonly recent: { slug: string; home: string; tree_size: number }[] = [];
   /** Machines with rows since their last checkpoint, and the tick of the first of those rows seen. */
   private readonly dirty = new Map<string, number>();
@@ -87,6 +102,7 @@ export class Checkpoints {
     private readonly merkle: MerkleLog,
     /** The chain's row count now (its head seq), without touching the tree. */
     private readonly rowsOf: (slug: string) => Promise<number>,
+    private readonly bounds: SeenBounds = SEEN_BOUNDS,
   ) {
     this.own = store.sub('chain_checkpoints');
     this.seen = store.sub('chain_checkpoints_seen');
@@ -102,6 +118,9 @@ export class Checkpoints {
     const all = await this.store.range<ForkEvidence>(this.forks, {});
     this.forkCount = all.length;
     for (const f of all.slice(-RECENT_FORKS)) this.recent.push({ slug: f.value.slug, home: f.value.home, tree_size: f.value.tree_size });
+    let seen = 0;
+    for await (const _ of this.seen.keys()) seen++;
+    this.seenCount = seen;
   }
 
   touched(slug: string): void {
@@ -166,14 +185,14 @@ export class Checkpoints {
   }
 
   /**
-   * A checkpoint seen (gossip, or signed here): kept by (slug, home, size); a second one with another root is a fork,
-   * and both are kept as evidence. Returns whether it was a fork.
+   * A checkpoint seen (gossip, or signed here): kept by (slug, home, size) within the bounds (SeenBounds); a second one
+   * with another root is a fork, and both are kept as evidence. Returns whether it was a fork.
    */
   async record(cp: Checkpoint): Promise<boolean> {
     const key = `${cp.slug}!${cp.home}!${padNum(cp.tree_size)}`;
     const before = await this.store.get<Checkpoint>(this.seen, key);
     if (!before) {
-      await this.store.commit([{ type: 'put', sub: this.seen, key, value: cp }]);
+      await this.keep(key, cp);
       return false;
     }
     if (before.root_hash === cp.root_hash) return false;
@@ -188,9 +207,29 @@ export class Checkpoints {
     return true;
   }
 
-  /** What mesh status reports. */
-  forkReport(): { count: number; recent: { slug: string; home: string; tree_size: number }[] } {
-    return { count: this.forkCount, recent: [...this.recent] };
+  /**
+   * Keep a checkpoint of a size not held. A machine holding perMachine sizes, or any once seenMax are held, gives its
+   * oldest size for a newer one (an older one is not kept); one of a machine and home not held is not kept past seenMax.
+   */
+  private async keep(key: string, cp: Checkpoint): Promise<void> {
+    const prefix = `${cp.slug}!${cp.home}!`;
+    const held = await this.store.range<Checkpoint>(this.seen, { gte: prefix, lt: `${prefix}~`, limit: this.bounds.perMachine });
+    const atBound = this.seenCount >= this.bounds.seenMax;
+    const rotate = held.length >= this.bounds.perMachine || (held.length > 0 && atBound);
+    if ((held.length === 0 && atBound) || (rotate && key < held[0]!.key)) {
+      this.unrecorded++;
+      return;
+    }
+    await this.store.commit([
+      { type: 'put', sub: this.seen, key, value: cp },
+      ...(rotate ? [{ type: 'del' as const, sub: this.seen, key: held[0]!.key }] : []),
+    ]);
+    if (!rotate) this.seenCount++;
+  }
+
+  /** What mesh status reports: forks seen, the checkpoints kept to find them, and those seen but not kept (SeenBounds). */
+  forkReport(): { count: number; recent: { slug: string; home: string; tree_size: number }[]; held: number; unrecorded: number } {
+    return { count: this.forkCount, recent: [...this.recent], held: this.seenCount, unrecorded: this.unrecorded };
   }
 
   async evidence(limit = 100): Promise<ForkEvidence[]> {
