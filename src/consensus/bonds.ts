@@ -203,11 +203,23 @@ export interface BondServiceOptions {
    * A bond heard from the mesh stands only for an identity homed at the bond's node.
    */
   homeOf?: (zid: string) => Promise<string | null>;
+  /** Entries of bonds not heard here (a release or slashing heard first) kept at most; default UNHEARD_BONDS_MAX. */
+  unheardMax?: number;
 }
+
+/**
+ * Releases and slashings of bonds not heard here kept at most (entries whose `bond` is null): each is kept so a late
+ * bond stays released, and a member can sign them for bond ids it invents, from peer ids that cost nothing, so past
+ * this many a further one is ignored (507 BOND_REGISTRY_FULL, not relayed). An honest node re-announces only its latest
+ * bond's record, so a mesh holds about one such entry per node that ever bonded and was not heard.
+ */
+export const UNHEARD_BONDS_MAX = 4096;
 
 export class BondService {
   private readonly sub: Sublevel;
   private readonly entries = new Map<string, RegistryEntry>();
+  /** Entries whose bond is not heard here (bond null): bounded by unheardMax. */
+  private unheard = 0;
   /** Active bond id by identity and by node. */
   private readonly byZid = new Map<string, string>();
   private readonly byNode = new Map<string, string>();
@@ -490,6 +502,7 @@ export class BondService {
     if (known?.bond && known.bond.bond.node !== slashed.node)
       throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'a slashing signed by a node that does not hold the bond');
     if (known?.slash_applied) return;
+    if (known === undefined) this.refuseUnheardPastBound(slashed.bond_id);
     const entry: RegistryEntry = {
       bond_id: slashed.bond_id,
       bond: known?.bond ?? null,
@@ -570,6 +583,7 @@ export class BondService {
     if (known?.bond && known.bond.bond.node !== release.node)
       throw new GossipError('reject', 400, 'INVALID_ATTESTATION', 'a release signed by a node that does not hold the bond');
     if (known?.release && known.release.attestation !== '') return;
+    if (known === undefined) this.refuseUnheardPastBound(release.bond_id);
     const entry: RegistryEntry = { ...(known ?? { bond_id: release.bond_id, bond: null }), release: body };
     await this.o.store.commit([this.putOp(entry)]);
     this.remember(entry);
@@ -606,6 +620,18 @@ export class BondService {
    * release, its cooldown, its committee seat). Ignored, not rejected: an honest home's bond re-announced after a
    * failover moved its identity looks the same, and an identity not heard of yet comes with the next announcement.
    */
+  /** [IGNORE] a record of a bond not heard here once the registry holds unheardMax of them (UNHEARD_BONDS_MAX). */
+  private refuseUnheardPastBound(bondId: string): void {
+    const max = this.o.unheardMax ?? UNHEARD_BONDS_MAX;
+    if (this.unheard < max) return;
+    throw new GossipError(
+      'ignore',
+      507,
+      'BOND_REGISTRY_FULL',
+      `this node holds its maximum of ${max} releases and slashings of bonds it has not heard: ${bondId} is not recorded`,
+    );
+  }
+
   private async refuseForeignIdentity(bond: BondRecord): Promise<void> {
     if (!this.o.homeOf) return;
     const home = await this.o.homeOf(bond.zid);
@@ -646,6 +672,8 @@ export class BondService {
   }
 
   private remember(entry: RegistryEntry): void {
+    const before = this.entries.get(entry.bond_id);
+    this.unheard += (entry.bond === null ? 1 : 0) - (before !== undefined && before.bond === null ? 1 : 0);
     this.entries.set(entry.bond_id, entry);
     const b = entry.bond?.bond;
     if (!b) return;

@@ -114,6 +114,11 @@ export const ERROR_CATALOGUE = {
   SVC_INTERNAL_ERROR: { status: 500, origin: 'node', meaning: 'An unexpected failure of the node; the trace_id is in its log.' },
   DNS_INVALID_RECORD: { status: 400, origin: 'mesh', meaning: 'A mesh DNS record is malformed or not signed by the node it names.' },
   DNS_REGISTRY_FULL: { status: 507, origin: 'node', meaning: 'The mesh DNS registry of this node is full.' },
+  BOND_REGISTRY_FULL: {
+    status: 507,
+    origin: 'mesh',
+    meaning: 'A release or slashing of a bond this node has not heard, past the 4,096 such records its registry keeps: ignored, not relayed.',
+  },
   MESH_KEYS_FULL: {
     status: 507,
     origin: 'mesh',

@@ -56,6 +56,8 @@ export type ErrorCode =
   | 'DNS_REGISTRY_FULL'
   // identity gossip: a key minted elsewhere past the records gossip may add (limits.remoteKeysMax)
   | 'MESH_KEYS_FULL'
+  // consensus: a release or slashing of a bond not heard, past those the registry keeps (UNHEARD_BONDS_MAX)
+  | 'BOND_REGISTRY_FULL'
   // contribution (architecture.md §6)
   | 'INVALID_ATTESTATION'
   | 'SVC_INSUFFICIENT_ENVELOPES'
