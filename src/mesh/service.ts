@@ -10,7 +10,7 @@ import { stampAt, type Clock } from '../kernel/clock.js';
 import type { Store } from '../store/db.js';
 import { DnsRegistry, DNS_EVENT_TYPE, parseDnsBody } from './dns.js';
 import { GossipError, invalidEvent } from './gossip-error.js';
-import { GossipHandlerTable } from './gossip-handlers.js';
+import { GossipHandlerTable, UNKNOWN_TYPES_PER_MINUTE } from './gossip-handlers.js';
 import { MachineDirectory } from './machines.js';
 import { MeshEventLog, type Entrance, type EventOrder, type StoredEvent } from './event-log.js';
 import { DrawProofCheck, drawProver } from './draw-proof.js';
@@ -77,6 +77,10 @@ export interface MeshConfig {
 export interface MeshLimits {
   /** Accepted events kept in the store (oldest pruned). */
   eventsMax: number;
+  /** Of them, events of types without a row here (event-log.ts: they evict only each other). */
+  unknownEventsMax: number;
+  /** Events of types without a row accepted a minute, from every sender together (gossip-handlers.ts). */
+  unknownEventsPerMinute: number;
   /** Entries of the in-memory seen cache. */
   seenMax: number;
   /** Peers kept in the peer table. */
@@ -190,7 +194,7 @@ export interface AcceptResult {
 
 export class MeshService {
   /** Event type → body schema → handler; register a capability's events here (see gossip-handlers.ts). */
-  readonly gossip = new GossipHandlerTable();
+  readonly gossip: GossipHandlerTable;
   readonly dns: DnsRegistry;
   readonly oracle: TransparencyOracle;
   /** Homes of state machines held by other nodes. */
@@ -246,6 +250,8 @@ export class MeshService {
     this.log = opts.logger ?? silentLogger;
     this.limits = {
       eventsMax: 10_000,
+      unknownEventsMax: 1_000,
+      unknownEventsPerMinute: UNKNOWN_TYPES_PER_MINUTE,
       seenMax: 20_000,
       peersMax: 1_024,
       knownPeersMax: 512,
@@ -253,6 +259,10 @@ export class MeshService {
       snapshotsMax: SNAPSHOT_RETENTION_DEFAULT,
       ...opts.limits,
     };
+    this.gossip = new GossipHandlerTable({
+      nowMs: () => Number(opts.clock.nowNs() / 1_000_000n),
+      unknownTypesPerMinute: this.limits.unknownEventsPerMinute,
+    });
     this.tickEvery = opts.config.tickEvery ?? 4;
     this.tickRate = opts.config.tickRate ?? DEFAULT_TICK_RATE;
     this.drawProofs = new DrawProofCheck({
@@ -262,7 +272,13 @@ export class MeshService {
     });
     this.every = this.tickEvery;
     this.validator = new MeshValidator({ secret: opts.config.secret, clock: opts.clock, seenMax: this.limits.seenMax });
-    this.events = new MeshEventLog({ store: opts.store, eventsMax: this.limits.eventsMax, nowSvcond: () => this.nowSvcond(), log: this.log });
+    this.events = new MeshEventLog({
+      store: opts.store,
+      eventsMax: this.limits.eventsMax,
+      unknownMax: Math.min(this.limits.unknownEventsMax, this.limits.eventsMax),
+      nowSvcond: () => this.nowSvcond(),
+      log: this.log,
+    });
     this.peerTable = new PeerTable({
       peersMax: this.limits.peersMax,
       nowSvcond: () => this.nowSvcond(),
@@ -436,7 +452,7 @@ export class MeshService {
       throw applied.error;
     }
     try {
-      await this.events.append(v.event, v.id, topic, 'http', '');
+      await this.events.append(v.event, v.id, topic, 'http', '', !this.gossip.has(v.event.type));
     } catch (err) {
       this.validator.release(v.id);
       throw err;
@@ -531,7 +547,7 @@ export class MeshService {
     const ok = v;
     // Gossip has no acknowledgement: the write and the dispatch run side by side, so delivery to subscribers
     // does not wait for LevelDB's completion callback behind a burst of incoming messages.
-    this.events.append(ok.event, ok.id, topic, 'gossip', from).catch((err: unknown) => {
+    this.events.append(ok.event, ok.id, topic, 'gossip', from, !this.gossip.has(ok.event.type)).catch((err: unknown) => {
       this.log.warn({ err: String(err), id: ok.id }, 'mesh could not store a gossiped event');
     });
     this.dispatch(ok.event, ok.id, topic, 'gossip', from).catch((err: unknown) => {

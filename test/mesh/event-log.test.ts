@@ -1,4 +1,5 @@
-// The accepted-event log in arrival order (GET /api/mesh/events; ?order=tick gives the event's own tick order), and
+// The accepted-event log in arrival order (GET /api/mesh/events; ?order=tick gives the event's own tick order), its
+// share for events of types without a row (a flood of them evicts only its own kind), and
 // the peers mesh status lists: connected now or heard in the last 120 ticks, bounded; a peer that only forged is
 // forgotten when it leaves.
 import { afterAll, describe, expect, it } from 'vitest';
@@ -10,7 +11,8 @@ import { ManualClock, stampAt, systemClock, TICK_NS } from '../../src/kernel/clo
 import { padNum, Store } from '../../src/store/db.js';
 import { bodyDigest, eventId, handshakeFor, HANDSHAKE_HEADER, signEvent, TOPICS } from '../../src/mesh/wire.js';
 import { drawProver } from '../../src/mesh/draw-proof.js';
-import type { StoredEvent } from '../../src/mesh/event-log.js';
+import { MeshEventLog, type StoredEvent } from '../../src/mesh/event-log.js';
+import { silentLogger } from '../../src/mesh/host.js';
 import { STATUS_PEERS_MAX, TICK_AHEAD_TICKS } from '../../src/mesh/peer-table.js';
 import { call, startTestNode, type TestNode as HttpNode } from '../helpers/node.js';
 import { makeDataDir, removeDir, SECRET, startNode, waitFor, waitForTopicMesh, type TestNode } from './helpers.js';
@@ -118,6 +120,56 @@ describe('GET /api/mesh/events: arrival order', () => {
     await waitFor(async () => (await node.mesh.recentEvents(500)).length === 5, 20_000, 'pruning to 5');
     expect((await node.mesh.recentEvents(500)).map((e) => e.id)).toEqual([sixth.id, now.id, early.id, 'c'.repeat(64), 'b'.repeat(64)]);
     expect((await node.mesh.status()).storedEvents).toBe(5);
+  });
+});
+
+describe('the share of events of types without a row', () => {
+  const T = 2_000_000_000;
+  const ev = (type: string, n: number) => ({ type, sender: 'x', svcond: T, body: { n }, signature: 's' });
+  const id = (kind: string, n: number) => `${kind}-${n}-`.padEnd(64, '0');
+
+  async function openLog(dataDir: string) {
+    const store = await Store.open(join(dataDir, 'db'), { sync: false });
+    const log = new MeshEventLog({ store, eventsMax: 20, unknownMax: 5, nowSvcond: () => T, log: silentLogger });
+    await log.load();
+    return { store, log };
+  }
+  const settle = (log: MeshEventLog) => waitFor(async () => (await log.recent(500)).length === log.stored, 20_000, 'pruning');
+
+  it('a flood of unknown-type events keeps only its newest unknownMax and leaves every known event; all arrivals past eventsMax go oldest first', async () => {
+    const dataDir = await makeDataDir();
+    cleanup.push(() => removeDir(dataDir));
+    let { store, log } = await openLog(dataDir);
+    for (let n = 0; n < 10; n++) await log.append(ev('known.note', n), id('known', n), TOPICS.events, 'gossip', 'p');
+    for (let n = 0; n < 100; n++) await log.append(ev(`invented.t${n}`, n), id('flood', n), TOPICS.events, 'gossip', 'p', true);
+    await waitFor(() => log.stored === 15, 20_000, 'the flood pruned to its share');
+    await log.settled();
+    const kept = (await log.recent(500)).map((e) => e.id);
+    expect(kept).toHaveLength(15);
+    for (let n = 0; n < 10; n++) expect(kept).toContain(id('known', n));
+    expect(kept.filter((k) => k.startsWith('flood'))).toEqual([99, 98, 97, 96, 95].map((n) => id('flood', n)));
+
+    // Past eventsMax the oldest arrivals go whatever their kind: here the first known events.
+    for (let n = 10; n < 25; n++) await log.append(ev('known.note', n), id('known', n), TOPICS.events, 'gossip', 'p');
+    await waitFor(() => log.stored === 20, 20_000, 'pruned to eventsMax');
+    await settle(log);
+    const after = (await log.recent(500)).map((e) => e.id);
+    expect(after.filter((k) => k.startsWith('known'))).toHaveLength(15);
+    expect(after).not.toContain(id('known', 9));
+    expect(after.filter((k) => k.startsWith('flood'))).toHaveLength(5);
+
+    // The share is counted again at start: one more unknown event after a restart evicts the oldest unknown one.
+    await log.settled();
+    await store.close();
+    ({ store, log } = await openLog(dataDir));
+    cleanup.push(() => store.close());
+    await log.append(ev('invented.more', 0), id('flood', 100), TOPICS.events, 'gossip', 'p', true);
+    await waitFor(async () => !(await log.recent(500)).some((e) => e.id === id('flood', 95)), 20_000, 'the oldest unknown pruned');
+    await log.settled();
+    const restarted = (await log.recent(500)).map((e) => e.id);
+    expect(restarted).toHaveLength(20);
+    expect(restarted.filter((k) => k.startsWith('known'))).toHaveLength(15);
+    expect(restarted).toContain(id('flood', 100));
   });
 });
 
