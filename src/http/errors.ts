@@ -96,7 +96,9 @@ export function errorMiddleware(logger: Logger) {
       await next();
     } catch (err) {
       const se = classify(err);
-      if (se.status >= 500 && !(err instanceof ServiceError)) {
+      // A thrown error the node did not type, or one it typed as its own fault (SVC_INTERNAL_ERROR: a NaN to hash, a
+      // corrupt record): logged with its stack, under the trace id the caller was given.
+      if (se.status >= 500 && (!(err instanceof ServiceError) || se.code === 'SVC_INTERNAL_ERROR')) {
         logger.error({ err, trace_id: ctx.state.traceId, path: loggedPath(ctx.path) }, 'unhandled error');
       } else {
         logger.debug({ trace_id: ctx.state.traceId, code: se.code, status: se.status, path: loggedPath(ctx.path) }, 'request error');

@@ -1,10 +1,29 @@
 // RFC 8785 (JSON Canonicalization Scheme): the one serializer of everything the node hashes or signs, and the digest
 // built on it. (Canonical text with room for members added later: member-slots.ts; SHA-256: bytes.ts.)
 // A direct serializer: keys sorted by UTF-16 code units, numbers in ECMAScript Number-to-string form (-0 → 0,
-// NaN/Infinity refused), strings escaped as JSON.stringify does, lone surrogates refused. It produces the same
+// NaN/Infinity refused), strings escaped as JSON.stringify does, lone surrogates refused (NoCanonicalForm). It produces the same
 // text as the `canonicalize` package (the test oracle in test/kernel/canonical.test.ts) for every JSON value,
 // several times faster (scripts/bench/micro/canonical.ts; no intermediate arrays, no per-character surrogate scan in JS).
 import { sha256Hex } from './bytes.js';
+import { ServiceError } from './errors.js';
+
+export type NoCanonicalFormReason = 'lone_surrogate' | 'not_finite' | 'circular' | 'not_json';
+
+/**
+ * A value RFC 8785 has no text for, in part 7's shape. Its status follows from what it can have come from: a lone
+ * surrogate only from a caller's JSON text (a `\ud800` escape), so 400 SVC_INVALID_INPUT; JSON text carries no NaN,
+ * Infinity, cycle or undefined, so those are the node's own values: 500 SVC_INTERNAL_ERROR, naming what it was.
+ */
+export class NoCanonicalForm extends ServiceError {
+  readonly reason: NoCanonicalFormReason;
+  constructor(reason: NoCanonicalFormReason, what: string) {
+    const message = `${what} has no canonical JSON form (RFC 8785)`;
+    if (reason === 'lone_surrogate') super(400, 'SVC_INVALID_INPUT', message, { field: null, reason: message, allowed: null });
+    else super(500, 'SVC_INTERNAL_ERROR', `a value to hash or sign: ${message}`);
+    this.name = 'NoCanonicalForm';
+    this.reason = reason;
+  }
+}
 
 const stringify = JSON.stringify;
 /** String.prototype.isWellFormed (ES2024, in Node ≥ 20); the project's TypeScript lib predates it. */
@@ -18,7 +37,7 @@ function str(s: string): string {
   // Fast path (native scan): nothing to escape and no surrogate → quote as is.
   if (!NEEDS_CARE.test(s)) return '"' + s + '"';
   // isWellFormed is native (Node ≥ 20); JSON.stringify escapes exactly as RFC 8785 §3.2.2.2 asks.
-  if (!(s as unknown as WellFormed).isWellFormed()) throw new Error('Lone surrogate is not allowed');
+  if (!(s as unknown as WellFormed).isWellFormed()) throw new NoCanonicalForm('lone_surrogate', 'a string holding a lone UTF-16 surrogate');
   return stringify(s);
 }
 
@@ -74,8 +93,7 @@ function sortedKeys(obj: object): string[] {
 }
 
 function num(n: number): string {
-  if (n !== n) throw new Error('NaN is not allowed');
-  if (n === Infinity || n === -Infinity) throw new Error('Infinity is not allowed');
+  if (n !== n || n === Infinity || n === -Infinity) throw new NoCanonicalForm('not_finite', String(n));
   // ECMAScript Number::toString, which RFC 8785 adopts; -0 prints as "0".
   return '' + n;
 }
@@ -99,12 +117,12 @@ function ser(value: unknown, depth: number, seen: Set<object> | null): string {
       break;
     default:
       // undefined, symbol, function, bigint: not JSON values (objects skip the first two, arrays make them null).
-      throw new TypeError(`${typeof value} has no canonical JSON form`);
+      throw new NoCanonicalForm('not_json', `a ${typeof value}`);
   }
   if (value === null) return 'null';
   if (depth > CYCLE_DEPTH) {
     if (seen === null) seen = new Set();
-    else if (seen.has(value)) throw new Error('Circular reference detected');
+    else if (seen.has(value)) throw new NoCanonicalForm('circular', 'a circular reference');
     seen.add(value);
   }
   const d = depth + 1;
@@ -146,9 +164,9 @@ function ser(value: unknown, depth: number, seen: Set<object> | null): string {
   return out;
 }
 
-/** RFC 8785 canonical JSON text of a JSON value. Throws on values JSON cannot carry (undefined at top, NaN). */
+/** RFC 8785 canonical JSON text of a JSON value. Throws NoCanonicalForm on values JSON cannot carry (undefined at top, NaN, a lone surrogate). */
 export function canonicalJson(value: unknown): string {
-  if (value === undefined || typeof value === 'symbol') throw new TypeError('value has no canonical JSON form');
+  if (value === undefined || typeof value === 'symbol') throw new NoCanonicalForm('not_json', `a ${String(typeof value)}`);
   return ser(value, 0, null);
 }
 

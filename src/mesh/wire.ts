@@ -8,7 +8,7 @@
 import { createHmac, createPrivateKey, createPublicKey, sign as edSign, verify as edVerify, type KeyObject } from 'node:crypto';
 import type { PrivateKey } from '@libp2p/interface';
 import { peerIdFromString } from '@libp2p/peer-id';
-import { canonicalJson } from '../kernel/canonical.js';
+import { NoCanonicalForm, canonicalJson } from '../kernel/canonical.js';
 import { sha256Hex } from '../kernel/bytes.js';
 import { BoundedMap } from '../util/bounded-map.js';
 
@@ -144,10 +144,18 @@ export async function buildEnvelope(
 
 /**
  * Verify an event's signature with the public key embedded in its sender peer id.
- * False when the sender is not a parseable Ed25519 peer id or the signature does not verify.
+ * False when the sender is not a parseable Ed25519 peer id, the event has no canonical text, or the signature does not verify.
  */
 export async function verifyEventSignature(e: MeshEvent): Promise<boolean> {
-  return verifyText(e.sender, signingText(e), e.signature);
+  let text: string;
+  try {
+    text = signingText(e);
+  } catch (err) {
+    // No signature covers a text that cannot exist (a lone surrogate from a peer's or caller's JSON).
+    if (err instanceof NoCanonicalForm) return false;
+    throw err;
+  }
+  return verifyText(e.sender, text, e.signature);
 }
 
 /**

@@ -1,6 +1,7 @@
 // Hostile input against real nodes: input that must not answer 500 (deep bodies, results that cannot be
 // sealed), Node's parser errors with a JSON body, a 413 that closes its connection, DNS's 409 in the
-// error shape, and the mesh's read routes on a node without a mesh secret.
+// error shape, the mesh's read routes on a node without a mesh secret, and a forwarded request's voucher whose text
+// cannot be canonical.
 import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -243,6 +244,27 @@ describe('DNS registration conflicts are errors in the part-7 shape (defect 5)',
     const won = await call(t.url, 'POST', '/api/dns/register', { name: 'free.svc' }, bearer(key));
     expect(won.status).toBe(201);
     expect(won.body).toMatchObject({ name: 'free.svc', won: true, record: { peerId: t.node.nodeId } });
+  });
+});
+
+describe('a chain-caller voucher holding a lone surrogate', () => {
+  it('is refused as the voucher it is (401 SVC_INVALID_KEY in the part-7 shape), not a 500', async () => {
+    const { slug } = await zkIdentity(t.url, 'hostile-voucher');
+    // A \ud800 escape parses to a lone surrogate: the event has no RFC 8785 text, so no signature can cover it.
+    const voucher = JSON.stringify({
+      type: 'chain.caller',
+      sender: '12D3KooWQK1wnefoLrcVHbbnf5tLzbopUd3K3bFAoJpA7YJgL5pV',
+      svcond: 1,
+      signature: 'AAAA',
+      body: { zid: `zid_${'0'.repeat(32)}`, key_id: 'k', method: 'GET', path: '/x\ud800', body_sha256: '0'.repeat(64), nonce: '0'.repeat(32) },
+    });
+    const r = await call(t.url, 'GET', `/api/chain/${slug}/settings`, undefined, {
+      'x-svc-forwarded-by': 'some-node',
+      'x-svc-chain-caller': Buffer.from(voucher, 'utf8').toString('base64url'),
+    });
+    const e = expectError(r, 401, 'SVC_INVALID_KEY');
+    expect(e.message).toMatch(/voucher was refused/);
+    await healthy(t.url);
   });
 });
 

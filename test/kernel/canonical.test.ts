@@ -5,7 +5,8 @@
 // body gets its ledger members and proofs) against the oracle of the object with the members.
 import { describe, expect, it } from 'vitest';
 import canonicalizeImpl from 'canonicalize';
-import { canonicalJson } from '../../src/kernel/canonical.js';
+import { NoCanonicalForm, canonicalJson } from '../../src/kernel/canonical.js';
+import { ServiceError } from '../../src/kernel/errors.js';
 import { canonicalJsonWithSlots, insertMembers } from '../../src/kernel/member-slots.js';
 
 const oracle = canonicalizeImpl as unknown as (value: unknown) => string | undefined;
@@ -204,9 +205,32 @@ describe('canonicalJson (RFC 8785) against the canonicalize oracle', () => {
     const bad: unknown[] = [NaN, Infinity, -Infinity, '\ud800', 'x\udc00y', 'end\ud83d', { '\udfff': 1 }, [1, [2, NaN]], circular];
     for (const v of bad) {
       expect(() => oracle(v)).toThrow();
-      expect(() => canonicalJson(v)).toThrow();
+      expect(() => canonicalJson(v)).toThrow(NoCanonicalForm);
     }
-    expect(() => canonicalJson(undefined)).toThrow(TypeError);
+    expect(() => canonicalJson(undefined)).toThrow(NoCanonicalForm);
+  });
+
+  it("refuses with a part-7 error: a lone surrogate (only a caller's JSON text holds one) 400, the node's own NaN, Infinity or cycle 500", () => {
+    const refusal = (v: unknown): NoCanonicalForm => {
+      try {
+        canonicalJson(v);
+      } catch (err) {
+        expect(err).toBeInstanceOf(ServiceError);
+        return err as NoCanonicalForm;
+      }
+      throw new Error('not refused');
+    };
+    for (const v of ['\ud800', { a: ['x\udc00y'] }, { '\udfff': 1 }]) {
+      expect(refusal(v)).toMatchObject({ status: 400, code: 'SVC_INVALID_INPUT', reason: 'lone_surrogate', extra: { field: null, allowed: null } });
+      expect(refusal(v).message).toMatch(/lone UTF-16 surrogate/);
+    }
+    expect(refusal({ v: [NaN] })).toMatchObject({ status: 500, code: 'SVC_INTERNAL_ERROR', reason: 'not_finite' });
+    expect(refusal({ v: [NaN] }).message).toMatch(/NaN has no canonical JSON form/);
+    expect(refusal(-Infinity).message).toMatch(/-Infinity/);
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    expect(refusal(circular)).toMatchObject({ status: 500, code: 'SVC_INTERNAL_ERROR', reason: 'circular' });
+    expect(refusal({ n: 1n })).toMatchObject({ status: 500, reason: 'not_json' });
   });
 
   it('same keys in other insertion orders, repeated shapes and many shapes (sorted-key cache)', () => {

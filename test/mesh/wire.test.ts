@@ -24,6 +24,14 @@ describe('wire format', () => {
     expect(await verifyEventSignature({ ...e, signature: 'AAAA' })).toBe(false);
   });
 
+  it('an event with no canonical text (a lone surrogate from JSON) does not verify: false, not a throw', async () => {
+    const key = (await generateKeyPair('Ed25519')) as unknown as PrivateKey;
+    const pid = peerIdFromPrivateKey(key as never).toString();
+    const e = await signEvent(key, pid, 'test.x', 42, { a: 'x' });
+    expect(await verifyEventSignature({ ...e, body: JSON.parse('{"a":"\\ud800"}') as unknown })).toBe(false);
+    expect(await verifyEventSignature({ ...e, type: JSON.parse('"t\\udc00"') as string })).toBe(false);
+  });
+
   it("handshake is 'v1=' + hex HMAC-SHA256(secret, sender|svcond|sha256hex(canonical(body)))", () => {
     const body = { z: 1, a: 'é' };
     const d = sha256Hex(canonicalJson(body));
