@@ -54,7 +54,8 @@ export class RemoteTools implements ToolSource {
       // The remote node's protocol error, relayed with its code and its own words (the client's McpError prefixed
       // them with "MCP error <code>: ", which the caller's client adds again).
       if (err instanceof McpError) throw protocolError(err.code, err.message.replace(/^MCP error -?\d+: /, ''));
-      // A failed exchange may have been a lost node: reconnect next time.
+      // A failed exchange may have been a lost node: reconnect next time. Closing matters too: the SDK keeps the
+      // response handler of a request whose send failed (Protocol.request), and only a close drops it.
       this.client = null;
       await client.close().catch(() => undefined);
       throw err;
