@@ -55,8 +55,9 @@ export class RemoteTools implements ToolSource {
       // them with "MCP error <code>: ", which the caller's client adds again).
       if (err instanceof McpError) throw protocolError(err.code, err.message.replace(/^MCP error -?\d+: /, ''));
       // A failed exchange may have been a lost node: reconnect next time. Closing matters too: the SDK keeps the
-      // response handler of a request whose send failed (Protocol.request), and only a close drops it.
-      this.client = null;
+      // response handler of a request whose send failed (Protocol.request), and only a close drops it. A newer client,
+      // made after another call's failure, is left to its callers.
+      if (this.client === client) this.client = null;
       await client.close().catch(() => undefined);
       throw err;
     }
