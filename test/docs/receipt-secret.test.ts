@@ -10,12 +10,15 @@ import { loadConfig } from '../../src/config/load.js';
 import { keyFingerprint, readReceiptSecretFile } from '../../src/config/receipt-secret.js';
 import { deriveKey } from '../../src/kernel/receipt.js';
 import { call, startTestNode, zkIdentity, bearer } from '../helpers/node.js';
-import { CLI, ROOT, exitOf, runCli, tempDirs } from '../helpers/cli.js';
+import { CLI, ROOT, exitOf, runCliAsync, tempDirs } from '../helpers/cli.js';
 
 const tempDir = tempDirs('svc-secret-');
 
-/** The CLI with a clean environment for the secret (no SVC_RECEIPT_SECRET / SVC_DATA_DIR from the caller). */
-const run = (args: string[], env: Record<string, string> = {}) => runCli(args, env, ['SVC_RECEIPT_SECRET', 'SVC_DATA_DIR']);
+/**
+ * The CLI with a clean environment for the secret (no SVC_RECEIPT_SECRET / SVC_DATA_DIR from the caller), run without
+ * blocking this process: the cases run side by side.
+ */
+const run = (args: string[], env: Record<string, string> = {}) => runCliAsync(args, env, ['SVC_RECEIPT_SECRET', 'SVC_DATA_DIR']);
 
 /** svcProof recomputed from first principles (docs/protocol.md): key = HMAC(secret bytes, "svc-key:RECEIPT"). */
 function proofWith(secret: Buffer, body: Record<string, any>): string {
@@ -36,8 +39,9 @@ async function computeOn(url: string, seed: string): Promise<{ body: Record<stri
   return { body: r.body, text: r.text };
 }
 
-describe('the receipt secret is hex on every path', () => {
-  it('a standalone data dir written before keeps its key; its file copied into SVC_RECEIPT_SECRET names the same key', async () => {
+// The cases share nothing (each its own data dirs, nodes and processes): they run side by side.
+describe.concurrent('the receipt secret is hex on every path', () => {
+  it('a standalone data dir written before keeps its key; its file copied into SVC_RECEIPT_SECRET names the same key', async ({ expect }) => {
     // A data dir as a node of any earlier version left it: 32 bytes as 64 hex digits.
     const dir = await tempDir();
     const hex = '00112233445566778899aabbccddeeff0123456789abcdeffedcba9876543210';
@@ -69,13 +73,13 @@ describe('the receipt secret is hex on every path', () => {
     // Offline (each CLI run is a process: a few, under load they take seconds each).
     const file = join(dir, 'result.json');
     await writeFile(file, second.text);
-    expect(JSON.parse(run(['verify', file, '--data-dir', dir, '--node', sealer]).stdout).valid).toBe(true);
-    expect(JSON.parse(run(['verify', file, '--secret', text, '--node', sealer]).stdout).valid).toBe(true);
+    expect(JSON.parse((await run(['verify', file, '--data-dir', dir, '--node', sealer])).stdout).valid).toBe(true);
+    expect(JSON.parse((await run(['verify', file, '--secret', text, '--node', sealer])).stdout).valid).toBe(true);
     // SVC_RECEIPT_SECRET: upper-case hex and a trailing newline are the same bytes.
-    expect(JSON.parse(run(['verify', file, '--node', sealer], { SVC_RECEIPT_SECRET: `${text.toUpperCase()}\n` }).stdout).valid).toBe(true);
+    expect(JSON.parse((await run(['verify', file, '--node', sealer], { SVC_RECEIPT_SECRET: `${text.toUpperCase()}\n` })).stdout).valid).toBe(true);
   }, 180_000);
 
-  it('keys and verify read a config file as start does: its dataDir and receiptSecret', async () => {
+  it('keys and verify read a config file as start does: its dataDir and receiptSecret', async ({ expect }) => {
     const dir = await tempDir();
     const hex = 'fedcba98765432100123456789abcdef00112233445566778899aabbccddeeff';
     const node = await startTestNode({ receiptSecret: hex }, {}, dir);
@@ -87,7 +91,7 @@ describe('the receipt secret is hex on every path', () => {
     }
     const config = join(await tempDir(), 'node.json');
     await writeFile(config, JSON.stringify({ dataDir: dir, receiptSecret: hex }));
-    const keys = run(['keys', '--config', config]);
+    const keys = await run(['keys', '--config', config]);
     expect(keys.status, keys.stderr).toBe(0);
     expect(JSON.parse(keys.stdout)).toMatchObject({
       nodeId: result.body.node,
@@ -95,20 +99,20 @@ describe('the receipt secret is hex on every path', () => {
       receiptKeyFingerprint: keyFingerprint(deriveKey(Buffer.from(hex, 'hex'), 'RECEIPT')),
     });
     // Without the file, the data dir alone holds no secret (the node took it from its configuration).
-    expect(JSON.parse(run(['keys', '--data-dir', dir]).stdout).receiptKeyFingerprint).toBeNull();
+    expect(JSON.parse((await run(['keys', '--data-dir', dir])).stdout).receiptKeyFingerprint).toBeNull();
     const file = join(dir, 'result.json');
     await writeFile(file, result.text);
-    const v = run(['verify', file, '--config', config]);
+    const v = await run(['verify', file, '--config', config]);
     expect(v.status, v.stderr).toBe(0);
     expect(JSON.parse(v.stdout)).toMatchObject({ valid: true, result_id: result.body.result_id });
     // A config file that is not JSON: exit 2 naming it.
     await writeFile(config, 'dataDir=/tmp');
-    const bad = run(['keys', '--config', config]);
+    const bad = await run(['keys', '--config', config]);
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain('is not valid JSON');
   }, 180_000);
 
-  it('text that is not hex is refused with a reason (exit 2), never taken as another key', async () => {
+  it('text that is not hex is refused with a reason (exit 2), never taken as another key', async ({ expect }) => {
     for (const bad of ['a passphrase that is not hex', 'abcdef0123456789' /* 8 bytes: too short */, '0'.repeat(63)]) {
       expect(() => loadConfig({ env: { SVC_RECEIPT_SECRET: bad } }), bad).toThrow(/receiptSecret: must be hex of at least 16 bytes/);
     }
@@ -117,17 +121,17 @@ describe('the receipt secret is hex on every path', () => {
     await writeFile(join(dir, 'receipt-secret'), 'a passphrase in the file\n');
     await expect(readReceiptSecretFile(dir)).rejects.toThrow(/receipt-secret must be hex/);
     // As a user meets it: one line and exit 2.
-    const start = run(['start', '--port', '0', '--data-dir', await tempDir()], { SVC_RECEIPT_SECRET: 'a passphrase that is not hex' });
+    const start = await run(['start', '--port', '0', '--data-dir', await tempDir()], { SVC_RECEIPT_SECRET: 'a passphrase that is not hex' });
     expect(start.status).toBe(2);
     expect(start.stderr.trim().split('\n')).toHaveLength(1);
     expect(start.stderr).toMatch(/receiptSecret: must be hex of at least 16 bytes/);
     await writeFile(join(dir, 'r.json'), '{"svcProof":"00"}');
-    const verify = run(['verify', join(dir, 'r.json'), '--secret', 'not hex at all, sorry']);
+    const verify = await run(['verify', join(dir, 'r.json'), '--secret', 'not hex at all, sorry']);
     expect(verify.status).toBe(2);
     expect(verify.stderr).toMatch(/--secret must be hex/);
   }, 180_000);
 
-  it('svc-node cluster keys its nodes with the data root file: verify --data-dir <data root> says valid', async () => {
+  it('svc-node cluster keys its nodes with the data root file: verify --data-dir <data root> says valid', async ({ expect }) => {
     const root = await tempDir();
     const child = spawn(
       process.execPath,
@@ -163,7 +167,7 @@ describe('the receipt secret is hex on every path', () => {
     expect(result.body.svcProof).toBe(proofWith(Buffer.from(text, 'hex'), result.body));
     const file = join(root, 'result.json');
     await writeFile(file, result.text);
-    const v = run(['verify', file, '--data-dir', root]);
+    const v = await run(['verify', file, '--data-dir', root]);
     expect(v.status).toBe(0);
     expect(JSON.parse(v.stdout)).toMatchObject({ valid: true, result_id: result.body.result_id });
   }, 180_000);

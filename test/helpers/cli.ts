@@ -34,10 +34,19 @@ export function runCli(args: string[], env: Record<string, string> = {}, without
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** Run the CLI to its end without blocking this process (whose in-process nodes it may be talking to). */
-export function runCliAsync(args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+/**
+ * Run the CLI to its end without blocking this process (whose in-process nodes it may be talking to); `without` as in
+ * runCli.
+ */
+export function runCliAsync(
+  args: string[],
+  env: Record<string, string> = {},
+  without: string[] = [],
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const base: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of without) delete base[name];
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
