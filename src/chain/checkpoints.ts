@@ -27,7 +27,7 @@ const RECENT_FORKS = 20;
 /**
  * What a node keeps of the checkpoints it sees: a home signs as many as it likes (of ever larger sizes, of machines it
  * invents), so the store keeps the newest `perMachine` sizes of each machine and home (a fork shows as two roots of
- * one size, and those travel together) and `seenMax` in all; a checkpoint of a machine and home not held, past
+ * one size; one whose second root comes later is found by whoever holds both, verify-log) and `seenMax` in all; a checkpoint of a machine and home not held, past
  * `seenMax`, is not kept (it still travels on).
  */
 export interface SeenBounds {
