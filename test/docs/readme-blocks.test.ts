@@ -471,95 +471,16 @@ describe('README blocks, run', () => {
       nodes = await clusterReady;
     }, 160_000);
 
-    it('From a bond to a verdict: five bonds, a published result, a challenge rejected, its verdict checked', { timeout: 150_000 }, async () => {
-      const [, ...rest] = script('bond to verdict').split('\n');
-      const { stdout } = await bash(rest.join('\n'), clusterDir, {}, 140_000);
-      expect(stdout.match(/\{"bond_id":"bond_[0-9a-f]+","token_ids_count":2\}/g)).toHaveLength(5);
-      const zeta = JSON.parse(await readFile(join(clusterDir, 'zeta.json'), 'utf8'));
-      expect(zeta.executed_by.node).toBe(nodes[0]!.peerId);
-      const [opened, decided] = (await readFile(join(clusterDir, 'challenge.jsonl'), 'utf8')).trim().split('\n').map(json);
-      expect(opened).toMatchObject({ state: 'opened', result_id: zeta.result_id, quorum: 2 });
-      // The stake is settled at the challenger's home right after the verdict: --wait may print it still held.
-      expect(decided).toMatchObject({
-        challenge_id: opened!.challenge_id,
-        state: 'rejected',
-        stake: { amount: 50, effect: expect.stringMatching(/^(burned|held)$/) },
-      });
-      expect(stdout).toMatch(/\{"valid":true,"folded_outcome":"rejected","counted_votes":[23],"bad_signatures":0\}/);
-      expect(stdout).toContain('{"valid":false,"reasons":["the votes fold to rejected, not upheld"]}');
-      expect(stdout).toContain(`"open_challenges":[],"verdicts":[{"challenge_id":"${opened!.challenge_id}"`);
-    });
-
-    it('The daily claim across nodes: answered by the home through node2, the same refusal through node3', { timeout: 60_000 }, async () => {
-      const env = `NODE2=${nodes[1]!.url}\nNODE3=${nodes[2]!.url}\nKEY=$(cat key0)\n`; // key0: node1's operator, from the recipe
-      const { stdout, code } = await bash(env + script('claim across nodes'), clusterDir);
-      expect(code).toBe(1); // the CLI's refusal
-      expect(stdout).toContain(`X-Svc-Served-By: ${nodes[0]!.peerId}`);
-      expect(stdout.match(/\{"claimable":false,"reason":"balance_not_low"/g)).toHaveLength(2);
-    });
-
-    it('Join a public mesh: a node started with the mesh secret and one bootstrap address connects to the mesh', { timeout: 90_000 }, async () => {
-      const [joinCommand, peers] = commands(script('join a mesh'));
-      expect(joinCommand).toContain('--host 0.0.0.0');
-      expect(joinCommand).toMatch(/^SVC_PUBLIC_URL=http:\/\/\S+ /);
-      // The cluster's secret (random, as the cluster command draws it when not given) is in its nodes' environment.
-      const environ = readFileSync(`/proc/${nodes[0]!.pid}/environ`, 'utf8').split('\0');
-      const secret = environ.find((e) => e.startsWith('SVC_MESH_SECRET='))!.slice('SVC_MESH_SECRET='.length);
-      const [port, p2p] = [await freePort(), await freePort()];
-      const cwd = await workDir();
-      const env = { SECRET: secret, SVC_PORT: String(port), SVC_URL: `http://127.0.0.1:${port}` };
-      // Tests stay on 127.0.0.1; the bootstrap placeholder is the cluster's first node.
-      const command = joinCommand!
-        .replace('--host 0.0.0.0', '--host 127.0.0.1')
-        .replace(/^SVC_PUBLIC_URL=\S+/, `SVC_PUBLIC_URL=${env.SVC_URL}`)
-        .replace('--p2p-port 4001', `--p2p-port ${p2p}`)
-        .replace(/--bootstrap \S+/, `--bootstrap ${nodes[0]!.multiaddr}`);
-      const node = background(command, cwd, env);
-      try {
-        await node.line((l) => l.includes('"msg":"listening"'), 'the joining node listening');
-        await waitUntil(async () => (await readPeers(env.SVC_URL)).connections.open >= 1, 'the joining node connected to the mesh', 60_000, 250);
-        const { stdout: report, code } = await bash(peers!, cwd, env, 30_000);
-        expect(code).toBe(0);
-        expect(report).toMatch(/connected\s+[1-9]/);
-        expect(report).toContain(nodes[0]!.peerId);
-      } finally {
-        expect(await stopGroup(node)).toBe(0);
-      }
-    });
-
-    it('An identity outlives its home: node5 killed, a custodian takes its identity over; balance, chain and login go on', { timeout: 150_000 }, async () => {
-      // Last on this cluster: it kills node5 (the claim and the join above use node1 to node3).
-      const { stdout, code } = await bash(script('outlives its home'), clusterDir, {}, 140_000);
-      expect(code, stdout).toBe(0);
-      const lines = stdout.split('\n').filter(Boolean);
-      const jsonLines = lines.filter((l) => l.startsWith('{')).map(json);
-      const [before, after, ...rest] = jsonLines;
-      const balances = rest.slice(0, 4);
-      const [spent, login, verified] = rest.slice(4);
-      const balance = balances[0];
-      expect(before).toMatchObject({ epoch: 1, home: nodes[4]!.peerId, certified_seq: 3, finality: 'certified' });
-      expect(before!.custodians).toHaveLength(3);
-      expect(after!.epoch, stdout).toBeGreaterThanOrEqual(2);
-      expect(before!.custodians.slice(1)).toContain(after!.home);
-      expect(after, stdout).toMatchObject({ finality: 'certified' });
-      expect(after!.certified_seq, stdout).toBeGreaterThanOrEqual(4);
-      // Asked at the four live nodes: the new home answers itself, the three others forward to it.
-      const servedBy = lines.filter((l) => /^x-svc-served-by:/i.test(l)).map((l) => l.split(': ')[1]!.trim());
-      expect(servedBy).toEqual([after!.home, after!.home, after!.home]);
-      expect(balances).toHaveLength(4);
-      for (const b of balances) expect(b).toEqual({ zid: balance!.zid, free: 125, paid: 0, total: 125 });
-      expect(spent).toEqual({ value: 9, seq: 4 });
-      expect(login).toMatchObject({ zid: balance!.zid });
-      expect(verified).toMatchObject({ valid: true, zid: balance!.zid });
-    });
-
-    it(
+    // The recipe, the join and the local clusters run side by side: the local clusters are their own (own data dirs,
+    // free base ports), and the joining node, unbonded, sits on no committee and in no custody set of the recipe's.
+    // The claim needs the recipe's keys; the outlives block, which kills node5, is last.
+    it.concurrent(
       'Run a local cluster: each command starts its first node (the fixed ports on a free base), --restart brings a killed node back',
       { timeout: 150_000 },
-      async () => {
+      async ({ expect }) => {
         const lines = commands(script('cluster commands'));
         expect(lines).toHaveLength(4);
-        // The five-node line is the recipe's cluster command (run above, with the recipe's settings in front).
+        // The five-node line is the recipe's cluster command (started in beforeAll, with the recipe's settings in front).
         const recipe = script('bond to verdict').split('\n')[0]!;
         const isRecipes = (line: string) => recipe.includes(line.replace('npm run cluster', 'npm run --silent cluster'));
         expect(lines.filter(isRecipes)).toHaveLength(1);
@@ -589,6 +510,96 @@ describe('README blocks, run', () => {
         );
       },
     );
+
+    it.concurrent(
+      'From a bond to a verdict: five bonds, a published result, a challenge rejected, its verdict checked',
+      { timeout: 150_000 },
+      async ({ expect }) => {
+        const [, ...rest] = script('bond to verdict').split('\n');
+        const { stdout } = await bash(rest.join('\n'), clusterDir, {}, 140_000);
+        expect(stdout.match(/\{"bond_id":"bond_[0-9a-f]+","token_ids_count":2\}/g)).toHaveLength(5);
+        const zeta = JSON.parse(await readFile(join(clusterDir, 'zeta.json'), 'utf8'));
+        expect(zeta.executed_by.node).toBe(nodes[0]!.peerId);
+        const [opened, decided] = (await readFile(join(clusterDir, 'challenge.jsonl'), 'utf8')).trim().split('\n').map(json);
+        expect(opened).toMatchObject({ state: 'opened', result_id: zeta.result_id, quorum: 2 });
+        // The stake is settled at the challenger's home right after the verdict: --wait may print it still held.
+        expect(decided).toMatchObject({
+          challenge_id: opened!.challenge_id,
+          state: 'rejected',
+          stake: { amount: 50, effect: expect.stringMatching(/^(burned|held)$/) },
+        });
+        expect(stdout).toMatch(/\{"valid":true,"folded_outcome":"rejected","counted_votes":[23],"bad_signatures":0\}/);
+        expect(stdout).toContain('{"valid":false,"reasons":["the votes fold to rejected, not upheld"]}');
+        expect(stdout).toContain(`"open_challenges":[],"verdicts":[{"challenge_id":"${opened!.challenge_id}"`);
+      },
+    );
+
+    it.concurrent(
+      'Join a public mesh: a node started with the mesh secret and one bootstrap address connects to the mesh',
+      { timeout: 90_000 },
+      async ({ expect }) => {
+        const [joinCommand, peers] = commands(script('join a mesh'));
+        expect(joinCommand).toContain('--host 0.0.0.0');
+        expect(joinCommand).toMatch(/^SVC_PUBLIC_URL=http:\/\/\S+ /);
+        // The cluster's secret (random, as the cluster command draws it when not given) is in its nodes' environment.
+        const environ = readFileSync(`/proc/${nodes[0]!.pid}/environ`, 'utf8').split('\0');
+        const secret = environ.find((e) => e.startsWith('SVC_MESH_SECRET='))!.slice('SVC_MESH_SECRET='.length);
+        const [port, p2p] = [await freePort(), await freePort()];
+        const cwd = await workDir();
+        const env = { SECRET: secret, SVC_PORT: String(port), SVC_URL: `http://127.0.0.1:${port}` };
+        // Tests stay on 127.0.0.1; the bootstrap placeholder is the cluster's first node.
+        const command = joinCommand!
+          .replace('--host 0.0.0.0', '--host 127.0.0.1')
+          .replace(/^SVC_PUBLIC_URL=\S+/, `SVC_PUBLIC_URL=${env.SVC_URL}`)
+          .replace('--p2p-port 4001', `--p2p-port ${p2p}`)
+          .replace(/--bootstrap \S+/, `--bootstrap ${nodes[0]!.multiaddr}`);
+        const node = background(command, cwd, env);
+        try {
+          await node.line((l) => l.includes('"msg":"listening"'), 'the joining node listening');
+          await waitUntil(async () => (await readPeers(env.SVC_URL)).connections.open >= 1, 'the joining node connected to the mesh', 60_000, 250);
+          const { stdout: report, code } = await bash(peers!, cwd, env, 30_000);
+          expect(code).toBe(0);
+          expect(report).toMatch(/connected\s+[1-9]/);
+          expect(report).toContain(nodes[0]!.peerId);
+        } finally {
+          expect(await stopGroup(node)).toBe(0);
+        }
+      },
+    );
+
+    it('The daily claim across nodes: answered by the home through node2, the same refusal through node3', { timeout: 60_000 }, async () => {
+      const env = `NODE2=${nodes[1]!.url}\nNODE3=${nodes[2]!.url}\nKEY=$(cat key0)\n`; // key0: node1's operator, from the recipe
+      const { stdout, code } = await bash(env + script('claim across nodes'), clusterDir);
+      expect(code).toBe(1); // the CLI's refusal
+      expect(stdout).toContain(`X-Svc-Served-By: ${nodes[0]!.peerId}`);
+      expect(stdout.match(/\{"claimable":false,"reason":"balance_not_low"/g)).toHaveLength(2);
+    });
+
+    it('An identity outlives its home: node5 killed, a custodian takes its identity over; balance, chain and login go on', { timeout: 150_000 }, async () => {
+      // Last on this cluster: it kills node5 (the claim and the join above use node1 to node3).
+      const { stdout, code } = await bash(script('outlives its home'), clusterDir, {}, 140_000);
+      expect(code, stdout).toBe(0);
+      const lines = stdout.split('\n').filter(Boolean);
+      const jsonLines = lines.filter((l) => l.startsWith('{')).map(json);
+      const [before, after, ...rest] = jsonLines;
+      const balances = rest.slice(0, 4);
+      const [spent, login, verified] = rest.slice(4);
+      const balance = balances[0];
+      expect(before).toMatchObject({ epoch: 1, home: nodes[4]!.peerId, certified_seq: 3, finality: 'certified' });
+      expect(before!.custodians).toHaveLength(3);
+      expect(after!.epoch, stdout).toBeGreaterThanOrEqual(2);
+      expect(before!.custodians.slice(1)).toContain(after!.home);
+      expect(after, stdout).toMatchObject({ finality: 'certified' });
+      expect(after!.certified_seq, stdout).toBeGreaterThanOrEqual(4);
+      // Asked at the four live nodes: the new home answers itself, the three others forward to it.
+      const servedBy = lines.filter((l) => /^x-svc-served-by:/i.test(l)).map((l) => l.split(': ')[1]!.trim());
+      expect(servedBy).toEqual([after!.home, after!.home, after!.home]);
+      expect(balances).toHaveLength(4);
+      for (const b of balances) expect(b).toEqual({ zid: balance!.zid, free: 125, paid: 0, total: 125 });
+      expect(spent).toEqual({ value: 9, seq: 4 });
+      expect(login).toMatchObject({ zid: balance!.zid });
+      expect(verified).toMatchObject({ valid: true, zid: balance!.zid });
+    });
   });
 
   it('Quick start: the node `npm start` started stops on Ctrl-C (SIGINT) and exits 0', { timeout: 60_000 }, async () => {
