@@ -335,137 +335,145 @@ describe('README blocks, run', () => {
     expect(readFileSync(join(dir, 'data/operator-token'), 'utf8')).toMatch(/\S/);
   });
 
-  it('Reactor, agents, genesis (and a contract an agent drives) run as written with the identity key', { timeout: 90_000 }, async () => {
-    const text = script('reactor, agents, genesis');
-    expect(text).toMatch(/^KEY=sk_….*$/m);
-    const body = text
-      .replace(/^KEY=sk_….*$/m, `KEY=${key}`)
-      .replaceAll('127.0.0.1:8787', t.url.replace('http://', ''))
-      // The agents' SSE stream never ends by itself: two seconds of it.
-      .replaceAll('curl -N ', 'curl -sN --max-time 2 ');
-    const { stdout } = await bash(body, dir);
-    expect(stdout).not.toContain('"error":');
-    expect(stdout).toMatch(/"step": 1,\s+"value": -?\d/); // the reactor's first step
-    expect(stdout).toContain('"committed":false'); // the preview
-    expect(stdout).toContain('"kind":"chain"');
-    expect(stdout).toMatch(/^retry:/m); // the SSE stream opened
-    const agent = JSON.parse(await readFile(join(dir, 'agent.json'), 'utf8'));
-    expect(stdout).toContain(`{"id":"${agent.id}"`);
-    expect(stdout).toMatch(/"status":"killed"/);
-    expect(stdout).toContain('"slug":"my-lab"');
-    const gate = JSON.parse(await readFile(join(dir, 'gate-7.json'), 'utf8'));
-    expect(gate.contract_id).toMatch(/^ctr_[0-9a-f]{24}$/);
-    expect(stdout).toMatch(/"slug":"gate-7"[^\n]*"status":"running"/);
-  });
+  // The blocks on the node `npm start` started run one after another (they share its identity), beside the cluster's
+  // (which mostly wait on ticks, and need none of this node).
+  describe.concurrent('on the node `npm start` started', () => {
+    it.sequential('Reactor, agents, genesis (and a contract an agent drives) run as written with the identity key', { timeout: 90_000 }, async ({ expect }) => {
+      const text = script('reactor, agents, genesis');
+      expect(text).toMatch(/^KEY=sk_….*$/m);
+      const body = text
+        .replace(/^KEY=sk_….*$/m, `KEY=${key}`)
+        .replaceAll('127.0.0.1:8787', t.url.replace('http://', ''))
+        // The agents' SSE stream never ends by itself: two seconds of it.
+        .replaceAll('curl -N ', 'curl -sN --max-time 2 ');
+      const { stdout } = await bash(body, dir);
+      expect(stdout).not.toContain('"error":');
+      expect(stdout).toMatch(/"step": 1,\s+"value": -?\d/); // the reactor's first step
+      expect(stdout).toContain('"committed":false'); // the preview
+      expect(stdout).toContain('"kind":"chain"');
+      expect(stdout).toMatch(/^retry:/m); // the SSE stream opened
+      const agent = JSON.parse(await readFile(join(dir, 'agent.json'), 'utf8'));
+      expect(stdout).toContain(`{"id":"${agent.id}"`);
+      expect(stdout).toMatch(/"status":"killed"/);
+      expect(stdout).toContain('"slug":"my-lab"');
+      const gate = JSON.parse(await readFile(join(dir, 'gate-7.json'), 'utf8'));
+      expect(gate.contract_id).toMatch(/^ctr_[0-9a-f]{24}$/);
+      expect(stdout).toMatch(/"slug":"gate-7"[^\n]*"status":"running"/);
+    });
 
-  it('Run a contributing node: bond, contributing, status, release, from curl and the CLI', { timeout: 60_000 }, async () => {
-    const { stdout } = await bash(`URL=${t.url}\nKEY=${key}\n${script('contributing node')}`, dir);
-    expect(stdout).not.toContain('"error":');
-    expect(stdout).toMatch(/"committee_size":3/);
-    expect(stdout).toMatch(/"bond_id":"bond_[0-9a-f]+"/);
-    expect(stdout).toContain('"mode":"contributing"');
-    expect(stdout).toMatch(/"released_svcond":\d+,"mode":"idle"/);
-    expect(stdout).toMatch(/identity\s+zid_\w+\n/); // the CLI's status screen
-  });
+    it.sequential('Run a contributing node: bond, contributing, status, release, from curl and the CLI', { timeout: 60_000 }, async ({ expect }) => {
+      const { stdout } = await bash(`URL=${t.url}\nKEY=${key}\n${script('contributing node')}`, dir);
+      expect(stdout).not.toContain('"error":');
+      expect(stdout).toMatch(/"committee_size":3/);
+      expect(stdout).toMatch(/"bond_id":"bond_[0-9a-f]+"/);
+      expect(stdout).toContain('"mode":"contributing"');
+      expect(stdout).toMatch(/"released_svcond":\d+,"mode":"idle"/);
+      expect(stdout).toMatch(/identity\s+zid_\w+\n/); // the CLI's status screen
+    });
 
-  it('the autotick block turns a channel’s autotick on (URL, KEY and a channel ID)', { timeout: 30_000 }, async () => {
-    const channel = await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: 0.5 }, autotick: false }, bearer(key));
-    expect(channel.status, channel.text).toBe(201);
-    try {
-      const { stdout } = await bash(`URL=${t.url}\nKEY=${key}\nID=${channel.body.id}\n${script('autotick')}`, dir);
-      expect(JSON.parse(stdout)).toMatchObject({ id: channel.body.id, autotick: true });
-    } finally {
-      await call(t.url, 'POST', `/api/svc/streams/${channel.body.id}/close`, undefined, bearer(key));
-    }
-  });
-
-  it('the MCP JSON config starts `svc-node mcp` over stdio, which lists every tool', { timeout: 30_000 }, async () => {
-    const config = JSON.parse(script('mcp config'));
-    const server = config.mcpServers['svc-node'];
-    expect(server.command).toBe('node');
-    const args = (server.args as string[]).map((a) => a.replace('/path/to/svc-node', ROOT).replace('http://127.0.0.1:8787', t.url).replace('sk_…', key));
-    const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
-    try {
-      let out = '';
-      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-      const send = (m: unknown) => child.stdin!.write(`${JSON.stringify(m)}\n`);
-      send({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'readme', version: '1' } },
-      });
-      await waitUntil(() => out.includes('"id":1'), 'the initialize answer', 20_000);
-      send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-      send({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
-      const answer = await waitUntil(() => out.split('\n').find((l) => l.includes('"id":2')), 'the tools/list answer', 20_000);
-      const names = (JSON.parse(answer).result.tools as { name: string }[]).map((x) => x.name).sort();
-      expect(names).toEqual(
-        toolTable(defaultRegistry())
-          .map((x) => x.name)
-          .sort(),
-      );
-    } finally {
-      child.kill('SIGTERM');
-      await exitOf(child);
-    }
-  });
-
-  it('Chat: a provider credential is stored, listed, tested, deleted; the question is answered offline', { timeout: 60_000 }, async () => {
-    // The credential's provider is one on 127.0.0.1 (the node allows loopback base URLs here), not api.anthropic.com.
-    const fake: FakeProvider = await startFakeProvider(() => ({ body: anthropicAnswer('pong') }));
-    try {
-      const text = script('chat credentials');
-      expect(text).toContain('"api_key":"sk-ant-…"');
-      const body = text.replace('"api_key":"sk-ant-…"', `"api_key":"sk-ant-readme-test","base_url":"${fake.url}"`);
-      const { stdout } = await bash(`U=${t.url}\nKEY=${key}\n${body}`, dir);
-      const credential = JSON.parse(await readFile(join(dir, 'credential.json'), 'utf8'));
-      expect(credential).toMatchObject({ kind: 'anthropic', prefix: 'sk-ant…' });
-      expect(stdout).not.toContain('sk-ant-readme-test');
-      expect(stdout).toMatch(/"ok":true,"provider":"anthropic","model":"claude-sonnet-4-5","reply":"pong"/);
-      expect(fake.requests.length).toBe(1);
-      expect(stdout).toContain(`{"id":"${credential.id}","deleted":true}`);
-      expect(stdout).toMatch(/"svcProof":"[0-9a-f]{64}"/);
-    } finally {
-      await fake.close();
-    }
-  });
-
-  it('the Prometheus YAML scrapes the metrics listener the README turns on (--metrics-port 9464, /metrics)', async () => {
-    const yaml = createRequire(import.meta.url)('js-yaml') as { load(text: string): any };
-    const doc = yaml.load(script('prometheus'));
-    const job = doc.scrape_configs[0];
-    expect(job.job_name).toBe('svc-node');
-    expect(job.metrics_path ?? '/metrics').toBe('/metrics');
-    const config = loadConfig({ env: { SVC_METRICS_PORT: '9464' } });
-    expect(job.static_configs[0].targets).toEqual([`${config.metrics.host}:${config.metrics.port}`]);
-    // The path on the listener of a node with metrics on (this one on a free port).
-    const target = new URL(t.metricsUrl);
-    const res = await fetch(`http://${target.host}${job.metrics_path ?? '/metrics'}`);
-    expect(res.status).toBe(200);
-    expect(await res.text()).toContain('svc_http_requests_total');
-  });
-
-  it('CLI: every command, subcommand and flag of the block is one the built CLI has', { timeout: 60_000 }, async () => {
-    const lines = commands(script('cli'));
-    expect(lines.length).toBeGreaterThan(5);
-    const program = await cliCommands();
-    for (const line of lines) {
-      const m = /^node dist\/cli\/index\.js ([a-z-]+)(?: ([a-z|]+)(?= |$))?/.exec(line);
-      expect(m, line).not.toBeNull();
-      const command = program.commands.find((c) => c.name === m![1]);
-      expect(command, line).toBeDefined();
-      // `contribute status|bond|release …`: each subcommand takes the line's flags; `mode idle|contributing` is an argument.
-      const subs = m![2] && command!.commands.length > 0 ? m![2].split('|') : [null];
-      for (const sub of subs) {
-        const target = sub === null ? command! : command!.commands.find((c) => c.name === sub);
-        expect(target, `${line}: ${sub}`).toBeDefined();
-        for (const flag of line.match(/--[a-z][a-z-]*/g) ?? []) expect(target!.options, `${line}: ${flag}`).toContain(flag);
+    it.sequential('the autotick block turns a channel’s autotick on (URL, KEY and a channel ID)', { timeout: 30_000 }, async ({ expect }) => {
+      const channel = await call(t.url, 'POST', '/api/svc/streams', { solver: 'lorenz', inputs: { t_end: 0.5 }, autotick: false }, bearer(key));
+      expect(channel.status, channel.text).toBe(201);
+      try {
+        const { stdout } = await bash(`URL=${t.url}\nKEY=${key}\nID=${channel.body.id}\n${script('autotick')}`, dir);
+        expect(JSON.parse(stdout)).toMatchObject({ id: channel.body.id, autotick: true });
+      } finally {
+        await call(t.url, 'POST', `/api/svc/streams/${channel.body.id}/close`, undefined, bearer(key));
       }
-    }
+    });
+
+    it.sequential('the MCP JSON config starts `svc-node mcp` over stdio, which lists every tool', { timeout: 30_000 }, async ({ expect }) => {
+      const config = JSON.parse(script('mcp config'));
+      const server = config.mcpServers['svc-node'];
+      expect(server.command).toBe('node');
+      const args = (server.args as string[]).map((a) => a.replace('/path/to/svc-node', ROOT).replace('http://127.0.0.1:8787', t.url).replace('sk_…', key));
+      const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+      try {
+        let out = '';
+        child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+        const send = (m: unknown) => child.stdin!.write(`${JSON.stringify(m)}\n`);
+        send({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'readme', version: '1' } },
+        });
+        await waitUntil(() => out.includes('"id":1'), 'the initialize answer', 20_000);
+        send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+        send({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+        const answer = await waitUntil(() => out.split('\n').find((l) => l.includes('"id":2')), 'the tools/list answer', 20_000);
+        const names = (JSON.parse(answer).result.tools as { name: string }[]).map((x) => x.name).sort();
+        expect(names).toEqual(
+          toolTable(defaultRegistry())
+            .map((x) => x.name)
+            .sort(),
+        );
+      } finally {
+        child.kill('SIGTERM');
+        await exitOf(child);
+      }
+    });
+
+    it.sequential(
+      'Chat: a provider credential is stored, listed, tested, deleted; the question is answered offline',
+      { timeout: 60_000 },
+      async ({ expect }) => {
+        // The credential's provider is one on 127.0.0.1 (the node allows loopback base URLs here), not api.anthropic.com.
+        const fake: FakeProvider = await startFakeProvider(() => ({ body: anthropicAnswer('pong') }));
+        try {
+          const text = script('chat credentials');
+          expect(text).toContain('"api_key":"sk-ant-…"');
+          const body = text.replace('"api_key":"sk-ant-…"', `"api_key":"sk-ant-readme-test","base_url":"${fake.url}"`);
+          const { stdout } = await bash(`U=${t.url}\nKEY=${key}\n${body}`, dir);
+          const credential = JSON.parse(await readFile(join(dir, 'credential.json'), 'utf8'));
+          expect(credential).toMatchObject({ kind: 'anthropic', prefix: 'sk-ant…' });
+          expect(stdout).not.toContain('sk-ant-readme-test');
+          expect(stdout).toMatch(/"ok":true,"provider":"anthropic","model":"claude-sonnet-4-5","reply":"pong"/);
+          expect(fake.requests.length).toBe(1);
+          expect(stdout).toContain(`{"id":"${credential.id}","deleted":true}`);
+          expect(stdout).toMatch(/"svcProof":"[0-9a-f]{64}"/);
+        } finally {
+          await fake.close();
+        }
+      },
+    );
+
+    it.sequential('the Prometheus YAML scrapes the metrics listener the README turns on (--metrics-port 9464, /metrics)', async ({ expect }) => {
+      const yaml = createRequire(import.meta.url)('js-yaml') as { load(text: string): any };
+      const doc = yaml.load(script('prometheus'));
+      const job = doc.scrape_configs[0];
+      expect(job.job_name).toBe('svc-node');
+      expect(job.metrics_path ?? '/metrics').toBe('/metrics');
+      const config = loadConfig({ env: { SVC_METRICS_PORT: '9464' } });
+      expect(job.static_configs[0].targets).toEqual([`${config.metrics.host}:${config.metrics.port}`]);
+      // The path on the listener of a node with metrics on (this one on a free port).
+      const target = new URL(t.metricsUrl);
+      const res = await fetch(`http://${target.host}${job.metrics_path ?? '/metrics'}`);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('svc_http_requests_total');
+    });
+
+    it.sequential('CLI: every command, subcommand and flag of the block is one the built CLI has', { timeout: 60_000 }, async ({ expect }) => {
+      const lines = commands(script('cli'));
+      expect(lines.length).toBeGreaterThan(5);
+      const program = await cliCommands();
+      for (const line of lines) {
+        const m = /^node dist\/cli\/index\.js ([a-z-]+)(?: ([a-z|]+)(?= |$))?/.exec(line);
+        expect(m, line).not.toBeNull();
+        const command = program.commands.find((c) => c.name === m![1]);
+        expect(command, line).toBeDefined();
+        // `contribute status|bond|release …`: each subcommand takes the line's flags; `mode idle|contributing` is an argument.
+        const subs = m![2] && command!.commands.length > 0 ? m![2].split('|') : [null];
+        for (const sub of subs) {
+          const target = sub === null ? command! : command!.commands.find((c) => c.name === sub);
+          expect(target, `${line}: ${sub}`).toBeDefined();
+          for (const flag of line.match(/--[a-z][a-z-]*/g) ?? []) expect(target!.options, `${line}: ${flag}`).toContain(flag);
+        }
+      }
+    });
   });
 
-  describe('on the cluster the bond-to-verdict recipe starts', () => {
+  describe.concurrent('on the cluster the bond-to-verdict recipe starts', () => {
     let nodes: Record<string, any>[];
     beforeAll(async () => {
       nodes = await clusterReady;
@@ -473,8 +481,8 @@ describe('README blocks, run', () => {
 
     // The recipe, the join and the local clusters run side by side: the local clusters are their own (own data dirs,
     // free base ports), and the joining node, unbonded, sits on no committee and in no custody set of the recipe's.
-    // The claim needs the recipe's keys; the outlives block, which kills node5, is last.
-    it.concurrent(
+    // The claim (it needs the recipe's keys) and then the outlives block (it kills node5) run after them, in turn.
+    it(
       'Run a local cluster: each command starts its first node (the fixed ports on a free base), --restart brings a killed node back',
       { timeout: 150_000 },
       async ({ expect }) => {
@@ -511,95 +519,95 @@ describe('README blocks, run', () => {
       },
     );
 
-    it.concurrent(
-      'From a bond to a verdict: five bonds, a published result, a challenge rejected, its verdict checked',
+    it('From a bond to a verdict: five bonds, a published result, a challenge rejected, its verdict checked', { timeout: 150_000 }, async ({ expect }) => {
+      const [, ...rest] = script('bond to verdict').split('\n');
+      const { stdout } = await bash(rest.join('\n'), clusterDir, {}, 140_000);
+      expect(stdout.match(/\{"bond_id":"bond_[0-9a-f]+","token_ids_count":2\}/g)).toHaveLength(5);
+      const zeta = JSON.parse(await readFile(join(clusterDir, 'zeta.json'), 'utf8'));
+      expect(zeta.executed_by.node).toBe(nodes[0]!.peerId);
+      const [opened, decided] = (await readFile(join(clusterDir, 'challenge.jsonl'), 'utf8')).trim().split('\n').map(json);
+      expect(opened).toMatchObject({ state: 'opened', result_id: zeta.result_id, quorum: 2 });
+      // The stake is settled at the challenger's home right after the verdict: --wait may print it still held.
+      expect(decided).toMatchObject({
+        challenge_id: opened!.challenge_id,
+        state: 'rejected',
+        stake: { amount: 50, effect: expect.stringMatching(/^(burned|held)$/) },
+      });
+      expect(stdout).toMatch(/\{"valid":true,"folded_outcome":"rejected","counted_votes":[23],"bad_signatures":0\}/);
+      expect(stdout).toContain('{"valid":false,"reasons":["the votes fold to rejected, not upheld"]}');
+      expect(stdout).toContain(`"open_challenges":[],"verdicts":[{"challenge_id":"${opened!.challenge_id}"`);
+    });
+
+    it('Join a public mesh: a node started with the mesh secret and one bootstrap address connects to the mesh', { timeout: 90_000 }, async ({ expect }) => {
+      const [joinCommand, peers] = commands(script('join a mesh'));
+      expect(joinCommand).toContain('--host 0.0.0.0');
+      expect(joinCommand).toMatch(/^SVC_PUBLIC_URL=http:\/\/\S+ /);
+      // The cluster's secret (random, as the cluster command draws it when not given) is in its nodes' environment.
+      const environ = readFileSync(`/proc/${nodes[0]!.pid}/environ`, 'utf8').split('\0');
+      const secret = environ.find((e) => e.startsWith('SVC_MESH_SECRET='))!.slice('SVC_MESH_SECRET='.length);
+      const [port, p2p] = [await freePort(), await freePort()];
+      const cwd = await workDir();
+      const env = { SECRET: secret, SVC_PORT: String(port), SVC_URL: `http://127.0.0.1:${port}` };
+      // Tests stay on 127.0.0.1; the bootstrap placeholder is the cluster's first node.
+      const command = joinCommand!
+        .replace('--host 0.0.0.0', '--host 127.0.0.1')
+        .replace(/^SVC_PUBLIC_URL=\S+/, `SVC_PUBLIC_URL=${env.SVC_URL}`)
+        .replace('--p2p-port 4001', `--p2p-port ${p2p}`)
+        .replace(/--bootstrap \S+/, `--bootstrap ${nodes[0]!.multiaddr}`);
+      const node = background(command, cwd, env);
+      try {
+        await node.line((l) => l.includes('"msg":"listening"'), 'the joining node listening');
+        await waitUntil(async () => (await readPeers(env.SVC_URL)).connections.open >= 1, 'the joining node connected to the mesh', 60_000, 250);
+        const { stdout: report, code } = await bash(peers!, cwd, env, 30_000);
+        expect(code).toBe(0);
+        expect(report).toMatch(/connected\s+[1-9]/);
+        expect(report).toContain(nodes[0]!.peerId);
+      } finally {
+        expect(await stopGroup(node)).toBe(0);
+      }
+    });
+
+    it.sequential(
+      'The daily claim across nodes: answered by the home through node2, the same refusal through node3',
+      { timeout: 60_000 },
+      async ({ expect }) => {
+        const env = `NODE2=${nodes[1]!.url}\nNODE3=${nodes[2]!.url}\nKEY=$(cat key0)\n`; // key0: node1's operator, from the recipe
+        const { stdout, code } = await bash(env + script('claim across nodes'), clusterDir);
+        expect(code).toBe(1); // the CLI's refusal
+        expect(stdout).toContain(`X-Svc-Served-By: ${nodes[0]!.peerId}`);
+        expect(stdout.match(/\{"claimable":false,"reason":"balance_not_low"/g)).toHaveLength(2);
+      },
+    );
+
+    it.sequential(
+      'An identity outlives its home: node5 killed, a custodian takes its identity over; balance, chain and login go on',
       { timeout: 150_000 },
       async ({ expect }) => {
-        const [, ...rest] = script('bond to verdict').split('\n');
-        const { stdout } = await bash(rest.join('\n'), clusterDir, {}, 140_000);
-        expect(stdout.match(/\{"bond_id":"bond_[0-9a-f]+","token_ids_count":2\}/g)).toHaveLength(5);
-        const zeta = JSON.parse(await readFile(join(clusterDir, 'zeta.json'), 'utf8'));
-        expect(zeta.executed_by.node).toBe(nodes[0]!.peerId);
-        const [opened, decided] = (await readFile(join(clusterDir, 'challenge.jsonl'), 'utf8')).trim().split('\n').map(json);
-        expect(opened).toMatchObject({ state: 'opened', result_id: zeta.result_id, quorum: 2 });
-        // The stake is settled at the challenger's home right after the verdict: --wait may print it still held.
-        expect(decided).toMatchObject({
-          challenge_id: opened!.challenge_id,
-          state: 'rejected',
-          stake: { amount: 50, effect: expect.stringMatching(/^(burned|held)$/) },
-        });
-        expect(stdout).toMatch(/\{"valid":true,"folded_outcome":"rejected","counted_votes":[23],"bad_signatures":0\}/);
-        expect(stdout).toContain('{"valid":false,"reasons":["the votes fold to rejected, not upheld"]}');
-        expect(stdout).toContain(`"open_challenges":[],"verdicts":[{"challenge_id":"${opened!.challenge_id}"`);
+        // Last on this cluster: it kills node5 (the claim and the join above use node1 to node3).
+        const { stdout, code } = await bash(script('outlives its home'), clusterDir, {}, 140_000);
+        expect(code, stdout).toBe(0);
+        const lines = stdout.split('\n').filter(Boolean);
+        const jsonLines = lines.filter((l) => l.startsWith('{')).map(json);
+        const [before, after, ...rest] = jsonLines;
+        const balances = rest.slice(0, 4);
+        const [spent, login, verified] = rest.slice(4);
+        const balance = balances[0];
+        expect(before).toMatchObject({ epoch: 1, home: nodes[4]!.peerId, certified_seq: 3, finality: 'certified' });
+        expect(before!.custodians).toHaveLength(3);
+        expect(after!.epoch, stdout).toBeGreaterThanOrEqual(2);
+        expect(before!.custodians.slice(1)).toContain(after!.home);
+        expect(after, stdout).toMatchObject({ finality: 'certified' });
+        expect(after!.certified_seq, stdout).toBeGreaterThanOrEqual(4);
+        // Asked at the four live nodes: the new home answers itself, the three others forward to it.
+        const servedBy = lines.filter((l) => /^x-svc-served-by:/i.test(l)).map((l) => l.split(': ')[1]!.trim());
+        expect(servedBy).toEqual([after!.home, after!.home, after!.home]);
+        expect(balances).toHaveLength(4);
+        for (const b of balances) expect(b).toEqual({ zid: balance!.zid, free: 125, paid: 0, total: 125 });
+        expect(spent).toEqual({ value: 9, seq: 4 });
+        expect(login).toMatchObject({ zid: balance!.zid });
+        expect(verified).toMatchObject({ valid: true, zid: balance!.zid });
       },
     );
-
-    it.concurrent(
-      'Join a public mesh: a node started with the mesh secret and one bootstrap address connects to the mesh',
-      { timeout: 90_000 },
-      async ({ expect }) => {
-        const [joinCommand, peers] = commands(script('join a mesh'));
-        expect(joinCommand).toContain('--host 0.0.0.0');
-        expect(joinCommand).toMatch(/^SVC_PUBLIC_URL=http:\/\/\S+ /);
-        // The cluster's secret (random, as the cluster command draws it when not given) is in its nodes' environment.
-        const environ = readFileSync(`/proc/${nodes[0]!.pid}/environ`, 'utf8').split('\0');
-        const secret = environ.find((e) => e.startsWith('SVC_MESH_SECRET='))!.slice('SVC_MESH_SECRET='.length);
-        const [port, p2p] = [await freePort(), await freePort()];
-        const cwd = await workDir();
-        const env = { SECRET: secret, SVC_PORT: String(port), SVC_URL: `http://127.0.0.1:${port}` };
-        // Tests stay on 127.0.0.1; the bootstrap placeholder is the cluster's first node.
-        const command = joinCommand!
-          .replace('--host 0.0.0.0', '--host 127.0.0.1')
-          .replace(/^SVC_PUBLIC_URL=\S+/, `SVC_PUBLIC_URL=${env.SVC_URL}`)
-          .replace('--p2p-port 4001', `--p2p-port ${p2p}`)
-          .replace(/--bootstrap \S+/, `--bootstrap ${nodes[0]!.multiaddr}`);
-        const node = background(command, cwd, env);
-        try {
-          await node.line((l) => l.includes('"msg":"listening"'), 'the joining node listening');
-          await waitUntil(async () => (await readPeers(env.SVC_URL)).connections.open >= 1, 'the joining node connected to the mesh', 60_000, 250);
-          const { stdout: report, code } = await bash(peers!, cwd, env, 30_000);
-          expect(code).toBe(0);
-          expect(report).toMatch(/connected\s+[1-9]/);
-          expect(report).toContain(nodes[0]!.peerId);
-        } finally {
-          expect(await stopGroup(node)).toBe(0);
-        }
-      },
-    );
-
-    it('The daily claim across nodes: answered by the home through node2, the same refusal through node3', { timeout: 60_000 }, async () => {
-      const env = `NODE2=${nodes[1]!.url}\nNODE3=${nodes[2]!.url}\nKEY=$(cat key0)\n`; // key0: node1's operator, from the recipe
-      const { stdout, code } = await bash(env + script('claim across nodes'), clusterDir);
-      expect(code).toBe(1); // the CLI's refusal
-      expect(stdout).toContain(`X-Svc-Served-By: ${nodes[0]!.peerId}`);
-      expect(stdout.match(/\{"claimable":false,"reason":"balance_not_low"/g)).toHaveLength(2);
-    });
-
-    it('An identity outlives its home: node5 killed, a custodian takes its identity over; balance, chain and login go on', { timeout: 150_000 }, async () => {
-      // Last on this cluster: it kills node5 (the claim and the join above use node1 to node3).
-      const { stdout, code } = await bash(script('outlives its home'), clusterDir, {}, 140_000);
-      expect(code, stdout).toBe(0);
-      const lines = stdout.split('\n').filter(Boolean);
-      const jsonLines = lines.filter((l) => l.startsWith('{')).map(json);
-      const [before, after, ...rest] = jsonLines;
-      const balances = rest.slice(0, 4);
-      const [spent, login, verified] = rest.slice(4);
-      const balance = balances[0];
-      expect(before).toMatchObject({ epoch: 1, home: nodes[4]!.peerId, certified_seq: 3, finality: 'certified' });
-      expect(before!.custodians).toHaveLength(3);
-      expect(after!.epoch, stdout).toBeGreaterThanOrEqual(2);
-      expect(before!.custodians.slice(1)).toContain(after!.home);
-      expect(after, stdout).toMatchObject({ finality: 'certified' });
-      expect(after!.certified_seq, stdout).toBeGreaterThanOrEqual(4);
-      // Asked at the four live nodes: the new home answers itself, the three others forward to it.
-      const servedBy = lines.filter((l) => /^x-svc-served-by:/i.test(l)).map((l) => l.split(': ')[1]!.trim());
-      expect(servedBy).toEqual([after!.home, after!.home, after!.home]);
-      expect(balances).toHaveLength(4);
-      for (const b of balances) expect(b).toEqual({ zid: balance!.zid, free: 125, paid: 0, total: 125 });
-      expect(spent).toEqual({ value: 9, seq: 4 });
-      expect(login).toMatchObject({ zid: balance!.zid });
-      expect(verified).toMatchObject({ valid: true, zid: balance!.zid });
-    });
   });
 
   it('Quick start: the node `npm start` started stops on Ctrl-C (SIGINT) and exits 0', { timeout: 60_000 }, async () => {
