@@ -17,7 +17,8 @@
 //   and the envelopes' face value is conserved;
 // - what a reader of the identity asks its home for of the day: the identity claims, computes and is granted a tier at
 //   node 0, which is SIGKILLed; at the new home a second claim that day is refused already_claimed_today, and the
-//   day's usage and the tier are the ones node 0 showed.
+//   day's usage and the tier are the ones node 0 showed. It runs beside the first scenario and shares its kill of node 0
+//   (one takeover wait and one restart of node 0 fewer).
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -84,135 +85,225 @@ async function register(url: string, seed: string): Promise<{ zid: string; key: 
   return { zid: reg.body.zid as string, key: await identityKey(url, equation) };
 }
 
-describe('failover of an identity whose home is killed', () => {
-  it('another custodian serves it with every acknowledged write and spends in a new epoch; the old home comes back fenced and does not fork', async () => {
+/**
+ * A step that runs once every party has arrived at it (a party that failed before it arrives too, from its finally, so
+ * the others go on and fail or pass on their own); each party awaits the step.
+ */
+function sharedStep(parties: readonly string[], step: () => Promise<void>): { arrive(party: string): Promise<void> } {
+  const left = new Set(parties);
+  let go!: () => void;
+  const done = new Promise<void>((resolve) => (go = resolve)).then(step);
+  done.catch(() => undefined);
+  return {
+    arrive(party) {
+      left.delete(party);
+      if (left.size === 0) go();
+      return done;
+    },
+  };
+}
+
+// The first two cases below (a killed home; the day and tier) run side by side, each with an identity of its own homed
+// on node 0, and share node 0's SIGKILL: it comes once both identities are ready, and node 0 comes back (in the first
+// case) only once both have been taken over. The two cases after them partition and kill node 0 again on their own.
+const FAILOVER = 'failover';
+const DAY_AND_TIER = 'day and tier';
+const nodeZeroKill = sharedStep([FAILOVER, DAY_AND_TIER], () => cluster!.kill(0));
+const nodeZeroBack = sharedStep([FAILOVER, DAY_AND_TIER], async () => undefined);
+
+describe.concurrent('failover of an identity whose home is killed', () => {
+  it('another custodian serves it with every acknowledged write and spends in a new epoch; the old home comes back fenced and does not fork', async ({
+    expect,
+    onTestFailed,
+  }) => {
     const c = cluster!;
-    const nodes = c.specs.map((s) => ({ url: c.url(s.index), dataDir: s.dataDir }));
+    try {
+      const nodes = c.specs.map((s) => ({ url: c.url(s.index), dataDir: s.dataDir }));
 
-    // The identity, homed on node 0, funded and spending there: each write acknowledged, so certified.
-    const equation = createHash('sha256').update('failover identity').digest('hex');
-    const reg = await call(c.url(0), 'POST', '/api/svc-auth/register-v3', { equation_sha256: equation });
-    expect(reg.status, reg.text).toBe(201);
-    const zid = reg.body.zid as string;
-    reportOnFailure(c, () => [zid]);
-    const key = await identityKey(c.url(0), equation);
-    await grant(nodes[0]!, zid, 40);
-    const slug = reg.body.state_machine.slug as string;
-    const sealed: { token: string; seq: number; hash: string }[] = [];
-    for (let i = 0; i < SPENDS; i++) {
-      const r = await writeAcknowledged(c.url(0), '/api/svc/compute', SPEND_BODY, bearer(key));
-      expect(r.status, r.text).toBe(200);
-      sealed.push({ token: r.body.envelope.token_id, seq: r.body.audit.seq, hash: r.body.audit.hash });
+      // The identity, homed on node 0, funded and spending there: each write acknowledged, so certified.
+      const equation = createHash('sha256').update('failover identity').digest('hex');
+      const reg = await call(c.url(0), 'POST', '/api/svc-auth/register-v3', { equation_sha256: equation });
+      expect(reg.status, reg.text).toBe(201);
+      const zid = reg.body.zid as string;
+      reportOnFailure(c, () => [zid], onTestFailed);
+      const key = await identityKey(c.url(0), equation);
+      await grant(nodes[0]!, zid, 40);
+      const slug = reg.body.state_machine.slug as string;
+      const sealed: { token: string; seq: number; hash: string }[] = [];
+      for (let i = 0; i < SPENDS; i++) {
+        const r = await writeAcknowledged(c.url(0), '/api/svc/compute', SPEND_BODY, bearer(key));
+        expect(r.status, r.text).toBe(200);
+        sealed.push({ token: r.body.envelope.token_id, seq: r.body.audit.seq, hash: r.body.audit.hash });
+      }
+      const before = await call(c.url(0), 'GET', '/api/tally/balance', undefined, bearer(key));
+      expect(before.status).toBe(200);
+      // Every node knows the identity (its assertion) and puts it in one set before the home goes.
+      const set = await oneCustodySet(c, zid);
+      expect(set.custodians[0]).toBe(c.nodeIds[0]);
+      const custodians = set.custodians.slice(1).map((id) => c.nodeIds.indexOf(id));
+
+      // Killed once the identity of the day-and-tier case is ready too (the two share the kill).
+      await nodeZeroKill.arrive(FAILOVER);
+      // A custodian takes it over. The waits are on state; how long a takeover takes is measured by
+      // scripts/bench/failover.ts (docs/performance.md), not asserted here: the bound is for a loaded machine.
+      const moved = await waitUntil(
+        async () => {
+          for (const i of custodians) {
+            const s = await custodyAt(c.url(i), zid);
+            if (s !== null && s.home !== c.nodeIds[0] && s.home === c.nodeIds[i]) return { index: i, status: s };
+          }
+          return null;
+        },
+        'a custodian serving the identity as its home',
+        TAKEOVER_WITHIN_MS,
+        200,
+      );
+      const home = moved.index;
+      expect(moved.status).toMatchObject({ epoch: 2, finality: 'certified' });
+      expect(moved.status.certified_seq).toBeGreaterThan(SPENDS);
+
+      // The new home serves the ledger as it stood: balance, every envelope sealed, the chain continued.
+      const balance = await call(c.url(home), 'GET', '/api/tally/balance', undefined, bearer(key));
+      expect(balance.status, balance.text).toBe(200);
+      expect(balance.body).toEqual(before.body);
+      const envelopes = await call(c.url(home), 'GET', `/api/tally/envelopes/${zid}?limit=100`, undefined, bearer(key));
+      expect(envelopes.status, envelopes.text).toBe(200);
+      const held = new Set((envelopes.body.items as { token_id: string }[]).map((e) => e.token_id));
+      for (const s of sealed) expect(held.has(s.token)).toBe(true);
+      // A spend there is certified in the new epoch, its audit row next on the identity's chain.
+      const spent = await writeAcknowledged(c.url(home), '/api/svc/compute', SPEND_BODY, bearer(key));
+      expect(spent.status, spent.text).toBe(200);
+      expect(spent.headers.get('x-svc-served-by') ?? c.nodeIds[home]).toBe(c.nodeIds[home]);
+      expect(spent.body.audit.seq).toBe(sealed.at(-1)!.seq + 1);
+      // The identity's default machine follows it: its audit chain is read at the new home, every acknowledged row there.
+      const chainAt = async (url: string) => {
+        const r = await readAtHome(url, `/api/chain/${slug}/explore?from=1&to=100`, bearer(key));
+        expect(r.status, r.text).toBe(200);
+        return { servedBy: r.headers.get('x-svc-served-by'), rows: r.body.rows as { seq: number; hash: string }[] };
+      };
+      const chain = await chainAt(c.url(home));
+      expect(chain.rows.map((row) => row.seq)).toEqual(Array.from({ length: spent.body.audit.seq }, (_, i) => i + 1));
+      for (const w of [...sealed, spent.body.audit as { seq: number; hash: string }]) expect(chain.rows[w.seq - 1]!.hash).toBe(w.hash);
+      const after = (await custodyAt(c.url(home), zid))!;
+      expect(after.epoch).toBe(2);
+      expect(after.certified_seq).toBe(moved.status.certified_seq + 1);
+      // Any other live node forwards the identity's requests to the new home.
+      const other = [1, 2, 3, 4].find((i) => i !== home)!;
+      await waitUntil(async () => (await custodyAt(c.url(other), zid))?.home === c.nodeIds[home], 'the home change heard by another node', 15_000, 200);
+      expect((await custodyAt(c.url(other), zid))?.epoch).toBe(2);
+      // A login is the new home's to answer: the identity's login verifier came with its assertions, so it opens a
+      // session there, whose cookie opens verify through any node.
+      const login = await call(c.url(other), 'POST', '/api/svc-auth/login-v3', { equation_sha256: equation });
+      expect(login.status, login.text).toBe(200);
+      expect(login.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
+      const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
+      expect(cookie).toMatch(new RegExp(`^session=${zid}\\.`));
+      const verified = await call(c.url(other), 'POST', '/api/auth/verify', undefined, { cookie });
+      expect(verified.body).toMatchObject({ valid: true, zid });
+      expect(verified.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
+      const forwarded = await readAtHome(c.url(other), '/api/tally/balance', bearer(key));
+      expect(forwarded.status, forwarded.text).toBe(200);
+      expect(forwarded.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
+      expect(forwarded.body.free + forwarded.body.paid).toBe(before.body.free + before.body.paid - spent.body.tally_charge.cost);
+      const chainElsewhere = await chainAt(c.url(other));
+      expect(chainElsewhere.servedBy).toBe(c.nodeIds[home]);
+      expect(chainElsewhere.rows).toEqual(chain.rows);
+
+      // Node 0 comes back on its data: a write there is either refused as fenced (nothing written) or, once it has
+      // learnt the change, forwarded to the new home; it ends up naming the new home and reading from it.
+      // Back once the other case's identity has been taken over too (a live node 0 would keep it).
+      await nodeZeroBack.arrive(FAILOVER);
+      await c.startNode(0);
+      const write = await call(c.url(0), 'POST', '/api/svc/compute', SPEND_BODY, bearer(key));
+      if (write.status === 503 && write.body.error.code === 'SVC_HOME_UNREACHABLE') {
+        // Forwarded, to a new home that did not answer within the deadline (a loaded machine): not written here either.
+        expect(write.body.error.home).toBe(c.nodeIds[home]);
+      } else if (write.status === 503) {
+        expect(write.body.error.code).toBe('SVC_CUSTODY_UNAVAILABLE');
+        // Refused by the custodians as fenced, or before that by its own check after the start (it has not confirmed
+        // it is still the home: custody/home-check.ts): nothing written either way.
+        if (write.body.error.reason === 'home not confirmed') expect(write.body.error.zid).toBe(zid);
+        else expect(JSON.stringify(write.body.error.refusals)).toMatch(/fenced/);
+      } else {
+        expect(write.status, write.text).toBe(200);
+        expect(write.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
+      }
+      await waitUntil(async () => (await custodyAt(c.url(0), zid))?.home === c.nodeIds[home], 'node 0 naming the new home', 20_000, 200);
+      expect((await custodyAt(c.url(0), zid))?.epoch).toBe(2);
+      const atOld = await readAtHome(c.url(0), '/api/tally/balance', bearer(key));
+      expect(atOld.status, atOld.text).toBe(200);
+      expect(atOld.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
+      const atNew = await call(c.url(home), 'GET', '/api/tally/balance', undefined, bearer(key));
+      expect(atOld.body).toEqual(atNew.body);
+      // The machine's node of registration no longer serves its own copy: the new home answers, its chain the longer.
+      const chainAtOld = await chainAt(c.url(0));
+      expect(chainAtOld.servedBy).toBe(c.nodeIds[home]);
+      expect(chainAtOld.rows.slice(0, chain.rows.length)).toEqual(chain.rows);
+
+      // No fork: every node's custody entries hold one entry per (zid, epoch, seq), and epoch 1 ends where epoch 2 opens.
+      const entries = await custodyEntries(c, [{ zid, key, slug: '', home: 0 }]);
+      expect(oneCertifiedEntryPerSlot(entries)).toMatchObject({ ok: true });
+      expect(entries.some((e) => e.epoch === 2)).toBe(true);
+      const lastOfEpoch1 = Math.max(...entries.filter((e) => e.epoch === 1).map((e) => e.seq));
+      const firstOfEpoch2 = Math.min(...entries.filter((e) => e.epoch === 2).map((e) => e.seq));
+      expect(firstOfEpoch2).toBe(lastOfEpoch1 + 1);
+    } finally {
+      void nodeZeroKill.arrive(FAILOVER);
     }
-    const before = await call(c.url(0), 'GET', '/api/tally/balance', undefined, bearer(key));
-    expect(before.status).toBe(200);
-    // Every node knows the identity (its assertion) and puts it in one set before the home goes.
-    const set = await oneCustodySet(c, zid);
-    expect(set.custodians[0]).toBe(c.nodeIds[0]);
-    const custodians = set.custodians.slice(1).map((id) => c.nodeIds.indexOf(id));
+  }, 180_000);
+});
 
-    await c.kill(0);
-    // A custodian takes it over. The waits are on state; how long a takeover takes is measured by
-    // scripts/bench/failover.ts (docs/performance.md), not asserted here: the bound is for a loaded machine.
-    const moved = await waitUntil(
-      async () => {
-        for (const i of custodians) {
-          const s = await custodyAt(c.url(i), zid);
-          if (s !== null && s.home !== c.nodeIds[0] && s.home === c.nodeIds[i]) return { index: i, status: s };
-        }
-        return null;
-      },
-      'a custodian serving the identity as its home',
-      TAKEOVER_WITHIN_MS,
-      200,
-    );
-    const home = moved.index;
-    expect(moved.status).toMatchObject({ epoch: 2, finality: 'certified' });
-    expect(moved.status.certified_seq).toBeGreaterThan(SPENDS);
+describe.concurrent("a failover keeps the identity's day and tier", () => {
+  it('a second claim the same day is refused at the new home; the usage and a granted tier are kept', async ({ expect, onTestFailed }) => {
+    const c = cluster!;
+    try {
+      const id = await register(c.url(0), 'keeps day and tier');
+      reportOnFailure(c, () => [id.zid], onTestFailed);
+      const set = await oneCustodySet(c, id.zid);
+      const custodians = set.custodians.slice(1).map((n) => c.nodeIds.indexOf(n));
 
-    // The new home serves the ledger as it stood: balance, every envelope sealed, the chain continued.
-    const balance = await call(c.url(home), 'GET', '/api/tally/balance', undefined, bearer(key));
-    expect(balance.status, balance.text).toBe(200);
-    expect(balance.body).toEqual(before.body);
-    const envelopes = await call(c.url(home), 'GET', `/api/tally/envelopes/${zid}?limit=100`, undefined, bearer(key));
-    expect(envelopes.status, envelopes.text).toBe(200);
-    const held = new Set((envelopes.body.items as { token_id: string }[]).map((e) => e.token_id));
-    for (const s of sealed) expect(held.has(s.token)).toBe(true);
-    // A spend there is certified in the new epoch, its audit row next on the identity's chain.
-    const spent = await writeAcknowledged(c.url(home), '/api/svc/compute', SPEND_BODY, bearer(key));
-    expect(spent.status, spent.text).toBe(200);
-    expect(spent.headers.get('x-svc-served-by') ?? c.nodeIds[home]).toBe(c.nodeIds[home]);
-    expect(spent.body.audit.seq).toBe(sealed.at(-1)!.seq + 1);
-    // The identity's default machine follows it: its audit chain is read at the new home, every acknowledged row there.
-    const chainAt = async (url: string) => {
-      const r = await readAtHome(url, `/api/chain/${slug}/explore?from=1&to=100`, bearer(key));
-      expect(r.status, r.text).toBe(200);
-      return { servedBy: r.headers.get('x-svc-served-by'), rows: r.body.rows as { seq: number; hash: string }[] };
-    };
-    const chain = await chainAt(c.url(home));
-    expect(chain.rows.map((row) => row.seq)).toEqual(Array.from({ length: spent.body.audit.seq }, (_, i) => i + 1));
-    for (const w of [...sealed, spent.body.audit as { seq: number; hash: string }]) expect(chain.rows[w.seq - 1]!.hash).toBe(w.hash);
-    const after = (await custodyAt(c.url(home), zid))!;
-    expect(after.epoch).toBe(2);
-    expect(after.certified_seq).toBe(moved.status.certified_seq + 1);
-    // Any other live node forwards the identity's requests to the new home.
-    const other = [1, 2, 3, 4].find((i) => i !== home)!;
-    await waitUntil(async () => (await custodyAt(c.url(other), zid))?.home === c.nodeIds[home], 'the home change heard by another node', 15_000, 200);
-    expect((await custodyAt(c.url(other), zid))?.epoch).toBe(2);
-    // A login is the new home's to answer: the identity's login verifier came with its assertions, so it opens a
-    // session there, whose cookie opens verify through any node.
-    const login = await call(c.url(other), 'POST', '/api/svc-auth/login-v3', { equation_sha256: equation });
-    expect(login.status, login.text).toBe(200);
-    expect(login.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
-    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
-    expect(cookie).toMatch(new RegExp(`^session=${zid}\\.`));
-    const verified = await call(c.url(other), 'POST', '/api/auth/verify', undefined, { cookie });
-    expect(verified.body).toMatchObject({ valid: true, zid });
-    expect(verified.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
-    const forwarded = await readAtHome(c.url(other), '/api/tally/balance', bearer(key));
-    expect(forwarded.status, forwarded.text).toBe(200);
-    expect(forwarded.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
-    expect(forwarded.body.free + forwarded.body.paid).toBe(before.body.free + before.body.paid - spent.body.tally_charge.cost);
-    const chainElsewhere = await chainAt(c.url(other));
-    expect(chainElsewhere.servedBy).toBe(c.nodeIds[home]);
-    expect(chainElsewhere.rows).toEqual(chain.rows);
+      // At node 0: the day's claim, two computations and a grant of a tier alone, each acknowledged.
+      const st = await call(c.url(0), 'GET', '/api/tally/claim', undefined, bearer(id.key));
+      expect(st.body.claimable, st.text).toBe(true);
+      const proof = { challenge: st.body.challenge as string, nonce: solveChallenge(st.body.challenge, st.body.difficulty) };
+      const claimed = await writeAcknowledged(c.url(0), '/api/tally/claim', proof, bearer(id.key));
+      expect(claimed.status, claimed.text).toBe(200);
+      for (let i = 0; i < 2; i++) {
+        const r = await writeAcknowledged(c.url(0), '/api/svc/compute', SPEND_BODY, bearer(id.key));
+        expect(r.status, r.text).toBe(200);
+      }
+      const token = (await readFile(join(c.specs[0]!.dataDir, 'operator-token'), 'utf8')).trim();
+      const granted = await writeAcknowledged(c.url(0), '/api/tally/grants', { zid: id.zid, credits: 0, tier: 'standard' }, bearer(token));
+      expect(granted.status, granted.text).toBe(201);
+      const usage = await call(c.url(0), 'GET', '/api/compute/usage', undefined, bearer(id.key));
+      expect(usage.body, usage.text).toMatchObject({ used: 2, tier: 'standard' });
 
-    // Node 0 comes back on its data: a write there is either refused as fenced (nothing written) or, once it has
-    // learnt the change, forwarded to the new home; it ends up naming the new home and reading from it.
-    await c.startNode(0);
-    const write = await call(c.url(0), 'POST', '/api/svc/compute', SPEND_BODY, bearer(key));
-    if (write.status === 503 && write.body.error.code === 'SVC_HOME_UNREACHABLE') {
-      // Forwarded, to a new home that did not answer within the deadline (a loaded machine): not written here either.
-      expect(write.body.error.home).toBe(c.nodeIds[home]);
-    } else if (write.status === 503) {
-      expect(write.body.error.code).toBe('SVC_CUSTODY_UNAVAILABLE');
-      // Refused by the custodians as fenced, or before that by its own check after the start (it has not confirmed
-      // it is still the home: custody/home-check.ts): nothing written either way.
-      if (write.body.error.reason === 'home not confirmed') expect(write.body.error.zid).toBe(zid);
-      else expect(JSON.stringify(write.body.error.refusals)).toMatch(/fenced/);
-    } else {
-      expect(write.status, write.text).toBe(200);
-      expect(write.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
+      await nodeZeroKill.arrive(DAY_AND_TIER);
+      const moved = await waitUntil(
+        async () => {
+          for (const i of custodians) if ((await custodyAt(c.url(i), id.zid))?.home === c.nodeIds[i]) return i;
+          return null;
+        },
+        'a custodian serving the identity as its home',
+        TAKEOVER_WITHIN_MS,
+        200,
+      );
+      void nodeZeroBack.arrive(DAY_AND_TIER);
+      const home = c.url(moved);
+
+      // The day's claim is taken: refused at the new home, asked or answered.
+      const again = await call(home, 'GET', '/api/tally/claim', undefined, bearer(id.key));
+      expect(again.body, again.text).toMatchObject({ claimable: false, reason: 'already_claimed_today', challenge: null });
+      const second = await call(home, 'POST', '/api/tally/claim', proof, bearer(id.key));
+      expect(expectError(second, 400, 'SVC_BAD_REQUEST').reason).toBe('already_claimed_today');
+      // The day's usage and the tier, as node 0 showed them.
+      const usageThere = await call(home, 'GET', '/api/compute/usage', undefined, bearer(id.key));
+      expect(usageThere.status, usageThere.text).toBe(200);
+      expect(usageThere.body).toMatchObject({ used: usage.body.used, tier: 'standard', daily_allowance: usage.body.daily_allowance });
+    } finally {
+      void nodeZeroKill.arrive(DAY_AND_TIER);
+      void nodeZeroBack.arrive(DAY_AND_TIER);
     }
-    await waitUntil(async () => (await custodyAt(c.url(0), zid))?.home === c.nodeIds[home], 'node 0 naming the new home', 20_000, 200);
-    expect((await custodyAt(c.url(0), zid))?.epoch).toBe(2);
-    const atOld = await readAtHome(c.url(0), '/api/tally/balance', bearer(key));
-    expect(atOld.status, atOld.text).toBe(200);
-    expect(atOld.headers.get('x-svc-served-by')).toBe(c.nodeIds[home]);
-    const atNew = await call(c.url(home), 'GET', '/api/tally/balance', undefined, bearer(key));
-    expect(atOld.body).toEqual(atNew.body);
-    // The machine's node of registration no longer serves its own copy: the new home answers, its chain the longer.
-    const chainAtOld = await chainAt(c.url(0));
-    expect(chainAtOld.servedBy).toBe(c.nodeIds[home]);
-    expect(chainAtOld.rows.slice(0, chain.rows.length)).toEqual(chain.rows);
-
-    // No fork: every node's custody entries hold one entry per (zid, epoch, seq), and epoch 1 ends where epoch 2 opens.
-    const entries = await custodyEntries(c, [{ zid, key, slug: '', home: 0 }]);
-    expect(oneCertifiedEntryPerSlot(entries)).toMatchObject({ ok: true });
-    expect(entries.some((e) => e.epoch === 2)).toBe(true);
-    const lastOfEpoch1 = Math.max(...entries.filter((e) => e.epoch === 1).map((e) => e.seq));
-    const firstOfEpoch2 = Math.min(...entries.filter((e) => e.epoch === 2).map((e) => e.seq));
-    expect(firstOfEpoch2).toBe(lastOfEpoch1 + 1);
   }, 180_000);
 });
 
@@ -402,53 +493,5 @@ describe('a failover keeps what the old home acknowledged', () => {
     // Conserved: what the sender held before the transfer is what it holds now and what the receiver got.
     const senderNow = await envelopesAt(home, sender.zid, sender.key);
     expect(faceValue(senderNow.items) + faceValue(received.items)).toBe(faceValue(before.items));
-  }, 180_000);
-});
-
-describe("a failover keeps the identity's day and tier", () => {
-  it('a second claim the same day is refused at the new home; the usage and a granted tier are kept', async () => {
-    const c = cluster!;
-    const id = await register(c.url(0), 'keeps day and tier');
-    reportOnFailure(c, () => [id.zid]);
-    const set = await oneCustodySet(c, id.zid);
-    const custodians = set.custodians.slice(1).map((n) => c.nodeIds.indexOf(n));
-
-    // At node 0: the day's claim, two computations and a grant of a tier alone, each acknowledged.
-    const st = await call(c.url(0), 'GET', '/api/tally/claim', undefined, bearer(id.key));
-    expect(st.body.claimable, st.text).toBe(true);
-    const proof = { challenge: st.body.challenge as string, nonce: solveChallenge(st.body.challenge, st.body.difficulty) };
-    const claimed = await writeAcknowledged(c.url(0), '/api/tally/claim', proof, bearer(id.key));
-    expect(claimed.status, claimed.text).toBe(200);
-    for (let i = 0; i < 2; i++) {
-      const r = await writeAcknowledged(c.url(0), '/api/svc/compute', SPEND_BODY, bearer(id.key));
-      expect(r.status, r.text).toBe(200);
-    }
-    const token = (await readFile(join(c.specs[0]!.dataDir, 'operator-token'), 'utf8')).trim();
-    const granted = await writeAcknowledged(c.url(0), '/api/tally/grants', { zid: id.zid, credits: 0, tier: 'standard' }, bearer(token));
-    expect(granted.status, granted.text).toBe(201);
-    const usage = await call(c.url(0), 'GET', '/api/compute/usage', undefined, bearer(id.key));
-    expect(usage.body, usage.text).toMatchObject({ used: 2, tier: 'standard' });
-
-    await c.kill(0);
-    const moved = await waitUntil(
-      async () => {
-        for (const i of custodians) if ((await custodyAt(c.url(i), id.zid))?.home === c.nodeIds[i]) return i;
-        return null;
-      },
-      'a custodian serving the identity as its home',
-      TAKEOVER_WITHIN_MS,
-      200,
-    );
-    const home = c.url(moved);
-
-    // The day's claim is taken: refused at the new home, asked or answered.
-    const again = await call(home, 'GET', '/api/tally/claim', undefined, bearer(id.key));
-    expect(again.body, again.text).toMatchObject({ claimable: false, reason: 'already_claimed_today', challenge: null });
-    const second = await call(home, 'POST', '/api/tally/claim', proof, bearer(id.key));
-    expect(expectError(second, 400, 'SVC_BAD_REQUEST').reason).toBe('already_claimed_today');
-    // The day's usage and the tier, as node 0 showed them.
-    const usageThere = await call(home, 'GET', '/api/compute/usage', undefined, bearer(id.key));
-    expect(usageThere.status, usageThere.text).toBe(200);
-    expect(usageThere.body).toMatchObject({ used: usage.body.used, tier: 'standard', daily_allowance: usage.body.daily_allowance });
   }, 180_000);
 });

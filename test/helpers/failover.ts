@@ -96,10 +96,11 @@ export async function startBondedCluster(name: string): Promise<FaultCluster> {
 
 /**
  * When the running test fails, print what each node says of the identities (its custody status), whom it is connected
- * to, and the end of its log: a failover that did not happen in time says why only there.
+ * to, and the end of its log: a failover that did not happen in time says why only there. A concurrent test passes
+ * its context's `onTestFailed` (the global one does not know which of the running tests it is called from).
  */
-export function reportOnFailure(cluster: FaultCluster, zids: () => string[]): void {
-  onTestFailed(async () => {
+export function reportOnFailure(cluster: FaultCluster, zids: () => string[], onFailed: typeof onTestFailed = onTestFailed): void {
+  onFailed(async () => {
     const lines: string[] = [];
     for (const s of cluster.specs) {
       const url = cluster.url(s.index);
