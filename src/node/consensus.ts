@@ -256,6 +256,9 @@ export async function wireConsensus(
       pohcRoutes({ challengeStateFault: (c) => challenges.checkAgainstState(c), carriedResultFault: (sc) => challenges.resultFault(sc) }),
     ],
     start: async () => {
+      // The liveness record starts now, not at the tick loop's first beat: the mesh already hears tick events, and a
+      // challenge opened before that beat would be before this node's record, so not checkable here.
+      recordHeard();
       // Effects of verdicts recorded before a stop (a crash between a verdict and its effect), votes not yet cast. Not
       // awaited: an effect's ledger write waits for its custodians, who answer once this node is in the mesh again.
       void challenges.resumeEffects().catch((err: unknown) => logger.error({ err: String(err) }, 'a verdict effect could not be applied at start'));
